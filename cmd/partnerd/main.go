@@ -1,0 +1,154 @@
+// Command partnerd runs the partner API.
+//
+//	partnerd [serve]                          run the API (the default)
+//	partnerd migrate                          apply database migrations and exit
+//	partnerd partners create --name NAME [--json]
+//	                                          create a partner and print its API key once
+//
+// Settings come from the environment; see README.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"partnerd/internal/app"
+	"partnerd/internal/config"
+	"partnerd/internal/store"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "partnerd:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage:
+  partnerd [serve]                              run the API
+  partnerd migrate                              apply database migrations
+  partnerd partners create --name NAME [--json] create a partner and print its API key once`
+
+func run(args []string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	switch cmd {
+	case "serve":
+		return serve(log, stdout)
+	case "migrate":
+		return migrate(stdout)
+	case "partners":
+		if len(args) == 0 || args[0] != "create" {
+			return errors.New(usage)
+		}
+		return createPartner(args[1:], log, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	default:
+		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	}
+}
+
+func serve(log *slog.Logger, stdout io.Writer) error {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := app.Open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	key, err := a.EnsureDemoPartner(ctx)
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		fmt.Fprintf(stdout, "\nCreated a demo partner. Its sandbox API key (shown only now):\n\n    %s\n\n", key)
+	}
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "partnerd (%s) listening on %s, API at http://%s/api/v1/partner\n", cfg.Env, ln.Addr(), displayAddr(ln.Addr()))
+	return a.Serve(ctx, ln)
+}
+
+func displayAddr(addr net.Addr) string {
+	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+		return fmt.Sprintf("localhost:%d", tcp.Port)
+	}
+	return addr.String()
+}
+
+func migrate(stdout io.Writer) error {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	n, err := st.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "applied %d migration(s)\n", n)
+	return nil
+}
+
+func createPartner(args []string, log *slog.Logger, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("partners create", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	name := fs.String("name", "", "the partner's name (required)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *name == "" {
+		return errors.New("partners create: --name is required")
+	}
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	a, err := app.Open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	p, key, err := a.Partners().Create(ctx, *name)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(struct {
+			PartnerID   string `json:"partner_id"`
+			Name        string `json:"name"`
+			Environment string `json:"environment"`
+			APIKey      string `json:"api_key"`
+		}{p.ID.String(), p.Name, string(p.Environment), key})
+	}
+	fmt.Fprintf(stdout, "partner_id:  %s\nname:        %s\nenvironment: %s\napi_key:     %s\n\nThe API key is shown only now; store it safely.\n",
+		p.ID, p.Name, p.Environment, key)
+	return nil
+}

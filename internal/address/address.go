@@ -1,0 +1,200 @@
+// Package address derives watch-only deposit addresses for BNB Smart Chain
+// (BEP-20 tokens) and Tron (TRC-20 tokens) from account-level extended public
+// keys, and validates addresses for those networks.
+//
+// The service hands every transaction its own deposit address so that an
+// incoming payment can be matched to the transaction by address alone. The
+// addresses are derived with BIP-32 public derivation at <account xpub>/0/i,
+// which means the server only ever needs the account xpub: it can generate any
+// number of addresses while the private keys stay offline with the wallet that
+// produced the xpub.
+package address
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/btcsuite/btcd/btcutil/base58"
+	"github.com/btcsuite/btcd/btcutil/hdkeychain"
+	"golang.org/x/crypto/sha3"
+)
+
+const (
+	networkBEP20 = "bep20"
+	networkTRC20 = "trc20"
+
+	// externalChain is the BIP-44 "change" level used for receiving
+	// addresses; every deposit address lives under <account xpub>/0.
+	externalChain = 0
+
+	// tronPrefix is the version byte of Tron mainnet addresses.
+	tronPrefix = 0x41
+	// tronDecodedLen is the decoded length of a Tron address:
+	// prefix (1) + account hash (20) + checksum (4).
+	tronDecodedLen = 1 + 20 + 4
+)
+
+var (
+	errUnknownNetwork = errors.New("address: unknown network")
+	errPrivateKey     = errors.New("address: extended key is private; only an xpub is accepted")
+	errHardenedIndex  = errors.New("address: index must be below 2^31 (hardened indexes cannot be derived from an xpub)")
+)
+
+// DemoXPubs are public account-level test xpubs for staging only, derived from
+// the well-known "abandon abandon ... about" BIP-39 test mnemonic: bep20 at
+// m/44'/60'/0' and trc20 at m/44'/195'/0'. They exist so that staging can run
+// the full deposit flow without a real wallet; since anyone can compute the
+// matching private keys, funds sent to these addresses are not safe and the
+// xpubs must never be configured in production.
+var DemoXPubs = map[string]string{
+	networkBEP20: "xpub6DCoCpSuQZB2jawqnGMEPS63ePKWkwWPH4TU45Q7LPXWuNd8TMtVxRrgjtEshuqpK3mdhaWHPFsBngh5GFZaM6si3yZdUsT8ddYM3PwnATt",
+	networkTRC20: "xpub6D1AabNHCupeiLM65ZR9UStMhJ1vCpyV4XbZdyhMZBiJXALQtmn9p42VTQckoHVn8WNqS7dqnJokZHAHcHGoaQgmv8D45oNUKx6DZMNZBCd",
+}
+
+// Deriver derives deposit addresses for one network from one account xpub.
+//
+// It keeps only public key material, so a compromised server cannot spend
+// deposits. The external chain key (<account xpub>/0) is derived once up
+// front, so each Address call costs a single BIP-32 step. A Deriver is
+// immutable after construction and safe for concurrent use.
+type Deriver struct {
+	network string
+	chain   *hdkeychain.ExtendedKey // <account xpub>/0
+}
+
+// NewDeriver parses an account-level extended public key for network ("bep20"
+// or "trc20") and returns a Deriver for it.
+//
+// The xpub's version bytes are ignored, because wallets export EVM and Tron
+// account keys with Bitcoin "xpub" (or other) prefixes and the bytes carry no
+// meaning for these chains. A private extended key is rejected even though it
+// could derive the same addresses: the service is designed never to hold
+// private keys, and accepting one would silently break that guarantee.
+func NewDeriver(network, xpub string) (*Deriver, error) {
+	if network != networkBEP20 && network != networkTRC20 {
+		return nil, fmt.Errorf("%w: %q", errUnknownNetwork, network)
+	}
+	key, err := hdkeychain.NewKeyFromString(xpub)
+	if err != nil {
+		return nil, fmt.Errorf("address: parse %s xpub: %w", network, err)
+	}
+	if key.IsPrivate() {
+		return nil, errPrivateKey
+	}
+	chain, err := key.Derive(externalChain)
+	if err != nil {
+		return nil, fmt.Errorf("address: derive %s external chain: %w", network, err)
+	}
+	return &Deriver{network: network, chain: chain}, nil
+}
+
+// Network returns the network name ("bep20" or "trc20") the Deriver was built
+// for, so callers holding several Derivers can tell which one produced an
+// address.
+func (d *Deriver) Network() string { return d.network }
+
+// Address returns the deposit address at <account xpub>/0/index, formatted
+// for the Deriver's network: an EIP-55 checksummed 0x address for bep20, or a
+// base58check T-address for trc20.
+//
+// index must be below 2^31: hardened children cannot be derived from a public
+// key. The result is deterministic, so the same index always yields the same
+// address and the caller only needs to persist the index per transaction. In
+// the astronomically unlikely case that an index has no valid child key, the
+// error from hdkeychain (ErrInvalidChild) is returned and the caller should
+// move on to the next index.
+func (d *Deriver) Address(index uint32) (string, error) {
+	if index >= hdkeychain.HardenedKeyStart {
+		return "", fmt.Errorf("%w: got %d", errHardenedIndex, index)
+	}
+	child, err := d.chain.Derive(index)
+	if err != nil {
+		return "", fmt.Errorf("address: derive %s index %d: %w", d.network, index, err)
+	}
+	pub, err := child.ECPubKey()
+	if err != nil {
+		return "", fmt.Errorf("address: %s index %d public key: %w", d.network, index, err)
+	}
+	acct := accountHash(pub.SerializeUncompressed())
+	if d.network == networkTRC20 {
+		return base58.CheckEncode(acct, tronPrefix), nil
+	}
+	return eip55(acct), nil
+}
+
+// Valid reports whether addr is a well-formed address for network, so that
+// addresses supplied from outside can be checked before money is sent to them.
+//
+// For bep20 the address must be "0x" followed by 40 hex digits whose letter
+// case matches the EIP-55 checksum exactly; all-lowercase or all-uppercase
+// forms are rejected because they carry no checksum and a typo would go
+// unnoticed. For trc20 the address must be base58check with a valid double
+// SHA-256 checksum, decode to 25 bytes and carry the 0x41 mainnet prefix.
+// Unknown networks are never valid.
+func Valid(network, addr string) bool {
+	switch network {
+	case networkBEP20:
+		return validEVM(addr)
+	case networkTRC20:
+		return validTron(addr)
+	default:
+		return false
+	}
+}
+
+// accountHash returns the 20-byte account identifier shared by EVM chains and
+// Tron: the last 20 bytes of the legacy Keccak-256 of the 64-byte uncompressed
+// public key (the 0x04 prefix is dropped).
+func accountHash(uncompressed []byte) []byte {
+	h := sha3.NewLegacyKeccak256()
+	h.Write(uncompressed[1:])
+	sum := h.Sum(nil)
+	return sum[len(sum)-20:]
+}
+
+// eip55 renders a 20-byte account as a 0x-prefixed EIP-55 checksummed address.
+func eip55(acct []byte) string {
+	lower := hex.EncodeToString(acct)
+	h := sha3.NewLegacyKeccak256()
+	h.Write([]byte(lower))
+	hash := h.Sum(nil)
+
+	out := make([]byte, 2+len(lower))
+	out[0], out[1] = '0', 'x'
+	for i := 0; i < len(lower); i++ {
+		c := lower[i]
+		nibble := hash[i/2]
+		if i%2 == 0 {
+			nibble >>= 4
+		}
+		if c >= 'a' && c <= 'f' && nibble&0x0f >= 8 {
+			c -= 'a' - 'A'
+		}
+		out[2+i] = c
+	}
+	return string(out)
+}
+
+func validEVM(addr string) bool {
+	digits, ok := strings.CutPrefix(addr, "0x")
+	if !ok || len(digits) != 40 {
+		return false
+	}
+	acct, err := hex.DecodeString(digits)
+	if err != nil {
+		return false
+	}
+	return eip55(acct) == addr
+}
+
+func validTron(addr string) bool {
+	decoded := base58.Decode(addr)
+	if len(decoded) != tronDecodedLen || decoded[0] != tronPrefix {
+		return false
+	}
+	// CheckDecode verifies the 4-byte double SHA-256 checksum.
+	_, _, err := base58.CheckDecode(addr)
+	return err == nil
+}

@@ -1,0 +1,213 @@
+// Package apitest starts the real service for component tests and hands out
+// clients generated from the contract. Every response a client receives is checked
+// against openapi/partner.yaml (status declared, headers and body valid), so drift
+// between code and contract fails the test that provoked it.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/stretchr/testify/require"
+
+	"partnerd/gen/client"
+	"partnerd/internal/app"
+	"partnerd/internal/config"
+	"partnerd/internal/httpapi"
+	"partnerd/internal/partners"
+	"partnerd/internal/store"
+	"partnerd/internal/testdb"
+)
+
+// Env is one running service.
+type Env struct {
+	// BaseURL is the partner API's base address, e.g. http://127.0.0.1:PORT/api/v1/partner.
+	BaseURL string
+	// Root is the server's root address (for /healthz and the like).
+	Root string
+	App  *app.App
+	// Store is a second connection to the service's database, for setting up state
+	// the API cannot (such as a partner of the other environment).
+	Store *store.Store
+	spec  *openapi3.T
+	route routers.Router
+}
+
+// Start runs the service on a random loopback port against db with the staging
+// defaults, overridden by settings (environment variable names → values). The
+// service stops when the test ends.
+func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
+	t.Helper()
+	vars := map[string]string{"DATABASE_URL": db.URL, "LISTEN_ADDR": "127.0.0.1:0"}
+	for k, v := range settings {
+		vars[k] = v
+	}
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := app.Open(ctx, cfg, log)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx, ln) }()
+
+	st, err := store.Open(ctx, db.URL)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("server did not stop within 30 s")
+		}
+		_ = st.Close()
+		_ = a.Close()
+	})
+
+	spec, err := httpapi.Spec()
+	require.NoError(t, err)
+	r, err := gorillamux.NewRouter(spec)
+	require.NoError(t, err)
+	root := "http://" + ln.Addr().String()
+	return &Env{BaseURL: root + httpapi.BasePath, Root: root, App: a, Store: st, spec: spec, route: r}
+}
+
+// NewPartner creates a partner of the service's environment and returns its API key.
+func (e *Env) NewPartner(t *testing.T) string {
+	t.Helper()
+	_, key, err := e.App.Partners().Create(context.Background(), "Test partner "+t.Name())
+	require.NoError(t, err)
+	return key
+}
+
+// NewPartnerIn creates a partner of env directly in the database (the service
+// itself only creates partners of its own environment) and returns its key.
+func (e *Env) NewPartnerIn(t *testing.T, env partners.Environment) string {
+	t.Helper()
+	svc := partners.NewService(e.Store, env, partners.Defaults{}, store.Now)
+	_, key, err := svc.Create(context.Background(), "Other environment "+t.Name())
+	require.NoError(t, err)
+	return key
+}
+
+// Client returns a typed client that sends key as X-API-KEY (none when key is "")
+// and checks every response against the contract.
+func (e *Env) Client(t *testing.T, key string) *client.ClientWithResponses {
+	t.Helper()
+	c, err := client.NewClientWithResponses(e.BaseURL,
+		client.WithHTTPClient(e.HTTPClient(t)),
+		client.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+			if key != "" {
+				req.Header.Set("X-API-KEY", key)
+			}
+			return nil
+		}))
+	require.NoError(t, err)
+	return c
+}
+
+// HTTPClient returns a plain HTTP client whose responses are checked against the
+// contract, for requests the typed client cannot make (a malformed body, a wrong
+// content type, an unknown route).
+func (e *Env) HTTPClient(t *testing.T) *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &validating{t: t, env: e, next: http.DefaultTransport}}
+}
+
+// validating is a RoundTripper that validates each response against the spec.
+type validating struct {
+	t    *testing.T
+	env  *Env
+	next http.RoundTripper
+}
+
+func (v *validating) RoundTrip(req *http.Request) (*http.Response, error) {
+	var reqBody []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		reqBody = b
+		req.Body = http.NoBody
+		if len(b) > 0 {
+			req.Body = io.NopCloser(bytes.NewReader(b))
+		}
+	}
+	resp, err := v.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if verr := v.env.validate(req, reqBody, resp, body); verr != nil {
+		v.t.Errorf("response to %s %s breaks the contract: %v\nstatus %d body: %s", req.Method, req.URL.Path, verr, resp.StatusCode, body)
+	}
+	return resp, nil
+}
+
+// validate checks one exchange: every response carries X-Request-Id; a response of
+// a declared operation must be declared (status included) and valid; any failure
+// body must be the Error schema.
+func (e *Env) validate(req *http.Request, reqBody []byte, resp *http.Response, body []byte) error {
+	if resp.Header.Get("X-Request-Id") == "" {
+		return errors.New("no X-Request-Id header")
+	}
+	if resp.StatusCode >= 400 {
+		if err := e.validateSchema("Error", body); err != nil {
+			return err
+		}
+	}
+	r := req.Clone(req.Context())
+	r.Body = io.NopCloser(bytes.NewReader(reqBody))
+	route, params, err := e.route.FindRoute(r)
+	if err != nil {
+		// No operation: only the error checks above apply (404 or 405).
+		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
+			return errors.New("a request matching no operation must get 404 or 405")
+		}
+		return nil
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{
+			Request: r, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+		},
+		Status:  resp.StatusCode,
+		Header:  resp.Header,
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	in.SetBodyBytes(body)
+	return openapi3filter.ValidateResponse(context.Background(), in)
+}
+
+func (e *Env) validateSchema(name string, body []byte) error {
+	ref := e.spec.Components.Schemas[name]
+	if ref == nil || ref.Value == nil {
+		return errors.New("no schema " + name)
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return err
+	}
+	return ref.Value.VisitJSON(v, openapi3.MultiErrors())
+}

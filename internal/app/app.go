@@ -1,0 +1,151 @@
+// Package app wires the service together: configuration → database → domain
+// services → HTTP server, and owns start and graceful stop. cmd/partnerd only parses
+// the command line and calls in here.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"partnerd/internal/config"
+	"partnerd/internal/httpapi"
+	"partnerd/internal/partners"
+	"partnerd/internal/pricing"
+	"partnerd/internal/quotes"
+	"partnerd/internal/rates"
+	"partnerd/internal/store"
+)
+
+// App is a configured service with its database open and migrated.
+type App struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	store    *store.Store
+	partners *partners.Service
+	quotes   *quotes.Service
+	feed     *rates.HTTPFeed
+	handler  http.Handler
+}
+
+// Open connects to the database, applies pending migrations and builds the services.
+func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, error) {
+	st, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := st.Migrate(ctx); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	a := &App{cfg: cfg, log: log, store: st}
+	a.partners = partners.NewService(st, partnerEnv(cfg.Env), partners.Defaults{
+		FeeRate: cfg.PartnerFeeRate, ShareRate: cfg.PartnerShareRate,
+	}, store.Now)
+
+	var source rates.Source
+	switch cfg.RateSource {
+	case "http":
+		a.feed, err = rates.NewHTTPFeed(rates.HTTPFeedConfig{
+			URL: cfg.RateFeedURL, Fields: cfg.RateFeedKeys, Interval: cfg.RateInterval, Logger: log,
+		})
+		if err != nil {
+			_ = st.Close()
+			return nil, fmt.Errorf("rate feed: %w", err)
+		}
+		source = a.feed
+	default:
+		source = rates.NewStatic(cfg.StaticRates, time.Now)
+	}
+	source = rates.WithMaxAge(source, cfg.RateMaxAge, time.Now)
+	pricer := pricing.NewPricer(source, cfg.Pairs, cfg.Spread)
+	a.quotes = quotes.NewService(pricer, st, store.Now)
+
+	a.handler, err = httpapi.New(httpapi.Deps{
+		Partners: a.partners,
+		Quotes:   a.quotes,
+		Logger:   log,
+		Ready: func(r *http.Request) error {
+			if err := st.Ping(r.Context()); err != nil {
+				return err
+			}
+			pending, err := st.PendingMigrations(r.Context())
+			if err != nil {
+				return err
+			}
+			if pending {
+				return errors.New("migrations pending")
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func partnerEnv(env config.Environment) partners.Environment {
+	if env == config.Production {
+		return partners.Production
+	}
+	return partners.Sandbox
+}
+
+// Close releases the database.
+func (a *App) Close() error { return a.store.Close() }
+
+// Handler returns the HTTP handler.
+func (a *App) Handler() http.Handler { return a.handler }
+
+// Partners returns the partner service (for the partners command and tests).
+func (a *App) Partners() *partners.Service { return a.partners }
+
+// EnsureDemoPartner creates the demo partner in staging when the database has no
+// partner and returns its key ("" when none was created).
+func (a *App) EnsureDemoPartner(ctx context.Context) (string, error) {
+	if a.cfg.Env != config.Staging {
+		return "", nil
+	}
+	return a.partners.EnsureDemo(ctx)
+}
+
+// Serve accepts connections on ln until ctx is done, then stops accepting, lets
+// requests in flight finish (up to 20 s) and returns.
+func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           a.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	feedCtx, stopFeed := context.WithCancel(ctx)
+	defer stopFeed()
+	if a.feed != nil {
+		go a.feed.Run(feedCtx)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	a.log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+// Package config reads the service's settings from the environment once, at start,
+// and validates them together, so a bad setting stops the process with a message
+// naming it instead of failing a request later. Staging has working defaults for
+// everything; production refuses the demo ones.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"partnerd/internal/pricing"
+	"partnerd/internal/rates"
+	"partnerd/internal/store"
+)
+
+// Environment is APP_ENV.
+type Environment string
+
+// The environments.
+const (
+	Staging    Environment = "staging"
+	Production Environment = "production"
+)
+
+// Config is every setting.
+type Config struct {
+	Env         Environment
+	DatabaseURL string
+	ListenAddr  string
+
+	// RateSource is "static" or "http".
+	RateSource   string
+	StaticRates  map[string]decimal.Decimal
+	RateFeedURL  string
+	RateFeedKeys map[string]string
+	RateInterval time.Duration
+	RateMaxAge   time.Duration
+
+	Pairs  []pricing.Pair
+	Spread decimal.Decimal
+
+	PartnerFeeRate   decimal.Decimal
+	PartnerShareRate decimal.Decimal
+}
+
+// Defaults used in staging when a setting is unset.
+const (
+	DefaultListenAddr  = ":8080"
+	DefaultStaticRates = "usdt=1550.00"
+	DefaultPairs       = "usdt:bep20:1000:50000000,usdt:trc20:1000:50000000"
+	DefaultSpread      = "0.005"
+	DefaultFeeRate     = "0.01"
+	DefaultShareRate   = "0.5"
+)
+
+// FromEnv reads the configuration from the process environment.
+func FromEnv() (*Config, error) { return Load(os.Getenv) }
+
+// Load reads the configuration through getenv (tests pass a map's lookup).
+func Load(getenv func(string) string) (*Config, error) {
+	get := func(key, def string) string {
+		if v := strings.TrimSpace(getenv(key)); v != "" {
+			return v
+		}
+		return def
+	}
+	var errs []error
+	bad := func(key string, err error) { errs = append(errs, fmt.Errorf("%s: %w", key, err)) }
+
+	c := &Config{
+		Env:         Environment(get("APP_ENV", string(Staging))),
+		DatabaseURL: get("DATABASE_URL", store.DefaultURL),
+		ListenAddr:  get("LISTEN_ADDR", DefaultListenAddr),
+	}
+	if c.Env != Staging && c.Env != Production {
+		bad("APP_ENV", fmt.Errorf("%q: want staging or production", c.Env))
+	}
+	if _, _, err := store.ParseURL(c.DatabaseURL); err != nil {
+		bad("DATABASE_URL", err)
+	}
+
+	defaultSource := "static"
+	if c.Env == Production {
+		defaultSource = "http"
+	}
+	c.RateSource = get("RATE_SOURCE", defaultSource)
+	switch c.RateSource {
+	case "static":
+		if c.Env == Production {
+			bad("RATE_SOURCE", errors.New("production refuses the static demo rates; set RATE_SOURCE=http with RATE_FEED_URL and RATE_FEED_FIELDS"))
+		}
+		t, err := rates.ParseStaticTable(get("STATIC_RATES", DefaultStaticRates))
+		if err != nil {
+			bad("STATIC_RATES", err)
+		}
+		c.StaticRates = t
+	case "http":
+		c.RateFeedURL = get("RATE_FEED_URL", "")
+		if c.RateFeedURL == "" {
+			bad("RATE_FEED_URL", errors.New("required when RATE_SOURCE=http"))
+		}
+		f, err := rates.ParseFields(get("RATE_FEED_FIELDS", ""))
+		if err != nil {
+			bad("RATE_FEED_FIELDS", err)
+		}
+		c.RateFeedKeys = f
+	default:
+		bad("RATE_SOURCE", fmt.Errorf("%q: want static or http", c.RateSource))
+	}
+	c.RateInterval = duration(get("RATE_FEED_INTERVAL", "30s"), "RATE_FEED_INTERVAL", bad)
+	c.RateMaxAge = duration(get("RATE_MAX_AGE", "5m"), "RATE_MAX_AGE", bad)
+
+	pairs, err := pricing.ParsePairs(get("PAIRS", DefaultPairs))
+	if err != nil {
+		bad("PAIRS", err)
+	}
+	c.Pairs = pairs
+	c.Spread = fraction(get("QUOTE_SPREAD", DefaultSpread), "QUOTE_SPREAD", bad)
+	c.PartnerFeeRate = fraction(get("PARTNER_FEE_RATE", DefaultFeeRate), "PARTNER_FEE_RATE", bad)
+	c.PartnerShareRate = fraction(get("PARTNER_SHARE_RATE", DefaultShareRate), "PARTNER_SHARE_RATE", bad)
+
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
+	}
+	return c, nil
+}
+
+func duration(s, key string, bad func(string, error)) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		bad(key, fmt.Errorf("%q: want a positive duration such as 30s", s))
+	}
+	return d
+}
+
+// fraction parses a decimal in [0, 1).
+func fraction(s, key string, bad func(string, error)) decimal.Decimal {
+	d, err := decimal.NewFromString(s)
+	if err != nil || d.IsNegative() || d.GreaterThanOrEqual(decimal.NewFromInt(1)) {
+		bad(key, fmt.Errorf("%q: want a decimal fraction from 0 to below 1, e.g. 0.005", s))
+	}
+	return d
+}

@@ -1,0 +1,227 @@
+package httpapi
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/labstack/echo/v4"
+
+	"partnerd/gen/api"
+	"partnerd/internal/apperr"
+)
+
+// statusByCode is the one mapping from error code to HTTP status. The spec's error
+// table says the same; a code missing here is a 500.
+var statusByCode = map[apperr.Code]int{
+	apperr.InvalidRequest:               http.StatusBadRequest,
+	apperr.IdempotencyKeyMissing:        http.StatusBadRequest,
+	apperr.InvalidCursor:                http.StatusBadRequest,
+	apperr.Unauthorized:                 http.StatusUnauthorized,
+	apperr.NotFound:                     http.StatusNotFound,
+	apperr.MethodNotAllowed:             http.StatusMethodNotAllowed,
+	apperr.DuplicateMerchantReference:   http.StatusConflict,
+	apperr.InvalidStateTransition:       http.StatusConflict,
+	apperr.IdempotencyRequestInProgress: http.StatusConflict,
+	apperr.QuoteAlreadyUsed:             http.StatusConflict,
+	apperr.PayloadTooLarge:              http.StatusRequestEntityTooLarge,
+	apperr.UnsupportedMediaType:         http.StatusUnsupportedMediaType,
+	apperr.IdempotencyKeyReused:         http.StatusUnprocessableEntity,
+	apperr.QuoteExpired:                 http.StatusUnprocessableEntity,
+	apperr.QuoteMismatch:                http.StatusUnprocessableEntity,
+	apperr.UnsupportedPair:              http.StatusUnprocessableEntity,
+	apperr.AmountOutOfRange:             http.StatusUnprocessableEntity,
+	apperr.WebhookURLNotAllowed:         http.StatusUnprocessableEntity,
+	apperr.RateLimited:                  http.StatusTooManyRequests,
+	apperr.Internal:                     http.StatusInternalServerError,
+	apperr.NotImplemented:               http.StatusNotImplemented,
+	apperr.RatesUnavailable:             http.StatusServiceUnavailable,
+}
+
+// StatusOf returns the HTTP status for code.
+func StatusOf(code apperr.Code) int {
+	if s, ok := statusByCode[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// internalMessage is all a partner learns of an unexpected failure; the cause is
+// logged with the request id.
+const internalMessage = "Internal error."
+
+// errorHandler is Echo's HTTPErrorHandler: every failure, whether a handler's
+// *apperr.Error, a validation failure or Echo's own 404/405/413, leaves here as the
+// spec's Error body.
+func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		e := toAppError(err)
+		status := StatusOf(e.Code)
+		reqID := c.Response().Header().Get(echo.HeaderXRequestID)
+		if status >= 500 && e.Code != apperr.NotImplemented && e.Code != apperr.RatesUnavailable {
+			log.Error("request failed", "request_id", reqID, "method", c.Request().Method,
+				"route", c.Path(), "error", err.Error())
+		}
+		if e.RetryAfterSeconds > 0 {
+			c.Response().Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
+		}
+		details := make([]api.ErrorDetail, 0, len(e.Details))
+		for _, d := range e.Details {
+			details = append(details, api.ErrorDetail{Field: d.Field, Message: d.Message})
+		}
+		body := api.Error{
+			Success: false,
+			Message: e.Message,
+			Error:   api.ErrorInfo{Code: api.ErrorCode(e.Code), Details: details, RequestId: reqID},
+		}
+		var werr error
+		if c.Request().Method == http.MethodHead {
+			werr = c.NoContent(status)
+		} else {
+			werr = c.JSON(status, body)
+		}
+		if werr != nil {
+			log.Error("write error response", "request_id", reqID, "error", werr.Error())
+		}
+	}
+}
+
+// toAppError classifies any error into an *apperr.Error safe to show.
+func toAppError(err error) *apperr.Error {
+	if e, ok := apperr.As(err); ok {
+		return e
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		if he.Internal != nil {
+			if e, ok := apperr.As(he.Internal); ok {
+				return e
+			}
+		}
+		switch he.Code {
+		case http.StatusNotFound:
+			return apperr.New(apperr.NotFound, "No such route.")
+		case http.StatusMethodNotAllowed:
+			return apperr.New(apperr.MethodNotAllowed, "This method is not allowed on this path.")
+		case http.StatusRequestEntityTooLarge:
+			return apperr.New(apperr.PayloadTooLarge, "The request body is too large (64 KiB at most).")
+		case http.StatusUnsupportedMediaType:
+			return apperr.New(apperr.UnsupportedMediaType, "Request bodies must be application/json.")
+		case http.StatusUnauthorized:
+			return apperr.New(apperr.Unauthorized, "A valid X-API-KEY header is required.")
+		case http.StatusBadRequest:
+			// Echo's own binder messages name Go types; say less.
+			return apperr.New(apperr.InvalidRequest, "The request is invalid.")
+		}
+	}
+	return apperr.New(apperr.Internal, internalMessage)
+}
+
+// validationError turns the request validator's findings into one *apperr.Error
+// with a detail per problem. A missing Idempotency-Key gets its own code.
+func validationError(err error) *apperr.Error {
+	var details []apperr.Detail
+	code := apperr.InvalidRequest
+	var walk func(error)
+	walk = func(err error) {
+		// Type switches, not errors.As: a RequestError wraps a MultiError of schema
+		// errors, and unwrapping it first would lose the parameter it names.
+		if me, ok := err.(openapi3.MultiError); ok {
+			for _, e := range me {
+				walk(e)
+			}
+			return
+		}
+		if re, ok := err.(*openapi3filter.RequestError); ok {
+			if re.Parameter != nil {
+				if re.Parameter.Name == "Idempotency-Key" && errors.Is(re.Err, openapi3filter.ErrInvalidRequired) {
+					code = apperr.IdempotencyKeyMissing
+				}
+				details = append(details, apperr.Detail{Field: re.Parameter.Name, Message: paramProblem(re)})
+				return
+			}
+			if re.Err == nil {
+				details = append(details, apperr.Detail{Field: "body", Message: re.Reason})
+				return
+			}
+			if walkSchema(re.Err, &details) {
+				return
+			}
+			var pe *openapi3filter.ParseError
+			if errors.As(re.Err, &pe) {
+				details = append(details, apperr.Detail{Field: "body", Message: "not valid JSON"})
+				return
+			}
+			msg := re.Reason
+			if msg == "" {
+				msg = firstLine(re.Err.Error())
+			}
+			details = append(details, apperr.Detail{Field: "body", Message: msg})
+			return
+		}
+		if walkSchema(err, &details) {
+			return
+		}
+		details = append(details, apperr.Detail{Field: "request", Message: firstLine(err.Error())})
+	}
+	walk(err)
+	msg := "The request is invalid."
+	if code == apperr.IdempotencyKeyMissing {
+		msg = "The Idempotency-Key header is required for this operation."
+	}
+	return &apperr.Error{Code: code, Message: msg, Details: details}
+}
+
+// walkSchema appends a detail per schema violation in err and reports whether it found any.
+func walkSchema(err error, details *[]apperr.Detail) bool {
+	var me openapi3.MultiError
+	if errors.As(err, &me) {
+		found := false
+		for _, e := range me {
+			found = walkSchema(e, details) || found
+		}
+		return found
+	}
+	var se *openapi3.SchemaError
+	if errors.As(err, &se) {
+		ptr := "/" + strings.Join(se.JSONPointer(), "/")
+		reason := se.Reason
+		if se.SchemaField == "format" && se.Schema != nil {
+			reason = "must be a valid " + se.Schema.Format
+		}
+		if se.SchemaField == "additionalProperties" {
+			reason = "unknown property " + strings.TrimPrefix(strings.TrimSuffix(reason, "\""), "property \"")
+		}
+		*details = append(*details, apperr.Detail{Field: ptr, Message: reason})
+		return true
+	}
+	return false
+}
+
+func paramProblem(re *openapi3filter.RequestError) string {
+	if errors.Is(re.Err, openapi3filter.ErrInvalidRequired) {
+		return "is required"
+	}
+	var details []apperr.Detail
+	if walkSchema(re.Err, &details) {
+		return details[0].Message
+	}
+	if re.Err != nil {
+		return firstLine(re.Err.Error())
+	}
+	return re.Reason
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,126 @@
+package httpapi
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	echomw "github.com/oapi-codegen/echo-middleware"
+
+	"partnerd/gen/api"
+	"partnerd/internal/partners"
+	"partnerd/internal/quotes"
+)
+
+// MaxBodyBytes caps request bodies (413 payload_too_large above it).
+const MaxBodyBytes = 64 << 10
+
+// Deps are the services the HTTP layer calls.
+type Deps struct {
+	Partners *partners.Service
+	Quotes   *quotes.Service
+	Logger   *slog.Logger
+	// Ready reports whether the service can take traffic (database up, migrated).
+	Ready func(*http.Request) error
+}
+
+// New returns the HTTP handler: the partner API under BasePath plus /healthz and
+// /readyz. Middleware order, outermost first: recover, request id, access log, body
+// limit; then, on partner routes: JSON content type, authentication, validation
+// against the contract, and the strict handler.
+func New(d Deps) (*echo.Echo, error) {
+	spec, err := Spec()
+	if err != nil {
+		return nil, err
+	}
+	log := d.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = errorHandler(log)
+	// Never trust X-Forwarded-For unless a proxy setup says so.
+	e.IPExtractor = echo.ExtractIPDirect()
+
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true,
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			log.Error("panic", "request_id", c.Response().Header().Get(echo.HeaderXRequestID), "error", err.Error(), "stack", string(stack))
+			return err
+		}}))
+	e.Use(requestID())
+	e.Use(accessLog(log))
+	e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", MaxBodyBytes)))
+
+	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	e.GET("/readyz", func(c echo.Context) error {
+		if d.Ready != nil {
+			if err := d.Ready(c.Request()); err != nil {
+				log.Warn("not ready", "error", err.Error())
+				return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
+			}
+		}
+		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	})
+
+	validator := echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
+		Options: openapi3filter.Options{
+			// Authentication is ours (authenticate), not the validator's.
+			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+			MultiError:         true,
+		},
+		Skipper:           skipPartnerChecks,
+		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError { return wrapValidation(me) },
+		ErrorHandler: func(c echo.Context, he *echo.HTTPError) error {
+			if he.Code == http.StatusBadRequest {
+				if he.Internal != nil {
+					return validationError(he.Internal)
+				}
+			}
+			return he
+		},
+	})
+
+	srv := &Server{partners: d.Partners, quotes: d.Quotes, log: log}
+	// Partner checks run as global middleware with a skipper rather than as group
+	// middleware: a group with middleware catches every unknown path under it, which
+	// would turn a wrong method (405) into a 404.
+	e.Use(requireJSON(), authenticate(d.Partners), validator)
+	api.RegisterHandlersWithBaseURL(e, api.NewStrictHandler(srv, nil), BasePath)
+	return e, nil
+}
+
+func wrapValidation(me error) *echo.HTTPError {
+	return &echo.HTTPError{Code: http.StatusBadRequest, Message: "invalid request", Internal: me}
+}
+
+// accessLog writes one structured line per request.
+func accessLog(log *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			if err != nil {
+				c.Error(err)
+			}
+			attrs := []any{
+				"request_id", c.Response().Header().Get(echo.HeaderXRequestID),
+				"method", c.Request().Method,
+				"route", c.Path(),
+				"status", c.Response().Status,
+				"latency_ms", time.Since(start).Milliseconds(),
+			}
+			if p, perr := partnerFrom(c.Request().Context()); perr == nil {
+				attrs = append(attrs, "partner_id", p.ID.String())
+			}
+			log.Info("request", attrs...)
+			return nil
+		}
+	}
+}

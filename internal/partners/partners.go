@@ -1,0 +1,169 @@
+// Package partners owns partner accounts and their API keys. A key is shown once at
+// creation and stored only as its SHA-256 hash, so a leaked database does not leak
+// usable keys; authentication looks the hash up, which compares no secret bytes in
+// variable time.
+package partners
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"partnerd/internal/apperr"
+)
+
+// Environment is where a partner's key is valid. It follows APP_ENV: staging serves
+// sandbox partners only, production serves production partners only.
+type Environment string
+
+// The environments.
+const (
+	Sandbox    Environment = "sandbox"
+	Production Environment = "production"
+)
+
+// KeyPrefix returns the visible prefix of keys of env ("sk_sandbox_" or "sk_live_").
+func (e Environment) KeyPrefix() string {
+	if e == Production {
+		return "sk_live_"
+	}
+	return "sk_sandbox_"
+}
+
+// Partner is one integrating platform.
+type Partner struct {
+	ID          uuid.UUID
+	Name        string
+	Environment Environment
+	// KeyHash is the hex SHA-256 of the API key.
+	KeyHash string
+	// FeeRate is the platform fee as a fraction of a completed transaction's amount.
+	FeeRate decimal.Decimal
+	// ShareRate is the partner's share of the platform fee, as a fraction.
+	ShareRate decimal.Decimal
+	CreatedAt time.Time
+}
+
+// Store persists partners.
+type Store interface {
+	// CreatePartner inserts p.
+	CreatePartner(ctx context.Context, p *Partner) error
+	// PartnerByKeyHash returns the partner whose key hashes to hash, or apperr NotFound.
+	PartnerByKeyHash(ctx context.Context, hash string) (*Partner, error)
+	// CountPartners returns how many partners exist.
+	CountPartners(ctx context.Context) (int64, error)
+}
+
+// Defaults are the revenue rates given to new partners.
+type Defaults struct {
+	FeeRate   decimal.Decimal
+	ShareRate decimal.Decimal
+}
+
+// Service creates and authenticates partners for one environment.
+type Service struct {
+	store    Store
+	env      Environment
+	defaults Defaults
+	now      func() time.Time
+}
+
+// NewService returns a Service issuing and accepting keys of env only.
+func NewService(store Store, env Environment, defaults Defaults, now func() time.Time) *Service {
+	return &Service{store: store, env: env, defaults: defaults, now: now}
+}
+
+// Environment returns the environment whose keys the service accepts.
+func (s *Service) Environment() Environment { return s.env }
+
+// Create makes a partner named name and returns it with its API key. The key is not
+// stored and cannot be shown again.
+func (s *Service) Create(ctx context.Context, name string) (*Partner, string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 200 {
+		return nil, "", apperr.Field(apperr.InvalidRequest, "A partner name is required.", "name", "1 to 200 characters")
+	}
+	key, err := NewKey(s.env)
+	if err != nil {
+		return nil, "", err
+	}
+	p := &Partner{
+		ID:          uuid.New(),
+		Name:        name,
+		Environment: s.env,
+		KeyHash:     HashKey(key),
+		FeeRate:     s.defaults.FeeRate,
+		ShareRate:   s.defaults.ShareRate,
+		CreatedAt:   s.now(),
+	}
+	if err := s.store.CreatePartner(ctx, p); err != nil {
+		return nil, "", fmt.Errorf("create partner: %w", err)
+	}
+	return p, key, nil
+}
+
+// ErrUnauthorized is returned for a missing, unknown or other-environment key. One
+// error for all three, so a caller learns nothing about which keys exist.
+var ErrUnauthorized = apperr.New(apperr.Unauthorized, "A valid X-API-KEY header is required.")
+
+// Authenticate returns the partner owning key, or ErrUnauthorized. A key of the other
+// environment is refused even if it exists (a sandbox key never works in production).
+func (s *Service) Authenticate(ctx context.Context, key string) (*Partner, error) {
+	if !strings.HasPrefix(key, s.env.KeyPrefix()) || len(key) > 200 {
+		return nil, ErrUnauthorized
+	}
+	p, err := s.store.PartnerByKeyHash(ctx, HashKey(key))
+	if err != nil {
+		if apperr.CodeOf(err) == apperr.NotFound {
+			return nil, ErrUnauthorized
+		}
+		return nil, err
+	}
+	if p.Environment != s.env {
+		return nil, ErrUnauthorized
+	}
+	return p, nil
+}
+
+// EnsureDemo creates a partner named "Demo partner" when none exists at all and
+// returns its key; otherwise it returns "" (the key of an existing partner cannot be
+// recovered). Staging calls it at start so a newcomer can call the API at once.
+func (s *Service) EnsureDemo(ctx context.Context) (string, error) {
+	n, err := s.store.CountPartners(ctx)
+	if err != nil {
+		return "", err
+	}
+	if n > 0 {
+		return "", nil
+	}
+	_, key, err := s.Create(ctx, "Demo partner")
+	return key, err
+}
+
+// keyBytes is the entropy of an API key: 32 bytes = 256 bits.
+const keyBytes = 32
+
+// NewKey returns a fresh random API key for env: the environment prefix followed by
+// 32 random bytes in unpadded base64url.
+func NewKey(env Environment) (string, error) {
+	b := make([]byte, keyBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", errors.Join(errors.New("read random key"), err)
+	}
+	return env.KeyPrefix() + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// HashKey returns the hex SHA-256 of key, the only form in which keys are stored.
+func HashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}

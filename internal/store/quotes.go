@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"partnerd/internal/quotes"
+)
+
+type quoteRow struct {
+	ID             uuid.UUID `gorm:"primaryKey"`
+	PartnerID      uuid.UUID
+	CryptoCurrency string
+	Network        string
+	BaseRate       decimal.Decimal
+	AdjustedRate   decimal.Decimal
+	CryptoAmount   decimal.Decimal
+	FiatAmount     decimal.Decimal
+	CreatedAt      time.Time
+	ExpiresAt      time.Time
+	UsedAt         *time.Time
+}
+
+func (quoteRow) TableName() string { return "quotes" }
+
+func (r quoteRow) domain() *quotes.Quote {
+	q := &quotes.Quote{
+		ID: r.ID, PartnerID: r.PartnerID, Token: r.CryptoCurrency, Network: r.Network,
+		BaseRate: r.BaseRate, AdjustedRate: r.AdjustedRate, CryptoAmount: r.CryptoAmount, FiatAmount: r.FiatAmount,
+		CreatedAt: r.CreatedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(),
+	}
+	if r.UsedAt != nil {
+		t := r.UsedAt.UTC()
+		q.UsedAt = &t
+	}
+	return q
+}
+
+// CreateQuote inserts q.
+func (s *Store) CreateQuote(ctx context.Context, q *quotes.Quote) error {
+	row := quoteRow{
+		ID: q.ID, PartnerID: q.PartnerID, CryptoCurrency: q.Token, Network: q.Network,
+		BaseRate: q.BaseRate, AdjustedRate: q.AdjustedRate, CryptoAmount: q.CryptoAmount, FiatAmount: q.FiatAmount,
+		CreatedAt: q.CreatedAt, ExpiresAt: q.ExpiresAt, UsedAt: q.UsedAt,
+	}
+	return s.db.WithContext(ctx).Create(&row).Error
+}
+
+// QuoteByID returns partnerID's quote id, or apperr NotFound (also for another
+// partner's quote, so existence never leaks).
+func (s *Store) QuoteByID(ctx context.Context, partnerID, id uuid.UUID) (*quotes.Quote, error) {
+	var row quoteRow
+	err := s.db.WithContext(ctx).Where("id = ? AND partner_id = ?", id, partnerID).Take(&row).Error
+	if err != nil {
+		return nil, notFound(err, "quote")
+	}
+	return row.domain(), nil
+}
+
+// SumQuotedFiat returns the exact sum of fiat_amount over partnerID's quotes. On
+// PostgreSQL the database sums numeric values; SQLite stores amounts as text and has
+// no exact numeric type, so the sum is taken in Go with decimal arithmetic.
+func (s *Store) SumQuotedFiat(ctx context.Context, partnerID uuid.UUID) (decimal.Decimal, error) {
+	q := s.db.WithContext(ctx).Model(&quoteRow{}).Where("partner_id = ?", partnerID)
+	return s.sumDecimal(q, "fiat_amount")
+}

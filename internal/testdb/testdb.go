@@ -1,0 +1,136 @@
+// Package testdb gives tests real databases: a fresh PostgreSQL database per test
+// package (created on the server named by TEST_DATABASE_URL and dropped afterwards)
+// and a fresh SQLite file per call. A PostgreSQL server that does not answer fails
+// the tests: they never skip because a database is missing.
+package testdb
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for admin statements
+)
+
+// DefaultAdminURL is used when TEST_DATABASE_URL is unset; it answers on the project's
+// machines, and `make test` starts a throwaway server where it does not.
+const DefaultAdminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// Database is one database to run a suite against.
+type Database struct {
+	// Name is "postgres" or "sqlite", for subtest names.
+	Name string
+	// URL is a DATABASE_URL for store.Open.
+	URL string
+}
+
+var (
+	mu      sync.Mutex
+	created []string
+	pgOnce  sync.Once
+	pgURL   string
+	pgErr   error
+)
+
+// AdminURL returns the server URL tests create their databases on.
+func AdminURL() string {
+	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultAdminURL
+}
+
+// Postgres returns the URL of this test package's own PostgreSQL database, creating
+// it on first use. It fails t when the server does not answer.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	pgOnce.Do(func() { pgURL, pgErr = createDatabase() })
+	if pgErr != nil {
+		t.Fatalf("PostgreSQL is required for this suite and did not answer at %s: %v\n"+
+			"run `make test` (it starts a throwaway server when none answers) or set TEST_DATABASE_URL", redacted(AdminURL()), pgErr)
+	}
+	return pgURL
+}
+
+// SQLite returns the URL of a fresh SQLite database file in t's temporary directory.
+func SQLite(t testing.TB) string {
+	t.Helper()
+	return "sqlite:" + filepath.Join(t.TempDir(), "partnerd.db")
+}
+
+// Both returns a PostgreSQL and a SQLite database, the two a conformance suite runs on.
+func Both(t testing.TB) []Database {
+	t.Helper()
+	return []Database{{Name: "postgres", URL: Postgres(t)}, {Name: "sqlite", URL: SQLite(t)}}
+}
+
+// Main runs the package's tests and drops the databases they created. Call it from
+// TestMain: os.Exit(testdb.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range created {
+		if err := dropDatabase(name); err != nil {
+			fmt.Fprintf(os.Stderr, "testdb: drop %s: %v\n", name, err)
+		}
+	}
+	return code
+}
+
+func createDatabase() (string, error) {
+	admin := AdminURL()
+	db, err := sql.Open("pgx", admin)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		return "", err
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "partnerd_test_" + hex.EncodeToString(b)
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	mu.Lock()
+	created = append(created, name)
+	mu.Unlock()
+	u, err := url.Parse(admin)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+func dropDatabase(name string) error {
+	db, err := sql.Open("pgx", AdminURL())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	return err
+}
+
+func redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	return u.Redacted()
+}
