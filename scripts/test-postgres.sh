@@ -30,8 +30,8 @@ pg_bin() {
 }
 
 if [ "${1:-}" = "stop" ]; then
-  dir="${2:?usage: $0 stop DIR}"
-  [ -d "$dir" ] || exit 0
+  dir="${2:-}"
+  { [ -n "$dir" ] && [ -d "$dir" ]; } || exit 0
   run_as=""
   [ "$(id -u)" = 0 ] && run_as="runuser -u postgres --"
   $run_as "$(pg_bin pg_ctl)" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true

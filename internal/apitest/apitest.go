@@ -20,6 +20,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
@@ -210,4 +211,12 @@ func (e *Env) validateSchema(name string, body []byte) error {
 		return err
 	}
 	return ref.Value.VisitJSON(v, openapi3.MultiErrors())
+}
+
+// PartnerID returns the id of the partner owning key.
+func (e *Env) PartnerID(t *testing.T, key string) uuid.UUID {
+	t.Helper()
+	p, err := e.Store.PartnerByKeyHash(context.Background(), partners.HashKey(key))
+	require.NoError(t, err)
+	return p.ID
 }

@@ -10,15 +10,20 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
+	"partnerd/internal/address"
 	"partnerd/internal/config"
+	"partnerd/internal/cursor"
 	"partnerd/internal/httpapi"
+	"partnerd/internal/idempotency"
 	"partnerd/internal/partners"
 	"partnerd/internal/pricing"
 	"partnerd/internal/quotes"
 	"partnerd/internal/rates"
 	"partnerd/internal/store"
+	"partnerd/internal/transactions"
 )
 
 // App is a configured service with its database open and migrated.
@@ -29,7 +34,10 @@ type App struct {
 	partners *partners.Service
 	quotes   *quotes.Service
 	feed     *rates.HTTPFeed
-	handler  http.Handler
+
+	transactions *transactions.Service
+	idempotency  *idempotency.Service
+	handler      http.Handler
 }
 
 // Open connects to the database, applies pending migrations and builds the services.
@@ -64,11 +72,28 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 	source = rates.WithMaxAge(source, cfg.RateMaxAge, time.Now)
 	pricer := pricing.NewPricer(source, cfg.Pairs, cfg.Spread)
 	a.quotes = quotes.NewService(pricer, st, store.Now)
+	book, err := address.NewBook(cfg.XPubs)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	for _, n := range cfg.DemoXPubs {
+		log.Warn("DEMO DEPOSIT KEYS: deposit addresses of this network come from a public test mnemonic; anyone can spend from them. Set XPUB_"+strings.ToUpper(n)+" before taking real deposits.", "network", n)
+	}
+	if cfg.DemoCursorSecret {
+		log.Warn("CURSOR_SECRET is unset; using the built-in staging secret for page cursors")
+	}
+	a.transactions = transactions.NewService(st, pricer, book, store.Now)
+	a.idempotency = idempotency.NewService(st, store.Now)
 
 	a.handler, err = httpapi.New(httpapi.Deps{
-		Partners: a.partners,
-		Quotes:   a.quotes,
-		Logger:   log,
+		Partners:     a.partners,
+		Quotes:       a.quotes,
+		Transactions: a.transactions,
+		Lister:       transactions.NewLister(st, cursor.NewCodec(cfg.CursorSecret)),
+		Idempotency:  a.idempotency,
+		Store:        st,
+		Logger:       log,
 		Ready: func(r *http.Request) error {
 			if err := st.Ping(r.Context()); err != nil {
 				return err
@@ -131,6 +156,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	if a.feed != nil {
 		go a.feed.Run(feedCtx)
 	}
+	go a.purgeIdempotencyKeys(feedCtx)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -148,4 +174,26 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// purgeInterval is how often expired idempotency keys are deleted.
+const purgeInterval = 10 * time.Minute
+
+// purgeIdempotencyKeys deletes expired idempotency keys now and every purgeInterval
+// until ctx is done. Deleting is idempotent, so several instances may run it.
+func (a *App) purgeIdempotencyKeys(ctx context.Context) {
+	t := time.NewTicker(purgeInterval)
+	defer t.Stop()
+	for {
+		if n, err := a.idempotency.Purge(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("purge idempotency keys", "error", err.Error())
+		} else if n > 0 {
+			a.log.Info("purged expired idempotency keys", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"partnerd/internal/address"
 	"partnerd/internal/pricing"
 	"partnerd/internal/rates"
 	"partnerd/internal/store"
@@ -46,7 +47,20 @@ type Config struct {
 
 	PartnerFeeRate   decimal.Decimal
 	PartnerShareRate decimal.Decimal
+
+	// XPubs maps each network of Pairs to its account extended public key
+	// (XPUB_<NETWORK>, e.g. XPUB_BEP20).
+	XPubs map[string]string
+	// DemoXPubs lists the networks that fell back to the public demo keys (staging only).
+	DemoXPubs []string
+	// CursorSecret keys the HMAC of page cursors; every instance must share it.
+	CursorSecret []byte
+	// DemoCursorSecret is true when staging fell back to the built-in cursor secret.
+	DemoCursorSecret bool
 }
+
+// demoCursorSecret signs cursors in staging when CURSOR_SECRET is unset.
+const demoCursorSecret = "partnerd-staging-cursor-secret-not-for-production"
 
 // Defaults used in staging when a setting is unset.
 const (
@@ -123,6 +137,44 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.Spread = fraction(get("QUOTE_SPREAD", DefaultSpread), "QUOTE_SPREAD", bad)
 	c.PartnerFeeRate = fraction(get("PARTNER_FEE_RATE", DefaultFeeRate), "PARTNER_FEE_RATE", bad)
 	c.PartnerShareRate = fraction(get("PARTNER_SHARE_RATE", DefaultShareRate), "PARTNER_SHARE_RATE", bad)
+
+	c.XPubs = map[string]string{}
+	for _, p := range c.Pairs {
+		if _, done := c.XPubs[p.Network]; done {
+			continue
+		}
+		key := "XPUB_" + strings.ToUpper(p.Network)
+		x := get(key, "")
+		if x == "" {
+			demo, ok := address.DemoXPubs[p.Network]
+			switch {
+			case c.Env == Production:
+				bad(key, fmt.Errorf("production needs the account xpub of %s deposit addresses", p.Network))
+			case !ok:
+				bad(key, fmt.Errorf("no demo key exists for %s; set the account xpub", p.Network))
+			default:
+				x = demo
+				c.DemoXPubs = append(c.DemoXPubs, p.Network)
+			}
+		}
+		if x != "" {
+			if _, err := address.NewDeriver(p.Network, x); err != nil {
+				bad(key, err)
+			}
+		}
+		c.XPubs[p.Network] = x
+	}
+
+	if s := get("CURSOR_SECRET", ""); s != "" {
+		if len(s) < 32 {
+			bad("CURSOR_SECRET", errors.New("at least 32 characters"))
+		}
+		c.CursorSecret = []byte(s)
+	} else if c.Env == Production {
+		bad("CURSOR_SECRET", errors.New("production needs a secret of at least 32 characters, shared by all instances"))
+	} else {
+		c.CursorSecret, c.DemoCursorSecret = []byte(demoCursorSecret), true
+	}
 
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("invalid configuration: %w", errors.Join(errs...))

@@ -3,6 +3,8 @@ package config
 import (
 	"testing"
 
+	"partnerd/internal/address"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,6 +20,8 @@ func TestStagingDefaults(t *testing.T) {
 	require.Equal(t, "static", c.RateSource)
 	require.Len(t, c.Pairs, 2)
 	require.Equal(t, "0.005", c.Spread.String())
+	require.ElementsMatch(t, []string{"bep20", "trc20"}, c.DemoXPubs, "staging falls back to the demo xpubs")
+	require.True(t, c.DemoCursorSecret)
 }
 
 func TestProductionRefusesDemoRates(t *testing.T) {
@@ -26,9 +30,19 @@ func TestProductionRefusesDemoRates(t *testing.T) {
 	require.ErrorContains(t, err, "RATE_SOURCE")
 	_, err = Load(env(map[string]string{"APP_ENV": "production"}))
 	require.ErrorContains(t, err, "RATE_FEED_URL")
-	c, err := Load(env(map[string]string{"APP_ENV": "production", "RATE_FEED_URL": "https://rates.example/ngn", "RATE_FEED_FIELDS": "usdt=data.usdt"}))
+	prod := map[string]string{"APP_ENV": "production", "RATE_FEED_URL": "https://rates.example/ngn", "RATE_FEED_FIELDS": "usdt=data.usdt"}
+	_, err = Load(env(prod))
+	require.ErrorContains(t, err, "XPUB_BEP20")
+	require.ErrorContains(t, err, "XPUB_TRC20")
+	require.ErrorContains(t, err, "CURSOR_SECRET")
+	prod["XPUB_BEP20"] = address.DemoXPubs["bep20"]
+	prod["XPUB_TRC20"] = address.DemoXPubs["trc20"]
+	prod["CURSOR_SECRET"] = "0123456789abcdef0123456789abcdef"
+	c, err := Load(env(prod))
 	require.NoError(t, err)
 	require.Equal(t, "http", c.RateSource)
+	require.Empty(t, c.DemoXPubs)
+	require.False(t, c.DemoCursorSecret)
 }
 
 func TestBadSettingsAreNamed(t *testing.T) {
@@ -36,6 +50,7 @@ func TestBadSettingsAreNamed(t *testing.T) {
 	for key, val := range map[string]string{
 		"APP_ENV": "dev", "DATABASE_URL": "mysql://x", "QUOTE_SPREAD": "1.5", "PAIRS": "usdt:bep20",
 		"RATE_MAX_AGE": "-1s", "STATIC_RATES": "usdt=abc", "RATE_SOURCE": "magic", "PARTNER_FEE_RATE": "x",
+		"XPUB_BEP20": "xpub-garbage", "CURSOR_SECRET": "short",
 	} {
 		_, err := Load(env(map[string]string{key: val}))
 		require.ErrorContains(t, err, key, "%s=%s", key, val)

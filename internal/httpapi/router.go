@@ -13,8 +13,11 @@ import (
 	echomw "github.com/oapi-codegen/echo-middleware"
 
 	"partnerd/gen/api"
+	"partnerd/internal/idempotency"
 	"partnerd/internal/partners"
 	"partnerd/internal/quotes"
+	"partnerd/internal/store"
+	"partnerd/internal/transactions"
 )
 
 // MaxBodyBytes caps request bodies (413 payload_too_large above it).
@@ -22,9 +25,14 @@ const MaxBodyBytes = 64 << 10
 
 // Deps are the services the HTTP layer calls.
 type Deps struct {
-	Partners *partners.Service
-	Quotes   *quotes.Service
-	Logger   *slog.Logger
+	Partners     *partners.Service
+	Quotes       *quotes.Service
+	Transactions *transactions.Service
+	Lister       *transactions.Lister
+	Idempotency  *idempotency.Service
+	// Store opens the per-request transactions of idempotent operations.
+	Store  *store.Store
+	Logger *slog.Logger
 	// Ready reports whether the service can take traffic (database up, migrated).
 	Ready func(*http.Request) error
 }
@@ -87,12 +95,18 @@ func New(d Deps) (*echo.Echo, error) {
 		},
 	})
 
-	srv := &Server{partners: d.Partners, quotes: d.Quotes, log: log}
+	srv := &Server{partners: d.Partners, quotes: d.Quotes, transactions: d.Transactions, lister: d.Lister, log: log}
 	// Partner checks run as global middleware with a skipper rather than as group
 	// middleware: a group with middleware catches every unknown path under it, which
 	// would turn a wrong method (405) into a 404.
 	e.Use(requireJSON(), authenticate(d.Partners), validator)
-	api.RegisterHandlersWithBaseURL(e, api.NewStrictHandler(srv, nil), BasePath)
+	opMW := map[string][]echo.MiddlewareFunc{}
+	for _, op := range idempotentOperations {
+		opMW[op] = []echo.MiddlewareFunc{idempotent(op, d.Idempotency, d.Store)}
+	}
+	api.RegisterHandlersWithOptions(e, api.NewStrictHandler(srv, nil), api.RegisterHandlersOptions{
+		BaseURL: BasePath, OperationMiddlewares: opMW,
+	})
 	return e, nil
 }
 

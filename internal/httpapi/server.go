@@ -14,13 +14,16 @@ import (
 	"partnerd/internal/money"
 	"partnerd/internal/partners"
 	"partnerd/internal/quotes"
+	"partnerd/internal/transactions"
 )
 
 // Server implements the generated StrictServerInterface.
 type Server struct {
-	partners *partners.Service
-	quotes   *quotes.Service
-	log      *slog.Logger
+	partners     *partners.Service
+	quotes       *quotes.Service
+	transactions *transactions.Service
+	lister       *transactions.Lister
+	log          *slog.Logger
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -61,26 +64,6 @@ func quoteOut(q *quotes.Quote) api.Quote {
 		CreatedAt:      q.CreatedAt,
 		ExpiresAt:      q.ExpiresAt,
 	}
-}
-
-// CreateTransaction is not available yet.
-func (s *Server) CreateTransaction(context.Context, api.CreateTransactionRequestObject) (api.CreateTransactionResponseObject, error) {
-	return nil, notImplemented
-}
-
-// ListTransactions is not available yet.
-func (s *Server) ListTransactions(context.Context, api.ListTransactionsRequestObject) (api.ListTransactionsResponseObject, error) {
-	return nil, notImplemented
-}
-
-// GetTransaction is not available yet.
-func (s *Server) GetTransaction(context.Context, api.GetTransactionRequestObject) (api.GetTransactionResponseObject, error) {
-	return nil, notImplemented
-}
-
-// GetTransactionByReference is not available yet.
-func (s *Server) GetTransactionByReference(context.Context, api.GetTransactionByReferenceRequestObject) (api.GetTransactionByReferenceResponseObject, error) {
-	return nil, notImplemented
 }
 
 // CancelTransaction is not available yet.

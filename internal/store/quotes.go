@@ -46,14 +46,14 @@ func (s *Store) CreateQuote(ctx context.Context, q *quotes.Quote) error {
 		BaseRate: q.BaseRate, AdjustedRate: q.AdjustedRate, CryptoAmount: q.CryptoAmount, FiatAmount: q.FiatAmount,
 		CreatedAt: q.CreatedAt, ExpiresAt: q.ExpiresAt, UsedAt: q.UsedAt,
 	}
-	return s.db.WithContext(ctx).Create(&row).Error
+	return s.conn(ctx).Create(&row).Error
 }
 
 // QuoteByID returns partnerID's quote id, or apperr NotFound (also for another
 // partner's quote, so existence never leaks).
 func (s *Store) QuoteByID(ctx context.Context, partnerID, id uuid.UUID) (*quotes.Quote, error) {
 	var row quoteRow
-	err := s.db.WithContext(ctx).Where("id = ? AND partner_id = ?", id, partnerID).Take(&row).Error
+	err := s.conn(ctx).Where("id = ? AND partner_id = ?", id, partnerID).Take(&row).Error
 	if err != nil {
 		return nil, notFound(err, "quote")
 	}
@@ -64,6 +64,6 @@ func (s *Store) QuoteByID(ctx context.Context, partnerID, id uuid.UUID) (*quotes
 // PostgreSQL the database sums numeric values; SQLite stores amounts as text and has
 // no exact numeric type, so the sum is taken in Go with decimal arithmetic.
 func (s *Store) SumQuotedFiat(ctx context.Context, partnerID uuid.UUID) (decimal.Decimal, error) {
-	q := s.db.WithContext(ctx).Model(&quoteRow{}).Where("partner_id = ?", partnerID)
+	q := s.conn(ctx).Model(&quoteRow{}).Where("partner_id = ?", partnerID)
 	return s.sumDecimal(q, "fiat_amount")
 }

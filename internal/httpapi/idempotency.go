@@ -1,0 +1,123 @@
+package httpapi
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"partnerd/internal/apperr"
+	"partnerd/internal/idempotency"
+	"partnerd/internal/store"
+)
+
+// idempotentOperations are the operations that require an Idempotency-Key.
+var idempotentOperations = []string{"createTransaction", "cancelTransaction"}
+
+// idempotent wraps one operation (after authentication and validation, so rejected
+// requests are never stored):
+//
+//  1. claim the key, or replay its stored response, or refuse (422 reused, 409 in
+//     progress);
+//  2. run the handler inside one database transaction, buffering its response;
+//  3. store a 2xx or 4xx response in that same transaction and commit, so the
+//     effects and the stored answer land together; on a 400 (validation) or a 5xx
+//     roll back and release the key, so the partner's retry executes afresh;
+//  4. send the buffered response.
+func idempotent(operation string, svc *idempotency.Service, st *store.Store) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			p, err := partnerFrom(req.Context())
+			if err != nil {
+				return err
+			}
+			body, err := io.ReadAll(req.Body)
+			if err != nil {
+				return apperr.New(apperr.InvalidRequest, "The request body could not be read.")
+			}
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			key := idempotency.Key{PartnerID: p.ID, Operation: operation, Key: req.Header.Get("Idempotency-Key")}
+			if key.Key == "" { // the validator already requires it; never run unprotected
+				return apperr.Field(apperr.IdempotencyKeyMissing, "The Idempotency-Key header is required for this operation.", "Idempotency-Key", "is required")
+			}
+
+			stored, err := svc.Claim(req.Context(), key, idempotency.Fingerprint(req.Method, req.URL.Path, body))
+			if err != nil {
+				return err
+			}
+			if stored != nil {
+				h := c.Response().Header()
+				h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+				h.Set("Idempotent-Replayed", "true")
+				c.Response().WriteHeader(stored.ResponseStatus)
+				_, err := c.Response().Write(stored.ResponseBody)
+				return err
+			}
+
+			txCtx, tx, err := st.Begin(req.Context())
+			if err != nil {
+				_ = svc.Release(req.Context(), key)
+				return err
+			}
+			defer tx.Rollback()
+			c.SetRequest(req.WithContext(txCtx))
+			resp := c.Response()
+			orig := resp.Writer
+			buf := &bufferedWriter{header: orig.Header()}
+			resp.Writer = buf
+			if herr := next(c); herr != nil {
+				c.Error(herr) // renders the error body into buf
+			}
+			resp.Writer = orig
+			c.SetRequest(req)
+			status := buf.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+
+			// Validation failures (400) and server errors are not results of executing
+			// the request: nothing is stored and the key is free for a corrected retry.
+			if status >= 500 || status == http.StatusBadRequest {
+				tx.Rollback()
+				_ = svc.Release(req.Context(), key)
+			} else if err := svc.Complete(txCtx, key, status, buf.body.Bytes()); err != nil {
+				tx.Rollback()
+				_ = svc.Release(req.Context(), key)
+				resp.Committed = false // nothing was sent: let the error handler answer
+				return err
+			} else if err := tx.Commit(); err != nil {
+				_ = svc.Release(req.Context(), key)
+				resp.Committed = false
+				return err
+			}
+			orig.WriteHeader(status)
+			_, err = orig.Write(buf.body.Bytes())
+			return err
+		}
+	}
+}
+
+// bufferedWriter holds a response until the idempotency record is committed. It
+// shares the real writer's header map, so headers set by the handler go out as set.
+type bufferedWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedWriter) Header() http.Header { return b.header }
+
+func (b *bufferedWriter) WriteHeader(status int) {
+	if b.status == 0 {
+		b.status = status
+	}
+}
+
+func (b *bufferedWriter) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	return b.body.Write(p)
+}

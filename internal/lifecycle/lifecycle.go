@@ -1,0 +1,128 @@
+// Package lifecycle is the transaction state machine: the statuses, and one table of
+// every allowed transition with its trigger, history reason and webhook event. Every
+// status change in the service is looked up here; nothing else decides whether a
+// transition is allowed. openapi/partner.yaml documents the same table.
+package lifecycle
+
+import "fmt"
+
+// Status is a transaction's state.
+type Status string
+
+// The statuses.
+const (
+	AwaitingDeposit   Status = "awaiting_deposit"
+	DepositConfirming Status = "deposit_confirming"
+	OrderFilled       Status = "order_filled"
+	Completed         Status = "completed"
+	Cancelled         Status = "cancelled"
+	Failed            Status = "failed"
+	Expired           Status = "expired"
+	Refunded          Status = "refunded"
+)
+
+// Statuses lists every status.
+var Statuses = []Status{AwaitingDeposit, DepositConfirming, OrderFilled, Completed, Cancelled, Failed, Expired, Refunded}
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Trigger is what causes a transition.
+type Trigger string
+
+// The triggers.
+const (
+	Create         Trigger = "create"
+	Cancel         Trigger = "cancel"
+	Expire         Trigger = "expire"
+	DetectDeposit  Trigger = "deposit_detected"
+	ConfirmDeposit Trigger = "deposit_confirmed"
+	FillOrder      Trigger = "order_filled"
+	Settle         Trigger = "settle"
+	FailDeposit    Trigger = "deposit_failed"
+	FailOrder      Trigger = "order_failed"
+	Refund         Trigger = "refund"
+	SettlePayout   Trigger = "payout_settled"
+)
+
+// EventType is a webhook event type.
+type EventType string
+
+// The webhook event types.
+const (
+	EventCreated          EventType = "transaction.created"
+	EventCompleted        EventType = "transaction.completed"
+	EventDepositDetected  EventType = "deposit.detected"
+	EventDepositConfirmed EventType = "deposit.confirmed"
+	EventFailed           EventType = "transaction.failed"
+	EventExpired          EventType = "transaction.expired"
+	EventRefunded         EventType = "transaction.refunded"
+	EventPayoutSettled    EventType = "payout.settled"
+)
+
+// None is the "from" of the creation transition: there is no status before it.
+const None Status = ""
+
+// Transition is one row of the table.
+type Transition struct {
+	From    Status
+	Trigger Trigger
+	To      Status
+	// Reason is the status-history reason, "actor:action".
+	Reason string
+	// Event is the webhook event the transition emits ("" for none).
+	Event EventType
+}
+
+// Table is every allowed transition. A (from, trigger) pair not listed is refused
+// with apperr InvalidStateTransition by whoever asks Lookup.
+var Table = []Transition{
+	{None, Create, AwaitingDeposit, "transaction:created", EventCreated},
+	{AwaitingDeposit, Cancel, Cancelled, "partner:cancelled", ""},
+	{AwaitingDeposit, Expire, Expired, "system:expired", EventExpired},
+	{AwaitingDeposit, DetectDeposit, DepositConfirming, "deposit:detected", EventDepositDetected},
+	{Expired, DetectDeposit, DepositConfirming, "deposit:detected", EventDepositDetected},
+	// Confirmation and the sell order are two history entries with one event:
+	// deposit:confirmed keeps the status, order:filled moves it on.
+	{DepositConfirming, ConfirmDeposit, DepositConfirming, "deposit:confirmed", EventDepositConfirmed},
+	{DepositConfirming, FillOrder, OrderFilled, "order:filled", ""},
+	{OrderFilled, Settle, Completed, "order:settled", EventCompleted},
+	{DepositConfirming, FailDeposit, Failed, "deposit:failed", EventFailed},
+	{OrderFilled, FailOrder, Failed, "order:failed", EventFailed},
+	{Failed, Refund, Refunded, "deposit:refunded", EventRefunded},
+	{Expired, Refund, Refunded, "deposit:refunded", EventRefunded},
+	{Completed, SettlePayout, Completed, "payout:settled", EventPayoutSettled},
+}
+
+// Lookup returns the transition for trigger from status from, or false when the
+// table does not allow it.
+func Lookup(from Status, trigger Trigger) (Transition, bool) {
+	for _, t := range Table {
+		if t.From == from && t.Trigger == trigger {
+			return t, true
+		}
+	}
+	return Transition{}, false
+}
+
+// MustLookup is Lookup for transitions the caller knows exist (such as creation).
+func MustLookup(from Status, trigger Trigger) Transition {
+	t, ok := Lookup(from, trigger)
+	if !ok {
+		panic(fmt.Sprintf("lifecycle: no transition %q from %q", trigger, from))
+	}
+	return t
+}
+
+// Cancellable reports whether a partner may cancel a transaction in s.
+func Cancellable(s Status) bool {
+	_, ok := Lookup(s, Cancel)
+	return ok
+}

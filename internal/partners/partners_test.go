@@ -1,0 +1,105 @@
+package partners
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"partnerd/internal/apperr"
+)
+
+// memStore is an in-memory Store for the service's own rules.
+type memStore struct {
+	mu     sync.Mutex
+	byHash map[string]*Partner
+}
+
+func (m *memStore) CreatePartner(_ context.Context, p *Partner) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byHash == nil {
+		m.byHash = map[string]*Partner{}
+	}
+	m.byHash[p.KeyHash] = p
+	return nil
+}
+
+func (m *memStore) PartnerByKeyHash(_ context.Context, h string) (*Partner, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p, ok := m.byHash[h]; ok {
+		return p, nil
+	}
+	return nil, apperr.New(apperr.NotFound, "no partner")
+}
+
+func (m *memStore) CountPartners(context.Context) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return int64(len(m.byHash)), nil
+}
+
+func TestKeysAreRandomPrefixedAndHashed(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for range 100 {
+		k, err := NewKey(Production)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(k, "sk_live_"))
+		require.Len(t, k, len("sk_live_")+43)
+		require.False(t, seen[k])
+		seen[k] = true
+		require.Len(t, HashKey(k), 64)
+		require.NotContains(t, HashKey(k), k)
+	}
+}
+
+func TestAuthenticate(t *testing.T) {
+	t.Parallel()
+	st := &memStore{}
+	now := func() time.Time { return time.Unix(0, 0).UTC() }
+	sandbox := NewService(st, Sandbox, Defaults{FeeRate: decimal.RequireFromString("0.01")}, now)
+	live := NewService(st, Production, Defaults{}, now)
+	ctx := context.Background()
+
+	p, key, err := sandbox.Create(ctx, "  Acme  ")
+	require.NoError(t, err)
+	require.Equal(t, "Acme", p.Name)
+	require.Equal(t, "0.01", p.FeeRate.String())
+	require.NotEqual(t, key, p.KeyHash, "only the hash is kept")
+
+	got, err := sandbox.Authenticate(ctx, key)
+	require.NoError(t, err)
+	require.Equal(t, p.ID, got.ID)
+
+	// A sandbox key against production, a live key against staging, an unknown key
+	// and an empty one are all the same 401.
+	_, liveKey, err := live.Create(ctx, "Live")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		svc *Service
+		key string
+	}{{live, key}, {sandbox, liveKey}, {sandbox, "sk_sandbox_unknown"}, {sandbox, ""}} {
+		_, err := tc.svc.Authenticate(ctx, tc.key)
+		require.Equal(t, apperr.Unauthorized, apperr.CodeOf(err))
+	}
+
+	_, _, err = sandbox.Create(ctx, " ")
+	require.Equal(t, apperr.InvalidRequest, apperr.CodeOf(err))
+}
+
+func TestEnsureDemo(t *testing.T) {
+	t.Parallel()
+	svc := NewService(&memStore{}, Sandbox, Defaults{}, time.Now)
+	key, err := svc.EnsureDemo(context.Background())
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(key, "sk_sandbox_"))
+	again, err := svc.EnsureDemo(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, again, "only an empty database gets a demo partner")
+}

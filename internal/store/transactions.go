@@ -1,0 +1,250 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+	"gorm.io/gorm"
+
+	"partnerd/internal/apperr"
+	"partnerd/internal/lifecycle"
+	"partnerd/internal/transactions"
+)
+
+type transactionRow struct {
+	ID                uuid.UUID `gorm:"primaryKey"`
+	PartnerID         uuid.UUID
+	MerchantReference string
+	ReferenceKey      string
+	MerchantID        *string
+	TerminalID        *string
+	SellerPhone       *string
+	CryptoCurrency    string
+	Network           string
+	CryptoAmount      decimal.Decimal
+	FiatAmount        decimal.Decimal
+	Rate              decimal.Decimal
+	QuoteID           *uuid.UUID
+	DepositAddress    string
+	AddressIndex      int64
+	Status            string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+	ExpiresAt         time.Time
+}
+
+func (transactionRow) TableName() string { return "transactions" }
+
+func (r *transactionRow) domain() *transactions.Transaction {
+	return &transactions.Transaction{
+		ID: r.ID, PartnerID: r.PartnerID, MerchantReference: r.MerchantReference, ReferenceKey: r.ReferenceKey,
+		MerchantID: r.MerchantID, TerminalID: r.TerminalID, SellerPhone: r.SellerPhone,
+		Token: r.CryptoCurrency, Network: r.Network,
+		CryptoAmount: r.CryptoAmount, FiatAmount: r.FiatAmount, Rate: r.Rate, QuoteID: r.QuoteID,
+		DepositAddress: r.DepositAddress, AddressIndex: uint32(r.AddressIndex),
+		Status:    lifecycle.Status(r.Status),
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(),
+	}
+}
+
+// InsertTransaction inserts t. A merchant reference the partner already used (in
+// any letter case) violates the unique index and is apperr DuplicateMerchantReference.
+func (s *Store) InsertTransaction(ctx context.Context, t *transactions.Transaction) error {
+	row := transactionRow{
+		ID: t.ID, PartnerID: t.PartnerID, MerchantReference: t.MerchantReference, ReferenceKey: t.ReferenceKey,
+		MerchantID: t.MerchantID, TerminalID: t.TerminalID, SellerPhone: t.SellerPhone,
+		CryptoCurrency: t.Token, Network: t.Network,
+		CryptoAmount: t.CryptoAmount, FiatAmount: t.FiatAmount, Rate: t.Rate, QuoteID: t.QuoteID,
+		DepositAddress: t.DepositAddress, AddressIndex: int64(t.AddressIndex), Status: string(t.Status),
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ExpiresAt: t.ExpiresAt,
+	}
+	err := s.conn(ctx).Create(&row).Error
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		// The reference index is the only unique constraint a valid insert can hit:
+		// ids are random UUIDs and address indexes come from the counter.
+		return apperr.Field(apperr.DuplicateMerchantReference,
+			"A transaction with this merchant_reference already exists.",
+			"/merchant_reference", "already used by this partner (case-insensitive)")
+	}
+	return err
+}
+
+// NextAddressIndex allocates the next derivation index of network: an upsert on the
+// network's counter row, which holds the row lock until the surrounding transaction
+// ends, so concurrent creations get distinct indexes. An index whose transaction
+// rolls back was never shown to anyone and is handed out again.
+func (s *Store) NextAddressIndex(ctx context.Context, network string) (uint32, error) {
+	var next int64
+	err := s.conn(ctx).Raw(`INSERT INTO address_counters (network, next_index) VALUES (?, 1)
+		ON CONFLICT (network) DO UPDATE SET next_index = address_counters.next_index + 1
+		RETURNING next_index`, network).Scan(&next).Error
+	if err != nil {
+		return 0, fmt.Errorf("allocate address index: %w", err)
+	}
+	idx := next - 1
+	if idx < 0 || idx >= 1<<31 {
+		return 0, fmt.Errorf("address index %d of %s out of the non-hardened range", idx, network)
+	}
+	return uint32(idx), nil
+}
+
+// MarkQuoteUsed sets the quote's used_at when unset and reports whether it did; a
+// conditional update, correct under concurrency on both databases.
+func (s *Store) MarkQuoteUsed(ctx context.Context, id uuid.UUID, at time.Time) (bool, error) {
+	res := s.conn(ctx).Model(&quoteRow{}).Where("id = ? AND used_at IS NULL", id).Update("used_at", at)
+	return res.RowsAffected == 1, res.Error
+}
+
+type historyRow struct {
+	ID            int64 `gorm:"primaryKey"`
+	TransactionID uuid.UUID
+	FromStatus    *string
+	ToStatus      string
+	Reason        string
+	Metadata      *string
+	ChangedAt     time.Time
+}
+
+func (historyRow) TableName() string { return "status_history" }
+
+// InsertHistory appends a status-history entry.
+func (s *Store) InsertHistory(ctx context.Context, h *transactions.HistoryEntry) error {
+	row := historyRow{TransactionID: h.TransactionID, ToStatus: string(h.To), Reason: h.Reason, ChangedAt: h.ChangedAt}
+	if h.From != lifecycle.None {
+		f := string(h.From)
+		row.FromStatus = &f
+	}
+	if h.Metadata != nil {
+		b, err := json.Marshal(h.Metadata)
+		if err != nil {
+			return err
+		}
+		m := string(b)
+		row.Metadata = &m
+	}
+	return s.conn(ctx).Create(&row).Error
+}
+
+// History returns a transaction's status history, oldest first.
+func (s *Store) History(ctx context.Context, transactionID uuid.UUID) ([]transactions.HistoryEntry, error) {
+	var rows []historyRow
+	if err := s.conn(ctx).Where("transaction_id = ?", transactionID).Order("id").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]transactions.HistoryEntry, 0, len(rows))
+	for _, r := range rows {
+		h := transactions.HistoryEntry{TransactionID: r.TransactionID, To: lifecycle.Status(r.ToStatus), Reason: r.Reason, ChangedAt: r.ChangedAt.UTC()}
+		if r.FromStatus != nil {
+			h.From = lifecycle.Status(*r.FromStatus)
+		}
+		if r.Metadata != nil {
+			if err := json.Unmarshal([]byte(*r.Metadata), &h.Metadata); err != nil {
+				return nil, fmt.Errorf("history metadata: %w", err)
+			}
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+type eventRow struct {
+	ID            uuid.UUID `gorm:"primaryKey"`
+	PartnerID     uuid.UUID
+	TransactionID uuid.UUID
+	Type          string
+	Payload       string
+	CreatedAt     time.Time
+}
+
+func (eventRow) TableName() string { return "events" }
+
+// InsertEvent writes an outbox event.
+func (s *Store) InsertEvent(ctx context.Context, e *transactions.Event) error {
+	row := eventRow{ID: e.ID, PartnerID: e.PartnerID, TransactionID: e.TransactionID, Type: string(e.Type), Payload: string(e.Payload), CreatedAt: e.CreatedAt}
+	return s.conn(ctx).Create(&row).Error
+}
+
+// EventsOf returns a transaction's events, oldest first.
+func (s *Store) EventsOf(ctx context.Context, transactionID uuid.UUID) ([]transactions.Event, error) {
+	var rows []eventRow
+	if err := s.conn(ctx).Where("transaction_id = ?", transactionID).Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]transactions.Event, len(rows))
+	for i, r := range rows {
+		out[i] = transactions.Event{ID: r.ID, PartnerID: r.PartnerID, TransactionID: r.TransactionID,
+			Type: lifecycle.EventType(r.Type), Payload: []byte(r.Payload), CreatedAt: r.CreatedAt.UTC()}
+	}
+	return out, nil
+}
+
+// TransactionByID returns partnerID's transaction id, or apperr NotFound.
+func (s *Store) TransactionByID(ctx context.Context, partnerID, id uuid.UUID) (*transactions.Transaction, error) {
+	var row transactionRow
+	if err := s.conn(ctx).Where("id = ? AND partner_id = ?", id, partnerID).Take(&row).Error; err != nil {
+		return nil, notFound(err, "transaction")
+	}
+	return row.domain(), nil
+}
+
+// TransactionByReference returns partnerID's transaction whose folded reference is
+// referenceKey, or apperr NotFound.
+func (s *Store) TransactionByReference(ctx context.Context, partnerID uuid.UUID, referenceKey string) (*transactions.Transaction, error) {
+	var row transactionRow
+	if err := s.conn(ctx).Where("partner_id = ? AND reference_key = ?", partnerID, referenceKey).Take(&row).Error; err != nil {
+		return nil, notFound(err, "transaction")
+	}
+	return row.domain(), nil
+}
+
+// ListTransactions returns up to q.Limit of partnerID's transactions matching q,
+// ordered by (created_at, id) descending, starting after q.After. The keyset
+// condition and order match the (partner_id, created_at DESC, id DESC) index, so a
+// deep page costs what the first one does.
+func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q transactions.ListQuery) ([]*transactions.Transaction, error) {
+	db := s.conn(ctx).Where("partner_id = ?", partnerID)
+	if len(q.Statuses) > 0 {
+		st := make([]string, len(q.Statuses))
+		for i, v := range q.Statuses {
+			st[i] = string(v)
+		}
+		db = db.Where("status IN ?", st)
+	}
+	if q.MerchantID != nil {
+		db = db.Where("merchant_id = ?", *q.MerchantID)
+	}
+	if q.TerminalID != nil {
+		db = db.Where("terminal_id = ?", *q.TerminalID)
+	}
+	if q.ReferenceKey != nil {
+		db = db.Where("reference_key = ?", *q.ReferenceKey)
+	}
+	if q.From != nil {
+		db = db.Where("created_at >= ?", q.From.UTC())
+	}
+	if q.To != nil {
+		db = db.Where("created_at <= ?", q.To.UTC())
+	}
+	if q.After != nil {
+		id, err := uuid.Parse(q.After.ID)
+		if err != nil {
+			return nil, apperr.New(apperr.InvalidCursor, "The cursor is invalid for this list and filters.")
+		}
+		at := q.After.Time.UTC()
+		db = db.Where("(created_at < ? OR (created_at = ? AND id < ?))", at, at, id)
+	}
+	var rows []transactionRow
+	if err := db.Order("created_at DESC, id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]*transactions.Transaction, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	return out, nil
+}

@@ -1,0 +1,127 @@
+package transactions
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+
+	"partnerd/internal/cursor"
+	"partnerd/internal/lifecycle"
+)
+
+// Page sizes of the list.
+const (
+	DefaultLimit = 20
+	MaxLimit     = 100
+)
+
+// Filter selects transactions; zero fields select everything.
+type Filter struct {
+	Statuses   []lifecycle.Status
+	MerchantID *string
+	TerminalID *string
+	// Reference matches the merchant reference case-insensitively.
+	Reference *string
+	From, To  *time.Time
+}
+
+// ListQuery is what the store needs for one page.
+type ListQuery struct {
+	Filter
+	// ReferenceKey is the folded Reference, when set.
+	ReferenceKey *string
+	// After is the position of the last item of the previous page, if any.
+	After *cursor.Position
+	// Limit is how many rows to return at most.
+	Limit int
+}
+
+// Page is one page of the list.
+type Page struct {
+	Items      []*Transaction
+	HasMore    bool
+	Limit      int
+	NextCursor *string
+}
+
+// Lister pages through transactions.
+type Lister struct {
+	store Store
+	codec *cursor.Codec
+}
+
+// NewLister returns a Lister signing cursors with codec.
+func NewLister(store Store, codec *cursor.Codec) *Lister { return &Lister{store: store, codec: codec} }
+
+// List returns one page of partnerID's transactions, newest first (created_at, id
+// descending). after is the previous page's next cursor, or "". Errors:
+// InvalidCursor when after does not verify for this partner and filter.
+func (l *Lister) List(ctx context.Context, partnerID uuid.UUID, f Filter, limit int, after string) (*Page, error) {
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	if limit > MaxLimit {
+		limit = MaxLimit
+	}
+	scope := scopeOf(partnerID, f)
+	q := ListQuery{Filter: f, Limit: limit + 1}
+	if f.Reference != nil {
+		k := ReferenceKey(*f.Reference)
+		q.ReferenceKey = &k
+	}
+	if after != "" {
+		pos, err := l.codec.Decode(after, scope)
+		if err != nil {
+			return nil, err
+		}
+		q.After = &pos
+	}
+	rows, err := l.store.ListTransactions(ctx, partnerID, q)
+	if err != nil {
+		return nil, err
+	}
+	p := &Page{Limit: limit, Items: rows}
+	if len(rows) > limit {
+		p.Items, p.HasMore = rows[:limit], true
+		last := p.Items[limit-1]
+		c := l.codec.Encode(cursor.Position{Time: last.CreatedAt, ID: last.ID.String()}, scope)
+		p.NextCursor = &c
+	}
+	return p, nil
+}
+
+// scopeOf is the canonical text of a list's partner and filters that a cursor is
+// bound to. JSON keeps it unambiguous whatever the filter values contain.
+func scopeOf(partnerID uuid.UUID, f Filter) string {
+	st := make([]string, len(f.Statuses))
+	for i, s := range f.Statuses {
+		st[i] = string(s)
+	}
+	sort.Strings(st)
+	var ref *string
+	if f.Reference != nil {
+		k := ReferenceKey(*f.Reference)
+		ref = &k
+	}
+	utc := func(t *time.Time) *time.Time {
+		if t == nil {
+			return nil
+		}
+		u := t.UTC()
+		return &u
+	}
+	b, _ := json.Marshal(struct {
+		List       string     `json:"list"`
+		Partner    uuid.UUID  `json:"partner"`
+		Statuses   []string   `json:"status"`
+		MerchantID *string    `json:"merchant_id"`
+		TerminalID *string    `json:"terminal_id"`
+		Reference  *string    `json:"reference"`
+		From       *time.Time `json:"from"`
+		To         *time.Time `json:"to"`
+	}{"transactions", partnerID, st, f.MerchantID, f.TerminalID, ref, utc(f.From), utc(f.To)})
+	return string(b)
+}

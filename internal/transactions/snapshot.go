@@ -1,0 +1,69 @@
+package transactions
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"partnerd/internal/money"
+)
+
+// Snapshot is the detailed transaction snapshot as partners see it: the
+// TransactionDetail schema of openapi/partner.yaml, field for field. It is what a
+// webhook event carries, frozen when the event is written.
+type Snapshot struct {
+	ID                    uuid.UUID  `json:"id"`
+	Status                string     `json:"status"`
+	MerchantReference     string     `json:"merchant_reference"`
+	MerchantID            *string    `json:"merchant_id"`
+	TerminalID            *string    `json:"terminal_id"`
+	Network               string     `json:"network"`
+	CryptoCurrency        string     `json:"crypto_currency"`
+	CryptoAmount          string     `json:"crypto_amount"`
+	Amount                string     `json:"amount"`
+	Rate                  string     `json:"rate"`
+	DepositAddress        string     `json:"deposit_address"`
+	ExpiresAt             time.Time  `json:"expires_at"`
+	CreatedAt             time.Time  `json:"created_at"`
+	UpdatedAt             time.Time  `json:"updated_at"`
+	DepositID             *string    `json:"deposit_id"`
+	DepositStatus         *string    `json:"deposit_status"`
+	Confirmations         *int       `json:"confirmations"`
+	RequiredConfirmations *int       `json:"required_confirmations"`
+	ReceivedAt            *time.Time `json:"received_at"`
+	ConfirmedAt           *time.Time `json:"confirmed_at"`
+}
+
+// Payload is a webhook body: the WebhookPayload schema.
+type Payload struct {
+	ID        uuid.UUID `json:"id"`
+	Type      string    `json:"type"`
+	CreatedAt time.Time `json:"created_at"`
+	Data      Snapshot  `json:"data"`
+}
+
+// Snapshot returns t as partners see it, amounts formatted by the money rules.
+func (t *Transaction) Snapshot() Snapshot {
+	s := Snapshot{
+		ID:                t.ID,
+		Status:            string(t.Status),
+		MerchantReference: t.MerchantReference,
+		MerchantID:        t.MerchantID,
+		TerminalID:        t.TerminalID,
+		Network:           t.Network,
+		CryptoCurrency:    t.Token,
+		CryptoAmount:      money.FormatTokens(t.CryptoAmount),
+		Amount:            money.FormatFiat(t.FiatAmount),
+		Rate:              money.FormatRate(t.Rate),
+		DepositAddress:    t.DepositAddress,
+		ExpiresAt:         t.ExpiresAt,
+		CreatedAt:         t.CreatedAt,
+		UpdatedAt:         t.UpdatedAt,
+	}
+	if d := t.Deposit; d != nil {
+		id, status, conf, req, recv := d.ID, d.Status, d.Confirmations, d.RequiredConfirmations, d.ReceivedAt
+		s.DepositID, s.DepositStatus, s.Confirmations, s.RequiredConfirmations, s.ReceivedAt = &id, &status, &conf, &req, &recv
+		s.ConfirmedAt = d.ConfirmedAt
+	}
+	return s
+}
