@@ -174,7 +174,7 @@ func (e *Env) validate(req *http.Request, reqBody []byte, resp *http.Response, b
 		return errors.New("no X-Request-Id header")
 	}
 	if resp.StatusCode >= 400 {
-		if err := e.validateSchema("Error", body); err != nil {
+		if err := e.ValidateSchema("Error", body); err != nil {
 			return err
 		}
 	}
@@ -201,7 +201,8 @@ func (e *Env) validate(req *http.Request, reqBody []byte, resp *http.Response, b
 	return openapi3filter.ValidateResponse(context.Background(), in)
 }
 
-func (e *Env) validateSchema(name string, body []byte) error {
+// ValidateSchema checks body against the named component schema of the contract.
+func (e *Env) ValidateSchema(name string, body []byte) error {
 	ref := e.spec.Components.Schemas[name]
 	if ref == nil || ref.Value == nil {
 		return errors.New("no schema " + name)

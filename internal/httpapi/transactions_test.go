@@ -551,3 +551,48 @@ func TestListWalkIsStableWhileCreating(t *testing.T) {
 		require.Len(t, got, len(existing), "none created during the walk")
 	})
 }
+
+func TestCreateWritesHistoryAndEventTogether(t *testing.T) {
+	t.Parallel()
+	onBoth(t, nil, func(t *testing.T, env *apitest.Env) {
+		c := env.Client(t, env.NewPartner(t))
+		ctx := context.Background()
+		tx := create(t, c, direct("EV-1", "trc20", "2500"))
+
+		hist, err := env.Store.History(ctx, tx.Id)
+		require.NoError(t, err)
+		require.Len(t, hist, 1)
+		require.Equal(t, "", string(hist[0].From))
+		require.Equal(t, "awaiting_deposit", string(hist[0].To))
+		require.Equal(t, "transaction:created", hist[0].Reason)
+
+		events, err := env.Store.EventsOf(ctx, tx.Id)
+		require.NoError(t, err)
+		require.Len(t, events, 1)
+		require.Equal(t, "transaction.created", string(events[0].Type))
+		require.NoError(t, env.ValidateSchema("WebhookPayload", events[0].Payload), "the stored payload is what the contract promises")
+
+		// The payload's data is the snapshot the API serves.
+		var payload struct {
+			ID   uuid.UUID       `json:"id"`
+			Data json.RawMessage `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal(events[0].Payload, &payload))
+		require.Equal(t, events[0].ID, payload.ID)
+		got, err := c.GetTransactionWithResponse(ctx, tx.Id)
+		require.NoError(t, err)
+		var served struct {
+			Data json.RawMessage `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal(got.Body, &served))
+		require.JSONEq(t, string(served.Data), string(payload.Data))
+
+		// A failed create writes nothing: no transaction, history or event.
+		dup, err := c.CreateTransactionWithResponse(ctx, params(), direct("ev-1", "trc20", "2500"), idem())
+		require.NoError(t, err)
+		require.Equal(t, http.StatusConflict, dup.StatusCode())
+		list, err := c.ListTransactionsWithResponse(ctx, &client.ListTransactionsParams{MerchantReference: ptr("EV-1")})
+		require.NoError(t, err)
+		require.Len(t, list.JSON200.Data.Data, 1)
+	})
+}
