@@ -1084,10 +1084,10 @@ type WebhookEndpointOK = WebhookEndpointResponse
 
 // ListRevenueParams defines parameters for ListRevenue.
 type ListRevenueParams struct {
-	// From Only rows with `ts` at or after this time (inclusive).
+	// From Only rows with `ts` at or after this time (inclusive). Default 1970-01-01T00:00:00Z.
 	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
 
-	// To Only rows with `ts` at or before this time (inclusive).
+	// To Only rows with `ts` at or before this time (inclusive). Default the time of the request.
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
 
 	// IncludeSummary When true, the page carries `summary` for the selected window.
@@ -3054,8 +3054,6 @@ type ListRevenueResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListRevenueResponse429Headers
 }
@@ -3083,11 +3081,6 @@ func (r ListRevenueResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListRevenueResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r ListRevenueResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetBody returns the raw response body bytes
@@ -3145,8 +3138,6 @@ type SimulateSandboxEventResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SimulateSandboxEventResponse429Headers
 }
@@ -3194,11 +3185,6 @@ func (r SimulateSandboxEventResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SimulateSandboxEventResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r SimulateSandboxEventResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetBody returns the raw response body bytes
@@ -3630,8 +3616,6 @@ type CancelTransactionResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CancelTransactionResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -3688,11 +3672,6 @@ func (r CancelTransactionResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r CancelTransactionResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
-}
-
 // GetBody returns the raw response body bytes
 func (r CancelTransactionResponse) GetBody() []byte {
 	return r.Body
@@ -3742,8 +3721,6 @@ type GetTransactionStatusHistoryResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
-	// JSON501 the response for an HTTP 501 `application/json` response
-	JSON501 *NotImplemented
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetTransactionStatusHistoryResponse429Headers
 }
@@ -3776,11 +3753,6 @@ func (r GetTransactionStatusHistoryResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetTransactionStatusHistoryResponse) GetJSON500() *InternalError {
 	return r.JSON500
-}
-
-// GetJSON501 returns the response for an HTTP 501 `application/json` response
-func (r GetTransactionStatusHistoryResponse) GetJSON501() *NotImplemented {
-	return r.JSON501
 }
 
 // GetBody returns the raw response body bytes
@@ -4820,13 +4792,6 @@ func ParseListRevenueResponse(rsp *http.Response) (*ListRevenueResponse, error) 
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	}
 
 	switch {
@@ -4921,13 +4886,6 @@ func ParseSimulateSandboxEventResponse(rsp *http.Response) (*SimulateSandboxEven
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	}
 
@@ -5365,13 +5323,6 @@ func ParseCancelTransactionResponse(rsp *http.Response) (*CancelTransactionRespo
 		}
 		response.JSON500 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
-
 	}
 
 	switch {
@@ -5455,13 +5406,6 @@ func ParseGetTransactionStatusHistoryResponse(rsp *http.Response) (*GetTransacti
 			return nil, err
 		}
 		response.JSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
-		var dest NotImplemented
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON501 = &dest
 
 	}
 

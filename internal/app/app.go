@@ -36,6 +36,7 @@ type App struct {
 	feed     *rates.HTTPFeed
 
 	transactions *transactions.Service
+	lifecycle    *transactions.Lifecycle
 	idempotency  *idempotency.Service
 	handler      http.Handler
 }
@@ -83,14 +84,20 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 	if cfg.DemoCursorSecret {
 		log.Warn("CURSOR_SECRET is unset; using the built-in staging secret for page cursors")
 	}
-	a.transactions = transactions.NewService(st, pricer, book, store.Now)
+	a.transactions = transactions.NewService(st, pricer, book, nil, cfg.DepositWindow, store.Now)
+	a.lifecycle = transactions.NewLifecycle(st, cfg.Confirmations, store.Now)
 	a.idempotency = idempotency.NewService(st, store.Now)
 
+	codec := cursor.NewCodec(cfg.CursorSecret)
 	a.handler, err = httpapi.New(httpapi.Deps{
 		Partners:     a.partners,
 		Quotes:       a.quotes,
 		Transactions: a.transactions,
-		Lister:       transactions.NewLister(st, cursor.NewCodec(cfg.CursorSecret)),
+		Lister:       transactions.NewLister(st, codec),
+		Lifecycle:    a.lifecycle,
+		Ledger:       transactions.NewLedger(st, codec, store.Now),
+		History:      st,
+		Production:   cfg.Env == config.Production,
 		Idempotency:  a.idempotency,
 		Store:        st,
 		Logger:       log,

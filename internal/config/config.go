@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,6 +54,14 @@ type Config struct {
 	XPubs map[string]string
 	// DemoXPubs lists the networks that fell back to the public demo keys (staging only).
 	DemoXPubs []string
+	// Confirmations is how many confirmations a deposit needs per network.
+	Confirmations map[string]int
+	// ExpirySweep is how often the backstop sweep expires overdue transactions.
+	ExpirySweep time.Duration
+	// DepositWindow is how long a transaction waits for its deposit (30 minutes;
+	// tests shorten it).
+	DepositWindow time.Duration
+
 	// CursorSecret keys the HMAC of page cursors; every instance must share it.
 	CursorSecret []byte
 	// DemoCursorSecret is true when staging fell back to the built-in cursor secret.
@@ -70,6 +79,8 @@ const (
 	DefaultSpread      = "0.005"
 	DefaultFeeRate     = "0.01"
 	DefaultShareRate   = "0.5"
+	// DefaultConfirmations are the confirmations a deposit needs per network.
+	DefaultConfirmations = "bep20=15,trc20=19"
 )
 
 // FromEnv reads the configuration from the process environment.
@@ -164,6 +175,19 @@ func Load(getenv func(string) string) (*Config, error) {
 		}
 		c.XPubs[p.Network] = x
 	}
+
+	c.Confirmations = map[string]int{}
+	for _, item := range strings.Split(get("CONFIRMATIONS", DefaultConfirmations), ",") {
+		network, n, ok := strings.Cut(strings.TrimSpace(item), "=")
+		v, err := strconv.Atoi(n)
+		if !ok || err != nil || v < 1 || network == "" {
+			bad("CONFIRMATIONS", fmt.Errorf("%q: want network=count, e.g. bep20=15", item))
+			continue
+		}
+		c.Confirmations[strings.ToLower(network)] = v
+	}
+	c.ExpirySweep = duration(get("EXPIRY_SWEEP_INTERVAL", "1m"), "EXPIRY_SWEEP_INTERVAL", bad)
+	c.DepositWindow = duration(get("DEPOSIT_WINDOW", "30m"), "DEPOSIT_WINDOW", bad)
 
 	if s := get("CURSOR_SECRET", ""); s != "" {
 		if len(s) < 32 {

@@ -29,7 +29,12 @@ type Deps struct {
 	Quotes       *quotes.Service
 	Transactions *transactions.Service
 	Lister       *transactions.Lister
+	Lifecycle    *transactions.Lifecycle
+	Ledger       *transactions.Ledger
+	History      HistoryReader
 	Idempotency  *idempotency.Service
+	// Production hides the sandbox simulator.
+	Production bool
 	// Store opens the per-request transactions of idempotent operations.
 	Store  *store.Store
 	Logger *slog.Logger
@@ -77,30 +82,39 @@ func New(d Deps) (*echo.Echo, error) {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 	})
 
-	validator := echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
-		Options: openapi3filter.Options{
-			// Authentication is ours (authenticate), not the validator's.
-			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
-			MultiError:         true,
-		},
-		Skipper:           skipPartnerChecks,
-		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError { return wrapValidation(me) },
-		ErrorHandler: func(c echo.Context, he *echo.HTTPError) error {
-			if he.Code == http.StatusBadRequest {
-				if he.Internal != nil {
-					return validationError(he.Internal)
-				}
-			}
-			return he
-		},
-	})
-
-	srv := &Server{partners: d.Partners, quotes: d.Quotes, transactions: d.Transactions, lister: d.Lister, log: log}
+	srv := &Server{partners: d.Partners, quotes: d.Quotes, transactions: d.Transactions, lister: d.Lister,
+		lifecycle: d.Lifecycle, ledger: d.Ledger, history: d.History, log: log}
 	// Partner checks run as global middleware with a skipper rather than as group
 	// middleware: a group with middleware catches every unknown path under it, which
 	// would turn a wrong method (405) into a 404.
-	e.Use(requireJSON(), authenticate(d.Partners), validator)
-	opMW := map[string][]echo.MiddlewareFunc{}
+	validatorWith := func(skip func(echo.Context) bool) echo.MiddlewareFunc {
+		return echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
+			Options: openapi3filter.Options{
+				// Authentication is ours (authenticate), not the validator's.
+				AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+				MultiError:         true,
+			},
+			Skipper:           skip,
+			MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError { return wrapValidation(me) },
+			ErrorHandler: func(c echo.Context, he *echo.HTTPError) error {
+				if he.Code == http.StatusBadRequest {
+					if he.Internal != nil {
+						return validationError(he.Internal)
+					}
+				}
+				return he
+			},
+		})
+	}
+
+	skip := skipPartnerChecks
+	if d.Production {
+		// In production the simulator route must look absent: no key or body checks
+		// before its 404.
+		skip = func(c echo.Context) bool { return c.Path() == simulatorPath || skipPartnerChecks(c) }
+	}
+	e.Use(requireJSON(skip), authenticate(d.Partners, skip), validatorWith(skip))
+	opMW := map[string][]echo.MiddlewareFunc{"simulateSandboxEvent": {hideInProduction(d.Production)}}
 	for _, op := range idempotentOperations {
 		opMW[op] = []echo.MiddlewareFunc{idempotent(op, d.Idempotency, d.Store)}
 	}

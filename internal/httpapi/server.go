@@ -9,6 +9,8 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/google/uuid"
+
 	"partnerd/gen/api"
 	"partnerd/internal/apperr"
 	"partnerd/internal/money"
@@ -23,7 +25,15 @@ type Server struct {
 	quotes       *quotes.Service
 	transactions *transactions.Service
 	lister       *transactions.Lister
+	lifecycle    *transactions.Lifecycle
+	ledger       *transactions.Ledger
+	history      HistoryReader
 	log          *slog.Logger
+}
+
+// HistoryReader reads status histories.
+type HistoryReader interface {
+	History(ctx context.Context, transactionID uuid.UUID) ([]transactions.HistoryEntry, error)
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -64,26 +74,6 @@ func quoteOut(q *quotes.Quote) api.Quote {
 		CreatedAt:      q.CreatedAt,
 		ExpiresAt:      q.ExpiresAt,
 	}
-}
-
-// CancelTransaction is not available yet.
-func (s *Server) CancelTransaction(context.Context, api.CancelTransactionRequestObject) (api.CancelTransactionResponseObject, error) {
-	return nil, notImplemented
-}
-
-// GetTransactionStatusHistory is not available yet.
-func (s *Server) GetTransactionStatusHistory(context.Context, api.GetTransactionStatusHistoryRequestObject) (api.GetTransactionStatusHistoryResponseObject, error) {
-	return nil, notImplemented
-}
-
-// ListRevenue is not available yet.
-func (s *Server) ListRevenue(context.Context, api.ListRevenueRequestObject) (api.ListRevenueResponseObject, error) {
-	return nil, notImplemented
-}
-
-// SimulateSandboxEvent is not available yet.
-func (s *Server) SimulateSandboxEvent(context.Context, api.SimulateSandboxEventRequestObject) (api.SimulateSandboxEventResponseObject, error) {
-	return nil, notImplemented
 }
 
 // GetWebhookEndpoint is not available yet.

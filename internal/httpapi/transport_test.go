@@ -135,7 +135,7 @@ func TestNotYetImplementedOperationsAnswer501(t *testing.T) {
 	onBoth(t, nil, func(t *testing.T, env *apitest.Env) {
 		c := env.Client(t, env.NewPartner(t))
 		ctx := context.Background()
-		res, err := c.ListRevenueWithResponse(ctx, nil)
+		res, err := c.GetWebhookEndpointWithResponse(ctx)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusNotImplemented, res.StatusCode())
 		require.Equal(t, client.ErrorCodeNotImplemented, res.JSON501.Error.Code)

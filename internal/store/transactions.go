@@ -36,6 +36,8 @@ type transactionRow struct {
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 	ExpiresAt         time.Time
+	PayoutSettledAt   *time.Time
+	Version           int64
 }
 
 func (transactionRow) TableName() string { return "transactions" }
@@ -49,7 +51,16 @@ func (r *transactionRow) domain() *transactions.Transaction {
 		DepositAddress: r.DepositAddress, AddressIndex: uint32(r.AddressIndex),
 		Status:    lifecycle.Status(r.Status),
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(),
+		PayoutSettledAt: utcPtr(r.PayoutSettledAt), Version: r.Version,
 	}
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 // InsertTransaction inserts t. A merchant reference the partner already used (in
@@ -183,23 +194,96 @@ func (s *Store) EventsOf(ctx context.Context, transactionID uuid.UUID) ([]transa
 	return out, nil
 }
 
-// TransactionByID returns partnerID's transaction id, or apperr NotFound.
+// TransactionByID returns partnerID's transaction id with its deposit, or apperr NotFound.
 func (s *Store) TransactionByID(ctx context.Context, partnerID, id uuid.UUID) (*transactions.Transaction, error) {
-	var row transactionRow
-	if err := s.conn(ctx).Where("id = ? AND partner_id = ?", id, partnerID).Take(&row).Error; err != nil {
-		return nil, notFound(err, "transaction")
-	}
-	return row.domain(), nil
+	return s.loadTransaction(ctx, "id = ? AND partner_id = ?", id, partnerID)
 }
 
 // TransactionByReference returns partnerID's transaction whose folded reference is
-// referenceKey, or apperr NotFound.
+// referenceKey, with its deposit, or apperr NotFound.
 func (s *Store) TransactionByReference(ctx context.Context, partnerID uuid.UUID, referenceKey string) (*transactions.Transaction, error) {
+	return s.loadTransaction(ctx, "partner_id = ? AND reference_key = ?", partnerID, referenceKey)
+}
+
+// TransactionForChange returns transaction id of any partner with its deposit (for
+// the lifecycle, whose callers checked the partner already or act for the system).
+func (s *Store) TransactionForChange(ctx context.Context, id uuid.UUID) (*transactions.Transaction, error) {
+	return s.loadTransaction(ctx, "id = ?", id)
+}
+
+func (s *Store) loadTransaction(ctx context.Context, where string, args ...any) (*transactions.Transaction, error) {
 	var row transactionRow
-	if err := s.conn(ctx).Where("partner_id = ? AND reference_key = ?", partnerID, referenceKey).Take(&row).Error; err != nil {
+	if err := s.conn(ctx).Where(where, args...).Take(&row).Error; err != nil {
 		return nil, notFound(err, "transaction")
 	}
-	return row.domain(), nil
+	t := row.domain()
+	var d depositRow
+	err := s.conn(ctx).Where("transaction_id = ?", t.ID).Take(&d).Error
+	switch {
+	case err == nil:
+		t.Deposit = d.domain()
+	case !errors.Is(err, gorm.ErrRecordNotFound):
+		return nil, fmt.Errorf("load deposit: %w", err)
+	}
+	return t, nil
+}
+
+// UpdateTransaction writes t's mutable state if its version is unchanged, bumping it.
+func (s *Store) UpdateTransaction(ctx context.Context, t *transactions.Transaction) (bool, error) {
+	res := s.conn(ctx).Model(&transactionRow{}).Where("id = ? AND version = ?", t.ID, t.Version).Updates(map[string]any{
+		"status": string(t.Status), "updated_at": t.UpdatedAt, "payout_settled_at": t.PayoutSettledAt, "version": t.Version + 1,
+	})
+	return res.RowsAffected == 1, res.Error
+}
+
+// DueForExpiry returns up to limit ids of transactions awaiting deposit whose
+// deadline is at or before now, oldest deadline first.
+func (s *Store) DueForExpiry(ctx context.Context, now time.Time, limit int) ([]uuid.UUID, error) {
+	var ids []uuid.UUID
+	err := s.conn(ctx).Model(&transactionRow{}).Where("status = ? AND expires_at <= ?", string(lifecycle.AwaitingDeposit), now).
+		Order("expires_at").Limit(limit).Pluck("id", &ids).Error
+	return ids, err
+}
+
+// PartnerRates returns the partner's fee and share rates.
+func (s *Store) PartnerRates(ctx context.Context, partnerID uuid.UUID) (decimal.Decimal, decimal.Decimal, error) {
+	p, err := s.PartnerByID(ctx, partnerID)
+	if err != nil {
+		return decimal.Decimal{}, decimal.Decimal{}, err
+	}
+	return p.FeeRate, p.ShareRate, nil
+}
+
+type depositRow struct {
+	TransactionID         uuid.UUID `gorm:"primaryKey"`
+	DepositID             string
+	Status                string
+	Confirmations         int
+	RequiredConfirmations int
+	ChainHash             string
+	Amount                decimal.Decimal
+	ReceivedAt            time.Time
+	ConfirmedAt           *time.Time
+	UpdatedAt             time.Time
+}
+
+func (depositRow) TableName() string { return "deposits" }
+
+func (r *depositRow) domain() *transactions.Deposit {
+	return &transactions.Deposit{
+		ID: r.DepositID, Status: r.Status, Confirmations: r.Confirmations, RequiredConfirmations: r.RequiredConfirmations,
+		Hash: r.ChainHash, Amount: r.Amount, ReceivedAt: r.ReceivedAt.UTC(), ConfirmedAt: utcPtr(r.ConfirmedAt),
+	}
+}
+
+// SaveDeposit inserts or updates the deposit of transaction id.
+func (s *Store) SaveDeposit(ctx context.Context, id uuid.UUID, d *transactions.Deposit) error {
+	row := depositRow{
+		TransactionID: id, DepositID: d.ID, Status: d.Status, Confirmations: d.Confirmations,
+		RequiredConfirmations: d.RequiredConfirmations, ChainHash: d.Hash, Amount: d.Amount,
+		ReceivedAt: d.ReceivedAt, ConfirmedAt: d.ConfirmedAt, UpdatedAt: Now(),
+	}
+	return s.conn(ctx).Save(&row).Error
 }
 
 // ListTransactions returns up to q.Limit of partnerID's transactions matching q,

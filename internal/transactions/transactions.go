@@ -24,7 +24,8 @@ import (
 	"partnerd/internal/quotes"
 )
 
-// DepositWindow is how long a new transaction waits for its deposit.
+// DepositWindow is how long a new transaction waits for its deposit (the seed's
+// 30 minutes; configurable so tests need not wait).
 const DepositWindow = 30 * time.Minute
 
 // Transaction is one stablecoin-to-fiat transaction.
@@ -51,6 +52,11 @@ type Transaction struct {
 	ExpiresAt      time.Time
 	// Deposit is nil until a deposit is detected.
 	Deposit *Deposit
+	// PayoutSettledAt is when the fiat payout settled, after completion.
+	PayoutSettledAt *time.Time
+	// Version increases with every change; updates are conditional on it, so of two
+	// racing changes exactly one wins.
+	Version int64
 }
 
 // Deposit is the on-chain deposit of a transaction.
@@ -59,9 +65,21 @@ type Deposit struct {
 	Status                string
 	Confirmations         int
 	RequiredConfirmations int
-	ReceivedAt            time.Time
-	ConfirmedAt           *time.Time
+	// Hash is the chain transaction hash.
+	Hash string
+	// Amount is the token amount received.
+	Amount      decimal.Decimal
+	ReceivedAt  time.Time
+	ConfirmedAt *time.Time
 }
+
+// Deposit statuses.
+const (
+	DepositConfirming = "confirming"
+	DepositConfirmed  = "confirmed"
+	DepositFailed     = "failed"
+	DepositRefunded   = "refunded"
+)
 
 // HistoryEntry is one status change.
 type HistoryEntry struct {
@@ -110,6 +128,19 @@ type Store interface {
 	TransactionByID(ctx context.Context, partnerID, id uuid.UUID) (*Transaction, error)
 	TransactionByReference(ctx context.Context, partnerID uuid.UUID, referenceKey string) (*Transaction, error)
 	ListTransactions(ctx context.Context, partnerID uuid.UUID, q ListQuery) ([]*Transaction, error)
+
+	// TransactionForChange returns transaction id of any partner, with its deposit.
+	TransactionForChange(ctx context.Context, id uuid.UUID) (*Transaction, error)
+	// UpdateTransaction writes t's status, updated_at and payout_settled_at and
+	// bumps its version, if its version is still t.Version; it reports whether it did.
+	UpdateTransaction(ctx context.Context, t *Transaction) (bool, error)
+	// SaveDeposit inserts or updates the deposit of transaction id.
+	SaveDeposit(ctx context.Context, id uuid.UUID, d *Deposit) error
+	InsertRevenue(ctx context.Context, r *RevenueRow) error
+	// DueForExpiry returns up to limit transactions awaiting deposit past their deadline.
+	DueForExpiry(ctx context.Context, now time.Time, limit int) ([]uuid.UUID, error)
+	// PartnerRates returns the fee and share rates of a partner.
+	PartnerRates(ctx context.Context, partnerID uuid.UUID) (fee, share decimal.Decimal, err error)
 }
 
 // Addresses derives deposit addresses.
@@ -131,17 +162,26 @@ type CreateRequest struct {
 	SellerPhone       *string
 }
 
+// Scheduler schedules a transaction's expiry inside the creating database
+// transaction (ctx carries it), so the job exists exactly when the row does.
+type Scheduler interface {
+	ScheduleExpiry(ctx context.Context, id uuid.UUID, at time.Time) error
+}
+
 // Service creates and reads transactions.
 type Service struct {
 	store     Store
 	pricer    *pricing.Pricer
 	addresses Addresses
+	scheduler Scheduler
+	window    time.Duration
 	now       func() time.Time
 }
 
-// NewService returns a Service.
-func NewService(store Store, pricer *pricing.Pricer, addresses Addresses, now func() time.Time) *Service {
-	return &Service{store: store, pricer: pricer, addresses: addresses, now: now}
+// NewService returns a Service; window is how long a transaction awaits its
+// deposit (DepositWindow in production), scheduler may be nil (no expiry job).
+func NewService(store Store, pricer *pricing.Pricer, addresses Addresses, scheduler Scheduler, window time.Duration, now func() time.Time) *Service {
+	return &Service{store: store, pricer: pricer, addresses: addresses, scheduler: scheduler, window: window, now: now}
 }
 
 // Create creates a transaction for partnerID. Errors: InvalidRequest (both or
@@ -185,7 +225,7 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 			Status:            lifecycle.AwaitingDeposit,
 			CreatedAt:         now,
 			UpdatedAt:         now,
-			ExpiresAt:         now.Add(DepositWindow),
+			ExpiresAt:         now.Add(s.window),
 		}
 		if req.QuoteID != nil {
 			q, err := s.useQuote(ctx, partnerID, *req.QuoteID, req, now)
@@ -209,6 +249,11 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 		}
 		if err := Record(ctx, s.store, t, lifecycle.MustLookup(lifecycle.None, lifecycle.Create), nil, now); err != nil {
 			return err
+		}
+		if s.scheduler != nil {
+			if err := s.scheduler.ScheduleExpiry(ctx, t.ID, t.ExpiresAt); err != nil {
+				return fmt.Errorf("schedule expiry: %w", err)
+			}
 		}
 		out = t
 		return nil

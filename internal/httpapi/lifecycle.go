@@ -1,0 +1,155 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"partnerd/gen/api"
+	"partnerd/internal/apperr"
+	"partnerd/internal/money"
+	"partnerd/internal/transactions"
+)
+
+// CancelTransaction cancels an awaiting_deposit transaction (POST
+// /transactions/{id}/cancel). The idempotency middleware wraps it.
+func (s *Server) CancelTransaction(ctx context.Context, req api.CancelTransactionRequestObject) (api.CancelTransactionResponseObject, error) {
+	p, err := partnerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.lifecycle.Cancel(ctx, p.ID, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	msg := "Transaction cancelled."
+	return api.CancelTransaction200JSONResponse{Body: api.TransactionResponse{Success: true, Message: &msg, Data: transactionOut(t)}}, nil
+}
+
+// GetTransactionStatusHistory returns every status change, oldest first.
+func (s *Server) GetTransactionStatusHistory(ctx context.Context, req api.GetTransactionStatusHistoryRequestObject) (api.GetTransactionStatusHistoryResponseObject, error) {
+	p, err := partnerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.transactions.Get(ctx, p.ID, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	hist, err := s.history.History(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]api.StatusHistoryEntry, len(hist))
+	for i, h := range hist {
+		e := api.StatusHistoryEntry{ChangedAt: h.ChangedAt, ToStatus: api.TransactionStatus(h.To), Reason: h.Reason}
+		if h.From != "" {
+			from := api.TransactionStatus(h.From)
+			e.FromStatus = &from
+		}
+		if h.Metadata != nil {
+			m := h.Metadata
+			e.Metadata = &m
+		}
+		entries[i] = e
+	}
+	return api.GetTransactionStatusHistory200JSONResponse{Success: true, Data: api.StatusHistory{
+		Id: t.ID, Status: api.TransactionStatus(t.Status), History: entries,
+	}}, nil
+}
+
+// SimulateSandboxEvent drives a lifecycle event through the same services as real
+// processing (POST /sandbox/simulate; never served in production).
+func (s *Server) SimulateSandboxEvent(ctx context.Context, req api.SimulateSandboxEventRequestObject) (api.SimulateSandboxEventResponseObject, error) {
+	p, err := partnerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	// The simulator acts only on the caller's own transactions.
+	if _, err := s.transactions.Get(ctx, p.ID, b.TransactionId); err != nil {
+		return nil, err
+	}
+	l, id := s.lifecycle, b.TransactionId
+	var t *transactions.Transaction
+	switch b.Event {
+	case api.SimulateRequestEventDepositDetected:
+		in := transactions.DepositInput{Confirmations: 1}
+		if b.DepositId != nil {
+			in.ID = *b.DepositId
+		}
+		if b.BlockchainHash != nil {
+			in.Hash = *b.BlockchainHash
+		}
+		t, err = l.DetectDeposit(ctx, id, in)
+	case api.SimulateRequestEventDepositConfirmed:
+		t, err = l.ConfirmFully(ctx, id)
+	case api.SimulateRequestEventTransactionCompleted:
+		t, err = l.Settle(ctx, id)
+	case api.SimulateRequestEventTransactionFailed:
+		t, err = l.Fail(ctx, id)
+	case api.SimulateRequestEventTransactionExpired:
+		t, err = l.Expire(ctx, id, true)
+	case api.SimulateRequestEventTransactionRefunded:
+		t, err = l.Refund(ctx, id)
+	case api.SimulateRequestEventPayoutSettled:
+		t, err = l.SettlePayout(ctx, id)
+	default:
+		return nil, apperr.Field(apperr.InvalidRequest, "Unknown event.", "/event", "not a simulated event")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return api.SimulateSandboxEvent200JSONResponse{TransactionDetailOKJSONResponse: detailResponse(t)}, nil
+}
+
+// ListRevenue returns a page of the revenue ledger (GET /revenue).
+func (s *Server) ListRevenue(ctx context.Context, req api.ListRevenueRequestObject) (api.ListRevenueResponseObject, error) {
+	p, err := partnerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q := req.Params
+	limit, after := 0, ""
+	if q.Limit != nil {
+		limit = *q.Limit
+	}
+	if q.Cursor != nil {
+		after = *q.Cursor
+	}
+	page, err := s.ledger.List(ctx, p.ID, transactions.RevenueFilter{From: q.From, To: q.To, Token: q.CryptoCurrency, Network: q.Network},
+		limit, after, q.IncludeSummary != nil && *q.IncludeSummary)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]api.RevenueRow, len(page.Rows))
+	for i, r := range page.Rows {
+		rows[i] = api.RevenueRow{
+			TransactionId: r.TransactionID, MerchantReference: r.MerchantReference, MerchantId: r.MerchantID,
+			TerminalId: r.TerminalID, Network: r.Network, CryptoCurrency: r.Token,
+			CryptoAmount: money.FormatTokens(r.CryptoAmount), Amount: money.FormatFiat(r.FiatAmount),
+			PlatformFee: money.FormatFiat(r.PlatformFee), Share: money.FormatFiat(r.Share), Ts: r.TS,
+		}
+	}
+	out := api.RevenuePage{Data: rows, HasMore: page.HasMore, Limit: page.Limit, NextCursor: page.NextCursor}
+	if sm := page.Summary; sm != nil {
+		out.Summary = &api.RevenueSummary{From: sm.From, To: sm.To, TotalPartnerShare: money.FormatFiat(sm.TotalPartnerShare), TransactionCount: int(sm.Count)}
+	}
+	return api.ListRevenue200JSONResponse{Success: true, Data: out}, nil
+}
+
+// simulatorPath is the route that does not exist in production.
+const simulatorPath = BasePath + "/sandbox/simulate"
+
+// hideInProduction makes the simulator route answer exactly like an unknown route.
+func hideInProduction(production bool) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if production {
+				return echo.NewHTTPError(http.StatusNotFound)
+			}
+			return next(c)
+		}
+	}
+}

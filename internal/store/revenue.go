@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+	"gorm.io/gorm"
+
+	"partnerd/internal/apperr"
+	"partnerd/internal/transactions"
+)
+
+type revenueRow struct {
+	TransactionID     uuid.UUID `gorm:"primaryKey"`
+	PartnerID         uuid.UUID
+	MerchantReference string
+	MerchantID        *string
+	TerminalID        *string
+	Network           string
+	CryptoCurrency    string
+	CryptoAmount      decimal.Decimal
+	Amount            decimal.Decimal
+	PlatformFee       decimal.Decimal
+	Share             decimal.Decimal
+	TS                time.Time `gorm:"column:ts"`
+}
+
+func (revenueRow) TableName() string { return "revenue" }
+
+// InsertRevenue writes a ledger row.
+func (s *Store) InsertRevenue(ctx context.Context, r *transactions.RevenueRow) error {
+	row := revenueRow{
+		TransactionID: r.TransactionID, PartnerID: r.PartnerID, MerchantReference: r.MerchantReference,
+		MerchantID: r.MerchantID, TerminalID: r.TerminalID, Network: r.Network, CryptoCurrency: r.Token,
+		CryptoAmount: r.CryptoAmount, Amount: r.FiatAmount, PlatformFee: r.PlatformFee, Share: r.Share, TS: r.TS,
+	}
+	return s.conn(ctx).Create(&row).Error
+}
+
+func (s *Store) revenueWindow(ctx context.Context, partnerID uuid.UUID, q transactions.RevenueQuery) *gorm.DB {
+	db := s.conn(ctx).Model(&revenueRow{}).Where("partner_id = ? AND ts >= ? AND ts <= ?", partnerID, q.From.UTC(), q.To.UTC())
+	if q.Token != nil {
+		db = db.Where("crypto_currency = ?", *q.Token)
+	}
+	if q.Network != nil {
+		db = db.Where("network = ?", *q.Network)
+	}
+	return db
+}
+
+// ListRevenue returns up to q.Limit of partnerID's ledger rows in the window, by
+// (ts, transaction_id) descending after q.After.
+func (s *Store) ListRevenue(ctx context.Context, partnerID uuid.UUID, q transactions.RevenueQuery) ([]transactions.RevenueRow, error) {
+	db := s.revenueWindow(ctx, partnerID, q)
+	if q.After != nil {
+		id, err := uuid.Parse(q.After.ID)
+		if err != nil {
+			return nil, apperr.New(apperr.InvalidCursor, "The cursor is invalid for this list and filters.")
+		}
+		at := q.After.Time.UTC()
+		db = db.Where("(ts < ? OR (ts = ? AND transaction_id < ?))", at, at, id)
+	}
+	var rows []revenueRow
+	if err := db.Order("ts DESC, transaction_id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]transactions.RevenueRow, len(rows))
+	for i, r := range rows {
+		out[i] = transactions.RevenueRow{
+			TransactionID: r.TransactionID, PartnerID: r.PartnerID, MerchantReference: r.MerchantReference,
+			MerchantID: r.MerchantID, TerminalID: r.TerminalID, Network: r.Network, Token: r.CryptoCurrency,
+			CryptoAmount: r.CryptoAmount, FiatAmount: r.Amount, PlatformFee: r.PlatformFee, Share: r.Share, TS: r.TS.UTC(),
+		}
+	}
+	return out, nil
+}
+
+// RevenueSummary returns the row count and the exact sum of share over the whole
+// window: computed by PostgreSQL in SQL, and on SQLite summed in Go (sumDecimal).
+func (s *Store) RevenueSummary(ctx context.Context, partnerID uuid.UUID, q transactions.RevenueQuery) (int64, decimal.Decimal, error) {
+	var n int64
+	if err := s.revenueWindow(ctx, partnerID, q).Count(&n).Error; err != nil {
+		return 0, decimal.Decimal{}, err
+	}
+	sum, err := s.sumDecimal(s.revenueWindow(ctx, partnerID, q), "share")
+	return n, sum, err
+}

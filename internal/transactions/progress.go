@@ -1,0 +1,359 @@
+package transactions
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"partnerd/internal/apperr"
+	"partnerd/internal/lifecycle"
+	"partnerd/internal/money"
+)
+
+// RevenueRow is the ledger row of a completed transaction.
+type RevenueRow struct {
+	TransactionID     uuid.UUID
+	PartnerID         uuid.UUID
+	MerchantReference string
+	MerchantID        *string
+	TerminalID        *string
+	Network           string
+	Token             string
+	CryptoAmount      decimal.Decimal
+	FiatAmount        decimal.Decimal
+	PlatformFee       decimal.Decimal
+	Share             decimal.Decimal
+	TS                time.Time
+}
+
+// DepositInput describes a detected deposit. Zero fields get generated values.
+type DepositInput struct {
+	ID            string
+	Hash          string
+	Amount        decimal.Decimal
+	Confirmations int
+}
+
+// Lifecycle moves transactions through the state machine (package lifecycle). Real
+// chain processing, the expiry job and the sandbox simulator all call it, so every
+// path shares one set of rules. Each change is one database transaction: a
+// version-conditional update, its history entry and its event.
+type Lifecycle struct {
+	store    Store
+	required map[string]int
+	now      func() time.Time
+}
+
+// NewLifecycle returns a Lifecycle; required is the confirmations each network needs.
+func NewLifecycle(store Store, required map[string]int, now func() time.Time) *Lifecycle {
+	return &Lifecycle{store: store, required: required, now: now}
+}
+
+// ErrTransition is the answer to an action the state machine does not allow.
+func errTransition(t *Transaction, action string) error {
+	return apperr.New(apperr.InvalidStateTransition,
+		fmt.Sprintf("A transaction in %s cannot be %s.", t.Status, action))
+}
+
+// change loads transaction id, lets fn apply transitions to it, and commits. fn
+// returns the transitions it made (with their metadata); each is checked against the
+// table and recorded.
+func (l *Lifecycle) change(ctx context.Context, id uuid.UUID, fn func(ctx context.Context, t *Transaction, now time.Time) ([]step, error)) (*Transaction, error) {
+	var out *Transaction
+	err := l.store.InTx(ctx, func(ctx context.Context) error {
+		t, err := l.store.TransactionForChange(ctx, id)
+		if err != nil {
+			return err
+		}
+		now := l.now()
+		steps, err := fn(ctx, t, now)
+		if err != nil {
+			return err
+		}
+		if len(steps) == 0 {
+			out = t
+			return nil
+		}
+		t.UpdatedAt = now
+		ok, err := l.store.UpdateTransaction(ctx, t)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return apperr.New(apperr.InvalidStateTransition, "The transaction changed concurrently; fetch it and retry.")
+		}
+		t.Version++
+		if t.Deposit != nil {
+			if err := l.store.SaveDeposit(ctx, t.ID, t.Deposit); err != nil {
+				return err
+			}
+		}
+		for _, s := range steps {
+			if err := Record(ctx, l.store, t, s.tr, s.meta, now); err != nil {
+				return err
+			}
+		}
+		out = t
+		return nil
+	})
+	return out, err
+}
+
+type step struct {
+	tr   lifecycle.Transition
+	meta map[string]any
+}
+
+// move applies trigger to t in memory, or returns InvalidStateTransition.
+func move(t *Transaction, trigger lifecycle.Trigger, action string, meta map[string]any) (step, error) {
+	tr, ok := lifecycle.Lookup(t.Status, trigger)
+	if !ok {
+		return step{}, errTransition(t, action)
+	}
+	t.Status = tr.To
+	return step{tr: tr, meta: meta}, nil
+}
+
+// Cancel cancels partnerID's transaction id (only awaiting_deposit is cancellable).
+// Errors: NotFound, InvalidStateTransition.
+func (l *Lifecycle) Cancel(ctx context.Context, partnerID, id uuid.UUID) (*Transaction, error) {
+	if _, err := l.store.TransactionByID(ctx, partnerID, id); err != nil {
+		return nil, err
+	}
+	return l.change(ctx, id, func(_ context.Context, t *Transaction, _ time.Time) ([]step, error) {
+		s, err := move(t, lifecycle.Cancel, "cancelled", nil)
+		return []step{s}, err
+	})
+}
+
+// Expire expires transaction id if it still awaits its deposit. With force unset it
+// also requires the deadline to have passed (the job path); the simulator forces.
+// It is idempotent: a transaction no longer awaiting deposit is left alone and
+// ErrNotDue is returned.
+func (l *Lifecycle) Expire(ctx context.Context, id uuid.UUID, force bool) (*Transaction, error) {
+	return l.change(ctx, id, func(_ context.Context, t *Transaction, now time.Time) ([]step, error) {
+		if !force && (t.Status != lifecycle.AwaitingDeposit || now.Before(t.ExpiresAt)) {
+			return nil, ErrNotDue
+		}
+		s, err := move(t, lifecycle.Expire, "expired", nil)
+		return []step{s}, err
+	})
+}
+
+// ErrNotDue means an expiry found nothing to do.
+var ErrNotDue = errors.New("transaction is not due for expiry")
+
+// ExpireDue expires up to limit transactions past their deadline and returns how
+// many it expired: the backstop sweep beside the per-transaction expiry job.
+func (l *Lifecycle) ExpireDue(ctx context.Context, now time.Time, limit int) (int, error) {
+	ids, err := l.store.DueForExpiry(ctx, now, limit)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		_, err := l.Expire(ctx, id, false)
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, ErrNotDue), apperr.CodeOf(err) == apperr.InvalidStateTransition:
+			// Changed since the query (deposit, cancel, another instance): fine.
+		default:
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// DetectDeposit records a deposit seen on chain for transaction id: awaiting_deposit
+// or expired (a late deposit) moves to deposit_confirming. A transaction that already
+// has a deposit keeps it: the same (or an unnamed) deposit id changes nothing; another
+// id is InvalidStateTransition. Enough confirmations confirm it at once.
+func (l *Lifecycle) DetectDeposit(ctx context.Context, id uuid.UUID, in DepositInput) (*Transaction, error) {
+	return l.change(ctx, id, func(_ context.Context, t *Transaction, now time.Time) ([]step, error) {
+		if t.Deposit != nil {
+			if in.ID != "" && in.ID != t.Deposit.ID {
+				return nil, apperr.New(apperr.InvalidStateTransition, "The transaction already has another deposit.")
+			}
+			return nil, nil
+		}
+		d := &Deposit{
+			ID: in.ID, Hash: in.Hash, Amount: in.Amount, Status: DepositConfirming,
+			Confirmations: in.Confirmations, RequiredConfirmations: l.requiredFor(t.Network), ReceivedAt: now,
+		}
+		if d.ID == "" {
+			d.ID = "dep_" + randomHex(12)
+		}
+		if d.Hash == "" {
+			d.Hash = SimulatedHash(t.Network)
+		}
+		if !d.Amount.IsPositive() {
+			d.Amount = t.CryptoAmount
+		}
+		s, err := move(t, lifecycle.DetectDeposit, "given a deposit", map[string]any{
+			"deposit_id": d.ID, "confirmations": d.Confirmations, "blockchain_hash": d.Hash,
+		})
+		if err != nil {
+			return nil, err
+		}
+		t.Deposit = d
+		steps := []step{s}
+		if d.Confirmations >= d.RequiredConfirmations {
+			more, err := confirm(t, now)
+			if err != nil {
+				return nil, err
+			}
+			steps = append(steps, more...)
+		}
+		return steps, nil
+	})
+}
+
+// Confirm records that transaction id's deposit has confirmations confirmations.
+// Reaching the network's requirement confirms the deposit and fills the sell order
+// (deposit_confirming → order_filled, with history deposit:confirmed then
+// order:filled and the deposit.confirmed event). Fewer only update the count.
+func (l *Lifecycle) Confirm(ctx context.Context, id uuid.UUID, confirmations int) (*Transaction, error) {
+	return l.change(ctx, id, func(ctx context.Context, t *Transaction, now time.Time) ([]step, error) {
+		if t.Deposit == nil || t.Status != lifecycle.DepositConfirming {
+			return nil, errTransition(t, "confirmed")
+		}
+		if confirmations > t.Deposit.Confirmations {
+			t.Deposit.Confirmations = confirmations
+		}
+		if t.Deposit.Confirmations < t.Deposit.RequiredConfirmations {
+			// Progress only: saved without a status change.
+			return nil, l.store.SaveDeposit(ctx, t.ID, t.Deposit)
+		}
+		return confirm(t, now)
+	})
+}
+
+// ConfirmFully confirms the deposit with exactly the required confirmations (the
+// simulator's deposit.confirmed).
+func (l *Lifecycle) ConfirmFully(ctx context.Context, id uuid.UUID) (*Transaction, error) {
+	t, err := l.store.TransactionForChange(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if t.Deposit == nil {
+		return nil, errTransition(t, "confirmed")
+	}
+	return l.Confirm(ctx, id, t.Deposit.RequiredConfirmations)
+}
+
+func confirm(t *Transaction, now time.Time) ([]step, error) {
+	t.Deposit.Status = DepositConfirmed
+	t.Deposit.ConfirmedAt = &now
+	meta := map[string]any{"deposit_id": t.Deposit.ID, "confirmations": t.Deposit.Confirmations}
+	confirmed, err := move(t, lifecycle.ConfirmDeposit, "confirmed", meta)
+	if err != nil {
+		return nil, err
+	}
+	filled, err := move(t, lifecycle.FillOrder, "filled", nil)
+	if err != nil {
+		return nil, err
+	}
+	return []step{confirmed, filled}, nil
+}
+
+// Settle completes an order_filled transaction and writes its revenue row in the
+// same database transaction.
+func (l *Lifecycle) Settle(ctx context.Context, id uuid.UUID) (*Transaction, error) {
+	return l.change(ctx, id, func(ctx context.Context, t *Transaction, now time.Time) ([]step, error) {
+		s, err := move(t, lifecycle.Settle, "settled", nil)
+		if err != nil {
+			return nil, err
+		}
+		feeRate, shareRate, err := l.store.PartnerRates(ctx, t.PartnerID)
+		if err != nil {
+			return nil, err
+		}
+		fee := money.Fee(t.FiatAmount, feeRate)
+		if err := l.store.InsertRevenue(ctx, &RevenueRow{
+			TransactionID: t.ID, PartnerID: t.PartnerID, MerchantReference: t.MerchantReference,
+			MerchantID: t.MerchantID, TerminalID: t.TerminalID, Network: t.Network, Token: t.Token,
+			CryptoAmount: t.CryptoAmount, FiatAmount: t.FiatAmount,
+			PlatformFee: fee, Share: money.Fee(fee, shareRate), TS: now,
+		}); err != nil {
+			return nil, err
+		}
+		return []step{s}, nil
+	})
+}
+
+// Fail fails a transaction whose deposit (deposit_confirming) or sell order
+// (order_filled) failed.
+func (l *Lifecycle) Fail(ctx context.Context, id uuid.UUID) (*Transaction, error) {
+	return l.change(ctx, id, func(_ context.Context, t *Transaction, _ time.Time) ([]step, error) {
+		trigger := lifecycle.FailOrder
+		if t.Status == lifecycle.DepositConfirming {
+			trigger = lifecycle.FailDeposit
+			if t.Deposit != nil {
+				t.Deposit.Status = DepositFailed
+			}
+		}
+		s, err := move(t, trigger, "failed", nil)
+		return []step{s}, err
+	})
+}
+
+// Refund refunds the deposit of a failed transaction, or of an expired one that has
+// a deposit.
+func (l *Lifecycle) Refund(ctx context.Context, id uuid.UUID) (*Transaction, error) {
+	return l.change(ctx, id, func(_ context.Context, t *Transaction, _ time.Time) ([]step, error) {
+		if t.Deposit == nil {
+			return nil, apperr.New(apperr.InvalidStateTransition, "The transaction has no deposit to refund.")
+		}
+		s, err := move(t, lifecycle.Refund, "refunded", map[string]any{"deposit_id": t.Deposit.ID})
+		if err != nil {
+			return nil, err
+		}
+		t.Deposit.Status = DepositRefunded
+		return []step{s}, nil
+	})
+}
+
+// SettlePayout records that a completed transaction's fiat payout settled (once).
+func (l *Lifecycle) SettlePayout(ctx context.Context, id uuid.UUID) (*Transaction, error) {
+	return l.change(ctx, id, func(_ context.Context, t *Transaction, now time.Time) ([]step, error) {
+		if t.PayoutSettledAt != nil {
+			return nil, apperr.New(apperr.InvalidStateTransition, "The payout of this transaction has already settled.")
+		}
+		s, err := move(t, lifecycle.SettlePayout, "given a payout", map[string]any{"payout_settled_at": now.Format(time.RFC3339Nano)})
+		if err != nil {
+			return nil, err
+		}
+		t.PayoutSettledAt = &now
+		return []step{s}, nil
+	})
+}
+
+func (l *Lifecycle) requiredFor(network string) int {
+	if n, ok := l.required[network]; ok && n > 0 {
+		return n
+	}
+	return 1
+}
+
+// SimulatedHash returns a random chain transaction hash of network's shape: 0x and
+// 64 hex digits on EVM chains (bep20), 64 hex digits on Tron.
+func SimulatedHash(network string) string {
+	h := randomHex(32)
+	if network == "trc20" {
+		return h
+	}
+	return "0x" + h
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
