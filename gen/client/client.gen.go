@@ -1294,7 +1294,24 @@ type ClientInterface interface {
 	// Drives a lifecycle event against an existing transaction of the partner, through the
 	// same services as real processing. Mounted only outside production; in production the
 	// route does not exist (`404 not_found`). An event the state machine does not allow is
-	// `409 invalid_state_transition` and changes nothing.
+	// `409 invalid_state_transition` and changes nothing. The events:
+	//
+	// * `deposit.detected`: creates the deposit (1 confirmation; `deposit_id` and
+	//   `blockchain_hash` as given, else generated in the network's shape) and moves
+	//   `awaiting_deposit` or `expired` to `deposit_confirming`. On a transaction that already
+	//   has its deposit it reuses it and changes nothing (another `deposit_id` is `409`).
+	// * `deposit.confirmed`: sets the confirmations to the network's requirement (`bep20` 15,
+	//   `trc20` 19 by default), which confirms the deposit and fills the sell order
+	//   (`order_filled`).
+	// * `transaction.completed`: settles an `order_filled` transaction (`completed`) and
+	//   writes its revenue row.
+	// * `transaction.failed`: fails a `deposit_confirming` (deposit failure) or `order_filled`
+	//   (order failure) transaction.
+	// * `transaction.expired`: expires an `awaiting_deposit` transaction now, before its
+	//   deadline.
+	// * `transaction.refunded`: refunds the deposit of a `failed` transaction, or of an
+	//   `expired` one that has a deposit.
+	// * `payout.settled`: records the payout of a `completed` transaction (once).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1306,7 +1323,24 @@ type ClientInterface interface {
 	// Drives a lifecycle event against an existing transaction of the partner, through the
 	// same services as real processing. Mounted only outside production; in production the
 	// route does not exist (`404 not_found`). An event the state machine does not allow is
-	// `409 invalid_state_transition` and changes nothing.
+	// `409 invalid_state_transition` and changes nothing. The events:
+	//
+	// * `deposit.detected`: creates the deposit (1 confirmation; `deposit_id` and
+	//   `blockchain_hash` as given, else generated in the network's shape) and moves
+	//   `awaiting_deposit` or `expired` to `deposit_confirming`. On a transaction that already
+	//   has its deposit it reuses it and changes nothing (another `deposit_id` is `409`).
+	// * `deposit.confirmed`: sets the confirmations to the network's requirement (`bep20` 15,
+	//   `trc20` 19 by default), which confirms the deposit and fills the sell order
+	//   (`order_filled`).
+	// * `transaction.completed`: settles an `order_filled` transaction (`completed`) and
+	//   writes its revenue row.
+	// * `transaction.failed`: fails a `deposit_confirming` (deposit failure) or `order_filled`
+	//   (order failure) transaction.
+	// * `transaction.expired`: expires an `awaiting_deposit` transaction now, before its
+	//   deadline.
+	// * `transaction.refunded`: refunds the deposit of a `failed` transaction, or of an
+	//   `expired` one that has a deposit.
+	// * `payout.settled`: records the payout of a `completed` transaction (once).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1520,7 +1554,24 @@ func (c *Client) ListRevenue(ctx context.Context, params *ListRevenueParams, req
 // Drives a lifecycle event against an existing transaction of the partner, through the
 // same services as real processing. Mounted only outside production; in production the
 // route does not exist (`404 not_found`). An event the state machine does not allow is
-// `409 invalid_state_transition` and changes nothing.
+// `409 invalid_state_transition` and changes nothing. The events:
+//
+//   - `deposit.detected`: creates the deposit (1 confirmation; `deposit_id` and
+//     `blockchain_hash` as given, else generated in the network's shape) and moves
+//     `awaiting_deposit` or `expired` to `deposit_confirming`. On a transaction that already
+//     has its deposit it reuses it and changes nothing (another `deposit_id` is `409`).
+//   - `deposit.confirmed`: sets the confirmations to the network's requirement (`bep20` 15,
+//     `trc20` 19 by default), which confirms the deposit and fills the sell order
+//     (`order_filled`).
+//   - `transaction.completed`: settles an `order_filled` transaction (`completed`) and
+//     writes its revenue row.
+//   - `transaction.failed`: fails a `deposit_confirming` (deposit failure) or `order_filled`
+//     (order failure) transaction.
+//   - `transaction.expired`: expires an `awaiting_deposit` transaction now, before its
+//     deadline.
+//   - `transaction.refunded`: refunds the deposit of a `failed` transaction, or of an
+//     `expired` one that has a deposit.
+//   - `payout.settled`: records the payout of a `completed` transaction (once).
 //
 // Takes any type of body and a specified content type.
 //
@@ -1542,7 +1593,24 @@ func (c *Client) SimulateSandboxEventWithBody(ctx context.Context, contentType s
 // Drives a lifecycle event against an existing transaction of the partner, through the
 // same services as real processing. Mounted only outside production; in production the
 // route does not exist (`404 not_found`). An event the state machine does not allow is
-// `409 invalid_state_transition` and changes nothing.
+// `409 invalid_state_transition` and changes nothing. The events:
+//
+//   - `deposit.detected`: creates the deposit (1 confirmation; `deposit_id` and
+//     `blockchain_hash` as given, else generated in the network's shape) and moves
+//     `awaiting_deposit` or `expired` to `deposit_confirming`. On a transaction that already
+//     has its deposit it reuses it and changes nothing (another `deposit_id` is `409`).
+//   - `deposit.confirmed`: sets the confirmations to the network's requirement (`bep20` 15,
+//     `trc20` 19 by default), which confirms the deposit and fills the sell order
+//     (`order_filled`).
+//   - `transaction.completed`: settles an `order_filled` transaction (`completed`) and
+//     writes its revenue row.
+//   - `transaction.failed`: fails a `deposit_confirming` (deposit failure) or `order_filled`
+//     (order failure) transaction.
+//   - `transaction.expired`: expires an `awaiting_deposit` transaction now, before its
+//     deadline.
+//   - `transaction.refunded`: refunds the deposit of a `failed` transaction, or of an
+//     `expired` one that has a deposit.
+//   - `payout.settled`: records the payout of a `completed` transaction (once).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2755,7 +2823,24 @@ type ClientWithResponsesInterface interface {
 	// Drives a lifecycle event against an existing transaction of the partner, through the
 	// same services as real processing. Mounted only outside production; in production the
 	// route does not exist (`404 not_found`). An event the state machine does not allow is
-	// `409 invalid_state_transition` and changes nothing.
+	// `409 invalid_state_transition` and changes nothing. The events:
+	//
+	// * `deposit.detected`: creates the deposit (1 confirmation; `deposit_id` and
+	//   `blockchain_hash` as given, else generated in the network's shape) and moves
+	//   `awaiting_deposit` or `expired` to `deposit_confirming`. On a transaction that already
+	//   has its deposit it reuses it and changes nothing (another `deposit_id` is `409`).
+	// * `deposit.confirmed`: sets the confirmations to the network's requirement (`bep20` 15,
+	//   `trc20` 19 by default), which confirms the deposit and fills the sell order
+	//   (`order_filled`).
+	// * `transaction.completed`: settles an `order_filled` transaction (`completed`) and
+	//   writes its revenue row.
+	// * `transaction.failed`: fails a `deposit_confirming` (deposit failure) or `order_filled`
+	//   (order failure) transaction.
+	// * `transaction.expired`: expires an `awaiting_deposit` transaction now, before its
+	//   deadline.
+	// * `transaction.refunded`: refunds the deposit of a `failed` transaction, or of an
+	//   `expired` one that has a deposit.
+	// * `payout.settled`: records the payout of a `completed` transaction (once).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2767,7 +2852,24 @@ type ClientWithResponsesInterface interface {
 	// Drives a lifecycle event against an existing transaction of the partner, through the
 	// same services as real processing. Mounted only outside production; in production the
 	// route does not exist (`404 not_found`). An event the state machine does not allow is
-	// `409 invalid_state_transition` and changes nothing.
+	// `409 invalid_state_transition` and changes nothing. The events:
+	//
+	// * `deposit.detected`: creates the deposit (1 confirmation; `deposit_id` and
+	//   `blockchain_hash` as given, else generated in the network's shape) and moves
+	//   `awaiting_deposit` or `expired` to `deposit_confirming`. On a transaction that already
+	//   has its deposit it reuses it and changes nothing (another `deposit_id` is `409`).
+	// * `deposit.confirmed`: sets the confirmations to the network's requirement (`bep20` 15,
+	//   `trc20` 19 by default), which confirms the deposit and fills the sell order
+	//   (`order_filled`).
+	// * `transaction.completed`: settles an `order_filled` transaction (`completed`) and
+	//   writes its revenue row.
+	// * `transaction.failed`: fails a `deposit_confirming` (deposit failure) or `order_filled`
+	//   (order failure) transaction.
+	// * `transaction.expired`: expires an `awaiting_deposit` transaction now, before its
+	//   deadline.
+	// * `transaction.refunded`: refunds the deposit of a `failed` transaction, or of an
+	//   `expired` one that has a deposit.
+	// * `payout.settled`: records the payout of a `completed` transaction (once).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4376,7 +4478,24 @@ func (c *ClientWithResponses) ListRevenueWithResponse(ctx context.Context, param
 // Drives a lifecycle event against an existing transaction of the partner, through the
 // same services as real processing. Mounted only outside production; in production the
 // route does not exist (`404 not_found`). An event the state machine does not allow is
-// `409 invalid_state_transition` and changes nothing.
+// `409 invalid_state_transition` and changes nothing. The events:
+//
+//   - `deposit.detected`: creates the deposit (1 confirmation; `deposit_id` and
+//     `blockchain_hash` as given, else generated in the network's shape) and moves
+//     `awaiting_deposit` or `expired` to `deposit_confirming`. On a transaction that already
+//     has its deposit it reuses it and changes nothing (another `deposit_id` is `409`).
+//   - `deposit.confirmed`: sets the confirmations to the network's requirement (`bep20` 15,
+//     `trc20` 19 by default), which confirms the deposit and fills the sell order
+//     (`order_filled`).
+//   - `transaction.completed`: settles an `order_filled` transaction (`completed`) and
+//     writes its revenue row.
+//   - `transaction.failed`: fails a `deposit_confirming` (deposit failure) or `order_filled`
+//     (order failure) transaction.
+//   - `transaction.expired`: expires an `awaiting_deposit` transaction now, before its
+//     deadline.
+//   - `transaction.refunded`: refunds the deposit of a `failed` transaction, or of an
+//     `expired` one that has a deposit.
+//   - `payout.settled`: records the payout of a `completed` transaction (once).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4394,7 +4513,24 @@ func (c *ClientWithResponses) SimulateSandboxEventWithBodyWithResponse(ctx conte
 // Drives a lifecycle event against an existing transaction of the partner, through the
 // same services as real processing. Mounted only outside production; in production the
 // route does not exist (`404 not_found`). An event the state machine does not allow is
-// `409 invalid_state_transition` and changes nothing.
+// `409 invalid_state_transition` and changes nothing. The events:
+//
+//   - `deposit.detected`: creates the deposit (1 confirmation; `deposit_id` and
+//     `blockchain_hash` as given, else generated in the network's shape) and moves
+//     `awaiting_deposit` or `expired` to `deposit_confirming`. On a transaction that already
+//     has its deposit it reuses it and changes nothing (another `deposit_id` is `409`).
+//   - `deposit.confirmed`: sets the confirmations to the network's requirement (`bep20` 15,
+//     `trc20` 19 by default), which confirms the deposit and fills the sell order
+//     (`order_filled`).
+//   - `transaction.completed`: settles an `order_filled` transaction (`completed`) and
+//     writes its revenue row.
+//   - `transaction.failed`: fails a `deposit_confirming` (deposit failure) or `order_filled`
+//     (order failure) transaction.
+//   - `transaction.expired`: expires an `awaiting_deposit` transaction now, before its
+//     deadline.
+//   - `transaction.refunded`: refunds the deposit of a `failed` transaction, or of an
+//     `expired` one that has a deposit.
+//   - `payout.settled`: records the payout of a `completed` transaction (once).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

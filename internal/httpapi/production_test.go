@@ -1,0 +1,61 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"partnerd/gen/client"
+	"partnerd/internal/address"
+	"partnerd/internal/apitest"
+	"partnerd/internal/partners"
+)
+
+func productionSettings(t *testing.T) map[string]string {
+	return map[string]string{
+		"APP_ENV":          "production",
+		"RATE_SOURCE":      "http",
+		"RATE_FEED_URL":    newFeed(t, http.StatusOK, `{"usdt":"1550.00"}`),
+		"RATE_FEED_FIELDS": "usdt=usdt",
+		"XPUB_BEP20":       address.DemoXPubs["bep20"],
+		"XPUB_TRC20":       address.DemoXPubs["trc20"],
+		"CURSOR_SECRET":    strings.Repeat("s", 32),
+	}
+}
+
+func TestProductionMode(t *testing.T) {
+	t.Parallel()
+	onBoth(t, productionSettings(t), func(t *testing.T, env *apitest.Env) {
+		live := env.NewPartner(t)
+		require.True(t, strings.HasPrefix(live, "sk_live_"))
+		ctx := context.Background()
+
+		// A sandbox key is refused in production.
+		res, err := env.Client(t, env.NewPartnerIn(t, partners.Sandbox)).CreateQuoteWithResponse(ctx,
+			client.QuoteRequest{CryptoCurrency: "usdt", Network: "bep20", CryptoAmount: ptr("10")})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode())
+
+		// The simulator does not exist: 404 with or without a key, whatever the body.
+		for _, key := range []string{live, ""} {
+			sim, err := env.Client(t, key).SimulateSandboxEventWithResponse(ctx,
+				client.SimulateRequest{Event: evDetected, TransactionId: uuid.New()})
+			require.NoError(t, err)
+			require.Equal(t, http.StatusNotFound, sim.StatusCode())
+			require.Equal(t, client.ErrorCodeNotFound, sim.JSON404.Error.Code)
+		}
+
+		// The live key works once the feed has been read.
+		c := env.Client(t, live)
+		require.Eventually(t, func() bool {
+			q, err := c.CreateQuoteWithResponse(ctx, client.QuoteRequest{CryptoCurrency: "usdt", Network: "bep20", CryptoAmount: ptr("10")})
+			require.NoError(t, err)
+			return q.StatusCode() == http.StatusCreated
+		}, 10*time.Second, 20*time.Millisecond)
+	})
+}
