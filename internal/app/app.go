@@ -13,11 +13,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"partnerd/internal/address"
+	"partnerd/internal/apperr"
 	"partnerd/internal/config"
 	"partnerd/internal/cursor"
 	"partnerd/internal/httpapi"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/jobs"
 	"partnerd/internal/partners"
 	"partnerd/internal/pricing"
 	"partnerd/internal/quotes"
@@ -38,6 +42,7 @@ type App struct {
 	transactions *transactions.Service
 	lifecycle    *transactions.Lifecycle
 	idempotency  *idempotency.Service
+	jobs         *jobs.Runner
 	handler      http.Handler
 }
 
@@ -50,6 +55,10 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 	if _, err := st.Migrate(ctx); err != nil {
 		_ = st.Close()
 		return nil, err
+	}
+	if err := jobs.Migrate(ctx, st.SQL(), string(st.Dialect())); err != nil {
+		_ = st.Close()
+		return nil, fmt.Errorf("job queue migrations: %w", err)
 	}
 	a := &App{cfg: cfg, log: log, store: st}
 	a.partners = partners.NewService(st, partnerEnv(cfg.Env), partners.Defaults{
@@ -84,8 +93,15 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 	if cfg.DemoCursorSecret {
 		log.Warn("CURSOR_SECRET is unset; using the built-in staging secret for page cursors")
 	}
-	a.transactions = transactions.NewService(st, pricer, book, nil, cfg.DepositWindow, store.Now)
+	a.transactions = transactions.NewService(st, pricer, book, expiryScheduler{st}, cfg.DepositWindow, store.Now)
 	a.lifecycle = transactions.NewLifecycle(st, cfg.Confirmations, store.Now)
+	a.jobs, err = jobs.NewRunner(st.SQL(), string(st.Dialect()), expirer{a.lifecycle}, jobs.Options{
+		Logger: log, SweepInterval: cfg.ExpirySweep, FetchPollInterval: cfg.JobPollInterval,
+	})
+	if err != nil {
+		_ = st.Close()
+		return nil, fmt.Errorf("job runner: %w", err)
+	}
 	a.idempotency = idempotency.NewService(st, store.Now)
 
 	codec := cursor.NewCodec(cfg.CursorSecret)
@@ -109,7 +125,11 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 			if err != nil {
 				return err
 			}
-			if pending {
+			jobsPending, err := jobs.PendingMigrations(r.Context(), st.SQL(), string(st.Dialect()))
+			if err != nil {
+				return err
+			}
+			if pending || jobsPending {
 				return errors.New("migrations pending")
 			}
 			return nil
@@ -164,6 +184,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		go a.feed.Run(feedCtx)
 	}
 	go a.purgeIdempotencyKeys(feedCtx)
+	if err := a.jobs.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("start jobs: %w", err)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -174,8 +197,13 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	a.log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+	shutdownErr := srv.Shutdown(shutdownCtx)
+	// Running jobs finish (or are released) after the last request is answered.
+	if err := a.jobs.Stop(shutdownCtx); err != nil {
+		a.log.Warn("stop jobs", "error", err.Error())
+	}
+	if shutdownErr != nil {
+		return fmt.Errorf("shutdown: %w", shutdownErr)
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
@@ -203,4 +231,36 @@ func (a *App) purgeIdempotencyKeys(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// expiryScheduler inserts a transaction's expiry job on the database transaction
+// that creates it.
+type expiryScheduler struct{ st *store.Store }
+
+func (e expiryScheduler) ScheduleExpiry(ctx context.Context, id uuid.UUID, at time.Time) error {
+	tx, ok := e.st.SQLTx(ctx)
+	if !ok {
+		return errors.New("expiry must be scheduled inside the creating transaction")
+	}
+	return jobs.InsertExpiryTx(ctx, tx, string(e.st.Dialect()), id, at)
+}
+
+// expirer adapts the lifecycle to the job runner.
+type expirer struct{ l *transactions.Lifecycle }
+
+// Expire expires id at its deadline. A transaction that moved on, or is gone, is
+// done with; one whose deadline is ahead returns an error so River retries it.
+func (e expirer) Expire(ctx context.Context, id uuid.UUID) error {
+	_, err := e.l.Expire(ctx, id, false)
+	switch {
+	case err == nil, errors.Is(err, transactions.ErrNotDue),
+		apperr.CodeOf(err) == apperr.InvalidStateTransition, apperr.CodeOf(err) == apperr.NotFound:
+		return nil
+	default:
+		return err
+	}
+}
+
+func (e expirer) ExpireDue(ctx context.Context, now time.Time, limit int) (int, error) {
+	return e.l.ExpireDue(ctx, now, limit)
 }

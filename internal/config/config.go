@@ -56,6 +56,8 @@ type Config struct {
 	DemoXPubs []string
 	// Confirmations is how many confirmations a deposit needs per network.
 	Confirmations map[string]int
+	// JobPollInterval is how often job workers look for due jobs.
+	JobPollInterval time.Duration
 	// ExpirySweep is how often the backstop sweep expires overdue transactions.
 	ExpirySweep time.Duration
 	// DepositWindow is how long a transaction waits for its deposit (30 minutes;
@@ -187,6 +189,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		c.Confirmations[strings.ToLower(network)] = v
 	}
 	c.ExpirySweep = duration(get("EXPIRY_SWEEP_INTERVAL", "1m"), "EXPIRY_SWEEP_INTERVAL", bad)
+	c.JobPollInterval = duration(get("JOB_POLL_INTERVAL", "1s"), "JOB_POLL_INTERVAL", bad)
 	c.DepositWindow = duration(get("DEPOSIT_WINDOW", "30m"), "DEPOSIT_WINDOW", bad)
 
 	if s := get("CURSOR_SECRET", ""); s != "" {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 
 	"gorm.io/gorm"
 )
@@ -48,3 +49,14 @@ func (t *Tx) Commit() error { return t.db.Commit().Error }
 
 // Rollback rolls the transaction back; it is safe after Commit.
 func (t *Tx) Rollback() { t.db.Rollback() }
+
+// SQLTx returns the *sql.Tx of the database transaction ctx carries, for libraries
+// that write through database/sql in the same transaction (River inserts its jobs so).
+func (s *Store) SQLTx(ctx context.Context) (*sql.Tx, bool) {
+	tx, ok := ctx.Value(txKey{}).(*gorm.DB)
+	if !ok {
+		return nil, false
+	}
+	sqlTx, ok := tx.Statement.ConnPool.(*sql.Tx)
+	return sqlTx, ok
+}

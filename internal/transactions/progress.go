@@ -135,19 +135,28 @@ func (l *Lifecycle) Cancel(ctx context.Context, partnerID, id uuid.UUID) (*Trans
 // Expire expires transaction id if it still awaits its deposit. With force unset it
 // also requires the deadline to have passed (the job path); the simulator forces.
 // It is idempotent: a transaction no longer awaiting deposit is left alone and
-// ErrNotDue is returned.
+// ErrNotDue is returned; one whose deadline is still ahead gets ErrTooEarly.
 func (l *Lifecycle) Expire(ctx context.Context, id uuid.UUID, force bool) (*Transaction, error) {
 	return l.change(ctx, id, func(_ context.Context, t *Transaction, now time.Time) ([]step, error) {
-		if !force && (t.Status != lifecycle.AwaitingDeposit || now.Before(t.ExpiresAt)) {
-			return nil, ErrNotDue
+		if !force {
+			if t.Status != lifecycle.AwaitingDeposit {
+				return nil, ErrNotDue
+			}
+			if now.Before(t.ExpiresAt) {
+				return nil, ErrTooEarly
+			}
 		}
 		s, err := move(t, lifecycle.Expire, "expired", nil)
 		return []step{s}, err
 	})
 }
 
-// ErrNotDue means an expiry found nothing to do.
-var ErrNotDue = errors.New("transaction is not due for expiry")
+// ErrNotDue means an expiry found nothing to do: the transaction no longer awaits
+// its deposit.
+var ErrNotDue = errors.New("transaction no longer awaits its deposit")
+
+// ErrTooEarly means the transaction's deadline has not passed yet.
+var ErrTooEarly = errors.New("transaction deadline not reached")
 
 // ExpireDue expires up to limit transactions past their deadline and returns how
 // many it expired: the backstop sweep beside the per-transaction expiry job.
@@ -162,7 +171,7 @@ func (l *Lifecycle) ExpireDue(ctx context.Context, now time.Time, limit int) (in
 		switch {
 		case err == nil:
 			n++
-		case errors.Is(err, ErrNotDue), apperr.CodeOf(err) == apperr.InvalidStateTransition:
+		case errors.Is(err, ErrNotDue), errors.Is(err, ErrTooEarly), apperr.CodeOf(err) == apperr.InvalidStateTransition:
 			// Changed since the query (deposit, cancel, another instance): fine.
 		default:
 			return n, err
