@@ -35,7 +35,6 @@ const (
 	ErrorCodeInvalidStateTransition       ErrorCode = "invalid_state_transition"
 	ErrorCodeMethodNotAllowed             ErrorCode = "method_not_allowed"
 	ErrorCodeNotFound                     ErrorCode = "not_found"
-	ErrorCodeNotImplemented               ErrorCode = "not_implemented"
 	ErrorCodePayloadTooLarge              ErrorCode = "payload_too_large"
 	ErrorCodeQuoteAlreadyUsed             ErrorCode = "quote_already_used"
 	ErrorCodeQuoteExpired                 ErrorCode = "quote_expired"
@@ -72,8 +71,6 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeMethodNotAllowed:
 		return true
 	case ErrorCodeNotFound:
-		return true
-	case ErrorCodeNotImplemented:
 		return true
 	case ErrorCodePayloadTooLarge:
 		return true
@@ -1059,9 +1056,6 @@ type InternalError = Error
 // NotFound The body of every failure.
 type NotFound = Error
 
-// NotImplemented The body of every failure.
-type NotImplemented = Error
-
 // PayloadTooLarge The body of every failure.
 type PayloadTooLarge = Error
 
@@ -1692,8 +1686,6 @@ type ConflictJSONResponse Error
 type InternalErrorJSONResponse Error
 
 type NotFoundJSONResponse Error
-
-type NotImplementedJSONResponse Error
 
 type PayloadTooLargeJSONResponse Error
 
@@ -2877,20 +2869,6 @@ func (response GetWebhookEndpoint500JSONResponse) VisitGetWebhookEndpointRespons
 	return err
 }
 
-type GetWebhookEndpoint501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetWebhookEndpoint501JSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type PutWebhookEndpointRequestObject struct {
 	Body *PutWebhookEndpointJSONRequestBody
 }
@@ -3018,20 +2996,6 @@ func (response PutWebhookEndpoint500JSONResponse) VisitPutWebhookEndpointRespons
 	return err
 }
 
-type PutWebhookEndpoint501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response PutWebhookEndpoint501JSONResponse) VisitPutWebhookEndpointResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type RotateWebhookSecretRequestObject struct {
 }
 
@@ -3108,20 +3072,6 @@ func (response RotateWebhookSecret500JSONResponse) VisitRotateWebhookSecretRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type RotateWebhookSecret501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response RotateWebhookSecret501JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3203,20 +3153,6 @@ func (response ListWebhookEvents500JSONResponse) VisitListWebhookEventsResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ListWebhookEvents501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ListWebhookEvents501JSONResponse) VisitListWebhookEventsResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3316,20 +3252,6 @@ func (response GetWebhookEvent500JSONResponse) VisitGetWebhookEventResponse(w ht
 	return err
 }
 
-type GetWebhookEvent501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response GetWebhookEvent501JSONResponse) VisitGetWebhookEventResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type ReplayWebhookEventRequestObject struct {
 	EventId EventId `json:"event_id"`
 }
@@ -3421,20 +3343,6 @@ func (response ReplayWebhookEvent500JSONResponse) VisitReplayWebhookEventRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
-type ReplayWebhookEvent501JSONResponse struct{ NotImplementedJSONResponse }
-
-func (response ReplayWebhookEvent501JSONResponse) VisitReplayWebhookEventResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(501)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3963,233 +3871,229 @@ func (sh *strictHandler) ReplayWebhookEvent(ctx echo.Context, eventId EventId) e
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3pchs5lij8KgjOfFGUO0klN1uiouO7KltV5fFakhw90yUPE8wERZSTACuBFMWxFTE/7+/7Z95gXuE+",
-	"QL9JP8kNHACZyI2kFruqPe6YibKSmVgODs6+fGyFfLHkjDApWuOPrTnBEUngn88jslhySZg8JcsYr0mk",
-	"nkZEhAldSspZa9wKZJKSAK3mhCE5pwIlRCw5EwRRgeScICF5QiKEmViRBEmOMEMEJzElCUrIbykREq2o",
-	"nOuX8YKgIJs3XHdekHXQbXktEc7JAqv5CUsXrfEvLTVx673XkuslaY1bQiaUXbZubrzWKZHJ+ngmSVJd",
-	"7xkJOYuEWsgKU4mmZMYTghL1CWWXxakWlNGFmq2XTUOZJJckad2oiZY4wQsiDbiepongNVOezwkKGLmW",
-	"kxDeCBCfwW6XCbmiPBVoiS+Jh1IWzjG7JNEREoRFOUBmNFZzaDBRqdZIrvFiGasFkfW/+M9/5fTVr8fr",
-	"19S/fnXmr1/1fr5+9YyvXp3z1asfOJ393A37MWt5LaoW9FtKknXLazG8UCPoVRU3jq9fEnYp561xz+8P",
-	"PQWJ7EEdyE+uCJPPo/rNr8h0zvkHRNRLiEaorbYW0CiDhH1jidcxx9FecYtPot7MxwekM5r2w84wHJLO",
-	"IX7ypNOb9ckgGoaj6WNs97bEcp5vDWac0KjltRSu0UShsEIcd7MzniywbI1baQpvVnfnIOQLsq5u8hil",
-	"jP6WEvSBrNGSJCjmlzTEcYbgbYzevXv+TN0JjC45j1A45zQke0eAeZSoe5OqSyO76AVZSjTjCcISxQQL",
-	"ifpDNOdpIopgGUX96QAfko4f9mad4ewJ7hxOD0jnCX4cjqIhGcz6PQsWfatzwJSu2Eb4OMjQH42248JL",
-	"uqCyCqS3+JIgQf+DeKinrl/P9wv7Gfn16BnDcO6CIjLDaSxb477vqdWZO+r73uYb67XOE8wEDtWKmpBV",
-	"5q8gGhUh7k+fkCezUdgZhD3SGc4ejzp4gA86w9lgNpoehIdRz69HxHui4I36WNNVIDXf4+hUo5b6K+RM",
-	"EWn1T7xcxjTEavX7vwq1qY/5+j+2SJJoChXySMPmCsc0mhg8bXmtiEhMY9Ea//KxNaMkjlrj1v6MYjnB",
-	"C54y9cqCCIEv8/WhiBPBvpNogWWo6XhCLtMYJ4hcLxMihILuzXsNACLgQo5bj2e9sB8NyHA6wo8Pnxwc",
-	"PDl8jEfTYTiI+qQ381s37lTnMKq+TVQgs3Ag12kYEiFa4xmOBblxwfrPCZm1xq1/2s9Z3L7+VeyfACgA",
-	"tFUkcGZa4FidDonGKCiBK/AUEcsu0uQDWU8WVAjKLgPEk/x9Q/e7aktPOZvFNLznwUWpfp1MFiRRbENO",
-	"EjIjCWEhaTrF2jdzCOM4IThao1SQCE3XmpsvcSIZSVA7xIJ0KBOECSrpFdm774EeF26akQAUvCurRHZl",
-	"5JoKKT73mYfmgEQuloRpkijWJSSWZIyCTdAHpDDnDu9PYJ9UzVRGmAx8bLJM+KW6Khpxfku5JBOz74k6",
-	"EY08z5kkCcPxSY4Od7/6eqiJ/sHFmfsdrF0jgoE/x2md8QWRc0V5UkaulySUJEIzTGMSIc4QTxMkaETg",
-	"wrqbDLroZwVYQ6LMFY8Asq+5/IGnLLofUBmXkxkM83DwLDOlFRaIcSUhpOyzEMDXHIk0nCtJnqdJSEAW",
-	"canBGAXZRgMLvecKJgvCJHkAGFJnsIeEJBWIL0mCNXfXcMRXmMZ4GhO0JvJzEZfCrBEJY6yUomkqYQlr",
-	"4i6DZpqUkv6IgbYDEg3zt1pWPuf8JU4uyf2AbgTvieR8EsNwD4vA9rZNebQGzZBzBPN8bmpuJ+RXJEGP",
-	"h+gF/X6Mgsp2NUjPSHJFQ/KOZYdxP6gmWBIxSZ3hHg6qp2pshBOCpGIoCU5ovEbOXJ8DsvmkzkSKYwmJ",
-	"Y4WplR0HXQTqOBJznsh4DXA+5/wVZmsjwor7A3kCSsLDEgvO0QKztcUkoVW1NYqxJJ+FrVVmNPC0m8tA",
-	"iWeSJCiAPzpg5wiQ0HYNtS7HguO80rQs8/a+YzS5KalKzwCkb17c7pwiLAEWRm8Yt3qjYb8/6vpKRVJC",
-	"FlU6D+VMgLZmnpBoohQhlsax1woTgqV50ur7/cedXq/TH5z3/LHfG/v+X9VIyXop+SSfxfe7Pvwv/1HL",
-	"b+FaKVgi0mrOkgsqJziKEjjDln99eDA6OJn98Kw/6H8/9AeDk+GT6ND3/cGzYe/k6WB4EuKTCB8Onc8B",
-	"ryKynAxmh7gXOr8o0S9V45p9KT1OqZJLmhBRt6GB3RCMuaOmmYmf8NGrk9OnPx2/Pu88cX/Kpf1x683p",
-	"s5PTTs/3/Z7STYlc8eRDa9yakmVfjafQzZxUtz8ClTUk9KrhCEZmxVavnZRPdeS1MjhYwBTgIYn6F471",
-	"+t++Oev0+i2vlS6jxnPXk7pXVeNKdhuVbr3zZaxg+alRs5v4iiYvJCqIZILhpZhzCcTtHcOpnPOE/sd9",
-	"JaHUHenhKNsxAu0E/Wvn+O3zzouTf0OaBiCQOfRRfi62fPz2ORjJlKKnNWXP6vKe4iPGHsjlnCSIsCua",
-	"cKaEnjEKXGgEBtLLhKslKkZzwiSV6/sBXBORCU/lhM8mCWaX5LYmkUWqhA6CpkSuCGFI3bWu7yPMIjTS",
-	"dAn+fv3j64cwiegVgICTSqX0APhwHPMViRDsAMR3RfaUbgQX/QtYTVYkjpG2m4CUG2KmBN0pQSFOEqoU",
-	"tVQdatl8AlbQSOnJWgXWBNN5sKACzEzqScpEulzyRJGKJaaJelZzhFqlNibmSZrEEyVPGxhZTMpGekUi",
-	"is/B/na/u5uvbaGGnIBN7wHlv1zApUQgi3flZX4p+VqdblCePBgXDykHhAb7X/SZnLBoySmTd5UwmsQE",
-	"/3Ds+4ZHEaaIRGZ6ta6XiSBhQuTEZcyGn9BLRtmleaE1bq3mgoSTV7MXPx8mBz+++LffkvPVr+/ePjt4",
-	"/vLtX5/z/kv8Ep+tNnAvdzlpErfGrbmUSzHe3zd6ddfsrRvyxb4CjLC/RA/G8Eog38buMteNeb8LZnQz",
-	"GDi9APYOG3Xs0jiKwOyF47eJUoAlJRYJy3OdXONQxmvEGUHLhIaUXaIFBxuOvvc0ClAb/gnP9+BOO0Q4",
-	"QO2IJiSU+meF9ktn0o9VUXAznJ7C60/t2zdey6X4Fc/Bs3zuLlKAe/3ja0uc21hp/HSBY2QM5mBYxOp1",
-	"IVE/+3UZ45CIPQ8gQCL1hmt9xNGvqZBA1iUpOiZ6I8NXlFSXxkZ1NaiOpSSJWuS/t/1Pv/Q6h+9/8TuH",
-	"7z/6Xm94s9e+uOjqv3te/2bv///nqvuhJGdWHTuAox1gP/ZNRCPCJJ1RrSvlSy0KqSXXUnntzQtxpNo6",
-	"L465N98JxXk4M84488mRddctSZJZuClDSveKiYIWCrEgR4hxpKhRwmMUznGCQ0nKTriiRL3ZVeacxC//",
-	"fnFx7fudi4vr3uzi4vrJ7P2faiGfyeib0fW1ee3Ga9n7UgXMz9n10ThKI6XSpgnTBv/g7Zuzc7QP34vg",
-	"CFEpkOQfCAPhxSxEMxryW4pja6WC+/5dCS79mT97HPZJ5zA6wJ0hHg06B7PhrNOf9nFvdjjzo54CWNnx",
-	"tRUBBIljkkyWc85qjv7NUtMbpF9D8BoIQDFlH/Alga0kSlcOaUyBsxwhRq5IgjB68W9P0WXlbv2pPxge",
-	"+L3+YDh6/OSgeMiD/g5LLig5Gy+PfbPx8mQa0i0vzo3rfPylVesJKhPIHPfyIAs+/ZWEEtxY8PZxAzk8",
-	"toijKSAWqJ4GEkP2H5doYIm6uSp9Ezl7tJcRssc3tVepRNIri37JVyTpqJtvVi/WiymPu+jMCjDqlhjn",
-	"s5JsRCSD4kqNdcG96LjzH7Covtfz69eVOXOqZAykKz5DCkHX4OJIE1LlbZnwuVWce85mvCBLVE9uni4w",
-	"6yQER2DcI9fLGDO4Kd261WdiSGWkeIXXAgG7V6qHs/oMYEYWMINOOY8JZhV0tVPky/bMluswE/b5FKTw",
-	"6uaEhE0tcDinjCAlrB8hQbTaBGMimRvh1X9kwqM0tNu3wUdVx3mDIxjCAVwvsBL+inq96zRaEDnnkaug",
-	"KJVhs7O3ydtYWlSNs7FluYXraQT8rXoDGhWaehUuG9pocNnfVoErDan0t5bXoIE36G7GYOUYfytOzaoz",
-	"qWqTf+/e4OrB1t9XbS2q4UAgwPJpTBaaxAEDoiSOlMSaBYxV77CxLFRR9l/O3rxGIHyDlCI5ICZQhjbp",
-	"XnZR4BojApCMcT6T+tPYdxhekG69eNdADf4yx1qdT7gl2Tr+bDN/0XvJx228pkCOKrO+0rczp0EzHEph",
-	"bUONVDA0d34rEQTicOOo4hWmTJKOPjNzlAK1F3it9GuyWMo1qBdUkoXYaT6DKzcZFHCSYNApXP3/4yaL",
-	"SoTaOBbckqXgXztGz+o8jwJzvnvbDwZAlG+8sIC6Q/qBYtnI45mr5Gxl8f3NLN7xDezA4fv1nPR1LiyX",
-	"1DNtfLZCbD1LBzlRc/UxCsBSFqD296+/R2cLnEj0dI4p2wMJMpBJCL+eJ5yVohWtLb1BCGgQTt6m05iK",
-	"+Zkxl3+sNT3HFOQAIPTqOuBiaOUYBUvCIgg/aq8wleoQ1KayL4E0gBtrz0OBeUyUao1R//oaYgusyd+o",
-	"2GDtDlBbiyBqT4ulNNEWey5LNFMDeplxlYAPLxZpbP5mBQygotRRQVCJdVRkUbakgIaesWmrF3p937rD",
-	"4LBSsA+rg1a02LHbV0mIVbEn2hHysYXj+M0MLL+bbvmpevvmfZ0BhVyTMNUihRoTtYMpFgTGD4wjD+J8",
-	"l4rY7YFVLLcx7Da7c0nr1+BcU0NDtSGljbWIZrQ5XjSoeGg1p+Fc60b6a40eQDGIWWy2m22UUMOo6NOr",
-	"shvCnPWp6czrXVdXjLAkHUkXpA6DSv7AXYFY0GfqwVhAu7YLCnBdqEFTiERK+KJkmwKtU4l4JELpUkPu",
-	"3gYp12ZZRy+MtcwYhnVYn452B8VdARC1C5cF0BEgTg1Z2w3mJdPYw6PtVmgXTr0I74ivmIb4Q9pS3mIh",
-	"NByxcG2UkAihQcguFa0qkpvtseYuu86m36Sdu3fQK1GwjJiU70XxzAq3soBYdUIB0Oj7m3n5rPbYiheH",
-	"CiQIk43m3CZ7bOW+Sq5ZiIc2W2PLlogjxBdUKoxjaRzr421cYtFkMbqlMbZXNMY+bjLGfl5Ldunm7Qq3",
-	"/i5wKx13PeQ+syn7tkSgLEHfykpmrorxsVRgfcKuSMyXRpaD217FdOvl2rRaLTZttOswxK1xtGThYWba",
-	"7bbXLaYe9RniDJn3HHWkybIDe8sHrgPhKa4TCBWGLpVyy7J7fn8FRIe83F39OFVSeEre1h4AGAbwJZx1",
-	"ol9ECV+J5gOvUQf5yqjB1CaNMbJSCuKMJkLurJWahZ7yVZ1SOsdisuBJnWdFHTBcZcx0iAbsaMbj2Oyk",
-	"fN6eSd9pcNKYjCDttdZSXjlrR12wLHWugQ8rFmxz63SwMkHqK5jhSFMgriXLGAv9eEeMXyxwst4Rnmfm",
-	"7QYsz+DqZTlN7tZqkT/HqF2piMUtu8fbExMXjb9OkpKjf4PVRYOQz4C+KBDFRBZjvmp0x88n/3a/nGLz",
-	"MKrJvf3FD+YIdo7suzy5KPcFdx/G6bqMsVSy/WRGyAOhQGDFpL/9l84WzlzaM6KNCV6m48xxPOsorFXy",
-	"WsboBBymmOOEPCBa5uuAkccocDdfs1x47RYLvre/dLtHNkeKRtNr463fosJ5LSk2WDbcsNFsil017RKp",
-	"K23DazVk+OV3sQhcV4esyrVlhTH7RwHXLX7BtjcQ27Ock5aj3iWOTX4GpILPeUyQILFO61pRFvEVauM4",
-	"BpYmakJ7Zglf1B8imc1IKOkVQULiJDN/2UEpC+NU0CtyC1uH5NumIix6mIkkjifmGk0e+haDVIxEugA9",
-	"HEYPnEOAdXfLdyVsVhlZupgSiN8FIdX4Kew4TmK2X5uYXfAeqeMEQNcDoW5NdZh3RhdpjO9qqjhGwnwf",
-	"oZjOSLgOY6Lt7FUMnMY8/BDOMWWTORbzDZ5nBeJE0S6DIfkkJkD+O4FgoAKlUIOWUtGvR+HIH5JoOOiH",
-	"01GvNziYhjP/EOMROcDDnh9FQ9wjfX9IZgfD6YxEvSnpPY5mU9yb9vv+Y78YRdLrH2zJ7C9mPdx9g5Ws",
-	"+kL+xC2XBOfRcCGh2oTk2QpcZ4VZSzciEuhMnrnRzRJRiojWzah16bnxcBQf5l5v92lCZsD+tIudp7Ir",
-	"iJQV/0jN4m7Nwo6ZTpdWarCLSbb0iL5RR+4R8cREQmljoHC/E7c3Xuqjqay09qaC1+snKiRPastrFKU4",
-	"nVOC5vr96m2cNw10krnPUrhlTGnQPI5ur0EXVnzCZLKu06TpzjUmtgoVInMM7pjOYjyJ5VOB0c1gXgap",
-	"rYeit1hr1CiAs8ZQq2vabPb36JfQHC+XhN3G26N4xURscJqa1WWOj2yuNkZBBVzBnrEWWCuCdYYgogDg",
-	"UhBsHKwTc1ud3K9CihNPIpJMZjTWRMKlIiFmITHPMyqSU46cWqglvd8m13qt684l75iHNZgA0UU4S8ur",
-	"ZYV64CIYf3CjLwz0VnOSEESl4kzq+QK1FcgMDYM3c3IPdv1Cbtieh0gsCMB6g8SeI2NCsIn/L2PQ2gPz",
-	"Dw4lT8Z6w4GH3MUEcARjQ2pLEXuF3+rFsMlD3T3nKhQx150l26tzXFuv567GoW2UcxfzUJFYf5UGIuco",
-	"txNwm/xXiKXWLFQjPtzyr9VeZDIUhOQLktg7Lx7GilRJ0q07CvOjwoHAqLNB/aKULNg+ef62MxrpUB8d",
-	"4uOhKRZkdKCf6cCevVqz0CaHu40wigiOYsoIag98tKAshYT5uzrWH1CA+OOY5DbmZgA1F0py58aP/lAm",
-	"ugcO6TF5OKhtXVFwK3SgwZ0Zxuc3fm0UB7+M/chEJpRv99a4g0qudlOY3KYMbXTuiCYQ46nrWYDUlzJJ",
-	"Y3Aj6t/zglNfmHQX8+jLu3zq/owEIexo2/pd80sDhjget2Ithkap3U6TEBzOSQQJQxa5ivJeYX1yTlgj",
-	"CdxKZXaKHyvXS/qjRpH9QzHPWjq8ySbkXLXvBKLRVizdevjl6hqbZ7Tl2nJ9LMhRsAFTgRioK+UBnmYf",
-	"kyg4yqNhlaRg1bPAKENyjqVxZIutO7VaZEFVdC1PmT54Ly3wm+zyTXa5pexSqPiylfQr4mrNlFuR/m4E",
-	"v6m6zGaumN1ubqqpGaDvzil7u3DKP7CkVyxEsBOrhOAYY6W4o0/yjypQlkJcHdAUeFiFxZSFsUZ8LN6c",
-	"kgy1kzi7qxFnSwmiu9h0qqL1127XeUmFfC7JYou3wToyYyrk72HC+Xpk3c+f81AWY76JKs2iygPJJd/Y",
-	"3x+A/TUztt0NKttjlsvO4F1jlt3vHiJ2uY6Gfwti3tngd/dY5BK27CqtuBfs7jHJZVT92sWTu0D3wUTA",
-	"rx66m7Ksq6EmToWQPBBspyohXzBGoBBAVDNv5QxMIbhjndBdT/uzvHGT9l0jAesftnFZmzYOUZi3kU2j",
-	"VJdNnyxqjusnvkIxZ5eFKSTnHzx1MAsax9Qpi7wpAtHLS+hU4gsKo5suA221Xp5KD4WcMaLvnzoLQSIP",
-	"Mc46/evrvZxoO4i8/XIAck7C2go2Oj0B9Ewl2f10fv7WOPWPnEQ7xvM2XDhJlFK6YeqmOMzC2RbXVTyY",
-	"TdV4SvUGt4mq1XqD1cTPHXQi+zkoRCBfoIRcUiFJchvsy4pG1kykK9ReKRoKNuOs6EG9BLGp4GR1dBoT",
-	"hFHCFfWJOjyVSH+GhKRxjAS9ZAJNSVbw1ZYI5Ix4GgWoepcvxVEx0OZuJrhyLcxKEzhdGzNAfwJf+uOh",
-	"Yk6DPkowi/gCTdeSiC46m/MVQ5zFa0s3bVO4OZZWbVULb7snZtom8ESDg3KW3St1BCsqyMNpAxne3EUV",
-	"MFU9awZPiIspb9+cnRfQpEFUU6PlOFg5hY041awV7HBJ7xYwXVcuFAkiFSOq0RjudrfQiX5qsWUFVyWi",
-	"UOIj0i39MIvQJUfq1nAWqkOFHwtxXwUkca7pbU4QtedSLqG+kpRLiHkXEl9CTetlOo1pmP+wzOSDUrWY",
-	"W5SAda0PCS0VAfSHB7fDp53wYBchVNaWib2LCFrmFV+lGGo3WR+4flxulmjoEvwR88saCezyMiGXuKFM",
-	"RdmKlQ82JUp0sn7drXYtIwyIOrNbUUgUSHA0w8l2mWs3Vg6rvX1kcNb6cUNyAI2O8q6baLrOmjHqKqHL",
-	"GK/FTtDRk0lTNXwXHFcfQJXxG6+lmM3EQG8zMIAtWVlUyTYLHFnbgBPinFlU7sbuwRKw03rAPmHXQwWK",
-	"UlKUQxn0gVWbj9J4w/FtXdNS18faMRa3WE2rNjNBG9ycg/OKV6nEQTP8ryylen5VCG4jBE3xTGVyYCrw",
-	"CdsoFRDVLu0bbdhZqzTLmjSvXKeKlBXgO2aLlHTtGnPlN2r1dVErfT13BK/p5PaPT+byjdfdsd2I4K6W",
-	"zwJhvJ+86VDgr17k3O7oKQD2Vq4eoyE9gJOnICR/8+58Ae9OGUfudA3v4eCp4OhXfxNtj6EaoWzdSOSs",
-	"Z6GQmKwJ+IZ05TtkOz98VnPDkhv8Em9zDloFEJTELtbGt5DKJLY2tLMIkKmXnZuYrY1ir4t+0r0Pxxcs",
-	"+NeOaf7ZMQuAwspt6UhfniN94TDhQtRJYGMUkaxg+wWbrhGVex6qmeCcLoiQeLEMUDtl9Dqrw2kJqOGc",
-	"UHK4doln9JJhmSYkQO3gquddpL4/CI0J9qdXx087Zz8d90eP29pA6KGLln6FRvBf0tV/SruSwlMFYP3g",
-	"orWn/xF4F0yuOBJLHJKOIEucgBlO2IUIY5HLjNfWcM2vSBLjpdjzFKC08U5hDVDCC3YmMYtwEiGzNQHF",
-	"ykXWtqtDoQeY/UvmoIOakfZ5to6ge8FOibp2CKPsbbTQMidmaJQFOEMBUcZXXXSszdGYrXUxZCrnlKHe",
-	"yB7M0QXDbK07T4NVnVoMiEyY9AgJTw/tIR1D7aE+mqtncw/1fDSH9cI/2mr8C/YrlZIkR6V2nlSgOWc8",
-	"NRGsw/6h6SA3OELDnm8tnqJgtd7rXrA7+kvuqkjdNbZwm6ajb15+k5R++oGs93YrwHMnzaYuksdIzAUR",
-	"uTEj1wx5CnSgyXWnfoMGNElk67X9lpKURE2C7D+wDn8npVZmYPoCuuy91C2FL2qdk0xh3HzJEpIxp520",
-	"zB3Ka2zX7jYpdHXL34rYu9chdFD9XjKhuVC36lrzRxYDoYtVmCZUrs/UTjVAjpf0BVkfp3K+zUduOKpt",
-	"pdoOxIeJwCya8uvJ3//zv4OCI0r9qJAu+6XkiaJqfN0/QoELL9RKs86w+W4xLE+3CaSma0fImcQhoDxZ",
-	"gP1S337tshX/y3quXKdWPon9FbnftG42lJyDLds6BtOYhJyyjuSdGcUSCS0bddFx9joULhYIo3dnz86L",
-	"/QIuWLvY7mzPy8reFKOq7HtuHGOwZ/uIEXqlvrhgS5J03M9sYomTYVfqJIHaJgEdGi2cJzCXST/31BLC",
-	"D0ILR0UCn/D0cm7H9wrZax4SONZVB7QIviBMevk6lXhEIisrC08LlrYdmhLeqJwbcfmylGAQU6Fdq9Kp",
-	"kBmT6JIk3Qt2wf7pn9BTzhQlUhBSTx6hR48UPqtHmoV3Hz1C2rCqSIHm6hJ/MGJMjuFZl2Cm5GaDi0EX",
-	"nWmsvmAI4TAkihdBOEHlBnwga+E5qJ6/lt8F9c4RwjCR23ZYje50Hla0Ohj6PVTsP6z3oWVBoOZ8qQBW",
-	"UDZ0YANfMb2/D2Q9hqVnhgm734QIniahDYiACYco6wsVeFkR45h+UG+hlH1gfAVR6RrQlvjmIDYEKOvQ",
-	"Gny8ANp00Rqjv//nfytlwLyingB5RBeWxJqXbpQcjcyApvFONiA0ooEGNwHSJHuMAjPkWPf9CjyENWlG",
-	"gRk58LTTgqmBA6I/16TRVBQvN+kKQh6pz3RHnsA0rwkyZAzyJjaBgcZp1jdH5ADJQqJ0C2JR6qJzZBom",
-	"UKntR2ueIkPhUCrMwK84I2s1pM57sOEJbtVp4ZkyWqCl6rp4oot+UEQKO1+9/vE10ioAaqxR7RVSKASa",
-	"4yuSN83zIItPlNP48tEsNBQSKURN0piIR49QmzOiKIRnrVpaiYY81j3A0V4XuY1KzGlD0qBG1e+E2kAH",
-	"yB4sEX4rlPdMl6XinmrgfhcFhR4FAfpzYaq//Rdq99Df//f/sT1R8qKhjx5FfMUePSoOC6qCGhoh8wla",
-	"8eSDQPgSUyakeyPHaEaUilfKe1RfDxTnmOWHVOowAW8K9Gf7j7/9V3kfDes0KysAYajmKiSCFyeDZfxZ",
-	"/+dv/3fTROlST/O4bppRCesgNdWI2JZELfBaY1WlkH8F+bIWCUdmMtCmNXn0UalxWoDaiswZ8mgXLGhM",
-	"mIzXGuSPu+XasX9G26veao3fVKz8c331WbPA+hq0BIfzrYVo9c0BE82jR3BfT394igaDwaHiSu/On5o3",
-	"nufd7xRZqBMW9IKrP+x/pNHNvg7wDWzCqiWMzridF2QdqEuhVjgaOa1o97wGxmNJY8Zmu+gFWQPdUaN/",
-	"IEvd7QpLFBOsTn2I5jxVdOpY94fKRQGBF8C7skHhge1MZqxeFug2cs9Q2ula6qZN6h+eHjPfmuxo0Z5E",
-	"mv8ER7oFozCc28Z3aQpJwhSqGRYKjQVD/xBt6o+oc/WH/T4qNpTfs7BIzBKQ5LyLXuc4KyRPSGRaTtnt",
-	"AkePaAT9zk0y9RhhkBCAs63hNgRq5DZcCB2yqDtvBaPr60DJHCFPEl3ftgnYZmyhC5ZkjzWHVKNHdAZb",
-	"lG7bfdhoQ0/9I9v6y5joMterOwDElxbhrS/4IdrSS9Ky3rdKRMukvZdUGHanxC0iOyBYlrxCKHC8E8Bs",
-	"+BL/luqbPlUXFUmuFqWXHCvURyb5nAqRQplgOT9CSyzghykOPzhWhSJ0zQAK0/WMcKhqeDUejiFGWJ2X",
-	"aU9i2jiCyJZNXiJ6ZuldFIC/BfYA97Xn+x6clmkx1/f1gWY+HiigF1iHjRWbNMlwoDIGD5GFMQhdINlo",
-	"AaoLEhK6wnFqjNFyTmhiIsOJGF8AUflk6799Kn73SQs8n+CdTqeT/b/+SG30EwoqBP4TWuBYUV4Sgazj",
-	"GSmw0OgSXVEeG+VkyhUgE8QI1QKw0+jdQ1McWW6ozSGoNH99g1W1jiq1ND+a0hxZMYD6HVnE+6RuZo4S",
-	"ZXzILWolbMhG7alRC3qCApJZisIoPaGr1HiaMpSVkIIGko0/VOPnagH6lOkBCU8VgaWRl+d4qpHBNKTn",
-	"qGgd2bAjNWy186wGiB5/ieXciuf6TXXPIk4EUELTxzUf8lANuZkuw5zVx6YVrelXtrauZM3X2qUW7Xul",
-	"GZta4arZZH1yT74J2LaOS9dKY2nsLfTPTAE0poqQlraiKVHIsEy4UpNclIRJqu147bh5S7wyhIr2Cjte",
-	"b6DGq3TyVcNZeq89aEpVeTxEL+j3+bcjjch1HX81VsCn0nSHVcALQJPQav7+rwJAbkbr9+uur+FKm6Fm",
-	"MK7K64pjF1m7C7DvBArysPgAqK3iEg7g3SFsc+LyGFoQBtKlu+DrFRnnkcw7tTrXSo9b7nGcYaIacd8O",
-	"p36xkMzeL41U0xrZDuaqLVQAoVoZeZCqm27M9EAGpvyKQAjhAl/Dw+IsDa2W9albJ+u705f6XrpUKr9H",
-	"YJrJxwXEdhs1w7I5Rwt1mw3ghE6yK3rBzBAjS67d5s6wIuuNSxm5XmqBqs04sm+aak5zvmJWu5eFrrp7",
-	"+RQ9S1uddtEWvrm1igqlIsRYsYRpKmG/ayJR1k1aR2yDY1BJ1iSfYGDBUOg+badwVGs1ifMGMA4p9BtA",
-	"RnAMw4LN7bxgojPZieo3W5o5t6NcqqvOhHGYOzQDxINPGpc/IZnQy0uSwBmhT7ZWLNJVaZWsUIj4+HTB",
-	"CiJDLjp8UkfBFIm21VAVEpcyE4ENuEsxrrby827+XI1cO47WpBRFtOziEwqy/MlAk0NtBig8tctsHNip",
-	"hqUIEk9lZt79ZMmLHl+shSSLsfuoJn6icROeM1o7Buakf1FAjLLyFjqIAzhsJZs0cB6P7avuw67zEFZR",
-	"P0ZDdTRT6s8URxMkjhEkryKdvKrmcZNZC6vJK6mZ0mq69nL1za7zpl5jeczcug1nbENdgmz+rNpzBY+c",
-	"d5u271UntLbPT3kNOGdnblk4s6n8pWpUjZ3a/FU4dcvx8nPX4TVAPLKKc87chYd1YTl2tgKUdKCOgWNU",
-	"AmI7U532jAzBU1mAaDHOJ9DU6A3Y2KsXiApzNYGcddExWxsh19AtRURNootJqxYXTOucjfIcVFaGRQLT",
-	"UVzAuiFsCIn686QmiSy3enAo2qa9Ip5x6ehwDjgGpUby2ezIUMy8i/YMrDSaAFpjcibF5OFC0D/Z2k5z",
-	"ubsS1dBFz/IG3eoyqf0roFymOMFMEhKNwVK71n5VLR0YXQ48GyvrY7bSqOFVWt3gYMxOkKAR8S6Y2ueM",
-	"yHCOgh9P6mxSpostZSji6dTUTLUZB9bwX4zTsh6A7gX7SyF+1Oj+xt408FGE18Ke1LHmcTSmcl1mnIBR",
-	"lu8KU11RB+gEiltXWLWxxGveLLjJKo2pzhfEDE0JuiSMQMSSgu8Kul+s0ZSEfEGKLFwR38QuJSf72Na/",
-	"1/Y2pWLP8ZIIHXgT05AYz7jxcb5N+DKhROJk3TLJheWMv4J3dF+SZKHL41AZF7ykb3MfaMtrXZFEaP9o",
-	"r+t3ffUFXxKGl7Q1bg26fnegO1nOwbdsnJzqn0suamIU3lpPaW1rddAe3aaw6qjADN5FZ4RFmcNBt/W9",
-	"YFv7+mqUMv4WsaF3uzk3o+pcsFIHd9R2Wi9zVmt+3etmzhodBazlrYJP5ILVVXKAQ81kv+dRa9x6CmKI",
-	"breq3f5EyO95tLb+cJPVV9aGwEeuz1k3DFr/QHWwSNZiEsoZgEgM7mqAxsj3fN8H0HMGPmJ19jhOidMD",
-	"Oa+m1UpFVO7tXOqoa0s8tcDTDMEI0/W5OsziYgAjUM/39Wqq7uuaheQzwlyNy8sXAQ5wHVSg6cdOjW5t",
-	"fvJNMfRCJimBB9r4DHDu+73dT8aNSyn20Xb7wzpwHfb7Iw1Xpw1+qzcaGWi7sXetvt9/3On1Ov3Bec8f",
-	"++r//lop66Q7R/vwv00gdMsHlEfum5HLWJCvtnwAbqPzVn/mzx6HfdI5jA5wZ4hHg87BbDjr9Kd93Jsd",
-	"zvyo1ysE47A0jp1AGnMMtzpPE1IEB9rUyL5Q2+7Gaw19v2n0DAX2v8dRhi3qk972T9459jv4qDfY/pFh",
-	"g+ecv8SJjl4f9ka7TJap+69IRLENTBv2+7t8bMxIimudMEnlWn97uP3bc85fYbY2wAGWM9oFoM+Nag0m",
-	"aP3VDuAxgcvvcq1Wh0Fl5Oap6Zehz7rltSS+FK3xL7qDtmi9V6/vm7ATNd8l2VpLxO2y7AFvWpKkvq+j",
-	"pwUvbU9rB1IE3gULip2rgj2kZiOabSjm5Lo01IdB5gb4C/j1A2j7F5GJ2eefwcmVxdcgHAueByOYlwIv",
-	"dwYXmyJesEpXRC2Y2swdCDRXciPIhFkOTh0fe0mFNJ0ZQVAw1noBVR/LuUHxWjf10+47KQIlQSuhAGKe",
-	"YR5JF6TQ5hA9Mx6P3uETv+P3On7v3Ldkr1gCwZIv9w0bmfZbSkB0MvKUaQ2Y05bdAid331KWlrhxT6Cp",
-	"qF+Nyd7IAfXbGvjn/cF4dDgeHTZtC1od3ndTOs4UwngyDKsgV5Z7VEKlmuIYdQstIXRh1cbFlVUHqYZJ",
-	"1lOJHPn2n+r8pB3efAlpTZtO1iZRaIm2HfMVSTohFgSJ9WLK41IdDsNX6zZdLcW4G28rVy/dZbWGMxfX",
-	"Zpl03eLyipG7LSor3nnzviIq+XcTlfR/f/lYLxndTb4plFFtvTo5ffrT8evzzpP6oprj1pvTZyennZ7v",
-	"+71a+abYn9mR5kxf1daTJ71ub1AqyDluvX1z1un1q10Mxy1/+oQ8mY3CziDskc5w9njUwQN80BnOBrPR",
-	"9CA8jHq+7opbFtD6msKpA8jzGM2lMamIfb+UU2hlrKyJru5520Q7JW8mQLV9ZZ39V/u99m4eStyr62df",
-	"I/S56aguF/+yct8XFKMKspDizYVtO+KQ5dlaHjIxr/u2w2mzgv8s0YHK5Va2WZAc3qlfqJfFH0O8D9i7",
-	"TOA1pLgmBMfWt0nZZRe9UhgEOUzxGvFUQsWyPC73qBiRrkcFX3buToJloXYpJFZp9cz2eJ2XXR0ln+4d",
-	"7YkoT2oe64DmqhF9nHdLddoitHsFu/lRbmamUaCjrhEKSl2DAwXBS3pFmOmOmFmrrHXU0DUdz7YkOgp9",
-	"wa+IgPGqpleeOLZlyWut3V30hpV8yNrYpt3MauQ5FuCCylo6KvxMBYFgmxrIobaNNijs20QSBXvdAixz",
-	"a/8YCSI1JItuBxPelu/faP3gAbBx9Kg3glgbE0SPeodKKDdiyZ41x5qBi+cFJlEax8LKRsatAWFcRWeA",
-	"WXy9T2FsLOpC3aeSE6Fotsq/2bP4sEqoJMJ0Ucpuf3U64zYYg1NC3elaF047a3KlXRd7uXfCLgl2Z9w3",
-	"9iV3osrMFpXGyNgfYJtVtHO3yvjKs2I1lUIHQ5kC7ZUJMp/F2Lg9iscEuR+ZA6akv1mzPHJQHsyFCpkV",
-	"BmdeFT1vyYcxNqlK1loP/hE9oeMaKRwiZyHZq9OubOfxM02fT0wn5DuZC+GfulhYbWPoO8klOzPscg/1",
-	"nUxuO/C/SlLomxdflLf7w+0fvebyB8Vr9Ac7CANPOZvFVOfM/U5Wo99JZLFoUiNgtBlnnVImzp4j0Zg7",
-	"YiQa13K/o5mnWGDeNePk5tfAQ0HJguOVzTcXzLHf4PgDZHnn9hXd3VXo6PEKswQhRbsW87jaEMfxBcud",
-	"IyHxACgmAJeRlSJQ2kVmLZvoBxNUGPLFVIkyYKE4fv2syYpz7kKsYsr5Mgp34QgoM34gBQlBsiBU1A75",
-	"YoHzqgFFDXzXatlQU2IZQ3VkozTV6cVZkmtO527bXsDpm42vn+uPDyDn2fzRqxamEXINKrvSNXeClolN",
-	"zmMcG5uDoDZgUsluUVCN6wBRbDeRQ8MtHjoawbbs371dTWi77KSme0f9TjJVu9ZCVmiT8cC7KDfRyTaS",
-	"nUIeU9sOsSAdygQB1cGmYyEIGyztqGiU2Hg4boOQz3hGtmzudvvtH8FCu2HpG+20X9IM+8WsaM2exN7n",
-	"8iQO7Mi3MXg9tOXOlmaobWpQb6tzS33XA6toe9P2bmN665Usby2y/hf/+a+cvvr1eP2a+tevzvz1q97P",
-	"16+e8dWrc7569QOns5+7YT9mD+YWbeq1ssVWVuzR8z/GViaLIpCVLAuS0fsbr8E09rQ27d+RYla8kKki",
-	"xujRI+2SVn8+elQMQtFKKAQkKx3JQymD6BX9hTGngeHMxNqwyNo1QEV/9CiiCVEcBQa/YO1C5Iynqxpk",
-	"kqat/G/jFSBMeE/H5agVl3NujCmsmq95pIOTTbBOOYAnISapWQd3K0G1VHrmgkFzD5D/akwCJq5xlhAx",
-	"ryuOAHuZc0FYFmOvq1650fuNbWm79bkkEEhNf0u159dGBVMF9PUFc/JIjsx4ulaU7rigSa6HYs4/VGSE",
-	"dGlyt2tC6LIF7H+sLuoGjHI1WX8XrJL+0ByA5Dbrua3M78wCFT3e3yeOSePqK9OrJL+Xz3IcvmfE0ham",
-	"0a8JavJagsQxSSbLOWfq9T/1B8MDv9cfDEePnxwACYHrWF33z9m93mnZD83sbhuG08ACbxFQVcGnLxJc",
-	"9XCOwkqb85Z/fXgwOjiZ/fCsP+h/P/QHg5Phk+jQ9/3Bs2Hv5OlgeBLikwgfDv8BpJ9K9NmtxaHPIJJs",
-	"i9dq6Eiq636oZRe8CUpc1wWIAKlqssOblma+yimazL6AlX2zJn6LQbtLDJoscNcGcbJsrdzC9huNmS+h",
-	"2iUuSxdQN7TOAuEZ+cVNg+2idwIK10gOXowrklyw4pBWvjGpWFk9AyXuIJ7KLnpLklDdOsJCHtlEOWv2",
-	"oMY3C3nAbYyCfe3O+//6PwS1LpAfiWuZ/H596hg4NoabFY27u1hg9jwl3jlrj7aaYdQ2tlhhiqzv7laZ",
-	"9/8j3CO/l/73I5GluzNd1yDNLa7xRxrdbPQ8xEpblCbgoNyE08tbdFglx5ZXozrfB6pYQR3BTRfm1lK9",
-	"8+3zqPUN674s1t0Sv0zRn+Zwnafwe41Nokazhkq5EF/jZNlp9Nxzku1AP5ckL+dyu1CY17xQNiCrE3TB",
-	"itVVqjn8ToUg4xfTaVy12i3s4AHvgXc3dfghDLrflJz7Kzlu99ut2o179VD2Zbf1e2g87uzflJtvys3D",
-	"8B1NHu/HevTd6piyDo2SjqkhqnOMTdKrMV4X465K/bA2CTXaof6TmfnzSDi3p9MZJH752DJp7xvdbLOE",
-	"L7KC4dqisiAS6+H037pWRrHnxdjpecEnzWYcxbI2LWNUt4w6a1C+KIBKHk0Jakoel6njyiaD2SHuhbqq",
-	"uVl9uYxEaek1wRnqVG7DSTaO9UCGqwLWbSPkBuENTnS/ib87ib+mllYOuM1Eydaf3idOV/AdIr0q3YXb",
-	"NqnPvLNnqiXqRsm2UDqk1VyRRBcCQnOSkFpKVW4/excVqjSGVaC+NnRQX/V2Wt7zvERDDRbV9Q52cMdW",
-	"8tDe27QGQc5svPi705eguKxM92hTrIOa8DrbAxrwo6a9uBPEf8FK+GPqgkD0HzU9pZUqVuzHHRyZohE6",
-	"+kCgD4QsTTi5+r0LTW4uIXfU1C7HbA0dottiT60fXI1LqF1p8uyiIzc5oljyHMpIBBfs3elLgVZzLgia",
-	"c117lcdXBGLmTRdqozZACN6chB9IpNM+EJal0ia1pry3ae3VuGsss+37rc1qtTUxNnXB3pnuNzQ1f6gI",
-	"5oab/i0n/Q/hD7gvcToF4kASxO2FvgWtquVx+7ohVsd07282/WThKIys0HZSZKrzJOSK8jRrDqKIj7Bf",
-	"X7Ap0bGY8yzqGBKBbdVn1IamXnkTL5NvlD1BWhvd85Dgtp1EIi5YiBkSKyrDeVYix5Y7xRlRqaMppwAM",
-	"A7MzDZJv/PbzojSAvIDGRezaBZkhGe624hp8VKz57G0onnCyoXBUbQi829npd4uBLzU/leslKbqh6vsf",
-	"1sWhFvo53Y7Zue3Mdlqms6jCandU4GrDaIspSbUhtfXtvDav2RYIy+qwaZ2juO6sb2XdyiodsHYDbqXN",
-	"8qZV/mOFWNcu+msOri5009sVy/PmeL3dQrHzznetJ1Fv5uMD0hlN+2FnGA5J5xA/edLpzfpkEA3D0fQx",
-	"LvZwayIVlcbrNbP3/lrTltuYT8rN7lpZRcTb1yJ4KONMY9vhLZHO5SbVX2ms80PwfQiRLsJrZ06//9Fi",
-	"crNPXB2LTvXLPIE6JcZWjLRlwqGZgpJgS+U0DaZutMmYDNrbcXb46kFtxV+IfFR75wPt0n80fwuXP0o1",
-	"BCeQrjb0WlAtO7ulcPcnIQS+9n1fgeaPSazy/s87QWyj07Vo/dYTZFUHnEk/X5bNPT24rrVeL9U+KToi",
-	"Pqun1/o6HsLDa3RIF/jWJjOpPa6d41716zukABlI7IjyG5D9ZjNr/QycUkfnbPNllJrHf3NlPKztutSd",
-	"/y48dT/JekXXG4NOdXNoUSjPo5mt0oozFgpFNoqBOFknbbdt1wUzdPUIMQ6moJhf0hDH9vW8xGYl4qfO",
-	"igPL/1w8uv/78OjBw3JEWzukVUMlljpJq6EVc5Fw9axSWAh5AfAh00F8BplFmdmtdU9SU+r33EBlMsRp",
-	"WMQ3svOQVmnoqb0b5XHaTMNFdBtM//Je3TdBkqv6IGzrqWqbCmOmoa6tMxaZ+jjqkXnB/MQTtNAlv/Yq",
-	"Bc/Nq93awud4SfevetbNU2Nke5s7wtoKt8ySdMUxvZrqlHhJ7zjdMYq5oosaRghyG21fgGCBPxCUpCwo",
-	"TDje34dv5lzI8YF/4FdmeZ+dVG0B9vr669Yco3MdwbJestoZC4splVvdy1OTyQg9pT3bJ0XxBWjqXNNM",
-	"u5hInM1Q8OVX5zmvdIY21MANgHaGs8Xs6kcq+1p0WVNNbmJ+aXwh6kI4Q2YXoDomlMArl6cBq2KpQo3T",
-	"1MjdvC1Uc/P+5v8FAAD//w==",
+	"7L3rchs5kij8KgjuftGUp0gVb7ZExcR31La62+trS3LM7rS8LLAKFNEuAuwCShTXVsT+PL/Pn32DfYXz",
+	"APMm+yQnkACqUDeSutjd4/HEbrRVrMIlkZnIe35shXyx5IwwKVrjj605wRFJ4J/PI7JYckmYPCXLGK9J",
+	"pJ5GRIQJXUrKWWvcCmSSkgCt5oQhOacCJUQsORMEUYHknCAheUIihJlYkQRJjjBDBCcxJQlKyG8pERKt",
+	"qJzrl/GCoCCbN1x3XpB10G15LRHOyQKr+QlLF63xLy01ceu915LrJWmNW0ImlF22bm681imRyfp4JklS",
+	"Xe8ZCTmLhFrIClOJpmTGE4IS9Qlll8WpFpTRhZqtl01DmSSXJGndqImWOMELIg24nqaJ4DVTns8JChi5",
+	"lpMQ3ggQn8Fulwm5ojwVaIkviYdSFs4xuyTRERKERTlAZjRWc2gwUanWSK7xYhmrBZH1v/jPf+X01a/H",
+	"69fUv3515q9f9X6+fvWMr16d89WrHzid/dwN+zFreS2qFvRbSpJ1y2sxvFAj6FUVN46vXxJ2Keetcc/v",
+	"Dz0FiexBHchPrgiTz6P6za/IdM75B0TUS4hGqK22FtAog4R9Y4nXMcfRXnGLT6LezMcHpDOa9sPOMByS",
+	"ziF+8qTTm/XJIBqGo+ljbPe2xHKebw1mnNCo5bUUrtFEobBCHHezM54ssGyNW2kKb1Z35yDkC7KubvIY",
+	"pYz+lhL0gazRkiQo5pc0xHGG4G2M3r17/kzRBEaXnEconHMakr0jwDxKFN2kimhkF70gS4lmPEFYophg",
+	"IVF/iOY8TUQRLKOoPx3gQ9Lxw96sM5w9wZ3D6QHpPMGPw1E0JINZv2fBoqk6B0yJxDbCx0GG/mi0HRde",
+	"0gWVVSC9xZcECfofxEM9RX493y/sZ+TXo2cMw7kLisgMp7Fsjfu+p1ZnaNT3vc0U67XOE8wEDtWKmpBV",
+	"5q8gGhUh7k+fkCezUdgZhD3SGc4ejzp4gA86w9lgNpoehIdRz69HxHui4I36WPNVYDXf4+hUo5b6K+RM",
+	"MWn1T7xcxjTEavX7vwq1qY/5+j+2SJJoDhXySMPmCsc0mhg8bXmtiEhMY9Ea//KxNaMkjlrj1v6MYjnB",
+	"C54y9cqCCIEv8/WhiBPBvpNogWWo+XhCLtMYJ4hcLxMihILuzXsNACKAIMetx7Ne2I8GZDgd4ceHTw4O",
+	"nhw+xqPpMBxEfdKb+a0bd6pzGFVTExXILBzYdRqGRIjWeIZjQW5csP5zQmatceuf9vMrbl//KvZPABQA",
+	"2ioSODMtcKxOh0RjFJTAFXiKiWWENPlA1pMFFYKyywDxJH/f8P2u2tJTzmYxDe95cFGqXyeTBUnUtSEn",
+	"CZmRhLCQNJ1i7Zs5hHGcEBytUSpIhKZrfZsvcSIZSVA7xIJ0KBOECSrpFdm774EeFyjNSAAK3pVVIrsy",
+	"ck2FFJ/7zENzQCIXS8I0SdTVJSSWZIyCTdAHpDDnDu9PYJ9UzVRGmAx8bLJM+KUiFY04v6VckonZ90Sd",
+	"iEae50yShOH4JEeHu5O+Hmqif3Bx5n4Ha9eIYODPcVpnfEHkXHGelJHrJQklidAM05hEiDPE0wQJGhEg",
+	"WHeTQRf9rABrWJQh8Qgg+5rLH3jKovsBlXE5mcEwDwfP8qW0wgIxriSElH0WBviaI5GGcyXJ8zQJCcgi",
+	"LjcYoyDbqMbLt1puO+f8JU4uyf2AaITAieR8EsNwDwtMe/JTHq1BS+EcwTyfm7PYCfkVSdDjIXpBvx+j",
+	"oLJdDdIzklzRkLxj+ArTGE/je0I1wZKISeoM93BQPVVjI5wQJBVzS3BC4zVy5vockM0ndSZS3FNIHCvi",
+	"r+w46CJQDZGY80TGa4DzOeevMFsbcUrcH8gTEFjJg7IAztECs7XFJKHVhjWKsSSfhcVWZjTwtJvLQImV",
+	"mo0C+KMDOneAhNax1boca4LzStOyzNv7jgJ/UxLbnwFI37y43TlFWAIsjAw7bvVGw35/1PWVuK4ufKrk",
+	"b8qZAM3BPCHRRAnlLI1jrxUmBEvzpNX3+487vV6nPzjv+WO/N/b9v6qRkvVS8kk+i+93ffhf/qOWJcK1",
+	"EvZFpEXuJRdUTnAUJXCGLf/68GB0cDL74Vl/0P9+6A8GJ8Mn0aHv+4Nnw97J08HwJMQnET4cOp8DXkVk",
+	"ORnMDnEvdH5RYkiqxjX7UjqFUmuWNCGibkMDuyEYc0etJxOF4KNXJ6dPfzp+fd554v6US57j1pvTZyen",
+	"nZ7v+0pLZUSuePKhNW5NybKvxlPoZk6q2x+B+hQSetVwBCOzYqtjTcqnOvJaGRwsYArwkET9C8d6/W/f",
+	"nHV6/ZbXSpdR47nrSV1S1biSUaPS83YmxgqWnxqVr+le0eyFRAXxQDC8FHMugbm9YziVc57Q/yD3lGxS",
+	"d6SH42zHCCRl9K+d47fPOy9O/g1pHoDAkqiP8nNdy8dvn4PBRikdWmvzrF7pqXvE2Ka4nJMEEXZFE84W",
+	"hMkxClxoBAbSy4SrJaqL5oRJKtf3A7hmIhOeygmfTRLMLslt1fNFqoQOgqZErghhSNFa1/cRZhEaab4E",
+	"f7/+8fVDqOd6BSDgpFIJ4AA+HMd8RSIEOwBRUrE9JacDoX8BDX5F4hhpHR5NU4lCzJT8PCUoxElCldKQ",
+	"qkMtq/JgkYuUzqbVMc0wnQcLKsDkoZ6kTKTLJU8Uq1himqhnNUeo1Ttj7pykSTxRkrSBkcWkbKRXJKL4",
+	"HGxB96PdfG0LNeQE7EsPKP/lAi4lAlm8Ky/zS8nX6nSD8uTBuHhIOSA02P+iz+SERUtOmbyrhNEkJviH",
+	"Y983dxRhiklkZkDrBpgIEiZETtyL2dwn9JJRdmleaI1bq7kg4eTV7MXPh8nBjy/+7bfkfPXru7fPDp6/",
+	"fPvX57z/Er/EZ6sNt5e7nDSJW+PWXMqlGO/vGx2va/bWDfliXwFG2F+iB7vwSiDfdt1lbgTzfhdMumYw",
+	"cMAA7J1r1LGR4igCEwyO3yZ8SRJJiUXC8lwn1ziU8RpxRtAyoSFll2jBwZ6g6Z5GAWrDP+H5HtC0w4QD",
+	"1I5oQkKpf1Zov3Qm/VgVBTfD6Sm8/tS+feO1XI5fsWI/y+fuIgW41z++tsy5jVFEQrrAMTLGWzByYfW6",
+	"kKif/bqMcUjEngcQIJF6w7WE4ejXVEhg65IUjeS9kblXlFSXxkZ1NaiOpSSJWuS/t/1Pv/Q6h+9/8TuH",
+	"7z/6Xm94s9e+uOjqv3te/2bv///nqim8JGdWnQyAox24fuybiEaESTqjWlfKl1oUUktujvLamxfiSLV1",
+	"HgVDN98JdfNwZhxD5pMj6zpakiSztlKGlO4VEwUtFGJBjhDjSHGjhMconOMEh5KUHUJFiXqz28Y5iV/+",
+	"/eLi2vc7FxfXvdnFxfWT2fs/1UI+k9E3o+tr89qN17L0UgXMzxn5aBylkVJp04Rp43Pw9s3ZOdqH70Vw",
+	"hKgUSPIPhIHwYhaiLxryW4pj63sGev+uBJf+zJ89Dvukcxgd4M4Qjwadg9lw1ulP+7g3O5z5UU8BrOyE",
+	"2YoAgsQxSSbLOWc1R/9mqfkN0q8heA0EoJiyD/iSwFYSpSuHNKZwsxwhRq5IgjB68W9P0WWFtv7UHwwP",
+	"/F5/MBw9fnJQPORBf4clF5ScjcRj32wknkxDuiXh3LiOsF9atV6JMoPMcS93+PPprySU4FKBt48b2OGx",
+	"RRzNAbFA9TyQGLb/uMQDS9zNVemb2NmjvYyRPb6pJaUSS68s+iVfkaSjKN+sXqwXUx530ZkVYBSVGEeo",
+	"kmxEJIPiSo11wSV03PkPWFTf6/n168ocC1U2BtIVnyGFoGswt6cJqd5tmfC5VZx7zma8IEtUT26eLjDr",
+	"JARHYNwj18sYM6CUbt3qMzGkMlK8wmuB4LpXqoez+gxgRhYwg045jwlmFXS1U+TL9syW6zAT9vkUpPDq",
+	"5oSETS1wOKeMICWsHyFBtNoEYyL9BmXwiCruH6Wh3b4NhKk6cRuckuCadj2SSvgr6vWuA2NB5JxHroKi",
+	"VIbNjscmz1dpUTWOr5a9LVyvF+Bv1RvQqNDUq3DZ0EaDy/62ClxpSKW/tbwGDbxBdzMGK8f4W3GwVS3w",
+	"7116rR5jPXVq21DNfQPiKp/GZKEZGlw3lMSRkk+zUKUqxRo7QhVB/+XszWsEojbIJJIDGgIfaJPuZRcF",
+	"rukhADkY5zOpP401h+EF6dYLcw20/5c51sp7wi2D1pFPm28TvZd83EaiBOZTmfWVpsWc48xwKIW1BDXy",
+	"vNBQ+FaWB6zgxlG8K1cwSTr6zMxRCtRe4LXSpsliKdegTFBJFmKn+Qyu3GRQwEmCQYNwtf2Pm+wnEWrj",
+	"WHDLhIJ/7RitqvM8Csz57m0/GABRvvHCAuoO6QeKZeONzlyVZuuF3t98oTuegB3u8379vfk6F41Lypg2",
+	"NVuRtf4CB6lQ3+FjFIBdLEDt719/j84WOJHo6RxTtgfyYiCTEH49TzgrxclZy3nDld8girxNpzEV8zNj",
+	"HP9Ya2iOKdz6wNYVOeBiUN8YBUvCIgh8aa8wleoQ1KayL4E1gNNqz0OBeUyUIo1R//oavNrWwG8UarBt",
+	"B6itBQ61p8VSGj//nnsBmqkBvcy4SpyHF4s8Nn+zAgZQSOq4ICjAOh6vKElSQEPPWLDVC72+b51fcFgp",
+	"WIPVQSte7FjpqyzEKtQT7fb42MJx/GYGdt5NVH6q3r55X2cuIdckTLUAocZE7WCKBYHxA+O2gwjTpWJ2",
+	"e2ADyy0Ku83uEGn9GhwyNTxUm03aWAtkRnfjRfOJh1ZzGs61JqS/1ugBHIOYxWa72cYJNYyKHrzqdUOY",
+	"sz41nXm962qGEZakI+mC1GFQyfu3KxAL2ks9GAto13ZBAY4KNWgKMTAJX5QsUaBjKoGORChdasjd2/zk",
+	"Wijr+IWxjRkzsA4o03HWoKYrAKJ2gVgAHQHi1LC13WBeMoQ9PNpuhXbh1IvwjviKaYg/pOXkLRZCwxEL",
+	"1yIJIfgahOxS8aoiu9ke5exe19n0m3Rxlwa9EgfLmEmZLopnVqDKAmLVCQXAo+9v1OWz2mMrEg4VSBAm",
+	"G423TdbXCr1Krq8QD222vZbtDkeIL6hUGMfSONbH27jEooFidEvTa69oen3cZHr9vHbrEuXtCrf+LnAr",
+	"HXc95D6z4fq2TKAsQd/KJmZIxXhUKrA+YVck5ksjywG1VzHd+rQ2rVaLTRutOAxxawot2XOYmXa7pXWL",
+	"YUd9hjhD5j1HHWmy48De8oHrQHiK6wRChaFLpdyyjM7vr4DoAJe7qx+nSgpPydvaAwDDAL6Es070iyjh",
+	"K9F84DXqIF8ZNZjadCVGVkpBnNFEyJ21UrPQU76qU0rnWEwWPKnzo6gDBlLGTAdkwI5mPI7NTsrn7ZnE",
+	"kQaXjMlF0T5qLeWV80UUgWVJWw33sLqCbVaXDpMlSH0FMxxpDsS1ZBljoR/viPGLBU7WO8LzzLzdgOUZ",
+	"XL0sm8bdWi3y5xi1KxexuGX3eHtm4qLx18lScvRvsLpoEPIZ8BcFopjIYoRXje74+eTf7pdTbB5GNbm3",
+	"d/jB3L7OkX2Xp7Xknt/uw7hYlzGWSrafzAh5IBQIrJj0t//SeaqZA3tGtDHBy3ScOY5nHYW1Sl7LLjoB",
+	"hynmOCEPiJb5OmDkMQrczdcsF167xYLv7R3d7n/NkaLR9NpI9VtUOK8lxQbLhhskmk2xq6ZdYnWlbXit",
+	"htyynBaLwHV1yKpcW1YYs38UcN3iF2x7A7M9y2/Scoy7xLHJxoAk5DmPCRIk1glFK8oivkJtHMdwpYma",
+	"QJ5Zwhf1h0hmMxJKekWQkDjJzF92UMrCOBX0itzC1iH5tqkIix5mIonjiSGjyUNTMUjFSKQL0MNh9MA5",
+	"BFh3t0wrYbPKyNLFlEC0Lgipxk9hx3FSgv3alOCC90gdJwC6Hgh1a6rDvDO6SGN8V1PFMRLm+wjFdEbC",
+	"dRgTbWevYuA05uGHcI4pm8yxmG/wMysQJ4p3GQzJJzHh8N8JBAMVOIUatJQEfT0KR/6QRMNBP5yOer3B",
+	"wTSc+YcYj8gBHvb8KBriHun7QzI7GE5nJOpNSe9xNJvi3rTf9x/7xZiRXv9gS055Mcfh7hus5HMXsiVu",
+	"uSQ4jwaChDoHkmcrcJ0VZi3diEjgM3meRjdLOykiWjfj1qXnxsNRfJj7uN2nCZnB9acd6jyVXUGkrPhH",
+	"ahZ36yvsmOlEXaUGu5hki15oijpyj4gnJu5JGwOF+524vfFSH01lpbWUCl6vn6iQPKkt7FCU4nQGCZrr",
+	"96vUOG8a6CRzn6VAZUxp0DyObq9BF1Z8wmSyrtOk6c7VDbYKFSJzDO6YvGI8ieVTgdHNYF4Gqa2HordY",
+	"a9QogLPGUKurqWz29+iX0Bwvl4Tdxtuj7oqJ2OA0NavLHB/ZXG2Mggq4gj1jLbBWBOsMQUQBwOUg2DhY",
+	"J4ZanUyvQkITTyKSTGY01kzC5SIhZiExzzMuknOOnFuoJb3fJtd6revOJe+YhzWYALFEOEvCq70K9cBF",
+	"MP7gRl8Y6K3mJCGISnUzqecL1FYgMzwM3szZPdj1C5lgex4isSAA6w0Se46MCcEm2r+MQWsPzD84lDwZ",
+	"6w0HHnIXE8ARjA2rLcXnFX6rF8MmD0V7DikUMdedJdurc1xbyXNX49A2zrmLeajIrL9KA5FzlNsZuE31",
+	"K0RO6ytUIz5Q+ddqLzL5CELyBUkszYuHsSJVUnLrjsL8qHAgMOpsUL8oJQu2T56/7YxGOtRHh/h4aIoF",
+	"GR3oZzqwZ6/WLLTJ4W4jjCKCo5gygtoDHy0oSyE9/q6O9QcUIP44JrmNmRjAzYWS3Lnxoz+Uie6BQ3pM",
+	"1g1qW1cUUIUONLjzhfH5jV8bxcEvYz8ykQll6t4ad1DJzG4Kk9uUj43OHdEEYjx19QqQ+lImaQxuRP17",
+	"XuroC7PuYtZ8eZdP3Z+RIIQdbVu/a35pwBDH41asvNAotdtpEoLDOYkgPcgiV1HeK6xPzglrZIFbucxO",
+	"8WPlSj1/1Ciyv6vLs5YPb7IJOaT2nUA02oqlWw+/XEtj84y2UFiujwU5CjZgKjADRVIe4Gn2MYmCozwa",
+	"VkkKVj0LjDIk51gaR7bYulOrRRZURdfylOmD99ICv8ku32SXW8ouhfouW1m/Yq7WTLkV6e/G8JtqyWy+",
+	"FTPq5qYisgH67jdlb5eb8g8s6RXLDux0VUJwjLFS3NEn+UcVKEshrg5oCndY5YopC2ON+FiknJIMtZM4",
+	"u6sRZ0vBobvYdKqi9ddu13lJhXwuyWKLt8E6MmMq5O9hwvl6ZN3Pn/NQFmO+iSrNosoDySXfrr8/wPXX",
+	"fLHtblDZHrNcdgbvGrPsfvcQsct1PPxbEPPOBr+7xyKXsGVXacUlsLvHJJdR9WsXT+4C3QcTAb966G7K",
+	"sq6Gmjj1QPJAsJ1qgnzBGIFCAFHNvJUzMGXfjnVCdz3vz/LGTdp3jQSsf9h2y9q0cYjCvI1sGqUJ6FeT",
+	"Rc1x/cRXKObssjCF5PyDpw5mQeOYOkWQN0UgennBnEp8QWF0U9++rdbLU+mhkDNGNP2psxAk8hDjrNO/",
+	"vt7LmbaDyNuJA5BzEtbWq9HpCaBnKsnup/Pzt8apf+Qk2jGeN4DCSaKU0g1TN8VhFs62uK7iwWyqvVOq",
+	"LrhNVK1WF6wmfu6gE9nPQSEC+QIl5JIKSZLbYF9WIrJmIl2P9krxULAZZ0UP6iWITeUlq6PTmCCMEq64",
+	"T9ThqUT6MyQkjWMk6CUTaEqy8q62ICBnxNMoQNW7fCmOioE2dzPBlStfVtqP6UqYAfoT+NIfD9XlNOij",
+	"BLOIL9B0LYnoorM5XzHEWby2fNO2I5tjadVWtfC2e2IazRBPNDgoZxldqSNYUUEeThvI8OYuqoCp4Vkz",
+	"eEJcTHn75uy8gCYNopoaLcfByilsxKlmrWAHIr1bwHRdcVAkiFQXUY3GcDfaQif6qcWWFZBKRKHER6Sb",
+	"yWEWoUuOFNVwFqpDhR8LcV8FJHHI9DYniNpzKZdQX0nKJcS8C4kvoYL1Mp3GNMx/WGbyQalazC0KvrrW",
+	"h4SWSv75w4Pb4dNOeLCLECpri8LeRQQt3xVfpRhqN1kfuH5cbtNn+BL8EfPLGgns8jIhl7ihTEXZipUP",
+	"NiVKdLJ+3a12LSMMiDqzW1FIFEhwNMPJdplrt6scVnv7yOCs6eCG5AAaHeX9HtF0nbUB1DVBlzFei52g",
+	"oyeTpkb4LjiuPoCa4jdeS102EwO9zcCAa8nKokq2WeDI2gacEOfMonK36x4sATutB+wTdj1UoCglRTmU",
+	"QQdStfkojTcc39Y1LXV9rB1jcYvVtGozE7TBzTk4r0hKpRs0w//KUqrnV4XgNkbQFM9UZgemAp+wLToB",
+	"Ue3SvvGGnbVKs6xJ88p1qkhZAb5jtkhJ164xV37jVl8Xt9LkuSN4Td+2v382l2+8jsZ2Y4K7Wj4LjPF+",
+	"8qbDgb96kXO7o6cA2Fu5eoyG9ABOnoKQ/M278wW8O2UcuRMZ3sPBU8HRr54SbUehGqFs3cjk8rb7TmKy",
+	"ZuAb0pXvkO388FnNDUtu8Eu8zW/QKoCgJHaxEr6FVCaxtaF5RYBMvezcxGxtFHtd9JPudDi+YMG/dkyr",
+	"z45ZABRWbktH+vIc6QuHCReiTgIbo4hk5dkv2HSNqNzzUM0E53RBhMSLZYDaKaPXWR1Oy0DNzQklh2uX",
+	"eEYvGZZpQgLUDq563kXq+4PQmGB/enX8tHP203F/9LitDYQeumjpV2gE/yVd/ae0Kyk8VQDWDy5ae/of",
+	"gXfB5IojscQh6QiyxAmY4YRdiDAWucx4bQ3X/IokMV6KPU8BShvvFNYAJ7xgZxKzCCcRMlsTUKxcZE26",
+	"OhQ6ftm/ZA46qBlpn2frCLoX7JQoskMYZW+jhZY5MUOjLMAZCogyvuqiY22OxmytiyFTOacM9Ub2YI4u",
+	"GGZr3fMYrOrUYkBkwqRHSHh6aA/pGGoP9dFcPZt7qOejOawX/tFW41+wX6mUJDkqNe+kAs0546mJYB32",
+	"D02/uMERGvZ8a/EUBav1XveC3dFfcldF6q6xhds0HU15OSUp/fQDWe/tVoDnTppNXSSPkZgLInJjRq4Z",
+	"8hT4QJPrTv0G7WaSyNZr+y0lKYmaBNm/Yx3+TkqtzMD0BXTZe6lbCl/UOieZwriZyBKSXU47aZk7lNfY",
+	"rt1tUujqlr8VsXevQ+ig+r1kQkNQt+pR80cWA6FnVZgmVK7P1E41QI6X9AVZH6dyvs1Hbm5U2zi1HYgP",
+	"E4FZNOXXk//5z/8OCo4o9aNCuuyXkieKqvF1/wgFLrxQK836wOa7xbA83RSQmq4dIWcSh4DyZAH2S039",
+	"2mUr/pf1XLlOrXwS+ytyv2ndbCg5B1u2dQymMQk5ZR3JOzOKJRJaNuqi4+x1KFwsEEbvzp6dF/sFXLB2",
+	"sbnZnpeVvSlGVdn33DjGYM92DSP0Sn1xwZYk6bif2cQSJ8Ou1EkCtU0COjRaOE9gLpN+7qklhB+EFo6K",
+	"DD7h6eXcju8Vstc8JHCsqw5oEXxBmPTydSrxiERWVhaeFixt8zMlvFE5N+LyZSnBIKZCu1alUyEzJtEl",
+	"SboX7IL90z+hp5wpTqQgpJ48Qo8eKXxWj/QV3n30CGnDqmIF+laX+IMRY3IMz3oCMyU3G1wMuuhMY/UF",
+	"QwiHIVF3EYQTVCjgA1kLz0H1/LWcFtQ7RwjDRG6TYTW602dY8epg6PdQsduw3oeWBYGb86UCWEHZ0IEN",
+	"fMX0/j6Q9RiWnhkm7H4TIniahDYgAiYcoqwLVOBlRYxj+kG9hVL2gfEVRKVrQFvmm4PYMKCsH2vw8QJ4",
+	"00VrjP7nP/9bKQPmFfUE2CO6sCzWvHSj5GhkBjSNd7IBoRENNLgJkGbZYxSYIce6y1fgIaxZMwrMyIGn",
+	"nRZMDRwQ/blmjaaieLklVxDySH2mO/IEpnlNkCFjkDexCQw0TrO+OSIHSBYSpRsOi1IXnSPTMIFKbT9a",
+	"8xQZDodSYQZ+xRlZqyF13oMNT3CrTgvPlNECLVXXxRNd9INiUtj56vWPr5FWAVBjjWqvkEIh0BxfkbxF",
+	"ngdZfKKcxpePZqGhkEghapLGRDx6hNqcEcUhPGvV0ko05LHuAY72ushtVGJOG5IGNap+J9QGOsD2YInw",
+	"W6G8Z7osFfdUA/e7KCj0KAjQnwtT/e2/ULuH/ud//x/bEyUvGvroUcRX7NGj4rCgKqihETKfoBVPPgiE",
+	"LzFlQroUOUYzolS8Ut6j+nqgbo5ZfkilDhPwpkB/tv/423+V99GwTrOyAhCGaq5CInhxMljGn/V//vZ/",
+	"N02ULvU0j+umGZWwDlJTjYhtWdQCrzVWVQr5V5Ava5FwZCYDbVqzRx+VGqcFqK3YnGGPdsGCxoTJeK1B",
+	"/rhbrh37Z7S96q3W+E3Fyj/XV581C6yvQUtwON9aiFZTDphoHj0Cej394SkaDAaH6lZ6d/7UvPE873Wn",
+	"2EKdsKAXXP1h/yONbvZ1gG9gE1YtY3TG7bwg60ARhVrhaOQ0nt3zGi4eyxqza7aLXpA18B01+gey1N2u",
+	"sEQxwerUh2jOU8WnjnV/qFwUEHgBd1c2KDywncmM1csC3UbuGU47XUvdtEn9w9Nj5luTHS3ak0jfP8GR",
+	"brgozM1t47s0hyRhCtUMC4XGgqF/iDZ1Q9S5+sN+HxXbx+9ZWCRmCUhy3kWvc5wVkickMi2n7HbhRo9o",
+	"BN3NTTL1GGGQEOBmWwM1BGrkNhCEDlnUnbeC0fV1oGSOkCeJrm/bBGwzttAFS7LH+oZUo0d0BluUbpN9",
+	"2GhDB/0j2/rLmOgy16s7AMSXFuGtCfwQbekcaa/et0pEy6S9l1SY606JW0R2QLAseYVQ4Hgn4LLhS/xb",
+	"qil9qggVSa4WpZccK9RHJvmcCpFCmWA5P0JLLOCHKQ4/OFaFInTNAArT9YxwqGp4NR6OIUZYnZdpT2La",
+	"OILIlk1eYnpm6V0UgL8F9gD02vN9D07LtJjr+/pAMx8PFNALrMPGik2aZThQGYOHyMIYhC6QbLQA1QUJ",
+	"CV3hODXGaDknNDGR4USML4CpfLL13z4Vv/ukBZ5P8E6n08n+X3+kNvoJBRUG/wktcKw4L4lA1vGMFFho",
+	"dImuKI+NcjLlCpAJYoRqAdhp6+6hKY7sbajNIag0f307VbWOKrc0P5rSHFkxgPodWcT7pCgzR4kyPuQW",
+	"tRI2ZKP21KgFPUEBySxFYZSe0FVqPM0ZykpIQQPJxh+q8XO1AH3K9ICEp4rB0sjLczzVyGAa0nNUtI5s",
+	"2JEattpnVgNEj7/Ecm7Fc/2morOIEwGc0HRtzYc8VENu5sswZ/WxaTxr+pWtrStZ32vtUkP2vdKMTY1v",
+	"1WyyPrkn3wRsW8ela6WxNPYW/memAB5TRUjLW9GUKGRYJlypSS5KwiTV5rt23LwlXhlCRXuFHa83UONV",
+	"+vaq4Sy/1x40pao8HqIX9Pv825FG5Lr+vhor4FNpusMq4AWgSWg1f/9XASA3o/X7deRrbqXNUDMYV73r",
+	"imMXr3YXYN8JFORh8QFwW3VLOIB3h7CtiMtjaEEYWJfuea9XZJxHMu/U6pCVHrfc0TjDRDXivh1O/WIh",
+	"mb1fGqmmEbIdzFVbqABGtTLyIFWUbsz0wAam/IpACOECX8PD4iwNjZX1qVsn67vTl5ouXS6V0xGYZvJx",
+	"AbHdtsywbM7RQlGzAZzQSXZFL5gZYmTZtdvKGVZkvXEpI9dLLVC1GUf2TVPNac5XzGr3stBVdy+fYmBX",
+	"WWgObSHsaL4Kws4bwNel0G8AleOYqGHBJHZesKCZ5EH1m62cnJs5LhUlMmH82Q5Jw+39SaPaJyQTenlJ",
+	"EgAh+mRLuSJdNFZd5YWAjE8XrHCj5zf7JwUppjioLVaqcKyUOAhc2l2K8YSVn3fz52rk2nG0oqMYluXm",
+	"n1CQpTcGmltpLb3w1C6zcWCnWJXiFzyVmfX1k6V+Pb5YC0kWY/dRTXhD4yY8Z7R2DHeH/kUBMcqqT+gY",
+	"C7gAK8megfN4bF91H3adh7CK+jEaipeZSnymdpkgcYwgtxTp3FI1j5trWlhNXujMVD7TpZGrb3adN/Ua",
+	"y2Pmxmc4YxuJEmTzZ8WYK3jkvNu0fa86oTVNfspLtDk7c6u2mU3lL1WDXuzU5q/CqdsLKT93Hf0CzCMr",
+	"COfMXXhYFzVjZytAScfRGDhGJSC2M81mz1zxPJUFiBbDcALNjd6ACbxKQFQY0gR21kXHbG1kUMO3FE83",
+	"eSgm61lcMK0SNopbUPgYFgl3gmLS1ktgIzzUnyc1OV65UYJDTTXttPCMx0VHW8AxKC2Pz2ZHhmPmTa5n",
+	"YETRDNDaejMhI4/mgfbG1rSZi8WVoIMuepb3z1bEpPavgHKZ4gQzSUg0BkPqWrs99eVtVC1wPKysC9gK",
+	"i1BQRpie1RxszQkSNCLeBVP7nBEZzlHw40mdycg0maUMRTydmpKmNiHA2uWLYVTWQN+9YH8phHca1dyY",
+	"gwY+ivBa6DCSmIbE+HmNx+5twpcJJRIn65ZJlSvnrxV8ffuSJAtd7IXKuODze5t79Fpe64okQnv7el2/",
+	"66sv+JIwvKStcWvQ9bsD3ZdxDp5S47JT/1xyUeNxf2v9frWNwkEXclucKtwGo24XnREWZeZz3aT2gm3t",
+	"UqtPwHgPxIZO5CFmeSvm9QUr9SNHbaeRMGe1xsS9buZ60DGtWjwpWPgvWF1dAjjUzCD4PGqNW0/h1tbN",
+	"Q7UTmwj5PY/W1rtrctTKsj14fPU56/Y36x+oDn3IGiZCcj4IeOB8BWiMfM/3fQA9Z+DxVGeP45Q4HX3z",
+	"2lCtVETlTsWl/rC2YFEL/KbgWp+uz9VhFhcDGIF6vq9XU3XG1iwknxHmalxevgjd+R9c5JrcdmrbarNt",
+	"b4qBBDJJCTzQplSAc9/v7X4ybpRFqa+90+3Ugeuw3x9puDpN3Vu90chA240ka/X9/uNOr9fpD857/thX",
+	"//fXSpEi3QfZh/9tAqGbDF8euW9GLmNBvtryAbhtu1v9mT97HPZJ5zA6wJ0hHg06B7PhrNOf9nFvdjjz",
+	"o16vEFrC0jh2wkLMMdzqPE2ADBxoU1v2QqW2G6819P2m0TMU2P8eRxm2qE962z9551ij4KPeYPtH5tY4",
+	"5/wlTnQs9rA32mWyTHl9RSKKbZjVsN/f5WNjFFEyxgmTVK71t4fbvz3n/BVmawMcuHJGuwD0uVEUwaCq",
+	"v9oBPCYM912uBOqgnozdPDXdH/RZt7yWxJeiNf5F94MWrffq9X0TRKHmuyRbK2O4PYM9uJuWJKnvUuhp",
+	"OUVbh9qBFIF3wYJiH6ZgD6nZiL421OXkGujVh0Fm1P4LeKkDaGIXkYnZ55/BZZNFiyAcC5671s1LgZe7",
+	"Nost/i5YpcefluNsHgqETSsxC0SoLKOk7h57SYU0fQZBUDC2ZwE1DMuZLvFat6jTzigpAiVwKqEAInhh",
+	"HkkXpNC0Dz0z9vve4RO/4/c6fu/ct2yvmNBv2Zf7ho2z+i0lIDoZeco0ust5y25hgLtvKUuy27gnEOzV",
+	"r8YAbeSA+m0N/PP+YDw6HI8Om7YFjfvuuykdNQlBKRmGVZAry6QpoVJNqYe6hZYQurBq47DJal1Ug/7q",
+	"uUSOfPtPdbbNDm++hCSdTSdrUwK0RNuO+YoknRALgsR6MeVxqaqEuVfrNl0tLLjb3VauxbnLas3NXFyb",
+	"vaTrFpfXP9xtUXmX/vcVUcm/m6ik//vLx3rJ6G7yTaEoaOvVyenTn45fn3ee1JeIHLfenD47Oe30fN/v",
+	"1co3xW7DjjRnuoS2njzpdXuDUnnJcevtm7NOr1/tyTdu+dMn5MlsFHYGYY90hrPHow4e4IPOcDaYjaYH",
+	"4WHU83WP17KA1tccTh1AnpVniMYk1vX9UoaclbGylrC6g2sT75S8mQHVdkl19l/tXtq7eShxr647e43Q",
+	"19z5/0vKfV9QjCrIQupuLmzbEYfsna3lIRPBuW/7dTYr+M8SHXZbbsyahXzhnbpfelk0LUSvgHnIhBFD",
+	"wmZCcGw9dZRddtErhUGQkROvEU8l1N/Ko0yPivHVelTwzObOEVgWapcCPJVWz2zH0nnZM1DyUN7R/Iby",
+	"FN2xDs+t2pzHee9Pp8h/u1cwMx/lVlkaBTqGGKGg1AM3UBC8pFeEmV5/l4QRnS1GbTo+8DUdnbUkOqZ6",
+	"wa+IgPGqlkqeOKZYyWuNw130hpU8oroxh3aaqpHnWIDHJmtQqPAzFQRCR2ogh9rWd17Yt4mLCfa6BVjm",
+	"xvExEkRqSBat9CZYK9+/0frBYG6jwlFvBJEjJiQc9Q6VUG7Ekj1rvTQDF88LLIg0joWVjYwXAIKSirZz",
+	"s/h6E/zYGKCFoqeSzb1otsq/2bP4sEqoJML0BMqovzqdsbKPwYavaLrW49HOWjZpS/9ebsy3S4LdGW+H",
+	"fcmdqDKzRaUxMvYH2GYV7dytMr7yrFhNpdChPabceGWCzMQ/Nl6C4jFBJkPmryjpb9aKjRyUB3OhQmaF",
+	"wZkTQs9bMvmPTeKNNW6DO0FP6HgSCofIWUj26rQr20f7TPPnE9PX907mQvinLn1V2+b4TnLJzhd2uSP4",
+	"Tia3He6/Sorjmxdf9G73h9s/es3lD+qu0R/sIAw85WwWU50B9jtZjX4nkcWiSY2A0WacdUp5JXuORGNo",
+	"xEg0ruV+RzNPsVy6a8bJza+Bh4KSBccrm28umGO/wfEHyFnO7Su6V6nQsdCVyxKEFO2Jy6NEQxzHFyx3",
+	"joTEA6CYcFJGVopBaY+StWyiH0yIXMgXUyXKgIXi+PWzJivOuQuxiinnyyjchSOgzPiBFCQEyUIqUTvk",
+	"iwXOc+CLGviutZ+hQsIyhlq/Rmmq04uzlM2cz922WL7TBRpfP9cf6/765o9etcyKkGtQ2ZWuuRO0TKRt",
+	"HrHX2OoCtQGTSnaLgmpcB4hi84QcGm4pzNEItmX/7u1qQttlJzW9KOp3kqnatRayQtOHB95FuSVMtpHs",
+	"FPII0XaIBelQJgioDja5CEEQXGlHRaPExsNx2118xjOyRWC322//CBbaDUvfaKf9kmbYL2ZFa/Yk9j6X",
+	"J3FgR76NweuhLXe20EBtif56W51buLoeWEXbm7Z3G9Nbr2R5a5H1v/jPf+X01a/H69fUv3515q9f9X6+",
+	"fvWMr16d89WrHzid/dwN+zF7MLdoU+eQLbayYseZfxhbmSyKQFayLEhG72+8BtPY09okdkeKWfFC3oUY",
+	"o0ePtEta/fnoUTEIRSuhEF6rdCQPpQyiV/QXxpwGhjMTa8Mia9cAFf3Ro4gmRN0oMPgFaxciZzydo59J",
+	"mraOvY1XgKjaPR2Xo1ZcziAxprBq9uGRjuU1wTrlAJ6EmBRdHaqsBNVSIZULBq0qQP6rMQmYMMBZQsS8",
+	"LtUf9jLngrAsYlzXcHJj0RubrHbrMyMg7pj+lmrPrw2ipQro6wvmZEUcmfF05SPdP0CzXA/FnH+oyAjp",
+	"0mQi10ScZQvY/1hd1A0Y5Wpy2C5YJZi/OQDJbT1zW5nfmQXqU7y/TxyTxtVXpvNGTpfPchy+Z8TSlkuj",
+	"XxPU5LUEiWOSTJZzztTrf+oPhgd+rz8Yjh4/OQAWAuRYXffPGV3vtOyHvuxuG4bTcAXeIqCqgk9fJLjq",
+	"4RyFlabdLf/68GB0cDL74Vl/0P9+6A8GJ8Mn0aHv+4Nnw97J08HwJMQnET4c/h1IP5Xos1uLQ59BJNkW",
+	"r9XQX1NXsVDLLngTlLiuy+kAUtXkOjctzXyVczSZfQEr+2ZN/BaDdpcYNFm4XRvEybK1csu132jMfAm1",
+	"G3FZuoAqmHUWCM/IL25SZxe9E1CGRXLwYlyR5IIVh7TyjclcyrLzlbiDeCq76C1JQkV1hIU8smlf1uxB",
+	"jW8WslrbGAX72p33//V/CGpdID8S1zL5/frUMXBsDDcrGnd3scDseUq8c9YebTXDqG1sscIUr767W2Xe",
+	"/0O4R34v/e9HIku0M13XIM0tyPgjjW42eh5ipS1KE3BQbinp5Q0nrJJji4VRnR4DNZmgKt4mgrm1VO98",
+	"+zxqfcO6L4t1t8QvU8KmOVznKfxeY5Oo0ayh7ivE1zhJaRo995zcNNDPJcmLk9wuFOY1LyTBZ1VvLlix",
+	"Vkg1I92pd2P8YrpmW612Czt4QDrw7qYOP4RB95uSc38lx+3lulW7cUkPZV92W7+HxuPO/k25+abcPMy9",
+	"o9nj/a4eTVsdUwWhUdIxFTF1Sq6+Dazxuhh3VerutEmo0Q71n8zMn0fCuT2fziDxy8eWyRLf6GabJXyR",
+	"lb/WFpUFkVgPp//WpSWKHRzGTgcHPmk246gra9MyRnXLqLMG5YsCqOTRlKCm5HGZOq5sMpgd4l6oa3Sb",
+	"1ZerLpSWXhOcoU7lNjfJxrEeyHBVwLptjNwgvMGJ7jfxdyfx11SGygG3mSnZasr7xOlxvUOkV6VXbtsm",
+	"9Zl39kztP93215b9hrSaK5LosjZoThJSy6nKzVTvokKVxrAK1FePDnUtbR0ksBUstBs2rTnpMxv4/e70",
+	"JWggK9PU2BSpoCZOzrYmhoOu6XrtRONfsBIimHoYEMZHTatjpVMV20QHR6DiJ0iHEQj0gZCliQtXv3eh",
+	"98olJIGaktqYraFxcVvsqfWDz3AJJRVNwlx05GY5FCtxQz2I4IK9O30p0GrOBUFzrkuC8viKQPC7aY5s",
+	"5H+IpZuT8AOJdP4GwrJU0qPWJvc2rcXxuwYl23bU2j5WW9xiU3PmnRl4Q6/thwpFbiDZb8nlfyzZ9xSo",
+	"nCSIW8q8BdOpvXX2dcOlTt6jf1uACCMrtJ2nmPIyptW8fVFxEWG/vmBToqMj51kcMKTm2qrCqA1No/Im",
+	"USYDKHuCtH645yHBbbuCRFywEDMkVlSG86y0ly2niTPuUMccTgEYBmZntmH+txtwJ9wE2BXwsYgmu2Al",
+	"5JndVhKCj4rFgb0NdQlONpQwqo0ud1sA/W7h5aUumXK9JEUPT32jvLoQz0Ljn9tdP27fq52W6SyqsNod",
+	"daPaCNVitk9ttGp936fNawbuQkVeEUyL88V1Zw0O61ZWaZW0G3Ar/Xg3rfLvK3q5dtFfc9xyoe3arlie",
+	"d1Hr7RblnLdIaz2JejMfH5DOaNoPO8NwSDqH+MmTTm/WJ4NoGI6mj3Gx2VcTq6h06K6ZvffXmv7NxjJR",
+	"7orWymrz3T7N/6HsHo39abcEEZe7Gf/DhBEXN77zlb3/0aJks99YwVenw2XeMp02YosQ2sLQUD5fyZSk",
+	"tpv+RruFyTK93RUNXz2oPfUL8YFqt3RgQvqP5m+BiqNUQ3ACKV1DrwX1kTNyAyKehBAc2vd9BZo/JtfJ",
+	"O/7uBLGNjsmihVhPkGXmO5N+vkyUe3o5XYu2Xqp9UjTWf1ZvqPUHPIQX1Gh1LvCtuWNSe1w7x4bq13dI",
+	"kzGQ2BHlNyD7zeY78jNceTqCZZu9v9Qu/Ju5v9HcX4DUXS7H/SRr81tvZznVfX1FoRaNvjWVnprdhVBR",
+	"ohh1kjVBdjsuXTDDII8Q42BlifklDXFsX8/rSVbCW+oMJLD8z3XZ9n+fy3bwsFeb00G/Qu5LnZHU0EW3",
+	"yIF6Vk0rxHcA+JBp/jyDNJrMotW6J88oteptYBcZ4jQs4hv/qLXcQl/j3ViI0+oXKMpt8vvLe0U4giRX",
+	"9aHD1i3TNnWxTFNTWx0rMlVd1CPzgvmJJ2ihC1XtVcp0m1e7teW68ZLuX/WsT6PGfvU29/q0FZKYJek6",
+	"WXo11Snxkt5xumMUc8XgNIwQZOTZ4u/BAn8gKElZUJhwvL8P38y5kOMD/8CvzPI+O6nasuH1VcOtpUNn",
+	"6IH1uWQQM8YLU+C1upenJv8O+vp6thmGYvDQWLemoXEx/TWboeCBrs5zXunOa8jaDdt1hrMl2OpHKvsj",
+	"PKfBfMwvjb/ANms3Q2YEUB0TCreVi6qAwa5UV8VpLONu3pZXuXl/8/8CAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -26,8 +26,10 @@ import (
 	"partnerd/internal/pricing"
 	"partnerd/internal/quotes"
 	"partnerd/internal/rates"
+	"partnerd/internal/safeurl"
 	"partnerd/internal/store"
 	"partnerd/internal/transactions"
+	"partnerd/internal/webhook"
 )
 
 // App is a configured service with its database open and migrated.
@@ -43,6 +45,7 @@ type App struct {
 	lifecycle    *transactions.Lifecycle
 	idempotency  *idempotency.Service
 	jobs         *jobs.Runner
+	events       *webhook.Log
 	handler      http.Handler
 }
 
@@ -93,15 +96,23 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 	if cfg.DemoCursorSecret {
 		log.Warn("CURSOR_SECRET is unset; using the built-in staging secret for page cursors")
 	}
-	a.transactions = transactions.NewService(st, pricer, book, expiryScheduler{st}, cfg.DepositWindow, store.Now)
-	a.lifecycle = transactions.NewLifecycle(st, cfg.Confirmations, store.Now)
+	// Every event row written by a state change gets its delivery job in the same
+	// database transaction.
+	outbox := outboxStore{st}
+	a.transactions = transactions.NewService(outbox, pricer, book, expiryScheduler{st}, cfg.DepositWindow, store.Now)
+	a.lifecycle = transactions.NewLifecycle(outbox, cfg.Confirmations, store.Now)
+
+	production := cfg.Env == config.Production
+	policy := safeurl.Policy{AllowPrivate: !production, RequireHTTPS: production}
+	deliverer := webhook.NewDeliverer(st, policy, cfg.WebhookSchedule, store.Now, log)
 	a.jobs, err = jobs.NewRunner(st.SQL(), string(st.Dialect()), expirer{a.lifecycle}, jobs.Options{
-		Logger: log, SweepInterval: cfg.ExpirySweep, FetchPollInterval: cfg.JobPollInterval,
+		Logger: log, SweepInterval: cfg.ExpirySweep, FetchPollInterval: cfg.JobPollInterval, Deliverer: deliverer, Requeues: st,
 	})
 	if err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("job runner: %w", err)
 	}
+	a.events = webhook.NewLog(st, a.jobs, cursor.NewCodec(cfg.CursorSecret), store.Now)
 	a.idempotency = idempotency.NewService(st, store.Now)
 
 	codec := cursor.NewCodec(cfg.CursorSecret)
@@ -113,7 +124,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 		Lifecycle:    a.lifecycle,
 		Ledger:       transactions.NewLedger(st, codec, store.Now),
 		History:      st,
-		Production:   cfg.Env == config.Production,
+		Endpoints:    webhook.NewEndpoints(st, policy, a.jobs, store.Now),
+		Events:       a.events,
+		Production:   production,
 		Idempotency:  a.idempotency,
 		Store:        st,
 		Logger:       log,
@@ -183,7 +196,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	if a.feed != nil {
 		go a.feed.Run(feedCtx)
 	}
-	go a.purgeIdempotencyKeys(feedCtx)
+	go a.purge(feedCtx)
 	if err := a.jobs.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start jobs: %w", err)
 	}
@@ -211,19 +224,24 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// purgeInterval is how often expired idempotency keys are deleted.
+// purgeInterval is how often expired idempotency keys and webhook events are deleted.
 const purgeInterval = 10 * time.Minute
 
-// purgeIdempotencyKeys deletes expired idempotency keys now and every purgeInterval
-// until ctx is done. Deleting is idempotent, so several instances may run it.
-func (a *App) purgeIdempotencyKeys(ctx context.Context) {
+// purge deletes idempotency keys past their retention (24 h) and webhook events
+// past theirs (30 days) now and every purgeInterval until ctx is done. Deleting is
+// idempotent, so several instances may run it.
+func (a *App) purge(ctx context.Context) {
 	t := time.NewTicker(purgeInterval)
 	defer t.Stop()
 	for {
-		if n, err := a.idempotency.Purge(ctx); err != nil && ctx.Err() == nil {
-			a.log.Warn("purge idempotency keys", "error", err.Error())
-		} else if n > 0 {
-			a.log.Info("purged expired idempotency keys", "count", n)
+		for what, fn := range map[string]func(context.Context) (int64, error){
+			"idempotency keys": a.idempotency.Purge, "webhook events": a.events.Purge,
+		} {
+			if n, err := fn(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("purge "+what, "error", err.Error())
+			} else if n > 0 {
+				a.log.Info("purged "+what, "count", n)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -263,4 +281,19 @@ func (e expirer) Expire(ctx context.Context, id uuid.UUID) error {
 
 func (e expirer) ExpireDue(ctx context.Context, now time.Time, limit int) (int, error) {
 	return e.l.ExpireDue(ctx, now, limit)
+}
+
+// outboxStore is the store as the transaction services see it: writing an event
+// also inserts its delivery job, on the same database transaction.
+type outboxStore struct{ *store.Store }
+
+func (o outboxStore) InsertEvent(ctx context.Context, e *transactions.Event) error {
+	if err := o.Store.InsertEvent(ctx, e); err != nil {
+		return err
+	}
+	tx, ok := o.SQLTx(ctx)
+	if !ok {
+		return errors.New("events must be written inside a database transaction")
+	}
+	return jobs.InsertDeliveryTx(ctx, tx, string(o.Dialect()), e.ID)
 }

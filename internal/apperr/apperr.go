@@ -35,7 +35,6 @@ const (
 	WebhookURLNotAllowed         Code = "webhook_url_not_allowed"
 	RateLimited                  Code = "rate_limited"
 	Internal                     Code = "internal_error"
-	NotImplemented               Code = "not_implemented"
 	RatesUnavailable             Code = "rates_unavailable"
 )
 

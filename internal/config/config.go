@@ -56,6 +56,8 @@ type Config struct {
 	DemoXPubs []string
 	// Confirmations is how many confirmations a deposit needs per network.
 	Confirmations map[string]int
+	// WebhookSchedule is the wait before each webhook retry (WEBHOOK_RETRY_SCHEDULE).
+	WebhookSchedule []time.Duration
 	// JobPollInterval is how often job workers look for due jobs.
 	JobPollInterval time.Duration
 	// ExpirySweep is how often the backstop sweep expires overdue transactions.
@@ -83,6 +85,8 @@ const (
 	DefaultShareRate   = "0.5"
 	// DefaultConfirmations are the confirmations a deposit needs per network.
 	DefaultConfirmations = "bep20=15,trc20=19"
+	// DefaultWebhookSchedule is the wait before each retry of a failed delivery.
+	DefaultWebhookSchedule = "5s,5m,30m,2h,5h,10h,10h"
 )
 
 // FromEnv reads the configuration from the process environment.
@@ -189,7 +193,10 @@ func Load(getenv func(string) string) (*Config, error) {
 		c.Confirmations[strings.ToLower(network)] = v
 	}
 	c.ExpirySweep = duration(get("EXPIRY_SWEEP_INTERVAL", "1m"), "EXPIRY_SWEEP_INTERVAL", bad)
-	c.JobPollInterval = duration(get("JOB_POLL_INTERVAL", "1s"), "JOB_POLL_INTERVAL", bad)
+	c.JobPollInterval = duration(get("JOB_POLL_INTERVAL", "200ms"), "JOB_POLL_INTERVAL", bad)
+	for _, item := range strings.Split(get("WEBHOOK_RETRY_SCHEDULE", DefaultWebhookSchedule), ",") {
+		c.WebhookSchedule = append(c.WebhookSchedule, duration(strings.TrimSpace(item), "WEBHOOK_RETRY_SCHEDULE", bad))
+	}
 	c.DepositWindow = duration(get("DEPOSIT_WINDOW", "30m"), "DEPOSIT_WINDOW", bad)
 
 	if s := get("CURSOR_SECRET", ""); s != "" {

@@ -38,7 +38,6 @@ var statusByCode = map[apperr.Code]int{
 	apperr.WebhookURLNotAllowed:         http.StatusUnprocessableEntity,
 	apperr.RateLimited:                  http.StatusTooManyRequests,
 	apperr.Internal:                     http.StatusInternalServerError,
-	apperr.NotImplemented:               http.StatusNotImplemented,
 	apperr.RatesUnavailable:             http.StatusServiceUnavailable,
 }
 
@@ -65,7 +64,7 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		e := toAppError(err)
 		status := StatusOf(e.Code)
 		reqID := c.Response().Header().Get(echo.HeaderXRequestID)
-		if status >= 500 && e.Code != apperr.NotImplemented && e.Code != apperr.RatesUnavailable {
+		if status >= 500 && e.Code != apperr.RatesUnavailable {
 			log.Error("request failed", "request_id", reqID, "method", c.Request().Method,
 				"route", c.Path(), "error", err.Error())
 		}

@@ -60,7 +60,7 @@ func TestSweepExpiresWhatJobsMissed(t *testing.T) {
 
 func TestExpiryExactlyOnceWithTwoInstances(t *testing.T) {
 	t.Parallel()
-	db := testdb.Database{Name: "postgres", URL: testdb.Postgres(t)}
+	db := testdb.Database{Name: "postgres", URL: testdb.PostgresSchema(t)}
 	settings := map[string]string{"DEPOSIT_WINDOW": "1s", "JOB_POLL_INTERVAL": "100ms", "EXPIRY_SWEEP_INTERVAL": "300ms"}
 	a := apitest.Start(t, db, settings)
 	b := apitest.Start(t, db, settings)

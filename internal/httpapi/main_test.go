@@ -24,5 +24,5 @@ func onBoth(t *testing.T, settings map[string]string, fn func(t *testing.T, env 
 func ptr[T any](v T) *T { return &v }
 
 func testdbPostgres(t *testing.T) testdb.Database {
-	return testdb.Database{Name: "postgres", URL: testdb.Postgres(t)}
+	return testdb.Database{Name: "postgres", URL: testdb.PostgresSchema(t)}
 }

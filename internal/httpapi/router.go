@@ -18,6 +18,7 @@ import (
 	"partnerd/internal/quotes"
 	"partnerd/internal/store"
 	"partnerd/internal/transactions"
+	"partnerd/internal/webhook"
 )
 
 // MaxBodyBytes caps request bodies (413 payload_too_large above it).
@@ -32,6 +33,8 @@ type Deps struct {
 	Lifecycle    *transactions.Lifecycle
 	Ledger       *transactions.Ledger
 	History      HistoryReader
+	Endpoints    *webhook.Endpoints
+	Events       *webhook.Log
 	Idempotency  *idempotency.Service
 	// Production hides the sandbox simulator.
 	Production bool
@@ -83,7 +86,7 @@ func New(d Deps) (*echo.Echo, error) {
 	})
 
 	srv := &Server{partners: d.Partners, quotes: d.Quotes, transactions: d.Transactions, lister: d.Lister,
-		lifecycle: d.Lifecycle, ledger: d.Ledger, history: d.History, log: log}
+		lifecycle: d.Lifecycle, ledger: d.Ledger, history: d.History, endpoints: d.Endpoints, events: d.Events, log: log}
 	// Partner checks run as global middleware with a skipper rather than as group
 	// middleware: a group with middleware catches every unknown path under it, which
 	// would turn a wrong method (405) into a 404.

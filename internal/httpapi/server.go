@@ -12,11 +12,11 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/gen/api"
-	"partnerd/internal/apperr"
 	"partnerd/internal/money"
 	"partnerd/internal/partners"
 	"partnerd/internal/quotes"
 	"partnerd/internal/transactions"
+	"partnerd/internal/webhook"
 )
 
 // Server implements the generated StrictServerInterface.
@@ -28,6 +28,8 @@ type Server struct {
 	lifecycle    *transactions.Lifecycle
 	ledger       *transactions.Ledger
 	history      HistoryReader
+	endpoints    *webhook.Endpoints
+	events       *webhook.Log
 	log          *slog.Logger
 }
 
@@ -37,10 +39,6 @@ type HistoryReader interface {
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
-
-// notImplemented is the answer of operations declared in the contract whose
-// capability has not shipped yet; the spec declares 501 on exactly those.
-var notImplemented = apperr.New(apperr.NotImplemented, "This operation is not available yet.")
 
 // CreateQuote prices an amount and stores the quote (POST /quotes).
 func (s *Server) CreateQuote(ctx context.Context, req api.CreateQuoteRequestObject) (api.CreateQuoteResponseObject, error) {
@@ -74,34 +72,4 @@ func quoteOut(q *quotes.Quote) api.Quote {
 		CreatedAt:      q.CreatedAt,
 		ExpiresAt:      q.ExpiresAt,
 	}
-}
-
-// GetWebhookEndpoint is not available yet.
-func (s *Server) GetWebhookEndpoint(context.Context, api.GetWebhookEndpointRequestObject) (api.GetWebhookEndpointResponseObject, error) {
-	return nil, notImplemented
-}
-
-// PutWebhookEndpoint is not available yet.
-func (s *Server) PutWebhookEndpoint(context.Context, api.PutWebhookEndpointRequestObject) (api.PutWebhookEndpointResponseObject, error) {
-	return nil, notImplemented
-}
-
-// RotateWebhookSecret is not available yet.
-func (s *Server) RotateWebhookSecret(context.Context, api.RotateWebhookSecretRequestObject) (api.RotateWebhookSecretResponseObject, error) {
-	return nil, notImplemented
-}
-
-// ListWebhookEvents is not available yet.
-func (s *Server) ListWebhookEvents(context.Context, api.ListWebhookEventsRequestObject) (api.ListWebhookEventsResponseObject, error) {
-	return nil, notImplemented
-}
-
-// GetWebhookEvent is not available yet.
-func (s *Server) GetWebhookEvent(context.Context, api.GetWebhookEventRequestObject) (api.GetWebhookEventResponseObject, error) {
-	return nil, notImplemented
-}
-
-// ReplayWebhookEvent is not available yet.
-func (s *Server) ReplayWebhookEvent(context.Context, api.ReplayWebhookEventRequestObject) (api.ReplayWebhookEventResponseObject, error) {
-	return nil, notImplemented
 }

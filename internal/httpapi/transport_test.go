@@ -130,21 +130,6 @@ func TestTransportErrors(t *testing.T) {
 	})
 }
 
-func TestNotYetImplementedOperationsAnswer501(t *testing.T) {
-	t.Parallel()
-	onBoth(t, nil, func(t *testing.T, env *apitest.Env) {
-		c := env.Client(t, env.NewPartner(t))
-		ctx := context.Background()
-		res, err := c.GetWebhookEndpointWithResponse(ctx)
-		require.NoError(t, err)
-		require.Equal(t, http.StatusNotImplemented, res.StatusCode())
-		require.Equal(t, client.ErrorCodeNotImplemented, res.JSON501.Error.Code)
-		ev, err := c.ListWebhookEventsWithResponse(ctx, nil)
-		require.NoError(t, err)
-		require.Equal(t, http.StatusNotImplemented, ev.StatusCode())
-	})
-}
-
 func TestHealth(t *testing.T) {
 	t.Parallel()
 	onBoth(t, nil, func(t *testing.T, env *apitest.Env) {

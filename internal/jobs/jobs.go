@@ -125,6 +125,12 @@ type Options struct {
 	// new jobs, so this bounds how late a due job starts.
 	FetchPollInterval time.Duration
 
+	// Deliverer delivers webhook events; without it the Runner refuses delivery
+	// jobs (none are inserted in that case).
+	Deliverer Deliverer
+	// Requeues feeds the periodic sweep of lost requeues (with Deliverer).
+	Requeues Requeues
+
 	// noStagger starts the leader's maintenance services at once instead of each
 	// after a random delay of up to a second (River's TestOnly); tests set it.
 	noStagger bool
@@ -135,6 +141,7 @@ type Runner struct {
 	client  *river.Client[*sql.Tx]
 	db      *sql.DB
 	dialect string
+	log     *slog.Logger
 }
 
 // NewRunner returns a Runner working jobs on db, the store's pool (Store.SQL()),
@@ -170,25 +177,43 @@ func NewRunner(db *sql.DB, dialect string, exp Expirer, opts Options) (*Runner, 
 	if err := river.AddWorkerSafely(workers, &sweepWorker{exp: exp}); err != nil {
 		return nil, err
 	}
+	r := &Runner{db: db, dialect: dialect, log: logger}
+	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: maxWorkers}}
+	periodic := []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(sweep),
+			func() (river.JobArgs, *river.InsertOpts) { return SweepExpiredArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "sweep_expired_transactions", RunOnStart: true}),
+	}
+	if opts.Deliverer != nil {
+		if err := river.AddWorkerSafely(workers, &deliverWorker{d: opts.Deliverer}); err != nil {
+			return nil, err
+		}
+		queues[QueueWebhooks] = river.QueueConfig{MaxWorkers: webhookWorkers}
+	}
+	if opts.Requeues != nil {
+		if err := river.AddWorkerSafely(workers, &requeueSweepWorker{src: opts.Requeues, runner: r}); err != nil {
+			return nil, err
+		}
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(sweep),
+			func() (river.JobArgs, *river.InsertOpts) { return SweepRequeuesArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "sweep_webhook_requeues"}))
+	}
 	client, err := river.NewClient(driver, &river.Config{
 		ID:                clientID(),
 		Logger:            logger,
 		Workers:           workers,
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: maxWorkers}},
+		Queues:            queues,
 		FetchPollInterval: poll,
 		TestOnly:          opts.noStagger,
 		// The cooldown may not exceed the poll interval.
 		FetchCooldown: min(poll, river.FetchCooldownDefault),
-		PeriodicJobs: []*river.PeriodicJob{
-			river.NewPeriodicJob(river.PeriodicInterval(sweep),
-				func() (river.JobArgs, *river.InsertOpts) { return SweepExpiredArgs{}, nil },
-				&river.PeriodicJobOpts{ID: "sweep_expired_transactions", RunOnStart: true}),
-		},
+		PeriodicJobs:  periodic,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: create River client: %w", err)
 	}
-	return &Runner{client: client, db: db, dialect: dialect}, nil
+	r.client = client
+	return r, nil
 }
 
 // Start starts working jobs in the background and returns. It fails when River's
@@ -275,7 +300,9 @@ func migrator(db *sql.DB, dialect string) (*rivermigrate.Migrator[*sql.Tx], erro
 	if err != nil {
 		return nil, err
 	}
-	m, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: slog.Default()})
+	// River's migrator logs every step at info level; only its warnings matter here.
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	m, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: quiet})
 	if err != nil {
 		return nil, fmt.Errorf("jobs: migrator: %w", err)
 	}

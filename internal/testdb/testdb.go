@@ -66,10 +66,38 @@ func SQLite(t testing.TB) string {
 	return "sqlite:" + filepath.Join(t.TempDir(), "partnerd.db")
 }
 
-// Both returns a PostgreSQL and a SQLite database, the two a conformance suite runs on.
+// PostgresSchema returns the URL of a fresh schema in this test package's
+// PostgreSQL database (its connections use it through search_path), so a test can
+// run background workers that never see another test's rows.
+func PostgresSchema(t testing.TB) string {
+	t.Helper()
+	base := Postgres(t)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "s_" + hex.EncodeToString(b)
+	db, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Both returns a PostgreSQL database (a fresh schema of the package's database) and
+// a fresh SQLite database: the two a conformance suite runs on.
 func Both(t testing.TB) []Database {
 	t.Helper()
-	return []Database{{Name: "postgres", URL: Postgres(t)}, {Name: "sqlite", URL: SQLite(t)}}
+	return []Database{{Name: "postgres", URL: PostgresSchema(t)}, {Name: "sqlite", URL: SQLite(t)}}
 }
 
 // Main runs the package's tests and drops the databases they created. Call it from

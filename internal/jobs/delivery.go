@@ -1,0 +1,160 @@
+package jobs
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// QueueWebhooks is the queue of webhook deliveries, apart from the default queue so
+// a backlog of slow receivers never delays expiries.
+const QueueWebhooks = "webhooks"
+
+// webhookWorkers is how many deliveries one Runner makes at once.
+const webhookWorkers = 50
+
+// Deliverer delivers webhook events; the webhook package implements it.
+type Deliverer interface {
+	// Deliver makes one attempt. With again set the job runs once more after wait
+	// (0: at once); otherwise it is done. An error is retried by River with its own
+	// backoff.
+	Deliver(ctx context.Context, eventID uuid.UUID) (again bool, wait time.Duration, err error)
+}
+
+// DeliverEventArgs is the job that delivers one event. Retries of the same event
+// reuse the job (snoozed until the next attempt), and it is unique by event while
+// it is live, so an event is never delivered by two workers at once.
+type DeliverEventArgs struct {
+	EventID uuid.UUID `json:"event_id"`
+}
+
+// Kind is the job's kind in River's tables.
+func (DeliverEventArgs) Kind() string { return "deliver_webhook_event" }
+
+// InsertOpts puts deliveries on their queue and makes them unique per event among
+// live jobs (not completed ones, so a replay after delivery inserts a new job).
+func (DeliverEventArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{
+		Queue:       QueueWebhooks,
+		MaxAttempts: 25,
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+			rivertype.JobStateRunning, rivertype.JobStateScheduled,
+		}},
+	}
+}
+
+type deliverWorker struct {
+	river.WorkerDefaults[DeliverEventArgs]
+	d Deliverer
+}
+
+func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverEventArgs]) error {
+	again, wait, err := w.d.Deliver(ctx, job.Args.EventID)
+	if err != nil {
+		return err
+	}
+	if again {
+		return river.JobSnooze(wait)
+	}
+	return nil
+}
+
+// Timeout leaves room for the receiver's 15 seconds and our bookkeeping.
+func (w *deliverWorker) Timeout(*river.Job[DeliverEventArgs]) time.Duration { return time.Minute }
+
+// InsertDeliveryTx inserts the delivery job of eventID in tx, the transaction that
+// wrote the event, so the event and its job commit together.
+func InsertDeliveryTx(ctx context.Context, tx *sql.Tx, dialect string, eventID uuid.UUID) error {
+	if tx == nil {
+		return errors.New("jobs: nil transaction")
+	}
+	client, err := insertClient(dialect)
+	if err != nil {
+		return err
+	}
+	if _, err := client.InsertTx(ctx, tx, DeliverEventArgs{EventID: eventID}, nil); err != nil {
+		return fmt.Errorf("jobs: insert delivery of event %s: %w", eventID, err)
+	}
+	return nil
+}
+
+// Redeliver queues eventID for delivery now: a new job, or, when the event's job is
+// waiting for a later retry, that job moved to now. When the event's job is marked
+// running, the caller has already marked the event requeued: a job in the middle of
+// an attempt sees the mark and runs again; one that just finished (River records
+// completions in batches) is waited for in the background and a fresh job queued.
+// The periodic requeue sweep is the backstop if this process dies meanwhile.
+func (r *Runner) Redeliver(ctx context.Context, eventID uuid.UUID) error {
+	res, err := r.client.Insert(ctx, DeliverEventArgs{EventID: eventID}, nil)
+	if err != nil {
+		return fmt.Errorf("jobs: queue delivery of event %s: %w", eventID, err)
+	}
+	if !res.UniqueSkippedAsDuplicate || res.Job == nil {
+		return nil
+	}
+	switch res.Job.State {
+	case rivertype.JobStateScheduled, rivertype.JobStateRetryable:
+		if _, err := r.client.JobRetry(ctx, res.Job.ID); err != nil {
+			return fmt.Errorf("jobs: bring delivery of event %s forward: %w", eventID, err)
+		}
+	case rivertype.JobStateRunning:
+		go r.requeueAfter(context.WithoutCancel(ctx), res.Job.ID, eventID)
+	}
+	return nil
+}
+
+// requeueAfter waits (a bounded time) for job to stop running, then queues the event again.
+func (r *Runner) requeueAfter(ctx context.Context, jobID int64, eventID uuid.UUID) {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		job, err := r.client.JobGet(ctx, jobID)
+		if err != nil || job.State != rivertype.JobStateRunning {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := r.Redeliver(ctx, eventID); err != nil {
+		r.log.Warn("requeue webhook delivery", "event_id", eventID.String(), "error", err.Error())
+	}
+}
+
+// SweepRequeuesArgs is the periodic job that queues every event marked requeued
+// whose requeue no job took up (the backstop of Redeliver).
+type SweepRequeuesArgs struct{}
+
+// Kind is the job's kind in River's tables.
+func (SweepRequeuesArgs) Kind() string { return "sweep_webhook_requeues" }
+
+// InsertOpts gives a sweep a single attempt.
+func (SweepRequeuesArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 1} }
+
+// Requeues lists events marked requeued for longer than a moment.
+type Requeues interface {
+	StaleRequeues(ctx context.Context, olderThan time.Time, limit int) ([]uuid.UUID, error)
+}
+
+type requeueSweepWorker struct {
+	river.WorkerDefaults[SweepRequeuesArgs]
+	src    Requeues
+	runner *Runner
+}
+
+func (w *requeueSweepWorker) Work(ctx context.Context, _ *river.Job[SweepRequeuesArgs]) error {
+	ids, err := w.src.StaleRequeues(ctx, time.Now().Add(-time.Minute), SweepLimit)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := w.runner.Redeliver(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,217 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"partnerd/internal/apperr"
+	"partnerd/internal/webhook"
+)
+
+type endpointRow struct {
+	PartnerID               uuid.UUID `gorm:"primaryKey"`
+	URL                     string    `gorm:"column:url"`
+	Enabled                 bool
+	Secret                  string
+	PreviousSecret          *string
+	PreviousSecretExpiresAt *time.Time
+	CreatedAt               time.Time
+	UpdatedAt               time.Time
+}
+
+func (endpointRow) TableName() string { return "webhook_endpoints" }
+
+// EndpointOf returns the partner's webhook endpoint, or apperr NotFound.
+func (s *Store) EndpointOf(ctx context.Context, partnerID uuid.UUID) (*webhook.Endpoint, error) {
+	var r endpointRow
+	if err := s.conn(ctx).Where("partner_id = ?", partnerID).Take(&r).Error; err != nil {
+		return nil, notFound(err, "webhook endpoint")
+	}
+	return &webhook.Endpoint{
+		PartnerID: r.PartnerID, URL: r.URL, Enabled: r.Enabled, Secret: r.Secret, PreviousSecret: r.PreviousSecret,
+		PreviousSecretExpiresAt: utcPtr(r.PreviousSecretExpiresAt), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}, nil
+}
+
+// SaveEndpoint inserts or updates an endpoint.
+func (s *Store) SaveEndpoint(ctx context.Context, e *webhook.Endpoint) error {
+	return s.conn(ctx).Save(&endpointRow{
+		PartnerID: e.PartnerID, URL: e.URL, Enabled: e.Enabled, Secret: e.Secret, PreviousSecret: e.PreviousSecret,
+		PreviousSecretExpiresAt: e.PreviousSecretExpiresAt, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+	}).Error
+}
+
+// webhookEventRow is the events table with its delivery columns.
+type webhookEventRow struct {
+	ID            uuid.UUID `gorm:"primaryKey"`
+	PartnerID     uuid.UUID
+	TransactionID uuid.UUID
+	Type          string
+	Payload       string
+	CreatedAt     time.Time
+	PublishStatus string
+	Attempts      int
+	CycleAttempts int
+	LastAttemptAt *time.Time
+	NextAttemptAt *time.Time
+}
+
+func (webhookEventRow) TableName() string { return "events" }
+
+func (r *webhookEventRow) domain() *webhook.Event {
+	return &webhook.Event{
+		ID: r.ID, PartnerID: r.PartnerID, TransactionID: r.TransactionID, Type: r.Type, Payload: []byte(r.Payload),
+		CreatedAt: r.CreatedAt.UTC(), PublishStatus: r.PublishStatus, Attempts: r.Attempts, CycleAttempts: r.CycleAttempts,
+		LastAttemptAt: utcPtr(r.LastAttemptAt), NextAttemptAt: utcPtr(r.NextAttemptAt),
+	}
+}
+
+// EventByID returns an event; a non-nil partnerID scopes the lookup.
+func (s *Store) EventByID(ctx context.Context, partnerID *uuid.UUID, id uuid.UUID) (*webhook.Event, error) {
+	db := s.conn(ctx).Where("id = ?", id)
+	if partnerID != nil {
+		db = db.Where("partner_id = ?", *partnerID)
+	}
+	var r webhookEventRow
+	if err := db.Take(&r).Error; err != nil {
+		return nil, notFound(err, "webhook event")
+	}
+	return r.domain(), nil
+}
+
+type attemptRow struct {
+	ID          int64 `gorm:"primaryKey"`
+	EventID     uuid.UUID
+	AttemptedAt time.Time
+	StatusCode  *int
+	DurationMS  int `gorm:"column:duration_ms"`
+	Error       *string
+}
+
+func (attemptRow) TableName() string { return "webhook_attempts" }
+
+// SaveEventState writes the event's delivery fields and appends a (when not nil).
+func (s *Store) SaveEventState(ctx context.Context, e *webhook.Event, a *webhook.Attempt) error {
+	return s.InTx(ctx, func(ctx context.Context) error {
+		res := s.conn(ctx).Model(&webhookEventRow{}).Where("id = ?", e.ID).Updates(map[string]any{
+			"publish_status": e.PublishStatus, "attempts": e.Attempts, "cycle_attempts": e.CycleAttempts,
+			"last_attempt_at": e.LastAttemptAt, "next_attempt_at": e.NextAttemptAt,
+		})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return apperr.New(apperr.NotFound, "The webhook event was not found.")
+		}
+		if a == nil {
+			return nil
+		}
+		return s.conn(ctx).Create(&attemptRow{EventID: e.ID, AttemptedAt: a.AttemptedAt, StatusCode: a.StatusCode, DurationMS: a.DurationMS, Error: a.Error}).Error
+	})
+}
+
+// PendingEvents returns the partner's pending event ids, oldest first.
+func (s *Store) PendingEvents(ctx context.Context, partnerID uuid.UUID) ([]uuid.UUID, error) {
+	var ids []uuid.UUID
+	err := s.conn(ctx).Model(&webhookEventRow{}).Where("partner_id = ? AND publish_status = ?", partnerID, webhook.Pending).
+		Order("created_at, id").Pluck("id", &ids).Error
+	return ids, err
+}
+
+// ListEvents returns a page of the partner's events by (created_at, id) descending.
+func (s *Store) ListEvents(ctx context.Context, partnerID uuid.UUID, q webhook.ListQuery) ([]*webhook.Event, error) {
+	db := s.conn(ctx).Where("partner_id = ?", partnerID)
+	if q.Type != nil {
+		db = db.Where("type = ?", *q.Type)
+	}
+	if q.TransactionID != nil {
+		db = db.Where("transaction_id = ?", *q.TransactionID)
+	}
+	if q.PublishStatus != nil {
+		db = db.Where("publish_status = ?", *q.PublishStatus)
+	}
+	if q.From != nil {
+		db = db.Where("created_at >= ?", q.From.UTC())
+	}
+	if q.To != nil {
+		db = db.Where("created_at <= ?", q.To.UTC())
+	}
+	if q.After != nil {
+		id, err := uuid.Parse(q.After.ID)
+		if err != nil {
+			return nil, apperr.New(apperr.InvalidCursor, "The cursor is invalid for this list and filters.")
+		}
+		at := q.After.Time.UTC()
+		db = db.Where("(created_at < ? OR (created_at = ? AND id < ?))", at, at, id)
+	}
+	var rows []webhookEventRow
+	if err := db.Order("created_at DESC, id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]*webhook.Event, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	return out, nil
+}
+
+// AttemptsOf returns an event's attempts, oldest first.
+func (s *Store) AttemptsOf(ctx context.Context, eventID uuid.UUID) ([]webhook.Attempt, error) {
+	var rows []attemptRow
+	if err := s.conn(ctx).Where("event_id = ?", eventID).Order("id").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]webhook.Attempt, len(rows))
+	for i, r := range rows {
+		out[i] = webhook.Attempt{AttemptedAt: r.AttemptedAt.UTC(), StatusCode: r.StatusCode, DurationMS: r.DurationMS, Error: r.Error}
+	}
+	return out, nil
+}
+
+// PurgeEvents deletes events created before t, with their attempts.
+func (s *Store) PurgeEvents(ctx context.Context, before time.Time) (int64, error) {
+	var n int64
+	err := s.InTx(ctx, func(ctx context.Context) error {
+		sub := s.conn(ctx).Model(&webhookEventRow{}).Select("id").Where("created_at < ?", before)
+		if err := s.conn(ctx).Where("event_id IN (?)", sub).Delete(&attemptRow{}).Error; err != nil {
+			return err
+		}
+		res := s.conn(ctx).Where("created_at < ?", before).Delete(&webhookEventRow{})
+		n = res.RowsAffected
+		return res.Error
+	})
+	return n, err
+}
+
+// Requeue marks the event requeued and pending, due at.
+func (s *Store) Requeue(ctx context.Context, partnerID *uuid.UUID, id uuid.UUID, at time.Time) (*webhook.Event, error) {
+	db := s.conn(ctx).Model(&webhookEventRow{}).Where("id = ?", id)
+	if partnerID != nil {
+		db = db.Where("partner_id = ?", *partnerID)
+	}
+	res := db.Updates(map[string]any{"requeued": true, "publish_status": webhook.Pending, "next_attempt_at": at})
+	if res.Error != nil {
+		return nil, res.Error
+	}
+	if res.RowsAffected == 0 {
+		return nil, apperr.New(apperr.NotFound, "The webhook event was not found.")
+	}
+	return s.EventByID(ctx, partnerID, id)
+}
+
+// TakeRequeue clears the requeued mark, reporting whether it was set.
+func (s *Store) TakeRequeue(ctx context.Context, id uuid.UUID) (bool, error) {
+	res := s.conn(ctx).Model(&webhookEventRow{}).Where("id = ? AND requeued = ?", id, true).Update("requeued", false)
+	return res.RowsAffected == 1, res.Error
+}
+
+// StaleRequeues returns events marked requeued since before olderThan (by their
+// next_attempt_at, which a requeue sets).
+func (s *Store) StaleRequeues(ctx context.Context, olderThan time.Time, limit int) ([]uuid.UUID, error) {
+	var ids []uuid.UUID
+	err := s.conn(ctx).Model(&webhookEventRow{}).Where("requeued = ? AND next_attempt_at < ?", true, olderThan).
+		Order("next_attempt_at").Limit(limit).Pluck("id", &ids).Error
+	return ids, err
+}

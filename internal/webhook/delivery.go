@@ -1,0 +1,194 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"partnerd/internal/apperr"
+	"partnerd/internal/safeurl"
+	"partnerd/internal/webhook/sign"
+)
+
+// Timeout is how long a receiver has to answer.
+const Timeout = 15 * time.Second
+
+// maxRetryAfter caps a receiver's Retry-After.
+const maxRetryAfter = 24 * time.Hour
+
+// Deliverer sends events.
+type Deliverer struct {
+	store    Store
+	policy   safeurl.Policy
+	client   *http.Client
+	schedule []time.Duration
+	now      func() time.Time
+	log      *slog.Logger
+}
+
+// NewDeliverer returns a Deliverer retrying on schedule (DefaultSchedule when empty).
+func NewDeliverer(store Store, policy safeurl.Policy, schedule []time.Duration, now func() time.Time, log *slog.Logger) *Deliverer {
+	if len(schedule) == 0 {
+		schedule = DefaultSchedule
+	}
+	return &Deliverer{store: store, policy: policy, client: policy.Client(Timeout), schedule: schedule, now: now, log: log}
+}
+
+// Deliver makes one delivery attempt of event id. It returns again with the wait
+// before the next attempt when the event must be tried again (a retry, or a requeue
+// that arrived during this attempt); otherwise the event is delivered, failed, or
+// waiting for an enabled endpoint. An error is a fault of ours (database), retried
+// by the job.
+func (d *Deliverer) Deliver(ctx context.Context, id uuid.UUID) (bool, time.Duration, error) {
+	requeued, err := d.store.TakeRequeue(ctx, id)
+	if err != nil {
+		return false, 0, err
+	}
+	ev, err := d.store.EventByID(ctx, nil, id)
+	if apperr.CodeOf(err) == apperr.NotFound {
+		return false, 0, nil // purged
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	if requeued {
+		// A replay or an endpoint enabled: a fresh retry cycle.
+		ev.PublishStatus, ev.CycleAttempts = Pending, 0
+	}
+	if ev.PublishStatus != Pending {
+		return false, 0, nil
+	}
+	wait, retry, err := d.attempt(ctx, ev)
+	if err != nil {
+		return false, 0, err
+	}
+	// Requeued while this attempt ran: go again now, in this same job.
+	if again, err := d.store.TakeRequeue(ctx, id); err != nil || again {
+		if again {
+			_ = d.markRequeued(ctx, id)
+		}
+		return again, 0, err
+	}
+	return retry, wait, nil
+}
+
+// markRequeued sets the mark again so the next run sees it.
+func (d *Deliverer) markRequeued(ctx context.Context, id uuid.UUID) error {
+	_, err := d.store.Requeue(ctx, nil, id, d.now())
+	return err
+}
+
+// attempt sends ev once (or parks it when no endpoint is enabled) and records the
+// outcome; it returns the wait before a retry and whether one is due.
+func (d *Deliverer) attempt(ctx context.Context, ev *Event) (time.Duration, bool, error) {
+	ep, err := d.store.EndpointOf(ctx, ev.PartnerID)
+	if apperr.CodeOf(err) == apperr.NotFound || (err == nil && !ep.Enabled) {
+		// Waits as pending; enabling an endpoint queues it again.
+		ev.NextAttemptAt = nil
+		return 0, false, d.store.SaveEventState(ctx, ev, nil)
+	}
+	if err != nil {
+		return 0, false, err
+	}
+
+	start := d.now()
+	status, retryAfter, sendErr := d.send(ctx, ep, ev, start)
+	a := &Attempt{AttemptedAt: start, DurationMS: int(d.now().Sub(start).Milliseconds())}
+	if status > 0 {
+		a.StatusCode = &status
+	}
+	ev.Attempts++
+	ev.CycleAttempts++
+	ev.LastAttemptAt = &start
+	ev.NextAttemptAt = nil
+	var wait time.Duration
+	retry := false
+	switch {
+	case sendErr == nil && status >= 200 && status < 300:
+		ev.PublishStatus = Delivered
+	case status == http.StatusGone:
+		msg := "410 Gone: endpoint disabled"
+		a.Error = &msg
+		ep.Enabled, ep.UpdatedAt = false, d.now()
+		if err := d.store.SaveEndpoint(ctx, ep); err != nil {
+			return 0, false, err
+		}
+	default:
+		msg := fmt.Sprintf("HTTP %d", status)
+		if sendErr != nil {
+			msg = sendErr.Error()
+		}
+		a.Error = &msg
+		if ev.CycleAttempts > len(d.schedule) {
+			ev.PublishStatus = Failed
+			break
+		}
+		wait, retry = jitter(d.schedule[ev.CycleAttempts-1]), true
+		if retryAfter > 0 && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) {
+			wait = min(retryAfter, maxRetryAfter)
+		}
+		next := start.Add(wait)
+		ev.NextAttemptAt = &next
+	}
+	if err := d.store.SaveEventState(ctx, ev, a); err != nil {
+		return 0, false, err
+	}
+	d.log.Info("webhook attempt", "event_id", ev.ID.String(), "type", ev.Type, "partner_id", ev.PartnerID.String(),
+		"status_code", status, "duration_ms", a.DurationMS, "publish_status", ev.PublishStatus, "retry_in_ms", wait.Milliseconds())
+	return wait, retry, nil
+}
+
+// send POSTs the event's stored payload, signed with every active secret. It
+// returns the response status (0 when none arrived) and any Retry-After.
+func (d *Deliverer) send(ctx context.Context, ep *Endpoint, ev *Event, at time.Time) (int, time.Duration, error) {
+	// The URL is checked again at delivery (the policy's dialer re-checks every
+	// address actually dialed, which defeats DNS rebinding).
+	if err := d.policy.Check(ctx, ep.URL); err != nil {
+		return 0, 0, fmt.Errorf("endpoint refused: %w", err)
+	}
+	h, err := sign.Headers(ep.Secrets(at), ev.ID.String(), at, ev.Payload)
+	if err != nil {
+		return 0, 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(ev.Payload))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header = h
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "partnerd-webhooks/1")
+	res, err := d.client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return 0, 0, fmt.Errorf("no answer within %s", Timeout)
+		}
+		return 0, 0, err
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	var retryAfter time.Duration
+	if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s > 0 {
+		retryAfter = time.Duration(s) * time.Second
+	}
+	return res.StatusCode, retryAfter, nil
+}
+
+// jitter spreads retries over ±10 % so failing receivers are not hit in lockstep.
+func jitter(d time.Duration) time.Duration {
+	span := int64(d) / 5
+	if span <= 0 {
+		return d
+	}
+	return d - time.Duration(span/2) + time.Duration(rand.Int64N(span+1))
+}

@@ -1,0 +1,108 @@
+// Package webhook delivers the outbox's events to partners: endpoint registration
+// with signing secrets and their rotation, signed at-least-once delivery with a
+// retry schedule, and the event log with replay. Events are written by the
+// transaction lifecycle in the same database transaction as the change they report
+// (package transactions); a River job per event (package jobs) calls Deliver.
+package webhook
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Publish statuses of an event.
+const (
+	Pending   = "pending"
+	Delivered = "delivered"
+	Failed    = "failed"
+)
+
+// SecretOverlap is how long a rotated-out secret keeps signing beside the new one.
+const SecretOverlap = 24 * time.Hour
+
+// Retention is how long events are kept.
+const Retention = 30 * 24 * time.Hour
+
+// DefaultSchedule is the wait before each retry after a failed attempt.
+var DefaultSchedule = []time.Duration{
+	5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour,
+}
+
+// Endpoint is a partner's webhook endpoint.
+type Endpoint struct {
+	PartnerID               uuid.UUID
+	URL                     string
+	Enabled                 bool
+	Secret                  string
+	PreviousSecret          *string
+	PreviousSecretExpiresAt *time.Time
+	CreatedAt               time.Time
+	UpdatedAt               time.Time
+}
+
+// Secrets returns the secrets that sign at now: the current one, and the previous
+// one while its overlap lasts.
+func (e *Endpoint) Secrets(now time.Time) []string {
+	out := []string{e.Secret}
+	if e.PreviousSecret != nil && e.PreviousSecretExpiresAt != nil && now.Before(*e.PreviousSecretExpiresAt) {
+		out = append(out, *e.PreviousSecret)
+	}
+	return out
+}
+
+// Event is an outbox event with its delivery state.
+type Event struct {
+	ID            uuid.UUID
+	PartnerID     uuid.UUID
+	TransactionID uuid.UUID
+	Type          string
+	Payload       []byte
+	CreatedAt     time.Time
+	PublishStatus string
+	Attempts      int
+	CycleAttempts int
+	LastAttemptAt *time.Time
+	NextAttemptAt *time.Time
+}
+
+// Attempt is one delivery attempt.
+type Attempt struct {
+	AttemptedAt time.Time
+	StatusCode  *int
+	DurationMS  int
+	Error       *string
+}
+
+// Store persists endpoints, event delivery state and attempts.
+type Store interface {
+	// EndpointOf returns the partner's endpoint, or apperr NotFound.
+	EndpointOf(ctx context.Context, partnerID uuid.UUID) (*Endpoint, error)
+	// SaveEndpoint inserts or updates an endpoint.
+	SaveEndpoint(ctx context.Context, e *Endpoint) error
+	// EventByID returns an event; a non-nil partnerID scopes the lookup (apperr
+	// NotFound for another partner's event).
+	EventByID(ctx context.Context, partnerID *uuid.UUID, id uuid.UUID) (*Event, error)
+	// SaveEventState writes the event's delivery fields and, when a is not nil,
+	// appends the attempt, in one transaction.
+	SaveEventState(ctx context.Context, e *Event, a *Attempt) error
+	// Requeue marks the event requeued and pending with next_attempt_at at; a
+	// non-nil partnerID scopes it (apperr NotFound otherwise). It returns the event.
+	Requeue(ctx context.Context, partnerID *uuid.UUID, id uuid.UUID, at time.Time) (*Event, error)
+	// TakeRequeue clears the event's requeued mark and reports whether it was set.
+	TakeRequeue(ctx context.Context, id uuid.UUID) (bool, error)
+	// PendingEvents returns the ids of the partner's pending events, oldest first.
+	PendingEvents(ctx context.Context, partnerID uuid.UUID) ([]uuid.UUID, error)
+	// ListEvents returns a page of the partner's events.
+	ListEvents(ctx context.Context, partnerID uuid.UUID, q ListQuery) ([]*Event, error)
+	// AttemptsOf returns an event's attempts, oldest first.
+	AttemptsOf(ctx context.Context, eventID uuid.UUID) ([]Attempt, error)
+	// PurgeEvents deletes events created before t (and their attempts).
+	PurgeEvents(ctx context.Context, before time.Time) (int64, error)
+}
+
+// Queue (re)queues an event for delivery now.
+type Queue interface {
+	Redeliver(ctx context.Context, eventID uuid.UUID) error
+}
