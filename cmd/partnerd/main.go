@@ -4,6 +4,8 @@
 //	partnerd migrate                          apply database migrations and exit
 //	partnerd partners create --name NAME [--json]
 //	                                          create a partner and print its API key once
+//	partnerd listen --secret whsec_… [--addr :9000]
+//	                                          receive, verify and print webhooks locally
 //
 // Settings come from the environment; see README.md.
 package main
@@ -24,6 +26,7 @@ import (
 	"partnerd/internal/app"
 	"partnerd/internal/config"
 	"partnerd/internal/jobs"
+	"partnerd/internal/listener"
 	"partnerd/internal/store"
 )
 
@@ -37,7 +40,9 @@ func main() {
 const usage = `usage:
   partnerd [serve]                              run the API
   partnerd migrate                              apply database migrations
-  partnerd partners create --name NAME [--json] create a partner and print its API key once`
+  partnerd partners create --name NAME [--json] create a partner and print its API key once
+  partnerd listen --secret whsec_… [--addr :9000]
+                                                receive, verify and print webhooks locally`
 
 func run(args []string, stdout, stderr io.Writer) error {
 	cmd := "serve"
@@ -55,6 +60,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return errors.New(usage)
 		}
 		return createPartner(args[1:], log, stdout, stderr)
+	case "listen":
+		return listen(args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
@@ -155,4 +162,28 @@ func createPartner(args []string, log *slog.Logger, stdout, stderr io.Writer) er
 	fmt.Fprintf(stdout, "partner_id:  %s\nname:        %s\nenvironment: %s\napi_key:     %s\n\nThe API key is shown only now; store it safely.\n",
 		p.ID, p.Name, p.Environment, key)
 	return nil
+}
+
+// listen runs a local webhook receiver that verifies signatures and timestamps,
+// drops duplicates by webhook id and prints each event (like `stripe listen`).
+func listen(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("listen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	secret := fs.String("secret", "", "the endpoint's signing secret, whsec_… (required)")
+	addr := fs.String("addr", ":9000", "address to listen on")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *secret == "" {
+		return errors.New("listen: --secret is required")
+	}
+	l, err := listener.New(*secret, stdout)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return listener.Run(ctx, *addr, l, func(bound string) {
+		fmt.Fprintf(stdout, "listening for webhooks on http://%s/ (Ctrl-C to stop)\n", bound)
+	})
 }

@@ -74,3 +74,8 @@ func keys(m map[string]string) []string {
 	}
 	return out
 }
+
+func TestListenNeedsAValidSecret(t *testing.T) {
+	require.ErrorContains(t, run([]string{"listen"}, &bytes.Buffer{}, &bytes.Buffer{}), "--secret")
+	require.Error(t, run([]string{"listen", "--secret", "not-a-secret"}, &bytes.Buffer{}, &bytes.Buffer{}))
+}
