@@ -71,6 +71,7 @@ func New(d Deps) (*echo.Echo, error) {
 			return err
 		}}))
 	e.Use(requestID())
+	e.Use(securityHeaders(d.Production))
 	e.Use(accessLog(log))
 	e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", MaxBodyBytes)))
 
@@ -116,7 +117,7 @@ func New(d Deps) (*echo.Echo, error) {
 		// before its 404.
 		skip = func(c echo.Context) bool { return c.Path() == simulatorPath || skipPartnerChecks(c) }
 	}
-	e.Use(requireJSON(skip), authenticate(d.Partners, skip), validatorWith(skip))
+	e.Use(deadline(RequestDeadline), requireJSON(skip), authenticate(d.Partners, skip), validatorWith(skip))
 	opMW := map[string][]echo.MiddlewareFunc{"simulateSandboxEvent": {hideInProduction(d.Production)}}
 	for _, op := range idempotentOperations {
 		opMW[op] = []echo.MiddlewareFunc{idempotent(op, d.Idempotency, d.Store)}

@@ -141,3 +141,17 @@ func TestHealth(t *testing.T) {
 		}
 	})
 }
+
+func TestSecurityHeaders(t *testing.T) {
+	t.Parallel()
+	onBoth(t, nil, func(t *testing.T, env *apitest.Env) {
+		res, err := env.Client(t, env.NewPartner(t)).CreateQuoteWithResponse(context.Background(),
+			client.QuoteRequest{CryptoCurrency: "usdt", Network: "bep20", CryptoAmount: ptr("10")})
+		require.NoError(t, err)
+		h := res.HTTPResponse.Header
+		require.Equal(t, "nosniff", h.Get("X-Content-Type-Options"))
+		require.Equal(t, "DENY", h.Get("X-Frame-Options"))
+		require.Equal(t, "no-store", h.Get("Cache-Control"))
+		require.Empty(t, h.Get("Strict-Transport-Security"), "staging serves plain HTTP locally")
+	})
+}

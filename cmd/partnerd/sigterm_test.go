@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// server is a running partnerd binary.
+type server struct {
+	cmd  *exec.Cmd
+	base string
+	out  *bytes.Buffer
+	done chan error
+}
+
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startBinary(t *testing.T, bin string, env []string) (*server, string) {
+	t.Helper()
+	addr := freePort(t)
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(), append(env, "LISTEN_ADDR="+addr)...)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	require.NoError(t, cmd.Start())
+	s := &server{cmd: cmd, base: "http://" + addr, out: &logs, done: make(chan error, 1)}
+	key := ""
+	sc := bufio.NewScanner(stdout)
+	keyRe := regexp.MustCompile(`sk_sandbox_[A-Za-z0-9_-]+`)
+	for sc.Scan() {
+		if k := keyRe.FindString(sc.Text()); k != "" {
+			key = k
+		}
+		if strings.Contains(sc.Text(), "listening on") {
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	go func() { s.done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return s, key
+}
+
+// A SIGTERM during load: requests the server accepted all get their answer, the
+// process exits cleanly, and the expiry jobs of the transactions it created survive
+// the restart and run.
+func TestSIGTERMDuringLoad(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "partnerd")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	require.NoError(t, build.Run())
+	dbURL := "sqlite:" + filepath.Join(t.TempDir(), "p.db")
+	env := []string{"DATABASE_URL=" + dbURL, "APP_ENV=staging", "DEPOSIT_WINDOW=3s", "EXPIRY_SWEEP_INTERVAL=1h", "JOB_POLL_INTERVAL=100ms"}
+
+	srv, key := startBinary(t, bin, env)
+	require.NotEmpty(t, key)
+	client := &http.Client{Timeout: 30 * time.Second}
+	var (
+		mu       sync.Mutex
+		answered int
+		refused  int
+		lost     []string
+		created  []string
+	)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				body := fmt.Sprintf(`{"merchant_reference":"SIG-%d-%d","crypto_currency":"usdt","network":"bep20","fiat_amount":"2000"}`, w, i)
+				req, _ := http.NewRequest(http.MethodPost, srv.base+"/api/v1/partner/transactions", strings.NewReader(body))
+				req.Header.Set("X-API-KEY", key)
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", uuid.NewString())
+				req.Close = i%2 == 0 // half on fresh connections, half reused
+				res, err := client.Do(req)
+				mu.Lock()
+				switch {
+				case err == nil:
+					answered++
+					var out struct {
+						Data struct{ ID string } `json:"data"`
+					}
+					if res.StatusCode == http.StatusCreated && json.NewDecoder(res.Body).Decode(&out) == nil {
+						created = append(created, out.Data.ID)
+					}
+					_ = res.Body.Close()
+				case errors.Is(err, syscall.ECONNREFUSED):
+					refused++ // not accepted: the listener is closed
+					mu.Unlock()
+					time.Sleep(10 * time.Millisecond)
+					continue
+				default:
+					lost = append(lost, err.Error())
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(700 * time.Millisecond)
+	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-srv.done:
+		require.NoError(t, err, "exits cleanly on SIGTERM; logs:\n%s", srv.out.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("did not stop within 30 s of SIGTERM")
+	}
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	require.Empty(t, lost, "accepted requests lost their answer")
+	require.Positive(t, answered)
+	require.NotEmpty(t, created)
+	t.Logf("answered %d, refused after shutdown %d, created %d", answered, refused, len(created))
+
+	// Restart on the same database: every transaction created before the SIGTERM
+	// is expired by its job, without any request.
+	srv2, _ := startBinary(t, bin, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	for _, id := range created {
+		for {
+			status := statusOf(t, client, srv2.base, key, id)
+			if status == "expired" {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("transaction %s still %s", id, status)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	require.NoError(t, srv2.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, <-srv2.done)
+}
+
+// statusOf reads a transaction's status through the API.
+func statusOf(t *testing.T, c *http.Client, base, key, id string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, base+"/api/v1/partner/transactions/"+id, nil)
+	require.NoError(t, err)
+	req.Header.Set("X-API-KEY", key)
+	res, err := c.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	var out struct {
+		Data struct{ Status string } `json:"data"`
+	}
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&out))
+	return out.Data.Status
+}

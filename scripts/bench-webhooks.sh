@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# bench-webhooks.sh — webhook delivery throughput and commit-to-delivery delay on
+# PostgreSQL, with two server instances sharing one database.
+#
+# For each job poll interval it:
+#   1. creates a throwaway database partnerd_bench_<random> (dropped on exit),
+#   2. migrates it and creates one partner via the CLI (bin/partnerd is built once),
+#   3. starts two `partnerd serve` on free 127.0.0.1 ports (APP_ENV=staging, the same
+#      DATABASE_URL and JOB_POLL_INTERVAL) and waits for /readyz,
+#   4. runs scripts/benchwebhooks: a local receiver registered with
+#      PUT /webhooks/endpoint, and a rate-limited load driver creating transactions
+#      (one transaction.created event each) round-robin over both instances; it
+#      waits for every event to arrive (bounded) and prints events sent, delivered,
+#      duplicates, concurrent duplicates, throughput and p50/p90/p99/max delay,
+#   5. prints what the database recorded (events by publish status, attempts, River
+#      delivery jobs by state and by the instance that ran them), the CPU time of
+#      each server and how busy the machine was during the run.
+# It ends with a table, one row per poll interval.
+#
+# River runs on database/sql here, which has no LISTEN/NOTIFY: workers find new
+# jobs by polling, so the delay is about the poll interval plus the work.
+#
+# Usage:
+#   scripts/bench-webhooks.sh
+#
+# Environment:
+#   BENCH_DATABASE_URL     admin connection (default postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable);
+#                          its role must be allowed to CREATE DATABASE.
+#   BENCH_POLL_INTERVALS   JOB_POLL_INTERVAL values, one run each (default "default 50ms";
+#                          "default" leaves it unset, i.e. the configured default of 200ms)
+#   BENCH_RATE             target events (creates) per second (default 200)
+#   BENCH_DURATION         load duration per run (default 25s)
+#   BENCH_CONCURRENCY      creates in flight at most (default 64)
+#   BENCH_WAIT             how long to wait for the last deliveries (default 60s)
+#   BENCH_HOLD             how long the receiver holds each delivery before its 200 (default 0s)
+#
+# Needs: go, psql, curl, jq.
+set -euo pipefail
+shopt -s inherit_errexit
+
+cd "$(dirname "$0")/.."
+
+ADMIN_URL=${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
+read -r -a POLLS <<<"${BENCH_POLL_INTERVALS:-default 50ms}"
+RATE=${BENCH_RATE:-200}
+DURATION=${BENCH_DURATION:-25s}
+CONCURRENCY=${BENCH_CONCURRENCY:-64}
+WAIT=${BENCH_WAIT:-60s}
+HOLD=${BENCH_HOLD:-0s}
+
+for tool in go psql curl jq; do
+	command -v "$tool" >/dev/null || { echo "bench-webhooks: $tool is required" >&2; exit 1; }
+done
+[ ${#POLLS[@]} -gt 0 ] || { echo "bench-webhooks: BENCH_POLL_INTERVALS is empty" >&2; exit 1; }
+
+WORK=$(mktemp -d)
+DB=""          # the current benchmark database
+SERVER_PIDS=() # the current partnerd serve processes
+RESULTS=()
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+admin_sql() { psql "$ADMIN_URL" -X -q -v ON_ERROR_STOP=1 -At -c "$1"; }
+
+stop_servers() {
+	local pid
+	for pid in "${SERVER_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+	for pid in "${SERVER_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+	SERVER_PIDS=()
+}
+
+drop_db() {
+	if [ -n "$DB" ]; then
+		admin_sql "DROP DATABASE IF EXISTS $DB WITH (FORCE)" || true
+		DB=""
+	fi
+}
+
+cleanup() {
+	stop_servers
+	drop_db
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# bench_url NAME: ADMIN_URL with its database replaced by NAME.
+bench_url() {
+	local base=${ADMIN_URL%%\?*} query=""
+	[[ $ADMIN_URL == *\?* ]] && query="?${ADMIN_URL#*\?}"
+	echo "${base%/*}/$1$query"
+}
+
+# free_port [EXCEPT]: a port on 127.0.0.1 nothing listens on (other than EXCEPT).
+free_port() {
+	local p
+	for _ in $(seq 1 50); do
+		p=$((20000 + RANDOM % 20000))
+		[ "$p" = "${1:-}" ] && continue
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+	echo "bench-webhooks: no free port found" >&2
+	return 1
+}
+
+# cpu_ticks PID: user+system clock ticks the process has used.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+
+# machine_ticks: "busy total" clock ticks of all CPUs since boot.
+machine_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
+
+bench_poll() {
+	local poll=$1 label url key json port1 port2 i pid out
+	label="JOB_POLL_INTERVAL=$poll"
+	[ "$poll" = default ] && label="JOB_POLL_INTERVAL default (200ms)"
+	DB="partnerd_bench_$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+	url=$(bench_url "$DB")
+	log "$label: database $DB"
+	admin_sql "CREATE DATABASE $DB"
+
+	DATABASE_URL=$url bin/partnerd migrate >/dev/null
+	json=$(APP_ENV=staging DATABASE_URL=$url bin/partnerd partners create --name Bench --json 2>"$WORK/create.log")
+	key=$(jq -r .api_key <<<"$json")
+
+	port1=$(free_port)
+	port2=$(free_port "$port1")
+	local -a env=(APP_ENV=staging DATABASE_URL="$url")
+	[ "$poll" = default ] || env+=(JOB_POLL_INTERVAL="$poll")
+	for port in "$port1" "$port2"; do
+		env "${env[@]}" LISTEN_ADDR="127.0.0.1:$port" \
+			bin/partnerd serve >"$WORK/serve-$port.out" 2>"$WORK/serve-$port.log" &
+		SERVER_PIDS+=($!)
+	done
+	for port in "$port1" "$port2"; do
+		for _ in $(seq 1 100); do
+			curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+			for pid in "${SERVER_PIDS[@]}"; do
+				kill -0 "$pid" 2>/dev/null || { tail -20 "$WORK"/serve-*.log >&2; return 1; }
+			done
+			sleep 0.1
+		done
+		curl -sf "http://127.0.0.1:$port/readyz" >/dev/null || { tail -20 "$WORK/serve-$port.log" >&2; return 1; }
+	done
+
+	local -a cpu0=() m0 m1
+	for pid in "${SERVER_PIDS[@]}"; do cpu0+=("$(cpu_ticks "$pid")"); done
+	read -r -a m0 < <(machine_ticks)
+	log "$label: $RATE events/s for $DURATION over 127.0.0.1:$port1 and 127.0.0.1:$port2"
+	out="$WORK/result.txt"
+	if ! bin/benchwebhooks -api "http://127.0.0.1:$port1,http://127.0.0.1:$port2" -key "$key" \
+		-rate "$RATE" -duration "$DURATION" -concurrency "$CONCURRENCY" -wait "$WAIT" -hold "$HOLD" \
+		-label "$label" >"$out"; then
+		tail -20 "$WORK"/serve-*.log >&2
+		return 1
+	fi
+	read -r -a m1 < <(machine_ticks)
+	echo
+	grep -v '^RESULT ' "$out"
+
+	local hz cpus
+	hz=$(getconf CLK_TCK)
+	cpus=$(nproc)
+	printf '%-26s' "server CPU"
+	i=0
+	for pid in "${SERVER_PIDS[@]}"; do
+		awk -v a="${cpu0[$i]}" -v b="$(cpu_ticks "$pid")" -v hz="$hz" -v n=$((i + 1)) \
+			'BEGIN { printf "instance %d %.1fs  ", n, (b - a) / hz }'
+		i=$((i + 1))
+	done
+	awk -v b0="${m0[0]}" -v t0="${m0[1]}" -v b1="${m1[0]}" -v t1="${m1[1]}" -v n="$cpus" \
+		'BEGIN { printf "(machine %.0f%% busy over %d CPUs during the run)\n", 100 * (b1 - b0) / (t1 - t0), n }'
+	stop_servers
+
+	echo "-- database --"
+	psql "$url" -X -q -v ON_ERROR_STOP=1 -P footer=off <<'SQL'
+SELECT type, publish_status, count(*) AS events, sum(attempts) AS attempts
+  FROM events GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT state, count(*) AS delivery_jobs, sum(attempt) AS job_attempts,
+       round(avg(extract(epoch FROM attempted_at - created_at)) * 1000) AS avg_ms_insert_to_start
+  FROM river_job WHERE kind = 'deliver_webhook_event' GROUP BY 1 ORDER BY 1;
+SELECT 'instance ' || dense_rank() OVER (ORDER BY attempted_by[1]) AS ran_by, count(*) AS delivery_jobs
+  FROM river_job WHERE kind = 'deliver_webhook_event' GROUP BY attempted_by[1] ORDER BY 1;
+SQL
+	echo
+
+	local r
+	r=$(sed -n 's/^RESULT //p' "$out")
+	RESULTS+=("$(awk -v label="$poll" '{
+		for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		printf "%-9s %6s %9s %4s %7s %8s %10s %9s %9s %9s %9s\n", label, v["sent"], v["delivered"], v["dup"], v["concdup"],
+			v["offered"], v["thr"], v["p50"], v["p90"], v["p99"], v["max"]
+	}' <<<"$r")")
+	drop_db
+}
+
+log "building bin/partnerd and bin/benchwebhooks"
+go build -o bin/partnerd ./cmd/partnerd
+go build -o bin/benchwebhooks ./scripts/benchwebhooks
+
+begin=$SECONDS
+for poll in "${POLLS[@]}"; do bench_poll "$poll"; done
+
+echo "Summary: target $RATE events/s for $DURATION, two instances, one PostgreSQL database."
+echo "sent/s = creates (events) per second the API sustained; deliv/s = delivered ÷ (first create to last arrival);"
+echo "delay = arrival at the receiver − the event's created_at."
+printf '%-9s %6s %9s %4s %7s %8s %10s %9s %9s %9s %9s\n' poll sent delivered dup concdup sent/s deliv/s p50 p90 p99 max
+for r in "${RESULTS[@]}"; do echo "$r"; done
+echo "total ${SECONDS}s (benchmarks $((SECONDS - begin))s)"
