@@ -196,6 +196,15 @@ SQL
 	drop_db
 }
 
+# How busy the machine is before the benchmark: other work skews the results.
+read -r -a idle0 < <(machine_ticks)
+sleep 1
+read -r -a idle1 < <(machine_ticks)
+BUSY_BEFORE=$(awk -v b0="${idle0[0]}" -v t0="${idle0[1]}" -v b1="${idle1[0]}" -v t1="${idle1[1]}" \
+	'BEGIN { printf "%.0f", 100 * (b1 - b0) / (t1 - t0) }')
+log "machine $BUSY_BEFORE% busy over $(nproc) CPUs before the benchmark"
+[ "$BUSY_BEFORE" -lt 20 ] || log "WARNING: the machine is already busy; results will be lower than on an idle machine"
+
 log "building bin/partnerd and bin/benchwebhooks"
 go build -o bin/partnerd ./cmd/partnerd
 go build -o bin/benchwebhooks ./scripts/benchwebhooks
@@ -205,7 +214,9 @@ for poll in "${POLLS[@]}"; do bench_poll "$poll"; done
 
 echo "Summary: target $RATE events/s for $DURATION, two instances, one PostgreSQL database."
 echo "sent/s = creates (events) per second the API sustained; deliv/s = delivered ÷ (first create to last arrival);"
-echo "delay = arrival at the receiver − the event's created_at."
+echo "delay = arrival at the receiver − the event's created_at (taken when the create's DB transaction begins, so an upper bound"
+echo "of commit-to-delivery; the per-run '201→receiver' line is the lower bound)."
+echo "machine $BUSY_BEFORE% busy over $(nproc) CPUs before the benchmark."
 printf '%-9s %6s %9s %4s %7s %8s %10s %9s %9s %9s %9s\n' poll sent delivered dup concdup sent/s deliv/s p50 p90 p99 max
 for r in "${RESULTS[@]}"; do echo "$r"; done
 echo "total ${SECONDS}s (benchmarks $((SECONDS - begin))s)"

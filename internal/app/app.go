@@ -14,17 +14,25 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+	"github.com/redis/go-redis/v9"
+
+	"partnerd/openapi"
 
 	"partnerd/internal/address"
 	"partnerd/internal/apperr"
 	"partnerd/internal/config"
 	"partnerd/internal/cursor"
+	"partnerd/internal/docs"
 	"partnerd/internal/httpapi"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/jobs"
+	"partnerd/internal/lifecycle"
+	"partnerd/internal/metrics"
 	"partnerd/internal/partners"
 	"partnerd/internal/pricing"
 	"partnerd/internal/quotes"
+	"partnerd/internal/ratelimit"
 	"partnerd/internal/rates"
 	"partnerd/internal/safeurl"
 	"partnerd/internal/store"
@@ -46,6 +54,7 @@ type App struct {
 	idempotency  *idempotency.Service
 	jobs         *jobs.Runner
 	events       *webhook.Log
+	metrics      *metrics.Metrics
 	handler      http.Handler
 }
 
@@ -85,6 +94,14 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 	source = rates.WithMaxAge(source, cfg.RateMaxAge, time.Now)
 	pricer := pricing.NewPricer(source, cfg.Pairs, cfg.Spread)
 	a.quotes = quotes.NewService(pricer, st, store.Now)
+	networks := make([]string, 0, len(cfg.XPubs))
+	for n := range cfg.XPubs {
+		networks = append(networks, n)
+	}
+	if err := st.EnsureAddressSequences(ctx, networks); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 	book, err := address.NewBook(cfg.XPubs)
 	if err != nil {
 		_ = st.Close()
@@ -113,10 +130,24 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 		return nil, fmt.Errorf("job runner: %w", err)
 	}
 	a.events = webhook.NewLog(st, a.jobs, cursor.NewCodec(cfg.CursorSecret), store.Now)
+
+	a.metrics = metrics.New()
+	obs := observer{m: a.metrics, log: log}
+	a.transactions.Observe(obs)
+	a.lifecycle.Observe(obs)
+	deliverer.Observe(obs)
+	a.metrics.QueueDepth(func() (float64, error) { return st.QueueDepth(context.Background()) })
+
+	limiter, err := newLimiter(cfg, log)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 	a.idempotency = idempotency.NewService(st, store.Now)
 
 	codec := cursor.NewCodec(cfg.CursorSecret)
-	a.handler, err = httpapi.New(httpapi.Deps{
+	var handler *echo.Echo
+	handler, err = httpapi.New(httpapi.Deps{
 		Partners:     a.partners,
 		Quotes:       a.quotes,
 		Transactions: a.transactions,
@@ -127,6 +158,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 		Endpoints:    webhook.NewEndpoints(st, policy, a.jobs, store.Now),
 		Events:       a.events,
 		Production:   production,
+		Metrics:      a.metrics,
+		Limiter:      limiter,
+		Limits:       map[ratelimit.Class]ratelimit.Limit{ratelimit.Reads: cfg.RateLimitReads, ratelimit.Writes: cfg.RateLimitWrites},
 		Idempotency:  a.idempotency,
 		Store:        st,
 		Logger:       log,
@@ -152,7 +186,26 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 		_ = st.Close()
 		return nil, err
 	}
+	docs.New(openapi.PartnerYAML).Register(handler)
+	a.handler = handler
 	return a, nil
+}
+
+// newLimiter returns the rate limiter: shared through Redis when REDIS_URL is set
+// (every instance draws on one budget per key), else in this process's memory.
+func newLimiter(cfg *config.Config, log *slog.Logger) (ratelimit.Limiter, error) {
+	if cfg.RedisURL == "" {
+		return ratelimit.NewMemory(), nil
+	}
+	opt, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	// Short timeouts: when Redis is down the limiter fails open, and a request
+	// should not wait long to find that out.
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 200*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
+	log.Info("rate limits shared through Redis", "addr", opt.Addr)
+	return ratelimit.NewRedis(redis.NewClient(opt)), nil
 }
 
 func partnerEnv(env config.Environment) partners.Environment {
@@ -296,4 +349,35 @@ func (o outboxStore) InsertEvent(ctx context.Context, e *transactions.Event) err
 		return errors.New("events must be written inside a database transaction")
 	}
 	return jobs.InsertDeliveryTx(ctx, tx, string(o.Dialect()), e.ID)
+}
+
+// observer turns committed transitions and delivery attempts into log lines and metrics.
+type observer struct {
+	m   *metrics.Metrics
+	log *slog.Logger
+}
+
+func (o observer) Transitioned(t *transactions.Transaction, tr lifecycle.Transition) {
+	if tr.Trigger == lifecycle.Create {
+		o.m.TransactionCreated(t.Token, t.Network)
+	}
+	o.m.Transition(string(tr.To))
+	o.log.Info("transition", "transaction_id", t.ID.String(), "partner_id", t.PartnerID.String(),
+		"from", string(tr.From), "to", string(tr.To), "reason", tr.Reason)
+}
+
+func (o observer) Attempted(status int, err error, took time.Duration, deliveredAfter *time.Duration) {
+	outcome := metrics.OutcomeSuccess
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		outcome = metrics.OutcomeTimeout
+	case err != nil:
+		outcome = metrics.OutcomeNetworkError
+	case status < 200 || status > 299:
+		outcome = metrics.OutcomeHTTPError
+	}
+	o.m.WebhookAttempt(outcome, took)
+	if deliveredAfter != nil {
+		o.m.DeliveryLag(*deliveredAfter)
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"partnerd/internal/address"
 	"partnerd/internal/pricing"
+	"partnerd/internal/ratelimit"
 	"partnerd/internal/rates"
 	"partnerd/internal/store"
 )
@@ -58,6 +59,11 @@ type Config struct {
 	Confirmations map[string]int
 	// WebhookSchedule is the wait before each webhook retry (WEBHOOK_RETRY_SCHEDULE).
 	WebhookSchedule []time.Duration
+	// RedisURL, when set, makes rate limits shared by every instance through Redis.
+	RedisURL string
+	// RateLimitReads and RateLimitWrites are the per-key budgets of GET requests and
+	// of the others.
+	RateLimitReads, RateLimitWrites ratelimit.Limit
 	// JobPollInterval is how often job workers look for due jobs.
 	JobPollInterval time.Duration
 	// ExpirySweep is how often the backstop sweep expires overdue transactions.
@@ -193,6 +199,18 @@ func Load(getenv func(string) string) (*Config, error) {
 		c.Confirmations[strings.ToLower(network)] = v
 	}
 	c.ExpirySweep = duration(get("EXPIRY_SWEEP_INTERVAL", "1m"), "EXPIRY_SWEEP_INTERVAL", bad)
+	c.RedisURL = get("REDIS_URL", "")
+	reads, writes := "1000/1s,burst=2000", "500/1s,burst=1000" // staging: relaxed
+	if c.Env == Production {
+		reads, writes = "100/1s,burst=200", "25/1s,burst=50"
+	}
+	var err2 error
+	if c.RateLimitReads, err2 = ratelimit.ParseLimit(get("RATE_LIMIT_READS", reads)); err2 != nil {
+		bad("RATE_LIMIT_READS", err2)
+	}
+	if c.RateLimitWrites, err2 = ratelimit.ParseLimit(get("RATE_LIMIT_WRITES", writes)); err2 != nil {
+		bad("RATE_LIMIT_WRITES", err2)
+	}
 	c.JobPollInterval = duration(get("JOB_POLL_INTERVAL", "200ms"), "JOB_POLL_INTERVAL", bad)
 	for _, item := range strings.Split(get("WEBHOOK_RETRY_SCHEDULE", DefaultWebhookSchedule), ",") {
 		c.WebhookSchedule = append(c.WebhookSchedule, duration(strings.TrimSpace(item), "WEBHOOK_RETRY_SCHEDULE", bad))

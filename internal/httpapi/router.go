@@ -14,8 +14,10 @@ import (
 
 	"partnerd/gen/api"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/metrics"
 	"partnerd/internal/partners"
 	"partnerd/internal/quotes"
+	"partnerd/internal/ratelimit"
 	"partnerd/internal/store"
 	"partnerd/internal/transactions"
 	"partnerd/internal/webhook"
@@ -38,6 +40,11 @@ type Deps struct {
 	Idempotency  *idempotency.Service
 	// Production hides the sandbox simulator.
 	Production bool
+	// Metrics records HTTP metrics and serves /metrics; nil for none.
+	Metrics *metrics.Metrics
+	// Limiter and Limits rate-limit partner requests per API key.
+	Limiter ratelimit.Limiter
+	Limits  map[ratelimit.Class]ratelimit.Limit
 	// Store opens the per-request transactions of idempotent operations.
 	Store  *store.Store
 	Logger *slog.Logger
@@ -71,6 +78,10 @@ func New(d Deps) (*echo.Echo, error) {
 			return err
 		}}))
 	e.Use(requestID())
+	if d.Metrics != nil {
+		e.Use(d.Metrics.HTTPMiddleware())
+		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()))
+	}
 	e.Use(securityHeaders(d.Production))
 	e.Use(accessLog(log))
 	e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", MaxBodyBytes)))
@@ -117,7 +128,25 @@ func New(d Deps) (*echo.Echo, error) {
 		// before its 404.
 		skip = func(c echo.Context) bool { return c.Path() == simulatorPath || skipPartnerChecks(c) }
 	}
-	e.Use(deadline(RequestDeadline), requireJSON(skip), authenticate(d.Partners, skip), validatorWith(skip))
+	mws := []echo.MiddlewareFunc{deadline(RequestDeadline), requireJSON(skip), authenticate(d.Partners, skip)}
+	if d.Limiter != nil {
+		mws = append(mws, ratelimit.Middleware(d.Limiter, d.Limits, func(c echo.Context) ratelimit.Class {
+			if skip(c) {
+				return ""
+			}
+			if c.Request().Method == http.MethodGet {
+				return ratelimit.Reads
+			}
+			return ratelimit.Writes
+		}, func(c echo.Context) string {
+			// The partner's key hash: a budget per API key, never the key itself.
+			if p, err := partnerFrom(c.Request().Context()); err == nil {
+				return p.KeyHash
+			}
+			return ""
+		}, log))
+	}
+	e.Use(append(mws, validatorWith(skip))...)
 	opMW := map[string][]echo.MiddlewareFunc{"simulateSandboxEvent": {hideInProduction(d.Production)}}
 	for _, op := range idempotentOperations {
 		opMW[op] = []echo.MiddlewareFunc{idempotent(op, d.Idempotency, d.Store)}

@@ -60,7 +60,7 @@ func (s *Store) ListRevenue(ctx context.Context, partnerID uuid.UUID, q transact
 			return nil, apperr.New(apperr.InvalidCursor, "The cursor is invalid for this list and filters.")
 		}
 		at := q.After.Time.UTC()
-		db = db.Where("(ts < ? OR (ts = ? AND transaction_id < ?))", at, at, id)
+		db = db.Where("(ts, transaction_id) < (?, ?)", at, id)
 	}
 	var rows []revenueRow
 	if err := db.Order("ts DESC, transaction_id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {

@@ -191,3 +191,11 @@ func redact(url string) string {
 	}
 	return url
 }
+
+// QueueDepth returns how many jobs wait in River's queue (available, scheduled,
+// retryable or pending), for the queue-depth metric.
+func (s *Store) QueueDepth(ctx context.Context) (float64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Raw(`SELECT count(*) FROM river_job WHERE state IN ('available', 'scheduled', 'retryable', 'pending')`).Scan(&n).Error
+	return float64(n), err
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/google/uuid"
@@ -85,17 +86,25 @@ func (s *Store) InsertTransaction(ctx context.Context, t *transactions.Transacti
 	return err
 }
 
-// NextAddressIndex allocates the next derivation index of network: an upsert on the
-// network's counter row, which holds the row lock until the surrounding transaction
-// ends, so concurrent creations get distinct indexes. An index whose transaction
-// rolls back was never shown to anyone and is handed out again.
+// NextAddressIndex allocates the next derivation index of network. On PostgreSQL it
+// is a sequence per network (EnsureAddressSequences creates them): nextval never
+// hands out a value twice, even when the transaction that took it rolls back (that
+// index is simply never used), and it holds no lock, so concurrent creations do not
+// queue behind one another. SQLite has one writer at a time anyway; there a counter
+// row is incremented inside the caller's transaction.
 func (s *Store) NextAddressIndex(ctx context.Context, network string) (uint32, error) {
 	var next int64
-	err := s.conn(ctx).Raw(`INSERT INTO address_counters (network, next_index) VALUES (?, 1)
-		ON CONFLICT (network) DO UPDATE SET next_index = address_counters.next_index + 1
-		RETURNING next_index`, network).Scan(&next).Error
+	var err error
+	if s.dialect == Postgres {
+		err = s.conn(ctx).Raw("SELECT nextval(?::regclass)", addressSequence(network)).Scan(&next).Error
+		next++ // the sequence starts at 0; the counter below returns index + 1
+	} else {
+		err = s.conn(ctx).Raw(`INSERT INTO address_counters (network, next_index) VALUES (?, 1)
+			ON CONFLICT (network) DO UPDATE SET next_index = address_counters.next_index + 1
+			RETURNING next_index`, network).Scan(&next).Error
+	}
 	if err != nil {
-		return 0, fmt.Errorf("allocate address index: %w", err)
+		return 0, fmt.Errorf("allocate address index of %s: %w", network, err)
 	}
 	idx := next - 1
 	if idx < 0 || idx >= 1<<31 {
@@ -103,6 +112,42 @@ func (s *Store) NextAddressIndex(ctx context.Context, network string) (uint32, e
 	}
 	return uint32(idx), nil
 }
+
+// EnsureAddressSequences creates the PostgreSQL sequence of each network's deposit
+// address indexes, starting where the network's counter row left off (if any). It is
+// idempotent and a no-op on SQLite. Call it at start with every configured network.
+func (s *Store) EnsureAddressSequences(ctx context.Context, networks []string) error {
+	if s.dialect != Postgres {
+		return nil
+	}
+	for _, n := range networks {
+		if !validNetwork.MatchString(n) {
+			return fmt.Errorf("network name %q cannot name a sequence", n)
+		}
+		seq := addressSequence(n)
+		err := s.InTx(ctx, func(ctx context.Context) error {
+			var exists bool
+			if err := s.conn(ctx).Raw("SELECT to_regclass(?) IS NOT NULL", seq).Scan(&exists).Error; err != nil {
+				return err
+			}
+			if exists {
+				return nil
+			}
+			if err := s.conn(ctx).Exec("CREATE SEQUENCE IF NOT EXISTS " + seq + " MINVALUE 0 START 0").Error; err != nil {
+				return err
+			}
+			return s.conn(ctx).Exec("SELECT setval(?::regclass, next_index, false) FROM address_counters WHERE network = ?", seq, n).Error
+		})
+		if err != nil {
+			return fmt.Errorf("address sequence of %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+var validNetwork = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
+
+func addressSequence(network string) string { return "address_index_" + network }
 
 // MarkQuoteUsed sets the quote's used_at when unset and reports whether it did; a
 // conditional update, correct under concurrency on both databases.
@@ -320,7 +365,9 @@ func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q tra
 			return nil, apperr.New(apperr.InvalidCursor, "The cursor is invalid for this list and filters.")
 		}
 		at := q.After.Time.UTC()
-		db = db.Where("(created_at < ? OR (created_at = ? AND id < ?))", at, at, id)
+		// A row comparison, not an OR: PostgreSQL uses it as an index condition, so a
+		// deep page costs what the first one does (an OR is applied as a filter).
+		db = db.Where("(created_at, id) < (?, ?)", at, id)
 	}
 	var rows []transactionRow
 	if err := db.Order("created_at DESC, id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {

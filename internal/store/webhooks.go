@@ -144,7 +144,9 @@ func (s *Store) ListEvents(ctx context.Context, partnerID uuid.UUID, q webhook.L
 			return nil, apperr.New(apperr.InvalidCursor, "The cursor is invalid for this list and filters.")
 		}
 		at := q.After.Time.UTC()
-		db = db.Where("(created_at < ? OR (created_at = ? AND id < ?))", at, at, id)
+		// A row comparison, not an OR: PostgreSQL uses it as an index condition, so a
+		// deep page costs what the first one does (an OR is applied as a filter).
+		db = db.Where("(created_at, id) < (?, ?)", at, id)
 	}
 	var rows []webhookEventRow
 	if err := db.Order("created_at DESC, id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {

@@ -48,7 +48,16 @@ type Lifecycle struct {
 	store    Store
 	required map[string]int
 	now      func() time.Time
+	observer Observer
 }
+
+// Observer hears of every committed status change (for logs and metrics).
+type Observer interface {
+	Transitioned(t *Transaction, tr lifecycle.Transition)
+}
+
+// Observe sets the observer of committed transitions.
+func (l *Lifecycle) Observe(o Observer) { l.observer = o }
 
 // NewLifecycle returns a Lifecycle; required is the confirmations each network needs.
 func NewLifecycle(store Store, required map[string]int, now func() time.Time) *Lifecycle {
@@ -66,6 +75,7 @@ func errTransition(t *Transaction, action string) error {
 // table and recorded.
 func (l *Lifecycle) change(ctx context.Context, id uuid.UUID, fn func(ctx context.Context, t *Transaction, now time.Time) ([]step, error)) (*Transaction, error) {
 	var out *Transaction
+	var made []step
 	err := l.store.InTx(ctx, func(ctx context.Context) error {
 		t, err := l.store.TransactionForChange(ctx, id)
 		if err != nil {
@@ -99,9 +109,14 @@ func (l *Lifecycle) change(ctx context.Context, id uuid.UUID, fn func(ctx contex
 				return err
 			}
 		}
-		out = t
+		out, made = t, steps
 		return nil
 	})
+	if err == nil && l.observer != nil {
+		for _, s := range made {
+			l.observer.Transitioned(out, s.tr)
+		}
+	}
 	return out, err
 }
 

@@ -170,6 +170,7 @@ type Scheduler interface {
 
 // Service creates and reads transactions.
 type Service struct {
+	observer  Observer
 	store     Store
 	pricer    *pricing.Pricer
 	addresses Addresses
@@ -261,8 +262,14 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 	if err != nil {
 		return nil, err
 	}
+	if s.observer != nil {
+		s.observer.Transitioned(out, lifecycle.MustLookup(lifecycle.None, lifecycle.Create))
+	}
 	return out, nil
 }
+
+// Observe sets the observer of created transactions.
+func (s *Service) Observe(o Observer) { s.observer = o }
 
 // useQuote checks the quote against the request and marks it used.
 func (s *Service) useQuote(ctx context.Context, partnerID, id uuid.UUID, req CreateRequest, now time.Time) (*quotes.Quote, error) {

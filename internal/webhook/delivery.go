@@ -25,8 +25,16 @@ const Timeout = 15 * time.Second
 // maxRetryAfter caps a receiver's Retry-After.
 const maxRetryAfter = 24 * time.Hour
 
+// AttemptObserver hears of every delivery attempt (for metrics): the receiver's
+// status (0 when none), the transport error, how long it took, and for a delivered
+// event the time since it was created.
+type AttemptObserver interface {
+	Attempted(status int, err error, took time.Duration, deliveredAfter *time.Duration)
+}
+
 // Deliverer sends events.
 type Deliverer struct {
+	observer AttemptObserver
 	store    Store
 	policy   safeurl.Policy
 	client   *http.Client
@@ -34,6 +42,9 @@ type Deliverer struct {
 	now      func() time.Time
 	log      *slog.Logger
 }
+
+// Observe sets the observer of attempts.
+func (d *Deliverer) Observe(o AttemptObserver) { d.observer = o }
 
 // NewDeliverer returns a Deliverer retrying on schedule (DefaultSchedule when empty).
 func NewDeliverer(store Store, policy safeurl.Policy, schedule []time.Duration, now func() time.Time, log *slog.Logger) *Deliverer {
@@ -142,6 +153,14 @@ func (d *Deliverer) attempt(ctx context.Context, ev *Event) (time.Duration, bool
 	if err := d.store.SaveEventState(ctx, ev, a); err != nil {
 		return 0, false, err
 	}
+	if d.observer != nil {
+		var lag *time.Duration
+		if ev.PublishStatus == Delivered {
+			l := d.now().Sub(ev.CreatedAt)
+			lag = &l
+		}
+		d.observer.Attempted(status, sendErr, time.Duration(a.DurationMS)*time.Millisecond, lag)
+	}
 	d.log.Info("webhook attempt", "event_id", ev.ID.String(), "type", ev.Type, "partner_id", ev.PartnerID.String(),
 		"status_code", status, "duration_ms", a.DurationMS, "publish_status", ev.PublishStatus, "retry_in_ms", wait.Milliseconds())
 	return wait, retry, nil
@@ -171,7 +190,7 @@ func (d *Deliverer) send(ctx context.Context, ep *Endpoint, ev *Event, at time.T
 	res, err := d.client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return 0, 0, fmt.Errorf("no answer within %s", Timeout)
+			return 0, 0, fmt.Errorf("no answer within %s: %w", Timeout, err)
 		}
 		return 0, 0, err
 	}
