@@ -71,3 +71,42 @@ func (c *Codec) sign(payload, scope string) []byte {
 	m.Write([]byte(scope))
 	return m.Sum(nil)
 }
+
+// Page sizes shared by every keyset-paged list.
+const (
+	DefaultLimit = 20
+	MaxLimit     = 100
+)
+
+// Limit returns the page size to apply for a requested one: DefaultLimit when unset
+// (0), MaxLimit at most.
+func Limit(requested int) int {
+	if requested <= 0 {
+		return DefaultLimit
+	}
+	return min(requested, MaxLimit)
+}
+
+// After decodes the cursor a list was called with ("" for the first page, nil
+// position) against scope. Errors: ErrInvalid.
+func (c *Codec) After(cursor, scope string) (*Position, error) {
+	if cursor == "" {
+		return nil, nil
+	}
+	pos, err := c.Decode(cursor, scope)
+	if err != nil {
+		return nil, err
+	}
+	return &pos, nil
+}
+
+// Trim finishes a page read with limit+1 rows: it keeps limit rows and, when there
+// was one more, reports has-more and the cursor of the last kept row.
+func Trim[T any](c *Codec, scope string, rows []T, limit int, pos func(T) Position) ([]T, bool, *string) {
+	if len(rows) <= limit {
+		return rows, false, nil
+	}
+	rows = rows[:limit]
+	next := c.Encode(pos(rows[limit-1]), scope)
+	return rows, true, &next
+}

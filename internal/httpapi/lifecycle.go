@@ -111,13 +111,7 @@ func (s *Server) ListRevenue(ctx context.Context, req api.ListRevenueRequestObje
 		return nil, err
 	}
 	q := req.Params
-	limit, after := 0, ""
-	if q.Limit != nil {
-		limit = *q.Limit
-	}
-	if q.Cursor != nil {
-		after = *q.Cursor
-	}
+	limit, after := pageParams(q.Limit, q.Cursor)
 	page, err := s.ledger.List(ctx, p.ID, transactions.RevenueFilter{From: q.From, To: q.To, Token: q.CryptoCurrency, Network: q.Network},
 		limit, after, q.IncludeSummary != nil && *q.IncludeSummary)
 	if err != nil {

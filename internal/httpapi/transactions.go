@@ -73,13 +73,7 @@ func (s *Server) ListTransactions(ctx context.Context, req api.ListTransactionsR
 			f.Statuses = append(f.Statuses, lifecycle.Status(st))
 		}
 	}
-	limit, after := 0, ""
-	if q.Limit != nil {
-		limit = *q.Limit
-	}
-	if q.Cursor != nil {
-		after = *q.Cursor
-	}
+	limit, after := pageParams(q.Limit, q.Cursor)
 	page, err := s.lister.List(ctx, p.ID, f, limit, after)
 	if err != nil {
 		return nil, err
@@ -123,4 +117,17 @@ func detailOut(t *transactions.Transaction) api.TransactionDetail {
 
 func detailResponse(t *transactions.Transaction) api.TransactionDetailOKJSONResponse {
 	return api.TransactionDetailOKJSONResponse{Success: true, Data: detailOut(t)}
+}
+
+// pageParams reads the optional limit and cursor of a list request (0 and "" when
+// absent; the list applies its default page size).
+func pageParams(limit *int, cur *string) (int, string) {
+	l, c := 0, ""
+	if limit != nil {
+		l = *limit
+	}
+	if cur != nil {
+		c = *cur
+	}
+	return l, c
 }

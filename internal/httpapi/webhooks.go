@@ -76,13 +76,7 @@ func (s *Server) ListWebhookEvents(ctx context.Context, req api.ListWebhookEvent
 		st := string(*q.PublishStatus)
 		f.PublishStatus = &st
 	}
-	limit, after := 0, ""
-	if q.Limit != nil {
-		limit = *q.Limit
-	}
-	if q.Cursor != nil {
-		after = *q.Cursor
-	}
+	limit, after := pageParams(q.Limit, q.Cursor)
 	page, err := s.events.List(ctx, p.ID, f, limit, after)
 	if err != nil {
 		return nil, err

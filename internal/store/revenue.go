@@ -8,7 +8,6 @@ import (
 	"github.com/shopspring/decimal"
 	"gorm.io/gorm"
 
-	"partnerd/internal/apperr"
 	"partnerd/internal/transactions"
 )
 
@@ -54,13 +53,9 @@ func (s *Store) revenueWindow(ctx context.Context, partnerID uuid.UUID, q transa
 // (ts, transaction_id) descending after q.After.
 func (s *Store) ListRevenue(ctx context.Context, partnerID uuid.UUID, q transactions.RevenueQuery) ([]transactions.RevenueRow, error) {
 	db := s.revenueWindow(ctx, partnerID, q)
-	if q.After != nil {
-		id, err := uuid.Parse(q.After.ID)
-		if err != nil {
-			return nil, apperr.New(apperr.InvalidCursor, "The cursor is invalid for this list and filters.")
-		}
-		at := q.After.Time.UTC()
-		db = db.Where("(ts, transaction_id) < (?, ?)", at, id)
+	db, err := afterPosition(db, "ts", "transaction_id", q.After)
+	if err != nil {
+		return nil, err
 	}
 	var rows []revenueRow
 	if err := db.Order("ts DESC, transaction_id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {

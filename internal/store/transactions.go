@@ -353,21 +353,10 @@ func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q tra
 	if q.ReferenceKey != nil {
 		db = db.Where("reference_key = ?", *q.ReferenceKey)
 	}
-	if q.From != nil {
-		db = db.Where("created_at >= ?", q.From.UTC())
-	}
-	if q.To != nil {
-		db = db.Where("created_at <= ?", q.To.UTC())
-	}
-	if q.After != nil {
-		id, err := uuid.Parse(q.After.ID)
-		if err != nil {
-			return nil, apperr.New(apperr.InvalidCursor, "The cursor is invalid for this list and filters.")
-		}
-		at := q.After.Time.UTC()
-		// A row comparison, not an OR: PostgreSQL uses it as an index condition, so a
-		// deep page costs what the first one does (an OR is applied as a filter).
-		db = db.Where("(created_at, id) < (?, ?)", at, id)
+	db = within(db, "created_at", q.From, q.To)
+	db, err := afterPosition(db, "created_at", "id", q.After)
+	if err != nil {
+		return nil, err
 	}
 	var rows []transactionRow
 	if err := db.Order("created_at DESC, id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {

@@ -132,21 +132,10 @@ func (s *Store) ListEvents(ctx context.Context, partnerID uuid.UUID, q webhook.L
 	if q.PublishStatus != nil {
 		db = db.Where("publish_status = ?", *q.PublishStatus)
 	}
-	if q.From != nil {
-		db = db.Where("created_at >= ?", q.From.UTC())
-	}
-	if q.To != nil {
-		db = db.Where("created_at <= ?", q.To.UTC())
-	}
-	if q.After != nil {
-		id, err := uuid.Parse(q.After.ID)
-		if err != nil {
-			return nil, apperr.New(apperr.InvalidCursor, "The cursor is invalid for this list and filters.")
-		}
-		at := q.After.Time.UTC()
-		// A row comparison, not an OR: PostgreSQL uses it as an index condition, so a
-		// deep page costs what the first one does (an OR is applied as a filter).
-		db = db.Where("(created_at, id) < (?, ?)", at, id)
+	db = within(db, "created_at", q.From, q.To)
+	db, err := afterPosition(db, "created_at", "id", q.After)
+	if err != nil {
+		return nil, err
 	}
 	var rows []webhookEventRow
 	if err := db.Order("created_at DESC, id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {

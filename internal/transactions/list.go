@@ -12,12 +12,6 @@ import (
 	"partnerd/internal/lifecycle"
 )
 
-// Page sizes of the list.
-const (
-	DefaultLimit = 20
-	MaxLimit     = 100
-)
-
 // Filter selects transactions; zero fields select everything.
 type Filter struct {
 	Statuses   []lifecycle.Status
@@ -60,36 +54,25 @@ func NewLister(store Store, codec *cursor.Codec) *Lister { return &Lister{store:
 // descending). after is the previous page's next cursor, or "". Errors:
 // InvalidCursor when after does not verify for this partner and filter.
 func (l *Lister) List(ctx context.Context, partnerID uuid.UUID, f Filter, limit int, after string) (*Page, error) {
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
-	if limit > MaxLimit {
-		limit = MaxLimit
-	}
+	limit = cursor.Limit(limit)
 	scope := scopeOf(partnerID, f)
 	q := ListQuery{Filter: f, Limit: limit + 1}
 	if f.Reference != nil {
 		k := ReferenceKey(*f.Reference)
 		q.ReferenceKey = &k
 	}
-	if after != "" {
-		pos, err := l.codec.Decode(after, scope)
-		if err != nil {
-			return nil, err
-		}
-		q.After = &pos
+	var err error
+	if q.After, err = l.codec.After(after, scope); err != nil {
+		return nil, err
 	}
 	rows, err := l.store.ListTransactions(ctx, partnerID, q)
 	if err != nil {
 		return nil, err
 	}
-	p := &Page{Limit: limit, Items: rows}
-	if len(rows) > limit {
-		p.Items, p.HasMore = rows[:limit], true
-		last := p.Items[limit-1]
-		c := l.codec.Encode(cursor.Position{Time: last.CreatedAt, ID: last.ID.String()}, scope)
-		p.NextCursor = &c
-	}
+	p := &Page{Limit: limit}
+	p.Items, p.HasMore, p.NextCursor = cursor.Trim(l.codec, scope, rows, limit, func(t *Transaction) cursor.Position {
+		return cursor.Position{Time: t.CreatedAt, ID: t.ID.String()}
+	})
 	return p, nil
 }
 

@@ -68,12 +68,7 @@ func NewLedger(store RevenueStore, codec *cursor.Codec, now func() time.Time) *L
 // List returns a page of partnerID's ledger, newest first. The window is [from, to]
 // with from defaulting to the Unix epoch and to to now. Errors: InvalidCursor.
 func (l *Ledger) List(ctx context.Context, partnerID uuid.UUID, f RevenueFilter, limit int, after string, summary bool) (*RevenuePage, error) {
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
-	if limit > MaxLimit {
-		limit = MaxLimit
-	}
+	limit = cursor.Limit(limit)
 	q := RevenueQuery{From: EpochStart, To: l.now(), Token: f.Token, Network: f.Network, Limit: limit + 1}
 	if f.From != nil {
 		q.From = f.From.UTC()
@@ -82,24 +77,18 @@ func (l *Ledger) List(ctx context.Context, partnerID uuid.UUID, f RevenueFilter,
 		q.To = f.To.UTC()
 	}
 	scope := revenueScope(partnerID, f)
-	if after != "" {
-		pos, err := l.codec.Decode(after, scope)
-		if err != nil {
-			return nil, err
-		}
-		q.After = &pos
+	var err error
+	if q.After, err = l.codec.After(after, scope); err != nil {
+		return nil, err
 	}
 	rows, err := l.store.ListRevenue(ctx, partnerID, q)
 	if err != nil {
 		return nil, err
 	}
-	p := &RevenuePage{Rows: rows, Limit: limit}
-	if len(rows) > limit {
-		p.Rows, p.HasMore = rows[:limit], true
-		last := p.Rows[limit-1]
-		c := l.codec.Encode(cursor.Position{Time: last.TS, ID: last.TransactionID.String()}, scope)
-		p.NextCursor = &c
-	}
+	p := &RevenuePage{Limit: limit}
+	p.Rows, p.HasMore, p.NextCursor = cursor.Trim(l.codec, scope, rows, limit, func(r RevenueRow) cursor.Position {
+		return cursor.Position{Time: r.TS, ID: r.TransactionID.String()}
+	})
 	if summary {
 		wq := q
 		wq.After = nil

@@ -11,12 +11,6 @@ import (
 	"partnerd/internal/cursor"
 )
 
-// Page sizes.
-const (
-	DefaultLimit = 20
-	MaxLimit     = 100
-)
-
 // Filter selects events.
 type Filter struct {
 	Type          *string
@@ -55,30 +49,21 @@ func NewLog(store Store, queue Queue, codec *cursor.Codec, now func() time.Time)
 
 // List returns a page of the partner's events, newest first. Errors: InvalidCursor.
 func (l *Log) List(ctx context.Context, partnerID uuid.UUID, f Filter, limit int, after string) (*Page, error) {
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
-	limit = min(limit, MaxLimit)
+	limit = cursor.Limit(limit)
 	scope := scopeOf(partnerID, f)
 	q := ListQuery{Filter: f, Limit: limit + 1}
-	if after != "" {
-		pos, err := l.codec.Decode(after, scope)
-		if err != nil {
-			return nil, err
-		}
-		q.After = &pos
+	var err error
+	if q.After, err = l.codec.After(after, scope); err != nil {
+		return nil, err
 	}
 	evs, err := l.store.ListEvents(ctx, partnerID, q)
 	if err != nil {
 		return nil, err
 	}
-	p := &Page{Events: evs, Limit: limit}
-	if len(evs) > limit {
-		p.Events, p.HasMore = evs[:limit], true
-		last := p.Events[limit-1]
-		c := l.codec.Encode(cursor.Position{Time: last.CreatedAt, ID: last.ID.String()}, scope)
-		p.NextCursor = &c
-	}
+	p := &Page{Limit: limit}
+	p.Events, p.HasMore, p.NextCursor = cursor.Trim(l.codec, scope, evs, limit, func(e *Event) cursor.Position {
+		return cursor.Position{Time: e.CreatedAt, ID: e.ID.String()}
+	})
 	return p, nil
 }
 
