@@ -231,7 +231,7 @@ SELECT created_at AS mid_at, id AS mid_id FROM transactions
 WHERE partner_id = :'partner' ORDER BY created_at DESC, id DESC OFFSET :off LIMIT 1 \gset
 PREPARE list_page(uuid, timestamptz, uuid) AS
   SELECT * FROM transactions
-  WHERE partner_id = $1 AND (created_at < $2 OR (created_at = $2 AND id < $3))
+  WHERE partner_id = $1 AND (created_at, id) < ($2, $3)
   ORDER BY created_at DESC, id DESC LIMIT :lim;
 \o /dev/null
 EXECUTE list_page(:'partner', :'mid_at', :'mid_id');
