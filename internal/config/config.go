@@ -19,6 +19,7 @@ import (
 	"partnerd/internal/ratelimit"
 	"partnerd/internal/rates"
 	"partnerd/internal/store"
+	"partnerd/internal/transactions"
 )
 
 // Environment is APP_ENV.
@@ -215,7 +216,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	for _, item := range strings.Split(get("WEBHOOK_RETRY_SCHEDULE", DefaultWebhookSchedule), ",") {
 		c.WebhookSchedule = append(c.WebhookSchedule, duration(strings.TrimSpace(item), "WEBHOOK_RETRY_SCHEDULE", bad))
 	}
-	c.DepositWindow = duration(get("DEPOSIT_WINDOW", "30m"), "DEPOSIT_WINDOW", bad)
+	c.DepositWindow = duration(get("DEPOSIT_WINDOW", transactions.DepositWindow.String()), "DEPOSIT_WINDOW", bad)
 
 	if s := get("CURSOR_SECRET", ""); s != "" {
 		if len(s) < 32 {

@@ -36,3 +36,12 @@ func within(db *gorm.DB, col string, from, to *time.Time) *gorm.DB {
 	}
 	return db
 }
+
+// whereEq narrows db to rows whose col equals *v, when v is set (an optional
+// filter of a list). col must be a trusted identifier.
+func whereEq[T any](db *gorm.DB, col string, v *T) *gorm.DB {
+	if v == nil {
+		return db
+	}
+	return db.Where(col+" = ?", *v)
+}

@@ -59,11 +59,3 @@ func (s *Store) QuoteByID(ctx context.Context, partnerID, id uuid.UUID) (*quotes
 	}
 	return row.domain(), nil
 }
-
-// SumQuotedFiat returns the exact sum of fiat_amount over partnerID's quotes. On
-// PostgreSQL the database sums numeric values; SQLite stores amounts as text and has
-// no exact numeric type, so the sum is taken in Go with decimal arithmetic.
-func (s *Store) SumQuotedFiat(ctx context.Context, partnerID uuid.UUID) (decimal.Decimal, error) {
-	q := s.conn(ctx).Model(&quoteRow{}).Where("partner_id = ?", partnerID)
-	return s.sumDecimal(q, "fiat_amount")
-}

@@ -40,12 +40,8 @@ func (s *Store) InsertRevenue(ctx context.Context, r *transactions.RevenueRow) e
 
 func (s *Store) revenueWindow(ctx context.Context, partnerID uuid.UUID, q transactions.RevenueQuery) *gorm.DB {
 	db := s.conn(ctx).Model(&revenueRow{}).Where("partner_id = ? AND ts >= ? AND ts <= ?", partnerID, q.From.UTC(), q.To.UTC())
-	if q.Token != nil {
-		db = db.Where("crypto_currency = ?", *q.Token)
-	}
-	if q.Network != nil {
-		db = db.Where("network = ?", *q.Network)
-	}
+	db = whereEq(db, "crypto_currency", q.Token)
+	db = whereEq(db, "network", q.Network)
 	return db
 }
 

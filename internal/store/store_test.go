@@ -13,10 +13,12 @@ import (
 	"gorm.io/gorm"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
 	"partnerd/internal/quotes"
 	"partnerd/internal/store"
 	"partnerd/internal/testdb"
+	"partnerd/internal/transactions"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
@@ -143,20 +145,30 @@ func TestSumsAreExact(t *testing.T) {
 		ctx := context.Background()
 		p := newPartner(t, s)
 		// 0.10 + 0.20 is 0.30 exactly, and adding 0.01 to a huge value keeps the
-		// cent: both are wrong in float64.
+		// cent: both are wrong in float64. The revenue summary sums exactly on both
+		// databases (in SQL on PostgreSQL, in Go on SQLite).
 		amounts := []string{"0.10", "0.20", "90071992547409.93", "0.01"}
+		start := store.Now()
 		for i, a := range amounts {
-			now := store.Now().Add(time.Duration(i) * time.Microsecond)
-			require.NoError(t, s.CreateQuote(ctx, &quotes.Quote{
-				ID: uuid.New(), PartnerID: p.ID, Token: "usdt", Network: "bep20",
-				FiatAmount: decimal.RequireFromString(a), CreatedAt: now, ExpiresAt: now,
+			now := start.Add(time.Duration(i) * time.Microsecond)
+			tx := &transactions.Transaction{
+				ID: uuid.New(), PartnerID: p.ID, MerchantReference: "SUM-" + a, ReferenceKey: "sum-" + a,
+				Token: "usdt", Network: "bep20", DepositAddress: "addr", AddressIndex: uint32(i),
+				Status: lifecycle.Completed, CreatedAt: now, UpdatedAt: now, ExpiresAt: now,
+			}
+			require.NoError(t, s.InsertTransaction(ctx, tx))
+			require.NoError(t, s.InsertRevenue(ctx, &transactions.RevenueRow{
+				TransactionID: tx.ID, PartnerID: p.ID, MerchantReference: tx.MerchantReference, Network: "bep20", Token: "usdt",
+				Share: decimal.RequireFromString(a), TS: now,
 			}))
 		}
-		sum, err := s.SumQuotedFiat(ctx, p.ID)
+		window := transactions.RevenueQuery{From: start, To: start.Add(time.Second)}
+		n, sum, err := s.RevenueSummary(ctx, p.ID, window)
 		require.NoError(t, err)
+		require.Equal(t, int64(len(amounts)), n)
 		require.Equal(t, "90071992547410.24", sum.StringFixed(2))
 
-		empty, err := s.SumQuotedFiat(ctx, uuid.New())
+		_, empty, err := s.RevenueSummary(ctx, uuid.New(), window)
 		require.NoError(t, err)
 		require.True(t, empty.IsZero())
 	})

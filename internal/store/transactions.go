@@ -344,15 +344,9 @@ func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q tra
 		}
 		db = db.Where("status IN ?", st)
 	}
-	if q.MerchantID != nil {
-		db = db.Where("merchant_id = ?", *q.MerchantID)
-	}
-	if q.TerminalID != nil {
-		db = db.Where("terminal_id = ?", *q.TerminalID)
-	}
-	if q.ReferenceKey != nil {
-		db = db.Where("reference_key = ?", *q.ReferenceKey)
-	}
+	db = whereEq(db, "merchant_id", q.MerchantID)
+	db = whereEq(db, "terminal_id", q.TerminalID)
+	db = whereEq(db, "reference_key", q.ReferenceKey)
 	db = within(db, "created_at", q.From, q.To)
 	db, err := afterPosition(db, "created_at", "id", q.After)
 	if err != nil {

@@ -123,15 +123,9 @@ func (s *Store) PendingEvents(ctx context.Context, partnerID uuid.UUID) ([]uuid.
 // ListEvents returns a page of the partner's events by (created_at, id) descending.
 func (s *Store) ListEvents(ctx context.Context, partnerID uuid.UUID, q webhook.ListQuery) ([]*webhook.Event, error) {
 	db := s.conn(ctx).Where("partner_id = ?", partnerID)
-	if q.Type != nil {
-		db = db.Where("type = ?", *q.Type)
-	}
-	if q.TransactionID != nil {
-		db = db.Where("transaction_id = ?", *q.TransactionID)
-	}
-	if q.PublishStatus != nil {
-		db = db.Where("publish_status = ?", *q.PublishStatus)
-	}
+	db = whereEq(db, "type", q.Type)
+	db = whereEq(db, "transaction_id", q.TransactionID)
+	db = whereEq(db, "publish_status", q.PublishStatus)
 	db = within(db, "created_at", q.From, q.To)
 	db, err := afterPosition(db, "created_at", "id", q.After)
 	if err != nil {
