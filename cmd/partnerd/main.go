@@ -25,7 +25,6 @@ import (
 
 	"partnerd/internal/app"
 	"partnerd/internal/config"
-	"partnerd/internal/jobs"
 	"partnerd/internal/listener"
 	"partnerd/internal/store"
 )
@@ -118,9 +117,6 @@ func migrate(stdout io.Writer) error {
 	n, err := st.Migrate(ctx)
 	if err != nil {
 		return err
-	}
-	if err := jobs.Migrate(ctx, st.SQL(), string(st.Dialect())); err != nil {
-		return fmt.Errorf("job queue migrations: %w", err)
 	}
 	fmt.Fprintf(stdout, "applied %d migration(s)\n", n)
 	return nil

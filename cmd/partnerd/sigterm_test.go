@@ -67,16 +67,37 @@ func startBinary(t *testing.T, bin string, env []string) (*server, string) {
 	return s, key
 }
 
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// buildBinary builds partnerd once per test run and returns its path.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "partnerd-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "partnerd")
+		build := exec.Command("go", "build", "-o", builtBin, ".")
+		build.Stderr = os.Stderr
+		buildErr = build.Run()
+	})
+	require.NoError(t, buildErr)
+	return builtBin
+}
+
 // A SIGTERM during load: requests the server accepted all get their answer, the
 // process exits cleanly, and the expiry jobs of the transactions it created survive
 // the restart and run.
 func TestSIGTERMDuringLoad(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "partnerd")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	bin := buildBinary(t)
 	dbURL := "sqlite:" + filepath.Join(t.TempDir(), "p.db")
-	env := []string{"DATABASE_URL=" + dbURL, "APP_ENV=staging", "DEPOSIT_WINDOW=3s", "EXPIRY_SWEEP_INTERVAL=1h", "JOB_POLL_INTERVAL=100ms"}
+	env := []string{"DATABASE_URL=" + dbURL, "APP_ENV=staging", "DEPOSIT_WINDOW=3s", "EXPIRY_SWEEP_INTERVAL=1s", "JOB_POLL_INTERVAL=100ms"}
 
 	srv, key := startBinary(t, bin, env)
 	require.NotEmpty(t, key)
@@ -157,7 +178,7 @@ func TestSIGTERMDuringLoad(t *testing.T) {
 	t.Logf("answered %d, refused after shutdown %d, unanswered %d, created %d", answered, refused, len(unanswered), len(created))
 
 	// Restart on the same database: every transaction created before the SIGTERM
-	// is expired by its job, without any request.
+	// is expired by the expiry sweep, without any request.
 	srv2, _ := startBinary(t, bin, env)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -59,7 +60,7 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.NewTextHandler(testLogOutput(), nil))
 	a, err := app.Open(ctx, cfg, log)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -220,4 +221,13 @@ func (e *Env) PartnerID(t *testing.T, key string) uuid.UUID {
 	p, err := e.Store.PartnerByKeyHash(context.Background(), partners.HashKey(key))
 	require.NoError(t, err)
 	return p.ID
+}
+
+// testLogOutput is where the server under test logs: nowhere, unless
+// PARTNERD_TEST_LOGS is set (to see a failing test's server side).
+func testLogOutput() io.Writer {
+	if os.Getenv("PARTNERD_TEST_LOGS") != "" {
+		return os.Stderr
+	}
+	return io.Discard
 }

@@ -59,18 +59,18 @@ type App struct {
 }
 
 // Open connects to the database, applies pending migrations and builds the services.
-func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, error) {
+func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *App, err error) {
 	st, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			_ = st.Close()
+		}
+	}()
 	if _, err := st.Migrate(ctx); err != nil {
-		_ = st.Close()
 		return nil, err
-	}
-	if err := jobs.Migrate(ctx, st.SQL(), string(st.Dialect())); err != nil {
-		_ = st.Close()
-		return nil, fmt.Errorf("job queue migrations: %w", err)
 	}
 	a := &App{cfg: cfg, log: log, store: st}
 	a.partners = partners.NewService(st, partnerEnv(cfg.Env), partners.Defaults{
@@ -99,12 +99,10 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 		networks = append(networks, n)
 	}
 	if err := st.EnsureAddressSequences(ctx, networks); err != nil {
-		_ = st.Close()
 		return nil, err
 	}
 	book, err := address.NewBook(cfg.XPubs)
 	if err != nil {
-		_ = st.Close()
 		return nil, err
 	}
 	for _, n := range cfg.DemoXPubs {
@@ -113,20 +111,17 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 	if cfg.DemoCursorSecret {
 		log.Warn("CURSOR_SECRET is unset; using the built-in staging secret for page cursors")
 	}
-	// Every event row written by a state change gets its delivery job in the same
-	// database transaction.
-	outbox := outboxStore{st}
-	a.transactions = transactions.NewService(outbox, pricer, book, expiryScheduler{st}, cfg.DepositWindow, store.Now)
-	a.lifecycle = transactions.NewLifecycle(outbox, cfg.Confirmations, store.Now)
+	txStore := store.For[transactions.Tx](st)
+	a.transactions = transactions.NewService(txStore, pricer, book, cfg.DepositWindow, store.Now)
+	a.lifecycle = transactions.NewLifecycle(txStore, cfg.Confirmations, store.Now)
 
 	production := cfg.Env == config.Production
 	policy := safeurl.Policy{AllowPrivate: !production, RequireHTTPS: production}
 	deliverer := webhook.NewDeliverer(st, policy, cfg.WebhookSchedule, store.Now, log)
-	a.jobs, err = jobs.NewRunner(st.SQL(), string(st.Dialect()), expirer{a.lifecycle}, jobs.Options{
+	a.jobs, err = jobs.NewRunner(st.JobDriver(), expirer{a.lifecycle}, jobs.Options{
 		Logger: log, SweepInterval: cfg.ExpirySweep, FetchPollInterval: cfg.JobPollInterval, Deliverer: deliverer, Requeues: st,
 	})
 	if err != nil {
-		_ = st.Close()
 		return nil, fmt.Errorf("job runner: %w", err)
 	}
 	a.events = webhook.NewLog(st, a.jobs, cursor.NewCodec(cfg.CursorSecret), store.Now)
@@ -140,10 +135,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 
 	limiter, err := newLimiter(cfg, log)
 	if err != nil {
-		_ = st.Close()
 		return nil, err
 	}
-	a.idempotency = idempotency.NewService(st, store.Now)
+	a.idempotency = idempotency.NewService(store.For[idempotency.Tx](st), store.Now)
 
 	codec := cursor.NewCodec(cfg.CursorSecret)
 	var handler *echo.Echo
@@ -151,7 +145,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 		Partners:     a.partners,
 		Quotes:       a.quotes,
 		Transactions: a.transactions,
-		Lister:       transactions.NewLister(st, codec),
+		Lister:       transactions.NewLister(txStore, codec),
 		Lifecycle:    a.lifecycle,
 		Ledger:       transactions.NewLedger(st, codec, store.Now),
 		History:      st,
@@ -162,7 +156,6 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 		Limiter:      limiter,
 		Limits:       map[ratelimit.Class]ratelimit.Limit{ratelimit.Reads: cfg.RateLimitReads, ratelimit.Writes: cfg.RateLimitWrites},
 		Idempotency:  a.idempotency,
-		Store:        st,
 		Logger:       log,
 		Ready: func(r *http.Request) error {
 			if err := st.Ping(r.Context()); err != nil {
@@ -172,18 +165,13 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 			if err != nil {
 				return err
 			}
-			jobsPending, err := jobs.PendingMigrations(r.Context(), st.SQL(), string(st.Dialect()))
-			if err != nil {
-				return err
-			}
-			if pending || jobsPending {
+			if pending {
 				return errors.New("migrations pending")
 			}
 			return nil
 		},
 	})
 	if err != nil {
-		_ = st.Close()
 		return nil, err
 	}
 	docs.New(openapi.PartnerYAML).Register(handler)
@@ -304,18 +292,6 @@ func (a *App) purge(ctx context.Context) {
 	}
 }
 
-// expiryScheduler inserts a transaction's expiry job on the database transaction
-// that creates it.
-type expiryScheduler struct{ st *store.Store }
-
-func (e expiryScheduler) ScheduleExpiry(ctx context.Context, id uuid.UUID, at time.Time) error {
-	tx, ok := e.st.SQLTx(ctx)
-	if !ok {
-		return errors.New("expiry must be scheduled inside the creating transaction")
-	}
-	return jobs.InsertExpiryTx(ctx, tx, string(e.st.Dialect()), id, at)
-}
-
 // expirer adapts the lifecycle to the job runner.
 type expirer struct{ l *transactions.Lifecycle }
 
@@ -324,7 +300,7 @@ type expirer struct{ l *transactions.Lifecycle }
 func (e expirer) Expire(ctx context.Context, id uuid.UUID) error {
 	_, err := e.l.Expire(ctx, id, false)
 	switch {
-	case err == nil, errors.Is(err, transactions.ErrNotDue),
+	case err == nil, errors.Is(err, transactions.ErrNoLongerAwaiting),
 		apperr.CodeOf(err) == apperr.InvalidStateTransition, apperr.CodeOf(err) == apperr.NotFound:
 		return nil
 	default:
@@ -334,21 +310,6 @@ func (e expirer) Expire(ctx context.Context, id uuid.UUID) error {
 
 func (e expirer) ExpireDue(ctx context.Context, now time.Time, limit int) (int, error) {
 	return e.l.ExpireDue(ctx, now, limit)
-}
-
-// outboxStore is the store as the transaction services see it: writing an event
-// also inserts its delivery job, on the same database transaction.
-type outboxStore struct{ *store.Store }
-
-func (o outboxStore) InsertEvent(ctx context.Context, e *transactions.Event) error {
-	if err := o.Store.InsertEvent(ctx, e); err != nil {
-		return err
-	}
-	tx, ok := o.SQLTx(ctx)
-	if !ok {
-		return errors.New("events must be written inside a database transaction")
-	}
-	return jobs.InsertDeliveryTx(ctx, tx, string(o.Dialect()), e.ID)
 }
 
 // observer turns committed transitions and delivery attempts into log lines and metrics.

@@ -67,7 +67,7 @@ type Config struct {
 	RateLimitReads, RateLimitWrites ratelimit.Limit
 	// JobPollInterval is how often job workers look for due jobs.
 	JobPollInterval time.Duration
-	// ExpirySweep is how often the backstop sweep expires overdue transactions.
+	// ExpirySweep is how often the expiry sweep expires overdue transactions.
 	ExpirySweep time.Duration
 	// DepositWindow is how long a transaction waits for its deposit (30 minutes;
 	// tests shorten it).
@@ -199,7 +199,7 @@ func Load(getenv func(string) string) (*Config, error) {
 		}
 		c.Confirmations[strings.ToLower(network)] = v
 	}
-	c.ExpirySweep = duration(get("EXPIRY_SWEEP_INTERVAL", "1m"), "EXPIRY_SWEEP_INTERVAL", bad)
+	c.ExpirySweep = duration(get("EXPIRY_SWEEP_INTERVAL", "1s"), "EXPIRY_SWEEP_INTERVAL", bad)
 	c.RedisURL = get("REDIS_URL", "")
 	reads, writes := "1000/1s,burst=2000", "500/1s,burst=1000" // staging: relaxed
 	if c.Env == Production {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 
@@ -9,23 +10,18 @@ import (
 
 	"partnerd/internal/apperr"
 	"partnerd/internal/idempotency"
-	"partnerd/internal/store"
 )
 
 // idempotentOperations are the operations that require an Idempotency-Key.
 var idempotentOperations = []string{"createTransaction", "cancelTransaction"}
 
 // idempotent wraps one operation (after authentication and validation, so rejected
-// requests are never stored):
-//
-//  1. claim the key, or replay its stored response, or refuse (422 reused, 409 in
-//     progress);
-//  2. run the handler inside one database transaction, buffering its response;
-//  3. store a 2xx or 4xx response in that same transaction and commit, so the
-//     effects and the stored answer land together; on a 400 (validation) or a 5xx
-//     roll back and release the key, so the partner's retry executes afresh;
-//  4. send the buffered response.
-func idempotent(operation string, svc *idempotency.Service, st *store.Store) echo.MiddlewareFunc {
+// requests are never stored) in idempotency.Service.Do: the key's claim, the
+// handler's effects and its stored answer are one unit of work (the handler's
+// domain services join it through the request's context). The handler's answer
+// is buffered until that unit of work has committed (or rolled back), then sent;
+// a retry gets the stored answer with Idempotent-Replayed: true.
+func idempotent(operation string, svc *idempotency.Service) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
@@ -43,57 +39,38 @@ func idempotent(operation string, svc *idempotency.Service, st *store.Store) ech
 				return apperr.Field(apperr.IdempotencyKeyMissing, "The Idempotency-Key header is required for this operation.", "Idempotency-Key", "is required")
 			}
 
-			stored, err := svc.Claim(req.Context(), key, idempotency.Fingerprint(req.Method, req.URL.Path, body))
-			if err != nil {
-				return err
-			}
-			if stored != nil {
-				h := c.Response().Header()
-				h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-				h.Set("Idempotent-Replayed", "true")
-				c.Response().WriteHeader(stored.ResponseStatus)
-				_, err := c.Response().Write(stored.ResponseBody)
-				return err
-			}
-
-			txCtx, tx, err := st.Begin(req.Context())
-			if err != nil {
-				_ = svc.Release(req.Context(), key)
-				return err
-			}
-			defer tx.Rollback()
-			c.SetRequest(req.WithContext(txCtx))
 			resp := c.Response()
 			orig := resp.Writer
 			buf := &bufferedWriter{header: orig.Header()}
-			resp.Writer = buf
-			if herr := next(c); herr != nil {
-				c.Error(herr) // renders the error body into buf
-			}
+			out, err := svc.Do(req.Context(), key, idempotency.Fingerprint(req.Method, req.URL.Path, body),
+				func(ctx context.Context) (idempotency.Response, error) {
+					buf.reset()
+					resp.Writer = buf
+					c.SetRequest(req.WithContext(ctx))
+					if herr := next(c); herr != nil {
+						c.Error(herr) // renders the error body into buf
+					}
+					resp.Writer = orig
+					c.SetRequest(req)
+					status := buf.status
+					if status == 0 {
+						status = http.StatusOK
+					}
+					return idempotency.Response{Status: status, Body: buf.body.Bytes()}, nil
+				})
 			resp.Writer = orig
 			c.SetRequest(req)
-			status := buf.status
-			if status == 0 {
-				status = http.StatusOK
-			}
-
-			// Validation failures (400) and server errors are not results of executing
-			// the request: nothing is stored and the key is free for a corrected retry.
-			if status >= 500 || status == http.StatusBadRequest {
-				tx.Rollback()
-				_ = svc.Release(req.Context(), key)
-			} else if err := svc.Complete(txCtx, key, status, buf.body.Bytes()); err != nil {
-				tx.Rollback()
-				_ = svc.Release(req.Context(), key)
-				resp.Committed = false // nothing was sent: let the error handler answer
-				return err
-			} else if err := tx.Commit(); err != nil {
-				_ = svc.Release(req.Context(), key)
-				resp.Committed = false
+			resp.Committed = false // nothing has reached the client yet
+			if err != nil {
 				return err
 			}
-			orig.WriteHeader(status)
-			_, err = orig.Write(buf.body.Bytes())
+			h := resp.Header()
+			if out.Replayed {
+				h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+				h.Set("Idempotent-Replayed", "true")
+			}
+			resp.WriteHeader(out.Status)
+			_, err = resp.Write(out.Body)
 			return err
 		}
 	}
@@ -108,6 +85,11 @@ type bufferedWriter struct {
 }
 
 func (b *bufferedWriter) Header() http.Header { return b.header }
+
+func (b *bufferedWriter) reset() {
+	b.status = 0
+	b.body.Reset()
+}
 
 func (b *bufferedWriter) WriteHeader(status int) {
 	if b.status == 0 {

@@ -18,7 +18,6 @@ import (
 	"partnerd/internal/partners"
 	"partnerd/internal/quotes"
 	"partnerd/internal/ratelimit"
-	"partnerd/internal/store"
 	"partnerd/internal/transactions"
 	"partnerd/internal/webhook"
 )
@@ -45,9 +44,7 @@ type Deps struct {
 	// Limiter and Limits rate-limit partner requests per API key.
 	Limiter ratelimit.Limiter
 	Limits  map[ratelimit.Class]ratelimit.Limit
-	// Store opens the per-request transactions of idempotent operations.
-	Store  *store.Store
-	Logger *slog.Logger
+	Logger  *slog.Logger
 	// Ready reports whether the service can take traffic (database up, migrated).
 	Ready func(*http.Request) error
 }
@@ -149,7 +146,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.Use(append(mws, validatorWith(skip))...)
 	opMW := map[string][]echo.MiddlewareFunc{"simulateSandboxEvent": {hideInProduction(d.Production)}}
 	for _, op := range idempotentOperations {
-		opMW[op] = []echo.MiddlewareFunc{idempotent(op, d.Idempotency, d.Store)}
+		opMW[op] = []echo.MiddlewareFunc{idempotent(op, d.Idempotency)}
 	}
 	api.RegisterHandlersWithOptions(e, api.NewStrictHandler(srv, nil), api.RegisterHandlersOptions{
 		BaseURL: BasePath, OperationMiddlewares: opMW,

@@ -20,6 +20,7 @@ import (
 	"partnerd/internal/apitest"
 	"partnerd/internal/quotes"
 	"partnerd/internal/store"
+	"partnerd/internal/webhook"
 )
 
 func idem() func(context.Context, *http.Request) error {
@@ -555,7 +556,8 @@ func TestListWalkIsStableWhileCreating(t *testing.T) {
 func TestCreateWritesHistoryAndEventTogether(t *testing.T) {
 	t.Parallel()
 	onBoth(t, nil, func(t *testing.T, env *apitest.Env) {
-		c := env.Client(t, env.NewPartner(t))
+		key := env.NewPartner(t)
+		c := env.Client(t, key)
 		ctx := context.Background()
 		tx := create(t, c, direct("EV-1", "trc20", "2500"))
 
@@ -566,7 +568,9 @@ func TestCreateWritesHistoryAndEventTogether(t *testing.T) {
 		require.Equal(t, "awaiting_deposit", string(hist[0].To))
 		require.Equal(t, "transaction:created", hist[0].Reason)
 
-		events, err := env.Store.EventsOf(ctx, tx.Id)
+		events, err := env.Store.ListEvents(ctx, env.PartnerID(t, key), webhook.ListQuery{
+			Filter: webhook.Filter{TransactionID: &tx.Id}, Limit: 10,
+		})
 		require.NoError(t, err)
 		require.Len(t, events, 1)
 		require.Equal(t, "transaction.created", string(events[0].Type))

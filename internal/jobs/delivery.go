@@ -2,8 +2,6 @@ package jobs
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -68,22 +66,6 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverEventArg
 
 // Timeout leaves room for the receiver's 15 seconds and our bookkeeping.
 func (w *deliverWorker) Timeout(*river.Job[DeliverEventArgs]) time.Duration { return time.Minute }
-
-// InsertDeliveryTx inserts the delivery job of eventID in tx, the transaction that
-// wrote the event, so the event and its job commit together.
-func InsertDeliveryTx(ctx context.Context, tx *sql.Tx, dialect string, eventID uuid.UUID) error {
-	if tx == nil {
-		return errors.New("jobs: nil transaction")
-	}
-	client, err := insertClient(dialect)
-	if err != nil {
-		return err
-	}
-	if _, err := client.InsertTx(ctx, tx, DeliverEventArgs{EventID: eventID}, nil); err != nil {
-		return fmt.Errorf("jobs: insert delivery of event %s: %w", eventID, err)
-	}
-	return nil
-}
 
 // Redeliver queues eventID for delivery now: a new job, or, when the event's job is
 // waiting for a later retry, that job moved to now. When the event's job is marked

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
@@ -16,11 +15,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
-	"gorm.io/driver/postgres"
-	"gorm.io/driver/sqlite"
-	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"partnerd/internal/jobs"
 	"partnerd/internal/store"
@@ -36,9 +32,10 @@ func TestMain(m *testing.M) {
 // fastPoll makes due jobs start promptly in tests.
 const fastPoll = 50 * time.Millisecond
 
-// env is one River-migrated database of a test.
+// env is one migrated database of a test.
 type env struct {
-	dialect string
+	st      *store.Store
+	dialect store.Dialect
 	db      *sql.DB
 }
 
@@ -60,14 +57,15 @@ func openEnv(t *testing.T, db testdb.Database) env {
 	t.Helper()
 	ctx := context.Background()
 	u := db.URL
-	if db.Name == jobs.Postgres {
+	if db.Name == string(store.Postgres) {
 		u = freshSchema(t, u)
 	}
-	s, err := store.Open(ctx, u)
+	s, err := store.OpenWith(ctx, u, store.Options{MaxConns: 4})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	require.NoError(t, jobs.Migrate(ctx, s.SQL(), string(s.Dialect())))
-	return env{dialect: string(s.Dialect()), db: s.SQL()}
+	_, err = s.Migrate(ctx)
+	require.NoError(t, err)
+	return env{st: s, dialect: s.Dialect(), db: s.SQL()}
 }
 
 // freshSchema creates a schema in the database at dbURL and returns a URL whose
@@ -209,7 +207,7 @@ func newRunner(t *testing.T, e env, exp jobs.Expirer, opts jobs.Options) (*jobs.
 	if opts.FetchPollInterval == 0 {
 		opts.FetchPollInterval = fastPoll
 	}
-	r, err := jobs.NewRunner(e.db, e.dialect, exp, jobs.WithoutStagger(opts))
+	r, err := jobs.NewRunner(e.st.JobDriver(), exp, jobs.WithoutStagger(opts))
 	require.NoError(t, err)
 	return r, logs
 }
@@ -229,11 +227,11 @@ func startRunner(t *testing.T, e env, exp jobs.Expirer, opts jobs.Options) *jobs
 	return r
 }
 
-// insertExpiry inserts an expiry job the way the application does: in a GORM
-// transaction, on the *sql.Tx under it. It commits unless rollback is set.
+// insertExpiry inserts an expiry job the way the application inserts jobs: on a
+// unit of work. It commits unless rollback is set.
 func insertExpiry(t *testing.T, e env, id uuid.UUID, at time.Time, rollback bool) {
 	t.Helper()
-	err := insertExpiryGorm(openGorm(t, e), e.dialect, id, at, rollback)
+	err := insertExpiryTx(e.st, id, at, rollback)
 	if rollback {
 		require.ErrorIs(t, err, errRollback)
 		return
@@ -243,13 +241,9 @@ func insertExpiry(t *testing.T, e env, id uuid.UUID, at time.Time, rollback bool
 
 var errRollback = errors.New("roll back")
 
-func insertExpiryGorm(gdb *gorm.DB, dialect string, id uuid.UUID, at time.Time, rollback bool) error {
-	return gdb.Transaction(func(tx *gorm.DB) error {
-		sqlTx, ok := tx.Statement.ConnPool.(*sql.Tx)
-		if !ok {
-			return fmt.Errorf("a GORM transaction should run on a *sql.Tx, got %T", tx.Statement.ConnPool)
-		}
-		if err := jobs.InsertExpiryTx(tx.Statement.Context, sqlTx, dialect, id, at); err != nil {
+func insertExpiryTx(st *store.Store, id uuid.UUID, at time.Time, rollback bool) error {
+	return st.Transact(context.Background(), func(ctx context.Context, tx *store.Tx) error {
+		if err := tx.Enqueue(ctx, jobs.ExpireTransactionArgs{TransactionID: id}, &river.InsertOpts{ScheduledAt: at}); err != nil {
 			return err
 		}
 		if rollback {
@@ -259,24 +253,11 @@ func insertExpiryGorm(gdb *gorm.DB, dialect string, id uuid.UUID, at time.Time, 
 	})
 }
 
-func openGorm(t *testing.T, e env) *gorm.DB {
-	t.Helper()
-	var dial gorm.Dialector
-	if e.dialect == jobs.Postgres {
-		dial = postgres.New(postgres.Config{Conn: e.db})
-	} else {
-		dial = &sqlite.Dialector{Conn: e.db}
-	}
-	gdb, err := gorm.Open(dial, &gorm.Config{Logger: logger.Discard})
-	require.NoError(t, err)
-	return gdb
-}
-
 func jobCount(t *testing.T, e env, id uuid.UUID) int {
 	t.Helper()
 	var n int
 	q := "SELECT count(*) FROM river_job WHERE kind = 'expire_transaction' AND args->>'transaction_id' = "
-	if e.dialect == jobs.Postgres {
+	if e.dialect == store.Postgres {
 		q += "$1"
 	} else {
 		q += "?"
@@ -295,63 +276,10 @@ const jobWait = 10 * time.Second
 // soon returns a time d from now, at the millisecond precision SQLite keeps.
 func soon(d time.Duration) time.Time { return time.Now().Add(d).Truncate(time.Millisecond) }
 
-func TestMigrateIsIdempotent(t *testing.T) {
+func TestNilDriver(t *testing.T) {
 	t.Parallel()
-	eachDatabase(t, func(t *testing.T, e env) {
-		require.NoError(t, jobs.Migrate(context.Background(), e.db, e.dialect))
-	})
-}
-
-func TestMigrateConcurrentlyOnPostgres(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	s, err := store.Open(ctx, freshSchema(t, testdb.Postgres(t)))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	errs := make(chan error, 3)
-	for range 3 {
-		go func() { errs <- jobs.Migrate(ctx, s.SQL(), jobs.Postgres) }()
-	}
-	for range 3 {
-		require.NoError(t, <-errs)
-	}
-}
-
-func TestStartNeedsMigrate(t *testing.T) {
-	t.Parallel()
-	for _, db := range testdb.Both(t) {
-		t.Run(db.Name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			u := db.URL
-			if db.Name == jobs.Postgres {
-				u = freshSchema(t, u)
-			}
-			s, err := store.Open(ctx, u)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = s.Close() })
-			e := env{dialect: string(s.Dialect()), db: s.SQL()}
-
-			pending, err := jobs.PendingMigrations(ctx, e.db, e.dialect)
-			require.NoError(t, err)
-			require.True(t, pending)
-			r, _ := newRunner(t, e, newFake(), jobs.Options{})
-			require.ErrorContains(t, r.Start(ctx), "not migrated")
-
-			require.NoError(t, jobs.Migrate(ctx, e.db, e.dialect))
-			pending, err = jobs.PendingMigrations(ctx, e.db, e.dialect)
-			require.NoError(t, err)
-			require.False(t, pending)
-		})
-	}
-}
-
-func TestUnknownDialect(t *testing.T) {
-	t.Parallel()
-	_, err := jobs.NewRunner(&sql.DB{}, "mysql", newFake(), jobs.Options{})
-	require.ErrorContains(t, err, "unknown dialect")
-	require.ErrorContains(t, jobs.InsertExpiryTx(context.Background(), &sql.Tx{}, "mysql", uuid.New(), time.Now()), "unknown dialect")
-	require.ErrorContains(t, jobs.Migrate(context.Background(), &sql.DB{}, "mysql"), "unknown dialect")
+	_, err := jobs.NewRunner(nil, newFake(), jobs.Options{})
+	require.ErrorContains(t, err, "nil driver")
 }
 
 func TestCommittedExpiryRunsOnceAtItsTime(t *testing.T) {
@@ -369,12 +297,11 @@ func TestCommittedExpiryRunsOnceAtItsTime(t *testing.T) {
 		// they contend for the write lock with River's own queries).
 		late, lateAt := uuid.New(), soon(200*time.Millisecond)
 		insertExpiry(t, e, late, lateAt, false)
-		gdb := openGorm(t, e)
 		more := make([]uuid.UUID, 40)
 		errs := make(chan error, len(more))
 		for i := range more {
 			more[i] = uuid.New()
-			go func() { errs <- insertExpiryGorm(gdb, e.dialect, more[i], soon(100*time.Millisecond), false) }()
+			go func() { errs <- insertExpiryTx(e.st, more[i], soon(100*time.Millisecond), false) }()
 		}
 		for range more {
 			require.NoError(t, <-errs)
@@ -418,7 +345,7 @@ func TestRolledBackExpiryNeverRuns(t *testing.T) {
 
 func TestTwoRunnersRunEachJobOnce(t *testing.T) {
 	t.Parallel()
-	e := openEnv(t, testdb.Database{Name: jobs.Postgres, URL: testdb.Postgres(t)})
+	e := openEnv(t, testdb.Database{Name: string(store.Postgres), URL: testdb.Postgres(t)})
 	at := soon(200 * time.Millisecond)
 	ids := make([]uuid.UUID, 40)
 	for i := range ids {

@@ -75,15 +75,13 @@ type Service struct {
 	env      Environment
 	defaults Defaults
 	now      func() time.Time
+	keys     *keyCache
 }
 
 // NewService returns a Service issuing and accepting keys of env only.
 func NewService(store Store, env Environment, defaults Defaults, now func() time.Time) *Service {
-	return &Service{store: store, env: env, defaults: defaults, now: now}
+	return &Service{store: store, env: env, defaults: defaults, now: now, keys: newKeyCache(KeyCacheSize, KeyCacheTTL)}
 }
-
-// Environment returns the environment whose keys the service accepts.
-func (s *Service) Environment() Environment { return s.env }
 
 // Create makes a partner named name and returns it with its API key. The key is not
 // stored and cannot be shown again.
@@ -121,7 +119,11 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*Partner, error
 	if !strings.HasPrefix(key, s.env.KeyPrefix()) || len(key) > 200 {
 		return nil, ErrUnauthorized
 	}
-	p, err := s.store.PartnerByKeyHash(ctx, HashKey(key))
+	hash := HashKey(key)
+	if p, ok := s.keys.get(hash); ok {
+		return p, nil
+	}
+	p, err := s.store.PartnerByKeyHash(ctx, hash)
 	if err != nil {
 		if apperr.CodeOf(err) == apperr.NotFound {
 			return nil, ErrUnauthorized
@@ -131,6 +133,7 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*Partner, error
 	if p.Environment != s.env {
 		return nil, ErrUnauthorized
 	}
+	s.keys.put(hash, p)
 	return p, nil
 }
 

@@ -35,13 +35,13 @@ func (s *Store) CreatePartner(ctx context.Context, p *partners.Partner) error {
 		ID: p.ID, Name: p.Name, Environment: string(p.Environment), KeyHash: p.KeyHash,
 		FeeRate: p.FeeRate, ShareRate: p.ShareRate, CreatedAt: p.CreatedAt,
 	}
-	return s.conn(ctx).Create(&row).Error
+	return s.write(ctx).Create(&row).Error
 }
 
 // PartnerByKeyHash returns the partner whose API key hashes to hash, or apperr NotFound.
 func (s *Store) PartnerByKeyHash(ctx context.Context, hash string) (*partners.Partner, error) {
 	var row partnerRow
-	if err := s.conn(ctx).Where("key_hash = ?", hash).Take(&row).Error; err != nil {
+	if err := s.read(ctx).Where("key_hash = ?", hash).Take(&row).Error; err != nil {
 		return nil, notFound(err, "partner")
 	}
 	return row.domain(), nil
@@ -50,7 +50,7 @@ func (s *Store) PartnerByKeyHash(ctx context.Context, hash string) (*partners.Pa
 // PartnerByID returns the partner with id, or apperr NotFound.
 func (s *Store) PartnerByID(ctx context.Context, id uuid.UUID) (*partners.Partner, error) {
 	var row partnerRow
-	if err := s.conn(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+	if err := s.read(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
 		return nil, notFound(err, "partner")
 	}
 	return row.domain(), nil
@@ -59,6 +59,6 @@ func (s *Store) PartnerByID(ctx context.Context, id uuid.UUID) (*partners.Partne
 // CountPartners returns how many partners exist.
 func (s *Store) CountPartners(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.conn(ctx).Model(&partnerRow{}).Count(&n).Error
+	err := s.read(ctx).Model(&partnerRow{}).Count(&n).Error
 	return n, err
 }

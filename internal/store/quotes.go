@@ -46,16 +46,21 @@ func (s *Store) CreateQuote(ctx context.Context, q *quotes.Quote) error {
 		BaseRate: q.BaseRate, AdjustedRate: q.AdjustedRate, CryptoAmount: q.CryptoAmount, FiatAmount: q.FiatAmount,
 		CreatedAt: q.CreatedAt, ExpiresAt: q.ExpiresAt, UsedAt: q.UsedAt,
 	}
-	return s.conn(ctx).Create(&row).Error
+	return s.write(ctx).Create(&row).Error
 }
 
 // QuoteByID returns partnerID's quote id, or apperr NotFound (also for another
 // partner's quote, so existence never leaks).
 func (s *Store) QuoteByID(ctx context.Context, partnerID, id uuid.UUID) (*quotes.Quote, error) {
 	var row quoteRow
-	err := s.conn(ctx).Where("id = ? AND partner_id = ?", id, partnerID).Take(&row).Error
+	err := s.read(ctx).Where("id = ? AND partner_id = ?", id, partnerID).Take(&row).Error
 	if err != nil {
 		return nil, notFound(err, "quote")
 	}
 	return row.domain(), nil
+}
+
+// QuoteByID is Store.QuoteByID inside the unit of work.
+func (tx *Tx) QuoteByID(ctx context.Context, partnerID, id uuid.UUID) (*quotes.Quote, error) {
+	return tx.s.QuoteByID(context.WithValue(ctx, txKey{}, tx), partnerID, id)
 }

@@ -29,17 +29,17 @@ type revenueRow struct {
 func (revenueRow) TableName() string { return "revenue" }
 
 // InsertRevenue writes a ledger row.
-func (s *Store) InsertRevenue(ctx context.Context, r *transactions.RevenueRow) error {
+func (tx *Tx) InsertRevenue(ctx context.Context, r *transactions.RevenueRow) error {
 	row := revenueRow{
 		TransactionID: r.TransactionID, PartnerID: r.PartnerID, MerchantReference: r.MerchantReference,
 		MerchantID: r.MerchantID, TerminalID: r.TerminalID, Network: r.Network, CryptoCurrency: r.Token,
 		CryptoAmount: r.CryptoAmount, Amount: r.FiatAmount, PlatformFee: r.PlatformFee, Share: r.Share, TS: r.TS,
 	}
-	return s.conn(ctx).Create(&row).Error
+	return tx.db.WithContext(ctx).Create(&row).Error
 }
 
 func (s *Store) revenueWindow(ctx context.Context, partnerID uuid.UUID, q transactions.RevenueQuery) *gorm.DB {
-	db := s.conn(ctx).Model(&revenueRow{}).Where("partner_id = ? AND ts >= ? AND ts <= ?", partnerID, q.From.UTC(), q.To.UTC())
+	db := s.read(ctx).Model(&revenueRow{}).Where("partner_id = ? AND ts >= ? AND ts <= ?", partnerID, q.From.UTC(), q.To.UTC())
 	db = whereEq(db, "crypto_currency", q.Token)
 	db = whereEq(db, "network", q.Network)
 	return db

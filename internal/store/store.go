@@ -10,14 +10,23 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -42,10 +51,24 @@ const DefaultURL = "sqlite:data/partnerd.db"
 var migrationsFS embed.FS
 
 // Store is the database. Its methods are safe for concurrent use.
+//
+// Reads go to db. Writes go through a unit of work (Transact, or a
+// single-statement write by write()) on wdb. On PostgreSQL both are the same pool.
+// On SQLite, which has one writer at a time anyway, wdb is a pool of exactly one
+// connection: writers queue in Go for that connection instead of spinning on
+// SQLITE_BUSY with backoff (the cause of multi-second tail latencies under
+// concurrent writes), while reads run in parallel on db beside them (WAL).
 type Store struct {
 	db      *gorm.DB
+	wdb     *gorm.DB
 	sql     *sql.DB
+	wsql    *sql.DB
 	dialect Dialect
+	// listen is PostgreSQL's pgx pool from which River takes its LISTEN
+	// connections (see JobDriver); nil on SQLite.
+	listen *pgxpool.Pool
+	// jobs inserts River jobs on a unit of work's *sql.Tx (see Tx.Enqueue).
+	jobs *river.Client[*sql.Tx]
 }
 
 // Now is the clock every stored time comes from: UTC, truncated to microseconds,
@@ -64,9 +87,11 @@ func ParseURL(url string) (Dialect, string, error) {
 			return "", "", errors.New("DATABASE_URL sqlite: needs a file path, e.g. sqlite:data/partnerd.db")
 		}
 		// Foreign keys are off by default in SQLite; WAL lets readers run beside the
-		// writer; immediate transactions take the write lock up front so two writers
-		// wait (busy_timeout) instead of failing on a lock upgrade.
-		return SQLite, "file:" + path + "?_foreign_keys=on&_journal_mode=WAL&_busy_timeout=10000&_txlock=immediate", nil
+		// writer, and with it synchronous=NORMAL is durable against a process crash
+		// (a power loss may drop the last commits) at a fraction of FULL's fsyncs;
+		// immediate transactions take the write lock up front so a writer never
+		// fails on a lock upgrade; busy_timeout covers another process's writes.
+		return SQLite, "file:" + path + "?_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=10000&_txlock=immediate", nil
 	default:
 		return "", "", fmt.Errorf("DATABASE_URL %q: want postgres://… or sqlite:PATH", redact(url))
 	}
@@ -74,19 +99,48 @@ func ParseURL(url string) (Dialect, string, error) {
 
 // Open connects to url (see ParseURL). It does not migrate; call Migrate.
 func Open(ctx context.Context, url string) (*Store, error) {
+	return OpenWith(ctx, url, Options{})
+}
+
+// Options tune a Store's pools. The zero value is the production setting.
+type Options struct {
+	// MaxConns caps the PostgreSQL pool (default 20). Test suites that open many
+	// stores on one server lower it.
+	MaxConns int
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, url string, opts Options) (*Store, error) {
 	dialect, dsn, err := ParseURL(url)
 	if err != nil {
 		return nil, err
 	}
-	cfg := &gorm.Config{
-		TranslateError: true,
-		NowFunc:        Now,
-		Logger:         logger.Discard,
+	maxConns := opts.MaxConns
+	if maxConns <= 0 {
+		maxConns = 20
 	}
-	var dial gorm.Dialector
+	s := &Store{dialect: dialect}
 	switch dialect {
 	case Postgres:
-		dial = postgres.Open(dsn)
+		// One pgx pool under both GORM (through pgx's database/sql adapter) and
+		// River's listener, so the service holds one set of connections.
+		cfg, err := pgxpool.ParseConfig(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("DATABASE_URL: %w", err)
+		}
+		cfg.MaxConns = int32(maxConns)
+		cfg.MaxConnIdleTime = 5 * time.Minute
+		s.listen, err = pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres database: %w", err)
+		}
+		s.sql = stdlib.OpenDBFromPool(s.listen)
+		s.wsql = s.sql
+		if s.db, err = gormOpen(postgres.New(postgres.Config{Conn: s.sql})); err != nil {
+			s.listen.Close()
+			return nil, err
+		}
+		s.wdb = s.db
 	case SQLite:
 		path := strings.TrimPrefix(url, "sqlite:")
 		if dir := filepath.Dir(path); dir != "." {
@@ -94,36 +148,89 @@ func Open(ctx context.Context, url string) (*Store, error) {
 				return nil, fmt.Errorf("create database directory: %w", err)
 			}
 		}
-		dial = sqlite.Open(dsn)
+		if s.wdb, err = gormOpen(sqlite.Open(dsn)); err != nil {
+			return nil, err
+		}
+		if s.wsql, err = s.wdb.DB(); err != nil {
+			return nil, err
+		}
+		s.wsql.SetMaxOpenConns(1)
+		s.wsql.SetMaxIdleConns(1)
+		s.wsql.SetConnMaxIdleTime(0)
+		s.wsql.SetConnMaxLifetime(0)
+		readDSN := strings.Replace(dsn, "&_txlock=immediate", "", 1)
+		if s.db, err = gormOpen(sqlite.Open(readDSN)); err != nil {
+			_ = s.wsql.Close()
+			return nil, err
+		}
+		if s.sql, err = s.db.DB(); err != nil {
+			return nil, err
+		}
+		s.sql.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)*2))
 	}
-	db, err := gorm.Open(dial, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("open %s database: %w", dialect, err)
-	}
-	sqlDB, err := db.DB()
-	if err != nil {
-		return nil, err
-	}
-	if dialect == Postgres {
-		sqlDB.SetMaxOpenConns(20)
-		sqlDB.SetMaxIdleConns(10)
-		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-	}
-	if err := sqlDB.PingContext(ctx); err != nil {
-		_ = sqlDB.Close()
+	if err := s.sql.PingContext(ctx); err != nil {
+		_ = s.Close()
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
 	}
-	return &Store{db: db, sql: sqlDB, dialect: dialect}, nil
+	// An insert-only client (no queues, no workers): it writes jobs on a caller's
+	// transaction and, on PostgreSQL, the NOTIFY that wakes the workers at commit.
+	if s.jobs, err = river.NewClient(s.JobDriver(), &river.Config{Logger: quietLogger()}); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("job inserts: %w", err)
+	}
+	return s, nil
+}
+
+func gormOpen(dial gorm.Dialector) (*gorm.DB, error) {
+	db, err := gorm.Open(dial, &gorm.Config{
+		TranslateError: true,
+		NowFunc:        Now,
+		Logger:         logger.Discard,
+		// Every multi-statement write runs in an explicit unit of work (Transact);
+		// GORM's own wrapping of single statements would only add BEGIN/COMMIT.
+		SkipDefaultTransaction: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	return db, nil
+}
+
+// JobDriver returns River's driver over this database, for the job runner and
+// the store's own job inserts. On PostgreSQL it is River's database/sql driver
+// over the same pool GORM uses, with a pgx (riverpgxv5) listener on the same
+// pgx pool: jobs are inserted on the very *sql.Tx of a unit of work (so a job
+// commits exactly with the change that scheduled it), and the insert's NOTIFY
+// wakes every instance's workers through LISTEN at commit instead of at their
+// next poll. On SQLite it is River's SQLite driver on the one-writer pool.
+func (s *Store) JobDriver() riverdriver.Driver[*sql.Tx] {
+	if s.dialect == Postgres {
+		return riverdatabasesql.NewWithPgxListener(s.sql, s.listen)
+	}
+	return riversqlite.New(s.wsql)
+}
+
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // Dialect returns which database this is.
 func (s *Store) Dialect() Dialect { return s.dialect }
 
-// SQL returns the underlying *sql.DB (for migrations and readiness checks).
+// SQL returns the underlying *sql.DB that reads use (for tests and tools).
 func (s *Store) SQL() *sql.DB { return s.sql }
 
-// Close closes the connection pool.
-func (s *Store) Close() error { return s.sql.Close() }
+// Close closes the connection pools.
+func (s *Store) Close() error {
+	err := s.sql.Close()
+	if s.wsql != s.sql {
+		err = errors.Join(err, s.wsql.Close())
+	}
+	if s.listen != nil {
+		s.listen.Close()
+	}
+	return err
+}
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.sql.PingContext(ctx) }
@@ -133,41 +240,95 @@ func (s *Store) migrator() (*goose.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
 	dialect := goose.DialectSQLite3
 	if s.dialect == Postgres {
 		dialect = goose.DialectPostgres
-		// Several instances may start at once; an advisory lock makes one migrate
-		// while the others wait.
-		locker, err := lock.NewPostgresSessionLocker()
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, goose.WithSessionLocker(locker))
 	}
-	return goose.NewProvider(dialect, s.sql, sub, opts...)
+	return goose.NewProvider(dialect, s.wsql, sub, goose.WithDisableGlobalRegistry(true))
 }
 
-// Migrate applies every pending migration of this dialect and returns how many ran.
+func (s *Store) jobMigrator() (*rivermigrate.Migrator[*sql.Tx], error) {
+	return rivermigrate.New(s.JobDriver(), &rivermigrate.Config{Logger: quietLogger()})
+}
+
+// Migrate applies every pending migration, the application's (goose, per
+// dialect) and River's, and returns how many of the application's ran. On
+// PostgreSQL one advisory lock covers both, so instances starting together
+// migrate one after the other; SQLite serves one process.
 func (s *Store) Migrate(ctx context.Context) (int, error) {
 	p, err := s.migrator()
 	if err != nil {
 		return 0, fmt.Errorf("load migrations: %w", err)
 	}
-	res, err := p.Up(ctx)
+	jm, err := s.jobMigrator()
 	if err != nil {
-		return len(res), fmt.Errorf("migrate: %w", err)
+		return 0, fmt.Errorf("load job queue migrations: %w", err)
 	}
-	return len(res), nil
+	var n int
+	err = s.withMigrationLock(ctx, func() error {
+		res, err := p.Up(ctx)
+		n = len(res)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if _, err := jm.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+			return fmt.Errorf("job queue migrations: %w", err)
+		}
+		return nil
+	})
+	return n, err
 }
 
-// PendingMigrations reports whether migrations remain to be applied (readiness).
+// PendingMigrations reports whether migrations (the application's or River's)
+// remain to be applied (readiness).
 func (s *Store) PendingMigrations(ctx context.Context) (bool, error) {
 	p, err := s.migrator()
 	if err != nil {
 		return false, err
 	}
-	return p.HasPending(ctx)
+	if pending, err := p.HasPending(ctx); err != nil || pending {
+		return pending, err
+	}
+	jm, err := s.jobMigrator()
+	if err != nil {
+		return false, err
+	}
+	res, err := jm.Validate(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("check job queue migrations: %w", err)
+	}
+	return !res.OK, nil
+}
+
+// migrationLockKey is the PostgreSQL advisory lock Migrate holds.
+var migrationLockKey = func() int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("partnerd/store.Migrate"))
+	return int64(h.Sum64())
+}()
+
+// withMigrationLock runs fn while one session holds migrationLockKey (PostgreSQL;
+// on SQLite it just runs fn). fn's statements use other connections: the lock
+// only serializes instances.
+func (s *Store) withMigrationLock(ctx context.Context, fn func() error) (err error) {
+	if s.dialect != Postgres {
+		return fn()
+	}
+	conn, err := s.sql.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", migrationLockKey); err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	defer func() {
+		_, uerr := conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLockKey)
+		if uerr != nil && err == nil {
+			err = fmt.Errorf("release migration lock: %w", uerr)
+		}
+	}()
+	return fn()
 }
 
 // notFound returns apperr NotFound for gorm.ErrRecordNotFound, else err wrapped with what.

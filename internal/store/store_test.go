@@ -156,10 +156,14 @@ func TestSumsAreExact(t *testing.T) {
 				Token: "usdt", Network: "bep20", DepositAddress: "addr", AddressIndex: uint32(i),
 				Status: lifecycle.Completed, CreatedAt: now, UpdatedAt: now, ExpiresAt: now,
 			}
-			require.NoError(t, s.InsertTransaction(ctx, tx))
-			require.NoError(t, s.InsertRevenue(ctx, &transactions.RevenueRow{
-				TransactionID: tx.ID, PartnerID: p.ID, MerchantReference: tx.MerchantReference, Network: "bep20", Token: "usdt",
-				Share: decimal.RequireFromString(a), TS: now,
+			require.NoError(t, s.Transact(ctx, func(ctx context.Context, utx *store.Tx) error {
+				if err := utx.InsertTransaction(ctx, tx); err != nil {
+					return err
+				}
+				return utx.InsertRevenue(ctx, &transactions.RevenueRow{
+					TransactionID: tx.ID, PartnerID: p.ID, MerchantReference: tx.MerchantReference, Network: "bep20", Token: "usdt",
+					Share: decimal.RequireFromString(a), TS: now,
+				})
 			}))
 		}
 		window := transactions.RevenueQuery{From: start, To: start.Add(time.Second)}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -11,8 +10,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/jobs"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/transactions"
 )
@@ -65,8 +66,10 @@ func utcPtr(t *time.Time) *time.Time {
 }
 
 // InsertTransaction inserts t. A merchant reference the partner already used (in
-// any letter case) violates the unique index and is apperr DuplicateMerchantReference.
-func (s *Store) InsertTransaction(ctx context.Context, t *transactions.Transaction) error {
+// any letter case) is apperr DuplicateMerchantReference. The insert skips a
+// conflict on the reference index instead of failing on it, so the unit of work
+// stays usable (a failed statement would abort a PostgreSQL transaction).
+func (tx *Tx) InsertTransaction(ctx context.Context, t *transactions.Transaction) error {
 	row := transactionRow{
 		ID: t.ID, PartnerID: t.PartnerID, MerchantReference: t.MerchantReference, ReferenceKey: t.ReferenceKey,
 		MerchantID: t.MerchantID, TerminalID: t.TerminalID, SellerPhone: t.SellerPhone,
@@ -75,15 +78,18 @@ func (s *Store) InsertTransaction(ctx context.Context, t *transactions.Transacti
 		DepositAddress: t.DepositAddress, AddressIndex: int64(t.AddressIndex), Status: string(t.Status),
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ExpiresAt: t.ExpiresAt,
 	}
-	err := s.conn(ctx).Create(&row).Error
-	if errors.Is(err, gorm.ErrDuplicatedKey) {
-		// The reference index is the only unique constraint a valid insert can hit:
-		// ids are random UUIDs and address indexes come from the counter.
+	res := tx.db.WithContext(ctx).Clauses(clause.OnConflict{
+		Columns: []clause.Column{{Name: "partner_id"}, {Name: "reference_key"}}, DoNothing: true,
+	}).Create(&row)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
 		return apperr.Field(apperr.DuplicateMerchantReference,
 			"A transaction with this merchant_reference already exists.",
 			"/merchant_reference", "already used by this partner (case-insensitive)")
 	}
-	return err
+	return nil
 }
 
 // NextAddressIndex allocates the next derivation index of network. On PostgreSQL it
@@ -92,14 +98,14 @@ func (s *Store) InsertTransaction(ctx context.Context, t *transactions.Transacti
 // index is simply never used), and it holds no lock, so concurrent creations do not
 // queue behind one another. SQLite has one writer at a time anyway; there a counter
 // row is incremented inside the caller's transaction.
-func (s *Store) NextAddressIndex(ctx context.Context, network string) (uint32, error) {
+func (tx *Tx) NextAddressIndex(ctx context.Context, network string) (uint32, error) {
 	var next int64
 	var err error
-	if s.dialect == Postgres {
-		err = s.conn(ctx).Raw("SELECT nextval(?::regclass)", addressSequence(network)).Scan(&next).Error
+	if tx.s.dialect == Postgres {
+		err = tx.db.WithContext(ctx).Raw("SELECT nextval(?::regclass)", addressSequence(network)).Scan(&next).Error
 		next++ // the sequence starts at 0; the counter below returns index + 1
 	} else {
-		err = s.conn(ctx).Raw(`INSERT INTO address_counters (network, next_index) VALUES (?, 1)
+		err = tx.db.WithContext(ctx).Raw(`INSERT INTO address_counters (network, next_index) VALUES (?, 1)
 			ON CONFLICT (network) DO UPDATE SET next_index = address_counters.next_index + 1
 			RETURNING next_index`, network).Scan(&next).Error
 	}
@@ -125,18 +131,18 @@ func (s *Store) EnsureAddressSequences(ctx context.Context, networks []string) e
 			return fmt.Errorf("network name %q cannot name a sequence", n)
 		}
 		seq := addressSequence(n)
-		err := s.InTx(ctx, func(ctx context.Context) error {
+		err := s.Transact(ctx, func(ctx context.Context, tx *Tx) error {
 			var exists bool
-			if err := s.conn(ctx).Raw("SELECT to_regclass(?) IS NOT NULL", seq).Scan(&exists).Error; err != nil {
+			if err := tx.db.Raw("SELECT to_regclass(?) IS NOT NULL", seq).Scan(&exists).Error; err != nil {
 				return err
 			}
 			if exists {
 				return nil
 			}
-			if err := s.conn(ctx).Exec("CREATE SEQUENCE IF NOT EXISTS " + seq + " MINVALUE 0 START 0").Error; err != nil {
+			if err := tx.db.Exec("CREATE SEQUENCE IF NOT EXISTS " + seq + " MINVALUE 0 START 0").Error; err != nil {
 				return err
 			}
-			return s.conn(ctx).Exec("SELECT setval(?::regclass, next_index, false) FROM address_counters WHERE network = ?", seq, n).Error
+			return tx.db.Exec("SELECT setval(?::regclass, next_index, false) FROM address_counters WHERE network = ?", seq, n).Error
 		})
 		if err != nil {
 			return fmt.Errorf("address sequence of %s: %w", n, err)
@@ -151,8 +157,8 @@ func addressSequence(network string) string { return "address_index_" + network 
 
 // MarkQuoteUsed sets the quote's used_at when unset and reports whether it did; a
 // conditional update, correct under concurrency on both databases.
-func (s *Store) MarkQuoteUsed(ctx context.Context, id uuid.UUID, at time.Time) (bool, error) {
-	res := s.conn(ctx).Model(&quoteRow{}).Where("id = ? AND used_at IS NULL", id).Update("used_at", at)
+func (tx *Tx) MarkQuoteUsed(ctx context.Context, id uuid.UUID, at time.Time) (bool, error) {
+	res := tx.db.WithContext(ctx).Model(&quoteRow{}).Where("id = ? AND used_at IS NULL", id).Update("used_at", at)
 	return res.RowsAffected == 1, res.Error
 }
 
@@ -169,7 +175,7 @@ type historyRow struct {
 func (historyRow) TableName() string { return "status_history" }
 
 // InsertHistory appends a status-history entry.
-func (s *Store) InsertHistory(ctx context.Context, h *transactions.HistoryEntry) error {
+func (tx *Tx) InsertHistory(ctx context.Context, h *transactions.HistoryEntry) error {
 	row := historyRow{TransactionID: h.TransactionID, ToStatus: string(h.To), Reason: h.Reason, ChangedAt: h.ChangedAt}
 	if h.From != lifecycle.None {
 		f := string(h.From)
@@ -183,13 +189,13 @@ func (s *Store) InsertHistory(ctx context.Context, h *transactions.HistoryEntry)
 		m := string(b)
 		row.Metadata = &m
 	}
-	return s.conn(ctx).Create(&row).Error
+	return tx.db.WithContext(ctx).Create(&row).Error
 }
 
 // History returns a transaction's status history, oldest first.
 func (s *Store) History(ctx context.Context, transactionID uuid.UUID) ([]transactions.HistoryEntry, error) {
 	var rows []historyRow
-	if err := s.conn(ctx).Where("transaction_id = ?", transactionID).Order("id").Find(&rows).Error; err != nil {
+	if err := s.read(ctx).Where("transaction_id = ?", transactionID).Order("id").Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	out := make([]transactions.HistoryEntry, 0, len(rows))
@@ -219,63 +225,95 @@ type eventRow struct {
 
 func (eventRow) TableName() string { return "events" }
 
-// InsertEvent writes an outbox event.
-func (s *Store) InsertEvent(ctx context.Context, e *transactions.Event) error {
+// AppendEvent writes an outbox event and, when the partner has an enabled
+// webhook endpoint, its delivery job, both in this unit of work. While no endpoint
+// is enabled the event waits as pending with no job (a job could only find
+// nothing to do); enabling an endpoint queues every pending event, and the
+// periodic requeue sweep catches an event whose unit of work raced that.
+func (tx *Tx) AppendEvent(ctx context.Context, e *transactions.Event) error {
 	row := eventRow{ID: e.ID, PartnerID: e.PartnerID, TransactionID: e.TransactionID, Type: string(e.Type), Payload: string(e.Payload), CreatedAt: e.CreatedAt}
-	return s.conn(ctx).Create(&row).Error
-}
-
-// EventsOf returns a transaction's events, oldest first.
-func (s *Store) EventsOf(ctx context.Context, transactionID uuid.UUID) ([]transactions.Event, error) {
-	var rows []eventRow
-	if err := s.conn(ctx).Where("transaction_id = ?", transactionID).Order("created_at, id").Find(&rows).Error; err != nil {
-		return nil, err
+	if err := tx.db.WithContext(ctx).Create(&row).Error; err != nil {
+		return err
 	}
-	out := make([]transactions.Event, len(rows))
-	for i, r := range rows {
-		out[i] = transactions.Event{ID: r.ID, PartnerID: r.PartnerID, TransactionID: r.TransactionID,
-			Type: lifecycle.EventType(r.Type), Payload: []byte(r.Payload), CreatedAt: r.CreatedAt.UTC()}
+	var enabled []bool
+	if err := tx.db.WithContext(ctx).Model(&endpointRow{}).Where("partner_id = ?", e.PartnerID).Pluck("enabled", &enabled).Error; err != nil {
+		return err
 	}
-	return out, nil
+	if len(enabled) == 0 || !enabled[0] {
+		return nil
+	}
+	return tx.Enqueue(ctx, jobs.DeliverEventArgs{EventID: e.ID}, nil)
 }
 
 // TransactionByID returns partnerID's transaction id with its deposit, or apperr NotFound.
 func (s *Store) TransactionByID(ctx context.Context, partnerID, id uuid.UUID) (*transactions.Transaction, error) {
-	return s.loadTransaction(ctx, "id = ? AND partner_id = ?", id, partnerID)
+	return loadTransaction(s.read(ctx), "t.id = ? AND t.partner_id = ?", id, partnerID)
 }
 
 // TransactionByReference returns partnerID's transaction whose folded reference is
 // referenceKey, with its deposit, or apperr NotFound.
 func (s *Store) TransactionByReference(ctx context.Context, partnerID uuid.UUID, referenceKey string) (*transactions.Transaction, error) {
-	return s.loadTransaction(ctx, "partner_id = ? AND reference_key = ?", partnerID, referenceKey)
+	return loadTransaction(s.read(ctx), "t.partner_id = ? AND t.reference_key = ?", partnerID, referenceKey)
 }
 
-// TransactionForChange returns transaction id of any partner with its deposit (for
-// the lifecycle, whose callers checked the partner already or act for the system).
-func (s *Store) TransactionForChange(ctx context.Context, id uuid.UUID) (*transactions.Transaction, error) {
-	return s.loadTransaction(ctx, "id = ?", id)
+// TransactionForUpdate returns transaction id of any partner with its deposit, as
+// this unit of work sees it (for the lifecycle, whose callers checked the partner
+// already or act for the system). UpdateTransaction is conditional on the version
+// read here, so no row lock is taken.
+func (tx *Tx) TransactionForUpdate(ctx context.Context, id uuid.UUID) (*transactions.Transaction, error) {
+	return loadTransaction(tx.db.WithContext(ctx), "t.id = ?", id)
 }
 
-func (s *Store) loadTransaction(ctx context.Context, where string, args ...any) (*transactions.Transaction, error) {
-	var row transactionRow
-	if err := s.conn(ctx).Where(where, args...).Take(&row).Error; err != nil {
+// transactionWithDeposit is a transaction row with its deposit's columns (all
+// null when it has none), read in one query.
+type transactionWithDeposit struct {
+	Row                      transactionRow `gorm:"embedded"`
+	DepDepositID             *string
+	DepStatus                *string
+	DepConfirmations         *int
+	DepRequiredConfirmations *int
+	DepChainHash             *string
+	DepAmount                decimal.NullDecimal
+	DepReceivedAt            *time.Time
+	DepConfirmedAt           *time.Time
+}
+
+const transactionWithDepositColumns = `t.*, d.deposit_id AS dep_deposit_id, d.status AS dep_status,
+	d.confirmations AS dep_confirmations, d.required_confirmations AS dep_required_confirmations,
+	d.chain_hash AS dep_chain_hash, d.amount AS dep_amount, d.received_at AS dep_received_at,
+	d.confirmed_at AS dep_confirmed_at`
+
+// loadTransaction reads one transaction and its deposit in a single query.
+func loadTransaction(db *gorm.DB, where string, args ...any) (*transactions.Transaction, error) {
+	var row transactionWithDeposit
+	err := db.Table("transactions AS t").Select(transactionWithDepositColumns).
+		Joins("LEFT JOIN deposits d ON d.transaction_id = t.id").Where(where, args...).Take(&row).Error
+	if err != nil {
 		return nil, notFound(err, "transaction")
 	}
-	t := row.domain()
-	var d depositRow
-	err := s.conn(ctx).Where("transaction_id = ?", t.ID).Take(&d).Error
-	switch {
-	case err == nil:
-		t.Deposit = d.domain()
-	case !errors.Is(err, gorm.ErrRecordNotFound):
-		return nil, fmt.Errorf("load deposit: %w", err)
+	t := row.Row.domain()
+	if row.DepDepositID != nil {
+		t.Deposit = (&depositRow{
+			TransactionID: t.ID, DepositID: *row.DepDepositID, Status: deref(row.DepStatus),
+			Confirmations: deref(row.DepConfirmations), RequiredConfirmations: deref(row.DepRequiredConfirmations),
+			ChainHash: deref(row.DepChainHash), Amount: row.DepAmount.Decimal,
+			ReceivedAt: deref(row.DepReceivedAt), ConfirmedAt: row.DepConfirmedAt,
+		}).domain()
 	}
 	return t, nil
 }
 
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
 // UpdateTransaction writes t's mutable state if its version is unchanged, bumping it.
-func (s *Store) UpdateTransaction(ctx context.Context, t *transactions.Transaction) (bool, error) {
-	res := s.conn(ctx).Model(&transactionRow{}).Where("id = ? AND version = ?", t.ID, t.Version).Updates(map[string]any{
+func (tx *Tx) UpdateTransaction(ctx context.Context, t *transactions.Transaction) (bool, error) {
+	res := tx.db.WithContext(ctx).Model(&transactionRow{}).Where("id = ? AND version = ?", t.ID, t.Version).Updates(map[string]any{
 		"status": string(t.Status), "updated_at": t.UpdatedAt, "payout_settled_at": t.PayoutSettledAt, "version": t.Version + 1,
 	})
 	return res.RowsAffected == 1, res.Error
@@ -285,14 +323,14 @@ func (s *Store) UpdateTransaction(ctx context.Context, t *transactions.Transacti
 // deadline is at or before now, oldest deadline first.
 func (s *Store) DueForExpiry(ctx context.Context, now time.Time, limit int) ([]uuid.UUID, error) {
 	var ids []uuid.UUID
-	err := s.conn(ctx).Model(&transactionRow{}).Where("status = ? AND expires_at <= ?", string(lifecycle.AwaitingDeposit), now).
+	err := s.read(ctx).Model(&transactionRow{}).Where("status = ? AND expires_at <= ?", string(lifecycle.AwaitingDeposit), now).
 		Order("expires_at").Limit(limit).Pluck("id", &ids).Error
 	return ids, err
 }
 
 // PartnerRates returns the partner's fee and share rates.
-func (s *Store) PartnerRates(ctx context.Context, partnerID uuid.UUID) (decimal.Decimal, decimal.Decimal, error) {
-	p, err := s.PartnerByID(ctx, partnerID)
+func (tx *Tx) PartnerRates(ctx context.Context, partnerID uuid.UUID) (decimal.Decimal, decimal.Decimal, error) {
+	p, err := tx.s.PartnerByID(context.WithValue(ctx, txKey{}, tx), partnerID)
 	if err != nil {
 		return decimal.Decimal{}, decimal.Decimal{}, err
 	}
@@ -322,13 +360,13 @@ func (r *depositRow) domain() *transactions.Deposit {
 }
 
 // SaveDeposit inserts or updates the deposit of transaction id.
-func (s *Store) SaveDeposit(ctx context.Context, id uuid.UUID, d *transactions.Deposit) error {
+func (tx *Tx) SaveDeposit(ctx context.Context, id uuid.UUID, d *transactions.Deposit) error {
 	row := depositRow{
 		TransactionID: id, DepositID: d.ID, Status: d.Status, Confirmations: d.Confirmations,
 		RequiredConfirmations: d.RequiredConfirmations, ChainHash: d.Hash, Amount: d.Amount,
 		ReceivedAt: d.ReceivedAt, ConfirmedAt: d.ConfirmedAt, UpdatedAt: Now(),
 	}
-	return s.conn(ctx).Save(&row).Error
+	return tx.db.WithContext(ctx).Save(&row).Error
 }
 
 // ListTransactions returns up to q.Limit of partnerID's transactions matching q,
@@ -336,7 +374,7 @@ func (s *Store) SaveDeposit(ctx context.Context, id uuid.UUID, d *transactions.D
 // condition and order match the (partner_id, created_at DESC, id DESC) index, so a
 // deep page costs what the first one does.
 func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q transactions.ListQuery) ([]*transactions.Transaction, error) {
-	db := s.conn(ctx).Where("partner_id = ?", partnerID)
+	db := s.read(ctx).Where("partner_id = ?", partnerID)
 	if len(q.Statuses) > 0 {
 		st := make([]string, len(q.Statuses))
 		for i, v := range q.Statuses {

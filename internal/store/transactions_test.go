@@ -3,8 +3,10 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"partnerd/internal/apperr"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/partners"
 	"partnerd/internal/store"
 )
 
@@ -30,8 +33,8 @@ func TestAddressIndexesAreNeverHandedOutTwice(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := s.InTx(ctx, func(ctx context.Context) error {
-					idx, err := s.NextAddressIndex(ctx, network)
+				err := s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+					idx, err := tx.NextAddressIndex(ctx, network)
 					got[i] = idx
 					return err
 				})
@@ -55,14 +58,18 @@ func TestAddressIndexesAreNeverHandedOutTwice(t *testing.T) {
 		// SQLite the allocation rolls back with the transaction and is handed out
 		// again. Either way no index is given to two transactions.
 		boom := errors.New("boom")
-		err := s.InTx(ctx, func(ctx context.Context) error {
-			idx, err := s.NextAddressIndex(ctx, network)
+		err := s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+			idx, err := tx.NextAddressIndex(ctx, network)
 			require.NoError(t, err)
 			require.Equal(t, uint32(n), idx)
 			return boom
 		})
 		require.ErrorIs(t, err, boom)
-		idx, err := s.NextAddressIndex(ctx, network)
+		var idx uint32
+		err = s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+			idx, err = tx.NextAddressIndex(ctx, network)
+			return err
+		})
 		require.NoError(t, err)
 		want := uint32(n)
 		if s.Dialect() == store.Postgres {
@@ -72,30 +79,53 @@ func TestAddressIndexesAreNeverHandedOutTwice(t *testing.T) {
 	})
 }
 
-func TestNestedTransactionFailureKeepsTheOuterOne(t *testing.T) {
+func TestUnitOfWork(t *testing.T) {
 	t.Parallel()
 	eachDatabase(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		p := newPartner(t, s)
-		dupKey := *p
-		dupKey.ID = uuid.New() // same key hash: violates the unique index
-		var count int64
-		err := s.InTx(ctx, func(ctx context.Context) error {
-			inner := s.InTx(ctx, func(ctx context.Context) error { return s.CreatePartner(ctx, &dupKey) })
-			require.Error(t, inner)
-			// On PostgreSQL a failed statement aborts the whole transaction unless
-			// it ran in a savepoint: this query proves the outer one goes on.
+		before, err := s.CountPartners(ctx)
+		require.NoError(t, err)
+		newOne := func() *partners.Partner {
 			other := *p
 			other.ID, other.KeyHash = uuid.New(), uuid.NewString()
-			if err := s.CreatePartner(ctx, &other); err != nil {
-				return err
-			}
-			var err error
-			count, err = s.CountPartners(ctx)
-			return err
+			return &other
+		}
+
+		// A nested Transact joins the outer unit of work: both roll back together,
+		// and AfterCommit hooks never run.
+		var hooks []string
+		boom := errors.New("boom")
+		err = s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+			tx.AfterCommit(func() { hooks = append(hooks, "outer") })
+			require.NoError(t, s.CreatePartner(ctx, newOne()))
+			return s.Transact(ctx, func(ctx context.Context, inner *store.Tx) error {
+				require.Same(t, tx, inner, "joined")
+				inner.AfterCommit(func() { hooks = append(hooks, "inner") })
+				require.NoError(t, s.CreatePartner(ctx, newOne()))
+				return boom
+			})
+		})
+		require.ErrorIs(t, err, boom)
+		n, err := s.CountPartners(ctx)
+		require.NoError(t, err)
+		require.Equal(t, before, n, "everything rolled back")
+		require.Empty(t, hooks)
+
+		// On success the hooks run after the commit, in order, and see its writes.
+		err = s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+			tx.AfterCommit(func() {
+				n, err := s.CountPartners(context.Background())
+				require.NoError(t, err)
+				require.Equal(t, before+2, n, "committed before the hook runs")
+				hooks = append(hooks, "first")
+			})
+			tx.AfterCommit(func() { hooks = append(hooks, "second") })
+			require.NoError(t, s.CreatePartner(ctx, newOne()))
+			return s.CreatePartner(ctx, newOne())
 		})
 		require.NoError(t, err)
-		require.GreaterOrEqual(t, count, int64(2))
+		require.Equal(t, []string{"first", "second"}, hooks)
 	})
 }
 
@@ -118,61 +148,127 @@ func TestIdempotencyKeys(t *testing.T) {
 		ctx := context.Background()
 		p := newPartner(t, s)
 		clk := &clock{t: store.Now()}
-		svc := idempotency.NewService(s, clk.now)
+		svc := idempotency.NewService(store.For[idempotency.Tx](s), clk.now)
 		k := idempotency.Key{PartnerID: p.ID, Operation: "createTransaction", Key: "k1"}
+		runs := 0
+		answer := func(status int, body string) func(context.Context) (idempotency.Response, error) {
+			return func(context.Context) (idempotency.Response, error) {
+				runs++
+				return idempotency.Response{Status: status, Body: []byte(body)}, nil
+			}
+		}
 
-		rec, err := svc.Claim(ctx, k, "fp1")
+		out, err := svc.Do(ctx, k, "fp1", answer(201, `{"a":1}`))
 		require.NoError(t, err)
-		require.Nil(t, rec, "the first claim owns the key")
-
-		_, err = svc.Claim(ctx, k, "fp1")
-		require.Equal(t, apperr.IdempotencyRequestInProgress, apperr.CodeOf(err))
-		_, err = svc.Claim(ctx, k, "fp2")
+		require.Equal(t, idempotency.Response{Status: 201, Body: []byte(`{"a":1}`)}, out)
+		out, err = svc.Do(ctx, k, "fp1", answer(201, `{"a":2}`))
+		require.NoError(t, err)
+		require.Equal(t, idempotency.Response{Status: 201, Body: []byte(`{"a":1}`), Replayed: true}, out, "the stored answer")
+		require.Equal(t, 1, runs, "a replay does not execute")
+		_, err = svc.Do(ctx, k, "fp2", answer(201, `{}`))
 		require.Equal(t, apperr.IdempotencyKeyReused, apperr.CodeOf(err))
-
-		require.NoError(t, svc.Complete(ctx, k, 201, []byte(`{"a":1}`)))
-		rec, err = svc.Claim(ctx, k, "fp1")
-		require.NoError(t, err)
-		require.Equal(t, 201, rec.ResponseStatus)
-		require.Equal(t, `{"a":1}`, string(rec.ResponseBody))
 
 		// Scoped by operation and partner.
 		for _, other := range []idempotency.Key{
 			{PartnerID: p.ID, Operation: "cancelTransaction", Key: "k1"},
 			{PartnerID: newPartner(t, s).ID, Operation: "createTransaction", Key: "k1"},
 		} {
-			rec, err := svc.Claim(ctx, other, "fp9")
+			out, err := svc.Do(ctx, other, "fp9", answer(200, `{"b":1}`))
 			require.NoError(t, err)
-			require.Nil(t, rec)
+			require.False(t, out.Replayed)
 		}
 
-		// A claim whose request died is taken over after the lock timeout.
-		stale := idempotency.Key{PartnerID: p.ID, Operation: "createTransaction", Key: "stale"}
-		_, err = svc.Claim(ctx, stale, "fp1")
+		// A 409 is stored and replayed; a 400, a 500 and an error are not.
+		conflict := idempotency.Key{PartnerID: p.ID, Operation: "createTransaction", Key: "conflict"}
+		_, err = svc.Do(ctx, conflict, "fp", answer(409, `{"c":1}`))
 		require.NoError(t, err)
-		clk.add(idempotency.LockTimeout + time.Second)
-		rec, err = svc.Claim(ctx, stale, "fp1")
+		out, err = svc.Do(ctx, conflict, "fp", answer(201, `{}`))
 		require.NoError(t, err)
-		require.Nil(t, rec, "taken over")
-		_, err = svc.Claim(ctx, stale, "fp1")
-		require.Equal(t, apperr.IdempotencyRequestInProgress, apperr.CodeOf(err), "and held again")
+		require.Equal(t, idempotency.Response{Status: 409, Body: []byte(`{"c":1}`), Replayed: true}, out)
+		for i, fn := range []func(context.Context) (idempotency.Response, error){
+			answer(400, `{}`), answer(500, `{}`),
+			func(context.Context) (idempotency.Response, error) { return idempotency.Response{}, errors.New("boom") },
+		} {
+			free := idempotency.Key{PartnerID: p.ID, Operation: "createTransaction", Key: fmt.Sprintf("free-%d", i)}
+			_, _ = svc.Do(ctx, free, "fp", fn)
+			out, err := svc.Do(ctx, free, "other request", answer(201, `{"d":1}`))
+			require.NoError(t, err, "the key is free for any request")
+			require.False(t, out.Replayed)
+		}
 
-		// Released keys are free again.
-		require.NoError(t, svc.Release(ctx, stale))
-		rec, err = svc.Claim(ctx, stale, "other request")
+		// Effects commit only with a 2xx answer.
+		var ref atomic.Int32
+		effect := func(status int) func(ctx context.Context) (idempotency.Response, error) {
+			return func(ctx context.Context) (idempotency.Response, error) {
+				err := s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+					other := *p
+					other.ID, other.KeyHash = uuid.New(), uuid.NewString()
+					ref.Add(1)
+					return s.CreatePartner(ctx, &other)
+				})
+				return idempotency.Response{Status: status}, err
+			}
+		}
+		before, err := s.CountPartners(ctx)
 		require.NoError(t, err)
-		require.Nil(t, rec)
+		_, err = svc.Do(ctx, idempotency.Key{PartnerID: p.ID, Operation: "x", Key: "e1"}, "fp", effect(404))
+		require.NoError(t, err)
+		_, err = svc.Do(ctx, idempotency.Key{PartnerID: p.ID, Operation: "x", Key: "e2"}, "fp", effect(201))
+		require.NoError(t, err)
+		after, err := s.CountPartners(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int32(2), ref.Load())
+		require.Equal(t, before+1, after, "the 404's write rolled back, the 201's committed")
 
 		// After the retention the key is forgotten: purged, or replaced if still there.
 		clk.add(idempotency.Retention)
-		rec, err = svc.Claim(ctx, k, "a new request")
+		out, err = svc.Do(ctx, k, "a new request", answer(201, `{}`))
 		require.NoError(t, err)
-		require.Nil(t, rec, "an expired key is claimed afresh")
+		require.False(t, out.Replayed, "an expired key is claimed afresh")
 		clk.add(idempotency.Retention + time.Minute)
 		n, err := svc.Purge(ctx)
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, n, int64(4))
-		_, err = s.GetKey(ctx, k)
-		require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
+	})
+}
+
+// TestIdempotencyConcurrentDuplicateWaitsAndReplays: two requests with one key at
+// once execute once; the other waits for the first to commit and replays it.
+func TestIdempotencyConcurrentDuplicateWaitsAndReplays(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		p := newPartner(t, s)
+		svc := idempotency.NewService(store.For[idempotency.Tx](s), store.Now)
+		k := idempotency.Key{PartnerID: p.ID, Operation: "createTransaction", Key: "race"}
+		var runs atomic.Int32
+		var wg sync.WaitGroup
+		outs := make([]idempotency.Response, 4)
+		for i := range outs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out, err := svc.Do(ctx, k, "fp", func(context.Context) (idempotency.Response, error) {
+					runs.Add(1)
+					time.Sleep(100 * time.Millisecond)
+					return idempotency.Response{Status: 201, Body: []byte(`{"once":true}`)}, nil
+				})
+				if err != nil {
+					t.Error(err)
+				}
+				outs[i] = out
+			}()
+		}
+		wg.Wait()
+		require.Equal(t, int32(1), runs.Load())
+		replayed := 0
+		for _, o := range outs {
+			require.Equal(t, 201, o.Status)
+			require.Equal(t, `{"once":true}`, string(o.Body))
+			if o.Replayed {
+				replayed++
+			}
+		}
+		require.Equal(t, len(outs)-1, replayed)
 	})
 }

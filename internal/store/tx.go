@@ -3,60 +3,123 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 
+	"github.com/riverqueue/river"
 	"gorm.io/gorm"
 )
 
+// Tx is one unit of work: a database transaction and what must commit with it.
+// Every multi-statement write of the service goes through one, opened by
+// Transact. Domain packages see it through their own transaction interfaces
+// (transactions.Tx, idempotency.Tx, …), which *Tx implements; their write methods
+// exist only there, so a write outside a transaction does not compile.
+//
+// A Tx also carries what happens around the commit: jobs are inserted on it
+// (Enqueue: they commit or roll back with the change that scheduled them), and
+// AfterCommit hooks (metrics, transition logs) run only once the commit succeeded,
+// so an observer never hears of a change that was rolled back.
+type Tx struct {
+	s     *Store
+	db    *gorm.DB
+	sqlTx *sql.Tx
+	after []func()
+}
+
 type txKey struct{}
 
-// conn returns the database transaction carried by ctx, or the pool. Every query
-// goes through it, so a domain service can group store calls in InTx without the
-// store's methods taking a transaction argument.
-func (s *Store) conn(ctx context.Context) *gorm.DB {
-	if tx, ok := ctx.Value(txKey{}).(*gorm.DB); ok {
-		return tx
+// Transact runs fn in a unit of work and commits it when fn returns nil; an error
+// or a panic rolls everything back. The ctx fn receives carries the unit of work:
+// a Transact called with it (a domain service called from inside the idempotency
+// layer's unit of work, say) joins the enclosing one instead of opening another,
+// so the request's effects and its stored response commit together. AfterCommit
+// hooks run after the outermost commit.
+func (s *Store) Transact(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) (err error) {
+	if outer, ok := ctx.Value(txKey{}).(*Tx); ok && outer.s == s {
+		return fn(ctx, outer)
+	}
+	sqlTx, err := s.wsql.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	tx := &Tx{s: s, sqlTx: sqlTx}
+	// A GORM session bound to this transaction: the same thing gorm.DB.Begin
+	// builds, but on a *sql.Tx we own, so River can insert on it too.
+	tx.db = s.wdb.Session(&gorm.Session{NewDB: true, Context: ctx})
+	tx.db.Statement.ConnPool = sqlTx
+	defer func() {
+		if p := recover(); p != nil {
+			_ = sqlTx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			_ = sqlTx.Rollback()
+		}
+	}()
+	if err = fn(context.WithValue(ctx, txKey{}, tx), tx); err != nil {
+		return err
+	}
+	if err = sqlTx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	for _, f := range tx.after {
+		f()
+	}
+	return nil
+}
+
+// AfterCommit runs f once the unit of work has committed (never if it rolls
+// back). Hooks run in the order they were added.
+func (tx *Tx) AfterCommit(f func()) { tx.after = append(tx.after, f) }
+
+// Enqueue inserts a River job on this unit of work: it exists exactly when the
+// change that scheduled it commits.
+func (tx *Tx) Enqueue(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error {
+	if _, err := tx.s.jobs.InsertTx(ctx, tx.sqlTx, args, opts); err != nil {
+		return fmt.Errorf("enqueue %s: %w", args.Kind(), err)
+	}
+	return nil
+}
+
+// Dialect returns the database behind the unit of work.
+func (tx *Tx) Dialect() Dialect { return tx.s.dialect }
+
+// read returns the pool for queries outside a unit of work. A query made with a
+// ctx that carries one runs inside it instead, so it sees the unit's own writes.
+func (s *Store) read(ctx context.Context) *gorm.DB {
+	if tx, ok := ctx.Value(txKey{}).(*Tx); ok && tx.s == s {
+		return tx.db
 	}
 	return s.db.WithContext(ctx)
 }
 
-// InTx runs fn in a database transaction carried by the context it passes to fn.
-// Inside another transaction it uses a savepoint, so fn's failure undoes only fn's
-// writes and the outer transaction can go on (on PostgreSQL a failed statement would
-// otherwise abort the whole transaction).
-func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
-	return s.conn(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(context.WithValue(ctx, txKey{}, tx))
+// write returns where a single-statement write outside a unit of work goes: the
+// write pool (SQLite's one writer), or the enclosing unit of work when ctx carries
+// one (on SQLite, waiting for the writer connection that unit already holds would
+// never end).
+func (s *Store) write(ctx context.Context) *gorm.DB {
+	if tx, ok := ctx.Value(txKey{}).(*Tx); ok && tx.s == s {
+		return tx.db
+	}
+	return s.wdb.WithContext(ctx)
+}
+
+// Scoped is the store as one domain package sees it: every read of the Store,
+// and WithTx handing fn the unit of work as that package's transaction interface
+// T (which *Tx implements; each such package has a compile-time check in this
+// package). Build it with For.
+type Scoped[T any] struct{ *Store }
+
+// For returns s scoped to the transaction interface T.
+func For[T any](s *Store) Scoped[T] { return Scoped[T]{s} }
+
+// WithTx runs fn in a unit of work (Transact), as T.
+func (s Scoped[T]) WithTx(ctx context.Context, fn func(ctx context.Context, tx T) error) error {
+	return s.Transact(ctx, func(ctx context.Context, tx *Tx) error {
+		t, ok := any(tx).(T)
+		if !ok {
+			return fmt.Errorf("store: *Tx does not implement %T", (*T)(nil))
+		}
+		return fn(ctx, t)
 	})
-}
-
-// Tx is a database transaction opened by Begin.
-type Tx struct{ db *gorm.DB }
-
-// Begin opens a transaction and returns a context carrying it. The caller must end
-// it with Commit or Rollback. It spans more than one service call: the
-// idempotency layer uses it to commit a request's effects and its stored response
-// together.
-func (s *Store) Begin(ctx context.Context) (context.Context, *Tx, error) {
-	tx := s.conn(ctx).Begin()
-	if tx.Error != nil {
-		return nil, nil, tx.Error
-	}
-	return context.WithValue(ctx, txKey{}, tx), &Tx{db: tx}, nil
-}
-
-// Commit commits the transaction.
-func (t *Tx) Commit() error { return t.db.Commit().Error }
-
-// Rollback rolls the transaction back; it is safe after Commit.
-func (t *Tx) Rollback() { t.db.Rollback() }
-
-// SQLTx returns the *sql.Tx of the database transaction ctx carries, for libraries
-// that write through database/sql in the same transaction (River inserts its jobs so).
-func (s *Store) SQLTx(ctx context.Context) (*sql.Tx, bool) {
-	tx, ok := ctx.Value(txKey{}).(*gorm.DB)
-	if !ok {
-		return nil, false
-	}
-	sqlTx, ok := tx.Statement.ConnPool.(*sql.Tx)
-	return sqlTx, ok
 }

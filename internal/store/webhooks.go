@@ -26,7 +26,7 @@ func (endpointRow) TableName() string { return "webhook_endpoints" }
 // EndpointOf returns the partner's webhook endpoint, or apperr NotFound.
 func (s *Store) EndpointOf(ctx context.Context, partnerID uuid.UUID) (*webhook.Endpoint, error) {
 	var r endpointRow
-	if err := s.conn(ctx).Where("partner_id = ?", partnerID).Take(&r).Error; err != nil {
+	if err := s.read(ctx).Where("partner_id = ?", partnerID).Take(&r).Error; err != nil {
 		return nil, notFound(err, "webhook endpoint")
 	}
 	return &webhook.Endpoint{
@@ -37,7 +37,7 @@ func (s *Store) EndpointOf(ctx context.Context, partnerID uuid.UUID) (*webhook.E
 
 // SaveEndpoint inserts or updates an endpoint.
 func (s *Store) SaveEndpoint(ctx context.Context, e *webhook.Endpoint) error {
-	return s.conn(ctx).Save(&endpointRow{
+	return s.write(ctx).Save(&endpointRow{
 		PartnerID: e.PartnerID, URL: e.URL, Enabled: e.Enabled, Secret: e.Secret, PreviousSecret: e.PreviousSecret,
 		PreviousSecretExpiresAt: e.PreviousSecretExpiresAt, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 	}).Error
@@ -70,7 +70,7 @@ func (r *webhookEventRow) domain() *webhook.Event {
 
 // EventByID returns an event; a non-nil partnerID scopes the lookup.
 func (s *Store) EventByID(ctx context.Context, partnerID *uuid.UUID, id uuid.UUID) (*webhook.Event, error) {
-	db := s.conn(ctx).Where("id = ?", id)
+	db := s.read(ctx).Where("id = ?", id)
 	if partnerID != nil {
 		db = db.Where("partner_id = ?", *partnerID)
 	}
@@ -94,8 +94,8 @@ func (attemptRow) TableName() string { return "webhook_attempts" }
 
 // SaveEventState writes the event's delivery fields and appends a (when not nil).
 func (s *Store) SaveEventState(ctx context.Context, e *webhook.Event, a *webhook.Attempt) error {
-	return s.InTx(ctx, func(ctx context.Context) error {
-		res := s.conn(ctx).Model(&webhookEventRow{}).Where("id = ?", e.ID).Updates(map[string]any{
+	return s.Transact(ctx, func(ctx context.Context, tx *Tx) error {
+		res := tx.db.Model(&webhookEventRow{}).Where("id = ?", e.ID).Updates(map[string]any{
 			"publish_status": e.PublishStatus, "attempts": e.Attempts, "cycle_attempts": e.CycleAttempts,
 			"last_attempt_at": e.LastAttemptAt, "next_attempt_at": e.NextAttemptAt,
 		})
@@ -108,21 +108,21 @@ func (s *Store) SaveEventState(ctx context.Context, e *webhook.Event, a *webhook
 		if a == nil {
 			return nil
 		}
-		return s.conn(ctx).Create(&attemptRow{EventID: e.ID, AttemptedAt: a.AttemptedAt, StatusCode: a.StatusCode, DurationMS: a.DurationMS, Error: a.Error}).Error
+		return tx.db.Create(&attemptRow{EventID: e.ID, AttemptedAt: a.AttemptedAt, StatusCode: a.StatusCode, DurationMS: a.DurationMS, Error: a.Error}).Error
 	})
 }
 
 // PendingEvents returns the partner's pending event ids, oldest first.
 func (s *Store) PendingEvents(ctx context.Context, partnerID uuid.UUID) ([]uuid.UUID, error) {
 	var ids []uuid.UUID
-	err := s.conn(ctx).Model(&webhookEventRow{}).Where("partner_id = ? AND publish_status = ?", partnerID, webhook.Pending).
+	err := s.read(ctx).Model(&webhookEventRow{}).Where("partner_id = ? AND publish_status = ?", partnerID, webhook.Pending).
 		Order("created_at, id").Pluck("id", &ids).Error
 	return ids, err
 }
 
 // ListEvents returns a page of the partner's events by (created_at, id) descending.
 func (s *Store) ListEvents(ctx context.Context, partnerID uuid.UUID, q webhook.ListQuery) ([]*webhook.Event, error) {
-	db := s.conn(ctx).Where("partner_id = ?", partnerID)
+	db := s.read(ctx).Where("partner_id = ?", partnerID)
 	db = whereEq(db, "type", q.Type)
 	db = whereEq(db, "transaction_id", q.TransactionID)
 	db = whereEq(db, "publish_status", q.PublishStatus)
@@ -145,7 +145,7 @@ func (s *Store) ListEvents(ctx context.Context, partnerID uuid.UUID, q webhook.L
 // AttemptsOf returns an event's attempts, oldest first.
 func (s *Store) AttemptsOf(ctx context.Context, eventID uuid.UUID) ([]webhook.Attempt, error) {
 	var rows []attemptRow
-	if err := s.conn(ctx).Where("event_id = ?", eventID).Order("id").Find(&rows).Error; err != nil {
+	if err := s.read(ctx).Where("event_id = ?", eventID).Order("id").Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	out := make([]webhook.Attempt, len(rows))
@@ -158,12 +158,12 @@ func (s *Store) AttemptsOf(ctx context.Context, eventID uuid.UUID) ([]webhook.At
 // PurgeEvents deletes events created before t, with their attempts.
 func (s *Store) PurgeEvents(ctx context.Context, before time.Time) (int64, error) {
 	var n int64
-	err := s.InTx(ctx, func(ctx context.Context) error {
-		sub := s.conn(ctx).Model(&webhookEventRow{}).Select("id").Where("created_at < ?", before)
-		if err := s.conn(ctx).Where("event_id IN (?)", sub).Delete(&attemptRow{}).Error; err != nil {
+	err := s.Transact(ctx, func(ctx context.Context, tx *Tx) error {
+		sub := tx.db.Model(&webhookEventRow{}).Select("id").Where("created_at < ?", before)
+		if err := tx.db.Where("event_id IN (?)", sub).Delete(&attemptRow{}).Error; err != nil {
 			return err
 		}
-		res := s.conn(ctx).Where("created_at < ?", before).Delete(&webhookEventRow{})
+		res := tx.db.Where("created_at < ?", before).Delete(&webhookEventRow{})
 		n = res.RowsAffected
 		return res.Error
 	})
@@ -172,7 +172,7 @@ func (s *Store) PurgeEvents(ctx context.Context, before time.Time) (int64, error
 
 // Requeue marks the event requeued and pending, due at.
 func (s *Store) Requeue(ctx context.Context, partnerID *uuid.UUID, id uuid.UUID, at time.Time) (*webhook.Event, error) {
-	db := s.conn(ctx).Model(&webhookEventRow{}).Where("id = ?", id)
+	db := s.write(ctx).Model(&webhookEventRow{}).Where("id = ?", id)
 	if partnerID != nil {
 		db = db.Where("partner_id = ?", *partnerID)
 	}
@@ -188,15 +188,26 @@ func (s *Store) Requeue(ctx context.Context, partnerID *uuid.UUID, id uuid.UUID,
 
 // TakeRequeue clears the requeued mark, reporting whether it was set.
 func (s *Store) TakeRequeue(ctx context.Context, id uuid.UUID) (bool, error) {
-	res := s.conn(ctx).Model(&webhookEventRow{}).Where("id = ? AND requeued = ?", id, true).Update("requeued", false)
+	res := s.write(ctx).Model(&webhookEventRow{}).Where("id = ? AND requeued = ?", id, true).Update("requeued", false)
 	return res.RowsAffected == 1, res.Error
 }
 
-// StaleRequeues returns events marked requeued since before olderThan (by their
-// next_attempt_at, which a requeue sets).
+// StaleRequeues returns events that should have a delivery job and may have
+// none: those marked requeued since before olderThan (by their next_attempt_at,
+// which a requeue sets), and never-attempted pending events created before
+// olderThan of partners whose endpoint is enabled (an event appended while its
+// endpoint was being enabled, in a unit of work the enabling could not see yet).
 func (s *Store) StaleRequeues(ctx context.Context, olderThan time.Time, limit int) ([]uuid.UUID, error) {
 	var ids []uuid.UUID
-	err := s.conn(ctx).Model(&webhookEventRow{}).Where("requeued = ? AND next_attempt_at < ?", true, olderThan).
+	err := s.read(ctx).Model(&webhookEventRow{}).Where("requeued = ? AND next_attempt_at < ?", true, olderThan).
 		Order("next_attempt_at").Limit(limit).Pluck("id", &ids).Error
-	return ids, err
+	if err != nil {
+		return nil, err
+	}
+	var unqueued []uuid.UUID
+	err = s.read(ctx).Table("events AS e").Select("e.id").
+		Joins("JOIN webhook_endpoints w ON w.partner_id = e.partner_id AND w.enabled = ?", true).
+		Where("e.publish_status = ? AND e.attempts = 0 AND e.requeued = ? AND e.created_at < ?", webhook.Pending, false, olderThan).
+		Order("e.created_at").Limit(limit).Pluck("e.id", &unqueued).Error
+	return append(ids, unqueued...), err
 }

@@ -41,9 +41,9 @@ type DepositInput struct {
 }
 
 // Lifecycle moves transactions through the state machine (package lifecycle). Real
-// chain processing, the expiry job and the sandbox simulator all call it, so every
-// path shares one set of rules. Each change is one database transaction: a
-// version-conditional update, its history entry and its event.
+// chain processing, the expiry sweep and the sandbox simulator all call it, so every
+// path shares one set of rules. Each change is one unit of work: a
+// version-conditional update, its history entry and its event (with its delivery).
 type Lifecycle struct {
 	store    Store
 	required map[string]int
@@ -51,7 +51,8 @@ type Lifecycle struct {
 	observer Observer
 }
 
-// Observer hears of every committed status change (for logs and metrics).
+// Observer hears of every committed status change (for logs and metrics), after
+// the commit: a change that rolls back is never reported.
 type Observer interface {
 	Transitioned(t *Transaction, tr lifecycle.Transition)
 }
@@ -70,28 +71,28 @@ func errTransition(t *Transaction, action string) error {
 		fmt.Sprintf("A transaction in %s cannot be %s.", t.Status, action))
 }
 
-// change loads transaction id, lets fn apply transitions to it, and commits. fn
-// returns the transitions it made (with their metadata); each is checked against the
-// table and recorded.
-func (l *Lifecycle) change(ctx context.Context, id uuid.UUID, fn func(ctx context.Context, t *Transaction, now time.Time) ([]step, error)) (*Transaction, error) {
+// change loads transaction id in a unit of work, lets fn apply transitions to it,
+// and commits. fn returns the transitions it made (with their metadata); each is
+// checked against the table and recorded. Called with a ctx that carries a unit
+// of work (the idempotency layer's), the change joins it.
+func (l *Lifecycle) change(ctx context.Context, id uuid.UUID, fn func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error)) (*Transaction, error) {
 	var out *Transaction
-	var made []step
-	err := l.store.InTx(ctx, func(ctx context.Context) error {
-		t, err := l.store.TransactionForChange(ctx, id)
+	err := l.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+		t, err := tx.TransactionForUpdate(ctx, id)
 		if err != nil {
 			return err
 		}
 		now := l.now()
-		steps, err := fn(ctx, t, now)
+		steps, err := fn(ctx, tx, t, now)
 		if err != nil {
 			return err
 		}
+		out = t
 		if len(steps) == 0 {
-			out = t
 			return nil
 		}
 		t.UpdatedAt = now
-		ok, err := l.store.UpdateTransaction(ctx, t)
+		ok, err := tx.UpdateTransaction(ctx, t)
 		if err != nil {
 			return err
 		}
@@ -100,23 +101,24 @@ func (l *Lifecycle) change(ctx context.Context, id uuid.UUID, fn func(ctx contex
 		}
 		t.Version++
 		if t.Deposit != nil {
-			if err := l.store.SaveDeposit(ctx, t.ID, t.Deposit); err != nil {
+			if err := tx.SaveDeposit(ctx, t.ID, t.Deposit); err != nil {
 				return err
 			}
 		}
 		for _, s := range steps {
-			if err := Record(ctx, l.store, t, s.tr, s.meta, now); err != nil {
+			if err := Record(ctx, tx, t, s.tr, s.meta, now); err != nil {
 				return err
 			}
 		}
-		out, made = t, steps
+		if l.observer != nil {
+			tx.AfterCommit(func() {
+				for _, s := range steps {
+					l.observer.Transitioned(t, s.tr)
+				}
+			})
+		}
 		return nil
 	})
-	if err == nil && l.observer != nil {
-		for _, s := range made {
-			l.observer.Transitioned(out, s.tr)
-		}
-	}
 	return out, err
 }
 
@@ -141,7 +143,7 @@ func (l *Lifecycle) Cancel(ctx context.Context, partnerID, id uuid.UUID) (*Trans
 	if _, err := l.store.TransactionByID(ctx, partnerID, id); err != nil {
 		return nil, err
 	}
-	return l.change(ctx, id, func(_ context.Context, t *Transaction, _ time.Time) ([]step, error) {
+	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
 		s, err := move(t, lifecycle.Cancel, "cancelled", nil)
 		return []step{s}, err
 	})
@@ -150,12 +152,12 @@ func (l *Lifecycle) Cancel(ctx context.Context, partnerID, id uuid.UUID) (*Trans
 // Expire expires transaction id if it still awaits its deposit. With force unset it
 // also requires the deadline to have passed (the job path); the simulator forces.
 // It is idempotent: a transaction no longer awaiting deposit is left alone and
-// ErrNotDue is returned; one whose deadline is still ahead gets ErrTooEarly.
+// ErrNoLongerAwaiting is returned; one whose deadline is still ahead gets ErrTooEarly.
 func (l *Lifecycle) Expire(ctx context.Context, id uuid.UUID, force bool) (*Transaction, error) {
-	return l.change(ctx, id, func(_ context.Context, t *Transaction, now time.Time) ([]step, error) {
+	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
 		if !force {
 			if t.Status != lifecycle.AwaitingDeposit {
-				return nil, ErrNotDue
+				return nil, ErrNoLongerAwaiting
 			}
 			if now.Before(t.ExpiresAt) {
 				return nil, ErrTooEarly
@@ -166,15 +168,15 @@ func (l *Lifecycle) Expire(ctx context.Context, id uuid.UUID, force bool) (*Tran
 	})
 }
 
-// ErrNotDue means an expiry found nothing to do: the transaction no longer awaits
-// its deposit.
-var ErrNotDue = errors.New("transaction no longer awaits its deposit")
+// ErrNoLongerAwaiting means an expiry found nothing to do: the transaction no
+// longer awaits its deposit.
+var ErrNoLongerAwaiting = errors.New("transaction no longer awaits its deposit")
 
 // ErrTooEarly means the transaction's deadline has not passed yet.
 var ErrTooEarly = errors.New("transaction deadline not reached")
 
 // ExpireDue expires up to limit transactions past their deadline and returns how
-// many it expired: the backstop sweep beside the per-transaction expiry job.
+// many it expired: the expiry sweep.
 func (l *Lifecycle) ExpireDue(ctx context.Context, now time.Time, limit int) (int, error) {
 	ids, err := l.store.DueForExpiry(ctx, now, limit)
 	if err != nil {
@@ -186,7 +188,7 @@ func (l *Lifecycle) ExpireDue(ctx context.Context, now time.Time, limit int) (in
 		switch {
 		case err == nil:
 			n++
-		case errors.Is(err, ErrNotDue), errors.Is(err, ErrTooEarly), apperr.CodeOf(err) == apperr.InvalidStateTransition:
+		case errors.Is(err, ErrNoLongerAwaiting), errors.Is(err, ErrTooEarly), apperr.CodeOf(err) == apperr.InvalidStateTransition:
 			// Changed since the query (deposit, cancel, another instance): fine.
 		default:
 			return n, err
@@ -200,7 +202,7 @@ func (l *Lifecycle) ExpireDue(ctx context.Context, now time.Time, limit int) (in
 // has a deposit keeps it: the same (or an unnamed) deposit id changes nothing; another
 // id is InvalidStateTransition. Enough confirmations confirm it at once.
 func (l *Lifecycle) DetectDeposit(ctx context.Context, id uuid.UUID, in DepositInput) (*Transaction, error) {
-	return l.change(ctx, id, func(_ context.Context, t *Transaction, now time.Time) ([]step, error) {
+	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
 		if t.Deposit != nil {
 			if in.ID != "" && in.ID != t.Deposit.ID {
 				return nil, apperr.New(apperr.InvalidStateTransition, "The transaction already has another deposit.")
@@ -244,7 +246,7 @@ func (l *Lifecycle) DetectDeposit(ctx context.Context, id uuid.UUID, in DepositI
 // (deposit_confirming → order_filled, with history deposit:confirmed then
 // order:filled and the deposit.confirmed event). Fewer only update the count.
 func (l *Lifecycle) Confirm(ctx context.Context, id uuid.UUID, confirmations int) (*Transaction, error) {
-	return l.change(ctx, id, func(ctx context.Context, t *Transaction, now time.Time) ([]step, error) {
+	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if t.Deposit == nil || t.Status != lifecycle.DepositConfirming {
 			return nil, errTransition(t, "confirmed")
 		}
@@ -253,7 +255,7 @@ func (l *Lifecycle) Confirm(ctx context.Context, id uuid.UUID, confirmations int
 		}
 		if t.Deposit.Confirmations < t.Deposit.RequiredConfirmations {
 			// Progress only: saved without a status change.
-			return nil, l.store.SaveDeposit(ctx, t.ID, t.Deposit)
+			return nil, tx.SaveDeposit(ctx, t.ID, t.Deposit)
 		}
 		return confirm(t, now)
 	})
@@ -262,14 +264,13 @@ func (l *Lifecycle) Confirm(ctx context.Context, id uuid.UUID, confirmations int
 // ConfirmFully confirms the deposit with exactly the required confirmations (the
 // simulator's deposit.confirmed).
 func (l *Lifecycle) ConfirmFully(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	t, err := l.store.TransactionForChange(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if t.Deposit == nil {
-		return nil, errTransition(t, "confirmed")
-	}
-	return l.Confirm(ctx, id, t.Deposit.RequiredConfirmations)
+	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
+		if t.Deposit == nil || t.Status != lifecycle.DepositConfirming {
+			return nil, errTransition(t, "confirmed")
+		}
+		t.Deposit.Confirmations = max(t.Deposit.Confirmations, t.Deposit.RequiredConfirmations)
+		return confirm(t, now)
+	})
 }
 
 func confirm(t *Transaction, now time.Time) ([]step, error) {
@@ -290,17 +291,17 @@ func confirm(t *Transaction, now time.Time) ([]step, error) {
 // Settle completes an order_filled transaction and writes its revenue row in the
 // same database transaction.
 func (l *Lifecycle) Settle(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	return l.change(ctx, id, func(ctx context.Context, t *Transaction, now time.Time) ([]step, error) {
+	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		s, err := move(t, lifecycle.Settle, "settled", nil)
 		if err != nil {
 			return nil, err
 		}
-		feeRate, shareRate, err := l.store.PartnerRates(ctx, t.PartnerID)
+		feeRate, shareRate, err := tx.PartnerRates(ctx, t.PartnerID)
 		if err != nil {
 			return nil, err
 		}
 		fee := money.Fee(t.FiatAmount, feeRate)
-		if err := l.store.InsertRevenue(ctx, &RevenueRow{
+		if err := tx.InsertRevenue(ctx, &RevenueRow{
 			TransactionID: t.ID, PartnerID: t.PartnerID, MerchantReference: t.MerchantReference,
 			MerchantID: t.MerchantID, TerminalID: t.TerminalID, Network: t.Network, Token: t.Token,
 			CryptoAmount: t.CryptoAmount, FiatAmount: t.FiatAmount,
@@ -315,7 +316,7 @@ func (l *Lifecycle) Settle(ctx context.Context, id uuid.UUID) (*Transaction, err
 // Fail fails a transaction whose deposit (deposit_confirming) or sell order
 // (order_filled) failed.
 func (l *Lifecycle) Fail(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	return l.change(ctx, id, func(_ context.Context, t *Transaction, _ time.Time) ([]step, error) {
+	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
 		trigger := lifecycle.FailOrder
 		if t.Status == lifecycle.DepositConfirming {
 			trigger = lifecycle.FailDeposit
@@ -331,7 +332,7 @@ func (l *Lifecycle) Fail(ctx context.Context, id uuid.UUID) (*Transaction, error
 // Refund refunds the deposit of a failed transaction, or of an expired one that has
 // a deposit.
 func (l *Lifecycle) Refund(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	return l.change(ctx, id, func(_ context.Context, t *Transaction, _ time.Time) ([]step, error) {
+	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
 		if t.Deposit == nil {
 			return nil, apperr.New(apperr.InvalidStateTransition, "The transaction has no deposit to refund.")
 		}
@@ -346,7 +347,7 @@ func (l *Lifecycle) Refund(ctx context.Context, id uuid.UUID) (*Transaction, err
 
 // SettlePayout records that a completed transaction's fiat payout settled (once).
 func (l *Lifecycle) SettlePayout(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	return l.change(ctx, id, func(_ context.Context, t *Transaction, now time.Time) ([]step, error) {
+	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
 		if t.PayoutSettledAt != nil {
 			return nil, apperr.New(apperr.InvalidStateTransition, "The payout of this transaction has already settled.")
 		}

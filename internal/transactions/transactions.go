@@ -109,11 +109,11 @@ func ReferenceKey(ref string) string {
 	return cases.Fold().String(norm.NFC.String(ref))
 }
 
-// Store persists transactions. Methods taking ctx join the database transaction
-// that InTx placed in ctx, if any.
-type Store interface {
-	// InTx runs fn in a database transaction (a savepoint when ctx already has one).
-	InTx(ctx context.Context, fn func(ctx context.Context) error) error
+// Tx is the unit of work a change runs in (store.Tx implements it). Every write
+// of this package goes through it, so none can happen outside a transaction; an
+// event appended here is delivered (its job scheduled) exactly when it commits,
+// and AfterCommit hooks run only then.
+type Tx interface {
 	QuoteByID(ctx context.Context, partnerID, id uuid.UUID) (*quotes.Quote, error)
 	// MarkQuoteUsed sets used_at if unset and reports whether it did.
 	MarkQuoteUsed(ctx context.Context, id uuid.UUID, at time.Time) (bool, error)
@@ -122,25 +122,33 @@ type Store interface {
 	// InsertTransaction inserts t; a duplicate reference is apperr DuplicateMerchantReference.
 	InsertTransaction(ctx context.Context, t *Transaction) error
 	InsertHistory(ctx context.Context, h *HistoryEntry) error
-	InsertEvent(ctx context.Context, e *Event) error
-	// TransactionByID and TransactionByReference return apperr NotFound for an
-	// unknown or another partner's transaction.
-	TransactionByID(ctx context.Context, partnerID, id uuid.UUID) (*Transaction, error)
-	TransactionByReference(ctx context.Context, partnerID uuid.UUID, referenceKey string) (*Transaction, error)
-	ListTransactions(ctx context.Context, partnerID uuid.UUID, q ListQuery) ([]*Transaction, error)
-
-	// TransactionForChange returns transaction id of any partner, with its deposit.
-	TransactionForChange(ctx context.Context, id uuid.UUID) (*Transaction, error)
+	// AppendEvent writes the outbox row and schedules its delivery.
+	AppendEvent(ctx context.Context, e *Event) error
+	// TransactionForUpdate returns transaction id of any partner, with its deposit.
+	TransactionForUpdate(ctx context.Context, id uuid.UUID) (*Transaction, error)
 	// UpdateTransaction writes t's status, updated_at and payout_settled_at and
 	// bumps its version, if its version is still t.Version; it reports whether it did.
 	UpdateTransaction(ctx context.Context, t *Transaction) (bool, error)
 	// SaveDeposit inserts or updates the deposit of transaction id.
 	SaveDeposit(ctx context.Context, id uuid.UUID, d *Deposit) error
 	InsertRevenue(ctx context.Context, r *RevenueRow) error
-	// DueForExpiry returns up to limit transactions awaiting deposit past their deadline.
-	DueForExpiry(ctx context.Context, now time.Time, limit int) ([]uuid.UUID, error)
 	// PartnerRates returns the fee and share rates of a partner.
 	PartnerRates(ctx context.Context, partnerID uuid.UUID) (fee, share decimal.Decimal, err error)
+	// AfterCommit runs f once the unit of work has committed.
+	AfterCommit(f func())
+}
+
+// Store reads transactions and opens units of work.
+type Store interface {
+	// WithTx runs fn in a unit of work, joining the one ctx carries, if any.
+	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// TransactionByID and TransactionByReference return apperr NotFound for an
+	// unknown or another partner's transaction.
+	TransactionByID(ctx context.Context, partnerID, id uuid.UUID) (*Transaction, error)
+	TransactionByReference(ctx context.Context, partnerID uuid.UUID, referenceKey string) (*Transaction, error)
+	ListTransactions(ctx context.Context, partnerID uuid.UUID, q ListQuery) ([]*Transaction, error)
+	// DueForExpiry returns up to limit transactions awaiting deposit past their deadline.
+	DueForExpiry(ctx context.Context, now time.Time, limit int) ([]uuid.UUID, error)
 }
 
 // Addresses derives deposit addresses.
@@ -162,27 +170,21 @@ type CreateRequest struct {
 	SellerPhone       *string
 }
 
-// Scheduler schedules a transaction's expiry inside the creating database
-// transaction (ctx carries it), so the job exists exactly when the row does.
-type Scheduler interface {
-	ScheduleExpiry(ctx context.Context, id uuid.UUID, at time.Time) error
-}
-
 // Service creates and reads transactions.
 type Service struct {
 	observer  Observer
 	store     Store
 	pricer    *pricing.Pricer
 	addresses Addresses
-	scheduler Scheduler
 	window    time.Duration
 	now       func() time.Time
 }
 
 // NewService returns a Service; window is how long a transaction awaits its
-// deposit (DepositWindow in production), scheduler may be nil (no expiry job).
-func NewService(store Store, pricer *pricing.Pricer, addresses Addresses, scheduler Scheduler, window time.Duration, now func() time.Time) *Service {
-	return &Service{store: store, pricer: pricer, addresses: addresses, scheduler: scheduler, window: window, now: now}
+// deposit (DepositWindow in production). Expiry needs nothing scheduled: the
+// expiry sweep finds the transaction by its deadline.
+func NewService(store Store, pricer *pricing.Pricer, addresses Addresses, window time.Duration, now func() time.Time) *Service {
+	return &Service{store: store, pricer: pricer, addresses: addresses, window: window, now: now}
 }
 
 // Create creates a transaction for partnerID. Errors: InvalidRequest (both or
@@ -211,7 +213,7 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 	}
 
 	var out *Transaction
-	err := s.store.InTx(ctx, func(ctx context.Context) error {
+	err := s.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {
 		now := s.now()
 		t := &Transaction{
 			ID:                uuid.New(),
@@ -229,7 +231,7 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 			ExpiresAt:         now.Add(s.window),
 		}
 		if req.QuoteID != nil {
-			q, err := s.useQuote(ctx, partnerID, *req.QuoteID, req, now)
+			q, err := useQuote(ctx, tx, partnerID, *req.QuoteID, req, now)
 			if err != nil {
 				return err
 			}
@@ -237,7 +239,7 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 		} else {
 			t.Rate, t.CryptoAmount, t.FiatAmount = direct.AdjustedRate, direct.CryptoAmount, direct.FiatAmount
 		}
-		idx, err := s.store.NextAddressIndex(ctx, t.Network)
+		idx, err := tx.NextAddressIndex(ctx, t.Network)
 		if err != nil {
 			return err
 		}
@@ -245,16 +247,15 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 			return fmt.Errorf("derive %s address %d: %w", t.Network, idx, err)
 		}
 		t.AddressIndex = idx
-		if err := s.store.InsertTransaction(ctx, t); err != nil {
+		if err := tx.InsertTransaction(ctx, t); err != nil {
 			return err
 		}
-		if err := Record(ctx, s.store, t, lifecycle.MustLookup(lifecycle.None, lifecycle.Create), nil, now); err != nil {
+		created := lifecycle.MustLookup(lifecycle.None, lifecycle.Create)
+		if err := Record(ctx, tx, t, created, nil, now); err != nil {
 			return err
 		}
-		if s.scheduler != nil {
-			if err := s.scheduler.ScheduleExpiry(ctx, t.ID, t.ExpiresAt); err != nil {
-				return fmt.Errorf("schedule expiry: %w", err)
-			}
+		if s.observer != nil {
+			tx.AfterCommit(func() { s.observer.Transitioned(t, created) })
 		}
 		out = t
 		return nil
@@ -262,18 +263,15 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 	if err != nil {
 		return nil, err
 	}
-	if s.observer != nil {
-		s.observer.Transitioned(out, lifecycle.MustLookup(lifecycle.None, lifecycle.Create))
-	}
 	return out, nil
 }
 
-// Observe sets the observer of created transactions.
+// Observe sets the observer of created transactions (told after commit).
 func (s *Service) Observe(o Observer) { s.observer = o }
 
 // useQuote checks the quote against the request and marks it used.
-func (s *Service) useQuote(ctx context.Context, partnerID, id uuid.UUID, req CreateRequest, now time.Time) (*quotes.Quote, error) {
-	q, err := s.store.QuoteByID(ctx, partnerID, id)
+func useQuote(ctx context.Context, tx Tx, partnerID, id uuid.UUID, req CreateRequest, now time.Time) (*quotes.Quote, error) {
+	q, err := tx.QuoteByID(ctx, partnerID, id)
 	if err != nil {
 		if apperr.CodeOf(err) == apperr.NotFound {
 			return nil, apperr.Field(apperr.NotFound, "The quote was not found.", "/quote_id", "no such quote for this partner")
@@ -291,7 +289,7 @@ func (s *Service) useQuote(ctx context.Context, partnerID, id uuid.UUID, req Cre
 	if !now.Before(q.ExpiresAt) {
 		return nil, apperr.Field(apperr.QuoteExpired, "The quote has expired.", "/quote_id", "expired at "+q.ExpiresAt.Format(time.RFC3339))
 	}
-	ok, err := s.store.MarkQuoteUsed(ctx, q.ID, now)
+	ok, err := tx.MarkQuoteUsed(ctx, q.ID, now)
 	if err != nil {
 		return nil, err
 	}
@@ -323,17 +321,11 @@ func (s *Service) GetByReference(ctx context.Context, partnerID uuid.UUID, ref s
 	return s.store.TransactionByReference(ctx, partnerID, ReferenceKey(ref))
 }
 
-// RecordStore is what Record writes to.
-type RecordStore interface {
-	InsertHistory(ctx context.Context, h *HistoryEntry) error
-	InsertEvent(ctx context.Context, e *Event) error
-}
-
 // Record writes the history entry of transition tr of t and, when tr has one, its
-// event with t's snapshot as payload. Call it inside the database transaction that
-// changed t, with t already in its new state, so the three commit together.
-func Record(ctx context.Context, st RecordStore, t *Transaction, tr lifecycle.Transition, metadata map[string]any, at time.Time) error {
-	if err := st.InsertHistory(ctx, &HistoryEntry{
+// event with t's snapshot as payload, in tx, the unit of work that changed t (with
+// t already in its new state), so the three commit together.
+func Record(ctx context.Context, tx Tx, t *Transaction, tr lifecycle.Transition, metadata map[string]any, at time.Time) error {
+	if err := tx.InsertHistory(ctx, &HistoryEntry{
 		TransactionID: t.ID, From: tr.From, To: tr.To, Reason: tr.Reason, Metadata: metadata, ChangedAt: at,
 	}); err != nil {
 		return err
@@ -347,5 +339,5 @@ func Record(ctx context.Context, st RecordStore, t *Transaction, tr lifecycle.Tr
 		return err
 	}
 	ev.Payload = payload
-	return st.InsertEvent(ctx, ev)
+	return tx.AppendEvent(ctx, ev)
 }
