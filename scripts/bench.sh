@@ -70,8 +70,8 @@ run_partnerd() { # $1 = name, $2 = DATABASE_URL
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 	export DATABASE_URL=$url APP_ENV=staging LISTEN_ADDR=127.0.0.1:$port \
 		RATE_LIMIT_READS=1000000/1s RATE_LIMIT_WRITES=1000000/1s
-	"$WORK/partnerd" migrate >/dev/null
-	key=$("$WORK/partnerd" partners create --name bench --json | jq -r .api_key)
+	"$WORK/partnerd" migrate >/dev/null 2>&1
+	key=$("$WORK/partnerd" partners create --name bench --json 2>/dev/null | jq -r .api_key)
 	"$WORK/partnerd" serve >"$WORK/$name.log" 2>&1 &
 	SERVER_PID=$!
 	for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -238,6 +239,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		go a.feed.Run(feedCtx)
 	}
 	go a.purge(feedCtx)
+	if a.cfg.PprofAddr != "" {
+		go a.servePprof(feedCtx)
+	}
 	if err := a.jobs.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start jobs: %w", err)
 	}
@@ -340,5 +344,24 @@ func (o observer) Attempted(status int, err error, took time.Duration, delivered
 	o.m.WebhookAttempt(outcome, took)
 	if deliveredAfter != nil {
 		o.m.DeliveryLag(*deliveredAfter)
+	}
+}
+
+// servePprof serves the runtime profiles (net/http/pprof) on PPROF_ADDR until ctx ends.
+func (a *App) servePprof(ctx context.Context) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Addr: a.cfg.PprofAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	a.log.Info("profiles served", "addr", a.cfg.PprofAddr)
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		a.log.Warn("pprof server", "error", err.Error())
 	}
 }

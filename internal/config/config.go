@@ -62,6 +62,9 @@ type Config struct {
 	WebhookSchedule []time.Duration
 	// RedisURL, when set, makes rate limits shared by every instance through Redis.
 	RedisURL string
+	// PprofAddr, when set, serves net/http/pprof there (keep it on loopback):
+	// profiles of a running instance, for finding what a load costs.
+	PprofAddr string
 	// RateLimitReads and RateLimitWrites are the per-key budgets of GET requests and
 	// of the others.
 	RateLimitReads, RateLimitWrites ratelimit.Limit
@@ -201,6 +204,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	c.ExpirySweep = duration(get("EXPIRY_SWEEP_INTERVAL", "1s"), "EXPIRY_SWEEP_INTERVAL", bad)
 	c.RedisURL = get("REDIS_URL", "")
+	c.PprofAddr = get("PPROF_ADDR", "")
 	reads, writes := "1000/1s,burst=2000", "500/1s,burst=1000" // staging: relaxed
 	if c.Env == Production {
 		reads, writes = "100/1s,burst=200", "25/1s,burst=50"

@@ -55,22 +55,14 @@ type Record struct {
 
 // Tx is the unit of work a request executes in, as this package sees it.
 type Tx interface {
-	// InsertKey inserts r unless the key exists, and reports whether it inserted.
-	// On PostgreSQL an insert that meets another unit of work's uncommitted claim
-	// of the same key waits for that unit to end (then inserts, if it rolled
-	// back, or reports the committed key).
-	InsertKey(ctx context.Context, r *Record) (bool, error)
 	// GetKey returns the key's record as this unit of work sees it, or apperr NotFound.
 	GetKey(ctx context.Context, k Key) (*Record, error)
-	// ReplaceKey overwrites the key's record with r when the record is expired or
-	// an abandoned claim (state in progress, locked before staleBefore: left by an
-	// earlier version of the service), reporting whether it did.
-	ReplaceKey(ctx context.Context, r *Record, now, staleBefore time.Time) (bool, error)
-	// CompleteKey stores the response and marks the key done.
-	CompleteKey(ctx context.Context, k Key, status int, body []byte) error
-	// LimitLockWait bounds how long the unit of work waits for another's lock
-	// (PostgreSQL; a no-op on SQLite, whose writers are serialized).
-	LimitLockWait(ctx context.Context, d time.Duration) error
+	// SaveKey stores r, a done key, unless the key is held by a record that is
+	// neither expired at now nor an abandoned claim (in progress, locked before
+	// staleBefore: left by an earlier version of the service); it reports whether
+	// it stored r. Meeting another unit of work's uncommitted record of the key,
+	// it waits for that unit to end.
+	SaveKey(ctx context.Context, r *Record, now, staleBefore time.Time) (bool, error)
 }
 
 // Store opens units of work and keeps keys.
@@ -131,98 +123,120 @@ type Response struct {
 // (it failed) are not, so a corrected or later retry executes afresh.
 func Stored(status int) bool { return status < 500 && status != 400 }
 
-// WaitLimit is how long a request waits for another request holding the same key
-// before it gets IdempotencyRequestInProgress.
-const WaitLimit = 5 * time.Second
-
 // Do runs the request fn under key k (fingerprint fp) in one unit of work:
 //
-//  1. claim the key: a new key is claimed; a key done with the same fingerprint
-//     returns its stored answer (Replayed) without running fn; another
-//     fingerprint is IdempotencyKeyReused; a key another request is executing
-//     right now makes this one wait for it (then replay), for at most WaitLimit
-//     (then IdempotencyRequestInProgress);
+//  1. look the key up: a key done with the same fingerprint returns its stored
+//     answer (Replayed) without running fn; another fingerprint is
+//     IdempotencyKeyReused;
 //  2. run fn with a ctx that carries the unit of work, so its effects join it;
-//  3. if fn's answer is a 2xx, store it beside the effects and commit both at once.
-//     Any other answer rolls the effects back; a stored 4xx (see Stored) is then
-//     recorded on its own, with nothing else to commit.
+//  3. store fn's answer under the key beside the effects and commit both at once
+//     if it is a 2xx. Any other answer rolls the effects back, and a stored 4xx
+//     (see Stored) is then recorded on its own.
 //
-// Because the claim commits only with the answer, a request that crashes or whose
-// server dies mid-way leaves nothing behind: a retry executes at once.
+// Two requests with one key at once: the key's row is written last, so the second
+// waits there for the first to commit, finds the key taken, rolls its own effects
+// back and replays the first's answer (an effect that met the first's uncommitted
+// rows first, such as the same merchant reference, ends the same way). No claim is
+// ever committed without its answer, so a request that crashes, or whose server
+// dies mid-way, leaves nothing behind: a retry executes at once.
 func (s *Service) Do(ctx context.Context, k Key, fp string, fn func(ctx context.Context) (Response, error)) (Response, error) {
 	var out Response
 	err := s.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {
-		replay, err := s.claim(ctx, tx, k, fp)
-		if err != nil || replay != nil {
+		if replay, err := s.lookup(ctx, tx, k, fp); err != nil || replay != nil {
 			if replay != nil {
 				out = *replay
 			}
 			return err
 		}
+		var err error
 		if out, err = fn(ctx); err != nil {
 			return err
 		}
 		if out.Status < 200 || out.Status > 299 {
 			return errDiscard
 		}
-		return tx.CompleteKey(ctx, k, out.Status, out.Body)
+		saved, err := s.save(ctx, tx, k, fp, out)
+		if err != nil {
+			return err
+		}
+		if !saved {
+			return errTaken
+		}
+		return nil
 	})
-	if errors.Is(err, errDiscard) {
-		err = nil
+	switch {
+	case errors.Is(err, errDiscard):
+		// The effects are gone. A concurrent request may have taken the key
+		// meanwhile (its effects are why these failed): answer as it did.
+		if replay, lerr := s.lookupAfter(ctx, k, fp); lerr != nil || replay != nil {
+			return derefOr(replay, out), lerr
+		}
 		if Stored(out.Status) {
 			// Best effort: unstored, a retry executes again and, nothing having
 			// changed, gets the same answer.
-			_ = s.record(ctx, k, fp, out)
+			_ = s.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+				_, err := s.save(ctx, tx, k, fp, out)
+				return err
+			})
 		}
+		return out, nil
+	case errors.Is(err, errTaken):
+		replay, err := s.lookupAfter(ctx, k, fp)
+		if err == nil && replay == nil {
+			err = errInProgress()
+		}
+		return derefOr(replay, out), err
 	}
 	return out, err
 }
 
-// errDiscard rolls back a request's effects whose answer is not a success.
-var errDiscard = errors.New("idempotency: discard effects")
+var (
+	// errDiscard rolls back a request's effects whose answer is not a success.
+	errDiscard = errors.New("idempotency: discard effects")
+	// errTaken rolls back a request whose key another request took meanwhile.
+	errTaken = errors.New("idempotency: key taken")
+)
 
-// record stores the answer of an executed request that changed nothing (a 4xx).
-// When the key was claimed meanwhile (a concurrent retry), that request's answer
-// stands.
-func (s *Service) record(ctx context.Context, k Key, fp string, r Response) error {
-	return s.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {
-		if err := tx.LimitLockWait(ctx, WaitLimit); err != nil {
-			return err
-		}
-		now := s.now()
-		_, err := tx.InsertKey(ctx, &Record{Key: k, Fingerprint: fp, State: Done, ResponseStatus: r.Status, ResponseBody: r.Body,
-			LockedAt: now, CreatedAt: now, ExpiresAt: now.Add(Retention)})
-		return err
-	})
+func derefOr(r *Response, def Response) Response {
+	if r != nil {
+		return *r
+	}
+	return def
 }
 
-// claim claims k in tx, or returns the stored answer to replay, or an error.
-func (s *Service) claim(ctx context.Context, tx Tx, k Key, fp string) (*Response, error) {
-	if err := tx.LimitLockWait(ctx, WaitLimit); err != nil {
+// save stores the answer r under k.
+func (s *Service) save(ctx context.Context, tx Tx, k Key, fp string, r Response) (bool, error) {
+	now := s.now()
+	return tx.SaveKey(ctx, &Record{Key: k, Fingerprint: fp, State: Done, ResponseStatus: r.Status, ResponseBody: r.Body,
+		LockedAt: now, CreatedAt: now, ExpiresAt: now.Add(Retention)}, now, now.Add(-LockTimeout))
+}
+
+// lookupAfter is lookup in a unit of work of its own (after the request's rolled back).
+func (s *Service) lookupAfter(ctx context.Context, k Key, fp string) (*Response, error) {
+	var out *Response
+	err := s.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		out, err = s.lookup(ctx, tx, k, fp)
+		return err
+	})
+	return out, err
+}
+
+// lookup returns the stored answer to replay for k, nil when k is free (unknown,
+// expired or an abandoned claim), or an error: IdempotencyKeyReused for another
+// request's key, IdempotencyRequestInProgress for a live claim of an earlier
+// version of the service.
+func (s *Service) lookup(ctx context.Context, tx Tx, k Key, fp string) (*Response, error) {
+	old, err := tx.GetKey(ctx, k)
+	if apperr.CodeOf(err) == apperr.NotFound {
+		return nil, nil
+	}
+	if err != nil {
 		return nil, err
 	}
 	now := s.now()
-	rec := &Record{Key: k, Fingerprint: fp, State: InProgress, LockedAt: now, CreatedAt: now, ExpiresAt: now.Add(Retention)}
-	inserted, err := tx.InsertKey(ctx, rec)
-	if err != nil {
-		return nil, err
-	}
-	if inserted {
-		return nil, nil
-	}
-	old, err := tx.GetKey(ctx, k)
-	if err != nil {
-		return nil, err
-	}
 	if !now.Before(old.ExpiresAt) || (old.State == InProgress && now.Sub(old.LockedAt) >= LockTimeout) {
-		ok, err := tx.ReplaceKey(ctx, rec, now, now.Add(-LockTimeout))
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return nil, nil
-		}
-		return nil, errInProgress()
+		return nil, nil
 	}
 	if old.Fingerprint != fp {
 		return nil, apperr.Field(apperr.IdempotencyKeyReused,

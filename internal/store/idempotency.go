@@ -2,15 +2,11 @@ package store
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm/clause"
 
-	"partnerd/internal/apperr"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/transactions"
 )
@@ -40,36 +36,26 @@ var (
 	_ transactions.Tx = (*Tx)(nil)
 )
 
-// InsertKey inserts r unless the key exists (ON CONFLICT DO NOTHING), reporting
-// whether it did. A wait for another unit of work's claim that outlasts
-// LimitLockWait is apperr IdempotencyRequestInProgress.
-func (tx *Tx) InsertKey(ctx context.Context, r *idempotency.Record) (bool, error) {
+// SaveKey stores r (a done key) unless a live record holds the key: one upsert,
+// conditional on the existing record being expired or an abandoned claim. On
+// PostgreSQL, meeting another unit of work's uncommitted row of the key, it waits
+// for that unit to end.
+func (tx *Tx) SaveKey(ctx context.Context, r *idempotency.Record, now, staleBefore time.Time) (bool, error) {
+	status := r.ResponseStatus
 	row := idempotencyRow{PartnerID: r.PartnerID, Operation: r.Operation, Key: r.Key.Key, Fingerprint: r.Fingerprint,
-		State: r.State, LockedAt: r.LockedAt, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
-	if r.State == idempotency.Done {
-		status := r.ResponseStatus
-		row.ResponseStatus, row.ResponseBody = &status, r.ResponseBody
-	}
-	res := tx.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
-	if lockTimedOut(res.Error) {
-		return false, apperr.New(apperr.IdempotencyRequestInProgress,
-			"A request with this Idempotency-Key is still being processed; retry shortly.")
-	}
+		State: r.State, ResponseStatus: &status, ResponseBody: r.ResponseBody,
+		LockedAt: r.LockedAt, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
+	res := tx.db.WithContext(ctx).Clauses(clause.OnConflict{
+		Columns: []clause.Column{{Name: "partner_id"}, {Name: "operation"}, {Name: "key"}},
+		DoUpdates: clause.AssignmentColumns([]string{
+			"fingerprint", "state", "response_status", "response_body", "locked_at", "created_at", "expires_at",
+		}),
+		Where: clause.Where{Exprs: []clause.Expression{clause.Expr{
+			SQL:  "idempotency_keys.expires_at <= ? OR (idempotency_keys.state = ? AND idempotency_keys.locked_at < ?)",
+			Vars: []any{now, idempotency.InProgress, staleBefore},
+		}}},
+	}).Create(&row)
 	return res.RowsAffected == 1, res.Error
-}
-
-// lockTimedOut reports PostgreSQL's lock_not_available (lock_timeout expired).
-func lockTimedOut(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
-}
-
-// LimitLockWait sets PostgreSQL's lock_timeout for the rest of the unit of work.
-func (tx *Tx) LimitLockWait(ctx context.Context, d time.Duration) error {
-	if tx.s.dialect != Postgres {
-		return nil
-	}
-	return tx.db.WithContext(ctx).Exec(fmt.Sprintf("SET LOCAL lock_timeout = %d", d.Milliseconds())).Error
 }
 
 // GetKey returns the key's record, or apperr NotFound.
@@ -85,26 +71,6 @@ func (tx *Tx) GetKey(ctx context.Context, k idempotency.Key) (*idempotency.Recor
 		rec.ResponseStatus = *row.ResponseStatus
 	}
 	return rec, nil
-}
-
-// ReplaceKey overwrites an expired record of the key, or an in-progress claim
-// locked before staleBefore, with r.
-func (tx *Tx) ReplaceKey(ctx context.Context, r *idempotency.Record, now, staleBefore time.Time) (bool, error) {
-	q, args := keyWhere(r.Key)
-	res := tx.db.WithContext(ctx).Model(&idempotencyRow{}).Where(q, args...).
-		Where("expires_at <= ? OR (state = ? AND locked_at < ?)", now, idempotency.InProgress, staleBefore).
-		Updates(map[string]any{
-			"fingerprint": r.Fingerprint, "state": r.State, "response_status": nil, "response_body": nil,
-			"locked_at": r.LockedAt, "created_at": r.CreatedAt, "expires_at": r.ExpiresAt,
-		})
-	return res.RowsAffected == 1, res.Error
-}
-
-// CompleteKey stores the response and marks the key done.
-func (tx *Tx) CompleteKey(ctx context.Context, k idempotency.Key, status int, body []byte) error {
-	q, args := keyWhere(k)
-	return tx.db.WithContext(ctx).Model(&idempotencyRow{}).Where(q, args...).
-		Updates(map[string]any{"state": idempotency.Done, "response_status": status, "response_body": body}).Error
 }
 
 // PurgeKeys deletes keys that expired before t.

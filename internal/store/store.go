@@ -69,6 +69,8 @@ type Store struct {
 	listen *pgxpool.Pool
 	// jobs inserts River jobs on a unit of work's *sql.Tx (see Tx.Enqueue).
 	jobs *river.Client[*sql.Tx]
+	// addresses holds each network's block of address indexes (PostgreSQL).
+	addresses indexBlocks
 }
 
 // Now is the clock every stored time comes from: UTC, truncated to microseconds,

@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -102,7 +104,12 @@ func (tx *Tx) NextAddressIndex(ctx context.Context, network string) (uint32, err
 	var next int64
 	var err error
 	if tx.s.dialect == Postgres {
-		err = tx.db.WithContext(ctx).Raw("SELECT nextval(?::regclass)", addressSequence(network)).Scan(&next).Error
+		next, err = tx.s.addresses.take(network, func() ([]int64, error) {
+			var block []int64
+			err := tx.db.WithContext(ctx).Raw("SELECT nextval(?::regclass) FROM generate_series(1, ?)",
+				addressSequence(network), addressBlock).Scan(&block).Error
+			return block, err
+		})
 		next++ // the sequence starts at 0; the counter below returns index + 1
 	} else {
 		err = tx.db.WithContext(ctx).Raw(`INSERT INTO address_counters (network, next_index) VALUES (?, 1)
@@ -152,6 +159,42 @@ func (s *Store) EnsureAddressSequences(ctx context.Context, networks []string) e
 }
 
 var validNetwork = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
+
+// addressBlock is how many address indexes an instance takes from a network's
+// sequence at once (one round trip for that many creates). The indexes of a block
+// not handed out before the process stops are never used: at most this many
+// unused addresses in a row, under the gap limit of 20 that HD wallets scan by.
+const addressBlock = 16
+
+// indexBlocks hands out sequence values taken a block at a time, per network.
+type indexBlocks struct {
+	mu   sync.Mutex
+	left map[string][]int64
+}
+
+// take returns the next index of network, refilling its block with fetch (which
+// runs on the caller's connection, under the lock: a second connection per
+// request could exhaust the pool).
+func (b *indexBlocks) take(network string, fetch func() ([]int64, error)) (int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.left == nil {
+		b.left = map[string][]int64{}
+	}
+	if len(b.left[network]) == 0 {
+		block, err := fetch()
+		if err != nil {
+			return 0, err
+		}
+		if len(block) == 0 {
+			return 0, fmt.Errorf("address sequence of %s returned nothing", network)
+		}
+		b.left[network] = block
+	}
+	next := b.left[network][0]
+	b.left[network] = b.left[network][1:]
+	return next, nil
+}
 
 func addressSequence(network string) string { return "address_index_" + network }
 
@@ -229,17 +272,19 @@ func (eventRow) TableName() string { return "events" }
 // webhook endpoint, its delivery job, both in this unit of work. While no endpoint
 // is enabled the event waits as pending with no job (a job could only find
 // nothing to do); enabling an endpoint queues every pending event, and the
-// periodic requeue sweep catches an event whose unit of work raced that.
+// periodic requeue sweep catches an event whose unit of work raced that. The
+// insert reports the endpoint's state itself (RETURNING), so an event costs one
+// round trip.
 func (tx *Tx) AppendEvent(ctx context.Context, e *transactions.Event) error {
-	row := eventRow{ID: e.ID, PartnerID: e.PartnerID, TransactionID: e.TransactionID, Type: string(e.Type), Payload: string(e.Payload), CreatedAt: e.CreatedAt}
-	if err := tx.db.WithContext(ctx).Create(&row).Error; err != nil {
-		return err
+	var enabled sql.NullBool
+	err := tx.db.WithContext(ctx).Raw(`INSERT INTO events (id, partner_id, transaction_id, type, payload, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)
+		RETURNING (SELECT w.enabled FROM webhook_endpoints w WHERE w.partner_id = events.partner_id)`,
+		e.ID, e.PartnerID, e.TransactionID, string(e.Type), string(e.Payload), e.CreatedAt).Row().Scan(&enabled)
+	if err != nil {
+		return fmt.Errorf("append event: %w", err)
 	}
-	var enabled []bool
-	if err := tx.db.WithContext(ctx).Model(&endpointRow{}).Where("partner_id = ?", e.PartnerID).Pluck("enabled", &enabled).Error; err != nil {
-		return err
-	}
-	if len(enabled) == 0 || !enabled[0] {
+	if !enabled.Bool {
 		return nil
 	}
 	return tx.Enqueue(ctx, jobs.DeliverEventArgs{EventID: e.ID}, nil)

@@ -232,8 +232,9 @@ func TestIdempotencyKeys(t *testing.T) {
 	})
 }
 
-// TestIdempotencyConcurrentDuplicateWaitsAndReplays: two requests with one key at
-// once execute once; the other waits for the first to commit and replays it.
+// TestIdempotencyConcurrentDuplicateWaitsAndReplays: requests with one key at once
+// commit their effects once; the others wait for the first to commit, roll their
+// own effects back and replay its answer.
 func TestIdempotencyConcurrentDuplicateWaitsAndReplays(t *testing.T) {
 	t.Parallel()
 	eachDatabase(t, func(t *testing.T, s *store.Store) {
@@ -241,15 +242,19 @@ func TestIdempotencyConcurrentDuplicateWaitsAndReplays(t *testing.T) {
 		p := newPartner(t, s)
 		svc := idempotency.NewService(store.For[idempotency.Tx](s), store.Now)
 		k := idempotency.Key{PartnerID: p.ID, Operation: "createTransaction", Key: "race"}
-		var runs atomic.Int32
+		name := "race-" + uuid.NewString()
 		var wg sync.WaitGroup
 		outs := make([]idempotency.Response, 4)
 		for i := range outs {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				out, err := svc.Do(ctx, k, "fp", func(context.Context) (idempotency.Response, error) {
-					runs.Add(1)
+				out, err := svc.Do(ctx, k, "fp", func(ctx context.Context) (idempotency.Response, error) {
+					other := *p
+					other.ID, other.KeyHash, other.Name = uuid.New(), uuid.NewString(), name
+					if err := s.CreatePartner(ctx, &other); err != nil {
+						return idempotency.Response{}, err
+					}
 					time.Sleep(100 * time.Millisecond)
 					return idempotency.Response{Status: 201, Body: []byte(`{"once":true}`)}, nil
 				})
@@ -260,7 +265,9 @@ func TestIdempotencyConcurrentDuplicateWaitsAndReplays(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		require.Equal(t, int32(1), runs.Load())
+		var committed int
+		require.NoError(t, s.SQL().QueryRowContext(ctx, "SELECT count(*) FROM partners WHERE name = $1", name).Scan(&committed))
+		require.Equal(t, 1, committed, "the effects committed once")
 		replayed := 0
 		for _, o := range outs {
 			require.Equal(t, 201, o.Status)
