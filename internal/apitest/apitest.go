@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,6 +45,8 @@ type Env struct {
 	Store *store.Store
 	spec  *openapi3.T
 	route routers.Router
+	// stop stops the service (once); Stop and the test's cleanup call it.
+	stop func()
 }
 
 // Start runs the service on a random loopback port against db with the staging
@@ -69,7 +72,7 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 
 	st, err := store.Open(ctx, db.URL)
 	require.NoError(t, err)
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		select {
 		case err := <-done:
@@ -80,13 +83,14 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 		_ = st.Close()
 		_ = a.Close()
 	})
+	t.Cleanup(stop)
 
 	spec, err := httpapi.Spec()
 	require.NoError(t, err)
 	r, err := gorillamux.NewRouter(spec)
 	require.NoError(t, err)
 	root := "http://" + ln.Addr().String()
-	return &Env{BaseURL: root + httpapi.BasePath, Root: root, App: a, Store: st, spec: spec, route: r}
+	return &Env{BaseURL: root + httpapi.BasePath, Root: root, App: a, Store: st, spec: spec, route: r, stop: stop}
 }
 
 // NewPartner creates a partner of the service's environment and returns its API key.
