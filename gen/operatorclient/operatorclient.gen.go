@@ -319,6 +319,9 @@ type OperatorTransaction struct {
 	// ExpiresAt Deposit deadline.
 	ExpiresAt time.Time `json:"expires_at"`
 
+	// Fill The executed sale an operator reported; null until then (and for simulated fills).
+	Fill *OrderFill `json:"fill"`
+
 	// Id The transaction id.
 	Id openapi_types.UUID `json:"id"`
 
@@ -388,6 +391,30 @@ type OperatorTransactionResponse struct {
 
 	// Success Always true on success.
 	Success bool `json:"success"`
+}
+
+// OrderFill The executed sale an operator reported; null until then (and for simulated fills).
+type OrderFill struct {
+	// FiatAmount An NGN amount as a decimal string with exactly 2 decimal places.
+	//
+	// Example: 154225.00
+	FiatAmount FiatAmount `json:"fiat_amount"`
+
+	// FilledAt When it was recorded.
+	FilledAt time.Time `json:"filled_at"`
+
+	// OperatorId The operator who reported it.
+	OperatorId openapi_types.UUID `json:"operator_id"`
+
+	// Rate NGN per one token as a decimal string with exactly 2 decimal places.
+	//
+	// Example: 1542.25
+	Rate Rate `json:"rate"`
+
+	// Reference The back office's reference for the action (order, settlement or bank transfer id).
+	//
+	// Example: LP-ORDER-88123
+	Reference Reference `json:"reference"`
 }
 
 // Rate NGN per one token as a decimal string with exactly 2 decimal places.
@@ -820,8 +847,9 @@ type ClientInterface interface {
 	//
 	// Records that the sell order of a confirmed deposit was filled:
 	// `deposit_confirming` (`deposit_status` `confirmed`) → `order_filled`, history
-	// `order:filled` with the operator id, reference, executed rate and NGN amount in its
-	// metadata. The partner's `amount` and `rate` do not change.
+	// `order:filled` with the operator id and reference in its metadata. The executed rate
+	// and NGN amount are the back office's record (`fill` on the transaction), never shown
+	// to the partner, whose `amount` and `rate` do not change.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -832,8 +860,9 @@ type ClientInterface interface {
 	//
 	// Records that the sell order of a confirmed deposit was filled:
 	// `deposit_confirming` (`deposit_status` `confirmed`) → `order_filled`, history
-	// `order:filled` with the operator id, reference, executed rate and NGN amount in its
-	// metadata. The partner's `amount` and `rate` do not change.
+	// `order:filled` with the operator id and reference in its metadata. The executed rate
+	// and NGN amount are the back office's record (`fill` on the transaction), never shown
+	// to the partner, whose `amount` and `rate` do not change.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1040,8 +1069,9 @@ func (c *Client) FailTransaction(ctx context.Context, id TransactionId, params *
 //
 // Records that the sell order of a confirmed deposit was filled:
 // `deposit_confirming` (`deposit_status` `confirmed`) → `order_filled`, history
-// `order:filled` with the operator id, reference, executed rate and NGN amount in its
-// metadata. The partner's `amount` and `rate` do not change.
+// `order:filled` with the operator id and reference in its metadata. The executed rate
+// and NGN amount are the back office's record (`fill` on the transaction), never shown
+// to the partner, whose `amount` and `rate` do not change.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1062,8 +1092,9 @@ func (c *Client) FillOrderWithBody(ctx context.Context, id TransactionId, params
 //
 // Records that the sell order of a confirmed deposit was filled:
 // `deposit_confirming` (`deposit_status` `confirmed`) → `order_filled`, history
-// `order:filled` with the operator id, reference, executed rate and NGN amount in its
-// metadata. The partner's `amount` and `rate` do not change.
+// `order:filled` with the operator id and reference in its metadata. The executed rate
+// and NGN amount are the back office's record (`fill` on the transaction), never shown
+// to the partner, whose `amount` and `rate` do not change.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1913,8 +1944,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Records that the sell order of a confirmed deposit was filled:
 	// `deposit_confirming` (`deposit_status` `confirmed`) → `order_filled`, history
-	// `order:filled` with the operator id, reference, executed rate and NGN amount in its
-	// metadata. The partner's `amount` and `rate` do not change.
+	// `order:filled` with the operator id and reference in its metadata. The executed rate
+	// and NGN amount are the back office's record (`fill` on the transaction), never shown
+	// to the partner, whose `amount` and `rate` do not change.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1925,8 +1957,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Records that the sell order of a confirmed deposit was filled:
 	// `deposit_confirming` (`deposit_status` `confirmed`) → `order_filled`, history
-	// `order:filled` with the operator id, reference, executed rate and NGN amount in its
-	// metadata. The partner's `amount` and `rate` do not change.
+	// `order:filled` with the operator id and reference in its metadata. The executed rate
+	// and NGN amount are the back office's record (`fill` on the transaction), never shown
+	// to the partner, whose `amount` and `rate` do not change.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2928,8 +2961,9 @@ func (c *ClientWithResponses) FailTransactionWithResponse(ctx context.Context, i
 //
 // Records that the sell order of a confirmed deposit was filled:
 // `deposit_confirming` (`deposit_status` `confirmed`) → `order_filled`, history
-// `order:filled` with the operator id, reference, executed rate and NGN amount in its
-// metadata. The partner's `amount` and `rate` do not change.
+// `order:filled` with the operator id and reference in its metadata. The executed rate
+// and NGN amount are the back office's record (`fill` on the transaction), never shown
+// to the partner, whose `amount` and `rate` do not change.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2946,8 +2980,9 @@ func (c *ClientWithResponses) FillOrderWithBodyWithResponse(ctx context.Context,
 //
 // Records that the sell order of a confirmed deposit was filled:
 // `deposit_confirming` (`deposit_status` `confirmed`) → `order_filled`, history
-// `order:filled` with the operator id, reference, executed rate and NGN amount in its
-// metadata. The partner's `amount` and `rate` do not change.
+// `order:filled` with the operator id and reference in its metadata. The executed rate
+// and NGN amount are the back office's record (`fill` on the transaction), never shown
+// to the partner, whose `amount` and `rate` do not change.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -28,6 +28,7 @@ func settlementOf(cfg *config.Config, st *store.Store) transactions.Settlement {
 	s := transactions.Settlement{
 		OperatorLiquidity: cfg.Settlement.Liquidity == config.AdapterOperator,
 		OperatorPayout:    cfg.Settlement.Payout == config.AdapterOperator,
+		Fills:             st,
 	}
 	if cfg.Env == config.Staging && cfg.Settlement.Mode == config.SettlementAuto {
 		s.AutoDelay, s.Scheduler = cfg.Settlement.Delay, stepScheduler{st}
@@ -48,6 +49,7 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 		Lifecycle:    a.lifecycle,
 		Stages:       transactions.NewStageLister(st, codec),
 		Transactions: st,
+		Fills:        st,
 		Unmatched:    a.unmatched,
 		Idempotency:  a.operatorKeys,
 		Store:        st,

@@ -48,6 +48,13 @@ func TestProductionPathToCompleted(t *testing.T) {
 		require.Equal(t, http.StatusOK, fill.StatusCode(), string(fill.Body))
 		require.Equal(t, oc.TransactionStatusOrderFilled, fill.JSON200.Data.Status)
 		require.Equal(t, "154225.00", fill.JSON200.Data.Amount, "the partner's amount does not change")
+		require.Equal(t, "1542.25", fill.JSON200.Data.Rate)
+		f := fill.JSON200.Data.Fill
+		require.NotNil(t, f, "the executed sale is the back office's record")
+		require.Equal(t, "1549.10", f.Rate)
+		require.Equal(t, "154910.00", f.FiatAmount)
+		require.Equal(t, "LP-1", f.Reference)
+		require.Equal(t, opID, f.OperatorId.String())
 		require.Contains(t, stage(t, ops, oc.StageAwaitingSettlement), tx.Id)
 		require.NotContains(t, stage(t, ops, oc.StageAwaitingFill), tx.Id)
 
@@ -61,6 +68,7 @@ func TestProductionPathToCompleted(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, settle.StatusCode(), string(settle.Body))
 		require.Equal(t, oc.TransactionStatusCompleted, settle.JSON200.Data.Status)
+		require.NotNil(t, settle.JSON200.Data.Fill, "the fill survives the restart")
 		require.Nil(t, settle.JSON200.Data.PayoutSettledAt)
 		require.Contains(t, stage(t, ops, oc.StageAwaitingPayout), tx.Id)
 
@@ -77,8 +85,8 @@ func TestProductionPathToCompleted(t *testing.T) {
 			require.Equal(t, opID, (*h.History[i].Metadata)["operator_id"], "audited: %s", h.History[i].Reason)
 			require.Equal(t, ref, (*h.History[i].Metadata)["reference"])
 		}
-		require.Equal(t, "1549.10", (*h.History[3].Metadata)["rate"])
-		require.Equal(t, "154910.00", (*h.History[3].Metadata)["fiat_amount"])
+		require.Equal(t, map[string]any{"operator_id": opID, "reference": "LP-1"}, *h.History[3].Metadata,
+			"the partner sees who and which reference, not the executed sale")
 		require.Equal(t, []string{"transaction.created", "deposit.detected", "deposit.confirmed", "transaction.completed", "payout.settled"}, eventTypes(t, env, tx.Id))
 
 		rev, err := pc.ListRevenueWithResponse(ctx, &client.ListRevenueParams{})

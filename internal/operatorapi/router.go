@@ -35,7 +35,9 @@ type Deps struct {
 	Stages    *transactions.StageLister
 	// Transactions loads any partner's transaction.
 	Transactions Loader
-	Unmatched    *unmatched.Service
+	// Fills reads the operators' executed sales.
+	Fills     Fills
+	Unmatched *unmatched.Service
 	// Idempotency works on the operators' own key table.
 	Idempotency *idempotency.Service
 	// Store opens the per-request transactions of idempotent operations.
@@ -46,6 +48,11 @@ type Deps struct {
 // Loader loads a transaction of any partner.
 type Loader interface {
 	TransactionForChange(ctx context.Context, id uuid.UUID) (*transactions.Transaction, error)
+}
+
+// Fills reads executed sales.
+type Fills interface {
+	FillsOf(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*transactions.Fill, error)
 }
 
 // postOperations are the operations that require an Idempotency-Key.
@@ -76,7 +83,7 @@ func Register(e *echo.Echo, d Deps) error {
 	for _, op := range postOperations {
 		mw[op] = append(append([]echo.MiddlewareFunc{}, common...), idempotent(op, d.Idempotency, d.Store))
 	}
-	srv := &Server{lifecycle: d.Lifecycle, stages: d.Stages, loader: d.Transactions, unmatched: d.Unmatched, log: log}
+	srv := &Server{lifecycle: d.Lifecycle, stages: d.Stages, loader: d.Transactions, fills: d.Fills, unmatched: d.Unmatched, log: log}
 	operatorapi.RegisterHandlersWithOptions(e, operatorapi.NewStrictHandler(srv, nil), operatorapi.RegisterHandlersOptions{
 		BaseURL: BasePath, OperationMiddlewares: mw,
 	})

@@ -19,6 +19,7 @@ type Server struct {
 	lifecycle *transactions.Lifecycle
 	stages    *transactions.StageLister
 	loader    Loader
+	fills     Fills
 	unmatched *unmatched.Service
 	log       *slog.Logger
 }
@@ -35,9 +36,9 @@ func (s *Server) ListStage(ctx context.Context, req operatorapi.ListStageRequest
 	if err != nil {
 		return nil, err
 	}
-	items := make([]operatorapi.OperatorTransaction, len(page.Items))
-	for i, t := range page.Items {
-		items[i] = transactionOut(t)
+	items, err := s.out(ctx, page.Items...)
+	if err != nil {
+		return nil, err
 	}
 	return operatorapi.ListStage200JSONResponse{Success: true, Data: operatorapi.OperatorTransactionPage{
 		Data: items, HasMore: page.HasMore, Limit: page.Limit, NextCursor: page.NextCursor,
@@ -50,8 +51,12 @@ func (s *Server) GetOperatorTransaction(ctx context.Context, req operatorapi.Get
 	if err != nil {
 		return nil, err
 	}
+	out, err := s.out(ctx, t)
+	if err != nil {
+		return nil, err
+	}
 	return operatorapi.GetOperatorTransaction200JSONResponse{OperatorTransactionOKJSONResponse: operatorapi.OperatorTransactionOKJSONResponse{
-		Success: true, Data: transactionOut(t),
+		Success: true, Data: out[0],
 	}}, nil
 }
 
@@ -68,7 +73,11 @@ func (s *Server) FillOrder(ctx context.Context, req operatorapi.FillOrderRequest
 	if err != nil {
 		return nil, err
 	}
-	return operatorapi.FillOrder200JSONResponse{OperatorActionOKJSONResponse: actionOK(t, "Order filled.")}, nil
+	ok, err := s.actionOK(ctx, t, "Order filled.")
+	if err != nil {
+		return nil, err
+	}
+	return operatorapi.FillOrder200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
 }
 
 // SettleOrder records the sale's settlement (POST /transactions/{id}/settle).
@@ -79,7 +88,11 @@ func (s *Server) SettleOrder(ctx context.Context, req operatorapi.SettleOrderReq
 	if err != nil {
 		return nil, err
 	}
-	return operatorapi.SettleOrder200JSONResponse{OperatorActionOKJSONResponse: actionOK(t, "Order settled; the transaction is completed.")}, nil
+	ok, err := s.actionOK(ctx, t, "Order settled; the transaction is completed.")
+	if err != nil {
+		return nil, err
+	}
+	return operatorapi.SettleOrder200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
 }
 
 // SettlePayout records the NGN payout (POST /transactions/{id}/payout).
@@ -90,7 +103,11 @@ func (s *Server) SettlePayout(ctx context.Context, req operatorapi.SettlePayoutR
 	if err != nil {
 		return nil, err
 	}
-	return operatorapi.SettlePayout200JSONResponse{OperatorActionOKJSONResponse: actionOK(t, "Payout settled.")}, nil
+	ok, err := s.actionOK(ctx, t, "Payout settled.")
+	if err != nil {
+		return nil, err
+	}
+	return operatorapi.SettlePayout200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
 }
 
 // FailTransaction fails a transaction (POST /transactions/{id}/fail).
@@ -101,7 +118,11 @@ func (s *Server) FailTransaction(ctx context.Context, req operatorapi.FailTransa
 	if err != nil {
 		return nil, err
 	}
-	return operatorapi.FailTransaction200JSONResponse{OperatorActionOKJSONResponse: actionOK(t, "Transaction failed.")}, nil
+	ok, err := s.actionOK(ctx, t, "Transaction failed.")
+	if err != nil {
+		return nil, err
+	}
+	return operatorapi.FailTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
 }
 
 // RefundTransaction records a deposit's refund (POST /transactions/{id}/refund).
@@ -112,7 +133,11 @@ func (s *Server) RefundTransaction(ctx context.Context, req operatorapi.RefundTr
 	if err != nil {
 		return nil, err
 	}
-	return operatorapi.RefundTransaction200JSONResponse{OperatorActionOKJSONResponse: actionOK(t, "Deposit refunded.")}, nil
+	ok, err := s.actionOK(ctx, t, "Deposit refunded.")
+	if err != nil {
+		return nil, err
+	}
+	return operatorapi.RefundTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
 }
 
 // ListUnmatchedDeposits pages through unmatched deposits (GET /deposits/unmatched).
@@ -177,10 +202,35 @@ func (s *Server) act(ctx context.Context, action string, id uuid.UUID, reference
 	return t, nil
 }
 
-func actionOK(t *transactions.Transaction, msg string) operatorapi.OperatorActionOKJSONResponse {
+func (s *Server) actionOK(ctx context.Context, t *transactions.Transaction, msg string) (operatorapi.OperatorActionOKJSONResponse, error) {
+	out, err := s.out(ctx, t)
+	if err != nil {
+		return operatorapi.OperatorActionOKJSONResponse{}, err
+	}
 	return operatorapi.OperatorActionOKJSONResponse{Body: operatorapi.OperatorTransactionResponse{
-		Success: true, Message: &msg, Data: transactionOut(t),
-	}}
+		Success: true, Message: &msg, Data: out[0],
+	}}, nil
+}
+
+// out maps transactions to the operator's view, with their fills.
+func (s *Server) out(ctx context.Context, ts ...*transactions.Transaction) ([]operatorapi.OperatorTransaction, error) {
+	ids := make([]uuid.UUID, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ID
+	}
+	fills, err := s.fills.FillsOf(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]operatorapi.OperatorTransaction, len(ts))
+	for i, t := range ts {
+		out[i] = transactionOut(t)
+		if f := fills[t.ID]; f != nil {
+			out[i].Fill = &operatorapi.OrderFill{Rate: money.FormatRate(f.Rate), FiatAmount: money.FormatFiat(f.FiatAmount),
+				Reference: f.Reference, OperatorId: f.OperatorID, FilledAt: f.FilledAt}
+		}
+	}
+	return out, nil
 }
 
 func transactionOut(t *transactions.Transaction) operatorapi.OperatorTransaction {

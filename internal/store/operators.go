@@ -275,3 +275,37 @@ func (s *Store) ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r unm
 	}
 	return res.RowsAffected == 1, nil
 }
+
+type fillRow struct {
+	TransactionID uuid.UUID `gorm:"primaryKey"`
+	Rate          decimal.Decimal
+	FiatAmount    decimal.Decimal
+	Reference     string
+	OperatorID    uuid.UUID
+	FilledAt      time.Time
+}
+
+func (fillRow) TableName() string { return "order_fills" }
+
+// InsertFill records an operator's executed sale.
+func (s *Store) InsertFill(ctx context.Context, f *transactions.Fill) error {
+	return s.conn(ctx).Create(&fillRow{TransactionID: f.TransactionID, Rate: f.Rate, FiatAmount: f.FiatAmount,
+		Reference: f.Reference, OperatorID: f.OperatorID, FilledAt: f.FilledAt}).Error
+}
+
+// FillsOf returns the fills of ids that have one.
+func (s *Store) FillsOf(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*transactions.Fill, error) {
+	out := map[uuid.UUID]*transactions.Fill{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []fillRow
+	if err := s.conn(ctx).Where("transaction_id IN ?", ids).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.TransactionID] = &transactions.Fill{TransactionID: r.TransactionID, Rate: r.Rate, FiatAmount: r.FiatAmount,
+			Reference: r.Reference, OperatorID: r.OperatorID, FilledAt: r.FilledAt.UTC()}
+	}
+	return out, nil
+}

@@ -2,6 +2,7 @@ package transactions
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -9,7 +10,6 @@ import (
 
 	"partnerd/internal/apperr"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/money"
 )
 
 // Settlement says who moves a transaction after its deposit is confirmed: the two
@@ -31,6 +31,27 @@ type Settlement struct {
 	AutoDelay         time.Duration
 	// Scheduler inserts the jobs of the automatic steps (required with AutoDelay).
 	Scheduler StepScheduler
+	// Fills records the executed sales of FillOrder (required for it).
+	Fills FillStore
+}
+
+// Fill is the executed sale an operator reported: the back office's record, apart
+// from the partner-visible history (which carries only the operator and reference).
+type Fill struct {
+	TransactionID uuid.UUID
+	Rate          decimal.Decimal
+	FiatAmount    decimal.Decimal
+	Reference     string
+	OperatorID    uuid.UUID
+	FilledAt      time.Time
+}
+
+// FillStore keeps fills.
+type FillStore interface {
+	// InsertFill records f (in ctx's database transaction).
+	InsertFill(ctx context.Context, f *Fill) error
+	// FillsOf returns the fills of the given transactions that have one.
+	FillsOf(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*Fill, error)
 }
 
 // Automatic steps.
@@ -110,19 +131,28 @@ func with(base, extra map[string]any) map[string]any {
 
 // FillOrder records the executed sale of a confirmed deposit: deposit_confirming
 // with the deposit confirmed → order_filled (history order:filled carrying the
-// operator, reference, executed rate and NGN amount). The partner's amount and rate
-// do not change. Errors: NotFound, InvalidStateTransition.
+// operator and reference), and the Fill with the executed rate and NGN amount, in
+// one database transaction. The partner's amount and rate do not change. Errors:
+// NotFound, InvalidStateTransition.
 func (l *Lifecycle) FillOrder(ctx context.Context, id uuid.UUID, by Actor, rate, fiat decimal.Decimal, reference string) (*Transaction, error) {
-	return l.change(ctx, id, func(_ context.Context, t *Transaction, _ time.Time) ([]step, error) {
+	fills := l.settlement.Fills
+	if fills == nil {
+		return nil, errors.New("transactions: no fill store configured")
+	}
+	return l.change(ctx, id, func(ctx context.Context, t *Transaction, now time.Time) ([]step, error) {
 		if t.Status != lifecycle.DepositConfirming || t.Deposit == nil || t.Deposit.Status != DepositConfirmed {
 			if t.Status == lifecycle.DepositConfirming {
 				return nil, apperr.New(apperr.InvalidStateTransition, "The deposit is not confirmed yet; it cannot be filled.")
 			}
 			return nil, errTransition(t, "filled")
 		}
-		s, err := move(t, lifecycle.FillOrder, "filled", by.meta("reference", reference,
-			"rate", money.FormatRate(rate), "fiat_amount", money.FormatFiat(fiat)))
-		return []step{s}, err
+		s, err := move(t, lifecycle.FillOrder, "filled", by.meta("reference", reference))
+		if err != nil {
+			return nil, err
+		}
+		return []step{s}, fills.InsertFill(ctx, &Fill{
+			TransactionID: t.ID, Rate: rate, FiatAmount: fiat, Reference: reference, OperatorID: by.OperatorID, FilledAt: now,
+		})
 	})
 }
 

@@ -26,6 +26,17 @@ CREATE INDEX operator_idempotency_keys_expires_idx ON operator_idempotency_keys 
 -- The operator's stage lists: every partner's transactions of one status, newest first.
 CREATE INDEX transactions_status_created_idx ON transactions (status, created_at DESC, id DESC);
 
+-- The executed sale of an operator's fill: the back office's record, kept out of the
+-- partner-visible history (which carries only the operator and the reference).
+CREATE TABLE order_fills (
+    transaction_id TEXT PRIMARY KEY REFERENCES transactions (id),
+    rate           TEXT NOT NULL,
+    fiat_amount    TEXT NOT NULL,
+    reference      TEXT NOT NULL,
+    operator_id    TEXT NOT NULL REFERENCES operators (id),
+    filled_at      DATETIME NOT NULL
+);
+
 -- Deposits that matched no open transaction (written by the chain watcher), resolved
 -- by an operator: refunded on chain or credited some other way.
 CREATE TABLE unmatched_deposits (
@@ -50,6 +61,7 @@ CREATE INDEX unmatched_deposits_status_created_idx ON unmatched_deposits (status
 
 -- +goose Down
 DROP TABLE unmatched_deposits;
+DROP TABLE order_fills;
 DROP INDEX transactions_status_created_idx;
 DROP TABLE operator_idempotency_keys;
 DROP TABLE operators;
