@@ -374,3 +374,24 @@ func TestUnmatchedDeposits(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, nf.StatusCode())
 	})
 }
+
+// A fill of zero is refused before anything is stored; the key stays free.
+func TestFillNeedsPositiveAmounts(t *testing.T) {
+	t.Parallel()
+	onBoth(t, func(t *testing.T, db testdb.Database) {
+		env := apitest.Start(t, db, map[string]string{"LIQUIDITY": "operator"})
+		ctx := context.Background()
+		pc := env.Client(t, env.NewPartner(t))
+		ops := env.OperatorClient(t, env.NewOperator(t))
+		tx := create(t, pc, "ZERO-"+uuid.NewString(), "5000.00")
+		confirmDeposit(t, env, tx.Id)
+		k := key()
+		bad, err := ops.FillOrderWithResponse(ctx, tx.Id, &oc.FillOrderParams{IdempotencyKey: k}, oc.FillRequest{Rate: "0.00", FiatAmount: "5000.00", Reference: "r"})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusBadRequest, bad.StatusCode())
+		require.Equal(t, "/rate", bad.JSON400.Error.Details[0].Field)
+		ok, err := ops.FillOrderWithResponse(ctx, tx.Id, &oc.FillOrderParams{IdempotencyKey: k}, oc.FillRequest{Rate: "1500.00", FiatAmount: "5000.00", Reference: "r"})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, ok.StatusCode(), string(ok.Body))
+	})
+}

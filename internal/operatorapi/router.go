@@ -140,9 +140,12 @@ func authenticate(svc *operators.Service) echo.MiddlewareFunc {
 	}
 }
 
+// noStore marks operator answers uncacheable and inert, like the partner API's.
 func noStore(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		c.Response().Header().Set("Cache-Control", "no-store")
+		h := c.Response().Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
 		return next(c)
 	}
 }

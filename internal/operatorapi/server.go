@@ -62,10 +62,17 @@ func (s *Server) GetOperatorTransaction(ctx context.Context, req operatorapi.Get
 
 // FillOrder records the executed sale (POST /transactions/{id}/fill).
 func (s *Server) FillOrder(ctx context.Context, req operatorapi.FillOrderRequestObject) (operatorapi.FillOrderResponseObject, error) {
-	rate, err1 := decimal.NewFromString(req.Body.Rate)
-	fiat, err2 := decimal.NewFromString(req.Body.FiatAmount)
-	if err1 != nil || err2 != nil || !rate.IsPositive() || !fiat.IsPositive() {
-		return nil, apperr.Field(apperr.InvalidRequest, "The rate and fiat amount must be positive decimals.", "/rate", "positive")
+	// The contract's patterns admit decimals only; zero is the one bad value left.
+	var rate, fiat decimal.Decimal
+	for _, f := range []struct {
+		field, in string
+		out       *decimal.Decimal
+	}{{"/rate", req.Body.Rate, &rate}, {"/fiat_amount", req.Body.FiatAmount, &fiat}} {
+		v, err := decimal.NewFromString(f.in)
+		if err != nil || !v.IsPositive() {
+			return nil, apperr.Field(apperr.InvalidRequest, "The executed sale needs a positive rate and amount.", f.field, "must be a decimal greater than 0")
+		}
+		*f.out = v
 	}
 	t, err := s.act(ctx, "fill", req.Id, req.Body.Reference, func(by transactions.Actor) (*transactions.Transaction, error) {
 		return s.lifecycle.FillOrder(ctx, req.Id, by, rate, fiat, req.Body.Reference)

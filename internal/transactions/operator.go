@@ -168,10 +168,16 @@ func (l *Lifecycle) PayOut(ctx context.Context, id uuid.UUID, by Actor, referenc
 	return l.settlePayout(ctx, id, by.meta("reference", reference))
 }
 
-// FailBy fails a transaction for an operator: deposit:failed while its deposit is
-// unconfirmed, order:failed once the deposit is confirmed or the order filled.
-// Errors: NotFound, InvalidStateTransition.
+// FailBy fails a transaction for an operator (see fail). Errors: NotFound,
+// InvalidStateTransition.
 func (l *Lifecycle) FailBy(ctx context.Context, id uuid.UUID, by Actor, reason string) (*Transaction, error) {
+	return l.fail(ctx, id, by.meta("reason", reason))
+}
+
+// fail fails transaction id: deposit:failed while its deposit is unconfirmed (the
+// deposit is marked failed), order:failed once the deposit is confirmed or the
+// order filled (the tokens are here, to be refunded).
+func (l *Lifecycle) fail(ctx context.Context, id uuid.UUID, meta map[string]any) (*Transaction, error) {
 	return l.change(ctx, id, func(_ context.Context, t *Transaction, _ time.Time) ([]step, error) {
 		trigger := lifecycle.FailOrder
 		if t.Status == lifecycle.DepositConfirming && (t.Deposit == nil || t.Deposit.Status != DepositConfirmed) {
@@ -180,7 +186,7 @@ func (l *Lifecycle) FailBy(ctx context.Context, id uuid.UUID, by Actor, reason s
 				t.Deposit.Status = DepositFailed
 			}
 		}
-		s, err := move(t, trigger, "failed", by.meta("reason", reason))
+		s, err := move(t, trigger, "failed", meta)
 		return []step{s}, err
 	})
 }

@@ -327,20 +327,10 @@ func (l *Lifecycle) settle(ctx context.Context, id uuid.UUID, meta map[string]an
 	})
 }
 
-// Fail fails a transaction whose deposit (deposit_confirming) or sell order
-// (order_filled) failed.
+// Fail fails a transaction whose deposit (deposit_confirming, unconfirmed) or sell
+// order (confirmed and waiting for its fill, or order_filled) failed.
 func (l *Lifecycle) Fail(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	return l.change(ctx, id, func(_ context.Context, t *Transaction, _ time.Time) ([]step, error) {
-		trigger := lifecycle.FailOrder
-		if t.Status == lifecycle.DepositConfirming {
-			trigger = lifecycle.FailDeposit
-			if t.Deposit != nil {
-				t.Deposit.Status = DepositFailed
-			}
-		}
-		s, err := move(t, trigger, "failed", nil)
-		return []step{s}, err
-	})
+	return l.fail(ctx, id, nil)
 }
 
 // Refund refunds the deposit of a failed transaction, or of an expired one that has
