@@ -6,7 +6,10 @@ GO          ?= go
 OAPI        := $(GO) tool oapi-codegen
 REDOCLY     := npx --yes @redocly/cli@2.11.1
 SPEC        := openapi/partner.yaml
-GEN_OUT     := gen/api/api.gen.go gen/client/client.gen.go
+OP_SPEC     := openapi/operator.yaml
+# Every generated file: config → the spec it is generated from.
+GEN_CONFIGS := openapi/server.cfg.yaml:$(SPEC) openapi/client.cfg.yaml:$(SPEC) \
+               openapi/operator.server.cfg.yaml:$(OP_SPEC) openapi/operator.client.cfg.yaml:$(OP_SPEC)
 TEST_FLAGS  ?= -race -count=1 -timeout 20m
 
 .PHONY: help
@@ -22,17 +25,23 @@ build: ## Build bin/partnerd
 	$(GO) build -o bin/partnerd ./cmd/partnerd
 
 .PHONY: generate
-generate: ## Regenerate gen/ from openapi/partner.yaml
-	$(OAPI) -config openapi/server.cfg.yaml $(SPEC)
-	$(OAPI) -config openapi/client.cfg.yaml $(SPEC)
+generate: ## Regenerate gen/ from openapi/partner.yaml and openapi/operator.yaml
+	@set -e; for pair in $(GEN_CONFIGS); do \
+		echo "$(OAPI) -config $${pair%%:*} $${pair##*:}"; $(OAPI) -config $${pair%%:*} $${pair##*:}; \
+	done
 
 .PHONY: check-generated
-check-generated: ## Fail when gen/ differs from what openapi/partner.yaml produces
-	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
-	sed "s#^output: .*#output: $$tmp/api.gen.go#" openapi/server.cfg.yaml > $$tmp/server.cfg.yaml; \
-	sed "s#^output: .*#output: $$tmp/client.gen.go#" openapi/client.cfg.yaml > $$tmp/client.cfg.yaml; \
-	$(OAPI) -config $$tmp/server.cfg.yaml $(SPEC) && $(OAPI) -config $$tmp/client.cfg.yaml $(SPEC) && \
-	diff -u gen/api/api.gen.go $$tmp/api.gen.go && diff -u gen/client/client.gen.go $$tmp/client.gen.go && \
+check-generated: ## Fail when any file in gen/ differs from what the specs produce
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	for pair in $(GEN_CONFIGS); do \
+		cfg=$${pair%%:*}; spec=$${pair##*:}; \
+		out=$$(sed -n 's#^output: ##p' $$cfg); \
+		sed "s#^output: .*#output: $$tmp/$$out#" $$cfg > $$tmp/cfg.yaml; mkdir -p $$tmp/$$(dirname $$out); \
+		$(OAPI) -config $$tmp/cfg.yaml $$spec; \
+		diff -u $$out $$tmp/$$out; \
+	done; \
+	extra=$$(cd $$tmp && find gen -type f | sort); have=$$(find gen -type f | sort); \
+	if [ "$$extra" != "$$have" ]; then echo "gen/ holds files no config generates:"; diff <(echo "$$extra") <(echo "$$have"); exit 1; fi; \
 	echo "generated code is up to date"
 
 .PHONY: test
@@ -45,11 +54,11 @@ test: ## Run every test against PostgreSQL and SQLite (starts a throwaway Postgr
 	$(GO) test $(TEST_FLAGS) ./...
 
 .PHONY: lint
-lint: ## gofmt, go vet and the Redocly lint of the contract
+lint: ## gofmt, go vet and the Redocly lint of both contracts
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/') cmd internal 2>/dev/null | sort -u); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(REDOCLY) lint --config openapi/redocly.yaml $(SPEC)
+	$(REDOCLY) lint --config openapi/redocly.yaml $(SPEC) $(OP_SPEC)
 
 .PHONY: tidy
 tidy: ## go mod tidy

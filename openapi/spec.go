@@ -8,3 +8,8 @@ import _ "embed"
 //
 //go:embed partner.yaml
 var PartnerYAML []byte
+
+// OperatorYAML is openapi/operator.yaml, byte for byte.
+//
+//go:embed operator.yaml
+var OperatorYAML []byte

@@ -4,6 +4,8 @@
 //	partnerd migrate                          apply database migrations and exit
 //	partnerd partners create --name NAME [--json]
 //	                                          create a partner and print its API key once
+//	partnerd operators create --name NAME [--json]
+//	                                          create a back-office operator and print its key once
 //	partnerd listen --secret whsec_… [--addr :9000]
 //	                                          receive, verify and print webhooks locally
 //
@@ -40,6 +42,8 @@ const usage = `usage:
   partnerd [serve]                              run the API
   partnerd migrate                              apply database migrations
   partnerd partners create --name NAME [--json] create a partner and print its API key once
+  partnerd operators create --name NAME [--json]
+                                                create an operator and print its API key once
   partnerd listen --secret whsec_… [--addr :9000]
                                                 receive, verify and print webhooks locally`
 
@@ -59,6 +63,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return errors.New(usage)
 		}
 		return createPartner(args[1:], log, stdout, stderr)
+	case "operators":
+		if len(args) == 0 || args[0] != "create" {
+			return errors.New(usage)
+		}
+		return createOperator(args[1:], log, stdout, stderr)
 	case "listen":
 		return listen(args, stdout, stderr)
 	case "help", "-h", "--help":

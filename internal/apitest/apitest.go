@@ -14,6 +14,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +47,8 @@ type Env struct {
 	Store *store.Store
 	spec  *openapi3.T
 	route routers.Router
+	// stop stops the service (once); Stop and the test's cleanup call it.
+	stop func()
 }
 
 // Start runs the service on a random loopback port against db with the staging
@@ -70,7 +74,7 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 
 	st, err := store.Open(ctx, db.URL)
 	require.NoError(t, err)
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		select {
 		case err := <-done:
@@ -81,13 +85,14 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 		_ = st.Close()
 		_ = a.Close()
 	})
+	t.Cleanup(stop)
 
 	spec, err := httpapi.Spec()
 	require.NoError(t, err)
 	r, err := gorillamux.NewRouter(spec)
 	require.NoError(t, err)
 	root := "http://" + ln.Addr().String()
-	return &Env{BaseURL: root + httpapi.BasePath, Root: root, App: a, Store: st, spec: spec, route: r}
+	return &Env{BaseURL: root + httpapi.BasePath, Root: root, App: a, Store: st, spec: spec, route: r, stop: stop}
 }
 
 // NewPartner creates a partner of the service's environment and returns its API key.
@@ -230,4 +235,45 @@ func testLogOutput() io.Writer {
 		return os.Stderr
 	}
 	return io.Discard
+}
+
+// EventTypes returns the types of transaction id's webhook events in lifecycle
+// order, checking each stored payload against the contract.
+func (env *Env) EventTypes(t *testing.T, id uuid.UUID) []string {
+	t.Helper()
+	rows, err := env.Store.SQL().QueryContext(context.Background(),
+		"SELECT type, payload, created_at FROM events WHERE transaction_id = $1", id.String())
+	require.NoError(t, err)
+	defer rows.Close()
+	type event struct {
+		typ     string
+		payload []byte
+		at      time.Time
+	}
+	var evs []event
+	for rows.Next() {
+		var e event
+		require.NoError(t, rows.Scan(&e.typ, &e.payload, &e.at))
+		evs = append(evs, e)
+	}
+	require.NoError(t, rows.Err())
+	// Events of one unit of work share their created_at: order those by the lifecycle.
+	slices.SortStableFunc(evs, func(a, b event) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return eventRank(a.typ) - eventRank(b.typ)
+	})
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		require.NoError(t, env.ValidateSchema("WebhookPayload", e.payload), "event payloads keep the contract")
+		out[i] = e.typ
+	}
+	return out
+}
+
+// eventRank is an event type's place in the lifecycle.
+func eventRank(typ string) int {
+	return slices.Index([]string{"transaction.created", "deposit.detected", "deposit.confirmed", "transaction.completed",
+		"payout.settled", "transaction.failed", "transaction.expired", "transaction.refunded"}, typ)
 }

@@ -30,6 +30,7 @@ import (
 	"partnerd/internal/jobs"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/metrics"
+	"partnerd/internal/operators"
 	"partnerd/internal/partners"
 	"partnerd/internal/pricing"
 	"partnerd/internal/quotes"
@@ -38,6 +39,7 @@ import (
 	"partnerd/internal/safeurl"
 	"partnerd/internal/store"
 	"partnerd/internal/transactions"
+	"partnerd/internal/unmatched"
 	"partnerd/internal/webhook"
 )
 
@@ -57,6 +59,11 @@ type App struct {
 	events       *webhook.Log
 	metrics      *metrics.Metrics
 	handler      http.Handler
+
+	// The operator API (operator.go).
+	operators    *operators.Service
+	unmatched    *unmatched.Service
+	operatorKeys *idempotency.Service
 }
 
 // Open connects to the database, applies pending migrations and builds the services.
@@ -115,12 +122,14 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *App, er
 	txStore := store.For[transactions.Tx](st)
 	a.transactions = transactions.NewService(txStore, pricer, book, cfg.DepositWindow, store.Now)
 	a.lifecycle = transactions.NewLifecycle(txStore, cfg.Confirmations, store.Now)
+	a.lifecycle.Configure(settlementOf(cfg, st))
 
 	production := cfg.Env == config.Production
 	policy := safeurl.Policy{AllowPrivate: !production, RequireHTTPS: production}
 	deliverer := webhook.NewDeliverer(st, policy, cfg.WebhookSchedule, store.Now, log)
 	a.jobs, err = jobs.NewRunner(st.JobDriver(), expirer{a.lifecycle}, jobs.Options{
 		Logger: log, SweepInterval: cfg.ExpirySweep, FetchPollInterval: cfg.JobPollInterval, Deliverer: deliverer, Requeues: st,
+		Stepper: a.lifecycle,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("job runner: %w", err)
@@ -176,6 +185,10 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *App, er
 		return nil, err
 	}
 	docs.New(openapi.PartnerYAML).Register(handler)
+	if err := a.openOperatorAPI(handler); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 	a.handler = handler
 	return a, nil
 }
@@ -281,6 +294,7 @@ func (a *App) purge(ctx context.Context) {
 	for {
 		for what, fn := range map[string]func(context.Context) (int64, error){
 			"idempotency keys": a.idempotency.Purge, "webhook events": a.events.Purge,
+			"operator idempotency keys": a.operatorKeys.Purge,
 		} {
 			if n, err := fn(ctx); err != nil && ctx.Err() == nil {
 				a.log.Warn("purge "+what, "error", err.Error())

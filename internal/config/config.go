@@ -76,6 +76,9 @@ type Config struct {
 	// tests shorten it).
 	DepositWindow time.Duration
 
+	// Settlement chooses the liquidity and payout adapters (settlement.go).
+	Settlement Settlement
+
 	// CursorSecret keys the HMAC of page cursors; every instance must share it.
 	CursorSecret []byte
 	// DemoCursorSecret is true when staging fell back to the built-in cursor secret.
@@ -221,6 +224,8 @@ func Load(getenv func(string) string) (*Config, error) {
 		c.WebhookSchedule = append(c.WebhookSchedule, duration(strings.TrimSpace(item), "WEBHOOK_RETRY_SCHEDULE", bad))
 	}
 	c.DepositWindow = duration(get("DEPOSIT_WINDOW", transactions.DepositWindow.String()), "DEPOSIT_WINDOW", bad)
+
+	c.Settlement = loadSettlement(c.Env, get, bad)
 
 	if s := get("CURSOR_SECRET", ""); s != "" {
 		if len(s) < 32 {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/google/uuid"
+
 	"github.com/labstack/echo/v4"
 
 	"partnerd/internal/apperr"
@@ -22,10 +24,23 @@ var idempotentOperations = []string{"createTransaction", "cancelTransaction"}
 // is buffered until that unit of work has committed (or rolled back), then sent;
 // a retry gets the stored answer with Idempotent-Replayed: true.
 func idempotent(operation string, svc *idempotency.Service) echo.MiddlewareFunc {
+	return Idempotent(operation, svc, func(ctx context.Context) (uuid.UUID, error) {
+		p, err := partnerFrom(ctx)
+		if err != nil {
+			return uuid.Nil, err
+		}
+		return p.ID, nil
+	})
+}
+
+// Idempotent is the idempotency layer of one operation whose keys belong to the
+// authenticated owner ownerOf returns (the partner here, the operator on the
+// operator API): both APIs follow the same rules.
+func Idempotent(operation string, svc *idempotency.Service, ownerOf func(context.Context) (uuid.UUID, error)) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
-			p, err := partnerFrom(req.Context())
+			owner, err := ownerOf(req.Context())
 			if err != nil {
 				return err
 			}
@@ -34,7 +49,7 @@ func idempotent(operation string, svc *idempotency.Service) echo.MiddlewareFunc 
 				return apperr.New(apperr.InvalidRequest, "The request body could not be read.")
 			}
 			req.Body = io.NopCloser(bytes.NewReader(body))
-			key := idempotency.Key{PartnerID: p.ID, Operation: operation, Key: req.Header.Get("Idempotency-Key")}
+			key := idempotency.Key{PartnerID: owner, Operation: operation, Key: req.Header.Get("Idempotency-Key")}
 			if key.Key == "" { // the validator already requires it; never run unprotected
 				return apperr.Field(apperr.IdempotencyKeyMissing, "The Idempotency-Key header is required for this operation.", "Idempotency-Key", "is required")
 			}

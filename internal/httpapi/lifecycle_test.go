@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"context"
 	"net/http"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -62,41 +61,7 @@ func reasons(h client.StatusHistory) []string {
 
 func eventTypes(t *testing.T, env *apitest.Env, id uuid.UUID) []string {
 	t.Helper()
-	rows, err := env.Store.SQL().QueryContext(context.Background(),
-		"SELECT type, payload, created_at FROM events WHERE transaction_id = $1", id.String())
-	require.NoError(t, err)
-	defer rows.Close()
-	type event struct {
-		typ     string
-		payload []byte
-		at      time.Time
-	}
-	var evs []event
-	for rows.Next() {
-		var e event
-		require.NoError(t, rows.Scan(&e.typ, &e.payload, &e.at))
-		evs = append(evs, e)
-	}
-	require.NoError(t, rows.Err())
-	// Events of one unit of work share their created_at: order those by the lifecycle.
-	slices.SortStableFunc(evs, func(a, b event) int {
-		if c := a.at.Compare(b.at); c != 0 {
-			return c
-		}
-		return eventRank(a.typ) - eventRank(b.typ)
-	})
-	out := make([]string, len(evs))
-	for i, e := range evs {
-		require.NoError(t, env.ValidateSchema("WebhookPayload", e.payload), "event payloads keep the contract")
-		out[i] = e.typ
-	}
-	return out
-}
-
-// eventRank is an event type's place in the lifecycle.
-func eventRank(typ string) int {
-	return slices.Index([]string{"transaction.created", "deposit.detected", "deposit.confirmed", "transaction.completed",
-		"payout.settled", "transaction.failed", "transaction.expired", "transaction.refunded"}, typ)
+	return env.EventTypes(t, id)
 }
 
 func TestHappyPath(t *testing.T) {

@@ -111,6 +111,8 @@ type Options struct {
 	Deliverer Deliverer
 	// Requeues feeds the periodic sweep of lost requeues (with Deliverer).
 	Requeues Requeues
+	// Stepper performs automatic settlement steps (settlement.go); nil for none.
+	Stepper Stepper
 
 	// noStagger starts the leader's maintenance services at once instead of each
 	// after a random delay of up to a second (River's TestOnly); tests set it.
@@ -150,6 +152,9 @@ func NewRunner(driver riverdriver.Driver[*sql.Tx], exp Expirer, opts Options) (*
 		return nil, err
 	}
 	if err := river.AddWorkerSafely(workers, &sweepWorker{exp: exp}); err != nil {
+		return nil, err
+	}
+	if err := addStepWorker(workers, opts.Stepper); err != nil {
 		return nil, err
 	}
 	r := &Runner{log: logger}

@@ -95,6 +95,8 @@ var Table = []Transition{
 	{DepositConfirming, FillOrder, OrderFilled, "order:filled", ""},
 	{OrderFilled, Settle, Completed, "order:settled", EventCompleted},
 	{DepositConfirming, FailDeposit, Failed, "deposit:failed", EventFailed},
+	// A confirmed deposit waiting for its fill whose sale failed.
+	{DepositConfirming, FailOrder, Failed, "order:failed", EventFailed},
 	{OrderFilled, FailOrder, Failed, "order:failed", EventFailed},
 	{Failed, Refund, Refunded, "deposit:refunded", EventRefunded},
 	{Expired, Refund, Refunded, "deposit:refunded", EventRefunded},

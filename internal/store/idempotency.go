@@ -4,17 +4,51 @@ import (
 	"context"
 	"time"
 
-	"github.com/google/uuid"
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"partnerd/internal/idempotency"
 	"partnerd/internal/transactions"
 )
 
-type idempotencyRow struct {
-	PartnerID      uuid.UUID `gorm:"primaryKey"`
-	Operation      string    `gorm:"primaryKey"`
-	Key            string    `gorm:"primaryKey"`
+// keyTable is a table of idempotency keys: the partners' (idempotency_keys) or
+// the operators' (operator_idempotency_keys), the same columns but for the owner's.
+type keyTable struct{ name, owner string }
+
+var (
+	partnerKeyTable  = keyTable{"idempotency_keys", "partner_id"}
+	operatorKeyTable = keyTable{"operator_idempotency_keys", "operator_id"}
+)
+
+// keyTx is a unit of work as the idempotency layer sees it, on one key table.
+type keyTx struct {
+	db    *gorm.DB
+	table keyTable
+}
+
+// Compile-time checks: the unit of work is every domain package's transaction.
+var (
+	_ idempotency.Tx  = (*Tx)(nil)
+	_ idempotency.Tx  = keyTx{}
+	_ transactions.Tx = (*Tx)(nil)
+)
+
+// GetKey returns the partner key's record (see keyTx.GetKey).
+func (tx *Tx) GetKey(ctx context.Context, k idempotency.Key) (*idempotency.Record, error) {
+	return keyTx{tx.db, partnerKeyTable}.GetKey(ctx, k)
+}
+
+// SaveKey stores a partner key's answer (see keyTx.SaveKey).
+func (tx *Tx) SaveKey(ctx context.Context, r *idempotency.Record, now, staleBefore time.Time) (bool, error) {
+	return keyTx{tx.db, partnerKeyTable}.SaveKey(ctx, r, now, staleBefore)
+}
+
+func (t keyTable) where(k idempotency.Key) (string, []any) {
+	return t.owner + " = ? AND operation = ? AND key = ?", []any{k.PartnerID, k.Operation, k.Key}
+}
+
+// keyRow is a key's stored state (the owner, operation and key are asked for).
+type keyRow struct {
 	Fingerprint    string
 	State          string
 	ResponseStatus *int
@@ -24,45 +58,11 @@ type idempotencyRow struct {
 	ExpiresAt      time.Time
 }
 
-func (idempotencyRow) TableName() string { return "idempotency_keys" }
-
-func keyWhere(k idempotency.Key) (string, []any) {
-	return "partner_id = ? AND operation = ? AND key = ?", []any{k.PartnerID, k.Operation, k.Key}
-}
-
-// Compile-time checks: the unit of work is every domain package's transaction.
-var (
-	_ idempotency.Tx  = (*Tx)(nil)
-	_ transactions.Tx = (*Tx)(nil)
-)
-
-// SaveKey stores r (a done key) unless a live record holds the key: one upsert,
-// conditional on the existing record being expired or an abandoned claim. On
-// PostgreSQL, meeting another unit of work's uncommitted row of the key, it waits
-// for that unit to end.
-func (tx *Tx) SaveKey(ctx context.Context, r *idempotency.Record, now, staleBefore time.Time) (bool, error) {
-	status := r.ResponseStatus
-	row := idempotencyRow{PartnerID: r.PartnerID, Operation: r.Operation, Key: r.Key.Key, Fingerprint: r.Fingerprint,
-		State: r.State, ResponseStatus: &status, ResponseBody: r.ResponseBody,
-		LockedAt: r.LockedAt, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
-	res := tx.db.WithContext(ctx).Clauses(clause.OnConflict{
-		Columns: []clause.Column{{Name: "partner_id"}, {Name: "operation"}, {Name: "key"}},
-		DoUpdates: clause.AssignmentColumns([]string{
-			"fingerprint", "state", "response_status", "response_body", "locked_at", "created_at", "expires_at",
-		}),
-		Where: clause.Where{Exprs: []clause.Expression{clause.Expr{
-			SQL:  "idempotency_keys.expires_at <= ? OR (idempotency_keys.state = ? AND idempotency_keys.locked_at < ?)",
-			Vars: []any{now, idempotency.InProgress, staleBefore},
-		}}},
-	}).Create(&row)
-	return res.RowsAffected == 1, res.Error
-}
-
 // GetKey returns the key's record, or apperr NotFound.
-func (tx *Tx) GetKey(ctx context.Context, k idempotency.Key) (*idempotency.Record, error) {
-	var row idempotencyRow
-	q, args := keyWhere(k)
-	if err := tx.db.WithContext(ctx).Where(q, args...).Take(&row).Error; err != nil {
+func (kt keyTx) GetKey(ctx context.Context, k idempotency.Key) (*idempotency.Record, error) {
+	var row keyRow
+	q, args := kt.table.where(k)
+	if err := kt.db.WithContext(ctx).Table(kt.table.name).Where(q, args...).Take(&row).Error; err != nil {
 		return nil, notFound(err, "idempotency key")
 	}
 	rec := &idempotency.Record{Key: k, Fingerprint: row.Fingerprint, State: row.State, ResponseBody: row.ResponseBody,
@@ -73,8 +73,35 @@ func (tx *Tx) GetKey(ctx context.Context, k idempotency.Key) (*idempotency.Recor
 	return rec, nil
 }
 
-// PurgeKeys deletes keys that expired before t.
-func (s *Store) PurgeKeys(ctx context.Context, t time.Time) (int64, error) {
-	res := s.write(ctx).Where("expires_at < ?", t).Delete(&idempotencyRow{})
+// SaveKey stores r (a done key) unless a live record holds the key: one upsert,
+// conditional on the existing record being expired or an abandoned claim. On
+// PostgreSQL, meeting another unit of work's uncommitted row of the key, it waits
+// for that unit to end.
+func (kt keyTx) SaveKey(ctx context.Context, r *idempotency.Record, now, staleBefore time.Time) (bool, error) {
+	t := kt.table
+	res := kt.db.WithContext(ctx).Table(t.name).Clauses(clause.OnConflict{
+		Columns: []clause.Column{{Name: t.owner}, {Name: "operation"}, {Name: "key"}},
+		DoUpdates: clause.AssignmentColumns([]string{
+			"fingerprint", "state", "response_status", "response_body", "locked_at", "created_at", "expires_at",
+		}),
+		Where: clause.Where{Exprs: []clause.Expression{clause.Expr{
+			SQL:  t.name + ".expires_at <= ? OR (" + t.name + ".state = ? AND " + t.name + ".locked_at < ?)",
+			Vars: []any{now, idempotency.InProgress, staleBefore},
+		}}},
+	}).Create(map[string]any{
+		t.owner: r.PartnerID, "operation": r.Operation, "key": r.Key.Key, "fingerprint": r.Fingerprint,
+		"state": r.State, "response_status": r.ResponseStatus, "response_body": r.ResponseBody,
+		"locked_at": r.LockedAt, "created_at": r.CreatedAt, "expires_at": r.ExpiresAt,
+	})
+	return res.RowsAffected == 1, res.Error
+}
+
+func (t keyTable) purge(db *gorm.DB, before time.Time) (int64, error) {
+	res := db.Table(t.name).Where("expires_at < ?", before).Delete(map[string]any{})
 	return res.RowsAffected, res.Error
+}
+
+// PurgeKeys deletes partner keys that expired before t.
+func (s *Store) PurgeKeys(ctx context.Context, t time.Time) (int64, error) {
+	return partnerKeyTable.purge(s.write(ctx), t)
 }

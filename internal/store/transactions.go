@@ -445,3 +445,9 @@ func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q tra
 	}
 	return out, nil
 }
+
+// Transaction returns transaction id of any partner with its deposit (the
+// operator API's view), or apperr NotFound.
+func (s *Store) Transaction(ctx context.Context, id uuid.UUID) (*transactions.Transaction, error) {
+	return loadTransaction(s.read(ctx), "t.id = ?", id)
+}

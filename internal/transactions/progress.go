@@ -49,6 +49,8 @@ type Lifecycle struct {
 	required map[string]int
 	now      func() time.Time
 	observer Observer
+	// settlement says who moves the steps after a confirmed deposit (operator.go).
+	settlement Settlement
 }
 
 // Observer hears of every committed status change (for logs and metrics), after
@@ -107,6 +109,9 @@ func (l *Lifecycle) change(ctx context.Context, id uuid.UUID, fn func(ctx contex
 		}
 		for _, s := range steps {
 			if err := Record(ctx, tx, t, s.tr, s.meta, now); err != nil {
+				return err
+			}
+			if err := l.scheduleNext(ctx, tx, t, s.tr, now); err != nil {
 				return err
 			}
 		}
@@ -231,7 +236,7 @@ func (l *Lifecycle) DetectDeposit(ctx context.Context, id uuid.UUID, in DepositI
 		t.Deposit = d
 		steps := []step{s}
 		if d.Confirmations >= d.RequiredConfirmations {
-			more, err := confirm(t, now)
+			more, err := confirm(t, now, l.fillsOnConfirm())
 			if err != nil {
 				return nil, err
 			}
@@ -242,9 +247,11 @@ func (l *Lifecycle) DetectDeposit(ctx context.Context, id uuid.UUID, in DepositI
 }
 
 // Confirm records that transaction id's deposit has confirmations confirmations.
-// Reaching the network's requirement confirms the deposit and fills the sell order
-// (deposit_confirming → order_filled, with history deposit:confirmed then
-// order:filled and the deposit.confirmed event). Fewer only update the count.
+// Reaching the network's requirement confirms the deposit (history deposit:confirmed
+// and the deposit.confirmed event) and, with the simulated liquidity adapter, fills
+// the sell order at once (→ order_filled, history order:filled); with the operator
+// adapter the transaction waits in deposit_confirming, deposit confirmed, for
+// FillOrder. Fewer only update the count.
 func (l *Lifecycle) Confirm(ctx context.Context, id uuid.UUID, confirmations int) (*Transaction, error) {
 	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if t.Deposit == nil || t.Status != lifecycle.DepositConfirming {
@@ -257,7 +264,7 @@ func (l *Lifecycle) Confirm(ctx context.Context, id uuid.UUID, confirmations int
 			// Progress only: saved without a status change.
 			return nil, tx.SaveDeposit(ctx, t.ID, t.Deposit)
 		}
-		return confirm(t, now)
+		return confirm(t, now, l.fillsOnConfirm())
 	})
 }
 
@@ -269,17 +276,20 @@ func (l *Lifecycle) ConfirmFully(ctx context.Context, id uuid.UUID) (*Transactio
 			return nil, errTransition(t, "confirmed")
 		}
 		t.Deposit.Confirmations = max(t.Deposit.Confirmations, t.Deposit.RequiredConfirmations)
-		return confirm(t, now)
+		return confirm(t, now, l.fillsOnConfirm())
 	})
 }
 
-func confirm(t *Transaction, now time.Time) ([]step, error) {
+func confirm(t *Transaction, now time.Time, fill bool) ([]step, error) {
 	t.Deposit.Status = DepositConfirmed
 	t.Deposit.ConfirmedAt = &now
 	meta := map[string]any{"deposit_id": t.Deposit.ID, "confirmations": t.Deposit.Confirmations}
 	confirmed, err := move(t, lifecycle.ConfirmDeposit, "confirmed", meta)
 	if err != nil {
 		return nil, err
+	}
+	if !fill {
+		return []step{confirmed}, nil
 	}
 	filled, err := move(t, lifecycle.FillOrder, "filled", nil)
 	if err != nil {
@@ -291,8 +301,13 @@ func confirm(t *Transaction, now time.Time) ([]step, error) {
 // Settle completes an order_filled transaction and writes its revenue row in the
 // same database transaction.
 func (l *Lifecycle) Settle(ctx context.Context, id uuid.UUID) (*Transaction, error) {
+	return l.settle(ctx, id, nil)
+}
+
+// settle is Settle with meta in the history entry.
+func (l *Lifecycle) settle(ctx context.Context, id uuid.UUID, meta map[string]any) (*Transaction, error) {
 	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
-		s, err := move(t, lifecycle.Settle, "settled", nil)
+		s, err := move(t, lifecycle.Settle, "settled", meta)
 		if err != nil {
 			return nil, err
 		}
@@ -313,30 +328,25 @@ func (l *Lifecycle) Settle(ctx context.Context, id uuid.UUID) (*Transaction, err
 	})
 }
 
-// Fail fails a transaction whose deposit (deposit_confirming) or sell order
-// (order_filled) failed.
+// Fail fails a transaction whose deposit (deposit_confirming, unconfirmed) or sell
+// order (confirmed and waiting for its fill, or order_filled) failed.
 func (l *Lifecycle) Fail(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
-		trigger := lifecycle.FailOrder
-		if t.Status == lifecycle.DepositConfirming {
-			trigger = lifecycle.FailDeposit
-			if t.Deposit != nil {
-				t.Deposit.Status = DepositFailed
-			}
-		}
-		s, err := move(t, trigger, "failed", nil)
-		return []step{s}, err
-	})
+	return l.fail(ctx, id, nil)
 }
 
 // Refund refunds the deposit of a failed transaction, or of an expired one that has
 // a deposit.
 func (l *Lifecycle) Refund(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
+	return l.refund(ctx, id, nil)
+}
+
+// refund is Refund with extra facts in the history metadata.
+func (l *Lifecycle) refund(ctx context.Context, id uuid.UUID, extra map[string]any) (*Transaction, error) {
+	return l.change(ctx, id, func(_ context.Context, tx Tx, t *Transaction, _ time.Time) ([]step, error) {
 		if t.Deposit == nil {
 			return nil, apperr.New(apperr.InvalidStateTransition, "The transaction has no deposit to refund.")
 		}
-		s, err := move(t, lifecycle.Refund, "refunded", map[string]any{"deposit_id": t.Deposit.ID})
+		s, err := move(t, lifecycle.Refund, "refunded", with(map[string]any{"deposit_id": t.Deposit.ID}, extra))
 		if err != nil {
 			return nil, err
 		}
@@ -347,11 +357,16 @@ func (l *Lifecycle) Refund(ctx context.Context, id uuid.UUID) (*Transaction, err
 
 // SettlePayout records that a completed transaction's fiat payout settled (once).
 func (l *Lifecycle) SettlePayout(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
+	return l.settlePayout(ctx, id, nil)
+}
+
+// settlePayout is SettlePayout with extra facts in the history metadata.
+func (l *Lifecycle) settlePayout(ctx context.Context, id uuid.UUID, extra map[string]any) (*Transaction, error) {
+	return l.change(ctx, id, func(_ context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if t.PayoutSettledAt != nil {
 			return nil, apperr.New(apperr.InvalidStateTransition, "The payout of this transaction has already settled.")
 		}
-		s, err := move(t, lifecycle.SettlePayout, "given a payout", map[string]any{"payout_settled_at": now.Format(time.RFC3339Nano)})
+		s, err := move(t, lifecycle.SettlePayout, "given a payout", with(map[string]any{"payout_settled_at": now.Format(time.RFC3339Nano)}, extra))
 		if err != nil {
 			return nil, err
 		}

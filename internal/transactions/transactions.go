@@ -134,6 +134,10 @@ type Tx interface {
 	InsertRevenue(ctx context.Context, r *RevenueRow) error
 	// PartnerRates returns the fee and share rates of a partner.
 	PartnerRates(ctx context.Context, partnerID uuid.UUID) (fee, share decimal.Decimal, err error)
+	// InsertFill records an operator's executed sale.
+	InsertFill(ctx context.Context, f *Fill) error
+	// ScheduleStep inserts the job that runs Lifecycle.RunStep(id, step) at at.
+	ScheduleStep(ctx context.Context, id uuid.UUID, step string, at time.Time) error
 	// AfterCommit runs f once the unit of work has committed.
 	AfterCommit(f func())
 }

@@ -1,0 +1,136 @@
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/stretchr/testify/require"
+
+	"partnerd/gen/operatorclient"
+	"partnerd/internal/operatorapi"
+)
+
+// Stop stops the service now (graceful, as on SIGTERM); the database stays, so a
+// test can Start another service on it. Stopping twice is harmless.
+func (e *Env) Stop() { e.stop() }
+
+// OperatorURL is the operator API's base address.
+func (e *Env) OperatorURL() string { return e.Root + operatorapi.BasePath }
+
+// NewOperator creates an operator and returns its API key.
+func (e *Env) NewOperator(t *testing.T) string {
+	t.Helper()
+	_, key, err := e.App.Operators().Create(context.Background(), "Test operator "+t.Name())
+	require.NoError(t, err)
+	return key
+}
+
+// OperatorClient returns a typed operator client that sends key as X-API-KEY (none
+// when key is "") and checks every response against openapi/operator.yaml.
+func (e *Env) OperatorClient(t *testing.T, key string) *operatorclient.ClientWithResponses {
+	t.Helper()
+	c, err := operatorclient.NewClientWithResponses(e.OperatorURL(),
+		operatorclient.WithHTTPClient(e.OperatorHTTPClient(t)),
+		operatorclient.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+			if key != "" {
+				req.Header.Set("X-API-KEY", key)
+			}
+			return nil
+		}))
+	require.NoError(t, err)
+	return c
+}
+
+// OperatorHTTPClient is HTTPClient for the operator API: responses are checked
+// against openapi/operator.yaml.
+func (e *Env) OperatorHTTPClient(t *testing.T) *http.Client {
+	t.Helper()
+	spec, err := operatorapi.Spec()
+	require.NoError(t, err)
+	r, err := gorillamux.NewRouter(spec)
+	require.NoError(t, err)
+	return &http.Client{Timeout: 30 * time.Second, Transport: &opValidating{t: t, spec: spec, route: r, next: http.DefaultTransport}}
+}
+
+type opValidating struct {
+	t     *testing.T
+	spec  *openapi3.T
+	route routers.Router
+	next  http.RoundTripper
+}
+
+func (v *opValidating) RoundTrip(req *http.Request) (*http.Response, error) {
+	var reqBody []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		reqBody = b
+		req.Body = http.NoBody
+		if len(b) > 0 {
+			req.Body = io.NopCloser(bytes.NewReader(b))
+		}
+	}
+	resp, err := v.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if verr := v.validate(req, reqBody, resp, body); verr != nil {
+		v.t.Errorf("response to %s %s breaks the operator contract: %v\nstatus %d body: %s", req.Method, req.URL.Path, verr, resp.StatusCode, body)
+	}
+	return resp, nil
+}
+
+// validate is Env.validate against the operator contract.
+func (v *opValidating) validate(req *http.Request, reqBody []byte, resp *http.Response, body []byte) error {
+	if resp.Header.Get("X-Request-Id") == "" {
+		return errors.New("no X-Request-Id header")
+	}
+	if resp.StatusCode >= 400 {
+		ref := v.spec.Components.Schemas["Error"]
+		var doc any
+		if err := json.Unmarshal(body, &doc); err != nil {
+			return err
+		}
+		if err := ref.Value.VisitJSON(doc, openapi3.MultiErrors()); err != nil {
+			return err
+		}
+	}
+	r := req.Clone(req.Context())
+	r.Body = io.NopCloser(bytes.NewReader(reqBody))
+	route, params, err := v.route.FindRoute(r)
+	if err != nil {
+		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
+			return errors.New("a request matching no operation must get 404 or 405")
+		}
+		return nil
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{
+			Request: r, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+		},
+		Status:  resp.StatusCode,
+		Header:  resp.Header,
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	in.SetBodyBytes(body)
+	return openapi3filter.ValidateResponse(context.Background(), in)
+}

@@ -1,0 +1,63 @@
+package app
+
+import (
+	"github.com/labstack/echo/v4"
+
+	"partnerd/openapi"
+
+	"partnerd/internal/config"
+	"partnerd/internal/cursor"
+	"partnerd/internal/docs"
+	"partnerd/internal/idempotency"
+	"partnerd/internal/operatorapi"
+	"partnerd/internal/operators"
+	"partnerd/internal/store"
+	"partnerd/internal/transactions"
+	"partnerd/internal/unmatched"
+)
+
+// settlementOf turns the settings into the lifecycle's adapters: in staging's auto
+// mode the simulated steps run as jobs SIMULATED_SETTLEMENT_DELAY after the fill.
+func settlementOf(cfg *config.Config, st *store.Store) transactions.Settlement {
+	s := transactions.Settlement{
+		OperatorLiquidity: cfg.Settlement.Liquidity == config.AdapterOperator,
+		OperatorPayout:    cfg.Settlement.Payout == config.AdapterOperator,
+	}
+	if cfg.Env == config.Staging && cfg.Settlement.Mode == config.SettlementAuto {
+		s.AutoDelay = cfg.Settlement.Delay
+	}
+	return s
+}
+
+// openOperatorAPI builds the operator services and mounts the operator API and its
+// reference page on e.
+func (a *App) openOperatorAPI(e *echo.Echo) error {
+	st := a.store
+	a.operators = operators.NewService(st, store.Now)
+	codec := cursor.NewCodec(a.cfg.CursorSecret)
+	a.unmatched = unmatched.NewService(st, codec, store.Now)
+	a.operatorKeys = idempotency.NewService(st.OperatorKeys(), store.Now)
+	if err := operatorapi.Register(e, operatorapi.Deps{
+		Operators:    a.operators,
+		Lifecycle:    a.lifecycle,
+		Stages:       transactions.NewStageLister(st, codec),
+		Transactions: st,
+		Fills:        st,
+		Unmatched:    a.unmatched,
+		Idempotency:  a.operatorKeys,
+		Logger:       a.log,
+	}); err != nil {
+		return err
+	}
+	docs.RegisterOperator(e, openapi.OperatorYAML)
+	return nil
+}
+
+// Operators returns the operator service (for the operators command and tests).
+func (a *App) Operators() *operators.Service { return a.operators }
+
+// Unmatched returns the unmatched-deposit service (the chain watcher records into it).
+func (a *App) Unmatched() *unmatched.Service { return a.unmatched }
+
+// Lifecycle returns the lifecycle service (tests drive deposits through it).
+func (a *App) Lifecycle() *transactions.Lifecycle { return a.lifecycle }

@@ -1,0 +1,126 @@
+package operatorapi_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"partnerd/gen/client"
+	"partnerd/gen/operatorclient"
+	"partnerd/internal/address"
+	"partnerd/internal/apitest"
+	"partnerd/internal/testdb"
+	"partnerd/internal/transactions"
+)
+
+func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+
+// onBoth runs fn as parallel subtests against PostgreSQL and SQLite; fn starts the
+// service itself (some tests restart it).
+func onBoth(t *testing.T, fn func(t *testing.T, db testdb.Database)) {
+	t.Helper()
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, db)
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// productionSettings runs the service as production: live keys, a rate feed, the
+// operator adapters by default.
+func productionSettings(t *testing.T) map[string]string {
+	feed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"usdt":"1550.00"}`))
+	}))
+	t.Cleanup(feed.Close)
+	return map[string]string{
+		"APP_ENV":          "production",
+		"RATE_SOURCE":      "http",
+		"RATE_FEED_URL":    feed.URL,
+		"RATE_FEED_FIELDS": "usdt=usdt",
+		"XPUB_BEP20":       address.DemoXPubs["bep20"],
+		"XPUB_TRC20":       address.DemoXPubs["trc20"],
+		"CURSOR_SECRET":    strings.Repeat("s", 32),
+	}
+}
+
+// create makes a direct-mode transaction of fiat NGN on bep20 (retrying while a
+// production rate feed is first read).
+func create(t *testing.T, c *client.ClientWithResponses, ref, fiat string) client.Transaction {
+	t.Helper()
+	req := client.CreateTransactionRequest{MerchantReference: ref, CryptoCurrency: "usdt", Network: "bep20", FiatAmount: &fiat}
+	var res *client.CreateTransactionResponse
+	require.Eventually(t, func() bool {
+		var err error
+		res, err = c.CreateTransactionWithResponse(context.Background(), &client.CreateTransactionParams{IdempotencyKey: uuid.NewString()}, req)
+		require.NoError(t, err)
+		return res.StatusCode() != http.StatusServiceUnavailable
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, http.StatusCreated, res.StatusCode(), string(res.Body))
+	return res.JSON201.Data
+}
+
+// confirmDeposit detects the full deposit of transaction id and confirms it, through
+// the lifecycle as the chain watcher does.
+func confirmDeposit(t *testing.T, env *apitest.Env, id uuid.UUID) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := env.App.Lifecycle().DetectDeposit(ctx, id, transactions.DepositInput{Confirmations: 1})
+	require.NoError(t, err)
+	_, err = env.App.Lifecycle().Confirm(ctx, id, 15)
+	require.NoError(t, err)
+}
+
+func partnerHistory(t *testing.T, c *client.ClientWithResponses, id uuid.UUID) client.StatusHistory {
+	t.Helper()
+	res, err := c.GetTransactionStatusHistoryWithResponse(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+	return res.JSON200.Data
+}
+
+func reasons(h client.StatusHistory) []string {
+	out := make([]string, len(h.History))
+	for i, e := range h.History {
+		out[i] = e.Reason
+	}
+	return out
+}
+
+func eventTypes(t *testing.T, env *apitest.Env, id uuid.UUID) []string {
+	t.Helper()
+	return env.EventTypes(t, id)
+}
+
+// stage lists one stage and returns the ids on its first page.
+func stage(t *testing.T, oc *operatorclient.ClientWithResponses, s operatorclient.Stage) []uuid.UUID {
+	t.Helper()
+	res, err := oc.ListStageWithResponse(context.Background(), &operatorclient.ListStageParams{Stage: s, Limit: ptr(100)})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+	ids := make([]uuid.UUID, len(res.JSON200.Data.Data))
+	for i, tx := range res.JSON200.Data.Data {
+		ids[i] = tx.Id
+	}
+	return ids
+}
+
+// key sets an Idempotency-Key.
+func key() string { return uuid.NewString() }
+
+func depositOf(confirmations int) transactions.DepositInput {
+	return transactions.DepositInput{Confirmations: confirmations}
+}
+
+// opKeyOf creates an operator and returns its key.
+func opKeyOf(t *testing.T, env *apitest.Env) string { return env.NewOperator(t) }

@@ -1,0 +1,157 @@
+// Package operatorapi is the operator API's HTTP layer: the strict server generated
+// from openapi/operator.yaml, mounted under BasePath beside the partner API on the
+// same Echo instance. It shares the partner API's error body (Echo's error handler),
+// validation and body rules, and keeps its own keys (operators), idempotency keys
+// and audit log lines. It holds no SQL and no business rules.
+package operatorapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"partnerd/gen/operatorapi"
+	"partnerd/internal/apperr"
+	"partnerd/internal/httpapi"
+	"partnerd/internal/idempotency"
+	"partnerd/internal/operators"
+	"partnerd/internal/transactions"
+	"partnerd/internal/unmatched"
+)
+
+// BasePath is where the operator API is mounted; the spec's servers end in it.
+const BasePath = "/api/v1/operator"
+
+// Deps are the services the operator API calls.
+type Deps struct {
+	Operators *operators.Service
+	Lifecycle *transactions.Lifecycle
+	Stages    *transactions.StageLister
+	// Transactions loads any partner's transaction.
+	Transactions Loader
+	// Fills reads the operators' executed sales.
+	Fills     Fills
+	Unmatched *unmatched.Service
+	// Idempotency works on the operators' own key table.
+	Idempotency *idempotency.Service
+	Logger      *slog.Logger
+}
+
+// Loader loads a transaction of any partner.
+type Loader interface {
+	Transaction(ctx context.Context, id uuid.UUID) (*transactions.Transaction, error)
+}
+
+// Fills reads executed sales.
+type Fills interface {
+	FillsOf(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*transactions.Fill, error)
+}
+
+// postOperations are the operations that require an Idempotency-Key.
+var postOperations = []string{"fillOrder", "settleOrder", "settlePayout", "failTransaction", "refundTransaction", "resolveUnmatchedDeposit"}
+
+// getOperations are the rest.
+var getOperations = []string{"listStage", "getOperatorTransaction", "listUnmatchedDeposits"}
+
+// Register mounts the operator API on e. Every operation gets, in order: a
+// deadline, no-store caching, the JSON body rule, operator authentication,
+// validation against operator.yaml and, on POSTs, the idempotency layer. They are
+// route middleware, so an unknown path or method under BasePath gets Echo's own
+// 404/405 (in the shared error body) before any key check.
+func Register(e *echo.Echo, d Deps) error {
+	spec, err := Spec()
+	if err != nil {
+		return err
+	}
+	log := d.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	common := []echo.MiddlewareFunc{httpapi.Deadline(), noStore, httpapi.RequireJSON(), authenticate(d.Operators), httpapi.RouteValidator(spec)}
+	mw := map[string][]echo.MiddlewareFunc{}
+	for _, op := range getOperations {
+		mw[op] = common
+	}
+	for _, op := range postOperations {
+		mw[op] = append(append([]echo.MiddlewareFunc{}, common...), httpapi.Idempotent(op, d.Idempotency, operatorIDOf))
+	}
+	srv := &Server{lifecycle: d.Lifecycle, stages: d.Stages, loader: d.Transactions, fills: d.Fills, unmatched: d.Unmatched, log: log}
+	operatorapi.RegisterHandlersWithOptions(e, operatorapi.NewStrictHandler(srv, nil), operatorapi.RegisterHandlersOptions{
+		BaseURL: BasePath, OperationMiddlewares: mw,
+	})
+	return nil
+}
+
+// Spec returns the embedded operator contract with BasePath on every path and no
+// servers, for routing requests as the server receives them (tests validate
+// responses with it too).
+func Spec() (*openapi3.T, error) {
+	specOnce.Do(func() { _, _ = httpapi.Spec() }) // registers the uuid format checker
+	spec, err := operatorapi.GetSwagger()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded operator spec: %w", err)
+	}
+	spec.Servers = nil
+	paths := openapi3.NewPaths()
+	for path, item := range spec.Paths.Map() {
+		paths.Set(BasePath+path, item)
+	}
+	spec.Paths = paths
+	return spec, nil
+}
+
+var specOnce sync.Once
+
+type operatorKey struct{}
+
+// operatorFrom returns the authenticated operator (every route authenticates first).
+func operatorFrom(ctx context.Context) (*operators.Operator, error) {
+	o, ok := ctx.Value(operatorKey{}).(*operators.Operator)
+	if !ok {
+		return nil, apperr.New(apperr.Internal, httpapi.InternalMessage)
+	}
+	return o, nil
+}
+
+// authenticate resolves X-API-KEY to an operator; anything else (a partner key
+// included) is 401.
+func authenticate(svc *operators.Service) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			key := c.Request().Header.Get("X-API-KEY")
+			if key == "" {
+				return operators.ErrUnauthorized
+			}
+			o, err := svc.Authenticate(c.Request().Context(), key)
+			if err != nil {
+				return err
+			}
+			c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), operatorKey{}, o)))
+			return next(c)
+		}
+	}
+}
+
+// noStore marks operator answers uncacheable and inert, like the partner API's.
+func noStore(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+		return next(c)
+	}
+}
+
+// operatorIDOf returns the authenticated operator's id: operator keys are scoped to it.
+func operatorIDOf(ctx context.Context) (uuid.UUID, error) {
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return o.ID, nil
+}

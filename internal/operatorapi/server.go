@@ -1,0 +1,278 @@
+package operatorapi
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"partnerd/gen/operatorapi"
+	"partnerd/internal/apperr"
+	"partnerd/internal/money"
+	"partnerd/internal/transactions"
+	"partnerd/internal/unmatched"
+)
+
+// Server implements the generated StrictServerInterface.
+type Server struct {
+	lifecycle *transactions.Lifecycle
+	stages    *transactions.StageLister
+	loader    Loader
+	fills     Fills
+	unmatched *unmatched.Service
+	log       *slog.Logger
+}
+
+var _ operatorapi.StrictServerInterface = (*Server)(nil)
+
+// ListStage returns a page of one stage across partners (GET /transactions).
+func (s *Server) ListStage(ctx context.Context, req operatorapi.ListStageRequestObject) (operatorapi.ListStageResponseObject, error) {
+	q := req.Params
+	limit, after := pageParams(q.Limit, q.Cursor)
+	page, err := s.stages.List(ctx, transactions.StageFilter{
+		Stage: transactions.Stage(q.Stage), PartnerID: q.PartnerId, Network: q.Network, From: q.From, To: q.To,
+	}, limit, after)
+	if err != nil {
+		return nil, err
+	}
+	items, err := s.out(ctx, page.Items...)
+	if err != nil {
+		return nil, err
+	}
+	return operatorapi.ListStage200JSONResponse{Success: true, Data: operatorapi.OperatorTransactionPage{
+		Data: items, HasMore: page.HasMore, Limit: page.Limit, NextCursor: page.NextCursor,
+	}}, nil
+}
+
+// GetOperatorTransaction returns any partner's transaction.
+func (s *Server) GetOperatorTransaction(ctx context.Context, req operatorapi.GetOperatorTransactionRequestObject) (operatorapi.GetOperatorTransactionResponseObject, error) {
+	t, err := s.loader.Transaction(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.out(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return operatorapi.GetOperatorTransaction200JSONResponse{OperatorTransactionOKJSONResponse: operatorapi.OperatorTransactionOKJSONResponse{
+		Success: true, Data: out[0],
+	}}, nil
+}
+
+// FillOrder records the executed sale (POST /transactions/{id}/fill).
+func (s *Server) FillOrder(ctx context.Context, req operatorapi.FillOrderRequestObject) (operatorapi.FillOrderResponseObject, error) {
+	// The contract's patterns admit decimals only; zero is the one bad value left.
+	var rate, fiat decimal.Decimal
+	for _, f := range []struct {
+		field, in string
+		out       *decimal.Decimal
+	}{{"/rate", req.Body.Rate, &rate}, {"/fiat_amount", req.Body.FiatAmount, &fiat}} {
+		v, err := decimal.NewFromString(f.in)
+		if err != nil || !v.IsPositive() {
+			return nil, apperr.Field(apperr.InvalidRequest, "The executed sale needs a positive rate and amount.", f.field, "must be a decimal greater than 0")
+		}
+		*f.out = v
+	}
+	t, err := s.act(ctx, "fill", req.Id, req.Body.Reference, func(by transactions.Actor) (*transactions.Transaction, error) {
+		return s.lifecycle.FillOrder(ctx, req.Id, by, rate, fiat, req.Body.Reference)
+	})
+	if err != nil {
+		return nil, err
+	}
+	ok, err := s.actionOK(ctx, t, "Order filled.")
+	if err != nil {
+		return nil, err
+	}
+	return operatorapi.FillOrder200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
+}
+
+// SettleOrder records the sale's settlement (POST /transactions/{id}/settle).
+func (s *Server) SettleOrder(ctx context.Context, req operatorapi.SettleOrderRequestObject) (operatorapi.SettleOrderResponseObject, error) {
+	t, err := s.act(ctx, "settle", req.Id, req.Body.Reference, func(by transactions.Actor) (*transactions.Transaction, error) {
+		return s.lifecycle.SettleOrder(ctx, req.Id, by, req.Body.Reference)
+	})
+	if err != nil {
+		return nil, err
+	}
+	ok, err := s.actionOK(ctx, t, "Order settled; the transaction is completed.")
+	if err != nil {
+		return nil, err
+	}
+	return operatorapi.SettleOrder200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
+}
+
+// SettlePayout records the NGN payout (POST /transactions/{id}/payout).
+func (s *Server) SettlePayout(ctx context.Context, req operatorapi.SettlePayoutRequestObject) (operatorapi.SettlePayoutResponseObject, error) {
+	t, err := s.act(ctx, "payout", req.Id, req.Body.Reference, func(by transactions.Actor) (*transactions.Transaction, error) {
+		return s.lifecycle.PayOut(ctx, req.Id, by, req.Body.Reference)
+	})
+	if err != nil {
+		return nil, err
+	}
+	ok, err := s.actionOK(ctx, t, "Payout settled.")
+	if err != nil {
+		return nil, err
+	}
+	return operatorapi.SettlePayout200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
+}
+
+// FailTransaction fails a transaction (POST /transactions/{id}/fail).
+func (s *Server) FailTransaction(ctx context.Context, req operatorapi.FailTransactionRequestObject) (operatorapi.FailTransactionResponseObject, error) {
+	t, err := s.act(ctx, "fail", req.Id, req.Body.Reason, func(by transactions.Actor) (*transactions.Transaction, error) {
+		return s.lifecycle.FailBy(ctx, req.Id, by, req.Body.Reason)
+	})
+	if err != nil {
+		return nil, err
+	}
+	ok, err := s.actionOK(ctx, t, "Transaction failed.")
+	if err != nil {
+		return nil, err
+	}
+	return operatorapi.FailTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
+}
+
+// RefundTransaction records a deposit's refund (POST /transactions/{id}/refund).
+func (s *Server) RefundTransaction(ctx context.Context, req operatorapi.RefundTransactionRequestObject) (operatorapi.RefundTransactionResponseObject, error) {
+	t, err := s.act(ctx, "refund", req.Id, req.Body.TxHash, func(by transactions.Actor) (*transactions.Transaction, error) {
+		return s.lifecycle.RefundBy(ctx, req.Id, by, req.Body.TxHash)
+	})
+	if err != nil {
+		return nil, err
+	}
+	ok, err := s.actionOK(ctx, t, "Deposit refunded.")
+	if err != nil {
+		return nil, err
+	}
+	return operatorapi.RefundTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
+}
+
+// ListUnmatchedDeposits pages through unmatched deposits (GET /deposits/unmatched).
+func (s *Server) ListUnmatchedDeposits(ctx context.Context, req operatorapi.ListUnmatchedDepositsRequestObject) (operatorapi.ListUnmatchedDepositsResponseObject, error) {
+	q := req.Params
+	status := unmatched.Open
+	if q.Status != nil {
+		status = unmatched.Status(*q.Status)
+	}
+	limit, after := pageParams(q.Limit, q.Cursor)
+	page, err := s.unmatched.List(ctx, status, limit, after)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]operatorapi.UnmatchedDeposit, len(page.Items))
+	for i, d := range page.Items {
+		items[i] = depositOut(d)
+	}
+	return operatorapi.ListUnmatchedDeposits200JSONResponse{Success: true, Data: operatorapi.UnmatchedDepositPage{
+		Data: items, HasMore: page.HasMore, Limit: page.Limit, NextCursor: page.NextCursor,
+	}}, nil
+}
+
+// ResolveUnmatchedDeposit closes an open unmatched deposit (POST /deposits/{id}/resolve).
+func (s *Server) ResolveUnmatchedDeposit(ctx context.Context, req operatorapi.ResolveUnmatchedDepositRequestObject) (operatorapi.ResolveUnmatchedDepositResponseObject, error) {
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	d, err := s.unmatched.Resolve(ctx, req.Id, o.ID, unmatched.Status(b.Action), b.TxHash, b.Note)
+	if err != nil {
+		return nil, err
+	}
+	ref := ""
+	if b.TxHash != nil {
+		ref = *b.TxHash
+	}
+	s.log.Info("operator action", "operator_id", o.ID.String(), "action", "resolve_"+string(b.Action),
+		"unmatched_deposit_id", d.ID.String(), "reference", ref)
+	msg := "Deposit resolved."
+	return operatorapi.ResolveUnmatchedDeposit200JSONResponse{Body: operatorapi.UnmatchedDepositResponse{
+		Success: true, Message: &msg, Data: depositOut(d),
+	}}, nil
+}
+
+// act runs one audited transaction action for the authenticated operator and logs
+// it once it succeeded (the history entry carries the same facts).
+func (s *Server) act(ctx context.Context, action string, id uuid.UUID, reference string, fn func(transactions.Actor) (*transactions.Transaction, error)) (*transactions.Transaction, error) {
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := fn(transactions.Actor{OperatorID: o.ID})
+	if err != nil {
+		s.log.Info("operator action refused", "operator_id", o.ID.String(), "action", action,
+			"transaction_id", id.String(), "reference", reference, "error_code", string(apperr.CodeOf(err)))
+		return nil, err
+	}
+	s.log.Info("operator action", "operator_id", o.ID.String(), "action", action, "transaction_id", t.ID.String(),
+		"partner_id", t.PartnerID.String(), "reference", reference, "status", string(t.Status))
+	return t, nil
+}
+
+func (s *Server) actionOK(ctx context.Context, t *transactions.Transaction, msg string) (operatorapi.OperatorActionOKJSONResponse, error) {
+	out, err := s.out(ctx, t)
+	if err != nil {
+		return operatorapi.OperatorActionOKJSONResponse{}, err
+	}
+	return operatorapi.OperatorActionOKJSONResponse{Body: operatorapi.OperatorTransactionResponse{
+		Success: true, Message: &msg, Data: out[0],
+	}}, nil
+}
+
+// out maps transactions to the operator's view, with their fills.
+func (s *Server) out(ctx context.Context, ts ...*transactions.Transaction) ([]operatorapi.OperatorTransaction, error) {
+	ids := make([]uuid.UUID, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ID
+	}
+	fills, err := s.fills.FillsOf(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]operatorapi.OperatorTransaction, len(ts))
+	for i, t := range ts {
+		out[i] = transactionOut(t)
+		if f := fills[t.ID]; f != nil {
+			out[i].Fill = &operatorapi.OrderFill{Rate: money.FormatRate(f.Rate), FiatAmount: money.FormatFiat(f.FiatAmount),
+				Reference: f.Reference, OperatorId: f.OperatorID, FilledAt: f.FilledAt}
+		}
+	}
+	return out, nil
+}
+
+func transactionOut(t *transactions.Transaction) operatorapi.OperatorTransaction {
+	out := operatorapi.OperatorTransaction{
+		Id: t.ID, PartnerId: t.PartnerID, Status: operatorapi.TransactionStatus(t.Status),
+		MerchantReference: t.MerchantReference, Network: t.Network, CryptoCurrency: t.Token,
+		CryptoAmount: money.FormatTokens(t.CryptoAmount), Amount: money.FormatFiat(t.FiatAmount), Rate: money.FormatRate(t.Rate),
+		DepositAddress: t.DepositAddress, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ExpiresAt: t.ExpiresAt,
+		PayoutSettledAt: t.PayoutSettledAt,
+	}
+	if d := t.Deposit; d != nil {
+		id, status, hash, amount, conf, req := d.ID, d.Status, d.Hash, money.FormatTokens(d.Amount), d.Confirmations, d.RequiredConfirmations
+		out.DepositId, out.DepositStatus, out.DepositHash, out.DepositAmount = &id, &status, &hash, &amount
+		out.Confirmations, out.RequiredConfirmations, out.ConfirmedAt = &conf, &req, d.ConfirmedAt
+	}
+	return out
+}
+
+func depositOut(d *unmatched.Deposit) operatorapi.UnmatchedDeposit {
+	return operatorapi.UnmatchedDeposit{
+		Id: d.ID, Network: d.Network, TxHash: d.TxHash, LogIndex: d.LogIndex, ToAddress: d.ToAddress,
+		Amount: money.FormatTokens(d.Amount), RawAmount: d.RawAmount, BlockNumber: d.BlockNumber,
+		TransactionId: d.TransactionID, Status: operatorapi.UnmatchedDepositStatus(d.Status),
+		ResolutionTxHash: d.ResolutionTxHash, ResolutionNote: d.ResolutionNote, ResolvedBy: d.ResolvedBy,
+		ResolvedAt: d.ResolvedAt, CreatedAt: d.CreatedAt,
+	}
+}
+
+func pageParams(limit *int, cur *string) (int, string) {
+	l, c := 0, ""
+	if limit != nil {
+		l = *limit
+	}
+	if cur != nil {
+		c = *cur
+	}
+	return l, c
+}

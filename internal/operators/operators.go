@@ -1,0 +1,93 @@
+// Package operators owns the back office's accounts and their API keys. Keys are
+// "sk_op_" followed by 256 random bits, shown once at creation and stored only as
+// their SHA-256 hash, exactly like partner keys; the distinct prefix keeps the two
+// kinds apart: a partner key is never an operator key and the reverse.
+package operators
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"partnerd/internal/apperr"
+	"partnerd/internal/partners"
+)
+
+// KeyPrefix starts every operator key.
+const KeyPrefix = "sk_op_"
+
+// Operator is one back-office account.
+type Operator struct {
+	ID   uuid.UUID
+	Name string
+	// KeyHash is the hex SHA-256 of the API key.
+	KeyHash   string
+	CreatedAt time.Time
+}
+
+// Store persists operators.
+type Store interface {
+	CreateOperator(ctx context.Context, o *Operator) error
+	// OperatorByKeyHash returns the operator whose key hashes to hash, or apperr NotFound.
+	OperatorByKeyHash(ctx context.Context, hash string) (*Operator, error)
+}
+
+// Service creates and authenticates operators.
+type Service struct {
+	store Store
+	now   func() time.Time
+}
+
+// NewService returns a Service.
+func NewService(store Store, now func() time.Time) *Service { return &Service{store: store, now: now} }
+
+// Create makes an operator named name and returns it with its API key, which is not
+// stored and cannot be shown again. Errors: InvalidRequest for an empty name.
+func (s *Service) Create(ctx context.Context, name string) (*Operator, string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 200 {
+		return nil, "", apperr.Field(apperr.InvalidRequest, "An operator name is required.", "name", "1 to 200 characters")
+	}
+	key, err := NewKey()
+	if err != nil {
+		return nil, "", err
+	}
+	o := &Operator{ID: uuid.New(), Name: name, KeyHash: partners.HashKey(key), CreatedAt: s.now()}
+	if err := s.store.CreateOperator(ctx, o); err != nil {
+		return nil, "", fmt.Errorf("create operator: %w", err)
+	}
+	return o, key, nil
+}
+
+// ErrUnauthorized answers a missing or unknown operator key (a partner key included).
+var ErrUnauthorized = partners.ErrUnauthorized
+
+// Authenticate returns the operator owning key, or ErrUnauthorized.
+func (s *Service) Authenticate(ctx context.Context, key string) (*Operator, error) {
+	if !strings.HasPrefix(key, KeyPrefix) || len(key) > 200 {
+		return nil, ErrUnauthorized
+	}
+	o, err := s.store.OperatorByKeyHash(ctx, partners.HashKey(key))
+	if err != nil {
+		if apperr.CodeOf(err) == apperr.NotFound {
+			return nil, ErrUnauthorized
+		}
+		return nil, err
+	}
+	return o, nil
+}
+
+// NewKey returns a fresh operator key: KeyPrefix and 32 random bytes in unpadded base64url.
+func NewKey() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", errors.Join(errors.New("read random key"), err)
+	}
+	return KeyPrefix + base64.RawURLEncoding.EncodeToString(b), nil
+}

@@ -1,0 +1,240 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+	"github.com/shopspring/decimal"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"partnerd/internal/apperr"
+	"partnerd/internal/cursor"
+	"partnerd/internal/idempotency"
+	"partnerd/internal/jobs"
+	"partnerd/internal/lifecycle"
+	"partnerd/internal/operators"
+	"partnerd/internal/transactions"
+	"partnerd/internal/unmatched"
+)
+
+type operatorRow struct {
+	ID        uuid.UUID `gorm:"primaryKey"`
+	Name      string
+	KeyHash   string
+	CreatedAt time.Time
+}
+
+func (operatorRow) TableName() string { return "operators" }
+
+// CreateOperator inserts o.
+func (s *Store) CreateOperator(ctx context.Context, o *operators.Operator) error {
+	return s.write(ctx).Create(&operatorRow{ID: o.ID, Name: o.Name, KeyHash: o.KeyHash, CreatedAt: o.CreatedAt}).Error
+}
+
+// OperatorByKeyHash returns the operator whose key hashes to hash, or apperr NotFound.
+func (s *Store) OperatorByKeyHash(ctx context.Context, hash string) (*operators.Operator, error) {
+	var row operatorRow
+	if err := s.read(ctx).Where("key_hash = ?", hash).Take(&row).Error; err != nil {
+		return nil, notFound(err, "operator")
+	}
+	return &operators.Operator{ID: row.ID, Name: row.Name, KeyHash: row.KeyHash, CreatedAt: row.CreatedAt.UTC()}, nil
+}
+
+// OperatorKeys returns the idempotency store of operator requests: the same
+// rules as the partner keys', on the operator_idempotency_keys table, where
+// Key.PartnerID holds the operator's id.
+func (s *Store) OperatorKeys() idempotency.Store { return operatorKeyStore{s} }
+
+type operatorKeyStore struct{ s *Store }
+
+func (k operatorKeyStore) WithTx(ctx context.Context, fn func(ctx context.Context, tx idempotency.Tx) error) error {
+	return k.s.Transact(ctx, func(ctx context.Context, tx *Tx) error { return fn(ctx, keyTx{tx.db, operatorKeyTable}) })
+}
+
+func (k operatorKeyStore) PurgeKeys(ctx context.Context, t time.Time) (int64, error) {
+	return operatorKeyTable.purge(k.s.write(ctx), t)
+}
+
+// ListStage returns a page of every partner's transactions in q's stage, newest
+// first, with their deposits. The stage's status condition and the keyset match the
+// (status, created_at DESC, id DESC) index.
+func (s *Store) ListStage(ctx context.Context, q transactions.StageQuery) ([]*transactions.Transaction, error) {
+	db := s.read(ctx).Model(&transactionRow{})
+	switch q.Stage {
+	case transactions.AwaitingFill:
+		db = db.Where("status = ?", string(lifecycle.DepositConfirming)).
+			Where("EXISTS (SELECT 1 FROM deposits d WHERE d.transaction_id = transactions.id AND d.status = ?)", transactions.DepositConfirmed)
+	case transactions.AwaitingSettlement:
+		db = db.Where("status = ?", string(lifecycle.OrderFilled))
+	case transactions.AwaitingPayout:
+		db = db.Where("status = ? AND payout_settled_at IS NULL", string(lifecycle.Completed))
+	case transactions.StageFailed:
+		db = db.Where("status = ?", string(lifecycle.Failed))
+	default:
+		return nil, apperr.Field(apperr.InvalidRequest, "Unknown stage.", "stage", "not a stage")
+	}
+	db = whereEq(db, "partner_id", q.PartnerID)
+	db = whereEq(db, "network", q.Network)
+	db = within(db, "created_at", q.From, q.To)
+	db, err := afterPosition(db, "created_at", "id", q.After)
+	if err != nil {
+		return nil, err
+	}
+	var rows []transactionRow
+	if err := db.Order("created_at DESC, id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]*transactions.Transaction, len(rows))
+	ids := make([]uuid.UUID, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+		ids[i] = rows[i].ID
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var deps []depositRow
+	if err := s.read(ctx).Where("transaction_id IN ?", ids).Find(&deps).Error; err != nil {
+		return nil, fmt.Errorf("load deposits: %w", err)
+	}
+	byID := make(map[uuid.UUID]*depositRow, len(deps))
+	for i := range deps {
+		byID[deps[i].TransactionID] = &deps[i]
+	}
+	for _, t := range out {
+		if d := byID[t.ID]; d != nil {
+			t.Deposit = d.domain()
+		}
+	}
+	return out, nil
+}
+
+type unmatchedRow struct {
+	ID               uuid.UUID `gorm:"primaryKey"`
+	Network          string
+	TxHash           string
+	LogIndex         int
+	ToAddress        string
+	Amount           decimal.Decimal
+	RawAmount        string
+	BlockNumber      int64
+	TransactionID    *uuid.UUID
+	Status           string
+	ResolutionTxHash *string
+	ResolutionNote   *string
+	ResolvedBy       *uuid.UUID
+	ResolvedAt       *time.Time
+	CreatedAt        time.Time
+}
+
+func (unmatchedRow) TableName() string { return "unmatched_deposits" }
+
+func (r *unmatchedRow) domain() *unmatched.Deposit {
+	return &unmatched.Deposit{
+		ID: r.ID, Network: r.Network, TxHash: r.TxHash, LogIndex: r.LogIndex, ToAddress: r.ToAddress,
+		Amount: r.Amount, RawAmount: r.RawAmount, BlockNumber: r.BlockNumber, TransactionID: r.TransactionID,
+		Status: unmatched.Status(r.Status), ResolutionTxHash: r.ResolutionTxHash, ResolutionNote: r.ResolutionNote,
+		ResolvedBy: r.ResolvedBy, ResolvedAt: utcPtr(r.ResolvedAt), CreatedAt: r.CreatedAt.UTC(),
+	}
+}
+
+// InsertUnmatchedDeposit inserts d unless its (network, tx_hash, log_index) is
+// recorded already, and returns the stored deposit.
+func (s *Store) InsertUnmatchedDeposit(ctx context.Context, d *unmatched.Deposit) (*unmatched.Deposit, error) {
+	row := unmatchedRow{
+		ID: d.ID, Network: d.Network, TxHash: d.TxHash, LogIndex: d.LogIndex, ToAddress: d.ToAddress,
+		Amount: d.Amount, RawAmount: d.RawAmount, BlockNumber: d.BlockNumber, TransactionID: d.TransactionID,
+		Status: string(d.Status), CreatedAt: d.CreatedAt,
+	}
+	if err := s.write(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
+		return nil, err
+	}
+	var got unmatchedRow
+	if err := s.write(ctx).Where("network = ? AND tx_hash = ? AND log_index = ?", d.Network, d.TxHash, d.LogIndex).Take(&got).Error; err != nil {
+		return nil, notFound(err, "unmatched deposit")
+	}
+	return got.domain(), nil
+}
+
+// UnmatchedDeposit returns deposit id, or apperr NotFound.
+func (s *Store) UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*unmatched.Deposit, error) {
+	var row unmatchedRow
+	if err := s.read(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+		return nil, notFound(err, "unmatched deposit")
+	}
+	return row.domain(), nil
+}
+
+// ListUnmatchedDeposits returns up to limit deposits in status, newest first, after pos.
+func (s *Store) ListUnmatchedDeposits(ctx context.Context, status unmatched.Status, pos *cursor.Position, limit int) ([]*unmatched.Deposit, error) {
+	db, err := afterPosition(s.read(ctx).Where("status = ?", string(status)), "created_at", "id", pos)
+	if err != nil {
+		return nil, err
+	}
+	var rows []unmatchedRow
+	if err := db.Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]*unmatched.Deposit, len(rows))
+	for i := range rows {
+		out[i] = rows[i].domain()
+	}
+	return out, nil
+}
+
+// ResolveUnmatchedDeposit closes deposit id if still open (a conditional update,
+// correct under concurrency on both databases), reporting whether it did.
+func (s *Store) ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r unmatched.Resolution) (bool, error) {
+	res := s.write(ctx).Model(&unmatchedRow{}).Where("id = ? AND status = ?", id, string(unmatched.Open)).Updates(map[string]any{
+		"status": string(r.Status), "resolution_tx_hash": r.TxHash, "resolution_note": r.Note,
+		"resolved_by": r.OperatorID, "resolved_at": r.At,
+	})
+	if res.Error != nil && !errors.Is(res.Error, gorm.ErrRecordNotFound) {
+		return false, res.Error
+	}
+	return res.RowsAffected == 1, nil
+}
+
+type fillRow struct {
+	TransactionID uuid.UUID `gorm:"primaryKey"`
+	Rate          decimal.Decimal
+	FiatAmount    decimal.Decimal
+	Reference     string
+	OperatorID    uuid.UUID
+	FilledAt      time.Time
+}
+
+func (fillRow) TableName() string { return "order_fills" }
+
+// InsertFill records an operator's executed sale.
+func (tx *Tx) InsertFill(ctx context.Context, f *transactions.Fill) error {
+	return tx.db.WithContext(ctx).Create(&fillRow{TransactionID: f.TransactionID, Rate: f.Rate, FiatAmount: f.FiatAmount,
+		Reference: f.Reference, OperatorID: f.OperatorID, FilledAt: f.FilledAt}).Error
+}
+
+// FillsOf returns the fills of ids that have one.
+func (s *Store) FillsOf(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*transactions.Fill, error) {
+	out := map[uuid.UUID]*transactions.Fill{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []fillRow
+	if err := s.read(ctx).Where("transaction_id IN ?", ids).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.TransactionID] = &transactions.Fill{TransactionID: r.TransactionID, Rate: r.Rate, FiatAmount: r.FiatAmount,
+			Reference: r.Reference, OperatorID: r.OperatorID, FilledAt: r.FilledAt.UTC()}
+	}
+	return out, nil
+}
+
+// ScheduleStep inserts the job of an automatic settlement step, due at at.
+func (tx *Tx) ScheduleStep(ctx context.Context, id uuid.UUID, step string, at time.Time) error {
+	return tx.Enqueue(ctx, jobs.SettlementStepArgs{TransactionID: id, Step: step}, &river.InsertOpts{ScheduledAt: at})
+}

@@ -1,0 +1,175 @@
+package transactions
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"partnerd/internal/apperr"
+	"partnerd/internal/lifecycle"
+)
+
+// Settlement says who moves a transaction after its deposit is confirmed: the two
+// ports of issue "production's path to completed", each with its adapter.
+//
+//   - Liquidity (the sale of the received tokens for NGN: the fill and the
+//     settlement). Simulated fills at once, at the transaction's rate, in the change
+//     that confirms the deposit; Operator leaves the transaction in
+//     deposit_confirming (deposit confirmed) until FillOrder.
+//   - Payout (the NGN paid to the partner).
+//
+// AutoDelay, when positive, makes the simulated adapters finish by themselves: a job
+// settles a filled order AutoDelay after the fill (simulated liquidity) and a job
+// pays a completed transaction out right after (simulated payout). Zero leaves the
+// simulated steps to the sandbox simulator.
+type Settlement struct {
+	OperatorLiquidity bool
+	OperatorPayout    bool
+	AutoDelay         time.Duration
+}
+
+// Fill is the executed sale an operator reported: the back office's record, apart
+// from the partner-visible history (which carries only the operator and reference).
+type Fill struct {
+	TransactionID uuid.UUID
+	Rate          decimal.Decimal
+	FiatAmount    decimal.Decimal
+	Reference     string
+	OperatorID    uuid.UUID
+	FilledAt      time.Time
+}
+
+// Automatic steps.
+const (
+	StepSettle = "settle"
+	StepPayout = "payout"
+)
+
+// Configure sets the adapters. Call it before serving.
+func (l *Lifecycle) Configure(s Settlement) { l.settlement = s }
+
+func (l *Lifecycle) fillsOnConfirm() bool { return !l.settlement.OperatorLiquidity }
+
+// scheduleNext runs inside change, after each recorded step: in automatic mode a
+// fill schedules the settlement and a settlement the payout, as jobs of the same
+// unit of work (so a restart between steps loses nothing).
+func (l *Lifecycle) scheduleNext(ctx context.Context, tx Tx, t *Transaction, tr lifecycle.Transition, now time.Time) error {
+	s := l.settlement
+	if s.AutoDelay <= 0 {
+		return nil
+	}
+	switch {
+	case tr.Trigger == lifecycle.FillOrder && !s.OperatorLiquidity:
+		return tx.ScheduleStep(ctx, t.ID, StepSettle, now.Add(s.AutoDelay))
+	case tr.Trigger == lifecycle.Settle && !s.OperatorPayout:
+		return tx.ScheduleStep(ctx, t.ID, StepPayout, now)
+	}
+	return nil
+}
+
+// RunStep performs an automatic step (the job Tx.ScheduleStep inserted). A step that is
+// no longer possible (the simulator or an operator got there first, or the
+// transaction failed) is done: it returns nil so the job is not retried.
+func (l *Lifecycle) RunStep(ctx context.Context, id uuid.UUID, step string) error {
+	meta := map[string]any{"by": "auto"}
+	var err error
+	switch step {
+	case StepSettle:
+		_, err = l.settle(ctx, id, meta)
+	case StepPayout:
+		_, err = l.settlePayout(ctx, id, meta)
+	default:
+		return nil
+	}
+	if c := apperr.CodeOf(err); c == apperr.InvalidStateTransition || c == apperr.NotFound {
+		return nil
+	}
+	return err
+}
+
+// Actor is who performed an operator action, for the audit trail.
+type Actor struct {
+	OperatorID uuid.UUID
+}
+
+func (a Actor) meta(kv ...any) map[string]any {
+	m := map[string]any{"operator_id": a.OperatorID.String()}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1]
+	}
+	return m
+}
+
+// with returns base with extra's entries added (base when extra is empty).
+func with(base, extra map[string]any) map[string]any {
+	for k, v := range extra {
+		base[k] = v
+	}
+	return base
+}
+
+// FillOrder records the executed sale of a confirmed deposit: deposit_confirming
+// with the deposit confirmed → order_filled (history order:filled carrying the
+// operator and reference), and the Fill with the executed rate and NGN amount, in
+// one database transaction. The partner's amount and rate do not change. Errors:
+// NotFound, InvalidStateTransition.
+func (l *Lifecycle) FillOrder(ctx context.Context, id uuid.UUID, by Actor, rate, fiat decimal.Decimal, reference string) (*Transaction, error) {
+	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
+		if t.Status != lifecycle.DepositConfirming || t.Deposit == nil || t.Deposit.Status != DepositConfirmed {
+			if t.Status == lifecycle.DepositConfirming {
+				return nil, apperr.New(apperr.InvalidStateTransition, "The deposit is not confirmed yet; it cannot be filled.")
+			}
+			return nil, errTransition(t, "filled")
+		}
+		s, err := move(t, lifecycle.FillOrder, "filled", by.meta("reference", reference))
+		if err != nil {
+			return nil, err
+		}
+		return []step{s}, tx.InsertFill(ctx, &Fill{
+			TransactionID: t.ID, Rate: rate, FiatAmount: fiat, Reference: reference, OperatorID: by.OperatorID, FilledAt: now,
+		})
+	})
+}
+
+// SettleOrder completes a filled order for an operator: order:settled, the revenue
+// row and transaction.completed. Errors: NotFound, InvalidStateTransition.
+func (l *Lifecycle) SettleOrder(ctx context.Context, id uuid.UUID, by Actor, reference string) (*Transaction, error) {
+	return l.settle(ctx, id, by.meta("reference", reference))
+}
+
+// PayOut records a completed transaction's NGN payout for an operator (once).
+// Errors: NotFound, InvalidStateTransition.
+func (l *Lifecycle) PayOut(ctx context.Context, id uuid.UUID, by Actor, reference string) (*Transaction, error) {
+	return l.settlePayout(ctx, id, by.meta("reference", reference))
+}
+
+// FailBy fails a transaction for an operator (see fail). Errors: NotFound,
+// InvalidStateTransition.
+func (l *Lifecycle) FailBy(ctx context.Context, id uuid.UUID, by Actor, reason string) (*Transaction, error) {
+	return l.fail(ctx, id, by.meta("reason", reason))
+}
+
+// fail fails transaction id: deposit:failed while its deposit is unconfirmed (the
+// deposit is marked failed), order:failed once the deposit is confirmed or the
+// order filled (the tokens are here, to be refunded).
+func (l *Lifecycle) fail(ctx context.Context, id uuid.UUID, meta map[string]any) (*Transaction, error) {
+	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
+		trigger := lifecycle.FailOrder
+		if t.Status == lifecycle.DepositConfirming && (t.Deposit == nil || t.Deposit.Status != DepositConfirmed) {
+			trigger = lifecycle.FailDeposit
+			if t.Deposit != nil {
+				t.Deposit.Status = DepositFailed
+			}
+		}
+		s, err := move(t, trigger, "failed", meta)
+		return []step{s}, err
+	})
+}
+
+// RefundBy records for an operator that a failed (or expired) transaction's deposit
+// was sent back in chain transaction txHash. Errors: NotFound, InvalidStateTransition.
+func (l *Lifecycle) RefundBy(ctx context.Context, id uuid.UUID, by Actor, txHash string) (*Transaction, error) {
+	return l.refund(ctx, id, by.meta("reference", txHash, "refund_tx_hash", txHash))
+}
