@@ -59,6 +59,7 @@ type App struct {
 	events       *webhook.Log
 	metrics      *metrics.Metrics
 	handler      http.Handler
+	codec        *cursor.Codec
 
 	// The operator API (operator.go).
 	operators    *operators.Service
@@ -134,7 +135,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *App, er
 	if err != nil {
 		return nil, fmt.Errorf("job runner: %w", err)
 	}
-	a.events = webhook.NewLog(st, a.jobs, cursor.NewCodec(cfg.CursorSecret), store.Now)
+	// One cursor codec signs every page cursor of both APIs.
+	a.codec = cursor.NewCodec(cfg.CursorSecret)
+	a.events = webhook.NewLog(st, a.jobs, a.codec, store.Now)
 
 	a.metrics = metrics.New()
 	obs := observer{m: a.metrics, log: log}
@@ -149,7 +152,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *App, er
 	}
 	a.idempotency = idempotency.NewService(store.For[idempotency.Tx](st), store.Now)
 
-	codec := cursor.NewCodec(cfg.CursorSecret)
+	codec := a.codec
 	var handler *echo.Echo
 	handler, err = httpapi.New(httpapi.Deps{
 		Partners:     a.partners,

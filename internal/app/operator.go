@@ -6,7 +6,6 @@ import (
 	"partnerd/openapi"
 
 	"partnerd/internal/config"
-	"partnerd/internal/cursor"
 	"partnerd/internal/docs"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/operatorapi"
@@ -34,7 +33,7 @@ func settlementOf(cfg *config.Config, st *store.Store) transactions.Settlement {
 func (a *App) openOperatorAPI(e *echo.Echo) error {
 	st := a.store
 	a.operators = operators.NewService(st, store.Now)
-	codec := cursor.NewCodec(a.cfg.CursorSecret)
+	codec := a.codec
 	a.unmatched = unmatched.NewService(st, codec, store.Now)
 	a.operatorKeys = idempotency.NewService(st.OperatorKeys(), store.Now)
 	if err := operatorapi.Register(e, operatorapi.Deps{

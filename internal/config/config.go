@@ -20,6 +20,7 @@ import (
 	"partnerd/internal/rates"
 	"partnerd/internal/store"
 	"partnerd/internal/transactions"
+	"partnerd/internal/webhook"
 )
 
 // Environment is APP_ENV.
@@ -98,9 +99,11 @@ const (
 	DefaultShareRate   = "0.5"
 	// DefaultConfirmations are the confirmations a deposit needs per network.
 	DefaultConfirmations = "bep20=15,trc20=19"
-	// DefaultWebhookSchedule is the wait before each retry of a failed delivery.
-	DefaultWebhookSchedule = "5s,5m,30m,2h,5h,10h,10h"
 )
+
+// DefaultWebhookSchedule is the wait before each retry of a failed delivery:
+// webhook.DefaultSchedule, the one definition, as the setting spells it.
+var DefaultWebhookSchedule = webhook.ScheduleString(webhook.DefaultSchedule)
 
 // FromEnv reads the configuration from the process environment.
 func FromEnv() (*Config, error) { return Load(os.Getenv) }

@@ -24,16 +24,6 @@ const (
 // Statuses lists every status.
 var Statuses = []Status{AwaitingDeposit, DepositConfirming, OrderFilled, Completed, Cancelled, Failed, Expired, Refunded}
 
-// Valid reports whether s is a known status.
-func (s Status) Valid() bool {
-	for _, v := range Statuses {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
-
 // Trigger is what causes a transition.
 type Trigger string
 
@@ -121,10 +111,4 @@ func MustLookup(from Status, trigger Trigger) Transition {
 		panic(fmt.Sprintf("lifecycle: no transition %q from %q", trigger, from))
 	}
 	return t
-}
-
-// Cancellable reports whether a partner may cancel a transaction in s.
-func Cancellable(s Status) bool {
-	_, ok := Lookup(s, Cancel)
-	return ok
 }

@@ -101,12 +101,6 @@ func (m *Memory) Allow(_ context.Context, key string, class Class, l Limit) (Res
 	return res, nil
 }
 
-// Len returns how many buckets are held, for tests and metrics.
-func (m *Memory) Len() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.lru.Len()
-}
 
 // bucket returns the bucket for id, marked most recently used, creating it (and
 // making room for it) if needed. m.mu must be held.

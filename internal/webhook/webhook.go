@@ -7,6 +7,8 @@ package webhook
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,6 +30,24 @@ const Retention = 30 * 24 * time.Hour
 // DefaultSchedule is the wait before each retry after a failed attempt.
 var DefaultSchedule = []time.Duration{
 	5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour,
+}
+
+// ScheduleString spells a retry schedule as WEBHOOK_RETRY_SCHEDULE does: "5s,5m,30m,2h,…".
+func ScheduleString(schedule []time.Duration) string {
+	parts := make([]string, len(schedule))
+	for i, d := range schedule {
+		switch {
+		case d%time.Hour == 0:
+			parts[i] = fmt.Sprintf("%dh", d/time.Hour)
+		case d%time.Minute == 0:
+			parts[i] = fmt.Sprintf("%dm", d/time.Minute)
+		case d%time.Second == 0:
+			parts[i] = fmt.Sprintf("%ds", d/time.Second)
+		default:
+			parts[i] = d.String()
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // Endpoint is a partner's webhook endpoint.
