@@ -67,7 +67,8 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(ctx, ln) }()
 
-	st, err := store.Open(ctx, db.URL)
+	// The test's own connection only sets up state: two connections are plenty.
+	st, err := store.Open(ctx, testdb.WithPoolSize(db.URL, 2))
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		cancel()

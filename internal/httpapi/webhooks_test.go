@@ -398,8 +398,10 @@ func TestTwoInstancesDeliverEveryEventOnce(t *testing.T) {
 				c = cb
 			}
 			res, err := c.CreateTransactionWithResponse(context.Background(), params(), direct(fmt.Sprintf("MANY-%04d", i), "bep20", "2000"), idem())
-			if err != nil || res.StatusCode() != http.StatusCreated {
-				t.Errorf("create %d: %v %v", i, err, res)
+			if err != nil {
+				t.Errorf("create %d: %v", i, err)
+			} else if res.StatusCode() != http.StatusCreated {
+				t.Errorf("create %d: %d %s", i, res.StatusCode(), res.Body)
 			}
 		}()
 	}

@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	neturl "net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,11 +55,16 @@ type Store struct {
 func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
 // ParseURL returns the dialect and driver DSN for a DATABASE_URL: "postgres://…" or
-// "postgresql://…" for PostgreSQL, "sqlite:PATH" for the embedded database.
+// "postgresql://…" for PostgreSQL (an optional pool_max_conns=N caps the pool),
+// "sqlite:PATH" for the embedded database.
 func ParseURL(url string) (Dialect, string, error) {
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		return Postgres, url, nil
+		dsn, _, err := poolSize(url)
+		if err != nil {
+			return "", "", err
+		}
+		return Postgres, dsn, nil
 	case strings.HasPrefix(url, "sqlite:"):
 		path := strings.TrimPrefix(url, "sqlite:")
 		if path == "" {
@@ -105,8 +112,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, err
 	}
 	if dialect == Postgres {
-		sqlDB.SetMaxOpenConns(20)
-		sqlDB.SetMaxIdleConns(10)
+		_, size, _ := poolSize(url) // validated by ParseURL
+		sqlDB.SetMaxOpenConns(size)
+		sqlDB.SetMaxIdleConns(min(size, 10))
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 	}
 	if err := sqlDB.PingContext(ctx); err != nil {
@@ -114,6 +122,34 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
 	}
 	return &Store{db: db, sql: sqlDB, dialect: dialect}, nil
+}
+
+// DefaultPoolSize is how many PostgreSQL connections one Store opens at most when
+// the URL does not say (pool_max_conns). Test helpers lower it once, before any
+// Store opens, so every suite stays small on a shared server.
+var DefaultPoolSize = 20
+
+// poolSize takes the pool_max_conns parameter (pgxpool's name for it) out of a
+// PostgreSQL URL, since the server would reject it as an unknown setting, and returns
+// the URL without it and the size (DefaultPoolSize when absent). Tests pass a small
+// one so several suites fit under the server's max_connections.
+func poolSize(raw string) (string, int, error) {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return "", 0, fmt.Errorf("DATABASE_URL %q: %w", redact(raw), err)
+	}
+	q := u.Query()
+	v := q.Get("pool_max_conns")
+	if !q.Has("pool_max_conns") {
+		return raw, DefaultPoolSize, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return "", 0, fmt.Errorf("DATABASE_URL pool_max_conns=%q: want a positive integer", v)
+	}
+	q.Del("pool_max_conns")
+	u.RawQuery = q.Encode()
+	return u.String(), n, nil
 }
 
 // Dialect returns which database this is.
