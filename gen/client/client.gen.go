@@ -1427,8 +1427,11 @@ type ClientInterface interface {
 	//
 	// Sets the URL and whether deliveries are enabled. The first registration creates the
 	// signing secret and returns it once in `signing_secret`; later updates keep the secret.
-	// Staging accepts any http(s) URL, loopback included; production accepts only `https`
-	// URLs whose host resolves to public addresses (checked again at every delivery).
+	// The host must resolve to public addresses: private, loopback, link-local (the cloud
+	// metadata address included), unique-local and unspecified addresses are refused
+	// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+	// A local server may allow them for a receiver on the same machine
+	// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1439,8 +1442,11 @@ type ClientInterface interface {
 	//
 	// Sets the URL and whether deliveries are enabled. The first registration creates the
 	// signing secret and returns it once in `signing_secret`; later updates keep the secret.
-	// Staging accepts any http(s) URL, loopback included; production accepts only `https`
-	// URLs whose host resolves to public addresses (checked again at every delivery).
+	// The host must resolve to public addresses: private, loopback, link-local (the cloud
+	// metadata address included), unique-local and unspecified addresses are refused
+	// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+	// A local server may allow them for a receiver on the same machine
+	// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1787,8 +1793,11 @@ func (c *Client) GetWebhookEndpoint(ctx context.Context, reqEditors ...RequestEd
 //
 // Sets the URL and whether deliveries are enabled. The first registration creates the
 // signing secret and returns it once in `signing_secret`; later updates keep the secret.
-// Staging accepts any http(s) URL, loopback included; production accepts only `https`
-// URLs whose host resolves to public addresses (checked again at every delivery).
+// The host must resolve to public addresses: private, loopback, link-local (the cloud
+// metadata address included), unique-local and unspecified addresses are refused
+// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+// A local server may allow them for a receiver on the same machine
+// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1809,8 +1818,11 @@ func (c *Client) PutWebhookEndpointWithBody(ctx context.Context, contentType str
 //
 // Sets the URL and whether deliveries are enabled. The first registration creates the
 // signing secret and returns it once in `signing_secret`; later updates keep the secret.
-// Staging accepts any http(s) URL, loopback included; production accepts only `https`
-// URLs whose host resolves to public addresses (checked again at every delivery).
+// The host must resolve to public addresses: private, loopback, link-local (the cloud
+// metadata address included), unique-local and unspecified addresses are refused
+// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+// A local server may allow them for a receiver on the same machine
+// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2968,8 +2980,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Sets the URL and whether deliveries are enabled. The first registration creates the
 	// signing secret and returns it once in `signing_secret`; later updates keep the secret.
-	// Staging accepts any http(s) URL, loopback included; production accepts only `https`
-	// URLs whose host resolves to public addresses (checked again at every delivery).
+	// The host must resolve to public addresses: private, loopback, link-local (the cloud
+	// metadata address included), unique-local and unspecified addresses are refused
+	// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+	// A local server may allow them for a receiver on the same machine
+	// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2980,8 +2995,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Sets the URL and whether deliveries are enabled. The first registration creates the
 	// signing secret and returns it once in `signing_secret`; later updates keep the secret.
-	// Staging accepts any http(s) URL, loopback included; production accepts only `https`
-	// URLs whose host resolves to public addresses (checked again at every delivery).
+	// The host must resolve to public addresses: private, loopback, link-local (the cloud
+	// metadata address included), unique-local and unspecified addresses are refused
+	// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+	// A local server may allow them for a receiver on the same machine
+	// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4641,8 +4659,11 @@ func (c *ClientWithResponses) GetWebhookEndpointWithResponse(ctx context.Context
 //
 // Sets the URL and whether deliveries are enabled. The first registration creates the
 // signing secret and returns it once in `signing_secret`; later updates keep the secret.
-// Staging accepts any http(s) URL, loopback included; production accepts only `https`
-// URLs whose host resolves to public addresses (checked again at every delivery).
+// The host must resolve to public addresses: private, loopback, link-local (the cloud
+// metadata address included), unique-local and unspecified addresses are refused
+// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+// A local server may allow them for a receiver on the same machine
+// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4659,8 +4680,11 @@ func (c *ClientWithResponses) PutWebhookEndpointWithBodyWithResponse(ctx context
 //
 // Sets the URL and whether deliveries are enabled. The first registration creates the
 // signing secret and returns it once in `signing_secret`; later updates keep the secret.
-// Staging accepts any http(s) URL, loopback included; production accepts only `https`
-// URLs whose host resolves to public addresses (checked again at every delivery).
+// The host must resolve to public addresses: private, loopback, link-local (the cloud
+// metadata address included), unique-local and unspecified addresses are refused
+// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+// A local server may allow them for a receiver on the same machine
+// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

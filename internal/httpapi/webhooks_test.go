@@ -357,21 +357,46 @@ func mustSecret(t *testing.T) string {
 	return s
 }
 
-func TestProductionRefusesUnsafeWebhookURLs(t *testing.T) {
+// TestPrivateWebhookURLsRefused: private, loopback, link-local (the cloud metadata
+// address included), unique-local and unspecified destinations are refused in every
+// environment unless WEBHOOK_ALLOW_PRIVATE_URLS=true; production also wants https.
+func TestPrivateWebhookURLsRefused(t *testing.T) {
 	t.Parallel()
-	onBoth(t, productionSettings(t), func(t *testing.T, env *apitest.Env) {
+	private := []string{
+		"https://127.0.0.1/hooks", "https://[::1]/hooks", "https://10.1.2.3/hooks", "https://192.168.1.1/",
+		"http://169.254.169.254/latest/meta-data", "https://[fd00::1]/", "https://0.0.0.0/", "https://localhost/hooks",
+	}
+	refused := func(t *testing.T, env *apitest.Env, urls []string) {
 		c := env.Client(t, env.NewPartner(t))
-		for _, url := range []string{
-			"https://127.0.0.1/hooks", "https://[::1]/hooks", "https://10.1.2.3/hooks", "https://169.254.169.254/latest/meta-data",
-			"https://localhost/hooks", "http://8.8.8.8/hooks", "ftp://8.8.8.8/x",
-		} {
+		for _, url := range urls {
 			res, err := c.PutWebhookEndpointWithResponse(context.Background(), client.WebhookEndpointRequest{Url: url, Enabled: true})
 			require.NoError(t, err)
-			require.Contains(t, []int{http.StatusUnprocessableEntity, http.StatusBadRequest}, res.StatusCode(), url)
-			if res.StatusCode() == http.StatusUnprocessableEntity {
-				require.Equal(t, client.ErrorCodeWebhookUrlNotAllowed, res.JSON422.Error.Code, url)
-			}
+			require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode(), "%s: %s", url, res.Body)
+			require.Equal(t, client.ErrorCodeWebhookUrlNotAllowed, res.JSON422.Error.Code, url)
+			get, err := c.GetWebhookEndpointWithResponse(context.Background())
+			require.NoError(t, err)
+			require.Equal(t, http.StatusNotFound, get.StatusCode(), "nothing was registered")
 		}
+	}
+	t.Run("staging", func(t *testing.T) {
+		t.Parallel()
+		onBoth(t, map[string]string{"WEBHOOK_ALLOW_PRIVATE_URLS": "false"}, func(t *testing.T, env *apitest.Env) {
+			refused(t, env, private)
+		})
+	})
+	t.Run("staging allowing private URLs", func(t *testing.T) {
+		t.Parallel()
+		env := apitest.Start(t, testdb.Database{Name: "sqlite", URL: testdb.SQLite(t)}, map[string]string{"WEBHOOK_ALLOW_PRIVATE_URLS": "true"})
+		c := env.Client(t, env.NewPartner(t))
+		res, err := c.PutWebhookEndpointWithResponse(context.Background(), client.WebhookEndpointRequest{Url: "http://127.0.0.1:9000/", Enabled: true})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+	})
+	t.Run("production", func(t *testing.T) {
+		t.Parallel()
+		onProduction(t, func(t *testing.T, env *apitest.Env) {
+			refused(t, env, append(private, "http://8.8.8.8/hooks", "ftp://8.8.8.8/x"))
+		})
 	})
 }
 
