@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -442,4 +443,80 @@ func verifyOfficial(t *testing.T, secret string, d delivery) {
 	wh, err := standardwebhooks.NewWebhook(secret)
 	require.NoError(t, err)
 	require.NoError(t, wh.Verify(d.Body, d.Header), "verifies with the official library")
+}
+
+// TestConcurrentEndpointWrites: of concurrent first registrations exactly one
+// creates the signing secret (and it is the one stored); concurrent rotations each
+// take effect in turn, so the stored secret is one that was returned and its
+// previous secret is another returned one (or the original).
+func TestConcurrentEndpointWrites(t *testing.T) {
+	t.Parallel()
+	onBoth(t, nil, func(t *testing.T, env *apitest.Env) {
+		key := env.NewPartner(t)
+		c := env.Client(t, key)
+		ctx := context.Background()
+		const n = 8
+		var wg sync.WaitGroup
+		secrets := make(chan string, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := c.PutWebhookEndpointWithResponse(ctx, client.WebhookEndpointRequest{Url: fmt.Sprintf("http://127.0.0.1:9/%d", i), Enabled: true})
+				if err != nil || res.StatusCode() != http.StatusOK {
+					t.Errorf("put %d: %v %s", i, err, bodyText(res))
+					return
+				}
+				if s := res.JSON200.Data.SigningSecret; s != nil {
+					secrets <- *s
+				}
+			}()
+		}
+		wg.Wait()
+		close(secrets)
+		var created []string
+		for s := range secrets {
+			created = append(created, s)
+		}
+		require.Len(t, created, 1, "exactly one registration creates the secret")
+		stored, err := env.Store.EndpointOf(ctx, env.PartnerID(t, key))
+		require.NoError(t, err)
+		require.Equal(t, created[0], stored.Secret, "the secret returned is the one that signs")
+
+		rotated := make(chan string, n)
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := c.RotateWebhookSecretWithResponse(ctx)
+				if err != nil || res.StatusCode() != http.StatusOK {
+					t.Errorf("rotate: %v %s", err, bodyText(res))
+					return
+				}
+				rotated <- *res.JSON200.Data.SigningSecret
+			}()
+		}
+		wg.Wait()
+		close(rotated)
+		issued := map[string]bool{created[0]: true}
+		for s := range rotated {
+			issued[s] = true
+		}
+		require.Len(t, issued, n+1, "every rotation issued its own secret")
+		stored, err = env.Store.EndpointOf(ctx, env.PartnerID(t, key))
+		require.NoError(t, err)
+		require.True(t, issued[stored.Secret], "the stored secret was returned to a caller")
+		require.NotNil(t, stored.PreviousSecret)
+		require.True(t, issued[*stored.PreviousSecret], "the previous secret was returned to a caller")
+		require.NotEqual(t, stored.Secret, *stored.PreviousSecret)
+	})
+}
+
+// bodyText returns a generated response's body as text for failure messages, ""
+// when there is no response.
+func bodyText(res interface{ GetBody() []byte }) string {
+	if res == nil || reflect.ValueOf(res).IsNil() {
+		return ""
+	}
+	return string(res.GetBody())
 }
