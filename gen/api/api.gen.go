@@ -240,7 +240,7 @@ type CreateTransactionRequest struct {
 	// Example: MERCHANT-7
 	MerchantId *string `json:"merchant_id,omitempty"`
 
-	// MerchantReference The partner's canonical reference; unique per partner in any letter case; no control characters.
+	// MerchantReference The partner's canonical reference; unique per partner in any letter case.
 	//
 	// Example: ORDER-10001
 	MerchantReference string `json:"merchant_reference"`
@@ -2810,6 +2810,20 @@ func (response GetWebhookEndpoint200JSONResponse) VisitGetWebhookEndpointRespons
 	return err
 }
 
+type GetWebhookEndpoint400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetWebhookEndpoint400JSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetWebhookEndpoint401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response GetWebhookEndpoint401JSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
@@ -3017,6 +3031,20 @@ func (response RotateWebhookSecret200JSONResponse) VisitRotateWebhookSecretRespo
 	return err
 }
 
+type RotateWebhookSecret400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RotateWebhookSecret400JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RotateWebhookSecret401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response RotateWebhookSecret401JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
@@ -3041,6 +3069,36 @@ func (response RotateWebhookSecret404JSONResponse) VisitRotateWebhookSecretRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RotateWebhookSecret413JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RotateWebhookSecret415JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3312,6 +3370,36 @@ func (response ReplayWebhookEvent404JSONResponse) VisitReplayWebhookEventRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhookEvent413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ReplayWebhookEvent413JSONResponse) VisitReplayWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhookEvent415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ReplayWebhookEvent415JSONResponse) VisitReplayWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3871,234 +3959,242 @@ func (sh *strictHandler) ReplayWebhookEvent(ctx echo.Context, eventId EventId) e
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3bchs5luCvIDizUZQ7SSVvtkRFx67Klqs8vpak2p7poocJZoIiykmAlUBK4tiKmMd93pf5g/mF/YD+",
-	"k/mSDRwAmcgbSV3sqva4YybKSmbicnDOwbmfj62QL1ecESZFa/yxtSA4Ign880VElisuCZOnZBXjNYnU",
-	"04iIMKErSTlrjVuBTFISoKsFYUguqEAJESvOBEFUILkgSEiekAhhJq5IgiRHmCGCk5iSBCXkt5QIia6o",
-	"XOiX8ZKgIJs3XHdeknXQbXktES7IEqv5CUuXrfEvLTVx673XkusVaY1bQiaUXbRubrzWKZHJ+nguSVJd",
-	"7xkJOYuEWsgVphLNyJwnBCXqE8ouilMtKaNLNVsvm4YySS5I0rpRE61wgpdEGnA9TRPBa6Y8XxAUMHIt",
-	"pyG8ESA+h92uEnJJeSrQCl8QD6UsXGB2QaIjJAiLcoDMaazm0GCiUq2RXOPlKlYLIut/8l/8yunrX4/X",
-	"b6h//frMX7/u/XT9+hm/en3Or14/53T+Uzfsx6zltaha0G8pSdYtr8XwUo2gV1XcOL5+RdiFXLTGPb8/",
-	"9BQksgd1ID+5JEy+iOo3f0VmC84/IKJeQjRCbbW1gEYZJOwbK7yOOY72ilt8EvXmPj4gndGsH3aG4ZB0",
-	"DvGTJ53evE8G0TAczR5ju7cVlot8azDjlEYtr6VwjSYKhRXiuJud82SJZWvcSlN4s7o7ByFfknV1k8co",
-	"ZfS3lKAPZI1WJEExv6AhjjMEb2P0888vnimawOiC8wiFC05DsncEmEeJoptUEY3sopdkJdGcJwhLFBMs",
-	"JOoP0YKniSiCZRT1ZwN8SDp+2Jt3hvMnuHM4OyCdJ/hxOIqGZDDv9yxYNFXngCmR2Eb4OMjQH42248Ir",
-	"uqSyCqR3+IIgQf+NeKinyK/n+4X9jPx69IxhOHdBEZnjNJatcd/31OoMjfq+t5livdZ5gpnAoVpRE7LK",
-	"/BVEoyLE/dkT8mQ+CjuDsEc6w/njUQcP8EFnOB/MR7OD8DDq+fWIeE8UvFEfa74KrOZ7HJ1q1FJ/hZwp",
-	"Jq3+iVermIZYrX7/V6E29TFf/8cWSRLNoUIeadhc4phGU4OnLa8VEYlpLFrjXz625pTEUWvc2p9TLKd4",
-	"yVOmXlkSIfBFvj4UcSLYdxItsQw1H0/IRRrjBJHrVUKEUNC9ea8BQAQQ5Lj1eN4L+9GADGcj/PjwycHB",
-	"k8PHeDQbhoOoT3pzv3XjTnUOo2pqogKZhQO7TsOQCNEaz3EsyI0L1n9MyLw1bv3Dfn7F7etfxf4JgAJA",
-	"W0UCZ6YljtXpkGiMghK4Ak8xsYyQph/IerqkQlB2ESCe5O8bvt9VW3rK2Tym4T0PLkr162S6JIm6NuQ0",
-	"IXOSEBaSplOsfTOHMI4TgqM1SgWJ0Gytb/MVTiQjCWqHWJAOZYIwQSW9JHv3PdDjAqUZCUDBu7JKZFdG",
-	"rqmQ4nOfeWgOSORiSZgmibq6hMSSjFGwCfqAFObc4f0p7JOqmcoIk4GPTVcJv1CkohHnt5RLMjX7nqoT",
-	"0cjzgkmSMByf5Ohwd9LXQ031Dy7O3O9g7RoRDPw5TuuML4lcKM6TMnK9IqEkEZpjGpMIcYZ4miBBIwIE",
-	"624y6KKfFGANizIkHgFk33D5nKcsuh9QGZfTOQzzcPAsX0pXWCDGlYSQss/CAN9wJNJwoSR5niYhAVnE",
-	"5QZjFGQb1Xj5Tstt55y/wskFuR8QjRA4lZxPYxjuYYFpT37GozVoKZwjmOdzcxY7Ib8kCXo8RC/p92MU",
-	"VLarQXpGkksakp8ZvsQ0xrP4nlBNsCRimjrDPRxUT9XYCCcEScXcEpzQeI2cuT4HZPNJnYkU9xQSx4r4",
-	"KzsOughUQyQWPJHxGuB8zvlrzNZGnBL3B/IUBFbyoCyAc7TEbG0xSWi1YY1iLMlnYbGVGQ087eYyUGKl",
-	"ZqMA/uiAzh0goXVstS7HmuC80rQs8/a+o8DflMT2ZwDSty9vd04RlgALI8OOW73RsN8fdX0lrqsLnyr5",
-	"m3ImQHMwT0g0VUI5S+PYa4UJwdI8afX9/uNOr9fpD857/tjvjX3/r2qkZL2SfJrP4vtdH/6X/6hliXCt",
-	"hH0RaZF7xQWVUxxFCZxhy78+PBgdnMyfP+sP+t8P/cHgZPgkOvR9f/Bs2Dt5OhiehPgkwodD53PAq4is",
-	"poP5Ie6Fzi9KDEnVuGZfSqdQas2KJkTUbWhgNwRj7qj1ZKIQfPT65PTpj8dvzjtP3J9yyXPcenv67OS0",
-	"0/N9X2mpjMgrnnxojVszsuqr8RS6mZPq9kegPoWEXjYcwcis2OpY0/KpjrxWBgcLmAI8JFH/wrFe/7u3",
-	"Z51ev+W10lXUeO56UpdUNa5k1Kj0vJ2JsYLlp0bla7pXNHshUUE8EAyvxIJLYG4/M5zKBU/ov5F7Sjap",
-	"O9LDcbZjBJIy+ufO8bsXnZcn/4I0D0BgSdRH+bmu5eN3L8Bgo5QOrbV5Vq/01D1ibFNcLkiCCLukCWdL",
-	"wuQYBS40AgPpVcLVEtVFc8Iklev7AVwzkSlP5ZTPpwlmF+S26vkyVUIHQTMirwhhSNFa1/cRZhEaab4E",
-	"f7/54c1DqOd6BSDgpFIJ4AA+HMf8ikQIdgCipGJ7Sk4HQv8CGvwViWOkdXg0SyUKMVPy84ygECcJVUpD",
-	"qg61rMqDRS5SOptWxzTDdB4sqQCTh3qSMpGuVjxRrGKFaaKe1RyhVu+MuXOaJvFUSdIGRhaTspFek4ji",
-	"c7AF3Y9287Ut1ZBTsC89oPyXC7iUCGTxrrzMLyVfq9MNypMH4+Ih5YDQYP+LPpMTFq04ZfKuEkaTmOAf",
-	"jn3f3FGEKSaRmQGtG2AqSJgQOXUvZnOf0AtG2YV5oTVuXS0ECaev5y9/OkwOfnj5L78l51e//vzu2cGL",
-	"V+/++oL3X+FX+Oxqw+3lLidN4ta4tZByJcb7+0bH65q9dUO+3FeAEfaX6MEuvBLIt113mRvBvN8Fk64Z",
-	"DBwwAHvnGnVspDiKwASD43cJX5FEUmKRsDzXyTUOZbxGnBG0SmhI2QVacrAnaLqnUYDa8E94vgc07TDh",
-	"ALUjmpBQ6p8V2q+cST9WRcHNcHoKrz+1b994LZfjV6zYz/K5u0gB7s0PbyxzbmMUkZAucYyM8RaMXFi9",
-	"LiTqZ7+uYhwSsecBBEik3nAtYTj6NRUS2LokRSN5b2TuFSXVpbFRXQ2qYylJohb5r23/0y+9zuH7X/zO",
-	"4fuPvtcb3uy1J5Ou/rvn9W/2/uc/Vk3hJTmz6mQAHO3A9WPfRDQiTNI51bpSvtSikFpyc5TX3rwQR6qt",
-	"8ygYuvlOqJuHM+MYMp8cWdfRiiSZtZUypHSvmChooRALcoQYR4obJTxG4QInOJSk7BAqStSb3TbOSfzy",
-	"r5PJte93JpPr3nwyuX4yf/+nWshnMvpmdH1jXrvxWpZeqoD5KSMfjaM0UiptmjBtfA7evT07R/vwvQiO",
-	"EJUCSf6BMBBezEL0RUN+S3Fsfc9A79+V4NKf+/PHYZ90DqMD3Bni0aBzMB/OO/1ZH/fmh3M/6imAlZ0w",
-	"WxFAkDgmyXS14Kzm6N+uNL9B+jUEr4EAFFP2AV8Q2EqidOWQxhRuliPEyCVJEEYv/+UpuqjQ1p/6g+GB",
-	"3+sPhqPHTw6Khzzo77DkgpKzkXjsm43Ek2lItyScG9cR9kur1itRZpA57uUOfz77lYQSXCrw9nEDOzy2",
-	"iKM5IBaongcSw/Yfl3hgibu5Kn0TO3u0lzGyxze1pFRi6ZVFv+JXJOkoyjerF+vljMdddGYFGEUlxhGq",
-	"JBsRyaC4UmNdcAkdd/4NFtX3en79ujLHQpWNgXTF50gh6BrM7WlCqndbJnxuFedesDkvyBLVk1ukS8w6",
-	"CcERGPfI9SrGDCilW7f6TAypjBRf4bVAcN0r1cNZfQYwIwuYQWecxwSzCrraKfJle2bLdZgJ+3wKUnh1",
-	"c0LCppY4XFBGkBLWj5AgWm2CMZF+gzJ4RBX3j9LQbt8GwlSduA1OSXBNux5JJfwV9XrXgbEkcsEjV0FR",
-	"KsNmx2OT56u0qBrHV8veFq7XC/C36g1oVGjqVbhsaKPBZX9bBa40pNLfWl6DBt6guxmDlWP8rTjYqhb4",
-	"9y69Vo+xnjq1bajmvgFxlc9istQMDa4bSuJIyadZqFKVYo0doYqg/3T29g0CURtkEskBDYEPtEn3oosC",
-	"1/QQgByM85nUn8aaw/CSdOuFuQba/8sCa+U94ZZB68inzbeJ3ks+biNRAvOpzPpa02LOceY4lMJaghp5",
-	"XmgofCvLA1Zw4yjelSuYJB19ZuYoBWov8Vpp02S5kmtQJqgkS7HTfAZXbjIo4CTBoEG42v7HTfaTCLVx",
-	"LLhlQsE/d4xW1XkRBeZ897YfDIAo33hhAXWH9Jxi2XijM1el2Xqh9zdf6I4nYIf7vF9/b77JReOSMqZN",
-	"zVZkrb/AQSrUd/gYBWAXC1D7+zffo7MlTiR6usCU7YG8GMgkhF/PE85KcXLWct5w5TeIIu/SWUzF4swY",
-	"xz/WGppjCrc+sHVFDrgY1DdGwYqwCAJf2leYSnUIalPZl8AawGm156HAPCZKkcaof30NXm1r4DcKNdi2",
-	"A9TWAofa03IljZ9/z70AzdSAXmZcJc7Di0Uem79ZAQMoJHVcEBRgHY9XlCQpoKFnLNjqhV7ft84vOKwU",
-	"rMHqoBUvdqz0VRZiFeqpdnt8bOE4fjsHO+8mKj9Vb9+8rzOXkGsSplqAUGOidjDDgsD4gXHbQYTpSjG7",
-	"PbCB5RaF3WZ3iLR+DQ6ZGh6qzSZtrAUyo7vxovnEQ1cLGi60JqS/1ugBHIOYxWa72cYJNYyKHrzqdUOY",
-	"sz41nXm962qGEZakI+mS1GFQyfu3KxAL2ks9GAto13ZBAY4KNWgKMTAJX5YsUaBjKoGORChdacjd2/zk",
-	"Wijr+IWxjRkzsA4o03HWoKYrAKJ2gVgAHQHi1LC13WBeMoQ9PNpuhXbh1IvwjvgV0xB/SMvJOyyEhiMW",
-	"rkUSQvA1CNmF4lVFdrM9ytm9rrPpN+niLg16JQ6WMZMyXRTPrECVBcSqEwqAR9/fqMvntcdWJBwqkCBM",
-	"Nhpvm6yvFXqVXF8hHtpsey3bHY4QX1KpMI6lcayPt3GJRQPF6Jam117R9Pq4yfT6ee3WJcrbFW79XeBW",
-	"Ou56yH1mw/VtmUBZgr6VTcyQivGoVGB9wi5JzFdGlgNqr2K69WltWq0WmzZacRji1hRasucwM+12S+sW",
-	"w476DHGGzHuOOtJkx4G95QPXgfAU1wmECkNXSrllGZ3fXwHRAS53Vz9OlRSekne1BwCGAXwBZ53oF1HC",
-	"r0Tzgdeog/zKqMHUpisxcqUUxDlNhNxZKzULPeVXdUrpAovpkid1fhR1wEDKmOmADNjRnMex2Un5vD2T",
-	"ONLgkjG5KNpHraW8cr6IIrAsaavhHlZXsM3q0mGyBKmvYIYjzYG4lixjLPTjHTF+ucTJekd4npm3G7A8",
-	"g6uXZdO4W6tF/hyjduUiFrfsHm/PTFw0/jpZSo7+DVYXDUI+B/6iQBQTWYzwqtEdP5/82/1yis3DqCb3",
-	"9g4/mNvXObLv8rSW3PPbfRgX6yrGUsn20zkhD4QCgRWT/vYfOk81c2DPiTYmeJmOs8DxvKOwVslr2UUn",
-	"4DDFAifkAdEyXweMPEaBu/ma5cJrt1jwvb2j2/2vOVI0ml4bqX6LCue1pNhg2XCDRLMpdtW0S6yutA2v",
-	"1ZBbltNiEbiuDlmVa8sKY/aPAq5b/IJtb2C2Z/lNWo5xlzg22RiQhLzgMUGCxDqh6IqyiF+hNo5juNJE",
-	"TSDPPOHL+kMk8zkJJb0kSEicZOYvOyhlYZwKekluYeuQfNtUhEUPM5HE8dSQ0fShqRikYiTSJejhMHrg",
-	"HAKsu1umlbBZZWTpckYgWheEVOOnsOM4KcF+bUpwwXukjhMAXQ+EujXVYd4ZXaYxvqup4hgJ832EYjon",
-	"4TqMibazVzFwFvPwQ7jAlE0XWCw2+JkViBPFuwyG5JOYcPjvBIKBCpxCDVpKgr4ehSN/SKLhoB/ORr3e",
-	"4GAWzv1DjEfkAA97fhQNcY/0/SGZHwxncxL1ZqT3OJrPcG/W7/uP/WLMSK9/sCWnvJjjcPcNVvK5C9kS",
-	"t1wSnEcDQUKdA8mzFbjOCrOWbkQk8Jk8T6ObpZ0UEa2bcevSc+PhKD7Mfdzu04TM4frTDnWeyq4gUlb8",
-	"IzWLu/UVdsx0oq5Sg11MskUvNEUduUfEExP3pI2Bwv1O3N54qY+mstJaSgWv149USJ7UFnYoSnE6gwQt",
-	"9PtValw0DXSSuc9SoDKmNGgeR7fXoAsrPmEyWddp0nTn6gZbhQqROQZ3TF4xnsTyqcDoZjAvg9TWQ9Fb",
-	"rDVqFMBZY6jV1VQ2+3v0S2iBVyvCbuPtUXfFVGxwmprVZY6PbK42RkEFXMGesRZYK4J1hiCiAOByEGwc",
-	"rFNDrU6mVyGhiScRSaZzGmsm4XKRELOQmOcZF8k5R84t1JLeb5NrvdZ154J3zMMaTIBYIpwl4dVehXrg",
-	"Ihifu9EXBnpXC5IQRKW6mdTzJWorkBkeBm/m7B7s+oVMsD0PkVgQgPUGiT1HxoRgE+1fxqC1B+YfHEqe",
-	"jPWGAw+5iwngCMaG1Zbi8wq/1Yth04eiPYcUipjrzpLt1TmureS5q3FoG+fcxTxUZNZfpYHIOcrtDNym",
-	"+hUip/UVqhEfqPxrtReZfAQh+ZIklubFw1iRKim5dUdhflQ4EBh1NqhflJIF2ycv3nVGIx3qo0N8PDTD",
-	"gowO9DMd2LNXaxba5HC3EUYRwVFMGUHtgY+WlKWQHn9Xx/oDChB/HJPcxkwM4OZCSe7c+NEfykT3wCE9",
-	"JusGta0rCqhCBxrc+cL4/MavjeLgl7EfmciEMnVvjTuoZGY3hcltysdG545oAjGeunoFSH0pkzQGN6L+",
-	"PS919IVZdzFrvrzLp+7PSBDCjrat3zW/NGCI43ErVl5olNrtNAnB4YJEkB5kkaso7xXWJxeENbLArVxm",
-	"p/ixcqWeP2oU2d/V5VnLhzfZhBxS+04gGm3F0q2HX66lsXlGWygs18eCHAUbMBWYgSIpD/A0+5hEwVEe",
-	"DaskBaueBUYZkgssjSNbbN2p1SILqqJrecr0wXtpgd9kl2+yyy1ll0J9l62sXzFXa6bcivR3Y/hNtWQ2",
-	"34oZdXNTEdkAffebsrfLTfkHlvSKZQd2uiohOMZYKe7ok/yjCpSlEFcHNIU7rHLFlIWxRnwsUk5JhtpJ",
-	"nN3ViLOl4NBdbDpV0fprt+u8okK+kGS5xdtgHZkxFfL3MOF8PbLu5895KIsx30SVZlHlgeSSb9ffH+D6",
-	"a77YdjeobI9ZLjuDd41Zdr97iNjlOh7+LYh5Z4Pf3WORS9iyq7TiEtjdY5LLqPq1iyd3ge6DiYBfPXQ3",
-	"ZVlXQ02ceiB5INhONUG+YIxAIYCoZt7KGZiyb8c6obue92d54ybtu0YC1j9su2Vt2jhEYd5GNo3SBPSr",
-	"6bLmuH7kVyjm7KIwheT8g6cOZknjmDpFkDdFIHp5wZxKfEFhdFPfvq3Wy1PpoZAzRjT9qbMQJPIQ46zT",
-	"v77ey5m2g8jbiQOQcxrW1qvR6QmgZyrJ7sfz83fGqX/kJNoxnjeAwkmilNINUzfFYRbOtriu4sFsqr1T",
-	"qi64TVStVhesJn7uoBPZz0EhAvkCJeSCCkmS22BfViKyZiJdj/ZS8VCwGWdFD+oliE3lJauj05ggjBKu",
-	"uE/U4alE+jMkJI1jJOgFE2hGsvKutiAgZ8TTKEDVu3wljoqBNnczwZUrX1baj+lKmAH6E/jSHw/V5TTo",
-	"owSziC/RbC2J6KKzBb9iiLN4bfmmbUe2wNKqrWrhbffENJohnmhwUM4yulJHcEUFeThtIMObu6gCpoZn",
-	"zeAJcTHl3duz8wKaNIhqarQcByunsBGnmrWCHYj0bgHTdcVBkSBSXUQ1GsPdaAud6KcWW66AVCIKJT4i",
-	"3UwOswhdcKSohrNQHSr8WIj7KiCJQ6a3OUHUXki5gvpKUq4g5l1IfAEVrFfpLKZh/sMqkw9K1WJuUfDV",
-	"tT4ktFTyzx8e3A6fdsKDXYRQWVsU9i4iaPmu+CrFULvJ+sD143KbPsOX4I+YX9RIYBcXCbnADWUqylas",
-	"fLAZUaKT9etutWsZYUDUmd2KQqJAgqM5TrbLXLtd5bDa20cGZ00HNyQH0Ogo7/eIZuusDaCuCbqK8Vrs",
-	"BB09mTQ1wnfBcfUB1BS/8Vrqspka6G0GBlxLVhZVss0SR9Y24IQ4ZxaVu133YAnYaT1gn7DroQJFKSnK",
-	"oQw6kKrNR2m84fi2rmml62PtGItbrKZVm5mgDW7OwXlFUirdoBn+V5ZSPb8qBLcxgqZ4pjI7MBX4hG3R",
-	"CYhql/aNN+ysVZplTZtXrlNFygrwHbNFSrp2jbnyG7f6uriVJs8dwWv6tv39s7l843U0thsT3NXyWWCM",
-	"95M3HQ781Yuc2x09BcDeytVjNKQHcPIUhORv3p0v4N0p48idyPAeDp4Kjn71lGg7CtUIZetGJpe33XcS",
-	"kzUD35CufIds54fPam5YcoNf4l1+g1YBBCWxi5XwLaQyia0NzSsCZOpl5yZma6PY66IfdafD8YQF/9wx",
-	"rT47ZgFQWLktHenLc6QvHCZciDoJbIwikpVnn7DZGlG556GaCc7pkgiJl6sAtVNGr7M6nJaBmpsTSg7X",
-	"LvGMXjAs04QEqB1c9rxJ6vuD0Jhgf3x9/LRz9uNxf/S4rQ2EHpq09Cs0gv+Srv5T2pUUnioA6weT1p7+",
-	"R+BNmLziSKxwSDqCrHACZjhhFyKMRS4zXlvDNb8kSYxXYs9TgNLGO4U1wAkn7ExiFuEkQmZrAoqVi6xJ",
-	"V4dCxy/7l8xBBzUj7fNsHUF3wk6JIjuEUfY2WmqZEzM0ygKcoYAo41dddKzN0ZitdTFkKheUod7IHszR",
-	"hGG21j2PwapOLQZEJkx6hISnh/aQjqH2UB8t1LOFh3o+WsB64R9tNf6E/UqlJMlRqXknFWjBGU9NBOuw",
-	"f2j6xQ2O0LDnW4unKFit97oTdkd/yV0VqbvGFm7TdDTl5ZSk9NMPZL23WwGeO2k2dZE8RmIuiMiNGblm",
-	"yFPgA02uO/UbtJtJIluv7beUpCRqEmT/jnX4Oym1MgPTF9Bl76VuKXxR65xmCuNmIktIdjntpGXuUF5j",
-	"u3a3SaGrW/5WxN69DqGD6veSCQ1B3apHzR9ZDISeVWGaULk+UzvVADle0ZdkfZzKxTYfublRbePUdiA+",
-	"TAVm0YxfT//r3/8zKDii1I8K6bJfSp4oqsbX/SMUuPBSrTTrA5vvFsPydFNAarp2hJxJHALKkyXYLzX1",
-	"a5et+F/Wc+U6tfJJ7K/I/aZ1s6HkHGzZ1jGYxSTklHUk78wplkho2aiLjrPXoXCxQBj9fPbsvNgvYMLa",
-	"xeZme15W9qYYVWXfc+MYgz3bNYzQS/XFhK1I0nE/s4klToZdqZMEapsEdGi0cJ7AXCb93FNLCD8ILRwV",
-	"GXzC04uFHd8rZK95SOBYVx3QIviSMOnl61TiEYmsrCw8LVja5mdKeKNyYcTli1KCQUyFdq1Kp0JmTKIL",
-	"knQnbML+4R/QU84UJ1IQUk8eoUePFD6rR/oK7z56hLRhVbECfatL/MGIMTmGZz2BmZKbDS4GXXSmsXrC",
-	"EMJhSNRdBOEEFQr4QNbCc1A9fy2nBfXOEcIwkdtkWI3u9BlWvDoY+j1U7Das96FlQeDmfKUAVlA2dGAD",
-	"v2J6fx/IegxLzwwTdr8JETxNQhsQARMOUdYFKvCyIsYx/aDeQin7wPgVRKVrQFvmm4PYMKCsH2vwcQK8",
-	"adIao//69/9UyoB5RT0B9ogmlsWal26UHI3MgKbxTjYgNKKBBjcB0ix7jAIz5Fh3+Qo8hDVrRoEZOfC0",
-	"04KpgQOiP9es0VQUL7fkCkIeqc90R57ANK8JMmQM8iY2gYHGadY3R+QAyUKidMNhUeqic2QaJlCp7Udr",
-	"niLD4VAq7MBYEgQ2FT0wDhcZtkIpnCuOZml0QaTw1MJwJALU/uHk3PSNuUqo4jYg3ioAJERIUIlifE0i",
-	"h3PD64TNeRLq5zkyG9xDpslVZV9qXAWXFyfnz22Ke6AW/kp90HnHYxqux5kuGMZYCKvnHf32Z/3UwNT8",
-	"cHRlHhtNyGiDmn8gZ/SmYZNs2CWmTNGwHlcWxzV5efM0js0UR3lRQg1XJ3BITQ3U2T9EbtuvQCNSUaNq",
-	"myn2zEm+5oys1RnqDBYbaOLWDxeeKYgG9gZd4VB00XN13WDnqzc/vEFamUON1ca9QjKMQAt8SfJmhx6s",
-	"X5QTMvPRLPopdqCwI0ljIh49Qm3OiOL1nrVPanMIZCTvAbfpdZHbcsbQLaR/aqbznVAb6MAFBkuE3wqF",
-	"WtNVqUyrGrjfRUGh20SA/lyY6m//gdo99F//5//a7jZ5+ddHjyJ+xR49Kg6bUQVC5hN0xZMPAuELTJmQ",
-	"Lm8dozlRynopg1V9PVAywDw/pFKvEHhToD/bf/ztP8r7aFinWVkBCEM1VyGlvzgZLOPP+j9/+3+bJkpX",
-	"eprHddOMSlgHScZGWbKXzRKvNVZVWjJUkC9rdnFkJgO7iL7ofFRqgRegtrqwzEVnFyxoTJiM1xrkj7vl",
-	"KsB/RtvrF2uWaGqP/rm+jrBZYH01YaLY77aSwppywNj26BHQ6+nzp2gwGBwqtvrz+VPzxou8a6FiC3Vi",
-	"n15w9Yf9jzS62deh2oFNPbZXnDNu5yVZB4oo1ApHI6eF8J7XIELYSy4TmLroJVkD31GjfyAr3bcMSxQT",
-	"rE59iBY8VXzqWHf6yoU6gZcghWSDwgPbY87YLy3QbQymuVtma6nbb6l/eIbBZluTHa2kkUhLEsGRbp0p",
-	"zLVlI/U0hyRhCnUpCyXjgqF/iDb1tdRVF4b9Piq0kVSyeGLuUr0EJDnvojc5zgrJExKZ5mF2uyCbRTSC",
-	"PvUmLX6MMMh6IKOsgRoCNXIbCEIHn+oeasHo+jpQ0mPIk0RXKm4Cthlb6NIz2WMt66jRIzqHLcq83Z/Q",
-	"G61vpAnzmtnA2Jo50d0BIFK4CG9N4IdoSw9QK0S9U4JIJre/osJcd0pwJrIDKkLJv4cCx88Elw1f4d9S",
-	"TekzRahIciufzGmsUB+ZMgJUiBQKPsvFEVphAT/McPjBsQ8VoWsGUJiuZ4RDVcOr8XAM0d7qvEyjGdOQ",
-	"E4TvbPIS0zNL76IAhAnYA9Brz/c9OC3TLLDv6wPNvHUg/wXW9WYFYM0yHKiMwddnYQziM4iSWhTugqyL",
-	"LnGcGreCXBCamBh/IsYTYCqfbCW/T8XvPmnR9RO80+l0sv/XH6mNfkJBhcF/QkscK85LIpB1PCPPF1qW",
-	"okvKY6NmzrgCZIIYoVqVcRr0e2iGI3sbasMWKs1f3xhXraPKLc2PpshKVtahfkcW8T4pysxRoowPuW20",
-	"hA3ZqD01akHjU0AyS1EYpSd01VNPc4ayOlnQJbPxh2r8XMFDnzKNLuGpYrA08vJsXTUyGPn0HBX9MRt2",
-	"pIatdgzWANHjr7BcWEVLv6noLOJEACc0/XfzIQ/VkJv5MsxZfWxaCJvOc2sbFKDvtXaptf5eacamFsZq",
-	"NlmfppVvAratFQWt/pfG3sL/zBTAY6oIaXkrmhGFDKuEK4XXRUmYpNpG2Y6bNzcsQ6hoebLj9QZqvEoH",
-	"ZjWc5ffaF6pUlcdD9JJ+n3870ohc16lZYwV8Kk2fXwW8ADQJbbDZ/1UAyM1o/X4d+ZpbaTPUDMZV77ri",
-	"2MWr3QXYdwIFeYJDANxW3RIO4N0hbFPp8hhaEAbWBanWZkXGDSjznrsOWelxy72pM0xUI+7b4dQvFpLZ",
-	"+6WRalpa28FctYUKYFRXRh6kitKNwwXYwIxfEggGXeJreFicpaFFtj516y7/+fSVpkuXS+V0BEa2fFxA",
-	"7KKm/UlJW2ipqNmaDHS6ZFH7NkOMLLt2m3LDiqxfNWXkeqUFqjbjyL5p6nIt+BWzdhpZ6I+8l08xsKss",
-	"tPm2EHY0XwVh5w3g61LoN4DKcUzUsGDcPC/YQk0aqPrN1sDODVYXihKZMJEJDknD7f1Jo9onJBN6cUES",
-	"ACH6ZIvyIl3+V13lhdCaTxNWuNHzm/2TghRTHNSWnVU4VkoBBS7tLsX4NMvPu/lzNXLtOFrRUQzLcvNP",
-	"KMgSVQPNrbSWXnhql9k4sFN2TPELnsrMjv7JUr8eX6yFJMux+6gmUKVxE54zWjuGu0P/ooAYZXVEdLQM",
-	"XICVtN3AeTy2r7oPu85DWEX9GA1l6ExNRVOFTpA4RpAljHSWsJrHzRourCYvWWdq2Oki19U3u86beo3l",
-	"MXM3ApyxjSkKsvmzstoVPHLebdq+V53QGpk/5cX2nJ259ffMpvKXquFLdmrzV+HU7YWUn7uOYwLmkZX2",
-	"c+YuPKyLf7KzFaCkI6IMHKMSENuZZrNnrnieygJEiwFVgeZGb8GZUSUgKgxpAjvromO2NjKo4VuKp5uM",
-	"IpO/LiZMq4SN4haUsIZFwp2gmLT199hYHfXnSU22Xm6U4FAdT7ufPOM703EzcAxKy+Pz+ZHhmHm78jkY",
-	"UTQDtFb7TMjI47KgUbU1beZicSV8pIue5Z3QFTGp/SugXKQ4wUwSEo3BkLrWDmx9eRtVC1xIV9aZb4VF",
-	"KA0kTPdxDl6DBAkaEW/C1D7nRIYLFPxwUmcyMu2CKUMRT2emOK1N7bAelmJAnHW1dCfsL4VAXaOaG3PQ",
-	"wEcRXgsdEBTTkBiPvfG9vkv4KqFE4mTdMkmP5UzEgtd2X5Jkqcv2UBkXvLfvct9sy2tdkkRov22v63d9",
-	"9QVfEYZXtDVuDbp+d6A7bC7A522cr+qfKy5qYifeWQ9ubct30IXcZrUKt8Go20VnhEWZ+Vy3G56wrf2G",
-	"9QkYP5DY0FM+xCxvqr2esFJnedR2WkJzVmtM3OtmrgcdnazFk4KFf8LqKkzAoWYGwRdRa9x6Cre2bgOr",
-	"wxGIkN/zaG399CbbsCzbg+9en7NuZLR+TnUQS9b6EsosgIAHbnSAxsj3fN8H0HMGvmt19jhOidObOa/y",
-	"1UpFVO45Xer0a0tPtcADDkESs/W5OsziYgAjUM/39WqqbvWaheQzwlyNy8sXAY55HeygyW2nBrw2b/qm",
-	"GBIik5TAA21KBTj3/d7uJ+PGyxT7e7t9ax24Dvv9kYar056/1RuNDLTdmMBW3+8/7vR6nf7gvOePffV/",
-	"f62Um9IdrX343yYQumUNyiP3zchlLMhXWz4AtwF7qz/354/DPukcRge4M8SjQedgPpx3+rM+7s0P537U",
-	"6xWChFgax06AjzmGW52nCXWCA21qsF+ouXfjtYa+3zR6hgL73+Mowxb1SW/7Jz871ij4qDfY/pG5Nc45",
-	"f4UTHVU/7I12mSxTXl+TiGIbMDfs93f52BhFlIxxwiSVa/3t4fZvzzl/jdnaAAeunNEuAH1hFEUwqOqv",
-	"dgCPCaj+OVcCdXhWxm6emj4e+qxbXkviC9Ea/6I7e4vWe/X6vgmHUfNdkK01Ttzuzx7cTSuS1Peb9LSc",
-	"oq1D7UCKwJuwoNhRK9hDajairw11ObkGevVhkBm1/wJe6gDaEUZkavb5Z3DZZHE/CMeC50ES5qXAy12b",
-	"xWaNE1bp1qjlOJtRBAHwSswCESrLDaq7x15RIU3HSBAUjO1ZQDXKcs5SvNbNBrUzSopACZxKKIBYbJhH",
-	"0iUptF9Ez4z9vnf4xO/4vY7fO/ct2yuWZrDsy33DRsz9lhIQnYw8ZVoW5rxlt4DO3beUpUtu3BMI9upX",
-	"Y4A2ckD9tgb+eX8wHh2OR4dN24IWjPfdlI5/hfCiDMMqyJXlRJVQqaZoR91CSwhdWLVx2GRVS6rhm/Vc",
-	"Ike+/ac6b2qHNyEIprXpZG1yh5Zo2zG/IkknxIIgsV7OeFyqD2Lu1bpNV0tE7na3lauq7rJaczMX12Yv",
-	"6brF5ZUsd1tUVlT05n1FVPLvJirp//7ysV4yupt8Uyjv2np9cvr0x+M3550n9cU+x623p89OTjs93/d7",
-	"tfJNsW+0I82Zfq+tJ0963d6gVCh03Hr39qzT61e7K45b/uwJeTIfhZ1B2COd4fzxqIMH+KAznA/mo9lB",
-	"eBj1fN2ttyyg9TWHUweQ51caojEpkn2/lOtoZaysua/uxdvEOyVvZkC1/W6d/Vf70PZuHkrcq+uzXyP0",
-	"uWmy7i3+ZeW+LyhGFWQhdTcXtu2IQ/bO1vKQicXdt51XmxX8Z4kOoC632M1CvvBOfUy9LC4aolfAPGQC",
-	"wiH1NiE4tp46yi666LXCIMititeIpxIqqeUhlkfFiEs9Knhmc+cILAu1S6G6SqtntvfsouwZKHko72h+",
-	"Q3my9VgHWldtzuO8i6vTrqHdK5iZj3KrLI3yaM5SN+NAQfCCXhJmujZeEEZ03h+1hRWAr+norBXRsa5L",
-	"fqljUWsslTxxTLGS1xqHu+gtK3lEdYsV7TRVIy+wAI9N1mpS4WcqCISO1EAOta3vvLBvExcT6NDQGuP4",
-	"GAkiNSSLVnoTrJXv32j9YDC38f2oN4LIERPcj3qHSig3YsmetV6agYvnBRZEGsfCykbGCwBBSUXbuVl8",
-	"vQl+bAzQQtFTyeZeNFvl3+xZfNAxy6a7U0b91emMlX0MNnxF07Uej3bWfEtb+vdyY75dEuzOeDvsS+5E",
-	"lZktKo2RsT/ANqto526V8SvPitVUCh3aYwrHVybITPxj4yUoHhPkpGT+ipL+Zq3YyEF5MBcqZFYYnDkh",
-	"9Lwlk//YpFBZ4za4E/SEjiehcIichWSvTruyHdHPNH8+MR2a72QuhH/qIma1DavvJJfsfGGXe7vvZHLb",
-	"4f6rJKu+fflF73Z/uP2jN1w+V3eN/mAHYeApZ/OY6ly+38lq9DuJLBZNagSMNuOsU8oQ2nMkGkMjRqJx",
-	"Lfc7mnmKhe9dM05ufg08FJQsOF7ZfDNhjv0Gxx8g+zy3r+ius0LHQlcuSxBStCcujxINcRxPWO4cCYkH",
-	"QDHhpIxcKQalPUrWsomemxC5kC9nSpQBC8Xxm2dNVpxzF2IVU86XUbgLR0CZ8QMpSAiShVSidsiXS5xX",
-	"Myhq4LtW8YZaF6sYqjYbpalOL86Sb3M+d9u2B04/b3z9Qn98ALnY5o9etWCOkGtQ2ZWuuRO0TKRtHrHX",
-	"2LQEtQGTSnaLgmpcB4hiG4wcGm5R09EItmX/7u1qQttlJzVdRep3kqnatRayQvuOB95FublPtpHsFPII",
-	"0XaIBelQJgioDja5CEEQXGlHRaPExsNxG5d8xjOy5Xy322//CBbaDUvfaKf9kmbYL2ZFa/Yk9j6XJ3Fg",
-	"R76NweuhLXe2ZERts4V6W51bgrweWEXbm7Z3G9Nbr2R5a5H1P/kvfuX09a/H6zfUv3595q9f9366fv2M",
-	"X70+51evn3M6/6kb9mP2YG7Rph4wW2xlxd5B/21sZbIoAlnJsiAZvb/xGkxjT2vLEThSzBUv5F2IMXr0",
-	"SLuk1Z+PHhWDULQSCuG1SkfyUMogekV/YcxpYDgzsTYssnYNUNEfPYpoQtSNAoNPWLsQOePpaguZpGk7",
-	"Eth4BYiq3dNxOWrF5QwSYwqrZh8e6VheE6xTDuBJiEnR1aHKSlAtlcSZMGg6AvJfjUnAhAHOEyIWdUUb",
-	"YC8LLgjLIsZ1NS43Fr2xXW63PjMC4o7pb6n2/NogWqqAvp4wJyviyIyna1jpThCa5Xoo5vxDRUZIVyYT",
-	"uSbiLFvA/sfqom7AKFeTwzZhlWD+5gAkt4nQbWV+ZxaoNPL+PnFMGldfmx4qOV0+y3H4nhFLWy6Nfk1Q",
-	"k9cSJI5JMl0tOFOv/6k/GB74vf5gOHr85ABYCJBjdd0/ZXS907If+rK7bRhOwxV4i4CqCj59keCqh3MU",
-	"Vtqvt/zrw4PRwcn8+bP+oP/90B8MToZPokPf9wfPhr2Tp4PhSYhPInw4/DuQfirRZ7cWhz6DSLItXquh",
-	"U6quR6KWXfAmKHFdF0YCpKrJdW5amvkq52gy+wJW9s2a+C0G7S4xaLJwuzaIk2Vr5ZZrv9GY+QqqcOKy",
-	"dAH1TOssEJ6RX9ykzi76WUBBHcnBi3FJkgkrDmnlG5O5lGXnK3EH8VR20TuShIrqCAt5ZNO+rNmDGt8s",
-	"ZLW2MQr2tTvvf/SfB7UukB+Ia5n8fn3qGDg2hpsVjbu7WGD2PCXeOWuPtpph1Da2WGGKV9/drTLv/1u4",
-	"R34v/e8HIku0M1vXIM0tyPgjjW42eh5ipS1KE3BQbg7q5a1DrJJjy75RnR6jC0V1txDMraV659sXUesb",
-	"1n1ZrLslfpkSNs3hOk/h9xqbRI1mDRV8Ib7GSUrT6Lnn5KaBfi5JXpzkdqEwb3ghCT6rejNhxVoh1Yx0",
-	"p96N8YvpqmK12i3s4AHpwLubOvwQBt1vSs79lRy3K+9W7cYlPZR92W39HhqPO/s35eabcvMw945mj/e7",
-	"ejRtdUwVhEZJx9Q21Sm5+jawxuti3FWpT9cmoUY71H80M38eCef2fDqDxC8fWyZLfKObbZ7wZVbIXFtU",
-	"lkRiPZz+W5eWKPbiGDu9OPi02YyjrqxNyxjVLaPOGpQvCqCSR1OCmpLHZeq4sulgfoh7oa62blZfrrpQ",
-	"WnpNcIY6ldvcJBvHeiDDVQHrtjFyg/AGJ7rfxN+dxF9TGSoH3GamZOti7xOnW/kOkV6Vrsdtm9Rn3tkz",
-	"tf90A2dbwB3Sai5JosvaoAVJSC2nKrfFvYsKVRrDKlBfPTrUNSd2kMBWsNBu2LTmpM9s4PfPp69AA7ky",
-	"7alNkQpq4uRsk2k46Jr+5U40/oSVEMHUw4AwPmqaViudqtjwOzgCFT9BOoxAoA+ErExcuPq9O2Fq7gUX",
-	"Ei1TXbuTx5cESW7bURs5nYgxWiX00roRVzMcfvBQTNmHTsxDHGvdLYx5Gk2Y5deZV9Qk20V7nvFimo/U",
-	"NlImViSkc2iJY2cDACVkngoSTVgbSls2VafaUzvX4Y1OSSoPhQsSflCDXmDKEJalUiHdCTtGehmCJJem",
-	"HG5WB26ZFf+ESviJ9eyCamiSM9TK/nLy/Y9v376cHr969fYv03enL/738fnJ9OfTV2c6R9ZDgkDh3WCJ",
-	"PxCUpCzY66J3eRQppM4aE51AAdTUqPWXvktr6fqugdi2mbq2CdYW9NjUWnznS6uhU/xDhV83sKlvCfV/",
-	"LHn/FDibIiPLjW7BaGtv2n3dLqyjWdkGA1QWFMPIFdrOR01JnYRcUp5mrVMU5xT26wmbER0Rushin4Fd",
-	"2ErKqA0tz/IWZybrKXuCtE685yEgfs1ixISFmCFxRWW4yMqZ2RKi2OVcFeZwCsAwMDvTIPl26++ImwC7",
-	"Aj4W0WQXrITcuttKf/BRsSCyt6EWw8mGsk21EfVuA6vfLaS+1ONVrlek6NWqb/NYF9ZaaFt1u+vH7dq2",
-	"0zKdRRVWu6M+WBuVW8xwqo3Qre9atnnNwF2oyKugaRWmuO6sPWfdyiqNvnYDbqWb9KZV/n1FbNcu+muO",
-	"1S40DdwVy/MegL3dIrvzBn+tJ1Fv7uMD0hnN+mFnGA5J5xA/edLpzftkEA3D0ewxLraqa2IVlf7yNbP3",
-	"/lrTfdxYY8o9/VpZPcLblzZ4KFtPY3flLYHT5V7c/21Cp4sb3/nK3v9oUbLZV67gq1MAMw+hTpWxhRdt",
-	"MWxoGQBtmIpVKQ3KbbTVmMza213R8NWD2pC/EB+o9voHJqT/aP4WqDhKNQSnkMY29FpQEzojNyDiaQgB",
-	"sX3fV6D5Y3KdvF/1ThDb6IwtWsX1BFk1AmfSz5d9c0/PrmvF10u1T4oOis/qAbY+kIfw/BqtzgW+NXdM",
-	"a49r53hY/foOqUEGEjui/AZkv9l8R36GK09H7WzzcZSa3X9zcTS6OAqQusvluJ9kTarr7Synuiu1KNTf",
-	"0bem0lOzuxCqaBQjbbIW3m6XqQkzDPIIMQ5Wlphf0BDH9vW8hmYlpKfOQALL/1yXbf/3uWwHD3u12eIg",
-	"rRpyX+ksrIYe0EUO1LNqWiGmBcCHTOvyOaQOZRat1j15RqnRdAO7yBCnYRHf+Eet5Ra6cu/GQpxG1UBR",
-	"bovqX94rwtG+lrpwadOqF7VNLTDTktdWBItMJRv1yLxgfuIJWuriXHuV0uTm1W5tiXK8ovuXPevTqLFf",
-	"OW6atkISsyRdG0yvpjolXtE7TlfyR0EWoi14n7uPChOO9/fhmwUXcnzgH/iVWd5nJ1VbKr2+Urq1dOis",
-	"RLA+lwxixnhhitpW9/LU5BxCV2rPNgBRDB7aQte04y6m/GYzFLzu1XnOK72lDVm7ocrOcLbsXP1IZX+E",
-	"LkCq+UbML4y/QBGEM2RGANUxoVhduZAMGOxKtWQcz6W7eVtS5ub9zf8PAAD//w==",
+	"7H3pchs5muCrIDizUZQ7SSUvWaKiYldly1UeXypJ3p7pkpcJZoIiSkmAlUCK4tiKmJ/7e/fHvMG8wj5A",
+	"v0k/yQY+AJnIg4cOu6rd7piJspKZOD58+O7jYyPkszlnhEnRGH5sTAmOSAL/fBmR2ZxLwuQpmcd4SSL1",
+	"NCIiTOhcUs4aw0Ygk5QEaDElDMkpFSghYs6ZIIgKJKcECckTEiHMxIIkSHKEGSI4iSlJUEJ+S4mQaEHl",
+	"VL+MZwQF2bzhsvWKLIN2w2uIcEpmWM1PWDprDH9pqIkbH7yGXM5JY9gQMqHssnF76zVOiUyWRxNJkup6",
+	"z0jIWSTUQhaYSjQmE54QlKhPKLssTjWjjM7UbJ1sGsokuSRJ41ZNNMcJnhFpwPUsTQSvmfJ8SlDAyI0c",
+	"hfBGgPgEdjtPyDXlqUBzfEk8lLJwitkliQ6RICzKATKhsZpDg4lKtUZyg2fzWC2ILP/Ff/krp29+PVq+",
+	"pf7NmzN/+abz882b53zx5pwv3rzgdPJzO+zGrOE1qFrQbylJlg2vwfBMjaBXVdw4vnlN2KWcNoYdv9v3",
+	"FCSyB3UgP74mTL6M6je/IOMp51eIqJcQjVBTbS2gUQYJ+8YcL2OOo53iFp9GnYmP90lrMO6GrX7YJ60D",
+	"/PRpqzPpkl7UDwfjPWz3Nsdymm8NZhzRqOE1FK7RRKGwQhx3sxOezLBsDBtpCm9Wd+cg5CuyrG7yCKWM",
+	"/pYSdEWWaE4SFPNLGuI4Q/AmRu/fv3yu7gRGl5xHKJxyGpKdQ8A8StS9SdWlkW30iswlmvAEYYligoVE",
+	"3T6a8jQRRbAMou64hw9Iyw87k1Z/8hS3Dsb7pPUU74WDqE96k27HgkXf6hwwpSu2Fj4OMnQHg8248JrO",
+	"qKwC6QRfEiTovxMPddT16/h+YT8Dvx49YxjOXVBEJjiNZWPY9T21OnNHfd9bf2O9xnmCmcChWtEqZJX5",
+	"K4hGRYj746fk6WQQtnphh7T6k71BC/fwfqs/6U0G4/3wIOr49Yj4QBS8VR9rugqk5gccnWrUUn+FnCki",
+	"rf6J5/OYhlitfvdXoTb1MV//xwZJEk2hQh5p2FzjmEYjg6cNrxERiWksGsNfPjYmlMRRY9jYnVAsR3jG",
+	"U6ZemREh8GW+PhRxIth3Es2wDDUdT8hlGuMEkZt5QoRQ0L39oAFABFzIYWNv0gm7UY/0xwO8d/B0f//p",
+	"wR4ejPthL+qSzsRv3LpTncOo+jZRgczCgVynYUiEaAwnOBbk1gXrPydk0hg2/mk3Z3G7+lexewygANBW",
+	"kcCZaYZjdTokGqKgBK7AU0Qsu0ijK7IczagQlF0GiCf5+4but9WWnnE2iWn4wIOLUv06Gc1IotiGHCVk",
+	"QhLCQrLqFGvfzCGM44TgaIlSQSI0XmpuPseJZCRBzRAL0qJMECaopNdk56EHelS4aUYCUPCurBLZlZEb",
+	"KqT43GcemgMSuVgSpkmiWJeQWJIhCtZBH5DCnDu8P4J9UjVTGWEy8LHRPOGX6qpoxPkt5ZKMzL5H6kQ0",
+	"8rxkkiQMx8c5Otz/6uuhRvoHF2cedrB2jQgG/hyndcZnRE4V5UkZuZmTUJIITTCNSYQ4QzxNkKARgQvr",
+	"bjJoo58VYA2JMlc8Asi+5fIFT1n0MKAyLkcTGObx4FlmSgssEONKQkjZZyGAbzkSaThVkjxPk5CALOJS",
+	"gyEKso1qvDzRcts5569xckkeBkQjBI4k56MYhntcYNqTH/NoCVoK5wjm+dyUxU7Ir0mC9vroFf1hiILK",
+	"djVIz0hyTUPynuFrTGM8jh8I1QRLIkapM9zjQfVUjY1wQpBUxC3BCY2XyJnrc0A2n9SZSFFPIXGsLn9l",
+	"x0EbgWqIxJQnMl4CnM85f4PZ0ohT4uFAHoHASh6VBHCOZpgtLSYJrTYsUYwl+SwktjKjgafdXAZKrNRs",
+	"FMAfLdC5AyS0jq3W5VgTnFdWLcu8veso8Lclsf05gPTdq7udU4QlwMLIsMNGZ9DvdgdtX4nriuFTJX9T",
+	"zgRoDuYJiUZKKGdpHHuNMCFYmieNrt/da3U6rW7vvOMP/c7Q9/+iRkqWc8lH+Sy+3/bhf/mPWpYIl0rY",
+	"F5EWuedcUDnCUZTAGTb8m4P9wf7x5MXzbq/7Q9/v9Y77T6MD3/d7z/ud42e9/nGIjyN80Hc+B7yKyHzU",
+	"mxzgTuj8osSQVI1r9qV0CqXWzGlCRN2GenZDMOaWWk8mCsFHb45Pn/109Pa89dT9KZc8h413p8+PT1sd",
+	"3/eVlsqIXPDkqjFsjMm8q8ZT6GZOqt0dgPoUEnq94ggGZsVWxxqVT3XgNTI4WMAU4CGJ+heO9fpP3p21",
+	"Ot2G10jn0cpz15O6V1XjSnYblZ639WWsYPmpUflW8RVNXkhUEA8Ew3Mx5RKI23uGUznlCf138kDJJnVH",
+	"ejzKdoRAUkb/2jo6edl6dfxvSNMABJZEfZSfiy0fnbwEg41SOrTW5lm90lN8xNimuJySBBF2TRPOZoTJ",
+	"IQpcaAQG0vOEqyUqRnPMJJXLhwFcE5ERT+WIT0YJZpfkrur5LFVCB0FjIheEMKTuWtv3EWYRGmi6BH+/",
+	"/fHtY6jnegUg4KRSCeAAPhzHfEEiBDsAUVKRPSWnw0X/Ahr8gsQx0jo8GqcShZgp+XlMUIiThCqlIVWH",
+	"WlblwSIXKZ1Nq2OaYDoPZlSAyUM9SZlI53OeKFIxxzRRz2qOUKt3xtw5SpN4pCRpAyOLSdlIb0hE8TnY",
+	"gh52d/O1zdSQI7AvPaL8lwu4lAhk8a68zC8lX6vTDcqTB8PiIeWA0GD/sz6TYxbNOWXyvhLGKjHBPxj6",
+	"vuFRhCkikZkBrRtgJEiYEDlyGbPhJ/SSUXZpXmgMG4upIOHozeTVzwfJ/o+v/u235Hzx6/uT5/svX5/8",
+	"5SXvvsav8dliDfdyl5MmcWPYmEo5F8PdXaPjtc3e2iGf7SrACPtL9GgMrwTyTewucyOY99tg0jWDgQMG",
+	"YO+wUcdGiqMITDA4Pkn4nCSSEouE5bmOb3Ao4yXijKB5QkPKLtGMgz1B33saBagJ/4TnO3CnHSIcoGZE",
+	"ExJK/bNC+7kz6ceqKLgeTs/g9Wf27Vuv4VL8ihX7eT53GynAvf3xrSXOTYwiEtIZjpEx3oKRC6vXhUTd",
+	"7Nd5jEMidjyAAInUG64lDEe/pkICWZekaCTvDAxfUVJdGhvV1aA6lpIkapH/q+l/+qXTOvjwi986+PDR",
+	"9zr9253mxUVb/93xurc7//2fK6Zwr3HTMoO0qoxu/eY6A2R8ASiil1QKYITlLXuItC/b6CLfx0VDY7wj",
+	"3lZ9G3A1WsD17JuIRoRJOqFaRcshVJSNS96VMshKroB6YbrOkWGu63dCMTzOjD/KfHJoPVZzkmRGXsqQ",
+	"UvliouCLQixKJ1uU2O/kFnIE/PW4/ta8dus17GWrbu/n7O5pBKeR0ofThGnLdXDy7uwc7cL3IjhE6qgl",
+	"vyIMDtwsRHMp8luKY+u4BmLxXcnL1p34k72wS1oH0T5u9fGg19qf9Cet7riLO5ODiR91FDTKHpyNxyhI",
+	"HJNkNJ9yVnOA7+aaWCH9GoLXQHqKKbvClwS2kihFO6QxBbZ0iBi5JgnC6NW/PUOXlYv5p26vv+93ur3+",
+	"YO/pfvEEe90tllzQkNZeAfvmyiuQqVd3RP9b14v2S6PWpVGmrjnu5dECfPwrCSX4Y+DtoxW09Mgijiaf",
+	"WKygMcTwjL0SNSmRRtcesIoWPtnJqODebZUCZkt+5nCP4qJf8wVJWur+mtWL5WzM4zY6s9KPuiXGi6rE",
+	"IhHJoLhSY5pw1vgLbv07LKrrdfzbu1Lmrvb4ojhfmiYzQjFPTY4N5QX1oJmqN9TLQId21LYzp0eV1oHk",
+	"xydI4f8SXAFpQqp8NxOMN4qaL9mEF+ScKmJM0xlmrYTgCAyP5GYeYwYXsV13aJmIVBkpXuClQCCKKLXI",
+	"WX12HkZOMYOOOY8JZpXbYKfIl+2ZLdchPuzzGWgI1c0JCZua4XBKGUFKkThEgmiVDsZE+g3K4BFlMuFR",
+	"Gtrt2yCdqoN5hcMU3Oaut1QJpkWbg+tcmRE55ZGrPCl1Zr1TdJVXrrSoGqdcwzIj1yMH16PqqVipbNWr",
+	"l9nQRrvM/rbKZWlIpVs2vBXWgRV6pTGmOYbpivOv6h344JKD6jFW8BvQSdutatgZiNJ8HJOZppfAzSiJ",
+	"I3X9szCq6o01No4qgv7L2bu3CNQAEFwkBzQEOtAEMhK4ZpEAZHScz6T+NJYmhmek9sauvPt/nmJtWEi4",
+	"pf86Kms9s9J7ycddeSmB+FRmfaPvYk5xJjiUwlqpVtK80NzwjSQPSMGtYxSocHiStPSZmaMUqDnDS0Xe",
+	"yWwul6DoUElmYqv5DK7cZlDASYJBu3EtER/X2XYi1MSx4JYIBf/aMhpf62UUmPPd2XwwAKJ844UF1B3S",
+	"C4rlSoGBuerWRnmhu15ecLwUW4gL3Xpx4W0ueZcURW0GtxJxvXwAQqcWEYYoAJtdgJo/vP0Bnc1wItGz",
+	"KaZsB8TRQCYh/HqecFaK4bNW/RUSxd49JYq9bSQKmLtWpDhJxzEV0zPjGPhYa2SPKUgVwDbUdcPFgMYh",
+	"CuaERRD001xgKtUhK6BlXwLpAYfdjocC85hEgdLGuzc34NG3zg1jTAC7foCaWqBRQJjNpYlx2HEZrJka",
+	"0NeMq7QReLFIw/M3KxgC+lQdlQXlX8ciFgVhCmjuGeu9eqHT9a3jD5AhBUu4QiRF6x0PRZVEWWPCSLt8",
+	"PjZwHL+bgI17HRU5VW/ffqgzFZEbEqZaQFFjomYwxoLA+IFxWUJ07VwR0x2w/+XWlO1md4hA/RocMmBo",
+	"tDYZNbEW+IzqyYumIw8tpjScakVOf63RAygSMYvNdrOJ0moYFb2XVXZGmLM+NZ15ve0qthGWpCXpjNRh",
+	"UMnzuS0QC8pXPRgLaNd0QQFOGjVoCvE/CZ+VrHCgIiuBkUQonWvIPdj05lpn6+iFsQsaKqWD6XSMOVgZ",
+	"FABRs3BZAB0B4tSQze1gXjICPj7aboR24dSL8I74gmmIP6bh5wQLoeGIhWuNhfQDDUJ2qWhVkdxsjvB2",
+	"xYFs+nWmBPcOeiUKlhGT8r0onlnhVhYQq07oABr9cIM2n9QeW/HiUIEEYXKl4XqV5blyXyXXLMTbYJot",
+	"m00OEZ9RqTCOpXGsj3flEov2lcEdzc6dotl57/HNzt06s/PeSrOz2oM2OX9eN0Hpsm97VN1tjqqEYfWH",
+	"9XX6Ce5K7sq6yJ2Ml4YoGL9Z5YiP2TWJ+dxIrUDXqnfaei7XrVYLiGvtYQxxa7MuWcaYmXazSXyDiUx9",
+	"hjhD5j1HsVtlEYO95QPXgfAU14m+6mLMSaJlV03RHq7K6TCm+ytyp0rfSMlJ7QGAiQVfwlkn+kWU8IVY",
+	"feA1ijVfGIMCtUlpjCyUqj2hiZBb6/dmoad8UafeT7EYzXhS57ZSBwwUBDMddgM7mvA4Njspn7dn0oNW",
+	"eMBMxpGORNDybDkrSF2wLDVvhcShhA2bu6eDoQlSX8EMh5rwcS1Dx1jox1ti/GyGk+WW8Dwzb6/A8gyu",
+	"XpYz5W6tFvlzjNqWiljcsnu8OzFx0fjrJCk5+q+wX2kQ8gnQFwWimMhiHF+Nlvz5JP32l1PhHkcJe7Az",
+	"/tG87M6RfZcnL+WO9lrL8t1VonmMpdJiRhNCHgkFAiud/fU/dTZyFi8wIdps4mXa3BTHk5bCWiUmZoxO",
+	"wGGKKU7II6Jlvg4YeYgCd/M1y4XX7rDgB7uxNzvKc6RYacReees3KKteQ4o1Nhw3FDibYlubQonUlbbh",
+	"NVZkEOZ3sQhcV1uuyrVl1Tj7RwHXLX7BttcQ27Ock5YzGSSOTc4NpJpPeUyQILFOG1tQFvEFauI4BpYm",
+	"asK1Jgmf1R8imUxIKOk1QULiJDP02UEpC+NU0GtyB6uO5JumIix6nIkkjkfmGo0e+xaDVIxEOgOLA4we",
+	"OIcA626X70q4WlNl6WxMICYbhFTj8bHjOInffm3id8EPp44TAF0PhLo11WHeGZ2lMb6vUeYICfN9hGI6",
+	"IeEyjIn2KFQxcBzz8CqcYspGUyymazz2CsSJol0GQ/JJTNLDdwLBQAVKoQYtpbrfDMKB3ydRv9cNx4NO",
+	"p7c/Dif+AcYDso/7HT+K+rhDun6fTPb74wmJOmPS2YsmY9wZd7v+nl8M7ul09zeGiLmZLPffYCVrv5AT",
+	"c8clwXmsuJBQzULybAWuW8aspR0RCXQmz8ZpZ8lFRURrZ9S69Nz4cooP82gB92lCJsD+dGgCT2VbECkr",
+	"nqCaxd2ZhR0xnY6t1GAXk2xpE32jDt0j4okJUNNmT+F+J+5uptVHU1lp7U0F/95PVEie1JbvKEpxOk8I",
+	"TfX71ds4XTXQceYoTOGWMaVB8zi6uwZdWPExk8myTpOmW9ew2ChUiMwFumWKkvGZlk8FRjeDeRmkNh6K",
+	"3mKtUaMAzhqTtK6Zs96zpV9CUzyfE3YXv5biFSOxxj1sVpe5eLK5mhgFFXAFO8ZaYK0I1u2DiAKAS0Gw",
+	"cSWPzG118vkKaWs8iUgymtBYEwmXioSYhcQ8z6hITjlyaqGW9GGTXOs1blqXvGUe1mACRGXhLNWylhXq",
+	"gYtgfOHGsRjoLaYkIYhKxZnU8xlqKpAZGgZv5uQe7LOFfL8dD5FYEID1Gok9R8aEYJPTUcagpQfmHxxK",
+	"ngz1hgMPuYsJ4AiGhtSWAikLv9WLYaPHunvOVShirjtLtlfnuDZez22NQ5so5zbmoSKx/ioNRM5Rbibg",
+	"NqGzEOKuWahGfLjlX6u9yGSdCMlnJLF3XjyOFamSeF13FOZHhQOBUWeD+kUpWbB5/PKkNRjooCkdLOWh",
+	"MRZksK+f6RCpnVqz0LrQAhurFREcxZQR1Oz5aEZZCkUQ7htC8IgCxB/HJLc28QWouVCSOzcRA49lonvk",
+	"4CWTW4Wa1hUFt0KHVNybYXx+49dacfDL2I9MDEb5dm+MsKjk368KCFyXdY/OHdEEomV1jRKQ+lImaQxu",
+	"RP17XtDqC5PuYm2E8i6fuT8jQQg73LR+1/yyAkMcj1uxvsZKqd1OkxAcTkkEeVwWuYryXmF9ckrYShK4",
+	"kcpsFSlXrsf0R42X+7tinrV0eJ1NyLlq3wlEo41YuvHwyxVT1s9oy8Hl+liQo+AKTAVioK6UB3iafUyi",
+	"4DCP+1WSglXPAqMMySmWxpEtNu7UapEFVdG1PGX64IO0wG+yyzfZ5Y6yS6GKz0bSr4irNVNuRPr7EfxV",
+	"FYPWc8XsdnNT99oAfXtO2dmGU/6BJb1icYmtWCUExxgrxT19kn9UgbIUzOuApsDDKiymLIytxMfizSnJ",
+	"UFuJs9sacTaUlbqPTacqWn/tdp3XVMiXksw2eBusIzOmQv4eJpyvR9b9/NkdZTHmm6iyWlR5JLnkG/v7",
+	"A7C/1Yxte4PK5pjlsjN425hl97vHiF2uo+Hfgpi3NvjdPxa5hC3bSivuBbt/THIZVb928eQ+0H00EfCr",
+	"h+66fPJqqIlTWSUPBNuqusoXjBEoBBDVzFs5A1Pc70inrtfT/ixD3iS410jA+odNXNYmyEMU5l1k0yhN",
+	"QL8azWqO6ye+QDFnl4UpJOdXnjqYGY1j6pS6XheB6OWlhyrxBYXRTReDplovT6WHQs4Y0fdPnYUgkYcY",
+	"Z63uzc1OTrQdRN58OQA5R2Ft5R+dngB6ppLsfjo/PzFO/UMnv4/xvM0XThKllK6ZelUcZuFsi+sqHsy6",
+	"KkalGpKbRNVqDclqiusWOpH9HBQikC9QQi6pkCS5C/ZlhUBrJtJVh68VDQWbcVbeoV6CWFdEtDo6jQnC",
+	"KOGK+kQtnkqkP0NC0jhGgl4ygcYkK+Jryz5yRjyNAlS9y+fisBhocz8TXLm+aaXJnK53GqA/gS99r6+Y",
+	"U6+LEswiPkPjpSSijc6mfMEQZ/HS0k3bdG6KpVVb1cKb7olpNEM80eCgnGX3Sh3BggryeNpAhjf3UQVM",
+	"pdaawRPiYsrJu7PzApqsENXUaDkOVk5hLU6t1gq2uKT3C5iuKwGLBJGKEdVoDPe7W+hYP7XYsoCrElEo",
+	"ZhLploGYReiSI3VrOAvVocKPhbivApI41/QuJ4iaUynnUKlKyjnEvAuJL6FO+TwdxzTMf5hn8kGp7s4d",
+	"yvq61oeElmoz+v39u+HTVniwjRAqa0v/3kcELfOKr1IMtZusD1w/KjdjNHQJ/oj5ZY0EdnmZkEu8oiBH",
+	"2YqVDzYmSnSyft2Ndi0jDIg6s1tRSBRIcDTByWaZaztWDqu9e2Rw1lpyTXIAjQ7zrp5ovMyaPerirfMY",
+	"L8VW0NGTSVMJfhscVx9A5fhbr6GYzchAbz0wgC1ZWVTJNjMcWduAE+KcWVTux+7BErDVesA+YddDBYpS",
+	"UpRDGfSZVZuP0njN8W1c01xXAtsyFrdYN6w2M0Eb3JyD84pXqcRBM/yvLKV6flUIbiIEq+KZyuTA1DIU",
+	"thErIKpd2jfasLVWaZY1Wr1ynSpSVoDvmS1S0rVrzJXfqNXXRa309dwSvKY7398/mcs3XnfHtiOC21o+",
+	"C4TxYfKmQ4G/epFzs6OnANg7uXqMhvQITp6CkPzNu/MFvDtlHLnXNXyAg6eCo1/9TbR9o2qEsuVKImc9",
+	"C4XEZE3A16Qr3yPb+fGzmlcseYVf4iTnoFUAQXHxYk8BC6lMYmtCl5EAmcrjuYnZ2ih22ugn3c9yeMGC",
+	"f22Zhq4tswAoUd2UjvTlOdIXDhMuRJ0ENkQRyQrdX7DxElG546GaCc7pjAiJZ/MANVNGb7KKo5aAGs4J",
+	"xZtrl3hGLxmWaUIC1AyuO95F6vu90Jhgf3pz9Kx19tNRd7DX1AZCD1009Cs0gv+Stv5T2pUUnioA6wcX",
+	"jR39j8C7YHLBkZjjkLQEmeMEzHDCLkQYi1xmvLaGa35NkhjPxY6nAKWNdwprgBJesDOJWYSTCJmtCSj7",
+	"LrJWbC0Kfd3sXzIHHVTHtM+zdQTtC3ZK1LVDGGVvo5mWOTFDgyzAGUqlMr5ooyNtjsZsqcs+UzmlDHUG",
+	"9mAOLxhmS93ZGqzq1GJAZMKkB0h4emgP6RhqD3XRVD2beqjjoymsF/7RVONfsF+plCQ5LLVopQJNOeOp",
+	"iWDtdw9MV8DeIep3fGvxFAWr9U77gt3TX3JfReq+sYWbNB198/KbpPTTK7Lc2a4Az700m7pIHiMxF0Tk",
+	"lRm5ZshToAOrXHfqN+gLlES2XttvKUlJtEqQ/TvW4e+l1MoMTF9Al32QuqXwRa1zlCmM6y9ZQjLmtJWW",
+	"uUV5jc3a3TqFrm75GxF7+zqEDqo/SCY0F+pO3X7+yGIgNBcL04TK5ZnaqQbI0Zy+IsujVE43+cgNR7Xt",
+	"cZuBuBoJzKIxvxn97T/+Kyg4otSPCumyX0qeKKrG1504FLjwTK006/ab7xbD8nTrR2r6n4ScSRwCypMZ",
+	"2C/17dcuW/E/rOfKdWrlk9hfkftN43ZNyTnYsq1jMI5JyClrSd6aUCyR0LJRGx1lr0O9ZIEwen/2/LzY",
+	"GeGCNYtd6Ha8rOxNMarKvufGMQY7tr0bodfqiws2J0nL/cwmljgZdqWeHKhpEtChpcR5AnOZ9HNPLSG8",
+	"Elo4KhL4hKeXUzu+V8he85DAsa46oEXwGWHSy9epxCMSWVlZeFqwtF3qlPBG5dSIy5elBIOYCu1alU6F",
+	"zJhElyRpX7AL9k//hJ5xpiiRgpB68gQ9eaLwWT3SLLz95AnShlVFCjRXl/jKiDE5hmedn5mSmw0uBm10",
+	"prH6giGEw5AoXgThBJUbcEWWwnNQPX8tvwvqnUOEYSK3lbQa3ekmrWh10Pc7qNhTWu9Dy4JAzflcAayg",
+	"bOjABr5gen9XZDmEpWeGCbvfhAieJqENiIAJ+yjrpxV4WRHjmF6pt1DKrhhfQFS6BrQlvjmIDQHKuu4G",
+	"Hy+ANl00huhv//FfShkwr6gnQB7RhSWx5qVbJUcjM6BpYZQNCC19oFVQgDTJHqLADDnU/dICD2FNmlFg",
+	"Rg487bRgauCA6M81aTRlvsvNzYKQR+oz3dsoMG2AggwZg7wdUGCgcZp1IBI5QLKQKN1WWpT6ER2a1hBU",
+	"avvRkqfIUDiUCjswlgSBTUUPjMNphq1QCmfB0TiNLokUnloYjkSAmj8en5sOPIuEKmoD4q0CQEKEBJUo",
+	"xjckcig3vE7YhCehfp4js8E9ZNqFVfalxlVweXl8/sKmuAdq4a/VB60THtNwOcx0wTDGQlg97/C37/VT",
+	"A1Pzw+HCPDaakNEGNf1Azuirhk2yYWeYMnWH9biyOK7Jy5ukcWymOMyLEmq4OoFDamq4nd0D5DZQCzQi",
+	"FTWqpplix5zkG87IUp2hzmCxgSZu/XDhmYJoYG/QFQ5FG71Q7AY7X7398S3SyhxaWW3cKyTDCDTF1yTv",
+	"SunB+kU5ITMfzaKfIgcKO5I0JuLJE9TkjCha71n7pDaHQEbyDlCbThu5zXXMvYX0T010vhNqAy1gYLBE",
+	"+K1QqDWdl8q0qoG7bRQU+moE6PvCVH/9T9TsoL/97/9j+/jk5V+fPIn4gj15Uhw2uxUImU/QgidXAuFL",
+	"TJmQLm0doglRynopg1V93VMywCQ/pFJXFHhToO/tP/76n+V9rFinWVkBCH01VyGlvzgZLON7/Z+//r91",
+	"E6VzPc1e3TSDEtZBkrFRliyzmeGlxqpKJ4gK8mVtPQ7NZGAX0YzOR6VmggFqKoZlGJ1dsKAxYTJeapDv",
+	"tctVgL9Hm+sXa5Joao9+X19H2CywvpowUeR3U0lhfXPA2PbkCdzX0xfPUK/XO1Bk9f35M/sGuZEO99Qd",
+	"BBQTEIRFqAlczxYMYdBjT6kzS22o8tAcS23c+S0lyVItO2tmKDzNp17mHSZbr8gy64CXdSPS3bren79o",
+	"7QNB4akEFpTwGIVTnOBQjabGbr7/k+/7/t/+4/+qf3ReeEj99+kL8+DgheY3dpD3f3rx4sXzQ3P1Fzoi",
+	"U4vSuS1VgSackvCKAFE3HtqIhFyRnDZ6Z+Mt3djNlUjD8Iya0GyAmmb7BpMM5RaS66A+dY4AN6cDJBXo",
+	"kqrjtNjKWUjsWSnBdM4T6fBiy/PHPAKTbJLfhL0+ekV/QM2g3+mhSlNQI82bQwB+BsRUy6y7vwrOAvh2",
+	"gOqbhwY7h3ZWPkHBj8fnge3LpNdBLxlsFMZ+d3L+8t3bs8CAboCqvVKN4VkJFkqtIQIxjsYJXwiSiJ12",
+	"tlWNP7p4MtB69Ib+ADFjXOIYpjZB6ZZY6IBxNWaCqBQknhhe2e91tESFFcNSehW5AVguPTWyRaS8vSzJ",
+	"tP2kJEiZM3KwXR1PnRqlCUD1h92PNLrd1akPgU3ltyJj5RY1O3DjBwPnjux4K0RyKzRmCkgbvSJLOCY1",
+	"+hWZ646KWKKYYEVF+2jKU8X3j3SPwFxJEngGUn02KDyw3S+NP8ASMRvTbGQ1dQNhIvUPzxxCtjXZ0kYP",
+	"EmnJPDjUUBdGDLSRr1riIGEKdV4LJRiDvn+A1nXc1VVM+t0uKjS4VbchMbKpXgKSnLfR25wH6Gtr2g7a",
+	"7YKuE1G44rbMxBBh0J1A5l8CoQiAegGt0MHcuvtiMLi5CZQ2FvIk0ZW/VwHbjC10KafssdYd1OgRncAW",
+	"Zd6IVOiN1rf4hXnNbOC8yIJS3AEg8r4Ib32BD9CG7sT2QpwowT7Tg19TSx2UIkpkC1Tukr8cBY7fFigG",
+	"n+PfUs05x4rxIcmtvD+hMbTXNGU5qBAp0SzgEM2xgB/GOLxy7K1F6JoBFKbrGeFQ4fpjgXAM2RPqvEy/",
+	"KNMqGJTZbPISPzBLb6MAKDXsoaObjftAWWwb066vDzTzfoM+FVhXtlUoNclwoDIE37mFMaijwA60atkG",
+	"3VEx1tS46eSU0MTkzBAxvACi8slWxvxU/O6TVgU/wTutViv7f/2R2ugnFFR43yc0w7GSZEgE/NUz+nGh",
+	"mTK6pjw2ZpsxV4BMECNUmwYSGioMm/GIeGiMIytdakMxKs1f37JbraNKLc2PpmhRVialfkcW8T6pm5mj",
+	"RBkfcl9DCRuyUTtq1IIFRQHJLEVhlJ7QNfd4mjKUzTMF2wywSWNYQEJRW+jO6WX8KiHXBMdmv/A5NkRE",
+	"Xb+dfIF9tcDc4oI+ZSaWhKeKQtPIy9Pn1dLA6q4XWTHoZMMO1LB1DF5BVI8PgqOxfOg31UWNOHB9iYzA",
+	"kQ95oIZcT9hhzupj0x0d5QIBROloxthUFFp36NX9d0szrurOrmaT9XmT+SZg21ps1Pa40tgbCKiZAohU",
+	"FaMtcUZjog56nvCQCOHiNExS7RBvx837qpYhVDQF2/E6PTVeVY5EnzKGoYMTlJRlZM/s24G+CbVyJGAF",
+	"fCpNC3MFvBpp1I7W7dbdf8PW1kPNYFyVWRbHLsoGLsC+EyjIM44CINeKzTiAd4ew/fLLY2jNFGgf1D4w",
+	"KzJ+eZm3E3eulR633HY/w0Q14q4dTv1iIZm9Xxqpplu/Hcy1I1ABlG5hBEqqbrrxgAIZGPNrAtHZM3wD",
+	"D4uzrOj+r0/dxq+8P32t76VL5vJ7BFbvfFxA7KLp65MS19BM3Warg+j85aI5zAwxsPRekoTheGTssZ9Q",
+	"FuiQMnIz1xJZk3Fk3zSF8qZ8wazhVBZav+/kU/TsKsUoZfgaU3DJWQg7pigFYecNYAxS6DfgluOYqGHB",
+	"23BecE6YvGz1my1Kn1uQL9VNZMKECjlXGtj/J41qn5BM6OUlSQCE6JOtko10PW4lCxRi3T5dsIJIkIsG",
+	"nxSkmKKgtg60wrFSTjZQaXcpJsig/LydP1cj146jNSVFsCw1/4SCLHM80NRKm80KT+0yVw7s1AG0HNU6",
+	"tj7Z26/HF0shyWzoPqqJHFu5Cc8ZrRkD79C/KCBGWWEfHb4GDLCSRx84j4f2Vfdh23kIq6gfY0VdSFPk",
+	"1JSFFCSOEaTtI522r+Zx0/gLq8lrSJqikrrqfPXNtvOmXmN5zNyvB2dsg/yCbP6szn0Fj5x3V23fq05o",
+	"vT6f8uqXzs7cgphmU/lL1XhCO7X5q3DqliHl564DC4F4ZLU2nbkLD+sCEu1sBSjpEEUDx6gExGamGu0Y",
+	"Fs9TWYBoMcIx0NToHXgXqxeICnM1gZy10RFbGiHW0C1F002KnykoIS6Y1ilXiltQUx4WKaw5zTpgbfCc",
+	"+vO4Jn02t2pwKFep/cGecWbrQDY4BqUm8snk0FDMLG6FT8AKowmgdaNlQkYeKAlSuPU15GJxJZ6rjbLo",
+	"In2Z1P4VUC5TnGAmCYmG4NlY6ogSzbyNrgY+3YWNrrHCItTqEsaUysGNlyBBI+JdMLXPCZHhFIx0NTYn",
+	"06mcMhTxdGyqRdtcK+vyLEaoWt9n+4L9uRA5b3R7Y0/q+SjCS6Ej9GIaEhNCY4IhThI+TyiROFk2TBZy",
+	"OTW4EEaxK0ky03W0qIwL4RQnebBEw2tck0ToQIpO22/76gs+JwzPaWPY6LX9dk+3vJ1CEIqJhlD/nHNR",
+	"E8x0YkMqCj4PHVNhdCG3aTWYIq8IE210RliU+bN0p/MLtrHVuT4B45i1p6rgWejQr7ss5P38lxeQy1MM",
+	"48i70XNWa43caWe+QJ0uoMWTgsvtgtWVfIFDzSyKL6PGsPEMuLbuy6zjg4iQP/BoaQNnTPpvWbaHYBp9",
+	"zrqz2PIF1VFlWS9aqHsCAh7EtQA0Br7n+z6AnjMIJlFnj+OUOG3h87J7jVRE5Xb3pY7fthZcA0JSIGpp",
+	"vDxXh1lcDGAE6vi+Xk01zqVmIfmMMNfK5eWLgEgZHX2kr9tWHbFtIYPbYoyWTFICD7QtFuDc9Tvbn4wb",
+	"wFbw6BUaSTtw7Xe7Aw3XzD8KzwcG2m6QbqPrd/danU6r2zvv+ENf/d9fKvXfdDN9H/63DoRunZHyyF0z",
+	"chkL8tWWD8Br2FukRpv4k72wS1oH0T5u9fGg19qf9Cet7riLO5ODiR91OoWoPZbGsRNxZ47hTudpYg/h",
+	"QKtxYrkinxXBvPUafd9fNXqGArs/4CjDFvVJZ/Mn7x1zFnzU6W3+yHCNc85f40SnufQ7g20my5TXNySi",
+	"2Eaw9rvdbT42RhElYxwzSeVSf3uw+dtzzt9gtjTAAZYz2AagL42iCBZZ/dUW4DEZDu9zJVDHS2bk5plp",
+	"rKPPuuE1JL4UjeEvutW+aHxQr++a+DQ13yXZWHTIbcfuAW+ak6S+Aayn5RRtHWoGUgTeBQuKLe6CHaRm",
+	"I5ptKObkWvjVh0FmFf8zhI0E0B80IiOzz+/B55MF4iEcC55HLZmXAi+PNSh2T71glfapWo6zKX6QkaLE",
+	"LBChsmS9Oj72mgppWriCoGBd2lAetpxEGC9190/tzZIiUAKnEgogOQLmkXRGCv1Q0XPjAOgcPPVbfqfl",
+	"d859S/aKtVIs+XLfsCGs4D3Og0tND9GctmwXYb39lrL85bV7AsFe/Wos2EYOqN9Wzz/v9oaDg+HgYNW2",
+	"oCfqQzelA9Ih3i/DsApyZUmKJVSqqaJTt9ASQhdWbTw+WRmhajx1PZXIkW/3mU5k3OJNiEprrDtZm22l",
+	"JdpmzBckaYVYECSWszGPSwV7DF+t23S1Zut2vK1c5nib1RrOXFybZdJ1i8tLy263qKzK7+2Hiqjk309U",
+	"0v/95WO9ZHQ/+aZQb7nx5vj02U9Hb89bT+ur7w4b706fH5+2Or7vd2rlm2Ijd0eaMw2YG0+fdtqdXqly",
+	"77Bx8u6s1elW250OG/74KXk6GYStXtghrf5kb9DCPbzf6k96k8F4PzyIOr5un10W0LqawqkDyBOezaUx",
+	"Octdv5R8bGWsrNu2bo69inZKvpoA1TagdvZfbQzduX0scc+wnEImco3Q5+atu1z8y8p9X1CMKshCijcX",
+	"tu2IQ5Zna3nIBMfv2lbIqxX854nOaCj3vM5iMPFWjYW9LFEBwl/APGQyNCAXPiE4tp46CC57ozAIkh3j",
+	"JeKphNKGeczzYTEEWo8KntncOQLLQs1S7LzS6pltBj0tewZKHsp7mt9QXv1gqDMfqjbnYd5W2emf0uwU",
+	"zMyHuVWWRnl4dam9eKAgCLFxpo3qJWFEJ+JSW+kE6JoOl5wTE+DGr3VweI2lkieOKVbyWuNwG71jJY+o",
+	"7nmknaZq5CkW4LHJer8q/EwFgdiTGsihpvWdF/ZtAmsCHatdYxwfIkGkhmTRSm+ivfL9G61fRwuYhBvU",
+	"GUDoicm2QZ0DJZQbsWTHWi/NwMXzAgsijWNhZSPjBYCopqLt3Cy+3gQ/NAZooe5TyeZeNFvl3+xYfNBJ",
+	"BKbdWnb7q9MZK/sQbPjqTtd6PJpZNzxt6d/Jjfl2SbA74+2wL7kTVWa2qDRExv4A26yinbtVxheeFaup",
+	"FDo2yHRyqEyQmfiHxktQPCaIbM38FSX9zVqxkYPyYC5UyKwwOHNC6HlLJv+hyWm0xm1wJ+gJHU9C4RA5",
+	"C8lOnXZ1ZujxmabPx6Zl+r3MhfBPXVWwtoP8veSSrRm23cmdTG5b8L9K9vi7V1+Ut/v9zR+95fKF4jX6",
+	"gy2EgWecTWKqk2t/J6vR7ySyWDSpETCajLNWKWVvx5FozB0xEo1rud/SzFPsROGacXLza+ChoGTB8crm",
+	"mwvm2G9wfAXlIHL7im4DLXRyQoVZgpCiPXF5mGmI4/iC5c6RkHgAFBOPyshCESjtUbKWTfTCxNiFfDZW",
+	"ogxYKI7ePl9lxTl3IVYx5XwZhbtwBJQZP5CChCBZTCZqhnw2w3l5kaIGvm1ZfSg+M4+hjLpRmur04iwb",
+	"Pqdzd+1D4jTYxzcv9cf7UBzB/NGpVrAScgkqu9I1t4KWCdXNI/ZWdhFCTcCkkt2ioBrXAaLYlyaHhltl",
+	"eDCAbdm/O9ua0LbZSU2bn/qdZKp2rYWs0E/nkXdR7raVbSQ7hTxCtBliQVqUCQKqg832QxAEV9pR0Six",
+	"9nDcTkKf8Yxsfe3N9ts/goV2zdLX2mm/pBn2i1nRVnsSO5/Lk9izI9/F4PXYljtbw6W2+0m9rc7tCVAP",
+	"rKLtTdu7jemtU7K8NcjyX/yXv3L65tej5Vvq37w585dvOj/fvHnOF2/O+eLNC04nP7fDbswezS26qinT",
+	"BltZsZnXP4ytTBZFICtZFiSjD7feCtPYs9r6II4Us+CFxA0xRE+eaJe0+vPJk2IQilZCIbxW6UgeShlE",
+	"r+gvjDkNDGcm1oZF1q4BKvqTJxFNiOIoMPgFaxYiZzxd/iSTNG2LEBuvAFG1OzouR624nIJiTGHVzM5D",
+	"HctrgnXKATwJMTnzOlRZCaqlGlUXDLoAgfxXYxIwYYCThIhpXRUV2MuUC8KyiHFdHs+NRV/Zv7pdnxkB",
+	"ccf0t1R7fm0QLVVAX14wJyvi0Iyni8rp1iya5Hoo5vyqIiOkc1MaoCbiLFvA7sfqom7BKFeTBHfBKsH8",
+	"qwOQ3K5ed5X5nVmg9M+Hh8QxaVx9Y5oa5ffyeY7DD4xY2sA0ujVBTV5DkDgmyWg+5Uy9/qdur7/vd7q9",
+	"/mDv6T6QELiO1XX/nN3rrZb92MzurmE4K1jgHQKqKvj0RYKrHs9RWO4OPWz4Nwf7g/3jyYvn3V73h77f",
+	"6x33n0YHvu/3nvc7x896/eMQH0f4oP93IP1Uos/uLA59BpFkU7zWitbFOg9dLbvgTVDiusl4V2uoSZZe",
+	"tTTzVU7RZPYFrOybNfFbDNp9YtBkgbuuECfL1soNbH+lMfM1lMXFZekCCgzXWSA8I7+4SZ1t9F5AhSvJ",
+	"wYsBdSOKQ1r5xmQuZen9StxBPJVtdEKSUN06wkIe2bQva/agxjcLWa1NjIJd7c77b90XQa0L5EfiWiZ/",
+	"WJ46Bo614WZF4+42FpgdT4l3ztqjjWYYtY0NVpgi67u/VebDP4R75PfS/34ksnR3xssapLnDNf5Io9u1",
+	"nodYaYvSBByUu/V6eS8fq+TYOoxUp8foWkPtDRfmzlK98+3LqPEN674s1t0Rv0wNnNXhOs/g9xqbRI1m",
+	"DcUSIL7GSUrT6Lnj5KaBfi5JXt3kbqEwb3khCT4rm3PBisVGqhnpTsEc4xfTNaZqtVvYwSPeA+9+6vBj",
+	"GHS/KTkPV3LcNtkbtRv36qHsy3bj99B43Nm/KTfflJvH4TuaPD6M9ei71TJVEFZKOrZcIqTkam5gjdfF",
+	"uKtS47x1Qo12qP9kZv48Es7d6XQGiV8+NkyW+Fo32yThs6yzgLaozIjEejj9ty4tUWyOM3Sa4/DRajOO",
+	"YlnrljGoW0adNShfFEAlj6YENSWPy9RxZaPe5AB3Qt3+wKy+XHWhtPSa4Ax1KnfhJGvHeiTDVQHrNhFy",
+	"g/AGJ9rfxN+txF9TGSoH3HqiZAvV79oON1tGelXakDdtUp95Z8cUD9Qd1W1HBUiruSaJLmuDpiQhtZSq",
+	"3Kf6PipUaYxvCtRqDKprMO7gjS16oT23aQ1ynNlY8fenr3VZXFMLztS1sOVibaN4wA1bAPKSCmlaFTgB",
+	"/BeshDumhAZE/lHTeF6pYcWm/cEhWAUSpCMPBLoiZG5CydXv7Qum5p5yIXU92oQIHl8TJLltKW9EeyKG",
+	"aJ7Qa+t5nI9xeOWhmLKrVsxDHGt1L4x5Gl0wS+IzR6rJz4t2POP4NB+pbaRMzElIJ9DWys7mFpO9YE0o",
+	"p7mqoNWO2rmOiHSqWHm2uLBOJUFYlqqLtC/YEdLLMBVqZ3iZl46bZQVHoZtFYp3BoE2afA61sj8f//DT",
+	"u3evRkevX7/78+jk9OX/PDo/Hr0/fX2m02o9JAgUzw5m+IqgJGXBThud5IGnkG1rrHoCBVCGo9bFepLW",
+	"koL7xm6bxvzGjFhbA6RQAkSTRlv3Y/tQ7UqX/8eN2P59Kds3FWFLynoKlE1dI0uN7kBoa5nzrm7519Kk",
+	"bI3NKoujYWSBNtNRU4UnIdeUp1n7I0U5hf36go2JDiKdZuHSQC5s9WbUhLaFeZtCkyiVPbG12D0El1+T",
+	"GHHBQsyQWFAZTrMKaLZsKXYpV4U4nAIwDMzONEj+AQSFf6hsBn3GhXtTROdtbg+kDd5VsIWPisWivTVl",
+	"Jo7XVKSqTRZwm+X9btkCpX7ScjknRYddfUvZuojdQou8u7FJt0PkVst0FlVY7Zaqbm3AcTF5qzb4uL5D",
+	"4vo1AxWkIi/wprWz4rqzVsB1K6s0FdwOuJXO9etW+fcVjF676K85DL3QoHRbLM/7jXa2C1rPm4k2nkad",
+	"iY/3SWsw7oatftgnrQP89GmrM+mSXtQPB+M9XGyLuYpUxFjIkVnKqtk7f7Ht090XtaGp3D+0kZVavHvV",
+	"hscyY63s5L4hJrzc9/8fJiq8uPGtWfbuR4uSq8MAFHx1dmPm/NRZQLampK3zDe0UoOVbseCmQbm1ZiiT",
+	"NHw3Fg1fPap5/AvRAQuaUf6lIkL6j9Xfwi2OUg3BEWTo9b0GlLvOrhtc4lEIsb5d31eg+WNSnbw3/lYQ",
+	"W+tnLhr89QRZoQVn0s+XWPRAp7XroNBLtU+KvpfP6ty27p3HcGob7dMFvjXLjGqPa+tQX/36FllPBhJb",
+	"ovwaZL9dzyM/A8vTAUmb3DcFmv/Ne7PGe1OA1H2Y426SNcSvtwed6g74olBaSHNNpadmvBAKhBSDiGzF",
+	"6UIHrgtmCOQhYhysQTG/pCGO7et5edBKtFKdIQeW/7mYbff3Yba9x2Vttu5Jo+a6z3WC2Yp+80UK1LFq",
+	"WiFcB8CHAEl08ee8k/79g3bqm9qvIBcZ4qxYxDeT3B/GJAfnuSXdcjrxwzV2e/D/8kHdVu2Iqgs/N73I",
+	"UdPUVjM9x22FtchUBlKPzAvmJ56gmS52tlMp9W5ebdeWfMdzunvdsQ6fGqOZ48NqKsw0S9K11vRqqlPi",
+	"Ob3ndCVnHWR12gYCuW+tMOFwdxe+mXIhh/v+vl+Z5UN2UrWl5+srz1vzis7yBNN8yQpnLCamSHB1L89M",
+	"Die03fdsQxXFVaDvve5IHnLKWpK3oCdQMYU6m6EQxVCd57zSPN/QEjf02xnOlvGrH6nsrNEFXTWxivml",
+	"caaoC+EMmV2A6phQ/K9cmAeshKXaPI5b1928LdFz++H2/wcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
