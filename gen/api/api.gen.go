@@ -41,6 +41,7 @@ const (
 	ErrorCodeQuoteMismatch                ErrorCode = "quote_mismatch"
 	ErrorCodeRateLimited                  ErrorCode = "rate_limited"
 	ErrorCodeRatesUnavailable             ErrorCode = "rates_unavailable"
+	ErrorCodeServiceUnavailable           ErrorCode = "service_unavailable"
 	ErrorCodeUnauthorized                 ErrorCode = "unauthorized"
 	ErrorCodeUnsupportedMediaType         ErrorCode = "unsupported_media_type"
 	ErrorCodeUnsupportedPair              ErrorCode = "unsupported_pair"
@@ -83,6 +84,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRateLimited:
 		return true
 	case ErrorCodeRatesUnavailable:
+		return true
+	case ErrorCodeServiceUnavailable:
 		return true
 	case ErrorCodeUnauthorized:
 		return true
@@ -1689,7 +1692,14 @@ type NotFoundJSONResponse Error
 
 type PayloadTooLargeJSONResponse Error
 
-type ServiceUnavailableJSONResponse Error
+type ServiceUnavailableResponseHeaders struct {
+	RetryAfter *int
+}
+type ServiceUnavailableJSONResponse struct {
+	Body Error
+
+	Headers ServiceUnavailableResponseHeaders
+}
 
 type TooManyRequestsResponseHeaders struct {
 	RetryAfter *int
@@ -1842,10 +1852,13 @@ type CreateQuote503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateQuote503JSONResponse) VisitCreateQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1928,6 +1941,23 @@ func (response ListRevenue500JSONResponse) VisitListRevenueResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRevenue503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListRevenue503JSONResponse) VisitListRevenueResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2073,6 +2103,23 @@ func (response SimulateSandboxEvent500JSONResponse) VisitSimulateSandboxEventRes
 	return err
 }
 
+type SimulateSandboxEvent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SimulateSandboxEvent503JSONResponse) VisitSimulateSandboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTransactionsRequestObject struct {
 	Params ListTransactionsParams
 }
@@ -2150,6 +2197,23 @@ func (response ListTransactions500JSONResponse) VisitListTransactionsResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTransactions503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListTransactions503JSONResponse) VisitListTransactionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2325,10 +2389,13 @@ type CreateTransaction503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateTransaction503JSONResponse) VisitCreateTransactionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2431,6 +2498,23 @@ func (response GetTransactionByReference500JSONResponse) VisitGetTransactionByRe
 	return err
 }
 
+type GetTransactionByReference503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetTransactionByReference503JSONResponse) VisitGetTransactionByReferenceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTransactionRequestObject struct {
 	Id TransactionId `json:"id"`
 }
@@ -2524,6 +2608,23 @@ func (response GetTransaction500JSONResponse) VisitGetTransactionResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTransaction503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetTransaction503JSONResponse) VisitGetTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2694,6 +2795,23 @@ func (response CancelTransaction500JSONResponse) VisitCancelTransactionResponse(
 	return err
 }
 
+type CancelTransaction503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CancelTransaction503JSONResponse) VisitCancelTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTransactionStatusHistoryRequestObject struct {
 	Id TransactionId `json:"id"`
 }
@@ -2789,6 +2907,23 @@ func (response GetTransactionStatusHistory500JSONResponse) VisitGetTransactionSt
 	return err
 }
 
+type GetTransactionStatusHistory503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetTransactionStatusHistory503JSONResponse) VisitGetTransactionStatusHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetWebhookEndpointRequestObject struct {
 }
 
@@ -2879,6 +3014,23 @@ func (response GetWebhookEndpoint500JSONResponse) VisitGetWebhookEndpointRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetWebhookEndpoint503JSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3010,6 +3162,23 @@ func (response PutWebhookEndpoint500JSONResponse) VisitPutWebhookEndpointRespons
 	return err
 }
 
+type PutWebhookEndpoint503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PutWebhookEndpoint503JSONResponse) VisitPutWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RotateWebhookSecretRequestObject struct {
 }
 
@@ -3134,6 +3303,23 @@ func (response RotateWebhookSecret500JSONResponse) VisitRotateWebhookSecretRespo
 	return err
 }
 
+type RotateWebhookSecret503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RotateWebhookSecret503JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookEventsRequestObject struct {
 	Params ListWebhookEventsParams
 }
@@ -3211,6 +3397,23 @@ func (response ListWebhookEvents500JSONResponse) VisitListWebhookEventsResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEvents503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListWebhookEvents503JSONResponse) VisitListWebhookEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3306,6 +3509,23 @@ func (response GetWebhookEvent500JSONResponse) VisitGetWebhookEventResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEvent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetWebhookEvent503JSONResponse) VisitGetWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3431,6 +3651,23 @@ func (response ReplayWebhookEvent500JSONResponse) VisitReplayWebhookEventRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhookEvent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ReplayWebhookEvent503JSONResponse) VisitReplayWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3959,242 +4196,244 @@ func (sh *strictHandler) ReplayWebhookEvent(ctx echo.Context, eventId EventId) e
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3pchs5muCrIDizUZQ7SSUvWaKiYldly1UeXypJ3p7pkpcJZoIiSkmAlUCK4tiKmJ/7e/fHvMG8wj5A",
-	"v0k/yQY+AJnIg4cOu6rd7piJspKZOD58+O7jYyPkszlnhEnRGH5sTAmOSAL/fBmR2ZxLwuQpmcd4SSL1",
-	"NCIiTOhcUs4aw0Ygk5QEaDElDMkpFSghYs6ZIIgKJKcECckTEiHMxIIkSHKEGSI4iSlJUEJ+S4mQaEHl",
-	"VL+MZwQF2bzhsvWKLIN2w2uIcEpmWM1PWDprDH9pqIkbH7yGXM5JY9gQMqHssnF76zVOiUyWRxNJkup6",
-	"z0jIWSTUQhaYSjQmE54QlKhPKLssTjWjjM7UbJ1sGsokuSRJ41ZNNMcJnhFpwPUsTQSvmfJ8SlDAyI0c",
-	"hfBGgPgEdjtPyDXlqUBzfEk8lLJwitkliQ6RICzKATKhsZpDg4lKtUZyg2fzWC2ILP/Ff/krp29+PVq+",
-	"pf7NmzN/+abz882b53zx5pwv3rzgdPJzO+zGrOE1qFrQbylJlg2vwfBMjaBXVdw4vnlN2KWcNoYdv9v3",
-	"FCSyB3UgP74mTL6M6je/IOMp51eIqJcQjVBTbS2gUQYJ+8YcL2OOo53iFp9GnYmP90lrMO6GrX7YJ60D",
-	"/PRpqzPpkl7UDwfjPWz3Nsdymm8NZhzRqOE1FK7RRKGwQhx3sxOezLBsDBtpCm9Wd+cg5CuyrG7yCKWM",
-	"/pYSdEWWaE4SFPNLGuI4Q/AmRu/fv3yu7gRGl5xHKJxyGpKdQ8A8StS9SdWlkW30iswlmvAEYYligoVE",
-	"3T6a8jQRRbAMou64hw9Iyw87k1Z/8hS3Dsb7pPUU74WDqE96k27HgkXf6hwwpSu2Fj4OMnQHg8248JrO",
-	"qKwC6QRfEiTovxMPddT16/h+YT8Dvx49YxjOXVBEJjiNZWPY9T21OnNHfd9bf2O9xnmCmcChWtEqZJX5",
-	"K4hGRYj746fk6WQQtnphh7T6k71BC/fwfqs/6U0G4/3wIOr49Yj4QBS8VR9rugqk5gccnWrUUn+FnCki",
-	"rf6J5/OYhlitfvdXoTb1MV//xwZJEk2hQh5p2FzjmEYjg6cNrxERiWksGsNfPjYmlMRRY9jYnVAsR3jG",
-	"U6ZemREh8GW+PhRxIth3Es2wDDUdT8hlGuMEkZt5QoRQ0L39oAFABFzIYWNv0gm7UY/0xwO8d/B0f//p",
-	"wR4ejPthL+qSzsRv3LpTncOo+jZRgczCgVynYUiEaAwnOBbk1gXrPydk0hg2/mk3Z3G7+lexewygANBW",
-	"kcCZaYZjdTokGqKgBK7AU0Qsu0ijK7IczagQlF0GiCf5+4but9WWnnE2iWn4wIOLUv06Gc1IotiGHCVk",
-	"QhLCQrLqFGvfzCGM44TgaIlSQSI0XmpuPseJZCRBzRAL0qJMECaopNdk56EHelS4aUYCUPCurBLZlZEb",
-	"KqT43GcemgMSuVgSpkmiWJeQWJIhCtZBH5DCnDu8P4J9UjVTGWEy8LHRPOGX6qpoxPkt5ZKMzL5H6kQ0",
-	"8rxkkiQMx8c5Otz/6uuhRvoHF2cedrB2jQgG/hyndcZnRE4V5UkZuZmTUJIITTCNSYQ4QzxNkKARgQvr",
-	"bjJoo58VYA2JMlc8Asi+5fIFT1n0MKAyLkcTGObx4FlmSgssEONKQkjZZyGAbzkSaThVkjxPk5CALOJS",
-	"gyEKso1qvDzRcts5569xckkeBkQjBI4k56MYhntcYNqTH/NoCVoK5wjm+dyUxU7Ir0mC9vroFf1hiILK",
-	"djVIz0hyTUPynuFrTGM8jh8I1QRLIkapM9zjQfVUjY1wQpBUxC3BCY2XyJnrc0A2n9SZSFFPIXGsLn9l",
-	"x0EbgWqIxJQnMl4CnM85f4PZ0ohT4uFAHoHASh6VBHCOZpgtLSYJrTYsUYwl+SwktjKjgafdXAZKrNRs",
-	"FMAfLdC5AyS0jq3W5VgTnFdWLcu8veso8Lclsf05gPTdq7udU4QlwMLIsMNGZ9DvdgdtX4nriuFTJX9T",
-	"zgRoDuYJiUZKKGdpHHuNMCFYmieNrt/da3U6rW7vvOMP/c7Q9/+iRkqWc8lH+Sy+3/bhf/mPWpYIl0rY",
-	"F5EWuedcUDnCUZTAGTb8m4P9wf7x5MXzbq/7Q9/v9Y77T6MD3/d7z/ud42e9/nGIjyN80Hc+B7yKyHzU",
-	"mxzgTuj8osSQVI1r9qV0CqXWzGlCRN2GenZDMOaWWk8mCsFHb45Pn/109Pa89dT9KZc8h413p8+PT1sd",
-	"3/eVlsqIXPDkqjFsjMm8q8ZT6GZOqt0dgPoUEnq94ggGZsVWxxqVT3XgNTI4WMAU4CGJ+heO9fpP3p21",
-	"Ot2G10jn0cpz15O6V1XjSnYblZ639WWsYPmpUflW8RVNXkhUEA8Ew3Mx5RKI23uGUznlCf138kDJJnVH",
-	"ejzKdoRAUkb/2jo6edl6dfxvSNMABJZEfZSfiy0fnbwEg41SOrTW5lm90lN8xNimuJySBBF2TRPOZoTJ",
-	"IQpcaAQG0vOEqyUqRnPMJJXLhwFcE5ERT+WIT0YJZpfkrur5LFVCB0FjIheEMKTuWtv3EWYRGmi6BH+/",
-	"/fHtY6jnegUg4KRSCeAAPhzHfEEiBDsAUVKRPSWnw0X/Ahr8gsQx0jo8GqcShZgp+XlMUIiThCqlIVWH",
-	"WlblwSIXKZ1Nq2OaYDoPZlSAyUM9SZlI53OeKFIxxzRRz2qOUKt3xtw5SpN4pCRpAyOLSdlIb0hE8TnY",
-	"gh52d/O1zdSQI7AvPaL8lwu4lAhk8a68zC8lX6vTDcqTB8PiIeWA0GD/sz6TYxbNOWXyvhLGKjHBPxj6",
-	"vuFRhCkikZkBrRtgJEiYEDlyGbPhJ/SSUXZpXmgMG4upIOHozeTVzwfJ/o+v/u235Hzx6/uT5/svX5/8",
-	"5SXvvsav8dliDfdyl5MmcWPYmEo5F8PdXaPjtc3e2iGf7SrACPtL9GgMrwTyTewucyOY99tg0jWDgQMG",
-	"YO+wUcdGiqMITDA4Pkn4nCSSEouE5bmOb3Ao4yXijKB5QkPKLtGMgz1B33saBagJ/4TnO3CnHSIcoGZE",
-	"ExJK/bNC+7kz6ceqKLgeTs/g9Wf27Vuv4VL8ihX7eT53GynAvf3xrSXOTYwiEtIZjpEx3oKRC6vXhUTd",
-	"7Nd5jEMidjyAAInUG64lDEe/pkICWZekaCTvDAxfUVJdGhvV1aA6lpIkapH/q+l/+qXTOvjwi986+PDR",
-	"9zr9253mxUVb/93xurc7//2fK6Zwr3HTMoO0qoxu/eY6A2R8ASiil1QKYITlLXuItC/b6CLfx0VDY7wj",
-	"3lZ9G3A1WsD17JuIRoRJOqFaRcshVJSNS96VMshKroB6YbrOkWGu63dCMTzOjD/KfHJoPVZzkmRGXsqQ",
-	"UvliouCLQixKJ1uU2O/kFnIE/PW4/ta8dus17GWrbu/n7O5pBKeR0ofThGnLdXDy7uwc7cL3IjhE6qgl",
-	"vyIMDtwsRHMp8luKY+u4BmLxXcnL1p34k72wS1oH0T5u9fGg19qf9Cet7riLO5ODiR91FDTKHpyNxyhI",
-	"HJNkNJ9yVnOA7+aaWCH9GoLXQHqKKbvClwS2kihFO6QxBbZ0iBi5JgnC6NW/PUOXlYv5p26vv+93ur3+",
-	"YO/pfvEEe90tllzQkNZeAfvmyiuQqVd3RP9b14v2S6PWpVGmrjnu5dECfPwrCSX4Y+DtoxW09Mgijiaf",
-	"WKygMcTwjL0SNSmRRtcesIoWPtnJqODebZUCZkt+5nCP4qJf8wVJWur+mtWL5WzM4zY6s9KPuiXGi6rE",
-	"IhHJoLhSY5pw1vgLbv07LKrrdfzbu1Lmrvb4ojhfmiYzQjFPTY4N5QX1oJmqN9TLQId21LYzp0eV1oHk",
-	"xydI4f8SXAFpQqp8NxOMN4qaL9mEF+ScKmJM0xlmrYTgCAyP5GYeYwYXsV13aJmIVBkpXuClQCCKKLXI",
-	"WX12HkZOMYOOOY8JZpXbYKfIl+2ZLdchPuzzGWgI1c0JCZua4XBKGUFKkThEgmiVDsZE+g3K4BFlMuFR",
-	"Gtrt2yCdqoN5hcMU3Oaut1QJpkWbg+tcmRE55ZGrPCl1Zr1TdJVXrrSoGqdcwzIj1yMH16PqqVipbNWr",
-	"l9nQRrvM/rbKZWlIpVs2vBXWgRV6pTGmOYbpivOv6h344JKD6jFW8BvQSdutatgZiNJ8HJOZppfAzSiJ",
-	"I3X9szCq6o01No4qgv7L2bu3CNQAEFwkBzQEOtAEMhK4ZpEAZHScz6T+NJYmhmek9sauvPt/nmJtWEi4",
-	"pf86Kms9s9J7ycddeSmB+FRmfaPvYk5xJjiUwlqpVtK80NzwjSQPSMGtYxSocHiStPSZmaMUqDnDS0Xe",
-	"yWwul6DoUElmYqv5DK7cZlDASYJBu3EtER/X2XYi1MSx4JYIBf/aMhpf62UUmPPd2XwwAKJ844UF1B3S",
-	"C4rlSoGBuerWRnmhu15ecLwUW4gL3Xpx4W0ueZcURW0GtxJxvXwAQqcWEYYoAJtdgJo/vP0Bnc1wItGz",
-	"KaZsB8TRQCYh/HqecFaK4bNW/RUSxd49JYq9bSQKmLtWpDhJxzEV0zPjGPhYa2SPKUgVwDbUdcPFgMYh",
-	"CuaERRD001xgKtUhK6BlXwLpAYfdjocC85hEgdLGuzc34NG3zg1jTAC7foCaWqBRQJjNpYlx2HEZrJka",
-	"0NeMq7QReLFIw/M3KxgC+lQdlQXlX8ciFgVhCmjuGeu9eqHT9a3jD5AhBUu4QiRF6x0PRZVEWWPCSLt8",
-	"PjZwHL+bgI17HRU5VW/ffqgzFZEbEqZaQFFjomYwxoLA+IFxWUJ07VwR0x2w/+XWlO1md4hA/RocMmBo",
-	"tDYZNbEW+IzqyYumIw8tpjScakVOf63RAygSMYvNdrOJ0moYFb2XVXZGmLM+NZ15ve0qthGWpCXpjNRh",
-	"UMnzuS0QC8pXPRgLaNd0QQFOGjVoCvE/CZ+VrHCgIiuBkUQonWvIPdj05lpn6+iFsQsaKqWD6XSMOVgZ",
-	"FABRs3BZAB0B4tSQze1gXjICPj7aboR24dSL8I74gmmIP6bh5wQLoeGIhWuNhfQDDUJ2qWhVkdxsjvB2",
-	"xYFs+nWmBPcOeiUKlhGT8r0onlnhVhYQq07oABr9cIM2n9QeW/HiUIEEYXKl4XqV5blyXyXXLMTbYJot",
-	"m00OEZ9RqTCOpXGsj3flEov2lcEdzc6dotl57/HNzt06s/PeSrOz2oM2OX9eN0Hpsm97VN1tjqqEYfWH",
-	"9XX6Ce5K7sq6yJ2Ml4YoGL9Z5YiP2TWJ+dxIrUDXqnfaei7XrVYLiGvtYQxxa7MuWcaYmXazSXyDiUx9",
-	"hjhD5j1HsVtlEYO95QPXgfAU14m+6mLMSaJlV03RHq7K6TCm+ytyp0rfSMlJ7QGAiQVfwlkn+kWU8IVY",
-	"feA1ijVfGIMCtUlpjCyUqj2hiZBb6/dmoad8UafeT7EYzXhS57ZSBwwUBDMddgM7mvA4Njspn7dn0oNW",
-	"eMBMxpGORNDybDkrSF2wLDVvhcShhA2bu6eDoQlSX8EMh5rwcS1Dx1jox1ti/GyGk+WW8Dwzb6/A8gyu",
-	"XpYz5W6tFvlzjNqWiljcsnu8OzFx0fjrJCk5+q+wX2kQ8gnQFwWimMhiHF+Nlvz5JP32l1PhHkcJe7Az",
-	"/tG87M6RfZcnL+WO9lrL8t1VonmMpdJiRhNCHgkFAiud/fU/dTZyFi8wIdps4mXa3BTHk5bCWiUmZoxO",
-	"wGGKKU7II6Jlvg4YeYgCd/M1y4XX7rDgB7uxNzvKc6RYacReees3KKteQ4o1Nhw3FDibYlubQonUlbbh",
-	"NVZkEOZ3sQhcV1uuyrVl1Tj7RwHXLX7BttcQ27Ock5YzGSSOTc4NpJpPeUyQILFOG1tQFvEFauI4BpYm",
-	"asK1Jgmf1R8imUxIKOk1QULiJDP02UEpC+NU0GtyB6uO5JumIix6nIkkjkfmGo0e+xaDVIxEOgOLA4we",
-	"OIcA626X70q4WlNl6WxMICYbhFTj8bHjOInffm3id8EPp44TAF0PhLo11WHeGZ2lMb6vUeYICfN9hGI6",
-	"IeEyjIn2KFQxcBzz8CqcYspGUyymazz2CsSJol0GQ/JJTNLDdwLBQAVKoQYtpbrfDMKB3ydRv9cNx4NO",
-	"p7c/Dif+AcYDso/7HT+K+rhDun6fTPb74wmJOmPS2YsmY9wZd7v+nl8M7ul09zeGiLmZLPffYCVrv5AT",
-	"c8clwXmsuJBQzULybAWuW8aspR0RCXQmz8ZpZ8lFRURrZ9S69Nz4cooP82gB92lCJsD+dGgCT2VbECkr",
-	"nqCaxd2ZhR0xnY6t1GAXk2xpE32jDt0j4okJUNNmT+F+J+5uptVHU1lp7U0F/95PVEie1JbvKEpxOk8I",
-	"TfX71ds4XTXQceYoTOGWMaVB8zi6uwZdWPExk8myTpOmW9ew2ChUiMwFumWKkvGZlk8FRjeDeRmkNh6K",
-	"3mKtUaMAzhqTtK6Zs96zpV9CUzyfE3YXv5biFSOxxj1sVpe5eLK5mhgFFXAFO8ZaYK0I1u2DiAKAS0Gw",
-	"cSWPzG118vkKaWs8iUgymtBYEwmXioSYhcQ8z6hITjlyaqGW9GGTXOs1blqXvGUe1mACRGXhLNWylhXq",
-	"gYtgfOHGsRjoLaYkIYhKxZnU8xlqKpAZGgZv5uQe7LOFfL8dD5FYEID1Gok9R8aEYJPTUcagpQfmHxxK",
-	"ngz1hgMPuYsJ4AiGhtSWAikLv9WLYaPHunvOVShirjtLtlfnuDZez22NQ5so5zbmoSKx/ioNRM5Rbibg",
-	"NqGzEOKuWahGfLjlX6u9yGSdCMlnJLF3XjyOFamSeF13FOZHhQOBUWeD+kUpWbB5/PKkNRjooCkdLOWh",
-	"MRZksK+f6RCpnVqz0LrQAhurFREcxZQR1Oz5aEZZCkUQ7htC8IgCxB/HJLc28QWouVCSOzcRA49lonvk",
-	"4CWTW4Wa1hUFt0KHVNybYXx+49dacfDL2I9MDEb5dm+MsKjk368KCFyXdY/OHdEEomV1jRKQ+lImaQxu",
-	"RP17XtDqC5PuYm2E8i6fuT8jQQg73LR+1/yyAkMcj1uxvsZKqd1OkxAcTkkEeVwWuYryXmF9ckrYShK4",
-	"kcpsFSlXrsf0R42X+7tinrV0eJ1NyLlq3wlEo41YuvHwyxVT1s9oy8Hl+liQo+AKTAVioK6UB3iafUyi",
-	"4DCP+1WSglXPAqMMySmWxpEtNu7UapEFVdG1PGX64IO0wG+yyzfZ5Y6yS6GKz0bSr4irNVNuRPr7EfxV",
-	"FYPWc8XsdnNT99oAfXtO2dmGU/6BJb1icYmtWCUExxgrxT19kn9UgbIUzOuApsDDKiymLIytxMfizSnJ",
-	"UFuJs9sacTaUlbqPTacqWn/tdp3XVMiXksw2eBusIzOmQv4eJpyvR9b9/NkdZTHmm6iyWlR5JLnkG/v7",
-	"A7C/1Yxte4PK5pjlsjN425hl97vHiF2uo+Hfgpi3NvjdPxa5hC3bSivuBbt/THIZVb928eQ+0H00EfCr",
-	"h+66fPJqqIlTWSUPBNuqusoXjBEoBBDVzFs5A1Pc70inrtfT/ixD3iS410jA+odNXNYmyEMU5l1k0yhN",
-	"QL8azWqO6ye+QDFnl4UpJOdXnjqYGY1j6pS6XheB6OWlhyrxBYXRTReDplovT6WHQs4Y0fdPnYUgkYcY",
-	"Z63uzc1OTrQdRN58OQA5R2Ft5R+dngB6ppLsfjo/PzFO/UMnv4/xvM0XThKllK6ZelUcZuFsi+sqHsy6",
-	"KkalGpKbRNVqDclqiusWOpH9HBQikC9QQi6pkCS5C/ZlhUBrJtJVh68VDQWbcVbeoV6CWFdEtDo6jQnC",
-	"KOGK+kQtnkqkP0NC0jhGgl4ygcYkK+Jryz5yRjyNAlS9y+fisBhocz8TXLm+aaXJnK53GqA/gS99r6+Y",
-	"U6+LEswiPkPjpSSijc6mfMEQZ/HS0k3bdG6KpVVb1cKb7olpNEM80eCgnGX3Sh3BggryeNpAhjf3UQVM",
-	"pdaawRPiYsrJu7PzApqsENXUaDkOVk5hLU6t1gq2uKT3C5iuKwGLBJGKEdVoDPe7W+hYP7XYsoCrElEo",
-	"ZhLploGYReiSI3VrOAvVocKPhbivApI41/QuJ4iaUynnUKlKyjnEvAuJL6FO+TwdxzTMf5hn8kGp7s4d",
-	"yvq61oeElmoz+v39u+HTVniwjRAqa0v/3kcELfOKr1IMtZusD1w/KjdjNHQJ/oj5ZY0EdnmZkEu8oiBH",
-	"2YqVDzYmSnSyft2Ndi0jDIg6s1tRSBRIcDTByWaZaztWDqu9e2Rw1lpyTXIAjQ7zrp5ovMyaPerirfMY",
-	"L8VW0NGTSVMJfhscVx9A5fhbr6GYzchAbz0wgC1ZWVTJNjMcWduAE+KcWVTux+7BErDVesA+YddDBYpS",
-	"UpRDGfSZVZuP0njN8W1c01xXAtsyFrdYN6w2M0Eb3JyD84pXqcRBM/yvLKV6flUIbiIEq+KZyuTA1DIU",
-	"thErIKpd2jfasLVWaZY1Wr1ynSpSVoDvmS1S0rVrzJXfqNXXRa309dwSvKY7398/mcs3XnfHtiOC21o+",
-	"C4TxYfKmQ4G/epFzs6OnANg7uXqMhvQITp6CkPzNu/MFvDtlHLnXNXyAg6eCo1/9TbR9o2qEsuVKImc9",
-	"C4XEZE3A16Qr3yPb+fGzmlcseYVf4iTnoFUAQXHxYk8BC6lMYmtCl5EAmcrjuYnZ2ih22ugn3c9yeMGC",
-	"f22Zhq4tswAoUd2UjvTlOdIXDhMuRJ0ENkQRyQrdX7DxElG546GaCc7pjAiJZ/MANVNGb7KKo5aAGs4J",
-	"xZtrl3hGLxmWaUIC1AyuO95F6vu90Jhgf3pz9Kx19tNRd7DX1AZCD1009Cs0gv+Stv5T2pUUnioA6wcX",
-	"jR39j8C7YHLBkZjjkLQEmeMEzHDCLkQYi1xmvLaGa35NkhjPxY6nAKWNdwprgBJesDOJWYSTCJmtCSj7",
-	"LrJWbC0Kfd3sXzIHHVTHtM+zdQTtC3ZK1LVDGGVvo5mWOTFDgyzAGUqlMr5ooyNtjsZsqcs+UzmlDHUG",
-	"9mAOLxhmS93ZGqzq1GJAZMKkB0h4emgP6RhqD3XRVD2beqjjoymsF/7RVONfsF+plCQ5LLVopQJNOeOp",
-	"iWDtdw9MV8DeIep3fGvxFAWr9U77gt3TX3JfReq+sYWbNB198/KbpPTTK7Lc2a4Az700m7pIHiMxF0Tk",
-	"lRm5ZshToAOrXHfqN+gLlES2XttvKUlJtEqQ/TvW4e+l1MoMTF9Al32QuqXwRa1zlCmM6y9ZQjLmtJWW",
-	"uUV5jc3a3TqFrm75GxF7+zqEDqo/SCY0F+pO3X7+yGIgNBcL04TK5ZnaqQbI0Zy+IsujVE43+cgNR7Xt",
-	"cZuBuBoJzKIxvxn97T/+Kyg4otSPCumyX0qeKKrG1504FLjwTK006/ab7xbD8nTrR2r6n4ScSRwCypMZ",
-	"2C/17dcuW/E/rOfKdWrlk9hfkftN43ZNyTnYsq1jMI5JyClrSd6aUCyR0LJRGx1lr0O9ZIEwen/2/LzY",
-	"GeGCNYtd6Ha8rOxNMarKvufGMQY7tr0bodfqiws2J0nL/cwmljgZdqWeHKhpEtChpcR5AnOZ9HNPLSG8",
-	"Elo4KhL4hKeXUzu+V8he85DAsa46oEXwGWHSy9epxCMSWVlZeFqwtF3qlPBG5dSIy5elBIOYCu1alU6F",
-	"zJhElyRpX7AL9k//hJ5xpiiRgpB68gQ9eaLwWT3SLLz95AnShlVFCjRXl/jKiDE5hmedn5mSmw0uBm10",
-	"prH6giGEw5AoXgThBJUbcEWWwnNQPX8tvwvqnUOEYSK3lbQa3ekmrWh10Pc7qNhTWu9Dy4JAzflcAayg",
-	"bOjABr5gen9XZDmEpWeGCbvfhAieJqENiIAJ+yjrpxV4WRHjmF6pt1DKrhhfQFS6BrQlvjmIDQHKuu4G",
-	"Hy+ANl00huhv//FfShkwr6gnQB7RhSWx5qVbJUcjM6BpYZQNCC19oFVQgDTJHqLADDnU/dICD2FNmlFg",
-	"Rg487bRgauCA6M81aTRlvsvNzYKQR+oz3dsoMG2AggwZg7wdUGCgcZp1IBI5QLKQKN1WWpT6ER2a1hBU",
-	"avvRkqfIUDiUCjswlgSBTUUPjMNphq1QCmfB0TiNLokUnloYjkSAmj8en5sOPIuEKmoD4q0CQEKEBJUo",
-	"xjckcig3vE7YhCehfp4js8E9ZNqFVfalxlVweXl8/sKmuAdq4a/VB60THtNwOcx0wTDGQlg97/C37/VT",
-	"A1Pzw+HCPDaakNEGNf1Azuirhk2yYWeYMnWH9biyOK7Jy5ukcWymOMyLEmq4OoFDamq4nd0D5DZQCzQi",
-	"FTWqpplix5zkG87IUp2hzmCxgSZu/XDhmYJoYG/QFQ5FG71Q7AY7X7398S3SyhxaWW3cKyTDCDTF1yTv",
-	"SunB+kU5ITMfzaKfIgcKO5I0JuLJE9TkjCha71n7pDaHQEbyDlCbThu5zXXMvYX0T010vhNqAy1gYLBE",
-	"+K1QqDWdl8q0qoG7bRQU+moE6PvCVH/9T9TsoL/97/9j+/jk5V+fPIn4gj15Uhw2uxUImU/QgidXAuFL",
-	"TJmQLm0doglRynopg1V93VMywCQ/pFJXFHhToO/tP/76n+V9rFinWVkBCH01VyGlvzgZLON7/Z+//r91",
-	"E6VzPc1e3TSDEtZBkrFRliyzmeGlxqpKJ4gK8mVtPQ7NZGAX0YzOR6VmggFqKoZlGJ1dsKAxYTJeapDv",
-	"tctVgL9Hm+sXa5Joao9+X19H2CywvpowUeR3U0lhfXPA2PbkCdzX0xfPUK/XO1Bk9f35M/sGuZEO99Qd",
-	"BBQTEIRFqAlczxYMYdBjT6kzS22o8tAcS23c+S0lyVItO2tmKDzNp17mHSZbr8gy64CXdSPS3bren79o",
-	"7QNB4akEFpTwGIVTnOBQjabGbr7/k+/7/t/+4/+qf3ReeEj99+kL8+DgheY3dpD3f3rx4sXzQ3P1Fzoi",
-	"U4vSuS1VgSackvCKAFE3HtqIhFyRnDZ6Z+Mt3djNlUjD8Iya0GyAmmb7BpMM5RaS66A+dY4AN6cDJBXo",
-	"kqrjtNjKWUjsWSnBdM4T6fBiy/PHPAKTbJLfhL0+ekV/QM2g3+mhSlNQI82bQwB+BsRUy6y7vwrOAvh2",
-	"gOqbhwY7h3ZWPkHBj8fnge3LpNdBLxlsFMZ+d3L+8t3bs8CAboCqvVKN4VkJFkqtIQIxjsYJXwiSiJ12",
-	"tlWNP7p4MtB69Ib+ADFjXOIYpjZB6ZZY6IBxNWaCqBQknhhe2e91tESFFcNSehW5AVguPTWyRaS8vSzJ",
-	"tP2kJEiZM3KwXR1PnRqlCUD1h92PNLrd1akPgU3ltyJj5RY1O3DjBwPnjux4K0RyKzRmCkgbvSJLOCY1",
-	"+hWZ646KWKKYYEVF+2jKU8X3j3SPwFxJEngGUn02KDyw3S+NP8ASMRvTbGQ1dQNhIvUPzxxCtjXZ0kYP",
-	"EmnJPDjUUBdGDLSRr1riIGEKdV4LJRiDvn+A1nXc1VVM+t0uKjS4VbchMbKpXgKSnLfR25wH6Gtr2g7a",
-	"7YKuE1G44rbMxBBh0J1A5l8CoQiAegGt0MHcuvtiMLi5CZQ2FvIk0ZW/VwHbjC10KafssdYd1OgRncAW",
-	"Zd6IVOiN1rf4hXnNbOC8yIJS3AEg8r4Ib32BD9CG7sT2QpwowT7Tg19TSx2UIkpkC1Tukr8cBY7fFigG",
-	"n+PfUs05x4rxIcmtvD+hMbTXNGU5qBAp0SzgEM2xgB/GOLxy7K1F6JoBFKbrGeFQ4fpjgXAM2RPqvEy/",
-	"KNMqGJTZbPISPzBLb6MAKDXsoaObjftAWWwb066vDzTzfoM+FVhXtlUoNclwoDIE37mFMaijwA60atkG",
-	"3VEx1tS46eSU0MTkzBAxvACi8slWxvxU/O6TVgU/wTutViv7f/2R2ugnFFR43yc0w7GSZEgE/NUz+nGh",
-	"mTK6pjw2ZpsxV4BMECNUmwYSGioMm/GIeGiMIytdakMxKs1f37JbraNKLc2PpmhRVialfkcW8T6pm5mj",
-	"RBkfcl9DCRuyUTtq1IIFRQHJLEVhlJ7QNfd4mjKUzTMF2wywSWNYQEJRW+jO6WX8KiHXBMdmv/A5NkRE",
-	"Xb+dfIF9tcDc4oI+ZSaWhKeKQtPIy9Pn1dLA6q4XWTHoZMMO1LB1DF5BVI8PgqOxfOg31UWNOHB9iYzA",
-	"kQ95oIZcT9hhzupj0x0d5QIBROloxthUFFp36NX9d0szrurOrmaT9XmT+SZg21ps1Pa40tgbCKiZAohU",
-	"FaMtcUZjog56nvCQCOHiNExS7RBvx837qpYhVDQF2/E6PTVeVY5EnzKGoYMTlJRlZM/s24G+CbVyJGAF",
-	"fCpNC3MFvBpp1I7W7dbdf8PW1kPNYFyVWRbHLsoGLsC+EyjIM44CINeKzTiAd4ew/fLLY2jNFGgf1D4w",
-	"KzJ+eZm3E3eulR633HY/w0Q14q4dTv1iIZm9Xxqpplu/Hcy1I1ABlG5hBEqqbrrxgAIZGPNrAtHZM3wD",
-	"D4uzrOj+r0/dxq+8P32t76VL5vJ7BFbvfFxA7KLp65MS19BM3Warg+j85aI5zAwxsPRekoTheGTssZ9Q",
-	"FuiQMnIz1xJZk3Fk3zSF8qZ8wazhVBZav+/kU/TsKsUoZfgaU3DJWQg7pigFYecNYAxS6DfgluOYqGHB",
-	"23BecE6YvGz1my1Kn1uQL9VNZMKECjlXGtj/J41qn5BM6OUlSQCE6JOtko10PW4lCxRi3T5dsIJIkIsG",
-	"nxSkmKKgtg60wrFSTjZQaXcpJsig/LydP1cj146jNSVFsCw1/4SCLHM80NRKm80KT+0yVw7s1AG0HNU6",
-	"tj7Z26/HF0shyWzoPqqJHFu5Cc8ZrRkD79C/KCBGWWEfHb4GDLCSRx84j4f2Vfdh23kIq6gfY0VdSFPk",
-	"1JSFFCSOEaTtI522r+Zx0/gLq8lrSJqikrrqfPXNtvOmXmN5zNyvB2dsg/yCbP6szn0Fj5x3V23fq05o",
-	"vT6f8uqXzs7cgphmU/lL1XhCO7X5q3DqliHl564DC4F4ZLU2nbkLD+sCEu1sBSjpEEUDx6gExGamGu0Y",
-	"Fs9TWYBoMcIx0NToHXgXqxeICnM1gZy10RFbGiHW0C1F002KnykoIS6Y1ilXiltQUx4WKaw5zTpgbfCc",
-	"+vO4Jn02t2pwKFep/cGecWbrQDY4BqUm8snk0FDMLG6FT8AKowmgdaNlQkYeKAlSuPU15GJxJZ6rjbLo",
-	"In2Z1P4VUC5TnGAmCYmG4NlY6ogSzbyNrgY+3YWNrrHCItTqEsaUysGNlyBBI+JdMLXPCZHhFIx0NTYn",
-	"06mcMhTxdGyqRdtcK+vyLEaoWt9n+4L9uRA5b3R7Y0/q+SjCS6Ej9GIaEhNCY4IhThI+TyiROFk2TBZy",
-	"OTW4EEaxK0ky03W0qIwL4RQnebBEw2tck0ToQIpO22/76gs+JwzPaWPY6LX9dk+3vJ1CEIqJhlD/nHNR",
-	"E8x0YkMqCj4PHVNhdCG3aTWYIq8IE210RliU+bN0p/MLtrHVuT4B45i1p6rgWejQr7ss5P38lxeQy1MM",
-	"48i70XNWa43caWe+QJ0uoMWTgsvtgtWVfIFDzSyKL6PGsPEMuLbuy6zjg4iQP/BoaQNnTPpvWbaHYBp9",
-	"zrqz2PIF1VFlWS9aqHsCAh7EtQA0Br7n+z6AnjMIJlFnj+OUOG3h87J7jVRE5Xb3pY7fthZcA0JSIGpp",
-	"vDxXh1lcDGAE6vi+Xk01zqVmIfmMMNfK5eWLgEgZHX2kr9tWHbFtIYPbYoyWTFICD7QtFuDc9Tvbn4wb",
-	"wFbw6BUaSTtw7Xe7Aw3XzD8KzwcG2m6QbqPrd/danU6r2zvv+ENf/d9fKvXfdDN9H/63DoRunZHyyF0z",
-	"chkL8tWWD8Br2FukRpv4k72wS1oH0T5u9fGg19qf9Cet7riLO5ODiR91OoWoPZbGsRNxZ47hTudpYg/h",
-	"QKtxYrkinxXBvPUafd9fNXqGArs/4CjDFvVJZ/Mn7x1zFnzU6W3+yHCNc85f40SnufQ7g20my5TXNySi",
-	"2Eaw9rvdbT42RhElYxwzSeVSf3uw+dtzzt9gtjTAAZYz2AagL42iCBZZ/dUW4DEZDu9zJVDHS2bk5plp",
-	"rKPPuuE1JL4UjeEvutW+aHxQr++a+DQ13yXZWHTIbcfuAW+ak6S+Aayn5RRtHWoGUgTeBQuKLe6CHaRm",
-	"I5ptKObkWvjVh0FmFf8zhI0E0B80IiOzz+/B55MF4iEcC55HLZmXAi+PNSh2T71glfapWo6zKX6QkaLE",
-	"LBChsmS9Oj72mgppWriCoGBd2lAetpxEGC9190/tzZIiUAKnEgogOQLmkXRGCv1Q0XPjAOgcPPVbfqfl",
-	"d859S/aKtVIs+XLfsCGs4D3Og0tND9GctmwXYb39lrL85bV7AsFe/Wos2EYOqN9Wzz/v9oaDg+HgYNW2",
-	"oCfqQzelA9Ih3i/DsApyZUmKJVSqqaJTt9ASQhdWbTw+WRmhajx1PZXIkW/3mU5k3OJNiEprrDtZm22l",
-	"JdpmzBckaYVYECSWszGPSwV7DF+t23S1Zut2vK1c5nib1RrOXFybZdJ1i8tLy263qKzK7+2Hiqjk309U",
-	"0v/95WO9ZHQ/+aZQb7nx5vj02U9Hb89bT+ur7w4b706fH5+2Or7vd2rlm2Ijd0eaMw2YG0+fdtqdXqly",
-	"77Bx8u6s1elW250OG/74KXk6GYStXtghrf5kb9DCPbzf6k96k8F4PzyIOr5un10W0LqawqkDyBOezaUx",
-	"Octdv5R8bGWsrNu2bo69inZKvpoA1TagdvZfbQzduX0scc+wnEImco3Q5+atu1z8y8p9X1CMKshCijcX",
-	"tu2IQ5Zna3nIBMfv2lbIqxX854nOaCj3vM5iMPFWjYW9LFEBwl/APGQyNCAXPiE4tp46CC57ozAIkh3j",
-	"JeKphNKGeczzYTEEWo8KntncOQLLQs1S7LzS6pltBj0tewZKHsp7mt9QXv1gqDMfqjbnYd5W2emf0uwU",
-	"zMyHuVWWRnl4dam9eKAgCLFxpo3qJWFEJ+JSW+kE6JoOl5wTE+DGr3VweI2lkieOKVbyWuNwG71jJY+o",
-	"7nmknaZq5CkW4LHJer8q/EwFgdiTGsihpvWdF/ZtAmsCHatdYxwfIkGkhmTRSm+ivfL9G61fRwuYhBvU",
-	"GUDoicm2QZ0DJZQbsWTHWi/NwMXzAgsijWNhZSPjBYCopqLt3Cy+3gQ/NAZooe5TyeZeNFvl3+xYfNBJ",
-	"BKbdWnb7q9MZK/sQbPjqTtd6PJpZNzxt6d/Jjfl2SbA74+2wL7kTVWa2qDRExv4A26yinbtVxheeFaup",
-	"FDo2yHRyqEyQmfiHxktQPCaIbM38FSX9zVqxkYPyYC5UyKwwOHNC6HlLJv+hyWm0xm1wJ+gJHU9C4RA5",
-	"C8lOnXZ1ZujxmabPx6Zl+r3MhfBPXVWwtoP8veSSrRm23cmdTG5b8L9K9vi7V1+Ut/v9zR+95fKF4jX6",
-	"gy2EgWecTWKqk2t/J6vR7ySyWDSpETCajLNWKWVvx5FozB0xEo1rud/SzFPsROGacXLza+ChoGTB8crm",
-	"mwvm2G9wfAXlIHL7im4DLXRyQoVZgpCiPXF5mGmI4/iC5c6RkHgAFBOPyshCESjtUbKWTfTCxNiFfDZW",
-	"ogxYKI7ePl9lxTl3IVYx5XwZhbtwBJQZP5CChCBZTCZqhnw2w3l5kaIGvm1ZfSg+M4+hjLpRmur04iwb",
-	"Pqdzd+1D4jTYxzcv9cf7UBzB/NGpVrAScgkqu9I1t4KWCdXNI/ZWdhFCTcCkkt2ioBrXAaLYlyaHhltl",
-	"eDCAbdm/O9ua0LbZSU2bn/qdZKp2rYWs0E/nkXdR7raVbSQ7hTxCtBliQVqUCQKqg832QxAEV9pR0Six",
-	"9nDcTkKf8Yxsfe3N9ts/goV2zdLX2mm/pBn2i1nRVnsSO5/Lk9izI9/F4PXYljtbw6W2+0m9rc7tCVAP",
-	"rKLtTdu7jemtU7K8NcjyX/yXv3L65tej5Vvq37w585dvOj/fvHnOF2/O+eLNC04nP7fDbswezS26qinT",
-	"BltZsZnXP4ytTBZFICtZFiSjD7feCtPYs9r6II4Us+CFxA0xRE+eaJe0+vPJk2IQilZCIbxW6UgeShlE",
-	"r+gvjDkNDGcm1oZF1q4BKvqTJxFNiOIoMPgFaxYiZzxd/iSTNG2LEBuvAFG1OzouR624nIJiTGHVzM5D",
-	"HctrgnXKATwJMTnzOlRZCaqlGlUXDLoAgfxXYxIwYYCThIhpXRUV2MuUC8KyiHFdHs+NRV/Zv7pdnxkB",
-	"ccf0t1R7fm0QLVVAX14wJyvi0Iyni8rp1iya5Hoo5vyqIiOkc1MaoCbiLFvA7sfqom7BKFeTBHfBKsH8",
-	"qwOQ3K5ed5X5nVmg9M+Hh8QxaVx9Y5oa5ffyeY7DD4xY2sA0ujVBTV5DkDgmyWg+5Uy9/qdur7/vd7q9",
-	"/mDv6T6QELiO1XX/nN3rrZb92MzurmE4K1jgHQKqKvj0RYKrHs9RWO4OPWz4Nwf7g/3jyYvn3V73h77f",
-	"6x33n0YHvu/3nvc7x896/eMQH0f4oP93IP1Uos/uLA59BpFkU7zWitbFOg9dLbvgTVDiusl4V2uoSZZe",
-	"tTTzVU7RZPYFrOybNfFbDNp9YtBkgbuuECfL1soNbH+lMfM1lMXFZekCCgzXWSA8I7+4SZ1t9F5AhSvJ",
-	"wYsBdSOKQ1r5xmQuZen9StxBPJVtdEKSUN06wkIe2bQva/agxjcLWa1NjIJd7c77b90XQa0L5EfiWiZ/",
-	"WJ46Bo614WZF4+42FpgdT4l3ztqjjWYYtY0NVpgi67u/VebDP4R75PfS/34ksnR3xssapLnDNf5Io9u1",
-	"nodYaYvSBByUu/V6eS8fq+TYOoxUp8foWkPtDRfmzlK98+3LqPEN674s1t0Rv0wNnNXhOs/g9xqbRI1m",
-	"DcUSIL7GSUrT6Lnj5KaBfi5JXt3kbqEwb3khCT4rm3PBisVGqhnpTsEc4xfTNaZqtVvYwSPeA+9+6vBj",
-	"GHS/KTkPV3LcNtkbtRv36qHsy3bj99B43Nm/KTfflJvH4TuaPD6M9ei71TJVEFZKOrZcIqTkam5gjdfF",
-	"uKtS47x1Qo12qP9kZv48Es7d6XQGiV8+NkyW+Fo32yThs6yzgLaozIjEejj9ty4tUWyOM3Sa4/DRajOO",
-	"YlnrljGoW0adNShfFEAlj6YENSWPy9RxZaPe5AB3Qt3+wKy+XHWhtPSa4Ax1KnfhJGvHeiTDVQHrNhFy",
-	"g/AGJ9rfxN+txF9TGSoH3HqiZAvV79oON1tGelXakDdtUp95Z8cUD9Qd1W1HBUiruSaJLmuDpiQhtZSq",
-	"3Kf6PipUaYxvCtRqDKprMO7gjS16oT23aQ1ynNlY8fenr3VZXFMLztS1sOVibaN4wA1bAPKSCmlaFTgB",
-	"/BeshDumhAZE/lHTeF6pYcWm/cEhWAUSpCMPBLoiZG5CydXv7Qum5p5yIXU92oQIHl8TJLltKW9EeyKG",
-	"aJ7Qa+t5nI9xeOWhmLKrVsxDHGt1L4x5Gl0wS+IzR6rJz4t2POP4NB+pbaRMzElIJ9DWys7mFpO9YE0o",
-	"p7mqoNWO2rmOiHSqWHm2uLBOJUFYlqqLtC/YEdLLMBVqZ3iZl46bZQVHoZtFYp3BoE2afA61sj8f//DT",
-	"u3evRkevX7/78+jk9OX/PDo/Hr0/fX2m02o9JAgUzw5m+IqgJGXBThud5IGnkG1rrHoCBVCGo9bFepLW",
-	"koL7xm6bxvzGjFhbA6RQAkSTRlv3Y/tQ7UqX/8eN2P59Kds3FWFLynoKlE1dI0uN7kBoa5nzrm7519Kk",
-	"bI3NKoujYWSBNtNRU4UnIdeUp1n7I0U5hf36go2JDiKdZuHSQC5s9WbUhLaFeZtCkyiVPbG12D0El1+T",
-	"GHHBQsyQWFAZTrMKaLZsKXYpV4U4nAIwDMzONEj+AQSFf6hsBn3GhXtTROdtbg+kDd5VsIWPisWivTVl",
-	"Jo7XVKSqTRZwm+X9btkCpX7ScjknRYddfUvZuojdQou8u7FJt0PkVst0FlVY7Zaqbm3AcTF5qzb4uL5D",
-	"4vo1AxWkIi/wprWz4rqzVsB1K6s0FdwOuJXO9etW+fcVjF676K85DL3QoHRbLM/7jXa2C1rPm4k2nkad",
-	"iY/3SWsw7oatftgnrQP89GmrM+mSXtQPB+M9XGyLuYpUxFjIkVnKqtk7f7Ht090XtaGp3D+0kZVavHvV",
-	"hscyY63s5L4hJrzc9/8fJiq8uPGtWfbuR4uSq8MAFHx1dmPm/NRZQLampK3zDe0UoOVbseCmQbm1ZiiT",
-	"NHw3Fg1fPap5/AvRAQuaUf6lIkL6j9Xfwi2OUg3BEWTo9b0GlLvOrhtc4lEIsb5d31eg+WNSnbw3/lYQ",
-	"W+tnLhr89QRZoQVn0s+XWPRAp7XroNBLtU+KvpfP6ty27p3HcGob7dMFvjXLjGqPa+tQX/36FllPBhJb",
-	"ovwaZL9dzyM/A8vTAUmb3DcFmv/Ne7PGe1OA1H2Y426SNcSvtwed6g74olBaSHNNpadmvBAKhBSDiGzF",
-	"6UIHrgtmCOQhYhysQTG/pCGO7et5edBKtFKdIQeW/7mYbff3Yba9x2Vttu5Jo+a6z3WC2Yp+80UK1LFq",
-	"WiFcB8CHAEl08ee8k/79g3bqm9qvIBcZ4qxYxDeT3B/GJAfnuSXdcjrxwzV2e/D/8kHdVu2Iqgs/N73I",
-	"UdPUVjM9x22FtchUBlKPzAvmJ56gmS52tlMp9W5ebdeWfMdzunvdsQ6fGqOZ48NqKsw0S9K11vRqqlPi",
-	"Ob3ndCVnHWR12gYCuW+tMOFwdxe+mXIhh/v+vl+Z5UN2UrWl5+srz1vzis7yBNN8yQpnLCamSHB1L89M",
-	"Die03fdsQxXFVaDvve5IHnLKWpK3oCdQMYU6m6EQxVCd57zSPN/QEjf02xnOlvGrH6nsrNEFXTWxivml",
-	"caaoC+EMmV2A6phQ/K9cmAeshKXaPI5b1928LdFz++H2/wcAAP//",
+	"7L3Zchu5lij6Kwh23yjKO0klJ1miouJelS1XuT2WJd/dvUs+TDATJFFKAqwEUhTbVkQ/nudzHvoP+hfO",
+	"B+w/2V9yAgtAJnLgoMGuKrd3dEdZyUwMCwtrHj42Qj5fcEaYFI3hx8aM4Igk8M/nEZkvuCRMviOLGK9I",
+	"pJ5GRIQJXUjKWWPYCGSSkgAtZ4QhOaMCJUQsOBMEUYHkjCAheUIihJlYkgRJjjBDBCcxJQlKyG8pERIt",
+	"qZzpl/GcoCCbN1y1XpBV0G54DRHOyByr+QlL543hLw01ceOD15CrBWkMG0ImlE0bNzde4x2RyepkIklS",
+	"Xe8ZCTmLhFrIElOJxmTCE4IS9Qll0+JUc8roXM3WyaahTJIpSRo3aqIFTvCcSAOuJ2kieM2U5zOCAkau",
+	"5SiENwLEJ7DbRUKuKE8FWuAp8VDKwhlmUxIdI0FYlANkQmM1hwYTlWqN5BrPF7FaEFn9i//8V05f/Xqy",
+	"ek3961dn/upV5+frV0/58tU5X756xunk53bYjVnDa1C1oN9SkqwaXoPhuRpBr6q4cXz9krCpnDWGHb/b",
+	"9xQksgd1ID+9Ikw+j+o3vyTjGeeXiKiXEI1QU20toFEGCfvGAq9ijqO94hYfR52Jjw9JazDuhq1+2Cet",
+	"I/z4casz6ZJe1A8H4wNs97bAcpZvDWYc0ajhNRSu0UShsEIcd7MTnsyxbAwbaQpvVnfnIOQLsqpu8gSl",
+	"jP6WEnRJVmhBEhTzKQ1xnCF4E6P3758/VXcCoynnEQpnnIZk7xgwjxJ1b1J1aWQbvSALiSY8QViimGAh",
+	"UbePZjxNRBEsg6g77uEj0vLDzqTVnzzGraPxIWk9xgfhIOqT3qTbsWDRtzoHTOmKbYSPgwzdwWA7Lryk",
+	"cyqrQHqLpwQJ+u/EQx11/Tq+X9jPwK9HzxiGcxcUkQlOY9kYdn1Prc7cUd/3Nt9Yr3GeYCZwqFa0Dlll",
+	"/gqiURHi/vgxeTwZhK1e2CGt/uRg0MI9fNjqT3qTwfgwPIo6fj0i3hMFb9THmq4CqfkBR+80aqm/Qs4U",
+	"kVb/xItFTEOsVr//q1Cb+piv/2ODJImmUCGPNGyucEyjkcHThteIiMQ0Fo3hLx8bE0riqDFs7E8oliM8",
+	"5ylTr8yJEHiarw9FnAj2nURzLENNxxMyTWOcIHK9SIgQCro3HzQAiIALOWwcTDphN+qR/niAD44eHx4+",
+	"PjrAg3E/7EVd0pn4jRt3qnMYVd8mKpBZOJDrNAyJEI3hBMeC3Lhg/eeETBrDxj/t5yxuX/8q9k8BFADa",
+	"KhI4M81xrE6HREMUlMAVeIqIZRdpdElWozkVgrJpgHiSv2/ofltt6Qlnk5iG9zy4KNWvk9GcJIptyFFC",
+	"JiQhLCTrTrH2zRzCOE4IjlYoFSRC45Xm5gucSEYS1AyxIC3KBGGCSnpF9u57oCeFm2YkAAXvyiqRXRm5",
+	"pkKKz33moTkgkYslYZokinUJiSUZomAT9AEpzLnD+yPYJ1UzlREmAx8bLRI+VVdFI85vKZdkZPY9Uiei",
+	"kec5kyRhOD7N0eHuV18PNdI/uDhzv4O1a0Qw8Oc4rTM+J3KmKE/KyPWChJJEaIJpTCLEGeJpggSNCFxY",
+	"d5NBG/2sAGtIlLniEUD2NZfPeMqi+wGVcTmawDAPB88yU1pigRhXEkLKPgsBfM2RSMOZkuR5moQEZBGX",
+	"GgxRkG1U4+VbLbedc/4SJ1NyPyAaIXAkOR/FMNzDAtOe/JhHK9BSOEcwz+emLHZCfkUSdNBHL+gPQxRU",
+	"tqtBekaSKxqS9wxfYRrjcXxPqCZYEjFKneEeDqrv1NgIJwRJRdwSnNB4hZy5Pgdk80mdiRT1FBLHBDWD",
+	"yo6DPQ8BKhMUYYnHWGupzUBoWBffbSPQIxFWiiQK4I8WaJUBEkaLBLV3Sq8IUzt0VGfn7XUbNG/vO9oq",
+	"7PKc81eYrYx8J+5/6iOQoMmD0iTO0RyzlUVtofWYFYqxJJ+F5ldmHKLA3Vyww3E94Bnl9PgpgPTNi9ud",
+	"k8I/eE0L1cNGZ9DvdgdtX+kPSgKhSiGgnAlQZcwTEo2UlsDSOPYaYUKwNE8aXb970Op0Wt3eeccf+p2h",
+	"7/9NjZSsFpKP8ll8v+3D//IftXATrpT2ISKtAyy4oHKEoyiBM2z410eHg8PTybOn3V73h77f6532H0dH",
+	"vu/3nvY7p096/dMQn0b4qO98DngVkcWoNznCndD5RclFqRrX7EspOUrPWtCEiLoN9eyGYMwd1bBMNoOP",
+	"Xp2+e/LTyevz1mP3p1wUHjbevHt6+q7V8X1fqc2MyCVPLhvDxpgsumo8hW7mpNrdAehzIaFXa45gYFZs",
+	"lb5R+VQHXiODgwVMAR6SqH/hWK//7ZuzVqfb8BrpIlp77npS96pqXMluo1I8d76MFSx/Z3TQdYxOkxcS",
+	"FeQVwfBCzLgErvae4VTOeEL/ndxT1ErdkR6Osp0gEN3Rv7ZO3j5vvTj9N6RpAALTpj7KzyUnnLx9DhYk",
+	"pQVpNdKzii4wLmMs43JGEkTYFU04mxMmhyhwoREYSC8SrpaouNkpk1Su7gdwTURGPJUjPhklmE3Jbe0F",
+	"81RJQQSNiVwSwpC6a23fR5hFaKDpEvz9+sfXD2Ev0CsAiSuVSiMA8OE45ksSIdgByLaK7CnFAS76FzAp",
+	"LEkcI21UQONUohAzJdCPCQpxklClxaTqUMu2BTARRkqJ1PqhJpjOgzkVYINRT1Im0sWCJ4pULDBN1LOa",
+	"I9T6prG/jtIkHinR3sDIYlI20isSUXwOxqn73d18bXM15AgMXg8okOYSNyUCWbwrL/NLCfzqdIPy5MGw",
+	"eEg5IDTY/6rP5JRFC06ZvKuEsU5M8I+Gvm94FGGKSGR2SeuXGAkSJkSOXMZs+AmdMsqm5oXGsLGcCRKO",
+	"Xk1e/HyUHP744t9+S86Xv75/+/Tw+cu3f3vOuy/xS3y23MC93OWkSdwYNmZSLsRwf98onW2zt3bI5/sK",
+	"MML+Ej0YwyuBfBu7y/wa5v022JjNYOARAtg7bNQx2uIoApsQjt8mfEESSYlFwvJcp9c4lPEKcUbQIqEh",
+	"ZVM052Dg0PeeRgFqwj/h+R7caYcIB6gZ0YSEUv+s0H7hTPqxKgpuhtMTeP2JffvGa7gUv2JWf5rP3UYK",
+	"cK9/fG2JcxOjiIR0jmNkrMlgdcPqdSFRN/t1EeOQiD0PIEAi9YZrmsPRr6mQQNYlKVrtOwPDV5RUl8ZG",
+	"lzaojqUkiVrk/2j6n37ptI4+/OK3jj589L1O/2aveXHR1n93vO7N3v/7zxXbvNe4bplBWlVGt3lznQEy",
+	"zgkU0SmVAhhhecseIu1pG13k+7hoaIx3xNuqswWuRgu4nn0T0YgwSSdUq2g5hIqyccndUwZZyTdRL0zX",
+	"eVbMdf1OKIbHmXGQmU+OrQttQZLM6kwZUipfTBR8UYhF6WSLEvut/FSOgL8Z11+b1268hr1s1e39nN09",
+	"jeA0UvpwmjBtSg/evjk7R/vwvQiOkTpqyS8JgwM3C9FcivyW4th60oFYfFdy+3Un/uQg7JLWUXSIW308",
+	"6LUOJ/1Jqzvu4s7kaOJHHQWNsktp6zEKEsckGS1mnNUc4JuFJlZIv4bgNZCeYsou8ZTAVhKlaIc0psCW",
+	"jhEjVyRBGL34tydoWrmYf+n2+od+p9vrDw4eHxZPsNfdYckFDWnjFbBvrr0CmXp1S/S/cd16vzRqfSxl",
+	"6prjXh6+wMe/klCCgwjePllDS08s4mjyicUaGkMMzzgoUZMSaXTtAeto4aO9jAoe3FQpYLbkJw73KC76",
+	"JV+SpKXur1m9WM3HPG6jMyv9qFti3LpKLBKRDIorNaYJZ42/4Na/w6K6Xse/uS1l7moXNIrzpWkyIxTz",
+	"1OTYUF5QD5qpekO9DHRoT20788JUaR1IfnyCFP6vwDeRJqTKdzPBeKuo+ZxNeEHOqSLGLJ1j1koIjsAS",
+	"Sq4XMWZwEdt1h5aJSJWR4iVeCQSiiFKLnNVn52HkFDPomPOYYFa5DXaKfNme2XId4sM+n4CGUN2ckLCp",
+	"OQ5nlBGkFIljJIhW6WBMpN+gDB5RJhMepaHdvo0aqnq813hwwY/vum+VYFq0ObjenjmRMx65ypNSZzZ7",
+	"ade5CUuLqvESNiwzcl2EcD2qrpO1yla9epkNbbTL7G+rXJaGVLplw1tjHVijVxpjmmOYrngj69wVNWZ6",
+	"hUg5kagebgXrAcm0NauGyYGAzccxmWsqCjyOkjhSRCGL9qreY2P5qKLtv5y9eY1AOQBxRnJATqAOTSAu",
+	"gWssCUByx/lM6k9jf2J4Tmrv8VqK8NcZ1uaGhFuuoIPHNrMwvZd83LVXFUhSZdZX+obmdGiCQyms7Wot",
+	"JQzNvd9KCIFA3DimggrfJ0lLn5k5SoGac7xSRJ/MF3IF6g+VZC52ms/gyk0GBZwkGHQe1z7xcZPFJ0JN",
+	"HAtuSVPwry2jB7aeR4E5373tBwMgyjdeWEDdIT2jWK4VI5irhG2VIrqbpQjHd7GDENGtFyJe5/J4SX3U",
+	"xnErJ9dLDSCKasFhiAKw5AWo+cPrH9DZHCcSPZlhyvZASA1kEsKv5wlnpVBDa+tfI2cc3FHOONhFzoC5",
+	"awWNt+k4pmJ2ZtwFH2tN7zEFWQOYibpuuBh3OUTBgrAIYpOaS0ylOmQFtOxLID3gxtvzUGAekyhQOnr3",
+	"+hoCD6zLw5gYwNofoKYWcxQQ5gtpQjH2XLZrpgb0NeMqHQVeLNLw/M0KhoCWVUdlwSSgQyaL4jEFNPeM",
+	"TV+90On6mfdWIUMK9nGFSIrWO36LKomyJoaRdgR9bOA4fjMBy/cmKvJOvX3zoc6ARK5JmGqxRY2JmsEY",
+	"CwLjB8aRCUHAC0VM98AqmNtYdpvdIQL1a3DIgKHR2pDUxFoMNAopLxqUPLSc0XCm1Tv9tUYPoEjELDbb",
+	"zTZKq2FU9GlW2RlhzvrUdOb1tqvuRliSlqRzUodBJX/orkAsqGT1YCygXdMFBbhu1KAphCklfF6yzYHi",
+	"rMRIEqF0oSF3b4Oca7OtoxfGWmiolI7506HwYHtQAETNwmUBdASIU0M2d4N5yTT48Gi7FdqFUy/CO+JL",
+	"piH+kOagt1gIDUcsXBsthItoELKpolVFcrM9EN0VB7LpNxkY3DvolShYRkzK96J4ZoVbWUCsOqEDaPT9",
+	"zdx8UntsxYtDBRKEybXm7HX26Mp9lVyzEG+LwbZsTDlGfE6lwjiWxrE+3rVLLFpdBrc0RneKxuiDhzdG",
+	"d+uM0QdrjdFqD9oQ/XmdB6XLvutRdXc5qhKG1R/W1+k9uC25K+sitzJpGqJgvGmVIz5lVyTmCyO1Al2r",
+	"3mnrz9y0Wi0gbrSSMcStJbtkL2Nm2u2G8i2GM/UZ4gyZ9xzFbp2dDPaWD1wHwne4TvRVF2NBEi27aop2",
+	"f1VOBzfdXZF7p/SNlLytPQAwseApnHWiX0QJX4r1B16jWPOlMShQmzvHyFKp2hOaCLmzfm8W+o4v69T7",
+	"GRajOU/qnFnqgIGCYKaDcWBHEx7HZifl8/ZMFtMav5hJjNLxCVqeLScvqQuWZRCukTiUsGFTDCcm0FV9",
+	"BTMca8LHtQwdY6Ef74jx8zlOVjvC88y8vQbLM7h6WWqXu7Va5M8xalcqYnHL7vH2xMRF46+TpOTov8Z+",
+	"pUHIJ0BfFIhiIovRfTVa8ueT9NtfToV7GCXs3i76B/O9O0f2XZ5jlbvfay3Lt1eJFjGWSosZTQh5IBQI",
+	"rHT29//USdNZFMGEaLOJl2lzMxxPWgprlZiYMToBhylmOCEPiJb5OmDkIQrczdcsF167xYLv7dze7j7P",
+	"kWKtEXvtrd+irHoNKTbYcNwA4WyKXW0KJVJX2obXWJPomN/FInBdbbkq15ZV4+wfBVy3+AXb3kBsz3JO",
+	"Ws5vkDg2qUGQET/jMUGCxDq7bUlZxJeoieMYWJqoCeKaJHxef4hkMiGhpFcECYmTzNBnB6UsjFNBr8gt",
+	"rDqSb5uKsOhhJpI4HplrNHroWwxSMRLpHCwOMHrgHAKsu12+K+F6TZWl8zGBSG0QUo3Hx47j5Kf7tfnp",
+	"BT+cOk4AdD0Q6tZUh3lndJ7G+K5GmRMkzPcRiumEhKswJtqjUMXAcczDy3CGKRvNsJht8OMrECeKdhkM",
+	"yScxqRDfCQQDFSiFGrSUkX89CAd+n0T9XjccDzqd3uE4nPhHGA/IIe53/Cjq4w7p+n0yOeyPJyTqjEnn",
+	"IJqMcWfc7foHfjHkp9M93Bo45ua33H2DleIChUyZWy4JzmPNhYSiG5JnK3DdMmYt7YhIoDN5jk47Szkq",
+	"Ilo7o9al58aXU3yYxxC4TxMyAfanAxZ4KtuCSFnxBNUs7tYs7ITprHGlBruYZCuw6Bt17B4RT0zYmjZ7",
+	"Cvc7cXszrT6aykprbyr4936iQvKktspIUYrT2UNopt+v3sbZuoFOM0dhCreMKQ2ax9HtNejCik+ZTFZ1",
+	"mjTdudTGVqFCZC7QHROXjM+0fCowuhnMyyC19VD0FmuNGgVw1pikdWmfzZ4t/RKa4cWCsNv4tRSvGIkN",
+	"7mGzuszFk83VxCiogCvYM9YCa0Wwbh9EFABcCoKNK3lkbquT5VdIZuNJRJLRhMaaSLhUJMQsJOZ5RkVy",
+	"ypFTC7WkD9vkWq9x3ZrylnlYgwkQq4WzBMxaVqgHLoLxmRvHYqC3nJGEICoVZ1LP56ipQGZomM40zsg9",
+	"2GcLWYB7HiKxIADrDRJ7jowJwSbTo4xBKw/MPziUPBnqDQcechcTwBEMDakthVcWfqsXw0YPdfecq1DE",
+	"XHeWbK/OcW29nrsah7ZRzl3MQ0Vi/VUaiJyj3E7AbZpnIfBds1CN+HDLv1Z7kclFEZLPSWLvvHgYK1Il",
+	"HbvuKMyPCgcCo84G9YtSsmDz9Pnb1mCgg6Z0sJSHxliQwaF+pkOk9mrNQptCC2ysVkRwFFNGULPnozll",
+	"KdRquGsIwQMKEH8ck9zGdBig5kJJ7txEDDyUie6Bg5dMxhVqWlcU3AodUnFnhvH5jV8bxcEvYz8yMRjl",
+	"2701wqKSlb8uIHBTLj46d0QTiJbVpVRA6kuZpDG4EfXved2tL0y6ixUTyrt84v6MBCHseNv6XfPLGgxx",
+	"PG7FqhtrpXY7TUJwOCMRZHdZ5CrKe4X1yRlha0ngViqzU6RcuWzUHzVe7k/FPGvp8CabkHPVvhOIRlux",
+	"dOvhl+uobJ7RVq3L9bEgR8E1mArEQF0pD/A0+5hEwXEe96skBaueBUYZkjMsjSNbbN2p1SILqqJrecr0",
+	"wXtpgd9kl2+yyy1ll0Jtn62kXxFXa6bcivR3I/jr6ght5orZ7eamPLcB+u6csrMLp/wDS3rFkhM7sUoI",
+	"jjFWijv6JP+oAmUpmNcBTYGHVVhMWRhbi4/Fm1OSoXYSZ3c14mwpNnUXm05VtP7a7TovqZDPJZlv8TZY",
+	"R2ZMhfw9TDhfj6z7+bM7ymLMN1FlvajyQHLJN/b3B2B/6xnb7gaV7THLZWfwrjHL7ncPEbtcR8O/BTHv",
+	"bPC7eyxyCVt2lVbcC3b3mOQyqn7t4sldoPtgIuBXD91N+eTVUBOn3koeCLZTzZUvGCNQCCCqmbdyBqbk",
+	"34lOXa+n/VmGvElwr5GA9Q/buKxNkIcozNvIplGagH41mtcc1098iWLOpoUpJOeXnjqYOY1j6hTA3hSB",
+	"6OUFiSrxBYXRTbOFplovT6WHQs4Y0fdPnYUgkYcYZ63u9fVeTrQdRN5+OQA5R2FtPSCdngB6ppLsfjo/",
+	"f2uc+sdOfh/jeTcynCRKKd0w9bo4zMLZFtdVPJhNtY1KlSW3iarVypLVFNcddCL7OShEIF+ghEypkCS5",
+	"DfZl5UFrJtK1iK8UDQWbcVbeoV6C2FRatDo6jQnCKOGK+kQtnkqkP0NC0jhGgk6ZQGOSlfa1xSA5I55G",
+	"Aare5QtxXAy0uZsJrlz1tNILT1dBDdBfwJd+0FfMqddFCWYRn6PxShLRRmczvmSIs3hl6abtjTfD0qqt",
+	"auFN98Q0miGeaHBQzrJ7pY5gSQV5OG0gw5u7qAKmfmvN4AlxMeXtm7PzApqsEdXUaDkOVk5hI06t1wp2",
+	"uKR3C5iuKwyLBJGKEdVoDHe7W+hUP7XYsoSrElEoZhLpzoaYRWjKkbo1nIXqUOHHQtxXAUmca3qbE0TN",
+	"mZQLqFQl5QJi3oXEU6hevkjHMQ3zHxaZfFCqu3OLYr+u9SGhpYqNfv/wdvi0Ex7sIoTK2oLAdxFBy7zi",
+	"qxRD7SbrA9dPyj0jDV2CP2I+rZHAptOETPGaghxlK1Y+2Jgo0cn6dbfatYwwIOrMbkUhUSDB0QQn22Wu",
+	"3Vg5rPb2kcFZB8wNyQE0Os6bj6LxKutJqUu6LmK8EjtBR08mTX34XXBcfQD15G+8hmI2IwO9zcAAtmRl",
+	"USXbzHFkbQNOiHNmUbkbuwdLwE7rAfuEXQ8VKEpJUQ5l0GhIbT5K4w3Ht3VNC10JbMdY3GLdsNrMBG1w",
+	"cw7OK16lEgfN8L+ylOr5VSG4jRCsi2cqkwNTy1DYfrGAqHZp32jDzlqlWdZo/cp1qkhZAb5jtkhJ164x",
+	"V36jVl8XtdLXc0fwmiaCf34yl2+87o7tRgR3tXwWCOP95E2HAn/1Iud2R08BsLdy9RgN6QGcPAUh+Zt3",
+	"5wt4d8o4cqdreA8HTwVHv/qbaLtJ1Qhlq7VEznoWConJmoBvSFe+Q7bzw2c1r1nyGr/E25yDVgEExcWL",
+	"nQYspDKJrQm9RwJkKo/nJmZro9hro590l8vhBQv+tWX6zrbMAqBEdVM60pfnSF84TLgQdRLYEEUkK39/",
+	"wcYrROWeh2omOKdzIiSeLwLUTBm9ziqOWgJqOCcUb65d4hmdMizThASoGVx1vIvU93uhMcH+9OrkSevs",
+	"p5Pu4KCpDYQeumjoV2gE/yVt/ae0Kyk8VQDWDy4ae/ofgXfB5JIjscAhaQmywAmY4YRdiDAWucx4bQ3X",
+	"/IokMV6IPU8BShvvFNYAJbxgZxKzCCcRMlsTUPZdZA3aWhS6vdm/ZA46qI5pn2frCNoX7B1R1w5hlL2N",
+	"5lrmxAwNsgBnKJXK+LKNTrQ5GrOVLvtM5Ywy1BnYgzm+YJitdANusKpTiwGRCZMeIOHpoT2kY6g91EUz",
+	"9WzmoY6PZrBe+EdTjX/BfqVSkuS41LiVCjTjjKcmgrXfPTK9AnvHqN/xrcVTFKzWe+0Ldkd/yV0VqbvG",
+	"Fm7TdPTNy2+S0k8vyWpvtwI8d9Js6iJ5jMRcEJHXZuSaId8BHVjnulO/QbegJLL12n5LSUqidYLsn1iH",
+	"v5NSKzMwfQFd9l7qlsIXtc5RpjBuvmQJyZjTTlrmDuU1tmt3mxS6uuVvRezd6xA6qH4vmdBcqFv1APoj",
+	"i4HQcixMEypXZ2qnGiAnC/qCrE5SOdvmIzcc1TbNbQbiciQwi8b8evSP//ivoOCIUj8qpMt+KXmiqBpf",
+	"d+JQ4MJztdKsB3C+WwzL0w0hqel/EnImcQgoT+Zgv9S3X7tsxf9nPVeuUyufxP6K3G8aNxtKzsGWbR2D",
+	"cUxCTllL8taEYolMj5w2Osleh3rJAmH0/uzpebEzwgVrFnvT7XlZ2ZtiVJV9z41jDPZs0zdCr9QXF2xB",
+	"kpb7mU0scTLsSj05UNMkoENLifME5jLp555aQngptHBUJPAJT6czO75XyF7zkMCxrjqgRfA5YdLL16nE",
+	"IxJZWVl4WrC0veuU8EblzIjL01KCQUyFdq1Kp0JmTKIpSdoX7IL90z+hJ5wpSqQgpJ48Qo8eKXxWjzQL",
+	"bz96hLRhVZECzdUlvjRiTI7hWT9opuRmg4tBG51prL5gCOEwJIoXQThB5QZckpXwHFTPX8vvgnrnGGGY",
+	"yG0wrUZ3ekwrWh30/Q4qdprW+9CyIFBzvlAAKygbOrCBL5ne3yVZDWHpmWHC7jchgqdJaAMiYMI+yrps",
+	"BV5WxDiml+otlLJLxpcQla4BbYlvDmJDgLJevMHHC6BNF40h+sd//JdSBswr6gmQR3RhSax56UbJ0cgM",
+	"aFoYZQNCSx9oFRQgTbKHKDBDDnUXtcBDWJNmFJiRA087LZgaOCD6c00aTZnvcsuzIOSR+kz3NgpMG6Ag",
+	"Q8YgbwcUGGi8yzoQiRwgWUiUbjYtSv2Ijk1rCCq1/WjFU2QoHEqFHRhLgsCmogfG4SzDViiFs+RonEZT",
+	"IoWnFoYjEaDmj6fnpgPPMqGK2oB4qwCQECFBJYrxNYkcyg2vEzbhSaif58hscA+ZJmKVfalxFVyen54/",
+	"synugVr4S/VB6y2PabgaZrpgGGMhrJ53/Nv3+qmBqfnheGkeG03IaIOafiBn9HXDJtmwc0yZusN6XFkc",
+	"1+TlTdI4NlMc50UJNVydwCE1NdzO7hFy26oFGpGKGlXTTLFnTvIVZ2SlzlBnsNhAE7d+uPBMQTSwN+gK",
+	"h6KNnil2g52vXv/4GmllDq2tNu4VkmEEmuErkveq9GD9opyQmY9m0U+RA4UdSRoT8egRanJGFK33rH1S",
+	"m0MgI3kPqE2njdzmOubeQvqnJjrfCbWBFjAwWCL8VijUmi5KZVrVwN02Cgp9NQL0fWGqv/8nanbQP/7n",
+	"/7J9fPLyr48eRXzJHj0qDpvdCoTMJ2jJk0uB8BRTJqRLW4doQpSyXspgVV/3lAwwyQ+p1BUF3hToe/uP",
+	"v/9neR9r1mlWVgBCX81VSOkvTgbL+F7/5+//Z9NE6UJPc1A3zaCEdZBkbJQly2zmeKWxqtIJooJ8WVuP",
+	"YzMZ2EU0o/NRqZlggJqKYRlGZxcsaEyYjFca5AftchXg79H2+sWaJJrao9/X1xE2C6yvJkwU+d1WUljf",
+	"HDC2PXoE9/Xdsyeo1+sdKbL6/vyJfYNcS4d76g4CigkIwiLUBK5nC4Yw6LGn1JmVNlR5aIGlNu78lpJk",
+	"pZadNTMUnuZTz/O+k60XZJV1wMu6EeluXe/Pn7UOgaDwVAILSniMwhlOcKhGU2M33//F933/H//xv9U/",
+	"Os88pP77+Jl5cPRM8xs7yPu/PHv27OmxufpLHZGpRenclqpAE85IeEmAqBsPbURCrkhOG72x8ZZu7OZa",
+	"pGF4Tk1oNkBNs32DSYZyC8l1UJ86R4Cb0wGSCjSl6jgttnIWEntWSjBd8EQ6vNjy/DGPwCSb5DfhoI9e",
+	"0B9QM+h3eqjSKtRI8+YQgJ8BMdUy6/6vgrMAvh2g+paiwd6xnZVPUPDj6Xlg+zLpddApg43C2G/enj9/",
+	"8/osMKAboGoHVWN4VoKFUmuIQIyjccKXgiRir51tVeOPLp4MtB69oj9AzBiXOIapTVC6JRY6YFyNmSAq",
+	"BYknhlf2ex0tUWHFsJReRa4BlitPjWwRKW86SzJtPykJUuaMHGxXx1OnRmkCUP1h/yONbvZ16kNgU/mt",
+	"yFi5Rc0O3PjBwLkje94akdwKjZkC0kYvyAqOSY1+SRa6oyKWKCZYUdE+mvFU8f0T3SMwV5IEnoNUnw0K",
+	"D2z3S+MPsETMxjQbWU3dQJhI/cMzh5BtTba00YNEWjIPjjXUhREDbeSrljhImEKd10IJxqDvH6FNfXh1",
+	"FZN+t4sKbW/VbUiMbKqXgCTnbfQ65wH62pq2g3a7oOtEFK64LTMxRBh0J5D5V0AoAqBeQCt0MLfuvhgM",
+	"rq8DpY2FPEl05e91wDZjC13KKXusdQc1ekQnsEWZNyIVeqP1jX9hXjMbOC+yoBR3AIi8L8JbX+AjtKVn",
+	"sb0Qb5Vgn+nBL6mlDkoRJbIFKnfJX44Cx28LFIMv8G+p5pxjxfiQ5Fben9AY2muashxUiJRoFnCMFljA",
+	"D2McXjr21iJ0zQAK0/WMcKhw/bFAOIbsCXVepl+UaRUMymw2eYkfmKW3UQCUGvbQ0S3IfaAsto1p19cH",
+	"mnm/QZ8KrCvbKpSaZDhQGYLv3MIY1FFgB1q1bIPuqBhratx0ckZoYnJmiBheAFH5ZCtjfip+90mrgp/g",
+	"nVarlf2//kht9BMKKrzvE5rjWEkyJAL+6hn9uNBMGV1RHhuzzZgrQCaIEapNAwkNFYbNeUQ8NMaRlS61",
+	"oRiV5q9v5K3WUaWW5kdTtCgrk1K/I4t4n9TNzFGijA+5r6GEDdmoHTVqwYKigGSWojBKT+iaezxNGcrm",
+	"mYJtBtikMSwgoagtdOf0Mn6VkCuCY7Nf+BwbIqKu316+wL5aYG5xQZ8yE0vCU0WhaeTl6fNqaWB114us",
+	"GHSyYQdq2DoGryCqxwfB0Vg+9JvqokYcuL5ERuDIhzxSQ24m7DBn9bHpmY5ygQCidDRjbCoKrTv06v67",
+	"pRnX9WxXs8n6vMl8E7BtLTZqe1xp7C0E1EwBRKqK0ZY4ozFRB71IeEiEcHEaJqn2jbfj5n1VyxAqmoLt",
+	"eJ2eGq8qR6JPGcPQwQlKyjKyZ/btQN+EWjkSsAI+laaFuQJejTRqR+t26+6/YWuboWYwrsosi2MXZQMX",
+	"YN8JFOQZRwGQa8VmHMC7Q9gu+uUxtGYKtA9qH5gVGb+8zNuJO9dKj1tuxp9hohpx3w6nfrGQzN4vjVTT",
+	"w98O5toRqABKtzQCJVU33XhAgQyM+RWB6Ow5voaHxVmM2X2UJnGVFtj4lffvXup76ZK5/B6B1TsfFxC7",
+	"aPr6pMQ1NFe32eogOn+5aA4zQwwsvZckYTgeGXvsJ5QFOqSMXC+0RNZkHNk3TaG8GV8yaziVhdbve/kU",
+	"PbtKMUoZvsIUXHIWwo4pSkHYeQMYgxT6DbjlOCalYY3bp27gCEs8xqI86rGR9XTERhEq1gyZWTygoI4W",
+	"lmBD4Oc4L7hFTEa4+s2Ww89t11NFA5gwQUoOMQHB45NG8k9IJnQ6JQkcHvpk63MjXQlcSSGFKLtPF6wg",
+	"jORCySe1cqZot61ArbC7lA0O/MFdiglvKD9v58/VyLXjaB1NkUrLRz6hIMtZDzSd1Aa7wlO7zLUDOxUI",
+	"LS+3LrVPlu7o8cVKSDIfuo9qYtbWbsJzRmvGwLX0LwqIUVZSSAfOAeutZPAHzuOhfdV92HYewirqx1hT",
+	"kdKUVzUFKQWJYwQFA5AuGKDmcQsIFFaTV6805Sx1vfvqm23nTb3G8pi5RxHO2IYXBtn8WYX9Ch45767b",
+	"vled0PqbPuV1N52duaU4zabyl6qRjHZq81fh1C0rzM9dhzQC2cqqfDpzFx7WhULa2QpQ0sGRBo5RCYjN",
+	"TCnbM8IFT2UBosXYykBTozfg16xeICrM1QSS10YnbGXEZ0O3FDcxyYWmlIW4YFqbXSvoQTV7WKSwhjzr",
+	"+rVhe+rP05rE3dyewqFQpvZEe8aNrkPo4BiUgsonk2NDMbOIGT4B+48mgNaBl4k3eYgmyP/Wy5EL5JVI",
+	"sjbK4pr0ZVL7V0CZpjjBTBISDcGnstKxLFpsMFoieJOXNq7HiqlQJUwYIy4HB2KCBI2Id8HUPidEhjMw",
+	"D9ZYu0yPdMpQxNOxqVNts7yss7UYG2u9ru0L9tdCzL6xKhhLVs9HEV4JHRsY05CY4B0ThvE24YuEEomT",
+	"VcPkP5eTkgsBHPuSJHNdwYvKuBDI8TYP02h4jSuSCB3C0Wn7bV99wReE4QVtDBu9tt/u6Wa7Mwh/MXEY",
+	"6p8LLmrCqN7aYI6Ct0VHcxgtzG2XDUbQS8JEG50RFmWeNN1j/YJtbbKuT8C4hO2pKnh2un4mJ5j+DmhM",
+	"rMpwAVlExQCSvA8+Z7V20L125oXUiQpaMCo4+y5YXbEZONTMlvk8agwbT4Br647QOjKJCPkDj1Y2ZMck",
+	"Hpe1Cgjj0eese5qtnlEdz5Z1wYWKKyBaQkQNQGPge77vA+g5gzAWdfY4TonTkD4v+NdIRVRutF/qNW6r",
+	"0DUgGAbipcarc3WYxcUARqCO7+vVVCNsahaSzwhzrV1evgiI0dFxT/q67dSL25ZQuClGh8kkJfBAW4EB",
+	"zl2/s/vJuKFzBV9ioYW1A9d+tzvQcM08s/B8YKDthgc3un73oNXptLq9844/9NX//a1SeU638ffhf5tA",
+	"6FY4KY/cNSOXsSBfbfkAvIa9RWq0iT85CLukdRQd4lYfD3qtw0l/0uqOu7gzOZr4UadTiBdkaRw7sX7m",
+	"GG51nibqEQ60GqGWmxCy8ps3XqPv++tGz1Bg/wccZdiiPuls/+S9Y0iDjzq97R8ZrnHO+Uuc6ASbfmew",
+	"y2SZ2vyKRBTb2Nl+t7vLx8Yco2SMUyapXOlvj7Z/e875K8xWBjjAcga7APS5UVHBFqy/2gE8Jrfifa4o",
+	"6kjNjNw8MS199Fk3vIbEU9EY/qKb/IvGB/X6vomMU/NNydZyR24jeA9404Ik9a1nPS2naLtUM5Ai8C5Y",
+	"UGyuF+whNRvRbEMxJ9e3oD4MMnv8XyFgJYDOpBEZmX1+D96mLAQQ4VjwPF7KvBR4eZRDsW/rBas0btVy",
+	"nE0uhFwYJWaBCJWlCdbxsZdUSNM8FgQF60yHwrTl9MV4pfuOaj+aFIESOJVQAEo+zCPpnBQ6saKnxvXQ",
+	"OXrst/xOy++c+5bsFau0WPLlvmGDZ8FvnYe1mu6lOW3ZLbZ79y1lmdMb9wSCvfrV2M6NHFC/rZ5/3u0N",
+	"B0fDwdG6bUE31vtuSofCQ6RhhmEV5MrSI0uoVFO/p26hJYQurNr4mrICRtVI7noqkSPf/hOdQrnDmxAP",
+	"19h0sjbPS0u0zZgvSdIKsSBIrOZjHpdKBRm+WrfparXY3XhbucDyLqs1nLm4Nsuk6xaXF7XdbVFZfeGb",
+	"DxVRyb+bqKT/+8vHesnobvJNodJz49Xpuyc/nbw+bz2ur/s7bLx59/T0Xavj+36nVr4ptpB3pDnT+rnx",
+	"+HGn3emVagYPG2/fnLU63Wqj1WHDHz8mjyeDsNULO6TVnxwMWriHD1v9SW8yGB+GR1HH1427ywJaV1M4",
+	"dQB5qrW5NCZbuuuX0p6tjJX1+dZtudfRTsnXE6Da1tfO/qstqTs3DyXuGZZTyIGuEfrcjHmXi39Zue9P",
+	"KEYptl6AmCNJWXavRSkT0b9v+zevtw08TXQaRrlRdxY4infqhuxl2RUQswOWJeNfgAT+hODYuhchIu6V",
+	"Qj7I0IxXiKcS6jHmgdrHxbhtPSq4k3OPDiwLNUsB/3ttdMJsB+tZ2alQcqve0XKH8pINQ52uUTVXD/Ne",
+	"0E7Tl2anYKE+zg26NMpjwks90QMFQQjoM71fp4QRnT1MbXkWIIk6xnNBTFQev9IR7TVGTp44VlzJa+3K",
+	"bfSGldy4ulGT9vSqkWdYgJspa1ir8DMVBAJmaiCHmtbhX9i3iQYKdIB5jV19iASRGpJFA78JUcv3bwwG",
+	"OsTBZAmhzgDiZUyKEOocKXneSDR71vBpBi6eFxgfaRwLK1YZBwKEYhXN7mbx9db7obFdC3WfSub6osUr",
+	"/2bP4oPOfDA94rLbX53OGOiHYP5Xd7rWWdLMWvhpJ8Fe7gewS4LdGUeJfcmdqDKzRaUhMqYL2GYV7dyt",
+	"Mr70rEROpdABTab9RGWCzDswNA6G4jFBOG7m6iipftYAjhyUB0ujQmaFwZn/Qs9b8hYMTSKmtYuDJ0JP",
+	"6DghCofIWUj26hSzM0OPzzR9PjV93u9kaYR/6lKItW3v7yTS7Mzr7U5uZa3bgXVWUt7fvPiiYoHf3/7R",
+	"ay6fKV6jP9hBjnjC2SSmOiP4dzI4/fmkHYthNbJJk3HWKqUo7jnCkLleRhhy/QU7GpeKnTdc41Fu9A08",
+	"FJTsRl7ZaHTBHKsRji+h/EVu1dFtr4VOxqjwWZBvtP8vD6sNcRxfsNwlExIPgGLibxlZKtqm/VjWnoqe",
+	"mZjCkM/HSgoCu8jJ66frbEfnLsQqBqQvo+YXjoAy431SkBAki0FFzZDP5zgvp1LU+3dtIwDFdhYxlI03",
+	"qlqdNp5l/+ck8rZ9V/ICCHN8/Vx/fAjFIMwfnWrFLiFXYChQGu5O0DKhyXmE4tquSagJmFSylhQU8jpA",
+	"FPvw5NBwqyoPBrAt+3dnV8PdLjupaWtUv5NMwa+1yxX6Bz3wLsrdxbKNZKeQR8Q2QyxIizJBQOuw2Y0I",
+	"gv5KOyqaQjYejts56TOeka0nvt1q/EewC29Y+kbr8Jc0/n4x2916/2Xnc/kve3bk25jZHtpeaGvW1HZ7",
+	"qbcQuj0Q6oFVtPhpK7sx+HVK9r4GWf2L//xXTl/9erJ6Tf3rV2f+6lXn5+tXT/ny1TlfvnrG6eTndtiN",
+	"2YM5Y9c1odpioSs2L/tmodtuoZNF6ckKpQWh6sONt8Yg96S2lIojAC15IcdFDNGjR9qHrv589KgYNaNV",
+	"X4hEVpqZh1IG4Tb6C2PEA3OdCQ5ikbWmgGHg0aOIJkQxIxj8gjULoT6erhSTCam2m4oNsIAA5D0dSKRW",
+	"XM7WMQa4ahLssQ57NtFF5YijhJjyAjqqW8m4pXJeFwwaJoHoWGOIMHGLk4SIWV3BGdjLjAvCsuB6XUnQ",
+	"Ddtf2+q7XZ9EAsHU9LdUu6pt1C9VQF9dMCeB5NiMp+vv6S42mlp7KOb8siJepAtTRaEmRC5bwP7H6qJu",
+	"wBRYky94wSp5D+sjptwGaLdVF5xZoErSh/sEXmlcfWX6P+X38mmOw/cMsdrCb7o1UVheQ5A4JsloMeNM",
+	"vf6Xbq9/6He6vf7g4PEhkBC4jtV1/5zd652W/dB88rZxQ2u45y0iwCr49EWiwR7Os1lupD1s+NdHh4PD",
+	"08mzp91e94e+3+ud9h9HR77v9572O6dPev3TEJ9G+Kj/JxCcKuFyt5akPoM0sy3AbE2XZ52yr5Zd8GEo",
+	"Sd8UB1BrqMkrX7c081VO0WT2Bazsmw3zW9DcXYLmZIG7rhEny4bOLWx/rR30JVQQxmXpAmox1xkvPCO/",
+	"uPmvbfReQDEwycF3AiU2ikNa+cakWmWVEJS4g3gq2+gtSUJ16wgLeWQz5KzFhBqPMCQANzEK9rUT8f/p",
+	"PgtqHS8/Eteo+cPqnWMb2RgfV7QL72K82fOUeOesPdpqwVHb2GLAKbK+uxt0Pvy3cMr8Ca/7j0SWrt14",
+	"VYNvt6AAH2l0s9HfEStFU5oIiXJPZC/vmGT1I1vtkupUIF3Rqb3lrt1aIXC+fR41viHsnwZhb4mapkjR",
+	"+tCkJ/B7jSWkRp+HahYQS+Tk7mnM3nNS+MAqIElefuZ2YT+veaFKQVbX6IIVq8FUSwY4FY2MI08XAavV",
+	"qWEHD3iFvLsp4Q9hgf6mWt1ftXL7mG/Vqdyrh7Iv243fQ89yZ/+mUn1TqX5/lUqXXLgX19LXsmXqTKyV",
+	"r2wpTEh61ozEWtuL4WmlpoibRCkdPPCTmfnzyFW3J/EZJH752DB5+BtdipOEz7OuEdoENCcS6+H037p4",
+	"R7Hx0dBpfMRH6+1OitttWsagbhl15qt8UQCVPOgU9Ko8fFWH3416kyPcCXVrC7P6cl2L0tJrAlHUqdyG",
+	"CW0c64EsbQWs28YDDMIbnGh/E7o/t9BtCoblMN9Mz2z/gn3b+GjHgLhKd/qmzbg07+yZmpK60b5ttAE5",
+	"T1ck0dWO0IwkpJbIlduX30XnK43xTeP7LMhX17LeQTlbzEQ7uNMavDqzgfzv373UhZZNdUFTr8QWIDbN",
+	"9jVa2ZKiUyqkaX7hZFdcsBLamdIoEFtJdd0U0BvNayP9WnAMFpAE6dgOgS4JWZg4f/V7+4KpuWdcSF3h",
+	"OCGCx1cESY6gIVBoPcZEDNEioVfWQbsY4/DSQzFll62YhzjW+mkY8zS6YJaxZP5mk3cZ7XnGP2w+UttI",
+	"mViQkE6gUZqdzS1PfMGaUKB1XYm0PbVzHXPq1EXzbLlqneeDsCxVjWlfsBOkl2FqHs/xKi9GOM9K2EJ/",
+	"lMT6zEH9Nck2amV/Pf3hpzdvXoxOXr5889fR23fP//+T89PR+3cvz3S6tIcEgXLswRxfEpSkLNhro7d5",
+	"aC9kURvjp0ABlFep9US/TWupyF0D6zX2WWtrbW2XQmkXTVVtPZfd4+hLa37ocPrflyh+02k+P1F+B0RR",
+	"3UBLyG5Bo2tFgn3df7KlqeAG+1wWqcTIEm0nwaYwU0KuKE+zXlyK6Ar79QUbEx3hO8ti2YHS2FLiqAk9",
+	"NPOemSYBLntiGwN4COiGpk7igoWYIbGkMpxlRfFsDV3sEr0KXXkHwDAwO9Mg+W8gnnzLUtnx+gF6FK5c",
+	"8SbscvEgk/S2kjh8VCx67m0oWnK6ob5ZbRKI2/Txd8sCKfVFl6sFKXpT61sj10ViF1o93o45u51Od1qm",
+	"s6jCandU62sDyYv5fLVB5fWdPjevGQgoFXm5QK1OFtedtbSuW1mlOeZuwC21BN28yj9XkkHtor/m9IJC",
+	"o91dsTzvm9vZLRkhb4rbeBx1Jj4+JK3BuBu2+mGftI7w48etzqRLelE/HIwPcLG96zpSEWMhR2Yp62bv",
+	"/K1hIvjdF7VRrdwHt5EV7rx9DZCHMtm5dOs2sf5F3vIt2n+XaP8izHbm9vsfLTavj9FQR6MTXjP3sk4M",
+	"s8VNbal76CgCXQ+LlV8Ntm40uZkU9Ntxd/jqQb0IX4iEWNCM8i8V/dJ/rP8WCECUagiOIGmz7zWg4nt2",
+	"U+H+j0KI4e76vgLNH5NgaeQpN7hfC7GNnvyiX0RPkJXtcCb9fLlm9wwLcP04eqn2SdFF9VnDB6wX7CHC",
+	"BozO6wLf2pFGtce1cwi3fn2HRDgDiR1RfgOy32xmr5+BW+posW1ergLN/+bk+jxOrgKQ78JX93XQ1XoD",
+	"FuxXN7fKa1xphqu044yNQqWaYoSXrZpe6F93wQxtPUaMg/kq5lMa4ti+npe4rYSS1VmeYPmfi093fx8+",
+	"3XtYrmgL8DRqKMVC5xwCTVSQHKkLH6VxHfHqWOWwEEsF4EOAJLqAeUIyU2HjnuRGn+42SpMhzppFfLMh",
+	"fg02RECFHUme+pKEaUKlDrk5WdAXZHWSyllj+MsHddG1v64umeHMNEhvmvqAptm/rRIYmepW6pF5wfzE",
+	"EzTXBfv2Kp0OzKvt2o4HeEH3rzrWL1Zj5XNcfU2F1GZJul6gXk11Srygd5yu5NOEHGHbPyN3QRYmHO7v",
+	"wzczLuTw0D/0K7N8yE6qtvNCfeMFaw/SOcPghiiZDY2Jx9TIru7lickIlgl4m00/IcWQYqrD+scxCTll",
+	"Lclb0IyrmMufzVCIE6nOcw6pN7ruXEyiKUkMGXKzAZzhbCnK+pHKjildz1jTuZhPjeNIXQhnyOwCVMeE",
+	"ApblClFg1iwViXK83+7mba2omw83/zcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -13,6 +13,7 @@ import (
 
 	"partnerd/gen/api"
 	"partnerd/internal/apperr"
+	"partnerd/internal/store"
 )
 
 // statusByCode is the one mapping from error code to HTTP status. The spec's error
@@ -39,7 +40,12 @@ var statusByCode = map[apperr.Code]int{
 	apperr.RateLimited:                  http.StatusTooManyRequests,
 	apperr.Internal:                     http.StatusInternalServerError,
 	apperr.RatesUnavailable:             http.StatusServiceUnavailable,
+	apperr.ServiceUnavailable:           http.StatusServiceUnavailable,
 }
+
+// unavailableRetryAfter is the Retry-After, in seconds, of a 503
+// service_unavailable: long enough for a database failover or restart.
+const unavailableRetryAfter = 5
 
 // StatusOf returns the HTTP status for code.
 func StatusOf(code apperr.Code) int {
@@ -64,7 +70,10 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		e := toAppError(err)
 		status := StatusOf(e.Code)
 		reqID := c.Response().Header().Get(echo.HeaderXRequestID)
-		if status >= 500 && e.Code != apperr.RatesUnavailable {
+		switch {
+		case e.Code == apperr.ServiceUnavailable:
+			log.Warn("database unavailable", "request_id", reqID, "route", c.Path(), "error", err.Error())
+		case status >= 500 && status != http.StatusServiceUnavailable:
 			log.Error("request failed", "request_id", reqID, "method", c.Request().Method,
 				"route", c.Path(), "error", err.Error())
 		}
@@ -96,6 +105,10 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 func toAppError(err error) *apperr.Error {
 	if e, ok := apperr.As(err); ok {
 		return e
+	}
+	if store.Unavailable(err) {
+		return &apperr.Error{Code: apperr.ServiceUnavailable, Message: "The service is temporarily unavailable; retry shortly.",
+			RetryAfterSeconds: unavailableRetryAfter}
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
