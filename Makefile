@@ -17,8 +17,10 @@ help: ## Show the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
 
 .PHONY: run
-run: ## Run the service on the embedded SQLite database (prints a demo key on first start)
-	$(GO) run ./cmd/partnerd serve
+run: build ## Run the service on the embedded SQLite database (prints a demo key on first start)
+	@# Private webhook URLs are allowed so `partnerd listen` on this machine receives
+	@# events. The binary runs directly (not under go run), so Ctrl-C stops it cleanly.
+	WEBHOOK_ALLOW_PRIVATE_URLS=true bin/partnerd serve
 
 .PHONY: build
 build: ## Build bin/partnerd

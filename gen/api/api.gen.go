@@ -41,6 +41,7 @@ const (
 	ErrorCodeQuoteMismatch                ErrorCode = "quote_mismatch"
 	ErrorCodeRateLimited                  ErrorCode = "rate_limited"
 	ErrorCodeRatesUnavailable             ErrorCode = "rates_unavailable"
+	ErrorCodeServiceUnavailable           ErrorCode = "service_unavailable"
 	ErrorCodeUnauthorized                 ErrorCode = "unauthorized"
 	ErrorCodeUnsupportedMediaType         ErrorCode = "unsupported_media_type"
 	ErrorCodeUnsupportedPair              ErrorCode = "unsupported_pair"
@@ -83,6 +84,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRateLimited:
 		return true
 	case ErrorCodeRatesUnavailable:
+		return true
+	case ErrorCodeServiceUnavailable:
 		return true
 	case ErrorCodeUnauthorized:
 		return true
@@ -240,7 +243,7 @@ type CreateTransactionRequest struct {
 	// Example: MERCHANT-7
 	MerchantId *string `json:"merchant_id,omitempty"`
 
-	// MerchantReference The partner's canonical reference; unique per partner in any letter case; no control characters.
+	// MerchantReference The partner's canonical reference; unique per partner in any letter case.
 	//
 	// Example: ORDER-10001
 	MerchantReference string `json:"merchant_reference"`
@@ -1689,7 +1692,14 @@ type NotFoundJSONResponse Error
 
 type PayloadTooLargeJSONResponse Error
 
-type ServiceUnavailableJSONResponse Error
+type ServiceUnavailableResponseHeaders struct {
+	RetryAfter *int
+}
+type ServiceUnavailableJSONResponse struct {
+	Body Error
+
+	Headers ServiceUnavailableResponseHeaders
+}
 
 type TooManyRequestsResponseHeaders struct {
 	RetryAfter *int
@@ -1842,10 +1852,13 @@ type CreateQuote503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateQuote503JSONResponse) VisitCreateQuoteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1928,6 +1941,23 @@ func (response ListRevenue500JSONResponse) VisitListRevenueResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRevenue503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListRevenue503JSONResponse) VisitListRevenueResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2073,6 +2103,23 @@ func (response SimulateSandboxEvent500JSONResponse) VisitSimulateSandboxEventRes
 	return err
 }
 
+type SimulateSandboxEvent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SimulateSandboxEvent503JSONResponse) VisitSimulateSandboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTransactionsRequestObject struct {
 	Params ListTransactionsParams
 }
@@ -2150,6 +2197,23 @@ func (response ListTransactions500JSONResponse) VisitListTransactionsResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTransactions503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListTransactions503JSONResponse) VisitListTransactionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2325,10 +2389,13 @@ type CreateTransaction503JSONResponse struct{ ServiceUnavailableJSONResponse }
 func (response CreateTransaction503JSONResponse) VisitCreateTransactionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2431,6 +2498,23 @@ func (response GetTransactionByReference500JSONResponse) VisitGetTransactionByRe
 	return err
 }
 
+type GetTransactionByReference503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetTransactionByReference503JSONResponse) VisitGetTransactionByReferenceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTransactionRequestObject struct {
 	Id TransactionId `json:"id"`
 }
@@ -2524,6 +2608,23 @@ func (response GetTransaction500JSONResponse) VisitGetTransactionResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTransaction503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetTransaction503JSONResponse) VisitGetTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2694,6 +2795,23 @@ func (response CancelTransaction500JSONResponse) VisitCancelTransactionResponse(
 	return err
 }
 
+type CancelTransaction503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CancelTransaction503JSONResponse) VisitCancelTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTransactionStatusHistoryRequestObject struct {
 	Id TransactionId `json:"id"`
 }
@@ -2789,6 +2907,23 @@ func (response GetTransactionStatusHistory500JSONResponse) VisitGetTransactionSt
 	return err
 }
 
+type GetTransactionStatusHistory503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetTransactionStatusHistory503JSONResponse) VisitGetTransactionStatusHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetWebhookEndpointRequestObject struct {
 }
 
@@ -2806,6 +2941,20 @@ func (response GetWebhookEndpoint200JSONResponse) VisitGetWebhookEndpointRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetWebhookEndpoint400JSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2865,6 +3014,23 @@ func (response GetWebhookEndpoint500JSONResponse) VisitGetWebhookEndpointRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetWebhookEndpoint503JSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2996,6 +3162,23 @@ func (response PutWebhookEndpoint500JSONResponse) VisitPutWebhookEndpointRespons
 	return err
 }
 
+type PutWebhookEndpoint503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PutWebhookEndpoint503JSONResponse) VisitPutWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RotateWebhookSecretRequestObject struct {
 }
 
@@ -3013,6 +3196,20 @@ func (response RotateWebhookSecret200JSONResponse) VisitRotateWebhookSecretRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RotateWebhookSecret400JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3045,6 +3242,36 @@ func (response RotateWebhookSecret404JSONResponse) VisitRotateWebhookSecretRespo
 	return err
 }
 
+type RotateWebhookSecret413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RotateWebhookSecret413JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RotateWebhookSecret415JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RotateWebhookSecret429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response RotateWebhookSecret429JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
@@ -3072,6 +3299,23 @@ func (response RotateWebhookSecret500JSONResponse) VisitRotateWebhookSecretRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RotateWebhookSecret503JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3153,6 +3397,23 @@ func (response ListWebhookEvents500JSONResponse) VisitListWebhookEventsResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEvents503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListWebhookEvents503JSONResponse) VisitListWebhookEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3252,6 +3513,23 @@ func (response GetWebhookEvent500JSONResponse) VisitGetWebhookEventResponse(w ht
 	return err
 }
 
+type GetWebhookEvent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetWebhookEvent503JSONResponse) VisitGetWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReplayWebhookEventRequestObject struct {
 	EventId EventId `json:"event_id"`
 }
@@ -3316,6 +3594,36 @@ func (response ReplayWebhookEvent404JSONResponse) VisitReplayWebhookEventRespons
 	return err
 }
 
+type ReplayWebhookEvent413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ReplayWebhookEvent413JSONResponse) VisitReplayWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhookEvent415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ReplayWebhookEvent415JSONResponse) VisitReplayWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReplayWebhookEvent429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response ReplayWebhookEvent429JSONResponse) VisitReplayWebhookEventResponse(w http.ResponseWriter) error {
@@ -3343,6 +3651,23 @@ func (response ReplayWebhookEvent500JSONResponse) VisitReplayWebhookEventRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhookEvent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ReplayWebhookEvent503JSONResponse) VisitReplayWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3871,240 +4196,252 @@ func (sh *strictHandler) ReplayWebhookEvent(ctx echo.Context, eventId EventId) e
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rctu4lij8KijNfNVyNiVTspTYcnV9J5043ZlcO3Zqz97tjAiRkIUOBagJ0LImcdX8PL/Pn3mDeYXz",
-	"APtN5klOYQEgAZK6+JLs3j3ZNVMdUyQuC2strPv61Ir5fMEZYVK0Rp9aM4ITksE/nydkvuCSMPmOLFK8",
-	"Iol6mhARZ3QhKWetUSuSWU4itJwRhuSMCpQRseBMEEQFkjOChOQZSRBmYkkyJDnCDBGcpZRkKCO/5URI",
-	"tKRypl/Gc4KiYt541XlBVlG3FbREPCNzrOYnLJ+3Rr+01MStD0FLrhakNWoJmVF20bq+DlrviMxWj6eS",
-	"ZPX1npKYs0SohSwxlWhCpjwjKFOfUHbhTzWnjM7VbL1iGsokuSBZ61pNtMAZnhNpwPUkzwRvmPJsRlDE",
-	"yJUcx/BGhPgUdrvIyCXluUALfEEClLN4htkFSY6RICwpATKlqZpDg4lKtUZyheeLVC2IrP4lfP4rp69+",
-	"fbx6TcOrV6fh6lXv56tXT/ny1RlfvnrG6fTnbtxPWStoUbWg33KSrVpBi+G5GkGvyt84vnpJ2IWctUa9",
-	"sD8IFCSKB00gP7kkTD5Pmje/JJMZ5x8RUS8hmqC22lpEkwIS9o0FXqUcJ3v+Fh8lvWmID0lnOOnHnUE8",
-	"IJ0j/OhRpzftk4NkEA8nD7Hd2wLLWbk1mHFMk1bQUrhGM4XCCnHczU55NseyNWrlObxZ352DkC/Iqr7J",
-	"xyhn9LecoI9khRYkQym/oDFOCwRvY/T+/fOniiYwuuA8QfGM05jsHQPmUaLoJldEI7voBVlINOUZwhKl",
-	"BAuJ+gM043kmfLAMk/7kAB+RThj3pp3B9BHuHE0OSecRfhgPkwE5mPZ7FiyaqkvAVEhsI3wcZOgPh9tx",
-	"4SWdU1kH0lt8QZCg/04C1FPk1wtDbz/DsBk9UxjOXVBCpjhPZWvUDwO1OkOjYRhsptigdZZhJnCsVrQO",
-	"WWX5CqKJD/Fw8og8mg7jzkHcI53B9OGwgw/wYWcwPZgOJ4fxUdILmxHxjih4rT7WfBVYzQ84eadRS/0V",
-	"c6aYtPonXixSGmO1+v1fhdrUp3L9n1okyzSHinmiYXOJU5qMDZ62glZCJKapaI1++dSaUpImrVFrf0qx",
-	"HOM5z5l6ZU6EwBfl+lDCiWDfSTTHMtZ8PCMXeYozRK4WGRFCQff6gwYAEUCQo9bDaS/uJwdkMBnih0eP",
-	"Dg8fHT3Ew8kgPkj6pDcNW9fuVGcwqqYmKpBZOLDrPI6JEK3RFKeCXLtg/eeMTFuj1j/tl1fcvv5V7J8A",
-	"KAC0dSRwZprjVJ0OSUYoqoArChQTKwhp/JGsxnMqBGUXEeJZ+b7h+121pSecTVMa3/Hgkly/TsZzkqlr",
-	"Q44zMiUZYTFZd4qNb5YQxmlGcLJCuSAJmqz0bb7AmWQkQ+0YC9KhTBAmqKSXZO+uB/rYozQjASh411aJ",
-	"7MrIFRVSfOkzj80BiVIsifMsU1eXkFiSEYo2QR+Qwpw7vD+GfVI1UxVhCvCx8SLjF4pUNOL8lnNJxmbf",
-	"Y3UiGnmeM0kyhtOTEh1uT/p6qLH+wcWZux2sXSOCgb/EaZ3yOZEzxXlyRq4WJJYkQVNMU5IgzhDPMyRo",
-	"QoBg3U1GXfSzAqxhUYbEE4Dsay6f8ZwldwMq43I8hWHuD57VS2mJBWJcSQg5+yIM8DVHIo9nSpLneRYT",
-	"kEVcbjBCUbFRjZdvtdx2xvlLnF2QuwHRCIFjyfk4heHuF5j25Cc8WYGWwjmCeb40Z7ET8kuSoYcD9IL+",
-	"MEJRbbsapKcku6Qxec/wJaYpnqR3hGqGJRHj3Bnu/qD6To2NcEaQVMwtwxlNV8iZ60tAtpzUmUhxTyFx",
-	"qoi/tuOoi0A1RGLGM5muAM5nnL/CbGXEKXF3II9BYCX3ygI4R3PMVhaThFYbVijFknwRFlub0cDTbq4A",
-	"JVZqNorgjw7o3BESWsdW63KsCc4r65Zl3t53FPjritj+FED65sXNzinBEmBhZNhRqzcc9PvDbqjEdXXh",
-	"UyV/U84EaA7mCUnGSihneZoGrTgjWJonrX7Yf9jp9Tr9g7NeOAp7ozD8qxopWy0kH5ezhGE3hP+VP2pZ",
-	"Il4pYV8kWuRecEHlGCdJBmfYCq+ODoeHJ9NnT/sH/R8G4cHByeBRchSG4cHTQe/kycHgJMYnCT4aOJ8D",
-	"XiVkMT6YHuFe7PyixJBcjWv2pXQKpdYsaEZE04YO7IZgzB21nkIUgo9enbx78tPj12edR+5PpeQ5ar15",
-	"9/TkXacXhqHSUhmRS559bI1aE7Loq/EUupmT6vaHoD7FhF6uOYKhWbHVscbVUx0GrQIOFjAePCRR/8Kp",
-	"Xv/bN6edXr8VtPJFsvbc9aQuqWpcKahR6Xk7E2MNy98ZlW/dvaLZC0k88UAwvBAzLoG5vWc4lzOe0X8n",
-	"d5Rscnek++NsjxFIyuhfO4/fPu+8OPkL0jwAgSVRH+WXupYfv30OBhuldGitLbB6ZaDuEWOb4nJGMkTY",
-	"Jc04mxMmRyhyoREZSC8yrpaoLpoTJqlc3Q3gmomMeS7HfDrOMLsgN1XP57kSOgiaELkkhCFFa90wRJgl",
-	"aKj5Evz9+sfX96Ge6xWAgJNLJYAD+HCa8iVJEOwAREnF9pScDoT+FTT4JUlTpHV4NMklijFT8vOEoBhn",
-	"GVVKQ64OtarKg0UuUTqbVsc0w3QezKkAk4d6kjORLxY8U6xigWmmnjUcoVbvjLlznGfpWEnSBkYWk4qR",
-	"XpGE4jOwBd2Ndsu1zdWQY7Av3aP8Vwq4lAhk8a66zK8lX6vTjaqTRyP/kEpAaLD/WZ/JCUsWnDJ5Wwlj",
-	"nZgQHo3C0NxRhCkmUZgBrRtgLEicETl2L2Zzn9ALRtmFeaE1ai1ngsTjV9MXPx9lhz+++Mtv2dny1/dv",
-	"nx4+f/n2r895/yV+iU+XG24vdzl5lrZGrZmUCzHa3zc6XtfsrRvz+b4CjLC/JPd24VVAvu26K9wI5v0u",
-	"mHTNYOCAAdg716hjI8VJAiYYnL7N+IJkkhKLhNW5Tq5wLNMV4oygRUZjyi7QnIM9QdM9TSLUhn/C8z2g",
-	"aYcJR6id0IzEUv+s0H7hTPqpLgpuhtMTeP2Jffs6aLkcv2bFflrO3UUKcK9/fG2ZcxujhMR0jlNkjLdg",
-	"5MLqdSFRv/h1keKYiL0AIEAS9YZrCcPJr7mQwNYl8Y3kvaG5V5RUl6dGdTWojqUkmVrkv7XDz7/0Okcf",
-	"fgk7Rx8+hUFvcL3XPj/v6r97Qf967///57opvCJn1p0MgKMduH7sm4gmhEk6pVpXKpfqC6kVN0d17esX",
-	"4ki1TR4FQzffCXXzcGYcQ+aTY+s6WpCssLZShpTulRIFLRRjQY4R40hxo4ynKJ7hDMeSVB1CvkS92W3j",
-	"nMQv/3Z+fhWGnfPzq970/Pzq0fTDnxohX8jom9H1tXntOmhZeqkD5ueCfDSO0kSptHnGtPE5evvm9Azt",
-	"w/ciOkZUCiT5R8JAeDEL0RcN+S3HqfU9A71/V4FLfxpOH8Z90jlKDnFngIcHncPpYNrpT/q4Nz2ahklP",
-	"AazqhNmKAIKkKcnGixlnDUf/ZqH5DdKvIXgNBKCUso/4gsBWMqUrxzSlcLMcI0YuSYYwevGXJ+iiRlt/",
-	"6h8MDsNe/2AwfPjo0D/kg/4OS/aUnI3EY99cSzyFhnRDwrl2HWG/tBq9ElUGWeJe6fDnk19JLMGlAm8/",
-	"XsMOH1vE0RwQC9TMA4lh+w8rPLDC3VyVfh07e7BXMLKH142kVGHptUW/5EuSdRTlm9WL1XzC0y46tQKM",
-	"ohLjCFWSjUhk5K/UWBdcQsedf4dF9YNe2LyuwrFQZ2MgXfEpUgi6AnN7npH63VYIn1vFuedsyj1Zon5y",
-	"s3yOWScjOAHjHrlapJgBpXSbVl+IIbWR0iVeCQTXvVI9nNUXADOygBl0wnlKMKuhq52iXHZgttyEmbDP",
-	"JyCF1zcnJGxqjuMZZQQpYf0YCaLVJhgT6Tcog0dUcf8kj+32bSBM3Ym7xikJrmnXI6mEP1+vdx0YcyJn",
-	"PHEVFKUybHY8rvN8VRbV4Phq2dvC9XoB/ta9AWsVmmYVrhjaaHDF31aBqwyp9LdWsEYDX6O7GYOVY/yt",
-	"OdjqFvgPLr3Wj7GZOrVtqOG+AXGVT1Iy1wwNrhtK0kTJp0WoUp1ijR2hjqD/cvrmNQJRG2QSyQENgQ+0",
-	"SfeiiyLX9BCBHIzLmdSfxprD8Jx0m4W5NbT/5xnWynvGLYPWkU+bbxO9l3LctUQJzKc26ytNiyXHmeJY",
-	"CmsJWsvzYkPhW1kesIJrR/GuXcEk6+gzM0cpUHuOV0qbJvOFXIEyQSWZi53mM7hyXUABZxkGDcLV9j9t",
-	"sp8kqI1TwS0Tiv61Y7SqzvMkMue7t/1gAETlxr0FNB3SM4rl2huduSrN1gu9v/lCdzwBO9zn/eZ783Up",
-	"GleUMW1qtiJr8wUOUqG+w0coArtYhNo/vP4Bnc5xJtGTGaZsD+TFSGYx/HqWcVaJk7OW8zVX/hpR5G0+",
-	"SamYnRrj+KdGQ3NK4dYHtq7IAftBfSMULQhLIPClvcRUqkNQmyq+BNYATqu9AEXmMVGKNEb9qyvwalsD",
-	"v1GowbYdobYWONSe5gtp/Px77gVopgb0MuMqcR5e9Hls+WYNDKCQNHFBUIB1PJ4vSVJAw8BYsNULvX5o",
-	"nV9wWDlYg9VBK17sWOnrLMQq1GPt9vjUwmn6Zgp23k1U/k69ff2hyVxCrkicawFCjYna0QQLAuNHxm0H",
-	"EaYLxez2wAZWWhR2m90h0uY1OGRqeKg2m7SxFsiM7sZ980mAljMaz7QmpL/W6AEcg5jFFrvZxgk1jHwP",
-	"Xv26IcxZn5rOvN51NcMES9KRdE6aMKji/dsViJ720gxGD+3aLijAUaEGzSEGJuPziiUKdEwl0JEE5QsN",
-	"uTubn1wLZRO/MLYxYwbWAWU6zhrUdAVA1PaIBdARIE4NW9sN5hVD2P2j7VZoe6fuwzvhS6Yhfp+Wk7dY",
-	"CA1HLFyLJITgaxCyC8WrfHazPcrZva6L6Tfp4i4NBhUOVjCTKl34Z+ZRpYdYTUIB8Oi7G3X5tPHYfMKh",
-	"AgnC5Frj7Trra41eJddXSIA2216rdodjxOdUKoxjeZrq4127RN9AMbyh6bXnm14frjO9flm7dYXydoVb",
-	"fxe4VY67GXJf2HB9UyZQlaBvZBMzpGI8KjVYn7BLkvKFkeWA2uuYbn1am1arxaaNVhyGuDWFVuw5zEy7",
-	"3dK6xbCjPkOcIfOeo46ss+PA3sqBm0D4DjcJhApDF0q5ZQWd310B0QEut1c/3ikpPCdvGw8ADAP4As46",
-	"0y+ijC/F+gNvUAf50qjB1KYrMbJUCuKUZkLurJWahb7jyyaldIbFeM6zJj+KOmAgZcx0QAbsaMrT1Oyk",
-	"et6BSRxZ45IxuSjaR62lvGq+iCKwImlrzT2srmCb1aXDZAlSX8EMx5oDcS1Zpljoxzti/HyOs9WO8Dw1",
-	"b6/B8gKuQZFN426tEflLjNqVi1jcsnu8OTNx0fiPyVJK9F9jddEg5FPgLwpEKZF+hFeD7vjl5N/u11Ns",
-	"7kc1ubN3+N7cvs6RfVemtZSe3+79uFgXKZZKth9PCbknFIismPS3/9R5qoUDe0q0MSEodJwZTqcdhbVK",
-	"XisuOgGHKWY4I/eIluU6YOQRitzNNywXXrvBgu/sHd3ufy2RYq3pdS3Vb1HhgpYUGywbbpBoMcWumnaF",
-	"1VW2EbTW5JaVtOgD19Uh63JtVWEs/uHhusUv2PYGZnta3qTVGHeJU5ONAUnIM54SJEiqE4qWlCV8ido4",
-	"TeFKEw2BPNOMz5sPkUynJJb0kiAhcVaYv+yglMVpLugluYGtQ/JtUxGW3M9EEqdjQ0bj+6ZikIqRyOeg",
-	"h8PokXMIsO5ulVbi9Sojy+cTAtG6IKQaP4Udx0kJDhtTgj3vkTpOAHQzEJrW1IR5p3Sep/i2porHSJjv",
-	"E5TSKYlXcUq0nb2OgZOUxx/jGaZsPMNitsHPrECcKd5lMKScxITDfycQDORxCjVoJQn6ahgPwwFJBgf9",
-	"eDLs9Q4OJ/E0PMJ4SA7xoBcmyQD3SD8ckOnhYDIlSW9Ceg+T6QT3Jv1++DD0Y0Z6/cMtOeV+jsPtN1jL",
-	"5/ayJW64JDiPNQQJdQ4kL1bgOivMWroJkcBnyjyNbpF24iNat+DWlefGw+E/LH3c7tOMTOH60w51nsuu",
-	"IFLW/CMNi7vxFfaY6URdpQa7mGSLXmiKOnaPiGcm7kkbA4X7nbi58VIfTW2ljZQKXq+fqJA8ayzs4Etx",
-	"OoMEzfT7dWqcrRvopHCf5UBlTGnQPE1urkF7Kz5hMls1adJ05+oGW4UKUTgGd0xeMZ7E6qnA6GawoIDU",
-	"1kPRW2w0anjgbDDU6moqm/09+iU0w4sFYTfx9qi7Yiw2OE3N6grHRzFXG6OoBq5oz1gLrBXBOkMQUQBw",
-	"OQg2DtaxoVYn08tLaOJZQrLxlKaaSbhcJMYsJuZ5wUVKzlFyC7WkD9vk2qB11bngHfOwARMglggXSXiN",
-	"V6Ee2AfjMzf6wkBvOSMZQVSqm0k9n6O2ApnhYfBmye7Bru9lgu0FiKSCAKw3SOwlMmYEm2j/KgatAjD/",
-	"4FjybKQ3HAXIXUwERzAyrLYSn+f91iyGje+L9hxS8DHXnaXYq3NcW8lzV+PQNs65i3nIZ9Z/SAORc5Tb",
-	"GbhN9fMip/UVqhEfqPyPai8y+QhC8jnJLM2L+7Ei1VJym47C/KhwIDLqbNS8KCULtk+ev+0MhzrUR4f4",
-	"BGiCBRke6mc6sGev0Sy0yeFuI4wSgpOUMoLaByGaU5ZDevxtHev3KED8fkxyGzMxgJsLJblz40e/LxPd",
-	"PYf0mKwb1LauKKAKHWhw6wvjyxu/NoqDX8d+ZCITqtS9Ne6glpm9LkxuUz42OnNEE4jx1NUrQOrLmaQp",
-	"uBH172Wpo6/Muv2s+eoun7g/I0EIO962ftf8sgZDHI+bX3lhrdRup8kIjmckgfQgi1y+vOetT84IW8sC",
-	"t3KZneLHqpV6fq9RZP9Ql2cjH95kE3JI7TuBaLIVS7cefrWWxuYZbaGwUh+LShRcg6nADBRJBYCnxcck",
-	"iY7LaFglKVj1LDLKkJxhaRzZYutOrRbpqYqu5anQB++kBX6TXb7JLjeUXbz6LltZv2Ku1ky5Felvx/DX",
-	"1ZLZfCsW1M1NRWQD9N1vyt4uN+XvWNLzyw7sdFVCcIyxUtzSJ/l7FSgrIa4OaLw7rHbFVIWxtfjoU05F",
-	"htpJnN3ViLOl4NBtbDp10fqPbtd5SYV8Lsl8i7fBOjJTKuTfw4Tzx5F1v3zOQ1WM+SaqrBdV7kku+Xb9",
-	"/Q6uv/UX2+4Gle0xy1Vn8K4xy+539xG73MTDvwUx72zwu30scgVbdpVWXAK7fUxyFVX/6OLJbaB7byLg",
-	"Hx66m7Ks66EmTj2QMhBsp5ogXzFGwAsgapi3dgam7NtjndDdzPuLvHGT9t0gAesftt2yNm0cojBvIpsm",
-	"eQb61XjecFw/8SVKObvwppCcfwzUwcxpmlKnCPKmCMSgLJhTiy/wRjf17dtqvTyXAYo5Y0TTnzoLQZIA",
-	"Mc46/aurvZJpO4i8nTgAOcdxY70anZ4AeqaS7H46O3trnPrHTqId42UDKJxlSindMPW6OEzvbP11+Qez",
-	"qfZOpbrgNlG1Xl2wnvi5g05kPweFCOQLlJELKiTJboJ9RYnIhol0PdpLxUPBZlwUPWiWIDaVl6yPTlOC",
-	"MMq44j5Jh+cS6c+QkDRNkaAXTKAJKcq72oKAnJFAowBV7/KFOPYDbW5ngqtWvqy1H9OVMCP0J/ClPxyo",
-	"y+mgjzLMEj5Hk5UkootOZ3zJEGfpyvJN245shqVVW9XC2+6JaTRDPNPgoJwVdKWOYEkFuT9toMCb26gC",
-	"poZnw+AZcTHl7ZvTMw9N1ohqarQSB2unsBGn1msFOxDp7QKmm4qDIkGkuogaNIbb0RY60U8ttiyBVBIK",
-	"JT4S3UwOswRdcKSohrNYHSr86MV9eUjikOlNThC1Z1IuoL6SlAuIeRcSX0AF60U+SWlc/rAo5INKtZgb",
-	"FHx1rQ8ZrZT8CweHN8OnnfBgFyFUNhaFvY0IWr0r/pBiqN1kc+D642qbPsOX4I+UXzRIYBcXGbnAa8pU",
-	"VK1Y5WATokQn69fdatcywoBoMrv5QqJAgqMpzrbLXLtd5bDam0cGF00HNyQH0OS47PeIJquiDaCuCbpI",
-	"8UrsBB09mTQ1wnfBcfUB1BS/Dlrqshkb6G0GBlxLVhZVss0cJ9Y24IQ4FxaV2133YAnYaT1gn7DroQIl",
-	"OfHlUAYdSNXmkzzdcHxb17TQ9bF2jMX1q2k1ZiZog5tzcIFPSpUbtMD/2lLq51eH4DZGsC6eqcoOTAU+",
-	"YVt0AqLapX3jDTtrlWZZ4/Ur16kiVQX4ltkiFV27wVz5jVv9sbiVJs8dwWv6tv3js7ly4000thsT3NXy",
-	"6THGu8mbDgf+w4uc2x09HmBv5OoxGtI9OHk8Ifmbd+creHeqOHIrMryDg6eGo394SrQdhRqEstVaJle2",
-	"3XcSkzUD35CufIts5/vPal6z5DV+ibflDVoHEJTE9ivhW0gVElsbmldEyNTLLk3M1kax10U/6U6Ho3MW",
-	"/WvHtPrsmAVAYeW2dKSvwJG+cJxxIZoksBFKSFGe/ZxNVojKvQA1THBG50RIPF9EqJ0zelXU4bQM1Nyc",
-	"UHK4cYmn9IJhmWckQu3oshec52F4EBsT7E+vHj/pnP70uD982NYGwgCdt/QrNIH/kq7+U9qVeE8VgPWD",
-	"89ae/kcUnDO55EgscEw6gixwBmY4YRcijEWuMF5bwzW/JFmKF2IvUIDSxjuFNcAJz9mpxCzBWYLM1gQU",
-	"KxdFk64OhY5f9i9Zgg5qRtrnxTqi7jl7RxTZIYyKt9Fcy5yYoWER4AwFRBlfdtFjbY7GbKWLIVM5owz1",
-	"hvZgjs8ZZivd8xis6tRiQGLCpIdIBHroAOkY6gD10Uw9mwWoF6IZrBf+0Vbjn7NfqZQkO64076QCzTjj",
-	"uYlgHfSPTL+4g2M06IXW4ik8q/Ve95zd0l9yW0XqtrGF2zQdTXklJSn99CNZ7e1WgOdWmk1TJI+RmD0R",
-	"eW1GrhnyHfCBda479Ru0m8kSW6/tt5zkJFknyP4D6/C3UmplAaavoMveSd1S+KLWOS4Uxs1ElpHictpJ",
-	"y9yhvMZ27W6TQte0/K2IvXsdQgfV7yQTGoK6UY+a37MYCD2r4jyjcnWqdqoB8nhBX5DV41zOtvnIzY1q",
-	"G6e2I/FxLDBLJvxq/N//8V+R54hSPyqkK36peKKoGl/3j1DgwnO10qIPbLlbDMvTTQGp6doRcyZxDChP",
-	"5mC/1NSvXbbif1nPlevUKiexvyL3m9b1hpJzsGVbx2CSkphT1pG8M6VYIqFloy56XLwOhYsFwuj96dMz",
-	"v1/AOWv7zc32gqLsjR9VZd9z4xijPds1jNBL9cU5W5Cs435mE0ucDLtKJwnUNgno0GjhLIO5TPp5oJYQ",
-	"fxRaOPIZfMbzi5kdP/Cy1wIkcKqrDmgRfE6YDMp1KvGIJFZWFoEWLG3zMyW8UTkz4vJFJcEgpUK7VqVT",
-	"ITMlyQXJuufsnP3TP6EnnClOpCCknjxADx4ofFaP9BXeffAAacOqYgX6Vpf4oxFjSgwvegIzJTcbXIy6",
-	"6FRj9TlDCMcxUXcRhBPUKOAjWYnAQfXytZIW1DvHCMNEbpNhNbrTZ1jx6mgQ9pDfbVjvQ8uCwM35QgHM",
-	"UzZ0YANfMr2/j2Q1gqUXhgm734wInmexDYiACQeo6AIVBUUR45R+VG+hnH1kfAlR6RrQlvmWIDYMqOjH",
-	"Gn06B9503hqh//6P/1LKgHlFPQH2iM4tizUvXSs5GpkBTeOdYkBoRAMNbiKkWfYIRWbIke7yFQUIa9aM",
-	"IjNyFGinBVMDR0R/rlmjqShebckVxTxRn+mOPJFpXhMVyBiVTWwiA413Rd8cUQKkCInSDYdFpYvOsWmY",
-	"QKW2H614jgyHQ7mwA2NJENhU9MA4nhXYCqVwlhxN8uSCSBGoheFERKj948mZ6RuzzKjiNiDeKgBkREhQ",
-	"iVJ8RRKHc8PrhE15FuvnJTIb3EOmyVVtX2pcBZfnJ2fPbIp7pBb+Un3QectTGq9GhS4Yp1gIq+cd//a9",
-	"fmpgan44XprHRhMy2qDmH8gZfd2wWTHsHFOmaFiPK/1xTV7eNE9TM8VxWZRQw9UJHFJTA3X2j5Db9ivS",
-	"iORrVG0zxZ45yVeckZU6Q53BYgNN3PrhIjAF0cDeoCscii56pq4b7Hz1+sfXSCtzaG218cBLhhFohi9J",
-	"2ewwgPWLakJmOZpFP8UOFHZkeUrEgweozRlRvD6w9kltDoGM5D3gNr0uclvOGLqF9E/NdL4TagMduMBg",
-	"ifCbV6g1X1TKtKqB+10Ued0mIvS9N9Xf/hO1e+i///f/sd1tyvKvDx4kfMkePPCHLagCIfMJWvLso0D4",
-	"AlMmpMtbR2hKlLJeyWBVXx8oGWBaHlKlVwi8KdD39h9/+8/qPtas06zMA8JAzeWl9PuTwTK+1//52//d",
-	"NFG+0NM8bJpmWME6SDI2ypK9bOZ4pbGq1pKhhnxFs4tjMxnYRfRFF6JKC7wItdWFZS46u2BBU8JkutIg",
-	"f9itVgH+Hm2vX6xZoqk9+n1zHWGzwOZqwkSx320lhTXlgLHtwQOg13fPnqCDg4MjxVbfnz0xbzwvuxYq",
-	"ttAk9ukF13/Y/0ST630dqh3Z1GN7xTnjdl6QVaSIQq1wOHRaCO8Fa0QIe8kVAlMXvSAr4Dtq9I9kofuW",
-	"YYlSgtWpD9CM54pPPdadvkqhTuA5SCHFoPDA9pgz9ksLdBuDae6WyUrq9lvqH4FhsMXWZEcraSTRkkR0",
-	"rFtnCnNt2Ug9zSFJnENdSq9kXDQIj9Cmvpa66sKg30deG0kli2fmLtVLQJLzLnpd4qyQPCOJaR5mtwuy",
-	"WUIT6FNv0uJHCIOsBzLKCqghUiO3gSB08KnuoRYNr64iJT3GPMt0peJ1wDZjC116pnisZR01ekKnsEVZ",
-	"tvsTeqPNjTRhXjMbGFsLJ7o7AEQK+/DWBH6EtvQAtULUWyWIFHL7SyrMdacEZyI7oCJU/HsocvxMcNnw",
-	"Bf4t15Q+UYSKJLfyyZSmCvWRKSNAhcih4LOcHaMFFvDDBMcfHfuQD10zgMJ0PSMcqhpejYdTiPZW52Ua",
-	"zZiGnCB8F5NXmJ5ZehdFIEzAHoBee2EYwGmZZoH9UB9o4a0D+S+yrjcrAGuW4UBlBL4+C2MQn0GU1KJw",
-	"F2RddInT3LgV5IzQzMT4EzE6B6by2Vby++x/91mLrp/hnU6nU/y//kht9DOKagz+M5rjVHFekoCsExh5",
-	"3mtZii4pT42aOeEKkBlihGpVxmnQH6AJTuxtqA1bqDJ/c2NctY46tzQ/miIrRVmH5h1ZxPusKLNEiSo+",
-	"lLbRCjYUo/bUqJ7Gp4BklqIwSk/oqqeB5gxVddLTJYvxB2r8UsFDnwuNLuO5YrA0CcpsXTUyGPn0HDX9",
-	"sRh2qIatdwzWANHjL7CcWUVLv6noLOFEACc0/XfLIY/UkJv5MsxZf2xaCJvOcysbFKDvtXaltf5eZcZ1",
-	"LYzVbLI5TavcBGxbKwpa/a+MvYX/mSmAx9QR0vJWNCEKGRYZVwqvi5IwSb2Nsh23bG5YhZBvebLj9Q7U",
-	"eLUOzGo4y++1L1SpKg8H6AX9ofx2qBG5qVOzxgr4VJo+vwp4EWgS2mCz/6sAkJvR+v0m8jW30maoGYyr",
-	"33X+2P7V7gLsO4GiMsEhAm6rbgkH8O4Qtql0dQwtCAPrglRrsyLjBpRlz12HrPS41d7UBSaqEfftcOoX",
-	"C8ni/cpIDS2t7WCu2kIFMKqlkQeponTjcAE2MOGXBIJB5/gKHvqzrGmRrU/dusvfv3up6dLlUiUdgZGt",
-	"HBcQ29e0PytpC80VNVuTgU6X9LVvM8TQsmu3KTesyPpVc0auFlqgajOO7JumLteML5m100ivP/JeOcWB",
-	"XaXX5ttC2NF8FYSdN4CvS6HfACrHKVHDgnHzzLOFmjRQ9ZutgV0arC4UJTJhIhPcuIdSYoh5ms8ZEkri",
-	"Xs5AIbskQms0QpLF8Tkru8MWpZQFKuI1wNSk0EsYPUhTGEM4wQtJsgAlfISil89/fv/86fOzv5hgBjAQ",
-	"8+k5K1BXgGD8+sfXxkT19vFf3rw/M6+Deo1pVS3Z66K3pXFVCSZabYi0mqLO1CxDjBDPMy3H8emUxuDd",
-	"U8su91oYdouRUFS0DYgQZyD3FKuf0jQFHRaye7BsuA8io177lnD4U4eoGF83iEt2aLAfO8Xw4WwEhztX",
-	"69pzQVKw96MpWVbaphqJ1sSSAjSsKU+QTLHmLGfGwh6dnpydvTx5dfL6bPzqzdOT73EueWQUBCPpqesf",
-	"C6hIxxI3+UgPrbis059XAxuQyKh2Cq4KPT9rzvYZyYxeXJAMKBZ9tjWgzSxKcvQiuT6bsSYrRQGeLOnL",
-	"lZ8VnTJ1f9uix4rDVRKQQUZwjmhkPOrV513nuasFr3HCwPSNk2ldXK3eDvEZRUUudaQvVG1I8p4We9k2",
-	"u6fyb1qJU0pPnb3CPUvOn+2NphckVkKS+ch91BB8Vdyz2t/1nUDwwwr9yifrlhE4E7VTEJX0L2qnSVE2",
-	"RweHgbxXy1KPnMcj+6r7sOs+NJXiKUNtQwQjBP3rvXYTFmzNs62pz2iLjTZ/F5RPNSFFbgVHdw+NT7ve",
-	"07vvom2BW4yrIC5ImiLI+Uc651+twK0BEBUPRuWDAjUdnj7yGKVJFgPeYOr06+r8HgiPkcOlLbNqZNAF",
-	"S2uXhVtrRXOEVGyycfea1204Dwu66t4dlq3I1kYyOmCxxfxr/MN7dx2gjOW0ZPXtNYPsIZ5BMYEIOLTV",
-	"b1dKTiDp1AOlGdQF5FrECOp7tt61z2WVUQdbizb8FqGUeOYgFc8KhLFv6rtS9+mvgqmcobrkXTDdfO1x",
-	"FSvfl3xFh4WCLFZUSnV25D1sCidtWJ1pSW8q7QvkyDC7rNtDDiMHGESq4Fm7MDntGd2L59JDOj/SFR4Z",
-	"wWkrqlU+vTuOKRk0XTVdP1SYmxAE3C56zFbGKmGoV6GRYRumook4Z9pIuFYBh6YGAB3QEpTYbiMAbPSm",
-	"+vOkIX+7NFNzqJeqAxICE02hIykBk9QO+XR6bGToInCKT8GsrmUU68ctmF4ZqavxhFYDC2oBhV1UhLdp",
-	"hqz2r4BykeMMM0lIMgLX2kqHNGl1zhjfIKig4KDWfADF4gTS9iEOfuQMCZqQ4JypfU6JjGco+vGkSaIw",
-	"HJkylPB8YsqV22Q/63P3Q6St8717zv7spW4YY61xEByEKMEroUNEUxoTE8NlonHeZnyRUSJxtmqZNPhq",
-	"broXx7MvSTbXhdyoTL14nrdltE4raF2STOhInl437IbqC74gDC9oa9Q66IbdA91zeQZRUCYcR/1zwUVD",
-	"NN1bG9PjOd10UI+xjrntyxVuA4PoolOi5GivAf0529qBXp+AiQywp6rg2euHpQag23ygCbGmnHNIJvPj",
-	"iGw3/wjKbTcJtN3CGa3zVbTC6vl8z1lTzSE41MJF9DxpjVpPQJLWjcF1gBoR8geerGzklsk/r1p7IJpL",
-	"n7Nubbd6RnVYY9EMGQrvgMoPgVUAjWEYhGEIoOcMopnU2eM0J063/rLuYysXCXTBcVvR+73fbTHCFsRE",
-	"QdjcZHWmDtNfDGAE6oWhXk090KphIeWMMNfa5ZWLgFAtHf6myW2nluy2ksa1HyQos5zAA+1cAzj3w97u",
-	"J+NGUHouZa+TuQPXQb8/1HAtHPTwfGig7UaJt/ph/2Gn1+v0D8564ShU//fXWgFCgF03hP9tAqFb6KY6",
-	"ct+MXMWCcrXVAwhalorUaNNw+jDuk85Rcog7Azw86BxOB9NOf9LHvenRNEx6PS9slOVp6oR8mmO40Xma",
-	"4Fc40HqgYmnaLaqwXgetQRiuG71Agf0fcFJgi/qkt/2T945/Aj7qHWz/yNwaZ5y/xJnOsxr0hrtMVpgz",
-	"X5GEYhtCPej3d/nYmMmVjHHCJJUr/e3R9m/POH+F2coAB66c4S4AfW5Mh+Bi01/tAB6TYvO+NAvqgN2C",
-	"3TwxnZ30WbeClsQXojX6pfWzvrk+qNf3TYCkmu+CbK16ZcMpM74UAdxNC5I1dyAOtJyiLTPtSIooOGeR",
-	"32Mx2kNqNqKvDXU5uS5b9WFUuDn/DHFLETSoTcjY7PN7cOIXkaBapi7C5sxLUVAGu/jte89ZrX+vluNs",
-	"jimkRCkxC0SoIlu06R57SYU0PYRBUDDeSAH1iatZrOlKt5/VmqcUEZgJs8JEpyQoOideQ1701Hh0e0eP",
-	"wk7Y64S9s9CyPb9Yj2Vf7hs2hvq3nIDoZOQp08S25C27hfjvvqUigX7jnkCwV78al6SRA5q3dRCe9Q9G",
-	"w6PR8GjdtqAp7103pTMiIOC0wLAachVZshVUaijj1LTQCkJ7qzYu/KKOVT2gv5lLlMi3/0Rn0u7wJoRF",
-	"tjadrE330xJtO+VLknViLAgSq/mEp5WKUeZebdp0vWjwbndbtc72Lqs1N7O/NntJNy2urG2826KKMtPX",
-	"H2qiUng7UUn/95dPzZLR7eQbr+B369XJuyc/PX591nnUXP551Hrz7unJu04vDMNeo3zjdVd3pTnTAbz1",
-	"6FGv2zuolI4etd6+Oe30+vV+u6NWOHlEHk2Hcecg7pHOYPpw2MEH+LAzmB5Mh5PD+Cjphbp/e1VA62sO",
-	"pw6gzLg3RGOS5vthJfvdylhFu3fdnX0d75R8PQNq7IDu7L/embx3fV/inrlyvFT4BqHPLZzg3uJfV+77",
-	"imKUJwupu9nbtiMO2Ttby0PGu7ZvLWPrFfynmU6pqTZdL4KA8U6drYMiU6b0lxmXCRRjyAhObewGZRdd",
-	"9EphEGTbpivEcwm1Ncug+2M/Bl+PCrE6pbscloXaleQNpdUz2418VvUVV2JWbml+Q2X5jZFOvam7ZUZl",
-	"X2/HpdzuVZ0DZTeUMr6/0t8+UhC8oJeEmT6+F4QRnQlObakd4Gs6XndBtGsZXNwwXt1SyTPHmix5o9W8",
-	"i96wSoyMbrqlw2jUyDMswIdfeMwVfoJX2RSGrEAOtW00lbdvEykZ6WSBBu/QCAki674VYf3k5f6N1g/O",
-	"DJvxhXpDiCU06V6od6SEciOW7FnrpRnYPy+wIIID3MhGxpMEYaq+U8EsvtmzMTKWb6HoqeKM8M1WrjfE",
-	"4IPOYjH9/grqr09nHAUjcEMomt7sJDMuEMebYZcEuzMeM/uSO1FtZotKI2TsD7DNOtq5W2V8GVixmkqh",
-	"gz1NK5HaBIWXYmQcHf4xQZZi4cip6G/Wio0clAdzoUJmhcGFH0XPW3EYjExSrTVugx9DT+i4MLxD5Cwm",
-	"e03a1anhx6eaP5+Ynv23MhfCP3VZy6aKI7eTS3a+sO1ObmRy2+H+q5UvePPiq97t4WD7R6+5fKbuGv3B",
-	"DsLAE86mKdXZ3X8nq9HfSWSxaNIgYLQZZ51KzuieI9EYGjESjWu539HM47dCcc04pfk1ClBUseAEVfPN",
-	"OXPsNzj9CPVISvuK9Y5CfFXtsgQhRXviyryBGKfpOSudIzEJACgmwYCRJURhgUfJWjbRMxM0HfP5RIky",
-	"YKF4/PrpOivOmQuxminn6yjc3hFQZvxAChKiDL1C7ZjP57isb+Nr4Lv2dYDqR4sU6vgbpalJLy7KMZR8",
-	"7qaNcMqKFHN89Vx/fAjVOcwfvXoJNSFXoLIrXXMnaJncizKGe20bK9QGTKrYLTzVuAkQfmOkEhpumevh",
-	"ELZl/+7takLbZScNfaaad1Ko2o0WMq+h0z3votrurdhIcQplzkA7xoJ0KBMEVAebboogLLqyI98osfFw",
-	"3FZWX/CMbIH37fbb34OFdsPSN9ppv6YZ9qtZ0dZ7EntfypN4YEe+icHrvi13tohQY/udZlud25SiGVi+",
-	"7U3bu43prVexvLXI6l/C579y+urXx6vXNLx6dRquXvV+vnr1lC9fnfHlq2ecTn/uxv2U3ZtbdF1XsC22",
-	"Mr+b3P8YW5n0RSArWXqS0YfrYI1p7EljgRpHillyLxNPjNCDB9olrf588MAPQtFKKCRcKB0pQDmD6BX9",
-	"hTGngeHMxNqwxNo1QEV/8CChGVE3Cgx+ztpe5Eyg6+8UkqbtUWPjFSDPYk/H5agVV3MKjSmsno9+bML7",
-	"dbBONYAnI6Zog05eUYJqpUgaBOZnUuiYu5pJwEQyTjMiZk1lfHRUMBeEFTlEuj6jm520toF6tzlXDjJR",
-	"6G+59vzawHOqgL46Z06e3LEZT1c11L2BNMsNUMr5x5qMkC9MbYqGiLNiAfuf6ou6BqNcQ1bzOauld60P",
-	"QHLbyt1U5ndmgdpTH+4Sx6Rx9ZXpqlXS5dMSh+8YsbTl0ug3BDUFLUHSlGTjxYwz9fqf+geDw7DXPxgM",
-	"Hz46BBYC5Fhf988FXe+07Pu+7G4ahrPmCrxBQFUNn75KcNX9OQqr7clHrfDq6HB4eDJ99rR/0P9hEB4c",
-	"nAweJUdhGB48HfROnhwMTmJ8kuCjwT+A9FOLPruxOPQFRJJt8VpremfrClVq2Z43QYnrulQeIFVD9Yt1",
-	"SzNflRxNFl/Ayr5ZE7/FoN0mBk16t+sacbJqrdxy7a81Zr6Eusy4Kl3oTIUGC0Rg5Bc3zb+L3gsosSY5",
-	"eDEuSXbO/CGtfGOyCYt6LUrcQTyXXfSWZLGiOsJinthEYGv2oMY3C3UO2hhF+9qd9//1n0WNLpAfiWuZ",
-	"/GH1zjFwbAw38427u1hg9gIl3jlrT7aaYdQ2tlhh/Kvv9laZD/8j3CN/L/3vRyIrtDNZNSDNDcj4E02u",
-	"N3oeUqUtShNwUG0XHZTNpKySYwuBUp0eo0sHdrcQzI2leufb50nrG9Z9Xay7IX6ZDOf14TpP4PcGm0SD",
-	"Zg0VBSC+xklK0+i55+SmgX4uSVmu6mahMK+5VxalqIN2zvzqUfUaJU4FNOMX03UmG7Vb2ME90kFwO3X4",
-	"Pgy635Scuys5bp/2rdqNS3qo+LLb+ntoPO7s35Sbb8rN/dw7mj3e7erRtNUxhUrWSjqm2rVOyTVlD4zx",
-	"2o+7qnRu3CTUaIf6T2bmLyPh3JxPF5D45VPLpKdvdLNNMz4vWltoi8qcSKyH03/r6i9+d6aR052Jj9eb",
-	"cdSVtWkZw6ZlNFmDykUBVMpoSlBTyrhMHVc2Ppge4V6s+2+Y1VcLk1SW3hCcoU7lJjfJxrHuyXDlYd02",
-	"Rm4Q3uBE95v4u5P4a2oFloDbzJRsp4R922Jpx0ivWh/8tk3qKwtowSHqlv62pQek1VySTBc6QzOSkUZO",
-	"VW2UfhsVqjKGVaD+8OjQ1K7eQQJbwUK7YfOGkz61gd/v370EDWQ5I+CwNEUqqImTM4329UHb8rwXVEjT",
-	"+MKJxj9nFUQw9TAgjI+aQmdKpzKvjfVr0TGo+BnSYQQCfSRkYeLC1e9d6KumuwmYdhmYrdBMykVb7Kn1",
-	"g89wAeVETMJccuxmOfhdNqAeRHTO3r97KdByxgVBM66LRHOoiyY5giZDsfWXQizdjMQfSaLzNxCWlZIe",
-	"jTa5t3kjjt82KFmfhLWPNRa38GpbaJq3BS12j0GurPm+Q5HXkOy35PLfl+z7DqicZIhbyrwB02m8dfZ1",
-	"M8WOJusNxpgiQISRJdrOU0x5mYxcUp4XjaUUFxH263M2ITo6clbEAUNqrq0zj9rQELJsAGmrkNknSOuH",
-	"ewES3LYiysQ5izFDYkmlKV3Jc1kUWMYFd2hiDu8AGAZmpxok327AHXETYOfho48mu2Al5JndVBKCj/xy",
-	"8cGGugQnG0oYNUaXu+39/m7h5ZUO2HK1IL6Hp7kJblOIp9fU72bXj9vTcqdlOovyVrujbtQYoepn+zRG",
-	"qzb3dNy8ZuAuVJQVwbQ476+7aF7ctLJaG8TdgFvrtb9plf9Y0cuNi/4jxy17LVV3xfKyQ2pvtyjnsv1p",
-	"61HSm4b4kHSGk37cGcQD0jnCjx51etM+OUgG8XDyEPuNPNexihQLOTZLWTd776+24bv7orZMVDuetora",
-	"fDdP878vu8fa3vNbgoj9u+V/UBixv/Gdr+z9TxYl1/uNFXx1OlzhLdNpI7YIoW0VIGxB7UqFRoNyG+0W",
-	"Jsv0Zlc0fHWv9tSvxAcsaMbll4oJ6T/WfwtUnOQagmNI6RoELaiYX5AbEPE4huDQfhgq0Pw+uU7ZzX8n",
-	"iG10TPoWYj1BkZnvTPrlMlHu6OV0Ldp6qX6NZPv0i3pDrT/gPrygRqtzgW/NHePG49o5NlS/vkOajIHE",
-	"jii/AdmvN9+RX+DK0xEs2+z9Hs//Zu7fYO73IHWby3E/K1r4N9tZ3ume/cKrRaNvTaWnFnchVJTwo05s",
-	"iWKvB985MwzyGDEOVpaUX9AYp/b1sp5kLbylyUACy/9Sl23/73PZHtzv1WYLZbQayH2hM5LWdMj3OVDP",
-	"qmlefAeADwGS6GrBZe//20d5NLfhX8MuCsRZs4hv/KPRcqtAuyMLcdr4A0W5Dfx/+aAIR/d9aQodtm6Z",
-	"tu06oxuWF3XjTVUX9ajWlmauC1Xt1cp0m1e7jeW68YLuX/asT6PBfuX082krJDFL0nWy9GrqU+IFveV0",
-	"j1HKFYMzvXEgI88Wf4/m+CNBWc4ib8LR/j58M+NCjg7Dw7A2y4fipBrLhjdXDbeWDp2hB9bnikHMGC9M",
-	"gdf6Xp6Y/Dvo2R/Y3jOKwUPTfN3OPOaUdSTvQIcvP/21mMHzQNfnOat13jdk7YbtOsPZEmzNI1X9EboY",
-	"p+YbKb8w/gJFEM6QBQHUx4TCbdWiKmCwq9RVcVqNuZu35VWuP1z/vwAAAP//",
+	"7H3pchs5muCrIDizUZQ7SSUvWaKiYldly1UeW7bKkrenu+RlgpkgiVISYCWQkji2Iubn/t79MW8wr7AP",
+	"0G/ST7KBD0Am8uChw+4qjztmoqxkJo4PH777+NgI+XzBGWFSNIYfGzOCI5LAP19GZL7gkjD5jixivCSR",
+	"ehoRESZ0ISlnjWEjkElKAnQ9IwzJGRUoIWLBmSCICiRnBAnJExIhzMQ1SZDkCDNEcBJTkqCE/JYSIdE1",
+	"lTP9Mp4TFGTzhsvWK7IM2g2vIcIZmWM1P2HpvDH8paEmbnzwGnK5II1hQ8iEsmnj9tZrvCMyWR5NJEmq",
+	"6z0jIWeRUAu5xlSiMZnwhKBEfULZtDjVnDI6V7N1smkok2RKksatmmiBEzwn0oDrWZoIXjPl+YyggJEb",
+	"OQrhjQDxCex2kZArylOBFnhKPJSycIbZlESHSBAW5QCZ0FjNocFEpVojucHzRawWRJb/4r/8ldOTX4+W",
+	"b6h/c3LmL086P9+cPOfXJ+f8+uQFp5Of22E3Zg2vQdWCfktJsmx4DYbnagS9quLG8c1rwqZy1hh2/G7f",
+	"U5DIHtSB/PiKMPkyqt/8NRnPOL9ERL2EaISaamsBjTJI2DcWeBlzHO0Ut/g06kx8vE9ag3E3bPXDPmkd",
+	"4KdPW51Jl/SifjgY72G7twWWs3xrMOOIRg2voXCNJgqFFeK4m53wZI5lY9hIU3izujsHIV+RZXWTRyhl",
+	"9LeUoEuyRAuSoJhPaYjjDMGbGL1///K5uhMYTTmPUDjjNCQ7h4B5lKh7k6pLI9voFVlINOEJwhLFBAuJ",
+	"un0042kiimAZRN1xDx+Qlh92Jq3+5CluHYz3Sesp3gsHUZ/0Jt2OBYu+1TlgSldsLXwcZOgOBptx4TWd",
+	"U1kF0imeEiTovxEPddT16/h+YT8Dvx49YxjOXVBEJjiNZWPY9T21OnNHfd9bf2O9xnmCmcChWtEqZJX5",
+	"K4hGRYj746fk6WQQtnphh7T6k71BC/fwfqs/6U0G4/3wIOr49Yj4QBS8VR9rugqk5gccvdOopf4KOVNE",
+	"Wv0TLxYxDbFa/e6vQm3qY77+jw2SJJpChTzSsLnCMY1GBk8bXiMiEtNYNIa/fGxMKImjxrCxO6FYjvCc",
+	"p0y9MidC4Gm+PhRxIth3Es2xDDUdT8g0jXGCyM0iIUIo6N5+0AAgAi7ksLE36YTdqEf64wHeO3i6v//0",
+	"YA8Pxv2wF3VJZ+I3bt2pzmFUfZuoQGbhQK7TMCRCNIYTHAty64L1nxMyaQwb/7Sbs7hd/avYPQZQAGir",
+	"SODMNMexOh0SDVFQAlfgKSKWXaTRJVmO5lQIyqYB4kn+vqH7bbWlZ5xNYho+8OCiVL9ORnOSKLYhRwmZ",
+	"kISwkKw6xdo3cwjjOCE4WqJUkAiNl5qbL3AiGUlQM8SCtCgThAkq6RXZeeiBHhVumpEAFLwrq0R2ZeSG",
+	"Cik+95mH5oBELpaEaZIo1iUklmSIgnXQB6Qw5w7vj2CfVM1URpgMfGy0SPhUXRWNOL+lXJKR2fdInYhG",
+	"npdMkoTh+DhHh/tffT3USP/g4szDDtauEcHAn+O0zvicyJmiPCkjNwsSShKhCaYxiRBniKcJEjQicGHd",
+	"TQZt9LMCrCFR5opHANk3XL7gKYseBlTG5WgCwzwePMtM6RoLxLiSEFL2WQjgG45EGs6UJM/TJCQgi7jU",
+	"YIiCbKMaL0+13HbO+WucTMnDgGiEwJHkfBTDcI8LTHvyYx4tQUvhHME8n5uy2An5FUnQXh+9oj8MUVDZ",
+	"rgbpGUmuaEjeM3yFaYzH8QOhmmBJxCh1hns8qL5TYyOcECQVcUtwQuMlcub6HJDNJ3UmUtRTSBwT1Awq",
+	"Ow52PASoTFCEJR5jraU2A6FhXXy3jUCPRFgpkiiAP1qgVQZIGC0S1N4pvSJM7dBRnZ23V23QvL3raKuw",
+	"y3POTzBbGvlOPPzURyBBk0elSZyjOWZLi9pC6zFLFGNJPgvNr8w4RIG7uWCL43rEM8rp8XMA6dtXdzsn",
+	"hX/wmhaqh43OoN/tDtq+0h+UBEKVQkA5E6DKmCckGiktgaVx7DXChGBpnjS6fnev1em0ur3zjj/0O0Pf",
+	"/6saKVkuJB/ls/h+24f/5T9q4SZcKu1DRFoHWHBB5QhHUQJn2PBvDvYH+8eTF8+7ve4Pfb/XO+4/jQ58",
+	"3+8973eOn/X6xyE+jvBB3/kc8Coii1FvcoA7ofOLkotSNa7Zl1JylJ61oAkRdRvq2Q3BmFuqYZlsBh+d",
+	"HL979tPRm/PWU/enXBQeNt6+e378rtXxfV+pzYzIa55cNoaNMVl01XgK3cxJtbsD0OdCQq9WHMHArNgq",
+	"faPyqQ68RgYHC5gCPCRR/8KxXv/p27NWp9vwGukiWnnuelL3qmpcyW6jUjy3vowVLH9ndNBVjE6TFxIV",
+	"5BXB8ELMuASu9p7hVM54Qv+NPFDUSt2RHo+yHSEQ3dG/to5OX7ZeHf8FaRqAwLSpj/JzyQlHpy/BgqS0",
+	"IK1GelbRBcZljGVczkiCCLuiCWdzwuQQBS40AgPpRcLVEhU3O2aSyuXDAK6JyIincsQnowSzKbmrvWCe",
+	"KimIoDGR14QwpO5a2/cRZhEaaLoEf7/58c1j2Av0CkDiSqXSCAB8OI75NYkQ7ABkW0X2lOIAF/0LmBSu",
+	"SRwjbVRA41SiEDMl0I8JCnGSUKXFpOpQy7YFMBFGSonU+qEmmM6DORVgg1FPUibSxYInilQsME3Us5oj",
+	"1Pqmsb+O0iQeKdHewMhiUjbSCYkoPgfj1MPubr62uRpyBAavRxRIc4mbEoEs3pWX+aUEfnW6QXnyYFg8",
+	"pBwQGux/1mdyzKIFp0zeV8JYJSb4B0PfNzyKMEUkMruk9UuMBAkTIkcuYzb8hE4ZZVPzQmPYuJ4JEo5O",
+	"Jq9+Pkj2f3z1l9+S8+tf358+33/5+vSvL3n3NX6Nz67XcC93OWkSN4aNmZQLMdzdNUpn2+ytHfL5rgKM",
+	"sL9Ej8bwSiDfxO4yv4Z5vw02ZjMYeIQA9g4bdYy2OIrAJoTj04QvSCIpsUhYnuv4BocyXiLOCFokNKRs",
+	"iuYcDBz63tMoQE34JzzfgTvtEOEANSOakFDqnxXaL5xJP1ZFwfVwegavP7Nv33oNl+JXzOrP87nbSAHu",
+	"zY9vLHFuYhSRkM5xjIw1GaxuWL0uJOpmvy5iHBKx4wEESKTecE1zOPo1FRLIuiRFq31nYPiKkurS2OjS",
+	"BtWxlCRRi/xfTf/TL53WwYdf/NbBh4++1+nf7jQvLtr6747Xvd357/9csc17jZuWGaRVZXTrN9cZIOOc",
+	"QBGdUimAEZa37CHSnrbRRb6Pi4bGeEe8rTpb4Gq0gOvZNxGNCJN0QrWKlkOoKBuX3D1lkJV8E/XCdJ1n",
+	"xVzX74RieJwZB5n55NC60BYkyazOlCGl8sVEwReFWJROtiix38lP5Qj463H9jXnt1mvYy1bd3s/Z3dMI",
+	"TiOlD6cJ06b04PTt2Tnahe9FcIjUUUt+SRgcuFmI5lLktxTH1pMOxOK7ktuvO/Ene2GXtA6ifdzq40Gv",
+	"tT/pT1rdcRd3JgcTP+ooaJRdShuPUZA4JsloMeOs5gDfLjSxQvo1BK+B9BRTdomnBLaSKEU7pDEFtnSI",
+	"GLkiCcLo1V+eoWnlYv6p2+vv+51urz/Ye7pfPMFed4slFzSktVfAvrnyCmTq1R3R/9Z16/3SqPWxlKlr",
+	"jnt5+AIf/0pCCQ4iePtoBS09soijyScWK2gMMTxjr0RNSqTRtQesooVPdjIquHdbpYDZkp853KO46Nf8",
+	"miQtdX/N6sVyPuZxG51Z6UfdEuPWVWKRiGRQXKkxTThr/AW3/g0W1fU6/u1dKXNXu6BRnC9NkxmhmKcm",
+	"x4bygnrQTNUb6mWgQztq25kXpkrrQPLjE6Twfwm+iTQhVb6bCcYbRc2XbMILck4VMWbpHLNWQnAEllBy",
+	"s4gxg4vYrju0TESqjBRf46VAIIootchZfXYeRk4xg445jwlmldtgp8iX7Zkt1yE+7PMZaAjVzQkJm5rj",
+	"cEYZQUqROESCaJUOxkT6DcrgEWUy4VEa2u3bqKGqx3uFBxf8+K77VgmmRZuD6+2ZEznjkas8KXVmvZd2",
+	"lZuwtKgaL2HDMiPXRQjXo+o6Wals1auX2dBGu8z+tsplaUilWza8FdaBFXqlMaY5humKN7LOXVFjpleI",
+	"lBOJ6uFWsB6QTFuzapgcCNh8HJO5pqLA4yiJI0UUsmiv6j02lo8q2v7L2ds3CJQDEGckB+QE6tAE4hK4",
+	"xpIAJHecz6T+NPYnhuek9h6vpAh/nmFtbki45Qo6eGw9C9N7ycddeVWBJFVmPdE3NKdDExxKYW1XKylh",
+	"aO79RkIIBOLWMRVU+D5JWvrMzFEK1JzjpSL6ZL6QS1B/qCRzsdV8BlduMyjgJMGg87j2iY/rLD4RauJY",
+	"cEuagn9tGT2w9TIKzPnubD4YAFG+8cIC6g7pBcVypRjBXCVsoxTRXS9FOL6LLYSIbr0Q8SaXx0vqozaO",
+	"Wzm5XmoAUVQLDkMUgCUvQM0f3vyAzuY4kejZDFO2A0JqIJMQfj1POCuFGlpb/wo5Y++ecsbeNnIGzF0r",
+	"aJym45iK2ZlxF3ysNb3HFGQNYCbquuFi3OUQBQvCIohNal5jKtUhK6BlXwLpATfejocC85hEgdLRuzc3",
+	"EHhgXR7GxADW/gA1tZijgDBfSBOKseOyXTM1oK8ZV+ko8GKRhudvVjAEtKw6KgsmAR0yWRSPKaC5Z2z6",
+	"6oVO18+8twoZUrCPK0RStN7xW1RJlDUxjLQj6GMDx/HbCVi+11GRd+rt2w91BiRyQ8JUiy1qTNQMxlgQ",
+	"GD8wjkwIAl4oYroDVsHcxrLd7A4RqF+DQwYMjdaGpCbWYqBRSHnRoOSh6xkNZ1q9019r9ACKRMxis91s",
+	"orQaRkWfZpWdEeasT01nXm+76m6EJWlJOid1GFTyh24LxIJKVg/GAto1XVCA60YNmkKYUsLnJdscKM5K",
+	"jCQRShcacg82yLk22zp6YayFhkrpmD8dCg+2BwVA1CxcFkBHgDg1ZHM7mJdMg4+PthuhXTj1Irwjfs00",
+	"xB/THHSKhdBwxMK10UK4iAYhmypaVSQ3mwPRXXEgm36dgcG9g16JgmXEpHwvimdWuJUFxKoTOoBGP9zM",
+	"zSe1x1a8OFQgQZhcac5eZY+u3FfJNQvxNhhsy8aUQ8TnVCqMY2kc6+NducSi1WVwR2N0p2iM3nt8Y3S3",
+	"zhi9t9IYrfagDdGf13lQuuzbHlV3m6MqYVj9YX2d3oO7kruyLnInk6YhCsabVjniY3ZFYr4wUivQteqd",
+	"tv7MdavVAuJaKxlD3FqyS/YyZqbdbCjfYDhTnyHOkHnPUexW2clgb/nAdSB8h+tEX3UxFiTRsqumaA9X",
+	"5XRw0/0VuXdK30jJae0BgIkFT+GsE/0iSvi1WH3gNYo1vzYGBWpz5xi5Vqr2hCZCbq3fm4W+49d16v0M",
+	"i9GcJ3XOLHXAQEEw08E4sKMJj2Ozk/J5eyaLaYVfzCRG6fgELc+Wk5fUBcsyCFdIHErYsCmGExPoqr6C",
+	"GQ414eNaho6x0I+3xPj5HCfLLeF5Zt5egeUZXL0stcvdWi3y5xi1LRWxuGX3eHdi4qLx10lScvRfYb/S",
+	"IOQToC8KRDGRxei+Gi3580n67S+nwj2OEvZgF/2j+d6dI/suz7HK3e+1luW7q0SLGEulxYwmhDwSCgRW",
+	"Ovvbf+ik6SyKYEK02cTLtLkZjicthbVKTMwYnYDDFDOckEdEy3wdMPIQBe7ma5YLr91hwQ92bm92n+dI",
+	"sdKIvfLWb1BWvYYUa2w4boBwNsW2NoUSqSttw2usSHTM72IRuK62XJVry6px9o8Crlv8gm2vIbZnOSct",
+	"5zdIHJvUIMiIn/GYIEFind12TVnEr1ETxzGwNFETxDVJ+Lz+EMlkQkJJrwgSEieZoc8OSlkYp4JekTtY",
+	"dSTfNBVh0eNMJHE8Mtdo9Ni3GKRiJNI5WBxg9MA5BFh3u3xXwtWaKkvnYwKR2iCkGo+PHcfJT/dr89ML",
+	"fjh1nADoeiDUrakO887oPI3xfY0yR0iY7yMU0wkJl2FMtEehioHjmIeX4QxTNpphMVvjx1cgThTtMhiS",
+	"T2JSIb4TCAYqUAo1aCkj/2YQDvw+ifq9bjgedDq9/XE48Q8wHpB93O/4UdTHHdL1+2Sy3x9PSNQZk85e",
+	"NBnjzrjb9ff8YshPp7u/MXDMzW+5/wYrxQUKmTJ3XBKcx4oLCUU3JM9W4LplzFraEZFAZ/IcnXaWclRE",
+	"tHZGrUvPjS+n+DCPIXCfJmQC7E8HLPBUtgWRsuIJqlncnVnYEdNZ40oNdjHJVmDRN+rQPSKemLA1bfYU",
+	"7nfi7mZafTSVldbeVPDv/USF5EltlZGiFKezh9BMv1+9jbNVAx1njsIUbhlTGjSPo7tr0IUVHzOZLOs0",
+	"abp1qY2NQoXIXKBbJi4Zn2n5VGB0M5iXQWrjoegt1ho1CuCsMUnr0j7rPVv6JTTDiwVhd/FrKV4xEmvc",
+	"w2Z1mYsnm6uJUVABV7BjrAXWimDdPogoALgUBBtX8sjcVifLr5DMxpOIJKMJjTWRcKlIiFlIzPOMiuSU",
+	"I6cWakkfNsm1XuOmNeUt87AGEyBWC2cJmLWsUA9cBOMLN47FQO96RhKCqFScST2fo6YCmaFhOtM4I/dg",
+	"ny1kAe54iMSCAKzXSOw5MiYEm0yPMgYtPTD/4FDyZKg3HHjIXUwARzA0pLYUXln4rV4MGz3W3XOuQhFz",
+	"3VmyvTrHtfF6bmsc2kQ5tzEPFYn1V2kgco5yMwG3aZ6FwHfNQjXiwy3/Wu1FJhdFSD4nib3z4nGsSJV0",
+	"7LqjMD8qHAiMOhvUL0rJgs3jl6etwUAHTelgKQ+NsSCDff1Mh0jt1JqF1oUW2FitiOAopoygZs9Hc8pS",
+	"qNVw3xCCRxQgfj8mubXpMEDNhZLcuYkYeCwT3SMHL5mMK9S0rii4FTqk4t4M4/Mbv9aKg1/GfmRiMMq3",
+	"e2OERSUrf1VA4LpcfHTuiCYQLatLqYDUlzJJY3Aj6t/zultfmHQXKyaUd/nM/RkJQtjhpvW75pcVGOJ4",
+	"3IpVN1ZK7XaahOBwRiLI7rLIVZT3CuuTM8JWksCNVGarSLly2ajfa7zcH4p51tLhdTYh56p9JxCNNmLp",
+	"xsMv11FZP6OtWpfrY0GOgiswFYiBulIe4Gn2MYmCwzzuV0kKVj0LjDIkZ1gaR7bYuFOrRRZURdfylOmD",
+	"D9ICv8ku32SXO8ouhdo+G0m/Iq7WTLkR6e9H8FfVEVrPFbPbzU15bgP07TllZxtO+TuW9IolJ7ZilRAc",
+	"Y6wU9/RJ/l4FylIwrwOaAg+rsJiyMLYSH4s3pyRDbSXObmvE2VBs6j42napo/bXbdV5TIV9KMt/gbbCO",
+	"zJgK+Y8w4Xw9su7nz+4oizHfRJXVosojySXf2N/vgP2tZmzbG1Q2xyyXncHbxiy73z1G7HIdDf8WxLy1",
+	"we/+scglbNlWWnEv2P1jksuo+rWLJ/eB7qOJgF89dNflk1dDTZx6K3kg2FY1V75gjEAhgKhm3soZmJJ/",
+	"Rzp1vZ72ZxnyJsG9RgLWP2zisjZBHqIw7yKbRmkC+tVoXnNcP/FrFHM2LUwhOb/01MHMaRxTpwD2ughE",
+	"Ly9IVIkvKIxumi001Xp5Kj0UcsaIvn/qLASJPMQ4a3VvbnZyou0g8ubLAcg5CmvrAen0BNAzlWT30/n5",
+	"qXHqHzr5fYzn3chwkiildM3Uq+IwC2dbXFfxYNbVNipVltwkqlYrS1ZTXLfQieznoBCBfIESMqVCkuQu",
+	"2JeVB62ZSNcivlI0FGzGWXmHegliXWnR6ug0JgijhCvqE7V4KpH+DAlJ4xgJOmUCjUlW2tcWg+SMeBoF",
+	"qHqXL8RhMdDmfia4ctXTSi88XQU1QH8CX/peXzGnXhclmEV8jsZLSUQbnc34NUOcxUtLN21vvBmWVm1V",
+	"C2+6J6bRDPFEg4Nylt0rdQTXVJDH0wYyvLmPKmDqt9YMnhAXU07fnp0X0GSFqKZGy3GwcgprcWq1VrDF",
+	"Jb1fwHRdYVgkiFSMqEZjuN/dQsf6qcWWa7gqEYViJpHubIhZhKYcqVvDWagOFX4sxH0VkMS5pnc5QdSc",
+	"SbmASlVSLiDmXUg8herli3Qc0zD/YZHJB6W6O3co9utaHxJaqtjo9/fvhk9b4cE2QqisLQh8HxG0zCu+",
+	"SjHUbrI+cP2o3DPS0CX4I+bTGglsOk3IFK8oyFG2YuWDjYkSnaxfd6NdywgDos7sVhQSBRIcTXCyWeba",
+	"jpXDau8eGZx1wFyTHECjw7z5KBovs56UuqTrIsZLsRV09GTS1IffBsfVB1BP/tZrKGYzMtBbDwxgS1YW",
+	"VbLNHEfWNuCEOGcWlfuxe7AEbLUesE/Y9VCBopQU5VAGjYbU5qM0XnN8G9e00JXAtozFLdYNq81M0AY3",
+	"5+C84lUqcdAM/ytLqZ5fFYKbCMGqeKYyOTC1DIXtFwuIapf2jTZsrVWaZY1Wr1ynipQV4Htmi5R07Rpz",
+	"5Tdq9XVRK309twSvaSL4xydz+cbr7th2RHBby2eBMD5M3nQo8Fcvcm529BQAeydXj9GQHsHJUxCSv3l3",
+	"voB3p4wj97qGD3DwVHD0q7+JtptUjVC2XEnkrGehkJisCfiadOV7ZDs/flbziiWv8Euc5hy0CiAoLl7s",
+	"NGAhlUlsTeg9EiBTeTw3MVsbxU4b/aS7XA4vWPCvLdN3tmUWACWqm9KRvjxH+sJhwoWok8CGKCJZ+fsL",
+	"Nl4iKnc8VDPBOZ0TIfF8EaBmyuhNVnHUElDDOaF4c+0Sz+iUYZkmJEDN4KrjXaS+3wuNCfank6NnrbOf",
+	"jrqDvaY2EHrooqFfoRH8l7T1n9KupPBUAVg/uGjs6H8E3gWT1xyJBQ5JS5AFTsAMJ+xChLHIZcZra7jm",
+	"VySJ8ULseApQ2ninsAYo4QU7k5hFOImQ2ZqAsu8ia9DWotDtzf4lc9BBdUz7PFtH0L5g74i6dgij7G00",
+	"1zInZmiQBThDqVTGr9voSJujMVvqss9UzihDnYE9mMMLhtlSN+AGqzq1GBCZMOkBEp4e2kM6htpDXTRT",
+	"z2Ye6vhoBuuFfzTV+BfsVyolSQ5LjVupQDPOeGoiWPvdA9MrsHeI+h3fWjxFwWq9075g9/SX3FeRum9s",
+	"4SZNR9+8/CYp/fSSLHe2K8BzL82mLpLHSMwFEXllRq4Z8h3QgVWuO/UbdAtKIluv7beUpCRaJcj+gXX4",
+	"eym1MgPTF9BlH6RuKXxR6xxlCuP6S5aQjDltpWVuUV5js3a3TqGrW/5GxN6+DqGD6g+SCc2FulMPoN+z",
+	"GAgtx8I0oXJ5pnaqAXK0oK/I8iiVs00+csNRbdPcZiAuRwKzaMxvRn//9/8MCo4o9aNCuuyXkieKqvF1",
+	"Jw4FLjxXK816AOe7xbA83RCSmv4nIWcSh4DyZA72S337tctW/A/ruXKdWvkk9lfkftO4XVNyDrZs6xiM",
+	"YxJyylqStyYUS2R65LTRUfY61EsWCKP3Z8/Pi50RLliz2Jtux8vK3hSjqux7bhxjsGObvhF6pb64YAuS",
+	"tNzPbGKJk2FX6smBmiYBHVpKnCcwl0k/99QSwkuhhaMigU94Op3Z8b1C9pqHBI511QEtgs8Jk16+TiUe",
+	"kcjKysLTgqXtXaeENypnRlyelhIMYiq0a1U6FTJjEk1J0r5gF+yf/gk940xRIgUh9eQJevJE4bN6pFl4",
+	"+8kTpA2rihRori7xpRFjcgzP+kEzJTcbXAza6Exj9QVDCIchUbwIwgkqN+CSLIXnoHr+Wn4X1DuHCMNE",
+	"boNpNbrTY1rR6qDvd1Cx07Teh5YFgZrzhQJYQdnQgQ38mun9XZLlEJaeGSbsfhMieJqENiACJuyjrMtW",
+	"4GVFjGN6qd5CKbtk/Bqi0jWgLfHNQWwIUNaLN/h4AbTpojFEf//3/1TKgHlFPQHyiC4siTUv3So5GpkB",
+	"TQujbEBo6QOtggKkSfYQBWbIoe6iFngIa9KMAjNy4GmnBVMDB0R/rkmjKfNdbnkWhDxSn+neRoFpAxRk",
+	"yBjk7YACA413WQcikQMkC4nSzaZFqR/RoWkNQaW2Hy15igyFQ6mwA2NJENhU9MA4nGXYCqVwrjkap9GU",
+	"SOGpheFIBKj54/G56cBznVBFbUC8VQBIiJCgEsX4hkQO5YbXCZvwJNTPc2Q2uIdME7HKvtS4Ci4vj89f",
+	"2BT3QC38tfqgdcpjGi6HmS4YxlgIq+cd/va9fmpgan44vDaPjSZktEFNP5Az+qphk2zYOaZM3WE9riyO",
+	"a/LyJmkcmykO86KEGq5O4JCaGm5n9wC5bdUCjUhFjappptgxJ3nCGVmqM9QZLDbQxK0fLjxTEA3sDbrC",
+	"oWijF4rdYOerNz++QVqZQyurjXuFZBiBZviK5L0qPVi/KCdk5qNZ9FPkQGFHksZEPHmCmpwRRes9a5/U",
+	"5hDISN4BatNpI7e5jrm3kP6pic53Qm2gBQwMlgi/FQq1potSmVY1cLeNgkJfjQB9X5jqb/+Bmh309//9",
+	"f2wfn7z865MnEb9mT54Uh81uBULmE3TNk0uB8BRTJqRLW4doQpSyXspgVV/3lAwwyQ+p1BUF3hToe/uP",
+	"v/1HeR8r1mlWVgBCX81VSOkvTgbL+F7/52//b91E6UJPs1c3zaCEdZBkbJQly2zmeKmxqtIJooJ8WVuP",
+	"QzMZ2EU0o/NRqZlggJqKYRlGZxcsaEyYjJca5HvtchXg79Hm+sWaJJrao9/X1xE2C6yvJkwU+d1UUljf",
+	"HDC2PXkC9/Xdi2eo1+sdKLL6/vyZfYPcSId76g4CigkIwiLUBK5nC4Yw6LGn1JmlNlR5aIGlNu78lpJk",
+	"qZadNTMUnuZTL/O+k61XZJl1wMu6EeluXe/PX7T2gaDwVAILSniMwhlOcKhGU2M33//J933/7//+f9U/",
+	"Oi88pP779IV5cPBC8xs7yPs/vXjx4vmhufrXOiJTi9K5LVWBJpyR8JIAUTce2oiEXJGcNnpr4y3d2M2V",
+	"SMPwnJrQbICaZvsGkwzlFpLroD51jgA3pwMkFWhK1XFabOUsJPaslGC64Il0eLHl+WMegUk2yW/CXh+9",
+	"oj+gZtDv9FClVaiR5s0hAD8DYqpl1t1fBWcBfDtA9S1Fg51DOyufoODH4/PA9mXS66BTBhuFsd+enr98",
+	"++YsMKAboGoHVWN4VoKFUmuIQIyjccKvBUnETjvbqsYfXTwZaD06oT9AzBiXOIapTVC6JRY6YFyNmSAq",
+	"BYknhlf2ex0tUWHFsJReRW4AlktPjWwRKW86SzJtPykJUuaMHGxXx1OnRmkCUP1h9yONbnd16kNgU/mt",
+	"yFi5Rc0O3PjBwLkjO94KkdwKjZkC0kavyBKOSY1+SRa6oyKWKCZYUdE+mvFU8f0j3SMwV5IEnoNUnw0K",
+	"D2z3S+MPsETMxjQbWU3dQJhI/cMzh5BtTba00YNEWjIPDjXUhREDbeSrljhImEKd10IJxqDvH6B1fXh1",
+	"FZN+t4sKbW/VbUiMbKqXgCTnbfQm5wH62pq2g3a7oOtEFK64LTMxRBh0J5D5l0AoAqBeQCt0MLfuvhgM",
+	"bm4CpY2FPEl05e9VwDZjC13KKXusdQc1ekQnsEWZNyIVeqP1jX9hXjMbOC+yoBR3AIi8L8JbX+ADtKFn",
+	"sb0Qp0qwz/Tg19RSB6WIEtkClbvkL0eB47cFisEX+LdUc86xYnxIcivvT2gM7TVNWQ4qREo0CzhECyzg",
+	"hzEOLx17axG6ZgCF6XpGOFS4/lggHEP2hDov0y/KtAoGZTabvMQPzNLbKABKDXvo6BbkPlAW28a06+sD",
+	"zbzfoE8F1pVtFUpNMhyoDMF3bmEM6iiwA61atkF3VIw1NW46OSM0MTkzRAwvgKh8spUxPxW/+6RVwU/w",
+	"TqvVyv5ff6Q2+gkFFd73Cc1xrCQZEgF/9Yx+XGimjK4oj43ZZswVIBPECNWmgYSGCsPmPCIeGuPISpfa",
+	"UIxK89c38lbrqFJL86MpWpSVSanfkUW8T+pm5ihRxofc11DChmzUjhq1YEFRQDJLURilJ3TNPZ6mDGXz",
+	"TME2A2zSGBaQUNQWunN6Gb9KyBXBsdkvfI4NEVHXbydfYF8tMLe4oE+ZiSXhqaLQNPLy9Hm1NLC660VW",
+	"DDrZsAM1bB2DVxDV44PgaCwf+k11USMOXF8iI3DkQx6oIdcTdpiz+tj0TEe5QABROpoxNhWF1h16df/d",
+	"0oyrerar2WR93mS+Cdi2Fhu1Pa409gYCaqYAIlXFaEuc0Ziog14kPCRCuDgNk1T7xttx876qZQgVTcF2",
+	"vE5PjVeVI9GnjGHo4AQlZRnZM/t2oG9CrRwJWAGfStPCXAGvRhq1o3W7dfffsLX1UDMYV2WWxbGLsoEL",
+	"sO8ECvKMowDItWIzDuDdIWwX/fIYWjMF2ge1D8yKjF9e5u3EnWulxy03488wUY24a4dTv1hIZu+XRqrp",
+	"4W8Hc+0IVACluzYCJVU33XhAgQyM+RWB6Ow5voGHxVmM2X2UJnGVFtj4lffvXut76ZK5/B6B1TsfFxC7",
+	"aPr6pMQ1NFe32eogOn+5aA4zQwwsvZckYTgeGXvsJ5QFOqSM3Cy0RNZkHNk3TaG8Gb9m1nAqC63fd/Ip",
+	"enaVYpQyfIUpuOQshB1TlIKw8wYwBin0G3DLcUxKwxq3T93AEZZ4jEV51EMj6+mIjSJUrBkys3hAQR0t",
+	"LMGGwM9xXnCLmIxw9Zsth5/brqeKBjBhgpTcEKhc2Al5nM6ZZV+gsyqVD4wbQpLF4QXLW2JnVdUFykK3",
+	"wOqsEFsYk4i+2wzhCC8kSTwU8SEKXr/8+f3L5y/P/2LUS/AV8ckFyy6NAJn+zY9vjLX69Ogvb9+fm9fB",
+	"0oZpWaPaaaPT3M+iZCqt8QRaw1LYZJYhhoiniRZB+WRCQ3D0q2Xne818PNlIKMg6iASIMxDZstVPaByD",
+	"OQsS/bCs4USBsbQVnWLahAPRaibsBSQ9OzS4kpy+GHA2ggO315r0XJAYXH9oQq5LvaKNMG7CygEa1qpv",
+	"VO8kZcbZFpwdn5+/Pj45fnM+Onn7/Ph7nEoeGN3GCKlK8MACilOyyM1D1EMr+u40JdfABiQyWqmCq0LP",
+	"T5qmfkIyodMpSYBWoE+2HLyZRQm9haDOT2as8VLdgIIYXBSJP6l7w5TkYOufK9paqkUA0olzREMTXFN+",
+	"3naeuwr8Cn8sTF87mTYjqNXbIT6hICurEGhWrm3KhafZXjbNXrBWrFuJU1XTyqf2On+yvFQvSCyFJPOh",
+	"+6gmDjPj8JoGficQ/LBEv/LxqmV4zkTNGIQ0/YvaaZRV0NJxoiBpVgpWBM7joX3Vfdh2H5qmEZShprkE",
+	"Q4RjwYudZyzY6mdbUarV1h2u/87Ln+qLFLjFXN091D5tF54+fBdNC9xsXAVxQeIYQfkPpMt/qBW45UCC",
+	"7MEwf5ChpkPThwVCafJGgTaYlh26UUcBhIfIodKWWNUS6IykNfMazpX6WUIqMlm7e03r1pyHBV157w7J",
+	"VtfWBjU7YLF9PSr0o/DuKkAZu2hO6psrBtlBPIG6IgFQaKuaL40ZtQBKM6gLyJWI4VX3bB3tn/KCww62",
+	"2kcZQinB0EEqnmQIY9/UvBL+2imDKZ+hvORtMN18XaAqVrPI6YqOEAcpMCua7Oyo8LAusrxmdZ5meabp",
+	"hkCODLPNugvIYeQAg0glPGtm1rIdo/XxVBaQrhj0Do+M4LQR1UqfPhzHlAwaL+vYDxWGE4IQ3EZHbGkM",
+	"Kub2KjQyZMMUNxIXTNs3V6r+0N8EoCOsa8cGA9lAbvXncU0ph9zCzqF0so5N8kxglQ6qBkxSO+STyaGR",
+	"obMYSj4Bj4CWUWxIR0b08qB9jSe0HGNUiS1uoyzSVRNktX8FlGmKE8wkIdEQvOxLHd2oFUljN4T4ooyC",
+	"WsMF1I0Uxq3HIaQkQYJGxLtgap8TIsMZOIxqJApDkSlDEU/HpnOBzfu14TfFbAkbh9O+YH8uZHEZO7Px",
+	"bfR8FOGl0NHiMQ2JCec0gXmnCV8klEicLBumIka5TEUhpG9XkmSuazpSGRdC+07zwL2G17giidBBfZ22",
+	"3/bVF3xBGF7QxrDRa/vtnm6/PoOASBOZp/654KImsPbUhvcV/O86vs/Y5ZyCqtotpghEG50RJUeb2ArO",
+	"tBYUFAosGkOzUv/tE30CJkjInqqCZ6fr5xqA7viDxsQakS4gr7QYUqhNIhQ0mlrP2E47i0vRqWtaVS6E",
+	"f1ywuvJjcKiZd+tl1Bg2noEk/bOa09QvJkL+wKOlDeI0pSjKdiYI7NTnrLtcLl9QHeGc9UWHGlxgbIAY",
+	"S4DGwPd83wfQcwaBjerscZwSnY9QKgHbSEUEDbFyUEM/ft/3/bbvO1Uxhw0Ij4QI2vHyXB1mcTGAEajj",
+	"+3o11ZjLmoXkM8JcK5eXLwKiNnUkrL5um+KYAfK2qM5tMV5YJimBB9ovCHDu+p3tT8YNpi5ElwAQ+912",
+	"d5AXC9WPugMN1yxWB54PDLTdhJFG1+/utTqdVrd33vGHvvq/v1ZqkQLs2j78bx0I3ZpX5ZG7ZuQyFuSr",
+	"LR+A17C3SI028Sd7YZe0DqJ93OrjQa+1P+lPWt1xF3cmBxM/6nQKEeQsjWMn+tscw53O08TBw4FWY5Zz",
+	"o3JWkPnWa/R9f9XoGQrs/oCjDFvUJ53Nn7x3XCvwUae3+SPDNc45f40TnXLZ7wy2mSwzpJ6QiGKbTdHv",
+	"drf52BjolYxxzCSVS/3tweZvzzk/wWxpgAMsZ7ANQF8aoyV4B/VXW4DHZNu9z02HOnY/IzfPTJM3fdYN",
+	"ryHxVDSGvzR+1pzrg3p918RKq/mmZGMBPBtZnfBr4QFvWpCkvhm5p+UUbZlpBlIE3gULiu1Wgx2kZiOa",
+	"bSjm5Hqb1YdB5qH9M4QwBtCrOiIjs8/vIf4gCwrXMnUWQWteCrw87q3YyfuCVVp5aznOpptDdqQSs0CE",
+	"yhLH6/jYayqkaScOgoINr4JS5eWE9nipO1FrzVOKAMyESWaiUxIUnZNCb2703DijOwdP/Zbfafmdc9+S",
+	"vWLdLku+3DdsOgVEMuWJDqafdU5btsv22X5LWS2NtXsCwV79arypRg6o31bPP+/2hoOD4eBg1bagP/dD",
+	"N6WToyD2PMOwCnJlCfMlVKqp6Fa30BJCF1Ztog+yknbV3J56KpEj3+4znVS/xZsQId1Yd7I281dLtM2Y",
+	"X5OkFWJBkFjOxzwuFY8zfLVu09X64dvxtnLJ/W1WazhzcW2WSdctLi9zvt2isorztx8qopJ/P1FJ//eX",
+	"j/WS0f3km0Lt/8bJ8btnPx29OW89ra8EP2y8fff8+F2r4/t+p1a+ceNhC9Kc7oM/bDx92ml3eqUq8sPG",
+	"6duzVqdbbb09bPjjp+TpZBC2emGHtPqTvUEL9/B+qz/pTQbj/fAg6qiJpagIaF1N4dQB5MU3zKUx9TO6",
+	"fqkQhpWxDL/8qCnhStop+WoCBAGNI8MmR9X9OxsN9Zl1bh9L3DMsp1AVo0boc2uouFz8y8p9f0AxSrH1",
+	"AsQcScqyey1KGcfcrjWqrbYNPE90Yp5TsVtbhGwqAd6qP76X5dvlrjbjbYGSLgnBsQ04gRjpE4V8kLMf",
+	"LxFPJVTozVN3DouZPHpUCDDKffywLNQspYDttNERM3uQs7KbuRRoc0/LHcqL+Ax1Al/VozPM0iRdb3Sz",
+	"U/Yr5D2V8iyhcczDS/CijGZYzAIFQQjxNt3Ap4QRXU+C2oJdQBJ11P+CmDhtfqVznGqMnDxxDNGS1xrc",
+	"2+gtKwX26NZ9OvZHjTzDAgIPMme7wk9wSJvysiXIoaYNASvs28SHBjrlqMaxNESCyKpbRlgXe75/YzDQ",
+	"QW8mbxR1BhBBaZJGUedAyfNGotmxhk8zcPG8wPgIvnMjVhknFATnFv0RZvH1TpGhMZoLdZ9Kfoyixct1",
+	"pBh80Llwpmtodvur0xkfwxA8GOpOr/evGe+J4wixS4LdGWebfcmdqDKzRaUhMqYL2GYV7dytMn7tWYmc",
+	"SqFDXE1DosoEmYNjaHwkxWOCBI3MB1RS/awBHDkoD5ZGhcwKgzMXjJ635GsYmtR8axcHF4ie0PF+FA6R",
+	"s5Ds1ClmZ4Yen2n6rMt23dPSCP/UxXHr6hbdT6TZmtfbndzJWrcF66wUQXn76ouKBX5/80dvuHyheI3+",
+	"YAs54hlnk5jqGhH/IIPTH0/asRhWI5s0GWetUtL6jiMMmetlhCHXX7ClcanYi8k1HuVG38BDQclu5JWN",
+	"RhfMsRrh+BIKIuVWHeuThaiuCp8F+Ub7//JEixDH8QXLXTIh8QAoJiODkWuI/dI5asaeil6YKPOQz8dK",
+	"CgK7yNGb56tsR+cuxCoGpC+j5heOgDLjfVKQEHnAF2qGfD7HeYGtot6/bWMZKL+2iKGRiFHV6rTxrB5M",
+	"TiLv2okrL4kzxzcv9cf7UB7I/NGp1nAUcgmGAqXhbgUtk6ySx6yv7KOHmoBJJWtJQSGvA0SxM1sODbfO",
+	"/mAA27J/d7Y13G2zk5pGd/U7yRT8WrtcoaPcI++i3G8y20h2CnmORDPEgrQoEwS0DpvvjiAMvLSjoilk",
+	"7eG4vfQ+4xnZDhObrca/B7vwmqWvtQ5/SePvF7PdrfZfdj6X/7JnR76Lme2x7YW2illt/696C6HbFace",
+	"WEWLn7ayG4Nfp2Tva5Dlv/gvf+X05Nej5Rvq35yc+cuTzs83J8/59ck5vz55wenk53bYjdmjOWNXtSXc",
+	"YKErtrP8ZqHbbKGTRenJCqUFoerDrbfCIPestriWIwBd80LWoxiiJ0+0D139+eRJMWpGq76Qm6I0Mw+l",
+	"DMJt9BfGiAfmOhMcxCJrTQHDwJMnEU2IYkYw+AVrFkJ9PF07LBNSbX8tG2ABKSk7OpBIrbicv2kMcNWy",
+	"CIcmH0FHF5UjjhJiCs7oPB8l45YKPEImQSKFDhKsGCJM6OUkIWJWV4JMhzFzQViWbqVry7qJXE6YumZ7",
+	"QFEhZ6U2rRDSa+hvqXZV20h5qoC+vGBOSuGhGU9XZNV9zTS19lDM+WVFvEgXpq5OTYhctoDdj9VF3YIp",
+	"sCaD/IJVMuFWR0y5LTHvqi44s0DdvA8PCbzSuHpiOgLm9/J5jsMPDLHawG+6NVFYXkOQOCbJaDHjTL3+",
+	"p26vv+93ur3+YO/pPpAQuI7Vdf+c3eutlv3YfPKucUMruOcdIsAq+PRFosEez7NplUtDSpSIc3OwP9g/",
+	"nrx43u11f+j7vd5x/2l04Pt+73m/c/ys1z8O8XGED/p/AMGpEi53Z0nqM0gzmwLMVvT910Vc1LILPgwl",
+	"6ZtyMWoNNZVGVi3NfJVTNJl9ASv7ZsP8FjR3n6A5WeCuK8TJsqFzA9tfaQd9DTXlcVm60KkVNcYLz8gv",
+	"bkWENnovoDyk5OA7gaJLxSGtfGPSH7PaOErcQTyVbXRKklDdOsJCHtmcaWsxocYjDCUhmhgFu9qJ+N+6",
+	"L4Jax8uPxDVq/rB859hG1sbHFe3C2xhvdjwl3jlrjzZacNQ2Nhhwiqzv/gadD/8lnDJ/wOv+I5Glazde",
+	"1uDbHSjARxrdrvV3xErRlCZCotwl38t76Fn9yNY/pjoVSNf4a2+4a3dWCJxvX0aNbwj7h0HYO6KmSQRf",
+	"HZr0DH6vsYTU6PNQeAFiiZzcPY3ZO04KH1gFJMkLkt0t7OcNL9StySrdXbBifbBqERmnxp1x5OmykLU6",
+	"NezgEa+Qdz8l/DEs0N9Uq4erVlmxhW10KvfqoezLduMfoWe5s39Tqb6pVP94lUpXOHkQ19LXsmVKwayU",
+	"r2xxZEh6NoUljLW9GJ5WapO7TpTSwQM/mZk/j1x1dxKfQeKXjw1TAGCtS3GS8HnWR0ibgOZEYj2c/lvX",
+	"1ym2whs6rfD4aLXdSXG7dcsY1C2jznyVLwqgkgedgl6Vh6/q8LtRb3KAO6FudmRWXy79Ulp6TSCKOpW7",
+	"MKG1Yz2Spa2AdZt4gEF4gxPtb0L35xa6TQnJHObr6ZntaLNrW+FtGRCXFboyn+l+Co4ba8dU4qJTpst3",
+	"QeslyHm6Iomuf4dmJCG1RM62HLOLuo/OVxrjm8b3WZAP8lVLyOCgnC1moh3caQ1endlA/vfvXuvS+6be",
+	"rKlXYkvSE6ZWYBy7tsj0lApp2iE52RUXrIR2pjQKxFZSU/NO6Y3mtZF+LTgEC0iCdGyHQJeELEycv/q9",
+	"fcHU3DMupK55nxDB4yuCJEfQIi60HmMihmiR0CvroF2McXjpoZiyy1bMQxxr/TSMeRpdMMtYMn+zybuM",
+	"djzjHzYfqW2kTCxISCfQOtPO5hasv2BNKNm9qmjmjtq5jjl1KmV6toGBzvNBWJaqxrQv2BHSyzCl+OZ4",
+	"mZennWdFzaFjVmJ95qD+mmQbtbI/H//w09u3r0ZHr1+//fPo9N3L/3l0fjx6/+71mU6X9pAg0KAjmONL",
+	"gpKUBcU6iZBFbYyfAgVQXqXWE32a1lKR+wbWa+yz1tba2i6F0i6aqtp6LtvH0ZfW/Njh9P9YovhNp/n8",
+	"RPkdEEV1Ay0huwONrhUJdnVH4pamgmvsc1mkEiPXaDMJNoWZEnJFeZp1Z1REV9ivL9iY6AjfWRbLDpTG",
+	"NpdATeiqnHdRtvX77BPbKsZDQDc0dRIXLMQMiWsqTdFXnsqsqjp2iV6FrrwDYBiYnWmQ/BcQT75lqWx5",
+	"/QA9CleueBO2uXiQSXpXSRw+KrbB8NYULTleU9+sNgnEbQP8D8sCMVXZsnIPywUpelPrm+XXRWIXmv/e",
+	"jTm7va+3WqazqMJqt1TrawPJi/l8tUHl9b2f168ZCCgVeblArU4W160zK1esrNIueTvglppEr1/lHyvJ",
+	"oHbRX3N6QaH1+rZYnndS72yXjJC3SW88jToTH++T1mDcDVv9sE9aB/jp01Zn0iW9qB8Oxnu42PB7FamI",
+	"sZAjs5RVs3f+2jAR/O6L2qhW7ozeyAp33r0GyGOZ7Fy6dZdY/yJv+Rbtv020fxFmW3P73Y8Wm1fHaKij",
+	"0QmvmXtZJ4bZ4qa2+YmwhfpLlV8Ntq41uZkU9Ltxd/jqUb0IX4iEWNCM8i8V/dJ/rP4WCECUagiOIGmz",
+	"7zWgB0h2U+H+j0KI4e76vgLN75NgaeTRgeRbQGytJ7/oF9ETZGU7nEk/X67ZA8MCXD+OXmqx9rp9+lnD",
+	"B6wX7DHCBozO6wLf2pFGtce1dQi3fn2LRDgDiS1Rfg2y365nr5+BW+posU1ergLN/+bk+jxOrgKQ78NX",
+	"d3XQ1WoDFuxXtzvMa1xphqu044yNQqWaYoSXrZpe6Gh6wQxtPUSMg/kq5lMa4ti+npe4rYSS1VmeYPmf",
+	"i093/zF8uve4XNEW4GnUUIqFzjkEmqggOVIXPkrjOuLVscphIZYKwIcASXQB84RkpsLGA8mNPt1NlCZD",
+	"nBWL+GZD/BpsiIAKW5I89SUJ04RKHXJztKCvyPIolbPG8JcP6qJrf11dMoNtGda0jbsuyVJ4KGu9Yapb",
+	"qUeVzl5zXbBvp9LpwLzaru14gBd096pj/WI1Vj7H1ddUSG2WpOsF6tVUp8QLes/pSj5NyBG2/TNyF2Rh",
+	"wuHuLnwz40IO9/19vzLLh+ykajsv1DdesPYgnTMMboiS2dCYeEyN7OpenpmMYJmAt9m071IMKaY6rH8c",
+	"k5BT1pK8Be0Zi7n82QyFOJHqPOeQeqPrzsUkmpLEkCE3G8AZzpairB+p7JjS9Yw1nYv51DiO1IVwhswu",
+	"QHVMKGBZrhAFZs1SkSjH++1u3taKuv1w+/8DAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

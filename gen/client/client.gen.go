@@ -37,6 +37,7 @@ const (
 	ErrorCodeQuoteMismatch                ErrorCode = "quote_mismatch"
 	ErrorCodeRateLimited                  ErrorCode = "rate_limited"
 	ErrorCodeRatesUnavailable             ErrorCode = "rates_unavailable"
+	ErrorCodeServiceUnavailable           ErrorCode = "service_unavailable"
 	ErrorCodeUnauthorized                 ErrorCode = "unauthorized"
 	ErrorCodeUnsupportedMediaType         ErrorCode = "unsupported_media_type"
 	ErrorCodeUnsupportedPair              ErrorCode = "unsupported_pair"
@@ -79,6 +80,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRateLimited:
 		return true
 	case ErrorCodeRatesUnavailable:
+		return true
+	case ErrorCodeServiceUnavailable:
 		return true
 	case ErrorCodeUnauthorized:
 		return true
@@ -236,7 +239,7 @@ type CreateTransactionRequest struct {
 	// Example: MERCHANT-7
 	MerchantId *string `json:"merchant_id,omitempty"`
 
-	// MerchantReference The partner's canonical reference; unique per partner in any letter case; no control characters.
+	// MerchantReference The partner's canonical reference; unique per partner in any letter case.
 	//
 	// Example: ORDER-10001
 	MerchantReference string `json:"merchant_reference"`
@@ -1427,8 +1430,11 @@ type ClientInterface interface {
 	//
 	// Sets the URL and whether deliveries are enabled. The first registration creates the
 	// signing secret and returns it once in `signing_secret`; later updates keep the secret.
-	// Staging accepts any http(s) URL, loopback included; production accepts only `https`
-	// URLs whose host resolves to public addresses (checked again at every delivery).
+	// The host must resolve to public addresses: private, loopback, link-local (the cloud
+	// metadata address included), unique-local and unspecified addresses are refused
+	// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+	// A local server may allow them for a receiver on the same machine
+	// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1439,8 +1445,11 @@ type ClientInterface interface {
 	//
 	// Sets the URL and whether deliveries are enabled. The first registration creates the
 	// signing secret and returns it once in `signing_secret`; later updates keep the secret.
-	// Staging accepts any http(s) URL, loopback included; production accepts only `https`
-	// URLs whose host resolves to public addresses (checked again at every delivery).
+	// The host must resolve to public addresses: private, loopback, link-local (the cloud
+	// metadata address included), unique-local and unspecified addresses are refused
+	// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+	// A local server may allow them for a receiver on the same machine
+	// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1787,8 +1796,11 @@ func (c *Client) GetWebhookEndpoint(ctx context.Context, reqEditors ...RequestEd
 //
 // Sets the URL and whether deliveries are enabled. The first registration creates the
 // signing secret and returns it once in `signing_secret`; later updates keep the secret.
-// Staging accepts any http(s) URL, loopback included; production accepts only `https`
-// URLs whose host resolves to public addresses (checked again at every delivery).
+// The host must resolve to public addresses: private, loopback, link-local (the cloud
+// metadata address included), unique-local and unspecified addresses are refused
+// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+// A local server may allow them for a receiver on the same machine
+// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1809,8 +1821,11 @@ func (c *Client) PutWebhookEndpointWithBody(ctx context.Context, contentType str
 //
 // Sets the URL and whether deliveries are enabled. The first registration creates the
 // signing secret and returns it once in `signing_secret`; later updates keep the secret.
-// Staging accepts any http(s) URL, loopback included; production accepts only `https`
-// URLs whose host resolves to public addresses (checked again at every delivery).
+// The host must resolve to public addresses: private, loopback, link-local (the cloud
+// metadata address included), unique-local and unspecified addresses are refused
+// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+// A local server may allow them for a receiver on the same machine
+// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2968,8 +2983,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Sets the URL and whether deliveries are enabled. The first registration creates the
 	// signing secret and returns it once in `signing_secret`; later updates keep the secret.
-	// Staging accepts any http(s) URL, loopback included; production accepts only `https`
-	// URLs whose host resolves to public addresses (checked again at every delivery).
+	// The host must resolve to public addresses: private, loopback, link-local (the cloud
+	// metadata address included), unique-local and unspecified addresses are refused
+	// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+	// A local server may allow them for a receiver on the same machine
+	// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2980,8 +2998,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Sets the URL and whether deliveries are enabled. The first registration creates the
 	// signing secret and returns it once in `signing_secret`; later updates keep the secret.
-	// Staging accepts any http(s) URL, loopback included; production accepts only `https`
-	// URLs whose host resolves to public addresses (checked again at every delivery).
+	// The host must resolve to public addresses: private, loopback, link-local (the cloud
+	// metadata address included), unique-local and unspecified addresses are refused
+	// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+	// A local server may allow them for a receiver on the same machine
+	// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3033,6 +3054,11 @@ type CreateQuoteResponse429Headers struct {
 	RetryAfter *int
 }
 
+// CreateQuoteResponse503Headers the declared response headers of an HTTP 503 response for CreateQuote
+type CreateQuoteResponse503Headers struct {
+	RetryAfter *int
+}
+
 type CreateQuoteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3056,6 +3082,8 @@ type CreateQuoteResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateQuoteResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateQuoteResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -3137,6 +3165,11 @@ type ListRevenueResponse429Headers struct {
 	RetryAfter *int
 }
 
+// ListRevenueResponse503Headers the declared response headers of an HTTP 503 response for ListRevenue
+type ListRevenueResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListRevenueResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3150,8 +3183,12 @@ type ListRevenueResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListRevenueResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListRevenueResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3177,6 +3214,11 @@ func (r ListRevenueResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListRevenueResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListRevenueResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3213,6 +3255,11 @@ type SimulateSandboxEventResponse429Headers struct {
 	RetryAfter *int
 }
 
+// SimulateSandboxEventResponse503Headers the declared response headers of an HTTP 503 response for SimulateSandboxEvent
+type SimulateSandboxEventResponse503Headers struct {
+	RetryAfter *int
+}
+
 type SimulateSandboxEventResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3234,8 +3281,12 @@ type SimulateSandboxEventResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *SimulateSandboxEventResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SimulateSandboxEventResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3283,6 +3334,11 @@ func (r SimulateSandboxEventResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SimulateSandboxEventResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r SimulateSandboxEventResponse) GetBody() []byte {
 	return r.Body
@@ -3317,6 +3373,11 @@ type ListTransactionsResponse429Headers struct {
 	RetryAfter *int
 }
 
+// ListTransactionsResponse503Headers the declared response headers of an HTTP 503 response for ListTransactions
+type ListTransactionsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListTransactionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3330,8 +3391,12 @@ type ListTransactionsResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListTransactionsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListTransactionsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3357,6 +3422,11 @@ func (r ListTransactionsResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListTransactionsResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListTransactionsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3398,6 +3468,11 @@ type CreateTransactionResponse429Headers struct {
 	RetryAfter *int
 }
 
+// CreateTransactionResponse503Headers the declared response headers of an HTTP 503 response for CreateTransaction
+type CreateTransactionResponse503Headers struct {
+	RetryAfter *int
+}
+
 type CreateTransactionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3427,6 +3502,8 @@ type CreateTransactionResponse struct {
 	Headers201 *CreateTransactionResponse201Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateTransactionResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateTransactionResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -3518,6 +3595,11 @@ type GetTransactionByReferenceResponse429Headers struct {
 	RetryAfter *int
 }
 
+// GetTransactionByReferenceResponse503Headers the declared response headers of an HTTP 503 response for GetTransactionByReference
+type GetTransactionByReferenceResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetTransactionByReferenceResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3533,8 +3615,12 @@ type GetTransactionByReferenceResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetTransactionByReferenceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTransactionByReferenceResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3565,6 +3651,11 @@ func (r GetTransactionByReferenceResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetTransactionByReferenceResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetTransactionByReferenceResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3601,6 +3692,11 @@ type GetTransactionResponse429Headers struct {
 	RetryAfter *int
 }
 
+// GetTransactionResponse503Headers the declared response headers of an HTTP 503 response for GetTransaction
+type GetTransactionResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetTransactionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3616,8 +3712,12 @@ type GetTransactionResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetTransactionResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTransactionResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3648,6 +3748,11 @@ func (r GetTransactionResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetTransactionResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetTransactionResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3689,6 +3794,11 @@ type CancelTransactionResponse429Headers struct {
 	RetryAfter *int
 }
 
+// CancelTransactionResponse503Headers the declared response headers of an HTTP 503 response for CancelTransaction
+type CancelTransactionResponse503Headers struct {
+	RetryAfter *int
+}
+
 type CancelTransactionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3712,10 +3822,14 @@ type CancelTransactionResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CancelTransactionResponse200Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CancelTransactionResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelTransactionResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3768,6 +3882,11 @@ func (r CancelTransactionResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CancelTransactionResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r CancelTransactionResponse) GetBody() []byte {
 	return r.Body
@@ -3802,6 +3921,11 @@ type GetTransactionStatusHistoryResponse429Headers struct {
 	RetryAfter *int
 }
 
+// GetTransactionStatusHistoryResponse503Headers the declared response headers of an HTTP 503 response for GetTransactionStatusHistory
+type GetTransactionStatusHistoryResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetTransactionStatusHistoryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3817,8 +3941,12 @@ type GetTransactionStatusHistoryResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetTransactionStatusHistoryResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTransactionStatusHistoryResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3849,6 +3977,11 @@ func (r GetTransactionStatusHistoryResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetTransactionStatusHistoryResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetTransactionStatusHistoryResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3885,11 +4018,18 @@ type GetWebhookEndpointResponse429Headers struct {
 	RetryAfter *int
 }
 
+// GetWebhookEndpointResponse503Headers the declared response headers of an HTTP 503 response for GetWebhookEndpoint
+type GetWebhookEndpointResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetWebhookEndpointResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *WebhookEndpointOK
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
@@ -3898,13 +4038,22 @@ type GetWebhookEndpointResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetWebhookEndpointResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetWebhookEndpointResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetWebhookEndpointResponse) GetJSON200() *WebhookEndpointOK {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetWebhookEndpointResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -3925,6 +4074,11 @@ func (r GetWebhookEndpointResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetWebhookEndpointResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetWebhookEndpointResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3961,6 +4115,11 @@ type PutWebhookEndpointResponse429Headers struct {
 	RetryAfter *int
 }
 
+// PutWebhookEndpointResponse503Headers the declared response headers of an HTTP 503 response for PutWebhookEndpoint
+type PutWebhookEndpointResponse503Headers struct {
+	RetryAfter *int
+}
+
 type PutWebhookEndpointResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3980,8 +4139,12 @@ type PutWebhookEndpointResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PutWebhookEndpointResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PutWebhookEndpointResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4024,6 +4187,11 @@ func (r PutWebhookEndpointResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PutWebhookEndpointResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r PutWebhookEndpointResponse) GetBody() []byte {
 	return r.Body
@@ -4058,26 +4226,46 @@ type RotateWebhookSecretResponse429Headers struct {
 	RetryAfter *int
 }
 
+// RotateWebhookSecretResponse503Headers the declared response headers of an HTTP 503 response for RotateWebhookSecret
+type RotateWebhookSecretResponse503Headers struct {
+	RetryAfter *int
+}
+
 type RotateWebhookSecretResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *WebhookEndpointOK
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RotateWebhookSecretResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RotateWebhookSecretResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r RotateWebhookSecretResponse) GetJSON200() *WebhookEndpointOK {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -4090,6 +4278,16 @@ func (r RotateWebhookSecretResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r RotateWebhookSecretResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
@@ -4098,6 +4296,11 @@ func (r RotateWebhookSecretResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r RotateWebhookSecretResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4134,6 +4337,11 @@ type ListWebhookEventsResponse429Headers struct {
 	RetryAfter *int
 }
 
+// ListWebhookEventsResponse503Headers the declared response headers of an HTTP 503 response for ListWebhookEvents
+type ListWebhookEventsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListWebhookEventsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4147,8 +4355,12 @@ type ListWebhookEventsResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ListWebhookEventsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListWebhookEventsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4174,6 +4386,11 @@ func (r ListWebhookEventsResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListWebhookEventsResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListWebhookEventsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4210,6 +4427,11 @@ type GetWebhookEventResponse429Headers struct {
 	RetryAfter *int
 }
 
+// GetWebhookEventResponse503Headers the declared response headers of an HTTP 503 response for GetWebhookEvent
+type GetWebhookEventResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetWebhookEventResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4225,8 +4447,12 @@ type GetWebhookEventResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetWebhookEventResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetWebhookEventResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4257,6 +4483,11 @@ func (r GetWebhookEventResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetWebhookEventResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetWebhookEventResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4293,6 +4524,11 @@ type ReplayWebhookEventResponse429Headers struct {
 	RetryAfter *int
 }
 
+// ReplayWebhookEventResponse503Headers the declared response headers of an HTTP 503 response for ReplayWebhookEvent
+type ReplayWebhookEventResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ReplayWebhookEventResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4304,12 +4540,20 @@ type ReplayWebhookEventResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ReplayWebhookEventResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReplayWebhookEventResponse503Headers
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -4332,6 +4576,16 @@ func (r ReplayWebhookEventResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ReplayWebhookEventResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ReplayWebhookEventResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ReplayWebhookEventResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
@@ -4340,6 +4594,11 @@ func (r ReplayWebhookEventResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ReplayWebhookEventResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ReplayWebhookEventResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4641,8 +4900,11 @@ func (c *ClientWithResponses) GetWebhookEndpointWithResponse(ctx context.Context
 //
 // Sets the URL and whether deliveries are enabled. The first registration creates the
 // signing secret and returns it once in `signing_secret`; later updates keep the secret.
-// Staging accepts any http(s) URL, loopback included; production accepts only `https`
-// URLs whose host resolves to public addresses (checked again at every delivery).
+// The host must resolve to public addresses: private, loopback, link-local (the cloud
+// metadata address included), unique-local and unspecified addresses are refused
+// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+// A local server may allow them for a receiver on the same machine
+// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4659,8 +4921,11 @@ func (c *ClientWithResponses) PutWebhookEndpointWithBodyWithResponse(ctx context
 //
 // Sets the URL and whether deliveries are enabled. The first registration creates the
 // signing secret and returns it once in `signing_secret`; later updates keep the secret.
-// Staging accepts any http(s) URL, loopback included; production accepts only `https`
-// URLs whose host resolves to public addresses (checked again at every delivery).
+// The host must resolve to public addresses: private, loopback, link-local (the cloud
+// metadata address included), unique-local and unspecified addresses are refused
+// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+// A local server may allow them for a receiver on the same machine
+// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4826,6 +5091,16 @@ func ParseCreateQuoteResponse(rsp *http.Response) (*CreateQuoteResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateQuoteResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -4880,6 +5155,13 @@ func ParseListRevenueResponse(rsp *http.Response) (*ListRevenueResponse, error) 
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -4893,6 +5175,16 @@ func ParseListRevenueResponse(rsp *http.Response) (*ListRevenueResponse, error) 
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListRevenueResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -4975,6 +5267,13 @@ func ParseSimulateSandboxEventResponse(rsp *http.Response) (*SimulateSandboxEven
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -4988,6 +5287,16 @@ func ParseSimulateSandboxEventResponse(rsp *http.Response) (*SimulateSandboxEven
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SimulateSandboxEventResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5042,6 +5351,13 @@ func ParseListTransactionsResponse(rsp *http.Response) (*ListTransactionsRespons
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5055,6 +5371,16 @@ func ParseListTransactionsResponse(rsp *http.Response) (*ListTransactionsRespons
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListTransactionsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5174,6 +5500,16 @@ func ParseCreateTransactionResponse(rsp *http.Response) (*CreateTransactionRespo
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateTransactionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5235,6 +5571,13 @@ func ParseGetTransactionByReferenceResponse(rsp *http.Response) (*GetTransaction
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5248,6 +5591,16 @@ func ParseGetTransactionByReferenceResponse(rsp *http.Response) (*GetTransaction
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetTransactionByReferenceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5309,6 +5662,13 @@ func ParseGetTransactionResponse(rsp *http.Response) (*GetTransactionResponse, e
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5322,6 +5682,16 @@ func ParseGetTransactionResponse(rsp *http.Response) (*GetTransactionResponse, e
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetTransactionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5411,6 +5781,13 @@ func ParseCancelTransactionResponse(rsp *http.Response) (*CancelTransactionRespo
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5434,6 +5811,16 @@ func ParseCancelTransactionResponse(rsp *http.Response) (*CancelTransactionRespo
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelTransactionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5495,6 +5882,13 @@ func ParseGetTransactionStatusHistoryResponse(rsp *http.Response) (*GetTransacti
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5508,6 +5902,16 @@ func ParseGetTransactionStatusHistoryResponse(rsp *http.Response) (*GetTransacti
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetTransactionStatusHistoryResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5533,6 +5937,13 @@ func ParseGetWebhookEndpointResponse(rsp *http.Response) (*GetWebhookEndpointRes
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
@@ -5562,6 +5973,13 @@ func ParseGetWebhookEndpointResponse(rsp *http.Response) (*GetWebhookEndpointRes
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5575,6 +5993,16 @@ func ParseGetWebhookEndpointResponse(rsp *http.Response) (*GetWebhookEndpointRes
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetWebhookEndpointResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5650,6 +6078,13 @@ func ParsePutWebhookEndpointResponse(rsp *http.Response) (*PutWebhookEndpointRes
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5663,6 +6098,16 @@ func ParsePutWebhookEndpointResponse(rsp *http.Response) (*PutWebhookEndpointRes
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PutWebhookEndpointResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5689,6 +6134,13 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5702,6 +6154,20 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -5717,6 +6183,13 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5730,6 +6203,16 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RotateWebhookSecretResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5784,6 +6267,13 @@ func ParseListWebhookEventsResponse(rsp *http.Response) (*ListWebhookEventsRespo
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5797,6 +6287,16 @@ func ParseListWebhookEventsResponse(rsp *http.Response) (*ListWebhookEventsRespo
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListWebhookEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5858,6 +6358,13 @@ func ParseGetWebhookEventResponse(rsp *http.Response) (*GetWebhookEventResponse,
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5871,6 +6378,16 @@ func ParseGetWebhookEventResponse(rsp *http.Response) (*GetWebhookEventResponse,
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetWebhookEventResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -5918,6 +6435,20 @@ func ParseReplayWebhookEventResponse(rsp *http.Response) (*ReplayWebhookEventRes
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5932,6 +6463,13 @@ func ParseReplayWebhookEventResponse(rsp *http.Response) (*ReplayWebhookEventRes
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -5945,6 +6483,16 @@ func ParseReplayWebhookEventResponse(rsp *http.Response) (*ReplayWebhookEventRes
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReplayWebhookEventResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

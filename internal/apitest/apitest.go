@@ -35,6 +35,10 @@ import (
 	"partnerd/internal/testdb"
 )
 
+// TestXPub is a valid account xpub that is not one of the public demo keys
+// (production refuses those): BIP-32 test vector 1 at m/0H/1.
+const TestXPub = "xpub6ASuArnXKPbfEwhqN6e3mwBcDTgzisQN1wXN9BJcM47sSikHjJf3UFHKkNAWbWMiGj7Wf5uMash7SyYq527Hqck2AxYysAA7xmALppuCkwQ"
+
 // Env is one running service.
 type Env struct {
 	// BaseURL is the partner API's base address, e.g. http://127.0.0.1:PORT/api/v1/partner.
@@ -57,6 +61,10 @@ type Env struct {
 func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 	t.Helper()
 	vars := map[string]string{"DATABASE_URL": db.URL, "LISTEN_ADDR": "127.0.0.1:0"}
+	if settings["APP_ENV"] != "production" {
+		// Test receivers listen on loopback; production refuses the setting.
+		vars["WEBHOOK_ALLOW_PRIVATE_URLS"] = "true"
+	}
 	for k, v := range settings {
 		vars[k] = v
 	}
@@ -72,7 +80,8 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(ctx, ln) }()
 
-	st, err := store.Open(ctx, db.URL)
+	// The test's own connection only sets up state: two connections are plenty.
+	st, err := store.Open(ctx, testdb.WithPoolSize(db.URL, 2))
 	require.NoError(t, err)
 	stop := sync.OnceFunc(func() {
 		cancel()

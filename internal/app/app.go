@@ -126,7 +126,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *App, er
 	a.lifecycle.Configure(settlementOf(cfg, st))
 
 	production := cfg.Env == config.Production
-	policy := safeurl.Policy{AllowPrivate: !production, RequireHTTPS: production}
+	policy := safeurl.Policy{AllowPrivate: cfg.WebhookAllowPrivate, RequireHTTPS: production}
 	deliverer := webhook.NewDeliverer(st, policy, cfg.WebhookSchedule, store.Now, log)
 	a.jobs, err = jobs.NewRunner(st.JobDriver(), expirer{a.lifecycle}, jobs.Options{
 		Logger: log, SweepInterval: cfg.ExpirySweep, FetchPollInterval: cfg.JobPollInterval, Deliverer: deliverer, Requeues: st,

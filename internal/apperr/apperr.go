@@ -36,6 +36,7 @@ const (
 	RateLimited                  Code = "rate_limited"
 	Internal                     Code = "internal_error"
 	RatesUnavailable             Code = "rates_unavailable"
+	ServiceUnavailable           Code = "service_unavailable"
 )
 
 // Detail names one offending field (a JSON pointer such as "/fiat_amount", or a

@@ -84,6 +84,13 @@ type Config struct {
 	CursorSecret []byte
 	// DemoCursorSecret is true when staging fell back to the built-in cursor secret.
 	DemoCursorSecret bool
+
+	// WebhookAllowPrivate lets webhook endpoints and deliveries reach private,
+	// loopback and link-local addresses (WEBHOOK_ALLOW_PRIVATE_URLS=true): for a local
+	// receiver such as `partnerd listen`. Off by default everywhere, since on a
+	// hosted sandbox any partner could otherwise probe the internal network;
+	// production refuses it.
+	WebhookAllowPrivate bool
 }
 
 // demoCursorSecret signs cursors in staging when CURSOR_SECRET is unset.
@@ -127,8 +134,10 @@ func Load(getenv func(string) string) (*Config, error) {
 	if c.Env != Staging && c.Env != Production {
 		bad("APP_ENV", fmt.Errorf("%q: want staging or production", c.Env))
 	}
-	if _, _, err := store.ParseURL(c.DatabaseURL); err != nil {
+	if d, _, err := store.ParseURL(c.DatabaseURL); err != nil {
 		bad("DATABASE_URL", err)
+	} else if d == store.SQLite && c.Env == Production {
+		bad("DATABASE_URL", errors.New("production refuses the embedded SQLite database (one instance, no backups); set a postgres:// URL"))
 	}
 
 	defaultSource := "static"
@@ -190,7 +199,9 @@ func Load(getenv func(string) string) (*Config, error) {
 				c.DemoXPubs = append(c.DemoXPubs, p.Network)
 			}
 		}
-		if x != "" {
+		if x != "" && c.Env == Production && x == address.DemoXPubs[p.Network] {
+			bad(key, fmt.Errorf("production refuses the public demo key of %s (its private keys are public: anyone can spend deposits); set your wallet's account xpub", p.Network))
+		} else if x != "" {
 			if _, err := address.NewDeriver(p.Network, x); err != nil {
 				bad(key, err)
 			}
@@ -234,11 +245,25 @@ func Load(getenv func(string) string) (*Config, error) {
 		if len(s) < 32 {
 			bad("CURSOR_SECRET", errors.New("at least 32 characters"))
 		}
+		if s == demoCursorSecret && c.Env == Production {
+			bad("CURSOR_SECRET", errors.New("production refuses the built-in staging secret (it is public); set a random secret of at least 32 characters"))
+		}
 		c.CursorSecret = []byte(s)
 	} else if c.Env == Production {
 		bad("CURSOR_SECRET", errors.New("production needs a secret of at least 32 characters, shared by all instances"))
 	} else {
 		c.CursorSecret, c.DemoCursorSecret = []byte(demoCursorSecret), true
+	}
+
+	switch v := get("WEBHOOK_ALLOW_PRIVATE_URLS", "false"); v {
+	case "true":
+		c.WebhookAllowPrivate = true
+		if c.Env == Production {
+			bad("WEBHOOK_ALLOW_PRIVATE_URLS", errors.New("production refuses private webhook destinations; unset it"))
+		}
+	case "false":
+	default:
+		bad("WEBHOOK_ALLOW_PRIVATE_URLS", fmt.Errorf("%q: want true or false", v))
 	}
 
 	if len(errs) > 0 {

@@ -35,14 +35,47 @@ func TestProductionRefusesDemoRates(t *testing.T) {
 	require.ErrorContains(t, err, "XPUB_BEP20")
 	require.ErrorContains(t, err, "XPUB_TRC20")
 	require.ErrorContains(t, err, "CURSOR_SECRET")
+	require.ErrorContains(t, err, "DATABASE_URL", "the SQLite default is refused")
+	// Demo values given explicitly are refused too, each naming its setting.
 	prod["XPUB_BEP20"] = address.DemoXPubs["bep20"]
 	prod["XPUB_TRC20"] = address.DemoXPubs["trc20"]
+	prod["CURSOR_SECRET"] = demoCursorSecret
+	prod["DATABASE_URL"] = "sqlite:data/partnerd.db"
+	prod["WEBHOOK_ALLOW_PRIVATE_URLS"] = "true"
+	_, err = Load(env(prod))
+	for _, key := range []string{"XPUB_BEP20", "XPUB_TRC20", "CURSOR_SECRET", "DATABASE_URL", "WEBHOOK_ALLOW_PRIVATE_URLS"} {
+		require.ErrorContains(t, err, key)
+	}
+	require.ErrorContains(t, err, "public demo key")
+	require.ErrorContains(t, err, "built-in staging secret")
+
+	prod["XPUB_BEP20"] = otherXPub
+	prod["XPUB_TRC20"] = otherXPub
 	prod["CURSOR_SECRET"] = "0123456789abcdef0123456789abcdef"
+	prod["DATABASE_URL"] = "postgres://partnerd@db.internal/partnerd"
+	delete(prod, "WEBHOOK_ALLOW_PRIVATE_URLS")
 	c, err := Load(env(prod))
 	require.NoError(t, err)
 	require.Equal(t, "http", c.RateSource)
 	require.Empty(t, c.DemoXPubs)
 	require.False(t, c.DemoCursorSecret)
+	require.False(t, c.WebhookAllowPrivate)
+}
+
+// otherXPub is a valid account xpub that is not a demo key (BIP-32 test vector 1,
+// m/0H/1).
+const otherXPub = "xpub6ASuArnXKPbfEwhqN6e3mwBcDTgzisQN1wXN9BJcM47sSikHjJf3UFHKkNAWbWMiGj7Wf5uMash7SyYq527Hqck2AxYysAA7xmALppuCkwQ"
+
+func TestWebhookAllowPrivateURLs(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	require.NoError(t, err)
+	require.False(t, c.WebhookAllowPrivate, "off by default, staging included")
+	c, err = Load(env(map[string]string{"WEBHOOK_ALLOW_PRIVATE_URLS": "true"}))
+	require.NoError(t, err)
+	require.True(t, c.WebhookAllowPrivate)
+	_, err = Load(env(map[string]string{"WEBHOOK_ALLOW_PRIVATE_URLS": "yes"}))
+	require.ErrorContains(t, err, "WEBHOOK_ALLOW_PRIVATE_URLS")
 }
 
 func TestBadSettingsAreNamed(t *testing.T) {

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"partnerd/internal/address"
 )
 
 func TestSettlementSettings(t *testing.T) {
@@ -27,7 +25,8 @@ func TestSettlementSettings(t *testing.T) {
 
 	prod := map[string]string{
 		"APP_ENV": "production", "RATE_FEED_URL": "https://rates.example/ngn", "RATE_FEED_FIELDS": "usdt=data.usdt",
-		"XPUB_BEP20": address.DemoXPubs["bep20"], "XPUB_TRC20": address.DemoXPubs["trc20"], "CURSOR_SECRET": strings.Repeat("s", 32),
+		"XPUB_BEP20": otherXPub, "XPUB_TRC20": otherXPub, "CURSOR_SECRET": strings.Repeat("s", 32),
+		"DATABASE_URL":    "postgres://u@db/partnerd",
 		"SETTLEMENT_MODE": "auto",
 	}
 	c, err = Load(env(prod))

@@ -13,6 +13,7 @@ import (
 
 	"partnerd/gen/api"
 	"partnerd/internal/apperr"
+	"partnerd/internal/store"
 )
 
 // statusByCode is the one mapping from error code to HTTP status. The spec's error
@@ -39,7 +40,12 @@ var statusByCode = map[apperr.Code]int{
 	apperr.RateLimited:                  http.StatusTooManyRequests,
 	apperr.Internal:                     http.StatusInternalServerError,
 	apperr.RatesUnavailable:             http.StatusServiceUnavailable,
+	apperr.ServiceUnavailable:           http.StatusServiceUnavailable,
 }
+
+// unavailableRetryAfter is the Retry-After, in seconds, of a 503
+// service_unavailable: long enough for a database failover or restart.
+const unavailableRetryAfter = 5
 
 // StatusOf returns the HTTP status for code.
 func StatusOf(code apperr.Code) int {
@@ -64,7 +70,10 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		e := toAppError(err)
 		status := StatusOf(e.Code)
 		reqID := c.Response().Header().Get(echo.HeaderXRequestID)
-		if status >= 500 && e.Code != apperr.RatesUnavailable {
+		switch {
+		case e.Code == apperr.ServiceUnavailable:
+			log.Warn("database unavailable", "request_id", reqID, "route", c.Path(), "error", err.Error())
+		case status >= 500 && status != http.StatusServiceUnavailable:
 			log.Error("request failed", "request_id", reqID, "method", c.Request().Method,
 				"route", c.Path(), "error", err.Error())
 		}
@@ -97,6 +106,10 @@ func toAppError(err error) *apperr.Error {
 	if e, ok := apperr.As(err); ok {
 		return e
 	}
+	if store.Unavailable(err) {
+		return &apperr.Error{Code: apperr.ServiceUnavailable, Message: "The service is temporarily unavailable; retry shortly.",
+			RetryAfterSeconds: unavailableRetryAfter}
+	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		if he.Internal != nil {
@@ -116,8 +129,16 @@ func toAppError(err error) *apperr.Error {
 		case http.StatusUnauthorized:
 			return apperr.New(apperr.Unauthorized, "A valid X-API-KEY header is required.")
 		case http.StatusBadRequest:
-			// Echo's own binder messages name Go types; say less.
-			return apperr.New(apperr.InvalidRequest, "The request is invalid.")
+			// The generated binder's messages name the parameter, then Go's parse
+			// error: keep the name as the detail's field, and say less about Go.
+			e := apperr.New(apperr.InvalidRequest, "The request is invalid.")
+			if msg, ok := he.Message.(string); ok {
+				if rest, ok := strings.CutPrefix(msg, "Invalid format for parameter "); ok {
+					name, cause, _ := strings.Cut(rest, ": ")
+					e.Details = []apperr.Detail{{Field: name, Message: binderProblem(cause)}}
+				}
+			}
+			return e
 		}
 	}
 	return apperr.New(apperr.Internal, internalMessage)
@@ -195,8 +216,21 @@ func walkSchema(err error, details *[]apperr.Detail) bool {
 		if se.SchemaField == "format" && se.Schema != nil {
 			reason = "must be a valid " + se.Schema.Format
 		}
-		if se.SchemaField == "additionalProperties" {
-			reason = "unknown property " + strings.TrimPrefix(strings.TrimSuffix(reason, "\""), "property \"")
+		if se.SchemaField == "pattern" && se.Schema != nil {
+			// The contract says in words what each pattern wants (x-pattern-message);
+			// a raw regular expression helps nobody.
+			reason = "has an invalid format"
+			if m, ok := se.Schema.Extensions["x-pattern-message"].(string); ok {
+				reason = m
+			}
+		}
+		if q, ok := strings.CutPrefix(reason, "property "); ok && se.SchemaField == "properties" && strings.HasSuffix(q, " is unsupported") {
+			// An unknown property (additionalProperties: false): name the property
+			// itself, not the object holding it.
+			if name, err := strconv.Unquote(strings.TrimSuffix(q, " is unsupported")); err == nil {
+				ptr = strings.TrimSuffix(ptr, "/") + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(name)
+				reason = "is not a known property (check its spelling)"
+			}
 		}
 		*details = append(*details, apperr.Detail{Field: ptr, Message: reason})
 		return true
@@ -216,6 +250,19 @@ func paramProblem(re *openapi3filter.RequestError) string {
 		return firstLine(re.Err.Error())
 	}
 	return re.Reason
+}
+
+// binderProblem turns the generated binder's parse error into a short reason.
+func binderProblem(cause string) string {
+	switch {
+	case strings.Contains(cause, "time"):
+		return "must be an RFC 3339 date-time that exists, e.g. 2026-11-01T00:00:00Z"
+	case strings.Contains(cause, "strconv"), strings.Contains(cause, "integer"):
+		return "must be an integer"
+	case strings.Contains(cause, "bool"):
+		return "must be true or false"
+	}
+	return "has an invalid value"
 }
 
 func firstLine(s string) string {

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/address"
 	"partnerd/internal/apitest"
 	"partnerd/internal/partners"
 )
@@ -22,15 +21,22 @@ func productionSettings(t *testing.T) map[string]string {
 		"RATE_SOURCE":      "http",
 		"RATE_FEED_URL":    newFeed(t, http.StatusOK, `{"usdt":"1550.00"}`),
 		"RATE_FEED_FIELDS": "usdt=usdt",
-		"XPUB_BEP20":       address.DemoXPubs["bep20"],
-		"XPUB_TRC20":       address.DemoXPubs["trc20"],
+		"XPUB_BEP20":       apitest.TestXPub,
+		"XPUB_TRC20":       apitest.TestXPub,
 		"CURSOR_SECRET":    strings.Repeat("s", 32),
 	}
 }
 
+// onProduction runs fn against the service in production, which runs on PostgreSQL
+// only (it refuses the embedded database).
+func onProduction(t *testing.T, fn func(t *testing.T, env *apitest.Env)) {
+	t.Helper()
+	fn(t, apitest.Start(t, testdbPostgres(t), productionSettings(t)))
+}
+
 func TestProductionMode(t *testing.T) {
 	t.Parallel()
-	onBoth(t, productionSettings(t), func(t *testing.T, env *apitest.Env) {
+	onProduction(t, func(t *testing.T, env *apitest.Env) {
 		live := env.NewPartner(t)
 		require.True(t, strings.HasPrefix(live, "sk_live_"))
 		ctx := context.Background()

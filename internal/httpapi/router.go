@@ -51,8 +51,9 @@ type Deps struct {
 
 // New returns the HTTP handler: the partner API under BasePath plus /healthz and
 // /readyz. Middleware order, outermost first: recover, request id, access log, body
-// limit; then, on partner routes: JSON content type, authentication, validation
-// against the contract, and the strict handler.
+// limit; then, on partner routes: JSON content type, authentication, rate limit,
+// the string rule (checkText), validation against the contract, and the strict
+// handler.
 func New(d Deps) (*echo.Echo, error) {
 	spec, err := Spec()
 	if err != nil {
@@ -81,7 +82,10 @@ func New(d Deps) (*echo.Echo, error) {
 	}
 	e.Use(securityHeaders(d.Production))
 	e.Use(accessLog(log))
-	e.Use(middleware.BodyLimit(fmt.Sprintf("%dB", MaxBodyBytes)))
+	e.Use(refuseOptions)
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
+		Limit: fmt.Sprintf("%dB", MaxBodyBytes), Skipper: bodyIgnored,
+	}))
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", func(c echo.Context) error {
@@ -143,7 +147,7 @@ func New(d Deps) (*echo.Echo, error) {
 			return ""
 		}, log))
 	}
-	e.Use(append(mws, validatorWith(skip))...)
+	e.Use(append(mws, checkText(skip), validatorWith(skip))...)
 	opMW := map[string][]echo.MiddlewareFunc{"simulateSandboxEvent": {hideInProduction(d.Production)}}
 	for _, op := range idempotentOperations {
 		opMW[op] = []echo.MiddlewareFunc{idempotent(op, d.Idempotency)}
@@ -152,6 +156,24 @@ func New(d Deps) (*echo.Echo, error) {
 		BaseURL: BasePath, OperationMiddlewares: opMW,
 	})
 	return e, nil
+}
+
+// refuseOptions answers OPTIONS with 405 in the error body. The API serves no
+// browsers (no CORS), and Echo's own answer, a bodiless 204, is not in the contract.
+func refuseOptions(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().Method == http.MethodOptions {
+			return echo.ErrMethodNotAllowed
+		}
+		return next(c)
+	}
+}
+
+// bodyIgnored reports whether the request's body, if any, is never read: GET and
+// HEAD operations take none, so neither its size nor its type can fail them.
+func bodyIgnored(c echo.Context) bool {
+	m := c.Request().Method
+	return m == http.MethodGet || m == http.MethodHead
 }
 
 func wrapValidation(me error) *echo.HTTPError {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -357,21 +358,46 @@ func mustSecret(t *testing.T) string {
 	return s
 }
 
-func TestProductionRefusesUnsafeWebhookURLs(t *testing.T) {
+// TestPrivateWebhookURLsRefused: private, loopback, link-local (the cloud metadata
+// address included), unique-local and unspecified destinations are refused in every
+// environment unless WEBHOOK_ALLOW_PRIVATE_URLS=true; production also wants https.
+func TestPrivateWebhookURLsRefused(t *testing.T) {
 	t.Parallel()
-	onBoth(t, productionSettings(t), func(t *testing.T, env *apitest.Env) {
+	private := []string{
+		"https://127.0.0.1/hooks", "https://[::1]/hooks", "https://10.1.2.3/hooks", "https://192.168.1.1/",
+		"http://169.254.169.254/latest/meta-data", "https://[fd00::1]/", "https://0.0.0.0/", "https://localhost/hooks",
+	}
+	refused := func(t *testing.T, env *apitest.Env, urls []string) {
 		c := env.Client(t, env.NewPartner(t))
-		for _, url := range []string{
-			"https://127.0.0.1/hooks", "https://[::1]/hooks", "https://10.1.2.3/hooks", "https://169.254.169.254/latest/meta-data",
-			"https://localhost/hooks", "http://8.8.8.8/hooks", "ftp://8.8.8.8/x",
-		} {
+		for _, url := range urls {
 			res, err := c.PutWebhookEndpointWithResponse(context.Background(), client.WebhookEndpointRequest{Url: url, Enabled: true})
 			require.NoError(t, err)
-			require.Contains(t, []int{http.StatusUnprocessableEntity, http.StatusBadRequest}, res.StatusCode(), url)
-			if res.StatusCode() == http.StatusUnprocessableEntity {
-				require.Equal(t, client.ErrorCodeWebhookUrlNotAllowed, res.JSON422.Error.Code, url)
-			}
+			require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode(), "%s: %s", url, res.Body)
+			require.Equal(t, client.ErrorCodeWebhookUrlNotAllowed, res.JSON422.Error.Code, url)
+			get, err := c.GetWebhookEndpointWithResponse(context.Background())
+			require.NoError(t, err)
+			require.Equal(t, http.StatusNotFound, get.StatusCode(), "nothing was registered")
 		}
+	}
+	t.Run("staging", func(t *testing.T) {
+		t.Parallel()
+		onBoth(t, map[string]string{"WEBHOOK_ALLOW_PRIVATE_URLS": "false"}, func(t *testing.T, env *apitest.Env) {
+			refused(t, env, private)
+		})
+	})
+	t.Run("staging allowing private URLs", func(t *testing.T) {
+		t.Parallel()
+		env := apitest.Start(t, testdb.Database{Name: "sqlite", URL: testdb.SQLite(t)}, map[string]string{"WEBHOOK_ALLOW_PRIVATE_URLS": "true"})
+		c := env.Client(t, env.NewPartner(t))
+		res, err := c.PutWebhookEndpointWithResponse(context.Background(), client.WebhookEndpointRequest{Url: "http://127.0.0.1:9000/", Enabled: true})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+	})
+	t.Run("production", func(t *testing.T) {
+		t.Parallel()
+		onProduction(t, func(t *testing.T, env *apitest.Env) {
+			refused(t, env, append(private, "http://8.8.8.8/hooks", "ftp://8.8.8.8/x"))
+		})
 	})
 }
 
@@ -398,8 +424,10 @@ func TestTwoInstancesDeliverEveryEventOnce(t *testing.T) {
 				c = cb
 			}
 			res, err := c.CreateTransactionWithResponse(context.Background(), params(), direct(fmt.Sprintf("MANY-%04d", i), "bep20", "2000"), idem())
-			if err != nil || res.StatusCode() != http.StatusCreated {
-				t.Errorf("create %d: %v %v", i, err, res)
+			if err != nil {
+				t.Errorf("create %d: %v", i, err)
+			} else if res.StatusCode() != http.StatusCreated {
+				t.Errorf("create %d: %d %s", i, res.StatusCode(), res.Body)
 			}
 		}()
 	}
@@ -415,4 +443,80 @@ func verifyOfficial(t *testing.T, secret string, d delivery) {
 	wh, err := standardwebhooks.NewWebhook(secret)
 	require.NoError(t, err)
 	require.NoError(t, wh.Verify(d.Body, d.Header), "verifies with the official library")
+}
+
+// TestConcurrentEndpointWrites: of concurrent first registrations exactly one
+// creates the signing secret (and it is the one stored); concurrent rotations each
+// take effect in turn, so the stored secret is one that was returned and its
+// previous secret is another returned one (or the original).
+func TestConcurrentEndpointWrites(t *testing.T) {
+	t.Parallel()
+	onBoth(t, nil, func(t *testing.T, env *apitest.Env) {
+		key := env.NewPartner(t)
+		c := env.Client(t, key)
+		ctx := context.Background()
+		const n = 8
+		var wg sync.WaitGroup
+		secrets := make(chan string, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := c.PutWebhookEndpointWithResponse(ctx, client.WebhookEndpointRequest{Url: fmt.Sprintf("http://127.0.0.1:9/%d", i), Enabled: true})
+				if err != nil || res.StatusCode() != http.StatusOK {
+					t.Errorf("put %d: %v %s", i, err, bodyText(res))
+					return
+				}
+				if s := res.JSON200.Data.SigningSecret; s != nil {
+					secrets <- *s
+				}
+			}()
+		}
+		wg.Wait()
+		close(secrets)
+		var created []string
+		for s := range secrets {
+			created = append(created, s)
+		}
+		require.Len(t, created, 1, "exactly one registration creates the secret")
+		stored, err := env.Store.EndpointOf(ctx, env.PartnerID(t, key))
+		require.NoError(t, err)
+		require.Equal(t, created[0], stored.Secret, "the secret returned is the one that signs")
+
+		rotated := make(chan string, n)
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := c.RotateWebhookSecretWithResponse(ctx)
+				if err != nil || res.StatusCode() != http.StatusOK {
+					t.Errorf("rotate: %v %s", err, bodyText(res))
+					return
+				}
+				rotated <- *res.JSON200.Data.SigningSecret
+			}()
+		}
+		wg.Wait()
+		close(rotated)
+		issued := map[string]bool{created[0]: true}
+		for s := range rotated {
+			issued[s] = true
+		}
+		require.Len(t, issued, n+1, "every rotation issued its own secret")
+		stored, err = env.Store.EndpointOf(ctx, env.PartnerID(t, key))
+		require.NoError(t, err)
+		require.True(t, issued[stored.Secret], "the stored secret was returned to a caller")
+		require.NotNil(t, stored.PreviousSecret)
+		require.True(t, issued[*stored.PreviousSecret], "the previous secret was returned to a caller")
+		require.NotEqual(t, stored.Secret, *stored.PreviousSecret)
+	})
+}
+
+// bodyText returns a generated response's body as text for failure messages, ""
+// when there is no response.
+func bodyText(res interface{ GetBody() []byte }) string {
+	if res == nil || reflect.ValueOf(res).IsNil() {
+		return ""
+	}
+	return string(res.GetBody())
 }

@@ -14,7 +14,6 @@ import (
 
 	"partnerd/gen/client"
 	"partnerd/gen/operatorclient"
-	"partnerd/internal/address"
 	"partnerd/internal/apitest"
 	"partnerd/internal/testdb"
 	"partnerd/internal/transactions"
@@ -48,10 +47,20 @@ func productionSettings(t *testing.T) map[string]string {
 		"RATE_SOURCE":      "http",
 		"RATE_FEED_URL":    feed.URL,
 		"RATE_FEED_FIELDS": "usdt=usdt",
-		"XPUB_BEP20":       address.DemoXPubs["bep20"],
-		"XPUB_TRC20":       address.DemoXPubs["trc20"],
+		"XPUB_BEP20":       apitest.TestXPub,
+		"XPUB_TRC20":       apitest.TestXPub,
 		"CURSOR_SECRET":    strings.Repeat("s", 32),
 	}
+}
+
+// operatorAdapterSettings runs the service with the operator adapters on db:
+// production on PostgreSQL; on SQLite, which production refuses, staging with
+// LIQUIDITY=operator and PAYOUT=operator (the same code path, sandbox keys).
+func operatorAdapterSettings(t *testing.T, db testdb.Database) map[string]string {
+	if db.Name == "postgres" {
+		return productionSettings(t)
+	}
+	return map[string]string{"LIQUIDITY": "operator", "PAYOUT": "operator"}
 }
 
 // create makes a direct-mode transaction of fiat NGN on bep20 (retrying while a

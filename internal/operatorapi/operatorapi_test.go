@@ -21,7 +21,7 @@ import (
 func TestProductionPathToCompleted(t *testing.T) {
 	t.Parallel()
 	onBoth(t, func(t *testing.T, db testdb.Database) {
-		settings := productionSettings(t)
+		settings := operatorAdapterSettings(t, db)
 		env := apitest.Start(t, db, settings)
 		ctx := context.Background()
 		partnerKey := env.NewPartner(t)

@@ -109,15 +109,42 @@ func (s *Service) Create(ctx context.Context, name string) (*Partner, string, er
 	return p, key, nil
 }
 
-// ErrUnauthorized is returned for a missing, unknown or other-environment key. One
-// error for all three, so a caller learns nothing about which keys exist.
-var ErrUnauthorized = apperr.New(apperr.Unauthorized, "A valid X-API-KEY header is required.")
+// The 401 errors. Each says what is wrong with the key as it was sent (missing,
+// not shaped like a key, of the other environment, or not recognised): all of it
+// visible to the sender from the key alone, so none reveals whether a key exists.
+var (
+	// ErrUnauthorized is a well-formed key of this environment that is not
+	// recognised (unknown, or revoked).
+	ErrUnauthorized = apperr.New(apperr.Unauthorized, "The API key in X-API-KEY is not recognised.")
+	// ErrKeyMissing is a request without the X-API-KEY header.
+	ErrKeyMissing = apperr.New(apperr.Unauthorized, "The X-API-KEY header is missing; send your API key in it.")
+	// ErrKeyMalformed is a header value that is not shaped like an API key.
+	ErrKeyMalformed = apperr.New(apperr.Unauthorized, "The X-API-KEY header does not hold an API key; copy the whole key as it was issued.")
+)
 
-// Authenticate returns the partner owning key, or ErrUnauthorized. A key of the other
-// environment is refused even if it exists (a sandbox key never works in production).
+// errOtherEnvironment is a key whose prefix belongs to the other environment.
+func (s *Service) errOtherEnvironment() *apperr.Error {
+	if s.env == Production {
+		return apperr.New(apperr.Unauthorized, "This is a sandbox key, for the other environment; production takes live keys.")
+	}
+	return apperr.New(apperr.Unauthorized, "This is a live key, for the other environment; the sandbox takes sandbox keys.")
+}
+
+// Authenticate returns the partner owning key, or one of the 401 errors above. A
+// key of the other environment is refused even if it exists (a sandbox key never
+// works in production).
 func (s *Service) Authenticate(ctx context.Context, key string) (*Partner, error) {
-	if !strings.HasPrefix(key, s.env.KeyPrefix()) || len(key) > 200 {
-		return nil, ErrUnauthorized
+	other := Sandbox
+	if s.env == Sandbox {
+		other = Production
+	}
+	switch {
+	case key == "":
+		return nil, ErrKeyMissing
+	case strings.HasPrefix(key, other.KeyPrefix()):
+		return nil, s.errOtherEnvironment()
+	case !strings.HasPrefix(key, s.env.KeyPrefix()) || len(key) > 200:
+		return nil, ErrKeyMalformed
 	}
 	hash := HashKey(key)
 	if p, ok := s.keys.get(hash); ok {

@@ -101,7 +101,6 @@ func (m *Memory) Allow(_ context.Context, key string, class Class, l Limit) (Res
 	return res, nil
 }
 
-
 // bucket returns the bucket for id, marked most recently used, creating it (and
 // making room for it) if needed. m.mu must be held.
 func (m *Memory) bucket(id bucketKey, now time.Time, r rate.Limit, burst int) *bucket {

@@ -99,10 +99,17 @@ func Middleware(l Limiter, limits map[Class]Limit, classify func(echo.Context) C
 	}
 }
 
-// policyField is the RateLimit-Policy value for class under l. The window is the
-// period in whole seconds, rounded up, since the field has no finer unit.
+// policyField is the RateLimit-Policy value for class under l: Rate per Period,
+// or, when the burst is larger, the burst per the time a bucket takes to refill
+// from empty (Burst/Rate periods). The average rate is the same, and the remaining
+// count in the RateLimit field never exceeds the quota announced beside it. The
+// window is in whole seconds, rounded up, since the field has no finer unit.
 func policyField(class Class, l Limit) string {
-	return fmt.Sprintf("%s;q=%d;w=%d", sfString(class), l.Rate, max(1, ceilSeconds(l.Period)))
+	quota, window := l.Rate, l.Period
+	if l.Burst > l.Rate {
+		quota, window = l.Burst, time.Duration(float64(l.Period)*float64(l.Burst)/float64(l.Rate))
+	}
+	return fmt.Sprintf("%s;q=%d;w=%d", sfString(class), quota, max(1, ceilSeconds(window)))
 }
 
 // stateField is the RateLimit value for class after res.

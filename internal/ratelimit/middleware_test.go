@@ -172,7 +172,7 @@ func TestMiddlewareRejectsOverLimit(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, retry, 59, "the next token is a minute away")
 	require.LessOrEqual(t, retry, 60)
-	require.Equal(t, `"reads";q=1;w=60`, rec.Header().Get("RateLimit-Policy"), "the refusal carries the fields too")
+	require.Equal(t, `"reads";q=2;w=120`, rec.Header().Get("RateLimit-Policy"), "the refusal carries the fields too")
 	require.Regexp(t, regexp.MustCompile(`^"reads";r=0;t=1(19|20)$`), rec.Header().Get("RateLimit"))
 	require.Equal(t, 2, s.Calls(), "the handler does not run for a refused request")
 
@@ -226,7 +226,7 @@ func TestMiddlewarePassesKeyClassAndLimit(t *testing.T) {
 
 	rec := s.do(http.MethodPost, "/v1/things", "hash-1")
 	require.Equal(t, http.StatusOK, rec.Code)
-	require.Equal(t, `"writes";q=2;w=2`, rec.Header().Get("RateLimit-Policy"), "the window is rounded up to whole seconds")
+	require.Equal(t, `"writes";q=8;w=6`, rec.Header().Get("RateLimit-Policy"), "a burst above the rate is the quota, over its refill time")
 	require.Equal(t, `"writes";r=7;t=3`, rec.Header().Get("RateLimit"))
 	require.Equal(t, []call{{"hash-1", Writes, limits[Writes]}}, calls)
 }
@@ -335,7 +335,7 @@ func TestMiddlewareWithRedisSharesBudgetAcrossInstances(t *testing.T) {
 
 	rec := a.do(http.MethodPost, "/v1/things", "partner-a")
 	require.Equal(t, http.StatusOK, rec.Code)
-	require.Equal(t, `"writes";q=1;w=60`, rec.Header().Get("RateLimit-Policy"))
+	require.Equal(t, `"writes";q=2;w=120`, rec.Header().Get("RateLimit-Policy"))
 	require.Regexp(t, `^"writes";r=1;t=(59|60)$`, rec.Header().Get("RateLimit"))
 
 	rec = b.do(http.MethodPost, "/v1/things", "partner-a")
@@ -383,4 +383,16 @@ func TestSFStringEscapes(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, `"reads"`, sfString(Reads))
 	require.Equal(t, `"a\"b\\c"`, sfString(`a"b\c`))
+}
+
+// TestRemainingNeverExceedsQuota: with a burst above the rate (the staging
+// defaults), the first answer's remaining count stays within the announced quota.
+func TestRemainingNeverExceedsQuota(t *testing.T) {
+	t.Parallel()
+	limits := map[Class]Limit{Writes: {Rate: 500, Burst: 1000, Period: time.Second}}
+	s := newTestServer(t, Middleware(NewMemory(), limits, classify, keyOf, discardLogger()))
+	rec := s.do(http.MethodPost, "/v1/things", "partner-a")
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, `"writes";q=1000;w=2`, rec.Header().Get("RateLimit-Policy"))
+	require.Equal(t, `"writes";r=999;t=1`, rec.Header().Get("RateLimit"))
 }

@@ -13,9 +13,11 @@ import (
 	"hash/fnv"
 	"io/fs"
 	"log/slog"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -78,11 +80,16 @@ type Store struct {
 func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
 // ParseURL returns the dialect and driver DSN for a DATABASE_URL: "postgres://…" or
-// "postgresql://…" for PostgreSQL, "sqlite:PATH" for the embedded database.
+// "postgresql://…" for PostgreSQL (an optional pool_max_conns=N caps the pool),
+// "sqlite:PATH" for the embedded database.
 func ParseURL(url string) (Dialect, string, error) {
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		return Postgres, url, nil
+		dsn, _, err := poolSize(url)
+		if err != nil {
+			return "", "", err
+		}
+		return Postgres, dsn, nil
 	case strings.HasPrefix(url, "sqlite:"):
 		path := strings.TrimPrefix(url, "sqlite:")
 		if path == "" {
@@ -106,7 +113,8 @@ func Open(ctx context.Context, url string) (*Store, error) {
 
 // Options tune a Store's pools. The zero value is the production setting.
 type Options struct {
-	// MaxConns caps the PostgreSQL pool (default 20). Test suites that open many
+	// MaxConns caps the PostgreSQL pool (default: the URL's pool_max_conns, else
+	// DefaultPoolSize). Test suites that open many
 	// stores on one server lower it.
 	MaxConns int
 }
@@ -118,8 +126,8 @@ func OpenWith(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	maxConns := opts.MaxConns
-	if maxConns <= 0 {
-		maxConns = 20
+	if maxConns <= 0 && dialect == Postgres {
+		_, maxConns, _ = poolSize(url) // validated by ParseURL
 	}
 	s := &Store{dialect: dialect}
 	switch dialect {
@@ -214,6 +222,34 @@ func (s *Store) JobDriver() riverdriver.Driver[*sql.Tx] {
 
 func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// DefaultPoolSize is how many PostgreSQL connections one Store opens at most when
+// the URL does not say (pool_max_conns). Test helpers lower it once, before any
+// Store opens, so every suite stays small on a shared server.
+var DefaultPoolSize = 20
+
+// poolSize takes the pool_max_conns parameter (pgxpool's name for it) out of a
+// PostgreSQL URL, since the server would reject it as an unknown setting, and returns
+// the URL without it and the size (DefaultPoolSize when absent). Tests pass a small
+// one so several suites fit under the server's max_connections.
+func poolSize(raw string) (string, int, error) {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return "", 0, fmt.Errorf("DATABASE_URL %q: %w", redact(raw), err)
+	}
+	q := u.Query()
+	v := q.Get("pool_max_conns")
+	if !q.Has("pool_max_conns") {
+		return raw, DefaultPoolSize, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return "", 0, fmt.Errorf("DATABASE_URL pool_max_conns=%q: want a positive integer", v)
+	}
+	q.Del("pool_max_conns")
+	u.RawQuery = q.Encode()
+	return u.String(), n, nil
 }
 
 // Dialect returns which database this is.
@@ -361,4 +397,13 @@ func (s *Store) QueueDepth(ctx context.Context) (float64, error) {
 	var n int64
 	err := s.db.WithContext(ctx).Raw(`SELECT count(*) FROM river_job WHERE state IN ('available', 'scheduled', 'retryable', 'pending')`).Scan(&n).Error
 	return float64(n), err
+}
+
+// MaxConns returns how many connections the PostgreSQL pool opens at most (0 on
+// SQLite, which has one writer and a small read pool).
+func (s *Store) MaxConns() int {
+	if s.listen == nil {
+		return 0
+	}
+	return int(s.listen.Config().MaxConns)
 }

@@ -190,6 +190,9 @@ func TestParseURL(t *testing.T) {
 		{"sqlite:data/x.db", store.SQLite, true},
 		{"sqlite:", "", false},
 		{"mysql://u@h/db", "", false},
+		{"postgres://u@h/db?pool_max_conns=3", store.Postgres, true},
+		{"postgres://u@h/db?pool_max_conns=0", "", false},
+		{"postgres://u@h/db?pool_max_conns=x", "", false},
 	} {
 		d, _, err := store.ParseURL(c.url)
 		if !c.ok {
@@ -201,4 +204,18 @@ func TestParseURL(t *testing.T) {
 	}
 	_, _, err := store.ParseURL("mysql://user:secret@h/db")
 	require.NotContains(t, err.Error(), "secret")
+	// The server would refuse pool_max_conns as an unknown setting: it stays ours.
+	_, dsn, err := store.ParseURL("postgres://u@h/db?sslmode=disable&pool_max_conns=3")
+	require.NoError(t, err)
+	require.Equal(t, "postgres://u@h/db?sslmode=disable", dsn)
+}
+
+// TestPoolSize checks that pool_max_conns caps the connections a Store opens: the
+// test suites rely on it to stay under the server's max_connections.
+func TestPoolSize(t *testing.T) {
+	t.Parallel()
+	s, err := store.Open(context.Background(), testdb.WithPoolSize(testdb.Postgres(t), 2))
+	require.NoError(t, err)
+	defer s.Close()
+	require.Equal(t, 2, s.MaxConns())
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"partnerd/internal/apperr"
 	"partnerd/internal/webhook"
@@ -35,12 +37,53 @@ func (s *Store) EndpointOf(ctx context.Context, partnerID uuid.UUID) (*webhook.E
 	}, nil
 }
 
-// SaveEndpoint inserts or updates an endpoint.
-func (s *Store) SaveEndpoint(ctx context.Context, e *webhook.Endpoint) error {
-	return s.write(ctx).Save(&endpointRow{
+// InsertEndpoint inserts e unless the partner already has an endpoint, and reports
+// whether it did: of two concurrent first registrations exactly one inserts.
+func (s *Store) InsertEndpoint(ctx context.Context, e *webhook.Endpoint) (bool, error) {
+	res := s.write(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&endpointRow{
 		PartnerID: e.PartnerID, URL: e.URL, Enabled: e.Enabled, Secret: e.Secret, PreviousSecret: e.PreviousSecret,
 		PreviousSecretExpiresAt: e.PreviousSecretExpiresAt, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
-	}).Error
+	})
+	return res.RowsAffected == 1, res.Error
+}
+
+// UpdateEndpoint sets the partner's endpoint URL and enabled flag and reports
+// whether this write is the one that turned deliveries on (it was disabled):
+// a conditional UPDATE, so of concurrent enablers exactly one sees the switch.
+// Errors: NotFound.
+func (s *Store) UpdateEndpoint(ctx context.Context, partnerID uuid.UUID, url string, enabled bool, at time.Time) (bool, error) {
+	set := map[string]any{"url": url, "enabled": enabled, "updated_at": at}
+	if enabled {
+		res := s.write(ctx).Model(&endpointRow{}).Where("partner_id = ? AND enabled = ?", partnerID, false).Updates(set)
+		if res.Error != nil || res.RowsAffected == 1 {
+			return res.RowsAffected == 1, res.Error
+		}
+	}
+	res := s.write(ctx).Model(&endpointRow{}).Where("partner_id = ?", partnerID).Updates(set)
+	if res.Error == nil && res.RowsAffected == 0 {
+		return false, apperr.New(apperr.NotFound, "The webhook endpoint was not found.")
+	}
+	return false, res.Error
+}
+
+// DisableEndpoint turns deliveries off (the receiver answered 410 Gone), leaving
+// every other field as it is.
+func (s *Store) DisableEndpoint(ctx context.Context, partnerID uuid.UUID, at time.Time) error {
+	return s.write(ctx).Model(&endpointRow{}).Where("partner_id = ?", partnerID).
+		Updates(map[string]any{"enabled": false, "updated_at": at}).Error
+}
+
+// RotateSecret makes secret the signing secret and the current one the previous
+// secret, signing until oldUntil, in one statement (the right-hand sides read the
+// row as it was), so concurrent rotations each take effect in turn and none is
+// silently lost. Errors: NotFound.
+func (s *Store) RotateSecret(ctx context.Context, partnerID uuid.UUID, secret string, oldUntil, at time.Time) error {
+	res := s.write(ctx).Model(&endpointRow{}).Where("partner_id = ?", partnerID).
+		Updates(map[string]any{"previous_secret": gorm.Expr("secret"), "secret": secret, "previous_secret_expires_at": oldUntil, "updated_at": at})
+	if res.Error == nil && res.RowsAffected == 0 {
+		return apperr.New(apperr.NotFound, "The webhook endpoint was not found.")
+	}
+	return res.Error
 }
 
 // webhookEventRow is the events table with its delivery columns.

@@ -18,11 +18,37 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for admin statements
+
+	"partnerd/internal/store"
 )
 
 // DefaultAdminURL is used when TEST_DATABASE_URL is unset; it answers on the project's
 // machines, and `make test` starts a throwaway server where it does not.
 const DefaultAdminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// PoolSize caps each PostgreSQL connection pool a test process opens through
+// store.Open. A test package holds a few pools at once (a running service, the
+// test's own store, a second instance); with go test running two packages in
+// parallel and another suite possibly beside it on the same server, small pools keep
+// the total well under PostgreSQL's max_connections (100 by default) instead of
+// failing with "too many clients already".
+const PoolSize = 4
+
+func init() { store.DefaultPoolSize = PoolSize }
+
+// WithPoolSize returns a PostgreSQL url whose store.Open pool is capped at n
+// connections (pool_max_conns). Other URLs are returned as they are. Only
+// store.Open understands the parameter; do not pass the result to sql.Open.
+func WithPoolSize(raw string, n int) string {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return raw
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", fmt.Sprint(n))
+	u.RawQuery = q.Encode()
+	return u.String()
+}
 
 // Database is one database to run a suite against.
 type Database struct {

@@ -129,8 +129,7 @@ func (d *Deliverer) attempt(ctx context.Context, ev *Event) (time.Duration, bool
 	case status == http.StatusGone:
 		msg := "410 Gone: endpoint disabled"
 		a.Error = &msg
-		ep.Enabled, ep.UpdatedAt = false, d.now()
-		if err := d.store.SaveEndpoint(ctx, ep); err != nil {
+		if err := d.store.DisableEndpoint(ctx, ep.PartnerID, d.now()); err != nil {
 			return 0, false, err
 		}
 	default:

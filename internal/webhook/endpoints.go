@@ -25,49 +25,55 @@ func NewEndpoints(store Store, policy safeurl.Policy, queue Queue, now func() ti
 	return &Endpoints{store: store, policy: policy, queue: queue, now: now}
 }
 
+// errNoEndpoint answers for a partner without an endpoint, and says how to get one.
+var errNoEndpoint = apperr.New(apperr.NotFound, "No webhook endpoint is registered; register one with PUT /webhooks/endpoint.")
+
 // Get returns the partner's endpoint, or apperr NotFound.
 func (s *Endpoints) Get(ctx context.Context, partnerID uuid.UUID) (*Endpoint, error) {
 	e, err := s.store.EndpointOf(ctx, partnerID)
 	if apperr.CodeOf(err) == apperr.NotFound {
-		return nil, apperr.New(apperr.NotFound, "No webhook endpoint is registered; register one with PUT /webhooks/endpoint.")
+		return nil, errNoEndpoint
 	}
 	return e, err
 }
 
 // Put registers or updates the partner's endpoint. It returns the endpoint and, on
 // first registration only, its new signing secret. Enabling releases the events
-// that waited while no endpoint was enabled. Errors: WebhookURLNotAllowed.
+// that waited while no endpoint was enabled. Each step is one conditional write, so
+// of two concurrent first registrations exactly one creates the secret and the
+// other updates the endpoint it created. Errors: WebhookURLNotAllowed.
 func (s *Endpoints) Put(ctx context.Context, partnerID uuid.UUID, url string, enabled bool) (*Endpoint, string, error) {
 	if err := s.policy.Check(ctx, url); err != nil {
 		return nil, "", apperr.Field(apperr.WebhookURLNotAllowed, "This webhook URL is not accepted here.", "/url", err.Error())
 	}
 	now := s.now()
-	e, err := s.store.EndpointOf(ctx, partnerID)
-	created := ""
-	wasEnabled := false
-	switch {
-	case apperr.CodeOf(err) == apperr.NotFound:
-		secret, err := sign.NewSecret()
-		if err != nil {
+	secret, err := sign.NewSecret()
+	if err != nil {
+		return nil, "", err
+	}
+	created, err := s.store.InsertEndpoint(ctx, &Endpoint{
+		PartnerID: partnerID, URL: url, Enabled: enabled, Secret: secret, CreatedAt: now, UpdatedAt: now,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	switchedOn := created && enabled
+	if !created {
+		secret = ""
+		if switchedOn, err = s.store.UpdateEndpoint(ctx, partnerID, url, enabled, now); err != nil {
 			return nil, "", err
 		}
-		e = &Endpoint{PartnerID: partnerID, Secret: secret, CreatedAt: now}
-		created = secret
-	case err != nil:
-		return nil, "", err
-	default:
-		wasEnabled = e.Enabled
 	}
-	e.URL, e.Enabled, e.UpdatedAt = url, enabled, now
-	if err := s.store.SaveEndpoint(ctx, e); err != nil {
-		return nil, "", err
-	}
-	if enabled && !wasEnabled {
+	if switchedOn {
 		if err := s.release(ctx, partnerID); err != nil {
 			return nil, "", err
 		}
 	}
-	return e, created, nil
+	e, err := s.store.EndpointOf(ctx, partnerID)
+	if err != nil {
+		return nil, "", err
+	}
+	return e, secret, nil
 }
 
 // release queues every pending event of the partner.
@@ -88,21 +94,23 @@ func (s *Endpoints) release(ctx context.Context, partnerID uuid.UUID) error {
 }
 
 // Rotate replaces the signing secret and returns the endpoint and the new secret.
-// The old secret keeps signing beside it for SecretOverlap. Errors: NotFound.
+// The old secret keeps signing beside it for SecretOverlap. The replacement is one
+// write that reads the secret it replaces, so concurrent rotations each take
+// effect in turn. Errors: NotFound.
 func (s *Endpoints) Rotate(ctx context.Context, partnerID uuid.UUID) (*Endpoint, string, error) {
-	e, err := s.Get(ctx, partnerID)
-	if err != nil {
-		return nil, "", err
-	}
 	secret, err := sign.NewSecret()
 	if err != nil {
 		return nil, "", err
 	}
 	now := s.now()
-	old, until := e.Secret, now.Add(SecretOverlap)
-	e.PreviousSecret, e.PreviousSecretExpiresAt = &old, &until
-	e.Secret, e.UpdatedAt = secret, now
-	if err := s.store.SaveEndpoint(ctx, e); err != nil {
+	if err := s.store.RotateSecret(ctx, partnerID, secret, now.Add(SecretOverlap), now); err != nil {
+		if apperr.CodeOf(err) == apperr.NotFound {
+			err = errNoEndpoint
+		}
+		return nil, "", err
+	}
+	e, err := s.Get(ctx, partnerID)
+	if err != nil {
 		return nil, "", err
 	}
 	return e, secret, nil

@@ -99,8 +99,17 @@ type Attempt struct {
 type Store interface {
 	// EndpointOf returns the partner's endpoint, or apperr NotFound.
 	EndpointOf(ctx context.Context, partnerID uuid.UUID) (*Endpoint, error)
-	// SaveEndpoint inserts or updates an endpoint.
-	SaveEndpoint(ctx context.Context, e *Endpoint) error
+	// InsertEndpoint inserts e unless the partner has an endpoint; it reports
+	// whether it did.
+	InsertEndpoint(ctx context.Context, e *Endpoint) (bool, error)
+	// UpdateEndpoint sets the URL and enabled flag and reports whether this write
+	// turned deliveries on. Errors: NotFound.
+	UpdateEndpoint(ctx context.Context, partnerID uuid.UUID, url string, enabled bool, at time.Time) (bool, error)
+	// DisableEndpoint turns deliveries off.
+	DisableEndpoint(ctx context.Context, partnerID uuid.UUID, at time.Time) error
+	// RotateSecret makes secret the signing secret and the current one the
+	// previous secret (signing until oldUntil) in one write. Errors: NotFound.
+	RotateSecret(ctx context.Context, partnerID uuid.UUID, secret string, oldUntil, at time.Time) error
 	// EventByID returns an event; a non-nil partnerID scopes the lookup (apperr
 	// NotFound for another partner's event).
 	EventByID(ctx context.Context, partnerID *uuid.UUID, id uuid.UUID) (*Event, error)

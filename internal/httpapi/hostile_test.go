@@ -1,0 +1,433 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"partnerd/gen/client"
+	"partnerd/internal/apitest"
+	"partnerd/internal/testdb"
+)
+
+// hostileCase is one generated request: method, path (with query, already
+// escaped as it goes on the wire), body, and header edits.
+type hostileCase struct {
+	name    string
+	method  string
+	path    string
+	body    []byte
+	ctype   string   // Content-Type; "" for none
+	headers []string // extra "Name: value" lines, added (so duplicates stay duplicates)
+	noKey   bool     // send no X-API-KEY
+}
+
+// outcome is what a case got: status and error code, compared across databases.
+type outcome struct {
+	Status int
+	Code   string
+}
+
+// fixtures are the ids a battery's requests point at on one service.
+type fixtures struct {
+	txID, eventID string
+}
+
+// TestHostileInput sends well over 1,000 generated hostile requests over every
+// operation and parameter (wrong types, NUL, control characters, invalid UTF-8 raw
+// bytes, huge numbers, deep nesting, oversized bodies and headers, wrong content
+// types, duplicated headers and parameters, invalid cursors and dates, unsupported
+// methods) to the service on PostgreSQL and on SQLite. Every answer must be
+// declared by the contract (the apitest client checks each one), none may be a 5xx,
+// both databases must answer every case identically, and nothing may be stored but
+// what a 2xx reported.
+func TestHostileInput(t *testing.T) {
+	t.Parallel()
+	results := map[string]map[string]outcome{}
+	var mu sync.Mutex
+	settings := map[string]string{"RATE_LIMIT_READS": "100000/1s,burst=100000", "RATE_LIMIT_WRITES": "100000/1s,burst=100000"}
+	t.Run("databases", func(t *testing.T) {
+		for _, db := range testdb.Both(t) {
+			t.Run(db.Name, func(t *testing.T) {
+				t.Parallel()
+				got := runHostile(t, apitest.Start(t, db, settings))
+				mu.Lock()
+				results[db.Name] = got
+				mu.Unlock()
+			})
+		}
+	})
+	pg, lite := results["postgres"], results["sqlite"]
+	require.NotEmpty(t, pg)
+	require.GreaterOrEqual(t, len(pg), 1000, "the battery has at least 1,000 requests")
+	var diffs []string
+	for name, o := range pg {
+		if lite[name] != o {
+			diffs = append(diffs, fmt.Sprintf("%s: postgres %v, sqlite %v", name, o, lite[name]))
+		}
+	}
+	sort.Strings(diffs)
+	require.Empty(t, diffs, "both databases answer every case identically")
+}
+
+func runHostile(t *testing.T, env *apitest.Env) map[string]outcome {
+	key := env.NewPartner(t)
+	c := env.Client(t, key)
+	ctx := context.Background()
+	tx := create(t, c, direct("HOSTILE-BASE", "bep20", "2000"))
+	register(t, c, "http://127.0.0.1:9/")
+	events, err := c.ListWebhookEventsWithResponse(ctx, &client.ListWebhookEventsParams{})
+	require.NoError(t, err)
+	require.NotEmpty(t, events.JSON200.Data.Data)
+	fx := fixtures{txID: tx.Id.String(), eventID: events.JSON200.Data.Data[0].EventId.String()}
+
+	cases := hostileCases(fx)
+	hc := env.HTTPClient(t)
+	out := make(map[string]outcome, len(cases))
+	var mu sync.Mutex
+	created := 0
+	work := make(chan hostileCase)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for hc0 := range work {
+				o, ok := send(t, hc, env.BaseURL, key, hc0)
+				if !ok {
+					continue
+				}
+				if testing.Verbose() {
+					t.Logf("%s → %d %s", hc0.name, o.Status, o.Code)
+				}
+				if o.Status >= 500 {
+					t.Errorf("%s: %d %s", hc0.name, o.Status, o.Code)
+				}
+				mu.Lock()
+				if _, dup := out[hc0.name]; dup {
+					t.Errorf("duplicate case name %q", hc0.name)
+				}
+				out[hc0.name] = o
+				if hc0.method == http.MethodPost && hc0.path == "/transactions" && o.Status == http.StatusCreated {
+					created++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, hc0 := range cases {
+		work <- hc0
+	}
+	close(work)
+	wg.Wait()
+
+	// Nothing was stored but what a 201 reported, and the base transaction is as it was.
+	list, err := c.ListTransactionsWithResponse(ctx, &client.ListTransactionsParams{Limit: ptr(100)})
+	require.NoError(t, err)
+	require.Len(t, list.JSON200.Data.Data, 1+created)
+	got, err := c.GetTransactionWithResponse(ctx, tx.Id)
+	require.NoError(t, err)
+	require.Equal(t, client.TransactionStatusAwaitingDeposit, got.JSON200.Data.Status)
+	require.Equal(t, "HOSTILE-BASE", got.JSON200.Data.MerchantReference)
+	return out
+}
+
+// send makes one request through the contract-checking client and returns its outcome.
+func send(t *testing.T, hc *http.Client, base, key string, c hostileCase) (outcome, bool) {
+	var body io.Reader
+	if c.body != nil {
+		body = bytes.NewReader(c.body)
+	}
+	req, err := http.NewRequest(c.method, base+c.path, body)
+	if err != nil {
+		t.Errorf("%s: build request: %v", c.name, err)
+		return outcome{}, false
+	}
+	if !c.noKey {
+		req.Header.Set("X-API-KEY", key)
+	}
+	if c.ctype != "" {
+		req.Header.Set("Content-Type", c.ctype)
+	}
+	for _, h := range c.headers {
+		name, value, _ := strings.Cut(h, ": ")
+		req.Header.Add(name, value)
+	}
+	res, err := hc.Do(req)
+	if err != nil {
+		t.Errorf("%s: %v", c.name, err)
+		return outcome{}, false
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	o := outcome{Status: res.StatusCode}
+	if res.StatusCode >= 400 {
+		var e client.Error
+		if json.Unmarshal(b, &e) == nil {
+			o.Code = string(e.Error.Code)
+		}
+	}
+	return o, true
+}
+
+// hostileCases generates the battery against the fixtures of one service.
+func hostileCases(fx fixtures) []hostileCase {
+	var cases []hostileCase
+	add := func(c hostileCase) {
+		if c.ctype == "" && c.body != nil {
+			c.ctype = "application/json"
+		}
+		cases = append(cases, c)
+	}
+	idem := func() string { return "Idempotency-Key: " + uuid.NewString() }
+	unknown := uuid.NewString()
+
+	// A valid request per operation; bodies are maps so fields can be mutated.
+	type op struct {
+		name, method, path string
+		body               map[string]any
+		idempotent         bool
+		query              []string // query parameters it takes
+	}
+	ops := []op{
+		{name: "createQuote", method: "POST", path: "/quotes", body: map[string]any{"crypto_currency": "usdt", "network": "bep20", "crypto_amount": "100"}},
+		{name: "createTransaction", method: "POST", path: "/transactions", idempotent: true,
+			body: map[string]any{"merchant_reference": "REF", "crypto_currency": "usdt", "network": "trc20", "fiat_amount": "2000", "merchant_id": "M-1", "terminal_id": "T-1", "seller_phone": "+2348012345678"}},
+		{name: "listTransactions", method: "GET", path: "/transactions", query: []string{"cursor", "limit", "status", "merchant_id", "terminal_id", "merchant_reference", "from", "to"}},
+		{name: "getTransaction", method: "GET", path: "/transactions/" + fx.txID},
+		{name: "getTransactionByReference", method: "GET", path: "/transactions/reference/HOSTILE-BASE"},
+		{name: "cancelTransaction", method: "POST", path: "/transactions/" + unknown + "/cancel", idempotent: true},
+		{name: "getTransactionStatusHistory", method: "GET", path: "/transactions/" + fx.txID + "/status-history"},
+		{name: "listRevenue", method: "GET", path: "/revenue", query: []string{"from", "to", "include_summary", "cursor", "limit", "crypto_currency", "network"}},
+		{name: "getWebhookEndpoint", method: "GET", path: "/webhooks/endpoint"},
+		{name: "putWebhookEndpoint", method: "PUT", path: "/webhooks/endpoint", body: map[string]any{"url": "http://127.0.0.1:9/", "enabled": true}},
+		{name: "rotateWebhookSecret", method: "POST", path: "/webhooks/endpoint/rotate-secret"},
+		{name: "listWebhookEvents", method: "GET", path: "/webhooks/events", query: []string{"cursor", "limit", "event_type", "transaction_id", "publish_status", "from", "to"}},
+		{name: "getWebhookEvent", method: "GET", path: "/webhooks/events/" + fx.eventID},
+		{name: "replayWebhookEvent", method: "POST", path: "/webhooks/events/" + fx.eventID + "/replay"},
+		{name: "simulateSandboxEvent", method: "POST", path: "/sandbox/simulate", body: map[string]any{"event": "deposit.detected", "transaction_id": unknown}},
+	}
+	n := 0
+	encode := func(o op, body map[string]any) []byte {
+		if body == nil {
+			return nil
+		}
+		b, err := json.Marshal(body)
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}
+	// fresh copies an operation's valid body, giving every create its own merchant
+	// reference, so no two cases conflict and no outcome depends on the order the
+	// cases run in.
+	fresh := func(o op) map[string]any {
+		if o.body == nil {
+			return nil
+		}
+		m := map[string]any{}
+		for k, v := range o.body {
+			m[k] = v
+		}
+		if o.name == "createTransaction" {
+			n++
+			m["merchant_reference"] = fmt.Sprintf("HOSTILE-%05d", n)
+		}
+		return m
+	}
+	headersOf := func(o op) []string {
+		if o.idempotent {
+			return []string{idem()}
+		}
+		return nil
+	}
+
+	// Raw JSON values that replace a field, as they appear on the wire.
+	badValues := map[string]string{
+		"number": `123`, "negative": `-1`, "huge number": `1e400`, "long integer": `123456789012345678901234567890`,
+		"true": `true`, "null": `null`, "object": `{}`, "array": `[]`, "empty": `""`, "NUL": `"\u0000"`,
+		"embedded NUL": `"a\u0000b"`, "unit separator": `"a\u001fb"`, "DEL": `"a\u007fb"`, "C1 NEL": `"a\u0085b"`,
+		"lone surrogate": `"a\ud800b"`, "replacement char": `"a\ufffdb"`, "upper case": `"USDT"`, "newline": `"a\nb"`,
+		"long string": `"` + strings.Repeat("x", 5000) + `"`, "deep array": strings.Repeat("[", 500) + strings.Repeat("]", 500),
+		"decimal with 10 places": `"1.0000000001"`, "exponent string": `"1e5"`, "spaces": `"  "`,
+	}
+	// Raw bytes that replace a field: invalid UTF-8 inside a JSON string.
+	badBytes := map[string][]byte{
+		"invalid UTF-8 ff fe": []byte("\"bb\xff\xfe\""), "overlong slash": []byte("\"\xc0\xaf\""), "truncated sequence": []byte("\"a\xe2\x82\""),
+	}
+	placeholder := "\"__HOSTILE__\""
+	for _, o := range ops {
+		if o.body == nil {
+			continue
+		}
+		fields := make([]string, 0, len(o.body)+1)
+		for k := range o.body {
+			fields = append(fields, k)
+		}
+		sort.Strings(fields)
+		for _, f := range fields {
+			for vn, raw := range badValues {
+				m := fresh(o)
+				m[f] = "__HOSTILE__"
+				b := bytes.Replace(encode(o, m), []byte(placeholder), []byte(raw), 1)
+				add(hostileCase{name: fmt.Sprintf("%s body %s=%s", o.name, f, vn), method: o.method, path: o.path, body: b, headers: headersOf(o)})
+			}
+			for vn, raw := range badBytes {
+				m := fresh(o)
+				m[f] = "__HOSTILE__"
+				b := bytes.Replace(encode(o, m), []byte(placeholder), raw, 1)
+				add(hostileCase{name: fmt.Sprintf("%s body %s=%s", o.name, f, vn), method: o.method, path: o.path, body: b, headers: headersOf(o)})
+			}
+			m := fresh(o)
+			delete(m, f)
+			add(hostileCase{name: fmt.Sprintf("%s body without %s", o.name, f), method: o.method, path: o.path, body: encode(o, m), headers: headersOf(o)})
+		}
+		// Property names.
+		for pn, raw := range map[string]string{"misspelled": `"crypto_currensy"`, "NUL name": `"a\u0000"`, "empty name": `""`} {
+			m := fresh(o)
+			m["__HOSTILE__"] = 1
+			b := bytes.Replace(encode(o, m), []byte(placeholder), []byte(raw), 1)
+			add(hostileCase{name: fmt.Sprintf("%s property %s", o.name, pn), method: o.method, path: o.path, body: b, headers: headersOf(o)})
+		}
+		m := fresh(o)
+		m["__HOSTILE__"] = 1
+		b := bytes.Replace(encode(o, m), []byte(placeholder), []byte("\"bad\xffname\""), 1)
+		add(hostileCase{name: o.name + " property invalid UTF-8", method: o.method, path: o.path, body: b, headers: headersOf(o)})
+		// A duplicated key: the last one wins, like every JSON decoder we use.
+		m = fresh(o)
+		dup := bytes.Replace(encode(o, m), []byte("{"), []byte(`{"__dup":1,"__dup":2,`), 1)
+		add(hostileCase{name: o.name + " duplicated property", method: o.method, path: o.path, body: dup, headers: headersOf(o)})
+	}
+
+	// Whole bodies and content types, on every operation that takes a body or none.
+	wholeBodies := map[string][]byte{
+		"empty": {}, "null": []byte("null"), "array": []byte("[]"), "string": []byte(`"x"`), "number": []byte("1"),
+		"truncated": []byte(`{"a":`), "two documents": []byte("{}{}"), "trailing garbage": []byte("{} x"),
+		"deep nesting":      []byte(strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000)),
+		"over 64 KiB":       []byte(`{"a":"` + strings.Repeat("x", 70<<10) + `"}`),
+		"1 MiB":             []byte(`{"a":"` + strings.Repeat("x", 1<<20) + `"}`),
+		"raw invalid UTF-8": []byte("\xff\xfe{}"), "BOM": []byte("\xef\xbb\xbf{}"), "NUL bytes": []byte("{\x00}"),
+	}
+	contentTypes := []string{"text/plain", "application/xml", "multipart/form-data; boundary=x", "application/json; charset=latin1",
+		"application/x-www-form-urlencoded", "application/json, text/plain", "\xff"}
+	for _, o := range ops {
+		if o.method == "GET" {
+			continue
+		}
+		for bn, b := range wholeBodies {
+			add(hostileCase{name: fmt.Sprintf("%s whole body %s", o.name, bn), method: o.method, path: o.path, body: b, headers: headersOf(o)})
+		}
+		valid := func() []byte {
+			if b := encode(o, fresh(o)); b != nil {
+				return b
+			}
+			return []byte("{}")
+		}
+		for _, ct := range contentTypes {
+			add(hostileCase{name: fmt.Sprintf("%s content type %q", o.name, ct), method: o.method, path: o.path, body: valid(), ctype: ct, headers: headersOf(o)})
+		}
+		// No Content-Type at all (add would default it).
+		cases = append(cases, hostileCase{name: o.name + " no content type", method: o.method, path: o.path, body: valid(), headers: headersOf(o)})
+		add(hostileCase{name: o.name + " duplicated content type", method: o.method, path: o.path, body: encode(o, fresh(o)),
+			headers: append(headersOf(o), "Content-Type: text/plain")})
+	}
+
+	// Headers, on every operation.
+	for _, o := range ops {
+		base := hostileCase{method: o.method, path: o.path}
+		bodyOf := func() []byte { return encode(o, fresh(o)) }
+		variants := map[string]hostileCase{
+			"no key":               {noKey: true},
+			"malformed key":        {noKey: true, headers: []string{"X-API-KEY: hello"}},
+			"unknown key":          {noKey: true, headers: []string{"X-API-KEY: sk_sandbox_" + strings.Repeat("A", 43)}},
+			"live key":             {noKey: true, headers: []string{"X-API-KEY: sk_live_" + strings.Repeat("A", 43)}},
+			"key with high bytes":  {noKey: true, headers: []string{"X-API-KEY: sk_sandbox_\xff\xfe"}},
+			"100 KiB key":          {noKey: true, headers: []string{"X-API-KEY: sk_sandbox_" + strings.Repeat("A", 100<<10)}},
+			"duplicated key":       {headers: []string{"X-API-KEY: sk_sandbox_other"}},
+			"100 KiB other header": {headers: []string{"X-Junk: " + strings.Repeat("j", 100<<10)}},
+		}
+		if o.idempotent {
+			variants["no idempotency key"] = hostileCase{headers: []string{}}
+			variants["empty idempotency key"] = hostileCase{headers: []string{"Idempotency-Key: "}}
+			variants["long idempotency key"] = hostileCase{headers: []string{"Idempotency-Key: " + strings.Repeat("k", 300)}}
+			variants["idempotency key invalid UTF-8"] = hostileCase{headers: []string{"Idempotency-Key: k\xff\xfe"}}
+			variants["idempotency key C1"] = hostileCase{headers: []string{"Idempotency-Key: k\xc2\x85"}}
+			variants["duplicated idempotency key"] = hostileCase{headers: []string{idem(), idem()}}
+		}
+		for vn, v := range variants {
+			c := base
+			c.name = fmt.Sprintf("%s header %s", o.name, vn)
+			c.noKey = v.noKey
+			c.headers = v.headers
+			if o.idempotent && !strings.Contains(vn, "idempotency key") {
+				c.headers = append(c.headers, idem())
+			}
+			c.body = bodyOf()
+			add(c)
+		}
+		// Unsupported methods on every path.
+		for _, m := range []string{"OPTIONS", "DELETE", "PATCH", "TRACE"} {
+			add(hostileCase{name: fmt.Sprintf("%s method %s", o.name, m), method: m, path: o.path})
+		}
+	}
+
+	// Path parameters, as they go on the wire.
+	pathValues := map[string]string{
+		"NUL": "%00", "embedded NUL": "a%00b", "invalid UTF-8": "%ff%fe", "overlong": "%C0%AF", "control": "a%01b",
+		"DEL": "a%7Fb", "C1": "a%C2%85b", "replacement char": "a%EF%BF%BDb", "not a uuid": "not-a-uuid", "long": strings.Repeat("z", 300),
+		"huge number": "99999999999999999999999999", "dot dot": "..", "encoded slash": "a%2Fb", "space": "a%20b", "percent": "%25",
+		"uuid upper case": strings.ToUpper(unknown), "unknown uuid": uuid.NewString(), "unicode": "%C3%A9cole",
+	}
+	paths := map[string]string{
+		"getTransaction":              "/transactions/%s",
+		"getTransactionByReference":   "/transactions/reference/%s",
+		"cancelTransaction":           "/transactions/%s/cancel",
+		"getTransactionStatusHistory": "/transactions/%s/status-history",
+		"getWebhookEvent":             "/webhooks/events/%s",
+		"replayWebhookEvent":          "/webhooks/events/%s/replay",
+	}
+	for _, o := range ops {
+		tmpl, ok := paths[o.name]
+		if !ok {
+			continue
+		}
+		for vn, v := range pathValues {
+			add(hostileCase{name: fmt.Sprintf("%s path %s", o.name, vn), method: o.method, path: fmt.Sprintf(tmpl, v), headers: headersOf(o)})
+		}
+	}
+
+	// Query parameters, as they go on the wire.
+	queryValues := map[string]string{
+		"NUL": "%00", "embedded NUL": "a%00b", "invalid UTF-8": "%ff%fe", "control": "a%01b", "DEL": "%7F", "C1": "%C2%85",
+		"empty": "", "negative": "-1", "zero": "0", "over max": "101", "huge number": "99999999999999999999999", "float": "1.5",
+		"exponent": "1e309", "bad date": "2026-02-30T00:00:00Z", "date without zone": "2026-02-01T00:00:00", "not a date": "yesterday",
+		"bad bool": "yes", "bad enum": "bogus", "commas": ",,,", "long": strings.Repeat("q", 2000), "bad cursor": "abc.def",
+		"upper case": "USDT", "bad escape": "%zz", "plus": "a+b",
+	}
+	for _, o := range ops {
+		for _, p := range o.query {
+			for vn, v := range queryValues {
+				add(hostileCase{name: fmt.Sprintf("%s query %s=%s", o.name, p, vn), method: o.method, path: o.path + "?" + p + "=" + v})
+			}
+			add(hostileCase{name: fmt.Sprintf("%s query %s twice", o.name, p), method: o.method, path: o.path + "?" + p + "=1&" + p + "=2"})
+		}
+		if o.method == "GET" {
+			add(hostileCase{name: o.name + " query unknown parameter", method: o.method, path: o.path + "?nope=1"})
+			add(hostileCase{name: o.name + " query NUL name", method: o.method, path: o.path + "?a%00=1"})
+			add(hostileCase{name: o.name + " query invalid UTF-8 name", method: o.method, path: o.path + "?%ff=1"})
+			add(hostileCase{name: o.name + " GET with a body", method: o.method, path: o.path, body: []byte("not json"), ctype: "text/plain"})
+			add(hostileCase{name: o.name + " GET with a 1 MiB body", method: o.method, path: o.path, body: bytes.Repeat([]byte("x"), 1<<20)})
+		}
+	}
+	return cases
+}

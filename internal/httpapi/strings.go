@@ -1,0 +1,202 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"partnerd/internal/apperr"
+)
+
+// textProblem returns why s breaks the contract's string rule, or "" when it keeps
+// it. The rule (stated once in the spec's introduction) holds for every string a
+// partner sends: valid UTF-8, no control characters (U+0000–U+001F, U+007F–U+009F),
+// and no U+FFFD, which only ever stands for bytes that were not text. PostgreSQL
+// refuses NUL and invalid UTF-8 while SQLite stores them, so without this rule the
+// two databases would disagree, and a partner's reference could be stored as
+// something other than what they sent.
+func textProblem(s string) string {
+	if !utf8.ValidString(s) {
+		return "must be valid UTF-8"
+	}
+	for _, r := range s {
+		switch {
+		case r < 0x20 || (r >= 0x7f && r <= 0x9f):
+			return "must not contain control characters (found U+" + strings.ToUpper(strconv.FormatInt(int64(r)+0x10000, 16)[1:]) + ")"
+		case r == utf8.RuneError:
+			return "must not contain U+FFFD (a byte sequence that was not text)"
+		}
+	}
+	return ""
+}
+
+// storedHeaders are the request headers whose values we keep, so they follow the
+// string rule too.
+var storedHeaders = []string{"Idempotency-Key"}
+
+// checkText enforces the string rule, and one value per query parameter, on every
+// partner request before anything reaches a database: path parameters, query
+// parameters (names and values), stored headers and every string of a JSON body
+// (keys included). Body bytes are checked raw, before JSON decoding would replace
+// invalid UTF-8 with U+FFFD. A violation is 400 invalid_request naming the field.
+func checkText(skip func(echo.Context) bool) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if skip(c) {
+				return next(c)
+			}
+			var details []apperr.Detail
+			bad := func(field, msg string) { details = append(details, apperr.Detail{Field: field, Message: msg}) }
+			for i, name := range c.ParamNames() {
+				v := c.ParamValues()[i]
+				// The generated binder unescapes path parameters: check what it will see.
+				if u, err := url.PathUnescape(v); err == nil {
+					v = u
+				}
+				if p := textProblem(v); p != "" {
+					bad(name, p)
+				}
+			}
+			for name, vs := range c.QueryParams() {
+				if p := textProblem(name); p != "" {
+					bad("query", "parameter names "+p)
+					continue
+				}
+				if len(vs) > 1 {
+					bad(name, "must be given once (it was given "+strconv.Itoa(len(vs))+" times)")
+				}
+				for _, v := range vs {
+					if p := textProblem(v); p != "" {
+						bad(name, p)
+						break
+					}
+				}
+			}
+			for _, h := range storedHeaders {
+				vs := c.Request().Header.Values(h)
+				if len(vs) > 1 {
+					bad(h, "must be sent once")
+				}
+				for _, v := range vs {
+					if p := textProblem(v); p != "" {
+						bad(h, p)
+						break
+					}
+				}
+			}
+			r := c.Request()
+			if r.Body != nil && r.Body != http.NoBody && !bodyIgnored(c) {
+				body, err := io.ReadAll(r.Body)
+				if err != nil {
+					var he *echo.HTTPError
+					if errors.As(err, &he) {
+						return he // the body limit's 413
+					}
+					return apperr.New(apperr.InvalidRequest, "The request body could not be read.")
+				}
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				if field, p := jsonTextProblem(body); p != "" {
+					bad(field, p)
+				}
+			}
+			if len(details) > 0 {
+				return &apperr.Error{Code: apperr.InvalidRequest, Message: "The request contains text that is not allowed.", Details: details}
+			}
+			return next(c)
+		}
+	}
+}
+
+// jsonTextProblem walks a JSON document's tokens and returns the JSON pointer and
+// problem of the first string (key or value) that breaks the string rule. Each
+// string's raw bytes are checked as well as its decoded value, since decoding
+// turns invalid UTF-8 into U+FFFD. Malformed JSON is left to the validator ("").
+func jsonTextProblem(body []byte) (string, string) {
+	type frame struct {
+		object    bool
+		key       string
+		index     int
+		expectKey bool
+	}
+	var stack []*frame
+	pointer := func(extra ...string) string {
+		var b strings.Builder
+		for _, f := range stack {
+			b.WriteByte('/')
+			if f.object {
+				b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(f.key))
+			} else {
+				b.WriteString(strconv.Itoa(f.index))
+			}
+		}
+		for _, e := range extra {
+			b.WriteString("/" + e)
+		}
+		if b.Len() == 0 {
+			return "/"
+		}
+		return b.String()
+	}
+	advance := func() {
+		if len(stack) == 0 {
+			return
+		}
+		top := stack[len(stack)-1]
+		if top.object {
+			top.expectKey = true
+		} else {
+			top.index++
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	prev := int64(0)
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", "" // io.EOF, or malformed JSON the validator reports
+		}
+		off := dec.InputOffset()
+		raw := body[prev:off]
+		prev = off
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				stack = append(stack, &frame{object: true, expectKey: true})
+			case '[':
+				stack = append(stack, &frame{})
+			default:
+				stack = stack[:len(stack)-1]
+				advance()
+			}
+			continue
+		case string:
+			problem := ""
+			if !utf8.Valid(raw) {
+				problem = "must be valid UTF-8"
+			} else {
+				problem = textProblem(v)
+			}
+			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].expectKey {
+				if problem != "" {
+					return pointer(), "property names " + problem
+				}
+				stack[n-1].key, stack[n-1].expectKey = v, false
+				continue
+			}
+			if problem != "" {
+				return pointer(), problem
+			}
+		}
+		advance()
+	}
+}
