@@ -14,8 +14,8 @@ import (
 )
 
 // Expiry runs on its own: no request drives it. The deposit window is shortened by
-// configuration; the sweep is slowed down so the per-transaction job is what acts.
-var fastExpiry = map[string]string{"DEPOSIT_WINDOW": "1s", "JOB_POLL_INTERVAL": "100ms", "EXPIRY_SWEEP_INTERVAL": "1h"}
+// configuration and the leader sweeps every 200 ms.
+var fastExpiry = map[string]string{"DEPOSIT_WINDOW": "1s", "JOB_POLL_INTERVAL": "100ms", "EXPIRY_SWEEP_INTERVAL": "200ms"}
 
 func waitForStatus(t *testing.T, c *client.ClientWithResponses, tx client.Transaction, want client.TransactionStatus) {
 	t.Helper()
@@ -38,16 +38,16 @@ func TestExpiryWithoutRequests(t *testing.T) {
 		require.Equal(t, []string{"transaction:created", "system:expired"}, reasons(history(t, c, expiring.Id)))
 		require.Equal(t, []string{"transaction.created", "transaction.expired"}, eventTypes(t, env, expiring.Id))
 
-		// The paid one is left alone by its expiry job.
+		// The paid one is left alone by the sweep.
 		time.Sleep(1500 * time.Millisecond)
 		require.Equal(t, client.TransactionStatusDepositConfirming, history(t, c, paid.Id).Status)
 	})
 }
 
-func TestSweepExpiresWhatJobsMissed(t *testing.T) {
+func TestSweepExpiresExactlyOnce(t *testing.T) {
 	t.Parallel()
-	// With a sweep every 200 ms the backstop alone is enough; it and the job race,
-	// and the transaction still expires exactly once.
+	// Sweeps every 200 ms find the transaction due again and again until it is
+	// expired; it still expires exactly once.
 	onBoth(t, map[string]string{"DEPOSIT_WINDOW": "1s", "JOB_POLL_INTERVAL": "100ms", "EXPIRY_SWEEP_INTERVAL": "200ms"},
 		func(t *testing.T, env *apitest.Env) {
 			c := env.Client(t, env.NewPartner(t))

@@ -57,6 +57,10 @@ func Idempotent(operation string, svc *idempotency.Service, ownerOf func(context
 			resp := c.Response()
 			orig := resp.Writer
 			buf := &bufferedWriter{header: orig.Header()}
+			defer func() { // also when the handler panics: the recoverer's answer must reach the client
+				resp.Writer = orig
+				c.SetRequest(req)
+			}()
 			out, err := svc.Do(req.Context(), key, idempotency.Fingerprint(req.Method, req.URL.Path, body),
 				func(ctx context.Context) (idempotency.Response, error) {
 					buf.reset()
@@ -65,8 +69,6 @@ func Idempotent(operation string, svc *idempotency.Service, ownerOf func(context
 					if herr := next(c); herr != nil {
 						c.Error(herr) // renders the error body into buf
 					}
-					resp.Writer = orig
-					c.SetRequest(req)
 					status := buf.status
 					if status == 0 {
 						status = http.StatusOK
