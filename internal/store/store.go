@@ -146,7 +146,8 @@ func OpenWith(ctx context.Context, url string, opts Options) (*Store, error) {
 		}
 		s.sql = stdlib.OpenDBFromPool(s.listen)
 		s.wsql = s.sql
-		if s.db, err = gormOpen(postgres.New(postgres.Config{Conn: s.sql})); err != nil {
+		// pgx keeps prepared statements per connection itself.
+		if s.db, err = gormOpen(postgres.New(postgres.Config{Conn: s.sql}), false); err != nil {
 			s.listen.Close()
 			return nil, err
 		}
@@ -158,7 +159,9 @@ func OpenWith(ctx context.Context, url string, opts Options) (*Store, error) {
 				return nil, fmt.Errorf("create database directory: %w", err)
 			}
 		}
-		if s.wdb, err = gormOpen(sqlite.Open(dsn)); err != nil {
+		// SQLite compiles every statement it is given: prepared statements kept per
+		// connection (GORM's PrepareStmt) spare that on every request.
+		if s.wdb, err = gormOpen(sqlite.Open(dsn), true); err != nil {
 			return nil, err
 		}
 		if s.wsql, err = s.wdb.DB(); err != nil {
@@ -169,7 +172,7 @@ func OpenWith(ctx context.Context, url string, opts Options) (*Store, error) {
 		s.wsql.SetConnMaxIdleTime(0)
 		s.wsql.SetConnMaxLifetime(0)
 		readDSN := strings.Replace(dsn, "&_txlock=immediate", "", 1)
-		if s.db, err = gormOpen(sqlite.Open(readDSN)); err != nil {
+		if s.db, err = gormOpen(sqlite.Open(readDSN), true); err != nil {
 			_ = s.wsql.Close()
 			return nil, err
 		}
@@ -191,8 +194,9 @@ func OpenWith(ctx context.Context, url string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-func gormOpen(dial gorm.Dialector) (*gorm.DB, error) {
+func gormOpen(dial gorm.Dialector, prepare bool) (*gorm.DB, error) {
 	db, err := gorm.Open(dial, &gorm.Config{
+		PrepareStmt:    prepare,
 		TranslateError: true,
 		NowFunc:        Now,
 		Logger:         logger.Discard,

@@ -46,7 +46,11 @@ func (s *Store) Transact(ctx context.Context, fn func(ctx context.Context, tx *T
 	// A GORM session bound to this transaction: the same thing gorm.DB.Begin
 	// builds, but on a *sql.Tx we own, so River can insert on it too.
 	tx.db = s.wdb.Session(&gorm.Session{NewDB: true, Context: ctx})
-	tx.db.Statement.ConnPool = sqlTx
+	if prepared, ok := s.wdb.ConnPool.(*gorm.PreparedStmtDB); ok {
+		tx.db.Statement.ConnPool = &gorm.PreparedStmtTX{Tx: sqlTx, PreparedStmtDB: prepared}
+	} else {
+		tx.db.Statement.ConnPool = sqlTx
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			_ = sqlTx.Rollback()
