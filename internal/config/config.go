@@ -115,18 +115,48 @@ var DefaultWebhookSchedule = webhook.ScheduleString(webhook.DefaultSchedule)
 // FromEnv reads the configuration from the process environment.
 func FromEnv() (*Config, error) { return Load(os.Getenv) }
 
-// Load reads the configuration through getenv (tests pass a map's lookup).
+// Load reads the configuration through getenv (tests pass a map's lookup). Every
+// setting is read and checked by one of the reader's methods below, one per area;
+// every problem is reported, each naming its setting.
 func Load(getenv func(string) string) (*Config, error) {
-	get := func(key, def string) string {
-		if v := strings.TrimSpace(getenv(key)); v != "" {
-			return v
-		}
-		return def
+	r := &reader{getenv: getenv}
+	c := &Config{}
+	r.basics(c)
+	r.rates(c)
+	r.pricing(c)
+	r.addresses(c)
+	r.confirmations(c)
+	r.operations(c)
+	c.Settlement = loadSettlement(c.Env, r.get, r.bad)
+	r.cursorSecret(c)
+	r.webhooks(c)
+	if len(r.errs) > 0 {
+		return nil, fmt.Errorf("invalid configuration: %w", errors.Join(r.errs...))
 	}
-	var errs []error
-	bad := func(key string, err error) { errs = append(errs, fmt.Errorf("%s: %w", key, err)) }
+	return c, nil
+}
 
-	c := &Config{
+// reader reads settings and collects what is wrong with them.
+type reader struct {
+	getenv func(string) string
+	errs   []error
+}
+
+// get returns the trimmed setting key, or def when it is unset or blank.
+func (r *reader) get(key, def string) string {
+	if v := strings.TrimSpace(r.getenv(key)); v != "" {
+		return v
+	}
+	return def
+}
+
+// bad records a problem with setting key.
+func (r *reader) bad(key string, err error) { r.errs = append(r.errs, fmt.Errorf("%s: %w", key, err)) }
+
+// basics reads the environment, the database and the listen address.
+func (r *reader) basics(c *Config) {
+	get, bad := r.get, r.bad
+	*c = Config{
 		Env:         Environment(get("APP_ENV", string(Staging))),
 		DatabaseURL: get("DATABASE_URL", store.DefaultURL),
 		ListenAddr:  get("LISTEN_ADDR", DefaultListenAddr),
@@ -139,7 +169,11 @@ func Load(getenv func(string) string) (*Config, error) {
 	} else if d == store.SQLite && c.Env == Production {
 		bad("DATABASE_URL", errors.New("production refuses the embedded SQLite database (one instance, no backups); set a postgres:// URL"))
 	}
+}
 
+// rates reads where exchange rates come from.
+func (r *reader) rates(c *Config) {
+	get, bad := r.get, r.bad
 	defaultSource := "static"
 	if c.Env == Production {
 		defaultSource = "http"
@@ -170,7 +204,11 @@ func Load(getenv func(string) string) (*Config, error) {
 	}
 	c.RateInterval = duration(get("RATE_FEED_INTERVAL", "30s"), "RATE_FEED_INTERVAL", bad)
 	c.RateMaxAge = duration(get("RATE_MAX_AGE", "5m"), "RATE_MAX_AGE", bad)
+}
 
+// pricing reads the supported pairs, the spread and the revenue rates.
+func (r *reader) pricing(c *Config) {
+	get, bad := r.get, r.bad
 	pairs, err := pricing.ParsePairs(get("PAIRS", DefaultPairs))
 	if err != nil {
 		bad("PAIRS", err)
@@ -179,7 +217,11 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.Spread = fraction(get("QUOTE_SPREAD", DefaultSpread), "QUOTE_SPREAD", bad)
 	c.PartnerFeeRate = fraction(get("PARTNER_FEE_RATE", DefaultFeeRate), "PARTNER_FEE_RATE", bad)
 	c.PartnerShareRate = fraction(get("PARTNER_SHARE_RATE", DefaultShareRate), "PARTNER_SHARE_RATE", bad)
+}
 
+// addresses reads the account xpub of each network (the demo keys in staging only).
+func (r *reader) addresses(c *Config) {
+	get, bad := r.get, r.bad
 	c.XPubs = map[string]string{}
 	for _, p := range c.Pairs {
 		if _, done := c.XPubs[p.Network]; done {
@@ -208,7 +250,11 @@ func Load(getenv func(string) string) (*Config, error) {
 		}
 		c.XPubs[p.Network] = x
 	}
+}
 
+// confirmations reads the confirmations each network needs.
+func (r *reader) confirmations(c *Config) {
+	get, bad := r.get, r.bad
 	c.Confirmations = map[string]int{}
 	for _, item := range strings.Split(get("CONFIRMATIONS", DefaultConfirmations), ",") {
 		network, n, ok := strings.Cut(strings.TrimSpace(item), "=")
@@ -219,6 +265,11 @@ func Load(getenv func(string) string) (*Config, error) {
 		}
 		c.Confirmations[strings.ToLower(network)] = v
 	}
+}
+
+// operations reads the job, rate-limit, webhook-retry and deposit-window settings.
+func (r *reader) operations(c *Config) {
+	get, bad := r.get, r.bad
 	c.ExpirySweep = duration(get("EXPIRY_SWEEP_INTERVAL", "1s"), "EXPIRY_SWEEP_INTERVAL", bad)
 	c.RedisURL = get("REDIS_URL", "")
 	c.PprofAddr = get("PPROF_ADDR", "")
@@ -238,9 +289,11 @@ func Load(getenv func(string) string) (*Config, error) {
 		c.WebhookSchedule = append(c.WebhookSchedule, duration(strings.TrimSpace(item), "WEBHOOK_RETRY_SCHEDULE", bad))
 	}
 	c.DepositWindow = duration(get("DEPOSIT_WINDOW", transactions.DepositWindow.String()), "DEPOSIT_WINDOW", bad)
+}
 
-	c.Settlement = loadSettlement(c.Env, get, bad)
-
+// cursorSecret reads the page cursors' HMAC key (the built-in one in staging only).
+func (r *reader) cursorSecret(c *Config) {
+	get, bad := r.get, r.bad
 	if s := get("CURSOR_SECRET", ""); s != "" {
 		if len(s) < 32 {
 			bad("CURSOR_SECRET", errors.New("at least 32 characters"))
@@ -254,7 +307,11 @@ func Load(getenv func(string) string) (*Config, error) {
 	} else {
 		c.CursorSecret, c.DemoCursorSecret = []byte(demoCursorSecret), true
 	}
+}
 
+// webhooks reads whether webhook destinations may be private addresses.
+func (r *reader) webhooks(c *Config) {
+	get, bad := r.get, r.bad
 	switch v := get("WEBHOOK_ALLOW_PRIVATE_URLS", "false"); v {
 	case "true":
 		c.WebhookAllowPrivate = true
@@ -265,11 +322,6 @@ func Load(getenv func(string) string) (*Config, error) {
 	default:
 		bad("WEBHOOK_ALLOW_PRIVATE_URLS", fmt.Errorf("%q: want true or false", v))
 	}
-
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
-	}
-	return c, nil
 }
 
 func duration(s, key string, bad func(string, error)) time.Duration {
