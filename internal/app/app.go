@@ -73,7 +73,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *App, er
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
+	defer func() { // the one cleanup: any failure below closes the database
 		if err != nil {
 			_ = st.Close()
 		}
@@ -81,95 +81,130 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *App, er
 	if _, err := st.Migrate(ctx); err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, log: log, store: st}
+	a := &App{cfg: cfg, log: log, store: st, metrics: metrics.New(), codec: cursor.NewCodec(cfg.CursorSecret)}
 	a.partners = partners.NewService(st, partnerEnv(cfg.Env), partners.Defaults{
 		FeeRate: cfg.PartnerFeeRate, ShareRate: cfg.PartnerShareRate,
 	}, store.Now)
+	pricer, err := a.openPricing()
+	if err != nil {
+		return nil, err
+	}
+	if err := a.openTransactions(ctx, pricer); err != nil {
+		return nil, err
+	}
+	policy := safeurl.Policy{AllowPrivate: cfg.WebhookAllowPrivate, RequireHTTPS: cfg.Env == config.Production}
+	if err := a.openJobs(policy); err != nil {
+		return nil, err
+	}
+	e, err := a.openPartnerAPI(policy)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.openOperatorAPI(e); err != nil {
+		return nil, err
+	}
+	a.handler = e
+	return a, nil
+}
 
+// openPricing builds the rate source (static, or the HTTP feed Serve runs), the
+// pricer and the quote service.
+func (a *App) openPricing() (*pricing.Pricer, error) {
+	cfg := a.cfg
 	var source rates.Source
 	switch cfg.RateSource {
 	case "http":
-		a.feed, err = rates.NewHTTPFeed(rates.HTTPFeedConfig{
-			URL: cfg.RateFeedURL, Fields: cfg.RateFeedKeys, Interval: cfg.RateInterval, Logger: log,
+		feed, err := rates.NewHTTPFeed(rates.HTTPFeedConfig{
+			URL: cfg.RateFeedURL, Fields: cfg.RateFeedKeys, Interval: cfg.RateInterval, Logger: a.log,
 		})
 		if err != nil {
-			_ = st.Close()
 			return nil, fmt.Errorf("rate feed: %w", err)
 		}
-		source = a.feed
+		a.feed, source = feed, feed
 	default:
 		source = rates.NewStatic(cfg.StaticRates, time.Now)
 	}
 	source = rates.WithMaxAge(source, cfg.RateMaxAge, time.Now)
 	pricer := pricing.NewPricer(source, cfg.Pairs, cfg.Spread)
-	a.quotes = quotes.NewService(pricer, st, store.Now)
+	a.quotes = quotes.NewService(pricer, a.store, store.Now)
+	return pricer, nil
+}
+
+// openTransactions builds the deposit address book, the transaction service and
+// the lifecycle with its settlement adapters.
+func (a *App) openTransactions(ctx context.Context, pricer *pricing.Pricer) error {
+	cfg, st := a.cfg, a.store
 	networks := make([]string, 0, len(cfg.XPubs))
 	for n := range cfg.XPubs {
 		networks = append(networks, n)
 	}
 	if err := st.EnsureAddressSequences(ctx, networks); err != nil {
-		return nil, err
+		return err
 	}
 	book, err := address.NewBook(cfg.XPubs)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, n := range cfg.DemoXPubs {
-		log.Warn("DEMO DEPOSIT KEYS: deposit addresses of this network come from a public test mnemonic; anyone can spend from them. Set XPUB_"+strings.ToUpper(n)+" before taking real deposits.", "network", n)
+		a.log.Warn("DEMO DEPOSIT KEYS: deposit addresses of this network come from a public test mnemonic; anyone can spend from them. Set XPUB_"+strings.ToUpper(n)+" before taking real deposits.", "network", n)
 	}
 	if cfg.DemoCursorSecret {
-		log.Warn("CURSOR_SECRET is unset; using the built-in staging secret for page cursors")
+		a.log.Warn("CURSOR_SECRET is unset; using the built-in staging secret for page cursors")
 	}
 	txStore := store.For[transactions.Tx](st)
 	a.transactions = transactions.NewService(txStore, pricer, book, cfg.DepositWindow, store.Now)
 	a.lifecycle = transactions.NewLifecycle(txStore, cfg.Confirmations, store.Now)
 	a.lifecycle.Configure(settlementOf(cfg, st))
+	obs := observer{m: a.metrics, log: a.log}
+	a.transactions.Observe(obs)
+	a.lifecycle.Observe(obs)
+	return nil
+}
 
-	production := cfg.Env == config.Production
-	policy := safeurl.Policy{AllowPrivate: cfg.WebhookAllowPrivate, RequireHTTPS: production}
-	deliverer := webhook.NewDeliverer(st, policy, cfg.WebhookSchedule, store.Now, log)
+// openJobs builds the webhook deliverer, the job runner (expiry sweep, deliveries,
+// settlement steps) and the webhook event log.
+func (a *App) openJobs(policy safeurl.Policy) error {
+	cfg, st := a.cfg, a.store
+	deliverer := webhook.NewDeliverer(st, policy, cfg.WebhookSchedule, store.Now, a.log)
+	deliverer.Observe(observer{m: a.metrics, log: a.log})
+	var err error
 	a.jobs, err = jobs.NewRunner(st.JobDriver(), expirer{a.lifecycle}, jobs.Options{
-		Logger: log, SweepInterval: cfg.ExpirySweep, FetchPollInterval: cfg.JobPollInterval, Deliverer: deliverer, Requeues: st,
+		Logger: a.log, SweepInterval: cfg.ExpirySweep, FetchPollInterval: cfg.JobPollInterval, Deliverer: deliverer, Requeues: st,
 		Stepper: a.lifecycle,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("job runner: %w", err)
+		return fmt.Errorf("job runner: %w", err)
 	}
-	// One cursor codec signs every page cursor of both APIs.
-	a.codec = cursor.NewCodec(cfg.CursorSecret)
 	a.events = webhook.NewLog(st, a.jobs, a.codec, store.Now)
-
-	a.metrics = metrics.New()
-	obs := observer{m: a.metrics, log: log}
-	a.transactions.Observe(obs)
-	a.lifecycle.Observe(obs)
-	deliverer.Observe(obs)
 	a.metrics.QueueDepth(func() (float64, error) { return st.QueueDepth(context.Background()) })
+	return nil
+}
 
-	limiter, err := newLimiter(cfg, log)
+// openPartnerAPI builds the HTTP handler: the partner API, health, metrics and
+// the reference page.
+func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
+	cfg, st := a.cfg, a.store
+	limiter, err := newLimiter(cfg, a.log)
 	if err != nil {
 		return nil, err
 	}
 	a.idempotency = idempotency.NewService(store.For[idempotency.Tx](st), store.Now)
-
-	codec := a.codec
-	var handler *echo.Echo
-	handler, err = httpapi.New(httpapi.Deps{
+	handler, err := httpapi.New(httpapi.Deps{
 		Partners:     a.partners,
 		Quotes:       a.quotes,
 		Transactions: a.transactions,
-		Lister:       transactions.NewLister(txStore, codec),
+		Lister:       transactions.NewLister(store.For[transactions.Tx](st), a.codec),
 		Lifecycle:    a.lifecycle,
-		Ledger:       transactions.NewLedger(st, codec, store.Now),
+		Ledger:       transactions.NewLedger(st, a.codec, store.Now),
 		History:      st,
 		Endpoints:    webhook.NewEndpoints(st, policy, a.jobs, store.Now),
 		Events:       a.events,
-		Production:   production,
+		Production:   cfg.Env == config.Production,
 		Metrics:      a.metrics,
 		Limiter:      limiter,
 		Limits:       map[ratelimit.Class]ratelimit.Limit{ratelimit.Reads: cfg.RateLimitReads, ratelimit.Writes: cfg.RateLimitWrites},
 		Idempotency:  a.idempotency,
-		Logger:       log,
+		Logger:       a.log,
 		Ready: func(r *http.Request) error {
 			if err := st.Ping(r.Context()); err != nil {
 				return err
@@ -188,12 +223,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *App, er
 		return nil, err
 	}
 	docs.New(openapi.PartnerYAML).Register(handler)
-	if err := a.openOperatorAPI(handler); err != nil {
-		_ = st.Close()
-		return nil, err
-	}
-	a.handler = handler
-	return a, nil
+	return handler, nil
 }
 
 // newLimiter returns the rate limiter: shared through Redis when REDIS_URL is set
