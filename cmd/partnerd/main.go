@@ -132,15 +132,38 @@ func migrate(stdout io.Writer) error {
 }
 
 func createPartner(args []string, log *slog.Logger, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("partners create", flag.ContinueOnError)
+	return withNamedApp("partners create", "partner", args, log, stderr, func(ctx context.Context, a *app.App, name string, asJSON bool) error {
+		p, key, err := a.Partners().Create(ctx, name)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return json.NewEncoder(stdout).Encode(struct {
+				PartnerID   string `json:"partner_id"`
+				Name        string `json:"name"`
+				Environment string `json:"environment"`
+				APIKey      string `json:"api_key"`
+			}{p.ID.String(), p.Name, string(p.Environment), key})
+		}
+		fmt.Fprintf(stdout, "partner_id:  %s\nname:        %s\nenvironment: %s\napi_key:     %s\n\nThe API key is shown only now; store it safely.\n",
+			p.ID, p.Name, p.Environment, key)
+		return nil
+	})
+}
+
+// withNamedApp parses the --name and --json flags of command (which creates a
+// what), opens the service and runs fn with them.
+func withNamedApp(command, what string, args []string, log *slog.Logger, stderr io.Writer,
+	fn func(ctx context.Context, a *app.App, name string, asJSON bool) error) error {
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	name := fs.String("name", "", "the partner's name (required)")
+	name := fs.String("name", "", "the "+what+"'s name (required)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *name == "" {
-		return errors.New("partners create: --name is required")
+		return errors.New(command + ": --name is required")
 	}
 	cfg, err := config.FromEnv()
 	if err != nil {
@@ -152,21 +175,7 @@ func createPartner(args []string, log *slog.Logger, stdout, stderr io.Writer) er
 		return err
 	}
 	defer a.Close()
-	p, key, err := a.Partners().Create(ctx, *name)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return json.NewEncoder(stdout).Encode(struct {
-			PartnerID   string `json:"partner_id"`
-			Name        string `json:"name"`
-			Environment string `json:"environment"`
-			APIKey      string `json:"api_key"`
-		}{p.ID.String(), p.Name, string(p.Environment), key})
-	}
-	fmt.Fprintf(stdout, "partner_id:  %s\nname:        %s\nenvironment: %s\napi_key:     %s\n\nThe API key is shown only now; store it safely.\n",
-		p.ID, p.Name, p.Environment, key)
-	return nil
+	return fn(ctx, a, *name, *asJSON)
 }
 
 // listen runs a local webhook receiver that verifies signatures and timestamps,

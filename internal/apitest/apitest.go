@@ -142,14 +142,16 @@ func (e *Env) Client(t *testing.T, key string) *client.ClientWithResponses {
 // contract, for requests the typed client cannot make (a malformed body, a wrong
 // content type, an unknown route).
 func (e *Env) HTTPClient(t *testing.T) *http.Client {
-	return &http.Client{Timeout: 30 * time.Second, Transport: &validating{t: t, env: e, next: http.DefaultTransport}}
+	return &http.Client{Timeout: 30 * time.Second, Transport: &validating{t: t, contract: "the contract", check: e.validate, next: http.DefaultTransport}}
 }
 
-// validating is a RoundTripper that validates each response against the spec.
+// validating is a RoundTripper that validates each response against a contract
+// with check.
 type validating struct {
-	t    *testing.T
-	env  *Env
-	next http.RoundTripper
+	t        *testing.T
+	contract string
+	check    func(req *http.Request, reqBody []byte, resp *http.Response, body []byte) error
+	next     http.RoundTripper
 }
 
 func (v *validating) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -175,8 +177,8 @@ func (v *validating) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
-	if verr := v.env.validate(req, reqBody, resp, body); verr != nil {
-		v.t.Errorf("response to %s %s breaks the contract: %v\nstatus %d body: %s", req.Method, req.URL.Path, verr, resp.StatusCode, body)
+	if verr := v.check(req, reqBody, resp, body); verr != nil {
+		v.t.Errorf("response to %s %s breaks %s: %v\nstatus %d body: %s", req.Method, req.URL.Path, v.contract, verr, resp.StatusCode, body)
 	}
 	return resp, nil
 }
