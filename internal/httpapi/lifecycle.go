@@ -7,8 +7,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"partnerd/gen/api"
-	"partnerd/internal/apperr"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
+	"partnerd/internal/sandbox"
 	"partnerd/internal/transactions"
 )
 
@@ -67,37 +68,9 @@ func (s *Server) SimulateSandboxEvent(ctx context.Context, req api.SimulateSandb
 		return nil, err
 	}
 	b := req.Body
-	// The simulator acts only on the caller's own transactions.
-	if _, err := s.transactions.Get(ctx, p.ID, b.TransactionId); err != nil {
-		return nil, err
-	}
-	l, id := s.lifecycle, b.TransactionId
-	var t *transactions.Transaction
-	switch b.Event {
-	case api.SimulateRequestEventDepositDetected:
-		in := transactions.DepositInput{Confirmations: 1}
-		if b.DepositId != nil {
-			in.ID = *b.DepositId
-		}
-		if b.BlockchainHash != nil {
-			in.Hash = *b.BlockchainHash
-		}
-		t, err = l.DetectDeposit(ctx, id, in)
-	case api.SimulateRequestEventDepositConfirmed:
-		t, err = l.ConfirmFully(ctx, id)
-	case api.SimulateRequestEventTransactionCompleted:
-		t, err = l.Settle(ctx, id)
-	case api.SimulateRequestEventTransactionFailed:
-		t, err = l.Fail(ctx, id)
-	case api.SimulateRequestEventTransactionExpired:
-		t, err = l.Expire(ctx, id, true)
-	case api.SimulateRequestEventTransactionRefunded:
-		t, err = l.Refund(ctx, id)
-	case api.SimulateRequestEventPayoutSettled:
-		t, err = l.SettlePayout(ctx, id)
-	default:
-		return nil, apperr.Field(apperr.InvalidRequest, "Unknown event.", "/event", "not a simulated event")
-	}
+	t, err := s.simulator.Simulate(ctx, p.ID, sandbox.Event{
+		Type: lifecycle.EventType(b.Event), TransactionID: b.TransactionId, DepositID: b.DepositId, Hash: b.BlockchainHash,
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"partnerd/internal/partners"
 	"partnerd/internal/quotes"
 	"partnerd/internal/ratelimit"
+	"partnerd/internal/sandbox"
 	"partnerd/internal/transactions"
 	"partnerd/internal/webhook"
 )
@@ -99,7 +100,8 @@ func New(d Deps) (*echo.Echo, error) {
 	})
 
 	srv := &Server{partners: d.Partners, quotes: d.Quotes, transactions: d.Transactions, lister: d.Lister,
-		lifecycle: d.Lifecycle, ledger: d.Ledger, history: d.History, endpoints: d.Endpoints, events: d.Events, log: log}
+		lifecycle: d.Lifecycle, ledger: d.Ledger, history: d.History, endpoints: d.Endpoints, events: d.Events, log: log,
+		simulator: sandbox.New(d.Lifecycle, d.Transactions)}
 	// Partner checks run as global middleware with a skipper rather than as group
 	// middleware: a group with middleware catches every unknown path under it, which
 	// would turn a wrong method (405) into a 404.

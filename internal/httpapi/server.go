@@ -15,6 +15,7 @@ import (
 	"partnerd/internal/money"
 	"partnerd/internal/partners"
 	"partnerd/internal/quotes"
+	"partnerd/internal/sandbox"
 	"partnerd/internal/transactions"
 	"partnerd/internal/webhook"
 )
@@ -30,6 +31,7 @@ type Server struct {
 	history      HistoryReader
 	endpoints    *webhook.Endpoints
 	events       *webhook.Log
+	simulator    *sandbox.Simulator
 	log          *slog.Logger
 }
 

@@ -84,7 +84,7 @@ func create(t *testing.T, c *client.ClientWithResponses, ref, fiat string) clien
 func confirmDeposit(t *testing.T, env *apitest.Env, id uuid.UUID) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := env.App.Lifecycle().DetectDeposit(ctx, id, transactions.DepositInput{Confirmations: 1})
+	_, err := env.App.Lifecycle().DetectDeposit(ctx, id, depositOf(1))
 	require.NoError(t, err)
 	_, err = env.App.Lifecycle().Confirm(ctx, id, 15)
 	require.NoError(t, err)
@@ -128,7 +128,7 @@ func stage(t *testing.T, oc *operatorclient.ClientWithResponses, s operatorclien
 func key() string { return uuid.NewString() }
 
 func depositOf(confirmations int) transactions.DepositInput {
-	return transactions.DepositInput{Confirmations: confirmations}
+	return transactions.DepositInput{ID: "dep_" + uuid.NewString(), Hash: "0x" + strings.Repeat("ab", 32), Confirmations: confirmations}
 }
 
 // opKeyOf creates an operator and returns its key.

@@ -2,8 +2,6 @@ package transactions
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -32,7 +30,8 @@ type RevenueRow struct {
 	TS                time.Time
 }
 
-// DepositInput describes a detected deposit. Zero fields get generated values.
+// DepositInput describes a detected deposit: its id (required), chain hash, the
+// amount received (the expected amount when zero) and its confirmations so far.
 type DepositInput struct {
 	ID            string
 	Hash          string
@@ -219,10 +218,7 @@ func (l *Lifecycle) DetectDeposit(ctx context.Context, id uuid.UUID, in DepositI
 			Confirmations: in.Confirmations, RequiredConfirmations: l.requiredFor(t.Network), ReceivedAt: now,
 		}
 		if d.ID == "" {
-			d.ID = "dep_" + randomHex(12)
-		}
-		if d.Hash == "" {
-			d.Hash = SimulatedHash(t.Network)
+			return nil, apperr.Field(apperr.InvalidRequest, "A deposit needs its id.", "/deposit_id", "required")
 		}
 		if !d.Amount.IsPositive() {
 			d.Amount = t.CryptoAmount
@@ -257,6 +253,9 @@ func (l *Lifecycle) Confirm(ctx context.Context, id uuid.UUID, confirmations int
 		if t.Deposit == nil || t.Status != lifecycle.DepositConfirming {
 			return nil, errTransition(t, "confirmed")
 		}
+		if t.Deposit.Status == DepositConfirmed { // waiting for its fill: confirmed once
+			return nil, apperr.New(apperr.InvalidStateTransition, "The deposit is already confirmed.")
+		}
 		if confirmations > t.Deposit.Confirmations {
 			t.Deposit.Confirmations = confirmations
 		}
@@ -264,18 +263,6 @@ func (l *Lifecycle) Confirm(ctx context.Context, id uuid.UUID, confirmations int
 			// Progress only: saved without a status change.
 			return nil, tx.SaveDeposit(ctx, t.ID, t.Deposit)
 		}
-		return confirm(t, now, l.fillsOnConfirm())
-	})
-}
-
-// ConfirmFully confirms the deposit with exactly the required confirmations (the
-// simulator's deposit.confirmed).
-func (l *Lifecycle) ConfirmFully(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
-		if t.Deposit == nil || t.Status != lifecycle.DepositConfirming {
-			return nil, errTransition(t, "confirmed")
-		}
-		t.Deposit.Confirmations = max(t.Deposit.Confirmations, t.Deposit.RequiredConfirmations)
 		return confirm(t, now, l.fillsOnConfirm())
 	})
 }
@@ -380,20 +367,4 @@ func (l *Lifecycle) requiredFor(network string) int {
 		return n
 	}
 	return 1
-}
-
-// SimulatedHash returns a random chain transaction hash of network's shape: 0x and
-// 64 hex digits on EVM chains (bep20), 64 hex digits on Tron.
-func SimulatedHash(network string) string {
-	h := randomHex(32)
-	if network == "trc20" {
-		return h
-	}
-	return "0x" + h
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -1,0 +1,104 @@
+// Package sandbox is the staging simulator (POST /sandbox/simulate): it drives a
+// partner's transaction through the very Lifecycle methods real processing uses,
+// supplying what a real chain or back office would (a deposit id, a chain hash,
+// the required confirmations). Nothing here is reachable in production, which
+// does not mount the route.
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+
+	"github.com/google/uuid"
+
+	"partnerd/internal/apperr"
+	"partnerd/internal/lifecycle"
+	"partnerd/internal/transactions"
+)
+
+// Reader finds the caller's own transaction (transactions.Service).
+type Reader interface {
+	Get(ctx context.Context, partnerID, id uuid.UUID) (*transactions.Transaction, error)
+}
+
+// Simulator runs simulated events.
+type Simulator struct {
+	lifecycle *transactions.Lifecycle
+	reader    Reader
+}
+
+// New returns a Simulator over l, finding transactions with r.
+func New(l *transactions.Lifecycle, r Reader) *Simulator { return &Simulator{lifecycle: l, reader: r} }
+
+// Event is a simulation request: the event, the partner's transaction, and the
+// optional deposit id and chain hash of a simulated deposit.
+type Event struct {
+	Type          lifecycle.EventType
+	TransactionID uuid.UUID
+	DepositID     *string
+	Hash          *string
+}
+
+// Simulate applies e to partnerID's transaction and returns it as it is now.
+// Errors: NotFound (not the partner's), InvalidStateTransition, InvalidRequest
+// (an event the simulator does not know).
+func (s *Simulator) Simulate(ctx context.Context, partnerID uuid.UUID, e Event) (*transactions.Transaction, error) {
+	t, err := s.reader.Get(ctx, partnerID, e.TransactionID)
+	if err != nil {
+		return nil, err
+	}
+	l, id := s.lifecycle, e.TransactionID
+	switch e.Type {
+	case lifecycle.EventDepositDetected:
+		in := transactions.DepositInput{Confirmations: 1, ID: deref(e.DepositID), Hash: deref(e.Hash)}
+		if t.Deposit == nil { // a new deposit: made up as a chain would report it
+			if in.ID == "" {
+				in.ID = "dep_" + randomHex(12)
+			}
+			if in.Hash == "" {
+				in.Hash = SimulatedHash(t.Network)
+			}
+		}
+		return l.DetectDeposit(ctx, id, in)
+	case lifecycle.EventDepositConfirmed:
+		if t.Deposit == nil {
+			return nil, apperr.New(apperr.InvalidStateTransition, "The transaction has no deposit to confirm.")
+		}
+		return l.Confirm(ctx, id, t.Deposit.RequiredConfirmations)
+	case lifecycle.EventCompleted:
+		return l.Settle(ctx, id)
+	case lifecycle.EventFailed:
+		return l.Fail(ctx, id)
+	case lifecycle.EventExpired:
+		return l.Expire(ctx, id, true)
+	case lifecycle.EventRefunded:
+		return l.Refund(ctx, id)
+	case lifecycle.EventPayoutSettled:
+		return l.SettlePayout(ctx, id)
+	}
+	return nil, apperr.Field(apperr.InvalidRequest, "Unknown event.", "/event", "not a simulated event")
+}
+
+// SimulatedHash returns a random chain transaction hash of network's shape: 0x and
+// 64 hex digits on EVM chains (bep20), 64 hex digits on Tron.
+func SimulatedHash(network string) string {
+	h := randomHex(32)
+	if network == "trc20" {
+		return h
+	}
+	return "0x" + h
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
