@@ -205,11 +205,13 @@ bench_poll() {
 	done
 	awk -v b0="${m0[0]}" -v t0="${m0[1]}" -v b1="${m1[0]}" -v t1="${m1[1]}" -v n="$cpus" \
 		'BEGIN { printf "(machine %.0f%% busy over %d CPUs during the run)\n", 100 * (b1 - b0) / (t1 - t0), n }'
-	local pgticks=0 delivered
-	i=0
-	for pid in "${pgpids[@]}"; do
-		pgticks=$((pgticks + $(cpu_ticks "$pid") - pg0[i]))
-		i=$((i + 1))
+	# Backends connected since the start count whole (pools grow under load).
+	local pgticks=0 delivered j now_pids
+	mapfile -t now_pids < <(admin_sql "SELECT pid FROM pg_stat_activity WHERE datname = '$DB'")
+	for pid in "${now_pids[@]}"; do
+		local base=0
+		for j in "${!pgpids[@]}"; do [ "${pgpids[$j]}" = "$pid" ] && base=${pg0[$j]}; done
+		pgticks=$((pgticks + $(cpu_ticks "$pid") - base))
 	done
 	delivered=$(sed -n 's/^RESULT .*delivered=\([0-9]*\).*/\1/p' "$out")
 	i=0
@@ -218,11 +220,12 @@ bench_poll() {
 		srvticks=$((srvticks + $(cpu_ticks "$pid") - cpu0[i]))
 		i=$((i + 1))
 	done
-	awk -v s="$srvticks" -v p="$pgticks" -v hz="$hz" -v d="${delivered:-0}" -v np="${#pgpids[@]}" \
+	awk -v s="$srvticks" -v p="$pgticks" -v hz="$hz" -v d="${delivered:-0}" -v np="${#now_pids[@]}" \
 		-v x="$((db1[0] - db0[0]))" -v t="$((db1[1] - db0[1]))" 'BEGIN {
 		if (d == 0) d = 1
 		printf "per delivery              servers %.2f ms CPU, PostgreSQL %.2f ms CPU (%d backends), %.1f transactions, %.1f rows written\n",
 			1000 * s / hz / d, 1000 * p / hz / d, np, x / d, t / d }'
+	[ "$DRAIN" -gt 0 ] || echo "(per delivery here includes each event's create: the servers also served the creates)"
 	stop_servers
 
 	echo "-- database --"
@@ -230,7 +233,9 @@ bench_poll() {
 SELECT type, publish_status, count(*) AS events, sum(attempts) AS attempts
   FROM events GROUP BY 1, 2 ORDER BY 1, 2;
 SELECT state, count(*) AS delivery_jobs, sum(attempt) AS job_attempts,
-       round(avg(extract(epoch FROM attempted_at - created_at)) * 1000) AS avg_ms_insert_to_start
+       round(avg(extract(epoch FROM attempted_at - created_at)) * 1000) AS avg_ms_insert_to_start,
+       round((percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM attempted_at - created_at)) * 1000)::numeric) AS p50_ms,
+       round((percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM attempted_at - created_at)) * 1000)::numeric) AS p99_ms
   FROM river_job WHERE kind = 'deliver_webhook_event' GROUP BY 1 ORDER BY 1;
 SELECT 'instance ' || dense_rank() OVER (ORDER BY attempted_by[1]) AS ran_by, count(*) AS delivery_jobs
   FROM river_job WHERE kind = 'deliver_webhook_event' GROUP BY attempted_by[1] ORDER BY 1;
@@ -264,8 +269,13 @@ go build -o bin/benchwebhooks ./scripts/benchwebhooks
 begin=$SECONDS
 for poll in "${POLLS[@]}"; do bench_poll "$poll"; done
 
-echo "Summary: target $RATE events/s for $DURATION, two instances, one PostgreSQL database."
-echo "sent/s = creates (events) per second the API sustained; deliv/s = delivered ÷ (first create to last arrival);"
+if [ "$DRAIN" -gt 0 ]; then
+	echo "Summary: $DRAIN pending events released at once, two instances, one PostgreSQL database."
+	echo "sent/s = deliveries per second between the 10th and 90th percentile arrival; deliv/s = delivered ÷ (enable to last arrival)."
+else
+	echo "Summary: target $RATE events/s for $DURATION, two instances, one PostgreSQL database."
+	echo "sent/s = creates (events) per second the API sustained; deliv/s = delivered ÷ (first create to last arrival);"
+fi
 echo "delay = arrival at the receiver − the event's created_at (taken when the create's DB transaction begins, so an upper bound"
 echo "of commit-to-delivery; the per-run '201→receiver' line is the lower bound)."
 echo "machine $BUSY_BEFORE% busy over $(nproc) CPUs before the benchmark."
