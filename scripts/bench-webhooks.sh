@@ -8,17 +8,22 @@
 #   3. starts two `partnerd serve` on free 127.0.0.1 ports (APP_ENV=staging, the same
 #      DATABASE_URL and JOB_POLL_INTERVAL) and waits for /readyz,
 #   4. runs scripts/benchwebhooks: a local receiver registered with
-#      PUT /webhooks/endpoint, and a rate-limited load driver creating transactions
-#      (one transaction.created event each) round-robin over both instances; it
-#      waits for every event to arrive (bounded) and prints events sent, delivered,
-#      duplicates, concurrent duplicates, throughput and p50/p90/p99/max delay,
-#   5. prints what the database recorded (events by publish status, attempts, River
-#      delivery jobs by state and by the instance that ran them), the CPU time of
-#      each server and how busy the machine was during the run.
+#      PUT /webhooks/endpoint, and either a rate-limited load driver creating
+#      transactions (one transaction.created event each) round-robin over both
+#      instances, or (BENCH_DRAIN) a backlog of pending events released at once by
+#      enabling the endpoint; it waits for every event to arrive (bounded) and
+#      prints events sent, delivered, duplicates, concurrent duplicates, throughput
+#      and (rate mode) p50/p90/p99/max delay,
+#   5. prints the CPU time of each server, of the database's backends and the
+#      database transactions and rows written per delivery, how busy the machine was
+#      during the run, and what the database recorded (events by publish status,
+#      attempts, River delivery jobs by state, insert-to-start time and the
+#      instance that ran them).
 # It ends with a table, one row per poll interval.
 #
-# River runs on database/sql here, which has no LISTEN/NOTIFY: workers find new
-# jobs by polling, so the delay is about the poll interval plus the work.
+# On PostgreSQL a committed delivery job wakes the workers by LISTEN/NOTIFY, so the
+# poll interval only bounds retries; the delay is the notification and fetch
+# cooldowns (20 ms each) plus the work.
 #
 # Usage:
 #   scripts/bench-webhooks.sh
@@ -26,7 +31,7 @@
 # Environment:
 #   BENCH_DATABASE_URL     admin connection (default postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable);
 #                          its role must be allowed to CREATE DATABASE.
-#   BENCH_POLL_INTERVALS   JOB_POLL_INTERVAL values, one run each (default "default 50ms";
+#   BENCH_POLL_INTERVALS   JOB_POLL_INTERVAL values, one run each (default "default";
 #                          "default" leaves it unset, i.e. the configured default of 200ms)
 #   BENCH_RATE             target events (creates) per second (default 200)
 #   BENCH_DURATION         load duration per run (default 25s)
@@ -48,7 +53,7 @@ shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 
 ADMIN_URL=${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
-read -r -a POLLS <<<"${BENCH_POLL_INTERVALS:-default 50ms}"
+read -r -a POLLS <<<"${BENCH_POLL_INTERVALS:-default}"
 RATE=${BENCH_RATE:-200}
 DURATION=${BENCH_DURATION:-25s}
 CONCURRENCY=${BENCH_CONCURRENCY:-64}
