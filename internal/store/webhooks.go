@@ -239,14 +239,6 @@ func (s *Store) takeDeliverySteps(ctx context.Context, id uuid.UUID) (*webhook.E
 	return ev, ep, requeued, nil
 }
 
-// PendingEvents returns the partner's pending event ids, oldest first.
-func (s *Store) PendingEvents(ctx context.Context, partnerID uuid.UUID) ([]uuid.UUID, error) {
-	var ids []uuid.UUID
-	err := s.read(ctx).Model(&webhookEventRow{}).Where("partner_id = ? AND publish_status = ?", partnerID, webhook.Pending).
-		Order("created_at, id").Pluck("id", &ids).Error
-	return ids, err
-}
-
 // RequeuePending marks every pending event of the partner requeued, due at, in
 // one statement, and returns their ids (oldest first).
 func (s *Store) RequeuePending(ctx context.Context, partnerID uuid.UUID, at time.Time) ([]uuid.UUID, error) {

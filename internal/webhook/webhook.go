@@ -101,8 +101,6 @@ type Store interface {
 	Requeue(ctx context.Context, partnerID *uuid.UUID, id uuid.UUID, at time.Time) (*Event, error)
 	// TakeRequeue clears the event's requeued mark and reports whether it was set.
 	TakeRequeue(ctx context.Context, id uuid.UUID) (bool, error)
-	// PendingEvents returns the ids of the partner's pending events, oldest first.
-	PendingEvents(ctx context.Context, partnerID uuid.UUID) ([]uuid.UUID, error)
 	// ListEvents returns a page of the partner's events.
 	ListEvents(ctx context.Context, partnerID uuid.UUID, q ListQuery) ([]*Event, error)
 	// AttemptsOf returns an event's attempts, oldest first.
