@@ -8,17 +8,22 @@
 #   3. starts two `partnerd serve` on free 127.0.0.1 ports (APP_ENV=staging, the same
 #      DATABASE_URL and JOB_POLL_INTERVAL) and waits for /readyz,
 #   4. runs scripts/benchwebhooks: a local receiver registered with
-#      PUT /webhooks/endpoint, and a rate-limited load driver creating transactions
-#      (one transaction.created event each) round-robin over both instances; it
-#      waits for every event to arrive (bounded) and prints events sent, delivered,
-#      duplicates, concurrent duplicates, throughput and p50/p90/p99/max delay,
-#   5. prints what the database recorded (events by publish status, attempts, River
-#      delivery jobs by state and by the instance that ran them), the CPU time of
-#      each server and how busy the machine was during the run.
+#      PUT /webhooks/endpoint, and either a rate-limited load driver creating
+#      transactions (one transaction.created event each) round-robin over both
+#      instances, or (BENCH_DRAIN) a backlog of pending events released at once by
+#      enabling the endpoint; it waits for every event to arrive (bounded) and
+#      prints events sent, delivered, duplicates, concurrent duplicates, throughput
+#      and (rate mode) p50/p90/p99/max delay,
+#   5. prints the CPU time of each server, of the database's backends and the
+#      database transactions and rows written per delivery, how busy the machine was
+#      during the run, and what the database recorded (events by publish status,
+#      attempts, River delivery jobs by state, insert-to-start time and the
+#      instance that ran them).
 # It ends with a table, one row per poll interval.
 #
-# River runs on database/sql here, which has no LISTEN/NOTIFY: workers find new
-# jobs by polling, so the delay is about the poll interval plus the work.
+# On PostgreSQL a committed delivery job wakes the workers by LISTEN/NOTIFY, so the
+# poll interval only bounds retries; the delay is the notification and fetch
+# cooldowns (20 ms each) plus the work.
 #
 # Usage:
 #   scripts/bench-webhooks.sh
@@ -26,13 +31,20 @@
 # Environment:
 #   BENCH_DATABASE_URL     admin connection (default postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable);
 #                          its role must be allowed to CREATE DATABASE.
-#   BENCH_POLL_INTERVALS   JOB_POLL_INTERVAL values, one run each (default "default 50ms";
+#   BENCH_POLL_INTERVALS   JOB_POLL_INTERVAL values, one run each (default "default";
 #                          "default" leaves it unset, i.e. the configured default of 200ms)
 #   BENCH_RATE             target events (creates) per second (default 200)
 #   BENCH_DURATION         load duration per run (default 25s)
 #   BENCH_CONCURRENCY      creates in flight at most (default 64)
 #   BENCH_WAIT             how long to wait for the last deliveries (default 60s)
 #   BENCH_HOLD             how long the receiver holds each delivery before its 200 (default 0s)
+#   BENCH_DRAIN            throughput mode: instead of the rate-limited creates, insert this many pending
+#                          events with the endpoint disabled, enable it, and measure how fast both
+#                          instances deliver them (deliveries/s sustained); BENCH_RATE/DURATION unused
+#   BENCH_PPROF            a directory: serve net/http/pprof on each instance (PPROF_ADDR) and save a CPU
+#                          profile of instance 1 taken over the first BENCH_PPROF_SECONDS (default 10) of the run
+#   BENCH_PARTNERD         a partnerd binary to benchmark instead of building bin/partnerd (to compare builds)
+#   BENCH_LOGS             a directory to copy the servers' logs into at the end (default: none)
 #
 # Needs: go, psql, curl, jq.
 set -euo pipefail
@@ -41,12 +53,15 @@ shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 
 ADMIN_URL=${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
-read -r -a POLLS <<<"${BENCH_POLL_INTERVALS:-default 50ms}"
+read -r -a POLLS <<<"${BENCH_POLL_INTERVALS:-default}"
 RATE=${BENCH_RATE:-200}
 DURATION=${BENCH_DURATION:-25s}
 CONCURRENCY=${BENCH_CONCURRENCY:-64}
 WAIT=${BENCH_WAIT:-60s}
 HOLD=${BENCH_HOLD:-0s}
+DRAIN=${BENCH_DRAIN:-0}
+PPROF_DIR=${BENCH_PPROF:-}
+PPROF_SECONDS=${BENCH_PPROF_SECONDS:-10}
 
 for tool in go psql curl jq; do
 	command -v "$tool" >/dev/null || { echo "bench-webhooks: $tool is required" >&2; exit 1; }
@@ -78,6 +93,7 @@ drop_db() {
 
 cleanup() {
 	stop_servers
+	if [ -n "${BENCH_LOGS:-}" ]; then mkdir -p "$BENCH_LOGS" && cp "$WORK"/serve-*.log "$BENCH_LOGS"/ 2>/dev/null || true; fi
 	drop_db
 	rm -rf "$WORK"
 }
@@ -121,42 +137,64 @@ bench_poll() {
 	log "$label: database $DB"
 	admin_sql "CREATE DATABASE $DB"
 
-	DATABASE_URL=$url bin/partnerd migrate >/dev/null
-	json=$(APP_ENV=staging DATABASE_URL=$url bin/partnerd partners create --name Bench --json 2>"$WORK/create.log")
+	DATABASE_URL=$url "$PARTNERD" migrate >/dev/null
+	json=$(APP_ENV=staging DATABASE_URL=$url "$PARTNERD" partners create --name Bench --json 2>"$WORK/create.log")
 	key=$(jq -r .api_key <<<"$json")
 
 	port1=$(free_port)
 	port2=$(free_port "$port1")
 	local -a env=(APP_ENV=staging DATABASE_URL="$url")
 	[ "$poll" = default ] || env+=(JOB_POLL_INTERVAL="$poll")
+	local -a pprof=()
 	for port in "$port1" "$port2"; do
-		env "${env[@]}" LISTEN_ADDR="127.0.0.1:$port" \
-			bin/partnerd serve >"$WORK/serve-$port.out" 2>"$WORK/serve-$port.log" &
+		pprof=()
+		[ -z "$PPROF_DIR" ] || pprof=(PPROF_ADDR="127.0.0.1:$((port + 1))")
+		env "${env[@]}" "${pprof[@]}" LISTEN_ADDR="127.0.0.1:$port" \
+			"$PARTNERD" serve >"$WORK/serve-$port.out" 2>"$WORK/serve-$port.log" &
 		SERVER_PIDS+=($!)
 	done
 	for port in "$port1" "$port2"; do
 		for _ in $(seq 1 100); do
 			curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
 			for pid in "${SERVER_PIDS[@]}"; do
-				kill -0 "$pid" 2>/dev/null || { tail -20 "$WORK"/serve-*.log >&2; return 1; }
+				kill -0 "$pid" 2>/dev/null || { tail -n 20 "$WORK"/serve-*.log >&2; return 1; }
 			done
 			sleep 0.1
 		done
-		curl -sf "http://127.0.0.1:$port/readyz" >/dev/null || { tail -20 "$WORK/serve-$port.log" >&2; return 1; }
+		curl -sf "http://127.0.0.1:$port/readyz" >/dev/null || { tail -n 20 "$WORK/serve-$port.log" >&2; return 1; }
 	done
 
-	local -a cpu0=() m0 m1
+	local -a cpu0=() m0 m1 pgpids=() pg0=() db0 db1
 	for pid in "${SERVER_PIDS[@]}"; do cpu0+=("$(cpu_ticks "$pid")"); done
 	read -r -a m0 < <(machine_ticks)
-	log "$label: $RATE events/s for $DURATION over 127.0.0.1:$port1 and 127.0.0.1:$port2"
+	local -a mode=(-rate "$RATE" -duration "$DURATION")
+	if [ "$DRAIN" -gt 0 ]; then
+		mode=(-drain "$DRAIN" -db "$url")
+		log "$label: draining $DRAIN pending events through 127.0.0.1:$port1 and 127.0.0.1:$port2"
+	else
+		log "$label: $RATE events/s for $DURATION over 127.0.0.1:$port1 and 127.0.0.1:$port2"
+	fi
+	# The database's side: its backends' CPU (those connected now; the pools are
+	# warm) and its transaction count.
+	mapfile -t pgpids < <(admin_sql "SELECT pid FROM pg_stat_activity WHERE datname = '$DB'")
+	for pid in "${pgpids[@]}"; do pg0+=("$(cpu_ticks "$pid")"); done
+	read -r -a db0 < <(admin_sql "SELECT xact_commit, tup_inserted + tup_updated + tup_deleted FROM pg_stat_database WHERE datname = '$DB'" | tr '|' ' ')
 	out="$WORK/result.txt"
+	local prof_pid=""
+	if [ -n "$PPROF_DIR" ]; then
+		mkdir -p "$PPROF_DIR"
+		curl -s -o "$PPROF_DIR/cpu-$poll-$DRAIN.pprof" "http://127.0.0.1:$((port1 + 1))/debug/pprof/profile?seconds=$PPROF_SECONDS" &
+		prof_pid=$!
+	fi
 	if ! bin/benchwebhooks -api "http://127.0.0.1:$port1,http://127.0.0.1:$port2" -key "$key" \
-		-rate "$RATE" -duration "$DURATION" -concurrency "$CONCURRENCY" -wait "$WAIT" -hold "$HOLD" \
+		"${mode[@]}" -concurrency "$CONCURRENCY" -wait "$WAIT" -hold "$HOLD" \
 		-label "$label" >"$out"; then
-		tail -20 "$WORK"/serve-*.log >&2
+		tail -n 20 "$WORK"/serve-*.log >&2
 		return 1
 	fi
 	read -r -a m1 < <(machine_ticks)
+	[ -z "$prof_pid" ] || wait "$prof_pid" || true
+	read -r -a db1 < <(admin_sql "SELECT xact_commit, tup_inserted + tup_updated + tup_deleted FROM pg_stat_database WHERE datname = '$DB'" | tr '|' ' ')
 	echo
 	grep -v '^RESULT ' "$out"
 
@@ -172,6 +210,27 @@ bench_poll() {
 	done
 	awk -v b0="${m0[0]}" -v t0="${m0[1]}" -v b1="${m1[0]}" -v t1="${m1[1]}" -v n="$cpus" \
 		'BEGIN { printf "(machine %.0f%% busy over %d CPUs during the run)\n", 100 * (b1 - b0) / (t1 - t0), n }'
+	# Backends connected since the start count whole (pools grow under load).
+	local pgticks=0 delivered j now_pids
+	mapfile -t now_pids < <(admin_sql "SELECT pid FROM pg_stat_activity WHERE datname = '$DB'")
+	for pid in "${now_pids[@]}"; do
+		local base=0
+		for j in "${!pgpids[@]}"; do [ "${pgpids[$j]}" = "$pid" ] && base=${pg0[$j]}; done
+		pgticks=$((pgticks + $(cpu_ticks "$pid") - base))
+	done
+	delivered=$(sed -n 's/^RESULT .*delivered=\([0-9]*\).*/\1/p' "$out")
+	i=0
+	local srvticks=0
+	for pid in "${SERVER_PIDS[@]}"; do
+		srvticks=$((srvticks + $(cpu_ticks "$pid") - cpu0[i]))
+		i=$((i + 1))
+	done
+	awk -v s="$srvticks" -v p="$pgticks" -v hz="$hz" -v d="${delivered:-0}" -v np="${#now_pids[@]}" \
+		-v x="$((db1[0] - db0[0]))" -v t="$((db1[1] - db0[1]))" 'BEGIN {
+		if (d == 0) d = 1
+		printf "per delivery              servers %.2f ms CPU, PostgreSQL %.2f ms CPU (%d backends), %.1f transactions, %.1f rows written\n",
+			1000 * s / hz / d, 1000 * p / hz / d, np, x / d, t / d }'
+	[ "$DRAIN" -gt 0 ] || echo "(per delivery here includes each event's create: the servers also served the creates)"
 	stop_servers
 
 	echo "-- database --"
@@ -179,7 +238,9 @@ bench_poll() {
 SELECT type, publish_status, count(*) AS events, sum(attempts) AS attempts
   FROM events GROUP BY 1, 2 ORDER BY 1, 2;
 SELECT state, count(*) AS delivery_jobs, sum(attempt) AS job_attempts,
-       round(avg(extract(epoch FROM attempted_at - created_at)) * 1000) AS avg_ms_insert_to_start
+       round(avg(extract(epoch FROM attempted_at - created_at)) * 1000) AS avg_ms_insert_to_start,
+       round((percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM attempted_at - created_at)) * 1000)::numeric) AS p50_ms,
+       round((percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM attempted_at - created_at)) * 1000)::numeric) AS p99_ms
   FROM river_job WHERE kind = 'deliver_webhook_event' GROUP BY 1 ORDER BY 1;
 SELECT 'instance ' || dense_rank() OVER (ORDER BY attempted_by[1]) AS ran_by, count(*) AS delivery_jobs
   FROM river_job WHERE kind = 'deliver_webhook_event' GROUP BY attempted_by[1] ORDER BY 1;
@@ -205,15 +266,21 @@ BUSY_BEFORE=$(awk -v b0="${idle0[0]}" -v t0="${idle0[1]}" -v b1="${idle1[0]}" -v
 log "machine $BUSY_BEFORE% busy over $(nproc) CPUs before the benchmark"
 [ "$BUSY_BEFORE" -lt 20 ] || log "WARNING: the machine is already busy; results will be lower than on an idle machine"
 
-log "building bin/partnerd and bin/benchwebhooks"
-go build -o bin/partnerd ./cmd/partnerd
+PARTNERD=${BENCH_PARTNERD:-bin/partnerd}
+log "building $([ -n "${BENCH_PARTNERD:-}" ] || echo "bin/partnerd and ")bin/benchwebhooks"
+[ -n "${BENCH_PARTNERD:-}" ] || go build -o bin/partnerd ./cmd/partnerd
 go build -o bin/benchwebhooks ./scripts/benchwebhooks
 
 begin=$SECONDS
 for poll in "${POLLS[@]}"; do bench_poll "$poll"; done
 
-echo "Summary: target $RATE events/s for $DURATION, two instances, one PostgreSQL database."
-echo "sent/s = creates (events) per second the API sustained; deliv/s = delivered ÷ (first create to last arrival);"
+if [ "$DRAIN" -gt 0 ]; then
+	echo "Summary: $DRAIN pending events released at once, two instances, one PostgreSQL database."
+	echo "sent/s = deliveries per second between the 10th and 90th percentile arrival; deliv/s = delivered ÷ (enable to last arrival)."
+else
+	echo "Summary: target $RATE events/s for $DURATION, two instances, one PostgreSQL database."
+	echo "sent/s = creates (events) per second the API sustained; deliv/s = delivered ÷ (first create to last arrival);"
+fi
 echo "delay = arrival at the receiver − the event's created_at (taken when the create's DB transaction begins, so an upper bound"
 echo "of commit-to-delivery; the per-run '201→receiver' line is the lower bound)."
 echo "machine $BUSY_BEFORE% busy over $(nproc) CPUs before the benchmark."

@@ -17,6 +17,13 @@ const QueueWebhooks = "webhooks"
 // webhookWorkers is how many deliveries one Runner makes at once.
 const webhookWorkers = 50
 
+// WebhookFetchCooldown is the least time between two fetches of delivery jobs by
+// one Runner (River's default, 100 ms, is the whole latency budget of a delivery).
+// The store's inserting client notifies at most as often (store.Open), so a job
+// committed just after a notification waits at most about twice this before a
+// worker takes it.
+const WebhookFetchCooldown = 20 * time.Millisecond
+
 // Deliverer delivers webhook events; the webhook package implements it.
 type Deliverer interface {
 	// Deliver makes one attempt. With again set the job runs once more after wait
@@ -78,7 +85,39 @@ func (r *Runner) Redeliver(ctx context.Context, eventID uuid.UUID) error {
 	if err != nil {
 		return fmt.Errorf("jobs: queue delivery of event %s: %w", eventID, err)
 	}
-	if !res.UniqueSkippedAsDuplicate || res.Job == nil {
+	return r.existing(ctx, res, eventID)
+}
+
+// redeliverBatch is how many jobs RedeliverMany inserts per statement.
+const redeliverBatch = 1000
+
+// RedeliverMany is Redeliver for many events: jobs are inserted a batch at a time,
+// and an event whose job already exists is handled as Redeliver does.
+func (r *Runner) RedeliverMany(ctx context.Context, eventIDs []uuid.UUID) error {
+	for len(eventIDs) > 0 {
+		n := min(len(eventIDs), redeliverBatch)
+		params := make([]river.InsertManyParams, n)
+		for i, id := range eventIDs[:n] {
+			params[i] = river.InsertManyParams{Args: DeliverEventArgs{EventID: id}}
+		}
+		res, err := r.client.InsertMany(ctx, params)
+		if err != nil {
+			return fmt.Errorf("jobs: queue delivery of %d events: %w", n, err)
+		}
+		for i, res := range res {
+			if err := r.existing(ctx, res, eventIDs[i]); err != nil {
+				return err
+			}
+		}
+		eventIDs = eventIDs[n:]
+	}
+	return nil
+}
+
+// existing deals with an insert that found the event's job live already: a job
+// waiting for a later retry is moved to now; a running one is waited for.
+func (r *Runner) existing(ctx context.Context, res *rivertype.JobInsertResult, eventID uuid.UUID) error {
+	if res == nil || !res.UniqueSkippedAsDuplicate || res.Job == nil {
 		return nil
 	}
 	switch res.Job.State {

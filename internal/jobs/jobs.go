@@ -172,7 +172,7 @@ func NewRunner(driver riverdriver.Driver[*sql.Tx], exp Expirer, opts Options) (*
 		if err := river.AddWorkerSafely(workers, &deliverWorker{d: opts.Deliverer}); err != nil {
 			return nil, err
 		}
-		queues[QueueWebhooks] = river.QueueConfig{MaxWorkers: webhookWorkers}
+		queues[QueueWebhooks] = river.QueueConfig{MaxWorkers: webhookWorkers, FetchCooldown: min(poll, WebhookFetchCooldown)}
 	}
 	if opts.Requeues != nil {
 		if err := river.AddWorkerSafely(workers, &requeueSweepWorker{src: opts.Requeues, runner: r}); err != nil {

@@ -35,6 +35,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/jobs"
 )
 
 // Dialect names the database behind a Store.
@@ -187,7 +188,10 @@ func OpenWith(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	// An insert-only client (no queues, no workers): it writes jobs on a caller's
 	// transaction and, on PostgreSQL, the NOTIFY that wakes the workers at commit.
-	if s.jobs, err = river.NewClient(s.JobDriver(), &river.Config{Logger: quietLogger()}); err != nil {
+	// It notifies a queue at most once per FetchCooldown: jobs.WebhookFetchCooldown,
+	// so that a delivery committed just after a notification is not left for the
+	// next poll.
+	if s.jobs, err = river.NewClient(s.JobDriver(), &river.Config{Logger: quietLogger(), FetchCooldown: jobs.WebhookFetchCooldown}); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("job inserts: %w", err)
 	}

@@ -51,20 +51,32 @@ func NewDeliverer(store Store, policy safeurl.Policy, schedule []time.Duration, 
 	if len(schedule) == 0 {
 		schedule = DefaultSchedule
 	}
-	return &Deliverer{store: store, policy: policy, client: policy.Client(Timeout), schedule: schedule, now: now, log: log}
+	client := policy.Client(Timeout)
+	if t, ok := client.Transport.(*http.Transport); ok {
+		// Many workers post to one partner's receiver at once: keep their
+		// connections alive between deliveries (the default keeps two per host, so
+		// most deliveries dialled, and closed, a connection of their own).
+		t.MaxIdleConns = maxIdleConns
+		t.MaxIdleConnsPerHost = maxIdleConnsPerHost
+	}
+	return &Deliverer{store: store, policy: policy, client: client, schedule: schedule, now: now, log: log}
 }
+
+// The delivery client's pool of idle connections: per receiver host about the
+// number of workers of one instance, and in all a few such hosts.
+const (
+	maxIdleConnsPerHost = 64
+	maxIdleConns        = 256
+)
 
 // Deliver makes one delivery attempt of event id. It returns again with the wait
 // before the next attempt when the event must be tried again (a retry, or a requeue
 // that arrived during this attempt); otherwise the event is delivered, failed, or
 // waiting for an enabled endpoint. An error is a fault of ours (database), retried
-// by the job.
+// by the job. It costs two statements besides the POST: TakeDelivery before and
+// SaveEventState after.
 func (d *Deliverer) Deliver(ctx context.Context, id uuid.UUID) (bool, time.Duration, error) {
-	requeued, err := d.store.TakeRequeue(ctx, id)
-	if err != nil {
-		return false, 0, err
-	}
-	ev, err := d.store.EventByID(ctx, nil, id)
+	ev, ep, requeued, err := d.store.TakeDelivery(ctx, id)
 	if apperr.CodeOf(err) == apperr.NotFound {
 		return false, 0, nil // purged
 	}
@@ -78,37 +90,34 @@ func (d *Deliverer) Deliver(ctx context.Context, id uuid.UUID) (bool, time.Durat
 	if ev.PublishStatus != Pending {
 		return false, 0, nil
 	}
-	wait, retry, err := d.attempt(ctx, ev)
+	out, err := d.attempt(ctx, ev, ep)
 	if err != nil {
 		return false, 0, err
 	}
-	// Requeued while this attempt ran: go again now, in this same job.
-	if again, err := d.store.TakeRequeue(ctx, id); err != nil || again {
-		if again {
-			_ = d.markRequeued(ctx, id)
-		}
-		return again, 0, err
+	if out.requeued {
+		// Requeued while this attempt ran (the mark stays set): go again now, in
+		// this same job.
+		return true, 0, nil
 	}
-	return retry, wait, nil
+	return out.retry, out.wait, nil
 }
 
-// markRequeued sets the mark again so the next run sees it.
-func (d *Deliverer) markRequeued(ctx context.Context, id uuid.UUID) error {
-	_, err := d.store.Requeue(ctx, nil, id, d.now())
-	return err
+// outcome is what an attempt leaves to do: a retry after wait, or, when the
+// event was requeued meanwhile, another attempt at once.
+type outcome struct {
+	retry    bool
+	wait     time.Duration
+	requeued bool
 }
 
-// attempt sends ev once (or parks it when no endpoint is enabled) and records the
-// outcome; it returns the wait before a retry and whether one is due.
-func (d *Deliverer) attempt(ctx context.Context, ev *Event) (time.Duration, bool, error) {
-	ep, err := d.store.EndpointOf(ctx, ev.PartnerID)
-	if apperr.CodeOf(err) == apperr.NotFound || (err == nil && !ep.Enabled) {
+// attempt sends ev to ep once (or parks it when no endpoint is enabled) and
+// records the outcome.
+func (d *Deliverer) attempt(ctx context.Context, ev *Event, ep *Endpoint) (outcome, error) {
+	if ep == nil || !ep.Enabled {
 		// Waits as pending; enabling an endpoint queues it again.
 		ev.NextAttemptAt = nil
-		return 0, false, d.store.SaveEventState(ctx, ev, nil)
-	}
-	if err != nil {
-		return 0, false, err
+		again, err := d.store.SaveEventState(ctx, ev, nil, d.now())
+		return outcome{requeued: again}, err
 	}
 
 	start := d.now()
@@ -130,7 +139,7 @@ func (d *Deliverer) attempt(ctx context.Context, ev *Event) (time.Duration, bool
 		msg := "410 Gone: endpoint disabled"
 		a.Error = &msg
 		if err := d.store.DisableEndpoint(ctx, ep.PartnerID, d.now()); err != nil {
-			return 0, false, err
+			return outcome{}, err
 		}
 	default:
 		msg := fmt.Sprintf("HTTP %d", status)
@@ -149,8 +158,9 @@ func (d *Deliverer) attempt(ctx context.Context, ev *Event) (time.Duration, bool
 		next := start.Add(wait)
 		ev.NextAttemptAt = &next
 	}
-	if err := d.store.SaveEventState(ctx, ev, a); err != nil {
-		return 0, false, err
+	again, err := d.store.SaveEventState(ctx, ev, a, d.now())
+	if err != nil {
+		return outcome{}, err
 	}
 	if d.observer != nil {
 		var lag *time.Duration
@@ -162,7 +172,7 @@ func (d *Deliverer) attempt(ctx context.Context, ev *Event) (time.Duration, bool
 	}
 	d.log.Info("webhook attempt", "event_id", ev.ID.String(), "type", ev.Type, "partner_id", ev.PartnerID.String(),
 		"status_code", status, "duration_ms", a.DurationMS, "publish_status", ev.PublishStatus, "retry_in_ms", wait.Milliseconds())
-	return wait, retry, nil
+	return outcome{retry: retry, wait: wait, requeued: again}, nil
 }
 
 // send POSTs the event's stored payload, signed with every active secret. It

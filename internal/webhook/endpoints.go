@@ -76,19 +76,15 @@ func (s *Endpoints) Put(ctx context.Context, partnerID uuid.UUID, url string, en
 	return e, secret, nil
 }
 
-// release queues every pending event of the partner.
+// release queues every pending event of the partner: one statement marks them
+// all requeued, then their jobs are inserted in batches.
 func (s *Endpoints) release(ctx context.Context, partnerID uuid.UUID) error {
-	ids, err := s.store.PendingEvents(ctx, partnerID)
+	ids, err := s.store.RequeuePending(ctx, partnerID, s.now())
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		if _, err := s.store.Requeue(ctx, &partnerID, id, s.now()); err != nil {
-			return err
-		}
-		if err := s.queue.Redeliver(ctx, id); err != nil {
-			return fmt.Errorf("queue event %s: %w", id, err)
-		}
+	if err := s.queue.RedeliverMany(ctx, ids); err != nil {
+		return fmt.Errorf("queue %d pending events: %w", len(ids), err)
 	}
 	return nil
 }

@@ -114,15 +114,22 @@ type Store interface {
 	// NotFound for another partner's event).
 	EventByID(ctx context.Context, partnerID *uuid.UUID, id uuid.UUID) (*Event, error)
 	// SaveEventState writes the event's delivery fields and, when a is not nil,
-	// appends the attempt, in one transaction.
-	SaveEventState(ctx context.Context, e *Event, a *Attempt) error
+	// appends the attempt, in one transaction. It reports whether the event is
+	// marked requeued; when it is, the mark stays set and the event stays pending,
+	// due at requeueAt.
+	SaveEventState(ctx context.Context, e *Event, a *Attempt, requeueAt time.Time) (requeued bool, err error)
+	// TakeDelivery clears the event's requeued mark, reporting whether it was set,
+	// and returns the event with its partner's endpoint (nil when none), as one
+	// step; apperr NotFound when the event is gone.
+	TakeDelivery(ctx context.Context, id uuid.UUID) (*Event, *Endpoint, bool, error)
+	// RequeuePending marks every pending event of the partner requeued, due at,
+	// and returns their ids, oldest first.
+	RequeuePending(ctx context.Context, partnerID uuid.UUID, at time.Time) ([]uuid.UUID, error)
 	// Requeue marks the event requeued and pending with next_attempt_at at; a
 	// non-nil partnerID scopes it (apperr NotFound otherwise). It returns the event.
 	Requeue(ctx context.Context, partnerID *uuid.UUID, id uuid.UUID, at time.Time) (*Event, error)
 	// TakeRequeue clears the event's requeued mark and reports whether it was set.
 	TakeRequeue(ctx context.Context, id uuid.UUID) (bool, error)
-	// PendingEvents returns the ids of the partner's pending events, oldest first.
-	PendingEvents(ctx context.Context, partnerID uuid.UUID) ([]uuid.UUID, error)
 	// ListEvents returns a page of the partner's events.
 	ListEvents(ctx context.Context, partnerID uuid.UUID, q ListQuery) ([]*Event, error)
 	// AttemptsOf returns an event's attempts, oldest first.
@@ -131,7 +138,9 @@ type Store interface {
 	PurgeEvents(ctx context.Context, before time.Time) (int64, error)
 }
 
-// Queue (re)queues an event for delivery now.
+// Queue (re)queues events for delivery now.
 type Queue interface {
 	Redeliver(ctx context.Context, eventID uuid.UUID) error
+	// RedeliverMany is Redeliver of many events, in batches.
+	RedeliverMany(ctx context.Context, eventIDs []uuid.UUID) error
 }

@@ -57,6 +57,8 @@ type options struct {
 	wait        time.Duration
 	hold        time.Duration
 	label       string
+	drain       int    // drain mode: events to pre-create (0: the rate mode)
+	db          string // drain mode: the benchmark database
 }
 
 func run() error {
@@ -69,6 +71,8 @@ func run() error {
 	flag.DurationVar(&o.wait, "wait", 60*time.Second, "how long to wait for the remaining deliveries after the load")
 	flag.DurationVar(&o.hold, "hold", 0, "how long the receiver holds each request before answering (widens the window in which a concurrent duplicate is seen)")
 	flag.StringVar(&o.label, "label", "", "a label printed with the results")
+	flag.IntVar(&o.drain, "drain", 0, "drain mode: insert this many pending events while the endpoint is disabled, enable it, and measure how fast they are delivered")
+	flag.StringVar(&o.db, "db", "", "drain mode: the PostgreSQL URL of the benchmark database")
 	flag.Parse()
 	for _, a := range strings.Split(*apis, ",") {
 		if a = strings.TrimRight(strings.TrimSpace(a), "/"); a != "" {
@@ -102,7 +106,10 @@ func run() error {
 			IdleConnTimeout:     time.Minute,
 		},
 	}
-	secret, err := register(client, o.apis[0], o.key, "http://"+ln.Addr().String()+"/")
+	if o.drain > 0 {
+		return runDrain(client, rcv, "http://"+ln.Addr().String()+"/", o)
+	}
+	secret, err := register(client, o.apis[0], o.key, "http://"+ln.Addr().String()+"/", true)
 	if err != nil {
 		return err
 	}
@@ -124,8 +131,8 @@ func run() error {
 
 // register puts the receiver as the partner's endpoint and returns the signing
 // secret (present on first registration only).
-func register(client *http.Client, api, key, url string) (string, error) {
-	body, _ := json.Marshal(map[string]any{"url": url, "enabled": true})
+func register(client *http.Client, api, key, url string, enabled bool) (string, error) {
+	body, _ := json.Marshal(map[string]any{"url": url, "enabled": enabled})
 	req, err := http.NewRequest(http.MethodPut, api+"/api/v1/partner/webhooks/endpoint", bytes.NewReader(body))
 	if err != nil {
 		return "", err
