@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -60,6 +61,9 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("TEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	a, err := app.Open(ctx, cfg, log)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -55,6 +55,7 @@ type App struct {
 	jobs         *jobs.Runner
 	events       *webhook.Log
 	metrics      *metrics.Metrics
+	watchers     *watchers
 	handler      http.Handler
 }
 
@@ -137,6 +138,10 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*App, erro
 	a.lifecycle.Observe(obs)
 	deliverer.Observe(obs)
 	a.metrics.QueueDepth(func() (float64, error) { return st.QueueDepth(context.Background()) })
+	if a.watchers, err = openWatchers(ctx, cfg, st, a.lifecycle, a.metrics, log); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 
 	limiter, err := newLimiter(cfg, log)
 	if err != nil {
@@ -216,7 +221,10 @@ func partnerEnv(env config.Environment) partners.Environment {
 }
 
 // Close releases the database.
-func (a *App) Close() error { return a.store.Close() }
+func (a *App) Close() error {
+	a.watchers.close()
+	return a.store.Close()
+}
 
 // Handler returns the HTTP handler.
 func (a *App) Handler() http.Handler { return a.handler }
@@ -250,6 +258,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		go a.feed.Run(feedCtx)
 	}
 	go a.purge(feedCtx)
+	watchersDone := make(chan struct{})
+	go func() { defer close(watchersDone); a.watchers.run(feedCtx) }()
+	defer func() { stopFeed(); <-watchersDone }()
 	if err := a.jobs.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start jobs: %w", err)
 	}

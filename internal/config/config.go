@@ -77,6 +77,9 @@ type Config struct {
 	CursorSecret []byte
 	// DemoCursorSecret is true when staging fell back to the built-in cursor secret.
 	DemoCursorSecret bool
+
+	// Chain is the deposit watcher's settings (chain.go).
+	Chain Chain
 }
 
 // demoCursorSecret signs cursors in staging when CURSOR_SECRET is unset.
@@ -216,6 +219,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	for _, item := range strings.Split(get("WEBHOOK_RETRY_SCHEDULE", DefaultWebhookSchedule), ",") {
 		c.WebhookSchedule = append(c.WebhookSchedule, duration(strings.TrimSpace(item), "WEBHOOK_RETRY_SCHEDULE", bad))
 	}
+	loadChain(c, get, bad)
 	c.DepositWindow = duration(get("DEPOSIT_WINDOW", transactions.DepositWindow.String()), "DEPOSIT_WINDOW", bad)
 
 	if s := get("CURSOR_SECRET", ""); s != "" {
