@@ -145,6 +145,8 @@ type Transfer struct {
 	// Raw is the value in base units; Amount is Raw as a 6-decimal amount (rounded down).
 	Raw    *big.Int
 	Amount decimal.Decimal
+	// Confirmations is head − Block + 1 when the transfer was read.
+	Confirmations int
 }
 
 // DepositID is the stable deposit id of the transfer (network, tx hash, log index):

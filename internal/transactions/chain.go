@@ -166,9 +166,11 @@ func (d *Deposits) record(ctx context.Context, tr chain.Transfer) (*ChainTransfe
 			return nil, nil
 		}
 		row.State = TransferPending
+		// Never confirmed here, even when already deep enough (a catch-up): the next
+		// poll re-checks the block against the canonical chain first.
 		dep := &Deposit{
 			ID: row.DepositID, Hash: row.TxHash, Amount: row.Amount, Status: DepositConfirming,
-			Confirmations: 1, RequiredConfirmations: d.l.requiredFor(t.Network), ReceivedAt: row.BlockTime,
+			Confirmations: max(tr.Confirmations, 1), RequiredConfirmations: d.l.requiredFor(t.Network), ReceivedAt: row.BlockTime,
 		}
 		meta := map[string]any{
 			"deposit_id": dep.ID, "confirmations": dep.Confirmations, "blockchain_hash": dep.Hash,

@@ -68,6 +68,11 @@ func newRig(t *testing.T, db testdb.Database, network string, decimals uint8, ex
 	for k, v := range extra {
 		settings[k] = v
 	}
+	return rigOn(t, db, ch, token, network, decimals, settings)
+}
+
+func rigOn(t *testing.T, db testdb.Database, ch *devnet.Chain, token common.Address, network string, decimals uint8, settings map[string]string) *rig {
+	t.Helper()
 	env := apitest.Start(t, db, settings)
 	return &rig{t: t, chain: ch, network: network, decimals: int(decimals), token: token, env: env, c: env.Client(t, env.NewPartner(t))}
 }

@@ -295,6 +295,9 @@ func (s *Scanner) scan(ctx context.Context, cur *chain.Cursor, from, head uint64
 		if err != nil {
 			return false, err
 		}
+		for i := range transfers {
+			transfers[i].Confirmations = int(head - transfers[i].Block + 1)
+		}
 		end, err := s.client.HeaderByNumber(ctx, new(big.Int).SetUint64(to))
 		if err != nil {
 			return false, fmt.Errorf("header %d: %w", to, err)
@@ -403,8 +406,8 @@ func (s *Scanner) settle(ctx context.Context, head uint64) error {
 			continue
 		}
 		n := int(head - p.Block + 1)
-		if n <= p.Confirmations {
-			continue
+		if n <= p.Confirmations && n < s.cfg.Confirmations {
+			continue // nothing new, and not deep enough to confirm
 		}
 		if err := s.sink.Confirm(ctx, p, n); err != nil {
 			return err
