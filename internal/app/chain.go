@@ -52,6 +52,7 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *t
 			return nil, fmt.Errorf("CHAIN_RPC_%s: %w", strings.ToUpper(network), err)
 		}
 		w.clients = append(w.clients, client)
+		cm.Watch(network)
 		sc := scanner.Config{Network: network, Tokens: toks, Confirmations: cfg.Confirmations[network], PollInterval: cfg.Chain.PollInterval}
 		if b, ok := cfg.Chain.StartBlocks[network]; ok {
 			sc.StartBlock = &b

@@ -34,6 +34,12 @@ func (m *Metrics) Chain() *Chain {
 	return c
 }
 
+// Watch makes network's series appear (at zero) before anything happens on it.
+func (c *Chain) Watch(network string) {
+	c.rpcErrors.WithLabelValues(network)
+	c.unmatched.WithLabelValues(network)
+}
+
 // ChainHead records the network's head block.
 func (c *Chain) ChainHead(network string, block uint64) {
 	c.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -170,8 +171,10 @@ func rpcErrors(t *testing.T, r *rig) int {
 	b, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, `partnerd_chain_rpc_errors_total{network="bep20"}`) {
-			return 1
+		if v, ok := strings.CutPrefix(line, `partnerd_chain_rpc_errors_total{network="bep20"} `); ok {
+			n, err := strconv.Atoi(v)
+			require.NoError(t, err)
+			return n
 		}
 	}
 	return 0
