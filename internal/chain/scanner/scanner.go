@@ -199,11 +199,21 @@ func (s *Scanner) Poll(ctx context.Context) (more bool, err error) {
 		return false, fmt.Errorf("eth_blockNumber: %w", err)
 	}
 	s.metrics.ChainHead(s.cfg.Network, head)
-	if err := s.settle(ctx, head); err != nil {
-		return false, err
-	}
 	cur, err := s.sink.Cursor(ctx, s.cfg.Network)
 	if err != nil {
+		return false, err
+	}
+	// Is the cursor's block still canonical? Block hashes chain, so if it is, so is
+	// every block below it, and the pending deposits there need no check of their own.
+	intact := false
+	if cur != nil {
+		hdr, err := s.client.HeaderByNumber(ctx, new(big.Int).SetUint64(cur.Block))
+		if err != nil && !errors.Is(err, ethereum.NotFound) {
+			return false, fmt.Errorf("header %d: %w", cur.Block, err)
+		}
+		intact = hdr != nil && hdr.Hash() == cur.Hash
+	}
+	if err := s.settle(ctx, head, cur, intact); err != nil {
 		return false, err
 	}
 	if cur == nil {
@@ -229,13 +239,9 @@ func (s *Scanner) Poll(ctx context.Context) (more bool, err error) {
 		s.log.Info("chain scanner cursor set", "start_block", start)
 		return true, nil
 	}
-	// Reorganised below the cursor? Then rescan from an ancestor still canonical;
-	// transfers seen before are recognised by (tx hash, log index).
-	hdr, err := s.client.HeaderByNumber(ctx, new(big.Int).SetUint64(cur.Block))
-	if err != nil && !errors.Is(err, ethereum.NotFound) {
-		return false, fmt.Errorf("header %d: %w", cur.Block, err)
-	}
-	if hdr == nil || hdr.Hash() != cur.Hash {
+	if !intact {
+		// Reorganised at or below the cursor: rescan from an ancestor still
+		// canonical; transfers seen before are recognised by (tx hash, log index).
 		back, err := s.rewind(ctx, cur, head)
 		if err != nil {
 			return false, err
@@ -291,16 +297,21 @@ func (s *Scanner) scan(ctx context.Context, cur *chain.Cursor, from, head uint64
 			}
 			return false, fmt.Errorf("eth_getLogs %d-%d: %w", from, to, err)
 		}
+		// The batch's last header is read before the deposits' own headers are
+		// compared with their logs: a reorganisation before this read makes that
+		// comparison fail (and the batch is retried), one after it leaves the cursor
+		// on the old branch too, which the next poll notices. So the recorded
+		// cursor never vouches for a deposit on another branch.
+		end, err := s.client.HeaderByNumber(ctx, new(big.Int).SetUint64(to))
+		if err != nil {
+			return false, fmt.Errorf("header %d: %w", to, err)
+		}
 		transfers, err := s.transfers(ctx, logs)
 		if err != nil {
 			return false, err
 		}
 		for i := range transfers {
 			transfers[i].Confirmations = int(head - transfers[i].Block + 1)
-		}
-		end, err := s.client.HeaderByNumber(ctx, new(big.Int).SetUint64(to))
-		if err != nil {
-			return false, fmt.Errorf("header %d: %w", to, err)
 		}
 		if err := s.sink.Record(ctx, s.cfg.Network, cur, chain.Cursor{Block: to, Hash: end.Hash()}, transfers); err != nil {
 			return false, err
@@ -385,17 +396,31 @@ func (s *Scanner) transfers(ctx context.Context, logs []types.Log) ([]chain.Tran
 
 // settle re-checks every pending deposit's block against the canonical chain and
 // drops those whose block is gone; the others get head − block + 1 confirmations.
-func (s *Scanner) settle(ctx context.Context, head uint64) error {
+// A deposit at or below an intact cursor is canonical (see Poll); any other is
+// checked by its own block's header.
+func (s *Scanner) settle(ctx context.Context, head uint64, cur *chain.Cursor, intact bool) error {
 	pending, err := s.sink.Pending(ctx, s.cfg.Network)
 	if err != nil {
 		return err
 	}
+	hashes := map[uint64]common.Hash{}
 	for _, p := range pending {
-		hdr, err := s.client.HeaderByNumber(ctx, new(big.Int).SetUint64(p.Block))
-		if err != nil && !errors.Is(err, ethereum.NotFound) {
-			return fmt.Errorf("header %d: %w", p.Block, err)
+		canonical := intact && cur != nil && p.Block <= cur.Block
+		if !canonical {
+			h, ok := hashes[p.Block]
+			if !ok {
+				hdr, err := s.client.HeaderByNumber(ctx, new(big.Int).SetUint64(p.Block))
+				if err != nil && !errors.Is(err, ethereum.NotFound) {
+					return fmt.Errorf("header %d: %w", p.Block, err)
+				}
+				if hdr != nil {
+					h = hdr.Hash()
+				}
+				hashes[p.Block] = h
+			}
+			canonical = h == p.BlockHash
 		}
-		if hdr == nil || hdr.Hash() != p.BlockHash {
+		if !canonical {
 			s.log.Warn("deposit's block reorganised away; deposit dropped", "tx_hash", p.TxHash.Hex(), "log_index", p.LogIndex, "block", p.Block)
 			if err := s.sink.Drop(ctx, p); err != nil {
 				return err
