@@ -1,7 +1,10 @@
 package scanner_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -246,4 +249,56 @@ func TestTronLateDeposit(t *testing.T) {
 			require.Equal(t, transactions.TransferConfirmed, all[0].State)
 		})
 	}
+}
+
+// TestProviderRangeLimit: a provider that refuses eth_getLogs over more than 100
+// blocks (as hosted nodes do) makes the scanner shrink its batches; nothing is missed.
+func TestProviderRangeLimit(t *testing.T) {
+	t.Parallel()
+	ch, token := newChain(t, 18)
+	u, err := url.Parse(ch.URL)
+	require.NoError(t, err)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	var refused atomic.Int64
+	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		var call struct {
+			ID     json.RawMessage   `json:"id"`
+			Method string            `json:"method"`
+			Params []json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(body, &call) == nil && call.Method == "eth_getLogs" && len(call.Params) == 1 {
+			var q struct{ FromBlock, ToBlock string }
+			_ = json.Unmarshal(call.Params[0], &q)
+			from, _ := strconv.ParseUint(strings.TrimPrefix(q.FromBlock, "0x"), 16, 64)
+			to, _ := strconv.ParseUint(strings.TrimPrefix(q.ToBlock, "0x"), 16, 64)
+			if to-from+1 > 100 {
+				refused.Add(1)
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32005,"message":"block range is too large, max 100"}}`, call.ID)
+				return
+			}
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		rp.ServeHTTP(w, req)
+	}))
+	t.Cleanup(limited.Close)
+	settings := chainSettings(chain.BEP20, limited.URL, token, 18)
+	settings["CHAIN_START_BLOCK_BEP20"] = "1"
+	// The API first, with the watcher off, to create the transactions before the backlog.
+	db := testdb.Database{Name: "sqlite", URL: testdb.SQLite(t)}
+	r := rigOn(t, db, ch, token, chain.BEP20, 18, map[string]string{"CONFIRMATIONS": "bep20=3,trc20=3"})
+	txs := []client.Transaction{r.create("15500"), r.create("15500"), r.create("15500")}
+	for _, tx := range txs {
+		r.send(token, tx.DepositAddress, tx.CryptoAmount)
+		for i := 0; i < 300; i++ {
+			ch.Backend.Commit()
+		}
+	}
+	startInstance(t, db.URL, settings)
+	for _, tx := range txs {
+		r.waitFor(tx.Id, "confirmation", status(client.TransactionStatusOrderFilled))
+	}
+	require.Positive(t, refused.Load(), "the provider refused the first, large ranges")
+	require.Len(t, r.transfers(false), 3)
 }
