@@ -20,7 +20,6 @@ import (
 // overpayment, underpayment, a second transfer (unmatched), other contracts and
 // unknown addresses (ignored).
 func TestDepositsOnChain(t *testing.T) {
-	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -42,6 +41,11 @@ func TestDepositsOnChain(t *testing.T) {
 			// Another contract paying other's address, and our token paying an address we never issued.
 			r.send(otherToken, other.DepositAddress, other.CryptoAmount)
 			r.sendRaw(r.token, common.HexToAddress("0x00000000000000000000000000000000000000aa"), units)
+			// A zero transfer and dust below 0.000001 to an open transaction: no payment.
+			otherAddr, err := chain.ParseAddress(chain.BEP20, other.DepositAddress)
+			require.NoError(t, err)
+			r.sendRaw(r.token, otherAddr, decimal.Zero.BigInt())
+			r.sendRaw(r.token, otherAddr, decimal.RequireFromString("999999999999").BigInt())
 			block := r.chain.Backend.Commit()
 
 			d := r.waitFor(exact.Id, "detection", status(client.TransactionStatusDepositConfirming))
@@ -84,7 +88,7 @@ func TestDepositsOnChain(t *testing.T) {
 			types := eventTypes(t, r, under.Id)
 			require.Equal(t, []string{"transaction.created", "deposit.detected", "transaction.failed"}, types)
 
-			// Other contracts and unknown addresses: ignored.
+			// Other contracts, unknown addresses, zero and dust: ignored.
 			require.Equal(t, client.TransactionStatusAwaitingDeposit, r.get(other.Id).Status)
 			require.Len(t, r.transfers(false), 3)
 

@@ -67,7 +67,6 @@ func startInstance(t *testing.T, dbURL string, settings map[string]string) *inst
 // moments while they work through a backlog of blocks holding deposits, starts
 // new ones, and checks every deposit was applied exactly once.
 func TestRestartMidScanMissesAndDoublesNothing(t *testing.T) {
-	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -138,7 +137,6 @@ func newProxy(t *testing.T, target string) *proxy {
 // TestRPCOutageThenCatchUp: while the node cannot be reached the scanner backs off
 // and counts errors, the API keeps answering; afterwards it catches up.
 func TestRPCOutageThenCatchUp(t *testing.T) {
-	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -186,7 +184,6 @@ func rpcErrors(t *testing.T, r *rig) int {
 // TestTwoInstancesOneScanner: two servers on one PostgreSQL database; one scans,
 // the other waits on the advisory lock and takes over when the first stops.
 func TestTwoInstancesOneScanner(t *testing.T) {
-	t.Parallel()
 	dbURL := testdb.PostgresSchema(t)
 	ch, token := newChain(t, 18)
 	settings := chainSettings(chain.BEP20, ch.URL, token, 18)
@@ -223,7 +220,6 @@ func TestTwoInstancesOneScanner(t *testing.T) {
 // TestTronLateDeposit: a Tron-style configuration (base58 contract and deposit
 // addresses, 6 decimals) against the same kind of node, paid after expiry.
 func TestTronLateDeposit(t *testing.T) {
-	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -254,7 +250,6 @@ func TestTronLateDeposit(t *testing.T) {
 // TestProviderRangeLimit: a provider that refuses eth_getLogs over more than 100
 // blocks (as hosted nodes do) makes the scanner shrink its batches; nothing is missed.
 func TestProviderRangeLimit(t *testing.T) {
-	t.Parallel()
 	ch, token := newChain(t, 18)
 	u, err := url.Parse(ch.URL)
 	require.NoError(t, err)

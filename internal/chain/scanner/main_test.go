@@ -22,6 +22,9 @@ import (
 	"partnerd/internal/transactions"
 )
 
+// TestMain drops the test databases. The tests run one at a time (their two
+// database subtests in parallel): each starts servers and a node, and PostgreSQL's
+// connections are shared with every other package's tests.
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
 
 // rig is a real chain (go-ethereum's simulated backend over JSON-RPC on loopback)

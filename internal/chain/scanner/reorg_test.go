@@ -16,7 +16,6 @@ import (
 // reorganised away (the backend's Fork); the detection is undone and nothing
 // confirms on the dropped block.
 func TestReorgBeforeConfirmation(t *testing.T) {
-	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()

@@ -345,7 +345,8 @@ func rangeError(err error) bool {
 }
 
 // transfers turns logs into transfers to our deposit addresses; logs of other
-// contracts, malformed logs and transfers to other addresses are ignored.
+// contracts, malformed logs, amounts that round to zero and transfers to other
+// addresses are ignored.
 func (s *Scanner) transfers(ctx context.Context, logs []types.Log) ([]chain.Transfer, error) {
 	var cands []chain.Transfer
 	var addrs []string
@@ -361,6 +362,11 @@ func (s *Scanner) transfers(ctx context.Context, logs []types.Log) ([]chain.Tran
 			Block: lg.BlockNumber, BlockHash: lg.BlockHash,
 			From: common.BytesToAddress(lg.Topics[1].Bytes()), To: to, ToAddress: chain.FormatAddress(s.cfg.Network, to),
 			Raw: raw, Amount: chain.ToAmount(raw, tok.Decimals),
+		}
+		if !t.Amount.IsPositive() {
+			// Zero (or below 0.000001) is no payment: such transfers are address
+			// poisoning spam, and as a deposit one would fail its transaction as underpaid.
+			continue
 		}
 		cands = append(cands, t)
 		addrs = append(addrs, t.ToAddress)
