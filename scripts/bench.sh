@@ -8,7 +8,8 @@
 #      one instance, rate limits lifted, driven by scripts/benchapi from this
 #      machine: create (16 clients, closed loop), create at half that rate (open
 #      loop: its p99), get by id, quote, list;
-#   3. a table with the ratios (partnerd ÷ pgbench), and the machine.
+#   3. a table with the ratios (partnerd ÷ pgbench), the server's CPU time per
+#      request, and the machine.
 #
 # Usage: scripts/bench.sh            (BENCH_DURATION=10s by default)
 # Needs: go, psql, pgbench, jq, curl.
@@ -65,6 +66,21 @@ echo "pgbench: 3 INSERTs in a transaction $INSERT_TPS tps; select by primary key
 go build -o "$WORK/partnerd" ./cmd/partnerd
 go build -o "$WORK/benchapi" ./scripts/benchapi
 
+# measure NAME OP BENCHAPI-ARGS…: runs benchapi and adds the server's CPU time per
+# request (from /proc: user + system time of the partnerd process during the run).
+measure() {
+	local name=$1 op=$2
+	shift 2
+	local tck before after
+	tck=$(getconf CLK_TCK)
+	before=$(awk '{print $14 + $15}' "/proc/$SERVER_PID/stat")
+	"$WORK/benchapi" "$@" >"$WORK/$name.$op.raw.json"
+	after=$(awk '{print $14 + $15}' "/proc/$SERVER_PID/stat")
+	jq --argjson ticks "$((after - before))" --argjson tck "$tck" \
+		'. + {cpu_ms_per_req: (if .requests > 0 then ($ticks * 1000 / $tck / .requests * 1000 | round) / 1000 else 0 end)}' \
+		"$WORK/$name.$op.raw.json" >"$WORK/$name.$op.json"
+}
+
 run_partnerd() { # $1 = name, $2 = DATABASE_URL
 	local name=$1 url=$2 port key
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -76,13 +92,13 @@ run_partnerd() { # $1 = name, $2 = DATABASE_URL
 	SERVER_PID=$!
 	for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
 	local b="http://127.0.0.1:$port"
-	"$WORK/benchapi" -base "$b" -key "$key" -op create -clients 16 -duration "$DURATION" >"$WORK/$name.create.json"
+	measure "$name" create -base "$b" -key "$key" -op create -clients 16 -duration "$DURATION"
 	local half
 	half=$(jq '.rps / 2 | floor' "$WORK/$name.create.json")
-	"$WORK/benchapi" -base "$b" -key "$key" -op create -clients 16 -rate "$half" -duration "$DURATION" >"$WORK/$name.create_half.json"
-	"$WORK/benchapi" -base "$b" -key "$key" -op get -clients 16 -duration "$DURATION" >"$WORK/$name.get.json"
-	"$WORK/benchapi" -base "$b" -key "$key" -op quote -clients 16 -duration "$DURATION" >"$WORK/$name.quote.json"
-	"$WORK/benchapi" -base "$b" -key "$key" -op list -clients 16 -duration "$DURATION" >"$WORK/$name.list.json"
+	measure "$name" create_half -base "$b" -key "$key" -op create -clients 16 -rate "$half" -duration "$DURATION"
+	measure "$name" get -base "$b" -key "$key" -op get -clients 16 -duration "$DURATION"
+	measure "$name" quote -base "$b" -key "$key" -op quote -clients 16 -duration "$DURATION"
+	measure "$name" list -base "$b" -key "$key" -op list -clients 16 -duration "$DURATION"
 	kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
 	unset DATABASE_URL
 }
@@ -93,15 +109,15 @@ run_partnerd sqlite "sqlite:$WORK/bench.db"
 # --- 3. the table ------------------------------------------------------------------
 row() { # name op label baseline
 	local f="$WORK/$1.$2.json"
-	local rps p50 p99 errs
-	rps=$(jq '.rps | floor' "$f"); p50=$(jq .p50_ms "$f"); p99=$(jq .p99_ms "$f"); errs=$(jq .errors "$f")
+	local rps p50 p99 errs cpu
+	rps=$(jq '.rps | floor' "$f"); p50=$(jq .p50_ms "$f"); p99=$(jq .p99_ms "$f"); errs=$(jq .errors "$f"); cpu=$(jq .cpu_ms_per_req "$f")
 	local ratio="—"
 	[ -n "${4:-}" ] && ratio=$(awk -v a="$rps" -v b="$4" 'BEGIN {printf "%.0f %%", 100*a/b}')
-	printf '| %s | %s | %s/s | %s ms | %s ms | %s | %s |\n' "$1" "$3" "$rps" "$p50" "$p99" "$errs" "$ratio"
+	printf '| %s | %s | %s/s | %s ms | %s ms | %s | %s ms | %s |\n' "$1" "$3" "$rps" "$p50" "$p99" "$errs" "$cpu" "$ratio"
 }
 echo
-echo "| database | work | throughput | p50 | p99 | errors | of pgbench |"
-echo "|---|---|---|---|---|---|---|"
+echo "| database | work | throughput | p50 | p99 | errors | server CPU / request | of pgbench |"
+echo "|---|---|---|---|---|---|---|---|"
 for db in postgres sqlite; do
 	base_ins=$INSERT_TPS; base_sel=$SELECT_TPS
 	[ "$db" = sqlite ] && base_ins="" && base_sel=""

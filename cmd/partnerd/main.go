@@ -8,6 +8,8 @@
 //	                                          create a back-office operator and print its key once
 //	partnerd listen --secret whsec_… [--addr :9000]
 //	                                          receive, verify and print webhooks locally
+//	partnerd deposits list [--unmatched] [--json]
+//	                                          chain transfers to deposit addresses
 //
 // Settings come from the environment; see README.md.
 package main
@@ -45,7 +47,8 @@ const usage = `usage:
   partnerd operators create --name NAME [--json]
                                                 create an operator and print its API key once
   partnerd listen --secret whsec_… [--addr :9000]
-                                                receive, verify and print webhooks locally`
+                                                receive, verify and print webhooks locally
+  partnerd deposits list [--unmatched] [--json] chain transfers to deposit addresses (unmatched ones for operators)`
 
 func run(args []string, stdout, stderr io.Writer) error {
 	cmd := "serve"
@@ -70,6 +73,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return createOperator(args[1:], log, stdout, stderr)
 	case "listen":
 		return listen(args, stdout, stderr)
+	case "deposits":
+		if len(args) == 0 || args[0] != "list" {
+			return errors.New(usage)
+		}
+		return listDeposits(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil

@@ -640,11 +640,19 @@ type TransactionDetail struct {
 	// DepositAddress The address on `network` the customer deposits to.
 	DepositAddress string `json:"deposit_address"`
 
+	// DepositAmount The token amount received (6 decimal places, the chain amount rounded down); null until a deposit exists. It may differ from `crypto_amount`.
+	//
+	// Example: 100.000000
+	DepositAmount *string `json:"deposit_amount"`
+
 	// DepositId The deposit's id; null until a deposit exists.
 	DepositId *string `json:"deposit_id"`
 
-	// DepositStatus The deposit's state: `confirming` until the required confirmations are seen, then `confirmed`; `failed` or `refunded` where that applies; null until a deposit exists.
+	// DepositStatus The deposit's state: `confirming` until the required confirmations are seen, then `confirmed`, or `underpaid` when the amount received is below `crypto_amount` (the transaction fails); `failed` or `refunded` where that applies; null until a deposit exists.
 	DepositStatus *string `json:"deposit_status"`
+
+	// DepositTxHash The deposit's chain transaction hash (`0x` and 64 hex digits on bep20, 64 hex digits on trc20); null until a deposit exists.
+	DepositTxHash *string `json:"deposit_tx_hash"`
 
 	// ExpiresAt Deposit deadline (30 minutes after creation).
 	ExpiresAt time.Time `json:"expires_at"`

@@ -58,6 +58,7 @@ type App struct {
 	jobs         *jobs.Runner
 	events       *webhook.Log
 	metrics      *metrics.Metrics
+	watchers     *watchers
 	handler      http.Handler
 	codec        *cursor.Codec
 
@@ -85,6 +86,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *App, er
 	a.partners = partners.NewService(st, partnerEnv(cfg.Env), partners.Defaults{
 		FeeRate: cfg.PartnerFeeRate, ShareRate: cfg.PartnerShareRate,
 	}, store.Now)
+	a.unmatched = unmatched.NewService(st, a.codec, store.Now)
 	pricer, err := a.openPricing()
 	if err != nil {
 		return nil, err
@@ -158,6 +160,9 @@ func (a *App) openTransactions(ctx context.Context, pricer *pricing.Pricer) erro
 	obs := observer{m: a.metrics, log: a.log}
 	a.transactions.Observe(obs)
 	a.lifecycle.Observe(obs)
+	if a.watchers, err = openWatchers(ctx, cfg, st, a.lifecycle, a.unmatched, a.metrics, a.log); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -251,7 +256,10 @@ func partnerEnv(env config.Environment) partners.Environment {
 }
 
 // Close releases the database.
-func (a *App) Close() error { return a.store.Close() }
+func (a *App) Close() error {
+	a.watchers.close()
+	return a.store.Close()
+}
 
 // Handler returns the HTTP handler.
 func (a *App) Handler() http.Handler { return a.handler }
@@ -288,6 +296,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	if a.cfg.PprofAddr != "" {
 		go a.servePprof(feedCtx)
 	}
+	watchersDone := make(chan struct{})
+	go func() { defer close(watchersDone); a.watchers.run(feedCtx) }()
+	defer func() { stopFeed(); <-watchersDone }()
 	if err := a.jobs.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start jobs: %w", err)
 	}

@@ -34,7 +34,6 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	st := a.store
 	a.operators = operators.NewService(st, store.Now)
 	codec := a.codec
-	a.unmatched = unmatched.NewService(st, codec, store.Now)
 	a.operatorKeys = idempotency.NewService(st.OperatorKeys(), store.Now)
 	if err := operatorapi.Register(e, operatorapi.Deps{
 		Operators:    a.operators,

@@ -91,6 +91,9 @@ type Config struct {
 	// hosted sandbox any partner could otherwise probe the internal network;
 	// production refuses it.
 	WebhookAllowPrivate bool
+
+	// Chain is the deposit watcher's settings (chain.go).
+	Chain Chain
 }
 
 // demoCursorSecret signs cursors in staging when CURSOR_SECRET is unset.
@@ -288,6 +291,7 @@ func (r *reader) operations(c *Config) {
 	for _, item := range strings.Split(get("WEBHOOK_RETRY_SCHEDULE", DefaultWebhookSchedule), ",") {
 		c.WebhookSchedule = append(c.WebhookSchedule, duration(strings.TrimSpace(item), "WEBHOOK_RETRY_SCHEDULE", bad))
 	}
+	loadChain(c, get, bad)
 	c.DepositWindow = duration(get("DEPOSIT_WINDOW", transactions.DepositWindow.String()), "DEPOSIT_WINDOW", bad)
 }
 

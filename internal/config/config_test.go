@@ -2,6 +2,7 @@ package config
 
 import (
 	"testing"
+	"time"
 
 	"partnerd/internal/address"
 
@@ -36,6 +37,10 @@ func TestProductionRefusesDemoRates(t *testing.T) {
 	require.ErrorContains(t, err, "XPUB_TRC20")
 	require.ErrorContains(t, err, "CURSOR_SECRET")
 	require.ErrorContains(t, err, "DATABASE_URL", "the SQLite default is refused")
+	require.ErrorContains(t, err, "CHAIN_RPC_BEP20")
+	require.ErrorContains(t, err, "CHAIN_RPC_TRC20")
+	prod["CHAIN_RPC_BEP20"] = "https://bsc.example/rpc"
+	prod["CHAIN_RPC_TRC20"] = "https://tron.example/jsonrpc"
 	// Demo values given explicitly are refused too, each naming its setting.
 	prod["XPUB_BEP20"] = address.DemoXPubs["bep20"]
 	prod["XPUB_TRC20"] = address.DemoXPubs["trc20"]
@@ -60,6 +65,8 @@ func TestProductionRefusesDemoRates(t *testing.T) {
 	require.Empty(t, c.DemoXPubs)
 	require.False(t, c.DemoCursorSecret)
 	require.False(t, c.WebhookAllowPrivate)
+	require.Equal(t, map[string]string{"bep20": "https://bsc.example/rpc", "trc20": "https://tron.example/jsonrpc"}, c.Chain.RPC)
+	require.Empty(t, c.Chain.Off)
 }
 
 // otherXPub is a valid account xpub that is not a demo key (BIP-32 test vector 1,
@@ -76,6 +83,27 @@ func TestWebhookAllowPrivateURLs(t *testing.T) {
 	require.True(t, c.WebhookAllowPrivate)
 	_, err = Load(env(map[string]string{"WEBHOOK_ALLOW_PRIVATE_URLS": "yes"}))
 	require.ErrorContains(t, err, "WEBHOOK_ALLOW_PRIVATE_URLS")
+}
+
+func TestChainSettings(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	require.NoError(t, err)
+	require.Equal(t, []string{"bep20", "trc20"}, c.Chain.Off, "staging without CHAIN_RPC_*: the watchers are off")
+	require.Len(t, c.Chain.Tokens, 2)
+	require.Equal(t, 3*time.Second, c.Chain.PollInterval)
+	c, err = Load(env(map[string]string{"CHAIN_RPC_BEP20": "http://127.0.0.1:8545", "CHAIN_START_BLOCK_BEP20": "12",
+		"TOKEN_CONTRACTS": "usdt:bep20=0x5FbDB2315678afecb367f032d93F642f64180aa3/6", "CHAIN_POLL_INTERVAL": "100ms"}))
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"bep20": "http://127.0.0.1:8545"}, c.Chain.RPC)
+	require.Equal(t, map[string]uint64{"bep20": 12}, c.Chain.StartBlocks)
+	require.Equal(t, []string{"trc20"}, c.Chain.Off)
+	require.Equal(t, 6, c.Chain.Tokens[0].Decimals)
+	for key, val := range map[string]string{"TOKEN_CONTRACTS": "usdt:bep20=nope/18", "CHAIN_POLL_INTERVAL": "0s",
+		"CHAIN_RPC_TRC20": "tron.example", "CHAIN_START_BLOCK_TRC20": "-3"} {
+		_, err := Load(env(map[string]string{key: val}))
+		require.ErrorContains(t, err, key, "%s=%s", key, val)
+	}
 }
 
 func TestBadSettingsAreNamed(t *testing.T) {

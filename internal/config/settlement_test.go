@@ -28,6 +28,7 @@ func TestSettlementSettings(t *testing.T) {
 		"XPUB_BEP20": otherXPub, "XPUB_TRC20": otherXPub, "CURSOR_SECRET": strings.Repeat("s", 32),
 		"DATABASE_URL":    "postgres://u@db/partnerd",
 		"SETTLEMENT_MODE": "auto",
+		"CHAIN_RPC_BEP20": "https://bsc.example/rpc", "CHAIN_RPC_TRC20": "https://tron.example/jsonrpc",
 	}
 	c, err = Load(env(prod))
 	require.NoError(t, err)

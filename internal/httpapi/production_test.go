@@ -24,6 +24,9 @@ func productionSettings(t *testing.T) map[string]string {
 		"XPUB_BEP20":       apitest.TestXPub,
 		"XPUB_TRC20":       apitest.TestXPub,
 		"CURSOR_SECRET":    strings.Repeat("s", 32),
+		// No node answers there: the watchers retry quietly; the API is unaffected.
+		"CHAIN_RPC_BEP20": "http://127.0.0.1:9",
+		"CHAIN_RPC_TRC20": "http://127.0.0.1:9",
 	}
 }
 

@@ -112,6 +112,7 @@ func detailOut(t *transactions.Transaction) api.TransactionDetail {
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		DepositId: s.DepositID, DepositStatus: s.DepositStatus, Confirmations: s.Confirmations,
 		RequiredConfirmations: s.RequiredConfirmations, ReceivedAt: s.ReceivedAt, ConfirmedAt: s.ConfirmedAt,
+		DepositAmount: s.DepositAmount, DepositTxHash: s.DepositTxHash,
 	}
 }
 

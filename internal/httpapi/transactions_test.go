@@ -81,7 +81,7 @@ func TestCreateTransactionDirectMode(t *testing.T) {
 			require.NoError(t, json.Unmarshal(got.Body, &raw))
 			var data map[string]json.RawMessage
 			require.NoError(t, json.Unmarshal(raw["data"], &data))
-			for _, f := range []string{"deposit_id", "deposit_status", "confirmations", "required_confirmations", "received_at", "confirmed_at"} {
+			for _, f := range []string{"deposit_id", "deposit_status", "confirmations", "required_confirmations", "received_at", "confirmed_at", "deposit_amount", "deposit_tx_hash"} {
 				require.Equal(t, "null", string(data[f]), f)
 			}
 		}

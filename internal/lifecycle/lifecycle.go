@@ -40,6 +40,12 @@ const (
 	FailOrder      Trigger = "order_failed"
 	Refund         Trigger = "refund"
 	SettlePayout   Trigger = "payout_settled"
+	// ReorgDeposit and ReorgDepositLate undo a detected deposit whose block left the
+	// canonical chain: back to awaiting_deposit, or to expired past the deadline.
+	ReorgDeposit     Trigger = "deposit_reorged"
+	ReorgDepositLate Trigger = "deposit_reorged_late"
+	// Underpay fails a confirmed deposit that is short of the expected amount.
+	Underpay Trigger = "deposit_underpaid"
 )
 
 // EventType is a webhook event type.
@@ -87,6 +93,11 @@ var Table = []Transition{
 	{DepositConfirming, FailDeposit, Failed, "deposit:failed", EventFailed},
 	// A confirmed deposit waiting for its fill whose sale failed.
 	{DepositConfirming, FailOrder, Failed, "order:failed", EventFailed},
+	// Chain deposits: a reorganised-away block undoes the detection (no event: the
+	// deposit never confirmed); an underpaid deposit fails once confirmed.
+	{DepositConfirming, ReorgDeposit, AwaitingDeposit, "deposit:reorged", ""},
+	{DepositConfirming, ReorgDepositLate, Expired, "deposit:reorged", ""},
+	{DepositConfirming, Underpay, Failed, "deposit:underpaid", EventFailed},
 	{OrderFilled, FailOrder, Failed, "order:failed", EventFailed},
 	{Failed, Refund, Refunded, "deposit:refunded", EventRefunded},
 	{Expired, Refund, Refunded, "deposit:refunded", EventRefunded},

@@ -50,6 +50,9 @@ func productionSettings(t *testing.T) map[string]string {
 		"XPUB_BEP20":       apitest.TestXPub,
 		"XPUB_TRC20":       apitest.TestXPub,
 		"CURSOR_SECRET":    strings.Repeat("s", 32),
+		// Production needs its chain nodes; deposits here come through the lifecycle.
+		"CHAIN_RPC_BEP20": "http://127.0.0.1:9",
+		"CHAIN_RPC_TRC20": "http://127.0.0.1:9",
 	}
 }
 

@@ -32,6 +32,8 @@ type Snapshot struct {
 	RequiredConfirmations *int       `json:"required_confirmations"`
 	ReceivedAt            *time.Time `json:"received_at"`
 	ConfirmedAt           *time.Time `json:"confirmed_at"`
+	DepositAmount         *string    `json:"deposit_amount"`
+	DepositTxHash         *string    `json:"deposit_tx_hash"`
 }
 
 // Payload is a webhook body: the WebhookPayload schema.
@@ -64,6 +66,8 @@ func (t *Transaction) Snapshot() Snapshot {
 		id, status, conf, req, recv := d.ID, d.Status, d.Confirmations, d.RequiredConfirmations, d.ReceivedAt
 		s.DepositID, s.DepositStatus, s.Confirmations, s.RequiredConfirmations, s.ReceivedAt = &id, &status, &conf, &req, &recv
 		s.ConfirmedAt = d.ConfirmedAt
+		amount, hash := money.FormatTokens(d.Amount), d.Hash
+		s.DepositAmount, s.DepositTxHash = &amount, &hash
 	}
 	return s
 }

@@ -77,6 +77,7 @@ type Deposit struct {
 const (
 	DepositConfirming = "confirming"
 	DepositConfirmed  = "confirmed"
+	DepositUnderpaid  = "underpaid"
 	DepositFailed     = "failed"
 	DepositRefunded   = "refunded"
 )

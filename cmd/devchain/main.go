@@ -1,0 +1,183 @@
+// Command devchain runs a real EVM chain on this machine for trying deposits end to
+// end: go-ethereum's simulated backend with JSON-RPC on a loopback port, the test
+// USDT token (testdata/usdt) deployed, a block mined every second.
+//
+//	go run ./cmd/devchain [--port 8545] [--network bep20|trc20] [--decimals N] [--block-time 1s]
+//	go run ./cmd/devchain send --to ADDR --amount 25 [--rpc URL] [--network bep20|trc20] [--decimals N]
+//
+// The first prints the settings to start partnerd with. The second transfers test
+// USDT from the funded development account to ADDR (a 0x address, or a Tron T…
+// address with --network trc20) and waits for the block holding it.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ethereum/go-ethereum/accounts/abi"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/ethclient"
+	"github.com/ethereum/go-ethereum/params"
+
+	"partnerd"
+	"partnerd/internal/chain"
+	"partnerd/internal/chain/devnet"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "devchain:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "send" {
+		return send(args[1:], stdout, stderr)
+	}
+	fs := flag.NewFlagSet("devchain", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	port := fs.Int("port", 8545, "JSON-RPC port on 127.0.0.1")
+	network := fs.String("network", chain.BEP20, "network whose settings to print: bep20 or trc20")
+	decimals := fs.Int("decimals", 0, "token decimals (default 18 for bep20, 6 for trc20)")
+	blockTime := fs.Duration("block-time", time.Second, "time between blocks")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dec := defaultDecimals(*network, *decimals)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ch, err := devnet.Start(*port)
+	if err != nil {
+		return err
+	}
+	defer ch.Close()
+	token, err := ch.Deploy(ctx, uint8(dec))
+	if err != nil {
+		return fmt.Errorf("deploy the token: %w", err)
+	}
+	up := strings.ToUpper(*network)
+	fmt.Fprintf(stdout, `devchain: JSON-RPC at %s, test USDT (%d decimals) at %s, a block every %s.
+
+Start partnerd with:
+
+  CHAIN_RPC_%s=%s \
+  TOKEN_CONTRACTS=usdt:%s=%s/%d \
+  CONFIRMATIONS=%s=3 CHAIN_POLL_INTERVAL=1s \
+  make run
+
+Send test USDT to a deposit address:
+
+  go run ./cmd/devchain send --network %s --to <deposit_address> --amount 25
+
+The chain lives in memory: restarting devchain starts a new one (use a fresh
+database, or partnerd treats the new chain as a reorganisation and rescans).
+`, ch.URL, dec, chain.FormatAddress(*network, token), blockTime.String(),
+		up, ch.URL, *network, chain.FormatAddress(*network, token), dec, *network, *network)
+	ch.Mine(ctx, *blockTime)
+	return nil
+}
+
+func defaultDecimals(network string, decimals int) int {
+	switch {
+	case decimals > 0:
+		return decimals
+	case network == chain.TRC20:
+		return 6
+	default:
+		return 18
+	}
+}
+
+// send transfers test USDT through the JSON-RPC of a running devchain.
+func send(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("devchain send", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rpc := fs.String("rpc", "http://127.0.0.1:8545", "the devchain's JSON-RPC URL")
+	network := fs.String("network", chain.BEP20, "bep20 or trc20 (the form of --to)")
+	to := fs.String("to", "", "recipient address (required)")
+	amount := fs.String("amount", "", "whole tokens, e.g. 25 or 10.5 (required)")
+	decimals := fs.Int("decimals", 0, "token decimals (default 18 for bep20, 6 for trc20)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *to == "" || *amount == "" {
+		return errors.New("send: --to and --amount are required")
+	}
+	recipient, err := chain.ParseAddress(*network, *to)
+	if err != nil {
+		return err
+	}
+	raw, err := devnet.Units(*amount, defaultDecimals(*network, *decimals))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := ethclient.DialContext(ctx, *rpc)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	key, err := crypto.HexToECDSA(devnet.DevKey)
+	if err != nil {
+		return err
+	}
+	from := crypto.PubkeyToAddress(key.PublicKey)
+	// The token is the development account's first contract: its address follows.
+	token := crypto.CreateAddress(from, 0)
+	parsed, err := abi.JSON(bytes.NewReader(partnerd.TestUSDTABI))
+	if err != nil {
+		return err
+	}
+	data, err := parsed.Pack("transfer", recipient, raw)
+	if err != nil {
+		return err
+	}
+	nonce, err := cl.PendingNonceAt(ctx, from)
+	if err != nil {
+		return fmt.Errorf("is devchain running at %s? %w", *rpc, err)
+	}
+	head, err := cl.HeaderByNumber(ctx, nil)
+	if err != nil {
+		return err
+	}
+	tip := big.NewInt(params.GWei)
+	tx, err := types.SignTx(types.NewTx(&types.DynamicFeeTx{
+		ChainID: big.NewInt(1337), Nonce: nonce, GasTipCap: tip,
+		GasFeeCap: new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), tip),
+		Gas:       200_000, To: &token, Data: data,
+	}), types.LatestSignerForChainID(big.NewInt(1337)), key)
+	if err != nil {
+		return err
+	}
+	if err := cl.SendTransaction(ctx, tx); err != nil {
+		return err
+	}
+	for {
+		rc, err := cl.TransactionReceipt(ctx, tx.Hash())
+		if err == nil {
+			if rc.Status != types.ReceiptStatusSuccessful {
+				return fmt.Errorf("transfer %s reverted", tx.Hash().Hex())
+			}
+			fmt.Fprintf(stdout, "sent %s test USDT to %s: tx %s in block %d\n", *amount, *to, chain.FormatHash(*network, tx.Hash()), rc.BlockNumber)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("transfer %s not mined: %w", tx.Hash().Hex(), ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

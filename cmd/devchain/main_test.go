@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"math/big"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/stretchr/testify/require"
+
+	"partnerd/internal/chain"
+	"partnerd/internal/chain/devnet"
+)
+
+func TestSendTransfersTestUSDT(t *testing.T) {
+	ch, err := devnet.Start(0)
+	require.NoError(t, err)
+	defer ch.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	token, err := ch.Deploy(ctx, 6)
+	require.NoError(t, err)
+	key, err := crypto.HexToECDSA(devnet.DevKey)
+	require.NoError(t, err)
+	require.Equal(t, crypto.CreateAddress(crypto.PubkeyToAddress(key.PublicKey), 0), token, "send finds the token by the deployer's first nonce")
+	go ch.Mine(ctx, 50*time.Millisecond)
+
+	to := common.HexToAddress("0x00000000000000000000000000000000000000b0")
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"send", "--rpc", ch.URL, "--network", "trc20", "--to", chain.TronFromAddress(to), "--amount", "25"}, &out, &bytes.Buffer{}))
+	require.Contains(t, out.String(), "sent 25 test USDT to T")
+
+	// balanceOf(to) is 25 tokens of 6 decimals.
+	data := append(crypto.Keccak256([]byte("balanceOf(address)"))[:4], common.LeftPadBytes(to.Bytes(), 32)...)
+	res, err := ch.Backend.Client().CallContract(ctx, ethereum.CallMsg{To: &token, Data: data}, nil)
+	require.NoError(t, err)
+	require.Equal(t, big.NewInt(25_000_000), new(big.Int).SetBytes(res))
+
+	require.Error(t, run([]string{"send", "--to", "0x00"}, &out, &bytes.Buffer{}))
+}

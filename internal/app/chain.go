@@ -1,0 +1,111 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/ethereum/go-ethereum/ethclient"
+
+	"partnerd/internal/chain"
+	"partnerd/internal/chain/scanner"
+	"partnerd/internal/config"
+	"partnerd/internal/metrics"
+	"partnerd/internal/store"
+	"partnerd/internal/transactions"
+	"partnerd/internal/unmatched"
+)
+
+// watchers is the deposit watcher of every network with a CHAIN_RPC_* URL.
+type watchers struct {
+	scanners []*scanner.Scanner
+	clients  []*ethclient.Client
+}
+
+// openWatchers builds a scanner per watched network (dialling is lazy: a node that
+// is down only delays deposits, never the start of the API).
+func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *transactions.Lifecycle, u *unmatched.Service, m *metrics.Metrics, log *slog.Logger) (*watchers, error) {
+	for _, n := range cfg.Chain.Off {
+		log.Warn("deposit watcher is off for this network: CHAIN_RPC_"+strings.ToUpper(n)+" is unset; deposits arrive only through the sandbox simulator", "network", n)
+	}
+	w := &watchers{}
+	if len(cfg.Chain.RPC) == 0 {
+		return w, nil
+	}
+	cm := m.Chain()
+	deposits := transactions.NewDeposits(l, store.For[transactions.Tx](st), u, unmatchedLog{m: cm, log: log})
+	for network, url := range cfg.Chain.RPC {
+		var toks []chain.Token
+		for _, t := range cfg.Chain.Tokens {
+			if t.Network == network {
+				toks = append(toks, t)
+			}
+		}
+		if len(toks) == 0 {
+			log.Warn("deposit watcher is off for this network: TOKEN_CONTRACTS lists no contract on it", "network", network)
+			continue
+		}
+		client, err := ethclient.DialContext(ctx, url)
+		if err != nil {
+			w.close()
+			return nil, fmt.Errorf("CHAIN_RPC_%s: %w", strings.ToUpper(network), err)
+		}
+		w.clients = append(w.clients, client)
+		cm.Watch(network)
+		sc := scanner.Config{Network: network, Tokens: toks, Confirmations: cfg.Confirmations[network], PollInterval: cfg.Chain.PollInterval}
+		if b, ok := cfg.Chain.StartBlocks[network]; ok {
+			sc.StartBlock = &b
+		}
+		w.scanners = append(w.scanners, scanner.New(sc, client, deposits, locker{st}, cm, log.With("component", "chain")))
+		log.Info("deposit watcher on", "network", network, "tokens", len(toks), "confirmations", sc.Confirmations)
+	}
+	return w, nil
+}
+
+// run runs every scanner until ctx is done and waits for them.
+func (w *watchers) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, s := range w.scanners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.Run(ctx)
+		}()
+	}
+	wg.Wait()
+}
+
+func (w *watchers) close() {
+	for _, c := range w.clients {
+		c.Close()
+	}
+}
+
+// locker adapts the store's advisory lock to the scanner.
+type locker struct{ st *store.Store }
+
+func (l locker) TryLock(ctx context.Context, name string) (scanner.Lock, bool, error) {
+	lk, ok, err := l.st.TryLock(ctx, name)
+	if !ok {
+		return nil, false, err
+	}
+	return lk, true, err
+}
+
+// unmatchedLog reports unmatched deposits as a log line and a metric.
+type unmatchedLog struct {
+	m   *metrics.Chain
+	log *slog.Logger
+}
+
+func (u unmatchedLog) Unmatched(t *transactions.ChainTransfer) {
+	u.m.UnmatchedDeposit(t.Network)
+	tid := ""
+	if t.TransactionID != nil {
+		tid = t.TransactionID.String()
+	}
+	u.log.Warn("unmatched deposit stored for operators", "network", t.Network, "tx_hash", t.TxHash, "log_index", t.LogIndex,
+		"to", t.To, "amount", t.Amount.String(), "transaction_id", tid, "note", t.Note)
+}

@@ -1,0 +1,199 @@
+// Package devnet runs a real EVM chain in the process: go-ethereum's simulated
+// backend serving JSON-RPC over HTTP on a loopback port, with the test USDT token
+// (testdata/usdt) deployed. The chain tests and cmd/devchain use it; nothing in
+// the service does.
+package devnet
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum/accounts/abi"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
+	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/ethereum/go-ethereum/eth/ethconfig"
+	"github.com/ethereum/go-ethereum/ethclient/simulated"
+	"github.com/ethereum/go-ethereum/node"
+	"github.com/ethereum/go-ethereum/params"
+
+	"partnerd"
+)
+
+// Chain is a running in-process chain.
+type Chain struct {
+	// Backend is the simulated chain: Commit mines a block, Fork reorganises.
+	Backend *simulated.Backend
+	// URL is its JSON-RPC endpoint (http://127.0.0.1:PORT).
+	URL string
+
+	mu    sync.Mutex
+	key   *ecdsa.PrivateKey
+	from  common.Address
+	nonce uint64
+	abi   abi.ABI
+}
+
+// DevKey is the funded account's private key: a fixed, public development key
+// (never use it on a real network).
+const DevKey = "b71c71a67e1177ad4e901695e1b4b9ee17ae16c6668d313eac2f96dbcda3f291"
+
+// Start runs a chain with JSON-RPC on 127.0.0.1:port (0: a free port).
+func Start(port int) (*Chain, error) {
+	key, err := crypto.HexToECDSA(DevKey)
+	if err != nil {
+		return nil, err
+	}
+	parsed, err := abi.JSON(bytes.NewReader(partnerd.TestUSDTABI))
+	if err != nil {
+		return nil, err
+	}
+	if port == 0 {
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	authPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	from := crypto.PubkeyToAddress(key.PublicKey)
+	funds := new(big.Int).Mul(big.NewInt(1_000_000), big.NewInt(params.Ether))
+	backend := simulated.NewBackend(types.GenesisAlloc{from: {Balance: funds}}, func(nc *node.Config, _ *ethconfig.Config) {
+		nc.HTTPHost, nc.HTTPPort = "127.0.0.1", port
+		nc.HTTPModules = []string{"eth", "net", "web3"}
+		nc.HTTPVirtualHosts = []string{"*"}
+		nc.AuthAddr, nc.AuthPort = "127.0.0.1", authPort
+	})
+	return &Chain{Backend: backend, URL: fmt.Sprintf("http://127.0.0.1:%d", port), key: key, from: from, abi: parsed}, nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Close stops the chain.
+func (c *Chain) Close() error { return c.Backend.Close() }
+
+// Deploy deploys a test token with decimals decimals and a supply of 10^12 whole
+// tokens, mines the block, and returns the contract's address.
+func (c *Chain) Deploy(ctx context.Context, decimals uint8) (common.Address, error) {
+	supply := new(big.Int).Mul(big.NewInt(1_000_000_000_000), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(decimals)), nil))
+	args, err := c.abi.Pack("", "Tether USD (test)", "USDT", decimals, supply)
+	if err != nil {
+		return common.Address{}, err
+	}
+	code, err := hex.DecodeString(strings.TrimSpace(partnerd.TestUSDTBin))
+	if err != nil {
+		return common.Address{}, err
+	}
+	tx, err := c.send(ctx, nil, append(code, args...))
+	if err != nil {
+		return common.Address{}, err
+	}
+	c.Backend.Commit()
+	rc, err := c.Backend.Client().TransactionReceipt(ctx, tx.Hash())
+	if err != nil {
+		return common.Address{}, err
+	}
+	if rc.Status != types.ReceiptStatusSuccessful {
+		return common.Address{}, errors.New("token deployment failed")
+	}
+	return rc.ContractAddress, nil
+}
+
+// Transfer sends raw base units of token to to. The transfer is in the next block
+// mined (Commit), not yet in one.
+func (c *Chain) Transfer(ctx context.Context, token, to common.Address, raw *big.Int) (common.Hash, error) {
+	data, err := c.abi.Pack("transfer", to, raw)
+	if err != nil {
+		return common.Hash{}, err
+	}
+	tx, err := c.send(ctx, &token, data)
+	if err != nil {
+		return common.Hash{}, err
+	}
+	return tx.Hash(), nil
+}
+
+// Units returns amount whole tokens (a decimal string such as "25" or "0.5") in
+// base units of a token with decimals decimals.
+func Units(amount string, decimals int) (*big.Int, error) {
+	whole, frac, _ := strings.Cut(amount, ".")
+	if len(frac) > decimals {
+		return nil, fmt.Errorf("%s has more than %d decimals", amount, decimals)
+	}
+	v, ok := new(big.Int).SetString(whole+frac+strings.Repeat("0", decimals-len(frac)), 10)
+	if !ok || v.Sign() < 0 {
+		return nil, fmt.Errorf("%q is not an amount", amount)
+	}
+	return v, nil
+}
+
+func (c *Chain) send(ctx context.Context, to *common.Address, data []byte) (*types.Transaction, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl := c.Backend.Client()
+	if c.nonce == 0 {
+		n, err := cl.PendingNonceAt(ctx, c.from)
+		if err != nil {
+			return nil, err
+		}
+		c.nonce = n
+	}
+	head, err := cl.HeaderByNumber(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	tip := big.NewInt(params.GWei)
+	feeCap := new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), tip)
+	tx := types.NewTx(&types.DynamicFeeTx{
+		ChainID: big.NewInt(1337), Nonce: c.nonce, GasTipCap: tip, GasFeeCap: feeCap,
+		Gas: 3_000_000, To: to, Data: data,
+	})
+	signed, err := types.SignTx(tx, types.LatestSignerForChainID(big.NewInt(1337)), c.key)
+	if err != nil {
+		return nil, err
+	}
+	if err := cl.SendTransaction(ctx, signed); err != nil {
+		return nil, err
+	}
+	c.nonce++
+	return signed, nil
+}
+
+// ResetNonce makes the next send read the account's nonce from the chain (after a
+// reorganisation dropped sent transactions).
+func (c *Chain) ResetNonce() {
+	c.mu.Lock()
+	c.nonce = 0
+	c.mu.Unlock()
+}
+
+// Mine mines a block every interval until ctx is done.
+func (c *Chain) Mine(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.Backend.Commit()
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package metrics
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Chain holds the deposit watcher's series, per network: the head block seen, the
+// last block scanned, their difference (lag), RPC errors and unmatched deposits.
+type Chain struct {
+	head, scanned, lag *prometheus.GaugeVec
+	rpcErrors          *prometheus.CounterVec
+	unmatched          *prometheus.CounterVec
+
+	mu    sync.Mutex
+	heads map[string]uint64
+}
+
+// Chain registers and returns the chain watcher's metrics (call once per Metrics).
+func (m *Metrics) Chain() *Chain {
+	c := &Chain{heads: map[string]uint64{}}
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "chain", Name: name, Help: help}, []string{"network"})
+	}
+	c.head = gauge("head_block", "The newest block number the network's node reported.")
+	c.scanned = gauge("scanned_block", "The last block the network's scanner fully processed.")
+	c.lag = gauge("lag_blocks", "Head block minus last scanned block.")
+	c.rpcErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "chain",
+		Name: "rpc_errors_total", Help: "Failed scanner polls (RPC errors, timeouts, rate limits), by network."}, []string{"network"})
+	c.unmatched = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "chain",
+		Name: "unmatched_deposits_total", Help: "Transfers to deposit addresses stored as unmatched deposits for operators, by network."}, []string{"network"})
+	m.reg.MustRegister(c.head, c.scanned, c.lag, c.rpcErrors, c.unmatched)
+	return c
+}
+
+// Watch makes network's series appear (at zero) before anything happens on it.
+func (c *Chain) Watch(network string) {
+	c.rpcErrors.WithLabelValues(network)
+	c.unmatched.WithLabelValues(network)
+}
+
+// ChainHead records the network's head block.
+func (c *Chain) ChainHead(network string, block uint64) {
+	c.mu.Lock()
+	c.heads[network] = block
+	c.mu.Unlock()
+	c.head.WithLabelValues(network).Set(float64(block))
+}
+
+// ChainScanned records the network's last scanned block and the lag behind the head.
+func (c *Chain) ChainScanned(network string, block uint64) {
+	c.scanned.WithLabelValues(network).Set(float64(block))
+	c.mu.Lock()
+	head := c.heads[network]
+	c.mu.Unlock()
+	lag := 0.0
+	if head > block {
+		lag = float64(head - block)
+	}
+	c.lag.WithLabelValues(network).Set(lag)
+}
+
+// ChainRPCError counts a failed poll.
+func (c *Chain) ChainRPCError(network string) { c.rpcErrors.WithLabelValues(network).Inc() }
+
+// UnmatchedDeposit counts an unmatched deposit.
+func (c *Chain) UnmatchedDeposit(network string) { c.unmatched.WithLabelValues(network).Inc() }

@@ -1,0 +1,330 @@
+package transactions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"partnerd/internal/chain"
+	"partnerd/internal/lifecycle"
+	"partnerd/internal/unmatched"
+)
+
+// ChainTransfer is a token transfer to one of our deposit addresses, identified by
+// (Network, TxHash, LogIndex).
+type ChainTransfer struct {
+	Network   string
+	TxHash    string
+	LogIndex  uint
+	Token     string
+	Block     uint64
+	BlockHash string
+	BlockTime time.Time
+	From, To  string
+	// Raw is the amount in the token's base units; Amount is it at 6 decimals, rounded down.
+	Raw    decimal.Decimal
+	Amount decimal.Decimal
+	// TransactionID is the transaction owning the address.
+	TransactionID *uuid.UUID
+	DepositID     string
+	State         string
+	// Confirmations is the deposit's count (read with pending transfers only).
+	Confirmations int
+	// Note says why an unmatched transfer was not applied.
+	Note      string
+	CreatedAt time.Time
+}
+
+// Chain transfer states.
+const (
+	TransferPending   = "pending"
+	TransferConfirmed = "confirmed"
+	TransferReorged   = "reorged"
+	TransferUnmatched = "unmatched"
+)
+
+// ChainStore is what the deposit watcher keeps in the database. Its writes run
+// inside the batch's unit of work (WithTx): the ctx they are given carries it.
+type ChainStore interface {
+	// WithTx runs fn in a unit of work; the lifecycle changes of a batch join it.
+	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	ChainCursor(ctx context.Context, network string) (*chain.Cursor, error)
+	// MoveChainCursor sets the cursor to next if it is still prev (nil: unset) and
+	// reports whether it did.
+	MoveChainCursor(ctx context.Context, network string, prev *chain.Cursor, next chain.Cursor) (bool, error)
+	// ChainTransfer returns the transfer with that key, or nil.
+	ChainTransfer(ctx context.Context, network, txHash string, logIndex uint) (*ChainTransfer, error)
+	SaveChainTransfer(ctx context.Context, t *ChainTransfer) error
+	PendingChainTransfers(ctx context.Context, network string) ([]ChainTransfer, error)
+	// WatchedAddresses returns which of addrs are deposit addresses of network.
+	WatchedAddresses(ctx context.Context, network string, addrs []string) (map[string]bool, error)
+	// TransactionIDByAddress returns the transaction whose deposit address on network is addr.
+	TransactionIDByAddress(ctx context.Context, network, addr string) (uuid.UUID, error)
+	DeleteDeposit(ctx context.Context, transactionID uuid.UUID) error
+}
+
+// UnmatchedRecorder keeps a transfer that matched no open transaction for the
+// operators (unmatched.Service): listed and resolved through the operator API.
+type UnmatchedRecorder interface {
+	Record(ctx context.Context, d unmatched.Deposit) (*unmatched.Deposit, error)
+}
+
+// UnmatchedObserver hears of transfers stored as unmatched (for the log and metrics).
+type UnmatchedObserver interface {
+	Unmatched(t *ChainTransfer)
+}
+
+// Deposits applies what the chain scanners find to transactions through the
+// Lifecycle (the same rules as the sandbox simulator). It implements scanner.Sink.
+type Deposits struct {
+	l         *Lifecycle
+	st        ChainStore
+	unmatched UnmatchedRecorder
+	observer  UnmatchedObserver
+}
+
+// NewDeposits returns the deposits service.
+func NewDeposits(l *Lifecycle, st ChainStore, u UnmatchedRecorder, o UnmatchedObserver) *Deposits {
+	return &Deposits{l: l, st: st, unmatched: u, observer: o}
+}
+
+// Cursor returns network's scanner cursor (nil before the first batch).
+func (d *Deposits) Cursor(ctx context.Context, network string) (*chain.Cursor, error) {
+	return d.st.ChainCursor(ctx, network)
+}
+
+// Watching returns which of addrs are our deposit addresses.
+func (d *Deposits) Watching(ctx context.Context, network string, addrs []string) (map[string]bool, error) {
+	return d.st.WatchedAddresses(ctx, network, addrs)
+}
+
+// ErrCursorMoved means another scanner moved the cursor: the batch was not recorded.
+var ErrCursorMoved = errors.New("chain cursor moved by another scanner")
+
+// Record stores a batch: each transfer not seen before (or seen in a block that was
+// reorganised away) is applied to its transaction or stored as unmatched, and the
+// cursor moves from prev to next, all in one database transaction.
+func (d *Deposits) Record(ctx context.Context, network string, prev *chain.Cursor, next chain.Cursor, transfers []chain.Transfer) error {
+	var found []*ChainTransfer
+	err := d.st.WithTx(ctx, func(ctx context.Context, _ Tx) error {
+		found = found[:0]
+		for _, tr := range transfers {
+			row, err := d.record(ctx, tr)
+			if err != nil {
+				return err
+			}
+			if row != nil && row.State == TransferUnmatched {
+				if err := d.keepUnmatched(ctx, row); err != nil {
+					return err
+				}
+				found = append(found, row)
+			}
+		}
+		ok, err := d.st.MoveChainCursor(ctx, network, prev, next)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrCursorMoved
+		}
+		return nil
+	})
+	if err == nil && d.observer != nil {
+		for _, u := range found {
+			d.observer.Unmatched(u)
+		}
+	}
+	return err
+}
+
+// keepUnmatched records row for the operators (unmatched.Service), in the batch's
+// unit of work.
+func (d *Deposits) keepUnmatched(ctx context.Context, row *ChainTransfer) error {
+	if d.unmatched == nil {
+		return nil
+	}
+	_, err := d.unmatched.Record(ctx, unmatched.Deposit{
+		Network: row.Network, TxHash: row.TxHash, LogIndex: int(row.LogIndex), ToAddress: row.To,
+		Amount: row.Amount, RawAmount: row.Raw.String(), BlockNumber: int64(row.Block), TransactionID: row.TransactionID,
+	})
+	return err
+}
+
+func (d *Deposits) record(ctx context.Context, tr chain.Transfer) (*ChainTransfer, error) {
+	hash := chain.FormatHash(tr.Network, tr.TxHash)
+	old, err := d.st.ChainTransfer(ctx, tr.Network, hash, tr.LogIndex)
+	if err != nil {
+		return nil, err
+	}
+	if old != nil && old.State != TransferReorged {
+		return nil, nil // seen before: a no-op
+	}
+	id, err := d.st.TransactionIDByAddress(ctx, tr.Network, tr.ToAddress)
+	if err != nil {
+		return nil, err
+	}
+	row := &ChainTransfer{
+		Network: tr.Network, TxHash: hash, LogIndex: tr.LogIndex, Token: tr.Token,
+		Block: tr.Block, BlockHash: tr.BlockHash.Hex(), BlockTime: tr.BlockTime,
+		From: chain.FormatAddress(tr.Network, tr.From), To: tr.ToAddress,
+		Raw: decimal.NewFromBigInt(tr.Raw, 0), Amount: tr.Amount,
+		TransactionID: &id, DepositID: chain.DepositID(tr.Network, tr.TxHash, tr.LogIndex),
+	}
+	if old != nil {
+		row.CreatedAt = old.CreatedAt
+	}
+	_, err = d.l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
+		if row.Token != t.Token {
+			row.State, row.Note = TransferUnmatched, "token "+row.Token+" is not the transaction's "+t.Token
+			return nil, nil
+		}
+		if t.Deposit != nil || (t.Status != lifecycle.AwaitingDeposit && t.Status != lifecycle.Expired) {
+			row.State = TransferUnmatched
+			row.Note = fmt.Sprintf("transaction is %s", t.Status)
+			if t.Deposit != nil {
+				row.Note = fmt.Sprintf("second transfer; the transaction (%s) already has deposit %s", t.Status, t.Deposit.ID)
+			}
+			return nil, nil
+		}
+		row.State = TransferPending
+		// Never confirmed here, even when already deep enough (a catch-up): the next
+		// poll re-checks the block against the canonical chain first.
+		dep := &Deposit{
+			ID: row.DepositID, Hash: row.TxHash, Amount: row.Amount, Status: DepositConfirming,
+			Confirmations: max(tr.Confirmations, 1), RequiredConfirmations: d.l.requiredFor(t.Network), ReceivedAt: row.BlockTime,
+		}
+		meta := map[string]any{
+			"deposit_id": dep.ID, "confirmations": dep.Confirmations, "blockchain_hash": dep.Hash,
+			"log_index": row.LogIndex, "block": row.Block, "amount": dep.Amount.String(), "raw_amount": row.Raw.String(),
+		}
+		addAmountFacts(meta, t.CryptoAmount, dep.Amount)
+		s, err := move(t, lifecycle.DetectDeposit, "given a deposit", meta)
+		if err != nil {
+			return nil, err
+		}
+		t.Deposit = dep
+		return []step{s}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return row, d.st.SaveChainTransfer(ctx, row)
+}
+
+// addAmountFacts records an excess or a shortfall against the expected amount.
+func addAmountFacts(meta map[string]any, expected, received decimal.Decimal) {
+	switch received.Cmp(expected) {
+	case 1:
+		meta["excess"] = received.Sub(expected).String()
+	case -1:
+		meta["shortfall"] = expected.Sub(received).String()
+	}
+}
+
+// Pending returns network's detected deposits that have not confirmed yet.
+func (d *Deposits) Pending(ctx context.Context, network string) ([]chain.Pending, error) {
+	rows, err := d.st.PendingChainTransfers(ctx, network)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]chain.Pending, 0, len(rows))
+	for _, r := range rows {
+		p := chain.Pending{Network: r.Network, TxHash: chain.ParseHash(r.TxHash), LogIndex: r.LogIndex,
+			Block: r.Block, BlockHash: chain.ParseHash(r.BlockHash), Confirmations: r.Confirmations}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Confirm raises p's confirmations. At the network's requirement the deposit
+// confirms: received ≥ expected proceeds as today (an excess recorded in the
+// history metadata); received < expected fails the transaction (deposit:underpaid).
+func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations int) error {
+	return d.onPending(ctx, p, func(ctx context.Context, tx Tx, row *ChainTransfer, t *Transaction, now time.Time) ([]step, error) {
+		if t.Status != lifecycle.DepositConfirming {
+			// Moved on by other means (the sandbox simulator): nothing left to confirm.
+			row.State = TransferConfirmed
+			return nil, nil
+		}
+		if confirmations > t.Deposit.Confirmations {
+			t.Deposit.Confirmations = confirmations
+		}
+		if t.Deposit.Confirmations < t.Deposit.RequiredConfirmations {
+			return nil, tx.SaveDeposit(ctx, t.ID, t.Deposit)
+		}
+		row.State = TransferConfirmed
+		if t.Deposit.Amount.LessThan(t.CryptoAmount) {
+			t.Deposit.Status = DepositUnderpaid
+			t.Deposit.ConfirmedAt = &now
+			meta := map[string]any{"deposit_id": t.Deposit.ID, "confirmations": t.Deposit.Confirmations,
+				"expected": t.CryptoAmount.String(), "received": t.Deposit.Amount.String()}
+			addAmountFacts(meta, t.CryptoAmount, t.Deposit.Amount)
+			s, err := move(t, lifecycle.Underpay, "failed", meta)
+			return []step{s}, err
+		}
+		steps, err := confirm(t, now, d.l.fillsOnConfirm())
+		if err != nil {
+			return nil, err
+		}
+		addAmountFacts(steps[0].meta, t.CryptoAmount, t.Deposit.Amount)
+		return steps, nil
+	})
+}
+
+// Drop undoes p, whose block left the canonical chain: the deposit is removed and
+// the transaction returns to awaiting_deposit (expired past its deadline) with
+// reason deposit:reorged. The transfer is detected again if it reappears.
+func (d *Deposits) Drop(ctx context.Context, p chain.Pending) error {
+	return d.onPending(ctx, p, func(ctx context.Context, _ Tx, row *ChainTransfer, t *Transaction, now time.Time) ([]step, error) {
+		row.State = TransferReorged
+		if t.Status != lifecycle.DepositConfirming {
+			return nil, nil
+		}
+		trigger := lifecycle.ReorgDeposit
+		if !now.Before(t.ExpiresAt) {
+			trigger = lifecycle.ReorgDepositLate
+		}
+		s, err := move(t, trigger, "returned to waiting", map[string]any{
+			"deposit_id": t.Deposit.ID, "blockchain_hash": t.Deposit.Hash, "block": row.Block, "block_hash": row.BlockHash,
+		})
+		if err != nil {
+			return nil, err
+		}
+		t.Deposit = nil
+		return []step{s}, d.st.DeleteDeposit(ctx, t.ID)
+	})
+}
+
+// onPending runs fn on the transaction of pending transfer p when p is still its
+// deposit, and saves the transfer's new state in the same database transaction.
+func (d *Deposits) onPending(ctx context.Context, p chain.Pending, fn func(ctx context.Context, tx Tx, row *ChainTransfer, t *Transaction, now time.Time) ([]step, error)) error {
+	row, err := d.st.ChainTransfer(ctx, p.Network, chain.FormatHash(p.Network, p.TxHash), p.LogIndex)
+	if err != nil {
+		return err
+	}
+	if row == nil || row.State != TransferPending || row.TransactionID == nil {
+		return nil
+	}
+	_, err = d.l.change(ctx, *row.TransactionID, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
+		if t.Deposit == nil || t.Deposit.ID != row.DepositID {
+			// The transaction's deposit is no longer this transfer: keep it for operators.
+			row.State, row.Note = TransferUnmatched, "the transaction's deposit is no longer this transfer"
+			return nil, d.st.SaveChainTransfer(ctx, row)
+		}
+		steps, err := fn(ctx, tx, row, t, now)
+		if err != nil {
+			return nil, err
+		}
+		if row.State != TransferPending {
+			if err := d.st.SaveChainTransfer(ctx, row); err != nil {
+				return nil, err
+			}
+		}
+		return steps, nil
+	})
+	return err
+}

@@ -1,0 +1,338 @@
+// Command benchchain measures the deposit watcher against a real node (the
+// in-process devnet chain, JSON-RPC over loopback) with many open transactions:
+//
+//  1. starts a chain with the test token and the service on a fresh PostgreSQL
+//     schema (or SQLite), watching the chain;
+//
+//  2. creates -open transactions through the API;
+//
+//  3. scan rate: stops the service, mines a backlog of -blocks blocks holding
+//     -transfers transfers to open transactions (and as many to addresses we never
+//     issued), restarts it and times the scan from the old cursor to the head;
+//
+//  4. detection delay: with the service caught up, -samples times sends one
+//     transfer, mines its block and times until the transaction is
+//     deposit_confirming (polling the API every 5 ms), at a random moment of the
+//     poll interval.
+//
+//     go run ./scripts/benchchain -db postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/google/uuid"
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"partnerd/gen/client"
+	"partnerd/internal/app"
+	"partnerd/internal/chain"
+	"partnerd/internal/chain/devnet"
+	"partnerd/internal/config"
+	"partnerd/internal/store"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "benchchain:", err)
+		os.Exit(1)
+	}
+}
+
+type server struct {
+	api  string
+	stop func()
+	app  *app.App
+}
+
+func start(vars map[string]string) (*server, error) {
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx, ln) }()
+	return &server{api: "http://" + ln.Addr().String() + "/api/v1/partner", app: a, stop: func() {
+		cancel()
+		<-done
+		_ = a.Close()
+	}}, nil
+}
+
+func run() error {
+	dbURL := flag.String("db", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "PostgreSQL server URL (a fresh schema is used and dropped), or sqlite:PATH")
+	open := flag.Int("open", 10000, "open transactions")
+	blocks := flag.Int("blocks", 5000, "blocks in the backlog")
+	transfers := flag.Int("transfers", 1000, "transfers to open transactions in the backlog")
+	samples := flag.Int("samples", 40, "detection delay samples")
+	poll := flag.Duration("poll", 3*time.Second, "CHAIN_POLL_INTERVAL")
+	flag.Parse()
+	ctx := context.Background()
+
+	url := *dbURL
+	if strings.HasPrefix(url, "postgres") {
+		schemaURL, drop, err := freshSchema(url)
+		if err != nil {
+			return err
+		}
+		defer drop()
+		url = schemaURL
+	}
+	ch, err := devnet.Start(0)
+	if err != nil {
+		return err
+	}
+	defer ch.Close()
+	token, err := ch.Deploy(ctx, 18)
+	if err != nil {
+		return err
+	}
+	vars := map[string]string{
+		"DATABASE_URL": url, "CHAIN_RPC_BEP20": ch.URL, "CHAIN_POLL_INTERVAL": poll.String(),
+		"TOKEN_CONTRACTS": fmt.Sprintf("usdt:bep20=%s/18", token.Hex()), "CONFIRMATIONS": "bep20=15,trc20=19",
+		"RATE_LIMIT_WRITES": "100000/1s", "RATE_LIMIT_READS": "100000/1s",
+	}
+	srv, err := start(vars)
+	if err != nil {
+		return err
+	}
+	_, key, err := srv.app.Partners().Create(ctx, "bench")
+	if err != nil {
+		return err
+	}
+	c, err := newClient(srv.api, key)
+	if err != nil {
+		return err
+	}
+
+	// 2. Open transactions.
+	t0 := time.Now()
+	txs := make([]client.Transaction, *open)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	next := make(chan int)
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				fiat := "15500"
+				res, err := c.CreateTransactionWithResponse(ctx, &client.CreateTransactionParams{},
+					client.CreateTransactionRequest{MerchantReference: fmt.Sprintf("BENCH-%d", i), CryptoCurrency: "usdt", Network: "bep20", FiatAmount: &fiat},
+					func(_ context.Context, r *http.Request) error {
+						r.Header.Set("Idempotency-Key", uuid.NewString())
+						return nil
+					})
+				if err == nil && res.JSON201 == nil {
+					err = fmt.Errorf("create: %d %s", res.StatusCode(), res.Body)
+				}
+				if err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+					continue
+				}
+				txs[i] = res.JSON201.Data
+			}
+		}()
+	}
+	for i := range txs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+	}
+	fmt.Printf("open transactions: %d created in %s\n", *open, time.Since(t0).Round(time.Millisecond))
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := waitHead(ctx, ch, st, time.Minute); err != nil {
+		return err
+	}
+	srv.stop()
+
+	// 3. Backlog scan rate.
+	perm := rand.Perm(*open)
+	paid := perm[:*transfers]
+	every := max(1, *blocks / *transfers)
+	k := 0
+	for b := 0; b < *blocks; b++ {
+		if b%every == 0 && k < len(paid) {
+			tx := txs[paid[k]]
+			to := common.HexToAddress(tx.DepositAddress)
+			if _, err := ch.Transfer(ctx, token, to, units(tx.CryptoAmount)); err != nil {
+				return err
+			}
+			var stranger common.Address
+			_, _ = cryptoRand(stranger[:])
+			if _, err := ch.Transfer(ctx, token, stranger, big.NewInt(1)); err != nil {
+				return err
+			}
+			k++
+		}
+		ch.Backend.Commit()
+	}
+	cur, err := st.ChainCursor(ctx, "bep20")
+	if err != nil {
+		return err
+	}
+	head, err := ch.Backend.Client().BlockNumber(ctx)
+	if err != nil {
+		return err
+	}
+	t1 := time.Now()
+	srv, err = start(vars)
+	if err != nil {
+		return err
+	}
+	defer func() { srv.stop() }()
+	if err := waitHead(ctx, ch, st, 10*time.Minute); err != nil {
+		return err
+	}
+	took := time.Since(t1)
+	if c, err = newClient(srv.api, key); err != nil {
+		return err
+	}
+	found, err := st.ChainTransfers(ctx, false, 10**transfers)
+	if err != nil {
+		return err
+	}
+	n := head - cur.Block
+	fmt.Printf("backlog: %d blocks (%d → %d) with %d deposits and %d transfers to unknown addresses, scanned in %s: %.0f blocks/s; %d deposits recorded\n",
+		n, cur.Block, head, k, k, took.Round(time.Millisecond), float64(n)/took.Seconds(), len(found))
+
+	// 4. Detection delay.
+	var delays []time.Duration
+	unpaid := perm[*transfers:]
+	for i := 0; i < *samples && i < len(unpaid); i++ {
+		time.Sleep(time.Duration(rand.Int64N(int64(*poll))))
+		tx := txs[unpaid[i]]
+		if _, err := ch.Transfer(ctx, token, common.HexToAddress(tx.DepositAddress), units(tx.CryptoAmount)); err != nil {
+			return err
+		}
+		ch.Backend.Commit()
+		mined := time.Now()
+		for {
+			res, err := c.GetTransactionWithResponse(ctx, tx.Id)
+			if err != nil {
+				return err
+			}
+			if res.JSON200 != nil && res.JSON200.Data.Status == client.TransactionStatusDepositConfirming {
+				break
+			}
+			if time.Since(mined) > time.Minute {
+				return errors.New("a deposit was not detected within a minute")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		delays = append(delays, time.Since(mined))
+	}
+	slices.Sort(delays)
+	q := func(p float64) time.Duration { return delays[int(p*float64(len(delays)-1))].Round(time.Millisecond) }
+	fmt.Printf("detection delay (block mined → deposit_confirming), %d samples, CHAIN_POLL_INTERVAL=%s: p50 %s, p90 %s, max %s\n",
+		len(delays), poll, q(0.5), q(0.9), delays[len(delays)-1].Round(time.Millisecond))
+	return nil
+}
+
+func newClient(api, key string) (*client.ClientWithResponses, error) {
+	return client.NewClientWithResponses(api, client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+		r.Header.Set("X-API-KEY", key)
+		return nil
+	}))
+}
+
+func units(amount string) *big.Int {
+	v, err := devnet.Units(amount, 18)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func cryptoRand(b []byte) (int, error) {
+	for i := range b {
+		b[i] = byte(rand.UintN(256))
+	}
+	return len(b), nil
+}
+
+// waitHead waits until the scanner's cursor reaches the chain's head.
+func waitHead(ctx context.Context, ch *devnet.Chain, st *store.Store, limit time.Duration) error {
+	head, err := ch.Backend.Client().BlockNumber(ctx)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		cur, err := st.ChainCursor(ctx, chain.BEP20)
+		if err != nil {
+			return err
+		}
+		if cur != nil && cur.Block >= head {
+			return nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return fmt.Errorf("the scanner did not reach block %d within %s", head, limit)
+}
+
+// freshSchema creates a schema on the server and returns a URL using it.
+func freshSchema(server string) (string, func(), error) {
+	db, err := sql.Open("pgx", server)
+	if err != nil {
+		return "", nil, err
+	}
+	b := make([]byte, 6)
+	_, _ = cryptoRand(b)
+	schema := "bench_chain_" + hex.EncodeToString(b)
+	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+		return "", nil, err
+	}
+	u, err := url.Parse(server)
+	if err != nil {
+		return "", nil, err
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), func() {
+		_, _ = db.Exec("DROP SCHEMA " + schema + " CASCADE")
+		_ = db.Close()
+	}, nil
+}
