@@ -2,6 +2,8 @@ package scanner_test
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
+	"partnerd/gen/operatorclient"
 	"partnerd/internal/chain"
 	"partnerd/internal/testdb"
 	"partnerd/internal/transactions"
@@ -104,6 +107,26 @@ func TestDepositsOnChain(t *testing.T) {
 			require.Equal(t, "5", un[0].Amount.String())
 			require.Equal(t, client.TransactionStatusOrderFilled, r.get(exact.Id).Status)
 			require.Len(t, r.history(exact.Id), 4)
+
+			// The operators see it through their API, and refund it once.
+			ops := r.env.OperatorClient(t, r.env.NewOperator(t))
+			list, err := ops.ListUnmatchedDepositsWithResponse(ctx, &operatorclient.ListUnmatchedDepositsParams{})
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, list.StatusCode(), string(list.Body))
+			require.Len(t, list.JSON200.Data.Data, 1)
+			got := list.JSON200.Data.Data[0]
+			require.Equal(t, second.Hex(), got.TxHash)
+			require.Equal(t, "5.000000", got.Amount)
+			require.Equal(t, exact.Id, *got.TransactionId)
+			refund := operatorclient.ChainHash("0x" + strings.Repeat("cd", 32))
+			res, err := ops.ResolveUnmatchedDepositWithResponse(ctx, got.Id,
+				&operatorclient.ResolveUnmatchedDepositParams{IdempotencyKey: uuid.NewString()},
+				operatorclient.ResolveRequest{Action: operatorclient.ResolveRequestActionRefunded, TxHash: &refund})
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+			list, err = ops.ListUnmatchedDepositsWithResponse(ctx, &operatorclient.ListUnmatchedDepositsParams{})
+			require.NoError(t, err)
+			require.Empty(t, list.JSON200.Data.Data, "resolved: no longer open")
 		})
 	}
 }
