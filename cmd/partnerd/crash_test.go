@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,4 +87,67 @@ func TestKilledMidCreateLeavesNoKeyStuck(t *testing.T) {
 	require.Equal(t, http.StatusCreated, res.StatusCode)
 	require.Equal(t, "true", res.Header.Get("Idempotent-Replayed"))
 	require.Equal(t, first["data"].(map[string]any)["id"], again["data"].(map[string]any)["id"])
+}
+
+// Killed (kill -9) in the middle of a burst of creates, on both databases: after a
+// restart every request retried with its key and body is answered 201 at once,
+// executed afresh or replayed, never "still in progress", and each merchant
+// reference exists exactly once.
+func TestKilledDuringCreatesLeavesNoKeyStuck(t *testing.T) {
+	t.Parallel()
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			url := db.URL
+			if db.Name == "postgres" {
+				url = testdb.PostgresSchema(t)
+			}
+			bin := buildBinary(t)
+			env := []string{"DATABASE_URL=" + url, "APP_ENV=staging"}
+			srv, key := startBinary(t, bin, env)
+			require.NotEmpty(t, key)
+			client := &http.Client{Timeout: 30 * time.Second}
+			create := func(base string, i int) (*http.Response, error) {
+				body := fmt.Sprintf(`{"merchant_reference":"BURST-%d","crypto_currency":"usdt","network":"bep20","fiat_amount":"2000"}`, i)
+				req, err := http.NewRequest(http.MethodPost, base+"/api/v1/partner/transactions", strings.NewReader(body))
+				require.NoError(t, err)
+				req.Header.Set("X-API-KEY", key)
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", fmt.Sprintf("burst-%d", i))
+				return client.Do(req)
+			}
+
+			var sent atomic.Int64
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := int(sent.Add(1))
+						res, err := create(srv.base, i)
+						if err != nil {
+							return // the server is gone
+						}
+						_ = res.Body.Close()
+					}
+				}()
+			}
+			require.Eventually(t, func() bool { return sent.Load() > 150 }, 30*time.Second, time.Millisecond)
+			require.NoError(t, srv.cmd.Process.Kill())
+			<-srv.done
+			wg.Wait()
+
+			srv2, _ := startBinary(t, bin, env)
+			for i := 1; i <= int(sent.Load()); i++ {
+				start := time.Now()
+				res, err := create(srv2.base, i)
+				require.NoError(t, err)
+				_ = res.Body.Close()
+				require.Equal(t, http.StatusCreated, res.StatusCode, "retry of request %d", i)
+				require.Less(t, time.Since(start), 5*time.Second)
+				require.Equal(t, http.StatusOK, referenceStatus(t, client, srv2.base, key, fmt.Sprintf("BURST-%d", i)))
+			}
+		})
+	}
 }
