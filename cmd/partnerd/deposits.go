@@ -8,9 +8,6 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
-
-	"partnerd/internal/config"
-	"partnerd/internal/store"
 )
 
 // listDeposits prints the chain transfers to deposit addresses, newest first: with
@@ -25,12 +22,8 @@ func listDeposits(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := config.FromEnv()
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	st, err := store.Open(ctx, cfg.DatabaseURL)
+	st, err := openStore(ctx)
 	if err != nil {
 		return err
 	}

@@ -120,13 +120,19 @@ func displayAddr(addr net.Addr) string {
 	return addr.String()
 }
 
-func migrate(stdout io.Writer) error {
+// openStore opens the configured database (DATABASE_URL), for the commands that
+// need only the store.
+func openStore(ctx context.Context) (*store.Store, error) {
 	cfg, err := config.FromEnv()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return store.Open(ctx, cfg.DatabaseURL)
+}
+
+func migrate(stdout io.Writer) error {
 	ctx := context.Background()
-	st, err := store.Open(ctx, cfg.DatabaseURL)
+	st, err := openStore(ctx)
 	if err != nil {
 		return err
 	}

@@ -195,9 +195,16 @@ func (e *Env) validate(req *http.Request, reqBody []byte, resp *http.Response, b
 			return err
 		}
 	}
+	return validateOperation(e.route, req, reqBody, resp, body)
+}
+
+// validateOperation checks an answer against the operation of the contract that
+// route finds for req: its status must be declared, and its headers and body must
+// match. A request matching no operation must have been answered 404 or 405.
+func validateOperation(route routers.Router, req *http.Request, reqBody []byte, resp *http.Response, body []byte) error {
 	r := req.Clone(req.Context())
 	r.Body = io.NopCloser(bytes.NewReader(reqBody))
-	route, params, err := e.route.FindRoute(r)
+	op, params, err := route.FindRoute(r)
 	if err != nil {
 		// No operation: only the error checks above apply (404 or 405).
 		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
@@ -207,7 +214,7 @@ func (e *Env) validate(req *http.Request, reqBody []byte, resp *http.Response, b
 	}
 	in := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: &openapi3filter.RequestValidationInput{
-			Request: r, PathParams: params, Route: route,
+			Request: r, PathParams: params, Route: op,
 			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
 		},
 		Status:  resp.StatusCode,

@@ -26,13 +26,19 @@ func Spec() (*openapi3.T, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load embedded spec: %w", err)
 	}
+	return Rebase(spec, BasePath), nil
+}
+
+// Rebase makes spec's paths carry base (as the router sees them) and drops its
+// servers, so requests validate against it whatever host they came to.
+func Rebase(spec *openapi3.T, base string) *openapi3.T {
 	spec.Servers = nil
 	paths := openapi3.NewPaths()
 	for path, item := range spec.Paths.Map() {
-		paths.Set(BasePath+path, item)
+		paths.Set(base+path, item)
 	}
 	spec.Paths = paths
-	return spec, nil
+	return spec
 }
 
 const uuidPattern = `^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`

@@ -96,13 +96,7 @@ func Spec() (*openapi3.T, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load embedded operator spec: %w", err)
 	}
-	spec.Servers = nil
-	paths := openapi3.NewPaths()
-	for path, item := range spec.Paths.Map() {
-		paths.Set(BasePath+path, item)
-	}
-	spec.Paths = paths
-	return spec, nil
+	return httpapi.Rebase(spec, BasePath), nil
 }
 
 var specOnce sync.Once
