@@ -110,3 +110,13 @@ func Trim[T any](c *Codec, scope string, rows []T, limit int, pos func(T) Positi
 	next := c.Encode(pos(rows[limit-1]), scope)
 	return rows, true, &next
 }
+
+// UTC returns t in UTC (nil for nil), so that a filter's times sign into a cursor
+// scope the same whatever zone the request gave them in.
+func UTC(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -89,13 +89,6 @@ func scopeOf(partnerID uuid.UUID, f Filter) string {
 		k := ReferenceKey(*f.Reference)
 		ref = &k
 	}
-	utc := func(t *time.Time) *time.Time {
-		if t == nil {
-			return nil
-		}
-		u := t.UTC()
-		return &u
-	}
 	b, _ := json.Marshal(struct {
 		List       string     `json:"list"`
 		Partner    uuid.UUID  `json:"partner"`
@@ -105,6 +98,6 @@ func scopeOf(partnerID uuid.UUID, f Filter) string {
 		Reference  *string    `json:"reference"`
 		From       *time.Time `json:"from"`
 		To         *time.Time `json:"to"`
-	}{"transactions", partnerID, st, f.MerchantID, f.TerminalID, ref, utc(f.From), utc(f.To)})
+	}{"transactions", partnerID, st, f.MerchantID, f.TerminalID, ref, cursor.UTC(f.From), cursor.UTC(f.To)})
 	return string(b)
 }

@@ -102,13 +102,6 @@ func (l *Ledger) List(ctx context.Context, partnerID uuid.UUID, f RevenueFilter,
 }
 
 func revenueScope(partnerID uuid.UUID, f RevenueFilter) string {
-	utc := func(t *time.Time) *time.Time {
-		if t == nil {
-			return nil
-		}
-		u := t.UTC()
-		return &u
-	}
 	b, _ := json.Marshal(struct {
 		List    string     `json:"list"`
 		Partner uuid.UUID  `json:"partner"`
@@ -116,6 +109,6 @@ func revenueScope(partnerID uuid.UUID, f RevenueFilter) string {
 		To      *time.Time `json:"to"`
 		Token   *string    `json:"token"`
 		Network *string    `json:"network"`
-	}{"revenue", partnerID, utc(f.From), utc(f.To), f.Token, f.Network})
+	}{"revenue", partnerID, cursor.UTC(f.From), cursor.UTC(f.To), f.Token, f.Network})
 	return string(b)
 }

@@ -63,13 +63,6 @@ func NewStageLister(store StageStore, codec *cursor.Codec) *StageLister {
 // next cursor or "". Errors: InvalidCursor.
 func (l *StageLister) List(ctx context.Context, f StageFilter, limit int, after string) (*Page, error) {
 	limit = cursor.Limit(limit)
-	utc := func(t *time.Time) *time.Time {
-		if t == nil {
-			return nil
-		}
-		u := t.UTC()
-		return &u
-	}
 	b, _ := json.Marshal(struct {
 		List    string     `json:"list"`
 		Stage   Stage      `json:"stage"`
@@ -77,7 +70,7 @@ func (l *StageLister) List(ctx context.Context, f StageFilter, limit int, after 
 		Network *string    `json:"network"`
 		From    *time.Time `json:"from"`
 		To      *time.Time `json:"to"`
-	}{"stage", f.Stage, f.PartnerID, f.Network, utc(f.From), utc(f.To)})
+	}{"stage", f.Stage, f.PartnerID, f.Network, cursor.UTC(f.From), cursor.UTC(f.To)})
 	scope := string(b)
 	pos, err := l.codec.After(after, scope)
 	if err != nil {

@@ -104,13 +104,6 @@ func notFoundEvent(err error) error {
 }
 
 func scopeOf(partnerID uuid.UUID, f Filter) string {
-	utc := func(t *time.Time) *time.Time {
-		if t == nil {
-			return nil
-		}
-		u := t.UTC()
-		return &u
-	}
 	b, _ := json.Marshal(struct {
 		List          string     `json:"list"`
 		Partner       uuid.UUID  `json:"partner"`
@@ -119,6 +112,6 @@ func scopeOf(partnerID uuid.UUID, f Filter) string {
 		PublishStatus *string    `json:"publish_status"`
 		From          *time.Time `json:"from"`
 		To            *time.Time `json:"to"`
-	}{"webhook_events", partnerID, f.Type, f.TransactionID, f.PublishStatus, utc(f.From), utc(f.To)})
+	}{"webhook_events", partnerID, f.Type, f.TransactionID, f.PublishStatus, cursor.UTC(f.From), cursor.UTC(f.To)})
 	return string(b)
 }
