@@ -36,6 +36,7 @@ import (
 	"partnerd/internal/quotes"
 	"partnerd/internal/ratelimit"
 	"partnerd/internal/rates"
+	"partnerd/internal/revenue"
 	"partnerd/internal/safeurl"
 	"partnerd/internal/store"
 	"partnerd/internal/transactions"
@@ -200,7 +201,7 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 		Transactions: a.transactions,
 		Lister:       transactions.NewLister(store.For[transactions.Tx](st), a.codec),
 		Lifecycle:    a.lifecycle,
-		Ledger:       transactions.NewLedger(st, a.codec, store.Now),
+		Ledger:       revenue.NewLedger(st, a.codec, store.Now),
 		History:      st,
 		Endpoints:    webhook.NewEndpoints(st, policy, a.jobs, store.Now),
 		Events:       a.events,

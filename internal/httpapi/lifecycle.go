@@ -9,8 +9,8 @@ import (
 	"partnerd/gen/api"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
+	"partnerd/internal/revenue"
 	"partnerd/internal/sandbox"
-	"partnerd/internal/transactions"
 )
 
 // CancelTransaction cancels an awaiting_deposit transaction (POST
@@ -85,7 +85,7 @@ func (s *Server) ListRevenue(ctx context.Context, req api.ListRevenueRequestObje
 	}
 	q := req.Params
 	limit, after := pageParams(q.Limit, q.Cursor)
-	page, err := s.ledger.List(ctx, p.ID, transactions.RevenueFilter{From: q.From, To: q.To, Token: q.CryptoCurrency, Network: q.Network},
+	page, err := s.ledger.List(ctx, p.ID, revenue.Filter{From: q.From, To: q.To, Token: q.CryptoCurrency, Network: q.Network},
 		limit, after, q.IncludeSummary != nil && *q.IncludeSummary)
 	if err != nil {
 		return nil, err

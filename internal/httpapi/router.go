@@ -18,6 +18,7 @@ import (
 	"partnerd/internal/partners"
 	"partnerd/internal/quotes"
 	"partnerd/internal/ratelimit"
+	"partnerd/internal/revenue"
 	"partnerd/internal/sandbox"
 	"partnerd/internal/transactions"
 	"partnerd/internal/webhook"
@@ -33,7 +34,7 @@ type Deps struct {
 	Transactions *transactions.Service
 	Lister       *transactions.Lister
 	Lifecycle    *transactions.Lifecycle
-	Ledger       *transactions.Ledger
+	Ledger       *revenue.Ledger
 	History      HistoryReader
 	Endpoints    *webhook.Endpoints
 	Events       *webhook.Log

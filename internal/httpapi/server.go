@@ -15,6 +15,7 @@ import (
 	"partnerd/internal/money"
 	"partnerd/internal/partners"
 	"partnerd/internal/quotes"
+	"partnerd/internal/revenue"
 	"partnerd/internal/sandbox"
 	"partnerd/internal/transactions"
 	"partnerd/internal/webhook"
@@ -27,7 +28,7 @@ type Server struct {
 	transactions *transactions.Service
 	lister       *transactions.Lister
 	lifecycle    *transactions.Lifecycle
-	ledger       *transactions.Ledger
+	ledger       *revenue.Ledger
 	history      HistoryReader
 	endpoints    *webhook.Endpoints
 	events       *webhook.Log

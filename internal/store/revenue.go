@@ -2,13 +2,12 @@ package store
 
 import (
 	"context"
+	"partnerd/internal/revenue"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 	"gorm.io/gorm"
-
-	"partnerd/internal/transactions"
 )
 
 type revenueRow struct {
@@ -29,7 +28,7 @@ type revenueRow struct {
 func (revenueRow) TableName() string { return "revenue" }
 
 // InsertRevenue writes a ledger row.
-func (tx *Tx) InsertRevenue(ctx context.Context, r *transactions.RevenueRow) error {
+func (tx *Tx) InsertRevenue(ctx context.Context, r *revenue.Row) error {
 	row := revenueRow{
 		TransactionID: r.TransactionID, PartnerID: r.PartnerID, MerchantReference: r.MerchantReference,
 		MerchantID: r.MerchantID, TerminalID: r.TerminalID, Network: r.Network, CryptoCurrency: r.Token,
@@ -38,7 +37,7 @@ func (tx *Tx) InsertRevenue(ctx context.Context, r *transactions.RevenueRow) err
 	return tx.db.WithContext(ctx).Create(&row).Error
 }
 
-func (s *Store) revenueWindow(ctx context.Context, partnerID uuid.UUID, q transactions.RevenueQuery) *gorm.DB {
+func (s *Store) revenueWindow(ctx context.Context, partnerID uuid.UUID, q revenue.Query) *gorm.DB {
 	db := s.read(ctx).Model(&revenueRow{}).Where("partner_id = ? AND ts >= ? AND ts <= ?", partnerID, q.From.UTC(), q.To.UTC())
 	db = whereEq(db, "crypto_currency", q.Token)
 	db = whereEq(db, "network", q.Network)
@@ -47,7 +46,7 @@ func (s *Store) revenueWindow(ctx context.Context, partnerID uuid.UUID, q transa
 
 // ListRevenue returns up to q.Limit of partnerID's ledger rows in the window, by
 // (ts, transaction_id) descending after q.After.
-func (s *Store) ListRevenue(ctx context.Context, partnerID uuid.UUID, q transactions.RevenueQuery) ([]transactions.RevenueRow, error) {
+func (s *Store) ListRevenue(ctx context.Context, partnerID uuid.UUID, q revenue.Query) ([]revenue.Row, error) {
 	db := s.revenueWindow(ctx, partnerID, q)
 	db, err := afterPosition(db, "ts", "transaction_id", q.After)
 	if err != nil {
@@ -57,9 +56,9 @@ func (s *Store) ListRevenue(ctx context.Context, partnerID uuid.UUID, q transact
 	if err := db.Order("ts DESC, transaction_id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {
 		return nil, err
 	}
-	out := make([]transactions.RevenueRow, len(rows))
+	out := make([]revenue.Row, len(rows))
 	for i, r := range rows {
-		out[i] = transactions.RevenueRow{
+		out[i] = revenue.Row{
 			TransactionID: r.TransactionID, PartnerID: r.PartnerID, MerchantReference: r.MerchantReference,
 			MerchantID: r.MerchantID, TerminalID: r.TerminalID, Network: r.Network, Token: r.CryptoCurrency,
 			CryptoAmount: r.CryptoAmount, FiatAmount: r.Amount, PlatformFee: r.PlatformFee, Share: r.Share, TS: r.TS.UTC(),
@@ -70,7 +69,7 @@ func (s *Store) ListRevenue(ctx context.Context, partnerID uuid.UUID, q transact
 
 // RevenueSummary returns the row count and the exact sum of share over the whole
 // window: computed by PostgreSQL in SQL, and on SQLite summed in Go (sumDecimal).
-func (s *Store) RevenueSummary(ctx context.Context, partnerID uuid.UUID, q transactions.RevenueQuery) (int64, decimal.Decimal, error) {
+func (s *Store) RevenueSummary(ctx context.Context, partnerID uuid.UUID, q revenue.Query) (int64, decimal.Decimal, error) {
 	var n int64
 	if err := s.revenueWindow(ctx, partnerID, q).Count(&n).Error; err != nil {
 		return 0, decimal.Decimal{}, err

@@ -16,6 +16,7 @@ import (
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
 	"partnerd/internal/quotes"
+	"partnerd/internal/revenue"
 	"partnerd/internal/store"
 	"partnerd/internal/testdb"
 	"partnerd/internal/transactions"
@@ -160,13 +161,13 @@ func TestSumsAreExact(t *testing.T) {
 				if err := utx.InsertTransaction(ctx, tx); err != nil {
 					return err
 				}
-				return utx.InsertRevenue(ctx, &transactions.RevenueRow{
+				return utx.InsertRevenue(ctx, &revenue.Row{
 					TransactionID: tx.ID, PartnerID: p.ID, MerchantReference: tx.MerchantReference, Network: "bep20", Token: "usdt",
 					Share: decimal.RequireFromString(a), TS: now,
 				})
 			}))
 		}
-		window := transactions.RevenueQuery{From: start, To: start.Add(time.Second)}
+		window := revenue.Query{From: start, To: start.Add(time.Second)}
 		n, sum, err := s.RevenueSummary(ctx, p.ID, window)
 		require.NoError(t, err)
 		require.Equal(t, int64(len(amounts)), n)

@@ -12,23 +12,8 @@ import (
 	"partnerd/internal/apperr"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
+	"partnerd/internal/revenue"
 )
-
-// RevenueRow is the ledger row of a completed transaction.
-type RevenueRow struct {
-	TransactionID     uuid.UUID
-	PartnerID         uuid.UUID
-	MerchantReference string
-	MerchantID        *string
-	TerminalID        *string
-	Network           string
-	Token             string
-	CryptoAmount      decimal.Decimal
-	FiatAmount        decimal.Decimal
-	PlatformFee       decimal.Decimal
-	Share             decimal.Decimal
-	TS                time.Time
-}
 
 // DepositInput describes a detected deposit: its id (required), chain hash, the
 // amount received (the expected amount when zero) and its confirmations so far.
@@ -303,7 +288,7 @@ func (l *Lifecycle) settle(ctx context.Context, id uuid.UUID, meta map[string]an
 			return nil, err
 		}
 		fee := money.Fee(t.FiatAmount, feeRate)
-		if err := tx.InsertRevenue(ctx, &RevenueRow{
+		if err := tx.InsertRevenue(ctx, &revenue.Row{
 			TransactionID: t.ID, PartnerID: t.PartnerID, MerchantReference: t.MerchantReference,
 			MerchantID: t.MerchantID, TerminalID: t.TerminalID, Network: t.Network, Token: t.Token,
 			CryptoAmount: t.CryptoAmount, FiatAmount: t.FiatAmount,

@@ -22,6 +22,7 @@ import (
 	"partnerd/internal/money"
 	"partnerd/internal/pricing"
 	"partnerd/internal/quotes"
+	"partnerd/internal/revenue"
 )
 
 // DepositWindow is how long a new transaction waits for its deposit (the seed's
@@ -132,7 +133,7 @@ type Tx interface {
 	UpdateTransaction(ctx context.Context, t *Transaction) (bool, error)
 	// SaveDeposit inserts or updates the deposit of transaction id.
 	SaveDeposit(ctx context.Context, id uuid.UUID, d *Deposit) error
-	InsertRevenue(ctx context.Context, r *RevenueRow) error
+	InsertRevenue(ctx context.Context, r *revenue.Row) error
 	// PartnerRates returns the fee and share rates of a partner.
 	PartnerRates(ctx context.Context, partnerID uuid.UUID) (fee, share decimal.Decimal, err error)
 	// InsertFill records an operator's executed sale.
