@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"partnerd/internal/idempotency"
 	"partnerd/internal/transactions"
@@ -79,20 +78,15 @@ func (kt keyTx) GetKey(ctx context.Context, k idempotency.Key) (*idempotency.Rec
 // for that unit to end.
 func (kt keyTx) SaveKey(ctx context.Context, r *idempotency.Record, now, staleBefore time.Time) (bool, error) {
 	t := kt.table
-	res := kt.db.WithContext(ctx).Table(t.name).Clauses(clause.OnConflict{
-		Columns: []clause.Column{{Name: t.owner}, {Name: "operation"}, {Name: "key"}},
-		DoUpdates: clause.AssignmentColumns([]string{
-			"fingerprint", "state", "response_status", "response_body", "locked_at", "created_at", "expires_at",
-		}),
-		Where: clause.Where{Exprs: []clause.Expression{clause.Expr{
-			SQL:  t.name + ".expires_at <= ? OR (" + t.name + ".state = ? AND " + t.name + ".locked_at < ?)",
-			Vars: []any{now, idempotency.InProgress, staleBefore},
-		}}},
-	}).Create(map[string]any{
-		t.owner: r.PartnerID, "operation": r.Operation, "key": r.Key.Key, "fingerprint": r.Fingerprint,
-		"state": r.State, "response_status": r.ResponseStatus, "response_body": r.ResponseBody,
-		"locked_at": r.LockedAt, "created_at": r.CreatedAt, "expires_at": r.ExpiresAt,
-	})
+	res := kt.db.WithContext(ctx).Exec(`INSERT INTO `+t.name+` (`+t.owner+`, operation, key, fingerprint, state,
+		response_status, response_body, locked_at, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (`+t.owner+`, operation, key) DO UPDATE SET fingerprint = excluded.fingerprint, state = excluded.state,
+			response_status = excluded.response_status, response_body = excluded.response_body,
+			locked_at = excluded.locked_at, created_at = excluded.created_at, expires_at = excluded.expires_at
+		WHERE `+t.name+`.expires_at <= ? OR (`+t.name+`.state = ? AND `+t.name+`.locked_at < ?)`,
+		r.PartnerID, r.Operation, r.Key.Key, r.Fingerprint, r.State, r.ResponseStatus, r.ResponseBody,
+		r.LockedAt, r.CreatedAt, r.ExpiresAt, now, idempotency.InProgress, staleBefore)
 	return res.RowsAffected == 1, res.Error
 }
 

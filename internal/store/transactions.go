@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"partnerd/internal/apperr"
 	"partnerd/internal/jobs"
@@ -71,18 +70,18 @@ func utcPtr(t *time.Time) *time.Time {
 // any letter case) is apperr DuplicateMerchantReference. The insert skips a
 // conflict on the reference index instead of failing on it, so the unit of work
 // stays usable (a failed statement would abort a PostgreSQL transaction).
+//
+// It is one of the statements every create runs, so it is written out rather than
+// built by GORM from the model (which cost a tenth of a create's CPU).
 func (tx *Tx) InsertTransaction(ctx context.Context, t *transactions.Transaction) error {
-	row := transactionRow{
-		ID: t.ID, PartnerID: t.PartnerID, MerchantReference: t.MerchantReference, ReferenceKey: t.ReferenceKey,
-		MerchantID: t.MerchantID, TerminalID: t.TerminalID, SellerPhone: t.SellerPhone,
-		CryptoCurrency: t.Token, Network: t.Network,
-		CryptoAmount: t.CryptoAmount, FiatAmount: t.FiatAmount, Rate: t.Rate, QuoteID: t.QuoteID,
-		DepositAddress: t.DepositAddress, AddressIndex: int64(t.AddressIndex), Status: string(t.Status),
-		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ExpiresAt: t.ExpiresAt,
-	}
-	res := tx.db.WithContext(ctx).Clauses(clause.OnConflict{
-		Columns: []clause.Column{{Name: "partner_id"}, {Name: "reference_key"}}, DoNothing: true,
-	}).Create(&row)
+	res := tx.db.WithContext(ctx).Exec(`INSERT INTO transactions (id, partner_id, merchant_reference, reference_key,
+		merchant_id, terminal_id, seller_phone, crypto_currency, network, crypto_amount, fiat_amount, rate, quote_id,
+		deposit_address, address_index, status, created_at, updated_at, expires_at, version)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
+		ON CONFLICT (partner_id, reference_key) DO NOTHING`,
+		t.ID, t.PartnerID, t.MerchantReference, t.ReferenceKey, t.MerchantID, t.TerminalID, t.SellerPhone,
+		t.Token, t.Network, t.CryptoAmount, t.FiatAmount, t.Rate, t.QuoteID,
+		t.DepositAddress, int64(t.AddressIndex), string(t.Status), t.CreatedAt, t.UpdatedAt, t.ExpiresAt)
 	if res.Error != nil {
 		return res.Error
 	}
@@ -219,10 +218,10 @@ func (historyRow) TableName() string { return "status_history" }
 
 // InsertHistory appends a status-history entry.
 func (tx *Tx) InsertHistory(ctx context.Context, h *transactions.HistoryEntry) error {
-	row := historyRow{TransactionID: h.TransactionID, ToStatus: string(h.To), Reason: h.Reason, ChangedAt: h.ChangedAt}
+	var from, meta *string
 	if h.From != lifecycle.None {
 		f := string(h.From)
-		row.FromStatus = &f
+		from = &f
 	}
 	if h.Metadata != nil {
 		b, err := json.Marshal(h.Metadata)
@@ -230,9 +229,10 @@ func (tx *Tx) InsertHistory(ctx context.Context, h *transactions.HistoryEntry) e
 			return err
 		}
 		m := string(b)
-		row.Metadata = &m
+		meta = &m
 	}
-	return tx.db.WithContext(ctx).Create(&row).Error
+	return tx.db.WithContext(ctx).Exec(`INSERT INTO status_history (transaction_id, from_status, to_status, reason, metadata, changed_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, h.TransactionID, from, string(h.To), h.Reason, meta, h.ChangedAt).Error
 }
 
 // History returns a transaction's status history, oldest first.
