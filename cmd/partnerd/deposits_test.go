@@ -11,9 +11,9 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/store"
 	"partnerd/internal/testdb"
-	"partnerd/internal/transactions"
 )
 
 func TestDepositsListUnmatched(t *testing.T) {
@@ -26,8 +26,8 @@ func TestDepositsListUnmatched(t *testing.T) {
 			defer st.Close()
 			_, err = st.Migrate(ctx)
 			require.NoError(t, err)
-			for i, state := range []string{transactions.TransferUnmatched, transactions.TransferConfirmed} {
-				require.NoError(t, st.SaveChainTransfer(ctx, &transactions.ChainTransfer{
+			for i, state := range []string{lifecycle.TransferUnmatched, lifecycle.TransferConfirmed} {
+				require.NoError(t, st.SaveChainTransfer(ctx, &lifecycle.ChainTransfer{
 					Network: "bep20", TxHash: "0x" + strings.Repeat("ab", 32), LogIndex: uint(i), Token: "usdt",
 					Block: 7, BlockHash: "0x" + strings.Repeat("cd", 32), BlockTime: time.Unix(1_800_000_000, 0).UTC(),
 					From: "0x00000000000000000000000000000000000000F1", To: "0x9858EfFD232B4033E47d90003D41EC34EcaEda94",

@@ -54,7 +54,7 @@ type App struct {
 	feed     *rates.HTTPFeed
 
 	transactions *transactions.Service
-	lifecycle    *transactions.Lifecycle
+	lifecycle    *lifecycle.Engine
 	idempotency  *idempotency.Service
 	jobs         *jobs.Runner
 	events       *webhook.Log
@@ -154,9 +154,9 @@ func (a *App) openTransactions(ctx context.Context, pricer *pricing.Pricer) erro
 	if cfg.DemoCursorSecret {
 		a.log.Warn("CURSOR_SECRET is unset; using the built-in staging secret for page cursors")
 	}
-	txStore := store.For[transactions.Tx](st)
+	txStore := store.For[lifecycle.Tx](st)
 	a.transactions = transactions.NewService(txStore, pricer, book, cfg.DepositWindow, store.Now)
-	a.lifecycle = transactions.NewLifecycle(txStore, cfg.Confirmations, store.Now)
+	a.lifecycle = lifecycle.NewEngine(txStore, cfg.Confirmations, store.Now)
 	a.lifecycle.Configure(settlementOf(cfg, st))
 	obs := observer{m: a.metrics, log: a.log}
 	a.transactions.Observe(obs)
@@ -199,7 +199,7 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 		Partners:     a.partners,
 		Quotes:       a.quotes,
 		Transactions: a.transactions,
-		Lister:       transactions.NewLister(store.For[transactions.Tx](st), a.codec),
+		Lister:       transactions.NewLister(store.For[lifecycle.Tx](st), a.codec),
 		Lifecycle:    a.lifecycle,
 		Ledger:       revenue.NewLedger(st, a.codec, store.Now),
 		History:      st,
@@ -356,14 +356,14 @@ func (a *App) purge(ctx context.Context) {
 }
 
 // expirer adapts the lifecycle to the job runner.
-type expirer struct{ l *transactions.Lifecycle }
+type expirer struct{ l *lifecycle.Engine }
 
 // Expire expires id at its deadline. A transaction that moved on, or is gone, is
 // done with; one whose deadline is ahead returns an error so River retries it.
 func (e expirer) Expire(ctx context.Context, id uuid.UUID) error {
 	_, err := e.l.Expire(ctx, id, false)
 	switch {
-	case err == nil, errors.Is(err, transactions.ErrNoLongerAwaiting),
+	case err == nil, errors.Is(err, lifecycle.ErrNoLongerAwaiting),
 		apperr.CodeOf(err) == apperr.InvalidStateTransition, apperr.CodeOf(err) == apperr.NotFound:
 		return nil
 	default:
@@ -381,7 +381,7 @@ type observer struct {
 	log *slog.Logger
 }
 
-func (o observer) Transitioned(t *transactions.Transaction, tr lifecycle.Transition) {
+func (o observer) Transitioned(t *lifecycle.Transaction, tr lifecycle.Transition) {
 	if tr.Trigger == lifecycle.Create {
 		o.m.TransactionCreated(t.Token, t.Network)
 	}

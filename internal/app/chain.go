@@ -12,9 +12,9 @@ import (
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/scanner"
 	"partnerd/internal/config"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/metrics"
 	"partnerd/internal/store"
-	"partnerd/internal/transactions"
 	"partnerd/internal/unmatched"
 )
 
@@ -26,7 +26,7 @@ type watchers struct {
 
 // openWatchers builds a scanner per watched network (dialling is lazy: a node that
 // is down only delays deposits, never the start of the API).
-func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *transactions.Lifecycle, u *unmatched.Service, m *metrics.Metrics, log *slog.Logger) (*watchers, error) {
+func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *lifecycle.Engine, u *unmatched.Service, m *metrics.Metrics, log *slog.Logger) (*watchers, error) {
 	for _, n := range cfg.Chain.Off {
 		log.Warn("deposit watcher is off for this network: CHAIN_RPC_"+strings.ToUpper(n)+" is unset; deposits arrive only through the sandbox simulator", "network", n)
 	}
@@ -35,7 +35,7 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *t
 		return w, nil
 	}
 	cm := m.Chain()
-	deposits := transactions.NewDeposits(l, store.For[transactions.Tx](st), u, unmatchedLog{m: cm, log: log})
+	deposits := lifecycle.NewDeposits(l, store.For[lifecycle.Tx](st), u, unmatchedLog{m: cm, log: log})
 	for network, url := range cfg.Chain.RPC {
 		var toks []chain.Token
 		for _, t := range cfg.Chain.Tokens {
@@ -100,7 +100,7 @@ type unmatchedLog struct {
 	log *slog.Logger
 }
 
-func (u unmatchedLog) Unmatched(t *transactions.ChainTransfer) {
+func (u unmatchedLog) Unmatched(t *lifecycle.ChainTransfer) {
 	u.m.UnmatchedDeposit(t.Network)
 	tid := ""
 	if t.TransactionID != nil {

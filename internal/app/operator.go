@@ -8,6 +8,7 @@ import (
 	"partnerd/internal/config"
 	"partnerd/internal/docs"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/operatorapi"
 	"partnerd/internal/operators"
 	"partnerd/internal/store"
@@ -17,8 +18,8 @@ import (
 
 // settlementOf turns the settings into the lifecycle's adapters: in staging's auto
 // mode the simulated steps run as jobs SIMULATED_SETTLEMENT_DELAY after the fill.
-func settlementOf(cfg *config.Config, st *store.Store) transactions.Settlement {
-	s := transactions.Settlement{
+func settlementOf(cfg *config.Config, st *store.Store) lifecycle.Settlement {
+	s := lifecycle.Settlement{
 		OperatorLiquidity: cfg.Settlement.Liquidity == config.AdapterOperator,
 		OperatorPayout:    cfg.Settlement.Payout == config.AdapterOperator,
 	}
@@ -57,5 +58,5 @@ func (a *App) Operators() *operators.Service { return a.operators }
 // Unmatched returns the unmatched-deposit service (the chain watcher records into it).
 func (a *App) Unmatched() *unmatched.Service { return a.unmatched }
 
-// Lifecycle returns the lifecycle service (tests drive deposits through it).
-func (a *App) Lifecycle() *transactions.Lifecycle { return a.lifecycle }
+// Lifecycle returns the lifecycle engine (tests drive deposits through it).
+func (a *App) Lifecycle() *lifecycle.Engine { return a.lifecycle }

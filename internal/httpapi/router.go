@@ -14,6 +14,7 @@ import (
 
 	"partnerd/gen/api"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/metrics"
 	"partnerd/internal/partners"
 	"partnerd/internal/quotes"
@@ -33,7 +34,7 @@ type Deps struct {
 	Quotes       *quotes.Service
 	Transactions *transactions.Service
 	Lister       *transactions.Lister
-	Lifecycle    *transactions.Lifecycle
+	Lifecycle    *lifecycle.Engine
 	Ledger       *revenue.Ledger
 	History      HistoryReader
 	Endpoints    *webhook.Endpoints

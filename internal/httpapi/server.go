@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/gen/api"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
 	"partnerd/internal/partners"
 	"partnerd/internal/quotes"
@@ -27,7 +28,7 @@ type Server struct {
 	quotes       *quotes.Service
 	transactions *transactions.Service
 	lister       *transactions.Lister
-	lifecycle    *transactions.Lifecycle
+	lifecycle    *lifecycle.Engine
 	ledger       *revenue.Ledger
 	history      HistoryReader
 	endpoints    *webhook.Endpoints
@@ -38,7 +39,7 @@ type Server struct {
 
 // HistoryReader reads status histories.
 type HistoryReader interface {
-	History(ctx context.Context, transactionID uuid.UUID) ([]transactions.HistoryEntry, error)
+	History(ctx context.Context, transactionID uuid.UUID) ([]lifecycle.HistoryEntry, error)
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)

@@ -93,7 +93,7 @@ func (s *Server) ListTransactions(ctx context.Context, req api.ListTransactionsR
 }
 
 // transactionOut maps a transaction to the create/cancel snapshot.
-func transactionOut(t *transactions.Transaction) api.Transaction {
+func transactionOut(t *lifecycle.Transaction) api.Transaction {
 	s := t.Snapshot()
 	return api.Transaction{
 		Id: s.ID, Status: api.TransactionStatus(s.Status), MerchantReference: s.MerchantReference,
@@ -103,7 +103,7 @@ func transactionOut(t *transactions.Transaction) api.Transaction {
 }
 
 // detailOut maps a transaction to the detailed snapshot.
-func detailOut(t *transactions.Transaction) api.TransactionDetail {
+func detailOut(t *lifecycle.Transaction) api.TransactionDetail {
 	s := t.Snapshot()
 	return api.TransactionDetail{
 		Id: s.ID, Status: api.TransactionStatus(s.Status), MerchantReference: s.MerchantReference,
@@ -116,7 +116,7 @@ func detailOut(t *transactions.Transaction) api.TransactionDetail {
 	}
 }
 
-func detailResponse(t *transactions.Transaction) api.TransactionDetailOKJSONResponse {
+func detailResponse(t *lifecycle.Transaction) api.TransactionDetailOKJSONResponse {
 	return api.TransactionDetailOKJSONResponse{Success: true, Data: detailOut(t)}
 }
 

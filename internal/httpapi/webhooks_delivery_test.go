@@ -17,7 +17,6 @@ import (
 	"partnerd/internal/apitest"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/store"
-	"partnerd/internal/transactions"
 )
 
 // A replay that arrives while the event's attempt is in flight is not lost: the
@@ -103,7 +102,7 @@ func TestEnablingReleasesEveryPendingEvent(t *testing.T) {
 			for i := range extra {
 				id := uuid.New()
 				payload := fmt.Sprintf(`{"id":%q,"type":"transaction.created","data":{"id":%q,"n":%d}}`, id, created.Id, i)
-				if err := tx.AppendEvent(ctx, &transactions.Event{ID: id, PartnerID: tr.PartnerID, TransactionID: created.Id,
+				if err := tx.AppendEvent(ctx, &lifecycle.Event{ID: id, PartnerID: tr.PartnerID, TransactionID: created.Id,
 					Type: lifecycle.EventCreated, Payload: []byte(payload), CreatedAt: store.Now()}); err != nil {
 					return err
 				}

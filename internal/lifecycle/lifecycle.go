@@ -1,7 +1,13 @@
-// Package lifecycle is the transaction state machine: the statuses, and one table of
-// every allowed transition with its trigger, history reason and webhook event. Every
-// status change in the service is looked up here; nothing else decides whether a
-// transition is allowed. openapi/partner.yaml documents the same table.
+// Package lifecycle is the transaction state machine and the engine that runs it.
+//
+// lifecycle.go is the table: the statuses, and every allowed transition with its
+// trigger, history reason and webhook event; nothing else decides whether a
+// transition is allowed (openapi/partner.yaml documents the same table).
+// transaction.go holds the transaction, its deposit, history and outbox event, and
+// Tx, the unit of work every change runs in. engine.go is the Engine, the one code
+// path every change takes (expiry sweep, cancel, sandbox simulator, operator
+// actions in operator.go, chain deposits in deposits.go): a version-conditional
+// update, its history row and its event, committed together.
 package lifecycle
 
 import "fmt"

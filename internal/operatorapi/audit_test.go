@@ -13,7 +13,6 @@ import (
 	"partnerd/internal/apperr"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/operators"
-	"partnerd/internal/transactions"
 )
 
 // Every operator action leaves one log line naming the operator, the action, the
@@ -26,12 +25,12 @@ func TestActionsAreLogged(t *testing.T) {
 	ctx := context.WithValue(context.Background(), operatorKey{}, op)
 	id := uuid.New()
 
-	_, err := s.act(ctx, "settle", id, "LP-7", func(by transactions.Actor) (*transactions.Transaction, error) {
+	_, err := s.act(ctx, "settle", id, "LP-7", func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		require.Equal(t, op.ID, by.OperatorID)
-		return &transactions.Transaction{ID: id, PartnerID: uuid.New(), Status: lifecycle.Completed}, nil
+		return &lifecycle.Transaction{ID: id, PartnerID: uuid.New(), Status: lifecycle.Completed}, nil
 	})
 	require.NoError(t, err)
-	_, err = s.act(ctx, "payout", id, "NIP-1", func(transactions.Actor) (*transactions.Transaction, error) {
+	_, err = s.act(ctx, "payout", id, "NIP-1", func(lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return nil, apperr.New(apperr.InvalidStateTransition, "no")
 	})
 	require.Error(t, err)

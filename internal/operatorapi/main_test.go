@@ -15,8 +15,8 @@ import (
 	"partnerd/gen/client"
 	"partnerd/gen/operatorclient"
 	"partnerd/internal/apitest"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/testdb"
-	"partnerd/internal/transactions"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
@@ -130,8 +130,8 @@ func stage(t *testing.T, oc *operatorclient.ClientWithResponses, s operatorclien
 // key sets an Idempotency-Key.
 func key() string { return uuid.NewString() }
 
-func depositOf(confirmations int) transactions.DepositInput {
-	return transactions.DepositInput{ID: "dep_" + uuid.NewString(), Hash: "0x" + strings.Repeat("ab", 32), Confirmations: confirmations}
+func depositOf(confirmations int) lifecycle.DepositInput {
+	return lifecycle.DepositInput{ID: "dep_" + uuid.NewString(), Hash: "0x" + strings.Repeat("ab", 32), Confirmations: confirmations}
 }
 
 // opKeyOf creates an operator and returns its key.

@@ -19,6 +19,7 @@ import (
 	"partnerd/internal/apperr"
 	"partnerd/internal/httpapi"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/operators"
 	"partnerd/internal/transactions"
 	"partnerd/internal/unmatched"
@@ -30,7 +31,7 @@ const BasePath = "/api/v1/operator"
 // Deps are the services the operator API calls.
 type Deps struct {
 	Operators *operators.Service
-	Lifecycle *transactions.Lifecycle
+	Lifecycle *lifecycle.Engine
 	Stages    *transactions.StageLister
 	// Transactions loads any partner's transaction.
 	Transactions Loader
@@ -44,12 +45,12 @@ type Deps struct {
 
 // Loader loads a transaction of any partner.
 type Loader interface {
-	Transaction(ctx context.Context, id uuid.UUID) (*transactions.Transaction, error)
+	Transaction(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error)
 }
 
 // Fills reads executed sales.
 type Fills interface {
-	FillsOf(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*transactions.Fill, error)
+	FillsOf(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*lifecycle.Fill, error)
 }
 
 // postOperations are the operations that require an Idempotency-Key.

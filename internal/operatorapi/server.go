@@ -9,6 +9,7 @@ import (
 
 	"partnerd/gen/operatorapi"
 	"partnerd/internal/apperr"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
 	"partnerd/internal/transactions"
 	"partnerd/internal/unmatched"
@@ -16,7 +17,7 @@ import (
 
 // Server implements the generated StrictServerInterface.
 type Server struct {
-	lifecycle *transactions.Lifecycle
+	lifecycle *lifecycle.Engine
 	stages    *transactions.StageLister
 	loader    Loader
 	fills     Fills
@@ -74,7 +75,7 @@ func (s *Server) FillOrder(ctx context.Context, req operatorapi.FillOrderRequest
 		}
 		*f.out = v
 	}
-	t, err := s.act(ctx, "fill", req.Id, req.Body.Reference, func(by transactions.Actor) (*transactions.Transaction, error) {
+	t, err := s.act(ctx, "fill", req.Id, req.Body.Reference, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.FillOrder(ctx, req.Id, by, rate, fiat, req.Body.Reference)
 	})
 	if err != nil {
@@ -89,7 +90,7 @@ func (s *Server) FillOrder(ctx context.Context, req operatorapi.FillOrderRequest
 
 // SettleOrder records the sale's settlement (POST /transactions/{id}/settle).
 func (s *Server) SettleOrder(ctx context.Context, req operatorapi.SettleOrderRequestObject) (operatorapi.SettleOrderResponseObject, error) {
-	t, err := s.act(ctx, "settle", req.Id, req.Body.Reference, func(by transactions.Actor) (*transactions.Transaction, error) {
+	t, err := s.act(ctx, "settle", req.Id, req.Body.Reference, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.SettleOrder(ctx, req.Id, by, req.Body.Reference)
 	})
 	if err != nil {
@@ -104,7 +105,7 @@ func (s *Server) SettleOrder(ctx context.Context, req operatorapi.SettleOrderReq
 
 // SettlePayout records the NGN payout (POST /transactions/{id}/payout).
 func (s *Server) SettlePayout(ctx context.Context, req operatorapi.SettlePayoutRequestObject) (operatorapi.SettlePayoutResponseObject, error) {
-	t, err := s.act(ctx, "payout", req.Id, req.Body.Reference, func(by transactions.Actor) (*transactions.Transaction, error) {
+	t, err := s.act(ctx, "payout", req.Id, req.Body.Reference, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.PayOut(ctx, req.Id, by, req.Body.Reference)
 	})
 	if err != nil {
@@ -119,7 +120,7 @@ func (s *Server) SettlePayout(ctx context.Context, req operatorapi.SettlePayoutR
 
 // FailTransaction fails a transaction (POST /transactions/{id}/fail).
 func (s *Server) FailTransaction(ctx context.Context, req operatorapi.FailTransactionRequestObject) (operatorapi.FailTransactionResponseObject, error) {
-	t, err := s.act(ctx, "fail", req.Id, req.Body.Reason, func(by transactions.Actor) (*transactions.Transaction, error) {
+	t, err := s.act(ctx, "fail", req.Id, req.Body.Reason, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.FailBy(ctx, req.Id, by, req.Body.Reason)
 	})
 	if err != nil {
@@ -134,7 +135,7 @@ func (s *Server) FailTransaction(ctx context.Context, req operatorapi.FailTransa
 
 // RefundTransaction records a deposit's refund (POST /transactions/{id}/refund).
 func (s *Server) RefundTransaction(ctx context.Context, req operatorapi.RefundTransactionRequestObject) (operatorapi.RefundTransactionResponseObject, error) {
-	t, err := s.act(ctx, "refund", req.Id, req.Body.TxHash, func(by transactions.Actor) (*transactions.Transaction, error) {
+	t, err := s.act(ctx, "refund", req.Id, req.Body.TxHash, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.RefundBy(ctx, req.Id, by, req.Body.TxHash)
 	})
 	if err != nil {
@@ -193,12 +194,12 @@ func (s *Server) ResolveUnmatchedDeposit(ctx context.Context, req operatorapi.Re
 
 // act runs one audited transaction action for the authenticated operator and logs
 // it once it succeeded (the history entry carries the same facts).
-func (s *Server) act(ctx context.Context, action string, id uuid.UUID, reference string, fn func(transactions.Actor) (*transactions.Transaction, error)) (*transactions.Transaction, error) {
+func (s *Server) act(ctx context.Context, action string, id uuid.UUID, reference string, fn func(lifecycle.Actor) (*lifecycle.Transaction, error)) (*lifecycle.Transaction, error) {
 	o, err := operatorFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
-	t, err := fn(transactions.Actor{OperatorID: o.ID})
+	t, err := fn(lifecycle.Actor{OperatorID: o.ID})
 	if err != nil {
 		s.log.Info("operator action refused", "operator_id", o.ID.String(), "action", action,
 			"transaction_id", id.String(), "reference", reference, "error_code", string(apperr.CodeOf(err)))
@@ -209,7 +210,7 @@ func (s *Server) act(ctx context.Context, action string, id uuid.UUID, reference
 	return t, nil
 }
 
-func (s *Server) actionOK(ctx context.Context, t *transactions.Transaction, msg string) (operatorapi.OperatorActionOKJSONResponse, error) {
+func (s *Server) actionOK(ctx context.Context, t *lifecycle.Transaction, msg string) (operatorapi.OperatorActionOKJSONResponse, error) {
 	out, err := s.out(ctx, t)
 	if err != nil {
 		return operatorapi.OperatorActionOKJSONResponse{}, err
@@ -220,7 +221,7 @@ func (s *Server) actionOK(ctx context.Context, t *transactions.Transaction, msg 
 }
 
 // out maps transactions to the operator's view, with their fills.
-func (s *Server) out(ctx context.Context, ts ...*transactions.Transaction) ([]operatorapi.OperatorTransaction, error) {
+func (s *Server) out(ctx context.Context, ts ...*lifecycle.Transaction) ([]operatorapi.OperatorTransaction, error) {
 	ids := make([]uuid.UUID, len(ts))
 	for i, t := range ts {
 		ids[i] = t.ID
@@ -240,7 +241,7 @@ func (s *Server) out(ctx context.Context, ts ...*transactions.Transaction) ([]op
 	return out, nil
 }
 
-func transactionOut(t *transactions.Transaction) operatorapi.OperatorTransaction {
+func transactionOut(t *lifecycle.Transaction) operatorapi.OperatorTransaction {
 	out := operatorapi.OperatorTransaction{
 		Id: t.ID, PartnerId: t.PartnerID, Status: operatorapi.TransactionStatus(t.Status),
 		MerchantReference: t.MerchantReference, Network: t.Network, CryptoCurrency: t.Token,

@@ -1,5 +1,5 @@
 // Package sandbox is the staging simulator (POST /sandbox/simulate): it drives a
-// partner's transaction through the very Lifecycle methods real processing uses,
+// partner's transaction through the very lifecycle.Engine methods real processing uses,
 // supplying what a real chain or back office would (a deposit id, a chain hash,
 // the required confirmations). Nothing here is reachable in production, which
 // does not mount the route.
@@ -14,22 +14,21 @@ import (
 
 	"partnerd/internal/apperr"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/transactions"
 )
 
 // Reader finds the caller's own transaction (transactions.Service).
 type Reader interface {
-	Get(ctx context.Context, partnerID, id uuid.UUID) (*transactions.Transaction, error)
+	Get(ctx context.Context, partnerID, id uuid.UUID) (*lifecycle.Transaction, error)
 }
 
 // Simulator runs simulated events.
 type Simulator struct {
-	lifecycle *transactions.Lifecycle
+	lifecycle *lifecycle.Engine
 	reader    Reader
 }
 
 // New returns a Simulator over l, finding transactions with r.
-func New(l *transactions.Lifecycle, r Reader) *Simulator { return &Simulator{lifecycle: l, reader: r} }
+func New(l *lifecycle.Engine, r Reader) *Simulator { return &Simulator{lifecycle: l, reader: r} }
 
 // Event is a simulation request: the event, the partner's transaction, and the
 // optional deposit id and chain hash of a simulated deposit.
@@ -43,7 +42,7 @@ type Event struct {
 // Simulate applies e to partnerID's transaction and returns it as it is now.
 // Errors: NotFound (not the partner's), InvalidStateTransition, InvalidRequest
 // (an event the simulator does not know).
-func (s *Simulator) Simulate(ctx context.Context, partnerID uuid.UUID, e Event) (*transactions.Transaction, error) {
+func (s *Simulator) Simulate(ctx context.Context, partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
 	t, err := s.reader.Get(ctx, partnerID, e.TransactionID)
 	if err != nil {
 		return nil, err
@@ -51,7 +50,7 @@ func (s *Simulator) Simulate(ctx context.Context, partnerID uuid.UUID, e Event) 
 	l, id := s.lifecycle, e.TransactionID
 	switch e.Type {
 	case lifecycle.EventDepositDetected:
-		in := transactions.DepositInput{Confirmations: 1, ID: deref(e.DepositID), Hash: deref(e.Hash)}
+		in := lifecycle.DepositInput{Confirmations: 1, ID: deref(e.DepositID), Hash: deref(e.Hash)}
 		if t.Deposit == nil { // a new deposit: made up as a chain would report it
 			if in.ID == "" {
 				in.ID = "dep_" + randomHex(12)

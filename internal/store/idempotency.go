@@ -7,7 +7,7 @@ import (
 	"gorm.io/gorm"
 
 	"partnerd/internal/idempotency"
-	"partnerd/internal/transactions"
+	"partnerd/internal/lifecycle"
 )
 
 // keyTable is a table of idempotency keys: the partners' (idempotency_keys) or
@@ -27,9 +27,9 @@ type keyTx struct {
 
 // Compile-time checks: the unit of work is every domain package's transaction.
 var (
-	_ idempotency.Tx  = (*Tx)(nil)
-	_ idempotency.Tx  = keyTx{}
-	_ transactions.Tx = (*Tx)(nil)
+	_ idempotency.Tx = (*Tx)(nil)
+	_ idempotency.Tx = keyTx{}
+	_ lifecycle.Tx   = (*Tx)(nil)
 )
 
 // GetKey returns the partner key's record (see keyTx.GetKey).

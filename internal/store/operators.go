@@ -63,12 +63,12 @@ func (k operatorKeyStore) PurgeKeys(ctx context.Context, t time.Time) (int64, er
 // ListStage returns a page of every partner's transactions in q's stage, newest
 // first, with their deposits. The stage's status condition and the keyset match the
 // (status, created_at DESC, id DESC) index.
-func (s *Store) ListStage(ctx context.Context, q transactions.StageQuery) ([]*transactions.Transaction, error) {
+func (s *Store) ListStage(ctx context.Context, q transactions.StageQuery) ([]*lifecycle.Transaction, error) {
 	db := s.read(ctx).Model(&transactionRow{})
 	switch q.Stage {
 	case transactions.AwaitingFill:
 		db = db.Where("status = ?", string(lifecycle.DepositConfirming)).
-			Where("EXISTS (SELECT 1 FROM deposits d WHERE d.transaction_id = transactions.id AND d.status = ?)", transactions.DepositConfirmed)
+			Where("EXISTS (SELECT 1 FROM deposits d WHERE d.transaction_id = transactions.id AND d.status = ?)", lifecycle.DepositStatusConfirmed)
 	case transactions.AwaitingSettlement:
 		db = db.Where("status = ?", string(lifecycle.OrderFilled))
 	case transactions.AwaitingPayout:
@@ -89,7 +89,7 @@ func (s *Store) ListStage(ctx context.Context, q transactions.StageQuery) ([]*tr
 	if err := db.Order("created_at DESC, id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {
 		return nil, err
 	}
-	out := make([]*transactions.Transaction, len(rows))
+	out := make([]*lifecycle.Transaction, len(rows))
 	ids := make([]uuid.UUID, len(rows))
 	for i := range rows {
 		out[i] = rows[i].domain()
@@ -212,14 +212,14 @@ type fillRow struct {
 func (fillRow) TableName() string { return "order_fills" }
 
 // InsertFill records an operator's executed sale.
-func (tx *Tx) InsertFill(ctx context.Context, f *transactions.Fill) error {
+func (tx *Tx) InsertFill(ctx context.Context, f *lifecycle.Fill) error {
 	return tx.db.WithContext(ctx).Create(&fillRow{TransactionID: f.TransactionID, Rate: f.Rate, FiatAmount: f.FiatAmount,
 		Reference: f.Reference, OperatorID: f.OperatorID, FilledAt: f.FilledAt}).Error
 }
 
 // FillsOf returns the fills of ids that have one.
-func (s *Store) FillsOf(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*transactions.Fill, error) {
-	out := map[uuid.UUID]*transactions.Fill{}
+func (s *Store) FillsOf(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*lifecycle.Fill, error) {
+	out := map[uuid.UUID]*lifecycle.Fill{}
 	if len(ids) == 0 {
 		return out, nil
 	}
@@ -228,7 +228,7 @@ func (s *Store) FillsOf(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*tr
 		return nil, err
 	}
 	for _, r := range rows {
-		out[r.TransactionID] = &transactions.Fill{TransactionID: r.TransactionID, Rate: r.Rate, FiatAmount: r.FiatAmount,
+		out[r.TransactionID] = &lifecycle.Fill{TransactionID: r.TransactionID, Rate: r.Rate, FiatAmount: r.FiatAmount,
 			Reference: r.Reference, OperatorID: r.OperatorID, FilledAt: r.FilledAt.UTC()}
 	}
 	return out, nil

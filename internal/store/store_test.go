@@ -19,7 +19,6 @@ import (
 	"partnerd/internal/revenue"
 	"partnerd/internal/store"
 	"partnerd/internal/testdb"
-	"partnerd/internal/transactions"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
@@ -152,7 +151,7 @@ func TestSumsAreExact(t *testing.T) {
 		start := store.Now()
 		for i, a := range amounts {
 			now := start.Add(time.Duration(i) * time.Microsecond)
-			tx := &transactions.Transaction{
+			tx := &lifecycle.Transaction{
 				ID: uuid.New(), PartnerID: p.ID, MerchantReference: "SUM-" + a, ReferenceKey: "sum-" + a,
 				Token: "usdt", Network: "bep20", DepositAddress: "addr", AddressIndex: uint32(i),
 				Status: lifecycle.Completed, CreatedAt: now, UpdatedAt: now, ExpiresAt: now,

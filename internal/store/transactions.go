@@ -45,8 +45,8 @@ type transactionRow struct {
 
 func (transactionRow) TableName() string { return "transactions" }
 
-func (r *transactionRow) domain() *transactions.Transaction {
-	return &transactions.Transaction{
+func (r *transactionRow) domain() *lifecycle.Transaction {
+	return &lifecycle.Transaction{
 		ID: r.ID, PartnerID: r.PartnerID, MerchantReference: r.MerchantReference, ReferenceKey: r.ReferenceKey,
 		MerchantID: r.MerchantID, TerminalID: r.TerminalID, SellerPhone: r.SellerPhone,
 		Token: r.CryptoCurrency, Network: r.Network,
@@ -73,7 +73,7 @@ func utcPtr(t *time.Time) *time.Time {
 //
 // It is one of the statements every create runs, so it is written out rather than
 // built by GORM from the model (which cost a tenth of a create's CPU).
-func (tx *Tx) InsertTransaction(ctx context.Context, t *transactions.Transaction) error {
+func (tx *Tx) InsertTransaction(ctx context.Context, t *lifecycle.Transaction) error {
 	res := tx.db.WithContext(ctx).Exec(`INSERT INTO transactions (id, partner_id, merchant_reference, reference_key,
 		merchant_id, terminal_id, seller_phone, crypto_currency, network, crypto_amount, fiat_amount, rate, quote_id,
 		deposit_address, address_index, status, created_at, updated_at, expires_at, version)
@@ -217,7 +217,7 @@ type historyRow struct {
 func (historyRow) TableName() string { return "status_history" }
 
 // InsertHistory appends a status-history entry.
-func (tx *Tx) InsertHistory(ctx context.Context, h *transactions.HistoryEntry) error {
+func (tx *Tx) InsertHistory(ctx context.Context, h *lifecycle.HistoryEntry) error {
 	var from, meta *string
 	if h.From != lifecycle.None {
 		f := string(h.From)
@@ -236,14 +236,14 @@ func (tx *Tx) InsertHistory(ctx context.Context, h *transactions.HistoryEntry) e
 }
 
 // History returns a transaction's status history, oldest first.
-func (s *Store) History(ctx context.Context, transactionID uuid.UUID) ([]transactions.HistoryEntry, error) {
+func (s *Store) History(ctx context.Context, transactionID uuid.UUID) ([]lifecycle.HistoryEntry, error) {
 	var rows []historyRow
 	if err := s.read(ctx).Where("transaction_id = ?", transactionID).Order("id").Find(&rows).Error; err != nil {
 		return nil, err
 	}
-	out := make([]transactions.HistoryEntry, 0, len(rows))
+	out := make([]lifecycle.HistoryEntry, 0, len(rows))
 	for _, r := range rows {
-		h := transactions.HistoryEntry{TransactionID: r.TransactionID, To: lifecycle.Status(r.ToStatus), Reason: r.Reason, ChangedAt: r.ChangedAt.UTC()}
+		h := lifecycle.HistoryEntry{TransactionID: r.TransactionID, To: lifecycle.Status(r.ToStatus), Reason: r.Reason, ChangedAt: r.ChangedAt.UTC()}
 		if r.FromStatus != nil {
 			h.From = lifecycle.Status(*r.FromStatus)
 		}
@@ -275,7 +275,7 @@ func (eventRow) TableName() string { return "events" }
 // periodic requeue sweep catches an event whose unit of work raced that. The
 // insert reports the endpoint's state itself (RETURNING), so an event costs one
 // round trip.
-func (tx *Tx) AppendEvent(ctx context.Context, e *transactions.Event) error {
+func (tx *Tx) AppendEvent(ctx context.Context, e *lifecycle.Event) error {
 	var enabled sql.NullBool
 	err := tx.db.WithContext(ctx).Raw(`INSERT INTO events (id, partner_id, transaction_id, type, payload, created_at)
 		VALUES (?, ?, ?, ?, ?, ?)
@@ -291,13 +291,13 @@ func (tx *Tx) AppendEvent(ctx context.Context, e *transactions.Event) error {
 }
 
 // TransactionByID returns partnerID's transaction id with its deposit, or apperr NotFound.
-func (s *Store) TransactionByID(ctx context.Context, partnerID, id uuid.UUID) (*transactions.Transaction, error) {
+func (s *Store) TransactionByID(ctx context.Context, partnerID, id uuid.UUID) (*lifecycle.Transaction, error) {
 	return loadTransaction(s.read(ctx), "t.id = ? AND t.partner_id = ?", id, partnerID)
 }
 
 // TransactionByReference returns partnerID's transaction whose folded reference is
 // referenceKey, with its deposit, or apperr NotFound.
-func (s *Store) TransactionByReference(ctx context.Context, partnerID uuid.UUID, referenceKey string) (*transactions.Transaction, error) {
+func (s *Store) TransactionByReference(ctx context.Context, partnerID uuid.UUID, referenceKey string) (*lifecycle.Transaction, error) {
 	return loadTransaction(s.read(ctx), "t.partner_id = ? AND t.reference_key = ?", partnerID, referenceKey)
 }
 
@@ -305,7 +305,7 @@ func (s *Store) TransactionByReference(ctx context.Context, partnerID uuid.UUID,
 // this unit of work sees it (for the lifecycle, whose callers checked the partner
 // already or act for the system). UpdateTransaction is conditional on the version
 // read here, so no row lock is taken.
-func (tx *Tx) TransactionForUpdate(ctx context.Context, id uuid.UUID) (*transactions.Transaction, error) {
+func (tx *Tx) TransactionForUpdate(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error) {
 	return loadTransaction(tx.db.WithContext(ctx), "t.id = ?", id)
 }
 
@@ -329,7 +329,7 @@ const transactionWithDepositColumns = `t.*, d.deposit_id AS dep_deposit_id, d.st
 	d.confirmed_at AS dep_confirmed_at`
 
 // loadTransaction reads one transaction and its deposit in a single query.
-func loadTransaction(db *gorm.DB, where string, args ...any) (*transactions.Transaction, error) {
+func loadTransaction(db *gorm.DB, where string, args ...any) (*lifecycle.Transaction, error) {
 	var row transactionWithDeposit
 	err := db.Table("transactions AS t").Select(transactionWithDepositColumns).
 		Joins("LEFT JOIN deposits d ON d.transaction_id = t.id").Where(where, args...).Take(&row).Error
@@ -357,7 +357,7 @@ func deref[T any](p *T) T {
 }
 
 // UpdateTransaction writes t's mutable state if its version is unchanged, bumping it.
-func (tx *Tx) UpdateTransaction(ctx context.Context, t *transactions.Transaction) (bool, error) {
+func (tx *Tx) UpdateTransaction(ctx context.Context, t *lifecycle.Transaction) (bool, error) {
 	res := tx.db.WithContext(ctx).Model(&transactionRow{}).Where("id = ? AND version = ?", t.ID, t.Version).Updates(map[string]any{
 		"status": string(t.Status), "updated_at": t.UpdatedAt, "payout_settled_at": t.PayoutSettledAt, "version": t.Version + 1,
 	})
@@ -397,15 +397,15 @@ type depositRow struct {
 
 func (depositRow) TableName() string { return "deposits" }
 
-func (r *depositRow) domain() *transactions.Deposit {
-	return &transactions.Deposit{
+func (r *depositRow) domain() *lifecycle.Deposit {
+	return &lifecycle.Deposit{
 		ID: r.DepositID, Status: r.Status, Confirmations: r.Confirmations, RequiredConfirmations: r.RequiredConfirmations,
 		Hash: r.ChainHash, Amount: r.Amount, ReceivedAt: r.ReceivedAt.UTC(), ConfirmedAt: utcPtr(r.ConfirmedAt),
 	}
 }
 
 // SaveDeposit inserts or updates the deposit of transaction id.
-func (tx *Tx) SaveDeposit(ctx context.Context, id uuid.UUID, d *transactions.Deposit) error {
+func (tx *Tx) SaveDeposit(ctx context.Context, id uuid.UUID, d *lifecycle.Deposit) error {
 	row := depositRow{
 		TransactionID: id, DepositID: d.ID, Status: d.Status, Confirmations: d.Confirmations,
 		RequiredConfirmations: d.RequiredConfirmations, ChainHash: d.Hash, Amount: d.Amount,
@@ -418,7 +418,7 @@ func (tx *Tx) SaveDeposit(ctx context.Context, id uuid.UUID, d *transactions.Dep
 // ordered by (created_at, id) descending, starting after q.After. The keyset
 // condition and order match the (partner_id, created_at DESC, id DESC) index, so a
 // deep page costs what the first one does.
-func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q transactions.ListQuery) ([]*transactions.Transaction, error) {
+func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q transactions.ListQuery) ([]*lifecycle.Transaction, error) {
 	db := s.read(ctx).Where("partner_id = ?", partnerID)
 	if len(q.Statuses) > 0 {
 		st := make([]string, len(q.Statuses))
@@ -439,7 +439,7 @@ func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q tra
 	if err := db.Order("created_at DESC, id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {
 		return nil, err
 	}
-	out := make([]*transactions.Transaction, len(rows))
+	out := make([]*lifecycle.Transaction, len(rows))
 	for i := range rows {
 		out[i] = rows[i].domain()
 	}
@@ -448,6 +448,6 @@ func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q tra
 
 // Transaction returns transaction id of any partner with its deposit (the
 // operator API's view), or apperr NotFound.
-func (s *Store) Transaction(ctx context.Context, id uuid.UUID) (*transactions.Transaction, error) {
+func (s *Store) Transaction(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error) {
 	return loadTransaction(s.read(ctx), "t.id = ?", id)
 }

@@ -12,7 +12,7 @@ import (
 // Tx is one unit of work: a database transaction and what must commit with it.
 // Every multi-statement write of the service goes through one, opened by
 // Transact. Domain packages see it through their own transaction interfaces
-// (transactions.Tx, idempotency.Tx, …), which *Tx implements; their write methods
+// (lifecycle.Tx, idempotency.Tx, …), which *Tx implements; their write methods
 // exist only there, so a write outside a transaction does not compile.
 //
 // A Tx also carries what happens around the commit: jobs are inserted on it

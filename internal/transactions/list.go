@@ -35,7 +35,7 @@ type ListQuery struct {
 
 // Page is one page of the list.
 type Page struct {
-	Items      []*Transaction
+	Items      []*lifecycle.Transaction
 	HasMore    bool
 	Limit      int
 	NextCursor *string
@@ -70,7 +70,7 @@ func (l *Lister) List(ctx context.Context, partnerID uuid.UUID, f Filter, limit 
 		return nil, err
 	}
 	p := &Page{Limit: limit}
-	p.Items, p.HasMore, p.NextCursor = cursor.Trim(l.codec, scope, rows, limit, func(t *Transaction) cursor.Position {
+	p.Items, p.HasMore, p.NextCursor = cursor.Trim(l.codec, scope, rows, limit, func(t *lifecycle.Transaction) cursor.Position {
 		return cursor.Position{Time: t.CreatedAt, ID: t.ID.String()}
 	})
 	return p, nil

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/internal/cursor"
+	"partnerd/internal/lifecycle"
 )
 
 // Stage is a back-office work queue: the transactions waiting on one step.
@@ -45,7 +46,7 @@ type StageQuery struct {
 type StageStore interface {
 	// ListStage returns up to q.Limit transactions (with deposits) of q's stage,
 	// ordered by (created_at, id) descending, after q.After.
-	ListStage(ctx context.Context, q StageQuery) ([]*Transaction, error)
+	ListStage(ctx context.Context, q StageQuery) ([]*lifecycle.Transaction, error)
 }
 
 // StageLister pages through a stage for the operator API.
@@ -81,7 +82,7 @@ func (l *StageLister) List(ctx context.Context, f StageFilter, limit int, after 
 		return nil, err
 	}
 	p := &Page{Limit: limit}
-	p.Items, p.HasMore, p.NextCursor = cursor.Trim(l.codec, scope, rows, limit, func(t *Transaction) cursor.Position {
+	p.Items, p.HasMore, p.NextCursor = cursor.Trim(l.codec, scope, rows, limit, func(t *lifecycle.Transaction) cursor.Position {
 		return cursor.Position{Time: t.CreatedAt, ID: t.ID.String()}
 	})
 	return p, nil

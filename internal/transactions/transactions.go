@@ -6,14 +6,12 @@ package transactions
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/google/uuid"
-	"github.com/shopspring/decimal"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
@@ -22,87 +20,11 @@ import (
 	"partnerd/internal/money"
 	"partnerd/internal/pricing"
 	"partnerd/internal/quotes"
-	"partnerd/internal/revenue"
 )
 
 // DepositWindow is how long a new transaction waits for its deposit (the seed's
 // 30 minutes; configurable so tests need not wait).
 const DepositWindow = 30 * time.Minute
-
-// Transaction is one stablecoin-to-fiat transaction.
-type Transaction struct {
-	ID                uuid.UUID
-	PartnerID         uuid.UUID
-	MerchantReference string
-	// ReferenceKey is ReferenceKey(MerchantReference), unique per partner.
-	ReferenceKey   string
-	MerchantID     *string
-	TerminalID     *string
-	SellerPhone    *string
-	Token          string
-	Network        string
-	CryptoAmount   decimal.Decimal
-	FiatAmount     decimal.Decimal
-	Rate           decimal.Decimal
-	QuoteID        *uuid.UUID
-	DepositAddress string
-	AddressIndex   uint32
-	Status         lifecycle.Status
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	ExpiresAt      time.Time
-	// Deposit is nil until a deposit is detected.
-	Deposit *Deposit
-	// PayoutSettledAt is when the fiat payout settled, after completion.
-	PayoutSettledAt *time.Time
-	// Version increases with every change; updates are conditional on it, so of two
-	// racing changes exactly one wins.
-	Version int64
-}
-
-// Deposit is the on-chain deposit of a transaction.
-type Deposit struct {
-	ID                    string
-	Status                string
-	Confirmations         int
-	RequiredConfirmations int
-	// Hash is the chain transaction hash.
-	Hash string
-	// Amount is the token amount received.
-	Amount      decimal.Decimal
-	ReceivedAt  time.Time
-	ConfirmedAt *time.Time
-}
-
-// Deposit statuses.
-const (
-	DepositConfirming = "confirming"
-	DepositConfirmed  = "confirmed"
-	DepositUnderpaid  = "underpaid"
-	DepositFailed     = "failed"
-	DepositRefunded   = "refunded"
-)
-
-// HistoryEntry is one status change.
-type HistoryEntry struct {
-	TransactionID uuid.UUID
-	From          lifecycle.Status // lifecycle.None for the creation entry
-	To            lifecycle.Status
-	Reason        string
-	// Metadata holds facts of the change (deposit id, confirmations), or nil.
-	Metadata  map[string]any
-	ChangedAt time.Time
-}
-
-// Event is an outbox row: a webhook event with the exact payload to deliver.
-type Event struct {
-	ID            uuid.UUID
-	PartnerID     uuid.UUID
-	TransactionID uuid.UUID
-	Type          lifecycle.EventType
-	Payload       []byte
-	CreatedAt     time.Time
-}
 
 // ReferenceKey folds a merchant reference for case-insensitive uniqueness and lookup:
 // Unicode NFC normalisation, then full Unicode case folding. Done in Go so that
@@ -111,48 +33,15 @@ func ReferenceKey(ref string) string {
 	return cases.Fold().String(norm.NFC.String(ref))
 }
 
-// Tx is the unit of work a change runs in (store.Tx implements it). Every write
-// of this package goes through it, so none can happen outside a transaction; an
-// event appended here is delivered (its job scheduled) exactly when it commits,
-// and AfterCommit hooks run only then.
-type Tx interface {
-	QuoteByID(ctx context.Context, partnerID, id uuid.UUID) (*quotes.Quote, error)
-	// MarkQuoteUsed sets used_at if unset and reports whether it did.
-	MarkQuoteUsed(ctx context.Context, id uuid.UUID, at time.Time) (bool, error)
-	// NextAddressIndex allocates the next derivation index of network.
-	NextAddressIndex(ctx context.Context, network string) (uint32, error)
-	// InsertTransaction inserts t; a duplicate reference is apperr DuplicateMerchantReference.
-	InsertTransaction(ctx context.Context, t *Transaction) error
-	InsertHistory(ctx context.Context, h *HistoryEntry) error
-	// AppendEvent writes the outbox row and schedules its delivery.
-	AppendEvent(ctx context.Context, e *Event) error
-	// TransactionForUpdate returns transaction id of any partner, with its deposit.
-	TransactionForUpdate(ctx context.Context, id uuid.UUID) (*Transaction, error)
-	// UpdateTransaction writes t's status, updated_at and payout_settled_at and
-	// bumps its version, if its version is still t.Version; it reports whether it did.
-	UpdateTransaction(ctx context.Context, t *Transaction) (bool, error)
-	// SaveDeposit inserts or updates the deposit of transaction id.
-	SaveDeposit(ctx context.Context, id uuid.UUID, d *Deposit) error
-	InsertRevenue(ctx context.Context, r *revenue.Row) error
-	// PartnerRates returns the fee and share rates of a partner.
-	PartnerRates(ctx context.Context, partnerID uuid.UUID) (fee, share decimal.Decimal, err error)
-	// InsertFill records an operator's executed sale.
-	InsertFill(ctx context.Context, f *Fill) error
-	// ScheduleStep inserts the job that runs Lifecycle.RunStep(id, step) at at.
-	ScheduleStep(ctx context.Context, id uuid.UUID, step string, at time.Time) error
-	// AfterCommit runs f once the unit of work has committed.
-	AfterCommit(f func())
-}
-
 // Store reads transactions and opens units of work.
 type Store interface {
 	// WithTx runs fn in a unit of work, joining the one ctx carries, if any.
-	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	WithTx(ctx context.Context, fn func(ctx context.Context, tx lifecycle.Tx) error) error
 	// TransactionByID and TransactionByReference return apperr NotFound for an
 	// unknown or another partner's transaction.
-	TransactionByID(ctx context.Context, partnerID, id uuid.UUID) (*Transaction, error)
-	TransactionByReference(ctx context.Context, partnerID uuid.UUID, referenceKey string) (*Transaction, error)
-	ListTransactions(ctx context.Context, partnerID uuid.UUID, q ListQuery) ([]*Transaction, error)
+	TransactionByID(ctx context.Context, partnerID, id uuid.UUID) (*lifecycle.Transaction, error)
+	TransactionByReference(ctx context.Context, partnerID uuid.UUID, referenceKey string) (*lifecycle.Transaction, error)
+	ListTransactions(ctx context.Context, partnerID uuid.UUID, q ListQuery) ([]*lifecycle.Transaction, error)
 	// DueForExpiry returns up to limit transactions awaiting deposit past their deadline.
 	DueForExpiry(ctx context.Context, now time.Time, limit int) ([]uuid.UUID, error)
 }
@@ -178,7 +67,7 @@ type CreateRequest struct {
 
 // Service creates and reads transactions.
 type Service struct {
-	observer  Observer
+	observer  lifecycle.Observer
 	store     Store
 	pricer    *pricing.Pricer
 	addresses Addresses
@@ -197,7 +86,7 @@ func NewService(store Store, pricer *pricing.Pricer, addresses Addresses, window
 // neither pricing mode, bad amount or reference), NotFound (unknown quote),
 // QuoteMismatch, QuoteAlreadyUsed, QuoteExpired, UnsupportedPair,
 // AmountOutOfRange, RatesUnavailable, DuplicateMerchantReference.
-func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateRequest) (*Transaction, error) {
+func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateRequest) (*lifecycle.Transaction, error) {
 	if (req.QuoteID == nil) == (req.FiatAmount == nil) {
 		return nil, apperr.New(apperr.InvalidRequest, "Send exactly one pricing mode: quote_id (quote mode) or fiat_amount (direct mode).")
 	}
@@ -218,10 +107,10 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 		return nil, err
 	}
 
-	var out *Transaction
-	err := s.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+	var out *lifecycle.Transaction
+	err := s.store.WithTx(ctx, func(ctx context.Context, tx lifecycle.Tx) error {
 		now := s.now()
-		t := &Transaction{
+		t := &lifecycle.Transaction{
 			ID:                uuid.New(),
 			PartnerID:         partnerID,
 			MerchantReference: req.MerchantReference,
@@ -257,7 +146,7 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 			return err
 		}
 		created := lifecycle.MustLookup(lifecycle.None, lifecycle.Create)
-		if err := Record(ctx, tx, t, created, nil, now); err != nil {
+		if err := lifecycle.Record(ctx, tx, t, created, nil, now); err != nil {
 			return err
 		}
 		if s.observer != nil {
@@ -273,10 +162,10 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 }
 
 // Observe sets the observer of created transactions (told after commit).
-func (s *Service) Observe(o Observer) { s.observer = o }
+func (s *Service) Observe(o lifecycle.Observer) { s.observer = o }
 
 // useQuote checks the quote against the request and marks it used.
-func useQuote(ctx context.Context, tx Tx, partnerID, id uuid.UUID, req CreateRequest, now time.Time) (*quotes.Quote, error) {
+func useQuote(ctx context.Context, tx lifecycle.Tx, partnerID, id uuid.UUID, req CreateRequest, now time.Time) (*quotes.Quote, error) {
 	q, err := tx.QuoteByID(ctx, partnerID, id)
 	if err != nil {
 		if apperr.CodeOf(err) == apperr.NotFound {
@@ -317,33 +206,12 @@ func checkReference(ref string) error {
 }
 
 // Get returns partnerID's transaction id, or apperr NotFound.
-func (s *Service) Get(ctx context.Context, partnerID, id uuid.UUID) (*Transaction, error) {
+func (s *Service) Get(ctx context.Context, partnerID, id uuid.UUID) (*lifecycle.Transaction, error) {
 	return s.store.TransactionByID(ctx, partnerID, id)
 }
 
 // GetByReference returns partnerID's transaction with merchant reference ref in any
 // letter case, or apperr NotFound.
-func (s *Service) GetByReference(ctx context.Context, partnerID uuid.UUID, ref string) (*Transaction, error) {
+func (s *Service) GetByReference(ctx context.Context, partnerID uuid.UUID, ref string) (*lifecycle.Transaction, error) {
 	return s.store.TransactionByReference(ctx, partnerID, ReferenceKey(ref))
-}
-
-// Record writes the history entry of transition tr of t and, when tr has one, its
-// event with t's snapshot as payload, in tx, the unit of work that changed t (with
-// t already in its new state), so the three commit together.
-func Record(ctx context.Context, tx Tx, t *Transaction, tr lifecycle.Transition, metadata map[string]any, at time.Time) error {
-	if err := tx.InsertHistory(ctx, &HistoryEntry{
-		TransactionID: t.ID, From: tr.From, To: tr.To, Reason: tr.Reason, Metadata: metadata, ChangedAt: at,
-	}); err != nil {
-		return err
-	}
-	if tr.Event == "" {
-		return nil
-	}
-	ev := &Event{ID: uuid.New(), PartnerID: t.PartnerID, TransactionID: t.ID, Type: tr.Event, CreatedAt: at}
-	payload, err := json.Marshal(Payload{ID: ev.ID, Type: string(ev.Type), CreatedAt: at, Data: t.Snapshot()})
-	if err != nil {
-		return err
-	}
-	ev.Payload = payload
-	return tx.AppendEvent(ctx, ev)
 }

@@ -14,8 +14,8 @@ import (
 	"partnerd/gen/client"
 	"partnerd/gen/operatorclient"
 	"partnerd/internal/chain"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/testdb"
-	"partnerd/internal/transactions"
 )
 
 // TestDepositsOnChain runs the deposit rules against a real node: detection and
@@ -102,7 +102,7 @@ func TestDepositsOnChain(t *testing.T) {
 			un := r.transfers(true)
 			require.Len(t, un, 1)
 			require.Equal(t, second.Hex(), un[0].TxHash)
-			require.Equal(t, transactions.TransferUnmatched, un[0].State)
+			require.Equal(t, lifecycle.TransferUnmatched, un[0].State)
 			require.Equal(t, exact.Id, *un[0].TransactionID)
 			require.Equal(t, "5", un[0].Amount.String())
 			require.Equal(t, client.TransactionStatusOrderFilled, r.get(exact.Id).Status)

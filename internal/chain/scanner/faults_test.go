@@ -25,9 +25,9 @@ import (
 	"partnerd/internal/app"
 	"partnerd/internal/chain"
 	"partnerd/internal/config"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/store"
 	"partnerd/internal/testdb"
-	"partnerd/internal/transactions"
 )
 
 // instance is a server started and stopped by the test itself.
@@ -242,7 +242,7 @@ func TestTronLateDeposit(t *testing.T) {
 			all := r.transfers(false)
 			require.Len(t, all, 1)
 			require.Equal(t, tx.DepositAddress, all[0].To)
-			require.Equal(t, transactions.TransferConfirmed, all[0].State)
+			require.Equal(t, lifecycle.TransferConfirmed, all[0].State)
 		})
 	}
 }

@@ -18,8 +18,8 @@ import (
 	"partnerd/internal/apitest"
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/devnet"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/testdb"
-	"partnerd/internal/transactions"
 )
 
 // TestMain drops the test databases. The tests run one at a time (their two
@@ -163,7 +163,7 @@ func (r *rig) scanned() {
 	}, 20*time.Second, 20*time.Millisecond, "the scanner reaches block %d", head)
 }
 
-func (r *rig) transfers(unmatchedOnly bool) []transactions.ChainTransfer {
+func (r *rig) transfers(unmatchedOnly bool) []lifecycle.ChainTransfer {
 	r.t.Helper()
 	out, err := r.env.Store.ChainTransfers(context.Background(), unmatchedOnly, 1000)
 	require.NoError(r.t, err)

@@ -8,8 +8,8 @@ import (
 
 	"partnerd/gen/client"
 	"partnerd/internal/chain"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/testdb"
-	"partnerd/internal/transactions"
 )
 
 // TestReorgBeforeConfirmation: the block holding a detected deposit is
@@ -48,12 +48,12 @@ func TestReorgBeforeConfirmation(t *testing.T) {
 			require.Len(t, all, 1)
 			require.NotEqual(t, dropped.Hex(), all[0].BlockHash, "never confirmed on the dropped block")
 			if d.Status == client.TransactionStatusAwaitingDeposit {
-				require.Equal(t, transactions.TransferReorged, all[0].State)
+				require.Equal(t, lifecycle.TransferReorged, all[0].State)
 				return
 			}
 			d = r.waitFor(tx.Id, "confirmation on the new branch", status(client.TransactionStatusOrderFilled))
 			require.Equal(t, depositID, *d.DepositId)
-			require.Equal(t, transactions.TransferConfirmed, r.transfers(false)[0].State)
+			require.Equal(t, lifecycle.TransferConfirmed, r.transfers(false)[0].State)
 			require.Equal(t, []string{"transaction:created", "deposit:detected", "deposit:reorged", "deposit:detected", "deposit:confirmed", "order:filled"}, r.reasons(tx.Id))
 		})
 	}

@@ -1,4 +1,4 @@
-package transactions
+package lifecycle
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/apperr"
-	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
 	"partnerd/internal/revenue"
 )
@@ -24,11 +23,21 @@ type DepositInput struct {
 	Confirmations int
 }
 
-// Lifecycle moves transactions through the state machine (package lifecycle). Real
+// Store is what the engine reads and opens its units of work on.
+type Store interface {
+	// WithTx runs fn in a unit of work, joining the one ctx carries, if any.
+	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// TransactionByID returns apperr NotFound for an unknown or another partner's transaction.
+	TransactionByID(ctx context.Context, partnerID, id uuid.UUID) (*Transaction, error)
+	// DueForExpiry returns up to limit transactions awaiting deposit past their deadline.
+	DueForExpiry(ctx context.Context, now time.Time, limit int) ([]uuid.UUID, error)
+}
+
+// Engine moves transactions through the state machine (the table). Real
 // chain processing, the expiry sweep and the sandbox simulator all call it, so every
 // path shares one set of rules. Each change is one unit of work: a
 // version-conditional update, its history entry and its event (with its delivery).
-type Lifecycle struct {
+type Engine struct {
 	store    Store
 	required map[string]int
 	now      func() time.Time
@@ -40,15 +49,15 @@ type Lifecycle struct {
 // Observer hears of every committed status change (for logs and metrics), after
 // the commit: a change that rolls back is never reported.
 type Observer interface {
-	Transitioned(t *Transaction, tr lifecycle.Transition)
+	Transitioned(t *Transaction, tr Transition)
 }
 
 // Observe sets the observer of committed transitions.
-func (l *Lifecycle) Observe(o Observer) { l.observer = o }
+func (l *Engine) Observe(o Observer) { l.observer = o }
 
-// NewLifecycle returns a Lifecycle; required is the confirmations each network needs.
-func NewLifecycle(store Store, required map[string]int, now func() time.Time) *Lifecycle {
-	return &Lifecycle{store: store, required: required, now: now}
+// NewEngine returns a Engine; required is the confirmations each network needs.
+func NewEngine(store Store, required map[string]int, now func() time.Time) *Engine {
+	return &Engine{store: store, required: required, now: now}
 }
 
 // ErrTransition is the answer to an action the state machine does not allow.
@@ -61,7 +70,7 @@ func errTransition(t *Transaction, action string) error {
 // and commits. fn returns the transitions it made (with their metadata); each is
 // checked against the table and recorded. Called with a ctx that carries a unit
 // of work (the idempotency layer's), the change joins it.
-func (l *Lifecycle) change(ctx context.Context, id uuid.UUID, fn func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error)) (*Transaction, error) {
+func (l *Engine) change(ctx context.Context, id uuid.UUID, fn func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error)) (*Transaction, error) {
 	var out *Transaction
 	err := l.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {
 		t, err := tx.TransactionForUpdate(ctx, id)
@@ -112,13 +121,13 @@ func (l *Lifecycle) change(ctx context.Context, id uuid.UUID, fn func(ctx contex
 }
 
 type step struct {
-	tr   lifecycle.Transition
+	tr   Transition
 	meta map[string]any
 }
 
 // move applies trigger to t in memory, or returns InvalidStateTransition.
-func move(t *Transaction, trigger lifecycle.Trigger, action string, meta map[string]any) (step, error) {
-	tr, ok := lifecycle.Lookup(t.Status, trigger)
+func move(t *Transaction, trigger Trigger, action string, meta map[string]any) (step, error) {
+	tr, ok := Lookup(t.Status, trigger)
 	if !ok {
 		return step{}, errTransition(t, action)
 	}
@@ -128,12 +137,12 @@ func move(t *Transaction, trigger lifecycle.Trigger, action string, meta map[str
 
 // Cancel cancels partnerID's transaction id (only awaiting_deposit is cancellable).
 // Errors: NotFound, InvalidStateTransition.
-func (l *Lifecycle) Cancel(ctx context.Context, partnerID, id uuid.UUID) (*Transaction, error) {
+func (l *Engine) Cancel(ctx context.Context, partnerID, id uuid.UUID) (*Transaction, error) {
 	if _, err := l.store.TransactionByID(ctx, partnerID, id); err != nil {
 		return nil, err
 	}
 	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
-		s, err := move(t, lifecycle.Cancel, "cancelled", nil)
+		s, err := move(t, Cancel, "cancelled", nil)
 		return []step{s}, err
 	})
 }
@@ -142,17 +151,17 @@ func (l *Lifecycle) Cancel(ctx context.Context, partnerID, id uuid.UUID) (*Trans
 // also requires the deadline to have passed (the job path); the simulator forces.
 // It is idempotent: a transaction no longer awaiting deposit is left alone and
 // ErrNoLongerAwaiting is returned; one whose deadline is still ahead gets ErrTooEarly.
-func (l *Lifecycle) Expire(ctx context.Context, id uuid.UUID, force bool) (*Transaction, error) {
+func (l *Engine) Expire(ctx context.Context, id uuid.UUID, force bool) (*Transaction, error) {
 	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
 		if !force {
-			if t.Status != lifecycle.AwaitingDeposit {
+			if t.Status != AwaitingDeposit {
 				return nil, ErrNoLongerAwaiting
 			}
 			if now.Before(t.ExpiresAt) {
 				return nil, ErrTooEarly
 			}
 		}
-		s, err := move(t, lifecycle.Expire, "expired", nil)
+		s, err := move(t, Expire, "expired", nil)
 		return []step{s}, err
 	})
 }
@@ -166,7 +175,7 @@ var ErrTooEarly = errors.New("transaction deadline not reached")
 
 // ExpireDue expires up to limit transactions past their deadline and returns how
 // many it expired: the expiry sweep.
-func (l *Lifecycle) ExpireDue(ctx context.Context, now time.Time, limit int) (int, error) {
+func (l *Engine) ExpireDue(ctx context.Context, now time.Time, limit int) (int, error) {
 	ids, err := l.store.DueForExpiry(ctx, now, limit)
 	if err != nil {
 		return 0, err
@@ -190,7 +199,7 @@ func (l *Lifecycle) ExpireDue(ctx context.Context, now time.Time, limit int) (in
 // or expired (a late deposit) moves to deposit_confirming. A transaction that already
 // has a deposit keeps it: the same (or an unnamed) deposit id changes nothing; another
 // id is InvalidStateTransition. Enough confirmations confirm it at once.
-func (l *Lifecycle) DetectDeposit(ctx context.Context, id uuid.UUID, in DepositInput) (*Transaction, error) {
+func (l *Engine) DetectDeposit(ctx context.Context, id uuid.UUID, in DepositInput) (*Transaction, error) {
 	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
 		if t.Deposit != nil {
 			if in.ID != "" && in.ID != t.Deposit.ID {
@@ -199,7 +208,7 @@ func (l *Lifecycle) DetectDeposit(ctx context.Context, id uuid.UUID, in DepositI
 			return nil, nil
 		}
 		d := &Deposit{
-			ID: in.ID, Hash: in.Hash, Amount: in.Amount, Status: DepositConfirming,
+			ID: in.ID, Hash: in.Hash, Amount: in.Amount, Status: DepositStatusConfirming,
 			Confirmations: in.Confirmations, RequiredConfirmations: l.requiredFor(t.Network), ReceivedAt: now,
 		}
 		if d.ID == "" {
@@ -208,7 +217,7 @@ func (l *Lifecycle) DetectDeposit(ctx context.Context, id uuid.UUID, in DepositI
 		if !d.Amount.IsPositive() {
 			d.Amount = t.CryptoAmount
 		}
-		s, err := move(t, lifecycle.DetectDeposit, "given a deposit", map[string]any{
+		s, err := move(t, DetectDeposit, "given a deposit", map[string]any{
 			"deposit_id": d.ID, "confirmations": d.Confirmations, "blockchain_hash": d.Hash,
 		})
 		if err != nil {
@@ -233,12 +242,12 @@ func (l *Lifecycle) DetectDeposit(ctx context.Context, id uuid.UUID, in DepositI
 // the sell order at once (→ order_filled, history order:filled); with the operator
 // adapter the transaction waits in deposit_confirming, deposit confirmed, for
 // FillOrder. Fewer only update the count.
-func (l *Lifecycle) Confirm(ctx context.Context, id uuid.UUID, confirmations int) (*Transaction, error) {
+func (l *Engine) Confirm(ctx context.Context, id uuid.UUID, confirmations int) (*Transaction, error) {
 	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
-		if t.Deposit == nil || t.Status != lifecycle.DepositConfirming {
+		if t.Deposit == nil || t.Status != DepositConfirming {
 			return nil, errTransition(t, "confirmed")
 		}
-		if t.Deposit.Status == DepositConfirmed { // waiting for its fill: confirmed once
+		if t.Deposit.Status == DepositStatusConfirmed { // waiting for its fill: confirmed once
 			return nil, apperr.New(apperr.InvalidStateTransition, "The deposit is already confirmed.")
 		}
 		if confirmations > t.Deposit.Confirmations {
@@ -253,17 +262,17 @@ func (l *Lifecycle) Confirm(ctx context.Context, id uuid.UUID, confirmations int
 }
 
 func confirm(t *Transaction, now time.Time, fill bool) ([]step, error) {
-	t.Deposit.Status = DepositConfirmed
+	t.Deposit.Status = DepositStatusConfirmed
 	t.Deposit.ConfirmedAt = &now
 	meta := map[string]any{"deposit_id": t.Deposit.ID, "confirmations": t.Deposit.Confirmations}
-	confirmed, err := move(t, lifecycle.ConfirmDeposit, "confirmed", meta)
+	confirmed, err := move(t, ConfirmDeposit, "confirmed", meta)
 	if err != nil {
 		return nil, err
 	}
 	if !fill {
 		return []step{confirmed}, nil
 	}
-	filled, err := move(t, lifecycle.FillOrder, "filled", nil)
+	filled, err := move(t, FillOrder, "filled", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -272,14 +281,14 @@ func confirm(t *Transaction, now time.Time, fill bool) ([]step, error) {
 
 // Settle completes an order_filled transaction and writes its revenue row in the
 // same database transaction.
-func (l *Lifecycle) Settle(ctx context.Context, id uuid.UUID) (*Transaction, error) {
+func (l *Engine) Settle(ctx context.Context, id uuid.UUID) (*Transaction, error) {
 	return l.settle(ctx, id, nil)
 }
 
 // settle is Settle with meta in the history entry.
-func (l *Lifecycle) settle(ctx context.Context, id uuid.UUID, meta map[string]any) (*Transaction, error) {
+func (l *Engine) settle(ctx context.Context, id uuid.UUID, meta map[string]any) (*Transaction, error) {
 	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
-		s, err := move(t, lifecycle.Settle, "settled", meta)
+		s, err := move(t, Settle, "settled", meta)
 		if err != nil {
 			return nil, err
 		}
@@ -302,43 +311,43 @@ func (l *Lifecycle) settle(ctx context.Context, id uuid.UUID, meta map[string]an
 
 // Fail fails a transaction whose deposit (deposit_confirming, unconfirmed) or sell
 // order (confirmed and waiting for its fill, or order_filled) failed.
-func (l *Lifecycle) Fail(ctx context.Context, id uuid.UUID) (*Transaction, error) {
+func (l *Engine) Fail(ctx context.Context, id uuid.UUID) (*Transaction, error) {
 	return l.fail(ctx, id, nil)
 }
 
 // Refund refunds the deposit of a failed transaction, or of an expired one that has
 // a deposit.
-func (l *Lifecycle) Refund(ctx context.Context, id uuid.UUID) (*Transaction, error) {
+func (l *Engine) Refund(ctx context.Context, id uuid.UUID) (*Transaction, error) {
 	return l.refund(ctx, id, nil)
 }
 
 // refund is Refund with extra facts in the history metadata.
-func (l *Lifecycle) refund(ctx context.Context, id uuid.UUID, extra map[string]any) (*Transaction, error) {
+func (l *Engine) refund(ctx context.Context, id uuid.UUID, extra map[string]any) (*Transaction, error) {
 	return l.change(ctx, id, func(_ context.Context, tx Tx, t *Transaction, _ time.Time) ([]step, error) {
 		if t.Deposit == nil {
 			return nil, apperr.New(apperr.InvalidStateTransition, "The transaction has no deposit to refund.")
 		}
-		s, err := move(t, lifecycle.Refund, "refunded", with(map[string]any{"deposit_id": t.Deposit.ID}, extra))
+		s, err := move(t, Refund, "refunded", with(map[string]any{"deposit_id": t.Deposit.ID}, extra))
 		if err != nil {
 			return nil, err
 		}
-		t.Deposit.Status = DepositRefunded
+		t.Deposit.Status = DepositStatusRefunded
 		return []step{s}, nil
 	})
 }
 
 // SettlePayout records that a completed transaction's fiat payout settled (once).
-func (l *Lifecycle) SettlePayout(ctx context.Context, id uuid.UUID) (*Transaction, error) {
+func (l *Engine) SettlePayout(ctx context.Context, id uuid.UUID) (*Transaction, error) {
 	return l.settlePayout(ctx, id, nil)
 }
 
 // settlePayout is SettlePayout with extra facts in the history metadata.
-func (l *Lifecycle) settlePayout(ctx context.Context, id uuid.UUID, extra map[string]any) (*Transaction, error) {
+func (l *Engine) settlePayout(ctx context.Context, id uuid.UUID, extra map[string]any) (*Transaction, error) {
 	return l.change(ctx, id, func(_ context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if t.PayoutSettledAt != nil {
 			return nil, apperr.New(apperr.InvalidStateTransition, "The payout of this transaction has already settled.")
 		}
-		s, err := move(t, lifecycle.SettlePayout, "given a payout", with(map[string]any{"payout_settled_at": now.Format(time.RFC3339Nano)}, extra))
+		s, err := move(t, SettlePayout, "given a payout", with(map[string]any{"payout_settled_at": now.Format(time.RFC3339Nano)}, extra))
 		if err != nil {
 			return nil, err
 		}
@@ -347,7 +356,7 @@ func (l *Lifecycle) settlePayout(ctx context.Context, id uuid.UUID, extra map[st
 	})
 }
 
-func (l *Lifecycle) requiredFor(network string) int {
+func (l *Engine) requiredFor(network string) int {
 	if n, ok := l.required[network]; ok && n > 0 {
 		return n
 	}

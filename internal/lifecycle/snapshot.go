@@ -1,4 +1,4 @@
-package transactions
+package lifecycle
 
 import (
 	"time"

@@ -1,4 +1,4 @@
-package transactions
+package lifecycle
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/chain"
-	"partnerd/internal/lifecycle"
 	"partnerd/internal/unmatched"
 )
 
@@ -79,16 +78,16 @@ type UnmatchedObserver interface {
 }
 
 // Deposits applies what the chain scanners find to transactions through the
-// Lifecycle (the same rules as the sandbox simulator). It implements scanner.Sink.
+// Engine (the same rules as the sandbox simulator). It implements scanner.Sink.
 type Deposits struct {
-	l         *Lifecycle
+	l         *Engine
 	st        ChainStore
 	unmatched UnmatchedRecorder
 	observer  UnmatchedObserver
 }
 
 // NewDeposits returns the deposits service.
-func NewDeposits(l *Lifecycle, st ChainStore, u UnmatchedRecorder, o UnmatchedObserver) *Deposits {
+func NewDeposits(l *Engine, st ChainStore, u UnmatchedRecorder, o UnmatchedObserver) *Deposits {
 	return &Deposits{l: l, st: st, unmatched: u, observer: o}
 }
 
@@ -182,7 +181,7 @@ func (d *Deposits) record(ctx context.Context, tr chain.Transfer) (*ChainTransfe
 			row.State, row.Note = TransferUnmatched, "token "+row.Token+" is not the transaction's "+t.Token
 			return nil, nil
 		}
-		if t.Deposit != nil || (t.Status != lifecycle.AwaitingDeposit && t.Status != lifecycle.Expired) {
+		if t.Deposit != nil || (t.Status != AwaitingDeposit && t.Status != Expired) {
 			row.State = TransferUnmatched
 			row.Note = fmt.Sprintf("transaction is %s", t.Status)
 			if t.Deposit != nil {
@@ -194,7 +193,7 @@ func (d *Deposits) record(ctx context.Context, tr chain.Transfer) (*ChainTransfe
 		// Never confirmed here, even when already deep enough (a catch-up): the next
 		// poll re-checks the block against the canonical chain first.
 		dep := &Deposit{
-			ID: row.DepositID, Hash: row.TxHash, Amount: row.Amount, Status: DepositConfirming,
+			ID: row.DepositID, Hash: row.TxHash, Amount: row.Amount, Status: DepositStatusConfirming,
 			Confirmations: max(tr.Confirmations, 1), RequiredConfirmations: d.l.requiredFor(t.Network), ReceivedAt: row.BlockTime,
 		}
 		meta := map[string]any{
@@ -202,7 +201,7 @@ func (d *Deposits) record(ctx context.Context, tr chain.Transfer) (*ChainTransfe
 			"log_index": row.LogIndex, "block": row.Block, "amount": dep.Amount.String(), "raw_amount": row.Raw.String(),
 		}
 		addAmountFacts(meta, t.CryptoAmount, dep.Amount)
-		s, err := move(t, lifecycle.DetectDeposit, "given a deposit", meta)
+		s, err := move(t, DetectDeposit, "given a deposit", meta)
 		if err != nil {
 			return nil, err
 		}
@@ -245,7 +244,7 @@ func (d *Deposits) Pending(ctx context.Context, network string) ([]chain.Pending
 // history metadata); received < expected fails the transaction (deposit:underpaid).
 func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations int) error {
 	return d.onPending(ctx, p, func(ctx context.Context, tx Tx, row *ChainTransfer, t *Transaction, now time.Time) ([]step, error) {
-		if t.Status != lifecycle.DepositConfirming {
+		if t.Status != DepositConfirming {
 			// Moved on by other means (the sandbox simulator): nothing left to confirm.
 			row.State = TransferConfirmed
 			return nil, nil
@@ -258,12 +257,12 @@ func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations i
 		}
 		row.State = TransferConfirmed
 		if t.Deposit.Amount.LessThan(t.CryptoAmount) {
-			t.Deposit.Status = DepositUnderpaid
+			t.Deposit.Status = DepositStatusUnderpaid
 			t.Deposit.ConfirmedAt = &now
 			meta := map[string]any{"deposit_id": t.Deposit.ID, "confirmations": t.Deposit.Confirmations,
 				"expected": t.CryptoAmount.String(), "received": t.Deposit.Amount.String()}
 			addAmountFacts(meta, t.CryptoAmount, t.Deposit.Amount)
-			s, err := move(t, lifecycle.Underpay, "failed", meta)
+			s, err := move(t, Underpay, "failed", meta)
 			return []step{s}, err
 		}
 		steps, err := confirm(t, now, d.l.fillsOnConfirm())
@@ -281,12 +280,12 @@ func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations i
 func (d *Deposits) Drop(ctx context.Context, p chain.Pending) error {
 	return d.onPending(ctx, p, func(ctx context.Context, _ Tx, row *ChainTransfer, t *Transaction, now time.Time) ([]step, error) {
 		row.State = TransferReorged
-		if t.Status != lifecycle.DepositConfirming {
+		if t.Status != DepositConfirming {
 			return nil, nil
 		}
-		trigger := lifecycle.ReorgDeposit
+		trigger := ReorgDeposit
 		if !now.Before(t.ExpiresAt) {
-			trigger = lifecycle.ReorgDepositLate
+			trigger = ReorgDepositLate
 		}
 		s, err := move(t, trigger, "returned to waiting", map[string]any{
 			"deposit_id": t.Deposit.ID, "blockchain_hash": t.Deposit.Hash, "block": row.Block, "block_hash": row.BlockHash,

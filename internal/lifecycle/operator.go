@@ -1,4 +1,4 @@
-package transactions
+package lifecycle
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/apperr"
-	"partnerd/internal/lifecycle"
 )
 
 // Settlement says who moves a transaction after its deposit is confirmed: the two
@@ -48,22 +47,22 @@ const (
 )
 
 // Configure sets the adapters. Call it before serving.
-func (l *Lifecycle) Configure(s Settlement) { l.settlement = s }
+func (l *Engine) Configure(s Settlement) { l.settlement = s }
 
-func (l *Lifecycle) fillsOnConfirm() bool { return !l.settlement.OperatorLiquidity }
+func (l *Engine) fillsOnConfirm() bool { return !l.settlement.OperatorLiquidity }
 
 // scheduleNext runs inside change, after each recorded step: in automatic mode a
 // fill schedules the settlement and a settlement the payout, as jobs of the same
 // unit of work (so a restart between steps loses nothing).
-func (l *Lifecycle) scheduleNext(ctx context.Context, tx Tx, t *Transaction, tr lifecycle.Transition, now time.Time) error {
+func (l *Engine) scheduleNext(ctx context.Context, tx Tx, t *Transaction, tr Transition, now time.Time) error {
 	s := l.settlement
 	if s.AutoDelay <= 0 {
 		return nil
 	}
 	switch {
-	case tr.Trigger == lifecycle.FillOrder && !s.OperatorLiquidity:
+	case tr.Trigger == FillOrder && !s.OperatorLiquidity:
 		return tx.ScheduleStep(ctx, t.ID, StepSettle, now.Add(s.AutoDelay))
-	case tr.Trigger == lifecycle.Settle && !s.OperatorPayout:
+	case tr.Trigger == Settle && !s.OperatorPayout:
 		return tx.ScheduleStep(ctx, t.ID, StepPayout, now)
 	}
 	return nil
@@ -72,7 +71,7 @@ func (l *Lifecycle) scheduleNext(ctx context.Context, tx Tx, t *Transaction, tr 
 // RunStep performs an automatic step (the job Tx.ScheduleStep inserted). A step that is
 // no longer possible (the simulator or an operator got there first, or the
 // transaction failed) is done: it returns nil so the job is not retried.
-func (l *Lifecycle) RunStep(ctx context.Context, id uuid.UUID, step string) error {
+func (l *Engine) RunStep(ctx context.Context, id uuid.UUID, step string) error {
 	meta := map[string]any{"by": "auto"}
 	var err error
 	switch step {
@@ -115,15 +114,15 @@ func with(base, extra map[string]any) map[string]any {
 // operator and reference), and the Fill with the executed rate and NGN amount, in
 // one database transaction. The partner's amount and rate do not change. Errors:
 // NotFound, InvalidStateTransition.
-func (l *Lifecycle) FillOrder(ctx context.Context, id uuid.UUID, by Actor, rate, fiat decimal.Decimal, reference string) (*Transaction, error) {
+func (l *Engine) FillOrder(ctx context.Context, id uuid.UUID, by Actor, rate, fiat decimal.Decimal, reference string) (*Transaction, error) {
 	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
-		if t.Status != lifecycle.DepositConfirming || t.Deposit == nil || t.Deposit.Status != DepositConfirmed {
-			if t.Status == lifecycle.DepositConfirming {
+		if t.Status != DepositConfirming || t.Deposit == nil || t.Deposit.Status != DepositStatusConfirmed {
+			if t.Status == DepositConfirming {
 				return nil, apperr.New(apperr.InvalidStateTransition, "The deposit is not confirmed yet; it cannot be filled.")
 			}
 			return nil, errTransition(t, "filled")
 		}
-		s, err := move(t, lifecycle.FillOrder, "filled", by.meta("reference", reference))
+		s, err := move(t, FillOrder, "filled", by.meta("reference", reference))
 		if err != nil {
 			return nil, err
 		}
@@ -135,32 +134,32 @@ func (l *Lifecycle) FillOrder(ctx context.Context, id uuid.UUID, by Actor, rate,
 
 // SettleOrder completes a filled order for an operator: order:settled, the revenue
 // row and transaction.completed. Errors: NotFound, InvalidStateTransition.
-func (l *Lifecycle) SettleOrder(ctx context.Context, id uuid.UUID, by Actor, reference string) (*Transaction, error) {
+func (l *Engine) SettleOrder(ctx context.Context, id uuid.UUID, by Actor, reference string) (*Transaction, error) {
 	return l.settle(ctx, id, by.meta("reference", reference))
 }
 
 // PayOut records a completed transaction's NGN payout for an operator (once).
 // Errors: NotFound, InvalidStateTransition.
-func (l *Lifecycle) PayOut(ctx context.Context, id uuid.UUID, by Actor, reference string) (*Transaction, error) {
+func (l *Engine) PayOut(ctx context.Context, id uuid.UUID, by Actor, reference string) (*Transaction, error) {
 	return l.settlePayout(ctx, id, by.meta("reference", reference))
 }
 
 // FailBy fails a transaction for an operator (see fail). Errors: NotFound,
 // InvalidStateTransition.
-func (l *Lifecycle) FailBy(ctx context.Context, id uuid.UUID, by Actor, reason string) (*Transaction, error) {
+func (l *Engine) FailBy(ctx context.Context, id uuid.UUID, by Actor, reason string) (*Transaction, error) {
 	return l.fail(ctx, id, by.meta("reason", reason))
 }
 
 // fail fails transaction id: deposit:failed while its deposit is unconfirmed (the
 // deposit is marked failed), order:failed once the deposit is confirmed or the
 // order filled (the tokens are here, to be refunded).
-func (l *Lifecycle) fail(ctx context.Context, id uuid.UUID, meta map[string]any) (*Transaction, error) {
+func (l *Engine) fail(ctx context.Context, id uuid.UUID, meta map[string]any) (*Transaction, error) {
 	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
-		trigger := lifecycle.FailOrder
-		if t.Status == lifecycle.DepositConfirming && (t.Deposit == nil || t.Deposit.Status != DepositConfirmed) {
-			trigger = lifecycle.FailDeposit
+		trigger := FailOrder
+		if t.Status == DepositConfirming && (t.Deposit == nil || t.Deposit.Status != DepositStatusConfirmed) {
+			trigger = FailDeposit
 			if t.Deposit != nil {
-				t.Deposit.Status = DepositFailed
+				t.Deposit.Status = DepositStatusFailed
 			}
 		}
 		s, err := move(t, trigger, "failed", meta)
@@ -170,6 +169,6 @@ func (l *Lifecycle) fail(ctx context.Context, id uuid.UUID, meta map[string]any)
 
 // RefundBy records for an operator that a failed (or expired) transaction's deposit
 // was sent back in chain transaction txHash. Errors: NotFound, InvalidStateTransition.
-func (l *Lifecycle) RefundBy(ctx context.Context, id uuid.UUID, by Actor, txHash string) (*Transaction, error) {
+func (l *Engine) RefundBy(ctx context.Context, id uuid.UUID, by Actor, txHash string) (*Transaction, error) {
 	return l.refund(ctx, id, by.meta("reference", txHash, "refund_tx_hash", txHash))
 }
