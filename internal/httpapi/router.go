@@ -185,6 +185,14 @@ func wrapValidation(me error) *echo.HTTPError {
 }
 
 // accessLog writes one structured line per request.
+// logIdentityKey holds, in the echo context, the attribute naming who made the
+// request, for the access log (see SetLogIdentity).
+const logIdentityKey = "partnerd.log_identity"
+
+// SetLogIdentity names who made the request (e.g. "operator_id", id) on its access
+// log line; an API whose authentication is not the partner's sets it.
+func SetLogIdentity(c echo.Context, name, id string) { c.Set(logIdentityKey, [2]string{name, id}) }
+
 func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -202,6 +210,9 @@ func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 			}
 			if p, perr := partnerFrom(c.Request().Context()); perr == nil {
 				attrs = append(attrs, "partner_id", p.ID.String())
+			}
+			if who, ok := c.Get(logIdentityKey).([2]string); ok {
+				attrs = append(attrs, who[0], who[1])
 			}
 			log.Info("request", attrs...)
 			return nil

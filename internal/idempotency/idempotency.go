@@ -63,6 +63,22 @@ type Tx interface {
 	// it stored r. Meeting another unit of work's uncommitted record of the key,
 	// it waits for that unit to end.
 	SaveKey(ctx context.Context, r *Record, now, staleBefore time.Time) (bool, error)
+	// AfterCommit runs f once the unit of work has committed (never if it rolls back).
+	AfterCommit(f func())
+}
+
+type txKey struct{}
+
+// OnCommit runs f once the request's effects have committed: ctx is the one Do hands
+// its request, and f runs after Do's unit of work commits, or never if it rolls
+// back. Outside Do it runs f at once. Audit lines of actions use it, so they never
+// report a change that did not happen.
+func OnCommit(ctx context.Context, f func()) {
+	if tx, ok := ctx.Value(txKey{}).(Tx); ok {
+		tx.AfterCommit(f)
+		return
+	}
+	f()
 }
 
 // Store opens units of work and keeps keys.
@@ -149,7 +165,7 @@ func (s *Service) Do(ctx context.Context, k Key, fp string, fn func(ctx context.
 			return err
 		}
 		var err error
-		if out, err = fn(ctx); err != nil {
+		if out, err = fn(context.WithValue(ctx, txKey{}, tx)); err != nil {
 			return err
 		}
 		if out.Status < 200 || out.Status > 299 {

@@ -127,6 +127,7 @@ func authenticate(svc *operators.Service) echo.MiddlewareFunc {
 				return err
 			}
 			c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), operatorKey{}, o)))
+			httpapi.SetLogIdentity(c, "operator_id", o.ID.String())
 			return next(c)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"partnerd/gen/operatorapi"
 	"partnerd/internal/apperr"
+	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
 	"partnerd/internal/transactions"
@@ -205,8 +206,12 @@ func (s *Server) act(ctx context.Context, action string, id uuid.UUID, reference
 			"transaction_id", id.String(), "reference", reference, "error_code", string(apperr.CodeOf(err)))
 		return nil, err
 	}
-	s.log.Info("operator action", "operator_id", o.ID.String(), "action", action, "transaction_id", t.ID.String(),
-		"partner_id", t.PartnerID.String(), "reference", reference, "status", string(t.Status))
+	// Logged once the action has committed (with its stored answer), never for a
+	// change that rolled back.
+	idempotency.OnCommit(ctx, func() {
+		s.log.Info("operator action", "operator_id", o.ID.String(), "action", action, "transaction_id", t.ID.String(),
+			"partner_id", t.PartnerID.String(), "reference", reference, "status", string(t.Status))
+	})
 	return t, nil
 }
 

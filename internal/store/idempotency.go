@@ -21,7 +21,7 @@ var (
 
 // keyTx is a unit of work as the idempotency layer sees it, on one key table.
 type keyTx struct {
-	db    *gorm.DB
+	*Tx
 	table keyTable
 }
 
@@ -34,12 +34,12 @@ var (
 
 // GetKey returns the partner key's record (see keyTx.GetKey).
 func (tx *Tx) GetKey(ctx context.Context, k idempotency.Key) (*idempotency.Record, error) {
-	return keyTx{tx.db, partnerKeyTable}.GetKey(ctx, k)
+	return keyTx{tx, partnerKeyTable}.GetKey(ctx, k)
 }
 
 // SaveKey stores a partner key's answer (see keyTx.SaveKey).
 func (tx *Tx) SaveKey(ctx context.Context, r *idempotency.Record, now, staleBefore time.Time) (bool, error) {
-	return keyTx{tx.db, partnerKeyTable}.SaveKey(ctx, r, now, staleBefore)
+	return keyTx{tx, partnerKeyTable}.SaveKey(ctx, r, now, staleBefore)
 }
 
 func (t keyTable) where(k idempotency.Key) (string, []any) {

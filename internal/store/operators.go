@@ -53,7 +53,7 @@ func (s *Store) OperatorKeys() idempotency.Store { return operatorKeyStore{s} }
 type operatorKeyStore struct{ s *Store }
 
 func (k operatorKeyStore) WithTx(ctx context.Context, fn func(ctx context.Context, tx idempotency.Tx) error) error {
-	return k.s.Transact(ctx, func(ctx context.Context, tx *Tx) error { return fn(ctx, keyTx{tx.db, operatorKeyTable}) })
+	return k.s.Transact(ctx, func(ctx context.Context, tx *Tx) error { return fn(ctx, keyTx{tx, operatorKeyTable}) })
 }
 
 func (k operatorKeyStore) PurgeKeys(ctx context.Context, t time.Time) (int64, error) {
