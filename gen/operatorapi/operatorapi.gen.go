@@ -41,6 +41,7 @@ const (
 	ErrorCodeQuoteMismatch                ErrorCode = "quote_mismatch"
 	ErrorCodeRateLimited                  ErrorCode = "rate_limited"
 	ErrorCodeRatesUnavailable             ErrorCode = "rates_unavailable"
+	ErrorCodeServiceUnavailable           ErrorCode = "service_unavailable"
 	ErrorCodeUnauthorized                 ErrorCode = "unauthorized"
 	ErrorCodeUnsupportedMediaType         ErrorCode = "unsupported_media_type"
 	ErrorCodeUnsupportedPair              ErrorCode = "unsupported_pair"
@@ -83,6 +84,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRateLimited:
 		return true
 	case ErrorCodeRatesUnavailable:
+		return true
+	case ErrorCodeServiceUnavailable:
 		return true
 	case ErrorCodeUnauthorized:
 		return true
@@ -608,6 +611,9 @@ type OperatorTransactionOK = OperatorTransactionResponse
 
 // PayloadTooLarge The body of every failure (the partner API's).
 type PayloadTooLarge = Error
+
+// ServiceUnavailable The body of every failure (the partner API's).
+type ServiceUnavailable = Error
 
 // Unauthorized The body of every failure (the partner API's).
 type Unauthorized = Error
@@ -1160,6 +1166,15 @@ type OperatorTransactionOKJSONResponse OperatorTransactionResponse
 
 type PayloadTooLargeJSONResponse Error
 
+type ServiceUnavailableResponseHeaders struct {
+	RetryAfter *int
+}
+type ServiceUnavailableJSONResponse struct {
+	Body Error
+
+	Headers ServiceUnavailableResponseHeaders
+}
+
 type UnauthorizedJSONResponse Error
 
 type UnprocessableEntityJSONResponse Error
@@ -1226,6 +1241,23 @@ func (response ListUnmatchedDeposits500JSONResponse) VisitListUnmatchedDepositsR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUnmatchedDeposits503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListUnmatchedDeposits503JSONResponse) VisitListUnmatchedDepositsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1380,6 +1412,23 @@ func (response ResolveUnmatchedDeposit500JSONResponse) VisitResolveUnmatchedDepo
 	return err
 }
 
+type ResolveUnmatchedDeposit503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ResolveUnmatchedDeposit503JSONResponse) VisitResolveUnmatchedDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListStageRequestObject struct {
 	Params ListStageParams
 }
@@ -1440,6 +1489,23 @@ func (response ListStage500JSONResponse) VisitListStageResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStage503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListStage503JSONResponse) VisitListStageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1520,6 +1586,23 @@ func (response GetOperatorTransaction500JSONResponse) VisitGetOperatorTransactio
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOperatorTransaction503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetOperatorTransaction503JSONResponse) VisitGetOperatorTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1667,6 +1750,23 @@ func (response FailTransaction500JSONResponse) VisitFailTransactionResponse(w ht
 	return err
 }
 
+type FailTransaction503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response FailTransaction503JSONResponse) VisitFailTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FillOrderRequestObject struct {
 	Id     TransactionId `json:"id"`
 	Params FillOrderParams
@@ -1806,6 +1906,23 @@ func (response FillOrder500JSONResponse) VisitFillOrderResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FillOrder503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response FillOrder503JSONResponse) VisitFillOrderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1953,6 +2070,23 @@ func (response SettlePayout500JSONResponse) VisitSettlePayoutResponse(w http.Res
 	return err
 }
 
+type SettlePayout503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SettlePayout503JSONResponse) VisitSettlePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RefundTransactionRequestObject struct {
 	Id     TransactionId `json:"id"`
 	Params RefundTransactionParams
@@ -2096,6 +2230,23 @@ func (response RefundTransaction500JSONResponse) VisitRefundTransactionResponse(
 	return err
 }
 
+type RefundTransaction503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RefundTransaction503JSONResponse) VisitRefundTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SettleOrderRequestObject struct {
 	Id     TransactionId `json:"id"`
 	Params SettleOrderParams
@@ -2235,6 +2386,23 @@ func (response SettleOrder500JSONResponse) VisitSettleOrderResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SettleOrder503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SettleOrder503JSONResponse) VisitSettleOrderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2656,119 +2824,121 @@ func (sh *strictHandler) SettleOrder(ctx echo.Context, id TransactionId, params 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7D3pctvIma/ShaRqSBdIgRQpS3SlsootTxRfGlveZNbyEk3gA9kjsBvT3RDF2KrKr32AfYg8WJ5kqw/c",
-	"4CHb42SyTu1WLBDo/u67Ox+cgC0TRoFK4Uw+OAvAIXD9z/MQlgmTQOVrSGK8hlA9DUEEnCSSMOpMHF/y",
-	"FHy0WgBFckEE4iASRgUgIpBcABKScQgRpmIFHEmGMEWAeUyAIw4/pyAkWhG5MC/jJSA/3zdY957B2u87",
-	"riOCBSyx2h9ounQm7xy1sfPedeQ6AWfiCMkJnTt3d3euk2COlyAtGo9TLhhvgn65AORTuJXTQL/hIxZp",
-	"KBION4SlAiV4Di5KabDAdA7hIySAhgWgEYnVHgZ8IhWYcIuXSazggfWfvPOfGHnx0+n6JfFuX7zx1i8G",
-	"P9y+eMJWLy7Z6sVTRqIf+sEwpo7rEAXQzynwteM6FC/VCgaqCu5LfPsc6FwunMnAG45cZ0lo/qBJCtcp",
-	"kfIZrJs0OEUpJT+ngK5hjRLgKGZzEuA4Z00Ho7dvz58obmI0ZyxEwYKRALqPEAfJCSiOp4rdso+eQSJR",
-	"xDjCEsWAhUTDEVqwlIsqbcbhcHaIT6DnBYOoN4oe4t7J7Bh6D/FRMA5HcBgNBxlRjDwWVKkJh+M6ClTC",
-	"lXAqkdhAruF4vJtaz8mSyCaRLvAckCB/BRcNlAQPPK+Cz9hrZ2CslysDFEKE01g6k6HnKujIUsnywPM0",
-	"bPavHDJCJcyBa9AuOaYCBwqi87BdlmXxCiJhleLe7CE8jMZB7zAYQG8UHY17+BAf90bRYTSeHQcn4cDL",
-	"KJ5guSiQIOFWEkeML7F0Jk6a6jdbtDGzCFoZ/4DD10a01F8Bo8q8qH/iJIlJgBX0Bz8JhdSH0ja/5RA5",
-	"E+c3B4WxOjC/ioMzzhk3WzWJkskxEWiJYwUthBPkE3qDYxJO7c++i3xSCNb0GtbTJRGC0LmPGC/et5ai",
-	"79y5zmNGo5gEXwkRy9jAbioKoxmknAOVSEgsoYSb/nuqpYKoby0mJTQt9lNCpwlncw5CGNTOqQROcWwg",
-	"+sXxe8OWIBeEzlFK4TaBQEKIIkxiCBGjiKUcCRIa3AxgU1Br+X30Q8okaDLknA41Ci+ZfMpSGv7y0L9k",
-	"SKTBoqJ/jKMQEiaInCCfMjmNFCyGuK8S4FgyfqpfffXsi0GYLVyyFa+t7u2QqhVWZjxgPFReTtaMCRaI",
-	"aA2ibKXMSmuI0CvHCG1Q2q8OWqIKDVwL9P9c2pRIoPl2gdcxw+ElY88xn8PXtV8zFq4VC9gNcHQ0Qs/I",
-	"HybITwxIU8nYNFZAGQl7S3EqF4yTv0L4dcBklrw6jlC21hhPpQfWHKlIIsFcUrAv0SBOQwi7E+SnJXgz",
-	"DBLOAhACz2I4o5LI9ddBpD0CNcYWo5BEEWhja/kyafoNHQ7laIg0SRiXEL6AkOBL7R3/GXJDmUR+fS9f",
-	"0z4HcbpUME6VC1fg32V+3kTRC0zoH7FYtAWRgfqxYjMWWCxQx7tFmIZKXhdwi0IyJ1Ioi372ny/MN8Jt",
-	"/njJGe3WwpfbcTD2RhCODofBbDwYHB7Pgsg7wXgMx3g08MJwhAcw9EYQHY9mEYSDGQyOwmiGB7Ph0DtS",
-	"wU2CpXIezsT574532/39O693gnvRae/p+w9Ho7vfNqMX18kdYJPCmrIsQnADfK29VcoBdXQCYeX89OL8",
-	"O6FRSbjSEElMEATZqjvZe04jpuBYKlUwNqdO+0W6xLTHAYdKVxDcJjGm2FitFoxEGii9alkpXuG1QBGO",
-	"BSg2WIwqjNA/5ovOGIsBU8cEeVmE+C7fogDbtSgX6Rqb/QSBzEn8mIWtyAmpkVriYEEooICFYPxThcRI",
-	"r47Mu1rIwWQcNlWsRXsq0G0P9nQIXI70HNcpGycVFmfOXKMnFyycqkc4jtlKvxCmRslgugSuMkc55aCt",
-	"RgCl9evRWQ2oltDMcZ2fVbQzxbHi9nqq7IyW65oT0EC3aXUL4sZa5UvDbaK5mP29JGKJZbCoLZlgokiD",
-	"lyylcspSOWXRlKsk2XGdFcwWjF1PUx7XSMMVyjor0n9Wgzn7u5imFN9gEitmKoEprECTje36+gQkJnFT",
-	"nF5RlduzWQxLY9AZVUk8xKHyU3nRoKmv+p028fzTm1cvUcI0IohQybRsGsvAES7WVH+aAAipvKpVMzfq",
-	"+J8XWIdfK87ovFxtaGawZTU0UBfrblQ+bWQau74wOldYlgirtMPWSErWoUqrwGryTtOmVV77LsWtFoN0",
-	"AbxnuGOZJlBniddoBgiWiVxrw0okLMVe+1mpuMupgDnHa8cSTevahsS6yCxQB8eCIeXrFoD8v/RsLts7",
-	"D33L3+5uxmgSFYhXAGhj0lNM4lLSjMNQWwwcX5Qob01zXXLWjWje5FVNxnHANvxo9TBlx+Kia0hkRoYF",
-	"EZLxNVqCxCGWuOq6n5OfUxISuVZcvCGhLvv9ZFI89bXKOZTul2o1Y1sP2VqrKRPUgt5KO4LlqTZTLZhR",
-	"9PL7l8hYMZXlYBRCQJY4RmYjo2twiwMZr9Ew/zWJcQC1mtZgPBoOx32vEWl8fDfonbxXwcb7B92rq77+",
-	"14dhe7zxlMSfyGolqHALQaoIK3AMbWYMyynOibFNY0pkuzN2edcXr9U7mi+Zr9v1Qf5ig51qKbcCbnnd",
-	"Nja/BLli/LrJ4ycmC0fUvOAi6M/7yJ9BMvRMQUTyYOj5VWbqn6uMfId7fzWccwdH7cxryTHb1KmWWmuP",
-	"gYNrxKKIBIAEgLD2vcq+gnM4jl9FzuTd/jx83yYuJeFXDhpZ92VDK53ABIxGhC+11reY6MflnxXkOuak",
-	"aWy8t60W1suZ+bIQTrFs83dgLIstoejyRP6J2iGvOoZYQk+SJWzetuBPwAHLXXuWuaP3NR9t3LVll3Ui",
-	"WUnPWioL7BpoRvq84NU5ygyMqKU/A8/re/o/WzY0ZcCgpcj/nK2A9wIssp3FejljcXWPVIStEZXlwRSH",
-	"IW/NGy5LjLIv9bcutC9hOARAbvYnzE7+ZxAsWrPYEh7fiQ0Zbf8+22wKJ4pNSPgIqeVQSiWJtfsxdIRb",
-	"IqS4124qn0jFrh111rFz0yxvsjpnEqNcAZUm6BjCWOWUhuqfasn3u+B1ndvenPUaSJi0Q7RqZmbBQ8Bh",
-	"TCjsr4kRieOddUEVfiivqz4ge3dWdrQ9VNDdyP1al7bG9juB8hdbtYcWDm4bOpkfNE1QtfJGMcwyaKmy",
-	"C7aimdPZiVqC1yrjEyBlvMuaKhdj3kf2/YrwyYXxGJ9mz7OwZD93aAKUVkdYYgKW0HdK8cj0Xh4w+2o/",
-	"L1io7Da4S9HEG/PBneukSbjdlRGJYiwksq3rfZWmFokRU1/IBSmHuVXACyltOqW6X8yKBzbrd5qOpuKv",
-	"KxhX7EXF3jbMYc3oN7xQPcLZyPhazGKNS5sytIWnLZHhRWuqr0sUeA46zS5eFs1oUGVaO62VTddJNspA",
-	"YaUS2YhwIffOntvC2pYseoHFdMl4m53jKZgJEUyZXAA3KEYsjtmqHCzkBUXX9s43GC7bjrelvrC0Qkm7",
-	"SpMdbS19IVTw7WejHxHj2mCpr/QO1k4xY8e0LqnHe/jkmg5pRpXI4+ZzAWUI7yE1ed+qgdUZvYGYJVp6",
-	"cMVrZaC3y9A9ua9Fd2tRmiKWmLy1Xp6mTMJecc2uOrX6THHHvtcmRe2MyBbek+KfQO0vRuh/UyLnIVer",
-	"eleKGAjTorfIwZSfGyEE6mAaahUWZJnGWI8PkNimC3UqfKGiiNpghwcut9X3D1szfDdGbjlBVguWE2Xf",
-	"6O1fq5ZTxbZM1DbJeW1hr81fqBgTuK7m2wTy80t5/eH4swp5r7eH/aWCTzn0z92QNdsdXR11bey8BCoR",
-	"42iG6bWxNxFwRMJaUvz8ovfq9ZOz173j48HwsFpa3T0GVwL90wuRm9CzzQMhIWkrQH++tG0tEr7Wyeqn",
-	"Y2WS3bbiQBMZeZuXGbahUnTV66hkC7QjIlh884n8+SNbKauaUt3Yg7BSZeNm5Zb2wKZ6pp+VAHxEAUKB",
-	"fAu5/wj5AYeQyNJvyjP55RJDUUBwspdbhnp123VTZ0zBHSrlV05gtVhXteGxXRVJVjSNg6WSSxvrqQC+",
-	"qiUDb2cHwv18DluKtjH4jdzQ7Fea851AKslCP6eQwiMkAJB+X2QNGUIlZ2GaS2ZGa7zCRBI6n9rcJf+7",
-	"MC/lpzllbLWn0outr9UgTzNt3ZWsZOWplhkKFJMIgnUQQ7cVISvCpfyuUrrSVnRqfIvO5BQSpgcdYBqA",
-	"fZ5XtYoueC6eFeRr6zVwf5vplq1dtXEy0zpdfslUkTLl3HeYlr0LqJvrprpRtamePItZcD2l6XIGm0Zf",
-	"1BsG8gWLw0bliFB5NHJKM81eaxNgVzn+kyOoTYFTw+bpGuxeYVPM5lNCQ7jdIsaRLiHFbI70m0Ydsaxz",
-	"cztV7l/o43i1tajOaM84LLuLFQ83MxdaZpTyLXEcg5AopfXDDMOx1/hPa3Cp3Eeq9p62G+xy+Pqd2D9R",
-	"KS1csrv3cdEuYioCyRR6/11v9hLRwm1+Yi0z22q23ivoN29vCPp35317VR7rZqwoP0q2vR9kfzTin/dx",
-	"WodWXKfEpOk+FXgbRNo9XFNZIhLNIGZ0LpSj16mA2psypB4CRxJfg8j0XnwS1bZK3j6toz2KrUUFNdut",
-	"bHsqlK+UUFdFdlWx3w3ylkq4LUrVVOGqaFZ1omLD2+KYugTtLno2TPS9Sp/ZN1+i7Nlw4t9qnl+h5tkm",
-	"MXuW4Npymk+ve7aK7r9lPa6O6aeT+8tQ+v8HlTclRb5KAHxb3MyMrWvKnKVcm/FSdl3OidTnlcZ8Ja8u",
-	"5TDmvaYeCwhSTuT6jWKP4WJWmn4G69NULjZwpXQCpOOL6ylLpv/429/9bh9dFOc+BMLcRGHCGLHWQ55/",
-	"6Z1enPeenf1YQIgT8gzW5rgDsQOrAaMSmwN4sNQjv7acSBgV/2EzyLBvke4HbFlskf2Kii+cux21LCX3",
-	"2XcTMysFLIkBdRhHYi2UW+mawENAHNtjaTb6efvmyaU2uS+/f+leUZNz28PEMbgoweu8Zc5SWZvGcnV1",
-	"Y4FpGCu/giWaM7AjwX10Ls3YmFzAFa33/8wBhWyqC11Wk2vU8Q9wQg5uBgf2qe8i7UJX+rSh5DiQXUTE",
-	"FU0pjiIzqzRb6zg05OQGBMK6LjHJltWTYMUxaRNvgHDzSVEzrykUSlfUjosrMKkUaLUgwUKBjHCIEwkc",
-	"LdmNnRUtJ1JX9Ir+5jfoMaPqO4WrevIAPXigRFQ9Mgdd+g8eoDNNgZzRNhbEW4TWzea+dN34iiLk1wSG",
-	"8Ww2DPV6SqbQy9MXZ35XZVV+Lr9+H51Wjz0JvdjIG6DKqSe0AA6GyXW4iNDv+5lfLjGvbzDO7LJrDkII",
-	"tzSyLFy0ZBTWLlKpiFByNidmjPfBA62MWVG8tLaCURdeJpkRRDMWEjDa63+40hbvypmgf/zt7y66yiyf",
-	"eqKNLrrKTLh96c53s5lxK6YI+Xou20fGEdRuAbAnPwIWalaFJTEyka6BpVrlF5YgpfNbBf/9i1dvLv1s",
-	"RkPzv3nQq6NPeA/HYxXGK9EHLrquglYELCmGJHMOYXsjQC5dboFItYYlYImVWIoJwvrw/DoXrhxrxW+1",
-	"YsY/ro9ImiFRHb5mFynoPfyW45eGAb5atZO30oxYmGOqWIvTCdp8TDg/mveoClgGbRbRls5W+6PhEG04",
-	"CfeoQHdBrMkzuBBhu32EzgvNOEG7zig/Ur5+YT7KLpjQ1w6ozz3fzfSFI398e+v3M7sQElmIQzbjyYk0",
-	"IlkuTJAwZ+yc3AAt9TA6uhOpDBhiWlFMvqfSp25xBsRIa68+G58lr2Ysx+q7Lhnp0TYrvXEMcxxbCMWD",
-	"B6Yiaoqj2VGoUJl/yiTSx2vUosuu0oiCiBv5qzY1AGR0zKzpqTG5Ikc+r7uqFy5XDCWMS6FNcm3CAEf6",
-	"DIzMc2zFm3xmxkWAg4U9Rklz0x4smACKZmvjD5UGT5D//PyHt+dPzi9/9FFH+VHFaAVM2YNOrBjFcQ5r",
-	"UcXu6mf+xemPr95e+le0k+B1tohyr1XX2jU+0c/Y7+fgdZK8jv6dwktf3tBFK6zQjBT3NS9xHAtdfVgZ",
-	"hfHzLnRpKSGV3Z2X19EtaoSlqUxh2XDfdiDNiIlBz7AmUTZBBQmrbNBOYBrO2G3WAFfxiHpHsCva8d+c",
-	"XV4+P3tx9vJy+uLVk7Pf5S/5Xd1PXCu+QRwh/835i7fPTy/PnkxL3zw5e376o285nJG9bV2cSuZ3tTB9",
-	"RBFnS/RRRwbooyL5x5r/Rx9Rxfejj9bVz9bo4xX92Ov1Wv9fLe436/w++pjP36GgNpaHdZqy4buOX50a",
-	"85GfC67fLX01KR6XnvYrT612E928NazJqN1Fm2HfCYMOKHXjAZnGg4Kg3Ijw8weT4kGHMgoahUKpJlUB",
-	"lRViPSrrwcw6TXRQjikPPpDw7kDt4VuE6mDoyQ07Eqf2zhsuPupwxesUEGcrbXsl0G4Buf1I41KO9kor",
-	"bMFltq4SXHsALZR7o2UAyBCrbGtmWUmoFa/+o2+6ZRUEzKN++ZE1SV8cbLOVj7YpR3ZE+SPyTaerLMST",
-	"7FEnM9/Kt+QiqO1EJl3ZmyXrrjlufujWeVdsVo5sO5slC5PYGKYqVdplrR2rKqR7AbRhP/uyi3zbFfRR",
-	"J7sNwFCqqw2PSrfVRkWKXiJu5WEZlPIP+1HHfLGBPtqJm2aw+sP//qy2xu+VG4LfqRQHxURIE/jodrLK",
-	"FJWPNqmcX2nw+qiDC2G4ohYvF/m5tWqTOROkbjNs7hX1W9rQyh5WGN11SxBlwt4pqaCbjZkrsbUa172i",
-	"Og7IBTZbQQekiozKV+niZAC24GWrAxecJZyAxPo+p5THzsRZSJmIycFBW13hQAJfmtYIkXGlvpAVT1QW",
-	"4LjODXBhiguDvtf37MAXxQlxJs5h3+sfmrmjha68HGQV7YO82KYez2HzQQlzDksli7YRsaPBjDq6lHdN",
-	"VcKfN1VUNF2JRZA9dZ4R10V56xzpiNgIcrdabXd1zQdkL8FzCA2180zpPNTnQ4Ws18aEU73D7V2zYxCv",
-	"i2I/sVfP2ekBG18hU0nr9jdcr5a3Qfa7bWNTM+zObf+ugP/AXkC3x5vmArK797VLs4ae98VuDdlaYG+5",
-	"TGRXc+bOdUYGvLZdczQOShd/6U8Guz+pXGNz5zrjffapXl2lC5rpcqn02MhaCxKO60g8V3KW65DzXn1Z",
-	"aJ81vboaq2BImGjRwMcxE7awkFVxa3tNyg6ik3ffBVoBVyETlbre+KiYotJ5sdza2u5Wq8EqaTKhV5ao",
-	"r/D6kZ29MmnBgq2U6SumUDLlLhrLu6oEbbps59IaBf0d2rx9NKMoWZ8EQxhFA9x7ODsMeyMYR71jfDTr",
-	"ecEgHMJhNMLj2S9yid1uxa3ds2g0WEv7H1i4z9VFOZbFpF25hm+mKZzXIFNOTRVKAFXJgEkbUZAKyZb2",
-	"IFl+PUbWsHa824d4EHrB4WwMw2iEj8Lj4GTm4QEMo8NwFIxnR/ghHEcnoRcMZkN8CKNoHB4FD2fH+AS8",
-	"aKAVcD8LU5tOvKs2SxTt776ifdt1y9em6cdf5pKzr2UqR95o90f5FXn6g5PdH+Q3HqoPBoe7P6hfmaa/",
-	"G++DTsu9Werj4XCfj5t3h30J72HlurXzudmFlKPvjaFb27GtSttGdxV07O67pgpg6iQdv5jAMJdY+l0V",
-	"nosAaKgjXRpWQjAUk2uoFKdVGtBHT+1dtgFbzggFE7qfvnyyKWQzE6o7DPufF8QmFNnMqmRmv80x2Ry2",
-	"muptqm9g+kUiMrc1ArUjJtnh0fqBvcJzHeJBcALDWe8oHEW90ewY904CD3qDaIgPZ6NgHB7BBpJUT1/e",
-	"x2W1AVyRMRs225GjTTwpJpL240I+mbgPDFmXDeuDDVmFkQjdrEId3YkQ5Abq86ve8Kg3GPS8waXnTfT/",
-	"/dcG8COuu74tlNt6DPa+oM8gYhzuA/uhdzk8nIxPJuOTTbBLdn/If8ncYdeBxB3pg21izOFXmDXIFguN",
-	"UWavMtt/WTb2Tfuv04iNTuCUrtuNibvjmpiqdf4eZNtRwoap3mH4qhdObxKr7VRtv9L1XzkM+mxh+R5k",
-	"tTF2T+nQ1c/NGWZrmS0vzeZl0X/8z/8WZa+8Hd1aBNWtl8kVzXozjYJw0bQtNfZSWm7txQJqJde2sOEp",
-	"JvEXlMivm5Rlt6PteZ/Z3slS+W63/TOl/dTu9Negcd8Sj502RcnIZxoVe9q63ai81gds7LS+6aTnvUbt",
-	"5nJdr2TLxthMruinNDS1haoYrXw87IrW2pi5AcvbI3Y8oxjKIFSPHuRXEKLKSXKOJZheQPm+Pw51p/pd",
-	"dtgIdXzT9mCNS8F0gfsGOBILtqJXtD6mt1owZQ3NJmbWwlf7+yhkpqemJy9aDSSJ41f2OsRfkWmsnKB3",
-	"BuPRycAz9yCas+b6UV//70uUjvjWjynvbzFLVyR+s5jfLGZ7qUZrsaxfJ3Ffu2mPwG60nKeVKYDq5E71",
-	"2ivUYTSA7iSfgWkMDNgxpivamBvQIdqj0liZ+q+1KO/dZk7e6O8vslO8v6pgqzATL88vep7neYPD4dFg",
-	"MDwceIPsMOLgPjXp2p0G3yzHN8uxw3KU7q6rOvn7WhHTx9mS1OUzJiqTy8dMqlMmrgmZiu5he1qX/35F",
-	"rdkodxJL02nl1r49ppn1lvKuZHuPT23wq83jyi2xz/7flLiP+SndPPLN9nyzPTtsj50n09lXs8W0l9Ux",
-	"4cMWq9NSMirPU+WBSnUy07XwFVOcReCyYWJTGyJ93QCjgFR+NtN3EVdO82wIX36F+VAtySmGpHtZ6f8+",
-	"6c63yOWb9biv9VCpjj5wVLrWZ5PtKJ341JrVOOv57r3SBgH8pr3J+8YcbGiMSdoTCf3WcUl74jAr6LQ0",
-	"WC/yoxeNlXFCPnXVUxSzAMfIoKPyKJ4d8kP+El8D4in1KztODg70Nwsm5OTYO/aa27zPyVvf7ylRxrHc",
-	"N5qtTddIm019jkYuYInkgrN0vsivR2s2fNjKdJVtb7DCxyai+TDoPvcL2SXzyYW793f/FwAA//8=",
+	"7H37ctvI1eerdCGpGtIFUiBFyhJdqawylieKbxpL3mTW8hJN4IDsEdiN6W6IYsaqyl/7APsQebA8yVd9",
+	"wR28yGN7Momnvq8yAoHu06fP+Z1r9/zsBGyZMApUCmfys7MAHALX/3oewjJhEqh8A0mM1xCqpyGIgJNE",
+	"EkadieNLnoKPVgugSC6IQBxEwqgARASSC0BCMg4hwlSsgCPJEKYIMI8JcMThpxSERCsiF+ZlvATk5/MG",
+	"695zWPt9x3VEsIAlVvMDTZfO5J2jJnbeu45cJ+BMHCE5oXPn/t513oDk69NIAm/SewkBo6FQhKwwkWgG",
+	"EeOAuPqE0Hl1qiWhZKlmG+TTECphDty5VxMlmOMlSMuub1MuWMuUVwtAPoU7OQ30Gz5ikV5twuGWsFSg",
+	"BM/BRSkNFpjOIXyCBNCwYEhEYjWHYRORika4w8skVgTB+i/e+Y+MvPzxdP2KeHcvL731y8H3dy+fstXL",
+	"K7Z6+YyR6Pt+MIyp4zpEEfRTCnztuA7FSzWCoaq6cHz3AuhcLpzJwBuOXMWJ/EEby0tb9hzWTR6copSS",
+	"n1JAN7BGCXAUszkJcJyLQAejt2/PnyqpwWjOWIiCBSMBdJ/ovSGgJCtVYiX76DkkEkWMIyxRDFhINByh",
+	"BUu5qPJmHA5nh/gEel4wiHqj6DHuncyOofcYHwXjcASH0XCQMcXIfcGVmhA6rqNIJVwpgRK9Dewajse7",
+	"ufWCLIlsMukCzwEJ8ndw0UAJ6MDzKusZe+0bGOvhygSFEOE0ls5k6LmKOivFnudul2nXueKYChwois7D",
+	"dlmWxSuIhFWOe7PH8DgaB73DYAC9UXQ07uFDfNwbRYfReHYcnIQDL+N4guWiWAQJt7I4YnyJpTNx0lS/",
+	"WWfqvfrYII9Wxj/h8I0RLfVXwKiCMfWvOEliEmBF/cGPQi3q59I0v+cQORPndwcFKB6YX8XBGefMKn6T",
+	"KZkcE4GWOFbUQjhBPqG3OCbh1P7su8gnhWBNb2A9XRIhCJ37iPHifYsUfefedb5lNIpJ8IUWYjc2sJOK",
+	"ApyDlHOgEgmJJZTWpv+eaqkg6lu7ktIy7eqnhE4TzuYchDBLO6cSOMWxoeizr++SLUEuCJ2jlMJdAoGE",
+	"EEWYxBAiRhFLORIkNGszhE1BjeX30fcpk6DZkO90qJfwislnLKXh56f+FUMiDRYV/WMchZAwQeQE+ZTJ",
+	"aaRoMcx9nQDHkvFT/err55+MwmzgEla8sbq3Q6pWWMF4wHiorJysgQkWiGgNomylYKXVFemVfZE2Ku1X",
+	"By3eiyauhfpflzclFuh9u8DrmOHwirEXmM/hy+LXjIVrtQXsFjg6GqHn5E8T5CeGpKlkbBorooyEXQK/",
+	"JQG8pfgWkxjP4i9EbIglnmHjY6bF5KjjC0PRtPTU704QZUbtlfzlTpb2+RBWfiLytc/Y006jj4RxEmsy",
+	"WHpll+yVPFC9hLcUp3LBOPk7hF+GRczKoXa4lFEyVkYBhsVt5XIlmEsK9iUaxGkIYXeC/LREr9nqtzTh",
+	"LAAhFEvPqCRy/WUW0h4SGKuEUUiiCLRVsgI8aRpY7TfmyxBpkjAuIXwJIcFX2o34NRSMMon8+ly+5n1O",
+	"4nSpaJwqX0eRf585RCbcWGBC/4zFos3bDtSPFXBdYLFAHe8OYRoqxV7AHQrJnEihTN/Z/35pvhFu88cr",
+	"zmi35ufdjYOxN4JwdDgMZuPB4PB4FkTeCcZjOMajgReGIzyAoTeC6Hg0iyAczGBwFEYzPJgNh96R8gIT",
+	"LJWVdSbO/+14d90/vvN6J7gXnfaevf/5aHT/+6ab5zq5p9DksOYsixDcAl9rs55yQB0daVk5P704/0bo",
+	"pSRcaYgkxluEbNSd23tOI6boWCpVMOBc5/0iXWLa44BDDUpwl8SYYgPvLSsSaaD0qmWkeIXXAkU4FqC2",
+	"wa6oshH6x3zQGWMxYOoYbzhzpd/lUxRku3bJRfzMZj9CIHMWf8vC1sUJqRe1xMGCUEABC8EY8gqLkR4d",
+	"mXe1kIMJzWzsXnOLVUTQ7hXrWKHsEjuuUwYnFT9kXo9enlywcKoe4ThmK/1CmBolg+kSuEJ/OeWgUSOA",
+	"0vh1N7ZGVIsP67jOT8otnOJY7fZ6qnBGy3XNWmqi27S6ZeEGrfKh4S7Ru5j9vSRiiWWwqA2ZYKJYg5cs",
+	"pXLKUjll0ZQrQ+e4zgpmC8ZupimPa6zhask6fNR/Vr1e+7soG1MVZTZNrBKjAhuam9uuxU9BYhI3hew1",
+	"BZRwNothaWCeUUARgThU1ivPuTS1WL/TJrR/uXz9CiVMLw8RKpmWWIMXHOFiTPWnseFIhaWt+rpR8/+6",
+	"wNp7XXGmXI0iWdNMAJSV01BdjLtRJTX0NGZ9aTSxwJsIq6jNpphKmFHlVWD1eyfgaSDQFk3tVgtMXQDv",
+	"md2xmyZQZ4nXaAYIlolca7glEpZir/msVNznXMCc47VjmaY1cENeogjMUAfHgiFlAReA/L/1bCqgdx76",
+	"dn+7uzdGs6hYeIWAtk16hklcyjngMNQ4guOLEuctYNclZ90IhkxY2tw4Dtg6Ja12p2xuXHQDiczYsCBC",
+	"Mr5GS5BYOdBVg/6C/JSSkMi12sVbEurs7I8mQlZfq5BNIUIp1TW26aStqa4yQy3prbwjWJ5q8GpZGUWv",
+	"vnuFDLapIBGjEAKyxDEyExldgzscyHiNhvmvSYwDqKUEB+PRcDjuew3/48O7Qe/kvXJB3j/qXl/39b/9",
+	"PGz3Qp6R+CO3Wgkq3EGQKsYKHEMbjGE5xTkztmlMiW33Bq13ffFGvaP3JbOAuz7IX2xspxrKrZBbHrdt",
+	"m1+BXDF+09zjpyaJgah5wUXQn/eRP4Nk6Jl8kuTB0POrm6l/rm7kO9z7u9k5d3DUvnktIXqbOtUyE9pi",
+	"4OAGsSgiASABICy+V7ev2Dkcx68jZ/Ju/z183yYuJeFXZhtZ82UdLh3WBIxGhC+11rdA9LflnxXl2hOl",
+	"aWxjdpNsrWeD82EhnGLZZu/AIIvNQJnoOvtEzZAnbUMsoSfJEjZPW+xPwAHLXXOWd0fPaz7aOGvLLOtE",
+	"spKetSRm2A3QjPV5vrBzlAGMqAVFA8/re/qfLROaLGrQUiN5wVbAewEW2cxivZyxuDpHKsJWj8ruwRSH",
+	"IW+NJq5KG2Vf6m8daF/GcAiA3O7PmJ37n1GwaI1tS+v4RmyIc/sPmWaTO1FMQsInSA2HUipJrM2P4SPc",
+	"ESHFg2ZTUUYqds2oY5Gdk2bRlNU5Ey7lCqg0QfsQBpVTGqp/VUO+30Wv69z15qzXWIQJRkSrZmYIHgIO",
+	"Y0Jhf02MSBzvTKsq90NZXfUB2bswtaNqpJzuRkTYOrQF228Eyl9s1R5aGLhty8nsoKkhq5E3imEWV0sV",
+	"XbAVzYzOzqUleK3iQAFSxrvQVJkY8z6y71eETy6Mxfg4PM/ckv3MoXFQWg1haROwhL5T8kemD7KA2Vf7",
+	"WcFCZbfRXfImLs0H966TJuF2U0YkirGQWVJ6X6WpeWLEZB1yQcppbhXwQkqbRqluF7OUgs0FOE1DU7HX",
+	"lRVX8KKCtw04rIF+wwrVPZyNG1/zWSy4tClDm3va4hletIb6OkWB56DD7OJl0fQGVaS1E61suE6yThAK",
+	"KxXIRoQLuXf03ObWtkTRCyymS8bbcI6nYBp5MGVyAdwsMWJxzFZlZyFPM7q29WADcNluBpsADEsjlLSr",
+	"1BjT1hEhhHK+/axzJmJcA5b6Ss9gcYoZHNO6pB7vYZNrOqQ3qsQeN2+rKFP4AKnJy36NVZ3RW4hZoqUH",
+	"V6xWRnq7DD1w97Xobk1VU8QSE7fWk9aUSdjLr9mVvVafqd2x77VJUftGZAPvyfGP4PYnY/R/KJNzl6tV",
+	"vStJDIRpUXHkYJLSDRcCdTANtQoLskxjrLsvSGzDhToXPlFSRE2wwwKXuxL2d1uz9W703HKGrBYsZ8q+",
+	"3tu/Vy6nutoyU9sk542lvda+onxM4DqbbwPIX57K6w/HvyiR92a7219K+JRd/9wMWdju6Oyoa33nJVCJ",
+	"GEczTG8M3kTAEQlrQfGLi97rN0/P3vSOjwfDw2pqdXcXYYn0j09EblqeLR4ICUlbAvqXS9vWJOEbHax+",
+	"/KpMsNuWHGguRt7laYZtSylq7fWlZAO0L0Sw+PYj9+fPbKVQNaW63AdhJcvGzcgt5YFN+Uw/SwH4iAKE",
+	"AvmWcv8J8gMOIZGl35Rl8ssphiKB4GQvt/Re62LspsqYojtUyq+MwGqxrmrDt3ZUJFlRSg6WSi6tr6cc",
+	"+KqWDLydFQj3l++w5WjbBl/KDS0ASnO+EUgFWeinFFJ4ggQA0u+LrCBDqOQsTHPJzHiNV5hIQudTG7vk",
+	"fxfwUn6ac8Zmeyq12PpYDfY0w9ZdwUqWnmrprEAxiSBYBzF0WxdkRbgU31VSVxpFp8a26EhOLcJUpgNM",
+	"A7DP86xWURvPxbOy+Np4jbW/zXTL5q7adjLTOp1+yVSRMmXcd0DL3gnUzXlTXajalE+exSy4mdJ0OYNN",
+	"DTHqDUP5gsVhI3NEqDwaOaWWcK+1CLArHf/RHtQmx6mBeToHu5fbFLP5lNAQ7raIcaRTSDGbI/2mUUcs",
+	"67u5nSsPT/RxvNqaVGe0ZwyWncWKh5vBhZYZpXxLHMcgJEpp/SzIcOw1/ml1LpX5SNXc03bALruv34j9",
+	"A5XSwCXcfYiJdhFTHkim0PvPeruXiBZm8yNzmdlUs/VeTr95e4PTvzvu2yvzWIexIv0o2fZ6kP3RiH9e",
+	"x2ltWnGd0iZN98nAWyfSzuGazJI+cRUzOtcnsHQooOamDKmHwJHENyAyvRcfxbWtkrdP6WiPZGuRQc1m",
+	"K2NPhfOVFOqqiK4q+N1gbymF26JUTRWuimZVJyoY3ubH1CVod9KzAdEPSn1m33yKtGfDiH/NeX6BnGeb",
+	"xOyZgmuLaT4+79kquv+R+bj6Sj+e3Z+G0/8dXN4UFPkqAPBtcjMDW9ekOUuxNuOl6LocE6nPK4X5Slxd",
+	"imHMe009FhCknMj1pdoes4tZavo5rE9TudiwK6VzIR1f3ExZMv3XP/7pd/voojgNIhDmxgsTBsRaz8j+",
+	"rXd6cd57fvZDQSFOyHNYm0MQxDasBoxKbM4vwlK3/Np0ImFU/C8bQYZ9u+h+wJbFFNmvqPjCud+Ry1Jy",
+	"n303Mb1SwJIYUIdxJNZCmZWucTwExLE91We9n7eXT6805L767pV7TU3Mbc9ix+CiBK/zkjlLZa0by9XZ",
+	"jQWmYazsCpZozsC2BPfRuTRtY3IB17Re/zPHFrKuLnRVDa5Rxz/ACTm4HRzYp76LtAld6cOakuNAdhER",
+	"1zSlOIpMr9Jsrf3QkJNbEAjrvMQkG1Z3ghWnzI2/AcLNO0VNv6ZQS7qmtolckUmlQKsFCRaKZIRDnEjg",
+	"aMluba9oOZC6ptf0d79D3zKqvlNrVU8eoUePlIiqR+b4S//RI3SmOZBvtPUF8RahdbO+L503vqYI+TWB",
+	"YTzrDUO9npIp9Or05ZnfVVGVn8uv30en1cNQQg828gaochYKLYCD2eQ6XUTo9/3MLpc2r29WnOGya45H",
+	"CLfUsixctGQU1i5SoYhQcjYnpo330SOtjFlSvDS2olEnXiYZCKIZCwkY7fV/vtaId+1M0L/+8U8XXWfI",
+	"p55o0EXXGYTbl+59N+sZt2KKkK/7sn1kDEHtsgZ7HiRgod6qsCRGxtM1tFSz/MIypHSqq9h//+L15ZWf",
+	"9Wjo/W8e/+roA/LD8Vi58Ur0gYuuq6gVAUuKJsl8h7C9UCGXLrdYSDWHJWCJlViKCcL2jGAmXPmq1X6r",
+	"EbP94/qEqWkS1e5rdt+FnsNvOb1qNsBXo3byUpoRC3PKF2txOkGbT1nnB/aeVAnLqM082tLRdH80HKIN",
+	"5+OeFMtdEAt5Zi1E2GofofNCM07QriPeT/Jzl0Rk94DoWxvU557vZvrCkT++u/P7GS6ERBbikPV4ciKN",
+	"SJYTEyTMN3ZOboGWahgdXYlUAIaYVhQT76nwqVucATHS2qv3xmfBq2nLsfquU0a6tc1KbxzDHMeWQvHo",
+	"kcmImuRodkAqVPBPmUT60I0adNlVGlEwceP+qkkNARkfMzQ9NZAr8sXneVf1wtWKoYRxKTQk1zoMzHFX",
+	"ZTgy35uUmnZdBDhY2MOVNIf2YMEEUDRbG3uoNHiC/Bfn3789f3p+9YOPOsqOqo1WxJQt6MSKURzntBZZ",
+	"7K5+5l+c/vD67ZV/TTsJXmeDKPNaNa1dYxP9bPv9nLxOkufRv1Hr0ndfdPX9LkIRck31XuI4Fjr7sDIK",
+	"4+dV6NJQQircnZfH0SVqhKXJTGHZMN+2Ic2IiVme2ZpEYYJyElZZo53ANJyxu6wArvwR9Y5g17TjX55d",
+	"Xb04e3n26mr68vXTsz/kL/ldXU9cq32DOEL+5fnLty9Or86eTkvfPD17cfqDb3c4Y3vbuDiVzO9qYfqA",
+	"Is6W6IP2DNAHxfIPNfuPPqCK7UcfrKmfrdGHa/qh1+u1/r8a3G/m+X30Ie+/Q0GtLQ/rMGXDdx2/2jXm",
+	"Iz8XXL9b+mpSPC497VeeWu0munhrtibjdhdtpn0nDdqh1IUHZAoPioJyIcLPH0yKBx3KKOglFEo1qQqo",
+	"rDDrSVkPZtZoooOyT3nwMwnvD9Qcvl1QnQzduWFb4tTcecHFRx2u9joFxNlKY68E2i0otx/ptZS9vdII",
+	"W9YyW1cZri2AFsq9l2UIyBZWmdb0spJQK179R99UyyoLMI/65UcWkj452WYqH21Tjuzg8gfkm0pXWYgn",
+	"2aNOBt/KtuQiqHEik67szRK66x03P3Tre1dMVvZsO5slC5PYAFOVK+2y1r6qKqV7EbRhPvuyi3xbFfRR",
+	"J7sjwHCqq4FHhdtqoiJELzG38rBMSvmH/bhjvtjAH23ETTFY/eF/d1Yb44/KDMEfVIiDYiKkcXx0OVlF",
+	"ispGm1DOrxR4fdTBhTBcU7suF/k5WrXJnHFStwGbe039ljK0wsPKRnfdEkWZsHdKKuhmbeZKbK3Gda+p",
+	"9gNygc1G0A6pYqOyVTo5GYBNeNnswAVnCScgsb4OK+WxM3EWUiZicnDQllc4kMCXpjRCZFzJL2TJExUF",
+	"OK5zC1yY5MKg7/U92/BFcUKciXPY9/qHpu9ooTMvB1lG+yBPtqnHc9h8UMKcw1LBoi1E7Cgwo45O5d1Q",
+	"FfDnRRXlTVd8EWTPomfMdVFeOkfaIzaC3K1m212d8wHZS/AcQsPtPFI6D/X5UCHruTHhVK/Ae9esGMTr",
+	"ItlP7A2BtnvA+lfIZNK6/Q230+VlkP3u4NhUDLt3278r6D+w9/ft8aa5v+3+fe3OsaHnfbK7RLYm2Fuu",
+	"GNlVnLl3nZEhr23WfBkHpXvT9CeD3Z9ULre5d53xPvNUb/7SXx3u/qrlwiGdC02XSwUBRkxb1u+4jsRz",
+	"JaK5+jnv1ZeF4lrU1olcRUjCRIvyfhszYXMSWQK4NtekbFs6eeFeoBVw5W1RqVOVT4oGLB1Sy61V8W41",
+	"kaziLeO1ZTH+Cq+f2LYtE1Es2EqhZtHAkuFCUZPelWBogwHb0taoBewAgu1dHUW2+yQYwiga4N7j2WHY",
+	"G8E46h3jo1nPCwbhEA6jER7PPsv1gbt1vnbDpVF+rSh/YuE+dyHlqyya9Mrpf9OI4bwBmXJqElgCqIoj",
+	"TMSJglRItrRn0PKbNbJat+PdPcaD0AsOZ2MYRiN8FB4HJzMPD2AYHYajYDw7wo/hODoJvWAwG+JDGEXj",
+	"8Ch4PDvGJ+BFA627+4FTrbHxvlpnUby//4LQuOt+tU2Nk5/nerkvhbIjb7T7o/xyQv3Bye4P8rsm1QeD",
+	"PRC5flmd/m68z3JaLuJSHw+H+3zcvIzsVzY8ViVa662brU/Z59/oMLYdFqsUi3QtQ0cMvmtyDyY70/GL",
+	"vg9z86jfVUGBCICG2r+mYcXxQzG5gUpKXAUfffTMXkAcsOWMUDABw+mrp5scRdMXu8Mm/HVBbBiTdcpK",
+	"Zubb7AnOYSvKb0MNQ9Nn8QPdVr/XNrZkR1brxwQLo3eIB8EJDGe9o3AU9UazY9w7CTzoDaIhPpyNgnF4",
+	"BBtYUj3z+RBr10ZwRcass24bnTbtSdEHtd8u5P2Q+9CQ1fawPk6R5TWJ0CUy1NH1D0Fuod416w2PeoNB",
+	"zxtced5E/9//2UB+xHWtuYVzWw/fPpR0e8n4A2g/9K6Gh5PxyWR8sol2yR5O+eeMWHYdg9wRtNjSyRz+",
+	"u2IV2QLuGGVQl5mNq7KdaJoOHbxstB+ndN2OQ+6Oe22qwP4dyLazjw2U34GZ1QvGN0nkdta2X+H77+x8",
+	"/Zpy9h3IahHwgYKlM72bQ+LWlGKehs5TwP/6f/+/SPHlpffWhK8uM02uaVaHaiS/iwJ1qYiZ0nIZMxZQ",
+	"Sy+3OSvPMIk/oTB/2Sgyuwluz7vb9o7uyvfY7R/a7aexp78FZf0aKX1OOFLi9QvxyB5Kb8ejN/ockj3U",
+	"YBoO8pKsNq45TFQyAwanJtf0Y+q+GtwqeJd30V3TWrU3x768imS7WIreFUJ1h0Z+UyOqHLjnWIIpmZSv",
+	"ReRQN+XfZGeyUMc31SHWuDtN1wFugSOxYCt6TevdjKsFU0BqJjEtKb6a30chM6VH3aDSiq0kjl/bWyN/",
+	"Q6hauWjAGYxHJwPPXBdpjuTrR339XzEpnYSun+beH2xLN0l+BduvYPvJ01IaAGT9wo6HQq49ZLwRdE8r",
+	"fRbV3qjqxWKow2gA3UneZdRoybCNYte00ZmhHcMnpcY99T9rUZ67DYku9fcX2Tnp35SLVyDMq/OLnud5",
+	"3uBweDQYDA8H3iA77jl4SOq+dmvEV9D5CjqfD3RKFwtWXYuHApCplG2JQvMGIBV65j1A1RYg1zhqRX22",
+	"PQ7Nf7+mFnHKtdpS62C578Keoc2qd3ndt72Kqib4zQae5aLjL/7PgDwEuUrXwnyFra+w9flgy/YJ6nCx",
+	"WcTbC7CM07IFsFrSY+U+udw9qnbcupa+oju3cJc2dOJqDNPXSDBa+m9nVU9pbXCafoMBXC0qK5rfe1lx",
+	"5SHx2Vd/6SvwfEHgUbGZPoNWuulpE+yUDgFrpWwc/333XimSAH7bXoG/NGddGp2z9pBKv7WD1h5CzZJX",
+	"LdXvi/w0TmNknJCPHfUUxSzAMTLLUYEfz859In+JbwDxlPqVGScHB/qbBRNycuwde81p3ufsrc/3jChc",
+	"LVfmZmtTl9OIq49WyQUskVxwls4X+Y15zZIaW5mSvy3cVvaxudC8P3ifK6fskHlbyf37+/8JAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

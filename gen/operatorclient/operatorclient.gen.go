@@ -37,6 +37,7 @@ const (
 	ErrorCodeQuoteMismatch                ErrorCode = "quote_mismatch"
 	ErrorCodeRateLimited                  ErrorCode = "rate_limited"
 	ErrorCodeRatesUnavailable             ErrorCode = "rates_unavailable"
+	ErrorCodeServiceUnavailable           ErrorCode = "service_unavailable"
 	ErrorCodeUnauthorized                 ErrorCode = "unauthorized"
 	ErrorCodeUnsupportedMediaType         ErrorCode = "unsupported_media_type"
 	ErrorCodeUnsupportedPair              ErrorCode = "unsupported_pair"
@@ -79,6 +80,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeRateLimited:
 		return true
 	case ErrorCodeRatesUnavailable:
+		return true
+	case ErrorCodeServiceUnavailable:
 		return true
 	case ErrorCodeUnauthorized:
 		return true
@@ -604,6 +607,9 @@ type OperatorTransactionOK = OperatorTransactionResponse
 
 // PayloadTooLarge The body of every failure (the partner API's).
 type PayloadTooLarge = Error
+
+// ServiceUnavailable The body of every failure (the partner API's).
+type ServiceUnavailable = Error
 
 // Unauthorized The body of every failure (the partner API's).
 type Unauthorized = Error
@@ -2027,6 +2033,11 @@ type ClientWithResponsesInterface interface {
 	SettleOrderWithResponse(ctx context.Context, id TransactionId, params *SettleOrderParams, body SettleOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*SettleOrderResponse, error)
 }
 
+// ListUnmatchedDepositsResponse503Headers the declared response headers of an HTTP 503 response for ListUnmatchedDeposits
+type ListUnmatchedDepositsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListUnmatchedDepositsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2038,6 +2049,10 @@ type ListUnmatchedDepositsResponse struct {
 	JSON401 *Unauthorized
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListUnmatchedDepositsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2058,6 +2073,11 @@ func (r ListUnmatchedDepositsResponse) GetJSON401() *Unauthorized {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListUnmatchedDepositsResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListUnmatchedDepositsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -2094,6 +2114,11 @@ type ResolveUnmatchedDepositResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// ResolveUnmatchedDepositResponse503Headers the declared response headers of an HTTP 503 response for ResolveUnmatchedDeposit
+type ResolveUnmatchedDepositResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ResolveUnmatchedDepositResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2115,8 +2140,12 @@ type ResolveUnmatchedDepositResponse struct {
 	JSON422 *UnprocessableEntity
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ResolveUnmatchedDepositResponse200Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResolveUnmatchedDepositResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2164,6 +2193,11 @@ func (r ResolveUnmatchedDepositResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ResolveUnmatchedDepositResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r ResolveUnmatchedDepositResponse) GetBody() []byte {
 	return r.Body
@@ -2193,6 +2227,11 @@ func (r ResolveUnmatchedDepositResponse) ContentType() string {
 	return ""
 }
 
+// ListStageResponse503Headers the declared response headers of an HTTP 503 response for ListStage
+type ListStageResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListStageResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2204,6 +2243,10 @@ type ListStageResponse struct {
 	JSON401 *Unauthorized
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListStageResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2224,6 +2267,11 @@ func (r ListStageResponse) GetJSON401() *Unauthorized {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ListStageResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListStageResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -2255,6 +2303,11 @@ func (r ListStageResponse) ContentType() string {
 	return ""
 }
 
+// GetOperatorTransactionResponse503Headers the declared response headers of an HTTP 503 response for GetOperatorTransaction
+type GetOperatorTransactionResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetOperatorTransactionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2268,6 +2321,10 @@ type GetOperatorTransactionResponse struct {
 	JSON404 *NotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetOperatorTransactionResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2293,6 +2350,11 @@ func (r GetOperatorTransactionResponse) GetJSON404() *NotFound {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetOperatorTransactionResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetOperatorTransactionResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -2329,6 +2391,11 @@ type FailTransactionResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// FailTransactionResponse503Headers the declared response headers of an HTTP 503 response for FailTransaction
+type FailTransactionResponse503Headers struct {
+	RetryAfter *int
+}
+
 type FailTransactionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2350,8 +2417,12 @@ type FailTransactionResponse struct {
 	JSON422 *UnprocessableEntity
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FailTransactionResponse200Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *FailTransactionResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2399,6 +2470,11 @@ func (r FailTransactionResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FailTransactionResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r FailTransactionResponse) GetBody() []byte {
 	return r.Body
@@ -2433,6 +2509,11 @@ type FillOrderResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// FillOrderResponse503Headers the declared response headers of an HTTP 503 response for FillOrder
+type FillOrderResponse503Headers struct {
+	RetryAfter *int
+}
+
 type FillOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2454,8 +2535,12 @@ type FillOrderResponse struct {
 	JSON422 *UnprocessableEntity
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FillOrderResponse200Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *FillOrderResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2503,6 +2588,11 @@ func (r FillOrderResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FillOrderResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r FillOrderResponse) GetBody() []byte {
 	return r.Body
@@ -2537,6 +2627,11 @@ type SettlePayoutResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// SettlePayoutResponse503Headers the declared response headers of an HTTP 503 response for SettlePayout
+type SettlePayoutResponse503Headers struct {
+	RetryAfter *int
+}
+
 type SettlePayoutResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2558,8 +2653,12 @@ type SettlePayoutResponse struct {
 	JSON422 *UnprocessableEntity
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *SettlePayoutResponse200Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SettlePayoutResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2607,6 +2706,11 @@ func (r SettlePayoutResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SettlePayoutResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r SettlePayoutResponse) GetBody() []byte {
 	return r.Body
@@ -2641,6 +2745,11 @@ type RefundTransactionResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// RefundTransactionResponse503Headers the declared response headers of an HTTP 503 response for RefundTransaction
+type RefundTransactionResponse503Headers struct {
+	RetryAfter *int
+}
+
 type RefundTransactionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2662,8 +2771,12 @@ type RefundTransactionResponse struct {
 	JSON422 *UnprocessableEntity
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *RefundTransactionResponse200Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RefundTransactionResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2711,6 +2824,11 @@ func (r RefundTransactionResponse) GetJSON500() *InternalError {
 	return r.JSON500
 }
 
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RefundTransactionResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
 // GetBody returns the raw response body bytes
 func (r RefundTransactionResponse) GetBody() []byte {
 	return r.Body
@@ -2745,6 +2863,11 @@ type SettleOrderResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// SettleOrderResponse503Headers the declared response headers of an HTTP 503 response for SettleOrder
+type SettleOrderResponse503Headers struct {
+	RetryAfter *int
+}
+
 type SettleOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2766,8 +2889,12 @@ type SettleOrderResponse struct {
 	JSON422 *UnprocessableEntity
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *SettleOrderResponse200Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SettleOrderResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2813,6 +2940,11 @@ func (r SettleOrderResponse) GetJSON422() *UnprocessableEntity {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r SettleOrderResponse) GetJSON500() *InternalError {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SettleOrderResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3133,6 +3265,26 @@ func ParseListUnmatchedDepositsResponse(rsp *http.Response) (*ListUnmatchedDepos
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ListUnmatchedDepositsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -3215,6 +3367,13 @@ func ParseResolveUnmatchedDepositResponse(rsp *http.Response) (*ResolveUnmatched
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -3228,6 +3387,16 @@ func ParseResolveUnmatchedDepositResponse(rsp *http.Response) (*ResolveUnmatched
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResolveUnmatchedDepositResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -3275,6 +3444,26 @@ func ParseListStageResponse(rsp *http.Response) (*ListStageResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ListStageResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -3329,6 +3518,26 @@ func ParseGetOperatorTransactionResponse(rsp *http.Response) (*GetOperatorTransa
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetOperatorTransactionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -3411,6 +3620,13 @@ func ParseFailTransactionResponse(rsp *http.Response) (*FailTransactionResponse,
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -3424,6 +3640,16 @@ func ParseFailTransactionResponse(rsp *http.Response) (*FailTransactionResponse,
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 503:
+		var headers FailTransactionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -3506,6 +3732,13 @@ func ParseFillOrderResponse(rsp *http.Response) (*FillOrderResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -3519,6 +3752,16 @@ func ParseFillOrderResponse(rsp *http.Response) (*FillOrderResponse, error) {
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 503:
+		var headers FillOrderResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -3601,6 +3844,13 @@ func ParseSettlePayoutResponse(rsp *http.Response) (*SettlePayoutResponse, error
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -3614,6 +3864,16 @@ func ParseSettlePayoutResponse(rsp *http.Response) (*SettlePayoutResponse, error
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 503:
+		var headers SettlePayoutResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -3696,6 +3956,13 @@ func ParseRefundTransactionResponse(rsp *http.Response) (*RefundTransactionRespo
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -3709,6 +3976,16 @@ func ParseRefundTransactionResponse(rsp *http.Response) (*RefundTransactionRespo
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 503:
+		var headers RefundTransactionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -3791,6 +4068,13 @@ func ParseSettleOrderResponse(rsp *http.Response) (*SettleOrderResponse, error) 
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -3804,6 +4088,16 @@ func ParseSettleOrderResponse(rsp *http.Response) (*SettleOrderResponse, error) 
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 503:
+		var headers SettleOrderResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

@@ -100,6 +100,7 @@ func TestDatabaseOutage(t *testing.T) {
 	c := env.Client(t, key)
 	ctx := context.Background()
 	tx := create(t, c, direct("OUTAGE-1", "bep20", "2000"))
+	ops := env.OperatorClient(t, env.NewOperator(t))
 
 	pg.stop()
 	checks := map[string]func() (int, *client.Error, http.Header){
@@ -127,6 +128,12 @@ func TestDatabaseOutage(t *testing.T) {
 			r, err := c.GetWebhookEndpointWithResponse(ctx)
 			require.NoError(t, err)
 			return r.StatusCode(), r.JSON503, r.HTTPResponse.Header
+		},
+		"operator API": func() (int, *client.Error, http.Header) {
+			r, err := ops.GetOperatorTransactionWithResponse(ctx, tx.Id)
+			require.NoError(t, err)
+			require.NotNil(t, r.JSON503, string(r.Body))
+			return r.StatusCode(), &client.Error{Error: client.ErrorInfo{Code: client.ErrorCode(r.JSON503.Error.Code)}}, r.HTTPResponse.Header
 		},
 	}
 	for name, check := range checks {
