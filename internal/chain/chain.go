@@ -173,4 +173,7 @@ type Pending struct {
 	Block         uint64
 	BlockHash     common.Hash
 	Confirmations int
+	// Unmatched marks a transfer kept for the operators (no deposit of a
+	// transaction), checked against reorganisations until it is final.
+	Unmatched bool
 }

@@ -31,6 +31,9 @@ type ChainTransfer struct {
 	TransactionID *uuid.UUID
 	DepositID     string
 	State         string
+	// Final marks an unmatched transfer whose block has the network's
+	// confirmations: no longer re-checked against reorganisations.
+	Final bool
 	// Confirmations is the deposit's count (read with pending transfers only).
 	Confirmations int
 	// Note says why an unmatched transfer was not applied.
@@ -70,6 +73,9 @@ type ChainStore interface {
 // operators (unmatched.Service): listed and resolved through the operator API.
 type UnmatchedRecorder interface {
 	Record(ctx context.Context, d unmatched.Deposit) (*unmatched.Deposit, error)
+	// Forget removes the still-open record of a transfer whose block was
+	// reorganised away (nothing arrived: nothing to refund).
+	Forget(ctx context.Context, network, txHash string, logIndex int) error
 }
 
 // UnmatchedObserver hears of transfers stored as unmatched (for the log and metrics).
@@ -233,7 +239,8 @@ func (d *Deposits) Pending(ctx context.Context, network string) ([]chain.Pending
 	out := make([]chain.Pending, 0, len(rows))
 	for _, r := range rows {
 		p := chain.Pending{Network: r.Network, TxHash: chain.ParseHash(r.TxHash), LogIndex: r.LogIndex,
-			Block: r.Block, BlockHash: chain.ParseHash(r.BlockHash), Confirmations: r.Confirmations}
+			Block: r.Block, BlockHash: chain.ParseHash(r.BlockHash), Confirmations: r.Confirmations,
+			Unmatched: r.State == TransferUnmatched}
 		out = append(out, p)
 	}
 	return out, nil
@@ -243,6 +250,15 @@ func (d *Deposits) Pending(ctx context.Context, network string) ([]chain.Pending
 // confirms: received ≥ expected proceeds as today (an excess recorded in the
 // history metadata); received < expected fails the transaction (deposit:underpaid).
 func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations int) error {
+	if p.Unmatched {
+		return d.onUnmatched(ctx, p, func(row *ChainTransfer) bool {
+			if confirmations < d.l.requiredFor(p.Network) {
+				return false
+			}
+			row.Final = true
+			return true
+		})
+	}
 	return d.onPending(ctx, p, func(ctx context.Context, tx Tx, row *ChainTransfer, t *Transaction, now time.Time) ([]step, error) {
 		if t.Status != DepositConfirming {
 			// Moved on by other means (the sandbox simulator): nothing left to confirm.
@@ -278,6 +294,12 @@ func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations i
 // the transaction returns to awaiting_deposit (expired past its deadline) with
 // reason deposit:reorged. The transfer is detected again if it reappears.
 func (d *Deposits) Drop(ctx context.Context, p chain.Pending) error {
+	if p.Unmatched {
+		return d.onUnmatched(ctx, p, func(row *ChainTransfer) bool {
+			row.State, row.Note = TransferReorged, "its block was reorganised away before it was final"
+			return true
+		})
+	}
 	return d.onPending(ctx, p, func(ctx context.Context, _ Tx, row *ChainTransfer, t *Transaction, now time.Time) ([]step, error) {
 		row.State = TransferReorged
 		if t.Status != DepositConfirming {
@@ -326,4 +348,25 @@ func (d *Deposits) onPending(ctx context.Context, p chain.Pending, fn func(ctx c
 		return steps, nil
 	})
 	return err
+}
+
+// onUnmatched applies fn to unmatched transfer p and, when fn changed it, saves it
+// in one unit of work; a transfer dropped by a reorganisation also leaves the
+// operators' list (it never arrived), and is recorded again if it reappears.
+func (d *Deposits) onUnmatched(ctx context.Context, p chain.Pending, fn func(row *ChainTransfer) bool) error {
+	return d.st.WithTx(ctx, func(ctx context.Context, _ Tx) error {
+		row, err := d.st.ChainTransfer(ctx, p.Network, chain.FormatHash(p.Network, p.TxHash), p.LogIndex)
+		if err != nil || row == nil || row.State != TransferUnmatched || row.Final {
+			return err
+		}
+		if !fn(row) {
+			return nil
+		}
+		if row.State == TransferReorged && d.unmatched != nil {
+			if err := d.unmatched.Forget(ctx, row.Network, row.TxHash, int(row.LogIndex)); err != nil {
+				return err
+			}
+		}
+		return d.st.SaveChainTransfer(ctx, row)
+	})
 }

@@ -67,6 +67,7 @@ type chainTransferRow struct {
 	TransactionID *uuid.UUID
 	DepositID     string
 	State         string
+	Final         bool
 	Note          string
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
@@ -81,7 +82,7 @@ func (r *chainTransferRow) domain() lifecycle.ChainTransfer {
 		Network: r.Network, TxHash: r.TxHash, LogIndex: uint(r.LogIndex), Token: r.Token,
 		Block: uint64(r.BlockNumber), BlockHash: r.BlockHash, BlockTime: r.BlockTime.UTC(),
 		From: r.FromAddress, To: r.ToAddress, Raw: r.RawAmount, Amount: r.Amount,
-		TransactionID: r.TransactionID, DepositID: r.DepositID, State: r.State, Note: r.Note,
+		TransactionID: r.TransactionID, DepositID: r.DepositID, State: r.State, Final: r.Final, Note: r.Note,
 		Confirmations: r.Confirmations, CreatedAt: r.CreatedAt.UTC(),
 	}
 }
@@ -110,24 +111,26 @@ func (s *Store) SaveChainTransfer(ctx context.Context, t *lifecycle.ChainTransfe
 		Network: t.Network, TxHash: t.TxHash, LogIndex: int64(t.LogIndex), Token: t.Token,
 		BlockNumber: int64(t.Block), BlockHash: t.BlockHash, BlockTime: t.BlockTime,
 		FromAddress: t.From, ToAddress: t.To, RawAmount: t.Raw, Amount: t.Amount,
-		TransactionID: t.TransactionID, DepositID: t.DepositID, State: t.State, Note: t.Note,
+		TransactionID: t.TransactionID, DepositID: t.DepositID, State: t.State, Final: t.Final, Note: t.Note,
 		CreatedAt: t.CreatedAt, UpdatedAt: now,
 	}
 	// An upsert rather than Save: a log index of 0 is a zero primary key to GORM.
 	return s.write(ctx).Omit("Confirmations").Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "network"}, {Name: "tx_hash"}, {Name: "log_index"}},
-		DoUpdates: clause.AssignmentColumns([]string{"token", "block_number", "block_hash", "block_time", "from_address", "to_address", "raw_amount", "amount", "transaction_id", "deposit_id", "state", "note", "updated_at"}),
+		DoUpdates: clause.AssignmentColumns([]string{"token", "block_number", "block_hash", "block_time", "from_address", "to_address", "raw_amount", "amount", "transaction_id", "deposit_id", "state", "final", "note", "updated_at"}),
 	}).Create(&row).Error
 }
 
-// PendingChainTransfers returns network's pending transfers, oldest block first,
-// with their deposit's confirmations.
+// PendingChainTransfers returns network's transfers still to be checked against
+// the canonical chain, oldest block first: the pending ones, with their deposit's
+// confirmations, and the unmatched ones not yet final.
 func (s *Store) PendingChainTransfers(ctx context.Context, network string) ([]lifecycle.ChainTransfer, error) {
 	var rows []chainTransferRow
 	err := s.read(ctx).Table("chain_transfers AS c").
 		Select("c.*, COALESCE(d.confirmations, 0) AS confirmations").
 		Joins("LEFT JOIN deposits d ON d.transaction_id = c.transaction_id AND d.deposit_id = c.deposit_id").
-		Where("c.network = ? AND c.state = ?", network, lifecycle.TransferPending).
+		Where("c.network = ? AND (c.state = ? OR (c.state = ? AND c.final = ?))",
+			network, lifecycle.TransferPending, lifecycle.TransferUnmatched, false).
 		Order("c.block_number, c.tx_hash, c.log_index").Scan(&rows).Error
 	if err != nil {
 		return nil, err

@@ -238,3 +238,10 @@ func (s *Store) FillsOf(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*li
 func (tx *Tx) ScheduleStep(ctx context.Context, id uuid.UUID, step string, at time.Time) error {
 	return tx.Enqueue(ctx, jobs.SettlementStepArgs{TransactionID: id, Step: step}, &river.InsertOpts{ScheduledAt: at})
 }
+
+// DeleteOpenUnmatchedDeposit deletes the transfer's unmatched deposit while it is
+// open (its block was reorganised away).
+func (s *Store) DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error {
+	return s.write(ctx).Where("network = ? AND tx_hash = ? AND log_index = ? AND status = ?",
+		network, txHash, logIndex, string(unmatched.Open)).Delete(&unmatchedRow{}).Error
+}

@@ -71,6 +71,8 @@ type Store interface {
 	ListUnmatchedDeposits(ctx context.Context, status Status, after *cursor.Position, limit int) ([]*Deposit, error)
 	// ResolveUnmatchedDeposit closes deposit id if it is still open, reporting whether it did.
 	ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r Resolution) (bool, error)
+	// DeleteOpenUnmatchedDeposit deletes the transfer's deposit if it is still open.
+	DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error
 }
 
 // Service records, lists and resolves unmatched deposits.
@@ -93,6 +95,12 @@ func (s *Service) Record(ctx context.Context, d Deposit) (*Deposit, error) {
 	d.CreatedAt = s.now()
 	d.ResolutionTxHash, d.ResolutionNote, d.ResolvedBy, d.ResolvedAt = nil, nil, nil, nil
 	return s.store.InsertUnmatchedDeposit(ctx, &d)
+}
+
+// Forget removes the open record of a transfer whose block was reorganised away
+// (nothing arrived); a resolved one is kept, for its audit trail.
+func (s *Service) Forget(ctx context.Context, network, txHash string, logIndex int) error {
+	return s.store.DeleteOpenUnmatchedDeposit(ctx, network, txHash, logIndex)
 }
 
 // Page is one page of unmatched deposits.

@@ -2,11 +2,14 @@ package scanner_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
+	"partnerd/gen/operatorclient"
 	"partnerd/internal/chain"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/testdb"
@@ -55,6 +58,69 @@ func TestReorgBeforeConfirmation(t *testing.T) {
 			require.Equal(t, depositID, *d.DepositId)
 			require.Equal(t, lifecycle.TransferConfirmed, r.transfers(false)[0].State)
 			require.Equal(t, []string{"transaction:created", "deposit:detected", "deposit:reorged", "deposit:detected", "deposit:confirmed", "order:filled"}, r.reasons(tx.Id))
+		})
+	}
+}
+
+// TestUnmatchedReorg: a transfer kept as unmatched is re-checked against the
+// canonical chain until it is final. Its block reorganised away, it leaves the
+// operators' list (nothing arrived, nothing to refund); it is never kept on the
+// dropped block, and is recorded again where it reappears.
+func TestUnmatchedReorg(t *testing.T) {
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, db, chain.BEP20, 18, nil)
+			ctx := context.Background()
+			tx := r.create("15500")
+			r.send(r.token, tx.DepositAddress, tx.CryptoAmount)
+			r.chain.Backend.Commit()
+			r.waitFor(tx.Id, "detection", status(client.TransactionStatusDepositConfirming))
+			parent, err := r.chain.Backend.Client().HeaderByNumber(ctx, nil)
+			require.NoError(t, err)
+
+			second := r.send(r.token, tx.DepositAddress, "5")
+			dropped := r.chain.Backend.Commit()
+			r.scanned()
+			ops := r.env.OperatorClient(t, r.env.NewOperator(t))
+			open := func() []operatorclient.UnmatchedDeposit {
+				res, err := ops.ListUnmatchedDepositsWithResponse(ctx, &operatorclient.ListUnmatchedDepositsParams{})
+				require.NoError(t, err)
+				require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+				return res.JSON200.Data.Data
+			}
+			require.Len(t, open(), 1)
+
+			require.NoError(t, r.chain.Backend.Fork(parent.Hash()))
+			for i := 0; i < required+2; i++ {
+				r.chain.Backend.Commit()
+			}
+			r.scanned()
+			find := func() *lifecycle.ChainTransfer {
+				for _, tr := range r.transfers(false) {
+					if tr.TxHash == second.Hex() {
+						return &tr
+					}
+				}
+				return nil
+			}
+			// The next poll settles what this one recorded.
+			require.Eventually(t, func() bool {
+				row := find()
+				return row != nil && (row.State == lifecycle.TransferReorged || row.Final)
+			}, 20*time.Second, 20*time.Millisecond, "the transfer is settled")
+			row := find()
+			require.NotEqual(t, dropped.Hex(), row.BlockHash, "never kept on the dropped block")
+			listed := open()
+			if row.State == lifecycle.TransferReorged {
+				require.Empty(t, listed, "gone from the operators' list")
+				return
+			}
+			// It reappeared on the new branch: listed again, there, and final.
+			require.Equal(t, lifecycle.TransferUnmatched, row.State)
+			require.True(t, row.Final)
+			require.Len(t, listed, 1)
+			require.Equal(t, int64(row.Block), listed[0].BlockNumber)
 		})
 	}
 }

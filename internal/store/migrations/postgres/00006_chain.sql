@@ -25,6 +25,9 @@ CREATE TABLE chain_transfers (
     transaction_id uuid REFERENCES transactions (id),
     deposit_id     text NOT NULL,
     state          text NOT NULL CHECK (state IN ('pending', 'confirmed', 'reorged', 'unmatched')),
+    -- An unmatched transfer is re-checked against reorganisations until it has the
+    -- network's confirmations; then it is final.
+    final          boolean NOT NULL DEFAULT false,
     note           text NOT NULL DEFAULT '',
     created_at     timestamptz NOT NULL,
     updated_at     timestamptz NOT NULL,
@@ -32,6 +35,7 @@ CREATE TABLE chain_transfers (
 );
 CREATE INDEX chain_transfers_pending_idx ON chain_transfers (network) WHERE state = 'pending';
 CREATE INDEX chain_transfers_unmatched_idx ON chain_transfers (created_at) WHERE state = 'unmatched';
+CREATE INDEX chain_transfers_unsettled_idx ON chain_transfers (network) WHERE state = 'unmatched' AND NOT final;
 
 -- The scanner looks transactions up by deposit address.
 CREATE INDEX transactions_network_address_idx ON transactions (network, deposit_address);

@@ -21,6 +21,9 @@ CREATE TABLE chain_transfers (
     transaction_id TEXT REFERENCES transactions (id),
     deposit_id     TEXT NOT NULL,
     state          TEXT NOT NULL CHECK (state IN ('pending', 'confirmed', 'reorged', 'unmatched')),
+    -- An unmatched transfer is re-checked against reorganisations until it has the
+    -- network's confirmations; then it is final.
+    final          INTEGER NOT NULL DEFAULT 0,
     note           TEXT NOT NULL DEFAULT '',
     created_at     DATETIME NOT NULL,
     updated_at     DATETIME NOT NULL,
@@ -28,6 +31,7 @@ CREATE TABLE chain_transfers (
 );
 CREATE INDEX chain_transfers_pending_idx ON chain_transfers (network) WHERE state = 'pending';
 CREATE INDEX chain_transfers_unmatched_idx ON chain_transfers (created_at) WHERE state = 'unmatched';
+CREATE INDEX chain_transfers_unsettled_idx ON chain_transfers (network) WHERE state = 'unmatched' AND final = 0;
 
 CREATE INDEX transactions_network_address_idx ON transactions (network, deposit_address);
 
