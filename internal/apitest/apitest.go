@@ -295,3 +295,21 @@ func eventRank(typ string) int {
 	return slices.Index([]string{"transaction.created", "deposit.detected", "deposit.confirmed", "transaction.completed",
 		"payout.settled", "transaction.failed", "transaction.expired", "transaction.refunded"}, typ)
 }
+
+// History returns transaction id's status history through the partner API.
+func History(t *testing.T, c *client.ClientWithResponses, id uuid.UUID) client.StatusHistory {
+	t.Helper()
+	res, err := c.GetTransactionStatusHistoryWithResponse(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+	return res.JSON200.Data
+}
+
+// Reasons returns the history's reasons, oldest first.
+func Reasons(h client.StatusHistory) []string {
+	out := make([]string, len(h.History))
+	for i, e := range h.History {
+		out[i] = e.Reason
+	}
+	return out
+}

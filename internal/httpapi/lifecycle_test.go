@@ -45,19 +45,10 @@ func mustSimulate(t *testing.T, c *client.ClientWithResponses, id uuid.UUID, ev 
 
 func history(t *testing.T, c *client.ClientWithResponses, id uuid.UUID) client.StatusHistory {
 	t.Helper()
-	res, err := c.GetTransactionStatusHistoryWithResponse(context.Background(), id)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
-	return res.JSON200.Data
+	return apitest.History(t, c, id)
 }
 
-func reasons(h client.StatusHistory) []string {
-	out := make([]string, len(h.History))
-	for i, e := range h.History {
-		out[i] = e.Reason
-	}
-	return out
-}
+func reasons(h client.StatusHistory) []string { return apitest.Reasons(h) }
 
 func eventTypes(t *testing.T, env *apitest.Env, id uuid.UUID) []string {
 	t.Helper()
