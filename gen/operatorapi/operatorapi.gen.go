@@ -615,6 +615,9 @@ type PayloadTooLarge = Error
 // ServiceUnavailable The body of every failure (the partner API's).
 type ServiceUnavailable = Error
 
+// TooManyRequests The body of every failure (the partner API's).
+type TooManyRequests = Error
+
 // Unauthorized The body of every failure (the partner API's).
 type Unauthorized = Error
 
@@ -1175,6 +1178,15 @@ type ServiceUnavailableJSONResponse struct {
 	Headers ServiceUnavailableResponseHeaders
 }
 
+type TooManyRequestsResponseHeaders struct {
+	RetryAfter *int
+}
+type TooManyRequestsJSONResponse struct {
+	Body Error
+
+	Headers TooManyRequestsResponseHeaders
+}
+
 type UnauthorizedJSONResponse Error
 
 type UnprocessableEntityJSONResponse Error
@@ -1227,6 +1239,23 @@ func (response ListUnmatchedDeposits401JSONResponse) VisitListUnmatchedDepositsR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUnmatchedDeposits429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListUnmatchedDeposits429JSONResponse) VisitListUnmatchedDepositsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1398,6 +1427,23 @@ func (response ResolveUnmatchedDeposit422JSONResponse) VisitResolveUnmatchedDepo
 	return err
 }
 
+type ResolveUnmatchedDeposit429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ResolveUnmatchedDeposit429JSONResponse) VisitResolveUnmatchedDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ResolveUnmatchedDeposit500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response ResolveUnmatchedDeposit500JSONResponse) VisitResolveUnmatchedDepositResponse(w http.ResponseWriter) error {
@@ -1475,6 +1521,23 @@ func (response ListStage401JSONResponse) VisitListStageResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListStage429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListStage429JSONResponse) VisitListStageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1572,6 +1635,23 @@ func (response GetOperatorTransaction404JSONResponse) VisitGetOperatorTransactio
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOperatorTransaction429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetOperatorTransaction429JSONResponse) VisitGetOperatorTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1736,6 +1816,23 @@ func (response FailTransaction422JSONResponse) VisitFailTransactionResponse(w ht
 	return err
 }
 
+type FailTransaction429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FailTransaction429JSONResponse) VisitFailTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FailTransaction500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response FailTransaction500JSONResponse) VisitFailTransactionResponse(w http.ResponseWriter) error {
@@ -1892,6 +1989,23 @@ func (response FillOrder422JSONResponse) VisitFillOrderResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FillOrder429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FillOrder429JSONResponse) VisitFillOrderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2056,6 +2170,23 @@ func (response SettlePayout422JSONResponse) VisitSettlePayoutResponse(w http.Res
 	return err
 }
 
+type SettlePayout429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SettlePayout429JSONResponse) VisitSettlePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SettlePayout500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response SettlePayout500JSONResponse) VisitSettlePayoutResponse(w http.ResponseWriter) error {
@@ -2216,6 +2347,23 @@ func (response RefundTransaction422JSONResponse) VisitRefundTransactionResponse(
 	return err
 }
 
+type RefundTransaction429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RefundTransaction429JSONResponse) VisitRefundTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RefundTransaction500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response RefundTransaction500JSONResponse) VisitRefundTransactionResponse(w http.ResponseWriter) error {
@@ -2372,6 +2520,23 @@ func (response SettleOrder422JSONResponse) VisitSettleOrderResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SettleOrder429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SettleOrder429JSONResponse) VisitSettleOrderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2824,121 +2989,125 @@ func (sh *strictHandler) SettleOrder(ctx echo.Context, id TransactionId, params 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H37ctvI1eerdCGpGtIFUiBFyhJdqawylieKbxpL3mTW8hJN4IDsEdiN6W6IYsaqyl/7APsQebA8yVd9",
-	"wR28yGN7Momnvq8yAoHu06fP+Z1r9/zsBGyZMApUCmfys7MAHALX/3oewjJhEqh8A0mM1xCqpyGIgJNE",
-	"EkadieNLnoKPVgugSC6IQBxEwqgARASSC0BCMg4hwlSsgCPJEKYIMI8JcMThpxSERCsiF+ZlvATk5/MG",
-	"695zWPt9x3VEsIAlVvMDTZfO5J2jJnbeu45cJ+BMHCE5oXPn/t513oDk69NIAm/SewkBo6FQhKwwkWgG",
-	"EeOAuPqE0Hl1qiWhZKlmG+TTECphDty5VxMlmOMlSMuub1MuWMuUVwtAPoU7OQ30Gz5ikV5twuGWsFSg",
-	"BM/BRSkNFpjOIXyCBNCwYEhEYjWHYRORika4w8skVgTB+i/e+Y+MvPzxdP2KeHcvL731y8H3dy+fstXL",
-	"K7Z6+YyR6Pt+MIyp4zpEEfRTCnztuA7FSzWCoaq6cHz3AuhcLpzJwBuOXMWJ/EEby0tb9hzWTR6copSS",
-	"n1JAN7BGCXAUszkJcJyLQAejt2/PnyqpwWjOWIiCBSMBdJ/ovSGgJCtVYiX76DkkEkWMIyxRDFhINByh",
-	"BUu5qPJmHA5nh/gEel4wiHqj6DHuncyOofcYHwXjcASH0XCQMcXIfcGVmhA6rqNIJVwpgRK9Dewajse7",
-	"ufWCLIlsMukCzwEJ8ndw0UAJ6MDzKusZe+0bGOvhygSFEOE0ls5k6LmKOivFnudul2nXueKYChwois7D",
-	"dlmWxSuIhFWOe7PH8DgaB73DYAC9UXQ07uFDfNwbRYfReHYcnIQDL+N4guWiWAQJt7I4YnyJpTNx0lS/",
-	"WWfqvfrYII9Wxj/h8I0RLfVXwKiCMfWvOEliEmBF/cGPQi3q59I0v+cQORPndwcFKB6YX8XBGefMKn6T",
-	"KZkcE4GWOFbUQjhBPqG3OCbh1P7su8gnhWBNb2A9XRIhCJ37iPHifYsUfefedb5lNIpJ8IUWYjc2sJOK",
-	"ApyDlHOgEgmJJZTWpv+eaqkg6lu7ktIy7eqnhE4TzuYchDBLO6cSOMWxoeizr++SLUEuCJ2jlMJdAoGE",
-	"EEWYxBAiRhFLORIkNGszhE1BjeX30fcpk6DZkO90qJfwislnLKXh56f+FUMiDRYV/WMchZAwQeQE+ZTJ",
-	"aaRoMcx9nQDHkvFT/err55+MwmzgEla8sbq3Q6pWWMF4wHiorJysgQkWiGgNomylYKXVFemVfZE2Ku1X",
-	"By3eiyauhfpflzclFuh9u8DrmOHwirEXmM/hy+LXjIVrtQXsFjg6GqHn5E8T5CeGpKlkbBorooyEXQK/",
-	"JQG8pfgWkxjP4i9EbIglnmHjY6bF5KjjC0PRtPTU704QZUbtlfzlTpb2+RBWfiLytc/Y006jj4RxEmsy",
-	"WHpll+yVPFC9hLcUp3LBOPk7hF+GRczKoXa4lFEyVkYBhsVt5XIlmEsK9iUaxGkIYXeC/LREr9nqtzTh",
-	"LAAhFEvPqCRy/WUW0h4SGKuEUUiiCLRVsgI8aRpY7TfmyxBpkjAuIXwJIcFX2o34NRSMMon8+ly+5n1O",
-	"4nSpaJwqX0eRf585RCbcWGBC/4zFos3bDtSPFXBdYLFAHe8OYRoqxV7AHQrJnEihTN/Z/35pvhFu88cr",
-	"zmi35ufdjYOxN4JwdDgMZuPB4PB4FkTeCcZjOMajgReGIzyAoTeC6Hg0iyAczGBwFEYzPJgNh96R8gIT",
-	"LJWVdSbO/+14d90/vvN6J7gXnfaevf/5aHT/+6ab5zq5p9DksOYsixDcAl9rs55yQB0daVk5P704/0bo",
-	"pSRcaYgkxluEbNSd23tOI6boWCpVMOBc5/0iXWLa44BDDUpwl8SYYgPvLSsSaaD0qmWkeIXXAkU4FqC2",
-	"wa6oshH6x3zQGWMxYOoYbzhzpd/lUxRku3bJRfzMZj9CIHMWf8vC1sUJqRe1xMGCUEABC8EY8gqLkR4d",
-	"mXe1kIMJzWzsXnOLVUTQ7hXrWKHsEjuuUwYnFT9kXo9enlywcKoe4ThmK/1CmBolg+kSuEJ/OeWgUSOA",
-	"0vh1N7ZGVIsP67jOT8otnOJY7fZ6qnBGy3XNWmqi27S6ZeEGrfKh4S7Ru5j9vSRiiWWwqA2ZYKJYg5cs",
-	"pXLKUjll0ZQrQ+e4zgpmC8ZupimPa6zhask6fNR/Vr1e+7soG1MVZTZNrBKjAhuam9uuxU9BYhI3hew1",
-	"BZRwNothaWCeUUARgThU1ivPuTS1WL/TJrR/uXz9CiVMLw8RKpmWWIMXHOFiTPWnseFIhaWt+rpR8/+6",
-	"wNp7XXGmXI0iWdNMAJSV01BdjLtRJTX0NGZ9aTSxwJsIq6jNpphKmFHlVWD1eyfgaSDQFk3tVgtMXQDv",
-	"md2xmyZQZ4nXaAYIlolca7glEpZir/msVNznXMCc47VjmaY1cENeogjMUAfHgiFlAReA/L/1bCqgdx76",
-	"dn+7uzdGs6hYeIWAtk16hklcyjngMNQ4guOLEuctYNclZ90IhkxY2tw4Dtg6Ja12p2xuXHQDiczYsCBC",
-	"Mr5GS5BYOdBVg/6C/JSSkMi12sVbEurs7I8mQlZfq5BNIUIp1TW26aStqa4yQy3prbwjWJ5q8GpZGUWv",
-	"vnuFDLapIBGjEAKyxDEyExldgzscyHiNhvmvSYwDqKUEB+PRcDjuew3/48O7Qe/kvXJB3j/qXl/39b/9",
-	"PGz3Qp6R+CO3Wgkq3EGQKsYKHEMbjGE5xTkztmlMiW33Bq13ffFGvaP3JbOAuz7IX2xspxrKrZBbHrdt",
-	"m1+BXDF+09zjpyaJgah5wUXQn/eRP4Nk6Jl8kuTB0POrm6l/rm7kO9z7u9k5d3DUvnktIXqbOtUyE9pi",
-	"4OAGsSgiASABICy+V7ev2Dkcx68jZ/Ju/z183yYuJeFXZhtZ82UdLh3WBIxGhC+11rdA9LflnxXl2hOl",
-	"aWxjdpNsrWeD82EhnGLZZu/AIIvNQJnoOvtEzZAnbUMsoSfJEjZPW+xPwAHLXXOWd0fPaz7aOGvLLOtE",
-	"spKetSRm2A3QjPV5vrBzlAGMqAVFA8/re/qfLROaLGrQUiN5wVbAewEW2cxivZyxuDpHKsJWj8ruwRSH",
-	"IW+NJq5KG2Vf6m8daF/GcAiA3O7PmJ37n1GwaI1tS+v4RmyIc/sPmWaTO1FMQsInSA2HUipJrM2P4SPc",
-	"ESHFg2ZTUUYqds2oY5Gdk2bRlNU5Ey7lCqg0QfsQBpVTGqp/VUO+30Wv69z15qzXWIQJRkSrZmYIHgIO",
-	"Y0Jhf02MSBzvTKsq90NZXfUB2bswtaNqpJzuRkTYOrQF228Eyl9s1R5aGLhty8nsoKkhq5E3imEWV0sV",
-	"XbAVzYzOzqUleK3iQAFSxrvQVJkY8z6y71eETy6Mxfg4PM/ckv3MoXFQWg1haROwhL5T8kemD7KA2Vf7",
-	"WcFCZbfRXfImLs0H966TJuF2U0YkirGQWVJ6X6WpeWLEZB1yQcppbhXwQkqbRqluF7OUgs0FOE1DU7HX",
-	"lRVX8KKCtw04rIF+wwrVPZyNG1/zWSy4tClDm3va4hletIb6OkWB56DD7OJl0fQGVaS1E61suE6yThAK",
-	"KxXIRoQLuXf03ObWtkTRCyymS8bbcI6nYBp5MGVyAdwsMWJxzFZlZyFPM7q29WADcNluBpsADEsjlLSr",
-	"1BjT1hEhhHK+/axzJmJcA5b6Ss9gcYoZHNO6pB7vYZNrOqQ3qsQeN2+rKFP4AKnJy36NVZ3RW4hZoqUH",
-	"V6xWRnq7DD1w97Xobk1VU8QSE7fWk9aUSdjLr9mVvVafqd2x77VJUftGZAPvyfGP4PYnY/R/KJNzl6tV",
-	"vStJDIRpUXHkYJLSDRcCdTANtQoLskxjrLsvSGzDhToXPlFSRE2wwwKXuxL2d1uz9W703HKGrBYsZ8q+",
-	"3tu/Vy6nutoyU9sk542lvda+onxM4DqbbwPIX57K6w/HvyiR92a7219K+JRd/9wMWdju6Oyoa33nJVCJ",
-	"GEczTG8M3kTAEQlrQfGLi97rN0/P3vSOjwfDw2pqdXcXYYn0j09EblqeLR4ICUlbAvqXS9vWJOEbHax+",
-	"/KpMsNuWHGguRt7laYZtSylq7fWlZAO0L0Sw+PYj9+fPbKVQNaW63AdhJcvGzcgt5YFN+Uw/SwH4iAKE",
-	"AvmWcv8J8gMOIZGl35Rl8ssphiKB4GQvt/Re62LspsqYojtUyq+MwGqxrmrDt3ZUJFlRSg6WSi6tr6cc",
-	"+KqWDLydFQj3l++w5WjbBl/KDS0ASnO+EUgFWeinFFJ4ggQA0u+LrCBDqOQsTHPJzHiNV5hIQudTG7vk",
-	"fxfwUn6ac8Zmeyq12PpYDfY0w9ZdwUqWnmrprEAxiSBYBzF0WxdkRbgU31VSVxpFp8a26EhOLcJUpgNM",
-	"A7DP86xWURvPxbOy+Np4jbW/zXTL5q7adjLTOp1+yVSRMmXcd0DL3gnUzXlTXajalE+exSy4mdJ0OYNN",
-	"DTHqDUP5gsVhI3NEqDwaOaWWcK+1CLArHf/RHtQmx6mBeToHu5fbFLP5lNAQ7raIcaRTSDGbI/2mUUcs",
-	"67u5nSsPT/RxvNqaVGe0ZwyWncWKh5vBhZYZpXxLHMcgJEpp/SzIcOw1/ml1LpX5SNXc03bALruv34j9",
-	"A5XSwCXcfYiJdhFTHkim0PvPeruXiBZm8yNzmdlUs/VeTr95e4PTvzvu2yvzWIexIv0o2fZ6kP3RiH9e",
-	"x2ltWnGd0iZN98nAWyfSzuGazJI+cRUzOtcnsHQooOamDKmHwJHENyAyvRcfxbWtkrdP6WiPZGuRQc1m",
-	"K2NPhfOVFOqqiK4q+N1gbymF26JUTRWuimZVJyoY3ubH1CVod9KzAdEPSn1m33yKtGfDiH/NeX6BnGeb",
-	"xOyZgmuLaT4+79kquv+R+bj6Sj+e3Z+G0/8dXN4UFPkqAPBtcjMDW9ekOUuxNuOl6LocE6nPK4X5Slxd",
-	"imHMe009FhCknMj1pdoes4tZavo5rE9TudiwK6VzIR1f3ExZMv3XP/7pd/voojgNIhDmxgsTBsRaz8j+",
-	"rXd6cd57fvZDQSFOyHNYm0MQxDasBoxKbM4vwlK3/Np0ImFU/C8bQYZ9u+h+wJbFFNmvqPjCud+Ry1Jy",
-	"n303Mb1SwJIYUIdxJNZCmZWucTwExLE91We9n7eXT6805L767pV7TU3Mbc9ix+CiBK/zkjlLZa0by9XZ",
-	"jQWmYazsCpZozsC2BPfRuTRtY3IB17Re/zPHFrKuLnRVDa5Rxz/ACTm4HRzYp76LtAld6cOakuNAdhER",
-	"1zSlOIpMr9Jsrf3QkJNbEAjrvMQkG1Z3ghWnzI2/AcLNO0VNv6ZQS7qmtolckUmlQKsFCRaKZIRDnEjg",
-	"aMluba9oOZC6ptf0d79D3zKqvlNrVU8eoUePlIiqR+b4S//RI3SmOZBvtPUF8RahdbO+L503vqYI+TWB",
-	"YTzrDUO9npIp9Or05ZnfVVGVn8uv30en1cNQQg828gaochYKLYCD2eQ6XUTo9/3MLpc2r29WnOGya45H",
-	"CLfUsixctGQU1i5SoYhQcjYnpo330SOtjFlSvDS2olEnXiYZCKIZCwkY7fV/vtaId+1M0L/+8U8XXWfI",
-	"p55o0EXXGYTbl+59N+sZt2KKkK/7sn1kDEHtsgZ7HiRgod6qsCRGxtM1tFSz/MIypHSqq9h//+L15ZWf",
-	"9Wjo/W8e/+roA/LD8Vi58Ur0gYuuq6gVAUuKJsl8h7C9UCGXLrdYSDWHJWCJlViKCcL2jGAmXPmq1X6r",
-	"EbP94/qEqWkS1e5rdt+FnsNvOb1qNsBXo3byUpoRC3PKF2txOkGbT1nnB/aeVAnLqM082tLRdH80HKIN",
-	"5+OeFMtdEAt5Zi1E2GofofNCM07QriPeT/Jzl0Rk94DoWxvU557vZvrCkT++u/P7GS6ERBbikPV4ciKN",
-	"SJYTEyTMN3ZOboGWahgdXYlUAIaYVhQT76nwqVucATHS2qv3xmfBq2nLsfquU0a6tc1KbxzDHMeWQvHo",
-	"kcmImuRodkAqVPBPmUT60I0adNlVGlEwceP+qkkNARkfMzQ9NZAr8sXneVf1wtWKoYRxKTQk1zoMzHFX",
-	"ZTgy35uUmnZdBDhY2MOVNIf2YMEEUDRbG3uoNHiC/Bfn3789f3p+9YOPOsqOqo1WxJQt6MSKURzntBZZ",
-	"7K5+5l+c/vD67ZV/TTsJXmeDKPNaNa1dYxP9bPv9nLxOkufRv1Hr0ndfdPX9LkIRck31XuI4Fjr7sDIK",
-	"4+dV6NJQQircnZfH0SVqhKXJTGHZMN+2Ic2IiVme2ZpEYYJyElZZo53ANJyxu6wArvwR9Y5g17TjX55d",
-	"Xb04e3n26mr68vXTsz/kL/ldXU9cq32DOEL+5fnLty9Or86eTkvfPD17cfqDb3c4Y3vbuDiVzO9qYfqA",
-	"Is6W6IP2DNAHxfIPNfuPPqCK7UcfrKmfrdGHa/qh1+u1/r8a3G/m+X30Ie+/Q0GtLQ/rMGXDdx2/2jXm",
-	"Iz8XXL9b+mpSPC497VeeWu0munhrtibjdhdtpn0nDdqh1IUHZAoPioJyIcLPH0yKBx3KKOglFEo1qQqo",
-	"rDDrSVkPZtZoooOyT3nwMwnvD9Qcvl1QnQzduWFb4tTcecHFRx2u9joFxNlKY68E2i0otx/ptZS9vdII",
-	"W9YyW1cZri2AFsq9l2UIyBZWmdb0spJQK179R99UyyoLMI/65UcWkj452WYqH21Tjuzg8gfkm0pXWYgn",
-	"2aNOBt/KtuQiqHEik67szRK66x03P3Tre1dMVvZsO5slC5PYAFOVK+2y1r6qKqV7EbRhPvuyi3xbFfRR",
-	"J7sjwHCqq4FHhdtqoiJELzG38rBMSvmH/bhjvtjAH23ETTFY/eF/d1Yb44/KDMEfVIiDYiKkcXx0OVlF",
-	"ispGm1DOrxR4fdTBhTBcU7suF/k5WrXJnHFStwGbe039ljK0wsPKRnfdEkWZsHdKKuhmbeZKbK3Gda+p",
-	"9gNygc1G0A6pYqOyVTo5GYBNeNnswAVnCScgsb4OK+WxM3EWUiZicnDQllc4kMCXpjRCZFzJL2TJExUF",
-	"OK5zC1yY5MKg7/U92/BFcUKciXPY9/qHpu9ooTMvB1lG+yBPtqnHc9h8UMKcw1LBoi1E7Cgwo45O5d1Q",
-	"FfDnRRXlTVd8EWTPomfMdVFeOkfaIzaC3K1m212d8wHZS/AcQsPtPFI6D/X5UCHruTHhVK/Ae9esGMTr",
-	"ItlP7A2BtnvA+lfIZNK6/Q230+VlkP3u4NhUDLt3278r6D+w9/ft8aa5v+3+fe3OsaHnfbK7RLYm2Fuu",
-	"GNlVnLl3nZEhr23WfBkHpXvT9CeD3Z9ULre5d53xPvNUb/7SXx3u/qrlwiGdC02XSwUBRkxb1u+4jsRz",
-	"JaK5+jnv1ZeF4lrU1olcRUjCRIvyfhszYXMSWQK4NtekbFs6eeFeoBVw5W1RqVOVT4oGLB1Sy61V8W41",
-	"kaziLeO1ZTH+Cq+f2LYtE1Es2EqhZtHAkuFCUZPelWBogwHb0taoBewAgu1dHUW2+yQYwiga4N7j2WHY",
-	"G8E46h3jo1nPCwbhEA6jER7PPsv1gbt1vnbDpVF+rSh/YuE+dyHlqyya9Mrpf9OI4bwBmXJqElgCqIoj",
-	"TMSJglRItrRn0PKbNbJat+PdPcaD0AsOZ2MYRiN8FB4HJzMPD2AYHYajYDw7wo/hODoJvWAwG+JDGEXj",
-	"8Ch4PDvGJ+BFA627+4FTrbHxvlpnUby//4LQuOt+tU2Nk5/nerkvhbIjb7T7o/xyQv3Bye4P8rsm1QeD",
-	"PRC5flmd/m68z3JaLuJSHw+H+3zcvIzsVzY8ViVa662brU/Z59/oMLYdFqsUi3QtQ0cMvmtyDyY70/GL",
-	"vg9z86jfVUGBCICG2r+mYcXxQzG5gUpKXAUfffTMXkAcsOWMUDABw+mrp5scRdMXu8Mm/HVBbBiTdcpK",
-	"Zubb7AnOYSvKb0MNQ9Nn8QPdVr/XNrZkR1brxwQLo3eIB8EJDGe9o3AU9UazY9w7CTzoDaIhPpyNgnF4",
-	"BBtYUj3z+RBr10ZwRcass24bnTbtSdEHtd8u5P2Q+9CQ1fawPk6R5TWJ0CUy1NH1D0Fuod416w2PeoNB",
-	"zxtced5E/9//2UB+xHWtuYVzWw/fPpR0e8n4A2g/9K6Gh5PxyWR8sol2yR5O+eeMWHYdg9wRtNjSyRz+",
-	"u2IV2QLuGGVQl5mNq7KdaJoOHbxstB+ndN2OQ+6Oe22qwP4dyLazjw2U34GZ1QvGN0nkdta2X+H77+x8",
-	"/Zpy9h3IahHwgYKlM72bQ+LWlGKehs5TwP/6f/+/SPHlpffWhK8uM02uaVaHaiS/iwJ1qYiZ0nIZMxZQ",
-	"Sy+3OSvPMIk/oTB/2Sgyuwluz7vb9o7uyvfY7R/a7aexp78FZf0aKX1OOFLi9QvxyB5Kb8ejN/ockj3U",
-	"YBoO8pKsNq45TFQyAwanJtf0Y+q+GtwqeJd30V3TWrU3x768imS7WIreFUJ1h0Z+UyOqHLjnWIIpmZSv",
-	"ReRQN+XfZGeyUMc31SHWuDtN1wFugSOxYCt6TevdjKsFU0BqJjEtKb6a30chM6VH3aDSiq0kjl/bWyN/",
-	"Q6hauWjAGYxHJwPPXBdpjuTrR339XzEpnYSun+beH2xLN0l+BduvYPvJ01IaAGT9wo6HQq49ZLwRdE8r",
-	"fRbV3qjqxWKow2gA3UneZdRoybCNYte00ZmhHcMnpcY99T9rUZ67DYku9fcX2Tnp35SLVyDMq/OLnud5",
-	"3uBweDQYDA8H3iA77jl4SOq+dmvEV9D5CjqfD3RKFwtWXYuHApCplG2JQvMGIBV65j1A1RYg1zhqRX22",
-	"PQ7Nf7+mFnHKtdpS62C578Keoc2qd3ndt72Kqib4zQae5aLjL/7PgDwEuUrXwnyFra+w9flgy/YJ6nCx",
-	"WcTbC7CM07IFsFrSY+U+udw9qnbcupa+oju3cJc2dOJqDNPXSDBa+m9nVU9pbXCafoMBXC0qK5rfe1lx",
-	"5SHx2Vd/6SvwfEHgUbGZPoNWuulpE+yUDgFrpWwc/333XimSAH7bXoG/NGddGp2z9pBKv7WD1h5CzZJX",
-	"LdXvi/w0TmNknJCPHfUUxSzAMTLLUYEfz859In+JbwDxlPqVGScHB/qbBRNycuwde81p3ufsrc/3jChc",
-	"LVfmZmtTl9OIq49WyQUskVxwls4X+Y15zZIaW5mSvy3cVvaxudC8P3ifK6fskHlbyf37+/8JAAD//w==",
+	"7H37ctu4vfCrYNjOrJShZEmWnFiZTj9342zdxInXdr52vzifCJE/SthQgBYALasbz/Sv8wDnIfpgfZIz",
+	"uJAEL7o4m003Pdk5Z5pQJPDD735FfvZCtlgyClQKb/yzNwccAdd/PItgsWQSqLyEZYLXEKmnEYiQk6Uk",
+	"jHpjL5A8hQCt5kCRnBOBOIglowIQEUjOAQnJOEQIU7ECjiRDmCLAPCHAEYefUhASrYicm5fxAlCQ7xuu",
+	"Oy9gHXQ93xPhHBZY7Q80XXjjt57a2Hvne3K9BG/sCckJnXn39753CZKvT2IJvA7vFYSMRkIBssJEoinE",
+	"jAPi6hNCZ+WtFoSShdqtn29DqIQZcO9ebbTEHC9AWnR9m3LBGra8ngMKKNzJSajfCBCL9WmXHG4JSwVa",
+	"4hn4KKXhHNMZRE+RABoVCIlJovYwaCJSwQh3eLFMFECw/kvv7EdGzn88Wb8ivbvzq976vP/93fkztjq/",
+	"Zqvz54zE33fDQUI93yMKoJ9S4GvP9yheqBUMVOWD47uXQGdy7o37vcHQV5jIHzSh3CHZC1jXcXCCUkp+",
+	"SgG9hzVaAkcJm5EQJzkLtDB68+bsmeIajGaMRSicMxJC+6mmDQHFWaliK9lFL2ApUcw4whIlgIVEgyGa",
+	"s5SLMm5G0WB6iI+h0wv7cWcYP8ad4+kT6DzGR+EoGsJhPOhnSDF8X2ClwoSe7ylQCVdCoFhvA7oGo9Fu",
+	"bL0kCyLrSLrAM0CC/B181FcM2u/1SucZ9ZoJmOjlXIAiiHGaSG886PkKOsvFvZ6/nad975pjKnCoIDqL",
+	"mnlZFq8gEpUx3ps+hsfxKOwchn3oDOOjUQcf4iedYXwYj6ZPwuOo38swvsRyXhyCRFtRHDO+wNIbe2mq",
+	"36wi9V59bDSPFsY/4ejSsJb6W8ioUmPqj3i5TEiIFfQHPwp1qJ+dbX7PIfbG3u8OCqV4YH4VB6ecMyv4",
+	"daRkfEwEWuBEQQvRGAWE3uKERBP7c+CjgBSMNXkP68mCCEHoLECMF+9bTdH17n3vW0bjhISf6SCWsKHd",
+	"VBTKOUw5ByqRkFiCczb994nmCqK+tSdxjmlPPyF0suRsxkEIc7QzKoFTnBiIfvXzXbEFyDmhM5RSuFtC",
+	"KCFCMSYJRIhRxFKOBInM2QxgE1BrBV30fcokaDTklI70EV4x+ZylNPr1oX/FkEjDeUn+GEcRLJkgcowC",
+	"yuQkVrAY5L5eAseS8RP96usXnwzCbGFHV1xa2dvBVSus1HjIeKSsnKwoEywQ0RJE2UqplUZXpOP6Ik1Q",
+	"2q8OGrwXDVwD9P9e3Dgo0HS7wOuE4eiasZeYz+Dz6q8pi9aKBOwWODoaohfkT2MULA1IE8nYJFFAGQ67",
+	"An5LQnhD8S0mCZ4mnwnYCEs8xcbHTIvNUSsQBqKJ8zRojxFlRuwV/+VOlvb5EFZ+Igq0z9jRTmOAhHES",
+	"KzzovLKL9xwPVB/hmrFzTNfWIonPgCXG0ALTdUZXgWLOFsZDZ5ZFlS82RgFX2lu7EBAFXXT5+bDyhuJU",
+	"zhknf4fo8zCOe3Rtqo3tVWrUWjPliC4xlxTsSzRM0gii9hgFqQOvEYA3dMlZCEIoRjulksj15zlIc6Bk",
+	"bDVGEYlj0Lbakn9cdzu0N50fQ6TLJeMSonOICL7WztW/Q+1QJlFQ3SvQuM9BnCwUjBPlASrw7zM30QRh",
+	"c0zon7GYN8UgofqxZHLmWMxRq3eHMI2UupvDHYrIjEihHILT/3tuvhF+/cdrzmi74v3ejcJRbwjR8HAQ",
+	"Tkf9/uGTaRj3jjEewRM87PeiaIj7MOgNIX4ynMYQ9afQP4riKe5PB4PekfKNl1gq38Mbe/+/1btr//Ft",
+	"r3OMO/FJ5/m7n4+G97+vO7++l/tPdQxrzLIYwS3wtXZ2Ug6opeNPy+cnF2ffCH2UJVcSIonxoSFbdSd5",
+	"z2jMFBwLJQrGZFVxP08XmHY44EirarhbJphiY/QaTiTSUMlVw0rJCq8FinEiQJHBnqhECP1jvuiUsQQw",
+	"9UyMkAUYb/MtCrB9e+Qiq8CmP0IocxR/y6LGwwmpD7XA4ZxQQCGLwLg3JRQjvToy72omBxOw2oxGJVhQ",
+	"cVJzrKAjKDdQ8HzPVU4qqsp8QX08OWfRRD3CScJW+oUoNUIGkwVwZRPlhIPWGiE461ed+wpQDZ6953s/",
+	"KWd5ghNF7fVE6RnN1xUfQgPdJNUNBzfaKl8a7paaitnfF0QssAznlSWXmCjU4AVLqZywVE5YPOHK/Hu+",
+	"t4LpnLH3k5QnFdS4FlGjwo0F7O/CdTFU7F13PBQbFbqhTtxmKX4GEpOkzmSvKaAlZ9MEFkbNMwooJpBE",
+	"ynrlmai6FOt3mpj2L1evX6El08dDhEqmOdboC45wsab6q7HhSAXrjfK6UfL/Osfap19xphywIoVVT4u4",
+	"wmmgLtbdKJJa9dR2PTeSWOibGKtY1ibeHJ1RxlVo5XunwtOKQFs0Ra0GNXUBvGOoY4kmUGuB12gKCBZL",
+	"udbqlkhYiL32s1xxn2MBc47XnkWalsAN2ZoiXEUtnAiGlAWcAwr+1rHuaOcsCix927sJo1FUHLwEQBOR",
+	"nmOSOJkYHEVaj+DkwsG8VdhVzlnXQkQTrNcJxwFbp6TR7rjmxkfvYSkzNMyJkIyv0QIkVmFF2aC/JD+l",
+	"JCJyrah4SyKds/7R5A3U1yqQVRrBSQCObJJtawLQRagFvRF3BMsTrbwaTkbRq+9eIaPbVOiMUQQhWeAE",
+	"mY2MrMEdDmWyRoP812WCQ6gkSvuj4WAw6vZq/seHt/3O8Tvlgrx71L656eo//Txo9kKek+QjSa0YFe4g",
+	"TBViBU6gSY1hOcE5MrZJjIO2e6Otd31xqd7RdMks4K4P8hdr5FRL+SVw3XWbyPwK5Irx93UaPzOpHUTN",
+	"Cz6C7qyLgiksBz2TZZM8HPSCMjH1z2VCvsWdvxvK+f2jZuI1JC6axKmSr9EWA4fvEYtjEgISAMLq9zL5",
+	"CsrhJHkde+O3+9PwXRO7OMyvzDay5ss6XDqsCRmNCV9oqW9Q0d+6PyvItSdK08RmMkwKupojz5eFaIJl",
+	"k70Do1lsXs7kHLJP1A55KjvCEjqSLGDztgV9Qg5Y7trTpY7e13y0cdeGXdZLyRw5a0hXsfdAM9TnWdTW",
+	"UaZgRCUo6vd63Z7+b8uGJrccNlSOXrIV8E6IRbazWC+mLCnvkYqo0aOyNJjgKOKN0cS1Qyj7UnfrQvsi",
+	"hkMI5HZ/xOykfwbBvDG2dc7xjdgQ53Yfss0md6LYhERPkVoOpVSSRJsfg0e4I0KKB+2mooxU7NpRxyI7",
+	"N82iKStzJlzKBVBJgvYhjFZOaaT+qJZ8twte37vrzFindggTjIhGycw0eAQ4SgiF/SUxJkmyM9ms3A9l",
+	"ddUHZO9y3Y5amnK6axFh49JW2X4jUP5io/TQwsBtO05mB01lXa28kQ2zuFqq6IKtaGZ0dh5tidcqDhQg",
+	"ZbJLmyoTY95H9v0S88m5sRgfp88zt2Q/c2gclEZD6BABS+h6jj8yeZAFzL7azwoWIrsNbsebuDIf3Pte",
+	"uoy2mzIiUYKFzFL1+wpNxRMjJuuQM1IOcyODF1xaN0pVu5ilFGwuwKsbmpK9Lp24pC9K+ramDitKv2aF",
+	"qh7ORsJXfBarXJqEock9bfAMLxpDfZ2iwDPQYXbxsqh7gyrS2qmtbLhOsv4YCisVyMaEC7l39Nzk1jZE",
+	"0XMsJgvGm/QcT8G0N2HK5By4OWLMkoStXGchTzP6tiFjg+KyPR42ARg5KzjS5bQLNfWJCKGc7yDrJ4oZ",
+	"1wpLfaV3sHqKGT2mZUk93sMmV2RIE8pBj583m7gQPoBr8mJo7VSn9BYSttTcg0tWKwO9mYceSH3NultT",
+	"1RSxpYlbq0lryiTs5dfsyl6rzxR17HtNXNRMiGzhPTH+Edj+ZIj+D0Vy7nI1incpiYEwLSqOHExSuuZC",
+	"oBamkRZhQRZpgnVPCklsuFDFwidKiqgNdlhgt1djf7c1O+9Gzy1HyGrOcqTs6739tnI55dO6SG3inEsL",
+	"e6WpR/mYwHU23waQvzyV1x2MflEi73K72+8kfFzXPzdDVm23dHbUt77zAqhEjKMppu+NvomBIxJVguKX",
+	"F53Xl89OLztPnvQHh+XU6u7eSgf0j09EbjqeLR4ICcumBPQv57atScJLHax+/KlMsNuUHKgfRt7laYZt",
+	"Rylq7dWjZAs0H0Sw5PYj6fNntlJaNaW63AdRKcvGzcoN5YFN+cwgSwEEiAJEAgUW8uApCkIOkW6KyX5T",
+	"lilwUwxFAsHLXm7oSNfF2E2VMQV3pIRfGYHVfF2Whm/tqkiyopQcLhRfWl9POfBlKen3dlYg/F9OYYvR",
+	"JgJfyQ0tAEpyvhFIBVnopxRSeIoEANLvi6wgQ6jkLEpzzsxwjVeYSEJnExu75H8v1Iv7NMeMzfaUarHV",
+	"tWroqYetu4KVLD3V0FmBEhJDuA4TaDceyLKwE9+VUldai06MbdGRnDqEqUyHmIZgn+dZraI2nrNn6fCV",
+	"9Wpnf5PJls1dNVEykzqdfslEkTJl3Heolr0TqJvzprpQtSmfPE1Y+H5C08UUNjXEqDcM5HOWRLXMEaHy",
+	"aOg5jfK9xiLArnT8R3tQmxynms7TOdi93KaEzSaERnC3hY1jnUJK2AzpN404Ylml5nasPDzRx/Fqa1Kd",
+	"0Y4xWHYXyx5+pi40zyjhW+AkASFRSqsTMoNRr/Zfo3OpzEeq9p40K2zXff1G7B+oOAs7evchJtpHTHkg",
+	"mUDvv+vtXixamM2PzGVmW03Xezn95u0NTv/uuG+vzGNVjRXpR8m214Psj4b98zpOY9OK7zlEmuyTgbdO",
+	"pN3DN5klPYeWMDrTc2k6FFB7U4bUQ+BI4vcgMrkXH4W1rZy3T+loj2RrkUHNdnN1TwnzpRTqqoiuSvq7",
+	"hl4nhdsgVHURLrNmWSZKOrzJj6ly0O6kZ01FPyj1mX3zKdKeNSP+Nef5GXKeTRyzZwquKab5+LxnI+v+",
+	"R+bjqif9eHR/Gkz/78DypqAoUAFAYJObmbL1TZrTibUZd6JrNyZSn5cK86W42olhzHt1ORYQppzI9ZUi",
+	"j6Filpp+AeuTVM43UMWZC2kF4v2ELSf/+sc/g3YXXRTTIAJhbrwwYZRY4+Tw3zonF2edF6c/FBDiJXkB",
+	"azMEQWzDasioxGaqExa65demEwmj4v/YCDLq2kN3Q7Yotsh+RcUX3v2OXJbi++y7semVArZMALUYR2It",
+	"lFlpG8dDQJLYWUfr/by5enatVe6r7175N9TE3HZCPQEfLfE6L5mzVFa6sXyd3ZhjGiXKrmCJZgxsS3AX",
+	"nUnTNibncEOr9T8ztpB1daHrcnCNWsEBXpKD2/6BfRr4SJvQlR5hlRyHso2IuKEpxXFsepWma+2HRpzc",
+	"gkBY5yXG2bK6E6yYvTf+Bgg/7xQ1/ZpCHemG2iZyBSaVAq3mJJwrkBGO8FICRwt2a3tF3UDqht7Q3/0O",
+	"fcuo+k6dVT15hB49UiyqHpnxl+6jR+hUYyAntPUF8Ram9bO+L503vqEIBRWGYTzrDUOdjuIp9Ork/DRo",
+	"q6gqyPk36KKT8jCU0IsNe31UmoVCc+BgiFyFiwj9fpDZZYd4XXPiTC/7ZjxC+E7LsvDRglFY+0iFIkLx",
+	"2YyYNt5Hj7QwZklxZ20Fo068jDMliKYsImCkN/j5Rmu8G2+M/vWPf/roJtN86olWuugmU+H2pfvAz3rG",
+	"LZsiFOi+7AAZQ1C5wsLOg4Qs0qSKHDYynq6BpZzlFxYhzlRXQf/g4vXVdZD1aGj618e/WvragMFopNx4",
+	"xfrARdtX0IqQLYsmyZxC2F4zkXOXXxyknMMSsMCKLcUYYTs5mTFXfmpFb7ViRj+u525Nk6h2X7NbQPQe",
+	"QcNMryFAoFZt5aU0wxZm9hlrdjpGm2fP84G9p2XAMmgzj9YZ2A+GgwHaMB/3tDjunFiVZ85ChK32ETor",
+	"JOMY7Rp8f5pPoxKR3Y6i77JQn/cCP5MXjoLR3V3QzfRCRGTBDlmPJyfSsKSbmCBRTtgZuQXq1DBauhKp",
+	"FBhiWlBMvKfCp3YxA2K4tVPtjc+CV9OWY+Vdp4x0a5vl3iSBGU4shOLRI5MRNcnRbEAqUuqfMon00I1a",
+	"dNFWElEgcSN91aYGgAyPduNLtYH21IXVDbqu5iijjcw9TaMZSE3CVnB5cn06eXl2fnY9uTw9eXZlQo3g",
+	"u9NrRRvn179enl2fXhWRCAch28bSmYFXux6WoC/86FywhIRrvUr2LGg/NaPWupFag2HyA0ZQMrYaHKPS",
+	"mK6VIHc812LBmcXOx6QfPRqjYNQ7RE3T0Q1LPXXnpS2T6D4sa7ZOjG0TOZflCW71wvWKoSXjUmjbV2nl",
+	"MHPFykJnQQ5xuqN9BDic2ylWmtvQcM4EUDRdG8dDqcoxCl6eff/m7NnZ9Q8BaimHRcGrgHFdlbGV1yTJ",
+	"YS3KBYZWwcXJD6/fXAc3tLXE62wR5ceUfZi2cT6CjKGCHLzWMi9YfKPOpa9eaevrhYQC5IZqocFJInSa",
+	"Z2U0U5CX+52lhFQGbuauo3sBEJYmBYhlzU+ynX9GHs3xDGmWSvkqb2yVdTQKTKMpu8s6DZTjp94R7Ia2",
+	"gqvT6+uXp+enr64n56+fnf4hfylo68LtWtENkhgFV2fnb16eXJ8+mzjfPDt9efJDYCmcob1pXZxKFrQ1",
+	"M30wY+kftAuGPiiUf6g4WugDKjlZ6IP1qaZr9OGGfuh0Oo3/rxYP6gWVAH3IGx1RWOl/xDoe3PBdKyi3",
+	"5wUoyBk3aDtfjYvHztNu6alVo0RXyQ1pMmy30WbYd8KgPXdd4UGmwqMgcCs+Qf5gXDxoUUZBH6EQqnGZ",
+	"QWUJWU9dOZha7wQduM77wc8kuj9QewT2QFUwdIuM7T1Ue+eVrQC1uKJ1CoizlTZyEmi7gNx+pM/iutXO",
+	"ClvOMl2XEa5NrWbKvY9lAMgOVtrWNA2TSAte9cfAlCVLBzCPuu4jq5I+OdhmqwBtE45sQvwDCkxJ0WXi",
+	"cfaolalvZcRzFtR6IuOu7E1Hu2uKmx/aVdoVm7khRGszZ2GSGMVUxkozrzWfqgzpXgBt2M++7KPAll8D",
+	"1MouYzCYamvFE6dU83qRC3GQW3roguL+sB92zBcb8KONuKm6q78o16a8xh+VGYI/qFgSJURI42Hqur0K",
+	"yZWNNjFzUKqkB6iFC2a4ofZcPgpybdXEc8YB2abY/BsaNNT7lT4sEbrtOxBlzN5yRNDP+vkV21qJa99Q",
+	"7QfkDJutoD1/hUZlq3QWOASbWbRpmAvOlpyAxPo2tpQn3tibS7kU44ODpgTOgQS+MDUoIpNSIifLUimP",
+	"1PO9W+DCZHH63V63ZzvrKF4Sb+wddnvdQ9PgNdcproOsdHCQZzXV4xlsnkgxA28qKrcVnx2VfNTSOdP3",
+	"lK1oUb1SYUvJF0F26D9Dro/yHgWkQw/DyO1yWcPXyTWQnSU2bmbeWmevofNeEiGrSUjhlW9gfFsvzSTr",
+	"oqpC7AWVtk3D+lfIpCzb3Q2XI+b1pv0uO9lUdbz3m78r4D+w10fu8aa5PvD+XeXKu0Gv98kubdlayWi4",
+	"y2VXFeze94YGvKZd82McONf26U/6uz8p3SKkPhoc7/6oeiHTve+N9oGvfGGd/upw91cN92TpZHW6WCjV",
+	"Ydi7AW+e70k8U6ydi633Tn1ZCLzV9jrTrgBZMtEg9N8mTNikUZahr+w1dm1SK++sEGgFXHlpVOpc8tOi",
+	"Q04Hp3Jr20K7nOlXcZrx9rIkzAqvn9q+OhOJzNlKaduiwyjTJ0XTwK4MUJP6sD2HtWLNDgWyve2mKEcc",
+	"hwMYxn3ceTw9jDpDGMWdJ/ho2umF/WgAh/EQj6a/yq2Xu3VF5WJWozQ00/+JRftcVpWfsuiidOszplPG",
+	"uwSZcmoyjAKoij9MpIrCVEi2sEOC+dUnWTOC17t7jPtRLzycjmAQD/FR9CQ8nvZwHwbxYTQMR9Mj/Bie",
+	"xMdRL+xPB/gQhvEoOgofT5/gY+jFfS3z+ym1SufpfbkQpnB//xlV6q5rATd1tv46tyJ+Nu3cG+7+KL9T",
+	"U3+whzrPr0hVH/T30MjVOxb1d6N9jtNwU5o2OoN9Pq7fFveFGiwrSo2F9M1Wy40xNjqoTVOApSqgLlLp",
+	"CCXwTa7DZINaQdHQYy7aDdoqCBEh0Ej78zQqOZooIe+hlA5WwU4XPbf3bYdsMSUUTIBy8urZJsfUNDzv",
+	"sCV/nRMbNmUt0JKZ/TZ7njPYah22aRsD06/id/qNfrbtWMpmkavzn4WxPMT98BgG085RNIw7w+kT3DkO",
+	"e9DpxwN8OB2Go+gINqCkPMz7ECvZBHCJx2xwYDvYNtGkaHDbjwp5o+s+MGRFW6znZLI8KhG69olaurAl",
+	"yC1U26F7g6NOv9/p9a97vbH+v/+3AfyY6yaCBsxtnap+KOj2Tv0HwH7Yux4cjkfH49HxJtglezjkv2aE",
+	"tGu+dUeQZGtiM/gaG+0TG8kGo4BRpiIzc3Pt2pe6ydHB0ka7c0LXzfrL33HRUdkgfAeyaRi2Zh126Nry",
+	"PfybOHk7aptvuv5NO3tfIH9+B7Jc5HwgQ+pM9ubQvTFlmqfZ8xT3v/7rv4sUZl7mbkxo6zLa+IZmdbZa",
+	"cr/odHCKtCl1y7SJgEr6vMk5eo5J8gmF4PNGu9mVgnteArh3FOpeiLh/CLqfpJ98EUL+NaL7DaoxxZa/",
+	"UI/ZWxGa9dilHoSzUzWmESMvVWtjnquXUubD6LfxDf2YerhWiiU9mbdx3tBKFTzXmXl1zbZRFc1ThOrO",
+	"lfyqUFS68YFjCaaU5N7LyaHqOnyTDQWiVmCqZqx2eZ+uj9wCR2LOVvSGVttpV3OmFLDZxPRE6Xv8AxQx",
+	"U5LVHTuNOpkkyWt7bekXpI1LN114/dHwuN8z95WaOyH0o67+x4WcUfzqdQL7K2nnKtOvSvqrkv7NpN20",
+	"4pDVm2YeqqrtdPxGZX1S6lsp95qVb8RDLUZDaI/zrq1ai4ttvLuhtU4X7Yg+dTpO1f+shbt3kwa70t9f",
+	"ZAP+X5RLWWimV2cXnV6v1+sfDo76/cFhv9fP5pT7DylpVK47+aqsviqr356ycm7SLLsyD1VcpvK4JVrO",
+	"G7FUiJz3YpVbsXzjGBb17uZ4Of/9hlpN5da+nRZOt//FDo1n1dC8jt5clVYbfLEBslvE/cX/7s1DNJ5z",
+	"D9JXdfdV3f321J3t89Rhbb0oupeiM07SFkXXkP5z+xxzd6zcMe1b+Iru6sI929BJrXWfvm+FUeef3iuP",
+	"M25w0r7AQLMSPRbDC52sWPWQOPKrf/ZVYX0BCkvFkHrI07lKbZO6cqbstTDX5uvfvlMCKIDfNndCXJkZ",
+	"p1rHtB1O6jZ2Ttsp7yw519CFcJFPYdVWxkvysaueoISFOEHmOCpA5dlgNQoW+D0gntKgtOP44EB/M2dC",
+	"jp/0nvTq27zL0Vvd7zlR+titdE7Xps6pNbUeqZNzWCA55yydzfMrKeslSrYyrRe2gF6iY/2geV/4Pne6",
+	"2SXz9p77d/f/EwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

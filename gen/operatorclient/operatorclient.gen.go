@@ -611,6 +611,9 @@ type PayloadTooLarge = Error
 // ServiceUnavailable The body of every failure (the partner API's).
 type ServiceUnavailable = Error
 
+// TooManyRequests The body of every failure (the partner API's).
+type TooManyRequests = Error
+
 // Unauthorized The body of every failure (the partner API's).
 type Unauthorized = Error
 
@@ -2033,6 +2036,11 @@ type ClientWithResponsesInterface interface {
 	SettleOrderWithResponse(ctx context.Context, id TransactionId, params *SettleOrderParams, body SettleOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*SettleOrderResponse, error)
 }
 
+// ListUnmatchedDepositsResponse429Headers the declared response headers of an HTTP 429 response for ListUnmatchedDeposits
+type ListUnmatchedDepositsResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ListUnmatchedDepositsResponse503Headers the declared response headers of an HTTP 503 response for ListUnmatchedDeposits
 type ListUnmatchedDepositsResponse503Headers struct {
 	RetryAfter *int
@@ -2047,10 +2055,14 @@ type ListUnmatchedDepositsResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListUnmatchedDepositsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListUnmatchedDepositsResponse503Headers
 }
@@ -2068,6 +2080,11 @@ func (r ListUnmatchedDepositsResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListUnmatchedDepositsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListUnmatchedDepositsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -2114,6 +2131,11 @@ type ResolveUnmatchedDepositResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// ResolveUnmatchedDepositResponse429Headers the declared response headers of an HTTP 429 response for ResolveUnmatchedDeposit
+type ResolveUnmatchedDepositResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ResolveUnmatchedDepositResponse503Headers the declared response headers of an HTTP 503 response for ResolveUnmatchedDeposit
 type ResolveUnmatchedDepositResponse503Headers struct {
 	RetryAfter *int
@@ -2138,12 +2160,16 @@ type ResolveUnmatchedDepositResponse struct {
 	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ResolveUnmatchedDepositResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResolveUnmatchedDepositResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ResolveUnmatchedDepositResponse503Headers
 }
@@ -2188,6 +2214,11 @@ func (r ResolveUnmatchedDepositResponse) GetJSON422() *UnprocessableEntity {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ResolveUnmatchedDepositResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ResolveUnmatchedDepositResponse) GetJSON500() *InternalError {
 	return r.JSON500
@@ -2227,6 +2258,11 @@ func (r ResolveUnmatchedDepositResponse) ContentType() string {
 	return ""
 }
 
+// ListStageResponse429Headers the declared response headers of an HTTP 429 response for ListStage
+type ListStageResponse429Headers struct {
+	RetryAfter *int
+}
+
 // ListStageResponse503Headers the declared response headers of an HTTP 503 response for ListStage
 type ListStageResponse503Headers struct {
 	RetryAfter *int
@@ -2241,10 +2277,14 @@ type ListStageResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListStageResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListStageResponse503Headers
 }
@@ -2262,6 +2302,11 @@ func (r ListStageResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListStageResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListStageResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -2303,6 +2348,11 @@ func (r ListStageResponse) ContentType() string {
 	return ""
 }
 
+// GetOperatorTransactionResponse429Headers the declared response headers of an HTTP 429 response for GetOperatorTransaction
+type GetOperatorTransactionResponse429Headers struct {
+	RetryAfter *int
+}
+
 // GetOperatorTransactionResponse503Headers the declared response headers of an HTTP 503 response for GetOperatorTransaction
 type GetOperatorTransactionResponse503Headers struct {
 	RetryAfter *int
@@ -2319,10 +2369,14 @@ type GetOperatorTransactionResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetOperatorTransactionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetOperatorTransactionResponse503Headers
 }
@@ -2345,6 +2399,11 @@ func (r GetOperatorTransactionResponse) GetJSON401() *Unauthorized {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetOperatorTransactionResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetOperatorTransactionResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -2391,6 +2450,11 @@ type FailTransactionResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// FailTransactionResponse429Headers the declared response headers of an HTTP 429 response for FailTransaction
+type FailTransactionResponse429Headers struct {
+	RetryAfter *int
+}
+
 // FailTransactionResponse503Headers the declared response headers of an HTTP 503 response for FailTransaction
 type FailTransactionResponse503Headers struct {
 	RetryAfter *int
@@ -2415,12 +2479,16 @@ type FailTransactionResponse struct {
 	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FailTransactionResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FailTransactionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *FailTransactionResponse503Headers
 }
@@ -2463,6 +2531,11 @@ func (r FailTransactionResponse) GetJSON415() *UnsupportedMediaType {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r FailTransactionResponse) GetJSON422() *UnprocessableEntity {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FailTransactionResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -2509,6 +2582,11 @@ type FillOrderResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// FillOrderResponse429Headers the declared response headers of an HTTP 429 response for FillOrder
+type FillOrderResponse429Headers struct {
+	RetryAfter *int
+}
+
 // FillOrderResponse503Headers the declared response headers of an HTTP 503 response for FillOrder
 type FillOrderResponse503Headers struct {
 	RetryAfter *int
@@ -2533,12 +2611,16 @@ type FillOrderResponse struct {
 	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FillOrderResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FillOrderResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *FillOrderResponse503Headers
 }
@@ -2581,6 +2663,11 @@ func (r FillOrderResponse) GetJSON415() *UnsupportedMediaType {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r FillOrderResponse) GetJSON422() *UnprocessableEntity {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FillOrderResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -2627,6 +2714,11 @@ type SettlePayoutResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// SettlePayoutResponse429Headers the declared response headers of an HTTP 429 response for SettlePayout
+type SettlePayoutResponse429Headers struct {
+	RetryAfter *int
+}
+
 // SettlePayoutResponse503Headers the declared response headers of an HTTP 503 response for SettlePayout
 type SettlePayoutResponse503Headers struct {
 	RetryAfter *int
@@ -2651,12 +2743,16 @@ type SettlePayoutResponse struct {
 	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *SettlePayoutResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SettlePayoutResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *SettlePayoutResponse503Headers
 }
@@ -2699,6 +2795,11 @@ func (r SettlePayoutResponse) GetJSON415() *UnsupportedMediaType {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r SettlePayoutResponse) GetJSON422() *UnprocessableEntity {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SettlePayoutResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -2745,6 +2846,11 @@ type RefundTransactionResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// RefundTransactionResponse429Headers the declared response headers of an HTTP 429 response for RefundTransaction
+type RefundTransactionResponse429Headers struct {
+	RetryAfter *int
+}
+
 // RefundTransactionResponse503Headers the declared response headers of an HTTP 503 response for RefundTransaction
 type RefundTransactionResponse503Headers struct {
 	RetryAfter *int
@@ -2769,12 +2875,16 @@ type RefundTransactionResponse struct {
 	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *RefundTransactionResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RefundTransactionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *RefundTransactionResponse503Headers
 }
@@ -2817,6 +2927,11 @@ func (r RefundTransactionResponse) GetJSON415() *UnsupportedMediaType {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r RefundTransactionResponse) GetJSON422() *UnprocessableEntity {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RefundTransactionResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -2863,6 +2978,11 @@ type SettleOrderResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
+// SettleOrderResponse429Headers the declared response headers of an HTTP 429 response for SettleOrder
+type SettleOrderResponse429Headers struct {
+	RetryAfter *int
+}
+
 // SettleOrderResponse503Headers the declared response headers of an HTTP 503 response for SettleOrder
 type SettleOrderResponse503Headers struct {
 	RetryAfter *int
@@ -2887,12 +3007,16 @@ type SettleOrderResponse struct {
 	JSON415 *UnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *InternalError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *SettleOrderResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SettleOrderResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *SettleOrderResponse503Headers
 }
@@ -2935,6 +3059,11 @@ func (r SettleOrderResponse) GetJSON415() *UnsupportedMediaType {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r SettleOrderResponse) GetJSON422() *UnprocessableEntity {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SettleOrderResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -3258,6 +3387,13 @@ func ParseListUnmatchedDepositsResponse(rsp *http.Response) (*ListUnmatchedDepos
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3275,6 +3411,16 @@ func ParseListUnmatchedDepositsResponse(rsp *http.Response) (*ListUnmatchedDepos
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ListUnmatchedDepositsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListUnmatchedDepositsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -3360,6 +3506,13 @@ func ParseResolveUnmatchedDepositResponse(rsp *http.Response) (*ResolveUnmatched
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3387,6 +3540,16 @@ func ParseResolveUnmatchedDepositResponse(rsp *http.Response) (*ResolveUnmatched
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResolveUnmatchedDepositResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResolveUnmatchedDepositResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -3437,6 +3600,13 @@ func ParseListStageResponse(rsp *http.Response) (*ListStageResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3454,6 +3624,16 @@ func ParseListStageResponse(rsp *http.Response) (*ListStageResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers ListStageResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListStageResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -3511,6 +3691,13 @@ func ParseGetOperatorTransactionResponse(rsp *http.Response) (*GetOperatorTransa
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3528,6 +3715,16 @@ func ParseGetOperatorTransactionResponse(rsp *http.Response) (*GetOperatorTransa
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers GetOperatorTransactionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetOperatorTransactionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -3613,6 +3810,13 @@ func ParseFailTransactionResponse(rsp *http.Response) (*FailTransactionResponse,
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3640,6 +3844,16 @@ func ParseFailTransactionResponse(rsp *http.Response) (*FailTransactionResponse,
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers FailTransactionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers FailTransactionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -3725,6 +3939,13 @@ func ParseFillOrderResponse(rsp *http.Response) (*FillOrderResponse, error) {
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3752,6 +3973,16 @@ func ParseFillOrderResponse(rsp *http.Response) (*FillOrderResponse, error) {
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers FillOrderResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers FillOrderResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -3837,6 +4068,13 @@ func ParseSettlePayoutResponse(rsp *http.Response) (*SettlePayoutResponse, error
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3864,6 +4102,16 @@ func ParseSettlePayoutResponse(rsp *http.Response) (*SettlePayoutResponse, error
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers SettlePayoutResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers SettlePayoutResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -3949,6 +4197,13 @@ func ParseRefundTransactionResponse(rsp *http.Response) (*RefundTransactionRespo
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3976,6 +4231,16 @@ func ParseRefundTransactionResponse(rsp *http.Response) (*RefundTransactionRespo
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers RefundTransactionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RefundTransactionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -4061,6 +4326,13 @@ func ParseSettleOrderResponse(rsp *http.Response) (*SettleOrderResponse, error) 
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4088,6 +4360,16 @@ func ParseSettleOrderResponse(rsp *http.Response) (*SettleOrderResponse, error) 
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers SettleOrderResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers SettleOrderResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

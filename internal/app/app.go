@@ -62,6 +62,7 @@ type App struct {
 	watchers     *watchers
 	handler      http.Handler
 	codec        *cursor.Codec
+	limiter      ratelimit.Limiter
 
 	// The operator API (operator.go).
 	operators    *operators.Service
@@ -194,6 +195,7 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.limiter = limiter
 	a.idempotency = idempotency.NewService(store.For[idempotency.Tx](st), store.Now)
 	handler, err := httpapi.New(httpapi.Deps{
 		Partners:     a.partners,

@@ -11,6 +11,7 @@ import (
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/operatorapi"
 	"partnerd/internal/operators"
+	"partnerd/internal/ratelimit"
 	"partnerd/internal/store"
 	"partnerd/internal/transactions"
 	"partnerd/internal/unmatched"
@@ -44,6 +45,8 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 		Fills:        st,
 		Unmatched:    a.unmatched,
 		Idempotency:  a.operatorKeys,
+		Limiter:      a.limiter,
+		Limits:       map[ratelimit.Class]ratelimit.Limit{ratelimit.Reads: a.cfg.RateLimitReads, ratelimit.Writes: a.cfg.RateLimitWrites},
 		Logger:       a.log,
 	}); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
+	"partnerd/gen/operatorclient"
 	oc "partnerd/gen/operatorclient"
 	"partnerd/internal/apitest"
 	"partnerd/internal/partners"
@@ -102,4 +103,30 @@ func operatorID(t *testing.T, env *apitest.Env, key string) string {
 	o, err := env.Store.OperatorByKeyHash(context.Background(), partners.HashKey(key))
 	require.NoError(t, err)
 	return o.ID.String()
+}
+
+// Operator keys are rate-limited like partner keys, each on its own budget.
+func TestOperatorRateLimit(t *testing.T) {
+	t.Parallel()
+	onBoth(t, func(t *testing.T, db testdb.Database) {
+		env := apitest.Start(t, db, map[string]string{"RATE_LIMIT_READS": "2/1m"})
+		ctx := context.Background()
+		busy := env.OperatorClient(t, env.NewOperator(t))
+		for range 2 {
+			res, err := busy.ListUnmatchedDepositsWithResponse(ctx, &operatorclient.ListUnmatchedDepositsParams{})
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+			require.NotEmpty(t, res.HTTPResponse.Header.Get("RateLimit"))
+		}
+		res, err := busy.ListUnmatchedDepositsWithResponse(ctx, &operatorclient.ListUnmatchedDepositsParams{})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusTooManyRequests, res.StatusCode(), string(res.Body))
+		require.Equal(t, operatorclient.ErrorCodeRateLimited, res.JSON429.Error.Code)
+		require.NotEmpty(t, res.HTTPResponse.Header.Get("Retry-After"))
+
+		other := env.OperatorClient(t, env.NewOperator(t))
+		res, err = other.ListUnmatchedDepositsWithResponse(ctx, &operatorclient.ListUnmatchedDepositsParams{})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, res.StatusCode(), "another operator has its own budget")
+	})
 }

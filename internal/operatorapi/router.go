@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -21,6 +22,7 @@ import (
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/operators"
+	"partnerd/internal/ratelimit"
 	"partnerd/internal/transactions"
 	"partnerd/internal/unmatched"
 )
@@ -40,7 +42,11 @@ type Deps struct {
 	Unmatched *unmatched.Service
 	// Idempotency works on the operators' own key table.
 	Idempotency *idempotency.Service
-	Logger      *slog.Logger
+	// Limiter and Limits rate-limit operator requests per operator key, with the
+	// partner API's classes and budgets (nil Limiter: none).
+	Limiter ratelimit.Limiter
+	Limits  map[ratelimit.Class]ratelimit.Limit
+	Logger  *slog.Logger
 }
 
 // Loader loads a transaction of any partner.
@@ -73,7 +79,22 @@ func Register(e *echo.Echo, d Deps) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	common := []echo.MiddlewareFunc{httpapi.Deadline(), noStore, httpapi.RequireJSON(), authenticate(d.Operators), httpapi.RouteValidator(spec)}
+	common := []echo.MiddlewareFunc{httpapi.Deadline(), noStore, httpapi.RequireJSON(), authenticate(d.Operators)}
+	if d.Limiter != nil {
+		common = append(common, ratelimit.Middleware(d.Limiter, d.Limits, func(c echo.Context) ratelimit.Class {
+			if c.Request().Method == http.MethodGet {
+				return ratelimit.Reads
+			}
+			return ratelimit.Writes
+		}, func(c echo.Context) string {
+			// The operator key's hash, prefixed so it never shares a partner key's budget.
+			if o, err := operatorFrom(c.Request().Context()); err == nil {
+				return "op:" + o.KeyHash
+			}
+			return ""
+		}, log))
+	}
+	common = append(common, httpapi.RouteValidator(spec))
 	mw := map[string][]echo.MiddlewareFunc{}
 	for _, op := range getOperations {
 		mw[op] = common
