@@ -60,7 +60,7 @@ func openEnv(t *testing.T, db testdb.Database) env {
 	if db.Name == string(store.Postgres) {
 		u = freshSchema(t, u)
 	}
-	s, err := store.OpenWith(ctx, u, store.Options{MaxConns: 4})
+	s, err := store.Open(ctx, u) // pools capped by testdb
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	_, err = s.Migrate(ctx)

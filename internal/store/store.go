@@ -107,27 +107,16 @@ func ParseURL(url string) (Dialect, string, error) {
 	}
 }
 
-// Open connects to url (see ParseURL). It does not migrate; call Migrate.
+// Open connects to url (see ParseURL). It does not migrate; call Migrate. The
+// PostgreSQL pool holds at most the URL's pool_max_conns connections
+// (DefaultPoolSize when absent).
 func Open(ctx context.Context, url string) (*Store, error) {
-	return OpenWith(ctx, url, Options{})
-}
-
-// Options tune a Store's pools. The zero value is the production setting.
-type Options struct {
-	// MaxConns caps the PostgreSQL pool (default: the URL's pool_max_conns, else
-	// DefaultPoolSize). Test suites that open many
-	// stores on one server lower it.
-	MaxConns int
-}
-
-// OpenWith is Open with options.
-func OpenWith(ctx context.Context, url string, opts Options) (*Store, error) {
 	dialect, dsn, err := ParseURL(url)
 	if err != nil {
 		return nil, err
 	}
-	maxConns := opts.MaxConns
-	if maxConns <= 0 && dialect == Postgres {
+	var maxConns int
+	if dialect == Postgres {
 		_, maxConns, _ = poolSize(url) // validated by ParseURL
 	}
 	s := &Store{dialect: dialect}
