@@ -27,8 +27,6 @@ type DepositInput struct {
 type Store interface {
 	// WithTx runs fn in a unit of work, joining the one ctx carries, if any.
 	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
-	// TransactionByID returns apperr NotFound for an unknown or another partner's transaction.
-	TransactionByID(ctx context.Context, partnerID, id uuid.UUID) (*Transaction, error)
 	// DueForExpiry returns up to limit transactions awaiting deposit past their deadline.
 	DueForExpiry(ctx context.Context, now time.Time, limit int) ([]uuid.UUID, error)
 }
@@ -138,10 +136,10 @@ func move(t *Transaction, trigger Trigger, action string, meta map[string]any) (
 // Cancel cancels partnerID's transaction id (only awaiting_deposit is cancellable).
 // Errors: NotFound, InvalidStateTransition.
 func (l *Engine) Cancel(ctx context.Context, partnerID, id uuid.UUID) (*Transaction, error) {
-	if _, err := l.store.TransactionByID(ctx, partnerID, id); err != nil {
-		return nil, err
-	}
 	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
+		if t.PartnerID != partnerID { // another partner's transaction does not exist for this one
+			return nil, apperr.New(apperr.NotFound, "The transaction was not found.")
+		}
 		s, err := move(t, Cancel, "cancelled", nil)
 		return []step{s}, err
 	})
