@@ -1049,6 +1049,9 @@ type EventId = openapi_types.UUID
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// IdempotencyKeyOptional defines model for IdempotencyKeyOptional.
+type IdempotencyKeyOptional = string
+
 // Limit defines model for Limit.
 type Limit = int
 
@@ -1091,6 +1094,16 @@ type UnsupportedMediaType = Error
 // WebhookEndpointOK Envelope of the webhook endpoint.
 type WebhookEndpointOK = WebhookEndpointResponse
 
+// CreateQuoteParams defines parameters for CreateQuote.
+type CreateQuoteParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
 // ListRevenueParams defines parameters for ListRevenue.
 type ListRevenueParams struct {
 	// From Only rows with `ts` at or after this time (inclusive). Default 1970-01-01T00:00:00Z.
@@ -1113,6 +1126,16 @@ type ListRevenueParams struct {
 
 	// Network Only rows of this network.
 	Network *Network `form:"network,omitempty" json:"network,omitempty"`
+}
+
+// SimulateSandboxEventParams defines parameters for SimulateSandboxEvent.
+type SimulateSandboxEventParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
 }
 
 // ListTransactionsParams defines parameters for ListTransactions.
@@ -1154,6 +1177,26 @@ type CancelTransactionParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// PutWebhookEndpointParams defines parameters for PutWebhookEndpoint.
+type PutWebhookEndpointParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
+// RotateWebhookSecretParams defines parameters for RotateWebhookSecret.
+type RotateWebhookSecretParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
 // ListWebhookEventsParams defines parameters for ListWebhookEvents.
 type ListWebhookEventsParams struct {
 	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
@@ -1178,6 +1221,16 @@ type ListWebhookEventsParams struct {
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
 }
 
+// ReplayWebhookEventParams defines parameters for ReplayWebhookEvent.
+type ReplayWebhookEventParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
 // CreateQuoteJSONRequestBody defines body for CreateQuote for application/json ContentType.
 type CreateQuoteJSONRequestBody = QuoteRequest
 
@@ -1194,13 +1247,13 @@ type PutWebhookEndpointJSONRequestBody = WebhookEndpointRequest
 type ServerInterface interface {
 	// CreateQuote Create a quote
 	// (POST /quotes)
-	CreateQuote(ctx echo.Context) error
+	CreateQuote(ctx echo.Context, params CreateQuoteParams) error
 	// ListRevenue List revenue rows
 	// (GET /revenue)
 	ListRevenue(ctx echo.Context, params ListRevenueParams) error
 	// SimulateSandboxEvent Simulate a lifecycle event (non-production only)
 	// (POST /sandbox/simulate)
-	SimulateSandboxEvent(ctx echo.Context) error
+	SimulateSandboxEvent(ctx echo.Context, params SimulateSandboxEventParams) error
 	// ListTransactions List transactions
 	// (GET /transactions)
 	ListTransactions(ctx echo.Context, params ListTransactionsParams) error
@@ -1224,10 +1277,10 @@ type ServerInterface interface {
 	GetWebhookEndpoint(ctx echo.Context) error
 	// PutWebhookEndpoint Register or update the webhook endpoint
 	// (PUT /webhooks/endpoint)
-	PutWebhookEndpoint(ctx echo.Context) error
+	PutWebhookEndpoint(ctx echo.Context, params PutWebhookEndpointParams) error
 	// RotateWebhookSecret Rotate the webhook signing secret
 	// (POST /webhooks/endpoint/rotate-secret)
-	RotateWebhookSecret(ctx echo.Context) error
+	RotateWebhookSecret(ctx echo.Context, params RotateWebhookSecretParams) error
 	// ListWebhookEvents List webhook events
 	// (GET /webhooks/events)
 	ListWebhookEvents(ctx echo.Context, params ListWebhookEventsParams) error
@@ -1236,7 +1289,7 @@ type ServerInterface interface {
 	GetWebhookEvent(ctx echo.Context, eventId EventId) error
 	// ReplayWebhookEvent Replay a webhook event
 	// (POST /webhooks/events/{event_id}/replay)
-	ReplayWebhookEvent(ctx echo.Context, eventId EventId) error
+	ReplayWebhookEvent(ctx echo.Context, eventId EventId, params ReplayWebhookEventParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -1248,8 +1301,28 @@ type ServerInterfaceWrapper struct {
 func (w *ServerInterfaceWrapper) CreateQuote(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateQuoteParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateQuote(ctx)
+	err = w.Handler.CreateQuote(ctx, params)
 	return err
 }
 
@@ -1317,8 +1390,28 @@ func (w *ServerInterfaceWrapper) ListRevenue(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) SimulateSandboxEvent(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SimulateSandboxEventParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.SimulateSandboxEvent(ctx)
+	err = w.Handler.SimulateSandboxEvent(ctx, params)
 	return err
 }
 
@@ -1519,8 +1612,28 @@ func (w *ServerInterfaceWrapper) GetWebhookEndpoint(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) PutWebhookEndpoint(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PutWebhookEndpointParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.PutWebhookEndpoint(ctx)
+	err = w.Handler.PutWebhookEndpoint(ctx, params)
 	return err
 }
 
@@ -1528,8 +1641,28 @@ func (w *ServerInterfaceWrapper) PutWebhookEndpoint(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) RotateWebhookSecret(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RotateWebhookSecretParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.RotateWebhookSecret(ctx)
+	err = w.Handler.RotateWebhookSecret(ctx, params)
 	return err
 }
 
@@ -1620,8 +1753,28 @@ func (w *ServerInterfaceWrapper) ReplayWebhookEvent(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter event_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ReplayWebhookEventParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ReplayWebhookEvent(ctx, eventId)
+	err = w.Handler.ReplayWebhookEvent(ctx, eventId, params)
 	return err
 }
 
@@ -1729,7 +1882,8 @@ type UnsupportedMediaTypeJSONResponse Error
 type WebhookEndpointOKJSONResponse WebhookEndpointResponse
 
 type CreateQuoteRequestObject struct {
-	Body *CreateQuoteJSONRequestBody
+	Params CreateQuoteParams
+	Body   *CreateQuoteJSONRequestBody
 }
 
 type CreateQuoteResponseObject interface {
@@ -1774,6 +1928,20 @@ func (response CreateQuote401JSONResponse) VisitCreateQuoteResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateQuote409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateQuote409JSONResponse) VisitCreateQuoteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1971,7 +2139,8 @@ func (response ListRevenue503JSONResponse) VisitListRevenueResponse(w http.Respo
 }
 
 type SimulateSandboxEventRequestObject struct {
-	Body *SimulateSandboxEventJSONRequestBody
+	Params SimulateSandboxEventParams
+	Body   *SimulateSandboxEventJSONRequestBody
 }
 
 type SimulateSandboxEventResponseObject interface {
@@ -2076,6 +2245,22 @@ func (response SimulateSandboxEvent415JSONResponse) VisitSimulateSandboxEventRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulateSandboxEvent422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response SimulateSandboxEvent422JSONResponse) VisitSimulateSandboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3044,7 +3229,8 @@ func (response GetWebhookEndpoint503JSONResponse) VisitGetWebhookEndpointRespons
 }
 
 type PutWebhookEndpointRequestObject struct {
-	Body *PutWebhookEndpointJSONRequestBody
+	Params PutWebhookEndpointParams
+	Body   *PutWebhookEndpointJSONRequestBody
 }
 
 type PutWebhookEndpointResponseObject interface {
@@ -3089,6 +3275,20 @@ func (response PutWebhookEndpoint401JSONResponse) VisitPutWebhookEndpointRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutWebhookEndpoint409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PutWebhookEndpoint409JSONResponse) VisitPutWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3188,6 +3388,7 @@ func (response PutWebhookEndpoint503JSONResponse) VisitPutWebhookEndpointRespons
 }
 
 type RotateWebhookSecretRequestObject struct {
+	Params RotateWebhookSecretParams
 }
 
 type RotateWebhookSecretResponseObject interface {
@@ -3250,6 +3451,20 @@ func (response RotateWebhookSecret404JSONResponse) VisitRotateWebhookSecretRespo
 	return err
 }
 
+type RotateWebhookSecret409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RotateWebhookSecret409JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RotateWebhookSecret413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response RotateWebhookSecret413JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
@@ -3276,6 +3491,22 @@ func (response RotateWebhookSecret415JSONResponse) VisitRotateWebhookSecretRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response RotateWebhookSecret422JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3540,6 +3771,7 @@ func (response GetWebhookEvent503JSONResponse) VisitGetWebhookEventResponse(w ht
 
 type ReplayWebhookEventRequestObject struct {
 	EventId EventId `json:"event_id"`
+	Params  ReplayWebhookEventParams
 }
 
 type ReplayWebhookEventResponseObject interface {
@@ -3602,6 +3834,20 @@ func (response ReplayWebhookEvent404JSONResponse) VisitReplayWebhookEventRespons
 	return err
 }
 
+type ReplayWebhookEvent409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ReplayWebhookEvent409JSONResponse) VisitReplayWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReplayWebhookEvent413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response ReplayWebhookEvent413JSONResponse) VisitReplayWebhookEventResponse(w http.ResponseWriter) error {
@@ -3628,6 +3874,22 @@ func (response ReplayWebhookEvent415JSONResponse) VisitReplayWebhookEventRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhookEvent422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response ReplayWebhookEvent422JSONResponse) VisitReplayWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3742,8 +4004,10 @@ type strictHandler struct {
 }
 
 // CreateQuote operation middleware
-func (sh *strictHandler) CreateQuote(ctx echo.Context) error {
+func (sh *strictHandler) CreateQuote(ctx echo.Context, params CreateQuoteParams) error {
 	var request CreateQuoteRequestObject
+
+	request.Params = params
 
 	var body CreateQuoteJSONRequestBody
 	var err error
@@ -3813,8 +4077,10 @@ func (sh *strictHandler) ListRevenue(ctx echo.Context, params ListRevenueParams)
 }
 
 // SimulateSandboxEvent operation middleware
-func (sh *strictHandler) SimulateSandboxEvent(ctx echo.Context) error {
+func (sh *strictHandler) SimulateSandboxEvent(ctx echo.Context, params SimulateSandboxEventParams) error {
 	var request SimulateSandboxEventRequestObject
+
+	request.Params = params
 
 	var body SimulateSandboxEventJSONRequestBody
 	var err error
@@ -4056,8 +4322,10 @@ func (sh *strictHandler) GetWebhookEndpoint(ctx echo.Context) error {
 }
 
 // PutWebhookEndpoint operation middleware
-func (sh *strictHandler) PutWebhookEndpoint(ctx echo.Context) error {
+func (sh *strictHandler) PutWebhookEndpoint(ctx echo.Context, params PutWebhookEndpointParams) error {
 	var request PutWebhookEndpointRequestObject
+
+	request.Params = params
 
 	var body PutWebhookEndpointJSONRequestBody
 	var err error
@@ -4102,8 +4370,10 @@ func (sh *strictHandler) PutWebhookEndpoint(ctx echo.Context) error {
 }
 
 // RotateWebhookSecret operation middleware
-func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context) error {
+func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, params RotateWebhookSecretParams) error {
 	var request RotateWebhookSecretRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.RotateWebhookSecret(ctx.Request().Context(), request.(RotateWebhookSecretRequestObject))
@@ -4175,10 +4445,11 @@ func (sh *strictHandler) GetWebhookEvent(ctx echo.Context, eventId EventId) erro
 }
 
 // ReplayWebhookEvent operation middleware
-func (sh *strictHandler) ReplayWebhookEvent(ctx echo.Context, eventId EventId) error {
+func (sh *strictHandler) ReplayWebhookEvent(ctx echo.Context, eventId EventId, params ReplayWebhookEventParams) error {
 	var request ReplayWebhookEventRequestObject
 
 	request.EventId = eventId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ReplayWebhookEvent(ctx.Request().Context(), request.(ReplayWebhookEventRequestObject))
@@ -4204,270 +4475,285 @@ func (sh *strictHandler) ReplayWebhookEvent(ctx echo.Context, eventId EventId) e
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchtHljD4KhmYb8OgugABICCRYDh2aYmyNbpapLan2/SiElUJIq1CJlyZRRIjKWJ+7u/dH/MG3yvs",
-	"A/Sb9JNs5DmZVVkXXHiR2/aniemwWKjKy8mT53752IrkYikFE1q1xh9bc0ZjlsI/n8dssZSaCf2OLRO6",
+	"7L3rchs5ljD4KgjON1GkO0mTlGhLVHTsqmy5ylO+lSVvT0+plglmgiLKSYCVQEri2IqYn/t798e8wbzC",
+	"PkC/ST/JBs4BMpEXXnRxdXWtJ6ajrGQmLgcH53751IrkYikFE1q1xp9ac0ZjlsI/X8ZssZSaCf2eLRO6",
 	"YrF5GjMVpXypuRStcSvUacZCcjVngug5VyRlaimFYoQroueMKC1TFhMq1BVLiZaECsJomnCWkpT9mjGl",
-	"yRXXc3yZLhgJ83mjVecFW4XdVtBS0ZwtqJmfiWzRGv/UMhO3fg5aerVkrXFL6ZSLi9bnz0HrHdPp6nim",
-	"WVpf7ymLpIiVWcgV5ZpM2UymjKTmEy4uylMtuOALM1s/n4YLzS5Y2vpsJlrSlC6YtuB6kqVKNkx5Nmck",
-	"FOxaTyJ4IyRyBrtdpuySy0yRJb1gAclENKfigsVHRDERFwCZ8cTMgWDi2qyRXdPFMjELYqt/7z3/RfJX",
-	"vxyvXvPe9avT3upV/8frV0/l1aszefXqmeSzH7vRIBGtoMXNgn7NWLpqBS1BF2YEXFV54/T6JRMXet4a",
-	"93uDYWAgkT9oAvnJJRP6edy8+Ss2nUv5gTDzEuExaZuthTzOIeHeWNJVImm8V97i47g/69ED1hlNB1Fn",
-	"GA1Z55A+ftzpzwZsPx5Go+kj6va2pHpebA1mnPC4FbQMrvHUoLBBHH+zM5kuqG6NW1kGb9Z35yHkC7aq",
-	"b/KYZIL/mjHyga3IkqUkkRc8okmO4G1K3r9//tTcCUoupIxJNJc8YntHgHmcmXuTmUuju+QFW2oykymh",
-	"miSMKk0GQzKXWarKYBnFg+k+PWSdXtSfdYazx7RzOD1gncf0UTSKh2x/Nug7sOCtLgBTuWIb4eMhw2A0",
-	"2o4LL/mC6zqQ3tILRhT/TxaQvrl+/V6vtJ9Rrxk9ExjOX1DMZjRLdGs86AVmdfaO9nrB5hsbtM5SKhSN",
-	"zIrWIasuXiE8LkO8N33MHs9GUWc/6rPOcPZo1KH79KAznO3PRtOD6DDu95oR8Y4o+Nl8jHQVSM13NH6H",
-	"qGX+iqQwRNr8ky6XCY+oWf3DX5TZ1Mdi/R9bLE2RQkUyRthc0oTHE4unraAVM015olrjnz62ZpwlcWvc",
-	"ejjjVE/oQmbCvLJgStGLYn0klkyJbzRZUB0hHU/ZRZbQlLDrZcqUMtD9/DMCgCm4kOPWo1k/GsT7bDgd",
-	"0UeHjw8OHh8+oqPpMNqPB6w/67U++1Odwah4m7giduFArrMoYkq1xjOaKPbZB+v/SNmsNW7928OCxT3E",
-	"X9XDEwAFgLaOBN5MC5qY02HxmIQVcIWBIWL5RZp8YKvJgivFxUVIZFq8b+l+12zpiRSzhEd3PLg4w9fZ",
-	"ZMFSwzb0JGUzljIRsXWn2PhmAWGapIzGK5IpFpPpCrn5kqZasJS0I6pYhwvFhOKaX7K9ux7ocemmWQnA",
-	"wLu2SuJWxq650upLn3lkD0gVYkmUpalhXUpTzcYk3AR9QAp77vD+BPbJzUxVhMnBJybLVF6Yq4KI82sm",
-	"NZvYfU/MiSDyPBeapYImJwU63P7q41AT/MHHmbsdrFsjgYG/xGmdygXTc0N5MsGulyzSLCYzyhMWEymI",
-	"zFKieMzgwvqbDLvkRwNYS6LsFY8Bsq+lfiYzEd8NqELqyQyGuT94VpnSFVVESCMhZOKLEMDXkqgsmhtJ",
-	"XmZpxEAW8anBmIT5RhEv36LcdiblS5pesLsB0QqBEy3lJIHh7heY7uSnMl6BliIlgXm+NGVxE8pLlpJH",
-	"Q/KCfzcmYW27CNJTll7yiL0X9JLyhE6TO0I1pZqpSeYNd39QfWfGJjRlRBviltKUJyvizfUlIFtM6k1k",
-	"qKfSNGGkHdZ2HO4FBFCZkZhqOqWopbZDhbAuv9sloEcSahRJEsIfHdAqQ6KsFglq7wW/ZMLs0FOdvbfX",
-	"bdC+/dDTVmGXZ1K+omJl5Tt191OfgATN7pUmSUkWVKwcaivUY1YkoZp9EZpfm3FMQn9z4Q7HdY9nVNDj",
-	"pwDSNy9udk4G/+A1FKrHrf5oOBiMuj2jPxgJhBuFgEuhQJWxT1g8MVqCyJIkaEUpo9o+aQ16g0edfr8z",
-	"2D/r98a9/rjX+7sZKV0ttZwUs/R63R78X/EjCjfRymgfKkYdYCkV1xMaxymcYat3fXgwOjiZPXs62B98",
-	"N+zt758MH8eHvV5v/+mwf/Jkf3gS0ZOYHg79zxtndb8C1sVsOdmfHdJ+5P1ipKbMzGp3bVSg4ld9PZlT",
-	"NYdFjaJRb8ji4f4gmo76/f2DaTTrHVI6Ygd02O/F8ZD22aA3ZLOD4XTG4v6U9R/FsyntTweD3qMeKHdL",
-	"njLVBMV9B0VY6o66Xy4QwkevTt49+eH49Vnnsf9TIX+PW2/ePT151+n3ej2jqwumr2T6oTVuTdlyYMYz",
-	"OG7RozsYgRIZMX655txHdsVO05xUUWkUtHLwOoiWwKyZ+RdNcP1v35x2+oNW0MqW8Vpkw0l9+oAImpMA",
-	"o+3uTAFqV+udVXzXcVekaSwuCUlK0KWaSw2s9L2gmZ7LlP8nu6N8l/kj3R85PSagL5D/6By/fd55cfI3",
-	"goSHgD0Vj/JLCSfHb5+D2cqoXqi7Bk67Bm5pLXRSz1lKmLjkqRQLJvSYhD40QgvpZSrNEg0LPRGa69Xd",
-	"AI40ZCIzPZGzSUrFBbupkWKRGdGLkSnTV4wJYu5at9cjVMRkhGQJ/n79/ev7MFLgCkDMy7RRQwB8NEnk",
-	"FYsJ7AAEakNrjbYCF/03sGNcsSQhaMkg00yTiAqjRUwZiWiacqM6ZeZQqwYNsEvGRnNFpRQJpvdgwRUY",
-	"fsyTTKhsuZSpIRVLylPzrOEIUcm1Rt9JliYTo09YGDlMykd6xWJOz8Aidre7W6xtYYacgJXtHqXgQszn",
-	"TBGHd9Vl/lZahjndsDp5OC4fUgEIBPtf8UxORLyUXOjbijXrZJPe4bjXszyKCUMkcmOoc4ZMFItSpic+",
-	"Y7b8hF8ILi7sC61x62quWDR5NXvx42F68P2Lv/2anl398v7t04PnL9/+/bkcvKQv6enVBu7lLydLk9a4",
-	"Ndd6qcYPH1pNt2v31o3k4qEBjHK/xPfG8Cog38bucmeKfb8Lhm07GLihAPYeG/UsxTSOwRBFk7epXLJU",
-	"c+aQsDrXyTWNdLIiUjCyTHnExQVZSLCq4L3ncUja8E94vgd32iPCIWnHPGWRxp8N2i+9ST/W5c/NcHoC",
-	"rz9xb38OWj7Fr9nynxZzd4kB3OvvXzvi3KYkZhFf0IRYEzaY+qh5XWkyyH9dJjRiai8ACLDYvOHbA2n8",
-	"S6Y0kHXNyq6C/sjyFSPVZYlV4C2qU61Zahb5f7V7n37qdw5//qnXOfz5Yy/oDz/vtc/Pu/h3Pxh83vvf",
-	"/0fNIRC0rjt2kE6d0W3eXH9ErEeExPyCawWMsLrlgLDuRZecF/s4byHGe+Jt3cMDV6MDXM+9SXjMhOYz",
-	"jnphAaGybFzxMVVBVnGINAvTTe4ce12/UYbhSWG9cvaTI+e3W7I0N3VzQYyemTADXxJRVTnZssR+I+eY",
-	"J+BvxvXX9rXPQctdtvr2fszvHiI4j40SnqUC7ffh2zenZ+QhfK/CI2KOWssPTMCB24Ugl2K/ZjRx7nsg",
-	"Ft9UfI2DWW/2KBqwzmF8QDtDOtrvHMyGs85gOqD92eGsF/cNNKp+rK3HqFiSsHSynEvRcIBvlkisCL5G",
-	"4DWQnhIuPtALBltJjXYf8YQDWzoigl2ylFDy4m9PyEXtYv5lsD886PUH+8PRo8cH5RPcH+yw5JKGtPEK",
-	"uDfXXoFcvboh+n/2fYk/tRodO1XqWuBeETMhp7+wSINXCt4+XkNLjx3iIPmkag2NYZZnPKpQkwpp9M0B",
-	"62jhg72cCj76XKeA+ZKfeNyjvOiX8oqlHXN/7erVajGVSZecOunH3BLrSzZikYp1WF6ptYd4a/yJdv4T",
-	"FjUI+r3PN6XMA/R7k6RYGpIZZZgnkmNLeUE9aGfmDfMy0KE9s+3c9VOndSD5yRkx+L8Ch0iWsjrfzQXj",
-	"raLmczGTJTmnjhjzbEFFJ2U0BvMru14mVMBF7DYdWi4i1UZKruhKERBFjFrkrT4/Dyun2EGnUiaMitpt",
-	"cFMUyw7slpsQH/b5BDSE+uaUhk0taDTnghGjSBwRxVClgzEJvsEFPOJCpzLOIrd9F6pUd7OvcRtD8IDv",
-	"MzaCadnm4LuYFkzPZewrT0ad2ewaXuebrCyqwTXZcszI90vC9aj7a9YqW83qZT601S7zv51yWRnS6Jat",
-	"YI11YI1eaY1pnjW85gJt8pE0+AYMIhVEon64NawHJENrVgOTAwFbThO2QCoKPI6zJDZEIQ8xq99ja/mo",
-	"o+2/n755TUA5AHFGS0BOoA5tIC6hbywJQXKnxUzmT2t/EnTBGu/xWorw1zlFc0MqHVfAiLXNLAz3Uoy7",
-	"9qoCSarN+gpvaEGHZjTSytmu1lLCyN77rYQQCMRnz1RQ4/ss7eCZ2aNUpL2gK0P02WKpV6D+cM0Waqf5",
-	"LK58zqFA05SCzuPbJz5usvjEpE0TJR1pCv+jY/XAzvM4tOe7t/1gAETFxksLaDqkZ5zqtWKE8JWwrVLE",
-	"YLMU4TlMdhAiBs1CxOtCHq+oj2gcd3Jys9QAoigKDmMSgiUvJO3vXn9HThc01eTJnHKxB0JqqNMIfj1L",
-	"pajENzpb/xo549Et5YxHu8gZMHejoPE2myZczU+tu+Bjo+k94SBrADMx142Wgz3HJFwyEUNAVPuKcm0O",
-	"2QAt/xJID/gO9wIS2scsDo2OPri+hmgH5/KwJgaw9oekjWKOAcJiqW38x57Pdu3UgL52XKOjwItlGl68",
-	"WcMQ0LKaqCyYBDBOsywec0DzwNr0zQv9QS93GRtkyMA+bhDJ0HrPb1EnUc7EMEFH0McWTZI3M7B8b6Ii",
-	"78zbn39uMiCxaxZlKLaYMUk7nFLFYPzQek8h8nhpiOkeWAULG8tus3tEoHkNHhmwNBoNSW2KYqBVSGXZ",
-	"oBSQqzmP5qje4deIHkCRmF1svpttlBZhVHak1tkZE976zHT29a6v7sZUs47mC9aEQRUn7K5ALKlkzWAs",
-	"oV3bBwW4bsygGcRGpXJRsc2B4mzESBaTbImQu7NBzrfZNtELay20VAoDDTH+HmwPBoCkXbosgI4AcW7J",
-	"5m4wr5gG7x9tt0K7dOpleMfySiDE79Mc9JYqhXCkyrfRQowKglBcGFpVJjfbo999cSCffpOBwb+DQYWC",
-	"5cSkei/KZ1a6lSXEahI6gEbf3cwtZ43HVr44XBHFhF5rzl5nj67dVy2RhQRbDLZVY8oRkQuuDcaJLEnw",
-	"eNcusWx1Gd3QGN0vG6Mf3b8xetBkjH601hht9oCG6C/rPKhc9l2ParDLUVUwrPmw/pzeg5uSu6ouciOT",
-	"piUK1ptWO+ITcckSubRSK9C1+p12/sxNq0UBcaOVTBDpLNkVe5mw0243lG8xnJnPiBTEvucpduvsZLC3",
-	"YuAmEL6jTaKvuRhLlqLsihTt7qocBjfdXpF7Z/SNjL1tPAAwsdALOOsUXySpvFLrD7xBsZZX1qDAXcKe",
-	"YFdG1Z7xVOmd9Xu70Hfyqkm9n1M1Wci0yZllDhgoCBUYjAM7mskksTupnndgU6fW+MVsNhbGJ6A8W82Y",
-	"MhcsT1tcI3EYYcPlNc5sdK35CmY4QsInUYZOqMLHO2L8YkHT1Y7wPLVvr8HyHK5Bnk/mb60R+QuM2pWK",
-	"ONxye7w5MfHR+M9JUgr0X2O/QhDKGdAXA6KE6XJ0X4OW/OUk/e5vp8LdjxJ2Zxf9vfnevSP7pkjsKtzv",
-	"jZblm6tEy4Rqo8VMZozdEwqETjr7x39jpnYeRTBjaDYJcm1uTpNZx2CtERNzRqfgMNWcpuwe0bJYB4w8",
-	"JqG/+Yblwms3WPCdndvb3ecFUqw1Yq+99VuU1aCl1QYbjh8gnE+xq02hQuoq2whaa7Iri7tYBq6vLdfl",
-	"2qpqnP+jhOsOv2DbG4jtacFJq0kVmiY2HwnS8OcyYUSxBFPqrriI5RVp0yQBlqYagrhmqVw0HyKbzVik",
-	"+SUjStM0N/S5QbmIkkzxS3YDq46W26ZiIr6fiTRNJvYaTe77FoNUTFS2AIsDjB56hwDr7lbvSrReUxXZ",
-	"YsogUhuEVOvxceN4SfG9xqT4kh/OHCcAuhkITWtqwrxTvsgSelujzDFR9vuYJHzGolWUMPQo1DFwmsjo",
-	"QzSnXNjEkLV+fAPi1NAuiyHFJDYV4htFYKASpTCDVsoA3EfiiV9iY3CwNXDMT5u5/QZrFQ1KCTg3XBKc",
-	"x5oLCZU+tMxX4Ltl7Fq6MdNAZ4rknm6e51RGtG5OrSvPrS+n/LCIIfCfpmwG7A8DFmSmu4ppXfMENSzu",
-	"xizsWGCqulGDfUxyZV/wRh35RyRTG7aGZk/lf6dubqbFo6mttPGmgn/vB660TBtLm5SlOMweInN8v34b",
-	"5+sGOskdhRncMmE0aJnEN9egSys+ETpdNWnSfOf6HluFCpW7QHdMXLI+0+qpwOh2sCCH1NZDwS02GjVK",
-	"4GwwSWM9oc2eLXyJzOlyycRN/FqGV0zUBvewXV3u4snnalMS1sAV7llrgbMiOLcPYQYAPgWh1pU8sbfV",
-	"Sw8sJbPJNGbpZMYTJBI+FYmoiJh9nlORgnIU1MIs6edtcm3Quu5cyI592IAJEKtF86zPRlaIA5fB+MyP",
-	"Y7HQu5qzlBGuDWcyzxekbUBmaRimN+fkHuyzpSzAvYCwRDGA9QaJvUDGlFGb6VHFoFUA5h8aaZmOccNh",
-	"QPzFhHAEY0tqK+GVpd+axbDJfd097yqUMdefJd+rd1xbr+euxqFtlHMX81CZWP8pDUTeUW4n4C7NsxT4",
-	"jiwUER9u+Z/VXmRzUZSWC5a6O6/ux4pUywFvOgr7o8GB0KqzYfOijCzYPnn+tjMaYdAUBksFZEoVGx3g",
-	"MwyR2ms0C20KLXCxWjGjccIFI+39HllwkUGBiNuGENyjAPH7McltTIcBaq6M5C5txMB9mejuOXjJZlyR",
-	"tnNFwa3AkIpbM4wvb/zaKA7+NvYjG4NRvd1bIyxqWfnrAgI35eKTM080gWhZrN8CUl8mNE/AjYi/F8W+",
-	"fmPSXa6YUN3lE/9nohgTR9vW75tf1mCI53Erl/pYK7W7aVJGozmLIbvLIVdZ3iutT8+ZWEsCt1KZnSLl",
-	"qrWqfq/xcn8o5tlIh6uFVraGHLlAWtKuh9hYBYMXL/vRapuRnDzXZEFXJOazGUsbA+A2pIDtGuCyPSVs",
-	"k5HMoz3fKMLjrdd2622o1qvZPKOrHVgoqGFxJ9dcXaCOhsbA8Yj8Yyi/AKHnImbpkuZhfrooQJGfNTca",
-	"eCKvapFH7eptNXqw2jsqQqzNFE4TDq3eqedU25gBtRWGTmEvaeW+kS/fgK+G30n5rp9PXjFo8wE1W35J",
-	"O+xdYxzgoyGZs2sX9+RKdwT15yDH7t0dwb7KvF9l3p1k3lJNqK0ig2HKzry9FUlvJyisqz+1WZrKiaC0",
-	"teQt0HeXsPq7SFi/Yw2hXKpkJxELgqqsdeuWvuzfqyJSCQL3QFNi9TVOXBXi1+Jj+eZUZO+afFXnKDtp",
-	"SrvaB7fUMbuNubCutf3ZTYYvudLPNVtscWQ5H3nClf5XWAf/PGrUl08cqko6X6WZ9dLMPYkuXznk74BD",
-	"rud9u9vqtofDV+MMdg2H97+7j7D4Jhr+NT5+Z1vy7cPcK9iyq7TiX7Dbh7tXUfXPLp7cBrr3JgL+6aG7",
-	"qVRBPYrJK+VTxBjuVM7nNww/KcWmNcxbOwNbTfIYqyI00/68+IKtndAgAeMP27isq70AAb43kU3jLAUV",
-	"bLJoOK4f5BVJpLgoTaGl/BCYg1nwJOFeQfdNwa1BUeuqFrpSGt02D2mb9cpMBySSQjC8f+YsFIsDIqTo",
-	"DK6v9wqi7SHy9ssByDmJGktNYeYLqKJGsvvh7OytjRc58lJHhSy669E0NXrrhqnXhfiWzra8rvLBbCqb",
-	"VSlauk1UrRctrWdP76ATuc9BIQL5gqTsgivN0ptgX155tmEiLHN9aWgoWN/zyiHNEsSmqrX10XnCCCWp",
-	"NNQn7shME/yMKM2ThCh+IRSZsrxqtKszKgULEAW4eVcu1VE5hut2VrpqQd1ab0cssBuSv0CYxqOhYU77",
-	"A5JSEcsFma40U11yOpdXgkiRrBzddL0e51Q7tdUsvO2fGKIZkSmCg8vcxwTC2xVX7P60gRxvbqMK2NLA",
-	"DYOnzMeUt29Oz0poskZUM6MVOFg7hY04tV4r2OGS3i4Wv6nmMFFMG0bUoDHc7m6RE3zqsOUKrkrMoU5O",
-	"jJ06qYjJhSTm1kgRmUOFH0uOxRKSeNf0JidI2nOtl1AETeslpFMoTS+gMP4ymyY8Kn5Y5vJBpaTTDepI",
-	"+9aHlFeKgfaGBzfDp53wYBchVDfWmr6NCFrlFX9KMdRtsjkn4rjaA9XSJfgjkRcNEtjFRcou6JpaL1Ur",
-	"VjHYlBnRyYUMbLVrWWFANZndykKiIkqSGU23y1y7sXJY7c2DzvOOrhvyTnh8VDTTJdNV3mMVqwUvE7pS",
-	"O0EHJ9O29cAuOG4+gFYFn4OWYTYTC73NwAC25GRRI9ssaOxsA170fG5RuR27B0vATusB+4RbD1ckzlhZ",
-	"DhXQOMtsPs6SDce3dU1LLDK3Y5h3uSRdY9ILGty8gwvKV6nCQXP8ry2lfn51CG4jBOtC5arkwJbJVK7/",
-	"MSCqW9pX2rCzVmmXNVm/csxCqirAt0xEqujaDebKr9Tqz0Wt8HruCF7bFPOPT+aKjTfdsd2I4K6WzxJh",
-	"vJu86VHgP73Iud3RUwLsjVw9VkO6BydPSUj+6t35Dbw7VRy51TW8g4OnhqN/+pvoGpU1CGWrtUTOeRZK",
-	"Oe9IwDdkwt8ikf7+E+bXLHmNX+JtwUHrAIK69eUmFg5SucTWhrY2IbFF7QsTs7NR7HXJD9i1dXwuwv/o",
-	"2D7KHbsAqH7e1p70FXjSF41SqVSTBDYmMcs7K5yL6YpwvReQhgnO+IIpTRfLkLQzwa/zYraOgFrOCXXB",
-	"G5d4yi8E1VnKQtIOL/vBedbr7UfWBPvDq+MnndMfjgejR200EAbkvIWv8Bj+y7r4p3YrKT01AMYH5609",
-	"/EcYnAt9JYla0oh1FFvSFMxwyi1EWYtcbrx2hmt5ydKELtVeYACFxjuI6Tancy5ONRUxTWNit6ago4DK",
-	"e/91ODQSdH/pAnRQeNU9z9cRds/FO2auHaEkf5ssUOakgozyGGhIQhDyqkuO0RxNxQorinM954L0R+5g",
-	"js4FFStsKA9Wde4wILaR1COiAhw6IBhmHZABmZtn84D0e2QO64V/tM345+IXrjVLjyqNiLkicylkZoNc",
-	"h4ND24Zy/4gM+z1n8VQlq/Ve91zc0l9yW0XqtrGF2zQdvHnFTTL66Qe22tutttOtNJumSB4rMZdE5LXJ",
-	"3nbId0AH1rnuzG/QiCqNXSnAXzOWsXidIPsH1uFvpdTqHEy/gS57J3XL4ItZ5yRXGDdfspTlzGknLXOH",
-	"yi3btbtNCl3T8rci9u4lLj1Uv5NMaC/UjdpL/Z7FQOhmF2Up16tTs1MEyPGSv2Cr40zPt/nILUd1/Zjb",
-	"ofowUVTEU3k9+ed//c+w5IgyPxqky3+peKK4GR+bvBhw0YVZad5eutgtheVhr1FuW+tEUmgaAcqzBdgv",
-	"8fajy1b9H85z5Tu1ikncr8T/pvV5QzVD2LIrkTFNWCS56GjZmXGqiW2/1CXH+etQilsRSt6fPj0rN904",
-	"F+1y28O9IK+oVI6qcu/5cYzhnusnyPil+eJcLFna8T9zuSde8mal3Qtp29oG0K3kLIW5bGWDwCwh+qBQ",
-	"OCoT+FRmF3M3flDKAwyIogkWtEARfMGEDop1GvGIxU5WVgEKlq4tohHeuJ5bcfmikmCQcIWuVe0VX01Y",
-	"fMHS7rk4F//2b+SJFIYSGQiZJw/IgwcGn80jZOHdBw8IGlYNKUCurukHK8YUGJ63GhdGbra4GHbJKWL1",
-	"uSCERhFbQhZdsiK1G/CBrVTgoXrxWnEXzDtHhMJEfu9yM7rXvtzQ6nDY65NyE3PcB8qCQM3l0gCspGxg",
-	"YIO8Eri/D2w1hqXnhgm335QpmaWRC4iACYckb+AWBnl97IR/MG+RTHwQ8gqi0hHQjvgWILYEKG/zHH48",
-	"B9p03hqTf/7X/zTKgH3FPAHySM4dibUvfTZyNLED2u5Y+YDQLQq6UIUESfaYhHbIMTboCwNCkTST0I4c",
-	"Bui0EGbgkOHnSBptBflqN70wkrH5DNtmhbbDVJgjY1h0mgotNN7lza1UAZA8JAr7mKtKq6sj23WEa7Qf",
-	"rWRGLIUjmXIDU80I2FRwYBrNc2yFKktXkkyz+IJpFZiF0ViFpP39yZlt7nSVckNtQLw1AEiZ0qASJfSa",
-	"xR7lhteZmMk0wucFMlvcI7Y/XW1fZlwDl+cnZ89c9YTQLPyl+aDzViY8Wo1zXTBKqFJOzzv69Vt8amFq",
-	"fzi6so+tJmS1QaQfxBt93bBpPuyCcmHuMI6ry+Pa1L1ZliR2iqOi3iXC1QscMlPD7RwcEr9jX4iIVNao",
-	"2naKPXuSr6RgK3OGmMHiAk380vQqsLX2wN6AxTNVlzwz7IZ6X73+/jVBZY6sLWQflJJhFJnTS1a0QQ1g",
-	"/aqas1mM5tDPkAODHWmWMPXgAWlLwQytD5x9Es0hkIG9B9Sm3yV+3yZ7byFDFInON8psoAMMDJYIv5Vq",
-	"AGfLSgVgM/CgS8JSy5aQfFua6h//Tdp98s//+/9xLaKKysIPHsTySjx4UB42vxWE2E/IlUw/KEIvKBdK",
-	"+7R1TGbMKOuVJFfz9b6RAWbFIVUa7sCbinzr/vGP/67uY8067cpKQBiauUqlE8qTwTK+xf/84//bNFG2",
-	"xGkeNU0zqmAd5CFbZckxmwVdIVbVmozUkC/vGHNkJwO7CDK6Hqn0qQxJ2zAsy+jcghVPmNDJCkH+qFst",
-	"MP0t2V4aG0miLWv7bXOJarvA5kLVzJDfbdWq8eaAse3BA7iv7549Ifv7+4eGrL4/e+LeYNfa457YnMIw",
-	"AcVETNrA9VwtGgHtG406s0JDVUCWVKNx59eMpSuz7LxPpi2aET4vWpp2XrBV3lwxb3SFjeDenz3rHABB",
-	"kZkGFpTKhERzmtLIjGbGbr//S6/X6/3zv/5f84/+s4CY/z5+Zh8cPkN+4wZ5/5dnz549PbJX/wojMlGU",
-	"LmypBjTRnEUfGBB166GNWSQNyemSNy7e0o/dXIs0gi64Dc0GqCHbt5hkKbfSEoP6zDkC3LzmolyRC26O",
-	"02GrFBFzZ2UE06VMtceLHc+fyhhMsmlxEx4NyQv+HWmHw/4+qXWhtdK8PQTgZ0BMUWZ9+IuSIoRvR6S5",
-	"W224d+RmlTMSfn9yFrqWX7gOfiFgozD2m7dnz9+8Pg0t6Eak3pzXGp6NYGHUGqaIkGSayivFUrXXzbeK",
-	"+IN1uYHWk1f8O4gZk5omMLUNSnfEAgPGzZgp4VqxZGZ55XC/jxIVNQzL6FXsGmC5CszIDpGKfsYs1/bT",
-	"iiBlz8jDdnM8TWoUEoD6Dw8/8vjzQ0x9CF22vxMZa7eo3YcbPxp5d2QvWCOSO6ExV0C65AVbwTGZ0T+w",
-	"JTbrpJokjBoqOiRzmRm+f4ztJwslSdEFSPX5oPDANVa1/gBHxFxMs5XVzA2Eicw/AnsI+dZ0B40eLEbJ",
-	"PDxCqCsrBrrIV5Q4WJRBCeFSdc9w2Dskm1o8Y9WW4WBASh2VzW1IrWyKSyBayi55XfAAvLa2o6XbLug6",
-	"MYcr7ipRjAkF3Qlk/hUQihCoF9AKDObGxp7h6Po6NNpYJNMUi8qvA7YdW2GVsPwx6g5mdCwuxKC0jVUD",
-	"FG60uac0zGtnA+dFHpTiDwCR92V44wU+JFvaYbsL8dYI9rke/JI76mAUUaY7oHJX/OUk9Py2QDHkkv6a",
-	"IeecGsZHtHTy/own0LnVVu7gSmUMWcARWVIFP0xp9MGzt5ahawcwmI4zwqHC9aeK0ASyJ8x52VZktgs1",
-	"KLP55BV+YJfeJSFQathDH7vb94CyuA65gx4eaO79Bn0qdK5sp1AiyfCgMgbfuYMxqKPADlC17ILuaBhr",
-	"Zt10es54anNmmBqfA1H55Iqufip/9wlVwU/wTqfTyf+HH5mNfiJhjfd9IguaGEmGxcBfA6sfl/p0k0su",
-	"E2u2mUoDyJQIxtE0kPLIYNhCxiwgUxo76RINxaQyf3OPeLOOOrW0P9oiTXklleYdOcT7ZG5mgRJVfCh8",
-	"DRVsyEftm1FLFhQDJLsUg1E4oW/uCZAyVM0zJdsMsElrWCDKUFto/Brk/Cpll4wmdr/wObVExFy/vWKB",
-	"Q7PAwuJCPuUmllRmhkLzOCjS583SwOqOi6wZdPJhR2bYJgZvIIrjg+BoLR/4prmosQSur4kVOIohD82Q",
-	"mwk7zFl/bNvxk0IggCgdZIxtQ6Gx+TO2dq7M6FACMiInwK0hM8TMppvzJotNwLZRbER7XGXsLQTUTgFE",
-	"qo7RjjiTKTMHvUxlxJTycRomQS5nYTABwm/HLVr2ViFUNgW78fr7Zry6HEk+5QwDgxOMlGVlz/zbEd6E",
-	"RjkSsAI+1bY7vgFegzTqRhsMmu6/ZWuboWYxrs4sy2OXZQMfYN8oEhYZRyGQa8NmPMD7Qyy4WlAdzatj",
-	"oGYKtA9qH9gVWb+8LjrVe9cKx/WBuKQ8zTHRjPjQDWd+cZDM36+MhMR1IjM9kbNJanijG8y3I+QF8lCg",
-	"5OamWw8okIGpvGQQnb2g1/CwPIs1u0+yNKnTAhe/8v7dS7yXPpkr7hFYvYtxAbHLpq9PRlwjC3ObnQ6C",
-	"+ctlc5gdYuTovWapoMnE2mM/kTzQIRPseokSWVtI4t60JQfn8ko4w6l3VoTHe8UU+26VapIJekk5uOQc",
-	"hD1TlIGw9wYwBq3wDbjlNGGVYa3bp2ngmGo6pao66pGV9TBiowwVZ4bMLR5QUAeFJdgQ+DnOSm4RmxFu",
-	"fnOdFgrb9YWhAULZICU/BKoQdiKZZAvh2BforEblA+OG0mx5dC6Kbut5wX5F8tAtsDobxFbWJIJ3WxAa",
-	"06VmaUBiOSbhy+c/vn/+9PnZ36x6Cb4iOTsX+aVRINO//v61tVa/Pf7bm/dn9nWwtFFe1aj2uuRt4Wcx",
-	"MhVqPCFqWAab7DLUmMgsRRFUzmY8Ake/WXax19zHk49Ewrw5TUikAJEtX/2MJwmYsyDRj+oGThRaS1vZ",
-	"KYYmHIhWs2EvIOm5ocGV5LVcgbNRErg9atILxRJw/ZEZu6q0IbfCeJKX2jwXzqpvVe80E9bZFp6enJ29",
-	"PHl18vps8urN05NvaaZlaHUbK6QawYMqKPMpYj8PEYc29N3rd4/ABiSyWqmBq0HPT0hTPxGd8osLlgKt",
-	"IJ9cpwE7ixF6S0Gdn+xY05W5ASUxuCwSfzL3RhjJwZXWN7S1UosApBPviMY2uKb6vOs99xX4Nf5YmL5x",
-	"MjQjmNW7IT6RMC+rECIrR5ty6Wm+l22zl6wVm1biFd508qm7zp8cL8UFqZXSbDH2HzXEYeYcHmngN4rA",
-	"DyuirhhbYoAZF4YvZZpQi6RgovL49toFB96S2gmIc/iLgUmc19rCiFKQSWulLULv8di96j/s+g+LwsJt",
-	"e13GhCZKltsfufU2z7amPK4rft38XVA8xSsX+gV0/T00Pu2Wnt59F20H3HxcA3HFkoRAoRCChULMCvzC",
-	"IWH+YFw8yJHYo/7jEkm1GaZARWzfGOwWUwLhEfHoeV5BuImU58SvXRQSr1XaUtoQ1MbdI1XccB4OdNW9",
-	"e8TdXHAX/uyBxTWXqVGa0rvrAGUtqAVTaK8ZZI/IFCqQhEDLnRK/sgbXEijtoD4g1yJGUN+zc8l/Kkox",
-	"e9jqHuUIZURID6lkmiOMexO5Kvy1VwVTMUN1ybe/r7pUWRk69IHMlTKZXlDBjTZBr+iKtL2EMVfgb28t",
-	"f3EQgGEayDle0PtZ2JJaz2RpWT7pvvtqNpO1wCkozeW7m5HDqwi+8Zz9xdlfSpzB6ZEFb8B8AJD585Lg",
-	"JSh4D5vyCBowLEABx3bvUcSTWHfBvdIFt1KfJQYVWtHObaN7VseXmS4RjnKKAzyyYvJWclH59O50wmgc",
-	"yarpDnBl5R5QebrkWKys+cxSYEMKLOm3pazUuUBr9lpDDzRKAugo58hzoV9PXQcCKRBjzPNTL5TFi8UC",
-	"Y6emH4yWxIVguRSkxr44QyB6BlUA0LhmLA3PRSIvij5n5jZcQJA8hPiBr5RGenO0nVlOOdyu68LVnoI4",
-	"Yi30thDsDDum1jULtFxoCTpqWClQHAaFh6bK/bhqOjJDjYtrRUlJ5CqiE607yd2mNZwCJfe6mBXknJRa",
-	"F1wftTugcGbguUwgwgSzVryyx9hzAt4zm+cL5slNjtY09BUAh09+YQ0xNTp5JgzUIikuGRhkbKRLUOom",
-	"AfEQlUCavTzoqFJkOfTIVa0tKzn2Nee8kCgoNW1rKgJ3RPXLgCTygnARs+s9sKMgbDAkpXobUMssoQOP",
-	"Q+vszqUsawvgC+fN9oubg+uickQpVy42E79FdtSeMxpDfI3bGj7/C+ljVMaxxti4ekFrqw9DVKTtATBn",
-	"0Qd02FPdyP04BB6gpdVmGhSFZQHsQclCYSdUpN0gKO+hO7XAEIs0RpV3lrQqHwPDLovVEaGCsGsIboQM",
-	"nMgIMbEjZ1abxTBOna6+UWCBhyZ9Xfws9GffzDyh1YW7dKVSy+Y4rMbcxFTbxaRqLlM9o0kSFsjbwHCP",
-	"6mIvoo3w+3fkEY5WDsEDRXqVF+6fS2WvKkkYvbSWlMpxuQgPDi6+/Lhse1n757hqdUoZWgPaekOPJrgd",
-	"exjsGtfoX87FZaPaKVP4JaeFIGBxrZDsoYwVNMPfSVhd8nxWXLicjKeMLpeMplCSCSksxE1YBMeiAE6j",
-	"hT0EFRepf6/tSbwXYNcueifbw7Dqdj65lmiSw3hwPCIfKtb3ADSYqkKksi6mVWkk7fcFmhHqWzQCX6IB",
-	"oramT4s3ewAmcjj5RNpAb4sIlsRVDhFiCxFiEDNhVixIVoVFnutc2CicUKMMh5RWDgOntQ2h9OwtXeI4",
-	"P2wTJRgr+AFmSQcFu0InO7hABHCCAx6WwnDMudUuGzqJfQLs1HHEiIBYXIVNVVqlApg9Q0C7sM5yAQGt",
-	"hp369CF/IWgmPXvlo2tswpMnHnqXEdm2O+N23vASsQauuu0btZdXv7BRDxgEKKQbykl3LinT/HnSUJat",
-	"iJaR0CkF8wwCmySBCZJwj4z8KmezI8vH8nwog8LiXKDU4sKzfYZpE3BRC+DVfIFanmCX5FlraDIxzMvg",
-	"w0VGUyo0Y/EYImZXmKmETiEbAwBcMbdxOCekFdzQTS0hPDwliscsOBdmnzOmozkEfzVYB63NhAsSy2xq",
-	"G9y5Gj4ulL6c+exi6rvn4q+ligw2ZsTGKe33SExXCjM/Ex4xm5plk2zepnKZcqZpumrZ6nbVknOl9JyH",
-	"mqULrM/OdVJK03lbJOG0gtYlSxUm6PS7vW7PfCGXTNAlb41b+91edx/SwfUckptslo3551KqhiS5ty5V",
-	"pxRLi7k6lgB6zREwxM1QgS45ZSKXHokU6NGocnHwZsw4zQVVPAEb8O9O1cCzP+gV1nxsDEumzDmEz6FG",
-	"TDk9CN2bHLwTjVFuRtaxgbdYhgLdXqVQ7nPRVEoYDjWPVHset8atJ6AG/GjmtO1KmNLfyXjlErJsWbmq",
-	"zxiStPCc4Rimq2ccsxVVtlgY9MB6uuA4BGUKoDHqBb1eD0AvBWhN5uwNocTc4ko7h1amYuibXIDaYMio",
-	"14M+bl6F+3ELdC/IhpuuzsxhlhcDGEH6vR6upq7RNSykmBHmWru8YhGgE2JWG163bTmJAHlXIPNzOfdP",
-	"pxmDBxjjB3Ae9Pq7n4yfGFmKFAcgDgfdwago/I+PBiOEax53D89HFtp+8ndr0Bs86vT7ncH+Wb837pn/",
-	"/3utr0Cl5d5aEPr1a6sjD+zIVSwoVls9gKDlbpEZbdabPYoGrHMYH9DOkI72Owez4awzmA5of3Y468X9",
-	"fikb1DAxL5PTHsONztPmtMKB1vMPiwCRvLnK56A17PXWjZ6jwMPvaJxji/mkv/2T916YFHzU39/+keUa",
-	"Z1K+pCmWTxn2R7tMlgdFvGIxpy4zejgY7PKxDbah04SdCM31Cr893P7tmZSvqFhZ4ADLGe0C0Oc2AAEi",
-	"/fCrHcBjK2e8L8IAMA83JzdPbC9wPOtW0NL0QrXGP7V+RM71s3n9oc17NPNdsK3FrF2WZCqvVAC8aQma",
-	"lZXNy/I3yCnWIBFqZQR3X0k0DGaPmNkYsg3DnPzIUfNhmEdb/hVk6ZCLKMliNrH7/BZiifMET7SY5tlw",
-	"9qUwKHJY8tyrq7lM2LlQLEHl6IqLWF6RNspxrnQUCJ9GzAIRKi8C1cTHXnKl31loGkHBpUpA26Fqcapk",
-	"BTC0viGtQmcnsLIvR3sUacN+Fb9ke0YCxMDS/uHjXqfX7/T6Zz1H9so1eB358t9wqdGQlVAkLc9SSGEu",
-	"aMtumfu7byl3c2zcE+gC5ldrmLRyQPO29ntng/3x6HA8Oly3LS3vYVNY6ADySHMMqyGXpxCWUKmhOnPT",
-	"QisIXVq1jSTOy1PX8/SbqUSBfA+fYIGsHd6EbMfWppN1VXxQom0n8oqlnYgqRtRqMZVJpRC05atNm673",
-	"AtqNt1XbZ+2yWsuZy2tzTLppcUXLot0WlXeP+vxzTVTq3U5Uwv/+9LFZMrqdfFPq49V6dfLuyQ/Hr886",
-	"j5u7Oo1bb949PXnX6fd6vX6jfOPntpWkOchna41bjx/3u/39Skeocevtm9NOf1CuuIW/9KaP2ePZKOrs",
-	"R33WGc4ejTp0nx50hrP92Wh6EB3GfTOxVjUBbYAUzhxAUUjPXhpbC2/QqxS1czKW5ZcfkRKupZ1aridA",
-	"kJw0sWxyUt+/t9EIz6z/+b7EPctyShXuGoQ+vx6iz8V/W7nvDyhGGbZegpgnSTl2j6KUDbJ76Fym620D",
-	"T1MssuF130GLkEsLBncAV2Ca83VzyxwtpgV57YwibM6aC6E8Y8po4oLHId/xlUE+Zr0kMtPQbaPwYx6V",
-	"s/JxVEgWKOJ1YVmkXSnnsNclx8LuQc+rIaOVoPlb+mVJUZBzjN7NujNw7DsVc4ttu1+N/PFs3rn/Akzm",
-	"4Eawzjdq0zUDLI12wQTD2nDcFd8FkogZvEtmcy7lJdYr2OYP1bLR0dklb0QlSB/bjpdt6VyrwoVh8BOC",
-	"S22riArkSNulc5T2bXO9Qiwf0ODRGhPFdD1wSjlrfbF/azDABBbrlSb9UWD9QhH8eWjkeSvR7DnDZ+6j",
-	"8c8LjI8QB2vFKhsmBn7XcsSQXXxz2NLYmuLBkF+JNCpbvPxQJ4sPWNcCo7WL21+fzlqzx9avRrdEwNn4",
-	"Ji9UyS0JdmfD4dxL/kS1mR0qjYk1XcA262jnb1XIq6DwkpUcUPUJcpv72EbAlI8JvTTOml9R/ZwBnHgo",
-	"D5ZGg8wlbxDOW4kkGVsnqLOLQ4CLdQsVsS2lQ5QiYntNitmppcenSJ+xBO8tLY3wT2x00VSD9HYizc68",
-	"3u3kRta6HVhnraDhmxe/qVjQG27/6LXUzwyvwQ92kCOeSDFLONZ7+xcZnP540o7DsAbZpC2k6FQKUO15",
-	"wpC9XlYY8v0FOxqXyn1VfeNRYfQNAxJW7EZB1Wh0LjyrEU0gBsSz6jhfPWRo1PgsyDfo/yuSpiOaJOei",
-	"cMlEDOORrJ9RsCvI48B6E9aeSp7ZjNFILqZGCgK7yPHrp+tsR2c+xGoGpN9GzS8dARfW+2QgoYrkDdKO",
-	"5GJBi2K5Zb1/1yaRUEp5mUBTQKuqNWnjeW3HgkTetKtuUd5yQa+f48cHUOrT/tGv12NXegWGAqPh7gQt",
-	"G1VR5J+u7YlN2oBJFWtJSSFvAkS5y3IBDb9n1mgE23J/93c13O2yk4am1c07yRX8RrtcqTv0Pe+i2js+",
-	"30h+CkW+czuiinW4UAy0Dle7ikC4R2VHZVPIxsPx+2J/wTNy3eK2W41/D3bhDUvfaB3+LY2/v5ntbr3/",
-	"sv+l/Jf7buSbmNnu217oKhI39vJtthD6HS6bgVW2+KGV3Rr8+hV7X4ut/r33/BfJX/1yvHrNe9evTnur",
-	"V/0fr189lVevzuTVq2eSz37sRoNE3Jszdl2L8S0WunJr+q8Wuu0WOl2WnpxQWhKqfv4crDHIPWkslOsJ",
-	"QFeyVMFEjcmDB+hDN38+eFCOmkHVF/LMjWYWkExAuA1+If1ATgwOgthEuDBgGHjwIOYpM8wIBj8X7VKo",
-	"T4B1gHMh1fXKdQEWkF6+h4FEZsXVWizWAFcvcXZkc4sxuqgacZQyG0CJOftGxq0Ua4es4FQrTAGpGSJs",
-	"Ys0sZWreVE4Yo92lYiIvnYB9IvyiDF7KqY3zNmcH+eeNJUIgVZ7/mqGr2mW9cgP01bnwyoMc2fGwuwL2",
-	"KEZqHZBEyg818SJb2gDPhhC5fAEPP9YX9RlMgQ3VoM5FrarF+ogpv739TdUFbxaogf3zXQKvEFdf2e7e",
-	"xb18WuDwHUOstvCbQUMUVtBSLElYOlnOpTCv/2WwPzzo9Qf7w9GjxwdAQuA61tf9Y36vd1r2ffPJm8YN",
-	"reGeN4gAq+HTbxINdn+ezUqikhFxrg8PRgcns2dPB/uD74a9/f2T4eP4sNfr7T8d9k+e7A9PInoS08Ph",
-	"H0BwqoXL3ViS+gLSzLYAs5IeRj2pX0CWKdclH4aR9G3pR7OGhqqB65Zmvyooms6/gJV9tWF+DZq7TdCc",
-	"LnHXNeJk1dC5he2vtYO+hP5QtCpdYOJsg/EisPKLX92sS94rSDrREnwnUEC1PKSTb2wpk7zOpRF3iMx0",
-	"l7xlaWRuHRORjF39I2cx4dYjDOXd2pSED9GJ+L8NnoWNjpfvmW/U/G71zrONbIyPK9uFdzHe7AVGvPPW",
-	"Hm+14JhtbDHglFnf7Q06P/8v4ZT5A17375muXLvpqgHfbkABPvL480Z/R2IUTW0jJMCjWfKc5v2wnX7k",
-	"eplwTAXCvMTulrt2Y4XA+/Z53PqKsH8YhL0hatqiTutDk57A7w2WkAZ9HhL4IJbIq8yAmL3nFWgAq4Bm",
-	"RXHhm4X9vJalGpR51epzUUlkrRWE9OpVW0celnhv1KlhB/d4hYLbKeH3YYH+qlrdXbXKk4930an8q0fy",
-	"L7utf4We5c/+VaX6qlL961UqrFZ4J66F17JjC2Gsla9coxNIeral3+qFbgIik7jUwX2TKIXBAz/Ymb+M",
-	"XHVzEp9D4qePLVveaaNLcZbKRd4TFE1ArpiH+xsrT5TbWo+9ttZyst7uZLjdpmWMmpbRZL4qFgVQKYJO",
-	"Qa8qwlcx/G6yPzuk/Qgbl9rVV4szVpbeEIhiTuUmTGjjWPdkaSth3TYeYBHe4kT3q9D9pYVuWw6+gPlm",
-	"eua6Uz50ba13DIjLi9baz7A3mufG2rNVdfmFwFK80EY1r3sCtazJnKWskci59sFuUbfR+SpjfNX4vgjy",
-	"Qb5qBRk8lHPFTNDBnTXg1akL5H//7iW20bK9I2y9EtdeigmzAuvYdQ1jLrjStrVpqWRbBe1saRSIreS2",
-	"frXRG+1rE3wtPMIiRQRjOxT5wNjSxvmb37vnwsw9l0pj/6qUKZlcMqIlgXbPUVEfZ0yWKb90DtrllEYf",
-	"ApJw8aGTyIgmqJ9Giczic+EYS+5vtnmX8V5g/cP2I7ONTKgli7CcWlGNx2s+dS7a0H5nXQH8PbNzjDn1",
-	"qt4HrhmZrbVGdaVqTPdcHBNchi2rvaCrotXEIm9QBHW+UuczB/XXJtuYlf315Lsf3rx5MTl++fLNXydv",
-	"3z3/P4/PTibv3708xXTpgCgGzfbCBf3ASJqJsFzzHLKorfFTkRDKqzR6ot9mjVTktoH1iH3O2tpY26VU",
-	"2gWpqqvnsnscfWXN9x1O/68lil91mi9PlN8BUTQ30BGyG9DoRpHgYSo11ayDVHCDfS6PVBLsimwnwbYw",
-	"U8ouuczyTuuG6Cr39bmYMozwneex7EBpXKM40tZXEt6mOjMUwVXYdk9c28eAAN1A6qTORUQFUVdc2wYO",
-	"MtN5hyTqE70aXXkHwLAwO0WQ/C8gnnzNUtnx+gF6lK5c+SbscvEgk/Smkjh8VG5pF2woWnKyob5ZYxKI",
-	"Q1hc3L8oC8RWZcvLPayWrOxNbWhqsSYSG4aCVlCtmzJn8yUi6Y7L9BZVWu2Oan1jIHk5n68xqDzL4Jfd",
-	"IuHtmoGAQmlOW9MP1cnyujGzcs3KQBZW80lDeswm4L7Fz1xGzOZV/rGSDBoX/WdOL7i4SNkFdbGCO2I5",
-	"1ZotlhrtabskI+ANhikex/1Zjx6wzmg6iDrDaMg6h/Tx405/NmD78TAaTR/R/AsLgGZSkVClJ3Yp62bv",
-	"/71lI/j9F9GoVsH+cSsv3HnzGiD3ZbLz6dZNYv3LvOVrtP8u0f5lmO3M7R9+dNi8PkbDHA0mvObuZUwM",
-	"c8VNXSND5ZpuVSq/WmzdaHKzKeg34+7w1b16EX4jEuJAMym+NPQL/1j/LRCAOEMITiBpcxi0oJ9fflPh",
-	"/k8iiOEe9HoGNL9PgoXIg4HkO0Bsoye/7BfBCfKyHd6kXy7X7I5hAeUeC265vnen/KTsuKp0SXCPv2is",
-	"gXOZ3UeMgdeBovC9NfU0KGP5DvHe+PoOWXMWEjvejw034/NmXvwFWCuGlm1ziZUYxFeP2JfxiJWAfBsm",
-	"/BAjtNZbu2C/2Oe8KIiF3Nmo0jnPhbI25XAwV2I979eACVaWEB8RIcHWlcgL6B9hXy/q4dbizprMVLD8",
-	"L8XUB/8apr5/vyzUVetpNVCKJSYoAk00kJyYCx9nSRPx6jtNshR4BeAjgCRY7TxluV2xdUdyg6e7jdLk",
-	"iLNmEV8Njn8GgyOgwo4kz3zJoizlGuNzjpf8BVsdZ3reGv/0s7no6NxrynxwDcbarmPvB7ZSAcm7sNlS",
-	"WOZRraXvAqv77dXaIthXu43tEeiSP7zsOydag0nQ8wu2DVLbJWFxQVxNfUq65LecruIAhYRi12yj8FeW",
-	"Jhw/fAjfzKXS44PeQa82y8/5STW2aWju0uCMR5hgDD6Lio3R2oNsQe36Xp7Y9GGdgmva9u01DCnhmAMw",
-	"TVgkueho2YG+7OXE/3yGUlBJfZ4zyNPBInUJiy9YasmQnzrgDefqVjaPVPViYfFjpHOJvLBeJnMhvCHz",
-	"C1AfE6pdVstJgQ20UlHKc5X7m3eFpT7//Pn/DwAA//8=",
+	"yRXXc3yZLhgJ83mjVfcHtgp7raClojlbUDM/E9miNf6pZSZu/Ry09GrJWuOW0ikXF62bm6D1nul0dTzT",
+	"LK2v95RFUsTKLOSKck2mbCZTRlLzCRcX5akWXPCFmW2QT8OFZhcsbd2YiZY0pQumLbieZamSDVOezRkJ",
+	"BbvWkwjeCImcwW6XKbvkMlNkSS9YQDIRzam4YPERUUzEBUBmPDFzIJi4Nmtk13SxTMyC2Orf+i9/kfz1",
+	"L8erN7x//fq0v3o9+PH69XN59fpMXr1+Ifnsx140TEQraHGzoF8zlq5aQUvQhRkBV1XeOL1+xcSFnrfG",
+	"g/5wPzCQyB80gfzkkgn9Mm7e/BWbzqX8SJh5ifCYtM3WQh7nkHBvLOkqkTTulLf4NB7M+vSAdUfTYdTd",
+	"j/ZZ95A+fdodzIZsL96PRtMn1O1tSfW82BrMOOFxK2gZXOOpQWGDOP5mZzJdUN0at7IM3qzvzkPIH9iq",
+	"vsljkgn+a8bIR7YiS5aSRF7wiCY5grcp+fDh5XNzJyi5kDIm0VzyiHWOAPM4M/cmM5dG98gPbKnJTKaE",
+	"apIwqjQZ7pO5zFJVBssoHk736CHr9qPBrLs/e0q7h9MD1n1Kn0SjeJ/tzYYDBxa81QVgKldsI3w8ZBiO",
+	"RttxoQyttwAkmtSh5n4ZI2JTA72AULyLiBlATxCEXBFFZwxxZ8ZTpR1NgZeQPgXnokxL0ixhilBlCFTK",
+	"4Lk5Izuu2W/nCKaXmSZSsABecXOmmVDngl2ydEU0X5jjgXUwoXvkHod+Lm516uQ436Dbc0RT8/25KIil",
+	"7joqPSZAlHvn4gviy93x4xVfcF1Hh3f0ghHF/5MFZGDI86DfL+H7qN9MvhIYzl9QzGY0S3RrPOwHZnWW",
+	"hvf7wWaKHrTOUioUjcyK1hEzXbxCeFy+kf3pU/Z0Noq6e9GAdfdnT0ZdukcPuvuzvdloehAdxoN+M6G6",
+	"J4m6MR8j3wVW9C2N3yMWmr8iKQx+mH/S5TLhETWrf/yLMpv6VKz/U4ulKXKwSMYIm0ua8HhiUboVtGKm",
+	"KU9Ua/zTp9aMsyRujVuPZ5zqCV3ITJhXFkwpelGsj8SSKfGNJguqo7m9YBdZQlPCrpcpU8pA9+ZnBABT",
+	"QLDHrSezQTSM99j+dESfHD49OHh6+ISOpvvRXjxkg1m/deNPdeZdW66IXTiw8yyKmFKt8Ywmit34YP1f",
+	"KZu1xq1/eVyIQI/xV/X4BEABoK0jgTfTgibmdMytCyvgCgPD5PKLM/nIVpMFV4qLi5DItHjfygU9s6Vn",
+	"UswSHt3z4OIMX2eTBUuNWKEnKZuxlImIrTvFxjcLCNMkZTRekUyxmExXSJ2XNNWCpaQdUcW6XCgmFNf8",
+	"knXue6DHpZtmqbqBd22VxK2MXXOl1Zc+88gekCrE1ihLUyPaKE01G5NwE/QBKey5w/sT2Cc3M1URJgef",
+	"mCxTeWGuCiLOr5nUbGL3PTEngsjzUmiWCpqcFOhw96uPQ03wBx9n7newbo0EBv4Sp3UqF0zPDeXJBLte",
+	"skizmMwoT1hMpCAyS4niMYML628y7JEfDWBLMoAhIjdB643UL2Qm4vsBVUg9mcEwDwfPKlO6oooIaWSJ",
+	"THwRAvhGEpVFc6PpySyNGEgtPjUYkzDfKOLlO5Trz6R8RdMLdj8gWiVhoqWcJDDcwwLTnfxUxiApaikJ",
+	"zPOlKYubUF6ylDzZJz/wb8ckrG0XQXrK0ksesQ+CXlKe0GlyT6imVDM1ybzhHg6q783YhBoB3BC3lKY8",
+	"WRFvri8B2WJSbyJDPZWmCSPtsLbjsBMQQGVGYqrplKIVox0qhHX53R4BOwOhM81SEsIfXbA6hERZKwOY",
+	"RS74JRNmh55pxXt73Qbt2489awbs8kzK11SsrHyn7n/qE5Cg2YPSJCnJgoqVQ211ZLW6hGr2RWh+bcYx",
+	"Cf3NhTsc1wOeUUGPnwNI3/5wu3My+AevoVA9bg1G+8PhqNc3+oORQLhRCLgUClQZ+4TFE6MliCxJglaU",
+	"Mqrtk9awP3zSHQy6w72zQX/cH4z7/f8wI6WrpZaTYpZ+v9eH/yt+ROEmWhntQ8WoAyyl4npC4ziFM2z1",
+	"rw8PRgcnsxfPh3vDb/f7e3sn+0/jw36/v/d8f3DybG//JKInMT3c9z9vnNX9ClgXs+Vkb3ZIB5H3i5Ga",
+	"MjOr3bVRgYpf9fVkTtUcFjWKRv19Fu/vDaPpaDDYO5hGs/4hpSN2QPcH/TjepwM27O+z2cH+dMbiwZQN",
+	"nsSzKR1Mh8P+kz4od0ueMtUExT0HRVjqjrpfLhDCR69P3j/7/vjNWfep/1Mhf49bb98/P3nfHfT7faOb",
+	"C6avZPqxNW5N2XJoxjM4btGjNxyBEhkxfrnm3Ed2xU7TnFRRaRS0cvA6iJbArJn5F01w/e/ennYHw1bQ",
+	"ypbxWmTDSX36gAiakwCj7e5MAWpX671VfNdxV6RpLC4JSUrQpZpLDaz0g6CZnsuU/ye7p3yX+SM9HDk9",
+	"JqAvkH/vHr972f3h5K8ECY9vx/pSwsnxu5fOZGZ118Bp18AtrQVX6jlLCROXPJViwYQek9CHRmghvUyl",
+	"WaJhoSdCc726H8CRhkxkpidyNkmpuGC3NVIsMiN6MTJl+ooxQcxd6/X7hIqYjJAswd9vvnvzEEYKXAGI",
+	"eZk2agiAjyaJvGIxgR2AQG1ordFW4KL/BnaMK5YkBC0ZZJppElFhtIgps7bG2Kx3XDdogAUzNporKqVI",
+	"ML0HC67A8GOeZEJly6VMDalYUp6aZw1HiEqudQpMsjSZGH3CwshhUj7SaxZzegYWsfvd3WJtCzPkBKxs",
+	"DygFF2I+Z4o4vKsu87fSMszphtXJw3H5kApAINj/gmdyIuKl5ELfVaxZJ5v0D8f9vuVRTBgikRtDnbNs",
+	"oliUMj3xGbPlJ/xCcHFhX2iNW1dzxaLJ69kPPx6mB9/98Ndf07OrXz68e37w8tW7/3gph6/oK3p6tYF7",
+	"+cvJ0qQ1bs21Xqrx48dW0+3ZvfUiuXhsAKPcL/GDMbwKyLexu9zZZt/vgWHbDgZuSoC9x0Y9SzGNY45O",
+	"mXepXLJUc+aQsDrXyTWNdLIiUjCyTHnExQVZSLCq4L3ncUja8E943oE77RHhkLRjnrJI488G7ZfepJ/q",
+	"8udmOD2D15+5t2+Clk/xa7b858XcPWIA9+a7N444tymJWcQXNCHWhI0eKvO60mSY/7pMaMRUJwAIsNi8",
+	"4dsDafxLpjSQdc3KroLByPIVI9VliVXgLapTrVlqFvl/tvuffxp0D3/+qd89/PlTPxjs33Ta5+c9/HsQ",
+	"DG86/9v/qjkEgtZ11w7SrTO6zZsbjIj1iJCYX3CtgBFWtxwQ1rvokfNiH+ctxHhPvK17eOBqdIHruTcJ",
+	"j5nQfMZRLywgVJaNKz6mKsgqDpFmYbrJnWOv6zfKMDwprAPPfnLkXHxLluambi6I0TMTZuBLIqoqJ1uW",
+	"2G/lHPME/M24/sa+dhO03GWrb+/H/O4hgvPYKOFZKtB+H757e3pGHsP3Kjwi5qi1/MgEHLhdCHIp9mtG",
+	"k5I79puKL3o468+eREPWPYwPaHefjva6B7P9WXc4HdLB7HDWjwcGGlU/1tZjVCxJWDpZzqVg6z3IBF8j",
+	"8BpITwkXH+kFg62kRruPeMKBLR0RcOgSSn746zNyUbuYfxru7R/0B8O9/dGTpwflE9wb7rDkkoa08Qq4",
+	"N9degVy9uiX63/i+xJ9ajY6dKnUtcK+IqZHTX1ikwSsFbx+voaXHDnGQfFK1hsYwyzOeVKhJhTT65oB1",
+	"tPBRJ6eCT27qFDBf8jOPe5QX/UpesbRr7q9dvVotpjLpkVMn/ZhbYn3JRixSsQ7LK7X2EG+NP9Huf8Ki",
+	"hsGgf3NbyjxEvzdJiqUhmVGGeSI5tpQX1IN2Zt6QV5YOdcy2c9dPndaB5CdnBAMaZpQnWcrqfDcXjLeK",
+	"mi/FTJbknDpizLMFFd2U0RjMr+x6mVABF7HXdGi5iFQbKbmiK0VAFDFqkbf6/DysnGIHnUqZMCpqt8FN",
+	"USw7sFtuQnzY5zPQEOqbUxo2taDRnAtGjCJxRBRDlQ7GJPgGF/CIC53KOIvc9l0oW93NvsZtDMEDvs/Y",
+	"CKZlm4PvYlowPZexrzwZdWaza3idb7KyqAbXZMsxI98vCdej7q9Zq2w1q5f50Fa7zP92ymVlSKNbtoI1",
+	"1oE1eqU1pnnW8JoLtMlH0uAbMIhUEIn64dawHpAMrVkNTA4EbDlN2AKpKPA4zpLYEIU8BLF+j63lo462",
+	"/3b69g0B5QDEGS0BOYE6tIG4hL6xJATJnRYzmT+t/UnQBWu8x2spwl/mFM0NqXRcASMaN7Mw3Esx7tqr",
+	"CiSpNutrvKEFHZrRSCtnu1pLCSN777cSQiAQN56poMb3WdrFM7NHqUh7QVeG6LPFUq9A/eGaLdRO81lc",
+	"ucmhQNOUgs7j2yc+bbL4xKRNEyUdaQr/vWv1wO7LOLTn29l+MACiYuOlBTQd0gtO9VoxQvhK2FYpYrhZ",
+	"ivAcJjsIEcNmIeJNIY9X1Ec0jjs5uVlqAFEUBYcxCcGSF5L2t2++JacLmmrybE656ICQGuo0gl/PUikq",
+	"8a/O1r9GznhyRznjyS5yBszdKGi8y6YJV/NT6y741Gh6TzjIGsBMzHWj5WDgMQmXTMQQENW+olybQzZA",
+	"y78E0gO+w05AQvuYxaHR0YfX1xDt4Fwe1sQA1v6QtFHMMUBYLLWN/+j4bNdODehrxzU6CrxYpuHFmzUM",
+	"AS2ricqCSQAjOsviMQc0D6xN37wwGPZzl7FBhgzs4waRDK33/BZ1EuVMDBN0BH1q0SR5OwPL9yYq8t68",
+	"ffNzkwGJXbMoQ7HFjEna4ZQqBuOH1nsK4bVLQ0w7YBUsbCy7ze4RgeY1eGTA0mg0JLUpioFWIZVlg1JA",
+	"ruY8mqN6h18jegBFYnax+W62UVqEUdmRWmdnTHjrM9PZ13u+uhtTzbqaL1gTBlWcsLsCsaSSNYOxhHZt",
+	"HxTgujGDZhAblcpFxTYHirMRI1lMsiVC7t4GOd9m20QvrLXQUikMNMT8DLA9QAh2u3RZAB0B4tySzd1g",
+	"XjENPjzaboV26dTL8I7llUCIP6Q56B1VCuFIlW+jhRgVBKG4MLSqTG62Z0f44kA+/SYDg38HgwoFy4lJ",
+	"9V6Uz6x0K0uI1SR0AI2+v5lbzhqPrXxxXH7AOnP2Ont07b5qiSwk2GKwrRpTjohccG0wTmRJgse7doll",
+	"q8volsboQdkY/eThjdHDJmP0k7XGaLMHNER/WedB5bLvelTDXY6qgmHNh/XH9B7cltxVdZFbmTQtUbDe",
+	"tNoRn4hLlsillVqBrtXvtPNnblotCogbrWSCSGfJrtjLhJ12u6F8i+HMfEakIPY9T7FbZyeDvRUDN4Hw",
+	"PW0Sfc3FWLIUZVekaPdX5TC46e6K3Hujb2TsXeMBgImFXsBZp/giSeWVWn/gDYq1vFJ50homdAp2ZVRt",
+	"SFbbWb+3C30vr5rU+zlVk4VMm5xZ5oCBglCBwTiwo5lMEruT6nkHNnVqjV/MZmNhfALKs9WMKXPB8rTW",
+	"NRKHETZc3uvMRtear2CGIyR8EmXohCp8vCPGLxY0Xe0Iz1P79hosz+Ea5Plk/tYakb/AqF2piMMtt8fb",
+	"ExMfjf+YJKVA/zX2KwShnAF9MSBKmC5H9zVoyV9O0u/9dircwyhh93bRP5jv3Tuyb4rErsL93mhZvr1K",
+	"tEyoNlrMZMbYA6FA6KSzv/03ZvLnUQQzhmaTINfm5jSZdQ3WGjExZ3QKDlPNacoeEC2LdcDIYxL6m29Y",
+	"Lrx2iwXf27m93X1eIMVaI/baW79FWQ1aWm2w4fgBwvkUu9oUKqSuso2gtSa7sriLZeD62nJdrq2qxvk/",
+	"Srju8Au2vYHYnhactJpUoWli85GgTMNcJowolmBK3RUXsbwibZokwNJUQxDXLJWL5kNksxmLNL9kRGma",
+	"5oY+NygXUZIpfsluYdXRcttUTMQPM5GmycReo8lD32KQionKFmBxgNFD7xBg3b3qXYnWa6oiW0wZRGqD",
+	"kGo9Pm4cLym+35gUX/LDmeMEQDcDoWlNTZh3yhdZQu9qlDkmyn4fk4TPWLSKEoYehToGThMZfYzmlAub",
+	"GLLWj29AnBraZTGkmMSmQnyjCAxUohRm0EoZgIdIPPFLsAwPtgaO+Wkzd99graJBKQHnlkuC81hzIaES",
+	"jJb5Cny3jF1LL2Ya6EyR3NPL85zKiNbLqXXlufXllB8WMQT+05TNgP1hwILMdE8xrWueoIbF3ZqFHQtM",
+	"VTdqsI9JriwQ3qgj/4hkasPW0Oyp/O/U7c20eDS1lTbeVPDvfc+Vlmlj6ZuyFIfZQ2SO79dv43zdQCe5",
+	"ozCDWyaMBi2T+PYadGnFJ0KnqyZNmu9c32OrUKFyF+iOiUvWZ1o9FRjdDhbkkNp6KLjFRqNGCZwNJmms",
+	"N7XZs4UvkTldLpm4jV/L8IqJ2uAetqvLXTz5XG1Kwhq4wo61FjgrgnP7EGYA4FMQal3JE3tbvfTAUjKb",
+	"TGOWTmY8QSLhU5GIiojZ5zkVKShHQS3Mkn7eJtcGrevuhezahw2YALFaNM/6bGSFOHAZjC/8OBYLPSx1",
+	"xLXhTOb5grQNyCwNw/TmnNyDfbaUBdgJCEsUA1hvkNgLZEwZtZkeVQxaBWD+oZGW6Rg3HAbEX0wIRzC2",
+	"pLYSXln6rVkMmzzU3fOuQhlz/VnyvXrHtfV67moc2kY5dzEPlYn1H9JA5B3ldgLu0jxLge/IQhHx4Zb/",
+	"Ue1FNhdFablgqbvz6mGsSLUc8KajsD8aHAitOhs2L8rIgu2Tl++6oxEGTWGwVECmVLHRAT7DEKlOo1lo",
+	"U2iBi9WKGY0TLhhp7/XJgosMCkTcNYTgAQWI349JbmM6DFBzZSR3aSMGHspE98DBSzbjirSdKwpuBYZU",
+	"3JlhfHnj10Zx8LexH9kYjOrt3hphUcvKXxcQuCkXn5x5oglEy2L9FpD6MqF5Am5E/L0o9vUbk+5yxYTq",
+	"Lp/5PxPFmDjatn7f/LIGQzyPW7nUx1qp3U2TMhrNWQzZXQ65yvJeaX16zsRaEriVyuwUKVetVfV7jZf7",
+	"p2KejXS4Wmhla8iRC6Ql7XqIjVUwePGyH622GcnJS00WdEViPpuxtDEAbkMK2K4BLttTwjYZyTza840i",
+	"PN56bbfehmq9ms0zutqBhYIaFndyzdUF6mhoDByPyD+G8gsQei5ili5pHuaniwIU+Vlzo4En8qoWedSu",
+	"3lajB6vOURFibaZwmnCYl9il2sYMqK0wdAp7SSv3jXz5Bnw1/F7Kd/188opBmw+o2fJL2mH/GuMAn+yT",
+	"Obt2cU+udEdQfw5ybOf+CPZV5v0q8+4k85ZqQm0VGQxTdubtrUh6N0FhXf2pzdJUTgSl7TVggb67hDXY",
+	"RcL6HWsI5VIlO4lYEFRlrVt39GX/XhWRShC4B5oSq69x4qoQvxYfyzenInvX5Ks6R9lJU9rVPriljtld",
+	"zIV1re2PbjJ8xZV+qdliiyPL+cgTrvQ/wjr4x1GjvnziUFXS+SrNrJdmHkh0+cohfwcccj3v291Wtz0c",
+	"vhpnsGs4vP/dQ4TFN9Hwr/HxO9uS7x7mXsGWXaUV/4LdPdy9iqp/dPHkLtB9MBHwDw/dTaUK6lFMXimf",
+	"IsZwp3I+v2H4SSk2rWHe2hnYapLHWBWhmfbnxRds7YQGCRh/2MZlXe0FCPC9jWwaZymoYJNFw3F9L69I",
+	"IsVFaQot5cfAHMyCJwn3CrpvCm4NilpXtdCV0ui2eUjbrFdmOiCRFILh/TNnoVgcECFFd3h93SmItofI",
+	"2y8HIOckaiw1hZkvoIoaye77s7N3Nl7kyEsdFbLovkjT1OitG6ZeF+JbOtvyusoHs6lsVqVo6TZRtV60",
+	"tJ49vYNO5D4HhQh7xKXsgivN0ttgX155tmEiLHN9aWgoWN/zyiHNEsSmqrX10XnCCCWpNNQn7spME/yM",
+	"KM2ThCh+IRSZsrxqtKszCo3rAAW4eVcu1VE5hutuVrpqQd1a708ssBuSP0GYxpN9w5z2hiSlIpYLMl1p",
+	"pnrkdC6vBJEiWTm66XqBzql2aqtZeNs/MUQzIlMEB5e5jwmEtyuu2MNpAzne3EUVsKWBGwZPmY8p796e",
+	"npXQZI2oZkYrcLB2Chtxar1WsMMlvVssflPNYaKYNoyoQWO4290iJ/jUYcsVXJWYQ52cGDu5UhGTC0mw",
+	"kWNkDhV+LDkWS0jiXdPbnCBpz7VeQhE0rZeQTqE0vYDC+MtsmvCo+GGZyweVkk63qCPtWx9SXikG2t8/",
+	"uB0+7YQHuwihurHW9F1E0Cqv+EOKoW6TzTkRx9UeuZYuwR+JvGiQwC4uUnZB19R6qVqxisGmzIhOLmRg",
+	"q13LCgOqyexWFhIVUZLMaLpd5tqNlcNqbx90nnf83ZB3wuOjotkyma7yHrxYLXiZ0JXaCTo4mbatB3bB",
+	"cfMBtCq4CVqG2Uws9DYDA9iSk0WNbLOgsbMNeNHzuUXlbuweLAE7rQfsE249XJE4Y2U5VEDjLLP5OEs2",
+	"HN/WNS2xyNyOYd7lknSNSS9ocPMOLihfpQoHzfG/tpT6+dUhuI0QrAuVq5IDWyZTuf7YgKhuaV9pw85a",
+	"pV3WZP3KMQupqgDfMRGpoms3mCu/Uqs/FrXC67kjeG1TzH9+MldsvOmO7UYEd7V8lgjj/eRNjwL/4UXO",
+	"7Y6eEmBv5eqxGtIDOHlKQvJX785v4N2p4sidruE9HDw1HP3D30TXqKxBKFutJXLOs1DKeUcCviET/g6J",
+	"9A+fML9myWv8Eu8KDloHENStLzexcJDKJbY2tLUJiS1qX5iYnY2i0yPfY9fW8bkI/71r+yh37QKg+nlb",
+	"e9JX4ElfNEqlUk0S2JjELO+scC6mK8J1JyANE5zxBVOaLpYhaWeCX+fFbB0BtZwT6oI3LvGUXwiqs5SF",
+	"pB1eDoLzrN/fi6wJ9vvXx8+6p98fD0dP2mggDMh5C1/hMfyX9fBP7VZSemoAjA/OWx38RxicC30liVrS",
+	"iHUVW9IUzHDKLURZi1xuvHaGa3nJ0oQuVScwgELjHcR0m9M5F6eaipimMbFbU9BRQOW9/7ocGgm6v3QB",
+	"Oii86p7n6wh75+I9M9eOUJK/TRYoc1JBRnkMNCQhCHnVI8dojqZihRXFuZ5zQQYjdzBH54KKFTaUB6s6",
+	"dxgQ20jqEVEBDh0QDLMOyJDMzbN5QAZ9Mof1wj/aZvxz8QvXmqVHlUbEXJG5FDKzQa77w0PbhnLviOwP",
+	"+s7iqUpW607vXNzRX3JXRequsYXbNB28ecVNMvrpR7bq7Fbb6U6aTVMkj5WYSyLy2mRvO+R7oAPrXHfm",
+	"N2hElcauFOCvGctYvE6Q/SfW4e+k1OocTL+BLnsvdcvgi1nnJFcYN1+ylOXMaSctc4fKLdu1u00KXdPy",
+	"tyL27iUuPVS/l0xoL9St2kv9nsVA6GYXZSnXq1OzUwTI8ZL/wFbHmZ5v85Fbjur6MbdD9XGiqIin8nry",
+	"9//6n7DkiDI/GqTLf6l4orgZH5u8GHDRhVlp3l662C2F5WGvUW5b60RSaBoByrMF2C/x9qPLVv3vznPl",
+	"O7WKSdyvxP+mdbOhmiFs2ZXImCYsklx0tezOONXEtl/qkeP8dSjFrQglH06fn5WbbpyLdrntYSfIKyqV",
+	"o6rce34cY9hx/QQZvzRfnIslS7v+Zy73xEverLR7IW1b2wC6lZylMJetbBCYJUQfFQpHZQKfyuxi7sYP",
+	"SnmAAVE0wYIWKIIvmNBBsU4jHrHYycoqQMHStUU0whvXcysuX1QSDBKu0LWqveKrCYsvWNo7F+fiX/6F",
+	"PJPCUCIDIfPkEXn0yOCzeYQsvPfoEUHDqiEFyNU1/WjFmALD81bjwsjNFhfDHjlFrD4XhNAoYkvIoktW",
+	"pHYDPrKVCjxUL14r7oJ554hQmMjvXW5G99qXG1od7vcHpNzEHPeBsiBQc7k0ACspGxjYIK8E7u8jW41h",
+	"6blhwu03ZUpmaeQCImDCfZI3cAuDvD52wj+at0gmPgp5BVHpCGhHfAsQWwKUt3kOP50DbTpvjcnf/+t/",
+	"jDJgXzFPgDySc0di7Us3Ro4mdkDbHSsfELpFQReqkCDJHpPQDjnGBn1hQCiSZhLakcMAnRbCDBwy/BxJ",
+	"o60gX+2mF0YyNp9h26zQdpgKc2QMi05ToYXG+7y5lSoAkodEYR9zVWl1dWS7jnCN9qOVzIilcCRTbmCq",
+	"GQGbCg5Mo3mOrVBl6UqSaRZfMK0CszAaq5C0vzs5s82drlJuqA2ItwYAKVMaVKKEXrPYo9zwOhMzmUb4",
+	"vEBmi3vE9qer7cuMa+Dy8uTshaueEJqFvzIfdN/JhEerca4LRglVyul5R7/+GZ9amNofjq7sY6sJWW0Q",
+	"6QfxRl83bJoPu6BcmDuM4+ryuDZ1b5YliZ3iqKh3iXD1AofM1HA7h4fE79gXIiKVNaq2naJjT/K1FGxl",
+	"zhAzWFygiV+aXgW21h7YG7B4puqRF4bdUO+rN9+9IajMkbWF7INSMowic3rJijaoAaxfVXM2i9Ec+hly",
+	"YLAjzRKmHj0ibSmYofWBs0+iOQQysDtAbQY94vdtsvcWMkSR6HyjzAa6wMBgifBbqQZwtqxUADYDD3sk",
+	"LLVsCcmfS1P97b9Je0D+/n/9365FVFFZ+NGjWF6JR4/Kw+a3ghD7CbmS6UdF6AXlQmmfto7JjBllvZLk",
+	"ar7eMzLArDikSsMdeFORP7t//O2/q/tYs067shIQ9s1cpdIJ5clgGX/G//zt/900UbbEaZ40TTOqYB3k",
+	"IVtlyTGbBV0hVtWajNSQL+8Yc2QnA7sIMro+qfSpDEnbMCzL6NyCFU+Y0MkKQf6kVy0w/WeyvTQ2kkRb",
+	"1vbPzSWq7QKbC1UzQ363VavGmwPGtkeP4L6+f/GM7O3tHRqy+uHsmXuDXWuPe2JzCsMEFBMxaQPXc7Vo",
+	"BLRvNOrMCg1VAVlSjcadXzOWrsyy8z6ZyrEqnrq3He9Cydu84IlEMYsSmprXVBbNCQWKHr4sGqJ2f2Cr",
+	"sJP3x8L+cR/OXnQPgA7JTAPnSmVCojlNaQSLaH/4U7/f7//9v/4f84/BC9slDaioiJIsduYkFdElK74k",
+	"8Pq3uGjz76cv7BiHL47MGIaULGnEyJTpK8YE0ku8XpZGC6mBsaeOtdmel7k9DT6BBqwKWaXbyIc/vXjx",
+	"4vmRpVpXGEwKWoAZurAEm4ON5iz6WPQKi1kkDbXskbcuVNQPO12H72ZcQRfcBpbDmePmvXugtExZTNq0",
+	"JKKSacroR3hF47Zzqa8uQ3Z6KD8AwnhdVYHzmx9AKpWqwBKuyAU3GG4vsBlXisi2dUcEkqgmWYcXlo6l",
+	"CwYcwxAr1/fzCka2f5mBoDhE3tFVkblMYgttCDPnWrFkRmYynfJYkTaF43jz4ZX5CCVah3Tmqw7hCiWc",
+	"md+/La9EhEs7fvdyvIbqcJvbz6xkG+Q81omAP/3cg8MJcxHQyX9gc1zKVHuympMJpzIGk31aUMon++QH",
+	"/i1ph/uDPVLrUmy1PXvbYAHAbFGnefyLkiKEb0ekuZtx2Dlys8oZCb87OQsd4HEd/EIYbAJSGr59d/by",
+	"7ZvT0OLniNSbN1vHhDlno/YyQLRpKq8US1Wnl2/VHaURoUAWIK/5twBYqWkCU+fHg8wEEwrMmKk7cJSl",
+	"9vcGKHFTI9AYvZtdAyxXgRnZ3dai3zXLrUFpRdC2Z+TRs0a9EILCwS6oiJIGCEA7rN5n7l2VIpqFtAdA",
+	"/kcjj/J1gjX6maPC+aw90qTt52Ju/bfHn3h88xiTdEJXl4JwfQTVmkoWhoCE7z6ckcdO+37szPZh4A1e",
+	"+/UxOlK6aPWBUSovgtf98SdnELx5jKa36rKtgvzYVdoOLY3KPalt3xBDjKaimfACdVaQWwN6M/nI2BLO",
+	"XaaG3B3lCAD6tGNcObFJM6Gsow56N+LMRorpBIXRIadTQDhACQNy1yM/mDkNun5kS2ymSzVJGDVSzj6Z",
+	"y8zI5cfYHrYyntHM3DmbB0iT7LLQZVdEIRW6lCFhMJH5h11jgXC6i0ZJFqPmHIIgBYivrKaWB6djVRaD",
+	"u6Xqu+F+/5BsasEeEpki4xgOSanpuSFIqbOSA1bLHnlT400z2zIX9wr3KebAxFBRgWIxY0KBNYFavgJS",
+	"HJI2kGJMtsDGu+Ho+jo8IpREMk2x6cMaYHtjK+RL+TFY9R6LfzEoPYVrazuTCNATr8MEcHZoHsDiTqHu",
+	"DUlzd3hYoV0XwN4/WGsRUDaHpjgW5FNwHlsa24eIZBbsYflmGkDhXOaeh7bSbK6NAxRsCocz4VIf9VAq",
+	"scQRuqNbsJMFo0LZ47QVvI3e6vb0TVEmneu8bjAgvfkbsQENTyD3RHKx4JpoeYGJFjJF8Uwb+SsgSsLE",
+	"Bg8M6R7190IiZLqgSbKyS7FykBnT5cigBCIMuhsCzaUYF5XGvCQ5S4FjqqlRFc15JBLEEXdeOCKMDQu1",
+	"JeesfZdEVJjVfhTyykwAO8A5YFcJBWUATKBwzrlJzWwEOOxZyqi21AgBrGUOWXMm5y1rXjtvWTtvCdMf",
+	"PTJn+ehRnQGBoMdn5WrpsV0atH9F46kGaxTSHmyNCAfT3kBgOkd2bCG1P4yzZXFNZKZ75C9lOgxKtLYl",
+	"1pkj5vCpo0jWaoFE6buTKoPL6dHjT3UadeMaQVNrPXfWlVOd8kgbRquMAA7o6uyGBktAbr+kScYQrk6y",
+	"xtG4JtNM+6oFsPbw09//639uyAVNp/SChWsF+KBJQjSzG0GM1uRtq2V6+pdkqLFYRWy9ZmzVBG5IGFlw",
+	"pZYs0WTGEzMu2I5QOIqZUISCDb1zhKqirx2mjCxZGpljB52FxbnlBzKY2pSEj0EipnnZECtb4zk4bgph",
+	"Zv86fAF214RrltKEhP8a2uej0J3PO3rBRW6Tf8WdJGqYO9NdMP9XYvdI6MWQhSg50F8z1OKnRgknWjpq",
+	"hyAAtLyiRnFRGUOdzmxfwQ9TGn30fL9lTmIHMAQXZwQGBtCkitAEMjkNgXI7h8+Ri+STV47NLr1HQtAK",
+	"YA8gLg76fZDBXLf+YR/pWR6JB7bd0IXVOeM22i88qIwhjs8JuGAaB9UDzdw9sGMj1vsmAfTHMjU+B5v4",
+	"Z1cA/nP5u89ITz/DO91uN/8ffmQ2+pmENRT9TBY0mcl0wWK4dYG11RvYFXfgksvEupCm0gDSoC9HN0XK",
+	"I4PkCxmzgExp7Cxd6LQmlfkrjNlcCihh+blOLon90RaMzKu6Ne/IId5nQ2wKlKjiQxH3UMGGfNSBGbWk",
+	"iRsg2aUYjMIJfb0+QCmo6ioq+YlAJbNODqIMaQfzSpCLxim7ZDSx+4XPcUQsT9cpFrhvFlh4f8jn3N2T",
+	"ysxIozwOvLsvba4kLrLmXMqHHZlhm5RJA1EcHyiTFdPwTXNRc3poldtiyEMz5GYhFuasP6aJYU0rUiif",
+	"EDGMelnbiKIJ01CckirWqczoUAKY2gTYFWSpmtl0cw2HYhOwbbQDoUhSGXuLCGinACJVx+hcvJwyc9DL",
+	"VEZMKR+nYRIU5y0MJiC62nHRB4U4XYZQ2S3txhvsmfHqNgvyORd5MVDSaPTWzpF/O8Kb0GizAKyAT+GW",
+	"WRteg+XDjTYcNt1/K5hvhtpaxaA8dlkJ8gH2jSJhkf0cArk2bMYDvD/EgqsF1dG8OgZayYH2QR0muyIb",
+	"I+jK76LIXR7XB+KS8jTHRDPiYzec+cVBMn+/MhIS14nM9ETOJqnhjW4w36eRF+tFewY3N91GYwEZmMpL",
+	"BrLlgl7Dw/Is1nowydKkTgtcLO2H969yE1xO5op7BJaYYlxA7LIb7rNRTcnC3GZn78JaKmXXnB1i5Oi9",
+	"ZqmgycT6hj8XRuJMsOslap9tIYl705Y/nssr4Zy43lkRHneKKfbcKtUkE/SScggPchD23GIGwt4bwBi0",
+	"wjfgltOEVYa1KkrTwL6+4/18ZKV4FHvLUHEu0bYB2Hlri0Z43oJNQhzGWSlsw1asMb+5TlCFb/3C0IXC",
+	"NuOFaBcCUCSTbCEcSwOb6SVTaKJWmi2PzgWuv9RQSJE8tBy84gbZlXXZ4H0XhMZ0qVkakFiOSfjq5Y8f",
+	"Xj5/efZXa96EWBY5Oxf5RcItv/nujfWmvzv+61ujasPr4AmkvGrk6/TIuyIOxMhZKPCHzlweumWoMZFZ",
+	"imKpnM2MspkyWHax1zwGJR+JhHnzvNCoNkaMy1c/40kC7jYQ46lu4E6h9QSWg3bQxQTR9DYsF6Q/NzRY",
+	"8ryWcHA2SoIEgJbchWIJhCaRGbvKcak4J7OyXEE/Fy7qwJp+wV6HNq/Tk7OzVyevT96cTV6/fX7yZ5pp",
+	"GVrDjhVcQc1UUIZcxH6dBBza0HwQhcCXboENSORUU7aEEKLPSGc/E53yiwuWAv0gn3OLBs5iBOFS0sln",
+	"O9Z0ZW5ASTQui8mfDdUQRppwrX8Mva3USgKJxTuisQ3+rT7vec99m/KaeDGYvnEyNB6b1bshPpMwL/sU",
+	"IntHn3fpab6XbbOXbNSbVuIVBncyq7vOnx1/xQWpldJsMfYfNeSJ5Fwf6eI3isAPK6KuGFtiALzRaado",
+	"sEAkBReJx8vXLjjwltROQMTDXwxM4rwWKGa8gJxaK70Veo/H7lX/Yc9/WDQ+aNvrMiY0UbLcntGtt3m2",
+	"NeX7XXOO5u+C4ileudAv8O/vofFpr/T0/rtoO+Dm4xqIK5YkBAqZESxkZlbgFzYL8wfj4kGOxB71H5dI",
+	"qq2AAVSkMNFZq2IOwiPi0fPc7thEynPi1y4andQqgSptCGrj7pEqbjgPB7rq3j3ibi64S8/ywOKa39Uo",
+	"TenddYCyHryCKbTXDNIhMoUKaSHQcqfYr6zDrwRKO6gPyLWIEdT37EIGPxetIjxsdY9yhDJipYdUMs0R",
+	"xr2JXBX+6lTBVMxQXfLd76sudX6ADsKgnKVMphdUcKNh0Cu6Im0vod0VIO6s5S8OAjBMAznHC/owC1tS",
+	"GzlVWpZPuu+/ms1kLXBKS3N7kWbk8DqWbDxnf3H2lxJncLplwRswXxH0gLxlSQkK3sOmPMcGDLOhNM7n",
+	"QzyJdRfcK11wK/VZYlChFe3cXtqxer/MdIlwlFMw4ZEVk7eSi8qn96cTRuNIVk13gCsr94Aa1CPHYmVN",
+	"apYCG1JgSb8ttanOBfro1hp/oJGjjRiwDgUXmv7cdUiSAjHGPD/1Qm29WHEwgGr60WhJXAiWS0FqXPJE",
+	"QXQvqgCgcc1YGp6LRF4UfVjNbbiAJD5IQYD4GBrpzdkAZjnldICeC6d/DuKItdrbQvUz7Ohe1yzQmqEl",
+	"6K1hpYFCGKDLzRnsS6XOVdORGWpcXCtKSiJXkT1hvSnuNq3hFCi518WsIOek1MZeDFC7AwpnBp7LJEaf",
+	"SwcirPO2DNgTC94zm+cL5slNjtY09D0C11J+YQ0xNXp6JgzUIikuGRhprD8mKHW7gnjNSqBvJw+7qDSB",
+	"CD1yVWsbT459zTkvdA5KTduaj8BFUf0yIIm8IFzE7LoDthXrj4KQ2eptCHKncFi0xQitXz2Xsoo4DevI",
+	"8JuvgDujckQpVy53BL9FdtSeMxpD/K/bGj7/Exlg1OixxsCtesMNqw9D1obtUTRn0UcMyaO6kfuhGx+t",
+	"rzYTsih8D2APShYKO6Ei7QZBuYOe/gJDLNIYVd5Z16p8DIy9LFZHhApwgyuFGcKREWJiR86sNotpJjpd",
+	"faPAKg9NhHv4WejPvpl5Qisud+lKrSDMcViNuYmptotJ1VymekaTJCyQt4HhHtXFXkQb4fcXyzMwrByC",
+	"B4r0Km8sBLGHeGwJo5fWklI5riJkEIMB7HHZ9vf2z3HV6pQytAa09YYeknA7OhgTEdfoX87FZaPaKVP4",
+	"JaeFIGBxrZDsoYwVNMPfSVg98nJWXLicjKeMLpeMpgpdvYbCggPZIjgWLXIaLeyhGj3l32t7Eh8E2LoN",
+	"yXK9C+EwrLqdT64lmuQwXw2PyIeK9UcADaaqEKms22lVGkn7fQtnhPoWjcCXaDD2rbmPnDd7AGZzOHkI",
+	"F4FoXEQES+Iqh4ihGAAxiBmjCtOmKrDIa7EUNgon1CjDIaWVw8CRbcNPPXtLjzjOD9tECcYKfoBZ0kHB",
+	"rtDJDjYQCx3jgIelMFBzbrXLho5jnwA7dRwxIiAWV2FTlVbuAGbPENAurLNcQMKNYac+fchfCJpJT6d8",
+	"dI1NAvPCCN5lRLbtzridN+RGrIGrbvtadvLqXDY2CEMxhHRDOenOFY0wf540lI0togUldHLDPMggD+7h",
+	"LvzAyK9yNjuyfCzP1zYoLM4FSi0u5MZnmLZACGoBvJrPWKtj0CN5Vj2aTAzzMvhwkdGUCs1YPIaMnhVm",
+	"UqOjyMYFAFfMbRzOMWkFN3RdS0hfS4niMQvOhdnnjOlo3hTg84nHN9ZmwgWJZTa1DXhdjUGX6leuzOJy",
+	"/nrn4i+lilHlOM29PonpSmFlioRHzKaO2yTgd6lcppxpmq5atvputSRuKX34sWbpAvvHcJ2U0ojfFUnC",
+	"raB1yVKFCcSDXr/XN1/IJRN0yVvj1l6v39uDcjV6DsnXNkbX/HMpVUMS/zuXSlzK9cFcYksAveZNGGJt",
+	"qECPnDLhR/OgR6PKxcGbMeM0F1TxBGxCojtVA8/BsF9Y87FxPZky5yQ+hxp25fRldHly8E40hjcbWccm",
+	"BmHWALrCSqlm56Kp1QEcah439TJujVvPQA340cwJAHZBTmvbSRWvPPb8wj+w1Vsblwy9pawv71sZr1zm",
+	"ua2fW3VIQzY6Igyc53T1gmNZBpUtFgbPsHEAeCVBKwOwjvpBv9+HM5QC1C+DRIbiYhGVSt+qVqZi3Qpa",
+	"3pkZVBv1+9Cw1mvlM26BEgdp/9PVmcGK8mIAtcig38fV1FXDhoUUM8Jca5dXLAKUS0zfx3u7rfgCHKGr",
+	"BH5TLnKg04zBAwyWBjgP+4PdT8avAFFKiQMg7g97w1HR4QgfDUcI1zzBEJ6PLLT9KjetYX/4pDsYdId7",
+	"Z4P+uG/+/z9qDZQqvYXXgtAv1F8deWhHrmJBsdrqAQQtdx3NaLP+7Ek0ZN3D+IB29+lor3sw2591h9Mh",
+	"HcwOZ/14MCiVvTDc0CtZYY/hVudpi3fAgdYLLRTRJ3kXuZugtd/vrxs9R4HH39I4xxbzyWD7Jx+8GCz8",
+	"6HD7R0YZTTgWJtkf7G3/wPKrMylf0RQLy+0PRrusLg/ReM1iTl3NmP3hcJePbegPnSbsRGiuV/jtDjs8",
+	"k/I1FSsLTWB2o11O4KUNh4C4Q/xqB/DYmmIfiqAErFCS0yek6BA3i0Rd0wtDzls/Is/82bz+2FaEMPNd",
+	"sK1tPlz9iFReqQC44hID01ErKEv+ICFZU0iolVEZfPXUsLYOMbMxZFiGLfpxrObDMI/9/AtI8aHNeJzY",
+	"ff4Zgqzz0hdoq83rBNiXwqDI7s2z0iFR4VwolqBadsVFLK9IGyVIV1QTxF4j4IHwlpfHbOKgr7jS7y00",
+	"axy0WrYzWQEMrVdKq9BZKKzUzdESRtqwX8UvWcfInhjmOjh82u/2B93+4Kzv6GS5O4Gjd/4brmgMhFEX",
+	"5VxmKRR3KYjRbjWNdt9S7mDZuCfQQsyv1iRqBYfmbe31z4Z749HheHS4bltaPsCmsAQUVNjIMayGXJ4q",
+	"WkKlhr4VTQutIHRp1TauOW/cUa9gtFU2e4alQ3d4E+pAtDadrKtviLJ0O5FXLO1GVDGiVoupTCotMiwj",
+	"btp0vUvibsyw2lh0l9VaVl5em+PqTYsrmjnutqi8ryYKvCXZqn832Qr/+9OnZlHqbgJRqcNp6/XJ+2ff",
+	"H7856z5t7nc5br19//zkfXfQ7/cHjQKRn/VfEv8g0781bj19OugN9iq9Msetd29Pu4NhuRYp/tKfPmVP",
+	"Z6OouxcNWHd/9mTUpXv0oLs/25uNpgfRYTwwE2tVk+iGSOHMARQlhu2lsVWCh/1KuV8nlFl++Qkp4Vra",
+	"qeV6AgRpuRPLJif1/XsbjfDMBjcPJR9allOq/dsgJfqVon0u/tsKiv+EYpRh6yWIeZKUY/coSlUTdddb",
+	"JZ6nWH7M60uItihXMAUcEVyBUdC3CljmaDEtyKuKFQF71lAJhatTRhMXyg7lFF5jRiYKMzLT0Ies8KAe",
+	"lesV4aiQulBED8OySLtS6KrTI8fC7qHIWnPBqpUQ/jt6hElRqnyMftW6G3LsuzNzW3F7UI058qztuecE",
+	"jPXgwLBuP2qrNgRYNPaCCYZVc7lrSwAkEWubLJmtNiAvMQ16mydWy0YXa4+8FZWUAfCcVaz4XKvCeWLw",
+	"E8JabROtCuSKNN3SvjHL6tCmljX40sZEMV0P2VLOT1Ds31oYMJ3G+sPJYBRYj1QEfx4aed5KNB1ncs29",
+	"Q/55gdkTInCtWGUD1DCZsBSrZBffHDA1tk4ArDpQjnEq29r8ICuLD1jxC2PHi9tfn87a0cfWo0e3xN7Z",
+	"yCovSMotCXZnA/HcS/5EtZkdKo2JtXXANuto529VyKug8M+VXF/1CXJr/9jG3pSPCf1Dzo9QUf2c6Z14",
+	"KA82ToPMJT8UzluJYRlb96uzyENojXVIFVE1pUOUImKdJsXs1NLjU6TP2JzgH23jhH9iL7GmMu93k412",
+	"FhocSG5lJ9yBB9dqRr/94bc1RO1v/+iN1C8M0/pqufq9ilwOOxsEpLaQolupD9rxJDJ7x61E5rtLdrRw",
+	"ldve+xaswlQdBiSsGK+CquXqXHimK5pACIxnWnKhCpCgUmP2IGSh+7OoMxHRJDkXfn45hmNZN6tgV5DG",
+	"ggW1rBWYvLBJtJFcTI0oBsaZ4zfP1xmwznyI3ZZGPpCtoXQEXFjnm4GEKnJXSDuSiwUtehmUjQ+79vCG",
+	"ThfLBHo2W32xySSQl94uyOtO/XDqvctvoP3nS/z4ACqx2z8G9XY5Sq/AWmHU7J2gZYNKipTcLoj4Tr8v",
+	"AtRS0gZMqphsSlaBJkD4RgQfGn5L09EItuX+HuxqPdxlJ86UsHUnuZWh0TjoGSQefBeVcIpiI/kpFCng",
+	"7Ygq1uVCMVB9XGlRAtEulR2V7TEbD6cw43zRM3LNfLebrn8PxukNS99oov4tLdC/mQFxvdd18KW8rntu",
+	"5NvY+h7aaOkaRjSxhzVmSr8BeTOwymZHNPVbq+OgYnRssdW/9V/+IvnrX45Xb3j/+vVpf/V68OP16+fy",
+	"6vWZvHr9QvLZj71omIgHcyF7XOg2ZkL/wnw1E+5iJtRl6ckJpSWh6uebYI1V8FljHwNPALqSpaIuakwe",
+	"PULPv/nz0aNy0BDq35B6b7S6gGQCoo3wC+nHsWJsFIRmwoUB68SjRzFPmWFGMPi5aJcinQJs05ALqUgL",
+	"NHFhIZBx38E4KrPiankaawWsF2c6sqnVGFxVDbhKmY0fxTIGroKZBzFIik61wgyYmjXE5hXNUqbmTd0e",
+	"MNhfKibyahLYxsuvU+Fl3Nowd3N2WIiyqWoKVA/gv2boL3dJv9wAfXUuvIopR3ldLsMh4i6UBAa8CEgi",
+	"5ceaeJEtbXzrHUqAybSpGOC5qBX6WB8w5qH2PU0q9wwXQ1x9DYK8H6X1vMDhewaGbeE3w4bYsaClWJKw",
+	"dLKcS2Fe/9Nwb/+gPxju7Y+ePD0AEgLXsb7uH/N7vdOyH5pP3jbaaQ33vEXcWg2ffpMYtodzr1bytIyI",
+	"c314MDo4mb14Ptwbfrvf39s72X8aH/b7/b3n+4OTZ3v7JxE9ienh/j+B4FQL8ru1JPUFpJltYXElPYx6",
+	"Ur+AJFuuS44UI+nbystmDQ01HdctzX5VUDSdfwEr+2r//Gr/vEvkni5x1zXiZNXQuYXtr7WDvoL2nbQq",
+	"XWDecIPxIrDyi1/wrUc+KMi50RIcOFBIszxkue5oUebYiDtYCvWdLanJRCRjVxIqL5hp3dJQ8c7V17TF",
+	"Mxu9P98x36j57eq9ZxvZGKRXtgvvYrzpBHk5UFx7vNWCY7axxYBTZn13N+j8/P8Lh84/4XX/junKtZuu",
+	"GvDtFhTgE49vNvo7EqNoahumAW7VkvsW9AE/xMC1muOYCYVpmb0td+3WCoH37cu49RVh/2kQ9paoaWta",
+	"rY+Pega/N1hCGvR5yF+EgCavMAVidserTwFWAe1KQt869uiNLJXlzJsWnItKHm+tRma9V0FeML6uU8MO",
+	"HvAKBXdTwh/CAv1Vtbq/apXnXu+iU/lXj+Rf9lr/CD3Ln/2rSvVVpfrHq1RYrPFeXAuvZdfWAVkrX7k+",
+	"dJDzbSvf1ev8BEQmcVGkf4sohcED39uZv4xcdXsSn0Pip08tW91qo0txlspF3rIdTUCulon7GwtvgAG1",
+	"VskTAu0n6+1OhtttWsaoaRlN5qtiUQCVIvIV9KoihhZD9yZ7s0M6iLCvvF19tTZlZekNgSjmVG7DhDaO",
+	"9UCWthLWbeMBFuEtTvS+Ct1fWui2FfILmG+mZ7UGZTsGxOU1e+1n2LrWc2N1bFHhcoukvOwLlPcmc5ay",
+	"RiJna1CcuEXdReerjPFV4/siyAdJsxVk8FDO1XJBB3fWgFenLpvgw/tX2CrUttOw5Vpcd0cmzAqsY9d1",
+	"AbvgSts2P6WKddXOXFgZBmIruS3fbfRG+9rE9vw6whpNBGM7sC2eTTYwv/fOhZl7LpXG9pEpUzK5ZERL",
+	"ssymCY+K8kBjskz5pXPQLqc0+hiQhIuP3URGNEH9NEpkFp8Lx1hyf7NN/ow7gfUP24/MNjKhlizCanJF",
+	"MSKv9+O5aENPtXU9ATpm5xhz6jUCCPJuq1hqLm+p5Yrm9M7FMcFl2KriC7oqum8s8v50UOYsdT5zUH9t",
+	"xo9Z2V9Ovv3+7dsfJsevXr39y+Td+5f/x/HZyeTD+1enmLMdEMWgF3K4oB8ZSTMRlku+Qyq3NX4qEkJ1",
+	"mUZP9LusgYr8DqL7EY2d2baxRk6pRA6SZ1cXZ/dg/srmHzqm/x9MXb9qU78/dvAeyDG2IEQSegvu0CiM",
+	"lLulbrAM5jFSgl2R7cTfVsRK2SWXmXIvGnKv3NfnYsowtnieR9EDjXMdSklbX0l4m+rM0CJX2tw9sf16",
+	"O9CD0dFFdS4iKoi64tp2zpCZzttVUZ/c1ijaewCGhdkpguRBSdofXML6SjR+j0QDkLpEKMr3dxdyAem/",
+	"t9Vc4KNyV8RgQ6WZkw3l8BqTZtztwMX9g7JmbBG/vEbHasnK3ueGHihrItexIzX4j28rg5gvEcF3XKa3",
+	"qNJqdzSDNAbel3MnG4Pwswx+2S1zwK7ZNbbPq0ui+l1eN6bDrlkZ6A5qPmlIJ9oE3Hf4mcsg2rzKf66k",
+	"jMZF/5HTMS4uUnZBXWzljlhOtWaLpUb74y7JG66nfGvcehoPZn16wLqj6TDq7kf7rHtInz7tDmZDthfv",
+	"R6PpE5p/YQHQTCoSqvTELmXd7IP/aNmMB/9FNEJWsH/cyuu83r5wy0OZOH26dZvciDJv+ZodsUt2RBlm",
+	"O3P7x58cNq+PaTFHgwnCuTseE+lcLVzXC1O5Hm2VQsEWWzeaKO9UNwC+elCvy29EQhxoJsWXhn7hH+u/",
+	"BQIQZwjBCSS57gctaAmZ31S4/5MIYt6H/b4Bze+TYCHyYOD9DhDbGPlQ9iPhBHmtFW/SL5ebd88winJL",
+	"Drdc3xtWflJ29FWaarjHXzQ2w7kYHyImw2tYUvgqm1pglLF8h/h4fH2HLEMLiR3vx4abcbOZF38B1oqh",
+	"eNtciCUG8dWD+GU8iCUg34UJP8aItvU2OtgvtsovqpghdzaqdM5zoRZROXzOVeTP23tgQpolxEdESLDQ",
+	"JfIC2o3Y14uqx7U4vSbjGiz/Xkx9nW0tuI84MPzHiAN7D8t8XXGmVgONWWIqKFBTcwYTQyriLGkiewOn",
+	"g5ZC3AB8BNALy+qnLLejtu5JqBAvttGoHOXWLOKrXfSrXfS2zhSDdztSZvMli7LU7NcQquMl/4GtjjM9",
+	"b41/+tlQFfTZNiW0uLZ5bdeH+iNbqYDkvQVtmTXzqNaoeoGVIzu1Zh/21V5j0w+65I8vB86l2WC59Ny9",
+	"bXOD7JKwcCWupj4lXfI7Tlfxa0OeuGshU7ihSxOOHz+Gb+ZS6fFB/6Bfm+Xn/KQam4809x5xNi7MGweH",
+	"UMUUas1Wtlh7fS/PbFa4TiHiwHajNnwz4ZjaMU1YJLnoatmdcaor9RzyGUqxQvV5ziD9CgsgJiy+YKml",
+	"eX5GiDecq4naPFLVRYiFtZGoJvLCuvDMhfCGzC9AfUyopFqtEgam2kqhMC8Cwt+8qxd28/PN/xcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
