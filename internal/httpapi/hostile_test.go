@@ -116,7 +116,7 @@ func TestHostileInputOperator(t *testing.T) {
 	require.Empty(t, diffs, "both databases answer every case identically")
 	// The text rule holds on the operator API as on the partner one.
 	for _, name := range []string{"fillOrder body reference=embedded NUL", "failTransaction body reason=C1 NEL",
-		"failTransaction body reason=replacement char", "fillOrder body reference=invalid UTF-8 ff fe",
+		"failTransaction body reason=replacement char", "failTransaction body reason=escape", "fillOrder body reference=invalid UTF-8 ff fe",
 		"failTransaction header idempotency key invalid UTF-8", "listStage query unknown parameter",
 		"fillOrder whole body trailing garbage", "getOperatorTransaction path embedded NUL"} {
 		require.Equal(t, outcome{Status: http.StatusBadRequest, Code: "invalid_request"}, pg[name], name)
@@ -399,7 +399,7 @@ func hostileCases(ops []hostileOp, paths map[string]string) []hostileCase {
 	badValues := map[string]string{
 		"number": `123`, "negative": `-1`, "huge number": `1e400`, "long integer": `123456789012345678901234567890`,
 		"true": `true`, "null": `null`, "object": `{}`, "array": `[]`, "empty": `""`, "NUL": `"\u0000"`,
-		"embedded NUL": `"a\u0000b"`, "unit separator": `"a\u001fb"`, "DEL": `"a\u007fb"`, "C1 NEL": `"a\u0085b"`,
+		"embedded NUL": `"a\u0000b"`, "unit separator": `"a\u001fb"`, "escape": `"a\u001b[31mb"`, "DEL": `"a\u007fb"`, "C1 NEL": `"a\u0085b"`,
 		"lone surrogate": `"a\ud800b"`, "replacement char": `"a\ufffdb"`, "upper case": `"USDT"`, "newline": `"a\nb"`,
 		"long string": `"` + strings.Repeat("x", 5000) + `"`, "deep array": strings.Repeat("[", 500) + strings.Repeat("]", 500),
 		"decimal with 10 places": `"1.0000000001"`, "exponent string": `"1e5"`, "spaces": `"  "`,
