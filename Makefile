@@ -47,12 +47,15 @@ check-generated: ## Fail when any file in gen/ differs from what the specs produ
 	echo "generated code is up to date"
 
 .PHONY: test
-test: ## Run every test against PostgreSQL and SQLite (starts a throwaway PostgreSQL when none answers)
+test: ## Run every test against PostgreSQL and SQLite (starts a throwaway PostgreSQL and Redis when none answers)
 	@set -euo pipefail; \
+	trap 'scripts/test-postgres.sh stop "$${TEST_PG_DIR:-}"; scripts/test-redis.sh stop "$${TEST_REDIS_DIR:-}"' EXIT; \
 	env_out=$$(scripts/test-postgres.sh); \
 	eval "export $$(echo "$$env_out" | tr '\n' ' ')"; \
-	trap 'scripts/test-postgres.sh stop "$${TEST_PG_DIR:-}"' EXIT; \
+	env_out=$$(scripts/test-redis.sh); \
+	eval "export $$(echo "$$env_out" | tr '\n' ' ')"; \
 	echo "PostgreSQL for tests: $${TEST_DATABASE_URL%%\?*}"; \
+	echo "Redis for tests: $${TEST_REDIS_URL}"; \
 	$(GO) test $(TEST_FLAGS) ./...
 
 .PHONY: lint

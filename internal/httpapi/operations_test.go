@@ -95,7 +95,7 @@ func TestRateLimits(t *testing.T) {
 func TestRateLimitsAreSharedThroughRedis(t *testing.T) {
 	t.Parallel()
 	db := testdb.Database{Name: "postgres", URL: testdb.PostgresSchema(t)}
-	settings := map[string]string{"RATE_LIMIT_WRITES": "4/1m", "REDIS_URL": "redis://127.0.0.1:6379/0"}
+	settings := map[string]string{"RATE_LIMIT_WRITES": "4/1m", "REDIS_URL": testdb.RedisURL()}
 	a, b := apitest.Start(t, db, settings), apitest.Start(t, db, settings)
 	key := a.NewPartner(t)
 	ca, cb := a.Client(t, key), b.Client(t, key)

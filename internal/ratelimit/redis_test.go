@@ -9,20 +9,22 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"partnerd/internal/testdb"
 )
 
-// redisAddr is the Redis these tests run against. It must be up: a missing Redis
-// fails the tests rather than skipping them, so a broken setup cannot pass as green.
-const redisAddr = "127.0.0.1:6379"
-
-// newRedisClient connects to redisAddr, failing the test if Redis does not answer.
+// newRedisClient connects to the tests' Redis (testdb.RedisURL), failing the test if
+// it does not answer: a missing Redis fails the tests rather than skipping them, so a
+// broken setup cannot pass as green.
 func newRedisClient(t *testing.T) *redis.Client {
 	t.Helper()
-	client := redis.NewClient(&redis.Options{Addr: redisAddr})
+	opts, err := redis.ParseURL(testdb.RedisURL())
+	require.NoError(t, err, "TEST_REDIS_URL")
+	client := redis.NewClient(opts)
 	t.Cleanup(func() { _ = client.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	require.NoError(t, client.Ping(ctx).Err(), "Redis must be running at %s for these tests", redisAddr)
+	require.NoError(t, client.Ping(ctx).Err(), "Redis must answer at %s for these tests (make test starts one)", opts.Addr)
 	return client
 }
 

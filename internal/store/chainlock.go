@@ -25,7 +25,10 @@ func (l *ChainLock) Alive(ctx context.Context) error {
 // Release gives the lock up.
 func (l *ChainLock) Release() { l.once.Do(l.release) }
 
-var localLocks sync.Map // name → *sync.Mutex, for SQLite (one instance)
+// localLocks holds SQLite's locks: database file + "\x00" + name → *sync.Mutex. Keyed
+// by the file, so two stores on one database file exclude each other and stores on
+// different files (parallel tests, say) do not.
+var localLocks sync.Map
 
 // TryLock takes the lock named name if no one holds it. On PostgreSQL it is a
 // session-level advisory lock on the name and the schema (so two deployments
@@ -33,10 +36,10 @@ var localLocks sync.Map // name → *sync.Mutex, for SQLite (one instance)
 // connection taken from the pool for as long as the lock is held: every instance
 // on the database competes for it, and a holder that dies (or loses its
 // connection) releases it with its session. SQLite serves a single instance, so
-// there it is a lock within this process.
+// there it is a lock within this process on the database file and the name.
 func (s *Store) TryLock(ctx context.Context, name string) (*ChainLock, bool, error) {
 	if s.dialect != Postgres {
-		v, _ := localLocks.LoadOrStore(name, &sync.Mutex{})
+		v, _ := localLocks.LoadOrStore(s.file+"\x00"+name, &sync.Mutex{})
 		mu := v.(*sync.Mutex)
 		if !mu.TryLock() {
 			return nil, false, nil

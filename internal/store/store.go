@@ -74,6 +74,9 @@ type Store struct {
 	jobs *river.Client[*sql.Tx]
 	// addresses holds each network's block of address indexes (PostgreSQL).
 	addresses indexBlocks
+	// file is the SQLite database file's absolute path with symbolic links
+	// resolved, which names the database for the in-process locks (TryLock).
+	file string
 }
 
 // Now is the clock every stored time comes from: UTC, truncated to microseconds,
@@ -175,6 +178,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		_ = s.Close()
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
 	}
+	if dialect == SQLite {
+		s.file = databaseFile(strings.TrimPrefix(url, "sqlite:"))
+	}
 	// An insert-only client (no queues, no workers): it writes jobs on a caller's
 	// transaction and, on PostgreSQL, the NOTIFY that wakes the workers at commit.
 	// It notifies a queue at most once per FetchCooldown: jobs.WebhookFetchCooldown,
@@ -185,6 +191,18 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("job inserts: %w", err)
 	}
 	return s, nil
+}
+
+// databaseFile returns the one name of a SQLite database file however it is
+// reached (relative path, symbolic link).
+func databaseFile(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	return path
 }
 
 func gormOpen(dial gorm.Dialector, prepare bool) (*gorm.DB, error) {

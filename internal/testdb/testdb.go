@@ -66,6 +66,19 @@ var (
 	pgErr   error
 )
 
+// DefaultRedisURL is used when TEST_REDIS_URL is unset; `make test` starts a
+// throwaway Redis (scripts/test-redis.sh) and sets TEST_REDIS_URL where none answers.
+const DefaultRedisURL = "redis://127.0.0.1:6379/0"
+
+// RedisURL returns the Redis the tests share (TEST_REDIS_URL, else DefaultRedisURL).
+// Tests keep their keys apart by prefix; a Redis that does not answer fails them.
+func RedisURL() string {
+	if u := os.Getenv("TEST_REDIS_URL"); u != "" {
+		return u
+	}
+	return DefaultRedisURL
+}
+
 // AdminURL returns the server URL tests create their databases on.
 func AdminURL() string {
 	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {

@@ -1,0 +1,169 @@
+package storetest_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"partnerd/internal/apperr"
+	"partnerd/internal/store"
+	"partnerd/internal/testdb"
+	"partnerd/internal/webhook"
+)
+
+func TestWebhookEndpoints(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
+		ctx := context.Background()
+		p := newPartner(t, s)
+		_, err := s.EndpointOf(ctx, p.ID)
+		require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
+		now := store.Now()
+		ep := &webhook.Endpoint{PartnerID: p.ID, URL: "https://example.com/a", Enabled: false, Secret: "whsec_1", CreatedAt: now, UpdatedAt: now}
+
+		// Of concurrent first registrations exactly one inserts.
+		var inserted atomic.Int32
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ok, err := s.InsertEndpoint(ctx, ep)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					inserted.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		require.EqualValues(t, 1, inserted.Load())
+
+		// Of concurrent enablers exactly one sees the switch.
+		var switched atomic.Int32
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				on, err := s.UpdateEndpoint(ctx, p.ID, "https://example.com/b", true, store.Now())
+				if err != nil {
+					t.Error(err)
+				}
+				if on {
+					switched.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		require.EqualValues(t, 1, switched.Load())
+		_, err = s.UpdateEndpoint(ctx, uuid.New(), "https://example.com/c", true, now)
+		require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
+
+		until := store.Now().Add(time.Hour)
+		require.NoError(t, s.RotateSecret(ctx, p.ID, "whsec_2", until, store.Now()))
+		require.Equal(t, apperr.NotFound, apperr.CodeOf(s.RotateSecret(ctx, uuid.New(), "x", until, now)))
+		got, err := s.EndpointOf(ctx, p.ID)
+		require.NoError(t, err)
+		require.Equal(t, "https://example.com/b", got.URL)
+		require.True(t, got.Enabled)
+		require.Equal(t, "whsec_2", got.Secret)
+		require.Equal(t, "whsec_1", *got.PreviousSecret)
+		require.Equal(t, until, *got.PreviousSecretExpiresAt)
+
+		require.NoError(t, s.DisableEndpoint(ctx, p.ID, store.Now()))
+		got, err = s.EndpointOf(ctx, p.ID)
+		require.NoError(t, err)
+		require.False(t, got.Enabled)
+		require.Equal(t, "whsec_2", got.Secret, "disabling leaves the rest")
+	})
+}
+
+// TestEventDelivery walks one event through the delivery bookkeeping: taken,
+// attempted, requeued during an attempt, listed, purged.
+func TestEventDelivery(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
+		ctx := context.Background()
+		p, other := newPartner(t, s), newPartner(t, s)
+		tr := newTransaction(t, s, p, txOpts{})
+		events, err := s.ListEvents(ctx, p.ID, webhook.ListQuery{Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, events, 1)
+		ev := events[0]
+		require.Equal(t, tr.ID, ev.TransactionID)
+		require.Equal(t, webhook.Pending, ev.PublishStatus)
+		_, err = s.EventByID(ctx, &other.ID, ev.ID)
+		require.Equal(t, apperr.NotFound, apperr.CodeOf(err), "another partner's event")
+
+		got, ep, requeued, err := s.TakeDelivery(ctx, ev.ID)
+		require.NoError(t, err)
+		require.Equal(t, ev.ID, got.ID)
+		require.Nil(t, ep, "no endpoint yet")
+		require.False(t, requeued)
+		_, _, _, err = s.TakeDelivery(ctx, uuid.New())
+		require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
+
+		// A failed attempt, recorded with the event's new state.
+		now := store.Now()
+		got.PublishStatus, got.Attempts, got.CycleAttempts, got.LastAttemptAt, got.NextAttemptAt = webhook.Pending, 1, 1, &now, ptr(now.Add(time.Minute))
+		requeued, err = s.SaveEventState(ctx, got, &webhook.Attempt{AttemptedAt: now, StatusCode: ptr(500), DurationMS: 12, Error: ptr("server error")}, now)
+		require.NoError(t, err)
+		require.False(t, requeued)
+		attempts, err := s.AttemptsOf(ctx, ev.ID)
+		require.NoError(t, err)
+		require.Len(t, attempts, 1)
+		require.Equal(t, 500, *attempts[0].StatusCode)
+
+		// Enabling the endpoint requeues the pending events; a requeue during an
+		// attempt wins over the attempt's outcome.
+		_, err = s.InsertEndpoint(ctx, &webhook.Endpoint{PartnerID: p.ID, URL: "https://example.com/", Enabled: true, Secret: "whsec", CreatedAt: now, UpdatedAt: now})
+		require.NoError(t, err)
+		queued, err := s.RequeuePending(ctx, p.ID, now)
+		require.NoError(t, err)
+		require.Equal(t, []uuid.UUID{ev.ID}, queued)
+		stale, err := s.StaleRequeues(ctx, now.Add(time.Second), 10)
+		require.NoError(t, err)
+		require.Contains(t, stale, ev.ID, "requeued and not yet taken")
+		got.PublishStatus = webhook.Delivered
+		requeued, err = s.SaveEventState(ctx, got, nil, now.Add(time.Second))
+		require.NoError(t, err)
+		require.True(t, requeued)
+		after, err := s.EventByID(ctx, nil, ev.ID)
+		require.NoError(t, err)
+		require.Equal(t, webhook.Pending, after.PublishStatus, "the requeue mark wins")
+
+		got, ep, requeued, err = s.TakeDelivery(ctx, ev.ID)
+		require.NoError(t, err)
+		require.True(t, requeued, "the mark is taken once")
+		require.NotNil(t, ep)
+		require.Equal(t, "whsec", ep.Secret)
+		taken, err := s.TakeRequeue(ctx, ev.ID)
+		require.NoError(t, err)
+		require.False(t, taken, "already cleared")
+
+		re, err := s.Requeue(ctx, &p.ID, ev.ID, now)
+		require.NoError(t, err)
+		require.Equal(t, webhook.Pending, re.PublishStatus)
+		_, err = s.Requeue(ctx, &other.ID, ev.ID, now)
+		require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
+		taken, err = s.TakeRequeue(ctx, ev.ID)
+		require.NoError(t, err)
+		require.True(t, taken)
+
+		n, err := s.PurgeEvents(ctx, got.CreatedAt)
+		require.NoError(t, err)
+		require.Zero(t, n, "nothing older than the event")
+		n, err = s.PurgeEvents(ctx, store.Now().Add(time.Second))
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n)
+		attempts, err = s.AttemptsOf(ctx, ev.ID)
+		require.NoError(t, err)
+		require.Empty(t, attempts, "attempts go with their event")
+	})
+}
