@@ -100,6 +100,30 @@ func (e ErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for RefundTaskKind.
+const (
+	Dust      RefundTaskKind = "dust"
+	Excess    RefundTaskKind = "excess"
+	Short     RefundTaskKind = "short"
+	Unmatched RefundTaskKind = "unmatched"
+)
+
+// Valid indicates whether the value is a known member of the RefundTaskKind enum.
+func (e RefundTaskKind) Valid() bool {
+	switch e {
+	case Dust:
+		return true
+	case Excess:
+		return true
+	case Short:
+		return true
+	case Unmatched:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ResolveRequestAction.
 const (
 	ResolveRequestActionCredited ResolveRequestAction = "credited"
@@ -197,6 +221,32 @@ func (e UnmatchedDepositStatus) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// Defines values for ListRefundTasksParamsStatus.
+const (
+	ListRefundTasksParamsStatusOpen     ListRefundTasksParamsStatus = "open"
+	ListRefundTasksParamsStatusResolved ListRefundTasksParamsStatus = "resolved"
+)
+
+// Valid indicates whether the value is a known member of the ListRefundTasksParamsStatus enum.
+func (e ListRefundTasksParamsStatus) Valid() bool {
+	switch e {
+	case ListRefundTasksParamsStatusOpen:
+		return true
+	case ListRefundTasksParamsStatusResolved:
+		return true
+	default:
+		return false
+	}
+}
+
+// AcceptRequest Why a short payment is accepted.
+type AcceptRequest struct {
+	// Reason Why the transaction proceeds on what was received (audited).
+	//
+	// Example: Merchant agreed to the lower amount
+	Reason string `json:"reason"`
 }
 
 // ChainHash A chain transaction hash (0x and 64 hex digits on EVM chains, 64 hex digits on Tron).
@@ -320,7 +370,7 @@ type OperatorTransaction struct {
 	// DepositId The deposit's id; null until a deposit exists.
 	DepositId *string `json:"deposit_id"`
 
-	// DepositStatus The deposit's state; null until a deposit exists.
+	// DepositStatus The deposit's state (the partner contract's values); null until a deposit exists.
 	DepositStatus *string `json:"deposit_status"`
 
 	// ExpiresAt Deposit deadline.
@@ -448,6 +498,109 @@ type RefundRequest struct {
 	//
 	// Example: 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060
 	TxHash ChainHash `json:"tx_hash"`
+}
+
+// RefundTask Money to give back or decide on.
+type RefundTask struct {
+	// Amount The token amount to give back (6 decimals).
+	//
+	// Example: 1.500000
+	Amount string `json:"amount"`
+
+	// CreatedAt When it was recorded.
+	CreatedAt time.Time `json:"created_at"`
+
+	// FromAddress The address the money came from (for `short`, the sender of the last counted transfer); where a refund goes.
+	FromAddress string `json:"from_address"`
+
+	// Id The task's id (for `unmatched` tasks, the unmatched deposit's id).
+	Id openapi_types.UUID `json:"id"`
+
+	// Kind `unmatched` (a transfer that belongs to no open transaction), `excess` (received above `crypto_amount`), `short` (the partial total of a transaction that expired short), `dust` (a transfer below `MIN_DEPOSIT` that does not complete the payment).
+	//
+	// Example: excess
+	Kind RefundTaskKind `json:"kind"`
+
+	// LogIndex The transfer's log index in that chain transaction.
+	LogIndex int `json:"log_index"`
+
+	// Network Deposit network, e.g. `bep20` or `trc20`.
+	//
+	// Example: bep20
+	Network Network `json:"network"`
+
+	// PartnerId That transaction's partner; null with it.
+	PartnerId *openapi_types.UUID `json:"partner_id"`
+
+	// ResolutionNote The operator's note.
+	ResolutionNote *string `json:"resolution_note"`
+
+	// ResolutionTxHash The refund's chain transaction, once refunded.
+	ResolutionTxHash *string `json:"resolution_tx_hash"`
+
+	// ResolvedAt When it was resolved.
+	ResolvedAt *time.Time `json:"resolved_at"`
+
+	// ResolvedBy The operator who resolved it.
+	ResolvedBy *openapi_types.UUID `json:"resolved_by"`
+
+	// Status `open` until resolved, then `refunded` or `credited`.
+	//
+	// Example: open
+	Status UnmatchedDepositStatus `json:"status"`
+
+	// ToAddress The deposit address that received it.
+	ToAddress string `json:"to_address"`
+
+	// TransactionId The transaction it relates to; null for a transfer to an address no transaction owns.
+	TransactionId *openapi_types.UUID `json:"transaction_id"`
+
+	// TxHash The chain transaction hash (for `excess` and `short`, of the transfer that took the total over, or of the last counted transfer).
+	TxHash string `json:"tx_hash"`
+}
+
+// RefundTaskKind `unmatched` (a transfer that belongs to no open transaction), `excess` (received above `crypto_amount`), `short` (the partial total of a transaction that expired short), `dust` (a transfer below `MIN_DEPOSIT` that does not complete the payment).
+//
+// Example: excess
+type RefundTaskKind string
+
+// RefundTaskPage One page of refund tasks.
+type RefundTaskPage struct {
+	// Data The tasks of this page, newest first.
+	Data []RefundTask `json:"data"`
+
+	// HasMore True when another page follows.
+	HasMore bool `json:"has_more"`
+
+	// Limit The page size applied.
+	Limit int `json:"limit"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// RefundTaskPageResponse Envelope of a refund task page.
+type RefundTaskPageResponse struct {
+	// Data One page of refund tasks.
+	Data RefundTaskPage `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// RefundTaskResponse Envelope of a refund task.
+type RefundTaskResponse struct {
+	// Data Money to give back or decide on.
+	Data RefundTask `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
 }
 
 // ResolveRequest How an unmatched deposit was resolved.
@@ -645,6 +798,36 @@ type ResolveUnmatchedDepositParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// ListRefundTasksParams defines parameters for ListRefundTasks.
+type ListRefundTasksParams struct {
+	// Kind Only tasks of this kind (default all).
+	Kind *RefundTaskKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// Status `open` (the default) or `resolved` (refunded or credited).
+	Status *ListRefundTasksParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// PartnerId Only tasks of this partner's transactions.
+	PartnerId *openapi_types.UUID `form:"partner_id,omitempty" json:"partner_id,omitempty"`
+
+	// Network Only tasks on this network.
+	Network *Network `form:"network,omitempty" json:"network,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListRefundTasksParamsStatus defines parameters for ListRefundTasks.
+type ListRefundTasksParamsStatus string
+
+// ResolveRefundTaskParams defines parameters for ResolveRefundTask.
+type ResolveRefundTaskParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // ListStageParams defines parameters for ListStage.
 type ListStageParams struct {
 	// Stage Which step's work to list.
@@ -667,6 +850,12 @@ type ListStageParams struct {
 
 	// To Only transactions created at or before this time (inclusive).
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+}
+
+// AcceptShortPaymentParams defines parameters for AcceptShortPayment.
+type AcceptShortPaymentParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
 // FailTransactionParams defines parameters for FailTransaction.
@@ -702,6 +891,12 @@ type SettleOrderParams struct {
 // ResolveUnmatchedDepositJSONRequestBody defines body for ResolveUnmatchedDeposit for application/json ContentType.
 type ResolveUnmatchedDepositJSONRequestBody = ResolveRequest
 
+// ResolveRefundTaskJSONRequestBody defines body for ResolveRefundTask for application/json ContentType.
+type ResolveRefundTaskJSONRequestBody = ResolveRequest
+
+// AcceptShortPaymentJSONRequestBody defines body for AcceptShortPayment for application/json ContentType.
+type AcceptShortPaymentJSONRequestBody = AcceptRequest
+
 // FailTransactionJSONRequestBody defines body for FailTransaction for application/json ContentType.
 type FailTransactionJSONRequestBody = FailRequest
 
@@ -725,12 +920,21 @@ type ServerInterface interface {
 	// ResolveUnmatchedDeposit Resolve an unmatched deposit
 	// (POST /deposits/{id}/resolve)
 	ResolveUnmatchedDeposit(ctx echo.Context, id openapi_types.UUID, params ResolveUnmatchedDepositParams) error
+	// ListRefundTasks List refund tasks
+	// (GET /refund-tasks)
+	ListRefundTasks(ctx echo.Context, params ListRefundTasksParams) error
+	// ResolveRefundTask Resolve a refund task
+	// (POST /refund-tasks/{id}/resolve)
+	ResolveRefundTask(ctx echo.Context, id openapi_types.UUID, params ResolveRefundTaskParams) error
 	// ListStage List the transactions of a stage
 	// (GET /transactions)
 	ListStage(ctx echo.Context, params ListStageParams) error
 	// GetOperatorTransaction Get a transaction
 	// (GET /transactions/{id})
 	GetOperatorTransaction(ctx echo.Context, id TransactionId) error
+	// AcceptShortPayment Accept a short payment
+	// (POST /transactions/{id}/accept)
+	AcceptShortPayment(ctx echo.Context, id TransactionId, params AcceptShortPaymentParams) error
 	// FailTransaction Fail a transaction
 	// (POST /transactions/{id}/fail)
 	FailTransaction(ctx echo.Context, id TransactionId, params FailTransactionParams) error
@@ -823,6 +1027,97 @@ func (w *ServerInterfaceWrapper) ResolveUnmatchedDeposit(ctx echo.Context) error
 	return err
 }
 
+// ListRefundTasks converts echo context to params.
+func (w *ServerInterfaceWrapper) ListRefundTasks(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRefundTasksParams
+	// ------------- Optional query parameter "kind" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kind", ctx.QueryParams(), &params.Kind, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter kind: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "partner_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "partner_id", ctx.QueryParams(), &params.PartnerId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter partner_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "network" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "network", ctx.QueryParams(), &params.Network, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter network: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListRefundTasks(ctx, params)
+	return err
+}
+
+// ResolveRefundTask converts echo context to params.
+func (w *ServerInterfaceWrapper) ResolveRefundTask(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ResolveRefundTaskParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ResolveRefundTask(ctx, id, params)
+	return err
+}
+
 // ListStage converts echo context to params.
 func (w *ServerInterfaceWrapper) ListStage(ctx echo.Context) error {
 	var err error
@@ -896,6 +1191,44 @@ func (w *ServerInterfaceWrapper) GetOperatorTransaction(ctx echo.Context) error 
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetOperatorTransaction(ctx, id)
+	return err
+}
+
+// AcceptShortPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) AcceptShortPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id TransactionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AcceptShortPaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AcceptShortPayment(ctx, id, params)
 	return err
 }
 
@@ -1145,6 +1478,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/transactions/:id/refund", wrapper.RefundTransaction, options.OperationMiddlewares["refundTransaction"]...)
 	router.GET(options.BaseURL+"/deposits/unmatched", wrapper.ListUnmatchedDeposits, options.OperationMiddlewares["listUnmatchedDeposits"]...)
 	router.POST(options.BaseURL+"/deposits/:id/resolve", wrapper.ResolveUnmatchedDeposit, options.OperationMiddlewares["resolveUnmatchedDeposit"]...)
+	router.POST(options.BaseURL+"/transactions/:id/accept", wrapper.AcceptShortPayment, options.OperationMiddlewares["acceptShortPayment"]...)
+	router.GET(options.BaseURL+"/refund-tasks", wrapper.ListRefundTasks, options.OperationMiddlewares["listRefundTasks"]...)
+	router.POST(options.BaseURL+"/refund-tasks/:id/resolve", wrapper.ResolveRefundTask, options.OperationMiddlewares["resolveRefundTask"]...)
 
 }
 
@@ -1475,6 +1811,288 @@ func (response ResolveUnmatchedDeposit503JSONResponse) VisitResolveUnmatchedDepo
 	return err
 }
 
+type ListRefundTasksRequestObject struct {
+	Params ListRefundTasksParams
+}
+
+type ListRefundTasksResponseObject interface {
+	VisitListRefundTasksResponse(w http.ResponseWriter) error
+}
+
+type ListRefundTasks200JSONResponse RefundTaskPageResponse
+
+func (response ListRefundTasks200JSONResponse) VisitListRefundTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRefundTasks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRefundTasks400JSONResponse) VisitListRefundTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRefundTasks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRefundTasks401JSONResponse) VisitListRefundTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRefundTasks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRefundTasks429JSONResponse) VisitListRefundTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRefundTasks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRefundTasks500JSONResponse) VisitListRefundTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRefundTasks503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListRefundTasks503JSONResponse) VisitListRefundTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTaskRequestObject struct {
+	Id     openapi_types.UUID `json:"id"`
+	Params ResolveRefundTaskParams
+	Body   *ResolveRefundTaskJSONRequestBody
+}
+
+type ResolveRefundTaskResponseObject interface {
+	VisitResolveRefundTaskResponse(w http.ResponseWriter) error
+}
+
+type ResolveRefundTask200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type ResolveRefundTask200JSONResponse struct {
+	Body    RefundTaskResponse
+	Headers ResolveRefundTask200ResponseHeaders
+}
+
+func (response ResolveRefundTask200JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ResolveRefundTask400JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ResolveRefundTask401JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ResolveRefundTask404JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ResolveRefundTask409JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ResolveRefundTask413JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ResolveRefundTask415JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response ResolveRefundTask422JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ResolveRefundTask429JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ResolveRefundTask500JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ResolveRefundTask503JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListStageRequestObject struct {
 	Params ListStageParams
 }
@@ -1673,6 +2291,183 @@ func (response GetOperatorTransaction500JSONResponse) VisitGetOperatorTransactio
 type GetOperatorTransaction503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response GetOperatorTransaction503JSONResponse) VisitGetOperatorTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPaymentRequestObject struct {
+	Id     TransactionId `json:"id"`
+	Params AcceptShortPaymentParams
+	Body   *AcceptShortPaymentJSONRequestBody
+}
+
+type AcceptShortPaymentResponseObject interface {
+	VisitAcceptShortPaymentResponse(w http.ResponseWriter) error
+}
+
+type AcceptShortPayment200JSONResponse struct{ OperatorActionOKJSONResponse }
+
+func (response AcceptShortPayment200JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AcceptShortPayment400JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AcceptShortPayment401JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AcceptShortPayment404JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment409JSONResponse struct{ ConflictJSONResponse }
+
+func (response AcceptShortPayment409JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response AcceptShortPayment413JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response AcceptShortPayment415JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response AcceptShortPayment422JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response AcceptShortPayment429JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response AcceptShortPayment500JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AcceptShortPayment503JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2580,12 +3375,21 @@ type StrictServerInterface interface {
 	// ResolveUnmatchedDeposit Resolve an unmatched deposit
 	// (POST /deposits/{id}/resolve)
 	ResolveUnmatchedDeposit(ctx context.Context, request ResolveUnmatchedDepositRequestObject) (ResolveUnmatchedDepositResponseObject, error)
+	// ListRefundTasks List refund tasks
+	// (GET /refund-tasks)
+	ListRefundTasks(ctx context.Context, request ListRefundTasksRequestObject) (ListRefundTasksResponseObject, error)
+	// ResolveRefundTask Resolve a refund task
+	// (POST /refund-tasks/{id}/resolve)
+	ResolveRefundTask(ctx context.Context, request ResolveRefundTaskRequestObject) (ResolveRefundTaskResponseObject, error)
 	// ListStage List the transactions of a stage
 	// (GET /transactions)
 	ListStage(ctx context.Context, request ListStageRequestObject) (ListStageResponseObject, error)
 	// GetOperatorTransaction Get a transaction
 	// (GET /transactions/{id})
 	GetOperatorTransaction(ctx context.Context, request GetOperatorTransactionRequestObject) (GetOperatorTransactionResponseObject, error)
+	// AcceptShortPayment Accept a short payment
+	// (POST /transactions/{id}/accept)
+	AcceptShortPayment(ctx context.Context, request AcceptShortPaymentRequestObject) (AcceptShortPaymentResponseObject, error)
 	// FailTransaction Fail a transaction
 	// (POST /transactions/{id}/fail)
 	FailTransaction(ctx context.Context, request FailTransactionRequestObject) (FailTransactionResponseObject, error)
@@ -2689,6 +3493,80 @@ func (sh *strictHandler) ResolveUnmatchedDeposit(ctx echo.Context, id openapi_ty
 	return nil
 }
 
+// ListRefundTasks operation middleware
+func (sh *strictHandler) ListRefundTasks(ctx echo.Context, params ListRefundTasksParams) error {
+	var request ListRefundTasksRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRefundTasks(ctx.Request().Context(), request.(ListRefundTasksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRefundTasks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListRefundTasksResponseObject); ok {
+		return validResponse.VisitListRefundTasksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ResolveRefundTask operation middleware
+func (sh *strictHandler) ResolveRefundTask(ctx echo.Context, id openapi_types.UUID, params ResolveRefundTaskParams) error {
+	var request ResolveRefundTaskRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body ResolveRefundTaskJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ResolveRefundTask(ctx.Request().Context(), request.(ResolveRefundTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ResolveRefundTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ResolveRefundTaskResponseObject); ok {
+		return validResponse.VisitResolveRefundTaskResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListStage operation middleware
 func (sh *strictHandler) ListStage(ctx echo.Context, params ListStageParams) error {
 	var request ListStageRequestObject
@@ -2733,6 +3611,55 @@ func (sh *strictHandler) GetOperatorTransaction(ctx echo.Context, id Transaction
 		return err
 	} else if validResponse, ok := response.(GetOperatorTransactionResponseObject); ok {
 		return validResponse.VisitGetOperatorTransactionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AcceptShortPayment operation middleware
+func (sh *strictHandler) AcceptShortPayment(ctx echo.Context, id TransactionId, params AcceptShortPaymentParams) error {
+	var request AcceptShortPaymentRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body AcceptShortPaymentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AcceptShortPayment(ctx.Request().Context(), request.(AcceptShortPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AcceptShortPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AcceptShortPaymentResponseObject); ok {
+		return validResponse.VisitAcceptShortPaymentResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -2989,125 +3916,149 @@ func (sh *strictHandler) SettleOrder(ctx echo.Context, id TransactionId, params 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H37ctu4vfCrYNjOrJShZEmWnFiZTj9342zdxInXdr52vzifCJE/SthQgBYALasbz/Sv8wDnIfpgfZIz",
-	"uJAEL7o4m003Pdk5Z5pQJPDD735FfvZCtlgyClQKb/yzNwccAdd/PItgsWQSqLyEZYLXEKmnEYiQk6Uk",
-	"jHpjL5A8hQCt5kCRnBOBOIglowIQEUjOAQnJOEQIU7ECjiRDmCLAPCHAEYefUhASrYicm5fxAlCQ7xuu",
-	"Oy9gHXQ93xPhHBZY7Q80XXjjt57a2Hvne3K9BG/sCckJnXn39753CZKvT2IJvA7vFYSMRkIBssJEoinE",
-	"jAPi6hNCZ+WtFoSShdqtn29DqIQZcO9ebbTEHC9AWnR9m3LBGra8ngMKKNzJSajfCBCL9WmXHG4JSwVa",
-	"4hn4KKXhHNMZRE+RABoVCIlJovYwaCJSwQh3eLFMFECw/kvv7EdGzn88Wb8ivbvzq976vP/93fkztjq/",
-	"Zqvz54zE33fDQUI93yMKoJ9S4GvP9yheqBUMVOWD47uXQGdy7o37vcHQV5jIHzSh3CHZC1jXcXCCUkp+",
-	"SgG9hzVaAkcJm5EQJzkLtDB68+bsmeIajGaMRSicMxJC+6mmDQHFWaliK9lFL2ApUcw4whIlgIVEgyGa",
-	"s5SLMm5G0WB6iI+h0wv7cWcYP8ad4+kT6DzGR+EoGsJhPOhnSDF8X2ClwoSe7ylQCVdCoFhvA7oGo9Fu",
-	"bL0kCyLrSLrAM0CC/B181FcM2u/1SucZ9ZoJmOjlXIAiiHGaSG886PkKOsvFvZ6/nad975pjKnCoIDqL",
-	"mnlZFq8gEpUx3ps+hsfxKOwchn3oDOOjUQcf4iedYXwYj6ZPwuOo38swvsRyXhyCRFtRHDO+wNIbe2mq",
-	"36wi9V59bDSPFsY/4ejSsJb6W8ioUmPqj3i5TEiIFfQHPwp1qJ+dbX7PIfbG3u8OCqV4YH4VB6ecMyv4",
-	"daRkfEwEWuBEQQvRGAWE3uKERBP7c+CjgBSMNXkP68mCCEHoLECMF+9bTdH17n3vW0bjhISf6SCWsKHd",
-	"VBTKOUw5ByqRkFiCczb994nmCqK+tSdxjmlPPyF0suRsxkEIc7QzKoFTnBiIfvXzXbEFyDmhM5RSuFtC",
-	"KCFCMSYJRIhRxFKOBInM2QxgE1BrBV30fcokaDTklI70EV4x+ZylNPr1oX/FkEjDeUn+GEcRLJkgcowC",
-	"yuQkVrAY5L5eAseS8RP96usXnwzCbGFHV1xa2dvBVSus1HjIeKSsnKwoEywQ0RJE2UqplUZXpOP6Ik1Q",
-	"2q8OGrwXDVwD9P9e3Dgo0HS7wOuE4eiasZeYz+Dz6q8pi9aKBOwWODoaohfkT2MULA1IE8nYJFFAGQ67",
-	"An5LQnhD8S0mCZ4mnwnYCEs8xcbHTIvNUSsQBqKJ8zRojxFlRuwV/+VOlvb5EFZ+Igq0z9jRTmOAhHES",
-	"KzzovLKL9xwPVB/hmrFzTNfWIonPgCXG0ALTdUZXgWLOFsZDZ5ZFlS82RgFX2lu7EBAFXXT5+bDyhuJU",
-	"zhknf4fo8zCOe3Rtqo3tVWrUWjPliC4xlxTsSzRM0gii9hgFqQOvEYA3dMlZCEIoRjulksj15zlIc6Bk",
-	"bDVGEYlj0Lbakn9cdzu0N50fQ6TLJeMSonOICL7WztW/Q+1QJlFQ3SvQuM9BnCwUjBPlASrw7zM30QRh",
-	"c0zon7GYN8UgofqxZHLmWMxRq3eHMI2UupvDHYrIjEihHILT/3tuvhF+/cdrzmi74v3ejcJRbwjR8HAQ",
-	"Tkf9/uGTaRj3jjEewRM87PeiaIj7MOgNIX4ynMYQ9afQP4riKe5PB4PekfKNl1gq38Mbe/+/1btr//Ft",
-	"r3OMO/FJ5/m7n4+G97+vO7++l/tPdQxrzLIYwS3wtXZ2Ug6opeNPy+cnF2ffCH2UJVcSIonxoSFbdSd5",
-	"z2jMFBwLJQrGZFVxP08XmHY44EirarhbJphiY/QaTiTSUMlVw0rJCq8FinEiQJHBnqhECP1jvuiUsQQw",
-	"9UyMkAUYb/MtCrB9e+Qiq8CmP0IocxR/y6LGwwmpD7XA4ZxQQCGLwLg3JRQjvToy72omBxOw2oxGJVhQ",
-	"cVJzrKAjKDdQ8HzPVU4qqsp8QX08OWfRRD3CScJW+oUoNUIGkwVwZRPlhIPWGiE461ed+wpQDZ6953s/",
-	"KWd5ghNF7fVE6RnN1xUfQgPdJNUNBzfaKl8a7paaitnfF0QssAznlSWXmCjU4AVLqZywVE5YPOHK/Hu+",
-	"t4LpnLH3k5QnFdS4FlGjwo0F7O/CdTFU7F13PBQbFbqhTtxmKX4GEpOkzmSvKaAlZ9MEFkbNMwooJpBE",
-	"ynrlmai6FOt3mpj2L1evX6El08dDhEqmOdboC45wsab6q7HhSAXrjfK6UfL/Osfap19xphywIoVVT4u4",
-	"wmmgLtbdKJJa9dR2PTeSWOibGKtY1ibeHJ1RxlVo5XunwtOKQFs0Ra0GNXUBvGOoY4kmUGuB12gKCBZL",
-	"udbqlkhYiL32s1xxn2MBc47XnkWalsAN2ZoiXEUtnAiGlAWcAwr+1rHuaOcsCix927sJo1FUHLwEQBOR",
-	"nmOSOJkYHEVaj+DkwsG8VdhVzlnXQkQTrNcJxwFbp6TR7rjmxkfvYSkzNMyJkIyv0QIkVmFF2aC/JD+l",
-	"JCJyrah4SyKds/7R5A3U1yqQVRrBSQCObJJtawLQRagFvRF3BMsTrbwaTkbRq+9eIaPbVOiMUQQhWeAE",
-	"mY2MrMEdDmWyRoP812WCQ6gkSvuj4WAw6vZq/seHt/3O8Tvlgrx71L656eo//Txo9kKek+QjSa0YFe4g",
-	"TBViBU6gSY1hOcE5MrZJjIO2e6Otd31xqd7RdMks4K4P8hdr5FRL+SVw3XWbyPwK5Irx93UaPzOpHUTN",
-	"Cz6C7qyLgiksBz2TZZM8HPSCMjH1z2VCvsWdvxvK+f2jZuI1JC6axKmSr9EWA4fvEYtjEgISAMLq9zL5",
-	"CsrhJHkde+O3+9PwXRO7OMyvzDay5ss6XDqsCRmNCV9oqW9Q0d+6PyvItSdK08RmMkwKupojz5eFaIJl",
-	"k70Do1lsXs7kHLJP1A55KjvCEjqSLGDztgV9Qg5Y7trTpY7e13y0cdeGXdZLyRw5a0hXsfdAM9TnWdTW",
-	"UaZgRCUo6vd63Z7+b8uGJrccNlSOXrIV8E6IRbazWC+mLCnvkYqo0aOyNJjgKOKN0cS1Qyj7UnfrQvsi",
-	"hkMI5HZ/xOykfwbBvDG2dc7xjdgQ53Yfss0md6LYhERPkVoOpVSSRJsfg0e4I0KKB+2mooxU7NpRxyI7",
-	"N82iKStzJlzKBVBJgvYhjFZOaaT+qJZ8twte37vrzFindggTjIhGycw0eAQ4SgiF/SUxJkmyM9ms3A9l",
-	"ddUHZO9y3Y5amnK6axFh49JW2X4jUP5io/TQwsBtO05mB01lXa28kQ2zuFqq6IKtaGZ0dh5tidcqDhQg",
-	"ZbJLmyoTY95H9v0S88m5sRgfp88zt2Q/c2gclEZD6BABS+h6jj8yeZAFzL7azwoWIrsNbsebuDIf3Pte",
-	"uoy2mzIiUYKFzFL1+wpNxRMjJuuQM1IOcyODF1xaN0pVu5ilFGwuwKsbmpK9Lp24pC9K+ramDitKv2aF",
-	"qh7ORsJXfBarXJqEock9bfAMLxpDfZ2iwDPQYXbxsqh7gyrS2qmtbLhOsv4YCisVyMaEC7l39Nzk1jZE",
-	"0XMsJgvGm/QcT8G0N2HK5By4OWLMkoStXGchTzP6tiFjg+KyPR42ARg5KzjS5bQLNfWJCKGc7yDrJ4oZ",
-	"1wpLfaV3sHqKGT2mZUk93sMmV2RIE8pBj583m7gQPoBr8mJo7VSn9BYSttTcg0tWKwO9mYceSH3NultT",
-	"1RSxpYlbq0lryiTs5dfsyl6rzxR17HtNXNRMiGzhPTH+Edj+ZIj+D0Vy7nI1incpiYEwLSqOHExSuuZC",
-	"oBamkRZhQRZpgnVPCklsuFDFwidKiqgNdlhgt1djf7c1O+9Gzy1HyGrOcqTs6739tnI55dO6SG3inEsL",
-	"e6WpR/mYwHU23waQvzyV1x2MflEi73K72+8kfFzXPzdDVm23dHbUt77zAqhEjKMppu+NvomBIxJVguKX",
-	"F53Xl89OLztPnvQHh+XU6u7eSgf0j09EbjqeLR4ICcumBPQv57atScJLHax+/KlMsNuUHKgfRt7laYZt",
-	"Rylq7dWjZAs0H0Sw5PYj6fNntlJaNaW63AdRKcvGzcoN5YFN+cwgSwEEiAJEAgUW8uApCkIOkW6KyX5T",
-	"lilwUwxFAsHLXm7oSNfF2E2VMQV3pIRfGYHVfF2Whm/tqkiyopQcLhRfWl9POfBlKen3dlYg/F9OYYvR",
-	"JgJfyQ0tAEpyvhFIBVnopxRSeIoEANLvi6wgQ6jkLEpzzsxwjVeYSEJnExu75H8v1Iv7NMeMzfaUarHV",
-	"tWroqYetu4KVLD3V0FmBEhJDuA4TaDceyLKwE9+VUldai06MbdGRnDqEqUyHmIZgn+dZraI2nrNn6fCV",
-	"9Wpnf5PJls1dNVEykzqdfslEkTJl3Heolr0TqJvzprpQtSmfPE1Y+H5C08UUNjXEqDcM5HOWRLXMEaHy",
-	"aOg5jfK9xiLArnT8R3tQmxynms7TOdi93KaEzSaERnC3hY1jnUJK2AzpN404Ylml5nasPDzRx/Fqa1Kd",
-	"0Y4xWHYXyx5+pi40zyjhW+AkASFRSqsTMoNRr/Zfo3OpzEeq9p40K2zXff1G7B+oOAs7evchJtpHTHkg",
-	"mUDvv+vtXixamM2PzGVmW03Xezn95u0NTv/uuG+vzGNVjRXpR8m214Psj4b98zpOY9OK7zlEmuyTgbdO",
-	"pN3DN5klPYeWMDrTc2k6FFB7U4bUQ+BI4vcgMrkXH4W1rZy3T+loj2RrkUHNdnN1TwnzpRTqqoiuSvq7",
-	"hl4nhdsgVHURLrNmWSZKOrzJj6ly0O6kZ01FPyj1mX3zKdKeNSP+Nef5GXKeTRyzZwquKab5+LxnI+v+",
-	"R+bjqif9eHR/Gkz/78DypqAoUAFAYJObmbL1TZrTibUZd6JrNyZSn5cK86W42olhzHt1ORYQppzI9ZUi",
-	"j6Filpp+AeuTVM43UMWZC2kF4v2ELSf/+sc/g3YXXRTTIAJhbrwwYZRY4+Tw3zonF2edF6c/FBDiJXkB",
-	"azMEQWzDasioxGaqExa65demEwmj4v/YCDLq2kN3Q7Yotsh+RcUX3v2OXJbi++y7semVArZMALUYR2It",
-	"lFlpG8dDQJLYWUfr/by5enatVe6r7175N9TE3HZCPQEfLfE6L5mzVFa6sXyd3ZhjGiXKrmCJZgxsS3AX",
-	"nUnTNibncEOr9T8ztpB1daHrcnCNWsEBXpKD2/6BfRr4SJvQlR5hlRyHso2IuKEpxXFsepWma+2HRpzc",
-	"gkBY5yXG2bK6E6yYvTf+Bgg/7xQ1/ZpCHemG2iZyBSaVAq3mJJwrkBGO8FICRwt2a3tF3UDqht7Q3/0O",
-	"fcuo+k6dVT15hB49UiyqHpnxl+6jR+hUYyAntPUF8Ram9bO+L503vqEIBRWGYTzrDUOdjuIp9Ork/DRo",
-	"q6gqyPk36KKT8jCU0IsNe31UmoVCc+BgiFyFiwj9fpDZZYd4XXPiTC/7ZjxC+E7LsvDRglFY+0iFIkLx",
-	"2YyYNt5Hj7QwZklxZ20Fo068jDMliKYsImCkN/j5Rmu8G2+M/vWPf/roJtN86olWuugmU+H2pfvAz3rG",
-	"LZsiFOi+7AAZQ1C5wsLOg4Qs0qSKHDYynq6BpZzlFxYhzlRXQf/g4vXVdZD1aGj618e/WvragMFopNx4",
-	"xfrARdtX0IqQLYsmyZxC2F4zkXOXXxyknMMSsMCKLcUYYTs5mTFXfmpFb7ViRj+u525Nk6h2X7NbQPQe",
-	"QcNMryFAoFZt5aU0wxZm9hlrdjpGm2fP84G9p2XAMmgzj9YZ2A+GgwHaMB/3tDjunFiVZ85ChK32ETor",
-	"JOMY7Rp8f5pPoxKR3Y6i77JQn/cCP5MXjoLR3V3QzfRCRGTBDlmPJyfSsKSbmCBRTtgZuQXq1DBauhKp",
-	"FBhiWlBMvKfCp3YxA2K4tVPtjc+CV9OWY+Vdp4x0a5vl3iSBGU4shOLRI5MRNcnRbEAqUuqfMon00I1a",
-	"dNFWElEgcSN91aYGgAyPduNLtYH21IXVDbqu5iijjcw9TaMZSE3CVnB5cn06eXl2fnY9uTw9eXZlQo3g",
-	"u9NrRRvn179enl2fXhWRCAch28bSmYFXux6WoC/86FywhIRrvUr2LGg/NaPWupFag2HyA0ZQMrYaHKPS",
-	"mK6VIHc812LBmcXOx6QfPRqjYNQ7RE3T0Q1LPXXnpS2T6D4sa7ZOjG0TOZflCW71wvWKoSXjUmjbV2nl",
-	"MHPFykJnQQ5xuqN9BDic2ylWmtvQcM4EUDRdG8dDqcoxCl6eff/m7NnZ9Q8BaimHRcGrgHFdlbGV1yTJ",
-	"YS3KBYZWwcXJD6/fXAc3tLXE62wR5ceUfZi2cT6CjKGCHLzWMi9YfKPOpa9eaevrhYQC5IZqocFJInSa",
-	"Z2U0U5CX+52lhFQGbuauo3sBEJYmBYhlzU+ynX9GHs3xDGmWSvkqb2yVdTQKTKMpu8s6DZTjp94R7Ia2",
-	"gqvT6+uXp+enr64n56+fnf4hfylo68LtWtENkhgFV2fnb16eXJ8+mzjfPDt9efJDYCmcob1pXZxKFrQ1",
-	"M30wY+kftAuGPiiUf6g4WugDKjlZ6IP1qaZr9OGGfuh0Oo3/rxYP6gWVAH3IGx1RWOl/xDoe3PBdKyi3",
-	"5wUoyBk3aDtfjYvHztNu6alVo0RXyQ1pMmy30WbYd8KgPXdd4UGmwqMgcCs+Qf5gXDxoUUZBH6EQqnGZ",
-	"QWUJWU9dOZha7wQduM77wc8kuj9QewT2QFUwdIuM7T1Ue+eVrQC1uKJ1CoizlTZyEmi7gNx+pM/iutXO",
-	"ClvOMl2XEa5NrWbKvY9lAMgOVtrWNA2TSAte9cfAlCVLBzCPuu4jq5I+OdhmqwBtE45sQvwDCkxJ0WXi",
-	"cfaolalvZcRzFtR6IuOu7E1Hu2uKmx/aVdoVm7khRGszZ2GSGMVUxkozrzWfqgzpXgBt2M++7KPAll8D",
-	"1MouYzCYamvFE6dU83qRC3GQW3roguL+sB92zBcb8KONuKm6q78o16a8xh+VGYI/qFgSJURI42Hqur0K",
-	"yZWNNjFzUKqkB6iFC2a4ofZcPgpybdXEc8YB2abY/BsaNNT7lT4sEbrtOxBlzN5yRNDP+vkV21qJa99Q",
-	"7QfkDJutoD1/hUZlq3QWOASbWbRpmAvOlpyAxPo2tpQn3tibS7kU44ODpgTOgQS+MDUoIpNSIifLUimP",
-	"1PO9W+DCZHH63V63ZzvrKF4Sb+wddnvdQ9PgNdcproOsdHCQZzXV4xlsnkgxA28qKrcVnx2VfNTSOdP3",
-	"lK1oUb1SYUvJF0F26D9Dro/yHgWkQw/DyO1yWcPXyTWQnSU2bmbeWmevofNeEiGrSUjhlW9gfFsvzSTr",
-	"oqpC7AWVtk3D+lfIpCzb3Q2XI+b1pv0uO9lUdbz3m78r4D+w10fu8aa5PvD+XeXKu0Gv98kubdlayWi4",
-	"y2VXFeze94YGvKZd82McONf26U/6uz8p3SKkPhoc7/6oeiHTve+N9oGvfGGd/upw91cN92TpZHW6WCjV",
-	"Ydi7AW+e70k8U6ydi633Tn1ZCLzV9jrTrgBZMtEg9N8mTNikUZahr+w1dm1SK++sEGgFXHlpVOpc8tOi",
-	"Q04Hp3Jr20K7nOlXcZrx9rIkzAqvn9q+OhOJzNlKaduiwyjTJ0XTwK4MUJP6sD2HtWLNDgWyve2mKEcc",
-	"hwMYxn3ceTw9jDpDGMWdJ/ho2umF/WgAh/EQj6a/yq2Xu3VF5WJWozQ00/+JRftcVpWfsuiidOszplPG",
-	"uwSZcmoyjAKoij9MpIrCVEi2sEOC+dUnWTOC17t7jPtRLzycjmAQD/FR9CQ8nvZwHwbxYTQMR9Mj/Bie",
-	"xMdRL+xPB/gQhvEoOgofT5/gY+jFfS3z+ym1SufpfbkQpnB//xlV6q5rATd1tv46tyJ+Nu3cG+7+KL9T",
-	"U3+whzrPr0hVH/T30MjVOxb1d6N9jtNwU5o2OoN9Pq7fFveFGiwrSo2F9M1Wy40xNjqoTVOApSqgLlLp",
-	"CCXwTa7DZINaQdHQYy7aDdoqCBEh0Ej78zQqOZooIe+hlA5WwU4XPbf3bYdsMSUUTIBy8urZJsfUNDzv",
-	"sCV/nRMbNmUt0JKZ/TZ7njPYah22aRsD06/id/qNfrbtWMpmkavzn4WxPMT98BgG085RNIw7w+kT3DkO",
-	"e9DpxwN8OB2Go+gINqCkPMz7ECvZBHCJx2xwYDvYNtGkaHDbjwp5o+s+MGRFW6znZLI8KhG69olaurAl",
-	"yC1U26F7g6NOv9/p9a97vbH+v/+3AfyY6yaCBsxtnap+KOj2Tv0HwH7Yux4cjkfH49HxJtglezjkv2aE",
-	"tGu+dUeQZGtiM/gaG+0TG8kGo4BRpiIzc3Pt2pe6ydHB0ka7c0LXzfrL33HRUdkgfAeyaRi2Zh126Nry",
-	"PfybOHk7aptvuv5NO3tfIH9+B7Jc5HwgQ+pM9ubQvTFlmqfZ8xT3v/7rv4sUZl7mbkxo6zLa+IZmdbZa",
-	"cr/odHCKtCl1y7SJgEr6vMk5eo5J8gmF4PNGu9mVgnteArh3FOpeiLh/CLqfpJ98EUL+NaL7DaoxxZa/",
-	"UI/ZWxGa9dilHoSzUzWmESMvVWtjnquXUubD6LfxDf2YerhWiiU9mbdx3tBKFTzXmXl1zbZRFc1ThOrO",
-	"lfyqUFS68YFjCaaU5N7LyaHqOnyTDQWiVmCqZqx2eZ+uj9wCR2LOVvSGVttpV3OmFLDZxPRE6Xv8AxQx",
-	"U5LVHTuNOpkkyWt7bekXpI1LN114/dHwuN8z95WaOyH0o67+x4WcUfzqdQL7K2nnKtOvSvqrkv7NpN20",
-	"4pDVm2YeqqrtdPxGZX1S6lsp95qVb8RDLUZDaI/zrq1ai4ttvLuhtU4X7Yg+dTpO1f+shbt3kwa70t9f",
-	"ZAP+X5RLWWimV2cXnV6v1+sfDo76/cFhv9fP5pT7DylpVK47+aqsviqr356ycm7SLLsyD1VcpvK4JVrO",
-	"G7FUiJz3YpVbsXzjGBb17uZ4Of/9hlpN5da+nRZOt//FDo1n1dC8jt5clVYbfLEBslvE/cX/7s1DNJ5z",
-	"D9JXdfdV3f321J3t89Rhbb0oupeiM07SFkXXkP5z+xxzd6zcMe1b+Iru6sI929BJrXWfvm+FUeef3iuP",
-	"M25w0r7AQLMSPRbDC52sWPWQOPKrf/ZVYX0BCkvFkHrI07lKbZO6cqbstTDX5uvfvlMCKIDfNndCXJkZ",
-	"p1rHtB1O6jZ2Ttsp7yw519CFcJFPYdVWxkvysaueoISFOEHmOCpA5dlgNQoW+D0gntKgtOP44EB/M2dC",
-	"jp/0nvTq27zL0Vvd7zlR+titdE7Xps6pNbUeqZNzWCA55yydzfMrKeslSrYyrRe2gF6iY/2geV/4Pne6",
-	"2SXz9p77d/f/EwAA//8=",
+	"7H39cuM4kuerIDgb0VIFJUuy5Lbl2NjzdLl7vVWu8tium51r1YkQmZQwpgA1AVnWdDli/roHuH/uDeZF",
+	"7k3mSTbwRYIf+nB9TdesO3ZjyhSJj0Qi85eJzMSvXsjmC0aBCu4Nf/VmgCNI1T8vIpgvmAAqrmGR4DVE",
+	"8mkEPEzJQhBGvaEXiHQJAVrNgCIxIxylwBeMckCEIzEDxAVLIUKY8hWkSDCEKQKcJgRSlMIvS+ACrYiY",
+	"6ZfxHFCQ9RuuW69gHbQ93+PhDOZY9g90OfeGP3uyY++974n1Aryhx0VK6NR7fPS9axDp+iwWkFbHewMh",
+	"oxGXA1lhItAEYpYCSuUnhE6LXc0JJXPZWzfrhlABU0i9R9nRAqd4DsKQ64dlyllNl7czQAGFBzEO1RsB",
+	"YrGa7SKFe8KWHC3wFHy0pOEM0ylEp4gDjXKCxCSRfWgyESHHCA94vkjkgGD9H52LPzNy+eez9RvSebi8",
+	"6awvu394uHzJVpe3bHX5IyPxH9phL6Ge7xE5oF+WkK4936N4LlvQoypOHD+8BjoVM2/Y7fT6vqRE9qCO",
+	"5M6SvYJ1lQZnaEnJL0tAd7BGC0hRwqYkxEnGAg2M3r27eCm5BqMpYxEKZ4yE0DxVa0NActZSspVoo1ew",
+	"EChmKcICJYC5QL0+mrFlyou0GUS9ySE+gVYn7Matfvw9bp1MjqH1PT4KB1EfDuNe1xJF831OlRITer4n",
+	"h0pSuQkk620gV28w2E2t12RORJVIV3gKiJO/gI+6kkG7nU5hPoNO/QImqjl3QBHEeJkIb9jr+HJ0hos7",
+	"HX87T/vebYopx6Ec0UVUz8sifwWRqEjxzuR7+D4ehK3DsAutfnw0aOFDfNzqx4fxYHIcnkTdjqX4AotZ",
+	"PgkSbSVxzNI5Ft7QWy7Vm2WiPsqPteRRm/H3OLrWrCX/ChmVYkz+Ey8WCQmxHP3Bn7mc1K9ON/+SQuwN",
+	"vd8d5ELxQP/KD87TlJmNXyWK5WPC0RwncrQQDVFA6D1OSDQ2Pwc+CkjOWOM7WI/nhHNCpwFiaf6+kRRt",
+	"79H3fmA0Tkj4lSZiFjY0nfJcOIfLNAUqEBdYgDM39fdYcQWR35qZONM0sx8TOl6kbJoC53pqF1RASnGi",
+	"R/TF53fD5iBmhE7RksLDAkIBEYoxSSBCjCK2TBEnkZ6bHtgYZFtBG/1hyQQoMmQrHakpvGHiR7ak0Zcf",
+	"/RuG+DKcFfYfS1EEC8aJGKKAMjGO5Vg0cd8uIMWCpWfq1bevPtsIbcOOrLg2e28HV62wFOMhSyOp5URJ",
+	"mGCOiNpBlK2kWKmFIi0Xi9SN0nx1UINe1OBqRv+PpY1DArVuV3idMBzdMvYap1P4uvJrwqK1XAJ2Dyk6",
+	"6qNX5PdDFCz0kMaCsXEiB6U57AbSexLCO4rvMUnwJPlKg42wwBOsMeYy7xw1Aq5HNHaeBs0hokxve8l/",
+	"GchSmA9hiRNRoDBjS4HGAHENEks86Lyyi/ccBKqmcMvYJaZro5H4V6ASY2iO6dquK0dxyuYaoTPDohKL",
+	"DVGQSumtIAREQRtdfz2qvKN4KWYsJX+B6Oswjjt1paq17pVi1GgzCUQXOBUUzEs0TJYRRM0hCpbOePUG",
+	"eEcXKQuBc8lo51QQsf46E6k3lLSuxigicQxKV5vlH1Zhh0LT2TT4crFgqYDoEiKCbxW4+keIHcoECsp9",
+	"BYr22RDHcznGsUSAcviPFiYqdjwLQ1gIB/rhKFKoBCdXqVx+QSRAjHHCoTygP87WCCM+Y6lAC7yeSwJK",
+	"e0Q1CQrpLpw2fvVSwIYU1YbKyk0xCkRcAo3VDAurC4Hcg+S6ZSQ3YLMIpy8hleJKIDxNASJpFMh2EyZt",
+	"aTxnSypxv2N+DAzE32p+5Cj7ZzuF3I5mkz9DKBTunGFC/x3zWZ05F8ofCxOcYT5Djc4DwjSSmmMGDygi",
+	"UyLUlM//56X+hvvVH29TRksz7zwMwkGnD1H/sBdOBt3u4fEkjDsnGA/gGPe7nSjq4y70On2Ij/uTGKLu",
+	"BLpHUTzB3Umv1zmSZsYCCwnjvKH3vxudh+a//dxpneBWfNb68f2vR/3Hf6naEb6XQdEqsyomZTGCe0jX",
+	"CjcuU0ANZcobkXF2dfEdb1Y5BWyrO3fKBY2ZHMdcShWt/cu0ny3nmLZSwJHSevCwSDDFGj/UzIgvQymi",
+	"alpKVnjNkdoLchnMjAoLYTaKaXTCWAKYVrjIdpEP2zdTrmMsNc8fWFQ7OS7UpOY4nBEKKGQRaKRYIDFS",
+	"rSP9rpIXoG1/4xwq2V3S5Kw3u5Qx6tpcnu+5cl4aqBZWq+mJGYvG8hFO5DaUD6Olllcwnpv9Ok5BCeAQ",
+	"nPbLdlJpUDVGkud7v0i7Y4wTudrrsRTZiq9LcEwNuk5A1kxcC/6saXhYqFW0f88Jn2MRzkpNLjCRpNEy",
+	"Z8yWYszicSqRlOd7K5jMGLsbL9OkRBoXXChSuGaV+Z27aM3zvRoMJ9kolw3Vxa3fxS9BYJJUmewtBSmO",
+	"JwnMtcZkFFBMIIkkEMicetVdrN6pY9r/uHn7Bi2Ymh4i1IhpLS9ShPM25Z8aDiGK51C7Xzfu/D9KtUE4",
+	"WqVMYtncG7hdxOtR5+1u3JJK9FR6vdQ7MZc3MQ6l2NY+TEdmFGkVmv29U+ApQaDAgVytGjF1BWlLr45Z",
+	"NI4ac7xGE0AwX4i1ErdEwJzv1Z/hiseMCjhN8dozRFM7cIPjK7f8UQMnnCGpAWeAgv9sGcDRuogCs77N",
+	"3QujSJRPvDCAukX6EZPk45FNGZBov8f+oMboHVfd+OgOFsKSYUa4YOkazUFgaaEVFfpr8suSRESs5Sre",
+	"k0i5//+sXTDya5Zq9+sXAjM/EizONGCqzoyiNz+9MXgKYS4RNIRkjhOkO9J7DR5wKJI16mW/LhIcQsnn",
+	"3B30e71Bu1PBHx9+7rZO3ksI8v5FczRqq3/92qtHIT+S5COXWjIqPEC4lITlOIE6MYbFGGfE2LZjHLI9",
+	"amm964tr+Y5aF6sBd32QvVhZTtmUXxiu227dMr8BsWLpXXWNX2ovGaL6BR9Be9pGwQQWvY52WIo07HWC",
+	"4mKqn4sL+TNu/UWvnN89ql+8Gh9Q3XYqub6UxsDhHWJxTEJAHIAb+V5cvnzlcJK8jb3hz/uv4fs6dnGY",
+	"X6pta2UYwKUsxJDRmKRztetrRPQP7s9y5AqJ0mVinELam18+bsiahWiMRZ2+Ay1ZjItTu2/sJ7KH7FQg",
+	"wgJagsxhc7f5+oQpYLGrT3d1VL/6o4291vSyXgjm7LMazx+7A2pJnzmkG0dWwPCSUdTtdNod9d+WDrWb",
+	"Pqw5hHstzcZWiLntma/nE5YU+1jyqBZRmTUY4yhKa62JW2ehzEvtrQ3tS5jcSN6PMDvX345gVmvbOvP4",
+	"jm+wc9tP6WYTnMg7IdEpks2hJRUkUepH0xEeCBf8Sb1JK2PJd/WobJGi6RoyKlIcyl/vcbIE3tw5KGtt",
+	"ySYITrxsQ2vDKtuqypaIIF1gdXankYeW5fJ55Pmyo/e7Zul7D60pa1Wmrk0YXrufrdyPAEcJobD//o1J",
+	"kuz09kvQInW1/IDsfV664zBTQvWKHVnbtFm77zjKXqzdczRXi9umY7WnDm2QLW9kXss1QtokbEWtqto5",
+	"tQVeS+uRgxDJLhksFZN+H5n3CywpZlrPfJwWsGBmPyWqYU2t+nQWAQtoew6KGT9Jb9qv9tOd+UbfNm4H",
+	"g9zoDx59b7mItitAIlCCubBnJftumhJ+I9pXkTFSNuZaBs+5tKrKytrUOiKMB8GrqqeCli/MuCAvClK6",
+	"IkRLqqKiu8q4aOPCl5COES51m6EO1NbgyataB4FybOApKOM8f5lXMaS0z3ZKK2PkExugRGElzd+YpFzs",
+	"bXPXgeEa23uG+XjO0jo5ly5Bx5dhysQMUj3FmCUJW7kQI3NO+iYiZoPgMkE2xm0YOS04u8uJ16oL1OFc",
+	"QvbABnTFLFUCS36lejByimk5pvaSfLyHJi/tIbVQDnn8LNrHHeETuCY7ja7M6pzeQ8IWintw8ezCDL2e",
+	"h564+op1tzq4KWILbe2WXd2UCdgLDe3yecvP5OqY9+q4qH4hbMN7UvwjqP3ZCP1PSuQMctVu74LrA2Ga",
+	"H/mmoF3ZFQiBGphGagtzMl8mWAUFkcQYGWUqfCZXiuxghwZ2g2X2h612vhuRW0aQ1YxlRNkXvf22PEDF",
+	"2bpEreOcazP2UlSVxJiQqjMAY3Z+ugOw3Rt8kvvvejvsd9xELvTP1JAR2w3lU/UNdlbH2SxFE0zvtLyJ",
+	"IUWkfOT8+qr19vrl+XXr+LjbOyw6ZHcHtzpD/3j35abpmSMHLmBR57b+dG7b6lq8Vsbqx89KG7t1LoXq",
+	"ZMRD5pzYNpX8hL48FdvA5oncYl7jJr1kFNZIMDQl93YhUsXukRTl25yRO7w4hTa3eHLagy0OLthptnyc",
+	"0IxTNt/u2TI/KgacKyKFKjQ/ZXPUkPsuUHEjga9ZFGgkZUqcw79QUgGibOc1TyWoTQFhwxloyqDeY7bR",
+	"sYD5nfIemREsqTq5hShQP3E9luxpweHU3Evc3xEa7bGfDDu9km9L9M2mY0IjeNhiYcTKYE7YFKk39RkS",
+	"FvWbI4tZ79RD9c/r3MDC7f87bg18Axycc9cy/Xb7HICzZCmbHUuUtV1Bf8f3h2JOw47seIoQ8hGTMta6",
+	"5Pbv9X6vHalf/ARvje1qst4L1ui3P3ad9vOtvLM7yzgZcweLYE/yk2vWz/zctYf6vucs1ngvX6NsUsJZ",
+	"jgQzzKuSZnLtr9Ox7CgoK8aWr7Tn4MnU28qBmwLHlASDB4n7AxVClglUI0XzQasdytidfswETlS4si9V",
+	"1VaR297PZaWknuuOyqBnQU8UljmftSv/Kou2yR9Ws3+r0qK4C4rbr6Adt2v9V0aolxL5HO3RwCVqTyBh",
+	"dKqy5iiTW62wgk0/X7lGxsV4wu4BBQXHXSBf1euaHz4QnNhVLDseVOcmQkkHZsoGoiUXxUHK8a1QcHnx",
+	"Zvzy/OrtzcVtoL+NGOigUrl9EzApHCa4s+meYWTTV3DERLOpLlWEFxfFGKTslToAbAi920lnNL/S1k9y",
+	"0skPPod3zsGCz065r+CUKzLHvt4hh00+wRdXYsx/Su9QPsePoO2nkvWflaRKy3yc4fvvbCURRsUGqaDC",
+	"klW5IWgmsPA0QFQF0wdGWwanUtOAiqHPfpN0DVwZn583e/blmgxyFfG7KfxSjjtiFBREWc3WRev1B9Oq",
+	"VJRZvHI4BwnltRRas2UpZL/b2Rnm5n+6Q8BQtG6Bb8SGOHMuYPEdRxIEoV+WsIRTxAGQep/bqD9CRcqi",
+	"ZWarWVrjFSaC0OnYHHVlf+feKPdpRhkTHFBQtuW2KuSpnnLuQsf1MRA6tjwhMYTrMIFm7YQMCzvHgYWo",
+	"B+V0G2tXpDr408BD/RvTEMzzLAgiD8DO2LMw+VJ7lbmXrZC6lbS7TmEiuxVrkNwn+Hc2u3RUNOQmn84k",
+	"YeHdmC7nE9iUdSHf0COfsSSqBBoQKo76O50EX853tMkUq/e77OV2+RQHyhd2naR4tTVyi9GWtvBML4Y9",
+	"fCsuFM/IzTfHSSLx6pKWK1r0tAew8J/37Ex5dqbsdM1+ASeK8SeYPnxt85CCRaxOjmTflCH5UBrN+A64",
+	"3fdfwImyT3ziHo6O3MOxwXnh+jeciJtVfhhXkN817o6v6OEoc9Bu87siop9khNtvPocdXlHiz9b4V7DG",
+	"6zhmT7uxzqb5eNO8lnX/Ka3J8kw/ntyfh9L/Pai8ySgKpAEQmFgYK2x9HRXj2Nosdaxr1yaSnxfiuAt2",
+	"tWPD6Peq+5hDuEyJWN/I5dGraCOZXsH6bClmG1bFqePQCPjdmC3Gf//r34JmG13l1Rs4wqlGYVwLsdpK",
+	"X//ZOru6aL06/1M+Qrwgr2CtixYQkxUZMiqwrsIEc5VXaqJPCKP8fxgLMmqbSbdDNs+7sL+i/AvvcUfo",
+	"g+R7+91Qu62BLRJADZYivuZSrTQ18OCQJKY2kUE/725e3iqR++anN/6IapvbVJRLwEcLvM4irNlSlFJ+",
+	"fOXdmGEaJaCLFUwZmLzTNroQOjdJzGBEy+GiOjfepg6h26JxjRrBAV6Qg/vugXka+Eip0BXNEhCaiPAR",
+	"XVIcxzohZrJWODRKyT1whJVfYmibVelGea08jTeA+1k6ok4K5HJKI2oyleUwqeBoNSPhTA4Z4QgvBKRo",
+	"zu5NQqJrSI3oiP7ud+gHRuV3cq7yyQv04oVkUflIl6tov3iBzhUFsoU2WBBvYVrfJheps+URRSgoMQxL",
+	"bQISarUkT6E3Z5fnQVNaVUHGv0EbnRWLl3DVWL/TRYXaJWgGKehFLo+LcPV+YPWys3htPWMrl32dg899",
+	"Jy+W+zo4wkfSFOGSz6ZE54q+eKE2o42hctqWY1SOl6EVgmjCIgJ69wa/jpTEG3lD9Pe//s1HIyv55BMl",
+	"dNHIinDz0mPg28Rkw6YIBSr5N0BaEZRKTpqiAyGL1FJFDhtppKvHUgwK44YgThWWfP2Dq7c3t4EN6Vfr",
+	"Xy3X0lBl/nqDgYTxkvUh5U1fjpaHbJFn4mUrhE1ZyIy7/HwiRR8WhzmWbMmHysct0nXGXNms5XrLFu36",
+	"papOlo5xUfDVVu1UfQQ1Nbj0AgSy1UYWeanZQtcqw4qdTtDmWnFZgZ3T4sDsaC2idQrsBf1eD22oZ3Oa",
+	"T3dGjMjTcyHcBIcSOs13xgnaVajuNKseRbitZqqP0YN+pxP4dr+kKBg8PARtKxciInJ2sImEKRGaJV3H",
+	"BImyhZ2Se6BOyFtDBa5KAYaY2ija3pPmUzMvNKC5tVVOwLbGq87iMPtduYxUJpTh3iSBKU7MCPmLF9oj",
+	"qp2jtgpHdoyqKjvIRudNuSNyIm5cX9mpHoClo+n4WnagkDo3skGFYTrCaCNzT5bRFIRawkZwfXZ7Pn59",
+	"cXlxO74+P3t5o02N4KfzW7k2zq9/vL64Pb/JLZEUuGhqTacLVJn2sABVoLN1xRISrlUr9lnQPNWl0VS2",
+	"rhqG9g/ojWLZqneCCmW1zA5yy2kZKji107KyZi9eDFEw6ByiumpmNU2duvXNDJOotB2jts60buMZl2UO",
+	"bvnC7YqhBUsFV7qvdACv64BJDW2NHOKk4PoIcDgzVadopkPDGeNA0WStgYcUlUMUvL74w7uLlxe3fwpQ",
+	"QwIWOV45GBeqDM1+TZJsrPlxgV6r4OrsT2/f3QYj2ljgtW1E4pgihmlq8BFYhgqy4TUW2YHFd3JeqlRq",
+	"U5UD5nIgI6o2DU4SrgMLtGQKsuhwpykupIKbuu2o0HGEhXYBYlHBSSZRTO9HPT29NAspfCUaW9kEOI5p",
+	"NGEPNjBdAj/5Dmcj2ghuzm9vX59fnr+5HV++fXn+r9lLQVPF+a7lukESo+Dm4vLd67Pb85dj55uX56/P",
+	"/hSYFbZkr2sXLwULmoqZPuiAxw8KgqEPkuQfSkALfUAFkIU+GEw1WaMPI/qh1WrV/r9sPKgeqAToQ5YX",
+	"h8JSuhxW9uCG7xpBMZsrQEHGuEHT+WqYP3aetgtPRRa51DDSI6N2E20e+84xKOSuTniQPuGRI3BPfILs",
+	"wTB/0KCMgppCvqmGRQYVBWKduvtgYtAJOnDB+8GvJHo8kH0EZkLlYaiMCpOqJvvOTrZU1M890CWglK2U",
+	"khNAm/nIzUdqLi6sdlrYMpfJukhwpWoVU+49LT0AO7FCtzrHlERq45V/DPSxZGEC+lHbfWRE0mcftu4q",
+	"QNs2hy1D9gEF+kjRZeKhfdSw4lvHQhkWVHLCcpd905HuasX1D83y2uWduSZEYzNnYZJowVSkSj2v1c+q",
+	"ONK9BrShP/OyClxTx68BatjiiZpSTSV4VGzIB9cX4hC38NAdivvDftTRX2ymTz7KqkTJUuu1RCmUL7S1",
+	"CzcLyWJ8nhNSaX0JPgrsjym0FikJDTdYMtg+CpJpv2nrTwMlQhVUuXYC4uSjHfkIqlItlYCGC19hPmRI",
+	"2VJN6OjRmC1TdEdoxIcj+glxjj5SVZ9kZ0qfjaju0R4EHORNF0IilQdFEuRer1MBYZXiJYmEtaVFMaeJ",
+	"+bb9+CDKEVUfnhrGsPCpEDZMuQAcoTBh3NgqkpYGfW2IvRzRvYIvsWVMX7teEFXOl1Cb2IKtcBohIppt",
+	"dC6BJckPOxUJfCTxrbMZG5mBUDqL1QZSwW+ZbXDKBDQtNtbBLPIPvZYuj/6bRHfwr3//698CteiaGCoc",
+	"hsUa+mpXVFAIUFHkyRZrRA17yEWzW7ZuK2pcvw0v+CMa1ITRyF1ckJ+SP0qBNWqnZ5rNt1UV5OIYRdYc",
+	"UbXAmR6wLWQxcpJm6nAlBOOwN97Nq5QtUgICq0sJlmniDb2ZEAs+PDio84seCEjn+miXiKTgH7XOX2no",
+	"eb53DynXztFuu9PumPxGihfEG3qH7U77UKfZzZTnuGYjysdT2FwXRBcrkpLEHKTuCJBBDXUUcUfZiuaH",
+	"wixFuADxkSnYaInroyz0BymLXjNws3ha6CufNYjWAmvrLUtwNLcxeK8JF2XfPveKF5H8XD3xTNb5YSUx",
+	"97SY6CdjtiB9EtBsb7gjJDvG3a/m76bD/Ee//rt8/AfmFpU93tS3aDy+L9380Ot0Plvt4q0HhDUljXcd",
+	"Lj/6Xl8Pr67XbBoHzu0V6pPu7k8KxbTlR72T3R+V65I/+t5gn/EV721QXx3u/qqmXLw6A1rO51J0aPau",
+	"oZvnewJPJWtn29Z7L7/MN7wBUUpXyIEsGK/Z9D9olYYpyg6+Sn0NXajXyAKWOFpBqtL6hAIhp3ngqfL5",
+	"iK3RQBVFZI0o69tc4fWpCVfVBv6MraS0zQP3rDzJY3F2OVbrxIcJ5a2cge4QINuj2fJTvpOwB/24i1vf",
+	"Tw6jVh8GcesYH01anbAb9eAw7uPB5Itc/rJbVpTuJ9JCQzH971m0T832bJZ5cLJ77KkD0LxrEMuUase9",
+	"yQHVDiAULrlgc1OqKStba2N8vM7D97gbdcLDyQB6cR8fRcfhyaSDu9CLD6N+OJgc4e/hOD6JOmF30sOH",
+	"0I8H0VH4/eQYn0An7qo9v59QKwV0PxbPlyXtH7+iSN11O8amgPEvcznIV5POnf7uj7KrZdQHe4jz7KYg",
+	"+UF3D4lcvmpEfTfYZzo1FwYopdPb5+PqpQnfqMIyW6k2PmWz1nIt1I0AdYfluw05Doup4MZQ49J8sDYp",
+	"i2utUZ5blsZQ4+VaUnXmpO/ahnW5eA0OULDtm230o7nVLmTziT6OqoW7eXrNfkC3mBonrf4c5OIk2Yhw",
+	"TdLnviK0mPMuNVBtZE1Dly81RwMSBlgZppymWn/I5xYdPAWBV6JwdMu1lyLuQau8jl25dljdeIp5rE9R",
+	"1ZsHYkwTE5a6qec8anW/xcqi178162NDsuAOu6OYU/pscey2OFyKOVJbk79OaH+sueHmcaqoxrUSUPsa",
+	"HSPqWh3oMxgdI1qxOlAh/p/kGTE2IkiNXsp7k9GRsGkbnanHI/p0O+W0EJ+SxYCMaDVcZlN8yhZTx0nO",
+	"3MPIcdbn2bxxzZv/joZKTSrxpgv85I54tk+e7ZPfrn3iiraNKs6FfRvtkroasYWgXxWTqk5OAl+HNujg",
+	"j0aQ5+/oe3CD5ojKxoFG6pyBRgUzBiXkDgrRXwnhomI4aL1x9ublJgtC5zfvEP9/VMdRbsaz0Cd9W/D4",
+	"FLaK9W3CRY/piyDSDQh7O8LPtdwh7oYn0Ju0jqJ+3OpPjnHrJOxAqxv38OGkHw6iI/gqJkGBx76CZbBr",
+	"DDZGG6sqijZsSuIwMgfUUHGsnNxDOfu50ztqdbutTve20xmq//tfG4YfpypnoIZyW2tuP3Xo5sr7J4z9",
+	"sHPbOxwOToaDk01jF+zpI/+SttOu6sc7jCgTAjuFZwtqHwtK1CgFjKyItNrm1tUvVZWjrKqNeueMruvl",
+	"l7/j8pyiQvgJRF2p5Ip22CFri9fkb+Lk7aStv4j6Nw3yvkH+/AlEMR7miQxpYpQ2W/mvQWgbP4vRKlwd",
+	"VB/VkcdsoYaOrtbXk6AF5hyiETWxKoXQnqa9RLb2Dtkh+vv/+b+1oSVZLtSI1gRtZWZ3bvTrFEAT0Ouj",
+	"gCVRFiB2gAIKq+zPxpuf3tjQEflaKZzMvF16SqgKKc8uiitXiUMTCNkczMFqMRxNu5qzlngelGaP2oqh",
+	"1mxF9R3XwYiWot3Q//9/KhI78FHKtCc2kq+bQPI7NmFKuGh4W6h2IsGUjoRrI1WbwbyTlVXmuS8ki+Ap",
+	"3GVlnmZ1dFTii0mUaNQEIZuIqREVkCS8AIt1WvUqo0rzFEHCAbm92FWeawdPgUYjqsJcrOff9VIRruPA",
+	"ojaSAlh7jnToyEedQOvrmW9kR1f6gOFTRe/XdY7YyxG9H8x5bml14cEsYQxwiuZ7XN+8tzekeLP1/s6Q",
+	"/ZTQ2Tehf56dDL9BDasZs3xz+lPVbGyu6q1XsrURk1nwehY4rjSgjWDMFFttmLhKThmOqM1eqYTM5/mD",
+	"TurTkrrJT1LIFoPS62Tej5gknxFr/oME3n73t+4tzdy7bJ9l2bMs+43IMsmWn2Yu2GsD6+XYtTpMM0EU",
+	"Or0xSwBTNnMOJ9zAJy3fhjl+f0qWmRKKBTnpGgTF3LI6Y8DkiNuU5Ap4L1y7I/G0NgfcK5VTKFvo39mD",
+	"RdQIdNA8q9y7qsKj7yXgnLEVHdFykYrVjEkBbG0BZRgoPI8ipvMOFBarlckkSd6aG6e/IWlcuG7I6w76",
+	"J92OvmpaX8yjHrW7ncItOZU7XfYX0s4t1M9C+llI/2ZOtZTgEOXrvp4qqk3N2Y3C+qyQDVq+E8S9lhQ1",
+	"GA2hOcxyoSuJoyadfUQr+aMKiJ46dRzk/6y523edBLtR31/ZsrnfFKTMJdObi6tWp9PpdA97R91u77Db",
+	"6drqn92nBAqU7px6FlbPwuq3J6yc64yLUOapgkt76LZYy1l6s75UxfiliwnOvgaGeeRZvb2c/T6iRlJV",
+	"gtCqNUhNKVabDJFFtNVHaqk4m2/VQHZDowbhoNOHqH/YCyeDbvfweBLGnROMB3CM+91OFPVxF3qdPsTH",
+	"/UkMUXcC3aMonuDupNfrHHWeJPGcy+iexd2zuPvtiTtzjqDM2mpOxF6CToOkLYKuxv3npjlncKxYh8Qe",
+	"b+U1S3J4tqE+iZJ9qoo5o3mlplKRwA0g7Rs0NEvWY14SqGVjQp5iRz7js2eB9Q0ILGlDqtKJzgUlm8SV",
+	"U7tWbeZK1dqf38sNyCG9rw84vNGVwyoFE0zJr3Zt4QRTO9U652qC/a6y2maVlvGCfGyrZyhhIU6Qno40",
+	"UFNbrhQFc3wHKF3SoNDj8OBAfTNjXAyPO8edajfvM/KW+/uR0GJeGpqsdTiRktSqUJ2YwRyJWcqW01l2",
+	"L3A1EsjeYmji1ArrWJ1oVhZin5tSTJNZdl+1uV3laxp51mCepod0kh5wv3iixn0ULbm+tc50beN3H98/",
+	"/lcAAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

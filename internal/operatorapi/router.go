@@ -60,10 +60,12 @@ type Fills interface {
 }
 
 // postOperations are the operations that require an Idempotency-Key.
-var postOperations = []string{"fillOrder", "settleOrder", "settlePayout", "failTransaction", "refundTransaction", "resolveUnmatchedDeposit"}
+var postOperations = []string{"fillOrder", "settleOrder", "settlePayout", "failTransaction", "refundTransaction", "resolveUnmatchedDeposit",
+	"acceptShortPayment", "resolveRefundTask"}
 
 // getOperations are the rest.
-var getOperations = []string{"listStage", "getOperatorTransaction", "listUnmatchedDeposits"}
+var getOperations = []string{"listStage", "getOperatorTransaction", "listUnmatchedDeposits",
+	"listRefundTasks"}
 
 // Register mounts the operator API on e. Every operation gets, in order: a
 // deadline, no-store caching, the JSON body rule, operator authentication,
