@@ -283,8 +283,11 @@ func (d *Deposits) Drop(ctx context.Context, p chain.Pending) error {
 			}
 			steps = append(steps, s)
 			dep.Status = DepositStatusPartial
-			if t.Status == Expired {
+			if t.Status == Expired && len(dep.Transfers) > 0 { // short past the deadline
 				dep.Status = DepositStatusUnderpaid
+				if err := d.l.refreshShort(ctx, t); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if len(dep.Transfers) == 0 {

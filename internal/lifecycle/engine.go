@@ -359,7 +359,7 @@ func (l *Engine) refund(ctx context.Context, id uuid.UUID, extra map[string]any,
 			return nil, err
 		}
 		if l.tasks != nil && s.tr.From == Expired {
-			if err := l.tasks.CloseOpen(ctx, t.ID, unmatched.Short, op, "refunded with the transaction "+txHash); err != nil {
+			if err := l.tasks.CloseOpen(ctx, t.ID, unmatched.Short, op, txHash, "refunded with the transaction"); err != nil {
 				return nil, err
 			}
 		}

@@ -204,7 +204,7 @@ func (l *Engine) Accept(ctx context.Context, id uuid.UUID, by Actor, reason stri
 		}
 		if l.tasks != nil {
 			op := by.OperatorID
-			if err := l.tasks.CloseOpen(ctx, t.ID, unmatched.Short, &op, "accepted: "+reason); err != nil {
+			if err := l.tasks.CloseOpen(ctx, t.ID, unmatched.Short, &op, "", "accepted: "+reason); err != nil {
 				return nil, err
 			}
 		}

@@ -59,7 +59,7 @@ type RefundTasks interface {
 	// reorganised away (nothing arrived: nothing to refund).
 	Forget(ctx context.Context, network, txHash string, logIndex int) error
 	DropOpen(ctx context.Context, transactionID uuid.UUID, kind unmatched.Kind) error
-	CloseOpen(ctx context.Context, transactionID uuid.UUID, kind unmatched.Kind, operatorID *uuid.UUID, note string) error
+	CloseOpen(ctx context.Context, transactionID uuid.UUID, kind unmatched.Kind, operatorID *uuid.UUID, txHash, note string) error
 }
 
 // Tasks sets where refund tasks are recorded. Call it before serving.
@@ -188,7 +188,7 @@ func (l *Engine) receive(ctx context.Context, t *Transaction, in Incoming, now t
 		return Counted, "", nil, err
 	}
 	if from == Expired && l.tasks != nil {
-		if err := l.tasks.CloseOpen(ctx, t.ID, unmatched.Short, nil, "paid in full within the late-payment window"); err != nil {
+		if err := l.tasks.CloseOpen(ctx, t.ID, unmatched.Short, nil, "", "paid in full within the late-payment window"); err != nil {
 			return Counted, "", nil, err
 		}
 	}

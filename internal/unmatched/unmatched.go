@@ -154,11 +154,15 @@ func (s *Service) DropOpen(ctx context.Context, transactionID uuid.UUID, kind Ki
 	return s.store.DeleteOpenRefundTasks(ctx, transactionID, kind)
 }
 
-// CloseOpen resolves transaction id's open tasks of kind as credited, with note,
-// by operatorID when an operator decided (nil: the system): the money stayed with
-// the transaction.
-func (s *Service) CloseOpen(ctx context.Context, transactionID uuid.UUID, kind Kind, operatorID *uuid.UUID, note string) error {
+// CloseOpen resolves transaction id's open tasks of kind with the transaction: as
+// Refunded in chain transaction txHash when it is given, else as Credited (the
+// money stayed with the transaction), with note, by operatorID when an operator
+// decided (nil: the system).
+func (s *Service) CloseOpen(ctx context.Context, transactionID uuid.UUID, kind Kind, operatorID *uuid.UUID, txHash, note string) error {
 	r := Resolution{Status: Credited, Note: &note, At: s.now()}
+	if txHash != "" {
+		r.Status, r.TxHash = Refunded, &txHash
+	}
 	if operatorID != nil {
 		r.OperatorID = *operatorID
 	}
