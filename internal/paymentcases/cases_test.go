@@ -415,7 +415,7 @@ func TestOverpayment(t *testing.T) {
 // A payment within the late window re-opens the expired transaction; one after it
 // is unmatched and changes nothing.
 func TestLatePayments(t *testing.T) {
-	const window = 3 * time.Second
+	const window = 5 * time.Second
 	late := map[string]string{"DEPOSIT_WINDOW": "1s", "EXPIRY_SWEEP_INTERVAL": "100ms", "LATE_PAYMENT_WINDOW": window.String()}
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {

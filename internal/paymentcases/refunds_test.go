@@ -117,3 +117,37 @@ func TestRefundTaskList(t *testing.T) {
 		})
 	}
 }
+
+// A short transaction topped up within the late window: a transfer that leaves it
+// short keeps it expired (its short task now covers the new total); the one that
+// completes it re-opens it and closes the task.
+func TestLateTopUp(t *testing.T) {
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			e := start(t, db, nil)
+			sim := simulated{e}
+			tx := e.create("31000")
+			sim.pay(tx, "2")
+			e.event(tx, client.SimulateRequestEventTransactionExpired) // the late window runs from expires_at, still ahead
+
+			d := sim.pay(tx, "3")
+			require.Equal(t, client.TransactionStatusExpired, d.Status)
+			require.Equal(t, "underpaid", *d.DepositStatus)
+			require.Equal(t, "5.000000", *d.DepositAmount)
+			short := e.tasks(operatorclient.Short, tx.Id)
+			require.Len(t, short, 1, "one open short task, for the whole total")
+			require.Equal(t, "5.000000", short[0].Amount)
+			require.Equal(t, d.Deposits[1].TxHash, short[0].TxHash)
+
+			d = sim.pay(tx, dec(tx.CryptoAmount).Sub(dec("5")).String())
+			require.Equal(t, client.TransactionStatusDepositConfirming, d.Status)
+			require.Empty(t, e.tasks(operatorclient.Short, tx.Id), "paid in full: the short task is closed")
+			sim.confirm(tx, client.TransactionStatusOrderFilled)
+			require.Equal(t, story{
+				Reasons: []string{"transaction:created", "deposit:partial", "system:expired", "deposit:partial", "deposit:detected", "deposit:confirmed", "order:filled"},
+				Events:  []string{"transaction.created", "deposit.detected", "transaction.expired", "deposit.detected", "deposit.detected", "deposit.confirmed"},
+			}, e.story(tx.Id))
+		})
+	}
+}
