@@ -9,7 +9,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/chain"
-	"partnerd/internal/unmatched"
 )
 
 // ChainTransfer is a token transfer to one of our deposit addresses, identified by
@@ -68,10 +67,11 @@ type ChainStore interface {
 	DeleteDeposit(ctx context.Context, transactionID uuid.UUID) error
 }
 
-// UnmatchedRecorder keeps a transfer that matched no open transaction for the
-// operators (unmatched.Service): listed and resolved through the operator API.
+// UnmatchedRecorder is the operators' refund list (unmatched.Service) as the
+// deposit watcher needs it: transfers that did not count are recorded there by the
+// payment rules (payments.go), and forgotten here when their block is reorganised
+// away.
 type UnmatchedRecorder interface {
-	Record(ctx context.Context, d unmatched.Deposit) (*unmatched.Deposit, error)
 	// Forget removes the still-open record of a transfer whose block was
 	// reorganised away (nothing arrived: nothing to refund).
 	Forget(ctx context.Context, network, txHash string, logIndex int) error
