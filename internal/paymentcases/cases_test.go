@@ -468,3 +468,33 @@ func TestLatePayments(t *testing.T) {
 		})
 	}
 }
+
+// The block of the transfer that completed a payment is reorganised away: that
+// transfer no longer counts, and the transaction waits for the rest again with the
+// test amount still counted.
+func TestReorgOfTheCompletingTransfer(t *testing.T) {
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			e := start(t, db, nil)
+			p := onChain{e}
+			tx := e.create("31000")
+			p.pay(tx, "1")
+			parent, err := e.chain.Backend.Client().HeaderByNumber(ctx, nil)
+			require.NoError(t, err)
+			d := p.pay(tx, dec(tx.CryptoAmount).Sub(dec("1")).String())
+			require.Equal(t, client.TransactionStatusDepositConfirming, d.Status)
+			rest := d.Deposits[1]
+
+			require.NoError(t, e.chain.Backend.Fork(parent.Hash()))
+			d = e.waitFor(tx.Id, client.TransactionStatusAwaitingDeposit)
+			require.Equal(t, "partial", *d.DepositStatus)
+			require.Equal(t, "1.000000", *d.DepositAmount)
+			require.Len(t, d.Deposits, 1)
+			require.Equal(t, *d.DepositTxHash, d.Deposits[0].TxHash, "the hash of the transfer that still counts")
+			require.Equal(t, []string{"transaction:created", "deposit:partial", "deposit:detected", "deposit:reorged"}, e.story(tx.Id).Reasons)
+			require.Equal(t, rest.Id, e.meta(tx.Id, "deposit:reorged")["deposit_id"])
+		})
+	}
+}
