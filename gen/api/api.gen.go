@@ -1089,6 +1089,9 @@ type EventId = openapi_types.UUID
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// IdempotencyKeyOptional defines model for IdempotencyKeyOptional.
+type IdempotencyKeyOptional = string
+
 // Limit defines model for Limit.
 type Limit = int
 
@@ -1131,6 +1134,16 @@ type UnsupportedMediaType = Error
 // WebhookEndpointOK Envelope of the webhook endpoint.
 type WebhookEndpointOK = WebhookEndpointResponse
 
+// CreateQuoteParams defines parameters for CreateQuote.
+type CreateQuoteParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
 // ListRevenueParams defines parameters for ListRevenue.
 type ListRevenueParams struct {
 	// From Only rows with `ts` at or after this time (inclusive). Default 1970-01-01T00:00:00Z.
@@ -1153,6 +1166,16 @@ type ListRevenueParams struct {
 
 	// Network Only rows of this network.
 	Network *Network `form:"network,omitempty" json:"network,omitempty"`
+}
+
+// SimulateSandboxEventParams defines parameters for SimulateSandboxEvent.
+type SimulateSandboxEventParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
 }
 
 // ListTransactionsParams defines parameters for ListTransactions.
@@ -1194,6 +1217,26 @@ type CancelTransactionParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// PutWebhookEndpointParams defines parameters for PutWebhookEndpoint.
+type PutWebhookEndpointParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
+// RotateWebhookSecretParams defines parameters for RotateWebhookSecret.
+type RotateWebhookSecretParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
 // ListWebhookEventsParams defines parameters for ListWebhookEvents.
 type ListWebhookEventsParams struct {
 	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
@@ -1218,6 +1261,16 @@ type ListWebhookEventsParams struct {
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
 }
 
+// ReplayWebhookEventParams defines parameters for ReplayWebhookEvent.
+type ReplayWebhookEventParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
 // CreateQuoteJSONRequestBody defines body for CreateQuote for application/json ContentType.
 type CreateQuoteJSONRequestBody = QuoteRequest
 
@@ -1234,13 +1287,13 @@ type PutWebhookEndpointJSONRequestBody = WebhookEndpointRequest
 type ServerInterface interface {
 	// CreateQuote Create a quote
 	// (POST /quotes)
-	CreateQuote(ctx echo.Context) error
+	CreateQuote(ctx echo.Context, params CreateQuoteParams) error
 	// ListRevenue List revenue rows
 	// (GET /revenue)
 	ListRevenue(ctx echo.Context, params ListRevenueParams) error
 	// SimulateSandboxEvent Simulate a lifecycle event (non-production only)
 	// (POST /sandbox/simulate)
-	SimulateSandboxEvent(ctx echo.Context) error
+	SimulateSandboxEvent(ctx echo.Context, params SimulateSandboxEventParams) error
 	// ListTransactions List transactions
 	// (GET /transactions)
 	ListTransactions(ctx echo.Context, params ListTransactionsParams) error
@@ -1264,10 +1317,10 @@ type ServerInterface interface {
 	GetWebhookEndpoint(ctx echo.Context) error
 	// PutWebhookEndpoint Register or update the webhook endpoint
 	// (PUT /webhooks/endpoint)
-	PutWebhookEndpoint(ctx echo.Context) error
+	PutWebhookEndpoint(ctx echo.Context, params PutWebhookEndpointParams) error
 	// RotateWebhookSecret Rotate the webhook signing secret
 	// (POST /webhooks/endpoint/rotate-secret)
-	RotateWebhookSecret(ctx echo.Context) error
+	RotateWebhookSecret(ctx echo.Context, params RotateWebhookSecretParams) error
 	// ListWebhookEvents List webhook events
 	// (GET /webhooks/events)
 	ListWebhookEvents(ctx echo.Context, params ListWebhookEventsParams) error
@@ -1276,7 +1329,7 @@ type ServerInterface interface {
 	GetWebhookEvent(ctx echo.Context, eventId EventId) error
 	// ReplayWebhookEvent Replay a webhook event
 	// (POST /webhooks/events/{event_id}/replay)
-	ReplayWebhookEvent(ctx echo.Context, eventId EventId) error
+	ReplayWebhookEvent(ctx echo.Context, eventId EventId, params ReplayWebhookEventParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -1288,8 +1341,28 @@ type ServerInterfaceWrapper struct {
 func (w *ServerInterfaceWrapper) CreateQuote(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateQuoteParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateQuote(ctx)
+	err = w.Handler.CreateQuote(ctx, params)
 	return err
 }
 
@@ -1357,8 +1430,28 @@ func (w *ServerInterfaceWrapper) ListRevenue(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) SimulateSandboxEvent(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SimulateSandboxEventParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.SimulateSandboxEvent(ctx)
+	err = w.Handler.SimulateSandboxEvent(ctx, params)
 	return err
 }
 
@@ -1559,8 +1652,28 @@ func (w *ServerInterfaceWrapper) GetWebhookEndpoint(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) PutWebhookEndpoint(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PutWebhookEndpointParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.PutWebhookEndpoint(ctx)
+	err = w.Handler.PutWebhookEndpoint(ctx, params)
 	return err
 }
 
@@ -1568,8 +1681,28 @@ func (w *ServerInterfaceWrapper) PutWebhookEndpoint(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) RotateWebhookSecret(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RotateWebhookSecretParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.RotateWebhookSecret(ctx)
+	err = w.Handler.RotateWebhookSecret(ctx, params)
 	return err
 }
 
@@ -1660,8 +1793,28 @@ func (w *ServerInterfaceWrapper) ReplayWebhookEvent(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter event_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ReplayWebhookEventParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ReplayWebhookEvent(ctx, eventId)
+	err = w.Handler.ReplayWebhookEvent(ctx, eventId, params)
 	return err
 }
 
@@ -1769,7 +1922,8 @@ type UnsupportedMediaTypeJSONResponse Error
 type WebhookEndpointOKJSONResponse WebhookEndpointResponse
 
 type CreateQuoteRequestObject struct {
-	Body *CreateQuoteJSONRequestBody
+	Params CreateQuoteParams
+	Body   *CreateQuoteJSONRequestBody
 }
 
 type CreateQuoteResponseObject interface {
@@ -1814,6 +1968,20 @@ func (response CreateQuote401JSONResponse) VisitCreateQuoteResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateQuote409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateQuote409JSONResponse) VisitCreateQuoteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2011,7 +2179,8 @@ func (response ListRevenue503JSONResponse) VisitListRevenueResponse(w http.Respo
 }
 
 type SimulateSandboxEventRequestObject struct {
-	Body *SimulateSandboxEventJSONRequestBody
+	Params SimulateSandboxEventParams
+	Body   *SimulateSandboxEventJSONRequestBody
 }
 
 type SimulateSandboxEventResponseObject interface {
@@ -2116,6 +2285,22 @@ func (response SimulateSandboxEvent415JSONResponse) VisitSimulateSandboxEventRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulateSandboxEvent422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response SimulateSandboxEvent422JSONResponse) VisitSimulateSandboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3084,7 +3269,8 @@ func (response GetWebhookEndpoint503JSONResponse) VisitGetWebhookEndpointRespons
 }
 
 type PutWebhookEndpointRequestObject struct {
-	Body *PutWebhookEndpointJSONRequestBody
+	Params PutWebhookEndpointParams
+	Body   *PutWebhookEndpointJSONRequestBody
 }
 
 type PutWebhookEndpointResponseObject interface {
@@ -3129,6 +3315,20 @@ func (response PutWebhookEndpoint401JSONResponse) VisitPutWebhookEndpointRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutWebhookEndpoint409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PutWebhookEndpoint409JSONResponse) VisitPutWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3228,6 +3428,7 @@ func (response PutWebhookEndpoint503JSONResponse) VisitPutWebhookEndpointRespons
 }
 
 type RotateWebhookSecretRequestObject struct {
+	Params RotateWebhookSecretParams
 }
 
 type RotateWebhookSecretResponseObject interface {
@@ -3290,6 +3491,20 @@ func (response RotateWebhookSecret404JSONResponse) VisitRotateWebhookSecretRespo
 	return err
 }
 
+type RotateWebhookSecret409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RotateWebhookSecret409JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RotateWebhookSecret413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response RotateWebhookSecret413JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
@@ -3316,6 +3531,22 @@ func (response RotateWebhookSecret415JSONResponse) VisitRotateWebhookSecretRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response RotateWebhookSecret422JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3580,6 +3811,7 @@ func (response GetWebhookEvent503JSONResponse) VisitGetWebhookEventResponse(w ht
 
 type ReplayWebhookEventRequestObject struct {
 	EventId EventId `json:"event_id"`
+	Params  ReplayWebhookEventParams
 }
 
 type ReplayWebhookEventResponseObject interface {
@@ -3642,6 +3874,20 @@ func (response ReplayWebhookEvent404JSONResponse) VisitReplayWebhookEventRespons
 	return err
 }
 
+type ReplayWebhookEvent409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ReplayWebhookEvent409JSONResponse) VisitReplayWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReplayWebhookEvent413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response ReplayWebhookEvent413JSONResponse) VisitReplayWebhookEventResponse(w http.ResponseWriter) error {
@@ -3668,6 +3914,22 @@ func (response ReplayWebhookEvent415JSONResponse) VisitReplayWebhookEventRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhookEvent422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response ReplayWebhookEvent422JSONResponse) VisitReplayWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3782,8 +4044,10 @@ type strictHandler struct {
 }
 
 // CreateQuote operation middleware
-func (sh *strictHandler) CreateQuote(ctx echo.Context) error {
+func (sh *strictHandler) CreateQuote(ctx echo.Context, params CreateQuoteParams) error {
 	var request CreateQuoteRequestObject
+
+	request.Params = params
 
 	var body CreateQuoteJSONRequestBody
 	var err error
@@ -3853,8 +4117,10 @@ func (sh *strictHandler) ListRevenue(ctx echo.Context, params ListRevenueParams)
 }
 
 // SimulateSandboxEvent operation middleware
-func (sh *strictHandler) SimulateSandboxEvent(ctx echo.Context) error {
+func (sh *strictHandler) SimulateSandboxEvent(ctx echo.Context, params SimulateSandboxEventParams) error {
 	var request SimulateSandboxEventRequestObject
+
+	request.Params = params
 
 	var body SimulateSandboxEventJSONRequestBody
 	var err error
@@ -4096,8 +4362,10 @@ func (sh *strictHandler) GetWebhookEndpoint(ctx echo.Context) error {
 }
 
 // PutWebhookEndpoint operation middleware
-func (sh *strictHandler) PutWebhookEndpoint(ctx echo.Context) error {
+func (sh *strictHandler) PutWebhookEndpoint(ctx echo.Context, params PutWebhookEndpointParams) error {
 	var request PutWebhookEndpointRequestObject
+
+	request.Params = params
 
 	var body PutWebhookEndpointJSONRequestBody
 	var err error
@@ -4142,8 +4410,10 @@ func (sh *strictHandler) PutWebhookEndpoint(ctx echo.Context) error {
 }
 
 // RotateWebhookSecret operation middleware
-func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context) error {
+func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, params RotateWebhookSecretParams) error {
 	var request RotateWebhookSecretRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.RotateWebhookSecret(ctx.Request().Context(), request.(RotateWebhookSecretRequestObject))
@@ -4215,10 +4485,11 @@ func (sh *strictHandler) GetWebhookEvent(ctx echo.Context, eventId EventId) erro
 }
 
 // ReplayWebhookEvent operation middleware
-func (sh *strictHandler) ReplayWebhookEvent(ctx echo.Context, eventId EventId) error {
+func (sh *strictHandler) ReplayWebhookEvent(ctx echo.Context, eventId EventId, params ReplayWebhookEventParams) error {
 	var request ReplayWebhookEventRequestObject
 
 	request.EventId = eventId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ReplayWebhookEvent(ctx.Request().Context(), request.(ReplayWebhookEventRequestObject))
@@ -4244,299 +4515,317 @@ func (sh *strictHandler) ReplayWebhookEvent(ctx echo.Context, eventId EventId) e
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchs5ljD4KgjO90WR7iRNUqJtUdGxq7LlKo+vZclb01OqZYKZoIhyEmAlkKI4tiPm18b3e/ZHv8H3",
-	"CvsA/Sb9JBs4B8hEXniRLFd31XhiOspKZuJycHDulw+tSC6WUjChVWv8oTVnNGYp/PNZzBZLqZnQb9ky",
-	"oWsWm6cxU1HKl5pL0Rq3Qp1mLCSrORNEz7kiKVNLKRQjXBE9Z0RpmbKYUKFWLCVaEioIo2nCWUpS9mvG",
-	"lCYrruf4Ml0wEubzRuvuc7YOe62gpaI5W1AzPxPZojX+qWUmbv0ctPR6yVrjltIpF5etT5+C1lum0/XJ",
-	"TLO0vt4zFkkRK7OQFeWaTNlMpoyk5hMuLstTLbjgCzPbIJ+GC80uWdr6ZCZa0pQumLbgepylSjZMeT5n",
-	"JBTsWk8ieCMkcga7XabsistMkSW9ZAHJRDSn4pLFx0QxERcAmfHEzIFg4tqskV3TxTIxC2Lrf+0/+0Xy",
-	"l7+crF/x/vXLs/765eCH65dP5OrluVy9fCr57IdeNExEK2hxs6BfM5auW0FL0IUZAVdV3ji9fsHEpZ63",
-	"xoP+8DAwkMgfNIH89IoJ/Sxu3vyKTedSvifMvER4TNpmayGPc0i4N5Z0nUgad8pbfBgPZn36iHVH02HU",
-	"PYwOWfeIPnzYHcyG7CA+jEbTB9TtbUn1vNgazDjhcStoGVzjqUFhgzj+ZmcyXVDdGreyDN6s785DyOds",
-	"Xd/kCckE/zVj5D1bkyVLSSIveUSTHMHblLx79+yJuROUXEoZk2guecQ6x4B5nJl7k5lLo3vkOVtqMpMp",
-	"oZokjCpNhodkLrNUlcEyiofTA3rEuv1oMOsezh7S7tH0Ees+pA+iUXzIDmbDgQML3uoCMJUrthU+HjIM",
-	"R6PduPCCL7iuA+kNvWRE8f9gARmY6zfo90v7GfWb0TOB4fwFxWxGs0S3xsN+YFZn72i/H2y/sUHrPKVC",
-	"0cisaBOy6uIVwuMyxPvTh+zhbBR1D6IB6x7OHoy69IA+6h7ODmaj6aPoKB70mxHxM1Hwk/kY6SqQmm9p",
-	"/BZRy/wVSWGItPknXS4THlGz+vu/KLOpD8X6P7RYmiKFimSMsLmiCY8nFk9bQStmmvJEtcY/fWjNOEvi",
-	"1rh1f8apntCFzIR5ZcGUopfF+kgsmRLfaLKgOkI6nrLLLKEpYdfLlClloPvpZwQAU3Ahx60Hs0E0jA/Y",
-	"4XREHxw9fPTo4dEDOpoeRgfxkA1m/dYnf6pzGBVvE1fELhzIdRZFTKnWeEYTxT75YP0fKZu1xq1/uV+w",
-	"uPv4q7p/CqAA0NaRwJtpQRNzOiwek7ACrjAwRCy/SJP3bD1ZcKW4uAyJTIv3Ld3vmS09lmKW8OgzDy7O",
-	"8HU2WbDUsA09SdmMpUxEbNMpNr5ZQJgmKaPxmmSKxWS6Rm6+pKkWLCXtiCrW5UIxobjmV6zzuQd6Urpp",
-	"VgIw8K6tkriVsWuutPrSZx7ZA1KFWBJlaWpYl9JUszEJt0EfkMKeO7w/gX1yM1MVYXLwickylZfmqiDi",
-	"/JpJzSZ23xNzIog8z4RmqaDJaYEOt7/6ONQEf/Bx5vMO1q2RwMBf4rTO5ILpuaE8mWDXSxZpFpMZ5QmL",
-	"iRREZilRPGZwYf1Nhj3ygwGsJVH2iscA2VdSP5WZiD8PqELqyQyGuTt4VpnSiioipJEQMvFFCOArSVQW",
-	"zY0kL7M0YiCL+NRgTMJ8o4iXb1BuO5fyBU0v2ecB0QqBEy3lJIHh7haY7uSnMl6DliIlgXm+NGVxE8or",
-	"lpIHh+Q5/3ZMwtp2EaRnLL3iEXsn6BXlCZ0mnwnVlGqmJpk33N1B9a0Zm9CUEW2IW0pTnqyJN9eXgGwx",
-	"qTeRoZ5K04SRdljbcdgJCKAyIzHVdEpRS22HCmFdfrdHQI8k1CiSJIQ/uqBVhkRZLRLU3kt+xYTZoac6",
-	"e29v2qB9+76nrcIuz6V8ScXaynfq8099AhI0u1OaJCVZULF2qK1Qj1mThGr2RWh+bcYxCf3NhXsc1x2e",
-	"UUGPnwBIXz+/2TkZ/IPXUKgetwajw+Fw1Osb/cFIINwoBFwKBaqMfcLiidESRJYkQStKGdX2SWvYHz7o",
-	"Dgbd4cH5oD/uD8b9/r+bkdL1UstJMUu/3+vD/xU/onATrY32oWLUAZZScT2hcZzCGbb610ePRo9OZ0+f",
-	"DA+G3x72Dw5ODx/GR/1+/+DJ4eD08cHhaURPY3p06H/eOKv7FbAuZsvJweyIDiLvFyM1ZWZWu2ujAhW/",
-	"6uvJnKo5LGoUjfqHLD48GEbT0WBw8GgazfpHlI7YI3o46MfxIR2wYf+QzR4dTmcsHkzZ4EE8m9LBdDjs",
-	"P/CWg6Jy84qniYzet8aHh6PhoG+UzP3Op77BRF5OuIjZdWvcN9cvYvxqwwGO7AE6lXFSnXMUtO4UEkaa",
-	"Z9dLnjLVtKADh1Gwqz314Fw4ho9enr59/P3Jq/PuQ/+nQhcZt16/fXL6tmtgPDCaM9Mrmb5vjVtTthya",
-	"8cx9t1elNxy17gCEOao57CqhnGbmXzTB9b95fdYdDFtBK1vGGy8eTurTSkSGnBwazX9valgjM2+tEWCT",
-	"pIH0ncUlgVEJulRzqUGseCdopucy5f/BPlPWzfyR7o61nBDQnci/dU/ePOs+P/0LQSJMwLaMR/mlBLWT",
-	"N8/AhGfUUNTjA2dpAMnBWiulnrOUMHHFUykWTOgxCX1ohBbSy1SaJRpx4lRortefB3CkThOZ6YmcTVIq",
-	"LtlNDTaLzIihjEyZXjEmiLlrvX6fUBGTERI8+PvVd6/uwmCDKwCRN9NGJQPw0SSRKxYT2AEoF4bvGM0N",
-	"LvpvYNNZsSQhaNUh00yTiAqjUU0ZiWiacqNGZuZQq8YdsNHGRotHBR0JpvdgwRUYwcyTTKhsuZSpIRVL",
-	"ylPzrOEIUeG3BvBJliYTo1tZGDlMykd6yWJOz8E6+Hl3t1jbwgw5AYvjHWoEhcrDmSIO76rL/K00LnO6",
-	"YXXycFw+pAIQCPYf8UxORbyUXOjbinib5LT+0bjftzyKCUMkcsOwcwxNFItSpic+Y7b8hF8KLi7tC61x",
-	"azVXLJq8nD3/4Sh99N3zv/yanq9+effmyaNnL978+zM5fEFf0LPVFu7lLydLk9a4Ndd6qcb371utv2f3",
-	"1ovk4r4BjHK/xHfG8Cog38XucseSfb8HRn47GLjkAPYeG/Ws5jSOwShHkzepXLJUc+aQsDrX6TWNdLIm",
-	"UjCyTHnExSVZSLAw4b3ncUja8E943oE77RHhkLRjnrJI488G7ZfepB/qsvh2OD2G1x+7tz8FLZ/i1/wa",
-	"T4q5e8QA7tV3rxxxblMSs4gvaEKsOR/MntS8rjQZ5r8uExox1QkAAiw2b/i2URr/kikNZF2zsttkMLJ8",
-	"xUh1WWKNGRbVqdYsNYv8v9v9jz8Nukc//9TvHv38oR8MDj912hcXPfx7EAw/df6P/1FzjgSt664dpFtn",
-	"dNs3NxgR6x0iMb/kWgEjrG45IKx32SMXxT4uWojxnnhb93bB1egC13NvEh4zofmMo45cQKgsG1f8bVWQ",
-	"VZxDzcJ0k2vLXtdvlGF4UlgPpf3k2PkwlyzNzf5cEKNzJ8zAl0RUVU62LLHfyFHoCfjbcf2Vfe1T0HKX",
-	"rb69H/K7hwjOY5IynaUCfRnhm9dn5+Q+fK/CY2KOWsv3TMCB24Ugl2K/ZjRxoQxALL6p+F2Hs/7sQTRk",
-	"3aP4Ee0e0tFB99HscNYdTod0MDua9eOBgUbVp7fzGBVLEpZOlnMpGg7w9RKJFcHXCLwG0lPCxXt6yWAr",
-	"KYukiHjCgS0dE8GuWEooef6Xx+SydjH/NDw4fNQfDA8ORw8ePiqf4MFwjyWXNKStV8C9ufEK5OrVDdH/",
-	"k+9X/anV6OSqUtcC94r4ETn9hUUaPHTw9skGWnriEAfJJ1UbaAyzPONBhZpUSKNvaNhEC+91cir44FOd",
-	"AuZLfuxxj/KiX8gVS7vm/trVq/ViKpMeOXPSj7kl1q9uxCIV67C8Umsb8tb4E+3+ByxqGAz6n25KmYcY",
-	"A0CSYmlIZpRhnkiOLeUF9aCdmTfMy0CHOmbbT1BrB/4+a4r2eS2s72RmPjMHZnRjuaJpTKivJH+jiDUB",
-	"1HnzJq4KjhkfF0A95KqYsf2gxkpSmYmYxSSWK9Gp4sJdoIK1VjUtFn4ic5nEBku5Ju0+EBDFF1lCtTMb",
-	"zFiqYGk5BeNCPzhsedEV/Xp0Rc0sVl3BM61I6RWiJJlRIAN7DWyF1uq4P86ZMJtJGY3mLAba7ihCecJj",
-	"YmgJyYTmhsKj0T7fpBGLu5ov2D60mm+LHpkBj+VxUIRwGTK8JmZ0s1SuiGI4fW1kz0jYBMFEXhL42fBm",
-	"PaeaRHNq/ukZfHYc63Zgl2xqm2C9ogbG+CJGcwFufaNwi1LgqjobAVzb9iYrXXUFj0sYlJ+ztNGHlq6X",
-	"tjlo2mZuPG1E0xpIzbu91i7mg7E7dmT/KINWbozB+1m9LRsBUD6Qyl1o4l55aEDD/TfasJxZZJxRnmQp",
-	"q9O73FiwU/1+JmaypPvVmeU8W1DRTRmNwT3HrpcJFbC3RuzP1cbaSMmKrhUB9cyctrf6nIJa3c0OOpUy",
-	"YVTUDslNUSw7sFveCM7HYDWpb05p2NSCRnMuGIlkzI7NzYZ7D2MSfAPuqvmPTmWcRW77LpS1Hoa1IawI",
-	"gsv8mCKjrJftsH4IwoLpuYx9g1Ir2BU6tCl2pbKohtCVlhPQ/bgV4GV1f/5GA1SzyS0f2lrc8r+dwa0y",
-	"5JLyNL90VYvpBlubdTB43tJaiEyTD73Bd9z62Wfr9cOtYT0gGVr4m2WYZSqnCVugZAlyP2dJbASlPAS5",
-	"fo+tNbiOtv969voVAYMJqHhaAnICdWiDwBX6BuQQrBm0mMn8aW3ygi5Y4z3eSBF+NCyLK7JKpZOUUeba",
-	"TllxL8W4G68qkKTarC/xhhZ0aEYjrZw9fyMljOy930kIgUB88synNV2IpV08M3uUirQXdG0EYbZY6jVw",
-	"Sq7ZQu01n8WVTzkUaJrSteOjzmb7YZsVPCZtmijpSFP4b11rG+s+i0N7vp3dBwMgKjZeWkDTIT3lVG9U",
-	"rYRvmNqpWQ23a1aeQ30PaXrYLE2/KmwUFZMaagu5wNGoSYEYhsrUmITg3QhJ+9tX35KzBU01eQxCEiju",
-	"oU4j+PU8lVXFwPk/N+heD26pez3YR/eCuRuVrzfZNOFqfmZdqB8a3ZEJB1kDmIm5brScDDAm4ZKJGAJm",
-	"2yvKtTlkA7T8SyA9EFvSCUhoH7M4JG1KhtfXJUnUml3BAxqSNoo5BgiLpbbxgR2f7dqpAX3tuEZehRfL",
-	"NLx4s4YhYHlqorJgJsU4/rKayAHNA+vnNC8Mhv08pMggQwY+Q4NIUpSC/xqUU2t2naBz/EOLJsnrGXgD",
-	"t1GRt+btTz83GdXZNYsyFFvMmKQdTqliMH5oo2tArVkaYtoBT0mhIe83u0cEmtfgkQFLo9G43qYoBloj",
-	"nSwb2QOymvNojiYv/BrRAygSs4vNd7OL0iKMyoE2jQpRsT4znX19f9WnEqSzLxBLZqpmMJbQru2DAtzZ",
-	"ZtAMYmdTuaj4K8CYaG0V2RIh99lOCt+P1UQvrAfFUikMRMf8LLSrGN2yXbosgI4AcS5vom5W3CV3j7Y7",
-	"oV069TK8rW3ojk3kb6hSCEeqfL8VxDAiCMVl2SrWazBjbxcH8um3GV39OxhUKJinKZfvRfnMSreyhFhN",
-	"QgfQ6M93/clZ47GVLw7YdoTe6OLb25qoJbKQYIcTq2pjPCZywbXBOLB2wfFuXGLZEj26oYNuUHbQPbh7",
-	"B92wyUH3YKODzuwBnXNf1qFauez7HtVwn6OqYFjzYf0xPao3JXdVXeRGbh5LFGyEQe2IT8UVS+TSSq1A",
-	"1+p32sV4bFstCohbrWSCSOfdq9jLhJ12t/Nwh+HMfEakIPY9T7HbZCeDvRUDN4HwLW0Sfc3FWLIUZVek",
-	"aJ+vymHA5+0VubdG38jYm8YDABMLvYSzTvFFksqV2nzgDYq1XKncA4QJ3YKtjKo946nSe+v3dqFv5apJ",
-	"vZ9TNVnItMnBbw4YKAgVGKAIO5rJJLE7qZ53YFNrN8QK2GxdjNlCebZuRvfS2jdIHEbYcHnvM5t9Yb6C",
-	"GaxHRqIMnVCFj/fE+MWCpus94Xlm396A5Tlcgzzf2N9aI/IXGLUvFXG45fZ4c2Lio/Efk6QU6L/BfoUg",
-	"lDOgLwZECdPliOdtLtw7l/R7v50KdzdK2GeHLd1ZPFLZ/57Pln/VaFm+uUq0TKg2WsxkxtgdoUDopLO/",
-	"/RUreeSRVTOGZpPC0z+nyaxrsNaIiTmjU3CYak5TdodoWawDRh6T0N98w3LhtRss+LMDfnaHFBVIsdGI",
-	"vfHW71BWg5ZWW2w4vsM3n2Jfm0KF1FW2EbQ2ZN8Xd7EMXF9brsu1VdU4/0cJ1x1+wba3ENuzgpNWk+40",
-	"TWy+KpRpmcuEEcUSTLlecRHLFWnTJAGWphoCW2epXDQfIpvNWKT5FSNK0zQ39LlBuYiSTPErdgOrjpa7",
-	"pmIivpuJNE0m9hpN7voWg1RMVLYAiwOMHnqHAOvuVe9KtFlTFdliyiB7BYRU6/Fx42wPCKn64cxxAqCb",
-	"gdC0pibMO7OxKbczypx4sS0Jn7FoHSUMPQr7h2+FLuArZhrwOSRSJOsxkoJaXBdriKch7WxpiGTVINHp",
-	"kSculm5lHZ5K8yQhccZqQV/bFZvdBhYX9AVRKxuiWvJYBYNGqaHPtU1ZcHyzLfzFK4VzF8mXfpmp4aOd",
-	"AcN+6ujtN1ir6lPK0bzhkgDnNhAdqHalZb4C3/VUxb0iE7WXR/iUL1Mv50iV59ZfVX5YxEn4T1M2AxaP",
-	"QRky0z3FtK55uxoWd2M2fSKwXItR9X1McqXPkGoc+0ckUxuujKZd5X+nbm6KxqOprbSRGoEP83uutEwb",
-	"y3uVJVXMGiVzfL9OceabBjrNnaEZ3DJxyQIik/jmVoLSik+FTtdN1gK+d42rnYKTyt28eyasWr9wY4ic",
-	"HSzIIbXzUHCLjYabEjgbzO5YU2+79w5fInO6XDJxE9+d4YcTtcUFbleXu7HyudqUhDVwhR1rEXGWEufa",
-	"IswAwKcg1LrLJ/a2einypSRmmcYsncx4gkTCpyIRFRGzz3MqUlCOglqYJf28S3YPWtfdS9m1DxswAeLR",
-	"aF75oJHd48BlMD71Y3Us9FZzlkIo7ZxCmckFaRuQWRqGJT5ycg826FJYZScgLFEMYL1FKymQMWXUZvhV",
-	"MWgdgImLRlqmY9xwGBB/MSEcwdiS2kpYfem3ZlFzcld3z7sKZcz1Z8n36h3Xzuu5rwFsF+XcxwRWJtZ/",
-	"SCOYd5S7CbhL7y8lPCELRcSHW/5HtYnZHESl5YKl7s6ru7GU1eqgNB2F/dHgQGhV9rB5UUYWbJ8+e9Md",
-	"jTAwDAPCAjKlio0e4TMMA+s0mr62hU+4eLSY0TjhgpH2QZ8suMigSNJtwyTuUID45zE7bk2DBGqujOQu",
-	"bVTEXZkh7zhAy2bakrZzt8GtwLCRWzOML2/g2yoO/jY2MhtnUr3dO6NIatVYNgU9bqvBQs490QQigrGG",
-	"mZeZRPPfi4KXvzHpvkkOjmJMHO9av29i2oAhN0v48iW83zTza69owGq9xn/WmMDfFfNspMPVYmPNYVUa",
-	"okW9jefJa7lZNc8OdblypO0shCo8JgbFnALCi2G8iL1GQ+D2i0GeabKgaxLz2YyljYGBW9KF9w382Z0z",
-	"us2w5tErSGrcedV33qBqnbftM7qau4Zrc5qEZDXnVsPDc82Pkiui5hI9CRUoBiQslOKQSBG5PEwNiiTu",
-	"xiZpOuOuVS03kBRI7hT5uCwOj0losCFd0jysskoLrHJtY6aI3RNu5LgIXTeCoNO+Q6vrQq4nxmKorWdA",
-	"2oox8sTdm1IuZh75jhMX+YSowPumx3wrvnHgs0wCdQzYmIR5nl+0qhXa2QEg2swcvdC1q0vaYf8aYzMf",
-	"HJI5u3axaK7EVFB/DnL3rut6WkKQbxSuCMqRk4JY3OQSqE0OzioxsklabkWWcJath8eYS7Rx+U8ypQEq",
-	"3rAGq2JJsPxVIsWlm8kHPAgoUpOEK8vF9jJSVtPzGyyUX1WaryrNXirN7rR0/3oYmct5L3YyrNvJgXeb",
-	"sL6/AD3YR4D+J1YAyxXI9pKgIS7QGi9vGY7xz6pnVvIYPNCUpLKa0HQ39QNq4nOdNXucai+deF9L8I5K",
-	"pbcxDNf18z+6cfgFV/qZZosdLksX8WHY9z/CDvzHUZi/fBpcVej5KthsFmzuSIr5yiz/CZjlZja4v1V2",
-	"d3JHNaJk3+QO/7u7SPJoouFfsz329hrcPmmjgi37Siv+Bbt98kYVVf/o4sltoHtnIuAfHrrbCm/U49W8",
-	"wlRFxOxexal+w0CjUhRiw7y1M7D1ok+wxkcz7c9LidhKIA0SMP6wi8u6SiIQrn4T2TTOUtDGJouG4/pe",
-	"rgja3bwptJTvA3MwC54k3Gtfs712H2uu/fbjfF0a3bZKa5v1ykwHJJJCMLx/5iwUiwMipOgOr687BdH2",
-	"EHn35QDknESNhdMwjwu0UiPZfX9+/sZGBh17idBCFr2EaZoaFXbL1JsC1ktnW15X+WC2FYGrlCXfJarW",
-	"y5LXawHsoRO5z0EhAvmCpOySK83Sm2BfXlu+YSJsZHFlaCgYefM6OM0SxLa69PXRecIIJak01CfuykwT",
-	"/MyGwit+KRSZsrwvhKskLgULEAW4eVcu1XE5Wu92BrtqyfxaPgCW0A/JnyAg58GhYU4HQ5JSEcsFma41",
-	"Uz1yNpcrAYkCjm66ztZQixPPFWqr+ieGaEZkiuDgUuT3yhzBiit2d9pAjje3UQVs8f+GwVPmY8qb12fn",
-	"JTTZIKqZ0QocrJ3CVpzarBXscUlvl1nS1FWAKKYNI2rQGG53t8gpPnXYgh7NmEPVpxj7klMRk0tJzK0B",
-	"b6WdqeQOLiGJd01vcoKkPdd6CSX9tF6CJ0tpegmtb5bZNOFR8cMylw8qBcpu0CnCtz6kvFLuu3/46Gb4",
-	"tBce7COE6sZuErcRQau84g8phrpNNme/nFQ7vlu6BH8k8rJBAru8TNkl3VC5qGrFKgZDl6ULDtlp17LC",
-	"gGoyu5WFxBsUp96LlcNqb55ekPev35JhxONjkglL5sl0nXeUx34Ay4Su1V7Qwcm0bS60D46bD6AZ0aeg",
-	"ZZjNxEJvOzCALTlZ1Mg2Cxo724CXJ5FbVG7H7sESsNd6wD7h1sMViTNWlkMFtAk1m4+zZMvx7VzTEksm",
-	"7hnQXy6w2JjehAY37+CC8lWqcNAc/2tLqZ9fHYK7CMGmoMgqObBFXxWxhYEBUd3SvtKGvbVKu6zJ5pVj",
-	"vEpVAb5lyllF124K5vhKrf5Q1Aqv557gtS3Af/9krth40x3bjwjua/ksEcbPkzc9CvyHFzl3O3pKgL2R",
-	"q8dqSHfg5CkJyV+9O7+Bd6eKI7e6hp/h4Knh6B/+JrpWpA1C2XojkXOehVJ1AyTgW2oe3KJkwt2XRtiw",
-	"5A1+iTcFB60DCLowlFuyOEjlElsbGteFLia3MDE7G0WnR77HHvXjCxH+W/cMu1F07QKgln9be9JX4Elf",
-	"NEqlUk0S2JjELO8TciGma8J1JyANE5zzBVOaLpYhaWeCX+elmR0BtZwTqtw3LvGMXwqqs5SFpB1eDYKL",
-	"rN8/iKwJ9vuXJ4+7Z9+fDEcP2mggDMhFC1/hMfyX9fBP7VZSemoAjA8uWh38RxhcCL2SRC1pxLqKLWkK",
-	"ZjjlFqKsRS43XjvDtbxiaUKXqhMYQKHxDuLkzelciDNNRUzTmNitKeiPofLuvl0OrYLdX7oAHZQRds/z",
-	"dYS9C/GWmWtHKMnfJguUOakgozwcGlJHhFz1yAmao6lYY318rudckMHIHczxhaBibR5eolWdOwyIbVD1",
-	"iKgAhw4IRlwHZEjm5tk8IIM+mcN64R9tM/6F+IVrzdJjEr5lOl13T8w4ULp2LoXMbLzr4fDINpo+OCaH",
-	"g76zeKqS1brTuxC39JfcVpG6bWzhLk0Hb15xk4x++p6tO/tVKruVZtPYkAol5pKIvDGt3w75FujAJted",
-	"+Q1aTaaxK2z5a8YyFm+swfT71eFvpdTqHEy/gS77WeqWwRezzkmuMG6/ZCnLmdNeWuYeNXp2a3fbFLqm",
-	"5e9E7P0Ltnqo/lkyob1QN2qW9s8sBkK/2ihLuV6fmZ0iQE6W/Dlbn2R6vstHbjnqyZtnhiSSdqjeTxQV",
-	"8VReT/7+n/87LDmizI8G6fJfKp4obsbHlkUGXHRhVvpv3ZM3z7rPT/9S7JbC8rCbOLeNoiIpNI0A5dkC",
-	"7Jd4+9Flq/5P57nynVrFJO5X4n/T+rSlNids2RVDmSYsklx0tezOONXENhPrkZP8dSgsrwgl786enJdb",
-	"yFyIdrmxcSfIa2eVo6rce34cY9hxHYMZvzJfXIglS7v+Z5VsM4NCleZFpG2rWEDvnfMU5rI1LAKzhOi9",
-	"QuGoTOBTmV3O3fhBKbMyIIomWLoERfAFEzoo1mnEIxY7WVkFKFi6xsdGeON6bsXly0qCQcJdBpxXSjhh",
-	"8SVLexfiQvzLv5DHUhhKZCBkntwj9+4ZfDaPkIX37t2ziYCGFCBX1/S9FWMKDHeozYWRmy0uhj1yhlh9",
-	"IQihUcSWkH+YrEntBrxnaxV4qF68VtwF884xoTCRdWOCwcCMzsQVT6VYAIdSJDzsD4jfLDC0CY0oCwI1",
-	"l0voj+vvBAMb5Erg/t6z9RiWnhsm3H5TpmSWRi4gAiY8JHk7wjDIq70n/L15i2TivZAriEpHQDviW4DY",
-	"EiDUk8wmPlwAbbpojcnf//N/G2XAvmKeAHkkF47E2pc+GTma2AFtr7d8QOh9Bj3VQoIke0xCO+QY202G",
-	"AaFImkloRw4DdFoIM3DI8HMkjS63t9IbMoxkbD7DJnCh7ZcW5sgYFn3TQguNt3mrNlUAJA+JimgKWlu5",
-	"cdux7aHDNdqP1jIjlsKRTLmBqWYEbCo4MI3mObZC0vNKkmkWXzKtArMwGquQtL87PbetylYpN9QGxFsD",
-	"gJQpDSpRQq9Z7FFueJ2JmUwjfF4gs0umtd0Wa/sy4xq4PDs9f+rqZIRm4S/MB903MuHRepzrglFClXJ6",
-	"3vGvf8anFqb2h+OVfWw1IasNIv0g3uibhk3zYReUC3OHcVxdHtdm8c2yJLFTHBdlBhCuXuCQmRpu5/CI",
-	"+P0nQ0SkskbVtlN07Em+lIKtzRliBosLNPEbLajAVlUEewOWglU98tSwG+p99eq7VwSVObKxLUNQSoZR",
-	"ZE6vWNHoPID1q2r6ZjGaQz9DDgx2pFnC1L17pC0FM7Q+cPZJNIdA3nsHqM2gR/wuZPbeQrIoEp1vlNlA",
-	"FxgYLBF+K1W0xlKtXj1rM/CwR8JSA6KQ/Lk01d/+StoD8vf/9V+u4VlRJ/vevViuxL175WHzW0GI/YSs",
-	"ZPpeEXpJuVDap61jMmNGWa/ku5qvD4wMMCsOqdI+Ct5U5M/uH3/7a3UfG9ZpV1YCwqGZq1QeozwZLOPP",
-	"+J+//X/bJsqWOM2DpmlGFayDlGSrLDlms6BrxKpay5wa8uX9j47tZGAXQUbXJ5WuqyFpG4ZlGZ1bsOIJ",
-	"EzpZI8gf9Krl0v9Mdhd6R5JoizT/ubngul1gc9l1qCyyq/Y63hwwtt27B/f17dPH5ODg4MiQ1Xfnj90b",
-	"7Fp73BNbrRgmoJiISRu4nqs6JKAZqVFn1mioCsiSajTu/JqxdG2WnXd9xYIXJHxWNOjtPmfrvFVo3rYN",
-	"2xq+O3/afQQERWYaWFAqExLNaUojM5oZu/3uT/1+v//3//x/zT8GTwNi/vvwqX1w9BT5jRvk3Z+ePn36",
-	"5Nhe/RVGZKIoXdhSDWiiOYveMyDq1kMbs0gaktMjr128pR+7uRFpBF1wG5oNUEO2bzHJUm6lJQb1mXME",
-	"uHmtcrkil9wcp8NWKSLmzsoIpkuZao8XO54/lTGYZNPiJjw4JM/5t6QdHg4OSK2nspXm7SEAPwNiijLr",
-	"/V+UFCF8OyLNvZfDzrGbVc5I+N3peega2OE6+KWAjcLYr9+cP3v96iy0oBuReqtpa3g2goVRa5giQpJp",
-	"KlcKGtHnW0X8wSrzQOvJS/4txIxBeRe4KBiU7ogFBoybMVPCtWLJzPLKw4MBSlTUMCyjV7FrgOU6MCM7",
-	"RCq6c7Nc208rgpQ9Iw/bzfE0qVFIAOo/3P/A40/3MfUhdIn/TmSs3aL2AG78aOTdkU6wQSR3QmOugPTI",
-	"c7aGYzKjv2dLbD1LNUkYNVT0kMxlZvj+CTZTLZQkRRcg1eeDwgPXJtj6AxwRczHNVlYzNxAmMv8I7CHk",
-	"W9NdNHqwGCXz8BihrqwY6CJfUeJgUQbFokt1XMPD/hHZ1rAca+UcDoek1B/c3IbUyqa4BKKl7JFXBQ/A",
-	"a2v7s7rtYjkUDlfcFaUYEwq6E8j8ayAUIVAvoBUYzI1tasPR9XVotLFIpim2SNgEbDu2wnpw+WPUHczo",
-	"WBKKQakqqwYo3Ghzh3SY186WF0hyx5UPAJH3ZXjjBT4iO5q7uwvxxgj2uR78gjvqYBRRprugclf85ST0",
-	"/LZAMeSS/poh55waxke0dPL+jCfQh9gW8eBKZbZe0jFZUgU/TGn03rO3lqFrBzCYjjPCocL1p4rQBLIn",
-	"zHnZxnq2pzoos/nkFX5gl94jIVBq2APc10G/D5TF9Xse9vFAc+836FOhc2U7hRJJhgeVMfjOHYxBHQV2",
-	"gKplD3RHw1gz66bTc8ZTmzPD1PgCiMpHV173Y/m7j6gKfoR3ut1u/j/8yGz0IwlrvO8jWdDESDIsBv4a",
-	"WP241HWeXHGZWLPNVBpApkQwjqaBlEcGwxYyZgGZ0thJl2goJpX5K2i94EpBsa6PDdTS/mhLY+VFVZp3",
-	"5BDvo7mZBUpU8aHwNVSwIR91YEYtWVAMkOxSDEbhhL65J0DKUDXPlGwzwCatYYEoQ22hjXGQ86uUXTGa",
-	"2P3C59QSEXP9OsUCD80CC4sL+ZibWFKZGQrN46BInzdLA6s7LrJm0MmHHZlhmxi8gSiOD4KjtXzgm+ai",
-	"xhK4viZW4CiGPDJDbifsMGf9MU2MTrUmhUAAUTrIGNuGQmMrc2xUXpnRoQRkRE6AW0NmiJlNN+dNFpuA",
-	"baPYiPa4ytg7CKidAohUHaPzDiFTZg56mcqIKeXjNEyCXM7CYAKE345bNKCuQqhsCnbjDQ7MeHU5knzM",
-	"GQYGJxgpy8qe+bcjvAmNciRgBXyqbesTA7wGadSNNhw23X/L1rZDzWJcnVmWxy7LBj7AvlEkLDKOQiDX",
-	"hs14gPeHWHC1oDqaV8dAzRRoH9Q+sCuyfnlXRJAp7V0rHNcH4pLyNMdEM+J9N5z5xUEyf78yEhLXicz0",
-	"RM4mqeGNbjDfjsAVULqVFSi5uenWAwpkYCqvGERnL+g1PCzPYs3ukyxN6rTAxa+8e/sC76VP5op7BFbv",
-	"YlxA7LLp66MR18jC3Gang2D+ctkcZocYOXqvWSpoMrH22I8kD3TIBLteokTWFpK4N1F0UXO5Es5w6p0V",
-	"4XGnmOLArVJNMkGvKAeXnIOwZ4oyEPbeAMagFb4Bt5wmrDKsdfs0DRxTTadUVUc9trIeRmyUoeLMkLnF",
-	"AwrqoLAEGwI/x3nJLWIzws1vrqdGYbu+NDRAKL8+pg2BKoSdSCbZQjj2BTqrUfnAuKE0Wx5fCFxrqTWD",
-	"InnoFlidDWIraxLBuy0IjelSszQgsRyT8MWzH949e/Ls/C9WvQRfkZxdiPzSKJDpX333ylqr35z85fW7",
-	"c/s6WNoor2pUnR55U/hZjEyFGk+IGpbBJrsMNSYyS1EElbMZj8DRb5Zd7DX38eQjkTBvQxQSKUBky1c/",
-	"40kC5ixI9KO6gROF1tJWdoqhCQei1WzYC0h6bmhwJXnNdeBslARuj5r0QrEEXH9kxlaVpvpWGE/yQqYX",
-	"wln1reqdZsI628Kz0/PzF6cvT1+dT16+fnL6Z5ppGVrdxgqpRvCgSgoUYL08RBza0HcQe8BWbYENSGS1",
-	"UgNXg54fkaZ+JDrll5csBVpBPrqeEnYWI/SWgjo/2rGma3MDSmJwWST+aO6NMJKDa6JgaGulFgFIJ94R",
-	"jW1wTfV5z3vuK/Ab/LEwfeNkaEYwq3dDfCRhXlYhRFaONuXS03wvu2YvWSu2rcSrwenkUwq+jvxWf3Qs",
-	"NQ6LGso2YCOs18g1qwISZZ51gByulWaLscevw4YAzlw0QOL5jcLqumuiVowtMTKNC8PQYImI3WDb8hi+",
-	"2+l+C3aA9G+/8+HCUqD88JKuF4hyYb1QhpnB2ZRT1gXvPu7avjvGAb3jGxdx1ojLzvWHj1e5kbppeZsP",
-	"khb1ckFQSxi9soOi5W1TMWXSTphyLyYsNTjTabwlAalDM6/j7G254ZnXle+jV3e7bWnQmNBEyXL3sI1Y",
-	"G/jnm1BnquKChC9Ozk8nb07+AqTrx2evnrz+EcBYBc4UXGkecLTcGyxNSOBt3t/oHey+2Cmc3z5bNSCp",
-	"7Bd1kQ0o4c3SdMLeBf9iZ9wMUxRQauWgjVC/uTfAhiNq2llR69vfWePTXunp52+u7ahrPq45O8WShEDh",
-	"HYKFd8wK/EI8Yf5gXDzImYInTY1LIorN2AaubDtu2WLoPuiOiScf5fXOm0SjXJhoFy0YapXrlDYCSuPu",
-	"UcrYch4OdNW9e8KSYZguncADi2vLVePcpXc3Acp6JAohq71hkA6RKVT0CUE2ckaxtXVglEBpB62T8WY0",
-	"re7Zhbh8LArKe9jqHuUIZVQyD6lkmiOMexOlVPirUwVTMUN1ybe/xrrUAAB6m4KAkDKZXlLBjXZOV3RN",
-	"2l4CpiuY2dkorzkIwDAN4hFe0LtZ2JJaT39pWb5Ec5PVWCCX+JgzfeAwHTDbzDIBFKDoHVCayHvYlPrS",
-	"cIgByuS2tZginpK1z/GW7pBVVOx9q1zHdm7O71izlMx06W6Ws3LgkdXsdt7IyqeffxWNkpysm9CMKyuq",
-	"g5beIydibS2+lsiZ22apq62+pi4EOmA22iahixtARznfs4tWrLV5MM/PvOgrL3wQ7POavjeKPReC6by5",
-	"ytgXpAkEfKHW6kr3hxcikZdFE0ZzKy4hrwOiUsG9TyO9PUDULKccIQq7OMmbvXyjctl5Qde26BcWr79i",
-	"qRG6XN+CsRHQmMqNWtYn4kLUlQ4uBM2jWVBqma4JFYRdIyS/QfUlTumKJmTGWIAmpyyag4IMDXtBgYUo",
-	"pbGLBT3PWyfQOCbZsgi2yMUNC6SyBo8WQi0NkoEHuFIWvNTXxK/Yq5rQrG2odE4LUMJzHjSQ5rC5d4Cm",
-	"vg743ATEtBtcccce2IYO5fYVRX0GuUJnNaYt2Yrg5p+JvJxwEbNr80fRYgUIotdrBeWrsEd+hNpYGLbD",
-	"c2fyvXvlBi737nkyl2t/g2EVOWzZwiysLkBCVMKPlc4wWxrCNAvrjRIJxlLUjmCDSJKLuW1nkKhJwOAx",
-	"DF1zzZ7bfujL2ZCcEnhvwUZmNIEGOJWO4h1AVDj/u1Fa0HbHtfXLNguktf3lh9HpFZ8YLYArzxttpXN/",
-	"tdBXCCJN80r1ISCg5guGRq+wUpc+9Hik1xYG0crrDXPvXk0d6JWCJXOOZhg6VYxkwswcSXHFUrtOG8AY",
-	"7Gz3ZP23fsuHPMDW22zlfpCUKxe2jhoMShbtOaMx+fv/+i8INNJO4PgTGXSOK6JIdUQLcQz+QNAszDVk",
-	"oqwjlXAGXNXNbQSs6REC0G3nlTmL3mNsFFoseYrry6NQED1tOldRvRvOLCiZge1UXsctT3vqQHCiXSOM",
-	"y5jAYMoqUzwGKPHYbR/UF2u05os87MrhOcTN7rJ1TNdESC/lsmRxMsux2i6yrfwOkXb47tWT07dO3z5/",
-	"/eL07cmrx6ehYV1LlhrktLUKKlPCHrNoDtn2/d7ofzoncilCM39j0Ov3w2MS9kOSCbjMBXfuOKJLFcby",
-	"caD1syxJxjViBy5HFts4v5zeYH5oZFSC2Eku9uqbMR2BIu0mWoVMn4uGfIsgDzh69d2rIs4ylhj7DVoJ",
-	"tvTGY3uSKW1PzCFs4cdyDiyHUe3w5bNXkyenb16fPTs3HAmgZCGIYDKT+JCynZCsj8qJptZuui57sCJs",
-	"nidXNI098moDyStYWTK9KsbAMeMc70I6YNo7XVgznRCqMIzJCOCE6x5pnxC1oLne7x+qwVaIpYbfczhZ",
-	"x2FsINhBaJ4BvlNtbaYeYF0ThrlUhfaCPlHV2LeMTFkkF3hqZZlkq20IL+tCCra2Kch58+LaHctBYfQR",
-	"CcIhF0ob8njvHtpL792rW2DrOA4yInA3oHxyX9aW22R9liyTOCcTLocg/1GwlfuxE9SpCoKsqYsdcDv3",
-	"HreHb+3Ezc4hw4zQQUTa5YnI3/5KKjHajnVZZvleTiX0h7Jk0icxXBFrnkZB2OFwwqjTBX3rc+HrFuwa",
-	"Aq7QWt1M1BENX1/ltNOnxuiErgLNESif1LDrCIRnKXxBxbOp+sKDZ6mzt61Gejy64+gTSgCQheTjKYry",
-	"EFfN0hrWFihrd/rCSOV2q6pCx6wT149DmGbaGW6dTN91ZAhlewhBbDTqBkAD5jJLmzhCyrpyyZwu7zd5",
-	"0043KSFUfqP//v/81wbjnC3V62imh9aGeTtvIkbgmqUXU5vdCwn1r1kpAquyuDGMX6Gr3vk0wN0jmS6d",
-	"yhppUKTBM6jZipHuoaTlmb8r8ouNK0fBrJBfiq0g34Vl21E8BcsxPgBRr4nwInUyV8GwUafGoNCT22Lk",
-	"Js3Q/JIfG1ii7MEWxiggz9ZVWjNFHePPQhZgSdhMl2S2onUxcGvDfGB5PfJsVghf+fcpo8sloynUkUWP",
-	"g5UXiYsDwIOAQYI8EykfKc8RfCcgAseQMtevtnybtMSoAUxZxfP0AVwcEmRtIlysFaW9j4k18C1Xge+G",
-	"DQpTHZCj3LIGElzlTCq6OijpmKmVSJulin86vNeejuddC66KgO8NNAjZJtq/ILK2yJDFgr1m3MKyIWfW",
-	"ZmVNfYCv0oHU3ghnLXLR0hCpW0kUMOdVkwEwjBWiWwtluehI6Rhh4KvDWDDcXIIOQrbErksaPzR0DYi9",
-	"GACVkirTCUp+nHb+b7jMKEfBcXnkt1CNg5J7q72tn6tdaW5Fr9JbW4W/FhXTCXwDbttnOBYDnL2skxf+",
-	"s3YPzH8S0g3lrISuHo3587ShInWRKCChXySmWAc2Pxxrw8AWpzR6L2ezYysu5KUg5AwSG+ruaaeC2dpD",
-	"aE3m1VTpWomUHskLdqCUawQhg2WXGU2p0IzFY0gWXGORBoyHs+HPoKXm7igXf2mNaRihKyEzNiWKxwxM",
-	"hTGZMR3NIe+lITDCMTlBYplNtZOHsHypyyIuF31y6cS9C/FjqRidDZe3N/agT2K6Vr0mpygaQBXGBS0d",
-	"V/G41YVo77CDoo1jJTs2qMqczdopJb6tiXBxIarWNxeq41s3S7bCYxK6a20jvzA+2b+REI6UsmbaCv4m",
-	"73qT9j5RBBciJx22XFDCI2bredjKDG9SuUw50zRdt2xJ9Gqd8lJNh/uapQts6sV1Uqrt8Kao3NAKWlcs",
-	"VVjVYdDr9/rmCyNQ0SVvjVsHvX7vAGqI6TlUxLClGcw/l1I1VFZ54+o7lGVvKPBgA7O9jnqYF2Woco+c",
-	"MXM6NrkWzbsXoio0g/w749SzqJ7n0cL5fTCYOBj2ixAwERuRh0yZiyK+gMKi5ZoSGBPLIaStMTWqU9ja",
-	"sHYh4mUp//dCNPWfgUPN05uexa1x6zGEUv1g5rTtLpnS38p47ap42Frk1UBjqOyB5wzHMF0/5VjiRmWL",
-	"hUEPbMIC0abgzgBojPpBv98H0EsBfgtz9oZ3YUGqSg/AVqZi3QpaHqgNhoz6fWjZ7rVFG7fA+wElVKbr",
-	"c3OY5cUARpBBv4+rqftUGhZSzAhzbVxesQjwymApFCRUuwrZAORdV4VP5YIxOs0YPMDEMIDzsD/Y/2T8",
-	"ajql9GIA4uGwNxwV3eLw0XCEcM2TteH5yELbrxjWGvaHD7qDQXd4cD7oj/vm//+91oyu0l1/Iwj9pifV",
-	"kYd25CoWFKutHkDQcrfIjDbrzx5EQ9Y9ih/R7iEdHXQfzQ5n3eF0SAezo1k/HgxKJYQM+/fK/9hjuNF5",
-	"2kJIcKD1ojVFVkHekfNT0Drs9zeNnqPA/W9pnGOL+WSw+5N3Xm4NfDQ42P2R5bfnUr6gKdbcPByM9pks",
-	"j6R/yWJOXTmtw+Fwn49thgadJuxUaK7X+O3R7m/PpXxJxdoCB1jOaB+APrNR65Aehl/tAR5bbvFdETuO",
-	"xZtycoN0lVA861bQ0vRStcY/tX5AzvWzef2+Nd6a+S7Zzg5IztSbypVCcwSKL1Zr8vlIgBIeWv7aoVZG",
-	"d/LjEyYQeGlmY8g2DHPy0w3Nh2GeovcjaI4hF1GSxWxi9/lnSEDNqwJhzEJeQsW+FAZF4YO8YMdqLhN2",
-	"IRRLMH/AmjDaKBa5esMgthsBFYTPvHJwEx97wZV+a6FpBAWXXw+9aqsVjZM1wNCaU8F4oEEosFoDRycZ",
-	"acN+Fb9iHSM7Yzbi4Ohhv9sfdPuD874je+XGLY58+W+4elqQyl5UupqlUPeqoC37lXvbf0t5LM/WPYFk",
-	"aX61XnYrBzRv66B/PjwYj47Go6NN29LyDjaF1fGg+FCOYTXk8hT0Eio1tPRpWmgFoUurtumneU+jenG3",
-	"ZipRIN/9x1hVeY83oUROa9vJutKvKNG2E7liaTeiihG1XkxlUukeZPlq06brDWT3423Vnsv7rNZy5vLa",
-	"HJNuWlzR53a/ReUthz/9XBOV+rcTlfC/P31oloxuJ9+Umj+3Xp6+ffz9yavz7sPmVsDj1uu3T07fdgf9",
-	"fn/QKN/4BVFK0hwUQWmNWw8fDnqDg0ob4XHrzeuz7mBYLtOMv/SnD9nD2SjqHkQD1j2cPRh16QF91D2c",
-	"HcxG00fRUTwwE2tVE9CGSOHMARTV1+2lsQXUh/1KJXQnY1l++QEp4UbaqeVmAgQq8cSyyUl9/95GIzyz",
-	"wae7EvcsyymVRW8Q+vwi+j4X/23lvt+hGGXYegliniTl2D2KUjYz674LWtxsG3iC9h/qtWxFW5qrJQUB",
-	"bVyBpdPXzS1ztJgW5AUXi1wra76Fmv4po4nLOIYiOS+tnQmEGZlpaNFYRBIel0u54aiQYV740GBZpF2p",
-	"AdjpkRNh96Dn1TzDSqb1LSMjSdHFwUbt1U1rY5JbM6zLwPdtON9Be1ANd/eimrAIYmyj3sArZCOTqK35",
-	"E2B97UsmGBYY566DC5BILAO1ZB2IAfGCP1yAreXq43rAV92h7EVxlbzJaNzD+lbPtOsgUQRPGVk9S5gi",
-	"bcVYPZq0E5gROMZjThkWzLDRmLBUvmAYjLlPKtF7xpZN4YzoytwYStc5xtPCIELnY+R6S+zahpi9khOm",
-	"XfGv5n6YDWEBsAo4dZsibY6ECtAUrGsWF4phKaUIFGzUY7061aglcLmaDcpKqj7suOKu8nxVUCcH/Q8l",
-	"h1LhaO00+kyrDiPPTUSLo0f7InxTigHkcVGDwdmj68HJ95oSYcZEMV1PI1FFAwTPX2gRuPB6FNfG2p2w",
-	"eIYNLyaDUUBsXDEZHBmd0N6fjg18q3uJ0MFYJCGrMhUQsU3NtUK7i7hpl92BnWPrgAGMKCLfCu+W7+5G",
-	"83+R9Zz7gr1zx3viebCcJzQ1mg4AtznJZGx9fICXlbyQsunWT0yxsStY1dMmSuVsrD6ddWiNwYFlmNP2",
-	"fCWbjeIllrglwbW3yUvuJX+i2szu6o4t3uM269e87O2FKGhQLSte8PoEudttbJMpyhgBpeZyh17FhuF8",
-	"YH4QVE625lQVuRo4byUpYWyD7JxrDHIlcEIvTaJ0iNLQuyYLw5kVLM5Q0MAGRLc0mcM/sc1nUweW28nm",
-	"ewutbic3MjvvIQPW2jm8fv6byrf9w90fvZL6qRGa8IM9BOLHUswSjtXu/0GW09+f2O4wrEHIbgspupXy",
-	"2x1PqrfXy0r1vuNrTyup/0nZClp4L8IA8i98A2hQtX5eCM/8SRMIy/bMky5giOVh6L58AYJ6EVpog/Rp",
-	"klyIwrcYsQCAYjmdYCuoYoG8zDoGyFNbLyuSi6kR58HAd/LqySYj6LkPsZol9LexV5WOgAuXJaPnTBWl",
-	"K0g7kosFLVoFlQ1YP7WqLKhoTeXxRGwktUxkXNgcmsxKeWeLgkTu1W7OA2fR3GNBr5/hx4+g0Yn9Y1Dv",
-	"Rqf0GixeM5ku9oKWDSIqqm91QU10NiLCYyY0n3EjMQEmVcx+JctSEyB8Q5QPDb9j+GgE23J/D/a1QO+z",
-	"E2eO2rmT3FLVaGD2jFp3vouK4FhsJD+FotpbO6KKdblQDNRnV7mbQDhdZUdlm97WwylMgV/0jFyv/N3u",
-	"j38GB8eWpW91c/yWXozfzAi92RE/+FKO+AM38k3sxXdt+Hb9mJrYwwZTd7aMdwCrbLpGd5G1XA8qhusW",
-	"W/9r/9kvkr/85WT9ivevX5711y8HP1y/fCJXL8/l6uVTyWc/9KJhIu4sqsDjQjcxNfsX5qupeR9Tsy5L",
-	"T04oLQlVP38KNliWHze2CfIEoJUs1W9VY3LvHgaDmD/v3SuHf6HqC1X2jGYWkExA3Bh+If2IcIxyg+Bm",
-	"uDBgGLh3L+YpM8wIBr8Q7VLMWkDK+S9ICzRxkUKQ5NIpLFbVSrTWklwv8H7s8hzAklsNnUuZjcB26T9o",
-	"W/YgBjXRUq2wmkBzjjAls5SpeVMzJTTDSsVEXjgSu2T6qSBewS2bemnODqrvNRZIhUKB/NcMYy5c0g43",
-	"QF9fCK846rEdD3tLxl0o1A94EZBEyvc18SJb2rj8hijZfAH3P9QX9QlMrw21sC9Erabn5tA/D7VvrC54",
-	"s0AHsJ8/J4IQcfUlCPJ+4N6TAoc/M1ZwB78ZNoQTBi3FkoSlk+VcCvP6n4YHh4/6g+HB4ejBw0dAQuA6",
-	"1tf9Q36v91r2XfPJmwbAbeCeNwhlrOHTbxLWeHcu+krtCCPiXB89Gj06nT19MjwYfnvYPzg4PXwYH/X7",
-	"/YMnh4PTxweHpxE9jenR4e9AcKrFfd5YkvoC0syuSMmSHkY9qV9ATSDITC9qbxhJ3za+MGto6JmwaWn2",
-	"q4Ki6fwLWNlXG+bX6M/bRH/qEnfdIE5WDZ072P5GO+gL6I5Nq9IF1mBqMF4EVn7xa7v3yDvFsEgJ+E6g",
-	"fUx5SCff2EKueZcPI+4QmekeeYOVGLpMRDJ21Z+dxYTb0AYobt+mJLyP/W7+5/Bp2Oh4+Y75Rs1v1289",
-	"28jWQM+yXXgf400ncFUk7NrjnRYcs40dBpwy67u9Qefn/xZOmd/hdf+O6cq1m64b8O0GFOADjz9t9Xck",
-	"FDLUMNQHPJolz2lebcrpR66TK8dsQEw07u24azdWCLxvn8Wtrwj7u0HYG6KmLWm9OcbuMfzeYAlpSq6H",
-	"cBmRrP0if4jZHa/WH1gFNCtaK90sfu2VLHXgyHt2XYhyp6N6OwyvW5d15GGDu0adGnZwh1couJ0SfhcW",
-	"6K+q1eerVnkVg310Kv/qkfzLXusfoWf5s39Vqb6qVP94lQp7NXwW18Jr2bWFqDbKV67NK9Q9sGWL6uVH",
-	"AyKTuOjHt0OUwuCB7+3MX0auujmJzyHx04eWrRS81aU4S+Vi4ogbmoBc0Sj3N5a/AQNqrZEHJGtMNtud",
-	"DLfbtoxR0zKazFfFogAqRVAs6FVF0C2G300OZkd0ELU+eauv1ryqLL0hEMWcyk2Y0Nax7sjSVsK6XTzA",
-	"IrzFid5XoftLC922GV4B8+30zLbeUfeZiJeS40XfIyAub9ljP8PO8J4by1aiU/xSYCOiKGW6KJwEnbzI",
-	"nKWskcjZOiynblG30fkqY3zV+L4I8kHidQUZPJRz9YzQwZ014NWZSzR49/YFNhG3lWlsySLXXJsJswLr",
-	"2HXtci+50og51nJoa29V0M5WR4LYSm67dxm90b42wdfCY1vtDGM7FET325QC83vvQpi551Jp7N6dMiWT",
-	"K0gHWWbThEdF4a0xWab8yjlol1MavQ9IwsX7biIjmqB+GiUyiy9EXpjV+ZttAnHcCax/2H5ktpEJtWQR",
-	"n3EWe2W+vNbbF6INzYc3tf/rmJ1jzKnX8y9wrdht6TqqK4WjehfihOAybFMxKPzuSsUs8vbMkA2SOp85",
-	"qL82a8ys7MfTb79//fr55OTFi9c/Tt68ffZ/nZyfTt69fXGGef8BUQwKwIcL+p6RNBNhueMblAOwxk9F",
-	"QqgT1OiJfpM1UpHbBtYj9jlra2ORolKNIqSqrjDR/nH0lTXfdTj9P5YoftVpvjxRfgtE0dxAR8huQKMb",
-	"RYL7qdRUsy5SwS32uTxSSbAV2U2CbW22lF1xmSn3IqZU2a8vxJRhhO88j2UHSuPa5JO2Xkl4m+rMUATX",
-	"D8k9IWgywPRIR53UhYioIGrFtW1fKTOd94emPtGr0ZW3AAwLszMEyX8D8eRrlsqe1w/Qo3Tlyjdhn4sH",
-	"KdE3lcTho3JD/2BL9Z3TLSUOG5NAHMLi4v5BWSC2MGNet2S9ZGVvakNLzw2R2DAUNMJu3ZQ5my8RSfdc",
-	"preo0mr3VOsbA8nL+XyNQeVZBr/sFwlv1wwElKuiYiiqk+V1Y2blhpWBLKzmk4b0mG3AfYOfuYyY7av8",
-	"fSUZNC76j5xecHmZskvqYgX3xHKqNVssNdrT9klGwBsMUzyMB7M+fcS6o+kw6h5Gh6x7RB8+7A5mQ3YQ",
-	"H0aj6QOaf2EB0EwqEqr0xC5l0+yDf2/ZCH7/RTSqVbB/3Mpr9968mM1dmex8unWTWP8yb/ka7b9PtH8Z",
-	"Zntz+/sfHDZvjtEwR4MJr7l7GRPDXH1j7cqPuJbjleLPFlu3mtxsCvrNuDt8dadehN+IhDjQTIovDf3C",
-	"PzZ/CwQgzhCCE0jaPAxaDNDJ3VS4/5MIYriH/b4BzT8nwULkwUDyPSC21ZNf9ovgBHkJDW/SL5dr9plh",
-	"AeW62m65vnen/KTsuKr0Pqs8Nsj18xeOPHAOtLuIOPC6vBWeuKamY2Wc3yP6G1/fI4fOQmLP27Llnnza",
-	"zpm/AKPFQLNdDrISu/jqH/sy/rESkG/Dku9jvNZm2xfsN8M6N3mdN+TVRrHOOTAUuSkHh7meC3mBIUy3",
-	"smT5mAgJlq9EXkJXG/t6Uea5FoXWZLSC5X8pFj/8x7D4g7tlqK52T6uBUiwxXRFoooHkxFz4OEuaiNfA",
-	"6ZWlMCwAHwEkwSL+KcutjK3PJDd4ursoTY44Gxbx1fz4RzA/AirsSfLMlyzKUq4xWudkyZ+z9Umm50ZQ",
-	"MRcdXX1NeRCuc3Xb1sgES2NA8vbetjCWeWRfKPp8L7AYXafW7cO+2mvs+kGX/P7VwLnUGgyEnpewbZDa",
-	"LglrZuJq6lPSJb/ldBV3KKQXu+47hfeyNOH4/n34Zi6VHj/qP+rXZvk5P6nG7iPNzUecKQnTjcGDUbE4",
-	"WuuQrRNf38tjm0ysU3BURzYuTsTQd9rsbZqwSHLR1bI741RXygDkM5RCTOrznNeai1oy5CcSeMO5cqzN",
-	"I1V9WljTG+lcIi+tz8lcCG/I/ALUx4QirtXiUmARrdSX8hzn/uZdmalPP3/6/wMAAP//",
+	"7L3rchs5ljD4KgjON1GkO0mTlOQLFR27Kluu8vhalrw1PaVaJpgJkignAVYCKYpjK2J+bczv2R/zBvMK",
+	"+wD9Jv0kGzgHyEReeJEsV1fX546ZKCuZicvBwblfPrYiuVhKwYRWrdHH1pzRmKXwz+cxWyylZkK/Y8uE",
+	"rllsnsZMRSlfai5Fa9QKdZqxkKzmTBA954qkTC2lUIxwRfScEaVlymJChVqxlGhJqCCMpglnKUnZrxlT",
+	"mqy4nuPLdMFImM8brbsv2DrstYKWiuZsQc38TGSL1uinlpm49XPQ0usla41aSqdczFrX10HrHdPp+mSq",
+	"WVpf7xmLpIiVWciKck0mbCpTRlLzCRez8lQLLvjCzDbIp+FCsxlLW9dmoiVN6YJpC64nWapkw5Tnc0ZC",
+	"wa70OII3QiKnsNtlyi65zBRZ0hkLSCaiORUzFh8TxURcAGTKEzMHgolrs0Z2RRfLxCyIrf+l//wXyV/9",
+	"crJ+zftXr87661eDH65ePZWrV+dy9eqZ5NMfetEwEa2gxc2Cfs1Yum4FLUEXZgRcVXnj9OolEzM9b40G",
+	"/eFhYCCRP2gC+eklE/p53Lz5FZvMpfxAmHmJ8Ji0zdZCHueQcG8s6TqRNO6Ut/gwHkz79BHrHk2GUfcw",
+	"OmTdx/Thw+5gOmQH8WF0NHlA3d6WVM+LrcGMYx63gpbBNZ4aFDaI4292KtMF1a1RK8vgzfruPIR8wdb1",
+	"TZ6QTPBfM0Y+sDVZspQkcsYjmuQI3qbk/fvnT82doGQmZUyiueQR6xwD5nFm7k1mLo3ukRdsqclUpoRq",
+	"kjCqNBkekrnMUlUGy1E8nBzQx6zbjwbT7uH0Ie0+njxi3Yf0QXQUH7KD6XDgwIK3ugBM5YpthY+HDMOj",
+	"o924UIbWGwASTepQc7+MELGpgV5AKN5FxAygJwhCroiiU4a4M+Wp0o6mwEtIn4ILUaYlaZYwRagyBCpl",
+	"8NyckR3X7LdzDNPLTBMpWACvuDnTTKgLwS5ZuiaaL8zxwDqY0D3yGYd+IW506uQk36Dbc0RT8/2FKIil",
+	"7joqPSJAlHsX4gviy+3x4yVfcF1Hh7d0xoji/84CMjDkedDvl/D9qN9MvhIYzl9QzKY0S3RrNOwHZnWW",
+	"hvf7wXaKHrTOUyoUjcyKNhEzXbxCeFy+kf3JQ/ZwehR1D6IB6x5OHxx16QF91D2cHkyPJo+ix/Gg30yo",
+	"PpNEXZuPke8CK/qWxu8QC81fkRQGP8w/6XKZ8Iia1d//RZlNfSzW/7HF0hQ5WCRjhM0lTXg8tijdClox",
+	"05QnqjX66WNrylkSt0at+1NO9ZguZCbMKwumFJ0V6yOxZEp8o8mC6mhuL9gsS2hK2NUyZUoZ6F7/jABg",
+	"Cgj2qPVgOoiG8QE7nBzRB48fPnr08PEDejQ5jA7iIRtM+61rf6pz79pyRezCgZ1nUcSUao2mNFHs2gfr",
+	"/0rZtDVq/dP9QgS6j7+q+6cACgBtHQm8mRY0Madjbl1YAVcYGCaXX5zxB7YeL7hSXMxCItPifSsX9MyW",
+	"nkgxTXj0mQcXZ/g6Gy9YasQKPU7ZlKVMRGzTKTa+WUCYJimj8ZpkisVkskbqvKSpFiwl7Ygq1uVCMaG4",
+	"5pes87kHelK6aZaqG3jXVkncytgVV1p96TOP7AGpQmyNsjQ1oo3SVLMRCbdBH5DCnju8P4Z9cjNTFWFy",
+	"8InxMpUzc1UQcX7NpGZju++xORFEnudCs1TQ5LRAh9tffRxqjD/4OPN5B+vWSGDgL3FaZ3LB9NxQnkyw",
+	"qyWLNIvJlPKExUQKIrOUKB4zuLD+JsMe+cEAtiQDGCJyHbReS/1MZiL+PKAKqcdTGObu4FllSiuqiJBG",
+	"lsjEFyGAryVRWTQ3mp7M0oiB1OJTgxEJ840iXr5Fuf5cypc0nbHPA6JVEsZaynECw90tMN3JT2QMkqKW",
+	"ksA8X5qyuAnlJUvJg0Pygn87ImFtuwjSM5Ze8oi9F/SS8oROks+Eako1U+PMG+7uoPrOjE2oEcANcUtp",
+	"ypM18eb6EpAtJvUmMtRTaZow0g5rOw47AQFUZiSmmk4oWjHaoUJYl9/tEbAzEDrVLCUh/NEFq0NIlLUy",
+	"gFlkxi+ZMDv0TCve25s2aN++71kzYJfnUr6iYm3lO/X5pz4GCZrdKU2SkiyoWDvUVsdWq0uoZl+E5tdm",
+	"HJHQ31y4x3Hd4RkV9PgpgPTNi5udk8E/eA2F6lFrcHQ4HB71+kZ/MBIINwoBl0KBKmOfsHhstASRJUnQ",
+	"ilJGtX3SGvaHD7qDQXd4cD7oj/qDUb//b2akdL3UclzM0u/3+vC/4kcUbqK10T5UjDrAUiquxzSOUzjD",
+	"Vv/q8aOjR6fTZ0+HB8NvD/sHB6eHD+PH/X7/4Onh4PTJweFpRE9j+vjQ/7xxVvcrYF3MluOD6WM6iLxf",
+	"jNSUmVntro0KVPyqr8ZzquawqKPoqH/I4sODYTQ5GgwOHk2iaf8xpUfsET0c9OP4kA7YsH/Ipo8OJ1MW",
+	"DyZs8CCeTuhgMhz2H3jLQVG5ecWTREYfWqPDw6PhoG+UzP3Op77BRM7GXMTsqjXqm+sXMX654QCP7AE6",
+	"lXFcnfMoaN0pJIw0z66WPGWqaUEHDqNgV3vqwblwDB+9On335PuT1+fdh/5PhS4yar159/T0XdfAeGA0",
+	"Z6ZXMv3QGrUmbDk045n7bq9Kb3jUugMQ5qjmsKuEcpqZf9EE1//2zVl3MGwFrWwZb7x4OKlPKxEZcnJo",
+	"NP+9qWGNzLyzRoBNkgbSdxaXBEYl6FLNpQax4r2gmZ7LlP87+0xZN/NHujvWckJAdyL/2j15+7z74vQv",
+	"BImwb9P7UoLaydvnznxo9fjAWRpAcrDWbKnnLCVMXPJUigUTekRCHxqhhfQylWaJRpw4FZrr9ecBHKnT",
+	"WGZ6LKfjlIoZu6nBZpEZMZSRCdMrxgQxd63X7xMqYnKEBA/+fv3d67sw2OAKQOTNtFHJAHw0SeSKxQR2",
+	"AMqF4TtGc4OL/hvYdFYsSQhadcgk0ySiwmhUE2btrrFZ76hu3AFrbmy0eFTQkWB6DxZcgRHMPMmEypZL",
+	"mRpSsaQ8Nc8ajhAVfusgGWdpMja6lYWRw6R8pFcs5vQcrIOfd3eLtS3MkGOwON6hRlCoPJwp4vCuuszf",
+	"SuMypxtWJw9H5UMqAIFg/xHP5FTES8mFvq2It0lO6z8e9fuWRzFhiERuGHaOw7FiUcr02GfMlp/wmeBi",
+	"Zl9ojVqruWLR+NX0xQ+P00ffvfjLr+n56pf3b58+ev7y7b89l8OX9CU9W23hXv5ysjRpjVpzrZdqdP++",
+	"1fp7dm+9SC7uG8Ao90t8ZwyvAvJd7C53PNr3e2Dkt4OByxZg77FRz2pO45ijg+ptKpcs1Zw5JKzOdXpF",
+	"I52siRSMLFMecTEjCwkWJrz3PA5JG/4Jzztwpz0iHJJ2zFMWafzZoP3Sm/RjXRbfDqcn8PoT9/Z10PIp",
+	"fs2v8bSYu0cM4F5/99oR5zYlMYv4gibEmvPRW2deV5oM81+XCY2Y6gQAARabN3zbKI1/yZQGsq5Z2W0y",
+	"OLJ8xUh1WWKNGRbVqdYsNYv8v9v9Tz8Nuo9//qnfffzzx34wOLzutC8uevj3IBhed/6P/1VzjgStq64d",
+	"pFtndNs3Nzgi1jtEYj7jWgEjrG45IKw365GLYh8XLcR4T7yte7vganSB67k3CY+Z0HzKUUcuIFSWjSv+",
+	"tirIKs6hZmG6ybVlr+s3yjA8Kawz035y7NydS5bmZn8uiNG5E2bgSyKqKidblthv5Cj0BPztuP7avnYd",
+	"tNxlq2/vh/zuIYLzmKRMZ6lAX0b49s3ZObkP36vwmJij1vIDE3DgdiHIpdivGU1KrulvKn754bQ/fRAN",
+	"Wfdx/Ih2D+nRQffR9HDaHU6GdDB9PO3HAwONqk9v5zEqliQsHS/nUrDN3nSCrxF4DaSnhIsPdMZgKymL",
+	"pIh4woEtHRNwbhNKXvzlCZnVLuafhgeHj/qD4cHh0YOHj8oneDDcY8klDWnrFXBvbrwCuXp1Q/S/9v2q",
+	"P7UanVxV6lrgXhFfJCe/sEiDhw7ePtlAS08c4iD5pGoDjWGWZzyoUJMKafQNDZto4b1OTgUfXNcpYL7k",
+	"Jx73KC/6pVyxtGvur129Wi8mMumRMyf9mFti/epGLFKxDssrtbYhb40/0e6/w6KGwaB/fVPKPMQYAJIU",
+	"S0MyowzzRHJsKS+oB+3MvCFXlg51zLafotYO/H3aFA32RljfydR8Zg7M6MZyRdOYUF9J/kYRawKo8+ZN",
+	"XBUcMz4uuJCWfMb2gxorSWUmYhaTWK5Ep4oLd4EK1lrVtFj4icxlEhss5Zq0+0BAFF9kCdXObDBlqYKl",
+	"5RSMC/3gsOVFV/Tr0RU1s1h1Bc+1IqVXiJJkSoEM7DWwFVqr4/44Z8JsJmU0mrMYaLujCOUJj4mhJSQT",
+	"mhsKj0b7fJNGLO5qvmD70Gq+LXpkCjyWx0ERp9QQY4TT10b2jIRNEEzkjMDPhjfrOdUkmlPzT8/gs+NY",
+	"twO7ZFPbBOsVNTDGFzFiC3DrG4VblAJX1dkI4Nq2N1npqit4UsKg/JyljU61dL20zUHTNnPjaSOa1kBq",
+	"3u21djEfjN2xI/tHGbRyYwzez+pt2QiA8oFU7kIT98pDAxruv9GG5dQi45TyJEtZnd7lxoKd6vdzMZUl",
+	"3a/OLOfZgopuymgM7jl2tUyogL01Yn+uNtZGSlZ0rQioZ+a0vdXnFNTqbnbQiZQJo6J2SG6KYtmB3fJG",
+	"cD4Bq0l9c0rDphY0mnPBSCRjdmxuNtx7GJPgG3BXzX90KuMsctt3oc71MKwNYUUQXObHFBllvWyH9UMQ",
+	"FkzPZewblFrBrtChTbErlUU1hK60nIDux60AL6v78zcaoJpNbvnQ1uKW/+0MbpUhl5Sn+aWrWkw32Nqs",
+	"g8HzltZCZJp86A2+49bPPluvH24N6wHJ0MLfLMMsUzlJ2AIlS5D7OUtiIyjlIer1e2ytwXW0/ZezN68J",
+	"GExAxdMSkBOoQxsErtA3IIdgzaDFTOZPa5MXdMEa7/FGivCjYVlckVUqnaSMMtd2yop7KcbdeFWBJNVm",
+	"fYU3tKBDUxpp5ez5GylhZO/9TkIIBOLaM5/WdCGWdvHM7FEq0l7QtRGE2WKp18ApuWYLtdd8FleucyjQ",
+	"NKVrx0edzfbjNit4TNo0UdKRpvBfu9Y21n0eh/Z8O7sPBkBUbLy0gKZDesap3qhaCd8wtVOzGm7XrDyH",
+	"+h7S9LBZmn5d2CgqJjXUFnKBo1GTAjEMlakRCcG7EZL2t6+/JWcLmmryBIQkUNxDnUbw63kqq4qB839u",
+	"0L0e3FL3erCP7gVzNypfb7NJwtX8zLpQPza6IxMOsgYwE3PdaDlZZETCJRMxBMy2V5Rrc8gGaPmXQHog",
+	"tqQTkNA+ZnFI2pQMr65Kkqg1u4IHNCRtFHMMEBZLbeMDOz7btVMD+tpxjbwKL5ZpePFmDUPA8tREZcFM",
+	"ihH/ZTWRA5oH1s9pXhgM+3lIkUGGDHyGBpGkKAX/NSin1uw6Ruf4xxZNkjdT8AZuoyLvzNvXPzcZ1dkV",
+	"izIUW8yYpB1OqGIwfmija0CtWRpi2gFPSaEh7ze7RwSa1+CRAUuj0bjepigGWiOdLBvZA7Ka82iOJi/8",
+	"GtEDKBKzi813s4vSIozKgTaNClGxPjOdfX1/1acSpLMvEEtmqmYwltCu7YMC3Nlm0AxiZ1O5qPgrwJho",
+	"bRXZEiH32U4K34/VRC+sB8VSKQxEx/w9tKsY3bJduiyAjgBxLm+iblbcJXePtjuhXTr1MrytbeiOTeRv",
+	"qVIIR6p8vxXEMCIIxaxsFes1mLG3iwP59NuMrv4dDCoUzNOUy/eifGalW1lCrCahA2j057v+5LTx2MoX",
+	"x+WPbXLx7W1N1BJZSLDDiVW1MR4TueDaYBxYu+B4Ny6xbIk+uqGDblB20D24ewfdsMlB92Cjg87sAZ1z",
+	"X9ahWrns+x7VcJ+jqmBY82H9MT2qNyV3VV3kRm4eSxRshEHtiE/FJUvk0kqtQNfqd9rFeGxbLQqIW61k",
+	"gkjn3avYy4SddrfzcIfhzHxGpCD2PU+x22Qng70VAzeB8B1tEn3NxViyFGVXpGifr8phwOftFbl3Rt/I",
+	"2NvGAwATC53BWaf4IknlSm0+8AbFWq5U7gHChH/BVkbVhmTmvfV7u9B3ctWk3s+pGi9k2uTgNwcMFIQK",
+	"DFCEHU1lktidVM87sKm1G2IFbLYuxmyhPFs3o3tlDzZIHEbYcHURpjb7wnwFM1iPjEQZOqEKH++J8YsF",
+	"Tdd7wvPMvr0By3O4Bnm+sb+1RuQvMGpfKuJwy+3x5sTER+M/Jkkp0H+D/QpBKKdAXwyIEqbLEc/bXLh3",
+	"Lun3fjsV7m6UsM8OW7qzeKSy/z2fLf+q0bJ8c5VomVBttJjxlLE7QoHQSWd//W+s9JJHVk0Zmk0KT/+c",
+	"JtOuwVojJuaMTsFhqjlN2R2iZbEOGHlEQn/zDcuF126w4M8O+NkdUlQgxUYj9sZbv0NZDVpabbHh+A7f",
+	"fIp9bQoVUlfZRtDakH1f3MUycH1tuS7XVlXj/B8lXHf4BdveQmzPCk5aTbrTNLH5qlDGZy4TRhRLMOV6",
+	"xUUsV6RNkwRYmmoIbJ2mctF8iGw6ZZHml4woTdPc0OcG5SJKMsUv2Q2sOlrumoqJ+G4m0jQZ22s0vutb",
+	"DFIxUdkCLA4weugdAqy7V70r0WZNVWSLCYPsFRBSrcfHjbM9IKTqhzPHCYBuBkLTmpow78zGptzOKHPi",
+	"xbYkfMqidZQw9CjsH74VuoCvmGnA55BIkaxHSApqcV2sIZ6GtLOlIZJVg0SnR566WLqVdXgqzZOExBmr",
+	"BX1tV2x2G1hc0BdErWyIasljFQwapYY+1zZlwfHNtvAXrxTOXSRf+mXIho92Bgz7qaO332Ctqk8pR/OG",
+	"SwKc20B0oBqalvkKfNdTFfeKTNReHuFTvky9nCNVnlt/VflhESfhP03ZFFg8BmXITPcU07rm7WpY3I3Z",
+	"9InAci1G1fcxyZXGQ6px7B+RTG24Mpp2lf+durkpGo+mttJGagQ+zO+50jJtLP9WllQxa5TM8f06xZlv",
+	"Gug0d4ZmcMvEjAVEJvHNrQSlFZ8Kna6brAV87xpXOwUnlbt590xYtX7hxhA5O1iQQ2rnoeAWGw03JXA2",
+	"mN2x5uJ27x2+ROZ0uWTiJr47ww/HaosL3K4ud2Plc7UpCWvgCjvWIuIsJc61RZgBgE9BqHWXj+1t9VLk",
+	"S0nMMo1ZOp7yBImET0UiKiJmn+dUpKAcBbUwS/p5l+wetK66M9m1DxswAeLRaF75oJHd48BlMD7zY3Us",
+	"9LDcH9eGM5nnC9I2ILM0DEt85OQebNClsMpOQFiiGMB6i1ZSIGPKqM3wq2LQOgATF420TEe44TAg/mJC",
+	"OIKRJbWVsPrSb82i5viu7p53FcqY68+S79U7rp3Xc18D2C7KuY8JrEys/5BGMO8odxNwl95fSnhCFoqI",
+	"D7f8j2oTszmISssFS92dV3djKavVQWk6CvujwYHQquxh86KMLNg+ff62e3SEgWEYEBaQCVXs6BE+wzCw",
+	"TqPpa1v4hItHixmNEy4YaR/0yYKLDIok3TZM4g4FiN+P2XFrGiRQc2Ukd2mjIu7KDHnHAVo205a0nbsN",
+	"bgWGjdyaYXx5A99WcfC3sZHZOJPq7d4ZRVKrxrIp6HFbDRZy7okmEBGMNcy8zCSa/14UvPyNSfdNcnAU",
+	"Y+J41/p9E9MGDLlZwpcv4f2mmV97RQNW6zX+XmMC/6GYZyMdrhYbaw6r0hAt6m08T17Lzap5dqjLlSNt",
+	"ZyFU4TExKOYUEF4M40XsNRoCt18M8lyTBV2TmE+nLG0MDNySLrxv4M/unNFthjWPXkFS486rvvMGVeu8",
+	"bZ/R1dw1XJvTJCSrObcaHp5rfpRcETWX6EmoQDEgYaEUh0SKyOVhalAkcTc2SdMZd61quYGkQHKnyMdl",
+	"cXhMQoMN6ZLmYZVVWmCVa1cQ3+4JN3JchK4bQdBp32Fe2p5qG4uhtp4BaSvGyFN3b0q5mHnkO05c5BOi",
+	"Au+bHvOt+MaBzzIJ1DFgYxLmeX7RqlZoZweAaDNz9ELXri5ph/0rjM18cEjm7MrForkSU0H9Ocjdu67r",
+	"aQlBvlG4IihHTgpicZNLoDY5OKvEyCZpuRVZwlm2Hh5jLtHG5T/NoKlCaViDVbEkWP4qkWLmZvIBDwKK",
+	"1CThynKxvYyU1fT8BgvlV5Xmq0qzl0qzOy3dvx5G5nLei50M63Zy4N0mrO8vQA/2EaB/xwpguQLZXhI0",
+	"xAVa4+UtwzF+r3pmJY/BA01JKqsJTXdTP6AmPtdZs8ep9tKJ97UE76hUehvDcF0//6Mbh19ypZ9rttjh",
+	"snQRH4Z9/z3swH8chfnLp8FVhZ6vgs1mweaOpJivzPJ3wCw3s8H9rbK7kzuqESX7Jnf4391FkkcTDf+a",
+	"7bG31+D2SRsVbNlXWvEv2O2TN6qo+kcXT24D3TsTAf/w0N1WeKMer+YVpioiZvcqTvUbBhqVohAb5q2d",
+	"ga0XfYI1Ppppf15KxFYCaZCA8YddXNZVEoFw9ZvIpnGWgjY2XjQc1/dyRdDu5k2hpfwQmINZ8CThXvua",
+	"7bX7WHPttx/n69LotlVa26xXZjogkRSC4f0zZ6FYHBAhRXd4ddUpiLaHyLsvByDnOGosnIZ5XKCVGsnu",
+	"+/PztzYy6NhLhBay6DVN09SosFum3hSwXjrb8rrKB7OtCFylLPkuUbVelrxeC2APnch9DgoRdsRN2Ywr",
+	"zdKbYF9eW75hImxkcWloKBh58zo4zRLEtrr09dF5wgglqTTUJ+7KTBP8zIbCKz4TikxY3hfCVRKHNr0r",
+	"W2lSablUx+VovdsZ7Kol82v5AFhCPyR/goCcB4eGOR0MSUpFLBdkstZM9cjZXK4EJAo4uuk6n0MtTjxX",
+	"qK3qnxiiGZEpgoNLkd8rcwQrrtjdaQM53txGFbDF/xsGT5mPKW/fnJ2X0GSDqGZGK3CwdgpbcWqzVrDH",
+	"Jb1dZklTVwGimDaMqEFjuN3dIqf41GELejRjDlWfYuxbT0VMZpJg2+rIHCr8WHIHl5DEu6Y3OUHSnmu9",
+	"hJJ+Wi/Bk6U0nUHrm2U2SXhU/LDM5YNKgbIbdIrwrQ8pr5T77h8+uhk+7YUH+wihurGbxG1E0Cqv+EOK",
+	"oW6TzdkvJ+Uib45Q4h+JnDVIYLNZymZ0Q+WiqhWrGAxdli44ZKddywoDqsnsVhYSb1Ccei9WDqu9eXoB",
+	"fLcRJha68THJhCXzZLImrvc89gNYJnSt9oIOTqZtc6F9cNx8AM2IroOWYTZjC73twAC25GRRI9ssaOxs",
+	"A16eRG5RuR27B0vAXusB+4RbD1ckzlhZDhXQJtRsPs6SLce3c01LLJm4Z0B/ucBiY3oTGty8gwvKV6nC",
+	"QXP8ry2lfn51CO4iBJuCIqvkwBZ9VcQWBgZEdUv7Shv21irtssabV47xKlUF+JYpZxVduymY4yu1+kNR",
+	"K7yee4LXtgD/xydzxcab7th+RHBfy2eJMH6evOlR4D+8yLnb0VMC7I1cPVZDugMnT0lI/urd+Q28O1Uc",
+	"udU1/AwHTw1H//A30bUibRDK1huJnPMslKobIAHfUvPgFiUT7r40woYlb/BLvC04aB1A0IWh3JLFQSqX",
+	"2NrQuC50MbmFidnZKDo98j32qB9diPBfu2fYjaJrFwC1/Nvak74CT/qiUSqVapLARiRmeZ+QCzFZE647",
+	"AWmY4JwvmNJ0sQxJOxP8Ki/N7Aio5ZxQ5b5xiWd8JqjOUhaSdng5CC6yfv8gsibY71+dPOmefX8yPHrQ",
+	"RgNhQC5a+AqP4b+sh39qt5LSUwNgfHDR6uA/wuBC6JUkakkj1lVsSVMwwym3EGUtcrnx2hmu5SVLE7pU",
+	"ncAACo13ECdvTudCnGkqYprGxG5NQX8MlXf37XJoFez+0gXooIywe56vI+xdiHfMXDtCSf42WaDMSQU5",
+	"ysOhIXVEyFWPnKA5moo11sfnes4FGRy5gzm+EFSszcMZWtW5w4DYBlUfERXg0AHBiOuADMncPJsHZNAn",
+	"c1gv/KNtxr8Qv3CtWXpMwndMp+vuiRkHStfOpZCZjXc9HD62jaYPjsnhoO8snqpkte70LsQt/SW3VaRu",
+	"G1u4S9PBm1fcJKOffmDrzn6Vym6l2TQ2pEKJuSQib0zrt0O+AzqwyXVnfoNWk2nsClv+mrGMxRtrMP3j",
+	"6vC3Ump1DqbfQJf9LHXL4ItZ5zhXGLdfspTlzGkvLXOPGj27tbttCl3T8nci9v4FWz1U/yyZ0F6oGzVL",
+	"+z2LgdCvNspSrtdnZqcIkJMlf8HWJ5me7/KRW4568va5IYmkHaoPY0VFPJFX47/9x/+EJUeU+dEgXf5L",
+	"xRPFzfjYssiAiy7MSv+1e/L2effF6V+K3VJYHnYT57ZRVCSFphGgPFuA/RJvP7ps1f/pPFe+U6uYxP1K",
+	"/G9a11tqc8KWXTGUScIiyUVXy+6UU01sM7EeOclfh8LyilDy/uzpebmFzIVolxsbd4K8dlY5qsq958cx",
+	"hh3XMZjxS/PFhViytOt/Vsk2MyhUaV5E2raKBfTeOU9hLlvDIjBLiD4oFI7KBD6V2Wzuxg9KmZUBUTTB",
+	"0iUogi+Y0EGxTiMesdjJyipAwdI1PjbCG9dzKy7PKgkGCXcZcF4p4YTFM5b2LsSF+Kd/Ik+kMJTIQMg8",
+	"uUfu3TP4bB4hC+/du2cTAQ0pQK6u6QcrxhQY7lCbCyM3W1wMe+QMsfpCEEKjiC0h/zBZk9oN+MDWKvBQ",
+	"vXituAvmnWNCYSLrxgSDgRmdiUueSrEADqVIeNgfEL9ZYGgTGlEWBGoul9Af198JBjbIlcD9fWDrESw9",
+	"N0y4/aZMySyNXEAETHhI8naEYZBXe0/4B/MWycQHIVcQlY6AdsS3ALElQKgnmU18vADadNEakb/9x/8Y",
+	"ZcC+Yp4AeSQXjsTal66NHE3sgLbXWz4g9D6DnmohQZI9IqEdcoTtJsOAUCTNJLQjhwE6LYQZOGT4OZJG",
+	"l9tb6Q0ZRjI2n2ETuND2SwtzZAyLvmmhhca7vFWbKgCSh0RFNAWtrdy47dj20OEa7UdrmRFL4Uim3MBU",
+	"MwI2FRyYRvMcWyHpeSXJJItnTKvALIzGKiTt707PbauyVcoNtQHx1gAgZUqDSpTQKxZ7lBteZ2Iq0wif",
+	"F8jskmltt8Xavsy4Bi7PT8+fuToZoVn4S/NB961MeLQe5bpglFClnJ53/Ouf8amFqf3heGUfW03IaoNI",
+	"P4g3+qZh03zYBeXC3GEcV5fHtVl80yxJ7BTHRZkBhKsXOGSmhts5fEz8/pMhIlJZo2rbKTr2JF9Jwdbm",
+	"DDGDxQWa+I0WVGCrKoK9AUvBqh55ZtgN9b56/d1rgsoc2diWISglwygyp5esaHQewPpVNX2zGM2hnyEH",
+	"BjvSLGHq3j3SloIZWh84+ySaQyDvvQPUZtAjfhcye28hWRSJzjfKbKALDAyWCL+VKlpjqVavnrUZeNgj",
+	"YakBUUj+XJrqr/9N2gPyt//8L9fwrKiTfe9eLFfi3r3ysPmtIMR+QlYy/aAInVEulPZp64hMmVHWK/mu",
+	"5usDIwNMi0OqtI+CNxX5s/vHX/+7uo8N67QrKwHh0MxVKo9RngyW8Wf8z1//v20TZUuc5kHTNEcVrIOU",
+	"ZKssOWazoGvEqlrLnBry5f2Pju1kYBdBRtcnla6rIWkbhmUZnVuw4gkTOlkjyB/0quXS/0x2F3pHkmiL",
+	"NP+5ueC6XWBz2XWoLLKr9jreHDC23bsH9/Xdsyfk4ODgsSGr78+fuDfYlfa4J7ZaMUxAMRGTNnA9V3VI",
+	"QDNSo86s0VAVkCXVaNz5NWPp2iw77/qqHKviqXvb8S6UvM0LnkgUsyihqXlNZdGcUKDo4fOivW/3BVuH",
+	"nbzbG3ZDfH/+rPsI6JDMNHCuVCYkmtOURrCI9vs/9fv9/t/+4/81/xg8sz3/gIqKKMliZ05SEV2y4ksC",
+	"r3+Lizb/fvjMjvH42bEZw5CSJY0YmTC9YkwgvcTrZWm0kBoYe+pYm+3gmtvT4BNoJ6yQVbqNvP/Ts2fP",
+	"nh5bqrXCYFLQAszQhSXYHGw0Z9GHovNdzCJpqGWPvHGhon7Y6SZ8N+MKuuA2sBzOHDfv3QOlZcpi0qYl",
+	"EZVMUkY/wCsat51LfXUZstND+QEQxusRDJzf/ABSqVQFlnBFZtxguL3AZlwpjNJjtCREIIlqknV4FW30",
+	"DccwxMp1sV3ByPYvMxDUicj7Eysyl0lsoQ1h5lwrlkzJVKYTHivSpnAcr9+/NB+hROuQznzVIVyhhDP1",
+	"uxHmNadwaSdvn482UB1u0/yZlWyDnMc6EfCnn3twOGEuAjr5D2yOS5lqT1ZzMuFExmCyTwtK+eCQvODf",
+	"knZ4ODggtZ7bVtuztw0WAMwWdZr7vygpQvj2iDT35g47x25WOSXhd6fnoQM8roPPhMEmIKXhm7fnz9+8",
+	"Pgstfh6Reity65gw52zUXgaINknlSrFUdXr5Vt1RGhEKZAHyin8LgIXyP0BI3fEgM8GEAjNm6g4cZanD",
+	"gwFK3NQINEbvZlcAy3VgRna3tejeznJrUFoRtO0ZefSsUS+EoHCwCyqipAEC0A6r95l7V6WIZiHtAZD/",
+	"oyOP8nWCDfqZo8L5rD3SpO3nYm79t/sfeXx9H5N0QleignB9DHW5ShaGgIRv35+T+077vu/M9mHgDV77",
+	"9T46Urpo9YFRKi+C1/3+R2cQvL6Pprfqsq2CfN/VVA8tjco9qW3fEEOMpqKZ8AJ11pBbA3oz+cDYEs5d",
+	"pobcHecIAPq0Y1w5sUkzoVyNKL5wBaSMFNMJCqNDTqeAcIASBuSuR16YOQ26fmBLbA1NNUkYNVLOIZnL",
+	"zMjlJ9jsuDKe0czcOZsHSJPsstBlV0QhFbqUIWEwkfmHXWOBcLqLRkkWo+YcgiAFiK+sppYHp2OBFoO7",
+	"pTrL4WH/MckdheN6qnBIZIqMYzgkpRb+hiClzkoOWC175HWNN01tA2jcK5Yr4sDEUFGBujEjQoE1gVq+",
+	"BlIckjaQYky2wDbS4dHVVXhMKIlkmmILkw3A9sZWyJfyY7DqPZZsY1BKDtfWdiYRoCdevxTg7LaiU6dQ",
+	"94aEF1d//IGtxykzVAxWaNeVlzpzB2stAq6dRHEsyKfgPPxhc6uCGC9TOUuZUiEimQV7WL6ZBlA4l7nn",
+	"oa0pnGvjAAWbwuFMuNRHPZRKLHGEXv8W7GTBqFD2OG2tdqO3uj19UxTE5zqvEA1Ib/5GbEDDE8g9kVws",
+	"uCZazjDRQqYonmkjfwVESZjY4IEh3Uf9g5AImS5okqztUqwcZMZ0OTIogQiD7oZAcylGRR03L0nOFeOi",
+	"mhpV0ZxHIkEcceeFI8LYsFAsF+fsuySiwqz2g5ArMwHsAOeAXSUUlAEwgcI55yY1sxHgsOcpo9pSIwSw",
+	"ljlkzZlctKx57aJl7bwlTL93z5zlvXt1BgSCHp+W6+LHdmnQzBiNpxqsUUh7sNEnHEx7C4HpHNuxhdT+",
+	"MM6WxTWRme6RH8t0GJRobYvpM0fM4VNHkazVAonSd6dVBpfTo/sf6zTq2rU1p9Z63iluCHDjvZlVh4Ab",
+	"VNlaVK6FvQD4yBVYJfCoqSBc4K2immSCQ9VCw4gQd+168GS5LvTiiVFN0Nl6bNcIEsWMcgEOd5ouEqbg",
+	"xoJdpVjG1Mgb6LAEVkZdWIGzJp3plEfaCBbKKBxwPZ2d1AwFesolTTKGeOQ0CVwt12SSaV+VQuB9/Nt/",
+	"/M81mdF0Qmcs3KiwBE0SsZndCJ60pl9YrdrTNyVDDc0qnpstAVYt4oZkkwVXaskSTaY8MeOCrQyFwZgZ",
+	"IIHPoHOMqrGvDaeMLFkaGTQHHY3FuaULMrbalIT3QQOgeZkUq0sg3jnpAcLq/nn4DOzMCdcspQkJ/zm0",
+	"z49Cdz5v6YyL3AfxkjvJ2wgzTHfB3VGJVSShFzMXoqREf83QajGRmZEppKPuCAK4hitqFDWV2VqVZvsK",
+	"fpjQ6IPn6y5zTjuAuT44I6A3QJMqQhPIXDUE2e0cPkeumU9eOTa79B4JQQuCPYB4POj3QeaMsdMSGfaR",
+	"fueRh2DLDl0YoTPmo73Gg8oI4hadQA+uAFC10KzfA7s9Yr1vAkH/M1OjC7jGn1xrg0/l7z4h//gE73S7",
+	"3fz/8SOz0U8krKHoJ7KgyVSmCxbDrQusb8LArrgDl1wm1mU2kQaQBn05umVSHhkkX8iYBWRCY2fZQyc9",
+	"qcxfEUTMpYBCqZ/q7IHYH21Z0rygXfOOHOJ9MsS1QIkqPhRxHhVsyEcdmFFLlgcDJLsUg1E4oW/HCFDq",
+	"q7rGSn4xUEGtU4cow8rAnBTkqkDKLhlN7H7hcxwRK/N1igUemgUW3i7yKXdvpTIz0jePA+/uS5sbious",
+	"OdPyYY/MsE3Ks4Eojg+UyYql+Ka5qDk9tMp8MeRjM+R2oR3mrD+miWHFa1Io2xAhjXpo24jeCdNQl5Mq",
+	"1qnM6FACmPgY2DNk5ZrZdHPNimITsG20e6EIVhl7h8hrpwAiVcfoXJyeMHPQy1RGTCkfp2ESVF8sDMYg",
+	"qttx0eeGOF2GUNkN78YbHJjx6jYa8ikX8TEw9JKlzq6Tf3uEN6HRRgNYAZ9q23bOAK/B0uNGGw6b7r9V",
+	"RLZDbaMiVB67rPT5APtGkbDI9g6BXBs24wHeH2LB1YLqaF4dA70CQPug7pRdkY2JdAWcUcUoj+sDcUl5",
+	"mmOiGfG+G8784iCZv18ZCYnrWGZ6LKfj1PBGN5jvw+EKKN3K2m+4uek2+gzIwEReMpAVF/QKHpZnsQLo",
+	"OEuTOi1wscPv373MTY45mSvuEVieinEBsctux09GFScLc5udfQ9rx5RdkXaII0fvNUsFTcbWF/6pMIpn",
+	"gl0tUdtuC0ncmyi6qLlcCee09s6K8LhTTHHgVqnGmaCXlEM4lIOw5wY0EPbeAMagFb4Bt5wmrDKsVcma",
+	"Bvb1O+/nY6u1oNhbhopzAUMN7ovWDg34ogWbhLiT81KYiq3QY35zPc6KWIKZoQuFLcoLSS8EoEgm2UI4",
+	"lgY24kum0CSvNFseXwhcf6lVliJ5KD1EARhkV9ZFhfddEBrTpWZpQGI5IuHL5z+8f/70+flfrDkXYnfk",
+	"9ELkFwm3/Pq71zZ64O3JX968P7evg+eT8qpRs9Mjb4u4FyNnocAfOvdA6JahRkRmKYqlcjo1ynXKYNnF",
+	"XvOYm3wkEuZtIUOj2hgxLl/9lCcJaEcgxlPdwJ1C6/ksBymhSw2yB2wYMkh/bmiwXHrNDuFslAQJAC3X",
+	"C8USCMUiU7bKcak4J7Oy3CBxIVyUhTV1g1KHNr6z0/Pzl6evTl+fj1+9eXr6Z5ppGVpDlhVcQa1WUqBQ",
+	"69WFwKENzQdRCGIHLLABiZwqzpYQMvUJ6ewnolM+m7EU6Af5lFtwcBYjCJeSbD7ZsSZrcwNKonFZTP5k",
+	"qIYw0oRramXobaU2FEgs3hGNbLBz9XnPe+7b0DfEx8H0jZOhsdys3g3xiYR5masQ2Tv6+EtP873smr1k",
+	"k9+2Eq8memG+nmZJkt/qT47NxmHR08IG0Ib1ngVmVSDLmGcdIJFrpdli5PHwsCGhJhcXkKB+o7DbwZqo",
+	"FWNLzBQwyvAEl4jYDb4kTwhwO91vwQ6Q/u13vhVYCrSDWNL1AlEurBcuMzM4H3/KuhBtibu2745wQO/4",
+	"RkXeG+KyM1/h41UeNNC0vM0HSYv+BSC8JYxe2kHR07WpuQVpJ0y5FxOWGpzpNN6SgNShmffV8Lbc8Mzr",
+	"kvzJ64PStjRoRGiiZLmb60asDfzzTahzTXBBwpcn56fjtyd/AdL14/PXT9/8CGCsAmcCoU0ecLTcGyxN",
+	"SOBt3t/oHey+2Cmc3z5bNSCp7Bf1kw0o4c3SdMLeBf9iZ9wMUxRQau05jKC/uVfThiNq2lnRe8XfWePT",
+	"Xunp52+u7ahrPq45O8WShEAhRIKFEM0K/MKIYf5gVDzImYInTY1KIoqtoANcuTDxW69EDrpj4slHud+i",
+	"STTKhYl20RKrVklYaSOgNO4epYwt5+FAV927JywZhunSOz2wuDapNc5dencToGwEQCFktTcM0iEyhQqL",
+	"IchGzlC2tgEDJVDaQetkvBlNq3t2IcefigY/Hra6RzlCGTXNQyqZ5gjj3kQpFf7qVMFUzFBd8u2vsS41",
+	"ZIJe8yAgpEymMyq40djpiq5J2yuI4QqYdzbKaw4CMEyDeIQX9G4WtqQ28rK0LF+iuclqLJBLfMyZQ3CY",
+	"DphyppkAClD0cipN5D1sSkVuOEQb7ebcssRTsvY53tIdsoqKvW+V69jOTfwda6qSmS7dzXKWNDyymt3O",
+	"G1n59POvolGSk3UTmnFlRXXQ3HvkRKytFdgSOXPbLHW11XDVhUA3+kZ7JXTVtUE91gfmskdqbbfM8zMv",
+	"Gt5L5wCbvaYfjGLPhWA6b3Y3KjmLIQAftVbXSim8EImcFU2xza2YQZ4tZAlBCBuN9PaEHbOccsYO7OIk",
+	"b773jcpl5wVd2yKs2EzoEpxUeR+pkRHQmMoNXdZP4lIGlQ4uBM2ji1FqmazBH3mFkPwG1Zc4pSuakClj",
+	"AZqhsmgOCrLBJlRgIbZm5HJzzvNWVjSOSbYsorByccMCqazBo9VQS4NkNhyv1Kal1GfO76CgmtCsbah0",
+	"TgtQwnNeNZDmVlzEchWg+a/jHKpyCnKQO/bANtgqtxMr6mXJFeabYBq57dBi/pnI2ZiLmF2ZP4qWd0AQ",
+	"vd53KF+FPQJmqQjDqLlyvtR798oN9e7d82Qu144Qoz1z2LKFWVhdgIQYhR8rnfq2NOhrFtYbJRKMXawd",
+	"wQaRJBdz284gUZOAMXLNNTvvue2HvpwNycKB9xZsZEoTaEhIvZCcOGMdQFQ4/7tRWtB2B+EuJVwtCaS1",
+	"/eWH0ekVnxgtgPsRO1Y691cLfR4h8yfvHBQCAmq+YGj0Cit9gkKPR3pt+hCtvF599+7V1IFeKXkl52iG",
+	"oVPFIDYCzJKXLLXrtG72YGf7TevT9Vtw5QlP3mYr94OkXLk0QtRgULJozxmNyd/+878giEU7geNPZNA5",
+	"rogi1REtxDHYD0GzMNeQibKOVMIZcF83t3WypkdICLSd8OYs+oDR3mix5CmuD8BqxkX0tOn1RTcVOLOg",
+	"ZAa2U3kdUD3tCYJj3BphXMaEjT+pMMVjgBKP3fZBfSkCKF2Ys8NzDDjZYeuYrImQXgmMksXJLMdqu8i2",
+	"8jtE2uH7109P3zl9+/zNy9N3J6+fnIaGddk4Dls7qjIl7BFTGEjY7x39s3MslzJm8jcGvX4/PCZhPySZ",
+	"gMtccOeOI7qYDQGGby7AWjeqETtwQ7LYRY45eoP1OiKjEsROcrFX34zpCBRpN9EqZPpcNOS/Fukcr797",
+	"XeS9xBIDWUErwbA9PLanmdL2xBzCFr4t59RyGNUOXz1/PX56+vbN2fNzw5EAShaCCCaMlSsgZTtTWr+V",
+	"E02t3XRd9mpF2MxYrmgae+TVhg5XsLJkelWMKXBLWWe8kA6Y9k4X1kwnhNqEACOAE657pH1C1ILmer9/",
+	"qAZbIbcNfs/hZJ2JsYFgx4ZeAb5TbW2mHmBdUyzIdMhbYYKfVDX2kSUTFskFnlpZJtlqG8LLupCCrW1J",
+	"mCwVRUx96Y7loDD6iAThkAulDXm8dw/tpffu1S2wdRwHGRG4G1A+uS9ry22yPkuWSZyTCRc1nv8o2Mr9",
+	"2AnqVAVB1tRVGLide89lg1g7cbNzyDAjdBCRdnki8tf/JpWcOce6LLP8ICcS+nVaMumTGK6INU+jIOxw",
+	"OGHU6YK+9bnwfwt2hdHSYK1uJuqIhm8uc9rpU2N0TFeB5giUT2rYVQTCsxS+oOLZVH3hwbPU2dtWIz0e",
+	"3XH0CSUAyAr38RRFechzY2kNawuUtTt9aaRyu1VVoWPWsevHJkBkIxpunUzfdWQIZXsMdmwy6gZAA+Yy",
+	"S5s4Qsq6csmcLu833dVONykhVH6j//b//NcG45xtneBopofWhnlPvfBJXHoxtdm9kNCPhJWisiqLG8H4",
+	"FbrqnU8D3D2S6dLbrZEGRRo8g5qtGOkeSlqe+bsiv9iYYBTMCvml2AryXVi2HcVTsBzjAxD1mggvUidz",
+	"FQwbdWoMCj25LUZu0gzNL/mxgSXKHmxhjALybF2lNVPUsQu3LcCSsKkuyWwuqROBAJUYYXk98nxaCF/5",
+	"9ymjyyWjqcL4VIPPVl4kLg4ADwIGKbLW8pHymg3vBUTlGFJmAVq5TVpi1ACWEMHz9AFcHBJU0UC4WCtK",
+	"ex8Ta+BbrgLfDRsUpjogR7llDSS4yplUdHVQ0jFzHmL7IXUS/nR4rz0dz7sWXBUJPhtoELJNtH9BtG1R",
+	"sQQbKGCEv7NsyKm1WVlTH+CrdCC1N8JZi2x2DEbvVhLzzHnVZAAMbYWI10JZLjqEO0YY+OowNnAxl6CD",
+	"kC2x65LGDw32A2IvBkClpMp0gpIfp53/G1N6QY6C4/LIb6EaByX3Vntbf3270tyKXqW3titSLSqmE/gG",
+	"3LbPcCwGOHtZJy/EbO0eGIUupBvKWQldfUDz52lDh5AiMUxC/24seRPkeRzcbXFCow9yOj224kI51v9C",
+	"1N3TTgWztSDRmsyrpWtqJet6JC+ghlKuEYQMls0ymlKhGYtHULxhjUWzMEbOhkSDlpq7o1xMpjWmYdSu",
+	"hEolKVE8ZmAqjMmU6WjelMvxkcfXjskJEstsop08hOXkXVWXchFOV96ldyF+LBUHLqfkHfRJTNeq1+QU",
+	"RQOowrigpeMqHre6EO0ddlC0caxkxwZVmbNZO6XEtzVBekjV+uZCdXzrZslWeExCd61t5FeRW+RuJIQj",
+	"payZtoK/ybvepL1PFMGFyEmHLd+Y8IjZ+mq2UtbbVC5TzjRN1y3boqbaN6ZUY+u+ZukCm6xynZRqbb0t",
+	"Kmm1gtYlSxVW2Rr0+r2++cIIVHTJW6PWQa/fO4CarnoOFcpsIqv551Kqhkp3b129rbLsDQW3bLC21+EY",
+	"85ANVe6RMyb8FBAMg6sKzSD/Tjn1LKrneQRxfh8MJg6G/SIETMRG5CET5iKLL6DQe7nGF8bJcghpa8wB",
+	"7hS2NkytR7ws1WO5EE39AOFQ82Sb53Fr1HoCoVQ/mDkBwC4zZmPP5eKV+14w8Qu2fmOTd6EBsw0A/VbG",
+	"a1eezTaZqUYxQ8k2RBg4z8n6GcfahSpbLAyeYXc9CGUFvwiA9agf9Pt9OEMpwAFikMgwQaw0Wmnu3MpU",
+	"rFtByzszg2pH/X6/3+v3vX63oxa4UaA23mR9brCivBhALTLo93E1dedMw0KKGWGujcsrFgHuHaxxhxRv",
+	"V4VCOELXLuu6XAlQpxmDB5hRDHAe9gf7n4xfJrFUNwaAeDjsDY+KNsD4aHiEcM2r8MDzIwttvxRsa9gf",
+	"PugOBt3hwfmgP+qb//u3WpdhgF2vD//bBkK/m1115KEduYoFxWqrBxC03HU0o0370wfRkHUfx49o95Ae",
+	"HXQfTQ+n3eFkSAfTx9N+PBiUakMaOcKr62iP4UbnaStcwoHWqxEWKQt5q/XroHXY728aPUeB+9/SOMcW",
+	"88lg9yfvvcQd/Ojx7o+eSDFNOFbvPBwc7P7AcvpzKV/SFKuvHw6O9lldHtf/isWcusKqh8PhPh/bfBE6",
+	"Sdip0Fyv8ds9dngu5Ssq1haawOyO9jmB5zaGHpLV8Ks9wGMLb78vItmxjGdOn5CiQ7IlEnVNZ4act35A",
+	"nvmzef2+NRub+WZsZy9MZ2RO5UqhIQQFJ6uv+RwsQNkSbY7tUCujtfmREWMI+TSzMWRYhi36yY/mwzBP",
+	"GPwRdNbQlgUa233+GTKR8/qQGC2RF9OzL4VBUQIrL90G2fwXQrEEsxms8aSNApnrPAEKgxGNQezNe0g0",
+	"cdCXXOl3Fpo1DlrtbZGsAYbWkAtmCw3iiNVXOLrnSBv2q/gl6xipHXMjB48f9rv9Qbc/OO87Ollu4efo",
+	"nf+Gq6wKubdFzdNpChVQC2K0X+Hf/beURxFt3RPItOZX69+3gkPztg7658OD0dHj0dHjTdvS8g42hXWS",
+	"oQxljmE15PJMAyVUamju2LTQCkKXVm2TYfPulvUyvztlsyfYX2OPN6FYYmvbybomAChLtxO5Ymk3oooR",
+	"tV5MZFLpI2kZcdOmq1x7X2b4BL574j673me1lpWX1+a4etPiHO/fd1Gv7fvXKPCWZKv+7WQr/O9PH5tF",
+	"qdsJRHkKKMgwr07fPfn+5PV596H/U54daiD57unpu+6g3+8PGgUivzReSfyDcnitUevhw0FvYNQ1o/tx",
+	"QROc+e2bs+5gWG7Ygb/0Jw/Zw+lR1D2IBqx7OH1w1KUH9FH3cHowPZo8ih7HAzOxVjWJbogUzhxA0YfH",
+	"XhrbSmfYr/TEcUKZ5ZcfkRJupJ1abiZAoIyPLZsc1/fvbTTCMxtc35V8aFlOqUFOg5Tot1PyufhvKyj+",
+	"A4pRhq2XIOZJUo7doyhVrWa12SrxFC1P1Gvej1Y8V1UUQum4AhurbxWwzNFiWpCX3i6yvKzhGLo7pYwm",
+	"Lv8Zag6+shYuEGZkpqFZdxHDeFwu6oujQr574b2DZZF2pRp0p0dOXDWSorSLy3Cs5H3fMiaTFP28bLxg",
+	"3ag3IrkdxTorfK+K81q0B9VAey+eCqsSxTbeDvxRNiaK2lKHAXZamTHBsNUMd738gERiQdAl60D0iRd2",
+	"4kJ7LVcf1UPN6q5sL36s5MdGsyJWOn2uS6UVYclGVs8SZlNXa3GsHahLYyvRTBiW77BxoLBUvmAYBrpP",
+	"EtMHxpZNgZToRN0YxNc5xtPC8EXn3eR6S9TchmjBkvunXfHs5h6gDQEJsAo4dZuwbY6ECtAUrFMYF4oB",
+	"MaXYF2zZaP1J1XgpLIXJsJRTOU6C6qqjzPOSQUU29HyUXFmFi7fT6K2tuqo8BxUtjh4tm/BNKfqQx0VF",
+	"CGcJr4dF32tKwRkRxXQ9gUUVrbA8T6VF4MLfUlwba6jCUh42sJkMjgJiI5rJ4LHRCe396diQu7p/Cl2b",
+	"RfqzKlMBEdukYCu0u1ifdtkR2Tm2rh/AiCLmrvCr+Y52dDwU+da5F9o7d7wnnu/M+WBTo+kAcJvTW0bW",
+	"u4g1JssZKWWjsZ8SY6NmsL67TdHK2Vh9OutKG4HrzDCn7ZlSNg/GS2lxS8JiVZg25V7yJ6rN7K7uyOI9",
+	"brN+zct+Zoi/tgVcS/73+gS5w29k0zjKGAH9O3JXYsWG4bxvfvhVTrbmVBVZIjhvJR1iZMP7nFMOsjRw",
+	"Qi9Bo3SI0tC7JgvDmRUszlDQwFaUf29jPfwTO8c3NfW7nZC/t/TrQHIjg/cewmStQ9ibF7+tRfVw90ev",
+	"pX5mpK+vJtjfq+7gsLNB0m8LKbqVbjAdT7Wwd9yqFr7fb09Trf9J2RRb+FzCANJPfCtsUDXBXgjPBksT",
+	"iEr3bKQuXorlUfi+kAPaQhFZaXMUaJJcCL+6XgBAsexWsBUU8UCGat0Z5JktIRbJxcToFGBlPHn9dJMl",
+	"9tyH2E1p5B0ZzUpHwIVLEtJzporKHaQdycWCFp0ry1a0n1pVPlh0SvUYM/Y1XSYyLgwfTbatvNFaQV73",
+	"6n7sgbPoNbegV8/x40fQd8/+Mag3R1Z6DWa3qUwXe0HLxlAVBcm6oKs6QxXhMROaT7kR2wCTKrbHknmr",
+	"CRC+NcyHxoJevWRipuet0fDoCLbl/h7sawbfZyfOJrZzJ7m5rNHK7VnW7nwXFem12Eh+CkUBvHZEFety",
+	"oRjo8K6RDIFowsqOyobFrYdT2CO/6BlZKrOHD+b34GXZsvStvpbf0pXym1nCN4cPDL5U+MCBG/kmRuu7",
+	"tr679qBN7GGDvT1bxjuAVbafo8/Kms8HFet5i63/pf/8F8lf/XKyfs37V6/O+utXgx+uXj2Vq1fncvXq",
+	"meTTH3rRMBF3FgvhcaGb2Lv9C/PV3r2PvVuXpScnlJaEqp+vgw3m7SeNXSs9AWglSyVt1Yjcu4chLObP",
+	"e/fK0W+of0PhQaPVBSQTEDaHX0g/IB6D/CC2Gy4MWCfu3Yt5ygwzgsEvRLsUsheQcvoP0gJNXHwT5Ph0",
+	"CrNZtTivNWfXS1MfuzQPMCdXIwdTZgPQXfYTGrg9iEFJuFQrLKbQnCJNyTRlat7U2xNtwVIxkdfSxKbt",
+	"fiaMV2/MZp6as8O2I001Y6F2Iv81w8APl7PEDdDXF8KrF3ucVz03HCLuQgMowIuAJFJ+qIkX2dKmJdyi",
+	"4LtMm1o/XIhamdPNkY8ean+mSeUz4x4RV1+BIO+HGz4tcPgzIxx38JthQxBk0FIsSVg6Xs6lMK//aXhw",
+	"+Kg/GB4cHj14+AhICFzH+rp/yO/1Xsu+az5507C9DdzzBgGYNXz6TYIx7y5OoFI6w4g4V48fHT06nT57",
+	"OjwYfnvYPzg4PXwYP+73+wdPDwenTw4OTyN6GtPHh/8AglMtWvXGktQXkGZ2xXeW9DDqSf0CSiJBYn5R",
+	"esRI+rbPlllDQwePTUuzXxUUTedfwMq+2j+/2j9vE4KqS9x1gzhZNXTuYPsb7aAvpfxQFT6zpS1B1WC8",
+	"CKz84pe775H3imGNFnDgQBuR8pDlLjNFUysj7mDjm7e2oQgTkYxdQey8XYiNr4B6/667iG0d0uj9+Y75",
+	"Rs1v1+8828jWaNOyXXgf400nyJuh4NrjnRYcs40dBpwy67u9Qefn/y0cOv+A1/07pivXbrJuwLcbUICP",
+	"PL7e6u9IKCToYbwRuFVL7tu82JbTj8xdFhFPOCZDYp51b8ddu7FC4H37PG59Rdh/GIS9IWrait6bA/2e",
+	"wO8NlpCm2gIQsyOStV/jEDG745U6BKuAdg2xbhxE91qWmpLkLSovRLn5U71DSL0zZd4esK5Tww7u8AoF",
+	"t1PC78IC/VW1+nzVKi/isI9O5V89kn9piPRvr2f5s39Vqb6qVH9/lQpbVXwW18Jr2bV1uDbKV1h41ZZ9",
+	"sFWb6tVXAyKTuGhRuEOUwuCB7+3MX0auujmJzyHx08eWLZS81aU4TeVi7IgbmoBczSz3N1b/AQNqrY8J",
+	"ZIyMN9udDLfbtoyjpmU0ma+KRQFUishc0KuKyF8M3RsfTB/TQdS69lZfLflVWXpDIIo5lZswoa1j3ZGl",
+	"rYR1u3iARXiLE72vQveXFrptf8AC5tvpWa0d/Z4BcXnHIvsZNtT13Fi2EF+lIXZeNwqam5E5S1kjkbNl",
+	"aE7dom6j81XG+KrxfRHkg+zvCjJ4KOfKOaGDO2vAqzOX7fD+3UvQslxhHluxidvgRSbMCqxj1/V8n3Gl",
+	"bZPjyPrJMXur0ocdi0NBbCW3zcuM3mhfG9sO78e22BvGdihIMbB5Deb33oUwc8+l0mSRwfxKJpeQk7LM",
+	"JgmPirpjI7JM+aVz0C4nNPoQkISLD91ERjRB/TRKZBZfiLwurfM32yzmuBNY/7D9yGwjE2rJIj7lLPaq",
+	"nFFoNzvNFIsvRBs66G/qiNgxO8eYU68NYoBVkl1VO5I3UHd1s3oX4oTgMmxPNah77yrlLGzzPpuSkjqf",
+	"Oai/NnXNrOzH02+/f/Pmxfjk5cs3P47fvnv+f52cn47fv3t5hsUHAqIY1L8PF/QDI2kmwnLDO6hJYI2f",
+	"ioRQJqnRE/02a6Aiv4PofkRjZ7ZtLPZUqvWE5NkVeNo/mL+y+buO6f87U9ev2tTvjx28A3Js7r4joTfg",
+	"Do3CyP1UaqpZF+nvFstgHiMl2IrsJv62KF7KLrnMlHsRM8rs1xdiwjC2eJ5H0QONGx5CvVpF2nol4W2q",
+	"M0OLXCMq94SgsQKzQx1dVBciooKoFde2b6jMdN6sm/rktkbR3gEwLMzOECR3StL+4BLWV6LxeyQagNQl",
+	"QlG+v/uQC8hjv6nmAh8F5m7nBpdgS8mk0y0VMRuTZtztwMX9nbJmbB3PvNjMesnK3ueGDrAbItdhKOil",
+	"3rqpDGK+RATfc5neokqr3dMM0hh4X86dbAzCzzL4Zb/MAbtmIPtcFQVmUf0urxvTYTesDHQHNR83pBNt",
+	"A+5b/MxlEG1f5T9WUkbjov/I6RizWcpm1MVW7onlVGu2WGq0P+6TvIE3GKZ4GA+mffqIdY8mw6h7GB2y",
+	"7mP68GF3MB2yg/gwOpo8oPkXFgDNpCKhSo/tUjbNPvi3ls148F9EI2QF+0etvNTzzSsQ3ZWJ06dbN8mN",
+	"KPOWr9kR+2RHlGG2N7e//9Fh8+aYFnM0mCCcu+Mxkc6Vw9auZozrUF+pFW6xdauJ8lZ1A+CrO/W6/EYk",
+	"xIFmXHxp6Bf+sflbIABxhhAcQ5LrYdBigE7upsL9H0cQ8z7s9w1ofp8EC5EHA+/3gNjWyIeyHwknyOue",
+	"eJN+udy8zwyjKJdhd8v1vWHlJ2VHX6VVXuWxQa6fv3CkhnM43kWEhtcUsPBcNvWoK+P8HtHy+PoeOYcW",
+	"Enveli335Ho7Z/4CjBYD83Y5FEvs4qs/8cv4E0tAvg1Lvo/xbZstdrDfDIsT5cX5kFcbxTrnwFCZqBxM",
+	"51p05FWhMD3NkuVjIiTY6xI5gyZI9vWimHctaq/J1AbL/ywWv8nSFnyOcDD8+wgHB3fLil2pplYDjVli",
+	"YihQU3MGY0Mq4ixpInsDp5GWAt4AfATQC7tFpCy3qrY+k1AhXuyiUTnKbVjEVyvpVyvpTV0rBu/2pMzm",
+	"SxZlqdmvIVQnS/6CrU8yPTfylKEq6MFtSm9x/djbtv4qGEQDkjett0XXzCP7QtG9foGFDju1Hjb21V5j",
+	"Lxu65PcvB87B2WDH9Jy/bXOD7JKwHiuupj4lXfJbTlfxckPWuOspVTilSxOO7t+Hb+ZS6dGj/qN+bZaf",
+	"85Nq7KnT3FLHWbwwixzcQxXDqDVi2R4E9b08sTniOoX4g8iGO4oYuqmbvU0SFkkuulp2p5zqSnWHfIZS",
+	"5FB9nvNay1xL8/z8EG84V+q3eaSqwxDrxSNRTeTMOvTMhfCGzC9AfUwoEFytGQaG20rZMC8ewt+8qx52",
+	"/fP1/x8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -136,7 +136,7 @@ func (e *env) payers() []payer { return []payer{onChain{e}, simulated{e}} }
 
 func (e *env) simulate(req client.SimulateRequest) *client.SimulateSandboxEventResponse {
 	e.t.Helper()
-	res, err := e.c.SimulateSandboxEventWithResponse(context.Background(), req)
+	res, err := e.c.SimulateSandboxEventWithResponse(context.Background(), &client.SimulateSandboxEventParams{}, req)
 	require.NoError(e.t, err)
 	return res
 }
