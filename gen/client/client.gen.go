@@ -1403,8 +1403,10 @@ type ClientInterface interface {
 	//   `awaiting_deposit` or `expired` (within the late window) to `deposit_confirming`; one
 	//   above it is an overpayment; one below `MIN_DEPOSIT` is dust and changes nothing;
 	//   one to a transaction that no longer takes deposits (or expired past the late
-	//   window) changes nothing and is kept for the operators, as on chain. Sending a
-	//   `deposit_id` already counted changes nothing.
+	//   window) is `409 invalid_state_transition` and changes nothing (on chain the same
+	//   transfer changes nothing either and is kept for the service's operators). Sending
+	//   a `deposit_id` already counted, or no `amount` to a transaction that has its full
+	//   deposit, changes nothing (`200`).
 	// * `deposit.confirmed`: sets the confirmations of every transfer received to the
 	//   network's requirement (`bep20` 15, `trc20` 19 by default). When the total is there
 	//   this confirms the deposit and fills the sell order (`order_filled`); while it is
@@ -1441,8 +1443,10 @@ type ClientInterface interface {
 	//   `awaiting_deposit` or `expired` (within the late window) to `deposit_confirming`; one
 	//   above it is an overpayment; one below `MIN_DEPOSIT` is dust and changes nothing;
 	//   one to a transaction that no longer takes deposits (or expired past the late
-	//   window) changes nothing and is kept for the operators, as on chain. Sending a
-	//   `deposit_id` already counted changes nothing.
+	//   window) is `409 invalid_state_transition` and changes nothing (on chain the same
+	//   transfer changes nothing either and is kept for the service's operators). Sending
+	//   a `deposit_id` already counted, or no `amount` to a transaction that has its full
+	//   deposit, changes nothing (`200`).
 	// * `deposit.confirmed`: sets the confirmations of every transfer received to the
 	//   network's requirement (`bep20` 15, `trc20` 19 by default). When the total is there
 	//   this confirms the deposit and fills the sell order (`order_filled`); while it is
@@ -1687,8 +1691,10 @@ func (c *Client) ListRevenue(ctx context.Context, params *ListRevenueParams, req
 //     `awaiting_deposit` or `expired` (within the late window) to `deposit_confirming`; one
 //     above it is an overpayment; one below `MIN_DEPOSIT` is dust and changes nothing;
 //     one to a transaction that no longer takes deposits (or expired past the late
-//     window) changes nothing and is kept for the operators, as on chain. Sending a
-//     `deposit_id` already counted changes nothing.
+//     window) is `409 invalid_state_transition` and changes nothing (on chain the same
+//     transfer changes nothing either and is kept for the service's operators). Sending
+//     a `deposit_id` already counted, or no `amount` to a transaction that has its full
+//     deposit, changes nothing (`200`).
 //   - `deposit.confirmed`: sets the confirmations of every transfer received to the
 //     network's requirement (`bep20` 15, `trc20` 19 by default). When the total is there
 //     this confirms the deposit and fills the sell order (`order_filled`); while it is
@@ -1735,8 +1741,10 @@ func (c *Client) SimulateSandboxEventWithBody(ctx context.Context, params *Simul
 //     `awaiting_deposit` or `expired` (within the late window) to `deposit_confirming`; one
 //     above it is an overpayment; one below `MIN_DEPOSIT` is dust and changes nothing;
 //     one to a transaction that no longer takes deposits (or expired past the late
-//     window) changes nothing and is kept for the operators, as on chain. Sending a
-//     `deposit_id` already counted changes nothing.
+//     window) is `409 invalid_state_transition` and changes nothing (on chain the same
+//     transfer changes nothing either and is kept for the service's operators). Sending
+//     a `deposit_id` already counted, or no `amount` to a transaction that has its full
+//     deposit, changes nothing (`200`).
 //   - `deposit.confirmed`: sets the confirmations of every transfer received to the
 //     network's requirement (`bep20` 15, `trc20` 19 by default). When the total is there
 //     this confirms the deposit and fills the sell order (`order_filled`); while it is
@@ -3055,8 +3063,10 @@ type ClientWithResponsesInterface interface {
 	//   `awaiting_deposit` or `expired` (within the late window) to `deposit_confirming`; one
 	//   above it is an overpayment; one below `MIN_DEPOSIT` is dust and changes nothing;
 	//   one to a transaction that no longer takes deposits (or expired past the late
-	//   window) changes nothing and is kept for the operators, as on chain. Sending a
-	//   `deposit_id` already counted changes nothing.
+	//   window) is `409 invalid_state_transition` and changes nothing (on chain the same
+	//   transfer changes nothing either and is kept for the service's operators). Sending
+	//   a `deposit_id` already counted, or no `amount` to a transaction that has its full
+	//   deposit, changes nothing (`200`).
 	// * `deposit.confirmed`: sets the confirmations of every transfer received to the
 	//   network's requirement (`bep20` 15, `trc20` 19 by default). When the total is there
 	//   this confirms the deposit and fills the sell order (`order_filled`); while it is
@@ -3093,8 +3103,10 @@ type ClientWithResponsesInterface interface {
 	//   `awaiting_deposit` or `expired` (within the late window) to `deposit_confirming`; one
 	//   above it is an overpayment; one below `MIN_DEPOSIT` is dust and changes nothing;
 	//   one to a transaction that no longer takes deposits (or expired past the late
-	//   window) changes nothing and is kept for the operators, as on chain. Sending a
-	//   `deposit_id` already counted changes nothing.
+	//   window) is `409 invalid_state_transition` and changes nothing (on chain the same
+	//   transfer changes nothing either and is kept for the service's operators). Sending
+	//   a `deposit_id` already counted, or no `amount` to a transaction that has its full
+	//   deposit, changes nothing (`200`).
 	// * `deposit.confirmed`: sets the confirmations of every transfer received to the
 	//   network's requirement (`bep20` 15, `trc20` 19 by default). When the total is there
 	//   this confirms the deposit and fills the sell order (`order_filled`); while it is
@@ -4979,8 +4991,10 @@ func (c *ClientWithResponses) ListRevenueWithResponse(ctx context.Context, param
 //     `awaiting_deposit` or `expired` (within the late window) to `deposit_confirming`; one
 //     above it is an overpayment; one below `MIN_DEPOSIT` is dust and changes nothing;
 //     one to a transaction that no longer takes deposits (or expired past the late
-//     window) changes nothing and is kept for the operators, as on chain. Sending a
-//     `deposit_id` already counted changes nothing.
+//     window) is `409 invalid_state_transition` and changes nothing (on chain the same
+//     transfer changes nothing either and is kept for the service's operators). Sending
+//     a `deposit_id` already counted, or no `amount` to a transaction that has its full
+//     deposit, changes nothing (`200`).
 //   - `deposit.confirmed`: sets the confirmations of every transfer received to the
 //     network's requirement (`bep20` 15, `trc20` 19 by default). When the total is there
 //     this confirms the deposit and fills the sell order (`order_filled`); while it is
@@ -5023,8 +5037,10 @@ func (c *ClientWithResponses) SimulateSandboxEventWithBodyWithResponse(ctx conte
 //     `awaiting_deposit` or `expired` (within the late window) to `deposit_confirming`; one
 //     above it is an overpayment; one below `MIN_DEPOSIT` is dust and changes nothing;
 //     one to a transaction that no longer takes deposits (or expired past the late
-//     window) changes nothing and is kept for the operators, as on chain. Sending a
-//     `deposit_id` already counted changes nothing.
+//     window) is `409 invalid_state_transition` and changes nothing (on chain the same
+//     transfer changes nothing either and is kept for the service's operators). Sending
+//     a `deposit_id` already counted, or no `amount` to a transaction that has its full
+//     deposit, changes nothing (`200`).
 //   - `deposit.confirmed`: sets the confirmations of every transfer received to the
 //     network's requirement (`bep20` 15, `trc20` 19 by default). When the total is there
 //     this confirms the deposit and fills the sell order (`order_filled`); while it is
