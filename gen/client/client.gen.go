@@ -275,6 +275,38 @@ type CryptoAmount = string
 // Example: usdt
 type CryptoCurrency = string
 
+// DepositTransfer One transfer counted toward a transaction's deposit.
+type DepositTransfer struct {
+	// Amount The token amount of this transfer (6 decimal places, rounded down).
+	//
+	// Example: 10.000000
+	Amount string `json:"amount"`
+
+	// Block The block holding it (0 for simulated transfers).
+	Block int64 `json:"block"`
+
+	// Confirmations Its confirmations so far.
+	Confirmations int `json:"confirmations"`
+
+	// ConfirmedAt When it reached its required confirmations; null until then.
+	ConfirmedAt *time.Time `json:"confirmed_at"`
+
+	// Id The transfer's id, the same every time it is seen.
+	Id string `json:"id"`
+
+	// LogIndex Its log index in that chain transaction (0 for simulated transfers).
+	LogIndex int `json:"log_index"`
+
+	// ReceivedAt When it was received (the block's time on chain).
+	ReceivedAt time.Time `json:"received_at"`
+
+	// RequiredConfirmations Confirmations required on this network.
+	RequiredConfirmations int `json:"required_confirmations"`
+
+	// TxHash Its chain transaction hash.
+	TxHash string `json:"tx_hash"`
+}
+
 // Error The body of every failure.
 type Error struct {
 	// Error Machine-readable facts of the failure.
@@ -498,6 +530,11 @@ type RevenueSummary struct {
 
 // SimulateRequest A simulated lifecycle event.
 type SimulateRequest struct {
+	// Amount `deposit.detected` only: the token amount of the simulated transfer (up to 6 decimal places). Default: what is still due.
+	//
+	// Example: 10.5
+	Amount *string `json:"amount,omitempty"`
+
 	// BlockchainHash A stable override of the simulated deposit's chain transaction hash.
 	//
 	// Example: 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060
@@ -640,7 +677,7 @@ type TransactionDetail struct {
 	// DepositAddress The address on `network` the customer deposits to.
 	DepositAddress string `json:"deposit_address"`
 
-	// DepositAmount The token amount received (6 decimal places, the chain amount rounded down); null until a deposit exists. It may differ from `crypto_amount`.
+	// DepositAmount The total token amount received over the counted transfers (`deposits`; each the chain amount rounded down to 6 decimal places); null until a deposit exists. It may differ from `crypto_amount`.
 	//
 	// Example: 100.000000
 	DepositAmount *string `json:"deposit_amount"`
@@ -648,11 +685,14 @@ type TransactionDetail struct {
 	// DepositId The deposit's id; null until a deposit exists.
 	DepositId *string `json:"deposit_id"`
 
-	// DepositStatus The deposit's state: `confirming` until the required confirmations are seen, then `confirmed`, or `underpaid` when the amount received is below `crypto_amount` (the transaction fails); `failed` or `refunded` where that applies; null until a deposit exists.
+	// DepositStatus The deposit's state: `partial` while the total received is short of `crypto_amount`, `confirming` once it is there until every transfer has the required confirmations, then `confirmed`; `underpaid` when the transaction expired with a partial total; `failed` or `refunded` where that applies; null until a deposit exists (see Deposits on chain).
 	DepositStatus *string `json:"deposit_status"`
 
-	// DepositTxHash The deposit's chain transaction hash (`0x` and 64 hex digits on bep20, 64 hex digits on trc20); null until a deposit exists.
+	// DepositTxHash The chain transaction hash of the most recent counted transfer (`0x` and 64 hex digits on bep20, 64 hex digits on trc20); null until a deposit exists. Every transfer's hash is in `deposits`.
 	DepositTxHash *string `json:"deposit_tx_hash"`
+
+	// Deposits The counted transfers to the deposit address, oldest first; empty until a deposit exists. Dust and transfers that do not belong to the transaction are not listed.
+	Deposits []DepositTransfer `json:"deposits"`
 
 	// ExpiresAt Deposit deadline (30 minutes after creation).
 	ExpiresAt time.Time `json:"expires_at"`
@@ -1354,13 +1394,24 @@ type ClientInterface interface {
 	// route does not exist (`404 not_found`). An event the state machine does not allow is
 	// `409 invalid_state_transition` and changes nothing. The events:
 	//
-	// * `deposit.detected`: creates the deposit (1 confirmation; `deposit_id` and
-	//   `blockchain_hash` as given, else generated in the network's shape) and moves
-	//   `awaiting_deposit` or `expired` to `deposit_confirming`. On a transaction that already
-	//   has its deposit it reuses it and changes nothing (another `deposit_id` is `409`).
-	// * `deposit.confirmed`: sets the confirmations to the network's requirement (`bep20` 15,
-	//   `trc20` 19 by default), which confirms the deposit and fills the sell order
-	//   (`order_filled`).
+	// * `deposit.detected`: one transfer to the deposit address (1 confirmation; `deposit_id`
+	//   and `blockchain_hash` as given, else generated in the network's shape) of `amount`
+	//   tokens (default: what is still due, `crypto_amount` less the total received so far).
+	//   It follows the chain's rules (see Deposits on chain), so it may be sent several
+	//   times: a transfer that leaves the total short keeps `awaiting_deposit`
+	//   (`deposit_status` `partial`); one that completes it (less the tolerance) moves
+	//   `awaiting_deposit` or `expired` (within the late window) to `deposit_confirming`; one
+	//   above it is an overpayment; one below `MIN_DEPOSIT` is dust and changes nothing;
+	//   one to a transaction that no longer takes deposits (or expired past the late
+	//   window) is `409 invalid_state_transition` and changes nothing (on chain the same
+	//   transfer changes nothing either and is kept for the service's operators). Sending
+	//   a `deposit_id` already counted, or no `amount` to a transaction that has its full
+	//   deposit, changes nothing (`200`).
+	// * `deposit.confirmed`: sets the confirmations of every transfer received to the
+	//   network's requirement (`bep20` 15, `trc20` 19 by default). When the total is there
+	//   this confirms the deposit and fills the sell order (`order_filled`); while it is
+	//   still `partial` the transfers are confirmed and the transaction keeps waiting for
+	//   the rest.
 	// * `transaction.completed`: settles an `order_filled` transaction (`completed`) and
 	//   writes its revenue row.
 	// * `transaction.failed`: fails a `deposit_confirming` (deposit failure) or `order_filled`
@@ -1383,13 +1434,24 @@ type ClientInterface interface {
 	// route does not exist (`404 not_found`). An event the state machine does not allow is
 	// `409 invalid_state_transition` and changes nothing. The events:
 	//
-	// * `deposit.detected`: creates the deposit (1 confirmation; `deposit_id` and
-	//   `blockchain_hash` as given, else generated in the network's shape) and moves
-	//   `awaiting_deposit` or `expired` to `deposit_confirming`. On a transaction that already
-	//   has its deposit it reuses it and changes nothing (another `deposit_id` is `409`).
-	// * `deposit.confirmed`: sets the confirmations to the network's requirement (`bep20` 15,
-	//   `trc20` 19 by default), which confirms the deposit and fills the sell order
-	//   (`order_filled`).
+	// * `deposit.detected`: one transfer to the deposit address (1 confirmation; `deposit_id`
+	//   and `blockchain_hash` as given, else generated in the network's shape) of `amount`
+	//   tokens (default: what is still due, `crypto_amount` less the total received so far).
+	//   It follows the chain's rules (see Deposits on chain), so it may be sent several
+	//   times: a transfer that leaves the total short keeps `awaiting_deposit`
+	//   (`deposit_status` `partial`); one that completes it (less the tolerance) moves
+	//   `awaiting_deposit` or `expired` (within the late window) to `deposit_confirming`; one
+	//   above it is an overpayment; one below `MIN_DEPOSIT` is dust and changes nothing;
+	//   one to a transaction that no longer takes deposits (or expired past the late
+	//   window) is `409 invalid_state_transition` and changes nothing (on chain the same
+	//   transfer changes nothing either and is kept for the service's operators). Sending
+	//   a `deposit_id` already counted, or no `amount` to a transaction that has its full
+	//   deposit, changes nothing (`200`).
+	// * `deposit.confirmed`: sets the confirmations of every transfer received to the
+	//   network's requirement (`bep20` 15, `trc20` 19 by default). When the total is there
+	//   this confirms the deposit and fills the sell order (`order_filled`); while it is
+	//   still `partial` the transfers are confirmed and the transaction keeps waiting for
+	//   the rest.
 	// * `transaction.completed`: settles an `order_filled` transaction (`completed`) and
 	//   writes its revenue row.
 	// * `transaction.failed`: fails a `deposit_confirming` (deposit failure) or `order_filled`
@@ -1620,13 +1682,24 @@ func (c *Client) ListRevenue(ctx context.Context, params *ListRevenueParams, req
 // route does not exist (`404 not_found`). An event the state machine does not allow is
 // `409 invalid_state_transition` and changes nothing. The events:
 //
-//   - `deposit.detected`: creates the deposit (1 confirmation; `deposit_id` and
-//     `blockchain_hash` as given, else generated in the network's shape) and moves
-//     `awaiting_deposit` or `expired` to `deposit_confirming`. On a transaction that already
-//     has its deposit it reuses it and changes nothing (another `deposit_id` is `409`).
-//   - `deposit.confirmed`: sets the confirmations to the network's requirement (`bep20` 15,
-//     `trc20` 19 by default), which confirms the deposit and fills the sell order
-//     (`order_filled`).
+//   - `deposit.detected`: one transfer to the deposit address (1 confirmation; `deposit_id`
+//     and `blockchain_hash` as given, else generated in the network's shape) of `amount`
+//     tokens (default: what is still due, `crypto_amount` less the total received so far).
+//     It follows the chain's rules (see Deposits on chain), so it may be sent several
+//     times: a transfer that leaves the total short keeps `awaiting_deposit`
+//     (`deposit_status` `partial`); one that completes it (less the tolerance) moves
+//     `awaiting_deposit` or `expired` (within the late window) to `deposit_confirming`; one
+//     above it is an overpayment; one below `MIN_DEPOSIT` is dust and changes nothing;
+//     one to a transaction that no longer takes deposits (or expired past the late
+//     window) is `409 invalid_state_transition` and changes nothing (on chain the same
+//     transfer changes nothing either and is kept for the service's operators). Sending
+//     a `deposit_id` already counted, or no `amount` to a transaction that has its full
+//     deposit, changes nothing (`200`).
+//   - `deposit.confirmed`: sets the confirmations of every transfer received to the
+//     network's requirement (`bep20` 15, `trc20` 19 by default). When the total is there
+//     this confirms the deposit and fills the sell order (`order_filled`); while it is
+//     still `partial` the transfers are confirmed and the transaction keeps waiting for
+//     the rest.
 //   - `transaction.completed`: settles an `order_filled` transaction (`completed`) and
 //     writes its revenue row.
 //   - `transaction.failed`: fails a `deposit_confirming` (deposit failure) or `order_filled`
@@ -1659,13 +1732,24 @@ func (c *Client) SimulateSandboxEventWithBody(ctx context.Context, params *Simul
 // route does not exist (`404 not_found`). An event the state machine does not allow is
 // `409 invalid_state_transition` and changes nothing. The events:
 //
-//   - `deposit.detected`: creates the deposit (1 confirmation; `deposit_id` and
-//     `blockchain_hash` as given, else generated in the network's shape) and moves
-//     `awaiting_deposit` or `expired` to `deposit_confirming`. On a transaction that already
-//     has its deposit it reuses it and changes nothing (another `deposit_id` is `409`).
-//   - `deposit.confirmed`: sets the confirmations to the network's requirement (`bep20` 15,
-//     `trc20` 19 by default), which confirms the deposit and fills the sell order
-//     (`order_filled`).
+//   - `deposit.detected`: one transfer to the deposit address (1 confirmation; `deposit_id`
+//     and `blockchain_hash` as given, else generated in the network's shape) of `amount`
+//     tokens (default: what is still due, `crypto_amount` less the total received so far).
+//     It follows the chain's rules (see Deposits on chain), so it may be sent several
+//     times: a transfer that leaves the total short keeps `awaiting_deposit`
+//     (`deposit_status` `partial`); one that completes it (less the tolerance) moves
+//     `awaiting_deposit` or `expired` (within the late window) to `deposit_confirming`; one
+//     above it is an overpayment; one below `MIN_DEPOSIT` is dust and changes nothing;
+//     one to a transaction that no longer takes deposits (or expired past the late
+//     window) is `409 invalid_state_transition` and changes nothing (on chain the same
+//     transfer changes nothing either and is kept for the service's operators). Sending
+//     a `deposit_id` already counted, or no `amount` to a transaction that has its full
+//     deposit, changes nothing (`200`).
+//   - `deposit.confirmed`: sets the confirmations of every transfer received to the
+//     network's requirement (`bep20` 15, `trc20` 19 by default). When the total is there
+//     this confirms the deposit and fills the sell order (`order_filled`); while it is
+//     still `partial` the transfers are confirmed and the transaction keeps waiting for
+//     the rest.
 //   - `transaction.completed`: settles an `order_filled` transaction (`completed`) and
 //     writes its revenue row.
 //   - `transaction.failed`: fails a `deposit_confirming` (deposit failure) or `order_filled`
@@ -2970,13 +3054,24 @@ type ClientWithResponsesInterface interface {
 	// route does not exist (`404 not_found`). An event the state machine does not allow is
 	// `409 invalid_state_transition` and changes nothing. The events:
 	//
-	// * `deposit.detected`: creates the deposit (1 confirmation; `deposit_id` and
-	//   `blockchain_hash` as given, else generated in the network's shape) and moves
-	//   `awaiting_deposit` or `expired` to `deposit_confirming`. On a transaction that already
-	//   has its deposit it reuses it and changes nothing (another `deposit_id` is `409`).
-	// * `deposit.confirmed`: sets the confirmations to the network's requirement (`bep20` 15,
-	//   `trc20` 19 by default), which confirms the deposit and fills the sell order
-	//   (`order_filled`).
+	// * `deposit.detected`: one transfer to the deposit address (1 confirmation; `deposit_id`
+	//   and `blockchain_hash` as given, else generated in the network's shape) of `amount`
+	//   tokens (default: what is still due, `crypto_amount` less the total received so far).
+	//   It follows the chain's rules (see Deposits on chain), so it may be sent several
+	//   times: a transfer that leaves the total short keeps `awaiting_deposit`
+	//   (`deposit_status` `partial`); one that completes it (less the tolerance) moves
+	//   `awaiting_deposit` or `expired` (within the late window) to `deposit_confirming`; one
+	//   above it is an overpayment; one below `MIN_DEPOSIT` is dust and changes nothing;
+	//   one to a transaction that no longer takes deposits (or expired past the late
+	//   window) is `409 invalid_state_transition` and changes nothing (on chain the same
+	//   transfer changes nothing either and is kept for the service's operators). Sending
+	//   a `deposit_id` already counted, or no `amount` to a transaction that has its full
+	//   deposit, changes nothing (`200`).
+	// * `deposit.confirmed`: sets the confirmations of every transfer received to the
+	//   network's requirement (`bep20` 15, `trc20` 19 by default). When the total is there
+	//   this confirms the deposit and fills the sell order (`order_filled`); while it is
+	//   still `partial` the transfers are confirmed and the transaction keeps waiting for
+	//   the rest.
 	// * `transaction.completed`: settles an `order_filled` transaction (`completed`) and
 	//   writes its revenue row.
 	// * `transaction.failed`: fails a `deposit_confirming` (deposit failure) or `order_filled`
@@ -2999,13 +3094,24 @@ type ClientWithResponsesInterface interface {
 	// route does not exist (`404 not_found`). An event the state machine does not allow is
 	// `409 invalid_state_transition` and changes nothing. The events:
 	//
-	// * `deposit.detected`: creates the deposit (1 confirmation; `deposit_id` and
-	//   `blockchain_hash` as given, else generated in the network's shape) and moves
-	//   `awaiting_deposit` or `expired` to `deposit_confirming`. On a transaction that already
-	//   has its deposit it reuses it and changes nothing (another `deposit_id` is `409`).
-	// * `deposit.confirmed`: sets the confirmations to the network's requirement (`bep20` 15,
-	//   `trc20` 19 by default), which confirms the deposit and fills the sell order
-	//   (`order_filled`).
+	// * `deposit.detected`: one transfer to the deposit address (1 confirmation; `deposit_id`
+	//   and `blockchain_hash` as given, else generated in the network's shape) of `amount`
+	//   tokens (default: what is still due, `crypto_amount` less the total received so far).
+	//   It follows the chain's rules (see Deposits on chain), so it may be sent several
+	//   times: a transfer that leaves the total short keeps `awaiting_deposit`
+	//   (`deposit_status` `partial`); one that completes it (less the tolerance) moves
+	//   `awaiting_deposit` or `expired` (within the late window) to `deposit_confirming`; one
+	//   above it is an overpayment; one below `MIN_DEPOSIT` is dust and changes nothing;
+	//   one to a transaction that no longer takes deposits (or expired past the late
+	//   window) is `409 invalid_state_transition` and changes nothing (on chain the same
+	//   transfer changes nothing either and is kept for the service's operators). Sending
+	//   a `deposit_id` already counted, or no `amount` to a transaction that has its full
+	//   deposit, changes nothing (`200`).
+	// * `deposit.confirmed`: sets the confirmations of every transfer received to the
+	//   network's requirement (`bep20` 15, `trc20` 19 by default). When the total is there
+	//   this confirms the deposit and fills the sell order (`order_filled`); while it is
+	//   still `partial` the transfers are confirmed and the transaction keeps waiting for
+	//   the rest.
 	// * `transaction.completed`: settles an `order_filled` transaction (`completed`) and
 	//   writes its revenue row.
 	// * `transaction.failed`: fails a `deposit_confirming` (deposit failure) or `order_filled`
@@ -4876,13 +4982,24 @@ func (c *ClientWithResponses) ListRevenueWithResponse(ctx context.Context, param
 // route does not exist (`404 not_found`). An event the state machine does not allow is
 // `409 invalid_state_transition` and changes nothing. The events:
 //
-//   - `deposit.detected`: creates the deposit (1 confirmation; `deposit_id` and
-//     `blockchain_hash` as given, else generated in the network's shape) and moves
-//     `awaiting_deposit` or `expired` to `deposit_confirming`. On a transaction that already
-//     has its deposit it reuses it and changes nothing (another `deposit_id` is `409`).
-//   - `deposit.confirmed`: sets the confirmations to the network's requirement (`bep20` 15,
-//     `trc20` 19 by default), which confirms the deposit and fills the sell order
-//     (`order_filled`).
+//   - `deposit.detected`: one transfer to the deposit address (1 confirmation; `deposit_id`
+//     and `blockchain_hash` as given, else generated in the network's shape) of `amount`
+//     tokens (default: what is still due, `crypto_amount` less the total received so far).
+//     It follows the chain's rules (see Deposits on chain), so it may be sent several
+//     times: a transfer that leaves the total short keeps `awaiting_deposit`
+//     (`deposit_status` `partial`); one that completes it (less the tolerance) moves
+//     `awaiting_deposit` or `expired` (within the late window) to `deposit_confirming`; one
+//     above it is an overpayment; one below `MIN_DEPOSIT` is dust and changes nothing;
+//     one to a transaction that no longer takes deposits (or expired past the late
+//     window) is `409 invalid_state_transition` and changes nothing (on chain the same
+//     transfer changes nothing either and is kept for the service's operators). Sending
+//     a `deposit_id` already counted, or no `amount` to a transaction that has its full
+//     deposit, changes nothing (`200`).
+//   - `deposit.confirmed`: sets the confirmations of every transfer received to the
+//     network's requirement (`bep20` 15, `trc20` 19 by default). When the total is there
+//     this confirms the deposit and fills the sell order (`order_filled`); while it is
+//     still `partial` the transfers are confirmed and the transaction keeps waiting for
+//     the rest.
 //   - `transaction.completed`: settles an `order_filled` transaction (`completed`) and
 //     writes its revenue row.
 //   - `transaction.failed`: fails a `deposit_confirming` (deposit failure) or `order_filled`
@@ -4911,13 +5028,24 @@ func (c *ClientWithResponses) SimulateSandboxEventWithBodyWithResponse(ctx conte
 // route does not exist (`404 not_found`). An event the state machine does not allow is
 // `409 invalid_state_transition` and changes nothing. The events:
 //
-//   - `deposit.detected`: creates the deposit (1 confirmation; `deposit_id` and
-//     `blockchain_hash` as given, else generated in the network's shape) and moves
-//     `awaiting_deposit` or `expired` to `deposit_confirming`. On a transaction that already
-//     has its deposit it reuses it and changes nothing (another `deposit_id` is `409`).
-//   - `deposit.confirmed`: sets the confirmations to the network's requirement (`bep20` 15,
-//     `trc20` 19 by default), which confirms the deposit and fills the sell order
-//     (`order_filled`).
+//   - `deposit.detected`: one transfer to the deposit address (1 confirmation; `deposit_id`
+//     and `blockchain_hash` as given, else generated in the network's shape) of `amount`
+//     tokens (default: what is still due, `crypto_amount` less the total received so far).
+//     It follows the chain's rules (see Deposits on chain), so it may be sent several
+//     times: a transfer that leaves the total short keeps `awaiting_deposit`
+//     (`deposit_status` `partial`); one that completes it (less the tolerance) moves
+//     `awaiting_deposit` or `expired` (within the late window) to `deposit_confirming`; one
+//     above it is an overpayment; one below `MIN_DEPOSIT` is dust and changes nothing;
+//     one to a transaction that no longer takes deposits (or expired past the late
+//     window) is `409 invalid_state_transition` and changes nothing (on chain the same
+//     transfer changes nothing either and is kept for the service's operators). Sending
+//     a `deposit_id` already counted, or no `amount` to a transaction that has its full
+//     deposit, changes nothing (`200`).
+//   - `deposit.confirmed`: sets the confirmations of every transfer received to the
+//     network's requirement (`bep20` 15, `trc20` 19 by default). When the total is there
+//     this confirms the deposit and fills the sell order (`order_filled`); while it is
+//     still `partial` the transfers are confirmed and the transaction keeps waiting for
+//     the rest.
 //   - `transaction.completed`: settles an `order_filled` transaction (`completed`) and
 //     writes its revenue row.
 //   - `transaction.failed`: fails a `deposit_confirming` (deposit failure) or `order_filled`

@@ -100,6 +100,30 @@ func (e ErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for RefundTaskKind.
+const (
+	Dust      RefundTaskKind = "dust"
+	Excess    RefundTaskKind = "excess"
+	Short     RefundTaskKind = "short"
+	Unmatched RefundTaskKind = "unmatched"
+)
+
+// Valid indicates whether the value is a known member of the RefundTaskKind enum.
+func (e RefundTaskKind) Valid() bool {
+	switch e {
+	case Dust:
+		return true
+	case Excess:
+		return true
+	case Short:
+		return true
+	case Unmatched:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ResolveRequestAction.
 const (
 	ResolveRequestActionCredited ResolveRequestAction = "credited"
@@ -197,6 +221,32 @@ func (e UnmatchedDepositStatus) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// Defines values for ListRefundTasksParamsStatus.
+const (
+	ListRefundTasksParamsStatusOpen     ListRefundTasksParamsStatus = "open"
+	ListRefundTasksParamsStatusResolved ListRefundTasksParamsStatus = "resolved"
+)
+
+// Valid indicates whether the value is a known member of the ListRefundTasksParamsStatus enum.
+func (e ListRefundTasksParamsStatus) Valid() bool {
+	switch e {
+	case ListRefundTasksParamsStatusOpen:
+		return true
+	case ListRefundTasksParamsStatusResolved:
+		return true
+	default:
+		return false
+	}
+}
+
+// AcceptRequest Why a short payment is accepted.
+type AcceptRequest struct {
+	// Reason Why the transaction proceeds on what was received (audited).
+	//
+	// Example: Merchant agreed to the lower amount
+	Reason string `json:"reason"`
 }
 
 // ChainHash A chain transaction hash (0x and 64 hex digits on EVM chains, 64 hex digits on Tron).
@@ -320,7 +370,7 @@ type OperatorTransaction struct {
 	// DepositId The deposit's id; null until a deposit exists.
 	DepositId *string `json:"deposit_id"`
 
-	// DepositStatus The deposit's state; null until a deposit exists.
+	// DepositStatus The deposit's state (the partner contract's values); null until a deposit exists.
 	DepositStatus *string `json:"deposit_status"`
 
 	// ExpiresAt Deposit deadline.
@@ -448,6 +498,109 @@ type RefundRequest struct {
 	//
 	// Example: 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060
 	TxHash ChainHash `json:"tx_hash"`
+}
+
+// RefundTask Money to give back or decide on.
+type RefundTask struct {
+	// Amount The token amount to give back (6 decimals).
+	//
+	// Example: 1.500000
+	Amount string `json:"amount"`
+
+	// CreatedAt When it was recorded.
+	CreatedAt time.Time `json:"created_at"`
+
+	// FromAddress The address the money came from (for `short`, the sender of the last counted transfer); where a refund goes.
+	FromAddress string `json:"from_address"`
+
+	// Id The task's id (for `unmatched` tasks, the unmatched deposit's id).
+	Id openapi_types.UUID `json:"id"`
+
+	// Kind `unmatched` (a transfer that belongs to no open transaction), `excess` (received above `crypto_amount`), `short` (the partial total of a transaction that expired short), `dust` (a transfer below `MIN_DEPOSIT` that does not complete the payment).
+	//
+	// Example: excess
+	Kind RefundTaskKind `json:"kind"`
+
+	// LogIndex The transfer's log index in that chain transaction.
+	LogIndex int `json:"log_index"`
+
+	// Network Deposit network, e.g. `bep20` or `trc20`.
+	//
+	// Example: bep20
+	Network Network `json:"network"`
+
+	// PartnerId That transaction's partner; null with it.
+	PartnerId *openapi_types.UUID `json:"partner_id"`
+
+	// ResolutionNote The operator's note.
+	ResolutionNote *string `json:"resolution_note"`
+
+	// ResolutionTxHash The refund's chain transaction, once refunded.
+	ResolutionTxHash *string `json:"resolution_tx_hash"`
+
+	// ResolvedAt When it was resolved.
+	ResolvedAt *time.Time `json:"resolved_at"`
+
+	// ResolvedBy The operator who resolved it.
+	ResolvedBy *openapi_types.UUID `json:"resolved_by"`
+
+	// Status `open` until resolved, then `refunded` or `credited`.
+	//
+	// Example: open
+	Status UnmatchedDepositStatus `json:"status"`
+
+	// ToAddress The deposit address that received it.
+	ToAddress string `json:"to_address"`
+
+	// TransactionId The transaction it relates to; null for a transfer to an address no transaction owns.
+	TransactionId *openapi_types.UUID `json:"transaction_id"`
+
+	// TxHash The chain transaction hash (for `excess` and `short`, of the transfer that took the total over, or of the last counted transfer).
+	TxHash string `json:"tx_hash"`
+}
+
+// RefundTaskKind `unmatched` (a transfer that belongs to no open transaction), `excess` (received above `crypto_amount`), `short` (the partial total of a transaction that expired short), `dust` (a transfer below `MIN_DEPOSIT` that does not complete the payment).
+//
+// Example: excess
+type RefundTaskKind string
+
+// RefundTaskPage One page of refund tasks.
+type RefundTaskPage struct {
+	// Data The tasks of this page, newest first.
+	Data []RefundTask `json:"data"`
+
+	// HasMore True when another page follows.
+	HasMore bool `json:"has_more"`
+
+	// Limit The page size applied.
+	Limit int `json:"limit"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// RefundTaskPageResponse Envelope of a refund task page.
+type RefundTaskPageResponse struct {
+	// Data One page of refund tasks.
+	Data RefundTaskPage `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// RefundTaskResponse Envelope of a refund task.
+type RefundTaskResponse struct {
+	// Data Money to give back or decide on.
+	Data RefundTask `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
 }
 
 // ResolveRequest How an unmatched deposit was resolved.
@@ -645,6 +798,36 @@ type ResolveUnmatchedDepositParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// ListRefundTasksParams defines parameters for ListRefundTasks.
+type ListRefundTasksParams struct {
+	// Kind Only tasks of this kind (default all).
+	Kind *RefundTaskKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// Status `open` (the default) or `resolved` (refunded or credited).
+	Status *ListRefundTasksParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// PartnerId Only tasks of this partner's transactions.
+	PartnerId *openapi_types.UUID `form:"partner_id,omitempty" json:"partner_id,omitempty"`
+
+	// Network Only tasks on this network.
+	Network *Network `form:"network,omitempty" json:"network,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListRefundTasksParamsStatus defines parameters for ListRefundTasks.
+type ListRefundTasksParamsStatus string
+
+// ResolveRefundTaskParams defines parameters for ResolveRefundTask.
+type ResolveRefundTaskParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // ListStageParams defines parameters for ListStage.
 type ListStageParams struct {
 	// Stage Which step's work to list.
@@ -667,6 +850,12 @@ type ListStageParams struct {
 
 	// To Only transactions created at or before this time (inclusive).
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+}
+
+// AcceptShortPaymentParams defines parameters for AcceptShortPayment.
+type AcceptShortPaymentParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
 // FailTransactionParams defines parameters for FailTransaction.
@@ -702,6 +891,12 @@ type SettleOrderParams struct {
 // ResolveUnmatchedDepositJSONRequestBody defines body for ResolveUnmatchedDeposit for application/json ContentType.
 type ResolveUnmatchedDepositJSONRequestBody = ResolveRequest
 
+// ResolveRefundTaskJSONRequestBody defines body for ResolveRefundTask for application/json ContentType.
+type ResolveRefundTaskJSONRequestBody = ResolveRequest
+
+// AcceptShortPaymentJSONRequestBody defines body for AcceptShortPayment for application/json ContentType.
+type AcceptShortPaymentJSONRequestBody = AcceptRequest
+
 // FailTransactionJSONRequestBody defines body for FailTransaction for application/json ContentType.
 type FailTransactionJSONRequestBody = FailRequest
 
@@ -725,12 +920,21 @@ type ServerInterface interface {
 	// ResolveUnmatchedDeposit Resolve an unmatched deposit
 	// (POST /deposits/{id}/resolve)
 	ResolveUnmatchedDeposit(ctx echo.Context, id openapi_types.UUID, params ResolveUnmatchedDepositParams) error
+	// ListRefundTasks List refund tasks
+	// (GET /refund-tasks)
+	ListRefundTasks(ctx echo.Context, params ListRefundTasksParams) error
+	// ResolveRefundTask Resolve a refund task
+	// (POST /refund-tasks/{id}/resolve)
+	ResolveRefundTask(ctx echo.Context, id openapi_types.UUID, params ResolveRefundTaskParams) error
 	// ListStage List the transactions of a stage
 	// (GET /transactions)
 	ListStage(ctx echo.Context, params ListStageParams) error
 	// GetOperatorTransaction Get a transaction
 	// (GET /transactions/{id})
 	GetOperatorTransaction(ctx echo.Context, id TransactionId) error
+	// AcceptShortPayment Accept a short payment
+	// (POST /transactions/{id}/accept)
+	AcceptShortPayment(ctx echo.Context, id TransactionId, params AcceptShortPaymentParams) error
 	// FailTransaction Fail a transaction
 	// (POST /transactions/{id}/fail)
 	FailTransaction(ctx echo.Context, id TransactionId, params FailTransactionParams) error
@@ -823,6 +1027,97 @@ func (w *ServerInterfaceWrapper) ResolveUnmatchedDeposit(ctx echo.Context) error
 	return err
 }
 
+// ListRefundTasks converts echo context to params.
+func (w *ServerInterfaceWrapper) ListRefundTasks(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRefundTasksParams
+	// ------------- Optional query parameter "kind" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "kind", ctx.QueryParams(), &params.Kind, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter kind: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "partner_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "partner_id", ctx.QueryParams(), &params.PartnerId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter partner_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "network" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "network", ctx.QueryParams(), &params.Network, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter network: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListRefundTasks(ctx, params)
+	return err
+}
+
+// ResolveRefundTask converts echo context to params.
+func (w *ServerInterfaceWrapper) ResolveRefundTask(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ResolveRefundTaskParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ResolveRefundTask(ctx, id, params)
+	return err
+}
+
 // ListStage converts echo context to params.
 func (w *ServerInterfaceWrapper) ListStage(ctx echo.Context) error {
 	var err error
@@ -896,6 +1191,44 @@ func (w *ServerInterfaceWrapper) GetOperatorTransaction(ctx echo.Context) error 
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetOperatorTransaction(ctx, id)
+	return err
+}
+
+// AcceptShortPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) AcceptShortPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id TransactionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AcceptShortPaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AcceptShortPayment(ctx, id, params)
 	return err
 }
 
@@ -1145,6 +1478,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/transactions/:id/refund", wrapper.RefundTransaction, options.OperationMiddlewares["refundTransaction"]...)
 	router.GET(options.BaseURL+"/deposits/unmatched", wrapper.ListUnmatchedDeposits, options.OperationMiddlewares["listUnmatchedDeposits"]...)
 	router.POST(options.BaseURL+"/deposits/:id/resolve", wrapper.ResolveUnmatchedDeposit, options.OperationMiddlewares["resolveUnmatchedDeposit"]...)
+	router.POST(options.BaseURL+"/transactions/:id/accept", wrapper.AcceptShortPayment, options.OperationMiddlewares["acceptShortPayment"]...)
+	router.GET(options.BaseURL+"/refund-tasks", wrapper.ListRefundTasks, options.OperationMiddlewares["listRefundTasks"]...)
+	router.POST(options.BaseURL+"/refund-tasks/:id/resolve", wrapper.ResolveRefundTask, options.OperationMiddlewares["resolveRefundTask"]...)
 
 }
 
@@ -1475,6 +1811,288 @@ func (response ResolveUnmatchedDeposit503JSONResponse) VisitResolveUnmatchedDepo
 	return err
 }
 
+type ListRefundTasksRequestObject struct {
+	Params ListRefundTasksParams
+}
+
+type ListRefundTasksResponseObject interface {
+	VisitListRefundTasksResponse(w http.ResponseWriter) error
+}
+
+type ListRefundTasks200JSONResponse RefundTaskPageResponse
+
+func (response ListRefundTasks200JSONResponse) VisitListRefundTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRefundTasks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListRefundTasks400JSONResponse) VisitListRefundTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRefundTasks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListRefundTasks401JSONResponse) VisitListRefundTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRefundTasks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListRefundTasks429JSONResponse) VisitListRefundTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRefundTasks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListRefundTasks500JSONResponse) VisitListRefundTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRefundTasks503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListRefundTasks503JSONResponse) VisitListRefundTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTaskRequestObject struct {
+	Id     openapi_types.UUID `json:"id"`
+	Params ResolveRefundTaskParams
+	Body   *ResolveRefundTaskJSONRequestBody
+}
+
+type ResolveRefundTaskResponseObject interface {
+	VisitResolveRefundTaskResponse(w http.ResponseWriter) error
+}
+
+type ResolveRefundTask200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type ResolveRefundTask200JSONResponse struct {
+	Body    RefundTaskResponse
+	Headers ResolveRefundTask200ResponseHeaders
+}
+
+func (response ResolveRefundTask200JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ResolveRefundTask400JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ResolveRefundTask401JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ResolveRefundTask404JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ResolveRefundTask409JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ResolveRefundTask413JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ResolveRefundTask415JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response ResolveRefundTask422JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ResolveRefundTask429JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ResolveRefundTask500JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ResolveRefundTask503JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListStageRequestObject struct {
 	Params ListStageParams
 }
@@ -1673,6 +2291,183 @@ func (response GetOperatorTransaction500JSONResponse) VisitGetOperatorTransactio
 type GetOperatorTransaction503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response GetOperatorTransaction503JSONResponse) VisitGetOperatorTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPaymentRequestObject struct {
+	Id     TransactionId `json:"id"`
+	Params AcceptShortPaymentParams
+	Body   *AcceptShortPaymentJSONRequestBody
+}
+
+type AcceptShortPaymentResponseObject interface {
+	VisitAcceptShortPaymentResponse(w http.ResponseWriter) error
+}
+
+type AcceptShortPayment200JSONResponse struct{ OperatorActionOKJSONResponse }
+
+func (response AcceptShortPayment200JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AcceptShortPayment400JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AcceptShortPayment401JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AcceptShortPayment404JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment409JSONResponse struct{ ConflictJSONResponse }
+
+func (response AcceptShortPayment409JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response AcceptShortPayment413JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response AcceptShortPayment415JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response AcceptShortPayment422JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response AcceptShortPayment429JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response AcceptShortPayment500JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptShortPayment503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AcceptShortPayment503JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2580,12 +3375,21 @@ type StrictServerInterface interface {
 	// ResolveUnmatchedDeposit Resolve an unmatched deposit
 	// (POST /deposits/{id}/resolve)
 	ResolveUnmatchedDeposit(ctx context.Context, request ResolveUnmatchedDepositRequestObject) (ResolveUnmatchedDepositResponseObject, error)
+	// ListRefundTasks List refund tasks
+	// (GET /refund-tasks)
+	ListRefundTasks(ctx context.Context, request ListRefundTasksRequestObject) (ListRefundTasksResponseObject, error)
+	// ResolveRefundTask Resolve a refund task
+	// (POST /refund-tasks/{id}/resolve)
+	ResolveRefundTask(ctx context.Context, request ResolveRefundTaskRequestObject) (ResolveRefundTaskResponseObject, error)
 	// ListStage List the transactions of a stage
 	// (GET /transactions)
 	ListStage(ctx context.Context, request ListStageRequestObject) (ListStageResponseObject, error)
 	// GetOperatorTransaction Get a transaction
 	// (GET /transactions/{id})
 	GetOperatorTransaction(ctx context.Context, request GetOperatorTransactionRequestObject) (GetOperatorTransactionResponseObject, error)
+	// AcceptShortPayment Accept a short payment
+	// (POST /transactions/{id}/accept)
+	AcceptShortPayment(ctx context.Context, request AcceptShortPaymentRequestObject) (AcceptShortPaymentResponseObject, error)
 	// FailTransaction Fail a transaction
 	// (POST /transactions/{id}/fail)
 	FailTransaction(ctx context.Context, request FailTransactionRequestObject) (FailTransactionResponseObject, error)
@@ -2689,6 +3493,80 @@ func (sh *strictHandler) ResolveUnmatchedDeposit(ctx echo.Context, id openapi_ty
 	return nil
 }
 
+// ListRefundTasks operation middleware
+func (sh *strictHandler) ListRefundTasks(ctx echo.Context, params ListRefundTasksParams) error {
+	var request ListRefundTasksRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRefundTasks(ctx.Request().Context(), request.(ListRefundTasksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRefundTasks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListRefundTasksResponseObject); ok {
+		return validResponse.VisitListRefundTasksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ResolveRefundTask operation middleware
+func (sh *strictHandler) ResolveRefundTask(ctx echo.Context, id openapi_types.UUID, params ResolveRefundTaskParams) error {
+	var request ResolveRefundTaskRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body ResolveRefundTaskJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ResolveRefundTask(ctx.Request().Context(), request.(ResolveRefundTaskRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ResolveRefundTask")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ResolveRefundTaskResponseObject); ok {
+		return validResponse.VisitResolveRefundTaskResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListStage operation middleware
 func (sh *strictHandler) ListStage(ctx echo.Context, params ListStageParams) error {
 	var request ListStageRequestObject
@@ -2733,6 +3611,55 @@ func (sh *strictHandler) GetOperatorTransaction(ctx echo.Context, id Transaction
 		return err
 	} else if validResponse, ok := response.(GetOperatorTransactionResponseObject); ok {
 		return validResponse.VisitGetOperatorTransactionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AcceptShortPayment operation middleware
+func (sh *strictHandler) AcceptShortPayment(ctx echo.Context, id TransactionId, params AcceptShortPaymentParams) error {
+	var request AcceptShortPaymentRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body AcceptShortPaymentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AcceptShortPayment(ctx.Request().Context(), request.(AcceptShortPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AcceptShortPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AcceptShortPaymentResponseObject); ok {
+		return validResponse.VisitAcceptShortPaymentResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -2989,132 +3916,156 @@ func (sh *strictHandler) SettleOrder(ctx echo.Context, id TransactionId, params 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H39chtHkuerVPRshAFtA2yABEVCsbHHsSgvR180Sd2MT9ShC90JoKxGFdxVTRBjMcJ/3QPcvcM8mJ/k",
-	"Iuujv9AgQFnWWLOa2A1Lje6qrKzMX35W6WcvEvOF4MCV9IY/ezOgMaT6j2cxzBdCAVcXsEjoCmJ8GoOM",
-	"UrZQTHBv6IUqzSAkyxlwomZMkhTkQnAJhEmiZkCkEinEhHK5hJQoQSgnQNOEQUpS+CkDqciSqZl5mc6B",
-	"hPm80arzHFZh1/M9Gc1gTnF+4NncG771cGLvne+p1QK8oSdVyvjUu7vzvQtQ6epkoiBdp/cSIsFjiYQs",
-	"KVNkDBORAknxE8an1anmjLM5ztbLp2FcwRRS7w4nWtCUzkFZdn2bpVI0THk1AxJyuFWjSL8REjHRq12k",
-	"cMNEJsmCTsEnGY9mlE8hfkIk8LhgyIQlOIdhE1NII9zS+SJBgmD1l+DsR8Fe/niyesWC25eXwepl7/vb",
-	"l0/F8uWVWL58Jtjk+27UT7jnewwJ+imDdOX5HqdzHMFQVV04vX0BfKpm3rAX9A985ET+oInlpS17Dqt1",
-	"HpyQjLOfMiDvYUUWkJJETFlEk1wEWpS8eXP2FKWGkqkQMYlmgkXQfqL3hgFKVoZipbrkOSwUmYiUUEUS",
-	"oFKR/gGZiSyVVd4M4v54nx5DJ4h6k87B5DHtHI+PoPOYHkaD+AD2J/2eY4qR+4IrNSH0fA9JZSkqAYre",
-	"Bnb1B4Pt3HrB5kytM+mcToFI9nfwSQ8FtBcElfUMguYNTPRwZYJimNAsUd6wH/hInZXiIPDvl2nfu0op",
-	"lzRCis7iZllWxSuExVWOB+PH8HgyiDr7UQ86B5PDQYfu06POwWR/MhgfRcdxL3AcX1A1KxbB4ntZPBHp",
-	"nCpv6GWZfrPO1Dv82CCPVsY/0/jCiBb+LRIcYQz/SBeLhEUUqd/7UeKifi5N828pTLyh96e9AhT3zK9y",
-	"7zRNhVX8daY4OWaSzGmC1EI8JCHjNzRh8cj+HPokZIVgjd7DajRnUjI+DYlIi/ctUnS9O9/7VvBJwqLP",
-	"tBC7sZGdVBbgHGVpClwRqaiC0tr030daKhh+a1dSWqZd/Yjx0SIV0xSkNEs74wpSThND0e++vksxBzVj",
-	"fEoyDrcLiBTEZEJZAjERnIgsJZLFZm2GsBHgWGGXfJ8JBZoN+U7HegmvhHomMh7//tS/EkRm0ayifyIl",
-	"MSyEZGpIQi7UaIK0GOa+XkBKlUhP9Kuvn38yCt3AJay4sLq3RaqWFGE8EmmMVk7VwIRKwrQGcbFEWGl0",
-	"RTplX6SJSvvVXoP3oolroP6fy5sSC/S+ndNVImh8JcQLmk7h8+LXWMQr3AJxAyk5PCDP2Z+HJFwYkkZK",
-	"iFGCRBkJu4T0hkXwhtMbyhI6Tj4TsTFVdEyNj5kVk5NWKA1Fo9LTsD0kXBi1R/nLnSzt8xGKfiIJtc/Y",
-	"0U5jSKRxEmsyWHplm+yVPFC9hCshXlK+shZJfgYuCUHmlK/cvkoyScXceOjCiij6YkMSpoje2oWAOOyS",
-	"i8/HlTecZmomUvZ3iD+P4JSXrk21sb0Io9aaoSO6oKniYF/iUZLFELeHJMxK9BoFeMMXqYhAShS0U66Y",
-	"Wn2ehTQHSsZWUxKzyQS0rbbbP1x3O7Q3nS9DZouFSBXELyFm9Eo7V/8M2OFCkbA+V6h5n5M4miONI/QA",
-	"kfw75yaaIGxGGf8vKmdNMUiEP1ZMzozKGWkFt4TyGOFuBrckZlOmJDoEp//zpflG+us/XqWCt2ve7+0g",
-	"GgQHEB/s96PxoNfbPxpHk+CY0gEc0YNeEMcHtAf94AAmRwfjCcS9MfQO48mY9sb9fnCIvvGCKvQ9vKH3",
-	"v1vBbfs/3wadY9qZnHSevfv58ODu39adX9/L/ad1DmvOigmBG0hX2tnJUiAtHX9aOT85P/tG6qUsUtQQ",
-	"xYwPDW7Urdt7xicC6ZijKhiTVef9LJtT3kmBxhqq4XaRUE6N0WtYkcwi1KuGkZIlXUkyoYkE3Aa7ospG",
-	"6B/zQcdCJEC5Z2IEF2C8zacoyPbtkousghj/CJHKWfytiBsXJ5Ve1JxGM8aBRCIG495UWEz06MS8q4Uc",
-	"TMBqMxq1YAHjpOZYQUdQ5UDB870yOGFU5XxBvTw1E/EIH9EkEUv9QpwZJYPRHFK0iWqUgkaNCErj1537",
-	"GlENnr3nez+hszyiCe72aoQ4o+W65kNoopu0umHhBq3yoeF2oXfR/X3O5JyqaFYbckEZsobORcbVSGRq",
-	"JCajFM2/53tLGM+EeD/K0qTGmrJF1KwoxwL2d1l2MTD2Xnc8UIwKbFjf3GYtfgqKsmRdyF5zIItUjBOY",
-	"G5gXHMiEQRKj9cozUetarN9pEtq/XL5+RRZCL48wroSWWIMXKaHFmPhXY8MJBuuN+rpR8/86o9qnX6YC",
-	"HbAihbWeFikrp6G6GHejSmroWZv1pdHEAm8mFGNZm3grYUaVV5HV762Ap4FAWzTcrQaYOoe0Y3bHbpok",
-	"rTldkTEQmC/USsMtUzCXO81npeIu5wJNU7ryLNO0Bm7I1hThKmnRRAqCFnAGJPxbx7qjnbM4tPvb3r4x",
-	"mkXFwisENG3SM8qSUiaGxrHGEZqclzhvAbsuOau1ENEE6+sblwK1Tkmj3SmbG5+8h4VybJgxqUS6InNQ",
-	"FMOKqkF/wX7KWMzUCnfxhsU6Z/2jyRvg1xjIIiKUEoADm2S7NwFYZqglvZF3jKoTDV4NK+Pk1XeviME2",
-	"DJ0piSFic5oQM5HRNbilkUpWpJ//ukhoBLVEaW9w0O8PusGa//Hhba9z/A5dkHeP2tfXXf2nn/vNXsgz",
-	"lnzkVqOgwi1EGTJW0gSaYIyqEc2ZcZ/GlNh2Z9B62xcX+I7eF2cBt32Qv7i2nTiUXyG3PG7TNr8CtRTp",
-	"+/U9fmpSO4SbF3wC3WmXhGNY9AOTZVNp1A/C6mbqn6sb+ZZ2/m52zu8dNm9eQ+KiSZ1q+RptMWj0nojJ",
-	"hEVAJIC0+F7dvmLnaJK8nnjDt7vv4bsmcSkJP5ptYs2Xdbh0WBMJPmHpXGt9A0R/W/4ZKdeeKM8Sm8kw",
-	"Keh6jjwfFuIRVU32Dgyy2LycyTm4T3CGPJUdUwUdxeawedpif6IUqNo2Z3l39Lzmo42zNsyyWihR0rOG",
-	"dJV4D9yxPs+itg4dwMhaUNQLgm6g/3fPhCa3HDVUjl6IJaSdiEo3s1zNxyKpzpHJuNGjsnswonGcNkYT",
-	"V6WNsi917x1oV8akEAG72Z0xW/ffUTBrjG1L6/hGbohzuw+ZZpM7UUzC4icEhyMZVyzR5sfwEW6ZVPJB",
-	"s2GUkcltM+pYZOukLpqyOmfCpVwBURO0D2FQOeMx/hGHfLeNXt+77UxFZ20RJhiRjZrpEDwGGieMw+6a",
-	"OGFJsjXZjO4HWl38gO1crttSS0Oney0ibBzagu03kuQvNmoPLwzcfctxdtBU1nHkjWLo4mqF0YVYcmd0",
-	"ti5tQVcYB0pQKtmGpmhizPvEvl8RPjUzFuPj8Ny5JbuZQ+OgNBrC0iZQBV2v5I+MHmQB3Ve7WcFCZe+j",
-	"u+RNXJoP7nwvW8T3mzKmSEKlcqn6XZWm5okxk3XIBSmnuVHACyldN0p1u+hSCjYX4K0bmoq9rqy4ghcV",
-	"vF2Dwxror1mhuoezceNrPosFlyZlaHJPGzzD88ZQX6co6BR0mF28LNe9QYy0tqKVDdeZ64/hsMRAdsJS",
-	"qXaOnpvc2oYoekblaC7SJpxLMzDtTZQLNYPULHEikkQsy85Cnmb0bUPGBuCyPR42ARiXRihpV6ldqKlP",
-	"REp0vkPXTzQRqQYs/ErPYHFKGBzTuoSPd7DJNR3SG1Vij583m5QpfIDU5MXQtVWd8htIxEJLD61YLUd6",
-	"sww9cPe16N6bquZELEzcWk9ac6FgJ79mW/YaP8Pdse81SVHzRriBd+T4R3D7kzH6X5TJucvVqN6VJAah",
-	"vKg4pmCS0msuBGlRHmsVlmyeJVT3pLDEhgt1LnyipAhOsMUCl3s1dndb3Xo3em45Q5YzkTNlV+/tj5XL",
-	"qa62zNQmybmwtNeaetDHhFRn820A+dtTed3+4Dcl8i7ud/tLCZ+y65+bIQvbLZ0d9a3vPAeuiEjJmPL3",
-	"Bm8mkBIW14LiF+ed1xdPTy86R0e9/n41tbq9t7JE+scnIjctzxYPpIJFUwL6t0vbvUnCCx2sfvyqTLDb",
-	"lBxYX4y6zdMM9y2lqLXXl+IGaF6IFMnNR+7Pf4klomrGdbkP4kqWLTUjN5QHNuUzQ5cCCAkHiCUJLeXh",
-	"ExJGKcS6Kcb9hpYpLKcYigSC515u6EjXxdhNlTGkO0blRyOwnK2q2vCtHZUoUZSSoznKpfX10IGvakkv",
-	"2FqB8H/7DluONm3wpdrQAoCa840kGGSRnzLI4AmRAES/L11BhnGVijjLJdPxmi4pU4xPRzZ2yf9ewEv5",
-	"ac4Zm+2p1GLrY62xZz1s3RasuPRUQ2cFSdgEolWUQLtxQVaES/FdJXWlUXRkbIuO5HARpjIdUR6BfZ5n",
-	"tYraeC6elcXXxltb+xunWzZ31bSTTut0+sWpIhdo3LdAy84J1M15U12o2pRPHiciej/i2XwMmxpi8A1D",
-	"+Uwk8VrmiHF1eOCVGuWDxiLAtnT8R3tQmxynNczTOdid3KZETEeMx3B7jxhPdAopEVOi3zTqSFV9N+/n",
-	"ysMTfSld3ptUF7xjDJadxYqH7+BCywwq35wmCUhFMl4/IdMfBGv/a3Qu0XxkOPeoGbDL7us3cvdApTRw",
-	"CXcfYqJ9ItADcQq9+6w3O4loYTY/MpfpphqvdnL6zdsbnP7tcd9Omcc6jBXpRyXurwfZH43453WcxqYV",
-	"3ytt0miXDLx1Iu0cvsks6XNoieBTfS5NhwI4NxcEH0JKFH0P0um9/Ciu3St5u5SOdki2FhlUN1sZeyqc",
-	"r6RQl0V0VcHvNfaWUrgNSrWuwlXRrOpEBcOb/Ji6BG1Peq5B9INSn+6bT5H2XDPiX3OenyHn2SQxO6bg",
-	"mmKaj897Noruv2Q+rr7Sj2f3p+H0fw8ubwqKQgwAQpvcdGDrmzRnKdYWaSm6LsdE+HmlMF+Jq0sxjHlv",
-	"XY8lRFnK1OoSt8fsoktNP4fVSaZmG3aldC6kFcr3I7EY/frLP8J2l5wXp0EkoanxwqQBscaTw3/rnJyf",
-	"dZ6f/lBQSBfsOazMIQhmG1YjwRU1pzphrlt+bTqRCS7/h40g465ddDcS82IK9yspvvDutuSyUO7dd0PT",
-	"KwVikQBpiZTIlUSz0jaOh4QksWcdrffz5vLplYbcV9+98q+5ibntCfUEfLKgq7xkLjJV68bydXZjRnmc",
-	"oF2hikwF2JbgLjlTpm1MzeCa1+t/5tiC6+oiV9XgmrTCPbpgeze9Pfs09Ik2oUt9hFWlNFJtwuQ1zzid",
-	"TEyv0nil/dA4ZTcgCdV5iaEbVneCFWfvjb8B0s87RU2/psQlXXPbRI5kciXJcsaiGZJMaEwXClIyFze2",
-	"V7QcSF3za/6nP5FvBcfvcK345BF59AhFFB+Z4y/dR4/IqeZAvtHWF6T3CK3v+r503viaExLWBEakrjeM",
-	"dDooU+TVycvTsI1RVZjLb9glJ9XDUFIPdhD0SOUsFJlBCmaT63Qxqd8PnV0ubV7XrNjhsm+OR0i/1LIs",
-	"fTIXHFY+wVBEopxNmWnjffRIK6NLipfGRhp14mXoQJCMRczAaG/487VGvGtvSH795R8+uXbIh0806JJr",
-	"B+H2pbvQdz3jVkwJCXVfdkiMIahdYWHPg0Qi1lsVl8TIeLqGlmqWX1qGlE51Ffsfnr++vApJC+rSgNpk",
-	"+iQkke58c9s1c+Dsmtq1o2ItfcVAfzDAr1FNIJVtH9+VkVgUDZX5blJ7JUU+t18suprvkjCnKMJySKg9",
-	"ZekEMecQygaO6PY61Wd0TUOpdnXdjSF6jrDh/K/ZrBBHbeVlNyNC5pw01aJ3TDafU88P9z2pEuaodd5v",
-	"6XB/eNDvkw1n6Z4Uy50xC49mLUzayiDj00KLjsm2Q/JP8pOrTLqbVPS9F/h5EPpOt1ISDm5vw67DkJip",
-	"QnRcP2jKlBHfchKDxfnGTtkN8FK9o6Wrlgh2RGilMrEhhlrt4ryIkexOvY/eBbpGNC026PSSboOzkp4k",
-	"MKWJpVA+emSypyaR6g5TxWgquFBEH9DBQedt1J6CiRv3Fyc1BDg+2okvcALt1UuLI7oGVwKujcI9zuIp",
-	"KL2FrfDi5Op09OLs5dnV6OL05OmlCUvC706vcG9Kv/714uzq9LKIWlKQqm2sojkca8ejCvTlIJ1zkbBo",
-	"pUdxz8L2E3MsWzddazJMLsEoihOr/jGpHOm1GlQ+ymu5cAW3ytfgE2GwkeqjsFoakIcLkaoqj9aYMbTm",
-	"2VYpJXCl16HPEOnTLwb9rFu90seHNIqrmf5BX2RSHDSS/jpQtck8k4qM9X6bI7pvrp51jvSy0NXQZl4k",
-	"JRgjrTf/HgRB8Osv/w//0HvmE/zv42f2wfGzNqrMm39/9uzZU59AIp0wBaR+YQeSjGszugxJjEqeH5Ln",
-	"YE5R3dAEI2ZktFNYc4KaqSeE4uC1lRZ2ElUzF/EYogQ5bazmZmpwWGQijlxwzwlyhDAZA1qfWCcO7X7r",
-	"ghM1UEHmQLm0YGJ0BBHjhBOXcUQ3Kvd5xNI80H6O3jpmdKB6vVMk5nOG3t8UNHCK1GiuVl6fSKGnD+zh",
-	"hUGwHxIu0jlNkpUlyLLPwo3u/iMmD4y2PgLt3A7dfVNoYjkHA3AWkMqXAyRCqhIYmxH12JpQ6RsIM2f3",
-	"SEQ5UvueiyVOoFdg5tCrSijGJNacsySxi5ZmIV0c9gp9KqsUhs3mwqviwMS1l3GcgF971v4586inevQI",
-	"jdCjR402G82poQVNnR3TGU7cHUOQX2QQYxbrDbArMBAR0TRlKBmZ6mraSdOtCfgNyGbw0M7rifFwZW4/",
-	"8jIXvnC1FAQRRGoPuNbQ5XQjT2niXuUtij4BGs3sWXaee9LRTEjgZLwy4Qc6TEMSvjj7/s3Z07OrH0LS",
-	"wrDF6Wo5YBla7dVbZu/VyouGBoXD85MfXr+5Cq95a0FXbhCMZqqRTNtIY+hMRZiT11rkZctvcF36Aqa2",
-	"vmRMq9k116JEk0TqZO/S+Bxh3vRTGkoqdHOn5XF0RxAqki4EULUWLdn+X2NpzfIs+KJ0IFDmOiMpj8fi",
-	"1vUbYfiH70hxzVvh5enV1YvTl6evrkYvXz89/Y/8pVCD5niF+wbJhISXZy/fvDi5On06Kn3z9PTFyQ+h",
-	"3WHH9qZxaaZE2NbC9MFcTvFBB2LkA7L8Qy3cIh9IJdQiH2xkNV6RD9f8Q6fTafx/HDxcL6uG5EPe7kyi",
-	"Whc01VmhDd+1wmqTbkjCXHDDdumrYfG49LRbeWoxieleGbM1jtttspn2rTTo+F3XeYmp8yIF5bpvmD8Y",
-	"Fg9aXHDQSyiUalgVUFVh1pOyHoxtjEL2yiH83s8svtvDOUK7oDoZulHOdiDj3Hl9OyStFPc6AzQ/2n1V",
-	"wNsF5fYjvZZycF0a4Z61jFdVhmuLpIVy52UZAtzCKtOaowNMgyyp/xia5oTKAsyjbvmRhaRPTraZKiT3",
-	"KYe7J+IDCU1jQVmIh+5Ry8G3sTFWBDVOOOlyb5bQXe+4+aFd37tisnIiobVZsihLDDBVudIsa82rqlK6",
-	"E0Eb5rMv+yS0TRghabkrWQyn2hp4JhnXsl5kREvMrTwsk1L+YTfumC828EcbcdN7g3/BoKU6xn+iGYL/",
-	"+PWXf4QkYVKZ2FF374iJsdEmcxZW+mlC0qKFMFxzuy6fhDlaNcmccTTuAzb/mocNXT+Ih5WNbvslipyw",
-	"t0oq6LtTPSi2VuPa11z7AbnAuhF0TI9sRFula0ER2PqCTcaep2KRMlBU38mYpYk39GZKLeRwb68pjbun",
-	"IJ2bSjRTSSWd63LVGF55vncDqTS53F436Aa2v5bTBfOG3n436O6bNs+ZTnTvuQLiXl7bwMdT2HwuzRx7",
-	"JYK7uu+Wfh7S0pUT7cAWNWyMISq+CLFXfzjm+iTvVCI6qWAEuV0tbvo6xQ6qs6Do9mtu5zHSWayP40tV",
-	"L0VIr3oP69v1Am2yKmqrzF5Ta5u1rH9FTOGi3d1wRWpedd7tyqNNvQd3fvN3Bf179hLZHd40l4jevatd",
-	"fNkPgk92ddO99cyGG5221cLvfO/AkNc0a76MvdLlnfqT3vZPKneJ4Uf94+0f1a9lu/O9wS70Va+t1F/t",
-	"b/+q4bY8XbLK5nOEDiPeDXzzfE/RKYp2rrbeO/yyUHiL9rrehoQshGxQ+m8TIU3pIK/T1eYalm1SK++v",
-	"kmQJKej8jq4oPSn6ZHVMqe5tXmpX630Ypxlvz6VXl3T1xHbXmkhkJpaItkWfocOTonVoW263CT5s5/Fa",
-	"yXYLgNzffFcUJY+jPhxMerTzeLwfdw5gMOkc0cNxJ4h6cR/2Jwd0MP5d7r7djhW165kNaGih/7OId7my",
-	"Ll9l0UtdrtKafjnvAlSWclM7kMAx/jCRKokyqcTcHhXOL0ByLUlecPuY9uIg2h8PoD85oIfxUXQ8DmgP",
-	"+pP9+CAajA/pYziaHMdB1Bv36T4cTAbxYfR4fESPIZj0tM7vBmq1/vO7ajkceX/3GSF12+Wgm/rbf5+7",
-	"UT8bOgcH2z/Kb9bVH+wA5/lFyfhBbwdErt+0qr8b7LKchvsStdHp7/Lx+p2RX6jBsqrU2E6z2WqVY4yN",
-	"DmrTWeBKL4AuVesIJfRNrsNkg1ph0dZnrtsO2xiEyAh47AocZUeTJOx9tbaBwU6XPLO37kdiPmbcZvdP",
-	"Xj3d5JiaYw9bbMlfZ8yGTe4ghBJmvs2e5xTutQ73oY2h6XfxO/1GP9v2LbobCeqnwAtjuU970TH0x53D",
-	"+GDSORgf0c5xFECnN+nT/fFBNIgPYQNLqkf6H2IlmwiuyJgNDmwf66Y9Kdpcd9uFvN19Fxpc6wbVp+Vc",
-	"HpVJ3QFBWrpkLdkN1A9FBP3DTq/XCXpXQTDU//e/NpA/SXUrUQPn7r1b4aGk239Z4wG07wdX/f3h4Hg4",
-	"ON5EuxIPp/z3jJC2nXLfEiTZavcUvsZGu8RGqsEoUOIg0pmbq7J9WTc5OljaaHdO+KoZv/wt151VDcJ3",
-	"oJqOxK9Zhy1YW/3XODZJ8v2sbb7v/g/t7H2B8vkdqGqR84ECqTPZm0P3xpRpnmbPU9y//p//W6Qw86Jy",
-	"Y0Jbl9GG19zV2daS+0XZvFSkzXi5TJtIqKXPm5yjZ5Qln1AJPm+06y4W3fEq0J2j0PK1qLuHoLtp+skX",
-	"oeRfI7o/IIyhWP5GHLN3ozTj2IU+DmvP1plGjLxUrY15Di+VzIfBt+E1/5h6uAbFCk7mzdzXvFYFzzEz",
-	"r67ZBsmiLZJx3bmSXxhMKve+pFSBKSWVb+e1zXP1myWQF6QVmqqZWLvCU9dHbiAlciaW/JrXm+qXM4EA",
-	"bCYx3Y76X/MISSxMSdb0dTVhMkuS1/by4i8IjSv33Xi9wcFxLzC3FpubYfSjrv4nxkoXctQvFdkdpEsX",
-	"Gn8F6a8g/YdJu2ngUPX7ph4K1faOjI1gfVLpW6n2mlXvxSQtwSNoD/OurbUWF9t4d83XOl20I/qk1EuO",
-	"/1nJ8txNCHapvz9313x8US5lgUyvzs47QRAEvf3+Ya/X3+8FPXdbQe8hJY3apUdfweorWP3xwKp0n27V",
-	"lXkocJnK4z3Rct6IhSFy3otVbcXyjWNY1Lub4+X892tukapc+y61cJb7X+zVEa4amtfRm6vSOMEXGyCX",
-	"i7i/+V+/egjilW5D+wp3X+Hujwd3ts9Th7XrRdGdgM44SfcAXUP6r9znmLtj1Y5p39JXdFcX7tmGTmqN",
-	"ffrWJcFLZ2yqh5o3OGlfYKBZix6LwwsdV6x6SBz51T/7ClhfAGBhDKmPb5cuVNwEV6W7NrQyr92y8fYd",
-	"KqCE9Ka5E+LSnHFa65i2h5O6jZ3T9q4Hl5xr6EI4z09hrY1MF+xjRz0hiYhoQsxyMEBN3fUKJJzT90DS",
-	"jIeVGYd7e/qbmZBqeBQcBevTvMvZW5/vGXOncF2lc7wydU6N1PpInZrBnKhZKrLpLL+Ydr1EKZam9cIW",
-	"0Cv7uL7QvC98l5sd7ZB5e8/du7v/HwAA//8=",
+	"7H3rcuM4luarIDgTUVIOJVOy7LLlmJh1VzprPHlzZzq3p7eUK0IkJKFMASoCsqyudET/2gfY/bFv0C+y",
+	"b1JPsnEOAN5EXZy3ruxxx0xUmiJxOTg4N3zn4FcvkrO5FExo5fV/9aaMxizFf17GbDaXmgn9hs0TumIx",
+	"PI2ZilI+11wKr++FOl2wkCynTBA95YqkTM2lUIxwRfSUEaVlymJChVqylGhJqCCMpglnKUnZLwumNFly",
+	"PTUv0xkjYdZvtGo9Z6uw7fmeiqZsRqF/JhYzr/+TBx17731Pr+bM63tKp1xMvPt733vDdLo6H2uWro/3",
+	"LYukiBUMZEm5JiM2likjKXzCxaTc1YwLPoPeOlk3XGg2Yal3Dx3NaUpnTFty/bBIlazp8nrKSCjYnR5G",
+	"+EZI5BhnO0/ZLZcLReZ0wnyyENGUigmLz4hiIs4JMuYJ9GHIxDWMkd3R2TyBAbHVfwSXP0v+8ufz1Sse",
+	"3L18G6xedv549/KpXL68lsuXzyQf/7EddRPh+R6HAf2yYOnK8z1BZ9CCGVV54vTuBRMTPfX6naDb84ES",
+	"2YM6kheW7DlbrdPgnCwE/2XByA1bkTlLSSInPKJJxgINSt69u3wKXEPJRMqYRFPJI9Y8w7XhDDhrAWyl",
+	"2+Q5m2sylimhmiSMKk26PTKVi1SVaXMUd0eH9JS1gqgzbvXG39PW6eiEtb6nx9FR3GOH427HEcXwfU6V",
+	"ChN6vgdD5SlsAmC9DeTqHh3tptYLPuN6nUhXdMKI4n9hPukAg3aCoDSfo6B+ARNsrjigmI3pItFevxv4",
+	"MDrLxUHgb+dp37tOqVA0ghFdxvW8rPNXCI/LFA9G37Pvx0dR6zDqsFZvfHzUoof0pNUbH46PRifRadwJ",
+	"HMXnVE/zSfB4K4nHMp1R7fW9xQLfrBL1Hj42kgc34x9o/MawFvwVSQFiDP5J5/OERxRGf/Czgkn9Wujm",
+	"n1M29vrePx3kQvHA/KoOLtJU2o2/ThTHx1yRGU1gtCzuk5CLW5rweGh/Dn0S8pyxhjdsNZxxpbiYhESm",
+	"+ftWUrS9e9/7QYpxwqOvNBG7sJHtVOXCOVqkKROaKE01K8wN/x4iV3D41s6kME07+yEXw3kqJylTykzt",
+	"UmiWCpqYEX3x+b2VM6anXEzIQrC7OYs0i8mY8oTFRAoiFylRPDZzMwMbMmgrbJM/LqRmSIZspWOcwiup",
+	"n8mFiL/86F9JohbRtLT/ZEpiNpeK6z4JhdTDMYzFEPf1nKVUy/QcX339/LON0DVckBVv7N7bwVVLCmI8",
+	"kmkMWk5XhAlVhOMOEnIJYqXWFGkVbZG6UdqvDmqsFxxczej/vrQpkADX7YquEknjaylf0HTCvq78Gsl4",
+	"BUsgb1lKjnvkOf9Dn4RzM6ShlnKYwKAMh71l6S2P2DtBbylP6Cj5SoONqaYjamzMRd45aYTKjGhYeBo2",
+	"+0RIs+2B/zIjC20+QsFOJCHajC00GkOijJFY4cHCK7t4r2CB4hSupXxJxcpqJPUVqCQlmVGxcuuqyDiV",
+	"M2OhS8uiYIv1SZiC9EYTgsVhm7z5elR5J+hCT2XK/8Lir8M4xamjqja6F8So1WZgiM5pqgWzL4koWcQs",
+	"bvZJuCiM12yAd2KeyogpBYx2ITTXq68zkXpHyehqSmI+HjPU1Xb5++tmB1rT2TTUYj6XqWbxSxZzeo3G",
+	"1d9D7AipSVjtK0TaZ0MczmCMQ7AAYfj3zkxEdjyPIjbXBdOPxjFaJTS5SmH5NQcDcUwTxaoD+tN0RShR",
+	"U5lqMqerGRAQ/BFskqGlOy+08auXMmpJsd5QVbkho7BYgaGxnFLtdCHjtwy4bhHDBmyWzemXLAVxpQmd",
+	"pIzF4BRAu4kEX5rO5EKA3V9wP46sib/V/cit7J/cFHI/Wo5+ZpFGu3NKufh3qqZ17lwEP5YmOKVqShrB",
+	"HaEiBs0xZXck5hOuccoX//2l+Ub56z9ep1JUZh7cHUVHQY/FvcNuNDrqdA5PRtE4OKX0iJ3QXieI4x7t",
+	"sG7QY+OT3mjM4s6IdY7j8Yh2Rt1ucAxuxpxqMOO8vvc/G8Fd899+ClqntDU+bz17/+tx7/6f1/0I38tM",
+	"0XVmRSaVY8JuWbpCu3GRMtJAV96KjPOry+9Uc51TmGt15065FGMJ45iBVDHav0r76WJGRStlNEatx+7m",
+	"CRXU2A81M1KLCERUTUvJkq4Uwb0Ay2BnVFoIu1FsoyMpE0bFGhe5LvJh+3bKdYyF8/xBxrWTUxonNaPR",
+	"lAtGIhkzYymWSEywdWLeRXnBjO9vg0MVvwtcznq3C53Ros/l+V5RzoOD6sxqnJ6eyngIj2gC2xAexgsj",
+	"r9hwZvfrMGUogCNWaL/qJ1UGVeMkeb73C/gdQ5rAaq+GILKRryvmGA66TkDWTNwI/qxpdjfHVXR/z7ia",
+	"UR1NK03OKQfSGJkzlAs9lONhCpaU53tLNppKeTNcpEmFNEXjAklRdKvs76porXm+V2PDARvlsmF9cet3",
+	"8VOmKU/Wmey1YCCORwmbGY0pBSNjzpIYDIEsqLe+i/GdOqb9j7evX5G5xOkRLqyYNvIiJTRvE/405hAR",
+	"dMZq9+vGnf8nUBtckWUqwZbNo4HbRbwZdd7uxi2Jomet15dmJ+byZkwjENsmhlmQGWVaRXZ/7xR4KAjQ",
+	"OIDVqhFTVyxtmdWxi6ZIY0ZXZMQIm831CsUt12ym9urPcsV9RgWapnTlWaLhDtwQ+Mo9f9KgiZIENOCU",
+	"kfA/W9bgaF3GoV3f5u6FQRLlEy8NoG6RnlGefLxlUzVITNxjf6PG6p2iuvHJDZtrR4YpV1qmKzJjmoKH",
+	"VlboL/gvCx5zvYJVvOUxhv9/NiEY+FqmJvz6hYyZZ5zqc2Mwrc9MkFc/vrL2FKEKLGgW8RlNiOnI7DV2",
+	"RyOdrEg3+3We0IhVYs6do163e9QO1uyPDz91WqfvwQR5/6Q5GLTxX792662QZzz5yKUGRmV3LFoAYRVN",
+	"WJ0Yo3pIM2Js2zEFst0bab3rizfwDq6L04C7PsheXFtOaMovDbfYbt0yv2J6KdOb9TV+aqJkRJgXfMLa",
+	"kzYJR2zeDUzAUqdRNwjLi4k/lxfyJ9r6i1k5v3Ncv3g1MaC67VQJfaHGoNENkeMxjxhRjCkr38vLl68c",
+	"TZLXY6//0/5r+L6OXQrMD2rbeRnW4EIPMZJizNMZ7voaEf1D8WcYOVqiYpHYoJCJ5lePG7JmWTykuk7f",
+	"MSNZbIjThG/cJ9BDdioQU81ams/Y5m7z9YlSRvWuPourg/2ajzb2WtPLaq5lYZ/VRP7kDROO9FlAunHs",
+	"BIyqOEWdIGgH+L8tHZowfVRzCPcC3MZWRJXrWa1mI5mU+1iouNaismswpHGc1noT14WFsi+1tza0L2Fy",
+	"J3k/wuxcfzeCaa1vW5jHd2qDn9t+SDebzIm8Ex6fEWiOLITmCaofQ0d2x5VWD+oNvIyF2tUj+iJl1zWS",
+	"Qqc0gl9vabJgqrlzUM7bgiY4TbxsQxvHKtuq6EvELJ1TPLszloeR5fA89nzo6P2uWfreXWsiW2tTNy6M",
+	"qt3PTu7HjMYJF2z//TvmSbIz2g9GC+hq+IDvfV664zATTPU1P7K2abt23ymSvVi750SuFrdNx2lPA22A",
+	"ljcyr+MaDT6JXAqnqnZObU5X4D0qpnWySwaDYjLvE/t+iSX11OiZj9MCzpjZT4kas6ZWfRYWgWrW9gpW",
+	"zPBBetN9tZ/uzDf6tnEXbJC35oN731vM4+0KkGuSUKXdWcm+m6Ziv3ETq8gYKRtzLYPnXLquyqra1AUi",
+	"bATBW1dPJS1fmnFJXpSk9JoQraiKNd1VtYs2LnzF0rHCpW4z1Bm1NfbkVW2AAAMbdMLQOc9fVus2JPhn",
+	"O6WVdfK5AygJtgT3d8xTpff2ueuM4Rrfe0rVcCbTOjmXLpjBl1Eh9ZSlZopjmSRyWTQxsuCkbxExGwSX",
+	"BdnYsGFcaKGwuwp4rTqgjlJgsocO0DWWKQos+Ap7sHJKGjmGewke76HJK3sIF6pAHj9D+xRH+ACuyU6j",
+	"12Z1IW5ZIufIPbR8dmGHXs9DD1x9ZN2tAW5B5Nx4u9VQt5Ca7WUN7Yp5w2ewOva9Oi6qXwjX8J4U/whq",
+	"fzZC/4MSOTO5ard3KfRBqMiPfFNmQtlrJgRpUBHjFlZ8tkgogoJ4Yp2MKhU+UygFOtihgYtgmf3NVjff",
+	"jZZbRpDlVGZE2dd6+31FgMqzLRK1jnPe2LFXUFVgY7IUzwCs2/npAcB29+iTwn9vtpv9hTBR0fTP1JAV",
+	"2w2MqfrWdsbjbJmSERU3Rt6MWUp49cj5xVXr9ZunF29aJyed7mE5ILsb3FoY+seHLzdNzx45KM3mdWHr",
+	"T+e2raHFN+isfvysjLNbF1JYn4y+y4IT26aSn9BXp+Ia2DyRa6pqwqQvpWAroiWZ8Fu3ECmyewyifFsw",
+	"ckcUp9TmlkhO+2hLgIvtdFs+TmiOUznbHtmyPyIDzpBIEULzUzkjDdh3IeJGQt+wKBMxyJRxbv5FQAUW",
+	"ZzuveQZGbcoItZxBJpLVR8w2BhaousHokR3BQuDJLYtD/EmZsWRPSwGn5l7i/oaLeI/9ZNnpObwN1rec",
+	"DLmI2d0WD2OMDnMiJwTfNGdIVNdvjgyzHtSb6p83uEF1sf/vlHPwreFQOHet0m93zIEpmSyg2SFYWdsV",
+	"9Hdqf1Os0HBBdjxECPlEgox1Ibn9e73da0eaFz8hWuO6Gq32MmvM2x+7TvvFVt65nWWDjHmARcsHxckN",
+	"62dx7tpDfd8rLNZwr1gjNAnmrCJaWubFpJlc+5t0LDcKIcvY8qWJHDyYels5cBNwDCUYuwO7P0QIWSZQ",
+	"rRTNB407VMob81hqmiBc2QdVtVXktvcLWaHUK4ajMtOzpCdKy5zPuij/1hZtUzysZv+uS4vyLihvv5J2",
+	"3K71n1uhXknkK2iPBq1Qe8QSKSaYNSckbLXSCjb9fOUaGRfTkbxlJCwF7kJ41axrfvjAaeJWsRp4wM4t",
+	"QskAM6GBeKF0eZAwviUJX16+Gj69uHr99vI6NN/GkhlQKWzfhNkUDgvubBbPMLLpozli0WzYJSK8lC5j",
+	"kLJX6gxgS+jdQTqr+VFbPyhIBx98juhcwRZ8DMp9haBcmTn2jQ4V2OQTYnEVxvyHjA7lc/wI2n4qWf9R",
+	"SYpa5uMc33+XS7Aw1nyQNauw4lVuAM2EzjwNiUAwfWi1ZXgGmoYhhj77DegaFmV8ft7suZdrMsgR8bsJ",
+	"fgnjjqVgaKIsp6uy9/qDbRUUZYZXjmYMTHkjhVZyUYHsd4KdMDf/0wMClqJ1C/xWb8CZK83m3ykCRhD5",
+	"ZcEW7Iwoxgi+rxzqjwudyniR+WqO1nRJueZiMrRHXdnfeTSq+DSjjAUHlJRtta018qyfcu6yjusxEAZb",
+	"nvAxi1ZRwpq1E7IsXDgOLKEeMOg2NKFIPPgzhgf+m4qI2ecZCCIHYGfsWZp8pb21uVe9kLqVdLsObSK3",
+	"FWssuU+I72wO6SAaclNMZ5TI6GYoFrMR25R1AW+YkU9lEq8BDbjQx72dQYIvFzva5IrVx132Crt8SgDl",
+	"C4dOUrrcitySomU8PNuLZQ/fiQvkGdh8M5okYK8uRLWiRddEAEv/8x6DKY/BlJ2h2S8QRLHxBNuHb3we",
+	"XvKI8eQI+haSwENwmukNU27ff4Egyj74xD0CHXmEY0PwohjfKCBulvlhXEl+14Q7vmKEo8pBu93vNRH9",
+	"ICfcffM5/PA1Jf7ojX8Fb7yOY/b0G+t8mo93zWtZ9x/Sm6zO9OPJ/Xko/V+DypucohAcgNBiYZyw9Q0q",
+	"puBry7TgXRd9Ivi8hOMu+dUFH8a8t76PFYsWKdert7A8ZhUdkuk5W50v9HTDqhTqODRCdTOU8+Fvf/1b",
+	"2GyTq7x6gyI0NVaYMkKsttLXf7bOry5bzy/+nI+QzvlztjJFC7jNioyk0NRUYWIzzCu16BMuhfpv1oOM",
+	"23bS7UjO8i7cryT/wrvfAX0Avnff9U3Ymsl5wkhDpkStFKiVpjE8FEsSW5vIWj/v3j69RpH76sdX/kAY",
+	"n9tWlEuYT+Z0lSGs5UJXUn58jG5MqYgTZooVTCSzeadtcqlNbpKesoGowkVNbrxLHSLXZeeaNMIDOucH",
+	"t50D+zT0CarQpcgSEJqEq4FYCDoem4SY0Qrt0Djlt0wRinGJvmsW043yWnnG3mDKz9IRTVKggikNhM1U",
+	"hmEKrchyyqMpDJnQmM41S8lM3tqExKIjNRAD8U//RH6QAr6DucKTJ+TJE2BReGTKVbSfPCEXSIFsoa0t",
+	"SLcwre+Si/BseSAICSsMI1OXgERaLeAp8ur85UXYBK8qzPg3bJPzcvEShY31gg4p1S4hU5Yys8jVcXGF",
+	"74dOLxcWr21m7OSyb3LwlV/Ii1W+AUf4BFwRBXw24SZX9MkT3IwOQ1VoG8aIgZe+E4JkJGPOzO4Nfx2g",
+	"xBt4ffLbX//mk4GTfPAEhS4ZOBFuX7oPfZeYbNmUkBCTf0NiFEGl5KQtOhDJGJcqLrCRsXTNWMqgMGUJ",
+	"UqjCkq9/ePX67XVIGqzKDRbkICZMEeXqkTUd9h96x9GulXZpYEnA7tERfA3bhKWq6cO7KpLzPGsvW01q",
+	"S0hmffv5pMvxLsVmFFhY9TEertNVxogZhYA3oEW31inW1DJ4GDR1XYVP7COsqddlFiuEVhsZStOwkKlr",
+	"RpH1TsnmunJZMZ6z8sDcaJ31WyjGF/a6XbKh9s1ZPt0pt+LRzIUrCyTlYpLvolOyq6jdWVZpiitX+dQc",
+	"uYe9IAh9t7dSEh7d3YVtJ0NirnPWcUmHKdeGfYtBDB5nCzvht0wU4HENBLmCsCMSN5XxDcHVauZFCQxn",
+	"t6rJ2s7RNaxpZQOGlzBrynJ6krAJTewI1ZMnJnpqAqmuYkd25IpVIKDRWRN2T07EjesLnZoBODrajt9A",
+	"B2jVKytHELJZEFwbmXu0iCdM4xI2wjfn1xfDF5cvL6+Hby7On741bkn448U1rE3h1z+9uby+eJt7LSlT",
+	"umm0oilmZdujmmExz9aVTHi0wlbcs7B5ZsqoYWYvDsPEEsxGcWzVPSWlElx2BxVLb1kqXLM77aPwicDZ",
+	"SLF0FXID0HAuU12m0Rox+lY9W1CrYkLjPLBQBZZYMNLPmtUrrFGBUlxP8QcsPJpXs1D+uqBqktlCaTLC",
+	"9TYltd5dP2ud4LTA1EA1L5OCGCONd/8SBEHw21//D/yj88wn8N/vn9kHp8+asGXe/cuzZ8+e+oQlyjFT",
+	"QKoFNmHIMDezl1kSwybPitoJZkp1YIKjIbTbsKbiGddnhELjlZnmehK2ZsbiMYsSoLTRmptHA80CEaHl",
+	"nHqOkSMQkzED7RNj4NCuNx44USMqyIxRoawwMXsEJMa5IC7iCGZUZvPIpXmAdg4uHTd7oFyOOZKzGQfr",
+	"b8JQcMrU7FzcvD5RErsPbIb8UXAYEiHTGU2SlR2QJZ8VN5gsRkwcGHR9xNC47bv60KBihWAW3GEEUrGY",
+	"XyKVLghj0yK2jQNVDl2JBWJIRAWM9kbIJXSAMzB94KwSCj6JVec8SeyklZlIG5q9BpvKbgpDZouIyrLy",
+	"B95CQAdi4Fn959QjdvXkCSihJ09qdTaoUzMWUHW2Tac4YXXMgPw8ghjz2KFVZlgKE+dO05QDZyx0G8dO",
+	"6qocwjdM1QsPNF7PjYWrMv2RHXPBC9dLSUCCKLSAKzActzeykCasVZbR5hNGo6mtPScySzqaSsUEGa2M",
+	"+wEGU5+ELy7/+O7y6eX1n0PSALfF7dWiw9K3uxeXzNbBzg4NjRQOr87//PrddTgQjTlduUbAmyl7Mk3D",
+	"jaFTFWE2vMY8O7b8DuaFBZObWBQct9lAICvRJFEGXmRsjjDLESk0pTSYuZNiO5hAAhsJDwKoXvOWbLqo",
+	"0bRmelb4AneAoMz2jKIiHsk7l54C7h+8o+RANMK3F9fXLy5eXry6Hr58/fTiX7OXQhSaoxWsG0vGJHx7",
+	"+fLdi/Pri6fDwjdPL16c/zm0K+zIXtcuXWgZNpGZPhjY8wd0xMgHIPmHirtFPpCSq0U+WM9qtCIfBuJD",
+	"q9Wq/X9oPFw/Vg3Jhyw7lkSVpFmKUaEN3zXCck5nSMKMccNm4at+/rjwtF16qjP8YsPaBRm1m2Tz2HeO",
+	"Af13POcl5pwXRlA89w2zB/38QUNIwXAK+abqlxlUl4h1VtwHI+ujkIOiC3/wK4/vD6CP0E6oOgzMq7IJ",
+	"q9B3dr6N2L9bJhYM1A+ar5qJZj5y+xHOpehcF1rYMpfRqkxw1EjIlHtPywzATazUrck05yhkSfXH0IAT",
+	"ShMwj9rFR1YkffZhm65Csm1zuGKEH0hogAVFJu67Rw0nvo2OsSyIcsJxl3uzIN1xxc0Pzera5Z0VAwmN",
+	"zZxFeWIEU5kq9bxWP6vySPca0Ib+7MsIX0UQRkgaroSqoVQTBQ8ixD4UI6IF4pYeFodS/GE/6pgvNtMn",
+	"H+W6RMkKbBiJUipi6iqYbhaSZZRuAVjtIoo+Cd2PKWvNUx5ZbnBkcH2UJNN+0zafhihC0VR5U4DFwqMd",
+	"WUnOtE+40j56c8SSsoVNGAz5WC5ScsNFrPoD8QloZ59g7TfoDPXZQJge3XHgQd50CRiNcVQgyK1Zp5KF",
+	"VUFNo7FeWRSLKci37cdDqQcCPzyzjOHMp1LygFCa0ZhEiVQ2CgG0tNbXBgT2QOwFwaaOMX0TgCUCQ7CR",
+	"CbRpuaQp+CvNNrkAw5LnkAckgU8oUCffXo3MHK8gMkzoo3R6kW1wITVrOtvYQNrgD7OWRR79N7Du2L/+",
+	"9te/hbjohhgIipNjY/qagHRYgqkhebLFGgjLHrBobsvWbUVjv2+zF/yBCGvAdLCLS/IT+KMCr8Odnmk2",
+	"39VWgcWxiqw5ELjAmR5wLWRIWaAZHrFGzB7b2TOOq1TOU840xatJFmni9b2p1nPVPzioOx050CydGYAH",
+	"10nplMQdAZHzq0vP925ZqswRSacdtAOb5SzonHt977AdtA9Nsu0Uz49qNiI8nrDN1YFMyTKQJBZOsQMm",
+	"Rxp4IIl+YQ4NAde8ZOITW7bVEdcnGQCQYKzOMHCzjBnw8eSK6dacgjeN1M5CD5cxllJUunrCp7zydUQ/",
+	"reMeklUOWeD2tiaLgbRuCzHngc32hpuCMjDHfpW/N0F67v367/LxH9i7lPZ409ylc/++cv9LNwg+WwXz",
+	"rTCBmsLmuyAm977XM8Or6zWbxkHhDhv8pLP7k1JJffioe7r7o+rtBPe+d7TP+Mq3t+BXh7u/qrk0Ak+C",
+	"F7MZiA7D3jV083xP0wmwdrZtvffwZb7hrRGFugIGMpeqZtP/YFQaFSQ7/q701S+aeo0MtqjIkqWY3KvR",
+	"CDnL4ecYqtFbMYFrisg5Ue7UYklXZxa0bhz8qVyCtM3hu06e5Ii8XUcmdeLDAvrXkBA7BMh2TGt+1n8a",
+	"dVlv3KGt70eHcavHjsatE3o8agVRJ+6yw3GPHo2+yBVQu2VF5ZYyIzSQ6f8g431ubshmmacoFMEPBobq",
+	"vWF6kQpzJGczwU0AiEQLpeXMFmzLilc7pJ8X3H1PO3EQHY6OWHfco8fxSXQ6CmiHdceHcS86Gh3T79nJ",
+	"+DQOos6oSw9Zb3wUH0ffj07oKQvGHdzz+wm1SlrHfRllArS//4oiddcdOZvSRr7MFUFfTToHvd0fZRdM",
+	"4Qd7iPPsvjD4oLOHRK5eOITfHe0znZprQ1DpdPf5eP3qlG9UYdmtVItS26y1ih7qRgN1h+e7zXLslwtC",
+	"WEdNgfvgfFI5rvVGVe5ZWkdNVSvK1bmTftE3rMvIbSjGSr59s02e2bstIzkbmYPmWnM3T7Lbz9AtJ8iC",
+	"158buTRJNlq4NvV7XxFarnwBGqgWX9cwRYzt0QCYAU6GYdDU6A947qyDh1jga1g803Lt1ah70CqvZlmt",
+	"IFg3nnI2+0NU9eaBWNfEgtM39Zxj1/dbrCyH5VvzPjakDO/wO8qZ5Y8ex26Po0ixgtQ25K8T2h/rbhSz",
+	"uRHbvEIBta/TMRBFr4N8BqdjINa8DlLKAuJ5XpzDBeLoEVdg8fty0ibn+HggHu6nnJWQZxm6ayDWgXCb",
+	"kGdbXJ1CivYeTk5hfR7dm6J781/RUakpKLDpGk/YEY/+yaN/8vv1T4qibaOKK5p9G/2SukrRJeg/ItPx",
+	"5CT0DbTBgD8aYZ7FZ27DDpsDAY0zETs8Y9GNIQm/KUMZE670muNg9Mb5q6ebPAhT5WCH+P8THkcV6x5o",
+	"c9K3xR6fsK1ifZtwMWP6IhbpBgt7u4Wfa7lD2olOWXfUOo5741ZvdEJbp1HAWp1xlx6OetFRfMy+iktQ",
+	"4rGv4BnsGoPL1KBYS9XBpsAO4zNGGohQV/yWVWsgBN3jVqfTCjrXQdDH//sfG4Y/TjFzqIZyWyvvP3To",
+	"IzaWiBHee+yHwXX3sH902j863TR2LR8+8i/pO+2qgb7DibLg9gl79KD28aB0jVKgxIlIp22ui/plXeWg",
+	"V7VR75yLVb388ndcoVVWCD8yXVcwfU077JC1hW8v441RgO2krb+O/ndt5H2D/Pkj02U8zAMZ0mKUNnv5",
+	"L5g2Pn6G0SpdIFaP6sgxW6Rh0NXmkiIyp0qxeCAsVqUE7Wm6q6Rrb5Luk9/+1/+uhZZkGZEDUQPaytzu",
+	"3Ok3icAW0OuTUCZxBhA7IKFgy+zPxqsfXznoCLxWgZPZtytPuUBIeXZdZLVWJBkxxLSbg9UyHM2EmrOW",
+	"VA5Kc0dtZai1XApz0304EBW0G/l//xeR2KFPUmkisTG8boHkN3IkUbgY87ZU8wiMKYOEaxOs0GLfyYqr",
+	"qzwWkiF4Sjfa2adZNS1MabMpUI0aELJFTA2EZkmiSmaxKa6wzKjSPMNMGVLsxa3yzAR4SjQaCIS5uMh/",
+	"MUrFlcGBxW0CAthEjgx05KNOoM0l7W+hoytzwPCpovfrBkfcFaneD/Y8t7K67M4u4ZixMzLb4xL3vaMh",
+	"5fvt9w+G7KeEzr8J/fMYZPgdaljDmGDvFaHHD1WzY3thd72SrUVMZuD1DDiOGtAhGDPFVgsTx+SU/kC4",
+	"7JU1yHyejFZIfVqIYvITCNkyKL1O5j2jPPmMtubfSeDtd4vz3tKseKP1oyx7lGW/E1kGbPlp7oK7PLRe",
+	"jr3BwzQLojDpjVkCGPrMuTlRBD4Z+dbP7feHZJmhUCzJyaJDUM4tq3MGbParKzawZryXLt8Ce9q4A8WL",
+	"1W1KevV6H6AFaYQGNC/Xbl9GePQtGJxTuRQDUS1Vs5xKEMDOF0DHAO15EkuTd2CypetkMk+S1/be+W9I",
+	"GpcuHfM6R73TTmAunDfXc+Gjdico3ZW1drPT/kK6cBf9o5B+FNK/m1MtFBy6eunfQ0W1rTy9UVifl7JB",
+	"qzcDFS8nJg0pItbsZ7nQa4mjNp19INbyR9EQPStUaIH/rFSx7zoJ9ha/v3LFs78pkzKXTK8ur1pBEASd",
+	"w+5xp9M97AQdVwO48xCgQOXmuUdh9Sisfn/CqnCpedmUeajgMhG6Ld5ylt5srlaycelygrNvDMMceVbv",
+	"L2e/D4SVVGsgtPVKxLYgs0uGyBBt9UgtxNl8qw5yERp1FB0FPRb3DrvR6KjTOTwZRePglNIjdkJ7nSCO",
+	"e7TDukGPjU96ozGLOyPWOY7HI9oZdbvBcfAgiVe4kvJR3D2Ku9+fuLPnCOjWrudE7CXojJG0RdDVhP+K",
+	"ac6ZOVauQ+KOt/KaJbl5tqE+Cco+vMtAikLlqnKp0A1G2jfoaFa8x7wkUMthQh7iRz7aZ48C6xsQWOBD",
+	"YlHUwjVFm8RVoYI1bua12tU/vYcNqFh6Ww84fGsqh60VTLAlv9q1hRNsBWUXnKsB+11ltc3WWqZz/rGt",
+	"npNERjQhZjrgoKauaDEJZ/SGkXQhwlKP/YMD/GYqle6fBCfBejfvM/JW+3vGRTkvjYxWBk6EkhoL1ekp",
+	"mxE9TeViMs1uB19HArm7TC1OrbSO6xPNykLsc1+SbTLL7ltvblf5mkaeNZin6RGTpMeUXz5RUz6JF8rc",
+	"XWm7dvjd+/f3/z8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

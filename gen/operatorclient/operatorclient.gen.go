@@ -96,6 +96,30 @@ func (e ErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for RefundTaskKind.
+const (
+	Dust      RefundTaskKind = "dust"
+	Excess    RefundTaskKind = "excess"
+	Short     RefundTaskKind = "short"
+	Unmatched RefundTaskKind = "unmatched"
+)
+
+// Valid indicates whether the value is a known member of the RefundTaskKind enum.
+func (e RefundTaskKind) Valid() bool {
+	switch e {
+	case Dust:
+		return true
+	case Excess:
+		return true
+	case Short:
+		return true
+	case Unmatched:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ResolveRequestAction.
 const (
 	ResolveRequestActionCredited ResolveRequestAction = "credited"
@@ -193,6 +217,32 @@ func (e UnmatchedDepositStatus) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// Defines values for ListRefundTasksParamsStatus.
+const (
+	ListRefundTasksParamsStatusOpen     ListRefundTasksParamsStatus = "open"
+	ListRefundTasksParamsStatusResolved ListRefundTasksParamsStatus = "resolved"
+)
+
+// Valid indicates whether the value is a known member of the ListRefundTasksParamsStatus enum.
+func (e ListRefundTasksParamsStatus) Valid() bool {
+	switch e {
+	case ListRefundTasksParamsStatusOpen:
+		return true
+	case ListRefundTasksParamsStatusResolved:
+		return true
+	default:
+		return false
+	}
+}
+
+// AcceptRequest Why a short payment is accepted.
+type AcceptRequest struct {
+	// Reason Why the transaction proceeds on what was received (audited).
+	//
+	// Example: Merchant agreed to the lower amount
+	Reason string `json:"reason"`
 }
 
 // ChainHash A chain transaction hash (0x and 64 hex digits on EVM chains, 64 hex digits on Tron).
@@ -316,7 +366,7 @@ type OperatorTransaction struct {
 	// DepositId The deposit's id; null until a deposit exists.
 	DepositId *string `json:"deposit_id"`
 
-	// DepositStatus The deposit's state; null until a deposit exists.
+	// DepositStatus The deposit's state (the partner contract's values); null until a deposit exists.
 	DepositStatus *string `json:"deposit_status"`
 
 	// ExpiresAt Deposit deadline.
@@ -444,6 +494,109 @@ type RefundRequest struct {
 	//
 	// Example: 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060
 	TxHash ChainHash `json:"tx_hash"`
+}
+
+// RefundTask Money to give back or decide on.
+type RefundTask struct {
+	// Amount The token amount to give back (6 decimals).
+	//
+	// Example: 1.500000
+	Amount string `json:"amount"`
+
+	// CreatedAt When it was recorded.
+	CreatedAt time.Time `json:"created_at"`
+
+	// FromAddress The address the money came from (for `short`, the sender of the last counted transfer); where a refund goes.
+	FromAddress string `json:"from_address"`
+
+	// Id The task's id (for `unmatched` tasks, the unmatched deposit's id).
+	Id openapi_types.UUID `json:"id"`
+
+	// Kind `unmatched` (a transfer that belongs to no open transaction), `excess` (received above `crypto_amount`), `short` (the partial total of a transaction that expired short), `dust` (a transfer below `MIN_DEPOSIT` that does not complete the payment).
+	//
+	// Example: excess
+	Kind RefundTaskKind `json:"kind"`
+
+	// LogIndex The transfer's log index in that chain transaction.
+	LogIndex int `json:"log_index"`
+
+	// Network Deposit network, e.g. `bep20` or `trc20`.
+	//
+	// Example: bep20
+	Network Network `json:"network"`
+
+	// PartnerId That transaction's partner; null with it.
+	PartnerId *openapi_types.UUID `json:"partner_id"`
+
+	// ResolutionNote The operator's note.
+	ResolutionNote *string `json:"resolution_note"`
+
+	// ResolutionTxHash The refund's chain transaction, once refunded.
+	ResolutionTxHash *string `json:"resolution_tx_hash"`
+
+	// ResolvedAt When it was resolved.
+	ResolvedAt *time.Time `json:"resolved_at"`
+
+	// ResolvedBy The operator who resolved it.
+	ResolvedBy *openapi_types.UUID `json:"resolved_by"`
+
+	// Status `open` until resolved, then `refunded` or `credited`.
+	//
+	// Example: open
+	Status UnmatchedDepositStatus `json:"status"`
+
+	// ToAddress The deposit address that received it.
+	ToAddress string `json:"to_address"`
+
+	// TransactionId The transaction it relates to; null for a transfer to an address no transaction owns.
+	TransactionId *openapi_types.UUID `json:"transaction_id"`
+
+	// TxHash The chain transaction hash (for `excess` and `short`, of the transfer that took the total over, or of the last counted transfer).
+	TxHash string `json:"tx_hash"`
+}
+
+// RefundTaskKind `unmatched` (a transfer that belongs to no open transaction), `excess` (received above `crypto_amount`), `short` (the partial total of a transaction that expired short), `dust` (a transfer below `MIN_DEPOSIT` that does not complete the payment).
+//
+// Example: excess
+type RefundTaskKind string
+
+// RefundTaskPage One page of refund tasks.
+type RefundTaskPage struct {
+	// Data The tasks of this page, newest first.
+	Data []RefundTask `json:"data"`
+
+	// HasMore True when another page follows.
+	HasMore bool `json:"has_more"`
+
+	// Limit The page size applied.
+	Limit int `json:"limit"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// RefundTaskPageResponse Envelope of a refund task page.
+type RefundTaskPageResponse struct {
+	// Data One page of refund tasks.
+	Data RefundTaskPage `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// RefundTaskResponse Envelope of a refund task.
+type RefundTaskResponse struct {
+	// Data Money to give back or decide on.
+	Data RefundTask `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
 }
 
 // ResolveRequest How an unmatched deposit was resolved.
@@ -641,6 +794,36 @@ type ResolveUnmatchedDepositParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// ListRefundTasksParams defines parameters for ListRefundTasks.
+type ListRefundTasksParams struct {
+	// Kind Only tasks of this kind (default all).
+	Kind *RefundTaskKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// Status `open` (the default) or `resolved` (refunded or credited).
+	Status *ListRefundTasksParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// PartnerId Only tasks of this partner's transactions.
+	PartnerId *openapi_types.UUID `form:"partner_id,omitempty" json:"partner_id,omitempty"`
+
+	// Network Only tasks on this network.
+	Network *Network `form:"network,omitempty" json:"network,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListRefundTasksParamsStatus defines parameters for ListRefundTasks.
+type ListRefundTasksParamsStatus string
+
+// ResolveRefundTaskParams defines parameters for ResolveRefundTask.
+type ResolveRefundTaskParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // ListStageParams defines parameters for ListStage.
 type ListStageParams struct {
 	// Stage Which step's work to list.
@@ -663,6 +846,12 @@ type ListStageParams struct {
 
 	// To Only transactions created at or before this time (inclusive).
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+}
+
+// AcceptShortPaymentParams defines parameters for AcceptShortPayment.
+type AcceptShortPaymentParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
 // FailTransactionParams defines parameters for FailTransaction.
@@ -697,6 +886,12 @@ type SettleOrderParams struct {
 
 // ResolveUnmatchedDepositJSONRequestBody defines body for ResolveUnmatchedDeposit for application/json ContentType.
 type ResolveUnmatchedDepositJSONRequestBody = ResolveRequest
+
+// ResolveRefundTaskJSONRequestBody defines body for ResolveRefundTask for application/json ContentType.
+type ResolveRefundTaskJSONRequestBody = ResolveRequest
+
+// AcceptShortPaymentJSONRequestBody defines body for AcceptShortPayment for application/json ContentType.
+type AcceptShortPaymentJSONRequestBody = AcceptRequest
 
 // FailTransactionJSONRequestBody defines body for FailTransaction for application/json ContentType.
 type FailTransactionJSONRequestBody = FailRequest
@@ -817,6 +1012,41 @@ type ClientInterface interface {
 	// Corresponds with POST /deposits/{id}/resolve (the `ResolveUnmatchedDeposit` operationId).
 	ResolveUnmatchedDeposit(ctx context.Context, id openapi_types.UUID, params *ResolveUnmatchedDepositParams, body ResolveUnmatchedDepositJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListRefundTasks List refund tasks
+	//
+	// Money to give back or decide on, newest first, keyset-paged: `unmatched` transfers,
+	// `excess` of overpaid transactions, `short` payments of transactions that expired
+	// short, and `dust` below `MIN_DEPOSIT` (see Refund tasks). Filters combine.
+	//
+	// Corresponds with GET /refund-tasks (the `ListRefundTasks` operationId).
+	ListRefundTasks(ctx context.Context, params *ListRefundTasksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResolveRefundTaskWithBody Resolve a refund task
+	//
+	// Closes an `open` refund task of any kind: `refunded` (the tokens were sent back;
+	// `tx_hash` is the refund's chain transaction) or `credited` (settled another way;
+	// `note` says how). The operator is recorded on the task and in the log. A task
+	// already resolved is `409 invalid_state_transition`; a retry with the same
+	// `Idempotency-Key` replays the first answer.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
+	ResolveRefundTaskWithBody(ctx context.Context, id openapi_types.UUID, params *ResolveRefundTaskParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResolveRefundTask Resolve a refund task
+	//
+	// Closes an `open` refund task of any kind: `refunded` (the tokens were sent back;
+	// `tx_hash` is the refund's chain transaction) or `credited` (settled another way;
+	// `note` says how). The operator is recorded on the task and in the log. A task
+	// already resolved is `409 invalid_state_transition`; a retry with the same
+	// `Idempotency-Key` replays the first answer.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
+	ResolveRefundTask(ctx context.Context, id openapi_types.UUID, params *ResolveRefundTaskParams, body ResolveRefundTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListStage List the transactions of a stage
 	//
 	// The transactions of every partner in `stage`, ordered by (`created_at`, `id`)
@@ -831,6 +1061,40 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /transactions/{id} (the `GetOperatorTransaction` operationId).
 	GetOperatorTransaction(ctx context.Context, id TransactionId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AcceptShortPaymentWithBody Accept a short payment
+	//
+	// Lets an `expired` transaction with `deposit_status` `underpaid` (its deadline passed
+	// with a partial total) proceed on what was received: → `deposit_confirming`, history
+	// `deposit:accepted` with the operator id, the reason, `old_amount` / `new_amount` (NGN)
+	// and `old_crypto_amount` / `new_crypto_amount` in its metadata. `crypto_amount` becomes
+	// the total received and `amount` is re-priced at the transaction's own `rate`
+	// (`crypto_amount × rate`, rounded down to the kobo, as every token amount is priced). When every transfer is
+	// already confirmed the deposit confirms in the same change (`deposit.confirmed`, which
+	// tells the partner the new `amount`); else it confirms with them. The transaction's
+	// open `short` refund task is closed. Any other state is `409 invalid_state_transition`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /transactions/{id}/accept (the `AcceptShortPayment` operationId).
+	AcceptShortPaymentWithBody(ctx context.Context, id TransactionId, params *AcceptShortPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AcceptShortPayment Accept a short payment
+	//
+	// Lets an `expired` transaction with `deposit_status` `underpaid` (its deadline passed
+	// with a partial total) proceed on what was received: → `deposit_confirming`, history
+	// `deposit:accepted` with the operator id, the reason, `old_amount` / `new_amount` (NGN)
+	// and `old_crypto_amount` / `new_crypto_amount` in its metadata. `crypto_amount` becomes
+	// the total received and `amount` is re-priced at the transaction's own `rate`
+	// (`crypto_amount × rate`, rounded down to the kobo, as every token amount is priced). When every transfer is
+	// already confirmed the deposit confirms in the same change (`deposit.confirmed`, which
+	// tells the partner the new `amount`); else it confirms with them. The transaction's
+	// open `short` refund task is closed. Any other state is `409 invalid_state_transition`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /transactions/{id}/accept (the `AcceptShortPayment` operationId).
+	AcceptShortPayment(ctx context.Context, id TransactionId, params *AcceptShortPaymentParams, body AcceptShortPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FailTransactionWithBody Fail a transaction
 	//
@@ -999,6 +1263,71 @@ func (c *Client) ResolveUnmatchedDeposit(ctx context.Context, id openapi_types.U
 	return c.Client.Do(req)
 }
 
+// ListRefundTasks List refund tasks
+//
+// Money to give back or decide on, newest first, keyset-paged: `unmatched` transfers,
+// `excess` of overpaid transactions, `short` payments of transactions that expired
+// short, and `dust` below `MIN_DEPOSIT` (see Refund tasks). Filters combine.
+//
+// Corresponds with GET /refund-tasks (the `ListRefundTasks` operationId).
+func (c *Client) ListRefundTasks(ctx context.Context, params *ListRefundTasksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRefundTasksRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResolveRefundTaskWithBody Resolve a refund task
+//
+// Closes an `open` refund task of any kind: `refunded` (the tokens were sent back;
+// `tx_hash` is the refund's chain transaction) or `credited` (settled another way;
+// `note` says how). The operator is recorded on the task and in the log. A task
+// already resolved is `409 invalid_state_transition`; a retry with the same
+// `Idempotency-Key` replays the first answer.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
+func (c *Client) ResolveRefundTaskWithBody(ctx context.Context, id openapi_types.UUID, params *ResolveRefundTaskParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResolveRefundTaskRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResolveRefundTask Resolve a refund task
+//
+// Closes an `open` refund task of any kind: `refunded` (the tokens were sent back;
+// `tx_hash` is the refund's chain transaction) or `credited` (settled another way;
+// `note` says how). The operator is recorded on the task and in the log. A task
+// already resolved is `409 invalid_state_transition`; a retry with the same
+// `Idempotency-Key` replays the first answer.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
+func (c *Client) ResolveRefundTask(ctx context.Context, id openapi_types.UUID, params *ResolveRefundTaskParams, body ResolveRefundTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResolveRefundTaskRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListStage List the transactions of a stage
 //
 // The transactions of every partner in `stage`, ordered by (`created_at`, `id`)
@@ -1024,6 +1353,60 @@ func (c *Client) ListStage(ctx context.Context, params *ListStageParams, reqEdit
 // Corresponds with GET /transactions/{id} (the `GetOperatorTransaction` operationId).
 func (c *Client) GetOperatorTransaction(ctx context.Context, id TransactionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOperatorTransactionRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AcceptShortPaymentWithBody Accept a short payment
+//
+// Lets an `expired` transaction with `deposit_status` `underpaid` (its deadline passed
+// with a partial total) proceed on what was received: → `deposit_confirming`, history
+// `deposit:accepted` with the operator id, the reason, `old_amount` / `new_amount` (NGN)
+// and `old_crypto_amount` / `new_crypto_amount` in its metadata. `crypto_amount` becomes
+// the total received and `amount` is re-priced at the transaction's own `rate`
+// (`crypto_amount × rate`, rounded down to the kobo, as every token amount is priced). When every transfer is
+// already confirmed the deposit confirms in the same change (`deposit.confirmed`, which
+// tells the partner the new `amount`); else it confirms with them. The transaction's
+// open `short` refund task is closed. Any other state is `409 invalid_state_transition`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /transactions/{id}/accept (the `AcceptShortPayment` operationId).
+func (c *Client) AcceptShortPaymentWithBody(ctx context.Context, id TransactionId, params *AcceptShortPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcceptShortPaymentRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AcceptShortPayment Accept a short payment
+//
+// Lets an `expired` transaction with `deposit_status` `underpaid` (its deadline passed
+// with a partial total) proceed on what was received: → `deposit_confirming`, history
+// `deposit:accepted` with the operator id, the reason, `old_amount` / `new_amount` (NGN)
+// and `old_crypto_amount` / `new_crypto_amount` in its metadata. `crypto_amount` becomes
+// the total received and `amount` is re-priced at the transaction's own `rate`
+// (`crypto_amount × rate`, rounded down to the kobo, as every token amount is priced). When every transfer is
+// already confirmed the deposit confirms in the same change (`deposit.confirmed`, which
+// tells the partner the new `amount`); else it confirms with them. The transaction's
+// open `short` refund task is closed. Any other state is `409 invalid_state_transition`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /transactions/{id}/accept (the `AcceptShortPayment` operationId).
+func (c *Client) AcceptShortPayment(ctx context.Context, id TransactionId, params *AcceptShortPaymentParams, body AcceptShortPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcceptShortPaymentRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1378,6 +1761,180 @@ func NewResolveUnmatchedDepositRequestWithBody(server string, id openapi_types.U
 	return req, nil
 }
 
+// NewListRefundTasksRequest constructs an http.Request for the ListRefundTasks method
+func NewListRefundTasksRequest(server string, params *ListRefundTasksParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/refund-tasks")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PartnerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "partner_id", *params.PartnerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Network != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "network", *params.Network, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewResolveRefundTaskRequest calls the generic ResolveRefundTask builder with application/json body
+func NewResolveRefundTaskRequest(server string, id openapi_types.UUID, params *ResolveRefundTaskParams, body ResolveRefundTaskJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResolveRefundTaskRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewResolveRefundTaskRequestWithBody constructs an http.Request for the ResolveRefundTask method, with any body, and a specified content type
+func NewResolveRefundTaskRequestWithBody(server string, id openapi_types.UUID, params *ResolveRefundTaskParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/refund-tasks/%s/resolve", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewListStageRequest constructs an http.Request for the ListStage method
 func NewListStageRequest(server string, params *ListStageParams) (*http.Request, error) {
 	var err error
@@ -1529,6 +2086,66 @@ func NewGetOperatorTransactionRequest(server string, id TransactionId) (*http.Re
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAcceptShortPaymentRequest calls the generic AcceptShortPayment builder with application/json body
+func NewAcceptShortPaymentRequest(server string, id TransactionId, params *AcceptShortPaymentParams, body AcceptShortPaymentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAcceptShortPaymentRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewAcceptShortPaymentRequestWithBody constructs an http.Request for the AcceptShortPayment method, with any body, and a specified content type
+func NewAcceptShortPaymentRequestWithBody(server string, id TransactionId, params *AcceptShortPaymentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/transactions/%s/accept", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
 	}
 
 	return req, nil
@@ -1910,6 +2527,43 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /deposits/{id}/resolve (the `ResolveUnmatchedDeposit` operationId).
 	ResolveUnmatchedDepositWithResponse(ctx context.Context, id openapi_types.UUID, params *ResolveUnmatchedDepositParams, body ResolveUnmatchedDepositJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveUnmatchedDepositResponse, error)
 
+	// ListRefundTasksWithResponse List refund tasks
+	//
+	// Money to give back or decide on, newest first, keyset-paged: `unmatched` transfers,
+	// `excess` of overpaid transactions, `short` payments of transactions that expired
+	// short, and `dust` below `MIN_DEPOSIT` (see Refund tasks). Filters combine.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /refund-tasks (the `ListRefundTasks` operationId).
+	ListRefundTasksWithResponse(ctx context.Context, params *ListRefundTasksParams, reqEditors ...RequestEditorFn) (*ListRefundTasksResponse, error)
+
+	// ResolveRefundTaskWithBodyWithResponse Resolve a refund task
+	//
+	// Closes an `open` refund task of any kind: `refunded` (the tokens were sent back;
+	// `tx_hash` is the refund's chain transaction) or `credited` (settled another way;
+	// `note` says how). The operator is recorded on the task and in the log. A task
+	// already resolved is `409 invalid_state_transition`; a retry with the same
+	// `Idempotency-Key` replays the first answer.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
+	ResolveRefundTaskWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *ResolveRefundTaskParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResolveRefundTaskResponse, error)
+
+	// ResolveRefundTaskWithResponse Resolve a refund task
+	//
+	// Closes an `open` refund task of any kind: `refunded` (the tokens were sent back;
+	// `tx_hash` is the refund's chain transaction) or `credited` (settled another way;
+	// `note` says how). The operator is recorded on the task and in the log. A task
+	// already resolved is `409 invalid_state_transition`; a retry with the same
+	// `Idempotency-Key` replays the first answer.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
+	ResolveRefundTaskWithResponse(ctx context.Context, id openapi_types.UUID, params *ResolveRefundTaskParams, body ResolveRefundTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveRefundTaskResponse, error)
+
 	// ListStageWithResponse List the transactions of a stage
 	//
 	// The transactions of every partner in `stage`, ordered by (`created_at`, `id`)
@@ -1928,6 +2582,40 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /transactions/{id} (the `GetOperatorTransaction` operationId).
 	GetOperatorTransactionWithResponse(ctx context.Context, id TransactionId, reqEditors ...RequestEditorFn) (*GetOperatorTransactionResponse, error)
+
+	// AcceptShortPaymentWithBodyWithResponse Accept a short payment
+	//
+	// Lets an `expired` transaction with `deposit_status` `underpaid` (its deadline passed
+	// with a partial total) proceed on what was received: → `deposit_confirming`, history
+	// `deposit:accepted` with the operator id, the reason, `old_amount` / `new_amount` (NGN)
+	// and `old_crypto_amount` / `new_crypto_amount` in its metadata. `crypto_amount` becomes
+	// the total received and `amount` is re-priced at the transaction's own `rate`
+	// (`crypto_amount × rate`, rounded down to the kobo, as every token amount is priced). When every transfer is
+	// already confirmed the deposit confirms in the same change (`deposit.confirmed`, which
+	// tells the partner the new `amount`); else it confirms with them. The transaction's
+	// open `short` refund task is closed. Any other state is `409 invalid_state_transition`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /transactions/{id}/accept (the `AcceptShortPayment` operationId).
+	AcceptShortPaymentWithBodyWithResponse(ctx context.Context, id TransactionId, params *AcceptShortPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcceptShortPaymentResponse, error)
+
+	// AcceptShortPaymentWithResponse Accept a short payment
+	//
+	// Lets an `expired` transaction with `deposit_status` `underpaid` (its deadline passed
+	// with a partial total) proceed on what was received: → `deposit_confirming`, history
+	// `deposit:accepted` with the operator id, the reason, `old_amount` / `new_amount` (NGN)
+	// and `old_crypto_amount` / `new_crypto_amount` in its metadata. `crypto_amount` becomes
+	// the total received and `amount` is re-priced at the transaction's own `rate`
+	// (`crypto_amount × rate`, rounded down to the kobo, as every token amount is priced). When every transfer is
+	// already confirmed the deposit confirms in the same change (`deposit.confirmed`, which
+	// tells the partner the new `amount`); else it confirms with them. The transaction's
+	// open `short` refund task is closed. Any other state is `409 invalid_state_transition`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /transactions/{id}/accept (the `AcceptShortPayment` operationId).
+	AcceptShortPaymentWithResponse(ctx context.Context, id TransactionId, params *AcceptShortPaymentParams, body AcceptShortPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*AcceptShortPaymentResponse, error)
 
 	// FailTransactionWithBodyWithResponse Fail a transaction
 	//
@@ -2258,6 +2946,228 @@ func (r ResolveUnmatchedDepositResponse) ContentType() string {
 	return ""
 }
 
+// ListRefundTasksResponse429Headers the declared response headers of an HTTP 429 response for ListRefundTasks
+type ListRefundTasksResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListRefundTasksResponse503Headers the declared response headers of an HTTP 503 response for ListRefundTasks
+type ListRefundTasksResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListRefundTasksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RefundTaskPageResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListRefundTasksResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListRefundTasksResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRefundTasksResponse) GetJSON200() *RefundTaskPageResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListRefundTasksResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListRefundTasksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListRefundTasksResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListRefundTasksResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListRefundTasksResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListRefundTasksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListRefundTasksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListRefundTasksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListRefundTasksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResolveRefundTaskResponse200Headers the declared response headers of an HTTP 200 response for ResolveRefundTask
+type ResolveRefundTaskResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// ResolveRefundTaskResponse429Headers the declared response headers of an HTTP 429 response for ResolveRefundTask
+type ResolveRefundTaskResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ResolveRefundTaskResponse503Headers the declared response headers of an HTTP 503 response for ResolveRefundTask
+type ResolveRefundTaskResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ResolveRefundTaskResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RefundTaskResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ResolveRefundTaskResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResolveRefundTaskResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResolveRefundTaskResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResolveRefundTaskResponse) GetJSON200() *RefundTaskResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ResolveRefundTaskResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ResolveRefundTaskResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ResolveRefundTaskResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ResolveRefundTaskResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ResolveRefundTaskResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ResolveRefundTaskResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ResolveRefundTaskResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ResolveRefundTaskResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ResolveRefundTaskResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ResolveRefundTaskResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResolveRefundTaskResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResolveRefundTaskResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResolveRefundTaskResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResolveRefundTaskResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListStageResponse429Headers the declared response headers of an HTTP 429 response for ListStage
 type ListStageResponse429Headers struct {
 	RetryAfter *int
@@ -2439,6 +3349,138 @@ func (r GetOperatorTransactionResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetOperatorTransactionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AcceptShortPaymentResponse200Headers the declared response headers of an HTTP 200 response for AcceptShortPayment
+type AcceptShortPaymentResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// AcceptShortPaymentResponse429Headers the declared response headers of an HTTP 429 response for AcceptShortPayment
+type AcceptShortPaymentResponse429Headers struct {
+	RetryAfter *int
+}
+
+// AcceptShortPaymentResponse503Headers the declared response headers of an HTTP 503 response for AcceptShortPayment
+type AcceptShortPaymentResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AcceptShortPaymentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OperatorActionOK
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AcceptShortPaymentResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AcceptShortPaymentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AcceptShortPaymentResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AcceptShortPaymentResponse) GetJSON200() *OperatorActionOK {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AcceptShortPaymentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AcceptShortPaymentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AcceptShortPaymentResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r AcceptShortPaymentResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AcceptShortPaymentResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r AcceptShortPaymentResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r AcceptShortPaymentResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AcceptShortPaymentResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AcceptShortPaymentResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AcceptShortPaymentResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AcceptShortPaymentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AcceptShortPaymentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AcceptShortPaymentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AcceptShortPaymentResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3155,6 +4197,61 @@ func (c *ClientWithResponses) ResolveUnmatchedDepositWithResponse(ctx context.Co
 	return ParseResolveUnmatchedDepositResponse(rsp)
 }
 
+// ListRefundTasksWithResponse List refund tasks
+//
+// Money to give back or decide on, newest first, keyset-paged: `unmatched` transfers,
+// `excess` of overpaid transactions, `short` payments of transactions that expired
+// short, and `dust` below `MIN_DEPOSIT` (see Refund tasks). Filters combine.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /refund-tasks (the `ListRefundTasks` operationId).
+func (c *ClientWithResponses) ListRefundTasksWithResponse(ctx context.Context, params *ListRefundTasksParams, reqEditors ...RequestEditorFn) (*ListRefundTasksResponse, error) {
+	rsp, err := c.ListRefundTasks(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRefundTasksResponse(rsp)
+}
+
+// ResolveRefundTaskWithBodyWithResponse Resolve a refund task
+//
+// Closes an `open` refund task of any kind: `refunded` (the tokens were sent back;
+// `tx_hash` is the refund's chain transaction) or `credited` (settled another way;
+// `note` says how). The operator is recorded on the task and in the log. A task
+// already resolved is `409 invalid_state_transition`; a retry with the same
+// `Idempotency-Key` replays the first answer.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
+func (c *ClientWithResponses) ResolveRefundTaskWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *ResolveRefundTaskParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResolveRefundTaskResponse, error) {
+	rsp, err := c.ResolveRefundTaskWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResolveRefundTaskResponse(rsp)
+}
+
+// ResolveRefundTaskWithResponse Resolve a refund task
+//
+// Closes an `open` refund task of any kind: `refunded` (the tokens were sent back;
+// `tx_hash` is the refund's chain transaction) or `credited` (settled another way;
+// `note` says how). The operator is recorded on the task and in the log. A task
+// already resolved is `409 invalid_state_transition`; a retry with the same
+// `Idempotency-Key` replays the first answer.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
+func (c *ClientWithResponses) ResolveRefundTaskWithResponse(ctx context.Context, id openapi_types.UUID, params *ResolveRefundTaskParams, body ResolveRefundTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveRefundTaskResponse, error) {
+	rsp, err := c.ResolveRefundTask(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResolveRefundTaskResponse(rsp)
+}
+
 // ListStageWithResponse List the transactions of a stage
 //
 // The transactions of every partner in `stage`, ordered by (`created_at`, `id`)
@@ -3184,6 +4281,52 @@ func (c *ClientWithResponses) GetOperatorTransactionWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseGetOperatorTransactionResponse(rsp)
+}
+
+// AcceptShortPaymentWithBodyWithResponse Accept a short payment
+//
+// Lets an `expired` transaction with `deposit_status` `underpaid` (its deadline passed
+// with a partial total) proceed on what was received: → `deposit_confirming`, history
+// `deposit:accepted` with the operator id, the reason, `old_amount` / `new_amount` (NGN)
+// and `old_crypto_amount` / `new_crypto_amount` in its metadata. `crypto_amount` becomes
+// the total received and `amount` is re-priced at the transaction's own `rate`
+// (`crypto_amount × rate`, rounded down to the kobo, as every token amount is priced). When every transfer is
+// already confirmed the deposit confirms in the same change (`deposit.confirmed`, which
+// tells the partner the new `amount`); else it confirms with them. The transaction's
+// open `short` refund task is closed. Any other state is `409 invalid_state_transition`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /transactions/{id}/accept (the `AcceptShortPayment` operationId).
+func (c *ClientWithResponses) AcceptShortPaymentWithBodyWithResponse(ctx context.Context, id TransactionId, params *AcceptShortPaymentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AcceptShortPaymentResponse, error) {
+	rsp, err := c.AcceptShortPaymentWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcceptShortPaymentResponse(rsp)
+}
+
+// AcceptShortPaymentWithResponse Accept a short payment
+//
+// Lets an `expired` transaction with `deposit_status` `underpaid` (its deadline passed
+// with a partial total) proceed on what was received: → `deposit_confirming`, history
+// `deposit:accepted` with the operator id, the reason, `old_amount` / `new_amount` (NGN)
+// and `old_crypto_amount` / `new_crypto_amount` in its metadata. `crypto_amount` becomes
+// the total received and `amount` is re-priced at the transaction's own `rate`
+// (`crypto_amount × rate`, rounded down to the kobo, as every token amount is priced). When every transfer is
+// already confirmed the deposit confirms in the same change (`deposit.confirmed`, which
+// tells the partner the new `amount`); else it confirms with them. The transaction's
+// open `short` refund task is closed. Any other state is `409 invalid_state_transition`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /transactions/{id}/accept (the `AcceptShortPayment` operationId).
+func (c *ClientWithResponses) AcceptShortPaymentWithResponse(ctx context.Context, id TransactionId, params *AcceptShortPaymentParams, body AcceptShortPaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*AcceptShortPaymentResponse, error) {
+	rsp, err := c.AcceptShortPayment(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcceptShortPaymentResponse(rsp)
 }
 
 // FailTransactionWithBodyWithResponse Fail a transaction
@@ -3565,6 +4708,219 @@ func ParseResolveUnmatchedDepositResponse(rsp *http.Response) (*ResolveUnmatched
 	return response, nil
 }
 
+// ParseListRefundTasksResponse parses an HTTP response from a ListRefundTasksWithResponse call
+func ParseListRefundTasksResponse(rsp *http.Response) (*ListRefundTasksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListRefundTasksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RefundTaskPageResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListRefundTasksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListRefundTasksResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResolveRefundTaskResponse parses an HTTP response from a ResolveRefundTaskWithResponse call
+func ParseResolveRefundTaskResponse(rsp *http.Response) (*ResolveRefundTaskResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResolveRefundTaskResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RefundTaskResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ResolveRefundTaskResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResolveRefundTaskResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResolveRefundTaskResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListStageResponse parses an HTTP response from a ListStageWithResponse call
 func ParseListStageResponse(rsp *http.Response) (*ListStageResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -3727,6 +5083,135 @@ func ParseGetOperatorTransactionResponse(rsp *http.Response) (*GetOperatorTransa
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetOperatorTransactionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAcceptShortPaymentResponse parses an HTTP response from a AcceptShortPaymentWithResponse call
+func ParseAcceptShortPaymentResponse(rsp *http.Response) (*AcceptShortPaymentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AcceptShortPaymentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OperatorActionOK
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AcceptShortPaymentResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers AcceptShortPaymentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers AcceptShortPaymentResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -159,6 +159,8 @@ func (a *App) openTransactions(ctx context.Context, pricer *pricing.Pricer) erro
 	a.transactions = transactions.NewService(txStore, pricer, book, cfg.DepositWindow, store.Now)
 	a.lifecycle = lifecycle.NewEngine(txStore, cfg.Confirmations, store.Now)
 	a.lifecycle.Configure(settlementOf(cfg, st))
+	a.lifecycle.ConfigurePayments(cfg.Payments)
+	a.lifecycle.Tasks(a.unmatched)
 	obs := observer{m: a.metrics, log: a.log}
 	a.transactions.Observe(obs)
 	a.lifecycle.Observe(obs)

@@ -15,6 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/address"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/pricing"
 	"partnerd/internal/ratelimit"
 	"partnerd/internal/rates"
@@ -76,6 +77,9 @@ type Config struct {
 	// DepositWindow is how long a transaction waits for its deposit (30 minutes;
 	// tests shorten it).
 	DepositWindow time.Duration
+	// Payments are the rules for counting transfers: tolerance, dust, late window
+	// (payments.go).
+	Payments lifecycle.Payments
 
 	// Settlement chooses the liquidity and payout adapters (settlement.go).
 	Settlement Settlement
@@ -293,6 +297,7 @@ func (r *reader) operations(c *Config) {
 	}
 	loadChain(c, get, bad)
 	c.DepositWindow = duration(get("DEPOSIT_WINDOW", transactions.DepositWindow.String()), "DEPOSIT_WINDOW", bad)
+	c.Payments = loadPayments(get, bad)
 }
 
 // cursorSecret reads the page cursors' HMAC key (the built-in one in staging only).

@@ -156,6 +156,11 @@ func operatorOps(txID string) ([]hostileOp, map[string]string) {
 		{name: "listUnmatchedDeposits", method: "GET", path: "/deposits/unmatched", query: []string{"status", "cursor", "limit"}},
 		{name: "resolveUnmatchedDeposit", method: "POST", path: "/deposits/" + uuid.NewString() + "/resolve", idempotent: true,
 			body: map[string]any{"action": "credited", "note": "n"}},
+		{name: "acceptShortPayment", method: "POST", path: "/transactions/" + txID + "/accept", idempotent: true,
+			body: map[string]any{"reason": "Merchant agreed"}},
+		{name: "listRefundTasks", method: "GET", path: "/refund-tasks", query: []string{"kind", "status", "partner_id", "network", "cursor", "limit"}},
+		{name: "resolveRefundTask", method: "POST", path: "/refund-tasks/" + uuid.NewString() + "/resolve", idempotent: true,
+			body: map[string]any{"action": "credited", "note": "n"}},
 	}
 	paths := map[string]string{
 		"getOperatorTransaction":  "/transactions/%s",
@@ -165,6 +170,8 @@ func operatorOps(txID string) ([]hostileOp, map[string]string) {
 		"failTransaction":         "/transactions/%s/fail",
 		"refundTransaction":       "/transactions/%s/refund",
 		"resolveUnmatchedDeposit": "/deposits/%s/resolve",
+		"acceptShortPayment":      "/transactions/%s/accept",
+		"resolveRefundTask":       "/refund-tasks/%s/resolve",
 	}
 	return ops, paths
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"partnerd/gen/api"
+	"partnerd/internal/apperr"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
 	"partnerd/internal/revenue"
@@ -68,9 +69,17 @@ func (s *Server) SimulateSandboxEvent(ctx context.Context, req api.SimulateSandb
 		return nil, err
 	}
 	b := req.Body
-	t, err := s.simulator.Simulate(ctx, p.ID, sandbox.Event{
+	ev := sandbox.Event{
 		Type: lifecycle.EventType(b.Event), TransactionID: b.TransactionId, DepositID: b.DepositId, Hash: b.BlockchainHash,
-	})
+	}
+	if b.Amount != nil {
+		amount, err := money.ParseTokens(*b.Amount)
+		if err != nil || !amount.IsPositive() {
+			return nil, apperr.Field(apperr.InvalidRequest, "The simulated amount must be a positive token amount.", "/amount", "must be a decimal greater than 0 with at most 6 decimal places")
+		}
+		ev.Amount = &amount
+	}
+	t, err := s.simulator.Simulate(ctx, p.ID, ev)
 	if err != nil {
 		return nil, err
 	}

@@ -112,8 +112,21 @@ func detailOut(t *lifecycle.Transaction) api.TransactionDetail {
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		DepositId: s.DepositID, DepositStatus: s.DepositStatus, Confirmations: s.Confirmations,
 		RequiredConfirmations: s.RequiredConfirmations, ReceivedAt: s.ReceivedAt, ConfirmedAt: s.ConfirmedAt,
-		DepositAmount: s.DepositAmount, DepositTxHash: s.DepositTxHash,
+		DepositAmount: s.DepositAmount, DepositTxHash: s.DepositTxHash, Deposits: transfersOut(s.Deposits),
 	}
+}
+
+// transfersOut maps the counted transfers (never null: empty without a deposit).
+func transfersOut(in []lifecycle.SnapshotTransfer) []api.DepositTransfer {
+	out := make([]api.DepositTransfer, len(in))
+	for i, tr := range in {
+		out[i] = api.DepositTransfer{
+			Id: tr.ID, TxHash: tr.TxHash, LogIndex: tr.LogIndex, Amount: tr.Amount, Block: tr.Block,
+			Confirmations: tr.Confirmations, RequiredConfirmations: tr.RequiredConfirmations,
+			ReceivedAt: tr.ReceivedAt, ConfirmedAt: tr.ConfirmedAt,
+		}
+	}
+	return out
 }
 
 func detailResponse(t *lifecycle.Transaction) api.TransactionDetailOKJSONResponse {

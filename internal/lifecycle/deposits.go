@@ -3,14 +3,12 @@ package lifecycle
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/chain"
-	"partnerd/internal/unmatched"
 )
 
 // ChainTransfer is a token transfer to one of our deposit addresses, identified by
@@ -69,10 +67,11 @@ type ChainStore interface {
 	DeleteDeposit(ctx context.Context, transactionID uuid.UUID) error
 }
 
-// UnmatchedRecorder keeps a transfer that matched no open transaction for the
-// operators (unmatched.Service): listed and resolved through the operator API.
+// UnmatchedRecorder is the operators' refund list (unmatched.Service) as the
+// deposit watcher needs it: transfers that did not count are recorded there by the
+// payment rules (payments.go), and forgotten here when their block is reorganised
+// away.
 type UnmatchedRecorder interface {
-	Record(ctx context.Context, d unmatched.Deposit) (*unmatched.Deposit, error)
 	// Forget removes the still-open record of a transfer whose block was
 	// reorganised away (nothing arrived: nothing to refund).
 	Forget(ctx context.Context, network, txHash string, logIndex int) error
@@ -123,9 +122,6 @@ func (d *Deposits) Record(ctx context.Context, network string, prev *chain.Curso
 				return err
 			}
 			if row != nil && row.State == TransferUnmatched {
-				if err := d.keepUnmatched(ctx, row); err != nil {
-					return err
-				}
 				found = append(found, row)
 			}
 		}
@@ -143,19 +139,6 @@ func (d *Deposits) Record(ctx context.Context, network string, prev *chain.Curso
 			d.observer.Unmatched(u)
 		}
 	}
-	return err
-}
-
-// keepUnmatched records row for the operators (unmatched.Service), in the batch's
-// unit of work.
-func (d *Deposits) keepUnmatched(ctx context.Context, row *ChainTransfer) error {
-	if d.unmatched == nil {
-		return nil
-	}
-	_, err := d.unmatched.Record(ctx, unmatched.Deposit{
-		Network: row.Network, TxHash: row.TxHash, LogIndex: int(row.LogIndex), ToAddress: row.To,
-		Amount: row.Amount, RawAmount: row.Raw.String(), BlockNumber: int64(row.Block), TransactionID: row.TransactionID,
-	})
 	return err
 }
 
@@ -182,52 +165,26 @@ func (d *Deposits) record(ctx context.Context, tr chain.Transfer) (*ChainTransfe
 	if old != nil {
 		row.CreatedAt = old.CreatedAt
 	}
-	_, err = d.l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
-		if row.Token != t.Token {
-			row.State, row.Note = TransferUnmatched, "token "+row.Token+" is not the transaction's "+t.Token
-			return nil, nil
-		}
-		if t.Deposit != nil || (t.Status != AwaitingDeposit && t.Status != Expired) {
-			row.State = TransferUnmatched
-			row.Note = fmt.Sprintf("transaction is %s", t.Status)
-			if t.Deposit != nil {
-				row.Note = fmt.Sprintf("second transfer; the transaction (%s) already has deposit %s", t.Status, t.Deposit.ID)
-			}
-			return nil, nil
-		}
-		row.State = TransferPending
+	_, err = d.l.change(ctx, id, func(ctx context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
 		// Never confirmed here, even when already deep enough (a catch-up): the next
 		// poll re-checks the block against the canonical chain first.
-		dep := &Deposit{
-			ID: row.DepositID, Hash: row.TxHash, Amount: row.Amount, Status: DepositStatusConfirming,
-			Confirmations: max(tr.Confirmations, 1), RequiredConfirmations: d.l.requiredFor(t.Network), ReceivedAt: row.BlockTime,
+		o, note, steps, err := d.l.receive(ctx, t, Incoming{
+			ID: row.DepositID, Token: row.Token, Hash: row.TxHash, LogIndex: int(row.LogIndex), Block: int64(row.Block),
+			From: row.From, To: row.To, Amount: row.Amount, Raw: row.Raw.String(),
+			Confirmations: max(tr.Confirmations, 1), ReceivedAt: row.BlockTime,
+		}, now)
+		switch o {
+		case Counted, Known:
+			row.State = TransferPending
+		default: // dust and transfers the transaction does not take: kept for the operators
+			row.State, row.Note = TransferUnmatched, note
 		}
-		meta := map[string]any{
-			"deposit_id": dep.ID, "confirmations": dep.Confirmations, "blockchain_hash": dep.Hash,
-			"log_index": row.LogIndex, "block": row.Block, "amount": dep.Amount.String(), "raw_amount": row.Raw.String(),
-		}
-		addAmountFacts(meta, t.CryptoAmount, dep.Amount)
-		s, err := move(t, DetectDeposit, "given a deposit", meta)
-		if err != nil {
-			return nil, err
-		}
-		t.Deposit = dep
-		return []step{s}, nil
+		return steps, err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return row, d.st.SaveChainTransfer(ctx, row)
-}
-
-// addAmountFacts records an excess or a shortfall against the expected amount.
-func addAmountFacts(meta map[string]any, expected, received decimal.Decimal) {
-	switch received.Cmp(expected) {
-	case 1:
-		meta["excess"] = received.Sub(expected).String()
-	case -1:
-		meta["shortfall"] = expected.Sub(received).String()
-	}
 }
 
 // Pending returns network's detected deposits that have not confirmed yet.
@@ -246,9 +203,9 @@ func (d *Deposits) Pending(ctx context.Context, network string) ([]chain.Pending
 	return out, nil
 }
 
-// Confirm raises p's confirmations. At the network's requirement the deposit
-// confirms: received ≥ expected proceeds as today (an excess recorded in the
-// history metadata); received < expected fails the transaction (deposit:underpaid).
+// Confirm raises p's confirmations. At the network's requirement the transfer is
+// confirmed; when the transaction is deposit_confirming and every counted transfer
+// is confirmed, the deposit confirms (payments.go: the excess becomes a refund task).
 func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations int) error {
 	if p.Unmatched {
 		return d.onUnmatched(ctx, p, func(row *ChainTransfer) bool {
@@ -260,39 +217,37 @@ func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations i
 		})
 	}
 	return d.onPending(ctx, p, func(ctx context.Context, tx Tx, row *ChainTransfer, t *Transaction, now time.Time) ([]step, error) {
-		if t.Status != DepositConfirming {
+		if !counting(t) {
 			// Moved on by other means (the sandbox simulator): nothing left to confirm.
 			row.State = TransferConfirmed
 			return nil, nil
 		}
-		if confirmations > t.Deposit.Confirmations {
-			t.Deposit.Confirmations = confirmations
-		}
-		if t.Deposit.Confirmations < t.Deposit.RequiredConfirmations {
-			return nil, tx.SaveDeposit(ctx, t.ID, t.Deposit)
-		}
-		row.State = TransferConfirmed
-		if t.Deposit.Amount.LessThan(t.CryptoAmount) {
-			t.Deposit.Status = DepositStatusUnderpaid
-			t.Deposit.ConfirmedAt = &now
-			meta := map[string]any{"deposit_id": t.Deposit.ID, "confirmations": t.Deposit.Confirmations,
-				"expected": t.CryptoAmount.String(), "received": t.Deposit.Amount.String()}
-			addAmountFacts(meta, t.CryptoAmount, t.Deposit.Amount)
-			s, err := move(t, Underpay, "failed", meta)
-			return []step{s}, err
-		}
-		steps, err := confirm(t, now, d.l.fillsOnConfirm())
+		steps, err := d.l.confirmTransfer(ctx, t, row.DepositID, confirmations, now)
 		if err != nil {
 			return nil, err
 		}
-		addAmountFacts(steps[0].meta, t.CryptoAmount, t.Deposit.Amount)
+		if t.Deposit.Transfer(row.DepositID).Confirmed() {
+			row.State = TransferConfirmed
+		}
+		if len(steps) == 0 {
+			return nil, tx.SaveDeposit(ctx, t.ID, t.Deposit)
+		}
 		return steps, nil
 	})
 }
 
-// Drop undoes p, whose block left the canonical chain: the deposit is removed and
-// the transaction returns to awaiting_deposit (expired past its deadline) with
-// reason deposit:reorged. The transfer is detected again if it reappears.
+// counting reports whether t's deposit can still change: the total is being
+// received or confirmed.
+func counting(t *Transaction) bool {
+	return t.Status == AwaitingDeposit || t.Status == Expired ||
+		(t.Status == DepositConfirming && t.Deposit.Status == DepositStatusConfirming)
+}
+
+// Drop undoes p, whose block left the canonical chain: the transfer no longer
+// counts. A deposit_confirming transaction whose total falls short again returns
+// to awaiting_deposit (expired past its deadline) with reason deposit:reorged; with
+// no transfer left the deposit is removed. The transfer is counted again if it
+// reappears.
 func (d *Deposits) Drop(ctx context.Context, p chain.Pending) error {
 	if p.Unmatched {
 		return d.onUnmatched(ctx, p, func(row *ChainTransfer) bool {
@@ -300,23 +255,49 @@ func (d *Deposits) Drop(ctx context.Context, p chain.Pending) error {
 			return true
 		})
 	}
-	return d.onPending(ctx, p, func(ctx context.Context, _ Tx, row *ChainTransfer, t *Transaction, now time.Time) ([]step, error) {
+	return d.onPending(ctx, p, func(ctx context.Context, tx Tx, row *ChainTransfer, t *Transaction, now time.Time) ([]step, error) {
 		row.State = TransferReorged
-		if t.Status != DepositConfirming {
+		if !counting(t) {
 			return nil, nil
 		}
-		trigger := ReorgDeposit
-		if !now.Before(t.ExpiresAt) {
-			trigger = ReorgDepositLate
+		dep := t.Deposit
+		kept := dep.Transfers[:0]
+		for _, tr := range dep.Transfers {
+			if tr.ID != row.DepositID {
+				kept = append(kept, tr)
+			}
 		}
-		s, err := move(t, trigger, "returned to waiting", map[string]any{
-			"deposit_id": t.Deposit.ID, "blockchain_hash": t.Deposit.Hash, "block": row.Block, "block_hash": row.BlockHash,
-		})
-		if err != nil {
-			return nil, err
+		dep.Transfers = kept
+		dep.sum()
+		var steps []step
+		if t.Status == DepositConfirming && !d.l.paid(t, dep.Amount) {
+			trigger := ReorgDeposit
+			if !now.Before(t.ExpiresAt) {
+				trigger = ReorgDepositLate
+			}
+			s, err := move(t, trigger, "returned to waiting", map[string]any{
+				"deposit_id": row.DepositID, "blockchain_hash": row.TxHash, "block": row.Block, "block_hash": row.BlockHash,
+			})
+			if err != nil {
+				return nil, err
+			}
+			steps = append(steps, s)
+			dep.Status = DepositStatusPartial
+			if t.Status == Expired && len(dep.Transfers) > 0 { // short past the deadline
+				dep.Status = DepositStatusUnderpaid
+				if err := d.l.refreshShort(ctx, t); err != nil {
+					return nil, err
+				}
+			}
 		}
-		t.Deposit = nil
-		return []step{s}, d.st.DeleteDeposit(ctx, t.ID)
+		if len(dep.Transfers) == 0 {
+			t.Deposit = nil
+			return steps, d.st.DeleteDeposit(ctx, t.ID)
+		}
+		if len(steps) == 0 {
+			return nil, tx.SaveDeposit(ctx, t.ID, dep)
+		}
+		return steps, nil
 	})
 }
 
@@ -331,7 +312,7 @@ func (d *Deposits) onPending(ctx context.Context, p chain.Pending, fn func(ctx c
 		return nil
 	}
 	_, err = d.l.change(ctx, *row.TransactionID, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
-		if t.Deposit == nil || t.Deposit.ID != row.DepositID {
+		if t.Deposit == nil || t.Deposit.Transfer(row.DepositID) == nil {
 			// The transaction's deposit is no longer this transfer: keep it for operators.
 			row.State, row.Note = TransferUnmatched, "the transaction's deposit is no longer this transfer"
 			return nil, d.st.SaveChainTransfer(ctx, row)

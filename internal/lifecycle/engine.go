@@ -12,14 +12,17 @@ import (
 	"partnerd/internal/apperr"
 	"partnerd/internal/money"
 	"partnerd/internal/revenue"
+	"partnerd/internal/unmatched"
 )
 
-// DepositInput describes a detected deposit: its id (required), chain hash, the
-// amount received (the expected amount when zero) and its confirmations so far.
+// DepositInput describes a simulated transfer: its id (required), chain hash, the
+// amount received (what is still due when zero), its sender and its
+// confirmations so far.
 type DepositInput struct {
 	ID            string
 	Hash          string
 	Amount        decimal.Decimal
+	From          string
 	Confirmations int
 }
 
@@ -42,6 +45,10 @@ type Engine struct {
 	observer Observer
 	// settlement says who moves the steps after a confirmed deposit (operator.go).
 	settlement Settlement
+	// payments are the rules for counting transfers (payments.go); tasks is where
+	// money to give back is recorded for the operators.
+	payments Payments
+	tasks    RefundTasks
 }
 
 // Observer hears of every committed status change (for logs and metrics), after
@@ -55,7 +62,7 @@ func (l *Engine) Observe(o Observer) { l.observer = o }
 
 // NewEngine returns a Engine; required is the confirmations each network needs.
 func NewEngine(store Store, required map[string]int, now func() time.Time) *Engine {
-	return &Engine{store: store, required: required, now: now}
+	return &Engine{store: store, required: required, now: now, payments: DefaultPayments}
 }
 
 // ErrTransition is the answer to an action the state machine does not allow.
@@ -150,7 +157,7 @@ func (l *Engine) Cancel(ctx context.Context, partnerID, id uuid.UUID) (*Transact
 // It is idempotent: a transaction no longer awaiting deposit is left alone and
 // ErrNoLongerAwaiting is returned; one whose deadline is still ahead gets ErrTooEarly.
 func (l *Engine) Expire(ctx context.Context, id uuid.UUID, force bool) (*Transaction, error) {
-	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
+	return l.change(ctx, id, func(ctx context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
 		if !force {
 			if t.Status != AwaitingDeposit {
 				return nil, ErrNoLongerAwaiting
@@ -159,7 +166,16 @@ func (l *Engine) Expire(ctx context.Context, id uuid.UUID, force bool) (*Transac
 				return nil, ErrTooEarly
 			}
 		}
-		s, err := move(t, Expire, "expired", nil)
+		var meta map[string]any
+		if d := t.Deposit; d != nil { // short at the deadline: the money is a refund task
+			d.Status = DepositStatusUnderpaid
+			meta = map[string]any{"expected": t.CryptoAmount.String(), "received": d.Amount.String()}
+			addAmountFacts(meta, t.CryptoAmount, d.Amount)
+			if err := l.refreshShort(ctx, t); err != nil {
+				return nil, err
+			}
+		}
+		s, err := move(t, Expire, "expired", meta)
 		return []step{s}, err
 	})
 }
@@ -193,53 +209,56 @@ func (l *Engine) ExpireDue(ctx context.Context, now time.Time, limit int) (int, 
 	return n, nil
 }
 
-// DetectDeposit records a deposit seen on chain for transaction id: awaiting_deposit
-// or expired (a late deposit) moves to deposit_confirming. A transaction that already
-// has a deposit keeps it: the same (or an unnamed) deposit id changes nothing; another
-// id is InvalidStateTransition. Enough confirmations confirm it at once.
+// DetectDeposit counts one transfer to transaction id (Receive): in.Amount, or what
+// is still due when zero. The same deposit id again changes nothing; a transfer to a
+// transaction that takes none is InvalidStateTransition (nothing recorded), except
+// an unnamed one to a transaction that has its deposit, which changes nothing.
 func (l *Engine) DetectDeposit(ctx context.Context, id uuid.UUID, in DepositInput) (*Transaction, error) {
-	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
-		if t.Deposit != nil {
-			if in.ID != "" && in.ID != t.Deposit.ID {
-				return nil, apperr.New(apperr.InvalidStateTransition, "The transaction already has another deposit.")
-			}
+	if in.ID == "" {
+		return nil, apperr.Field(apperr.InvalidRequest, "A deposit needs its id.", "/deposit_id", "required")
+	}
+	return l.receiveSimulated(ctx, id, in, false)
+}
+
+// receiveSimulated is DetectDeposit; named says the caller chose the id.
+func (l *Engine) receiveSimulated(ctx context.Context, id uuid.UUID, in DepositInput, generated bool) (*Transaction, error) {
+	return l.change(ctx, id, func(ctx context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
+		if !l.open(t, now) && t.Deposit != nil && (generated || t.Deposit.Transfer(in.ID) != nil) && !in.Amount.IsPositive() {
+			return nil, nil // the deposit is there: reused, nothing changes
+		}
+		amount := in.Amount
+		if !amount.IsPositive() {
+			amount = Due(t)
+		}
+		inc := Incoming{ID: in.ID, Hash: in.Hash, Amount: amount, Confirmations: in.Confirmations, From: in.From, ReceivedAt: now}
+		o, note, steps, err := l.receive(ctx, t, inc, now)
+		switch {
+		case err != nil:
+			return nil, err
+		case o == NotOpen:
+			return nil, apperr.New(apperr.InvalidStateTransition,
+				fmt.Sprintf("A transaction in %s takes no deposit (%s); on chain such a transfer is kept for the operators.", t.Status, note))
+		case o != Counted:
 			return nil, nil
 		}
-		d := &Deposit{
-			ID: in.ID, Hash: in.Hash, Amount: in.Amount, Status: DepositStatusConfirming,
-			Confirmations: in.Confirmations, RequiredConfirmations: l.requiredFor(t.Network), ReceivedAt: now,
-		}
-		if d.ID == "" {
-			return nil, apperr.Field(apperr.InvalidRequest, "A deposit needs its id.", "/deposit_id", "required")
-		}
-		if !d.Amount.IsPositive() {
-			d.Amount = t.CryptoAmount
-		}
-		s, err := move(t, DetectDeposit, "given a deposit", map[string]any{
-			"deposit_id": d.ID, "confirmations": d.Confirmations, "blockchain_hash": d.Hash,
-		})
-		if err != nil {
-			return nil, err
-		}
-		t.Deposit = d
-		steps := []step{s}
-		if d.Confirmations >= d.RequiredConfirmations {
-			more, err := confirm(t, now, l.fillsOnConfirm())
-			if err != nil {
-				return nil, err
-			}
-			steps = append(steps, more...)
-		}
-		return steps, nil
+		more, err := l.confirmTransfer(ctx, t, in.ID, in.Confirmations, now)
+		return append(steps, more...), err
 	})
 }
 
-// Confirm records that transaction id's deposit has confirmations confirmations.
-// Reaching the network's requirement confirms the deposit (history deposit:confirmed
-// and the deposit.confirmed event) and, with the simulated liquidity adapter, fills
-// the sell order at once (→ order_filled, history order:filled); with the operator
-// adapter the transaction waits in deposit_confirming, deposit confirmed, for
-// FillOrder. Fewer only update the count.
+// DetectGenerated is DetectDeposit for a deposit whose id the simulator made up:
+// on a transaction that no longer takes deposits but has one, it changes nothing
+// (a repeated detection reuses the deposit).
+func (l *Engine) DetectGenerated(ctx context.Context, id uuid.UUID, in DepositInput) (*Transaction, error) {
+	return l.receiveSimulated(ctx, id, in, true)
+}
+
+// Confirm gives every counted transfer of transaction id at least confirmations
+// confirmations. When all have the network's requirement the deposit confirms
+// (history deposit:confirmed and the deposit.confirmed event) and, with the
+// simulated liquidity adapter, the sell order fills at once (→ order_filled,
+// history order:filled); with the operator adapter the transaction waits in
+// deposit_confirming, deposit confirmed, for FillOrder. Fewer only update the counts.
 func (l *Engine) Confirm(ctx context.Context, id uuid.UUID, confirmations int) (*Transaction, error) {
 	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if t.Deposit == nil || t.Status != DepositConfirming {
@@ -248,14 +267,18 @@ func (l *Engine) Confirm(ctx context.Context, id uuid.UUID, confirmations int) (
 		if t.Deposit.Status == DepositStatusConfirmed { // waiting for its fill: confirmed once
 			return nil, apperr.New(apperr.InvalidStateTransition, "The deposit is already confirmed.")
 		}
-		if confirmations > t.Deposit.Confirmations {
-			t.Deposit.Confirmations = confirmations
+		var steps []step
+		for _, tr := range t.Deposit.Transfers {
+			more, err := l.confirmTransfer(ctx, t, tr.ID, confirmations, now)
+			if err != nil {
+				return nil, err
+			}
+			steps = append(steps, more...)
 		}
-		if t.Deposit.Confirmations < t.Deposit.RequiredConfirmations {
-			// Progress only: saved without a status change.
+		if len(steps) == 0 {
 			return nil, tx.SaveDeposit(ctx, t.ID, t.Deposit)
 		}
-		return confirm(t, now, l.fillsOnConfirm())
+		return steps, nil
 	})
 }
 
@@ -295,11 +318,15 @@ func (l *Engine) settle(ctx context.Context, id uuid.UUID, meta map[string]any) 
 			return nil, err
 		}
 		fee := money.Fee(t.FiatAmount, feeRate)
+		shortfall := decimal.Zero
+		if t.Deposit != nil && t.Deposit.Amount.LessThan(t.CryptoAmount) {
+			shortfall = t.CryptoAmount.Sub(t.Deposit.Amount)
+		}
 		if err := tx.InsertRevenue(ctx, &revenue.Row{
 			TransactionID: t.ID, PartnerID: t.PartnerID, MerchantReference: t.MerchantReference,
 			MerchantID: t.MerchantID, TerminalID: t.TerminalID, Network: t.Network, Token: t.Token,
 			CryptoAmount: t.CryptoAmount, FiatAmount: t.FiatAmount,
-			PlatformFee: fee, Share: money.Fee(fee, shareRate), TS: now,
+			PlatformFee: fee, Share: money.Fee(fee, shareRate), Shortfall: shortfall, TS: now,
 		}); err != nil {
 			return nil, err
 		}
@@ -316,18 +343,25 @@ func (l *Engine) Fail(ctx context.Context, id uuid.UUID) (*Transaction, error) {
 // Refund refunds the deposit of a failed transaction, or of an expired one that has
 // a deposit.
 func (l *Engine) Refund(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	return l.refund(ctx, id, nil)
+	return l.refund(ctx, id, nil, nil, "")
 }
 
 // refund is Refund with extra facts in the history metadata.
-func (l *Engine) refund(ctx context.Context, id uuid.UUID, extra map[string]any) (*Transaction, error) {
-	return l.change(ctx, id, func(_ context.Context, tx Tx, t *Transaction, _ time.Time) ([]step, error) {
+// An expired transaction's open short refund task closes with it (by operator op,
+// nil for the simulator).
+func (l *Engine) refund(ctx context.Context, id uuid.UUID, extra map[string]any, op *uuid.UUID, txHash string) (*Transaction, error) {
+	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, _ time.Time) ([]step, error) {
 		if t.Deposit == nil {
 			return nil, apperr.New(apperr.InvalidStateTransition, "The transaction has no deposit to refund.")
 		}
 		s, err := move(t, Refund, "refunded", with(map[string]any{"deposit_id": t.Deposit.ID}, extra))
 		if err != nil {
 			return nil, err
+		}
+		if l.tasks != nil && s.tr.From == Expired {
+			if err := l.tasks.CloseOpen(ctx, t.ID, unmatched.Short, op, txHash, "refunded with the transaction"); err != nil {
+				return nil, err
+			}
 		}
 		t.Deposit.Status = DepositStatusRefunded
 		return []step{s}, nil

@@ -7,7 +7,10 @@
 // Tx, the unit of work every change runs in. engine.go is the Engine, the one code
 // path every change takes (expiry sweep, cancel, sandbox simulator, operator
 // actions in operator.go, chain deposits in deposits.go): a version-conditional
-// update, its history row and its event, committed together.
+// update, its history row and its event, committed together. payments.go holds the
+// rules both the chain and the simulator count transfers by (partial payments,
+// tolerance, dust, overpayment, short at expiry, the late window) and the refund
+// tasks they leave for the operators.
 package lifecycle
 
 import "fmt"
@@ -50,8 +53,10 @@ const (
 	// canonical chain: back to awaiting_deposit, or to expired past the deadline.
 	ReorgDeposit     Trigger = "deposit_reorged"
 	ReorgDepositLate Trigger = "deposit_reorged_late"
-	// Underpay fails a confirmed deposit that is short of the expected amount.
-	Underpay Trigger = "deposit_underpaid"
+	// DetectPartial counts a transfer that leaves the total short (payments.go).
+	DetectPartial Trigger = "deposit_partial"
+	// Accept lets an operator proceed with an expired transaction's short payment.
+	Accept Trigger = "deposit_accepted"
 )
 
 // EventType is a webhook event type.
@@ -89,8 +94,15 @@ var Table = []Transition{
 	{None, Create, AwaitingDeposit, "transaction:created", EventCreated},
 	{AwaitingDeposit, Cancel, Cancelled, "partner:cancelled", ""},
 	{AwaitingDeposit, Expire, Expired, "system:expired", EventExpired},
+	// A transfer that leaves the total short keeps the status (a late one within the
+	// window keeps expired); the one that completes it moves to deposit_confirming.
+	{AwaitingDeposit, DetectPartial, AwaitingDeposit, "deposit:partial", EventDepositDetected},
+	{Expired, DetectPartial, Expired, "deposit:partial", EventDepositDetected},
 	{AwaitingDeposit, DetectDeposit, DepositConfirming, "deposit:detected", EventDepositDetected},
 	{Expired, DetectDeposit, DepositConfirming, "deposit:detected", EventDepositDetected},
+	// An operator accepts what an expired transaction received (no event: the next
+	// one carries the re-priced amount).
+	{Expired, Accept, DepositConfirming, "deposit:accepted", ""},
 	// Confirmation and the sell order are two history entries with one event:
 	// deposit:confirmed keeps the status, order:filled moves it on.
 	{DepositConfirming, ConfirmDeposit, DepositConfirming, "deposit:confirmed", EventDepositConfirmed},
@@ -100,10 +112,9 @@ var Table = []Transition{
 	// A confirmed deposit waiting for its fill whose sale failed.
 	{DepositConfirming, FailOrder, Failed, "order:failed", EventFailed},
 	// Chain deposits: a reorganised-away block undoes the detection (no event: the
-	// deposit never confirmed); an underpaid deposit fails once confirmed.
+	// deposit never confirmed).
 	{DepositConfirming, ReorgDeposit, AwaitingDeposit, "deposit:reorged", ""},
 	{DepositConfirming, ReorgDepositLate, Expired, "deposit:reorged", ""},
-	{DepositConfirming, Underpay, Failed, "deposit:underpaid", EventFailed},
 	{OrderFilled, FailOrder, Failed, "order:failed", EventFailed},
 	{Failed, Refund, Refunded, "deposit:refunded", EventRefunded},
 	{Expired, Refund, Refunded, "deposit:refunded", EventRefunded},

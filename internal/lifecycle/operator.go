@@ -2,12 +2,15 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/money"
+	"partnerd/internal/unmatched"
 )
 
 // Settlement says who moves a transaction after its deposit is confirmed: the two
@@ -168,7 +171,44 @@ func (l *Engine) fail(ctx context.Context, id uuid.UUID, meta map[string]any) (*
 }
 
 // RefundBy records for an operator that a failed (or expired) transaction's deposit
-// was sent back in chain transaction txHash. Errors: NotFound, InvalidStateTransition.
+// was sent back in chain transaction txHash. An expired transaction's open short
+// refund task is closed with it. Errors: NotFound, InvalidStateTransition.
 func (l *Engine) RefundBy(ctx context.Context, id uuid.UUID, by Actor, txHash string) (*Transaction, error) {
-	return l.refund(ctx, id, by.meta("reference", txHash, "refund_tx_hash", txHash))
+	op := by.OperatorID
+	return l.refund(ctx, id, by.meta("reference", txHash, "refund_tx_hash", txHash), &op, txHash)
+}
+
+// Accept lets an expired transaction with a short deposit (deposit_status
+// underpaid) proceed on what was received, for an operator: → deposit_confirming
+// (history deposit:accepted with the reason and the old and new amounts), its
+// crypto_amount the total received and its NGN amount re-priced at its own rate
+// (money.FiatFromTokens, the rounding of create). Its open short refund task is
+// closed; when every transfer is already confirmed the deposit confirms in the same
+// change, and that event tells the partner the new amount. Errors: NotFound,
+// InvalidStateTransition.
+func (l *Engine) Accept(ctx context.Context, id uuid.UUID, by Actor, reason string) (*Transaction, error) {
+	return l.change(ctx, id, func(ctx context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
+		if t.Status != Expired || t.Deposit == nil || t.Deposit.Status != DepositStatusUnderpaid {
+			return nil, apperr.New(apperr.InvalidStateTransition,
+				fmt.Sprintf("Only an expired transaction with an underpaid deposit can be accepted; this one is %s.", t.Status))
+		}
+		oldFiat, oldCrypto := t.FiatAmount, t.CryptoAmount
+		t.CryptoAmount = t.Deposit.Amount
+		t.FiatAmount = money.FiatFromTokens(t.CryptoAmount, t.Rate)
+		t.Deposit.Status = DepositStatusConfirming
+		s, err := move(t, Accept, "accepted", by.meta("reason", reason,
+			"old_amount", money.FormatFiat(oldFiat), "new_amount", money.FormatFiat(t.FiatAmount),
+			"old_crypto_amount", money.FormatTokens(oldCrypto), "new_crypto_amount", money.FormatTokens(t.CryptoAmount)))
+		if err != nil {
+			return nil, err
+		}
+		if l.tasks != nil {
+			op := by.OperatorID
+			if err := l.tasks.CloseOpen(ctx, t.ID, unmatched.Short, &op, "", "accepted: "+reason); err != nil {
+				return nil, err
+			}
+		}
+		more, err := l.confirmIfDue(ctx, t, now)
+		return append([]step{s}, more...), err
+	})
 }

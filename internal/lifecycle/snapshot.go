@@ -34,6 +34,21 @@ type Snapshot struct {
 	ConfirmedAt           *time.Time `json:"confirmed_at"`
 	DepositAmount         *string    `json:"deposit_amount"`
 	DepositTxHash         *string    `json:"deposit_tx_hash"`
+	// Deposits are the counted transfers (never null: empty without a deposit).
+	Deposits []SnapshotTransfer `json:"deposits"`
+}
+
+// SnapshotTransfer is one counted transfer: the DepositTransfer schema.
+type SnapshotTransfer struct {
+	ID                    string     `json:"id"`
+	TxHash                string     `json:"tx_hash"`
+	LogIndex              int        `json:"log_index"`
+	Amount                string     `json:"amount"`
+	Block                 int64      `json:"block"`
+	Confirmations         int        `json:"confirmations"`
+	RequiredConfirmations int        `json:"required_confirmations"`
+	ReceivedAt            time.Time  `json:"received_at"`
+	ConfirmedAt           *time.Time `json:"confirmed_at"`
 }
 
 // Payload is a webhook body: the WebhookPayload schema.
@@ -61,6 +76,7 @@ func (t *Transaction) Snapshot() Snapshot {
 		ExpiresAt:         t.ExpiresAt,
 		CreatedAt:         t.CreatedAt,
 		UpdatedAt:         t.UpdatedAt,
+		Deposits:          []SnapshotTransfer{},
 	}
 	if d := t.Deposit; d != nil {
 		id, status, conf, req, recv := d.ID, d.Status, d.Confirmations, d.RequiredConfirmations, d.ReceivedAt
@@ -68,6 +84,13 @@ func (t *Transaction) Snapshot() Snapshot {
 		s.ConfirmedAt = d.ConfirmedAt
 		amount, hash := money.FormatTokens(d.Amount), d.Hash
 		s.DepositAmount, s.DepositTxHash = &amount, &hash
+		for _, tr := range d.Transfers {
+			s.Deposits = append(s.Deposits, SnapshotTransfer{
+				ID: tr.ID, TxHash: tr.Hash, LogIndex: tr.LogIndex, Amount: money.FormatTokens(tr.Amount), Block: tr.Block,
+				Confirmations: tr.Confirmations, RequiredConfirmations: tr.RequiredConfirmations,
+				ReceivedAt: tr.ReceivedAt, ConfirmedAt: tr.ConfirmedAt,
+			})
+		}
 	}
 	return s
 }

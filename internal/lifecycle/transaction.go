@@ -43,27 +43,90 @@ type Transaction struct {
 	Version int64
 }
 
-// Deposit is the on-chain deposit of a transaction.
+// Deposit is the on-chain deposit of a transaction: the total of the transfers
+// counted toward it (payments.go has the rules).
 type Deposit struct {
-	ID                    string
-	Status                string
+	// ID is the first counted transfer's id.
+	ID     string
+	Status string
+	// Confirmations is the least of the transfers' confirmations.
 	Confirmations         int
 	RequiredConfirmations int
-	// Hash is the chain transaction hash.
+	// Hash is the chain transaction hash of the most recent counted transfer.
 	Hash string
-	// Amount is the token amount received.
-	Amount      decimal.Decimal
+	// Amount is the total token amount received.
+	Amount decimal.Decimal
+	// ReceivedAt is when the first transfer was received.
 	ReceivedAt  time.Time
 	ConfirmedAt *time.Time
+	// Transfers are the counted transfers, oldest first.
+	Transfers []Transfer
 }
+
+// Transfer is one transfer counted toward a deposit.
+type Transfer struct {
+	ID       string
+	Hash     string
+	LogIndex int
+	// From is the sender's address (where a refund goes); empty when unknown.
+	From                  string
+	Amount                decimal.Decimal
+	Block                 int64
+	Confirmations         int
+	RequiredConfirmations int
+	ReceivedAt            time.Time
+	ConfirmedAt           *time.Time
+}
+
+// Confirmed reports whether the transfer has its required confirmations.
+func (t *Transfer) Confirmed() bool { return t.Confirmations >= t.RequiredConfirmations }
+
+// Transfer returns the counted transfer id, or nil.
+func (d *Deposit) Transfer(id string) *Transfer {
+	for i := range d.Transfers {
+		if d.Transfers[i].ID == id {
+			return &d.Transfers[i]
+		}
+	}
+	return nil
+}
+
+// sum recomputes the deposit's total, hash, id, time and confirmations from its transfers.
+func (d *Deposit) sum() {
+	d.Amount = decimal.Zero
+	for i, tr := range d.Transfers {
+		d.Amount = d.Amount.Add(tr.Amount)
+		if i == 0 {
+			d.ID, d.ReceivedAt, d.Confirmations = tr.ID, tr.ReceivedAt, tr.Confirmations
+		}
+		d.Confirmations = min(d.Confirmations, tr.Confirmations)
+		d.Hash = tr.Hash
+	}
+}
+
+// allConfirmed reports whether every counted transfer is confirmed.
+func (d *Deposit) allConfirmed() bool {
+	for i := range d.Transfers {
+		if !d.Transfers[i].Confirmed() {
+			return false
+		}
+	}
+	return len(d.Transfers) > 0
+}
+
+// last is the most recent counted transfer.
+func (d *Deposit) last() *Transfer { return &d.Transfers[len(d.Transfers)-1] }
 
 // Deposit statuses.
 const (
+	// DepositStatusPartial: transfers received, the total still short.
+	DepositStatusPartial    = "partial"
 	DepositStatusConfirming = "confirming"
 	DepositStatusConfirmed  = "confirmed"
-	DepositStatusUnderpaid  = "underpaid"
-	DepositStatusFailed     = "failed"
-	DepositStatusRefunded   = "refunded"
+	// DepositStatusUnderpaid: the transaction expired with a partial total.
+	DepositStatusUnderpaid = "underpaid"
+	DepositStatusFailed    = "failed"
+	DepositStatusRefunded  = "refunded"
 )
 
 // HistoryEntry is one status change.
@@ -104,10 +167,11 @@ type Tx interface {
 	AppendEvent(ctx context.Context, e *Event) error
 	// TransactionForUpdate returns transaction id of any partner, with its deposit.
 	TransactionForUpdate(ctx context.Context, id uuid.UUID) (*Transaction, error)
-	// UpdateTransaction writes t's status, updated_at and payout_settled_at and
-	// bumps its version, if its version is still t.Version; it reports whether it did.
+	// UpdateTransaction writes t's status, updated_at, payout_settled_at and amounts
+	// (an accepted short payment re-prices them) and bumps its version, if its
+	// version is still t.Version; it reports whether it did.
 	UpdateTransaction(ctx context.Context, t *Transaction) (bool, error)
-	// SaveDeposit inserts or updates the deposit of transaction id.
+	// SaveDeposit inserts or updates the deposit of transaction id with its transfers.
 	SaveDeposit(ctx context.Context, id uuid.UUID, d *Deposit) error
 	InsertRevenue(ctx context.Context, r *revenue.Row) error
 	// PartnerRates returns the fee and share rates of a partner.

@@ -177,7 +177,7 @@ func (s *Server) ResolveUnmatchedDeposit(ctx context.Context, req operatorapi.Re
 		return nil, err
 	}
 	b := req.Body
-	d, err := s.unmatched.Resolve(ctx, req.Id, o.ID, unmatched.Status(b.Action), b.TxHash, b.Note)
+	d, err := s.unmatched.ResolveUnmatched(ctx, req.Id, o.ID, unmatched.Status(b.Action), b.TxHash, b.Note)
 	if err != nil {
 		return nil, err
 	}

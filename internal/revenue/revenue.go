@@ -67,7 +67,10 @@ type Row struct {
 	FiatAmount        decimal.Decimal
 	PlatformFee       decimal.Decimal
 	Share             decimal.Decimal
-	TS                time.Time
+	// Shortfall is what the deposit fell short of CryptoAmount by, accepted within
+	// the underpayment tolerance (zero when paid in full).
+	Shortfall decimal.Decimal
+	TS        time.Time
 }
 
 // EpochStart is the effective start of a revenue window given no from.

@@ -10,9 +10,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 
+	"github.com/ethereum/go-ethereum/common"
 	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/chain"
 	"partnerd/internal/lifecycle"
 )
 
@@ -31,12 +34,14 @@ type Simulator struct {
 func New(l *lifecycle.Engine, r Reader) *Simulator { return &Simulator{lifecycle: l, reader: r} }
 
 // Event is a simulation request: the event, the partner's transaction, and the
-// optional deposit id and chain hash of a simulated deposit.
+// optional deposit id, chain hash and amount of a simulated transfer.
 type Event struct {
 	Type          lifecycle.EventType
 	TransactionID uuid.UUID
 	DepositID     *string
 	Hash          *string
+	// Amount is the transfer's token amount; nil for what is still due.
+	Amount *decimal.Decimal
 }
 
 // Simulate applies e to partnerID's transaction and returns it as it is now.
@@ -50,21 +55,25 @@ func (s *Simulator) Simulate(ctx context.Context, partnerID uuid.UUID, e Event) 
 	l, id := s.lifecycle, e.TransactionID
 	switch e.Type {
 	case lifecycle.EventDepositDetected:
-		in := lifecycle.DepositInput{Confirmations: 1, ID: deref(e.DepositID), Hash: deref(e.Hash)}
-		if t.Deposit == nil { // a new deposit: made up as a chain would report it
-			if in.ID == "" {
-				in.ID = "dep_" + randomHex(12)
-			}
-			if in.Hash == "" {
-				in.Hash = SimulatedHash(t.Network)
-			}
+		// One transfer, by the chain's payment rules (lifecycle.Engine.Receive): it may
+		// be sent several times, each a new transfer unless its deposit id is given again.
+		in := lifecycle.DepositInput{Confirmations: 1, ID: deref(e.DepositID), Hash: deref(e.Hash), From: SimulatedAddress(t.Network)}
+		if e.Amount != nil {
+			in.Amount = *e.Amount
 		}
-		return l.DetectDeposit(ctx, id, in)
+		if in.Hash == "" {
+			in.Hash = SimulatedHash(t.Network)
+		}
+		if in.ID != "" {
+			return l.DetectDeposit(ctx, id, in)
+		}
+		in.ID = "dep_" + randomHex(12)
+		return l.DetectGenerated(ctx, id, in)
 	case lifecycle.EventDepositConfirmed:
 		if t.Deposit == nil {
 			return nil, apperr.New(apperr.InvalidStateTransition, "The transaction has no deposit to confirm.")
 		}
-		return l.Confirm(ctx, id, t.Deposit.RequiredConfirmations)
+		return l.ConfirmAll(ctx, id)
 	case lifecycle.EventCompleted:
 		return l.Settle(ctx, id)
 	case lifecycle.EventFailed:
@@ -87,6 +96,14 @@ func SimulatedHash(network string) string {
 		return h
 	}
 	return "0x" + h
+}
+
+// SimulatedAddress returns a random sender address of network's shape (where a
+// refund of a simulated transfer would go).
+func SimulatedAddress(network string) string {
+	var a common.Address
+	_, _ = rand.Read(a[:])
+	return chain.FormatAddress(network, a)
 }
 
 func randomHex(n int) string {

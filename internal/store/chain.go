@@ -191,5 +191,8 @@ func (s *Store) TransactionIDByAddress(ctx context.Context, network, addr string
 
 // DeleteDeposit removes a transaction's deposit (a reorganised-away detection).
 func (s *Store) DeleteDeposit(ctx context.Context, transactionID uuid.UUID) error {
+	if err := s.write(ctx).Where("transaction_id = ?", transactionID).Delete(&depositTransferRow{}).Error; err != nil {
+		return err
+	}
 	return s.write(ctx).Where("transaction_id = ?", transactionID).Delete(&depositRow{}).Error
 }

@@ -116,14 +116,17 @@ func (s *Store) ListStage(ctx context.Context, q transactions.StageQuery) ([]*li
 
 type unmatchedRow struct {
 	ID               uuid.UUID `gorm:"primaryKey"`
+	Kind             string
 	Network          string
 	TxHash           string
 	LogIndex         int
+	FromAddress      string
 	ToAddress        string
 	Amount           decimal.Decimal
 	RawAmount        string
 	BlockNumber      int64
 	TransactionID    *uuid.UUID
+	PartnerID        *uuid.UUID
 	Status           string
 	ResolutionTxHash *string
 	ResolutionNote   *string
@@ -132,47 +135,64 @@ type unmatchedRow struct {
 	CreatedAt        time.Time
 }
 
-func (unmatchedRow) TableName() string { return "unmatched_deposits" }
+// TableName: unmatched deposits are one kind of refund task.
+func (unmatchedRow) TableName() string { return "refund_tasks" }
 
 func (r *unmatchedRow) domain() *unmatched.Deposit {
 	return &unmatched.Deposit{
-		ID: r.ID, Network: r.Network, TxHash: r.TxHash, LogIndex: r.LogIndex, ToAddress: r.ToAddress,
-		Amount: r.Amount, RawAmount: r.RawAmount, BlockNumber: r.BlockNumber, TransactionID: r.TransactionID,
+		ID: r.ID, Kind: unmatched.Kind(r.Kind), Network: r.Network, TxHash: r.TxHash, LogIndex: r.LogIndex,
+		FromAddress: r.FromAddress, ToAddress: r.ToAddress,
+		Amount: r.Amount, RawAmount: r.RawAmount, BlockNumber: r.BlockNumber, TransactionID: r.TransactionID, PartnerID: r.PartnerID,
 		Status: unmatched.Status(r.Status), ResolutionTxHash: r.ResolutionTxHash, ResolutionNote: r.ResolutionNote,
 		ResolvedBy: r.ResolvedBy, ResolvedAt: utcPtr(r.ResolvedAt), CreatedAt: r.CreatedAt.UTC(),
 	}
 }
 
-// InsertUnmatchedDeposit inserts d unless its (network, tx_hash, log_index) is
-// recorded already, and returns the stored deposit.
+// InsertUnmatchedDeposit inserts refund task d unless its (kind, network, tx_hash,
+// log_index) is recorded already, and returns the stored task.
 func (s *Store) InsertUnmatchedDeposit(ctx context.Context, d *unmatched.Deposit) (*unmatched.Deposit, error) {
 	row := unmatchedRow{
-		ID: d.ID, Network: d.Network, TxHash: d.TxHash, LogIndex: d.LogIndex, ToAddress: d.ToAddress,
-		Amount: d.Amount, RawAmount: d.RawAmount, BlockNumber: d.BlockNumber, TransactionID: d.TransactionID,
+		ID: d.ID, Kind: string(d.Kind), Network: d.Network, TxHash: d.TxHash, LogIndex: d.LogIndex,
+		FromAddress: d.FromAddress, ToAddress: d.ToAddress,
+		Amount: d.Amount, RawAmount: d.RawAmount, BlockNumber: d.BlockNumber, TransactionID: d.TransactionID, PartnerID: d.PartnerID,
 		Status: string(d.Status), CreatedAt: d.CreatedAt,
 	}
 	if err := s.write(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
 		return nil, err
 	}
 	var got unmatchedRow
-	if err := s.write(ctx).Where("network = ? AND tx_hash = ? AND log_index = ?", d.Network, d.TxHash, d.LogIndex).Take(&got).Error; err != nil {
-		return nil, notFound(err, "unmatched deposit")
+	if err := s.write(ctx).Where("kind = ? AND network = ? AND tx_hash = ? AND log_index = ?", string(d.Kind), d.Network, d.TxHash, d.LogIndex).Take(&got).Error; err != nil {
+		return nil, notFound(err, "refund task")
 	}
 	return got.domain(), nil
 }
 
-// UnmatchedDeposit returns deposit id, or apperr NotFound.
+// UnmatchedDeposit returns refund task id, or apperr NotFound.
 func (s *Store) UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*unmatched.Deposit, error) {
 	var row unmatchedRow
 	if err := s.read(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
-		return nil, notFound(err, "unmatched deposit")
+		return nil, notFound(err, "refund task")
 	}
 	return row.domain(), nil
 }
 
-// ListUnmatchedDeposits returns up to limit deposits in status, newest first, after pos.
-func (s *Store) ListUnmatchedDeposits(ctx context.Context, status unmatched.Status, pos *cursor.Position, limit int) ([]*unmatched.Deposit, error) {
-	db, err := afterPosition(s.read(ctx).Where("status = ?", string(status)), "created_at", "id", pos)
+// ListRefundTasks returns up to limit tasks matching f, newest first, after pos.
+func (s *Store) ListRefundTasks(ctx context.Context, f unmatched.Filter, pos *cursor.Position, limit int) ([]*unmatched.Deposit, error) {
+	db := s.read(ctx)
+	switch {
+	case f.Open:
+		db = db.Where("status = ?", string(unmatched.Open))
+	case f.Resolved != "":
+		db = db.Where("status = ?", string(f.Resolved))
+	default:
+		db = db.Where("status <> ?", string(unmatched.Open))
+	}
+	if f.Kind != nil {
+		db = db.Where("kind = ?", string(*f.Kind))
+	}
+	db = whereEq(db, "partner_id", f.PartnerID)
+	db = whereEq(db, "network", f.Network)
+	db, err := afterPosition(db, "created_at", "id", pos)
 	if err != nil {
 		return nil, err
 	}
@@ -187,17 +207,37 @@ func (s *Store) ListUnmatchedDeposits(ctx context.Context, status unmatched.Stat
 	return out, nil
 }
 
-// ResolveUnmatchedDeposit closes deposit id if still open (a conditional update,
+// ResolveUnmatchedDeposit closes task id if still open (a conditional update,
 // correct under concurrency on both databases), reporting whether it did.
 func (s *Store) ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r unmatched.Resolution) (bool, error) {
-	res := s.write(ctx).Model(&unmatchedRow{}).Where("id = ? AND status = ?", id, string(unmatched.Open)).Updates(map[string]any{
-		"status": string(r.Status), "resolution_tx_hash": r.TxHash, "resolution_note": r.Note,
-		"resolved_by": r.OperatorID, "resolved_at": r.At,
-	})
+	res := s.write(ctx).Model(&unmatchedRow{}).Where("id = ? AND status = ?", id, string(unmatched.Open)).Updates(resolution(r))
 	if res.Error != nil && !errors.Is(res.Error, gorm.ErrRecordNotFound) {
 		return false, res.Error
 	}
 	return res.RowsAffected == 1, nil
+}
+
+// ResolveOpenRefundTasks closes transaction id's open tasks of kind with r.
+func (s *Store) ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind unmatched.Kind, r unmatched.Resolution) error {
+	return s.write(ctx).Model(&unmatchedRow{}).Where("transaction_id = ? AND kind = ? AND status = ?",
+		transactionID, string(kind), string(unmatched.Open)).Updates(resolution(r)).Error
+}
+
+// DeleteOpenRefundTasks deletes transaction id's open tasks of kind.
+func (s *Store) DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind unmatched.Kind) error {
+	return s.write(ctx).Where("transaction_id = ? AND kind = ? AND status = ?",
+		transactionID, string(kind), string(unmatched.Open)).Delete(&unmatchedRow{}).Error
+}
+
+func resolution(r unmatched.Resolution) map[string]any {
+	var by *uuid.UUID
+	if r.OperatorID != uuid.Nil {
+		by = &r.OperatorID
+	}
+	return map[string]any{
+		"status": string(r.Status), "resolution_tx_hash": r.TxHash, "resolution_note": r.Note,
+		"resolved_by": by, "resolved_at": r.At,
+	}
 }
 
 type fillRow struct {
@@ -239,9 +279,9 @@ func (tx *Tx) ScheduleStep(ctx context.Context, id uuid.UUID, step string, at ti
 	return tx.Enqueue(ctx, jobs.SettlementStepArgs{TransactionID: id, Step: step}, &river.InsertOpts{ScheduledAt: at})
 }
 
-// DeleteOpenUnmatchedDeposit deletes the transfer's unmatched deposit while it is
-// open (its block was reorganised away).
+// DeleteOpenUnmatchedDeposit deletes the transfer's unmatched (or dust) task while
+// it is open (its block was reorganised away).
 func (s *Store) DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error {
-	return s.write(ctx).Where("network = ? AND tx_hash = ? AND log_index = ? AND status = ?",
-		network, txHash, logIndex, string(unmatched.Open)).Delete(&unmatchedRow{}).Error
+	return s.write(ctx).Where("kind IN ? AND network = ? AND tx_hash = ? AND log_index = ? AND status = ?",
+		[]string{string(unmatched.Unmatched), string(unmatched.Dust)}, network, txHash, logIndex, string(unmatched.Open)).Delete(&unmatchedRow{}).Error
 }

@@ -22,6 +22,7 @@ type revenueRow struct {
 	Amount            decimal.Decimal
 	PlatformFee       decimal.Decimal
 	Share             decimal.Decimal
+	Shortfall         decimal.Decimal
 	TS                time.Time `gorm:"column:ts"`
 }
 
@@ -32,7 +33,7 @@ func (tx *Tx) InsertRevenue(ctx context.Context, r *revenue.Row) error {
 	row := revenueRow{
 		TransactionID: r.TransactionID, PartnerID: r.PartnerID, MerchantReference: r.MerchantReference,
 		MerchantID: r.MerchantID, TerminalID: r.TerminalID, Network: r.Network, CryptoCurrency: r.Token,
-		CryptoAmount: r.CryptoAmount, Amount: r.FiatAmount, PlatformFee: r.PlatformFee, Share: r.Share, TS: r.TS,
+		CryptoAmount: r.CryptoAmount, Amount: r.FiatAmount, PlatformFee: r.PlatformFee, Share: r.Share, Shortfall: r.Shortfall, TS: r.TS,
 	}
 	return tx.db.WithContext(ctx).Create(&row).Error
 }
@@ -61,7 +62,7 @@ func (s *Store) ListRevenue(ctx context.Context, partnerID uuid.UUID, q revenue.
 		out[i] = revenue.Row{
 			TransactionID: r.TransactionID, PartnerID: r.PartnerID, MerchantReference: r.MerchantReference,
 			MerchantID: r.MerchantID, TerminalID: r.TerminalID, Network: r.Network, Token: r.CryptoCurrency,
-			CryptoAmount: r.CryptoAmount, FiatAmount: r.Amount, PlatformFee: r.PlatformFee, Share: r.Share, TS: r.TS.UTC(),
+			CryptoAmount: r.CryptoAmount, FiatAmount: r.Amount, PlatformFee: r.PlatformFee, Share: r.Share, Shortfall: r.Shortfall, TS: r.TS.UTC(),
 		}
 	}
 	return out, nil

@@ -344,8 +344,41 @@ func loadTransaction(db *gorm.DB, where string, args ...any) (*lifecycle.Transac
 			ChainHash: deref(row.DepChainHash), Amount: row.DepAmount.Decimal,
 			ReceivedAt: deref(row.DepReceivedAt), ConfirmedAt: row.DepConfirmedAt,
 		}).domain()
+		var trs []depositTransferRow
+		if err := db.Where("transaction_id = ?", t.ID).Order("position").Find(&trs).Error; err != nil {
+			return nil, fmt.Errorf("load deposit transfers: %w", err)
+		}
+		for _, r := range trs {
+			t.Deposit.Transfers = append(t.Deposit.Transfers, r.domain())
+		}
 	}
 	return t, nil
+}
+
+// depositTransferRow is one transfer counted toward a deposit.
+type depositTransferRow struct {
+	TransactionID         uuid.UUID `gorm:"primaryKey"`
+	TransferID            string    `gorm:"primaryKey"`
+	Position              int
+	TxHash                string
+	LogIndex              int
+	FromAddress           string
+	Amount                decimal.Decimal
+	BlockNumber           int64
+	Confirmations         int
+	RequiredConfirmations int
+	ReceivedAt            time.Time
+	ConfirmedAt           *time.Time
+}
+
+func (depositTransferRow) TableName() string { return "deposit_transfers" }
+
+func (r depositTransferRow) domain() lifecycle.Transfer {
+	return lifecycle.Transfer{
+		ID: r.TransferID, Hash: r.TxHash, LogIndex: r.LogIndex, From: r.FromAddress, Amount: r.Amount, Block: r.BlockNumber,
+		Confirmations: r.Confirmations, RequiredConfirmations: r.RequiredConfirmations,
+		ReceivedAt: r.ReceivedAt.UTC(), ConfirmedAt: utcPtr(r.ConfirmedAt),
+	}
 }
 
 func deref[T any](p *T) T {
@@ -360,6 +393,7 @@ func deref[T any](p *T) T {
 func (tx *Tx) UpdateTransaction(ctx context.Context, t *lifecycle.Transaction) (bool, error) {
 	res := tx.db.WithContext(ctx).Model(&transactionRow{}).Where("id = ? AND version = ?", t.ID, t.Version).Updates(map[string]any{
 		"status": string(t.Status), "updated_at": t.UpdatedAt, "payout_settled_at": t.PayoutSettledAt, "version": t.Version + 1,
+		"crypto_amount": t.CryptoAmount, "fiat_amount": t.FiatAmount,
 	})
 	return res.RowsAffected == 1, res.Error
 }
@@ -411,7 +445,26 @@ func (tx *Tx) SaveDeposit(ctx context.Context, id uuid.UUID, d *lifecycle.Deposi
 		RequiredConfirmations: d.RequiredConfirmations, ChainHash: d.Hash, Amount: d.Amount,
 		ReceivedAt: d.ReceivedAt, ConfirmedAt: d.ConfirmedAt, UpdatedAt: Now(),
 	}
-	return tx.db.WithContext(ctx).Save(&row).Error
+	db := tx.db.WithContext(ctx)
+	if err := db.Save(&row).Error; err != nil {
+		return err
+	}
+	// The transfers are few: replaced as a whole.
+	if err := db.Where("transaction_id = ?", id).Delete(&depositTransferRow{}).Error; err != nil {
+		return err
+	}
+	if len(d.Transfers) == 0 {
+		return nil
+	}
+	rows := make([]depositTransferRow, len(d.Transfers))
+	for i, tr := range d.Transfers {
+		rows[i] = depositTransferRow{
+			TransactionID: id, TransferID: tr.ID, Position: i, TxHash: tr.Hash, LogIndex: tr.LogIndex, FromAddress: tr.From,
+			Amount: tr.Amount, BlockNumber: tr.Block, Confirmations: tr.Confirmations,
+			RequiredConfirmations: tr.RequiredConfirmations, ReceivedAt: tr.ReceivedAt, ConfirmedAt: tr.ConfirmedAt,
+		}
+	}
+	return db.Create(&rows).Error
 }
 
 // ListTransactions returns up to q.Limit of partnerID's transactions matching q,

@@ -1,12 +1,16 @@
-// Package unmatched keeps the deposits that matched no open transaction: a transfer
-// to an address no transaction owns, or to the address of a transaction that no
-// longer takes deposits (completed, cancelled, refunded). The chain watcher records
-// them (Record, idempotent per transfer); an operator lists them and resolves each
-// one, by refunding it on chain or crediting it another way.
+// Package unmatched keeps the operators' refund tasks: money to give back or decide
+// on. The first kind, and the package's name, is the unmatched deposit: a transfer to
+// an address no transaction owns, or to the address of a transaction that no longer
+// takes deposits. The others come from the payment rules of package lifecycle: the
+// excess of an overpaid transaction, the partial total of one that expired short,
+// and dust below the minimum deposit. The chain watcher and the lifecycle record
+// them (Record, idempotent per kind and transfer); an operator lists them and
+// resolves each one, by refunding it on chain or crediting it another way.
 package unmatched
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -27,13 +31,33 @@ const (
 	Credited Status = "credited"
 )
 
-// Deposit is one unmatched transfer. (Network, TxHash, LogIndex) identify it on chain.
+// Kind is what a refund task is for.
+type Kind string
+
+// The kinds of refund task.
+const (
+	// Unmatched is a transfer that belongs to no open transaction.
+	Unmatched Kind = "unmatched"
+	// Excess is what an overpaid transaction received above its expected amount.
+	Excess Kind = "excess"
+	// Short is the partial total of a transaction that expired short.
+	Short Kind = "short"
+	// Dust is a transfer below the minimum deposit, which never counts.
+	Dust Kind = "dust"
+)
+
+// Deposit is one refund task (an unmatched deposit when Kind is Unmatched).
+// (Kind, Network, TxHash, LogIndex) identify it: for Excess and Short the transfer
+// is the one that took the total over, or the last one counted.
 type Deposit struct {
-	ID        uuid.UUID
-	Network   string
-	TxHash    string
-	LogIndex  int
-	ToAddress string
+	ID       uuid.UUID
+	Kind     Kind
+	Network  string
+	TxHash   string
+	LogIndex int
+	// FromAddress is where the money came from (where a refund goes).
+	FromAddress string
+	ToAddress   string
 	// Amount is the token amount; RawAmount the on-chain integer in the token's
 	// smallest unit, as the log carried it.
 	Amount      decimal.Decimal
@@ -41,7 +65,9 @@ type Deposit struct {
 	BlockNumber int64
 	// TransactionID is the transaction owning ToAddress, when one does.
 	TransactionID *uuid.UUID
-	Status        Status
+	// PartnerID is that transaction's partner.
+	PartnerID *uuid.UUID
+	Status    Status
 	// Resolution: the refund's chain hash, the operator's note, who and when.
 	ResolutionTxHash *string
 	ResolutionNote   *string
@@ -59,20 +85,36 @@ type Resolution struct {
 	At         time.Time
 }
 
-// Store persists unmatched deposits.
+// Filter selects refund tasks: Open (or resolved), and optionally one kind, partner
+// and network.
+type Filter struct {
+	Open bool
+	// Resolved narrows the resolved tasks to one resolution (the unmatched view's
+	// status filter); empty for both.
+	Resolved  Status
+	Kind      *Kind
+	PartnerID *uuid.UUID
+	Network   *string
+}
+
+// Store persists refund tasks.
 type Store interface {
-	// InsertUnmatchedDeposit inserts d unless a deposit with its (network, tx_hash,
-	// log_index) exists, and returns the stored one.
+	// InsertUnmatchedDeposit inserts d unless a task with its (kind, network,
+	// tx_hash, log_index) exists, and returns the stored one.
 	InsertUnmatchedDeposit(ctx context.Context, d *Deposit) (*Deposit, error)
-	// UnmatchedDeposit returns deposit id, or apperr NotFound.
+	// UnmatchedDeposit returns task id, or apperr NotFound.
 	UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*Deposit, error)
-	// ListUnmatchedDeposits returns up to limit deposits in status, newest first
+	// ListRefundTasks returns up to limit tasks matching f, newest first
 	// (created_at, id descending), after pos when set.
-	ListUnmatchedDeposits(ctx context.Context, status Status, after *cursor.Position, limit int) ([]*Deposit, error)
-	// ResolveUnmatchedDeposit closes deposit id if it is still open, reporting whether it did.
+	ListRefundTasks(ctx context.Context, f Filter, after *cursor.Position, limit int) ([]*Deposit, error)
+	// ResolveUnmatchedDeposit closes task id if it is still open, reporting whether it did.
 	ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r Resolution) (bool, error)
-	// DeleteOpenUnmatchedDeposit deletes the transfer's deposit if it is still open.
+	// DeleteOpenUnmatchedDeposit deletes the transfer's open unmatched or dust task.
 	DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error
+	// DeleteOpenRefundTasks deletes transaction id's open tasks of kind.
+	DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind) error
+	// ResolveOpenRefundTasks closes transaction id's open tasks of kind with r.
+	ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind, r Resolution) error
 }
 
 // Service records, lists and resolves unmatched deposits.
@@ -91,6 +133,9 @@ func NewService(store Store, codec *cursor.Codec, now func() time.Time) *Service
 // transfer again returns the first record unchanged (the watcher may rescan blocks).
 func (s *Service) Record(ctx context.Context, d Deposit) (*Deposit, error) {
 	d.ID = uuid.New()
+	if d.Kind == "" {
+		d.Kind = Unmatched
+	}
 	d.Status = Open
 	d.CreatedAt = s.now()
 	d.ResolutionTxHash, d.ResolutionNote, d.ResolvedBy, d.ResolvedAt = nil, nil, nil, nil
@@ -103,6 +148,27 @@ func (s *Service) Forget(ctx context.Context, network, txHash string, logIndex i
 	return s.store.DeleteOpenUnmatchedDeposit(ctx, network, txHash, logIndex)
 }
 
+// DropOpen deletes transaction id's open task of kind: one superseded by a newer
+// record of the same money.
+func (s *Service) DropOpen(ctx context.Context, transactionID uuid.UUID, kind Kind) error {
+	return s.store.DeleteOpenRefundTasks(ctx, transactionID, kind)
+}
+
+// CloseOpen resolves transaction id's open tasks of kind with the transaction: as
+// Refunded in chain transaction txHash when it is given, else as Credited (the
+// money stayed with the transaction), with note, by operatorID when an operator
+// decided (nil: the system).
+func (s *Service) CloseOpen(ctx context.Context, transactionID uuid.UUID, kind Kind, operatorID *uuid.UUID, txHash, note string) error {
+	r := Resolution{Status: Credited, Note: &note, At: s.now()}
+	if txHash != "" {
+		r.Status, r.TxHash = Refunded, &txHash
+	}
+	if operatorID != nil {
+		r.OperatorID = *operatorID
+	}
+	return s.store.ResolveOpenRefundTasks(ctx, transactionID, kind, r)
+}
+
 // Page is one page of unmatched deposits.
 type Page struct {
 	Items      []*Deposit
@@ -111,15 +177,30 @@ type Page struct {
 	NextCursor *string
 }
 
-// List returns a page of the deposits in status, newest first. Errors: InvalidCursor.
+// List returns a page of the unmatched deposits in status, newest first (open, or
+// resolved as refunded or credited). Errors: InvalidCursor.
 func (s *Service) List(ctx context.Context, status Status, limit int, after string) (*Page, error) {
+	kind := Unmatched
+	return s.list(ctx, fmt.Sprintf(`{"list":"unmatched_deposits","status":%q}`, status),
+		Filter{Open: status == Open, Kind: &kind, Resolved: status}, limit, after)
+}
+
+// Tasks returns a page of the refund tasks f selects, newest first. Errors: InvalidCursor.
+func (s *Service) Tasks(ctx context.Context, f Filter, limit int, after string) (*Page, error) {
+	scope, err := json.Marshal(map[string]any{"list": "refund_tasks", "open": f.Open, "kind": f.Kind, "partner_id": f.PartnerID, "network": f.Network})
+	if err != nil {
+		return nil, err
+	}
+	return s.list(ctx, string(scope), f, limit, after)
+}
+
+func (s *Service) list(ctx context.Context, scope string, f Filter, limit int, after string) (*Page, error) {
 	limit = cursor.Limit(limit)
-	scope := fmt.Sprintf(`{"list":"unmatched_deposits","status":%q}`, status)
 	pos, err := s.codec.After(after, scope)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.store.ListUnmatchedDeposits(ctx, status, pos, limit+1)
+	rows, err := s.store.ListRefundTasks(ctx, f, pos, limit+1)
 	if err != nil {
 		return nil, err
 	}
@@ -130,10 +211,21 @@ func (s *Service) List(ctx context.Context, status Status, limit int, after stri
 	return p, nil
 }
 
-// Resolve closes an open deposit as refunded (txHash required: the refund's chain
+// Resolve closes an open task of any kind as refunded (txHash required: the refund's chain
 // transaction) or credited (note required). Errors: NotFound, InvalidRequest,
 // InvalidStateTransition when it is no longer open.
 func (s *Service) Resolve(ctx context.Context, id uuid.UUID, operatorID uuid.UUID, action Status, txHash, note *string) (*Deposit, error) {
+	return s.resolve(ctx, id, nil, operatorID, action, txHash, note)
+}
+
+// ResolveUnmatched is Resolve for unmatched deposits only: a task of another kind
+// is NotFound (the unmatched deposits' view).
+func (s *Service) ResolveUnmatched(ctx context.Context, id uuid.UUID, operatorID uuid.UUID, action Status, txHash, note *string) (*Deposit, error) {
+	kind := Unmatched
+	return s.resolve(ctx, id, &kind, operatorID, action, txHash, note)
+}
+
+func (s *Service) resolve(ctx context.Context, id uuid.UUID, kind *Kind, operatorID uuid.UUID, action Status, txHash, note *string) (*Deposit, error) {
 	switch action {
 	case Refunded:
 		if txHash == nil {
@@ -149,6 +241,9 @@ func (s *Service) Resolve(ctx context.Context, id uuid.UUID, operatorID uuid.UUI
 	d, err := s.store.UnmatchedDeposit(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if kind != nil && d.Kind != *kind {
+		return nil, apperr.New(apperr.NotFound, "The unmatched deposit was not found.")
 	}
 	if d.Status != Open {
 		return nil, apperr.New(apperr.InvalidStateTransition, fmt.Sprintf("The deposit is already %s.", d.Status))

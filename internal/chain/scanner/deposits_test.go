@@ -20,8 +20,8 @@ import (
 
 // TestDepositsOnChain runs the deposit rules against a real node: detection and
 // rising confirmations, confirmation exactly at the threshold, 18-decimal amounts,
-// overpayment, underpayment, a second transfer (unmatched), other contracts and
-// unknown addresses (ignored).
+// overpayment, underpayment (partial), a second transfer (unmatched), other
+// contracts and unknown addresses (ignored).
 func TestDepositsOnChain(t *testing.T) {
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
@@ -83,13 +83,14 @@ func TestDepositsOnChain(t *testing.T) {
 			d = r.waitFor(over.Id, "confirmation", status(client.TransactionStatusOrderFilled))
 			require.Equal(t, "1.5", meta(r.history(over.Id), "deposit:confirmed")["excess"])
 
-			// Underpaid: failed once confirmed.
-			d = r.waitFor(under.Id, "failure", status(client.TransactionStatusFailed))
-			require.Equal(t, "underpaid", *d.DepositStatus)
-			require.Equal(t, []string{"transaction:created", "deposit:detected", "deposit:underpaid"}, r.reasons(under.Id))
-			require.Equal(t, "0.000001", meta(r.history(under.Id), "deposit:underpaid")["shortfall"])
+			// Short: a partial payment, waiting for the rest (confirmed transfers included).
+			d = r.get(under.Id)
+			require.Equal(t, client.TransactionStatusAwaitingDeposit, d.Status)
+			require.Equal(t, "partial", *d.DepositStatus)
+			require.Equal(t, []string{"transaction:created", "deposit:partial"}, r.reasons(under.Id))
+			require.Equal(t, "0.000001", meta(r.history(under.Id), "deposit:partial")["shortfall"])
 			types := eventTypes(t, r, under.Id)
-			require.Equal(t, []string{"transaction.created", "deposit.detected", "transaction.failed"}, types)
+			require.Equal(t, []string{"transaction.created", "deposit.detected"}, types)
 
 			// Other contracts, unknown addresses, zero and dust: ignored.
 			require.Equal(t, client.TransactionStatusAwaitingDeposit, r.get(other.Id).Status)
