@@ -16,6 +16,7 @@ import (
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/store"
 	"partnerd/internal/testdb"
+	"partnerd/internal/unmatched"
 )
 
 // TestChainCursorCompareAndSet: of concurrent movers from one cursor exactly one
@@ -181,7 +182,7 @@ func TestUnmatchedDeposits(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, stored[0], again.ID, "a transfer is recorded once")
 
-		open, err := s.ListUnmatchedDeposits(ctx, "open", nil, 2)
+		open, err := s.ListRefundTasks(ctx, unmatched.Filter{Open: true}, nil, 2)
 		require.NoError(t, err)
 		require.Len(t, open, 2)
 		require.Equal(t, stored[2], open[0].ID, "newest first")
@@ -217,5 +218,53 @@ func TestUnmatchedDeposits(t *testing.T) {
 		require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
 		_, err = s.UnmatchedDeposit(ctx, stored[1])
 		require.NoError(t, err)
+	})
+}
+
+// TestRefundTasksOfATransaction: the kinds tied to a transaction are filtered by
+// kind, partner and network; closing or forgetting a transaction's open tasks of one
+// kind leaves its other kinds and its resolved tasks alone.
+func TestRefundTasksOfATransaction(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
+		ctx := context.Background()
+		op := newOperator(t, s)
+		p := newPartner(t, s)
+		tr := newTransaction(t, s, p, txOpts{})
+		task := func(kind unmatched.Kind, i int) *unmatched.Deposit {
+			d := unmatchedDeposit(i, store.Now())
+			d.Kind, d.TransactionID, d.PartnerID, d.ToAddress, d.FromAddress = kind, &tr.ID, &p.ID, tr.DepositAddress, "0xsender"
+			got, err := s.InsertUnmatchedDeposit(ctx, d)
+			require.NoError(t, err)
+			return got
+		}
+		short, excess, dust := task(unmatched.Short, 1), task(unmatched.Excess, 2), task(unmatched.Dust, 3)
+
+		kind, network := unmatched.Short, "bep20"
+		list, err := s.ListRefundTasks(ctx, unmatched.Filter{Open: true, Kind: &kind, PartnerID: &p.ID, Network: &network}, nil, 10)
+		require.NoError(t, err)
+		require.Len(t, list, 1)
+		require.Equal(t, short.ID, list[0].ID)
+		require.Equal(t, "0xsender", list[0].FromAddress)
+		other := uuid.New()
+		list, err = s.ListRefundTasks(ctx, unmatched.Filter{Open: true, PartnerID: &other}, nil, 10)
+		require.NoError(t, err)
+		require.Empty(t, list, "another partner's tasks are not listed")
+
+		require.NoError(t, s.ResolveOpenRefundTasks(ctx, tr.ID, unmatched.Short, resolution(op.ID)))
+		got, err := s.UnmatchedDeposit(ctx, short.ID)
+		require.NoError(t, err)
+		require.Equal(t, unmatched.Refunded, got.Status)
+		require.Equal(t, op.ID, *got.ResolvedBy)
+		got, err = s.UnmatchedDeposit(ctx, excess.ID)
+		require.NoError(t, err)
+		require.Equal(t, unmatched.Open, got.Status, "another kind stays open")
+
+		require.NoError(t, s.DeleteOpenRefundTasks(ctx, tr.ID, unmatched.Dust))
+		require.NoError(t, s.DeleteOpenRefundTasks(ctx, tr.ID, unmatched.Short))
+		_, err = s.UnmatchedDeposit(ctx, dust.ID)
+		require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
+		_, err = s.UnmatchedDeposit(ctx, short.ID)
+		require.NoError(t, err, "a resolved task is kept")
 	})
 }

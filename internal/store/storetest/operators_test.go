@@ -26,7 +26,7 @@ func newOperator(t *testing.T, s *store.Store) *operators.Operator {
 }
 
 func unmatchedDeposit(i int, at time.Time) *unmatched.Deposit {
-	return &unmatched.Deposit{ID: uuid.New(), Network: "bep20", TxHash: fmt.Sprintf("0xu%d", i), LogIndex: i, ToAddress: "0xnobody",
+	return &unmatched.Deposit{ID: uuid.New(), Kind: unmatched.Unmatched, Network: "bep20", TxHash: fmt.Sprintf("0xu%d", i), LogIndex: i, ToAddress: "0xnobody",
 		Amount: dec("12.345678"), RawAmount: "12345678000000000000", BlockNumber: int64(100 + i), Status: unmatched.Open, CreatedAt: at}
 }
 

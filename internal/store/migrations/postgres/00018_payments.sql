@@ -37,6 +37,7 @@ ALTER TABLE refund_tasks ADD COLUMN partner_id uuid REFERENCES partners (id);
 UPDATE refund_tasks r SET partner_id = t.partner_id FROM transactions t WHERE t.id = r.transaction_id;
 ALTER TABLE refund_tasks DROP CONSTRAINT unmatched_deposits_network_tx_hash_log_index_key;
 ALTER TABLE refund_tasks ADD CONSTRAINT refund_tasks_kind_transfer_key UNIQUE (kind, network, tx_hash, log_index);
+ALTER INDEX unmatched_deposits_status_created_idx RENAME TO refund_tasks_status_created_idx;
 CREATE INDEX refund_tasks_kind_status_created_idx ON refund_tasks (kind, status, created_at DESC, id DESC);
 CREATE INDEX refund_tasks_transaction_idx ON refund_tasks (transaction_id);
 
@@ -53,6 +54,7 @@ ALTER TABLE refund_tasks ADD CONSTRAINT unmatched_deposits_network_tx_hash_log_i
 ALTER TABLE refund_tasks DROP COLUMN partner_id;
 ALTER TABLE refund_tasks DROP COLUMN from_address;
 ALTER TABLE refund_tasks DROP COLUMN kind;
+ALTER INDEX refund_tasks_status_created_idx RENAME TO unmatched_deposits_status_created_idx;
 ALTER TABLE refund_tasks RENAME TO unmatched_deposits;
 DROP TABLE deposit_transfers;
 UPDATE deposits SET status = 'confirming' WHERE status = 'partial';
