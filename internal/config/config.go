@@ -223,6 +223,11 @@ func (r *reader) pricing(c *Config) {
 }
 
 // addresses reads the account xpub of each network (the demo keys in staging only).
+// Production refuses a demo key by its material (address.DemoKey), so neither
+// other version bytes nor the other network's setting let one through. One key
+// may serve both networks: indexes and matching are per network, so nothing
+// mixes; wallets export one account per coin type (60' and 195'), which is the
+// usual setup.
 func (r *reader) addresses(c *Config) {
 	get, bad := r.get, r.bad
 	c.XPubs = map[string]string{}
@@ -244,8 +249,8 @@ func (r *reader) addresses(c *Config) {
 				c.DemoXPubs = append(c.DemoXPubs, p.Network)
 			}
 		}
-		if x != "" && c.Env == Production && x == address.DemoXPubs[p.Network] {
-			bad(key, fmt.Errorf("production refuses the public demo key of %s (its private keys are public: anyone can spend deposits); set your wallet's account xpub", p.Network))
+		if demoOf, isDemo := address.DemoKey(x); isDemo && c.Env == Production {
+			bad(key, fmt.Errorf("production refuses the public demo key of %s, whatever its version bytes (its private keys are public: anyone can spend deposits); set your wallet's account xpub", demoOf))
 		} else if x != "" {
 			if _, err := address.NewDeriver(p.Network, x); err != nil {
 				bad(key, err)
