@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"partnerd/internal/apperr"
 	"partnerd/internal/jobs"
@@ -303,10 +304,20 @@ func (s *Store) TransactionByReference(ctx context.Context, partnerID uuid.UUID,
 
 // TransactionForUpdate returns transaction id of any partner with its deposit, as
 // this unit of work sees it (for the lifecycle, whose callers checked the partner
-// already or act for the system). UpdateTransaction is conditional on the version
-// read here, so no row lock is taken.
+// already or act for the system), and holds the transaction's row until the unit
+// of work ends. A concurrent change of the same transaction waits here and then
+// reads the committed state, so it is refused by the state machine (409) before
+// it inserts anything that depends on the state (a fill, a revenue row) and
+// would break a key. On PostgreSQL that is SELECT … FOR UPDATE (of the
+// transaction's row only: the deposit is on the nullable side of the join); on
+// SQLite the one writer serialises the units of work already. UpdateTransaction
+// stays conditional on the version read here as a second guard.
 func (tx *Tx) TransactionForUpdate(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error) {
-	return loadTransaction(tx.db.WithContext(ctx), "t.id = ?", id)
+	db := tx.db.WithContext(ctx)
+	if tx.s.dialect == Postgres {
+		db = db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: "t"}})
+	}
+	return loadTransaction(db, "t.id = ?", id)
 }
 
 // transactionWithDeposit is a transaction row with its deposit's columns (all
