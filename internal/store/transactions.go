@@ -126,6 +126,26 @@ func (tx *Tx) NextAddressIndex(ctx context.Context, network string) (uint32, err
 	return uint32(idx), nil
 }
 
+// ReleaseAddressIndex hands back index, allocated by NextAddressIndex in this unit
+// of work, when no transaction took it (the create failed: a duplicate reference,
+// say): on PostgreSQL it goes back to the front of the instance's block, so the
+// next create of the network takes it; on SQLite the counter goes back by one
+// (this unit of work holds the one writer, so nobody took a later index since).
+// A create that fails thus leaves no unused address, whether or not the unit of
+// work commits (an idempotent request stores its 409 and commits).
+func (tx *Tx) ReleaseAddressIndex(ctx context.Context, network string, index uint32) error {
+	if tx.s.dialect == Postgres {
+		tx.s.addresses.giveBack(network, int64(index))
+		return nil
+	}
+	err := tx.db.WithContext(ctx).Exec(`UPDATE address_counters SET next_index = ? WHERE network = ? AND next_index = ?`,
+		int64(index), network, int64(index)+1).Error
+	if err != nil {
+		return fmt.Errorf("release address index %d of %s: %w", index, network, err)
+	}
+	return nil
+}
+
 // EnsureAddressSequences creates the PostgreSQL sequence of each network's deposit
 // address indexes, starting where the network's counter row left off (if any). It is
 // idempotent and a no-op on SQLite. Call it at start with every configured network.
@@ -163,7 +183,8 @@ var validNetwork = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
 // addressBlock is how many address indexes an instance takes from a network's
 // sequence at once (one round trip for that many creates). The indexes of a block
 // not handed out before the process stops are never used: at most this many
-// unused addresses in a row, under the gap limit of 20 that HD wallets scan by.
+// unused addresses in a row, under the gap limit of 20 that HD wallets scan by. A
+// failed create hands its index back (ReleaseAddressIndex), so failures add none.
 const addressBlock = 16
 
 // indexBlocks hands out sequence values taken a block at a time, per network.
@@ -194,6 +215,17 @@ func (b *indexBlocks) take(network string, fetch func() ([]int64, error)) (int64
 	next := b.left[network][0]
 	b.left[network] = b.left[network][1:]
 	return next, nil
+}
+
+// giveBack returns an index take handed out and nobody used; it is handed out
+// next.
+func (b *indexBlocks) giveBack(network string, index int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.left == nil {
+		b.left = map[string][]int64{}
+	}
+	b.left[network] = append([]int64{index}, b.left[network]...)
 }
 
 func addressSequence(network string) string { return "address_index_" + network }
