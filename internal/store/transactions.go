@@ -494,3 +494,46 @@ func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q tra
 func (s *Store) Transaction(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error) {
 	return loadTransaction(s.read(ctx), "t.id = ?", id)
 }
+
+// IssuedAddress is one deposit address the service handed out: its derivation
+// index under the network's account key, the transaction it belongs to and what
+// that transaction's deposit received.
+type IssuedAddress struct {
+	Index         uint32
+	Address       string
+	TransactionID uuid.UUID
+	Status        string
+	Token         string
+	// Received is the matched deposit's amount; nil when none was matched.
+	Received *decimal.Decimal
+}
+
+// IssuedAddresses calls fn with every deposit address issued on network, by
+// index, reading the rows as they come (a network may have millions).
+func (s *Store) IssuedAddresses(ctx context.Context, network string, fn func(IssuedAddress) error) error {
+	rows, err := s.read(ctx).Raw(`SELECT t.address_index, t.deposit_address, t.id, t.status, t.crypto_currency, d.amount
+		FROM transactions t LEFT JOIN deposits d ON d.transaction_id = t.id
+		WHERE t.network = ? ORDER BY t.address_index`, network).Rows()
+	if err != nil {
+		return fmt.Errorf("issued addresses of %s: %w", network, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			a        IssuedAddress
+			idx      int64
+			received decimal.NullDecimal
+		)
+		if err := rows.Scan(&idx, &a.Address, &a.TransactionID, &a.Status, &a.Token, &received); err != nil {
+			return fmt.Errorf("issued addresses of %s: %w", network, err)
+		}
+		a.Index = uint32(idx)
+		if received.Valid {
+			a.Received = &received.Decimal
+		}
+		if err := fn(a); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
