@@ -33,7 +33,10 @@ func TestAddressesExport(t *testing.T) {
 				fiat := "5000"
 				res, err := c.CreateTransactionWithResponse(ctx, &client.CreateTransactionParams{},
 					client.CreateTransactionRequest{MerchantReference: ref, CryptoCurrency: "usdt", Network: network, FiatAmount: &fiat},
-					func(_ context.Context, r *http.Request) error { r.Header.Set("Idempotency-Key", uuid.NewString()); return nil })
+					func(_ context.Context, r *http.Request) error {
+						r.Header.Set("Idempotency-Key", uuid.NewString())
+						return nil
+					})
 				require.NoError(t, err)
 				if res.JSON201 == nil {
 					return client.Transaction{}, res.StatusCode()
