@@ -15,6 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/address"
+	"partnerd/internal/jobs"
 	"partnerd/internal/pricing"
 	"partnerd/internal/ratelimit"
 	"partnerd/internal/rates"
@@ -71,6 +72,9 @@ type Config struct {
 	RateLimitReads, RateLimitWrites ratelimit.Limit
 	// JobPollInterval is how often job workers look for due jobs.
 	JobPollInterval time.Duration
+	// JobRescueAfter is how long a job may be running before its process is taken
+	// for dead and the job retried (JOB_RESCUE_AFTER; more than jobs.DeliveryTimeout).
+	JobRescueAfter time.Duration
 	// ExpirySweep is how often the expiry sweep expires overdue transactions.
 	ExpirySweep time.Duration
 	// DepositWindow is how long a transaction waits for its deposit (30 minutes;
@@ -293,6 +297,10 @@ func (r *reader) operations(c *Config) {
 		bad("RATE_LIMIT_WRITES", err2)
 	}
 	c.JobPollInterval = duration(get("JOB_POLL_INTERVAL", "200ms"), "JOB_POLL_INTERVAL", bad)
+	c.JobRescueAfter = duration(get("JOB_RESCUE_AFTER", jobs.DefaultRescueAfter.String()), "JOB_RESCUE_AFTER", bad)
+	if c.JobRescueAfter > 0 && c.JobRescueAfter <= jobs.DeliveryTimeout {
+		bad("JOB_RESCUE_AFTER", fmt.Errorf("%s: must exceed the job timeout, %s (a live delivery would be taken for a dead one)", c.JobRescueAfter, jobs.DeliveryTimeout))
+	}
 	for _, item := range strings.Split(get("WEBHOOK_RETRY_SCHEDULE", DefaultWebhookSchedule), ",") {
 		c.WebhookSchedule = append(c.WebhookSchedule, duration(strings.TrimSpace(item), "WEBHOOK_RETRY_SCHEDULE", bad))
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/internal/address"
+	"partnerd/internal/jobs"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -176,5 +177,23 @@ func TestBadSettingsAreNamed(t *testing.T) {
 	} {
 		_, err := Load(env(map[string]string{key: val}))
 		require.ErrorContains(t, err, key, "%s=%s", key, val)
+	}
+}
+
+// A job running past JOB_RESCUE_AFTER is taken for dead and retried: the setting
+// defaults to the delivery timeout plus a margin (not River's hour) and must exceed
+// the job timeout, or a live delivery would run twice at once.
+func TestJobRescueAfter(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	require.NoError(t, err)
+	require.Equal(t, 40*time.Second, c.JobRescueAfter)
+	require.Greater(t, c.JobRescueAfter, jobs.DeliveryTimeout)
+	c, err = Load(env(map[string]string{"JOB_RESCUE_AFTER": "26s"}))
+	require.NoError(t, err)
+	require.Equal(t, 26*time.Second, c.JobRescueAfter)
+	for _, bad := range []string{"25s", "10s", "0s", "soon"} {
+		_, err := Load(env(map[string]string{"JOB_RESCUE_AFTER": bad}))
+		require.ErrorContains(t, err, "JOB_RESCUE_AFTER", bad)
 	}
 }
