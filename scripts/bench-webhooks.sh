@@ -6,7 +6,8 @@
 #   1. creates a throwaway database partnerd_bench_<random> (dropped on exit),
 #   2. migrates it and creates one partner via the CLI (bin/partnerd is built once),
 #   3. starts two `partnerd serve` on free 127.0.0.1 ports (APP_ENV=staging, the same
-#      DATABASE_URL and JOB_POLL_INTERVAL) and waits for /readyz,
+#      DATABASE_URL and JOB_POLL_INTERVAL, WEBHOOK_ALLOW_PRIVATE_URLS=true for the
+#      loopback receiver) and waits for /readyz,
 #   4. runs scripts/benchwebhooks: a local receiver registered with
 #      PUT /webhooks/endpoint, and either a rate-limited load driver creating
 #      transactions (one transaction.created event each) round-robin over both

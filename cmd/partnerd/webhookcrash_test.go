@@ -99,7 +99,10 @@ func TestKilledDuringSlowDeliveriesRedelivers(t *testing.T) {
 				fiat := "5000"
 				res, err := c.CreateTransactionWithResponse(ctx, &client.CreateTransactionParams{},
 					client.CreateTransactionRequest{MerchantReference: "SLOW-" + uuid.NewString(), CryptoCurrency: "usdt", Network: "bep20", FiatAmount: &fiat},
-					func(_ context.Context, r *http.Request) error { r.Header.Set("Idempotency-Key", uuid.NewString()); return nil })
+					func(_ context.Context, r *http.Request) error {
+						r.Header.Set("Idempotency-Key", uuid.NewString())
+						return nil
+					})
 				require.NoError(t, err)
 				require.Equal(t, http.StatusCreated, res.StatusCode(), "#%d: %s", i, res.Body)
 			}
