@@ -89,7 +89,7 @@ func TestKilledDuringSlowDeliveriesRedelivers(t *testing.T) {
 			require.NotEmpty(t, key)
 			ctx := context.Background()
 			c := apitest.Remote(t, srv.base).Client(t, key)
-			ep, err := c.PutWebhookEndpointWithResponse(ctx, client.PutWebhookEndpointJSONRequestBody{Url: hook.URL, Enabled: true})
+			ep, err := c.PutWebhookEndpointWithResponse(ctx, &client.PutWebhookEndpointParams{}, client.PutWebhookEndpointJSONRequestBody{Url: hook.URL, Enabled: true})
 			require.NoError(t, err)
 			require.Equal(t, http.StatusOK, ep.StatusCode(), string(ep.Body))
 
@@ -128,7 +128,7 @@ func TestKilledDuringSlowDeliveriesRedelivers(t *testing.T) {
 
 			// A replay now waits for the interrupted attempt, and says so.
 			replayed := events[0].EventId
-			rep, err := c.ReplayWebhookEventWithResponse(ctx, replayed)
+			rep, err := c.ReplayWebhookEventWithResponse(ctx, replayed, &client.ReplayWebhookEventParams{})
 			require.NoError(t, err)
 			require.Equal(t, http.StatusAccepted, rep.StatusCode(), string(rep.Body))
 			require.NotNil(t, rep.JSON202.Data.InProgressSince, "the replay names the attempt it waits for: %s", rep.Body)

@@ -1056,6 +1056,9 @@ type EventId = openapi_types.UUID
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// IdempotencyKeyOptional defines model for IdempotencyKeyOptional.
+type IdempotencyKeyOptional = string
+
 // Limit defines model for Limit.
 type Limit = int
 
@@ -1098,6 +1101,16 @@ type UnsupportedMediaType = Error
 // WebhookEndpointOK Envelope of the webhook endpoint.
 type WebhookEndpointOK = WebhookEndpointResponse
 
+// CreateQuoteParams defines parameters for CreateQuote.
+type CreateQuoteParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
 // ListRevenueParams defines parameters for ListRevenue.
 type ListRevenueParams struct {
 	// From Only rows with `ts` at or after this time (inclusive). Default 1970-01-01T00:00:00Z.
@@ -1120,6 +1133,16 @@ type ListRevenueParams struct {
 
 	// Network Only rows of this network.
 	Network *Network `form:"network,omitempty" json:"network,omitempty"`
+}
+
+// SimulateSandboxEventParams defines parameters for SimulateSandboxEvent.
+type SimulateSandboxEventParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
 }
 
 // ListTransactionsParams defines parameters for ListTransactions.
@@ -1161,6 +1184,26 @@ type CancelTransactionParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// PutWebhookEndpointParams defines parameters for PutWebhookEndpoint.
+type PutWebhookEndpointParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
+// RotateWebhookSecretParams defines parameters for RotateWebhookSecret.
+type RotateWebhookSecretParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
 // ListWebhookEventsParams defines parameters for ListWebhookEvents.
 type ListWebhookEventsParams struct {
 	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
@@ -1185,6 +1228,16 @@ type ListWebhookEventsParams struct {
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
 }
 
+// ReplayWebhookEventParams defines parameters for ReplayWebhookEvent.
+type ReplayWebhookEventParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
 // CreateQuoteJSONRequestBody defines body for CreateQuote for application/json ContentType.
 type CreateQuoteJSONRequestBody = QuoteRequest
 
@@ -1201,13 +1254,13 @@ type PutWebhookEndpointJSONRequestBody = WebhookEndpointRequest
 type ServerInterface interface {
 	// CreateQuote Create a quote
 	// (POST /quotes)
-	CreateQuote(ctx echo.Context) error
+	CreateQuote(ctx echo.Context, params CreateQuoteParams) error
 	// ListRevenue List revenue rows
 	// (GET /revenue)
 	ListRevenue(ctx echo.Context, params ListRevenueParams) error
 	// SimulateSandboxEvent Simulate a lifecycle event (non-production only)
 	// (POST /sandbox/simulate)
-	SimulateSandboxEvent(ctx echo.Context) error
+	SimulateSandboxEvent(ctx echo.Context, params SimulateSandboxEventParams) error
 	// ListTransactions List transactions
 	// (GET /transactions)
 	ListTransactions(ctx echo.Context, params ListTransactionsParams) error
@@ -1231,10 +1284,10 @@ type ServerInterface interface {
 	GetWebhookEndpoint(ctx echo.Context) error
 	// PutWebhookEndpoint Register or update the webhook endpoint
 	// (PUT /webhooks/endpoint)
-	PutWebhookEndpoint(ctx echo.Context) error
+	PutWebhookEndpoint(ctx echo.Context, params PutWebhookEndpointParams) error
 	// RotateWebhookSecret Rotate the webhook signing secret
 	// (POST /webhooks/endpoint/rotate-secret)
-	RotateWebhookSecret(ctx echo.Context) error
+	RotateWebhookSecret(ctx echo.Context, params RotateWebhookSecretParams) error
 	// ListWebhookEvents List webhook events
 	// (GET /webhooks/events)
 	ListWebhookEvents(ctx echo.Context, params ListWebhookEventsParams) error
@@ -1243,7 +1296,7 @@ type ServerInterface interface {
 	GetWebhookEvent(ctx echo.Context, eventId EventId) error
 	// ReplayWebhookEvent Replay a webhook event
 	// (POST /webhooks/events/{event_id}/replay)
-	ReplayWebhookEvent(ctx echo.Context, eventId EventId) error
+	ReplayWebhookEvent(ctx echo.Context, eventId EventId, params ReplayWebhookEventParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -1255,8 +1308,28 @@ type ServerInterfaceWrapper struct {
 func (w *ServerInterfaceWrapper) CreateQuote(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateQuoteParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateQuote(ctx)
+	err = w.Handler.CreateQuote(ctx, params)
 	return err
 }
 
@@ -1324,8 +1397,28 @@ func (w *ServerInterfaceWrapper) ListRevenue(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) SimulateSandboxEvent(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SimulateSandboxEventParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.SimulateSandboxEvent(ctx)
+	err = w.Handler.SimulateSandboxEvent(ctx, params)
 	return err
 }
 
@@ -1526,8 +1619,28 @@ func (w *ServerInterfaceWrapper) GetWebhookEndpoint(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) PutWebhookEndpoint(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PutWebhookEndpointParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.PutWebhookEndpoint(ctx)
+	err = w.Handler.PutWebhookEndpoint(ctx, params)
 	return err
 }
 
@@ -1535,8 +1648,28 @@ func (w *ServerInterfaceWrapper) PutWebhookEndpoint(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) RotateWebhookSecret(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RotateWebhookSecretParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.RotateWebhookSecret(ctx)
+	err = w.Handler.RotateWebhookSecret(ctx, params)
 	return err
 }
 
@@ -1627,8 +1760,28 @@ func (w *ServerInterfaceWrapper) ReplayWebhookEvent(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter event_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ReplayWebhookEventParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ReplayWebhookEvent(ctx, eventId)
+	err = w.Handler.ReplayWebhookEvent(ctx, eventId, params)
 	return err
 }
 
@@ -1736,7 +1889,8 @@ type UnsupportedMediaTypeJSONResponse Error
 type WebhookEndpointOKJSONResponse WebhookEndpointResponse
 
 type CreateQuoteRequestObject struct {
-	Body *CreateQuoteJSONRequestBody
+	Params CreateQuoteParams
+	Body   *CreateQuoteJSONRequestBody
 }
 
 type CreateQuoteResponseObject interface {
@@ -1781,6 +1935,20 @@ func (response CreateQuote401JSONResponse) VisitCreateQuoteResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateQuote409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateQuote409JSONResponse) VisitCreateQuoteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1978,7 +2146,8 @@ func (response ListRevenue503JSONResponse) VisitListRevenueResponse(w http.Respo
 }
 
 type SimulateSandboxEventRequestObject struct {
-	Body *SimulateSandboxEventJSONRequestBody
+	Params SimulateSandboxEventParams
+	Body   *SimulateSandboxEventJSONRequestBody
 }
 
 type SimulateSandboxEventResponseObject interface {
@@ -2083,6 +2252,22 @@ func (response SimulateSandboxEvent415JSONResponse) VisitSimulateSandboxEventRes
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SimulateSandboxEvent422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response SimulateSandboxEvent422JSONResponse) VisitSimulateSandboxEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3051,7 +3236,8 @@ func (response GetWebhookEndpoint503JSONResponse) VisitGetWebhookEndpointRespons
 }
 
 type PutWebhookEndpointRequestObject struct {
-	Body *PutWebhookEndpointJSONRequestBody
+	Params PutWebhookEndpointParams
+	Body   *PutWebhookEndpointJSONRequestBody
 }
 
 type PutWebhookEndpointResponseObject interface {
@@ -3096,6 +3282,20 @@ func (response PutWebhookEndpoint401JSONResponse) VisitPutWebhookEndpointRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutWebhookEndpoint409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PutWebhookEndpoint409JSONResponse) VisitPutWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3195,6 +3395,7 @@ func (response PutWebhookEndpoint503JSONResponse) VisitPutWebhookEndpointRespons
 }
 
 type RotateWebhookSecretRequestObject struct {
+	Params RotateWebhookSecretParams
 }
 
 type RotateWebhookSecretResponseObject interface {
@@ -3257,6 +3458,20 @@ func (response RotateWebhookSecret404JSONResponse) VisitRotateWebhookSecretRespo
 	return err
 }
 
+type RotateWebhookSecret409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RotateWebhookSecret409JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RotateWebhookSecret413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response RotateWebhookSecret413JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
@@ -3283,6 +3498,22 @@ func (response RotateWebhookSecret415JSONResponse) VisitRotateWebhookSecretRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response RotateWebhookSecret422JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3547,6 +3778,7 @@ func (response GetWebhookEvent503JSONResponse) VisitGetWebhookEventResponse(w ht
 
 type ReplayWebhookEventRequestObject struct {
 	EventId EventId `json:"event_id"`
+	Params  ReplayWebhookEventParams
 }
 
 type ReplayWebhookEventResponseObject interface {
@@ -3609,6 +3841,20 @@ func (response ReplayWebhookEvent404JSONResponse) VisitReplayWebhookEventRespons
 	return err
 }
 
+type ReplayWebhookEvent409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ReplayWebhookEvent409JSONResponse) VisitReplayWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReplayWebhookEvent413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response ReplayWebhookEvent413JSONResponse) VisitReplayWebhookEventResponse(w http.ResponseWriter) error {
@@ -3635,6 +3881,22 @@ func (response ReplayWebhookEvent415JSONResponse) VisitReplayWebhookEventRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhookEvent422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response ReplayWebhookEvent422JSONResponse) VisitReplayWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3749,8 +4011,10 @@ type strictHandler struct {
 }
 
 // CreateQuote operation middleware
-func (sh *strictHandler) CreateQuote(ctx echo.Context) error {
+func (sh *strictHandler) CreateQuote(ctx echo.Context, params CreateQuoteParams) error {
 	var request CreateQuoteRequestObject
+
+	request.Params = params
 
 	var body CreateQuoteJSONRequestBody
 	var err error
@@ -3820,8 +4084,10 @@ func (sh *strictHandler) ListRevenue(ctx echo.Context, params ListRevenueParams)
 }
 
 // SimulateSandboxEvent operation middleware
-func (sh *strictHandler) SimulateSandboxEvent(ctx echo.Context) error {
+func (sh *strictHandler) SimulateSandboxEvent(ctx echo.Context, params SimulateSandboxEventParams) error {
 	var request SimulateSandboxEventRequestObject
+
+	request.Params = params
 
 	var body SimulateSandboxEventJSONRequestBody
 	var err error
@@ -4063,8 +4329,10 @@ func (sh *strictHandler) GetWebhookEndpoint(ctx echo.Context) error {
 }
 
 // PutWebhookEndpoint operation middleware
-func (sh *strictHandler) PutWebhookEndpoint(ctx echo.Context) error {
+func (sh *strictHandler) PutWebhookEndpoint(ctx echo.Context, params PutWebhookEndpointParams) error {
 	var request PutWebhookEndpointRequestObject
+
+	request.Params = params
 
 	var body PutWebhookEndpointJSONRequestBody
 	var err error
@@ -4109,8 +4377,10 @@ func (sh *strictHandler) PutWebhookEndpoint(ctx echo.Context) error {
 }
 
 // RotateWebhookSecret operation middleware
-func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context) error {
+func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, params RotateWebhookSecretParams) error {
 	var request RotateWebhookSecretRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.RotateWebhookSecret(ctx.Request().Context(), request.(RotateWebhookSecretRequestObject))
@@ -4182,10 +4452,11 @@ func (sh *strictHandler) GetWebhookEvent(ctx echo.Context, eventId EventId) erro
 }
 
 // ReplayWebhookEvent operation middleware
-func (sh *strictHandler) ReplayWebhookEvent(ctx echo.Context, eventId EventId) error {
+func (sh *strictHandler) ReplayWebhookEvent(ctx echo.Context, eventId EventId, params ReplayWebhookEventParams) error {
 	var request ReplayWebhookEventRequestObject
 
 	request.EventId = eventId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ReplayWebhookEvent(ctx.Request().Context(), request.(ReplayWebhookEventRequestObject))
@@ -4211,277 +4482,294 @@ func (sh *strictHandler) ReplayWebhookEvent(ctx echo.Context, eventId EventId) e
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchtHljD4KhmYb8OgugABICCRYHTs0hJla6ybRWp7ekwvKlGVANIqZMKVWSQxkiLm5/7e/TFv8L3C",
-	"PsC8ST/JRp6TWZV1wYUU5bb9aWI6LBaq8nLy5LlfPrQiuVxJwYRWrfGH1oLRmKXwz+cxW66kZkK/ZauE",
-	"rllsnsZMRSlfaS5Fa9wKdZqxkFwvmCB6wRVJmVpJoRjhiugFI0rLlMWECnXNUqIloYIwmiacpSRlv2ZM",
-	"aXLN9QJfpktGwnzeaN35ga3DbitoqWjBltTMz0S2bI1/apmJWz8HLb1esda4pXTKxbz16VPQest0uj6d",
-	"aZbW13vOIiliZRZyTbkmUzaTKSOp+YSLeXmqJRd8aWbr59Nwodmcpa1PZqIVTemSaQuuJ1mqZMOUFwtG",
-	"QsFu9CSCN0IiZ7DbVcquuMwUWdE5C0gmogUVcxafEMVEXABkxhMzB4KJa7NGdkOXq8QsiK3/tff8F8lf",
-	"/nK6fsV7Ny/Pe+uX/R9vXj6V1y8v5PXLZ5LPfuxGg0S0ghY3C/o1Y+m6FbQEXZoRcFXljdObF0zM9aI1",
-	"7vcGw8BAIn/QBPKzKyb087h589dsupDyPWHmJcJj0jZbC3mcQ8K9saLrRNL4oLzFx3F/1qNHrDOaDqLO",
-	"MBqyzjF9/LjTnw3YYTyMRtNH1O1tRfWi2BrMOOFxK2gZXOOpQWGDOP5mZzJdUt0at7IM3qzvzkPIH9i6",
-	"vslTkgn+a8bIe7YmK5aSRM55RJMcwduUvHv3/Km5E5TMpYxJtJA8YgcngHmcmXuTmUuju+QHttJkJlNC",
-	"NUkYVZoMhmQhs1SVwTKKB9NDesw6vag/6wxnj2nneHrEOo/po2gUD9nhbNB3YMFbXQCmcsW2wsdDhsFo",
-	"tBsXXvAl13UgvaFzRhT/DxaQvrl+/V6vtJ9Rrxk9ExjOX1DMZjRLdGs86AVmdfaO9nrB9hsbtC5SKhSN",
-	"zIo2IasuXiE8LkO8N33MHs9GUecw6rPOcPZo1KGH9KgznB3ORtOj6Dju95oR8TNR8JP5GOkqkJpvafwW",
-	"Ucv8FUlhiLT5J12tEh5Rs/qHvyizqQ/F+j+0WJoihYpkjLC5ogmPJxZPW0ErZpryRLXGP31ozThL4ta4",
-	"9XDGqZ7QpcyEeWXJlKLzYn0klkyJbzRZUh0hHU/ZPEtoStjNKmVKGeh++hkBwBRcyHHr0awfDeJDNpyO",
-	"6KPjx0dHj48f0dF0GB3GA9af9Vqf/KkuYFS8TVwRu3Ag11kUMaVa4xlNFPvkg/V/pGzWGrf+5WHB4h7i",
-	"r+rhGYACQFtHAm+mJU3M6bB4TMIKuMLAELH8Ik3es/VkyZXiYh4SmRbvW7rfNVt6IsUs4dFnHlyc4ets",
-	"smSpYRt6krIZS5mI2KZTbHyzgDBNUkbjNckUi8l0jdx8RVMtWEraEVWsw4ViQnHNr9jB5x7oaemmWQnA",
-	"wLu2SuJWxm640upLn3lkD0gVYkmUpalhXUpTzcYk3AZ9QAp77vD+BPbJzUxVhMnBJyarVM7NVUHE+TWT",
-	"mk3svifmRBB5ngvNUkGTswId7n71cagJ/uDjzOcdrFsjgYG/xGmdyyXTC0N5MsFuVizSLCYzyhMWEymI",
-	"zFKieMzgwvqbDLvkRwNYS6LsFY8Bsq+kfiYzEX8eUIXUkxkMc3/wrDKla6qIkEZCyMQXIYCvJFFZtDCS",
-	"vMzSiIEs4lODMQnzjSJevkG57ULKFzSds88DohUCJ1rKSQLD3S8w3clPZbwGLUVKAvN8acriJpRXLCWP",
-	"huQH/u2YhLXtIkjPWXrFI/ZO0CvKEzpNPhOqKdVMTTJvuPuD6lszNqEpI9oQt5SmPFkTb64vAdliUm8i",
-	"Qz2Vpgkj7bC24/AgIIDKjMRU0ylFLbUdKoR1+d0uAT2SUKNIkhD+6IBWGRJltUhQe+f8igmzQ0919t7e",
-	"tEH79kNPW4VdXkj5koq1le/U55/6BCRodq80SUqypGLtUFuhHrMmCdXsi9D82oxjEvqbC/c4rns8o4Ie",
-	"PwWQvv7hdudk8A9eQ6F63OqPhoPBqNsz+oORQLhRCLgUClQZ+4TFE6MliCxJglaUMqrtk9agN3jU6fc7",
-	"g8OLfm/c6497vX83I6XrlZaTYpZer9uD/yt+ROEmWhvtQ8WoA6yk4npC4ziFM2z1bo6PRkdns2dPB4eD",
-	"b4e9w8Oz4eP4uNfrHT4d9s+eHA7PInoW0+Oh/3njrO5XwLqYrSaHs2Paj7xfjNSUmVntro0KVPyqbyYL",
-	"qhawqFE06g1ZPDwcRNNRv394NI1mvWNKR+yIDvu9OB7SPhv0hmx2NJzOWNyfsv6jeDal/elg0HvUA+Vu",
-	"xVOmmqB46KAIS91T98sFQvjo5dnbJ9+fvrroPPZ/KuTvcev126dnbzv9Xq9ndHXB9LVM37fGrSlbDcx4",
-	"BsctenQHI1AiI8avNpz7yK7YaZqTKiqNglYOXgfREpg1M/+iCa7/zevzTn/QClrZKt6IbDipTx8QQXMS",
-	"YLTdvSlA7Wq9tYrvJu6KNI3FJSFJCbpSC6mBlb4TNNMLmfL/YJ8p32X+SPdHTk8J6Avk3zqnb553fjj7",
-	"O0HCQ8Ceikf5pYST0zfPwWxlVC/UXQOnXQO3tBY6qRcsJUxc8VSKJRN6TEIfGqGF9CqVZomGhZ4JzfX6",
-	"8wCONGQiMz2Rs0lKxZzd1kixzIzoxciU6WvGBDF3rdvrESpiMkKyBH+/+u7VfRgpcAUg5mXaqCEAPpok",
-	"8prFBHYAArWhtUZbgYv+G9gxrlmSELRkkGmmSUSF0SKmjEQ0TblRnTJzqFWDBtglY6O5olKKBNN7sOQK",
-	"DD/mSSZUtlrJ1JCKFeWpedZwhKjkWqPvJEuTidEnLIwcJuUjvWQxpxdgEfu8u1usbWmGnICV7R6l4ELM",
-	"50wRh3fVZf5WWoY53bA6eTguH1IBCAT73/BMzkS8klzou4o1m2ST3vG417M8iglDJHJjqHOGTBSLUqYn",
-	"PmO2/ITPBRdz+0Jr3LpeKBZNXs5++PE4Pfruh7//ml5c//LuzdOj5y/e/PtzOXhBX9Dz6y3cy19Oliat",
-	"cWuh9UqNHz60mm7X7q0byeVDAxjlfonvjeFVQL6L3eXOFPt+FwzbdjBwQwHsPTbqWYppHIMhiiZvUrli",
-	"qebMIWF1rrMbGulkTaRgZJXyiIs5WUqwquC953FI2vBPeH4Ad9ojwiFpxzxlkcafDdqvvEk/1OXP7XB6",
-	"Aq8/cW9/Clo+xa/Z8p8Wc3eJAdyr71454tymJGYRX9KEWBM2mPqoeV1pMsh/XSU0YuogAAiw2Lzh2wNp",
-	"/EumNJB1zcqugv7I8hUj1WWJVeAtqlOtWWoW+X+1ex9/6neOf/6p1zn++UMv6A8/HbQvL7v4dz8YfDr4",
-	"3/9HzSEQtG46dpBOndFt31x/RKxHhMR8zrUCRljdckBYd94ll8U+LluI8Z54W/fwwNXoANdzbxIeM6H5",
-	"jKNeWECoLBtXfExVkFUcIs3CdJM7x17Xb5RheFJYr5z95MT57VYszU3dXBCjZybMwJdEVFVOtiyx38o5",
-	"5gn423H9lX3tU9Byl62+vR/zu4cIzmOjhGepQPt9+Ob1+QV5CN+r8ISYo9byPRNw4HYhyKXYrxlNnPse",
-	"iMU3FV/jYNabPYoGrHMcH9HOkI4OO0ez4awzmA5of3Y868V9A42qH2vnMSqWJCydrBZSNBzg6xUSK4Kv",
-	"EXgNpKeEi/d0zmArqdHuI55wYEsnRLArlhJKfvj7EzKvXcy/DA6HR73+4HA4evT4qHyCh4M9llzSkLZe",
-	"AffmxiuQq1e3RP9Pvi/xp1ajY6dKXQvcK2Im5PQXFmnwSsHbpxto6alDHCSfVG2gMczyjEcValIhjb45",
-	"YBMtfHCQU8FHn+oUMF/yE497lBf9Ql6ztGPur129Wi+nMumScyf9mFtifclGLFKxDssrtfYQb40/0c5/",
-	"wKIGQb/36baUeYB+b5IUS0MyowzzRHJsKS+oB+3MvGFeBjp0YLadu37qtA4kPzkjBv/X4BDJUlbnu7lg",
-	"vFPUfC5msiTn1BFjkS2p6KSMxmB+ZTerhAq4iN2mQ8tFpNpIyTVdKwKiiFGLvNXn52HlFDvoVMqEUVG7",
-	"DW6KYtmB3XIT4sM+n4CGUN+c0rCpJY0WXDBiFIkTohiqdDAmwTe4gEdc6FTGWeS270KV6m72DW5jCB7w",
-	"fcZGMC3bHHwX05LphYx95cmoM9tdw5t8k5VFNbgmW44Z+X5JuB51f81GZatZvcyHttpl/rdTLitDGt2y",
-	"FWywDmzQK60xzbOG11ygTT6SBt+AQaSCSNQPt4b1gGRozWpgciBgy2nClkhFgcdxlsSGKOQhZvV7bC0f",
-	"dbT91/PXrwgoByDOaAnICdShDcQl9I0lIUjutJjJ/GntT4IuWeM93kgR/ragaG5IpeMKGLG2nYXhXopx",
-	"N15VIEm1WV/iDS3o0IxGWjnb1UZKGNl7v5MQAoH45JkKanyfpR08M3uUirSXdG2IPluu9BrUH67ZUu01",
-	"n8WVTzkUaJpS0Hl8+8SHbRafmLRpoqQjTeG/dawe2Hkeh/Z8D3YfDICo2HhpAU2H9IxTvVGMEL4StlOK",
-	"GGyXIjyHyR5CxKBZiHhVyOMV9RGN405ObpYaQBRFwWFMQrDkhaT97atvyfmSppo8WVAuDkBIDXUawa8X",
-	"qRSV+EZn698gZzy6o5zxaB85A+ZuFDTeZNOEq8W5dRd8aDS9JxxkDWAm5rrRcrDnmIQrJmIIiGpfU67N",
-	"IRug5V8C6QHf4UFAQvuYxaHR0Qc3NxDt4Fwe1sQA1v6QtFHMMUBYrrSN/zjw2a6dGtDXjmt0FHixTMOL",
-	"N2sYAlpWE5UFkwDGaZbFYw5oHlibvnmhP+jlLmODDBnYxw0iGVrv+S3qJMqZGCboCPrQoknyegaW721U",
-	"5K15+9PPTQYkdsOiDMUWMyZph1OqGIwfWu8pRB6vDDE9AKtgYWPZb3aPCDSvwSMDlkajIalNUQy0Cqks",
-	"G5QCcr3g0QLVO/wa0QMoErOLzXezi9IijMqO1Do7Y8Jbn5nOvt711d2YatbRfMmaMKjihN0XiCWVrBmM",
-	"JbRr+6AA140ZNIPYqFQuK7Y5UJyNGMlikq0Qcp9tkPNttk30wloLLZXCQEOMvwfbgwEgaZcuC6AjQJxb",
-	"srkfzCumwftH253QLp16Gd6xvBYI8fs0B72hSiEcqfJttBCjgiAUc0OryuRmd/S7Lw7k028zMPh3MKhQ",
-	"sJyYVO9F+cxKt7KEWE1CB9Dozzdzy1njsZUvDldEMaE3mrM32aNr91VLZCHBDoNt1ZhyQuSSa4NxIksS",
-	"PN6NSyxbXUa3NEb3y8boR/dvjB40GaMfbTRGmz2gIfrLOg8ql33foxrsc1QVDGs+rD+n9+C25K6qi9zK",
-	"pGmJgvWm1Y74TFyxRK6s1Ap0rX6nnT9z22pRQNxqJRNEOkt2xV4m7LS7DeU7DGfmMyIFse95it0mOxns",
-	"rRi4CYRvaZPoay7GiqUouyJF+3xVDoOb7q7IvTX6RsbeNB4AmFjoHM46xRdJKq/V5gNvUKzltTUocJew",
-	"J9i1UbVnPFV6b/3eLvStvG5S7xdUTZYybXJmmQMGCkIFBuPAjmYySexOqucd2NSpDX4xm42F8Qkoz1Yz",
-	"pswFy9MWN0gcRthweY0zG11rvoIZTpDwSZShE6rw8Z4Yv1zSdL0nPM/t2xuwPIdrkOeT+VtrRP4Co/al",
-	"Ig633B5vT0x8NP5zkpQC/TfYrxCEcgb0xYAoYboc3degJX85Sb/726lw96OEfbaL/t58796RfVMkdhXu",
-	"90bL8u1VolVCtdFiJjPG7gkFQied/fd/YaZ2HkUwY2g2CXJtbkGTWcdgrRETc0an4DDVgqbsHtGyWAeM",
-	"PCahv/mG5cJrt1jwZzu3d7vPC6TYaMTeeOt3KKtBS6stNhw/QDifYl+bQoXUVbYRtDZkVxZ3sQxcX1uu",
-	"y7VV1Tj/RwnXHX7BtrcQ2/OCk1aTKjRNbD4SpOEvZMKIYgmm1F1zEctr0qZJAixNNQRxzVK5bD5ENpux",
-	"SPMrRpSmaW7oc4NyESWZ4lfsFlYdLXdNxUR8PxNpmkzsNZrc9y0GqZiobAkWBxg99A4B1t2t3pVos6Yq",
-	"suWUQaQ2CKnW4+PG8ZLie41J8SU/nDlOAHQzEJrW1IR553yZJfSuRplTouz3MUn4jEXrKGHoUahj4DSR",
-	"0ftoQbmwiSEb/fgGxKmhXRZDiklsKsQ3isBAJUphBq2UAbiPxBO/xMbgaGfgmJ82c/cN1ioalBJwbrkk",
-	"OI8NFxIqfWiZr8B3y9i1dGOmgc4UyT3dPM+pjGjdnFpXnltfTvlhEUPgP03ZDNgfBizITHcV07rmCWpY",
-	"3K1Z2KnAVHWjBvuY5Mq+4I068Y9IpjZsDc2eyv9O3d5Mi0dTW2njTQX/3vdcaZk2ljYpS3GYPUQW+H79",
-	"Ni42DXSWOwozuGXCaNAyiW+vQZdWfCZ0um7SpPne9T12ChUqd4HumbhkfabVU4HR7WBBDqmdh4JbbDRq",
-	"lMDZYJLGekLbPVv4ElnQ1YqJ2/i1DK+YqC3uYbu63MWTz9WmJKyBKzyw1gJnRXBuH8IMAHwKQq0reWJv",
-	"q5ceWEpmk2nM0smMJ0gkfCoSUREx+zynIgXlKKiFWdLPu+TaoHXTmcuOfdiACRCrRfOsz0ZWiAOXwfjM",
-	"j2Ox0LtesJQRrg1nMs+XpG1AZmkYpjfn5B7ss6UswIOAsEQxgPUWib1AxpRRm+lRxaB1AOYfGmmZjnHD",
-	"YUD8xYRwBGNLaivhlaXfmsWwyX3dPe8qlDHXnyXfq3dcO6/nvsahXZRzH/NQmVj/KQ1E3lHuJuAuzbMU",
-	"+I4sFBEfbvmf1V5kc1GUlkuWujuv7seKVMsBbzoK+6PBgdCqs2Hzoows2D57/qYzGmHQFAZLBWRKFRsd",
-	"4TMMkTpoNAttCy1wsVoxo3HCBSPtwx5ZcpFBgYi7hhDcowDx+zHJbU2HAWqujOQubcTAfZno7jl4yWZc",
-	"kbZzRcGtwJCKOzOML2/82ioO/jb2IxuDUb3dOyMsaln5mwICt+XikwtPNIFoWazfAlJfJjRPwI2IvxfF",
-	"vn5j0l2umFDd5RP/Z6IYEye71u+bXzZgiOdxK5f62Ci1u2lSRqMFiyG7yyFXWd4rrU8vmNhIAndSmb0i",
-	"5aq1qn6v8XJ/KObZSIerhVZ2hhy5QFrSrofYWAWDFy/70WrbkZw812RJ1yTmsxlLGwPgtqSA7Rvgsjsl",
-	"bJuRzKM93yjC453XdudtqNar2T6jqx1YKKhhcSc3XF2gjobGwPGI/GMovwCh5yJm6YrmYX66KECRnzU3",
-	"Gngir2uRR+3qbTV6sDo4KUKszRROEw6t3qkXVNuYAbUThk5hL2nlvpEv34Cvhn+W8l0/n7xi0PYDarb8",
-	"knbYu8E4wEdDsmA3Lu7Jle4I6s9Bjj34fAT7KvN+lXn3knlLNaF2igyGKTvz9k4kvZugsKn+1HZpKieC",
-	"0taSt0DfX8Lq7yNh/Y41hHKpkr1ELAiqstatO/qyf6+KSCUI3ANNidXXOHFViN+Ij+WbU5G9a/JVnaPs",
-	"pSntax/cUcfsLubCutb2ZzcZvuBKP9dsucOR5XzkCVf6n2Ed/POoUV8+cagq6XyVZjZLM/ckunzlkL8D",
-	"DrmZ9+1vq9sdDl+NM9g3HN7/7j7C4pto+Nf4+L1tyXcPc69gy77Sin/B7h7uXkXVP7t4chfo3psI+KeH",
-	"7rZSBfUoJq+UTxFjuFc5n98w/KQUm9Ywb+0MbDXJU6yK0Ez78+ILtnZCgwSMP+zisq72AgT43kY2jbMU",
-	"VLDJsuG4vpfXJJFiXppCS/k+MAez5EnCvYLu24Jbg6LWVS10pTS6bR7SNuuVmQ5IJIVgeP/MWSgWB0RI",
-	"0Rnc3BwURNtD5N2XA5BzEjWWmsLMF1BFjWT3/cXFGxsvcuKljgpZdNejaWr01i1TbwrxLZ1teV3lg9lW",
-	"NqtStHSXqFovWlrPnt5DJ3Kfg0IE8gVJ2ZwrzdLbYF9eebZhIixzfWVoKFjf88ohzRLEtqq19dF5wggl",
-	"qTTUJ+7ITBP8jCjNk4QoPheKTFleNdrVGZWCBYgC3LwrV+qkHMN1NytdtaBurbcjFtgNyV8gTOPR0DCn",
-	"wwFJqYjlkkzXmqkuOV/Ia0GkSNaObrpejwuqndpqFt72TwzRjMgUwcFl7mMC4e2aK3Z/2kCON3dRBWxp",
-	"4IbBU+ZjypvX5xclNNkgqpnRChysncJWnNqsFexxSe8Wi99Uc5gopg0jatAY7na3yBk+ddhyDVcl5lAn",
-	"J8ZOnVTEZC6JuTVSROZQ4ceSY7GEJN41vc0JkvZC6xUUQdN6BekUStM5FMZfZdOER8UPq1w+qJR0ukUd",
-	"ad/6kPJKMdDe8Oh2+LQXHuwjhOrGWtN3EUGrvOJPKYa6TTbnRJxWe6BaugR/JHLeIIHN5ymb0w21XqpW",
-	"rGKwKTOikwsZ2GnXssKAajK7lYVERZQkM5rulrn2Y+Ww2tsHnecdXbfknfD4pGimS6brvMcqVgteJXSt",
-	"9oIOTqZt64F9cNx8AK0KPgUtw2wmFnrbgQFsycmiRrZZ0tjZBrzo+dyicjd2D5aAvdYD9gm3Hq5InLGy",
-	"HCqgcZbZfJwlW45v55pWWGRuzzDvckm6xqQXNLh5BxeUr1KFg+b4X1tK/fzqENxFCDaFylXJgS2TqVz/",
-	"Y0BUt7SvtGFvrdIua7J55ZiFVFWA75iIVNG1G8yVX6nVn4ta4fXcE7y2KeYfn8wVG2+6Y/sRwX0tnyXC",
-	"+HnypkeB//Qi525HTwmwt3L1WA3pHpw8JSH5q3fnN/DuVHHkTtfwMxw8NRz9099E16isQShbbyRyzrNQ",
-	"ynlHAr4lE/4OifT3nzC/Yckb/BJvCg5aBxDUrS83sXCQyiW2NrS1CYktal+YmJ2N4qBLvseureNLEf5b",
-	"x/ZR7tgFQPXztvakr8CTvmiUSqWaJLAxiVneWeFSTNeE64OANExwwZdMabpchaSdCX6TF7N1BNRyTqgL",
-	"3rjEcz4XVGcpC0k7vOoHl1mvdxhZE+z3L0+fdM6/Px2MHrXRQBiQyxa+wmP4L+vin9qtpPTUABgfXLYO",
-	"8B9hcCn0tSRqRSPWUWxFUzDDKbcQZS1yufHaGa7lFUsTulIHgQEUGu8gptuczqU411TENI2J3ZqCjgIq",
-	"7/3X4dBI0P2lC9BB4VX3PF9H2L0Ub5m5doSS/G2yRJmTCjLKY6AhCUHI6y45RXM0FWusKM71ggvSH7mD",
-	"ObkUVKyxoTxY1bnDgNhGUo+ICnDogGCYdUAGZGGeLQLS75EFrBf+0TbjX4pfuNYsPak0IuaKLKSQmQ1y",
-	"HQ6ObRvKwxMy7PecxVOVrNYH3UtxR3/JXRWpu8YW7tJ08OYVN8nop+/Z+mC/2k530myaInmsxFwSkTcm",
-	"e9sh3wId2OS6M79BI6o0dqUAf81YxuJNguwfWIe/k1KrczD9Brqs17RmonhjKN05006ezHVHa/W2Nhmq",
-	"SJoJAUWztbf+seeJQ7f3pUAkyJnUNeVagTzIoQoOE3FgwEuFA4+y5V5yFwjR1zxihOpLIUXE8Mr/E2xq",
-	"5raYXU5ydXk7ifF27evYY0N6AyLTwHEO4avo6DqBAzKsB6RjbfQJKAHvQKuQXLjvGDDRNIAKxGmarWwz",
-	"DkqilKpFQLi6FClTUZajnDjYAsg9SujsVrO3adZNkNxJYfavNerRnM8Szi1lu1Wfr9+zPA5tBaMs5Xp9",
-	"bnaKADld8R/Y+jTTi13BCla0cY2x26F6P1FUxFN5M/nHf/7PsOQRND8a/M9/qbgEuRkfu+0YcNGlWWne",
-	"57vYLYXlYdNXbnscRVJoGsHtY0swJCMZRt+5+j+cC9H3LhaTuF+J/03r05aykrBlV6tkmrBIctHRsjPj",
-	"VBPbB6tLTvPXoSa6IpS8O396Ue5+cina5f6TB0Fe2qoc3ube8wNKwwPX2JHxK/PFpVixtON/5pKAvCza",
-	"St8d0rZFJqBtzEUKc9kSE4FZQvReoZRa5rSpzOYLN35QSsgMiKIJVhZBXWjJhA6KdRo5lcVOaVEBSviu",
-	"P6WRorleWL1lXsn0SLhCH7f2quAmLJ6ztHspLsW//At5IoWhRAZC5skD8uCBwWfzCGWp7oMHBC3chhSg",
-	"eKXpeytPFhie93wXRoGxuBh2yTli9aUghEYRW0E6Y7ImtRvwnq1V4KF68VpxF8w7J4TCRH4TeTO610fe",
-	"sINw2OuTcjd53AcK5cBY5MoArKT1YYSJvBa4v/dsPYal5xYit9+UKZmlkYtMgQmHJO+kFwZ5ofKEvwde",
-	"lYn3Ql5DegAC2hHfAsSWAOX9tsMPl0CbLltj8o///J9GK7OvmCdAHsmlI7H2pU9GoSF2QNumLB8Q2nZB",
-	"O7CQIMkek9AOOcZOiWFAKJJmEtqRwwC9R8IMHDL8HEmjLeVfbWsYRjI2n2H/stC2+gpzZAyLll+hhcbb",
-	"vMuYKgCSx6ZhQ3lV6Tl2Ytu/cCt4rWVGLIUjmXIDU80IGLdwYBotcmyFclfXkkyzeM60CszCaKxC0v7u",
-	"7MJ22bpOuaE2IDgYAKRMadBNE3rDYo9yw+tMzGQa4fMCmS3uEdsosLYvM66By/Ozi2eujEVoFv7CfNB5",
-	"IxMerce5Uh4lVCmncJ/8+ld8amFqfzi5to+tSmrVcqQfxBt907BpPuySciOz2nF1eVybQznLksROcVIU",
-	"HkW4ehFcZmq4nYNj4rdODBGRyqpt205xYE/ypRRsbc4QU4lcxI/fI0AFVgoGww9WMVVd8sywG+p99eq7",
-	"VwS1arKxo0BQykpSZEGvWNGPNoD1q2rybDGaQz9DDgx2pFnC1IMHpC0FM7Q+cIZitEtBKvwBUJt+l/gN",
-	"tOy9hVRdJDrfKLOBDjAwWCL8VirGnK0qpZjNwIMuCUu9c0Ly19JU//1fpN0n//i//x/Xq6so8fzgQSyv",
-	"xYMH5WHzW0GI/YRcy/S9InROuVDap61jMmPXLCWVbGPz9aGRAWbFIVU6H8GbivzV/eO//6u6jw3rtCsr",
-	"AWFo5irVsChPBsv4K/7nv/+/bRNlK5zmUdM0owrWQUK41Vods1nSNWJVrdtLDfny1j0ndjIwUCGj65FK",
-	"w9CQtA3DsozOLVjxhAmdrBHkj7rVSt9/JbtrlCNJtPWF/9pcK9wusLliODPkd1fZcLw5YPV88ADu69tn",
-	"T8jh4eGxIavvLp64N9iN9rgndgkxTEAxEZM2cD1XFEhAH02jzqzRYhiQFdVoZfs1Y+naLDtvWGqrl4TP",
-	"i96ynR/YOu9ymXccw4587y6edY6AoMhMAwtKZUKiBU1pZEYzY7ff/aXX6/X+8Z//r/lH/1lAzH8fP7MP",
-	"jp8hv3GDvPvLs2fPnp7Yq3+NobEoShdGbQOaaMGi9wyIunWVxyyShuR0yWsX+OoH0W5EGkGX3MbIA9SQ",
-	"7VtMspRbaYnRleYcAW5el1euyJyb43TYau0OcFZGMF3JVHu82PH8qYzBNp4WN+HRkPzAvyXtcNg/JLV2",
-	"wFaat4cA/AyIKcqsD39RUoTw7Yg0tw0OD07crHJGwu/OLkLXew3XwecCNgpjv35z8fz1q/PQgm5E6l2S",
-	"rQfACBZGrWGKCEmmqbxWLFUH3XyriD9YIB1oPXnJv4XgPalpAlPb7ABHLDBy34yZEq4VS2aWVw4P+yhR",
-	"UcOwjF7FbgCW68CM7BCpaCzNcm0/rQhS9ow8bDfH06RGIQGo//DwA48/PcQclNCVXXAiY+0Wtftw40cj",
-	"744cBBtEcic05gpIl/zA1nBMZvT3bIVdU6kmCaOGig7JQmaG759iH9BCSVJ0CVJ9Pig8cB1urWPGETEX",
-	"XG5lNXMDYSLzj8AeQr413UGjB4tRMg9PEOrKioEuBBklDhZlUMu5VGY1HPaOybZe21g+ZzgYkFJra3Mb",
-	"Uiub4hKIlrJLXhU8AK+tbS3qtgu6TszhiruSIGNCQXcCmX8NhCIE6gW0AqPqscNqOLq5CY02Fsk0xer+",
-	"m4Btx1ZYri1/jLqDGR2rPDGoMWTVAIUbbW7uDfPa2cAWmEcH+QNACkQZ3niBj8mOvuTuQrwxgn2uB7/g",
-	"jjoYRZTpDqjclcAFEnoOdKAYckV/zZBzTg3jI1o6eX/GE2iha0uocKUyhizghKyogh+mNHrvGb7L0LUD",
-	"GEzHGeFQ4fpTRWgCaSzmvGxPONsOHJTZfPIKP7BL75IQKDXsAe5rv9cDyuJaFQ96eKB5GALoU6GLKXAK",
-	"JZIMDypjCGJwMAZ1FNgBqpZd0B0NY82sv1QvGE9t8hJT40sgKh9d9duP5e8+oir4Ed7pdDr5//Ajs9GP",
-	"JKzxvo9kSRMjybAY+Gtg9eNSw3RyxWVizTZTaQCZEsE4mgZSHhkMW8qYBWRKYyddoqGYVOZvbtZv1lGn",
-	"lvZHWy0rL2nTvCOHeB/NzSxQoooPhdOngg35qH0zasmCYoBkl2IwCif0zT0BUoaqeaZkmwE2aQ0LRBlq",
-	"Cx14g5xfpeyK0cTuFz6nloiY63dQLHBoFlhYXMjH3MSSysxQaB4HRR0DszSwuuMiawadfNiRGbaJwRuI",
-	"4vggOFrLB75pLmosgetrYgWOYshjM+R2wg5z1h/TxOhUa1IIBBAuhYyxbSg0duHGHtuVGR1KQGrqBLg1",
-	"pOiY2XRzAmuxCdg2io1oj6uMvYOA2imASNUx2hFnMmXmoFepjJhSPk7DJMjlLAwmQPjtuEXv5CqEyqZg",
-	"N17/0IxXlyPJx5xhYJSIkbKs7Jl/O8Kb0ChHAlbAp3DLOAKvQRp1ow0GTfffsrXtULMYV2eW5bHLsoEP",
-	"sG8UCYvUrxDItWEzHuD9IZZcLamOFtUxUDMF2gdFKOyKbICEqz3IlPauFY7rA3FFeZpjohnxoRvO/OIg",
-	"mb9fGQmJ60RmeiJnk9TwRjeYb0fIKxWiQMnNTbeuaCADU3nFIEx+SW/gYXkWa3afZGlSpwUukOjd2xd4",
-	"L30yV9wjsHoX4wJil01fH424RpbmNjsdBBPJy+YwO8TI0XvNUkGTibXHfiR5xEkm2M0KJbK2kMS9aWs/",
-	"LuS1cIZT76wIjw+KKQ7dKtUkE/SKcnDJOQh7pigDYe8NYAxa4Rtwy2nCKsNat0/TwDHVdEpVddQTK+th",
-	"6EwZKs4MmVs8oLIRCkuwIfBzXJTcIjY13/zmWl4Utuu5oQFC2WgxPxatEHYimWRL4dgX6KxG5QPjhtJs",
-	"dXIpirb3eecERfIYOrA6G8RW1iSCd1sQGtOVZmlAYjkm4YvnP757/vT5xd+tegm+IjlD/7Y1hhmZ/tV3",
-	"r6y1+s3p31+/u7Cvg6WN8qpGddAlbwo/i5GpUOMJUcMy2GSXocZEZimKoHI24xFELJhlF3vNfTz5SCTM",
-	"uwSFRAoQ2fLVz3iSgDkLMi5tGESZE4XW0lZ2iqEJB8IGbfwRSHpuaHAleb1v4GyUBG6PmvRSsQRcf2TG",
-	"riv94K0wnuQ1Ty+Fs+pb1TvNhHW2hednFxcvzl6evbqYvHz99OyvNNMytLqNFVKN4EEV1FsVsZ8QikMb",
-	"+g5iD9iqLbABiaxWauBq0PMj0tSPRKd8Pmcp0Ary0bV8sLMYobcUXfvRjjVdmxtQEoPLIvFHc2+EkRxc",
-	"jwNDWytFIUA68Y5obKOcqs+73nNfgd/gj4XpGydDM4JZvRviIwnz+hYhsnK0KZee5nvZNXvJWrFtJV4F",
-	"VCefuuv80fFSXJBaK82WY/9RQ0BszuGRBn6jCPywJuqasRVG+nFh+FKmCbVICiYqj29vXHDgLamdgDiH",
-	"vxiYxHnRMwztBZm0VmMk9B6P3av+w67/sKjw3LbXZUxoomS5D5Vbb/NsG+oUuyrkzd8FxVO8cqFfydjf",
-	"Q+PTbunp5++i7YCbj2sgrliSEKjYQrBii1mBX8ElzB+Miwc5EnvUf1wiqTbVF6iIbeCDbXtKIDwhHj3P",
-	"Szk3kfKc+LWLiu61kmdKG4LauHukilvOw4GuunePuJsL7uLQPbC4Lj81SlN6dxOgrAW1YArtDYMc2CAw",
-	"EgItd0r82hpcS6C0g/qA3IgYQX3PziX/saiJ7WGre5QjlBEhPaSSaY4w7k3kqvDXQRVMxQzVJd/9vupS",
-	"iWtolYiRjUymcyq40SboNV2Ttpe55yotHmzkLw4CMEwDOccLej8LW1HrmSwtyyfdn7+a7WQtcApKcx31",
-	"ZuTwSrNvPWd/cfaXEmdwemTBGzAxA2T+vDZ7CQrew6aEjgYMC1DAsW2UFPEk1n1wr3TBrdRniUGFVrRz",
-	"2+iB1fFlpkuEo5xrAo+smLyTXFQ+/Xw6YTSOZN10B7iycg+oPF1yKtbWfGYpsCEFlvTbmmLqUqA1e6Oh",
-	"BzpWAXSUc+S50K+nrhWEFIgx5vm5F8rixWKBsVPT90ZL4kKwXApSY1+cIRA9gyoAaFwzloaXIpHzouGc",
-	"uQ1zyFaAED/wldJIb4+2M8sph9t1XbjaUxBHrIXeVuSdYevaumaBlgstQUcNK5Wiw6Dw0FS5H1dNR2ao",
-	"cXGtKCmJXEV0onUnudu0gVOg5F4Xs4Kck1LrguujdgcUzgy8kAlEmGD6kFd/Gpt/wHtm83zJPLnJ0ZqG",
-	"Bg/g8MkvrCGmRifPhIFaJMUVA4OMjXQJSm09IB6iEkhzkAcdVapdhx65qvXHJae+5pxXdAWlpm1NReCO",
-	"qH4ZkETOCRcxuzkAOwrCBkNSqrcBtcwSOvA4tM7uXMqytgC+dN5sv8o8uC4qR5Ry5WIz8VtkR+0FozHE",
-	"17it4fO/kD5GZZxqjI2rVxa3+jBERdpmDAsWvUeHPdWN3I9D4AFaWm3KR1HhF8AelCwUdkJF2g2C8gG6",
-	"UwsMsUhjVHlnSavyMTDsslidQJ7CDQQ3QipUZISY2JEzq81iGKdO198osMBDt8Qufhb6s29nntBzxF26",
-	"Us1rcxxWY25iqu1iUrWQqZ7RJAkL5G1guCd1sRfRRviNVPIIRyuH4IEivco7KCyksleVJIxeWUtK5bhc",
-	"hAcHF19+XLbPr/1zXLU6pQytAW29pVkW3I4DDHaNa/Qv5+KyUe2UKfyS00IQsLhWSPZQxgqa4e8krC55",
-	"PisuXE7GU0ZXK0ZTSPBACgtxExbBsTqD02hhD0HFRerfa3sS7wTYtYsm1vYwrLqdT64lmuQwHhyPyIeK",
-	"9T0ADaaqEKmsi2ldGkn7DZpmhPoWjcCXaICobWiY480eFCk/ibSB3hYRLImrHCLEFiLEIGbCrFiQrAqL",
-	"POm8sFE4oUYZDimtHAZOaxtC6dlbusRxftgmSjBW8APMkg4KdoVOdnCBCOAEBzwsheGYc6tdNnQS+wTY",
-	"qeOIEQGxuAqbqvSsBTB7hoB2YZ3lAgJaDTv16UP+QtBMeg7KR9fYDSnPAPUuI7Jtd8btvPMoYg1cddvA",
-	"6yAvQ2KjHjAIUEg3lJPuXHas+fOsoT5eES0joWUN5hkENkkCM1XhHhn5Vc5mJ5aP5alZBoXFpUCpxYVn",
-	"+wzTZkKjFsCr+QK1hM0uydMH0WRimJfBh3lGUyo0Y/EYImbXmKmETiEbAwBcMbdxOCekFdzQTS0hPDwl",
-	"iscsuBRmnzOmowUEfzVYB63NhAsSy2xqOw26YkoulL6cgu5i6ruX4m+l0hg2ZsTGKR32SEzXCtPIEh4x",
-	"m5plk2zepHKVcqZpum7ZMoPV2n+l9JyHmqVLLJTPdVJK03lTJOG0gtYVSxUm6PS7vW7PfCFXTNAVb41b",
-	"h91e9xDy8vUCkptslo3550qqhny9Ny5VpxRLi7k6lgB6XSowxM1QgS45ZyKXHokU6NGocnHwZsw4zQVV",
-	"PAEb8O9O1cCzP+gV1nzs0EumzDmEL6FYTzk9CN2bHLwTjVFuRtaxgbdYDwTdXqVQ7kvRVNMZDjWPVHse",
-	"t8atJ6AG/GjmtH1jmNLfynjtErJsfb+qzxiStPCc4Rim62ccEydVtlwa9MDCxuA4BGUKoDHqBb1eD0Av",
-	"BWhN5uwNocQk70pfjVamYmhgXYDaYMio14OGel6rgXELdC/IhpuuL8xhlhcDGEH6vR6upq7RNSykmBHm",
-	"2ri8YhGgE2JWG163XTmJAHlXqfRTOfdPpxmDBxjjB3Ae9Pr7n4yfGFmKFAcgDgfdwajowICPBiOEax53",
-	"D89HFtp+Fn5r0Bs86vT7ncHhRb837pn///dag4dK78ONIPQLCVdHHtiRq1hQrLZ6AEHL3SIz2qw3exQN",
-	"WOc4PqKdIR0ddo5mw1lnMB3Q/ux41ov7/VI2qGFiXianPYZbnafNaYUDrecfFgEieZebT0Fr2OttGj1H",
-	"gYff0jjHFvNJf/cn77wwKfiof7j7I8s1LqR8QVOsYzPsj/aZLA+KeMliTl2K+nAw2OdjG2xDpwk7E5rr",
-	"NX57vPvbCylfUrG2wAGWM9oHoM9tAAJE+uFXe4DHljB5V4QBYB5uTm6e2KbseNatoKXpXLXGP7V+RM71",
-	"s3n9oc17NPPN2c6q4i5LMpXXKgDetALNysrmZfkb5BRrkAi1MoK7ryQaBnNAzGwM2YZhTn7kqPkwzKMt",
-	"/waydMhFlGQxm9h9/hViifMET7SY5tlw9qUwKHJY8tyr64VM2KVQLEHl6JqLWF6TNspxroYXCJ9GzAIR",
-	"Kq/G1cTHXnCl31poGkHBpUpA/6dqlbBkDTC0viGtQmcnsLIvR3sUacN+Fb9iB0YCxMDS/vHjXqfX7/T6",
-	"Fz1H9srFkB358t9wqdGQlVAkLc9SSGEuaMt+mfv7byl3c2zdE+gC5ldrmLRyQPO2DnsXg8Px6Hg8Ot60",
-	"LS3vYVNYcwHySHMMqyGXpxCWUKmhTHbTQisIXVq1jSTO64TX8/SbqUSBfA+fYKWyPd6EbMfWtpN15ZRQ",
-	"om0n8pqlnYgqRtR6OZVJpSK35atNm643ZdqPt1X7mO2zWsuZy2tzTLppcUXvqP0Wlbfx+vRzTVTq3U1U",
-	"wv/+9KFZMrqbfFNqqNZ6efb2yfenry46j5vba41br98+PXvb6fd6vX6jfOPntpWkOchna41bjx/3u/3D",
-	"SmuucevN6/NOf1AufYa/9KaP2ePZKOocRn3WGc4ejTr0kB51hrPD2Wh6FB3HfTOxVjUBbYAUzhxAUdHQ",
-	"XhpblHDQq1QXdDKW5ZcfkBJupJ1abiZAkJw0sWxyUt+/t9EIz6z/6b7EPctySqUGG4Q+vzClz8V/W7nv",
-	"DyhGGbZegpgnSTl2j6KUDbJ76Fymm20DT1MssuG1QUKLkEsLBncAV2Ca83VzyxwtpgV57YwibM6aC6FO",
-	"Zspo4oLHId/xpUE+Zr0kMtPQ9qTwY56Us/JxVEgWKOJ1YVmkXSnncNAlp67Skl5UQ0YrQfN39MuSojLq",
-	"GL2bdWfg2Hcq5hbbdr8a+ePZvHP/BZjMwY1gnW/UpmsGWKNuzgTDIn3cVUEGkogZvCtmcy7lFdYr2OUP",
-	"1bLR0dklr0UlSB/7v5dt6VyrwoVh8BOCS23PjgrkSNulc5T2bXO9Qiwf0ODRGhPFdD1wSjlrfbF/azDA",
-	"BBbrlSb9UWD9QhH8eWzkeSvRHDjDZ+6j8c8LjI8QB2vFKhsmBn7XcsSQXXxz2NLYmuLBkF+JNCpbvPxQ",
-	"J4sPWNcCo7WL21+fzlqzx9avRndEwNn4Ji9UyS0JdmfD4dxL/kS1mR0qjYk1XcA262jnbxVqhOVespID",
-	"qj5BbnMf2wiY8jGhl8ZZ8yuqnzOAEw/lwdJokLnkDcJ5K5EkY+sEdXZxCHCxbqEitqV0iFJE7KBJMTu3",
-	"9Pgc6TPWQr6jpRH+iR1HmorB3k2k2ZvXu53cylq3B+usVZZ8/cNvKhb0hrs/eiX1M8Nr8IM95IgnUswS",
-	"jvXe/kkGpz+etOMwrEE2aQspOpUCVAeeMGSvlxWGfH/BnsalcoNb33hUGH3DgIQVu1FQNRpdCs9qRBOI",
-	"AfGsOs5XDxkaNT4L8g36/4qk6YgmyaUoXDIRw3gk62cU7BryOLDehLWnkmc2YzSSy6mRgsAucvrq6Sbb",
-	"0YUPsZoB6bdR80tHwIX1PhlIqCJ5g7QjuVzSompxWe/ft1sn1LReJdCd0apqTdp4XtuxIJG3bW9cVNpc",
-	"0pvn+PER1Fy1f/TrhfGVXoOhwGi4e0HLRlUU+acbm5OTNmBSxVpSUsibAFFud11Aw29eNhrBttzf/X0N",
-	"d/vspKF7ePNOcgW/0S5XatN9z7uoNvHPN5KfQpHv3I6oYh0uFAOtw9WuIhDuUdlR2RSy9XD8BuVf8Ixc",
-	"277dVuPfg114y9K3Wod/S+Pvb2a72+y/7H8p/+WhG/k2Zrb7the64siNTZWbLYR+q9FmYJUtfmhltwa/",
-	"fsXe12Lrf+09/0Xyl7+crl/x3s3L8976Zf/Hm5dP5fXLC3n98pnksx+70SAR9+aM3dTrfYeFzr8wXy10",
-	"+1jodFl6ckJpSaj6+VOwwSD3pLFQricAXctSBRM1Jg8eoA/d/PngQTlqBlVfyDM3mllAMgHhNviF9AM5",
-	"MTgIYhPhwoBh4MGDmKfMMCMY/FK0S6E+AdYBzoVU17TYBVhAevkBBhKZFVdrsVgDXL3E2YnNLcboomrE",
-	"UcpsACXm7BsZt1I1H7KCU60wBaRmiLCJNbOUqUVTOWGMdpeKibx0Ajbs8IsyeCmnNs7bnB3knzeWCIFU",
-	"ef5rhq5ql/XKDdDXl8IrD3Jix8M2F9gsGql1QBIp39fEi2xlAzwbQuTyBTz8UF/UJzAFNlSDuhS1qhab",
-	"I6Y81L61uuDNAjWwf/6cwCvE1Ze2zXpxL58WOPyZIVY7+M2gIQoraCmWJCydrBZSmNf/MjgcHvX6g8Ph",
-	"6NHjIyAhcB3r6/4xv9d7Lfu++eRt44Y2cM9bRIDV8Ok3iQa7P89mJVHJiDg3x0ejo7PZs6eDw8G3w97h",
-	"4dnwcXzc6/UOnw77Z08Oh2cRPYvp8fAPIDjVwuVuLUl9AWlmV4BZSQ+jntQvIMuU65IPw0j6tvSjWUND",
-	"1cBNS7NfFRRN51/Ayr7aML8Gzd0laE6XuOsGcbJq6NzB9jfaQV9Aoy5alS4wcbbBeBFY+cWvbtYl7xSz",
-	"3W9SFmEB1fKQTr6xpUzyOpdG3CEy013yhqWRuXVMRDJ29Y+cxYRbjzCUd2tTEj5EJ+L/NngWNjpevmO+",
-	"UfPb9VvPNrI1Pq5sF97HeHMQGPHOW3u804JjtrHDgFNmfXc36Pz8v4RT5g943b9junLtpusGfLsFBfjA",
-	"409b/R227RJGSIBHs+Q5zRuTO/3I9TLhmAqEeYndHXft1gqB9+3zuPUVYf8wCHtL1LRFnTaHJj2B3xss",
-	"IQ36PCTwQSyRV5kBMfvAK9AAVgHNiuLCtwv7eSVLNSjzqtWXopLIWisI6dWrto48LPHeqFPDDu7xCgV3",
-	"U8LvwwL9VbX6fNUqTz7eR6fyrx7Jv+y2/hl6lj/7V5Xqq0r1z1epsFrhZ3EtvJYdWwhjo3zlGp1A0rMt",
-	"/VYvdBMQmcSlVvrbRCkMHvjezvxl5Krbk/gcEj99aNnyTltdirNULvP2pGgCcsU83N9YeaLcX3zs9ReX",
-	"k812J8Ptti1j1LSMJvNVsSiAShF0CnpVEb6K4XeTw9kx7UfYQ9WuvlqcsbL0hkAUcyq3YUJbx7onS1sJ",
-	"63bxAIvwFie6X4XuLy1023LwBcy30zPXnfKh6y++Z0BcXrTWfoa90Tw31oGtqsvnAkvxQhvVvO4J1LIm",
-	"C5ayRiLn+ji7Rd1F56uM8VXj+yLIB/mqFWTwUM4VM0EHd6Ybe2+jGvTu7Qtso2V7R9h6Ja69FBNmBdax",
-	"6xrGzLnStrVpqWRbBe1saRSIreS2frXRG+1rE3wtPMEiRQRjOxR5z9jKxvmb321r74VUGvtXpUzJ5IoR",
-	"LQm0e46K+jhjskr5lXPQrqY0eh+QhIv3nURGNEH9NEpkFl8Kx1hyf7PNu4wPAusfth+ZbWRCrViE5dSK",
-	"ajxe86lL0Yb2O5sK4B+YnWPMqVf1PnDNyGytNaorVWO6l+KU4DJsWe0lXRetJpZ5gyKo85U6nzmovzbZ",
-	"xqzsb2fffv/69Q+T0xcvXv9t8ubt8//z9OJs8u7ti3NMlw6IYtBsL1zS94ykmQjLNc8hi9oaPxUJobxK",
-	"oyf6TdZIRe4aWI/Y56ytjbVdSqVdkKq6ei77x9FX1nzf4fT/XKL4Vaf58kT5LRBFcwMdIbsFjW4UCR6m",
-	"UlPNOkgFt9jn8kglwa7JbhJsCzOl7IrLLO+0boiucl9fiinDCN9FHssOlMY1iiNtfS3hbaozQxFchW33",
-	"xLV9DAjQDaRO6lJEVBB1zbVt4CAznXdIoj7Rq9GVtwAMC7NzBMn/AuLJ1yyVPa8foEfpypVvwj4XDzJJ",
-	"byuJw0fllnbBlqIlZ1vqmzUmgTiExcX9k7JAbFW2vNzDesXK3tSGphYbIrFhKGgF1botczZfIpLuuUxv",
-	"UaXV7qnWNwaSl/P5GoPKswx+2S8S3q4ZCCiU5rQ1/VCdLK8bMys3rAxkYbWYNKTHbAPuG/zMZcRsX+Uf",
-	"K8mgcdF/5vSC+Txlc+piBffEcqo1W6402tP2SUbAGwxTPI77sx49Yp3RdBB1htGQdY7p48ed/mzADuNh",
-	"NJo+ovkXFgDNpCKhSk/sUjbN3v/3lo3g919Eo1oF+8etvHDn7WuA3JfJzqdbt4n1L/OWr9H++0T7l2G2",
-	"N7d/+MFh8+YYDXM0mPCau5cxMcwVN3WNDJVrulWp/GqxdavJzaag3467w1f36kX4jUiIA82k+NLQL/xj",
-	"87dAAOIMITiBpM1h0IJ+fvlNhfs/iSCGe9DrGdD8PgkWIg8Gku8Bsa2e/LJfBCfIy3Z4k365XLPPDAso",
-	"91hwy/W9O+UnZcdVpUuCe/xFYw2cy+w+Ygy8DhSF762pp0EZy/eI98bX98ias5DY835suRmftvPiL8Ba",
-	"MbRsl0usxCC+esS+jEesBOS7MOGHGKG12doF+8U+50VBLOTORpXOeS6UtSmHg7kS63m/BkywsoT4hAgJ",
-	"tq5EzqF/hH29qIdbizu7FJfiVJOlhKLwrFLq3Q4AbTCptklkXQIVJKlwQoGLRnCzQZFsV489sPHWBiTQ",
-	"TUgRNpuxyPpSsAyUHYeJ2DaywJA218/zUrRDe+VsR5TQazs9URxy4nJI2eHQn5lqW/woxDVMzPWLs8T2",
-	"yrFF3W38KihTuF5fiU21glJgdmCzP83SNDN8HttPRylVizwH0jY3gC4cWFUf/UZYIyjNBEmkmIPeSW0v",
-	"03w6swSZabJKMkUoWdJ0Dl2R/vX1t5O3Z+dP3p1NTp9dnL0NAzIsSqD7RagwhNBrKImZhUUNUthRkKOQ",
-	"PRsbo9touIQ3vpSYN/jniHmH9ytUufpNrQbescKUVeCSNRyssLO+sy2UQvEAfATIBta/LxD07gF59kDx",
-	"dHfxnpyUNC4CaZVMA2yg4NEGrohPDS5FyucLndtdvNvfbrrUimnIwvhq4f4zWLiR0uzHY82XLMpSrjEg",
-	"7HTFf2Dr00wvWuOffjZ0BL3JTak2rqNd27WIfs/WKiB52z9be808qvWQXmI5yYNaHw77arexHwdd8YdX",
-	"fee1bbBBe47otrkzdklYzRJXU5+Srvgdp6t43IHku+4uhYO8NOH44UP4ZiGVHh/1jnq1WX7OT6qxL0hz",
-	"WxBnrcSMdnCSVYza1gBpK7jX9/LE5qvrFGIhbKNow74Sjkkn04RFkouOlp0Zp7pSaSKfoRTFVJ/nApgh",
-	"VkVMWGwYNFI5P1fFG84VSm0eqeo2DTwZKZFz69Y0F8IbMr8A9TGhvGq1fhkQ10oJMy82w9+8q2T26edP",
-	"/38AAAD//w==",
+	"7L3rchs5ljD4KgjON1GkO0mTlGhbVHTsqmy5ylO+lSVvT0+plglmgiTKSYCVQEri2IqYn/t798e8wbzC",
+	"PkC/ST/JBs4BMpEXXiTL1dW1npiOspKZuBwcnPvlYyuSy5UUTGjVGn9sLRiNWQr/fBGz5UpqJvQ7tkro",
+	"msXmacxUlPKV5lK0xq1QpxkLydWCCaIXXJGUqZUUihGuiF4worRMWUyoUFcsJVoSKgijacJZSlL2a8aU",
+	"JldcL/BlumQkzOeN1t0f2DrstYKWihZsSc38TGTL1vinlpm49XPQ0usVa41bSqdczFs3N0HrHdPp+mSm",
+	"WVpf7xmLpIiVWcgV5ZpM2UymjKTmEy7m5amWXPClmW2QT8OFZnOWtm7MRCua0iXTFlxPs1TJhinPF4yE",
+	"gl3rSQRvhETOYLerlF1ymSmyonMWkExECyrmLD4miom4AMiMJ2YOBBPXZo3smi5XiVkQW/9b/8Uvkr/6",
+	"5WT9mvevX531168GP16/eiavXp3Lq1fPJZ/92IuGiWgFLW4W9GvG0nUraAm6NCPgqsobp9cvmZjrRWs8",
+	"6A8PAwOJ/EETyE8vmdAv4ubNX7HpQsoPhJmXCI9J22wt5HEOCffGiq4TSeNOeYuP48GsT5+w7mg6jLqH",
+	"0SHrHtHHj7uD2ZAdxIfRaPqIur2tqF4UW4MZJzxuBS2Dazw1KGwQx9/sTKZLqlvjVpbBm/XdeQj5A1vX",
+	"N3lCMsF/zRj5wNZkxVKSyDmPaJIjeJuS9+9fPDN3gpK5lDGJFpJHrHMMmMeZuTeZuTS6R35gK01mMiVU",
+	"k4RRpcnwkCxklqoyWEbxcHpAj1i3Hw1m3cPZY9o9mj5h3cf0UTSKD9nBbDhwYMFbXQCmcsW2wsdDhuFo",
+	"tBsXytB6A0CiSR1q7pcxIjY10AsIxbuImAH0BEHIFVF0xhB3ZjxV2tEUeAnpU3AhyrQkzRKmCFWGQKUM",
+	"npszsuOa/XaOYXqZaSIFC+AVN2eaCXUh2CVL10TzpTkeWAcTukc+49AvxK1OnZzkG3R7jmhqvr8QBbHU",
+	"XUelxwSIcu9CfEF8uTt+vORLruvo8JbOGVH8P1lABoY8D/r9Er6P+s3kK4Hh/AXFbEazRLfGw35gVmdp",
+	"eL8fbKfoQes8pULRyKxoEzHTxSuEx+Ub2Z8+Zo9no6h7EA1Y93D2aNSlB/RJ93B2MBtNn0RH8aDfTKg+",
+	"k0TdmI+R7wIr+pbG7xALzV+RFAY/zD/papXwiJrVP/xFmU19LNb/scXSFDlYJGOEzSVNeDyxKN0KWjHT",
+	"lCeqNf7pY2vGWRK3xq2HM071hC5lJswrS6YUnRfrI7FkSnyjyZLqaGEv2DxLaErY9SplShno3vyMAGAK",
+	"CPa49Wg2iIbxATucjuijo8dPnjw+ekRH08PoIB6ywazfuvGnOveuLVfELhzYeRZFTKnWeEYTxW58sP6v",
+	"lM1a49a/PCxEoIf4q3p4CqAA0NaRwJtpSRNzOubWhRVwhYFhcvnFmXxg68mSK8XFPCQyLd63ckHPbOmp",
+	"FLOER595cHGGr7PJkqVGrNCTlM1YykTENp1i45sFhGmSMhqvSaZYTKZrpM4rmmrBUtKOqGJdLhQTimt+",
+	"yTqfe6AnpZtmqbqBd22VxK2MXXOl1Zc+88gekCrE1ihLUyPaKE01G5NwG/QBKey5w/sT2Cc3M1URJgef",
+	"mKxSOTdXBRHn10xqNrH7npgTQeR5ITRLBU1OC3S4+9XHoSb4g48zn3ewbo0EBv4Sp3Uml0wvDOXJBLte",
+	"sUizmMwoT1hMpCAyS4niMYML628y7JEfDWBLMoAhIjdB67XUz2Um4s8DqpB6MoNh7g+eVaZ0RRUR0sgS",
+	"mfgiBPC1JCqLFkbTk1kaMZBafGowJmG+UcTLtyjXn0v5kqZz9nlAtErCREs5SWC4+wWmO/mpjEFS1FIS",
+	"mOdLUxY3obxkKXl0SH7g345JWNsugvSMpZc8Yu8FvaQ8odPkM6GaUs3UJPOGuz+ovjNjE2oEcEPcUpry",
+	"ZE28ub4EZItJvYkM9VSaJoy0w9qOw05AAJUZiammU4pWjHaoENbld3sE7AyEzjRLSQh/dMHqEBJlrQxg",
+	"FpnzSybMDj3Tivf2pg3atx961gzY5bmUr6hYW/lOff6pT0CCZvdKk6QkSyrWDrXVsdXqEqrZF6H5tRnH",
+	"JPQ3F+5xXPd4RgU9fgYgffPD7c7J4B+8hkL1uDUYHQ6Ho17f6A9GAuFGIeBSKFBl7BMWT4yWILIkCVpR",
+	"yqi2T1rD/vBRdzDoDg/OB/1xfzDu9//DjJSuV1pOiln6/V4f/q/4EYWbaG20DxWjDrCSiusJjeMUzrDV",
+	"vz56MnpyOnv+bHgw/Pawf3Bwevg4Pur3+wfPDgenTw8OTyN6GtOjQ//zxlndr4B1MVtNDmZHdBB5vxip",
+	"KTOz2l0bFaj4VV9PFlQtYFGjaNQ/ZPHhwTCajgaDgyfTaNY/onTEntDDQT+OD+mADfuHbPbkcDpj8WDK",
+	"Bo/i2ZQOpsNh/1EflLsVT5lqguKBgyIsdU/dLxcI4aNXp++efn/y+rz72P+pkL/HrTfvnp2+6w76/b7R",
+	"zQXTVzL90Bq3pmw1NOMZHLfo0RuOQImMGL/ccO4ju2KnaU6qqDQKWjl4HURLYNbM/IsmuP63b866g2Er",
+	"aGWreCOy4aQ+fUAEzUmA0Xb3pgC1q/XOKr6buCvSNBaXhCQl6EotpAZW+l7QTC9kyv+TfaZ8l/kj3R85",
+	"PSGgL5B/7568fdH94fSvBAmPb8f6UsLJydsXzmRmddfAadfALa0FV+oFSwkTlzyVYsmEHpPQh0ZoIb1K",
+	"pVmiYaGnQnO9/jyAIw2ZyExP5GySUjFntzVSLDMjejEyZfqKMUHMXev1+4SKmIyQLMHfr797fR9GClwB",
+	"iHmZNmoIgI8mibxiMYEdgEBtaK3RVuCi/wZ2jCuWJAQtGWSaaRJRYbSIKbO2xtisd1w3aIAFMzaaKyql",
+	"SDC9B0uuwPBjnmRCZauVTA2pWFGemmcNR4hKrnUKTLI0mRh9wsLIYVI+0isWc3oOFrHPu7vF2pZmyAlY",
+	"2e5RCi7EfM4UcXhXXeZvpWWY0w2rk4fj8iEVgECw/wXP5FTEK8mFvqtYs0k26R+N+33Lo5gwRCI3hjpn",
+	"2USxKGV64jNmy0/4XHAxty+0xq2rhWLR5NXshx+P0iff/fDXX9Pzq1/ev3325MXLt//xQg5f0pf07GoL",
+	"9/KXk6VJa9xaaL1S44cPrabbs3vrRXL50ABGuV/ie2N4FZDvYne5s82+3wPDth0M3JQAe4+NepZiGscc",
+	"nTJvU7liqebMIWF1rtNrGulkTaRgZJXyiIs5WUqwquC953FI2vBPeN6BO+0R4ZC0Y56ySOPPBu1X3qQf",
+	"6/Lndjg9hdefurdvgpZP8Wu2/GfF3D1iAPf6u9eOOLcpiVnElzQh1oSNHirzutJkmP+6SmjEVCcACLDY",
+	"vOHbA2n8S6Y0kHXNyq6CwcjyFSPVZYlV4C2qU61Zahb5f7b7n34adI9+/qnfPfr5Yz8YHN502hcXPfx7",
+	"EAxvOv/b/6o5BILWddcO0q0zuu2bG4yI9YiQmM+5VsAIq1sOCOvNe+Si2MdFCzHeE2/rHh64Gl3geu5N",
+	"wmMmNJ9x1AsLCJVl44qPqQqyikOkWZhucufY6/qNMgxPCuvAs58cOxffiqW5qZsLYvTMhBn4koiqysmW",
+	"JfZbOcc8AX87rr+2r90ELXfZ6tv7Mb97iOA8Nkp4lgq034dv35ydk4fwvQqPiTlqLT8wAQduF4Jciv2a",
+	"0aTkjv2m4osezvqzR9GQdY/iJ7R7SEcH3Sezw1l3OB3Swexo1o8HBhpVP9bOY1QsSVg6WS2kYJs9yARf",
+	"I/AaSE8JFx/onMFWUqPdRzzhwJaOCTh0CSU//PUpmdcu5p+GB4dP+oPhweHo0eMn5RM8GO6x5JKGtPUK",
+	"uDc3XoFcvbol+t/4vsSfWo2OnSp1LXCviKmR019YpMErBW+fbKClJw5xkHxStYHGMMszHlWoSYU0+uaA",
+	"TbTwQSengo9u6hQwX/JTj3uUF/1SXrG0a+6vXb1aL6cy6ZEzJ/2YW2J9yUYsUrEOyyu19hBvjT/R7n/C",
+	"oobBoH9zW8o8RL83SYqlIZlRhnkiObaUF9SDdmbekFeWDnXMtnPXT53WgeQnZwQDGmaUJ1nK6nw3F4x3",
+	"ipovxEyW5Jw6YiyyJRXdlNEYzK/sepVQARex13RouYhUGym5omtFQBQxapG3+vw8rJxiB51KmTAqarfB",
+	"TVEsO7BbbkJ82OdT0BDqm1MaNrWk0YILRowicUwUQ5UOxiT4BhfwiAudyjiL3PZdKFvdzb7BbQzBA77P",
+	"2AimZZuD72JaMr2Qsa88GXVmu2t4k2+ysqgG12TLMSPfLwnXo+6v2ahsNauX+dBWu8z/dsplZUijW7aC",
+	"DdaBDXqlNaZ51vCaC7TJR9LgGzCIVBCJ+uHWsB6QDK1ZDUwOBGw5TdgSqSjwOM6S2BCFPASxfo+t5aOO",
+	"tv929uY1AeUAxBktATmBOrSBuIS+sSQEyZ0WM5k/rf1J0CVrvMcbKcJfFhTNDal0XAEjGrezMNxLMe7G",
+	"qwokqTbrK7yhBR2a0UgrZ7vaSAkje+93EkIgEDeeqaDG91naxTOzR6lIe0nXhuiz5UqvQf3hmi3VXvNZ",
+	"XLnJoUDTlILO49snPm6z+MSkTRMlHWkK/71r9cDuizi059vZfTAAomLjpQU0HdJzTvVGMUL4SthOKWK4",
+	"XYrwHCZ7CBHDZiHidSGPV9RHNI47OblZagBRFAWHMQnBkheS9revvyVnS5pq8nRBueiAkBrqNIJfz1Mp",
+	"KvGvzta/Qc54dEc549E+cgbM3ShovM2mCVeLM+su+Nhoek84yBrATMx1o+Vg4DEJV0zEEBDVvqJcm0M2",
+	"QMu/BNIDvsNOQEL7mMWh0dGH19cQ7eBcHtbEANb+kLRRzDFAWK60jf/o+GzXTg3oa8c1Ogq8WKbhxZs1",
+	"DAEtq4nKgkkAIzrL4jEHNA+sTd+8MBj2c5exQYYM7OMGkQyt9/wWdRLlTAwTdAR9bNEkeTMDy/c2KvLO",
+	"vH3zc5MBiV2zKEOxxYxJ2uGUKgbjh9Z7CuG1K0NMO2AVLGws+83uEYHmNXhkwNJoNCS1KYqBViGVZYNS",
+	"QK4WPFqgeodfI3oARWJ2sfludlFahFHZkVpnZ0x46zPT2dd7vrobU826mi9ZEwZVnLD7ArGkkjWDsYR2",
+	"bR8U4Loxg2YQG5XKZcU2B4qzESNZTLIVQu6zDXK+zbaJXlhroaVSGGiI+Rlge4AQ7HbpsgA6AsS5JZv7",
+	"wbxiGrx/tN0J7dKpl+EdyyuBEL9Pc9BbqhTCkSrfRgsxKghCMTe0qkxudmdH+OJAPv02A4N/B4MKBcuJ",
+	"SfVelM+sdCtLiNUkdACN/nwzt5w1Hlv54rj8gE3m7E326Np91RJZSLDDYFs1phwTueTaYJzIkgSPd+MS",
+	"y1aX0S2N0YOyMfrR/Rujh03G6EcbjdFmD2iI/rLOg8pl3/eohvscVQXDmg/rj+k9uC25q+oitzJpWqJg",
+	"vWm1Iz4VlyyRKyu1Al2r32nnz9y2WhQQt1rJBJHOkl2xlwk77W5D+Q7DmfmMSEHse55it8lOBnsrBm4C",
+	"4TvaJPqai7FiKcquSNE+X5XD4Ka7K3LvjL6RsbeNBwAmFjqHs07xRZLKK7X5wBsUa3ml8qQ1TOgU7Mqo",
+	"2pCstrd+bxf6Tl41qfcLqiZLmTY5s8wBAwWhAoNxYEczmSR2J9XzDmzq1Aa/mM3GwvgElGerGVPmguVp",
+	"rRskDiNsuLzXmY2uNV/BDMdI+CTK0AlV+HhPjF8uabreE55n9u0NWJ7DNcjzyfytNSJ/gVH7UhGHW26P",
+	"tycmPhr/MUlKgf4b7FcIQjkD+mJAlDBdju5r0JK/nKTf++1UuPtRwj7bRX9vvnfvyL4pErsK93ujZfn2",
+	"KtEqodpoMZMZY/eEAqGTzv7235jJn0cRzBiaTYJcm1vQZNY1WGvExJzRKThMtaApu0e0LNYBI49J6G++",
+	"Ybnw2i0W/NnO7d3u8wIpNhqxN976Hcpq0NJqiw3HDxDOp9jXplAhdZVtBK0N2ZXFXSwD19eW63JtVTXO",
+	"/1HCdYdfsO0txPas4KTVpApNE5uPBGUaFjJhRLEEU+quuIjlFWnTJAGWphqCuGapXDYfIpvNWKT5JSNK",
+	"0zQ39LlBuYiSTPFLdgurjpa7pmIivp+JNE0m9hpN7vsWg1RMVLYEiwOMHnqHAOvuVe9KtFlTFdlyyiBS",
+	"G4RU6/Fx43hJ8f3GpPiSH84cJwC6GQhNa2rCvDO+zBJ6V6PMCVH2+5gkfMaidZQw9CjUMXCayOhDtKBc",
+	"2MSQjX58A+LU0C6LIcUkNhXiG0VgoBKlMINWygDcR+KJX4Jl+GRn4JifNnP3DdYqGpQScG65JDiPDRcS",
+	"KsFoma/Ad8vYtfRipoHOFMk9vTzPqYxovZxaV55bX075YRFD4D9N2QzYHwYsyEz3FNO65glqWNytWdiJ",
+	"wFR1owb7mOTKAuGNOvaPSKY2bA3Nnsr/Tt3eTItHU1tp400F/973XGmZNpa+KUtxmD1EFvh+/TYuNg10",
+	"mjsKM7hlwmjQMolvr0GXVnwqdLpu0qT53vU9dgoVKneB7pm4ZH2m1VOB0e1gQQ6pnYeCW2w0apTA2WCS",
+	"xnpT2z1b+BJZ0NWKidv4tQyvmKgt7mG7utzFk8/VpiSsgSvsWGuBsyI4tw9hBgA+BaHWlTyxt9VLDywl",
+	"s8k0ZulkxhMkEj4ViaiImH2eU5GCchTUwizp511ybdC67s5l1z5swASI1aJ51mcjK8SBy2B87sexWOhh",
+	"qSOuDWcyz5ekbUBmaRimN+fkHuyzpSzATkBYohjAeovEXiBjyqjN9Khi0DoA8w+NtEzHuOEwIP5iQjiC",
+	"sSW1lfDK0m/NYtjkvu6edxXKmOvPku/VO66d13Nf49AuyrmPeahMrP+QBiLvKHcTcJfmWQp8RxaKiA+3",
+	"/I9qL7K5KErLJUvdnVf3Y0Wq5YA3HYX90eBAaNXZsHlRRhZsn7542x2NMGgKg6UCMqWKjZ7gMwyR6jSa",
+	"hbaFFrhYrZjROOGCkfZBnyy5yKBAxF1DCO5RgPj9mOS2psMANVdGcpc2YuC+THT3HLxkM65I27mi4FZg",
+	"SMWdGcaXN35tFQd/G/uRjcGo3u6dERa1rPxNAYHbcvHJuSeaQLQs1m8BqS8TmifgRsTfi2JfvzHpLldM",
+	"qO7yqf8zUYyJ413r980vGzDE87iVS31slNrdNCmj0YLFkN3lkKss75XWpxdMbCSBO6nMXpFy1VpVv9d4",
+	"uX8q5tlIh6uFVnaGHLlAWtKuh9hYBYMXL/vRatuRnLzQZEnXJOazGUsbA+C2pIDtG+CyOyVsm5HMoz3f",
+	"KMLjndd2522o1qvZPqOrHVgoqGFxJzdcXaCOhsbA8Yj8Yyi/AKHnImbpiuZhfrooQJGfNTcaeCKvapFH",
+	"7eptNXqw6hwXIdZmCqcJh3mJXaptzIDaCUOnsJe0ct/Il2/AV8M/S/mun09eMWj7ATVbfkk77F9jHOCj",
+	"Q7Jg1y7uyZXuCOrPQY7tfD6CfZV5v8q8e8m8pZpQO0UGw5SdeXsnkt5NUNhUf2q7NJUTQWl7DVig7y9h",
+	"DfaRsH7HGkK5VMleIhYEVVnr1h192b9XRaQSBO6BpsTqa5y4KsRvxMfyzanI3jX5qs5R9tKU9rUP7qhj",
+	"dhdzYV1r+6ObDF9ypV9ottzhyHI+8oQr/Y+wDv5x1KgvnzhUlXS+SjObpZl7El2+csjfAYfczPv2t9Xt",
+	"DoevxhnsGw7vf3cfYfFNNPxrfPzetuS7h7lXsGVfacW/YHcPd6+i6h9dPLkLdO9NBPzDQ3dbqYJ6FJNX",
+	"yqeIMdyrnM9vGH5Sik1rmLd2Braa5AlWRWim/XnxBVs7oUECxh92cVlXewECfG8jm8ZZCirYZNlwXN/L",
+	"K5JIMS9NoaX8EJiDWfIk4V5B923BrUFR66oWulIa3TYPaZv1ykwHJJJCMLx/5iwUiwMipOgOr687BdH2",
+	"EHn35QDknESNpaYw8wVUUSPZfX9+/tbGixx7qaNCFt0XaZoavXXL1JtCfEtnW15X+WC2lc2qFC3dJarW",
+	"i5bWs6f30Inc56AQYY+4lM250iy9DfbllWcbJsIy15eGhoL1Pa8c0ixBbKtaWx+dJ4xQkkpDfeKuzDTB",
+	"z4jSPEmI4nOhyJTlVaNdnVFoXAcowM27cqWOyzFcd7PSVQvq1np/YoHdkPwJwjQeHRrmdDAkKRWxXJLp",
+	"WjPVI2cLeSWIFMna0U3XC3RBtVNbzcLb/okhmhGZIji4zH1MILxdccXuTxvI8eYuqoAtDdwweMp8THn7",
+	"5uy8hCYbRDUzWoGDtVPYilObtYI9LundYvGbag4TxbRhRA0aw93uFjnFpw5bruCqxBzq5MTYyZWKmMwl",
+	"wUaOkTlU+LHkWCwhiXdNb3OCpL3QegVF0LReQTqF0nQOhfFX2TThUfHDKpcPKiWdblFH2rc+pLxSDLR/",
+	"+OR2+LQXHuwjhOrGWtN3EUGrvOIPKYa6TTbnRJxUe+RaugR/JHLeIIHN5ymb0w21XqpWrGKwKTOikwsZ",
+	"2GnXssKAajK7lYVERZQkM5rulrn2Y+Ww2tsHnecdf7fknfD4uGi2TKbrvAcvVgteJXSt9oIOTqZt64F9",
+	"cNx8AK0KboKWYTYTC73twAC25GRRI9ssaexsA170fG5RuRu7B0vAXusB+4RbD1ckzlhZDhXQOMtsPs6S",
+	"Lce3c00rLDK3Z5h3uSRdY9ILGty8gwvKV6nCQXP8ry2lfn51CO4iBJtC5arkwJbJVK4/NiCqW9pX2rC3",
+	"VmmXNdm8csxCqirAd0xEqujaDebKr9Tqj0Wt8HruCV7bFPOfn8wVG2+6Y/sRwX0tnyXC+HnypkeB//Ai",
+	"525HTwmwt3L1WA3pHpw8JSH5q3fnN/DuVHHkTtfwMxw8NRz9w99E16isQShbbyRyzrNQynlHAr4lE/4O",
+	"ifT3nzC/Yckb/BJvCw5aBxDUrS83sXCQyiW2NrS1CYktal+YmJ2NotMj32PX1vGFCP+9a/sod+0CoPp5",
+	"W3vSV+BJXzRKpVJNEtiYxCzvrHAhpmvCdScgDROc8yVTmi5XIWlngl/nxWwdAbWcE+qCNy7xjM8F1VnK",
+	"QtIOLwfBRdbvH0TWBPv9q5On3bPvT4ajR200EAbkooWv8Bj+y3r4p3YrKT01AMYHF60O/iMMLoS+kkSt",
+	"aMS6iq1oCmY45RairEUuN147w7W8ZGlCV6oTGECh8Q5ius3pXIgzTUVM05jYrSnoKKDy3n9dDo0E3V+6",
+	"AB0UXnXP83WEvQvxjplrRyjJ3yZLlDmpIKM8BhqSEIS86pETNEdTscaK4lwvuCCDkTuY4wtBxRobyoNV",
+	"nTsMiG0k9YioAIcOCIZZB2RIFubZIiCDPlnAeuEfbTP+hfiFa83S40ojYq7IQgqZ2SDXw+GRbUN5cEwO",
+	"B31n8VQlq3WndyHu6C+5qyJ119jCXZoO3rziJhn99ANbd/ar7XQnzaYpksdKzCUReWOytx3yHdCBTa47",
+	"8xs0okpjVwrw14xlLN4kyP4T6/B3Ump1DqbfQJf1mtZMFG8MpTtj2smTue5ord7WJkMVSTMhoGi29tY/",
+	"9jxx6Pa+EIgEOZO6olwrkAc5VMFhIg4MeKlw4FG23EvuAiH6ikeMUH0hpIgYXvl/gE3N3Bazy0muLm8n",
+	"Md6ufR17bEhvQGQaOM4hfBUdXSdwQIb1gHSsjT4BJeAdaBWSC/cdAyaaBlCBOE2zlW3GQUmUUrUICFcX",
+	"ImUqynKUE50tgNyjhM5uNXubZt0EyZ0UZv9aox7N+Szh3FK2W/X5+j3L49BWMMpSrtdnZqcIkJMV/4Gt",
+	"TzK92BWsYEUb1xi7HaoPE0VFPJXXk7//1/+EJY+g+dHgf/5LxSXIzfjYbceAiy7NSvM+38VuKSwPm75y",
+	"2+MokkLTCG4fW4IhGckw+s7V/+5ciL53sZjE/Ur8b1o3W8pKwpZdrZJpwiLJRVfL7oxTTWwfrB45yV+H",
+	"muiKUPL+7Nl5ufvJhWiX+092gry0VTm8zb3nB5SGHdfYkfFL88WFWLG063/mkoC8LNpK3x3StkUmoG3M",
+	"eQpz2RITgVlC9EGhlFrmtKnM5gs3flBKyAyIoglWFkFdaMmEDop1GjmVxU5pUQFK+K4/pZGiuV5YvWVe",
+	"yfRIuEIft/aq4CYsnrO0dyEuxL/8C3kqhaFEBkLmyQPy4IHBZ/MIZanegwcELdyGFKB4pekHK08WGJ73",
+	"fBdGgbG4GPbIGWL1hSCERhFbQTpjsia1G/CBrVXgoXrxWnEXzDvHhMJEfhN5M7rXR96wg/CwPyDlbvK4",
+	"DxTKgbHIlQFYSevDCBN5JXB/H9h6DEvPLURuvylTMksjF5kCEx6SvJNeGOSFyhP+AXhVJj4IeQXpAQho",
+	"R3wLEFsClPfbDj9eAG26aI3J3//rf4xWZl8xT4A8kgtHYu1LN0ahIXZA26YsHxDadkE7sJAgyR6T0A45",
+	"xk6JYUAokmYS2pHDAL1HwgwcMvwcSaMt5V9taxhGMjafYf+y0Lb6CnNkDIuWX6GFxru8y5gqAJLHpmFD",
+	"eVXpOXZs279wK3itZUYshSOZcgNTzQgYt3BgGi1ybIVyV1eSTLN4zrQKzMJorELS/u703HbZukq5oTYg",
+	"OBgApExp0E0Tes1ij3LD60zMZBrh8wKZLe4R2yiwti8zroHLi9Pz566MRWgW/tJ80H0rEx6tx7lSHiVU",
+	"KadwH//6Z3xqYWp/OL6yj61KatVypB/EG33TsGk+7JJyI7PacXV5XJtDOcuSxE5xXBQeRbh6EVxmarid",
+	"wyPit04MEZHKqm3bTtGxJ/lKCrY2Z4ipRC7ix+8RoAIrBYPhB6uYqh55btgN9b56/d1rglo12dhRIChl",
+	"JSmyoJes6EcbwPpVNXm2GM2hnyEHBjvSLGHqwQPSloIZWh84QzHapSAVvgPUZtAjfgMte28hVReJzjfK",
+	"bKALDAyWCL+VijFnq0opZjPwsEfCUu+ckPy5NNXf/pu0B+Tv/9f/7Xp1FSWeHzyI5ZV48KA8bH4rCLGf",
+	"kCuZflCEzikXSvu0dUxm7IqlpJJtbL4+MDLArDikSucjeFORP7t//O2/q/vYsE67shIQDs1cpRoW5clg",
+	"GX/G//zt/902UbbCaR41TTOqYB0khFut1TGbJV0jVtW6vdSQL2/dc2wnAwMVMro+qTQMDUnbMCzL6NyC",
+	"FU+Y0MkaQf6oV630/Weyu0Y5kkRbX/jPzbXC7QKbK4YzQ353lQ3HmwNWzwcP4L6+e/6UHBwcHBmy+v78",
+	"qXuDXWuPe2KXEMMEFBMxaQPXc0WBBPTRNOrMGi2GAVlRjVa2XzOWrs2y84alyrEqnrq3He9Cydu84IlE",
+	"MYsSmprXVBYtCAWKHr4oOtN2f2DrsJM3KsNGfu/Pn3efAB2SmQbOlcqERAua0ggW0X7/p36/3//7f/0/",
+	"5h+D57ZdHVBRESVZ7Ox6KqIrVnxJ4PVvcdHm34+f2zGOnh+bMQwpWdGIkSnTV4wJpJd4vSyNFlIDY08d",
+	"a7PNR3PDJnwCnXAVskq3kfd/ev78+bNjS7WuMKoXtAAzdGGSNwcbLVj0oWjaFrNIGmrZI29czK4f/7sJ",
+	"3824gi65jfCHM8fNe/dAaZmymLRpSUQl05TRD/AKGlFkLvXVZchOD+UHQBivvS1wfvMDSKVSFVjCFZlz",
+	"g+H2AptxwRoDlasQgSSqSdbziDV86ZIBxzDEyjVgvYKR7V9mIKjSkbfWVWQhk9hCG+L9uVYsmZGZTKc8",
+	"VqRN4Thev39pPkKJ1iGd+aoD5g7i0hPcmeQloXBpJ29fjDdQHW6LLDAr2QY5j3Ui4E8/9+BwwlwEdPIf",
+	"GH9XMtWerOZkwqmMwXeSFpTy0SH5gX9L2uHh4IDU2kVbbc/eNlgAMFvUaR7+oqQI4dsRaW4rHXaO3axy",
+	"RsLvTs9DB3hcB58Lg01ASsM3b89fvHl9Flr8HJF6F23rITLnbNReBog2TeWVYqnq9PKtuqM0IhTIAuQV",
+	"/xYAKzVNYOr8eJCZYGaHGTN1B46y1OHBACVuagQao3eza4DlOjAju9taNB5nuTUorQja9ow8etaoF0J0",
+	"PhhoFVHSAAFoh9X7zL2rUkSzkPYAyP9o5FG+TrBBP3NUOJ+1R5q0/VzMrf/28COPbx5itlToCoQQro+h",
+	"bFbJwhCQ8O37c/LQad8Pnf8kDLzBa78+RI9WF60+MErlRQh/ePjRGQRvHqLprbpsqyA/dCXPQ0ujcpd2",
+	"2zfEEKOpaCa8iKk1JDmB3kw+MLaCc5epIXfHOQKAPu0YV05s0kwo6zF1FlTbV64TFEaHnE4B4QAlDMhd",
+	"j/xg5jTo+oGtsKsx1SRh1Eg5h2QhMyOXn2Cf3sp4RjNz52weIE2yy0LfaREOVuhShoTBROYfdo0Fwuku",
+	"GiVZjJpzCIIUIL6ymlqeJYDlcQzulsogh4f9I7KtF35IZIqMYzgkpe7zhiClztwPWC175HWNN81s72Lc",
+	"K9ynmAMTQ0UFqvaMCQXWBGr5GkhxSNpAijHrBTsgh6Pr6/CYUBLJNMXuGxuA7Y2tkC/lx2DVe6zCxqAG",
+	"GK6t7UwiQE+8Vh/A2aGLA4s7hbo3JM1t+mGFdl0Ae/9grUVA2WSm4liQT8F5+MPmVoXCWRMiklmwh+Wb",
+	"aQCFc5l7HtqSv7k2DlCwuTTOhEt91EOpxBJHaFNvwU6WjAplj9OWUjd6q9vTN0W9eq7zAs6A9OZvxAY0",
+	"PIHcE8nlEvw+c8x4kSmKZ9rIX+gHIuHI4IEh3aP+QUiETJc0SdZ2KVYOMmO6ZCWUQIRBd0OguRTjouSb",
+	"l61oKXBMNTWqojmPRII44s4LR4SxYaG29p+175KICrPaD0JemQlgBzgH7CqhoAyACRTOOTepmY0Ahz1P",
+	"GdWWGiGAtcwha87komXNaxcta+ctYfqDB+YsHzyoMyAQ9PisXLY+tkuDPrxoPNVgjULagz0q4WDaWwhM",
+	"59iOLaT2h3G2LK6JzHSP/KVMh0GJ1rbWPXPEHD51FMlaLZAofXdaZXA5PXr4sU6jblxHbmqt553ihgA3",
+	"3ptZdQj4o5WtBOa6rwuAj7wCqwQeNRWEC7xVVJNMcHCMGkaEuGvXgyfLdaEXT41qgl7vY7tGkCjmlAuI",
+	"fKDpMmEKbizYVYplzArXKLAy6uI7nDXpTKc80kawUEbhgOvp7KRmKNBTLmmSMcQjp0ngarkm00z7qhQC",
+	"7+Pf/+t/bsicplM6Z+FGhSVokojN7EbwpDX9wmrVnr4pGWpoVvHcbAmwahE3JJssuVIrlmgy44kZF2xl",
+	"KAzGzAAJfAadY1SNfW04ZWTF0sigOehoLM4tXZA616YkfAgaAM3r1VhdAvHOSQ8Q3/ivw+dgZ064ZilN",
+	"SPivoX0+Ct35vKVzLnIfxEvuJG8jzDDdBXdHJWiUhF7wYoiSEv01Q6vFVGZGppCOuiMI4BpeUaOoqYyh",
+	"Dmu2r+CHKY0+eEEHZc5pBzDXB2cE9AZoUkVoAinEhiC7ncPnyDXzySvHZpfeIyFoQbAHEI8H/T7InDGb",
+	"0SzRZNhH+p2HgIItO3TxnM6Yj/YaDypjCCB1Aj24AkDVQrN+D+z2iPW+CQT9z0yNL+Aaf3KdBz6Vv/uE",
+	"/OMTvNPtdvP/4Udmo59IWEPRT2RJk5lMlyyGWxdY34SBXXEHLrlMrMtsKg0gDfpydMukPDJIvpQxC8iU",
+	"xs6yh056Upm/IoiYSwG1Uz/V2QOxP9pKpXk5weYdOcT7ZIhrgRJVfCgCbirYkI86MKOWLA8GSHYpBqNw",
+	"Qt+OEaDUV3WNlfxioIJapw5RhpWBOSnIVYGUXTKa2P3C5zgi1kXsFAs8NAssvF3kU+7eSmVmpG8eB97d",
+	"lzZJFxdZc6blw47MsE3Ks4Eojg+UyYql+Ka5qDk9tMp8MeSRGXK70A5z1h/TxLDiNSmUbQhVRz20bUTv",
+	"hGmoikoV61RmdCgBTHwC7BnSo81surl4SLEJ2DbavVAEq4y9Q+S1UwCRqmN0Lk5PmTnoVSojppSP0zAJ",
+	"qi8WBhMQ1e246HNDnC5DqOyGd+MNDsx4dRsN+ZSL+Bihe8lSZ9fJvx3hTWi00QBWwKdwy6zNssHS40Yb",
+	"Dpvuv1VEtkNtoyJUHrus9PkA+0aRsEi7D4FcGzbjAd4fYsnVkupoUR0DvQJA+6AAmF2RDU51dZ9RxSiP",
+	"6wNxRXmaY6IZ8aEbzvziIJm/XxkJietEZnoiZ5PU8EY3mO/DyatEo/2Gm5tuwwCBDEzlJQNZcUmv4WF5",
+	"FiuATrI0qdMCF8T9/t3L3OSYk7niHoHlqRgXELvsdvxkVHGyNLfZ2fewiE/ZFWmHGDl6r1kqaDKxvvBP",
+	"hVE8E+x6hdp2W0ji3rR1txfySjintXdWhMedYooDt0o1yQS9pBzCoRyEPTeggbD3BjAGrfANuOU0YZVh",
+	"rUrWNLCv33k/H1utBcXeMlScC7htAHbR2qEBX7RgkxB3cl4KU7GlksxvrgVZEUswN3ShsEV5uQGFABTJ",
+	"JFsKx9LARnzJFJrklWar4wuB6y91slIkz2mAKACD7Mq6qPC+C0JjutIsDUgsxyR8+eLH9y+evTj/qzXn",
+	"QuyOnGG8oXVOmi2//u61jR54e/LXN+/P7evg+aS8atTs9MjbIu7FyFko8IfOPRC6ZagxkVmKYqmczYxy",
+	"nTJYdrHXPOYmH4mEedfG0Kg2RozLVz/jSQLaEYjxNiy1zJ1C6/ksBymhSw3SOGw8OEh/bmiwXHq9COFs",
+	"lAQJAC3XS8USCMUiM3aV41JxTmZluUHiQrgoC2vqBqUObXxnp+fnL09fnb4+n7x68+z0zzTTMrSGLCu4",
+	"glqtoP69iP0CHTi0ofkgCkHsgAU2IJFTxdkKQqY+IZ39RHTK53OWAv0gn3ILDs5iBOFSttMnO9Z0bW5A",
+	"STQui8mfDNUQRppwPacMva0U6QKJxTuisY06rz7vec99G/qG+DiYvnEyNJab1bshPpEwrzcWIntHH3/p",
+	"ab6XXbOXbPLbVuJVpHcyq7vOnxx/xQWptdJsOfYfNSQo5Vwf6eI3isAPa6KuGFth5oXRaadooEEkBZeQ",
+	"x8s3LjjwltROQMTDXwxM4rwILaZagZxaq/kWeo/H7lX/Yc9/WHTcaNvrMiY0UbLcF9Stt3m2DX0jXFeY",
+	"5u+C4ileudDvLOHvofFpr/T083fRdsDNxzUQVyxJCFTQI1hBz6zAr6gX5g/GxYMciT3qPy6RVFt6BahI",
+	"YZK0VtQchMfEo+e5nbWJlOfEr1102KmVoFXaENTG3SNV3HIeDnTVvXvE3VxwlxfogcV1XaxRmtK7mwBl",
+	"PZYFU2hvGKRjg/JJCLTcKfZr6+AsgdIO6gNyI2IE9T27EMlPRY8SD1vdoxyhjFjpIZVMc4RxbyJXhb86",
+	"VTAVM1SXfPf7qkstR6B1NWaaMJnOqeBGw6BXdE3aXiUFV/m6s5G/OAjAMA3kHC/o/SxsRW2kWGlZPun+",
+	"/NVsJ2uBU1qa+9o0I4fXKmfrOfuLs7+UOIPTLQvegImyoAfkvXJKUPAeNiXYNmCYDR1yPi7iSaz74F7p",
+	"glupzxKDCq1o5/bSjtX7ZaZLhKOc+wuPrJi8k1xUPv18OmE0jmTddAe4snIPqEE9ciLW1qRmKbAhBZb0",
+	"2xqv6kKgT3Kj8Qc6iNoICetQcKH4z1xrLikQY8zzMy+02IuNBwOoph+MlsSFYLkUpMYlzxtEM6MKABrX",
+	"jKXhhUjkvGgAbG7DHLJHIeUC4oFopLdnP5jllNMfei594BmII9ZqbzskzFjq5itrFmjN0BL01rDSuSO0",
+	"iV7OYF+qsa+ajsxQ4+JaUVISuYpsEetNcbdpA6dAyb0uZgU5J6U21mSA2h1QODPwQiYx+lw6EFGe9wPB",
+	"Zmzwntk8XzJPbnK0pqHhFriW8gtriKnR0zNhoBZJccnASGP9MUGpzRrEp1YCmzt5mEml+0jokatq16oe",
+	"OfE157zCPig1bWs+AhdF9cuAJHJOuIjZdQdsK9YfhV68ym0Icid4WPRjCW0cQS5lFXEp1pHhd/0Bd0bl",
+	"iFKuXK4MfovsqL1gNIZ4Z7c1fP4nMsAo2RONgWr1Ti9WH4YsFdsca8GiDxiCSHUj98OwBbS+2hTcouMC",
+	"gD0oWSjshIq0GwRl67ctMMQijVHlnXWtysfA2MtidQzO0WtINoHU9MgIMbEjZ1abxbQana6/UWCVh+7V",
+	"Pfws9GffzjyhB5y7dKUeJOY4rMbcxFTbxaRqIVM9o0kSFsjbwHCP62Ivoo3wG9vlGSdWDsEDRXqVd7SC",
+	"WEs8toTRS2tJqRxXESKJwQ/2uDAFwf05rlqdUobWgLbe0rwUbkcHY0DiGv3LubhsVDtlCr/ktBAELK4V",
+	"kj2UsYJm+DsJq0dezIoLl5PxlNHVitFUoavXUFhwIFsEx2pZTqOFPVSjxfx7bU/ivQBbtyFZrmkmHIZV",
+	"t/PJtUSTHObn4RH5ULH+CKDBVBUilXU7rUsjab9h5oxQ36IR+BINxvo1NzD0Zg+KFGwIj4HoY0QES+Iq",
+	"h4ihJwAxiJGjCtPEKrDIiwAVNgon1CjDIaWVw8CRbcNtPXtLjzjOD9tECcYKfoBZ0kHBrtDJDjbwDB3j",
+	"gIelsFdzbrXLho5jnwA7dRwxIiAWV2FTJXraQTB7hoB2YZ3lAhKMDDv16UP+QtBMejrlo2vsTplX5PAu",
+	"I7Jtd8btvBM8Yg1cddtQtZOXhbOxUBiKIaQbykl3rlqJ+fO0oV5xER0poYUg5n0GeTATd+EHRn6Vs9mx",
+	"5WPlgJcLgVKLCzHyGaatTINaAK/mb9YKaPRIXs4BTSaGeRl8mGc0pUIzFo8hg2mNmePoKLJxAcAVcxuH",
+	"c0xawQ1d1xLS9VKieMyCC2H2OWM6WjQFNH3k8Y21mXBBYplNbednV9zSpTaWSwK5HMfehfhLqVRZOS71",
+	"oE9iulaY1p/wiNlUeZv0/DaVq5QzTdN1y5Z9rtZiLqVLP9QsXWLjIq6TUtr02yIpuhW0LlmqMGF60Ov3",
+	"+uYLuWKCrnhr3Dro9XsHUCdJLyDZ3MYkm3+upGqon/DWpU6Xcpswd9oSQK9rGIaUGyrQI2dM+NE86NGo",
+	"cnHwZsw4zQVVPAGbgOlO1cBzMOwX1nyj71DDJ52T+AKKJ5bTtdHlycE70RjObWQdmwiFWRLoCiul1l2I",
+	"ph4bcKh53NSLuDVuPQU14EczJwDYBTlt7GNWvPLQ8wv/wNZvbBw2NDWzvrxvZbx2mfa2cHPVIQ3Z94gw",
+	"cJ7T9XOOFTFUtlwaPMOOFeCVBK0MwDrqB/1+H85QClC/DBIZiovVeyoN01qZinUraHlnZlBt1O9Dp2Sv",
+	"h9S4BUoclDmYrs8NVpQXA6hFBv0+rqauGjYspJgR5tq4vGIRoFxiuQK8t7uKTcARuhL0N+WiDjrNGDzA",
+	"4HCA87A/2P9k/IoXpRRAAOLhsDccFa218NFwhHDNEyrh+chC2y+v1Br2h4+6g0F3eHA+6I/75v//o9a5",
+	"q9LUeiMI/Q4R1ZGHduQqFhSrrR5A0HLX0Yw2688eRUPWPYqf0O4hHR10n8wOZ93hdEgHs6NZPx4MSmU+",
+	"DDf0SnTYY7jVedpiJXCg9cISRfRJ3r7wJmgd9vubRs9R4OG3NM6xxXwy2P3Jey8GCz862v2RUUYTjoVY",
+	"DgcHuz+w/Opcypc0xYqGh4PRPqvLQzResZhTV6zocDjc52Mb+kOnCTsVmus1frvHDs+lfEXF2kITmN1o",
+	"nxN4YcMhIO4Qv9oDPLaY3fsiKAErsuT0CSk6xM0iUdd0bsh560fkmT+b1x/aChhmvjnb2V/G1ctI5ZUK",
+	"gCuuMBAftYKy5A8SkjWFhFoZlcFXTw1r6xAzG0OGZdiiH8dqPgzz2M+/gBQf2gzPid3nnyGoPC/1gbba",
+	"vC6CfSkMimzmPAsfEjMuhGIJqmVXXMTyirRRgnTVXEHsNQIeCG95XdYmDvqSK/3OQrPGQav1YpM1wNB6",
+	"pbQKnYXCSt0cLWGkDftV/JJ1jOyJYa6Do8f9bn/Q7Q/O+45OlttiOHrnv+GK5EAYdVG+ZpZCMZuCGO1X",
+	"w2n/LeUOlq17Ai3E/GpNolZwaN7WQf98eDAeHY1HR5u2peU9bAqrb0FFkRzDasjlqaIlVGpomNK00ApC",
+	"l1Zt45rzjjH1ik07ZbOnWLN2jzeh7kVr28m6wpooS7cTecXSbkQVI2q9nMqk0pvFMuKmTdfbc+7HDKsd",
+	"bfdZrWXl5bU5rt60uKKL6H6Lyhu6osBbkq36d5Ot8L8/fWwWpe4mEJVa67Zenb57+v3J6/Pu4+ZGq+PW",
+	"m3fPTt91B/1+f9AoEPlVDkriH1Q2aI1bjx8PeoODSpPWcevtm7PuYFgugou/9KeP2ePZKOoeRAPWPZw9",
+	"GnXpAX3SPZwdzEbTJ9FRPDATa1WT6IZI4cwBFLWt7aWx5amH/UqdaSeUWX75ESnhRtqp5WYCBGnIE8sm",
+	"J/X9exuN8MwGN/clH1qWUyo63SAl+iXKfS7+2wqK/4RilGHrJYh5kpRj9yhKVROTN1slnqVYbs1riIm2",
+	"KFcgBhwRXIFR0LcKWOZoMS3Iq6gVAXvWUAkV01NGExfKDuUjXmEGKgozMtPQAK/woB6X6zPhqJC6UEQP",
+	"w7JIu1LYq9MjJy6xrMjSc8GqlRD+O3qESVEjf4x+1bobcuy7M3NbcXtQjTnyrO255wSM9eDAsG4/aqtU",
+	"BFiteM4Ew3LN3PXDAJKItVxWzFZXkJeY9r3LE6tlo4u1R96ISsoAeM4qVnyuVeE8MfgJYa22e1sFckVa",
+	"cmnfmGV1ZFPLGnxpY6KYrodsKecnKPZvLQyYTmP94WQwCqxHKoI/j4w8byWajjO55t4h/7zA7AkRuFas",
+	"sgFqmExYilWyi28OmBpbJwBWWSjHOJVtbX6QlcUHrHCGsePF7a9PZ+3oY+vRozti72xklRck5ZaE6ZoY",
+	"iOde8ieqzexQaUysrQO2WUc7f6tQLTb3z5VcX/UJcmv/2MbelI8J/UPOj1BR/ZzpnXgoDzZOg8wlPxTO",
+	"W4lhGVv3q7PIQ2iNdUgVUTWlQ5QiYp0mxezM0uMzpM/YFeMfbeOEf2ITu6b+AneTjfYWGhxIbmUn3IMH",
+	"14qVv/nhtzVEHe7+6LXUzw3T+mq5+r2KXA47GwSktpCiW6mH2vEkMnvHrUTmu0v2tHD5n5QtWIWpOgxI",
+	"WDFeBVXL1YXwTFc0gRAYz7TkQhUgQaXG7EHIQvdnUVcjoklyIfz8cgzHsm5Wwa4gjQULiFkrMHluk2gj",
+	"uZwaUQyMMyevn20yYJ37ELstjbwnW0PpCLiwzjcDCVXkrpB2JJdLWjTRKBsf9m0eDy1WVgk0C7f6YpNJ",
+	"IC81XpDXvRox1Zvm30Df2Rf48RNoAWD/GNT7NCm9BmuFUbP3gpYNKilScrsg4jv9vghQS0kbMKlisilZ",
+	"BZoA4RsRfGj4vXRHI9iW+3uwr/Vwn504U8LOneRWhkbjoGeQuPddVMIpio3kp1CkgLcjqliXC8VA9XGl",
+	"VAlEu1R2VLbHbD2cwozzRc/IdZHebbr+PRintyx9q4n6t7RA/2YGxM1e18GX8roeuJFvY+u7b6Ol69XR",
+	"xB42mCn9zvfNwCqbHdHUb62Og4rRscXW/9Z/8Yvkr345Wb/m/etXZ/31q8GP16+eyatX5/Lq1XPJZz/2",
+	"omEi7s2F7HGh25gJ/Qvz1Uy4j5lQl6UnJ5SWhKqfb4INVsGnjX0bPAHoSpaKuqgxefAAPf/mzwcPykFD",
+	"qH9D6r3R6gKSCYg2wi+kH8eKsVEQmgkXBqwTDx7EPGWGGcHgF6JdinQKsC1FLqQiLdDEhYVAxn0H46jM",
+	"iqvlaawVsF6c6dimVmNwVTXgKmU2fhTLGLiKbR7EICk61QozYGrWEJtXNEuZWjR1t8Bgf6mYyKtJYP84",
+	"v06Fl3Frw9zN2WHhzaaqKVA9gP+aob/cJf1yA/T1hfAqphzndb8Mh4i7UAIZ8CIgiZQfauJFtrLxrXco",
+	"eSbTpuKHF6JW6GNzwJiH2p9pUvnMcDHE1VcgyPtRWs8KHP7MwLAd/GbYEDsWtBRLEpZOVgspzOt/Gh4c",
+	"PukPhgeHo0ePnwAJgetYX/eP+b3ea9n3zSdvG+20gXveIm6thk+/SQzb/blXK3laRsS5PnoyenI6e/5s",
+	"eDD89rB/cHB6+Dg+6vf7B88OB6dPDw5PI3oa06PDfwLBqRbkd2tJ6gtIM7vC4kp6GPWkfgFJtlyXHClG",
+	"0reVps0aGmpYblqa/aqgaDr/Alb21f751f55l8g9XeKuG8TJqqFzB9vfaAd9CX1jaVW6wLzhBuNFYOUX",
+	"v+Bbj7xXzDZjTFmE9drLQ5brrBZlnY24g6Vf39qSmkxEMnYlofKCmdYtDRXvXH1NWzyz0fvzHfONmt+u",
+	"33m2ka1BemW78D7Gm06QlwPFtcc7LThmGzsMOGXWd3eDzs//v3Do/BNe9++Yrly76boB325BAT7y+Gar",
+	"v8N2AcUwDXCrlty3oA/4IQautR7HTChMy+ztuGu3Vgi8b1/Era8I+0+DsLdETVvTanN81FP4vcES0qDP",
+	"Q/4iBDR5hSkQsztefQqwCmhXEvrWsUevZaksZ96k4UJU8nhrNTLrvRnyAvl1nRp2cI9XKLibEn4fFuiv",
+	"qtXnq1Z57vU+OpV/9Uj+Za/1j9Cz/Nm/qlRfVap/vEqFxRo/i2vhtezaOiAb5SvXdw9yvm3lu3qdn4DI",
+	"JC6K9O8QpTB44Hs785eRq25P4nNI/PSxZatbbXUpzlK5zLvlownI1TJxf2PhDTCg1ip5QqD9ZLPdyXC7",
+	"bcsYNS2jyXxVLAqgUkS+gl5VxNBi6N7kYHZEBxG29Lerr9amrCy9IRDFnMptmNDWse7J0lbCul08wCK8",
+	"xYneV6H7SwvdtkJ+AfPt9KzWkG3PgLi8Zq/9DFvKeG6sji0qXG4JlZd9gfLeZMFS1kjkbA2KU7eou+h8",
+	"lTG+anxfBPkgabaCDB7KuVou6ODOGvDqzGUTvH/3Eluj2nYatlyL62bJhFmBdey6rmdzrrRt81OqWFft",
+	"RIaVYSC2ktvy3UZvtK9NbI+zY6zRRDC2A9sA2mQD83vvQpi5F1JpbJeZMiWTS0a0JKtsmvCoKA80JquU",
+	"XzoH7WpKow8BSbj40E1kRBPUT6NEZvGFcIwl9zfb5M+4E1j/sP3IbCMTasUirCZXFCPyel1eiDb0kNvU",
+	"E6Bjdo4xp14jgCDvLoul5vIWYq5oTu9CnBBchq0qvqTrovvGMu/HB2XOUuczB/XXZvyYlf3l9Nvv37z5",
+	"YXLy8uWbv0zevnvxf5ycn07ev3t5hjnbAVEMej+HS/qBkTQTYbnkO6RyW+OnIiFUl2n0RL/NGqjI7yC6",
+	"H9HYmW0ba+SUSuQgeXZ1cfYP5q9s/r5j+v/B1PWrNvX7YwfvgBxjy0UkobfgDo3CSLk77BbLYB4jJdgV",
+	"2U38bUWslF1ymSn3oiH3yn19IaYMY4sXeRQ90DjXkZW09ZWEt6nODC1ypc3dE9ufuAN9+xxdVBciooKo",
+	"K65t5wyZ6bxdFfXJbY2ivQNgWJidIUjulaT9wSWsr0Tj90g0AKlLhKJ8f/chF5D+e1vNBT4qd0UMtlSa",
+	"Od1SDq8xacbdDlzcPyhrxhbxy2t0rFes7H1u6IGyIXIdm5qC//i2Moj5EhF8z2V6iyqtdk8zSGPgfTl3",
+	"sjEIP8vgl/0yB+yaXSP/vLokqt/ldWM67IaVge6gFpOGdKJtwH2Ln7kMou2r/OdKymhc9B85HWM+T9mc",
+	"utjKPbGcas2WK432x32SN1xb4ta49TgezPr0CeuOpsOoexgdsu4Rffy4O5gN2UF8GI2mj2j+hQVAM6lI",
+	"qNITu5RNsw/+o2UzHvwX0QhZwf5xK6/zevvCLfdl4vTp1m1yI8q85Wt2xD7ZEWWY7c3tvSbbGxm/ORpM",
+	"EM7d8ZhI52rhul6YyvVoqxQKtti61UR5p7oB8NW9el1+IxLiQDMpvjT0C//Y/C0QgDhDCE4gyfUwaEFL",
+	"yPymwv2fRBDzPuz3DWh+nwQLkQcD7/eA2NbIh7IfCSfIa614k3653LzPDKMot+Rwy/W9YeUnZUdfpamG",
+	"e/xFYzOci/E+YjK8hiWFr7KpBUYZy/eIj8fX98gytJDY835suRk323nxF2CtGIq3y4VYYhBfPYhfxoNY",
+	"AvJdmPBDjGjbbKOD/WKr/KKKGXJno0rnPBdqEZXD51xF/ry9ByakWUJ8TIQEC10i59BuxL5eVD2uxeld",
+	"iAtxoslSQg8BVukMYAeArqnQpRea5xAo+0mFEwpc9IabDWqqu/L9gY1PNyCB5lOKsNmMRdb3hLW77DhM",
+	"xLbvCYYAuvavF6Id2itnG+iEXufyieKQQ5hDyg6H/t9U24pVIa5hYq5fnCW2tZLtAWDjfUGZwvX6Smyq",
+	"FdRvswOb/WmWppnh89jBPEqpWuQ5o7YXBjRtwSYM6GfDwk5pJkgixRz0Tmpb3+bTmSXITJNVkilCyZKm",
+	"c2ii9W9vvp28Oz17+v50cvL8/PRdGJDDomK+XzkMQy69/qOYiVkUjoUdBTkK2bOxMc2N5lZ447PEvE3W",
+	"1uBzBMThP0ZAPLhfccyV62o1cJ0VJgcDf61hb4URDpxVohT0COAjQHCw0UKB2ncPfbSogHixi2vlRKhx",
+	"EUjlZBpgpw6PqnBFfDpyIVI+X+jcYuPRjXYTOVBMQ77LV0P8V0P8bb13QBD3EwXMlyzKUrNfQwdPVvwH",
+	"tj7J9KI1/ulnQ7QwSKApg8r1aWy7xucf2FoFJG9maev6mUe1zuhLLFXaqXWXsa/2GrvM0BV/eDlwPvQG",
+	"U7kXX9A2F9QuCSul4mrqU9IVv+N0lUAK4EyuZ1ER91CacPzwIXyzkEqPn/Sf9Guz/JyfVGO3m+ZmN86o",
+	"ioUKwANZsb1bO6ntDlDfy1NbhkCnEOJi258bLptwzCWaJiySXHS17M441ZUCIvkMpeC0+jznwLOx4mbC",
+	"YiNHIEn1U5C84VwR3uaRqj7pwBPlEjm3PmNzIbwh8wtQHxNK91bL0gElr1Sm80Ju/M27AnU3P9/8fwEA",
+	"AP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

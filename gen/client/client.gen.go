@@ -1052,6 +1052,9 @@ type EventId = openapi_types.UUID
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// IdempotencyKeyOptional defines model for IdempotencyKeyOptional.
+type IdempotencyKeyOptional = string
+
 // Limit defines model for Limit.
 type Limit = int
 
@@ -1094,6 +1097,16 @@ type UnsupportedMediaType = Error
 // WebhookEndpointOK Envelope of the webhook endpoint.
 type WebhookEndpointOK = WebhookEndpointResponse
 
+// CreateQuoteParams defines parameters for CreateQuote.
+type CreateQuoteParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
 // ListRevenueParams defines parameters for ListRevenue.
 type ListRevenueParams struct {
 	// From Only rows with `ts` at or after this time (inclusive). Default 1970-01-01T00:00:00Z.
@@ -1116,6 +1129,16 @@ type ListRevenueParams struct {
 
 	// Network Only rows of this network.
 	Network *Network `form:"network,omitempty" json:"network,omitempty"`
+}
+
+// SimulateSandboxEventParams defines parameters for SimulateSandboxEvent.
+type SimulateSandboxEventParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
 }
 
 // ListTransactionsParams defines parameters for ListTransactions.
@@ -1157,6 +1180,26 @@ type CancelTransactionParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// PutWebhookEndpointParams defines parameters for PutWebhookEndpoint.
+type PutWebhookEndpointParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
+// RotateWebhookSecretParams defines parameters for RotateWebhookSecret.
+type RotateWebhookSecretParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
 // ListWebhookEventsParams defines parameters for ListWebhookEvents.
 type ListWebhookEventsParams struct {
 	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
@@ -1179,6 +1222,16 @@ type ListWebhookEventsParams struct {
 
 	// To Only events created at or before this time (inclusive).
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+}
+
+// ReplayWebhookEventParams defines parameters for ReplayWebhookEvent.
+type ReplayWebhookEventParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
 }
 
 // CreateQuoteJSONRequestBody defines body for CreateQuote for application/json ContentType.
@@ -1277,7 +1330,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /quotes (the `CreateQuote` operationId).
-	CreateQuoteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateQuoteWithBody(ctx context.Context, params *CreateQuoteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateQuote Create a quote
 	//
@@ -1289,7 +1342,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /quotes (the `CreateQuote` operationId).
-	CreateQuote(ctx context.Context, body CreateQuoteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateQuote(ctx context.Context, params *CreateQuoteParams, body CreateQuoteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRevenue List revenue rows
 	//
@@ -1328,7 +1381,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /sandbox/simulate (the `SimulateSandboxEvent` operationId).
-	SimulateSandboxEventWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SimulateSandboxEventWithBody(ctx context.Context, params *SimulateSandboxEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SimulateSandboxEvent Simulate a lifecycle event (non-production only)
 	//
@@ -1357,7 +1410,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /sandbox/simulate (the `SimulateSandboxEvent` operationId).
-	SimulateSandboxEvent(ctx context.Context, body SimulateSandboxEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SimulateSandboxEvent(ctx context.Context, params *SimulateSandboxEventParams, body SimulateSandboxEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTransactions List transactions
 	//
@@ -1454,7 +1507,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /webhooks/endpoint (the `PutWebhookEndpoint` operationId).
-	PutWebhookEndpointWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PutWebhookEndpointWithBody(ctx context.Context, params *PutWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PutWebhookEndpoint Register or update the webhook endpoint
 	//
@@ -1469,7 +1522,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PUT /webhooks/endpoint (the `PutWebhookEndpoint` operationId).
-	PutWebhookEndpoint(ctx context.Context, body PutWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PutWebhookEndpoint(ctx context.Context, params *PutWebhookEndpointParams, body PutWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RotateWebhookSecret Rotate the webhook signing secret
 	//
@@ -1478,7 +1531,7 @@ type ClientInterface interface {
 	// can switch without missing a delivery.
 	//
 	// Corresponds with POST /webhooks/endpoint/rotate-secret (the `RotateWebhookSecret` operationId).
-	RotateWebhookSecret(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RotateWebhookSecret(ctx context.Context, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWebhookEvents List webhook events
 	//
@@ -1508,7 +1561,7 @@ type ClientInterface interface {
 	// within about a minute of the restart, and the replay with it.
 	//
 	// Corresponds with POST /webhooks/events/{event_id}/replay (the `ReplayWebhookEvent` operationId).
-	ReplayWebhookEvent(ctx context.Context, eventId EventId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ReplayWebhookEvent(ctx context.Context, eventId EventId, params *ReplayWebhookEventParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // CreateQuoteWithBody Create a quote
@@ -1521,8 +1574,8 @@ type ClientInterface interface {
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /quotes (the `CreateQuote` operationId).
-func (c *Client) CreateQuoteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateQuoteRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateQuoteWithBody(ctx context.Context, params *CreateQuoteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateQuoteRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1543,8 +1596,8 @@ func (c *Client) CreateQuoteWithBody(ctx context.Context, contentType string, bo
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /quotes (the `CreateQuote` operationId).
-func (c *Client) CreateQuote(ctx context.Context, body CreateQuoteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateQuoteRequest(c.Server, body)
+func (c *Client) CreateQuote(ctx context.Context, params *CreateQuoteParams, body CreateQuoteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateQuoteRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1602,8 +1655,8 @@ func (c *Client) ListRevenue(ctx context.Context, params *ListRevenueParams, req
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /sandbox/simulate (the `SimulateSandboxEvent` operationId).
-func (c *Client) SimulateSandboxEventWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSimulateSandboxEventRequestWithBody(c.Server, contentType, body)
+func (c *Client) SimulateSandboxEventWithBody(ctx context.Context, params *SimulateSandboxEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSimulateSandboxEventRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1641,8 +1694,8 @@ func (c *Client) SimulateSandboxEventWithBody(ctx context.Context, contentType s
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /sandbox/simulate (the `SimulateSandboxEvent` operationId).
-func (c *Client) SimulateSandboxEvent(ctx context.Context, body SimulateSandboxEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSimulateSandboxEventRequest(c.Server, body)
+func (c *Client) SimulateSandboxEvent(ctx context.Context, params *SimulateSandboxEventParams, body SimulateSandboxEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSimulateSandboxEventRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1828,8 +1881,8 @@ func (c *Client) GetWebhookEndpoint(ctx context.Context, reqEditors ...RequestEd
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PUT /webhooks/endpoint (the `PutWebhookEndpoint` operationId).
-func (c *Client) PutWebhookEndpointWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPutWebhookEndpointRequestWithBody(c.Server, contentType, body)
+func (c *Client) PutWebhookEndpointWithBody(ctx context.Context, params *PutWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutWebhookEndpointRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1853,8 +1906,8 @@ func (c *Client) PutWebhookEndpointWithBody(ctx context.Context, contentType str
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PUT /webhooks/endpoint (the `PutWebhookEndpoint` operationId).
-func (c *Client) PutWebhookEndpoint(ctx context.Context, body PutWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPutWebhookEndpointRequest(c.Server, body)
+func (c *Client) PutWebhookEndpoint(ctx context.Context, params *PutWebhookEndpointParams, body PutWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutWebhookEndpointRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1872,8 +1925,8 @@ func (c *Client) PutWebhookEndpoint(ctx context.Context, body PutWebhookEndpoint
 // can switch without missing a delivery.
 //
 // Corresponds with POST /webhooks/endpoint/rotate-secret (the `RotateWebhookSecret` operationId).
-func (c *Client) RotateWebhookSecret(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRotateWebhookSecretRequest(c.Server)
+func (c *Client) RotateWebhookSecret(ctx context.Context, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateWebhookSecretRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1932,8 +1985,8 @@ func (c *Client) GetWebhookEvent(ctx context.Context, eventId EventId, reqEditor
 // within about a minute of the restart, and the replay with it.
 //
 // Corresponds with POST /webhooks/events/{event_id}/replay (the `ReplayWebhookEvent` operationId).
-func (c *Client) ReplayWebhookEvent(ctx context.Context, eventId EventId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReplayWebhookEventRequest(c.Server, eventId)
+func (c *Client) ReplayWebhookEvent(ctx context.Context, eventId EventId, params *ReplayWebhookEventParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplayWebhookEventRequest(c.Server, eventId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1945,18 +1998,18 @@ func (c *Client) ReplayWebhookEvent(ctx context.Context, eventId EventId, reqEdi
 }
 
 // NewCreateQuoteRequest calls the generic CreateQuote builder with application/json body
-func NewCreateQuoteRequest(server string, body CreateQuoteJSONRequestBody) (*http.Request, error) {
+func NewCreateQuoteRequest(server string, params *CreateQuoteParams, body CreateQuoteJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateQuoteRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateQuoteRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateQuoteRequestWithBody constructs an http.Request for the CreateQuote method, with any body, and a specified content type
-func NewCreateQuoteRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateQuoteRequestWithBody(server string, params *CreateQuoteParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -1980,6 +2033,21 @@ func NewCreateQuoteRequestWithBody(server string, contentType string, body io.Re
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -2111,18 +2179,18 @@ func NewListRevenueRequest(server string, params *ListRevenueParams) (*http.Requ
 }
 
 // NewSimulateSandboxEventRequest calls the generic SimulateSandboxEvent builder with application/json body
-func NewSimulateSandboxEventRequest(server string, body SimulateSandboxEventJSONRequestBody) (*http.Request, error) {
+func NewSimulateSandboxEventRequest(server string, params *SimulateSandboxEventParams, body SimulateSandboxEventJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewSimulateSandboxEventRequestWithBody(server, "application/json", bodyReader)
+	return NewSimulateSandboxEventRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewSimulateSandboxEventRequestWithBody constructs an http.Request for the SimulateSandboxEvent method, with any body, and a specified content type
-func NewSimulateSandboxEventRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewSimulateSandboxEventRequestWithBody(server string, params *SimulateSandboxEventParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2146,6 +2214,21 @@ func NewSimulateSandboxEventRequestWithBody(server string, contentType string, b
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -2518,18 +2601,18 @@ func NewGetWebhookEndpointRequest(server string) (*http.Request, error) {
 }
 
 // NewPutWebhookEndpointRequest calls the generic PutWebhookEndpoint builder with application/json body
-func NewPutWebhookEndpointRequest(server string, body PutWebhookEndpointJSONRequestBody) (*http.Request, error) {
+func NewPutWebhookEndpointRequest(server string, params *PutWebhookEndpointParams, body PutWebhookEndpointJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPutWebhookEndpointRequestWithBody(server, "application/json", bodyReader)
+	return NewPutWebhookEndpointRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewPutWebhookEndpointRequestWithBody constructs an http.Request for the PutWebhookEndpoint method, with any body, and a specified content type
-func NewPutWebhookEndpointRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewPutWebhookEndpointRequestWithBody(server string, params *PutWebhookEndpointParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2554,11 +2637,26 @@ func NewPutWebhookEndpointRequestWithBody(server string, contentType string, bod
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewRotateWebhookSecretRequest constructs an http.Request for the RotateWebhookSecret method
-func NewRotateWebhookSecretRequest(server string) (*http.Request, error) {
+func NewRotateWebhookSecretRequest(server string, params *RotateWebhookSecretParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2579,6 +2677,21 @@ func NewRotateWebhookSecretRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -2745,7 +2858,7 @@ func NewGetWebhookEventRequest(server string, eventId EventId) (*http.Request, e
 }
 
 // NewReplayWebhookEventRequest constructs an http.Request for the ReplayWebhookEvent method
-func NewReplayWebhookEventRequest(server string, eventId EventId) (*http.Request, error) {
+func NewReplayWebhookEventRequest(server string, eventId EventId, params *ReplayWebhookEventParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2773,6 +2886,21 @@ func NewReplayWebhookEventRequest(server string, eventId EventId) (*http.Request
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -2832,7 +2960,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /quotes (the `CreateQuote` operationId).
-	CreateQuoteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateQuoteResponse, error)
+	CreateQuoteWithBodyWithResponse(ctx context.Context, params *CreateQuoteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateQuoteResponse, error)
 
 	// CreateQuoteWithResponse Create a quote
 	//
@@ -2844,7 +2972,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /quotes (the `CreateQuote` operationId).
-	CreateQuoteWithResponse(ctx context.Context, body CreateQuoteJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateQuoteResponse, error)
+	CreateQuoteWithResponse(ctx context.Context, params *CreateQuoteParams, body CreateQuoteJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateQuoteResponse, error)
 
 	// ListRevenueWithResponse List revenue rows
 	//
@@ -2885,7 +3013,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /sandbox/simulate (the `SimulateSandboxEvent` operationId).
-	SimulateSandboxEventWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SimulateSandboxEventResponse, error)
+	SimulateSandboxEventWithBodyWithResponse(ctx context.Context, params *SimulateSandboxEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SimulateSandboxEventResponse, error)
 
 	// SimulateSandboxEventWithResponse Simulate a lifecycle event (non-production only)
 	//
@@ -2914,7 +3042,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /sandbox/simulate (the `SimulateSandboxEvent` operationId).
-	SimulateSandboxEventWithResponse(ctx context.Context, body SimulateSandboxEventJSONRequestBody, reqEditors ...RequestEditorFn) (*SimulateSandboxEventResponse, error)
+	SimulateSandboxEventWithResponse(ctx context.Context, params *SimulateSandboxEventParams, body SimulateSandboxEventJSONRequestBody, reqEditors ...RequestEditorFn) (*SimulateSandboxEventResponse, error)
 
 	// ListTransactionsWithResponse List transactions
 	//
@@ -3023,7 +3151,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /webhooks/endpoint (the `PutWebhookEndpoint` operationId).
-	PutWebhookEndpointWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutWebhookEndpointResponse, error)
+	PutWebhookEndpointWithBodyWithResponse(ctx context.Context, params *PutWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutWebhookEndpointResponse, error)
 
 	// PutWebhookEndpointWithResponse Register or update the webhook endpoint
 	//
@@ -3038,7 +3166,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /webhooks/endpoint (the `PutWebhookEndpoint` operationId).
-	PutWebhookEndpointWithResponse(ctx context.Context, body PutWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PutWebhookEndpointResponse, error)
+	PutWebhookEndpointWithResponse(ctx context.Context, params *PutWebhookEndpointParams, body PutWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PutWebhookEndpointResponse, error)
 
 	// RotateWebhookSecretWithResponse Rotate the webhook signing secret
 	//
@@ -3049,7 +3177,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhooks/endpoint/rotate-secret (the `RotateWebhookSecret` operationId).
-	RotateWebhookSecretWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+	RotateWebhookSecretWithResponse(ctx context.Context, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
 
 	// ListWebhookEventsWithResponse List webhook events
 	//
@@ -3085,7 +3213,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhooks/events/{event_id}/replay (the `ReplayWebhookEvent` operationId).
-	ReplayWebhookEventWithResponse(ctx context.Context, eventId EventId, reqEditors ...RequestEditorFn) (*ReplayWebhookEventResponse, error)
+	ReplayWebhookEventWithResponse(ctx context.Context, eventId EventId, params *ReplayWebhookEventParams, reqEditors ...RequestEditorFn) (*ReplayWebhookEventResponse, error)
 }
 
 // CreateQuoteResponse429Headers the declared response headers of an HTTP 429 response for CreateQuote
@@ -3107,6 +3235,8 @@ type CreateQuoteResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -3138,6 +3268,11 @@ func (r CreateQuoteResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreateQuoteResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateQuoteResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -3316,6 +3451,8 @@ type SimulateSandboxEventResponse struct {
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -3361,6 +3498,11 @@ func (r SimulateSandboxEventResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r SimulateSandboxEventResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r SimulateSandboxEventResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4168,6 +4310,8 @@ type PutWebhookEndpointResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -4199,6 +4343,11 @@ func (r PutWebhookEndpointResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r PutWebhookEndpointResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PutWebhookEndpointResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -4281,10 +4430,14 @@ type RotateWebhookSecretResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4317,6 +4470,11 @@ func (r RotateWebhookSecretResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r RotateWebhookSecretResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -4325,6 +4483,11 @@ func (r RotateWebhookSecretResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r RotateWebhookSecretResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4579,10 +4742,14 @@ type ReplayWebhookEventResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4615,6 +4782,11 @@ func (r ReplayWebhookEventResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ReplayWebhookEventResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r ReplayWebhookEventResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -4623,6 +4795,11 @@ func (r ReplayWebhookEventResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r ReplayWebhookEventResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ReplayWebhookEventResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4679,8 +4856,8 @@ func (r ReplayWebhookEventResponse) ContentType() string {
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /quotes (the `CreateQuote` operationId).
-func (c *ClientWithResponses) CreateQuoteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateQuoteResponse, error) {
-	rsp, err := c.CreateQuoteWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateQuoteWithBodyWithResponse(ctx context.Context, params *CreateQuoteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateQuoteResponse, error) {
+	rsp, err := c.CreateQuoteWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -4697,8 +4874,8 @@ func (c *ClientWithResponses) CreateQuoteWithBodyWithResponse(ctx context.Contex
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /quotes (the `CreateQuote` operationId).
-func (c *ClientWithResponses) CreateQuoteWithResponse(ctx context.Context, body CreateQuoteJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateQuoteResponse, error) {
-	rsp, err := c.CreateQuote(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateQuoteWithResponse(ctx context.Context, params *CreateQuoteParams, body CreateQuoteJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateQuoteResponse, error) {
+	rsp, err := c.CreateQuote(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -4750,8 +4927,8 @@ func (c *ClientWithResponses) ListRevenueWithResponse(ctx context.Context, param
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /sandbox/simulate (the `SimulateSandboxEvent` operationId).
-func (c *ClientWithResponses) SimulateSandboxEventWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SimulateSandboxEventResponse, error) {
-	rsp, err := c.SimulateSandboxEventWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) SimulateSandboxEventWithBodyWithResponse(ctx context.Context, params *SimulateSandboxEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SimulateSandboxEventResponse, error) {
+	rsp, err := c.SimulateSandboxEventWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -4785,8 +4962,8 @@ func (c *ClientWithResponses) SimulateSandboxEventWithBodyWithResponse(ctx conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /sandbox/simulate (the `SimulateSandboxEvent` operationId).
-func (c *ClientWithResponses) SimulateSandboxEventWithResponse(ctx context.Context, body SimulateSandboxEventJSONRequestBody, reqEditors ...RequestEditorFn) (*SimulateSandboxEventResponse, error) {
-	rsp, err := c.SimulateSandboxEvent(ctx, body, reqEditors...)
+func (c *ClientWithResponses) SimulateSandboxEventWithResponse(ctx context.Context, params *SimulateSandboxEventParams, body SimulateSandboxEventJSONRequestBody, reqEditors ...RequestEditorFn) (*SimulateSandboxEventResponse, error) {
+	rsp, err := c.SimulateSandboxEvent(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -4948,8 +5125,8 @@ func (c *ClientWithResponses) GetWebhookEndpointWithResponse(ctx context.Context
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /webhooks/endpoint (the `PutWebhookEndpoint` operationId).
-func (c *ClientWithResponses) PutWebhookEndpointWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutWebhookEndpointResponse, error) {
-	rsp, err := c.PutWebhookEndpointWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PutWebhookEndpointWithBodyWithResponse(ctx context.Context, params *PutWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutWebhookEndpointResponse, error) {
+	rsp, err := c.PutWebhookEndpointWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -4969,8 +5146,8 @@ func (c *ClientWithResponses) PutWebhookEndpointWithBodyWithResponse(ctx context
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /webhooks/endpoint (the `PutWebhookEndpoint` operationId).
-func (c *ClientWithResponses) PutWebhookEndpointWithResponse(ctx context.Context, body PutWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PutWebhookEndpointResponse, error) {
-	rsp, err := c.PutWebhookEndpoint(ctx, body, reqEditors...)
+func (c *ClientWithResponses) PutWebhookEndpointWithResponse(ctx context.Context, params *PutWebhookEndpointParams, body PutWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*PutWebhookEndpointResponse, error) {
+	rsp, err := c.PutWebhookEndpoint(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -4986,8 +5163,8 @@ func (c *ClientWithResponses) PutWebhookEndpointWithResponse(ctx context.Context
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhooks/endpoint/rotate-secret (the `RotateWebhookSecret` operationId).
-func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
-	rsp, err := c.RotateWebhookSecret(ctx, reqEditors...)
+func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Context, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
+	rsp, err := c.RotateWebhookSecret(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5040,8 +5217,8 @@ func (c *ClientWithResponses) GetWebhookEventWithResponse(ctx context.Context, e
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhooks/events/{event_id}/replay (the `ReplayWebhookEvent` operationId).
-func (c *ClientWithResponses) ReplayWebhookEventWithResponse(ctx context.Context, eventId EventId, reqEditors ...RequestEditorFn) (*ReplayWebhookEventResponse, error) {
-	rsp, err := c.ReplayWebhookEvent(ctx, eventId, reqEditors...)
+func (c *ClientWithResponses) ReplayWebhookEventWithResponse(ctx context.Context, eventId EventId, params *ReplayWebhookEventParams, reqEditors ...RequestEditorFn) (*ReplayWebhookEventResponse, error) {
+	rsp, err := c.ReplayWebhookEvent(ctx, eventId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5082,6 +5259,13 @@ func ParseCreateQuoteResponse(rsp *http.Response) (*CreateQuoteResponse, error) 
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -5299,6 +5483,13 @@ func ParseSimulateSandboxEventResponse(rsp *http.Response) (*SimulateSandboxEven
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -6090,6 +6281,13 @@ func ParsePutWebhookEndpointResponse(rsp *http.Response) (*PutWebhookEndpointRes
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6202,6 +6400,13 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6215,6 +6420,13 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -6482,6 +6694,13 @@ func ParseReplayWebhookEventResponse(rsp *http.Response) (*ReplayWebhookEventRes
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6495,6 +6714,13 @@ func ParseReplayWebhookEventResponse(rsp *http.Response) (*ReplayWebhookEventRes
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests

@@ -307,7 +307,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("start jobs: %w", err)
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(httpapi.Listener(ln)) }()
 	select {
 	case err := <-errc:
 		return err

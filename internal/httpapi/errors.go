@@ -71,6 +71,9 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		status := StatusOf(e.Code)
 		reqID := c.Response().Header().Get(echo.HeaderXRequestID)
 		switch {
+		case clientGone(c):
+			// Not a failure of ours: the client abandoned the request (logged as 499).
+			log.Info("client closed request", "request_id", reqID, "route", c.Path(), "error", err.Error())
 		case e.Code == apperr.ServiceUnavailable:
 			log.Warn("database unavailable", "request_id", reqID, "route", c.Path(), "error", err.Error())
 		case status >= 500 && status != http.StatusServiceUnavailable:

@@ -12,11 +12,14 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
 	"partnerd/internal/apitest"
+	"partnerd/internal/httpapi"
+	"partnerd/internal/operatorapi"
 	"partnerd/internal/testdb"
 )
 
@@ -80,6 +83,92 @@ func TestHostileInput(t *testing.T) {
 	require.Empty(t, diffs, "both databases answer every case identically")
 }
 
+// TestHostileInputOperator sends the same battery to every operation of the
+// operator API (the battery fails if one is missing), on both databases: every
+// answer declared by the operator contract, none a 5xx, both databases alike, and
+// nothing changed (every action meets a transaction awaiting its deposit, or an
+// unknown deposit).
+func TestHostileInputOperator(t *testing.T) {
+	t.Parallel()
+	results := map[string]map[string]outcome{}
+	var mu sync.Mutex
+	settings := map[string]string{"RATE_LIMIT_READS": "100000/1s,burst=100000", "RATE_LIMIT_WRITES": "100000/1s,burst=100000"}
+	t.Run("databases", func(t *testing.T) {
+		for _, db := range testdb.Both(t) {
+			t.Run(db.Name, func(t *testing.T) {
+				t.Parallel()
+				got := runHostileOperator(t, apitest.Start(t, db, settings))
+				mu.Lock()
+				results[db.Name] = got
+				mu.Unlock()
+			})
+		}
+	})
+	pg, lite := results["postgres"], results["sqlite"]
+	require.GreaterOrEqual(t, len(pg), 900, "the battery has at least 100 requests per operation")
+	var diffs []string
+	for name, o := range pg {
+		if lite[name] != o {
+			diffs = append(diffs, fmt.Sprintf("%s: postgres %v, sqlite %v", name, o, lite[name]))
+		}
+	}
+	sort.Strings(diffs)
+	require.Empty(t, diffs, "both databases answer every case identically")
+	// The text rule holds on the operator API as on the partner one.
+	for _, name := range []string{"fillOrder body reference=embedded NUL", "failTransaction body reason=C1 NEL",
+		"failTransaction body reason=replacement char", "failTransaction body reason=escape", "fillOrder body reference=invalid UTF-8 ff fe",
+		"failTransaction header idempotency key invalid UTF-8", "listStage query unknown parameter",
+		"fillOrder whole body trailing garbage", "getOperatorTransaction path embedded NUL"} {
+		require.Equal(t, outcome{Status: http.StatusBadRequest, Code: "invalid_request"}, pg[name], name)
+	}
+}
+
+func runHostileOperator(t *testing.T, env *apitest.Env) map[string]outcome {
+	c := env.Client(t, env.NewPartner(t))
+	tx := create(t, c, direct("HOSTILE-OP-BASE", "bep20", "2000"))
+	spec, err := operatorapi.Spec()
+	require.NoError(t, err)
+	ops, paths := operatorOps(tx.Id.String())
+	requireEveryOperation(t, specIDs(spec), ops)
+	out, _ := sendAll(t, env.OperatorHTTPClient(t), env.OperatorURL(), env.NewOperator(t), hostileCases(ops, paths))
+
+	// Nothing changed.
+	got, err := c.GetTransactionWithResponse(context.Background(), tx.Id)
+	require.NoError(t, err)
+	require.Equal(t, client.TransactionStatusAwaitingDeposit, got.JSON200.Data.Status)
+	require.Equal(t, []string{"transaction:created"}, apitest.Reasons(apitest.History(t, c, tx.Id)))
+	return out
+}
+
+// operatorOps are the operator API's operations against transaction txID.
+func operatorOps(txID string) ([]hostileOp, map[string]string) {
+	ref := map[string]any{"reference": "LP-1"}
+	ops := []hostileOp{
+		{name: "listStage", method: "GET", path: "/transactions?stage=awaiting_fill", query: []string{"cursor", "limit", "partner_id", "network", "from", "to"}},
+		{name: "getOperatorTransaction", method: "GET", path: "/transactions/" + txID},
+		{name: "fillOrder", method: "POST", path: "/transactions/" + txID + "/fill", idempotent: true,
+			body: map[string]any{"rate": "1549.10", "fiat_amount": "154910.00", "reference": "LP-1"}},
+		{name: "settleOrder", method: "POST", path: "/transactions/" + txID + "/settle", idempotent: true, body: ref},
+		{name: "settlePayout", method: "POST", path: "/transactions/" + txID + "/payout", idempotent: true, body: ref},
+		{name: "failTransaction", method: "POST", path: "/transactions/" + txID + "/fail", idempotent: true, body: map[string]any{"reason": "Rejected"}},
+		{name: "refundTransaction", method: "POST", path: "/transactions/" + txID + "/refund", idempotent: true,
+			body: map[string]any{"tx_hash": "0x" + strings.Repeat("ab", 32)}},
+		{name: "listUnmatchedDeposits", method: "GET", path: "/deposits/unmatched", query: []string{"status", "cursor", "limit"}},
+		{name: "resolveUnmatchedDeposit", method: "POST", path: "/deposits/" + uuid.NewString() + "/resolve", idempotent: true,
+			body: map[string]any{"action": "credited", "note": "n"}},
+	}
+	paths := map[string]string{
+		"getOperatorTransaction":  "/transactions/%s",
+		"fillOrder":               "/transactions/%s/fill",
+		"settleOrder":             "/transactions/%s/settle",
+		"settlePayout":            "/transactions/%s/payout",
+		"failTransaction":         "/transactions/%s/fail",
+		"refundTransaction":       "/transactions/%s/refund",
+		"resolveUnmatchedDeposit": "/deposits/%s/resolve",
+	}
+	return ops, paths
+}
+
 func runHostile(t *testing.T, env *apitest.Env) map[string]outcome {
 	key := env.NewPartner(t)
 	c := env.Client(t, key)
@@ -91,8 +180,24 @@ func runHostile(t *testing.T, env *apitest.Env) map[string]outcome {
 	require.NotEmpty(t, events.JSON200.Data.Data)
 	fx := fixtures{txID: tx.Id.String(), eventID: events.JSON200.Data.Data[0].EventId.String()}
 
-	cases := hostileCases(fx)
-	hc := env.HTTPClient(t)
+	ops, paths := partnerOps(fx)
+	requireEveryOperation(t, partnerSpecIDs(t), ops)
+	out, created := sendAll(t, env.HTTPClient(t), env.BaseURL, key, hostileCases(ops, paths))
+
+	// Nothing was stored but what a 201 reported, and the base transaction is as it was.
+	list, err := c.ListTransactionsWithResponse(ctx, &client.ListTransactionsParams{Limit: ptr(100)})
+	require.NoError(t, err)
+	require.Len(t, list.JSON200.Data.Data, 1+created)
+	got, err := c.GetTransactionWithResponse(ctx, tx.Id)
+	require.NoError(t, err)
+	require.Equal(t, client.TransactionStatusAwaitingDeposit, got.JSON200.Data.Status)
+	require.Equal(t, "HOSTILE-BASE", got.JSON200.Data.MerchantReference)
+	return out
+}
+
+// sendAll sends cases eight at a time and returns each case's outcome and how many
+// transactions were created. No answer may be a 5xx.
+func sendAll(t *testing.T, hc *http.Client, base, key string, cases []hostileCase) (map[string]outcome, int) {
 	out := make(map[string]outcome, len(cases))
 	var mu sync.Mutex
 	created := 0
@@ -103,7 +208,7 @@ func runHostile(t *testing.T, env *apitest.Env) map[string]outcome {
 		go func() {
 			defer wg.Done()
 			for hc0 := range work {
-				o, ok := send(t, hc, env.BaseURL, key, hc0)
+				o, ok := send(t, hc, base, key, hc0)
 				if !ok {
 					continue
 				}
@@ -130,16 +235,78 @@ func runHostile(t *testing.T, env *apitest.Env) map[string]outcome {
 	}
 	close(work)
 	wg.Wait()
+	return out, created
+}
 
-	// Nothing was stored but what a 201 reported, and the base transaction is as it was.
-	list, err := c.ListTransactionsWithResponse(ctx, &client.ListTransactionsParams{Limit: ptr(100)})
+// hostileOp is a valid request of one operation; bodies are maps so fields can be mutated.
+type hostileOp struct {
+	name, method, path string
+	body               map[string]any
+	idempotent         bool
+	query              []string // query parameters it takes
+	// fresh, when set, makes each copy of the body unique (a new merchant reference).
+	fresh func(map[string]any, int)
+}
+
+// requireEveryOperation fails unless ops covers every operation of a contract, so
+// an operation added later is in the battery or the battery fails.
+func requireEveryOperation(t *testing.T, ids []string, ops []hostileOp) {
+	t.Helper()
+	var names []string
+	for _, o := range ops {
+		names = append(names, o.name)
+	}
+	require.ElementsMatch(t, ids, names, "the battery covers every operation of the contract")
+}
+
+func partnerSpecIDs(t *testing.T) []string {
+	spec, err := httpapi.Spec()
 	require.NoError(t, err)
-	require.Len(t, list.JSON200.Data.Data, 1+created)
-	got, err := c.GetTransactionWithResponse(ctx, tx.Id)
-	require.NoError(t, err)
-	require.Equal(t, client.TransactionStatusAwaitingDeposit, got.JSON200.Data.Status)
-	require.Equal(t, "HOSTILE-BASE", got.JSON200.Data.MerchantReference)
-	return out
+	return specIDs(spec)
+}
+
+func specIDs(spec *openapi3.T) []string {
+	var ids []string
+	for _, item := range spec.Paths.Map() {
+		for _, op := range item.Operations() {
+			ids = append(ids, strings.ToLower(op.OperationID[:1])+op.OperationID[1:])
+		}
+	}
+	return ids
+}
+
+// partnerOps are the partner API's operations and the path templates of those
+// with a path parameter.
+func partnerOps(fx fixtures) ([]hostileOp, map[string]string) {
+	unknown := uuid.NewString()
+	ops := []hostileOp{
+		{name: "createQuote", method: "POST", path: "/quotes", body: map[string]any{"crypto_currency": "usdt", "network": "bep20", "crypto_amount": "100"}},
+		{name: "createTransaction", method: "POST", path: "/transactions", idempotent: true,
+			body:  map[string]any{"merchant_reference": "REF", "crypto_currency": "usdt", "network": "trc20", "fiat_amount": "2000", "merchant_id": "M-1", "terminal_id": "T-1", "seller_phone": "+2348012345678"},
+			fresh: func(m map[string]any, n int) { m["merchant_reference"] = fmt.Sprintf("HOSTILE-%05d", n) }},
+		{name: "listTransactions", method: "GET", path: "/transactions", query: []string{"cursor", "limit", "status", "merchant_id", "terminal_id", "merchant_reference", "from", "to"}},
+		{name: "getTransaction", method: "GET", path: "/transactions/" + fx.txID},
+		{name: "getTransactionByReference", method: "GET", path: "/transactions/reference/HOSTILE-BASE"},
+		{name: "cancelTransaction", method: "POST", path: "/transactions/" + unknown + "/cancel", idempotent: true},
+		{name: "getTransactionStatusHistory", method: "GET", path: "/transactions/" + fx.txID + "/status-history"},
+		{name: "listRevenue", method: "GET", path: "/revenue", query: []string{"from", "to", "include_summary", "cursor", "limit", "crypto_currency", "network"}},
+		{name: "getWebhookEndpoint", method: "GET", path: "/webhooks/endpoint"},
+		{name: "putWebhookEndpoint", method: "PUT", path: "/webhooks/endpoint", body: map[string]any{"url": "http://127.0.0.1:9/", "enabled": true}},
+		{name: "rotateWebhookSecret", method: "POST", path: "/webhooks/endpoint/rotate-secret"},
+		{name: "listWebhookEvents", method: "GET", path: "/webhooks/events", query: []string{"cursor", "limit", "event_type", "transaction_id", "publish_status", "from", "to"}},
+		{name: "getWebhookEvent", method: "GET", path: "/webhooks/events/" + fx.eventID},
+		{name: "replayWebhookEvent", method: "POST", path: "/webhooks/events/" + fx.eventID + "/replay"},
+		{name: "simulateSandboxEvent", method: "POST", path: "/sandbox/simulate", body: map[string]any{"event": "deposit.detected", "transaction_id": unknown}},
+	}
+	paths := map[string]string{
+		"getTransaction":              "/transactions/%s",
+		"getTransactionByReference":   "/transactions/reference/%s",
+		"cancelTransaction":           "/transactions/%s/cancel",
+		"getTransactionStatusHistory": "/transactions/%s/status-history",
+		"getWebhookEvent":             "/webhooks/events/%s",
+		"replayWebhookEvent":          "/webhooks/events/%s/replay",
+	}
+	return ops, paths
 }
 
 // send makes one request through the contract-checking client and returns its outcome.
@@ -180,8 +347,9 @@ func send(t *testing.T, hc *http.Client, base, key string, c hostileCase) (outco
 	return o, true
 }
 
-// hostileCases generates the battery against the fixtures of one service.
-func hostileCases(fx fixtures) []hostileCase {
+// hostileCases generates the battery over ops (paths: the path templates of the
+// operations with a path parameter).
+func hostileCases(ops []hostileOp, paths map[string]string) []hostileCase {
 	var cases []hostileCase
 	add := func(c hostileCase) {
 		if c.ctype == "" && c.body != nil {
@@ -191,32 +359,7 @@ func hostileCases(fx fixtures) []hostileCase {
 	}
 	idem := func() string { return "Idempotency-Key: " + uuid.NewString() }
 	unknown := uuid.NewString()
-
-	// A valid request per operation; bodies are maps so fields can be mutated.
-	type op struct {
-		name, method, path string
-		body               map[string]any
-		idempotent         bool
-		query              []string // query parameters it takes
-	}
-	ops := []op{
-		{name: "createQuote", method: "POST", path: "/quotes", body: map[string]any{"crypto_currency": "usdt", "network": "bep20", "crypto_amount": "100"}},
-		{name: "createTransaction", method: "POST", path: "/transactions", idempotent: true,
-			body: map[string]any{"merchant_reference": "REF", "crypto_currency": "usdt", "network": "trc20", "fiat_amount": "2000", "merchant_id": "M-1", "terminal_id": "T-1", "seller_phone": "+2348012345678"}},
-		{name: "listTransactions", method: "GET", path: "/transactions", query: []string{"cursor", "limit", "status", "merchant_id", "terminal_id", "merchant_reference", "from", "to"}},
-		{name: "getTransaction", method: "GET", path: "/transactions/" + fx.txID},
-		{name: "getTransactionByReference", method: "GET", path: "/transactions/reference/HOSTILE-BASE"},
-		{name: "cancelTransaction", method: "POST", path: "/transactions/" + unknown + "/cancel", idempotent: true},
-		{name: "getTransactionStatusHistory", method: "GET", path: "/transactions/" + fx.txID + "/status-history"},
-		{name: "listRevenue", method: "GET", path: "/revenue", query: []string{"from", "to", "include_summary", "cursor", "limit", "crypto_currency", "network"}},
-		{name: "getWebhookEndpoint", method: "GET", path: "/webhooks/endpoint"},
-		{name: "putWebhookEndpoint", method: "PUT", path: "/webhooks/endpoint", body: map[string]any{"url": "http://127.0.0.1:9/", "enabled": true}},
-		{name: "rotateWebhookSecret", method: "POST", path: "/webhooks/endpoint/rotate-secret"},
-		{name: "listWebhookEvents", method: "GET", path: "/webhooks/events", query: []string{"cursor", "limit", "event_type", "transaction_id", "publish_status", "from", "to"}},
-		{name: "getWebhookEvent", method: "GET", path: "/webhooks/events/" + fx.eventID},
-		{name: "replayWebhookEvent", method: "POST", path: "/webhooks/events/" + fx.eventID + "/replay"},
-		{name: "simulateSandboxEvent", method: "POST", path: "/sandbox/simulate", body: map[string]any{"event": "deposit.detected", "transaction_id": unknown}},
-	}
+	type op = hostileOp
 	n := 0
 	encode := func(o op, body map[string]any) []byte {
 		if body == nil {
@@ -239,9 +382,9 @@ func hostileCases(fx fixtures) []hostileCase {
 		for k, v := range o.body {
 			m[k] = v
 		}
-		if o.name == "createTransaction" {
+		if o.fresh != nil {
 			n++
-			m["merchant_reference"] = fmt.Sprintf("HOSTILE-%05d", n)
+			o.fresh(m, n)
 		}
 		return m
 	}
@@ -256,7 +399,7 @@ func hostileCases(fx fixtures) []hostileCase {
 	badValues := map[string]string{
 		"number": `123`, "negative": `-1`, "huge number": `1e400`, "long integer": `123456789012345678901234567890`,
 		"true": `true`, "null": `null`, "object": `{}`, "array": `[]`, "empty": `""`, "NUL": `"\u0000"`,
-		"embedded NUL": `"a\u0000b"`, "unit separator": `"a\u001fb"`, "DEL": `"a\u007fb"`, "C1 NEL": `"a\u0085b"`,
+		"embedded NUL": `"a\u0000b"`, "unit separator": `"a\u001fb"`, "escape": `"a\u001b[31mb"`, "DEL": `"a\u007fb"`, "C1 NEL": `"a\u0085b"`,
 		"lone surrogate": `"a\ud800b"`, "replacement char": `"a\ufffdb"`, "upper case": `"USDT"`, "newline": `"a\nb"`,
 		"long string": `"` + strings.Repeat("x", 5000) + `"`, "deep array": strings.Repeat("[", 500) + strings.Repeat("]", 500),
 		"decimal with 10 places": `"1.0000000001"`, "exponent string": `"1e5"`, "spaces": `"  "`,
@@ -388,14 +531,6 @@ func hostileCases(fx fixtures) []hostileCase {
 		"huge number": "99999999999999999999999999", "dot dot": "..", "encoded slash": "a%2Fb", "space": "a%20b", "percent": "%25",
 		"uuid upper case": strings.ToUpper(unknown), "unknown uuid": uuid.NewString(), "unicode": "%C3%A9cole",
 	}
-	paths := map[string]string{
-		"getTransaction":              "/transactions/%s",
-		"getTransactionByReference":   "/transactions/reference/%s",
-		"cancelTransaction":           "/transactions/%s/cancel",
-		"getTransactionStatusHistory": "/transactions/%s/status-history",
-		"getWebhookEvent":             "/webhooks/events/%s",
-		"replayWebhookEvent":          "/webhooks/events/%s/replay",
-	}
 	for _, o := range ops {
 		tmpl, ok := paths[o.name]
 		if !ok {
@@ -415,16 +550,20 @@ func hostileCases(fx fixtures) []hostileCase {
 		"upper case": "USDT", "bad escape": "%zz", "plus": "a+b",
 	}
 	for _, o := range ops {
+		q := o.path + "?" // the path, ready for another query parameter
+		if strings.Contains(o.path, "?") {
+			q = o.path + "&"
+		}
 		for _, p := range o.query {
 			for vn, v := range queryValues {
-				add(hostileCase{name: fmt.Sprintf("%s query %s=%s", o.name, p, vn), method: o.method, path: o.path + "?" + p + "=" + v})
+				add(hostileCase{name: fmt.Sprintf("%s query %s=%s", o.name, p, vn), method: o.method, path: q + p + "=" + v})
 			}
-			add(hostileCase{name: fmt.Sprintf("%s query %s twice", o.name, p), method: o.method, path: o.path + "?" + p + "=1&" + p + "=2"})
+			add(hostileCase{name: fmt.Sprintf("%s query %s twice", o.name, p), method: o.method, path: q + p + "=1&" + p + "=2"})
 		}
 		if o.method == "GET" {
-			add(hostileCase{name: o.name + " query unknown parameter", method: o.method, path: o.path + "?nope=1"})
-			add(hostileCase{name: o.name + " query NUL name", method: o.method, path: o.path + "?a%00=1"})
-			add(hostileCase{name: o.name + " query invalid UTF-8 name", method: o.method, path: o.path + "?%ff=1"})
+			add(hostileCase{name: o.name + " query unknown parameter", method: o.method, path: q + "nope=1"})
+			add(hostileCase{name: o.name + " query NUL name", method: o.method, path: q + "a%00=1"})
+			add(hostileCase{name: o.name + " query invalid UTF-8 name", method: o.method, path: q + "%ff=1"})
 			add(hostileCase{name: o.name + " GET with a body", method: o.method, path: o.path, body: []byte("not json"), ctype: "text/plain"})
 			add(hostileCase{name: o.name + " GET with a 1 MiB body", method: o.method, path: o.path, body: bytes.Repeat([]byte("x"), 1<<20)})
 		}

@@ -14,32 +14,46 @@ import (
 	"partnerd/internal/idempotency"
 )
 
-// idempotentOperations are the operations that require an Idempotency-Key.
-var idempotentOperations = []string{"createTransaction", "cancelTransaction"}
-
-// idempotent wraps one operation (after authentication and validation, so rejected
-// requests are never stored) in idempotency.Service.Do: the key's claim, the
-// handler's effects and its stored answer are one unit of work (the handler's
-// domain services join it through the request's context). The handler's answer
-// is buffered until that unit of work has committed (or rolled back), then sent;
-// a retry gets the stored answer with Idempotent-Replayed: true.
-func idempotent(operation string, svc *idempotency.Service) echo.MiddlewareFunc {
-	return Idempotent(operation, svc, func(ctx context.Context) (uuid.UUID, error) {
-		p, err := partnerFrom(ctx)
-		if err != nil {
-			return uuid.Nil, err
-		}
-		return p.ID, nil
-	})
+// partnerIDOf returns the authenticated partner's id: partner keys are scoped to it.
+func partnerIDOf(ctx context.Context) (uuid.UUID, error) {
+	p, err := partnerFrom(ctx)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return p.ID, nil
 }
 
-// Idempotent is the idempotency layer of one operation whose keys belong to the
-// authenticated owner ownerOf returns (the partner here, the operator on the
-// operator API): both APIs follow the same rules.
-func Idempotent(operation string, svc *idempotency.Service, ownerOf func(context.Context) (uuid.UUID, error)) echo.MiddlewareFunc {
+// effectsApart are the operations whose effects cannot join the idempotency key's
+// unit of work and run under idempotency.Service.DoApart instead of Do: a replay
+// queues the event's delivery job through the job queue's own connection (on
+// SQLite it would wait for the write lock the request's unit of work holds), and
+// running a replay twice is harmless.
+var effectsApart = map[string]bool{"replayWebhookEvent": true}
+
+// idempotent is the idempotency layer of one operation whose keys belong to the
+// authenticated owner ownerOf returns (the partner on the partner API, the
+// operator on the operator API): both APIs follow the same rules. It runs after
+// authentication and validation, so rejected requests are never stored, and wraps
+// the handler in idempotency.Service.Do: the key's claim, the handler's effects and
+// its stored answer are one unit of work (the handler's domain services join it
+// through the request's context). The handler's answer is buffered until that
+// unit of work has committed (or rolled back), then sent; a retry gets the stored
+// answer with Idempotent-Replayed: true.
+//
+// An operation whose contract makes the key optional runs unprotected without one
+// (as it did before it took keys), and exactly like a required one with one.
+func idempotent(op *operation, svc *idempotency.Service, ownerOf func(context.Context) (uuid.UUID, error)) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
+			keyValue := req.Header.Get("Idempotency-Key")
+			if keyValue == "" {
+				if !op.idempotency.Required {
+					return next(c)
+				}
+				// The validator already requires it; never run unprotected.
+				return apperr.Field(apperr.IdempotencyKeyMissing, "The Idempotency-Key header is required for this operation.", "Idempotency-Key", "is required")
+			}
 			owner, err := ownerOf(req.Context())
 			if err != nil {
 				return err
@@ -49,10 +63,7 @@ func Idempotent(operation string, svc *idempotency.Service, ownerOf func(context
 				return apperr.New(apperr.InvalidRequest, "The request body could not be read.")
 			}
 			req.Body = io.NopCloser(bytes.NewReader(body))
-			key := idempotency.Key{PartnerID: owner, Operation: operation, Key: req.Header.Get("Idempotency-Key")}
-			if key.Key == "" { // the validator already requires it; never run unprotected
-				return apperr.Field(apperr.IdempotencyKeyMissing, "The Idempotency-Key header is required for this operation.", "Idempotency-Key", "is required")
-			}
+			key := idempotency.Key{PartnerID: owner, Operation: op.id, Key: keyValue}
 
 			resp := c.Response()
 			orig := resp.Writer
@@ -61,7 +72,11 @@ func Idempotent(operation string, svc *idempotency.Service, ownerOf func(context
 				resp.Writer = orig
 				c.SetRequest(req)
 			}()
-			out, err := svc.Do(req.Context(), key, idempotency.Fingerprint(req.Method, req.URL.Path, body),
+			do := svc.Do
+			if effectsApart[op.id] {
+				do = svc.DoApart
+			}
+			out, err := do(req.Context(), key, idempotency.Fingerprint(req.Method, req.URL.Path, body),
 				func(ctx context.Context) (idempotency.Response, error) {
 					buf.reset()
 					resp.Writer = buf

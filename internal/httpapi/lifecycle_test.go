@@ -31,7 +31,7 @@ var allEvents = []sim{evDetected, evConfirmed, evCompleted, evFailed, evExpired,
 
 func simulate(t *testing.T, c *client.ClientWithResponses, id uuid.UUID, ev sim) *client.SimulateSandboxEventResponse {
 	t.Helper()
-	res, err := c.SimulateSandboxEventWithResponse(context.Background(), client.SimulateRequest{Event: ev, TransactionId: id})
+	res, err := c.SimulateSandboxEventWithResponse(context.Background(), nil, client.SimulateRequest{Event: ev, TransactionId: id})
 	require.NoError(t, err)
 	return res
 }
@@ -62,7 +62,7 @@ func TestHappyPath(t *testing.T) {
 		ctx := context.Background()
 		tx := create(t, c, direct("HAPPY-1", "bep20", "2001.50"))
 
-		res, err := c.SimulateSandboxEventWithResponse(ctx, client.SimulateRequest{
+		res, err := c.SimulateSandboxEventWithResponse(ctx, nil, client.SimulateRequest{
 			Event: evDetected, TransactionId: tx.Id, DepositId: ptr("dep_fixed_1"), BlockchainHash: ptr("0xabc"),
 		})
 		require.NoError(t, err)
@@ -77,7 +77,7 @@ func TestHappyPath(t *testing.T) {
 		require.Nil(t, d.ConfirmedAt)
 
 		// A second detection of the same deposit changes nothing.
-		again, err := c.SimulateSandboxEventWithResponse(ctx, client.SimulateRequest{Event: evDetected, TransactionId: tx.Id, DepositId: ptr("dep_fixed_1")})
+		again, err := c.SimulateSandboxEventWithResponse(ctx, nil, client.SimulateRequest{Event: evDetected, TransactionId: tx.Id, DepositId: ptr("dep_fixed_1")})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, again.StatusCode())
 		require.Equal(t, d.UpdatedAt, again.JSON200.Data.UpdatedAt)
@@ -355,7 +355,7 @@ func TestRacingCancelAndDeposit(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					<-start
-					res, err := c.SimulateSandboxEventWithResponse(ctx, client.SimulateRequest{Event: evDetected, TransactionId: id})
+					res, err := c.SimulateSandboxEventWithResponse(ctx, nil, client.SimulateRequest{Event: evDetected, TransactionId: id})
 					if err == nil {
 						depositStatus = res.StatusCode()
 					}

@@ -62,13 +62,13 @@ func TestRateLimits(t *testing.T) {
 		ctx := context.Background()
 		q := client.QuoteRequest{CryptoCurrency: "usdt", Network: "bep20", CryptoAmount: ptr("10")}
 		for i := range 3 {
-			res, err := c.CreateQuoteWithResponse(ctx, q)
+			res, err := c.CreateQuoteWithResponse(ctx, nil, q)
 			require.NoError(t, err)
 			require.Equal(t, http.StatusCreated, res.StatusCode())
 			require.Equal(t, `"writes";q=3;w=60`, res.HTTPResponse.Header.Get("RateLimit-Policy"))
 			require.Equal(t, `"writes";r=`+strconv.Itoa(2-i), strings.Split(res.HTTPResponse.Header.Get("RateLimit"), ";t=")[0])
 		}
-		res, err := c.CreateQuoteWithResponse(ctx, q)
+		res, err := c.CreateQuoteWithResponse(ctx, nil, q)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusTooManyRequests, res.StatusCode())
 		require.Equal(t, client.ErrorCodeRateLimited, res.JSON429.Error.Code)
@@ -83,7 +83,7 @@ func TestRateLimits(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, list.StatusCode())
 		require.Contains(t, list.HTTPResponse.Header.Get("RateLimit-Policy"), `"reads"`)
-		other, err := env.Client(t, env.NewPartner(t)).CreateQuoteWithResponse(ctx, q)
+		other, err := env.Client(t, env.NewPartner(t)).CreateQuoteWithResponse(ctx, nil, q)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusCreated, other.StatusCode())
 		// Health and metrics are never limited.
@@ -107,7 +107,7 @@ func TestRateLimitsAreSharedThroughRedis(t *testing.T) {
 		if i%2 == 1 {
 			c = cb
 		}
-		res, err := c.CreateQuoteWithResponse(ctx, q)
+		res, err := c.CreateQuoteWithResponse(ctx, nil, q)
 		require.NoError(t, err)
 		statuses = append(statuses, res.StatusCode())
 	}

@@ -115,7 +115,7 @@ func TestDatabaseOutage(t *testing.T) {
 			return r.StatusCode(), r.JSON503, r.HTTPResponse.Header
 		},
 		"quote": func() (int, *client.Error, http.Header) {
-			r, err := c.CreateQuoteWithResponse(ctx, client.QuoteRequest{CryptoCurrency: "usdt", Network: "bep20", CryptoAmount: ptr("10")})
+			r, err := c.CreateQuoteWithResponse(ctx, nil, client.QuoteRequest{CryptoCurrency: "usdt", Network: "bep20", CryptoAmount: ptr("10")})
 			require.NoError(t, err)
 			return r.StatusCode(), r.JSON503, r.HTTPResponse.Header
 		},

@@ -45,14 +45,14 @@ func TestProductionMode(t *testing.T) {
 		ctx := context.Background()
 
 		// A sandbox key is refused in production.
-		res, err := env.Client(t, env.NewPartnerIn(t, partners.Sandbox)).CreateQuoteWithResponse(ctx,
+		res, err := env.Client(t, env.NewPartnerIn(t, partners.Sandbox)).CreateQuoteWithResponse(ctx, nil,
 			client.QuoteRequest{CryptoCurrency: "usdt", Network: "bep20", CryptoAmount: ptr("10")})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusUnauthorized, res.StatusCode())
 
 		// The simulator does not exist: 404 with or without a key, whatever the body.
 		for _, key := range []string{live, ""} {
-			sim, err := env.Client(t, key).SimulateSandboxEventWithResponse(ctx,
+			sim, err := env.Client(t, key).SimulateSandboxEventWithResponse(ctx, nil,
 				client.SimulateRequest{Event: evDetected, TransactionId: uuid.New()})
 			require.NoError(t, err)
 			require.Equal(t, http.StatusNotFound, sim.StatusCode())
@@ -62,7 +62,7 @@ func TestProductionMode(t *testing.T) {
 		// The live key works once the feed has been read.
 		c := env.Client(t, live)
 		require.Eventually(t, func() bool {
-			q, err := c.CreateQuoteWithResponse(ctx, client.QuoteRequest{CryptoCurrency: "usdt", Network: "bep20", CryptoAmount: ptr("10")})
+			q, err := c.CreateQuoteWithResponse(ctx, nil, client.QuoteRequest{CryptoCurrency: "usdt", Network: "bep20", CryptoAmount: ptr("10")})
 			require.NoError(t, err)
 			return q.StatusCode() == http.StatusCreated
 		}, 10*time.Second, 20*time.Millisecond)

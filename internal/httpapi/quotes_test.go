@@ -34,7 +34,7 @@ func TestCreateQuote(t *testing.T) {
 		}
 		for _, tc := range cases {
 			before := time.Now().Add(-time.Second)
-			res, err := c.CreateQuoteWithResponse(ctx, tc.req)
+			res, err := c.CreateQuoteWithResponse(ctx, nil, tc.req)
 			require.NoError(t, err)
 			require.Equal(t, http.StatusCreated, res.StatusCode(), "%s: %s", tc.name, res.Body)
 			q := res.JSON201.Data
@@ -81,7 +81,7 @@ func TestCreateQuoteRejectsBadInput(t *testing.T) {
 			{"zero", client.QuoteRequest{CryptoCurrency: "usdt", Network: "bep20", CryptoAmount: ptr("0")}, 422, client.ErrorCodeAmountOutOfRange, "/crypto_amount"},
 		}
 		for _, tc := range cases {
-			res, err := c.CreateQuoteWithResponse(ctx, tc.req)
+			res, err := c.CreateQuoteWithResponse(ctx, nil, tc.req)
 			require.NoError(t, err)
 			require.Equal(t, tc.status, res.StatusCode(), "%s: %s", tc.name, res.Body)
 			e := errorOf(t, res.StatusCode(), res.JSON400, res.JSON422)
@@ -104,7 +104,7 @@ func TestRatesUnavailable(t *testing.T) {
 	onBoth(t, map[string]string{"RATE_SOURCE": "http", "RATE_FEED_URL": feed, "RATE_FEED_FIELDS": "usdt=data.usdt_ngn"},
 		func(t *testing.T, env *apitest.Env) {
 			c := env.Client(t, env.NewPartner(t))
-			res, err := c.CreateQuoteWithResponse(context.Background(),
+			res, err := c.CreateQuoteWithResponse(context.Background(), nil,
 				client.QuoteRequest{CryptoCurrency: "usdt", Network: "bep20", CryptoAmount: ptr("10")})
 			require.NoError(t, err)
 			require.Equal(t, http.StatusServiceUnavailable, res.StatusCode(), string(res.Body))
@@ -122,7 +122,7 @@ func TestRatesFromFeedAndStaleness(t *testing.T) {
 			// The feed is fetched once at start, in the background.
 			require.Eventually(t, func() bool {
 				var err error
-				res, err = c.CreateQuoteWithResponse(context.Background(),
+				res, err = c.CreateQuoteWithResponse(context.Background(), nil,
 					client.QuoteRequest{CryptoCurrency: "usdt", Network: "bep20", CryptoAmount: ptr("10")})
 				require.NoError(t, err)
 				return res.StatusCode() == http.StatusCreated

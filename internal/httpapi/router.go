@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -55,7 +57,8 @@ type Deps struct {
 // New returns the HTTP handler: the partner API under BasePath plus /healthz and
 // /readyz. Middleware order, outermost first: recover, request id, access log, body
 // limit; then, on partner routes: JSON content type, authentication, rate limit,
-// the string rule (checkText), validation against the contract, and the strict
+// the request checks (checkRequest: string rule, query parameters, trailing
+// data), validation against the contract, and the strict
 // handler.
 func New(d Deps) (*echo.Echo, error) {
 	spec, err := Spec()
@@ -72,6 +75,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HTTPErrorHandler = errorHandler(log)
 	// Never trust X-Forwarded-For unless a proxy setup says so.
 	e.IPExtractor = echo.ExtractIPDirect()
+	e.Pre(routeOnEscapedPath)
 
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true,
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
@@ -151,10 +155,16 @@ func New(d Deps) (*echo.Echo, error) {
 			return ""
 		}, log))
 	}
-	e.Use(append(mws, checkText(skip), validatorWith(skip))...)
+	ct := indexContract(spec)
+	if err := ct.requireIdempotency(); err != nil {
+		return nil, err
+	}
+	e.Use(append(mws, checkRequest(ct, skip), validatorWith(skip))...)
 	opMW := map[string][]echo.MiddlewareFunc{"simulateSandboxEvent": {hideInProduction(d.Production)}}
-	for _, op := range idempotentOperations {
-		opMW[op] = []echo.MiddlewareFunc{idempotent(op, d.Idempotency)}
+	for _, op := range ct.operations() {
+		if op.idempotency != nil {
+			opMW[op.id] = append(opMW[op.id], idempotent(op, d.Idempotency, partnerIDOf))
+		}
 	}
 	api.RegisterHandlersWithOptions(e, api.NewStrictHandler(srv, nil), api.RegisterHandlersOptions{
 		BaseURL: BasePath, OperationMiddlewares: opMW,
@@ -193,13 +203,36 @@ const logIdentityKey = "partnerd.log_identity"
 // log line; an API whose authentication is not the partner's sets it.
 func SetLogIdentity(c echo.Context, name, id string) { c.Set(logIdentityKey, [2]string{name, id}) }
 
+// StatusClientClosedRequest is the status logged and counted for a request whose
+// client went away before its answer (nginx's convention): such a request is
+// neither a server error nor anything the client saw.
+const StatusClientClosedRequest = 499
+
+// clientContextKey holds, in the echo context, the request's context as the
+// server created it: it is cancelled only when the client goes away (deadlines
+// of our own are set on contexts derived from it).
+const clientContextKey = "partnerd.client_context"
+
+// clientGone reports whether the client of c's request went away (closed the
+// connection, or cancelled an HTTP/2 stream) before the request was answered.
+func clientGone(c echo.Context) bool {
+	ctx, ok := c.Get(clientContextKey).(context.Context)
+	return ok && errors.Is(ctx.Err(), context.Canceled)
+}
+
 func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
+			c.Set(clientContextKey, c.Request().Context())
 			err := next(c)
 			if err != nil {
 				c.Error(err)
+			}
+			if clientGone(c) {
+				// Whatever was written went nowhere; the metrics middleware (outside
+				// this one) reads the status from here too.
+				c.Response().Status = StatusClientClosedRequest
 			}
 			attrs := []any{
 				"request_id", c.Response().Header().Get(echo.HeaderXRequestID),
@@ -217,5 +250,18 @@ func accessLog(log *slog.Logger) echo.MiddlewareFunc {
 			log.Info("request", attrs...)
 			return nil
 		}
+	}
+}
+
+// routeOnEscapedPath makes Echo route on the path as it was sent (percent-escapes
+// kept), whatever it contains, so a path parameter is unescaped exactly once, by
+// the generated binder. Echo routes on URL.RawPath, which net/url leaves empty
+// when the escaping is the default one: then parameters would arrive unescaped
+// and a reference holding "%41" (sent as "%2541") would be read as "A".
+func routeOnEscapedPath(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		u := c.Request().URL
+		u.RawPath = u.EscapedPath()
+		return next(c)
 	}
 }

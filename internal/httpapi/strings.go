@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -38,26 +39,33 @@ func textProblem(s string) string {
 	return ""
 }
 
-// storedHeaders are the request headers whose values we keep, so they follow the
-// string rule too.
-var storedHeaders = []string{"Idempotency-Key"}
-
-// checkText enforces the string rule, and one value per query parameter, on every
-// partner request before anything reaches a database: path parameters, query
-// parameters (names and values), stored headers and every string of a JSON body
-// (keys included). Body bytes are checked raw, before JSON decoding would replace
-// invalid UTF-8 with U+FFFD. A violation is 400 invalid_request naming the field.
-func checkText(skip func(echo.Context) bool) echo.MiddlewareFunc {
+// checkRequest enforces, on every request of an operation of ct before anything
+// reaches a database, the string rule and the strict parsing rules:
+//
+//   - the string rule (textProblem) on path parameters, query parameter names and
+//     values, the headers the operation reads (its declared header parameters and
+//     the API key header) and every string of a JSON body, property names included;
+//     body bytes are checked raw, before JSON decoding would replace invalid UTF-8
+//     with U+FFFD;
+//   - each query parameter given once, and only the parameters the operation
+//     declares (a misspelt filter must not silently widen a list);
+//   - a body holds one JSON value and nothing after it.
+//
+// A violation is 400 invalid_request naming the field. The rules come from the
+// contract, so an operation added to a spec gets them with no code of its own.
+func checkRequest(ct contract, skip func(echo.Context) bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if skip(c) {
 				return next(c)
 			}
+			op := ct.of(c)
 			var details []apperr.Detail
 			bad := func(field, msg string) { details = append(details, apperr.Detail{Field: field, Message: msg}) }
 			for i, name := range c.ParamNames() {
 				v := c.ParamValues()[i]
-				// The generated binder unescapes path parameters: check what it will see.
+				// Routing sees the escaped path (routeOnEscapedPath) and the generated
+				// binder unescapes once: check what it will see.
 				if u, err := url.PathUnescape(v); err == nil {
 					v = u
 				}
@@ -65,9 +73,20 @@ func checkText(skip func(echo.Context) bool) echo.MiddlewareFunc {
 					bad(name, p)
 				}
 			}
-			for name, vs := range c.QueryParams() {
+			query := c.QueryParams()
+			names := make([]string, 0, len(query))
+			for name := range query {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				vs := query[name]
 				if p := textProblem(name); p != "" {
 					bad("query", "parameter names "+p)
+					continue
+				}
+				if op != nil && !op.query[name] {
+					bad(name, "is not a parameter of this operation (check its spelling)")
 					continue
 				}
 				if len(vs) > 1 {
@@ -80,7 +99,11 @@ func checkText(skip func(echo.Context) bool) echo.MiddlewareFunc {
 					}
 				}
 			}
-			for _, h := range storedHeaders {
+			headers := []string{"Idempotency-Key"}
+			if op != nil {
+				headers = op.headers
+			}
+			for _, h := range headers {
 				vs := c.Request().Header.Values(h)
 				if len(vs) > 1 {
 					bad(h, "must be sent once")
@@ -105,14 +128,32 @@ func checkText(skip func(echo.Context) bool) echo.MiddlewareFunc {
 				r.Body = io.NopCloser(bytes.NewReader(body))
 				if field, p := jsonTextProblem(body); p != "" {
 					bad(field, p)
+				} else if trailingData(body) {
+					bad("body", "must be one JSON value with nothing after it")
 				}
 			}
 			if len(details) > 0 {
-				return &apperr.Error{Code: apperr.InvalidRequest, Message: "The request contains text that is not allowed.", Details: details}
+				return &apperr.Error{Code: apperr.InvalidRequest, Message: "The request is invalid.", Details: details}
 			}
 			return next(c)
 		}
 	}
+}
+
+// trailingData reports whether body holds a well-formed JSON value followed by
+// anything but white space. Decoders stop after the first value and would
+// ignore the rest; a body that is not JSON at all is left to the validator.
+func trailingData(body []byte) bool {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var v json.RawMessage
+	if err := dec.Decode(&v); err != nil {
+		return false
+	}
+	_, err := dec.Token()
+	return err != io.EOF
 }
 
 // jsonTextProblem walks a JSON document's tokens and returns the JSON pointer and

@@ -116,7 +116,7 @@ func TestCreateTransactionQuoteMode(t *testing.T) {
 		c := env.Client(t, key)
 		ctx := context.Background()
 		newQuote := func(network string) client.Quote {
-			res, err := c.CreateQuoteWithResponse(ctx, client.QuoteRequest{CryptoCurrency: "usdt", Network: network, CryptoAmount: ptr("100")})
+			res, err := c.CreateQuoteWithResponse(ctx, nil, client.QuoteRequest{CryptoCurrency: "usdt", Network: network, CryptoAmount: ptr("100")})
 			require.NoError(t, err)
 			require.Equal(t, http.StatusCreated, res.StatusCode())
 			return res.JSON201.Data
@@ -140,7 +140,7 @@ func TestCreateTransactionQuoteMode(t *testing.T) {
 			CreatedAt: past, ExpiresAt: past.Add(quotes.TTL),
 		}))
 		other := env.Client(t, env.NewPartner(t))
-		othersQuote, err := other.CreateQuoteWithResponse(ctx, client.QuoteRequest{CryptoCurrency: "usdt", Network: "bep20", CryptoAmount: ptr("10")})
+		othersQuote, err := other.CreateQuoteWithResponse(ctx, nil, client.QuoteRequest{CryptoCurrency: "usdt", Network: "bep20", CryptoAmount: ptr("10")})
 		require.NoError(t, err)
 
 		mismatch := newQuote("bep20")

@@ -68,14 +68,14 @@ func TestAuthentication(t *testing.T) {
 			"malformed":             "hello",
 			"other environment key": env.NewPartnerIn(t, partners.Production),
 		} {
-			res, err := env.Client(t, key).CreateQuoteWithResponse(ctx, req)
+			res, err := env.Client(t, key).CreateQuoteWithResponse(ctx, nil, req)
 			require.NoError(t, err)
 			require.Equal(t, http.StatusUnauthorized, res.StatusCode(), name)
 			require.Equal(t, client.ErrorCodeUnauthorized, res.JSON401.Error.Code, name)
 			require.NotContains(t, string(res.Body), "sk_", "%s: no key material in error bodies", name)
 		}
 		// Authentication comes before validation: a bad body without a key is 401.
-		res, err := env.Client(t, "").CreateQuoteWithResponse(ctx, client.QuoteRequest{})
+		res, err := env.Client(t, "").CreateQuoteWithResponse(ctx, nil, client.QuoteRequest{})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusUnauthorized, res.StatusCode())
 	})
@@ -145,7 +145,7 @@ func TestHealth(t *testing.T) {
 func TestSecurityHeaders(t *testing.T) {
 	t.Parallel()
 	onBoth(t, nil, func(t *testing.T, env *apitest.Env) {
-		res, err := env.Client(t, env.NewPartner(t)).CreateQuoteWithResponse(context.Background(),
+		res, err := env.Client(t, env.NewPartner(t)).CreateQuoteWithResponse(context.Background(), nil,
 			client.QuoteRequest{CryptoCurrency: "usdt", Network: "bep20", CryptoAmount: ptr("10")})
 		require.NoError(t, err)
 		h := res.HTTPResponse.Header

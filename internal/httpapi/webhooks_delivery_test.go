@@ -63,7 +63,7 @@ func TestReplayDuringAnAttemptDeliversAgain(t *testing.T) {
 		list, err := c.ListWebhookEventsWithResponse(ctx, &client.ListWebhookEventsParams{TransactionId: &tx.Id})
 		require.NoError(t, err)
 		id := list.JSON200.Data.Data[0].EventId
-		rep, err := c.ReplayWebhookEventWithResponse(ctx, id)
+		rep, err := c.ReplayWebhookEventWithResponse(ctx, id, nil)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusAccepted, rep.StatusCode(), string(rep.Body))
 		close(release)
@@ -90,7 +90,7 @@ func TestEnablingReleasesEveryPendingEvent(t *testing.T) {
 		rcv := newReceiver(t)
 		c := env.Client(t, env.NewPartner(t))
 		ctx := context.Background()
-		res, err := c.PutWebhookEndpointWithResponse(ctx, client.WebhookEndpointRequest{Url: rcv.srv.URL, Enabled: false})
+		res, err := c.PutWebhookEndpointWithResponse(ctx, nil, client.WebhookEndpointRequest{Url: rcv.srv.URL, Enabled: false})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, res.StatusCode())
 		created := create(t, c, direct("RELEASE-MANY", "trc20", "2000"))
@@ -110,7 +110,7 @@ func TestEnablingReleasesEveryPendingEvent(t *testing.T) {
 			return nil
 		}))
 
-		res, err = c.PutWebhookEndpointWithResponse(ctx, client.WebhookEndpointRequest{Url: rcv.srv.URL, Enabled: true})
+		res, err = c.PutWebhookEndpointWithResponse(ctx, nil, client.WebhookEndpointRequest{Url: rcv.srv.URL, Enabled: true})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
 		require.Eventually(t, func() bool { return len(rcv.byID()) == extra+1 }, 60*time.Second, 100*time.Millisecond)

@@ -98,7 +98,7 @@ func (r *receiver) byID() map[string][]delivery {
 
 func register(t *testing.T, c *client.ClientWithResponses, url string) string {
 	t.Helper()
-	res, err := c.PutWebhookEndpointWithResponse(context.Background(), client.WebhookEndpointRequest{Url: url, Enabled: true})
+	res, err := c.PutWebhookEndpointWithResponse(context.Background(), nil, client.WebhookEndpointRequest{Url: url, Enabled: true})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
 	return deref(res.JSON200.Data.SigningSecret)
@@ -201,7 +201,7 @@ func TestWebhooksArriveSigned(t *testing.T) {
 		o, err := other.GetWebhookEventWithResponse(ctx, one.EventId)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusNotFound, o.StatusCode())
-		r, err := other.ReplayWebhookEventWithResponse(ctx, one.EventId)
+		r, err := other.ReplayWebhookEventWithResponse(ctx, one.EventId, nil)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusNotFound, r.StatusCode())
 		e, err := other.GetWebhookEndpointWithResponse(ctx)
@@ -223,13 +223,13 @@ func TestEventsWaitForAnEnabledEndpoint(t *testing.T) {
 		require.Equal(t, client.PublishStatusPending, list.JSON200.Data.Data[0].PublishStatus)
 		require.Zero(t, list.JSON200.Data.Data[0].Attempts)
 
-		res, err := c.PutWebhookEndpointWithResponse(ctx, client.WebhookEndpointRequest{Url: rcv.srv.URL, Enabled: false})
+		res, err := c.PutWebhookEndpointWithResponse(ctx, nil, client.WebhookEndpointRequest{Url: rcv.srv.URL, Enabled: false})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, res.StatusCode())
 		time.Sleep(300 * time.Millisecond)
 		require.Empty(t, rcv.deliveries(), "a disabled endpoint gets nothing")
 
-		res, err = c.PutWebhookEndpointWithResponse(ctx, client.WebhookEndpointRequest{Url: rcv.srv.URL, Enabled: true})
+		res, err = c.PutWebhookEndpointWithResponse(ctx, nil, client.WebhookEndpointRequest{Url: rcv.srv.URL, Enabled: true})
 		require.NoError(t, err)
 		require.Nil(t, res.JSON200.Data.SigningSecret, "an update keeps the secret")
 		require.Eventually(t, func() bool { return len(rcv.deliveries()) == 1 }, 15*time.Second, 50*time.Millisecond)
@@ -287,7 +287,7 @@ func TestGivesUpAfterTheLastAttemptAndReplays(t *testing.T) {
 		}, 20*time.Second, 50*time.Millisecond)
 		require.Equal(t, 2, ev.Attempts, "one attempt and one retry, then failed")
 
-		rep, err := c.ReplayWebhookEventWithResponse(ctx, ev.EventId)
+		rep, err := c.ReplayWebhookEventWithResponse(ctx, ev.EventId, nil)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusAccepted, rep.StatusCode(), string(rep.Body))
 		require.Equal(t, client.PublishStatusPending, rep.JSON202.Data.PublishStatus)
@@ -298,7 +298,7 @@ func TestGivesUpAfterTheLastAttemptAndReplays(t *testing.T) {
 		require.Equal(t, ds[0].Header.Get("webhook-id"), ds[2].Header.Get("webhook-id"), "replay keeps the id")
 		require.Equal(t, string(ds[0].Body), string(ds[2].Body), "and the payload")
 
-		unknown, err := c.ReplayWebhookEventWithResponse(ctx, uuid.New())
+		unknown, err := c.ReplayWebhookEventWithResponse(ctx, uuid.New(), nil)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusNotFound, unknown.StatusCode())
 	})
@@ -330,7 +330,7 @@ func TestRotatedSecretsBothVerify(t *testing.T) {
 		c := env.Client(t, env.NewPartner(t))
 		ctx := context.Background()
 		old := register(t, c, rcv.srv.URL)
-		rot, err := c.RotateWebhookSecretWithResponse(ctx)
+		rot, err := c.RotateWebhookSecretWithResponse(ctx, nil)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, rot.StatusCode())
 		fresh := deref(rot.JSON200.Data.SigningSecret)
@@ -346,7 +346,7 @@ func TestRotatedSecretsBothVerify(t *testing.T) {
 		}
 		require.Error(t, sign.Verify(mustSecret(t), d.Header, d.Body, time.Now(), 0))
 
-		none, err := env.Client(t, env.NewPartner(t)).RotateWebhookSecretWithResponse(ctx)
+		none, err := env.Client(t, env.NewPartner(t)).RotateWebhookSecretWithResponse(ctx, nil)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusNotFound, none.StatusCode())
 	})
@@ -370,7 +370,7 @@ func TestPrivateWebhookURLsRefused(t *testing.T) {
 	refused := func(t *testing.T, env *apitest.Env, urls []string) {
 		c := env.Client(t, env.NewPartner(t))
 		for _, url := range urls {
-			res, err := c.PutWebhookEndpointWithResponse(context.Background(), client.WebhookEndpointRequest{Url: url, Enabled: true})
+			res, err := c.PutWebhookEndpointWithResponse(context.Background(), nil, client.WebhookEndpointRequest{Url: url, Enabled: true})
 			require.NoError(t, err)
 			require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode(), "%s: %s", url, res.Body)
 			require.Equal(t, client.ErrorCodeWebhookUrlNotAllowed, res.JSON422.Error.Code, url)
@@ -389,7 +389,7 @@ func TestPrivateWebhookURLsRefused(t *testing.T) {
 		t.Parallel()
 		env := apitest.Start(t, testdb.Database{Name: "sqlite", URL: testdb.SQLite(t)}, map[string]string{"WEBHOOK_ALLOW_PRIVATE_URLS": "true"})
 		c := env.Client(t, env.NewPartner(t))
-		res, err := c.PutWebhookEndpointWithResponse(context.Background(), client.WebhookEndpointRequest{Url: "http://127.0.0.1:9000/", Enabled: true})
+		res, err := c.PutWebhookEndpointWithResponse(context.Background(), nil, client.WebhookEndpointRequest{Url: "http://127.0.0.1:9000/", Enabled: true})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
 	})
@@ -462,7 +462,7 @@ func TestConcurrentEndpointWrites(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res, err := c.PutWebhookEndpointWithResponse(ctx, client.WebhookEndpointRequest{Url: fmt.Sprintf("http://127.0.0.1:9/%d", i), Enabled: true})
+				res, err := c.PutWebhookEndpointWithResponse(ctx, nil, client.WebhookEndpointRequest{Url: fmt.Sprintf("http://127.0.0.1:9/%d", i), Enabled: true})
 				if err != nil || res.StatusCode() != http.StatusOK {
 					t.Errorf("put %d: %v %s", i, err, bodyText(res))
 					return
@@ -488,7 +488,7 @@ func TestConcurrentEndpointWrites(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res, err := c.RotateWebhookSecretWithResponse(ctx)
+				res, err := c.RotateWebhookSecretWithResponse(ctx, nil)
 				if err != nil || res.StatusCode() != http.StatusOK {
 					t.Errorf("rotate: %v %s", err, bodyText(res))
 					return

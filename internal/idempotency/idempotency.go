@@ -103,10 +103,12 @@ func NewService(store Store, now func() time.Time) *Service {
 
 // Fingerprint identifies a request: method, path and the body in canonical JSON
 // (keys sorted, insignificant white space dropped), so the same request sent with
-// other formatting still matches. A body that is not JSON is hashed as sent.
+// other formatting still matches. A body that is not exactly one JSON value (data
+// after the value included) is hashed as sent, so the fingerprint always covers
+// every byte of the body.
 func Fingerprint(method, path string, body []byte) string {
 	canon := body
-	if len(bytes.TrimSpace(body)) > 0 {
+	if len(bytes.TrimSpace(body)) > 0 && json.Valid(body) {
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.UseNumber()
 		var v any
@@ -204,6 +206,41 @@ func (s *Service) Do(ctx context.Context, k Key, fp string, fn func(ctx context.
 		return derefOr(replay, out), err
 	}
 	return out, err
+}
+
+// DoApart is Do for a request whose effects cannot join the key's unit of work
+// (they commit on their own, such as a job queued through another connection,
+// which on SQLite would wait for the request's own write lock): the key is looked
+// up first (a stored answer is replayed, another request's key refused), fn runs
+// outside any unit of work, and its answer is stored afterwards under the rules
+// of Do (a 2xx, or a stored 4xx). A crash between fn's effects and the stored
+// answer leaves the key free, and two requests with one key at once may both run
+// fn (the later one then answers as the first did): use it only where running the
+// request again is harmless, such as requeueing an event for delivery.
+func (s *Service) DoApart(ctx context.Context, k Key, fp string, fn func(ctx context.Context) (Response, error)) (Response, error) {
+	if replay, err := s.lookupAfter(ctx, k, fp); err != nil || replay != nil {
+		return derefOr(replay, Response{}), err
+	}
+	out, err := fn(ctx)
+	if err != nil || !Stored(out.Status) || out.Status < 200 {
+		return out, err
+	}
+	var saved bool
+	if err := s.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		saved, err = s.save(ctx, tx, k, fp, out)
+		return err
+	}); err != nil {
+		// The effects have happened: say so. Unstored, a retry runs again (harmless here).
+		return out, nil
+	}
+	if !saved {
+		// Another request with this key stored its answer meanwhile: answer as it did.
+		if replay, lerr := s.lookupAfter(ctx, k, fp); lerr == nil && replay != nil {
+			return *replay, nil
+		}
+	}
+	return out, nil
 }
 
 var (

@@ -146,7 +146,10 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // HTTPMiddleware records every request in partnerd_http_requests_total,
 // partnerd_http_request_duration_seconds and the request/response size
 // histograms, labelled by status code, method and route template (label "url").
-// Put it outside the handlers whose errors it should see. It returns the same
+// Put it outside the handlers whose errors it should see. The status is the one
+// the response records, so a request whose client went away is counted as 499
+// (httpapi's access log sets it), not as the server error its cancelled work may
+// have produced. It returns the same
 // middleware on every call: the collectors are registered once, in New.
 func (m *Metrics) HTTPMiddleware() echo.MiddlewareFunc { return m.http }
 

@@ -16,7 +16,7 @@ import (
 
 func simulate(t *testing.T, c *client.ClientWithResponses, id uuid.UUID, ev client.SimulateRequestEvent) client.TransactionDetail {
 	t.Helper()
-	res, err := c.SimulateSandboxEventWithResponse(context.Background(), client.SimulateRequest{Event: ev, TransactionId: id})
+	res, err := c.SimulateSandboxEventWithResponse(context.Background(), nil, client.SimulateRequest{Event: ev, TransactionId: id})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, res.StatusCode(), "%s: %s", ev, res.Body)
 	return res.JSON200.Data

@@ -80,7 +80,7 @@ func TestConcurrentActionsOneWins(t *testing.T) {
 			return res.StatusCode(), codeOf(res.JSON409), res.Body
 		}
 		complete := func(id uuid.UUID, _ int) (int, string, []byte) {
-			res, err := pc.SimulateSandboxEventWithResponse(ctx, client.SimulateRequest{Event: client.SimulateRequestEventTransactionCompleted, TransactionId: id})
+			res, err := pc.SimulateSandboxEventWithResponse(ctx, &client.SimulateSandboxEventParams{}, client.SimulateRequest{Event: client.SimulateRequestEventTransactionCompleted, TransactionId: id})
 			require.NoError(t, err)
 			code := ""
 			if res.JSON409 != nil {

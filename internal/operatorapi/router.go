@@ -59,17 +59,14 @@ type Fills interface {
 	FillsOf(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*lifecycle.Fill, error)
 }
 
-// postOperations are the operations that require an Idempotency-Key.
-var postOperations = []string{"fillOrder", "settleOrder", "settlePayout", "failTransaction", "refundTransaction", "resolveUnmatchedDeposit"}
-
-// getOperations are the rest.
-var getOperations = []string{"listStage", "getOperatorTransaction", "listUnmatchedDeposits"}
-
-// Register mounts the operator API on e. Every operation gets, in order: a
-// deadline, no-store caching, the JSON body rule, operator authentication,
-// validation against operator.yaml and, on POSTs, the idempotency layer. They are
-// route middleware, so an unknown path or method under BasePath gets Echo's own
-// 404/405 (in the shared error body) before any key check.
+// Register mounts the operator API on e. Every operation the spec declares gets,
+// in order: a deadline, no-store caching, the JSON body rule, operator
+// authentication, the rate limit, then the partner API's request checks (string
+// rule, query parameters, trailing data), validation against operator.yaml and,
+// where the spec declares an Idempotency-Key, the idempotency layer
+// (httpapi.OperationMiddlewares). A new operation gets them from its spec alone.
+// They are route middleware, so an unknown path or method under BasePath gets
+// Echo's own 404/405 (in the shared error body) before any key check.
 func Register(e *echo.Echo, d Deps) error {
 	spec, err := Spec()
 	if err != nil {
@@ -94,13 +91,9 @@ func Register(e *echo.Echo, d Deps) error {
 			return ""
 		}, log))
 	}
-	common = append(common, httpapi.RouteValidator(spec))
-	mw := map[string][]echo.MiddlewareFunc{}
-	for _, op := range getOperations {
-		mw[op] = common
-	}
-	for _, op := range postOperations {
-		mw[op] = append(append([]echo.MiddlewareFunc{}, common...), httpapi.Idempotent(op, d.Idempotency, operatorIDOf))
+	mw, err := httpapi.OperationMiddlewares(spec, common, d.Idempotency, operatorIDOf)
+	if err != nil {
+		return err
 	}
 	srv := &Server{lifecycle: d.Lifecycle, stages: d.Stages, loader: d.Transactions, fills: d.Fills, unmatched: d.Unmatched, log: log}
 	operatorapi.RegisterHandlersWithOptions(e, operatorapi.NewStrictHandler(srv, nil), operatorapi.RegisterHandlersOptions{
