@@ -65,6 +65,44 @@ lint: ## gofmt, go vet and the Redocly lint of both contracts
 	$(GO) vet ./...
 	$(REDOCLY) lint --config openapi/redocly.yaml $(SPEC) $(OP_SPEC)
 
+# Smoke runs of the benchmarks: each script as its comment says, tiny sizes, a few
+# seconds each, in parallel (PostgreSQL at BENCH_DATABASE_URL, the default
+# 127.0.0.1:5432), so a script that no longer runs fails the build. The numbers
+# mean nothing at these sizes; a failed request, a lost webhook or a broken script
+# does. SMOKE_LOGS keeps each run's output.
+SMOKE_LOGS ?= bin/smoke
+SMOKE_TARGETS := smoke-bench smoke-bench-list smoke-bench-webhooks smoke-benchchain
+
+.PHONY: smoke $(SMOKE_TARGETS)
+smoke: ## Run every benchmark script briefly with tiny sizes (CI runs it; under a minute)
+	@$(GO) build -o bin/partnerd ./cmd/partnerd
+	@mkdir -p $(SMOKE_LOGS)
+	@$(MAKE) --no-print-directory -j4 --output-sync=target SMOKE_LOGS=$(SMOKE_LOGS) $(SMOKE_TARGETS)
+	@echo "smoke runs passed (logs in $(SMOKE_LOGS))"
+
+smoke-bench:
+	@echo "== scripts/bench.sh (1 s per measurement)"
+	@BENCH_DURATION=1s BENCH_PGBENCH_SCALE=1 scripts/bench.sh >$(SMOKE_LOGS)/bench.log 2>&1 || { tail -n 30 $(SMOKE_LOGS)/bench.log; exit 1; }
+	@# Every row of the table answered without errors.
+	@awk -F'|' '/^\| (postgres|sqlite) / { rows++; if ($$7 + 0 != 0) bad++ } END { exit !(rows == 10 && !bad) }' $(SMOKE_LOGS)/bench.log \
+		|| { echo "bench.sh: requests failed"; cat $(SMOKE_LOGS)/bench.log; exit 1; }
+
+smoke-bench-list:
+	@echo "== scripts/bench-list.sh 3000"
+	@BENCH_REPS=2 scripts/bench-list.sh 3000 >$(SMOKE_LOGS)/bench-list.log 2>&1 || { tail -n 30 $(SMOKE_LOGS)/bench-list.log; exit 1; }
+	@grep -Eq '^3000 .* ok +PASS ' $(SMOKE_LOGS)/bench-list.log || { echo "bench-list.sh: walk or plan check failed"; tail -n 5 $(SMOKE_LOGS)/bench-list.log; exit 1; }
+
+smoke-bench-webhooks:
+	@echo "== scripts/bench-webhooks.sh (20 events/s for 2 s)"
+	@BENCH_PARTNERD=bin/partnerd BENCH_DURATION=2s BENCH_RATE=20 BENCH_CONCURRENCY=4 BENCH_WAIT=30s \
+		scripts/bench-webhooks.sh >$(SMOKE_LOGS)/bench-webhooks.log 2>&1 || { tail -n 30 $(SMOKE_LOGS)/bench-webhooks.log; exit 1; }
+	@grep -q 'missing 0;' $(SMOKE_LOGS)/bench-webhooks.log || { echo "bench-webhooks.sh: events were not delivered"; grep 'events delivered' $(SMOKE_LOGS)/bench-webhooks.log; exit 1; }
+
+smoke-benchchain:
+	@echo "== scripts/benchchain (20 open transactions, 20 blocks)"
+	@$(GO) run ./scripts/benchchain -open 20 -blocks 20 -transfers 5 -samples 2 -poll 100ms >$(SMOKE_LOGS)/benchchain.log 2>&1 \
+		|| { tail -n 30 $(SMOKE_LOGS)/benchchain.log; exit 1; }
+
 .PHONY: tidy
 tidy: ## go mod tidy
 	$(GO) mod tidy

@@ -6,7 +6,8 @@
 #   1. creates a throwaway database partnerd_bench_<random> (dropped on exit),
 #   2. migrates it and creates one partner via the CLI (bin/partnerd is built once),
 #   3. starts two `partnerd serve` on free 127.0.0.1 ports (APP_ENV=staging, the same
-#      DATABASE_URL and JOB_POLL_INTERVAL) and waits for /readyz,
+#      DATABASE_URL and JOB_POLL_INTERVAL, WEBHOOK_ALLOW_PRIVATE_URLS=true for the
+#      loopback receiver) and waits for /readyz,
 #   4. runs scripts/benchwebhooks: a local receiver registered with
 #      PUT /webhooks/endpoint, and either a rate-limited load driver creating
 #      transactions (one transaction.created event each) round-robin over both
@@ -143,7 +144,8 @@ bench_poll() {
 
 	port1=$(free_port)
 	port2=$(free_port "$port1")
-	local -a env=(APP_ENV=staging DATABASE_URL="$url")
+	# The receiver listens on loopback, which staging refuses unless told otherwise.
+	local -a env=(APP_ENV=staging DATABASE_URL="$url" WEBHOOK_ALLOW_PRIVATE_URLS=true)
 	[ "$poll" = default ] || env+=(JOB_POLL_INTERVAL="$poll")
 	local -a pprof=()
 	for port in "$port1" "$port2"; do

@@ -12,12 +12,14 @@
 #      request, and the machine.
 #
 # Usage: scripts/bench.sh            (BENCH_DURATION=10s by default)
+#   BENCH_PGBENCH_SCALE  pgbench's -s for the select baseline (default 10; 1 for a smoke run)
 # Needs: go, psql, pgbench, jq, curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ADMIN_URL=${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 DURATION=${BENCH_DURATION:-10s}
+PGB_SCALE=${BENCH_PGBENCH_SCALE:-10}
 SECS=${DURATION%s}
 for tool in go psql pgbench jq curl; do
 	command -v "$tool" >/dev/null || { echo "bench: $tool is required" >&2; exit 1; }
@@ -58,7 +60,7 @@ END;
 SQL
 pgbench_tps() { grep -Eo 'tps = [0-9.]+' | tail -1 | awk '{print $3}'; }
 INSERT_TPS=$(pgbench -n -c 16 -j 2 -T "$SECS" -f "$WORK/insert3.sql" "$PGB_URL" 2>&1 | pgbench_tps)
-pgbench -i -q -s 10 "$PGB_URL" >/dev/null 2>&1
+pgbench -i -q -s "$PGB_SCALE" "$PGB_URL" >/dev/null 2>&1
 SELECT_TPS=$(pgbench -n -S -c 16 -j 2 -T "$SECS" "$PGB_URL" 2>&1 | pgbench_tps)
 echo "pgbench: 3 INSERTs in a transaction $INSERT_TPS tps; select by primary key $SELECT_TPS tps"
 

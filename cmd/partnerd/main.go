@@ -10,6 +10,8 @@
 //	                                          receive, verify and print webhooks locally
 //	partnerd deposits list [--unmatched] [--json]
 //	                                          chain transfers to deposit addresses
+//	partnerd addresses export --network N [--json] [--account-path P]
+//	                                          every issued deposit address with its derivation path
 //
 // Settings come from the environment; see README.md.
 package main
@@ -48,7 +50,9 @@ const usage = `usage:
                                                 create an operator and print its API key once
   partnerd listen --secret whsec_… [--addr :9000]
                                                 receive, verify and print webhooks locally
-  partnerd deposits list [--unmatched] [--json] chain transfers to deposit addresses (unmatched ones for operators)`
+  partnerd deposits list [--unmatched] [--json] chain transfers to deposit addresses (unmatched ones for operators)
+  partnerd addresses export --network N [--json] [--account-path P]
+                                                every issued deposit address: index, derivation path, transaction, status, amount received`
 
 func run(args []string, stdout, stderr io.Writer) error {
 	cmd := "serve"
@@ -78,6 +82,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return errors.New(usage)
 		}
 		return listDeposits(args[1:], stdout, stderr)
+	case "addresses":
+		if len(args) == 0 || args[0] != "export" {
+			return errors.New(usage)
+		}
+		return exportAddresses(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil

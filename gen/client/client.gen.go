@@ -1055,12 +1055,19 @@ type WebhookReplay struct {
 	// Example: transaction.created
 	EventType WebhookEventType `json:"event_type"`
 
+	// InProgressSince Set when an attempt of the event was running at the replay: when it started.
+	// The redelivery waits for it to end, so an event is never delivered twice at
+	// once.
+	InProgressSince *time.Time `json:"in_progress_since,omitempty"`
+
 	// PublishStatus The delivery state of a webhook event: `pending` (waiting for delivery or a retry), `delivered` (a 2xx was received) or `failed` (every attempt failed).
 	//
 	// Example: pending
 	PublishStatus PublishStatus `json:"publish_status"`
 
-	// ReplayScheduledAt When the redelivery is scheduled.
+	// ReplayScheduledAt When the redelivery is scheduled: now, or, while an attempt is in progress,
+	// the latest time it starts (the attempt ends or, interrupted by a crash, is
+	// rescued by then).
 	ReplayScheduledAt time.Time `json:"replay_scheduled_at"`
 }
 
@@ -1607,6 +1614,14 @@ type ClientInterface interface {
 	// Requeues an existing event for delivery now, with the same event id and the same
 	// payload; no new logical event is created. No request body.
 	//
+	// At most one delivery of an event runs at a time. When an attempt of the event is
+	// in progress, the replay takes effect once that attempt ends: the answer says so
+	// (`message`, and `in_progress_since` with the attempt's start) and
+	// `replay_scheduled_at` is the latest time the redelivery starts. An attempt
+	// interrupted by a crash of the service is retried once it has run longer than
+	// the delivery timeout plus a margin (`JOB_RESCUE_AFTER`, 40 seconds by default),
+	// within about a minute of the restart, and the replay with it.
+	//
 	// Corresponds with POST /webhooks/events/{event_id}/replay (the `ReplayWebhookEvent` operationId).
 	ReplayWebhookEvent(ctx context.Context, eventId EventId, params *ReplayWebhookEventParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
@@ -2044,6 +2059,14 @@ func (c *Client) GetWebhookEvent(ctx context.Context, eventId EventId, reqEditor
 //
 // Requeues an existing event for delivery now, with the same event id and the same
 // payload; no new logical event is created. No request body.
+//
+// At most one delivery of an event runs at a time. When an attempt of the event is
+// in progress, the replay takes effect once that attempt ends: the answer says so
+// (`message`, and `in_progress_since` with the attempt's start) and
+// `replay_scheduled_at` is the latest time the redelivery starts. An attempt
+// interrupted by a crash of the service is retried once it has run longer than
+// the delivery timeout plus a margin (`JOB_RESCUE_AFTER`, 40 seconds by default),
+// within about a minute of the restart, and the replay with it.
 //
 // Corresponds with POST /webhooks/events/{event_id}/replay (the `ReplayWebhookEvent` operationId).
 func (c *Client) ReplayWebhookEvent(ctx context.Context, eventId EventId, params *ReplayWebhookEventParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3284,6 +3307,14 @@ type ClientWithResponsesInterface interface {
 	//
 	// Requeues an existing event for delivery now, with the same event id and the same
 	// payload; no new logical event is created. No request body.
+	//
+	// At most one delivery of an event runs at a time. When an attempt of the event is
+	// in progress, the replay takes effect once that attempt ends: the answer says so
+	// (`message`, and `in_progress_since` with the attempt's start) and
+	// `replay_scheduled_at` is the latest time the redelivery starts. An attempt
+	// interrupted by a crash of the service is retried once it has run longer than
+	// the delivery timeout plus a margin (`JOB_RESCUE_AFTER`, 40 seconds by default),
+	// within about a minute of the restart, and the replay with it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5302,6 +5333,14 @@ func (c *ClientWithResponses) GetWebhookEventWithResponse(ctx context.Context, e
 //
 // Requeues an existing event for delivery now, with the same event id and the same
 // payload; no new logical event is created. No request body.
+//
+// At most one delivery of an event runs at a time. When an attempt of the event is
+// in progress, the replay takes effect once that attempt ends: the answer says so
+// (`message`, and `in_progress_since` with the attempt's start) and
+// `replay_scheduled_at` is the latest time the redelivery starts. An attempt
+// interrupted by a crash of the service is retried once it has run longer than
+// the delivery timeout plus a margin (`JOB_RESCUE_AFTER`, 40 seconds by default),
+// within about a minute of the restart, and the replay with it.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -11,6 +11,7 @@
 package address
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -51,6 +52,39 @@ var (
 var DemoXPubs = map[string]string{
 	networkBEP20: "xpub6DCoCpSuQZB2jawqnGMEPS63ePKWkwWPH4TU45Q7LPXWuNd8TMtVxRrgjtEshuqpK3mdhaWHPFsBngh5GFZaM6si3yZdUsT8ddYM3PwnATt",
 	networkTRC20: "xpub6D1AabNHCupeiLM65ZR9UStMhJ1vCpyV4XbZdyhMZBiJXALQtmn9p42VTQckoHVn8WNqS7dqnJokZHAHcHGoaQgmv8D45oNUKx6DZMNZBCd",
+}
+
+// DemoKey reports which network's demo key xpub is, comparing key material: the
+// public key and chain code, which alone determine every derived address. The
+// version bytes (xpub, ypub, zpub, tpub, …), depth, parent fingerprint and child
+// number are ignored, since the same key re-encoded with other ones derives the
+// same addresses, whose private keys are just as public. A key that does
+// not parse is no demo key (NewDeriver reports why it does not parse).
+func DemoKey(xpub string) (network string, ok bool) {
+	mat, err := keyMaterial(xpub)
+	if err != nil {
+		return "", false
+	}
+	for _, n := range []string{networkBEP20, networkTRC20} {
+		if demo, err := keyMaterial(DemoXPubs[n]); err == nil && bytes.Equal(mat, demo) {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// keyMaterial returns an extended public key's compressed public key followed by
+// its chain code.
+func keyMaterial(xpub string) ([]byte, error) {
+	key, err := hdkeychain.NewKeyFromString(strings.TrimSpace(xpub))
+	if err != nil {
+		return nil, err
+	}
+	pub, err := key.ECPubKey()
+	if err != nil {
+		return nil, err
+	}
+	return append(pub.SerializeCompressed(), key.ChainCode()...), nil
 }
 
 // Deriver derives deposit addresses for one network from one account xpub.

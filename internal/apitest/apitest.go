@@ -104,6 +104,18 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 	return &Env{BaseURL: root + httpapi.BasePath, Root: root, App: a, Store: st, spec: spec, route: r, stop: stop}
 }
 
+// Remote returns an Env for a service running elsewhere (a binary a test started)
+// at root, http://HOST:PORT, for its typed clients checked against the contract;
+// App and Store are nil, and Stop does nothing.
+func Remote(t *testing.T, root string) *Env {
+	t.Helper()
+	spec, err := httpapi.Spec()
+	require.NoError(t, err)
+	r, err := gorillamux.NewRouter(spec)
+	require.NoError(t, err)
+	return &Env{BaseURL: root + httpapi.BasePath, Root: root, spec: spec, route: r, stop: func() {}}
+}
+
 // NewPartner creates a partner of the service's environment and returns its API key.
 func (e *Env) NewPartner(t *testing.T) string {
 	t.Helper()

@@ -178,7 +178,8 @@ func (a *App) openJobs(policy safeurl.Policy) error {
 	deliverer.Observe(observer{m: a.metrics, log: a.log})
 	var err error
 	a.jobs, err = jobs.NewRunner(st.JobDriver(), expirer{a.lifecycle}, jobs.Options{
-		Logger: a.log, SweepInterval: cfg.ExpirySweep, FetchPollInterval: cfg.JobPollInterval, Deliverer: deliverer, Requeues: st,
+		Logger: a.log, SweepInterval: cfg.ExpirySweep, FetchPollInterval: cfg.JobPollInterval,
+		RescueAfter: cfg.JobRescueAfter, Deliverer: deliverer, Requeues: st,
 		Stepper: a.lifecycle,
 	})
 	if err != nil {

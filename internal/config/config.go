@@ -15,6 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/address"
+	"partnerd/internal/jobs"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/pricing"
 	"partnerd/internal/ratelimit"
@@ -72,6 +73,9 @@ type Config struct {
 	RateLimitReads, RateLimitWrites ratelimit.Limit
 	// JobPollInterval is how often job workers look for due jobs.
 	JobPollInterval time.Duration
+	// JobRescueAfter is how long a job may be running before its process is taken
+	// for dead and the job retried (JOB_RESCUE_AFTER; more than jobs.DeliveryTimeout).
+	JobRescueAfter time.Duration
 	// ExpirySweep is how often the expiry sweep expires overdue transactions.
 	ExpirySweep time.Duration
 	// DepositWindow is how long a transaction waits for its deposit (30 minutes;
@@ -227,6 +231,11 @@ func (r *reader) pricing(c *Config) {
 }
 
 // addresses reads the account xpub of each network (the demo keys in staging only).
+// Production refuses a demo key by its material (address.DemoKey), so neither
+// other version bytes nor the other network's setting let one through. One key
+// may serve both networks: indexes and matching are per network, so nothing
+// mixes; wallets export one account per coin type (60' and 195'), which is the
+// usual setup.
 func (r *reader) addresses(c *Config) {
 	get, bad := r.get, r.bad
 	c.XPubs = map[string]string{}
@@ -248,8 +257,8 @@ func (r *reader) addresses(c *Config) {
 				c.DemoXPubs = append(c.DemoXPubs, p.Network)
 			}
 		}
-		if x != "" && c.Env == Production && x == address.DemoXPubs[p.Network] {
-			bad(key, fmt.Errorf("production refuses the public demo key of %s (its private keys are public: anyone can spend deposits); set your wallet's account xpub", p.Network))
+		if demoOf, isDemo := address.DemoKey(x); isDemo && c.Env == Production {
+			bad(key, fmt.Errorf("production refuses the public demo key of %s, whatever its version bytes (its private keys are public: anyone can spend deposits); set your wallet's account xpub", demoOf))
 		} else if x != "" {
 			if _, err := address.NewDeriver(p.Network, x); err != nil {
 				bad(key, err)
@@ -292,6 +301,10 @@ func (r *reader) operations(c *Config) {
 		bad("RATE_LIMIT_WRITES", err2)
 	}
 	c.JobPollInterval = duration(get("JOB_POLL_INTERVAL", "200ms"), "JOB_POLL_INTERVAL", bad)
+	c.JobRescueAfter = duration(get("JOB_RESCUE_AFTER", jobs.DefaultRescueAfter.String()), "JOB_RESCUE_AFTER", bad)
+	if c.JobRescueAfter > 0 && c.JobRescueAfter <= jobs.DeliveryTimeout {
+		bad("JOB_RESCUE_AFTER", fmt.Errorf("%s: must exceed the job timeout, %s (a live delivery would be taken for a dead one)", c.JobRescueAfter, jobs.DeliveryTimeout))
+	}
 	for _, item := range strings.Split(get("WEBHOOK_RETRY_SCHEDULE", DefaultWebhookSchedule), ",") {
 		c.WebhookSchedule = append(c.WebhookSchedule, duration(strings.TrimSpace(item), "WEBHOOK_RETRY_SCHEDULE", bad))
 	}

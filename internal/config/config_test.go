@@ -4,9 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"partnerd/internal/address"
-
+	"github.com/btcsuite/btcd/btcutil/hdkeychain"
 	"github.com/stretchr/testify/require"
+
+	"partnerd/internal/address"
+	"partnerd/internal/jobs"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -69,6 +71,66 @@ func TestProductionRefusesDemoRates(t *testing.T) {
 	require.Empty(t, c.Chain.Off)
 }
 
+// Production refuses the demo keys by their material: re-encoded with other version
+// bytes (zpub, ypub, tpub), swapped between the networks, or one of them on both;
+// the error names the setting. Fresh keys start, the same one on both networks
+// included.
+func TestProductionRefusesDemoKeysInDisguise(t *testing.T) {
+	t.Parallel()
+	reencode := func(xpub string, version []byte) string {
+		k, err := hdkeychain.NewKeyFromString(xpub)
+		require.NoError(t, err)
+		again, err := k.CloneWithVersion(version)
+		require.NoError(t, err)
+		out := again.String()
+		require.NotEqual(t, xpub, out)
+		return out
+	}
+	zpub, ypub, tpub := []byte{0x04, 0xb2, 0x47, 0x46}, []byte{0x04, 0x9d, 0x7c, 0xb2}, []byte{0x04, 0x35, 0x87, 0xcf}
+	bep, trc := address.DemoXPubs["bep20"], address.DemoXPubs["trc20"]
+	prod := func(bep20, trc20 string) map[string]string {
+		return map[string]string{"APP_ENV": "production", "RATE_FEED_URL": "https://rates.example/ngn", "RATE_FEED_FIELDS": "usdt=data.usdt",
+			"CHAIN_RPC_BEP20": "https://bsc.example/rpc", "CHAIN_RPC_TRC20": "https://tron.example/jsonrpc",
+			"CURSOR_SECRET": "0123456789abcdef0123456789abcdef", "DATABASE_URL": "postgres://partnerd@db.internal/partnerd",
+			"XPUB_BEP20": bep20, "XPUB_TRC20": trc20}
+	}
+	for name, tc := range map[string]struct {
+		bep20, trc20 string
+		refused      []string
+	}{
+		"bep20 demo as zpub":      {reencode(bep, zpub), otherXPub, []string{"XPUB_BEP20"}},
+		"trc20 demo as ypub":      {otherXPub, reencode(trc, ypub), []string{"XPUB_TRC20"}},
+		"both as tpub":            {reencode(bep, tpub), reencode(trc, tpub), []string{"XPUB_BEP20", "XPUB_TRC20"}},
+		"swapped":                 {trc, bep, []string{"XPUB_BEP20", "XPUB_TRC20"}},
+		"swapped as zpub":         {reencode(trc, zpub), reencode(bep, zpub), []string{"XPUB_BEP20", "XPUB_TRC20"}},
+		"bep20 demo on both":      {bep, bep, []string{"XPUB_BEP20", "XPUB_TRC20"}},
+		"padded with white space": {" " + bep + "\t", otherXPub, []string{"XPUB_BEP20"}},
+	} {
+		_, err := Load(env(prod(tc.bep20, tc.trc20)))
+		require.Error(t, err, name)
+		for _, key := range tc.refused {
+			require.ErrorContains(t, err, key, name)
+		}
+		require.ErrorContains(t, err, "public demo key", name)
+		if len(tc.refused) == 1 {
+			other := map[string]string{"XPUB_BEP20": "XPUB_TRC20", "XPUB_TRC20": "XPUB_BEP20"}[tc.refused[0]]
+			require.NotContains(t, err.Error(), other, name)
+		}
+	}
+
+	// Fresh keys start: distinct ones, one on both networks, and another
+	// version's encoding of a fresh key.
+	fresh := reencode(otherXPub, zpub)
+	for name, keys := range map[string][2]string{"distinct": {otherXPub, fresh}, "one key on both": {otherXPub, otherXPub}, "zpub": {fresh, fresh}} {
+		c, err := Load(env(prod(keys[0], keys[1])))
+		require.NoError(t, err, name)
+		require.Empty(t, c.DemoXPubs, name)
+	}
+	// Staging keeps the demo keys, in whatever encoding.
+	_, err := Load(env(map[string]string{"XPUB_BEP20": reencode(bep, zpub)}))
+	require.NoError(t, err)
+}
+
 // otherXPub is a valid account xpub that is not a demo key (BIP-32 test vector 1,
 // m/0H/1).
 const otherXPub = "xpub6ASuArnXKPbfEwhqN6e3mwBcDTgzisQN1wXN9BJcM47sSikHjJf3UFHKkNAWbWMiGj7Wf5uMash7SyYq527Hqck2AxYysAA7xmALppuCkwQ"
@@ -115,5 +177,23 @@ func TestBadSettingsAreNamed(t *testing.T) {
 	} {
 		_, err := Load(env(map[string]string{key: val}))
 		require.ErrorContains(t, err, key, "%s=%s", key, val)
+	}
+}
+
+// A job running past JOB_RESCUE_AFTER is taken for dead and retried: the setting
+// defaults to the delivery timeout plus a margin (not River's hour) and must exceed
+// the job timeout, or a live delivery would run twice at once.
+func TestJobRescueAfter(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	require.NoError(t, err)
+	require.Equal(t, 40*time.Second, c.JobRescueAfter)
+	require.Greater(t, c.JobRescueAfter, jobs.DeliveryTimeout)
+	c, err = Load(env(map[string]string{"JOB_RESCUE_AFTER": "26s"}))
+	require.NoError(t, err)
+	require.Equal(t, 26*time.Second, c.JobRescueAfter)
+	for _, bad := range []string{"25s", "10s", "0s", "soon"} {
+		_, err := Load(env(map[string]string{"JOB_RESCUE_AFTER": bad}))
+		require.ErrorContains(t, err, "JOB_RESCUE_AFTER", bad)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"partnerd/gen/api"
 	"partnerd/internal/webhook"
@@ -126,13 +127,19 @@ func (s *Server) ReplayWebhookEvent(ctx context.Context, req api.ReplayWebhookEv
 	if err != nil {
 		return nil, err
 	}
-	ev, at, err := s.events.Replay(ctx, p.ID, req.EventId)
+	ev, r, err := s.events.Replay(ctx, p.ID, req.EventId)
 	if err != nil {
 		return nil, err
 	}
 	msg := "Event queued for redelivery."
+	if r.InProgressSince != nil {
+		msg = fmt.Sprintf("A delivery attempt of this event has been in progress since %s; the event is delivered again "+
+			"when it ends, at the latest by %s (an attempt interrupted by a restart is retried by then).",
+			r.InProgressSince.Format(time.RFC3339), r.ScheduledAt.Format(time.RFC3339))
+	}
 	return api.ReplayWebhookEvent202JSONResponse{Success: true, Message: &msg, Data: api.WebhookReplay{
 		EventId: ev.ID, EventType: api.WebhookEventType(ev.Type), AggregateId: ev.TransactionID,
-		Attempts: ev.Attempts, PublishStatus: api.PublishStatus(ev.PublishStatus), ReplayScheduledAt: at,
+		Attempts: ev.Attempts, PublishStatus: api.PublishStatus(ev.PublishStatus), ReplayScheduledAt: r.ScheduledAt,
+		InProgressSince: r.InProgressSince,
 	}}, nil
 }

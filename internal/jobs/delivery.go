@@ -17,6 +17,24 @@ const QueueWebhooks = "webhooks"
 // webhookWorkers is how many deliveries one Runner makes at once.
 const webhookWorkers = 50
 
+// DeliveryTimeout is how long one delivery attempt (a job) may run: the receiver's
+// 15 seconds (webhook.Timeout) and our bookkeeping. It is every job's timeout
+// (the others take milliseconds), because River rescues stuck jobs of every kind
+// after one RescueAfter, which must exceed the longest timeout.
+const DeliveryTimeout = 25 * time.Second
+
+// DefaultRescueAfter is how long a job may be running before River takes its
+// process for dead and retries it (River's RescueStuckJobsAfter, an hour by
+// default): the delivery timeout plus a margin, so a delivery interrupted by a
+// crash is retried about a minute after it started, and a live attempt, cut off at
+// DeliveryTimeout, is never taken for a dead one (at most one delivery of an event
+// runs at a time).
+const DefaultRescueAfter = DeliveryTimeout + 15*time.Second
+
+// rescuerInterval is how often River's rescuer (run by the leader) looks for stuck
+// jobs; River fixes it.
+const rescuerInterval = 30 * time.Second
+
 // WebhookFetchCooldown is the least time between two fetches of delivery jobs by
 // one Runner (River's default, 100 ms, is the whole latency budget of a delivery).
 // The store's inserting client notifies at most as often (store.Open), so a job
@@ -71,21 +89,78 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverEventArg
 	return nil
 }
 
-// Timeout leaves room for the receiver's 15 seconds and our bookkeeping.
-func (w *deliverWorker) Timeout(*river.Job[DeliverEventArgs]) time.Duration { return time.Minute }
+// Timeout is DeliveryTimeout.
+func (w *deliverWorker) Timeout(*river.Job[DeliverEventArgs]) time.Duration { return DeliveryTimeout }
 
 // Redeliver queues eventID for delivery now: a new job, or, when the event's job is
 // waiting for a later retry, that job moved to now. When the event's job is marked
 // running, the caller has already marked the event requeued: a job in the middle of
 // an attempt sees the mark and runs again; one that just finished (River records
-// completions in batches) is waited for in the background and a fresh job queued.
-// The periodic requeue sweep is the backstop if this process dies meanwhile.
-func (r *Runner) Redeliver(ctx context.Context, eventID uuid.UUID) error {
+// completions in batches) is waited for in the background and a fresh job queued;
+// one whose process died is retried when River rescues it (RescueAfter). Then
+// Redeliver returns when the running attempt started and the latest time the
+// redelivery starts; both are zero when it is queued now. The periodic requeue
+// sweep is the backstop if this process dies meanwhile.
+func (r *Runner) Redeliver(ctx context.Context, eventID uuid.UUID) (runningSince, by time.Time, err error) {
+	return r.redeliver(ctx, eventID, true)
+}
+
+// redeliver is Redeliver; with wait unset it does not wait for an attempt that
+// just ended to be recorded (the background paths, which have many to queue).
+func (r *Runner) redeliver(ctx context.Context, eventID uuid.UUID, wait bool) (runningSince, by time.Time, err error) {
 	res, err := r.client.Insert(ctx, DeliverEventArgs{EventID: eventID}, nil)
 	if err != nil {
-		return fmt.Errorf("jobs: queue delivery of event %s: %w", eventID, err)
+		return time.Time{}, time.Time{}, fmt.Errorf("jobs: queue delivery of event %s: %w", eventID, err)
 	}
-	return r.existing(ctx, res, eventID)
+	if wait && res != nil && res.UniqueSkippedAsDuplicate && res.Job != nil && res.Job.State == rivertype.JobStateRunning {
+		// An attempt that just ended is still marked running for a moment (River
+		// records completions in batches): wait that moment, then queue afresh.
+		if job := r.settle(ctx, res.Job); job.State != rivertype.JobStateRunning {
+			if res, err = r.client.Insert(ctx, DeliverEventArgs{EventID: eventID}, nil); err != nil {
+				return time.Time{}, time.Time{}, fmt.Errorf("jobs: queue delivery of event %s: %w", eventID, err)
+			}
+		}
+	}
+	if err := r.existing(ctx, res, eventID); err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	if res == nil || !res.UniqueSkippedAsDuplicate || res.Job == nil || res.Job.State != rivertype.JobStateRunning {
+		return time.Time{}, time.Time{}, nil
+	}
+	since := res.Job.CreatedAt
+	if res.Job.AttemptedAt != nil {
+		since = *res.Job.AttemptedAt
+	}
+	return since.UTC(), r.rescuedBy(since).UTC(), nil
+}
+
+// settleWait is how long Redeliver waits for a running job's attempt to be
+// recorded as ended before it answers that an attempt is in progress.
+const settleWait = time.Second
+
+// settle polls job for up to settleWait while it is running and returns it as last seen.
+func (r *Runner) settle(ctx context.Context, job *rivertype.JobRow) *rivertype.JobRow {
+	deadline := time.Now().Add(settleWait)
+	for job.State == rivertype.JobStateRunning && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return job
+		case <-time.After(25 * time.Millisecond):
+		}
+		next, err := r.client.JobGet(ctx, job.ID)
+		if err != nil {
+			return job
+		}
+		job = next
+	}
+	return job
+}
+
+// rescuedBy is the latest time a delivery attempt that started at since is over:
+// it ends by its timeout, or, when its process died, the leader's rescuer (which
+// looks every rescuerInterval) finds it stuck after RescueAfter.
+func (r *Runner) rescuedBy(since time.Time) time.Time {
+	return since.Add(r.rescueAfter + rescuerInterval)
 }
 
 // redeliverBatch is how many jobs RedeliverMany inserts per statement.
@@ -126,22 +201,31 @@ func (r *Runner) existing(ctx context.Context, res *rivertype.JobInsertResult, e
 			return fmt.Errorf("jobs: bring delivery of event %s forward: %w", eventID, err)
 		}
 	case rivertype.JobStateRunning:
-		go r.requeueAfter(context.WithoutCancel(ctx), res.Job.ID, eventID)
+		go r.requeueAfter(context.WithoutCancel(ctx), res.Job, eventID)
 	}
 	return nil
 }
 
-// requeueAfter waits (a bounded time) for job to stop running, then queues the event again.
-func (r *Runner) requeueAfter(ctx context.Context, jobID int64, eventID uuid.UUID) {
-	deadline := time.Now().Add(time.Minute)
+// requeueAfter waits (a bounded time: until a job of a dead process is rescued) for
+// job to stop running, then queues the event again.
+func (r *Runner) requeueAfter(ctx context.Context, job *rivertype.JobRow, eventID uuid.UUID) {
+	since := job.CreatedAt
+	if job.AttemptedAt != nil {
+		since = *job.AttemptedAt
+	}
+	deadline := r.rescuedBy(since)
+	if soon := time.Now().Add(DeliveryTimeout); deadline.Before(soon) {
+		deadline = soon
+	}
+	deadline = deadline.Add(time.Second)
 	for time.Now().Before(deadline) {
-		job, err := r.client.JobGet(ctx, jobID)
+		job, err := r.client.JobGet(ctx, job.ID)
 		if err != nil || job.State != rivertype.JobStateRunning {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if err := r.Redeliver(ctx, eventID); err != nil {
+	if _, _, err := r.redeliver(ctx, eventID, false); err != nil {
 		r.log.Warn("requeue webhook delivery", "event_id", eventID.String(), "error", err.Error())
 	}
 }
@@ -173,7 +257,7 @@ func (w *requeueSweepWorker) Work(ctx context.Context, _ *river.Job[SweepRequeue
 		return err
 	}
 	for _, id := range ids {
-		if err := w.runner.Redeliver(ctx, id); err != nil {
+		if _, _, err := w.runner.redeliver(ctx, id, false); err != nil {
 			return err
 		}
 	}

@@ -106,6 +106,11 @@ type Options struct {
 	// pending events nobody queued; a minute when zero.
 	RequeueInterval time.Duration
 
+	// RescueAfter is how long a job may run before River takes its process for
+	// dead and retries it; DefaultRescueAfter when zero. It must exceed
+	// DeliveryTimeout, the longest a live job runs.
+	RescueAfter time.Duration
+
 	// Deliverer delivers webhook events; without it the Runner refuses delivery
 	// jobs (none are inserted in that case).
 	Deliverer Deliverer
@@ -121,8 +126,9 @@ type Options struct {
 
 // Runner works the jobs. Create it with NewRunner, then Start and Stop it.
 type Runner struct {
-	client *river.Client[*sql.Tx]
-	log    *slog.Logger
+	client      *river.Client[*sql.Tx]
+	log         *slog.Logger
+	rescueAfter time.Duration
 }
 
 // NewRunner returns a Runner working jobs through driver (store.JobDriver; the
@@ -147,6 +153,14 @@ func NewRunner(driver riverdriver.Driver[*sql.Tx], exp Expirer, opts Options) (*
 		poll = DefaultFetchPollInterval
 	}
 
+	rescue := opts.RescueAfter
+	if rescue <= 0 {
+		rescue = DefaultRescueAfter
+	}
+	if rescue <= DeliveryTimeout {
+		return nil, fmt.Errorf("jobs: rescue after %s: must exceed the job timeout, %s", rescue, DeliveryTimeout)
+	}
+
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &expireWorker{exp: exp}); err != nil {
 		return nil, err
@@ -157,7 +171,7 @@ func NewRunner(driver riverdriver.Driver[*sql.Tx], exp Expirer, opts Options) (*
 	if err := addStepWorker(workers, opts.Stepper); err != nil {
 		return nil, err
 	}
-	r := &Runner{log: logger}
+	r := &Runner{log: logger, rescueAfter: rescue}
 	requeueEvery := opts.RequeueInterval
 	if requeueEvery <= 0 {
 		requeueEvery = time.Minute
@@ -192,6 +206,10 @@ func NewRunner(driver riverdriver.Driver[*sql.Tx], exp Expirer, opts Options) (*
 		// The cooldown may not exceed the poll interval.
 		FetchCooldown: min(poll, river.FetchCooldownDefault),
 		PeriodicJobs:  periodic,
+		// A job whose process died (kill -9, a lost machine) stays running until the
+		// rescuer retries it: soon after the longest a live job runs.
+		JobTimeout:           DeliveryTimeout,
+		RescueStuckJobsAfter: rescue,
 		// A sweep a second leaves many completed jobs; an hour of them is plenty
 		// to look into.
 		CompletedJobRetentionPeriod: time.Hour,

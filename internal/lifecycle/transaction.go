@@ -160,6 +160,10 @@ type Tx interface {
 	MarkQuoteUsed(ctx context.Context, id uuid.UUID, at time.Time) (bool, error)
 	// NextAddressIndex allocates the next derivation index of network.
 	NextAddressIndex(ctx context.Context, network string) (uint32, error)
+	// ReleaseAddressIndex hands back an index NextAddressIndex allocated in this
+	// unit of work and that no transaction took, so the next creation uses it and a
+	// failed request leaves no unused address behind.
+	ReleaseAddressIndex(ctx context.Context, network string, index uint32) error
 	// InsertTransaction inserts t; a duplicate reference is apperr DuplicateMerchantReference.
 	InsertTransaction(ctx context.Context, t *Transaction) error
 	InsertHistory(ctx context.Context, h *HistoryEntry) error

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"partnerd/internal/apperr"
 	"partnerd/internal/jobs"
@@ -125,6 +126,26 @@ func (tx *Tx) NextAddressIndex(ctx context.Context, network string) (uint32, err
 	return uint32(idx), nil
 }
 
+// ReleaseAddressIndex hands back index, allocated by NextAddressIndex in this unit
+// of work, when no transaction took it (the create failed: a duplicate reference,
+// say): on PostgreSQL it goes back to the front of the instance's block, so the
+// next create of the network takes it; on SQLite the counter goes back by one
+// (this unit of work holds the one writer, so nobody took a later index since).
+// A create that fails thus leaves no unused address, whether or not the unit of
+// work commits (an idempotent request stores its 409 and commits).
+func (tx *Tx) ReleaseAddressIndex(ctx context.Context, network string, index uint32) error {
+	if tx.s.dialect == Postgres {
+		tx.s.addresses.giveBack(network, int64(index))
+		return nil
+	}
+	err := tx.db.WithContext(ctx).Exec(`UPDATE address_counters SET next_index = ? WHERE network = ? AND next_index = ?`,
+		int64(index), network, int64(index)+1).Error
+	if err != nil {
+		return fmt.Errorf("release address index %d of %s: %w", index, network, err)
+	}
+	return nil
+}
+
 // EnsureAddressSequences creates the PostgreSQL sequence of each network's deposit
 // address indexes, starting where the network's counter row left off (if any). It is
 // idempotent and a no-op on SQLite. Call it at start with every configured network.
@@ -162,7 +183,8 @@ var validNetwork = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
 // addressBlock is how many address indexes an instance takes from a network's
 // sequence at once (one round trip for that many creates). The indexes of a block
 // not handed out before the process stops are never used: at most this many
-// unused addresses in a row, under the gap limit of 20 that HD wallets scan by.
+// unused addresses in a row, under the gap limit of 20 that HD wallets scan by. A
+// failed create hands its index back (ReleaseAddressIndex), so failures add none.
 const addressBlock = 16
 
 // indexBlocks hands out sequence values taken a block at a time, per network.
@@ -193,6 +215,17 @@ func (b *indexBlocks) take(network string, fetch func() ([]int64, error)) (int64
 	next := b.left[network][0]
 	b.left[network] = b.left[network][1:]
 	return next, nil
+}
+
+// giveBack returns an index take handed out and nobody used; it is handed out
+// next.
+func (b *indexBlocks) giveBack(network string, index int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.left == nil {
+		b.left = map[string][]int64{}
+	}
+	b.left[network] = append([]int64{index}, b.left[network]...)
 }
 
 func addressSequence(network string) string { return "address_index_" + network }
@@ -303,10 +336,20 @@ func (s *Store) TransactionByReference(ctx context.Context, partnerID uuid.UUID,
 
 // TransactionForUpdate returns transaction id of any partner with its deposit, as
 // this unit of work sees it (for the lifecycle, whose callers checked the partner
-// already or act for the system). UpdateTransaction is conditional on the version
-// read here, so no row lock is taken.
+// already or act for the system), and holds the transaction's row until the unit
+// of work ends. A concurrent change of the same transaction waits here and then
+// reads the committed state, so it is refused by the state machine (409) before
+// it inserts anything that depends on the state (a fill, a revenue row) and
+// would break a key. On PostgreSQL that is SELECT … FOR UPDATE (of the
+// transaction's row only: the deposit is on the nullable side of the join); on
+// SQLite the one writer serialises the units of work already. UpdateTransaction
+// stays conditional on the version read here as a second guard.
 func (tx *Tx) TransactionForUpdate(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error) {
-	return loadTransaction(tx.db.WithContext(ctx), "t.id = ?", id)
+	db := tx.db.WithContext(ctx)
+	if tx.s.dialect == Postgres {
+		db = db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: "t"}})
+	}
+	return loadTransaction(db, "t.id = ?", id)
 }
 
 // transactionWithDeposit is a transaction row with its deposit's columns (all
@@ -503,4 +546,47 @@ func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q tra
 // operator API's view), or apperr NotFound.
 func (s *Store) Transaction(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error) {
 	return loadTransaction(s.read(ctx), "t.id = ?", id)
+}
+
+// IssuedAddress is one deposit address the service handed out: its derivation
+// index under the network's account key, the transaction it belongs to and what
+// that transaction's deposit received.
+type IssuedAddress struct {
+	Index         uint32
+	Address       string
+	TransactionID uuid.UUID
+	Status        string
+	Token         string
+	// Received is the matched deposit's amount; nil when none was matched.
+	Received *decimal.Decimal
+}
+
+// IssuedAddresses calls fn with every deposit address issued on network, by
+// index, reading the rows as they come (a network may have millions).
+func (s *Store) IssuedAddresses(ctx context.Context, network string, fn func(IssuedAddress) error) error {
+	rows, err := s.read(ctx).Raw(`SELECT t.address_index, t.deposit_address, t.id, t.status, t.crypto_currency, d.amount
+		FROM transactions t LEFT JOIN deposits d ON d.transaction_id = t.id
+		WHERE t.network = ? ORDER BY t.address_index`, network).Rows()
+	if err != nil {
+		return fmt.Errorf("issued addresses of %s: %w", network, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			a        IssuedAddress
+			idx      int64
+			received decimal.NullDecimal
+		)
+		if err := rows.Scan(&idx, &a.Address, &a.TransactionID, &a.Status, &a.Token, &received); err != nil {
+			return fmt.Errorf("issued addresses of %s: %w", network, err)
+		}
+		a.Index = uint32(idx)
+		if received.Valid {
+			a.Received = &received.Decimal
+		}
+		if err := fn(a); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }

@@ -6,6 +6,7 @@ package transactions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -143,6 +144,11 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 		}
 		t.AddressIndex = idx
 		if err := tx.InsertTransaction(ctx, t); err != nil {
+			// Not inserted (a duplicate reference): the index goes back, so a
+			// failed create leaves no unused address between used ones.
+			if rerr := tx.ReleaseAddressIndex(ctx, t.Network, idx); rerr != nil {
+				return errors.Join(err, rerr)
+			}
 			return err
 		}
 		created := lifecycle.MustLookup(lifecycle.None, lifecycle.Create)

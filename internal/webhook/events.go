@@ -77,18 +77,37 @@ func (l *Log) Get(ctx context.Context, partnerID, id uuid.UUID) (*Event, []Attem
 	return ev, attempts, err
 }
 
+// Replayed says when a replay's redelivery starts.
+type Replayed struct {
+	// ScheduledAt is now, or, while an attempt is in progress, the latest time
+	// the redelivery starts.
+	ScheduledAt time.Time
+	// InProgressSince is the start of the attempt the redelivery waits for; nil
+	// when none was running.
+	InProgressSince *time.Time
+}
+
 // Replay queues the partner's event for delivery now, with the same id and
-// payload; it starts a fresh retry cycle. Errors: NotFound.
-func (l *Log) Replay(ctx context.Context, partnerID, id uuid.UUID) (*Event, time.Time, error) {
+// payload; it starts a fresh retry cycle. When an attempt of the event is running
+// (or was interrupted by a crash and awaits its rescue) the redelivery follows it,
+// and the answer says so. Errors: NotFound.
+func (l *Log) Replay(ctx context.Context, partnerID, id uuid.UUID) (*Event, Replayed, error) {
 	now := l.now()
 	ev, err := l.store.Requeue(ctx, &partnerID, id, now)
 	if err != nil {
-		return nil, time.Time{}, notFoundEvent(err)
+		return nil, Replayed{}, notFoundEvent(err)
 	}
-	if err := l.queue.Redeliver(ctx, id); err != nil {
-		return nil, time.Time{}, err
+	since, by, err := l.queue.Redeliver(ctx, id)
+	if err != nil {
+		return nil, Replayed{}, err
 	}
-	return ev, now, nil
+	if since.IsZero() {
+		return ev, Replayed{ScheduledAt: now}, nil
+	}
+	if by.Before(now) {
+		by = now
+	}
+	return ev, Replayed{ScheduledAt: by, InProgressSince: &since}, nil
 }
 
 // Purge deletes events older than Retention.

@@ -140,7 +140,10 @@ type Store interface {
 
 // Queue (re)queues events for delivery now.
 type Queue interface {
-	Redeliver(ctx context.Context, eventID uuid.UUID) error
+	// Redeliver queues the event now; when an attempt of it is running it returns
+	// when that attempt started and the latest time the redelivery starts (zero
+	// times otherwise).
+	Redeliver(ctx context.Context, eventID uuid.UUID) (runningSince, by time.Time, err error)
 	// RedeliverMany is Redeliver of many events, in batches.
 	RedeliverMany(ctx context.Context, eventIDs []uuid.UUID) error
 }
