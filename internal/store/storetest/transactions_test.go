@@ -325,3 +325,46 @@ func TestScopedUnitOfWork(t *testing.T) {
 		require.EqualValues(t, 1, n)
 	})
 }
+
+// TestAddressIndexesAreHandedBack: an index released in its unit of work is the
+// next one taken, and IssuedAddresses lists every issued address by index with its
+// transaction.
+func TestAddressIndexesAreHandedBack(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
+		ctx := context.Background()
+		take := func(release bool) uint32 {
+			var idx uint32
+			require.NoError(t, s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+				var err error
+				if idx, err = tx.NextAddressIndex(ctx, "trc20"); err != nil {
+					return err
+				}
+				if release {
+					return tx.ReleaseAddressIndex(ctx, "trc20", idx)
+				}
+				return nil
+			}))
+			return idx
+		}
+		released := take(true)
+		require.Equal(t, released, take(false), "a released index is taken next")
+		require.Equal(t, released+1, take(false))
+
+		p := newPartner(t, s)
+		a := newTransaction(t, s, p, txOpts{network: "trc20"})
+		b := newTransaction(t, s, p, txOpts{network: "trc20"})
+		newTransaction(t, s, p, txOpts{network: "bep20"})
+		var got []store.IssuedAddress
+		require.NoError(t, s.IssuedAddresses(ctx, "trc20", func(ia store.IssuedAddress) error {
+			got = append(got, ia)
+			return nil
+		}))
+		require.Len(t, got, 2, "only the network's addresses")
+		require.Equal(t, []uuid.UUID{a.ID, b.ID}, []uuid.UUID{got[0].TransactionID, got[1].TransactionID}, "by index")
+		require.Equal(t, a.AddressIndex, got[0].Index)
+		require.Equal(t, a.DepositAddress, got[0].Address)
+		require.Equal(t, "awaiting_deposit", got[0].Status)
+		require.Nil(t, got[0].Received, "no deposit yet")
+	})
+}
