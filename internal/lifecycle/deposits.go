@@ -246,13 +246,14 @@ func (d *Deposits) Pending(ctx context.Context, network string) ([]chain.Pending
 	return out, nil
 }
 
-// Confirm raises p's confirmations. At the network's requirement the deposit
-// confirms: received ≥ expected proceeds as today (an excess recorded in the
+// Confirm raises p's confirmations. At the network's requirement, once final (its
+// block at or below the node's finalized block; always on a node without one), the
+// deposit confirms: received ≥ expected proceeds as today (an excess recorded in the
 // history metadata); received < expected fails the transaction (deposit:underpaid).
-func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations int) error {
+func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations int, final bool) error {
 	if p.Unmatched {
 		return d.onUnmatched(ctx, p, func(row *ChainTransfer) bool {
-			if confirmations < d.l.requiredFor(p.Network) {
+			if confirmations < d.l.requiredFor(p.Network) || !final {
 				return false
 			}
 			row.Final = true
@@ -268,7 +269,7 @@ func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations i
 		if confirmations > t.Deposit.Confirmations {
 			t.Deposit.Confirmations = confirmations
 		}
-		if t.Deposit.Confirmations < t.Deposit.RequiredConfirmations {
+		if t.Deposit.Confirmations < t.Deposit.RequiredConfirmations || !final {
 			return nil, tx.SaveDeposit(ctx, t.ID, t.Deposit)
 		}
 		row.State = TransferConfirmed
