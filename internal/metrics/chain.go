@@ -11,8 +11,8 @@ import (
 // errors by kind and unmatched deposits.
 type Chain struct {
 	head, scanned, lag, finalized *prometheus.GaugeVec
-	rpcErrors          *prometheus.CounterVec
-	unmatched          *prometheus.CounterVec
+	rpcErrors                     *prometheus.CounterVec
+	unmatched                     *prometheus.CounterVec
 
 	mu    sync.Mutex
 	heads map[string]uint64

@@ -62,6 +62,7 @@ type Proxy struct {
 	refuseLogs     bool
 	calls          map[string]int
 	header         string
+	headerValue    string
 	withHeader     int
 	withoutHeader  int
 	ids            map[common.Hash]common.Hash
@@ -149,9 +150,9 @@ func (p *Proxy) Calls(method string) int {
 
 // WatchHeader starts counting calls that carry the header name with value and
 // those that do not.
-func (p *Proxy) WatchHeader(name string) {
+func (p *Proxy) WatchHeader(name, value string) {
 	p.mu.Lock()
-	p.header = name
+	p.header, p.headerValue = name, value
 	p.mu.Unlock()
 }
 
@@ -188,7 +189,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.calls[req.Method]++
 	if p.header != "" {
-		if r.Header.Get(p.header) != "" {
+		if r.Header.Get(p.header) == p.headerValue {
 			p.withHeader++
 		} else {
 			p.withoutHeader++

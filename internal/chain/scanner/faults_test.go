@@ -36,9 +36,17 @@ import (
 // instance is a server started and stopped by the test itself.
 type instance struct {
 	stop func()
+	// root is the server's base URL (its /metrics).
+	root string
 }
 
 func startInstance(t *testing.T, dbURL string, settings map[string]string) *instance {
+	t.Helper()
+	return startInstanceLog(t, dbURL, settings, io.Discard)
+}
+
+// startInstanceLog starts a server whose log goes to logw.
+func startInstanceLog(t *testing.T, dbURL string, settings map[string]string, logw io.Writer) *instance {
 	t.Helper()
 	vars := map[string]string{"DATABASE_URL": dbURL}
 	for k, v := range settings {
@@ -47,14 +55,14 @@ func startInstance(t *testing.T, dbURL string, settings map[string]string) *inst
 	cfg, err := config.Load(func(k string) string { return vars[k] })
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(logw, nil)))
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(ctx, ln) }()
 	var once atomic.Bool
-	in := &instance{stop: func() {
+	in := &instance{root: "http://" + ln.Addr().String(), stop: func() {
 		if once.Swap(true) {
 			return
 		}

@@ -188,8 +188,14 @@ func (r *rig) scanned() {
 
 func (r *rig) transfers(unmatchedOnly bool) []lifecycle.ChainTransfer {
 	r.t.Helper()
-	out, err := r.env.Store.ChainTransfers(context.Background(), unmatchedOnly, 1000)
+	all, err := r.env.Store.ChainTransfers(context.Background(), unmatchedOnly, 100000)
 	require.NoError(r.t, err)
+	var out []lifecycle.ChainTransfer
+	for _, x := range all {
+		if x.Network == r.network {
+			out = append(out, x)
+		}
+	}
 	return out
 }
 

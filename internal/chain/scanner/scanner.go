@@ -379,7 +379,7 @@ func (s *Scanner) Poll(ctx context.Context) (more bool, err error) {
 	if cur.Block < head {
 		// The request overlaps the cursor's block: at mainnet density its logs carry
 		// the block's hash, so the cursor is re-checked without a call of its own.
-		if logs, to, err = s.logs(ctx, cur.Block, head); err != nil {
+		if logs, to, err = s.logs(ctx, cur.Block+1, head, true); err != nil {
 			return false, err
 		}
 	}
@@ -455,27 +455,41 @@ func (s *Scanner) rewind(ctx context.Context, cur *chain.Cursor, head uint64) (c
 	return chain.Cursor{Block: to, Hash: b.Hash}, nil
 }
 
-// logs reads the token's Transfer logs of from..to, to at most head and the span
-// sized to fit the provider's caps. A range or result refusal teaches the cap and
-// the request is retried at once; any other failure is returned.
-func (s *Scanner) logs(ctx context.Context, from, head uint64) ([]rpc.Log, uint64, error) {
+// logs reads the token's Transfer logs of the blocks first..to, to at most head
+// and the span sized to fit the provider's caps; with overlap the request also
+// covers block first−1 (the cursor's block, re-checked by its logs' hash). A range
+// or result refusal teaches the cap and the request is retried at once; any other
+// failure is returned.
+func (s *Scanner) logs(ctx context.Context, first, head uint64, overlap bool) ([]rpc.Log, uint64, error) {
+	from := first
+	if overlap {
+		from--
+	}
 	for {
-		to := min(head, from+s.span-1)
+		to := min(head, first+s.span-1)
 		logs, err := s.client.Logs(ctx, from, to, s.contracts(), chain.TransferTopic)
 		switch kind := rpc.KindOf(err); {
 		case err == nil:
-			s.fit(len(logs), to-from+1)
-			return logs, to, nil
-		case kind == rpc.KindRange && to > from:
-			s.metrics.ChainRPCError(s.cfg.Network, kind)
-			limit := rpc.LimitOf(err)
-			if limit == 0 || limit >= to-from+1 {
-				limit = (to - from + 1) / 2
+			n := 0
+			for _, lg := range logs {
+				if lg.BlockNumber >= first {
+					n++
+				}
 			}
-			s.maxSpan = max(1, limit)
+			s.fit(n, to-first+1)
+			return logs, to, nil
+		case kind == rpc.KindRange && s.span > 1:
+			s.metrics.ChainRPCError(s.cfg.Network, kind)
+			// A cap of L blocks admits L blocks (BNB Smart Chain's providers) or
+			// to − from = L (java-tron): L − 1 new blocks after the overlap fit both.
+			limit := rpc.LimitOf(err)
+			if limit < 2 || limit-1 >= s.span {
+				limit = s.span/2 + 1
+			}
+			s.maxSpan = max(1, limit-1)
 			s.span = min(s.span, s.maxSpan)
 			s.log.Info("the node caps eth_getLogs' block range; smaller requests", "max_span", s.maxSpan, "error", err.Error())
-		case kind == rpc.KindResults && to > from:
+		case kind == rpc.KindResults && s.span > 1:
 			s.metrics.ChainRPCError(s.cfg.Network, kind)
 			if limit := rpc.LimitOf(err); limit > 1 {
 				s.target = max(1, int(limit/2))
@@ -489,14 +503,16 @@ func (s *Scanner) logs(ctx context.Context, from, head uint64) ([]rpc.Log, uint6
 	}
 }
 
-// fit sizes the next request from the density n logs over blocks blocks showed.
+// fit sizes the next request from the density n logs over blocks blocks showed:
+// the target's worth of blocks at that density, growing at most twofold a request
+// (so a quiet stretch does not launch a huge request into a busy one).
 func (s *Scanner) fit(n int, blocks uint64) {
 	s.density = float64(n) / float64(blocks)
 	span := s.maxSpan
 	if s.density > 0 {
 		span = uint64(float64(s.target) / s.density)
 	}
-	s.span = min(max(span, 1), s.maxSpan)
+	s.span = min(max(span, 1), s.maxSpan, max(blocks, 1)*2)
 }
 
 // record turns the logs of blocks from..to into transfers and records them with
@@ -527,7 +543,7 @@ func (s *Scanner) record(ctx context.Context, cur *chain.Cursor, logs []rpc.Log,
 
 // scan reads and records from..min(head, from+span−1) (a first start at genesis).
 func (s *Scanner) scan(ctx context.Context, cur *chain.Cursor, from, head uint64) (bool, error) {
-	logs, to, err := s.logs(ctx, from, head)
+	logs, to, err := s.logs(ctx, from, head, false)
 	if err != nil {
 		return false, err
 	}
