@@ -16,6 +16,7 @@
 //     poll interval.
 //
 //     go run ./scripts/benchchain -db postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
+//     go run ./scripts/benchchain -smoke   # a few seconds at tiny sizes (or BENCH_SMOKE=1)
 package main
 
 import (
@@ -95,7 +96,11 @@ func run() error {
 	transfers := flag.Int("transfers", 1000, "transfers to open transactions in the backlog")
 	samples := flag.Int("samples", 40, "detection delay samples")
 	poll := flag.Duration("poll", 3*time.Second, "CHAIN_POLL_INTERVAL")
+	smoke := flag.Bool("smoke", os.Getenv("BENCH_SMOKE") != "", "a few seconds at tiny sizes (also BENCH_SMOKE=1): proves the script runs, measures nothing")
 	flag.Parse()
+	if *smoke {
+		*open, *blocks, *transfers, *samples, *poll = 8, 20, 5, 2, 200*time.Millisecond
+	}
 	ctx := context.Background()
 
 	url := *dbURL
@@ -117,7 +122,7 @@ func run() error {
 		return err
 	}
 	vars := map[string]string{
-		"DATABASE_URL": url, "CHAIN_RPC_BEP20": ch.URL, "CHAIN_POLL_INTERVAL": poll.String(),
+		"DATABASE_URL": url, "CHAIN_RPC_BEP20": ch.URL, "CHAIN_ID_BEP20": "1337", "CHAIN_POLL_INTERVAL": poll.String(),
 		"TOKEN_CONTRACTS": fmt.Sprintf("usdt:bep20=%s/18", token.Hex()), "CONFIRMATIONS": "bep20=15,trc20=19",
 		"RATE_LIMIT_WRITES": "100000/1s", "RATE_LIMIT_READS": "100000/1s",
 	}
