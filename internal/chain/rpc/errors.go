@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -75,7 +76,13 @@ func RetryAfterOf(err error) time.Duration {
 	return 0
 }
 
-var number = regexp.MustCompile(`\d+`)
+// The places a cap's number appears in the nodes' and providers' messages.
+var limitPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`more than (\d+) (?:results|logs)`),             // geth forks, java-tron, Infura
+	regexp.MustCompile(`block range(?: limit)?(?: is)?(?: of)?:? \(?(\d+)`), // "exceed max block range: 5000"
+	regexp.MustCompile(`up to an? (\d+) block range`),                  // Alchemy
+	regexp.MustCompile(`(?:maximum|max|limit)(?: is| of)?:? (\d+)`),
+}
 
 // LimitOf returns the cap a range or result error names ("exceed max block range:
 // 5000", "query returned more than 10000 results"), or 0 when it names none.
@@ -84,9 +91,12 @@ func LimitOf(err error) uint64 {
 	if !errors.As(err, &e) || (e.Kind != KindRange && e.Kind != KindResults) {
 		return 0
 	}
-	for _, m := range number.FindAllString(e.Message, -1) {
-		if n, err := strconv.ParseUint(m, 10, 64); err == nil && n > 1 {
-			return n
+	m := strings.ToLower(e.Message)
+	for _, re := range limitPatterns {
+		if g := re.FindStringSubmatch(m); g != nil {
+			if n, err := strconv.ParseUint(g[1], 10, 64); err == nil && n > 1 {
+				return n
+			}
 		}
 	}
 	return 0
