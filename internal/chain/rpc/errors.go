@@ -78,9 +78,9 @@ func RetryAfterOf(err error) time.Duration {
 
 // The places a cap's number appears in the nodes' and providers' messages.
 var limitPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`more than (\d+) (?:results|logs)`),             // geth forks, java-tron, Infura
+	regexp.MustCompile(`more than (\d+) (?:results|logs)`),                  // geth forks, java-tron, Infura
 	regexp.MustCompile(`block range(?: limit)?(?: is)?(?: of)?:? \(?(\d+)`), // "exceed max block range: 5000"
-	regexp.MustCompile(`up to an? (\d+) block range`),                  // Alchemy
+	regexp.MustCompile(`up to an? (\d+) block range`),                       // Alchemy
 	regexp.MustCompile(`(?:maximum|max|limit)(?: is| of)?:? (\d+)`),
 }
 
