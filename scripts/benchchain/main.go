@@ -70,7 +70,11 @@ func start(vars map[string]string) (*server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var logw io.Writer = io.Discard
+	if os.Getenv("BENCH_LOG") != "" {
+		logw = os.Stderr
+	}
+	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(logw, nil)))
 	if err != nil {
 		cancel()
 		return nil, err
@@ -97,9 +101,15 @@ func run() error {
 	samples := flag.Int("samples", 40, "detection delay samples")
 	poll := flag.Duration("poll", 3*time.Second, "CHAIN_POLL_INTERVAL")
 	smoke := flag.Bool("smoke", os.Getenv("BENCH_SMOKE") != "", "a few seconds at tiny sizes (also BENCH_SMOKE=1): proves the script runs, measures nothing")
+	scenario := flag.String("scenario", "mainnet", "mainnet (both networks at mainnet density behind their nodes' dialects, caps on) or sparse (the first benchmark: bep20, few transfers, detection delay)")
+	issued := flag.Int("issued", 100000, "mainnet: transactions created (deposit addresses issued), split over both networks")
+	deposits := flag.Int("deposits", 500, "mainnet: deposits to issued addresses in each network's backlog")
+	density := flag.Int("density", 80, "mainnet: transfers per block to addresses never issued")
+	steady := flag.Duration("steady", 30*time.Second, "mainnet: steady-state window at the real block times (BNB Smart Chain 0.45 s, Tron 3 s)")
 	flag.Parse()
 	if *smoke {
 		*open, *blocks, *transfers, *samples, *poll = 8, 20, 5, 2, 200*time.Millisecond
+		*issued, *deposits, *density, *steady = 40, 5, 10, 3*time.Second
 	}
 	ctx := context.Background()
 
@@ -111,6 +121,12 @@ func run() error {
 		}
 		defer drop()
 		url = schemaURL
+	}
+	if *scenario == "mainnet" {
+		if !isSet("blocks") && !*smoke {
+			*blocks = 1000
+		}
+		return mainnet(ctx, url, mainnetParams{issued: *issued, deposits: *deposits, blocks: *blocks, density: *density, steady: *steady, poll: *poll})
 	}
 	ch, err := devnet.Start(0)
 	if err != nil {
@@ -340,4 +356,10 @@ func freshSchema(server string) (string, func(), error) {
 		_, _ = db.Exec("DROP SCHEMA " + schema + " CASCADE")
 		_ = db.Close()
 	}, nil
+}
+
+func isSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -227,3 +227,43 @@ func (c *Chain) ChainID(ctx context.Context) (string, error) {
 	}
 	return fmt.Sprintf("0x%x", id[28:]), nil
 }
+
+// TransferMany sends raw base units of token to each of tos (into the next block
+// mined), pricing them once: the fast way to fill blocks at mainnet density.
+func (c *Chain) TransferMany(ctx context.Context, token common.Address, tos []common.Address, raw *big.Int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl := c.Backend.Client()
+	if c.nonce == 0 {
+		n, err := cl.PendingNonceAt(ctx, c.from)
+		if err != nil {
+			return err
+		}
+		c.nonce = n
+	}
+	head, err := cl.HeaderByNumber(ctx, nil)
+	if err != nil {
+		return err
+	}
+	tip := big.NewInt(params.GWei)
+	feeCap := new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), tip)
+	signer := types.LatestSignerForChainID(big.NewInt(1337))
+	for _, to := range tos {
+		data, err := c.abi.Pack("transfer", to, raw)
+		if err != nil {
+			return err
+		}
+		tx, err := types.SignTx(types.NewTx(&types.DynamicFeeTx{
+			ChainID: big.NewInt(1337), Nonce: c.nonce, GasTipCap: tip, GasFeeCap: feeCap,
+			Gas: 200_000, To: &token, Data: data, // a transfer of the test token costs ~147,000
+		}), signer, c.key)
+		if err != nil {
+			return err
+		}
+		if err := cl.SendTransaction(ctx, tx); err != nil {
+			return err
+		}
+		c.nonce++
+	}
+	return nil
+}

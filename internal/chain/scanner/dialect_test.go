@@ -117,11 +117,11 @@ func TestDenseBacklogUnderCaps(t *testing.T) {
 					r.send(token, tx.DepositAddress, tx.CryptoAmount)
 					n--
 				}
-				for i := 0; i < n; i++ {
-					var a common.Address
-					_, _ = rand.Read(a[:])
-					r.sendRaw(token, a, big.NewInt(1_000_000_000_000_000))
+				strangers := make([]common.Address, n)
+				for i := range strangers {
+					_, _ = rand.Read(strangers[i][:])
 				}
+				require.NoError(t, ch.TransferMany(context.Background(), token, strangers, big.NewInt(1_000_000_000_000_000)))
 				ch.Backend.Commit()
 			}
 			for i := 0; i < required; i++ {
