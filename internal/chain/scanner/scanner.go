@@ -112,8 +112,9 @@ type Config struct {
 	ChainID *big.Int
 	// PollInterval is the wait between polls once caught up (CHAIN_POLL_INTERVAL).
 	PollInterval time.Duration
-	// MaxSpan bounds the blocks of one eth_getLogs (default 5000, a common
-	// provider cap); a node's range refusal lowers it.
+	// MaxSpan bounds the new blocks of one eth_getLogs (default 4999: with the
+	// cursor's block, 5,000 blocks, a common provider cap); a node's range refusal
+	// lowers it.
 	MaxSpan uint64
 	// FirstSpan is the span of the first request, before any density is known
 	// (default 100: 8,000 logs at 80 transfers a block, under a 10,000 cap).
@@ -152,12 +153,15 @@ type Scanner struct {
 	density  float64
 	finality int
 	idOK     bool
+	// finalAt is when the finalized block was last read (the metric is refreshed
+	// at least once a minute).
+	finalAt time.Time
 }
 
 // New returns a scanner of cfg.Network.
 func New(cfg Config, client Client, sink Sink, locker Locker, m Metrics, log *slog.Logger) *Scanner {
 	if cfg.MaxSpan == 0 {
-		cfg.MaxSpan = 5000
+		cfg.MaxSpan = 4999
 	}
 	if cfg.FirstSpan == 0 {
 		cfg.FirstSpan = 100
@@ -323,6 +327,7 @@ func (s *Scanner) readFinalized(ctx context.Context) (*rpc.Block, error) {
 		return nil, err
 	}
 	s.finality = finalityTag
+	s.finalAt = time.Now()
 	s.metrics.ChainFinalized(s.cfg.Network, b.Number)
 	return b, nil
 }
@@ -628,6 +633,13 @@ func (s *Scanner) settle(ctx context.Context, head uint64, cur *chain.Cursor, in
 	hashes := map[uint64]common.Hash{}
 	var finalized *rpc.Block
 	finalRead := false
+	if s.finality != finalityNone && time.Since(s.finalAt) > time.Minute {
+		// Keep partnerd_chain_finalized_block current even while no deposit waits.
+		if finalized, err = s.readFinalized(ctx); err != nil {
+			return err
+		}
+		finalRead = true
+	}
 	for _, p := range pending {
 		canonical := intact && cur != nil && p.Block <= cur.Block
 		if !canonical {
