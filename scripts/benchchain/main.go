@@ -103,7 +103,7 @@ func run() error {
 	smoke := flag.Bool("smoke", os.Getenv("BENCH_SMOKE") != "", "a few seconds at tiny sizes (also BENCH_SMOKE=1): proves the script runs, measures nothing")
 	scenario := flag.String("scenario", "mainnet", "mainnet (both networks at mainnet density behind their nodes' dialects, caps on) or sparse (the first benchmark: bep20, few transfers, detection delay)")
 	issued := flag.Int("issued", 100000, "mainnet: transactions created (deposit addresses issued), split over both networks")
-	deposits := flag.Int("deposits", 500, "mainnet: deposits to issued addresses in each network's backlog")
+	deposits := flag.Int("deposits", 50, "mainnet: deposits to issued addresses in each network's backlog")
 	density := flag.Int("density", 80, "mainnet: transfers per block to addresses never issued")
 	steady := flag.Duration("steady", 30*time.Second, "mainnet: steady-state window at the real block times (BNB Smart Chain 0.45 s, Tron 3 s)")
 	flag.Parse()
@@ -124,7 +124,7 @@ func run() error {
 	}
 	if *scenario == "mainnet" {
 		if !isSet("blocks") && !*smoke {
-			*blocks = 1000
+			*blocks = 500
 		}
 		return mainnet(ctx, url, mainnetParams{issued: *issued, deposits: *deposits, blocks: *blocks, density: *density, steady: *steady, poll: *poll})
 	}
