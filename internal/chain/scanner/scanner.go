@@ -509,15 +509,16 @@ func (s *Scanner) logs(ctx context.Context, first, head uint64, overlap bool) ([
 }
 
 // fit sizes the next request from the density n logs over blocks blocks showed:
-// the target's worth of blocks at that density, growing at most twofold a request
-// (so a quiet stretch does not launch a huge request into a busy one).
+// the target's worth of blocks at that density, the span growing at most twofold
+// a request (so one quiet block does not launch a huge request into a busy
+// stretch). A caught-up poll covering fewer blocks leaves the span as it is.
 func (s *Scanner) fit(n int, blocks uint64) {
 	s.density = float64(n) / float64(blocks)
 	span := s.maxSpan
 	if s.density > 0 {
 		span = uint64(float64(s.target) / s.density)
 	}
-	s.span = min(max(span, 1), s.maxSpan, max(blocks, 1)*2)
+	s.span = min(max(span, 1), s.maxSpan, s.span*2)
 }
 
 // record turns the logs of blocks from..to into transfers and records them with
