@@ -306,3 +306,32 @@ func TestWrongChainID(t *testing.T) {
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestFinalityRuleLogged: the start-up line names each network's rule; a node
+// without the finalized tag confirms by confirmations alone.
+func TestFinalityRuleLogged(t *testing.T) {
+	for _, db := range testdb.Both(t) {
+		for _, tagged := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/finalized=%v", db.Name, tagged), func(t *testing.T) {
+				t.Parallel()
+				ch, token := newChain(t, 18)
+				ch.Proxy.SetFinalizedDepth(required-1, !tagged)
+				r := rigOn(t, db, ch, token, chain.BEP20, 18, map[string]string{"CONFIRMATIONS": "bep20=3,trc20=3"})
+				logs := &logBuf{}
+				startInstanceLog(t, db.URL, chainSettings(chain.BEP20, ch.URL, token, 18), logs)
+				tx := r.create("15500")
+				r.send(token, tx.DepositAddress, tx.CryptoAmount)
+				for i := 0; i < required; i++ {
+					ch.Backend.Commit()
+				}
+				d := r.waitFor(tx.Id, "confirmation", status(client.TransactionStatusOrderFilled))
+				require.Equal(t, required, *d.Confirmations)
+				rule := `finality="confirmations and the node's finalized block"`
+				if !tagged {
+					rule = `finality="confirmations only (the node does not answer the finalized block tag)"`
+				}
+				require.Contains(t, logs.String(), rule)
+			})
+		}
+	}
+}
