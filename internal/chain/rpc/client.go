@@ -22,6 +22,7 @@ import (
 	"io"
 	"math/big"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -70,9 +71,9 @@ type Client struct {
 }
 
 // New returns a client of the node at url (http or https) speaking dialect.
-func New(url string, dialect Dialect, opts Options) (*Client, error) {
-	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
-		return nil, fmt.Errorf("%q: the watcher speaks JSON-RPC over http(s)", url)
+func New(endpoint string, dialect Dialect, opts Options) (*Client, error) {
+	if !strings.HasPrefix(endpoint, "http://") && !strings.HasPrefix(endpoint, "https://") {
+		return nil, errors.New("the watcher speaks JSON-RPC over http(s)")
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
@@ -81,7 +82,7 @@ func New(url string, dialect Dialect, opts Options) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}}
 	}
-	return &Client{url: url, dialect: dialect, opts: opts, http: hc}, nil
+	return &Client{url: endpoint, dialect: dialect, opts: opts, http: hc}, nil
 }
 
 // Dialect returns the client's dialect.
@@ -132,7 +133,13 @@ func (c *Client) call(ctx context.Context, out any, method string, params ...any
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return &Error{Kind: KindTimeout, Method: method, Message: fmt.Sprintf("no answer within %s", c.opts.Timeout)}
 		}
-		return &Error{Kind: KindTransport, Method: method, Message: err.Error()}
+		// Without the URL: providers put keys in it.
+		msg := err.Error()
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			msg = ue.Err.Error()
+		}
+		return &Error{Kind: KindTransport, Method: method, Message: msg}
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 256<<20))

@@ -162,6 +162,13 @@ func TestHeadersAndTimeout(t *testing.T) {
 	require.Equal(t, KindTimeout, KindOf(err))
 	_, err = New("ws://127.0.0.1:1", BSC, Options{})
 	require.Error(t, err)
+
+	// A failed connection's error leaves out the URL (providers put keys in it).
+	cl, err = New("http://127.0.0.1:1/v3/key-77a1", BSC, Options{Timeout: time.Second})
+	require.NoError(t, err)
+	_, err = cl.BlockNumber(context.Background())
+	require.Equal(t, KindTransport, KindOf(err))
+	require.NotContains(t, err.Error(), "key-77a1")
 }
 
 func TestParseQuantity(t *testing.T) {
