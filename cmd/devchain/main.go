@@ -1,6 +1,9 @@
 // Command devchain runs a real EVM chain on this machine for trying deposits end to
 // end: go-ethereum's simulated backend with JSON-RPC on a loopback port, the test
-// USDT token (testdata/usdt) deployed, a block mined every second.
+// USDT token (testdata/usdt) deployed, a block mined every second. It answers the
+// way the network's real node does: as BNB Smart Chain behind a provider (bep20),
+// or as java-tron's /jsonrpc (trc20: stateRoot "0x", BlockId hashes, "finalized" =
+// the solidified block 19 behind, java-tron's caps and error texts).
 //
 //	go run ./cmd/devchain [--port 8545] [--network bep20|trc20] [--decimals N] [--block-time 1s]
 //	go run ./cmd/devchain send --to ADDR --amount 25 [--rpc URL] [--network bep20|trc20] [--decimals N]
@@ -58,7 +61,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	dec := defaultDecimals(*network, *decimals)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ch, err := devnet.Start(*port)
+	dialect := devnet.BSC
+	if *network == chain.TRC20 {
+		dialect = devnet.JavaTron
+	}
+	ch, err := devnet.StartDialect(*port, dialect)
 	if err != nil {
 		return err
 	}
@@ -68,11 +75,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("deploy the token: %w", err)
 	}
 	up := strings.ToUpper(*network)
-	fmt.Fprintf(stdout, `devchain: JSON-RPC at %s, test USDT (%d decimals) at %s, a block every %s.
+	id, err := ch.ChainID(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, `devchain: JSON-RPC at %s (answering as %s), test USDT (%d decimals) at %s, a block every %s.
 
 Start partnerd with:
 
-  CHAIN_RPC_%s=%s \
+  CHAIN_RPC_%s=%s CHAIN_ID_%s=%s \
   TOKEN_CONTRACTS=usdt:%s=%s/%d \
   CONFIRMATIONS=%s=3 CHAIN_POLL_INTERVAL=1s \
   make run
@@ -83,8 +94,8 @@ Send test USDT to a deposit address:
 
 The chain lives in memory: restarting devchain starts a new one (use a fresh
 database, or partnerd treats the new chain as a reorganisation and rescans).
-`, ch.URL, dec, chain.FormatAddress(*network, token), blockTime.String(),
-		up, ch.URL, *network, chain.FormatAddress(*network, token), dec, *network, *network)
+`, ch.URL, dialect, dec, chain.FormatAddress(*network, token), blockTime.String(),
+		up, ch.URL, up, id, *network, chain.FormatAddress(*network, token), dec, *network, *network)
 	ch.Mine(ctx, *blockTime)
 	return nil
 }
@@ -149,14 +160,16 @@ func send(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("is devchain running at %s? %w", *rpc, err)
 	}
-	head, err := cl.HeaderByNumber(ctx, nil)
+	// eth_gasPrice, not the head's base fee: a java-tron-shaped block does not
+	// decode as an Ethereum header.
+	price, err := cl.SuggestGasPrice(ctx)
 	if err != nil {
 		return err
 	}
 	tip := big.NewInt(params.GWei)
 	tx, err := types.SignTx(types.NewTx(&types.DynamicFeeTx{
 		ChainID: big.NewInt(1337), Nonce: nonce, GasTipCap: tip,
-		GasFeeCap: new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), tip),
+		GasFeeCap: new(big.Int).Add(new(big.Int).Mul(price, big.NewInt(2)), tip),
 		Gas:       200_000, To: &token, Data: data,
 	}), types.LatestSignerForChainID(big.NewInt(1337)), key)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 )
 
 func TestSendTransfersTestUSDT(t *testing.T) {
-	ch, err := devnet.Start(0)
+	ch, err := devnet.StartDialect(0, devnet.JavaTron)
 	require.NoError(t, err)
 	defer ch.Close()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -42,7 +42,7 @@ func TestSIGKILLMidChainScan(t *testing.T) {
 			require.NoError(t, err)
 			env := []string{"DATABASE_URL=" + db.URL, "APP_ENV=staging", "CHAIN_RPC_BEP20=" + ch.URL,
 				"TOKEN_CONTRACTS=usdt:bep20=" + token.Hex() + "/18", "CONFIRMATIONS=bep20=3,trc20=3",
-				"CHAIN_POLL_INTERVAL=50ms", "CHAIN_START_BLOCK_BEP20=1"}
+				"CHAIN_POLL_INTERVAL=50ms", "CHAIN_START_BLOCK_BEP20=1", "CHAIN_ID_BEP20=1337"}
 			st, err := store.Open(ctx, db.URL)
 			require.NoError(t, err)
 			defer st.Close()

@@ -2,14 +2,14 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 
-	"github.com/ethereum/go-ethereum/ethclient"
-
 	"partnerd/internal/chain"
+	"partnerd/internal/chain/rpc"
 	"partnerd/internal/chain/scanner"
 	"partnerd/internal/config"
 	"partnerd/internal/lifecycle"
@@ -21,11 +21,13 @@ import (
 // watchers is the deposit watcher of every network with a CHAIN_RPC_* URL.
 type watchers struct {
 	scanners []*scanner.Scanner
-	clients  []*ethclient.Client
+	clients  []*rpc.Client
 }
 
-// openWatchers builds a scanner per watched network (dialling is lazy: a node that
-// is down only delays deposits, never the start of the API).
+// openWatchers builds a scanner per watched network. Each node's chain id is
+// checked first (CHAIN_ID_<NETWORK>): a mismatch refuses to start in production and
+// switches that network's watcher off in staging. A node that is down only delays
+// deposits (its chain id is checked once it answers), never the start of the API.
 func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *lifecycle.Engine, u *unmatched.Service, m *metrics.Metrics, log *slog.Logger) (*watchers, error) {
 	for _, n := range cfg.Chain.Off {
 		log.Warn("deposit watcher is off for this network: CHAIN_RPC_"+strings.ToUpper(n)+" is unset; deposits arrive only through the sandbox simulator", "network", n)
@@ -47,19 +49,39 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 			log.Warn("deposit watcher is off for this network: TOKEN_CONTRACTS lists no contract on it", "network", network)
 			continue
 		}
-		client, err := ethclient.DialContext(ctx, url)
+		dialect, err := rpc.For(network)
+		if err != nil {
+			w.close()
+			return nil, err
+		}
+		client, err := rpc.New(url, dialect, rpc.Options{Headers: cfg.Chain.Headers[network], Timeout: cfg.Chain.Timeout})
 		if err != nil {
 			w.close()
 			return nil, fmt.Errorf("CHAIN_RPC_%s: %w", strings.ToUpper(network), err)
 		}
+		idKey := "CHAIN_ID_" + strings.ToUpper(network)
+		want := cfg.Chain.ChainIDs[network]
+		if err := scanner.CheckChainID(ctx, client, want); errors.Is(err, scanner.ErrChainID) {
+			if cfg.Env == config.Production {
+				w.close()
+				return nil, fmt.Errorf("%s: %w", idKey, err)
+			}
+			log.Error("deposit watcher is off for this network: the node is not the chain "+idKey+" names", "network", network, "error", err.Error())
+			client.Close()
+			continue
+		} else if err != nil {
+			log.Warn("chain node not reachable at start-up; its chain id is checked once it answers", "network", network, "error", err.Error())
+		}
 		w.clients = append(w.clients, client)
 		cm.Watch(network)
-		sc := scanner.Config{Network: network, Tokens: toks, Confirmations: cfg.Confirmations[network], PollInterval: cfg.Chain.PollInterval}
+		sc := scanner.Config{Network: network, Tokens: toks, Confirmations: cfg.Confirmations[network],
+			PollInterval: cfg.Chain.PollInterval, ChainID: want}
 		if b, ok := cfg.Chain.StartBlocks[network]; ok {
 			sc.StartBlock = &b
 		}
 		w.scanners = append(w.scanners, scanner.New(sc, client, deposits, locker{st}, cm, log.With("component", "chain")))
-		log.Info("deposit watcher on", "network", network, "tokens", len(toks), "confirmations", sc.Confirmations)
+		log.Info("deposit watcher on", "network", network, "node", dialect.Node, "tokens", len(toks), "confirmations", sc.Confirmations,
+			"chain_id", want.String(), "rpc_timeout", cfg.Chain.Timeout.String(), "rpc_headers", len(cfg.Chain.Headers[network]))
 	}
 	return w, nil
 }

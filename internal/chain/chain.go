@@ -1,8 +1,8 @@
 // Package chain holds what the deposit watcher knows about the chains it reads:
 // the token contracts (TOKEN_CONTRACTS), Tron's address forms, and the exact
 // conversion of token base units to the service's 6-decimal crypto amounts. The
-// scanner itself (package chain/scanner) reads logs through go-ethereum's ethclient;
-// this package has no RPC code.
+// scanner itself (package chain/scanner) reads blocks and logs through package
+// chain/rpc; this package has no RPC code.
 package chain
 
 import (

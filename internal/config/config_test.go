@@ -161,8 +161,27 @@ func TestChainSettings(t *testing.T) {
 	require.Equal(t, map[string]uint64{"bep20": 12}, c.Chain.StartBlocks)
 	require.Equal(t, []string{"trc20"}, c.Chain.Off)
 	require.Equal(t, 6, c.Chain.Tokens[0].Decimals)
+	require.Equal(t, 10*time.Second, c.Chain.Timeout, "CHAIN_RPC_TIMEOUT's default")
+	require.Equal(t, "56", c.Chain.ChainIDs["bep20"].String(), "BNB Smart Chain mainnet")
+	require.Equal(t, int64(0x2b6653dc), c.Chain.ChainIDs["trc20"].Int64(), "Tron mainnet")
+	require.Empty(t, c.Chain.Headers)
+
+	c, err = Load(env(map[string]string{"CHAIN_RPC_TRC20": "https://api.trongrid.io/jsonrpc", "CHAIN_RPC_TIMEOUT": "2s",
+		"CHAIN_RPC_HEADERS_TRC20": "TRON-PRO-API-KEY=abc=def, X-Client=partnerd", "CHAIN_ID_TRC20": "0xcd8690dc", "CHAIN_ID_BEP20": "97"}))
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Second, c.Chain.Timeout)
+	require.Equal(t, "abc=def", c.Chain.Headers["trc20"].Get("TRON-PRO-API-KEY"), "a value may hold '='")
+	require.Equal(t, "partnerd", c.Chain.Headers["trc20"].Get("X-Client"))
+	require.Equal(t, int64(0xcd8690dc), c.Chain.ChainIDs["trc20"].Int64())
+	require.Equal(t, int64(97), c.Chain.ChainIDs["bep20"].Int64())
+
+	// A bad header names the setting, never the value (it may be a key).
+	_, err = Load(env(map[string]string{"CHAIN_RPC_HEADERS_TRC20": "TRON-PRO-API-KEY:secret-value"}))
+	require.ErrorContains(t, err, "CHAIN_RPC_HEADERS_TRC20")
+	require.NotContains(t, err.Error(), "secret-value")
 	for key, val := range map[string]string{"TOKEN_CONTRACTS": "usdt:bep20=nope/18", "CHAIN_POLL_INTERVAL": "0s",
-		"CHAIN_RPC_TRC20": "tron.example", "CHAIN_START_BLOCK_TRC20": "-3"} {
+		"CHAIN_RPC_TRC20": "tron.example", "CHAIN_START_BLOCK_TRC20": "-3", "CHAIN_RPC_BEP20": "wss://bsc.example",
+		"CHAIN_RPC_TIMEOUT": "soon", "CHAIN_ID_BEP20": "bsc", "CHAIN_RPC_HEADERS_BEP20": "=x"} {
 		_, err := Load(env(map[string]string{key: val}))
 		require.ErrorContains(t, err, key, "%s=%s", key, val)
 	}

@@ -203,13 +203,15 @@ func (d *Deposits) Pending(ctx context.Context, network string) ([]chain.Pending
 	return out, nil
 }
 
-// Confirm raises p's confirmations. At the network's requirement the transfer is
-// confirmed; when the transaction is deposit_confirming and every counted transfer
-// is confirmed, the deposit confirms (payments.go: the excess becomes a refund task).
-func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations int) error {
+// Confirm raises p's confirmations. At the network's requirement, once final (its
+// block at or below the node's finalized block; always on a node without one), the
+// transfer is confirmed; when the transaction is deposit_confirming and every counted
+// transfer is confirmed, the deposit confirms (payments.go: the excess becomes a
+// refund task).
+func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations int, final bool) error {
 	if p.Unmatched {
 		return d.onUnmatched(ctx, p, func(row *ChainTransfer) bool {
-			if confirmations < d.l.requiredFor(p.Network) {
+			if confirmations < d.l.requiredFor(p.Network) || !final {
 				return false
 			}
 			row.Final = true
@@ -222,7 +224,7 @@ func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations i
 			row.State = TransferConfirmed
 			return nil, nil
 		}
-		steps, err := d.l.confirmTransfer(ctx, t, row.DepositID, confirmations, now)
+		steps, err := d.l.confirmTransfer(ctx, t, row.DepositID, confirmations, final, now)
 		if err != nil {
 			return nil, err
 		}

@@ -241,7 +241,7 @@ func (l *Engine) receiveSimulated(ctx context.Context, id uuid.UUID, in DepositI
 		case o != Counted:
 			return nil, nil
 		}
-		more, err := l.confirmTransfer(ctx, t, in.ID, in.Confirmations, now)
+		more, err := l.confirmTransfer(ctx, t, in.ID, in.Confirmations, true, now)
 		return append(steps, more...), err
 	})
 }
@@ -269,7 +269,7 @@ func (l *Engine) Confirm(ctx context.Context, id uuid.UUID, confirmations int) (
 		}
 		var steps []step
 		for _, tr := range t.Deposit.Transfers {
-			more, err := l.confirmTransfer(ctx, t, tr.ID, confirmations, now)
+			more, err := l.confirmTransfer(ctx, t, tr.ID, confirmations, true, now)
 			if err != nil {
 				return nil, err
 			}

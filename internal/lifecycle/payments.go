@@ -195,9 +195,11 @@ func (l *Engine) receive(ctx context.Context, t *Transaction, in Incoming, now t
 	return Counted, "", []step{s}, nil
 }
 
-// confirmTransfer raises counted transfer id's confirmations. When t is
-// deposit_confirming and every counted transfer is confirmed, the deposit confirms.
-func (l *Engine) confirmTransfer(ctx context.Context, t *Transaction, id string, confirmations int, now time.Time) ([]step, error) {
+// confirmTransfer raises counted transfer id's confirmations; with its requirement
+// met and its block final (always so for the simulator and operators) the transfer
+// is confirmed. When t is deposit_confirming and every counted transfer is
+// confirmed, the deposit confirms.
+func (l *Engine) confirmTransfer(ctx context.Context, t *Transaction, id string, confirmations int, final bool, now time.Time) ([]step, error) {
 	tr := t.Deposit.Transfer(id)
 	if tr == nil {
 		return nil, nil
@@ -205,7 +207,7 @@ func (l *Engine) confirmTransfer(ctx context.Context, t *Transaction, id string,
 	if confirmations > tr.Confirmations {
 		tr.Confirmations = confirmations
 	}
-	if tr.Confirmed() && tr.ConfirmedAt == nil {
+	if final && tr.Confirmations >= tr.RequiredConfirmations && tr.ConfirmedAt == nil {
 		tr.ConfirmedAt = &now
 	}
 	t.Deposit.sum()
@@ -298,7 +300,7 @@ func (l *Engine) Receive(ctx context.Context, id uuid.UUID, in Incoming) (*Trans
 		if err != nil || o != Counted {
 			return steps, err
 		}
-		more, err := l.confirmTransfer(ctx, t, in.ID, in.Confirmations, now)
+		more, err := l.confirmTransfer(ctx, t, in.ID, in.Confirmations, true, now)
 		return append(steps, more...), err
 	})
 	return t, out, err

@@ -78,8 +78,10 @@ type Transfer struct {
 	ConfirmedAt           *time.Time
 }
 
-// Confirmed reports whether the transfer has its required confirmations.
-func (t *Transfer) Confirmed() bool { return t.Confirmations >= t.RequiredConfirmations }
+// Confirmed reports whether the transfer is confirmed: it had its required
+// confirmations while its block was final (ConfirmedAt is set then, and only then;
+// a count alone is not enough on a node that reports a finalized block).
+func (t *Transfer) Confirmed() bool { return t.ConfirmedAt != nil }
 
 // Transfer returns the counted transfer id, or nil.
 func (d *Deposit) Transfer(id string) *Transfer {

@@ -7,11 +7,12 @@ import (
 )
 
 // Chain holds the deposit watcher's series, per network: the head block seen, the
-// last block scanned, their difference (lag), RPC errors and unmatched deposits.
+// last block scanned, their difference (lag), the node's finalized block, RPC
+// errors by kind and unmatched deposits.
 type Chain struct {
-	head, scanned, lag *prometheus.GaugeVec
-	rpcErrors          *prometheus.CounterVec
-	unmatched          *prometheus.CounterVec
+	head, scanned, lag, finalized *prometheus.GaugeVec
+	rpcErrors                     *prometheus.CounterVec
+	unmatched                     *prometheus.CounterVec
 
 	mu    sync.Mutex
 	heads map[string]uint64
@@ -26,17 +27,20 @@ func (m *Metrics) Chain() *Chain {
 	c.head = gauge("head_block", "The newest block number the network's node reported.")
 	c.scanned = gauge("scanned_block", "The last block the network's scanner fully processed.")
 	c.lag = gauge("lag_blocks", "Head block minus last scanned block.")
+	c.finalized = gauge("finalized_block", "The node's finalized block (BNB Smart Chain's fast finality, Tron's solidified block), when last read.")
 	c.rpcErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "chain",
-		Name: "rpc_errors_total", Help: "Failed scanner polls (RPC errors, timeouts, rate limits), by network."}, []string{"network"})
+		Name: "rpc_errors_total", Help: "Failed JSON-RPC calls of the deposit watcher, by network and kind (range, results, rate_limit, refused, timeout, transport, http, decode, rpc, unsupported)."}, []string{"network", "kind"})
 	c.unmatched = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "chain",
 		Name: "unmatched_deposits_total", Help: "Transfers to deposit addresses stored as unmatched deposits for operators, by network."}, []string{"network"})
-	m.reg.MustRegister(c.head, c.scanned, c.lag, c.rpcErrors, c.unmatched)
+	m.reg.MustRegister(c.head, c.scanned, c.lag, c.finalized, c.rpcErrors, c.unmatched)
 	return c
 }
 
 // Watch makes network's series appear (at zero) before anything happens on it.
 func (c *Chain) Watch(network string) {
-	c.rpcErrors.WithLabelValues(network)
+	for _, kind := range []string{"rate_limit", "timeout", "refused"} {
+		c.rpcErrors.WithLabelValues(network, kind)
+	}
 	c.unmatched.WithLabelValues(network)
 }
 
@@ -61,8 +65,13 @@ func (c *Chain) ChainScanned(network string, block uint64) {
 	c.lag.WithLabelValues(network).Set(lag)
 }
 
-// ChainRPCError counts a failed poll.
-func (c *Chain) ChainRPCError(network string) { c.rpcErrors.WithLabelValues(network).Inc() }
+// ChainFinalized records the node's finalized block.
+func (c *Chain) ChainFinalized(network string, block uint64) {
+	c.finalized.WithLabelValues(network).Set(float64(block))
+}
+
+// ChainRPCError counts a failed call of kind kind.
+func (c *Chain) ChainRPCError(network, kind string) { c.rpcErrors.WithLabelValues(network, kind).Inc() }
 
 // UnmatchedDeposit counts an unmatched deposit.
 func (c *Chain) UnmatchedDeposit(network string) { c.unmatched.WithLabelValues(network).Inc() }

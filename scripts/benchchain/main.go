@@ -1,21 +1,27 @@
-// Command benchchain measures the deposit watcher against a real node (the
-// in-process devnet chain, JSON-RPC over loopback) with many open transactions:
+// Command benchchain measures the deposit watcher against real nodes (the
+// in-process devnet chains, JSON-RPC over loopback, each behind its node's dialect).
 //
-//  1. starts a chain with the test token and the service on a fresh PostgreSQL
-//     schema (or SQLite), watching the chain;
+// The default scenario, -scenario mainnet, runs both networks at once at mainnet
+// density with the providers' caps on (5,000 blocks and 10,000 results per
+// eth_getLogs): BNB Smart Chain behind a provider and Tron as java-tron answers.
 //
-//  2. creates -open transactions through the API;
+//  1. creates -issued transactions (deposit addresses; half per network);
+//  2. stops the service and mines, per network, a backlog of -blocks blocks of
+//     -density transfers to addresses never issued, with -deposits deposits to
+//     issued addresses spread over it; restarts it and times the catch-up to the
+//     head (blocks/s, eth_getLogs requests), checking every deposit is recorded;
+//  3. once the backlog's deposits are final, mines blocks at each network's real
+//     block time (BNB Smart Chain 0.45 s, Tron 3 s) at the same density for
+//     -steady, sampling the lag (head − scanned) every 20 ms and counting RPC
+//     calls by method: calls a block and a day at the poll interval -poll
+//     (CHAIN_POLL_INTERVAL, default 3s).
 //
-//  3. scan rate: stops the service, mines a backlog of -blocks blocks holding
-//     -transfers transfers to open transactions (and as many to addresses we never
-//     issued), restarts it and times the scan from the old cursor to the head;
+// -scenario sparse is the first benchmark (bep20 only, -open transactions, a
+// backlog with -transfers deposits, detection delay). -smoke (or BENCH_SMOKE=1)
+// runs either in a few seconds at tiny sizes, to prove the script works.
 //
-//  4. detection delay: with the service caught up, -samples times sends one
-//     transfer, mines its block and times until the transaction is
-//     deposit_confirming (polling the API every 5 ms), at a random moment of the
-//     poll interval.
-//
-//     go run ./scripts/benchchain -db postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
+//	go run ./scripts/benchchain [-db postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable]
+//	go run ./scripts/benchchain -smoke
 package main
 
 import (
@@ -69,7 +75,11 @@ func start(vars map[string]string) (*server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var logw io.Writer = io.Discard
+	if os.Getenv("BENCH_LOG") != "" {
+		logw = os.Stderr
+	}
+	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(logw, nil)))
 	if err != nil {
 		cancel()
 		return nil, err
@@ -95,7 +105,17 @@ func run() error {
 	transfers := flag.Int("transfers", 1000, "transfers to open transactions in the backlog")
 	samples := flag.Int("samples", 40, "detection delay samples")
 	poll := flag.Duration("poll", 3*time.Second, "CHAIN_POLL_INTERVAL")
+	smoke := flag.Bool("smoke", os.Getenv("BENCH_SMOKE") != "", "a few seconds at tiny sizes (also BENCH_SMOKE=1): proves the script runs, measures nothing")
+	scenario := flag.String("scenario", "mainnet", "mainnet (both networks at mainnet density behind their nodes' dialects, caps on) or sparse (the first benchmark: bep20, few transfers, detection delay)")
+	issued := flag.Int("issued", 100000, "mainnet: transactions created (deposit addresses issued), split over both networks")
+	deposits := flag.Int("deposits", 50, "mainnet: deposits to issued addresses in each network's backlog")
+	density := flag.Int("density", 80, "mainnet: transfers per block to addresses never issued")
+	steady := flag.Duration("steady", 30*time.Second, "mainnet: steady-state window at the real block times (BNB Smart Chain 0.45 s, Tron 3 s)")
 	flag.Parse()
+	if *smoke {
+		*open, *blocks, *transfers, *samples, *poll = 8, 20, 5, 2, 200*time.Millisecond
+		*issued, *deposits, *density, *steady = 40, 5, 10, 3*time.Second
+	}
 	ctx := context.Background()
 
 	url := *dbURL
@@ -107,6 +127,12 @@ func run() error {
 		defer drop()
 		url = schemaURL
 	}
+	if *scenario == "mainnet" {
+		if !isSet("blocks") && !*smoke {
+			*blocks = 500
+		}
+		return mainnet(ctx, url, mainnetParams{issued: *issued, deposits: *deposits, blocks: *blocks, density: *density, steady: *steady, poll: *poll})
+	}
 	ch, err := devnet.Start(0)
 	if err != nil {
 		return err
@@ -117,7 +143,7 @@ func run() error {
 		return err
 	}
 	vars := map[string]string{
-		"DATABASE_URL": url, "CHAIN_RPC_BEP20": ch.URL, "CHAIN_POLL_INTERVAL": poll.String(),
+		"DATABASE_URL": url, "CHAIN_RPC_BEP20": ch.URL, "CHAIN_ID_BEP20": "1337", "CHAIN_POLL_INTERVAL": poll.String(),
 		"TOKEN_CONTRACTS": fmt.Sprintf("usdt:bep20=%s/18", token.Hex()), "CONFIRMATIONS": "bep20=15,trc20=19",
 		"RATE_LIMIT_WRITES": "100000/1s", "RATE_LIMIT_READS": "100000/1s",
 	}
@@ -335,4 +361,10 @@ func freshSchema(server string) (string, func(), error) {
 		_, _ = db.Exec("DROP SCHEMA " + schema + " CASCADE")
 		_ = db.Close()
 	}, nil
+}
+
+func isSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -1,7 +1,8 @@
 // Package devnet runs a real EVM chain in the process: go-ethereum's simulated
 // backend serving JSON-RPC over HTTP on a loopback port, with the test USDT token
-// (testdata/usdt) deployed. The chain tests and cmd/devchain use it; nothing in
-// the service does.
+// (testdata/usdt) deployed, behind a thin proxy that answers in the dialect of a
+// real node (Proxy: BNB Smart Chain behind a provider, or java-tron). The chain
+// tests and cmd/devchain use it; nothing in the service does.
 package devnet
 
 import (
@@ -33,8 +34,11 @@ import (
 type Chain struct {
 	// Backend is the simulated chain: Commit mines a block, Fork reorganises.
 	Backend *simulated.Backend
-	// URL is its JSON-RPC endpoint (http://127.0.0.1:PORT).
-	URL string
+	// URL is its JSON-RPC endpoint in the dialect (http://127.0.0.1:PORT), the
+	// Proxy's; NodeURL is the simulated node's own.
+	URL     string
+	NodeURL string
+	Proxy   *Proxy
 
 	mu    sync.Mutex
 	key   *ecdsa.PrivateKey
@@ -47,8 +51,12 @@ type Chain struct {
 // (never use it on a real network).
 const DevKey = "b71c71a67e1177ad4e901695e1b4b9ee17ae16c6668d313eac2f96dbcda3f291"
 
-// Start runs a chain with JSON-RPC on 127.0.0.1:port (0: a free port).
-func Start(port int) (*Chain, error) {
+// Start runs a chain answering as BNB Smart Chain does on 127.0.0.1:port (0: a
+// free port).
+func Start(port int) (*Chain, error) { return StartDialect(port, BSC) }
+
+// StartDialect runs a chain answering in dialect d on 127.0.0.1:port (0: a free port).
+func StartDialect(port int, d Dialect) (*Chain, error) {
 	key, err := crypto.HexToECDSA(DevKey)
 	if err != nil {
 		return nil, err
@@ -57,10 +65,9 @@ func Start(port int) (*Chain, error) {
 	if err != nil {
 		return nil, err
 	}
-	if port == 0 {
-		if port, err = freePort(); err != nil {
-			return nil, err
-		}
+	nodePort, err := freePort()
+	if err != nil {
+		return nil, err
 	}
 	authPort, err := freePort()
 	if err != nil {
@@ -69,12 +76,18 @@ func Start(port int) (*Chain, error) {
 	from := crypto.PubkeyToAddress(key.PublicKey)
 	funds := new(big.Int).Mul(big.NewInt(1_000_000), big.NewInt(params.Ether))
 	backend := simulated.NewBackend(types.GenesisAlloc{from: {Balance: funds}}, func(nc *node.Config, _ *ethconfig.Config) {
-		nc.HTTPHost, nc.HTTPPort = "127.0.0.1", port
+		nc.HTTPHost, nc.HTTPPort = "127.0.0.1", nodePort
 		nc.HTTPModules = []string{"eth", "net", "web3"}
 		nc.HTTPVirtualHosts = []string{"*"}
 		nc.AuthAddr, nc.AuthPort = "127.0.0.1", authPort
 	})
-	return &Chain{Backend: backend, URL: fmt.Sprintf("http://127.0.0.1:%d", port), key: key, from: from, abi: parsed}, nil
+	c := &Chain{Backend: backend, NodeURL: fmt.Sprintf("http://127.0.0.1:%d", nodePort), key: key, from: from, abi: parsed}
+	if c.Proxy, err = newProxy(c, port, d); err != nil {
+		_ = backend.Close()
+		return nil, err
+	}
+	c.URL = c.Proxy.URL
+	return c, nil
 }
 
 func freePort() (int, error) {
@@ -87,7 +100,10 @@ func freePort() (int, error) {
 }
 
 // Close stops the chain.
-func (c *Chain) Close() error { return c.Backend.Close() }
+func (c *Chain) Close() error {
+	_ = c.Proxy.Close()
+	return c.Backend.Close()
+}
 
 // Deploy deploys a test token with decimals decimals and a supply of 10^12 whole
 // tokens, mines the block, and returns the contract's address.
@@ -196,4 +212,58 @@ func (c *Chain) Mine(ctx context.Context, interval time.Duration) {
 			c.Backend.Commit()
 		}
 	}
+}
+
+// ChainID is the chain id the chain reports in its dialect, as CHAIN_ID_<NETWORK>
+// takes it: 1337 (go-ethereum's development chain) as BNB Smart Chain, or as
+// java-tron does, the last 4 bytes of the genesis block's id in hex.
+func (c *Chain) ChainID(ctx context.Context) (string, error) {
+	if c.Proxy.dialect != JavaTron {
+		return "1337", nil
+	}
+	id, e := c.Proxy.blockID(ctx, 0)
+	if e != nil {
+		return "", errors.New(e.Message)
+	}
+	return fmt.Sprintf("0x%x", id[28:]), nil
+}
+
+// TransferMany sends raw base units of token to each of tos (into the next block
+// mined), pricing them once: the fast way to fill blocks at mainnet density.
+func (c *Chain) TransferMany(ctx context.Context, token common.Address, tos []common.Address, raw *big.Int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl := c.Backend.Client()
+	if c.nonce == 0 {
+		n, err := cl.PendingNonceAt(ctx, c.from)
+		if err != nil {
+			return err
+		}
+		c.nonce = n
+	}
+	head, err := cl.HeaderByNumber(ctx, nil)
+	if err != nil {
+		return err
+	}
+	tip := big.NewInt(params.GWei)
+	feeCap := new(big.Int).Add(new(big.Int).Mul(head.BaseFee, big.NewInt(2)), tip)
+	signer := types.LatestSignerForChainID(big.NewInt(1337))
+	for _, to := range tos {
+		data, err := c.abi.Pack("transfer", to, raw)
+		if err != nil {
+			return err
+		}
+		tx, err := types.SignTx(types.NewTx(&types.DynamicFeeTx{
+			ChainID: big.NewInt(1337), Nonce: c.nonce, GasTipCap: tip, GasFeeCap: feeCap,
+			Gas: 200_000, To: &token, Data: data, // a transfer of the test token costs ~147,000
+		}), signer, c.key)
+		if err != nil {
+			return err
+		}
+		if err := cl.SendTransaction(ctx, tx); err != nil {
+			return err
+		}
+		c.nonce++
+	}
+	return nil
 }

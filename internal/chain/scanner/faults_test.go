@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -24,6 +26,7 @@ import (
 	"partnerd/gen/client"
 	"partnerd/internal/app"
 	"partnerd/internal/chain"
+	"partnerd/internal/chain/devnet"
 	"partnerd/internal/config"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/store"
@@ -33,9 +36,17 @@ import (
 // instance is a server started and stopped by the test itself.
 type instance struct {
 	stop func()
+	// root is the server's base URL (its /metrics).
+	root string
 }
 
 func startInstance(t *testing.T, dbURL string, settings map[string]string) *instance {
+	t.Helper()
+	return startInstanceLog(t, dbURL, settings, io.Discard)
+}
+
+// startInstanceLog starts a server whose log goes to logw.
+func startInstanceLog(t *testing.T, dbURL string, settings map[string]string, logw io.Writer) *instance {
 	t.Helper()
 	vars := map[string]string{"DATABASE_URL": dbURL}
 	for k, v := range settings {
@@ -44,14 +55,14 @@ func startInstance(t *testing.T, dbURL string, settings map[string]string) *inst
 	cfg, err := config.Load(func(k string) string { return vars[k] })
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a, err := app.Open(ctx, cfg, slog.New(slog.NewTextHandler(logw, nil)))
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(ctx, ln) }()
 	var once atomic.Bool
-	in := &instance{stop: func() {
+	in := &instance{root: "http://" + ln.Addr().String(), stop: func() {
 		if once.Swap(true) {
 			return
 		}
@@ -165,20 +176,30 @@ func TestRPCOutageThenCatchUp(t *testing.T) {
 	}
 }
 
-func rpcErrors(t *testing.T, r *rig) int {
+// rpcErrors sums partnerd_chain_rpc_errors_total of the rig's network, of the
+// given kinds (none: every kind).
+func rpcErrors(t *testing.T, r *rig, kinds ...string) int {
 	res, err := http.Get(r.env.Root + "/metrics")
 	require.NoError(t, err)
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
+	total := 0
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, `partnerd_chain_rpc_errors_total{network="bep20"} `); ok {
-			n, err := strconv.Atoi(v)
-			require.NoError(t, err)
-			return n
+		rest, ok := strings.CutPrefix(line, `partnerd_chain_rpc_errors_total{kind="`)
+		if !ok {
+			continue
 		}
+		kind, rest, _ := strings.Cut(rest, `"`)
+		v, ok := strings.CutPrefix(rest, `,network="`+r.network+`"} `)
+		if !ok || (len(kinds) > 0 && !slices.Contains(kinds, kind)) {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err)
+		total += n
 	}
-	return 0
+	return total
 }
 
 // TestTwoInstancesOneScanner: two servers on one PostgreSQL database; one scans,
@@ -217,8 +238,9 @@ func TestTwoInstancesOneScanner(t *testing.T) {
 	require.Len(t, r.transfers(false), 2)
 }
 
-// TestTronLateDeposit: a Tron-style configuration (base58 contract and deposit
-// addresses, 6 decimals) against the same kind of node, paid after expiry.
+// TestTronLateDeposit: a Tron configuration (base58 contract and deposit
+// addresses, 6 decimals) against a node answering as java-tron does (stateRoot
+// "0x", BlockId hashes that no local recomputation matches), paid after expiry.
 func TestTronLateDeposit(t *testing.T) {
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
@@ -242,6 +264,14 @@ func TestTronLateDeposit(t *testing.T) {
 			all := r.transfers(false)
 			require.Len(t, all, 1)
 			require.Equal(t, tx.DepositAddress, all[0].To)
+			// The node's own word: the stored block hash is the BlockId java-tron reports.
+			blk := tronBlock(t, r.chain.URL, all[0].Block)
+			require.Equal(t, "0x", blk["stateRoot"])
+			hdr, err := r.chain.Backend.Client().HeaderByNumber(context.Background(), new(big.Int).SetUint64(all[0].Block))
+			require.NoError(t, err)
+			require.Equal(t, devnet.BlockID(hdr).Hex(), blk["hash"])
+			require.NotEqual(t, hdr.Hash().Hex(), blk["hash"])
+			require.Equal(t, blk["hash"], "0x"+strings.TrimPrefix(all[0].BlockHash, "0x"))
 			require.Equal(t, lifecycle.TransferConfirmed, all[0].State)
 		})
 	}
@@ -296,4 +326,18 @@ func TestProviderRangeLimit(t *testing.T) {
 	}
 	require.Positive(t, refused.Load(), "the provider refused the first, large ranges")
 	require.Len(t, r.transfers(false), 3)
+}
+
+// tronBlock reads block n raw from a node (its JSON fields as sent).
+func tronBlock(t *testing.T, url string, n uint64) map[string]any {
+	t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["0x%x",false]}`, n)
+	res, err := http.Post(url, "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer res.Body.Close()
+	var out struct {
+		Result map[string]any `json:"result"`
+	}
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&out))
+	return out.Result
 }

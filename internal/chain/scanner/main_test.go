@@ -41,11 +41,27 @@ type rig struct {
 
 const required = 3
 
-// newChain starts a chain with a token of decimals decimals.
+// newChain starts a chain with a token of decimals decimals answering as BNB Smart
+// Chain behind a provider does.
 func newChain(t *testing.T, decimals uint8) (*devnet.Chain, common.Address) {
+	return newChainIn(t, devnet.BSC, decimals)
+}
+
+// dialectOf is the dialect of network's nodes.
+func dialectOf(network string) devnet.Dialect {
+	if network == chain.TRC20 {
+		return devnet.JavaTron
+	}
+	return devnet.BSC
+}
+
+// newChainIn starts a chain answering in dialect d, its finalized block required−1
+// blocks behind the head (so finality and confirmations agree unless a test moves it).
+func newChainIn(t *testing.T, d devnet.Dialect, decimals uint8) (*devnet.Chain, common.Address) {
 	t.Helper()
-	ch, err := devnet.Start(0)
+	ch, err := devnet.StartDialect(0, d)
 	require.NoError(t, err)
+	ch.Proxy.SetFinalizedDepth(required-1, false)
 	t.Cleanup(func() { _ = ch.Close() })
 	token, err := ch.Deploy(context.Background(), decimals)
 	require.NoError(t, err)
@@ -61,12 +77,13 @@ func chainSettings(network, rpc string, token common.Address, decimals int) map[
 		"CONFIRMATIONS":                         fmt.Sprintf("bep20=%d,trc20=%d", required, required),
 		"CHAIN_POLL_INTERVAL":                   "50ms",
 		"JOB_POLL_INTERVAL":                     "50ms",
+		"CHAIN_ID_BEP20":                        "1337",
 	}
 }
 
 func newRig(t *testing.T, db testdb.Database, network string, decimals uint8, extra map[string]string) *rig {
 	t.Helper()
-	ch, token := newChain(t, decimals)
+	ch, token := newChainIn(t, dialectOf(network), decimals)
 	settings := chainSettings(network, ch.URL, token, int(decimals))
 	for k, v := range extra {
 		settings[k] = v
@@ -76,6 +93,12 @@ func newRig(t *testing.T, db testdb.Database, network string, decimals uint8, ex
 
 func rigOn(t *testing.T, db testdb.Database, ch *devnet.Chain, token common.Address, network string, decimals uint8, settings map[string]string) *rig {
 	t.Helper()
+	idKey := "CHAIN_ID_" + strings.ToUpper(network)
+	if _, ok := settings[idKey]; !ok {
+		id, err := ch.ChainID(context.Background())
+		require.NoError(t, err)
+		settings[idKey] = id
+	}
 	env := apitest.Start(t, db, settings)
 	return &rig{t: t, chain: ch, network: network, decimals: int(decimals), token: token, env: env, c: env.Client(t, env.NewPartner(t))}
 }
@@ -165,8 +188,14 @@ func (r *rig) scanned() {
 
 func (r *rig) transfers(unmatchedOnly bool) []lifecycle.ChainTransfer {
 	r.t.Helper()
-	out, err := r.env.Store.ChainTransfers(context.Background(), unmatchedOnly, 1000)
+	all, err := r.env.Store.ChainTransfers(context.Background(), unmatchedOnly, 100000)
 	require.NoError(r.t, err)
+	var out []lifecycle.ChainTransfer
+	for _, x := range all {
+		if x.Network == r.network {
+			out = append(out, x)
+		}
+	}
 	return out
 }
 

@@ -1,8 +1,18 @@
 // Package scanner is the deposit watcher of one network: it follows the chain's
-// head through go-ethereum's ethclient (eth_blockNumber, eth_getLogs,
+// head through the node's JSON-RPC (package chain/rpc: eth_blockNumber, eth_getLogs,
 // eth_getBlockByNumber), hands the Transfer logs of the configured token to deposit
 // addresses to a Sink in bounded batches, raises confirmations, and re-checks that a
-// deposit's block is still canonical before it confirms.
+// deposit's block is still canonical before it confirms. Where the node answers
+// the "finalized" block tag, a deposit also waits until its block is final.
+//
+// # Sizing eth_getLogs
+//
+// Providers cap a request's block range (often 5,000) and its results (10,000
+// logs), and USDT carries 50–90 transfers a block. Each request's span is sized
+// from the density the previous one returned, aiming at half the result cap; a
+// range or result refusal teaches the cap (from the node's message when it names
+// it) and the request is retried at once at a size that fits. Rate limits are
+// never read as a cap: the scanner backs off, honouring Retry-After.
 //
 // # One scanner per network
 //
@@ -24,21 +34,25 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
-	"strings"
 	"time"
 
-	"github.com/ethereum/go-ethereum"
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/core/types"
 
 	"partnerd/internal/chain"
+	"partnerd/internal/chain/rpc"
 )
 
-// Client is the part of ethclient.Client the scanner uses.
+// Client is the node as the scanner reads it (rpc.Client): blocks and logs as the
+// node reports them, its hashes trusted, never recomputed.
 type Client interface {
+	ChainID(ctx context.Context) (*big.Int, error)
 	BlockNumber(ctx context.Context) (uint64, error)
-	FilterLogs(ctx context.Context, q ethereum.FilterQuery) ([]types.Log, error)
-	HeaderByNumber(ctx context.Context, number *big.Int) (*types.Header, error)
+	// BlockByNumber returns nil when the node has no such block.
+	BlockByNumber(ctx context.Context, number uint64) (*rpc.Block, error)
+	// Finalized returns the node's finalized block; an error of kind
+	// rpc.KindUnsupported means the node has none.
+	Finalized(ctx context.Context) (*rpc.Block, error)
+	Logs(ctx context.Context, from, to uint64, contracts []common.Address, topic common.Hash) ([]rpc.Log, error)
 }
 
 // Sink records what the scanner finds (the deposits service).
@@ -49,13 +63,15 @@ type Sink interface {
 	Watching(ctx context.Context, network string, addrs []string) (map[string]bool, error)
 	// Record stores the batch's transfers and moves the cursor from prev (nil: none
 	// yet) to next, in one database transaction. It fails, recording nothing, when
-	// the cursor is no longer prev. It returns how many transfers were unmatched.
+	// the cursor is no longer prev.
 	Record(ctx context.Context, network string, prev *chain.Cursor, next chain.Cursor, transfers []chain.Transfer) error
 	// Pending returns the network's detected deposits that are not final.
 	Pending(ctx context.Context, network string) ([]chain.Pending, error)
 	// Confirm records that p now has confirmations confirmations (its block was just
-	// checked to be canonical); at the network's requirement it confirms.
-	Confirm(ctx context.Context, p chain.Pending, confirmations int) error
+	// checked to be canonical); at the network's requirement, and once final (its
+	// block at or below the node's finalized block, where the node has one), it
+	// confirms.
+	Confirm(ctx context.Context, p chain.Pending, confirmations int, final bool) error
 	// Drop undoes p: its block is no longer canonical.
 	Drop(ctx context.Context, p chain.Pending) error
 }
@@ -78,7 +94,9 @@ type Locker interface {
 type Metrics interface {
 	ChainHead(network string, block uint64)
 	ChainScanned(network string, block uint64)
-	ChainRPCError(network string)
+	ChainFinalized(network string, block uint64)
+	// ChainRPCError counts a failed call by its kind (rpc.Kind*).
+	ChainRPCError(network, kind string)
 }
 
 // Config configures one network's scanner.
@@ -90,15 +108,32 @@ type Config struct {
 	// Confirmations unless StartBlock is set.
 	Confirmations int
 	StartBlock    *uint64
+	// ChainID is the chain id the node must report (CHAIN_ID_<NETWORK>); nil: not checked.
+	ChainID *big.Int
 	// PollInterval is the wait between polls once caught up (CHAIN_POLL_INTERVAL).
 	PollInterval time.Duration
-	// MaxBatch bounds the blocks of one eth_getLogs (default 500).
-	MaxBatch uint64
+	// MaxSpan bounds the new blocks of one eth_getLogs (default 4999: with the
+	// cursor's block, 5,000 blocks, a common provider cap); a node's range refusal
+	// lowers it.
+	MaxSpan uint64
+	// FirstSpan is the span of the first request, before any density is known
+	// (default 100: 8,000 logs at 80 transfers a block, under a 10,000 cap).
+	FirstSpan uint64
+	// TargetLogs is the logs one eth_getLogs aims at (default 5000, half the common
+	// 10,000 cap); a node's result refusal naming its cap sets it to half of that.
+	TargetLogs int
 	// MaxBackoff caps the wait after RPC errors (default 1 minute).
 	MaxBackoff time.Duration
 	// LagWarning is the lag in blocks beyond which a warning is logged (default 300).
 	LagWarning uint64
 }
+
+// Finality rules, as the start-up log names them.
+const (
+	finalityUnknown = iota
+	finalityTag
+	finalityNone
+)
 
 // Scanner watches one network.
 type Scanner struct {
@@ -108,14 +143,31 @@ type Scanner struct {
 	locker  Locker
 	metrics Metrics
 	log     *slog.Logger
-	batch   uint64
 	byAddr  map[common.Address]chain.Token
+
+	// span is the next eth_getLogs' block count; density the logs per block the
+	// last one returned (−1: unknown).
+	span     uint64
+	maxSpan  uint64
+	target   int
+	density  float64
+	finality int
+	idOK     bool
+	// finalAt is when the finalized block was last read (the metric is refreshed
+	// at least once a minute).
+	finalAt time.Time
 }
 
 // New returns a scanner of cfg.Network.
 func New(cfg Config, client Client, sink Sink, locker Locker, m Metrics, log *slog.Logger) *Scanner {
-	if cfg.MaxBatch == 0 {
-		cfg.MaxBatch = 500
+	if cfg.MaxSpan == 0 {
+		cfg.MaxSpan = 4999
+	}
+	if cfg.FirstSpan == 0 {
+		cfg.FirstSpan = 100
+	}
+	if cfg.TargetLogs <= 0 {
+		cfg.TargetLogs = 5000
 	}
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = time.Minute
@@ -131,11 +183,28 @@ func New(cfg Config, client Client, sink Sink, locker Locker, m Metrics, log *sl
 		by[t.Contract] = t
 	}
 	return &Scanner{cfg: cfg, client: client, sink: sink, locker: locker, metrics: m,
-		log: log.With("network", cfg.Network), batch: cfg.MaxBatch, byAddr: by}
+		log: log.With("network", cfg.Network), byAddr: by,
+		span: min(cfg.FirstSpan, cfg.MaxSpan), maxSpan: cfg.MaxSpan, target: cfg.TargetLogs, density: -1}
+}
+
+// ErrChainID is a node reporting another chain than CHAIN_ID_<NETWORK>.
+var ErrChainID = errors.New("the node reports another chain id")
+
+// CheckChainID compares the node's eth_chainId with the configured one.
+func CheckChainID(ctx context.Context, c Client, want *big.Int) error {
+	got, err := c.ChainID(ctx)
+	if err != nil {
+		return err
+	}
+	if got.Cmp(want) != 0 {
+		return fmt.Errorf("%w: %s (0x%x), want %s (0x%x)", ErrChainID, got, got, want, want)
+	}
+	return nil
 }
 
 // Run scans until ctx is done. It never returns an error: RPC and database
-// failures are logged, counted and retried with a growing backoff.
+// failures are logged, counted and retried with a growing backoff. It stops (with
+// an error logged) only when the node reports another chain id.
 func (s *Scanner) Run(ctx context.Context) {
 	var lock Lock
 	defer func() {
@@ -162,17 +231,40 @@ func (s *Scanner) Run(ctx context.Context) {
 				continue
 			}
 			lock = l
-			s.log.Info("chain scanner started", "confirmations", s.cfg.Confirmations)
+			s.start(ctx)
 		}
-		more, err := s.Poll(ctx)
+		err := s.checkChain(ctx)
+		if errors.Is(err, ErrChainID) {
+			s.log.Error("deposit watcher stopped: CHAIN_ID_"+upper(s.cfg.Network)+" does not match the node", "error", err.Error())
+			return
+		}
+		more := false
+		if err == nil {
+			more, err = s.Poll(ctx)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			s.metrics.ChainRPCError(s.cfg.Network)
-			s.log.Warn("chain scan failed; retrying", "error", err.Error(), "retry_in", backoff.String())
-			sleep(ctx, backoff)
-			backoff = min(backoff*2, s.cfg.MaxBackoff)
+			kind := rpc.KindOf(err)
+			if kind != "" {
+				s.metrics.ChainRPCError(s.cfg.Network, kind)
+			}
+			wait := backoff
+			if ra := rpc.RetryAfterOf(err); ra > 0 {
+				wait = max(ra, s.cfg.PollInterval)
+			}
+			switch kind {
+			case rpc.KindRateLimit:
+				wait = max(wait, time.Second)
+				s.log.Warn("chain node rate-limits the watcher; backing off", "error", err.Error(), "retry_in", wait.String())
+			case rpc.KindRefused:
+				s.log.Error("chain node refuses a method the watcher needs (a provider with eth_getLogs is required)", "error", err.Error(), "retry_in", wait.String())
+			default:
+				s.log.Warn("chain scan failed; retrying", "error", err.Error(), "retry_in", wait.String())
+			}
+			sleep(ctx, wait)
+			backoff = min(max(backoff, wait)*2, s.cfg.MaxBackoff)
 			continue
 		}
 		backoff = s.cfg.PollInterval
@@ -180,6 +272,64 @@ func (s *Scanner) Run(ctx context.Context) {
 			sleep(ctx, s.cfg.PollInterval)
 		}
 	}
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}
+
+// checkChain checks the chain id once per scanner (a node unreachable at start-up
+// is checked when it answers).
+func (s *Scanner) checkChain(ctx context.Context) error {
+	if s.idOK || s.cfg.ChainID == nil {
+		return nil
+	}
+	if err := CheckChainID(ctx, s.client, s.cfg.ChainID); err != nil {
+		return err
+	}
+	s.idOK = true
+	return nil
+}
+
+// start logs the scanner's rules once it holds the lock: which finality rule the
+// node allows is found by asking it for its finalized block.
+func (s *Scanner) start(ctx context.Context) {
+	if s.finality == finalityUnknown {
+		s.readFinalized(ctx)
+	}
+	rule := "confirmations and the node's finalized block"
+	switch s.finality {
+	case finalityNone:
+		rule = "confirmations only (the node does not answer the finalized block tag)"
+	case finalityUnknown:
+		rule = "confirmations and the node's finalized block, if it answers the tag (not reachable yet)"
+	}
+	s.log.Info("chain scanner started", "confirmations", s.cfg.Confirmations, "finality", rule)
+}
+
+// readFinalized asks for the finalized block; nil when the node has none (or failed).
+func (s *Scanner) readFinalized(ctx context.Context) (*rpc.Block, error) {
+	b, err := s.client.Finalized(ctx)
+	if err != nil {
+		if rpc.KindOf(err) == rpc.KindUnsupported {
+			if s.finality != finalityNone {
+				s.log.Warn("the node does not answer the finalized block tag; deposits confirm by confirmations only", "error", err.Error())
+			}
+			s.finality = finalityNone
+			return nil, nil
+		}
+		return nil, err
+	}
+	s.finality = finalityTag
+	s.finalAt = time.Now()
+	s.metrics.ChainFinalized(s.cfg.Network, b.Number)
+	return b, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -196,27 +346,17 @@ func sleep(ctx context.Context, d time.Duration) {
 func (s *Scanner) Poll(ctx context.Context) (more bool, err error) {
 	head, err := s.client.BlockNumber(ctx)
 	if err != nil {
-		return false, fmt.Errorf("eth_blockNumber: %w", err)
+		return false, err
 	}
 	s.metrics.ChainHead(s.cfg.Network, head)
 	cur, err := s.sink.Cursor(ctx, s.cfg.Network)
 	if err != nil {
 		return false, err
 	}
-	// Is the cursor's block still canonical? Block hashes chain, so if it is, so is
-	// every block below it, and the pending deposits there need no check of their own.
-	intact := false
-	if cur != nil {
-		hdr, err := s.client.HeaderByNumber(ctx, new(big.Int).SetUint64(cur.Block))
-		if err != nil && !errors.Is(err, ethereum.NotFound) {
-			return false, fmt.Errorf("header %d: %w", cur.Block, err)
-		}
-		intact = hdr != nil && hdr.Hash() == cur.Hash
-	}
-	if err := s.settle(ctx, head, cur, intact); err != nil {
-		return false, err
-	}
 	if cur == nil {
+		if err := s.settle(ctx, head, nil, false); err != nil {
+			return false, err
+		}
 		start := uint64(0)
 		switch {
 		case s.cfg.StartBlock != nil:
@@ -228,16 +368,44 @@ func (s *Scanner) Poll(ctx context.Context) (more bool, err error) {
 			// Nothing before genesis: begin with block 0 itself.
 			return s.scan(ctx, nil, 0, head)
 		}
-		hdr, err := s.client.HeaderByNumber(ctx, new(big.Int).SetUint64(start-1))
+		b, err := s.block(ctx, start-1)
 		if err != nil {
-			return false, fmt.Errorf("header %d: %w", start-1, err)
+			return false, err
 		}
-		first := chain.Cursor{Block: start - 1, Hash: hdr.Hash()}
+		first := chain.Cursor{Block: start - 1, Hash: b.Hash}
 		if err := s.sink.Record(ctx, s.cfg.Network, nil, first, nil); err != nil {
 			return false, err
 		}
 		s.log.Info("chain scanner cursor set", "start_block", start)
 		return true, nil
+	}
+	var logs []rpc.Log
+	to := cur.Block
+	if cur.Block < head {
+		// The request overlaps the cursor's block: at mainnet density its logs carry
+		// the block's hash, so the cursor is re-checked without a call of its own.
+		if logs, to, err = s.logs(ctx, cur.Block+1, head, true); err != nil {
+			return false, err
+		}
+	}
+	// Is the cursor's block still canonical? Block hashes chain, so if it is, so is
+	// every block below it, and the pending deposits there need no check of their own.
+	intact, known := false, false
+	for _, lg := range logs {
+		if lg.BlockNumber == cur.Block {
+			intact, known = lg.BlockHash == cur.Hash, true
+			break
+		}
+	}
+	if !known {
+		b, err := s.client.BlockByNumber(ctx, cur.Block)
+		if err != nil {
+			return false, err
+		}
+		intact = b != nil && b.Hash == cur.Hash
+	}
+	if err := s.settle(ctx, head, cur, intact); err != nil {
+		return false, err
 	}
 	if !intact {
 		// Reorganised at or below the cursor: rescan from an ancestor still
@@ -259,7 +427,19 @@ func (s *Scanner) Poll(ctx context.Context) (more bool, err error) {
 	if lag := head - cur.Block; lag > s.cfg.LagWarning {
 		s.log.Warn("chain scanner is behind", "lag_blocks", lag, "head", head, "scanned", cur.Block)
 	}
-	return s.scan(ctx, cur, cur.Block+1, head)
+	return s.record(ctx, cur, logs, cur.Block+1, to, head)
+}
+
+// block reads block n, which must exist.
+func (s *Scanner) block(ctx context.Context, n uint64) (*rpc.Block, error) {
+	b, err := s.client.BlockByNumber(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return nil, fmt.Errorf("block %d: the node has no such block", n)
+	}
+	return b, nil
 }
 
 // rewind finds the newest ancestor of the cursor at most one reorg depth back
@@ -273,55 +453,107 @@ func (s *Scanner) rewind(ctx context.Context, cur *chain.Cursor, head uint64) (c
 	} else {
 		to = 0
 	}
-	hdr, err := s.client.HeaderByNumber(ctx, new(big.Int).SetUint64(to))
+	b, err := s.block(ctx, to)
 	if err != nil {
-		return chain.Cursor{}, fmt.Errorf("header %d: %w", to, err)
+		return chain.Cursor{}, err
 	}
-	return chain.Cursor{Block: to, Hash: hdr.Hash()}, nil
+	return chain.Cursor{Block: to, Hash: b.Hash}, nil
 }
 
-// scan reads the logs of blocks from..min(head, from+batch−1) and records them with
-// the new cursor. A provider's range error halves the batch and retries at once.
-func (s *Scanner) scan(ctx context.Context, cur *chain.Cursor, from, head uint64) (bool, error) {
-	for {
-		to := min(head, from+s.batch-1)
-		logs, err := s.client.FilterLogs(ctx, ethereum.FilterQuery{
-			FromBlock: new(big.Int).SetUint64(from), ToBlock: new(big.Int).SetUint64(to),
-			Addresses: s.contracts(), Topics: [][]common.Hash{{chain.TransferTopic}},
-		})
-		if err != nil {
-			if rangeError(err) && s.batch > 1 {
-				s.batch = max(1, s.batch/2)
-				s.log.Info("log range refused; smaller batches", "batch", s.batch, "error", err.Error())
-				continue
-			}
-			return false, fmt.Errorf("eth_getLogs %d-%d: %w", from, to, err)
-		}
-		// The batch's last header is read before the deposits' own headers are
-		// compared with their logs: a reorganisation before this read makes that
-		// comparison fail (and the batch is retried), one after it leaves the cursor
-		// on the old branch too, which the next poll notices. So the recorded
-		// cursor never vouches for a deposit on another branch.
-		end, err := s.client.HeaderByNumber(ctx, new(big.Int).SetUint64(to))
-		if err != nil {
-			return false, fmt.Errorf("header %d: %w", to, err)
-		}
-		transfers, err := s.transfers(ctx, logs)
-		if err != nil {
-			return false, err
-		}
-		for i := range transfers {
-			transfers[i].Confirmations = int(head - transfers[i].Block + 1)
-		}
-		if err := s.sink.Record(ctx, s.cfg.Network, cur, chain.Cursor{Block: to, Hash: end.Hash()}, transfers); err != nil {
-			return false, err
-		}
-		s.metrics.ChainScanned(s.cfg.Network, to)
-		if s.batch < s.cfg.MaxBatch {
-			s.batch = min(s.cfg.MaxBatch, s.batch*2)
-		}
-		return to < head, nil
+// logs reads the token's Transfer logs of the blocks first..to, to at most head
+// and the span sized to fit the provider's caps; with overlap the request also
+// covers block first−1 (the cursor's block, re-checked by its logs' hash). A range
+// or result refusal teaches the cap and the request is retried at once; any other
+// failure is returned.
+func (s *Scanner) logs(ctx context.Context, first, head uint64, overlap bool) ([]rpc.Log, uint64, error) {
+	from := first
+	if overlap {
+		from--
 	}
+	for {
+		to := min(head, first+s.span-1)
+		logs, err := s.client.Logs(ctx, from, to, s.contracts(), chain.TransferTopic)
+		switch kind := rpc.KindOf(err); {
+		case err == nil:
+			n := 0
+			for _, lg := range logs {
+				if lg.BlockNumber >= first {
+					n++
+				}
+			}
+			s.fit(n, to-first+1)
+			return logs, to, nil
+		case kind == rpc.KindRange && s.span > 1:
+			s.metrics.ChainRPCError(s.cfg.Network, kind)
+			// A cap of L blocks admits L blocks (BNB Smart Chain's providers) or
+			// to − from = L (java-tron): L − 1 new blocks after the overlap fit both.
+			limit := rpc.LimitOf(err)
+			if limit < 2 || limit-1 >= s.span {
+				limit = s.span/2 + 1
+			}
+			s.maxSpan = max(1, limit-1)
+			s.span = min(s.span, s.maxSpan)
+			s.log.Info("the node caps eth_getLogs' block range; smaller requests", "max_span", s.maxSpan, "error", err.Error())
+		case kind == rpc.KindResults && s.span > 1:
+			s.metrics.ChainRPCError(s.cfg.Network, kind)
+			if limit := rpc.LimitOf(err); limit > 1 {
+				s.target = max(1, int(limit/2))
+			}
+			// The density is unknown past "more than the cap": measure it on one block.
+			s.span = 1
+			s.log.Info("the node caps eth_getLogs' results; smaller requests", "target_logs", s.target, "error", err.Error())
+		default:
+			return nil, 0, err
+		}
+	}
+}
+
+// fit sizes the next request from the density n logs over blocks blocks showed:
+// the target's worth of blocks at that density, the span growing at most twofold
+// a request (so one quiet block does not launch a huge request into a busy
+// stretch). A caught-up poll covering fewer blocks leaves the span as it is.
+func (s *Scanner) fit(n int, blocks uint64) {
+	s.density = float64(n) / float64(blocks)
+	span := s.maxSpan
+	if s.density > 0 {
+		span = uint64(float64(s.target) / s.density)
+	}
+	s.span = min(max(span, 1), s.maxSpan, s.span*2)
+}
+
+// record turns the logs of blocks from..to into transfers and records them with
+// the new cursor.
+func (s *Scanner) record(ctx context.Context, cur *chain.Cursor, logs []rpc.Log, from, to, head uint64) (bool, error) {
+	// The batch's last block is read after its logs, and before the deposits' own
+	// blocks are compared with their logs: a reorganisation before this read makes
+	// that comparison fail (and the batch is retried), one after it leaves the
+	// cursor on the old branch too, which the next poll notices. So the recorded
+	// cursor never vouches for a deposit on another branch.
+	end, err := s.block(ctx, to)
+	if err != nil {
+		return false, err
+	}
+	transfers, err := s.transfers(ctx, logs, from, end)
+	if err != nil {
+		return false, err
+	}
+	for i := range transfers {
+		transfers[i].Confirmations = int(head - transfers[i].Block + 1)
+	}
+	if err := s.sink.Record(ctx, s.cfg.Network, cur, chain.Cursor{Block: to, Hash: end.Hash}, transfers); err != nil {
+		return false, err
+	}
+	s.metrics.ChainScanned(s.cfg.Network, to)
+	return to < head, nil
+}
+
+// scan reads and records from..min(head, from+span−1) (a first start at genesis).
+func (s *Scanner) scan(ctx context.Context, cur *chain.Cursor, from, head uint64) (bool, error) {
+	logs, to, err := s.logs(ctx, from, head, false)
+	if err != nil {
+		return false, err
+	}
+	return s.record(ctx, cur, logs, from, to, head)
 }
 
 func (s *Scanner) contracts() []common.Address {
@@ -332,27 +564,16 @@ func (s *Scanner) contracts() []common.Address {
 	return out
 }
 
-// rangeError reports whether a provider refused eth_getLogs for its block range or
-// result size (the wording differs by provider).
-func rangeError(err error) bool {
-	m := strings.ToLower(err.Error())
-	for _, w := range []string{"range", "too many", "limit", "exceed", "too large", "query returned more than"} {
-		if strings.Contains(m, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// transfers turns logs into transfers to our deposit addresses; logs of other
-// contracts, malformed logs, amounts that round to zero and transfers to other
-// addresses are ignored.
-func (s *Scanner) transfers(ctx context.Context, logs []types.Log) ([]chain.Transfer, error) {
+// transfers turns logs of blocks from..end into transfers to our deposit
+// addresses; logs of other contracts or blocks, malformed logs, amounts that round
+// to zero and transfers to other addresses are ignored.
+func (s *Scanner) transfers(ctx context.Context, logs []rpc.Log, from uint64, end *rpc.Block) ([]chain.Transfer, error) {
 	var cands []chain.Transfer
 	var addrs []string
 	for _, lg := range logs {
 		tok, ok := s.byAddr[lg.Address]
-		if !ok || lg.Removed || len(lg.Topics) != 3 || lg.Topics[0] != chain.TransferTopic || len(lg.Data) != 32 {
+		if !ok || lg.Removed || lg.BlockNumber < from || lg.BlockNumber > end.Number ||
+			len(lg.Topics) != 3 || lg.Topics[0] != chain.TransferTopic || len(lg.Data) != 32 {
 			continue
 		}
 		to := common.BytesToAddress(lg.Topics[2].Bytes())
@@ -379,48 +600,58 @@ func (s *Scanner) transfers(ctx context.Context, logs []types.Log) ([]chain.Tran
 		return nil, err
 	}
 	var out []chain.Transfer
-	times := map[uint64]*types.Header{}
+	blocks := map[uint64]*rpc.Block{end.Number: end}
 	for _, t := range cands {
 		if !watched[t.ToAddress] {
 			continue
 		}
-		hdr, ok := times[t.Block]
+		b, ok := blocks[t.Block]
 		if !ok {
-			if hdr, err = s.client.HeaderByNumber(ctx, new(big.Int).SetUint64(t.Block)); err != nil {
-				return nil, fmt.Errorf("header %d: %w", t.Block, err)
+			if b, err = s.block(ctx, t.Block); err != nil {
+				return nil, err
 			}
-			times[t.Block] = hdr
+			blocks[t.Block] = b
 		}
-		if hdr.Hash() != t.BlockHash {
+		if b.Hash != t.BlockHash {
 			return nil, fmt.Errorf("block %d changed while scanning (reorganisation); retrying", t.Block)
 		}
-		t.BlockTime = time.Unix(int64(hdr.Time), 0).UTC()
+		t.BlockTime = b.Time
 		out = append(out, t)
 	}
 	return out, nil
 }
 
 // settle re-checks every pending deposit's block against the canonical chain and
-// drops those whose block is gone; the others get head − block + 1 confirmations.
-// A deposit at or below an intact cursor is canonical (see Poll); any other is
-// checked by its own block's header.
+// drops those whose block is gone; the others get head − block + 1 confirmations,
+// and are final when their block is at or below the node's finalized block (or
+// always, on a node without the tag). A deposit at or below an intact cursor is
+// canonical (see Poll); any other is checked by its own block.
 func (s *Scanner) settle(ctx context.Context, head uint64, cur *chain.Cursor, intact bool) error {
 	pending, err := s.sink.Pending(ctx, s.cfg.Network)
 	if err != nil {
 		return err
 	}
 	hashes := map[uint64]common.Hash{}
+	var finalized *rpc.Block
+	finalRead := false
+	if s.finality != finalityNone && time.Since(s.finalAt) > time.Minute {
+		// Keep partnerd_chain_finalized_block current even while no deposit waits.
+		if finalized, err = s.readFinalized(ctx); err != nil {
+			return err
+		}
+		finalRead = true
+	}
 	for _, p := range pending {
 		canonical := intact && cur != nil && p.Block <= cur.Block
 		if !canonical {
 			h, ok := hashes[p.Block]
 			if !ok {
-				hdr, err := s.client.HeaderByNumber(ctx, new(big.Int).SetUint64(p.Block))
-				if err != nil && !errors.Is(err, ethereum.NotFound) {
-					return fmt.Errorf("header %d: %w", p.Block, err)
+				b, err := s.client.BlockByNumber(ctx, p.Block)
+				if err != nil {
+					return err
 				}
-				if hdr != nil {
-					h = hdr.Hash()
+				if b != nil {
+					h = b.Hash
 				}
 				hashes[p.Block] = h
 			}
@@ -437,10 +668,22 @@ func (s *Scanner) settle(ctx context.Context, head uint64, cur *chain.Cursor, in
 			continue
 		}
 		n := int(head - p.Block + 1)
-		if n <= p.Confirmations && n < s.cfg.Confirmations {
-			continue // nothing new, and not deep enough to confirm
+		final := true
+		if n >= s.cfg.Confirmations && s.finality != finalityNone {
+			// Deep enough: is it final? One read of the finalized block per poll, and
+			// only while a deposit waits for it.
+			if !finalRead {
+				if finalized, err = s.readFinalized(ctx); err != nil {
+					return err
+				}
+				finalRead = true
+			}
+			final = finalized == nil && s.finality == finalityNone || finalized != nil && p.Block <= finalized.Number
 		}
-		if err := s.sink.Confirm(ctx, p, n); err != nil {
+		if n <= p.Confirmations && (n < s.cfg.Confirmations || !final) {
+			continue // nothing new, and not ready to confirm
+		}
+		if err := s.sink.Confirm(ctx, p, n, final); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,384 @@
+// Package rpc is the deposit watcher's JSON-RPC client: the few Ethereum methods it
+// needs (eth_chainId, eth_blockNumber, eth_getBlockByNumber, eth_getLogs), read as
+// the node answers them rather than as go-ethereum's types expect.
+//
+// Real nodes are not geth. java-tron's /jsonrpc reports blocks with stateRoot "0x"
+// and a block hash that is Tron's BlockId (8-byte block number ‖ 24 bytes of a
+// sha256 of the raw header), so a header decoded into types.Header fails and a hash
+// recomputed locally never matches. The client therefore decodes only number, hash,
+// parentHash and timestamp, leniently, and the watcher compares the hash the node
+// reports. Providers cap eth_getLogs, rate-limit and sometimes hang: every call has
+// a timeout, and failures come back as an *Error whose Kind says what happened
+// (see errors.go), so the scanner can size requests and back off.
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+)
+
+// Block is what the watcher needs of a block, as the node reports it.
+type Block struct {
+	Number     uint64
+	Hash       common.Hash
+	ParentHash common.Hash
+	Time       time.Time
+}
+
+// Log is one event log, as the node reports it.
+type Log struct {
+	Address     common.Address
+	Topics      []common.Hash
+	Data        []byte
+	BlockNumber uint64
+	BlockHash   common.Hash
+	TxHash      common.Hash
+	Index       uint
+	Removed     bool
+}
+
+// Options configure a Client.
+type Options struct {
+	// Headers are sent with every call (CHAIN_RPC_HEADERS_<NETWORK>, e.g. an API key).
+	Headers http.Header
+	// Timeout bounds every call (CHAIN_RPC_TIMEOUT; default 10s).
+	Timeout time.Duration
+	// HTTP is the transport (default: a client of its own).
+	HTTP *http.Client
+}
+
+// Client calls one node over HTTP.
+type Client struct {
+	url     string
+	dialect Dialect
+	opts    Options
+	http    *http.Client
+	id      atomic.Uint64
+}
+
+// New returns a client of the node at url (http or https) speaking dialect.
+func New(endpoint string, dialect Dialect, opts Options) (*Client, error) {
+	if !strings.HasPrefix(endpoint, "http://") && !strings.HasPrefix(endpoint, "https://") {
+		return nil, errors.New("the watcher speaks JSON-RPC over http(s)")
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	hc := opts.HTTP
+	if hc == nil {
+		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}}
+	}
+	return &Client{url: endpoint, dialect: dialect, opts: opts, http: hc}, nil
+}
+
+// Dialect returns the client's dialect.
+func (c *Client) Dialect() Dialect { return c.dialect }
+
+// Close releases idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+type request struct {
+	JSONRPC string `json:"jsonrpc"`
+	ID      uint64 `json:"id"`
+	Method  string `json:"method"`
+	Params  []any  `json:"params"`
+}
+
+type response struct {
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+// call runs method and decodes its result into out (left untouched on null).
+func (c *Client) call(ctx context.Context, out any, method string, params ...any) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	if params == nil {
+		params = []any{}
+	}
+	body, err := json.Marshal(request{JSONRPC: "2.0", ID: c.id.Add(1), Method: method, Params: params})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, vs := range c.opts.Headers {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return &Error{Kind: KindTimeout, Method: method, Message: fmt.Sprintf("no answer within %s", c.opts.Timeout)}
+		}
+		// Without the URL: providers put keys in it.
+		msg := err.Error()
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			msg = ue.Err.Error()
+		}
+		return &Error{Kind: KindTransport, Method: method, Message: msg}
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, 256<<20))
+	if err != nil {
+		if ctx.Err() != nil {
+			return &Error{Kind: KindTimeout, Method: method, Message: fmt.Sprintf("no complete answer within %s", c.opts.Timeout)}
+		}
+		return &Error{Kind: KindTransport, Method: method, Message: err.Error()}
+	}
+	if res.StatusCode != http.StatusOK {
+		e := &Error{Kind: KindHTTP, Method: method, Status: res.StatusCode, Message: snippet(raw)}
+		if res.StatusCode == http.StatusTooManyRequests {
+			e.Kind = KindRateLimit
+		}
+		e.RetryAfter = retryAfter(res.Header.Get("Retry-After"))
+		// Some providers answer a JSON-RPC error with a non-200 status: classify it too.
+		var r response
+		if json.Unmarshal(raw, &r) == nil && r.Error != nil {
+			e.Code, e.Message = r.Error.Code, r.Error.Message
+			if e.Kind != KindRateLimit {
+				e.Kind = c.dialect.classify(method, r.Error.Code, r.Error.Message)
+			}
+		}
+		return e
+	}
+	var r response
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return &Error{Kind: KindDecode, Method: method, Message: fmt.Sprintf("not a JSON-RPC answer: %s", snippet(raw))}
+	}
+	if r.Error != nil {
+		return &Error{Kind: c.dialect.classify(method, r.Error.Code, r.Error.Message), Method: method,
+			Code: r.Error.Code, Message: r.Error.Message, RetryAfter: retryAfter(res.Header.Get("Retry-After"))}
+	}
+	if len(r.Result) == 0 || string(r.Result) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(r.Result, out); err != nil {
+		return &Error{Kind: KindDecode, Method: method, Message: err.Error()}
+	}
+	return nil
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// retryAfter reads a Retry-After header (seconds or an HTTP date); 0 when absent.
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+// ChainID returns eth_chainId.
+func (c *Client) ChainID(ctx context.Context) (*big.Int, error) {
+	var s string
+	if err := c.call(ctx, &s, "eth_chainId"); err != nil {
+		return nil, err
+	}
+	v, err := ParseQuantity(s)
+	if err != nil {
+		return nil, &Error{Kind: KindDecode, Method: "eth_chainId", Message: err.Error()}
+	}
+	return v, nil
+}
+
+// BlockNumber returns eth_blockNumber, the head.
+func (c *Client) BlockNumber(ctx context.Context) (uint64, error) {
+	var s string
+	if err := c.call(ctx, &s, "eth_blockNumber"); err != nil {
+		return 0, err
+	}
+	v, err := quantity64(s)
+	if err != nil {
+		return 0, &Error{Kind: KindDecode, Method: "eth_blockNumber", Message: err.Error()}
+	}
+	return v, nil
+}
+
+// BlockByNumber returns block number as the node reports it; nil when it has no
+// such block.
+func (c *Client) BlockByNumber(ctx context.Context, number uint64) (*Block, error) {
+	return c.block(ctx, "0x"+strconv.FormatUint(number, 16))
+}
+
+// Finalized returns the node's finalized block (the "finalized" tag: BNB Smart
+// Chain's fast finality, Tron's solidified block). An error of KindUnsupported
+// means the node does not answer the tag.
+func (c *Client) Finalized(ctx context.Context) (*Block, error) {
+	b, err := c.block(ctx, "finalized")
+	var e *Error
+	if errors.As(err, &e) && (e.Kind == KindRPC || e.Kind == KindRefused) {
+		// "TAG finalized not supported", "invalid block number", …: no finality rule.
+		e.Kind = KindUnsupported
+	}
+	if err == nil && b == nil {
+		return nil, &Error{Kind: KindUnsupported, Method: "eth_getBlockByNumber", Message: "no finalized block"}
+	}
+	return b, err
+}
+
+// rawBlock holds the fields the watcher reads; the rest of whatever the node sends
+// (stateRoot "0x", Tron's extra fields) is ignored.
+type rawBlock struct {
+	Number     string `json:"number"`
+	Hash       string `json:"hash"`
+	ParentHash string `json:"parentHash"`
+	Timestamp  string `json:"timestamp"`
+}
+
+func (c *Client) block(ctx context.Context, tag string) (*Block, error) {
+	var raw *rawBlock
+	if err := c.call(ctx, &raw, "eth_getBlockByNumber", tag, false); err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, nil
+	}
+	bad := func(err error) (*Block, error) {
+		return nil, &Error{Kind: KindDecode, Method: "eth_getBlockByNumber", Message: fmt.Sprintf("block %s: %v", tag, err)}
+	}
+	n, err := quantity64(raw.Number)
+	if err != nil {
+		return bad(err)
+	}
+	h, err := hash(raw.Hash)
+	if err != nil {
+		return bad(err)
+	}
+	p, err := hash(raw.ParentHash)
+	if err != nil && n > 0 {
+		return bad(err)
+	}
+	ts, err := quantity64(raw.Timestamp)
+	if err != nil {
+		return bad(err)
+	}
+	return &Block{Number: n, Hash: h, ParentHash: p, Time: time.Unix(int64(ts), 0).UTC()}, nil
+}
+
+type rawLog struct {
+	Address     string   `json:"address"`
+	Topics      []string `json:"topics"`
+	Data        string   `json:"data"`
+	BlockNumber string   `json:"blockNumber"`
+	BlockHash   string   `json:"blockHash"`
+	TxHash      string   `json:"transactionHash"`
+	LogIndex    string   `json:"logIndex"`
+	Removed     bool     `json:"removed"`
+}
+
+// Logs returns the logs of contracts with topic 0 topic in blocks from..to.
+func (c *Client) Logs(ctx context.Context, from, to uint64, contracts []common.Address, topic common.Hash) ([]Log, error) {
+	addrs := make([]string, len(contracts))
+	for i, a := range contracts {
+		addrs[i] = c.dialect.filterAddress(a)
+	}
+	filter := map[string]any{
+		"fromBlock": "0x" + strconv.FormatUint(from, 16), "toBlock": "0x" + strconv.FormatUint(to, 16),
+		"address": addrs, "topics": [][]string{{topic.Hex()}},
+	}
+	var raw []rawLog
+	if err := c.call(ctx, &raw, "eth_getLogs", filter); err != nil {
+		return nil, err
+	}
+	out := make([]Log, 0, len(raw))
+	for _, r := range raw {
+		lg, err := c.dialect.log(r)
+		if err != nil {
+			return nil, &Error{Kind: KindDecode, Method: "eth_getLogs", Message: err.Error()}
+		}
+		out = append(out, lg)
+	}
+	return out, nil
+}
+
+// ParseQuantity reads a JSON-RPC quantity: 0x hex, or (leniently) decimal.
+func ParseQuantity(s string) (*big.Int, error) {
+	s = strings.TrimSpace(s)
+	v, ok := new(big.Int), false
+	if h, isHex := strings.CutPrefix(strings.ToLower(s), "0x"); isHex {
+		if h == "" {
+			return big.NewInt(0), nil
+		}
+		v, ok = v.SetString(h, 16)
+	} else {
+		v, ok = v.SetString(s, 10)
+	}
+	if !ok || v.Sign() < 0 {
+		return nil, fmt.Errorf("%q is not a quantity", s)
+	}
+	return v, nil
+}
+
+func quantity64(s string) (uint64, error) {
+	v, err := ParseQuantity(s)
+	if err != nil {
+		return 0, err
+	}
+	if !v.IsUint64() {
+		return 0, fmt.Errorf("%q is out of range", s)
+	}
+	return v.Uint64(), nil
+}
+
+// hash reads 32 bytes of hex (0x optional).
+func hash(s string) (common.Hash, error) {
+	h := strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
+	if len(h) != 64 {
+		return common.Hash{}, fmt.Errorf("%q is not a 32-byte hash", s)
+	}
+	var out common.Hash
+	if _, err := hexDecode(out[:], h); err != nil {
+		return common.Hash{}, fmt.Errorf("%q is not a 32-byte hash", s)
+	}
+	return out, nil
+}
+
+func hexBytes(s string) ([]byte, error) {
+	h := strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
+	if len(h)%2 == 1 {
+		h = "0" + h
+	}
+	out := make([]byte, len(h)/2)
+	if _, err := hexDecode(out, h); err != nil {
+		return nil, fmt.Errorf("%q is not hex", s)
+	}
+	return out, nil
+}
+
+func hexDecode(dst []byte, s string) (int, error) { return hex.Decode(dst, []byte(s)) }
