@@ -325,13 +325,13 @@ func (tx *Tx) AppendEvent(ctx context.Context, e *lifecycle.Event) error {
 
 // TransactionByID returns partnerID's transaction id with its deposit, or apperr NotFound.
 func (s *Store) TransactionByID(ctx context.Context, partnerID, id uuid.UUID) (*lifecycle.Transaction, error) {
-	return loadTransaction(s.read(ctx), "t.id = ? AND t.partner_id = ?", id, partnerID)
+	return loadTransaction(s.read(ctx), false, "t.id = ? AND t.partner_id = ?", id, partnerID)
 }
 
 // TransactionByReference returns partnerID's transaction whose folded reference is
 // referenceKey, with its deposit, or apperr NotFound.
 func (s *Store) TransactionByReference(ctx context.Context, partnerID uuid.UUID, referenceKey string) (*lifecycle.Transaction, error) {
-	return loadTransaction(s.read(ctx), "t.partner_id = ? AND t.reference_key = ?", partnerID, referenceKey)
+	return loadTransaction(s.read(ctx), false, "t.partner_id = ? AND t.reference_key = ?", partnerID, referenceKey)
 }
 
 // TransactionForUpdate returns transaction id of any partner with its deposit, as
@@ -345,11 +345,7 @@ func (s *Store) TransactionByReference(ctx context.Context, partnerID uuid.UUID,
 // SQLite the one writer serialises the units of work already. UpdateTransaction
 // stays conditional on the version read here as a second guard.
 func (tx *Tx) TransactionForUpdate(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error) {
-	db := tx.db.WithContext(ctx)
-	if tx.s.dialect == Postgres {
-		db = db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: "t"}})
-	}
-	return loadTransaction(db, "t.id = ?", id)
+	return loadTransaction(tx.db.WithContext(ctx), tx.s.dialect == Postgres, "t.id = ?", id)
 }
 
 // transactionWithDeposit is a transaction row with its deposit's columns (all
@@ -371,10 +367,16 @@ const transactionWithDepositColumns = `t.*, d.deposit_id AS dep_deposit_id, d.st
 	d.chain_hash AS dep_chain_hash, d.amount AS dep_amount, d.received_at AS dep_received_at,
 	d.confirmed_at AS dep_confirmed_at`
 
-// loadTransaction reads one transaction and its deposit in a single query.
-func loadTransaction(db *gorm.DB, where string, args ...any) (*lifecycle.Transaction, error) {
+// loadTransaction reads one transaction and its deposit in a single query (and the
+// deposit's transfers in a second); lock takes the transaction's row lock (FOR
+// UPDATE OF t, PostgreSQL only) with the first.
+func loadTransaction(db *gorm.DB, lock bool, where string, args ...any) (*lifecycle.Transaction, error) {
 	var row transactionWithDeposit
-	err := db.Table("transactions AS t").Select(transactionWithDepositColumns).
+	q := db
+	if lock {
+		q = db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: "t"}})
+	}
+	err := q.Table("transactions AS t").Select(transactionWithDepositColumns).
 		Joins("LEFT JOIN deposits d ON d.transaction_id = t.id").Where(where, args...).Take(&row).Error
 	if err != nil {
 		return nil, notFound(err, "transaction")
@@ -545,7 +547,7 @@ func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q tra
 // Transaction returns transaction id of any partner with its deposit (the
 // operator API's view), or apperr NotFound.
 func (s *Store) Transaction(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error) {
-	return loadTransaction(s.read(ctx), "t.id = ?", id)
+	return loadTransaction(s.read(ctx), false, "t.id = ?", id)
 }
 
 // IssuedAddress is one deposit address the service handed out: its derivation
