@@ -58,6 +58,7 @@ func start(t *testing.T, db testdb.Database, extra map[string]string) *env {
 	require.NoError(t, err)
 	settings := map[string]string{
 		"CHAIN_RPC_BEP20":        ch.URL,
+		"CHAIN_ID_BEP20":         "1337", // the simulated node's
 		"TOKEN_CONTRACTS":        fmt.Sprintf("usdt:%s=%s/%d", network, chain.FormatAddress(network, token), decimals),
 		"CONFIRMATIONS":          fmt.Sprintf("bep20=%d,trc20=%d", required, required),
 		"CHAIN_POLL_INTERVAL":    "50ms",
