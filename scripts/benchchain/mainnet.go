@@ -110,17 +110,20 @@ func mainnet(ctx context.Context, dbURL string, p mainnetParams) error {
 	srv.stop()
 
 	// 2. Backlog catch-up, both networks at once (one scanner each).
+	paid := 0
 	for i, n := range nets {
 		var pay []client.Transaction
 		for j := i; j < len(issued) && len(pay) < p.deposits; j += 2 {
 			pay = append(pay, issued[j])
 		}
 		t := time.Now()
-		if err := fill(ctx, n, p.blocks, p.density, pay); err != nil {
+		made, err := fill(ctx, n, p.blocks, p.density, pay)
+		if err != nil {
 			return err
 		}
+		paid += made
 		fmt.Printf("%s backlog: %d blocks × %d transfers to addresses never issued, %d deposits, mined in %s\n",
-			n.name, p.blocks, p.density, len(pay), time.Since(t).Round(time.Millisecond))
+			n.name, p.blocks, p.density, made, time.Since(t).Round(time.Millisecond))
 	}
 	before := map[string]int{}
 	for _, n := range nets {
@@ -159,7 +162,10 @@ func mainnet(ctx context.Context, dbURL string, p mainnetParams) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("deposits recorded: %d (want %d)\n", len(found), 2*p.deposits)
+	fmt.Printf("deposits recorded: %d (want %d)\n", len(found), paid)
+	if len(found) != paid {
+		return fmt.Errorf("the watcher recorded %d deposits of the %d in the backlog", len(found), paid)
+	}
 	fmt.Printf("metrics after catch-up: %s\n", capErrors(srv))
 
 	// 3. Steady state at the real block times: lag and RPC calls, once the
@@ -203,7 +209,7 @@ func mainnet(ctx context.Context, dbURL string, p mainnetParams) error {
 				case <-sctx.Done():
 					return
 				case <-tick.C:
-					if err := fill(ctx, n, 1, p.density, nil); err != nil {
+					if _, err := fill(ctx, n, 1, p.density, nil); err != nil {
 						return
 					}
 					mined[i]++
@@ -247,8 +253,9 @@ func pct(v []int, q float64) int {
 }
 
 // fill mines blocks blocks holding density transfers each to random addresses,
-// and the deposits paying pay spread over them.
-func fill(ctx context.Context, n *network, blocks, density int, pay []client.Transaction) error {
+// and the deposits paying pay spread over them (at most one a block); it returns
+// how many deposits it made.
+func fill(ctx context.Context, n *network, blocks, density int, pay []client.Transaction) (int, error) {
 	every := max(1, blocks/max(len(pay), 1))
 	k := 0
 	one := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n.decimals)), nil)
@@ -258,25 +265,25 @@ func fill(ctx context.Context, n *network, blocks, density int, pay []client.Tra
 			_, _ = cryptoRand(tos[i][:])
 		}
 		if err := n.chain.TransferMany(ctx, n.token, tos, one); err != nil {
-			return err
+			return k, err
 		}
 		if b%every == 0 && k < len(pay) {
 			to, err := chain.ParseAddress(n.name, pay[k].DepositAddress)
 			if err != nil {
-				return err
+				return k, err
 			}
 			raw, err := devnet.Units(pay[k].CryptoAmount, n.decimals)
 			if err != nil {
-				return err
+				return k, err
 			}
 			if err := n.chain.TransferMany(ctx, n.token, []common.Address{to}, raw); err != nil {
-				return err
+				return k, err
 			}
 			k++
 		}
 		n.chain.Backend.Commit()
 	}
-	return nil
+	return k, nil
 }
 
 // waitNet waits until the network's cursor reaches its chain's head.
