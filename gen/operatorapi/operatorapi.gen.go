@@ -22,6 +22,63 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for AuditAction.
+const (
+	AuditActionBatchFill       AuditAction = "batch_fill"
+	AuditActionBatchPayout     AuditAction = "batch_payout"
+	AuditActionFail            AuditAction = "fail"
+	AuditActionFill            AuditAction = "fill"
+	AuditActionPayout          AuditAction = "payout"
+	AuditActionRefund          AuditAction = "refund"
+	AuditActionResolveCredited AuditAction = "resolve_credited"
+	AuditActionResolveRefunded AuditAction = "resolve_refunded"
+	AuditActionSettle          AuditAction = "settle"
+)
+
+// Valid indicates whether the value is a known member of the AuditAction enum.
+func (e AuditAction) Valid() bool {
+	switch e {
+	case AuditActionBatchFill:
+		return true
+	case AuditActionBatchPayout:
+		return true
+	case AuditActionFail:
+		return true
+	case AuditActionFill:
+		return true
+	case AuditActionPayout:
+		return true
+	case AuditActionRefund:
+		return true
+	case AuditActionResolveCredited:
+		return true
+	case AuditActionResolveRefunded:
+		return true
+	case AuditActionSettle:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchKind.
+const (
+	BatchKindFill   BatchKind = "fill"
+	BatchKindPayout BatchKind = "payout"
+)
+
+// Valid indicates whether the value is a known member of the BatchKind enum.
+func (e BatchKind) Valid() bool {
+	switch e {
+	case BatchKindFill:
+		return true
+	case BatchKindPayout:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorCode.
 const (
 	ErrorCodeAmountOutOfRange             ErrorCode = "amount_out_of_range"
@@ -123,6 +180,7 @@ const (
 	StageAwaitingFill       Stage = "awaiting_fill"
 	StageAwaitingPayout     Stage = "awaiting_payout"
 	StageAwaitingSettlement Stage = "awaiting_settlement"
+	StageConfirmingTooLong  Stage = "confirming_too_long"
 	StageFailed             Stage = "failed"
 )
 
@@ -134,6 +192,8 @@ func (e Stage) Valid() bool {
 	case StageAwaitingPayout:
 		return true
 	case StageAwaitingSettlement:
+		return true
+	case StageConfirmingTooLong:
 		return true
 	case StageFailed:
 		return true
@@ -199,10 +259,213 @@ func (e UnmatchedDepositStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListStageParamsOrder.
+const (
+	Newest ListStageParamsOrder = "newest"
+	Oldest ListStageParamsOrder = "oldest"
+)
+
+// Valid indicates whether the value is a known member of the ListStageParamsOrder enum.
+func (e ListStageParamsOrder) Valid() bool {
+	switch e {
+	case Newest:
+		return true
+	case Oldest:
+		return true
+	default:
+		return false
+	}
+}
+
+// AuditAction What the operator did.
+//
+// Example: payout
+type AuditAction string
+
+// AuditEntry One operator action.
+type AuditEntry struct {
+	// Action What the operator did.
+	//
+	// Example: payout
+	Action AuditAction `json:"action"`
+
+	// BatchId The batch payout or fill the action belongs to.
+	BatchId *openapi_types.UUID `json:"batch_id"`
+
+	// CreatedAt When it was done.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id The entry's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OperatorId Who acted.
+	OperatorId openapi_types.UUID `json:"operator_id"`
+
+	// OperatorName Their name.
+	OperatorName string `json:"operator_name"`
+
+	// Reference The reference, reason or chain hash given.
+	Reference *string `json:"reference"`
+
+	// TransactionId The transaction acted on (one entry per transaction of a batch).
+	TransactionId *openapi_types.UUID `json:"transaction_id"`
+
+	// UnmatchedDepositId The unmatched deposit acted on.
+	UnmatchedDepositId *openapi_types.UUID `json:"unmatched_deposit_id"`
+}
+
+// AuditPage One page of the audit log.
+type AuditPage struct {
+	// Data The actions of this page, newest first.
+	Data []AuditEntry `json:"data"`
+
+	// HasMore True when another page follows.
+	HasMore bool `json:"has_more"`
+
+	// Limit The page size applied.
+	Limit int `json:"limit"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// AuditPageResponse Envelope of an audit page.
+type AuditPageResponse struct {
+	// Data One page of the audit log.
+	Data AuditPage `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// Batch A batch payout or fill.
+type Batch struct {
+	// CreatedAt When it was recorded.
+	CreatedAt time.Time `json:"created_at"`
+
+	// CryptoAmount The transactions' total token amount (6 decimals).
+	//
+	// Example: 200.000000
+	CryptoAmount string `json:"crypto_amount"`
+
+	// FiatAmount The NGN transferred (payouts) or received for the sale (fills).
+	FiatAmount FiatAmount `json:"fiat_amount"`
+
+	// Id The batch's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Kind A payout (`POST /payouts`) or a fill (`POST /fills`).
+	Kind BatchKind `json:"kind"`
+
+	// OperatorId Who recorded it.
+	OperatorId openapi_types.UUID `json:"operator_id"`
+
+	// PartnerId The partner paid (payouts); null for fills.
+	PartnerId *openapi_types.UUID `json:"partner_id"`
+
+	// Rate The executed rate (fills); null for payouts.
+	//
+	// Example: 1549.10
+	Rate *string `json:"rate"`
+
+	// Reference The bank transfer's or the liquidity order's reference.
+	Reference string `json:"reference"`
+
+	// TransactionIds The transactions, in the order given.
+	TransactionIds []openapi_types.UUID `json:"transaction_ids"`
+}
+
+// BatchKind A payout (`POST /payouts`) or a fill (`POST /fills`).
+type BatchKind string
+
+// BatchFillRequest One liquidity order.
+type BatchFillRequest struct {
+	// Rate The executed rate, NGN per token.
+	Rate Rate `json:"rate"`
+
+	// Reference The back office's reference for the action (order, settlement or bank transfer id).
+	//
+	// Example: LP-ORDER-88123
+	Reference Reference `json:"reference"`
+
+	// TransactionIds The transactions, each once.
+	TransactionIds TransactionIds `json:"transaction_ids"`
+}
+
+// BatchPage One page of batches.
+type BatchPage struct {
+	// Data The batches of this page, newest first.
+	Data []Batch `json:"data"`
+
+	// HasMore True when another page follows.
+	HasMore bool `json:"has_more"`
+
+	// Limit The page size applied.
+	Limit int `json:"limit"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// BatchPageResponse Envelope of a batch page.
+type BatchPageResponse struct {
+	// Data One page of batches.
+	Data BatchPage `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// BatchResponse Envelope of a batch.
+type BatchResponse struct {
+	// Data A batch payout or fill.
+	Data Batch `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
 // ChainHash A chain transaction hash (0x and 64 hex digits on EVM chains, 64 hex digits on Tron).
 //
 // Example: 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060
 type ChainHash = string
+
+// DepositTransfer One token transfer to the deposit address.
+type DepositTransfer struct {
+	// Amount The token amount (6 decimals).
+	//
+	// Example: 100.000000
+	Amount string `json:"amount"`
+
+	// BlockNumber The block that holds it; null without a chain transfer.
+	BlockNumber *int64 `json:"block_number"`
+
+	// FromAddress The sender's address (where a refund goes); null when unknown.
+	FromAddress *string `json:"from_address"`
+
+	// LogIndex The transfer's log index; null without a chain transfer.
+	LogIndex *int `json:"log_index"`
+
+	// SeenAt When it was first seen.
+	SeenAt time.Time `json:"seen_at"`
+
+	// State `pending`, `confirmed`, `reorged` or `unmatched` for a chain transfer; the deposit's status otherwise.
+	//
+	// Example: confirmed
+	State string `json:"state"`
+
+	// TxHash The chain transaction hash.
+	TxHash string `json:"tx_hash"`
+}
 
 // Error The body of every failure (the partner API's).
 type Error struct {
@@ -254,6 +517,21 @@ type FailRequest struct {
 	Reason string `json:"reason"`
 }
 
+// FailingWebhook A partner whose webhook endpoint is failing.
+type FailingWebhook struct {
+	// FailingEvents Events given up on (`failed`) or retrying after a failed attempt.
+	FailingEvents int `json:"failing_events"`
+
+	// PartnerId The partner.
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// PartnerName Its name.
+	PartnerName string `json:"partner_name"`
+
+	// Url Its endpoint.
+	Url string `json:"url"`
+}
+
 // FiatAmount An NGN amount as a decimal string with exactly 2 decimal places.
 //
 // Example: 154225.00
@@ -281,6 +559,52 @@ type FillRequest struct {
 //
 // Example: bep20
 type Network = string
+
+// NetworkProgress How far the chain watcher has read one network.
+type NetworkProgress struct {
+	// FinalizedBlock The latest final block; null until the watcher records it.
+	FinalizedBlock *int64 `json:"finalized_block"`
+
+	// HeadBlock The node's latest block when last read; null until the watcher records it.
+	HeadBlock *int64 `json:"head_block"`
+
+	// Lag head_block − scanned_block; null when either is unknown.
+	Lag *int64 `json:"lag"`
+
+	// Network Deposit network, e.g. `bep20` or `trc20`.
+	//
+	// Example: bep20
+	Network Network `json:"network"`
+
+	// ScannedBlock The last block fully processed; null before the first scan.
+	ScannedBlock *int64 `json:"scanned_block"`
+}
+
+// OperatorHistoryEntry One status change, with who did it.
+type OperatorHistoryEntry struct {
+	// ChangedAt When it changed.
+	ChangedAt time.Time `json:"changed_at"`
+
+	// FromStatus The status before (null for the creation).
+	FromStatus *string `json:"from_status"`
+
+	// Metadata Every fact recorded with the change.
+	Metadata map[string]interface{} `json:"metadata"`
+
+	// OperatorId The operator who made the change; null when the system did.
+	OperatorId *openapi_types.UUID `json:"operator_id"`
+
+	// Reason `actor:action`, as the partner sees it.
+	//
+	// Example: order:filled
+	Reason string `json:"reason"`
+
+	// Reference The reference, reason or chain hash the operator gave.
+	Reference *string `json:"reference"`
+
+	// ToStatus The status after.
+	ToStatus string `json:"to_status"`
+}
 
 // OperatorTransaction A transaction as the back office sees it.
 type OperatorTransaction struct {
@@ -361,6 +685,111 @@ type OperatorTransaction struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// OperatorTransactionDetail A transaction in detail (`GET /transactions/{id}`).
+type OperatorTransactionDetail struct {
+	// Amount The NGN amount owed to the partner.
+	Amount FiatAmount `json:"amount"`
+
+	// Confirmations Confirmations seen.
+	Confirmations *int `json:"confirmations"`
+
+	// ConfirmedAt When the deposit was confirmed.
+	ConfirmedAt *time.Time `json:"confirmed_at"`
+
+	// CreatedAt When the transaction was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// CryptoAmount The token amount expected (6 decimals).
+	//
+	// Example: 100.000000
+	CryptoAmount string `json:"crypto_amount"`
+
+	// CryptoCurrency Lower-case token symbol.
+	//
+	// Example: usdt
+	CryptoCurrency string `json:"crypto_currency"`
+
+	// DepositAddress The deposit address.
+	DepositAddress string `json:"deposit_address"`
+
+	// DepositAmount The token amount received (6 decimals).
+	//
+	// Example: 100.000000
+	DepositAmount *string `json:"deposit_amount"`
+
+	// DepositHash The deposit's chain transaction hash.
+	DepositHash *string `json:"deposit_hash"`
+
+	// DepositId The deposit's id; null until a deposit exists.
+	DepositId *string `json:"deposit_id"`
+
+	// DepositStatus The deposit's state; null until a deposit exists.
+	DepositStatus *string `json:"deposit_status"`
+
+	// Deposits The transfers seen on chain to the deposit address, oldest first (with the
+	// sender); a deposit recorded without a chain transfer (the sandbox simulator)
+	// appears once with a null sender.
+	Deposits []DepositTransfer `json:"deposits"`
+
+	// ExpiresAt Deposit deadline.
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// Fill The executed sale an operator reported; null until then (and for simulated fills).
+	Fill *OrderFill `json:"fill"`
+
+	// History Every status change, oldest first.
+	History []OperatorHistoryEntry `json:"history"`
+
+	// Id The transaction id.
+	Id openapi_types.UUID `json:"id"`
+
+	// MerchantReference The partner's reference.
+	MerchantReference string `json:"merchant_reference"`
+
+	// Network Deposit network, e.g. `bep20` or `trc20`.
+	//
+	// Example: bep20
+	Network Network `json:"network"`
+
+	// PartnerId The partner that owns it.
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// Payout The NGN payout (history `payout:settled`); null until then.
+	Payout *PayoutRecord `json:"payout"`
+
+	// PayoutSettledAt When the NGN payout settled; null until then.
+	PayoutSettledAt *time.Time `json:"payout_settled_at"`
+
+	// Rate The partner's rate.
+	Rate Rate `json:"rate"`
+
+	// RequiredConfirmations Confirmations required.
+	RequiredConfirmations *int `json:"required_confirmations"`
+
+	// Settlement The sale's settlement (history `order:settled`); null until then.
+	Settlement *SettlementRecord `json:"settlement"`
+
+	// Status The transaction's state (the partner API's lifecycle).
+	//
+	// Example: order_filled
+	Status TransactionStatus `json:"status"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// OperatorTransactionDetailResponse Envelope of a transaction in detail.
+type OperatorTransactionDetailResponse struct {
+	// Data A transaction in detail (`GET /transactions/{id}`).
+	Data OperatorTransactionDetail `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
 // OperatorTransactionPage One page of transactions.
 type OperatorTransactionPage struct {
 	// Data The transactions of this page, newest first.
@@ -424,6 +853,74 @@ type OrderFill struct {
 	Reference Reference `json:"reference"`
 }
 
+// Overview The back office at a glance.
+type Overview struct {
+	// FailingWebhooks Partners with an enabled endpoint that has failing events.
+	FailingWebhooks []FailingWebhook `json:"failing_webhooks"`
+
+	// Networks Every configured network.
+	Networks []NetworkProgress `json:"networks"`
+
+	// OpenRefundTasks Refunds waiting for an operator: transactions in `failed` plus open unmatched
+	// deposits.
+	OpenRefundTasks int `json:"open_refund_tasks"`
+
+	// OpenUnmatchedDeposits Open unmatched deposits.
+	OpenUnmatchedDeposits int `json:"open_unmatched_deposits"`
+
+	// Stages Every stage, in the Stage enum's order.
+	Stages []StageSummary `json:"stages"`
+}
+
+// OverviewResponse Envelope of the overview.
+type OverviewResponse struct {
+	// Data The back office at a glance.
+	Data Overview `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// PayoutRecord The NGN payout (history `payout:settled`); null until then.
+type PayoutRecord struct {
+	// OperatorId Who recorded it; null for a simulated payout.
+	OperatorId *openapi_types.UUID `json:"operator_id"`
+
+	// PayoutFiatAmount The NGN amount of that whole bank transfer, if any.
+	//
+	// Example: 308450.00
+	PayoutFiatAmount *string `json:"payout_fiat_amount"`
+
+	// PayoutId The batch payout that settled it (`POST /payouts`), if any.
+	PayoutId *openapi_types.UUID `json:"payout_id"`
+
+	// Reference The bank transfer's reference; null for a simulated payout.
+	Reference *string `json:"reference"`
+
+	// SettledAt When it settled.
+	SettledAt time.Time `json:"settled_at"`
+}
+
+// PayoutRequest One bank transfer to a partner.
+type PayoutRequest struct {
+	// FiatAmount The NGN transferred; must equal the sum of the transactions' `amount`.
+	FiatAmount FiatAmount `json:"fiat_amount"`
+
+	// PartnerId The partner paid.
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// Reference The back office's reference for the action (order, settlement or bank transfer id).
+	//
+	// Example: LP-ORDER-88123
+	Reference Reference `json:"reference"`
+
+	// TransactionIds The transactions, each once.
+	TransactionIds TransactionIds `json:"transaction_ids"`
+}
+
 // Rate NGN per one token as a decimal string with exactly 2 decimal places.
 //
 // Example: 1542.25
@@ -469,10 +966,46 @@ type ResolveRequest struct {
 // ResolveRequestAction `refunded` needs `tx_hash`; `credited` needs `note`.
 type ResolveRequestAction string
 
+// SettlementRecord The sale's settlement (history `order:settled`); null until then.
+type SettlementRecord struct {
+	// OperatorId Who recorded it; null for a simulated settlement.
+	OperatorId *openapi_types.UUID `json:"operator_id"`
+
+	// Reference The operator's reference; null for a simulated settlement.
+	Reference *string `json:"reference"`
+
+	// SettledAt When it was recorded.
+	SettledAt time.Time `json:"settled_at"`
+}
+
 // Stage A step's work queue; see Stages in the introduction.
 //
 // Example: awaiting_fill
 type Stage string
+
+// StageSummary One stage's queue.
+type StageSummary struct {
+	// Count How many transactions are in it.
+	Count int `json:"count"`
+
+	// CryptoAmount Their total token (USDT) amount (6 decimals).
+	//
+	// Example: 1250.000000
+	CryptoAmount string `json:"crypto_amount"`
+
+	// FiatAmount Their total NGN `amount` (2 decimals).
+	//
+	// Example: 1925000.00
+	FiatAmount string `json:"fiat_amount"`
+
+	// Stage A step's work queue; see Stages in the introduction.
+	//
+	// Example: awaiting_fill
+	Stage Stage `json:"stage"`
+}
+
+// TransactionIds The transactions, each once.
+type TransactionIds = []openapi_types.UUID
 
 // TransactionStatus The transaction's state (the partner API's lifecycle).
 //
@@ -594,6 +1127,9 @@ type TransactionId = openapi_types.UUID
 // BadRequest The body of every failure (the partner API's).
 type BadRequest = Error
 
+// BatchOK Envelope of a batch.
+type BatchOK = BatchResponse
+
 // Conflict The body of every failure (the partner API's).
 type Conflict = Error
 
@@ -627,6 +1163,30 @@ type UnprocessableEntity = Error
 // UnsupportedMediaType The body of every failure (the partner API's).
 type UnsupportedMediaType = Error
 
+// ListAuditParams defines parameters for ListAudit.
+type ListAuditParams struct {
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// OperatorId Only this operator's actions.
+	OperatorId *openapi_types.UUID `form:"operator_id,omitempty" json:"operator_id,omitempty"`
+
+	// TransactionId Only actions on this transaction (batches included).
+	TransactionId *openapi_types.UUID `form:"transaction_id,omitempty" json:"transaction_id,omitempty"`
+
+	// Action Only this action.
+	Action *AuditAction `form:"action,omitempty" json:"action,omitempty"`
+
+	// From Only actions at or after this time (inclusive).
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Only actions at or before this time (inclusive).
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+}
+
 // ListUnmatchedDepositsParams defines parameters for ListUnmatchedDeposits.
 type ListUnmatchedDepositsParams struct {
 	// Status Only deposits in this state (default `open`).
@@ -645,10 +1205,50 @@ type ResolveUnmatchedDepositParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// ListFillsParams defines parameters for ListFills.
+type ListFillsParams struct {
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// CreateFillParams defines parameters for CreateFill.
+type CreateFillParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ListPayoutsParams defines parameters for ListPayouts.
+type ListPayoutsParams struct {
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// PartnerId Only this partner's payouts.
+	PartnerId *openapi_types.UUID `form:"partner_id,omitempty" json:"partner_id,omitempty"`
+}
+
+// CreatePayoutParams defines parameters for CreatePayout.
+type CreatePayoutParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // ListStageParams defines parameters for ListStage.
 type ListStageParams struct {
-	// Stage Which step's work to list.
-	Stage Stage `form:"stage" json:"stage"`
+	// Stage Which step's work to list; every transaction when omitted.
+	Stage *Stage `form:"stage,omitempty" json:"stage,omitempty"`
+
+	// Q A merchant reference (in any letter case), a deposit address, a chain transaction
+	// hash of a deposit, or a transaction id; transactions matching any of them.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Order `newest` (the default) or `oldest` first; send the same with `cursor`.
+	Order *ListStageParamsOrder `form:"order,omitempty" json:"order,omitempty"`
 
 	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
@@ -668,6 +1268,9 @@ type ListStageParams struct {
 	// To Only transactions created at or before this time (inclusive).
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
 }
+
+// ListStageParamsOrder defines parameters for ListStage.
+type ListStageParamsOrder string
 
 // FailTransactionParams defines parameters for FailTransaction.
 type FailTransactionParams struct {
@@ -702,6 +1305,12 @@ type SettleOrderParams struct {
 // ResolveUnmatchedDepositJSONRequestBody defines body for ResolveUnmatchedDeposit for application/json ContentType.
 type ResolveUnmatchedDepositJSONRequestBody = ResolveRequest
 
+// CreateFillJSONRequestBody defines body for CreateFill for application/json ContentType.
+type CreateFillJSONRequestBody = BatchFillRequest
+
+// CreatePayoutJSONRequestBody defines body for CreatePayout for application/json ContentType.
+type CreatePayoutJSONRequestBody = PayoutRequest
+
 // FailTransactionJSONRequestBody defines body for FailTransaction for application/json ContentType.
 type FailTransactionJSONRequestBody = FailRequest
 
@@ -719,16 +1328,34 @@ type SettleOrderJSONRequestBody = ReferenceRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// ListAudit List operator actions
+	// (GET /audit)
+	ListAudit(ctx echo.Context, params ListAuditParams) error
 	// ListUnmatchedDeposits List unmatched deposits
 	// (GET /deposits/unmatched)
 	ListUnmatchedDeposits(ctx echo.Context, params ListUnmatchedDepositsParams) error
 	// ResolveUnmatchedDeposit Resolve an unmatched deposit
 	// (POST /deposits/{id}/resolve)
 	ResolveUnmatchedDeposit(ctx echo.Context, id openapi_types.UUID, params ResolveUnmatchedDepositParams) error
-	// ListStage List the transactions of a stage
+	// ListFills List batch fills
+	// (GET /fills)
+	ListFills(ctx echo.Context, params ListFillsParams) error
+	// CreateFill Record one liquidity order that filled many transactions
+	// (POST /fills)
+	CreateFill(ctx echo.Context, params CreateFillParams) error
+	// GetOverview The back office at a glance
+	// (GET /overview)
+	GetOverview(ctx echo.Context) error
+	// ListPayouts List batch payouts
+	// (GET /payouts)
+	ListPayouts(ctx echo.Context, params ListPayoutsParams) error
+	// CreatePayout Record one bank transfer paying a partner for many transactions
+	// (POST /payouts)
+	CreatePayout(ctx echo.Context, params CreatePayoutParams) error
+	// ListStage List or search the transactions of a stage
 	// (GET /transactions)
 	ListStage(ctx echo.Context, params ListStageParams) error
-	// GetOperatorTransaction Get a transaction
+	// GetOperatorTransaction Get a transaction in detail
 	// (GET /transactions/{id})
 	GetOperatorTransaction(ctx echo.Context, id TransactionId) error
 	// FailTransaction Fail a transaction
@@ -751,6 +1378,66 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// ListAudit converts echo context to params.
+func (w *ServerInterfaceWrapper) ListAudit(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAuditParams
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "operator_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "operator_id", ctx.QueryParams(), &params.OperatorId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter operator_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "transaction_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "transaction_id", ctx.QueryParams(), &params.TransactionId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter transaction_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "action" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "action", ctx.QueryParams(), &params.Action, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter action: %s", err))
+	}
+
+	// ------------- Optional query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "from", ctx.QueryParams(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter from: %s", err))
+	}
+
+	// ------------- Optional query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "to", ctx.QueryParams(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter to: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListAudit(ctx, params)
+	return err
 }
 
 // ListUnmatchedDeposits converts echo context to params.
@@ -823,17 +1510,159 @@ func (w *ServerInterfaceWrapper) ResolveUnmatchedDeposit(ctx echo.Context) error
 	return err
 }
 
+// ListFills converts echo context to params.
+func (w *ServerInterfaceWrapper) ListFills(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListFillsParams
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListFills(ctx, params)
+	return err
+}
+
+// CreateFill converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateFill(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateFillParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateFill(ctx, params)
+	return err
+}
+
+// GetOverview converts echo context to params.
+func (w *ServerInterfaceWrapper) GetOverview(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetOverview(ctx)
+	return err
+}
+
+// ListPayouts converts echo context to params.
+func (w *ServerInterfaceWrapper) ListPayouts(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListPayoutsParams
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "partner_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "partner_id", ctx.QueryParams(), &params.PartnerId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter partner_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListPayouts(ctx, params)
+	return err
+}
+
+// CreatePayout converts echo context to params.
+func (w *ServerInterfaceWrapper) CreatePayout(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreatePayoutParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreatePayout(ctx, params)
+	return err
+}
+
 // ListStage converts echo context to params.
 func (w *ServerInterfaceWrapper) ListStage(ctx echo.Context) error {
 	var err error
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListStageParams
-	// ------------- Required query parameter "stage" -------------
+	// ------------- Optional query parameter "stage" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "stage", ctx.QueryParams(), &params.Stage, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "stage", ctx.QueryParams(), &params.Stage, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter stage: %s", err))
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", ctx.QueryParams(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter q: %s", err))
+	}
+
+	// ------------- Optional query parameter "order" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "order", ctx.QueryParams(), &params.Order, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter order: %s", err))
 	}
 
 	// ------------- Optional query parameter "cursor" -------------
@@ -1145,10 +1974,25 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/transactions/:id/refund", wrapper.RefundTransaction, options.OperationMiddlewares["refundTransaction"]...)
 	router.GET(options.BaseURL+"/deposits/unmatched", wrapper.ListUnmatchedDeposits, options.OperationMiddlewares["listUnmatchedDeposits"]...)
 	router.POST(options.BaseURL+"/deposits/:id/resolve", wrapper.ResolveUnmatchedDeposit, options.OperationMiddlewares["resolveUnmatchedDeposit"]...)
+	router.GET(options.BaseURL+"/overview", wrapper.GetOverview, options.OperationMiddlewares["getOverview"]...)
+	router.GET(options.BaseURL+"/audit", wrapper.ListAudit, options.OperationMiddlewares["listAudit"]...)
+	router.GET(options.BaseURL+"/payouts", wrapper.ListPayouts, options.OperationMiddlewares["listPayouts"]...)
+	router.POST(options.BaseURL+"/payouts", wrapper.CreatePayout, options.OperationMiddlewares["createPayout"]...)
+	router.GET(options.BaseURL+"/fills", wrapper.ListFills, options.OperationMiddlewares["listFills"]...)
+	router.POST(options.BaseURL+"/fills", wrapper.CreateFill, options.OperationMiddlewares["createFill"]...)
 
 }
 
 type BadRequestJSONResponse Error
+
+type BatchOKResponseHeaders struct {
+	IdempotentReplayed *string
+}
+type BatchOKJSONResponse struct {
+	Body BatchResponse
+
+	Headers BatchOKResponseHeaders
+}
 
 type ConflictJSONResponse Error
 
@@ -1192,6 +2036,104 @@ type UnauthorizedJSONResponse Error
 type UnprocessableEntityJSONResponse Error
 
 type UnsupportedMediaTypeJSONResponse Error
+
+type ListAuditRequestObject struct {
+	Params ListAuditParams
+}
+
+type ListAuditResponseObject interface {
+	VisitListAuditResponse(w http.ResponseWriter) error
+}
+
+type ListAudit200JSONResponse AuditPageResponse
+
+func (response ListAudit200JSONResponse) VisitListAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAudit400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListAudit400JSONResponse) VisitListAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAudit401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListAudit401JSONResponse) VisitListAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAudit429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListAudit429JSONResponse) VisitListAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAudit500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListAudit500JSONResponse) VisitListAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAudit503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAudit503JSONResponse) VisitListAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type ListUnmatchedDepositsRequestObject struct {
 	Params ListUnmatchedDepositsParams
@@ -1475,6 +2417,637 @@ func (response ResolveUnmatchedDeposit503JSONResponse) VisitResolveUnmatchedDepo
 	return err
 }
 
+type ListFillsRequestObject struct {
+	Params ListFillsParams
+}
+
+type ListFillsResponseObject interface {
+	VisitListFillsResponse(w http.ResponseWriter) error
+}
+
+type ListFills200JSONResponse BatchPageResponse
+
+func (response ListFills200JSONResponse) VisitListFillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFills400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListFills400JSONResponse) VisitListFillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFills401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListFills401JSONResponse) VisitListFillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFills429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListFills429JSONResponse) VisitListFillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFills500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListFills500JSONResponse) VisitListFillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFills503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListFills503JSONResponse) VisitListFillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFillRequestObject struct {
+	Params CreateFillParams
+	Body   *CreateFillJSONRequestBody
+}
+
+type CreateFillResponseObject interface {
+	VisitCreateFillResponse(w http.ResponseWriter) error
+}
+
+type CreateFill200JSONResponse struct{ BatchOKJSONResponse }
+
+func (response CreateFill200JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateFill400JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateFill401JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateFill404JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateFill409JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateFill413JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateFill415JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response CreateFill422JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateFill429JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateFill500JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateFill503JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverviewRequestObject struct {
+}
+
+type GetOverviewResponseObject interface {
+	VisitGetOverviewResponse(w http.ResponseWriter) error
+}
+
+type GetOverview200JSONResponse OverviewResponse
+
+func (response GetOverview200JSONResponse) VisitGetOverviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverview401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetOverview401JSONResponse) VisitGetOverviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverview429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetOverview429JSONResponse) VisitGetOverviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverview500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetOverview500JSONResponse) VisitGetOverviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverview503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetOverview503JSONResponse) VisitGetOverviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayoutsRequestObject struct {
+	Params ListPayoutsParams
+}
+
+type ListPayoutsResponseObject interface {
+	VisitListPayoutsResponse(w http.ResponseWriter) error
+}
+
+type ListPayouts200JSONResponse BatchPageResponse
+
+func (response ListPayouts200JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayouts400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListPayouts400JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayouts401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListPayouts401JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayouts429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListPayouts429JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayouts500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListPayouts500JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayouts503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListPayouts503JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayoutRequestObject struct {
+	Params CreatePayoutParams
+	Body   *CreatePayoutJSONRequestBody
+}
+
+type CreatePayoutResponseObject interface {
+	VisitCreatePayoutResponse(w http.ResponseWriter) error
+}
+
+type CreatePayout200JSONResponse struct{ BatchOKJSONResponse }
+
+func (response CreatePayout200JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreatePayout400JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreatePayout401JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreatePayout404JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreatePayout409JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreatePayout413JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreatePayout415JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response CreatePayout422JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreatePayout429JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreatePayout500JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreatePayout503JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListStageRequestObject struct {
 	Params ListStageParams
 }
@@ -1581,9 +3154,7 @@ type GetOperatorTransactionResponseObject interface {
 	VisitGetOperatorTransactionResponse(w http.ResponseWriter) error
 }
 
-type GetOperatorTransaction200JSONResponse struct {
-	OperatorTransactionOKJSONResponse
-}
+type GetOperatorTransaction200JSONResponse OperatorTransactionDetailResponse
 
 func (response GetOperatorTransaction200JSONResponse) VisitGetOperatorTransactionResponse(w http.ResponseWriter) error {
 
@@ -2574,16 +4145,34 @@ func (response SettleOrder503JSONResponse) VisitSettleOrderResponse(w http.Respo
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// ListAudit List operator actions
+	// (GET /audit)
+	ListAudit(ctx context.Context, request ListAuditRequestObject) (ListAuditResponseObject, error)
 	// ListUnmatchedDeposits List unmatched deposits
 	// (GET /deposits/unmatched)
 	ListUnmatchedDeposits(ctx context.Context, request ListUnmatchedDepositsRequestObject) (ListUnmatchedDepositsResponseObject, error)
 	// ResolveUnmatchedDeposit Resolve an unmatched deposit
 	// (POST /deposits/{id}/resolve)
 	ResolveUnmatchedDeposit(ctx context.Context, request ResolveUnmatchedDepositRequestObject) (ResolveUnmatchedDepositResponseObject, error)
-	// ListStage List the transactions of a stage
+	// ListFills List batch fills
+	// (GET /fills)
+	ListFills(ctx context.Context, request ListFillsRequestObject) (ListFillsResponseObject, error)
+	// CreateFill Record one liquidity order that filled many transactions
+	// (POST /fills)
+	CreateFill(ctx context.Context, request CreateFillRequestObject) (CreateFillResponseObject, error)
+	// GetOverview The back office at a glance
+	// (GET /overview)
+	GetOverview(ctx context.Context, request GetOverviewRequestObject) (GetOverviewResponseObject, error)
+	// ListPayouts List batch payouts
+	// (GET /payouts)
+	ListPayouts(ctx context.Context, request ListPayoutsRequestObject) (ListPayoutsResponseObject, error)
+	// CreatePayout Record one bank transfer paying a partner for many transactions
+	// (POST /payouts)
+	CreatePayout(ctx context.Context, request CreatePayoutRequestObject) (CreatePayoutResponseObject, error)
+	// ListStage List or search the transactions of a stage
 	// (GET /transactions)
 	ListStage(ctx context.Context, request ListStageRequestObject) (ListStageResponseObject, error)
-	// GetOperatorTransaction Get a transaction
+	// GetOperatorTransaction Get a transaction in detail
 	// (GET /transactions/{id})
 	GetOperatorTransaction(ctx context.Context, request GetOperatorTransactionRequestObject) (GetOperatorTransactionResponseObject, error)
 	// FailTransaction Fail a transaction
@@ -2613,6 +4202,31 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// ListAudit operation middleware
+func (sh *strictHandler) ListAudit(ctx echo.Context, params ListAuditParams) error {
+	var request ListAuditRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAudit(ctx.Request().Context(), request.(ListAuditRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAudit")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListAuditResponseObject); ok {
+		return validResponse.VisitListAuditResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // ListUnmatchedDeposits operation middleware
@@ -2683,6 +4297,175 @@ func (sh *strictHandler) ResolveUnmatchedDeposit(ctx echo.Context, id openapi_ty
 		return err
 	} else if validResponse, ok := response.(ResolveUnmatchedDepositResponseObject); ok {
 		return validResponse.VisitResolveUnmatchedDepositResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListFills operation middleware
+func (sh *strictHandler) ListFills(ctx echo.Context, params ListFillsParams) error {
+	var request ListFillsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListFills(ctx.Request().Context(), request.(ListFillsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListFills")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListFillsResponseObject); ok {
+		return validResponse.VisitListFillsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateFill operation middleware
+func (sh *strictHandler) CreateFill(ctx echo.Context, params CreateFillParams) error {
+	var request CreateFillRequestObject
+
+	request.Params = params
+
+	var body CreateFillJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateFill(ctx.Request().Context(), request.(CreateFillRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateFill")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateFillResponseObject); ok {
+		return validResponse.VisitCreateFillResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetOverview operation middleware
+func (sh *strictHandler) GetOverview(ctx echo.Context) error {
+	var request GetOverviewRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetOverview(ctx.Request().Context(), request.(GetOverviewRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetOverview")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetOverviewResponseObject); ok {
+		return validResponse.VisitGetOverviewResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListPayouts operation middleware
+func (sh *strictHandler) ListPayouts(ctx echo.Context, params ListPayoutsParams) error {
+	var request ListPayoutsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPayouts(ctx.Request().Context(), request.(ListPayoutsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPayouts")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListPayoutsResponseObject); ok {
+		return validResponse.VisitListPayoutsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreatePayout operation middleware
+func (sh *strictHandler) CreatePayout(ctx echo.Context, params CreatePayoutParams) error {
+	var request CreatePayoutRequestObject
+
+	request.Params = params
+
+	var body CreatePayoutJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreatePayout(ctx.Request().Context(), request.(CreatePayoutRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreatePayout")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreatePayoutResponseObject); ok {
+		return validResponse.VisitCreatePayoutResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -2989,125 +4772,190 @@ func (sh *strictHandler) SettleOrder(ctx echo.Context, id TransactionId, params 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H37ctu4vfCrYNjOrJShZEmWnFiZTj9342zdxInXdr52vzifCJE/SthQgBYALasbz/Sv8wDnIfpgfZIz",
-	"uJAEL7o4m003Pdk5Z5pQJPDD735FfvZCtlgyClQKb/yzNwccAdd/PItgsWQSqLyEZYLXEKmnEYiQk6Uk",
-	"jHpjL5A8hQCt5kCRnBOBOIglowIQEUjOAQnJOEQIU7ECjiRDmCLAPCHAEYefUhASrYicm5fxAlCQ7xuu",
-	"Oy9gHXQ93xPhHBZY7Q80XXjjt57a2Hvne3K9BG/sCckJnXn39753CZKvT2IJvA7vFYSMRkIBssJEoinE",
-	"jAPi6hNCZ+WtFoSShdqtn29DqIQZcO9ebbTEHC9AWnR9m3LBGra8ngMKKNzJSajfCBCL9WmXHG4JSwVa",
-	"4hn4KKXhHNMZRE+RABoVCIlJovYwaCJSwQh3eLFMFECw/kvv7EdGzn88Wb8ivbvzq976vP/93fkztjq/",
-	"Zqvz54zE33fDQUI93yMKoJ9S4GvP9yheqBUMVOWD47uXQGdy7o37vcHQV5jIHzSh3CHZC1jXcXCCUkp+",
-	"SgG9hzVaAkcJm5EQJzkLtDB68+bsmeIajGaMRSicMxJC+6mmDQHFWaliK9lFL2ApUcw4whIlgIVEgyGa",
-	"s5SLMm5G0WB6iI+h0wv7cWcYP8ad4+kT6DzGR+EoGsJhPOhnSDF8X2ClwoSe7ylQCVdCoFhvA7oGo9Fu",
-	"bL0kCyLrSLrAM0CC/B181FcM2u/1SucZ9ZoJmOjlXIAiiHGaSG886PkKOsvFvZ6/nad975pjKnCoIDqL",
-	"mnlZFq8gEpUx3ps+hsfxKOwchn3oDOOjUQcf4iedYXwYj6ZPwuOo38swvsRyXhyCRFtRHDO+wNIbe2mq",
-	"36wi9V59bDSPFsY/4ejSsJb6W8ioUmPqj3i5TEiIFfQHPwp1qJ+dbX7PIfbG3u8OCqV4YH4VB6ecMyv4",
-	"daRkfEwEWuBEQQvRGAWE3uKERBP7c+CjgBSMNXkP68mCCEHoLECMF+9bTdH17n3vW0bjhISf6SCWsKHd",
-	"VBTKOUw5ByqRkFiCczb994nmCqK+tSdxjmlPPyF0suRsxkEIc7QzKoFTnBiIfvXzXbEFyDmhM5RSuFtC",
-	"KCFCMSYJRIhRxFKOBInM2QxgE1BrBV30fcokaDTklI70EV4x+ZylNPr1oX/FkEjDeUn+GEcRLJkgcowC",
-	"yuQkVrAY5L5eAseS8RP96usXnwzCbGFHV1xa2dvBVSus1HjIeKSsnKwoEywQ0RJE2UqplUZXpOP6Ik1Q",
-	"2q8OGrwXDVwD9P9e3Dgo0HS7wOuE4eiasZeYz+Dz6q8pi9aKBOwWODoaohfkT2MULA1IE8nYJFFAGQ67",
-	"An5LQnhD8S0mCZ4mnwnYCEs8xcbHTIvNUSsQBqKJ8zRojxFlRuwV/+VOlvb5EFZ+Igq0z9jRTmOAhHES",
-	"KzzovLKL9xwPVB/hmrFzTNfWIonPgCXG0ALTdUZXgWLOFsZDZ5ZFlS82RgFX2lu7EBAFXXT5+bDyhuJU",
-	"zhknf4fo8zCOe3Rtqo3tVWrUWjPliC4xlxTsSzRM0gii9hgFqQOvEYA3dMlZCEIoRjulksj15zlIc6Bk",
-	"bDVGEYlj0Lbakn9cdzu0N50fQ6TLJeMSonOICL7WztW/Q+1QJlFQ3SvQuM9BnCwUjBPlASrw7zM30QRh",
-	"c0zon7GYN8UgofqxZHLmWMxRq3eHMI2UupvDHYrIjEihHILT/3tuvhF+/cdrzmi74v3ejcJRbwjR8HAQ",
-	"Tkf9/uGTaRj3jjEewRM87PeiaIj7MOgNIX4ynMYQ9afQP4riKe5PB4PekfKNl1gq38Mbe/+/1btr//Ft",
-	"r3OMO/FJ5/m7n4+G97+vO7++l/tPdQxrzLIYwS3wtXZ2Ug6opeNPy+cnF2ffCH2UJVcSIonxoSFbdSd5",
-	"z2jMFBwLJQrGZFVxP08XmHY44EirarhbJphiY/QaTiTSUMlVw0rJCq8FinEiQJHBnqhECP1jvuiUsQQw",
-	"9UyMkAUYb/MtCrB9e+Qiq8CmP0IocxR/y6LGwwmpD7XA4ZxQQCGLwLg3JRQjvToy72omBxOw2oxGJVhQ",
-	"cVJzrKAjKDdQ8HzPVU4qqsp8QX08OWfRRD3CScJW+oUoNUIGkwVwZRPlhIPWGiE461ed+wpQDZ6953s/",
-	"KWd5ghNF7fVE6RnN1xUfQgPdJNUNBzfaKl8a7paaitnfF0QssAznlSWXmCjU4AVLqZywVE5YPOHK/Hu+",
-	"t4LpnLH3k5QnFdS4FlGjwo0F7O/CdTFU7F13PBQbFbqhTtxmKX4GEpOkzmSvKaAlZ9MEFkbNMwooJpBE",
-	"ynrlmai6FOt3mpj2L1evX6El08dDhEqmOdboC45wsab6q7HhSAXrjfK6UfL/Osfap19xphywIoVVT4u4",
-	"wmmgLtbdKJJa9dR2PTeSWOibGKtY1ibeHJ1RxlVo5XunwtOKQFs0Ra0GNXUBvGOoY4kmUGuB12gKCBZL",
-	"udbqlkhYiL32s1xxn2MBc47XnkWalsAN2ZoiXEUtnAiGlAWcAwr+1rHuaOcsCix927sJo1FUHLwEQBOR",
-	"nmOSOJkYHEVaj+DkwsG8VdhVzlnXQkQTrNcJxwFbp6TR7rjmxkfvYSkzNMyJkIyv0QIkVmFF2aC/JD+l",
-	"JCJyrah4SyKds/7R5A3U1yqQVRrBSQCObJJtawLQRagFvRF3BMsTrbwaTkbRq+9eIaPbVOiMUQQhWeAE",
-	"mY2MrMEdDmWyRoP812WCQ6gkSvuj4WAw6vZq/seHt/3O8Tvlgrx71L656eo//Txo9kKek+QjSa0YFe4g",
-	"TBViBU6gSY1hOcE5MrZJjIO2e6Otd31xqd7RdMks4K4P8hdr5FRL+SVw3XWbyPwK5Irx93UaPzOpHUTN",
-	"Cz6C7qyLgiksBz2TZZM8HPSCMjH1z2VCvsWdvxvK+f2jZuI1JC6axKmSr9EWA4fvEYtjEgISAMLq9zL5",
-	"CsrhJHkde+O3+9PwXRO7OMyvzDay5ss6XDqsCRmNCV9oqW9Q0d+6PyvItSdK08RmMkwKupojz5eFaIJl",
-	"k70Do1lsXs7kHLJP1A55KjvCEjqSLGDztgV9Qg5Y7trTpY7e13y0cdeGXdZLyRw5a0hXsfdAM9TnWdTW",
-	"UaZgRCUo6vd63Z7+b8uGJrccNlSOXrIV8E6IRbazWC+mLCnvkYqo0aOyNJjgKOKN0cS1Qyj7UnfrQvsi",
-	"hkMI5HZ/xOykfwbBvDG2dc7xjdgQ53Yfss0md6LYhERPkVoOpVSSRJsfg0e4I0KKB+2mooxU7NpRxyI7",
-	"N82iKStzJlzKBVBJgvYhjFZOaaT+qJZ8twte37vrzFindggTjIhGycw0eAQ4SgiF/SUxJkmyM9ms3A9l",
-	"ddUHZO9y3Y5amnK6axFh49JW2X4jUP5io/TQwsBtO05mB01lXa28kQ2zuFqq6IKtaGZ0dh5tidcqDhQg",
-	"ZbJLmyoTY95H9v0S88m5sRgfp88zt2Q/c2gclEZD6BABS+h6jj8yeZAFzL7azwoWIrsNbsebuDIf3Pte",
-	"uoy2mzIiUYKFzFL1+wpNxRMjJuuQM1IOcyODF1xaN0pVu5ilFGwuwKsbmpK9Lp24pC9K+ramDitKv2aF",
-	"qh7ORsJXfBarXJqEock9bfAMLxpDfZ2iwDPQYXbxsqh7gyrS2qmtbLhOsv4YCisVyMaEC7l39Nzk1jZE",
-	"0XMsJgvGm/QcT8G0N2HK5By4OWLMkoStXGchTzP6tiFjg+KyPR42ARg5KzjS5bQLNfWJCKGc7yDrJ4oZ",
-	"1wpLfaV3sHqKGT2mZUk93sMmV2RIE8pBj583m7gQPoBr8mJo7VSn9BYSttTcg0tWKwO9mYceSH3NultT",
-	"1RSxpYlbq0lryiTs5dfsyl6rzxR17HtNXNRMiGzhPTH+Edj+ZIj+D0Vy7nI1incpiYEwLSqOHExSuuZC",
-	"oBamkRZhQRZpgnVPCklsuFDFwidKiqgNdlhgt1djf7c1O+9Gzy1HyGrOcqTs6739tnI55dO6SG3inEsL",
-	"e6WpR/mYwHU23waQvzyV1x2MflEi73K72+8kfFzXPzdDVm23dHbUt77zAqhEjKMppu+NvomBIxJVguKX",
-	"F53Xl89OLztPnvQHh+XU6u7eSgf0j09EbjqeLR4ICcumBPQv57atScJLHax+/KlMsNuUHKgfRt7laYZt",
-	"Rylq7dWjZAs0H0Sw5PYj6fNntlJaNaW63AdRKcvGzcoN5YFN+cwgSwEEiAJEAgUW8uApCkIOkW6KyX5T",
-	"lilwUwxFAsHLXm7oSNfF2E2VMQV3pIRfGYHVfF2Whm/tqkiyopQcLhRfWl9POfBlKen3dlYg/F9OYYvR",
-	"JgJfyQ0tAEpyvhFIBVnopxRSeIoEANLvi6wgQ6jkLEpzzsxwjVeYSEJnExu75H8v1Iv7NMeMzfaUarHV",
-	"tWroqYetu4KVLD3V0FmBEhJDuA4TaDceyLKwE9+VUldai06MbdGRnDqEqUyHmIZgn+dZraI2nrNn6fCV",
-	"9Wpnf5PJls1dNVEykzqdfslEkTJl3Heolr0TqJvzprpQtSmfPE1Y+H5C08UUNjXEqDcM5HOWRLXMEaHy",
-	"aOg5jfK9xiLArnT8R3tQmxynms7TOdi93KaEzSaERnC3hY1jnUJK2AzpN404Ylml5nasPDzRx/Fqa1Kd",
-	"0Y4xWHYXyx5+pi40zyjhW+AkASFRSqsTMoNRr/Zfo3OpzEeq9p40K2zXff1G7B+oOAs7evchJtpHTHkg",
-	"mUDvv+vtXixamM2PzGVmW03Xezn95u0NTv/uuG+vzGNVjRXpR8m214Psj4b98zpOY9OK7zlEmuyTgbdO",
-	"pN3DN5klPYeWMDrTc2k6FFB7U4bUQ+BI4vcgMrkXH4W1rZy3T+loj2RrkUHNdnN1TwnzpRTqqoiuSvq7",
-	"hl4nhdsgVHURLrNmWSZKOrzJj6ly0O6kZ01FPyj1mX3zKdKeNSP+Nef5GXKeTRyzZwquKab5+LxnI+v+",
-	"R+bjqif9eHR/Gkz/78DypqAoUAFAYJObmbL1TZrTibUZd6JrNyZSn5cK86W42olhzHt1ORYQppzI9ZUi",
-	"j6Filpp+AeuTVM43UMWZC2kF4v2ELSf/+sc/g3YXXRTTIAJhbrwwYZRY4+Tw3zonF2edF6c/FBDiJXkB",
-	"azMEQWzDasioxGaqExa65demEwmj4v/YCDLq2kN3Q7Yotsh+RcUX3v2OXJbi++y7semVArZMALUYR2It",
-	"lFlpG8dDQJLYWUfr/by5enatVe6r7175N9TE3HZCPQEfLfE6L5mzVFa6sXyd3ZhjGiXKrmCJZgxsS3AX",
-	"nUnTNibncEOr9T8ztpB1daHrcnCNWsEBXpKD2/6BfRr4SJvQlR5hlRyHso2IuKEpxXFsepWma+2HRpzc",
-	"gkBY5yXG2bK6E6yYvTf+Bgg/7xQ1/ZpCHemG2iZyBSaVAq3mJJwrkBGO8FICRwt2a3tF3UDqht7Q3/0O",
-	"fcuo+k6dVT15hB49UiyqHpnxl+6jR+hUYyAntPUF8Ram9bO+L503vqEIBRWGYTzrDUOdjuIp9Ork/DRo",
-	"q6gqyPk36KKT8jCU0IsNe31UmoVCc+BgiFyFiwj9fpDZZYd4XXPiTC/7ZjxC+E7LsvDRglFY+0iFIkLx",
-	"2YyYNt5Hj7QwZklxZ20Fo068jDMliKYsImCkN/j5Rmu8G2+M/vWPf/roJtN86olWuugmU+H2pfvAz3rG",
-	"LZsiFOi+7AAZQ1C5wsLOg4Qs0qSKHDYynq6BpZzlFxYhzlRXQf/g4vXVdZD1aGj618e/WvragMFopNx4",
-	"xfrARdtX0IqQLYsmyZxC2F4zkXOXXxyknMMSsMCKLcUYYTs5mTFXfmpFb7ViRj+u525Nk6h2X7NbQPQe",
-	"QcNMryFAoFZt5aU0wxZm9hlrdjpGm2fP84G9p2XAMmgzj9YZ2A+GgwHaMB/3tDjunFiVZ85ChK32ETor",
-	"JOMY7Rp8f5pPoxKR3Y6i77JQn/cCP5MXjoLR3V3QzfRCRGTBDlmPJyfSsKSbmCBRTtgZuQXq1DBauhKp",
-	"FBhiWlBMvKfCp3YxA2K4tVPtjc+CV9OWY+Vdp4x0a5vl3iSBGU4shOLRI5MRNcnRbEAqUuqfMon00I1a",
-	"dNFWElEgcSN91aYGgAyPduNLtYH21IXVDbqu5iijjcw9TaMZSE3CVnB5cn06eXl2fnY9uTw9eXZlQo3g",
-	"u9NrRRvn179enl2fXhWRCAch28bSmYFXux6WoC/86FywhIRrvUr2LGg/NaPWupFag2HyA0ZQMrYaHKPS",
-	"mK6VIHc812LBmcXOx6QfPRqjYNQ7RE3T0Q1LPXXnpS2T6D4sa7ZOjG0TOZflCW71wvWKoSXjUmjbV2nl",
-	"MHPFykJnQQ5xuqN9BDic2ylWmtvQcM4EUDRdG8dDqcoxCl6eff/m7NnZ9Q8BaimHRcGrgHFdlbGV1yTJ",
-	"YS3KBYZWwcXJD6/fXAc3tLXE62wR5ceUfZi2cT6CjKGCHLzWMi9YfKPOpa9eaevrhYQC5IZqocFJInSa",
-	"Z2U0U5CX+52lhFQGbuauo3sBEJYmBYhlzU+ynX9GHs3xDGmWSvkqb2yVdTQKTKMpu8s6DZTjp94R7Ia2",
-	"gqvT6+uXp+enr64n56+fnf4hfylo68LtWtENkhgFV2fnb16eXJ8+mzjfPDt9efJDYCmcob1pXZxKFrQ1",
-	"M30wY+kftAuGPiiUf6g4WugDKjlZ6IP1qaZr9OGGfuh0Oo3/rxYP6gWVAH3IGx1RWOl/xDoe3PBdKyi3",
-	"5wUoyBk3aDtfjYvHztNu6alVo0RXyQ1pMmy30WbYd8KgPXdd4UGmwqMgcCs+Qf5gXDxoUUZBH6EQqnGZ",
-	"QWUJWU9dOZha7wQduM77wc8kuj9QewT2QFUwdIuM7T1Ue+eVrQC1uKJ1CoizlTZyEmi7gNx+pM/iutXO",
-	"ClvOMl2XEa5NrWbKvY9lAMgOVtrWNA2TSAte9cfAlCVLBzCPuu4jq5I+OdhmqwBtE45sQvwDCkxJ0WXi",
-	"cfaolalvZcRzFtR6IuOu7E1Hu2uKmx/aVdoVm7khRGszZ2GSGMVUxkozrzWfqgzpXgBt2M++7KPAll8D",
-	"1MouYzCYamvFE6dU83qRC3GQW3roguL+sB92zBcb8KONuKm6q78o16a8xh+VGYI/qFgSJURI42Hqur0K",
-	"yZWNNjFzUKqkB6iFC2a4ofZcPgpybdXEc8YB2abY/BsaNNT7lT4sEbrtOxBlzN5yRNDP+vkV21qJa99Q",
-	"7QfkDJutoD1/hUZlq3QWOASbWbRpmAvOlpyAxPo2tpQn3tibS7kU44ODpgTOgQS+MDUoIpNSIifLUimP",
-	"1PO9W+DCZHH63V63ZzvrKF4Sb+wddnvdQ9PgNdcproOsdHCQZzXV4xlsnkgxA28qKrcVnx2VfNTSOdP3",
-	"lK1oUb1SYUvJF0F26D9Dro/yHgWkQw/DyO1yWcPXyTWQnSU2bmbeWmevofNeEiGrSUjhlW9gfFsvzSTr",
-	"oqpC7AWVtk3D+lfIpCzb3Q2XI+b1pv0uO9lUdbz3m78r4D+w10fu8aa5PvD+XeXKu0Gv98kubdlayWi4",
-	"y2VXFeze94YGvKZd82McONf26U/6uz8p3SKkPhoc7/6oeiHTve+N9oGvfGGd/upw91cN92TpZHW6WCjV",
-	"Ydi7AW+e70k8U6ydi633Tn1ZCLzV9jrTrgBZMtEg9N8mTNikUZahr+w1dm1SK++sEGgFXHlpVOpc8tOi",
-	"Q04Hp3Jr20K7nOlXcZrx9rIkzAqvn9q+OhOJzNlKaduiwyjTJ0XTwK4MUJP6sD2HtWLNDgWyve2mKEcc",
-	"hwMYxn3ceTw9jDpDGMWdJ/ho2umF/WgAh/EQj6a/yq2Xu3VF5WJWozQ00/+JRftcVpWfsuiidOszplPG",
-	"uwSZcmoyjAKoij9MpIrCVEi2sEOC+dUnWTOC17t7jPtRLzycjmAQD/FR9CQ8nvZwHwbxYTQMR9Mj/Bie",
-	"xMdRL+xPB/gQhvEoOgofT5/gY+jFfS3z+ym1SufpfbkQpnB//xlV6q5rATd1tv46tyJ+Nu3cG+7+KL9T",
-	"U3+whzrPr0hVH/T30MjVOxb1d6N9jtNwU5o2OoN9Pq7fFveFGiwrSo2F9M1Wy40xNjqoTVOApSqgLlLp",
-	"CCXwTa7DZINaQdHQYy7aDdoqCBEh0Ej78zQqOZooIe+hlA5WwU4XPbf3bYdsMSUUTIBy8urZJsfUNDzv",
-	"sCV/nRMbNmUt0JKZ/TZ7njPYah22aRsD06/id/qNfrbtWMpmkavzn4WxPMT98BgG085RNIw7w+kT3DkO",
-	"e9DpxwN8OB2Go+gINqCkPMz7ECvZBHCJx2xwYDvYNtGkaHDbjwp5o+s+MGRFW6znZLI8KhG69olaurAl",
-	"yC1U26F7g6NOv9/p9a97vbH+v/+3AfyY6yaCBsxtnap+KOj2Tv0HwH7Yux4cjkfH49HxJtglezjkv2aE",
-	"tGu+dUeQZGtiM/gaG+0TG8kGo4BRpiIzc3Pt2pe6ydHB0ka7c0LXzfrL33HRUdkgfAeyaRi2Zh126Nry",
-	"PfybOHk7aptvuv5NO3tfIH9+B7Jc5HwgQ+pM9ubQvTFlmqfZ8xT3v/7rv4sUZl7mbkxo6zLa+IZmdbZa",
-	"cr/odHCKtCl1y7SJgEr6vMk5eo5J8gmF4PNGu9mVgnteArh3FOpeiLh/CLqfpJ98EUL+NaL7DaoxxZa/",
-	"UI/ZWxGa9dilHoSzUzWmESMvVWtjnquXUubD6LfxDf2YerhWiiU9mbdx3tBKFTzXmXl1zbZRFc1ThOrO",
-	"lfyqUFS68YFjCaaU5N7LyaHqOnyTDQWiVmCqZqx2eZ+uj9wCR2LOVvSGVttpV3OmFLDZxPRE6Xv8AxQx",
-	"U5LVHTuNOpkkyWt7bekXpI1LN114/dHwuN8z95WaOyH0o67+x4WcUfzqdQL7K2nnKtOvSvqrkv7NpN20",
-	"4pDVm2YeqqrtdPxGZX1S6lsp95qVb8RDLUZDaI/zrq1ai4ttvLuhtU4X7Yg+dTpO1f+shbt3kwa70t9f",
-	"ZAP+X5RLWWimV2cXnV6v1+sfDo76/cFhv9fP5pT7DylpVK47+aqsviqr356ycm7SLLsyD1VcpvK4JVrO",
-	"G7FUiJz3YpVbsXzjGBb17uZ4Of/9hlpN5da+nRZOt//FDo1n1dC8jt5clVYbfLEBslvE/cX/7s1DNJ5z",
-	"D9JXdfdV3f321J3t89Rhbb0oupeiM07SFkXXkP5z+xxzd6zcMe1b+Iru6sI929BJrXWfvm+FUeef3iuP",
-	"M25w0r7AQLMSPRbDC52sWPWQOPKrf/ZVYX0BCkvFkHrI07lKbZO6cqbstTDX5uvfvlMCKIDfNndCXJkZ",
-	"p1rHtB1O6jZ2Ttsp7yw519CFcJFPYdVWxkvysaueoISFOEHmOCpA5dlgNQoW+D0gntKgtOP44EB/M2dC",
-	"jp/0nvTq27zL0Vvd7zlR+titdE7Xps6pNbUeqZNzWCA55yydzfMrKeslSrYyrRe2gF6iY/2geV/4Pne6",
-	"2SXz9p77d/f/EwAA//8=",
+	"7H3rchs5luarIDgTYdKRlEmKlCUqOmZVvlRryre25K3pLXmZYCZIZjkJsBKgKHZZEf1rY39PbMS+wbzI",
+	"vkk/yQYOLonMRJIple26tCtmoq1kJnAAHBycy3cOfm5FbLlilFDBW+OfWwuCY5LBP89jslwxQah4S1Yp",
+	"3pJYPo0Jj7JkJRJGW+NWKLI1CdFmQSgSi4SjjPAVo5yghCOxIIgLlpEYYco3JEOCIUwRwVmakAxl5Kc1",
+	"4QJtErFQL+MlQaHtN9p2vyPb8KAVtHi0IEss+yd0vWyNf2jJjlvvg5bYrkhr3OIiS+i8dXsbtN4SkW3P",
+	"ZoJkVXovSMRozCUhG5wINCUzlhGUyU8SOi92tUxospS99W03CRVkTrLWrexohTO8JEJP15N1xpmny8sF",
+	"QSElN2ISwRshYjMY7Soj1wlbc7TCcxKgNY0WmM5JfIo4oXE+IbMklX2oaUqEpJHc4OUqlQSR7b/3zn9k",
+	"ycsfz7avkt7Ny4ve9mX/Lzcvn7LNy0u2efmcJbO/HESDlLaCViIJ+mlNsm0raFG8lC0oqooDxzcvCJ2L",
+	"RWvc7w2GgZwJ+8A35c6SfUe21Tk4Q2ua/LQm6APZohXJUMrmSYRTywJtjN69O38quQajOWMxihYsiUjn",
+	"FNYmIZKz1pKtxAH6jqwEmrEMYYFSgrlAgyFasHXGi3MzigfTQ3xCur2oP+sOZ49x92R6TLqP8VE0iofk",
+	"cDbom0lRfJ/PSokJW0FLkppkchNI1quZrsFotH+2XiTLRFQn6Q2eE8STv5EA9SWD9nu9wnhGPf8CptCc",
+	"S1BMZniditZ40AskdZqLe71gN08HrcsMU44jSdF57Odlkb+Ckrg4473pY/J4Noq6h1GfdIezo1EXH+Lj",
+	"7nB2OBtNj6OTuN8zM77CYpEPIol3TvGMZUssWuPWeg1vlif1Vn6sJA9sxm9w/FaxlvwrYlSKMflPvFql",
+	"SYQl9Y9+5HJQPzvd/GtGZq1x618e5ULxkfqVP3qWZUxv/OqkGD5OOFriVFJL4jEKE3qN0ySe6J/DAIVJ",
+	"zliTD2Q7WSacJ3QeIpbl72tJcdC6DVrfYBEtXn/3ycYB7b3Vk1U3nql8CW2w3HYRy2ICC+09HLru6eDr",
+	"WH/1yHOeQO9PGJ2lSfSFVkpzbqQ75fnpE62zjFCBuMCCOIsHf0+A7RP5rV4qZx318k4SOlllbJ4RztXa",
+	"nVNBMopTRdFnH98FWxKxSOgcrSm5WZFIkBjNcJKSGDGK2DpDPInV2BRhEyLbCg/QX9ZMEJgGy8oxDOEV",
+	"E8/Zmsafn/pXDPF1tCgIGJahmKwYT8QYhZSJyUzSoib39YpkWLDsDF79hDvENOwIw337RZPrbphTmE13",
+	"MJijBEQEZZvPt5081P+6c+NMAazbG7xNGY4vGXuBszn5sgJ6yuKtXAJ2TTJ0NETfJd+MUbhSJE0EY5NU",
+	"EqU47IJk10lE3lF8jZMUT9MvRGyMBZ5ipUSv885RO+SKoonzNOyMEWVq20v+s1okKLUIS0UYhaAUd0Er",
+	"DhFXWnCJB51X9vGeo2LDEC4Ze4npVh+5/AvMEmNoienWrCtHs4wtlQnCNItKZXOMwkxKb9CRSBweoLdf",
+	"blbeUbwWC5YlfyPxl2Ecd+igiyjlQopRfZpJTXuFM0GJfolG6TomcWeMwrVDr9oA7+gqYxHhXDLaMyoS",
+	"sf0yA/FbguqsxihOZjMCZ7Ve/nFVrwJzwQ6Dr1crlgkSvyRxgi9Be/w1xA5lAoXlvkKYe0viZClpnEgV",
+	"V5J/a/RgYMezdZwIdeJV1fPvF1jAqWP5INYaujaaZ0maSkuBCJGSlrRgt2wtbQepJIACPpNHPSjTLL0m",
+	"E/WAuI+ijMRyL7WCFmiJE9uI+hP6eO9aBfaFktYeqNE8oyLz2IyvqTMOc3wErVUmH4pE6fnYzsSuJXIn",
+	"7dbQmdTYN0r1VTTLjSPHA5OqT/EpSRmdcySYJKdsmNB1qg8KZcJUhhxlBMtFxsK3foRKFUGK8ZhRUugg",
+	"xoJ0RbIkvomsGwyRc/uAa0NtjxUVtMx8eyfn+wWTc0Du2JQy8DzEJRmSvx34vs4IbPDI/yWyPwcoI5gr",
+	"RTFa4ISiBeYLNE+uCXDL3uVwlJNajijocKBTM4rajOrpBYdGQWmdIazYqHMvFlnTpfyYxBOt+9ZSZt80",
+	"WrKl7x4d37oG+A/KIncZorymgdl9lVmsGYKz89wVLuyJ3KPHpj+SSFgp8QbPiV9IrPCcGJ8alq+ilM2r",
+	"okIqVf5ZVIRz1UZi/HGUbKTkniUZB59bIsiSN5I0SqDd2pHgLMPw9wLzyZJlPqbO1kR5UbHU5UimRjVj",
+	"aco23NkiU8ZSgkGMpX43khzRyriSEJw1asuW3T1By/FK+txRnEuTJTRuyxnLYI7lV9DDKZIcJTeDfJxi",
+	"rh4f3JnVYGmc6QmsT8ulcCdrWCOkMo5n9JqkbAUsgqnmEEOnn0X2rjAw423QWkrVyMeXZxQx+DdO0WK9",
+	"xLSbERyDEk+ZII1EE19HUvXyNJ5u8JYj+ZmcfP2ej0n882wa9k0oeId8DlzfsVidwaanm+tVanbCRdl2",
+	"JdgEL9mair1ymj9AggmcIsE+yE0FX6H2EYpJlCxxyjtFx+Wg1zvowX++vmcJFk7POE1fz1rjH3YzyvME",
+	"izP1ze17n2746ttXiuQZyTISo7aaXN6R05uRiCTXJLa7jmNpAMpZl7TvOPJhoZof+R8SGvvWW690O3zz",
+	"+uISPdK0hUAcVkqR+Q2ICjuuopkrllobvLuqYVhEhzz2DkRbNbVnpbF6Vjhx5lrLsJnmaH6vA1uamDX6",
+	"1w2J1vJElq+Y5XP61GQUmbE/Gp4cgKN8f8+79aQpph8sjz3gSPNSmvy0TuJEbJGcYfmDbcerjRWPd75/",
+	"9wUoUYcCtJ+rY/YM3buaxaPTp5oA4xaWvahUwKIU925ZilRHVtZ49mgmIC2fJ2nqBBtwHCdK8r9xROMM",
+	"p5wEHu2ltBZVkWqYq5nUeSvf9subAi8GIH5Ac5US8qDCTDs7sS/6mWPXt4UIE68sbXVB9DrmxNUuxH4V",
+	"EWQj4XdRDvUnn0I5VGfrV73wC+iFlh8a6oVWvbmvWpgz4B9XLbzTXP6CafxjTuGTBU7onzH3atfKd+E6",
+	"EcCP0e7dIExjdDREC3KD4mSeCC4pe/bfX6pveFD98TJjtKTf9m5G0ag3JPHwcBBNR/3+4fE0mvVOMB6R",
+	"Yzzs9+J4iPtk0BuS2fFwOiNxf0r6R/FsivvTwaB31IOjVgiSSYL/Z7t30/m3H3rdE9ydnXWfv//5aHj7",
+	"r75z/Kky/y+1DuIXz0pJN3oKEgwEh3VpxHGmV6Hk/NtlCzTT+/s79f5pyqIPE7peTkkNsAfeQGKBBVqw",
+	"NOYoEVr6bRKxkAo0dtd2pg54q/0kVBwN6znWEcmzjC0neib8pHBClS6n30LtzYJkBGGknLhozojVPeFI",
+	"WdMPlG2a+clSNp8kNCY3O5Q/pWOmbI7gzQYTsX/cnBC615qEYxjJV5vbkxDV9wDaVoTGCZ2HAQojRmdJ",
+	"tiSx/CMjLJuTWAX/rXtLnX7loZ26/PuAA6JgzREc4JuEkyIP2m68evDNZOGVGXLW/VLDo8KXlSzdqLus",
+	"JRYLWlZHLuwCM3H5yvhkncU7eHYMi7fymCDXJNsCOGGdEdQWjoV29ub8gdqoxf1OTKt7wzHndMZ2nyLl",
+	"s4PcrFJMsYky3PnIAP1eCl89osISa+V/zxliusjJDvSQa6f4CYu9g+MCBrXE0SKhBEUsJoonC1OMoHWk",
+	"3lUKIXeN+BJ6Saq5fvASQLpc5BJ4gJ3gZ9Cy2A0YnliweCIfYanHwgvxWgXFyGRJsmiBqZi41lwdGKdE",
+	"lAeJ0wpaP62ZIBOcytXeTtacKMOxFPMHon1ROM/AVXTRNk1uVrCK5u9lwkFAlJpc4SSzO2vC1mLCZpMM",
+	"U+h7Q6YLxj5M1llamho3gg1T4WJ39O/chQTA7qwABYpBueriVngeWOwpEThJa8yqjE1TslRhWUYJmiUk",
+	"jRH4NTQ0trqL4R0f0/77xetXaMVgeCihWgtQ8kLKWNum/FPF3OsDSLU7H2KkCUebjNG5i6ndLTIV1Xm7",
+	"tVsSRE+l15dqJ+byZoYjwU3UwpEZJXeq3t97BR4IAohAy9XyiKk3JOuq1dGLxlF7ibdoShBZrsS209iK",
+	"dbnCY8vaHRjXhe4MvAy1ccqZ8RSF/9HVTpTueRzq9e3sXxiYonzgBQJ8i/QcJ/f01ny/2FYgXQpc53Ha",
+	"QFSy9txxj5sAfSArYaZhkXDBsi1aEoGlUVFUFV5YZ9EqY9dJDCD6HxXOz7rbWoGLSB5p1O9ORLI7oZr0",
+	"urlL6Px7Jan8XmN1vmwWjBOkRRoiNIZ9LffdTLXhkQvqhwm5NrkIJRsTnitfIlqvIAYbqvkPtctcgfg1",
+	"uAcb5KO0WpYr4Xd1NPQa38kD7Y94nwteL67WWer/wkzd/o1QcIQWSFHNB+UZ9q5wHrTwWd6vvn1lbCrM",
+	"ETZWFVIkKWlKbnAk0i0a2F9XKY5I1cc9GIwOehW78uMP/e7Je2lavn/Yubo6gH/9PPBbl/d3vRYcohyn",
+	"xHdQFaI+TWM9eThgv5/2fj7X8ob1Obp3u0tfEbFhmWcHa3MdUfVCgMjB/ACFU7Ia9JTpI7Jo0AuLiwk/",
+	"FxfyB9z9m1q5oH/kXzxNxBujp1WI+TPboBlWzkVl6mzA6sqkmYPkUQpKh6bVt4AUp1L/nIAJ49/gqVSe",
+	"BIJ3lTmv7dY1FYkC/pheVUSKlwNSzY14eajtooWymEgLWpGkfAtgqYMPVQ7489GW4nmVqJxg9I///Z+I",
+	"R5hSM52uJ4Ek4JsGuKr1KdyDCJrz5a69YNgXoHEOSXUrbCdztk5TODuloUXMbOokMNDElCchwvcbQWln",
+	"muEUVr5Mc1DhU7UYvn1r0Nd/VlrCDuScdjkoMHCgJPNmwVCcmIBqSdNUqOGdrhb9TnMfC3gUFCU1PitF",
+	"pV6Atg2Lwo7PCOhHnUb+KaMv1R8D6sOKTgFOiEjk4eY8HwSG6xy8+TrsDF4XgLhyzpc4Jk6L7saByP6W",
+	"C7I0UM27B59rVM0QR4JlY6WohoE8sF0PACeEV7IJQX8cz5I09XujfiEsrwBNnePrZt56wZrwECh9Dew4",
+	"hyXdpu08Bu5WKIeDXY+E5bhdG9WJdvrU5VJ2CNi7OPqA2GyWRMRdozrP9yfEomjFjm2kMcFcZoHosHZT",
+	"wp70LMUT92fri90v8q33s170uMEAyHAwn9RKol+Owi0betCv+ujTYpbcOIXN2bpvwEJ3qDLZIs/R8IJt",
+	"SNaNMDc98+1yytJiH2see/1BBsq5MwzhidrUN9R0YiwaquHE7F1/Q0G9bz333td72Rt3U3dM5J0kRdUO",
+	"23kkNwlXAKHGve2SlsWgBNnbqfEF6z2nnL1uxEIZ2TZ3QP5TNvl+H71B66Y7Z93KIJQrlXt3prFOYoLj",
+	"NLkLPh5gaPtS2+ThJy3KXei6avbzXreAx5+9y9WwF411dyW5KTQO4phsQ3lzzN2WrcVE5ZPskaaAN1Kg",
+	"Qv1+2Zih95fnnwwk5SwCFuSg5agPkzudgOarhmFOu2UbYqcu1Ae3QWu9ivdCbsEEuqP67sPcFXxMVnPy",
+	"Bmxy26d8KFVReLnXQrkyygdN4bwujLggLwrytiIOS0K/cgqVNZzahS/pLIHJqqpuhoaaYR5iaca+PuXy",
+	"Nvi5DLdRw+O7A/ZKVUOMmmPOi70IEEtjC3hDbWMjXVGFOuicOodHwZLyRf5VtJdjGk/ZDeLJcp3K4XSu",
+	"KF6tCM44YjQiJtkPZITq5uCKNo1SlHEnPtSdMqK9nuZsW7ag3QloHCvx2useUjRcek9rb+CttzC9Chsh",
+	"OW1J9vsnL+yb5usyfskwS6FVJ0HQTFaVpStitGjWJBSp2Axqh98+u0SPXJzwo5+T+DbsHOzcGE1hZ95e",
+	"7wdDq9+kf0homme4DdKtnHW8C6DW/e5ToGr90vArxvazY2xruOY+2/X+uNs61v1n2af3mO1PNtF/0Em2",
+	"ZuDujB5IyMI0d2hmRMF8KmYNamOqErm0rkNiZBK5qrPwiYKQyon7GRLx7ub7NpPS1KL8bcVOy/7ffFK9",
+	"nHNNsuuEbOoSSXLHLpZK8TzF2sT3AyE0esIH5lFmmK5dhSkiVHJQnAMtFCIZW7gFUjH/xodqCenhOU+1",
+	"fcfr1GewkebrjMRugLZR5+XAsKd3tiJUF6eYCMx9ZLyFXznUeZQzAEDdfLuOi4pIQpEBk6BVuoYqMjTP",
+	"r7+iRkNWNkj1PAeKKmnvHrpeFxpGtt1WjV9gTvgOE0WqTRo6dCH/QoSul5Dpp5PJGs04fHqxXi6xzz4p",
+	"41QVTQ4L+NajfkaCKofv2k3NTjgILekv7nnAmd37hzzVCrajVz45/rm2QaGF6sFY+zTCjtdlt/sEu0ui",
+	"r5MZi53DUlFxr+iodsqUjtHdAbCZEp+bBUtLKbQBSmYI020x9HDYOx6OegfNIg+aoEbVZ4AMPffywK4k",
+	"Y7v03CNwfKfcYfv63kXavwP2+YsTO+x7eivrj3Cnb3cxvJyyayPdN9+3MK1QENnFGO5U/j5P3YFTtFxz",
+	"gchPa6wgRXy9NBK1WFEhVKSomlp3Sbdvpvn9BrKPC/5tTyqyw1X7+OStN73IJF0zm/X2CXCUB4PRL0JR",
+	"vt0nCKzi6ooB65PQNnwbVI4A5f5DxLISuydxKWr74k339dunz952j4/7g8Micnl/LWWH9PujQOuGp7cA",
+	"F2Tlw3f/ctNjJ0JTaa/3H5XSxXzR6+pgnByzXUPJE1jr8sn8A4GycfcbyZ/ZRurs1TJXynSFluNdVeFK",
+	"kCgTow4RJSTmKNSUh6coNHXt7G9SoQvdGLhTDM8WwfOVNpEf1iSemMpukNW7WZQUiSe6VXks2EytaCn5",
+	"Ujv+tDe+UKB9L8A/+OUrrGfUt8CV2IIfpYVTOQxHOORKpkKd/co6Zk7Z51CmDIEN9KgiIZ9El7qPo+c+",
+	"CpWXPURNAqYUrA84khYk+mlN1uQUcaKtWG5s2oSKjMVrK7jMVsTaqp/o2Kv9uxC9sk8LdS7VBrZ4FpUA",
+	"yOi8mB9X7qEy8QWbuQ6DO5dMD6PzJXd5rREp86C0bcE/gTM5GcVUNRdFtxdplmSFiljtdxdPLzsNEuQH",
+	"oztUxqrvVSo+Rn9E7UFtdyeDUa+nbSlfzvacNPJl+J0WsO7+QkD71LmS4tigAhLB0QIC2XcrfLTEN+fq",
+	"ZXNfg/mz5JYJWupODf2zFA9FOi92wMAcUg0UzJODjdJkRqJtlJKOd/Pp09jBUhRgYiDXJxZNLNcqJSqH",
+	"NcI0Ivq53ZN5Fq09ad9X0MmTenTyO6Mm6OC/T+oYBQJMa6NVUKbcfTu1pE9QbQISnj5psQlvloK946Pn",
+	"FxWfq0Rf4yqlzavT3aPshDo6sCiv5u5ZuTuoLsObnR4lRrtK99a9aPaw7lrgGbn5ljhNCRdoTctwfJCF",
+	"pf/8pjNn6RoMVb/uWVJBGrsqnYZ3FqKotzYCheUxG7p5r9eNWDS3AO6JGzRdTbeNglnq7Zpg1n5drRHK",
+	"ryzGcqifPLB2Ya9N5Rdgf4uZ9qa3373ysamwaxBhG70QeT1s5dWQfVOG5EOSIYE/EF4Ictx51nZyXhOY",
+	"dgNgY45W9NdGcWa+AFfcTOrKpFRKIjuJJpVNVd3CRdYs7om9ZQnLHLQfzOOPRzWF9JhvPgWcp3KIf8Xy",
+	"fAEsj49jGpdUrrpn7o/n8bLuHzIiVx7p/af708z0P8cs1xlFoTQAQu10MsI2UPAdx23IMsdR6NpE8vNC",
+	"EkzBRejYMOq96j7mJFpnidheyOVRq2ggV9+R7dlaLGpWxbnxpR3yDxO2mvzj7/8Vdg7Qm/yeF+VAkNRx",
+	"JcS8lx7+R/fszXn3u2d/zSnEq+Q7slXXmyS6tE3EqMDqvjayBOS6dglJw/e/aQsyPtCDPojYMu/C/Iry",
+	"L1q3e9zyku/Nd2OVl0jYKiWozTKdPcs7JliqL+uw2s+7i6eXIHJfffsquKLKP2Qragdohbc2PQViroXM",
+	"xwActQtM41SeK1hAFT1VPOgAnQuVoglI+DKuVRU4M7E9dFk0rlE7fIRXyaPr/iP9NAwQHKEbuJxOZDgS",
+	"HZTwK7qmeDZTeYHTrUrizpJrwhEGH9rYNAtQ/vzaUKVvEB7YmjIqw5XLIV1RW5tFlVXZLJJoIUlGOMYr",
+	"QTK0ZNe6qoxrSF3RK/ov/4KeMCq/k2OVTx6ihw8li8pH6mKbg4cPkQKp2IXWuiDewbSBybGEENgVRSgs",
+	"MQzLTB4m6nYlT6FXZy+fhR0A8Fj+DQ/QWfGaIw6NDXt9VLjlCC1IRtQil+lKOLwfmnPZWbwDNWIjlwNV",
+	"SI0HTnEjHqAlo2QbIGmKcMln80QV/Hn4EDajie85bUsawfEyNkIQTVmcELV7w5+vQOJdtcboH3//rwBd",
+	"Gcknn4DQRVdGhOuXbsPAVJfSbIpQCBWcQqQOgtLtu7pyXMRiWKrYYSOl6SpaigFLrifEua8pX3/ALIQm",
+	"HwrWv3qxUxtuPB2MRlKNl6xPMt4JJLU8Yqs8ITm/EEjfkGu5K8gHUvRhcbLEki35GEphimxrmcuOWq63",
+	"bNGsXwY36nGnJIS+wBj6CD239akFCGWrbQsRVWyhbjXEwE4nqP5WSXsV12mRMEOt0Widu0bD4WCAam6+",
+	"Os2Hu0hSt7xFwjWKNaHzfGecoH1XWp7ae+YSbi52VtGLcNjrhYHZLxkKRzc34YGRC3EicnYw+dRZIhRL",
+	"uo6JJLYLq+o85eHYNiBsdVEBSXJeV6CTV4tT3NotV9EyxqtJ5oH9Di4jSCPV3JumZI5Tcx3Mw4c6Twmc",
+	"o6aUYizFP2UCQXk+2eiyI3dEPom16ys7VQSYedQdv5UdgKbOtWwAiIAjjGqZe7qO50TAErbDt2eXzyYv",
+	"zl+eX07ePjt7eqFMjfDbZ5dybZxfv397fvnsIrdEMsJFR5106io73R4WBO4q7r5haRJtoRXzLOycqksU",
+	"oWgBkKH8A2qjGLYanKDCBXx6B7kX7+lZcG5ZtBcgPnw4RuGod4h89x56mjp1b0LUTAI5j/rYOlNnG7dc",
+	"Zh3c8oXLDUMrlgkOZ18pRUEVFZMntDFyEqcSgXb3GzyuOUOjBeOEoulWKR5SVI5R+OL8L+/On55f/jVE",
+	"bamwSHolMa6qMtb7NU0trXloS61V+Obsr6/fXYZXtL3CW9MIoHsKOkxHKR+hYajQktde2eDaAzkuuDW6",
+	"A4hZLgm5orBpcJpycPNslGQKbbDSaYoLecDN3XYA446wUC5AdTVdQU/SWbZqP6rhqaVZSeErtbG8SEo5",
+	"WxBx+Q5nV7QdXjy7vHzx7OWzV5eTl6+fPvuTfUkVhptu5bqRdIbCi/OX716cXT57OnG+efrsxdlfQ73C",
+	"Ztp97eK1YGEHmOmjunDyI6hg6KOc8o8lRQt9RAUlC33UOtV0iz5e0Y/dbtf7/7LxsBpQCdFHm1SMolKu",
+	"MQZ7sOa7dlhMhQ3d0sYd56tx/th5elB4mhfjapubaWwCJ6qnfS8NoLmr60JUhEdS4EZ8QvtgnD9oU0YJ",
+	"DCHfVOMig4rCZJ26+2CqtRNPUiJcahPqAZXJgNQPg8v8KEeiI1shamdyrdcEZWwDh5wgtJNTbkAO8omr",
+	"Vjst7BjLdFuccDhqgSkbD0sRYAZW6FYBgJMYNl75xzISOH904D7SIumTk626CtGuzWFqSX/MkfwOa5tH",
+	"bSO+5SFuWRDkhOEu86Yj3WHF1Q+d8trlnbkmRLues3CSKsFUnBU/r/lHVaS0EUE1/emXAxTq8Guo07tt",
+	"QncHBA+UkP/o+kKcyS08dElxf2g2O+qLmvmBQ1whROQf1YTif4M4/5+kLYnShAulYQLGRJrk8oxWNnNY",
+	"wHeEqI1zZrDJHgEKrbTy8ZxSQHYJtuCKhh5sipSHhYXuBA5FhtnbzhYMDCZcsq3ecZ0rCnqAZVjTgq35",
+	"31FHa+hBu4RjJ2WfC6lo5G/Jw88z4ADVbB7rbVmqQnpYLs6T16+en799ef7q28nl69eTF69ffTs5e375",
+	"7G2I8JzJjQh6AgoPe8sw0JgXaSwj+S8dkXnAbVWkK+oKcni1g/7x9/8DfpB19KFUIxIME8piHZLigq1W",
+	"YLBIxd1oS/DJwRXVqKMIUzQlwDkkLtU8UAv2J/VQar+K+0zSSYgibR5LdY0JnALvLY3q+Y26R0j+VYWB",
+	"r/kaQ2VCqdPkFzRLXdADBaKq7mXp5qgrqvQt+cEYlTIFtMLoXNem4/tAIyhogVI9K/d4XckjNr+S3NWJ",
+	"2xjObASHsFaB3d/nSufNzVmtIF1RdXGqJEqpRrr4GU/oPDWI4gM9w8UxwCM9BLlOhUkGW1P+W+dHKffI",
+	"bJ2WbxJGbd0VQJRFtAiQ1PGLAc+s4G23UqEjNX8oXW2vk8zYJjCnvYnvWxWXbah3+sZGgEEbjrxaHqAz",
+	"46s19CpDhlv7Rs5FSvA1PAJlo51IO9DYtEo93iy2HZWwliYR0cEF7Yl9k7FVlhCBs62uEDxuLYRY8fGj",
+	"Rz4f7iNBsqUKQyciLfhyjaNaGqWtoHVNMq4cuf2D3kHPZMfhVdIatw4PegeHCq6+AC+3Gr7815yI2ky3",
+	"+pWUEmCzYAG4Z2EZwZdZBCEYuSVtGr3euiSmfNWpWwgGh2zSDV4G4EInorvC0phEz5MUrMiILacJJVcU",
+	"2jp79VTNtfVJncdQs5sL4EtVP0eVsOe1aRz5K4+eqHjdbbD3TbDI4cVyiBccjM6l+A84cmo25HGJx3F/",
+	"1osGuHs4HZLucDbC3ePpUdQ9iXukPxvgw+kwMmGDn9YEeEYzUgkOai9N3wPuqaHWetCpIrwgb8xlbNZV",
+	"VrrlaPqYPJ6Nou5h1JeDOBp18SE+7g5nh7PR9Dg6ieFWRd8gquH6XzgOID5HH/n6tNcnN7tovnCL+Z7Z",
+	"w5B8YSxaOY3JkqA2zBtPrknl+tPBUbff7/b6l73eGP7vf9QQLc1e//TsBBM3oNaW4W1M7mHvcnA4Hp2M",
+	"Ryd15Ap2d2LfA9wCgrEgoQa9ngl76Vo75Rv85bM7LGIhug6htca3Wt8GraEix9eLJfvRN9gmj8An/f2f",
+	"vHNvbJEfDU72f3TJ2EtMt7ovOB5GTeg715eYqJuC4KvD/V9dKDeg4ypUsVODwgZhWz4hoNArnkuRq+6L",
+	"br2XHz0yqJVH9oivPYSeGoBLqVjWHhApamN7y5ZTSitDuOAGQ/pmGqPXB8jCY9W9BsqG6gS7DqWak6cc",
+	"/+bVU8izMS2gJ9FSWCOErcoO0fJOnWCzUKdme6IO8Nbg4LvzEfk59/ZOEM2ebe4DYH3d6/v3enXenN1u",
+	"eb604bWjAUAekpAV455N/yRlXMcrDTik1NfYdYe0LaiXow3J4EI+ATCG0zzPDOIiYiditlMEmaC2cTSa",
+	"+N8Gb091dprS8hdsI7X8HNxu5EmOV90XfPSJD525V8EJ7REguxHf+SF+Eg3IcNbH3cfTw7g7JKNZ9xgf",
+	"Tbu9qB8PyOFsiEdTI1+ksZCLF12K2+CAFNzoTvraHlnhhKcB/PLe3ir0DYu3DeSFHWWei+hCgxRIu/WW",
+	"iHVGVXBbFTjUQRIUrblgS512b+/nMjjYVu/mMe7HvehwOiKD2RAfxcfRybSH+2QwO4yH0Wh6hB+T49lJ",
+	"3Iv60wE+JMPZKD6KHk+P8QnpzfqqfGAjoVbK37wtYrB01skXE6m7xOllqUy4iw7XcU3ZnSd4X0eF/irn",
+	"B2G/gP6/mHTuDfd/9IqJ53DBHnzQQJw/YXSWJgomN+w3kMhv1I15l4y9gPvy4LtRk+HYK/BekjjBl3JD",
+	"wqEzaPKxvq5DngDPqEjE9vd6YOmt5MVw1p9a4Ouq1UxfFJ2AvHSPRcHlt1N/9GqPz6Hvz+63+JxKWfUm",
+	"8D2aGMzVV+WrifKlitXMNJMY/tWe7tb726BGswK20gDJUtXWsFR1I0RtcCs74ZlczTHhDvB8SjICBZG2",
+	"sMuOQh84VfvCDAsSjpWvek4ER6U0dBN5U6grF58UaKyMQSQZXIaahSRWsRaATiRpqjdioK/Cy+sLXdGE",
+	"w1thIQc1RP/v/2rqUMZAU0ALnM7kKLcKbPA3kjGpK3xgU3aad/2AX9HQyV+VSqb8NckQXy8P0FnupB+j",
+	"UjRBQZmceVS0Sy11D5qpHeorF0O41U4OScFSjIdae6x9muUTAHA+N2Wz7yJbPqVqpmoNtvqj4ckBOAad",
+	"JP5qZZJKpZkfmvob+9Hx7Bgfxd1hPJh1h/jxUXc6nJ50R3iIj6KTGJNBH3bLHSSae/Ndc51snygT0eL1",
+	"d62vms1Xzeaumg3EEj1RSeUj04ieSizTe2pIpYc5pTS9es8bkpnyhwtvwQQp04yITjKFrZN/KnycwCk/",
+	"BZiluenwii72Xjd4inLTXYMKVoSe2pPAAvFB5jsYe8/9p+iJlNVST4NsNf6BxKhNGYpwtCAdn9T8lghb",
+	"o/AzKkyVuos1plZebfGfSe/ZUcnVYWa7ToqbdQS7lpm/cYr+8btr6W90879mfDG/N0UPo1QiEfejEzKY",
+	"do/i4aw7nB7j7knUI10TWhzFR6TGmVy8c6Sxl+c3ZVPYOflqVTS1KlaWqZvbFRcaQqxkMcClbCLWXjtD",
+	"45Qd0+CK1tVBzW9A2WsdqC/B/9lRmVeg+5exkwCDCWxSEOZ7sZCB6eKKmrKtsuUqBe6lzZFQQCOn/iPA",
+	"WYzXIEBYqv87QD8H6K1GpigHw04rIVBWACDKtF0QmPTs0pLwoilihlQDgTOJfAq46ZQgyNO+df4elG4g",
+	"FFUsJNldsdxlkl3RvEaRmbp4TUqAepM3sTxFBu3LFzjTaVrWXS/f7pxe0bKhVL5akGUIbuY/QGd5tLA0",
+	"N+GwNwzrTak3pr7Vr2dMFSpBFUriupVCmx4EriX26vxNt9fr9fqHg6N+f3DY7/VNXZT+b8kuK1aG/WqU",
+	"fTXKfjNGWRFtqrOF9uBMa22zwkt1Kq3vpp9CRjQcwmDBhahtf9SXbimJrX9N+BVly0QIgECAVamSaNph",
+	"XgclDFCYxGGngt2TL2rYQvESL43aK8J6ldiHgn0POFoyLsDOkWdAIshSfalRxzQu6OYoTT4Q5TE0Q0wT",
+	"Lg5Q+FOIZgmNeQlfCsncYD9ofkUiiT4QgX5aM0G4hRleUY0zRPtghhe6yN3O+Oz3AHl0qy8KBpSeejQl",
+	"WAg9+TvQHtBrMylpy/NVa7OZewTdrM9EqQopEZBPhznpBA5w3YJqcDWQfkXh0mm4/sYC+gEVXrzE87TI",
+	"qBCYURDbrVYMlmrCc3NGeQYBhiZPIfAP+qbmp8K03Km2cXWCQsXWmkdtlh0krmjuBfY8hWByDrpWbK6r",
+	"z9QtIuyCArW6g9a4pfp1il3YB6pfTxHczwHdaWR9lm8l+zVN0BqCC1JR46vcK1I8BOTlqZptMlumrgkN",
+	"puTC7wMzuoP0fwoA6b5b1xrASUFgf/VFNIKSZogTnEWLynUI6lwxZ5/RlC5d3aiqLoEBX6szneWBy6Ik",
+	"C0x+jOt5hMoz8khTtwXIo1unhhh94orCRe9Qznzspq5DPbIilDV3aCgk0gOen62yAVPq4YrazDKTKR2U",
+	"stMD1/+i2pVd6rQLdWFJx3onZus0vaJa7zP+lop3xb5eqM+vIsOmMI3XYe65te6uVnKh9G/rS2/u0h2o",
+	"Nc74mrtPf9NG4+9QJnxLRN1Fs3cUApAFXI899aab2hRlmx78j//1n3n6p9003mRgcDCOHZdmOTE6rxLj",
+	"FLhYU7fERcpJKfXYt+2e4yT9hPvty8I1VemGArBqlbHrJIbCOz+qMlwgmUBhbuwceg6b+NO6hoy0UDlB",
+	"X31EX31EdxZoki2LEu3OckzflOqXY8oHpSsSKzXBlvkABaqK6tpgrvECY/Cd37mWCAjFgpwM8sRjD8qr",
+	"qGjoElS5ngG3LnBbSkoV07F4sgwLotLw3TBLRsrq2gMTY0HtUFUc0GXlXOS/VLWuSYb4gm3oFS2XIlRI",
+	"MhuhgHRoBRiLmcrIB8iVVyYnafpam/i/I2lcDCr0R8OTvg4q3AW71VxIfwZQ1Vch/VVIfxpHvijfPn1X",
+	"Ua1vwakV1meFmj/FOl3anDPBzTajEemMUW2A3Mam/ZHuU6dan/yfLXf79kkwFdu/Z6DzV1YpG8Yy75CT",
+	"U7r17quw+iqsfnvCyrlRuKjK3FVwKZfTDmvZFrGSJrKtY1UsYxUoxTBP2PTby/b3K6ollZu86YBDXS+A",
+	"vnDDpPPZRFB/WqXs4HdrILtZiKNo1BuSeHg4iKajfv/weBrNeicYj8gxHvZ7cTzEfTLoDcnseDidkbg/",
+	"Jf2jeDbF/elg0Dvq3UniOddhfhV3X8Xdb0/caVy4G2++q6BTStIOQedx/7kAuZorNQ02Ma9MmatnNVUo",
+	"NR4xoagWCFirpP0ODc2S9ZgXfu2aUOFd7Miv+tlXgfU7EFiVO3l3iCvnhhLYzJW7SX54LzcgJ9m1H3Z0",
+	"oepDV0rN6cLOB96Sc/qGDOOc82BA3tgK1pWW8Sq5b6tnKGURTpEajjRQM2ERz0v8gaBsTcNCj+NHj+Cb",
+	"BeNifNw77lW7eW+nt5oQK+WxG12eblVsGSQ1lCOHQo1ikbH1fGFvJq+GhdlGAV80fKGwjtWB2sJGTe7D",
+	"1E3a/PRqc5cGPBd4sqhMCFdnRXE3d8Zp3ubOVJv/fsFQnMQAm3O+UEWdfHiRPA0g8yaneYGPTssG+Hj7",
+	"/vb/BwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

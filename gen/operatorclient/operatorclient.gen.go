@@ -18,6 +18,63 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for AuditAction.
+const (
+	AuditActionBatchFill       AuditAction = "batch_fill"
+	AuditActionBatchPayout     AuditAction = "batch_payout"
+	AuditActionFail            AuditAction = "fail"
+	AuditActionFill            AuditAction = "fill"
+	AuditActionPayout          AuditAction = "payout"
+	AuditActionRefund          AuditAction = "refund"
+	AuditActionResolveCredited AuditAction = "resolve_credited"
+	AuditActionResolveRefunded AuditAction = "resolve_refunded"
+	AuditActionSettle          AuditAction = "settle"
+)
+
+// Valid indicates whether the value is a known member of the AuditAction enum.
+func (e AuditAction) Valid() bool {
+	switch e {
+	case AuditActionBatchFill:
+		return true
+	case AuditActionBatchPayout:
+		return true
+	case AuditActionFail:
+		return true
+	case AuditActionFill:
+		return true
+	case AuditActionPayout:
+		return true
+	case AuditActionRefund:
+		return true
+	case AuditActionResolveCredited:
+		return true
+	case AuditActionResolveRefunded:
+		return true
+	case AuditActionSettle:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchKind.
+const (
+	BatchKindFill   BatchKind = "fill"
+	BatchKindPayout BatchKind = "payout"
+)
+
+// Valid indicates whether the value is a known member of the BatchKind enum.
+func (e BatchKind) Valid() bool {
+	switch e {
+	case BatchKindFill:
+		return true
+	case BatchKindPayout:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorCode.
 const (
 	ErrorCodeAmountOutOfRange             ErrorCode = "amount_out_of_range"
@@ -119,6 +176,7 @@ const (
 	StageAwaitingFill       Stage = "awaiting_fill"
 	StageAwaitingPayout     Stage = "awaiting_payout"
 	StageAwaitingSettlement Stage = "awaiting_settlement"
+	StageConfirmingTooLong  Stage = "confirming_too_long"
 	StageFailed             Stage = "failed"
 )
 
@@ -130,6 +188,8 @@ func (e Stage) Valid() bool {
 	case StageAwaitingPayout:
 		return true
 	case StageAwaitingSettlement:
+		return true
+	case StageConfirmingTooLong:
 		return true
 	case StageFailed:
 		return true
@@ -195,10 +255,213 @@ func (e UnmatchedDepositStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListStageParamsOrder.
+const (
+	Newest ListStageParamsOrder = "newest"
+	Oldest ListStageParamsOrder = "oldest"
+)
+
+// Valid indicates whether the value is a known member of the ListStageParamsOrder enum.
+func (e ListStageParamsOrder) Valid() bool {
+	switch e {
+	case Newest:
+		return true
+	case Oldest:
+		return true
+	default:
+		return false
+	}
+}
+
+// AuditAction What the operator did.
+//
+// Example: payout
+type AuditAction string
+
+// AuditEntry One operator action.
+type AuditEntry struct {
+	// Action What the operator did.
+	//
+	// Example: payout
+	Action AuditAction `json:"action"`
+
+	// BatchId The batch payout or fill the action belongs to.
+	BatchId *openapi_types.UUID `json:"batch_id"`
+
+	// CreatedAt When it was done.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id The entry's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OperatorId Who acted.
+	OperatorId openapi_types.UUID `json:"operator_id"`
+
+	// OperatorName Their name.
+	OperatorName string `json:"operator_name"`
+
+	// Reference The reference, reason or chain hash given.
+	Reference *string `json:"reference"`
+
+	// TransactionId The transaction acted on (one entry per transaction of a batch).
+	TransactionId *openapi_types.UUID `json:"transaction_id"`
+
+	// UnmatchedDepositId The unmatched deposit acted on.
+	UnmatchedDepositId *openapi_types.UUID `json:"unmatched_deposit_id"`
+}
+
+// AuditPage One page of the audit log.
+type AuditPage struct {
+	// Data The actions of this page, newest first.
+	Data []AuditEntry `json:"data"`
+
+	// HasMore True when another page follows.
+	HasMore bool `json:"has_more"`
+
+	// Limit The page size applied.
+	Limit int `json:"limit"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// AuditPageResponse Envelope of an audit page.
+type AuditPageResponse struct {
+	// Data One page of the audit log.
+	Data AuditPage `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// Batch A batch payout or fill.
+type Batch struct {
+	// CreatedAt When it was recorded.
+	CreatedAt time.Time `json:"created_at"`
+
+	// CryptoAmount The transactions' total token amount (6 decimals).
+	//
+	// Example: 200.000000
+	CryptoAmount string `json:"crypto_amount"`
+
+	// FiatAmount The NGN transferred (payouts) or received for the sale (fills).
+	FiatAmount FiatAmount `json:"fiat_amount"`
+
+	// Id The batch's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Kind A payout (`POST /payouts`) or a fill (`POST /fills`).
+	Kind BatchKind `json:"kind"`
+
+	// OperatorId Who recorded it.
+	OperatorId openapi_types.UUID `json:"operator_id"`
+
+	// PartnerId The partner paid (payouts); null for fills.
+	PartnerId *openapi_types.UUID `json:"partner_id"`
+
+	// Rate The executed rate (fills); null for payouts.
+	//
+	// Example: 1549.10
+	Rate *string `json:"rate"`
+
+	// Reference The bank transfer's or the liquidity order's reference.
+	Reference string `json:"reference"`
+
+	// TransactionIds The transactions, in the order given.
+	TransactionIds []openapi_types.UUID `json:"transaction_ids"`
+}
+
+// BatchKind A payout (`POST /payouts`) or a fill (`POST /fills`).
+type BatchKind string
+
+// BatchFillRequest One liquidity order.
+type BatchFillRequest struct {
+	// Rate The executed rate, NGN per token.
+	Rate Rate `json:"rate"`
+
+	// Reference The back office's reference for the action (order, settlement or bank transfer id).
+	//
+	// Example: LP-ORDER-88123
+	Reference Reference `json:"reference"`
+
+	// TransactionIds The transactions, each once.
+	TransactionIds TransactionIds `json:"transaction_ids"`
+}
+
+// BatchPage One page of batches.
+type BatchPage struct {
+	// Data The batches of this page, newest first.
+	Data []Batch `json:"data"`
+
+	// HasMore True when another page follows.
+	HasMore bool `json:"has_more"`
+
+	// Limit The page size applied.
+	Limit int `json:"limit"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// BatchPageResponse Envelope of a batch page.
+type BatchPageResponse struct {
+	// Data One page of batches.
+	Data BatchPage `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// BatchResponse Envelope of a batch.
+type BatchResponse struct {
+	// Data A batch payout or fill.
+	Data Batch `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
 // ChainHash A chain transaction hash (0x and 64 hex digits on EVM chains, 64 hex digits on Tron).
 //
 // Example: 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060
 type ChainHash = string
+
+// DepositTransfer One token transfer to the deposit address.
+type DepositTransfer struct {
+	// Amount The token amount (6 decimals).
+	//
+	// Example: 100.000000
+	Amount string `json:"amount"`
+
+	// BlockNumber The block that holds it; null without a chain transfer.
+	BlockNumber *int64 `json:"block_number"`
+
+	// FromAddress The sender's address (where a refund goes); null when unknown.
+	FromAddress *string `json:"from_address"`
+
+	// LogIndex The transfer's log index; null without a chain transfer.
+	LogIndex *int `json:"log_index"`
+
+	// SeenAt When it was first seen.
+	SeenAt time.Time `json:"seen_at"`
+
+	// State `pending`, `confirmed`, `reorged` or `unmatched` for a chain transfer; the deposit's status otherwise.
+	//
+	// Example: confirmed
+	State string `json:"state"`
+
+	// TxHash The chain transaction hash.
+	TxHash string `json:"tx_hash"`
+}
 
 // Error The body of every failure (the partner API's).
 type Error struct {
@@ -250,6 +513,21 @@ type FailRequest struct {
 	Reason string `json:"reason"`
 }
 
+// FailingWebhook A partner whose webhook endpoint is failing.
+type FailingWebhook struct {
+	// FailingEvents Events given up on (`failed`) or retrying after a failed attempt.
+	FailingEvents int `json:"failing_events"`
+
+	// PartnerId The partner.
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// PartnerName Its name.
+	PartnerName string `json:"partner_name"`
+
+	// Url Its endpoint.
+	Url string `json:"url"`
+}
+
 // FiatAmount An NGN amount as a decimal string with exactly 2 decimal places.
 //
 // Example: 154225.00
@@ -277,6 +555,52 @@ type FillRequest struct {
 //
 // Example: bep20
 type Network = string
+
+// NetworkProgress How far the chain watcher has read one network.
+type NetworkProgress struct {
+	// FinalizedBlock The latest final block; null until the watcher records it.
+	FinalizedBlock *int64 `json:"finalized_block"`
+
+	// HeadBlock The node's latest block when last read; null until the watcher records it.
+	HeadBlock *int64 `json:"head_block"`
+
+	// Lag head_block − scanned_block; null when either is unknown.
+	Lag *int64 `json:"lag"`
+
+	// Network Deposit network, e.g. `bep20` or `trc20`.
+	//
+	// Example: bep20
+	Network Network `json:"network"`
+
+	// ScannedBlock The last block fully processed; null before the first scan.
+	ScannedBlock *int64 `json:"scanned_block"`
+}
+
+// OperatorHistoryEntry One status change, with who did it.
+type OperatorHistoryEntry struct {
+	// ChangedAt When it changed.
+	ChangedAt time.Time `json:"changed_at"`
+
+	// FromStatus The status before (null for the creation).
+	FromStatus *string `json:"from_status"`
+
+	// Metadata Every fact recorded with the change.
+	Metadata map[string]interface{} `json:"metadata"`
+
+	// OperatorId The operator who made the change; null when the system did.
+	OperatorId *openapi_types.UUID `json:"operator_id"`
+
+	// Reason `actor:action`, as the partner sees it.
+	//
+	// Example: order:filled
+	Reason string `json:"reason"`
+
+	// Reference The reference, reason or chain hash the operator gave.
+	Reference *string `json:"reference"`
+
+	// ToStatus The status after.
+	ToStatus string `json:"to_status"`
+}
 
 // OperatorTransaction A transaction as the back office sees it.
 type OperatorTransaction struct {
@@ -357,6 +681,111 @@ type OperatorTransaction struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// OperatorTransactionDetail A transaction in detail (`GET /transactions/{id}`).
+type OperatorTransactionDetail struct {
+	// Amount The NGN amount owed to the partner.
+	Amount FiatAmount `json:"amount"`
+
+	// Confirmations Confirmations seen.
+	Confirmations *int `json:"confirmations"`
+
+	// ConfirmedAt When the deposit was confirmed.
+	ConfirmedAt *time.Time `json:"confirmed_at"`
+
+	// CreatedAt When the transaction was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// CryptoAmount The token amount expected (6 decimals).
+	//
+	// Example: 100.000000
+	CryptoAmount string `json:"crypto_amount"`
+
+	// CryptoCurrency Lower-case token symbol.
+	//
+	// Example: usdt
+	CryptoCurrency string `json:"crypto_currency"`
+
+	// DepositAddress The deposit address.
+	DepositAddress string `json:"deposit_address"`
+
+	// DepositAmount The token amount received (6 decimals).
+	//
+	// Example: 100.000000
+	DepositAmount *string `json:"deposit_amount"`
+
+	// DepositHash The deposit's chain transaction hash.
+	DepositHash *string `json:"deposit_hash"`
+
+	// DepositId The deposit's id; null until a deposit exists.
+	DepositId *string `json:"deposit_id"`
+
+	// DepositStatus The deposit's state; null until a deposit exists.
+	DepositStatus *string `json:"deposit_status"`
+
+	// Deposits The transfers seen on chain to the deposit address, oldest first (with the
+	// sender); a deposit recorded without a chain transfer (the sandbox simulator)
+	// appears once with a null sender.
+	Deposits []DepositTransfer `json:"deposits"`
+
+	// ExpiresAt Deposit deadline.
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// Fill The executed sale an operator reported; null until then (and for simulated fills).
+	Fill *OrderFill `json:"fill"`
+
+	// History Every status change, oldest first.
+	History []OperatorHistoryEntry `json:"history"`
+
+	// Id The transaction id.
+	Id openapi_types.UUID `json:"id"`
+
+	// MerchantReference The partner's reference.
+	MerchantReference string `json:"merchant_reference"`
+
+	// Network Deposit network, e.g. `bep20` or `trc20`.
+	//
+	// Example: bep20
+	Network Network `json:"network"`
+
+	// PartnerId The partner that owns it.
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// Payout The NGN payout (history `payout:settled`); null until then.
+	Payout *PayoutRecord `json:"payout"`
+
+	// PayoutSettledAt When the NGN payout settled; null until then.
+	PayoutSettledAt *time.Time `json:"payout_settled_at"`
+
+	// Rate The partner's rate.
+	Rate Rate `json:"rate"`
+
+	// RequiredConfirmations Confirmations required.
+	RequiredConfirmations *int `json:"required_confirmations"`
+
+	// Settlement The sale's settlement (history `order:settled`); null until then.
+	Settlement *SettlementRecord `json:"settlement"`
+
+	// Status The transaction's state (the partner API's lifecycle).
+	//
+	// Example: order_filled
+	Status TransactionStatus `json:"status"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// OperatorTransactionDetailResponse Envelope of a transaction in detail.
+type OperatorTransactionDetailResponse struct {
+	// Data A transaction in detail (`GET /transactions/{id}`).
+	Data OperatorTransactionDetail `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
 // OperatorTransactionPage One page of transactions.
 type OperatorTransactionPage struct {
 	// Data The transactions of this page, newest first.
@@ -420,6 +849,74 @@ type OrderFill struct {
 	Reference Reference `json:"reference"`
 }
 
+// Overview The back office at a glance.
+type Overview struct {
+	// FailingWebhooks Partners with an enabled endpoint that has failing events.
+	FailingWebhooks []FailingWebhook `json:"failing_webhooks"`
+
+	// Networks Every configured network.
+	Networks []NetworkProgress `json:"networks"`
+
+	// OpenRefundTasks Refunds waiting for an operator: transactions in `failed` plus open unmatched
+	// deposits.
+	OpenRefundTasks int `json:"open_refund_tasks"`
+
+	// OpenUnmatchedDeposits Open unmatched deposits.
+	OpenUnmatchedDeposits int `json:"open_unmatched_deposits"`
+
+	// Stages Every stage, in the Stage enum's order.
+	Stages []StageSummary `json:"stages"`
+}
+
+// OverviewResponse Envelope of the overview.
+type OverviewResponse struct {
+	// Data The back office at a glance.
+	Data Overview `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// PayoutRecord The NGN payout (history `payout:settled`); null until then.
+type PayoutRecord struct {
+	// OperatorId Who recorded it; null for a simulated payout.
+	OperatorId *openapi_types.UUID `json:"operator_id"`
+
+	// PayoutFiatAmount The NGN amount of that whole bank transfer, if any.
+	//
+	// Example: 308450.00
+	PayoutFiatAmount *string `json:"payout_fiat_amount"`
+
+	// PayoutId The batch payout that settled it (`POST /payouts`), if any.
+	PayoutId *openapi_types.UUID `json:"payout_id"`
+
+	// Reference The bank transfer's reference; null for a simulated payout.
+	Reference *string `json:"reference"`
+
+	// SettledAt When it settled.
+	SettledAt time.Time `json:"settled_at"`
+}
+
+// PayoutRequest One bank transfer to a partner.
+type PayoutRequest struct {
+	// FiatAmount The NGN transferred; must equal the sum of the transactions' `amount`.
+	FiatAmount FiatAmount `json:"fiat_amount"`
+
+	// PartnerId The partner paid.
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// Reference The back office's reference for the action (order, settlement or bank transfer id).
+	//
+	// Example: LP-ORDER-88123
+	Reference Reference `json:"reference"`
+
+	// TransactionIds The transactions, each once.
+	TransactionIds TransactionIds `json:"transaction_ids"`
+}
+
 // Rate NGN per one token as a decimal string with exactly 2 decimal places.
 //
 // Example: 1542.25
@@ -465,10 +962,46 @@ type ResolveRequest struct {
 // ResolveRequestAction `refunded` needs `tx_hash`; `credited` needs `note`.
 type ResolveRequestAction string
 
+// SettlementRecord The sale's settlement (history `order:settled`); null until then.
+type SettlementRecord struct {
+	// OperatorId Who recorded it; null for a simulated settlement.
+	OperatorId *openapi_types.UUID `json:"operator_id"`
+
+	// Reference The operator's reference; null for a simulated settlement.
+	Reference *string `json:"reference"`
+
+	// SettledAt When it was recorded.
+	SettledAt time.Time `json:"settled_at"`
+}
+
 // Stage A step's work queue; see Stages in the introduction.
 //
 // Example: awaiting_fill
 type Stage string
+
+// StageSummary One stage's queue.
+type StageSummary struct {
+	// Count How many transactions are in it.
+	Count int `json:"count"`
+
+	// CryptoAmount Their total token (USDT) amount (6 decimals).
+	//
+	// Example: 1250.000000
+	CryptoAmount string `json:"crypto_amount"`
+
+	// FiatAmount Their total NGN `amount` (2 decimals).
+	//
+	// Example: 1925000.00
+	FiatAmount string `json:"fiat_amount"`
+
+	// Stage A step's work queue; see Stages in the introduction.
+	//
+	// Example: awaiting_fill
+	Stage Stage `json:"stage"`
+}
+
+// TransactionIds The transactions, each once.
+type TransactionIds = []openapi_types.UUID
 
 // TransactionStatus The transaction's state (the partner API's lifecycle).
 //
@@ -590,6 +1123,9 @@ type TransactionId = openapi_types.UUID
 // BadRequest The body of every failure (the partner API's).
 type BadRequest = Error
 
+// BatchOK Envelope of a batch.
+type BatchOK = BatchResponse
+
 // Conflict The body of every failure (the partner API's).
 type Conflict = Error
 
@@ -623,6 +1159,30 @@ type UnprocessableEntity = Error
 // UnsupportedMediaType The body of every failure (the partner API's).
 type UnsupportedMediaType = Error
 
+// ListAuditParams defines parameters for ListAudit.
+type ListAuditParams struct {
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// OperatorId Only this operator's actions.
+	OperatorId *openapi_types.UUID `form:"operator_id,omitempty" json:"operator_id,omitempty"`
+
+	// TransactionId Only actions on this transaction (batches included).
+	TransactionId *openapi_types.UUID `form:"transaction_id,omitempty" json:"transaction_id,omitempty"`
+
+	// Action Only this action.
+	Action *AuditAction `form:"action,omitempty" json:"action,omitempty"`
+
+	// From Only actions at or after this time (inclusive).
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Only actions at or before this time (inclusive).
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+}
+
 // ListUnmatchedDepositsParams defines parameters for ListUnmatchedDeposits.
 type ListUnmatchedDepositsParams struct {
 	// Status Only deposits in this state (default `open`).
@@ -641,10 +1201,50 @@ type ResolveUnmatchedDepositParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// ListFillsParams defines parameters for ListFills.
+type ListFillsParams struct {
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// CreateFillParams defines parameters for CreateFill.
+type CreateFillParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ListPayoutsParams defines parameters for ListPayouts.
+type ListPayoutsParams struct {
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// PartnerId Only this partner's payouts.
+	PartnerId *openapi_types.UUID `form:"partner_id,omitempty" json:"partner_id,omitempty"`
+}
+
+// CreatePayoutParams defines parameters for CreatePayout.
+type CreatePayoutParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // ListStageParams defines parameters for ListStage.
 type ListStageParams struct {
-	// Stage Which step's work to list.
-	Stage Stage `form:"stage" json:"stage"`
+	// Stage Which step's work to list; every transaction when omitted.
+	Stage *Stage `form:"stage,omitempty" json:"stage,omitempty"`
+
+	// Q A merchant reference (in any letter case), a deposit address, a chain transaction
+	// hash of a deposit, or a transaction id; transactions matching any of them.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Order `newest` (the default) or `oldest` first; send the same with `cursor`.
+	Order *ListStageParamsOrder `form:"order,omitempty" json:"order,omitempty"`
 
 	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
@@ -664,6 +1264,9 @@ type ListStageParams struct {
 	// To Only transactions created at or before this time (inclusive).
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
 }
+
+// ListStageParamsOrder defines parameters for ListStage.
+type ListStageParamsOrder string
 
 // FailTransactionParams defines parameters for FailTransaction.
 type FailTransactionParams struct {
@@ -697,6 +1300,12 @@ type SettleOrderParams struct {
 
 // ResolveUnmatchedDepositJSONRequestBody defines body for ResolveUnmatchedDeposit for application/json ContentType.
 type ResolveUnmatchedDepositJSONRequestBody = ResolveRequest
+
+// CreateFillJSONRequestBody defines body for CreateFill for application/json ContentType.
+type CreateFillJSONRequestBody = BatchFillRequest
+
+// CreatePayoutJSONRequestBody defines body for CreatePayout for application/json ContentType.
+type CreatePayoutJSONRequestBody = PayoutRequest
 
 // FailTransactionJSONRequestBody defines body for FailTransaction for application/json ContentType.
 type FailTransactionJSONRequestBody = FailRequest
@@ -787,6 +1396,15 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// ListAudit List operator actions
+	//
+	// Every successful operator action — who, what, on which transaction, deposit or
+	// batch, with which reference, when — newest first, keyset-paged. Filters combine
+	// with AND.
+	//
+	// Corresponds with GET /audit (the `ListAudit` operationId).
+	ListAudit(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListUnmatchedDeposits List unmatched deposits
 	//
 	// Deposits seen on chain that matched no open transaction (an unknown address, or a
@@ -817,17 +1435,108 @@ type ClientInterface interface {
 	// Corresponds with POST /deposits/{id}/resolve (the `ResolveUnmatchedDeposit` operationId).
 	ResolveUnmatchedDeposit(ctx context.Context, id openapi_types.UUID, params *ResolveUnmatchedDepositParams, body ResolveUnmatchedDepositJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListStage List the transactions of a stage
+	// ListFills List batch fills
 	//
-	// The transactions of every partner in `stage`, ordered by (`created_at`, `id`)
-	// descending and keyset-paged like the partner list. Filters combine with AND.
+	// Liquidity orders recorded with `POST /fills`, newest first, keyset-paged.
+	//
+	// Corresponds with GET /fills (the `ListFills` operationId).
+	ListFills(ctx context.Context, params *ListFillsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateFillWithBody Record one liquidity order that filled many transactions
+	//
+	// Fills every transaction in `transaction_ids` (each a confirmed deposit awaiting its
+	// fill, of any partner) at one executed `rate`: each gets history `order:filled` with
+	// the operator, the reference and the batch id, and its fill record, whose NGN amount
+	// is its `crypto_amount` × `rate` rounded half away from zero to kobo; the batch's
+	// `fiat_amount` is their sum. All or none: any transaction not awaiting its fill is
+	// `409 invalid_state_transition` (`details` names it) and nothing changes.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /fills (the `CreateFill` operationId).
+	CreateFillWithBody(ctx context.Context, params *CreateFillParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateFill Record one liquidity order that filled many transactions
+	//
+	// Fills every transaction in `transaction_ids` (each a confirmed deposit awaiting its
+	// fill, of any partner) at one executed `rate`: each gets history `order:filled` with
+	// the operator, the reference and the batch id, and its fill record, whose NGN amount
+	// is its `crypto_amount` × `rate` rounded half away from zero to kobo; the batch's
+	// `fiat_amount` is their sum. All or none: any transaction not awaiting its fill is
+	// `409 invalid_state_transition` (`details` names it) and nothing changes.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /fills (the `CreateFill` operationId).
+	CreateFill(ctx context.Context, params *CreateFillParams, body CreateFillJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetOverview The back office at a glance
+	//
+	// Per stage, how many transactions wait and their USDT and NGN totals; per network,
+	// how far the chain watcher has read; the refund work open; and the partners whose
+	// webhook endpoint is failing. Counted when asked (no cache).
+	//
+	// Corresponds with GET /overview (the `GetOverview` operationId).
+	GetOverview(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPayouts List batch payouts
+	//
+	// Batch payouts, newest first, keyset-paged.
+	//
+	// Corresponds with GET /payouts (the `ListPayouts` operationId).
+	ListPayouts(ctx context.Context, params *ListPayoutsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePayoutWithBody Record one bank transfer paying a partner for many transactions
+	//
+	// Settles the payout of every transaction in `transaction_ids` at once: each gets
+	// history `payout:settled` (with the operator, the reference and the payout's id) and
+	// its `payout.settled` event, exactly as `POST /transactions/{id}/payout`, and the
+	// payout (its reference and the NGN amount actually transferred) is recorded, all in
+	// one database transaction. Refused with `409 invalid_state_transition`, changing
+	// nothing, when any transaction is not awaiting payout (`completed`, payout not
+	// settled) or belongs to another partner, or when `fiat_amount` is not the sum of their
+	// `amount` (the NGN due to the partner for them; revenue shares are settled apart);
+	// `details` names the transaction or field. An unknown transaction is `404`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /payouts (the `CreatePayout` operationId).
+	CreatePayoutWithBody(ctx context.Context, params *CreatePayoutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePayout Record one bank transfer paying a partner for many transactions
+	//
+	// Settles the payout of every transaction in `transaction_ids` at once: each gets
+	// history `payout:settled` (with the operator, the reference and the payout's id) and
+	// its `payout.settled` event, exactly as `POST /transactions/{id}/payout`, and the
+	// payout (its reference and the NGN amount actually transferred) is recorded, all in
+	// one database transaction. Refused with `409 invalid_state_transition`, changing
+	// nothing, when any transaction is not awaiting payout (`completed`, payout not
+	// settled) or belongs to another partner, or when `fiat_amount` is not the sum of their
+	// `amount` (the NGN due to the partner for them; revenue shares are settled apart);
+	// `details` names the transaction or field. An unknown transaction is `404`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /payouts (the `CreatePayout` operationId).
+	CreatePayout(ctx context.Context, params *CreatePayoutParams, body CreatePayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListStage List or search the transactions of a stage
+	//
+	// The transactions of every partner in `stage` (of every status when `stage` is
+	// omitted), ordered by (`created_at`, `id`) — newest first by default, oldest first
+	// with `order=oldest` (the queue's most overdue item first) — and keyset-paged like
+	// the partner list. `q` finds a transaction by what a support ticket quotes. Filters
+	// combine with AND.
 	//
 	// Corresponds with GET /transactions (the `ListStage` operationId).
 	ListStage(ctx context.Context, params *ListStageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetOperatorTransaction Get a transaction
+	// GetOperatorTransaction Get a transaction in detail
 	//
-	// Any partner's transaction, as the back office sees it.
+	// Any partner's transaction, as the back office sees it, with everything a support
+	// case needs: its deposits as seen on chain (with the sender's address, needed for a
+	// refund), the fill, the settlement, the payout (with its batch, if any) and the full
+	// status history with the operator and the reference of each action.
 	//
 	// Corresponds with GET /transactions/{id} (the `GetOperatorTransaction` operationId).
 	GetOperatorTransaction(ctx context.Context, id TransactionId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -939,6 +1648,25 @@ type ClientInterface interface {
 	SettleOrder(ctx context.Context, id TransactionId, params *SettleOrderParams, body SettleOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
+// ListAudit List operator actions
+//
+// Every successful operator action — who, what, on which transaction, deposit or
+// batch, with which reference, when — newest first, keyset-paged. Filters combine
+// with AND.
+//
+// Corresponds with GET /audit (the `ListAudit` operationId).
+func (c *Client) ListAudit(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAuditRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListUnmatchedDeposits List unmatched deposits
 //
 // Deposits seen on chain that matched no open transaction (an unknown address, or a
@@ -999,10 +1727,168 @@ func (c *Client) ResolveUnmatchedDeposit(ctx context.Context, id openapi_types.U
 	return c.Client.Do(req)
 }
 
-// ListStage List the transactions of a stage
+// ListFills List batch fills
 //
-// The transactions of every partner in `stage`, ordered by (`created_at`, `id`)
-// descending and keyset-paged like the partner list. Filters combine with AND.
+// Liquidity orders recorded with `POST /fills`, newest first, keyset-paged.
+//
+// Corresponds with GET /fills (the `ListFills` operationId).
+func (c *Client) ListFills(ctx context.Context, params *ListFillsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListFillsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateFillWithBody Record one liquidity order that filled many transactions
+//
+// Fills every transaction in `transaction_ids` (each a confirmed deposit awaiting its
+// fill, of any partner) at one executed `rate`: each gets history `order:filled` with
+// the operator, the reference and the batch id, and its fill record, whose NGN amount
+// is its `crypto_amount` × `rate` rounded half away from zero to kobo; the batch's
+// `fiat_amount` is their sum. All or none: any transaction not awaiting its fill is
+// `409 invalid_state_transition` (`details` names it) and nothing changes.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /fills (the `CreateFill` operationId).
+func (c *Client) CreateFillWithBody(ctx context.Context, params *CreateFillParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateFillRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateFill Record one liquidity order that filled many transactions
+//
+// Fills every transaction in `transaction_ids` (each a confirmed deposit awaiting its
+// fill, of any partner) at one executed `rate`: each gets history `order:filled` with
+// the operator, the reference and the batch id, and its fill record, whose NGN amount
+// is its `crypto_amount` × `rate` rounded half away from zero to kobo; the batch's
+// `fiat_amount` is their sum. All or none: any transaction not awaiting its fill is
+// `409 invalid_state_transition` (`details` names it) and nothing changes.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /fills (the `CreateFill` operationId).
+func (c *Client) CreateFill(ctx context.Context, params *CreateFillParams, body CreateFillJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateFillRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetOverview The back office at a glance
+//
+// Per stage, how many transactions wait and their USDT and NGN totals; per network,
+// how far the chain watcher has read; the refund work open; and the partners whose
+// webhook endpoint is failing. Counted when asked (no cache).
+//
+// Corresponds with GET /overview (the `GetOverview` operationId).
+func (c *Client) GetOverview(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOverviewRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPayouts List batch payouts
+//
+// Batch payouts, newest first, keyset-paged.
+//
+// Corresponds with GET /payouts (the `ListPayouts` operationId).
+func (c *Client) ListPayouts(ctx context.Context, params *ListPayoutsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPayoutsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePayoutWithBody Record one bank transfer paying a partner for many transactions
+//
+// Settles the payout of every transaction in `transaction_ids` at once: each gets
+// history `payout:settled` (with the operator, the reference and the payout's id) and
+// its `payout.settled` event, exactly as `POST /transactions/{id}/payout`, and the
+// payout (its reference and the NGN amount actually transferred) is recorded, all in
+// one database transaction. Refused with `409 invalid_state_transition`, changing
+// nothing, when any transaction is not awaiting payout (`completed`, payout not
+// settled) or belongs to another partner, or when `fiat_amount` is not the sum of their
+// `amount` (the NGN due to the partner for them; revenue shares are settled apart);
+// `details` names the transaction or field. An unknown transaction is `404`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /payouts (the `CreatePayout` operationId).
+func (c *Client) CreatePayoutWithBody(ctx context.Context, params *CreatePayoutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePayoutRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePayout Record one bank transfer paying a partner for many transactions
+//
+// Settles the payout of every transaction in `transaction_ids` at once: each gets
+// history `payout:settled` (with the operator, the reference and the payout's id) and
+// its `payout.settled` event, exactly as `POST /transactions/{id}/payout`, and the
+// payout (its reference and the NGN amount actually transferred) is recorded, all in
+// one database transaction. Refused with `409 invalid_state_transition`, changing
+// nothing, when any transaction is not awaiting payout (`completed`, payout not
+// settled) or belongs to another partner, or when `fiat_amount` is not the sum of their
+// `amount` (the NGN due to the partner for them; revenue shares are settled apart);
+// `details` names the transaction or field. An unknown transaction is `404`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /payouts (the `CreatePayout` operationId).
+func (c *Client) CreatePayout(ctx context.Context, params *CreatePayoutParams, body CreatePayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePayoutRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListStage List or search the transactions of a stage
+//
+// The transactions of every partner in `stage` (of every status when `stage` is
+// omitted), ordered by (`created_at`, `id`) — newest first by default, oldest first
+// with `order=oldest` (the queue's most overdue item first) — and keyset-paged like
+// the partner list. `q` finds a transaction by what a support ticket quotes. Filters
+// combine with AND.
 //
 // Corresponds with GET /transactions (the `ListStage` operationId).
 func (c *Client) ListStage(ctx context.Context, params *ListStageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1017,9 +1903,12 @@ func (c *Client) ListStage(ctx context.Context, params *ListStageParams, reqEdit
 	return c.Client.Do(req)
 }
 
-// GetOperatorTransaction Get a transaction
+// GetOperatorTransaction Get a transaction in detail
 //
-// Any partner's transaction, as the back office sees it.
+// Any partner's transaction, as the back office sees it, with everything a support
+// case needs: its deposits as seen on chain (with the sender's address, needed for a
+// refund), the fill, the settlement, the payout (with its batch, if any) and the full
+// status history with the operator and the reference of each action.
 //
 // Corresponds with GET /transactions/{id} (the `GetOperatorTransaction` operationId).
 func (c *Client) GetOperatorTransaction(ctx context.Context, id TransactionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1240,6 +2129,132 @@ func (c *Client) SettleOrder(ctx context.Context, id TransactionId, params *Sett
 	return c.Client.Do(req)
 }
 
+// NewListAuditRequest constructs an http.Request for the ListAudit method
+func NewListAuditRequest(server string, params *ListAuditParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/audit")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.OperatorId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "operator_id", *params.OperatorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TransactionId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "transaction_id", *params.TransactionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Action != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "action", *params.Action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListUnmatchedDepositsRequest constructs an http.Request for the ListUnmatchedDeposits method
 func NewListUnmatchedDepositsRequest(server string, params *ListUnmatchedDepositsParams) (*http.Request, error) {
 	var err error
@@ -1378,6 +2393,283 @@ func NewResolveUnmatchedDepositRequestWithBody(server string, id openapi_types.U
 	return req, nil
 }
 
+// NewListFillsRequest constructs an http.Request for the ListFills method
+func NewListFillsRequest(server string, params *ListFillsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fills")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateFillRequest calls the generic CreateFill builder with application/json body
+func NewCreateFillRequest(server string, params *CreateFillParams, body CreateFillJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateFillRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateFillRequestWithBody constructs an http.Request for the CreateFill method, with any body, and a specified content type
+func NewCreateFillRequestWithBody(server string, params *CreateFillParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fills")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewGetOverviewRequest constructs an http.Request for the GetOverview method
+func NewGetOverviewRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/overview")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListPayoutsRequest constructs an http.Request for the ListPayouts method
+func NewListPayoutsRequest(server string, params *ListPayoutsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payouts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PartnerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "partner_id", *params.PartnerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreatePayoutRequest calls the generic CreatePayout builder with application/json body
+func NewCreatePayoutRequest(server string, params *CreatePayoutParams, body CreatePayoutJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreatePayoutRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreatePayoutRequestWithBody constructs an http.Request for the CreatePayout method, with any body, and a specified content type
+func NewCreatePayoutRequestWithBody(server string, params *CreatePayoutParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payouts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewListStageRequest constructs an http.Request for the ListStage method
 func NewListStageRequest(server string, params *ListStageParams) (*http.Request, error) {
 	var err error
@@ -1406,12 +2698,40 @@ func NewListStageRequest(server string, params *ListStageParams) (*http.Request,
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stage", params.Stage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Stage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stage", *params.Stage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
 		}
 
 		if params.Cursor != nil {
@@ -1878,6 +3198,17 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ListAuditWithResponse List operator actions
+	//
+	// Every successful operator action — who, what, on which transaction, deposit or
+	// batch, with which reference, when — newest first, keyset-paged. Filters combine
+	// with AND.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /audit (the `ListAudit` operationId).
+	ListAuditWithResponse(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*ListAuditResponse, error)
+
 	// ListUnmatchedDepositsWithResponse List unmatched deposits
 	//
 	// Deposits seen on chain that matched no open transaction (an unknown address, or a
@@ -1910,19 +3241,116 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /deposits/{id}/resolve (the `ResolveUnmatchedDeposit` operationId).
 	ResolveUnmatchedDepositWithResponse(ctx context.Context, id openapi_types.UUID, params *ResolveUnmatchedDepositParams, body ResolveUnmatchedDepositJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveUnmatchedDepositResponse, error)
 
-	// ListStageWithResponse List the transactions of a stage
+	// ListFillsWithResponse List batch fills
 	//
-	// The transactions of every partner in `stage`, ordered by (`created_at`, `id`)
-	// descending and keyset-paged like the partner list. Filters combine with AND.
+	// Liquidity orders recorded with `POST /fills`, newest first, keyset-paged.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /fills (the `ListFills` operationId).
+	ListFillsWithResponse(ctx context.Context, params *ListFillsParams, reqEditors ...RequestEditorFn) (*ListFillsResponse, error)
+
+	// CreateFillWithBodyWithResponse Record one liquidity order that filled many transactions
+	//
+	// Fills every transaction in `transaction_ids` (each a confirmed deposit awaiting its
+	// fill, of any partner) at one executed `rate`: each gets history `order:filled` with
+	// the operator, the reference and the batch id, and its fill record, whose NGN amount
+	// is its `crypto_amount` × `rate` rounded half away from zero to kobo; the batch's
+	// `fiat_amount` is their sum. All or none: any transaction not awaiting its fill is
+	// `409 invalid_state_transition` (`details` names it) and nothing changes.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /fills (the `CreateFill` operationId).
+	CreateFillWithBodyWithResponse(ctx context.Context, params *CreateFillParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateFillResponse, error)
+
+	// CreateFillWithResponse Record one liquidity order that filled many transactions
+	//
+	// Fills every transaction in `transaction_ids` (each a confirmed deposit awaiting its
+	// fill, of any partner) at one executed `rate`: each gets history `order:filled` with
+	// the operator, the reference and the batch id, and its fill record, whose NGN amount
+	// is its `crypto_amount` × `rate` rounded half away from zero to kobo; the batch's
+	// `fiat_amount` is their sum. All or none: any transaction not awaiting its fill is
+	// `409 invalid_state_transition` (`details` names it) and nothing changes.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /fills (the `CreateFill` operationId).
+	CreateFillWithResponse(ctx context.Context, params *CreateFillParams, body CreateFillJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateFillResponse, error)
+
+	// GetOverviewWithResponse The back office at a glance
+	//
+	// Per stage, how many transactions wait and their USDT and NGN totals; per network,
+	// how far the chain watcher has read; the refund work open; and the partners whose
+	// webhook endpoint is failing. Counted when asked (no cache).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /overview (the `GetOverview` operationId).
+	GetOverviewWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOverviewResponse, error)
+
+	// ListPayoutsWithResponse List batch payouts
+	//
+	// Batch payouts, newest first, keyset-paged.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /payouts (the `ListPayouts` operationId).
+	ListPayoutsWithResponse(ctx context.Context, params *ListPayoutsParams, reqEditors ...RequestEditorFn) (*ListPayoutsResponse, error)
+
+	// CreatePayoutWithBodyWithResponse Record one bank transfer paying a partner for many transactions
+	//
+	// Settles the payout of every transaction in `transaction_ids` at once: each gets
+	// history `payout:settled` (with the operator, the reference and the payout's id) and
+	// its `payout.settled` event, exactly as `POST /transactions/{id}/payout`, and the
+	// payout (its reference and the NGN amount actually transferred) is recorded, all in
+	// one database transaction. Refused with `409 invalid_state_transition`, changing
+	// nothing, when any transaction is not awaiting payout (`completed`, payout not
+	// settled) or belongs to another partner, or when `fiat_amount` is not the sum of their
+	// `amount` (the NGN due to the partner for them; revenue shares are settled apart);
+	// `details` names the transaction or field. An unknown transaction is `404`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payouts (the `CreatePayout` operationId).
+	CreatePayoutWithBodyWithResponse(ctx context.Context, params *CreatePayoutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePayoutResponse, error)
+
+	// CreatePayoutWithResponse Record one bank transfer paying a partner for many transactions
+	//
+	// Settles the payout of every transaction in `transaction_ids` at once: each gets
+	// history `payout:settled` (with the operator, the reference and the payout's id) and
+	// its `payout.settled` event, exactly as `POST /transactions/{id}/payout`, and the
+	// payout (its reference and the NGN amount actually transferred) is recorded, all in
+	// one database transaction. Refused with `409 invalid_state_transition`, changing
+	// nothing, when any transaction is not awaiting payout (`completed`, payout not
+	// settled) or belongs to another partner, or when `fiat_amount` is not the sum of their
+	// `amount` (the NGN due to the partner for them; revenue shares are settled apart);
+	// `details` names the transaction or field. An unknown transaction is `404`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payouts (the `CreatePayout` operationId).
+	CreatePayoutWithResponse(ctx context.Context, params *CreatePayoutParams, body CreatePayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePayoutResponse, error)
+
+	// ListStageWithResponse List or search the transactions of a stage
+	//
+	// The transactions of every partner in `stage` (of every status when `stage` is
+	// omitted), ordered by (`created_at`, `id`) — newest first by default, oldest first
+	// with `order=oldest` (the queue's most overdue item first) — and keyset-paged like
+	// the partner list. `q` finds a transaction by what a support ticket quotes. Filters
+	// combine with AND.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /transactions (the `ListStage` operationId).
 	ListStageWithResponse(ctx context.Context, params *ListStageParams, reqEditors ...RequestEditorFn) (*ListStageResponse, error)
 
-	// GetOperatorTransactionWithResponse Get a transaction
+	// GetOperatorTransactionWithResponse Get a transaction in detail
 	//
-	// Any partner's transaction, as the back office sees it.
+	// Any partner's transaction, as the back office sees it, with everything a support
+	// case needs: its deposits as seen on chain (with the sender's address, needed for a
+	// refund), the fill, the settlement, the payout (with its batch, if any) and the full
+	// status history with the operator and the reference of each action.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2034,6 +3462,96 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /transactions/{id}/settle (the `SettleOrder` operationId).
 	SettleOrderWithResponse(ctx context.Context, id TransactionId, params *SettleOrderParams, body SettleOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*SettleOrderResponse, error)
+}
+
+// ListAuditResponse429Headers the declared response headers of an HTTP 429 response for ListAudit
+type ListAuditResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListAuditResponse503Headers the declared response headers of an HTTP 503 response for ListAudit
+type ListAuditResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListAuditResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AuditPageResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAuditResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAuditResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAuditResponse) GetJSON200() *AuditPageResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAuditResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAuditResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAuditResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAuditResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListAuditResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAuditResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAuditResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAuditResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAuditResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // ListUnmatchedDepositsResponse429Headers the declared response headers of an HTTP 429 response for ListUnmatchedDeposits
@@ -2258,6 +3776,533 @@ func (r ResolveUnmatchedDepositResponse) ContentType() string {
 	return ""
 }
 
+// ListFillsResponse429Headers the declared response headers of an HTTP 429 response for ListFills
+type ListFillsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListFillsResponse503Headers the declared response headers of an HTTP 503 response for ListFills
+type ListFillsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListFillsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchPageResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListFillsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListFillsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListFillsResponse) GetJSON200() *BatchPageResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListFillsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListFillsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListFillsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListFillsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListFillsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListFillsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListFillsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListFillsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListFillsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateFillResponse200Headers the declared response headers of an HTTP 200 response for CreateFill
+type CreateFillResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// CreateFillResponse429Headers the declared response headers of an HTTP 429 response for CreateFill
+type CreateFillResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreateFillResponse503Headers the declared response headers of an HTTP 503 response for CreateFill
+type CreateFillResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateFillResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchOK
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateFillResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateFillResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateFillResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateFillResponse) GetJSON200() *BatchOK {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateFillResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateFillResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateFillResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateFillResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateFillResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateFillResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateFillResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateFillResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateFillResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateFillResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateFillResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateFillResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateFillResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateFillResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetOverviewResponse429Headers the declared response headers of an HTTP 429 response for GetOverview
+type GetOverviewResponse429Headers struct {
+	RetryAfter *int
+}
+
+// GetOverviewResponse503Headers the declared response headers of an HTTP 503 response for GetOverview
+type GetOverviewResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetOverviewResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OverviewResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetOverviewResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetOverviewResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOverviewResponse) GetJSON200() *OverviewResponse {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOverviewResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetOverviewResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetOverviewResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetOverviewResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOverviewResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOverviewResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOverviewResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOverviewResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListPayoutsResponse429Headers the declared response headers of an HTTP 429 response for ListPayouts
+type ListPayoutsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListPayoutsResponse503Headers the declared response headers of an HTTP 503 response for ListPayouts
+type ListPayoutsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListPayoutsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchPageResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPayoutsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPayoutsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPayoutsResponse) GetJSON200() *BatchPageResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListPayoutsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPayoutsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListPayoutsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListPayoutsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListPayoutsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPayoutsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPayoutsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPayoutsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPayoutsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreatePayoutResponse200Headers the declared response headers of an HTTP 200 response for CreatePayout
+type CreatePayoutResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// CreatePayoutResponse429Headers the declared response headers of an HTTP 429 response for CreatePayout
+type CreatePayoutResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreatePayoutResponse503Headers the declared response headers of an HTTP 503 response for CreatePayout
+type CreatePayoutResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreatePayoutResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchOK
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreatePayoutResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreatePayoutResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreatePayoutResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreatePayoutResponse) GetJSON200() *BatchOK {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreatePayoutResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreatePayoutResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreatePayoutResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreatePayoutResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreatePayoutResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreatePayoutResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreatePayoutResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreatePayoutResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreatePayoutResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreatePayoutResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreatePayoutResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreatePayoutResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreatePayoutResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreatePayoutResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListStageResponse429Headers the declared response headers of an HTTP 429 response for ListStage
 type ListStageResponse429Headers struct {
 	RetryAfter *int
@@ -2362,7 +4407,7 @@ type GetOperatorTransactionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *OperatorTransactionOK
+	JSON200 *OperatorTransactionDetailResponse
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -2382,7 +4427,7 @@ type GetOperatorTransactionResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetOperatorTransactionResponse) GetJSON200() *OperatorTransactionOK {
+func (r GetOperatorTransactionResponse) GetJSON200() *OperatorTransactionDetailResponse {
 	return r.JSON200
 }
 
@@ -3105,6 +5150,23 @@ func (r SettleOrderResponse) ContentType() string {
 	return ""
 }
 
+// ListAuditWithResponse List operator actions
+//
+// Every successful operator action — who, what, on which transaction, deposit or
+// batch, with which reference, when — newest first, keyset-paged. Filters combine
+// with AND.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /audit (the `ListAudit` operationId).
+func (c *ClientWithResponses) ListAuditWithResponse(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*ListAuditResponse, error) {
+	rsp, err := c.ListAudit(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAuditResponse(rsp)
+}
+
 // ListUnmatchedDepositsWithResponse List unmatched deposits
 //
 // Deposits seen on chain that matched no open transaction (an unknown address, or a
@@ -3155,10 +5217,146 @@ func (c *ClientWithResponses) ResolveUnmatchedDepositWithResponse(ctx context.Co
 	return ParseResolveUnmatchedDepositResponse(rsp)
 }
 
-// ListStageWithResponse List the transactions of a stage
+// ListFillsWithResponse List batch fills
 //
-// The transactions of every partner in `stage`, ordered by (`created_at`, `id`)
-// descending and keyset-paged like the partner list. Filters combine with AND.
+// Liquidity orders recorded with `POST /fills`, newest first, keyset-paged.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /fills (the `ListFills` operationId).
+func (c *ClientWithResponses) ListFillsWithResponse(ctx context.Context, params *ListFillsParams, reqEditors ...RequestEditorFn) (*ListFillsResponse, error) {
+	rsp, err := c.ListFills(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListFillsResponse(rsp)
+}
+
+// CreateFillWithBodyWithResponse Record one liquidity order that filled many transactions
+//
+// Fills every transaction in `transaction_ids` (each a confirmed deposit awaiting its
+// fill, of any partner) at one executed `rate`: each gets history `order:filled` with
+// the operator, the reference and the batch id, and its fill record, whose NGN amount
+// is its `crypto_amount` × `rate` rounded half away from zero to kobo; the batch's
+// `fiat_amount` is their sum. All or none: any transaction not awaiting its fill is
+// `409 invalid_state_transition` (`details` names it) and nothing changes.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /fills (the `CreateFill` operationId).
+func (c *ClientWithResponses) CreateFillWithBodyWithResponse(ctx context.Context, params *CreateFillParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateFillResponse, error) {
+	rsp, err := c.CreateFillWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateFillResponse(rsp)
+}
+
+// CreateFillWithResponse Record one liquidity order that filled many transactions
+//
+// Fills every transaction in `transaction_ids` (each a confirmed deposit awaiting its
+// fill, of any partner) at one executed `rate`: each gets history `order:filled` with
+// the operator, the reference and the batch id, and its fill record, whose NGN amount
+// is its `crypto_amount` × `rate` rounded half away from zero to kobo; the batch's
+// `fiat_amount` is their sum. All or none: any transaction not awaiting its fill is
+// `409 invalid_state_transition` (`details` names it) and nothing changes.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /fills (the `CreateFill` operationId).
+func (c *ClientWithResponses) CreateFillWithResponse(ctx context.Context, params *CreateFillParams, body CreateFillJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateFillResponse, error) {
+	rsp, err := c.CreateFill(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateFillResponse(rsp)
+}
+
+// GetOverviewWithResponse The back office at a glance
+//
+// Per stage, how many transactions wait and their USDT and NGN totals; per network,
+// how far the chain watcher has read; the refund work open; and the partners whose
+// webhook endpoint is failing. Counted when asked (no cache).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /overview (the `GetOverview` operationId).
+func (c *ClientWithResponses) GetOverviewWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOverviewResponse, error) {
+	rsp, err := c.GetOverview(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOverviewResponse(rsp)
+}
+
+// ListPayoutsWithResponse List batch payouts
+//
+// Batch payouts, newest first, keyset-paged.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /payouts (the `ListPayouts` operationId).
+func (c *ClientWithResponses) ListPayoutsWithResponse(ctx context.Context, params *ListPayoutsParams, reqEditors ...RequestEditorFn) (*ListPayoutsResponse, error) {
+	rsp, err := c.ListPayouts(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPayoutsResponse(rsp)
+}
+
+// CreatePayoutWithBodyWithResponse Record one bank transfer paying a partner for many transactions
+//
+// Settles the payout of every transaction in `transaction_ids` at once: each gets
+// history `payout:settled` (with the operator, the reference and the payout's id) and
+// its `payout.settled` event, exactly as `POST /transactions/{id}/payout`, and the
+// payout (its reference and the NGN amount actually transferred) is recorded, all in
+// one database transaction. Refused with `409 invalid_state_transition`, changing
+// nothing, when any transaction is not awaiting payout (`completed`, payout not
+// settled) or belongs to another partner, or when `fiat_amount` is not the sum of their
+// `amount` (the NGN due to the partner for them; revenue shares are settled apart);
+// `details` names the transaction or field. An unknown transaction is `404`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payouts (the `CreatePayout` operationId).
+func (c *ClientWithResponses) CreatePayoutWithBodyWithResponse(ctx context.Context, params *CreatePayoutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePayoutResponse, error) {
+	rsp, err := c.CreatePayoutWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePayoutResponse(rsp)
+}
+
+// CreatePayoutWithResponse Record one bank transfer paying a partner for many transactions
+//
+// Settles the payout of every transaction in `transaction_ids` at once: each gets
+// history `payout:settled` (with the operator, the reference and the payout's id) and
+// its `payout.settled` event, exactly as `POST /transactions/{id}/payout`, and the
+// payout (its reference and the NGN amount actually transferred) is recorded, all in
+// one database transaction. Refused with `409 invalid_state_transition`, changing
+// nothing, when any transaction is not awaiting payout (`completed`, payout not
+// settled) or belongs to another partner, or when `fiat_amount` is not the sum of their
+// `amount` (the NGN due to the partner for them; revenue shares are settled apart);
+// `details` names the transaction or field. An unknown transaction is `404`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payouts (the `CreatePayout` operationId).
+func (c *ClientWithResponses) CreatePayoutWithResponse(ctx context.Context, params *CreatePayoutParams, body CreatePayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePayoutResponse, error) {
+	rsp, err := c.CreatePayout(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePayoutResponse(rsp)
+}
+
+// ListStageWithResponse List or search the transactions of a stage
+//
+// The transactions of every partner in `stage` (of every status when `stage` is
+// omitted), ordered by (`created_at`, `id`) — newest first by default, oldest first
+// with `order=oldest` (the queue's most overdue item first) — and keyset-paged like
+// the partner list. `q` finds a transaction by what a support ticket quotes. Filters
+// combine with AND.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3171,9 +5369,12 @@ func (c *ClientWithResponses) ListStageWithResponse(ctx context.Context, params 
 	return ParseListStageResponse(rsp)
 }
 
-// GetOperatorTransactionWithResponse Get a transaction
+// GetOperatorTransactionWithResponse Get a transaction in detail
 //
-// Any partner's transaction, as the back office sees it.
+// Any partner's transaction, as the back office sees it, with everything a support
+// case needs: its deposits as seen on chain (with the sender's address, needed for a
+// refund), the fill, the settlement, the payout (with its batch, if any) and the full
+// status history with the operator and the reference of each action.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3350,6 +5551,90 @@ func (c *ClientWithResponses) SettleOrderWithResponse(ctx context.Context, id Tr
 		return nil, err
 	}
 	return ParseSettleOrderResponse(rsp)
+}
+
+// ParseListAuditResponse parses an HTTP response from a ListAuditWithResponse call
+func ParseListAuditResponse(rsp *http.Response) (*ListAuditResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAuditResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AuditPageResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListAuditResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAuditResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseListUnmatchedDepositsResponse parses an HTTP response from a ListUnmatchedDepositsWithResponse call
@@ -3565,6 +5850,509 @@ func ParseResolveUnmatchedDepositResponse(rsp *http.Response) (*ResolveUnmatched
 	return response, nil
 }
 
+// ParseListFillsResponse parses an HTTP response from a ListFillsWithResponse call
+func ParseListFillsResponse(rsp *http.Response) (*ListFillsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListFillsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchPageResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListFillsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListFillsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateFillResponse parses an HTTP response from a CreateFillWithResponse call
+func ParseCreateFillResponse(rsp *http.Response) (*CreateFillResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateFillResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchOK
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateFillResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateFillResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateFillResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetOverviewResponse parses an HTTP response from a GetOverviewWithResponse call
+func ParseGetOverviewResponse(rsp *http.Response) (*GetOverviewResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOverviewResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OverviewResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetOverviewResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetOverviewResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListPayoutsResponse parses an HTTP response from a ListPayoutsWithResponse call
+func ParseListPayoutsResponse(rsp *http.Response) (*ListPayoutsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPayoutsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchPageResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListPayoutsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPayoutsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreatePayoutResponse parses an HTTP response from a CreatePayoutWithResponse call
+func ParseCreatePayoutResponse(rsp *http.Response) (*CreatePayoutResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreatePayoutResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchOK
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreatePayoutResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreatePayoutResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreatePayoutResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListStageResponse parses an HTTP response from a ListStageWithResponse call
 func ParseListStageResponse(rsp *http.Response) (*ListStageResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -3664,7 +6452,7 @@ func ParseGetOperatorTransactionResponse(rsp *http.Response) (*GetOperatorTransa
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest OperatorTransactionOK
+		var dest OperatorTransactionDetailResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

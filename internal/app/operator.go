@@ -1,10 +1,15 @@
 package app
 
 import (
+	"sort"
+
 	"github.com/labstack/echo/v4"
 
 	"partnerd/openapi"
 
+	"partnerd/internal/audit"
+	"partnerd/internal/backoffice"
+	"partnerd/internal/batches"
 	"partnerd/internal/config"
 	"partnerd/internal/docs"
 	"partnerd/internal/idempotency"
@@ -37,10 +42,23 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	a.operators = operators.NewService(st, store.Now)
 	codec := a.codec
 	a.operatorKeys = idempotency.NewService(st.OperatorKeys(), store.Now)
+	stages := transactions.NewStageLister(st, codec)
+	stages.ConfirmingTooLong(a.cfg.ConfirmingTooLong, store.Now)
+	a.audit = audit.New(st, codec, store.Now)
+	a.batches = batches.New(store.For[batches.Tx](st), a.lifecycle, a.audit, codec, store.Now)
+	networks := make([]string, 0, len(a.cfg.Confirmations))
+	for n := range a.cfg.Confirmations {
+		networks = append(networks, n)
+	}
+	sort.Strings(networks)
+	a.backoffice = backoffice.New(st, stages, a.batches, networks)
 	if err := operatorapi.Register(e, operatorapi.Deps{
 		Operators:    a.operators,
 		Lifecycle:    a.lifecycle,
-		Stages:       transactions.NewStageLister(st, codec),
+		Stages:       stages,
+		Backoffice:   a.backoffice,
+		Audit:        a.audit,
+		Batches:      a.batches,
 		Transactions: st,
 		Fills:        st,
 		Unmatched:    a.unmatched,

@@ -76,6 +76,9 @@ type Config struct {
 	// DepositWindow is how long a transaction waits for its deposit (30 minutes;
 	// tests shorten it).
 	DepositWindow time.Duration
+	// ConfirmingTooLong is how long a deposit may confirm before the operators'
+	// confirming_too_long stage lists it (CONFIRMING_TOO_LONG_AFTER, 30m).
+	ConfirmingTooLong time.Duration
 
 	// Settlement chooses the liquidity and payout adapters (settlement.go).
 	Settlement Settlement
@@ -293,6 +296,7 @@ func (r *reader) operations(c *Config) {
 	}
 	loadChain(c, get, bad)
 	c.DepositWindow = duration(get("DEPOSIT_WINDOW", transactions.DepositWindow.String()), "DEPOSIT_WINDOW", bad)
+	c.ConfirmingTooLong = duration(get("CONFIRMING_TOO_LONG_AFTER", transactions.DefaultConfirmingTooLong.String()), "CONFIRMING_TOO_LONG_AFTER", bad)
 }
 
 // cursorSecret reads the page cursors' HMAC key (the built-in one in staging only).

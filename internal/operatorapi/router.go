@@ -18,6 +18,9 @@ import (
 
 	"partnerd/gen/operatorapi"
 	"partnerd/internal/apperr"
+	"partnerd/internal/audit"
+	"partnerd/internal/backoffice"
+	"partnerd/internal/batches"
 	"partnerd/internal/httpapi"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
@@ -40,6 +43,11 @@ type Deps struct {
 	// Fills reads the operators' executed sales.
 	Fills     Fills
 	Unmatched *unmatched.Service
+	// Backoffice, Audit and Batches serve the overview and case files, the audit
+	// log, and batch payouts and fills.
+	Backoffice *backoffice.Service
+	Audit      *audit.Log
+	Batches    *batches.Service
 	// Idempotency works on the operators' own key table.
 	Idempotency *idempotency.Service
 	// Limiter and Limits rate-limit operator requests per operator key, with the
@@ -60,10 +68,12 @@ type Fills interface {
 }
 
 // postOperations are the operations that require an Idempotency-Key.
-var postOperations = []string{"fillOrder", "settleOrder", "settlePayout", "failTransaction", "refundTransaction", "resolveUnmatchedDeposit"}
+var postOperations = []string{"fillOrder", "settleOrder", "settlePayout", "failTransaction", "refundTransaction", "resolveUnmatchedDeposit",
+	"createPayout", "createFill"}
 
 // getOperations are the rest.
-var getOperations = []string{"listStage", "getOperatorTransaction", "listUnmatchedDeposits"}
+var getOperations = []string{"listStage", "getOperatorTransaction", "listUnmatchedDeposits",
+	"getOverview", "listAudit", "listPayouts", "listFills"}
 
 // Register mounts the operator API on e. Every operation gets, in order: a
 // deadline, no-store caching, the JSON body rule, operator authentication,
@@ -102,7 +112,8 @@ func Register(e *echo.Echo, d Deps) error {
 	for _, op := range postOperations {
 		mw[op] = append(append([]echo.MiddlewareFunc{}, common...), httpapi.Idempotent(op, d.Idempotency, operatorIDOf))
 	}
-	srv := &Server{lifecycle: d.Lifecycle, stages: d.Stages, loader: d.Transactions, fills: d.Fills, unmatched: d.Unmatched, log: log}
+	srv := &Server{lifecycle: d.Lifecycle, stages: d.Stages, loader: d.Transactions, fills: d.Fills, unmatched: d.Unmatched,
+		backoffice: d.Backoffice, audit: d.Audit, batches: d.Batches, log: log}
 	operatorapi.RegisterHandlersWithOptions(e, operatorapi.NewStrictHandler(srv, nil), operatorapi.RegisterHandlersOptions{
 		BaseURL: BasePath, OperationMiddlewares: mw,
 	})
