@@ -130,6 +130,19 @@ type auditRow struct {
 
 func (auditRow) TableName() string { return "operator_audit" }
 
+// auditListRow is an audit row with its operator's name.
+type auditListRow struct {
+	ID                 uuid.UUID
+	OperatorID         uuid.UUID
+	OperatorName       string
+	Action             string
+	TransactionID      *uuid.UUID
+	UnmatchedDepositID *uuid.UUID
+	BatchID            *uuid.UUID
+	Reference          *string
+	CreatedAt          time.Time
+}
+
 // InsertAudit writes e (in the unit of work ctx carries, if any).
 func (s *Store) InsertAudit(ctx context.Context, e *audit.Entry) error {
 	return s.write(ctx).Create(&auditRow{ID: e.ID, OperatorID: e.OperatorID, Action: string(e.Action), TransactionID: e.TransactionID,
@@ -150,10 +163,7 @@ func (s *Store) ListAudit(ctx context.Context, f audit.Filter, pos *cursor.Posit
 	if err != nil {
 		return nil, err
 	}
-	var rows []struct {
-		auditRow     `gorm:"embedded"`
-		OperatorName string
-	}
+	var rows []auditListRow
 	if err := db.Order("a.created_at DESC, a.id DESC").Limit(limit).Scan(&rows).Error; err != nil {
 		return nil, err
 	}
