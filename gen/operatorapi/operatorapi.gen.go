@@ -9,7 +9,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"path"
@@ -22,12 +24,41 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for ApiKeyStatus.
+const (
+	ApiKeyStatusActive   ApiKeyStatus = "active"
+	ApiKeyStatusExpired  ApiKeyStatus = "expired"
+	ApiKeyStatusExpiring ApiKeyStatus = "expiring"
+	ApiKeyStatusRevoked  ApiKeyStatus = "revoked"
+)
+
+// Valid indicates whether the value is a known member of the ApiKeyStatus enum.
+func (e ApiKeyStatus) Valid() bool {
+	switch e {
+	case ApiKeyStatusActive:
+		return true
+	case ApiKeyStatusExpired:
+		return true
+	case ApiKeyStatusExpiring:
+		return true
+	case ApiKeyStatusRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AuditAction.
 const (
 	AuditActionBatchFill       AuditAction = "batch_fill"
 	AuditActionBatchPayout     AuditAction = "batch_payout"
 	AuditActionFail            AuditAction = "fail"
 	AuditActionFill            AuditAction = "fill"
+	AuditActionKeyCreated      AuditAction = "key_created"
+	AuditActionKeyRevoked      AuditAction = "key_revoked"
+	AuditActionKeyRolled       AuditAction = "key_rolled"
+	AuditActionOperatorCreated AuditAction = "operator_created"
+	AuditActionPartnerCreated  AuditAction = "partner_created"
 	AuditActionPayout          AuditAction = "payout"
 	AuditActionRefund          AuditAction = "refund"
 	AuditActionResolveCredited AuditAction = "resolve_credited"
@@ -45,6 +76,16 @@ func (e AuditAction) Valid() bool {
 	case AuditActionFail:
 		return true
 	case AuditActionFill:
+		return true
+	case AuditActionKeyCreated:
+		return true
+	case AuditActionKeyRevoked:
+		return true
+	case AuditActionKeyRolled:
+		return true
+	case AuditActionOperatorCreated:
+		return true
+	case AuditActionPartnerCreated:
 		return true
 	case AuditActionPayout:
 		return true
@@ -151,6 +192,24 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeUnsupportedPair:
 		return true
 	case ErrorCodeWebhookUrlNotAllowed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PartnerEnvironment.
+const (
+	Production PartnerEnvironment = "production"
+	Sandbox    PartnerEnvironment = "sandbox"
+)
+
+// Valid indicates whether the value is a known member of the PartnerEnvironment enum.
+func (e PartnerEnvironment) Valid() bool {
+	switch e {
+	case Production:
+		return true
+	case Sandbox:
 		return true
 	default:
 		return false
@@ -277,6 +336,59 @@ func (e ListStageParamsOrder) Valid() bool {
 	}
 }
 
+// ApiKey An API key as stored (never the key itself).
+type ApiKey struct {
+	// CreatedAt When it was issued.
+	CreatedAt time.Time `json:"created_at"`
+
+	// ExpiresAt When it stops working (set by a roll); null for no end.
+	ExpiresAt *time.Time `json:"expires_at"`
+
+	// Id The key's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// LastUsedAt When it last authenticated (to the minute; partner keys to the authentication cache's lifetime).
+	LastUsedAt *time.Time `json:"last_used_at"`
+
+	// Prefix The key's first characters, to tell keys apart.
+	//
+	// Example: sk_live_AbCd
+	Prefix string `json:"prefix"`
+
+	// RevokedAt When it was revoked.
+	RevokedAt *time.Time `json:"revoked_at"`
+
+	// Status `active`, `expiring` (rolled, working until `expires_at`), `expired` or `revoked`.
+	Status ApiKeyStatus `json:"status"`
+}
+
+// ApiKeyListResponse Envelope of keys.
+type ApiKeyListResponse struct {
+	// Data The keys, newest first.
+	Data []ApiKey `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// ApiKeyResponse Envelope of a key.
+type ApiKeyResponse struct {
+	// Data An API key as stored (never the key itself).
+	Data ApiKey `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// ApiKeyStatus `active`, `expiring` (rolled, working until `expires_at`), `expired` or `revoked`.
+type ApiKeyStatus string
+
 // AuditAction What the operator did.
 //
 // Example: payout
@@ -306,6 +418,9 @@ type AuditEntry struct {
 
 	// Reference The reference, reason or chain hash given.
 	Reference *string `json:"reference"`
+
+	// SubjectId The partner, operator or API key acted on (account and key actions).
+	SubjectId *openapi_types.UUID `json:"subject_id"`
 
 	// TransactionId The transaction acted on (one entry per transaction of a batch).
 	TransactionId *openapi_types.UUID `json:"transaction_id"`
@@ -467,6 +582,9 @@ type DepositTransfer struct {
 	TxHash string `json:"tx_hash"`
 }
 
+// EmptyRequest No fields.
+type EmptyRequest = map[string]interface{}
+
 // Error The body of every failure (the partner API's).
 type Error struct {
 	// Error Machine-readable facts of the failure.
@@ -555,6 +673,12 @@ type FillRequest struct {
 	Reference Reference `json:"reference"`
 }
 
+// NameRequest A name.
+type NameRequest struct {
+	// Name The display name.
+	Name string `json:"name"`
+}
+
 // Network Deposit network, e.g. `bep20` or `trc20`.
 //
 // Example: bep20
@@ -578,6 +702,80 @@ type NetworkProgress struct {
 
 	// ScannedBlock The last block fully processed; null before the first scan.
 	ScannedBlock *int64 `json:"scanned_block"`
+}
+
+// NewApiKey A new key, with the secret shown this once.
+type NewApiKey struct {
+	// CreatedAt When it was issued.
+	CreatedAt time.Time `json:"created_at"`
+
+	// ExpiresAt When it stops working (set by a roll); null for no end.
+	ExpiresAt *time.Time `json:"expires_at"`
+
+	// Id The key's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Key The API key; store it now, it cannot be shown again.
+	Key string `json:"key"`
+
+	// LastUsedAt When it last authenticated (to the minute; partner keys to the authentication cache's lifetime).
+	LastUsedAt *time.Time `json:"last_used_at"`
+
+	// Prefix The key's first characters, to tell keys apart.
+	//
+	// Example: sk_live_AbCd
+	Prefix string `json:"prefix"`
+
+	// RevokedAt When it was revoked.
+	RevokedAt *time.Time `json:"revoked_at"`
+
+	// Status `active`, `expiring` (rolled, working until `expires_at`), `expired` or `revoked`.
+	Status ApiKeyStatus `json:"status"`
+}
+
+// NewApiKeyResponse Envelope of a new key.
+type NewApiKeyResponse struct {
+	// Data A new key, with the secret shown this once.
+	Data NewApiKey `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// Operator An operator.
+type Operator struct {
+	// CreatedAt When the account was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id The operator's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Name Their name.
+	Name string `json:"name"`
+}
+
+// OperatorCreated A new operator and their first key.
+type OperatorCreated struct {
+	// Key A new key, with the secret shown this once.
+	Key NewApiKey `json:"key"`
+
+	// Operator An operator.
+	Operator Operator `json:"operator"`
+}
+
+// OperatorCreatedResponse Envelope of a new operator.
+type OperatorCreatedResponse struct {
+	// Data A new operator and their first key.
+	Data OperatorCreated `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
 }
 
 // OperatorHistoryEntry One status change, with who did it.
@@ -604,6 +802,18 @@ type OperatorHistoryEntry struct {
 
 	// ToStatus The status after.
 	ToStatus string `json:"to_status"`
+}
+
+// OperatorListResponse Envelope of operators.
+type OperatorListResponse struct {
+	// Data The operators, oldest first.
+	Data []Operator `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
 }
 
 // OperatorTransaction A transaction as the back office sees it.
@@ -884,6 +1094,67 @@ type OverviewResponse struct {
 	Success bool `json:"success"`
 }
 
+// Partner A partner.
+type Partner struct {
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Environment Where its keys work.
+	Environment PartnerEnvironment `json:"environment"`
+
+	// FeeRate The platform fee, a fraction of each completed amount.
+	//
+	// Example: 0.010000
+	FeeRate string `json:"fee_rate"`
+
+	// Id The partner's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Name Its name.
+	Name string `json:"name"`
+
+	// ShareRate The partner's share of the fee, a fraction.
+	//
+	// Example: 0.200000
+	ShareRate string `json:"share_rate"`
+}
+
+// PartnerEnvironment Where its keys work.
+type PartnerEnvironment string
+
+// PartnerCreated A new partner and its first key.
+type PartnerCreated struct {
+	// Key A new key, with the secret shown this once.
+	Key NewApiKey `json:"key"`
+
+	// Partner A partner.
+	Partner Partner `json:"partner"`
+}
+
+// PartnerCreatedResponse Envelope of a new partner.
+type PartnerCreatedResponse struct {
+	// Data A new partner and its first key.
+	Data PartnerCreated `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// PartnerListResponse Envelope of partners.
+type PartnerListResponse struct {
+	// Data The partners, oldest first.
+	Data []Partner `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
 // PayoutRecord The NGN payout (history `payout:settled`); null until then.
 type PayoutRecord struct {
 	// OperatorId Who recorded it; null for a simulated payout.
@@ -965,6 +1236,14 @@ type ResolveRequest struct {
 
 // ResolveRequestAction `refunded` needs `tx_hash`; `credited` needs `note`.
 type ResolveRequestAction string
+
+// RollRequest How long the rolled key keeps working.
+type RollRequest struct {
+	// Overlap A duration such as `24h`, `90m` or `0s` (at most 720h).
+	//
+	// Example: 24h
+	Overlap *string `json:"overlap,omitempty"`
+}
 
 // SettlementRecord The sale's settlement (history `order:settled`); null until then.
 type SettlementRecord struct {
@@ -1118,8 +1397,17 @@ type Cursor = string
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// KeyId defines model for KeyId.
+type KeyId = openapi_types.UUID
+
 // Limit defines model for Limit.
 type Limit = int
+
+// OperatorId defines model for OperatorId.
+type OperatorId = openapi_types.UUID
+
+// PartnerId defines model for PartnerId.
+type PartnerId = openapi_types.UUID
 
 // TransactionId defines model for TransactionId.
 type TransactionId = openapi_types.UUID
@@ -1220,6 +1508,42 @@ type CreateFillParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// CreateOperatorParams defines parameters for CreateOperator.
+type CreateOperatorParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// CreateOperatorKeyParams defines parameters for CreateOperatorKey.
+type CreateOperatorKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RollOperatorKeyParams defines parameters for RollOperatorKey.
+type RollOperatorKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// CreatePartnerParams defines parameters for CreatePartner.
+type CreatePartnerParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// CreatePartnerKeyParams defines parameters for CreatePartnerKey.
+type CreatePartnerKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RollPartnerKeyParams defines parameters for RollPartnerKey.
+type RollPartnerKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // ListPayoutsParams defines parameters for ListPayouts.
 type ListPayoutsParams struct {
 	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
@@ -1308,6 +1632,24 @@ type ResolveUnmatchedDepositJSONRequestBody = ResolveRequest
 // CreateFillJSONRequestBody defines body for CreateFill for application/json ContentType.
 type CreateFillJSONRequestBody = BatchFillRequest
 
+// CreateOperatorJSONRequestBody defines body for CreateOperator for application/json ContentType.
+type CreateOperatorJSONRequestBody = NameRequest
+
+// CreateOperatorKeyJSONRequestBody defines body for CreateOperatorKey for application/json ContentType.
+type CreateOperatorKeyJSONRequestBody = EmptyRequest
+
+// RollOperatorKeyJSONRequestBody defines body for RollOperatorKey for application/json ContentType.
+type RollOperatorKeyJSONRequestBody = RollRequest
+
+// CreatePartnerJSONRequestBody defines body for CreatePartner for application/json ContentType.
+type CreatePartnerJSONRequestBody = NameRequest
+
+// CreatePartnerKeyJSONRequestBody defines body for CreatePartnerKey for application/json ContentType.
+type CreatePartnerKeyJSONRequestBody = EmptyRequest
+
+// RollPartnerKeyJSONRequestBody defines body for RollPartnerKey for application/json ContentType.
+type RollPartnerKeyJSONRequestBody = RollRequest
+
 // CreatePayoutJSONRequestBody defines body for CreatePayout for application/json ContentType.
 type CreatePayoutJSONRequestBody = PayoutRequest
 
@@ -1343,9 +1685,45 @@ type ServerInterface interface {
 	// CreateFill Record one liquidity order that filled many transactions
 	// (POST /fills)
 	CreateFill(ctx echo.Context, params CreateFillParams) error
+	// ListOperators List operators
+	// (GET /operators)
+	ListOperators(ctx echo.Context) error
+	// CreateOperator Create a operator
+	// (POST /operators)
+	CreateOperator(ctx echo.Context, params CreateOperatorParams) error
+	// ListOperatorKeys List a operator's API keys
+	// (GET /operators/{id}/keys)
+	ListOperatorKeys(ctx echo.Context, id OperatorId) error
+	// CreateOperatorKey Add an API key
+	// (POST /operators/{id}/keys)
+	CreateOperatorKey(ctx echo.Context, id OperatorId, params CreateOperatorKeyParams) error
+	// RevokeOperatorKey Revoke an API key
+	// (DELETE /operators/{id}/keys/{key_id})
+	RevokeOperatorKey(ctx echo.Context, id OperatorId, keyId KeyId) error
+	// RollOperatorKey Replace an API key
+	// (POST /operators/{id}/keys/{key_id}/roll)
+	RollOperatorKey(ctx echo.Context, id OperatorId, keyId KeyId, params RollOperatorKeyParams) error
 	// GetOverview The back office at a glance
 	// (GET /overview)
 	GetOverview(ctx echo.Context) error
+	// ListPartners List partners
+	// (GET /partners)
+	ListPartners(ctx echo.Context) error
+	// CreatePartner Create a partner
+	// (POST /partners)
+	CreatePartner(ctx echo.Context, params CreatePartnerParams) error
+	// ListPartnerKeys List a partner's API keys
+	// (GET /partners/{id}/keys)
+	ListPartnerKeys(ctx echo.Context, id PartnerId) error
+	// CreatePartnerKey Add an API key
+	// (POST /partners/{id}/keys)
+	CreatePartnerKey(ctx echo.Context, id PartnerId, params CreatePartnerKeyParams) error
+	// RevokePartnerKey Revoke an API key
+	// (DELETE /partners/{id}/keys/{key_id})
+	RevokePartnerKey(ctx echo.Context, id PartnerId, keyId KeyId) error
+	// RollPartnerKey Replace an API key
+	// (POST /partners/{id}/keys/{key_id}/roll)
+	RollPartnerKey(ctx echo.Context, id PartnerId, keyId KeyId, params RollPartnerKeyParams) error
 	// ListPayouts List batch payouts
 	// (GET /payouts)
 	ListPayouts(ctx echo.Context, params ListPayoutsParams) error
@@ -1566,12 +1944,340 @@ func (w *ServerInterfaceWrapper) CreateFill(ctx echo.Context) error {
 	return err
 }
 
+// ListOperators converts echo context to params.
+func (w *ServerInterfaceWrapper) ListOperators(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListOperators(ctx)
+	return err
+}
+
+// CreateOperator converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateOperator(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateOperatorParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateOperator(ctx, params)
+	return err
+}
+
+// ListOperatorKeys converts echo context to params.
+func (w *ServerInterfaceWrapper) ListOperatorKeys(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id OperatorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListOperatorKeys(ctx, id)
+	return err
+}
+
+// CreateOperatorKey converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateOperatorKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id OperatorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateOperatorKeyParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateOperatorKey(ctx, id, params)
+	return err
+}
+
+// RevokeOperatorKey converts echo context to params.
+func (w *ServerInterfaceWrapper) RevokeOperatorKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id OperatorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "key_id" -------------
+	var keyId KeyId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key_id", ctx.Param("key_id"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RevokeOperatorKey(ctx, id, keyId)
+	return err
+}
+
+// RollOperatorKey converts echo context to params.
+func (w *ServerInterfaceWrapper) RollOperatorKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id OperatorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "key_id" -------------
+	var keyId KeyId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key_id", ctx.Param("key_id"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RollOperatorKeyParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RollOperatorKey(ctx, id, keyId, params)
+	return err
+}
+
 // GetOverview converts echo context to params.
 func (w *ServerInterfaceWrapper) GetOverview(ctx echo.Context) error {
 	var err error
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetOverview(ctx)
+	return err
+}
+
+// ListPartners converts echo context to params.
+func (w *ServerInterfaceWrapper) ListPartners(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListPartners(ctx)
+	return err
+}
+
+// CreatePartner converts echo context to params.
+func (w *ServerInterfaceWrapper) CreatePartner(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreatePartnerParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreatePartner(ctx, params)
+	return err
+}
+
+// ListPartnerKeys converts echo context to params.
+func (w *ServerInterfaceWrapper) ListPartnerKeys(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id PartnerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListPartnerKeys(ctx, id)
+	return err
+}
+
+// CreatePartnerKey converts echo context to params.
+func (w *ServerInterfaceWrapper) CreatePartnerKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id PartnerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreatePartnerKeyParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreatePartnerKey(ctx, id, params)
+	return err
+}
+
+// RevokePartnerKey converts echo context to params.
+func (w *ServerInterfaceWrapper) RevokePartnerKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id PartnerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "key_id" -------------
+	var keyId KeyId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key_id", ctx.Param("key_id"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RevokePartnerKey(ctx, id, keyId)
+	return err
+}
+
+// RollPartnerKey converts echo context to params.
+func (w *ServerInterfaceWrapper) RollPartnerKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id PartnerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "key_id" -------------
+	var keyId KeyId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key_id", ctx.Param("key_id"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RollPartnerKeyParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RollPartnerKey(ctx, id, keyId, params)
 	return err
 }
 
@@ -1980,6 +2686,18 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/payouts", wrapper.CreatePayout, options.OperationMiddlewares["createPayout"]...)
 	router.GET(options.BaseURL+"/fills", wrapper.ListFills, options.OperationMiddlewares["listFills"]...)
 	router.POST(options.BaseURL+"/fills", wrapper.CreateFill, options.OperationMiddlewares["createFill"]...)
+	router.GET(options.BaseURL+"/partners", wrapper.ListPartners, options.OperationMiddlewares["listPartners"]...)
+	router.POST(options.BaseURL+"/partners", wrapper.CreatePartner, options.OperationMiddlewares["createPartner"]...)
+	router.GET(options.BaseURL+"/partners/:id/keys", wrapper.ListPartnerKeys, options.OperationMiddlewares["listPartnerKeys"]...)
+	router.POST(options.BaseURL+"/partners/:id/keys", wrapper.CreatePartnerKey, options.OperationMiddlewares["createPartnerKey"]...)
+	router.POST(options.BaseURL+"/partners/:id/keys/:key_id/roll", wrapper.RollPartnerKey, options.OperationMiddlewares["rollPartnerKey"]...)
+	router.DELETE(options.BaseURL+"/partners/:id/keys/:key_id", wrapper.RevokePartnerKey, options.OperationMiddlewares["revokePartnerKey"]...)
+	router.GET(options.BaseURL+"/operators", wrapper.ListOperators, options.OperationMiddlewares["listOperators"]...)
+	router.POST(options.BaseURL+"/operators", wrapper.CreateOperator, options.OperationMiddlewares["createOperator"]...)
+	router.GET(options.BaseURL+"/operators/:id/keys", wrapper.ListOperatorKeys, options.OperationMiddlewares["listOperatorKeys"]...)
+	router.POST(options.BaseURL+"/operators/:id/keys", wrapper.CreateOperatorKey, options.OperationMiddlewares["createOperatorKey"]...)
+	router.POST(options.BaseURL+"/operators/:id/keys/:key_id/roll", wrapper.RollOperatorKey, options.OperationMiddlewares["rollOperatorKey"]...)
+	router.DELETE(options.BaseURL+"/operators/:id/keys/:key_id", wrapper.RevokeOperatorKey, options.OperationMiddlewares["revokeOperatorKey"]...)
 
 }
 
@@ -2691,6 +3409,866 @@ func (response CreateFill503JSONResponse) VisitCreateFillResponse(w http.Respons
 	return err
 }
 
+type ListOperatorsRequestObject struct {
+}
+
+type ListOperatorsResponseObject interface {
+	VisitListOperatorsResponse(w http.ResponseWriter) error
+}
+
+type ListOperators200JSONResponse OperatorListResponse
+
+func (response ListOperators200JSONResponse) VisitListOperatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperators400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListOperators400JSONResponse) VisitListOperatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperators401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListOperators401JSONResponse) VisitListOperatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperators429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListOperators429JSONResponse) VisitListOperatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperators500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListOperators500JSONResponse) VisitListOperatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperators503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListOperators503JSONResponse) VisitListOperatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorRequestObject struct {
+	Params CreateOperatorParams
+	Body   *CreateOperatorJSONRequestBody
+}
+
+type CreateOperatorResponseObject interface {
+	VisitCreateOperatorResponse(w http.ResponseWriter) error
+}
+
+type CreateOperator200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CreateOperator200JSONResponse struct {
+	Body    OperatorCreatedResponse
+	Headers CreateOperator200ResponseHeaders
+}
+
+func (response CreateOperator200JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateOperator400JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateOperator401JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateOperator409JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateOperator413JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateOperator415JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response CreateOperator422JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateOperator429JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateOperator500JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateOperator503JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperatorKeysRequestObject struct {
+	Id OperatorId `json:"id"`
+}
+
+type ListOperatorKeysResponseObject interface {
+	VisitListOperatorKeysResponse(w http.ResponseWriter) error
+}
+
+type ListOperatorKeys200JSONResponse ApiKeyListResponse
+
+func (response ListOperatorKeys200JSONResponse) VisitListOperatorKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperatorKeys400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListOperatorKeys400JSONResponse) VisitListOperatorKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperatorKeys401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListOperatorKeys401JSONResponse) VisitListOperatorKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperatorKeys404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListOperatorKeys404JSONResponse) VisitListOperatorKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperatorKeys429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListOperatorKeys429JSONResponse) VisitListOperatorKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperatorKeys500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListOperatorKeys500JSONResponse) VisitListOperatorKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperatorKeys503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListOperatorKeys503JSONResponse) VisitListOperatorKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKeyRequestObject struct {
+	Id     OperatorId `json:"id"`
+	Params CreateOperatorKeyParams
+	Body   *CreateOperatorKeyJSONRequestBody
+}
+
+type CreateOperatorKeyResponseObject interface {
+	VisitCreateOperatorKeyResponse(w http.ResponseWriter) error
+}
+
+type CreateOperatorKey200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CreateOperatorKey200JSONResponse struct {
+	Body    NewApiKeyResponse
+	Headers CreateOperatorKey200ResponseHeaders
+}
+
+func (response CreateOperatorKey200JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateOperatorKey400JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateOperatorKey401JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateOperatorKey404JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateOperatorKey409JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateOperatorKey413JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateOperatorKey415JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response CreateOperatorKey422JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateOperatorKey429JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateOperatorKey500JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateOperatorKey503JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOperatorKeyRequestObject struct {
+	Id    OperatorId `json:"id"`
+	KeyId KeyId      `json:"key_id"`
+}
+
+type RevokeOperatorKeyResponseObject interface {
+	VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error
+}
+
+type RevokeOperatorKey200JSONResponse ApiKeyResponse
+
+func (response RevokeOperatorKey200JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOperatorKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RevokeOperatorKey400JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOperatorKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RevokeOperatorKey401JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOperatorKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RevokeOperatorKey404JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOperatorKey429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RevokeOperatorKey429JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOperatorKey500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RevokeOperatorKey500JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOperatorKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RevokeOperatorKey503JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKeyRequestObject struct {
+	Id     OperatorId `json:"id"`
+	KeyId  KeyId      `json:"key_id"`
+	Params RollOperatorKeyParams
+	Body   *RollOperatorKeyJSONRequestBody
+}
+
+type RollOperatorKeyResponseObject interface {
+	VisitRollOperatorKeyResponse(w http.ResponseWriter) error
+}
+
+type RollOperatorKey200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type RollOperatorKey200JSONResponse struct {
+	Body    NewApiKeyResponse
+	Headers RollOperatorKey200ResponseHeaders
+}
+
+func (response RollOperatorKey200JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RollOperatorKey400JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RollOperatorKey401JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RollOperatorKey404JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RollOperatorKey409JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RollOperatorKey413JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RollOperatorKey415JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response RollOperatorKey422JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RollOperatorKey429JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RollOperatorKey500JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RollOperatorKey503JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOverviewRequestObject struct {
 }
 
@@ -2760,6 +4338,866 @@ func (response GetOverview500JSONResponse) VisitGetOverviewResponse(w http.Respo
 type GetOverview503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response GetOverview503JSONResponse) VisitGetOverviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnersRequestObject struct {
+}
+
+type ListPartnersResponseObject interface {
+	VisitListPartnersResponse(w http.ResponseWriter) error
+}
+
+type ListPartners200JSONResponse PartnerListResponse
+
+func (response ListPartners200JSONResponse) VisitListPartnersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartners400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListPartners400JSONResponse) VisitListPartnersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartners401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListPartners401JSONResponse) VisitListPartnersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartners429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListPartners429JSONResponse) VisitListPartnersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartners500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListPartners500JSONResponse) VisitListPartnersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartners503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListPartners503JSONResponse) VisitListPartnersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerRequestObject struct {
+	Params CreatePartnerParams
+	Body   *CreatePartnerJSONRequestBody
+}
+
+type CreatePartnerResponseObject interface {
+	VisitCreatePartnerResponse(w http.ResponseWriter) error
+}
+
+type CreatePartner200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CreatePartner200JSONResponse struct {
+	Body    PartnerCreatedResponse
+	Headers CreatePartner200ResponseHeaders
+}
+
+func (response CreatePartner200JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreatePartner400JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreatePartner401JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreatePartner409JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreatePartner413JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreatePartner415JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response CreatePartner422JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreatePartner429JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreatePartner500JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreatePartner503JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerKeysRequestObject struct {
+	Id PartnerId `json:"id"`
+}
+
+type ListPartnerKeysResponseObject interface {
+	VisitListPartnerKeysResponse(w http.ResponseWriter) error
+}
+
+type ListPartnerKeys200JSONResponse ApiKeyListResponse
+
+func (response ListPartnerKeys200JSONResponse) VisitListPartnerKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerKeys400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListPartnerKeys400JSONResponse) VisitListPartnerKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerKeys401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListPartnerKeys401JSONResponse) VisitListPartnerKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerKeys404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListPartnerKeys404JSONResponse) VisitListPartnerKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerKeys429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListPartnerKeys429JSONResponse) VisitListPartnerKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerKeys500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListPartnerKeys500JSONResponse) VisitListPartnerKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerKeys503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListPartnerKeys503JSONResponse) VisitListPartnerKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKeyRequestObject struct {
+	Id     PartnerId `json:"id"`
+	Params CreatePartnerKeyParams
+	Body   *CreatePartnerKeyJSONRequestBody
+}
+
+type CreatePartnerKeyResponseObject interface {
+	VisitCreatePartnerKeyResponse(w http.ResponseWriter) error
+}
+
+type CreatePartnerKey200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CreatePartnerKey200JSONResponse struct {
+	Body    NewApiKeyResponse
+	Headers CreatePartnerKey200ResponseHeaders
+}
+
+func (response CreatePartnerKey200JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreatePartnerKey400JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreatePartnerKey401JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreatePartnerKey404JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreatePartnerKey409JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreatePartnerKey413JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreatePartnerKey415JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response CreatePartnerKey422JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreatePartnerKey429JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreatePartnerKey500JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreatePartnerKey503JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePartnerKeyRequestObject struct {
+	Id    PartnerId `json:"id"`
+	KeyId KeyId     `json:"key_id"`
+}
+
+type RevokePartnerKeyResponseObject interface {
+	VisitRevokePartnerKeyResponse(w http.ResponseWriter) error
+}
+
+type RevokePartnerKey200JSONResponse ApiKeyResponse
+
+func (response RevokePartnerKey200JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePartnerKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RevokePartnerKey400JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePartnerKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RevokePartnerKey401JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePartnerKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RevokePartnerKey404JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePartnerKey429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RevokePartnerKey429JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePartnerKey500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RevokePartnerKey500JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePartnerKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RevokePartnerKey503JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKeyRequestObject struct {
+	Id     PartnerId `json:"id"`
+	KeyId  KeyId     `json:"key_id"`
+	Params RollPartnerKeyParams
+	Body   *RollPartnerKeyJSONRequestBody
+}
+
+type RollPartnerKeyResponseObject interface {
+	VisitRollPartnerKeyResponse(w http.ResponseWriter) error
+}
+
+type RollPartnerKey200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type RollPartnerKey200JSONResponse struct {
+	Body    NewApiKeyResponse
+	Headers RollPartnerKey200ResponseHeaders
+}
+
+func (response RollPartnerKey200JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RollPartnerKey400JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RollPartnerKey401JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RollPartnerKey404JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RollPartnerKey409JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RollPartnerKey413JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RollPartnerKey415JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response RollPartnerKey422JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RollPartnerKey429JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RollPartnerKey500JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RollPartnerKey503JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -4160,9 +6598,45 @@ type StrictServerInterface interface {
 	// CreateFill Record one liquidity order that filled many transactions
 	// (POST /fills)
 	CreateFill(ctx context.Context, request CreateFillRequestObject) (CreateFillResponseObject, error)
+	// ListOperators List operators
+	// (GET /operators)
+	ListOperators(ctx context.Context, request ListOperatorsRequestObject) (ListOperatorsResponseObject, error)
+	// CreateOperator Create a operator
+	// (POST /operators)
+	CreateOperator(ctx context.Context, request CreateOperatorRequestObject) (CreateOperatorResponseObject, error)
+	// ListOperatorKeys List a operator's API keys
+	// (GET /operators/{id}/keys)
+	ListOperatorKeys(ctx context.Context, request ListOperatorKeysRequestObject) (ListOperatorKeysResponseObject, error)
+	// CreateOperatorKey Add an API key
+	// (POST /operators/{id}/keys)
+	CreateOperatorKey(ctx context.Context, request CreateOperatorKeyRequestObject) (CreateOperatorKeyResponseObject, error)
+	// RevokeOperatorKey Revoke an API key
+	// (DELETE /operators/{id}/keys/{key_id})
+	RevokeOperatorKey(ctx context.Context, request RevokeOperatorKeyRequestObject) (RevokeOperatorKeyResponseObject, error)
+	// RollOperatorKey Replace an API key
+	// (POST /operators/{id}/keys/{key_id}/roll)
+	RollOperatorKey(ctx context.Context, request RollOperatorKeyRequestObject) (RollOperatorKeyResponseObject, error)
 	// GetOverview The back office at a glance
 	// (GET /overview)
 	GetOverview(ctx context.Context, request GetOverviewRequestObject) (GetOverviewResponseObject, error)
+	// ListPartners List partners
+	// (GET /partners)
+	ListPartners(ctx context.Context, request ListPartnersRequestObject) (ListPartnersResponseObject, error)
+	// CreatePartner Create a partner
+	// (POST /partners)
+	CreatePartner(ctx context.Context, request CreatePartnerRequestObject) (CreatePartnerResponseObject, error)
+	// ListPartnerKeys List a partner's API keys
+	// (GET /partners/{id}/keys)
+	ListPartnerKeys(ctx context.Context, request ListPartnerKeysRequestObject) (ListPartnerKeysResponseObject, error)
+	// CreatePartnerKey Add an API key
+	// (POST /partners/{id}/keys)
+	CreatePartnerKey(ctx context.Context, request CreatePartnerKeyRequestObject) (CreatePartnerKeyResponseObject, error)
+	// RevokePartnerKey Revoke an API key
+	// (DELETE /partners/{id}/keys/{key_id})
+	RevokePartnerKey(ctx context.Context, request RevokePartnerKeyRequestObject) (RevokePartnerKeyResponseObject, error)
+	// RollPartnerKey Replace an API key
+	// (POST /partners/{id}/keys/{key_id}/roll)
+	RollPartnerKey(ctx context.Context, request RollPartnerKeyRequestObject) (RollPartnerKeyResponseObject, error)
 	// ListPayouts List batch payouts
 	// (GET /payouts)
 	ListPayouts(ctx context.Context, request ListPayoutsRequestObject) (ListPayoutsResponseObject, error)
@@ -4376,6 +6850,233 @@ func (sh *strictHandler) CreateFill(ctx echo.Context, params CreateFillParams) e
 	return nil
 }
 
+// ListOperators operation middleware
+func (sh *strictHandler) ListOperators(ctx echo.Context) error {
+	var request ListOperatorsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListOperators(ctx.Request().Context(), request.(ListOperatorsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListOperators")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListOperatorsResponseObject); ok {
+		return validResponse.VisitListOperatorsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateOperator operation middleware
+func (sh *strictHandler) CreateOperator(ctx echo.Context, params CreateOperatorParams) error {
+	var request CreateOperatorRequestObject
+
+	request.Params = params
+
+	var body CreateOperatorJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateOperator(ctx.Request().Context(), request.(CreateOperatorRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateOperator")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateOperatorResponseObject); ok {
+		return validResponse.VisitCreateOperatorResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListOperatorKeys operation middleware
+func (sh *strictHandler) ListOperatorKeys(ctx echo.Context, id OperatorId) error {
+	var request ListOperatorKeysRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListOperatorKeys(ctx.Request().Context(), request.(ListOperatorKeysRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListOperatorKeys")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListOperatorKeysResponseObject); ok {
+		return validResponse.VisitListOperatorKeysResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateOperatorKey operation middleware
+func (sh *strictHandler) CreateOperatorKey(ctx echo.Context, id OperatorId, params CreateOperatorKeyParams) error {
+	var request CreateOperatorKeyRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body CreateOperatorKeyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateOperatorKey(ctx.Request().Context(), request.(CreateOperatorKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateOperatorKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateOperatorKeyResponseObject); ok {
+		return validResponse.VisitCreateOperatorKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RevokeOperatorKey operation middleware
+func (sh *strictHandler) RevokeOperatorKey(ctx echo.Context, id OperatorId, keyId KeyId) error {
+	var request RevokeOperatorKeyRequestObject
+
+	request.Id = id
+	request.KeyId = keyId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RevokeOperatorKey(ctx.Request().Context(), request.(RevokeOperatorKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevokeOperatorKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RevokeOperatorKeyResponseObject); ok {
+		return validResponse.VisitRevokeOperatorKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RollOperatorKey operation middleware
+func (sh *strictHandler) RollOperatorKey(ctx echo.Context, id OperatorId, keyId KeyId, params RollOperatorKeyParams) error {
+	var request RollOperatorKeyRequestObject
+
+	request.Id = id
+	request.KeyId = keyId
+	request.Params = params
+
+	var body RollOperatorKeyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RollOperatorKey(ctx.Request().Context(), request.(RollOperatorKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RollOperatorKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RollOperatorKeyResponseObject); ok {
+		return validResponse.VisitRollOperatorKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetOverview operation middleware
 func (sh *strictHandler) GetOverview(ctx echo.Context) error {
 	var request GetOverviewRequestObject
@@ -4393,6 +7094,233 @@ func (sh *strictHandler) GetOverview(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetOverviewResponseObject); ok {
 		return validResponse.VisitGetOverviewResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListPartners operation middleware
+func (sh *strictHandler) ListPartners(ctx echo.Context) error {
+	var request ListPartnersRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPartners(ctx.Request().Context(), request.(ListPartnersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPartners")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListPartnersResponseObject); ok {
+		return validResponse.VisitListPartnersResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreatePartner operation middleware
+func (sh *strictHandler) CreatePartner(ctx echo.Context, params CreatePartnerParams) error {
+	var request CreatePartnerRequestObject
+
+	request.Params = params
+
+	var body CreatePartnerJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreatePartner(ctx.Request().Context(), request.(CreatePartnerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreatePartner")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreatePartnerResponseObject); ok {
+		return validResponse.VisitCreatePartnerResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListPartnerKeys operation middleware
+func (sh *strictHandler) ListPartnerKeys(ctx echo.Context, id PartnerId) error {
+	var request ListPartnerKeysRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPartnerKeys(ctx.Request().Context(), request.(ListPartnerKeysRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPartnerKeys")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListPartnerKeysResponseObject); ok {
+		return validResponse.VisitListPartnerKeysResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreatePartnerKey operation middleware
+func (sh *strictHandler) CreatePartnerKey(ctx echo.Context, id PartnerId, params CreatePartnerKeyParams) error {
+	var request CreatePartnerKeyRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body CreatePartnerKeyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreatePartnerKey(ctx.Request().Context(), request.(CreatePartnerKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreatePartnerKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreatePartnerKeyResponseObject); ok {
+		return validResponse.VisitCreatePartnerKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RevokePartnerKey operation middleware
+func (sh *strictHandler) RevokePartnerKey(ctx echo.Context, id PartnerId, keyId KeyId) error {
+	var request RevokePartnerKeyRequestObject
+
+	request.Id = id
+	request.KeyId = keyId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RevokePartnerKey(ctx.Request().Context(), request.(RevokePartnerKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevokePartnerKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RevokePartnerKeyResponseObject); ok {
+		return validResponse.VisitRevokePartnerKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RollPartnerKey operation middleware
+func (sh *strictHandler) RollPartnerKey(ctx echo.Context, id PartnerId, keyId KeyId, params RollPartnerKeyParams) error {
+	var request RollPartnerKeyRequestObject
+
+	request.Id = id
+	request.KeyId = keyId
+	request.Params = params
+
+	var body RollPartnerKeyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RollPartnerKey(ctx.Request().Context(), request.(RollPartnerKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RollPartnerKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RollPartnerKeyResponseObject); ok {
+		return validResponse.VisitRollPartnerKeyResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -4772,190 +7700,224 @@ func (sh *strictHandler) SettleOrder(ctx echo.Context, id TransactionId, params 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rchs5luarIDgTYdKRlEmKlCUqOmZVvlRryre25K3pLXmZYCZIZjkJsBKgKHZZEf1rY39PbMS+wbzI",
-	"vkk/yQYOLonMRJIple26tCtmoq1kJnAAHBycy3cOfm5FbLlilFDBW+OfWwuCY5LBP89jslwxQah4S1Yp",
-	"3pJYPo0Jj7JkJRJGW+NWKLI1CdFmQSgSi4SjjPAVo5yghCOxIIgLlpEYYco3JEOCIUwRwVmakAxl5Kc1",
-	"4QJtErFQL+MlQaHtN9p2vyPb8KAVtHi0IEss+yd0vWyNf2jJjlvvg5bYrkhr3OIiS+i8dXsbtN4SkW3P",
-	"ZoJkVXovSMRozCUhG5wINCUzlhGUyU8SOi92tUxospS99W03CRVkTrLWrexohTO8JEJP15N1xpmny8sF",
-	"QSElN2ISwRshYjMY7Soj1wlbc7TCcxKgNY0WmM5JfIo4oXE+IbMklX2oaUqEpJHc4OUqlQSR7b/3zn9k",
-	"ycsfz7avkt7Ny4ve9mX/Lzcvn7LNy0u2efmcJbO/HESDlLaCViIJ+mlNsm0raFG8lC0oqooDxzcvCJ2L",
-	"RWvc7w2GgZwJ+8A35c6SfUe21Tk4Q2ua/LQm6APZohXJUMrmSYRTywJtjN69O38quQajOWMxihYsiUjn",
-	"FNYmIZKz1pKtxAH6jqwEmrEMYYFSgrlAgyFasHXGi3MzigfTQ3xCur2oP+sOZ49x92R6TLqP8VE0iofk",
-	"cDbom0lRfJ/PSokJW0FLkppkchNI1quZrsFotH+2XiTLRFQn6Q2eE8STv5EA9SWD9nu9wnhGPf8CptCc",
-	"S1BMZniditZ40AskdZqLe71gN08HrcsMU44jSdF57Odlkb+Ckrg4473pY/J4Noq6h1GfdIezo1EXH+Lj",
-	"7nB2OBtNj6OTuN8zM77CYpEPIol3TvGMZUssWuPWeg1vlif1Vn6sJA9sxm9w/FaxlvwrYlSKMflPvFql",
-	"SYQl9Y9+5HJQPzvd/GtGZq1x618e5ULxkfqVP3qWZUxv/OqkGD5OOFriVFJL4jEKE3qN0ySe6J/DAIVJ",
-	"zliTD2Q7WSacJ3QeIpbl72tJcdC6DVrfYBEtXn/3ycYB7b3Vk1U3nql8CW2w3HYRy2ICC+09HLru6eDr",
-	"WH/1yHOeQO9PGJ2lSfSFVkpzbqQ75fnpE62zjFCBuMCCOIsHf0+A7RP5rV4qZx318k4SOlllbJ4RztXa",
-	"nVNBMopTRdFnH98FWxKxSOgcrSm5WZFIkBjNcJKSGDGK2DpDPInV2BRhEyLbCg/QX9ZMEJgGy8oxDOEV",
-	"E8/Zmsafn/pXDPF1tCgIGJahmKwYT8QYhZSJyUzSoib39YpkWLDsDF79hDvENOwIw337RZPrbphTmE13",
-	"MJijBEQEZZvPt5081P+6c+NMAazbG7xNGY4vGXuBszn5sgJ6yuKtXAJ2TTJ0NETfJd+MUbhSJE0EY5NU",
-	"EqU47IJk10lE3lF8jZMUT9MvRGyMBZ5ipUSv885RO+SKoonzNOyMEWVq20v+s1okKLUIS0UYhaAUd0Er",
-	"DhFXWnCJB51X9vGeo2LDEC4Ze4npVh+5/AvMEmNoienWrCtHs4wtlQnCNItKZXOMwkxKb9CRSBweoLdf",
-	"blbeUbwWC5YlfyPxl2Ecd+igiyjlQopRfZpJTXuFM0GJfolG6TomcWeMwrVDr9oA7+gqYxHhXDLaMyoS",
-	"sf0yA/FbguqsxihOZjMCZ7Ve/nFVrwJzwQ6Dr1crlgkSvyRxgi9Be/w1xA5lAoXlvkKYe0viZClpnEgV",
-	"V5J/a/RgYMezdZwIdeJV1fPvF1jAqWP5INYaujaaZ0maSkuBCJGSlrRgt2wtbQepJIACPpNHPSjTLL0m",
-	"E/WAuI+ijMRyL7WCFmiJE9uI+hP6eO9aBfaFktYeqNE8oyLz2IyvqTMOc3wErVUmH4pE6fnYzsSuJXIn",
-	"7dbQmdTYN0r1VTTLjSPHA5OqT/EpSRmdcySYJKdsmNB1qg8KZcJUhhxlBMtFxsK3foRKFUGK8ZhRUugg",
-	"xoJ0RbIkvomsGwyRc/uAa0NtjxUVtMx8eyfn+wWTc0Du2JQy8DzEJRmSvx34vs4IbPDI/yWyPwcoI5gr",
-	"RTFa4ISiBeYLNE+uCXDL3uVwlJNajijocKBTM4rajOrpBYdGQWmdIazYqHMvFlnTpfyYxBOt+9ZSZt80",
-	"WrKl7x4d37oG+A/KIncZorymgdl9lVmsGYKz89wVLuyJ3KPHpj+SSFgp8QbPiV9IrPCcGJ8alq+ilM2r",
-	"okIqVf5ZVIRz1UZi/HGUbKTkniUZB59bIsiSN5I0SqDd2pHgLMPw9wLzyZJlPqbO1kR5UbHU5UimRjVj",
-	"aco23NkiU8ZSgkGMpX43khzRyriSEJw1asuW3T1By/FK+txRnEuTJTRuyxnLYI7lV9DDKZIcJTeDfJxi",
-	"rh4f3JnVYGmc6QmsT8ulcCdrWCOkMo5n9JqkbAUsgqnmEEOnn0X2rjAw423QWkrVyMeXZxQx+DdO0WK9",
-	"xLSbERyDEk+ZII1EE19HUvXyNJ5u8JYj+ZmcfP2ej0n882wa9k0oeId8DlzfsVidwaanm+tVanbCRdl2",
-	"JdgEL9mair1ymj9AggmcIsE+yE0FX6H2EYpJlCxxyjtFx+Wg1zvowX++vmcJFk7POE1fz1rjH3YzyvME",
-	"izP1ze17n2746ttXiuQZyTISo7aaXN6R05uRiCTXJLa7jmNpAMpZl7TvOPJhoZof+R8SGvvWW690O3zz",
-	"+uISPdK0hUAcVkqR+Q2ICjuuopkrllobvLuqYVhEhzz2DkRbNbVnpbF6Vjhx5lrLsJnmaH6vA1uamDX6",
-	"1w2J1vJElq+Y5XP61GQUmbE/Gp4cgKN8f8+79aQpph8sjz3gSPNSmvy0TuJEbJGcYfmDbcerjRWPd75/",
-	"9wUoUYcCtJ+rY/YM3buaxaPTp5oA4xaWvahUwKIU925ZilRHVtZ49mgmIC2fJ2nqBBtwHCdK8r9xROMM",
-	"p5wEHu2ltBZVkWqYq5nUeSvf9subAi8GIH5Ac5US8qDCTDs7sS/6mWPXt4UIE68sbXVB9DrmxNUuxH4V",
-	"EWQj4XdRDvUnn0I5VGfrV73wC+iFlh8a6oVWvbmvWpgz4B9XLbzTXP6CafxjTuGTBU7onzH3atfKd+E6",
-	"EcCP0e7dIExjdDREC3KD4mSeCC4pe/bfX6pveFD98TJjtKTf9m5G0ag3JPHwcBBNR/3+4fE0mvVOMB6R",
-	"Yzzs9+J4iPtk0BuS2fFwOiNxf0r6R/FsivvTwaB31IOjVgiSSYL/Z7t30/m3H3rdE9ydnXWfv//5aHj7",
-	"r75z/Kky/y+1DuIXz0pJN3oKEgwEh3VpxHGmV6Hk/NtlCzTT+/s79f5pyqIPE7peTkkNsAfeQGKBBVqw",
-	"NOYoEVr6bRKxkAo0dtd2pg54q/0kVBwN6znWEcmzjC0neib8pHBClS6n30LtzYJkBGGknLhozojVPeFI",
-	"WdMPlG2a+clSNp8kNCY3O5Q/pWOmbI7gzQYTsX/cnBC615qEYxjJV5vbkxDV9wDaVoTGCZ2HAQojRmdJ",
-	"tiSx/CMjLJuTWAX/rXtLnX7loZ26/PuAA6JgzREc4JuEkyIP2m68evDNZOGVGXLW/VLDo8KXlSzdqLus",
-	"JRYLWlZHLuwCM3H5yvhkncU7eHYMi7fymCDXJNsCOGGdEdQWjoV29ub8gdqoxf1OTKt7wzHndMZ2nyLl",
-	"s4PcrFJMsYky3PnIAP1eCl89osISa+V/zxliusjJDvSQa6f4CYu9g+MCBrXE0SKhBEUsJoonC1OMoHWk",
-	"3lUKIXeN+BJ6Saq5fvASQLpc5BJ4gJ3gZ9Cy2A0YnliweCIfYanHwgvxWgXFyGRJsmiBqZi41lwdGKdE",
-	"lAeJ0wpaP62ZIBOcytXeTtacKMOxFPMHon1ROM/AVXTRNk1uVrCK5u9lwkFAlJpc4SSzO2vC1mLCZpMM",
-	"U+h7Q6YLxj5M1llamho3gg1T4WJ39O/chQTA7qwABYpBueriVngeWOwpEThJa8yqjE1TslRhWUYJmiUk",
-	"jRH4NTQ0trqL4R0f0/77xetXaMVgeCihWgtQ8kLKWNum/FPF3OsDSLU7H2KkCUebjNG5i6ndLTIV1Xm7",
-	"tVsSRE+l15dqJ+byZoYjwU3UwpEZJXeq3t97BR4IAohAy9XyiKk3JOuq1dGLxlF7ibdoShBZrsS209iK",
-	"dbnCY8vaHRjXhe4MvAy1ccqZ8RSF/9HVTpTueRzq9e3sXxiYonzgBQJ8i/QcJ/f01ny/2FYgXQpc53Ha",
-	"QFSy9txxj5sAfSArYaZhkXDBsi1aEoGlUVFUFV5YZ9EqY9dJDCD6HxXOz7rbWoGLSB5p1O9ORLI7oZr0",
-	"urlL6Px7Jan8XmN1vmwWjBOkRRoiNIZ9LffdTLXhkQvqhwm5NrkIJRsTnitfIlqvIAYbqvkPtctcgfg1",
-	"uAcb5KO0WpYr4Xd1NPQa38kD7Y94nwteL67WWer/wkzd/o1QcIQWSFHNB+UZ9q5wHrTwWd6vvn1lbCrM",
-	"ETZWFVIkKWlKbnAk0i0a2F9XKY5I1cc9GIwOehW78uMP/e7Je2lavn/Yubo6gH/9PPBbl/d3vRYcohyn",
-	"xHdQFaI+TWM9eThgv5/2fj7X8ob1Obp3u0tfEbFhmWcHa3MdUfVCgMjB/ACFU7Ia9JTpI7Jo0AuLiwk/",
-	"FxfyB9z9m1q5oH/kXzxNxBujp1WI+TPboBlWzkVl6mzA6sqkmYPkUQpKh6bVt4AUp1L/nIAJ49/gqVSe",
-	"BIJ3lTmv7dY1FYkC/pheVUSKlwNSzY14eajtooWymEgLWpGkfAtgqYMPVQ7489GW4nmVqJxg9I///Z+I",
-	"R5hSM52uJ4Ek4JsGuKr1KdyDCJrz5a69YNgXoHEOSXUrbCdztk5TODuloUXMbOokMNDElCchwvcbQWln",
-	"muEUVr5Mc1DhU7UYvn1r0Nd/VlrCDuScdjkoMHCgJPNmwVCcmIBqSdNUqOGdrhb9TnMfC3gUFCU1PitF",
-	"pV6Atg2Lwo7PCOhHnUb+KaMv1R8D6sOKTgFOiEjk4eY8HwSG6xy8+TrsDF4XgLhyzpc4Jk6L7saByP6W",
-	"C7I0UM27B59rVM0QR4JlY6WohoE8sF0PACeEV7IJQX8cz5I09XujfiEsrwBNnePrZt56wZrwECh9Dew4",
-	"hyXdpu08Bu5WKIeDXY+E5bhdG9WJdvrU5VJ2CNi7OPqA2GyWRMRdozrP9yfEomjFjm2kMcFcZoHosHZT",
-	"wp70LMUT92fri90v8q33s170uMEAyHAwn9RKol+Owi0betCv+ujTYpbcOIXN2bpvwEJ3qDLZIs/R8IJt",
-	"SNaNMDc98+1yytJiH2see/1BBsq5MwzhidrUN9R0YiwaquHE7F1/Q0G9bz333td72Rt3U3dM5J0kRdUO",
-	"23kkNwlXAKHGve2SlsWgBNnbqfEF6z2nnL1uxEIZ2TZ3QP5TNvl+H71B66Y7Z93KIJQrlXt3prFOYoLj",
-	"NLkLPh5gaPtS2+ThJy3KXei6avbzXreAx5+9y9WwF411dyW5KTQO4phsQ3lzzN2WrcVE5ZPskaaAN1Kg",
-	"Qv1+2Zih95fnnwwk5SwCFuSg5agPkzudgOarhmFOu2UbYqcu1Ae3QWu9ivdCbsEEuqP67sPcFXxMVnPy",
-	"Bmxy26d8KFVReLnXQrkyygdN4bwujLggLwrytiIOS0K/cgqVNZzahS/pLIHJqqpuhoaaYR5iaca+PuXy",
-	"Nvi5DLdRw+O7A/ZKVUOMmmPOi70IEEtjC3hDbWMjXVGFOuicOodHwZLyRf5VtJdjGk/ZDeLJcp3K4XSu",
-	"KF6tCM44YjQiJtkPZITq5uCKNo1SlHEnPtSdMqK9nuZsW7ag3QloHCvx2useUjRcek9rb+CttzC9Chsh",
-	"OW1J9vsnL+yb5usyfskwS6FVJ0HQTFaVpStitGjWJBSp2Axqh98+u0SPXJzwo5+T+DbsHOzcGE1hZ95e",
-	"7wdDq9+kf0homme4DdKtnHW8C6DW/e5ToGr90vArxvazY2xruOY+2/X+uNs61v1n2af3mO1PNtF/0Em2",
-	"ZuDujB5IyMI0d2hmRMF8KmYNamOqErm0rkNiZBK5qrPwiYKQyon7GRLx7ub7NpPS1KL8bcVOy/7ffFK9",
-	"nHNNsuuEbOoSSXLHLpZK8TzF2sT3AyE0esIH5lFmmK5dhSkiVHJQnAMtFCIZW7gFUjH/xodqCenhOU+1",
-	"fcfr1GewkebrjMRugLZR5+XAsKd3tiJUF6eYCMx9ZLyFXznUeZQzAEDdfLuOi4pIQpEBk6BVuoYqMjTP",
-	"r7+iRkNWNkj1PAeKKmnvHrpeFxpGtt1WjV9gTvgOE0WqTRo6dCH/QoSul5Dpp5PJGs04fHqxXi6xzz4p",
-	"41QVTQ4L+NajfkaCKofv2k3NTjgILekv7nnAmd37hzzVCrajVz45/rm2QaGF6sFY+zTCjtdlt/sEu0ui",
-	"r5MZi53DUlFxr+iodsqUjtHdAbCZEp+bBUtLKbQBSmYI020x9HDYOx6OegfNIg+aoEbVZ4AMPffywK4k",
-	"Y7v03CNwfKfcYfv63kXavwP2+YsTO+x7eivrj3Cnb3cxvJyyayPdN9+3MK1QENnFGO5U/j5P3YFTtFxz",
-	"gchPa6wgRXy9NBK1WFEhVKSomlp3Sbdvpvn9BrKPC/5tTyqyw1X7+OStN73IJF0zm/X2CXCUB4PRL0JR",
-	"vt0nCKzi6ooB65PQNnwbVI4A5f5DxLISuydxKWr74k339dunz952j4/7g8Micnl/LWWH9PujQOuGp7cA",
-	"F2Tlw3f/ctNjJ0JTaa/3H5XSxXzR6+pgnByzXUPJE1jr8sn8A4GycfcbyZ/ZRurs1TJXynSFluNdVeFK",
-	"kCgTow4RJSTmKNSUh6coNHXt7G9SoQvdGLhTDM8WwfOVNpEf1iSemMpukNW7WZQUiSe6VXks2EytaCn5",
-	"Ujv+tDe+UKB9L8A/+OUrrGfUt8CV2IIfpYVTOQxHOORKpkKd/co6Zk7Z51CmDIEN9KgiIZ9El7qPo+c+",
-	"CpWXPURNAqYUrA84khYk+mlN1uQUcaKtWG5s2oSKjMVrK7jMVsTaqp/o2Kv9uxC9sk8LdS7VBrZ4FpUA",
-	"yOi8mB9X7qEy8QWbuQ6DO5dMD6PzJXd5rREp86C0bcE/gTM5GcVUNRdFtxdplmSFiljtdxdPLzsNEuQH",
-	"oztUxqrvVSo+Rn9E7UFtdyeDUa+nbSlfzvacNPJl+J0WsO7+QkD71LmS4tigAhLB0QIC2XcrfLTEN+fq",
-	"ZXNfg/mz5JYJWupODf2zFA9FOi92wMAcUg0UzJODjdJkRqJtlJKOd/Pp09jBUhRgYiDXJxZNLNcqJSqH",
-	"NcI0Ivq53ZN5Fq09ad9X0MmTenTyO6Mm6OC/T+oYBQJMa6NVUKbcfTu1pE9QbQISnj5psQlvloK946Pn",
-	"FxWfq0Rf4yqlzavT3aPshDo6sCiv5u5ZuTuoLsObnR4lRrtK99a9aPaw7lrgGbn5ljhNCRdoTctwfJCF",
-	"pf/8pjNn6RoMVb/uWVJBGrsqnYZ3FqKotzYCheUxG7p5r9eNWDS3AO6JGzRdTbeNglnq7Zpg1n5drRHK",
-	"ryzGcqifPLB2Ya9N5Rdgf4uZ9qa3373ysamwaxBhG70QeT1s5dWQfVOG5EOSIYE/EF4Ictx51nZyXhOY",
-	"dgNgY45W9NdGcWa+AFfcTOrKpFRKIjuJJpVNVd3CRdYs7om9ZQnLHLQfzOOPRzWF9JhvPgWcp3KIf8Xy",
-	"fAEsj49jGpdUrrpn7o/n8bLuHzIiVx7p/af708z0P8cs1xlFoTQAQu10MsI2UPAdx23IMsdR6NpE8vNC",
-	"EkzBRejYMOq96j7mJFpnidheyOVRq2ggV9+R7dlaLGpWxbnxpR3yDxO2mvzj7/8Vdg7Qm/yeF+VAkNRx",
-	"JcS8lx7+R/fszXn3u2d/zSnEq+Q7slXXmyS6tE3EqMDqvjayBOS6dglJw/e/aQsyPtCDPojYMu/C/Iry",
-	"L1q3e9zyku/Nd2OVl0jYKiWozTKdPcs7JliqL+uw2s+7i6eXIHJfffsquKLKP2Qragdohbc2PQViroXM",
-	"xwActQtM41SeK1hAFT1VPOgAnQuVoglI+DKuVRU4M7E9dFk0rlE7fIRXyaPr/iP9NAwQHKEbuJxOZDgS",
-	"HZTwK7qmeDZTeYHTrUrizpJrwhEGH9rYNAtQ/vzaUKVvEB7YmjIqw5XLIV1RW5tFlVXZLJJoIUlGOMYr",
-	"QTK0ZNe6qoxrSF3RK/ov/4KeMCq/k2OVTx6ihw8li8pH6mKbg4cPkQKp2IXWuiDewbSBybGEENgVRSgs",
-	"MQzLTB4m6nYlT6FXZy+fhR0A8Fj+DQ/QWfGaIw6NDXt9VLjlCC1IRtQil+lKOLwfmnPZWbwDNWIjlwNV",
-	"SI0HTnEjHqAlo2QbIGmKcMln80QV/Hn4EDajie85bUsawfEyNkIQTVmcELV7w5+vQOJdtcboH3//rwBd",
-	"Gcknn4DQRVdGhOuXbsPAVJfSbIpQCBWcQqQOgtLtu7pyXMRiWKrYYSOl6SpaigFLrifEua8pX3/ALIQm",
-	"HwrWv3qxUxtuPB2MRlKNl6xPMt4JJLU8Yqs8ITm/EEjfkGu5K8gHUvRhcbLEki35GEphimxrmcuOWq63",
-	"bNGsXwY36nGnJIS+wBj6CD239akFCGWrbQsRVWyhbjXEwE4nqP5WSXsV12mRMEOt0Widu0bD4WCAam6+",
-	"Os2Hu0hSt7xFwjWKNaHzfGecoH1XWp7ae+YSbi52VtGLcNjrhYHZLxkKRzc34YGRC3EicnYw+dRZIhRL",
-	"uo6JJLYLq+o85eHYNiBsdVEBSXJeV6CTV4tT3NotV9EyxqtJ5oH9Di4jSCPV3JumZI5Tcx3Mw4c6Twmc",
-	"o6aUYizFP2UCQXk+2eiyI3dEPom16ys7VQSYedQdv5UdgKbOtWwAiIAjjGqZe7qO50TAErbDt2eXzyYv",
-	"zl+eX07ePjt7eqFMjfDbZ5dybZxfv397fvnsIrdEMsJFR5106io73R4WBO4q7r5haRJtoRXzLOycqksU",
-	"oWgBkKH8A2qjGLYanKDCBXx6B7kX7+lZcG5ZtBcgPnw4RuGod4h89x56mjp1b0LUTAI5j/rYOlNnG7dc",
-	"Zh3c8oXLDUMrlgkOZ18pRUEVFZMntDFyEqcSgXb3GzyuOUOjBeOEoulWKR5SVI5R+OL8L+/On55f/jVE",
-	"bamwSHolMa6qMtb7NU0trXloS61V+Obsr6/fXYZXtL3CW9MIoHsKOkxHKR+hYajQktde2eDaAzkuuDW6",
-	"A4hZLgm5orBpcJpycPNslGQKbbDSaYoLecDN3XYA446wUC5AdTVdQU/SWbZqP6rhqaVZSeErtbG8SEo5",
-	"WxBx+Q5nV7QdXjy7vHzx7OWzV5eTl6+fPvuTfUkVhptu5bqRdIbCi/OX716cXT57OnG+efrsxdlfQ73C",
-	"Ztp97eK1YGEHmOmjunDyI6hg6KOc8o8lRQt9RAUlC33UOtV0iz5e0Y/dbtf7/7LxsBpQCdFHm1SMolKu",
-	"MQZ7sOa7dlhMhQ3d0sYd56tx/th5elB4mhfjapubaWwCJ6qnfS8NoLmr60JUhEdS4EZ8QvtgnD9oU0YJ",
-	"DCHfVOMig4rCZJ26+2CqtRNPUiJcahPqAZXJgNQPg8v8KEeiI1shamdyrdcEZWwDh5wgtJNTbkAO8omr",
-	"Vjst7BjLdFuccDhqgSkbD0sRYAZW6FYBgJMYNl75xzISOH904D7SIumTk626CtGuzWFqSX/MkfwOa5tH",
-	"bSO+5SFuWRDkhOEu86Yj3WHF1Q+d8trlnbkmRLues3CSKsFUnBU/r/lHVaS0EUE1/emXAxTq8Guo07tt",
-	"QncHBA+UkP/o+kKcyS08dElxf2g2O+qLmvmBQ1whROQf1YTif4M4/5+kLYnShAulYQLGRJrk8oxWNnNY",
-	"wHeEqI1zZrDJHgEKrbTy8ZxSQHYJtuCKhh5sipSHhYXuBA5FhtnbzhYMDCZcsq3ecZ0rCnqAZVjTgq35",
-	"31FHa+hBu4RjJ2WfC6lo5G/Jw88z4ADVbB7rbVmqQnpYLs6T16+en799ef7q28nl69eTF69ffTs5e375",
-	"7G2I8JzJjQh6AgoPe8sw0JgXaSwj+S8dkXnAbVWkK+oKcni1g/7x9/8DfpB19KFUIxIME8piHZLigq1W",
-	"YLBIxd1oS/DJwRXVqKMIUzQlwDkkLtU8UAv2J/VQar+K+0zSSYgibR5LdY0JnALvLY3q+Y26R0j+VYWB",
-	"r/kaQ2VCqdPkFzRLXdADBaKq7mXp5qgrqvQt+cEYlTIFtMLoXNem4/tAIyhogVI9K/d4XckjNr+S3NWJ",
-	"2xjObASHsFaB3d/nSufNzVmtIF1RdXGqJEqpRrr4GU/oPDWI4gM9w8UxwCM9BLlOhUkGW1P+W+dHKffI",
-	"bJ2WbxJGbd0VQJRFtAiQ1PGLAc+s4G23UqEjNX8oXW2vk8zYJjCnvYnvWxWXbah3+sZGgEEbjrxaHqAz",
-	"46s19CpDhlv7Rs5FSvA1PAJlo51IO9DYtEo93iy2HZWwliYR0cEF7Yl9k7FVlhCBs62uEDxuLYRY8fGj",
-	"Rz4f7iNBsqUKQyciLfhyjaNaGqWtoHVNMq4cuf2D3kHPZMfhVdIatw4PegeHCq6+AC+3Gr7815yI2ky3",
-	"+pWUEmCzYAG4Z2EZwZdZBCEYuSVtGr3euiSmfNWpWwgGh2zSDV4G4EInorvC0phEz5MUrMiILacJJVcU",
-	"2jp79VTNtfVJncdQs5sL4EtVP0eVsOe1aRz5K4+eqHjdbbD3TbDI4cVyiBccjM6l+A84cmo25HGJx3F/",
-	"1osGuHs4HZLucDbC3ePpUdQ9iXukPxvgw+kwMmGDn9YEeEYzUgkOai9N3wPuqaHWetCpIrwgb8xlbNZV",
-	"VrrlaPqYPJ6Nou5h1JeDOBp18SE+7g5nh7PR9Dg6ieFWRd8gquH6XzgOID5HH/n6tNcnN7tovnCL+Z7Z",
-	"w5B8YSxaOY3JkqA2zBtPrknl+tPBUbff7/b6l73eGP7vf9QQLc1e//TsBBM3oNaW4W1M7mHvcnA4Hp2M",
-	"Ryd15Ap2d2LfA9wCgrEgoQa9ngl76Vo75Rv85bM7LGIhug6htca3Wt8GraEix9eLJfvRN9gmj8An/f2f",
-	"vHNvbJEfDU72f3TJ2EtMt7ovOB5GTeg715eYqJuC4KvD/V9dKDeg4ypUsVODwgZhWz4hoNArnkuRq+6L",
-	"br2XHz0yqJVH9oivPYSeGoBLqVjWHhApamN7y5ZTSitDuOAGQ/pmGqPXB8jCY9W9BsqG6gS7DqWak6cc",
-	"/+bVU8izMS2gJ9FSWCOErcoO0fJOnWCzUKdme6IO8Nbg4LvzEfk59/ZOEM2ebe4DYH3d6/v3enXenN1u",
-	"eb604bWjAUAekpAV455N/yRlXMcrDTik1NfYdYe0LaiXow3J4EI+ATCG0zzPDOIiYiditlMEmaC2cTSa",
-	"+N8Gb091dprS8hdsI7X8HNxu5EmOV90XfPSJD525V8EJ7REguxHf+SF+Eg3IcNbH3cfTw7g7JKNZ9xgf",
-	"Tbu9qB8PyOFsiEdTI1+ksZCLF12K2+CAFNzoTvraHlnhhKcB/PLe3ir0DYu3DeSFHWWei+hCgxRIu/WW",
-	"iHVGVXBbFTjUQRIUrblgS512b+/nMjjYVu/mMe7HvehwOiKD2RAfxcfRybSH+2QwO4yH0Wh6hB+T49lJ",
-	"3Iv60wE+JMPZKD6KHk+P8QnpzfqqfGAjoVbK37wtYrB01skXE6m7xOllqUy4iw7XcU3ZnSd4X0eF/irn",
-	"B2G/gP6/mHTuDfd/9IqJ53DBHnzQQJw/YXSWJgomN+w3kMhv1I15l4y9gPvy4LtRk+HYK/BekjjBl3JD",
-	"wqEzaPKxvq5DngDPqEjE9vd6YOmt5MVw1p9a4Ouq1UxfFJ2AvHSPRcHlt1N/9GqPz6Hvz+63+JxKWfUm",
-	"8D2aGMzVV+WrifKlitXMNJMY/tWe7tb726BGswK20gDJUtXWsFR1I0RtcCs74ZlczTHhDvB8SjICBZG2",
-	"sMuOQh84VfvCDAsSjpWvek4ER6U0dBN5U6grF58UaKyMQSQZXIaahSRWsRaATiRpqjdioK/Cy+sLXdGE",
-	"w1thIQc1RP/v/2rqUMZAU0ALnM7kKLcKbPA3kjGpK3xgU3aad/2AX9HQyV+VSqb8NckQXy8P0FnupB+j",
-	"UjRBQZmceVS0Sy11D5qpHeorF0O41U4OScFSjIdae6x9muUTAHA+N2Wz7yJbPqVqpmoNtvqj4ckBOAad",
-	"JP5qZZJKpZkfmvob+9Hx7Bgfxd1hPJh1h/jxUXc6nJ50R3iIj6KTGJNBH3bLHSSae/Ndc51snygT0eL1",
-	"d62vms1Xzeaumg3EEj1RSeUj04ieSizTe2pIpYc5pTS9es8bkpnyhwtvwQQp04yITjKFrZN/KnycwCk/",
-	"BZiluenwii72Xjd4inLTXYMKVoSe2pPAAvFB5jsYe8/9p+iJlNVST4NsNf6BxKhNGYpwtCAdn9T8lghb",
-	"o/AzKkyVuos1plZebfGfSe/ZUcnVYWa7ToqbdQS7lpm/cYr+8btr6W90879mfDG/N0UPo1QiEfejEzKY",
-	"do/i4aw7nB7j7knUI10TWhzFR6TGmVy8c6Sxl+c3ZVPYOflqVTS1KlaWqZvbFRcaQqxkMcClbCLWXjtD",
-	"45Qd0+CK1tVBzW9A2WsdqC/B/9lRmVeg+5exkwCDCWxSEOZ7sZCB6eKKmrKtsuUqBe6lzZFQQCOn/iPA",
-	"WYzXIEBYqv87QD8H6K1GpigHw04rIVBWACDKtF0QmPTs0pLwoilihlQDgTOJfAq46ZQgyNO+df4elG4g",
-	"FFUsJNldsdxlkl3RvEaRmbp4TUqAepM3sTxFBu3LFzjTaVrWXS/f7pxe0bKhVL5akGUIbuY/QGd5tLA0",
-	"N+GwNwzrTak3pr7Vr2dMFSpBFUriupVCmx4EriX26vxNt9fr9fqHg6N+f3DY7/VNXZT+b8kuK1aG/WqU",
-	"fTXKfjNGWRFtqrOF9uBMa22zwkt1Kq3vpp9CRjQcwmDBhahtf9SXbimJrX9N+BVly0QIgECAVamSaNph",
-	"XgclDFCYxGGngt2TL2rYQvESL43aK8J6ldiHgn0POFoyLsDOkWdAIshSfalRxzQu6OYoTT4Q5TE0Q0wT",
-	"Lg5Q+FOIZgmNeQlfCsncYD9ofkUiiT4QgX5aM0G4hRleUY0zRPtghhe6yN3O+Oz3AHl0qy8KBpSeejQl",
-	"WAg9+TvQHtBrMylpy/NVa7OZewTdrM9EqQopEZBPhznpBA5w3YJqcDWQfkXh0mm4/sYC+gEVXrzE87TI",
-	"qBCYURDbrVYMlmrCc3NGeQYBhiZPIfAP+qbmp8K03Km2cXWCQsXWmkdtlh0krmjuBfY8hWByDrpWbK6r",
-	"z9QtIuyCArW6g9a4pfp1il3YB6pfTxHczwHdaWR9lm8l+zVN0BqCC1JR46vcK1I8BOTlqZptMlumrgkN",
-	"puTC7wMzuoP0fwoA6b5b1xrASUFgf/VFNIKSZogTnEWLynUI6lwxZ5/RlC5d3aiqLoEBX6szneWBy6Ik",
-	"C0x+jOt5hMoz8khTtwXIo1unhhh94orCRe9Qznzspq5DPbIilDV3aCgk0gOen62yAVPq4YrazDKTKR2U",
-	"stMD1/+i2pVd6rQLdWFJx3onZus0vaJa7zP+lop3xb5eqM+vIsOmMI3XYe65te6uVnKh9G/rS2/u0h2o",
-	"Nc74mrtPf9NG4+9QJnxLRN1Fs3cUApAFXI899aab2hRlmx78j//1n3n6p9003mRgcDCOHZdmOTE6rxLj",
-	"FLhYU7fERcpJKfXYt+2e4yT9hPvty8I1VemGArBqlbHrJIbCOz+qMlwgmUBhbuwceg6b+NO6hoy0UDlB",
-	"X31EX31EdxZoki2LEu3OckzflOqXY8oHpSsSKzXBlvkABaqK6tpgrvECY/Cd37mWCAjFgpwM8sRjD8qr",
-	"qGjoElS5ngG3LnBbSkoV07F4sgwLotLw3TBLRsrq2gMTY0HtUFUc0GXlXOS/VLWuSYb4gm3oFS2XIlRI",
-	"MhuhgHRoBRiLmcrIB8iVVyYnafpam/i/I2lcDCr0R8OTvg4q3AW71VxIfwZQ1Vch/VVIfxpHvijfPn1X",
-	"Ua1vwakV1meFmj/FOl3anDPBzTajEemMUW2A3Mam/ZHuU6dan/yfLXf79kkwFdu/Z6DzV1YpG8Yy75CT",
-	"U7r17quw+iqsfnvCyrlRuKjK3FVwKZfTDmvZFrGSJrKtY1UsYxUoxTBP2PTby/b3K6ollZu86YBDXS+A",
-	"vnDDpPPZRFB/WqXs4HdrILtZiKNo1BuSeHg4iKajfv/weBrNeicYj8gxHvZ7cTzEfTLoDcnseDidkbg/",
-	"Jf2jeDbF/elg0Dvq3UniOddhfhV3X8Xdb0/caVy4G2++q6BTStIOQedx/7kAuZorNQ02Ma9MmatnNVUo",
-	"NR4xoagWCFirpP0ODc2S9ZgXfu2aUOFd7Miv+tlXgfU7EFiVO3l3iCvnhhLYzJW7SX54LzcgJ9m1H3Z0",
-	"oepDV0rN6cLOB96Sc/qGDOOc82BA3tgK1pWW8Sq5b6tnKGURTpEajjRQM2ERz0v8gaBsTcNCj+NHj+Cb",
-	"BeNifNw77lW7eW+nt5oQK+WxG12eblVsGSQ1lCOHQo1ikbH1fGFvJq+GhdlGAV80fKGwjtWB2sJGTe7D",
-	"1E3a/PRqc5cGPBd4sqhMCFdnRXE3d8Zp3ubOVJv/fsFQnMQAm3O+UEWdfHiRPA0g8yaneYGPTssG+Hj7",
-	"/vb/BwAA//8=",
+	"7H3rctu4muCroDRTFamHUiRZdmy5pmZ9EqePp3M7iXt7zrazIkRCEtsUoCYgyzqdVJ1fW/t7aqv2DeZF",
+	"9k3Ok2zhw4UgBUqU46S70z41Ux2LJPAB+PDdL780IjZfMEqo4I3hL40ZwTHJ4J8XMZkvmCBUvCWLFK9J",
+	"LH+NCY+yZCESRhvDRiiyJQnRakYoErOEo4zwBaOcoIQjMSOIC5aRGGHKVyRDgiFMEcFZmpAMZeTnJeEC",
+	"rRIxUy/jOUGhnTdat78j67DTCBo8mpE5lvMTupw3hj825MSN90FDrBekMWxwkSV02vj4MWi8JSJbn00E",
+	"yTbhfUciRmMuAVnhRKAxmbCMoEx+ktBpcap5QpO5nK1np0moIFOSNT7KiRY4w3Mi9HY9XWaceaa8nBEU",
+	"UnIrRhG8ESI2gdUuMnKTsCVHCzwlAVrSaIbplMSniBMa5xsySVI5h9qmREgYyS2eL1IJEFn/e/fiJ5a8",
+	"/Ols/Srp3r58112/7P3l9uUztnp5yVYvn7Nk8pdO1E9pI2gkEqCflyRbN4IGxXM5goKquHB8+4LQqZg1",
+	"hr1ufxDInbA/+LbcObLvyHpzD87QkiY/Lwm6Jmu0IBlK2TSJcGpRoInR999fPJNYg9GUsRhFM5ZEpHUK",
+	"Z5MQiVlLiVaig74jC4EmLENYoJRgLlB/gGZsmfHi3hzG/fEBPiHtbtSbtAeTJ7h9Mj4m7Sf4KDqMB+Rg",
+	"0u+ZTVF4n+9KCQkbQUOCmmTyEkjUq9iu/uHh7t36jqwvYj+inL25kHv0iKMkLi1mfBQ9iY9J+2TSxe3B",
+	"uBe1j+M+aR9MBtg8M4tZYDHLl3JN1qMk3rqCCcvmWDSGjeUS3tyE+UUyT8QmzG/wlCCe/I0EqCcvVa/b",
+	"LYB92PUjXQrDuSDEZIKXqWgM+91A7qi+ed1usP0eBo3XC5JhwbKqPWX6uWdTn8S9STfq4/bBeEDag8kh",
+	"bh+Pj6L2SdwlvUkfH4wHkX9TP3lD3+BMUFIJ9EI99sB8gHvRCemP20fxYNIejI9x+yTqkraB9zA+Ip8J",
+	"5ssMU44jCWYV3CJ/ZQPy7vgJeTI5jNoHUU/u9tFhGx/g4/ZgcjA5HB9HJ3Gv+1kg/yg/VnwJSPWfcPxW",
+	"ER75V8SoZHLyn3ixSJMIS+gf/8Tlon5xpvnnjEwaw8Y/Pc5Z5mP1lD8+zzKm2cLmphgql3A0x6mElsRD",
+	"FCb0BqdJPNKPwwCFSU52RvLezhPOEzoNEcvy9zUf6TQ+Bo0/YRHNXn93b+uA8d7qzapaz1i+hFZYEuWI",
+	"ZTGBg/aKDm1XdvBNrL967JE2YPanjE7SJPpCJ6UxN9KT8lw2iZZZRqhAXGBBnMODv0eA9on8Vh+Vc476",
+	"eEcJHS0yNs0I5+rsLqggGcWpguizr+8dmxMxS+gULSm5XZBIkBhNcJKSGDGK2DJDPInV2hRgIyLHCjvo",
+	"L0smCGyDReUYlvCKiedsSePPD/0rhvgymhUIDMtQTBaMJ2KIQsrEaCJhUZtruMIZvHqPN8QM7BDDXfdF",
+	"g+temFPYTXcxmKMESARlq893nTzQ/7p742wBnNsbvE4Zji8Ze4GzKfmyBHrM4rU8AnZDMnQ0QN8lfxqi",
+	"cKFAGgnGRqkESmHYO5LdJBH5nuIbnKR4nH4hYGMs8BgrFWuZT46aIVcQjZxfw9YQUaauvcQ/q2OAyoOw",
+	"VJNQCCpTG3SmEHGlI5Vw0HllF+45Chgs4ZKxl5iuNcvlX2CXGENzTNfmXDmaZGyuFFQjDUoxe4jCTFJv",
+	"kEZJHHbQ2y+3K99TvBQzliV/I/GXQRx36SCLKOFCklHNzaQepiVP9RKN0mVM4tYQhUsHXnUBvqeLjEWE",
+	"c4lo51QkYv1lFuK3EyhejVGcTCYEeLU+/uGmXAXKpF0GXy4WLBMkfkniBF+C9PhrkB3KBArLc4Ww9xbE",
+	"0VzCOJIirgT/o5GDAR3PFolf/6ZGs5RsRttkmpRIMif5EJy14CSdtCSCLzKJKiJR0nKUESwnxh7974cZ",
+	"oZJtSdKScL5UkqCVx2MsSFskc7IplEvFYJFkhG8dlwu24GjFsmuJqE1OBBqvEUYZS9PWKaLLNAVLAGWI",
+	"0Oq55XuKQCvVYQOWpEKdcXXxHVpG0EgxFyOJV1uXJN9C8ioRKuQ5y5MQDI5hntClIKfuFQRTlXzmfAES",
+	"Ko5m5BFHaTIhcpGtu699kZFJcrtt/ZMk40KyjgxHgmQ8AKBImioIsYS3qOrx61Ga3JDR2fipd6sycsOu",
+	"a+CUfu/ui5Pi+ZLvuqXq3rxT7yp10eiaPyrlU2+SHTBwr0Xp6AuoXVhrbq9k459IJCSEau4XCRdWVNrY",
+	"knN6Q1K2IIhNYMs3L6kUCiqPkAeIkpWkNHCS8utEkHnNbZFAaqhxlmH4ey6p/pR4KQ2Df+MUzZZzTNsZ",
+	"wTHIJ5QJ0ql1ZstIchXP4OkKyxuRLYnUWPR7nRzBxoylBNONI4TdyQeuPoZ6R4DlplafQb0t/Vq38J29",
+	"cSVXgRTyb0gYoBCuB5g1mpKQkziwJH5JRZLqN+AChS3zAYmVbq3vE/gFjDdAjW1untwEcwnj/AZ63AVB",
+	"42wZJ0IpiT5ShAVQXys6xdqopeedJGkqd4UIkcrpF3jNlvLSS70aZp5I7RjsTyy9ISP1A3F/ijISS/Gz",
+	"ETTAsDKyg6g/9RyaKYw03WkEDQOU85OUbYp/qQ02f+QbkdNqO51/b86pyDwixWvq7IrR38o3Att93Xon",
+	"nCP4aFZdxZGV7UnBLNFB7o5ikEqNHpOU0alkmz6evfPi1BV2YkZJfVGnajFE7m19AcMeuG+8H2ZM7gHZ",
+	"cyhlYfUAl2RIPuv42TdI2JH/S2QfBygjmCtLTTTDCUUzzGdomtwQWpOOAXWpxAZ9KYIcFVmWi7pg4WIU",
+	"NXEUsSUVCNPYPEkY5a07oYhjsaiEq2DYsWAwqo8cfGAFS5ZkKoDad4NpSefyYxKPtEGsEjL7pjGdWfju",
+	"MLFPUnKRtIxngaEIG7tYsQSHGhSQwUXBwqX18iVJX954ea2kYgs8JcYni+WrKGXTfSQsjU1qjMT4c+8m",
+	"ceUU1yN1zTAfzVnmu3WSn4MXHlMmZiRTq5qwNGUrL3sPtA+u4lpptx4CbVTRlLLrLWg4Xm2fa5BzqW2G",
+	"xu0t9TS5x/IrmEHrb4zCz6AXyZ87e+Odlk3s9gTWv+hCuBU1agp+VGOIgfMOAqBFxq9SBgT/kS8AwMe3",
+	"725rcP1O9VhwlK0Xgo3wXDKCnUSbP0KCCZwiwa7lpYKvUPMIxSRK5jhVrCOXofrdbqcL//PNPUmwcGbG",
+	"afp60hj+uB1RnidYnKlvPr73WY9efftKgTwhGdhz1ObyltzejEQkuSGxvXUcpwQ15a5L2LfIJHBQ9WWS",
+	"64TGvvPWJ90M37x+d4kea9hCAA4rqc08A6DClitX53K0FH7f30UWMiiiQ2Z2LsTI1ztEDbTAibPXjg0K",
+	"lnEn7p1hUSFJkVsSLSV7lq+Y43Pm1GAUkbF3ODjpgCt998zbBbkxptcWxx5xpHEpTX5eJnEi1kjusHxg",
+	"x/GKi0Vez3ffvgAliinA+Lm8aHnoztMssk6fnAKIWzj2olABh1K8u2UqsrmysvizQzIBavk8SVMnHAHH",
+	"caIo/xuHNE5wykngkV5KZ7FJUg1y1aM6b+XbfnpTwMUAyA+IsZJCdjaQaesk9kU/cmz7thCDsmms2zwQ",
+	"fY45cJUHsVtEBNpI9jK/6U/uQzhUvPVBLvwCcqHFh7oGQSPe3FUszBHw6xUL99rLT9jGr3MLn85wQv+M",
+	"uVe6VsYV16IAhpZm9xZsHkcDNCO3KE6mieASsvP//lJ9w4PNh5cZoyX5tnt7GB12ByQeHPSj8WGvd3A8",
+	"jibdE4wPyTEe9LpxPMA90u8OyOR4MJ6QuDcmvaN4Msa9cb/fPeoCqxWCZBLg/9ns3rb+7cdu+wS3J2ft",
+	"5+9/ORp8/GcfH3+mbAGXWgbxk2clpBs5xXjMrH0jjjN9CiXr5DZdoJ7c39sq949TFl2P6HI+JhWB4fAG",
+	"EjMs0IylMUeJ0NRvlYiZFKCxe7YTxeCt9JNQcTSoxliHJE8yNh/pnfCDwglVspx+CzVXM5IRhJGyWaMp",
+	"I1b2BJaypNeUreoZ8lI2HSU0JrdbhD8lY6ZsiuDNGhuxe92cELpTm1T+TflqfX0S4v48Xo4FoXFCp2GA",
+	"wojRSZLNSSz/yAjLpsaFYW1divuVl3bq4u8jjpTPEQEDXyWcFHHQTuOVg29HMy/NkLvupxqdxi6+agZ1",
+	"j7WEYkHDysiFW2A2Lj8ZH607ny/E+m4y8SuGJglJY5fqOgObUEvPVWTxWvIfckOyNcRFLjOCmsJR/c7e",
+	"XDzinggJYkbdGQlyQSdsO3sqMyVyu0gxxca/sjcvgk2SVF2vqIA7egd3MCczRQ52oJf8vmqLn7LYuzgu",
+	"YFFzHM0SSlDEYqKQvbDFCEZH6l0laXLXOlAKnJbysz9uGqLJ3aBpsDM7cVdBw4aNwvLEjMUj+ROWAjK8",
+	"EC9VPA4ZzUkWzTAVI1dNrIoDLgHlCQJuBI2fl0yQEU7laa8hfkD5EIvhhgC0LwDIs3AV2GSHzn2g6u95",
+	"woHylIZc4CSzV3bElmLEJqMMU5h7RcYzxq5HyywtbY0bPAdb4YYN6+fcjUaEa78Ro1h0R24e7gbOA4o9",
+	"IwInaYW+lrFxSuYqIoxRokgCAoOJztnavMXwjg9p//3d61dowWB5KKFavFD0QhJvO6b8U4X7VbvOKm8+",
+	"+JoTjlYZo1M32Ws7LVZQ5+NWXkkgPRuzvlQ3Mac3ExwJbtwhDs0o2Wn1/d5J8IAQQPCbPC0PmXpDsrY6",
+	"HX1oHDXneI3GBBHJBVq11WMXKzxKsr2BcZXT0kS2oyZOOTMmqPA/2poTtS/iUJ9va/fBwBblCy8A4Duk",
+	"5zi5oxnoh9l6I5pcxfV7rEHgj63kOy67CdA1WQizDbOEC5at0ZwILLWVogzywlqhFhm7SWLI7vxJpRhY",
+	"O14jcFPlDnVq19ZUOXdDNehVe5fQ6Q+KUvnN0Yq/rGaME6RJGiI0hnst791EjeGhC+rBiNyYJNmS8gq/",
+	"KyMlWi7A0xuq/Q+1LV5ll+q4YmySLqQ6NF8Ivw2lpjl6L9O239d/IXg1uVpmqf8Ls3W7L0LBwloARQ0f",
+	"lHfYe8K5N8Sn0r/69pVR1jBH2KhrSIGkqCm5xZFI16hvny5SHJFN43m/f9jpbiisH37stU/eS531/Tet",
+	"q6sO/OuXvl9tvbtNt2Bp5TglPkZVcCfVdSLlfobdBuC7GXPLF9ZnQd9uh32F5+Ru+3Zmcbi4WZXxLShO",
+	"+CLFa/udm8a7L22CWbwLImLFMg9J0oYNRNULASKdaQeFY7Lod5WSKLKo3w2L2AmPi5j5I27/TaFi0Dvy",
+	"Y6MG4o0RPDeA+TNboQlWZlilFK5AP82kQoikbABSlIbVh5EUp1KgHoGy59/vVEqDAsG7yvChNXwV8yfn",
+	"NrMq3x0vu+7qmzskl94GC2UxRE8rkJQVBmwaYG2WC/58sKV4uglUDjD6x//+T8QjTKnZTtfmQhKw4kPq",
+	"j7W+3AEImuPltstt0BfSDByQqk7YbuZkmaYgDEjNkZjd1OUWQLRUNpcI320F5fun4SycfBnmYANP1WH4",
+	"7+0qT6ao5zqzob2/lG7HtS8lw8n2P1UZGUhSA7YK5H8l3ExIIZjP2IoiPMUJ3c1q5Uybq3nvoZVkJWcO",
+	"nNobJMqI0NOpTClw57p7UdeAr0e/mwk/3/mv0oxvUiQrlqQe3iEwRoXAqjBHSPRTH3x6jOpG+YSd4uYd",
+	"Qkp9DnotIu5woZv9fKqjnj2yv0THPFRZlVZJMk2BvHiqb2xtNGXOodbJj91YsB0gqLjDGwvd5y5Wo1Wd",
+	"C1ne4a/6Wv5Zqblbgt61MV4l0moCupoxFCcm1Kh0c1XG7VYnhH6n/mUFWzuvyLQAb46CUjPcpg0YAglP",
+	"HmSifXw7j8Mo/NXyuPpwQykGK3ok8kCsvJYCLNdroN8a1lVIYpV7PscxcUZ0BSXgaWsuyNzkbOwfllVh",
+	"KwlxJFg2VJaWMJAap2vC5oTwjTpNYAAZThKdjHHfEfWFHJUpvql30wSrg0NgtahhiHRQ0h3a7mPgXoVy",
+	"oJRrUrcYt+2i1k+YMxPtFbZjPwoQS+P9Y3VySv9HSJ7z1H3wMeJSuQuwouPoGrHJJImIe3GqHPX3GDqr",
+	"zUVsRWITMWBtah8D41UFQunZzafuY+s63q13WWftdknOxC6AJGc+uXsWbC3p0T2dO0mQdUKs3bAKW4Tm",
+	"rvEVekJVmify8OsXbEWydoS5mZmv52OWFudY8tjrZTJpKFujJjxBJtUD1d0YG7xdc2N2nr+BoDoUIA82",
+	"qA4KqD1NFe/OJ0mK9hVs95HcJlzFM9eebRsLK8ZQkJ2TGg+zvnPKhewGWCjTvc3slP+UQ77fBW/QuG1P",
+	"WXuvIgjGRBgTHKfJPvmGEDW/i0NJieS5fHGL8rdZzm2n9ufxku+ocLc9eHx/S1XdSH4Iu2IryuunCKzZ",
+	"UoxUtu8Oagrh0SoHQr9ftijSu9Pze4vpdg4BC9JpOKx/tBcHNF/VjMqqVZXBkSZMaYagsVzEOzOEwA65",
+	"p07lLfrgeq6sOOsNA8kNkGWmtJk0kPtClIOkzGhKtSWcFZcqSxQSJUvksET0N7hQWcKpPPiSzBI0bD56",
+	"+TLUlAzzwI166OsTLjeNrHp5fHt8oRLVpPyr2Zw3VLQo86OmUVyvqAqSbJ06zKOg3voCFVUMGcc0HrNb",
+	"xJP5MpXLaV1RvFgQnClLq6leBDRCTdO5onXVjXKYrC9JQFk2vP7rbF02a3yS0lMwonhA0dldO0Z7A2+9",
+	"he1VoZwS0+Zkt9fznX3TfF1WaQyyFEZ1yjeYzaplTC8wSYpUxAdqht+eX6LHblrT41+S+GPY6my9GHUN",
+	"e95ZP83Ct3lJ/yjaao3scOcc9zEkuN/dRxKQnxo+pAR99pSgCqy5y3W9e5pQFer+Ue7pHXb73jb6K91k",
+	"qwZuT0CG/HGcuyhRRlTw8IZag5qYqrxzLeuQGJm8881duKfQJmVZ/wx1A/ZzSJhNqatR/rYisspG+XxT",
+	"vZhzQ7KbhKyq8l5zwy6WQvE0xVrF94dX6phMX4iwUsN0MW5MEaESg+I8fFMlUGEbxIlUJGFtplqKH/Xw",
+	"U63f8SrxGXSk6TIjsRslVWvycnSWZ3a2IFSXDhsJzH1gvIWnHNqayB2AvKL8ug6LgkhCkQlRRYt0CWVx",
+	"aV4b6IoaCVnpIJv8HCDaKNnjget1YWBkx21U2AWmhG9RUaTYpAOS38m/EKHLORQm0LnvtXYcPn23nM+x",
+	"Tz8pZ78omBwU8J1H9Y4Emxi+7TbV43Dg79Nf3JHBmdv7VXI1TTK2RILfvfbM3n4RQm+SjFGjuW6MDKFf",
+	"XNVSNZTDGKK12UABGy+VIOKrhzIhZFRdR2SRYiGBRRNCAoTRJMsLjxEczZDEkJRIzqX4Qin9t9PtVTlh",
+	"kpodTO4YNrQ1Op3PcLZ12RYGeNOmtRQ3obzWfoXDaUuQknvEzlkUINwZyqSRdkckk7FeSyFLos09hjEt",
+	"8luz3TCjXqsI9N8Sw1Rc4T4hTJW3tg6tK23s10zx6odF6B3dy5hhvrmjfdAizh8hJqJgvvTupuMiapr0",
+	"qlD9MNRm9bDl9RptV6L2KY3l1JLCjr6moLhT1JT2C5Q0ue0xGBMlwa9mLC0VnQpQMkGYrks9sLrHg8Nu",
+	"p57zWwNUq6AsgKH3XvL7jfJlLjx3CCjbq9qWfX3nIe2+Abtclold9h0dZtVapDO3exheTNl2ke5aIauw",
+	"rdCCspqbfJFKfadovuQCkZ+XWKWW8OXciCbFGoShAkX1qdinQF0948NvoF5XwcXqKd7lYNUuPHnrFQNN",
+	"mTJm68TcQ4Jgp3/4SemBb3cRAms7ccmANYtr2b0JWm+AchcWYlkJ3ZO4FDj04k379dtn52/bx8e9/kEp",
+	"7W1n90oH9LunN1YtT18BLsjCl7j86davramHyoBy91Upc4AvgGpzMU5Vlm1LyUs+VVVg8S8E6srfbSV/",
+	"ZiuEPQYbbT2FkeNthd5LodImTCpElJCYo1BDHp6i0BS+t8+kQFco6+9Uy7dV8n3Kr/ywoqKCKdYO+tJq",
+	"VhIknupRJVuwJUiiucRL7XvSDuFCS9yd2aHBp58wLqv6zgGzuyYXy9NNGZ2qVn7QGQDqoV8TkrfZ2Txd",
+	"dkOyFC8KbVob/YGKKilqqPEyUw1qoFkf5ijsD2ZhgMKT7lyltXZ5iJpYoDnjAj3pd2flUrowrrPfB/0i",
+	"qQXK+i9NQ2P/pfVvzdmH+Qf+Yc5brX/5Z6+ksrGHGyEC/gh4nEpUcAhsLqiriP5fWU7PIfscAqmT+rVL",
+	"Fi0Cci/y6F38NXcRSn1XDCzE/gJGZPFIXRX085IsySniRBujuTFNJ1RYY12hS4k2zpuWHvbvQhCK/bXQ",
+	"TEQRQRuWqqoDMTotFs8pz7Cx8QXTd1V+01QiPazOV/nFq9FJygIt9wpuBpzJzSjWsXGD4XcGjCdZoQ53",
+	"8/t3zy5bNcry9Q/3qMddPasUHo0Mjpr9yulO+ofdrtZHfZXipqSWS8Lve4Bz95cf3iUSl4TvGnWXwRjM",
+	"tKOufrnlOb69UC+bjt3mz5KpJ2ioTvD6sSQPRTjfbYnmdkA1Ed2eAm3QEy1aRylpeS+flmickMhCtDfQ",
+	"9ZHN1LKGcflvTCOif7d30m0zpKWV9xuZX6PqzK/vjailY/h8VMcIYWCeMJIZZcprt1XSvIcal1AN5V5L",
+	"XHoz/m2X966fVHyuxgC1G6Xs0Qhw/2KXinVgUT7N7buyf2x8hldbrXKMtpX+omfR6GG9roAz8vLNcZoS",
+	"LtCSllMdgRaW/uc3P3CWLkHZ98vvJRGktrnXGXhr+ctqjS1QIbnmQtef9aYWiuZa1B3D/81U43WtmBT1",
+	"dkVMyj21UCyTsTxiXzKsbSlUpt4soL9NffLWvtu/+ZLp62MCu1f6IPI2YcoyJOemDJQjkiGBrwkvxCrs",
+	"3yXq9hOzreo4H23Sgb8iq7PzhayD1aiqOOtGVyYniXfjUm1e4SJqFu/ETvdnGYN2x+T6w0rqOrPMN/cR",
+	"lbvBxB9Ccr9ASK4PY2o3cto0cd09LNeLul+lV7O80rtv9/3s9B9jlyt7qkoFINRGJ0NsAxWF65heWeYY",
+	"W12dSH5eyGUtmFkdHUa9t3mPOYmWWSLW7+TxqFM0kdPfkfXZUsy21jkC42Mz5Ncjthj94+//FbY66I3b",
+	"/BpnSgrjioglplQaMCsVMNT4j/bZm4v2d+d/zSHEOqRFgpjourcRowJHQDLJHBLQtElIKr7/TWuQcUcv",
+	"uhOxeT6FeYryLxofd7g2nBiLeKjKCxC2SAlqskxXJuEt43DWPUyt9PP9u2eXQHJfffsquKLKPmT7eAVo",
+	"gdc2yxT81oUCBgEYu2eYxqnkK1hA7X5VWbiDLoSqtAAJbeX0FFX93PhH0WVRuUbN8DFeJI9veo/1r2EA",
+	"QUhsRZHc4AxHooUSfkWXFE8mKr1/vFYFcrLkhnCEwYY2tLEkYD8Tpqu/kjcID2zBWVU9hMslXVFbuFXV",
+	"XF3NkmgGXexxjBeCZGjObnTJWVeRuqJX9J/+CT1lVH4n1yp/+QZ9881Zoa1655tvkIo1tQetZUG8BWkD",
+	"ExIIbsQrilBYQhiWmbBB1G5LnEKvzl6ehy2Iw7X4G3bQmdv7HfYRoXDQ7SG3anmIZiQj6pDLcCUc3g8N",
+	"X3YOr6NWbOhyoKqs88CpfMwDNGeUrAMkVREu8WyaqGrA33wDl9H4SJ2xJYxgeBkaIojGLE6Iur3hL1dA",
+	"8a4aQ/SPv/9XgK4M5ZO/ANFFV4aE65c+hoEpPa3RFKEQyjuHSDECp26dxhpJ1CMWw1HFDhopSVfBUnT6",
+	"cr0hF3kJ9fz8Ie4jNGnNcP6h82L7O7IOUbMnL17/8NDpjd8KJLQ8You8rki5+FiOXU4BvqINi5M5lmjJ",
+	"h9CAQ2Rri1x21dDJlsb2/DKySIEl2fKKmPIVydQcOfii/RbeJLE6gFCO2rSZHgotcgfOoHuCqqrchyih",
+	"UbqMSdw6LQJmoDUSrUUyOWK/j/yF68PTfLmzJHVLRSZcJ6MkdJrfjBO0o8p+eCp5/Ux9pAotxtp7EQ66",
+	"3TAw9yVD4eHtbdgxdCFORI4OpixKlgiFksWyePZgVRHo3KXdhEQZXbBJgpzXbGrlpeQVtrbLJbaN8mpy",
+	"cuG+g8kIqkFo7E1TMsWpaUL7zTc63RiMo6bPQizJP2UCQe1+Oei8JW9EvomV5ysnVQCYfdQTv5UTgKTO",
+	"NW2AMAuHGFUi93gZT4mAI2yGb88uz0cvLl5eXI7enp89e6dUjfDb80t5Ns7TH95eXJ6/yzWRjHDRUpwO",
+	"JAIzHhbkhQSr/YalSbSGUcxvYesU4uZV7SEAQ9kH1EUxaNU/QW5vg1DfoLcSMdtnE0Eygyff520MkDyz",
+	"Mebkm2+GKDzsHiBPrwPfUDmGrjDXSAKlCzTbOlO8jVssswZu+cLliqEFywQH3lfKNFQVxyWHNkpO4hQU",
+	"0uZ+k1ZjeGg0Y5xQNF4rwUOSyiEKX1z85fuLZxeXfw1RUwosiXYju6LKUN/XNLWw5q4tdVbhm7O/vv7+",
+	"MryizQVem0EgQqogw7SU8BEahAoteM08Ev6RXBc4pFuQ+MIlIFcULg1OUw5mnpWiTKF1VjpDcSEZ3NQd",
+	"B1LVEBbKBKj6/xfkJF0sQ91HtTx1NAtJfKU0lhegKyf9Iy7f4eyKNsN355eXL85fnr+6HL18/ez8X+1L",
+	"qmr8eC3PjaQTFL67ePn9i7PL82cj55tn5y/O/hrqEzbb7hsXLwULW4BMH9AkY3P0AUQw9EFu+YeSoIU+",
+	"oIKQhT5omWq8Rh+u6Id2u+39fzl4uOlQCdEHWxsERaWSIRj0wYrvmmGxokXoNlRqOV8N85+dXzuFX/PC",
+	"1k3TD9fWYUDVsO+EASR31aRUeXgkBK7HJ7Q/DPMfmpRRAkvIL9WwiKCisFmn7j0Ya+nEU1sAWumGekFl",
+	"MCCD08S2fpAr0Z6tEDUzedZLgjK2AiYnCG3lkJsgB/mLK1Y7I2xZy3hd3HBgtYCUtZelADALK0yrgqiT",
+	"GC5e+WE5mjr/qeP+pEnSvYOtpgrRtsthGk19yBPyHNQ2PzUN+ZZM3KIg0AmDXeZNh7rDiasHrfLZ5ZO5",
+	"KkSzGrNwkirCVNwVP675V1WEtBZAFfPplwMUavdrqKu02LosLSA80Ljug2sLcTa38KMLivug3u6oLyr2",
+	"B5i4ihCRf2zWBfk38PP/q9QlUZpwoSRMiDEx+VlKZw4L8R0hauIcGWzOZoBCS618OKcEkG2ELbiioSc2",
+	"RdLDwkG3Agcig+xN5woGJq5eoq2+ca0rCnKARVgzgu002FKsNfREu4RDp/IOF1LQyN+SzM+z4ABVXB5r",
+	"bZmrovRYHs7T16+eX7x9efHq29Hl69ejF69ffTs6e355/jZEeMrkRQQ5AYUH3XkY6JgXqSwj+S/tkXnE",
+	"bXHDK+oScni1hf7x9/8DdpBldF3qtwCKCWWxdklxwRYLUFik4G6kJfikc0V11FGEKRoTwBwSl0oXqQP7",
+	"V/WjlH4V9pnc0RBFWj2W4hoTOAXcmxvR80+qe7H8azOUfsmXGKr8S5nGBtWDLOgJBaKqh0SpX/UVVfKW",
+	"/GCIStkWWmB0msRr/z7ACAJaoETPje7hV5LFWom8IBM3MfBsBExYi8Du86mSeXN1VgtIV5RQqZhKoJRo",
+	"pGuY8oROUxOV3dE7XFwD/KSXIM+psMmga8p/6zRnZR6ZLFPHcKBB11NBmLeIZgGSMn7R4ZkVrO2WKrSk",
+	"5A99raSkL2eUzD4w3N74962Iy1bUu31DQ8BgDIdezTvozNhqDbxKkeFWv5F7kRJ8Az+BsNFMpB5odFol",
+	"Hq9m65bKO0+TiGjngrbEvsnYIkuIwNlatw8aNmZCLPjw8WOfDfexINlcuaETkRZsucZQLZXSRtC4IRlX",
+	"htxep9vpmiR3vEgaw8ZBp9s5UCH/M7Byq+XLf02JqExYrz5JSQFWMxaAeRaOEWyZxSAEQ7ekTqPPW5cb",
+	"l686NaFB4ZBDus7LAEzoRLQXWCqT6HmSghYZsfk4oeSKwlhnr56pvbY2qYsYGnpxAXipyuCp/na8MhUm",
+	"f+XxU+Wv+xjsfBM0cnix7OIFA2PCXSOLU3op90s8iXuTbtTH7YPxgLQHk0PcPh4fRe2TuEt6kz4+GA8i",
+	"4zb4eUkAZzQilcJBwapYI9StAlprQde9Mwr0xrSAt6ayUsLx+Al5MjmM2gdRTy7i6LCND/BxezA5mByO",
+	"j6OTuNetWMSmu/4T1wHA59FHvjl1YLo719auKBKJznQBnR27hyGBxWi0chuTOUFN2Dee3JByYFq3f9Tu",
+	"9drd3mW3O4T/+x8VQEu11789W4OJa0BrW9rUBvege9k/GB6eDA9PqsAVbH9g30O4BThjgUL1u13j9tKF",
+	"ByAaQDk6Hv+kK9vvcYgF7zq41rZUS5OsBJhMyqaQvTZQ4PhmsWA//hO2CTjwSW/3J9+77VzlR/2T3R9d",
+	"MvYSU9NhGNjDYR34LnSHU9VGGL462P3VO2UGdEyFyndqorCB2JY5BBTRx1NJchuKEL+XHz02USuPLYuv",
+	"ZELPTIBLqebljiBS1MS2t7dTETNDuGAGQ7ptrZHrA2TDY1XTQ6VDtYJtTKmC85T933yTC3kupg3oSTQV",
+	"1hHCVmQHb3mrirDZUKd6d6Iq4K0G49ubRX7Ou701iGbHNfcFYD3c9d13fXPfnNtucb504bWhAYI8JCAL",
+	"xj2X/mnKuPZXmuCQ0lxD1xzStEG9HK1IRhCXis0YR9enea4e+EXE1ojZVjHIBDWNodH4/1Z4faoz/JSU",
+	"P2MrKeXnwe2GnuTxqrucjz7yobMfN+KEdhCQ7RHfORM/ifpkMOnh9pPxQdwekMNJ+xgfjdvdqBf3ycFk",
+	"gA/Hhr5IZSEnL7rNiYkDUuFGe8lrO2iF456G4Jf3tuXwn1i8rkEv7CrzfE43NEgFaTfeErHMqHJuqzrF",
+	"2kmCoiUXbK5LF9jm3SYOttG9fYJ7cTc6GB+S/mSAj+Lj6GTcxT3SnxzEg+hwfISfkOPJSdyNeuM+PiCD",
+	"yWF8FD0ZH+MT0p30VBXgWkStlAP7sRiDpbNOvhhJ3UZOL0vdPtzocO3XlNN5nPdVUOivcnwQ9guY/4tR",
+	"5+5g90evmHgO3ffhgxrk/CmjkzRRYXKDXg2K/Ea1079k7AU004fvDussx/bHf0niBF/KCwlMp1/nY936",
+	"UnKAcyoSsf69Mix9lbwxnNVcC2xdlZLpi6IRkJd6hBVMflvlR6/0+Bzm/ux2i88plIHddR9JDPbqQfiq",
+	"I3ypgj8TjSQGf7Wlu/H+Y1AhWQFa6QDJUvH1sFS5JERNMCs77plczDHuDrB8SjACFSJtwy5bKvrAKb4b",
+	"ZliQcKhs1VMiOCqloRvPm4q6cuOTAh0rYyKSTFyG2oUkDpxCcmmqL2Kg++TnNZquaMLhrbCQgxqi//d/",
+	"NXQoYyApoBlOJ3KVaxVs8DeSMSkrXLMxO82nfsSvaOjkr0ohUzfm5Mt5B53lRvohKnkTVCiTs48Kdiml",
+	"7ohmaoaqTj4PoaigXJIKSzEWam2x9kmWqnzcc9P9Yh/acp+imap22OgdDk46YBh0kvg3q7tsVOv5sa69",
+	"sRcdT47xUdwexP1Je4CfHLXHg/FJ+xAP8FF0EmPS78Ft2YOiuW3x68tku0iZiGavv2s8SDYPks2+kg34",
+	"Ej1eSWUj0xE9G75ML9eQQo8N9t7hF8ppc7mM4qYw89qO+RnFDW9TzQplxWmn+SBt1DfruliTn2m1tKG4",
+	"DUe4GD2eV3zVzeMD3bIdohWlKHJN1p1riE5nNIUYQtUiVnJHFf7cquZur/M+1L8eh9MGk7MYoxfshqRY",
+	"FZ6rh8qv8PzXUvurOnTvuEiblXxRMz/T1tdgCHjgfr896qSw1KEvFQSqwNiUEVqq4DtYnMRiU6fecruM",
+	"3LBrorIldNye5L65Z7yo658iSkysPuQ2QTj0djb5nQRtX+JlPr6IP69Wrypt12Gycoc7v22R9vfKkLEb",
+	"VaKZ6L7MWVVilzg5JjzRPeihi6zUISVK+9hy2NnBdSXn/BTc/QI+gnqIfj5fiLXDhT8n17UV7HfdKXNk",
+	"XxtzfdBFvwJufBZDLq+mR/ux4se/XJP1KIk/KkKVkqpiShL7uWB5qc+hzXMygWsJ5QJTKMxroj8DE/Ga",
+	"rVfQrGSViFlClZkRF/KnUYSjGdEl2FQ01EEXcRIxGvPTQnKgysiFiGxIA2p10FspHkAct1hB2yhIyuPa",
+	"gKlEB8h5neKEdlTYLIlRmlwTbZa16d4et7D8/ssR2u/I+stIE7uonrNxDwLF/VuQ5OZ++sV9nDHVgM8v",
+	"blxwvgRTgIeFWeGipaOrdfaIru7LKIHqvubGqwTJUFf0DZ3gqP4AijJ3eahpRCIMdWipegBIMBSTRcrW",
+	"uhLQSg7fuaJvmUoHxRbbWGYF/Lwqwb6RHCxNv/iF/bJhFrawMlQ9rh/dwApm9N+sdHVaxkTdvdxJWtU7",
+	"8CCHPchhvxGKDj0fapJ0pwOm1xbyhmSma+HMWyB5hSWVVS7ZJFO59PJPlQ8vcMpPoayCzisLrqgcZ4Iz",
+	"J6PZpI7NIHoIx6coD9XTSYQLQk+t59cW3gEfr1NTx3TTTGwfzQ56ypYUKttAdTouaXuTMiWzee3I3xJh",
+	"Wwt+TltruV1ilZHVNkn8I3ketjRgddHZnJPCZoMXOyx7tsbUbt+Vadz6ORHB1/esAhfyjmcPjqvddrJF",
+	"fngGYex51nFb+fsUforXChVbOjo9F3XsCBRcgWfNNLlRVlQ5el4wJLAlOcwzXQGkZeG0pRCwKfWjReQt",
+	"QSFvbOfDX99rFs0JeqMqjv7mPWYV/SC3398Hf9mDZPhr+svyNqceuugy0rs4yyx3/Yy+Mg3unVxl+tsH",
+	"T9kfwlOWM1uPo6yGNHDPfrIccT8Fbx+8ZA9esgfrzNflJdvJgX8nPjIo4rEoV8BWHjIwBJm5v4i77EvR",
+	"2wdn2R/dWVb//j64yipcZV/4sj44yh4cZQ+i2IOjrB45h1p4lVYQyKLRpSL5/vm+b/Twv2alslxT1sso",
+	"lo04wL3ohPTH7aN4MGkPxse4fRJ1SdsUKTuMj0hFWZpCh/z69SJ+U9nJdk8eHC9185MXFqnrZyi/08XI",
+	"lSERCq/ali47M5a1AOMkGV9Rm2VcrqPctJX9d+UZqy+hkkpL9XCBLOJyFWYoqBnY9iKY76yqHJgprqhe",
+	"a1O5b8oQ5EnMUuFRJUtNDdOMxFAY09QfCBBO063lQ6XepWpcqlIFW2W1QOUTg5KmM4wD0+itdCS8mNRs",
+	"llRRTNe0BFIloJ1mhnkDOeOlzdSEG7nWcjrwmS3n2vicSHHXdjs2WxcvSak0v+nAMD+1zjI+w5lu+GIL",
+	"/8i3W6dXtJxyLcotGjM0SUgad9BZXnestDfhoDsIt/nfdKfsX8/9Vugp3TjoHg8OdUNoh4DXZgRuTver",
+	"izftbrfb7R30j3q9/kGv2zMdVnu/pQxvdQgP6d0PEupvLr27WLda9x3ZUbG6Msu78FKVSFvurL7RWw2Y",
+	"MMSGhahpH6oahJpi66cJv6JsnggBxRQhP12142iGeUfVMEBhEoetjSrA8kVtuCiG7Oj6v8UC4YrsQ+v/",
+	"RxzNGRegeEoekAgyV1/q+uU0LsjmYFhUBk+zxDThooPCn0M0SWjMS5WqoS0cRCZpfEUiia6JQD8vmSDc",
+	"Fiy+orpiMdpVsPidbpe/tdLbD1A8mQuyeKRsvJK7SUhPPZISHITe/C11I2HWelRSweipLXuG5iST4oJw",
+	"+0clSlRIiYDOPJiTVuCUwLflOfFmSb4rChE0bJK/r8p4FplrfFpEVCjxpIp1G6/0XG14rs6oGiNQ0FZy",
+	"Iag04tuanwvbMse3Lwidillj2D88hN7m5u9ejeK7oUJrjaO2Xw+0wNDYq13hnJjmQ3iuscb0sa06RLgF",
+	"BWj1BI1hQ83rtM20P6h5nRaee5Tr+zzap3uUv7YKWgFwgSpql4qOb606nbzRdV1jnG54XwcG07zx91F9",
+	"egvof4hS1CYG+zLfh30LUwPBfrBF1KpekiFOcBbNylobV3zF8D4jKV26stGmuAQKfKXMdJaXQCtSssB0",
+	"2nBjmqGHrWRpQN+BdesmE0aeuKKSXyJKSMyHbhM86GxeLIqdGzRUTdNHPOetcgDTNPKK2h41pudaUOpz",
+	"F7j2FzWunFI3cEig1FvLWicmyzS9olruM/aWDeuKfT0XDUxnoGon7rdEeG7L3lqy8+3n9tJ6wH0GxoNd",
+	"TpWSdUtZHB5cuPdNE74loiw+ms3ekwhAP7FqN663cZVtdmYbjf3jf/1n3kjKXhpvWzEwMA4dk2a5xVre",
+	"b9ZplbmkbrPMlJNSEzPftXuOk/Qe79uXdbSqJpCFEq2LjN0kMbTw/Uk19AbKBAJzbePQc7jE92saMtRC",
+	"dRd5sBE92Ij2JmgSLYsUbW86lmwLR1E2KK7qCSoxwTYMBQFqsz7sCnNdeXAItvO9u5ICUSzQySBvYeap",
+	"F1sUNHQz61zOSCiIL6YptcrCsZVpMyyIaujnulkyUhbXHhkfC2qGqnehblDv9hAIdBA7REZc0aLXwdSk",
+	"tR4KaKymSs/GTFWSgOKtXpqcpOlrreL/jqhx0anQOxyc9LRTYZ8qsPWJ9Gcoz/pApB+I9P0Y8oVLdzhO",
+	"99U7teO4mlifFboHFzt+a3XOODebELY1RJUOcuub9nu6T52+//I/a+7O7aNgyrd/R0fnryxS1vRl7tHd",
+	"Q4/4QKweiNVvl1ip1uRAN4qizL6ES5mctmjLth22VJFtR+xiQ+xACYZ56ye/vmyfX1FNqdw2UE7ZCdcK",
+	"AOJtZhsD2ZZS/tQCOcHvVkF2+xkdRofdAYkHB/1ofNjrHRyPo0n3BONDcowHvW4cD3CP9LsDMjkejCck",
+	"7o1J7yiejHFv3O93j7p7UbwljR/I3QO5++2SO11xxvU370volJC0hdB5zH9ugFypK4qRuUxsoi7swFaO",
+	"eObSPkf60/GICUWVgYCVQtrvUNEsaY/vzi8vX5y/PH912Tauwn30yAf57IFg/Q4IltQhH3HHc7eFXMkx",
+	"SLTM5MrlZXYKE54txawx/PG9vICqAI0v7OidqjOz0bRe16PpeJvX40Xy+KZnS0d6YkDe2NI2GyPjRXLX",
+	"Uc9QyiKc6no6UkHNhI14nuNrgrIlDQszDh8/hm9mjIvhcfe4uznNe7u9m621JD12vcvjtfItA6Wesxsw",
+	"KM6RmGVsOdWOWkEWm25htlKBLzp8oXCOmwu1LZJ3NUV2hrSd7jaHuzTBc4GnPptx4ep6a9ytyuUMb6ty",
+	"bQ7/w4yhOIkhbM75QrWH9sWL5GkAmbfNjTfw0RnZBD568M7U4okitqSCO0XsTKkIZxybD+QBMm97XWek",
+	"vATfx/cf/38AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

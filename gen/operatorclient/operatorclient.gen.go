@@ -18,12 +18,41 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for ApiKeyStatus.
+const (
+	ApiKeyStatusActive   ApiKeyStatus = "active"
+	ApiKeyStatusExpired  ApiKeyStatus = "expired"
+	ApiKeyStatusExpiring ApiKeyStatus = "expiring"
+	ApiKeyStatusRevoked  ApiKeyStatus = "revoked"
+)
+
+// Valid indicates whether the value is a known member of the ApiKeyStatus enum.
+func (e ApiKeyStatus) Valid() bool {
+	switch e {
+	case ApiKeyStatusActive:
+		return true
+	case ApiKeyStatusExpired:
+		return true
+	case ApiKeyStatusExpiring:
+		return true
+	case ApiKeyStatusRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AuditAction.
 const (
 	AuditActionBatchFill       AuditAction = "batch_fill"
 	AuditActionBatchPayout     AuditAction = "batch_payout"
 	AuditActionFail            AuditAction = "fail"
 	AuditActionFill            AuditAction = "fill"
+	AuditActionKeyCreated      AuditAction = "key_created"
+	AuditActionKeyRevoked      AuditAction = "key_revoked"
+	AuditActionKeyRolled       AuditAction = "key_rolled"
+	AuditActionOperatorCreated AuditAction = "operator_created"
+	AuditActionPartnerCreated  AuditAction = "partner_created"
 	AuditActionPayout          AuditAction = "payout"
 	AuditActionRefund          AuditAction = "refund"
 	AuditActionResolveCredited AuditAction = "resolve_credited"
@@ -41,6 +70,16 @@ func (e AuditAction) Valid() bool {
 	case AuditActionFail:
 		return true
 	case AuditActionFill:
+		return true
+	case AuditActionKeyCreated:
+		return true
+	case AuditActionKeyRevoked:
+		return true
+	case AuditActionKeyRolled:
+		return true
+	case AuditActionOperatorCreated:
+		return true
+	case AuditActionPartnerCreated:
 		return true
 	case AuditActionPayout:
 		return true
@@ -147,6 +186,24 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeUnsupportedPair:
 		return true
 	case ErrorCodeWebhookUrlNotAllowed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PartnerEnvironment.
+const (
+	Production PartnerEnvironment = "production"
+	Sandbox    PartnerEnvironment = "sandbox"
+)
+
+// Valid indicates whether the value is a known member of the PartnerEnvironment enum.
+func (e PartnerEnvironment) Valid() bool {
+	switch e {
+	case Production:
+		return true
+	case Sandbox:
 		return true
 	default:
 		return false
@@ -273,6 +330,59 @@ func (e ListStageParamsOrder) Valid() bool {
 	}
 }
 
+// ApiKey An API key as stored (never the key itself).
+type ApiKey struct {
+	// CreatedAt When it was issued.
+	CreatedAt time.Time `json:"created_at"`
+
+	// ExpiresAt When it stops working (set by a roll); null for no end.
+	ExpiresAt *time.Time `json:"expires_at"`
+
+	// Id The key's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// LastUsedAt When it last authenticated (to the minute; partner keys to the authentication cache's lifetime).
+	LastUsedAt *time.Time `json:"last_used_at"`
+
+	// Prefix The key's first characters, to tell keys apart.
+	//
+	// Example: sk_live_AbCd
+	Prefix string `json:"prefix"`
+
+	// RevokedAt When it was revoked.
+	RevokedAt *time.Time `json:"revoked_at"`
+
+	// Status `active`, `expiring` (rolled, working until `expires_at`), `expired` or `revoked`.
+	Status ApiKeyStatus `json:"status"`
+}
+
+// ApiKeyListResponse Envelope of keys.
+type ApiKeyListResponse struct {
+	// Data The keys, newest first.
+	Data []ApiKey `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// ApiKeyResponse Envelope of a key.
+type ApiKeyResponse struct {
+	// Data An API key as stored (never the key itself).
+	Data ApiKey `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// ApiKeyStatus `active`, `expiring` (rolled, working until `expires_at`), `expired` or `revoked`.
+type ApiKeyStatus string
+
 // AuditAction What the operator did.
 //
 // Example: payout
@@ -302,6 +412,9 @@ type AuditEntry struct {
 
 	// Reference The reference, reason or chain hash given.
 	Reference *string `json:"reference"`
+
+	// SubjectId The partner, operator or API key acted on (account and key actions).
+	SubjectId *openapi_types.UUID `json:"subject_id"`
 
 	// TransactionId The transaction acted on (one entry per transaction of a batch).
 	TransactionId *openapi_types.UUID `json:"transaction_id"`
@@ -463,6 +576,9 @@ type DepositTransfer struct {
 	TxHash string `json:"tx_hash"`
 }
 
+// EmptyRequest No fields.
+type EmptyRequest = map[string]interface{}
+
 // Error The body of every failure (the partner API's).
 type Error struct {
 	// Error Machine-readable facts of the failure.
@@ -551,6 +667,12 @@ type FillRequest struct {
 	Reference Reference `json:"reference"`
 }
 
+// NameRequest A name.
+type NameRequest struct {
+	// Name The display name.
+	Name string `json:"name"`
+}
+
 // Network Deposit network, e.g. `bep20` or `trc20`.
 //
 // Example: bep20
@@ -574,6 +696,80 @@ type NetworkProgress struct {
 
 	// ScannedBlock The last block fully processed; null before the first scan.
 	ScannedBlock *int64 `json:"scanned_block"`
+}
+
+// NewApiKey A new key, with the secret shown this once.
+type NewApiKey struct {
+	// CreatedAt When it was issued.
+	CreatedAt time.Time `json:"created_at"`
+
+	// ExpiresAt When it stops working (set by a roll); null for no end.
+	ExpiresAt *time.Time `json:"expires_at"`
+
+	// Id The key's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Key The API key; store it now, it cannot be shown again.
+	Key string `json:"key"`
+
+	// LastUsedAt When it last authenticated (to the minute; partner keys to the authentication cache's lifetime).
+	LastUsedAt *time.Time `json:"last_used_at"`
+
+	// Prefix The key's first characters, to tell keys apart.
+	//
+	// Example: sk_live_AbCd
+	Prefix string `json:"prefix"`
+
+	// RevokedAt When it was revoked.
+	RevokedAt *time.Time `json:"revoked_at"`
+
+	// Status `active`, `expiring` (rolled, working until `expires_at`), `expired` or `revoked`.
+	Status ApiKeyStatus `json:"status"`
+}
+
+// NewApiKeyResponse Envelope of a new key.
+type NewApiKeyResponse struct {
+	// Data A new key, with the secret shown this once.
+	Data NewApiKey `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// Operator An operator.
+type Operator struct {
+	// CreatedAt When the account was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id The operator's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Name Their name.
+	Name string `json:"name"`
+}
+
+// OperatorCreated A new operator and their first key.
+type OperatorCreated struct {
+	// Key A new key, with the secret shown this once.
+	Key NewApiKey `json:"key"`
+
+	// Operator An operator.
+	Operator Operator `json:"operator"`
+}
+
+// OperatorCreatedResponse Envelope of a new operator.
+type OperatorCreatedResponse struct {
+	// Data A new operator and their first key.
+	Data OperatorCreated `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
 }
 
 // OperatorHistoryEntry One status change, with who did it.
@@ -600,6 +796,18 @@ type OperatorHistoryEntry struct {
 
 	// ToStatus The status after.
 	ToStatus string `json:"to_status"`
+}
+
+// OperatorListResponse Envelope of operators.
+type OperatorListResponse struct {
+	// Data The operators, oldest first.
+	Data []Operator `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
 }
 
 // OperatorTransaction A transaction as the back office sees it.
@@ -880,6 +1088,67 @@ type OverviewResponse struct {
 	Success bool `json:"success"`
 }
 
+// Partner A partner.
+type Partner struct {
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Environment Where its keys work.
+	Environment PartnerEnvironment `json:"environment"`
+
+	// FeeRate The platform fee, a fraction of each completed amount.
+	//
+	// Example: 0.010000
+	FeeRate string `json:"fee_rate"`
+
+	// Id The partner's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Name Its name.
+	Name string `json:"name"`
+
+	// ShareRate The partner's share of the fee, a fraction.
+	//
+	// Example: 0.200000
+	ShareRate string `json:"share_rate"`
+}
+
+// PartnerEnvironment Where its keys work.
+type PartnerEnvironment string
+
+// PartnerCreated A new partner and its first key.
+type PartnerCreated struct {
+	// Key A new key, with the secret shown this once.
+	Key NewApiKey `json:"key"`
+
+	// Partner A partner.
+	Partner Partner `json:"partner"`
+}
+
+// PartnerCreatedResponse Envelope of a new partner.
+type PartnerCreatedResponse struct {
+	// Data A new partner and its first key.
+	Data PartnerCreated `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// PartnerListResponse Envelope of partners.
+type PartnerListResponse struct {
+	// Data The partners, oldest first.
+	Data []Partner `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
 // PayoutRecord The NGN payout (history `payout:settled`); null until then.
 type PayoutRecord struct {
 	// OperatorId Who recorded it; null for a simulated payout.
@@ -961,6 +1230,14 @@ type ResolveRequest struct {
 
 // ResolveRequestAction `refunded` needs `tx_hash`; `credited` needs `note`.
 type ResolveRequestAction string
+
+// RollRequest How long the rolled key keeps working.
+type RollRequest struct {
+	// Overlap A duration such as `24h`, `90m` or `0s` (at most 720h).
+	//
+	// Example: 24h
+	Overlap *string `json:"overlap,omitempty"`
+}
 
 // SettlementRecord The sale's settlement (history `order:settled`); null until then.
 type SettlementRecord struct {
@@ -1114,8 +1391,17 @@ type Cursor = string
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// KeyId defines model for KeyId.
+type KeyId = openapi_types.UUID
+
 // Limit defines model for Limit.
 type Limit = int
+
+// OperatorId defines model for OperatorId.
+type OperatorId = openapi_types.UUID
+
+// PartnerId defines model for PartnerId.
+type PartnerId = openapi_types.UUID
 
 // TransactionId defines model for TransactionId.
 type TransactionId = openapi_types.UUID
@@ -1216,6 +1502,42 @@ type CreateFillParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// CreateOperatorParams defines parameters for CreateOperator.
+type CreateOperatorParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// CreateOperatorKeyParams defines parameters for CreateOperatorKey.
+type CreateOperatorKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RollOperatorKeyParams defines parameters for RollOperatorKey.
+type RollOperatorKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// CreatePartnerParams defines parameters for CreatePartner.
+type CreatePartnerParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// CreatePartnerKeyParams defines parameters for CreatePartnerKey.
+type CreatePartnerKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RollPartnerKeyParams defines parameters for RollPartnerKey.
+type RollPartnerKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // ListPayoutsParams defines parameters for ListPayouts.
 type ListPayoutsParams struct {
 	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
@@ -1303,6 +1625,24 @@ type ResolveUnmatchedDepositJSONRequestBody = ResolveRequest
 
 // CreateFillJSONRequestBody defines body for CreateFill for application/json ContentType.
 type CreateFillJSONRequestBody = BatchFillRequest
+
+// CreateOperatorJSONRequestBody defines body for CreateOperator for application/json ContentType.
+type CreateOperatorJSONRequestBody = NameRequest
+
+// CreateOperatorKeyJSONRequestBody defines body for CreateOperatorKey for application/json ContentType.
+type CreateOperatorKeyJSONRequestBody = EmptyRequest
+
+// RollOperatorKeyJSONRequestBody defines body for RollOperatorKey for application/json ContentType.
+type RollOperatorKeyJSONRequestBody = RollRequest
+
+// CreatePartnerJSONRequestBody defines body for CreatePartner for application/json ContentType.
+type CreatePartnerJSONRequestBody = NameRequest
+
+// CreatePartnerKeyJSONRequestBody defines body for CreatePartnerKey for application/json ContentType.
+type CreatePartnerKeyJSONRequestBody = EmptyRequest
+
+// RollPartnerKeyJSONRequestBody defines body for RollPartnerKey for application/json ContentType.
+type RollPartnerKeyJSONRequestBody = RollRequest
 
 // CreatePayoutJSONRequestBody defines body for CreatePayout for application/json ContentType.
 type CreatePayoutJSONRequestBody = PayoutRequest
@@ -1470,6 +1810,89 @@ type ClientInterface interface {
 	// Corresponds with POST /fills (the `CreateFill` operationId).
 	CreateFill(ctx context.Context, params *CreateFillParams, body CreateFillJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListOperators List operators
+	//
+	// Every operator, oldest first.
+	//
+	// Corresponds with GET /operators (the `ListOperators` operationId).
+	ListOperators(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateOperatorWithBody Create a operator
+	//
+	// Creates a operator and its first API key, shown once in `key.key` (only its hash is
+	// stored).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /operators (the `CreateOperator` operationId).
+	CreateOperatorWithBody(ctx context.Context, params *CreateOperatorParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateOperator Create a operator
+	//
+	// Creates a operator and its first API key, shown once in `key.key` (only its hash is
+	// stored).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /operators (the `CreateOperator` operationId).
+	CreateOperator(ctx context.Context, params *CreateOperatorParams, body CreateOperatorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListOperatorKeys List a operator's API keys
+	//
+	// Every key of the operator, revoked and expired ones included, newest first; never the key itself.
+	//
+	// Corresponds with GET /operators/{id}/keys (the `ListOperatorKeys` operationId).
+	ListOperatorKeys(ctx context.Context, id OperatorId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateOperatorKeyWithBody Add an API key
+	//
+	// A new key beside the existing ones, shown once in `key`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /operators/{id}/keys (the `CreateOperatorKey` operationId).
+	CreateOperatorKeyWithBody(ctx context.Context, id OperatorId, params *CreateOperatorKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateOperatorKey Add an API key
+	//
+	// A new key beside the existing ones, shown once in `key`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /operators/{id}/keys (the `CreateOperatorKey` operationId).
+	CreateOperatorKey(ctx context.Context, id OperatorId, params *CreateOperatorKeyParams, body CreateOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeOperatorKey Revoke an API key
+	//
+	// The key stops working: at once on this instance's database, and everywhere within
+	// the authentication cache's lifetime (30 seconds; operator keys are not cached). Revoking
+	// twice answers the revoked key again. Audited like every action.
+	//
+	// Corresponds with DELETE /operators/{id}/keys/{key_id} (the `RevokeOperatorKey` operationId).
+	RevokeOperatorKey(ctx context.Context, id OperatorId, keyId KeyId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RollOperatorKeyWithBody Replace an API key
+	//
+	// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+	// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+	// Rolling a revoked or expired key is `409 invalid_state_transition`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
+	RollOperatorKeyWithBody(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RollOperatorKey Replace an API key
+	//
+	// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+	// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+	// Rolling a revoked or expired key is `409 invalid_state_transition`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
+	RollOperatorKey(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, body RollOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetOverview The back office at a glance
 	//
 	// Per stage, how many transactions wait and their USDT and NGN totals; per network,
@@ -1478,6 +1901,89 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /overview (the `GetOverview` operationId).
 	GetOverview(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPartners List partners
+	//
+	// Every partner, oldest first.
+	//
+	// Corresponds with GET /partners (the `ListPartners` operationId).
+	ListPartners(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePartnerWithBody Create a partner
+	//
+	// Creates a partner and its first API key, shown once in `key.key` (only its hash is
+	// stored). The partner's environment is the server's (live keys in production, sandbox keys in staging) and its revenue rates the defaults.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /partners (the `CreatePartner` operationId).
+	CreatePartnerWithBody(ctx context.Context, params *CreatePartnerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePartner Create a partner
+	//
+	// Creates a partner and its first API key, shown once in `key.key` (only its hash is
+	// stored). The partner's environment is the server's (live keys in production, sandbox keys in staging) and its revenue rates the defaults.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /partners (the `CreatePartner` operationId).
+	CreatePartner(ctx context.Context, params *CreatePartnerParams, body CreatePartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPartnerKeys List a partner's API keys
+	//
+	// Every key of the partner, revoked and expired ones included, newest first; never the key itself.
+	//
+	// Corresponds with GET /partners/{id}/keys (the `ListPartnerKeys` operationId).
+	ListPartnerKeys(ctx context.Context, id PartnerId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePartnerKeyWithBody Add an API key
+	//
+	// A new key beside the existing ones, shown once in `key`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /partners/{id}/keys (the `CreatePartnerKey` operationId).
+	CreatePartnerKeyWithBody(ctx context.Context, id PartnerId, params *CreatePartnerKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePartnerKey Add an API key
+	//
+	// A new key beside the existing ones, shown once in `key`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /partners/{id}/keys (the `CreatePartnerKey` operationId).
+	CreatePartnerKey(ctx context.Context, id PartnerId, params *CreatePartnerKeyParams, body CreatePartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokePartnerKey Revoke an API key
+	//
+	// The key stops working: at once on this instance's database, and everywhere within
+	// the authentication cache's lifetime (30 seconds — partner keys are cached per instance). Revoking
+	// twice answers the revoked key again. Audited like every action.
+	//
+	// Corresponds with DELETE /partners/{id}/keys/{key_id} (the `RevokePartnerKey` operationId).
+	RevokePartnerKey(ctx context.Context, id PartnerId, keyId KeyId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RollPartnerKeyWithBody Replace an API key
+	//
+	// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+	// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+	// Rolling a revoked or expired key is `409 invalid_state_transition`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
+	RollPartnerKeyWithBody(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RollPartnerKey Replace an API key
+	//
+	// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+	// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+	// Rolling a revoked or expired key is `409 invalid_state_transition`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
+	RollPartnerKey(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, body RollPartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListPayouts List batch payouts
 	//
@@ -1792,6 +2298,179 @@ func (c *Client) CreateFill(ctx context.Context, params *CreateFillParams, body 
 	return c.Client.Do(req)
 }
 
+// ListOperators List operators
+//
+// Every operator, oldest first.
+//
+// Corresponds with GET /operators (the `ListOperators` operationId).
+func (c *Client) ListOperators(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListOperatorsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateOperatorWithBody Create a operator
+//
+// Creates a operator and its first API key, shown once in `key.key` (only its hash is
+// stored).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /operators (the `CreateOperator` operationId).
+func (c *Client) CreateOperatorWithBody(ctx context.Context, params *CreateOperatorParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOperatorRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateOperator Create a operator
+//
+// Creates a operator and its first API key, shown once in `key.key` (only its hash is
+// stored).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /operators (the `CreateOperator` operationId).
+func (c *Client) CreateOperator(ctx context.Context, params *CreateOperatorParams, body CreateOperatorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOperatorRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListOperatorKeys List a operator's API keys
+//
+// Every key of the operator, revoked and expired ones included, newest first; never the key itself.
+//
+// Corresponds with GET /operators/{id}/keys (the `ListOperatorKeys` operationId).
+func (c *Client) ListOperatorKeys(ctx context.Context, id OperatorId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListOperatorKeysRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateOperatorKeyWithBody Add an API key
+//
+// A new key beside the existing ones, shown once in `key`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /operators/{id}/keys (the `CreateOperatorKey` operationId).
+func (c *Client) CreateOperatorKeyWithBody(ctx context.Context, id OperatorId, params *CreateOperatorKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOperatorKeyRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateOperatorKey Add an API key
+//
+// A new key beside the existing ones, shown once in `key`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /operators/{id}/keys (the `CreateOperatorKey` operationId).
+func (c *Client) CreateOperatorKey(ctx context.Context, id OperatorId, params *CreateOperatorKeyParams, body CreateOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOperatorKeyRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeOperatorKey Revoke an API key
+//
+// The key stops working: at once on this instance's database, and everywhere within
+// the authentication cache's lifetime (30 seconds; operator keys are not cached). Revoking
+// twice answers the revoked key again. Audited like every action.
+//
+// Corresponds with DELETE /operators/{id}/keys/{key_id} (the `RevokeOperatorKey` operationId).
+func (c *Client) RevokeOperatorKey(ctx context.Context, id OperatorId, keyId KeyId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeOperatorKeyRequest(c.Server, id, keyId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RollOperatorKeyWithBody Replace an API key
+//
+// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+// Rolling a revoked or expired key is `409 invalid_state_transition`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
+func (c *Client) RollOperatorKeyWithBody(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRollOperatorKeyRequestWithBody(c.Server, id, keyId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RollOperatorKey Replace an API key
+//
+// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+// Rolling a revoked or expired key is `409 invalid_state_transition`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
+func (c *Client) RollOperatorKey(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, body RollOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRollOperatorKeyRequest(c.Server, id, keyId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetOverview The back office at a glance
 //
 // Per stage, how many transactions wait and their USDT and NGN totals; per network,
@@ -1801,6 +2480,179 @@ func (c *Client) CreateFill(ctx context.Context, params *CreateFillParams, body 
 // Corresponds with GET /overview (the `GetOverview` operationId).
 func (c *Client) GetOverview(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOverviewRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPartners List partners
+//
+// Every partner, oldest first.
+//
+// Corresponds with GET /partners (the `ListPartners` operationId).
+func (c *Client) ListPartners(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPartnersRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePartnerWithBody Create a partner
+//
+// Creates a partner and its first API key, shown once in `key.key` (only its hash is
+// stored). The partner's environment is the server's (live keys in production, sandbox keys in staging) and its revenue rates the defaults.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /partners (the `CreatePartner` operationId).
+func (c *Client) CreatePartnerWithBody(ctx context.Context, params *CreatePartnerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePartnerRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePartner Create a partner
+//
+// Creates a partner and its first API key, shown once in `key.key` (only its hash is
+// stored). The partner's environment is the server's (live keys in production, sandbox keys in staging) and its revenue rates the defaults.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /partners (the `CreatePartner` operationId).
+func (c *Client) CreatePartner(ctx context.Context, params *CreatePartnerParams, body CreatePartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePartnerRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPartnerKeys List a partner's API keys
+//
+// Every key of the partner, revoked and expired ones included, newest first; never the key itself.
+//
+// Corresponds with GET /partners/{id}/keys (the `ListPartnerKeys` operationId).
+func (c *Client) ListPartnerKeys(ctx context.Context, id PartnerId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPartnerKeysRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePartnerKeyWithBody Add an API key
+//
+// A new key beside the existing ones, shown once in `key`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /partners/{id}/keys (the `CreatePartnerKey` operationId).
+func (c *Client) CreatePartnerKeyWithBody(ctx context.Context, id PartnerId, params *CreatePartnerKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePartnerKeyRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePartnerKey Add an API key
+//
+// A new key beside the existing ones, shown once in `key`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /partners/{id}/keys (the `CreatePartnerKey` operationId).
+func (c *Client) CreatePartnerKey(ctx context.Context, id PartnerId, params *CreatePartnerKeyParams, body CreatePartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePartnerKeyRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokePartnerKey Revoke an API key
+//
+// The key stops working: at once on this instance's database, and everywhere within
+// the authentication cache's lifetime (30 seconds — partner keys are cached per instance). Revoking
+// twice answers the revoked key again. Audited like every action.
+//
+// Corresponds with DELETE /partners/{id}/keys/{key_id} (the `RevokePartnerKey` operationId).
+func (c *Client) RevokePartnerKey(ctx context.Context, id PartnerId, keyId KeyId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokePartnerKeyRequest(c.Server, id, keyId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RollPartnerKeyWithBody Replace an API key
+//
+// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+// Rolling a revoked or expired key is `409 invalid_state_transition`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
+func (c *Client) RollPartnerKeyWithBody(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRollPartnerKeyRequestWithBody(c.Server, id, keyId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RollPartnerKey Replace an API key
+//
+// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+// Rolling a revoked or expired key is `409 invalid_state_transition`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
+func (c *Client) RollPartnerKey(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, body RollPartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRollPartnerKeyRequest(c.Server, id, keyId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2512,6 +3364,288 @@ func NewCreateFillRequestWithBody(server string, params *CreateFillParams, conte
 	return req, nil
 }
 
+// NewListOperatorsRequest constructs an http.Request for the ListOperators method
+func NewListOperatorsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/operators")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateOperatorRequest calls the generic CreateOperator builder with application/json body
+func NewCreateOperatorRequest(server string, params *CreateOperatorParams, body CreateOperatorJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateOperatorRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateOperatorRequestWithBody constructs an http.Request for the CreateOperator method, with any body, and a specified content type
+func NewCreateOperatorRequestWithBody(server string, params *CreateOperatorParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/operators")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewListOperatorKeysRequest constructs an http.Request for the ListOperatorKeys method
+func NewListOperatorKeysRequest(server string, id OperatorId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/operators/%s/keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateOperatorKeyRequest calls the generic CreateOperatorKey builder with application/json body
+func NewCreateOperatorKeyRequest(server string, id OperatorId, params *CreateOperatorKeyParams, body CreateOperatorKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateOperatorKeyRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewCreateOperatorKeyRequestWithBody constructs an http.Request for the CreateOperatorKey method, with any body, and a specified content type
+func NewCreateOperatorKeyRequestWithBody(server string, id OperatorId, params *CreateOperatorKeyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/operators/%s/keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewRevokeOperatorKeyRequest constructs an http.Request for the RevokeOperatorKey method
+func NewRevokeOperatorKeyRequest(server string, id OperatorId, keyId KeyId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key_id", keyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/operators/%s/keys/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRollOperatorKeyRequest calls the generic RollOperatorKey builder with application/json body
+func NewRollOperatorKeyRequest(server string, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, body RollOperatorKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRollOperatorKeyRequestWithBody(server, id, keyId, params, "application/json", bodyReader)
+}
+
+// NewRollOperatorKeyRequestWithBody constructs an http.Request for the RollOperatorKey method, with any body, and a specified content type
+func NewRollOperatorKeyRequestWithBody(server string, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key_id", keyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/operators/%s/keys/%s/roll", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewGetOverviewRequest constructs an http.Request for the GetOverview method
 func NewGetOverviewRequest(server string) (*http.Request, error) {
 	var err error
@@ -2534,6 +3668,288 @@ func NewGetOverviewRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListPartnersRequest constructs an http.Request for the ListPartners method
+func NewListPartnersRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/partners")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreatePartnerRequest calls the generic CreatePartner builder with application/json body
+func NewCreatePartnerRequest(server string, params *CreatePartnerParams, body CreatePartnerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreatePartnerRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreatePartnerRequestWithBody constructs an http.Request for the CreatePartner method, with any body, and a specified content type
+func NewCreatePartnerRequestWithBody(server string, params *CreatePartnerParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/partners")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewListPartnerKeysRequest constructs an http.Request for the ListPartnerKeys method
+func NewListPartnerKeysRequest(server string, id PartnerId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/partners/%s/keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreatePartnerKeyRequest calls the generic CreatePartnerKey builder with application/json body
+func NewCreatePartnerKeyRequest(server string, id PartnerId, params *CreatePartnerKeyParams, body CreatePartnerKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreatePartnerKeyRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewCreatePartnerKeyRequestWithBody constructs an http.Request for the CreatePartnerKey method, with any body, and a specified content type
+func NewCreatePartnerKeyRequestWithBody(server string, id PartnerId, params *CreatePartnerKeyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/partners/%s/keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewRevokePartnerKeyRequest constructs an http.Request for the RevokePartnerKey method
+func NewRevokePartnerKeyRequest(server string, id PartnerId, keyId KeyId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key_id", keyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/partners/%s/keys/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRollPartnerKeyRequest calls the generic RollPartnerKey builder with application/json body
+func NewRollPartnerKeyRequest(server string, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, body RollPartnerKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRollPartnerKeyRequestWithBody(server, id, keyId, params, "application/json", bodyReader)
+}
+
+// NewRollPartnerKeyRequestWithBody constructs an http.Request for the RollPartnerKey method, with any body, and a specified content type
+func NewRollPartnerKeyRequestWithBody(server string, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key_id", keyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/partners/%s/keys/%s/roll", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
 	}
 
 	return req, nil
@@ -3278,6 +4694,95 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /fills (the `CreateFill` operationId).
 	CreateFillWithResponse(ctx context.Context, params *CreateFillParams, body CreateFillJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateFillResponse, error)
 
+	// ListOperatorsWithResponse List operators
+	//
+	// Every operator, oldest first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /operators (the `ListOperators` operationId).
+	ListOperatorsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListOperatorsResponse, error)
+
+	// CreateOperatorWithBodyWithResponse Create a operator
+	//
+	// Creates a operator and its first API key, shown once in `key.key` (only its hash is
+	// stored).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /operators (the `CreateOperator` operationId).
+	CreateOperatorWithBodyWithResponse(ctx context.Context, params *CreateOperatorParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOperatorResponse, error)
+
+	// CreateOperatorWithResponse Create a operator
+	//
+	// Creates a operator and its first API key, shown once in `key.key` (only its hash is
+	// stored).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /operators (the `CreateOperator` operationId).
+	CreateOperatorWithResponse(ctx context.Context, params *CreateOperatorParams, body CreateOperatorJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOperatorResponse, error)
+
+	// ListOperatorKeysWithResponse List a operator's API keys
+	//
+	// Every key of the operator, revoked and expired ones included, newest first; never the key itself.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /operators/{id}/keys (the `ListOperatorKeys` operationId).
+	ListOperatorKeysWithResponse(ctx context.Context, id OperatorId, reqEditors ...RequestEditorFn) (*ListOperatorKeysResponse, error)
+
+	// CreateOperatorKeyWithBodyWithResponse Add an API key
+	//
+	// A new key beside the existing ones, shown once in `key`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /operators/{id}/keys (the `CreateOperatorKey` operationId).
+	CreateOperatorKeyWithBodyWithResponse(ctx context.Context, id OperatorId, params *CreateOperatorKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOperatorKeyResponse, error)
+
+	// CreateOperatorKeyWithResponse Add an API key
+	//
+	// A new key beside the existing ones, shown once in `key`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /operators/{id}/keys (the `CreateOperatorKey` operationId).
+	CreateOperatorKeyWithResponse(ctx context.Context, id OperatorId, params *CreateOperatorKeyParams, body CreateOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOperatorKeyResponse, error)
+
+	// RevokeOperatorKeyWithResponse Revoke an API key
+	//
+	// The key stops working: at once on this instance's database, and everywhere within
+	// the authentication cache's lifetime (30 seconds; operator keys are not cached). Revoking
+	// twice answers the revoked key again. Audited like every action.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /operators/{id}/keys/{key_id} (the `RevokeOperatorKey` operationId).
+	RevokeOperatorKeyWithResponse(ctx context.Context, id OperatorId, keyId KeyId, reqEditors ...RequestEditorFn) (*RevokeOperatorKeyResponse, error)
+
+	// RollOperatorKeyWithBodyWithResponse Replace an API key
+	//
+	// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+	// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+	// Rolling a revoked or expired key is `409 invalid_state_transition`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
+	RollOperatorKeyWithBodyWithResponse(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RollOperatorKeyResponse, error)
+
+	// RollOperatorKeyWithResponse Replace an API key
+	//
+	// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+	// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+	// Rolling a revoked or expired key is `409 invalid_state_transition`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
+	RollOperatorKeyWithResponse(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, body RollOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RollOperatorKeyResponse, error)
+
 	// GetOverviewWithResponse The back office at a glance
 	//
 	// Per stage, how many transactions wait and their USDT and NGN totals; per network,
@@ -3288,6 +4793,95 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /overview (the `GetOverview` operationId).
 	GetOverviewWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOverviewResponse, error)
+
+	// ListPartnersWithResponse List partners
+	//
+	// Every partner, oldest first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /partners (the `ListPartners` operationId).
+	ListPartnersWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListPartnersResponse, error)
+
+	// CreatePartnerWithBodyWithResponse Create a partner
+	//
+	// Creates a partner and its first API key, shown once in `key.key` (only its hash is
+	// stored). The partner's environment is the server's (live keys in production, sandbox keys in staging) and its revenue rates the defaults.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /partners (the `CreatePartner` operationId).
+	CreatePartnerWithBodyWithResponse(ctx context.Context, params *CreatePartnerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePartnerResponse, error)
+
+	// CreatePartnerWithResponse Create a partner
+	//
+	// Creates a partner and its first API key, shown once in `key.key` (only its hash is
+	// stored). The partner's environment is the server's (live keys in production, sandbox keys in staging) and its revenue rates the defaults.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /partners (the `CreatePartner` operationId).
+	CreatePartnerWithResponse(ctx context.Context, params *CreatePartnerParams, body CreatePartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePartnerResponse, error)
+
+	// ListPartnerKeysWithResponse List a partner's API keys
+	//
+	// Every key of the partner, revoked and expired ones included, newest first; never the key itself.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /partners/{id}/keys (the `ListPartnerKeys` operationId).
+	ListPartnerKeysWithResponse(ctx context.Context, id PartnerId, reqEditors ...RequestEditorFn) (*ListPartnerKeysResponse, error)
+
+	// CreatePartnerKeyWithBodyWithResponse Add an API key
+	//
+	// A new key beside the existing ones, shown once in `key`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /partners/{id}/keys (the `CreatePartnerKey` operationId).
+	CreatePartnerKeyWithBodyWithResponse(ctx context.Context, id PartnerId, params *CreatePartnerKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePartnerKeyResponse, error)
+
+	// CreatePartnerKeyWithResponse Add an API key
+	//
+	// A new key beside the existing ones, shown once in `key`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /partners/{id}/keys (the `CreatePartnerKey` operationId).
+	CreatePartnerKeyWithResponse(ctx context.Context, id PartnerId, params *CreatePartnerKeyParams, body CreatePartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePartnerKeyResponse, error)
+
+	// RevokePartnerKeyWithResponse Revoke an API key
+	//
+	// The key stops working: at once on this instance's database, and everywhere within
+	// the authentication cache's lifetime (30 seconds — partner keys are cached per instance). Revoking
+	// twice answers the revoked key again. Audited like every action.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /partners/{id}/keys/{key_id} (the `RevokePartnerKey` operationId).
+	RevokePartnerKeyWithResponse(ctx context.Context, id PartnerId, keyId KeyId, reqEditors ...RequestEditorFn) (*RevokePartnerKeyResponse, error)
+
+	// RollPartnerKeyWithBodyWithResponse Replace an API key
+	//
+	// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+	// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+	// Rolling a revoked or expired key is `409 invalid_state_transition`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
+	RollPartnerKeyWithBodyWithResponse(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RollPartnerKeyResponse, error)
+
+	// RollPartnerKeyWithResponse Replace an API key
+	//
+	// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+	// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+	// Rolling a revoked or expired key is `409 invalid_state_transition`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
+	RollPartnerKeyWithResponse(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, body RollPartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RollPartnerKeyResponse, error)
 
 	// ListPayoutsWithResponse List batch payouts
 	//
@@ -3998,6 +5592,679 @@ func (r CreateFillResponse) ContentType() string {
 	return ""
 }
 
+// ListOperatorsResponse429Headers the declared response headers of an HTTP 429 response for ListOperators
+type ListOperatorsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListOperatorsResponse503Headers the declared response headers of an HTTP 503 response for ListOperators
+type ListOperatorsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListOperatorsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OperatorListResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListOperatorsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListOperatorsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListOperatorsResponse) GetJSON200() *OperatorListResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListOperatorsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListOperatorsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListOperatorsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListOperatorsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListOperatorsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListOperatorsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListOperatorsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListOperatorsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListOperatorsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateOperatorResponse200Headers the declared response headers of an HTTP 200 response for CreateOperator
+type CreateOperatorResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// CreateOperatorResponse429Headers the declared response headers of an HTTP 429 response for CreateOperator
+type CreateOperatorResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreateOperatorResponse503Headers the declared response headers of an HTTP 503 response for CreateOperator
+type CreateOperatorResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateOperatorResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OperatorCreatedResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateOperatorResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateOperatorResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateOperatorResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateOperatorResponse) GetJSON200() *OperatorCreatedResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateOperatorResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateOperatorResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateOperatorResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateOperatorResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateOperatorResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateOperatorResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateOperatorResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateOperatorResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateOperatorResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateOperatorResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateOperatorResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateOperatorResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateOperatorResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListOperatorKeysResponse429Headers the declared response headers of an HTTP 429 response for ListOperatorKeys
+type ListOperatorKeysResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListOperatorKeysResponse503Headers the declared response headers of an HTTP 503 response for ListOperatorKeys
+type ListOperatorKeysResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListOperatorKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApiKeyListResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListOperatorKeysResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListOperatorKeysResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListOperatorKeysResponse) GetJSON200() *ApiKeyListResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListOperatorKeysResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListOperatorKeysResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListOperatorKeysResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListOperatorKeysResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListOperatorKeysResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListOperatorKeysResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListOperatorKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListOperatorKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListOperatorKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListOperatorKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateOperatorKeyResponse200Headers the declared response headers of an HTTP 200 response for CreateOperatorKey
+type CreateOperatorKeyResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// CreateOperatorKeyResponse429Headers the declared response headers of an HTTP 429 response for CreateOperatorKey
+type CreateOperatorKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreateOperatorKeyResponse503Headers the declared response headers of an HTTP 503 response for CreateOperatorKey
+type CreateOperatorKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateOperatorKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NewApiKeyResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateOperatorKeyResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateOperatorKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateOperatorKeyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON200() *NewApiKeyResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateOperatorKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateOperatorKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateOperatorKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateOperatorKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevokeOperatorKeyResponse429Headers the declared response headers of an HTTP 429 response for RevokeOperatorKey
+type RevokeOperatorKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RevokeOperatorKeyResponse503Headers the declared response headers of an HTTP 503 response for RevokeOperatorKey
+type RevokeOperatorKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RevokeOperatorKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApiKeyResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RevokeOperatorKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevokeOperatorKeyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RevokeOperatorKeyResponse) GetJSON200() *ApiKeyResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RevokeOperatorKeyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RevokeOperatorKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RevokeOperatorKeyResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RevokeOperatorKeyResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RevokeOperatorKeyResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RevokeOperatorKeyResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokeOperatorKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeOperatorKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeOperatorKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokeOperatorKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RollOperatorKeyResponse200Headers the declared response headers of an HTTP 200 response for RollOperatorKey
+type RollOperatorKeyResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// RollOperatorKeyResponse429Headers the declared response headers of an HTTP 429 response for RollOperatorKey
+type RollOperatorKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RollOperatorKeyResponse503Headers the declared response headers of an HTTP 503 response for RollOperatorKey
+type RollOperatorKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RollOperatorKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NewApiKeyResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RollOperatorKeyResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RollOperatorKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RollOperatorKeyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON200() *NewApiKeyResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RollOperatorKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RollOperatorKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RollOperatorKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RollOperatorKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetOverviewResponse429Headers the declared response headers of an HTTP 429 response for GetOverview
 type GetOverviewResponse429Headers struct {
 	RetryAfter *int
@@ -4075,6 +6342,679 @@ func (r GetOverviewResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetOverviewResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListPartnersResponse429Headers the declared response headers of an HTTP 429 response for ListPartners
+type ListPartnersResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListPartnersResponse503Headers the declared response headers of an HTTP 503 response for ListPartners
+type ListPartnersResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListPartnersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PartnerListResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPartnersResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPartnersResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPartnersResponse) GetJSON200() *PartnerListResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListPartnersResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPartnersResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListPartnersResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListPartnersResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListPartnersResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPartnersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPartnersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPartnersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPartnersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreatePartnerResponse200Headers the declared response headers of an HTTP 200 response for CreatePartner
+type CreatePartnerResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// CreatePartnerResponse429Headers the declared response headers of an HTTP 429 response for CreatePartner
+type CreatePartnerResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreatePartnerResponse503Headers the declared response headers of an HTTP 503 response for CreatePartner
+type CreatePartnerResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreatePartnerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PartnerCreatedResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreatePartnerResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreatePartnerResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreatePartnerResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreatePartnerResponse) GetJSON200() *PartnerCreatedResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreatePartnerResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreatePartnerResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreatePartnerResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreatePartnerResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreatePartnerResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreatePartnerResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreatePartnerResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreatePartnerResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreatePartnerResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreatePartnerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreatePartnerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreatePartnerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreatePartnerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListPartnerKeysResponse429Headers the declared response headers of an HTTP 429 response for ListPartnerKeys
+type ListPartnerKeysResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListPartnerKeysResponse503Headers the declared response headers of an HTTP 503 response for ListPartnerKeys
+type ListPartnerKeysResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListPartnerKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApiKeyListResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPartnerKeysResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPartnerKeysResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPartnerKeysResponse) GetJSON200() *ApiKeyListResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListPartnerKeysResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPartnerKeysResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListPartnerKeysResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListPartnerKeysResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListPartnerKeysResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListPartnerKeysResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPartnerKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPartnerKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPartnerKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPartnerKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreatePartnerKeyResponse200Headers the declared response headers of an HTTP 200 response for CreatePartnerKey
+type CreatePartnerKeyResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// CreatePartnerKeyResponse429Headers the declared response headers of an HTTP 429 response for CreatePartnerKey
+type CreatePartnerKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreatePartnerKeyResponse503Headers the declared response headers of an HTTP 503 response for CreatePartnerKey
+type CreatePartnerKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreatePartnerKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NewApiKeyResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreatePartnerKeyResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreatePartnerKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreatePartnerKeyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON200() *NewApiKeyResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreatePartnerKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreatePartnerKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreatePartnerKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreatePartnerKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevokePartnerKeyResponse429Headers the declared response headers of an HTTP 429 response for RevokePartnerKey
+type RevokePartnerKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RevokePartnerKeyResponse503Headers the declared response headers of an HTTP 503 response for RevokePartnerKey
+type RevokePartnerKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RevokePartnerKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApiKeyResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RevokePartnerKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevokePartnerKeyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RevokePartnerKeyResponse) GetJSON200() *ApiKeyResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RevokePartnerKeyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RevokePartnerKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RevokePartnerKeyResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RevokePartnerKeyResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RevokePartnerKeyResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RevokePartnerKeyResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokePartnerKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokePartnerKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokePartnerKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokePartnerKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RollPartnerKeyResponse200Headers the declared response headers of an HTTP 200 response for RollPartnerKey
+type RollPartnerKeyResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// RollPartnerKeyResponse429Headers the declared response headers of an HTTP 429 response for RollPartnerKey
+type RollPartnerKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RollPartnerKeyResponse503Headers the declared response headers of an HTTP 503 response for RollPartnerKey
+type RollPartnerKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RollPartnerKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NewApiKeyResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RollPartnerKeyResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RollPartnerKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RollPartnerKeyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON200() *NewApiKeyResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RollPartnerKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RollPartnerKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RollPartnerKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RollPartnerKeyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -5272,6 +8212,149 @@ func (c *ClientWithResponses) CreateFillWithResponse(ctx context.Context, params
 	return ParseCreateFillResponse(rsp)
 }
 
+// ListOperatorsWithResponse List operators
+//
+// Every operator, oldest first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /operators (the `ListOperators` operationId).
+func (c *ClientWithResponses) ListOperatorsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListOperatorsResponse, error) {
+	rsp, err := c.ListOperators(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListOperatorsResponse(rsp)
+}
+
+// CreateOperatorWithBodyWithResponse Create a operator
+//
+// Creates a operator and its first API key, shown once in `key.key` (only its hash is
+// stored).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /operators (the `CreateOperator` operationId).
+func (c *ClientWithResponses) CreateOperatorWithBodyWithResponse(ctx context.Context, params *CreateOperatorParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOperatorResponse, error) {
+	rsp, err := c.CreateOperatorWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateOperatorResponse(rsp)
+}
+
+// CreateOperatorWithResponse Create a operator
+//
+// Creates a operator and its first API key, shown once in `key.key` (only its hash is
+// stored).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /operators (the `CreateOperator` operationId).
+func (c *ClientWithResponses) CreateOperatorWithResponse(ctx context.Context, params *CreateOperatorParams, body CreateOperatorJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOperatorResponse, error) {
+	rsp, err := c.CreateOperator(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateOperatorResponse(rsp)
+}
+
+// ListOperatorKeysWithResponse List a operator's API keys
+//
+// Every key of the operator, revoked and expired ones included, newest first; never the key itself.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /operators/{id}/keys (the `ListOperatorKeys` operationId).
+func (c *ClientWithResponses) ListOperatorKeysWithResponse(ctx context.Context, id OperatorId, reqEditors ...RequestEditorFn) (*ListOperatorKeysResponse, error) {
+	rsp, err := c.ListOperatorKeys(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListOperatorKeysResponse(rsp)
+}
+
+// CreateOperatorKeyWithBodyWithResponse Add an API key
+//
+// A new key beside the existing ones, shown once in `key`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /operators/{id}/keys (the `CreateOperatorKey` operationId).
+func (c *ClientWithResponses) CreateOperatorKeyWithBodyWithResponse(ctx context.Context, id OperatorId, params *CreateOperatorKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOperatorKeyResponse, error) {
+	rsp, err := c.CreateOperatorKeyWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateOperatorKeyResponse(rsp)
+}
+
+// CreateOperatorKeyWithResponse Add an API key
+//
+// A new key beside the existing ones, shown once in `key`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /operators/{id}/keys (the `CreateOperatorKey` operationId).
+func (c *ClientWithResponses) CreateOperatorKeyWithResponse(ctx context.Context, id OperatorId, params *CreateOperatorKeyParams, body CreateOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOperatorKeyResponse, error) {
+	rsp, err := c.CreateOperatorKey(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateOperatorKeyResponse(rsp)
+}
+
+// RevokeOperatorKeyWithResponse Revoke an API key
+//
+// The key stops working: at once on this instance's database, and everywhere within
+// the authentication cache's lifetime (30 seconds; operator keys are not cached). Revoking
+// twice answers the revoked key again. Audited like every action.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /operators/{id}/keys/{key_id} (the `RevokeOperatorKey` operationId).
+func (c *ClientWithResponses) RevokeOperatorKeyWithResponse(ctx context.Context, id OperatorId, keyId KeyId, reqEditors ...RequestEditorFn) (*RevokeOperatorKeyResponse, error) {
+	rsp, err := c.RevokeOperatorKey(ctx, id, keyId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeOperatorKeyResponse(rsp)
+}
+
+// RollOperatorKeyWithBodyWithResponse Replace an API key
+//
+// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+// Rolling a revoked or expired key is `409 invalid_state_transition`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
+func (c *ClientWithResponses) RollOperatorKeyWithBodyWithResponse(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RollOperatorKeyResponse, error) {
+	rsp, err := c.RollOperatorKeyWithBody(ctx, id, keyId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRollOperatorKeyResponse(rsp)
+}
+
+// RollOperatorKeyWithResponse Replace an API key
+//
+// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+// Rolling a revoked or expired key is `409 invalid_state_transition`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
+func (c *ClientWithResponses) RollOperatorKeyWithResponse(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, body RollOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RollOperatorKeyResponse, error) {
+	rsp, err := c.RollOperatorKey(ctx, id, keyId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRollOperatorKeyResponse(rsp)
+}
+
 // GetOverviewWithResponse The back office at a glance
 //
 // Per stage, how many transactions wait and their USDT and NGN totals; per network,
@@ -5287,6 +8370,149 @@ func (c *ClientWithResponses) GetOverviewWithResponse(ctx context.Context, reqEd
 		return nil, err
 	}
 	return ParseGetOverviewResponse(rsp)
+}
+
+// ListPartnersWithResponse List partners
+//
+// Every partner, oldest first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /partners (the `ListPartners` operationId).
+func (c *ClientWithResponses) ListPartnersWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListPartnersResponse, error) {
+	rsp, err := c.ListPartners(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPartnersResponse(rsp)
+}
+
+// CreatePartnerWithBodyWithResponse Create a partner
+//
+// Creates a partner and its first API key, shown once in `key.key` (only its hash is
+// stored). The partner's environment is the server's (live keys in production, sandbox keys in staging) and its revenue rates the defaults.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /partners (the `CreatePartner` operationId).
+func (c *ClientWithResponses) CreatePartnerWithBodyWithResponse(ctx context.Context, params *CreatePartnerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePartnerResponse, error) {
+	rsp, err := c.CreatePartnerWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePartnerResponse(rsp)
+}
+
+// CreatePartnerWithResponse Create a partner
+//
+// Creates a partner and its first API key, shown once in `key.key` (only its hash is
+// stored). The partner's environment is the server's (live keys in production, sandbox keys in staging) and its revenue rates the defaults.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /partners (the `CreatePartner` operationId).
+func (c *ClientWithResponses) CreatePartnerWithResponse(ctx context.Context, params *CreatePartnerParams, body CreatePartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePartnerResponse, error) {
+	rsp, err := c.CreatePartner(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePartnerResponse(rsp)
+}
+
+// ListPartnerKeysWithResponse List a partner's API keys
+//
+// Every key of the partner, revoked and expired ones included, newest first; never the key itself.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /partners/{id}/keys (the `ListPartnerKeys` operationId).
+func (c *ClientWithResponses) ListPartnerKeysWithResponse(ctx context.Context, id PartnerId, reqEditors ...RequestEditorFn) (*ListPartnerKeysResponse, error) {
+	rsp, err := c.ListPartnerKeys(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPartnerKeysResponse(rsp)
+}
+
+// CreatePartnerKeyWithBodyWithResponse Add an API key
+//
+// A new key beside the existing ones, shown once in `key`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /partners/{id}/keys (the `CreatePartnerKey` operationId).
+func (c *ClientWithResponses) CreatePartnerKeyWithBodyWithResponse(ctx context.Context, id PartnerId, params *CreatePartnerKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePartnerKeyResponse, error) {
+	rsp, err := c.CreatePartnerKeyWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePartnerKeyResponse(rsp)
+}
+
+// CreatePartnerKeyWithResponse Add an API key
+//
+// A new key beside the existing ones, shown once in `key`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /partners/{id}/keys (the `CreatePartnerKey` operationId).
+func (c *ClientWithResponses) CreatePartnerKeyWithResponse(ctx context.Context, id PartnerId, params *CreatePartnerKeyParams, body CreatePartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePartnerKeyResponse, error) {
+	rsp, err := c.CreatePartnerKey(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePartnerKeyResponse(rsp)
+}
+
+// RevokePartnerKeyWithResponse Revoke an API key
+//
+// The key stops working: at once on this instance's database, and everywhere within
+// the authentication cache's lifetime (30 seconds — partner keys are cached per instance). Revoking
+// twice answers the revoked key again. Audited like every action.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /partners/{id}/keys/{key_id} (the `RevokePartnerKey` operationId).
+func (c *ClientWithResponses) RevokePartnerKeyWithResponse(ctx context.Context, id PartnerId, keyId KeyId, reqEditors ...RequestEditorFn) (*RevokePartnerKeyResponse, error) {
+	rsp, err := c.RevokePartnerKey(ctx, id, keyId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokePartnerKeyResponse(rsp)
+}
+
+// RollPartnerKeyWithBodyWithResponse Replace an API key
+//
+// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+// Rolling a revoked or expired key is `409 invalid_state_transition`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
+func (c *ClientWithResponses) RollPartnerKeyWithBodyWithResponse(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RollPartnerKeyResponse, error) {
+	rsp, err := c.RollPartnerKeyWithBody(ctx, id, keyId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRollPartnerKeyResponse(rsp)
+}
+
+// RollPartnerKeyWithResponse Replace an API key
+//
+// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+// Rolling a revoked or expired key is `409 invalid_state_transition`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
+func (c *ClientWithResponses) RollPartnerKeyWithResponse(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, body RollPartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RollPartnerKeyResponse, error) {
+	rsp, err := c.RollPartnerKey(ctx, id, keyId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRollPartnerKeyResponse(rsp)
 }
 
 // ListPayoutsWithResponse List batch payouts
@@ -6063,6 +9289,652 @@ func ParseCreateFillResponse(rsp *http.Response) (*CreateFillResponse, error) {
 	return response, nil
 }
 
+// ParseListOperatorsResponse parses an HTTP response from a ListOperatorsWithResponse call
+func ParseListOperatorsResponse(rsp *http.Response) (*ListOperatorsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListOperatorsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OperatorListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListOperatorsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListOperatorsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateOperatorResponse parses an HTTP response from a CreateOperatorWithResponse call
+func ParseCreateOperatorResponse(rsp *http.Response) (*CreateOperatorResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateOperatorResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OperatorCreatedResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateOperatorResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateOperatorResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateOperatorResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListOperatorKeysResponse parses an HTTP response from a ListOperatorKeysWithResponse call
+func ParseListOperatorKeysResponse(rsp *http.Response) (*ListOperatorKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListOperatorKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApiKeyListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListOperatorKeysResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListOperatorKeysResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateOperatorKeyResponse parses an HTTP response from a CreateOperatorKeyWithResponse call
+func ParseCreateOperatorKeyResponse(rsp *http.Response) (*CreateOperatorKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateOperatorKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NewApiKeyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateOperatorKeyResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateOperatorKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateOperatorKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokeOperatorKeyResponse parses an HTTP response from a RevokeOperatorKeyWithResponse call
+func ParseRevokeOperatorKeyResponse(rsp *http.Response) (*RevokeOperatorKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeOperatorKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApiKeyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RevokeOperatorKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevokeOperatorKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRollOperatorKeyResponse parses an HTTP response from a RollOperatorKeyWithResponse call
+func ParseRollOperatorKeyResponse(rsp *http.Response) (*RollOperatorKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RollOperatorKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NewApiKeyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RollOperatorKeyResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers RollOperatorKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RollOperatorKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetOverviewResponse parses an HTTP response from a GetOverviewWithResponse call
 func ParseGetOverviewResponse(rsp *http.Response) (*GetOverviewResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -6127,6 +9999,652 @@ func ParseGetOverviewResponse(rsp *http.Response) (*GetOverviewResponse, error) 
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetOverviewResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListPartnersResponse parses an HTTP response from a ListPartnersWithResponse call
+func ParseListPartnersResponse(rsp *http.Response) (*ListPartnersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPartnersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PartnerListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListPartnersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPartnersResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreatePartnerResponse parses an HTTP response from a CreatePartnerWithResponse call
+func ParseCreatePartnerResponse(rsp *http.Response) (*CreatePartnerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreatePartnerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PartnerCreatedResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreatePartnerResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreatePartnerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreatePartnerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListPartnerKeysResponse parses an HTTP response from a ListPartnerKeysWithResponse call
+func ParseListPartnerKeysResponse(rsp *http.Response) (*ListPartnerKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPartnerKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApiKeyListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListPartnerKeysResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPartnerKeysResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreatePartnerKeyResponse parses an HTTP response from a CreatePartnerKeyWithResponse call
+func ParseCreatePartnerKeyResponse(rsp *http.Response) (*CreatePartnerKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreatePartnerKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NewApiKeyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreatePartnerKeyResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreatePartnerKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreatePartnerKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokePartnerKeyResponse parses an HTTP response from a RevokePartnerKeyWithResponse call
+func ParseRevokePartnerKeyResponse(rsp *http.Response) (*RevokePartnerKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokePartnerKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApiKeyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RevokePartnerKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevokePartnerKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRollPartnerKeyResponse parses an HTTP response from a RollPartnerKeyWithResponse call
+func ParseRollPartnerKeyResponse(rsp *http.Response) (*RollPartnerKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RollPartnerKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NewApiKeyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RollPartnerKeyResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers RollPartnerKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RollPartnerKeyResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

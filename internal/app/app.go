@@ -21,6 +21,7 @@ import (
 	"partnerd/openapi"
 
 	"partnerd/internal/address"
+	"partnerd/internal/apikeys"
 	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
@@ -75,6 +76,7 @@ type App struct {
 	audit      *audit.Log
 	batches    *batches.Service
 	backoffice *backoffice.Service
+	keys       *apikeys.Service
 }
 
 // Open connects to the database, applies pending migrations and builds the services.

@@ -7,6 +7,7 @@ import (
 
 	"partnerd/openapi"
 
+	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
 	"partnerd/internal/batches"
@@ -52,6 +53,7 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	}
 	sort.Strings(networks)
 	a.backoffice = backoffice.New(st, stages, a.batches, networks)
+	a.keys = apikeys.New(st, store.Now)
 	if err := operatorapi.Register(e, operatorapi.Deps{
 		Operators:    a.operators,
 		Lifecycle:    a.lifecycle,
@@ -59,6 +61,8 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 		Backoffice:   a.backoffice,
 		Audit:        a.audit,
 		Batches:      a.batches,
+		Partners:     a.partners,
+		Keys:         a.keys,
 		Transactions: st,
 		Fills:        st,
 		Unmatched:    a.unmatched,
@@ -75,6 +79,9 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 
 // Operators returns the operator service (for the operators command and tests).
 func (a *App) Operators() *operators.Service { return a.operators }
+
+// Keys returns the API key service (for the partners keys command).
+func (a *App) Keys() *apikeys.Service { return a.keys }
 
 // Unmatched returns the unmatched-deposit service (the chain watcher records into it).
 func (a *App) Unmatched() *unmatched.Service { return a.unmatched }

@@ -28,6 +28,11 @@ const (
 	ResolveCredited Action = "resolve_credited"
 	BatchPayout     Action = "batch_payout"
 	BatchFill       Action = "batch_fill"
+	PartnerCreated  Action = "partner_created"
+	OperatorCreated Action = "operator_created"
+	KeyCreated      Action = "key_created"
+	KeyRolled       Action = "key_rolled"
+	KeyRevoked      Action = "key_revoked"
 )
 
 // Entry is one operator action.
@@ -39,8 +44,10 @@ type Entry struct {
 	TransactionID      *uuid.UUID
 	UnmatchedDepositID *uuid.UUID
 	BatchID            *uuid.UUID
-	Reference          *string
-	CreatedAt          time.Time
+	// SubjectID is the partner, operator or key of an account or key action.
+	SubjectID *uuid.UUID
+	Reference *string
+	CreatedAt time.Time
 }
 
 // Filter selects entries; zero fields select everything.

@@ -56,7 +56,7 @@ func (s *Server) ListAudit(ctx context.Context, req operatorapi.ListAuditRequest
 	for i, e := range page.Items {
 		items[i] = operatorapi.AuditEntry{Id: e.ID, OperatorId: e.OperatorID, OperatorName: e.OperatorName,
 			Action: operatorapi.AuditAction(e.Action), TransactionId: e.TransactionID, UnmatchedDepositId: e.UnmatchedDepositID,
-			BatchId: e.BatchID, Reference: e.Reference, CreatedAt: e.CreatedAt}
+			BatchId: e.BatchID, SubjectId: e.SubjectID, Reference: e.Reference, CreatedAt: e.CreatedAt}
 	}
 	return operatorapi.ListAudit200JSONResponse{Success: true, Data: operatorapi.AuditPage{
 		Data: items, HasMore: page.HasMore, Limit: page.Limit, NextCursor: page.NextCursor,

@@ -11,12 +11,14 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"partnerd/gen/operatorapi"
+	"partnerd/internal/apikeys"
 	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
@@ -25,6 +27,7 @@ import (
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/operators"
+	"partnerd/internal/partners"
 	"partnerd/internal/ratelimit"
 	"partnerd/internal/transactions"
 	"partnerd/internal/unmatched"
@@ -48,6 +51,9 @@ type Deps struct {
 	Backoffice *backoffice.Service
 	Audit      *audit.Log
 	Batches    *batches.Service
+	// Partners and Keys manage the accounts and their API keys (Operators above).
+	Partners *partners.Service
+	Keys     *apikeys.Service
 	// Idempotency works on the operators' own key table.
 	Idempotency *idempotency.Service
 	// Limiter and Limits rate-limit operator requests per operator key, with the
@@ -69,11 +75,13 @@ type Fills interface {
 
 // postOperations are the operations that require an Idempotency-Key.
 var postOperations = []string{"fillOrder", "settleOrder", "settlePayout", "failTransaction", "refundTransaction", "resolveUnmatchedDeposit",
-	"createPayout", "createFill"}
+	"createPayout", "createFill", "createPartner", "createPartnerKey", "rollPartnerKey", "createOperator",
+	"createOperatorKey", "rollOperatorKey"}
 
 // getOperations are the rest.
 var getOperations = []string{"listStage", "getOperatorTransaction", "listUnmatchedDeposits",
-	"getOverview", "listAudit", "listPayouts", "listFills"}
+	"getOverview", "listAudit", "listPayouts", "listFills", "listPartners", "listPartnerKeys", "listOperators",
+	"listOperatorKeys", "revokePartnerKey", "revokeOperatorKey"}
 
 // Register mounts the operator API on e. Every operation gets, in order: a
 // deadline, no-store caching, the JSON body rule, operator authentication,
@@ -113,7 +121,8 @@ func Register(e *echo.Echo, d Deps) error {
 		mw[op] = append(append([]echo.MiddlewareFunc{}, common...), httpapi.Idempotent(op, d.Idempotency, operatorIDOf))
 	}
 	srv := &Server{lifecycle: d.Lifecycle, stages: d.Stages, loader: d.Transactions, fills: d.Fills, unmatched: d.Unmatched,
-		backoffice: d.Backoffice, audit: d.Audit, batches: d.Batches, log: log}
+		backoffice: d.Backoffice, audit: d.Audit, batches: d.Batches,
+		partners: d.Partners, operators: d.Operators, keys: d.Keys, now: time.Now, log: log}
 	operatorapi.RegisterHandlersWithOptions(e, operatorapi.NewStrictHandler(srv, nil), operatorapi.RegisterHandlersOptions{
 		BaseURL: BasePath, OperationMiddlewares: mw,
 	})

@@ -3,11 +3,13 @@ package operatorapi
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
 	"partnerd/gen/operatorapi"
+	"partnerd/internal/apikeys"
 	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
@@ -15,6 +17,8 @@ import (
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
+	"partnerd/internal/operators"
+	"partnerd/internal/partners"
 	"partnerd/internal/transactions"
 	"partnerd/internal/unmatched"
 )
@@ -31,6 +35,10 @@ type Server struct {
 	backoffice *backoffice.Service
 	audit      *audit.Log
 	batches    *batches.Service
+	partners   *partners.Service
+	operators  *operators.Service
+	keys       *apikeys.Service
+	now        func() time.Time
 	log        *slog.Logger
 }
 

@@ -124,6 +124,7 @@ type auditRow struct {
 	TransactionID      *uuid.UUID
 	UnmatchedDepositID *uuid.UUID
 	BatchID            *uuid.UUID
+	SubjectID          *uuid.UUID
 	Reference          *string
 	CreatedAt          time.Time
 }
@@ -139,6 +140,7 @@ type auditListRow struct {
 	TransactionID      *uuid.UUID
 	UnmatchedDepositID *uuid.UUID
 	BatchID            *uuid.UUID
+	SubjectID          *uuid.UUID
 	Reference          *string
 	CreatedAt          time.Time
 }
@@ -146,7 +148,7 @@ type auditListRow struct {
 // InsertAudit writes e (in the unit of work ctx carries, if any).
 func (s *Store) InsertAudit(ctx context.Context, e *audit.Entry) error {
 	return s.write(ctx).Create(&auditRow{ID: e.ID, OperatorID: e.OperatorID, Action: string(e.Action), TransactionID: e.TransactionID,
-		UnmatchedDepositID: e.UnmatchedDepositID, BatchID: e.BatchID, Reference: e.Reference, CreatedAt: e.CreatedAt}).Error
+		UnmatchedDepositID: e.UnmatchedDepositID, BatchID: e.BatchID, SubjectID: e.SubjectID, Reference: e.Reference, CreatedAt: e.CreatedAt}).Error
 }
 
 // ListAudit returns up to limit entries matching f, newest first, after pos.
@@ -170,7 +172,7 @@ func (s *Store) ListAudit(ctx context.Context, f audit.Filter, pos *cursor.Posit
 	out := make([]*audit.Entry, len(rows))
 	for i, r := range rows {
 		out[i] = &audit.Entry{ID: r.ID, OperatorID: r.OperatorID, OperatorName: r.OperatorName, Action: audit.Action(r.Action),
-			TransactionID: r.TransactionID, UnmatchedDepositID: r.UnmatchedDepositID, BatchID: r.BatchID,
+			TransactionID: r.TransactionID, UnmatchedDepositID: r.UnmatchedDepositID, BatchID: r.BatchID, SubjectID: r.SubjectID,
 			Reference: r.Reference, CreatedAt: r.CreatedAt.UTC()}
 	}
 	return out, nil

@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"partnerd/internal/apikeys"
 	"partnerd/internal/apperr"
 	"partnerd/internal/cursor"
 	"partnerd/internal/idempotency"
@@ -32,18 +33,54 @@ type operatorRow struct {
 
 func (operatorRow) TableName() string { return "operators" }
 
-// CreateOperator inserts o.
+// CreateOperator inserts o and its first API key (o.KeyHash, o.KeyPrefix), whose id
+// is the account's own (as for the keys the migration carried over).
 func (s *Store) CreateOperator(ctx context.Context, o *operators.Operator) error {
-	return s.write(ctx).Create(&operatorRow{ID: o.ID, Name: o.Name, KeyHash: o.KeyHash, CreatedAt: o.CreatedAt}).Error
+	return s.Transact(ctx, func(ctx context.Context, _ *Tx) error {
+		if err := s.write(ctx).Create(&operatorRow{ID: o.ID, Name: o.Name, KeyHash: o.KeyHash, CreatedAt: o.CreatedAt}).Error; err != nil {
+			return err
+		}
+		return s.InsertAPIKey(ctx, &apikeys.Key{ID: o.ID, Owner: apikeys.Operator, OwnerID: o.ID, Hash: o.KeyHash, Prefix: o.KeyPrefix, CreatedAt: o.CreatedAt})
+	})
 }
 
-// OperatorByKeyHash returns the operator whose key hashes to hash, or apperr NotFound.
+// OperatorByKeyHash returns the operator whose working key hashes to hash (not
+// revoked, not expired), or apperr NotFound; it records the key's use. KeyHash is
+// the hash of the key that authenticated.
 func (s *Store) OperatorByKeyHash(ctx context.Context, hash string) (*operators.Operator, error) {
 	var row operatorRow
-	if err := s.read(ctx).Where("key_hash = ?", hash).Take(&row).Error; err != nil {
+	now := Now()
+	err := s.read(ctx).Table("api_keys AS k").Select("o.*").Joins("JOIN operators o ON o.id = k.owner_id").
+		Where(usableKey, hash, string(apikeys.Operator), now).Take(&row).Error
+	if err != nil {
 		return nil, notFound(err, "operator")
 	}
-	return &operators.Operator{ID: row.ID, Name: row.Name, KeyHash: row.KeyHash, CreatedAt: row.CreatedAt.UTC()}, nil
+	if err := s.touchKey(ctx, hash, now); err != nil {
+		return nil, err
+	}
+	return &operators.Operator{ID: row.ID, Name: row.Name, KeyHash: hash, CreatedAt: row.CreatedAt.UTC()}, nil
+}
+
+// Operators returns every operator, oldest first.
+func (s *Store) Operators(ctx context.Context) ([]*operators.Operator, error) {
+	var rows []operatorRow
+	if err := s.read(ctx).Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]*operators.Operator, len(rows))
+	for i, r := range rows {
+		out[i] = &operators.Operator{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt.UTC()}
+	}
+	return out, nil
+}
+
+// OperatorByID returns operator id, or apperr NotFound.
+func (s *Store) OperatorByID(ctx context.Context, id uuid.UUID) (*operators.Operator, error) {
+	var row operatorRow
+	if err := s.read(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+		return nil, notFound(err, "operator")
+	}
+	return &operators.Operator{ID: row.ID, Name: row.Name, CreatedAt: row.CreatedAt.UTC()}, nil
 }
 
 // OperatorKeys returns the idempotency store of operator requests: the same
