@@ -1,6 +1,7 @@
 package app
 
 import (
+	"net/http"
 	"sort"
 
 	"github.com/labstack/echo/v4"
@@ -12,6 +13,7 @@ import (
 	"partnerd/internal/backoffice"
 	"partnerd/internal/batches"
 	"partnerd/internal/config"
+	"partnerd/internal/console"
 	"partnerd/internal/docs"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
@@ -74,7 +76,11 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 		return err
 	}
 	docs.RegisterOperator(e, openapi.OperatorYAML)
-	return nil
+	// The console calls the operator API in process, through the finished handler.
+	return console.Register(e, console.Deps{
+		Operators: a.operators, API: func() http.Handler { return a.handler }, OperatorBase: operatorapi.BasePath,
+		Secure: a.cfg.Env == config.Production, Logger: a.log, Now: store.Now,
+	})
 }
 
 // Operators returns the operator service (for the operators command and tests).
