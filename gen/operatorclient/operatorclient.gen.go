@@ -1424,9 +1424,6 @@ type NotFound = Error
 // OperatorActionOK Envelope of a transaction.
 type OperatorActionOK = OperatorTransactionResponse
 
-// OperatorTransactionOK Envelope of a transaction.
-type OperatorTransactionOK = OperatorTransactionResponse
-
 // PayloadTooLarge The body of every failure (the partner API's).
 type PayloadTooLarge = Error
 
