@@ -46,8 +46,18 @@ check-generated: ## Fail when any file in gen/ differs from what the specs produ
 	if [ "$$extra" != "$$have" ]; then echo "gen/ holds files no config generates:"; diff <(echo "$$extra") <(echo "$$have"); exit 1; fi; \
 	echo "generated code is up to date"
 
+.PHONY: chromium
+chromium: ## Make sure Debian's chromium is installed (the console's browser tests); installs it as root with apt-get
+	@if command -v chromium >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "chromium is missing: installing Debian's chromium package with apt-get"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else \
+		echo "the console tests need the Debian package 'chromium' (apt-get install chromium, as root)" >&2; exit 1; \
+	fi
+
 .PHONY: test
-test: ## Run every test against PostgreSQL and SQLite (starts a throwaway PostgreSQL and Redis when none answers)
+test: chromium ## Run every test against PostgreSQL and SQLite (starts a throwaway PostgreSQL and Redis when none answers)
 	@set -euo pipefail; \
 	trap 'scripts/test-postgres.sh stop "$${TEST_PG_DIR:-}"; scripts/test-redis.sh stop "$${TEST_REDIS_DIR:-}"' EXIT; \
 	env_out=$$(scripts/test-postgres.sh); \

@@ -4,6 +4,10 @@
 //	partnerd migrate                          apply database migrations and exit
 //	partnerd partners create --name NAME [--json]
 //	                                          create a partner and print its API key once
+//	partnerd partners keys roll --partner ID --key KEY_ID [--overlap 24h] [--json]
+//	                                          replace a partner key (the old one works for the overlap)
+//	partnerd partners keys revoke --partner ID --key KEY_ID
+//	                                          revoke a partner key
 //	partnerd operators create --name NAME [--json]
 //	                                          create a back-office operator and print its key once
 //	partnerd listen --secret whsec_… [--addr :9000]
@@ -46,6 +50,10 @@ const usage = `usage:
   partnerd [serve]                              run the API
   partnerd migrate                              apply database migrations
   partnerd partners create --name NAME [--json] create a partner and print its API key once
+  partnerd partners keys roll --partner ID --key KEY_ID [--overlap 24h] [--json]
+                                                replace a partner key; the old one works for the overlap
+  partnerd partners keys revoke --partner ID --key KEY_ID
+                                                revoke a partner key
   partnerd operators create --name NAME [--json]
                                                 create an operator and print its API key once
   partnerd listen --secret whsec_… [--addr :9000]
@@ -66,6 +74,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	case "migrate":
 		return migrate(stdout)
 	case "partners":
+		if len(args) >= 2 && args[0] == "keys" {
+			return partnerKeys(args[1], args[2:], log, stdout, stderr)
+		}
 		if len(args) == 0 || args[0] != "create" {
 			return errors.New(usage)
 		}
@@ -166,10 +177,11 @@ func createPartner(args []string, log *slog.Logger, stdout, stderr io.Writer) er
 				Name        string `json:"name"`
 				Environment string `json:"environment"`
 				APIKey      string `json:"api_key"`
-			}{p.ID.String(), p.Name, string(p.Environment), key})
+				KeyID       string `json:"key_id"`
+			}{p.ID.String(), p.Name, string(p.Environment), key, p.KeyID.String()})
 		}
-		fmt.Fprintf(stdout, "partner_id:  %s\nname:        %s\nenvironment: %s\napi_key:     %s\n\nThe API key is shown only now; store it safely.\n",
-			p.ID, p.Name, p.Environment, key)
+		fmt.Fprintf(stdout, "partner_id:  %s\nname:        %s\nenvironment: %s\napi_key:     %s\nkey_id:      %s\n\nThe API key is shown only now; store it safely.\n",
+			p.ID, p.Name, p.Environment, key, p.KeyID)
 		return nil
 	})
 }

@@ -28,7 +28,7 @@ func TestPartnersCreateJSON(t *testing.T) {
 			dec.DisallowUnknownFields()
 			require.NoError(t, dec.Decode(&got))
 			require.False(t, dec.More())
-			require.ElementsMatch(t, []string{"partner_id", "name", "environment", "api_key"}, keys(got))
+			require.ElementsMatch(t, []string{"partner_id", "name", "environment", "api_key", "key_id"}, keys(got))
 			require.Equal(t, "Acme Pay", got["name"])
 			require.Equal(t, "sandbox", got["environment"])
 			require.True(t, strings.HasPrefix(got["api_key"], "sk_sandbox_"))
@@ -48,6 +48,30 @@ func TestPartnersCreateText(t *testing.T) {
 	require.Error(t, run([]string{"partners", "create"}, &out, &bytes.Buffer{}), "--name is required")
 	require.Error(t, run([]string{"partners", "delete"}, &out, &bytes.Buffer{}))
 	require.Error(t, run([]string{"bogus"}, &out, &bytes.Buffer{}))
+}
+
+// partners keys roll replaces a key (printing the new one once); revoke stops it;
+// a revoked key cannot be rolled.
+func TestPartnerKeysCommands(t *testing.T) {
+	t.Setenv("DATABASE_URL", "sqlite:"+filepath.Join(t.TempDir(), "p.db"))
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"partners", "create", "--name", "Acme", "--json"}, &out, &bytes.Buffer{}))
+	var created map[string]string
+	require.NoError(t, json.Unmarshal(out.Bytes(), &created))
+
+	out.Reset()
+	require.NoError(t, run([]string{"partners", "keys", "roll", "--partner", created["partner_id"], "--key", created["key_id"], "--overlap", "1h", "--json"}, &out, &bytes.Buffer{}))
+	var rolled map[string]string
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rolled))
+	require.True(t, strings.HasPrefix(rolled["api_key"], "sk_sandbox_"))
+	require.NotEqual(t, created["api_key"], rolled["api_key"])
+
+	out.Reset()
+	require.NoError(t, run([]string{"partners", "keys", "revoke", "--partner", created["partner_id"], "--key", rolled["key_id"]}, &out, &bytes.Buffer{}))
+	require.Contains(t, out.String(), "revoked")
+	err := run([]string{"partners", "keys", "roll", "--partner", created["partner_id"], "--key", rolled["key_id"]}, &out, &bytes.Buffer{})
+	require.ErrorContains(t, err, "revoked")
+	require.Error(t, run([]string{"partners", "keys", "roll", "--partner", "nope", "--key", rolled["key_id"]}, &out, &bytes.Buffer{}))
 }
 
 func TestProductionRefusesToStartWithDemoSettings(t *testing.T) {

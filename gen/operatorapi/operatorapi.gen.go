@@ -9,7 +9,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"path"
@@ -21,6 +23,102 @@ import (
 	"github.com/oapi-codegen/runtime"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
+
+// Defines values for ApiKeyStatus.
+const (
+	ApiKeyStatusActive   ApiKeyStatus = "active"
+	ApiKeyStatusExpired  ApiKeyStatus = "expired"
+	ApiKeyStatusExpiring ApiKeyStatus = "expiring"
+	ApiKeyStatusRevoked  ApiKeyStatus = "revoked"
+)
+
+// Valid indicates whether the value is a known member of the ApiKeyStatus enum.
+func (e ApiKeyStatus) Valid() bool {
+	switch e {
+	case ApiKeyStatusActive:
+		return true
+	case ApiKeyStatusExpired:
+		return true
+	case ApiKeyStatusExpiring:
+		return true
+	case ApiKeyStatusRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuditAction.
+const (
+	AuditActionBatchFill       AuditAction = "batch_fill"
+	AuditActionBatchPayout     AuditAction = "batch_payout"
+	AuditActionFail            AuditAction = "fail"
+	AuditActionFill            AuditAction = "fill"
+	AuditActionKeyCreated      AuditAction = "key_created"
+	AuditActionKeyRevoked      AuditAction = "key_revoked"
+	AuditActionKeyRolled       AuditAction = "key_rolled"
+	AuditActionOperatorCreated AuditAction = "operator_created"
+	AuditActionPartnerCreated  AuditAction = "partner_created"
+	AuditActionPayout          AuditAction = "payout"
+	AuditActionRefund          AuditAction = "refund"
+	AuditActionResolveCredited AuditAction = "resolve_credited"
+	AuditActionResolveRefunded AuditAction = "resolve_refunded"
+	AuditActionSettle          AuditAction = "settle"
+)
+
+// Valid indicates whether the value is a known member of the AuditAction enum.
+func (e AuditAction) Valid() bool {
+	switch e {
+	case AuditActionBatchFill:
+		return true
+	case AuditActionBatchPayout:
+		return true
+	case AuditActionFail:
+		return true
+	case AuditActionFill:
+		return true
+	case AuditActionKeyCreated:
+		return true
+	case AuditActionKeyRevoked:
+		return true
+	case AuditActionKeyRolled:
+		return true
+	case AuditActionOperatorCreated:
+		return true
+	case AuditActionPartnerCreated:
+		return true
+	case AuditActionPayout:
+		return true
+	case AuditActionRefund:
+		return true
+	case AuditActionResolveCredited:
+		return true
+	case AuditActionResolveRefunded:
+		return true
+	case AuditActionSettle:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchKind.
+const (
+	BatchKindFill   BatchKind = "fill"
+	BatchKindPayout BatchKind = "payout"
+)
+
+// Valid indicates whether the value is a known member of the BatchKind enum.
+func (e BatchKind) Valid() bool {
+	switch e {
+	case BatchKindFill:
+		return true
+	case BatchKindPayout:
+		return true
+	default:
+		return false
+	}
+}
 
 // Defines values for ErrorCode.
 const (
@@ -100,6 +198,24 @@ func (e ErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for PartnerEnvironment.
+const (
+	Production PartnerEnvironment = "production"
+	Sandbox    PartnerEnvironment = "sandbox"
+)
+
+// Valid indicates whether the value is a known member of the PartnerEnvironment enum.
+func (e PartnerEnvironment) Valid() bool {
+	switch e {
+	case Production:
+		return true
+	case Sandbox:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RefundTaskKind.
 const (
 	Dust      RefundTaskKind = "dust"
@@ -147,6 +263,7 @@ const (
 	StageAwaitingFill       Stage = "awaiting_fill"
 	StageAwaitingPayout     Stage = "awaiting_payout"
 	StageAwaitingSettlement Stage = "awaiting_settlement"
+	StageConfirmingTooLong  Stage = "confirming_too_long"
 	StageFailed             Stage = "failed"
 )
 
@@ -158,6 +275,8 @@ func (e Stage) Valid() bool {
 	case StageAwaitingPayout:
 		return true
 	case StageAwaitingSettlement:
+		return true
+	case StageConfirmingTooLong:
 		return true
 	case StageFailed:
 		return true
@@ -241,6 +360,24 @@ func (e ListRefundTasksParamsStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListStageParamsOrder.
+const (
+	Newest ListStageParamsOrder = "newest"
+	Oldest ListStageParamsOrder = "oldest"
+)
+
+// Valid indicates whether the value is a known member of the ListStageParamsOrder enum.
+func (e ListStageParamsOrder) Valid() bool {
+	switch e {
+	case Newest:
+		return true
+	case Oldest:
+		return true
+	default:
+		return false
+	}
+}
+
 // AcceptRequest Why a short payment is accepted.
 type AcceptRequest struct {
 	// Reason Why the transaction proceeds on what was received (audited).
@@ -249,10 +386,254 @@ type AcceptRequest struct {
 	Reason string `json:"reason"`
 }
 
+// ApiKey An API key as stored (never the key itself).
+type ApiKey struct {
+	// CreatedAt When it was issued.
+	CreatedAt time.Time `json:"created_at"`
+
+	// ExpiresAt When it stops working (set by a roll); null for no end.
+	ExpiresAt *time.Time `json:"expires_at"`
+
+	// Id The key's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// LastUsedAt When it last authenticated (to the minute; partner keys to the authentication cache's lifetime).
+	LastUsedAt *time.Time `json:"last_used_at"`
+
+	// Prefix The key's first characters, to tell keys apart.
+	//
+	// Example: sk_live_AbCd
+	Prefix string `json:"prefix"`
+
+	// RevokedAt When it was revoked.
+	RevokedAt *time.Time `json:"revoked_at"`
+
+	// Status `active`, `expiring` (rolled, working until `expires_at`), `expired` or `revoked`.
+	Status ApiKeyStatus `json:"status"`
+}
+
+// ApiKeyListResponse Envelope of keys.
+type ApiKeyListResponse struct {
+	// Data The keys, newest first.
+	Data []ApiKey `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// ApiKeyResponse Envelope of a key.
+type ApiKeyResponse struct {
+	// Data An API key as stored (never the key itself).
+	Data ApiKey `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// ApiKeyStatus `active`, `expiring` (rolled, working until `expires_at`), `expired` or `revoked`.
+type ApiKeyStatus string
+
+// AuditAction What the operator did.
+//
+// Example: payout
+type AuditAction string
+
+// AuditEntry One operator action.
+type AuditEntry struct {
+	// Action What the operator did.
+	//
+	// Example: payout
+	Action AuditAction `json:"action"`
+
+	// BatchId The batch payout or fill the action belongs to.
+	BatchId *openapi_types.UUID `json:"batch_id"`
+
+	// CreatedAt When it was done.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id The entry's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OperatorId Who acted.
+	OperatorId openapi_types.UUID `json:"operator_id"`
+
+	// OperatorName Their name.
+	OperatorName string `json:"operator_name"`
+
+	// Reference The reference, reason or chain hash given.
+	Reference *string `json:"reference"`
+
+	// SubjectId The partner, operator or API key acted on (account and key actions).
+	SubjectId *openapi_types.UUID `json:"subject_id"`
+
+	// TransactionId The transaction acted on (one entry per transaction of a batch).
+	TransactionId *openapi_types.UUID `json:"transaction_id"`
+
+	// UnmatchedDepositId The unmatched deposit acted on.
+	UnmatchedDepositId *openapi_types.UUID `json:"unmatched_deposit_id"`
+}
+
+// AuditPage One page of the audit log.
+type AuditPage struct {
+	// Data The actions of this page, newest first.
+	Data []AuditEntry `json:"data"`
+
+	// HasMore True when another page follows.
+	HasMore bool `json:"has_more"`
+
+	// Limit The page size applied.
+	Limit int `json:"limit"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// AuditPageResponse Envelope of an audit page.
+type AuditPageResponse struct {
+	// Data One page of the audit log.
+	Data AuditPage `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// Batch A batch payout or fill.
+type Batch struct {
+	// CreatedAt When it was recorded.
+	CreatedAt time.Time `json:"created_at"`
+
+	// CryptoAmount The transactions' total token amount (6 decimals).
+	//
+	// Example: 200.000000
+	CryptoAmount string `json:"crypto_amount"`
+
+	// FiatAmount The NGN transferred (payouts) or received for the sale (fills).
+	FiatAmount FiatAmount `json:"fiat_amount"`
+
+	// Id The batch's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Kind A payout (`POST /payouts`) or a fill (`POST /fills`).
+	Kind BatchKind `json:"kind"`
+
+	// OperatorId Who recorded it.
+	OperatorId openapi_types.UUID `json:"operator_id"`
+
+	// PartnerId The partner paid (payouts); null for fills.
+	PartnerId *openapi_types.UUID `json:"partner_id"`
+
+	// Rate The executed rate (fills); null for payouts.
+	//
+	// Example: 1549.10
+	Rate *string `json:"rate"`
+
+	// Reference The bank transfer's or the liquidity order's reference.
+	Reference string `json:"reference"`
+
+	// TransactionIds The transactions, in the order given.
+	TransactionIds []openapi_types.UUID `json:"transaction_ids"`
+}
+
+// BatchKind A payout (`POST /payouts`) or a fill (`POST /fills`).
+type BatchKind string
+
+// BatchFillRequest One liquidity order.
+type BatchFillRequest struct {
+	// Rate The executed rate, NGN per token.
+	Rate Rate `json:"rate"`
+
+	// Reference The back office's reference for the action (order, settlement or bank transfer id).
+	//
+	// Example: LP-ORDER-88123
+	Reference Reference `json:"reference"`
+
+	// TransactionIds The transactions, each once.
+	TransactionIds TransactionIds `json:"transaction_ids"`
+}
+
+// BatchPage One page of batches.
+type BatchPage struct {
+	// Data The batches of this page, newest first.
+	Data []Batch `json:"data"`
+
+	// HasMore True when another page follows.
+	HasMore bool `json:"has_more"`
+
+	// Limit The page size applied.
+	Limit int `json:"limit"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// BatchPageResponse Envelope of a batch page.
+type BatchPageResponse struct {
+	// Data One page of batches.
+	Data BatchPage `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// BatchResponse Envelope of a batch.
+type BatchResponse struct {
+	// Data A batch payout or fill.
+	Data Batch `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
 // ChainHash A chain transaction hash (0x and 64 hex digits on EVM chains, 64 hex digits on Tron).
 //
 // Example: 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060
 type ChainHash = string
+
+// DepositTransfer One token transfer to the deposit address.
+type DepositTransfer struct {
+	// Amount The token amount (6 decimals).
+	//
+	// Example: 100.000000
+	Amount string `json:"amount"`
+
+	// BlockNumber The block that holds it; null without a chain transfer.
+	BlockNumber *int64 `json:"block_number"`
+
+	// FromAddress The sender's address (where a refund goes); null when unknown.
+	FromAddress *string `json:"from_address"`
+
+	// LogIndex The transfer's log index; null without a chain transfer.
+	LogIndex *int `json:"log_index"`
+
+	// SeenAt When it was first seen.
+	SeenAt time.Time `json:"seen_at"`
+
+	// State `pending`, `confirmed`, `reorged` or `unmatched` for a chain transfer; the deposit's status otherwise.
+	//
+	// Example: confirmed
+	State string `json:"state"`
+
+	// TxHash The chain transaction hash.
+	TxHash string `json:"tx_hash"`
+}
+
+// EmptyRequest No fields.
+type EmptyRequest = map[string]interface{}
 
 // Error The body of every failure (the partner API's).
 type Error struct {
@@ -304,6 +685,21 @@ type FailRequest struct {
 	Reason string `json:"reason"`
 }
 
+// FailingWebhook A partner whose webhook endpoint is failing.
+type FailingWebhook struct {
+	// FailingEvents Events given up on (`failed`) or retrying after a failed attempt.
+	FailingEvents int `json:"failing_events"`
+
+	// PartnerId The partner.
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// PartnerName Its name.
+	PartnerName string `json:"partner_name"`
+
+	// Url Its endpoint.
+	Url string `json:"url"`
+}
+
 // FiatAmount An NGN amount as a decimal string with exactly 2 decimal places.
 //
 // Example: 154225.00
@@ -327,10 +723,148 @@ type FillRequest struct {
 	Reference Reference `json:"reference"`
 }
 
+// NameRequest A name.
+type NameRequest struct {
+	// Name The display name.
+	Name string `json:"name"`
+}
+
 // Network Deposit network, e.g. `bep20` or `trc20`.
 //
 // Example: bep20
 type Network = string
+
+// NetworkProgress How far the chain watcher has read one network.
+type NetworkProgress struct {
+	// FinalizedBlock The latest final block; null until the watcher records it.
+	FinalizedBlock *int64 `json:"finalized_block"`
+
+	// HeadBlock The node's latest block when last read; null until the watcher records it.
+	HeadBlock *int64 `json:"head_block"`
+
+	// Lag head_block − scanned_block; null when either is unknown.
+	Lag *int64 `json:"lag"`
+
+	// Network Deposit network, e.g. `bep20` or `trc20`.
+	//
+	// Example: bep20
+	Network Network `json:"network"`
+
+	// ScannedBlock The last block fully processed; null before the first scan.
+	ScannedBlock *int64 `json:"scanned_block"`
+}
+
+// NewApiKey A new key, with the secret shown this once.
+type NewApiKey struct {
+	// CreatedAt When it was issued.
+	CreatedAt time.Time `json:"created_at"`
+
+	// ExpiresAt When it stops working (set by a roll); null for no end.
+	ExpiresAt *time.Time `json:"expires_at"`
+
+	// Id The key's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Key The API key; store it now, it cannot be shown again.
+	Key string `json:"key"`
+
+	// LastUsedAt When it last authenticated (to the minute; partner keys to the authentication cache's lifetime).
+	LastUsedAt *time.Time `json:"last_used_at"`
+
+	// Prefix The key's first characters, to tell keys apart.
+	//
+	// Example: sk_live_AbCd
+	Prefix string `json:"prefix"`
+
+	// RevokedAt When it was revoked.
+	RevokedAt *time.Time `json:"revoked_at"`
+
+	// Status `active`, `expiring` (rolled, working until `expires_at`), `expired` or `revoked`.
+	Status ApiKeyStatus `json:"status"`
+}
+
+// NewApiKeyResponse Envelope of a new key.
+type NewApiKeyResponse struct {
+	// Data A new key, with the secret shown this once.
+	Data NewApiKey `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// Operator An operator.
+type Operator struct {
+	// CreatedAt When the account was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id The operator's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Name Their name.
+	Name string `json:"name"`
+}
+
+// OperatorCreated A new operator and their first key.
+type OperatorCreated struct {
+	// Key A new key, with the secret shown this once.
+	Key NewApiKey `json:"key"`
+
+	// Operator An operator.
+	Operator Operator `json:"operator"`
+}
+
+// OperatorCreatedResponse Envelope of a new operator.
+type OperatorCreatedResponse struct {
+	// Data A new operator and their first key.
+	Data OperatorCreated `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// OperatorHistoryEntry One status change, with who did it.
+type OperatorHistoryEntry struct {
+	// ChangedAt When it changed.
+	ChangedAt time.Time `json:"changed_at"`
+
+	// FromStatus The status before (null for the creation).
+	FromStatus *string `json:"from_status"`
+
+	// Metadata Every fact recorded with the change.
+	Metadata map[string]interface{} `json:"metadata"`
+
+	// OperatorId The operator who made the change; null when the system did.
+	OperatorId *openapi_types.UUID `json:"operator_id"`
+
+	// Reason `actor:action`, as the partner sees it.
+	//
+	// Example: order:filled
+	Reason string `json:"reason"`
+
+	// Reference The reference, reason or chain hash the operator gave.
+	Reference *string `json:"reference"`
+
+	// ToStatus The status after.
+	ToStatus string `json:"to_status"`
+}
+
+// OperatorListResponse Envelope of operators.
+type OperatorListResponse struct {
+	// Data The operators, oldest first.
+	Data []Operator `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
 
 // OperatorTransaction A transaction as the back office sees it.
 type OperatorTransaction struct {
@@ -411,6 +945,111 @@ type OperatorTransaction struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// OperatorTransactionDetail A transaction in detail (`GET /transactions/{id}`).
+type OperatorTransactionDetail struct {
+	// Amount The NGN amount owed to the partner.
+	Amount FiatAmount `json:"amount"`
+
+	// Confirmations Confirmations seen.
+	Confirmations *int `json:"confirmations"`
+
+	// ConfirmedAt When the deposit was confirmed.
+	ConfirmedAt *time.Time `json:"confirmed_at"`
+
+	// CreatedAt When the transaction was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// CryptoAmount The token amount expected (6 decimals).
+	//
+	// Example: 100.000000
+	CryptoAmount string `json:"crypto_amount"`
+
+	// CryptoCurrency Lower-case token symbol.
+	//
+	// Example: usdt
+	CryptoCurrency string `json:"crypto_currency"`
+
+	// DepositAddress The deposit address.
+	DepositAddress string `json:"deposit_address"`
+
+	// DepositAmount The token amount received (6 decimals).
+	//
+	// Example: 100.000000
+	DepositAmount *string `json:"deposit_amount"`
+
+	// DepositHash The deposit's chain transaction hash.
+	DepositHash *string `json:"deposit_hash"`
+
+	// DepositId The deposit's id; null until a deposit exists.
+	DepositId *string `json:"deposit_id"`
+
+	// DepositStatus The deposit's state (the partner contract's values); null until a deposit exists.
+	DepositStatus *string `json:"deposit_status"`
+
+	// Deposits The transfers seen on chain to the deposit address, oldest first (with the
+	// sender); a deposit recorded without a chain transfer (the sandbox simulator)
+	// appears once with a null sender.
+	Deposits []DepositTransfer `json:"deposits"`
+
+	// ExpiresAt Deposit deadline.
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// Fill The executed sale an operator reported; null until then (and for simulated fills).
+	Fill *OrderFill `json:"fill"`
+
+	// History Every status change, oldest first.
+	History []OperatorHistoryEntry `json:"history"`
+
+	// Id The transaction id.
+	Id openapi_types.UUID `json:"id"`
+
+	// MerchantReference The partner's reference.
+	MerchantReference string `json:"merchant_reference"`
+
+	// Network Deposit network, e.g. `bep20` or `trc20`.
+	//
+	// Example: bep20
+	Network Network `json:"network"`
+
+	// PartnerId The partner that owns it.
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// Payout The NGN payout (history `payout:settled`); null until then.
+	Payout *PayoutRecord `json:"payout"`
+
+	// PayoutSettledAt When the NGN payout settled; null until then.
+	PayoutSettledAt *time.Time `json:"payout_settled_at"`
+
+	// Rate The partner's rate.
+	Rate Rate `json:"rate"`
+
+	// RequiredConfirmations Confirmations required.
+	RequiredConfirmations *int `json:"required_confirmations"`
+
+	// Settlement The sale's settlement (history `order:settled`); null until then.
+	Settlement *SettlementRecord `json:"settlement"`
+
+	// Status The transaction's state (the partner API's lifecycle).
+	//
+	// Example: order_filled
+	Status TransactionStatus `json:"status"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// OperatorTransactionDetailResponse Envelope of a transaction in detail.
+type OperatorTransactionDetailResponse struct {
+	// Data A transaction in detail (`GET /transactions/{id}`).
+	Data OperatorTransactionDetail `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
 // OperatorTransactionPage One page of transactions.
 type OperatorTransactionPage struct {
 	// Data The transactions of this page, newest first.
@@ -472,6 +1111,135 @@ type OrderFill struct {
 	//
 	// Example: LP-ORDER-88123
 	Reference Reference `json:"reference"`
+}
+
+// Overview The back office at a glance.
+type Overview struct {
+	// FailingWebhooks Partners with an enabled endpoint that has failing events.
+	FailingWebhooks []FailingWebhook `json:"failing_webhooks"`
+
+	// Networks Every configured network.
+	Networks []NetworkProgress `json:"networks"`
+
+	// OpenRefundTasks Refunds waiting for an operator: transactions in `failed` plus open unmatched
+	// deposits.
+	OpenRefundTasks int `json:"open_refund_tasks"`
+
+	// OpenUnmatchedDeposits Open unmatched deposits.
+	OpenUnmatchedDeposits int `json:"open_unmatched_deposits"`
+
+	// Stages Every stage, in the Stage enum's order.
+	Stages []StageSummary `json:"stages"`
+}
+
+// OverviewResponse Envelope of the overview.
+type OverviewResponse struct {
+	// Data The back office at a glance.
+	Data Overview `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// Partner A partner.
+type Partner struct {
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Environment Where its keys work.
+	Environment PartnerEnvironment `json:"environment"`
+
+	// FeeRate The platform fee, a fraction of each completed amount.
+	//
+	// Example: 0.010000
+	FeeRate string `json:"fee_rate"`
+
+	// Id The partner's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Name Its name.
+	Name string `json:"name"`
+
+	// ShareRate The partner's share of the fee, a fraction.
+	//
+	// Example: 0.200000
+	ShareRate string `json:"share_rate"`
+}
+
+// PartnerEnvironment Where its keys work.
+type PartnerEnvironment string
+
+// PartnerCreated A new partner and its first key.
+type PartnerCreated struct {
+	// Key A new key, with the secret shown this once.
+	Key NewApiKey `json:"key"`
+
+	// Partner A partner.
+	Partner Partner `json:"partner"`
+}
+
+// PartnerCreatedResponse Envelope of a new partner.
+type PartnerCreatedResponse struct {
+	// Data A new partner and its first key.
+	Data PartnerCreated `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// PartnerListResponse Envelope of partners.
+type PartnerListResponse struct {
+	// Data The partners, oldest first.
+	Data []Partner `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// PayoutRecord The NGN payout (history `payout:settled`); null until then.
+type PayoutRecord struct {
+	// OperatorId Who recorded it; null for a simulated payout.
+	OperatorId *openapi_types.UUID `json:"operator_id"`
+
+	// PayoutFiatAmount The NGN amount of that whole bank transfer, if any.
+	//
+	// Example: 308450.00
+	PayoutFiatAmount *string `json:"payout_fiat_amount"`
+
+	// PayoutId The batch payout that settled it (`POST /payouts`), if any.
+	PayoutId *openapi_types.UUID `json:"payout_id"`
+
+	// Reference The bank transfer's reference; null for a simulated payout.
+	Reference *string `json:"reference"`
+
+	// SettledAt When it settled.
+	SettledAt time.Time `json:"settled_at"`
+}
+
+// PayoutRequest One bank transfer to a partner.
+type PayoutRequest struct {
+	// FiatAmount The NGN transferred; must equal the sum of the transactions' `amount`.
+	FiatAmount FiatAmount `json:"fiat_amount"`
+
+	// PartnerId The partner paid.
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// Reference The back office's reference for the action (order, settlement or bank transfer id).
+	//
+	// Example: LP-ORDER-88123
+	Reference Reference `json:"reference"`
+
+	// TransactionIds The transactions, each once.
+	TransactionIds TransactionIds `json:"transaction_ids"`
 }
 
 // Rate NGN per one token as a decimal string with exactly 2 decimal places.
@@ -622,10 +1390,54 @@ type ResolveRequest struct {
 // ResolveRequestAction `refunded` needs `tx_hash`; `credited` needs `note`.
 type ResolveRequestAction string
 
+// RollRequest How long the rolled key keeps working.
+type RollRequest struct {
+	// Overlap A duration such as `24h`, `90m` or `0s` (at most 720h).
+	//
+	// Example: 24h
+	Overlap *string `json:"overlap,omitempty"`
+}
+
+// SettlementRecord The sale's settlement (history `order:settled`); null until then.
+type SettlementRecord struct {
+	// OperatorId Who recorded it; null for a simulated settlement.
+	OperatorId *openapi_types.UUID `json:"operator_id"`
+
+	// Reference The operator's reference; null for a simulated settlement.
+	Reference *string `json:"reference"`
+
+	// SettledAt When it was recorded.
+	SettledAt time.Time `json:"settled_at"`
+}
+
 // Stage A step's work queue; see Stages in the introduction.
 //
 // Example: awaiting_fill
 type Stage string
+
+// StageSummary One stage's queue.
+type StageSummary struct {
+	// Count How many transactions are in it.
+	Count int `json:"count"`
+
+	// CryptoAmount Their total token (USDT) amount (6 decimals).
+	//
+	// Example: 1250.000000
+	CryptoAmount string `json:"crypto_amount"`
+
+	// FiatAmount Their total NGN `amount` (2 decimals).
+	//
+	// Example: 1925000.00
+	FiatAmount string `json:"fiat_amount"`
+
+	// Stage A step's work queue; see Stages in the introduction.
+	//
+	// Example: awaiting_fill
+	Stage Stage `json:"stage"`
+}
+
+// TransactionIds The transactions, each once.
+type TransactionIds = []openapi_types.UUID
 
 // TransactionStatus The transaction's state (the partner API's lifecycle).
 //
@@ -738,14 +1550,26 @@ type Cursor = string
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// KeyId defines model for KeyId.
+type KeyId = openapi_types.UUID
+
 // Limit defines model for Limit.
 type Limit = int
+
+// OperatorId defines model for OperatorId.
+type OperatorId = openapi_types.UUID
+
+// PartnerId defines model for PartnerId.
+type PartnerId = openapi_types.UUID
 
 // TransactionId defines model for TransactionId.
 type TransactionId = openapi_types.UUID
 
 // BadRequest The body of every failure (the partner API's).
 type BadRequest = Error
+
+// BatchOK Envelope of a batch.
+type BatchOK = BatchResponse
 
 // Conflict The body of every failure (the partner API's).
 type Conflict = Error
@@ -758,9 +1582,6 @@ type NotFound = Error
 
 // OperatorActionOK Envelope of a transaction.
 type OperatorActionOK = OperatorTransactionResponse
-
-// OperatorTransactionOK Envelope of a transaction.
-type OperatorTransactionOK = OperatorTransactionResponse
 
 // PayloadTooLarge The body of every failure (the partner API's).
 type PayloadTooLarge = Error
@@ -780,6 +1601,30 @@ type UnprocessableEntity = Error
 // UnsupportedMediaType The body of every failure (the partner API's).
 type UnsupportedMediaType = Error
 
+// ListAuditParams defines parameters for ListAudit.
+type ListAuditParams struct {
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// OperatorId Only this operator's actions.
+	OperatorId *openapi_types.UUID `form:"operator_id,omitempty" json:"operator_id,omitempty"`
+
+	// TransactionId Only actions on this transaction (batches included).
+	TransactionId *openapi_types.UUID `form:"transaction_id,omitempty" json:"transaction_id,omitempty"`
+
+	// Action Only this action.
+	Action *AuditAction `form:"action,omitempty" json:"action,omitempty"`
+
+	// From Only actions at or after this time (inclusive).
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Only actions at or before this time (inclusive).
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+}
+
 // ListUnmatchedDepositsParams defines parameters for ListUnmatchedDeposits.
 type ListUnmatchedDepositsParams struct {
 	// Status Only deposits in this state (default `open`).
@@ -794,6 +1639,75 @@ type ListUnmatchedDepositsParams struct {
 
 // ResolveUnmatchedDepositParams defines parameters for ResolveUnmatchedDeposit.
 type ResolveUnmatchedDepositParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ListFillsParams defines parameters for ListFills.
+type ListFillsParams struct {
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// CreateFillParams defines parameters for CreateFill.
+type CreateFillParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// CreateOperatorParams defines parameters for CreateOperator.
+type CreateOperatorParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// CreateOperatorKeyParams defines parameters for CreateOperatorKey.
+type CreateOperatorKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RollOperatorKeyParams defines parameters for RollOperatorKey.
+type RollOperatorKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// CreatePartnerParams defines parameters for CreatePartner.
+type CreatePartnerParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// CreatePartnerKeyParams defines parameters for CreatePartnerKey.
+type CreatePartnerKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RollPartnerKeyParams defines parameters for RollPartnerKey.
+type RollPartnerKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ListPayoutsParams defines parameters for ListPayouts.
+type ListPayoutsParams struct {
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// PartnerId Only this partner's payouts.
+	PartnerId *openapi_types.UUID `form:"partner_id,omitempty" json:"partner_id,omitempty"`
+}
+
+// CreatePayoutParams defines parameters for CreatePayout.
+type CreatePayoutParams struct {
 	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
@@ -830,8 +1744,15 @@ type ResolveRefundTaskParams struct {
 
 // ListStageParams defines parameters for ListStage.
 type ListStageParams struct {
-	// Stage Which step's work to list.
-	Stage Stage `form:"stage" json:"stage"`
+	// Stage Which step's work to list; every transaction when omitted.
+	Stage *Stage `form:"stage,omitempty" json:"stage,omitempty"`
+
+	// Q A merchant reference (in any letter case), a deposit address, a chain transaction
+	// hash of a deposit, or a transaction id; transactions matching any of them.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Order `newest` (the default) or `oldest` first; send the same with `cursor`.
+	Order *ListStageParamsOrder `form:"order,omitempty" json:"order,omitempty"`
 
 	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
@@ -851,6 +1772,9 @@ type ListStageParams struct {
 	// To Only transactions created at or before this time (inclusive).
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
 }
+
+// ListStageParamsOrder defines parameters for ListStage.
+type ListStageParamsOrder string
 
 // AcceptShortPaymentParams defines parameters for AcceptShortPayment.
 type AcceptShortPaymentParams struct {
@@ -891,6 +1815,30 @@ type SettleOrderParams struct {
 // ResolveUnmatchedDepositJSONRequestBody defines body for ResolveUnmatchedDeposit for application/json ContentType.
 type ResolveUnmatchedDepositJSONRequestBody = ResolveRequest
 
+// CreateFillJSONRequestBody defines body for CreateFill for application/json ContentType.
+type CreateFillJSONRequestBody = BatchFillRequest
+
+// CreateOperatorJSONRequestBody defines body for CreateOperator for application/json ContentType.
+type CreateOperatorJSONRequestBody = NameRequest
+
+// CreateOperatorKeyJSONRequestBody defines body for CreateOperatorKey for application/json ContentType.
+type CreateOperatorKeyJSONRequestBody = EmptyRequest
+
+// RollOperatorKeyJSONRequestBody defines body for RollOperatorKey for application/json ContentType.
+type RollOperatorKeyJSONRequestBody = RollRequest
+
+// CreatePartnerJSONRequestBody defines body for CreatePartner for application/json ContentType.
+type CreatePartnerJSONRequestBody = NameRequest
+
+// CreatePartnerKeyJSONRequestBody defines body for CreatePartnerKey for application/json ContentType.
+type CreatePartnerKeyJSONRequestBody = EmptyRequest
+
+// RollPartnerKeyJSONRequestBody defines body for RollPartnerKey for application/json ContentType.
+type RollPartnerKeyJSONRequestBody = RollRequest
+
+// CreatePayoutJSONRequestBody defines body for CreatePayout for application/json ContentType.
+type CreatePayoutJSONRequestBody = PayoutRequest
+
 // ResolveRefundTaskJSONRequestBody defines body for ResolveRefundTask for application/json ContentType.
 type ResolveRefundTaskJSONRequestBody = ResolveRequest
 
@@ -914,22 +1862,76 @@ type SettleOrderJSONRequestBody = ReferenceRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// ListAudit List operator actions
+	// (GET /audit)
+	ListAudit(ctx echo.Context, params ListAuditParams) error
 	// ListUnmatchedDeposits List unmatched deposits
 	// (GET /deposits/unmatched)
 	ListUnmatchedDeposits(ctx echo.Context, params ListUnmatchedDepositsParams) error
 	// ResolveUnmatchedDeposit Resolve an unmatched deposit
 	// (POST /deposits/{id}/resolve)
 	ResolveUnmatchedDeposit(ctx echo.Context, id openapi_types.UUID, params ResolveUnmatchedDepositParams) error
+	// ListFills List batch fills
+	// (GET /fills)
+	ListFills(ctx echo.Context, params ListFillsParams) error
+	// CreateFill Record one liquidity order that filled many transactions
+	// (POST /fills)
+	CreateFill(ctx echo.Context, params CreateFillParams) error
+	// ListOperators List operators
+	// (GET /operators)
+	ListOperators(ctx echo.Context) error
+	// CreateOperator Create a operator
+	// (POST /operators)
+	CreateOperator(ctx echo.Context, params CreateOperatorParams) error
+	// ListOperatorKeys List a operator's API keys
+	// (GET /operators/{id}/keys)
+	ListOperatorKeys(ctx echo.Context, id OperatorId) error
+	// CreateOperatorKey Add an API key
+	// (POST /operators/{id}/keys)
+	CreateOperatorKey(ctx echo.Context, id OperatorId, params CreateOperatorKeyParams) error
+	// RevokeOperatorKey Revoke an API key
+	// (DELETE /operators/{id}/keys/{key_id})
+	RevokeOperatorKey(ctx echo.Context, id OperatorId, keyId KeyId) error
+	// RollOperatorKey Replace an API key
+	// (POST /operators/{id}/keys/{key_id}/roll)
+	RollOperatorKey(ctx echo.Context, id OperatorId, keyId KeyId, params RollOperatorKeyParams) error
+	// GetOverview The back office at a glance
+	// (GET /overview)
+	GetOverview(ctx echo.Context) error
+	// ListPartners List partners
+	// (GET /partners)
+	ListPartners(ctx echo.Context) error
+	// CreatePartner Create a partner
+	// (POST /partners)
+	CreatePartner(ctx echo.Context, params CreatePartnerParams) error
+	// ListPartnerKeys List a partner's API keys
+	// (GET /partners/{id}/keys)
+	ListPartnerKeys(ctx echo.Context, id PartnerId) error
+	// CreatePartnerKey Add an API key
+	// (POST /partners/{id}/keys)
+	CreatePartnerKey(ctx echo.Context, id PartnerId, params CreatePartnerKeyParams) error
+	// RevokePartnerKey Revoke an API key
+	// (DELETE /partners/{id}/keys/{key_id})
+	RevokePartnerKey(ctx echo.Context, id PartnerId, keyId KeyId) error
+	// RollPartnerKey Replace an API key
+	// (POST /partners/{id}/keys/{key_id}/roll)
+	RollPartnerKey(ctx echo.Context, id PartnerId, keyId KeyId, params RollPartnerKeyParams) error
+	// ListPayouts List batch payouts
+	// (GET /payouts)
+	ListPayouts(ctx echo.Context, params ListPayoutsParams) error
+	// CreatePayout Record one bank transfer paying a partner for many transactions
+	// (POST /payouts)
+	CreatePayout(ctx echo.Context, params CreatePayoutParams) error
 	// ListRefundTasks List refund tasks
 	// (GET /refund-tasks)
 	ListRefundTasks(ctx echo.Context, params ListRefundTasksParams) error
 	// ResolveRefundTask Resolve a refund task
 	// (POST /refund-tasks/{id}/resolve)
 	ResolveRefundTask(ctx echo.Context, id openapi_types.UUID, params ResolveRefundTaskParams) error
-	// ListStage List the transactions of a stage
+	// ListStage List or search the transactions of a stage
 	// (GET /transactions)
 	ListStage(ctx echo.Context, params ListStageParams) error
-	// GetOperatorTransaction Get a transaction
+	// GetOperatorTransaction Get a transaction in detail
 	// (GET /transactions/{id})
 	GetOperatorTransaction(ctx echo.Context, id TransactionId) error
 	// AcceptShortPayment Accept a short payment
@@ -955,6 +1957,66 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// ListAudit converts echo context to params.
+func (w *ServerInterfaceWrapper) ListAudit(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAuditParams
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "operator_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "operator_id", ctx.QueryParams(), &params.OperatorId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter operator_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "transaction_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "transaction_id", ctx.QueryParams(), &params.TransactionId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter transaction_id: %s", err))
+	}
+
+	// ------------- Optional query parameter "action" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "action", ctx.QueryParams(), &params.Action, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter action: %s", err))
+	}
+
+	// ------------- Optional query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "from", ctx.QueryParams(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter from: %s", err))
+	}
+
+	// ------------- Optional query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "to", ctx.QueryParams(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter to: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListAudit(ctx, params)
+	return err
 }
 
 // ListUnmatchedDeposits converts echo context to params.
@@ -1024,6 +2086,462 @@ func (w *ServerInterfaceWrapper) ResolveUnmatchedDeposit(ctx echo.Context) error
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ResolveUnmatchedDeposit(ctx, id, params)
+	return err
+}
+
+// ListFills converts echo context to params.
+func (w *ServerInterfaceWrapper) ListFills(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListFillsParams
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListFills(ctx, params)
+	return err
+}
+
+// CreateFill converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateFill(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateFillParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateFill(ctx, params)
+	return err
+}
+
+// ListOperators converts echo context to params.
+func (w *ServerInterfaceWrapper) ListOperators(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListOperators(ctx)
+	return err
+}
+
+// CreateOperator converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateOperator(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateOperatorParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateOperator(ctx, params)
+	return err
+}
+
+// ListOperatorKeys converts echo context to params.
+func (w *ServerInterfaceWrapper) ListOperatorKeys(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id OperatorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListOperatorKeys(ctx, id)
+	return err
+}
+
+// CreateOperatorKey converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateOperatorKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id OperatorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateOperatorKeyParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateOperatorKey(ctx, id, params)
+	return err
+}
+
+// RevokeOperatorKey converts echo context to params.
+func (w *ServerInterfaceWrapper) RevokeOperatorKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id OperatorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "key_id" -------------
+	var keyId KeyId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key_id", ctx.Param("key_id"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RevokeOperatorKey(ctx, id, keyId)
+	return err
+}
+
+// RollOperatorKey converts echo context to params.
+func (w *ServerInterfaceWrapper) RollOperatorKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id OperatorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "key_id" -------------
+	var keyId KeyId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key_id", ctx.Param("key_id"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RollOperatorKeyParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RollOperatorKey(ctx, id, keyId, params)
+	return err
+}
+
+// GetOverview converts echo context to params.
+func (w *ServerInterfaceWrapper) GetOverview(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetOverview(ctx)
+	return err
+}
+
+// ListPartners converts echo context to params.
+func (w *ServerInterfaceWrapper) ListPartners(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListPartners(ctx)
+	return err
+}
+
+// CreatePartner converts echo context to params.
+func (w *ServerInterfaceWrapper) CreatePartner(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreatePartnerParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreatePartner(ctx, params)
+	return err
+}
+
+// ListPartnerKeys converts echo context to params.
+func (w *ServerInterfaceWrapper) ListPartnerKeys(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id PartnerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListPartnerKeys(ctx, id)
+	return err
+}
+
+// CreatePartnerKey converts echo context to params.
+func (w *ServerInterfaceWrapper) CreatePartnerKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id PartnerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreatePartnerKeyParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreatePartnerKey(ctx, id, params)
+	return err
+}
+
+// RevokePartnerKey converts echo context to params.
+func (w *ServerInterfaceWrapper) RevokePartnerKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id PartnerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "key_id" -------------
+	var keyId KeyId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key_id", ctx.Param("key_id"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RevokePartnerKey(ctx, id, keyId)
+	return err
+}
+
+// RollPartnerKey converts echo context to params.
+func (w *ServerInterfaceWrapper) RollPartnerKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id PartnerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// ------------- Path parameter "key_id" -------------
+	var keyId KeyId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key_id", ctx.Param("key_id"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RollPartnerKeyParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RollPartnerKey(ctx, id, keyId, params)
+	return err
+}
+
+// ListPayouts converts echo context to params.
+func (w *ServerInterfaceWrapper) ListPayouts(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListPayoutsParams
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "partner_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "partner_id", ctx.QueryParams(), &params.PartnerId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter partner_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListPayouts(ctx, params)
+	return err
+}
+
+// CreatePayout converts echo context to params.
+func (w *ServerInterfaceWrapper) CreatePayout(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreatePayoutParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreatePayout(ctx, params)
 	return err
 }
 
@@ -1124,11 +2642,25 @@ func (w *ServerInterfaceWrapper) ListStage(ctx echo.Context) error {
 
 	// Parameter object where we will unmarshal all parameters from the context
 	var params ListStageParams
-	// ------------- Required query parameter "stage" -------------
+	// ------------- Optional query parameter "stage" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, true, "stage", ctx.QueryParams(), &params.Stage, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "stage", ctx.QueryParams(), &params.Stage, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter stage: %s", err))
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", ctx.QueryParams(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter q: %s", err))
+	}
+
+	// ------------- Optional query parameter "order" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "order", ctx.QueryParams(), &params.Order, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter order: %s", err))
 	}
 
 	// ------------- Optional query parameter "cursor" -------------
@@ -1481,10 +3013,37 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/transactions/:id/accept", wrapper.AcceptShortPayment, options.OperationMiddlewares["acceptShortPayment"]...)
 	router.GET(options.BaseURL+"/refund-tasks", wrapper.ListRefundTasks, options.OperationMiddlewares["listRefundTasks"]...)
 	router.POST(options.BaseURL+"/refund-tasks/:id/resolve", wrapper.ResolveRefundTask, options.OperationMiddlewares["resolveRefundTask"]...)
+	router.GET(options.BaseURL+"/overview", wrapper.GetOverview, options.OperationMiddlewares["getOverview"]...)
+	router.GET(options.BaseURL+"/audit", wrapper.ListAudit, options.OperationMiddlewares["listAudit"]...)
+	router.GET(options.BaseURL+"/payouts", wrapper.ListPayouts, options.OperationMiddlewares["listPayouts"]...)
+	router.POST(options.BaseURL+"/payouts", wrapper.CreatePayout, options.OperationMiddlewares["createPayout"]...)
+	router.GET(options.BaseURL+"/fills", wrapper.ListFills, options.OperationMiddlewares["listFills"]...)
+	router.POST(options.BaseURL+"/fills", wrapper.CreateFill, options.OperationMiddlewares["createFill"]...)
+	router.GET(options.BaseURL+"/partners", wrapper.ListPartners, options.OperationMiddlewares["listPartners"]...)
+	router.POST(options.BaseURL+"/partners", wrapper.CreatePartner, options.OperationMiddlewares["createPartner"]...)
+	router.GET(options.BaseURL+"/partners/:id/keys", wrapper.ListPartnerKeys, options.OperationMiddlewares["listPartnerKeys"]...)
+	router.POST(options.BaseURL+"/partners/:id/keys", wrapper.CreatePartnerKey, options.OperationMiddlewares["createPartnerKey"]...)
+	router.POST(options.BaseURL+"/partners/:id/keys/:key_id/roll", wrapper.RollPartnerKey, options.OperationMiddlewares["rollPartnerKey"]...)
+	router.DELETE(options.BaseURL+"/partners/:id/keys/:key_id", wrapper.RevokePartnerKey, options.OperationMiddlewares["revokePartnerKey"]...)
+	router.GET(options.BaseURL+"/operators", wrapper.ListOperators, options.OperationMiddlewares["listOperators"]...)
+	router.POST(options.BaseURL+"/operators", wrapper.CreateOperator, options.OperationMiddlewares["createOperator"]...)
+	router.GET(options.BaseURL+"/operators/:id/keys", wrapper.ListOperatorKeys, options.OperationMiddlewares["listOperatorKeys"]...)
+	router.POST(options.BaseURL+"/operators/:id/keys", wrapper.CreateOperatorKey, options.OperationMiddlewares["createOperatorKey"]...)
+	router.POST(options.BaseURL+"/operators/:id/keys/:key_id/roll", wrapper.RollOperatorKey, options.OperationMiddlewares["rollOperatorKey"]...)
+	router.DELETE(options.BaseURL+"/operators/:id/keys/:key_id", wrapper.RevokeOperatorKey, options.OperationMiddlewares["revokeOperatorKey"]...)
 
 }
 
 type BadRequestJSONResponse Error
+
+type BatchOKResponseHeaders struct {
+	IdempotentReplayed *string
+}
+type BatchOKJSONResponse struct {
+	Body BatchResponse
+
+	Headers BatchOKResponseHeaders
+}
 
 type ConflictJSONResponse Error
 
@@ -1500,8 +3059,6 @@ type OperatorActionOKJSONResponse struct {
 
 	Headers OperatorActionOKResponseHeaders
 }
-
-type OperatorTransactionOKJSONResponse OperatorTransactionResponse
 
 type PayloadTooLargeJSONResponse Error
 
@@ -1528,6 +3085,104 @@ type UnauthorizedJSONResponse Error
 type UnprocessableEntityJSONResponse Error
 
 type UnsupportedMediaTypeJSONResponse Error
+
+type ListAuditRequestObject struct {
+	Params ListAuditParams
+}
+
+type ListAuditResponseObject interface {
+	VisitListAuditResponse(w http.ResponseWriter) error
+}
+
+type ListAudit200JSONResponse AuditPageResponse
+
+func (response ListAudit200JSONResponse) VisitListAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAudit400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListAudit400JSONResponse) VisitListAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAudit401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListAudit401JSONResponse) VisitListAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAudit429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListAudit429JSONResponse) VisitListAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAudit500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListAudit500JSONResponse) VisitListAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAudit503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListAudit503JSONResponse) VisitListAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type ListUnmatchedDepositsRequestObject struct {
 	Params ListUnmatchedDepositsParams
@@ -1797,6 +3452,2357 @@ func (response ResolveUnmatchedDeposit500JSONResponse) VisitResolveUnmatchedDepo
 type ResolveUnmatchedDeposit503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response ResolveUnmatchedDeposit503JSONResponse) VisitResolveUnmatchedDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFillsRequestObject struct {
+	Params ListFillsParams
+}
+
+type ListFillsResponseObject interface {
+	VisitListFillsResponse(w http.ResponseWriter) error
+}
+
+type ListFills200JSONResponse BatchPageResponse
+
+func (response ListFills200JSONResponse) VisitListFillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFills400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListFills400JSONResponse) VisitListFillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFills401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListFills401JSONResponse) VisitListFillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFills429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListFills429JSONResponse) VisitListFillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFills500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListFills500JSONResponse) VisitListFillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFills503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListFills503JSONResponse) VisitListFillsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFillRequestObject struct {
+	Params CreateFillParams
+	Body   *CreateFillJSONRequestBody
+}
+
+type CreateFillResponseObject interface {
+	VisitCreateFillResponse(w http.ResponseWriter) error
+}
+
+type CreateFill200JSONResponse struct{ BatchOKJSONResponse }
+
+func (response CreateFill200JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateFill400JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateFill401JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateFill404JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateFill409JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateFill413JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateFill415JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response CreateFill422JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateFill429JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateFill500JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateFill503JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperatorsRequestObject struct {
+}
+
+type ListOperatorsResponseObject interface {
+	VisitListOperatorsResponse(w http.ResponseWriter) error
+}
+
+type ListOperators200JSONResponse OperatorListResponse
+
+func (response ListOperators200JSONResponse) VisitListOperatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperators400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListOperators400JSONResponse) VisitListOperatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperators401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListOperators401JSONResponse) VisitListOperatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperators429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListOperators429JSONResponse) VisitListOperatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperators500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListOperators500JSONResponse) VisitListOperatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperators503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListOperators503JSONResponse) VisitListOperatorsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorRequestObject struct {
+	Params CreateOperatorParams
+	Body   *CreateOperatorJSONRequestBody
+}
+
+type CreateOperatorResponseObject interface {
+	VisitCreateOperatorResponse(w http.ResponseWriter) error
+}
+
+type CreateOperator200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CreateOperator200JSONResponse struct {
+	Body    OperatorCreatedResponse
+	Headers CreateOperator200ResponseHeaders
+}
+
+func (response CreateOperator200JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateOperator400JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateOperator401JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateOperator409JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateOperator413JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateOperator415JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response CreateOperator422JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateOperator429JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateOperator500JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateOperator503JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperatorKeysRequestObject struct {
+	Id OperatorId `json:"id"`
+}
+
+type ListOperatorKeysResponseObject interface {
+	VisitListOperatorKeysResponse(w http.ResponseWriter) error
+}
+
+type ListOperatorKeys200JSONResponse ApiKeyListResponse
+
+func (response ListOperatorKeys200JSONResponse) VisitListOperatorKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperatorKeys400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListOperatorKeys400JSONResponse) VisitListOperatorKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperatorKeys401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListOperatorKeys401JSONResponse) VisitListOperatorKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperatorKeys404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListOperatorKeys404JSONResponse) VisitListOperatorKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperatorKeys429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListOperatorKeys429JSONResponse) VisitListOperatorKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperatorKeys500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListOperatorKeys500JSONResponse) VisitListOperatorKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOperatorKeys503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListOperatorKeys503JSONResponse) VisitListOperatorKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKeyRequestObject struct {
+	Id     OperatorId `json:"id"`
+	Params CreateOperatorKeyParams
+	Body   *CreateOperatorKeyJSONRequestBody
+}
+
+type CreateOperatorKeyResponseObject interface {
+	VisitCreateOperatorKeyResponse(w http.ResponseWriter) error
+}
+
+type CreateOperatorKey200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CreateOperatorKey200JSONResponse struct {
+	Body    NewApiKeyResponse
+	Headers CreateOperatorKey200ResponseHeaders
+}
+
+func (response CreateOperatorKey200JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateOperatorKey400JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateOperatorKey401JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreateOperatorKey404JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreateOperatorKey409JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateOperatorKey413JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateOperatorKey415JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response CreateOperatorKey422JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateOperatorKey429JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateOperatorKey500JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperatorKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateOperatorKey503JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOperatorKeyRequestObject struct {
+	Id    OperatorId `json:"id"`
+	KeyId KeyId      `json:"key_id"`
+}
+
+type RevokeOperatorKeyResponseObject interface {
+	VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error
+}
+
+type RevokeOperatorKey200JSONResponse ApiKeyResponse
+
+func (response RevokeOperatorKey200JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOperatorKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RevokeOperatorKey400JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOperatorKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RevokeOperatorKey401JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOperatorKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RevokeOperatorKey404JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOperatorKey429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RevokeOperatorKey429JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOperatorKey500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RevokeOperatorKey500JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOperatorKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RevokeOperatorKey503JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKeyRequestObject struct {
+	Id     OperatorId `json:"id"`
+	KeyId  KeyId      `json:"key_id"`
+	Params RollOperatorKeyParams
+	Body   *RollOperatorKeyJSONRequestBody
+}
+
+type RollOperatorKeyResponseObject interface {
+	VisitRollOperatorKeyResponse(w http.ResponseWriter) error
+}
+
+type RollOperatorKey200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type RollOperatorKey200JSONResponse struct {
+	Body    NewApiKeyResponse
+	Headers RollOperatorKey200ResponseHeaders
+}
+
+func (response RollOperatorKey200JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RollOperatorKey400JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RollOperatorKey401JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RollOperatorKey404JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RollOperatorKey409JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RollOperatorKey413JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RollOperatorKey415JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response RollOperatorKey422JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RollOperatorKey429JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RollOperatorKey500JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollOperatorKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RollOperatorKey503JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverviewRequestObject struct {
+}
+
+type GetOverviewResponseObject interface {
+	VisitGetOverviewResponse(w http.ResponseWriter) error
+}
+
+type GetOverview200JSONResponse OverviewResponse
+
+func (response GetOverview200JSONResponse) VisitGetOverviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverview401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetOverview401JSONResponse) VisitGetOverviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverview429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetOverview429JSONResponse) VisitGetOverviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverview500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetOverview500JSONResponse) VisitGetOverviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverview503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetOverview503JSONResponse) VisitGetOverviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnersRequestObject struct {
+}
+
+type ListPartnersResponseObject interface {
+	VisitListPartnersResponse(w http.ResponseWriter) error
+}
+
+type ListPartners200JSONResponse PartnerListResponse
+
+func (response ListPartners200JSONResponse) VisitListPartnersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartners400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListPartners400JSONResponse) VisitListPartnersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartners401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListPartners401JSONResponse) VisitListPartnersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartners429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListPartners429JSONResponse) VisitListPartnersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartners500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListPartners500JSONResponse) VisitListPartnersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartners503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListPartners503JSONResponse) VisitListPartnersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerRequestObject struct {
+	Params CreatePartnerParams
+	Body   *CreatePartnerJSONRequestBody
+}
+
+type CreatePartnerResponseObject interface {
+	VisitCreatePartnerResponse(w http.ResponseWriter) error
+}
+
+type CreatePartner200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CreatePartner200JSONResponse struct {
+	Body    PartnerCreatedResponse
+	Headers CreatePartner200ResponseHeaders
+}
+
+func (response CreatePartner200JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreatePartner400JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreatePartner401JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreatePartner409JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreatePartner413JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreatePartner415JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response CreatePartner422JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreatePartner429JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreatePartner500JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreatePartner503JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerKeysRequestObject struct {
+	Id PartnerId `json:"id"`
+}
+
+type ListPartnerKeysResponseObject interface {
+	VisitListPartnerKeysResponse(w http.ResponseWriter) error
+}
+
+type ListPartnerKeys200JSONResponse ApiKeyListResponse
+
+func (response ListPartnerKeys200JSONResponse) VisitListPartnerKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerKeys400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListPartnerKeys400JSONResponse) VisitListPartnerKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerKeys401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListPartnerKeys401JSONResponse) VisitListPartnerKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerKeys404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListPartnerKeys404JSONResponse) VisitListPartnerKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerKeys429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListPartnerKeys429JSONResponse) VisitListPartnerKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerKeys500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListPartnerKeys500JSONResponse) VisitListPartnerKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerKeys503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListPartnerKeys503JSONResponse) VisitListPartnerKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKeyRequestObject struct {
+	Id     PartnerId `json:"id"`
+	Params CreatePartnerKeyParams
+	Body   *CreatePartnerKeyJSONRequestBody
+}
+
+type CreatePartnerKeyResponseObject interface {
+	VisitCreatePartnerKeyResponse(w http.ResponseWriter) error
+}
+
+type CreatePartnerKey200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CreatePartnerKey200JSONResponse struct {
+	Body    NewApiKeyResponse
+	Headers CreatePartnerKey200ResponseHeaders
+}
+
+func (response CreatePartnerKey200JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreatePartnerKey400JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreatePartnerKey401JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreatePartnerKey404JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreatePartnerKey409JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreatePartnerKey413JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreatePartnerKey415JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response CreatePartnerKey422JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreatePartnerKey429JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreatePartnerKey500JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreatePartnerKey503JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePartnerKeyRequestObject struct {
+	Id    PartnerId `json:"id"`
+	KeyId KeyId     `json:"key_id"`
+}
+
+type RevokePartnerKeyResponseObject interface {
+	VisitRevokePartnerKeyResponse(w http.ResponseWriter) error
+}
+
+type RevokePartnerKey200JSONResponse ApiKeyResponse
+
+func (response RevokePartnerKey200JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePartnerKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RevokePartnerKey400JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePartnerKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RevokePartnerKey401JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePartnerKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RevokePartnerKey404JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePartnerKey429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RevokePartnerKey429JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePartnerKey500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RevokePartnerKey500JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePartnerKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RevokePartnerKey503JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKeyRequestObject struct {
+	Id     PartnerId `json:"id"`
+	KeyId  KeyId     `json:"key_id"`
+	Params RollPartnerKeyParams
+	Body   *RollPartnerKeyJSONRequestBody
+}
+
+type RollPartnerKeyResponseObject interface {
+	VisitRollPartnerKeyResponse(w http.ResponseWriter) error
+}
+
+type RollPartnerKey200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type RollPartnerKey200JSONResponse struct {
+	Body    NewApiKeyResponse
+	Headers RollPartnerKey200ResponseHeaders
+}
+
+func (response RollPartnerKey200JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RollPartnerKey400JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RollPartnerKey401JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RollPartnerKey404JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RollPartnerKey409JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RollPartnerKey413JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RollPartnerKey415JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response RollPartnerKey422JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RollPartnerKey429JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RollPartnerKey500JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RollPartnerKey503JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayoutsRequestObject struct {
+	Params ListPayoutsParams
+}
+
+type ListPayoutsResponseObject interface {
+	VisitListPayoutsResponse(w http.ResponseWriter) error
+}
+
+type ListPayouts200JSONResponse BatchPageResponse
+
+func (response ListPayouts200JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayouts400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListPayouts400JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayouts401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListPayouts401JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayouts429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListPayouts429JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayouts500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListPayouts500JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayouts503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListPayouts503JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayoutRequestObject struct {
+	Params CreatePayoutParams
+	Body   *CreatePayoutJSONRequestBody
+}
+
+type CreatePayoutResponseObject interface {
+	VisitCreatePayoutResponse(w http.ResponseWriter) error
+}
+
+type CreatePayout200JSONResponse struct{ BatchOKJSONResponse }
+
+func (response CreatePayout200JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreatePayout400JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreatePayout401JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response CreatePayout404JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout409JSONResponse struct{ ConflictJSONResponse }
+
+func (response CreatePayout409JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreatePayout413JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreatePayout415JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response CreatePayout422JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreatePayout429JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreatePayout500JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreatePayout503JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2199,9 +6205,7 @@ type GetOperatorTransactionResponseObject interface {
 	VisitGetOperatorTransactionResponse(w http.ResponseWriter) error
 }
 
-type GetOperatorTransaction200JSONResponse struct {
-	OperatorTransactionOKJSONResponse
-}
+type GetOperatorTransaction200JSONResponse OperatorTransactionDetailResponse
 
 func (response GetOperatorTransaction200JSONResponse) VisitGetOperatorTransactionResponse(w http.ResponseWriter) error {
 
@@ -3369,22 +7373,76 @@ func (response SettleOrder503JSONResponse) VisitSettleOrderResponse(w http.Respo
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// ListAudit List operator actions
+	// (GET /audit)
+	ListAudit(ctx context.Context, request ListAuditRequestObject) (ListAuditResponseObject, error)
 	// ListUnmatchedDeposits List unmatched deposits
 	// (GET /deposits/unmatched)
 	ListUnmatchedDeposits(ctx context.Context, request ListUnmatchedDepositsRequestObject) (ListUnmatchedDepositsResponseObject, error)
 	// ResolveUnmatchedDeposit Resolve an unmatched deposit
 	// (POST /deposits/{id}/resolve)
 	ResolveUnmatchedDeposit(ctx context.Context, request ResolveUnmatchedDepositRequestObject) (ResolveUnmatchedDepositResponseObject, error)
+	// ListFills List batch fills
+	// (GET /fills)
+	ListFills(ctx context.Context, request ListFillsRequestObject) (ListFillsResponseObject, error)
+	// CreateFill Record one liquidity order that filled many transactions
+	// (POST /fills)
+	CreateFill(ctx context.Context, request CreateFillRequestObject) (CreateFillResponseObject, error)
+	// ListOperators List operators
+	// (GET /operators)
+	ListOperators(ctx context.Context, request ListOperatorsRequestObject) (ListOperatorsResponseObject, error)
+	// CreateOperator Create a operator
+	// (POST /operators)
+	CreateOperator(ctx context.Context, request CreateOperatorRequestObject) (CreateOperatorResponseObject, error)
+	// ListOperatorKeys List a operator's API keys
+	// (GET /operators/{id}/keys)
+	ListOperatorKeys(ctx context.Context, request ListOperatorKeysRequestObject) (ListOperatorKeysResponseObject, error)
+	// CreateOperatorKey Add an API key
+	// (POST /operators/{id}/keys)
+	CreateOperatorKey(ctx context.Context, request CreateOperatorKeyRequestObject) (CreateOperatorKeyResponseObject, error)
+	// RevokeOperatorKey Revoke an API key
+	// (DELETE /operators/{id}/keys/{key_id})
+	RevokeOperatorKey(ctx context.Context, request RevokeOperatorKeyRequestObject) (RevokeOperatorKeyResponseObject, error)
+	// RollOperatorKey Replace an API key
+	// (POST /operators/{id}/keys/{key_id}/roll)
+	RollOperatorKey(ctx context.Context, request RollOperatorKeyRequestObject) (RollOperatorKeyResponseObject, error)
+	// GetOverview The back office at a glance
+	// (GET /overview)
+	GetOverview(ctx context.Context, request GetOverviewRequestObject) (GetOverviewResponseObject, error)
+	// ListPartners List partners
+	// (GET /partners)
+	ListPartners(ctx context.Context, request ListPartnersRequestObject) (ListPartnersResponseObject, error)
+	// CreatePartner Create a partner
+	// (POST /partners)
+	CreatePartner(ctx context.Context, request CreatePartnerRequestObject) (CreatePartnerResponseObject, error)
+	// ListPartnerKeys List a partner's API keys
+	// (GET /partners/{id}/keys)
+	ListPartnerKeys(ctx context.Context, request ListPartnerKeysRequestObject) (ListPartnerKeysResponseObject, error)
+	// CreatePartnerKey Add an API key
+	// (POST /partners/{id}/keys)
+	CreatePartnerKey(ctx context.Context, request CreatePartnerKeyRequestObject) (CreatePartnerKeyResponseObject, error)
+	// RevokePartnerKey Revoke an API key
+	// (DELETE /partners/{id}/keys/{key_id})
+	RevokePartnerKey(ctx context.Context, request RevokePartnerKeyRequestObject) (RevokePartnerKeyResponseObject, error)
+	// RollPartnerKey Replace an API key
+	// (POST /partners/{id}/keys/{key_id}/roll)
+	RollPartnerKey(ctx context.Context, request RollPartnerKeyRequestObject) (RollPartnerKeyResponseObject, error)
+	// ListPayouts List batch payouts
+	// (GET /payouts)
+	ListPayouts(ctx context.Context, request ListPayoutsRequestObject) (ListPayoutsResponseObject, error)
+	// CreatePayout Record one bank transfer paying a partner for many transactions
+	// (POST /payouts)
+	CreatePayout(ctx context.Context, request CreatePayoutRequestObject) (CreatePayoutResponseObject, error)
 	// ListRefundTasks List refund tasks
 	// (GET /refund-tasks)
 	ListRefundTasks(ctx context.Context, request ListRefundTasksRequestObject) (ListRefundTasksResponseObject, error)
 	// ResolveRefundTask Resolve a refund task
 	// (POST /refund-tasks/{id}/resolve)
 	ResolveRefundTask(ctx context.Context, request ResolveRefundTaskRequestObject) (ResolveRefundTaskResponseObject, error)
-	// ListStage List the transactions of a stage
+	// ListStage List or search the transactions of a stage
 	// (GET /transactions)
 	ListStage(ctx context.Context, request ListStageRequestObject) (ListStageResponseObject, error)
-	// GetOperatorTransaction Get a transaction
+	// GetOperatorTransaction Get a transaction in detail
 	// (GET /transactions/{id})
 	GetOperatorTransaction(ctx context.Context, request GetOperatorTransactionRequestObject) (GetOperatorTransactionResponseObject, error)
 	// AcceptShortPayment Accept a short payment
@@ -3417,6 +7475,31 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// ListAudit operation middleware
+func (sh *strictHandler) ListAudit(ctx echo.Context, params ListAuditParams) error {
+	var request ListAuditRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAudit(ctx.Request().Context(), request.(ListAuditRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAudit")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListAuditResponseObject); ok {
+		return validResponse.VisitListAuditResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // ListUnmatchedDeposits operation middleware
@@ -3487,6 +7570,629 @@ func (sh *strictHandler) ResolveUnmatchedDeposit(ctx echo.Context, id openapi_ty
 		return err
 	} else if validResponse, ok := response.(ResolveUnmatchedDepositResponseObject); ok {
 		return validResponse.VisitResolveUnmatchedDepositResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListFills operation middleware
+func (sh *strictHandler) ListFills(ctx echo.Context, params ListFillsParams) error {
+	var request ListFillsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListFills(ctx.Request().Context(), request.(ListFillsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListFills")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListFillsResponseObject); ok {
+		return validResponse.VisitListFillsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateFill operation middleware
+func (sh *strictHandler) CreateFill(ctx echo.Context, params CreateFillParams) error {
+	var request CreateFillRequestObject
+
+	request.Params = params
+
+	var body CreateFillJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateFill(ctx.Request().Context(), request.(CreateFillRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateFill")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateFillResponseObject); ok {
+		return validResponse.VisitCreateFillResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListOperators operation middleware
+func (sh *strictHandler) ListOperators(ctx echo.Context) error {
+	var request ListOperatorsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListOperators(ctx.Request().Context(), request.(ListOperatorsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListOperators")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListOperatorsResponseObject); ok {
+		return validResponse.VisitListOperatorsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateOperator operation middleware
+func (sh *strictHandler) CreateOperator(ctx echo.Context, params CreateOperatorParams) error {
+	var request CreateOperatorRequestObject
+
+	request.Params = params
+
+	var body CreateOperatorJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateOperator(ctx.Request().Context(), request.(CreateOperatorRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateOperator")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateOperatorResponseObject); ok {
+		return validResponse.VisitCreateOperatorResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListOperatorKeys operation middleware
+func (sh *strictHandler) ListOperatorKeys(ctx echo.Context, id OperatorId) error {
+	var request ListOperatorKeysRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListOperatorKeys(ctx.Request().Context(), request.(ListOperatorKeysRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListOperatorKeys")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListOperatorKeysResponseObject); ok {
+		return validResponse.VisitListOperatorKeysResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateOperatorKey operation middleware
+func (sh *strictHandler) CreateOperatorKey(ctx echo.Context, id OperatorId, params CreateOperatorKeyParams) error {
+	var request CreateOperatorKeyRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body CreateOperatorKeyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateOperatorKey(ctx.Request().Context(), request.(CreateOperatorKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateOperatorKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateOperatorKeyResponseObject); ok {
+		return validResponse.VisitCreateOperatorKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RevokeOperatorKey operation middleware
+func (sh *strictHandler) RevokeOperatorKey(ctx echo.Context, id OperatorId, keyId KeyId) error {
+	var request RevokeOperatorKeyRequestObject
+
+	request.Id = id
+	request.KeyId = keyId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RevokeOperatorKey(ctx.Request().Context(), request.(RevokeOperatorKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevokeOperatorKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RevokeOperatorKeyResponseObject); ok {
+		return validResponse.VisitRevokeOperatorKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RollOperatorKey operation middleware
+func (sh *strictHandler) RollOperatorKey(ctx echo.Context, id OperatorId, keyId KeyId, params RollOperatorKeyParams) error {
+	var request RollOperatorKeyRequestObject
+
+	request.Id = id
+	request.KeyId = keyId
+	request.Params = params
+
+	var body RollOperatorKeyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RollOperatorKey(ctx.Request().Context(), request.(RollOperatorKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RollOperatorKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RollOperatorKeyResponseObject); ok {
+		return validResponse.VisitRollOperatorKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetOverview operation middleware
+func (sh *strictHandler) GetOverview(ctx echo.Context) error {
+	var request GetOverviewRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetOverview(ctx.Request().Context(), request.(GetOverviewRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetOverview")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetOverviewResponseObject); ok {
+		return validResponse.VisitGetOverviewResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListPartners operation middleware
+func (sh *strictHandler) ListPartners(ctx echo.Context) error {
+	var request ListPartnersRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPartners(ctx.Request().Context(), request.(ListPartnersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPartners")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListPartnersResponseObject); ok {
+		return validResponse.VisitListPartnersResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreatePartner operation middleware
+func (sh *strictHandler) CreatePartner(ctx echo.Context, params CreatePartnerParams) error {
+	var request CreatePartnerRequestObject
+
+	request.Params = params
+
+	var body CreatePartnerJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreatePartner(ctx.Request().Context(), request.(CreatePartnerRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreatePartner")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreatePartnerResponseObject); ok {
+		return validResponse.VisitCreatePartnerResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListPartnerKeys operation middleware
+func (sh *strictHandler) ListPartnerKeys(ctx echo.Context, id PartnerId) error {
+	var request ListPartnerKeysRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPartnerKeys(ctx.Request().Context(), request.(ListPartnerKeysRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPartnerKeys")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListPartnerKeysResponseObject); ok {
+		return validResponse.VisitListPartnerKeysResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreatePartnerKey operation middleware
+func (sh *strictHandler) CreatePartnerKey(ctx echo.Context, id PartnerId, params CreatePartnerKeyParams) error {
+	var request CreatePartnerKeyRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body CreatePartnerKeyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreatePartnerKey(ctx.Request().Context(), request.(CreatePartnerKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreatePartnerKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreatePartnerKeyResponseObject); ok {
+		return validResponse.VisitCreatePartnerKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RevokePartnerKey operation middleware
+func (sh *strictHandler) RevokePartnerKey(ctx echo.Context, id PartnerId, keyId KeyId) error {
+	var request RevokePartnerKeyRequestObject
+
+	request.Id = id
+	request.KeyId = keyId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RevokePartnerKey(ctx.Request().Context(), request.(RevokePartnerKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevokePartnerKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RevokePartnerKeyResponseObject); ok {
+		return validResponse.VisitRevokePartnerKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RollPartnerKey operation middleware
+func (sh *strictHandler) RollPartnerKey(ctx echo.Context, id PartnerId, keyId KeyId, params RollPartnerKeyParams) error {
+	var request RollPartnerKeyRequestObject
+
+	request.Id = id
+	request.KeyId = keyId
+	request.Params = params
+
+	var body RollPartnerKeyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RollPartnerKey(ctx.Request().Context(), request.(RollPartnerKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RollPartnerKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RollPartnerKeyResponseObject); ok {
+		return validResponse.VisitRollPartnerKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListPayouts operation middleware
+func (sh *strictHandler) ListPayouts(ctx echo.Context, params ListPayoutsParams) error {
+	var request ListPayoutsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPayouts(ctx.Request().Context(), request.(ListPayoutsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPayouts")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListPayoutsResponseObject); ok {
+		return validResponse.VisitListPayoutsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreatePayout operation middleware
+func (sh *strictHandler) CreatePayout(ctx echo.Context, params CreatePayoutParams) error {
+	var request CreatePayoutRequestObject
+
+	request.Params = params
+
+	var body CreatePayoutJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreatePayout(ctx.Request().Context(), request.(CreatePayoutRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreatePayout")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreatePayoutResponseObject); ok {
+		return validResponse.VisitCreatePayoutResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -3916,156 +8622,255 @@ func (sh *strictHandler) SettleOrder(ctx echo.Context, id TransactionId, params 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rcuM4luarIDgTUVIOJVOy7LLlmJh1VzprPHlzZzq3p7eUK0IkJKFMASoCsqyudET/2gfY/bFv0C+y",
-	"b1JPsnEOAN5EXZy3ruxxx0xUmiJxOTg4N3zn4FcvkrO5FExo5fV/9aaMxizFf17GbDaXmgn9hs0TumIx",
-	"PI2ZilI+11wKr++FOl2wkCynTBA95YqkTM2lUIxwRfSUEaVlymJChVqylGhJqCCMpglnKUnZLwumNFly",
-	"PTUv0xkjYdZvtGo9Z6uw7fmeiqZsRqF/JhYzr/+TBx17731Pr+bM63tKp1xMvPt733vDdLo6H2uWro/3",
-	"LYukiBUMZEm5JiM2likjKXzCxaTc1YwLPoPeOlk3XGg2Yal3Dx3NaUpnTFty/bBIlazp8nrKSCjYnR5G",
-	"+EZI5BhnO0/ZLZcLReZ0wnyyENGUigmLz4hiIs4JMuYJ9GHIxDWMkd3R2TyBAbHVfwSXP0v+8ufz1Sse",
-	"3L18G6xedv549/KpXL68lsuXzyQf/7EddRPh+R6HAf2yYOnK8z1BZ9CCGVV54vTuBRMTPfX6naDb84ES",
-	"2YM6kheW7DlbrdPgnCwE/2XByA1bkTlLSSInPKJJxgINSt69u3wKXEPJRMqYRFPJI9Y8w7XhDDhrAWyl",
-	"2+Q5m2sylimhmiSMKk26PTKVi1SVaXMUd0eH9JS1gqgzbvXG39PW6eiEtb6nx9FR3GOH427HEcXwfU6V",
-	"ChN6vgdD5SlsAmC9DeTqHh3tptYLPuN6nUhXdMKI4n9hPukAg3aCoDSfo6B+ARNsrjigmI3pItFevxv4",
-	"MDrLxUHgb+dp37tOqVA0ghFdxvW8rPNXCI/LFA9G37Pvx0dR6zDqsFZvfHzUoof0pNUbH46PRifRadwJ",
-	"HMXnVE/zSfB4K4nHMp1R7fW9xQLfrBL1Hj42kgc34x9o/MawFvwVSQFiDP5J5/OERxRGf/Czgkn9Wujm",
-	"n1M29vrePx3kQvHA/KoOLtJU2o2/ThTHx1yRGU1gtCzuk5CLW5rweGh/Dn0S8pyxhjdsNZxxpbiYhESm",
-	"+ftWUrS9e9/7QYpxwqOvNBG7sJHtVOXCOVqkKROaKE01K8wN/x4iV3D41s6kME07+yEXw3kqJylTykzt",
-	"UmiWCpqYEX3x+b2VM6anXEzIQrC7OYs0i8mY8oTFRAoiFylRPDZzMwMbMmgrbJM/LqRmSIZspWOcwiup",
-	"n8mFiL/86F9JohbRtLT/ZEpiNpeK6z4JhdTDMYzFEPf1nKVUy/QcX339/LON0DVckBVv7N7bwVVLCmI8",
-	"kmkMWk5XhAlVhOMOEnIJYqXWFGkVbZG6UdqvDmqsFxxczej/vrQpkADX7YquEknjaylf0HTCvq78Gsl4",
-	"BUsgb1lKjnvkOf9Dn4RzM6ShlnKYwKAMh71l6S2P2DtBbylP6Cj5SoONqaYjamzMRd45aYTKjGhYeBo2",
-	"+0RIs+2B/zIjC20+QsFOJCHajC00GkOijJFY4cHCK7t4r2CB4hSupXxJxcpqJPUVqCQlmVGxcuuqyDiV",
-	"M2OhS8uiYIv1SZiC9EYTgsVhm7z5elR5J+hCT2XK/8Lir8M4xamjqja6F8So1WZgiM5pqgWzL4koWcQs",
-	"bvZJuCiM12yAd2KeyogpBYx2ITTXq68zkXpHyehqSmI+HjPU1Xb5++tmB1rT2TTUYj6XqWbxSxZzeo3G",
-	"1d9D7AipSVjtK0TaZ0MczmCMQ7AAYfj3zkxEdjyPIjbXBdOPxjFaJTS5SmH5NQcDcUwTxaoD+tN0RShR",
-	"U5lqMqerGRAQ/BFskqGlOy+08auXMmpJsd5QVbkho7BYgaGxnFLtdCHjtwy4bhHDBmyWzemXLAVxpQmd",
-	"pIzF4BRAu4kEX5rO5EKA3V9wP46sib/V/cit7J/cFHI/Wo5+ZpFGu3NKufh3qqZ17lwEP5YmOKVqShrB",
-	"HaEiBs0xZXck5hOuccoX//2l+Ub56z9ep1JUZh7cHUVHQY/FvcNuNDrqdA5PRtE4OKX0iJ3QXieI4x7t",
-	"sG7QY+OT3mjM4s6IdY7j8Yh2Rt1ucAxuxpxqMOO8vvc/G8Fd899+ClqntDU+bz17/+tx7/6f1/0I38tM",
-	"0XVmRSaVY8JuWbpCu3GRMtJAV96KjPOry+9Uc51TmGt15065FGMJ45iBVDHav0r76WJGRStlNEatx+7m",
-	"CRXU2A81M1KLCERUTUvJkq4Uwb0Ay2BnVFoIu1FsoyMpE0bFGhe5LvJh+3bKdYyF8/xBxrWTUxonNaPR",
-	"lAtGIhkzYymWSEywdWLeRXnBjO9vg0MVvwtcznq3C53Ros/l+V5RzoOD6sxqnJ6eyngIj2gC2xAexgsj",
-	"r9hwZvfrMGUogCNWaL/qJ1UGVeMkeb73C/gdQ5rAaq+GILKRryvmGA66TkDWTNwI/qxpdjfHVXR/z7ia",
-	"UR1NK03OKQfSGJkzlAs9lONhCpaU53tLNppKeTNcpEmFNEXjAklRdKvs76porXm+V2PDARvlsmF9cet3",
-	"8VOmKU/Wmey1YCCORwmbGY0pBSNjzpIYDIEsqLe+i/GdOqb9j7evX5G5xOkRLqyYNvIiJTRvE/405hAR",
-	"dMZq9+vGnf8nUBtckWUqwZbNo4HbRbwZdd7uxi2Jomet15dmJ+byZkwjENsmhlmQGWVaRXZ/7xR4KAjQ",
-	"OIDVqhFTVyxtmdWxi6ZIY0ZXZMQIm831CsUt12ym9urPcsV9RgWapnTlWaLhDtwQ+Mo9f9KgiZIENOCU",
-	"kfA/W9bgaF3GoV3f5u6FQRLlEy8NoG6RnlGefLxlUzVITNxjf6PG6p2iuvHJDZtrR4YpV1qmKzJjmoKH",
-	"VlboL/gvCx5zvYJVvOUxhv9/NiEY+FqmJvz6hYyZZ5zqc2Mwrc9MkFc/vrL2FKEKLGgW8RlNiOnI7DV2",
-	"RyOdrEg3+3We0IhVYs6do163e9QO1uyPDz91WqfvwQR5/6Q5GLTxX792662QZzz5yKUGRmV3LFoAYRVN",
-	"WJ0Yo3pIM2Js2zEFst0bab3rizfwDq6L04C7PsheXFtOaMovDbfYbt0yv2J6KdOb9TV+aqJkRJgXfMLa",
-	"kzYJR2zeDUzAUqdRNwjLi4k/lxfyJ9r6i1k5v3Ncv3g1MaC67VQJfaHGoNENkeMxjxhRjCkr38vLl68c",
-	"TZLXY6//0/5r+L6OXQrMD2rbeRnW4EIPMZJizNMZ7voaEf1D8WcYOVqiYpHYoJCJ5lePG7JmWTykuk7f",
-	"MSNZbIjThG/cJ9BDdioQU81ams/Y5m7z9YlSRvWuPourg/2ajzb2WtPLaq5lYZ/VRP7kDROO9FlAunHs",
-	"BIyqOEWdIGgH+L8tHZowfVRzCPcC3MZWRJXrWa1mI5mU+1iouNaismswpHGc1noT14WFsi+1tza0L2Fy",
-	"J3k/wuxcfzeCaa1vW5jHd2qDn9t+SDebzIm8Ex6fEWiOLITmCaofQ0d2x5VWD+oNvIyF2tUj+iJl1zWS",
-	"Qqc0gl9vabJgqrlzUM7bgiY4TbxsQxvHKtuq6EvELJ1TPLszloeR5fA89nzo6P2uWfreXWsiW2tTNy6M",
-	"qt3PTu7HjMYJF2z//TvmSbIz2g9GC+hq+IDvfV664zATTPU1P7K2abt23ymSvVi750SuFrdNx2lPA22A",
-	"ljcyr+MaDT6JXAqnqnZObU5X4D0qpnWySwaDYjLvE/t+iSX11OiZj9MCzpjZT4kas6ZWfRYWgWrW9gpW",
-	"zPBBetN9tZ/uzDf6tnEXbJC35oN731vM4+0KkGuSUKXdWcm+m6Ziv3ETq8gYKRtzLYPnXLquyqra1AUi",
-	"bATBW1dPJS1fmnFJXpSk9JoQraiKNd1VtYs2LnzF0rHCpW4z1Bm1NfbkVW2AAAMbdMLQOc9fVus2JPhn",
-	"O6WVdfK5AygJtgT3d8xTpff2ueuM4Rrfe0rVcCbTOjmXLpjBl1Eh9ZSlZopjmSRyWTQxsuCkbxExGwSX",
-	"BdnYsGFcaKGwuwp4rTqgjlJgsocO0DWWKQos+Ap7sHJKGjmGewke76HJK3sIF6pAHj9D+xRH+ACuyU6j",
-	"12Z1IW5ZIufIPbR8dmGHXs9DD1x9ZN2tAW5B5Nx4u9VQt5Ca7WUN7Yp5w2ewOva9Oi6qXwjX8J4U/whq",
-	"fzZC/4MSOTO5ard3KfRBqMiPfFNmQtlrJgRpUBHjFlZ8tkgogoJ4Yp2MKhU+UygFOtihgYtgmf3NVjff",
-	"jZZbRpDlVGZE2dd6+31FgMqzLRK1jnPe2LFXUFVgY7IUzwCs2/npAcB29+iTwn9vtpv9hTBR0fTP1JAV",
-	"2w2MqfrWdsbjbJmSERU3Rt6MWUp49cj5xVXr9ZunF29aJyed7mE5ILsb3FoY+seHLzdNzx45KM3mdWHr",
-	"T+e2raHFN+isfvysjLNbF1JYn4y+y4IT26aSn9BXp+Ia2DyRa6pqwqQvpWAroiWZ8Fu3ECmyewyifFsw",
-	"ckcUp9TmlkhO+2hLgIvtdFs+TmiOUznbHtmyPyIDzpBIEULzUzkjDdh3IeJGQt+wKBMxyJRxbv5FQAUW",
-	"ZzuveQZGbcoItZxBJpLVR8w2BhaousHokR3BQuDJLYtD/EmZsWRPSwGn5l7i/oaLeI/9ZNnpObwN1rec",
-	"DLmI2d0WD2OMDnMiJwTfNGdIVNdvjgyzHtSb6p83uEF1sf/vlHPwreFQOHet0m93zIEpmSyg2SFYWdsV",
-	"9Hdqf1Os0HBBdjxECPlEgox1Ibn9e73da0eaFz8hWuO6Gq32MmvM2x+7TvvFVt65nWWDjHmARcsHxckN",
-	"62dx7tpDfd8rLNZwr1gjNAnmrCJaWubFpJlc+5t0LDcKIcvY8qWJHDyYels5cBNwDCUYuwO7P0QIWSZQ",
-	"rRTNB407VMob81hqmiBc2QdVtVXktvcLWaHUK4ajMtOzpCdKy5zPuij/1hZtUzysZv+uS4vyLihvv5J2",
-	"3K71n1uhXknkK2iPBq1Qe8QSKSaYNSckbLXSCjb9fOUaGRfTkbxlJCwF7kJ41axrfvjAaeJWsRp4wM4t",
-	"QskAM6GBeKF0eZAwviUJX16+Gj69uHr99vI6NN/GkhlQKWzfhNkUDgvubBbPMLLpozli0WzYJSK8lC5j",
-	"kLJX6gxgS+jdQTqr+VFbPyhIBx98juhcwRZ8DMp9haBcmTn2jQ4V2OQTYnEVxvyHjA7lc/wI2n4qWf9R",
-	"SYpa5uMc33+XS7Aw1nyQNauw4lVuAM2EzjwNiUAwfWi1ZXgGmoYhhj77DegaFmV8ft7suZdrMsgR8bsJ",
-	"fgnjjqVgaKIsp6uy9/qDbRUUZYZXjmYMTHkjhVZyUYHsd4KdMDf/0wMClqJ1C/xWb8CZK83m3ykCRhD5",
-	"ZcEW7Iwoxgi+rxzqjwudyniR+WqO1nRJueZiMrRHXdnfeTSq+DSjjAUHlJRtta018qyfcu6yjusxEAZb",
-	"nvAxi1ZRwpq1E7IsXDgOLKEeMOg2NKFIPPgzhgf+m4qI2ecZCCIHYGfsWZp8pb21uVe9kLqVdLsObSK3",
-	"FWssuU+I72wO6SAaclNMZ5TI6GYoFrMR25R1AW+YkU9lEq8BDbjQx72dQYIvFzva5IrVx132Crt8SgDl",
-	"C4dOUrrcitySomU8PNuLZQ/fiQvkGdh8M5okYK8uRLWiRddEAEv/8x6DKY/BlJ2h2S8QRLHxBNuHb3we",
-	"XvKI8eQI+haSwENwmukNU27ff4Egyj74xD0CHXmEY0PwohjfKCBulvlhXEl+14Q7vmKEo8pBu93vNRH9",
-	"ICfcffM5/PA1Jf7ojX8Fb7yOY/b0G+t8mo93zWtZ9x/Sm6zO9OPJ/Xko/V+DypucohAcgNBiYZyw9Q0q",
-	"puBry7TgXRd9Ivi8hOMu+dUFH8a8t76PFYsWKdert7A8ZhUdkuk5W50v9HTDqhTqODRCdTOU8+Fvf/1b",
-	"2GyTq7x6gyI0NVaYMkKsttLXf7bOry5bzy/+nI+QzvlztjJFC7jNioyk0NRUYWIzzCu16BMuhfpv1oOM",
-	"23bS7UjO8i7cryT/wrvfAX0Avnff9U3Ymsl5wkhDpkStFKiVpjE8FEsSW5vIWj/v3j69RpH76sdX/kAY",
-	"n9tWlEuYT+Z0lSGs5UJXUn58jG5MqYgTZooVTCSzeadtcqlNbpKesoGowkVNbrxLHSLXZeeaNMIDOucH",
-	"t50D+zT0CarQpcgSEJqEq4FYCDoem4SY0Qrt0Djlt0wRinGJvmsW043yWnnG3mDKz9IRTVKggikNhM1U",
-	"hmEKrchyyqMpDJnQmM41S8lM3tqExKIjNRAD8U//RH6QAr6DucKTJ+TJE2BReGTKVbSfPCEXSIFsoa0t",
-	"SLcwre+Si/BseSAICSsMI1OXgERaLeAp8ur85UXYBK8qzPg3bJPzcvEShY31gg4p1S4hU5Yys8jVcXGF",
-	"74dOLxcWr21m7OSyb3LwlV/Ii1W+AUf4BFwRBXw24SZX9MkT3IwOQ1VoG8aIgZe+E4JkJGPOzO4Nfx2g",
-	"xBt4ffLbX//mk4GTfPAEhS4ZOBFuX7oPfZeYbNmUkBCTf0NiFEGl5KQtOhDJGJcqLrCRsXTNWMqgMGUJ",
-	"UqjCkq9/ePX67XVIGqzKDRbkICZMEeXqkTUd9h96x9GulXZpYEnA7tERfA3bhKWq6cO7KpLzPGsvW01q",
-	"S0hmffv5pMvxLsVmFFhY9TEertNVxogZhYA3oEW31inW1DJ4GDR1XYVP7COsqddlFiuEVhsZStOwkKlr",
-	"RpH1TsnmunJZMZ6z8sDcaJ31WyjGF/a6XbKh9s1ZPt0pt+LRzIUrCyTlYpLvolOyq6jdWVZpiitX+dQc",
-	"uYe9IAh9t7dSEh7d3YVtJ0NirnPWcUmHKdeGfYtBDB5nCzvht0wU4HENBLmCsCMSN5XxDcHVauZFCQxn",
-	"t6rJ2s7RNaxpZQOGlzBrynJ6krAJTewI1ZMnJnpqAqmuYkd25IpVIKDRWRN2T07EjesLnZoBODrajt9A",
-	"B2jVKytHELJZEFwbmXu0iCdM4xI2wjfn1xfDF5cvL6+Hby7On741bkn448U1rE3h1z+9uby+eJt7LSlT",
-	"umm0oilmZdujmmExz9aVTHi0wlbcs7B5ZsqoYWYvDsPEEsxGcWzVPSWlElx2BxVLb1kqXLM77aPwicDZ",
-	"SLF0FXID0HAuU12m0Rox+lY9W1CrYkLjPLBQBZZYMNLPmtUrrFGBUlxP8QcsPJpXs1D+uqBqktlCaTLC",
-	"9TYltd5dP2ud4LTA1EA1L5OCGCONd/8SBEHw21//D/yj88wn8N/vn9kHp8+asGXe/cuzZ8+e+oQlyjFT",
-	"QKoFNmHIMDezl1kSwybPitoJZkp1YIKjIbTbsKbiGddnhELjlZnmehK2ZsbiMYsSoLTRmptHA80CEaHl",
-	"nHqOkSMQkzED7RNj4NCuNx44USMqyIxRoawwMXsEJMa5IC7iCGZUZvPIpXmAdg4uHTd7oFyOOZKzGQfr",
-	"b8JQcMrU7FzcvD5RErsPbIb8UXAYEiHTGU2SlR2QJZ8VN5gsRkwcGHR9xNC47bv60KBihWAW3GEEUrGY",
-	"XyKVLghj0yK2jQNVDl2JBWJIRAWM9kbIJXSAMzB94KwSCj6JVec8SeyklZlIG5q9BpvKbgpDZouIyrLy",
-	"B95CQAdi4Fn959QjdvXkCSihJ09qdTaoUzMWUHW2Tac4YXXMgPw8ghjz2KFVZlgKE+dO05QDZyx0G8dO",
-	"6qocwjdM1QsPNF7PjYWrMv2RHXPBC9dLSUCCKLSAKzActzeykCasVZbR5hNGo6mtPScySzqaSsUEGa2M",
-	"+wEGU5+ELy7/+O7y6eX1n0PSALfF7dWiw9K3uxeXzNbBzg4NjRQOr87//PrddTgQjTlduUbAmyl7Mk3D",
-	"jaFTFWE2vMY8O7b8DuaFBZObWBQct9lAICvRJFEGXmRsjjDLESk0pTSYuZNiO5hAAhsJDwKoXvOWbLqo",
-	"0bRmelb4AneAoMz2jKIiHsk7l54C7h+8o+RANMK3F9fXLy5eXry6Hr58/fTiX7OXQhSaoxWsG0vGJHx7",
-	"+fLdi/Pri6fDwjdPL16c/zm0K+zIXtcuXWgZNpGZPhjY8wd0xMgHIPmHirtFPpCSq0U+WM9qtCIfBuJD",
-	"q9Wq/X9oPFw/Vg3Jhyw7lkSVpFmKUaEN3zXCck5nSMKMccNm4at+/rjwtF16qjP8YsPaBRm1m2Tz2HeO",
-	"Af13POcl5pwXRlA89w2zB/38QUNIwXAK+abqlxlUl4h1VtwHI+ujkIOiC3/wK4/vD6CP0E6oOgzMq7IJ",
-	"q9B3dr6N2L9bJhYM1A+ar5qJZj5y+xHOpehcF1rYMpfRqkxw1EjIlHtPywzATazUrck05yhkSfXH0IAT",
-	"ShMwj9rFR1YkffZhm65Csm1zuGKEH0hogAVFJu67Rw0nvo2OsSyIcsJxl3uzIN1xxc0Pzera5Z0VAwmN",
-	"zZxFeWIEU5kq9bxWP6vySPca0Ib+7MsIX0UQRkgaroSqoVQTBQ8ixD4UI6IF4pYeFodS/GE/6pgvNtMn",
-	"H+W6RMkKbBiJUipi6iqYbhaSZZRuAVjtIoo+Cd2PKWvNUx5ZbnBkcH2UJNN+0zafhihC0VR5U4DFwqMd",
-	"WUnOtE+40j56c8SSsoVNGAz5WC5ScsNFrPoD8QloZ59g7TfoDPXZQJge3XHgQd50CRiNcVQgyK1Zp5KF",
-	"VUFNo7FeWRSLKci37cdDqQcCPzyzjOHMp1LygFCa0ZhEiVQ2CgG0tNbXBgT2QOwFwaaOMX0TgCUCQ7CR",
-	"CbRpuaQp+CvNNrkAw5LnkAckgU8oUCffXo3MHK8gMkzoo3R6kW1wITVrOtvYQNrgD7OWRR79N7Du2L/+",
-	"9te/hbjohhgIipNjY/qagHRYgqkhebLFGgjLHrBobsvWbUVjv2+zF/yBCGvAdLCLS/IT+KMCr8Odnmk2",
-	"39VWgcWxiqw5ELjAmR5wLWRIWaAZHrFGzB7b2TOOq1TOU840xatJFmni9b2p1nPVPzioOx050CydGYAH",
-	"10nplMQdAZHzq0vP925ZqswRSacdtAOb5SzonHt977AdtA9Nsu0Uz49qNiI8nrDN1YFMyTKQJBZOsQMm",
-	"Rxp4IIl+YQ4NAde8ZOITW7bVEdcnGQCQYKzOMHCzjBnw8eSK6dacgjeN1M5CD5cxllJUunrCp7zydUQ/",
-	"reMeklUOWeD2tiaLgbRuCzHngc32hpuCMjDHfpW/N0F67v367/LxH9i7lPZ409ylc/++cv9LNwg+WwXz",
-	"rTCBmsLmuyAm977XM8Or6zWbxkHhDhv8pLP7k1JJffioe7r7o+rtBPe+d7TP+Mq3t+BXh7u/qrk0Ak+C",
-	"F7MZiA7D3jV083xP0wmwdrZtvffwZb7hrRGFugIGMpeqZtP/YFQaFSQ7/q701S+aeo0MtqjIkqWY3KvR",
-	"CDnL4ecYqtFbMYFrisg5Ue7UYklXZxa0bhz8qVyCtM3hu06e5Ii8XUcmdeLDAvrXkBA7BMh2TGt+1n8a",
-	"dVlv3KGt70eHcavHjsatE3o8agVRJ+6yw3GPHo2+yBVQu2VF5ZYyIzSQ6f8g431ubshmmacoFMEPBobq",
-	"vWF6kQpzJGczwU0AiEQLpeXMFmzLilc7pJ8X3H1PO3EQHY6OWHfco8fxSXQ6CmiHdceHcS86Gh3T79nJ",
-	"+DQOos6oSw9Zb3wUH0ffj07oKQvGHdzz+wm1SlrHfRllArS//4oiddcdOZvSRr7MFUFfTToHvd0fZRdM",
-	"4Qd7iPPsvjD4oLOHRK5eOITfHe0znZprQ1DpdPf5eP3qlG9UYdmtVItS26y1ih7qRgN1h+e7zXLslwtC",
-	"WEdNgfvgfFI5rvVGVe5ZWkdNVSvK1bmTftE3rMvIbSjGSr59s02e2bstIzkbmYPmWnM3T7Lbz9AtJ8iC",
-	"158buTRJNlq4NvV7XxFarnwBGqgWX9cwRYzt0QCYAU6GYdDU6A947qyDh1jga1g803Lt1ah70CqvZlmt",
-	"IFg3nnI2+0NU9eaBWNfEgtM39Zxj1/dbrCyH5VvzPjakDO/wO8qZ5Y8ex26Po0ixgtQ25K8T2h/rbhSz",
-	"uRHbvEIBta/TMRBFr4N8BqdjINa8DlLKAuJ5XpzDBeLoEVdg8fty0ibn+HggHu6nnJWQZxm6ayDWgXCb",
-	"kGdbXJ1CivYeTk5hfR7dm6J781/RUakpKLDpGk/YEY/+yaN/8vv1T4qibaOKK5p9G/2SukrRJeg/ItPx",
-	"5CT0DbTBgD8aYZ7FZ27DDpsDAY0zETs8Y9GNIQm/KUMZE670muNg9Mb5q6ebPAhT5WCH+P8THkcV6x5o",
-	"c9K3xR6fsK1ifZtwMWP6IhbpBgt7u4Wfa7lD2olOWXfUOo5741ZvdEJbp1HAWp1xlx6OetFRfMy+iktQ",
-	"4rGv4BnsGoPL1KBYS9XBpsAO4zNGGohQV/yWVWsgBN3jVqfTCjrXQdDH//sfG4Y/TjFzqIZyWyvvP3To",
-	"IzaWiBHee+yHwXX3sH902j863TR2LR8+8i/pO+2qgb7DibLg9gl79KD28aB0jVKgxIlIp22ui/plXeWg",
-	"V7VR75yLVb388ndcoVVWCD8yXVcwfU077JC1hW8v441RgO2krb+O/ndt5H2D/Pkj02U8zAMZ0mKUNnv5",
-	"L5g2Pn6G0SpdIFaP6sgxW6Rh0NXmkiIyp0qxeCAsVqUE7Wm6q6Rrb5Luk9/+1/+uhZZkGZEDUQPaytzu",
-	"3Ok3icAW0OuTUCZxBhA7IKFgy+zPxqsfXznoCLxWgZPZtytPuUBIeXZdZLVWJBkxxLSbg9UyHM2EmrOW",
-	"VA5Kc0dtZai1XApz0304EBW0G/l//xeR2KFPUmkisTG8boHkN3IkUbgY87ZU8wiMKYOEaxOs0GLfyYqr",
-	"qzwWkiF4Sjfa2adZNS1MabMpUI0aELJFTA2EZkmiSmaxKa6wzKjSPMNMGVLsxa3yzAR4SjQaCIS5uMh/",
-	"MUrFlcGBxW0CAthEjgx05KNOoM0l7W+hoytzwPCpovfrBkfcFaneD/Y8t7K67M4u4ZixMzLb4xL3vaMh",
-	"5fvt9w+G7KeEzr8J/fMYZPgdaljDmGDvFaHHD1WzY3thd72SrUVMZuD1DDiOGtAhGDPFVgsTx+SU/kC4",
-	"7JU1yHyejFZIfVqIYvITCNkyKL1O5j2jPPmMtubfSeDtd4vz3tKseKP1oyx7lGW/E1kGbPlp7oK7PLRe",
-	"jr3BwzQLojDpjVkCGPrMuTlRBD4Z+dbP7feHZJmhUCzJyaJDUM4tq3MGbParKzawZryXLt8Ce9q4A8WL",
-	"1W1KevV6H6AFaYQGNC/Xbl9GePQtGJxTuRQDUS1Vs5xKEMDOF0DHAO15EkuTd2CypetkMk+S1/be+W9I",
-	"GpcuHfM6R73TTmAunDfXc+Gjdico3ZW1drPT/kK6cBf9o5B+FNK/m1MtFBy6eunfQ0W1rTy9UVifl7JB",
-	"qzcDFS8nJg0pItbsZ7nQa4mjNp19INbyR9EQPStUaIH/rFSx7zoJ9ha/v3LFs78pkzKXTK8ur1pBEASd",
-	"w+5xp9M97AQdVwO48xCgQOXmuUdh9Sisfn/CqnCpedmUeajgMhG6Ld5ylt5srlaycelygrNvDMMceVbv",
-	"L2e/D4SVVGsgtPVKxLYgs0uGyBBt9UgtxNl8qw5yERp1FB0FPRb3DrvR6KjTOTwZRePglNIjdkJ7nSCO",
-	"e7TDukGPjU96ozGLOyPWOY7HI9oZdbvBcfAgiVe4kvJR3D2Ku9+fuLPnCOjWrudE7CXojJG0RdDVhP+K",
-	"ac6ZOVauQ+KOt/KaJbl5tqE+Cco+vMtAikLlqnKp0A1G2jfoaFa8x7wkUMthQh7iRz7aZ48C6xsQWOBD",
-	"YlHUwjVFm8RVoYI1bua12tU/vYcNqFh6Ww84fGsqh60VTLAlv9q1hRNsBWUXnKsB+11ltc3WWqZz/rGt",
-	"npNERjQhZjrgoKauaDEJZ/SGkXQhwlKP/YMD/GYqle6fBCfBejfvM/JW+3vGRTkvjYxWBk6EkhoL1ekp",
-	"mxE9TeViMs1uB19HArm7TC1OrbSO6xPNykLsc1+SbTLL7ltvblf5mkaeNZin6RGTpMeUXz5RUz6JF8rc",
-	"XWm7dvjd+/f3/z8AAP//",
+	"7L3rcttIliD8KhmciTBZDdIkRdkSFRPzqX2p1pRvbctfTW/RKySBJIkWmMlCJkWzy47oXxv7e3Yj5g3m",
+	"ReZN+kk28pxMIAECJEjLLpdLHTNRFgjk5eTJc7/80gjEfCE440o2hr80ZoyGLIF/XoRsvhCKcfWaLWK6",
+	"ZqF+GjIZJNFCRYI3hg1fJUvmk9WMcaJmkSQJkwvBJSORJGrGiFQiYSGhXK5YQpQglBNGkzhiCUnYz0sm",
+	"FVlFaoYv0zkjfjpvsG7/wNZ+p+E1ZDBjc6rnZ3w5bwx/auiJG++8hlovWGPYkCqJ+LTx8aPXeM1Usj6f",
+	"KJZsrvcNCwQPpV7IikaKjNlEJIwk+pOIT/NTzSMezfVsvXSaiCs2ZUnjo55oQRM6Z8qA69EykaJkyssZ",
+	"Iz5n79VVAG/4RExgt4uE3URiKcmCTplHljyYUT5l4RmRjIcZQCZRrOdAMEVKr5G9p/NFrBfE1v/Wvfir",
+	"iJ7/9Xz9Iuq+f/6mu37e+/P754/F6vmlWD1/KqLJnztBP+YNrxHpBf28ZMm64TU4nesRcFX5jdP3zxif",
+	"qllj2Ov2B56GRPqgDOTOkf3A1pswOCdLHv28ZOSarcmCJSQW0yigcYoCTUrevr14rLGGkqkQIQlmIgpY",
+	"6wzOJmIas5YarVSH/MAWikxEQqgiMaNSkf6AzMQykXnYHIf98RE9Ze1u0Ju0B5OHtH06PmHth/RBcBwO",
+	"2NGk37NAQbzPoFJAwobX0EuNEn0JNOpVgKt/fLwbWj+w9UVYjijnry40jO5JEoWFzYwfBA/DE9Y+nXRp",
+	"ezDuBe2TsM/aR5MBtb/ZzSyommVbuWbrqyjcuoOJSOZUNYaN5RLe3Fzzs2geqc01v6JTRmT0N+aRnr5U",
+	"vW43t+zjbjnSxTCcu4SQTegyVo1hv+tpiJqb1+162++h13i5YAlVIqmCqTC/lwD1YdibdIM+bR+NB6w9",
+	"mBzT9sn4QdA+DbusN+nTo/EgKAfqJwP0FU0UZ5WLXuDPJWs+or3glPXH7QfhYNIejE9o+zTosrZd73H4",
+	"gH2mNV8mlEsa6GVWrVtlr2ysvDt+yB5OjoP2UdDT0H5w3KZH9KQ9mBxNjscnwWnY636WlX/UHyNfAlL9",
+	"Rxq+RsKj/woE10xO/5MuFnEUUL36+3+VelO/ONP8c8ImjWHjn+5nLPM+/irvP0kSYdjCJlAslYskmdNY",
+	"r5aFQ+JH/IbGUXhlfvY94kcZ2bnS93YeSRnxqU9Ekr1v+Ein8dFr/JGqYPbyh1vbB4z32gCraj9j/RJZ",
+	"UU2UA5GEDA66VHRou7JD2cTmq/sl0gbM/kjwSRwFX+ikDOYGZlKZySbBMkkYV0QqqphzePD3FaB9pL81",
+	"R+Wcozneq4hfLRIxTZiUeHYXXLGE0xhX9Nn390bMmZpFfEqWnL1fsECxkExoFLOQCE7EMiEyCnFvuLAr",
+	"psfyO+TPS6EYgCFF5RC28EKop2LJw8+/+heCyGUwyxEYkZCQLYSM1JD4XKiriV4LAtdyhXN49RZviB3Y",
+	"IYa77otZrnthzgCa7maoJBGQCC5Wn+86vaLrWNDwUohnNJmyL0v/xiJc6x2KG5aQBwPyQ/THIfEXuKQr",
+	"JcRVrBeFB/iGJTdRwN5yekOjmI7jL7TYkCo6pqjBLLPJSdOXuKIr56nfGhIu8Fbp401FeNAoCNVaCPFB",
+	"I2mDSuITiSpI4YidV3YdraPfwBYuhXhO+dpwNPkFoCQEmVO+tucqySQRc9T/rLClpdgh8RNNHEHYY6Hf",
+	"Ia+/HFTecrpUM5FEf2Phl0Ecd+vA6pF3ayplmIVWc4xghy/xIF6GLGwNib901osX4C1fJCJgUmpEe8JV",
+	"pNZfZiPlajiyQkrCaDJhwArN8Q83xRbQ1dJtyOViIRLFwucsjOglCGe/BtnhQhG/OJcPsE+XeDXXa7zS",
+	"EqRe/kcrZgI6ngcBWyhHdKRhCEyfxq8Sffwq0gLmhMaSFRf042xNKJEzkSiyoOu5BqDWdmFIFKAWzhi/",
+	"NBJGDSg2ByryDkAUFkrNx1czqiyrYdEN01i3DPUFbOXF8ecs0eRKETpNGAu1+qbHjcWKJYTOxZJrDc1R",
+	"bo+NMrZVuc2k9J/sFjIrjRj/lQVKY8X5Iiq3FHCrA2uGaKxHTc40x9Crg2ujJIsnrU2QBQmj+gypKgMb",
+	"45rBashEUi4R5KnmEFLF2iqas031QcNsESVMbh1XKrGQZCWSa33nm5IpMtYnnog4bp0RvoxjsFlwQRiv",
+	"nlu/h7wOlZyNtUQVipdrNdihD3mNmEp1pa/o1i3pt4imSowrfWX0SRgkmUd8qdiZS82kRSDnC5ClaTBj",
+	"9ySJownTm2wdvvdFwibR+237n0SJVJoLJzRQLJEeLIrFMa6Q6vXmb4G8voqjG3Z1Pn5UCqqE3YjrGjhl",
+	"3jt8c1qRWMpdBA/vzRt8t3jf4LANkNIBPfdaFI4+h9q5vVbf2WeRVKnAuwGSJ/yGxWLBiJgAyDcvqZav",
+	"Ko9QeoSzlSbacJL660ixeU2w6EWaVdMkofD3XDPQKSulNGKBxJvMlnPK2wmjIYh6XCjWqXVmy0Az6JLB",
+	"4xXVNyJZMk2TzXudDMHGQsSM8o0jBOhkA1cfQ70joBqo1WdQD6TfKgjfpDeu4NTQXPWG+R7x4XqAAaap",
+	"CTkLvZTEL7mKYvMGXCC/ZT9gIVoBzH0CD4b1W+DY9uZpINhLGGY3sMSx4TXONRdHdbaMFFEF1DeVQkNj",
+	"fjPzTqI41lBhSsV6+gVdi6W+9BMaxTDzROvxYCkT8Q27wgfMfRQkDASJhtcAE9BVOgj+aeYwTOHK0J2G",
+	"17CLch5pMTH/FwLY/pEBIqPV6XTlsHnCVVIiUrzkDlRQYNq8ETSF69Y74RzBR7vrKo6MVjJcs0YHDR1k",
+	"kCi0jVks+FSzzTKevfPi1BV2QsFZfVGnajNMw7a+gJEeeNl4P86EhgHbcyi0BZcsLkqI/q1Tzr5BWQnK",
+	"vyTpzx5BYVUfVDCjESczKmdkGt0wXpOOAXWpxAZzKbwMFUWSibpgixOcNGkQaMGbUB7aXyLBZesgFHFU",
+	"hMp15UxQ6TIEN0cO3rqczU0zFUDtw9a05HP9MQuvjOmucmXpm9bIl67vgInLJCUXSYt45lmKsAHFii04",
+	"1CCHDC4K5i5tKV/S9OVVKa/VVGxBp8x6j0GnI7GY7iNhGWzCMSLreT5M4soobonUNaPyai6Sslun+TnE",
+	"C1Au1IwluKuJiGOxKmXvnvEWVlwr44AkoNgjTSk6Cb2G438vc2JKqbVN3zrotZ6mYay/ghmM/iY4asha",
+	"L9KPO3vjnZFNUvB4qSfUXeFW1Kgp+HGDIXadBwiAKTJ+kzIgeLrKQhXK+PbhtgbXQ1aPBQfJeqHElbHA",
+	"7CLa8h5RQtGYKHGtLxV8RZoPSMiCaE5jWbD69LvdThf+Vzb3JKLKmZnG8ctJY/jTdkR5GlF1jt98fFdm",
+	"iHvx/Qtc8oQlYM9B4MqWBm9qprK3TtKYkaaGul77FpkEDqq+THId8bDsvM1JN/1XL99ckvtmbT4sjqLU",
+	"Zn+DRfktV67O5Ggt/L47RBayKGKCe3ZuxMrXO0QNsqCRA2vHBgXbOIh7J1RVSFLsPQuWmj3rV+zxOXOa",
+	"ZeSRsXc8OO2A03/3zNsFuTHl1ymO3ZPE4FIc/byMwkitiYaw/iEdp1RczPN6ufv2eSRCpgDjZ/JiykN3",
+	"nmaedZbJKYC4uWPPCxVwKPm7W6Qimzsrij87JBOglk+jOD7M+q2ll8JZlFi8DXLVozqv9dvl9CaHix6Q",
+	"HxBjNYXsbCDT1knSF8uRY9u3uWiZTWPd5oGYc8wWV3kQu0VEoI1sL/Ob+eQ2hEPkrXdy4ReQC1N8qGsQ",
+	"tOLNoWJhhoDfrli4Fyw/AYzfJggfzWjE/0RlqXSNxhXXogCGlmb3Pdg8HgzIjL0nYTSNFLgzn/z/z/Eb",
+	"6W3+eJkIXpBvu++Pg+PugIWDo34wPu71jk7GwaR7SukxO6GDXjcMB7TH+t0Bm5wMxhMW9sas9yCcjGlv",
+	"3O93H3SB1SrFEr3g/9nsvm/960/d9iltT87bT9/98mDw8Z/L+PhjtAVcGhmknDyjkG7lFOsxS+0bYZiY",
+	"UyhYJ7fpAvXk/t5WuX8ci+D6ii/nY1YRwg5vEDWjisxEHEoSKUP9VpGaaQGaumc7QQafSj8RVw8G1Rjr",
+	"kORJIuZXBhLlS5GMoyxn3iLN1YwljFCCNmsyFSyVPYGlLPk1F6t6hrxYTK8iHrL3W4Q/lDFjMSXwZg1A",
+	"7N63ZIzv1CbRv6lfra9PQoRiiZdjwXgY8anvET8QfBIlcxbqPxImkql1YaS2LuR+xa2dufh7TxL0ORJg",
+	"4KtIsjwOptOUysHvr2alNENDvZxqdBq7+Kod1D3WAop5jVRGzt0CC7jsZMpo3ZP5Qq0Pk4lfCDKJWBy6",
+	"VNcZ2AaFllxFEa41/2E3LFlDBOcyYaSpHNXv/NXFPVkSIcHsqDuDai74RGxnT0WmxN4vYsqp9a/szYsA",
+	"SJqqmx3lcMdAcAdzslNky/bMlt9VgfiRCEs3JxVsak6DWcQZCUTIENlzICYwOsF3UdKUrnWgEOKt5efy",
+	"CG+Ie3fDu8HO7ISweY00wBW2p2YivNKPqBaQ4YVwiaFN7GpuQnuuXDWxKmK5sKiScOWG1/h5KRS7orE+",
+	"7TXED6APMR+5CYsui6Uq2TjGiKVDZz5Q/HseSaA8hSEXNErSK3sllupKTK4SymHuFRvPhLi+WiZxATRu",
+	"HCKAwg1wNr9LN7ATrv1GuGfeHbl5uBs4Dyj2mCkaxRX6WiLGMZtjcJ3gDEkCAYOJyS7bvMXwThnS/tub",
+	"ly/IQsD2SMSNeIH0QhPvdEz9J0ZOVrvOKm8++JojSVaJ4FM3LW07LcZVZ+NWXkkgPRuzPsebmNGbCQ2U",
+	"tO4Qh2YU7LTmfu8keEAIII5Qn1YJmXrFkjaejjk0SZpzuiZjRpjmAq3a6rGLFSVKcnoDwyqnpY3BJ00a",
+	"S2FNUP6/tw0nal+Evjnf1u6DARBlG88toOyQntIoPjwIshi7iBkI9eMfDd9x2Y1HrtlCWTDMIqlEsiZz",
+	"pqjWVvIyyLPUCrVIxE0UQh7qXzEZIrXjfb64Rw27iE9/REpVbo5G/rKaCcmIIWmE8RDutb53ExyjhC7g",
+	"D1fsxqbzFpRXeI5GSrJcgKfXR/j7xhaPebAmRJva9BCtDs0XqtyGUtMcvZdpu9zXf6FkNblaJnH5FxZ0",
+	"uy9CzsKaWwoO7xUhXHrCmTekTKV/8f0Lq6xRSahV1wguCakpe08DFa9JP/11EdOAbRrP+/3jTndDYf3w",
+	"U699+k7rrO++a41GHfjXL/1ytfVwm27O0ippzMoYVc6dVNeJlPkZdhuADzPmFi9smQV9ux32BZ2zw+B2",
+	"nuJwHliV8S0kjOQipuv0OzfheF/aBLOUboiplUhKSJIxbBCOL3iEdaYd4o/Zot9FJVElQb/r57ETfs5j",
+	"5k+0/TdERa/3oBwbzSJeWcFzYzF/EisyoWiGRaVwBfppohVComUDkKLMWsswktNYC9RXoOyVwzvW0qAi",
+	"8C4aPoyGjzF/em47K/ruZNF1V9/cobn0trVwEUL0NC4JrTBg0wBrs97w51tbTKebi8oWTP7xv/+DyIBy",
+	"bsHp2lxYBFZ8yKJKrS8HLIJneLntclv0hYwNZ0lVJ5wCc7KM4zUxqTbMQtMUhgDREm0uAT1sB8X7Z9aZ",
+	"O/nimr0NPMXDKL+3qyyZop7rLA3t/aVwO67LUjKcugRnmJFBNDUQK0//V69bKC0Ey5lYcUKnNOK7Wa2e",
+	"aXM370poJVvpmT2nSggLEqbMdJh0Bu5cFxZ1Dfhm9MNM+Bnkv0kzvk10rdgS/nhAYAyGwGKYI+RM4gef",
+	"HqO6Uehhp7h5QEhpmYPeiIg7XOgWno9M1HOJ7K/RMQtVxiIwUWIoUCmemhtbG02Fc6h1spw3NpwO4FXc",
+	"4Y2N7nMXq9GqzoUsQvibvpZ/QjV3S9C7McZjTrIhoKuZIGFkQ40KNxeTl7c6Icw79S8r2NplRaYFeHNw",
+	"lYbhNtOAIZDw9EFGxse38ziswl8tj+OHG0oxWNEDlQViZVUfYLulBvqtYV25fGAN8zkNmTOiKygBT1tL",
+	"xeY2Z2P/sKwKW4lPAyWSIVpafE9rnK4JWzImNypKgQFkOIlMMsZtR9TnclSm9KbeTVOiDg6B1aKGIdJB",
+	"SXfoFI6eexWKgVKuST3FuG0XtX7CnJ1or7Cd9COPiDjcP1Yno/S/h+S5kuodZYy4UJgDrOg0uCZiMokC",
+	"5l6cKkf9LYbOGnORWGVJ2qlN7aNnvapAKEug+cj9OXUd79a7UmftdknOxi6AJGc/OTwLtpb06J7OQRJk",
+	"nRBrN6wiLZdzaHyFmRCLCAUl/PqZWLGkHVBpZ5br+VjE+TmWMiz1Mtk0lK1REyVBJtUD1QVMVmOgHmB2",
+	"nr9dQXUoQBZsUB0UUHuaKt6dTRLl7Ss0hSN7H0mMZ6492zYWlo+hKLjzA8FVQgP96w2Nl1l0S/Wisvj0",
+	"REU0bqQXGp3NbijGkocsWVDgbmjwT/NB9T/1RO927dJrvG9PRXuv0gnWsBgyGsbRPlmKEGu/i69pOeap",
+	"fnGLyrhZrm6nzljiW99RwW97yPn+9q268f8QrCVWXNZPLFiLpbrCHOEdNBiCqjFzwrxftEPyw7nArUWC",
+	"O4dAFes0HIHhai++ab+qGctVq5aDI4PYgg5eY7kId+YVgfVyT02stFSE6+9KheDS4JHMbFlkZZupBpkH",
+	"Bd0qRfZUqEjh7LhQjyKXXlkgogVWscG7inJR5cEXJB2vkWaxFy9DTXkyC/eoh75lIummadZsT26PSkQB",
+	"T0vNhjmWBpjmNQXStOruiGNoZevMYSk5pbgsvBFZlaQ8HIv3REbzZay30xpxulgwmqB91paPAhqB03RG",
+	"vK6SUgyuLUstQHtIqdc7WReNIZ+kKuVMLyVLMTlhO0Z7BW+9BvBiAKjGtDnb7St9k75pvy4qQhZZcqM6",
+	"RR8ssGqZ4HNMkhOMEyFN//snl+S+mwx1/5co/Oi3OlsvRl1zYOmsn2YX3Lykvxcdt0ZOuXOO+5gf3O9u",
+	"I3WonBreJRJ99kSiCqw55LoenlxUhbq/l3t6ALRvDdDfKJBTNXB72jJkndPMsUkShiHHG2oNaVKO2epG",
+	"1mEhsdnqm1C4pYAotMd/hmoD+7kxLFDqapRfVxxX0ZSfAbUUc25YchOxVVW2bGYOploonsbUqPjlQZkm",
+	"krMssBjVMFNsnHLCuMagMAv6xLQrmoZ+Eow/rM1UC1GnJfzU6HeySnwGHWm6TFjoxlbVmrwY01Uyu1gw",
+	"bgqOXSkqy5bxGn6V0LZFQwCykbLrOswLIhEnNrCVLOIl1CXmWUWhEbcSMuogm/wcVrRR6KdkXS9zA5N0",
+	"3EaFXWDK5BYVRYtNJoz5jf6LML6cQzkDkzFfC+Lw6ZvlfE7L9JNizgyuyUGBsvOohoi3ieHbblM9Dgde",
+	"QvPFgQzO3t5vkqsZkrElfvzwijV7e1MYv4kSwa3mujEyBIxJrMBqKYc1TxuzAS42XKIgUlZFZcLYVXX1",
+	"kUVMlV4smTDmEUomSVaujNFgRjSGxExzLuQLhaThTrdX5bqJanZoOTDYaGtMu5zRZOu20zXAm2kyTB4I",
+	"xb32K9xUW0Kb3CN2ziK3wp0BUAZpd8Q/Weu1FrI02txi8NMiuzXbDTP4WkV6wJbIp/wO9wl8qry1dWhd",
+	"AbDfMsWrH0xhILqXMcN+c6B9MEWc30MkRc58WQpNx0XUtElZPj4YGrO63yr1Gm1XovYpqOVUoKKOvoar",
+	"OCjWyvgFCprc9siNCUrwq5mIC6WqPBJNCOXrQo+v7snguNup5zI3C6pVhhaWYWCv+f1G0TN3PQeEoe1V",
+	"oyt9fech7b4Bu1yWUbrtAx1m1VqkM7d7GKWYsu0iHVpXKwdWaLFZzU2+SH2/MzJfSkXYz0uKCSlyObei",
+	"Sb5yoY9LwUYh+5S1q2d8+AqqfOVcrCUlvxys2oUnr0vFQFvcTKTVZW4hrbDTP/6kpMLXuwhBajtxyUBq",
+	"FjeyexO0Xo9kLiwikgK6R8WuJs9etV++fvzkdfvkpNc/KiTL7ezO6Sz98KTIqu2ZKyAVW5SlO3+69Wtr",
+	"wiIaUA7fFZoDysKuNjfj1HLZtpWsUFRV3ZbqjVxSWZLb9VxwttY0cBrd2INIAN1DRkrrvteNdMuNuSXa",
+	"rXO8JQjwc5WM3V0zyZZKguYtAKQAegsnYk6a+t750JrI90yKFQ81TZlk7ijI12FhevNaZ6Sk6lJnHw1a",
+	"UXkN6rNZgVNrCIxOuJYN2xp80tqr5OuO+2TQ6Qf99mEVoNBoR1X55Ugb2HZvJ8FxO6ekyp3/nrSM06lS",
+	"VWG+ryHgSREvgX9p5WRnGlZtDcYZeGsdqGoi5GGUiQ1brD/rTa0biS9+QkSbnWq8ruVmwbcPPad68Wdv",
+	"7c0y0TVZEJoSe8USI+qnscClxWD270YAsUeQ90yUyKkIOWGXp6vgIt+pYMUPK3J8QCUyQ8HYe60u+2C7",
+	"SgmqK/lObFimEuIaH0PxbnEDrSF2kNya6YimXnAWspe6wgqFz5xj9ipKpW00PyiPGSy5v5vUIn8L8tdv",
+	"p/GwQKY3U50c7tGkBWhnrVY0koAvyNkY9u3Bk2umWEzH4oYRPxfcCC1+8FyzAO0Iiq/DKRYDIWByU9kK",
+	"e//pAcKlVPlF6vWtiP/84sXV4yevXr65uPTx21Aw7Fto7dcm+wP6B+bqkKfbB3HEVEGDKaEymFT52lXp",
+	"K2UCsAH07qAhw/mBW+8VNKQ/uI1oIUcWvAsS+gJBQnnkqGvgdtDkE2KDCoj5TRpVsz0eANtPBeu3ClLg",
+	"Mocpvn8SKy1hbLYiKkqFVd3ECkzKiqc+4dCv1Tfc0j/TnAa7q6W/abjmesc5LdnSVmxlvtJy2fxH2xg2",
+	"FJyBiLKaFezOj8yomlGmdS6DOdOiPFIhEz/sGFV63Z0liLxPNwjQomfYOWBxaAUrfbpaMMDO9tB+Dppu",
+	"XTOW9XLdPF0trMV0gRCe0GWshcv+AJMQ8g7NcJlgF1ToXa+pe38w8z3in3bnWDupq4UOqshcSEUe9ruz",
+	"Yr8WGNeB91E/b5kDQ9wfmtYk94fWvzZnH+Yf5Ie5bLX+8M+lIuMGDDciysvTrGmsUcGxx2V+HUwb/5Xd",
+	"OtnKPof/wlFsd7ku8gu5FffFIZahQ3wYZVcMAorKq+SyxT28KuTnJVuyMyKZiV2SNpIp4iqN7ci1wjSx",
+	"XLZvZPp3LmchfZrrWIlEMM1oxBK0gk/zUm5xhg3A5yKlqopoTDXSw+7KyouWmg81ZYEW+bmoNJpoYOT1",
+	"YzfjemdWcpTkmj013755fNmqUfu9f7xH06fqWV98/yJ12ZBmv3K60/5xt2vcl2W2iSmrFcFWHqoG517e",
+	"42aXB6Xgq6nR3Adih4SJ66zf02dO31/gyz3DHO2fBSXFayx59POSmZ81eciv882WlOG8la8kbRhLVMfR",
+	"hAXrIGat0stnJBongy6XKAx0/SotB5LGUel/Ux4w8zy9k24vWyOtvNsoL3JVXV6kaJQqozpWCAMV2Upm",
+	"JYr9Z2mkACU3b7WPQmlZue0248/nSqjdjXOPbvOfYE//zJb0hK62BnEI3kaDn5nFoEcapAs4oy/fnMYx",
+	"k4osebGeTh8dQrn/Ne5s63e29Z2eus9gU7fNY20e8MochGMghUACPTcXoByxhCh6zWQutP12bep1SnrU",
+	"iVVNDd4VtmxR1vTDIQEbHUA2rN9f0OBdxKDd1tjyLIS6Nln7zW2YZTeY+J1x9gsYZ8swpna34E0T1+GW",
+	"2lLU/SaNi8WdHg7u24H07wPKVUqRrxUA3xidLLH1MGnTMb2KxDG2ujqR/jxX+ihnZnV0GHxv8x5LFiyT",
+	"SK3f6OPBU7SJtj+w9flSzbYW0wXjY9OX11dicfWPv/+X3+oQE1OO2TM0QSlMIhGLbD1uYFaYX9L49/b5",
+	"q4v2D0/+kq2QmgwIvcTINFcJBFc0AJLJ5lCvxJiEtOL7/xkNMuyYTXcCMc+msL+S7Assc7UtSTILyQ+H",
+	"6MVkYhEz0hSJKX8pWzY+Oca40VT6efvm8SWQ3Bffv/BGHO1DabNojyzoOi1KBGHOuSp5Hhi7Z5SHseYr",
+	"VEGoErav6ZALheX8oP5JsZoBttiy4bTkMq9ck6Z/ny6i+ze9++ap70HOiljxtGZXi0RyxJecTiZYQ268",
+	"xiqsSXTDJKFgQxumqQdgP8OdzW1hSya9tKsJlqiUeksjnnYHwcYeq1kUzPSSCQ3pQrGEzMWN6WviKlIj",
+	"PuL/9E/kkeD6O71X/eQ78t13GkX1owDbeH33HcHUxPSgjSxItyCtZzPIINRoxAnxCwgjEptlRtptjVPk",
+	"xfnzJ34L0jZT/PU7JOuGoifRcCTEH3R7xG2N5ZMZSxgecnFdkYT3fcuXncPr4I4tXfawlZf0nPY60sNY",
+	"OY9oVURqPJtG2HLmu+/gMtqQWmdsvUYwvAwtESRjEUYMb6//ywgo3qgxJP/4+395ZGQpn34CRJeMLAk3",
+	"L330PdvfyKApIT70EPIJMgKnOLrBGk3UAxHCUYUOGqGki2vJxwhLA5CLrE9Xdv6QJuCTJitig4l541Mm",
+	"iRRzpmYRn7ZsuSw9O6zWGbT9A1v7pNnTl7R/fKy/1teEJbLl6XdlIBZZoctiNexsbqcifN7eJdmcahSW",
+	"Q3CPqmSdImIKIY0bekR71glbxMC+0nr/lMsVS3CObPmq/RreZCEelq9HbaZFBBCFMmfPoHtKqtqu+STi",
+	"QbwMWdg6yy/MrtZKvylC6hH7fVLeSc0/y7Y7i2K3d0EkTZ2DiE+zW3RKdrR988+0XDDDj7Dyf2g8Hf6g",
+	"2/U9e7cS4h+/f+93LA0JI5Whjq3TmUQK0Tdfpz09WOxKlEVLN6EGg6kgrJecFRFuZb3NELPbxZ5PVtG1",
+	"5Z6ANoB5CQoNGkyPYzalsVmh/O47U8kKDKm28V8agQPN5PSg85a+PRkQK89XT4oLsHA0E7/WE4BULw0d",
+	"gQh+h3BVIvd4GU6ZgiNs+q/PL59cPbt4fnF59frJ+eM3qJb43z+51Gfj/Prj64vLJ28yrSVhUrWQK4L0",
+	"YMejij3Ty2q/EnEUrGEU+8xvnUGYGhbDhWWgLQEvikWr/ilxm+355ga91ojZPp8ollg8uWTvlQfEJ9DK",
+	"RiKh8RQ38W4Lkag8jDaAMTTs2eQ4SMYV7AP63WFrTRjPiNXYPweoOJRZCMnPS8PdsSme9DYJVQtzWcZw",
+	"3nDQ5O3l0/ZJWg0N2LyIHTJGmm//0O12u//4+//R/+g99Yj+78On5sHpU+i19fYPT58+fewRFkuLTF1S",
+	"aCno6yVHxkENO9KXHPYHbS8YdvyDmqAIaHthsYFXpM4I1YMXdprxSX01UxQPWRCDj0puX40eVgNRj5xB",
+	"zyJyoMlkyDT3CdF3gucN8QcUSQWZM8pl1lKWT5mmGOecWIujFqNSmQd7jUiUc2xmMDALJEoGBwMxn0da",
+	"+psyIJwiwZsLl9cjUsD0XdO16Lh75BMukjmN47VZkAGfITdQX5GgHVjz+oCBcDvM6rYHgnNmYv1MqT2q",
+	"6JhKAGIspHKIMY4IY8NCpQ22hz6TtpPKNRcrPQHsAOeAXcVU6ySGnUdxbDYtcSMdPeyllqnMpUAwmwDZ",
+	"tJD1qGGa8Ywahv9Z9ghTffedZkLffVfKszU7xbVAGj2OaRmnPh1ckJdZEMMotMGLegdIIgKaJJHGjKXq",
+	"wNpJSaNNX3/DZDnxAOH1HCVcmfKP1M2lX7hcCaIpiAQJuBCVae9GatLUZ5UWgTROP1uLxUrSwUxIxsl4",
+	"jeqHFpiGxH928ee3F48vLv/ik6ZWW+xddRWWobm9cGShOXLr4EYq7L86/8vLt5f+iDcXdG0HgbS6nCbT",
+	"Qmz0Lavw0+U1s/IJ9/S+ICylBdVS4JqNOKASjWOJ0aYoc/hpyIIzlFRazJ2640B9I32RwBFA1Ya2ZCqs",
+	"IqfF7Rniq7FDE8qs10GxUiSR+h0pRrzpv3lyefnsyfMnLy6vnr98/ORf0pewQeF4rc+NxRPiv7l4/vbZ",
+	"+eWTx1fON4+fPDv/i29O2IK9bFy6VMJvATJ9wCyYD6CIkQ8a5B8K6hb5QHKqFvlgNKvxmnwY8Q/tdrv0",
+	"//Xg/qZb1Scf0oKyJCjUmaVgFar4runny6D6bu/ulvPVMHvsPO3knmY91JpGLsiKd5Lqte9cA+jv4Ocl",
+	"6OfVK3D9vn76YJg9aHLBGWwhu1TDPIKqHLDO3HswNjpKSUHK+3oO32youAwo+2UToj/onRj/NoSC3zC+",
+	"ZJr9gPiqGG9lK7ehTvqJq1w7I2zZy3idBzhwJEDK2tvCBdiN5abFzPsIiCwp/lhMwc8eddxHhiTd+rJx",
+	"Kp9suxy2p/mHrIqTg9r2UdOSb+QxBgWBTljssm861B1OHH9oFc8um8w1JDSrMYtGMRKmPFTKca18V/mV",
+	"1lpQxXzmZchmgCAM35T2TYv5toDwQMDwB9ci6gA399BdivtDPejgF9XwyVa5SVHSmvRIUWZaGzBpD4QG",
+	"WhDbRiTzSRtOno21KHpZHFPC2oskCgw2WDDYOXKUqd628VMfSCiIKq+dLAn9aEeSqhXt40gqj2CVXQRl",
+	"G4bAlKKJWCbkOuKhHI74JyS/eARaSOvJgJ+NOM5o3YH3s6FzeTJgR9UAucFzyklYhSQaENYLh2JiCrJr",
+	"e3hmzYjDh2cGMaz4lC8gLBWjIQliIY0VQsPSSF8VCTkjXisjh1rE9NAASziYYAM0tCmxoonWV1od8kQL",
+	"llEW8gAg8AjV0MmuV1qOuxiRgaaPnPciveBcKNaysjGGX+o/Nms0/ysE0f3LP/7+Xz4cOgIDAjhtrSw0",
+	"SPu54EkAT3pYaf08fWj2ypZdRZTft8kL3oj7JYGf+hbn6KfGj0IoKNz0lLN5tsaJPhzDyFojDgec8gE7",
+	"Qpo40UKJ1S8JJQWFx7IYVLmyt7RMWbJhj1TwpPRGzLGtKNWH8+jli6cXr59fvPj+6vLly6tnL198f3X+",
+	"9PLJa5/QqdD8DcRv4h91575nAkqjOUjWa1uH8Z5M29OMuCsfwast8o+//19wMiyD60LHXFC+uQiNtiaV",
+	"WCzAwhfHYmVvEXzSGXET0htQTsbMkot8GXk8sH/Bh37rzNAuW8fPt1cCtCB9rQH35hZr/wjLArTdLGuy",
+	"lEtQ00GdSAucgIpVEmfLQ0NBba93WNmIoxqjPxiSQuUbo4fBM3jNN8FzsEZzU0GjK4SIRnyk+UOm+Lt0",
+	"p0lBFCbAQYxm6f4+RVUys/8avWPEGdeauV6UMXpIw0P5NLYVMjoGwvk9wCOzBX1OOSCDcVb/25ScRN/D",
+	"ZBk7lnazdDMVlNxQwUwT7AIRxhKcm1U1W5rIAVvRCrSeEU04Roi2wXOp5ihWvBR8Q0vAYAyHXs075Nw6",
+	"Qu16rRcitYDxkMSM3sAjkOGbwIesERi1ztVs3cIaoHEUMOO5N27OV4lYJBFTNFmbBvDDxkyphRzev1/m",
+	"IL2vWDLHGK9IxTlHqfUCk/NXFw2vccMSiV7SXqfb6dqCo3QRNYaNo063c4TlV2bgQsbt639NmaosHlp9",
+	"kpoCrGbCA98nHCPyqZwUYOmWSEbcnLdpGKlfdbr6gR6vh3QjgzzwTzPVXlCwmT2NYjDOBGI+jjgbcRjr",
+	"/MVjhHVqe7wIG8PGs0gqwEtMLzbmxMqyRNkr9x9hMMxHb+ebYMKGF4vxU+C9i6TrlXDK4GdO/4dhb9IN",
+	"+rR9NB6w9mByTNsn4wdB+zTsst6kT4/Gg8D65MHcmvnLC7kW4LKrEUdesdrUPW26H+fozRiJaOZbKhR/",
+	"HD9kDyfHQfso6OlNPDhu0yN60h5MjibH45PgNOx1KzaxGQv3ifuAxWehvWVzmqwvd66tfa01Ep2bYuY7",
+	"oEehmJA1FGkwRnNGmgA3Gd2wYtR3t/+g3eu1u73LbncI//c/KhY9SSBWogQ8WzN1aqw2bUpee7lH3cv+",
+	"0fD4dHh8WrVcJfZf7DuIZYRIJ6BQ/W7XxpSYIrAQaodRBPf/anqT7nGIudA1iFvZ0rlCsxJgMrGYQiWx",
+	"AS6nbJZ02ff/SNNiSPBJb/cnb52oA/iof7r7o0shnlO+NnMBezius74LrljCaQyOfvzqaPdXb9CW/jYz",
+	"pWNgkk1xAmJb5BBQB4BONcltICF+pz8q0QErmdBjGz1a6D+0I0ODNEGAAJeE050oITRnXSY0ThgN11au",
+	"90iae0LATYy6U8vbxpQqOE8xuExucqGSi5lGy0aGCpv0m1Rkh1C0VhVhS+OI692JqmjyGoxvbxb5Oe/2",
+	"1gjVHde8LLr57q7vvuubcHNue4rzhQtv7HdgptALWQhZcukfoTWFcpJGXhbmGrpWxmaaMSPJiiVQZkyB",
+	"/essS4QHL6Hamo6yYQOx9nsbMLOi6zOTPo9S/kystJSfZY5ZepIlg+yK1ikjH6a0wEYQ7g4Csj2dKmPi",
+	"p0GfDSY92n44PgrbA3Y8aZ/QB+N2N+iFfXY0GdDjsaUvWlnIyItpVG2DbDGWdy95bQetcHzDEFn6Dqdj",
+	"Uv1RhOsa9CLdZVYswY27xQyoxmumlgnHaDBTkw59jyRYSiXmpows3mwnyaTRff+Q9sJucDQ+Zv3JgD4I",
+	"T4LTcZf2WH9yFA6C4/ED+pCdTE7DbtAb9+kRG0yOwwfBw/EJPWXdSQ87stUiaoUCEx/zAc4mpfOLkdRt",
+	"5PSy0K/ZTb0ygUB6upJot6pVmK8yfFDpFzD/F6PO3cHuj14I9VQsufmgBjl/JPgkjjAGfdCrQZFf0XUs",
+	"aHgpxDOaYM7DoHdcZztyucDOOs9ZGNFLfSGB6fTrfLxIhNb9NQd4wlWk1r9VhmWuUmmCRDXXAltXpWT6",
+	"LG8ElPmGlnmT31b5sVR6fApzf3a7xecUysDuuo8kBrC6E77qCF9YfH1ikMTir7F0N9599CokK0ArE8lV",
+	"aITpF6pI+6QJZmXHPZOJOdbdAZZPvQwP84/SnIYWBvU4jdD8hCrmD9FWPWVOGF4hZAPDlN2AXs96rUwI",
+	"rw13QihEoec09YhjcxE9spoJ6dbLH/EIA8qKftz//k+zOpIIkBTIjMYTvcs1xvD8jSVCywrXYizOsqnv",
+	"yRH3neIQWsjUv0YJkct5h5xnRvohKXgTMILQgSOuXUupO8J/mz72LJU+Bp6SyER7WQu1sViXSZbYyuOp",
+	"7US8D225TdEMO880eseD0w4YBp0KOZuVtjcqp/9U197YC04mJ/RB2B6E/Ul7QB8+aI8H49P2MR3QB8Fp",
+	"SFm/B7dlD4qmgbe/TLaLlKlg9vKHxp1kcyfZ7CvZgC+xxCuJNjITKLfhyyzlGlroSTOpdviFMtpcbGmz",
+	"Kcy8TMf8jOKGnSTXyadCWUk3eSdt7GPWdbEmO9NqaQO5jSQ0n26Vdd86f3WBWSlyJlYcI3e0KHLN1p1r",
+	"SOcSPF5jzD6VM+COGJrfquZudmW/KoczBpPzkJJn4obFFJuA1EPlF3T+a6n9FnjFVmM7LtJmVzXSzM60",
+	"9S0YAu6439dHnRBLHfpSQaByjA2N0FoF38HiNBbbnqEpt0vYjbg2+TK2Arfgjmc8r+ufmag9PQgkDkOW",
+	"wXY2+YNe2r7Ey358EX5erR67HtZhshrCna9bpP2tMmTqRpUYJrovc8aumBonx0xGIaaSsfeRBIVUo3QZ",
+	"W/Y7O7iu5pyfgrtfwEdQD9GfzBdq7XDhz8l1026iu+6UPbJvjbne6aLfADc+D6FQhqFH+7Hi+79cs/VV",
+	"FH5EQhWzqkqFGvulElkd7WGaPmgD1yIuFeXQJM1Gf3o24jVZY3epVaRmEUczI80VJyEBDWbM1DfFaKij",
+	"LpEsEDyUZ7lsekxNhohsyK5rdchrLR5AHLdaQQt/k0yLBkwUHaBIxJRGvINhsywkcXTNjFk2raVS4hbW",
+	"3385QvsDW38ZaWIX1XMAdydQ3L4FSQP30y/u/UTEcXVMx4WUSzAFlLCwVLhomehqkz1iSucLzqB0vr3x",
+	"mHfsm3L5vhMc1R9Ax4Ou9A2NiJSlDi0stkOUICFbxGJtyuyt9PCdEX8tMMuaptgmklTAz0r+7BvJIeL4",
+	"i1/YLxtmkXYtgJYC9aMbRM6M/tVKV2dFTESckE4uuIHAnRx2J4d9JRQd+u/WJOkmi6rSFvKKJdiswCOz",
+	"0u4DKxop65KNEixRof/EMhOKxvIM6hCZvDJvxPU4E5o4hQJs6tgMoodoeObkKZokwgXjZ6nnN61qBz5e",
+	"p2AdDxci4lB5Y0IjTdE75JHpd4elX6Wm7U0uUGYrtSN/z9RLC5bPaWs1c+w0spr3Or8rz0OxziMU+ZnG",
+	"FNuMpOhszwmx2eLFDsteWsBxt+/qlR3xMyKCmaOOUc1u8M5xVcdOtsgOzyJMep513FY2HfT2vFZuqc97",
+	"kjB+EyWCQ/mBSKZlm+C3ZhzdoBVVj57V4fHSSjf2N1NYp5WuM60wQm1tPCMibwkKMYD5KrxmwZyRV1jO",
+	"+6v3mBm41XSYlWPUnb/sTjL8ov6yRXrZS+iiy0gPcZal3PUz+srMcg9ylZlv7zxlvwtPWcZsSxxlNaSB",
+	"W/aTZYj7KXh75yW785LdWWe+LS/ZTg78G/GRQRGPRbG9BHrIwBBk5/4i7rIvRW/vnGW/d2dZ/ft75yqr",
+	"cJV94ct65yi7c5TdiWJ3jrJ65Bxq4VVaQSCLxpSKlPvn+74yw/+alcoyTdlsI1824oj2glPWH7cfhINJ",
+	"ezA+oe3ToMvatkjZcfiAVZSlMSPvW9/rq8pOTmFy53ipm5+8SJG6fobyG1PjHw2JUHg17Ze2M2PZCDBO",
+	"kvGIp1nGxfLkWT3cXXnG+CVUUmlhgzTIIi4WN4eCml7au4vKncXKPTvFiJu9NtF9U1xBlsSsFR4sWWpr",
+	"mCYsbGH1X6w/4BEax1vLh3agdLRMSxVsldU8zCcGJc1kGHu2i2rhSGQ+qdluqaKYru23h5XVnWrSWXdW",
+	"66VNcMKNXGs9HfjMlnNjfI60uGvfaFrQhUtW6HhhWxbNz1JnmZzRxHRTSwv/6LdbZyNeTLku1oEWCbbR",
+	"6ZDzrO5YATb+oDvwt/nfNGB+VfebA15N77sng+NuB7qKOwS8NiNwc7pfXLxqd7vdbu+o/6DX6x/1uj3b",
+	"vrz3NWV44yHcpXffSahfXXp3vm61aeezo2J1ZZa3W/e/UqTd0U9gm5A7JG7rALtq6Y14WulfTEpr/Mus",
+	"Xr8pf4+dw92Is5Ii/Z5bcR+q7JN8kf2mZCzXMaG1UU24qpIjfnUJsKpTwxGGT9udX0c8zOwuNI4rizfq",
+	"Nxv1q4PZRf2gPysp9Gpq5zWd8A+scGfLc0ErGiyNpp/bwnf7FJfc6HCMIzvdlncV683BKtNA3PPu3K5W",
+	"sXUhxjxuYhWrZjY/1z6sF+b931xhzQzL9lGVEuea3elLdfQlF2IO0UbwlxHtQytpOhPZik2a7NStpzni",
+	"bkFNcgv1NEd8o6AmyVUWcDQb220ZVg8RVPh3LKYdcg6PR3z/EpxnuX6+ac+EEd9sL1zVz3dLFc/sCtWp",
+	"3+mcz13lTrdy5++xBmeGOrsM8nAj7kpv3mkwX2/pTZe0VbK4nPJSpZdc5o0vMjMQWmUo4tA/asp80kx/",
+	"RPHVWJLMr5EccYGdZ1se1s3C7ptNzbeoYuEVVb5HfGgYV+xOol80knU+lcD0Jck3LkK++vOSLdk9SeZC",
+	"KlCAwiUjkWJz/NL0VeJhTp2CgAcMxLBbjCOpOsT/2SeTiIey0EFnvCbYSI0YLCQqCq6ZIj8vhWIyVX1G",
+	"3Og+ZFcjFejTtIuD/QhNXaRii3sYe6K1R73SsxILLhyEAf4WlQNmrUcvcY0lEv45mbMkmFGu3EbwEZow",
+	"Y6agES+VrOU5rbnStgF0U7QZcYjsh/Zxacsy6HuVM/qFZ3lEBY0YmwjZaNk5Ajzj8Vj7EBptdLtdrIBY",
+	"Bpqfc2CZ0/fPGJ+qWWPYPz72GvOI2797NVQgH9G6TFu02GtCdCWzvYbp3GCNH4DK4lcdItyC3GrNBKBJ",
+	"rbDGttUk0wc4b4Um+at4xYo66a/pGqtYcI4qfgFddtcaDBH9jXTF2bL030WLHJsbepnBYd+GOUCw73T+",
+	"WlUVEyIZTYJZ0Zskka9Y3mclpUtXNtoUl8AiUCkznWelmfOUzLMdAN1cS8mgrLBp1Qas2zS/s/LEiGt+",
+	"SThjoRy6Pe+lHi/frCdztGKvhXsy4616AOgNCa150t6ZtsW6V2hr77l+YRxXT2kay0Vg0GilXtPJMo5H",
+	"3Mh91g+84fVNX89EA9uxtDq49HumSm7L3t4759vPHT1astzH4NTcqVvmve7oCb0LLb1tmvA9U0Xx0QJ7",
+	"TyJgOkVXWwWfMYU2wbRTdk4uL++tm3XOxiCFkNEQ+l0uqJQsNCoPzTdYbhFQZNF0BxoJGimwae2Q/ON/",
+	"/Qcp73ebNiwtaZ29eYWj0MZuUKlpmpZa00CB+0SLt+mfzRffv7ANfPVrhWLw5u3C04gDoZkzRUOqaGej",
+	"hvyYBWLOTI+hfFNwdE05YQtpa3DbdcYBv2lbivXoR7zQc5z8939CUq/vpaXqQwg1wOCGazEWQNCNtiWu",
+	"GbdxI1qUxX7kHfKjVr0cjWyidWaZ2U6ziv/Kae1inkprdgUNAIvNZ63WO1kPZtO3esQVi2OZi76wAcUW",
+	"Kq0zwmKpFeFsFnvKczQI52A04tDxzXoKXat2JLEbN8RirAlamrGL2kFxyeeAdm/0RK/QIfmpVP7LGlPx",
+	"SjSGjUemtVHhdNl7c4QTxs4yPZlOE4YNktDCvmKJwaT61lME3W1HU1hGhg0578Iq7oyS++dgAWJqaVZf",
+	"axtosC+bnWjWXMlkS/vWg0HFbT+PHND2kU8Zmxva2LG/Qnzh0IlotJwx/XwWxSxHsiNJljy97x4SWdtv",
+	"Bb8qo3lPaRTfolj7KxG8rEPTIhE3UcgSkrC/Qkd7lB7ALlWbmj0FWfmOlt3Rsq+Klmm0zCsOe9OxaFs2",
+	"GoagmaAr1MahrZG+TmCn2GwPpWV8pG/DTH7P0cHmpn6RyY0tJIo5OukqBJvtoorKAEjcmTq/IbxfzpzG",
+	"VFqeRnXAjbJOWNEqcs8GIpCmryf303AEJ+TBMzUsIDFqxPNBx7YlVaoLgGKAnadCgYVkQRYrpclRHL80",
+	"lvTfEDXOxxT3jgenPRNTvE8TqPpE+jN0Z7oj0ndE+nbieJVLdySN9zXvmryRamJ9Tpxki4JZwVhNbRBW",
+	"E7I2h6QyPyZNTSlPdDmz9n61hC7la+nOXUbBMLXnwDyHX1mkrJnKsEdgkRnxjljdEauvl1hpicjQjbwo",
+	"sy/hQgvdFm3ZaKMQRZHZpY1NOQ2xAMEwi1Qt15fT30fcUKqNoNWNgA4Ub5O0L3gaAVse2Qlxeb9VBdkN",
+	"pTwOjrsDFg6O+sH4uNc7OhkHk+4ppcfshA563TAc0B7rdwdscjIYT1jYG7Peg3Aypr1xv9990N2L4i15",
+	"eEfu7sjd10vujB/BDeval9ChkLSF0JWY/9z82EJTZCtzWfeWqesqVo545tI+R/oz6cgRJ5V5wJVC2m9Q",
+	"0Sxoj2+eXF4+e/L8yYvLto3I2UePvJPP7gjWb4BgaR3ynnQCZLaQKz0GC5aJ3rm+zE5fkvOlmjWGP73T",
+	"FxDrT5dF977BMtMNr7FM4sawMVNqIYf375ty1B0jGoYdcys1MbpPF9H9m17aOaYk1PJVWtl6Y2S6iA4d",
+	"9ZzEIqCxKaetFdREpQUP5vSakWTJ/dyMw/v34ZuZkGp40j3pbk7zLgXvZmd9ns9jJeM1hnABpZ6LGzAo",
+	"zomaJWI5NfFQii02o6/ECuNLTZRg7hw3N/rYxl2BBGtybgkX0DEhR+2zIe03JcPtSPolzTSv10nrJZjU",
+	"a0qhZh416ZFwKVXLmdrG+2/OfGmj472SxhA2Rss0epBuOwBn9LQdwObwP84ECaMQolCcL6CkYGkAcFZ/",
+	"JCntr12ace2MbDOuSzDeFgEPArHkEItju2fYGrXOOGkhopJFpiFstUbKen98fPfx/wUAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -18,6 +18,102 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for ApiKeyStatus.
+const (
+	ApiKeyStatusActive   ApiKeyStatus = "active"
+	ApiKeyStatusExpired  ApiKeyStatus = "expired"
+	ApiKeyStatusExpiring ApiKeyStatus = "expiring"
+	ApiKeyStatusRevoked  ApiKeyStatus = "revoked"
+)
+
+// Valid indicates whether the value is a known member of the ApiKeyStatus enum.
+func (e ApiKeyStatus) Valid() bool {
+	switch e {
+	case ApiKeyStatusActive:
+		return true
+	case ApiKeyStatusExpired:
+		return true
+	case ApiKeyStatusExpiring:
+		return true
+	case ApiKeyStatusRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuditAction.
+const (
+	AuditActionBatchFill       AuditAction = "batch_fill"
+	AuditActionBatchPayout     AuditAction = "batch_payout"
+	AuditActionFail            AuditAction = "fail"
+	AuditActionFill            AuditAction = "fill"
+	AuditActionKeyCreated      AuditAction = "key_created"
+	AuditActionKeyRevoked      AuditAction = "key_revoked"
+	AuditActionKeyRolled       AuditAction = "key_rolled"
+	AuditActionOperatorCreated AuditAction = "operator_created"
+	AuditActionPartnerCreated  AuditAction = "partner_created"
+	AuditActionPayout          AuditAction = "payout"
+	AuditActionRefund          AuditAction = "refund"
+	AuditActionResolveCredited AuditAction = "resolve_credited"
+	AuditActionResolveRefunded AuditAction = "resolve_refunded"
+	AuditActionSettle          AuditAction = "settle"
+)
+
+// Valid indicates whether the value is a known member of the AuditAction enum.
+func (e AuditAction) Valid() bool {
+	switch e {
+	case AuditActionBatchFill:
+		return true
+	case AuditActionBatchPayout:
+		return true
+	case AuditActionFail:
+		return true
+	case AuditActionFill:
+		return true
+	case AuditActionKeyCreated:
+		return true
+	case AuditActionKeyRevoked:
+		return true
+	case AuditActionKeyRolled:
+		return true
+	case AuditActionOperatorCreated:
+		return true
+	case AuditActionPartnerCreated:
+		return true
+	case AuditActionPayout:
+		return true
+	case AuditActionRefund:
+		return true
+	case AuditActionResolveCredited:
+		return true
+	case AuditActionResolveRefunded:
+		return true
+	case AuditActionSettle:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchKind.
+const (
+	BatchKindFill   BatchKind = "fill"
+	BatchKindPayout BatchKind = "payout"
+)
+
+// Valid indicates whether the value is a known member of the BatchKind enum.
+func (e BatchKind) Valid() bool {
+	switch e {
+	case BatchKindFill:
+		return true
+	case BatchKindPayout:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorCode.
 const (
 	ErrorCodeAmountOutOfRange             ErrorCode = "amount_out_of_range"
@@ -96,6 +192,24 @@ func (e ErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for PartnerEnvironment.
+const (
+	Production PartnerEnvironment = "production"
+	Sandbox    PartnerEnvironment = "sandbox"
+)
+
+// Valid indicates whether the value is a known member of the PartnerEnvironment enum.
+func (e PartnerEnvironment) Valid() bool {
+	switch e {
+	case Production:
+		return true
+	case Sandbox:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RefundTaskKind.
 const (
 	Dust      RefundTaskKind = "dust"
@@ -143,6 +257,7 @@ const (
 	StageAwaitingFill       Stage = "awaiting_fill"
 	StageAwaitingPayout     Stage = "awaiting_payout"
 	StageAwaitingSettlement Stage = "awaiting_settlement"
+	StageConfirmingTooLong  Stage = "confirming_too_long"
 	StageFailed             Stage = "failed"
 )
 
@@ -154,6 +269,8 @@ func (e Stage) Valid() bool {
 	case StageAwaitingPayout:
 		return true
 	case StageAwaitingSettlement:
+		return true
+	case StageConfirmingTooLong:
 		return true
 	case StageFailed:
 		return true
@@ -237,6 +354,24 @@ func (e ListRefundTasksParamsStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListStageParamsOrder.
+const (
+	Newest ListStageParamsOrder = "newest"
+	Oldest ListStageParamsOrder = "oldest"
+)
+
+// Valid indicates whether the value is a known member of the ListStageParamsOrder enum.
+func (e ListStageParamsOrder) Valid() bool {
+	switch e {
+	case Newest:
+		return true
+	case Oldest:
+		return true
+	default:
+		return false
+	}
+}
+
 // AcceptRequest Why a short payment is accepted.
 type AcceptRequest struct {
 	// Reason Why the transaction proceeds on what was received (audited).
@@ -245,10 +380,254 @@ type AcceptRequest struct {
 	Reason string `json:"reason"`
 }
 
+// ApiKey An API key as stored (never the key itself).
+type ApiKey struct {
+	// CreatedAt When it was issued.
+	CreatedAt time.Time `json:"created_at"`
+
+	// ExpiresAt When it stops working (set by a roll); null for no end.
+	ExpiresAt *time.Time `json:"expires_at"`
+
+	// Id The key's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// LastUsedAt When it last authenticated (to the minute; partner keys to the authentication cache's lifetime).
+	LastUsedAt *time.Time `json:"last_used_at"`
+
+	// Prefix The key's first characters, to tell keys apart.
+	//
+	// Example: sk_live_AbCd
+	Prefix string `json:"prefix"`
+
+	// RevokedAt When it was revoked.
+	RevokedAt *time.Time `json:"revoked_at"`
+
+	// Status `active`, `expiring` (rolled, working until `expires_at`), `expired` or `revoked`.
+	Status ApiKeyStatus `json:"status"`
+}
+
+// ApiKeyListResponse Envelope of keys.
+type ApiKeyListResponse struct {
+	// Data The keys, newest first.
+	Data []ApiKey `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// ApiKeyResponse Envelope of a key.
+type ApiKeyResponse struct {
+	// Data An API key as stored (never the key itself).
+	Data ApiKey `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// ApiKeyStatus `active`, `expiring` (rolled, working until `expires_at`), `expired` or `revoked`.
+type ApiKeyStatus string
+
+// AuditAction What the operator did.
+//
+// Example: payout
+type AuditAction string
+
+// AuditEntry One operator action.
+type AuditEntry struct {
+	// Action What the operator did.
+	//
+	// Example: payout
+	Action AuditAction `json:"action"`
+
+	// BatchId The batch payout or fill the action belongs to.
+	BatchId *openapi_types.UUID `json:"batch_id"`
+
+	// CreatedAt When it was done.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id The entry's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// OperatorId Who acted.
+	OperatorId openapi_types.UUID `json:"operator_id"`
+
+	// OperatorName Their name.
+	OperatorName string `json:"operator_name"`
+
+	// Reference The reference, reason or chain hash given.
+	Reference *string `json:"reference"`
+
+	// SubjectId The partner, operator or API key acted on (account and key actions).
+	SubjectId *openapi_types.UUID `json:"subject_id"`
+
+	// TransactionId The transaction acted on (one entry per transaction of a batch).
+	TransactionId *openapi_types.UUID `json:"transaction_id"`
+
+	// UnmatchedDepositId The unmatched deposit acted on.
+	UnmatchedDepositId *openapi_types.UUID `json:"unmatched_deposit_id"`
+}
+
+// AuditPage One page of the audit log.
+type AuditPage struct {
+	// Data The actions of this page, newest first.
+	Data []AuditEntry `json:"data"`
+
+	// HasMore True when another page follows.
+	HasMore bool `json:"has_more"`
+
+	// Limit The page size applied.
+	Limit int `json:"limit"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// AuditPageResponse Envelope of an audit page.
+type AuditPageResponse struct {
+	// Data One page of the audit log.
+	Data AuditPage `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// Batch A batch payout or fill.
+type Batch struct {
+	// CreatedAt When it was recorded.
+	CreatedAt time.Time `json:"created_at"`
+
+	// CryptoAmount The transactions' total token amount (6 decimals).
+	//
+	// Example: 200.000000
+	CryptoAmount string `json:"crypto_amount"`
+
+	// FiatAmount The NGN transferred (payouts) or received for the sale (fills).
+	FiatAmount FiatAmount `json:"fiat_amount"`
+
+	// Id The batch's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Kind A payout (`POST /payouts`) or a fill (`POST /fills`).
+	Kind BatchKind `json:"kind"`
+
+	// OperatorId Who recorded it.
+	OperatorId openapi_types.UUID `json:"operator_id"`
+
+	// PartnerId The partner paid (payouts); null for fills.
+	PartnerId *openapi_types.UUID `json:"partner_id"`
+
+	// Rate The executed rate (fills); null for payouts.
+	//
+	// Example: 1549.10
+	Rate *string `json:"rate"`
+
+	// Reference The bank transfer's or the liquidity order's reference.
+	Reference string `json:"reference"`
+
+	// TransactionIds The transactions, in the order given.
+	TransactionIds []openapi_types.UUID `json:"transaction_ids"`
+}
+
+// BatchKind A payout (`POST /payouts`) or a fill (`POST /fills`).
+type BatchKind string
+
+// BatchFillRequest One liquidity order.
+type BatchFillRequest struct {
+	// Rate The executed rate, NGN per token.
+	Rate Rate `json:"rate"`
+
+	// Reference The back office's reference for the action (order, settlement or bank transfer id).
+	//
+	// Example: LP-ORDER-88123
+	Reference Reference `json:"reference"`
+
+	// TransactionIds The transactions, each once.
+	TransactionIds TransactionIds `json:"transaction_ids"`
+}
+
+// BatchPage One page of batches.
+type BatchPage struct {
+	// Data The batches of this page, newest first.
+	Data []Batch `json:"data"`
+
+	// HasMore True when another page follows.
+	HasMore bool `json:"has_more"`
+
+	// Limit The page size applied.
+	Limit int `json:"limit"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// BatchPageResponse Envelope of a batch page.
+type BatchPageResponse struct {
+	// Data One page of batches.
+	Data BatchPage `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// BatchResponse Envelope of a batch.
+type BatchResponse struct {
+	// Data A batch payout or fill.
+	Data Batch `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
 // ChainHash A chain transaction hash (0x and 64 hex digits on EVM chains, 64 hex digits on Tron).
 //
 // Example: 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060
 type ChainHash = string
+
+// DepositTransfer One token transfer to the deposit address.
+type DepositTransfer struct {
+	// Amount The token amount (6 decimals).
+	//
+	// Example: 100.000000
+	Amount string `json:"amount"`
+
+	// BlockNumber The block that holds it; null without a chain transfer.
+	BlockNumber *int64 `json:"block_number"`
+
+	// FromAddress The sender's address (where a refund goes); null when unknown.
+	FromAddress *string `json:"from_address"`
+
+	// LogIndex The transfer's log index; null without a chain transfer.
+	LogIndex *int `json:"log_index"`
+
+	// SeenAt When it was first seen.
+	SeenAt time.Time `json:"seen_at"`
+
+	// State `pending`, `confirmed`, `reorged` or `unmatched` for a chain transfer; the deposit's status otherwise.
+	//
+	// Example: confirmed
+	State string `json:"state"`
+
+	// TxHash The chain transaction hash.
+	TxHash string `json:"tx_hash"`
+}
+
+// EmptyRequest No fields.
+type EmptyRequest = map[string]interface{}
 
 // Error The body of every failure (the partner API's).
 type Error struct {
@@ -300,6 +679,21 @@ type FailRequest struct {
 	Reason string `json:"reason"`
 }
 
+// FailingWebhook A partner whose webhook endpoint is failing.
+type FailingWebhook struct {
+	// FailingEvents Events given up on (`failed`) or retrying after a failed attempt.
+	FailingEvents int `json:"failing_events"`
+
+	// PartnerId The partner.
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// PartnerName Its name.
+	PartnerName string `json:"partner_name"`
+
+	// Url Its endpoint.
+	Url string `json:"url"`
+}
+
 // FiatAmount An NGN amount as a decimal string with exactly 2 decimal places.
 //
 // Example: 154225.00
@@ -323,10 +717,148 @@ type FillRequest struct {
 	Reference Reference `json:"reference"`
 }
 
+// NameRequest A name.
+type NameRequest struct {
+	// Name The display name.
+	Name string `json:"name"`
+}
+
 // Network Deposit network, e.g. `bep20` or `trc20`.
 //
 // Example: bep20
 type Network = string
+
+// NetworkProgress How far the chain watcher has read one network.
+type NetworkProgress struct {
+	// FinalizedBlock The latest final block; null until the watcher records it.
+	FinalizedBlock *int64 `json:"finalized_block"`
+
+	// HeadBlock The node's latest block when last read; null until the watcher records it.
+	HeadBlock *int64 `json:"head_block"`
+
+	// Lag head_block − scanned_block; null when either is unknown.
+	Lag *int64 `json:"lag"`
+
+	// Network Deposit network, e.g. `bep20` or `trc20`.
+	//
+	// Example: bep20
+	Network Network `json:"network"`
+
+	// ScannedBlock The last block fully processed; null before the first scan.
+	ScannedBlock *int64 `json:"scanned_block"`
+}
+
+// NewApiKey A new key, with the secret shown this once.
+type NewApiKey struct {
+	// CreatedAt When it was issued.
+	CreatedAt time.Time `json:"created_at"`
+
+	// ExpiresAt When it stops working (set by a roll); null for no end.
+	ExpiresAt *time.Time `json:"expires_at"`
+
+	// Id The key's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Key The API key; store it now, it cannot be shown again.
+	Key string `json:"key"`
+
+	// LastUsedAt When it last authenticated (to the minute; partner keys to the authentication cache's lifetime).
+	LastUsedAt *time.Time `json:"last_used_at"`
+
+	// Prefix The key's first characters, to tell keys apart.
+	//
+	// Example: sk_live_AbCd
+	Prefix string `json:"prefix"`
+
+	// RevokedAt When it was revoked.
+	RevokedAt *time.Time `json:"revoked_at"`
+
+	// Status `active`, `expiring` (rolled, working until `expires_at`), `expired` or `revoked`.
+	Status ApiKeyStatus `json:"status"`
+}
+
+// NewApiKeyResponse Envelope of a new key.
+type NewApiKeyResponse struct {
+	// Data A new key, with the secret shown this once.
+	Data NewApiKey `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// Operator An operator.
+type Operator struct {
+	// CreatedAt When the account was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id The operator's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Name Their name.
+	Name string `json:"name"`
+}
+
+// OperatorCreated A new operator and their first key.
+type OperatorCreated struct {
+	// Key A new key, with the secret shown this once.
+	Key NewApiKey `json:"key"`
+
+	// Operator An operator.
+	Operator Operator `json:"operator"`
+}
+
+// OperatorCreatedResponse Envelope of a new operator.
+type OperatorCreatedResponse struct {
+	// Data A new operator and their first key.
+	Data OperatorCreated `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// OperatorHistoryEntry One status change, with who did it.
+type OperatorHistoryEntry struct {
+	// ChangedAt When it changed.
+	ChangedAt time.Time `json:"changed_at"`
+
+	// FromStatus The status before (null for the creation).
+	FromStatus *string `json:"from_status"`
+
+	// Metadata Every fact recorded with the change.
+	Metadata map[string]interface{} `json:"metadata"`
+
+	// OperatorId The operator who made the change; null when the system did.
+	OperatorId *openapi_types.UUID `json:"operator_id"`
+
+	// Reason `actor:action`, as the partner sees it.
+	//
+	// Example: order:filled
+	Reason string `json:"reason"`
+
+	// Reference The reference, reason or chain hash the operator gave.
+	Reference *string `json:"reference"`
+
+	// ToStatus The status after.
+	ToStatus string `json:"to_status"`
+}
+
+// OperatorListResponse Envelope of operators.
+type OperatorListResponse struct {
+	// Data The operators, oldest first.
+	Data []Operator `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
 
 // OperatorTransaction A transaction as the back office sees it.
 type OperatorTransaction struct {
@@ -407,6 +939,111 @@ type OperatorTransaction struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// OperatorTransactionDetail A transaction in detail (`GET /transactions/{id}`).
+type OperatorTransactionDetail struct {
+	// Amount The NGN amount owed to the partner.
+	Amount FiatAmount `json:"amount"`
+
+	// Confirmations Confirmations seen.
+	Confirmations *int `json:"confirmations"`
+
+	// ConfirmedAt When the deposit was confirmed.
+	ConfirmedAt *time.Time `json:"confirmed_at"`
+
+	// CreatedAt When the transaction was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// CryptoAmount The token amount expected (6 decimals).
+	//
+	// Example: 100.000000
+	CryptoAmount string `json:"crypto_amount"`
+
+	// CryptoCurrency Lower-case token symbol.
+	//
+	// Example: usdt
+	CryptoCurrency string `json:"crypto_currency"`
+
+	// DepositAddress The deposit address.
+	DepositAddress string `json:"deposit_address"`
+
+	// DepositAmount The token amount received (6 decimals).
+	//
+	// Example: 100.000000
+	DepositAmount *string `json:"deposit_amount"`
+
+	// DepositHash The deposit's chain transaction hash.
+	DepositHash *string `json:"deposit_hash"`
+
+	// DepositId The deposit's id; null until a deposit exists.
+	DepositId *string `json:"deposit_id"`
+
+	// DepositStatus The deposit's state (the partner contract's values); null until a deposit exists.
+	DepositStatus *string `json:"deposit_status"`
+
+	// Deposits The transfers seen on chain to the deposit address, oldest first (with the
+	// sender); a deposit recorded without a chain transfer (the sandbox simulator)
+	// appears once with a null sender.
+	Deposits []DepositTransfer `json:"deposits"`
+
+	// ExpiresAt Deposit deadline.
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// Fill The executed sale an operator reported; null until then (and for simulated fills).
+	Fill *OrderFill `json:"fill"`
+
+	// History Every status change, oldest first.
+	History []OperatorHistoryEntry `json:"history"`
+
+	// Id The transaction id.
+	Id openapi_types.UUID `json:"id"`
+
+	// MerchantReference The partner's reference.
+	MerchantReference string `json:"merchant_reference"`
+
+	// Network Deposit network, e.g. `bep20` or `trc20`.
+	//
+	// Example: bep20
+	Network Network `json:"network"`
+
+	// PartnerId The partner that owns it.
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// Payout The NGN payout (history `payout:settled`); null until then.
+	Payout *PayoutRecord `json:"payout"`
+
+	// PayoutSettledAt When the NGN payout settled; null until then.
+	PayoutSettledAt *time.Time `json:"payout_settled_at"`
+
+	// Rate The partner's rate.
+	Rate Rate `json:"rate"`
+
+	// RequiredConfirmations Confirmations required.
+	RequiredConfirmations *int `json:"required_confirmations"`
+
+	// Settlement The sale's settlement (history `order:settled`); null until then.
+	Settlement *SettlementRecord `json:"settlement"`
+
+	// Status The transaction's state (the partner API's lifecycle).
+	//
+	// Example: order_filled
+	Status TransactionStatus `json:"status"`
+
+	// UpdatedAt When it last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// OperatorTransactionDetailResponse Envelope of a transaction in detail.
+type OperatorTransactionDetailResponse struct {
+	// Data A transaction in detail (`GET /transactions/{id}`).
+	Data OperatorTransactionDetail `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
 // OperatorTransactionPage One page of transactions.
 type OperatorTransactionPage struct {
 	// Data The transactions of this page, newest first.
@@ -468,6 +1105,135 @@ type OrderFill struct {
 	//
 	// Example: LP-ORDER-88123
 	Reference Reference `json:"reference"`
+}
+
+// Overview The back office at a glance.
+type Overview struct {
+	// FailingWebhooks Partners with an enabled endpoint that has failing events.
+	FailingWebhooks []FailingWebhook `json:"failing_webhooks"`
+
+	// Networks Every configured network.
+	Networks []NetworkProgress `json:"networks"`
+
+	// OpenRefundTasks Refunds waiting for an operator: transactions in `failed` plus open unmatched
+	// deposits.
+	OpenRefundTasks int `json:"open_refund_tasks"`
+
+	// OpenUnmatchedDeposits Open unmatched deposits.
+	OpenUnmatchedDeposits int `json:"open_unmatched_deposits"`
+
+	// Stages Every stage, in the Stage enum's order.
+	Stages []StageSummary `json:"stages"`
+}
+
+// OverviewResponse Envelope of the overview.
+type OverviewResponse struct {
+	// Data The back office at a glance.
+	Data Overview `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// Partner A partner.
+type Partner struct {
+	// CreatedAt When it was created.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Environment Where its keys work.
+	Environment PartnerEnvironment `json:"environment"`
+
+	// FeeRate The platform fee, a fraction of each completed amount.
+	//
+	// Example: 0.010000
+	FeeRate string `json:"fee_rate"`
+
+	// Id The partner's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Name Its name.
+	Name string `json:"name"`
+
+	// ShareRate The partner's share of the fee, a fraction.
+	//
+	// Example: 0.200000
+	ShareRate string `json:"share_rate"`
+}
+
+// PartnerEnvironment Where its keys work.
+type PartnerEnvironment string
+
+// PartnerCreated A new partner and its first key.
+type PartnerCreated struct {
+	// Key A new key, with the secret shown this once.
+	Key NewApiKey `json:"key"`
+
+	// Partner A partner.
+	Partner Partner `json:"partner"`
+}
+
+// PartnerCreatedResponse Envelope of a new partner.
+type PartnerCreatedResponse struct {
+	// Data A new partner and its first key.
+	Data PartnerCreated `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// PartnerListResponse Envelope of partners.
+type PartnerListResponse struct {
+	// Data The partners, oldest first.
+	Data []Partner `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// PayoutRecord The NGN payout (history `payout:settled`); null until then.
+type PayoutRecord struct {
+	// OperatorId Who recorded it; null for a simulated payout.
+	OperatorId *openapi_types.UUID `json:"operator_id"`
+
+	// PayoutFiatAmount The NGN amount of that whole bank transfer, if any.
+	//
+	// Example: 308450.00
+	PayoutFiatAmount *string `json:"payout_fiat_amount"`
+
+	// PayoutId The batch payout that settled it (`POST /payouts`), if any.
+	PayoutId *openapi_types.UUID `json:"payout_id"`
+
+	// Reference The bank transfer's reference; null for a simulated payout.
+	Reference *string `json:"reference"`
+
+	// SettledAt When it settled.
+	SettledAt time.Time `json:"settled_at"`
+}
+
+// PayoutRequest One bank transfer to a partner.
+type PayoutRequest struct {
+	// FiatAmount The NGN transferred; must equal the sum of the transactions' `amount`.
+	FiatAmount FiatAmount `json:"fiat_amount"`
+
+	// PartnerId The partner paid.
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// Reference The back office's reference for the action (order, settlement or bank transfer id).
+	//
+	// Example: LP-ORDER-88123
+	Reference Reference `json:"reference"`
+
+	// TransactionIds The transactions, each once.
+	TransactionIds TransactionIds `json:"transaction_ids"`
 }
 
 // Rate NGN per one token as a decimal string with exactly 2 decimal places.
@@ -618,10 +1384,54 @@ type ResolveRequest struct {
 // ResolveRequestAction `refunded` needs `tx_hash`; `credited` needs `note`.
 type ResolveRequestAction string
 
+// RollRequest How long the rolled key keeps working.
+type RollRequest struct {
+	// Overlap A duration such as `24h`, `90m` or `0s` (at most 720h).
+	//
+	// Example: 24h
+	Overlap *string `json:"overlap,omitempty"`
+}
+
+// SettlementRecord The sale's settlement (history `order:settled`); null until then.
+type SettlementRecord struct {
+	// OperatorId Who recorded it; null for a simulated settlement.
+	OperatorId *openapi_types.UUID `json:"operator_id"`
+
+	// Reference The operator's reference; null for a simulated settlement.
+	Reference *string `json:"reference"`
+
+	// SettledAt When it was recorded.
+	SettledAt time.Time `json:"settled_at"`
+}
+
 // Stage A step's work queue; see Stages in the introduction.
 //
 // Example: awaiting_fill
 type Stage string
+
+// StageSummary One stage's queue.
+type StageSummary struct {
+	// Count How many transactions are in it.
+	Count int `json:"count"`
+
+	// CryptoAmount Their total token (USDT) amount (6 decimals).
+	//
+	// Example: 1250.000000
+	CryptoAmount string `json:"crypto_amount"`
+
+	// FiatAmount Their total NGN `amount` (2 decimals).
+	//
+	// Example: 1925000.00
+	FiatAmount string `json:"fiat_amount"`
+
+	// Stage A step's work queue; see Stages in the introduction.
+	//
+	// Example: awaiting_fill
+	Stage Stage `json:"stage"`
+}
+
+// TransactionIds The transactions, each once.
+type TransactionIds = []openapi_types.UUID
 
 // TransactionStatus The transaction's state (the partner API's lifecycle).
 //
@@ -734,14 +1544,26 @@ type Cursor = string
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// KeyId defines model for KeyId.
+type KeyId = openapi_types.UUID
+
 // Limit defines model for Limit.
 type Limit = int
+
+// OperatorId defines model for OperatorId.
+type OperatorId = openapi_types.UUID
+
+// PartnerId defines model for PartnerId.
+type PartnerId = openapi_types.UUID
 
 // TransactionId defines model for TransactionId.
 type TransactionId = openapi_types.UUID
 
 // BadRequest The body of every failure (the partner API's).
 type BadRequest = Error
+
+// BatchOK Envelope of a batch.
+type BatchOK = BatchResponse
 
 // Conflict The body of every failure (the partner API's).
 type Conflict = Error
@@ -754,9 +1576,6 @@ type NotFound = Error
 
 // OperatorActionOK Envelope of a transaction.
 type OperatorActionOK = OperatorTransactionResponse
-
-// OperatorTransactionOK Envelope of a transaction.
-type OperatorTransactionOK = OperatorTransactionResponse
 
 // PayloadTooLarge The body of every failure (the partner API's).
 type PayloadTooLarge = Error
@@ -776,6 +1595,30 @@ type UnprocessableEntity = Error
 // UnsupportedMediaType The body of every failure (the partner API's).
 type UnsupportedMediaType = Error
 
+// ListAuditParams defines parameters for ListAudit.
+type ListAuditParams struct {
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// OperatorId Only this operator's actions.
+	OperatorId *openapi_types.UUID `form:"operator_id,omitempty" json:"operator_id,omitempty"`
+
+	// TransactionId Only actions on this transaction (batches included).
+	TransactionId *openapi_types.UUID `form:"transaction_id,omitempty" json:"transaction_id,omitempty"`
+
+	// Action Only this action.
+	Action *AuditAction `form:"action,omitempty" json:"action,omitempty"`
+
+	// From Only actions at or after this time (inclusive).
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Only actions at or before this time (inclusive).
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+}
+
 // ListUnmatchedDepositsParams defines parameters for ListUnmatchedDeposits.
 type ListUnmatchedDepositsParams struct {
 	// Status Only deposits in this state (default `open`).
@@ -790,6 +1633,75 @@ type ListUnmatchedDepositsParams struct {
 
 // ResolveUnmatchedDepositParams defines parameters for ResolveUnmatchedDeposit.
 type ResolveUnmatchedDepositParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ListFillsParams defines parameters for ListFills.
+type ListFillsParams struct {
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// CreateFillParams defines parameters for CreateFill.
+type CreateFillParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// CreateOperatorParams defines parameters for CreateOperator.
+type CreateOperatorParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// CreateOperatorKeyParams defines parameters for CreateOperatorKey.
+type CreateOperatorKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RollOperatorKeyParams defines parameters for RollOperatorKey.
+type RollOperatorKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// CreatePartnerParams defines parameters for CreatePartner.
+type CreatePartnerParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// CreatePartnerKeyParams defines parameters for CreatePartnerKey.
+type CreatePartnerKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RollPartnerKeyParams defines parameters for RollPartnerKey.
+type RollPartnerKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ListPayoutsParams defines parameters for ListPayouts.
+type ListPayoutsParams struct {
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// PartnerId Only this partner's payouts.
+	PartnerId *openapi_types.UUID `form:"partner_id,omitempty" json:"partner_id,omitempty"`
+}
+
+// CreatePayoutParams defines parameters for CreatePayout.
+type CreatePayoutParams struct {
 	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
@@ -826,8 +1738,15 @@ type ResolveRefundTaskParams struct {
 
 // ListStageParams defines parameters for ListStage.
 type ListStageParams struct {
-	// Stage Which step's work to list.
-	Stage Stage `form:"stage" json:"stage"`
+	// Stage Which step's work to list; every transaction when omitted.
+	Stage *Stage `form:"stage,omitempty" json:"stage,omitempty"`
+
+	// Q A merchant reference (in any letter case), a deposit address, a chain transaction
+	// hash of a deposit, or a transaction id; transactions matching any of them.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Order `newest` (the default) or `oldest` first; send the same with `cursor`.
+	Order *ListStageParamsOrder `form:"order,omitempty" json:"order,omitempty"`
 
 	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
@@ -847,6 +1766,9 @@ type ListStageParams struct {
 	// To Only transactions created at or before this time (inclusive).
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
 }
+
+// ListStageParamsOrder defines parameters for ListStage.
+type ListStageParamsOrder string
 
 // AcceptShortPaymentParams defines parameters for AcceptShortPayment.
 type AcceptShortPaymentParams struct {
@@ -886,6 +1808,30 @@ type SettleOrderParams struct {
 
 // ResolveUnmatchedDepositJSONRequestBody defines body for ResolveUnmatchedDeposit for application/json ContentType.
 type ResolveUnmatchedDepositJSONRequestBody = ResolveRequest
+
+// CreateFillJSONRequestBody defines body for CreateFill for application/json ContentType.
+type CreateFillJSONRequestBody = BatchFillRequest
+
+// CreateOperatorJSONRequestBody defines body for CreateOperator for application/json ContentType.
+type CreateOperatorJSONRequestBody = NameRequest
+
+// CreateOperatorKeyJSONRequestBody defines body for CreateOperatorKey for application/json ContentType.
+type CreateOperatorKeyJSONRequestBody = EmptyRequest
+
+// RollOperatorKeyJSONRequestBody defines body for RollOperatorKey for application/json ContentType.
+type RollOperatorKeyJSONRequestBody = RollRequest
+
+// CreatePartnerJSONRequestBody defines body for CreatePartner for application/json ContentType.
+type CreatePartnerJSONRequestBody = NameRequest
+
+// CreatePartnerKeyJSONRequestBody defines body for CreatePartnerKey for application/json ContentType.
+type CreatePartnerKeyJSONRequestBody = EmptyRequest
+
+// RollPartnerKeyJSONRequestBody defines body for RollPartnerKey for application/json ContentType.
+type RollPartnerKeyJSONRequestBody = RollRequest
+
+// CreatePayoutJSONRequestBody defines body for CreatePayout for application/json ContentType.
+type CreatePayoutJSONRequestBody = PayoutRequest
 
 // ResolveRefundTaskJSONRequestBody defines body for ResolveRefundTask for application/json ContentType.
 type ResolveRefundTaskJSONRequestBody = ResolveRequest
@@ -982,6 +1928,15 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// ListAudit List operator actions
+	//
+	// Every successful operator action — who, what, on which transaction, deposit or
+	// batch, with which reference, when — newest first, keyset-paged. Filters combine
+	// with AND.
+	//
+	// Corresponds with GET /audit (the `ListAudit` operationId).
+	ListAudit(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListUnmatchedDeposits List unmatched deposits
 	//
 	// Deposits seen on chain that matched no open transaction (an unknown address, or a
@@ -1011,6 +1966,257 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /deposits/{id}/resolve (the `ResolveUnmatchedDeposit` operationId).
 	ResolveUnmatchedDeposit(ctx context.Context, id openapi_types.UUID, params *ResolveUnmatchedDepositParams, body ResolveUnmatchedDepositJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListFills List batch fills
+	//
+	// Liquidity orders recorded with `POST /fills`, newest first, keyset-paged.
+	//
+	// Corresponds with GET /fills (the `ListFills` operationId).
+	ListFills(ctx context.Context, params *ListFillsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateFillWithBody Record one liquidity order that filled many transactions
+	//
+	// Fills every transaction in `transaction_ids` (each a confirmed deposit awaiting its
+	// fill, of any partner) at one executed `rate`: each gets history `order:filled` with
+	// the operator, the reference and the batch id, and its fill record, whose NGN amount
+	// is its `crypto_amount` × `rate` rounded half away from zero to kobo; the batch's
+	// `fiat_amount` is their sum. All or none: any transaction not awaiting its fill is
+	// `409 invalid_state_transition` (`details` names it) and nothing changes.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /fills (the `CreateFill` operationId).
+	CreateFillWithBody(ctx context.Context, params *CreateFillParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateFill Record one liquidity order that filled many transactions
+	//
+	// Fills every transaction in `transaction_ids` (each a confirmed deposit awaiting its
+	// fill, of any partner) at one executed `rate`: each gets history `order:filled` with
+	// the operator, the reference and the batch id, and its fill record, whose NGN amount
+	// is its `crypto_amount` × `rate` rounded half away from zero to kobo; the batch's
+	// `fiat_amount` is their sum. All or none: any transaction not awaiting its fill is
+	// `409 invalid_state_transition` (`details` names it) and nothing changes.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /fills (the `CreateFill` operationId).
+	CreateFill(ctx context.Context, params *CreateFillParams, body CreateFillJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListOperators List operators
+	//
+	// Every operator, oldest first.
+	//
+	// Corresponds with GET /operators (the `ListOperators` operationId).
+	ListOperators(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateOperatorWithBody Create a operator
+	//
+	// Creates a operator and its first API key, shown once in `key.key` (only its hash is
+	// stored).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /operators (the `CreateOperator` operationId).
+	CreateOperatorWithBody(ctx context.Context, params *CreateOperatorParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateOperator Create a operator
+	//
+	// Creates a operator and its first API key, shown once in `key.key` (only its hash is
+	// stored).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /operators (the `CreateOperator` operationId).
+	CreateOperator(ctx context.Context, params *CreateOperatorParams, body CreateOperatorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListOperatorKeys List a operator's API keys
+	//
+	// Every key of the operator, revoked and expired ones included, newest first; never the key itself.
+	//
+	// Corresponds with GET /operators/{id}/keys (the `ListOperatorKeys` operationId).
+	ListOperatorKeys(ctx context.Context, id OperatorId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateOperatorKeyWithBody Add an API key
+	//
+	// A new key beside the existing ones, shown once in `key`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /operators/{id}/keys (the `CreateOperatorKey` operationId).
+	CreateOperatorKeyWithBody(ctx context.Context, id OperatorId, params *CreateOperatorKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateOperatorKey Add an API key
+	//
+	// A new key beside the existing ones, shown once in `key`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /operators/{id}/keys (the `CreateOperatorKey` operationId).
+	CreateOperatorKey(ctx context.Context, id OperatorId, params *CreateOperatorKeyParams, body CreateOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeOperatorKey Revoke an API key
+	//
+	// The key stops working: at once on this instance's database, and everywhere within
+	// the authentication cache's lifetime (30 seconds; operator keys are not cached). Revoking
+	// twice answers the revoked key again. Audited like every action.
+	//
+	// Corresponds with DELETE /operators/{id}/keys/{key_id} (the `RevokeOperatorKey` operationId).
+	RevokeOperatorKey(ctx context.Context, id OperatorId, keyId KeyId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RollOperatorKeyWithBody Replace an API key
+	//
+	// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+	// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+	// Rolling a revoked or expired key is `409 invalid_state_transition`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
+	RollOperatorKeyWithBody(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RollOperatorKey Replace an API key
+	//
+	// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+	// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+	// Rolling a revoked or expired key is `409 invalid_state_transition`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
+	RollOperatorKey(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, body RollOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetOverview The back office at a glance
+	//
+	// Per stage, how many transactions wait and their USDT and NGN totals; per network,
+	// how far the chain watcher has read; the refund work open; and the partners whose
+	// webhook endpoint is failing. Counted when asked (no cache).
+	//
+	// Corresponds with GET /overview (the `GetOverview` operationId).
+	GetOverview(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPartners List partners
+	//
+	// Every partner, oldest first.
+	//
+	// Corresponds with GET /partners (the `ListPartners` operationId).
+	ListPartners(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePartnerWithBody Create a partner
+	//
+	// Creates a partner and its first API key, shown once in `key.key` (only its hash is
+	// stored). The partner's environment is the server's (live keys in production, sandbox keys in staging) and its revenue rates the defaults.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /partners (the `CreatePartner` operationId).
+	CreatePartnerWithBody(ctx context.Context, params *CreatePartnerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePartner Create a partner
+	//
+	// Creates a partner and its first API key, shown once in `key.key` (only its hash is
+	// stored). The partner's environment is the server's (live keys in production, sandbox keys in staging) and its revenue rates the defaults.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /partners (the `CreatePartner` operationId).
+	CreatePartner(ctx context.Context, params *CreatePartnerParams, body CreatePartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPartnerKeys List a partner's API keys
+	//
+	// Every key of the partner, revoked and expired ones included, newest first; never the key itself.
+	//
+	// Corresponds with GET /partners/{id}/keys (the `ListPartnerKeys` operationId).
+	ListPartnerKeys(ctx context.Context, id PartnerId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePartnerKeyWithBody Add an API key
+	//
+	// A new key beside the existing ones, shown once in `key`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /partners/{id}/keys (the `CreatePartnerKey` operationId).
+	CreatePartnerKeyWithBody(ctx context.Context, id PartnerId, params *CreatePartnerKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePartnerKey Add an API key
+	//
+	// A new key beside the existing ones, shown once in `key`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /partners/{id}/keys (the `CreatePartnerKey` operationId).
+	CreatePartnerKey(ctx context.Context, id PartnerId, params *CreatePartnerKeyParams, body CreatePartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokePartnerKey Revoke an API key
+	//
+	// The key stops working: at once on this instance's database, and everywhere within
+	// the authentication cache's lifetime (30 seconds — partner keys are cached per instance). Revoking
+	// twice answers the revoked key again. Audited like every action.
+	//
+	// Corresponds with DELETE /partners/{id}/keys/{key_id} (the `RevokePartnerKey` operationId).
+	RevokePartnerKey(ctx context.Context, id PartnerId, keyId KeyId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RollPartnerKeyWithBody Replace an API key
+	//
+	// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+	// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+	// Rolling a revoked or expired key is `409 invalid_state_transition`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
+	RollPartnerKeyWithBody(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RollPartnerKey Replace an API key
+	//
+	// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+	// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+	// Rolling a revoked or expired key is `409 invalid_state_transition`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
+	RollPartnerKey(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, body RollPartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPayouts List batch payouts
+	//
+	// Batch payouts, newest first, keyset-paged.
+	//
+	// Corresponds with GET /payouts (the `ListPayouts` operationId).
+	ListPayouts(ctx context.Context, params *ListPayoutsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePayoutWithBody Record one bank transfer paying a partner for many transactions
+	//
+	// Settles the payout of every transaction in `transaction_ids` at once: each gets
+	// history `payout:settled` (with the operator, the reference and the payout's id) and
+	// its `payout.settled` event, exactly as `POST /transactions/{id}/payout`, and the
+	// payout (its reference and the NGN amount actually transferred) is recorded, all in
+	// one database transaction. Refused with `409 invalid_state_transition`, changing
+	// nothing, when any transaction is not awaiting payout (`completed`, payout not
+	// settled) or belongs to another partner, or when `fiat_amount` is not the sum of their
+	// `amount` (the NGN due to the partner for them; revenue shares are settled apart);
+	// `details` names the transaction or field. An unknown transaction is `404`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /payouts (the `CreatePayout` operationId).
+	CreatePayoutWithBody(ctx context.Context, params *CreatePayoutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePayout Record one bank transfer paying a partner for many transactions
+	//
+	// Settles the payout of every transaction in `transaction_ids` at once: each gets
+	// history `payout:settled` (with the operator, the reference and the payout's id) and
+	// its `payout.settled` event, exactly as `POST /transactions/{id}/payout`, and the
+	// payout (its reference and the NGN amount actually transferred) is recorded, all in
+	// one database transaction. Refused with `409 invalid_state_transition`, changing
+	// nothing, when any transaction is not awaiting payout (`completed`, payout not
+	// settled) or belongs to another partner, or when `fiat_amount` is not the sum of their
+	// `amount` (the NGN due to the partner for them; revenue shares are settled apart);
+	// `details` names the transaction or field. An unknown transaction is `404`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /payouts (the `CreatePayout` operationId).
+	CreatePayout(ctx context.Context, params *CreatePayoutParams, body CreatePayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListRefundTasks List refund tasks
 	//
@@ -1047,17 +2253,23 @@ type ClientInterface interface {
 	// Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
 	ResolveRefundTask(ctx context.Context, id openapi_types.UUID, params *ResolveRefundTaskParams, body ResolveRefundTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListStage List the transactions of a stage
+	// ListStage List or search the transactions of a stage
 	//
-	// The transactions of every partner in `stage`, ordered by (`created_at`, `id`)
-	// descending and keyset-paged like the partner list. Filters combine with AND.
+	// The transactions of every partner in `stage` (of every status when `stage` is
+	// omitted), ordered by (`created_at`, `id`) — newest first by default, oldest first
+	// with `order=oldest` (the queue's most overdue item first) — and keyset-paged like
+	// the partner list. `q` finds a transaction by what a support ticket quotes. Filters
+	// combine with AND.
 	//
 	// Corresponds with GET /transactions (the `ListStage` operationId).
 	ListStage(ctx context.Context, params *ListStageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetOperatorTransaction Get a transaction
+	// GetOperatorTransaction Get a transaction in detail
 	//
-	// Any partner's transaction, as the back office sees it.
+	// Any partner's transaction, as the back office sees it, with everything a support
+	// case needs: its deposits as seen on chain (with the sender's address, needed for a
+	// refund), the fill, the settlement, the payout (with its batch, if any) and the full
+	// status history with the operator and the reference of each action.
 	//
 	// Corresponds with GET /transactions/{id} (the `GetOperatorTransaction` operationId).
 	GetOperatorTransaction(ctx context.Context, id TransactionId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1203,6 +2415,25 @@ type ClientInterface interface {
 	SettleOrder(ctx context.Context, id TransactionId, params *SettleOrderParams, body SettleOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
+// ListAudit List operator actions
+//
+// Every successful operator action — who, what, on which transaction, deposit or
+// batch, with which reference, when — newest first, keyset-paged. Filters combine
+// with AND.
+//
+// Corresponds with GET /audit (the `ListAudit` operationId).
+func (c *Client) ListAudit(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAuditRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListUnmatchedDeposits List unmatched deposits
 //
 // Deposits seen on chain that matched no open transaction (an unknown address, or a
@@ -1253,6 +2484,507 @@ func (c *Client) ResolveUnmatchedDepositWithBody(ctx context.Context, id openapi
 // Corresponds with POST /deposits/{id}/resolve (the `ResolveUnmatchedDeposit` operationId).
 func (c *Client) ResolveUnmatchedDeposit(ctx context.Context, id openapi_types.UUID, params *ResolveUnmatchedDepositParams, body ResolveUnmatchedDepositJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResolveUnmatchedDepositRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListFills List batch fills
+//
+// Liquidity orders recorded with `POST /fills`, newest first, keyset-paged.
+//
+// Corresponds with GET /fills (the `ListFills` operationId).
+func (c *Client) ListFills(ctx context.Context, params *ListFillsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListFillsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateFillWithBody Record one liquidity order that filled many transactions
+//
+// Fills every transaction in `transaction_ids` (each a confirmed deposit awaiting its
+// fill, of any partner) at one executed `rate`: each gets history `order:filled` with
+// the operator, the reference and the batch id, and its fill record, whose NGN amount
+// is its `crypto_amount` × `rate` rounded half away from zero to kobo; the batch's
+// `fiat_amount` is their sum. All or none: any transaction not awaiting its fill is
+// `409 invalid_state_transition` (`details` names it) and nothing changes.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /fills (the `CreateFill` operationId).
+func (c *Client) CreateFillWithBody(ctx context.Context, params *CreateFillParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateFillRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateFill Record one liquidity order that filled many transactions
+//
+// Fills every transaction in `transaction_ids` (each a confirmed deposit awaiting its
+// fill, of any partner) at one executed `rate`: each gets history `order:filled` with
+// the operator, the reference and the batch id, and its fill record, whose NGN amount
+// is its `crypto_amount` × `rate` rounded half away from zero to kobo; the batch's
+// `fiat_amount` is their sum. All or none: any transaction not awaiting its fill is
+// `409 invalid_state_transition` (`details` names it) and nothing changes.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /fills (the `CreateFill` operationId).
+func (c *Client) CreateFill(ctx context.Context, params *CreateFillParams, body CreateFillJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateFillRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListOperators List operators
+//
+// Every operator, oldest first.
+//
+// Corresponds with GET /operators (the `ListOperators` operationId).
+func (c *Client) ListOperators(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListOperatorsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateOperatorWithBody Create a operator
+//
+// Creates a operator and its first API key, shown once in `key.key` (only its hash is
+// stored).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /operators (the `CreateOperator` operationId).
+func (c *Client) CreateOperatorWithBody(ctx context.Context, params *CreateOperatorParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOperatorRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateOperator Create a operator
+//
+// Creates a operator and its first API key, shown once in `key.key` (only its hash is
+// stored).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /operators (the `CreateOperator` operationId).
+func (c *Client) CreateOperator(ctx context.Context, params *CreateOperatorParams, body CreateOperatorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOperatorRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListOperatorKeys List a operator's API keys
+//
+// Every key of the operator, revoked and expired ones included, newest first; never the key itself.
+//
+// Corresponds with GET /operators/{id}/keys (the `ListOperatorKeys` operationId).
+func (c *Client) ListOperatorKeys(ctx context.Context, id OperatorId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListOperatorKeysRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateOperatorKeyWithBody Add an API key
+//
+// A new key beside the existing ones, shown once in `key`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /operators/{id}/keys (the `CreateOperatorKey` operationId).
+func (c *Client) CreateOperatorKeyWithBody(ctx context.Context, id OperatorId, params *CreateOperatorKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOperatorKeyRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateOperatorKey Add an API key
+//
+// A new key beside the existing ones, shown once in `key`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /operators/{id}/keys (the `CreateOperatorKey` operationId).
+func (c *Client) CreateOperatorKey(ctx context.Context, id OperatorId, params *CreateOperatorKeyParams, body CreateOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateOperatorKeyRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeOperatorKey Revoke an API key
+//
+// The key stops working: at once on this instance's database, and everywhere within
+// the authentication cache's lifetime (30 seconds; operator keys are not cached). Revoking
+// twice answers the revoked key again. Audited like every action.
+//
+// Corresponds with DELETE /operators/{id}/keys/{key_id} (the `RevokeOperatorKey` operationId).
+func (c *Client) RevokeOperatorKey(ctx context.Context, id OperatorId, keyId KeyId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeOperatorKeyRequest(c.Server, id, keyId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RollOperatorKeyWithBody Replace an API key
+//
+// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+// Rolling a revoked or expired key is `409 invalid_state_transition`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
+func (c *Client) RollOperatorKeyWithBody(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRollOperatorKeyRequestWithBody(c.Server, id, keyId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RollOperatorKey Replace an API key
+//
+// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+// Rolling a revoked or expired key is `409 invalid_state_transition`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
+func (c *Client) RollOperatorKey(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, body RollOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRollOperatorKeyRequest(c.Server, id, keyId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetOverview The back office at a glance
+//
+// Per stage, how many transactions wait and their USDT and NGN totals; per network,
+// how far the chain watcher has read; the refund work open; and the partners whose
+// webhook endpoint is failing. Counted when asked (no cache).
+//
+// Corresponds with GET /overview (the `GetOverview` operationId).
+func (c *Client) GetOverview(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOverviewRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPartners List partners
+//
+// Every partner, oldest first.
+//
+// Corresponds with GET /partners (the `ListPartners` operationId).
+func (c *Client) ListPartners(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPartnersRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePartnerWithBody Create a partner
+//
+// Creates a partner and its first API key, shown once in `key.key` (only its hash is
+// stored). The partner's environment is the server's (live keys in production, sandbox keys in staging) and its revenue rates the defaults.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /partners (the `CreatePartner` operationId).
+func (c *Client) CreatePartnerWithBody(ctx context.Context, params *CreatePartnerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePartnerRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePartner Create a partner
+//
+// Creates a partner and its first API key, shown once in `key.key` (only its hash is
+// stored). The partner's environment is the server's (live keys in production, sandbox keys in staging) and its revenue rates the defaults.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /partners (the `CreatePartner` operationId).
+func (c *Client) CreatePartner(ctx context.Context, params *CreatePartnerParams, body CreatePartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePartnerRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPartnerKeys List a partner's API keys
+//
+// Every key of the partner, revoked and expired ones included, newest first; never the key itself.
+//
+// Corresponds with GET /partners/{id}/keys (the `ListPartnerKeys` operationId).
+func (c *Client) ListPartnerKeys(ctx context.Context, id PartnerId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPartnerKeysRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePartnerKeyWithBody Add an API key
+//
+// A new key beside the existing ones, shown once in `key`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /partners/{id}/keys (the `CreatePartnerKey` operationId).
+func (c *Client) CreatePartnerKeyWithBody(ctx context.Context, id PartnerId, params *CreatePartnerKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePartnerKeyRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePartnerKey Add an API key
+//
+// A new key beside the existing ones, shown once in `key`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /partners/{id}/keys (the `CreatePartnerKey` operationId).
+func (c *Client) CreatePartnerKey(ctx context.Context, id PartnerId, params *CreatePartnerKeyParams, body CreatePartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePartnerKeyRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokePartnerKey Revoke an API key
+//
+// The key stops working: at once on this instance's database, and everywhere within
+// the authentication cache's lifetime (30 seconds — partner keys are cached per instance). Revoking
+// twice answers the revoked key again. Audited like every action.
+//
+// Corresponds with DELETE /partners/{id}/keys/{key_id} (the `RevokePartnerKey` operationId).
+func (c *Client) RevokePartnerKey(ctx context.Context, id PartnerId, keyId KeyId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokePartnerKeyRequest(c.Server, id, keyId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RollPartnerKeyWithBody Replace an API key
+//
+// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+// Rolling a revoked or expired key is `409 invalid_state_transition`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
+func (c *Client) RollPartnerKeyWithBody(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRollPartnerKeyRequestWithBody(c.Server, id, keyId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RollPartnerKey Replace an API key
+//
+// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+// Rolling a revoked or expired key is `409 invalid_state_transition`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
+func (c *Client) RollPartnerKey(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, body RollPartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRollPartnerKeyRequest(c.Server, id, keyId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPayouts List batch payouts
+//
+// Batch payouts, newest first, keyset-paged.
+//
+// Corresponds with GET /payouts (the `ListPayouts` operationId).
+func (c *Client) ListPayouts(ctx context.Context, params *ListPayoutsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPayoutsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePayoutWithBody Record one bank transfer paying a partner for many transactions
+//
+// Settles the payout of every transaction in `transaction_ids` at once: each gets
+// history `payout:settled` (with the operator, the reference and the payout's id) and
+// its `payout.settled` event, exactly as `POST /transactions/{id}/payout`, and the
+// payout (its reference and the NGN amount actually transferred) is recorded, all in
+// one database transaction. Refused with `409 invalid_state_transition`, changing
+// nothing, when any transaction is not awaiting payout (`completed`, payout not
+// settled) or belongs to another partner, or when `fiat_amount` is not the sum of their
+// `amount` (the NGN due to the partner for them; revenue shares are settled apart);
+// `details` names the transaction or field. An unknown transaction is `404`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /payouts (the `CreatePayout` operationId).
+func (c *Client) CreatePayoutWithBody(ctx context.Context, params *CreatePayoutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePayoutRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePayout Record one bank transfer paying a partner for many transactions
+//
+// Settles the payout of every transaction in `transaction_ids` at once: each gets
+// history `payout:settled` (with the operator, the reference and the payout's id) and
+// its `payout.settled` event, exactly as `POST /transactions/{id}/payout`, and the
+// payout (its reference and the NGN amount actually transferred) is recorded, all in
+// one database transaction. Refused with `409 invalid_state_transition`, changing
+// nothing, when any transaction is not awaiting payout (`completed`, payout not
+// settled) or belongs to another partner, or when `fiat_amount` is not the sum of their
+// `amount` (the NGN due to the partner for them; revenue shares are settled apart);
+// `details` names the transaction or field. An unknown transaction is `404`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /payouts (the `CreatePayout` operationId).
+func (c *Client) CreatePayout(ctx context.Context, params *CreatePayoutParams, body CreatePayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePayoutRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1328,10 +3060,13 @@ func (c *Client) ResolveRefundTask(ctx context.Context, id openapi_types.UUID, p
 	return c.Client.Do(req)
 }
 
-// ListStage List the transactions of a stage
+// ListStage List or search the transactions of a stage
 //
-// The transactions of every partner in `stage`, ordered by (`created_at`, `id`)
-// descending and keyset-paged like the partner list. Filters combine with AND.
+// The transactions of every partner in `stage` (of every status when `stage` is
+// omitted), ordered by (`created_at`, `id`) — newest first by default, oldest first
+// with `order=oldest` (the queue's most overdue item first) — and keyset-paged like
+// the partner list. `q` finds a transaction by what a support ticket quotes. Filters
+// combine with AND.
 //
 // Corresponds with GET /transactions (the `ListStage` operationId).
 func (c *Client) ListStage(ctx context.Context, params *ListStageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1346,9 +3081,12 @@ func (c *Client) ListStage(ctx context.Context, params *ListStageParams, reqEdit
 	return c.Client.Do(req)
 }
 
-// GetOperatorTransaction Get a transaction
+// GetOperatorTransaction Get a transaction in detail
 //
-// Any partner's transaction, as the back office sees it.
+// Any partner's transaction, as the back office sees it, with everything a support
+// case needs: its deposits as seen on chain (with the sender's address, needed for a
+// refund), the fill, the settlement, the payout (with its batch, if any) and the full
+// status history with the operator and the reference of each action.
 //
 // Corresponds with GET /transactions/{id} (the `GetOperatorTransaction` operationId).
 func (c *Client) GetOperatorTransaction(ctx context.Context, id TransactionId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1623,6 +3361,132 @@ func (c *Client) SettleOrder(ctx context.Context, id TransactionId, params *Sett
 	return c.Client.Do(req)
 }
 
+// NewListAuditRequest constructs an http.Request for the ListAudit method
+func NewListAuditRequest(server string, params *ListAuditParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/audit")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.OperatorId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "operator_id", *params.OperatorId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TransactionId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "transaction_id", *params.TransactionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Action != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "action", *params.Action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListUnmatchedDepositsRequest constructs an http.Request for the ListUnmatchedDeposits method
 func NewListUnmatchedDepositsRequest(server string, params *ListUnmatchedDepositsParams) (*http.Request, error) {
 	var err error
@@ -1729,6 +3593,847 @@ func NewResolveUnmatchedDepositRequestWithBody(server string, id openapi_types.U
 	}
 
 	operationPath := fmt.Sprintf("/deposits/%s/resolve", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewListFillsRequest constructs an http.Request for the ListFills method
+func NewListFillsRequest(server string, params *ListFillsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fills")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateFillRequest calls the generic CreateFill builder with application/json body
+func NewCreateFillRequest(server string, params *CreateFillParams, body CreateFillJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateFillRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateFillRequestWithBody constructs an http.Request for the CreateFill method, with any body, and a specified content type
+func NewCreateFillRequestWithBody(server string, params *CreateFillParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fills")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewListOperatorsRequest constructs an http.Request for the ListOperators method
+func NewListOperatorsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/operators")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateOperatorRequest calls the generic CreateOperator builder with application/json body
+func NewCreateOperatorRequest(server string, params *CreateOperatorParams, body CreateOperatorJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateOperatorRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateOperatorRequestWithBody constructs an http.Request for the CreateOperator method, with any body, and a specified content type
+func NewCreateOperatorRequestWithBody(server string, params *CreateOperatorParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/operators")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewListOperatorKeysRequest constructs an http.Request for the ListOperatorKeys method
+func NewListOperatorKeysRequest(server string, id OperatorId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/operators/%s/keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateOperatorKeyRequest calls the generic CreateOperatorKey builder with application/json body
+func NewCreateOperatorKeyRequest(server string, id OperatorId, params *CreateOperatorKeyParams, body CreateOperatorKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateOperatorKeyRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewCreateOperatorKeyRequestWithBody constructs an http.Request for the CreateOperatorKey method, with any body, and a specified content type
+func NewCreateOperatorKeyRequestWithBody(server string, id OperatorId, params *CreateOperatorKeyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/operators/%s/keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewRevokeOperatorKeyRequest constructs an http.Request for the RevokeOperatorKey method
+func NewRevokeOperatorKeyRequest(server string, id OperatorId, keyId KeyId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key_id", keyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/operators/%s/keys/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRollOperatorKeyRequest calls the generic RollOperatorKey builder with application/json body
+func NewRollOperatorKeyRequest(server string, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, body RollOperatorKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRollOperatorKeyRequestWithBody(server, id, keyId, params, "application/json", bodyReader)
+}
+
+// NewRollOperatorKeyRequestWithBody constructs an http.Request for the RollOperatorKey method, with any body, and a specified content type
+func NewRollOperatorKeyRequestWithBody(server string, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key_id", keyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/operators/%s/keys/%s/roll", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewGetOverviewRequest constructs an http.Request for the GetOverview method
+func NewGetOverviewRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/overview")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListPartnersRequest constructs an http.Request for the ListPartners method
+func NewListPartnersRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/partners")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreatePartnerRequest calls the generic CreatePartner builder with application/json body
+func NewCreatePartnerRequest(server string, params *CreatePartnerParams, body CreatePartnerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreatePartnerRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreatePartnerRequestWithBody constructs an http.Request for the CreatePartner method, with any body, and a specified content type
+func NewCreatePartnerRequestWithBody(server string, params *CreatePartnerParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/partners")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewListPartnerKeysRequest constructs an http.Request for the ListPartnerKeys method
+func NewListPartnerKeysRequest(server string, id PartnerId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/partners/%s/keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreatePartnerKeyRequest calls the generic CreatePartnerKey builder with application/json body
+func NewCreatePartnerKeyRequest(server string, id PartnerId, params *CreatePartnerKeyParams, body CreatePartnerKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreatePartnerKeyRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewCreatePartnerKeyRequestWithBody constructs an http.Request for the CreatePartnerKey method, with any body, and a specified content type
+func NewCreatePartnerKeyRequestWithBody(server string, id PartnerId, params *CreatePartnerKeyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/partners/%s/keys", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewRevokePartnerKeyRequest constructs an http.Request for the RevokePartnerKey method
+func NewRevokePartnerKeyRequest(server string, id PartnerId, keyId KeyId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key_id", keyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/partners/%s/keys/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRollPartnerKeyRequest calls the generic RollPartnerKey builder with application/json body
+func NewRollPartnerKeyRequest(server string, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, body RollPartnerKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRollPartnerKeyRequestWithBody(server, id, keyId, params, "application/json", bodyReader)
+}
+
+// NewRollPartnerKeyRequestWithBody constructs an http.Request for the RollPartnerKey method, with any body, and a specified content type
+func NewRollPartnerKeyRequestWithBody(server string, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "key_id", keyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/partners/%s/keys/%s/roll", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewListPayoutsRequest constructs an http.Request for the ListPayouts method
+func NewListPayoutsRequest(server string, params *ListPayoutsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payouts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PartnerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "partner_id", *params.PartnerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreatePayoutRequest calls the generic CreatePayout builder with application/json body
+func NewCreatePayoutRequest(server string, params *CreatePayoutParams, body CreatePayoutJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreatePayoutRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreatePayoutRequestWithBody constructs an http.Request for the CreatePayout method, with any body, and a specified content type
+func NewCreatePayoutRequestWithBody(server string, params *CreatePayoutParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payouts")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1963,12 +4668,40 @@ func NewListStageRequest(server string, params *ListStageParams) (*http.Request,
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stage", params.Stage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Stage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "stage", *params.Stage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
 		}
 
 		if params.Cursor != nil {
@@ -2495,6 +5228,17 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ListAuditWithResponse List operator actions
+	//
+	// Every successful operator action — who, what, on which transaction, deposit or
+	// batch, with which reference, when — newest first, keyset-paged. Filters combine
+	// with AND.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /audit (the `ListAudit` operationId).
+	ListAuditWithResponse(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*ListAuditResponse, error)
+
 	// ListUnmatchedDepositsWithResponse List unmatched deposits
 	//
 	// Deposits seen on chain that matched no open transaction (an unknown address, or a
@@ -2526,6 +5270,275 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /deposits/{id}/resolve (the `ResolveUnmatchedDeposit` operationId).
 	ResolveUnmatchedDepositWithResponse(ctx context.Context, id openapi_types.UUID, params *ResolveUnmatchedDepositParams, body ResolveUnmatchedDepositJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveUnmatchedDepositResponse, error)
+
+	// ListFillsWithResponse List batch fills
+	//
+	// Liquidity orders recorded with `POST /fills`, newest first, keyset-paged.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /fills (the `ListFills` operationId).
+	ListFillsWithResponse(ctx context.Context, params *ListFillsParams, reqEditors ...RequestEditorFn) (*ListFillsResponse, error)
+
+	// CreateFillWithBodyWithResponse Record one liquidity order that filled many transactions
+	//
+	// Fills every transaction in `transaction_ids` (each a confirmed deposit awaiting its
+	// fill, of any partner) at one executed `rate`: each gets history `order:filled` with
+	// the operator, the reference and the batch id, and its fill record, whose NGN amount
+	// is its `crypto_amount` × `rate` rounded half away from zero to kobo; the batch's
+	// `fiat_amount` is their sum. All or none: any transaction not awaiting its fill is
+	// `409 invalid_state_transition` (`details` names it) and nothing changes.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /fills (the `CreateFill` operationId).
+	CreateFillWithBodyWithResponse(ctx context.Context, params *CreateFillParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateFillResponse, error)
+
+	// CreateFillWithResponse Record one liquidity order that filled many transactions
+	//
+	// Fills every transaction in `transaction_ids` (each a confirmed deposit awaiting its
+	// fill, of any partner) at one executed `rate`: each gets history `order:filled` with
+	// the operator, the reference and the batch id, and its fill record, whose NGN amount
+	// is its `crypto_amount` × `rate` rounded half away from zero to kobo; the batch's
+	// `fiat_amount` is their sum. All or none: any transaction not awaiting its fill is
+	// `409 invalid_state_transition` (`details` names it) and nothing changes.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /fills (the `CreateFill` operationId).
+	CreateFillWithResponse(ctx context.Context, params *CreateFillParams, body CreateFillJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateFillResponse, error)
+
+	// ListOperatorsWithResponse List operators
+	//
+	// Every operator, oldest first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /operators (the `ListOperators` operationId).
+	ListOperatorsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListOperatorsResponse, error)
+
+	// CreateOperatorWithBodyWithResponse Create a operator
+	//
+	// Creates a operator and its first API key, shown once in `key.key` (only its hash is
+	// stored).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /operators (the `CreateOperator` operationId).
+	CreateOperatorWithBodyWithResponse(ctx context.Context, params *CreateOperatorParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOperatorResponse, error)
+
+	// CreateOperatorWithResponse Create a operator
+	//
+	// Creates a operator and its first API key, shown once in `key.key` (only its hash is
+	// stored).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /operators (the `CreateOperator` operationId).
+	CreateOperatorWithResponse(ctx context.Context, params *CreateOperatorParams, body CreateOperatorJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOperatorResponse, error)
+
+	// ListOperatorKeysWithResponse List a operator's API keys
+	//
+	// Every key of the operator, revoked and expired ones included, newest first; never the key itself.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /operators/{id}/keys (the `ListOperatorKeys` operationId).
+	ListOperatorKeysWithResponse(ctx context.Context, id OperatorId, reqEditors ...RequestEditorFn) (*ListOperatorKeysResponse, error)
+
+	// CreateOperatorKeyWithBodyWithResponse Add an API key
+	//
+	// A new key beside the existing ones, shown once in `key`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /operators/{id}/keys (the `CreateOperatorKey` operationId).
+	CreateOperatorKeyWithBodyWithResponse(ctx context.Context, id OperatorId, params *CreateOperatorKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOperatorKeyResponse, error)
+
+	// CreateOperatorKeyWithResponse Add an API key
+	//
+	// A new key beside the existing ones, shown once in `key`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /operators/{id}/keys (the `CreateOperatorKey` operationId).
+	CreateOperatorKeyWithResponse(ctx context.Context, id OperatorId, params *CreateOperatorKeyParams, body CreateOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOperatorKeyResponse, error)
+
+	// RevokeOperatorKeyWithResponse Revoke an API key
+	//
+	// The key stops working: at once on this instance's database, and everywhere within
+	// the authentication cache's lifetime (30 seconds; operator keys are not cached). Revoking
+	// twice answers the revoked key again. Audited like every action.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /operators/{id}/keys/{key_id} (the `RevokeOperatorKey` operationId).
+	RevokeOperatorKeyWithResponse(ctx context.Context, id OperatorId, keyId KeyId, reqEditors ...RequestEditorFn) (*RevokeOperatorKeyResponse, error)
+
+	// RollOperatorKeyWithBodyWithResponse Replace an API key
+	//
+	// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+	// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+	// Rolling a revoked or expired key is `409 invalid_state_transition`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
+	RollOperatorKeyWithBodyWithResponse(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RollOperatorKeyResponse, error)
+
+	// RollOperatorKeyWithResponse Replace an API key
+	//
+	// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+	// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+	// Rolling a revoked or expired key is `409 invalid_state_transition`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
+	RollOperatorKeyWithResponse(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, body RollOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RollOperatorKeyResponse, error)
+
+	// GetOverviewWithResponse The back office at a glance
+	//
+	// Per stage, how many transactions wait and their USDT and NGN totals; per network,
+	// how far the chain watcher has read; the refund work open; and the partners whose
+	// webhook endpoint is failing. Counted when asked (no cache).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /overview (the `GetOverview` operationId).
+	GetOverviewWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOverviewResponse, error)
+
+	// ListPartnersWithResponse List partners
+	//
+	// Every partner, oldest first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /partners (the `ListPartners` operationId).
+	ListPartnersWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListPartnersResponse, error)
+
+	// CreatePartnerWithBodyWithResponse Create a partner
+	//
+	// Creates a partner and its first API key, shown once in `key.key` (only its hash is
+	// stored). The partner's environment is the server's (live keys in production, sandbox keys in staging) and its revenue rates the defaults.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /partners (the `CreatePartner` operationId).
+	CreatePartnerWithBodyWithResponse(ctx context.Context, params *CreatePartnerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePartnerResponse, error)
+
+	// CreatePartnerWithResponse Create a partner
+	//
+	// Creates a partner and its first API key, shown once in `key.key` (only its hash is
+	// stored). The partner's environment is the server's (live keys in production, sandbox keys in staging) and its revenue rates the defaults.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /partners (the `CreatePartner` operationId).
+	CreatePartnerWithResponse(ctx context.Context, params *CreatePartnerParams, body CreatePartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePartnerResponse, error)
+
+	// ListPartnerKeysWithResponse List a partner's API keys
+	//
+	// Every key of the partner, revoked and expired ones included, newest first; never the key itself.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /partners/{id}/keys (the `ListPartnerKeys` operationId).
+	ListPartnerKeysWithResponse(ctx context.Context, id PartnerId, reqEditors ...RequestEditorFn) (*ListPartnerKeysResponse, error)
+
+	// CreatePartnerKeyWithBodyWithResponse Add an API key
+	//
+	// A new key beside the existing ones, shown once in `key`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /partners/{id}/keys (the `CreatePartnerKey` operationId).
+	CreatePartnerKeyWithBodyWithResponse(ctx context.Context, id PartnerId, params *CreatePartnerKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePartnerKeyResponse, error)
+
+	// CreatePartnerKeyWithResponse Add an API key
+	//
+	// A new key beside the existing ones, shown once in `key`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /partners/{id}/keys (the `CreatePartnerKey` operationId).
+	CreatePartnerKeyWithResponse(ctx context.Context, id PartnerId, params *CreatePartnerKeyParams, body CreatePartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePartnerKeyResponse, error)
+
+	// RevokePartnerKeyWithResponse Revoke an API key
+	//
+	// The key stops working: at once on this instance's database, and everywhere within
+	// the authentication cache's lifetime (30 seconds — partner keys are cached per instance). Revoking
+	// twice answers the revoked key again. Audited like every action.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /partners/{id}/keys/{key_id} (the `RevokePartnerKey` operationId).
+	RevokePartnerKeyWithResponse(ctx context.Context, id PartnerId, keyId KeyId, reqEditors ...RequestEditorFn) (*RevokePartnerKeyResponse, error)
+
+	// RollPartnerKeyWithBodyWithResponse Replace an API key
+	//
+	// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+	// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+	// Rolling a revoked or expired key is `409 invalid_state_transition`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
+	RollPartnerKeyWithBodyWithResponse(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RollPartnerKeyResponse, error)
+
+	// RollPartnerKeyWithResponse Replace an API key
+	//
+	// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+	// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+	// Rolling a revoked or expired key is `409 invalid_state_transition`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
+	RollPartnerKeyWithResponse(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, body RollPartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RollPartnerKeyResponse, error)
+
+	// ListPayoutsWithResponse List batch payouts
+	//
+	// Batch payouts, newest first, keyset-paged.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /payouts (the `ListPayouts` operationId).
+	ListPayoutsWithResponse(ctx context.Context, params *ListPayoutsParams, reqEditors ...RequestEditorFn) (*ListPayoutsResponse, error)
+
+	// CreatePayoutWithBodyWithResponse Record one bank transfer paying a partner for many transactions
+	//
+	// Settles the payout of every transaction in `transaction_ids` at once: each gets
+	// history `payout:settled` (with the operator, the reference and the payout's id) and
+	// its `payout.settled` event, exactly as `POST /transactions/{id}/payout`, and the
+	// payout (its reference and the NGN amount actually transferred) is recorded, all in
+	// one database transaction. Refused with `409 invalid_state_transition`, changing
+	// nothing, when any transaction is not awaiting payout (`completed`, payout not
+	// settled) or belongs to another partner, or when `fiat_amount` is not the sum of their
+	// `amount` (the NGN due to the partner for them; revenue shares are settled apart);
+	// `details` names the transaction or field. An unknown transaction is `404`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payouts (the `CreatePayout` operationId).
+	CreatePayoutWithBodyWithResponse(ctx context.Context, params *CreatePayoutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePayoutResponse, error)
+
+	// CreatePayoutWithResponse Record one bank transfer paying a partner for many transactions
+	//
+	// Settles the payout of every transaction in `transaction_ids` at once: each gets
+	// history `payout:settled` (with the operator, the reference and the payout's id) and
+	// its `payout.settled` event, exactly as `POST /transactions/{id}/payout`, and the
+	// payout (its reference and the NGN amount actually transferred) is recorded, all in
+	// one database transaction. Refused with `409 invalid_state_transition`, changing
+	// nothing, when any transaction is not awaiting payout (`completed`, payout not
+	// settled) or belongs to another partner, or when `fiat_amount` is not the sum of their
+	// `amount` (the NGN due to the partner for them; revenue shares are settled apart);
+	// `details` names the transaction or field. An unknown transaction is `404`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /payouts (the `CreatePayout` operationId).
+	CreatePayoutWithResponse(ctx context.Context, params *CreatePayoutParams, body CreatePayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePayoutResponse, error)
 
 	// ListRefundTasksWithResponse List refund tasks
 	//
@@ -2564,19 +5577,25 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
 	ResolveRefundTaskWithResponse(ctx context.Context, id openapi_types.UUID, params *ResolveRefundTaskParams, body ResolveRefundTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveRefundTaskResponse, error)
 
-	// ListStageWithResponse List the transactions of a stage
+	// ListStageWithResponse List or search the transactions of a stage
 	//
-	// The transactions of every partner in `stage`, ordered by (`created_at`, `id`)
-	// descending and keyset-paged like the partner list. Filters combine with AND.
+	// The transactions of every partner in `stage` (of every status when `stage` is
+	// omitted), ordered by (`created_at`, `id`) — newest first by default, oldest first
+	// with `order=oldest` (the queue's most overdue item first) — and keyset-paged like
+	// the partner list. `q` finds a transaction by what a support ticket quotes. Filters
+	// combine with AND.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /transactions (the `ListStage` operationId).
 	ListStageWithResponse(ctx context.Context, params *ListStageParams, reqEditors ...RequestEditorFn) (*ListStageResponse, error)
 
-	// GetOperatorTransactionWithResponse Get a transaction
+	// GetOperatorTransactionWithResponse Get a transaction in detail
 	//
-	// Any partner's transaction, as the back office sees it.
+	// Any partner's transaction, as the back office sees it, with everything a support
+	// case needs: its deposits as seen on chain (with the sender's address, needed for a
+	// refund), the fill, the settlement, the payout (with its batch, if any) and the full
+	// status history with the operator and the reference of each action.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2722,6 +5741,96 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /transactions/{id}/settle (the `SettleOrder` operationId).
 	SettleOrderWithResponse(ctx context.Context, id TransactionId, params *SettleOrderParams, body SettleOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*SettleOrderResponse, error)
+}
+
+// ListAuditResponse429Headers the declared response headers of an HTTP 429 response for ListAudit
+type ListAuditResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListAuditResponse503Headers the declared response headers of an HTTP 503 response for ListAudit
+type ListAuditResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListAuditResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AuditPageResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAuditResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAuditResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAuditResponse) GetJSON200() *AuditPageResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListAuditResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListAuditResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListAuditResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListAuditResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListAuditResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAuditResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAuditResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAuditResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAuditResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // ListUnmatchedDepositsResponse429Headers the declared response headers of an HTTP 429 response for ListUnmatchedDeposits
@@ -2940,6 +6049,1879 @@ func (r ResolveUnmatchedDepositResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ResolveUnmatchedDepositResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListFillsResponse429Headers the declared response headers of an HTTP 429 response for ListFills
+type ListFillsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListFillsResponse503Headers the declared response headers of an HTTP 503 response for ListFills
+type ListFillsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListFillsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchPageResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListFillsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListFillsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListFillsResponse) GetJSON200() *BatchPageResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListFillsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListFillsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListFillsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListFillsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListFillsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListFillsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListFillsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListFillsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListFillsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateFillResponse200Headers the declared response headers of an HTTP 200 response for CreateFill
+type CreateFillResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// CreateFillResponse429Headers the declared response headers of an HTTP 429 response for CreateFill
+type CreateFillResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreateFillResponse503Headers the declared response headers of an HTTP 503 response for CreateFill
+type CreateFillResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateFillResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchOK
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateFillResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateFillResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateFillResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateFillResponse) GetJSON200() *BatchOK {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateFillResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateFillResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateFillResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateFillResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateFillResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateFillResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateFillResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateFillResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateFillResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateFillResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateFillResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateFillResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateFillResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateFillResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListOperatorsResponse429Headers the declared response headers of an HTTP 429 response for ListOperators
+type ListOperatorsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListOperatorsResponse503Headers the declared response headers of an HTTP 503 response for ListOperators
+type ListOperatorsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListOperatorsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OperatorListResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListOperatorsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListOperatorsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListOperatorsResponse) GetJSON200() *OperatorListResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListOperatorsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListOperatorsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListOperatorsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListOperatorsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListOperatorsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListOperatorsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListOperatorsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListOperatorsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListOperatorsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateOperatorResponse200Headers the declared response headers of an HTTP 200 response for CreateOperator
+type CreateOperatorResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// CreateOperatorResponse429Headers the declared response headers of an HTTP 429 response for CreateOperator
+type CreateOperatorResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreateOperatorResponse503Headers the declared response headers of an HTTP 503 response for CreateOperator
+type CreateOperatorResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateOperatorResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OperatorCreatedResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateOperatorResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateOperatorResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateOperatorResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateOperatorResponse) GetJSON200() *OperatorCreatedResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateOperatorResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateOperatorResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateOperatorResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateOperatorResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateOperatorResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateOperatorResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateOperatorResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateOperatorResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateOperatorResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateOperatorResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateOperatorResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateOperatorResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateOperatorResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListOperatorKeysResponse429Headers the declared response headers of an HTTP 429 response for ListOperatorKeys
+type ListOperatorKeysResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListOperatorKeysResponse503Headers the declared response headers of an HTTP 503 response for ListOperatorKeys
+type ListOperatorKeysResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListOperatorKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApiKeyListResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListOperatorKeysResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListOperatorKeysResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListOperatorKeysResponse) GetJSON200() *ApiKeyListResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListOperatorKeysResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListOperatorKeysResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListOperatorKeysResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListOperatorKeysResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListOperatorKeysResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListOperatorKeysResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListOperatorKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListOperatorKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListOperatorKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListOperatorKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateOperatorKeyResponse200Headers the declared response headers of an HTTP 200 response for CreateOperatorKey
+type CreateOperatorKeyResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// CreateOperatorKeyResponse429Headers the declared response headers of an HTTP 429 response for CreateOperatorKey
+type CreateOperatorKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreateOperatorKeyResponse503Headers the declared response headers of an HTTP 503 response for CreateOperatorKey
+type CreateOperatorKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateOperatorKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NewApiKeyResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateOperatorKeyResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateOperatorKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateOperatorKeyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON200() *NewApiKeyResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateOperatorKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateOperatorKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateOperatorKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateOperatorKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevokeOperatorKeyResponse429Headers the declared response headers of an HTTP 429 response for RevokeOperatorKey
+type RevokeOperatorKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RevokeOperatorKeyResponse503Headers the declared response headers of an HTTP 503 response for RevokeOperatorKey
+type RevokeOperatorKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RevokeOperatorKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApiKeyResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RevokeOperatorKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevokeOperatorKeyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RevokeOperatorKeyResponse) GetJSON200() *ApiKeyResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RevokeOperatorKeyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RevokeOperatorKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RevokeOperatorKeyResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RevokeOperatorKeyResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RevokeOperatorKeyResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RevokeOperatorKeyResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokeOperatorKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeOperatorKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeOperatorKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokeOperatorKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RollOperatorKeyResponse200Headers the declared response headers of an HTTP 200 response for RollOperatorKey
+type RollOperatorKeyResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// RollOperatorKeyResponse429Headers the declared response headers of an HTTP 429 response for RollOperatorKey
+type RollOperatorKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RollOperatorKeyResponse503Headers the declared response headers of an HTTP 503 response for RollOperatorKey
+type RollOperatorKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RollOperatorKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NewApiKeyResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RollOperatorKeyResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RollOperatorKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RollOperatorKeyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON200() *NewApiKeyResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RollOperatorKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RollOperatorKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RollOperatorKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RollOperatorKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetOverviewResponse429Headers the declared response headers of an HTTP 429 response for GetOverview
+type GetOverviewResponse429Headers struct {
+	RetryAfter *int
+}
+
+// GetOverviewResponse503Headers the declared response headers of an HTTP 503 response for GetOverview
+type GetOverviewResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetOverviewResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OverviewResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetOverviewResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetOverviewResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOverviewResponse) GetJSON200() *OverviewResponse {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetOverviewResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetOverviewResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetOverviewResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetOverviewResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOverviewResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOverviewResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOverviewResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOverviewResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListPartnersResponse429Headers the declared response headers of an HTTP 429 response for ListPartners
+type ListPartnersResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListPartnersResponse503Headers the declared response headers of an HTTP 503 response for ListPartners
+type ListPartnersResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListPartnersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PartnerListResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPartnersResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPartnersResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPartnersResponse) GetJSON200() *PartnerListResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListPartnersResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPartnersResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListPartnersResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListPartnersResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListPartnersResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPartnersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPartnersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPartnersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPartnersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreatePartnerResponse200Headers the declared response headers of an HTTP 200 response for CreatePartner
+type CreatePartnerResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// CreatePartnerResponse429Headers the declared response headers of an HTTP 429 response for CreatePartner
+type CreatePartnerResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreatePartnerResponse503Headers the declared response headers of an HTTP 503 response for CreatePartner
+type CreatePartnerResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreatePartnerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PartnerCreatedResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreatePartnerResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreatePartnerResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreatePartnerResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreatePartnerResponse) GetJSON200() *PartnerCreatedResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreatePartnerResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreatePartnerResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreatePartnerResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreatePartnerResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreatePartnerResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreatePartnerResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreatePartnerResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreatePartnerResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreatePartnerResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreatePartnerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreatePartnerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreatePartnerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreatePartnerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListPartnerKeysResponse429Headers the declared response headers of an HTTP 429 response for ListPartnerKeys
+type ListPartnerKeysResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListPartnerKeysResponse503Headers the declared response headers of an HTTP 503 response for ListPartnerKeys
+type ListPartnerKeysResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListPartnerKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApiKeyListResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPartnerKeysResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPartnerKeysResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPartnerKeysResponse) GetJSON200() *ApiKeyListResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListPartnerKeysResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPartnerKeysResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListPartnerKeysResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListPartnerKeysResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListPartnerKeysResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListPartnerKeysResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPartnerKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPartnerKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPartnerKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPartnerKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreatePartnerKeyResponse200Headers the declared response headers of an HTTP 200 response for CreatePartnerKey
+type CreatePartnerKeyResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// CreatePartnerKeyResponse429Headers the declared response headers of an HTTP 429 response for CreatePartnerKey
+type CreatePartnerKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreatePartnerKeyResponse503Headers the declared response headers of an HTTP 503 response for CreatePartnerKey
+type CreatePartnerKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreatePartnerKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NewApiKeyResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreatePartnerKeyResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreatePartnerKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreatePartnerKeyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON200() *NewApiKeyResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreatePartnerKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreatePartnerKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreatePartnerKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreatePartnerKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevokePartnerKeyResponse429Headers the declared response headers of an HTTP 429 response for RevokePartnerKey
+type RevokePartnerKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RevokePartnerKeyResponse503Headers the declared response headers of an HTTP 503 response for RevokePartnerKey
+type RevokePartnerKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RevokePartnerKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApiKeyResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RevokePartnerKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RevokePartnerKeyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RevokePartnerKeyResponse) GetJSON200() *ApiKeyResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RevokePartnerKeyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RevokePartnerKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RevokePartnerKeyResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RevokePartnerKeyResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RevokePartnerKeyResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RevokePartnerKeyResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokePartnerKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokePartnerKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokePartnerKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokePartnerKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RollPartnerKeyResponse200Headers the declared response headers of an HTTP 200 response for RollPartnerKey
+type RollPartnerKeyResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// RollPartnerKeyResponse429Headers the declared response headers of an HTTP 429 response for RollPartnerKey
+type RollPartnerKeyResponse429Headers struct {
+	RetryAfter *int
+}
+
+// RollPartnerKeyResponse503Headers the declared response headers of an HTTP 503 response for RollPartnerKey
+type RollPartnerKeyResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RollPartnerKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NewApiKeyResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RollPartnerKeyResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RollPartnerKeyResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RollPartnerKeyResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON200() *NewApiKeyResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RollPartnerKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RollPartnerKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RollPartnerKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RollPartnerKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListPayoutsResponse429Headers the declared response headers of an HTTP 429 response for ListPayouts
+type ListPayoutsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListPayoutsResponse503Headers the declared response headers of an HTTP 503 response for ListPayouts
+type ListPayoutsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListPayoutsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchPageResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPayoutsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPayoutsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPayoutsResponse) GetJSON200() *BatchPageResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListPayoutsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPayoutsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListPayoutsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListPayoutsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListPayoutsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPayoutsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPayoutsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPayoutsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPayoutsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreatePayoutResponse200Headers the declared response headers of an HTTP 200 response for CreatePayout
+type CreatePayoutResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// CreatePayoutResponse429Headers the declared response headers of an HTTP 429 response for CreatePayout
+type CreatePayoutResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreatePayoutResponse503Headers the declared response headers of an HTTP 503 response for CreatePayout
+type CreatePayoutResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreatePayoutResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchOK
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreatePayoutResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreatePayoutResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreatePayoutResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreatePayoutResponse) GetJSON200() *BatchOK {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreatePayoutResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreatePayoutResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r CreatePayoutResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreatePayoutResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreatePayoutResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreatePayoutResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreatePayoutResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreatePayoutResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreatePayoutResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreatePayoutResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreatePayoutResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreatePayoutResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreatePayoutResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreatePayoutResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3272,7 +8254,7 @@ type GetOperatorTransactionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *OperatorTransactionOK
+	JSON200 *OperatorTransactionDetailResponse
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
@@ -3292,7 +8274,7 @@ type GetOperatorTransactionResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetOperatorTransactionResponse) GetJSON200() *OperatorTransactionOK {
+func (r GetOperatorTransactionResponse) GetJSON200() *OperatorTransactionDetailResponse {
 	return r.JSON200
 }
 
@@ -4147,6 +9129,23 @@ func (r SettleOrderResponse) ContentType() string {
 	return ""
 }
 
+// ListAuditWithResponse List operator actions
+//
+// Every successful operator action — who, what, on which transaction, deposit or
+// batch, with which reference, when — newest first, keyset-paged. Filters combine
+// with AND.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /audit (the `ListAudit` operationId).
+func (c *ClientWithResponses) ListAuditWithResponse(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*ListAuditResponse, error) {
+	rsp, err := c.ListAudit(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAuditResponse(rsp)
+}
+
 // ListUnmatchedDepositsWithResponse List unmatched deposits
 //
 // Deposits seen on chain that matched no open transaction (an unknown address, or a
@@ -4195,6 +9194,425 @@ func (c *ClientWithResponses) ResolveUnmatchedDepositWithResponse(ctx context.Co
 		return nil, err
 	}
 	return ParseResolveUnmatchedDepositResponse(rsp)
+}
+
+// ListFillsWithResponse List batch fills
+//
+// Liquidity orders recorded with `POST /fills`, newest first, keyset-paged.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /fills (the `ListFills` operationId).
+func (c *ClientWithResponses) ListFillsWithResponse(ctx context.Context, params *ListFillsParams, reqEditors ...RequestEditorFn) (*ListFillsResponse, error) {
+	rsp, err := c.ListFills(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListFillsResponse(rsp)
+}
+
+// CreateFillWithBodyWithResponse Record one liquidity order that filled many transactions
+//
+// Fills every transaction in `transaction_ids` (each a confirmed deposit awaiting its
+// fill, of any partner) at one executed `rate`: each gets history `order:filled` with
+// the operator, the reference and the batch id, and its fill record, whose NGN amount
+// is its `crypto_amount` × `rate` rounded half away from zero to kobo; the batch's
+// `fiat_amount` is their sum. All or none: any transaction not awaiting its fill is
+// `409 invalid_state_transition` (`details` names it) and nothing changes.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /fills (the `CreateFill` operationId).
+func (c *ClientWithResponses) CreateFillWithBodyWithResponse(ctx context.Context, params *CreateFillParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateFillResponse, error) {
+	rsp, err := c.CreateFillWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateFillResponse(rsp)
+}
+
+// CreateFillWithResponse Record one liquidity order that filled many transactions
+//
+// Fills every transaction in `transaction_ids` (each a confirmed deposit awaiting its
+// fill, of any partner) at one executed `rate`: each gets history `order:filled` with
+// the operator, the reference and the batch id, and its fill record, whose NGN amount
+// is its `crypto_amount` × `rate` rounded half away from zero to kobo; the batch's
+// `fiat_amount` is their sum. All or none: any transaction not awaiting its fill is
+// `409 invalid_state_transition` (`details` names it) and nothing changes.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /fills (the `CreateFill` operationId).
+func (c *ClientWithResponses) CreateFillWithResponse(ctx context.Context, params *CreateFillParams, body CreateFillJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateFillResponse, error) {
+	rsp, err := c.CreateFill(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateFillResponse(rsp)
+}
+
+// ListOperatorsWithResponse List operators
+//
+// Every operator, oldest first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /operators (the `ListOperators` operationId).
+func (c *ClientWithResponses) ListOperatorsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListOperatorsResponse, error) {
+	rsp, err := c.ListOperators(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListOperatorsResponse(rsp)
+}
+
+// CreateOperatorWithBodyWithResponse Create a operator
+//
+// Creates a operator and its first API key, shown once in `key.key` (only its hash is
+// stored).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /operators (the `CreateOperator` operationId).
+func (c *ClientWithResponses) CreateOperatorWithBodyWithResponse(ctx context.Context, params *CreateOperatorParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOperatorResponse, error) {
+	rsp, err := c.CreateOperatorWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateOperatorResponse(rsp)
+}
+
+// CreateOperatorWithResponse Create a operator
+//
+// Creates a operator and its first API key, shown once in `key.key` (only its hash is
+// stored).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /operators (the `CreateOperator` operationId).
+func (c *ClientWithResponses) CreateOperatorWithResponse(ctx context.Context, params *CreateOperatorParams, body CreateOperatorJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOperatorResponse, error) {
+	rsp, err := c.CreateOperator(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateOperatorResponse(rsp)
+}
+
+// ListOperatorKeysWithResponse List a operator's API keys
+//
+// Every key of the operator, revoked and expired ones included, newest first; never the key itself.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /operators/{id}/keys (the `ListOperatorKeys` operationId).
+func (c *ClientWithResponses) ListOperatorKeysWithResponse(ctx context.Context, id OperatorId, reqEditors ...RequestEditorFn) (*ListOperatorKeysResponse, error) {
+	rsp, err := c.ListOperatorKeys(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListOperatorKeysResponse(rsp)
+}
+
+// CreateOperatorKeyWithBodyWithResponse Add an API key
+//
+// A new key beside the existing ones, shown once in `key`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /operators/{id}/keys (the `CreateOperatorKey` operationId).
+func (c *ClientWithResponses) CreateOperatorKeyWithBodyWithResponse(ctx context.Context, id OperatorId, params *CreateOperatorKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateOperatorKeyResponse, error) {
+	rsp, err := c.CreateOperatorKeyWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateOperatorKeyResponse(rsp)
+}
+
+// CreateOperatorKeyWithResponse Add an API key
+//
+// A new key beside the existing ones, shown once in `key`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /operators/{id}/keys (the `CreateOperatorKey` operationId).
+func (c *ClientWithResponses) CreateOperatorKeyWithResponse(ctx context.Context, id OperatorId, params *CreateOperatorKeyParams, body CreateOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOperatorKeyResponse, error) {
+	rsp, err := c.CreateOperatorKey(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateOperatorKeyResponse(rsp)
+}
+
+// RevokeOperatorKeyWithResponse Revoke an API key
+//
+// The key stops working: at once on this instance's database, and everywhere within
+// the authentication cache's lifetime (30 seconds; operator keys are not cached). Revoking
+// twice answers the revoked key again. Audited like every action.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /operators/{id}/keys/{key_id} (the `RevokeOperatorKey` operationId).
+func (c *ClientWithResponses) RevokeOperatorKeyWithResponse(ctx context.Context, id OperatorId, keyId KeyId, reqEditors ...RequestEditorFn) (*RevokeOperatorKeyResponse, error) {
+	rsp, err := c.RevokeOperatorKey(ctx, id, keyId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeOperatorKeyResponse(rsp)
+}
+
+// RollOperatorKeyWithBodyWithResponse Replace an API key
+//
+// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+// Rolling a revoked or expired key is `409 invalid_state_transition`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
+func (c *ClientWithResponses) RollOperatorKeyWithBodyWithResponse(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RollOperatorKeyResponse, error) {
+	rsp, err := c.RollOperatorKeyWithBody(ctx, id, keyId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRollOperatorKeyResponse(rsp)
+}
+
+// RollOperatorKeyWithResponse Replace an API key
+//
+// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+// Rolling a revoked or expired key is `409 invalid_state_transition`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
+func (c *ClientWithResponses) RollOperatorKeyWithResponse(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, body RollOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RollOperatorKeyResponse, error) {
+	rsp, err := c.RollOperatorKey(ctx, id, keyId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRollOperatorKeyResponse(rsp)
+}
+
+// GetOverviewWithResponse The back office at a glance
+//
+// Per stage, how many transactions wait and their USDT and NGN totals; per network,
+// how far the chain watcher has read; the refund work open; and the partners whose
+// webhook endpoint is failing. Counted when asked (no cache).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /overview (the `GetOverview` operationId).
+func (c *ClientWithResponses) GetOverviewWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOverviewResponse, error) {
+	rsp, err := c.GetOverview(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOverviewResponse(rsp)
+}
+
+// ListPartnersWithResponse List partners
+//
+// Every partner, oldest first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /partners (the `ListPartners` operationId).
+func (c *ClientWithResponses) ListPartnersWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListPartnersResponse, error) {
+	rsp, err := c.ListPartners(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPartnersResponse(rsp)
+}
+
+// CreatePartnerWithBodyWithResponse Create a partner
+//
+// Creates a partner and its first API key, shown once in `key.key` (only its hash is
+// stored). The partner's environment is the server's (live keys in production, sandbox keys in staging) and its revenue rates the defaults.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /partners (the `CreatePartner` operationId).
+func (c *ClientWithResponses) CreatePartnerWithBodyWithResponse(ctx context.Context, params *CreatePartnerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePartnerResponse, error) {
+	rsp, err := c.CreatePartnerWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePartnerResponse(rsp)
+}
+
+// CreatePartnerWithResponse Create a partner
+//
+// Creates a partner and its first API key, shown once in `key.key` (only its hash is
+// stored). The partner's environment is the server's (live keys in production, sandbox keys in staging) and its revenue rates the defaults.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /partners (the `CreatePartner` operationId).
+func (c *ClientWithResponses) CreatePartnerWithResponse(ctx context.Context, params *CreatePartnerParams, body CreatePartnerJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePartnerResponse, error) {
+	rsp, err := c.CreatePartner(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePartnerResponse(rsp)
+}
+
+// ListPartnerKeysWithResponse List a partner's API keys
+//
+// Every key of the partner, revoked and expired ones included, newest first; never the key itself.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /partners/{id}/keys (the `ListPartnerKeys` operationId).
+func (c *ClientWithResponses) ListPartnerKeysWithResponse(ctx context.Context, id PartnerId, reqEditors ...RequestEditorFn) (*ListPartnerKeysResponse, error) {
+	rsp, err := c.ListPartnerKeys(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPartnerKeysResponse(rsp)
+}
+
+// CreatePartnerKeyWithBodyWithResponse Add an API key
+//
+// A new key beside the existing ones, shown once in `key`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /partners/{id}/keys (the `CreatePartnerKey` operationId).
+func (c *ClientWithResponses) CreatePartnerKeyWithBodyWithResponse(ctx context.Context, id PartnerId, params *CreatePartnerKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePartnerKeyResponse, error) {
+	rsp, err := c.CreatePartnerKeyWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePartnerKeyResponse(rsp)
+}
+
+// CreatePartnerKeyWithResponse Add an API key
+//
+// A new key beside the existing ones, shown once in `key`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /partners/{id}/keys (the `CreatePartnerKey` operationId).
+func (c *ClientWithResponses) CreatePartnerKeyWithResponse(ctx context.Context, id PartnerId, params *CreatePartnerKeyParams, body CreatePartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePartnerKeyResponse, error) {
+	rsp, err := c.CreatePartnerKey(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePartnerKeyResponse(rsp)
+}
+
+// RevokePartnerKeyWithResponse Revoke an API key
+//
+// The key stops working: at once on this instance's database, and everywhere within
+// the authentication cache's lifetime (30 seconds — partner keys are cached per instance). Revoking
+// twice answers the revoked key again. Audited like every action.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /partners/{id}/keys/{key_id} (the `RevokePartnerKey` operationId).
+func (c *ClientWithResponses) RevokePartnerKeyWithResponse(ctx context.Context, id PartnerId, keyId KeyId, reqEditors ...RequestEditorFn) (*RevokePartnerKeyResponse, error) {
+	rsp, err := c.RevokePartnerKey(ctx, id, keyId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokePartnerKeyResponse(rsp)
+}
+
+// RollPartnerKeyWithBodyWithResponse Replace an API key
+//
+// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+// Rolling a revoked or expired key is `409 invalid_state_transition`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
+func (c *ClientWithResponses) RollPartnerKeyWithBodyWithResponse(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RollPartnerKeyResponse, error) {
+	rsp, err := c.RollPartnerKeyWithBody(ctx, id, keyId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRollPartnerKeyResponse(rsp)
+}
+
+// RollPartnerKeyWithResponse Replace an API key
+//
+// Issues a new key (shown once in `key`) and lets the rolled one keep working for
+// `overlap` (default `24h`; `0s` stops it at once), time to deploy the new one.
+// Rolling a revoked or expired key is `409 invalid_state_transition`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
+func (c *ClientWithResponses) RollPartnerKeyWithResponse(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, body RollPartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RollPartnerKeyResponse, error) {
+	rsp, err := c.RollPartnerKey(ctx, id, keyId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRollPartnerKeyResponse(rsp)
+}
+
+// ListPayoutsWithResponse List batch payouts
+//
+// Batch payouts, newest first, keyset-paged.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /payouts (the `ListPayouts` operationId).
+func (c *ClientWithResponses) ListPayoutsWithResponse(ctx context.Context, params *ListPayoutsParams, reqEditors ...RequestEditorFn) (*ListPayoutsResponse, error) {
+	rsp, err := c.ListPayouts(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPayoutsResponse(rsp)
+}
+
+// CreatePayoutWithBodyWithResponse Record one bank transfer paying a partner for many transactions
+//
+// Settles the payout of every transaction in `transaction_ids` at once: each gets
+// history `payout:settled` (with the operator, the reference and the payout's id) and
+// its `payout.settled` event, exactly as `POST /transactions/{id}/payout`, and the
+// payout (its reference and the NGN amount actually transferred) is recorded, all in
+// one database transaction. Refused with `409 invalid_state_transition`, changing
+// nothing, when any transaction is not awaiting payout (`completed`, payout not
+// settled) or belongs to another partner, or when `fiat_amount` is not the sum of their
+// `amount` (the NGN due to the partner for them; revenue shares are settled apart);
+// `details` names the transaction or field. An unknown transaction is `404`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payouts (the `CreatePayout` operationId).
+func (c *ClientWithResponses) CreatePayoutWithBodyWithResponse(ctx context.Context, params *CreatePayoutParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePayoutResponse, error) {
+	rsp, err := c.CreatePayoutWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePayoutResponse(rsp)
+}
+
+// CreatePayoutWithResponse Record one bank transfer paying a partner for many transactions
+//
+// Settles the payout of every transaction in `transaction_ids` at once: each gets
+// history `payout:settled` (with the operator, the reference and the payout's id) and
+// its `payout.settled` event, exactly as `POST /transactions/{id}/payout`, and the
+// payout (its reference and the NGN amount actually transferred) is recorded, all in
+// one database transaction. Refused with `409 invalid_state_transition`, changing
+// nothing, when any transaction is not awaiting payout (`completed`, payout not
+// settled) or belongs to another partner, or when `fiat_amount` is not the sum of their
+// `amount` (the NGN due to the partner for them; revenue shares are settled apart);
+// `details` names the transaction or field. An unknown transaction is `404`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /payouts (the `CreatePayout` operationId).
+func (c *ClientWithResponses) CreatePayoutWithResponse(ctx context.Context, params *CreatePayoutParams, body CreatePayoutJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePayoutResponse, error) {
+	rsp, err := c.CreatePayout(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePayoutResponse(rsp)
 }
 
 // ListRefundTasksWithResponse List refund tasks
@@ -4252,10 +9670,13 @@ func (c *ClientWithResponses) ResolveRefundTaskWithResponse(ctx context.Context,
 	return ParseResolveRefundTaskResponse(rsp)
 }
 
-// ListStageWithResponse List the transactions of a stage
+// ListStageWithResponse List or search the transactions of a stage
 //
-// The transactions of every partner in `stage`, ordered by (`created_at`, `id`)
-// descending and keyset-paged like the partner list. Filters combine with AND.
+// The transactions of every partner in `stage` (of every status when `stage` is
+// omitted), ordered by (`created_at`, `id`) — newest first by default, oldest first
+// with `order=oldest` (the queue's most overdue item first) — and keyset-paged like
+// the partner list. `q` finds a transaction by what a support ticket quotes. Filters
+// combine with AND.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -4268,9 +9689,12 @@ func (c *ClientWithResponses) ListStageWithResponse(ctx context.Context, params 
 	return ParseListStageResponse(rsp)
 }
 
-// GetOperatorTransactionWithResponse Get a transaction
+// GetOperatorTransactionWithResponse Get a transaction in detail
 //
-// Any partner's transaction, as the back office sees it.
+// Any partner's transaction, as the back office sees it, with everything a support
+// case needs: its deposits as seen on chain (with the sender's address, needed for a
+// refund), the fill, the settlement, the payout (with its batch, if any) and the full
+// status history with the operator and the reference of each action.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -4495,6 +9919,90 @@ func (c *ClientWithResponses) SettleOrderWithResponse(ctx context.Context, id Tr
 	return ParseSettleOrderResponse(rsp)
 }
 
+// ParseListAuditResponse parses an HTTP response from a ListAuditWithResponse call
+func ParseListAuditResponse(rsp *http.Response) (*ListAuditResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAuditResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AuditPageResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListAuditResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAuditResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListUnmatchedDepositsResponse parses an HTTP response from a ListUnmatchedDepositsWithResponse call
 func ParseListUnmatchedDepositsResponse(rsp *http.Response) (*ListUnmatchedDepositsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -4695,6 +10203,1801 @@ func ParseResolveUnmatchedDepositResponse(rsp *http.Response) (*ResolveUnmatched
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResolveUnmatchedDepositResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListFillsResponse parses an HTTP response from a ListFillsWithResponse call
+func ParseListFillsResponse(rsp *http.Response) (*ListFillsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListFillsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchPageResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListFillsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListFillsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateFillResponse parses an HTTP response from a CreateFillWithResponse call
+func ParseCreateFillResponse(rsp *http.Response) (*CreateFillResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateFillResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchOK
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateFillResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateFillResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateFillResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListOperatorsResponse parses an HTTP response from a ListOperatorsWithResponse call
+func ParseListOperatorsResponse(rsp *http.Response) (*ListOperatorsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListOperatorsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OperatorListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListOperatorsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListOperatorsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateOperatorResponse parses an HTTP response from a CreateOperatorWithResponse call
+func ParseCreateOperatorResponse(rsp *http.Response) (*CreateOperatorResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateOperatorResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OperatorCreatedResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateOperatorResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateOperatorResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateOperatorResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListOperatorKeysResponse parses an HTTP response from a ListOperatorKeysWithResponse call
+func ParseListOperatorKeysResponse(rsp *http.Response) (*ListOperatorKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListOperatorKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApiKeyListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListOperatorKeysResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListOperatorKeysResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateOperatorKeyResponse parses an HTTP response from a CreateOperatorKeyWithResponse call
+func ParseCreateOperatorKeyResponse(rsp *http.Response) (*CreateOperatorKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateOperatorKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NewApiKeyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateOperatorKeyResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateOperatorKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateOperatorKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokeOperatorKeyResponse parses an HTTP response from a RevokeOperatorKeyWithResponse call
+func ParseRevokeOperatorKeyResponse(rsp *http.Response) (*RevokeOperatorKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeOperatorKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApiKeyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RevokeOperatorKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevokeOperatorKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRollOperatorKeyResponse parses an HTTP response from a RollOperatorKeyWithResponse call
+func ParseRollOperatorKeyResponse(rsp *http.Response) (*RollOperatorKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RollOperatorKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NewApiKeyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RollOperatorKeyResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers RollOperatorKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RollOperatorKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetOverviewResponse parses an HTTP response from a GetOverviewWithResponse call
+func ParseGetOverviewResponse(rsp *http.Response) (*GetOverviewResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOverviewResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OverviewResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetOverviewResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetOverviewResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListPartnersResponse parses an HTTP response from a ListPartnersWithResponse call
+func ParseListPartnersResponse(rsp *http.Response) (*ListPartnersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPartnersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PartnerListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListPartnersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPartnersResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreatePartnerResponse parses an HTTP response from a CreatePartnerWithResponse call
+func ParseCreatePartnerResponse(rsp *http.Response) (*CreatePartnerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreatePartnerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PartnerCreatedResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreatePartnerResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreatePartnerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreatePartnerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListPartnerKeysResponse parses an HTTP response from a ListPartnerKeysWithResponse call
+func ParseListPartnerKeysResponse(rsp *http.Response) (*ListPartnerKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPartnerKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApiKeyListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListPartnerKeysResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPartnerKeysResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreatePartnerKeyResponse parses an HTTP response from a CreatePartnerKeyWithResponse call
+func ParseCreatePartnerKeyResponse(rsp *http.Response) (*CreatePartnerKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreatePartnerKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NewApiKeyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreatePartnerKeyResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreatePartnerKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreatePartnerKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokePartnerKeyResponse parses an HTTP response from a RevokePartnerKeyWithResponse call
+func ParseRevokePartnerKeyResponse(rsp *http.Response) (*RevokePartnerKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokePartnerKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApiKeyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RevokePartnerKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RevokePartnerKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRollPartnerKeyResponse parses an HTTP response from a RollPartnerKeyWithResponse call
+func ParseRollPartnerKeyResponse(rsp *http.Response) (*RollPartnerKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RollPartnerKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NewApiKeyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RollPartnerKeyResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers RollPartnerKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RollPartnerKeyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListPayoutsResponse parses an HTTP response from a ListPayoutsWithResponse call
+func ParseListPayoutsResponse(rsp *http.Response) (*ListPayoutsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPayoutsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchPageResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListPayoutsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPayoutsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreatePayoutResponse parses an HTTP response from a CreatePayoutWithResponse call
+func ParseCreatePayoutResponse(rsp *http.Response) (*CreatePayoutResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreatePayoutResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchOK
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreatePayoutResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreatePayoutResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreatePayoutResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -5020,7 +12323,7 @@ func ParseGetOperatorTransactionResponse(rsp *http.Response) (*GetOperatorTransa
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest OperatorTransactionOK
+		var dest OperatorTransactionDetailResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -21,7 +21,11 @@ import (
 	"partnerd/openapi"
 
 	"partnerd/internal/address"
+	"partnerd/internal/apikeys"
 	"partnerd/internal/apperr"
+	"partnerd/internal/audit"
+	"partnerd/internal/backoffice"
+	"partnerd/internal/batches"
 	"partnerd/internal/config"
 	"partnerd/internal/cursor"
 	"partnerd/internal/docs"
@@ -68,6 +72,11 @@ type App struct {
 	operators    *operators.Service
 	unmatched    *unmatched.Service
 	operatorKeys *idempotency.Service
+	// audit, batches and backoffice serve the back office (the operator API and the console).
+	audit      *audit.Log
+	batches    *batches.Service
+	backoffice *backoffice.Service
+	keys       *apikeys.Service
 }
 
 // Open connects to the database, applies pending migrations and builds the services.

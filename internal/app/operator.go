@@ -1,11 +1,19 @@
 package app
 
 import (
+	"net/http"
+	"sort"
+
 	"github.com/labstack/echo/v4"
 
 	"partnerd/openapi"
 
+	"partnerd/internal/apikeys"
+	"partnerd/internal/audit"
+	"partnerd/internal/backoffice"
+	"partnerd/internal/batches"
 	"partnerd/internal/config"
+	"partnerd/internal/console"
 	"partnerd/internal/docs"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
@@ -37,10 +45,26 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	a.operators = operators.NewService(st, store.Now)
 	codec := a.codec
 	a.operatorKeys = idempotency.NewService(st.OperatorKeys(), store.Now)
+	stages := transactions.NewStageLister(st, codec)
+	stages.ConfirmingTooLong(a.cfg.ConfirmingTooLong, store.Now)
+	a.audit = audit.New(st, codec, store.Now)
+	a.batches = batches.New(store.For[batches.Tx](st), a.lifecycle, a.audit, codec, store.Now)
+	networks := make([]string, 0, len(a.cfg.Confirmations))
+	for n := range a.cfg.Confirmations {
+		networks = append(networks, n)
+	}
+	sort.Strings(networks)
+	a.backoffice = backoffice.New(st, stages, a.batches, networks)
+	a.keys = apikeys.New(st, store.Now)
 	if err := operatorapi.Register(e, operatorapi.Deps{
 		Operators:    a.operators,
 		Lifecycle:    a.lifecycle,
-		Stages:       transactions.NewStageLister(st, codec),
+		Stages:       stages,
+		Backoffice:   a.backoffice,
+		Audit:        a.audit,
+		Batches:      a.batches,
+		Partners:     a.partners,
+		Keys:         a.keys,
 		Transactions: st,
 		Fills:        st,
 		Unmatched:    a.unmatched,
@@ -52,11 +76,18 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 		return err
 	}
 	docs.RegisterOperator(e, openapi.OperatorYAML)
-	return nil
+	// The console calls the operator API in process, through the finished handler.
+	return console.Register(e, console.Deps{
+		Operators: a.operators, API: func() http.Handler { return a.handler }, OperatorBase: operatorapi.BasePath,
+		Secure: a.cfg.Env == config.Production, Logger: a.log, Now: store.Now,
+	})
 }
 
 // Operators returns the operator service (for the operators command and tests).
 func (a *App) Operators() *operators.Service { return a.operators }
+
+// Keys returns the API key service (for the partners keys command).
+func (a *App) Keys() *apikeys.Service { return a.keys }
 
 // Unmatched returns the unmatched-deposit service (the chain watcher records into it).
 func (a *App) Unmatched() *unmatched.Service { return a.unmatched }

@@ -84,6 +84,9 @@ type Config struct {
 	// Payments are the rules for counting transfers: tolerance, dust, late window
 	// (payments.go).
 	Payments lifecycle.Payments
+	// ConfirmingTooLong is how long a deposit may confirm before the operators'
+	// confirming_too_long stage lists it (CONFIRMING_TOO_LONG_AFTER, 30m).
+	ConfirmingTooLong time.Duration
 
 	// Settlement chooses the liquidity and payout adapters (settlement.go).
 	Settlement Settlement
@@ -311,6 +314,7 @@ func (r *reader) operations(c *Config) {
 	loadChain(c, get, bad)
 	c.DepositWindow = duration(get("DEPOSIT_WINDOW", transactions.DepositWindow.String()), "DEPOSIT_WINDOW", bad)
 	c.Payments = loadPayments(get, bad)
+	c.ConfirmingTooLong = duration(get("CONFIRMING_TOO_LONG_AFTER", transactions.DefaultConfirmingTooLong.String()), "CONFIRMING_TOO_LONG_AFTER", bad)
 }
 
 // cursorSecret reads the page cursors' HMAC key (the built-in one in staging only).

@@ -27,7 +27,7 @@ func TestKeysAreSeparate(t *testing.T) {
 		require.True(t, strings.HasPrefix(opKey, "sk_op_"))
 
 		for name, k := range map[string]string{"partner key": partnerKey, "no key": "", "unknown operator key": "sk_op_" + strings.Repeat("A", 43)} {
-			res, err := env.OperatorClient(t, k).ListStageWithResponse(ctx, &oc.ListStageParams{Stage: oc.StageAwaitingFill})
+			res, err := env.OperatorClient(t, k).ListStageWithResponse(ctx, &oc.ListStageParams{Stage: ptr(oc.StageAwaitingFill)})
 			require.NoError(t, err)
 			require.Equal(t, http.StatusUnauthorized, res.StatusCode(), name)
 			require.Equal(t, oc.ErrorCodeUnauthorized, res.JSON401.Error.Code)
@@ -40,7 +40,7 @@ func TestKeysAreSeparate(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, http.StatusUnauthorized, res.StatusCode(), "an operator key on the partner API")
 
-		ok, err := env.OperatorClient(t, opKey).ListStageWithResponse(ctx, &oc.ListStageParams{Stage: oc.StageAwaitingFill})
+		ok, err := env.OperatorClient(t, opKey).ListStageWithResponse(ctx, &oc.ListStageParams{Stage: ptr(oc.StageAwaitingFill)})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, ok.StatusCode())
 		require.Equal(t, "no-store", ok.HTTPResponse.Header.Get("Cache-Control"))
@@ -271,7 +271,7 @@ func TestStageList(t *testing.T) {
 		var walked []uuid.UUID
 		var cur *string
 		for {
-			res, err := ops.ListStageWithResponse(ctx, &oc.ListStageParams{Stage: oc.StageAwaitingFill, Limit: ptr(2), Cursor: cur})
+			res, err := ops.ListStageWithResponse(ctx, &oc.ListStageParams{Stage: ptr(oc.StageAwaitingFill), Limit: ptr(2), Cursor: cur})
 			require.NoError(t, err)
 			require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
 			for _, tx := range res.JSON200.Data.Data {
@@ -286,17 +286,17 @@ func TestStageList(t *testing.T) {
 		require.Equal(t, ids, walked, "newest first, every partner, each once")
 
 		pa := env.PartnerID(t, ka)
-		res, err := ops.ListStageWithResponse(ctx, &oc.ListStageParams{Stage: oc.StageAwaitingFill, PartnerId: &pa, Network: ptr("bep20")})
+		res, err := ops.ListStageWithResponse(ctx, &oc.ListStageParams{Stage: ptr(oc.StageAwaitingFill), PartnerId: &pa, Network: ptr("bep20")})
 		require.NoError(t, err)
 		require.Len(t, res.JSON200.Data.Data, 2)
-		res, err = ops.ListStageWithResponse(ctx, &oc.ListStageParams{Stage: oc.StageAwaitingFill, Network: ptr("trc20")})
+		res, err = ops.ListStageWithResponse(ctx, &oc.ListStageParams{Stage: ptr(oc.StageAwaitingFill), Network: ptr("trc20")})
 		require.NoError(t, err)
 		require.Empty(t, res.JSON200.Data.Data)
 
 		// A cursor with other filters is refused.
-		first, err := ops.ListStageWithResponse(ctx, &oc.ListStageParams{Stage: oc.StageAwaitingFill, Limit: ptr(1)})
+		first, err := ops.ListStageWithResponse(ctx, &oc.ListStageParams{Stage: ptr(oc.StageAwaitingFill), Limit: ptr(1)})
 		require.NoError(t, err)
-		bad, err := ops.ListStageWithResponse(ctx, &oc.ListStageParams{Stage: oc.StageAwaitingSettlement, Limit: ptr(1), Cursor: first.JSON200.Data.NextCursor})
+		bad, err := ops.ListStageWithResponse(ctx, &oc.ListStageParams{Stage: ptr(oc.StageAwaitingSettlement), Limit: ptr(1), Cursor: first.JSON200.Data.NextCursor})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusBadRequest, bad.StatusCode())
 		require.Equal(t, oc.ErrorCodeInvalidCursor, bad.JSON400.Error.Code)

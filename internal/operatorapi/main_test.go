@@ -108,7 +108,7 @@ func eventTypes(t *testing.T, env *apitest.Env, id uuid.UUID) []string {
 // stage lists one stage and returns the ids on its first page.
 func stage(t *testing.T, oc *operatorclient.ClientWithResponses, s operatorclient.Stage) []uuid.UUID {
 	t.Helper()
-	res, err := oc.ListStageWithResponse(context.Background(), &operatorclient.ListStageParams{Stage: s, Limit: ptr(100)})
+	res, err := oc.ListStageWithResponse(context.Background(), &operatorclient.ListStageParams{Stage: &s, Limit: ptr(100)})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
 	ids := make([]uuid.UUID, len(res.JSON200.Data.Data))

@@ -11,17 +11,23 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"partnerd/gen/operatorapi"
+	"partnerd/internal/apikeys"
 	"partnerd/internal/apperr"
+	"partnerd/internal/audit"
+	"partnerd/internal/backoffice"
+	"partnerd/internal/batches"
 	"partnerd/internal/httpapi"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/operators"
+	"partnerd/internal/partners"
 	"partnerd/internal/ratelimit"
 	"partnerd/internal/transactions"
 	"partnerd/internal/unmatched"
@@ -40,6 +46,14 @@ type Deps struct {
 	// Fills reads the operators' executed sales.
 	Fills     Fills
 	Unmatched *unmatched.Service
+	// Backoffice, Audit and Batches serve the overview and case files, the audit
+	// log, and batch payouts and fills.
+	Backoffice *backoffice.Service
+	Audit      *audit.Log
+	Batches    *batches.Service
+	// Partners and Keys manage the accounts and their API keys (Operators above).
+	Partners *partners.Service
+	Keys     *apikeys.Service
 	// Idempotency works on the operators' own key table.
 	Idempotency *idempotency.Service
 	// Limiter and Limits rate-limit operator requests per operator key, with the
@@ -95,7 +109,9 @@ func Register(e *echo.Echo, d Deps) error {
 	if err != nil {
 		return err
 	}
-	srv := &Server{lifecycle: d.Lifecycle, stages: d.Stages, loader: d.Transactions, fills: d.Fills, unmatched: d.Unmatched, log: log}
+	srv := &Server{lifecycle: d.Lifecycle, stages: d.Stages, loader: d.Transactions, fills: d.Fills, unmatched: d.Unmatched,
+		backoffice: d.Backoffice, audit: d.Audit, batches: d.Batches,
+		partners: d.Partners, operators: d.Operators, keys: d.Keys, now: time.Now, log: log}
 	operatorapi.RegisterHandlersWithOptions(e, operatorapi.NewStrictHandler(srv, nil), operatorapi.RegisterHandlersOptions{
 		BaseURL: BasePath, OperationMiddlewares: mw,
 	})

@@ -3,15 +3,22 @@ package operatorapi
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
 	"partnerd/gen/operatorapi"
+	"partnerd/internal/apikeys"
 	"partnerd/internal/apperr"
+	"partnerd/internal/audit"
+	"partnerd/internal/backoffice"
+	"partnerd/internal/batches"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
+	"partnerd/internal/operators"
+	"partnerd/internal/partners"
 	"partnerd/internal/transactions"
 	"partnerd/internal/unmatched"
 )
@@ -23,7 +30,16 @@ type Server struct {
 	loader    Loader
 	fills     Fills
 	unmatched *unmatched.Service
-	log       *slog.Logger
+	// backoffice, audit and batches serve the back-office reads, the audit log and
+	// the batches.
+	backoffice *backoffice.Service
+	audit      *audit.Log
+	batches    *batches.Service
+	partners   *partners.Service
+	operators  *operators.Service
+	keys       *apikeys.Service
+	now        func() time.Time
+	log        *slog.Logger
 }
 
 var _ operatorapi.StrictServerInterface = (*Server)(nil)
@@ -32,9 +48,12 @@ var _ operatorapi.StrictServerInterface = (*Server)(nil)
 func (s *Server) ListStage(ctx context.Context, req operatorapi.ListStageRequestObject) (operatorapi.ListStageResponseObject, error) {
 	q := req.Params
 	limit, after := pageParams(q.Limit, q.Cursor)
-	page, err := s.stages.List(ctx, transactions.StageFilter{
-		Stage: transactions.Stage(q.Stage), PartnerID: q.PartnerId, Network: q.Network, From: q.From, To: q.To,
-	}, limit, after)
+	f := transactions.StageFilter{PartnerID: q.PartnerId, Network: q.Network, From: q.From, To: q.To, Search: q.Q,
+		Oldest: q.Order != nil && *q.Order == operatorapi.Oldest}
+	if q.Stage != nil {
+		f.Stage = transactions.Stage(*q.Stage)
+	}
+	page, err := s.stages.List(ctx, f, limit, after)
 	if err != nil {
 		return nil, err
 	}
@@ -47,19 +66,17 @@ func (s *Server) ListStage(ctx context.Context, req operatorapi.ListStageRequest
 	}}, nil
 }
 
-// GetOperatorTransaction returns any partner's transaction.
+// GetOperatorTransaction returns any partner's transaction with its case file.
 func (s *Server) GetOperatorTransaction(ctx context.Context, req operatorapi.GetOperatorTransactionRequestObject) (operatorapi.GetOperatorTransactionResponseObject, error) {
-	t, err := s.loader.Transaction(ctx, req.Id)
+	c, err := s.backoffice.Case(ctx, req.Id)
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.out(ctx, t)
+	out, err := s.caseOut(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	return operatorapi.GetOperatorTransaction200JSONResponse{OperatorTransactionOKJSONResponse: operatorapi.OperatorTransactionOKJSONResponse{
-		Success: true, Data: out[0],
-	}}, nil
+	return operatorapi.GetOperatorTransaction200JSONResponse{Success: true, Data: out}, nil
 }
 
 // FillOrder records the executed sale (POST /transactions/{id}/fill).
@@ -185,8 +202,17 @@ func (s *Server) ResolveUnmatchedDeposit(ctx context.Context, req operatorapi.Re
 	if b.TxHash != nil {
 		ref = *b.TxHash
 	}
-	s.log.Info("operator action", "operator_id", o.ID.String(), "action", "resolve_"+string(b.Action),
-		"unmatched_deposit_id", d.ID.String(), "reference", ref)
+	if s.audit != nil {
+		did := d.ID
+		if err := s.audit.Record(ctx, audit.Entry{OperatorID: o.ID, Action: audit.Action("resolve_" + string(b.Action)),
+			UnmatchedDepositID: &did, Reference: b.TxHash}); err != nil {
+			return nil, err
+		}
+	}
+	s.committed(ctx, func() {
+		s.log.Info("operator action", "operator_id", o.ID.String(), "action", "resolve_"+string(b.Action),
+			"unmatched_deposit_id", d.ID.String(), "reference", ref)
+	})
 	msg := "Deposit resolved."
 	return operatorapi.ResolveUnmatchedDeposit200JSONResponse{Body: operatorapi.UnmatchedDepositResponse{
 		Success: true, Message: &msg, Data: depositOut(d),
@@ -206,14 +232,24 @@ func (s *Server) act(ctx context.Context, action string, id uuid.UUID, reference
 			"transaction_id", id.String(), "reference", reference, "error_code", string(apperr.CodeOf(err)))
 		return nil, err
 	}
+	// The audit row joins the action's unit of work (the idempotency layer's).
+	if s.audit != nil {
+		tid, ref := t.ID, reference
+		if err := s.audit.Record(ctx, audit.Entry{OperatorID: o.ID, Action: audit.Action(action), TransactionID: &tid, Reference: &ref}); err != nil {
+			return nil, err
+		}
+	}
 	// Logged once the action has committed (with its stored answer), never for a
 	// change that rolled back.
-	idempotency.OnCommit(ctx, func() {
+	s.committed(ctx, func() {
 		s.log.Info("operator action", "operator_id", o.ID.String(), "action", action, "transaction_id", t.ID.String(),
 			"partner_id", t.PartnerID.String(), "reference", reference, "status", string(t.Status))
 	})
 	return t, nil
 }
+
+// committed runs f once the request's unit of work has committed.
+func (s *Server) committed(ctx context.Context, f func()) { idempotency.OnCommit(ctx, f) }
 
 func (s *Server) actionOK(ctx context.Context, t *lifecycle.Transaction, msg string) (operatorapi.OperatorActionOKJSONResponse, error) {
 	out, err := s.out(ctx, t)

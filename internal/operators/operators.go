@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"partnerd/internal/apikeys"
 	"partnerd/internal/apperr"
 	"partnerd/internal/partners"
 )
@@ -29,6 +30,9 @@ type Operator struct {
 	// KeyHash is the hex SHA-256 of the API key.
 	KeyHash   string
 	CreatedAt time.Time
+	// KeyID and KeyPrefix are the first key's id and visible prefix (at creation).
+	KeyID     uuid.UUID
+	KeyPrefix string
 }
 
 // Store persists operators.
@@ -36,6 +40,18 @@ type Store interface {
 	CreateOperator(ctx context.Context, o *Operator) error
 	// OperatorByKeyHash returns the operator whose key hashes to hash, or apperr NotFound.
 	OperatorByKeyHash(ctx context.Context, hash string) (*Operator, error)
+	// Operators returns every operator, oldest first.
+	Operators(ctx context.Context) ([]*Operator, error)
+	// OperatorByID returns operator id, or apperr NotFound.
+	OperatorByID(ctx context.Context, id uuid.UUID) (*Operator, error)
+}
+
+// List returns every operator, oldest first.
+func (s *Service) List(ctx context.Context) ([]*Operator, error) { return s.store.Operators(ctx) }
+
+// Get returns operator id. Errors: NotFound.
+func (s *Service) Get(ctx context.Context, id uuid.UUID) (*Operator, error) {
+	return s.store.OperatorByID(ctx, id)
 }
 
 // Service creates and authenticates operators.
@@ -58,7 +74,8 @@ func (s *Service) Create(ctx context.Context, name string) (*Operator, string, e
 	if err != nil {
 		return nil, "", err
 	}
-	o := &Operator{ID: uuid.New(), Name: name, KeyHash: partners.HashKey(key), CreatedAt: s.now()}
+	id := uuid.New() // also the first key's id
+	o := &Operator{ID: id, Name: name, KeyHash: partners.HashKey(key), CreatedAt: s.now(), KeyID: id, KeyPrefix: apikeys.Prefix(key)}
 	if err := s.store.CreateOperator(ctx, o); err != nil {
 		return nil, "", fmt.Errorf("create operator: %w", err)
 	}

@@ -62,5 +62,15 @@ func (c *keyCache) put(hash string, p *Partner) {
 			delete(c.entries, h)
 		}
 	}
-	c.entries[hash] = keyEntry{p: &cp, expires: now.Add(c.ttl)}
+	until := now.Add(c.ttl)
+	if p.KeyExpiresAt != nil && p.KeyExpiresAt.Before(until) { // a rolled key: never trusted past its end
+		until = *p.KeyExpiresAt
+	}
+	c.entries[hash] = keyEntry{p: &cp, expires: until}
+}
+
+func (c *keyCache) forget(hash string) {
+	c.mu.Lock()
+	delete(c.entries, hash)
+	c.mu.Unlock()
 }

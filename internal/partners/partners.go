@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"partnerd/internal/apikeys"
 	"partnerd/internal/apperr"
 )
 
@@ -51,6 +52,13 @@ type Partner struct {
 	// ShareRate is the partner's share of the platform fee, as a fraction.
 	ShareRate decimal.Decimal
 	CreatedAt time.Time
+	// KeyID and KeyPrefix are the first key's id (the partner's own) and visible
+	// prefix, at creation.
+	KeyID     uuid.UUID
+	KeyPrefix string
+	// KeyExpiresAt is when the key that authenticated stops working (a rolled
+	// key), or nil; the key cache never trusts a key past it.
+	KeyExpiresAt *time.Time
 }
 
 // Store persists partners.
@@ -61,7 +69,26 @@ type Store interface {
 	PartnerByKeyHash(ctx context.Context, hash string) (*Partner, error)
 	// CountPartners returns how many partners exist.
 	CountPartners(ctx context.Context) (int64, error)
+	// Partners returns every partner, oldest first.
+	Partners(ctx context.Context) ([]*Partner, error)
+	// PartnerByID returns partner id, or apperr NotFound.
+	PartnerByID(ctx context.Context, id uuid.UUID) (*Partner, error)
 }
+
+// List returns every partner, oldest first.
+func (s *Service) List(ctx context.Context) ([]*Partner, error) { return s.store.Partners(ctx) }
+
+// Get returns partner id. Errors: NotFound.
+func (s *Service) Get(ctx context.Context, id uuid.UUID) (*Partner, error) {
+	return s.store.PartnerByID(ctx, id)
+}
+
+// Forget drops the key hashing to hash from this instance's key cache, so a key
+// revoked or rolled here stops at once here (other instances within KeyCacheTTL).
+func (s *Service) Forget(hash string) { s.keys.forget(hash) }
+
+// Environment is where this service's keys work.
+func (s *Service) Environment() Environment { return s.env }
 
 // Defaults are the revenue rates given to new partners.
 type Defaults struct {
@@ -94,11 +121,14 @@ func (s *Service) Create(ctx context.Context, name string) (*Partner, string, er
 	if err != nil {
 		return nil, "", err
 	}
+	id := uuid.New()
 	p := &Partner{
-		ID:          uuid.New(),
+		ID:          id,
 		Name:        name,
 		Environment: s.env,
 		KeyHash:     HashKey(key),
+		KeyID:       id, // the first key's id is the partner's
+		KeyPrefix:   apikeys.Prefix(key),
 		FeeRate:     s.defaults.FeeRate,
 		ShareRate:   s.defaults.ShareRate,
 		CreatedAt:   s.now(),

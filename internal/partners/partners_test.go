@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
@@ -42,6 +43,27 @@ func (m *memStore) CountPartners(context.Context) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return int64(len(m.byHash)), nil
+}
+
+func (m *memStore) Partners(context.Context) ([]*Partner, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Partner, 0, len(m.byHash))
+	for _, p := range m.byHash {
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (m *memStore) PartnerByID(_ context.Context, id uuid.UUID) (*Partner, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range m.byHash {
+		if p.ID == id {
+			return p, nil
+		}
+	}
+	return nil, apperr.New(apperr.NotFound, "no partner")
 }
 
 func TestKeysAreRandomPrefixedAndHashed(t *testing.T) {

@@ -26,6 +26,19 @@ func afterPosition(db *gorm.DB, timeCol, idCol string, pos *cursor.Position) (*g
 	return db.Where("("+timeCol+", "+idCol+") < (?, ?)", pos.Time.UTC(), id), nil
 }
 
+// beforePosition is afterPosition for a list ordered ascending: the rows after pos
+// are the greater ones.
+func beforePosition(db *gorm.DB, timeCol, idCol string, pos *cursor.Position) (*gorm.DB, error) {
+	if pos == nil {
+		return db, nil
+	}
+	id, err := uuid.Parse(pos.ID)
+	if err != nil {
+		return nil, apperr.New(apperr.InvalidCursor, "The cursor is invalid for this list and filters.")
+	}
+	return db.Where("("+timeCol+", "+idCol+") > (?, ?)", pos.Time.UTC(), id), nil
+}
+
 // within narrows db to rows whose col lies in [from, to]; nil bounds are open.
 func within(db *gorm.DB, col string, from, to *time.Time) *gorm.DB {
 	if from != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -12,6 +13,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"partnerd/internal/apikeys"
 	"partnerd/internal/apperr"
 	"partnerd/internal/cursor"
 	"partnerd/internal/idempotency"
@@ -31,18 +33,54 @@ type operatorRow struct {
 
 func (operatorRow) TableName() string { return "operators" }
 
-// CreateOperator inserts o.
+// CreateOperator inserts o and its first API key (o.KeyHash, o.KeyPrefix), whose id
+// is the account's own (as for the keys the migration carried over).
 func (s *Store) CreateOperator(ctx context.Context, o *operators.Operator) error {
-	return s.write(ctx).Create(&operatorRow{ID: o.ID, Name: o.Name, KeyHash: o.KeyHash, CreatedAt: o.CreatedAt}).Error
+	return s.Transact(ctx, func(ctx context.Context, _ *Tx) error {
+		if err := s.write(ctx).Create(&operatorRow{ID: o.ID, Name: o.Name, KeyHash: o.KeyHash, CreatedAt: o.CreatedAt}).Error; err != nil {
+			return err
+		}
+		return s.InsertAPIKey(ctx, &apikeys.Key{ID: o.ID, Owner: apikeys.Operator, OwnerID: o.ID, Hash: o.KeyHash, Prefix: o.KeyPrefix, CreatedAt: o.CreatedAt})
+	})
 }
 
-// OperatorByKeyHash returns the operator whose key hashes to hash, or apperr NotFound.
+// OperatorByKeyHash returns the operator whose working key hashes to hash (not
+// revoked, not expired), or apperr NotFound; it records the key's use. KeyHash is
+// the hash of the key that authenticated.
 func (s *Store) OperatorByKeyHash(ctx context.Context, hash string) (*operators.Operator, error) {
 	var row operatorRow
-	if err := s.read(ctx).Where("key_hash = ?", hash).Take(&row).Error; err != nil {
+	now := Now()
+	err := s.read(ctx).Table("api_keys AS k").Select("o.*").Joins("JOIN operators o ON o.id = k.owner_id").
+		Where(usableKey, hash, string(apikeys.Operator), now).Take(&row).Error
+	if err != nil {
 		return nil, notFound(err, "operator")
 	}
-	return &operators.Operator{ID: row.ID, Name: row.Name, KeyHash: row.KeyHash, CreatedAt: row.CreatedAt.UTC()}, nil
+	if err := s.touchKey(ctx, hash, now); err != nil {
+		return nil, err
+	}
+	return &operators.Operator{ID: row.ID, Name: row.Name, KeyHash: hash, CreatedAt: row.CreatedAt.UTC()}, nil
+}
+
+// Operators returns every operator, oldest first.
+func (s *Store) Operators(ctx context.Context) ([]*operators.Operator, error) {
+	var rows []operatorRow
+	if err := s.read(ctx).Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]*operators.Operator, len(rows))
+	for i, r := range rows {
+		out[i] = &operators.Operator{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt.UTC()}
+	}
+	return out, nil
+}
+
+// OperatorByID returns operator id, or apperr NotFound.
+func (s *Store) OperatorByID(ctx context.Context, id uuid.UUID) (*operators.Operator, error) {
+	var row operatorRow
+	if err := s.read(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+		return nil, notFound(err, "operator")
+	}
+	return &operators.Operator{ID: row.ID, Name: row.Name, CreatedAt: row.CreatedAt.UTC()}, nil
 }
 
 // OperatorKeys returns the idempotency store of operator requests: the same
@@ -60,33 +98,33 @@ func (k operatorKeyStore) PurgeKeys(ctx context.Context, t time.Time) (int64, er
 	return operatorKeyTable.purge(k.s.write(ctx), t)
 }
 
-// ListStage returns a page of every partner's transactions in q's stage, newest
-// first, with their deposits. The stage's status condition and the keyset match the
-// (status, created_at DESC, id DESC) index.
+// ListStage returns a page of every partner's transactions in q's stage (of every
+// status without one) matching q, newest first (oldest with q.Oldest), with their
+// deposits. The stage's status condition and the keyset match the (status,
+// created_at DESC, id DESC) index.
 func (s *Store) ListStage(ctx context.Context, q transactions.StageQuery) ([]*lifecycle.Transaction, error) {
-	db := s.read(ctx).Model(&transactionRow{})
-	switch q.Stage {
-	case transactions.AwaitingFill:
-		db = db.Where("status = ?", string(lifecycle.DepositConfirming)).
-			Where("EXISTS (SELECT 1 FROM deposits d WHERE d.transaction_id = transactions.id AND d.status = ?)", lifecycle.DepositStatusConfirmed)
-	case transactions.AwaitingSettlement:
-		db = db.Where("status = ?", string(lifecycle.OrderFilled))
-	case transactions.AwaitingPayout:
-		db = db.Where("status = ? AND payout_settled_at IS NULL", string(lifecycle.Completed))
-	case transactions.StageFailed:
-		db = db.Where("status = ?", string(lifecycle.Failed))
-	default:
-		return nil, apperr.Field(apperr.InvalidRequest, "Unknown stage.", "stage", "not a stage")
+	db, err := stageWhere(s.read(ctx).Model(&transactionRow{}), q.Stage, q.StuckBefore)
+	if err != nil {
+		return nil, err
 	}
 	db = whereEq(db, "partner_id", q.PartnerID)
 	db = whereEq(db, "network", q.Network)
 	db = within(db, "created_at", q.From, q.To)
-	db, err := afterPosition(db, "created_at", "id", q.After)
+	if q.Search != nil {
+		db = search(db, *q.Search, *q.SearchKey)
+	}
+	order := "created_at DESC, id DESC"
+	if q.Oldest {
+		order = "created_at, id"
+		db, err = beforePosition(db, "created_at", "id", q.After)
+	} else {
+		db, err = afterPosition(db, "created_at", "id", q.After)
+	}
 	if err != nil {
 		return nil, err
 	}
 	var rows []transactionRow
-	if err := db.Order("created_at DESC, id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {
+	if err := db.Order(order).Limit(q.Limit).Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	out := make([]*lifecycle.Transaction, len(rows))
@@ -110,6 +148,68 @@ func (s *Store) ListStage(ctx context.Context, q transactions.StageQuery) ([]*li
 		if d := byID[t.ID]; d != nil {
 			t.Deposit = d.domain()
 		}
+	}
+	return out, nil
+}
+
+// stageWhere narrows a query on transactions to stage ("" leaves it whole): the
+// one definition of each stage, shared by the lists and the overview's totals.
+func stageWhere(db *gorm.DB, stage transactions.Stage, stuckBefore time.Time) (*gorm.DB, error) {
+	const deposit = "EXISTS (SELECT 1 FROM deposits d WHERE d.transaction_id = transactions.id AND d.status = ?"
+	switch stage {
+	case "":
+		return db, nil
+	case transactions.AwaitingFill:
+		return db.Where("status = ?", string(lifecycle.DepositConfirming)).Where(deposit+")", lifecycle.DepositStatusConfirmed), nil
+	case transactions.AwaitingSettlement:
+		return db.Where("status = ?", string(lifecycle.OrderFilled)), nil
+	case transactions.AwaitingPayout:
+		return db.Where("status = ? AND payout_settled_at IS NULL", string(lifecycle.Completed)), nil
+	case transactions.StageFailed:
+		return db.Where("status = ?", string(lifecycle.Failed)), nil
+	case transactions.ConfirmingTooLong:
+		return db.Where("status = ?", string(lifecycle.DepositConfirming)).
+			Where(deposit+" AND d.received_at <= ?)", lifecycle.DepositStatusConfirming, stuckBefore.UTC()), nil
+	default:
+		return nil, apperr.Field(apperr.InvalidRequest, "Unknown stage.", "stage", "not a stage")
+	}
+}
+
+// search narrows a query on transactions to those a support ticket's text q
+// names: the merchant reference (folded to key), the deposit address, a deposit's
+// chain hash (either as recorded or as a chain transfer), or the id.
+func search(db *gorm.DB, q, key string) *gorm.DB {
+	lower := strings.ToLower(q)
+	cond := "transactions.reference_key = ? OR transactions.deposit_address = ? OR lower(transactions.deposit_address) = ?" +
+		" OR EXISTS (SELECT 1 FROM deposits d WHERE d.transaction_id = transactions.id AND lower(d.chain_hash) = ?)" +
+		" OR EXISTS (SELECT 1 FROM chain_transfers c WHERE c.transaction_id = transactions.id AND lower(c.tx_hash) = ?)"
+	args := []any{key, q, lower, lower, lower}
+	if id, err := uuid.Parse(q); err == nil {
+		cond += " OR transactions.id = ?"
+		args = append(args, id)
+	}
+	return db.Where("("+cond+")", args...)
+}
+
+// StageTotal counts stage's transactions and sums their token and NGN amounts
+// (exactly: the amounts are added as decimals here, the same on both databases).
+func (s *Store) StageTotal(ctx context.Context, stage transactions.Stage, stuckBefore time.Time) (transactions.StageTotal, error) {
+	out := transactions.StageTotal{Stage: stage}
+	db, err := stageWhere(s.read(ctx).Model(&transactionRow{}), stage, stuckBefore)
+	if err != nil {
+		return out, err
+	}
+	var rows []struct {
+		CryptoAmount decimal.Decimal
+		FiatAmount   decimal.Decimal
+	}
+	if err := db.Select("crypto_amount, fiat_amount").Find(&rows).Error; err != nil {
+		return out, err
+	}
+	for _, r := range rows {
+		out.Count++
+		out.Crypto = out.Crypto.Add(r.CryptoAmount)
+		out.Fiat = out.Fiat.Add(r.FiatAmount)
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
 
 	"partnerd/internal/cursor"
 	"partnerd/internal/lifecycle"
@@ -25,45 +26,112 @@ const (
 	AwaitingPayout Stage = "awaiting_payout"
 	// StageFailed: failed, awaiting a refund.
 	StageFailed Stage = "failed"
+	// ConfirmingTooLong: a deposit still confirming (deposit_confirming, deposit not
+	// confirmed) received before the lister's threshold: something is stuck.
+	ConfirmingTooLong Stage = "confirming_too_long"
 )
 
-// StageFilter selects the transactions of every partner in one stage.
+// Stages lists every stage, in the contract's order.
+var Stages = []Stage{AwaitingFill, AwaitingSettlement, AwaitingPayout, StageFailed, ConfirmingTooLong}
+
+// DefaultConfirmingTooLong is how long a deposit may confirm before it is listed as
+// ConfirmingTooLong: many times any network's expected confirmation time.
+const DefaultConfirmingTooLong = 30 * time.Minute
+
+// StageFilter selects the transactions of every partner in one stage ("" for
+// every transaction).
 type StageFilter struct {
 	Stage     Stage
 	PartnerID *uuid.UUID
 	Network   *string
 	From, To  *time.Time
+	// Search is what a support ticket quotes: a merchant reference (any case), a
+	// deposit address, a deposit's chain hash or a transaction id.
+	Search *string
+	// Oldest orders the list oldest first (the queue's most overdue item first).
+	Oldest bool
 }
 
 // StageQuery is what the store needs for one page of a stage.
 type StageQuery struct {
 	StageFilter
-	After *cursor.Position
-	Limit int
+	// SearchKey is the folded Search (the merchant reference form).
+	SearchKey *string
+	// StuckBefore is the ConfirmingTooLong threshold: deposits received before it.
+	StuckBefore time.Time
+	After       *cursor.Position
+	Limit       int
 }
 
 // StageStore lists stages.
 type StageStore interface {
-	// ListStage returns up to q.Limit transactions (with deposits) of q's stage,
-	// ordered by (created_at, id) descending, after q.After.
+	// ListStage returns up to q.Limit transactions (with deposits) of q's stage
+	// matching q, ordered by (created_at, id) descending (ascending with q.Oldest),
+	// after q.After.
 	ListStage(ctx context.Context, q StageQuery) ([]*lifecycle.Transaction, error)
 }
 
 // StageLister pages through a stage for the operator API.
 type StageLister struct {
-	store StageStore
-	codec *cursor.Codec
+	store   StageStore
+	codec   *cursor.Codec
+	tooLong time.Duration
+	now     func() time.Time
 }
 
 // NewStageLister returns a StageLister signing cursors with codec.
 func NewStageLister(store StageStore, codec *cursor.Codec) *StageLister {
-	return &StageLister{store: store, codec: codec}
+	return &StageLister{store: store, codec: codec, tooLong: DefaultConfirmingTooLong, now: func() time.Time { return time.Now().UTC() }}
 }
 
-// List returns one page of stage f.Stage, newest first; after is the previous page's
-// next cursor or "". Errors: InvalidCursor.
+// ConfirmingTooLong sets the ConfirmingTooLong threshold and the clock it is measured on.
+func (l *StageLister) ConfirmingTooLong(after time.Duration, now func() time.Time) {
+	if after > 0 {
+		l.tooLong = after
+	}
+	l.now = now
+}
+
+// StuckBefore is the current ConfirmingTooLong threshold.
+func (l *StageLister) StuckBefore() time.Time { return l.now().Add(-l.tooLong) }
+
+// StageTotal is one stage's count and totals.
+type StageTotal struct {
+	Stage  Stage
+	Count  int
+	Crypto decimal.Decimal
+	Fiat   decimal.Decimal
+}
+
+// StageTotaller counts and sums a stage (the store).
+type StageTotaller interface {
+	StageTotal(ctx context.Context, stage Stage, stuckBefore time.Time) (StageTotal, error)
+}
+
+// Totals counts and sums every stage, in Stages order.
+func (l *StageLister) Totals(ctx context.Context, t StageTotaller) ([]StageTotal, error) {
+	out := make([]StageTotal, 0, len(Stages))
+	stuck := l.StuckBefore()
+	for _, s := range Stages {
+		v, err := t.StageTotal(ctx, s, stuck)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// List returns one page of stage f.Stage (every transaction when ""), newest
+// first unless f.Oldest; after is the previous page's next cursor or "". Errors:
+// InvalidCursor.
 func (l *StageLister) List(ctx context.Context, f StageFilter, limit int, after string) (*Page, error) {
 	limit = cursor.Limit(limit)
+	q := StageQuery{StageFilter: f, StuckBefore: l.StuckBefore(), Limit: limit + 1}
+	if f.Search != nil {
+		k := ReferenceKey(*f.Search)
+		q.SearchKey = &k
+	}
 	b, _ := json.Marshal(struct {
 		List    string     `json:"list"`
 		Stage   Stage      `json:"stage"`
@@ -71,13 +139,16 @@ func (l *StageLister) List(ctx context.Context, f StageFilter, limit int, after 
 		Network *string    `json:"network"`
 		From    *time.Time `json:"from"`
 		To      *time.Time `json:"to"`
-	}{"stage", f.Stage, f.PartnerID, f.Network, cursor.UTC(f.From), cursor.UTC(f.To)})
+		Search  *string    `json:"q,omitempty"`
+		Oldest  bool       `json:"oldest,omitempty"`
+	}{"stage", f.Stage, f.PartnerID, f.Network, cursor.UTC(f.From), cursor.UTC(f.To), f.Search, f.Oldest})
 	scope := string(b)
 	pos, err := l.codec.After(after, scope)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := l.store.ListStage(ctx, StageQuery{StageFilter: f, After: pos, Limit: limit + 1})
+	q.After = pos
+	rows, err := l.store.ListStage(ctx, q)
 	if err != nil {
 		return nil, err
 	}

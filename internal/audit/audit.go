@@ -1,0 +1,122 @@
+// Package audit is the back office's record of who did what: one row per
+// successful operator action (one per transaction of a batch), written in the
+// action's own unit of work so the row exists exactly when the change does.
+// Refused actions leave no row; their log line says why.
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"partnerd/internal/cursor"
+)
+
+// Action is what an operator did.
+type Action string
+
+// The actions.
+const (
+	Fill            Action = "fill"
+	Settle          Action = "settle"
+	Payout          Action = "payout"
+	Fail            Action = "fail"
+	Refund          Action = "refund"
+	ResolveRefunded Action = "resolve_refunded"
+	ResolveCredited Action = "resolve_credited"
+	BatchPayout     Action = "batch_payout"
+	BatchFill       Action = "batch_fill"
+	PartnerCreated  Action = "partner_created"
+	OperatorCreated Action = "operator_created"
+	KeyCreated      Action = "key_created"
+	KeyRolled       Action = "key_rolled"
+	KeyRevoked      Action = "key_revoked"
+)
+
+// Entry is one operator action.
+type Entry struct {
+	ID                 uuid.UUID
+	OperatorID         uuid.UUID
+	OperatorName       string // filled by reads
+	Action             Action
+	TransactionID      *uuid.UUID
+	UnmatchedDepositID *uuid.UUID
+	BatchID            *uuid.UUID
+	// SubjectID is the partner, operator or key of an account or key action.
+	SubjectID *uuid.UUID
+	Reference *string
+	CreatedAt time.Time
+}
+
+// Filter selects entries; zero fields select everything.
+type Filter struct {
+	OperatorID    *uuid.UUID
+	TransactionID *uuid.UUID
+	Action        *Action
+	From, To      *time.Time
+}
+
+// Store persists the log.
+type Store interface {
+	// InsertAudit writes e, in the unit of work ctx carries when it carries one.
+	InsertAudit(ctx context.Context, e *Entry) error
+	// ListAudit returns up to limit entries matching f, newest first (created_at,
+	// id descending), after pos when set, with the operators' names.
+	ListAudit(ctx context.Context, f Filter, after *cursor.Position, limit int) ([]*Entry, error)
+}
+
+// Log records and lists operator actions.
+type Log struct {
+	store Store
+	codec *cursor.Codec
+	now   func() time.Time
+}
+
+// New returns a Log.
+func New(store Store, codec *cursor.Codec, now func() time.Time) *Log {
+	return &Log{store: store, codec: codec, now: now}
+}
+
+// Record writes one action; call it with the ctx of the action's unit of work.
+func (l *Log) Record(ctx context.Context, e Entry) error {
+	e.ID = uuid.New()
+	e.CreatedAt = l.now()
+	return l.store.InsertAudit(ctx, &e)
+}
+
+// Page is one page of the log.
+type Page struct {
+	Items      []*Entry
+	HasMore    bool
+	Limit      int
+	NextCursor *string
+}
+
+// List returns one page of entries matching f, newest first. Errors: InvalidCursor.
+func (l *Log) List(ctx context.Context, f Filter, limit int, after string) (*Page, error) {
+	limit = cursor.Limit(limit)
+	b, _ := json.Marshal(struct {
+		List     string     `json:"list"`
+		Operator *uuid.UUID `json:"operator"`
+		Tx       *uuid.UUID `json:"tx"`
+		Action   *Action    `json:"action"`
+		From     *time.Time `json:"from"`
+		To       *time.Time `json:"to"`
+	}{"audit", f.OperatorID, f.TransactionID, f.Action, cursor.UTC(f.From), cursor.UTC(f.To)})
+	scope := string(b)
+	pos, err := l.codec.After(after, scope)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := l.store.ListAudit(ctx, f, pos, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	p := &Page{Limit: limit}
+	p.Items, p.HasMore, p.NextCursor = cursor.Trim(l.codec, scope, rows, limit, func(e *Entry) cursor.Position {
+		return cursor.Position{Time: e.CreatedAt, ID: e.ID.String()}
+	})
+	return p, nil
+}

@@ -1,0 +1,225 @@
+// Package console is the operators' web console at /console: server-rendered
+// pages (html/template), its own stylesheet, no script and no external asset,
+// under a strict Content-Security-Policy. An operator signs in with their key;
+// the browser then holds only a session cookie (HttpOnly, SameSite=Strict, Secure
+// in production) that ends after IdleTimeout idle or AbsoluteTimeout in all, and
+// every form carries the session's CSRF token. Failed sign-ins are rate-limited
+// per client address.
+//
+// The console is a client of the operator API, not a second implementation:
+// every read and action is a call of the generated operator client, served in
+// process by the same handler (validation, idempotency, audit and rate limits
+// included) with the signed-in operator's key. An action's Idempotency-Key is made
+// when its confirmation page is shown, so a double submit replays.
+package console
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"html/template"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"partnerd/gen/operatorclient"
+	"partnerd/internal/operators"
+)
+
+// BasePath is where the console is served.
+const BasePath = "/console"
+
+//go:embed web
+var web embed.FS
+
+// CSP allows this origin's stylesheet and images and nothing else: no script, no
+// frame, forms only to this origin.
+const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// Deps are what the console needs.
+type Deps struct {
+	// Operators authenticates the sign-in key.
+	Operators *operators.Service
+	// API serves the operator API in process (the service's own handler, set
+	// once it is built).
+	API func() http.Handler
+	// OperatorBase is the operator API's base path.
+	OperatorBase string
+	// Secure marks the session cookie Secure (production).
+	Secure bool
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Console serves the pages.
+type Console struct {
+	d        Deps
+	sessions *sessions
+	limiter  *limiter
+	pages    map[string]*template.Template
+}
+
+// Register mounts the console on e.
+func Register(e *echo.Echo, d Deps) error {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	c := &Console{d: d, sessions: &sessions{byID: map[string]*session{}, now: d.Now},
+		limiter: &limiter{failures: map[string][]time.Time{}, now: d.Now}}
+	if err := c.parse(); err != nil {
+		return err
+	}
+	h := c.routes()
+	e.Any(BasePath, echo.WrapHandler(h))
+	e.Any(BasePath+"/*", echo.WrapHandler(h))
+	return nil
+}
+
+// client is the operator API as the session's operator.
+func (c *Console) client(ss *session) *operatorclient.ClientWithResponses {
+	cl, _ := operatorclient.NewClientWithResponses("http://in-process"+c.d.OperatorBase,
+		operatorclient.WithHTTPClient(&http.Client{Transport: inProcess{c.d.API}}),
+		operatorclient.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+			r.Header.Set("X-API-KEY", ss.key)
+			return nil
+		}))
+	return cl
+}
+
+// inProcess serves a request with the service's handler, without a socket.
+type inProcess struct{ h func() http.Handler }
+
+func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	if r.Body == nil {
+		r.Body = http.NoBody
+	}
+	r.RemoteAddr = "127.0.0.1:0"
+	r.RequestURI = r.URL.RequestURI()
+	t.h().ServeHTTP(rec, r)
+	res := rec.Result()
+	body, _ := io.ReadAll(res.Body)
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	return res, nil
+}
+
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+func (c *Console) routes() http.Handler {
+	mux := http.NewServeMux()
+	b := BasePath
+	mux.HandleFunc("GET "+b+"/static/console.css", c.css)
+	mux.HandleFunc("GET "+b+"/login", c.loginPage)
+	mux.HandleFunc("POST "+b+"/login", c.login)
+	mux.HandleFunc("POST "+b+"/logout", c.auth(c.logout))
+	mux.HandleFunc("GET "+b, c.auth(c.overview))
+	mux.HandleFunc("GET "+b+"/{$}", c.auth(c.overview))
+	mux.HandleFunc("GET "+b+"/transactions", c.auth(c.list))
+	mux.HandleFunc("GET "+b+"/transactions/{id}", c.auth(c.transaction))
+	mux.HandleFunc("POST "+b+"/transactions/{id}/action", c.auth(c.action))
+	mux.HandleFunc("GET "+b+"/payouts/new", c.auth(c.payoutForm))
+	mux.HandleFunc("POST "+b+"/payouts", c.auth(c.payout))
+	mux.HandleFunc("GET "+b+"/deposits", c.auth(c.deposits))
+	mux.HandleFunc("GET "+b+"/partners", c.auth(c.partners))
+	mux.HandleFunc("POST "+b+"/partners", c.auth(c.createPartner))
+	mux.HandleFunc("GET "+b+"/partners/{id}", c.auth(c.partner))
+	mux.HandleFunc("POST "+b+"/partners/{id}/keys/{kid}/{op}", c.auth(c.keyAction))
+	mux.HandleFunc("GET "+b+"/audit", c.auth(c.audit))
+	return headers(mux, c.d.Secure)
+}
+
+// headers sets the console's security headers on every answer.
+func headers(next http.Handler, _ bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", CSP)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		if r.URL.Path != BasePath+"/static/console.css" {
+			h.Set("Cache-Control", "no-store")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type handler func(w http.ResponseWriter, r *http.Request, ss *session)
+
+// auth requires a session (else the sign-in page) and, on POST, its CSRF token
+// (else 403, nothing done).
+func (c *Console) auth(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ss := c.sessions.get(r)
+		if ss == nil {
+			if r.Method != http.MethodGet {
+				http.Error(w, "Sign in first.", http.StatusUnauthorized)
+				return
+			}
+			http.Redirect(w, r, BasePath+"/login", http.StatusSeeOther)
+			return
+		}
+		if r.Method == http.MethodPost && !ss.validCSRF(r) {
+			c.render(w, http.StatusForbidden, "message", ss, map[string]any{"Title": "Refused",
+				"Message": "This form was not sent from a console page of your session (missing or wrong CSRF token). Nothing was changed; reload the page and try again."})
+			return
+		}
+		h(w, r, ss)
+	}
+}
+
+func (c *Console) css(w http.ResponseWriter, _ *http.Request) {
+	b, _ := web.ReadFile("web/console.css")
+	w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	w.Header().Set("Cache-Control", "max-age=300")
+	_, _ = w.Write(b)
+}
+
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
+	if c.sessions.get(r) != nil {
+		http.Redirect(w, r, BasePath, http.StatusSeeOther)
+		return
+	}
+	c.render(w, http.StatusOK, "login", nil, map[string]any{})
+}
+
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	addr := clientAddr(r)
+	if c.limiter.blocked(addr) {
+		c.render(w, http.StatusTooManyRequests, "login", nil, map[string]any{"Error": "Too many failed sign-ins from your address; wait a few minutes and try again."})
+		return
+	}
+	key := r.PostFormValue("key")
+	o, err := c.d.Operators.Authenticate(r.Context(), key)
+	if err != nil {
+		c.limiter.fail(addr)
+		c.d.Logger.Info("console sign-in refused", "client", addr)
+		c.render(w, http.StatusUnauthorized, "login", nil, map[string]any{"Error": "That operator key is not recognised."})
+		return
+	}
+	ss := c.sessions.create(o.ID, o.Name, key)
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: ss.id, Path: BasePath, HttpOnly: true, Secure: c.d.Secure,
+		SameSite: http.SameSiteStrictMode, MaxAge: int(AbsoluteTimeout.Seconds())})
+	c.d.Logger.Info("console sign-in", "operator_id", o.ID.String())
+	http.Redirect(w, r, BasePath, http.StatusSeeOther)
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request, ss *session) {
+	c.sessions.end(ss.id)
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: BasePath, HttpOnly: true, Secure: c.d.Secure,
+		SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	http.Redirect(w, r, BasePath+"/login", http.StatusSeeOther)
+}

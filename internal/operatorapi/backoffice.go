@@ -1,0 +1,209 @@
+package operatorapi
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"partnerd/gen/operatorapi"
+	"partnerd/internal/apperr"
+	"partnerd/internal/audit"
+	"partnerd/internal/backoffice"
+	"partnerd/internal/batches"
+	"partnerd/internal/lifecycle"
+	"partnerd/internal/money"
+)
+
+// GetOverview returns the back office at a glance (GET /overview).
+func (s *Server) GetOverview(ctx context.Context, _ operatorapi.GetOverviewRequestObject) (operatorapi.GetOverviewResponseObject, error) {
+	o, err := s.backoffice.Overview(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := operatorapi.Overview{OpenRefundTasks: o.OpenRefundTasks, OpenUnmatchedDeposits: o.OpenUnmatchedDeposits,
+		Stages: []operatorapi.StageSummary{}, Networks: []operatorapi.NetworkProgress{}, FailingWebhooks: []operatorapi.FailingWebhook{}}
+	for _, st := range o.Stages {
+		out.Stages = append(out.Stages, operatorapi.StageSummary{Stage: operatorapi.Stage(st.Stage), Count: st.Count,
+			CryptoAmount: money.FormatTokens(st.Crypto), FiatAmount: money.FormatFiat(st.Fiat)})
+	}
+	for _, n := range o.Networks {
+		out.Networks = append(out.Networks, operatorapi.NetworkProgress{Network: n.Network, HeadBlock: n.Head,
+			ScannedBlock: n.Scanned, FinalizedBlock: n.Finalized, Lag: n.Lag()})
+	}
+	for _, w := range o.FailingWebhooks {
+		out.FailingWebhooks = append(out.FailingWebhooks, operatorapi.FailingWebhook{PartnerId: w.PartnerID,
+			PartnerName: w.PartnerName, Url: w.URL, FailingEvents: w.FailingEvents})
+	}
+	return operatorapi.GetOverview200JSONResponse{Success: true, Data: out}, nil
+}
+
+// ListAudit pages through the operators' actions (GET /audit).
+func (s *Server) ListAudit(ctx context.Context, req operatorapi.ListAuditRequestObject) (operatorapi.ListAuditResponseObject, error) {
+	q := req.Params
+	limit, after := pageParams(q.Limit, q.Cursor)
+	f := audit.Filter{OperatorID: q.OperatorId, TransactionID: q.TransactionId, From: q.From, To: q.To}
+	if q.Action != nil {
+		a := audit.Action(*q.Action)
+		f.Action = &a
+	}
+	page, err := s.audit.List(ctx, f, limit, after)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]operatorapi.AuditEntry, len(page.Items))
+	for i, e := range page.Items {
+		items[i] = operatorapi.AuditEntry{Id: e.ID, OperatorId: e.OperatorID, OperatorName: e.OperatorName,
+			Action: operatorapi.AuditAction(e.Action), TransactionId: e.TransactionID, UnmatchedDepositId: e.UnmatchedDepositID,
+			BatchId: e.BatchID, SubjectId: e.SubjectID, Reference: e.Reference, CreatedAt: e.CreatedAt}
+	}
+	return operatorapi.ListAudit200JSONResponse{Success: true, Data: operatorapi.AuditPage{
+		Data: items, HasMore: page.HasMore, Limit: page.Limit, NextCursor: page.NextCursor,
+	}}, nil
+}
+
+// CreatePayout records one bank transfer for many transactions (POST /payouts).
+func (s *Server) CreatePayout(ctx context.Context, req operatorapi.CreatePayoutRequestObject) (operatorapi.CreatePayoutResponseObject, error) {
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fiat, err := decimal.NewFromString(req.Body.FiatAmount)
+	if err != nil || !fiat.IsPositive() {
+		return nil, apperr.Field(apperr.InvalidRequest, "The payout needs a positive amount.", "/fiat_amount", "must be a decimal greater than 0")
+	}
+	b, err := s.batches.CreatePayout(ctx, lifecycle.Actor{OperatorID: o.ID}, req.Body.PartnerId, req.Body.TransactionIds, req.Body.Reference, fiat)
+	if err != nil {
+		s.refused(o.ID, "batch_payout", req.Body.Reference, err)
+		return nil, err
+	}
+	s.batchLogged(ctx, o.ID, b)
+	msg := "Payout recorded."
+	return operatorapi.CreatePayout200JSONResponse{BatchOKJSONResponse: operatorapi.BatchOKJSONResponse{Body: operatorapi.BatchResponse{
+		Success: true, Message: &msg, Data: batchOut(b),
+	}}}, nil
+}
+
+// CreateFill records one liquidity order for many transactions (POST /fills).
+func (s *Server) CreateFill(ctx context.Context, req operatorapi.CreateFillRequestObject) (operatorapi.CreateFillResponseObject, error) {
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rate, err := decimal.NewFromString(req.Body.Rate)
+	if err != nil || !rate.IsPositive() {
+		return nil, apperr.Field(apperr.InvalidRequest, "The executed sale needs a positive rate.", "/rate", "must be a decimal greater than 0")
+	}
+	b, err := s.batches.CreateFill(ctx, lifecycle.Actor{OperatorID: o.ID}, req.Body.TransactionIds, rate, req.Body.Reference)
+	if err != nil {
+		s.refused(o.ID, "batch_fill", req.Body.Reference, err)
+		return nil, err
+	}
+	s.batchLogged(ctx, o.ID, b)
+	msg := "Fill recorded."
+	return operatorapi.CreateFill200JSONResponse{BatchOKJSONResponse: operatorapi.BatchOKJSONResponse{Body: operatorapi.BatchResponse{
+		Success: true, Message: &msg, Data: batchOut(b),
+	}}}, nil
+}
+
+// ListPayouts pages through batch payouts (GET /payouts).
+func (s *Server) ListPayouts(ctx context.Context, req operatorapi.ListPayoutsRequestObject) (operatorapi.ListPayoutsResponseObject, error) {
+	limit, after := pageParams(req.Params.Limit, req.Params.Cursor)
+	page, err := s.batches.List(ctx, batches.Payout, req.Params.PartnerId, limit, after)
+	if err != nil {
+		return nil, err
+	}
+	return operatorapi.ListPayouts200JSONResponse{Success: true, Data: batchPageOut(page)}, nil
+}
+
+// ListFills pages through batch fills (GET /fills).
+func (s *Server) ListFills(ctx context.Context, req operatorapi.ListFillsRequestObject) (operatorapi.ListFillsResponseObject, error) {
+	limit, after := pageParams(req.Params.Limit, req.Params.Cursor)
+	page, err := s.batches.List(ctx, batches.Fill, nil, limit, after)
+	if err != nil {
+		return nil, err
+	}
+	return operatorapi.ListFills200JSONResponse{Success: true, Data: batchPageOut(page)}, nil
+}
+
+func (s *Server) refused(operator uuid.UUID, action, reference string, err error) {
+	s.log.Info("operator action refused", "operator_id", operator.String(), "action", action,
+		"reference", reference, "error_code", string(apperr.CodeOf(err)))
+}
+
+func (s *Server) batchLogged(ctx context.Context, operator uuid.UUID, b *batches.Batch) {
+	s.committed(ctx, func() {
+		s.log.Info("operator action", "operator_id", operator.String(), "action", "batch_"+string(b.Kind),
+			"batch_id", b.ID.String(), "transactions", len(b.TransactionIDs), "reference", b.Reference,
+			"fiat_amount", money.FormatFiat(b.FiatAmount))
+	})
+}
+
+func batchPageOut(p *batches.Page) operatorapi.BatchPage {
+	items := make([]operatorapi.Batch, len(p.Items))
+	for i, b := range p.Items {
+		items[i] = batchOut(b)
+	}
+	return operatorapi.BatchPage{Data: items, HasMore: p.HasMore, Limit: p.Limit, NextCursor: p.NextCursor}
+}
+
+func batchOut(b *batches.Batch) operatorapi.Batch {
+	out := operatorapi.Batch{Id: b.ID, Kind: operatorapi.BatchKind(b.Kind), PartnerId: b.PartnerID, Reference: b.Reference,
+		FiatAmount: money.FormatFiat(b.FiatAmount), CryptoAmount: money.FormatTokens(b.CryptoAmount),
+		TransactionIds: b.TransactionIDs, OperatorId: b.OperatorID, CreatedAt: b.CreatedAt}
+	if out.TransactionIds == nil {
+		out.TransactionIds = []uuid.UUID{}
+	}
+	if b.Rate != nil {
+		r := money.FormatRate(*b.Rate)
+		out.Rate = &r
+	}
+	return out
+}
+
+// caseOut maps a case file to the detailed transaction.
+func (s *Server) caseOut(ctx context.Context, c *backoffice.Case) (operatorapi.OperatorTransactionDetail, error) {
+	var out operatorapi.OperatorTransactionDetail
+	base, err := s.out(ctx, c.Transaction)
+	if err != nil {
+		return out, err
+	}
+	// The detail is the transaction's fields plus its case file (allOf in the contract).
+	b, err := json.Marshal(base[0])
+	if err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return out, err
+	}
+	out.Deposits = make([]operatorapi.DepositTransfer, len(c.Deposits))
+	for i, d := range c.Deposits {
+		out.Deposits[i] = operatorapi.DepositTransfer{TxHash: d.TxHash, LogIndex: d.LogIndex, FromAddress: d.FromAddress,
+			Amount: money.FormatTokens(d.Amount), BlockNumber: d.BlockNumber, State: d.State, SeenAt: d.SeenAt}
+	}
+	if st := c.Settlement; st != nil {
+		out.Settlement = &operatorapi.SettlementRecord{Reference: st.Reference, OperatorId: st.OperatorID, SettledAt: st.At}
+	}
+	if p := c.Payout; p != nil {
+		out.Payout = &operatorapi.PayoutRecord{Reference: p.Reference, OperatorId: p.OperatorID, SettledAt: p.At}
+		if pb := c.PayoutBatch; pb != nil {
+			amount := money.FormatFiat(pb.FiatAmount)
+			out.Payout.PayoutId, out.Payout.PayoutFiatAmount = &pb.ID, &amount
+		}
+	}
+	out.History = make([]operatorapi.OperatorHistoryEntry, len(c.History))
+	for i, h := range c.History {
+		e := operatorapi.OperatorHistoryEntry{ToStatus: string(h.To), Reason: h.Reason, ChangedAt: h.ChangedAt,
+			OperatorId: h.OperatorID, Reference: h.Reference, Metadata: h.Metadata}
+		if h.From != lifecycle.None {
+			f := string(h.From)
+			e.FromStatus = &f
+		}
+		if e.Metadata == nil {
+			e.Metadata = map[string]any{}
+		}
+		out.History[i] = e
+	}
+	return out, nil
+}

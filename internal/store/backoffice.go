@@ -1,0 +1,242 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"partnerd/internal/audit"
+	"partnerd/internal/backoffice"
+	"partnerd/internal/batches"
+	"partnerd/internal/cursor"
+)
+
+var (
+	_ batches.Tx       = (*Tx)(nil)
+	_ batches.Store    = For[batches.Tx](nil)
+	_ audit.Store      = (*Store)(nil)
+	_ backoffice.Store = (*Store)(nil)
+)
+
+type batchRow struct {
+	ID           uuid.UUID `gorm:"primaryKey"`
+	Kind         string
+	PartnerID    *uuid.UUID
+	Reference    string
+	Rate         decimal.NullDecimal
+	FiatAmount   decimal.Decimal
+	CryptoAmount decimal.Decimal
+	OperatorID   uuid.UUID
+	CreatedAt    time.Time
+}
+
+func (batchRow) TableName() string { return "operator_batches" }
+
+type batchItemRow struct {
+	BatchID       uuid.UUID `gorm:"primaryKey"`
+	Kind          string
+	TransactionID uuid.UUID `gorm:"primaryKey"`
+	Position      int
+}
+
+func (batchItemRow) TableName() string { return "operator_batch_items" }
+
+// InsertBatch writes b and its items.
+func (tx *Tx) InsertBatch(ctx context.Context, b *batches.Batch) error {
+	row := batchRow{ID: b.ID, Kind: string(b.Kind), PartnerID: b.PartnerID, Reference: b.Reference,
+		FiatAmount: b.FiatAmount, CryptoAmount: b.CryptoAmount, OperatorID: b.OperatorID, CreatedAt: b.CreatedAt}
+	if b.Rate != nil {
+		row.Rate = decimal.NewNullDecimal(*b.Rate)
+	}
+	db := tx.db.WithContext(ctx)
+	if err := db.Create(&row).Error; err != nil {
+		return err
+	}
+	items := make([]batchItemRow, len(b.TransactionIDs))
+	for i, id := range b.TransactionIDs {
+		items[i] = batchItemRow{BatchID: b.ID, Kind: string(b.Kind), TransactionID: id, Position: i}
+	}
+	return db.Create(&items).Error
+}
+
+// ListBatches returns up to limit batches of kind, newest first, after pos.
+func (s *Store) ListBatches(ctx context.Context, kind batches.Kind, partnerID *uuid.UUID, pos *cursor.Position, limit int) ([]*batches.Batch, error) {
+	db := s.read(ctx).Where("kind = ?", string(kind))
+	db = whereEq(db, "partner_id", partnerID)
+	db, err := afterPosition(db, "created_at", "id", pos)
+	if err != nil {
+		return nil, err
+	}
+	var rows []batchRow
+	if err := db.Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	return s.batchesOf(ctx, rows)
+}
+
+// BatchOf returns the batch of kind holding transaction id, or nil.
+func (s *Store) BatchOf(ctx context.Context, kind batches.Kind, id uuid.UUID) (*batches.Batch, error) {
+	var rows []batchRow
+	err := s.read(ctx).Where("id IN (SELECT batch_id FROM operator_batch_items WHERE transaction_id = ? AND kind = ?)", id, string(kind)).
+		Find(&rows).Error
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	out, err := s.batchesOf(ctx, rows)
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+func (s *Store) batchesOf(ctx context.Context, rows []batchRow) ([]*batches.Batch, error) {
+	out := make([]*batches.Batch, len(rows))
+	ids := make([]uuid.UUID, len(rows))
+	byID := map[uuid.UUID]*batches.Batch{}
+	for i, r := range rows {
+		b := &batches.Batch{ID: r.ID, Kind: batches.Kind(r.Kind), PartnerID: r.PartnerID, Reference: r.Reference,
+			FiatAmount: r.FiatAmount, CryptoAmount: r.CryptoAmount, OperatorID: r.OperatorID, CreatedAt: r.CreatedAt.UTC()}
+		if r.Rate.Valid {
+			v := r.Rate.Decimal
+			b.Rate = &v
+		}
+		out[i], ids[i], byID[r.ID] = b, r.ID, b
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var items []batchItemRow
+	if err := s.read(ctx).Where("batch_id IN ?", ids).Order("batch_id, position").Find(&items).Error; err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		byID[it.BatchID].TransactionIDs = append(byID[it.BatchID].TransactionIDs, it.TransactionID)
+	}
+	return out, nil
+}
+
+type auditRow struct {
+	ID                 uuid.UUID `gorm:"primaryKey"`
+	OperatorID         uuid.UUID
+	Action             string
+	TransactionID      *uuid.UUID
+	UnmatchedDepositID *uuid.UUID
+	BatchID            *uuid.UUID
+	SubjectID          *uuid.UUID
+	Reference          *string
+	CreatedAt          time.Time
+}
+
+func (auditRow) TableName() string { return "operator_audit" }
+
+// auditListRow is an audit row with its operator's name.
+type auditListRow struct {
+	ID                 uuid.UUID
+	OperatorID         uuid.UUID
+	OperatorName       string
+	Action             string
+	TransactionID      *uuid.UUID
+	UnmatchedDepositID *uuid.UUID
+	BatchID            *uuid.UUID
+	SubjectID          *uuid.UUID
+	Reference          *string
+	CreatedAt          time.Time
+}
+
+// InsertAudit writes e (in the unit of work ctx carries, if any).
+func (s *Store) InsertAudit(ctx context.Context, e *audit.Entry) error {
+	return s.write(ctx).Create(&auditRow{ID: e.ID, OperatorID: e.OperatorID, Action: string(e.Action), TransactionID: e.TransactionID,
+		UnmatchedDepositID: e.UnmatchedDepositID, BatchID: e.BatchID, SubjectID: e.SubjectID, Reference: e.Reference, CreatedAt: e.CreatedAt}).Error
+}
+
+// ListAudit returns up to limit entries matching f, newest first, after pos.
+func (s *Store) ListAudit(ctx context.Context, f audit.Filter, pos *cursor.Position, limit int) ([]*audit.Entry, error) {
+	db := s.read(ctx).Table("operator_audit AS a").Select("a.*, o.name AS operator_name").
+		Joins("JOIN operators o ON o.id = a.operator_id")
+	db = whereEq(db, "a.operator_id", f.OperatorID)
+	db = whereEq(db, "a.transaction_id", f.TransactionID)
+	if f.Action != nil {
+		db = db.Where("a.action = ?", string(*f.Action))
+	}
+	db = within(db, "a.created_at", f.From, f.To)
+	db, err := afterPosition(db, "a.created_at", "a.id", pos)
+	if err != nil {
+		return nil, err
+	}
+	var rows []auditListRow
+	if err := db.Order("a.created_at DESC, a.id DESC").Limit(limit).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]*audit.Entry, len(rows))
+	for i, r := range rows {
+		out[i] = &audit.Entry{ID: r.ID, OperatorID: r.OperatorID, OperatorName: r.OperatorName, Action: audit.Action(r.Action),
+			TransactionID: r.TransactionID, UnmatchedDepositID: r.UnmatchedDepositID, BatchID: r.BatchID, SubjectID: r.SubjectID,
+			Reference: r.Reference, CreatedAt: r.CreatedAt.UTC()}
+	}
+	return out, nil
+}
+
+// DepositTransfers returns the chain transfers of transaction id, oldest first.
+func (s *Store) DepositTransfers(ctx context.Context, id uuid.UUID) ([]backoffice.DepositTransfer, error) {
+	var rows []chainTransferRow
+	if err := s.read(ctx).Where("transaction_id = ?", id).Order("created_at, block_number, log_index").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]backoffice.DepositTransfer, len(rows))
+	for i, r := range rows {
+		li, from, block := int(r.LogIndex), r.FromAddress, r.BlockNumber
+		out[i] = backoffice.DepositTransfer{TxHash: r.TxHash, LogIndex: &li, FromAddress: &from, Amount: r.Amount,
+			BlockNumber: &block, State: r.State, SeenAt: r.CreatedAt.UTC()}
+	}
+	return out, nil
+}
+
+// ScannedBlocks returns each network's last processed block.
+func (s *Store) ScannedBlocks(ctx context.Context) (map[string]int64, error) {
+	var rows []struct {
+		Network string
+		Block   int64
+	}
+	if err := s.read(ctx).Table("chain_cursors").Select("network, block").Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.Network] = r.Block
+	}
+	return out, nil
+}
+
+// OpenUnmatchedDeposits counts the open unmatched deposits.
+func (s *Store) OpenUnmatchedDeposits(ctx context.Context) (int, error) {
+	var n int64
+	err := s.read(ctx).Table("unmatched_deposits").Where("status = ?", "open").Count(&n).Error
+	return int(n), err
+}
+
+// FailingWebhooks lists partners whose enabled endpoint has events that failed or
+// are retrying after a failed attempt.
+func (s *Store) FailingWebhooks(ctx context.Context) ([]backoffice.FailingWebhook, error) {
+	var rows []struct {
+		PartnerID     uuid.UUID
+		PartnerName   string
+		URL           string
+		FailingEvents int
+	}
+	err := s.read(ctx).Table("webhook_endpoints AS w").
+		Select("w.partner_id, p.name AS partner_name, w.url, COUNT(*) AS failing_events").
+		Joins("JOIN partners p ON p.id = w.partner_id").
+		Joins("JOIN events e ON e.partner_id = w.partner_id AND (e.publish_status = 'failed' OR (e.publish_status = 'pending' AND e.attempts > 0))").
+		Where("w.enabled = ?", true).
+		Group("w.partner_id, p.name, w.url").Order("p.name").Scan(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	out := make([]backoffice.FailingWebhook, len(rows))
+	for i, r := range rows {
+		out[i] = backoffice.FailingWebhook{PartnerID: r.PartnerID, PartnerName: r.PartnerName, URL: r.URL, FailingEvents: r.FailingEvents}
+	}
+	return out, nil
+}
