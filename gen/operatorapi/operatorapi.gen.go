@@ -1550,6 +1550,9 @@ type Cursor = string
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// IdempotencyKeyOptional defines model for IdempotencyKeyOptional.
+type IdempotencyKeyOptional = string
+
 // KeyId defines model for KeyId.
 type KeyId = openapi_types.UUID
 
@@ -1670,6 +1673,15 @@ type CreateOperatorKeyParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// RevokeOperatorKeyParams defines parameters for RevokeOperatorKey.
+type RevokeOperatorKeyParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request replays the first answer (the same
+	// rules as where the key is required); without one, the request runs every time it is
+	// sent (revoking is safe to repeat: it answers the revoked key again). Kept for at
+	// least 24 hours.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
 // RollOperatorKeyParams defines parameters for RollOperatorKey.
 type RollOperatorKeyParams struct {
 	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
@@ -1686,6 +1698,15 @@ type CreatePartnerParams struct {
 type CreatePartnerKeyParams struct {
 	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RevokePartnerKeyParams defines parameters for RevokePartnerKey.
+type RevokePartnerKeyParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request replays the first answer (the same
+	// rules as where the key is required); without one, the request runs every time it is
+	// sent (revoking is safe to repeat: it answers the revoked key again). Kept for at
+	// least 24 hours.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
 }
 
 // RollPartnerKeyParams defines parameters for RollPartnerKey.
@@ -1891,7 +1912,7 @@ type ServerInterface interface {
 	CreateOperatorKey(ctx echo.Context, id OperatorId, params CreateOperatorKeyParams) error
 	// RevokeOperatorKey Revoke an API key
 	// (DELETE /operators/{id}/keys/{key_id})
-	RevokeOperatorKey(ctx echo.Context, id OperatorId, keyId KeyId) error
+	RevokeOperatorKey(ctx echo.Context, id OperatorId, keyId KeyId, params RevokeOperatorKeyParams) error
 	// RollOperatorKey Replace an API key
 	// (POST /operators/{id}/keys/{key_id}/roll)
 	RollOperatorKey(ctx echo.Context, id OperatorId, keyId KeyId, params RollOperatorKeyParams) error
@@ -1912,7 +1933,7 @@ type ServerInterface interface {
 	CreatePartnerKey(ctx echo.Context, id PartnerId, params CreatePartnerKeyParams) error
 	// RevokePartnerKey Revoke an API key
 	// (DELETE /partners/{id}/keys/{key_id})
-	RevokePartnerKey(ctx echo.Context, id PartnerId, keyId KeyId) error
+	RevokePartnerKey(ctx echo.Context, id PartnerId, keyId KeyId, params RevokePartnerKeyParams) error
 	// RollPartnerKey Replace an API key
 	// (POST /partners/{id}/keys/{key_id}/roll)
 	RollPartnerKey(ctx echo.Context, id PartnerId, keyId KeyId, params RollPartnerKeyParams) error
@@ -2258,8 +2279,28 @@ func (w *ServerInterfaceWrapper) RevokeOperatorKey(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RevokeOperatorKeyParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.RevokeOperatorKey(ctx, id, keyId)
+	err = w.Handler.RevokeOperatorKey(ctx, id, keyId, params)
 	return err
 }
 
@@ -2431,8 +2472,28 @@ func (w *ServerInterfaceWrapper) RevokePartnerKey(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key_id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RevokePartnerKeyParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.RevokePartnerKey(ctx, id, keyId)
+	err = w.Handler.RevokePartnerKey(ctx, id, keyId, params)
 	return err
 }
 
@@ -4303,8 +4364,9 @@ func (response CreateOperatorKey503JSONResponse) VisitCreateOperatorKeyResponse(
 }
 
 type RevokeOperatorKeyRequestObject struct {
-	Id    OperatorId `json:"id"`
-	KeyId KeyId      `json:"key_id"`
+	Id     OperatorId `json:"id"`
+	KeyId  KeyId      `json:"key_id"`
+	Params RevokeOperatorKeyParams
 }
 
 type RevokeOperatorKeyResponseObject interface {
@@ -5246,8 +5308,9 @@ func (response CreatePartnerKey503JSONResponse) VisitCreatePartnerKeyResponse(w 
 }
 
 type RevokePartnerKeyRequestObject struct {
-	Id    PartnerId `json:"id"`
-	KeyId KeyId     `json:"key_id"`
+	Id     PartnerId `json:"id"`
+	KeyId  KeyId     `json:"key_id"`
+	Params RevokePartnerKeyParams
 }
 
 type RevokePartnerKeyResponseObject interface {
@@ -7798,11 +7861,12 @@ func (sh *strictHandler) CreateOperatorKey(ctx echo.Context, id OperatorId, para
 }
 
 // RevokeOperatorKey operation middleware
-func (sh *strictHandler) RevokeOperatorKey(ctx echo.Context, id OperatorId, keyId KeyId) error {
+func (sh *strictHandler) RevokeOperatorKey(ctx echo.Context, id OperatorId, keyId KeyId, params RevokeOperatorKeyParams) error {
 	var request RevokeOperatorKeyRequestObject
 
 	request.Id = id
 	request.KeyId = keyId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.RevokeOperatorKey(ctx.Request().Context(), request.(RevokeOperatorKeyRequestObject))
@@ -8048,11 +8112,12 @@ func (sh *strictHandler) CreatePartnerKey(ctx echo.Context, id PartnerId, params
 }
 
 // RevokePartnerKey operation middleware
-func (sh *strictHandler) RevokePartnerKey(ctx echo.Context, id PartnerId, keyId KeyId) error {
+func (sh *strictHandler) RevokePartnerKey(ctx echo.Context, id PartnerId, keyId KeyId, params RevokePartnerKeyParams) error {
 	var request RevokePartnerKeyRequestObject
 
 	request.Id = id
 	request.KeyId = keyId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.RevokePartnerKey(ctx.Request().Context(), request.(RevokePartnerKeyRequestObject))
@@ -8631,246 +8696,249 @@ var swaggerSpec = []string{
 	"iJ7/9Xz9Iuq+f/6mu37e+/P754/F6vmlWD1/KqLJnztBP+YNrxHpBf28ZMm64TU4nesRcFX5jdP3zxif",
 	"qllj2Ov2B56GRPqgDOTOkf3A1pswOCdLHv28ZOSarcmCJSQW0yigcYoCTUrevr14rLGGkqkQIQlmIgpY",
 	"6wzOJmIas5YarVSH/MAWikxEQqgiMaNSkf6AzMQykXnYHIf98RE9Ze1u0Ju0B5OHtH06PmHth/RBcBwO",
-	"2NGk37NAQbzPoFJAwobX0EuNEn0JNOpVgKt/fLwbWj+w9UVYjijnry40jO5JEoWFzYwfBA/DE9Y+nXRp",
-	"ezDuBe2TsM/aR5MBtb/ZzSyommVbuWbrqyjcuoOJSOZUNYaN5RLe3Fzzs2geqc01v6JTRmT0N+aRnr5U",
-	"vW43t+zjbjnSxTCcu4SQTegyVo1hv+tpiJqb1+162++h13i5YAlVIqmCqTC/lwD1YdibdIM+bR+NB6w9",
-	"mBzT9sn4QdA+DbusN+nTo/EgKAfqJwP0FU0UZ5WLXuDPJWs+or3glPXH7QfhYNIejE9o+zTosrZd73H4",
-	"gH2mNV8mlEsa6GVWrVtlr2ysvDt+yB5OjoP2UdDT0H5w3KZH9KQ9mBxNjscnwWnY636WlX/UHyNfAlL9",
-	"Rxq+RsKj/woE10xO/5MuFnEUUL36+3+VelO/ONP8c8ImjWHjn+5nLPM+/irvP0kSYdjCJlAslYskmdNY",
-	"r5aFQ+JH/IbGUXhlfvY94kcZ2bnS93YeSRnxqU9Ekr1v+Ein8dFr/JGqYPbyh1vbB4z32gCraj9j/RJZ",
-	"UU2UA5GEDA66VHRou7JD2cTmq/sl0gbM/kjwSRwFX+ikDOYGZlKZySbBMkkYV0QqqphzePD3FaB9pL81",
-	"R+Wcozneq4hfLRIxTZiUeHYXXLGE0xhX9Nn390bMmZpFfEqWnL1fsECxkExoFLOQCE7EMiEyCnFvuLAr",
-	"psfyO+TPS6EYgCFF5RC28EKop2LJw8+/+heCyGUwyxEYkZCQLYSM1JD4XKiriV4LAtdyhXN49RZviB3Y",
-	"IYa77otZrnthzgCa7maoJBGQCC5Wn+86vaLrWNDwUohnNJmyL0v/xiJc6x2KG5aQBwPyQ/THIfEXuKQr",
-	"JcRVrBeFB/iGJTdRwN5yekOjmI7jL7TYkCo6pqjBLLPJSdOXuKIr56nfGhIu8Fbp401FeNAoCNVaCPFB",
-	"I2mDSuITiSpI4YidV3YdraPfwBYuhXhO+dpwNPkFoCQEmVO+tucqySQRc9T/rLClpdgh8RNNHEHYY6Hf",
-	"Ia+/HFTecrpUM5FEf2Phl0Ecd+vA6pF3ayplmIVWc4xghy/xIF6GLGwNib901osX4C1fJCJgUmpEe8JV",
-	"pNZfZiPlajiyQkrCaDJhwArN8Q83xRbQ1dJtyOViIRLFwucsjOglCGe/BtnhQhG/OJcPsE+XeDXXa7zS",
-	"EqRe/kcrZgI6ngcBWyhHdKRhCEyfxq8Sffwq0gLmhMaSFRf042xNKJEzkSiyoOu5BqDWdmFIFKAWzhi/",
-	"NBJGDSg2ByryDkAUFkrNx1czqiyrYdEN01i3DPUFbOXF8ecs0eRKETpNGAu1+qbHjcWKJYTOxZJrDc1R",
-	"bo+NMrZVuc2k9J/sFjIrjRj/lQVKY8X5Iiq3FHCrA2uGaKxHTc40x9Crg2ujJIsnrU2QBQmj+gypKgMb",
-	"45rBashEUi4R5KnmEFLF2iqas031QcNsESVMbh1XKrGQZCWSa33nm5IpMtYnnog4bp0RvoxjsFlwQRiv",
-	"nlu/h7wOlZyNtUQVipdrNdihD3mNmEp1pa/o1i3pt4imSowrfWX0SRgkmUd8qdiZS82kRSDnC5ClaTBj",
-	"9ySJownTm2wdvvdFwibR+237n0SJVJoLJzRQLJEeLIrFMa6Q6vXmb4G8voqjG3Z1Pn5UCqqE3YjrGjhl",
-	"3jt8c1qRWMpdBA/vzRt8t3jf4LANkNIBPfdaFI4+h9q5vVbf2WeRVKnAuwGSJ/yGxWLBiJgAyDcvqZav",
-	"Ko9QeoSzlSbacJL660ixeU2w6EWaVdMkofD3XDPQKSulNGKBxJvMlnPK2wmjIYh6XCjWqXVmy0Az6JLB",
-	"4xXVNyJZMk2TzXudDMHGQsSM8o0jBOhkA1cfQ70joBqo1WdQD6TfKgjfpDeu4NTQXPWG+R7x4XqAAaap",
-	"CTkLvZTEL7mKYvMGXCC/ZT9gIVoBzH0CD4b1W+DY9uZpINhLGGY3sMSx4TXONRdHdbaMFFEF1DeVQkNj",
-	"fjPzTqI41lBhSsV6+gVdi6W+9BMaxTDzROvxYCkT8Q27wgfMfRQkDASJhtcAE9BVOgj+aeYwTOHK0J2G",
-	"17CLch5pMTH/FwLY/pEBIqPV6XTlsHnCVVIiUrzkDlRQYNq8ETSF69Y74RzBR7vrKo6MVjJcs0YHDR1k",
-	"kCi0jVks+FSzzTKevfPi1BV2QsFZfVGnajNMw7a+gJEeeNl4P86EhgHbcyi0BZcsLkqI/q1Tzr5BWQnK",
-	"vyTpzx5BYVUfVDCjESczKmdkGt0wXpOOAXWpxAZzKbwMFUWSibpgixOcNGkQaMGbUB7aXyLBZesgFHFU",
-	"hMp15UxQ6TIEN0cO3rqczU0zFUDtw9a05HP9MQuvjOmucmXpm9bIl67vgInLJCUXSYt45lmKsAHFii04",
-	"1CCHDC4K5i5tKV/S9OVVKa/VVGxBp8x6j0GnI7GY7iNhGWzCMSLreT5M4soobonUNaPyai6Sslun+TnE",
-	"C1Au1IwluKuJiGOxKmXvnvEWVlwr44AkoNgjTSk6Cb2G438vc2JKqbVN3zrotZ6mYay/ghmM/iY4asha",
-	"L9KPO3vjnZFNUvB4qSfUXeFW1Kgp+HGDIXadBwiAKTJ+kzIgeLrKQhXK+PbhtgbXQ1aPBQfJeqHElbHA",
-	"7CLa8h5RQtGYKHGtLxV8RZoPSMiCaE5jWbD69LvdThf+Vzb3JKLKmZnG8ctJY/jTdkR5GlF1jt98fFdm",
-	"iHvx/Qtc8oQlYM9B4MqWBm9qprK3TtKYkaaGul77FpkEDqq+THId8bDsvM1JN/1XL99ckvtmbT4sjqLU",
-	"Zn+DRfktV67O5Ggt/L47RBayKGKCe3ZuxMrXO0QNsqCRA2vHBgXbOIh7J1RVSFLsPQuWmj3rV+zxOXOa",
-	"ZeSRsXc8OO2A03/3zNsFuTHl1ymO3ZPE4FIc/byMwkitiYaw/iEdp1RczPN6ufv2eSRCpgDjZ/JiykN3",
-	"nmaedZbJKYC4uWPPCxVwKPm7W6Qimzsrij87JBOglk+jOD7M+q2ll8JZlFi8DXLVozqv9dvl9CaHix6Q",
-	"HxBjNYXsbCDT1knSF8uRY9u3uWiZTWPd5oGYc8wWV3kQu0VEoI1sL/Ob+eQ2hEPkrXdy4ReQC1N8qGsQ",
-	"tOLNoWJhhoDfrli4Fyw/AYzfJggfzWjE/0RlqXSNxhXXogCGlmb3Pdg8HgzIjL0nYTSNFLgzn/z/z/Eb",
-	"6W3+eJkIXpBvu++Pg+PugIWDo34wPu71jk7GwaR7SukxO6GDXjcMB7TH+t0Bm5wMxhMW9sas9yCcjGlv",
-	"3O93H3SB1SrFEr3g/9nsvm/960/d9iltT87bT9/98mDw8Z/L+PhjtAVcGhmknDyjkG7lFOsxS+0bYZiY",
-	"UyhYJ7fpAvXk/t5WuX8ci+D6ii/nY1YRwg5vEDWjisxEHEoSKUP9VpGaaQGaumc7QQafSj8RVw8G1Rjr",
-	"kORJIuZXBhLlS5GMoyxn3iLN1YwljFCCNmsyFSyVPYGlLPk1F6t6hrxYTK8iHrL3W4Q/lDFjMSXwZg1A",
-	"7N63ZIzv1CbRv6lfra9PQoRiiZdjwXgY8anvET8QfBIlcxbqPxImkql1YaS2LuR+xa2dufh7TxL0ORJg",
-	"4KtIsjwOptOUysHvr2alNENDvZxqdBq7+Kod1D3WAop5jVRGzt0CC7jsZMpo3ZP5Qq0Pk4lfCDKJWBy6",
-	"VNcZ2AaFllxFEa41/2E3LFlDBOcyYaSpHNXv/NXFPVkSIcHsqDuDai74RGxnT0WmxN4vYsqp9a/szYsA",
-	"SJqqmx3lcMdAcAdzslNky/bMlt9VgfiRCEs3JxVsak6DWcQZCUTIENlzICYwOsF3UdKUrnWgEOKt5efy",
-	"CG+Ie3fDu8HO7ISweY00wBW2p2YivNKPqBaQ4YVwiaFN7GpuQnuuXDWxKmK5sKiScOWG1/h5KRS7orE+",
-	"7TXED6APMR+5CYsui6Uq2TjGiKVDZz5Q/HseSaA8hSEXNErSK3sllupKTK4SymHuFRvPhLi+WiZxATRu",
-	"HCKAwg1wNr9LN7ATrv1GuGfeHbl5uBs4Dyj2mCkaxRX6WiLGMZtjcJ3gDEkCAYOJyS7bvMXwThnS/tub",
-	"ly/IQsD2SMSNeIH0QhPvdEz9J0ZOVrvOKm8++JojSVaJ4FM3LW07LcZVZ+NWXkkgPRuzPsebmNGbCQ2U",
-	"tO4Qh2YU7LTmfu8keEAIII5Qn1YJmXrFkjaejjk0SZpzuiZjRpjmAq3a6rGLFSVKcnoDwyqnpY3BJ00a",
-	"S2FNUP6/tw0nal+Evjnf1u6DARBlG88toOyQntIoPjwIshi7iBkI9eMfDd9x2Y1HrtlCWTDMIqlEsiZz",
-	"pqjWVvIyyLPUCrVIxE0UQh7qXzEZIrXjfb64Rw27iE9/REpVbo5G/rKaCcmIIWmE8RDutb53ExyjhC7g",
-	"D1fsxqbzFpRXeI5GSrJcgKfXR/j7xhaPebAmRJva9BCtDs0XqtyGUtMcvZdpu9zXf6FkNblaJnH5FxZ0",
-	"uy9CzsKaWwoO7xUhXHrCmTekTKV/8f0Lq6xRSahV1wguCakpe08DFa9JP/11EdOAbRrP+/3jTndDYf3w",
-	"U699+k7rrO++a41GHfjXL/1ytfVwm27O0ippzMoYVc6dVNeJlPkZdhuADzPmFi9smQV9ux32BZ2zw+B2",
-	"nuJwHliV8S0kjOQipuv0OzfheF/aBLOUboiplUhKSJIxbBCOL3iEdaYd4o/Zot9FJVElQb/r57ETfs5j",
-	"5k+0/TdERa/3oBwbzSJeWcFzYzF/EisyoWiGRaVwBfppohVComUDkKLMWsswktNYC9RXoOyVwzvW0qAi",
-	"8C4aPoyGjzF/em47K/ruZNF1V9/cobn0trVwEUL0NC4JrTBg0wBrs97w51tbTKebi8oWTP7xv/+DyIBy",
-	"bsHp2lxYBFZ8yKJKrS8HLIJneLntclv0hYwNZ0lVJ5wCc7KM4zUxqTbMQtMUhgDREm0uAT1sB8X7Z9aZ",
-	"O/nimr0NPMXDKL+3qyyZop7rLA3t/aVwO67LUjKcugRnmJFBNDUQK0//V69bKC0Ey5lYcUKnNOK7Wa2e",
-	"aXM370poJVvpmT2nSggLEqbMdJh0Bu5cFxZ1Dfhm9MNM+Bnkv0kzvk10rdgS/nhAYAyGwGKYI+RM4gef",
-	"HqO6Uehhp7h5QEhpmYPeiIg7XOgWno9M1HOJ7K/RMQtVxiIwUWIoUCmemhtbG02Fc6h1spw3NpwO4FXc",
-	"4Y2N7nMXq9GqzoUsQvibvpZ/QjV3S9C7McZjTrIhoKuZIGFkQ40KNxeTl7c6Icw79S8r2NplRaYFeHNw",
-	"lYbhNtOAIZDw9EFGxse38ziswl8tj+OHG0oxWNEDlQViZVUfYLulBvqtYV25fGAN8zkNmTOiKygBT1tL",
-	"xeY2Z2P/sKwKW4lPAyWSIVpafE9rnK4JWzImNypKgQFkOIlMMsZtR9TnclSm9KbeTVOiDg6B1aKGIdJB",
-	"SXfoFI6eexWKgVKuST3FuG0XtX7CnJ1or7Cd9COPiDjcP1Yno/S/h+S5kuodZYy4UJgDrOg0uCZiMokC",
-	"5l6cKkf9LYbOGnORWGVJ2qlN7aNnvapAKEug+cj9OXUd79a7UmftdknOxi6AJGc/OTwLtpb06J7OQRJk",
-	"nRBrN6wiLZdzaHyFmRCLCAUl/PqZWLGkHVBpZ5br+VjE+TmWMiz1Mtk0lK1REyVBJtUD1QVMVmOgHmB2",
-	"nr9dQXUoQBZsUB0UUHuaKt6dTRLl7Ss0hSN7H0mMZ6492zYWlo+hKLjzA8FVQgP96w2Nl1l0S/Wisvj0",
-	"REU0bqQXGp3NbijGkocsWVDgbmjwT/NB9T/1RO927dJrvG9PRXuv0gnWsBgyGsbRPlmKEGu/i69pOeap",
-	"fnGLyrhZrm6nzljiW99RwW97yPn+9q268f8QrCVWXNZPLFiLpbrCHOEdNBiCqjFzwrxftEPyw7nArUWC",
-	"O4dAFes0HIHhai++ab+qGctVq5aDI4PYgg5eY7kId+YVgfVyT02stFSE6+9KheDS4JHMbFlkZZupBpkH",
-	"Bd0qRfZUqEjh7LhQjyKXXlkgogVWscG7inJR5cEXJB2vkWaxFy9DTXkyC/eoh75lIummadZsT26PSkQB",
-	"T0vNhjmWBpjmNQXStOruiGNoZevMYSk5pbgsvBFZlaQ8HIv3REbzZay30xpxulgwmqB91paPAhqB03RG",
-	"vK6SUgyuLUstQHtIqdc7WReNIZ+kKuVMLyVLMTlhO0Z7BW+9BvBiAKjGtDnb7St9k75pvy4qQhZZcqM6",
-	"RR8ssGqZ4HNMkhOMEyFN//snl+S+mwx1/5co/Oi3OlsvRl1zYOmsn2YX3Lykvxcdt0ZOuXOO+5gf3O9u",
-	"I3WonBreJRJ99kSiCqw55LoenlxUhbq/l3t6ALRvDdDfKJBTNXB72jJkndPMsUkShiHHG2oNaVKO2epG",
-	"1mEhsdnqm1C4pYAotMd/hmoD+7kxLFDqapRfVxxX0ZSfAbUUc25YchOxVVW2bGYOploonsbUqPjlQZkm",
-	"krMssBjVMFNsnHLCuMagMAv6xLQrmoZ+Eow/rM1UC1GnJfzU6HeySnwGHWm6TFjoxlbVmrwY01Uyu1gw",
-	"bgqOXSkqy5bxGn6V0LZFQwCykbLrOswLIhEnNrCVLOIl1CXmWUWhEbcSMuogm/wcVrRR6KdkXS9zA5N0",
-	"3EaFXWDK5BYVRYtNJoz5jf6LML6cQzkDkzFfC+Lw6ZvlfE7L9JNizgyuyUGBsvOohoi3ieHbblM9Dgde",
-	"QvPFgQzO3t5vkqsZkrElfvzwijV7e1MYv4kSwa3mujEyBIxJrMBqKYc1TxuzAS42XKIgUlZFZcLYVXX1",
-	"kUVMlV4smTDmEUomSVaujNFgRjSGxExzLuQLhaThTrdX5bqJanZoOTDYaGtMu5zRZOu20zXAm2kyTB4I",
-	"xb32K9xUW0Kb3CN2ziK3wp0BUAZpd8Q/Weu1FrI02txi8NMiuzXbDTP4WkV6wJbIp/wO9wl8qry1dWhd",
-	"AbDfMsWrH0xhILqXMcN+c6B9MEWc30MkRc58WQpNx0XUtElZPj4YGrO63yr1Gm1XovYpqOVUoKKOvoar",
-	"OCjWyvgFCprc9siNCUrwq5mIC6WqPBJNCOXrQo+v7snguNup5zI3C6pVhhaWYWCv+f1G0TN3PQeEoe1V",
-	"oyt9fech7b4Bu1yWUbrtAx1m1VqkM7d7GKWYsu0iHVpXKwdWaLFZzU2+SH2/MzJfSkXYz0uKCSlyObei",
-	"Sb5yoY9LwUYh+5S1q2d8+AqqfOVcrCUlvxys2oUnr0vFQFvcTKTVZW4hrbDTP/6kpMLXuwhBajtxyUBq",
-	"FjeyexO0Xo9kLiwikgK6R8WuJs9etV++fvzkdfvkpNc/KiTL7ezO6Sz98KTIqu2ZKyAVW5SlO3+69Wtr",
-	"wiIaUA7fFZoDysKuNjfj1HLZtpWsUFRV3ZbqjVxSWZLb9VxwttY0cBrd2INIAN1DRkrrvteNdMuNuSXa",
-	"rXO8JQjwc5WM3V0zyZZKguYtAKQAegsnYk6a+t750JrI90yKFQ81TZlk7ijI12FhevNaZ6Sk6lJnHw1a",
-	"UXkN6rNZgVNrCIxOuJYN2xp80tqr5OuO+2TQ6Qf99mEVoNBoR1X55Ugb2HZvJ8FxO6ekyp3/nrSM06lS",
-	"VWG+ryHgSREvgX9p5WRnGlZtDcYZeGsdqGoi5GGUiQ1brD/rTa0biS9+QkSbnWq8ruVmwbcPPad68Wdv",
-	"7c0y0TVZEJoSe8USI+qnscClxWD270YAsUeQ90yUyKkIOWGXp6vgIt+pYMUPK3J8QCUyQ8HYe60u+2C7",
-	"SgmqK/lObFimEuIaH0PxbnEDrSF2kNya6YimXnAWspe6wgqFz5xj9ipKpW00PyiPGSy5v5vUIn8L8tdv",
-	"p/GwQKY3U50c7tGkBWhnrVY0koAvyNkY9u3Bk2umWEzH4oYRPxfcCC1+8FyzAO0Iiq/DKRYDIWByU9kK",
-	"e//pAcKlVPlF6vWtiP/84sXV4yevXr65uPTx21Aw7Fto7dcm+wP6B+bqkKfbB3HEVEGDKaEymFT52lXp",
-	"K2UCsAH07qAhw/mBW+8VNKQ/uI1oIUcWvAsS+gJBQnnkqGvgdtDkE2KDCoj5TRpVsz0eANtPBeu3ClLg",
-	"Mocpvn8SKy1hbLYiKkqFVd3ECkzKiqc+4dCv1Tfc0j/TnAa7q6W/abjmesc5LdnSVmxlvtJy2fxH2xg2",
-	"FJyBiLKaFezOj8yomlGmdS6DOdOiPFIhEz/sGFV63Z0liLxPNwjQomfYOWBxaAUrfbpaMMDO9tB+Dppu",
-	"XTOW9XLdPF0trMV0gRCe0GWshcv+AJMQ8g7NcJlgF1ToXa+pe38w8z3in3bnWDupq4UOqshcSEUe9ruz",
-	"Yr8WGNeB91E/b5kDQ9wfmtYk94fWvzZnH+Yf5Ie5bLX+8M+lIuMGDDciysvTrGmsUcGxx2V+HUwb/5Xd",
-	"OtnKPof/wlFsd7ku8gu5FffFIZahQ3wYZVcMAorKq+SyxT28KuTnJVuyMyKZiV2SNpIp4iqN7ci1wjSx",
-	"XLZvZPp3LmchfZrrWIlEMM1oxBK0gk/zUm5xhg3A5yKlqopoTDXSw+7KyouWmg81ZYEW+bmoNJpoYOT1",
-	"YzfjemdWcpTkmj013755fNmqUfu9f7xH06fqWV98/yJ12ZBmv3K60/5xt2vcl2W2iSmrFcFWHqoG517e",
-	"42aXB6Xgq6nR3Adih4SJ66zf02dO31/gyz3DHO2fBSXFayx59POSmZ81eciv882WlOG8la8kbRhLVMfR",
-	"hAXrIGat0stnJBongy6XKAx0/SotB5LGUel/Ux4w8zy9k24vWyOtvNsoL3JVXV6kaJQqozpWCAMV2Upm",
-	"JYr9Z2mkACU3b7WPQmlZue0248/nSqjdjXOPbvOfYE//zJb0hK62BnEI3kaDn5nFoEcapAs4oy/fnMYx",
-	"k4osebGeTh8dQrn/Ne5s63e29Z2eus9gU7fNY20e8MochGMghUACPTcXoByxhCh6zWQutP12bep1SnrU",
-	"iVVNDd4VtmxR1vTDIQEbHUA2rN9f0OBdxKDd1tjyLIS6Nln7zW2YZTeY+J1x9gsYZ8swpna34E0T1+GW",
-	"2lLU/SaNi8WdHg7u24H07wPKVUqRrxUA3xidLLH1MGnTMb2KxDG2ujqR/jxX+ihnZnV0GHxv8x5LFiyT",
-	"SK3f6OPBU7SJtj+w9flSzbYW0wXjY9OX11dicfWPv/+X3+oQE1OO2TM0QSlMIhGLbD1uYFaYX9L49/b5",
-	"q4v2D0/+kq2QmgwIvcTINFcJBFc0AJLJ5lCvxJiEtOL7/xkNMuyYTXcCMc+msL+S7Assc7UtSTILyQ+H",
-	"6MVkYhEz0hSJKX8pWzY+Oca40VT6efvm8SWQ3Bffv/BGHO1DabNojyzoOi1KBGHOuSp5Hhi7Z5SHseYr",
-	"VEGoErav6ZALheX8oP5JsZoBttiy4bTkMq9ck6Z/ny6i+ze9++ap70HOiljxtGZXi0RyxJecTiZYQ268",
-	"xiqsSXTDJKFgQxumqQdgP8OdzW1hSya9tKsJlqiUeksjnnYHwcYeq1kUzPSSCQ3pQrGEzMWN6WviKlIj",
-	"PuL/9E/kkeD6O71X/eQ78t13GkX1owDbeH33HcHUxPSgjSxItyCtZzPIINRoxAnxCwgjEptlRtptjVPk",
-	"xfnzJ34L0jZT/PU7JOuGoifRcCTEH3R7xG2N5ZMZSxgecnFdkYT3fcuXncPr4I4tXfawlZf0nPY60sNY",
-	"OY9oVURqPJtG2HLmu+/gMtqQWmdsvUYwvAwtESRjEUYMb6//ywgo3qgxJP/4+395ZGQpn34CRJeMLAk3",
-	"L330PdvfyKApIT70EPIJMgKnOLrBGk3UAxHCUYUOGqGki2vJxwhLA5CLrE9Xdv6QJuCTJitig4l541Mm",
-	"iRRzpmYRn7ZsuSw9O6zWGbT9A1v7pNnTl7R/fKy/1teEJbLl6XdlIBZZoctiNexsbqcifN7eJdmcahSW",
-	"Q3CPqmSdImIKIY0bekR71glbxMC+0nr/lMsVS3CObPmq/RreZCEelq9HbaZFBBCFMmfPoHtKqtqu+STi",
-	"QbwMWdg6yy/MrtZKvylC6hH7fVLeSc0/y7Y7i2K3d0EkTZ2DiE+zW3RKdrR988+0XDDDj7Dyf2g8Hf6g",
-	"2/U9e7cS4h+/f+93LA0JI5Whjq3TmUQK0Tdfpz09WOxKlEVLN6EGg6kgrJecFRFuZb3NELPbxZ5PVtG1",
-	"5Z6ANoB5CQoNGkyPYzalsVmh/O47U8kKDKm28V8agQPN5PSg85a+PRkQK89XT4oLsHA0E7/WE4BULw0d",
-	"gQh+h3BVIvd4GU6ZgiNs+q/PL59cPbt4fnF59frJ+eM3qJb43z+51Gfj/Prj64vLJ28yrSVhUrWQK4L0",
-	"YMejij3Ty2q/EnEUrGEU+8xvnUGYGhbDhWWgLQEvikWr/ilxm+355ga91ojZPp8ollg8uWTvlQfEJ9DK",
-	"RiKh8RQ38W4Lkag8jDaAMTTs2eQ4SMYV7AP63WFrTRjPiNXYPweoOJRZCMnPS8PdsSme9DYJVQtzWcZw",
-	"3nDQ5O3l0/ZJWg0N2LyIHTJGmm//0O12u//4+//R/+g99Yj+78On5sHpU+i19fYPT58+fewRFkuLTF1S",
-	"aCno6yVHxkENO9KXHPYHbS8YdvyDmqAIaHthsYFXpM4I1YMXdprxSX01UxQPWRCDj0puX40eVgNRj5xB",
-	"zyJyoMlkyDT3CdF3gucN8QcUSQWZM8pl1lKWT5mmGOecWIujFqNSmQd7jUiUc2xmMDALJEoGBwMxn0da",
-	"+psyIJwiwZsLl9cjUsD0XdO16Lh75BMukjmN47VZkAGfITdQX5GgHVjz+oCBcDvM6rYHgnNmYv1MqT2q",
-	"6JhKAGIspHKIMY4IY8NCpQ22hz6TtpPKNRcrPQHsAOeAXcVU6ySGnUdxbDYtcSMdPeyllqnMpUAwmwDZ",
-	"tJD1qGGa8Ywahv9Z9ghTffedZkLffVfKszU7xbVAGj2OaRmnPh1ckJdZEMMotMGLegdIIgKaJJHGjKXq",
-	"wNpJSaNNX3/DZDnxAOH1HCVcmfKP1M2lX7hcCaIpiAQJuBCVae9GatLUZ5UWgTROP1uLxUrSwUxIxsl4",
-	"jeqHFpiGxH928ee3F48vLv/ik6ZWW+xddRWWobm9cGShOXLr4EYq7L86/8vLt5f+iDcXdG0HgbS6nCbT",
-	"Qmz0Lavw0+U1s/IJ9/S+ICylBdVS4JqNOKASjWOJ0aYoc/hpyIIzlFRazJ2640B9I32RwBFA1Ya2ZCqs",
-	"IqfF7Rniq7FDE8qs10GxUiSR+h0pRrzpv3lyefnsyfMnLy6vnr98/ORf0pewQeF4rc+NxRPiv7l4/vbZ",
-	"+eWTx1fON4+fPDv/i29O2IK9bFy6VMJvATJ9wCyYD6CIkQ8a5B8K6hb5QHKqFvlgNKvxmnwY8Q/tdrv0",
-	"//Xg/qZb1Scf0oKyJCjUmaVgFar4runny6D6bu/ulvPVMHvsPO3knmY91JpGLsiKd5Lqte9cA+jv4Ocl",
-	"6OfVK3D9vn76YJg9aHLBGWwhu1TDPIKqHLDO3HswNjpKSUHK+3oO32youAwo+2UToj/onRj/NoSC3zC+",
-	"ZJr9gPiqGG9lK7ehTvqJq1w7I2zZy3idBzhwJEDK2tvCBdiN5abFzPsIiCwp/lhMwc8eddxHhiTd+rJx",
-	"Kp9suxy2p/mHrIqTg9r2UdOSb+QxBgWBTljssm861B1OHH9oFc8um8w1JDSrMYtGMRKmPFTKca18V/mV",
-	"1lpQxXzmZchmgCAM35T2TYv5toDwQMDwB9ci6gA399BdivtDPejgF9XwyVa5SVHSmvRIUWZaGzBpD4QG",
-	"WhDbRiTzSRtOno21KHpZHFPC2oskCgw2WDDYOXKUqd628VMfSCiIKq+dLAn9aEeSqhXt40gqj2CVXQRl",
-	"G4bAlKKJWCbkOuKhHI74JyS/eARaSOvJgJ+NOM5o3YH3s6FzeTJgR9UAucFzyklYhSQaENYLh2JiCrJr",
-	"e3hmzYjDh2cGMaz4lC8gLBWjIQliIY0VQsPSSF8VCTkjXisjh1rE9NAASziYYAM0tCmxoonWV1od8kQL",
-	"llEW8gAg8AjV0MmuV1qOuxiRgaaPnPciveBcKNaysjGGX+o/Nms0/ysE0f3LP/7+Xz4cOgIDAjhtrSw0",
-	"SPu54EkAT3pYaf08fWj2ypZdRZTft8kL3oj7JYGf+hbn6KfGj0IoKNz0lLN5tsaJPhzDyFojDgec8gE7",
-	"Qpo40UKJ1S8JJQWFx7IYVLmyt7RMWbJhj1TwpPRGzLGtKNWH8+jli6cXr59fvPj+6vLly6tnL198f3X+",
-	"9PLJa5/QqdD8DcRv4h91575nAkqjOUjWa1uH8Z5M29OMuCsfwast8o+//19wMiyD60LHXFC+uQiNtiaV",
-	"WCzAwhfHYmVvEXzSGXET0htQTsbMkot8GXk8sH/Bh37rzNAuW8fPt1cCtCB9rQH35hZr/wjLArTdLGuy",
-	"lEtQ00GdSAucgIpVEmfLQ0NBba93WNmIoxqjPxiSQuUbo4fBM3jNN8FzsEZzU0GjK4SIRnyk+UOm+Lt0",
-	"p0lBFCbAQYxm6f4+RVUys/8avWPEGdeauV6UMXpIw0P5NLYVMjoGwvk9wCOzBX1OOSCDcVb/25ScRN/D",
-	"ZBk7lnazdDMVlNxQwUwT7AIRxhKcm1U1W5rIAVvRCrSeEU04Roi2wXOp5ihWvBR8Q0vAYAyHXs075Nw6",
-	"Qu16rRcitYDxkMSM3sAjkOGbwIesERi1ztVs3cIaoHEUMOO5N27OV4lYJBFTNFmbBvDDxkyphRzev1/m",
-	"IL2vWDLHGK9IxTlHqfUCk/NXFw2vccMSiV7SXqfb6dqCo3QRNYaNo063c4TlV2bgQsbt639NmaosHlp9",
-	"kpoCrGbCA98nHCPyqZwUYOmWSEbcnLdpGKlfdbr6gR6vh3QjgzzwTzPVXlCwmT2NYjDOBGI+jjgbcRjr",
-	"/MVjhHVqe7wIG8PGs0gqwEtMLzbmxMqyRNkr9x9hMMxHb+ebYMKGF4vxU+C9i6TrlXDK4GdO/4dhb9IN",
-	"+rR9NB6w9mByTNsn4wdB+zTsst6kT4/Gg8D65MHcmvnLC7kW4LKrEUdesdrUPW26H+fozRiJaOZbKhR/",
-	"HD9kDyfHQfso6OlNPDhu0yN60h5MjibH45PgNOx1KzaxGQv3ifuAxWehvWVzmqwvd66tfa01Ep2bYuY7",
-	"oEehmJA1FGkwRnNGmgA3Gd2wYtR3t/+g3eu1u73LbncI//c/KhY9SSBWogQ8WzN1aqw2bUpee7lH3cv+",
-	"0fD4dHh8WrVcJfZf7DuIZYRIJ6BQ/W7XxpSYIrAQaodRBPf/anqT7nGIudA1iFvZ0rlCsxJgMrGYQiWx",
-	"AS6nbJZ02ff/SNNiSPBJb/cnb52oA/iof7r7o0shnlO+NnMBezius74LrljCaQyOfvzqaPdXb9CW/jYz",
-	"pWNgkk1xAmJb5BBQB4BONcltICF+pz8q0QErmdBjGz1a6D+0I0ODNEGAAJeE050oITRnXSY0ThgN11au",
-	"90iae0LATYy6U8vbxpQqOE8xuExucqGSi5lGy0aGCpv0m1Rkh1C0VhVhS+OI692JqmjyGoxvbxb5Oe/2",
-	"1gjVHde8LLr57q7vvuubcHNue4rzhQtv7HdgptALWQhZcukfoTWFcpJGXhbmGrpWxmaaMSPJiiVQZkyB",
-	"/essS4QHL6Hamo6yYQOx9nsbMLOi6zOTPo9S/kystJSfZY5ZepIlg+yK1ikjH6a0wEYQ7g4Csj2dKmPi",
-	"p0GfDSY92n44PgrbA3Y8aZ/QB+N2N+iFfXY0GdDjsaUvWlnIyItpVG2DbDGWdy95bQetcHzDEFn6Dqdj",
-	"Uv1RhOsa9CLdZVYswY27xQyoxmumlgnHaDBTkw59jyRYSiXmpows3mwnyaTRff+Q9sJucDQ+Zv3JgD4I",
-	"T4LTcZf2WH9yFA6C4/ED+pCdTE7DbtAb9+kRG0yOwwfBw/EJPWXdSQ87stUiaoUCEx/zAc4mpfOLkdRt",
-	"5PSy0K/ZTb0ygUB6upJot6pVmK8yfFDpFzD/F6PO3cHuj14I9VQsufmgBjl/JPgkjjAGfdCrQZFf0XUs",
-	"aHgpxDOaYM7DoHdcZztyucDOOs9ZGNFLfSGB6fTrfLxIhNb9NQd4wlWk1r9VhmWuUmmCRDXXAltXpWT6",
-	"LG8ElPmGlnmT31b5sVR6fApzf3a7xecUysDuuo8kBrC6E77qCF9YfH1ikMTir7F0N9599CokK0ArE8lV",
-	"aITpF6pI+6QJZmXHPZOJOdbdAZZPvQwP84/SnIYWBvU4jdD8hCrmD9FWPWVOGF4hZAPDlN2AXs96rUwI",
-	"rw13QihEoec09YhjcxE9spoJ6dbLH/EIA8qKftz//k+zOpIIkBTIjMYTvcs1xvD8jSVCywrXYizOsqnv",
-	"yRH3neIQWsjUv0YJkct5h5xnRvohKXgTMILQgSOuXUupO8J/mz72LJU+Bp6SyER7WQu1sViXSZbYyuOp",
-	"7US8D225TdEMO880eseD0w4YBp0KOZuVtjcqp/9U197YC04mJ/RB2B6E/Ul7QB8+aI8H49P2MR3QB8Fp",
-	"SFm/B7dlD4qmgbe/TLaLlKlg9vKHxp1kcyfZ7CvZgC+xxCuJNjITKLfhyyzlGlroSTOpdviFMtpcbGmz",
-	"Kcy8TMf8jOKGnSTXyadCWUk3eSdt7GPWdbEmO9NqaQO5jSQ0n26Vdd86f3WBWSlyJlYcI3e0KHLN1p1r",
-	"SOcSPF5jzD6VM+COGJrfquZudmW/KoczBpPzkJJn4obFFJuA1EPlF3T+a6n9FnjFVmM7LtJmVzXSzM60",
-	"9S0YAu6439dHnRBLHfpSQaByjA2N0FoF38HiNBbbnqEpt0vYjbg2+TK2Arfgjmc8r+ufmag9PQgkDkOW",
-	"wXY2+YNe2r7Ey358EX5erR67HtZhshrCna9bpP2tMmTqRpUYJrovc8aumBonx0xGIaaSsfeRBIVUo3QZ",
-	"W/Y7O7iu5pyfgrtfwEdQD9GfzBdq7XDhz8l1026iu+6UPbJvjbne6aLfADc+D6FQhqFH+7Hi+79cs/VV",
-	"FH5EQhWzqkqFGvulElkd7WGaPmgD1yIuFeXQJM1Gf3o24jVZY3epVaRmEUczI80VJyEBDWbM1DfFaKij",
-	"LpEsEDyUZ7lsekxNhohsyK5rdchrLR5AHLdaQQt/k0yLBkwUHaBIxJRGvINhsywkcXTNjFk2raVS4hbW",
-	"3385QvsDW38ZaWIX1XMAdydQ3L4FSQP30y/u/UTEcXVMx4WUSzAFlLCwVLhomehqkz1iSucLzqB0vr3x",
-	"mHfsm3L5vhMc1R9Ax4Ou9A2NiJSlDi0stkOUICFbxGJtyuyt9PCdEX8tMMuaptgmklTAz0r+7BvJIeL4",
-	"i1/YLxtmkXYtgJYC9aMbRM6M/tVKV2dFTESckE4uuIHAnRx2J4d9JRQd+u/WJOkmi6rSFvKKJdiswCOz",
-	"0u4DKxop65KNEixRof/EMhOKxvIM6hCZvDJvxPU4E5o4hQJs6tgMoodoeObkKZokwgXjZ6nnN61qBz5e",
-	"p2AdDxci4lB5Y0IjTdE75JHpd4elX6Wm7U0uUGYrtSN/z9RLC5bPaWs1c+w0spr3Or8rz0OxziMU+ZnG",
-	"FNuMpOhszwmx2eLFDsteWsBxt+/qlR3xMyKCmaOOUc1u8M5xVcdOtsgOzyJMep513FY2HfT2vFZuqc97",
-	"kjB+EyWCQ/mBSKZlm+C3ZhzdoBVVj57V4fHSSjf2N1NYp5WuM60wQm1tPCMibwkKMYD5KrxmwZyRV1jO",
-	"+6v3mBm41XSYlWPUnb/sTjL8ov6yRXrZS+iiy0gPcZal3PUz+srMcg9ylZlv7zxlvwtPWcZsSxxlNaSB",
-	"W/aTZYj7KXh75yW785LdWWe+LS/ZTg78G/GRQRGPRbG9BHrIwBBk5/4i7rIvRW/vnGW/d2dZ/ft75yqr",
-	"cJV94ct65yi7c5TdiWJ3jrJ65Bxq4VVaQSCLxpSKlPvn+74yw/+alcoyTdlsI1824oj2glPWH7cfhINJ",
-	"ezA+oe3ToMvatkjZcfiAVZSlMSPvW9/rq8pOTmFy53ipm5+8SJG6fobyG1PjHw2JUHg17Ze2M2PZCDBO",
-	"kvGIp1nGxfLkWT3cXXnG+CVUUmlhgzTIIi4WN4eCml7au4vKncXKPTvFiJu9NtF9U1xBlsSsFR4sWWpr",
-	"mCYsbGH1X6w/4BEax1vLh3agdLRMSxVsldU8zCcGJc1kGHu2i2rhSGQ+qdluqaKYru23h5XVnWrSWXdW",
-	"66VNcMKNXGs9HfjMlnNjfI60uGvfaFrQhUtW6HhhWxbNz1JnmZzRxHRTSwv/6LdbZyNeTLku1oEWCbbR",
-	"6ZDzrO5YATb+oDvwt/nfNGB+VfebA15N77sng+NuB7qKOwS8NiNwc7pfXLxqd7vdbu+o/6DX6x/1uj3b",
-	"vrz3NWV44yHcpXffSahfXXp3vm61aeezo2J1ZZa3W/e/UqTd0U9gm5A7JG7rALtq6Y14WulfTEpr/Mus",
-	"Xr8pf4+dw92Is5Ii/Z5bcR+q7JN8kf2mZCzXMaG1UU24qpIjfnUJsKpTwxGGT9udX0c8zOwuNI4rizfq",
-	"Nxv1q4PZRf2gPysp9Gpq5zWd8A+scGfLc0ErGiyNpp/bwnf7FJfc6HCMIzvdlncV683BKtNA3PPu3K5W",
-	"sXUhxjxuYhWrZjY/1z6sF+b931xhzQzL9lGVEuea3elLdfQlF2IO0UbwlxHtQytpOhPZik2a7NStpzni",
-	"bkFNcgv1NEd8o6AmyVUWcDQb220ZVg8RVPh3LKYdcg6PR3z/EpxnuX6+ac+EEd9sL1zVz3dLFc/sCtWp",
-	"3+mcz13lTrdy5++xBmeGOrsM8nAj7kpv3mkwX2/pTZe0VbK4nPJSpZdc5o0vMjMQWmUo4tA/asp80kx/",
-	"RPHVWJLMr5EccYGdZ1se1s3C7ptNzbeoYuEVVb5HfGgYV+xOol80knU+lcD0Jck3LkK++vOSLdk9SeZC",
-	"KlCAwiUjkWJz/NL0VeJhTp2CgAcMxLBbjCOpOsT/2SeTiIey0EFnvCbYSI0YLCQqCq6ZIj8vhWIyVX1G",
-	"3Og+ZFcjFejTtIuD/QhNXaRii3sYe6K1R73SsxILLhyEAf4WlQNmrUcvcY0lEv45mbMkmFGu3EbwEZow",
-	"Y6agES+VrOU5rbnStgF0U7QZcYjsh/Zxacsy6HuVM/qFZ3lEBY0YmwjZaNk5Ajzj8Vj7EBptdLtdrIBY",
-	"Bpqfc2CZ0/fPGJ+qWWPYPz72GvOI2797NVQgH9G6TFu02GtCdCWzvYbp3GCNH4DK4lcdItyC3GrNBKBJ",
-	"rbDGttUk0wc4b4Um+at4xYo66a/pGqtYcI4qfgFddtcaDBH9jXTF2bL030WLHJsbepnBYd+GOUCw73T+",
-	"WlUVEyIZTYJZ0Zskka9Y3mclpUtXNtoUl8AiUCkznWelmfOUzLMdAN1cS8mgrLBp1Qas2zS/s/LEiGt+",
-	"SThjoRy6Pe+lHi/frCdztGKvhXsy4616AOgNCa150t6ZtsW6V2hr77l+YRxXT2kay0Vg0GilXtPJMo5H",
-	"3Mh91g+84fVNX89EA9uxtDq49HumSm7L3t4759vPHT1astzH4NTcqVvmve7oCb0LLb1tmvA9U0Xx0QJ7",
-	"TyJgOkVXWwWfMYU2wbRTdk4uL++tm3XOxiCFkNEQ+l0uqJQsNCoPzTdYbhFQZNF0BxoJGimwae2Q/ON/",
-	"/Qcp73ebNiwtaZ29eYWj0MZuUKlpmpZa00CB+0SLt+mfzRffv7ANfPVrhWLw5u3C04gDoZkzRUOqaGej",
-	"hvyYBWLOTI+hfFNwdE05YQtpa3DbdcYBv2lbivXoR7zQc5z8939CUq/vpaXqQwg1wOCGazEWQNCNtiWu",
-	"GbdxI1qUxX7kHfKjVr0cjWyidWaZ2U6ziv/Kae1inkprdgUNAIvNZ63WO1kPZtO3esQVi2OZi76wAcUW",
-	"Kq0zwmKpFeFsFnvKczQI52A04tDxzXoKXat2JLEbN8RirAlamrGL2kFxyeeAdm/0RK/QIfmpVP7LGlPx",
-	"SjSGjUemtVHhdNl7c4QTxs4yPZlOE4YNktDCvmKJwaT61lME3W1HU1hGhg0578Iq7oyS++dgAWJqaVZf",
-	"axtosC+bnWjWXMlkS/vWg0HFbT+PHND2kU8Zmxva2LG/Qnzh0IlotJwx/XwWxSxHsiNJljy97x4SWdtv",
-	"Bb8qo3lPaRTfolj7KxG8rEPTIhE3UcgSkrC/Qkd7lB7ALlWbmj0FWfmOlt3Rsq+Klmm0zCsOe9OxaFs2",
-	"GoagmaAr1MahrZG+TmCn2GwPpWV8pG/DTH7P0cHmpn6RyY0tJIo5OukqBJvtoorKAEjcmTq/IbxfzpzG",
-	"VFqeRnXAjbJOWNEqcs8GIpCmryf303AEJ+TBMzUsIDFqxPNBx7YlVaoLgGKAnadCgYVkQRYrpclRHL80",
-	"lvTfEDXOxxT3jgenPRNTvE8TqPpE+jN0Z7oj0ndE+nbieJVLdySN9zXvmryRamJ9Tpxki4JZwVhNbRBW",
-	"E7I2h6QyPyZNTSlPdDmz9n61hC7la+nOXUbBMLXnwDyHX1mkrJnKsEdgkRnxjljdEauvl1hpicjQjbwo",
-	"sy/hQgvdFm3ZaKMQRZHZpY1NOQ2xAMEwi1Qt15fT30fcUKqNoNWNgA4Ub5O0L3gaAVse2Qlxeb9VBdkN",
-	"pTwOjrsDFg6O+sH4uNc7OhkHk+4ppcfshA563TAc0B7rdwdscjIYT1jYG7Peg3Aypr1xv9990N2L4i15",
-	"eEfu7sjd10vujB/BDeval9ChkLSF0JWY/9z82EJTZCtzWfeWqesqVo545tI+R/oz6cgRJ5V5wJVC2m9Q",
-	"0Sxoj2+eXF4+e/L8yYvLto3I2UePvJPP7gjWb4BgaR3ynnQCZLaQKz0GC5aJ3rm+zE5fkvOlmjWGP73T",
-	"FxDrT5dF977BMtMNr7FM4sawMVNqIYf375ty1B0jGoYdcys1MbpPF9H9m17aOaYk1PJVWtl6Y2S6iA4d",
-	"9ZzEIqCxKaetFdREpQUP5vSakWTJ/dyMw/v34ZuZkGp40j3pbk7zLgXvZmd9ns9jJeM1hnABpZ6LGzAo",
-	"zomaJWI5NfFQii02o6/ECuNLTZRg7hw3N/rYxl2BBGtybgkX0DEhR+2zIe03JcPtSPolzTSv10nrJZjU",
-	"a0qhZh416ZFwKVXLmdrG+2/OfGmj472SxhA2Rss0epBuOwBn9LQdwObwP84ECaMQolCcL6CkYGkAcFZ/",
-	"JCntr12ace2MbDOuSzDeFgEPArHkEItju2fYGrXOOGkhopJFpiFstUbKen98fPfx/wUAAP//",
+	"2NGk37NAQbzPoFJAwobX0EuNEn0JNOpVgKt/fLwvtF4CkGi8CTX7yxCPnmroeYQitiIWwY1DECZwSfHW",
+	"TaJEKnvpmhaTRjxZxkwSKvWFTRi8qk/EjKJ31zqDycRSEcGZB6+kMyy5JOyGJWuiork+CxLJEZeMK9JM",
+	"2I24jvhUDybphOkrlrAFo2qoX8S1SDPejbhmIUxNpzTirdyZjnjhUEf8Mx7r4cf4A1tfhOX3/fzVhd7d",
+	"PUmisICT4wfBw/CEtU8nXdoejHtB+yTss/bRZEDtb3bxC6pm2dKv2foqCrci4kQkc6oaw8ZyCW9urvlZ",
+	"NI/U5ppf0SkjMvob80hPH1yv280t+7hbTjtiGM5dQsgmdBmrxrDf9TREDQHtdr3t5NRrvFywhCqRVMFU",
+	"mN9LgPow7E26QZ+2j8YD1h5Mjmn7ZPwgaJ+GXdab9OnReBCUA/WTAfqKJoqzykUv8OeSNR/RXnDK+uP2",
+	"g3AwaQ/GJ7R9GnRZ2673OHzAPtOaLxPKJQ30MqvWrbJXNlbeHT9kDyfHQfso6GloPzhu0yN60h5MjibH",
+	"45PgNOx1P8vKP+qPUbwAjvtHGr5G0qT/CgTXsor+J10s4iigevX3/yr1pn5xpvnnhE0aw8Y/3c8kn/v4",
+	"q7z/JEmE4e6bQLF0MJJkTmO9WhYOiR/xGxpH4ZX52feIH2Vk5krf23kkZcSnPhFJ9r4RBzqNj17jj1QF",
+	"s5c/3No+YLzXBlhV+xnrl8iKauofiCRkcNClEmDbFQHLJjZf3S8RGmH2R4JP4ij4QidlMDcwk8pMxAyW",
+	"SaL5lVRUMefw4O8rQPtIf2uOyjlHc7xXEb9aJGKaMCnx7C64YgmnMa7os+/vjZgzNdOcdsnZ+wULFAvJ",
+	"hEYxC4ngRCwTIqMQ94YLu2J6LL9D/rwUiuVYur7bH73GC6GeiiUPP//qXwgil8EsR2BEQkK2EDJSQ+Jz",
+	"oa4mei0IXMsVzuHVW7whdmCHGO66L2a57oU5A2i6m6ES5SLCxerzXadXdB0LGl4K8YwmU/Zl6d9YhCAz",
+	"ihuWkAcD8kP0xyHxF7ikKyXEVawXhQf4hiU3UcDecnpDo5iO4y+02JAqOqaoiC6zyUnTl7iiK+ep3xoS",
+	"LvBW6eNNNTEUtalWJokPimUbNEufSNQkC0fsvLLraB01FbZwKcRzyteGo8kvACUhyJzytT1XSSaJmKNS",
+	"YYUtLcUOiZ9o4gjCHgv9Dnn95aDyltOlmokk+hsLvwziuFsHVo+8W1Mpwyy0tmoEO3yJB/EyZGFrSPyl",
+	"s168AG/5IhEBk1Ij2hOuIrX+Mhspt6ZYXTKMJhMGrNAc/3BTbAGVO92GXC4WIlEsfM7CiF6CcPZrkB0u",
+	"FPGLc/kA+3SJV3O9xistQerlf7RiJqDjeRCwhXJERxqGEararxJ9/CrSAuaExpIVF/TjbE0okTORKLKg",
+	"67kGYCQJhSFRgFo4Y/zSSBg1oNgcqMg7AFFYKDUfX82osqyGRTdMY90y1BewlRfHn7NEkytF6DRhLNTq",
+	"mx43Flr3p3Ox5FpDc5TbY6OMbVVuMyn9J7uFzNgmxn9lgdJYcb6Iyg0+3OrAmiEaI2CTM80xUquDkiye",
+	"tDZBFiSM6jOkqgxsjGsGqyETSblEkKeaQ0gVa6tozjbVBw2zRZQwuXVcqcRCkpVIwJbRlEyRsT7xRMRx",
+	"64zwZRyDmYILwnj13Po95HWo5GysJapQvFyrwQ59yGvEVKorfUW3bkm/RTRVYlzpK6NPwiDJPOJLxc5c",
+	"aiYtAjlfgCxNgxm7J0kcTZjeZOvwvS8SNoneb9s/2q+CGU1ooFgiPVgUi2NcIdXrzd8CeX0VRzfs6nz8",
+	"qBRUxua0E6fMe4dvTisSS7mL4OG9eYPvFu8bHLYBUjqg516LwtHnUDu31+o7+yySKhV4N0DyhN+wWCwY",
+	"ERMA+eYl1fJV5RFKj3C20kQbTlJ/HSk2rwkWvUizapokFP6eawY6ZaWURhg7KZkt55S3E0ZDEPW4UKxT",
+	"68yWgWbQJYPHKzCpJkumabJ5r5Mh2FiImFG+cYQAnWzg6mOodwRg+q0+g3og/VZB+Ca9cQXflOaqN8z3",
+	"iA/XAwwwTU3IWeilJH7JVRSbN+AC+S37AQvRCmDuEziirPsJx7Y3TwPBXsIwu4El/imvca65OKqzZaSI",
+	"KqC+qRQaGvObmXcSxbGGClMq1tMv6Fos9aWf0CiGmSdajwdLmYhv2BU+YO6jIGEgSDS8BpiArtJB8E8z",
+	"h2EKV4buNLyGXZTzSIuJ+b8QwPaPDBAZrU6nK4fNE66SEpHiJXegggLT5o2gKVy33gnnCD7aXVdxZLSS",
+	"4Zo1OmjoIINEoW3MYsGnmm2W8eydF6eusBMKzuqLOlWbYRq29QWM9MDLxvtxJjQM2J5DoS24ZHFRQvRv",
+	"nXL2DcpKUP4lSX/2CAqr+qCCGY04mVE5I9PohvGadAyoSyU2mEvhZagokkzUBVuc4KRJg0AL3oTy0P4S",
+	"CS5bB6GIoyJUritngkqXIbg5cnC65mxumqkAah+2piWf649ZeGVMd5UrS9+0Rr50fQdMXCYpuUhaxDPP",
+	"UoQNKFZswaEGOWRwUTB3aUv5kqYvr0p5raZiCzplNggAdDoSi+k+EpbBptQFjAEEh0lcGcUtkbpmVF7N",
+	"RVJ26zQ/h7APyoWasQR3NRFxLFal7N0z3sKKa2UckAQUe6QpRSeh13DCKMqcmBJ8276Ns9B6moax/gpm",
+	"MPqb4Kgha71IP+7sjXdGNknB46WeUHeFW1GjpuDHDYbYdR4gAKbI+E3KgODpKos4KePbh9saXA9ZPRYc",
+	"JOuFElfGArOLaMt7RAlFY6LEtb5U8BVpPiAhC6I5jWXB6tPvdjtd+F/Z3JOIKmdmGscvJ43hT9sR5WlE",
+	"1Tl+8/FdmSHuxfcvcMkTloA9B4ErWxq8qZnK3jpJY0aaGup67VtkEjio+jLJdcTDsvM2J930X718c0nu",
+	"m7X5sDiKUpv9DRblt1y5OpOjtfD77hBZyKKIidHauRErX+8QNciCRg6sHRsUbOMg7p1QVSFJsfcsWGr2",
+	"rF+xx+fMaZaRR8be8eC0A07/3TNvF+TGlF+nOHZPEoNLcfTzMgojtSYawvqHdJxScTHP6+Xu2+eRCJkC",
+	"jJ/JiykP3XmaedZZJqcA4uaOPS9UwKHk726RimzurCj+7JBMgFo+jeL4MOu3ll4KZ1Fi8TbIVY/qvNZv",
+	"l9ObHC56QH5AjNUUsrOBTFsnSV8sR45t3+aiZTaNdZsHYs4xW1zlQewWEYE2sr3Mb+aT2xAOkbfeyYVf",
+	"QC5M8aGuQdCKN4eKhRkCfrti4V6w/AQwfpsgfDSjEf8TlaXSNRpXXIsCGFqa3fdg83gwIDP2noTRNFLg",
+	"znzy/z/Hb6S3+eNlInhBvu2+Pw6OuwMWDo76wfi41zs6GQeT7imlx+yEDnrdMBzQHut3B2xyMhhPWNgb",
+	"s96DcDKmvXG/333QBVarFEv0gv9ns/u+9a8/dduntD05bz9998uDwcd/LuPjj9EWcGlkkHLyjEK6lVOs",
+	"xyy1b4RhYk6hYJ3cpgvUk/t7W+X+cSyC6yu+nI9ZRSYCvEHUjCoyE3EoSaQM9bNh39Q92wky+FT6ibh6",
+	"MKjGWIckTxIxvzKQKF+KZBxlOfMWaWJUOiVosyZTwVLZE1jKkl9zsapnyIvF9CriIXu/RfhDGTMWUwJv",
+	"1gDE7n1LxvhObRL9m/rV+vokRCiWeDkWjIcRn/oe8QPBJ1EyZ6H+I2EimVoXRmrrQu5X3NqZi7/3JEGf",
+	"IwEGvooky+NgOk2pHPz+alZKMzTUy6lGp7GLr9pB3WMtoJjXSGXk3C2wgMtOpozWPZkv1PowmfiFIJOI",
+	"xaFLdZ2BbVBoyVUUIWRxYEbFhEbxMmGYrWFVv/NXF/dkSYQEs6PuDKq54BOxnT0VmRJ7v4gpp9a/sjcv",
+	"AiBpqm52lMMdA8EdzMlOkS3bM1t+VwXiRyIs3ZxUsKk5DWYRZyQQIUNkz4GYwOgE30VJU7rWgUKIt5af",
+	"yyO8Ie7dDe8GO7MTwuY10gBX2J6aifBKP6JaQIYXwiWGNrGruQntuXLVxKqI5cKiSsKVG17j56VQ7IrG",
+	"+rTXED+APsR85CYsuiyWqmTjGCOWDp35QPHveSSB8hSGXNAoSa/slViqKzG5SiiHuVdsPBPi+mqZxAXQ",
+	"uHGIAAo3wNn8Lt3ATrj2G+GeeXfk5uFu4Dyg2GOmaBRX6GuJGMdsjsF1gjMkCQQMJiZJcPMWwztlSPtv",
+	"b16+IAsB2yMRN+IF0gtNvNMx9Z8YOVntOqu8+eBrjiRZJYJP3ezC7bQYV52NW3klgfRszPocb2JGbyY0",
+	"UNK6QxyaUbDTmvu9k+ABIYA4Qn1aJWTqFUvaeDrm0CRpzumajBlhmgu0aqvHLlaUKMnpDQyrnJY2Bp80",
+	"aSyFNUH5/942nKh9EfrmfFu7DwZAlG08t4CyQ3pKo/jwIMhi7CJmINSPfzR8x2U3HrlmC2XBMIukEsma",
+	"zJmiWlvJyyDPUivUIhE3UQjpxH/FZIjUjvf54h417CI+/REpVbk5GvnLaiYkI4akEcZDuNf63k1wjBK6",
+	"gD9csRublV1QXuE5GinJcgGeXh/h7xtbPKYzmxBtatNDtDo0X6hyG0pNc/Repu1yX/+FktXkapnE5V9Y",
+	"0O2+CDkLa24pOLxXhHDpCWfekDKV/sX3L6yyRiWhVl0juCSkpuw9DVS8Jv3010VMA7ZpPO/3jzvdDYX1",
+	"w0+99uk7rbO++641GnXgX7/0y9XWw226OUurpDErY1Q5d1JdJ1LmZ9htAD7MmFu8sGUW9O122Bd0zg6D",
+	"23mKw3lgVca3kDCSi5iu0+/chON9aRPMUrohplYiKSFJxrBBOL7gEdaZdog/Zot+F5VElQT9rp/HTvg5",
+	"j5k/0fbfEBW93oNybDSLeGUFz43F/EmsyISiGRaVwhXop4lWCImWDUCKMmstw0hOYy1QX4GyVw7vWEuD",
+	"isC7aPgwGj7G/Om57azou5NF1119c4fm0tvWwkUI0dO4JLTCgE0DrM16w59vbTGdbi4qWzD5x//+DyID",
+	"yrkFp2tzYRFY8SGLKrW+HLAInuHltstt0RcyNpwlVZ1wCszJMo7XxKTaMAtNU98jq4mgBz1oB8X7Z9aZ",
+	"O/nimr0NPMXDKL+3qyyZop7rLA3t/aVwO67LUjKcugRnmJFBNDUQK0//V69bKC0Ey5lYcazLsJvV6pk2",
+	"d/OuhFayFZavyIq9sCBhykyHSWfgznVhUdeAb0Y/zISfQf6bNOPbRNeKLeGPBwTGYAgshjlCziR+8Okx",
+	"qhuFHnaKmweElJY56I2IuMOFbuH5yEQ9l8j+Gh2zUGWs5RMlhgKV4qm5sbXRVDiHWifLeWPD6QBexR3e",
+	"2Og+d7EarepcyCKEv+lr+SdUc7cEvRtjPOYkGwK6mgkSRjbUqHBzMXl5qxPCvFP/soKtXVZkWoA3B1dp",
+	"GG4zDRgCCU8fZGR8fDuPwyr81fI4frihFIMVPVBZIFZW9QG2W2qg3xrWlcsH1jCf05A5I7qCEvC0tVRs",
+	"bnM29g/LqrCV+DRQIhmipcX3tMbpmrAlY3KjMBgYQIaTyCRj3HZEfS5HZUpv6t00JergEFgtahgiHZR0",
+	"h07h6LlXoRgo5ZrUU4zbdlHrJ8zZifYK20k/8oiIw/1jdTJK/3tIniup3lHGiAuFOcCKToNrIiaTKGDu",
+	"xaly1N9i6KwxF4lVlqSd2tQ+etarCoSyBJqP3J9T1/FuvSt11m6X5GzsAkhy9pPDs2BrSY/u6RwkQdYJ",
+	"sXbDKtJyOYfGV5gJsYhQUMKvn4kVS9oBlXZmuZ6PRZyfYynDUi+TTUPZGjVREmRSPVBdwGQ1BuoBZuf5",
+	"2xVUhwJkwQbVQQG1p6ni3dkkUd6+QlM4sveRxHjm2rNtY2H5GIqCOz8QXCU00L/e0HiZRbdULyqLT09U",
+	"RONGeqHR2eyGYix5yJIFBe6GBv80H1T/U0/0btcuvcb79lS09yqdYA2LIaNhHO2TpQix9rv4mpZjnuoX",
+	"t6iMm+XqduqMJb71HRX8toec72/fqhv/D8FaYsVl/cSCtViqK8wR3kGDIagaMyfM+0U7JD+cC9xaJLhz",
+	"CFSxTsMRGK724pv2q5qxXLVqOTgyiC3o4DWWi3BnXhFYL/fUxEpLRbj+rlQILg0eycyWRVa2mWqQeVDQ",
+	"rVJkT4WKFM6OC/UocumVBSJaYBUbvKsoF1UefEHS8RppFnvxMtSUJ7Nwj3roWyaSbppmzfbk9qhEFPC0",
+	"1GyYY2mAaV5TIE2r7kJJ3pAlrTOHpeSU4rLwRlsnmIdj8Z7IaL6M9XZaI04XC0YTtM/a8lFAI3AarM9b",
+	"S0kpBteWpRagPaTU652si8aQT1KVcqaXkqWYnLAdo72Ct14DeDEAVGPanO32lb5J37RfFxUhiyy5UZ2i",
+	"DxZYtUzwOSbJCcaJkKb//ZNLct9Nhrr/SxR+9FudrRejrjmwdNZPswtuXtLfi45bI6fcOcd9zA/ud7eR",
+	"OlRODe8SiT57IlEF1hxyXQ9PLqpC3d/LPT0A2rcG6G8UyKkauD1tGbLOaebYJAnDkOMNtYY0KcdsdSPr",
+	"sJDYbPVNKNxSQBTa4z9DtYH93BgWKHU1yq8rjqtoys+AWoo5Nyy5idiqKls2MwdTLRRPY2pU/PKgTBPJ",
+	"WRZYjGqYKTZOOWFcY1CYBX1i2hVNQz8Jxh/WZqqFqNMSfmr0O1klPoOONF0mLHRjq2pNXozpKpldLBg3",
+	"BceuFJVly3gNv0rovqMhANlI2XUd5gWRiBMb2EoW8RLqEvOsotCIWwkZdZBNfg4r2ij0I8t6rbgDk3Tc",
+	"RoVdYMrkFhVFi00mjPmN/oswvpxDOQOTMV8L4vDpm+V8Tsv0k2LODK7JQYGy86iGiLeJ4dtuUz0OB15C",
+	"88WBDM7e3m+SqxmSsSV+/PCKNXt7Uxi/iRLBrea6MTIEjEmswGophzVPG7MBLjZcoiBSVkVlwthVdfWR",
+	"RUyVXiyZMOYRSiZJVq6M0WBGNIbETHMu5AuFpOFOt1fluolqdmg5MNhoa0y7nNFk67bTNcCbaTJMHgjF",
+	"vfYr3FRbQpvcI3bOIrfCnQFQBml3xD9Z67UWsjTa3GLw0yK7NdsNM/haRXrAlsin/A73CXyqvLV1aF0B",
+	"sN8yxasfTGEgupcxw35zoH0wRZzfQyRFznxZCk3HRdS0SVk+Phgas7rfKvUabVei9imo5VSgoo6+hqs4",
+	"KNbK+AUKmtz2yI0JSvCrmYgLpao8Ek0I5etCj6/uyeC426nnMjcLqlWGFpZhYK/5/UbRM3c9B4Sh7VWj",
+	"K3195yHtvgG7XJZRuu0DHWbVWqQzt3sYpZiy7SIdWlcrB1bolFrNTb5Ifb8zMl9KRdjPS4oJKXI5t6JJ",
+	"vnKhj0vBRiH7lLWrZ3z4Cqp85VysJSW/HKzahSevS8VAW9xMpNVlbiGtsNM//qSkwte7CEFqO3HJQGoW",
+	"N7J7E7Rej2QuLCKSArpHxa4mz161X75+/OR1++Sk1z8qJMvt7M7pLP3wpMiq7ZkrIBVblKU7f7r1a2vC",
+	"IhpQDt8VmgPKwq42N+PUctm2laxQVFXdluqNXFJZktv1XHC21jRwGt3Yg0gA3UNGSuu+1410y425Jdqt",
+	"c7wlCPBzlYzdXTPJlkqC5i0ApABaRCdiTpr63vnQmsj3TIoVDzVNmWTuKMjXYWF681pnpKTqUmcfDVpR",
+	"eQ3qs1mBU2sIjE64lg3bGnzS2qvk6477ZNDpB/32YRWg0GhHVfnlSBvYdm8nwXE7p6TKnf+etIzTqVJV",
+	"Yb6vIeBJES+Bf2nlZGcaVm0Nxhl4ax2oaiLkYZSJDVusP+tNrRuJL35CRJudaryu5WbBtw89p3rxZ2/t",
+	"zTLRNVkQmhJ7xRIj6qexwKXFYPbvRgCxR5D3TJTIqQg5YZenq+Ai36lgxQ8rcnxAJTJDwdh7rS77YLtK",
+	"Caor+U5sWKYS4hofQ/FucQOtIXaQ3JrpiKZecBayl7rCCoXPnGP2KkqlbTQ/KI8ZLLm/m9Qifwvy12+n",
+	"8bBApjdTnRzu0aQFaGetVjSSgC/I2Rj27cGTa6ZYTMfihhE/F9wILX7wXLMA7QiKr8MpFgMhYHJT2Qp7",
+	"/+kBwqVU+UXq9a2I//zixdXjJ69evrm49PHbUDDsW2jt1yb7A/oH5uqQp9sHccRUQYMpoTKYVPnaVekr",
+	"ZQKwAfTuoCHD+YFb7xU0pD+4jWghRxa8CxL6AkFCeeSoa+B20OQTYoMKiPlNGlWzPR4A208F67cKUuAy",
+	"hym+fxIrLWFstiIqSoVV3cQKTMqKpz7h0K/VN9zSP9OcBrurpb9puOZ6xzkt2dJWbGW+0nLZ/EfbGDYU",
+	"nIGIspoV7M6PzKiaUaZ1LoM506I8UiETP+wYVXrdnSWIvE83CNCiZ9g5YHFoBSt9ulowwM720H4Omm5d",
+	"M5b1ct08XS2sxXSBEJ7QZayFy/4AkxDyDs1wmWAXVOhdr6l7fzDzPeKfdudYO6mrhQ6qyFxIRR72u7Ni",
+	"vxYY14H3UT9vmQND3B+a1iT3h9a/Nmcf5h/kh7lstf7wz6Ui4wYMNyLKy9OsaaxRwbHHZX4dTBv/ld06",
+	"2co+h//CUWx3uS7yC7kV98UhlqFDfBhlVwwCisqr5LLFPbwq5OclW7IzIpmJXZI2kiniKo3tyLXCNLFc",
+	"tm9k+ncuZyF9mutYiUQwzWjEErSCT/NSbnGGDcDnIqWqimhMNdLD7srKi5aaDzVlgRb5uag0mmhg5PVj",
+	"N+N6Z1ZylOSaPTXfvnl82apR+71/vEfTp+pZX3z/InXZkGa/crrT/nG3a9yXZbaJKasVwVYeqgbnXt7j",
+	"ZpcHpeCrqdHcB2KHhInrrN/TZ07fX+DLPcMc7Z8FJcVrLHn085KZnzV5yK/zzZaU4byVryRtGEtUx9GE",
+	"BesgZq3Sy2ckGieDLpcoDHT9Ki0HksZR6X9THjDzPL2Tbi9bI6282ygvclVdXqRolCqjOlYIAxXZSmYl",
+	"iv1naaQAJTdvtY9CaVm57Tbjz+dKqN2Nc49u859gT//MlvSErrYGcQjeRoOfmcWgRxqkCzijL9+cxjGT",
+	"iix5sZ5OHx1Cuf817mzrd7b1nZ66z2BTt81jbR7wyhyEYyCFQAI9NxegHLGEKHrNZC60/XZt6nVKetSJ",
+	"VU0N3hW2bFHW9MMhARsdQDas31/Q4F3EoN3W2PIshLo2WfvNbZhlN5j4nXH2CxhnyzCmdrfgTRPX4Zba",
+	"UtT9Jo2LxZ0eDu7bgfTvA8pVSpGvFQDfGJ0ssfUwadMxvYrEMba6OpH+PFf6KGdmdXQYfG/zHksWLJNI",
+	"rd/o48FTtIm2P7D1+VLNthbTBeNj05fXV2Jx9Y+//5ff6hATU47ZMzRBKUwiEYtsPW5gVphf0vj39vmr",
+	"i/YPT/6SrZCaDAi9xMg0VwkEVzQAksnmUK/EmIS04vv/GQ0y7JhNdwIxz6awv5LsCyxztS1JMgvJD4fo",
+	"xWRiETPSFIkpfylbNj45xrjRVPp5++bxJZDcF9+/8EYc7UNps2iPLOg6LUoEYc65KnkeGLtnlIex5itU",
+	"QagStq/pkAuF5fyg/kmxmgG22LLhtOQyr1yTpn+fLqL7N7375qnvQc6KWPG0ZleLRHLEl5xOJlhDbrzG",
+	"KqxJdMMkoWBDG6apB2A/w53NbWFLJr20qwmWqJR6SyOedgfBxh6rWRTM9JIJDelCsYTMxY3pa+IqUiM+",
+	"4v/0T+SR4Po7vVf95Dvy3XcaRfWjANt4ffcdwdTE9KCNLEi3IK1nM8gg1GjECfELCCMSm2VG2m2NU+TF",
+	"+fMnfgvSNlP89Tsk64aiJ9FwJMQfdHvEbY3lkxlLGB5ycV2RhPd9y5edw+vgji1d9rCVl/Sc9jrSw1g5",
+	"j2hVRGo8m0bYcua77+Ay2pBaZ2y9RjC8DC0RJGMRRgxvr//LCCjeqDEk//j7f3lkZCmffgJEl4wsCTcv",
+	"ffQ929/IoCkhPvQQ8gkyAqc4usEaTdQDEcJRhQ4aoaSLa8nHCEsDkIusT1d2/pAm4JMmK2KDiXnjUyaJ",
+	"FHOmZhGftmy5LD07rNYZtP0DW/uk2dOXtH98rL/W14QlsuXpd2UgFlmhy2I17GxupyJ83t4l2ZxqFJZD",
+	"cI+qZJ0iYgohjRt6RHvWCVvEwL7Sev+UyxVLcI5s+ar9Gt5kIR6Wr0dtpkUEEIUyZ8+ge0qq2q75JOJB",
+	"vAxZ2DrLL8yu1kq/KULqEft9Ut5JzT/LtjuLYrd3QSRNnYOIT7NbdEp2tH3zz7RcMMOPsPJ/aDwd/qDb",
+	"9T17txLiH79/73csDQkjlaGOrdOZRArRN1+nPT1Y7EqURUs3oQaDqSCsl5wVEW5lvc0Qs9vFnk9W0bXl",
+	"noA2gHkJCg0aTI9jNqWxWaH87jtTyQoMqbbxXxqBA83k9KDzlr49GRArz1dPiguwcDQTv9YTgFQvDR2B",
+	"CH6HcFUi93gZTpmCI2z6r88vn1w9u3h+cXn1+sn54zeolvjfP7nUZ+P8+uPri8snbzKtJWFStZArgvRg",
+	"x6OKPdPLar8ScRSsYRT7zG+dQZgaFsOFZaAtAS+KRav+KXGb7fnmBr3WiNk+nyiWWDy5ZO+VB8Qn0MpG",
+	"IqHxFDfxbguRqDyMNoAxNOzZ5DhIxhXsA/rdYWtNGM+I1dg/B6g4lFkIyc9Lw92xKZ70NglVC3NZxnDe",
+	"cNDk7eXT9klaDQ3YvIgdMkaab//Q7Xa7//j7/9H/6D31iP7vw6fmwelT6LX19g9Pnz597BEWS4tMXVJo",
+	"KejrJUfGQQ070pcc9gdtLxh2/IOaoAhoe2GxgVekzgjVgxd2mvFJfTVTFA9ZEIOPSm5fjR5WA1GPnEHP",
+	"InKgyWTINPcJ0XeC5w3xBxRJBZkzymXWUpZPmaYY55xYi6MWo1KZB3uNSJRzbGYwMAskSgYHAzGfR1r6",
+	"mzIgnCLBmwuX1yNSwPRd07XouHvkEy6SOY3jtVmQAZ8hN1BfkaAdWPP6gIFwO8zqtgeCc2Zi/UypParo",
+	"mEoAYiykcogxjghjw0KlDbaHPpO2k8o1Fys9AewA54BdxVTrJIadR3FsNi1xIx097KWWqcylQDCbANm0",
+	"kPWoYZrxjBqG/1n2CFN9951mQt99V8qzNTvFtUAaPY5pGac+HVyQl1kQwyi0wYt6B0giApokkcaMperA",
+	"2klJo01ff8NkOfEA4fUcJVyZ8o/UzaVfuFwJoimIBAm4EJVp70Zq0tRnlRaBNE4/W4vFStLBTEjGyXiN",
+	"6ocWmIbEf3bx57cXjy8u/+KTplZb7F11FZahub1wZKE5cuvgRirsvzr/y8u3l/6INxd0bQeBtLqcJtNC",
+	"bPQtq/DT5TWz8gn39L4gLKUF1VLgmo04oBKNY4nRpihz+GnIgjOUVFrMnbrjQH0jfZHAEUDVhrZkKqwi",
+	"p8XtGeKrsUMTyqzXQbFSJJH6HSlGvOm/eXJ5+ezJ8ycvLq+ev3z85F/Sl7BB4Xitz43FE+K/uXj+9tn5",
+	"5ZPHV843j588O/+Lb07Ygr1sXLpUwm8BMn3ALJgPoIiRDxrkHwrqFvlAcqoW+WA0q/GafBjxD+12u/T/",
+	"9eD+plvVJx/SgrIkKNSZpWAVqviu6efLoPpu7+6W89Uwe+w87eSeZj3UmkYuyIp3kuq171wD6O/g5yXo",
+	"59UrcP2+fvpgmD1ocsEZbCG7VMM8gqocsM7cezA2OkpJQcr7eg7fbKi4DCj7ZROiP+idGP82hILfML5k",
+	"mv2A+KoYb2Urt6FO+omrXDsjbNnLeJ0HOHAkQMra28IF2I3lpsXM+wiILCn+WEzBzx513EeGJN36snEq",
+	"n2y7HLan+YesipOD2vZR05Jv5DEGBYFOWOyybzrUHU4cf2gVzy6bzDUkNKsxi0YxEqY8VMpxrXxX+ZXW",
+	"WlDFfOZlyGaAIAzflPZNi/m2gPBAwPAH1yLqADf30F2K+0M96OAX1fDJVrlJUdKa9EhRZlobMGkPhAZa",
+	"ENtGJPNJG06ejbUoelkcU8LaiyQKDDZYMNg5cpSp3rbxUx9IKIgqr50sCf1oR5KqFe3jSCqPYJVdBGUb",
+	"hsCUoolYJuQ64qEcjvgnJL94BFpI68mAn404zmjdgfezoXN5MmBH1QC5wXPKSViFJBoQ1guHYmIKsmt7",
+	"eGbNiMOHZwYxrPiULyAsFaMhCWIhjRVCw9JIXxUJOSNeKyOHWsT00ABLOJhgAzS0KbGiidZXWh3yRAuW",
+	"URbyACDwCNXQya5XWo67GJGBpo+c9yK94Fwo1rKyMYZf6j82azT/KwTR/cs//v5fPhw6AgMCOG2tLDRI",
+	"+7ngSQBPelhp/Tx9aPbKll1FlN+3yQveiPslgZ/6Fufop8aPQigo3PSUs3m2xok+HMPIWiMOB5zyATtC",
+	"mjjRQonVLwklBYXHshhUubK3tExZsmGPVPCk9EbMsa0o1Yfz6OWLpxevn1+8+P7q8uXLq2cvX3x/df70",
+	"8slrn9Cp0PwNxG/iH3XnvmcCSqM5SNZrW4fxnkzb04y4Kx/Bqy3yj7//X3AyLIPrQsdcUL65CI22JpVY",
+	"LMDCF8diZW8RfNIZcRPSG1BOxsySi3wZeTywf8GHfuvM0C5bx8+3VwK0IH2tAffmFmv/CMsCtN0sa7KU",
+	"S1DTQZ1IC5yAilUSZ8tDQ0Ftr3dY2YijGqM/GJJC5Rujh8EzeM03wXOwRnNTQaMrhIhGfKT5Q6b4u3Sn",
+	"SUEUJsBBjGbp/j5FVTKz/xq9Y8QZ15q5XpQxekjDQ/k0thUyOgbC+T3AI7MFfU45IINxVv/blJxE38Nk",
+	"GTuWdrN0MxWU3FDBTBPsAhHGEpybVTVbmsgBW9EKtJ4RTThGiLbBc6nmKFa8FHxDS8BgDIdezTvk3DpC",
+	"7XqtFyK1gPGQxIzewCOQ4ZvAh6wRGLXO1WzdwhqgcRQw47k3bs5XiVgkEVM0WZsG8MPGTKmFHN6/X+Yg",
+	"va9YMscYr0jFOUep9QKT81cXDa9xwxKJXtJep9vp2oKjdBE1ho2jTrdzhOVXZuBCxu3rf02ZqiweWn2S",
+	"mgKsZsID3yccI/KpnBRg6ZZIRtyct2kYqV91uvqBHq+HdCODPPBPM9VeULCZPY1iMM4EYj6OOBtxGOv8",
+	"xWOEdWp7vAgbw8azSCrAS0wvNubEyrJE2Sv3H2EwzEdv55tgwoYXi/FT4L2LpOuVcMrgZ07/h2Fv0g36",
+	"tH00HrD2YHJM2yfjB0H7NOyy3qRPj8aDwPrkwdya+csLuRbgsqsRR16x2tQ9bbof5+jNGIlo5lsqFH8c",
+	"P2QPJ8dB+yjo6U08OG7TI3rSHkyOJsfjk+A07HUrNrEZC/eJ+4DFZ6G9ZXOarC93rq19rTUSnZti5jug",
+	"R6GYkDUUaTBGc0aaADcZ3bBi1He3/6Dd67W7vctudwj/9z8qFj1JIFaiBDxbM3VqrDZtSl57uUfdy/7R",
+	"8Ph0eHxatVwl9l/sO4hlhEgnoFD9btfGlJgisBBqh1EE9/9qepPucYi50DWIW9nSuUKzEmAysZhCJbEB",
+	"LqdslnTZ9/9I02JI8Elv9ydvnagD+Kh/uvujSyGeU742cwF7OK6zvguuWMJpDI5+/Opo91dv0Jb+NjOl",
+	"Y2CSTXECYlvkEFAHgE41yW0gIX6nPyrRASuZ0GMbPVroP7QjQ4M0QYAAl4TTnSghNGddJjROGA3XVq73",
+	"SJp7QsBNjLpTy9vGlCo4TzG4TG5yoZKLmUbLRoYKm/SbVGSHULRWFWFL44jr3YmqaPIajG9vFvk57/bW",
+	"CNUd17wsuvnuru++65twc257ivOFC2/sd2Cm0AtZCFly6R+hNYVykkZeFuYaulbGZpoxI8mKJVBmTIH9",
+	"6yxLhAcvodqajrJhA7H2exsws6LrM5M+j1L+TKy0lJ9ljll6kiWD7IrWKSMfprTARhDuDgKyPZ0qY+Kn",
+	"QZ8NJj3afjg+CtsDdjxpn9AH43Y36IV9djQZ0OOxpS9aWcjIi2lUbYNsMZZ3L3ltB61wfMMQWfoOp2NS",
+	"/VGE6xr0It1lVizBjbvFDKjGa6aWCcdoMFOTDn2PJFhKJeamjCzebCfJpNF9/5D2wm5wND5m/cmAPghP",
+	"gtNxl/ZYf3IUDoLj8QP6kJ1MTsNu0Bv36REbTI7DB8HD8Qk9Zd1JDzuy1SJqhQITH/MBzial84uR1G3k",
+	"9LLQr9lNvTKBQHq6kmi3qlWYrzJ8UOkXMP8Xo87dwe6PXgj1VCy5+aAGOX8k+CSOMAZ90KtBkV/RdSxo",
+	"eCnEM5pgzsOgd1xnO3K5wM46z1kY0Ut9IYHp9Ot8vEiE1v01B3jCVaTWv1WGZa5SaYJENdcCW1elZPos",
+	"bwSU+YaWeZPfVvmxVHp8CnN/drvF5xTKwO66jyQGsLoTvuoIX1h8fWKQxOKvsXQ33n30KiQrQCsTyVVo",
+	"hOkXqkj7pAlmZcc9k4k51t0Blk+9DA/zj9KchhYG9TiN0PyEKuYP0VY9ZU4YXiFkA8OU3YBez3qtTAiv",
+	"DXdCKESh5zT1iGNzET2ymgnp1ssf8QgDyop+3P/+T7M6kgiQFMiMxhO9yzXG8PyNJULLCtdiLM6yqe/J",
+	"Efed4hBayNS/RgmRy3mHnGdG+iEpeBMwgtCBI65dS6k7wn+bPvYslT4GnpLIRHtZC7WxWJdJltjK46nt",
+	"RLwPbblN0Qw7zzR6x4PTDhgGnQo5m5W2Nyqn/1TX3tgLTiYn9EHYHoT9SXtAHz5ojwfj0/YxHdAHwWlI",
+	"Wb8Ht2UPiqaBt79MtouUqWD28ofGnWRzJ9nsK9mAL7HEK4k2MhMot+HLLOUaWuhJM6l2+IUy2lxsabMp",
+	"zLxMx/yM4oadJNfJp0JZSTd5J23sY9Z1sSY702ppA7mNJDSfbpV13zp/dYFZKXImVhwjd7Qocs3WnWtI",
+	"5xI8XmPMPpUz4I4Ymt+q5m52Zb8qhzMGk/OQkmfihsUUm4DUQ+UXdP5rqf0WeMVWYzsu0mZXNdLMzrT1",
+	"LRgC7rjf10edEEsd+lJBoHKMDY3QWgXfweI0FtueoSm3S9iNuDb5MrYCt+COZzyv65+ZqD09CCQOQ5bB",
+	"djb5g17avsTLfnwRfl6tHrse1mGyGsKdr1uk/a0yZOpGlRgmui9zxq6YGifHTEYhppKx95EEhVSjdBlb",
+	"9js7uK7mnJ+Cu1/AR1AP0Z/MF2rtcOHPyXXTbqK77pQ9sm+Nud7pot8ANz4PoVCGoUf7seL7v1yz9VUU",
+	"fkRCFbOqSoUa+6USWR3tYZo+aAPXIi4V5dAkzUZ/ejbiNVljd6lVpGYRRzMjzRUnIQENZszUN8VoqKMu",
+	"kSwQPJRnuWx6TE2GiGzIrmt1yGstHkAct1pBC3+TTIsGTBQdoEjElEa8g2GzLCRxdM2MWTatpVLiFtbf",
+	"fwqhzZPOl6ZoUx2iux+J/oGtv4wcsoteOiC/E0Vu3/akgfvpV/5+IuK4OhrkQsolGBFKmF8qlrRMXLbJ",
+	"OzFF9wVnUHTf0grMWPZNoX3fCavqD6BXQlf6hrpEytKVFpbpIUqQkC1isTYF+lZ6+M6IvxaYn01TbBNJ",
+	"qhpkxYL2jQERcfzlZCpzYb9sgEba7wCaEdSPixA5A/xXK5edFTERcUI6WeQGAncS3J0E95VQdOjcW5Ok",
+	"m/yrSivKK5ZgmwOPzEr7FqxopKwzN0qwuIX+EwtUKBrLM6hgZDLSvBHX40xo4pQYsElnM4g7ouGZk+Fo",
+	"0g8XjJ+lPuO0Hh54h51SdzxciIhDzY4JjTRF75BHplMeFo2VmrY3uUBpr9QC/T1TLy1YPqeV1syx0zxr",
+	"3uv8rnwWxQqRUB5oGlNsUJKisz0nxGaLFztsgmnpx91er1d2xM+ICGaOOuY4u8E7l1cdC9siOzyLMOl5",
+	"1nF42UTS2/N3uUVC70nC+E2UCA6FCyKZFnyC35pxdIP2Vz16VsHHS2vk2N9MSZ5Wus60Ngm1VfWMiLwl",
+	"nMQA5qvwtwVzRl5hIfCv3tdm4FbT1VaOUXeetjvJ8It62hbpZS+hiy4jPcTNlnLXz+hlM8s9yMlmvr3z",
+	"sf0ufGwZsy1xsdWQBm7Zw5Yh7qfg7Z1/7c6/dmed+bb8azs58G/EuwblPxbFxhToWwNDkJ37izjaPoHe",
+	"Hu5n24tS37nZfu9utvo3/87JVuFk+1Ji1Z2L7c7FdifE3bnYtrnYNsg51N+rtJ9A5o4pTyn3zzF+ZYb/",
+	"NaujZTq22Ua+VMUR7QWnrD9uPwgHk/ZgfELbp0GXtW1htOPwAasohWNG3rem2FeVEZ3C5M5lUzcnepEi",
+	"df2s6DemrwCaIKHYa9qjbWeWtBFgnMTmEU8zm4sl0bMavLtym/FLqN7SwqZskLlcLKgORTy9tF8YlTsL",
+	"pHt2ihE3e22i46e4gixxWqtKWCbV1k1NWNjCisNY88AjNI63liztQLlqmZZH2CqreZjDDOqdyWr2bOfW",
+	"wpHIfCK13VJFAV/b4w+ruTsVrLOOsNa/m+CEG/ndejrwti3nxmwdaXHXvtG0oAuXrNBlw7ZJmp+lbjY5",
+	"o4np4JYWG9Jvt85GvJjmXaw9LRJs3dMh51mtswJs/EF34G/z3GnA/KqOOwe8mt53TwbH3Q50MncIeG1G",
+	"4OaRv7h41e52u93eUf9Br9c/6nV7tmV672vKKsdDuEspv5NQv7qU8nytbNNCaEeV7MrMcrfXQKVIu6OH",
+	"wTYhd0jcdgV21dIb8bS7gJiU9hWQWY8AU3Ifu5W7sWoljQE8t8o/VPYn+cL+TclYrktDa6OCcVX1SPzq",
+	"EmBVp24kDJ+2WL+OeJjZXWgcVxaM1G826lcks4v6QX9WUlzW1OtrOoEjWFXPlgSD9jdYjk0/t8X29ilo",
+	"udFVGUd2OjzvKhCcg1Wmgbjn3bldrWLrQoxh3UQ5Vs1sfq59WC/M+7+5Yp4Zlu2jKiXONbvTl+roSy7E",
+	"HKKN4C8j2odW73QmslWiNNmpW8NzxN0inuQWaniO+EYRT5KrZuBoNrbDM6weYq/w71hMO+QcHo/4/mU/",
+	"z3I9hNM+DSO+2dK4qofwlsqh2RWqUzPUOZ+7aqFutdDfY93PDHV2GeThRtyV+7zTYL7ecp8uaatkcTnl",
+	"pUovucwbX2RmILTKUMShZ9WU+aSZ/ojiq7EkmV8jOeICu922PKzVhR0/m5pvUcXCK6p8j/jQpK7YEUW/",
+	"aCTrfBKC6YWSb5aEfPXnJVuye5LMhVSgAIVLRiLF5vil6eXEw5w6BaESGMJhtxhHUnWI/7NPJhEPZaFr",
+	"z3hNsHkbMVhIVBRcM0V+XgrFZKr6jLjRfciu5i3QG2oXB/sRGslIxRb3MGpFa496pWclFlw4CAP8LSoH",
+	"zFqPXuIaSyT8czJnSTCjXLnN5yM0YcZMQfNfKlnLc9qBpa0K6KZoM+KQEwAt69I2adBrK2f0C8/yiAoa",
+	"MTYusnG2cwR4xuOx3iI09+h2u1h1sQw0P+fAMqfvnzE+VbPGsH987DXmEbd/92qoQD6idZm2aLHXBPdK",
+	"Zvsb07nBGj8AlcWvOkS4BbnVmglAk1phXW+rSaYPcN4KTfJX8YoVddJf0zVWseAcVfwCuuyuNRgi+hvp",
+	"xLNl6b+Ltjw2q/Qyg8O+TXqAYN/p/LUqOSZEMpoEs6I3SSJfsbzPSkqXrmy0KS6BRaBSZjrPykHnKZln",
+	"uw66WZqSQSlj0x4OWLdpuGfliRHX/JJwxkI5dPvsSz1evkFQ5mjF/g73ZMZb9QDQjxLaAaX9Om1bd6/Q",
+	"St9z/cI4rp7SNLOLwKDRSr2mk2Ucj7iR+6wfeMPrm76eiQa2S2p1WOr3TJXclr29d863nzt6tGS5j8Gp",
+	"uVO3zHvd0RN6F1p62zThe6aK4qMF9p5EwHSnrrYKPmMKbYJpd+6cXF7ezzfr1o1BCiGjIfTYXFApWWhU",
+	"Hppv6twioMii6Q40EjRSYKPcIfnH//oPUt5jN22SWtKue/MKR6GN3aBS0zQttaaBAveJFm/TP5svvn9h",
+	"mwbr1woF6M3bhacRB0IzZ4qGVNHORt36MQvEnJm+RvlG5OiacsIW0nbkttONA37TKhVr4I94oc85+e//",
+	"hHRg30vL44cQaoDBDddiLICgG21LXDNu40a0KIs90DvkR616ORrZROvMMrOdZl0GlNNOxjyV1uwKGgAW",
+	"uM/au3eyvs+mV/aIKxbHMhd9YQOKLVRaZ4TFUivC2Sz2lOdoEM7BaMShy5z1FLpW7UhiB3CIxVgTtDRj",
+	"57aD4pLPAe3e6IleoUPyU6n8lzWm4pVoDBuPTDulwumy9+YIJ4ydZXoynSYMmzKhhX3FEoNJ9a2nCLrb",
+	"jqawjAybgN6FVdwZJffP3gLE1NKsvtY20GBfNjvRrLmSyZb2ygeDitvyHjmg7V2fMjY3tLFjf4X4wqET",
+	"0Wg5Y/r5LIpZjmRHkix5et89JLK2xwt+VUbzntIovkWx9lcieFlXqEUibqKQJSRhf4Uu+ig9gF2qNjV7",
+	"CrLyHS27o2VfFS3TaJlXHPamY9G2bDQMQTNBV6iNQyslfZ3ATrHZkkrL+Ejfhpn8nqODzU39IpMbW0gU",
+	"c3TSVQg2W1QVlQGQuDN1fkN4v5w5zbC0PI3qgBtlnbCiVeSeDUQgTV9P7qfhCE7Ig2eqX0Bi1Ijng45t",
+	"G6xUFwDFALtdhQKL14IsVkqTozh+aSzpvyFqnI8p7h0PTnsmpnifxlP1ifRn6Ah1R6TviPTtxPEql+5I",
+	"Gu9r3jV5I9XE+pw4yRYFs4KxmtogrCZkbQ5JZX5MmppSnuhyZu39agmd0dfSnbuMgmFqz4F5Dr+ySFkz",
+	"lWGPwCIz4h2xuiNWXy+x0hKRoRt5UWZfwoUWui3astFGIYois0sbm3IaYgGCYRapWq4vp7+PuKFUG0Gr",
+	"GwEdKN4maS/yNAK2PLIT4vJ+qwqyG0p5HBx3BywcHPWD8XGvd3QyDibdU0qP2Qkd9LphOKA91u8O2ORk",
+	"MJ6wsDdmvQfhZEx7436/+6C7F8Vb8vCO3N2Ru6+X3Bk/ghvWtS+hQyFpC6ErMf+5+bGFRsxW5rLuLVMR",
+	"Vqwc8cylfY70Z9KRI04q84ArhbTfoKJZ0B7fPLm8fPbk+ZMXl20bkbOPHnknn90RrN8AwdI65D3pBMhs",
+	"IVd6DBYsE71zfZmdjibnSzVrDH96py8gVq4ui+59gwWqG15jmcSNYWOm1EIO7983haw7RjQMO+ZWamJ0",
+	"ny6i+ze9tOdMSajlq7Qm9sbIdBEdOuo5iUVAY1OIWyuoiUoLHszpNSPJkvu5GYf378M3MyHV8KR70t2c",
+	"5l0K3s1u/jyfx0rGawzhAko9FzdgUJwTNUvEcmrioRRbbEZfiRXGl5oowdw5bm70sY27AgnW5NwSLqDX",
+	"Qo7aZ0Pab0qG25H0S5ppXq+T1kswqdcUUc08atIj4VKqljO1jfffnPnSRsd7JS0lbIyWaREh3UYCzuhp",
+	"I4HN4X+cCRJGIUShOF9AMcLSAOCs/khS2tO7NOPaGdlmXJdgvC0fHgRiySEWx/bdsNVtnXHSQkQli0xD",
+	"2GqNlHUN+fju4/8LAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

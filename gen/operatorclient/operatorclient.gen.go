@@ -1544,6 +1544,9 @@ type Cursor = string
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// IdempotencyKeyOptional defines model for IdempotencyKeyOptional.
+type IdempotencyKeyOptional = string
+
 // KeyId defines model for KeyId.
 type KeyId = openapi_types.UUID
 
@@ -1664,6 +1667,15 @@ type CreateOperatorKeyParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// RevokeOperatorKeyParams defines parameters for RevokeOperatorKey.
+type RevokeOperatorKeyParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request replays the first answer (the same
+	// rules as where the key is required); without one, the request runs every time it is
+	// sent (revoking is safe to repeat: it answers the revoked key again). Kept for at
+	// least 24 hours.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
 // RollOperatorKeyParams defines parameters for RollOperatorKey.
 type RollOperatorKeyParams struct {
 	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
@@ -1680,6 +1692,15 @@ type CreatePartnerParams struct {
 type CreatePartnerKeyParams struct {
 	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RevokePartnerKeyParams defines parameters for RevokePartnerKey.
+type RevokePartnerKeyParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request replays the first answer (the same
+	// rules as where the key is required); without one, the request runs every time it is
+	// sent (revoking is safe to repeat: it answers the revoked key again). Kept for at
+	// least 24 hours.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
 }
 
 // RollPartnerKeyParams defines parameters for RollPartnerKey.
@@ -2061,7 +2082,7 @@ type ClientInterface interface {
 	// twice answers the revoked key again. Audited like every action.
 	//
 	// Corresponds with DELETE /operators/{id}/keys/{key_id} (the `RevokeOperatorKey` operationId).
-	RevokeOperatorKey(ctx context.Context, id OperatorId, keyId KeyId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RevokeOperatorKey(ctx context.Context, id OperatorId, keyId KeyId, params *RevokeOperatorKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RollOperatorKeyWithBody Replace an API key
 	//
@@ -2153,7 +2174,7 @@ type ClientInterface interface {
 	// twice answers the revoked key again. Audited like every action.
 	//
 	// Corresponds with DELETE /partners/{id}/keys/{key_id} (the `RevokePartnerKey` operationId).
-	RevokePartnerKey(ctx context.Context, id PartnerId, keyId KeyId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RevokePartnerKey(ctx context.Context, id PartnerId, keyId KeyId, params *RevokePartnerKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RollPartnerKeyWithBody Replace an API key
 	//
@@ -2678,8 +2699,8 @@ func (c *Client) CreateOperatorKey(ctx context.Context, id OperatorId, params *C
 // twice answers the revoked key again. Audited like every action.
 //
 // Corresponds with DELETE /operators/{id}/keys/{key_id} (the `RevokeOperatorKey` operationId).
-func (c *Client) RevokeOperatorKey(ctx context.Context, id OperatorId, keyId KeyId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRevokeOperatorKeyRequest(c.Server, id, keyId)
+func (c *Client) RevokeOperatorKey(ctx context.Context, id OperatorId, keyId KeyId, params *RevokeOperatorKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeOperatorKeyRequest(c.Server, id, keyId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2870,8 +2891,8 @@ func (c *Client) CreatePartnerKey(ctx context.Context, id PartnerId, params *Cre
 // twice answers the revoked key again. Audited like every action.
 //
 // Corresponds with DELETE /partners/{id}/keys/{key_id} (the `RevokePartnerKey` operationId).
-func (c *Client) RevokePartnerKey(ctx context.Context, id PartnerId, keyId KeyId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRevokePartnerKeyRequest(c.Server, id, keyId)
+func (c *Client) RevokePartnerKey(ctx context.Context, id PartnerId, keyId KeyId, params *RevokePartnerKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokePartnerKeyRequest(c.Server, id, keyId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3919,7 +3940,7 @@ func NewCreateOperatorKeyRequestWithBody(server string, id OperatorId, params *C
 }
 
 // NewRevokeOperatorKeyRequest constructs an http.Request for the RevokeOperatorKey method
-func NewRevokeOperatorKeyRequest(server string, id OperatorId, keyId KeyId) (*http.Request, error) {
+func NewRevokeOperatorKeyRequest(server string, id OperatorId, keyId KeyId, params *RevokeOperatorKeyParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3954,6 +3975,21 @@ func NewRevokeOperatorKeyRequest(server string, id OperatorId, keyId KeyId) (*ht
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -4228,7 +4264,7 @@ func NewCreatePartnerKeyRequestWithBody(server string, id PartnerId, params *Cre
 }
 
 // NewRevokePartnerKeyRequest constructs an http.Request for the RevokePartnerKey method
-func NewRevokePartnerKeyRequest(server string, id PartnerId, keyId KeyId) (*http.Request, error) {
+func NewRevokePartnerKeyRequest(server string, id PartnerId, keyId KeyId, params *RevokePartnerKeyParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4263,6 +4299,21 @@ func NewRevokePartnerKeyRequest(server string, id PartnerId, keyId KeyId) (*http
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -5373,7 +5424,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /operators/{id}/keys/{key_id} (the `RevokeOperatorKey` operationId).
-	RevokeOperatorKeyWithResponse(ctx context.Context, id OperatorId, keyId KeyId, reqEditors ...RequestEditorFn) (*RevokeOperatorKeyResponse, error)
+	RevokeOperatorKeyWithResponse(ctx context.Context, id OperatorId, keyId KeyId, params *RevokeOperatorKeyParams, reqEditors ...RequestEditorFn) (*RevokeOperatorKeyResponse, error)
 
 	// RollOperatorKeyWithBodyWithResponse Replace an API key
 	//
@@ -5473,7 +5524,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /partners/{id}/keys/{key_id} (the `RevokePartnerKey` operationId).
-	RevokePartnerKeyWithResponse(ctx context.Context, id PartnerId, keyId KeyId, reqEditors ...RequestEditorFn) (*RevokePartnerKeyResponse, error)
+	RevokePartnerKeyWithResponse(ctx context.Context, id PartnerId, keyId KeyId, params *RevokePartnerKeyParams, reqEditors ...RequestEditorFn) (*RevokePartnerKeyResponse, error)
 
 	// RollPartnerKeyWithBodyWithResponse Replace an API key
 	//
@@ -9352,8 +9403,8 @@ func (c *ClientWithResponses) CreateOperatorKeyWithResponse(ctx context.Context,
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /operators/{id}/keys/{key_id} (the `RevokeOperatorKey` operationId).
-func (c *ClientWithResponses) RevokeOperatorKeyWithResponse(ctx context.Context, id OperatorId, keyId KeyId, reqEditors ...RequestEditorFn) (*RevokeOperatorKeyResponse, error) {
-	rsp, err := c.RevokeOperatorKey(ctx, id, keyId, reqEditors...)
+func (c *ClientWithResponses) RevokeOperatorKeyWithResponse(ctx context.Context, id OperatorId, keyId KeyId, params *RevokeOperatorKeyParams, reqEditors ...RequestEditorFn) (*RevokeOperatorKeyResponse, error) {
+	rsp, err := c.RevokeOperatorKey(ctx, id, keyId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -9512,8 +9563,8 @@ func (c *ClientWithResponses) CreatePartnerKeyWithResponse(ctx context.Context, 
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /partners/{id}/keys/{key_id} (the `RevokePartnerKey` operationId).
-func (c *ClientWithResponses) RevokePartnerKeyWithResponse(ctx context.Context, id PartnerId, keyId KeyId, reqEditors ...RequestEditorFn) (*RevokePartnerKeyResponse, error) {
-	rsp, err := c.RevokePartnerKey(ctx, id, keyId, reqEditors...)
+func (c *ClientWithResponses) RevokePartnerKeyWithResponse(ctx context.Context, id PartnerId, keyId KeyId, params *RevokePartnerKeyParams, reqEditors ...RequestEditorFn) (*RevokePartnerKeyResponse, error) {
+	rsp, err := c.RevokePartnerKey(ctx, id, keyId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

@@ -374,7 +374,7 @@ func (c *Console) keyAction(w http.ResponseWriter, r *http.Request, ss *session)
 		}
 		c.showPartner(w, r, ss, id, &res.JSON200.Data, "Key rolled.")
 	case "revoke":
-		res, err := cl.RevokePartnerKeyWithResponse(r.Context(), id, kid)
+		res, err := cl.RevokePartnerKeyWithResponse(r.Context(), id, kid, nil)
 		if err != nil || res.JSON200 == nil {
 			c.fail(w, ss, statusOf(res, err), bodyOf(res))
 			return

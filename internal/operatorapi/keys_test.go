@@ -90,7 +90,7 @@ func TestPartnerKeys(t *testing.T) {
 		require.Eventually(t, func() bool { return works(third.Key) == http.StatusUnauthorized }, 10*time.Second, 50*time.Millisecond)
 
 		// Revoked: 401 at once.
-		rv, err := ops.RevokePartnerKeyWithResponse(ctx, p.Id, second.Id)
+		rv, err := ops.RevokePartnerKeyWithResponse(ctx, p.Id, second.Id, nil)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, rv.StatusCode(), string(rv.Body))
 		require.Equal(t, oc.ApiKeyStatusRevoked, rv.JSON200.Data.Status)
@@ -137,7 +137,7 @@ func TestOperatorKeys(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, works(first.Key))
 		require.Equal(t, http.StatusOK, works(roll.JSON200.Data.Key))
 
-		rv, err := admin.RevokeOperatorKeyWithResponse(ctx, o.Id, roll.JSON200.Data.Id)
+		rv, err := admin.RevokeOperatorKeyWithResponse(ctx, o.Id, roll.JSON200.Data.Id, nil)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, rv.StatusCode())
 		require.Equal(t, http.StatusUnauthorized, works(roll.JSON200.Data.Key))

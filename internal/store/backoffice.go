@@ -209,10 +209,11 @@ func (s *Store) ScannedBlocks(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
-// OpenUnmatchedDeposits counts the open unmatched deposits.
+// OpenUnmatchedDeposits counts the open refund tasks (unmatched transfers,
+// excesses, short payments and dust).
 func (s *Store) OpenUnmatchedDeposits(ctx context.Context) (int, error) {
 	var n int64
-	err := s.read(ctx).Table("unmatched_deposits").Where("status = ?", "open").Count(&n).Error
+	err := s.read(ctx).Table("refund_tasks").Where("status = ?", "open").Count(&n).Error
 	return int(n), err
 }
 

@@ -30,7 +30,7 @@ CREATE TABLE operator_audit (
     operator_id          uuid NOT NULL REFERENCES operators (id),
     action               text NOT NULL,
     transaction_id       uuid REFERENCES transactions (id),
-    unmatched_deposit_id uuid REFERENCES unmatched_deposits (id),
+    unmatched_deposit_id uuid REFERENCES refund_tasks (id),
     batch_id             uuid REFERENCES operator_batches (id),
     subject_id           uuid,
     reference            text,

@@ -30,7 +30,7 @@ CREATE TABLE operator_audit (
     operator_id          TEXT NOT NULL REFERENCES operators (id),
     action               TEXT NOT NULL,
     transaction_id       TEXT REFERENCES transactions (id),
-    unmatched_deposit_id TEXT REFERENCES unmatched_deposits (id),
+    unmatched_deposit_id TEXT REFERENCES refund_tasks (id),
     batch_id             TEXT REFERENCES operator_batches (id),
     subject_id           TEXT,
     reference            text,
