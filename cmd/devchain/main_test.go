@@ -27,7 +27,10 @@ func TestSendTransfersTestUSDT(t *testing.T) {
 	key, err := crypto.HexToECDSA(devnet.DevKey)
 	require.NoError(t, err)
 	require.Equal(t, crypto.CreateAddress(crypto.PubkeyToAddress(key.PublicKey), 0), token, "send finds the token by the deployer's first nonce")
-	go ch.Mine(ctx, 50*time.Millisecond)
+	mined := make(chan struct{})
+	go func() { defer close(mined); ch.Mine(ctx, 50*time.Millisecond) }()
+	// The miner stops before the chain closes (deferred calls run last first).
+	defer func() { cancel(); <-mined }()
 
 	to := common.HexToAddress("0x00000000000000000000000000000000000000b0")
 	var out bytes.Buffer

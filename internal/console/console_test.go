@@ -1,7 +1,9 @@
 package console_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"os"
@@ -32,7 +34,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
+		chromedp.UserDataDir(profile(t)), chromedp.WindowSize(1280, 900),
 	}
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancel)
@@ -61,11 +63,41 @@ func confirmed(t *testing.T, env *apitest.Env, id uuid.UUID, hash string) {
 	require.NoError(t, err)
 }
 
+// profile returns a fresh Chromium profile directory, removed after the browser
+// (registered before it, so cleaned up after it): Chromium's helper processes may
+// still be writing there for a moment after the browser is told to stop, which
+// t.TempDir's cleanup would report as a failure.
+func profile(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "console-chromium-")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for range 50 {
+			if os.RemoveAll(dir) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	return dir
+}
+
+// shot takes a full-page PNG screenshot (quality 100 is PNG in chromedp) and,
+// with UPDATE_SCREENSHOTS=1, replaces testdata/name with it (the README shows
+// those files); it is written to a temporary file and renamed, as both databases'
+// runs take the same shots.
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	var png []byte
-	require.NoError(t, chromedp.Run(ctx, chromedp.FullScreenshot(&png, 80)))
-	require.NoError(t, os.WriteFile(filepath.Join("testdata", name), png, 0o644))
+	require.NoError(t, chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)))
+	require.True(t, bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")), "a PNG screenshot")
+	if os.Getenv("UPDATE_SCREENSHOTS") == "" {
+		return
+	}
+	f, err := os.CreateTemp("testdata", name+".*")
+	require.NoError(t, err)
+	_, err = f.Write(png)
+	require.NoError(t, errors.Join(err, f.Close()))
+	require.NoError(t, os.Rename(f.Name(), filepath.Join("testdata", name)))
 }
 
 // The console end to end in real headless Chromium against the real server: sign

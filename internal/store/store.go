@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -360,11 +361,16 @@ var migrationLockKey = func() int64 {
 	return int64(h.Sum64())
 }()
 
-// withMigrationLock runs fn while one session holds migrationLockKey (PostgreSQL;
-// on SQLite it just runs fn). fn's statements use other connections: the lock
-// only serializes instances.
+// withMigrationLock runs fn while one session holds migrationLockKey (PostgreSQL)
+// or, on SQLite, while this process holds the database file's migration lock (the
+// local lock TryLock uses), so two stores opened on one file never migrate it at
+// once. fn's statements use other connections: the lock only serializes migrators.
 func (s *Store) withMigrationLock(ctx context.Context, fn func() error) (err error) {
 	if s.dialect != Postgres {
+		v, _ := localLocks.LoadOrStore(s.file+"\x00migrate", &sync.Mutex{})
+		mu := v.(*sync.Mutex)
+		mu.Lock()
+		defer mu.Unlock()
 		return fn()
 	}
 	conn, err := s.sql.Conn(ctx)
