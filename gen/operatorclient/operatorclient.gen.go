@@ -1029,6 +1029,16 @@ type ClientInterface interface {
 	// already resolved is `409 invalid_state_transition`; a retry with the same
 	// `Idempotency-Key` replays the first answer.
 	//
+	// A `short` task is its transaction's money. Resolving it `refunded` refunds an
+	// expired transaction in the same change (`refunded`, deposit `refunded`,
+	// history `deposit:refunded`, event `transaction.refunded`), so a late transfer
+	// or `accept` can no longer count the returned tokens; a cancelled
+	// transaction's short task just closes. `credited` on a `short` task is
+	// `409 invalid_state_transition`: an expired short payment is credited by
+	// accepting the transaction (`POST /transactions/{id}/accept`). Refunding a
+	// transaction (`POST /transactions/{id}/refund`) closes its open `short` and
+	// `excess` tasks with the refund's `tx_hash`.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
@@ -1041,6 +1051,16 @@ type ClientInterface interface {
 	// `note` says how). The operator is recorded on the task and in the log. A task
 	// already resolved is `409 invalid_state_transition`; a retry with the same
 	// `Idempotency-Key` replays the first answer.
+	//
+	// A `short` task is its transaction's money. Resolving it `refunded` refunds an
+	// expired transaction in the same change (`refunded`, deposit `refunded`,
+	// history `deposit:refunded`, event `transaction.refunded`), so a late transfer
+	// or `accept` can no longer count the returned tokens; a cancelled
+	// transaction's short task just closes. `credited` on a `short` task is
+	// `409 invalid_state_transition`: an expired short payment is credited by
+	// accepting the transaction (`POST /transactions/{id}/accept`). Refunding a
+	// transaction (`POST /transactions/{id}/refund`) closes its open `short` and
+	// `excess` tasks with the refund's `tx_hash`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1290,6 +1310,16 @@ func (c *Client) ListRefundTasks(ctx context.Context, params *ListRefundTasksPar
 // already resolved is `409 invalid_state_transition`; a retry with the same
 // `Idempotency-Key` replays the first answer.
 //
+// A `short` task is its transaction's money. Resolving it `refunded` refunds an
+// expired transaction in the same change (`refunded`, deposit `refunded`,
+// history `deposit:refunded`, event `transaction.refunded`), so a late transfer
+// or `accept` can no longer count the returned tokens; a cancelled
+// transaction's short task just closes. `credited` on a `short` task is
+// `409 invalid_state_transition`: an expired short payment is credited by
+// accepting the transaction (`POST /transactions/{id}/accept`). Refunding a
+// transaction (`POST /transactions/{id}/refund`) closes its open `short` and
+// `excess` tasks with the refund's `tx_hash`.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
@@ -1312,6 +1342,16 @@ func (c *Client) ResolveRefundTaskWithBody(ctx context.Context, id openapi_types
 // `note` says how). The operator is recorded on the task and in the log. A task
 // already resolved is `409 invalid_state_transition`; a retry with the same
 // `Idempotency-Key` replays the first answer.
+//
+// A `short` task is its transaction's money. Resolving it `refunded` refunds an
+// expired transaction in the same change (`refunded`, deposit `refunded`,
+// history `deposit:refunded`, event `transaction.refunded`), so a late transfer
+// or `accept` can no longer count the returned tokens; a cancelled
+// transaction's short task just closes. `credited` on a `short` task is
+// `409 invalid_state_transition`: an expired short payment is credited by
+// accepting the transaction (`POST /transactions/{id}/accept`). Refunding a
+// transaction (`POST /transactions/{id}/refund`) closes its open `short` and
+// `excess` tasks with the refund's `tx_hash`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2546,6 +2586,16 @@ type ClientWithResponsesInterface interface {
 	// already resolved is `409 invalid_state_transition`; a retry with the same
 	// `Idempotency-Key` replays the first answer.
 	//
+	// A `short` task is its transaction's money. Resolving it `refunded` refunds an
+	// expired transaction in the same change (`refunded`, deposit `refunded`,
+	// history `deposit:refunded`, event `transaction.refunded`), so a late transfer
+	// or `accept` can no longer count the returned tokens; a cancelled
+	// transaction's short task just closes. `credited` on a `short` task is
+	// `409 invalid_state_transition`: an expired short payment is credited by
+	// accepting the transaction (`POST /transactions/{id}/accept`). Refunding a
+	// transaction (`POST /transactions/{id}/refund`) closes its open `short` and
+	// `excess` tasks with the refund's `tx_hash`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
@@ -2558,6 +2608,16 @@ type ClientWithResponsesInterface interface {
 	// `note` says how). The operator is recorded on the task and in the log. A task
 	// already resolved is `409 invalid_state_transition`; a retry with the same
 	// `Idempotency-Key` replays the first answer.
+	//
+	// A `short` task is its transaction's money. Resolving it `refunded` refunds an
+	// expired transaction in the same change (`refunded`, deposit `refunded`,
+	// history `deposit:refunded`, event `transaction.refunded`), so a late transfer
+	// or `accept` can no longer count the returned tokens; a cancelled
+	// transaction's short task just closes. `credited` on a `short` task is
+	// `409 invalid_state_transition`: an expired short payment is credited by
+	// accepting the transaction (`POST /transactions/{id}/accept`). Refunding a
+	// transaction (`POST /transactions/{id}/refund`) closes its open `short` and
+	// `excess` tasks with the refund's `tx_hash`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4222,6 +4282,16 @@ func (c *ClientWithResponses) ListRefundTasksWithResponse(ctx context.Context, p
 // already resolved is `409 invalid_state_transition`; a retry with the same
 // `Idempotency-Key` replays the first answer.
 //
+// A `short` task is its transaction's money. Resolving it `refunded` refunds an
+// expired transaction in the same change (`refunded`, deposit `refunded`,
+// history `deposit:refunded`, event `transaction.refunded`), so a late transfer
+// or `accept` can no longer count the returned tokens; a cancelled
+// transaction's short task just closes. `credited` on a `short` task is
+// `409 invalid_state_transition`: an expired short payment is credited by
+// accepting the transaction (`POST /transactions/{id}/accept`). Refunding a
+// transaction (`POST /transactions/{id}/refund`) closes its open `short` and
+// `excess` tasks with the refund's `tx_hash`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
@@ -4240,6 +4310,16 @@ func (c *ClientWithResponses) ResolveRefundTaskWithBodyWithResponse(ctx context.
 // `note` says how). The operator is recorded on the task and in the log. A task
 // already resolved is `409 invalid_state_transition`; a retry with the same
 // `Idempotency-Key` replays the first answer.
+//
+// A `short` task is its transaction's money. Resolving it `refunded` refunds an
+// expired transaction in the same change (`refunded`, deposit `refunded`,
+// history `deposit:refunded`, event `transaction.refunded`), so a late transfer
+// or `accept` can no longer count the returned tokens; a cancelled
+// transaction's short task just closes. `credited` on a `short` task is
+// `409 invalid_state_transition`: an expired short payment is credited by
+// accepting the transaction (`POST /transactions/{id}/accept`). Refunding a
+// transaction (`POST /transactions/{id}/refund`) closes its open `short` and
+// `excess` tasks with the refund's `tx_hash`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
