@@ -95,3 +95,26 @@ func TestReorgOfALateCompletion(t *testing.T) {
 		})
 	}
 }
+
+// The late window is measured by the transfer's block time, not by when the
+// service processes it: a transfer mined after the window is kept for refund even
+// when it is read within it.
+func TestLateWindowByBlockTime(t *testing.T) {
+	late := map[string]string{"DEPOSIT_WINDOW": "1s", "EXPIRY_SWEEP_INTERVAL": "100ms", "LATE_PAYMENT_WINDOW": "10m"}
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			e := start(t, db, late)
+			p := onChain{e}
+			tx := e.create("31000")
+			e.waitFor(tx.Id, client.TransactionStatusExpired)
+			require.NoError(t, e.chain.Backend.AdjustTime(time.Hour)) // the next blocks are an hour ahead
+			d := p.pay(tx, tx.CryptoAmount)
+			require.Equal(t, client.TransactionStatusExpired, d.Status)
+			require.Nil(t, d.DepositStatus)
+			un := e.tasks(operatorclient.Unmatched, tx.Id)
+			require.Len(t, un, 1, "mined after the late window: kept for refund")
+			require.Equal(t, dec(tx.CryptoAmount).StringFixed(6), un[0].Amount)
+		})
+	}
+}
