@@ -530,7 +530,7 @@ type RevenueSummary struct {
 
 // SimulateRequest A simulated lifecycle event.
 type SimulateRequest struct {
-	// Amount `deposit.detected` only: the token amount of the simulated transfer (up to 6 decimal places). Default: what is still due.
+	// Amount `deposit.detected` only: the token amount of the simulated transfer (at most 12 integer digits and 6 decimal places; larger is `400 invalid_request`). Default: what is still due.
 	//
 	// Example: 10.5
 	Amount *string `json:"amount,omitempty"`

@@ -300,19 +300,19 @@ type FailRequest struct {
 	Reason string `json:"reason"`
 }
 
-// FiatAmount An NGN amount as a decimal string with exactly 2 decimal places.
+// FiatAmount An NGN amount as a decimal string with exactly 2 decimal places and at most 18 integer digits (what the ledger stores).
 //
 // Example: 154225.00
 type FiatAmount = string
 
 // FillRequest The executed sale.
 type FillRequest struct {
-	// FiatAmount An NGN amount as a decimal string with exactly 2 decimal places.
+	// FiatAmount An NGN amount as a decimal string with exactly 2 decimal places and at most 18 integer digits (what the ledger stores).
 	//
 	// Example: 154225.00
 	FiatAmount FiatAmount `json:"fiat_amount"`
 
-	// Rate NGN per one token as a decimal string with exactly 2 decimal places.
+	// Rate NGN per one token as a decimal string with exactly 2 decimal places and at most 18 integer digits (what the ledger stores).
 	//
 	// Example: 1542.25
 	Rate Rate `json:"rate"`
@@ -448,7 +448,7 @@ type OperatorTransactionResponse struct {
 
 // OrderFill The executed sale an operator reported; null until then (and for simulated fills).
 type OrderFill struct {
-	// FiatAmount An NGN amount as a decimal string with exactly 2 decimal places.
+	// FiatAmount An NGN amount as a decimal string with exactly 2 decimal places and at most 18 integer digits (what the ledger stores).
 	//
 	// Example: 154225.00
 	FiatAmount FiatAmount `json:"fiat_amount"`
@@ -459,7 +459,7 @@ type OrderFill struct {
 	// OperatorId The operator who reported it.
 	OperatorId openapi_types.UUID `json:"operator_id"`
 
-	// Rate NGN per one token as a decimal string with exactly 2 decimal places.
+	// Rate NGN per one token as a decimal string with exactly 2 decimal places and at most 18 integer digits (what the ledger stores).
 	//
 	// Example: 1542.25
 	Rate Rate `json:"rate"`
@@ -470,7 +470,7 @@ type OrderFill struct {
 	Reference Reference `json:"reference"`
 }
 
-// Rate NGN per one token as a decimal string with exactly 2 decimal places.
+// Rate NGN per one token as a decimal string with exactly 2 decimal places and at most 18 integer digits (what the ledger stores).
 //
 // Example: 1542.25
 type Rate = string
