@@ -36,10 +36,11 @@ type Tolerance struct {
 	Percent bool
 }
 
-// Of returns the shortfall accepted on expected (rounded down to the token scale).
+// Of returns the shortfall accepted on expected (rounded down to the token scale);
+// an absolute tolerance never exceeds expected itself.
 func (t Tolerance) Of(expected decimal.Decimal) decimal.Decimal {
 	if !t.Percent {
-		return t.Value
+		return decimal.Min(t.Value, expected)
 	}
 	return expected.Mul(t.Value).Div(decimal.NewFromInt(100)).RoundDown(money.TokenScale)
 }
