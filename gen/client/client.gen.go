@@ -530,7 +530,7 @@ type RevenueSummary struct {
 
 // SimulateRequest A simulated lifecycle event.
 type SimulateRequest struct {
-	// Amount `deposit.detected` only: the token amount of the simulated transfer (up to 6 decimal places). Default: what is still due.
+	// Amount `deposit.detected` only: the token amount of the simulated transfer (at most 12 integer digits and 6 decimal places; larger is `400 invalid_request`). Default: what is still due.
 	//
 	// Example: 10.5
 	Amount *string `json:"amount,omitempty"`
@@ -1539,6 +1539,12 @@ type ClientInterface interface {
 	// state is `409 invalid_state_transition` and changes nothing. No request body. A retry
 	// with the same `Idempotency-Key` replays the first answer.
 	//
+	// A transaction with a partial payment (`deposit_status: partial`) can be cancelled
+	// too: the tokens received are not credited. The deposit keeps its total and the
+	// operators refund it to the sender (recorded for them as the transaction's `short`
+	// refund task in the same change). Transfers arriving after the cancellation are
+	// kept for refund as well.
+	//
 	// Corresponds with POST /transactions/{id}/cancel (the `CancelTransaction` operationId).
 	CancelTransaction(ctx context.Context, id TransactionId, params *CancelTransactionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -1904,6 +1910,12 @@ func (c *Client) GetTransaction(ctx context.Context, id TransactionId, reqEditor
 // Cancels a transaction in `awaiting_deposit` (the only cancellable state). Any other
 // state is `409 invalid_state_transition` and changes nothing. No request body. A retry
 // with the same `Idempotency-Key` replays the first answer.
+//
+// A transaction with a partial payment (`deposit_status: partial`) can be cancelled
+// too: the tokens received are not credited. The deposit keeps its total and the
+// operators refund it to the sender (recorded for them as the transaction's `short`
+// refund task in the same change). Transfers arriving after the cancellation are
+// kept for refund as well.
 //
 // Corresponds with POST /transactions/{id}/cancel (the `CancelTransaction` operationId).
 func (c *Client) CancelTransaction(ctx context.Context, id TransactionId, params *CancelTransactionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3220,6 +3232,12 @@ type ClientWithResponsesInterface interface {
 	// Cancels a transaction in `awaiting_deposit` (the only cancellable state). Any other
 	// state is `409 invalid_state_transition` and changes nothing. No request body. A retry
 	// with the same `Idempotency-Key` replays the first answer.
+	//
+	// A transaction with a partial payment (`deposit_status: partial`) can be cancelled
+	// too: the tokens received are not credited. The deposit keeps its total and the
+	// operators refund it to the sender (recorded for them as the transaction's `short`
+	// refund task in the same change). Transfers arriving after the cancellation are
+	// kept for refund as well.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5198,6 +5216,12 @@ func (c *ClientWithResponses) GetTransactionWithResponse(ctx context.Context, id
 // Cancels a transaction in `awaiting_deposit` (the only cancellable state). Any other
 // state is `409 invalid_state_transition` and changes nothing. No request body. A retry
 // with the same `Idempotency-Key` replays the first answer.
+//
+// A transaction with a partial payment (`deposit_status: partial`) can be cancelled
+// too: the tokens received are not credited. The deposit keeps its total and the
+// operators refund it to the sender (recorded for them as the transaction's `short`
+// refund task in the same change). Transfers arriving after the cancellation are
+// kept for refund as well.
 //
 // Returns a wrapper object for the known response body format(s).
 //

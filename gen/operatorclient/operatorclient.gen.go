@@ -694,19 +694,19 @@ type FailingWebhook struct {
 	Url string `json:"url"`
 }
 
-// FiatAmount An NGN amount as a decimal string with exactly 2 decimal places.
+// FiatAmount An NGN amount as a decimal string with exactly 2 decimal places and at most 18 integer digits (what the ledger stores).
 //
 // Example: 154225.00
 type FiatAmount = string
 
 // FillRequest The executed sale.
 type FillRequest struct {
-	// FiatAmount An NGN amount as a decimal string with exactly 2 decimal places.
+	// FiatAmount An NGN amount as a decimal string with exactly 2 decimal places and at most 18 integer digits (what the ledger stores).
 	//
 	// Example: 154225.00
 	FiatAmount FiatAmount `json:"fiat_amount"`
 
-	// Rate NGN per one token as a decimal string with exactly 2 decimal places.
+	// Rate NGN per one token as a decimal string with exactly 2 decimal places and at most 18 integer digits (what the ledger stores).
 	//
 	// Example: 1542.25
 	Rate Rate `json:"rate"`
@@ -1085,7 +1085,7 @@ type OperatorTransactionResponse struct {
 
 // OrderFill The executed sale an operator reported; null until then (and for simulated fills).
 type OrderFill struct {
-	// FiatAmount An NGN amount as a decimal string with exactly 2 decimal places.
+	// FiatAmount An NGN amount as a decimal string with exactly 2 decimal places and at most 18 integer digits (what the ledger stores).
 	//
 	// Example: 154225.00
 	FiatAmount FiatAmount `json:"fiat_amount"`
@@ -1096,7 +1096,7 @@ type OrderFill struct {
 	// OperatorId The operator who reported it.
 	OperatorId openapi_types.UUID `json:"operator_id"`
 
-	// Rate NGN per one token as a decimal string with exactly 2 decimal places.
+	// Rate NGN per one token as a decimal string with exactly 2 decimal places and at most 18 integer digits (what the ledger stores).
 	//
 	// Example: 1542.25
 	Rate Rate `json:"rate"`
@@ -1236,7 +1236,7 @@ type PayoutRequest struct {
 	TransactionIds TransactionIds `json:"transaction_ids"`
 }
 
-// Rate NGN per one token as a decimal string with exactly 2 decimal places.
+// Rate NGN per one token as a decimal string with exactly 2 decimal places and at most 18 integer digits (what the ledger stores).
 //
 // Example: 1542.25
 type Rate = string
@@ -2256,6 +2256,16 @@ type ClientInterface interface {
 	// already resolved is `409 invalid_state_transition`; a retry with the same
 	// `Idempotency-Key` replays the first answer.
 	//
+	// A `short` task is its transaction's money. Resolving it `refunded` refunds an
+	// expired transaction in the same change (`refunded`, deposit `refunded`,
+	// history `deposit:refunded`, event `transaction.refunded`), so a late transfer
+	// or `accept` can no longer count the returned tokens; a cancelled
+	// transaction's short task just closes. `credited` on a `short` task is
+	// `409 invalid_state_transition`: an expired short payment is credited by
+	// accepting the transaction (`POST /transactions/{id}/accept`). Refunding a
+	// transaction (`POST /transactions/{id}/refund`) closes its open `short` and
+	// `excess` tasks with the refund's `tx_hash`.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
@@ -2268,6 +2278,16 @@ type ClientInterface interface {
 	// `note` says how). The operator is recorded on the task and in the log. A task
 	// already resolved is `409 invalid_state_transition`; a retry with the same
 	// `Idempotency-Key` replays the first answer.
+	//
+	// A `short` task is its transaction's money. Resolving it `refunded` refunds an
+	// expired transaction in the same change (`refunded`, deposit `refunded`,
+	// history `deposit:refunded`, event `transaction.refunded`), so a late transfer
+	// or `accept` can no longer count the returned tokens; a cancelled
+	// transaction's short task just closes. `credited` on a `short` task is
+	// `409 invalid_state_transition`: an expired short payment is credited by
+	// accepting the transaction (`POST /transactions/{id}/accept`). Refunding a
+	// transaction (`POST /transactions/{id}/refund`) closes its open `short` and
+	// `excess` tasks with the refund's `tx_hash`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3043,6 +3063,16 @@ func (c *Client) ListRefundTasks(ctx context.Context, params *ListRefundTasksPar
 // already resolved is `409 invalid_state_transition`; a retry with the same
 // `Idempotency-Key` replays the first answer.
 //
+// A `short` task is its transaction's money. Resolving it `refunded` refunds an
+// expired transaction in the same change (`refunded`, deposit `refunded`,
+// history `deposit:refunded`, event `transaction.refunded`), so a late transfer
+// or `accept` can no longer count the returned tokens; a cancelled
+// transaction's short task just closes. `credited` on a `short` task is
+// `409 invalid_state_transition`: an expired short payment is credited by
+// accepting the transaction (`POST /transactions/{id}/accept`). Refunding a
+// transaction (`POST /transactions/{id}/refund`) closes its open `short` and
+// `excess` tasks with the refund's `tx_hash`.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
@@ -3065,6 +3095,16 @@ func (c *Client) ResolveRefundTaskWithBody(ctx context.Context, id openapi_types
 // `note` says how). The operator is recorded on the task and in the log. A task
 // already resolved is `409 invalid_state_transition`; a retry with the same
 // `Idempotency-Key` replays the first answer.
+//
+// A `short` task is its transaction's money. Resolving it `refunded` refunds an
+// expired transaction in the same change (`refunded`, deposit `refunded`,
+// history `deposit:refunded`, event `transaction.refunded`), so a late transfer
+// or `accept` can no longer count the returned tokens; a cancelled
+// transaction's short task just closes. `credited` on a `short` task is
+// `409 invalid_state_transition`: an expired short payment is credited by
+// accepting the transaction (`POST /transactions/{id}/accept`). Refunding a
+// transaction (`POST /transactions/{id}/refund`) closes its open `short` and
+// `excess` tasks with the refund's `tx_hash`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5610,6 +5650,16 @@ type ClientWithResponsesInterface interface {
 	// already resolved is `409 invalid_state_transition`; a retry with the same
 	// `Idempotency-Key` replays the first answer.
 	//
+	// A `short` task is its transaction's money. Resolving it `refunded` refunds an
+	// expired transaction in the same change (`refunded`, deposit `refunded`,
+	// history `deposit:refunded`, event `transaction.refunded`), so a late transfer
+	// or `accept` can no longer count the returned tokens; a cancelled
+	// transaction's short task just closes. `credited` on a `short` task is
+	// `409 invalid_state_transition`: an expired short payment is credited by
+	// accepting the transaction (`POST /transactions/{id}/accept`). Refunding a
+	// transaction (`POST /transactions/{id}/refund`) closes its open `short` and
+	// `excess` tasks with the refund's `tx_hash`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
@@ -5622,6 +5672,16 @@ type ClientWithResponsesInterface interface {
 	// `note` says how). The operator is recorded on the task and in the log. A task
 	// already resolved is `409 invalid_state_transition`; a retry with the same
 	// `Idempotency-Key` replays the first answer.
+	//
+	// A `short` task is its transaction's money. Resolving it `refunded` refunds an
+	// expired transaction in the same change (`refunded`, deposit `refunded`,
+	// history `deposit:refunded`, event `transaction.refunded`), so a late transfer
+	// or `accept` can no longer count the returned tokens; a cancelled
+	// transaction's short task just closes. `credited` on a `short` task is
+	// `409 invalid_state_transition`: an expired short payment is credited by
+	// accepting the transaction (`POST /transactions/{id}/accept`). Refunding a
+	// transaction (`POST /transactions/{id}/refund`) closes its open `short` and
+	// `excess` tasks with the refund's `tx_hash`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9691,6 +9751,16 @@ func (c *ClientWithResponses) ListRefundTasksWithResponse(ctx context.Context, p
 // already resolved is `409 invalid_state_transition`; a retry with the same
 // `Idempotency-Key` replays the first answer.
 //
+// A `short` task is its transaction's money. Resolving it `refunded` refunds an
+// expired transaction in the same change (`refunded`, deposit `refunded`,
+// history `deposit:refunded`, event `transaction.refunded`), so a late transfer
+// or `accept` can no longer count the returned tokens; a cancelled
+// transaction's short task just closes. `credited` on a `short` task is
+// `409 invalid_state_transition`: an expired short payment is credited by
+// accepting the transaction (`POST /transactions/{id}/accept`). Refunding a
+// transaction (`POST /transactions/{id}/refund`) closes its open `short` and
+// `excess` tasks with the refund's `tx_hash`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
@@ -9709,6 +9779,16 @@ func (c *ClientWithResponses) ResolveRefundTaskWithBodyWithResponse(ctx context.
 // `note` says how). The operator is recorded on the task and in the log. A task
 // already resolved is `409 invalid_state_transition`; a retry with the same
 // `Idempotency-Key` replays the first answer.
+//
+// A `short` task is its transaction's money. Resolving it `refunded` refunds an
+// expired transaction in the same change (`refunded`, deposit `refunded`,
+// history `deposit:refunded`, event `transaction.refunded`), so a late transfer
+// or `accept` can no longer count the returned tokens; a cancelled
+// transaction's short task just closes. `credited` on a `short` task is
+// `409 invalid_state_transition`: an expired short payment is credited by
+// accepting the transaction (`POST /transactions/{id}/accept`). Refunding a
+// transaction (`POST /transactions/{id}/refund`) closes its open `short` and
+// `excess` tasks with the refund's `tx_hash`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

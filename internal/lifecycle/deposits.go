@@ -9,6 +9,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/chain"
+	"partnerd/internal/unmatched"
 )
 
 // ChainTransfer is a token transfer to one of our deposit addresses, identified by
@@ -246,7 +247,8 @@ func counting(t *Transaction) bool {
 }
 
 // Drop undoes p, whose block left the canonical chain: the transfer no longer
-// counts. A deposit_confirming transaction whose total falls short again returns
+// counts. An expired short transaction's short task covers what remains (none
+// left: it is dropped). A deposit_confirming transaction whose total falls short again returns
 // to awaiting_deposit (expired past its deadline) with reason deposit:reorged; with
 // no transfer left the deposit is removed. The transfer is counted again if it
 // reappears.
@@ -271,6 +273,15 @@ func (d *Deposits) Drop(ctx context.Context, p chain.Pending) error {
 		}
 		dep.Transfers = kept
 		dep.sum()
+		if t.Status == Expired && d.l.tasks != nil { // short past the deadline: the short task follows the total
+			if len(kept) > 0 {
+				if err := d.l.refreshShort(ctx, t); err != nil {
+					return nil, err
+				}
+			} else if err := d.l.tasks.DropOpen(ctx, t.ID, unmatched.Short); err != nil {
+				return nil, err
+			}
+		}
 		var steps []step
 		if t.Status == DepositConfirming && !d.l.paid(t, dep.Amount) {
 			trigger := ReorgDeposit

@@ -141,13 +141,23 @@ func move(t *Transaction, trigger Trigger, action string, meta map[string]any) (
 }
 
 // Cancel cancels partnerID's transaction id (only awaiting_deposit is cancellable).
+// A partial payment already received stays with the operators: its total is
+// recorded as the transaction's short refund task in the same unit of work.
 // Errors: NotFound, InvalidStateTransition.
 func (l *Engine) Cancel(ctx context.Context, partnerID, id uuid.UUID) (*Transaction, error) {
-	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
+	return l.change(ctx, id, func(ctx context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
 		if t.PartnerID != partnerID { // another partner's transaction does not exist for this one
 			return nil, apperr.New(apperr.NotFound, "The transaction was not found.")
 		}
-		s, err := move(t, Cancel, "cancelled", nil)
+		var meta map[string]any
+		if d := t.Deposit; d != nil && t.Status == AwaitingDeposit && len(d.Transfers) > 0 {
+			meta = map[string]any{"expected": t.CryptoAmount.String(), "received": d.Amount.String()}
+			addAmountFacts(meta, t.CryptoAmount, d.Amount)
+			if err := l.refreshShort(ctx, t); err != nil {
+				return nil, err
+			}
+		}
+		s, err := move(t, Cancel, "cancelled", meta)
 		return []step{s}, err
 	})
 }
@@ -347,25 +357,33 @@ func (l *Engine) Refund(ctx context.Context, id uuid.UUID) (*Transaction, error)
 }
 
 // refund is Refund with extra facts in the history metadata.
-// An expired transaction's open short refund task closes with it (by operator op,
-// nil for the simulator).
 func (l *Engine) refund(ctx context.Context, id uuid.UUID, extra map[string]any, op *uuid.UUID, txHash string) (*Transaction, error) {
 	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, _ time.Time) ([]step, error) {
-		if t.Deposit == nil {
-			return nil, apperr.New(apperr.InvalidStateTransition, "The transaction has no deposit to refund.")
-		}
-		s, err := move(t, Refund, "refunded", with(map[string]any{"deposit_id": t.Deposit.ID}, extra))
-		if err != nil {
-			return nil, err
-		}
-		if l.tasks != nil && s.tr.From == Expired {
-			if err := l.tasks.CloseOpen(ctx, t.ID, unmatched.Short, op, txHash, "refunded with the transaction"); err != nil {
+		return l.refundIn(ctx, t, extra, op, txHash)
+	})
+}
+
+// refundIn refunds t (loaded in the change's unit of work): the whole deposit goes
+// back, so its open short and excess refund tasks close with it (by operator op,
+// nil for the simulator; txHash the refund's chain transaction), whatever state t
+// came from.
+func (l *Engine) refundIn(ctx context.Context, t *Transaction, extra map[string]any, op *uuid.UUID, txHash string) ([]step, error) {
+	if t.Deposit == nil {
+		return nil, apperr.New(apperr.InvalidStateTransition, "The transaction has no deposit to refund.")
+	}
+	s, err := move(t, Refund, "refunded", with(map[string]any{"deposit_id": t.Deposit.ID}, extra))
+	if err != nil {
+		return nil, err
+	}
+	if l.tasks != nil {
+		for _, kind := range []unmatched.Kind{unmatched.Short, unmatched.Excess} {
+			if err := l.tasks.CloseOpen(ctx, t.ID, kind, op, txHash, "refunded with the transaction"); err != nil {
 				return nil, err
 			}
 		}
-		t.Deposit.Status = DepositStatusRefunded
-		return []step{s}, nil
-	})
+	}
+	t.Deposit.Status = DepositStatusRefunded
+	return []step{s}, nil
 }
 
 // SettlePayout records that a completed transaction's fiat payout settled (once).

@@ -178,6 +178,26 @@ func (l *Engine) RefundBy(ctx context.Context, id uuid.UUID, by Actor, txHash st
 	return l.refund(ctx, id, by.meta("reference", txHash, "refund_tx_hash", txHash), &op, txHash)
 }
 
+// RefundShort records for an operator that transaction id's short payment went
+// back in chain transaction txHash (a short refund task resolved refunded). An
+// expired transaction is refunded with it (→ refunded, deposit refunded, history and
+// event in the same unit of work), so neither a late transfer nor Accept can count
+// the returned money again; a cancelled one only has its short task closed. Errors:
+// NotFound, InvalidStateTransition (no open short task to refund).
+func (l *Engine) RefundShort(ctx context.Context, id uuid.UUID, by Actor, txHash string) (*Transaction, error) {
+	op := by.OperatorID
+	return l.change(ctx, id, func(ctx context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
+		switch {
+		case t.Status == Expired && t.Deposit != nil:
+			return l.refundIn(ctx, t, by.meta("reference", txHash, "refund_tx_hash", txHash), &op, txHash)
+		case t.Status == Cancelled && l.tasks != nil:
+			return nil, l.tasks.CloseOpen(ctx, t.ID, unmatched.Short, &op, txHash, "refunded after the cancellation")
+		}
+		return nil, apperr.New(apperr.InvalidStateTransition,
+			fmt.Sprintf("A short payment of a transaction in %s cannot be refunded on its own.", t.Status))
+	})
+}
+
 // Accept lets an expired transaction with a short deposit (deposit_status
 // underpaid) proceed on what was received, for an operator: → deposit_confirming
 // (history deposit:accepted with the reason and the old and new amounts), its

@@ -36,10 +36,11 @@ type Tolerance struct {
 	Percent bool
 }
 
-// Of returns the shortfall accepted on expected (rounded down to the token scale).
+// Of returns the shortfall accepted on expected (rounded down to the token scale);
+// an absolute tolerance never exceeds expected itself.
 func (t Tolerance) Of(expected decimal.Decimal) decimal.Decimal {
 	if !t.Percent {
-		return t.Value
+		return decimal.Min(t.Value, expected)
 	}
 	return expected.Mul(t.Value).Div(decimal.NewFromInt(100)).RoundDown(money.TokenScale)
 }
@@ -96,9 +97,9 @@ const (
 	NotOpen
 )
 
-// open reports whether t takes transfers now: awaiting_deposit, or expired within
-// the late window (without a deposit, or with a short one).
-func (l *Engine) open(t *Transaction, now time.Time) bool {
+// open reports whether t takes a transfer made at at: awaiting_deposit, or expired
+// with at within the late window (without a deposit, or with a short one).
+func (l *Engine) open(t *Transaction, at time.Time) bool {
 	switch t.Status {
 	case AwaitingDeposit:
 		return true
@@ -106,7 +107,7 @@ func (l *Engine) open(t *Transaction, now time.Time) bool {
 		if t.Deposit != nil && t.Deposit.Status != DepositStatusUnderpaid {
 			return false
 		}
-		return now.Before(t.ExpiresAt.Add(l.payments.LateWindow))
+		return at.Before(t.ExpiresAt.Add(l.payments.LateWindow))
 	}
 	return false
 }
@@ -137,11 +138,17 @@ func (l *Engine) receive(ctx context.Context, t *Transaction, in Incoming, now t
 		note := fmt.Sprintf("dust: below the minimum deposit of %s", l.payments.MinDeposit.String())
 		return Dust, note, nil, l.recordTask(ctx, t, unmatched.Dust, in, in.Amount)
 	}
+	// Late or not, within the window or not, is the transfer's own time (its
+	// block's, on chain), not when it is processed.
+	at := in.ReceivedAt
+	if at.IsZero() {
+		at = now
+	}
 	note := ""
 	switch {
 	case in.Token != "" && in.Token != t.Token:
 		note = "token " + in.Token + " is not the transaction's " + t.Token
-	case l.open(t, now):
+	case l.open(t, at):
 	case t.Status == Expired && (t.Deposit == nil || t.Deposit.Status == DepositStatusUnderpaid):
 		note = "the transaction expired more than the late-payment window ago"
 	case t.Deposit != nil:

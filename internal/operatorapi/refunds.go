@@ -3,7 +3,10 @@ package operatorapi
 import (
 	"context"
 
+	"github.com/google/uuid"
+
 	"partnerd/gen/operatorapi"
+	"partnerd/internal/apperr"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
@@ -56,7 +59,7 @@ func (s *Server) ResolveRefundTask(ctx context.Context, req operatorapi.ResolveR
 		return nil, err
 	}
 	b := req.Body
-	d, err := s.unmatched.Resolve(ctx, req.Id, o.ID, unmatched.Status(b.Action), b.TxHash, b.Note)
+	d, err := s.resolveTask(ctx, req.Id, o.ID, b)
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +75,32 @@ func (s *Server) ResolveRefundTask(ctx context.Context, req operatorapi.ResolveR
 	return operatorapi.ResolveRefundTask200JSONResponse{Body: operatorapi.RefundTaskResponse{
 		Success: true, Message: &msg, Data: taskOut(d),
 	}}, nil
+}
+
+// resolveTask closes task id. A short task of a transaction is the transaction's
+// money: refunded goes through the lifecycle (an expired transaction is refunded in
+// the same unit of work, so the returned money cannot be counted or accepted
+// later); credited is refused (an expired short payment is credited by accepting
+// the transaction). Other kinds close on their own.
+func (s *Server) resolveTask(ctx context.Context, id, operatorID uuid.UUID, b *operatorapi.ResolveRefundTaskJSONRequestBody) (*unmatched.Deposit, error) {
+	d, err := s.unmatched.Task(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if d.Kind != unmatched.Short || d.TransactionID == nil || d.Status != unmatched.Open {
+		return s.unmatched.Resolve(ctx, id, operatorID, unmatched.Status(b.Action), b.TxHash, b.Note)
+	}
+	switch {
+	case b.Action == operatorapi.ResolveRequestActionCredited:
+		return nil, apperr.New(apperr.InvalidStateTransition,
+			"A short payment is not credited through its refund task; accept the transaction (POST /transactions/{id}/accept) or refund it.")
+	case b.TxHash == nil:
+		return nil, apperr.Field(apperr.InvalidRequest, "A refund needs the refund's chain transaction.", "/tx_hash", "is required when action is refunded")
+	}
+	if _, err := s.lifecycle.RefundShort(ctx, *d.TransactionID, lifecycle.Actor{OperatorID: operatorID}, *b.TxHash); err != nil {
+		return nil, err
+	}
+	return s.unmatched.Task(ctx, id)
 }
 
 func taskOut(d *unmatched.Deposit) operatorapi.RefundTask {

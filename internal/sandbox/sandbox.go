@@ -44,6 +44,10 @@ type Event struct {
 	Amount *decimal.Decimal
 }
 
+// maxSimulatedAmount bounds a simulated transfer (12 integer digits, as the
+// contract says) well inside what the ledger's numeric columns hold.
+var maxSimulatedAmount = decimal.New(1, 12)
+
 // Simulate applies e to partnerID's transaction and returns it as it is now.
 // Errors: NotFound (not the partner's), InvalidStateTransition, InvalidRequest
 // (an event the simulator does not know).
@@ -59,6 +63,10 @@ func (s *Simulator) Simulate(ctx context.Context, partnerID uuid.UUID, e Event) 
 		// be sent several times, each a new transfer unless its deposit id is given again.
 		in := lifecycle.DepositInput{Confirmations: 1, ID: deref(e.DepositID), Hash: deref(e.Hash), From: SimulatedAddress(t.Network)}
 		if e.Amount != nil {
+			if !e.Amount.Abs().LessThan(maxSimulatedAmount) {
+				return nil, apperr.Field(apperr.InvalidRequest, "The simulated amount is too large.", "/amount",
+					"must have at most 12 integer digits")
+			}
 			in.Amount = *e.Amount
 		}
 		if in.Hash == "" {

@@ -249,7 +249,11 @@ func (r *unmatchedRow) domain() *unmatched.Deposit {
 }
 
 // InsertUnmatchedDeposit inserts refund task d unless its (kind, network, tx_hash,
-// log_index) is recorded already, and returns the stored task.
+// log_index) is recorded already, and returns the stored task. A short task is a
+// transaction's running total named by its last transfer, not one transfer: when
+// one with the same identity exists (resolved by a payment that a reorganisation
+// since took back) it is re-opened with d's amount and sender instead, so the money
+// is never left without an open task.
 func (s *Store) InsertUnmatchedDeposit(ctx context.Context, d *unmatched.Deposit) (*unmatched.Deposit, error) {
 	row := unmatchedRow{
 		ID: d.ID, Kind: string(d.Kind), Network: d.Network, TxHash: d.TxHash, LogIndex: d.LogIndex,
@@ -257,7 +261,18 @@ func (s *Store) InsertUnmatchedDeposit(ctx context.Context, d *unmatched.Deposit
 		Amount: d.Amount, RawAmount: d.RawAmount, BlockNumber: d.BlockNumber, TransactionID: d.TransactionID, PartnerID: d.PartnerID,
 		Status: string(d.Status), CreatedAt: d.CreatedAt,
 	}
-	if err := s.write(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
+	onConflict := clause.OnConflict{DoNothing: true}
+	if d.Kind == unmatched.Short {
+		onConflict = clause.OnConflict{
+			Columns: []clause.Column{{Name: "kind"}, {Name: "network"}, {Name: "tx_hash"}, {Name: "log_index"}},
+			DoUpdates: clause.Assignments(map[string]any{
+				"amount": d.Amount, "raw_amount": d.RawAmount, "from_address": d.FromAddress, "block_number": d.BlockNumber,
+				"transaction_id": d.TransactionID, "partner_id": d.PartnerID, "status": string(d.Status),
+				"resolution_tx_hash": nil, "resolution_note": nil, "resolved_by": nil, "resolved_at": nil,
+			}),
+		}
+	}
+	if err := s.write(ctx).Clauses(onConflict).Create(&row).Error; err != nil {
 		return nil, err
 	}
 	var got unmatchedRow

@@ -211,6 +211,11 @@ func (s *Service) list(ctx context.Context, scope string, f Filter, limit int, a
 	return p, nil
 }
 
+// Task returns refund task id. Errors: NotFound.
+func (s *Service) Task(ctx context.Context, id uuid.UUID) (*Deposit, error) {
+	return s.store.UnmatchedDeposit(ctx, id)
+}
+
 // Resolve closes an open task of any kind as refunded (txHash required: the refund's chain
 // transaction) or credited (note required). Errors: NotFound, InvalidRequest,
 // InvalidStateTransition when it is no longer open.

@@ -266,5 +266,20 @@ func TestRefundTasksOfATransaction(t *testing.T) {
 		require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
 		_, err = s.UnmatchedDeposit(ctx, short.ID)
 		require.NoError(t, err, "a resolved task is kept")
+
+		// A short task recorded again under a resolved one's identity re-opens it
+		// with the new total.
+		again := unmatchedDeposit(1, store.Now())
+		again.Kind, again.TransactionID, again.PartnerID, again.ToAddress, again.FromAddress = unmatched.Short, &tr.ID, &p.ID, tr.DepositAddress, "0xsender"
+		again.Amount = dec("7.5")
+		again.Status = unmatched.Open
+		reopened, err := s.InsertUnmatchedDeposit(ctx, again)
+		require.NoError(t, err)
+		require.Equal(t, short.ID, reopened.ID, "the same task")
+		require.Equal(t, unmatched.Open, reopened.Status)
+		require.True(t, dec("7.5").Equal(reopened.Amount))
+		require.Nil(t, reopened.ResolvedBy)
+		require.Nil(t, reopened.ResolutionTxHash)
+		require.Nil(t, reopened.ResolvedAt)
 	})
 }
