@@ -34,3 +34,52 @@ func TestServerLinksNoDevelopmentChain(t *testing.T) {
 		}
 	}
 }
+
+// storeImporters are the only packages that may import the store: the
+// composition root, which builds it and hands each domain package the narrow
+// interface it asks for, and the test support around it (the store's own
+// packages included). Commands (cmd/..., scripts/...) may too. Everything else
+// sees the database only through its own interfaces.
+var storeImporters = []string{
+	"partnerd/internal/app",
+	"partnerd/internal/testdb",
+	"partnerd/internal/apitest",
+	"partnerd/internal/store/",
+	"partnerd/cmd/",
+	"partnerd/scripts/",
+}
+
+// mayImportStore reports whether pkg is one of storeImporters (an entry ending
+// in "/" covers the packages under it).
+func mayImportStore(pkg string) bool {
+	for _, ok := range storeImporters {
+		if pkg == ok || strings.HasSuffix(ok, "/") && strings.HasPrefix(pkg, ok) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestOnlyTheCompositionRootImportsStore reads every package's imports (go list,
+// test files aside: tests may use the store) and fails when a package outside
+// storeImporters imports partnerd/internal/store.
+func TestOnlyTheCompositionRootImportsStore(t *testing.T) {
+	t.Parallel()
+	require.False(t, mayImportStore("partnerd/internal/httpapi"), "the rule refuses a domain package")
+	require.False(t, mayImportStore("partnerd/internal/storefront"), "the rule matches whole names")
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "partnerd/...").Output()
+	require.NoError(t, err, "go list")
+	var rootImportsStore bool
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg, imports := fields[0], fields[1:]
+		for _, imp := range imports {
+			if imp != "partnerd/internal/store" {
+				continue
+			}
+			rootImportsStore = rootImportsStore || pkg == "partnerd/internal/app"
+			require.True(t, mayImportStore(pkg), "%s imports partnerd/internal/store; only %v may", pkg, storeImporters)
+		}
+	}
+	require.True(t, rootImportsStore, "the graph was read: the composition root imports the store")
+}

@@ -225,6 +225,7 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 		Limits:       map[ratelimit.Class]ratelimit.Limit{ratelimit.Reads: cfg.RateLimitReads, ratelimit.Writes: cfg.RateLimitWrites},
 		Idempotency:  a.idempotency,
 		Logger:       a.log,
+		Unavailable:  store.Unavailable,
 		Ready: func(r *http.Request) error {
 			if err := st.Ping(r.Context()); err != nil {
 				return err

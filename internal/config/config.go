@@ -15,12 +15,12 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/address"
+	"partnerd/internal/dburl"
 	"partnerd/internal/jobs"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/pricing"
 	"partnerd/internal/ratelimit"
 	"partnerd/internal/rates"
-	"partnerd/internal/store"
 	"partnerd/internal/transactions"
 	"partnerd/internal/webhook"
 )
@@ -172,15 +172,15 @@ func (r *reader) basics(c *Config) {
 	get, bad := r.get, r.bad
 	*c = Config{
 		Env:         Environment(get("APP_ENV", string(Staging))),
-		DatabaseURL: get("DATABASE_URL", store.DefaultURL),
+		DatabaseURL: get("DATABASE_URL", dburl.Default),
 		ListenAddr:  get("LISTEN_ADDR", DefaultListenAddr),
 	}
 	if c.Env != Staging && c.Env != Production {
 		bad("APP_ENV", fmt.Errorf("%q: want staging or production", c.Env))
 	}
-	if d, _, err := store.ParseURL(c.DatabaseURL); err != nil {
+	if d, _, err := dburl.Parse(c.DatabaseURL); err != nil {
 		bad("DATABASE_URL", err)
-	} else if d == store.SQLite && c.Env == Production {
+	} else if d == dburl.SQLite && c.Env == Production {
 		bad("DATABASE_URL", errors.New("production refuses the embedded SQLite database (one instance, no backups); set a postgres:// URL"))
 	}
 }

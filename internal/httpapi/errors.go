@@ -13,7 +13,6 @@ import (
 
 	"partnerd/gen/api"
 	"partnerd/internal/apperr"
-	"partnerd/internal/store"
 )
 
 // statusByCode is the one mapping from error code to HTTP status. The spec's error
@@ -61,13 +60,14 @@ const internalMessage = "Internal error."
 
 // errorHandler is Echo's HTTPErrorHandler: every failure, whether a handler's
 // *apperr.Error, a validation failure or Echo's own 404/405/413, leaves here as the
-// spec's Error body.
-func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+// spec's Error body. unavailable (nil for none) tells a failure of the database
+// being out of reach, which is answered 503 service_unavailable.
+func errorHandler(log *slog.Logger, unavailable func(error) bool) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
 		}
-		e := toAppError(err)
+		e := toAppError(err, unavailable)
 		status := StatusOf(e.Code)
 		reqID := c.Response().Header().Get(echo.HeaderXRequestID)
 		switch {
@@ -105,11 +105,11 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 }
 
 // toAppError classifies any error into an *apperr.Error safe to show.
-func toAppError(err error) *apperr.Error {
+func toAppError(err error, unavailable func(error) bool) *apperr.Error {
 	if e, ok := apperr.As(err); ok {
 		return e
 	}
-	if store.Unavailable(err) {
+	if unavailable != nil && unavailable(err) {
 		return &apperr.Error{Code: apperr.ServiceUnavailable, Message: "The service is temporarily unavailable; retry shortly.",
 			RetryAfterSeconds: unavailableRetryAfter}
 	}

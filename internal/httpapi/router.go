@@ -52,6 +52,10 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Ready reports whether the service can take traffic (database up, migrated).
 	Ready func(*http.Request) error
+	// Unavailable reports whether an error means the database is out of reach
+	// (store.Unavailable, where the database's errors are known): such a failure is
+	// a 503 service_unavailable with Retry-After, not a 500. nil classifies none.
+	Unavailable func(error) bool
 }
 
 // New returns the HTTP handler: the partner API under BasePath plus /healthz and
@@ -72,7 +76,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	e.HTTPErrorHandler = errorHandler(log)
+	e.HTTPErrorHandler = errorHandler(log, d.Unavailable)
 	// Never trust X-Forwarded-For unless a proxy setup says so.
 	e.IPExtractor = echo.ExtractIPDirect()
 	e.Pre(routeOnEscapedPath)

@@ -13,11 +13,9 @@ import (
 	"hash/fnv"
 	"io/fs"
 	"log/slog"
-	neturl "net/url"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,20 +34,21 @@ import (
 	"gorm.io/gorm/logger"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/dburl"
 	"partnerd/internal/jobs"
 )
 
-// Dialect names the database behind a Store.
-type Dialect string
+// Dialect names the database behind a Store (see dburl: the URL grammar).
+type Dialect = dburl.Dialect
 
 // The supported dialects.
 const (
-	Postgres Dialect = "postgres"
-	SQLite   Dialect = "sqlite"
+	Postgres = dburl.Postgres
+	SQLite   = dburl.SQLite
 )
 
 // DefaultURL is used when DATABASE_URL is unset: the embedded database.
-const DefaultURL = "sqlite:data/partnerd.db"
+const DefaultURL = dburl.Default
 
 //go:embed migrations
 var migrationsFS embed.FS
@@ -84,36 +83,12 @@ type Store struct {
 // the precision both databases keep, so a value read back equals the value written.
 func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
-// ParseURL returns the dialect and driver DSN for a DATABASE_URL: "postgres://…" or
-// "postgresql://…" for PostgreSQL (an optional pool_max_conns=N caps the pool),
-// "sqlite:PATH" for the embedded database.
-func ParseURL(url string) (Dialect, string, error) {
-	switch {
-	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		dsn, _, err := poolSize(url)
-		if err != nil {
-			return "", "", err
-		}
-		return Postgres, dsn, nil
-	case strings.HasPrefix(url, "sqlite:"):
-		path := strings.TrimPrefix(url, "sqlite:")
-		if path == "" {
-			return "", "", errors.New("DATABASE_URL sqlite: needs a file path, e.g. sqlite:data/partnerd.db")
-		}
-		// Foreign keys are off by default in SQLite; WAL lets readers run beside the
-		// writer, and with it synchronous=NORMAL is durable against a process crash
-		// (a power loss may drop the last commits) at a fraction of FULL's fsyncs;
-		// immediate transactions take the write lock up front so a writer never
-		// fails on a lock upgrade; busy_timeout covers another process's writes.
-		return SQLite, "file:" + path + "?_foreign_keys=on&_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=10000&_txlock=immediate", nil
-	default:
-		return "", "", fmt.Errorf("DATABASE_URL %q: want postgres://… or sqlite:PATH", redact(url))
-	}
-}
+// ParseURL returns the dialect and driver DSN for a DATABASE_URL (dburl.Parse).
+func ParseURL(url string) (Dialect, string, error) { return dburl.Parse(url) }
 
 // Open connects to url (see ParseURL). It does not migrate; call Migrate. The
 // PostgreSQL pool holds at most the URL's pool_max_conns connections
-// (DefaultPoolSize when absent).
+// (dburl.DefaultPoolSize when absent).
 func Open(ctx context.Context, url string) (*Store, error) {
 	dialect, dsn, err := ParseURL(url)
 	if err != nil {
@@ -121,7 +96,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	var maxConns int
 	if dialect == Postgres {
-		_, maxConns, _ = poolSize(url) // validated by ParseURL
+		_, maxConns, _ = dburl.PoolSize(url) // validated by ParseURL
 	}
 	s := &Store{dialect: dialect}
 	switch dialect {
@@ -147,7 +122,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		}
 		s.wdb = s.db
 	case SQLite:
-		path := strings.TrimPrefix(url, "sqlite:")
+		path := dburl.SQLitePath(url)
 		if dir := filepath.Dir(path); dir != "." {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, fmt.Errorf("create database directory: %w", err)
@@ -180,7 +155,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
 	}
 	if dialect == SQLite {
-		s.file = databaseFile(strings.TrimPrefix(url, "sqlite:"))
+		s.file = databaseFile(dburl.SQLitePath(url))
 	}
 	// An insert-only client (no queues, no workers): it writes jobs on a caller's
 	// transaction and, on PostgreSQL, the NOTIFY that wakes the workers at commit.
@@ -238,34 +213,6 @@ func (s *Store) JobDriver() riverdriver.Driver[*sql.Tx] {
 
 func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-// DefaultPoolSize is how many PostgreSQL connections one Store opens at most when
-// the URL does not say (pool_max_conns). Test helpers lower it once, before any
-// Store opens, so every suite stays small on a shared server.
-var DefaultPoolSize = 20
-
-// poolSize takes the pool_max_conns parameter (pgxpool's name for it) out of a
-// PostgreSQL URL, since the server would reject it as an unknown setting, and returns
-// the URL without it and the size (DefaultPoolSize when absent). Tests pass a small
-// one so several suites fit under the server's max_connections.
-func poolSize(raw string) (string, int, error) {
-	u, err := neturl.Parse(raw)
-	if err != nil {
-		return "", 0, fmt.Errorf("DATABASE_URL %q: %w", redact(raw), err)
-	}
-	q := u.Query()
-	v := q.Get("pool_max_conns")
-	if !q.Has("pool_max_conns") {
-		return raw, DefaultPoolSize, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return "", 0, fmt.Errorf("DATABASE_URL pool_max_conns=%q: want a positive integer", v)
-	}
-	q.Del("pool_max_conns")
-	u.RawQuery = q.Encode()
-	return u.String(), n, nil
 }
 
 // Dialect returns which database this is.
@@ -396,20 +343,6 @@ func notFound(err error, what string) error {
 		return apperr.New(apperr.NotFound, fmt.Sprintf("The %s was not found.", what))
 	}
 	return fmt.Errorf("load %s: %w", what, err)
-}
-
-// redact hides a password in a database URL before it reaches a message.
-func redact(url string) string {
-	at := strings.LastIndex(url, "@")
-	scheme := strings.Index(url, "://")
-	if at < 0 || scheme < 0 || at < scheme {
-		return url
-	}
-	creds := url[scheme+3 : at]
-	if i := strings.Index(creds, ":"); i >= 0 {
-		return url[:scheme+3] + creds[:i] + ":***" + url[at:]
-	}
-	return url
 }
 
 // QueueDepth returns how many jobs wait in River's queue (available, scheduled,

@@ -19,7 +19,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for admin statements
 
-	"partnerd/internal/store"
+	"partnerd/internal/dburl"
 )
 
 // DefaultAdminURL is used when TEST_DATABASE_URL is unset; it answers on the project's
@@ -34,7 +34,7 @@ const DefaultAdminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=dis
 // failing with "too many clients already".
 const PoolSize = 4
 
-func init() { store.DefaultPoolSize = PoolSize }
+func init() { dburl.DefaultPoolSize = PoolSize }
 
 // WithPoolSize returns a PostgreSQL url whose store.Open pool is capped at n
 // connections (pool_max_conns). Other URLs are returned as they are. Only
