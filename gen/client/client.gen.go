@@ -1033,10 +1033,37 @@ type WebhookPayload struct {
 	// Id The event id (the deduplication key).
 	Id openapi_types.UUID `json:"id"`
 
+	// Payout Present on `payout.settled` events only: the NGN payout that settled this
+	// transaction. One bank transfer may pay several transactions of the partner at once;
+	// then `amount` is that transfer's total (the sum of their `amount`) and every one of
+	// its `payout.settled` events carries the same `payout_id`, `reference` and `amount`,
+	// so a partner reconciles one bank credit with one set of events.
+	Payout *WebhookPayout `json:"payout,omitempty"`
+
 	// Type The type of a webhook event.
 	//
 	// Example: transaction.created
 	Type WebhookEventType `json:"type"`
+}
+
+// WebhookPayout Present on `payout.settled` events only: the NGN payout that settled this
+// transaction. One bank transfer may pay several transactions of the partner at once;
+// then `amount` is that transfer's total (the sum of their `amount`) and every one of
+// its `payout.settled` events carries the same `payout_id`, `reference` and `amount`,
+// so a partner reconciles one bank credit with one set of events.
+type WebhookPayout struct {
+	// Amount The NGN amount of the bank transfer (2 decimal places); the transaction's own `amount` when it was paid on its own.
+	//
+	// Example: 22500.75
+	Amount string `json:"amount"`
+
+	// PayoutId The batch payout's id; null when this transaction was paid on its own.
+	PayoutId *openapi_types.UUID `json:"payout_id"`
+
+	// Reference The bank transfer's reference as the operators recorded it; null for simulated and automatic payouts.
+	//
+	// Example: NIP-000013261123101500000001
+	Reference *string `json:"reference"`
 }
 
 // WebhookReplay The replay record of a requeued event.

@@ -148,7 +148,7 @@ func (s *Service) CreatePayout(ctx context.Context, by lifecycle.Actor, partnerI
 			return err
 		}
 		for _, t := range ts {
-			if _, err := s.engine.PayOut(ctx, t.ID, by, reference); err != nil {
+			if _, err := s.engine.PayOut(ctx, t.ID, by, reference, &lifecycle.PayoutBatch{ID: b.ID, Amount: fiat}); err != nil {
 				return err
 			}
 			if err := s.record(ctx, by, audit.BatchPayout, t.ID, b); err != nil {

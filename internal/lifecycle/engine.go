@@ -106,7 +106,7 @@ func (l *Engine) change(ctx context.Context, id uuid.UUID, fn func(ctx context.C
 			}
 		}
 		for _, s := range steps {
-			if err := Record(ctx, tx, t, s.tr, s.meta, now); err != nil {
+			if err := record(ctx, tx, t, s, now); err != nil {
 				return err
 			}
 			if err := l.scheduleNext(ctx, tx, t, s.tr, now); err != nil {
@@ -128,6 +128,8 @@ func (l *Engine) change(ctx context.Context, id uuid.UUID, fn func(ctx context.C
 type step struct {
 	tr   Transition
 	meta map[string]any
+	// payout is what the payout.settled event tells of the payout (settlePayout).
+	payout *PayoutFacts
 }
 
 // move applies trigger to t in memory, or returns InvalidStateTransition.
@@ -388,11 +390,13 @@ func (l *Engine) refundIn(ctx context.Context, t *Transaction, extra map[string]
 
 // SettlePayout records that a completed transaction's fiat payout settled (once).
 func (l *Engine) SettlePayout(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	return l.settlePayout(ctx, id, nil)
+	return l.settlePayout(ctx, id, nil, nil)
 }
 
-// settlePayout is SettlePayout with extra facts in the history metadata.
-func (l *Engine) settlePayout(ctx context.Context, id uuid.UUID, extra map[string]any) (*Transaction, error) {
+// settlePayout is SettlePayout with extra facts in the history metadata and, when
+// the payout paid several transactions at once, its batch (the event carries the
+// batch's id, reference and total; else the transaction's own amount).
+func (l *Engine) settlePayout(ctx context.Context, id uuid.UUID, extra map[string]any, batch *PayoutBatch) (*Transaction, error) {
 	return l.change(ctx, id, func(_ context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if t.PayoutSettledAt != nil {
 			return nil, apperr.New(apperr.InvalidStateTransition, "The payout of this transaction has already settled.")
@@ -402,6 +406,14 @@ func (l *Engine) settlePayout(ctx context.Context, id uuid.UUID, extra map[strin
 			return nil, err
 		}
 		t.PayoutSettledAt = &now
+		facts := &PayoutFacts{Amount: money.FormatFiat(t.FiatAmount)}
+		if ref, ok := extra["reference"].(string); ok {
+			facts.Reference = &ref
+		}
+		if batch != nil {
+			facts.PayoutID, facts.Amount = &batch.ID, money.FormatFiat(batch.Amount)
+		}
+		s.payout = facts
 		return []step{s}, nil
 	})
 }

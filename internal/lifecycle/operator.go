@@ -81,7 +81,7 @@ func (l *Engine) RunStep(ctx context.Context, id uuid.UUID, step string) error {
 	case StepSettle:
 		_, err = l.settle(ctx, id, meta)
 	case StepPayout:
-		_, err = l.settlePayout(ctx, id, meta)
+		_, err = l.settlePayout(ctx, id, meta, nil)
 	default:
 		return nil
 	}
@@ -141,10 +141,11 @@ func (l *Engine) SettleOrder(ctx context.Context, id uuid.UUID, by Actor, refere
 	return l.settle(ctx, id, by.meta("reference", reference))
 }
 
-// PayOut records a completed transaction's NGN payout for an operator (once).
+// PayOut records a completed transaction's NGN payout for an operator (once);
+// batch is the batch payout it is part of, nil when it was paid on its own.
 // Errors: NotFound, InvalidStateTransition.
-func (l *Engine) PayOut(ctx context.Context, id uuid.UUID, by Actor, reference string) (*Transaction, error) {
-	return l.settlePayout(ctx, id, by.meta("reference", reference))
+func (l *Engine) PayOut(ctx context.Context, id uuid.UUID, by Actor, reference string, batch *PayoutBatch) (*Transaction, error) {
+	return l.settlePayout(ctx, id, by.meta("reference", reference), batch)
 }
 
 // FailBy fails a transaction for an operator (see fail). Errors: NotFound,

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"github.com/shopspring/decimal"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,6 +58,23 @@ type Payload struct {
 	Type      string    `json:"type"`
 	CreatedAt time.Time `json:"created_at"`
 	Data      Snapshot  `json:"data"`
+	// Payout is present on payout.settled events only.
+	Payout *PayoutFacts `json:"payout,omitempty"`
+}
+
+// PayoutFacts is the NGN payout that settled a transaction, as its payout.settled
+// event tells the partner: the batch's id, reference and total when one bank
+// transfer paid several transactions, else the transaction's own amount.
+type PayoutFacts struct {
+	PayoutID  *uuid.UUID `json:"payout_id"`
+	Reference *string    `json:"reference"`
+	Amount    string     `json:"amount"`
+}
+
+// PayoutBatch is the batch payout a transaction's payout belongs to.
+type PayoutBatch struct {
+	ID     uuid.UUID
+	Amount decimal.Decimal
 }
 
 // Snapshot returns t as partners see it, amounts formatted by the money rules.

@@ -194,6 +194,13 @@ type Tx interface {
 // event with t's snapshot as payload, in tx, the unit of work that changed t (with
 // t already in its new state), so the three commit together.
 func Record(ctx context.Context, tx Tx, t *Transaction, tr Transition, metadata map[string]any, at time.Time) error {
+	return record(ctx, tx, t, step{tr: tr, meta: metadata}, at)
+}
+
+// record is Record of one step, whose payout facts (payout.settled only) join the
+// event's payload.
+func record(ctx context.Context, tx Tx, t *Transaction, s step, at time.Time) error {
+	tr, metadata := s.tr, s.meta
 	if err := tx.InsertHistory(ctx, &HistoryEntry{
 		TransactionID: t.ID, From: tr.From, To: tr.To, Reason: tr.Reason, Metadata: metadata, ChangedAt: at,
 	}); err != nil {
@@ -203,7 +210,7 @@ func Record(ctx context.Context, tx Tx, t *Transaction, tr Transition, metadata 
 		return nil
 	}
 	ev := &Event{ID: uuid.New(), PartnerID: t.PartnerID, TransactionID: t.ID, Type: tr.Event, CreatedAt: at}
-	payload, err := json.Marshal(Payload{ID: ev.ID, Type: string(ev.Type), CreatedAt: at, Data: t.Snapshot()})
+	payload, err := json.Marshal(Payload{ID: ev.ID, Type: string(ev.Type), CreatedAt: at, Data: t.Snapshot(), Payout: s.payout})
 	if err != nil {
 		return err
 	}

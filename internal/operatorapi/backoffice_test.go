@@ -341,6 +341,22 @@ func TestBatchPayout(t *testing.T) {
 			require.Equal(t, b.Id, *d.JSON200.Data.Payout.PayoutId)
 			require.Equal(t, "22500.75", *d.JSON200.Data.Payout.PayoutFiatAmount)
 			require.Equal(t, req.Reference, *d.JSON200.Data.Payout.Reference)
+
+			// The partner's payout.settled event carries the bank transfer: the batch's
+			// id, reference and total.
+			typ := client.WebhookEventTypePayoutSettled
+			evs, err := pa.ListWebhookEventsWithResponse(ctx, &client.ListWebhookEventsParams{TransactionId: &id, EventType: &typ})
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, evs.StatusCode(), string(evs.Body))
+			require.Len(t, evs.JSON200.Data.Data, 1)
+			ev, err := pa.GetWebhookEventWithResponse(ctx, evs.JSON200.Data.Data[0].EventId)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, ev.StatusCode(), string(ev.Body))
+			payout := ev.JSON200.Data.Payload.Payout
+			require.NotNil(t, payout, "payout.settled carries its payout")
+			require.Equal(t, b.Id, *payout.PayoutId)
+			require.Equal(t, req.Reference, *payout.Reference)
+			require.Equal(t, "22500.75", payout.Amount)
 		}
 		again := refuse("paid already", req, http.StatusConflict)
 		require.Contains(t, again.JSON409.Message, "not awaiting payout")

@@ -124,7 +124,7 @@ func (s *Server) SettleOrder(ctx context.Context, req operatorapi.SettleOrderReq
 // SettlePayout records the NGN payout (POST /transactions/{id}/payout).
 func (s *Server) SettlePayout(ctx context.Context, req operatorapi.SettlePayoutRequestObject) (operatorapi.SettlePayoutResponseObject, error) {
 	t, err := s.act(ctx, "payout", req.Id, req.Body.Reference, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.PayOut(ctx, req.Id, by, req.Body.Reference)
+		return s.lifecycle.PayOut(ctx, req.Id, by, req.Body.Reference, nil)
 	})
 	if err != nil {
 		return nil, err
