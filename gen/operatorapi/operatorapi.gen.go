@@ -736,10 +736,10 @@ type Network = string
 
 // NetworkProgress How far the chain watcher has read one network.
 type NetworkProgress struct {
-	// FinalizedBlock The latest final block; null until the watcher records it.
+	// FinalizedBlock The node's finalized block as that watcher last read it; null likewise, and for a node that does not answer the `finalized` tag.
 	FinalizedBlock *int64 `json:"finalized_block"`
 
-	// HeadBlock The node's latest block when last read; null until the watcher records it.
+	// HeadBlock The node's latest block as the network's watcher in the answering instance last read it; null on an instance that does not run it (the watcher runs on one instance at a time) and before its first poll.
 	HeadBlock *int64 `json:"head_block"`
 
 	// Lag head_block − scanned_block; null when either is unknown.
@@ -4429,6 +4429,36 @@ func (response RevokeOperatorKey404JSONResponse) VisitRevokeOperatorKeyResponse(
 	return err
 }
 
+type RevokeOperatorKey413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RevokeOperatorKey413JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeOperatorKey415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RevokeOperatorKey415JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RevokeOperatorKey429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response RevokeOperatorKey429JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
@@ -4679,6 +4709,20 @@ func (response GetOverview200JSONResponse) VisitGetOverviewResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOverview400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetOverview400JSONResponse) VisitGetOverviewResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5369,6 +5413,36 @@ func (response RevokePartnerKey404JSONResponse) VisitRevokePartnerKeyResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePartnerKey413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RevokePartnerKey413JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokePartnerKey415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RevokePartnerKey415JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8758,190 +8832,191 @@ var swaggerSpec = []string{
 	"YBXi5soGAcUs1M8hfHZDETwe9PvHne6Gnvv+p1777K1Wdd/+2vV6Dz60RqMO/tkvV3kPtwfnrLSSxqyM",
 	"yeVcUXUdUJmPYrfx+DBDcPGyl1nft9twn9M5OwxuFyn+54FVGRtDwkguYrpOv3OTlfelazBL6YaYWomk",
 	"hJwZowjh+IJHWGfaIf6YLfpdVDBVEvS7fh5F4ec8ev5E239HVPR6J+XYaBbx0gqtG4v5i1iRCUUTLiqU",
-	"K9BtE61MEi1XgARm1lqGkZzGWhi/BkWxHN6xliQVgXfRaGKsAxgvqOe2s6LfTxbdfvVNJZrDb1sLFyFE",
-	"XuOS0IID9hCwVOsNf761xXS6uahsweSf/+9/EhlQzi04XXsNi8ADABlYqeXmgEXwDC+3XW6LvpDt4Syp",
-	"6oRTYE6WcbwmJk2HWWia2iBZPQU96EE7KN4/s87cyRfX7G3gKR5G+b1dZYkY9dxuaVjwr4XbcVOWzuHU",
-	"NDhHdkQ0NRArT/9Xr1soLUDLmVhxrOmwm03rmTZ387aEVrIVlr7ICsWwIGHKTIcJa+AKdmFR1/hvRj/M",
-	"/J9B/pt0Adgk2Yot4Y8HBNVg+CyGSEK+JX7w8fGtG0UidoqqB4Sjljn3jXi5w/1u4fnQREyX6A0aHbMw",
-	"Z6wDFCWGApXiqbmxtdFUOIdaJ0N6Y8PpAF7FHd7Y6D53sRqt6lzIIoS/6Wv5F1SRtwTMG0M+5jMbArqa",
-	"CRJGNkypcHMx8XmrA8O8U/+ygp1eVmRpgCcIV2kYbjMNNgIJTx9kZPyDO4/DGguq5XH8cEOhBgt8oLIg",
-	"rqxiBGy31Li/NSQsl0usYT6nIXNGdAUl4Glrqdjc5nvsH9JVYWfxaaBEMkQrje9pbdU1f0vG5EZRMTCe",
-	"DCeRSeT41NH4ufyWKb2td9OUqINDYPGoYcR0UNIdOoWj516FYpCVa45PMW7bRa2fbGcn2ivkJ/3IIyIO",
-	"94/zySj9HyHxrqTyRxkjLhT1AAs8DW6ImEyigLkXp8rJ/wnDbo2pSayyBO/UHvfBsx5ZIJQl0Hzo/py6",
-	"nXfrXamjd7skZ+MeQJKznxyeQVtLenRP5yAJsk54thuSkZbaOTQ2w0yIBYiCEn79VKxY0g6otDPL9Xws",
-	"4vwcSxmWeqhsCsvWiIuSAJXqgeoCJqtPUA8wO8/frqA6jCALVKgOKKg9TRXvziaJ8vYVmsKRvYskxkLX",
-	"nm0bC8vHXxRCAQLBVUID/estjZdZZEz1orLY9kRFNG6kFxod1W4Yx5KHLFlQ4G7oLEhzSfU/9URvd+3S",
-	"a7xrT0V7r7IL1rAYMhrG0T4ZjhCnv4uvaTnmiX5xi8q4Wepup85Y4pffUf1ve7j6/vaturkDEOglVlzW",
-	"T0pYi6W6xvziHTQYArIx68K8X7RD8sO5wCeLIncOgSrWaTgCw/VefNN+VTMOrFYdCEcGscUgvMZyEe7M",
-	"SQLr5Z6aWGmZCddXlgrBpYEnmdmyyMo20xQyDwq6VYrsqVDNwtlxoZZFLjWzQEQLrGKDdxXlosqDL0g6",
-	"XiPNgC9ehpryZBYqUg99y0TSTdOs2Z7cHtGIAp6Wmg1zLA1OzWsKpGnVXSjnG7Kkde6wlJxSXBYaaWsM",
-	"83As3hEZzZex3k5rxOliwWiC9llbegpoBE6DtX1rKSnFwNyytAS0h5R6zJN10RjyUapSzvRSshSTT7Zj",
-	"tJfw1isALwaPakybs92+0tfpm/broiJkkSU3qlMwwgKrlgk+xyQ5wRgT0vS/f3xF7ruJVPd/jcIPfquz",
-	"9WLUNQeWzvpxdsHNS/pH0XFr5KM757iP+cH97lOkHZVTw7skpM+ehFSBNYdc18MTk6pQ949yTw+A9icD",
-	"9DcK5FQN3J7yDBnrNHNskoRhuPKGWkOalGOmu5F1WEhspvsmFD5RQBTa4z9DpYL93BgWKHU1yq8rjqto",
-	"ys+AWoo5tyy5jdiqKtM2MwdTLRRPY2pU/PKAThMFWhaUjGqYKVROOWFcY1CYBYxiyhZNw0YJxi7WZqqF",
-	"iNUSfmr0O1klPoOONF0mLHRjq2pNXozpKpldLBg3xcquFZVly3gFv0ro3KMhAJlM2XUd5gWRiBMbFEsW",
-	"8RJqGvOsGtGIWwkZdZBNfg4r2igSJMv6tLgDk3TcRoVdYMrkFhVFi00mBPq1/oswvpxDKQSTbV8L4vDp",
-	"6+V8Tsv0k2K+Da7JQYGy86iGiLeJ4dtuUz0OB15C88WBDM7e3m+SqxmSsSX2/PBqN3t7Uxi/jRLBrea6",
-	"MTIEjEms3mophzVPG7MBLjZcoiBSVoFlwth1deWSRUyVXiyZMOYRSiZJVuqM0WBGNIbETHMu5AuFhONO",
-	"t1fluolqdnc5MNhoazy8nNFk67bTNcCbaSJNHgjFvfYr3FRbQpvcI3bOIrfCnQFQBml3xD9Z67UWsjTa",
-	"fMLgp0V2a7YbZvC1itSCLZFP+R3uE/hUeWvr0LoCYL9lilc/mMJAdC9jhv3mQPtgijh/hEiKnPmyFJqO",
-	"i6hpE7p8fDA0ZnW/Veo12q5E7VOMy6leRR19DVdxUKyV8QsUNLntkRsTlOBXMxEXylx5JJoQyteF/mDd",
-	"08Fxt1PPZW4WVKuELSzDwF7z+42Cae56DghD26u+V/r6zkPafQN2uSyjdNsHOsyqtUhnbvcwSjFl20U6",
-	"tCZXDqzQZbWam3yR2oDnZL6UirBflhQTUuRybkWTfNVDH5eCTUb2KYlXz/jwFVQIy7lYS8qFOVi1C09e",
-	"lYqBtjCaSCvT/HYpiZ3+8ccnJL7aRURSu4tLQlKTupH7m6AxeyRzfxGRFK5KVOym8vRl+8WrR49ftU9P",
-	"e/2jQqLdzq6gztIPT6is2p65PlKxRVma9cdbzrYmO6Lx5fBdoSmhLGRrczNODZltW8kKVFXVi6neyBWV",
-	"JXlhzwRna00/p9GtPYgErkrISGm9+bpRcrkxt0TKdY63BBB+rlK1u2s12RJN0DQGgBRAa+pEzElT3zsf",
-	"WiL5nknP4qGmR5PMlQW5PixMb17rnJRUe+rso30rKm9A9TYrcGocgcEK17Jhl4NPWnuVmt1xnww6/aDf",
-	"PqzyFBr8qCq/HGnj3O6nSY7czmU1oc/mvyct03WqY1WY/msIh1LES+B9WrHZmcJVW/txBt5af6qaCHkY",
-	"oWJDHuvPelvrRuKLHxENZ6car2u5aPDtQ8+pXuzaG3uzTGROFsCmxF5xyIj6aRxxaRGa/bsgQNwS5EwT",
-	"JXLqRU5Q5ukquMh3SFjxw4orH1ABzVAw9k6r2j4IYylBdaXmiQ3pVELc4GMoGi5uoSXFDpJbM5XR1CnO",
-	"wv1SN1qh4JpzzF5FibaNpgvl8YYl93eTWuRvQf767TQ8Fsj0ZpqUwz2atADtrMWLRhLwIzkbw35BeHLN",
-	"FIvpWNwy4ucCI6G1EJ5rFtwdQdF3OMViEAVMbipqYc9BPUC4lCq/SL2+FfGfXT6/fvT45YvXl1c+fhsK",
-	"hv0Sre3bZI5A38Jc/fN0+yCOmOprMCVUJJMqXzMrfaVMADaA3h1wZDg/cOu9Ao70B58i0siRBe8CjL5A",
-	"gFEeOeoaxx00+Yi4ogJifpMG2WyPB8D2Y8H6rYIUuMxhiu9fxEpLGJstkIpSYVUXswKTsuKpTzj0ifUN",
-	"t/TPNafBrm7pbxquuZ51Tiu4tAVcmZ+1XDb/0TakDQVnIKKsZgWb9UMzqmaUaX3NYM60KI9UyMQeO0aV",
-	"Xndn+SLv4w0CtOhVdg5YHFr9Sp+uFgywoz60vYNmXzeMZT1kN09XC2sxXSCEJ3QZa+GyP8AEhrwzNFwm",
-	"2H0VeuZr6t4fzHyP+GfdOdZd6mqhwxruHvS7s2KfGBjXgfdRP2+eA0Pcn5rWJPen1r83Z+/n7+X7uWy1",
-	"/vSvpSLjBgw3otHLU7RprFHBscdlPiFMOf+NXULZyj6H78NRbHe5PfIL+SSuj0MsQ4f4P8quGAQjlVfn",
-	"ZYt7eFXIL0u2ZOdEMhP3JG0UVMRVGheSa8Fp4sBsv8r071y+Q/o01ykTiWCaDYmlbwWf5qXc4gwbgM9F",
-	"WVUV4JhqpIfdlZU1LTUfasoCrflzEW000cDI68dutvbOjOYoyTWZar55/eiqVaPmfP94j2ZT1bM+//55",
-	"6u4hzX7ldGf9427XuD7LbBNTViv6rTzMDc69vLfOLu9Lwc9To6kQxB0JExNav5fQnL67xJd7hjnaPwtK",
-	"itdY8uiXJTM/a/KQX+frLenGeStfScoxlsaOowkL1kHMWqWXz0g0TvZdLskY6Pp1WkokjcHS/6Y8YOZ5",
-	"eifdHrpGWnm7UZrkuro0SdEoVUZ1rBAGKrKVzEoU+8/SwAFqdn7S/g2lJem224w/nyuhdhfQPbrcf4Q9",
-	"/TNb0hO62hoAIngbDX7Wn4ovpwG+gDP68s1pHDOpyJIXa/H00SGU+1/jzrZ+Z1vf6an7DDZ127TW5hCv",
-	"zEE4BlIIQtBzcwHKEUuIojdM5sLiP61NvU45kDpxrqnBu8KWLcqajTgkYKPzyIb1+wsavIsYtNsaW57B",
-	"UNcma7/5FGbZDSZ+Z5z9AsbZMoyp3aV408R1uKW2FHW/SeNicaeHg/vTQPqPAeUqpcjXCoBvjE6W2HqY",
-	"8OmYXkXiGFtdnUh/niublDOzOjoMvrd5jyULlkmk1q/18eAp2iTdH9j6YqlmWwvxgvGx6cuba7G4/uc/",
-	"/ttvdYiJR8fMG5qgFCaRiEW2ljcwK8xNafxH++LlZfuHx3/LVkhN9oReYmSaugSCKxoAyWRzqHViTEJa",
-	"8f0/jAYZdsymO4GYZ1PYX0n2BZbI2pZgmYXzh0P0YjKxiBlpisSUzpQtG9scY8xpKv28ef3oCkju8++f",
-	"eyOO9qG0SbVHFnSdFjSCEOlchT0PjN0zysNY8xWqIFQJ2+Z0yKXCUoBQO6VYCQFbe9lQXHKVV65J079P",
-	"F9H9295989T3IN9FrHha76tFIjniS04nE6w/N15jBdckumWSULChDdO0BbCf4c7mtigmk17aTQXLW0K8",
-	"54inXUmwochqFgUzvWRCQ7pQLCFzcWv6qbiK1IiP+L/8C3kouP5O71U/+Y58951GUf0owPZh331HMK0x",
-	"PWgjC9ItSOvZ7DMINRpxQvwCwojEZqiRdlvjFHl+8eyx34KUzxR//Q7JurDoSTQcCfEH3R5xW3L5ZMYS",
-	"hodcXFck4X3f8mXn8Dq4Y0uXPWwhJj2nrY/0MFbOI1oVkRrPphG2uvnuO7iMNhzXGVuvEQwvQ0sEyViE",
-	"EcPb6/86Aoo3agzJP//x3x4ZWcqnnwDRJSNLws1LH3zP9lUyaEqID72LfIKMwCmsbrBGE/VAhCYwOEMj",
-	"lHRxLfn4YmkAcpn1B8vOH1IMfNJkRWwwMW98yiSRYs7ULOLTli21pWeH1TqDtn9ga580e/qS9o+P9df6",
-	"mrBEtjz9rgzEIiuSWayknc3tVJPP27skm1ONwnII7lGVrFNETCGkcUOPaM86YYsY2FfaK4ByuWIJzpEt",
-	"X7VfwZssxMPy9ajNtAABolDm7Bl0z0hVuzefRDyIlyELW+f5hdnVWuk3RUg9Yr9Pyju4+efZdmdR7PY9",
-	"iKSpkRDxaXaLzsiOdnP+uZYLZvgRRoyHxtPhD7pd37N3KyH+8bt3fsfSkDBSGerYGp9JpBB98zXe04PF",
-	"bkhZtHQT6jeY6sN6yVkB4lbWUw0xu13sNWUVXVsqCmgDmJegSKHB9DhmUxqbFcrvvjNVsMCQahsOphE4",
-	"0MRODzpv6duTAbHyfPWkuAALRzPxKz0BSPXS0BGI/ncIVyVyj5fhlCk4wqb/6uLq8fXTy2eXV9evHl88",
-	"eo1qif/94yt9Ns6vP766vHr8OtNaEiZVC7kiSA92PKrYU72s9ksRR8EaRrHP/NY5hKlhIV1YBtoS8KJY",
-	"tOqfEbfJn29u0CuNmO2LiWKJxZMr9k55QHwCrWwkEhpecRPvthCJysNoAxhDw55NfoRkXME+oM8etvSE",
-	"8YxYjb13gIpDiYaQ/LI03B2b8Ulvk1C1MA9mDOcNB03eXD1pn6aV1IDNi9ghY6T55k/dbrf7z3/8f/of",
-	"vSce0f998MQ8OHsCPb7e/OnJkyePPMJiaZGpSwqtDH295Mg4qGFH+pLD/qBlBsNOg1BPFAFtLyw2DovU",
-	"OaF68MJOMz6pr2aK4iELYvBRye2r0cNqIOqRM+hZRA40mQyZ5j4h+k7wvCH+gCKpIHNGucxa2fIp0xTj",
-	"ghNrcdRiVCrzYJ8SiXKOzSoGZoFEyeBgIObzSEt/UwaEUyR4c+HyekQKmL5rOh4dd498wkUyp3G8Ngsy",
-	"4DPkBmozErQDa14fMBBuh1nN90BwzkysnynTRxUdUwlAjIVUDjHGEWFsWKi0wfbQ39J2YbnhYqUngB3g",
-	"HLCrmGqdxLDzKI7NpiVupKOHvdIylbkUCGYTIJsWwR41TCOfUcPwP8seYarvvtNM6LvvSnm2Zqe4FkjB",
-	"xzEt49SngwvyMgtiGIU2eFHvAElEQJMk0pixVB1YOylp8Onrb5gsJx4gvF6ghCtT/pG6ufQLVytBNAWR",
-	"IAEXojLt3UhNmvqs0gKSxuln67hYSTqYCck4Ga9R/dAC05D4Ty//+uby0eXV33zS1GqLvauuwjI0txeO",
-	"LDRHbh3cSIX9lxd/e/Hmyh/x5oKu7SCQkpfTZFqIjb5lFX66vGZWeuGe3heEpbSg0gpcsxEHVKJxLDHa",
-	"FGUOPw1ZcIaSSou5U3ccqI2kLxI4AjCVLKctmeqsyGlxe4b4auzQhDLrk1CsMkmkfkeKEW/6rx9fXT19",
-	"/Ozx86vrZy8ePf639CVsjDhe63Nj8YT4ry+fvXl6cfX40bXzzaPHTy/+5psTtmAvG5culfBbgEzvMQvm",
-	"PShi5L0G+fuCukXek5yqRd4bzWq8Ju9H/H273S79fz24v+lW9cn7tBgtCQo1ailYhSq+a/r5Eqq+2zO8",
-	"5Xw1zB47Tzu5p1n/taaRC7LCn6R67TvXAPo7+HkJ+nn1Cly/r58+GGYPmlxwBlvILtUwj6AqB6xz9x6M",
-	"jY5SUszyvp7DNxsqLgNKhtlk6vd6J8a/DaHgt4wvmWY/IL4qxlvZym2ok37iKtfOCFv2Ml7nAQ4cCZCy",
-	"9rZwAXZjuWkxaz8CIkuKPxbT97NHHfeRIUmffNk4lU+2XQ7bS/19VgHKQW37qGnJN/IYg4JAJyx22Tcd",
-	"6g4njj+0imeXTeYaEprVmEWjGAlTHirluFa+q/xKay2oYj7zMmQzQBCGb8oCp4WAW0B4IGD4vWsRdYCb",
-	"e+guxf2hHnTwi2r4ZKvcpChpPXukKDOtDZi0B0IDLYhtI5L5pA0nz8ZaFL0sjilh7UUSBQYbLBjsHDnK",
-	"VG/b+KkPJBRElVdOloR+tCNJ1Yr2cSSVR7BCL4KyDUNgStFELBNyE/FQDkf8I5JfPAKtq/VkwM9GHGe0",
-	"7sD72dC5PBmwo2qA3OI55SSsQhINCOuFQzExBdm1PTyzZsThw3ODGFZ8yhcflorRkASxkMYKoWFppK+K",
-	"hJwRr5WRQy1iemiAJRxMsAEa2pRY0UTrK60OeawFyygLeQAQeIRq6GTXKy3lXYzIQNNHznuRXnAuFGtZ",
-	"2RjDL/Ufm/Wd/x2C6P7tn//4bx8OHYEBAZy2zhYapP1c8CSAJz2stPaePjR7ZcuuIsrv2+QFb8T9ksBP",
-	"fYtz9FPjRyEUFG56ytk8Wx9FH45hZK0RhwNO+YAdIU2caKHE6peEkoLCY1kMqlzZW1qmLNmwRyp4Unoj",
-	"5tiSlOrDefji+ZPLV88un39/ffXixfXTF8+/v754cvX4lU/oVGj+BuI38Y+6c98zAaXRHCTrta3heE+m",
-	"rW1G3JWP4NUW+ec//n9wMiyDm0K3XVC+uQiNtiaVWCzAwhfHYmVvEXzSGXET0htQTsbMkot8CXo8sH/D",
-	"h37r3NAuWwPQt1cCtCB9rQH35hZr/wzLArTdLImylEtQ00GdSIujgIpVEmfLQ0NBbY95WNmIoxqjPxiS",
-	"QtUco4fBM3jNN8FzsEZzU0GjK4SIRnyk+UOm+Lt0p0lBFCbAQYxm6f4+RVUys/8avWPEGdeauV6UMXpI",
-	"w0P5NLYVMjoGwvk9wCOzBX1OOSCDcVb/25SrRN/DZBk7lnazdDMVlNxQwUwT7AIRxvKdmxU5W5rIAVvR",
-	"CrSeEU04Roi2wXOp5ihWvBR8Q0vAYAyHXs075MI6Qu16rRcitYDxkMSM3sIjkOGbwIesERi1ztVs3cL6",
-	"oXEUMOO5N27Ol4lYJBFTNFmbxvPDxkyphRzev1/mIL2vWDLHGK9IxTlHqfUCk4uXlw2vccsSiV7SXqfb",
-	"6dpipXQRNYaNo063c4Q1WGbgQsbt639NmaosPFp9kpoCrGbCA98nHCPyqZwUYOmWSEbcnLdpNqlfdToC",
-	"gh6vh3QjgzzwTzPVXlCwmT2JYjDOBGI+jjgbcRjr4vkjhHVqe7wMG8PG00gqwEtMLzbmxMqSRtkr9x9i",
-	"MMwHb+ebYMKGF4vxU+C9i6TrlXBK6GdO/wdhb9IN+rR9NB6w9mByTNun45OgfRZ2WW/Sp0fjQWB98mBu",
-	"zfzlhVwLcNnViCOvWG3qnjadk3P0ZoxENPMtFQpHjh+wB5PjoH0U9PQmTo7b9IietgeTo8nx+DQ4C3vd",
-	"ik1sxsJ95D5g8Vlob9mcJuvLnWtrT2yNRBemEPoO6FEoJmQNRRqM0ZyRJsBNRresGPXd7Z+0e712t3fV",
-	"7Q7h//6vikVPEoiVKAHP1kydGqtNG5rXXu5R96p/NDw+Gx6fVS1Xif0X+xZiGSHSCShUv9u1MSWmgCyE",
-	"2mEUwf2fTV/TPQ4xF7oGcStbul5oVgJMJhZTqEI2wOWUzZIu+/6faVoMCT7p7f7kjRN1AB/1z3Z/dCXE",
-	"M8rXZi5gD8d11nfJFUs4jcHRj18d7f7qNdrS32SmdAxMsilOQGyLHALqANCpJrkNJMRv9UclOmAlE3pk",
-	"o0cLvYt2ZGiQJggQ4JJwOhslhOasy4TGCaPh2sr1HklzTwi4iVF3annbmFIF5ykGl8lNLlRyMdNo2chQ",
-	"YZN+k4rsEIrWqiJsaRxxvTtRFU1eg/HtzSI/593eGqG645qXRTff3fXdd30Tbs5tT3G+cOGN/Q7MFHoh",
-	"CyFLLv1DtKZQTtLIy8JcQ9fK2EwzZiRZsQTKjCmwf51nifDgJVRb01E2bCDWfm8DZlZ0fW7S51HKn4mV",
-	"lvKzzDFLT7JkkF3ROmXkw5QW2AjC3UFAtqdTZUz8LOizwaRH2w/GR2F7wI4n7VN6Mm53g17YZ0eTAT0e",
-	"W/qilYWMvJgm1zbIFmN595LXdtAKxzcMkaVvcTom1Z9FuK5BL9JdZsUS3LhbzIBqvGJqmXCMBjM16UwZ",
-	"y2AplZibErR4s50kk0b33QPaC7vB0fiY9ScDehKeBmfjLu2x/uQoHATH4xP6gJ1OzsJu0Bv36REbTI7D",
-	"k+DB+JSese6kh93cahG1QoGJD/kAZ5PS+cVI6jZyelXo9eymXplAID1dSbRb1SrMVxk+qPQLmP+LUefu",
-	"YPdHz4V6IpbcfFCDnD8UfBJHGIM+6NWgyC/pOhY0vBLiKU0w52HQO66zHblcYFeeZyyM6JW+kMB0+nU+",
-	"XiRC6/6aAzzmKlLr3yvDMlepNEGimmuBratSMn2aNwLKfDPMvMlvq/xYKj0+gbk/u93icwplYHfdRxID",
-	"WN0JX3WELyzcPjFIYvHXWLobbz94FZIVoJWJ5Co00fQLFah90gSzsuOeycQc6+4Ay6dehof5R2lOQwuD",
-	"epwman5CFfOHaKueMicMrxCygWHKbkCvZ71WJoTXhjshFKLQcxqCxLG5iB5ZzYR0a+2PeIQBZUU/7v/8",
-	"l1kdSQRICmRG44ne5RpjeP7OEqFlhRsxFufZ1PfkiPtOcQgtZOpfo4TI5bxDLjIj/ZAUvAkYQejAEdeu",
-	"pdQd4b9NH/udSh8DT0lkor2shdpYrMskS2wD8sR2Md6HtnxK0Qy71jR6x4OzDhgGnQo5m5W2N6qu/1TX",
-	"3tgLTien9CRsD8L+pD2gD07a48H4rH1MB/QkOAsp6/fgtuxB0TTw9pfJdpEyFcxe/NC4k2zuJJt9JRvw",
-	"JZZ4JdFGZgLlNnyZpVxDCz1pJtUOv1BGm4vtcDaFmRfpmJ9R3LCT5LoAVSgr6SbvpI19zLou1mRnWi1t",
-	"ILeRhObTrbLOXRcvLzErRc7EimPkjhZFbti6cwPpXILHa4zZp3IG3BFD81vV3M2u7DflcMZgchFS8lTc",
-	"sphiA5F6qPyczn8rtd8Cr9imbMdF2uzIRprZmba+BUPAHff7+qgTYqlDXyoIVI6xoRFaq+A7WJzGYttv",
-	"NOV2CbsVNyZfxlbgFtzxjOd1/XMTtacHgcRhyDLYziZ/0Evbl3jZjy/Dz6vVY8fEOkxWQ7jzdYu0v1eG",
-	"TN2oEsNE92XO2FFT4+SYySjEVDL2LpKgkGqULmPLfmcH19Wc82Nw9wv4COoh+uP5Qq0dLvw5uW7aiXTX",
-	"nbJH9q0x1ztd9BvgxhchFMow9Gg/Vnz/1xu2vo7CD0ioYlZVqVBjv1Qiq6M9TNMHbeBaxKWiHJqk2ehP",
-	"z0a8JmvsLrWK1CziaGakueIkJKDBjJn6phgNddQlkgWCh/I8l02PqckQkQ3Zda0OeaXFA4jjVito/2+S",
-	"adGAiaIDFImY0oh3MGyWhSSObpgxy6a1VErcwvr7jyG0edL5whRtqkN09yPRP7D1l5FDdtFLB+R3osin",
-	"tz1p4H78lb+fiDiujga5lHIJRoQS5peKJS0Tl23yTkzRfcEZFN23tAIzln1TaN93wqr6A+iV0JW+oS6R",
-	"snSlhWV6iBIkZItYrE2BvpUevjPirwTmZ9MU20SSqgZZsaB9Y0BEHH85mcpc2C8boJH2O4BmBPXjIkTO",
-	"AP/VymXnRUxEnJBOFrmBwJ0EdyfBfSUUHbr+1iTpJv+q0oryEvoBQ7XXWWnfghWNlHXmRgkWt9B/YoEK",
-	"RWN5DhWMTEaaN+J6nAlNnBIDNulsBnFHNDx3MhxN+uGC8fPUZ5zWwwPvsFPqjocLEXGo2TGhkaboHfLQ",
-	"dMrDorFS0/YmFyjtlVqgv2fqhQXL57TSmjl2mmfNe50/lM+iWCESygNNY4oNSlJ0tueE2GzxYodNMC39",
-	"uNvr9dKO+BkRwcxRxxxnN3jn8qpjYVtkh2cRJj3POg4vm0j66fxdbpHQe5IwfhslgkPhgkimBZ/gt2Yc",
-	"3aL9VY+eVfDx0ho59jdTkqeVrjOtTUJtVT0jIm8JJzGA+Sr8bcGckZdYCPyr97UZuNV0tZVj1J2n7U4y",
-	"/KKetkV62UvoostID3Gzpdz1M3rZzHIPcrKZb+98bH8IH1vGbEtcbDWkgU/sYcsQ92Pw9s6/dudfu7PO",
-	"fFv+tZ0c+HfiXYPyH4tiYwr0rYEhyM79RRxtH0FvD/ez7UWp79xsf3Q3W/2bf+dkq3CyfSmx6s7Fdudi",
-	"uxPi7lxs21xsG+Qc6u9V2k8gc8eUp5T75xi/NMP/ltXRMh3bbCNfquKI9oIz1h+3T8LBpD0Yn9L2WdBl",
-	"bVsY7Tg8YRWlcMzI+9YU+6oyolOY3Lls6uZEL1Kkrp8V/dr0FUATJBR7TXu07cySNgKMk9g84mlmc7Ek",
-	"elaDd1duM34J1Vta2JQNMpeLBdWhiKeX9gujcmeBdM9OMeJmr010/BRXkCVOa1UJy6TauqkJC1tYcRhr",
-	"HniExvHWkqUdKFct0/IIW2U1D3OYQb0zWc2e7dxaOBKZT6S2W6oo4Gt7/GE1d6eCddYR1vp3E5xwI79b",
-	"TwfetuXcmK0jLe7aN5oWdOGSFbps2DZJ8/PUzSZnNDEd3NJiQ/rt1vmIF9O8i7WnRYKtezrkIqt1VoCN",
-	"P+gO/G2eOw2Y39Rx54BX0/vu6eC424FO5g4Br80I3Dzy55cv291ut9s76p/0ev2jXrdnW6b3vqascjyE",
-	"u5TyOwn1q0spz9fKNi2EdlTJrswsd3sNVIq0O3oYbBNyh8RtV2BXLb0RT7sLiElpXwGZ9QgwJfexW7kb",
-	"q1bSGMBzq/xDZX+SL+zflIzlujS0NioYV1WPxK+uAFZ16kbC8GmL9ZuIh5ndhcZxZcFI/WajfkUyu6gf",
-	"9GclxWVNvb6mEziCVfVsSTBof4Pl2PRzW2xvn4KWG12VcWSnw/OuAsE5WGUaiHvenU+rVWxdiDGsmyjH",
-	"qpnNz7UP67l5/3dXzDPDsn1UpcS5Znf6Uh19yYWYQ7QR/GVE+9Dqnc5EtkqUJjt1a3iOuFvEk3yCGp4j",
-	"vlHEk+SqGTiaje3wDKuH2Cv8OxbTDrmAxyO+f9nP81wP4bRPw4hvtjSu6iEMrRcuUs4FCzQFrvIN9KDX",
-	"tNa/9OKw2pQLevwXtlS2FvWC1pu2kTBtZ5vZ51mFf+eZowFv9H/yTOOJ8iZQLdNOM6aKpTx8xKEdGPY/",
-	"glYhXBCtutl2OAYp0qKeGo00hNNqzsWegtj4CUD281Iq07+n42IOdKUoAHdXba6hxnoLw3xzqUimzA66",
-	"IVX3FNrdAapjhAqQxvIFrWt0zTK9iqCf/EJruGaPYGRIRSXkTZstg9K7uKVwbUbB65SsdcjDXbFat1jt",
-	"H7HsbIY6u/xBcCXvqs3eKdBfb7VZl7RVSlg53blKLb7K8wiZ2aetLh5xaJk2ZT5ppj+i9mQMmeZXzcUE",
-	"NltueVgqDhvONjXzo4qF11T5HvGhR2KxIY9+0Sh2+RwY04on36sLxbpflmzJQA6RCvTvcMlIpNgcvzSt",
-	"xHiY0+YhUgcjiOwW40iqDvF/8ckkAoElxzbHa4K9A4nBQqKi4IYp8stSKM3bjeY94kb1Jrt6B0Frsl0c",
-	"7EfoYyQVW9zDoCmisOvheYkDAQ7CAH+Lxguz1qOXuMYSBfOCzFmixTXlmPabEVrQY6ag9zSVrOU53ejS",
-	"Thl0U7IecUhJgY6JaZc+aPWWExbD8zyigkEG+2bZMO85Ajzj8VjuE3rLdLtdLPpZBppfcmCZ03dPGZ+q",
-	"WWPYPz72GvOI2797NTRwH9G6zFhhsdfElktm22trERjRPACN2a86RLgFudWaCUCRX2FZeWvISB/gvBWG",
-	"jN/EKVs0ifyWntmKBeeo4hcwpexagyGiv5NGUFuW/ofoCmWTmq8yOOzbIwoI9p3JqVYh0YRIRpNgVlR6",
-	"JfIVy/uspHTlykab4hIotpUy00VWjTxPyTzb9NJNEpYMdGLTnRBYt+n3aOWJEdf8knDGQjkE9Tlt1kSL",
-	"/akyPz+2F7knM96qB4B2qNCNKm0Xi+adOPbMZ7ZjreeGJeC4ekrTSzECe1orddpPlnE84kbus0aYjaCD",
-	"9PVMNLBNequjor9nquS27O08dr793MHLJct9BD71nbpl3vyFjvi7yOZPTRO+Z6ooPlpg70kEjGms2ij9",
-	"lCk0SafN4XNyeXk76axZPMbIhIyG0OJ1QaVkoVF5aL6neIuAIouWY9BI0EiBfZqH5J//z3+S8hbPaY/e",
-	"km7xm1c4Cm3oEJWapmmpNY1TuU+0eJv+2Xz+/XPbs1q/Vuh/YN4uPI04EJo5UzSkinY22iaMWSDmzLTV",
-	"yvfBR8+oEzWTdsO3jZby9lix4qYFw4gX2uyT//kvyEb3vbQ7QwiRLhhbcyPGAgi60bbEDeM2bEmLstiC",
-	"v0N+1KqXo5FNtM4sM9N91uRCOd2MzFNZbgQ3b3WytuOmVfuIKxbHMhf8Y+PZLVRa54TFUivC2Sz2lOfo",
-	"j8jBaMRz1lrXqRJJNOpCKNCaoKMDGwceFBZ/AWj3Wk/0Es3XH0vlv6wxFa9EY9h4aLp5FU6XvTNHOGHs",
-	"PNOT6TRh2BMMHTwrlhhMqm89RdB96mAey8iwB+1dVM+dUXL/5EFATC3Num6pfdnsRLPmSiZbxtbQoJKE",
-	"LLm2DX6AA+qRcowt5w+0v4KrcFjiTkw/n0Uxy5HsSJIlT++7h0TWthjCr8po3hMaxZ9QrP2NCF7WlGyR",
-	"iNsoZAlJ2M8sUIbyoV2qNjV7ArLyHS27o2VfFS3TaJlXHPamY9G2ZEiMgDQxf6iNQycvfZ3ATrHZEU3L",
-	"+Ejfhpn8nqODzU39IpMbW0gUc3TSVQg2O6QVlQGQuDN1fkN4v5o5vdi0PI3qgBvkn7CiVeSejYMhTV9P",
-	"7qfRME7EjWeKr0Be3ojnY95tF7ZUFwDFAJuthQJrJ4MsVkqTozh+YSzpvyNqnA9p7x0PznompH2fvmf1",
-	"ifRnaEh2R6TviPSnCSNXLt2RNN7XvGvSlqqJ9QVxcn0KZgVjNbUxgE1IGh6SyvSsNDOqPM/q3Nr71RIa",
-	"86+lO3cZBcPMsgPTbH5jkbJmJs0egUVmxDtidUesvl5ipSUiQzfyosy+hAstdFu0ZaONQhRFZpc2NuU0",
-	"xAIEwyxat1xfTn8fcUOpNmKmNwI6ULzNombTAOzyyE6Iy/u9KshuKOVxcNwdsHBw1A/Gx73e0ek4mHTP",
-	"KD1mp3TQ64bhgPZYvztgk9PBeMLC3pj1TsLJmPbG/X73pLsXxVvy8I7c3ZG7r5fcGT+CG9a1L6FDIWkL",
-	"oSsx/7np2YU+4Fbmsu4tU5BYrBzxzKV9jvRnsuEjTirT0CuFtN+holnQHl8/vrp6+vjZ4+dXbRuRs48e",
-	"eSef3RGs3wHB0jrkPekEyGwhV3oMFiwTvXN9mZ2GOhdLNWsMf3qrLyAWTi+L7n2N9dEbXmOZxI1hY6bU",
-	"Qg7v3zd11DtGNAw75lZqYnSfLqL7t7205VFJqOXLtCT7xsh0ER066gWJRUBjUwdeK6iJSuttzOkNI8mS",
-	"+7kZh/fvwzczIdXwtHva3ZzmbQre4nxPIp5PoybjNYZwAaWei1swKM6JmiViOTXxUIotNqOvxArjS02U",
-	"YO4cNzf6yMZdgQRrUr4JF5jP5FL7bEj7TclwO3LOSTNNK3eyygkmSpkavplHTXokXErVcqa28f6bM1/Z",
-	"6HivpKOJjdEyHUqk28fCGT3tY7E5/I8zQcIohCgU5wuohVkaAJyVv0lKW8qXJvw7I9uE/xKMt9XrA0jY",
-	"k07bF1tc2RknrYNVssg0hK3WSFnTmg9vP/zvAAAA//8=",
+	"K9BtE61MEi1XgARm1lqGkZzGWhi/BkWxHN5chAwCkc27xnBCJdpO7IxgK4YpUztKHN0wrTN7cM1R29aj",
+	"4YehYJjBYCtiaIafzuITRacHGly0nFBjR7EWkZW7nRRU92S6L8ODcZGQ1c+lojxgZTsWnFCevZHfZ7IE",
+	"qweotXZ0KCQgOBxT+hlVhEJdgRYAzlTm0AQRrSULgf77A0AT0+kmTDJ4kX/+v/9JZEA5tzjhGp1YBG4M",
+	"SCNLzU8HLIJnl2sbhbJ3EFJWnCWVHyqcBm5isozjNTG5Riw0WzBgzIpC6EEP2kGRiJh15hCvuGZv47Lh",
+	"YZQTn1WWTVLPd5jGNv9auOI3ZTkpTmGGc+SpGjG5WHn6v3rdQmktQM7EimNhit2yhp5pczdvSwg+W2H9",
+	"jqzaDQsSpsx0mHUH/mwXFnU9GGb0w3wYGeS/ST+GzfSt2BL+eEBkEMYAY5wnJI3iBx8fpLtR6WKnvH1A",
+	"TG1ZhIKRkXfEEFh4PjRh3yXKj0bHLFYbixlFiaFApXhqbmxtNBXOodZJ897YcDqAV3GHNza6z12sRqs6",
+	"F7II4W/6Wv4F9fwtUf/GG4FJ2YaArmaChJGNtSrcXMze3uqFMe/Uv6zgbJAVqSbgzsJVGobbTCOmQEzV",
+	"BxkZJ+fO47AWj2qlAj/csAqAGyFQWSRaVvYCtlvqodga15ZLiNYwn9OQOSO6ghLwtLVUbG6TVvaPS6sw",
+	"Fvk0UCIZoqnJ96zcam0skjG5URkNLEDDSWSyUT51SkEuSWdKb+vdNCXq4BCYbWpYYh2UdIdO4ei5V6EY",
+	"Keb6FFKM23ZR62cM2on2iltKP/KIiMP9g5UySv9HyB4sKV9SxogLlUnAjUCDGyImkyhg7sWpilT4hLHD",
+	"xl4mVlmWempU/OBZtzIQyhJoPnR/Tn3nu/Wu1Fu9XZKzwRsgydlPDk8DriU9uqdzkARZJ8bcjStJ6wUd",
+	"GmBiJsQqSkEJv34qVixpB1TameV6PhZxfo6lDEvdbDYPZ2vYSEmUTfVAdQGTFVmoB5id529XUB0LkUVb",
+	"VEdF1J6mindnk0TWIoAJrzSFI3sXSQzorj3bNhaWDyIpxDMEgquEBvrXWxovs/Ce6kVlAfqJimjcSC80",
+	"etvdWJQlD1myoMDd0OORJsTqf+qJ3u7apdd4156K9l61I6x1NGQ0jKN90jQh2WAXX9NyzBP94haVcbNe",
+	"306dsSS4YEcJw+0x9/vbt+omQIBBUay4rJ9ZsRZLdY1J0jtoMESVY+qIeT+Hkmq2JUardp7FR4fCO4dA",
+	"Fes0HIHhei++ab+qGcxWq5iFI4PYihZeY7kIdyZWgfVyT02stFaG6/BLheDS6JnMbFlkZZu5FpkbCH1D",
+	"RfZUKMnh7LhQkCOXX1ogogVWscG7inJR5cEXJB2vkabxFy9DTXkyi3eph75lIummadZsT24Py0QBT0vN",
+	"hjmWRtjmNQXStOou1CQOWdI6d1hKTikui++0hZJ5OBbviIzmy1hvpzXidLFgNEH7rK2fBTQCp8ECxbWU",
+	"lGJ0cVluBdpDSt3+ybpoDPkoVSlneilZikmK2zHaS3jrFYAXI2A1ps3Zbofv6/RN+3VREbLIkhvVqXph",
+	"gVXLBJ9jkpxgoAxp+t8/viL33Wyw+79G4Qe/1dl6MeqaA0tn/Ti74OYl/aPouDWS6p1z3Mf84H73KXKn",
+	"yqnhXSbVZ8+kqsCaQ67r4dlVVaj7R7mnB0D7kwH6GwVyqgZuz9uGtHuaOTZJwjDmekOtIU0boGJkHRYS",
+	"m66/CYVPFNWF9vjPUG5hPzeGBUpdjfLrCkYrmvIzoJZizi1LbiO2qkoXzszBEIIzjalR8cujUk0oa1lk",
+	"Naphpto65YRxjUFhFvWKeWc0jX0lGIBZm6kWwm5L+KnR72SV+Aw60nSZsNANEKs1eTEwrWR2sWDcVFy7",
+	"VlSWLeMV/Cqh/ZCGAASIZdd1mBdEIk5sZC9ZxEsozMyzkkojbiVk1EE2+TmsaKPSkSxrNuMOTNJxGxV2",
+	"gSmTW1QULTaZGLLX+i/C+HIO9RxMyYBaEIdPXy/nc1qmnxSThnBNDgqUnUc1RLxNDN92m+pxOPASmi8O",
+	"ZHD29n6TXM2QjC0B9IeX7Nnbm8L4bZQIbjXXjZFNOCKUoLWUw5qnjdkAFxsuURApKyMzYey6uvzKIqZK",
+	"L5ZMGPMIJZMkq9fGaDAjGkNipjkX8oVC1nSn26ty3UQ1W9QcGGy0NahfzmiyddvpGuDNNBsoD4TiXvsV",
+	"bqotoU3uETtnkVvhzgAog7Q74p+s9VoLWVkU6ycJflpkt2a7YQZfq8iP2BL5lN/hPoFPlbe2Dq0rAPZb",
+	"pnj1gykMRPcyZthvDrQPpojzR4ikyJkvS6HpuIiaNivNxwdDY1b3W6Veo+1K1D4VxZwSXNTR13AVB8Va",
+	"Gb9AQZPbHrkxMdkPMxEXanV5JJoQyteFJmfd08Fxt1PPZW4WVKsOLyzDwB7SC4pV39z1HBCGtleRsvT1",
+	"nYe0+wbscllG6bYPdJhVa5HO3O5hlGLKtot0aGGxHFihVWw1N/kiBQ7PyXwpFWG/LClWfJbLuRVN8qUb",
+	"fVwKdkrZp65fPePDV1DmLOdiLal55mDVLjx5VSoG2upuIi2v89vlVXb6xx+fVflqFxFJ7S4uCUlN6kbu",
+	"b4LG7JHM/UVEUrgqUbElzNOX7RevHj1+1T497fWPCtmCO1ubOks/PCu0anvm+kjFFmW54h9vOduasYnG",
+	"l8N3haaEspCtzc04hXC2bSWrslVV9KZ6I1dUluSFPROcrTX9nEa39iASuCohI6VF8+tGyeXG3BIp1zne",
+	"EkD4uert7i44ZetMQecbAFIA/bUTMSdNfe986OvkeyY9i4eaHk0yVxbk+rAwvXmtc1JSsqqzj/atqLwB",
+	"1duswCnUBAYrXMuGXQ4+ae1VL3fHfTLo9IN++7DyWWjwo6r8cqTdf7ufJjlyO5fVhD6b/560TNcp8VVh",
+	"+q8hHEoRL4H3acVmZwpXbe3HGXhrEa1qIuRhhIoNeaw/622tG4kvfkQ0nJ1qvK7losG3Dz2nerFrb+zN",
+	"MpE5WQCbEnvFISPqp3HEpZV09m/lAHFLkLJNlMipFzlBmaer4CLf5mHFD6sQfUAZN0PB2DutavsgjKUE",
+	"1ZWaJzakUwlxg4+h8rm4hb4aO0huzVRGU2w5C/dL3WiFqnHOMXsVdeY2OkeUxxuW3N9NapG/Bfnrt9Pw",
+	"WCDTm2lSDvdo0gK0sz41GknAj+RsDJse4ck1UyymY3HLiJ8LjIT+SHiuWXB3BJXr4RSLQRQwuSkLho0T",
+	"9QDhUqr8IvX6VsR/dvn8+tHjly9eX175hVIC1vZtMkeg+WKuiHu6fRBHTAk5mBLKqkmVL/yVvlImABtA",
+	"7w44MpwfuPVeAUf6g08RaeTIgncBRl8gwCiPHHWN4w6afERcUQExv0mDbLbHA2D7sWD9VkEKXOYwxfcv",
+	"YqUljM0+TkWpsKoVW4FJWfHUJxya3fqGW/rnmtNga7r0Nw3XXOM9p59d2seuzM9aLpv/aLvqhoIzEFFW",
+	"s4LN+qEZVTPKtEhoMGdalEcqZGKPHaNKr7uzBpP38QYBWvQqOwcsDi3hpU9XCwZAT7F3H3Qsu2Esa4S7",
+	"ebpaWIvpAiE8octYC5f9ASYw5J2h4TLBFrLQ+F9T9/5g5nvEP+vOsXhUVwsd1nD3oN+dFZvdwLgOvI/6",
+	"efMcGOL+1LQmuT+1/r05ez9/L9/PZav1p38tFRk3YLgRjV6eok1jjQqOPS7zCWHK+W/sEspW9jl8H45i",
+	"u8vtkV/IJ3F9HGIZOsT/UXbFIBipvMQwW9zDq0J+WbIlOyeSmbgnaaOgIq7SuJBcH1ETB2abbqZ/5/Id",
+	"0qe5dp9IBNNsSKzfK/g0L+UWZ9gAfC7KqqoAx1QjPeyurDZrqflQU5Y55et8RBtNNDDy+rGbrb0zozlK",
+	"cp2ymm9eP7pq1Sic3z/eo2NW9azPv3+euntIs1853Vn/uNs1rs8y28SU1Yp+Kw9zg3MvbxC0y/tS8PPU",
+	"6IwEcUfCxITWb4g0p+8u8eWeYY72z4KS4jWWPPplyczPmjzk1/l6S7px3spXknKM9b3jaMKCdRCzVunl",
+	"MxKNk32XSzIGun6dlhJJY7D0vykPmHme3km3EbCRVt5ulCa5ri5NUjRKlVEdK4SBimwlsxLF/rN0oYDC",
+	"o5+0CUVpSbrtNuPP50qo3cp0j1b9H2FP/8yW9ISutgaACN5Gg5/1p+LLaYAv4Iy+fHMax0wqsuTFWjx9",
+	"dAjl/te4s63f2dZ3euo+g03ddt61OcQrcxCOgRSCEPTcXIByxBKi6A2TubD4T2tTr1MOpE6ca2rwrrBl",
+	"i7KOKQ4J2GifsmH9/oIG7yIG7bbGlmcw1LXJ2m8+hVl2g4nfGWe/gHG2DGNqt1reNHEdbqktRd1v0rhY",
+	"3Onh4P40kP5jQLlKKfK1AuAbo5Mlth4mfDqmV5E4xlZXJ9Kf58om5cysjg6D723eY8mCZRKp9Wt9PHiK",
+	"Nkn3B7a+WKrZ1kK8YHxs+vLmWiyu//mP//ZbHWLi0THzhiYohUkkYpGt5Q3MCnNTGv/Rvnh52f7h8d+y",
+	"FVKTPaGXGJnONIHgigZAMtkcap0Yk5BWfP8Po0GGHbPpTiDm2RT2V5J9gSWytiVYZuH84RC9mEwsYkaa",
+	"IjGlM2XLxjbHGHOaSj9vXj+6ApL7/Pvn3oijfSjttO2RBV2nBY0gRDpXYQ+r0c8oD2PNV6iCUCXs/dMh",
+	"lwpLAULtlGIlBOxPZkNxyVVeuSZN/z5dRPdve/fNU9+DfBex4mm9rxaJ5IgvOZ1MsP7ceI0VXJPolklC",
+	"wYY2TNMWwH6GO5vbophMemlLGCxvCfGeI562VsGuKKtZFMz0kgkN6UKxhMzFrWkK4ypSIz7i//Iv5KHg",
+	"+ju9V/3kO/LddxpF9aMAe6B99x3BtMb0oI0sSLcgrWezzyDUaMQJ8QsIIxKboUbabY1T5PnFs8d+C1I+",
+	"U/z1OyRrJaMn0XAkxB90e8TtK+aTGUtMy4HiuiIJ7/uWLzuH18EdW7rsYR806Tm9iaSHsXIe1OaXGs+m",
+	"Efbr+e47uIw2HNcZW68RDC9DSwTJWIQRw9vr/zoCijdqDMk///HfHhlZyqefANElI0vCzUsffM82hzJo",
+	"SogPDZh8gozAKaxusEYT9UCEJjA4QyOUdHEt+fhiaQBymTU5y84fUgx80mRFbDAxb3zKJJFiztQs4tOW",
+	"LbWlZ4fVOoO2f2BrnzR7+pL2j4/11/qasES2PP2uDMQiK5JZrKSdze1Uk8/buySbU43CcgjuUZWsU0RM",
+	"IaRxQ49ozzphixjYV9orwPSogDmy5av2K3iThXhYvh61mRYgQBTKnD2D7hmp6lnnk4gH8TJkYes8vzC7",
+	"Wiv9pgipR+z3SXkbOv882+4sit2+B5E0NRKgm4W9RWdkR888/1zLBTP8CCPGbVMPf9Dt+p69Wwnxj9+9",
+	"8zuWhoSRylDH1vhMIoXom6/xnh4stnTKoqWbUL/BVB/WS84KELeyxnCI2e1iwyyr6NpSUUAbwLwERQoN",
+	"pscxm9LYrFB+952pggWGVNs1MWtaorUPPei8pW9PBsTK89WT4gIsHM3Er/QEINVLQ0cg+t8hXJXIPV6G",
+	"U6bgCJv+q4urx9dPL59dXl2/enzx6DWqJf73j6/02Ti//vjq8urx60xrSZhU2GoEpQc7HlXsqV5W+6WI",
+	"o2ANo9hnfuscwtSwkC4sw+mTkqJV/4y4nQp9c4NeacRsX0wUSyyeXLF3ygPiE2hlI5HQtYubeLeFSFQe",
+	"RhvAGBr2bPIjJOMK9gHNArEvKYxnxGpsIARUHEo0hOSXpeHu2FFQepuEqoV5MGM4bzho8ubqSfs0raQG",
+	"bF7EDhkjzTd/6na73X/+4//T/+g98Yj+74Mn5sHZE2hU9uZPT548eeQRFkuLTF1S6Mfo6yVHxkENO9KX",
+	"HPYHLTMYtkuEeqIIaHthsftZpM4J1YMXdprxSX01UxQPWRCDj0puX40eVgNRj5xBzyJyoMlkyDT3CdF3",
+	"gucN8QcUSQWZM8pl1o+XT5mmGBecWIujFqNSmQf7lEiUc2xWMTALJEoGBwMxn0da+psyIJwiwZsLl9cj",
+	"UsD0XdO26bh75BMukjmN47VZkAGfITdQm5GgHVjz+oCBcDvMar4HgnNmYv1MmT6q6JhKAGIspHKIMY4I",
+	"Y8NCpQ22hyadtgvLDRcrPQHsAOeAXcVU6ySGnUdxbDYtcSMdPeyVlqnMpUAwmwDZtAj2qGEa+Ywahv9Z",
+	"9ghTffedZkLffVfKszU7xbVACj6OaRmnPh1ckJdZEMMotMGLegdIIgKaJJHGjKXqwNpJSZdSX3/DZDnx",
+	"AOH1AiVcmfKP1M2lX7haCaIpiAQJuBCVae9GatLUZ5UWkDROP1vHxUrSwUxIxsl4jeqHFpiGxH96+dc3",
+	"l48ur/7mk6ZWW+xddRWWobm9cGShOXLr4EYq7L+8+NuLN1f+iDcXdG0HgZS8nCbTQmz0Lavw0+U1s9IL",
+	"9/S+ICylBZVW4JqNOKASjWOJ0aYoc/hpyIIzlFRazJ2640BtJH2RhGlXVdSWTHVW5LS4PUN8NXZoQpn1",
+	"SShWmSRSvyPFiDf914+vrp4+fvb4+dX1sxePHv9b+hJ2dxyv9bmxeEL815fP3jy9uHr86Nr55tHjpxd/",
+	"880JW7CXjUuXSvgtQKb3mAXzHhQx8l6D/H1B3SLvSU7VIu+NZjVek/cj/r7dbpf+vx7c33Sr+uR9WoyW",
+	"BIUatRSsQhXfNf18CVXfbXzecr4aZo+dp53c06yJXNPIBVnhT1K99p1rAP0d/LwE/bx6Ba7f108fDLMH",
+	"TS44gy1kl2qYR1CVA9a5ew/GRkcpKWZ5X8/hmw0VlwElw2wy9Xu9E+PfhlDwW8aXTLMfEF8V461s5TbU",
+	"ST9xlWtnhC17Ga/zAAeOBEhZe1u4ALux3LSYtR8BkSXFH4vp+9mjjvvIkKRPvmycyifbLodtCP8+qwDl",
+	"oLZ91LTkG3mMQUGgExa77JsOdYcTxx9axbPLJnMNCc1qzKJRjIQpD5VyXCvfVX6ltRZUMZ95GbIZIAjD",
+	"N2WB00LALSA8EDD83rWIOsDNPXSX4v5QDzr4RTV8slVuUpS0nj1SlJnWBkzaA6GBFsS2Ecl80oaTZ2Mt",
+	"il4Wx5Sw9iKJAoMNFgx2jhxlqrdt/NQHEgqiyisnS0I/2pGkakX7OJLKI1ihF0HZhiEwpWgilgm5iXgo",
+	"hyP+EckvHoH+23oy4GcjjjNad+D9bOhcngzYUTVAbvGcchJWIYkGhPXCoZiYguzaHp5ZM+Lw4blBDCs+",
+	"5YsPS8VoSIJYSGOF0LA00ldFQs6I18rIoRYxPTTAEg4m2AANbUqsaKL1lVaHPNaCZZSFPAAIPEI1dLLr",
+	"lZbyLkZkoOkj571ILzgXirWsbIzhl/qPzfrO/w5BdP/2z3/8tw+HjsCAAE5bZwsN0n4ueBLAkx5WWntP",
+	"H5q9smVXEeX3bfKCN+J+SeCnvsU5+qnxoxAKCjc95WyerY+iD8cwstaIwwGnfMCOkCZOtFBi9UtCSUHh",
+	"sSwGVa7sLS1TlmzYIxU8Kb0Rc2xJSvXhPHzx/Mnlq2eXz7+/vnrx4vrpi+ffX188uXr8yid0KjR/A/Gb",
+	"+Efdue+ZgNJoDpL12ulca1vbjLgrH5mGsv/8x/8PToZlcFNoGVxozyuVWCzAwhfHYmVvEXzSGXET0htQ",
+	"TsbMkot8CXo8sH/Dh37r3NAuWwPQt1cCtCB9rQH35hZr/wzLArTdLImylEtQ00GdSIujgIpVEmfLQ0NB",
+	"baN8WNmIoxqjPxiSQtUco4fBM3jNN8FzsEZzU0GjK4SIRnyk+UOm+Lt0p0lBFCbAQYxm6f4+RVUys/8a",
+	"vWPEGdeauV6UMXpIw0P5NLYVMjoGwvk9wCOzBX1OOSCDcVb/25SrRN/DZBk7lnazdDMVlNxQwcyDXsf5",
+	"aKIk58pOqUJLEzlgK1qB1jOiCccI0WmHZas5ihUvBd/QEjAYw6FX8w65sI5Qu17rhUgtYDwkMaO38Ahk",
+	"+CbwIWsERq1zNVu3sH5oHAXMeO6Nm/NlIhZJxBRN1qZ7/rAxU2ohh/fvlzlI7yuWzDHGK1JxzlFqvcDk",
+	"4uVlw2vcskSil7TX6Xa6tlgpXUSNYeOo0+0cYQ2WGbiQcfv6X1OmKguPVp+kpgCrmfDA9wnHiHwqJwVY",
+	"uiWSETfnbZpN6ledjoCgx+sh3cggD/zTTLUXFGxmT6IYjDOBmI8jzkYcxrp4/ghhndoeL8PGsPE0kgrw",
+	"EtOLjTmxsqRR9sr9hxgM88Hb+SaYsOHFYvwUeO8i6XolnBL6mdP/QdibdIM+bR+NB6w9mBzT9un4JGif",
+	"hV3Wm/Tp0XgQWJ88mFszf3kh1wJcdjXiyCtWm7qnTefkHL0ZIxHNfEuFwpHjB+zB5DhoHwU9vYmT4zY9",
+	"oqftweRocjw+Dc7CXrdiE5uxcB+5D1h8FtpbNqfJ+nLn2toTWyPRhSmEvgN6FIoJWUORBmM0Z6QJcJPR",
+	"LStGfXf7J+1er93tXXW7Q/i//6ti0ZMEYiVKwLM1U6fGatOG5rWXe9S96h8Nj8+Gx2dVy1Vi/8W+hVhG",
+	"iHQCCtXvdm1MiSkgC6F2GEVw/2fT13SPQ8yFrkHcypauF5qVAJOJxRSqkA1wOWWzpMu+/2eaFkOCT3q7",
+	"P3njRB3AR/2z3R9dCfGM8rWZC9jDcZ31XXLFEk5jcPTjV0e7v3qNtvQ3mSkdA5NsihMQ2yKHgDoAdKpJ",
+	"bgMJ8Vv9UYkOWMmEHtno0ULvoh0ZGqQJAgS4JJzORgmhOesyoXHCaLi2cr1H0twTAm5i1J1a3jamVMF5",
+	"isFlcpMLlVzMNFo2MlTYpN+kIjuEorWqCFsaR1zvTlRFk9dgfHuzyM95t7dGqO645mXRzXd3ffdd34Sb",
+	"c9tTnC9ceGO/AzOFXshCyJJL/xCtKZSTNPKyMNfQtTI204wZSVYsgTJjCuxf51kiPHgJ1dZ0lA0biLXf",
+	"24CZFV2fm/R5lPJnYqWl/CxzzNKTLBlkV7ROGfkwpQU2gnB3EJDt6VQZEz8L+mww6dH2g/FR2B6w40n7",
+	"lJ6M292gF/bZ0WRAj8eWvmhlISMvpsm1DbLFWN695LUdtMLxDUNk6Vucjkn1ZxGua9CLdJdZsQQ37hYz",
+	"oBqvmFomHKPBTE06U8YyWEol5qYELd5sJ8mk0X33gPbCbnA0Pmb9yYCehKfB2bhLe6w/OQoHwfH4hD5g",
+	"p5OzsBv0xn16xAaT4/AkeDA+pWesO+lhN7daRK1QYOJDPsDZpHR+MZK6jZxeFXo9u6lXJhBIT1cS7Va1",
+	"CvNVhg8q/QLm/2LUuTvY/dFzoZ6IJTcf1CDnDwWfxBHGoA96NSjyS7qOBQ2vhHhKE8x5GPSO62xHLhfY",
+	"lecZCyN6pS8kMJ1+nY8XidC6v+YAj7mK1Pr3yrDMVSpNkKjmWmDrqpRMn+aNgDLfDDNv8tsqP5ZKj09g",
+	"7s9ut/icQhnYXfeRxABWd8JXHeELC7dPDJJY/DWW7sbbD16FZAVoZSK5Ck00/UIFap80wazsuGcyMce6",
+	"O8DyqZfhYf5RmtPQwqAep4man1DF/CHaqqfMCcMrhGxgmLIb0OtZr5UJ4bXhTgiFKPSchiBxbC6iR1Yz",
+	"Id1a+yMeYUBZ0Y/7P/9lVkcSAZICmdF4one5xhiev7NEaFnhRozFeTb1PTnivlMcQguZ+tcoIXI575CL",
+	"zEg/JAVvAkYQOnDEtWspdUf4b9PHfqfSx8BTEploL2uhNhbrMskS24A8sV2M96Etn1I0w641jd7x4KwD",
+	"hkGnQs5mpe2Nqus/1bU39oLTySk9CduDsD9pD+iDk/Z4MD5rH9MBPQnOQsr6Pbgte1A0Dbz9ZbJdpEwF",
+	"sxc/NO4kmzvJZl/JBnyJJV5JtJGZQLkNX2Yp19BCT5pJtcMvlNHmYjucTWHmRTrmZxQ37CS5LkAVykq6",
+	"yTtpYx+zros12ZlWSxvIbSSh+XSrrHPXxctLzEqRM7HiGLmjRZEbtu7cQDqX4PEaY/apnAF3xND8VjV3",
+	"syv7TTmcMZhchJQ8FbcspthApB4qP6fz30rtt8ArtinbcZE2O7KRZnamrW/BEHDH/b4+6oRY6tCXCgKV",
+	"Y2xohNYq+A4Wp7HY9htNuV3CbsWNyZexFbgFdzzjeV3/3ETt6UEgcRiyDLazyR/00vYlXvbjy/DzavXY",
+	"MbEOk9UQ7nzdIu3vlSFTN6rEMNF9mTN21NQ4OWYyCjGVjL2LJCikGqXL2LLf2cF1Nef8GNz9Aj6Ceoj+",
+	"eL5Qa4cLf06um3Yi3XWn7JF9a8z1Thf9BrjxRQiFMgw92o8V3//1hq2vo/ADEqqYVVUq1NgvlcjqaA/T",
+	"9EEbuBZxqSiHJmk2+tOzEa/JGrtLrSI1iziaGWmuOAkJaDBjpr4pRkMddYlkgeChPM9l02NqMkRkQ3Zd",
+	"q0NeafEA4rjVCtr/m2RaNGCi6ABFIqY04h0Mm2UhiaMbZsyyaS2VErew/v5jCG2edL4wRZvqEN39SPQP",
+	"bP1l5JBd9NIB+Vcuivw2BOr3aPDSJ/rxdOZ+IuK4OgTlUsolWC5KOG4qC7VMMLhJdjGV/gVnUOnfEihM",
+	"k/ZNdX/fieXqD6BBQ1f6hqRFyhKzFtYGIkqQkC1isTZVAVd6+M6IvxKYFE5TFBdJqo9kFYr2DTwRcfzl",
+	"BDlDJb5sVEjaZAE6INQPxhA5q/9XKwyeFzERcUI6qesGAndi453Y+JVQdGg1XJOkm6SvStPNS2hCDCVm",
+	"Z6XNElY0UtaDHCVYUUP/iVUxFI3lOZRNMmlw3ojrcSY0ceoa2Ey3GQQ70fDcSas0OY8Lxs9TR3VahA9c",
+	"0k59PR4uRMShUMiERpqid8hD054PK9VKTdubXKCIWWr2/p6pFxYsn9M0bObYaRM27935VnYgfrGSJZQx",
+	"msYUG6mkN8AeLV4Ai0o7bJdpicrd3rmXdsTPiDtmjjpmQ7vBO/SpYwlcZIdnESY9zzqOOZvw+un8cm4x",
+	"03uSMH4bJYJDgYVIpoWp4LdmHN2inViPnlUa8tJaPvY3Uzqola4zraFCbfU/I1VvCXsxgPkq/ILBnJGX",
+	"WLD8q/cJGrjVdAmWY9SdR/BOmPyiHsFFetlL6KLLSA9xB6bc9TN6A81yD3IGmm/vfIF/CF9gxmxLXIE1",
+	"pIFP7AnMEPdj8PbOD3jnB7wz6HxbfsCdHPh34gWEMiWLYgMN9AGC7cjO/UUcgh9Bbw/3B+5Fqe/cgXfu",
+	"wN/AHVif3Nw5AyucgV9KlrtzBd65Au8kxztX4DZX4AY5h+KElUYbSGsytTvl/gnYL83wv2XpuEyxN9vI",
+	"1/E4or3gjPXH7ZNwMGkPxqe0fRZ0WdtWjTsOT1hFnSAz8r4F176qdPEUJnd+oroJ44sUqeunjL82TRfQ",
+	"7gmVcNMGdjtTyI0A42R9j3ia9l2sF58VKN6V+I1fQmmbFnasg7TuYrV5qHDqpc3UqNxZPd6zU4y42WsT",
+	"vU3FFWRZ5Vo/wxqytqhswsIWlmPGghAeoXG8tZ5rB2p5y7R2xFZZzcMEb9ApTcq3Z9vaFo5E5rPM7ZYq",
+	"qhvbBohY6t4p7521y7VO5QQn3Eh+19OBi285N7bySIu79o2mBV24ZIUWJLaH1Pw89e3JGU1Me7u0EpN+",
+	"u3U+4sUc+GJhbpFgX6MOucgKwRVg4w+6A3+bu1AD5jf1Fjrg1fS+ezo47nagzbtDwGszAjfJ/vnly3a3",
+	"2+32jvonvV7/qNft2X7yva8p5R4P4S7f/k5C/ery7fOFxE1/pR0lxCvT7t1GDJUi7Y4GD9uE3CFxeznY",
+	"VUtvxNPWC2JS2nRBZg0UTD8CbOXuxtSVdE3w3BYI0PaA5LseNCVjuRYWrY3yzlWlNfGrK4BVnaKaMHza",
+	"f/4m4mFmd6FxXFlNU7/ZqF+uzS7qB/1ZSeVdU8yw6USrYMlBWy8NegNhrTr93FYi3Kfa50bLaRzZaX+9",
+	"q3pyDlaZBuKed+fTahVbF2Ks+SYas2pm83Ptw3pu3v/dVTrNsGwfVSlxrtmdvlRHX3Ih5hBtBH8Z0T60",
+	"tKkzkS2hpclO3QKnI+5WOCWfoMDpiG9UOCW5Ug+OZmPbX8PqIeAL/47FtEMu4PGI718T9TzXYDltYjHi",
+	"m/2eqxosQ1+Ki5RzwQJN9a98d0FoxK31L704LMXlgh7/hf2mrUW9oPWmPTZMT95m9nnW/sB55mjAG82x",
+	"PNOVo7xDVsv0Go2pYikPH3HolYbNoaCPChdEq262V5BBirTiqUYjDeG01HWx4SJ2xQKQ/byUyjQ36riY",
+	"Ay07CsDdVbhsqLHewjDfeSuSKbODVlHVDZd2t8fqGKECpLF8te8aLcVMIydotr/QGq7ZIxgZUlEJedNm",
+	"P6X0Lm6p6ptR8Dr1fB3ycFfJ163k+0esyZuhzi5/EFzJu1K8dwr011uK1yVtlRJWTneuUouv8jxCZvZp",
+	"q4tHHPrJTZlPmumPqD0ZQ6b5VXMxgZ2oWx7W0cNuvE3N/Khi4TVVvkd8aCBZ7FakXzSKXT7xxvQpyjcy",
+	"Q7HulyVbMpBDpAL9O1wyEik2xy9NnzUe5rR5CA/CsCW7xTiSqkP8X3wyiUBgybHN8ZpgY0VisJCoKLhh",
+	"ivyyFErzdqN5j7hRvcmuxkrQt20XB/sRmjxJxRb3MFKLKGwJeV7iQICDMMDfovHCrPXoJa6xRMG8IHOW",
+	"aHFNOab9ZoQW9JgpaMxNJWt5Tqu+tI0I3ZSsRxzyYKCdZNrCEPrg5YTF8DyPqGCQwaZiNrZ8jgDPeDzW",
+	"QoXGO91uFyuiloHmlxxY5vTdU8anatYY9o+PvcY84vbvXg0N3Ee0LjNWWOw1Ae2S2d7jWgRGNA9AY/ar",
+	"DhFuQW61ZgJQ5FdYc98aMtIHOG+FIeM3ccoWTSK/pWe2YsE5qvgFTCm71mCI6O+kS9aWpf8hWmbZ5Our",
+	"DA77NtACgn1ncqpVZTUhktEkmBWVXol8xfI+KyldubLRprgEim2lzHSRlWrPUzLPdgR1M5MlA53YtG4E",
+	"1m2aYVp5YsQ1vyScsVAOQX1OO1nRYvOuzM+PvVfuyYy36gGgVyy06kp76aJ5J44985lt5+u5YQk4rp7S",
+	"NJqMwJ7WSp32k2Ucj7iR+6wRZiPoIH09Ew1sB+PqUOzvmSq5LXs7j51vP3fEdMlyH4FPfadumTd/oSP+",
+	"LrnrU9OE75kqio8W2HsSAWMaqzZKP2UKTdJp5/ycXF7eazvrpI8xMiGjIfS/XVApWWhUHppvuN4ioMii",
+	"5Rg0EjRSYBPrIfnn//OfpLz/ddrAuKSV/uYVjkIbOkSlpmlaak3jVO4TLd6mfzaff//cNvTWrxWaQ5i3",
+	"C08jDoRmzhQNqaKdjZ4SYxaIOTM9x7DZfNa9Xk/lRM0krL1IogCFiwLxN22MsT/FiDfz85D/+S9Igfe9",
+	"tHVFCJEuGFtzI8YCCLrRtsQN4zZsSYuyMGmrQ37UqpejkU20ziwz033WAUQ5rZ7MU1luBDdvdbKe7KaP",
+	"/YgrFscyF/xj49ktVFrnhMVSK8LZLPaU5+iPyMFoxHPWWtepEkk06kIo0JqgowO7Kh4UFn8BaPdaT/QS",
+	"zdcfS+W/rDEVr0Rj2HhoWp0VTpe9M0c4Yew805PpNGHYMA0dPCuWGEyqbz1F0H3qYB7LyLBB711Uz51R",
+	"cv+MRUBMLc26bql92exEs+ZKJlvG1tCgkoQsubbdj4AD6pFyjC3nD7S/gqtwWOJOTD+fRTHLkexIkiVP",
+	"77uHRNb2X8KvymjeExrFn1Cs/Y0IXtaxbZGI2yhkCUnYzyxQhvKhXao2NXsCsvIdLbujZV8VLdNomVcc",
+	"9qZj0bZkSIyANDF/qI1DmzN9ncBOsdkuTsv4SN+Gmfyeo4PNTf0ikxtbSBRzdNJVCDbbxxWVAZC4M3V+",
+	"Q3i/mjmN6rQ8jeqAG+SfsKJV5J6NgyFNX0/up9EwTsSNZyq+QF7eiOdj3m2LulQXAMUAO9GFAgtLgyxW",
+	"SpOjOH5hLOm/I2qcD2nvHQ/OeiakfZ+mcPWJ9Gfo1nZHpO+I9KcJI1cu3ZE03te8a9KWqon1BXFyfQpm",
+	"BWM1tTGATUgaHpLK9Kw0M6o8z+rc2vvVUur/rKU7dxkFw8yyA9NsfmORsmYmzR6BRWbEO2J1R6y+XmKl",
+	"JSJDN/KizL6ECy10W7Rlo41CFEVmlzY25TTEAgTDLFq3XF9Ofx9xQ6k2YqY3AjpQvM2iZtMA7PLITojL",
+	"+70qyG4o5XFw3B2wcHDUD8bHvd7R6TiYdM8oPWandNDrhuGA9li/O2CT08F4wsLemPVOwsmY9sb9fvek",
+	"uxfFW/Lwjtzdkbuvl9wZP4Ib1rUvoUMhaQuhKzH/uenZhSbpVuay7i1TBVmsHPHMpX2O9Gey4SNOKtPQ",
+	"K4W036GiWdAeXz++unr6+Nnj51dtG5Gzjx55J5/dEazfAcHSOuQ96QTIbCFXegwWLBO9c32ZncY/F0s1",
+	"awx/eqsvIFZrL4vufY1F2RteY5nEjWFjptRCDu/fN8XbO0Y0DDvmVmpidJ8uovu3vbQ1U0mo5cu0DvzG",
+	"yHQRHTrqBYlFQGNTfF4rqIlK623M6Q0jyZL7uRmH9+/DNzMh1fC0e9rdnOZtCt7ifE8ink+jJuM1hnAB",
+	"pZ6LWzAozomaJWI5NfFQii02o6/ECuNLTZRg7hw3N/rIxl2BBGtSvgkXmM/kUvtsSPtNyXA7cs5JM00r",
+	"d7LKCSZKmcLBmUdNeiRcStVyprbx/pszX9noeK+k84qN0TKdVKTbPMMZPW2esTn8jzNBwiiEKBTnCyjA",
+	"WRoAnJW/SUr77Zcm/Dsj24T/Eoy3JfMDSNiTTnsaW9HZGSetg1WyyDSErdZIWXOdD28//O8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

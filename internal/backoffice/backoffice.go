@@ -71,17 +71,25 @@ type Store interface {
 	FailingWebhooks(ctx context.Context) ([]FailingWebhook, error)
 }
 
+// ChainProgress tells the chain watcher's last reading of a network: its head and
+// finalized blocks (nil when unknown).
+type ChainProgress interface {
+	Progress(network string) (head, finalized *int64)
+}
+
 // Service reads for the back office.
 type Service struct {
 	store    Store
 	stages   *transactions.StageLister
 	batches  *batches.Service
 	networks []string
+	progress ChainProgress
 }
 
-// New returns a Service reporting on networks.
-func New(store Store, stages *transactions.StageLister, b *batches.Service, networks []string) *Service {
-	return &Service{store: store, stages: stages, batches: b, networks: networks}
+// New returns a Service reporting on networks; progress (may be nil) gives the
+// overview each network's head and finalized blocks.
+func New(store Store, stages *transactions.StageLister, b *batches.Service, networks []string, progress ChainProgress) *Service {
+	return &Service{store: store, stages: stages, batches: b, networks: networks, progress: progress}
 }
 
 // Action is one status change with who made it.
@@ -190,6 +198,9 @@ func (s *Service) Overview(ctx context.Context) (*Overview, error) {
 		p := NetworkProgress{Network: n}
 		if b, ok := scanned[n]; ok {
 			p.Scanned = &b
+		}
+		if s.progress != nil {
+			p.Head, p.Finalized = s.progress.Progress(n)
 		}
 		o.Networks = append(o.Networks, p)
 	}

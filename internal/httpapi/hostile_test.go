@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
+	"partnerd/gen/operatorclient"
 	"partnerd/internal/apitest"
 	"partnerd/internal/httpapi"
 	"partnerd/internal/operatorapi"
@@ -124,25 +125,94 @@ func TestHostileInputOperator(t *testing.T) {
 }
 
 func runHostileOperator(t *testing.T, env *apitest.Env) map[string]outcome {
-	c := env.Client(t, env.NewPartner(t))
+	ctx := context.Background()
+	partnerKey := env.NewPartner(t)
+	c := env.Client(t, partnerKey)
 	tx := create(t, c, direct("HOSTILE-OP-BASE", "bep20", "2000"))
+	operatorKey := env.NewOperator(t)
+	oc := env.OperatorClient(t, operatorKey)
+	partnerID := env.PartnerID(t, partnerKey)
+	operatorsBefore, err := oc.ListOperatorsWithResponse(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, operatorsBefore.JSON200)
+	require.NotEmpty(t, operatorsBefore.JSON200.Data)
+	operatorID := operatorsBefore.JSON200.Data[0].Id
+	partnersBefore, err := oc.ListPartnersWithResponse(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, partnersBefore.JSON200)
+	partnerKeysBefore := len(listPartnerKeys(t, oc, partnerID))
+	operatorKeysBefore := len(listOperatorKeys(t, oc, operatorID))
+
 	spec, err := operatorapi.Spec()
 	require.NoError(t, err)
-	ops, paths := operatorOps(tx.Id.String())
+	ops, paths := operatorOps(tx.Id.String(), partnerID.String(), operatorID.String())
 	requireEveryOperation(t, specIDs(spec), ops)
-	out, _ := sendAll(t, env.OperatorHTTPClient(t), env.OperatorURL(), env.NewOperator(t), hostileCases(ops, paths))
+	cases := hostileCases(ops, paths)
+	out, _ := sendAll(t, env.OperatorHTTPClient(t), env.OperatorURL(), operatorKey, cases)
 
-	// Nothing changed.
-	got, err := c.GetTransactionWithResponse(context.Background(), tx.Id)
+	// Nothing changed: the transaction awaits its deposit as it did, no key was added,
+	// rolled or revoked, and the only accounts created are those a 200 reported (a
+	// valid name is all createPartner and createOperator need, so the header variants
+	// of a valid request succeed).
+	got, err := c.GetTransactionWithResponse(ctx, tx.Id)
 	require.NoError(t, err)
 	require.Equal(t, client.TransactionStatusAwaitingDeposit, got.JSON200.Data.Status)
 	require.Equal(t, []string{"transaction:created"}, apitest.Reasons(apitest.History(t, c, tx.Id)))
+	createdPartners, createdOperators := 0, 0
+	for _, hc := range cases {
+		if hc.method != http.MethodPost || out[hc.name].Status != http.StatusOK {
+			continue
+		}
+		switch hc.path {
+		case "/partners":
+			createdPartners++
+		case "/operators":
+			createdOperators++
+		}
+	}
+	partnersAfter, err := oc.ListPartnersWithResponse(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, partnersAfter.JSON200)
+	require.Len(t, partnersAfter.JSON200.Data, len(partnersBefore.JSON200.Data)+createdPartners)
+	operatorsAfter, err := oc.ListOperatorsWithResponse(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, operatorsAfter.JSON200)
+	require.Len(t, operatorsAfter.JSON200.Data, len(operatorsBefore.JSON200.Data)+createdOperators)
+	for _, k := range listPartnerKeys(t, oc, partnerID) {
+		require.Equal(t, operatorclient.ApiKeyStatusActive, k.Status)
+	}
+	require.Len(t, listPartnerKeys(t, oc, partnerID), partnerKeysBefore)
+	for _, k := range listOperatorKeys(t, oc, operatorID) {
+		require.Equal(t, operatorclient.ApiKeyStatusActive, k.Status)
+	}
+	require.Len(t, listOperatorKeys(t, oc, operatorID), operatorKeysBefore)
 	return out
 }
 
-// operatorOps are the operator API's operations against transaction txID.
-func operatorOps(txID string) ([]hostileOp, map[string]string) {
+func listPartnerKeys(t *testing.T, oc *operatorclient.ClientWithResponses, id uuid.UUID) []operatorclient.ApiKey {
+	t.Helper()
+	res, err := oc.ListPartnerKeysWithResponse(context.Background(), id)
+	require.NoError(t, err)
+	require.NotNil(t, res.JSON200)
+	return res.JSON200.Data
+}
+
+func listOperatorKeys(t *testing.T, oc *operatorclient.ClientWithResponses, id uuid.UUID) []operatorclient.ApiKey {
+	t.Helper()
+	res, err := oc.ListOperatorKeysWithResponse(context.Background(), id)
+	require.NoError(t, err)
+	require.NotNil(t, res.JSON200)
+	return res.JSON200.Data
+}
+
+// operatorOps are the operator API's operations against transaction txID (awaiting
+// its deposit), partner partnerID and operator operatorID. No action can change
+// anything: batches name only txID, keys are added only to unknown accounts, and
+// keys are rolled and revoked only by unknown key ids; createPartner and
+// createOperator are the exceptions, checked by what their 200s reported.
+func operatorOps(txID, partnerID, operatorID string) ([]hostileOp, map[string]string) {
 	ref := map[string]any{"reference": "LP-1"}
+	unknownAccount, unknownKey := uuid.NewString(), uuid.NewString()
 	ops := []hostileOp{
 		{name: "listStage", method: "GET", path: "/transactions?stage=awaiting_fill", query: []string{"cursor", "limit", "partner_id", "network", "from", "to"}},
 		{name: "getOperatorTransaction", method: "GET", path: "/transactions/" + txID},
@@ -161,6 +231,28 @@ func operatorOps(txID string) ([]hostileOp, map[string]string) {
 		{name: "listRefundTasks", method: "GET", path: "/refund-tasks", query: []string{"kind", "status", "partner_id", "network", "cursor", "limit"}},
 		{name: "resolveRefundTask", method: "POST", path: "/refund-tasks/" + uuid.NewString() + "/resolve", idempotent: true,
 			body: map[string]any{"action": "credited", "note": "n"}},
+		{name: "getOverview", method: "GET", path: "/overview"},
+		{name: "listAudit", method: "GET", path: "/audit", query: []string{"cursor", "limit", "operator_id", "transaction_id", "action", "from", "to"}},
+		{name: "listPayouts", method: "GET", path: "/payouts", query: []string{"cursor", "limit", "partner_id"}},
+		{name: "createPayout", method: "POST", path: "/payouts", idempotent: true,
+			body: map[string]any{"partner_id": partnerID, "transaction_ids": []string{txID}, "reference": "NIP-1", "fiat_amount": "2000.00"}},
+		{name: "listFills", method: "GET", path: "/fills", query: []string{"cursor", "limit"}},
+		{name: "createFill", method: "POST", path: "/fills", idempotent: true,
+			body: map[string]any{"transaction_ids": []string{txID}, "rate": "1549.10", "reference": "LP-1"}},
+		{name: "listPartners", method: "GET", path: "/partners"},
+		{name: "createPartner", method: "POST", path: "/partners", idempotent: true, body: map[string]any{"name": "Hostile Pay"}},
+		{name: "listPartnerKeys", method: "GET", path: "/partners/" + partnerID + "/keys"},
+		{name: "createPartnerKey", method: "POST", path: "/partners/" + unknownAccount + "/keys", idempotent: true, body: map[string]any{}},
+		{name: "rollPartnerKey", method: "POST", path: "/partners/" + partnerID + "/keys/" + unknownKey + "/roll", idempotent: true,
+			body: map[string]any{"overlap": "24h"}},
+		{name: "revokePartnerKey", method: "DELETE", path: "/partners/" + partnerID + "/keys/" + unknownKey, idempotent: true},
+		{name: "listOperators", method: "GET", path: "/operators"},
+		{name: "createOperator", method: "POST", path: "/operators", idempotent: true, body: map[string]any{"name": "Hostile Operator"}},
+		{name: "listOperatorKeys", method: "GET", path: "/operators/" + operatorID + "/keys"},
+		{name: "createOperatorKey", method: "POST", path: "/operators/" + unknownAccount + "/keys", idempotent: true, body: map[string]any{}},
+		{name: "rollOperatorKey", method: "POST", path: "/operators/" + operatorID + "/keys/" + unknownKey + "/roll", idempotent: true,
+			body: map[string]any{"overlap": "24h"}},
+		{name: "revokeOperatorKey", method: "DELETE", path: "/operators/" + operatorID + "/keys/" + unknownKey, idempotent: true},
 	}
 	paths := map[string]string{
 		"getOperatorTransaction":  "/transactions/%s",
@@ -172,6 +264,16 @@ func operatorOps(txID string) ([]hostileOp, map[string]string) {
 		"resolveUnmatchedDeposit": "/deposits/%s/resolve",
 		"acceptShortPayment":      "/transactions/%s/accept",
 		"resolveRefundTask":       "/refund-tasks/%s/resolve",
+		// Account ids on the key lists and additions; key ids (under a real account,
+		// so the key id itself is what is judged) on rolls and revocations.
+		"listPartnerKeys":   "/partners/%s/keys",
+		"createPartnerKey":  "/partners/%s/keys",
+		"rollPartnerKey":    "/partners/" + partnerID + "/keys/%s/roll",
+		"revokePartnerKey":  "/partners/" + partnerID + "/keys/%s",
+		"listOperatorKeys":  "/operators/%s/keys",
+		"createOperatorKey": "/operators/%s/keys",
+		"rollOperatorKey":   "/operators/" + operatorID + "/keys/%s/roll",
+		"revokeOperatorKey": "/operators/" + operatorID + "/keys/%s",
 	}
 	return ops, paths
 }

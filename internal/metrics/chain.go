@@ -10,29 +10,36 @@ import (
 // last block scanned, their difference (lag), the node's finalized block, RPC
 // errors by kind and unmatched deposits.
 type Chain struct {
-	head, scanned, lag, finalized *prometheus.GaugeVec
-	rpcErrors                     *prometheus.CounterVec
-	unmatched                     *prometheus.CounterVec
+	head, scanned, lag, finalizedBlock *prometheus.GaugeVec
+	rpcErrors                          *prometheus.CounterVec
+	unmatched                          *prometheus.CounterVec
 
-	mu    sync.Mutex
-	heads map[string]uint64
+	mu        sync.Mutex
+	heads     map[string]uint64
+	finalized map[string]uint64
 }
 
-// Chain registers and returns the chain watcher's metrics (call once per Metrics).
+// Chain returns the chain watcher's metrics, registered on first use (the watcher
+// records into them, the operators' overview reads them).
 func (m *Metrics) Chain() *Chain {
-	c := &Chain{heads: map[string]uint64{}}
+	m.chainOnce.Do(func() { m.chain = m.newChain() })
+	return m.chain
+}
+
+func (m *Metrics) newChain() *Chain {
+	c := &Chain{heads: map[string]uint64{}, finalized: map[string]uint64{}}
 	gauge := func(name, help string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "chain", Name: name, Help: help}, []string{"network"})
 	}
 	c.head = gauge("head_block", "The newest block number the network's node reported.")
 	c.scanned = gauge("scanned_block", "The last block the network's scanner fully processed.")
 	c.lag = gauge("lag_blocks", "Head block minus last scanned block.")
-	c.finalized = gauge("finalized_block", "The node's finalized block (BNB Smart Chain's fast finality, Tron's solidified block), when last read.")
+	c.finalizedBlock = gauge("finalized_block", "The node's finalized block (BNB Smart Chain's fast finality, Tron's solidified block), when last read.")
 	c.rpcErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "chain",
 		Name: "rpc_errors_total", Help: "Failed JSON-RPC calls of the deposit watcher, by network and kind (range, results, rate_limit, refused, timeout, transport, http, decode, rpc, unsupported)."}, []string{"network", "kind"})
 	c.unmatched = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "chain",
 		Name: "unmatched_deposits_total", Help: "Transfers to deposit addresses stored as unmatched deposits for operators, by network."}, []string{"network"})
-	m.reg.MustRegister(c.head, c.scanned, c.lag, c.finalized, c.rpcErrors, c.unmatched)
+	m.reg.MustRegister(c.head, c.scanned, c.lag, c.finalizedBlock, c.rpcErrors, c.unmatched)
 	return c
 }
 
@@ -67,7 +74,27 @@ func (c *Chain) ChainScanned(network string, block uint64) {
 
 // ChainFinalized records the node's finalized block.
 func (c *Chain) ChainFinalized(network string, block uint64) {
-	c.finalized.WithLabelValues(network).Set(float64(block))
+	c.mu.Lock()
+	c.finalized[network] = block
+	c.mu.Unlock()
+	c.finalizedBlock.WithLabelValues(network).Set(float64(block))
+}
+
+// Progress returns network's head and finalized blocks as this process's watcher
+// last read them; nil for either when it has not (no watcher here, or a node
+// without the finalized tag).
+func (c *Chain) Progress(network string) (head, finalized *int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b, ok := c.heads[network]; ok {
+		h := int64(b)
+		head = &h
+	}
+	if b, ok := c.finalized[network]; ok {
+		f := int64(b)
+		finalized = &f
+	}
+	return head, finalized
 }
 
 // ChainRPCError counts a failed call of kind kind.

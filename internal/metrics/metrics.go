@@ -69,6 +69,9 @@ type Metrics struct {
 	webhookDuration     *prometheus.HistogramVec
 	deliveryLag         prometheus.Histogram
 	queueDepth          *funcGauge
+
+	chainOnce sync.Once
+	chain     *Chain
 }
 
 // New returns the service's metrics on a fresh registry, which also carries the

@@ -151,3 +151,31 @@ func TestLateTopUp(t *testing.T) {
 		})
 	}
 }
+
+// The operators' overview shows how far the chain watcher has read: the node's
+// head as the watcher last saw it, the scanned block and the lag between them.
+func TestOverviewShowsTheWatcher(t *testing.T) {
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			e := start(t, db, nil)
+			onChain{e}.pay(e.create("31000"), "1") // mines a block and waits until it is scanned
+			res, err := e.ops.GetOverviewWithResponse(ctx)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+			var bep20 *operatorclient.NetworkProgress
+			for i, n := range res.JSON200.Data.Networks {
+				if n.Network == network {
+					bep20 = &res.JSON200.Data.Networks[i]
+				}
+			}
+			require.NotNil(t, bep20, "the watched network is listed")
+			require.NotNil(t, bep20.HeadBlock, "the head the watcher read")
+			require.NotNil(t, bep20.ScannedBlock)
+			require.GreaterOrEqual(t, *bep20.HeadBlock, *bep20.ScannedBlock)
+			require.NotNil(t, bep20.Lag)
+			require.Equal(t, *bep20.HeadBlock-*bep20.ScannedBlock, *bep20.Lag)
+		})
+	}
+}
