@@ -228,7 +228,7 @@ type field struct{ Name, Value string }
 // confirmFields are the action's fields, carried through the confirmation page.
 func confirmFields(f url.Values) []field {
 	var out []field
-	for _, n := range []string{"action", "rate", "fiat_amount", "reference", "reason", "tx_hash", "partner_id"} {
+	for _, n := range []string{"action", "rate", "fiat_amount", "reference", "reason", "tx_hash", "note", "partner_id"} {
 		if v := f.Get(n); v != "" {
 			out = append(out, field{n, v})
 		}
