@@ -47,10 +47,14 @@ func refundsAndFillFlow(t *testing.T, db testdb.Database) {
 
 	// Two confirmed transactions awaiting their fill, and one that stays out.
 	var fills []uuid.UUID
+	var want decimal.Decimal
 	for i, fiat := range []string{"3000.00", "4500.50", "1000.00"} {
 		tx := create(t, pc, "FILL-"+uuid.NewString()[:8], fiat)
 		confirmed(t, env, tx.Id, "0x"+strings.Repeat(string("efa"[i]), 64))
 		fills = append(fills, tx.Id)
+		if i < 2 {
+			want = want.Add(decimal.RequireFromString(tx.CryptoAmount))
+		}
 	}
 
 	ctx := browser(t)
@@ -132,6 +136,7 @@ func refundsAndFillFlow(t *testing.T, db testdb.Database) {
 	require.ElementsMatch(t, fills[:2], b.TransactionIds)
 	require.Equal(t, "LP-BATCH-1", b.Reference)
 	require.Equal(t, "1549.10", *b.Rate)
+	require.True(t, want.Equal(decimal.RequireFromString(b.CryptoAmount)), "the batch's USDT is the two transactions': %s", b.CryptoAmount)
 	for i, id := range fills {
 		got, err := ops.GetOperatorTransactionWithResponse(bg, id)
 		require.NoError(t, err)
