@@ -129,8 +129,13 @@ func Open(ctx context.Context, url string) (*Store, error) {
 			}
 		}
 		// SQLite compiles every statement it is given: prepared statements kept per
-		// connection (GORM's PrepareStmt) spare that on every request.
-		if s.wdb, err = gormOpen(sqlite.Open(dsn), true); err != nil {
+		// connection (GORM's PrepareStmt) spare that on every read. Not on the one
+		// writer connection: GORM prepares a statement it has not seen under a lock
+		// shared by the pool, on a connection of the pool, so a write outside a unit
+		// of work preparing (and waiting for the writer) while the unit of work holding
+		// the writer prepares its next statement (and waits for the lock) deadlock
+		// until a deadline.
+		if s.wdb, err = gormOpen(sqlite.Open(dsn), false); err != nil {
 			return nil, err
 		}
 		if s.wsql, err = s.wdb.DB(); err != nil {
