@@ -153,6 +153,13 @@ func (s *Store) EnsureAddressSequences(ctx context.Context, networks []string) e
 	if s.dialect != Postgres {
 		return nil
 	}
+	// Under the migration lock: CREATE SEQUENCE IF NOT EXISTS is not safe against a
+	// concurrent create of the same name (a duplicate pg_class row), as when two
+	// instances start at once.
+	return s.withMigrationLock(ctx, func() error { return s.ensureAddressSequences(ctx, networks) })
+}
+
+func (s *Store) ensureAddressSequences(ctx context.Context, networks []string) error {
 	for _, n := range networks {
 		if !validNetwork.MatchString(n) {
 			return fmt.Errorf("network name %q cannot name a sequence", n)
