@@ -139,7 +139,7 @@ func (a *App) openPricing() (*pricing.Pricer, error) {
 	}
 	source = rates.WithMaxAge(source, cfg.RateMaxAge, time.Now)
 	pricer := pricing.NewPricer(source, cfg.Pairs, cfg.Spread)
-	a.quotes = quotes.NewService(pricer, a.store, store.Now)
+	a.quotes = quotes.NewService(pricer, store.For[quotes.Tx](a.store), store.Now)
 	return pricer, nil
 }
 
@@ -217,7 +217,7 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 		Lifecycle:    a.lifecycle,
 		Ledger:       revenue.NewLedger(st, a.codec, store.Now),
 		History:      st,
-		Endpoints:    webhook.NewEndpoints(st, policy, a.jobs, store.Now),
+		Endpoints:    webhook.NewEndpoints(store.For[webhook.Tx](st), policy, a.jobs, store.Now),
 		Events:       a.events,
 		Production:   cfg.Env == config.Production,
 		Metrics:      a.metrics,

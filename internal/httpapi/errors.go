@@ -13,6 +13,7 @@ import (
 
 	"partnerd/gen/api"
 	"partnerd/internal/apperr"
+	"partnerd/internal/idempotency"
 )
 
 // statusByCode is the one mapping from error code to HTTP status. The spec's error
@@ -65,6 +66,13 @@ const internalMessage = "Internal error."
 func errorHandler(log *slog.Logger, unavailable func(error) bool) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
+			return
+		}
+		if stored, ok := idempotency.ReplayOf(err); ok {
+			// Not a failure: the use case found its key's stored answer.
+			if werr := writeReplay(c, stored); werr != nil {
+				log.Error("write replayed response", "request_id", c.Response().Header().Get(echo.HeaderXRequestID), "error", werr.Error())
+			}
 			return
 		}
 		e := toAppError(err, unavailable)

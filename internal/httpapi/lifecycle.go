@@ -15,18 +15,21 @@ import (
 )
 
 // CancelTransaction cancels an awaiting_deposit transaction (POST
-// /transactions/{id}/cancel). The idempotency middleware wraps it.
+// /transactions/{id}/cancel).
 func (s *Server) CancelTransaction(ctx context.Context, req api.CancelTransactionRequestObject) (api.CancelTransactionResponseObject, error) {
 	p, err := partnerFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
+	respond := AnswerWith(ctx, func(_ context.Context, t *lifecycle.Transaction) (api.CancelTransactionResponseObject, error) {
+		msg := "Transaction cancelled."
+		return api.CancelTransaction200JSONResponse{Body: api.TransactionResponse{Success: true, Message: &msg, Data: transactionOut(t)}}, nil
+	})
 	t, err := s.lifecycle.Cancel(ctx, p.ID, req.Id)
 	if err != nil {
 		return nil, err
 	}
-	msg := "Transaction cancelled."
-	return api.CancelTransaction200JSONResponse{Body: api.TransactionResponse{Success: true, Message: &msg, Data: transactionOut(t)}}, nil
+	return respond(ctx, t)
 }
 
 // GetTransactionStatusHistory returns every status change, oldest first.
@@ -68,6 +71,9 @@ func (s *Server) SimulateSandboxEvent(ctx context.Context, req api.SimulateSandb
 	if err != nil {
 		return nil, err
 	}
+	respond := AnswerWith(ctx, func(_ context.Context, t *lifecycle.Transaction) (api.SimulateSandboxEventResponseObject, error) {
+		return api.SimulateSandboxEvent200JSONResponse{TransactionDetailOKJSONResponse: detailResponse(t)}, nil
+	})
 	b := req.Body
 	ev := sandbox.Event{
 		Type: lifecycle.EventType(b.Event), TransactionID: b.TransactionId, DepositID: b.DepositId, Hash: b.BlockchainHash,
@@ -83,7 +89,7 @@ func (s *Server) SimulateSandboxEvent(ctx context.Context, req api.SimulateSandb
 	if err != nil {
 		return nil, err
 	}
-	return api.SimulateSandboxEvent200JSONResponse{TransactionDetailOKJSONResponse: detailResponse(t)}, nil
+	return respond(ctx, t)
 }
 
 // ListRevenue returns a page of the revenue ledger (GET /revenue).

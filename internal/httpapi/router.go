@@ -170,7 +170,9 @@ func New(d Deps) (*echo.Echo, error) {
 			opMW[op.id] = append(opMW[op.id], idempotent(op, d.Idempotency, partnerIDOf))
 		}
 	}
-	api.RegisterHandlersWithOptions(e, api.NewStrictHandler(srv, nil), api.RegisterHandlersOptions{
+	api.RegisterHandlersWithOptions(e, api.NewStrictHandler(srv, []api.StrictMiddlewareFunc{func(f api.StrictHandlerFunc, op string) api.StrictHandlerFunc {
+		return MustRun(f, op)
+	}}), api.RegisterHandlersOptions{
 		BaseURL: BasePath, OperationMiddlewares: opMW,
 	})
 	return e, nil

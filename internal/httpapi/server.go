@@ -50,6 +50,9 @@ func (s *Server) CreateQuote(ctx context.Context, req api.CreateQuoteRequestObje
 	if err != nil {
 		return nil, err
 	}
+	respond := AnswerWith(ctx, func(_ context.Context, q *quotes.Quote) (api.CreateQuoteResponseObject, error) {
+		return api.CreateQuote201JSONResponse{Success: true, Data: quoteOut(q)}, nil
+	})
 	q, err := s.quotes.Create(ctx, p.ID, quotes.Request{
 		Token:        req.Body.CryptoCurrency,
 		Network:      req.Body.Network,
@@ -59,7 +62,7 @@ func (s *Server) CreateQuote(ctx context.Context, req api.CreateQuoteRequestObje
 	if err != nil {
 		return nil, err
 	}
-	return api.CreateQuote201JSONResponse{Success: true, Data: quoteOut(q)}, nil
+	return respond(ctx, q)
 }
 
 func quoteOut(q *quotes.Quote) api.Quote {

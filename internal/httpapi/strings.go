@@ -126,6 +126,7 @@ func checkRequest(ct contract, skip func(echo.Context) bool) echo.MiddlewareFunc
 					return apperr.New(apperr.InvalidRequest, "The request body could not be read.")
 				}
 				r.Body = io.NopCloser(bytes.NewReader(body))
+				c.Set(bodyKey, body)
 				if field, p := jsonTextProblem(body); p != "" {
 					bad(field, p)
 				} else if trailingData(body) {

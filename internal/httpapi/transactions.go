@@ -10,12 +10,14 @@ import (
 )
 
 // CreateTransaction creates a transaction in quote or direct mode (POST /transactions).
-// The idempotency middleware wraps it.
 func (s *Server) CreateTransaction(ctx context.Context, req api.CreateTransactionRequestObject) (api.CreateTransactionResponseObject, error) {
 	p, err := partnerFrom(ctx)
 	if err != nil {
 		return nil, err
 	}
+	respond := AnswerWith(ctx, func(_ context.Context, t *lifecycle.Transaction) (api.CreateTransactionResponseObject, error) {
+		return api.CreateTransaction201JSONResponse{Body: api.TransactionResponse{Success: true, Data: transactionOut(t)}}, nil
+	})
 	b := req.Body
 	t, err := s.transactions.Create(ctx, p.ID, transactions.CreateRequest{
 		MerchantReference: b.MerchantReference,
@@ -30,7 +32,7 @@ func (s *Server) CreateTransaction(ctx context.Context, req api.CreateTransactio
 	if err != nil {
 		return nil, err
 	}
-	return api.CreateTransaction201JSONResponse{Body: api.TransactionResponse{Success: true, Data: transactionOut(t)}}, nil
+	return respond(ctx, t)
 }
 
 // GetTransaction returns the detailed snapshot (GET /transactions/{id}).

@@ -30,11 +30,14 @@ func (s *Server) PutWebhookEndpoint(ctx context.Context, req api.PutWebhookEndpo
 	if err != nil {
 		return nil, err
 	}
+	respond := AnswerWith(ctx, func(_ context.Context, r webhook.Registered) (api.PutWebhookEndpointResponseObject, error) {
+		return api.PutWebhookEndpoint200JSONResponse{WebhookEndpointOKJSONResponse: endpointOut(r.Endpoint, r.Secret)}, nil
+	})
 	e, secret, err := s.endpoints.Put(ctx, p.ID, req.Body.Url, req.Body.Enabled)
 	if err != nil {
 		return nil, err
 	}
-	return api.PutWebhookEndpoint200JSONResponse{WebhookEndpointOKJSONResponse: endpointOut(e, secret)}, nil
+	return respond(ctx, webhook.Registered{Endpoint: e, Secret: secret})
 }
 
 // RotateWebhookSecret replaces the signing secret and returns the new one, once.
@@ -43,11 +46,14 @@ func (s *Server) RotateWebhookSecret(ctx context.Context, _ api.RotateWebhookSec
 	if err != nil {
 		return nil, err
 	}
+	respond := AnswerWith(ctx, func(_ context.Context, r webhook.Registered) (api.RotateWebhookSecretResponseObject, error) {
+		return api.RotateWebhookSecret200JSONResponse{WebhookEndpointOKJSONResponse: endpointOut(r.Endpoint, r.Secret)}, nil
+	})
 	e, secret, err := s.endpoints.Rotate(ctx, p.ID)
 	if err != nil {
 		return nil, err
 	}
-	return api.RotateWebhookSecret200JSONResponse{WebhookEndpointOKJSONResponse: endpointOut(e, secret)}, nil
+	return respond(ctx, webhook.Registered{Endpoint: e, Secret: secret})
 }
 
 func endpointOut(e *webhook.Endpoint, secret string) api.WebhookEndpointOKJSONResponse {
@@ -127,10 +133,18 @@ func (s *Server) ReplayWebhookEvent(ctx context.Context, req api.ReplayWebhookEv
 	if err != nil {
 		return nil, err
 	}
+	respond := AnswerWith(ctx, func(_ context.Context, q webhook.Requeued) (api.ReplayWebhookEventResponseObject, error) {
+		return replayOut(q.Event, q.Replayed), nil
+	})
 	ev, r, err := s.events.Replay(ctx, p.ID, req.EventId)
 	if err != nil {
 		return nil, err
 	}
+	return respond(ctx, webhook.Requeued{Event: ev, Replayed: r})
+}
+
+// replayOut is the answer to a replay: the event, and when its redelivery is due.
+func replayOut(ev *webhook.Event, r webhook.Replayed) api.ReplayWebhookEventResponseObject {
 	msg := "Event queued for redelivery."
 	if r.InProgressSince != nil {
 		msg = fmt.Sprintf("A delivery attempt of this event has been in progress since %s; the event is delivered again "+
@@ -141,5 +155,5 @@ func (s *Server) ReplayWebhookEvent(ctx context.Context, req api.ReplayWebhookEv
 		EventId: ev.ID, EventType: api.WebhookEventType(ev.Type), AggregateId: ev.TransactionID,
 		Attempts: ev.Attempts, PublishStatus: api.PublishStatus(ev.PublishStatus), ReplayScheduledAt: r.ScheduledAt,
 		InProgressSince: r.InProgressSince,
-	}}, nil
+	}}
 }

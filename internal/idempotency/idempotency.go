@@ -69,17 +69,20 @@ type Tx interface {
 
 type txKey struct{}
 
-// OnCommit runs f once the request's effects have committed: ctx is the one Do hands
-// its request, and f runs after Do's unit of work commits, or never if it rolls
-// back. Outside Do it runs f at once. Audit lines of actions use it, so they never
+// OnCommit runs f once the request's effects have committed: ctx is the one Do (or
+// Run) hands its work, and f runs after that unit of work commits, or never if it
+// rolls back. Outside one it runs f at once. Audit lines of actions use it, so they never
 // report a change that did not happen.
 func OnCommit(ctx context.Context, f func()) {
-	if tx, ok := ctx.Value(txKey{}).(Tx); ok {
+	if tx, ok := ctx.Value(txKey{}).(committer); ok {
 		tx.AfterCommit(f)
 		return
 	}
 	f()
 }
+
+// committer is a unit of work that runs hooks after its commit.
+type committer interface{ AfterCommit(f func()) }
 
 // Store opens units of work and keeps keys.
 type Store interface {
@@ -310,4 +313,147 @@ func errInProgress() error {
 // Purge deletes expired keys and returns how many.
 func (s *Service) Purge(ctx context.Context) (int64, error) {
 	return s.store.PurgeKeys(ctx, s.now())
+}
+
+// Request is a state-changing call as its caller made it: the key it came with
+// and the request's fingerprint, the Service keeping that caller's keys, and how
+// to turn the use case's outcome into the answer a retry gets back (Answer). The
+// transport builds it (the HTTP layer, from the Idempotency-Key header and the
+// body) and hands it to the use case in the call's context (WithRequest); the use
+// case's Run consumes it.
+type Request struct {
+	Service     *Service
+	Key         Key
+	Fingerprint string
+	// Answer renders the outcome of the use case, its result or its error, as the
+	// caller's answer. It runs inside the unit of work, before the commit, so the
+	// answer is stored with the effects (ctx carries the unit of work).
+	Answer func(ctx context.Context, result any, err error) (Response, error)
+
+	ran bool
+}
+
+// Ran reports whether a use case ran under the request (Run or RunApart took
+// it): the transport checks it, so a state-changing operation whose use case
+// forgot its Run fails loudly instead of running unprotected.
+func (r *Request) Ran() bool { return r.ran }
+
+type requestKey struct{}
+
+// WithRequest returns ctx carrying r for the use case the caller calls next.
+func WithRequest(ctx context.Context, r *Request) context.Context {
+	return context.WithValue(ctx, requestKey{}, r)
+}
+
+// takeRequest returns the request ctx carries, nil for none, and ctx without it:
+// a use case that another calls inside its unit of work runs as part of it.
+func takeRequest(ctx context.Context) (*Request, context.Context) {
+	r, _ := ctx.Value(requestKey{}).(*Request)
+	if r == nil {
+		return nil, ctx
+	}
+	return r, context.WithValue(ctx, requestKey{}, (*Request)(nil))
+}
+
+// Replayed is what Run returns, as its error, instead of running the use case
+// again: the answer stored for an earlier request with the same key. The
+// transport sends it as it was stored.
+type Replayed struct{ Response Response }
+
+func (r *Replayed) Error() string { return "idempotency: replayed stored answer" }
+
+// ReplayOf returns the stored answer err carries, if it is a Replayed.
+func ReplayOf(err error) (Response, bool) {
+	var r *Replayed
+	if errors.As(err, &r) {
+		return r.Response, true
+	}
+	return Response{}, false
+}
+
+// Begin opens a unit of work and runs fn in it, or joins the one ctx carries:
+// every domain package's store has one (WithTx), typed with its own transaction
+// interface X.
+type Begin[X any] func(ctx context.Context, fn func(ctx context.Context, tx X) error) error
+
+// Run is where a state-changing use case's unit of work begins: the one rule of
+// the house is that a use case opens it itself, in its own code, with Run, and
+// nothing before it (no middleware) does. Run opens it with begin and runs fn in
+// it; fn's result is returned once it committed. Under a Request (the caller's
+// key, see WithRequest) the key's rules hold as Do states them: a stored answer
+// is returned as *Replayed without running fn, another request's key is refused,
+// and the answer (Request.Answer of fn's outcome) is stored beside fn's effects in
+// the same commit. Without a Request, or inside another use case's unit of work,
+// fn simply runs in a unit of work (joined when ctx carries one).
+func Run[T, X any](ctx context.Context, begin Begin[X], fn func(ctx context.Context, tx X) (T, error)) (T, error) {
+	var zero T
+	req, ctx := takeRequest(ctx)
+	if req == nil || req.Key.Key == "" {
+		var out T
+		if err := begin(ctx, func(ctx context.Context, tx X) error {
+			if c, ok := any(tx).(committer); ok {
+				ctx = context.WithValue(ctx, txKey{}, c)
+			}
+			var err error
+			out, err = fn(ctx, tx)
+			return err
+		}); err != nil {
+			return zero, err
+		}
+		return out, nil
+	}
+	req.ran = true
+	var out T
+	var failed error
+	resp, err := req.Service.Do(ctx, req.Key, req.Fingerprint, func(ctx context.Context) (Response, error) {
+		out, failed = zero, nil
+		if err := begin(ctx, func(ctx context.Context, tx X) error {
+			out, failed = fn(ctx, tx)
+			return failed
+		}); err != nil && failed == nil {
+			return Response{}, err // the unit of work itself failed
+		}
+		return req.Answer(ctx, out, failed)
+	})
+	return outcome(resp, err, out, failed)
+}
+
+// RunApart is Run for a use case whose effects cannot join a unit of work opened
+// for them (they commit on their own, such as a job queued through the queue's own
+// connection): under a Request, the key's rules hold as DoApart states them. Use
+// it only where running the use case twice is harmless.
+func RunApart[T any](ctx context.Context, fn func(ctx context.Context) (T, error)) (T, error) {
+	req, ctx := takeRequest(ctx)
+	if req == nil || req.Key.Key == "" {
+		return fn(ctx)
+	}
+	req.ran = true
+	var out T
+	var failed error
+	resp, err := req.Service.DoApart(ctx, req.Key, req.Fingerprint, func(ctx context.Context) (Response, error) {
+		out, failed = fn(ctx)
+		return req.Answer(ctx, out, failed)
+	})
+	return outcome(resp, err, out, failed)
+}
+
+// outcome is what Run returns: the stored answer of another request as
+// *Replayed, the unit of work's own failure, fn's error, or fn's result.
+func outcome[T any](resp Response, err error, out T, failed error) (T, error) {
+	var zero T
+	switch {
+	case err != nil:
+		return zero, err
+	case resp.Replayed:
+		return zero, &Replayed{Response: resp}
+	case failed != nil:
+		return zero, failed
+	}
+	return out, nil
+}
+
+// RequestOf returns the request ctx carries for the next use case, nil for none.
+func RequestOf(ctx context.Context) *Request {
+	r, _ := ctx.Value(requestKey{}).(*Request)
+	return r
 }

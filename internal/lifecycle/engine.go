@@ -10,6 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/idempotency"
 	"partnerd/internal/money"
 	"partnerd/internal/revenue"
 	"partnerd/internal/unmatched"
@@ -65,52 +66,58 @@ func NewEngine(store Store, required map[string]int, now func() time.Time) *Engi
 	return &Engine{store: store, required: required, now: now, payments: DefaultPayments}
 }
 
+// Begin opens the engine's unit of work (or joins the one ctx carries), for a use
+// case that makes several changes as one: each change made with fn's ctx joins it.
+func (l *Engine) Begin(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
+	return l.store.WithTx(ctx, fn)
+}
+
 // ErrTransition is the answer to an action the state machine does not allow.
 func errTransition(t *Transaction, action string) error {
 	return apperr.New(apperr.InvalidStateTransition,
 		fmt.Sprintf("A transaction in %s cannot be %s.", t.Status, action))
 }
 
-// change loads transaction id in a unit of work, lets fn apply transitions to it,
-// and commits. fn returns the transitions it made (with their metadata); each is
-// checked against the table and recorded. Called with a ctx that carries a unit
-// of work (the idempotency layer's), the change joins it.
+// change is the unit of work of every lifecycle use case: it begins here
+// (idempotency.Run, under the caller's Idempotency-Key when it has one), loads
+// transaction id, lets fn apply transitions to it, and commits. fn returns the
+// transitions it made (with their metadata); each is checked against the table
+// and recorded. Called inside another use case's unit of work (an operator
+// action, a simulated event), the change joins it.
 func (l *Engine) change(ctx context.Context, id uuid.UUID, fn func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error)) (*Transaction, error) {
-	var out *Transaction
-	err := l.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+	return idempotency.Run(ctx, l.store.WithTx, func(ctx context.Context, tx Tx) (*Transaction, error) {
 		t, err := tx.TransactionForUpdate(ctx, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		now := l.now()
 		steps, err := fn(ctx, tx, t, now)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out = t
 		if len(steps) == 0 {
-			return nil
+			return t, nil
 		}
 		t.UpdatedAt = now
 		ok, err := tx.UpdateTransaction(ctx, t)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !ok {
-			return apperr.New(apperr.InvalidStateTransition, "The transaction changed concurrently; fetch it and retry.")
+			return nil, apperr.New(apperr.InvalidStateTransition, "The transaction changed concurrently; fetch it and retry.")
 		}
 		t.Version++
 		if t.Deposit != nil {
 			if err := tx.SaveDeposit(ctx, t.ID, t.Deposit); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		for _, s := range steps {
 			if err := record(ctx, tx, t, s, now); err != nil {
-				return err
+				return nil, err
 			}
 			if err := l.scheduleNext(ctx, tx, t, s.tr, now); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if l.observer != nil {
@@ -120,9 +127,8 @@ func (l *Engine) change(ctx context.Context, id uuid.UUID, fn func(ctx context.C
 				}
 			})
 		}
-		return nil
+		return t, nil
 	})
-	return out, err
 }
 
 type step struct {

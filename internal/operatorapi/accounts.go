@@ -29,17 +29,19 @@ func (s *Server) ListPartners(ctx context.Context, _ operatorapi.ListPartnersReq
 
 // CreatePartner creates a partner and its first key (POST /partners).
 func (s *Server) CreatePartner(ctx context.Context, req operatorapi.CreatePartnerRequestObject) (operatorapi.CreatePartnerResponseObject, error) {
-	p, key, err := s.partners.Create(ctx, req.Body.Name)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.audited(ctx, audit.PartnerCreated, p.ID, p.Name); err != nil {
-		return nil, err
-	}
-	k := &apikeys.Key{ID: p.KeyID, Prefix: p.KeyPrefix, CreatedAt: p.CreatedAt}
-	msg := "Partner created; its key is shown once."
-	return operatorapi.CreatePartner200JSONResponse{Body: operatorapi.PartnerCreatedResponse{Success: true, Message: &msg,
-		Data: operatorapi.PartnerCreated{Partner: partnerOut(p), Key: newKeyOut(k, key, s.now())}}}, nil
+	return command(ctx, s, func(ctx context.Context) (operatorapi.CreatePartnerResponseObject, error) {
+		p, key, err := s.partners.Create(ctx, req.Body.Name)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.audited(ctx, audit.PartnerCreated, p.ID, p.Name); err != nil {
+			return nil, err
+		}
+		k := &apikeys.Key{ID: p.KeyID, Prefix: p.KeyPrefix, CreatedAt: p.CreatedAt}
+		msg := "Partner created; its key is shown once."
+		return operatorapi.CreatePartner200JSONResponse{Body: operatorapi.PartnerCreatedResponse{Success: true, Message: &msg,
+			Data: operatorapi.PartnerCreated{Partner: partnerOut(p), Key: newKeyOut(k, key, s.now())}}}, nil
+	})
 }
 
 // ListOperators lists every operator (GET /operators).
@@ -57,17 +59,19 @@ func (s *Server) ListOperators(ctx context.Context, _ operatorapi.ListOperatorsR
 
 // CreateOperator creates an operator and their first key (POST /operators).
 func (s *Server) CreateOperator(ctx context.Context, req operatorapi.CreateOperatorRequestObject) (operatorapi.CreateOperatorResponseObject, error) {
-	o, key, err := s.operators.Create(ctx, req.Body.Name)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.audited(ctx, audit.OperatorCreated, o.ID, o.Name); err != nil {
-		return nil, err
-	}
-	k := &apikeys.Key{ID: o.KeyID, Prefix: o.KeyPrefix, CreatedAt: o.CreatedAt}
-	msg := "Operator created; their key is shown once."
-	return operatorapi.CreateOperator200JSONResponse{Body: operatorapi.OperatorCreatedResponse{Success: true, Message: &msg,
-		Data: operatorapi.OperatorCreated{Operator: operatorapi.Operator{Id: o.ID, Name: o.Name, CreatedAt: o.CreatedAt}, Key: newKeyOut(k, key, s.now())}}}, nil
+	return command(ctx, s, func(ctx context.Context) (operatorapi.CreateOperatorResponseObject, error) {
+		o, key, err := s.operators.Create(ctx, req.Body.Name)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.audited(ctx, audit.OperatorCreated, o.ID, o.Name); err != nil {
+			return nil, err
+		}
+		k := &apikeys.Key{ID: o.KeyID, Prefix: o.KeyPrefix, CreatedAt: o.CreatedAt}
+		msg := "Operator created; their key is shown once."
+		return operatorapi.CreateOperator200JSONResponse{Body: operatorapi.OperatorCreatedResponse{Success: true, Message: &msg,
+			Data: operatorapi.OperatorCreated{Operator: operatorapi.Operator{Id: o.ID, Name: o.Name, CreatedAt: o.CreatedAt}, Key: newKeyOut(k, key, s.now())}}}, nil
+	})
 }
 
 // owner resolves an account of kind owner to the way its keys are minted.
@@ -169,29 +173,35 @@ func (s *Server) ListPartnerKeys(ctx context.Context, req operatorapi.ListPartne
 
 // CreatePartnerKey adds a partner key (POST /partners/{id}/keys).
 func (s *Server) CreatePartnerKey(ctx context.Context, req operatorapi.CreatePartnerKeyRequestObject) (operatorapi.CreatePartnerKeyResponseObject, error) {
-	out, err := s.issueKey(ctx, apikeys.Partner, req.Id)
-	if err != nil {
-		return nil, err
-	}
-	return operatorapi.CreatePartnerKey200JSONResponse{Body: out}, nil
+	return command(ctx, s, func(ctx context.Context) (operatorapi.CreatePartnerKeyResponseObject, error) {
+		out, err := s.issueKey(ctx, apikeys.Partner, req.Id)
+		if err != nil {
+			return nil, err
+		}
+		return operatorapi.CreatePartnerKey200JSONResponse{Body: out}, nil
+	})
 }
 
 // RollPartnerKey rolls a partner key (POST /partners/{id}/keys/{key_id}/roll).
 func (s *Server) RollPartnerKey(ctx context.Context, req operatorapi.RollPartnerKeyRequestObject) (operatorapi.RollPartnerKeyResponseObject, error) {
-	out, err := s.rollKey(ctx, apikeys.Partner, req.Id, req.KeyId, req.Body)
-	if err != nil {
-		return nil, err
-	}
-	return operatorapi.RollPartnerKey200JSONResponse{Body: out}, nil
+	return command(ctx, s, func(ctx context.Context) (operatorapi.RollPartnerKeyResponseObject, error) {
+		out, err := s.rollKey(ctx, apikeys.Partner, req.Id, req.KeyId, req.Body)
+		if err != nil {
+			return nil, err
+		}
+		return operatorapi.RollPartnerKey200JSONResponse{Body: out}, nil
+	})
 }
 
 // RevokePartnerKey revokes a partner key (DELETE /partners/{id}/keys/{key_id}).
 func (s *Server) RevokePartnerKey(ctx context.Context, req operatorapi.RevokePartnerKeyRequestObject) (operatorapi.RevokePartnerKeyResponseObject, error) {
-	out, err := s.revokeKey(ctx, apikeys.Partner, req.Id, req.KeyId)
-	if err != nil {
-		return nil, err
-	}
-	return operatorapi.RevokePartnerKey200JSONResponse(out), nil
+	return command(ctx, s, func(ctx context.Context) (operatorapi.RevokePartnerKeyResponseObject, error) {
+		out, err := s.revokeKey(ctx, apikeys.Partner, req.Id, req.KeyId)
+		if err != nil {
+			return nil, err
+		}
+		return operatorapi.RevokePartnerKey200JSONResponse(out), nil
+	})
 }
 
 // ListOperatorKeys lists an operator's keys (GET /operators/{id}/keys).
@@ -205,29 +215,35 @@ func (s *Server) ListOperatorKeys(ctx context.Context, req operatorapi.ListOpera
 
 // CreateOperatorKey adds an operator key (POST /operators/{id}/keys).
 func (s *Server) CreateOperatorKey(ctx context.Context, req operatorapi.CreateOperatorKeyRequestObject) (operatorapi.CreateOperatorKeyResponseObject, error) {
-	out, err := s.issueKey(ctx, apikeys.Operator, req.Id)
-	if err != nil {
-		return nil, err
-	}
-	return operatorapi.CreateOperatorKey200JSONResponse{Body: out}, nil
+	return command(ctx, s, func(ctx context.Context) (operatorapi.CreateOperatorKeyResponseObject, error) {
+		out, err := s.issueKey(ctx, apikeys.Operator, req.Id)
+		if err != nil {
+			return nil, err
+		}
+		return operatorapi.CreateOperatorKey200JSONResponse{Body: out}, nil
+	})
 }
 
 // RollOperatorKey rolls an operator key (POST /operators/{id}/keys/{key_id}/roll).
 func (s *Server) RollOperatorKey(ctx context.Context, req operatorapi.RollOperatorKeyRequestObject) (operatorapi.RollOperatorKeyResponseObject, error) {
-	out, err := s.rollKey(ctx, apikeys.Operator, req.Id, req.KeyId, req.Body)
-	if err != nil {
-		return nil, err
-	}
-	return operatorapi.RollOperatorKey200JSONResponse{Body: out}, nil
+	return command(ctx, s, func(ctx context.Context) (operatorapi.RollOperatorKeyResponseObject, error) {
+		out, err := s.rollKey(ctx, apikeys.Operator, req.Id, req.KeyId, req.Body)
+		if err != nil {
+			return nil, err
+		}
+		return operatorapi.RollOperatorKey200JSONResponse{Body: out}, nil
+	})
 }
 
 // RevokeOperatorKey revokes an operator key (DELETE /operators/{id}/keys/{key_id}).
 func (s *Server) RevokeOperatorKey(ctx context.Context, req operatorapi.RevokeOperatorKeyRequestObject) (operatorapi.RevokeOperatorKeyResponseObject, error) {
-	out, err := s.revokeKey(ctx, apikeys.Operator, req.Id, req.KeyId)
-	if err != nil {
-		return nil, err
-	}
-	return operatorapi.RevokeOperatorKey200JSONResponse(out), nil
+	return command(ctx, s, func(ctx context.Context) (operatorapi.RevokeOperatorKeyResponseObject, error) {
+		out, err := s.revokeKey(ctx, apikeys.Operator, req.Id, req.KeyId)
+		if err != nil {
+			return nil, err
+		}
+		return operatorapi.RevokeOperatorKey200JSONResponse(out), nil
+	})
 }
 
 // forget drops a partner key from this instance's cache once the change committed,

@@ -65,46 +65,50 @@ func (s *Server) ListAudit(ctx context.Context, req operatorapi.ListAuditRequest
 
 // CreatePayout records one bank transfer for many transactions (POST /payouts).
 func (s *Server) CreatePayout(ctx context.Context, req operatorapi.CreatePayoutRequestObject) (operatorapi.CreatePayoutResponseObject, error) {
-	o, err := operatorFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	fiat, err := decimal.NewFromString(req.Body.FiatAmount)
-	if err != nil || !fiat.IsPositive() {
-		return nil, apperr.Field(apperr.InvalidRequest, "The payout needs a positive amount.", "/fiat_amount", "must be a decimal greater than 0")
-	}
-	b, err := s.batches.CreatePayout(ctx, lifecycle.Actor{OperatorID: o.ID}, req.Body.PartnerId, req.Body.TransactionIds, req.Body.Reference, fiat)
-	if err != nil {
-		s.refused(o.ID, "batch_payout", req.Body.Reference, err)
-		return nil, err
-	}
-	s.batchLogged(ctx, o.ID, b)
-	msg := "Payout recorded."
-	return operatorapi.CreatePayout200JSONResponse{BatchOKJSONResponse: operatorapi.BatchOKJSONResponse{Body: operatorapi.BatchResponse{
-		Success: true, Message: &msg, Data: batchOut(b),
-	}}}, nil
+	return command(ctx, s, func(ctx context.Context) (operatorapi.CreatePayoutResponseObject, error) {
+		o, err := operatorFrom(ctx)
+		if err != nil {
+			return nil, err
+		}
+		fiat, err := decimal.NewFromString(req.Body.FiatAmount)
+		if err != nil || !fiat.IsPositive() {
+			return nil, apperr.Field(apperr.InvalidRequest, "The payout needs a positive amount.", "/fiat_amount", "must be a decimal greater than 0")
+		}
+		b, err := s.batches.CreatePayout(ctx, lifecycle.Actor{OperatorID: o.ID}, req.Body.PartnerId, req.Body.TransactionIds, req.Body.Reference, fiat)
+		if err != nil {
+			s.refused(o.ID, "batch_payout", req.Body.Reference, err)
+			return nil, err
+		}
+		s.batchLogged(ctx, o.ID, b)
+		msg := "Payout recorded."
+		return operatorapi.CreatePayout200JSONResponse{BatchOKJSONResponse: operatorapi.BatchOKJSONResponse{Body: operatorapi.BatchResponse{
+			Success: true, Message: &msg, Data: batchOut(b),
+		}}}, nil
+	})
 }
 
 // CreateFill records one liquidity order for many transactions (POST /fills).
 func (s *Server) CreateFill(ctx context.Context, req operatorapi.CreateFillRequestObject) (operatorapi.CreateFillResponseObject, error) {
-	o, err := operatorFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rate, err := decimal.NewFromString(req.Body.Rate)
-	if err != nil || !rate.IsPositive() {
-		return nil, apperr.Field(apperr.InvalidRequest, "The executed sale needs a positive rate.", "/rate", "must be a decimal greater than 0")
-	}
-	b, err := s.batches.CreateFill(ctx, lifecycle.Actor{OperatorID: o.ID}, req.Body.TransactionIds, rate, req.Body.Reference)
-	if err != nil {
-		s.refused(o.ID, "batch_fill", req.Body.Reference, err)
-		return nil, err
-	}
-	s.batchLogged(ctx, o.ID, b)
-	msg := "Fill recorded."
-	return operatorapi.CreateFill200JSONResponse{BatchOKJSONResponse: operatorapi.BatchOKJSONResponse{Body: operatorapi.BatchResponse{
-		Success: true, Message: &msg, Data: batchOut(b),
-	}}}, nil
+	return command(ctx, s, func(ctx context.Context) (operatorapi.CreateFillResponseObject, error) {
+		o, err := operatorFrom(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rate, err := decimal.NewFromString(req.Body.Rate)
+		if err != nil || !rate.IsPositive() {
+			return nil, apperr.Field(apperr.InvalidRequest, "The executed sale needs a positive rate.", "/rate", "must be a decimal greater than 0")
+		}
+		b, err := s.batches.CreateFill(ctx, lifecycle.Actor{OperatorID: o.ID}, req.Body.TransactionIds, rate, req.Body.Reference)
+		if err != nil {
+			s.refused(o.ID, "batch_fill", req.Body.Reference, err)
+			return nil, err
+		}
+		s.batchLogged(ctx, o.ID, b)
+		msg := "Fill recorded."
+		return operatorapi.CreateFill200JSONResponse{BatchOKJSONResponse: operatorapi.BatchOKJSONResponse{Body: operatorapi.BatchResponse{
+			Success: true, Message: &msg, Data: batchOut(b),
+		}}}, nil
+	})
 }
 
 // ListPayouts pages through batch payouts (GET /payouts).

@@ -16,17 +16,19 @@ import (
 // AcceptShortPayment lets an expired, short-paid transaction proceed on what was
 // received (POST /transactions/{id}/accept).
 func (s *Server) AcceptShortPayment(ctx context.Context, req operatorapi.AcceptShortPaymentRequestObject) (operatorapi.AcceptShortPaymentResponseObject, error) {
-	t, err := s.act(ctx, "accept", req.Id, req.Body.Reason, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.Accept(ctx, req.Id, by, req.Body.Reason)
+	return command(ctx, s, func(ctx context.Context) (operatorapi.AcceptShortPaymentResponseObject, error) {
+		t, err := s.act(ctx, "accept", req.Id, req.Body.Reason, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
+			return s.lifecycle.Accept(ctx, req.Id, by, req.Body.Reason)
+		})
+		if err != nil {
+			return nil, err
+		}
+		ok, err := s.actionOK(ctx, t, "Short payment accepted.")
+		if err != nil {
+			return nil, err
+		}
+		return operatorapi.AcceptShortPayment200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	ok, err := s.actionOK(ctx, t, "Short payment accepted.")
-	if err != nil {
-		return nil, err
-	}
-	return operatorapi.AcceptShortPayment200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
 }
 
 // ListRefundTasks pages through the refund tasks (GET /refund-tasks).
@@ -54,27 +56,29 @@ func (s *Server) ListRefundTasks(ctx context.Context, req operatorapi.ListRefund
 
 // ResolveRefundTask closes an open refund task of any kind (POST /refund-tasks/{id}/resolve).
 func (s *Server) ResolveRefundTask(ctx context.Context, req operatorapi.ResolveRefundTaskRequestObject) (operatorapi.ResolveRefundTaskResponseObject, error) {
-	o, err := operatorFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	b := req.Body
-	d, err := s.resolveTask(ctx, req.Id, o.ID, b)
-	if err != nil {
-		return nil, err
-	}
-	ref := ""
-	if b.TxHash != nil {
-		ref = *b.TxHash
-	}
-	idempotency.OnCommit(ctx, func() {
-		s.log.Info("operator action", "operator_id", o.ID.String(), "action", "resolve_"+string(b.Action),
-			"refund_task_id", d.ID.String(), "kind", string(d.Kind), "reference", ref)
+	return command(ctx, s, func(ctx context.Context) (operatorapi.ResolveRefundTaskResponseObject, error) {
+		o, err := operatorFrom(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b := req.Body
+		d, err := s.resolveTask(ctx, req.Id, o.ID, b)
+		if err != nil {
+			return nil, err
+		}
+		ref := ""
+		if b.TxHash != nil {
+			ref = *b.TxHash
+		}
+		idempotency.OnCommit(ctx, func() {
+			s.log.Info("operator action", "operator_id", o.ID.String(), "action", "resolve_"+string(b.Action),
+				"refund_task_id", d.ID.String(), "kind", string(d.Kind), "reference", ref)
+		})
+		msg := "Refund task resolved."
+		return operatorapi.ResolveRefundTask200JSONResponse{Body: operatorapi.RefundTaskResponse{
+			Success: true, Message: &msg, Data: taskOut(d),
+		}}, nil
 	})
-	msg := "Refund task resolved."
-	return operatorapi.ResolveRefundTask200JSONResponse{Body: operatorapi.RefundTaskResponse{
-		Success: true, Message: &msg, Data: taskOut(d),
-	}}, nil
 }
 
 // resolveTask closes task id. A short task of a transaction is the transaction's

@@ -14,6 +14,7 @@ import (
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
 	"partnerd/internal/batches"
+	"partnerd/internal/httpapi"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
@@ -81,89 +82,99 @@ func (s *Server) GetOperatorTransaction(ctx context.Context, req operatorapi.Get
 
 // FillOrder records the executed sale (POST /transactions/{id}/fill).
 func (s *Server) FillOrder(ctx context.Context, req operatorapi.FillOrderRequestObject) (operatorapi.FillOrderResponseObject, error) {
-	// The contract's patterns admit decimals only; zero is the one bad value left.
-	var rate, fiat decimal.Decimal
-	for _, f := range []struct {
-		field, in string
-		out       *decimal.Decimal
-	}{{"/rate", req.Body.Rate, &rate}, {"/fiat_amount", req.Body.FiatAmount, &fiat}} {
-		v, err := decimal.NewFromString(f.in)
-		if err != nil || !v.IsPositive() {
-			return nil, apperr.Field(apperr.InvalidRequest, "The executed sale needs a positive rate and amount.", f.field, "must be a decimal greater than 0")
+	return command(ctx, s, func(ctx context.Context) (operatorapi.FillOrderResponseObject, error) {
+		// The contract's patterns admit decimals only; zero is the one bad value left.
+		var rate, fiat decimal.Decimal
+		for _, f := range []struct {
+			field, in string
+			out       *decimal.Decimal
+		}{{"/rate", req.Body.Rate, &rate}, {"/fiat_amount", req.Body.FiatAmount, &fiat}} {
+			v, err := decimal.NewFromString(f.in)
+			if err != nil || !v.IsPositive() {
+				return nil, apperr.Field(apperr.InvalidRequest, "The executed sale needs a positive rate and amount.", f.field, "must be a decimal greater than 0")
+			}
+			*f.out = v
 		}
-		*f.out = v
-	}
-	t, err := s.act(ctx, "fill", req.Id, req.Body.Reference, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.FillOrder(ctx, req.Id, by, rate, fiat, req.Body.Reference)
+		t, err := s.act(ctx, "fill", req.Id, req.Body.Reference, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
+			return s.lifecycle.FillOrder(ctx, req.Id, by, rate, fiat, req.Body.Reference)
+		})
+		if err != nil {
+			return nil, err
+		}
+		ok, err := s.actionOK(ctx, t, "Order filled.")
+		if err != nil {
+			return nil, err
+		}
+		return operatorapi.FillOrder200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	ok, err := s.actionOK(ctx, t, "Order filled.")
-	if err != nil {
-		return nil, err
-	}
-	return operatorapi.FillOrder200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
 }
 
 // SettleOrder records the sale's settlement (POST /transactions/{id}/settle).
 func (s *Server) SettleOrder(ctx context.Context, req operatorapi.SettleOrderRequestObject) (operatorapi.SettleOrderResponseObject, error) {
-	t, err := s.act(ctx, "settle", req.Id, req.Body.Reference, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.SettleOrder(ctx, req.Id, by, req.Body.Reference)
+	return command(ctx, s, func(ctx context.Context) (operatorapi.SettleOrderResponseObject, error) {
+		t, err := s.act(ctx, "settle", req.Id, req.Body.Reference, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
+			return s.lifecycle.SettleOrder(ctx, req.Id, by, req.Body.Reference)
+		})
+		if err != nil {
+			return nil, err
+		}
+		ok, err := s.actionOK(ctx, t, "Order settled; the transaction is completed.")
+		if err != nil {
+			return nil, err
+		}
+		return operatorapi.SettleOrder200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	ok, err := s.actionOK(ctx, t, "Order settled; the transaction is completed.")
-	if err != nil {
-		return nil, err
-	}
-	return operatorapi.SettleOrder200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
 }
 
 // SettlePayout records the NGN payout (POST /transactions/{id}/payout).
 func (s *Server) SettlePayout(ctx context.Context, req operatorapi.SettlePayoutRequestObject) (operatorapi.SettlePayoutResponseObject, error) {
-	t, err := s.act(ctx, "payout", req.Id, req.Body.Reference, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.PayOut(ctx, req.Id, by, req.Body.Reference, nil)
+	return command(ctx, s, func(ctx context.Context) (operatorapi.SettlePayoutResponseObject, error) {
+		t, err := s.act(ctx, "payout", req.Id, req.Body.Reference, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
+			return s.lifecycle.PayOut(ctx, req.Id, by, req.Body.Reference, nil)
+		})
+		if err != nil {
+			return nil, err
+		}
+		ok, err := s.actionOK(ctx, t, "Payout settled.")
+		if err != nil {
+			return nil, err
+		}
+		return operatorapi.SettlePayout200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	ok, err := s.actionOK(ctx, t, "Payout settled.")
-	if err != nil {
-		return nil, err
-	}
-	return operatorapi.SettlePayout200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
 }
 
 // FailTransaction fails a transaction (POST /transactions/{id}/fail).
 func (s *Server) FailTransaction(ctx context.Context, req operatorapi.FailTransactionRequestObject) (operatorapi.FailTransactionResponseObject, error) {
-	t, err := s.act(ctx, "fail", req.Id, req.Body.Reason, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.FailBy(ctx, req.Id, by, req.Body.Reason)
+	return command(ctx, s, func(ctx context.Context) (operatorapi.FailTransactionResponseObject, error) {
+		t, err := s.act(ctx, "fail", req.Id, req.Body.Reason, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
+			return s.lifecycle.FailBy(ctx, req.Id, by, req.Body.Reason)
+		})
+		if err != nil {
+			return nil, err
+		}
+		ok, err := s.actionOK(ctx, t, "Transaction failed.")
+		if err != nil {
+			return nil, err
+		}
+		return operatorapi.FailTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	ok, err := s.actionOK(ctx, t, "Transaction failed.")
-	if err != nil {
-		return nil, err
-	}
-	return operatorapi.FailTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
 }
 
 // RefundTransaction records a deposit's refund (POST /transactions/{id}/refund).
 func (s *Server) RefundTransaction(ctx context.Context, req operatorapi.RefundTransactionRequestObject) (operatorapi.RefundTransactionResponseObject, error) {
-	t, err := s.act(ctx, "refund", req.Id, req.Body.TxHash, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.RefundBy(ctx, req.Id, by, req.Body.TxHash)
+	return command(ctx, s, func(ctx context.Context) (operatorapi.RefundTransactionResponseObject, error) {
+		t, err := s.act(ctx, "refund", req.Id, req.Body.TxHash, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
+			return s.lifecycle.RefundBy(ctx, req.Id, by, req.Body.TxHash)
+		})
+		if err != nil {
+			return nil, err
+		}
+		ok, err := s.actionOK(ctx, t, "Deposit refunded.")
+		if err != nil {
+			return nil, err
+		}
+		return operatorapi.RefundTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	ok, err := s.actionOK(ctx, t, "Deposit refunded.")
-	if err != nil {
-		return nil, err
-	}
-	return operatorapi.RefundTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
 }
 
 // ListUnmatchedDeposits pages through unmatched deposits (GET /deposits/unmatched).
@@ -189,34 +200,36 @@ func (s *Server) ListUnmatchedDeposits(ctx context.Context, req operatorapi.List
 
 // ResolveUnmatchedDeposit closes an open unmatched deposit (POST /deposits/{id}/resolve).
 func (s *Server) ResolveUnmatchedDeposit(ctx context.Context, req operatorapi.ResolveUnmatchedDepositRequestObject) (operatorapi.ResolveUnmatchedDepositResponseObject, error) {
-	o, err := operatorFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	b := req.Body
-	d, err := s.unmatched.ResolveUnmatched(ctx, req.Id, o.ID, unmatched.Status(b.Action), b.TxHash, b.Note)
-	if err != nil {
-		return nil, err
-	}
-	ref := ""
-	if b.TxHash != nil {
-		ref = *b.TxHash
-	}
-	if s.audit != nil {
-		did := d.ID
-		if err := s.audit.Record(ctx, audit.Entry{OperatorID: o.ID, Action: audit.Action("resolve_" + string(b.Action)),
-			UnmatchedDepositID: &did, Reference: b.TxHash}); err != nil {
+	return command(ctx, s, func(ctx context.Context) (operatorapi.ResolveUnmatchedDepositResponseObject, error) {
+		o, err := operatorFrom(ctx)
+		if err != nil {
 			return nil, err
 		}
-	}
-	s.committed(ctx, func() {
-		s.log.Info("operator action", "operator_id", o.ID.String(), "action", "resolve_"+string(b.Action),
-			"unmatched_deposit_id", d.ID.String(), "reference", ref)
+		b := req.Body
+		d, err := s.unmatched.ResolveUnmatched(ctx, req.Id, o.ID, unmatched.Status(b.Action), b.TxHash, b.Note)
+		if err != nil {
+			return nil, err
+		}
+		ref := ""
+		if b.TxHash != nil {
+			ref = *b.TxHash
+		}
+		if s.audit != nil {
+			did := d.ID
+			if err := s.audit.Record(ctx, audit.Entry{OperatorID: o.ID, Action: audit.Action("resolve_" + string(b.Action)),
+				UnmatchedDepositID: &did, Reference: b.TxHash}); err != nil {
+				return nil, err
+			}
+		}
+		s.committed(ctx, func() {
+			s.log.Info("operator action", "operator_id", o.ID.String(), "action", "resolve_"+string(b.Action),
+				"unmatched_deposit_id", d.ID.String(), "reference", ref)
+		})
+		msg := "Deposit resolved."
+		return operatorapi.ResolveUnmatchedDeposit200JSONResponse{Body: operatorapi.UnmatchedDepositResponse{
+			Success: true, Message: &msg, Data: depositOut(d),
+		}}, nil
 	})
-	msg := "Deposit resolved."
-	return operatorapi.ResolveUnmatchedDeposit200JSONResponse{Body: operatorapi.UnmatchedDepositResponse{
-		Success: true, Message: &msg, Data: depositOut(d),
-	}}, nil
 }
 
 // act runs one audited transaction action for the authenticated operator and logs
@@ -232,7 +245,7 @@ func (s *Server) act(ctx context.Context, action string, id uuid.UUID, reference
 			"transaction_id", id.String(), "reference", reference, "error_code", string(apperr.CodeOf(err)))
 		return nil, err
 	}
-	// The audit row joins the action's unit of work (the idempotency layer's).
+	// The audit row joins the action's unit of work (begun by command).
 	if s.audit != nil {
 		tid, ref := t.ID, reference
 		if err := s.audit.Record(ctx, audit.Entry{OperatorID: o.ID, Action: audit.Action(action), TransactionID: &tid, Reference: &ref}); err != nil {
@@ -317,4 +330,18 @@ func pageParams(limit *int, cur *string) (int, string) {
 		c = *cur
 	}
 	return l, c
+}
+
+// command runs one operator command as a use case: its unit of work begins here
+// (idempotency.Run, under the operator's Idempotency-Key when sent), and fn does
+// the command and builds its answer inside it. The domain changes fn makes join
+// it, as do its audit row and the stored answer, so all of them commit together
+// or none does; the answer sent is the one stored.
+func command[R any](ctx context.Context, s *Server, fn func(ctx context.Context) (R, error)) (R, error) {
+	respond := httpapi.AnswerWith(ctx, func(_ context.Context, r R) (R, error) { return r, nil })
+	r, err := idempotency.Run(ctx, s.lifecycle.Begin, func(ctx context.Context, _ lifecycle.Tx) (R, error) { return fn(ctx) })
+	if err != nil {
+		return r, err
+	}
+	return respond(ctx, r)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/idempotency"
 	"partnerd/internal/money"
 	"partnerd/internal/pricing"
 )
@@ -33,9 +34,17 @@ type Quote struct {
 	UsedAt *time.Time
 }
 
+// Tx is the unit of work a quote is stored in.
+type Tx interface {
+	// AfterCommit runs f once the unit of work has committed.
+	AfterCommit(f func())
+}
+
 // Store persists quotes.
 type Store interface {
-	// CreateQuote inserts q.
+	// WithTx runs fn in a unit of work, joining the one ctx carries, if any.
+	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// CreateQuote inserts q (inside the unit of work ctx carries, if any).
 	CreateQuote(ctx context.Context, q *Quote) error
 }
 
@@ -71,6 +80,15 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req Request) 
 	if err != nil {
 		return nil, err
 	}
+	// The unit of work begins once the amount is priced: the quote and, under an
+	// Idempotency-Key, the stored answer commit together.
+	return idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, _ Tx) (*Quote, error) {
+		return s.insert(ctx, partnerID, price)
+	})
+}
+
+// insert stores a quote of price for partnerID.
+func (s *Service) insert(ctx context.Context, partnerID uuid.UUID, price pricing.Price) (*Quote, error) {
 	now := s.now()
 	q := &Quote{
 		ID:           uuid.New(),

@@ -16,6 +16,7 @@ import (
 
 	"partnerd/internal/apperr"
 	"partnerd/internal/chain"
+	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 )
 
@@ -51,7 +52,16 @@ var maxSimulatedAmount = decimal.New(1, 12)
 // Simulate applies e to partnerID's transaction and returns it as it is now.
 // Errors: NotFound (not the partner's), InvalidStateTransition, InvalidRequest
 // (an event the simulator does not know).
+//
+// A simulated event is one unit of work, begun here: every change it makes (and,
+// under an Idempotency-Key, the stored answer) commits together.
 func (s *Simulator) Simulate(ctx context.Context, partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
+	return idempotency.Run(ctx, s.lifecycle.Begin, func(ctx context.Context, _ lifecycle.Tx) (*lifecycle.Transaction, error) {
+		return s.simulate(ctx, partnerID, e)
+	})
+}
+
+func (s *Simulator) simulate(ctx context.Context, partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
 	t, err := s.reader.Get(ctx, partnerID, e.TransactionID)
 	if err != nil {
 		return nil, err

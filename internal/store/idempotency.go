@@ -8,6 +8,8 @@ import (
 
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
+	"partnerd/internal/quotes"
+	"partnerd/internal/webhook"
 )
 
 // keyTable is a table of idempotency keys: the partners' (idempotency_keys) or
@@ -30,6 +32,8 @@ var (
 	_ idempotency.Tx = (*Tx)(nil)
 	_ idempotency.Tx = keyTx{}
 	_ lifecycle.Tx   = (*Tx)(nil)
+	_ quotes.Tx      = (*Tx)(nil)
+	_ webhook.Tx     = (*Tx)(nil)
 )
 
 // GetKey returns the partner key's record (see keyTx.GetKey).

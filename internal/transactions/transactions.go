@@ -17,6 +17,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
 	"partnerd/internal/pricing"
@@ -100,7 +101,6 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 		if err != nil {
 			return nil, apperr.Field(apperr.InvalidRequest, "The fiat_amount is invalid.", "/fiat_amount", err.Error())
 		}
-		// Priced before the database transaction: the rate source may be slow.
 		if direct, err = s.pricer.Price(ctx, req.Token, req.Network, pricing.Amount{Fiat: &fiat}); err != nil {
 			return nil, err
 		}
@@ -108,8 +108,10 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 		return nil, err
 	}
 
-	var out *lifecycle.Transaction
-	err := s.store.WithTx(ctx, func(ctx context.Context, tx lifecycle.Tx) error {
+	// The unit of work begins here, after the pricing (the rate source may be
+	// slow): the key's claim, the transaction, its history, event and stored answer
+	// commit together.
+	return idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, tx lifecycle.Tx) (*lifecycle.Transaction, error) {
 		now := s.now()
 		t := &lifecycle.Transaction{
 			ID:                uuid.New(),
@@ -129,7 +131,7 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 		if req.QuoteID != nil {
 			q, err := useQuote(ctx, tx, partnerID, *req.QuoteID, req, now)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			t.QuoteID, t.Rate, t.CryptoAmount, t.FiatAmount = &q.ID, q.AdjustedRate, q.CryptoAmount, q.FiatAmount
 		} else {
@@ -137,34 +139,29 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 		}
 		idx, err := tx.NextAddressIndex(ctx, t.Network)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if t.DepositAddress, err = s.addresses.Address(t.Network, idx); err != nil {
-			return fmt.Errorf("derive %s address %d: %w", t.Network, idx, err)
+			return nil, fmt.Errorf("derive %s address %d: %w", t.Network, idx, err)
 		}
 		t.AddressIndex = idx
 		if err := tx.InsertTransaction(ctx, t); err != nil {
 			// Not inserted (a duplicate reference): the index goes back, so a
 			// failed create leaves no unused address between used ones.
 			if rerr := tx.ReleaseAddressIndex(ctx, t.Network, idx); rerr != nil {
-				return errors.Join(err, rerr)
+				return nil, errors.Join(err, rerr)
 			}
-			return err
+			return nil, err
 		}
 		created := lifecycle.MustLookup(lifecycle.None, lifecycle.Create)
 		if err := lifecycle.Record(ctx, tx, t, created, nil, now); err != nil {
-			return err
+			return nil, err
 		}
 		if s.observer != nil {
 			tx.AfterCommit(func() { s.observer.Transitioned(t, created) })
 		}
-		out = t
-		return nil
+		return t, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Observe sets the observer of created transactions (told after commit).

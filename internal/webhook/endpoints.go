@@ -8,20 +8,36 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/idempotency"
 	"partnerd/internal/safeurl"
 	"partnerd/internal/webhook/sign"
 )
 
+// Tx is the unit of work an endpoint change runs in: the store's writes made
+// with its ctx join it.
+type Tx interface {
+	// AfterCommit runs f once the unit of work has committed.
+	AfterCommit(f func())
+}
+
+// EndpointStore is the store of endpoint changes: the event store, and the unit
+// of work they begin.
+type EndpointStore interface {
+	Store
+	// WithTx runs fn in a unit of work, joining the one ctx carries, if any.
+	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+}
+
 // Endpoints registers partners' webhook endpoints.
 type Endpoints struct {
-	store  Store
+	store  EndpointStore
 	policy safeurl.Policy
 	queue  Queue
 	now    func() time.Time
 }
 
 // NewEndpoints returns an Endpoints checking URLs against policy.
-func NewEndpoints(store Store, policy safeurl.Policy, queue Queue, now func() time.Time) *Endpoints {
+func NewEndpoints(store EndpointStore, policy safeurl.Policy, queue Queue, now func() time.Time) *Endpoints {
 	return &Endpoints{store: store, policy: policy, queue: queue, now: now}
 }
 
@@ -46,34 +62,58 @@ func (s *Endpoints) Put(ctx context.Context, partnerID uuid.UUID, url string, en
 	if err := s.policy.Check(ctx, url); err != nil {
 		return nil, "", apperr.Field(apperr.WebhookURLNotAllowed, "This webhook URL is not accepted here.", "/url", err.Error())
 	}
-	now := s.now()
-	secret, err := sign.NewSecret()
-	if err != nil {
-		return nil, "", err
-	}
-	created, err := s.store.InsertEndpoint(ctx, &Endpoint{
-		PartnerID: partnerID, URL: url, Enabled: enabled, Secret: secret, CreatedAt: now, UpdatedAt: now,
+	// The unit of work begins once the URL passed (its check may resolve DNS). The
+	// waiting events are released after it: their jobs are queued through the
+	// job queue's own connection (on SQLite that waits for the write lock a unit
+	// of work holds), and a release is safe to repeat.
+	var switchedOn bool
+	out, err := idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, _ Tx) (Registered, error) {
+		e, secret, on, err := s.put(ctx, partnerID, url, enabled)
+		switchedOn = on
+		return Registered{Endpoint: e, Secret: secret}, err
 	})
 	if err != nil {
 		return nil, "", err
-	}
-	switchedOn := created && enabled
-	if !created {
-		secret = ""
-		if switchedOn, err = s.store.UpdateEndpoint(ctx, partnerID, url, enabled, now); err != nil {
-			return nil, "", err
-		}
 	}
 	if switchedOn {
 		if err := s.release(ctx, partnerID); err != nil {
 			return nil, "", err
 		}
 	}
+	return out.Endpoint, out.Secret, nil
+}
+
+// Registered is an endpoint as a change left it, with its new signing secret
+// when the change made one (shown once).
+type Registered struct {
+	Endpoint *Endpoint
+	Secret   string
+}
+
+func (s *Endpoints) put(ctx context.Context, partnerID uuid.UUID, url string, enabled bool) (*Endpoint, string, bool, error) {
+	now := s.now()
+	secret, err := sign.NewSecret()
+	if err != nil {
+		return nil, "", false, err
+	}
+	created, err := s.store.InsertEndpoint(ctx, &Endpoint{
+		PartnerID: partnerID, URL: url, Enabled: enabled, Secret: secret, CreatedAt: now, UpdatedAt: now,
+	})
+	if err != nil {
+		return nil, "", false, err
+	}
+	switchedOn := created && enabled
+	if !created {
+		secret = ""
+		if switchedOn, err = s.store.UpdateEndpoint(ctx, partnerID, url, enabled, now); err != nil {
+			return nil, "", false, err
+		}
+	}
 	e, err := s.store.EndpointOf(ctx, partnerID)
 	if err != nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
-	return e, secret, nil
+	return e, secret, switchedOn, nil
 }
 
 // release queues every pending event of the partner: one statement marks them
@@ -94,6 +134,14 @@ func (s *Endpoints) release(ctx context.Context, partnerID uuid.UUID) error {
 // write that reads the secret it replaces, so concurrent rotations each take
 // effect in turn. Errors: NotFound.
 func (s *Endpoints) Rotate(ctx context.Context, partnerID uuid.UUID) (*Endpoint, string, error) {
+	out, err := idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, _ Tx) (Registered, error) {
+		e, secret, err := s.rotate(ctx, partnerID)
+		return Registered{Endpoint: e, Secret: secret}, err
+	})
+	return out.Endpoint, out.Secret, err
+}
+
+func (s *Endpoints) rotate(ctx context.Context, partnerID uuid.UUID) (*Endpoint, string, error) {
 	secret, err := sign.NewSecret()
 	if err != nil {
 		return nil, "", err

@@ -9,6 +9,7 @@ import (
 
 	"partnerd/internal/apperr"
 	"partnerd/internal/cursor"
+	"partnerd/internal/idempotency"
 )
 
 // Filter selects events.
@@ -91,7 +92,25 @@ type Replayed struct {
 // payload; it starts a fresh retry cycle. When an attempt of the event is running
 // (or was interrupted by a crash and awaits its rescue) the redelivery follows it,
 // and the answer says so. Errors: NotFound.
+//
+// It runs in no unit of work of its own (idempotency.RunApart): the delivery job
+// is queued through the job queue's own connection (on SQLite it would wait for
+// the write lock a unit of work holds), and replaying twice is harmless.
 func (l *Log) Replay(ctx context.Context, partnerID, id uuid.UUID) (*Event, Replayed, error) {
+	out, err := idempotency.RunApart(ctx, func(ctx context.Context) (Requeued, error) {
+		ev, r, err := l.replay(ctx, partnerID, id)
+		return Requeued{Event: ev, Replayed: r}, err
+	})
+	return out.Event, out.Replayed, err
+}
+
+// Requeued is a replayed event and when its redelivery is due.
+type Requeued struct {
+	Event    *Event
+	Replayed Replayed
+}
+
+func (l *Log) replay(ctx context.Context, partnerID, id uuid.UUID) (*Event, Replayed, error) {
 	now := l.now()
 	ev, err := l.store.Requeue(ctx, &partnerID, id, now)
 	if err != nil {
