@@ -1,0 +1,136 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"partnerd/internal/apperr"
+	"partnerd/internal/idempotency"
+	"partnerd/internal/store"
+)
+
+// TestRunIsTheUseCasesUnitOfWork holds idempotency.Run, where every
+// state-changing use case begins its unit of work, to its rules on the real store:
+// without a key it is a plain unit of work; under a key the answer it renders is
+// stored with the effects, a retry gets it back as *Replayed without running the
+// use case, another request's key is refused, a stored 4xx replays and a 400 does
+// not; a use case called inside another joins its unit of work and the key is
+// taken once.
+func TestRunIsTheUseCasesUnitOfWork(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, s *store.Store) {
+		ctx := context.Background()
+		p := newPartner(t, s)
+		svc := idempotency.NewService(store.For[idempotency.Tx](s), store.Now)
+		begin := store.For[idempotency.Tx](s).WithTx
+		count := func() int64 {
+			n, err := s.CountPartners(ctx)
+			require.NoError(t, err)
+			return n
+		}
+		// effect adds a partner in the unit of work ctx carries, and fails with fail.
+		runs := 0
+		effect := func(fail error) func(ctx context.Context, _ idempotency.Tx) (string, error) {
+			return func(ctx context.Context, _ idempotency.Tx) (string, error) {
+				runs++
+				other := *p
+				other.ID, other.KeyHash = uuid.New(), uuid.NewString()
+				if err := s.CreatePartner(ctx, &other); err != nil {
+					return "", err
+				}
+				return other.ID.String(), fail
+			}
+		}
+		// request names a call under key with fingerprint fp; its answers render
+		// the result as the body, and errors by their status.
+		request := func(key, fp string) context.Context {
+			return idempotency.WithRequest(ctx, &idempotency.Request{
+				Service: svc, Key: idempotency.Key{PartnerID: p.ID, Operation: "op", Key: key}, Fingerprint: fp,
+				Answer: func(_ context.Context, result any, err error) (idempotency.Response, error) {
+					if e, ok := apperr.As(err); ok {
+						status := map[apperr.Code]int{apperr.InvalidRequest: 400, apperr.InvalidStateTransition: 409}[e.Code]
+						return idempotency.Response{Status: status, Body: []byte(e.Message)}, nil
+					}
+					if err != nil {
+						return idempotency.Response{Status: 500}, nil
+					}
+					return idempotency.Response{Status: 201, Body: []byte(result.(string))}, nil
+				},
+			})
+		}
+
+		// No key: a plain unit of work, rolled back by an error; hooks after the commit.
+		before := count()
+		_, err := idempotency.Run(ctx, begin, effect(errors.New("boom")))
+		require.EqualError(t, err, "boom")
+		require.Equal(t, before, count(), "the failed use case's write rolled back")
+		var hooked []string
+		id, err := idempotency.Run(ctx, begin, func(ctx context.Context, tx idempotency.Tx) (string, error) {
+			idempotency.OnCommit(ctx, func() { hooked = append(hooked, "after") })
+			require.Empty(t, hooked, "not before the commit")
+			return effect(nil)(ctx, tx)
+		})
+		require.NoError(t, err)
+		require.NotEmpty(t, id)
+		require.Equal(t, []string{"after"}, hooked)
+		require.Equal(t, before+1, count())
+
+		// Under a key: run once, stored with the effects, replayed after.
+		runs = 0
+		first, err := idempotency.Run(request("k1", "fp"), begin, effect(nil))
+		require.NoError(t, err)
+		require.Equal(t, before+2, count())
+		_, err = idempotency.Run(request("k1", "fp"), begin, effect(nil))
+		stored, ok := idempotency.ReplayOf(err)
+		require.True(t, ok, "a retry gets the stored answer: %v", err)
+		require.Equal(t, idempotency.Response{Status: 201, Body: []byte(first), Replayed: true}, stored)
+		require.Equal(t, 1, runs, "a replay does not run the use case")
+		require.Equal(t, before+2, count())
+		_, err = idempotency.Run(request("k1", "another request"), begin, effect(nil))
+		require.Equal(t, apperr.IdempotencyKeyReused, apperr.CodeOf(err))
+
+		// A 409 rolls its effects back and is stored; a 400 is not.
+		conflict := apperr.New(apperr.InvalidStateTransition, "no")
+		_, err = idempotency.Run(request("k409", "fp"), begin, effect(conflict))
+		require.Equal(t, apperr.InvalidStateTransition, apperr.CodeOf(err))
+		require.Equal(t, before+2, count(), "the 409's write rolled back")
+		_, err = idempotency.Run(request("k409", "fp"), begin, effect(nil))
+		stored, ok = idempotency.ReplayOf(err)
+		require.True(t, ok)
+		require.Equal(t, 409, stored.Status)
+		_, err = idempotency.Run(request("k400", "fp"), begin, effect(apperr.New(apperr.InvalidRequest, "bad")))
+		require.Equal(t, apperr.InvalidRequest, apperr.CodeOf(err))
+		_, err = idempotency.Run(request("k400", "fp"), begin, effect(nil))
+		require.NoError(t, err, "after a 400 the key is free")
+
+		// A use case inside another joins its unit of work; the key is taken once.
+		ctx2 := request("nested", "fp")
+		r := idempotency.RequestOf(ctx2)
+		n := count()
+		_, err = idempotency.Run(ctx2, begin, func(ctx context.Context, tx idempotency.Tx) (string, error) {
+			require.Nil(t, idempotency.RequestOf(ctx), "the outer use case took the request")
+			if _, err := idempotency.Run(ctx, begin, effect(nil)); err != nil {
+				return "", err
+			}
+			return effect(conflict)(ctx, tx)
+		})
+		require.Equal(t, apperr.InvalidStateTransition, apperr.CodeOf(err))
+		require.True(t, r.Ran())
+		require.Equal(t, n, count(), "the inner use case's write rolled back with the outer's")
+
+		// RunApart: no unit of work of its own, the key's answer stored after.
+		apart := 0
+		fn := func(context.Context) (string, error) { apart++; return "queued", nil }
+		out, err := idempotency.RunApart(request("apart", "fp"), fn)
+		require.NoError(t, err)
+		require.Equal(t, "queued", out)
+		_, err = idempotency.RunApart(request("apart", "fp"), fn)
+		_, ok = idempotency.ReplayOf(err)
+		require.True(t, ok)
+		require.Equal(t, 1, apart)
+	})
+}
