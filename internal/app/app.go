@@ -30,6 +30,7 @@ import (
 	"partnerd/internal/cursor"
 	"partnerd/internal/docs"
 	"partnerd/internal/httpapi"
+	"partnerd/internal/httpkit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/jobs"
 	"partnerd/internal/lifecycle"
@@ -319,7 +320,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("start jobs: %w", err)
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(httpapi.Listener(ln)) }()
+	go func() { errc <- srv.Serve(httpkit.Listener(ln)) }()
 	select {
 	case err := <-errc:
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"partnerd/gen/api"
 	"partnerd/internal/apperr"
+	"partnerd/internal/httpkit"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
 	"partnerd/internal/revenue"
@@ -21,7 +22,7 @@ func (s *Server) CancelTransaction(ctx context.Context, req api.CancelTransactio
 	if err != nil {
 		return nil, err
 	}
-	respond := AnswerWith(ctx, func(_ context.Context, t *lifecycle.Transaction) (api.CancelTransactionResponseObject, error) {
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, t *lifecycle.Transaction) (api.CancelTransactionResponseObject, error) {
 		msg := "Transaction cancelled."
 		return api.CancelTransaction200JSONResponse{Body: api.TransactionResponse{Success: true, Message: &msg, Data: transactionOut(t)}}, nil
 	})
@@ -71,7 +72,7 @@ func (s *Server) SimulateSandboxEvent(ctx context.Context, req api.SimulateSandb
 	if err != nil {
 		return nil, err
 	}
-	respond := AnswerWith(ctx, func(_ context.Context, t *lifecycle.Transaction) (api.SimulateSandboxEventResponseObject, error) {
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, t *lifecycle.Transaction) (api.SimulateSandboxEventResponseObject, error) {
 		return api.SimulateSandboxEvent200JSONResponse{TransactionDetailOKJSONResponse: detailResponse(t)}, nil
 	})
 	b := req.Body
@@ -99,7 +100,7 @@ func (s *Server) ListRevenue(ctx context.Context, req api.ListRevenueRequestObje
 		return nil, err
 	}
 	q := req.Params
-	limit, after := pageParams(q.Limit, q.Cursor)
+	limit, after := httpkit.PageParams(q.Limit, q.Cursor)
 	page, err := s.ledger.List(ctx, p.ID, revenue.Filter{From: q.From, To: q.To, Token: q.CryptoCurrency, Network: q.Network},
 		limit, after, q.IncludeSummary != nil && *q.IncludeSummary)
 	if err != nil {

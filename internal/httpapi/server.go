@@ -1,8 +1,9 @@
 // Package httpapi is the partner API's HTTP layer. It implements the strict server
 // interface generated from openapi/partner.yaml, mapping generated types to domain
-// calls and back exactly once, and owns the transport concerns: authentication,
-// request validation, request ids and the error-code → status table. It holds no SQL
-// and no business rules.
+// calls and back exactly once, and owns what is the partner API's own: partner
+// authentication, its routes and its security headers. The transport it shares
+// with the operator API (error body and status table, request checks, validation,
+// the idempotency layer) is package httpkit. It holds no SQL and no business rules.
 package httpapi
 
 import (
@@ -12,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/gen/api"
+	"partnerd/internal/httpkit"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
 	"partnerd/internal/partners"
@@ -50,7 +52,7 @@ func (s *Server) CreateQuote(ctx context.Context, req api.CreateQuoteRequestObje
 	if err != nil {
 		return nil, err
 	}
-	respond := AnswerWith(ctx, func(_ context.Context, q *quotes.Quote) (api.CreateQuoteResponseObject, error) {
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, q *quotes.Quote) (api.CreateQuoteResponseObject, error) {
 		return api.CreateQuote201JSONResponse{Success: true, Data: quoteOut(q)}, nil
 	})
 	q, err := s.quotes.Create(ctx, p.ID, quotes.Request{

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"partnerd/gen/api"
+	"partnerd/internal/httpkit"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
 	"partnerd/internal/transactions"
@@ -15,7 +16,7 @@ func (s *Server) CreateTransaction(ctx context.Context, req api.CreateTransactio
 	if err != nil {
 		return nil, err
 	}
-	respond := AnswerWith(ctx, func(_ context.Context, t *lifecycle.Transaction) (api.CreateTransactionResponseObject, error) {
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, t *lifecycle.Transaction) (api.CreateTransactionResponseObject, error) {
 		return api.CreateTransaction201JSONResponse{Body: api.TransactionResponse{Success: true, Data: transactionOut(t)}}, nil
 	})
 	b := req.Body
@@ -75,7 +76,7 @@ func (s *Server) ListTransactions(ctx context.Context, req api.ListTransactionsR
 			f.Statuses = append(f.Statuses, lifecycle.Status(st))
 		}
 	}
-	limit, after := pageParams(q.Limit, q.Cursor)
+	limit, after := httpkit.PageParams(q.Limit, q.Cursor)
 	page, err := s.lister.List(ctx, p.ID, f, limit, after)
 	if err != nil {
 		return nil, err
@@ -133,17 +134,4 @@ func transfersOut(in []lifecycle.SnapshotTransfer) []api.DepositTransfer {
 
 func detailResponse(t *lifecycle.Transaction) api.TransactionDetailOKJSONResponse {
 	return api.TransactionDetailOKJSONResponse{Success: true, Data: detailOut(t)}
-}
-
-// pageParams reads the optional limit and cursor of a list request (0 and "" when
-// absent; the list applies its default page size).
-func pageParams(limit *int, cur *string) (int, string) {
-	l, c := 0, ""
-	if limit != nil {
-		l = *limit
-	}
-	if cur != nil {
-		c = *cur
-	}
-	return l, c
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"partnerd/gen/api"
+	"partnerd/internal/httpkit"
 	"partnerd/internal/webhook"
 )
 
@@ -30,7 +31,7 @@ func (s *Server) PutWebhookEndpoint(ctx context.Context, req api.PutWebhookEndpo
 	if err != nil {
 		return nil, err
 	}
-	respond := AnswerWith(ctx, func(_ context.Context, r webhook.Registered) (api.PutWebhookEndpointResponseObject, error) {
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, r webhook.Registered) (api.PutWebhookEndpointResponseObject, error) {
 		return api.PutWebhookEndpoint200JSONResponse{WebhookEndpointOKJSONResponse: endpointOut(r.Endpoint, r.Secret)}, nil
 	})
 	e, secret, err := s.endpoints.Put(ctx, p.ID, req.Body.Url, req.Body.Enabled)
@@ -46,7 +47,7 @@ func (s *Server) RotateWebhookSecret(ctx context.Context, _ api.RotateWebhookSec
 	if err != nil {
 		return nil, err
 	}
-	respond := AnswerWith(ctx, func(_ context.Context, r webhook.Registered) (api.RotateWebhookSecretResponseObject, error) {
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, r webhook.Registered) (api.RotateWebhookSecretResponseObject, error) {
 		return api.RotateWebhookSecret200JSONResponse{WebhookEndpointOKJSONResponse: endpointOut(r.Endpoint, r.Secret)}, nil
 	})
 	e, secret, err := s.endpoints.Rotate(ctx, p.ID)
@@ -83,7 +84,7 @@ func (s *Server) ListWebhookEvents(ctx context.Context, req api.ListWebhookEvent
 		st := string(*q.PublishStatus)
 		f.PublishStatus = &st
 	}
-	limit, after := pageParams(q.Limit, q.Cursor)
+	limit, after := httpkit.PageParams(q.Limit, q.Cursor)
 	page, err := s.events.List(ctx, p.ID, f, limit, after)
 	if err != nil {
 		return nil, err
@@ -133,7 +134,7 @@ func (s *Server) ReplayWebhookEvent(ctx context.Context, req api.ReplayWebhookEv
 	if err != nil {
 		return nil, err
 	}
-	respond := AnswerWith(ctx, func(_ context.Context, q webhook.Requeued) (api.ReplayWebhookEventResponseObject, error) {
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, q webhook.Requeued) (api.ReplayWebhookEventResponseObject, error) {
 		return replayOut(q.Event, q.Replayed), nil
 	})
 	ev, r, err := s.events.Replay(ctx, p.ID, req.EventId)

@@ -12,6 +12,7 @@ import (
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
 	"partnerd/internal/batches"
+	"partnerd/internal/httpkit"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
 )
@@ -42,7 +43,7 @@ func (s *Server) GetOverview(ctx context.Context, _ operatorapi.GetOverviewReque
 // ListAudit pages through the operators' actions (GET /audit).
 func (s *Server) ListAudit(ctx context.Context, req operatorapi.ListAuditRequestObject) (operatorapi.ListAuditResponseObject, error) {
 	q := req.Params
-	limit, after := pageParams(q.Limit, q.Cursor)
+	limit, after := httpkit.PageParams(q.Limit, q.Cursor)
 	f := audit.Filter{OperatorID: q.OperatorId, TransactionID: q.TransactionId, From: q.From, To: q.To}
 	if q.Action != nil {
 		a := audit.Action(*q.Action)
@@ -113,7 +114,7 @@ func (s *Server) CreateFill(ctx context.Context, req operatorapi.CreateFillReque
 
 // ListPayouts pages through batch payouts (GET /payouts).
 func (s *Server) ListPayouts(ctx context.Context, req operatorapi.ListPayoutsRequestObject) (operatorapi.ListPayoutsResponseObject, error) {
-	limit, after := pageParams(req.Params.Limit, req.Params.Cursor)
+	limit, after := httpkit.PageParams(req.Params.Limit, req.Params.Cursor)
 	page, err := s.batches.List(ctx, batches.Payout, req.Params.PartnerId, limit, after)
 	if err != nil {
 		return nil, err
@@ -123,7 +124,7 @@ func (s *Server) ListPayouts(ctx context.Context, req operatorapi.ListPayoutsReq
 
 // ListFills pages through batch fills (GET /fills).
 func (s *Server) ListFills(ctx context.Context, req operatorapi.ListFillsRequestObject) (operatorapi.ListFillsResponseObject, error) {
-	limit, after := pageParams(req.Params.Limit, req.Params.Cursor)
+	limit, after := httpkit.PageParams(req.Params.Limit, req.Params.Cursor)
 	page, err := s.batches.List(ctx, batches.Fill, nil, limit, after)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 
 	"partnerd/gen/operatorapi"
 	"partnerd/internal/apperr"
+	"partnerd/internal/httpkit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
@@ -40,7 +41,7 @@ func (s *Server) ListRefundTasks(ctx context.Context, req operatorapi.ListRefund
 		k := unmatched.Kind(*q.Kind)
 		f.Kind = &k
 	}
-	limit, after := pageParams(q.Limit, q.Cursor)
+	limit, after := httpkit.PageParams(q.Limit, q.Cursor)
 	page, err := s.unmatched.Tasks(ctx, f, limit, after)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -23,7 +22,7 @@ import (
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
 	"partnerd/internal/batches"
-	"partnerd/internal/httpapi"
+	"partnerd/internal/httpkit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/operators"
@@ -78,7 +77,7 @@ type Fills interface {
 // authentication, the rate limit, then the partner API's request checks (string
 // rule, query parameters, trailing data), validation against operator.yaml and,
 // where the spec declares an Idempotency-Key, the idempotency layer
-// (httpapi.OperationMiddlewares). A new operation gets them from its spec alone.
+// (httpkit.OperationMiddlewares). A new operation gets them from its spec alone.
 // They are route middleware, so an unknown path or method under BasePath gets
 // Echo's own 404/405 (in the shared error body) before any key check.
 func Register(e *echo.Echo, d Deps) error {
@@ -90,7 +89,7 @@ func Register(e *echo.Echo, d Deps) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	common := []echo.MiddlewareFunc{httpapi.Deadline(), noStore, httpapi.RequireJSON(), authenticate(d.Operators)}
+	common := []echo.MiddlewareFunc{httpkit.Deadline(), noStore, httpkit.RequireJSON(), authenticate(d.Operators)}
 	if d.Limiter != nil {
 		common = append(common, ratelimit.Middleware(d.Limiter, d.Limits, func(c echo.Context) ratelimit.Class {
 			if c.Request().Method == http.MethodGet {
@@ -105,7 +104,7 @@ func Register(e *echo.Echo, d Deps) error {
 			return ""
 		}, log))
 	}
-	mw, err := httpapi.OperationMiddlewares(spec, common, d.Idempotency, operatorIDOf)
+	mw, err := httpkit.OperationMiddlewares(spec, common, d.Idempotency, operatorIDOf)
 	if err != nil {
 		return err
 	}
@@ -113,7 +112,7 @@ func Register(e *echo.Echo, d Deps) error {
 		backoffice: d.Backoffice, audit: d.Audit, batches: d.Batches,
 		partners: d.Partners, operators: d.Operators, keys: d.Keys, now: time.Now, log: log}
 	operatorapi.RegisterHandlersWithOptions(e, operatorapi.NewStrictHandler(srv, []operatorapi.StrictMiddlewareFunc{func(f operatorapi.StrictHandlerFunc, op string) operatorapi.StrictHandlerFunc {
-		return httpapi.MustRun(f, op)
+		return httpkit.MustRun(f, op)
 	}}), operatorapi.RegisterHandlersOptions{
 		BaseURL: BasePath, OperationMiddlewares: mw,
 	})
@@ -124,15 +123,12 @@ func Register(e *echo.Echo, d Deps) error {
 // servers, for routing requests as the server receives them (tests validate
 // responses with it too).
 func Spec() (*openapi3.T, error) {
-	specOnce.Do(func() { _, _ = httpapi.Spec() }) // registers the uuid format checker
 	spec, err := operatorapi.GetSwagger()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded operator spec: %w", err)
 	}
-	return httpapi.Rebase(spec, BasePath), nil
+	return httpkit.Rebase(spec, BasePath), nil
 }
-
-var specOnce sync.Once
 
 type operatorKey struct{}
 
@@ -140,7 +136,7 @@ type operatorKey struct{}
 func operatorFrom(ctx context.Context) (*operators.Operator, error) {
 	o, ok := ctx.Value(operatorKey{}).(*operators.Operator)
 	if !ok {
-		return nil, apperr.New(apperr.Internal, httpapi.InternalMessage)
+		return nil, apperr.New(apperr.Internal, httpkit.InternalMessage)
 	}
 	return o, nil
 }
@@ -159,7 +155,7 @@ func authenticate(svc *operators.Service) echo.MiddlewareFunc {
 				return err
 			}
 			c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), operatorKey{}, o)))
-			httpapi.SetLogIdentity(c, "operator_id", o.ID.String())
+			httpkit.SetLogIdentity(c, "operator_id", o.ID.String())
 			return next(c)
 		}
 	}

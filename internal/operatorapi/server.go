@@ -14,7 +14,7 @@ import (
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
 	"partnerd/internal/batches"
-	"partnerd/internal/httpapi"
+	"partnerd/internal/httpkit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
@@ -48,7 +48,7 @@ var _ operatorapi.StrictServerInterface = (*Server)(nil)
 // ListStage returns a page of one stage across partners (GET /transactions).
 func (s *Server) ListStage(ctx context.Context, req operatorapi.ListStageRequestObject) (operatorapi.ListStageResponseObject, error) {
 	q := req.Params
-	limit, after := pageParams(q.Limit, q.Cursor)
+	limit, after := httpkit.PageParams(q.Limit, q.Cursor)
 	f := transactions.StageFilter{PartnerID: q.PartnerId, Network: q.Network, From: q.From, To: q.To, Search: q.Q,
 		Oldest: q.Order != nil && *q.Order == operatorapi.Oldest}
 	if q.Stage != nil {
@@ -184,7 +184,7 @@ func (s *Server) ListUnmatchedDeposits(ctx context.Context, req operatorapi.List
 	if q.Status != nil {
 		status = unmatched.Status(*q.Status)
 	}
-	limit, after := pageParams(q.Limit, q.Cursor)
+	limit, after := httpkit.PageParams(q.Limit, q.Cursor)
 	page, err := s.unmatched.List(ctx, status, limit, after)
 	if err != nil {
 		return nil, err
@@ -321,24 +321,13 @@ func depositOut(d *unmatched.Deposit) operatorapi.UnmatchedDeposit {
 	}
 }
 
-func pageParams(limit *int, cur *string) (int, string) {
-	l, c := 0, ""
-	if limit != nil {
-		l = *limit
-	}
-	if cur != nil {
-		c = *cur
-	}
-	return l, c
-}
-
 // command runs one operator command as a use case: its unit of work begins here
 // (idempotency.Run, under the operator's Idempotency-Key when sent), and fn does
 // the command and builds its answer inside it. The domain changes fn makes join
 // it, as do its audit row and the stored answer, so all of them commit together
 // or none does; the answer sent is the one stored.
 func command[R any](ctx context.Context, s *Server, fn func(ctx context.Context) (R, error)) (R, error) {
-	respond := httpapi.AnswerWith(ctx, func(_ context.Context, r R) (R, error) { return r, nil })
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, r R) (R, error) { return r, nil })
 	r, err := idempotency.Run(ctx, s.lifecycle.Begin, func(ctx context.Context, _ lifecycle.Tx) (R, error) { return fn(ctx) })
 	if err != nil {
 		return r, err

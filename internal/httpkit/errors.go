@@ -1,4 +1,4 @@
-package httpapi
+package httpkit
 
 import (
 	"errors"
@@ -59,11 +59,11 @@ func StatusOf(code apperr.Code) int {
 // logged with the request id.
 const internalMessage = "Internal error."
 
-// errorHandler is Echo's HTTPErrorHandler: every failure, whether a handler's
+// ErrorHandler is Echo's HTTPErrorHandler: every failure, whether a handler's
 // *apperr.Error, a validation failure or Echo's own 404/405/413, leaves here as the
 // spec's Error body. unavailable (nil for none) tells a failure of the database
 // being out of reach, which is answered 503 service_unavailable.
-func errorHandler(log *slog.Logger, unavailable func(error) bool) echo.HTTPErrorHandler {
+func ErrorHandler(log *slog.Logger, unavailable func(error) bool) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return

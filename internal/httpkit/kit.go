@@ -1,4 +1,13 @@
-package httpapi
+// Package httpkit is the transport both APIs share (the partner API, package
+// httpapi, and the operator API, package operatorapi), so both answer alike: the
+// error body and the one error-code-to-status mapping, request ids and the access
+// log, the JSON body rule, the request checks every operation gets from its
+// contract (string rule, unknown query parameters, trailing data), validation
+// against the contract, the idempotency layer that names a request for its use
+// case (and the rule that every change runs under idempotency.Run), paging
+// parameters and the listener that keeps net/http's own 400 in the error body.
+// Authentication, routes and handlers are each API's own.
+package httpkit
 
 import (
 	"context"
@@ -13,19 +22,22 @@ import (
 	"partnerd/internal/idempotency"
 )
 
-// The transport pieces the operator API (package operatorapi) shares with the
-// partner API, so both answer malformed requests, bodies and timeouts alike. They
-// are route middleware there: they run only for its operations.
-
 // RouteValidator validates requests against spec (paths carrying their base path)
 // and turns findings into the partner API's invalid_request or
 // idempotency_key_missing errors. Authentication is the caller's.
 func RouteValidator(spec *openapi3.T) echo.MiddlewareFunc {
+	return RouteValidatorUnless(spec, nil)
+}
+
+// RouteValidatorUnless is RouteValidator as global middleware: requests skip
+// reports true for are not validated (nil: none).
+func RouteValidatorUnless(spec *openapi3.T, skip func(echo.Context) bool) echo.MiddlewareFunc {
 	return echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
 		Options: openapi3filter.Options{
 			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
 			MultiError:         true,
 		},
+		Skipper:           skip,
 		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError { return wrapValidation(me) },
 		ErrorHandler: func(c echo.Context, he *echo.HTTPError) error {
 			if he.Internal != nil && he.Code == 400 {
@@ -38,7 +50,7 @@ func RouteValidator(spec *openapi3.T) echo.MiddlewareFunc {
 
 // RequireJSON answers 415 unsupported_media_type for a body that is not JSON.
 func RequireJSON() echo.MiddlewareFunc {
-	return requireJSON(func(echo.Context) bool { return false })
+	return RequireJSONUnless(func(echo.Context) bool { return false })
 }
 
 // Deadline bounds a request's work by RequestDeadline.
@@ -57,12 +69,12 @@ var InternalMessage = internalMessage
 // error, so the service does not start with a retry that would be unsafe.
 func OperationMiddlewares(spec *openapi3.T, first []echo.MiddlewareFunc, svc *idempotency.Service,
 	ownerOf func(context.Context) (uuid.UUID, error)) (map[string][]echo.MiddlewareFunc, error) {
-	ct := indexContract(spec)
-	if err := ct.requireIdempotency(); err != nil {
+	ct := IndexContract(spec)
+	if err := ct.RequireIdempotency(); err != nil {
 		return nil, err
 	}
 	never := func(echo.Context) bool { return false }
-	checks := append(append([]echo.MiddlewareFunc{}, first...), checkRequest(ct, never), RouteValidator(spec))
+	checks := append(append([]echo.MiddlewareFunc{}, first...), CheckRequest(ct, never), RouteValidator(spec))
 	out := map[string][]echo.MiddlewareFunc{}
 	for _, op := range ct.operations() {
 		mw := append([]echo.MiddlewareFunc{}, checks...)
@@ -74,13 +86,39 @@ func OperationMiddlewares(spec *openapi3.T, first []echo.MiddlewareFunc, svc *id
 	return out, nil
 }
 
-// requireIdempotency refuses a contract with a state-changing operation that
+// RequireIdempotency refuses a contract with a state-changing operation that
 // takes no Idempotency-Key.
-func (ct contract) requireIdempotency() error {
+func (ct Contract) RequireIdempotency() error {
 	for _, op := range ct.operations() {
 		if op.changesState() && op.idempotency == nil {
 			return fmt.Errorf("operation %s changes state but declares no Idempotency-Key header", op.id)
 		}
 	}
 	return nil
+}
+
+// IdempotencyMiddlewares returns, keyed by operation id, the idempotency layer of
+// every operation of ct that declares an Idempotency-Key, with keys owned by
+// ownerOf (for an API whose other checks run as global middleware).
+func IdempotencyMiddlewares(ct Contract, svc *idempotency.Service, ownerOf func(context.Context) (uuid.UUID, error)) map[string][]echo.MiddlewareFunc {
+	out := map[string][]echo.MiddlewareFunc{}
+	for _, op := range ct.operations() {
+		if op.idempotency != nil {
+			out[op.id] = []echo.MiddlewareFunc{idempotent(op, svc, ownerOf)}
+		}
+	}
+	return out
+}
+
+// PageParams reads the optional limit and cursor of a list request (0 and "" when
+// absent; the list applies its default page size).
+func PageParams(limit *int, cur *string) (int, string) {
+	l, c := 0, ""
+	if limit != nil {
+		l = *limit
+	}
+	if cur != nil {
+		c = *cur
+	}
+	return l, c
 }

@@ -1,4 +1,4 @@
-package httpapi
+package httpkit
 
 import (
 	"bytes"
@@ -20,15 +20,6 @@ import (
 // it: the body is read from the connection once, and the idempotency layer
 // fingerprints those bytes.
 const bodyKey = "partnerd.body"
-
-// partnerIDOf returns the authenticated partner's id: partner keys are scoped to it.
-func partnerIDOf(ctx context.Context) (uuid.UUID, error) {
-	p, err := partnerFrom(ctx)
-	if err != nil {
-		return uuid.Nil, err
-	}
-	return p.ID, nil
-}
 
 // idempotent names the request of one operation that declares an Idempotency-Key,
 // for the use case the handler calls: the key (owned by the authenticated owner

@@ -1,4 +1,4 @@
-package httpapi
+package httpkit
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ func textProblem(s string) string {
 	return ""
 }
 
-// checkRequest enforces, on every request of an operation of ct before anything
+// CheckRequest enforces, on every request of an operation of ct before anything
 // reaches a database, the string rule and the strict parsing rules:
 //
 //   - the string rule (textProblem) on path parameters, query parameter names and
@@ -53,7 +53,7 @@ func textProblem(s string) string {
 //
 // A violation is 400 invalid_request naming the field. The rules come from the
 // contract, so an operation added to a spec gets them with no code of its own.
-func checkRequest(ct contract, skip func(echo.Context) bool) echo.MiddlewareFunc {
+func CheckRequest(ct Contract, skip func(echo.Context) bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if skip(c) {
@@ -64,7 +64,7 @@ func checkRequest(ct contract, skip func(echo.Context) bool) echo.MiddlewareFunc
 			bad := func(field, msg string) { details = append(details, apperr.Detail{Field: field, Message: msg}) }
 			for i, name := range c.ParamNames() {
 				v := c.ParamValues()[i]
-				// Routing sees the escaped path (routeOnEscapedPath) and the generated
+				// Routing sees the escaped path (RouteOnEscapedPath) and the generated
 				// binder unescapes once: check what it will see.
 				if u, err := url.PathUnescape(v); err == nil {
 					v = u
@@ -116,7 +116,7 @@ func checkRequest(ct contract, skip func(echo.Context) bool) echo.MiddlewareFunc
 				}
 			}
 			r := c.Request()
-			if r.Body != nil && r.Body != http.NoBody && !bodyIgnored(c) {
+			if r.Body != nil && r.Body != http.NoBody && !BodyIgnored(c) {
 				body, err := io.ReadAll(r.Body)
 				if err != nil {
 					var he *echo.HTTPError

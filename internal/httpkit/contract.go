@@ -1,4 +1,4 @@
-package httpapi
+package httpkit
 
 import (
 	"net/http"
@@ -10,11 +10,11 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// contract is what the request checks (checkRequest) need to know of an API's
+// Contract is what the request checks (CheckRequest) need to know of an API's
 // operations, read from its spec once at start, so every operation the spec
 // declares gets the same rules without being listed anywhere else. Keys are
 // "METHOD route" with the route as Echo registers it ("/api/v1/partner/transactions/:id").
-type contract map[string]*operation
+type Contract map[string]*operation
 
 // operation is one operation of a contract.
 type operation struct {
@@ -31,9 +31,9 @@ type operation struct {
 
 var pathParam = regexp.MustCompile(`\{([^}]+)\}`)
 
-// indexContract indexes spec's operations (its paths carrying their base path, as
+// IndexContract indexes spec's operations (its paths carrying their base path, as
 // Rebase leaves them) by method and Echo route.
-func indexContract(spec *openapi3.T) contract {
+func IndexContract(spec *openapi3.T) Contract {
 	var security []string
 	if spec.Components != nil {
 		for _, s := range spec.Components.SecuritySchemes {
@@ -42,7 +42,7 @@ func indexContract(spec *openapi3.T) contract {
 			}
 		}
 	}
-	out := contract{}
+	out := Contract{}
 	for path, item := range spec.Paths.Map() {
 		route := pathParam.ReplaceAllString(path, ":$1")
 		for method, op := range item.Operations() {
@@ -77,12 +77,12 @@ func indexContract(spec *openapi3.T) contract {
 }
 
 // of returns the operation c's request was routed to, nil for none.
-func (ct contract) of(c echo.Context) *operation {
+func (ct Contract) of(c echo.Context) *operation {
 	return ct[c.Request().Method+" "+c.Path()]
 }
 
 // Operations lists the ids of the contract's operations.
-func (ct contract) operations() []*operation {
+func (ct Contract) operations() []*operation {
 	out := make([]*operation, 0, len(ct))
 	for _, o := range ct {
 		out = append(out, o)

@@ -1,4 +1,4 @@
-package httpapi
+package httpkit
 
 import (
 	"testing"
@@ -30,7 +30,7 @@ func TestContractRulesFollowTheSpec(t *testing.T) {
 	require.Len(t, mw["listThings"], 2, "request checks and validation")
 	require.Len(t, mw["pokeThing"], 3, "request checks, validation and the idempotency layer")
 
-	ct := indexContract(doc(openapi3.Parameters{key}))
+	ct := IndexContract(doc(openapi3.Parameters{key}))
 	poke := ct["POST /base/things/:id/poke"]
 	require.NotNil(t, poke)
 	require.Equal(t, []string{"Idempotency-Key", "X-Api-Key"}, poke.headers)

@@ -1,0 +1,180 @@
+package httpkit
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"partnerd/internal/apperr"
+)
+
+// MaxBodyBytes caps request bodies (413 payload_too_large above it).
+const MaxBodyBytes = 64 << 10
+
+// RequestID gives every request a fresh id, sent back as X-Request-Id and quoted in
+// error bodies and logs. An id sent by the client is not trusted (it could collide
+// or carry junk into our logs).
+func RequestID() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			b := make([]byte, 16)
+			_, _ = rand.Read(b)
+			id := hex.EncodeToString(b)
+			c.Request().Header.Set(echo.HeaderXRequestID, id)
+			c.Response().Header().Set(echo.HeaderXRequestID, id)
+			return next(c)
+		}
+	}
+}
+
+// RequireJSONUnless answers 415 for a request body that is not application/json. Bodiless
+// requests (GET, or a POST with no content) pass; the validator decides whether a
+// body was required.
+func RequireJSONUnless(skip func(echo.Context) bool) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if skip(c) || BodyIgnored(c) {
+				return next(c)
+			}
+			r := c.Request()
+			hasBody := r.ContentLength > 0
+			if r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody {
+				// Length unknown (chunked): peek, so an empty body counts as none.
+				br := bufio.NewReader(r.Body)
+				_, err := br.Peek(1)
+				hasBody = err != io.EOF
+				r.Body = readCloser{Reader: br, Closer: r.Body}
+			}
+			ct := r.Header.Get(echo.HeaderContentType)
+			if !hasBody && ct == "" {
+				return next(c)
+			}
+			mt, _, err := mime.ParseMediaType(ct)
+			if hasBody && (err != nil || mt != echo.MIMEApplicationJSON) {
+				return apperr.New(apperr.UnsupportedMediaType, "Request bodies must be application/json.")
+			}
+			return next(c)
+		}
+	}
+}
+
+// readCloser reads through a buffered reader and closes the original body.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// RequestDeadline bounds the work of one partner request, database included: a
+// stuck query is cancelled instead of holding a connection forever.
+const RequestDeadline = 20 * time.Second
+
+func deadline(d time.Duration) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			ctx, cancel := context.WithTimeout(c.Request().Context(), d)
+			defer cancel()
+			c.SetRequest(c.Request().WithContext(ctx))
+			return next(c)
+		}
+	}
+}
+
+// RefuseOptions answers OPTIONS with 405 in the error body. The API serves no
+// browsers (no CORS), and Echo's own answer, a bodiless 204, is not in the contract.
+func RefuseOptions(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().Method == http.MethodOptions {
+			return echo.ErrMethodNotAllowed
+		}
+		return next(c)
+	}
+}
+
+// BodyIgnored reports whether the request's body, if any, is never read: GET and
+// HEAD operations take none, so neither its size nor its type can fail them.
+func BodyIgnored(c echo.Context) bool {
+	m := c.Request().Method
+	return m == http.MethodGet || m == http.MethodHead
+}
+
+func wrapValidation(me error) *echo.HTTPError {
+	return &echo.HTTPError{Code: http.StatusBadRequest, Message: "invalid request", Internal: me}
+}
+
+// AccessLog writes one structured line per request.
+// logIdentityKey holds, in the echo context, the attribute naming who made the
+// request, for the access log (see SetLogIdentity).
+const logIdentityKey = "partnerd.log_identity"
+
+// SetLogIdentity names who made the request (e.g. "operator_id", id) on its access
+// log line; an API whose authentication is not the partner's sets it.
+func SetLogIdentity(c echo.Context, name, id string) { c.Set(logIdentityKey, [2]string{name, id}) }
+
+// StatusClientClosedRequest is the status logged and counted for a request whose
+// client went away before its answer (nginx's convention): such a request is
+// neither a server error nor anything the client saw.
+const StatusClientClosedRequest = 499
+
+// clientContextKey holds, in the echo context, the request's context as the
+// server created it: it is cancelled only when the client goes away (deadlines
+// of our own are set on contexts derived from it).
+const clientContextKey = "partnerd.client_context"
+
+// clientGone reports whether the client of c's request went away (closed the
+// connection, or cancelled an HTTP/2 stream) before the request was answered.
+func clientGone(c echo.Context) bool {
+	ctx, ok := c.Get(clientContextKey).(context.Context)
+	return ok && errors.Is(ctx.Err(), context.Canceled)
+}
+
+func AccessLog(log *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			c.Set(clientContextKey, c.Request().Context())
+			err := next(c)
+			if err != nil {
+				c.Error(err)
+			}
+			if clientGone(c) {
+				// Whatever was written went nowhere; the metrics middleware (outside
+				// this one) reads the status from here too.
+				c.Response().Status = StatusClientClosedRequest
+			}
+			attrs := []any{
+				"request_id", c.Response().Header().Get(echo.HeaderXRequestID),
+				"method", c.Request().Method,
+				"route", c.Path(),
+				"status", c.Response().Status,
+				"latency_ms", time.Since(start).Milliseconds(),
+			}
+			if who, ok := c.Get(logIdentityKey).([2]string); ok {
+				attrs = append(attrs, who[0], who[1])
+			}
+			log.Info("request", attrs...)
+			return nil
+		}
+	}
+}
+
+// RouteOnEscapedPath makes Echo route on the path as it was sent (percent-escapes
+// kept), whatever it contains, so a path parameter is unescaped exactly once, by
+// the generated binder. Echo routes on URL.RawPath, which net/url leaves empty
+// when the escaping is the default one: then parameters would arrive unescaped
+// and a reference holding "%41" (sent as "%2541") would be read as "A".
+func RouteOnEscapedPath(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		u := c.Request().URL
+		u.RawPath = u.EscapedPath()
+		return next(c)
+	}
+}
