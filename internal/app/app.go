@@ -166,7 +166,7 @@ func (a *App) openTransactions(ctx context.Context, pricer *pricing.Pricer) erro
 		a.log.Warn("CURSOR_SECRET is unset; using the built-in staging secret for page cursors")
 	}
 	txStore := store.For[lifecycle.Tx](st)
-	a.transactions = transactions.NewService(txStore, pricer, book, cfg.DepositWindow, store.Now)
+	a.transactions = transactions.NewService(store.For[transactions.Tx](st), pricer, book, cfg.DepositWindow, store.Now)
 	a.lifecycle = lifecycle.NewEngine(txStore, cfg.Confirmations, store.Now)
 	a.lifecycle.Configure(settlementOf(cfg, st))
 	a.lifecycle.ConfigurePayments(cfg.Payments)
@@ -214,7 +214,7 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 		Partners:     a.partners,
 		Quotes:       a.quotes,
 		Transactions: a.transactions,
-		Lister:       transactions.NewLister(store.For[lifecycle.Tx](st), a.codec),
+		Lister:       transactions.NewLister(store.For[transactions.Tx](st), a.codec),
 		Lifecycle:    a.lifecycle,
 		Ledger:       revenue.NewLedger(st, a.codec, store.Now),
 		History:      st,

@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/quotes"
 	"partnerd/internal/revenue"
 )
 
@@ -152,25 +151,25 @@ type Event struct {
 	CreatedAt     time.Time
 }
 
-// Tx is the unit of work a change runs in (store.Tx implements it). Every write
-// of this package goes through it, so none can happen outside a transaction; an
-// event appended here is delivered (its job scheduled) exactly when it commits,
-// and AfterCommit hooks run only then.
-type Tx interface {
-	QuoteByID(ctx context.Context, partnerID, id uuid.UUID) (*quotes.Quote, error)
-	// MarkQuoteUsed sets used_at if unset and reports whether it did.
-	MarkQuoteUsed(ctx context.Context, id uuid.UUID, at time.Time) (bool, error)
-	// NextAddressIndex allocates the next derivation index of network.
-	NextAddressIndex(ctx context.Context, network string) (uint32, error)
-	// ReleaseAddressIndex hands back an index NextAddressIndex allocated in this
-	// unit of work and that no transaction took, so the next creation uses it and a
-	// failed request leaves no unused address behind.
-	ReleaseAddressIndex(ctx context.Context, network string, index uint32) error
-	// InsertTransaction inserts t; a duplicate reference is apperr DuplicateMerchantReference.
-	InsertTransaction(ctx context.Context, t *Transaction) error
+// Recorder is what recording a transition needs of a unit of work (Record): its
+// history entry and its event are written in it and commit with the change, and
+// AfterCommit hooks run only then. Every unit of work that changes a
+// transaction's status has it.
+type Recorder interface {
 	InsertHistory(ctx context.Context, h *HistoryEntry) error
 	// AppendEvent writes the outbox row and schedules its delivery.
 	AppendEvent(ctx context.Context, e *Event) error
+	// AfterCommit runs f once the unit of work has committed.
+	AfterCommit(f func())
+}
+
+// Tx is the unit of work a change of the engine runs in (store.Tx implements it).
+// Every write of this package goes through it, so none can happen outside a
+// transaction; an event appended here is delivered (its job scheduled) exactly
+// when it commits. It holds only what the engine uses; creating a transaction
+// (package transactions) asks its unit of work for quotes and addresses instead.
+type Tx interface {
+	Recorder
 	// TransactionForUpdate returns transaction id of any partner, with its deposit.
 	TransactionForUpdate(ctx context.Context, id uuid.UUID) (*Transaction, error)
 	// UpdateTransaction writes t's status, updated_at, payout_settled_at and amounts
@@ -186,20 +185,18 @@ type Tx interface {
 	InsertFill(ctx context.Context, f *Fill) error
 	// ScheduleStep inserts the job that runs Engine.RunStep(id, step) at at.
 	ScheduleStep(ctx context.Context, id uuid.UUID, step string, at time.Time) error
-	// AfterCommit runs f once the unit of work has committed.
-	AfterCommit(f func())
 }
 
 // Record writes the history entry of transition tr of t and, when tr has one, its
 // event with t's snapshot as payload, in tx, the unit of work that changed t (with
 // t already in its new state), so the three commit together.
-func Record(ctx context.Context, tx Tx, t *Transaction, tr Transition, metadata map[string]any, at time.Time) error {
+func Record(ctx context.Context, tx Recorder, t *Transaction, tr Transition, metadata map[string]any, at time.Time) error {
 	return record(ctx, tx, t, step{tr: tr, meta: metadata}, at)
 }
 
 // record is Record of one step, whose payout facts (payout.settled only) join the
 // event's payload.
-func record(ctx context.Context, tx Tx, t *Transaction, s step, at time.Time) error {
+func record(ctx context.Context, tx Recorder, t *Transaction, s step, at time.Time) error {
 	tr, metadata := s.tr, s.meta
 	if err := tx.InsertHistory(ctx, &HistoryEntry{
 		TransactionID: t.ID, From: tr.From, To: tr.To, Reason: tr.Reason, Metadata: metadata, ChangedAt: at,

@@ -9,6 +9,7 @@ import (
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/quotes"
+	"partnerd/internal/transactions"
 	"partnerd/internal/webhook"
 )
 
@@ -29,11 +30,12 @@ type keyTx struct {
 
 // Compile-time checks: the unit of work is every domain package's transaction.
 var (
-	_ idempotency.Tx = (*Tx)(nil)
-	_ idempotency.Tx = keyTx{}
-	_ lifecycle.Tx   = (*Tx)(nil)
-	_ quotes.Tx      = (*Tx)(nil)
-	_ webhook.Tx     = (*Tx)(nil)
+	_ idempotency.Tx  = (*Tx)(nil)
+	_ idempotency.Tx  = keyTx{}
+	_ lifecycle.Tx    = (*Tx)(nil)
+	_ quotes.Tx       = (*Tx)(nil)
+	_ transactions.Tx = (*Tx)(nil)
+	_ webhook.Tx      = (*Tx)(nil)
 )
 
 // GetKey returns the partner key's record (see keyTx.GetKey).

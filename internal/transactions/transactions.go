@@ -35,10 +35,29 @@ func ReferenceKey(ref string) string {
 	return cases.Fold().String(norm.NFC.String(ref))
 }
 
+// Tx is the unit of work a transaction is created in (store.Tx implements it):
+// the quote it uses, its deposit address index, the row, and its first history
+// entry and event (lifecycle.Recorder) commit together.
+type Tx interface {
+	lifecycle.Recorder
+	// QuoteByID returns partnerID's quote id, or apperr NotFound.
+	QuoteByID(ctx context.Context, partnerID, id uuid.UUID) (*quotes.Quote, error)
+	// MarkQuoteUsed sets used_at if unset and reports whether it did.
+	MarkQuoteUsed(ctx context.Context, id uuid.UUID, at time.Time) (bool, error)
+	// NextAddressIndex allocates the next derivation index of network.
+	NextAddressIndex(ctx context.Context, network string) (uint32, error)
+	// ReleaseAddressIndex hands back an index NextAddressIndex allocated in this
+	// unit of work and that no transaction took, so the next creation uses it and a
+	// failed request leaves no unused address behind.
+	ReleaseAddressIndex(ctx context.Context, network string, index uint32) error
+	// InsertTransaction inserts t; a duplicate reference is apperr DuplicateMerchantReference.
+	InsertTransaction(ctx context.Context, t *lifecycle.Transaction) error
+}
+
 // Store reads transactions and opens units of work.
 type Store interface {
 	// WithTx runs fn in a unit of work, joining the one ctx carries, if any.
-	WithTx(ctx context.Context, fn func(ctx context.Context, tx lifecycle.Tx) error) error
+	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 	// TransactionByID and TransactionByReference return apperr NotFound for an
 	// unknown or another partner's transaction.
 	TransactionByID(ctx context.Context, partnerID, id uuid.UUID) (*lifecycle.Transaction, error)
@@ -111,7 +130,7 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 	// The unit of work begins here, after the pricing (the rate source may be
 	// slow): the key's claim, the transaction, its history, event and stored answer
 	// commit together.
-	return idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, tx lifecycle.Tx) (*lifecycle.Transaction, error) {
+	return idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, tx Tx) (*lifecycle.Transaction, error) {
 		now := s.now()
 		t := &lifecycle.Transaction{
 			ID:                uuid.New(),
@@ -168,7 +187,7 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 func (s *Service) Observe(o lifecycle.Observer) { s.observer = o }
 
 // useQuote checks the quote against the request and marks it used.
-func useQuote(ctx context.Context, tx lifecycle.Tx, partnerID, id uuid.UUID, req CreateRequest, now time.Time) (*quotes.Quote, error) {
+func useQuote(ctx context.Context, tx Tx, partnerID, id uuid.UUID, req CreateRequest, now time.Time) (*quotes.Quote, error) {
 	q, err := tx.QuoteByID(ctx, partnerID, id)
 	if err != nil {
 		if apperr.CodeOf(err) == apperr.NotFound {
