@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
@@ -131,5 +132,43 @@ func TestRatesFromFeedAndStaleness(t *testing.T) {
 			require.Equal(t, "1600.01", res.JSON201.Data.BaseRate)
 			require.Equal(t, "1592.00", res.JSON201.Data.AdjustedRate)
 			require.Equal(t, "15920.00", res.JSON201.Data.FiatAmount)
+		})
+}
+
+// TestReplayDuringARatesOutage: the use case prices before its unit of work
+// begins, so a retry during a rates outage fails there; it still gets the answer
+// stored for its key, not the outage's 503.
+func TestReplayDuringARatesOutage(t *testing.T) {
+	t.Parallel()
+	feed := newFeed(t, http.StatusOK, `{"data":{"usdt_ngn":"1600"}}`)
+	onBoth(t, map[string]string{"RATE_SOURCE": "http", "RATE_FEED_URL": feed, "RATE_FEED_FIELDS": "usdt=data.usdt_ngn",
+		"RATE_FEED_INTERVAL": "1h", "RATE_MAX_AGE": "2s"},
+		func(t *testing.T, env *apitest.Env) {
+			c := env.Client(t, env.NewPartner(t))
+			ctx := context.Background()
+			k := uuid.NewString()
+			var first *client.CreateTransactionResponse
+			require.Eventually(t, func() bool {
+				var err error
+				first, err = c.CreateTransactionWithResponse(ctx, params(), direct("OUTAGE-1", "bep20", "5000"), idemKey(k))
+				require.NoError(t, err)
+				return first.StatusCode() == http.StatusCreated
+			}, 10*time.Second, 20*time.Millisecond)
+			// The rate goes stale: new requests are refused…
+			require.Eventually(t, func() bool {
+				res, err := c.CreateTransactionWithResponse(ctx, params(), direct("OUTAGE-2", "bep20", "5000"), idemKey(uuid.NewString()))
+				require.NoError(t, err)
+				return res.StatusCode() == http.StatusServiceUnavailable
+			}, 10*time.Second, 50*time.Millisecond)
+			// …the retry of the one that succeeded replays it.
+			again, err := c.CreateTransactionWithResponse(ctx, params(), direct("OUTAGE-1", "bep20", "5000"), idemKey(k))
+			require.NoError(t, err)
+			require.Equal(t, http.StatusCreated, again.StatusCode(), string(again.Body))
+			require.Equal(t, "true", again.HTTPResponse.Header.Get("Idempotent-Replayed"))
+			require.Equal(t, string(first.Body), string(again.Body))
+			// The key with another request is still refused.
+			other, err := c.CreateTransactionWithResponse(ctx, params(), direct("OUTAGE-3", "bep20", "5000"), idemKey(k))
+			require.NoError(t, err)
+			require.Equal(t, http.StatusUnprocessableEntity, other.StatusCode(), string(other.Body))
 		})
 }

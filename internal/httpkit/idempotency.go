@@ -66,7 +66,21 @@ func idempotent(op *operation, svc *idempotency.Service, ownerOf func(context.Co
 			r.Answer = errorAnswer(c, r.Answer)
 			c.SetRequest(req.WithContext(idempotency.WithRequest(req.Context(), r)))
 			c.Set(requestKey, r)
-			return next(c)
+			err = next(c)
+			if err == nil || r.Ran() {
+				return err
+			}
+			// The use case failed before its unit of work (while pricing, say): a
+			// retry of a request that once succeeded still gets its stored answer.
+			if stored, lerr := svc.Lookup(c.Request().Context(), r.Key, r.Fingerprint); lerr != nil || stored != nil {
+				if stored != nil {
+					return &idempotency.Replayed{Response: *stored}
+				}
+				if apperr.CodeOf(lerr) == apperr.IdempotencyKeyReused {
+					return lerr
+				}
+			}
+			return err
 		}
 	}
 }

@@ -267,6 +267,14 @@ func (s *Service) save(ctx context.Context, tx Tx, k Key, fp string, r Response)
 		LockedAt: now, CreatedAt: now, ExpiresAt: now.Add(Retention)}, now, now.Add(-LockTimeout))
 }
 
+// Lookup returns the answer stored for k to replay to a request with fingerprint
+// fp, nil when there is none (the key is free), or the error lookup gives
+// (IdempotencyKeyReused for another request's key). A caller whose use case
+// failed before it reached Run uses it, so a retry still gets its stored answer.
+func (s *Service) Lookup(ctx context.Context, k Key, fp string) (*Response, error) {
+	return s.lookupAfter(ctx, k, fp)
+}
+
 // lookupAfter is lookup in a unit of work of its own (after the request's rolled back).
 func (s *Service) lookupAfter(ctx context.Context, k Key, fp string) (*Response, error) {
 	var out *Response
