@@ -11,7 +11,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/lifecycle"
+	"partnerd/internal/deposits"
 	"partnerd/internal/store"
 	"partnerd/internal/testdb"
 )
@@ -26,8 +26,8 @@ func TestDepositsListUnmatched(t *testing.T) {
 			defer st.Close()
 			_, err = st.Migrate(ctx)
 			require.NoError(t, err)
-			for i, state := range []string{lifecycle.TransferUnmatched, lifecycle.TransferConfirmed} {
-				require.NoError(t, st.SaveChainTransfer(ctx, &lifecycle.ChainTransfer{
+			for i, state := range []string{deposits.TransferUnmatched, deposits.TransferConfirmed} {
+				require.NoError(t, st.SaveChainTransfer(ctx, &deposits.ChainTransfer{
 					Network: "bep20", TxHash: "0x" + strings.Repeat("ab", 32), LogIndex: uint(i), Token: "usdt",
 					Block: 7, BlockHash: "0x" + strings.Repeat("cd", 32), BlockTime: time.Unix(1_800_000_000, 0).UTC(),
 					From: "0x00000000000000000000000000000000000000F1", To: "0x9858EfFD232B4033E47d90003D41EC34EcaEda94",

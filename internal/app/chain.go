@@ -12,6 +12,7 @@ import (
 	"partnerd/internal/chain/rpc"
 	"partnerd/internal/chain/scanner"
 	"partnerd/internal/config"
+	"partnerd/internal/deposits"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/metrics"
 	"partnerd/internal/store"
@@ -37,7 +38,7 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 		return w, nil
 	}
 	cm := m.Chain()
-	deposits := lifecycle.NewDeposits(l, store.For[lifecycle.Tx](st), u, unmatchedLog{m: cm, log: log})
+	sink := deposits.New(l, store.For[lifecycle.Tx](st), u, unmatchedLog{m: cm, log: log})
 	for network, url := range cfg.Chain.RPC {
 		var toks []chain.Token
 		for _, t := range cfg.Chain.Tokens {
@@ -79,7 +80,7 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 		if b, ok := cfg.Chain.StartBlocks[network]; ok {
 			sc.StartBlock = &b
 		}
-		w.scanners = append(w.scanners, scanner.New(sc, client, deposits, locker{st}, cm, log.With("component", "chain")))
+		w.scanners = append(w.scanners, scanner.New(sc, client, sink, locker{st}, cm, log.With("component", "chain")))
 		log.Info("deposit watcher on", "network", network, "node", dialect.Node, "tokens", len(toks), "confirmations", sc.Confirmations,
 			"chain_id", want.String(), "rpc_timeout", cfg.Chain.Timeout.String(), "rpc_headers", len(cfg.Chain.Headers[network]))
 	}
@@ -122,7 +123,7 @@ type unmatchedLog struct {
 	log *slog.Logger
 }
 
-func (u unmatchedLog) Unmatched(t *lifecycle.ChainTransfer) {
+func (u unmatchedLog) Unmatched(t *deposits.ChainTransfer) {
 	u.m.UnmatchedDeposit(t.Network)
 	tid := ""
 	if t.TransactionID != nil {

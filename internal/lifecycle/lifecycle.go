@@ -6,11 +6,13 @@
 // transaction.go holds the transaction, its deposit, history and outbox event, and
 // Tx, the unit of work every change runs in. engine.go is the Engine, the one code
 // path every change takes (expiry sweep, cancel, sandbox simulator, operator
-// actions in operator.go, chain deposits in deposits.go): a version-conditional
+// actions in operator.go, chain transfers in transfers.go): a version-conditional
 // update, its history row and its event, committed together. payments.go holds the
 // rules both the chain and the simulator count transfers by (partial payments,
 // tolerance, dust, overpayment, short at expiry, the late window) and the refund
-// tasks they leave for the operators.
+// tasks they leave for the operators. What the chain watcher keeps of the chain
+// (transfers, cursors) is package deposits, which applies each transfer through
+// transfers.go.
 package lifecycle
 
 import "fmt"

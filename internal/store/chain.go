@@ -12,7 +12,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"partnerd/internal/chain"
-	"partnerd/internal/lifecycle"
+	"partnerd/internal/deposits"
 )
 
 type chainCursorRow struct {
@@ -77,8 +77,8 @@ type chainTransferRow struct {
 
 func (chainTransferRow) TableName() string { return "chain_transfers" }
 
-func (r *chainTransferRow) domain() lifecycle.ChainTransfer {
-	return lifecycle.ChainTransfer{
+func (r *chainTransferRow) domain() deposits.ChainTransfer {
+	return deposits.ChainTransfer{
 		Network: r.Network, TxHash: r.TxHash, LogIndex: uint(r.LogIndex), Token: r.Token,
 		Block: uint64(r.BlockNumber), BlockHash: r.BlockHash, BlockTime: r.BlockTime.UTC(),
 		From: r.FromAddress, To: r.ToAddress, Raw: r.RawAmount, Amount: r.Amount,
@@ -88,7 +88,7 @@ func (r *chainTransferRow) domain() lifecycle.ChainTransfer {
 }
 
 // ChainTransfer returns the transfer (network, txHash, logIndex), or nil.
-func (s *Store) ChainTransfer(ctx context.Context, network, txHash string, logIndex uint) (*lifecycle.ChainTransfer, error) {
+func (s *Store) ChainTransfer(ctx context.Context, network, txHash string, logIndex uint) (*deposits.ChainTransfer, error) {
 	var row chainTransferRow
 	err := s.read(ctx).Where("network = ? AND tx_hash = ? AND log_index = ?", network, txHash, int64(logIndex)).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -102,7 +102,7 @@ func (s *Store) ChainTransfer(ctx context.Context, network, txHash string, logIn
 }
 
 // SaveChainTransfer inserts or updates a transfer.
-func (s *Store) SaveChainTransfer(ctx context.Context, t *lifecycle.ChainTransfer) error {
+func (s *Store) SaveChainTransfer(ctx context.Context, t *deposits.ChainTransfer) error {
 	now := Now()
 	if t.CreatedAt.IsZero() {
 		t.CreatedAt = now
@@ -124,18 +124,18 @@ func (s *Store) SaveChainTransfer(ctx context.Context, t *lifecycle.ChainTransfe
 // PendingChainTransfers returns network's transfers still to be checked against
 // the canonical chain, oldest block first: the pending ones, with their deposit's
 // confirmations, and the unmatched ones not yet final.
-func (s *Store) PendingChainTransfers(ctx context.Context, network string) ([]lifecycle.ChainTransfer, error) {
+func (s *Store) PendingChainTransfers(ctx context.Context, network string) ([]deposits.ChainTransfer, error) {
 	var rows []chainTransferRow
 	err := s.read(ctx).Table("chain_transfers AS c").
 		Select("c.*, COALESCE(d.confirmations, 0) AS confirmations").
 		Joins("LEFT JOIN deposits d ON d.transaction_id = c.transaction_id AND d.deposit_id = c.deposit_id").
 		Where("c.network = ? AND (c.state = ? OR (c.state = ? AND c.final = ?))",
-			network, lifecycle.TransferPending, lifecycle.TransferUnmatched, false).
+			network, deposits.TransferPending, deposits.TransferUnmatched, false).
 		Order("c.block_number, c.tx_hash, c.log_index").Scan(&rows).Error
 	if err != nil {
 		return nil, err
 	}
-	out := make([]lifecycle.ChainTransfer, len(rows))
+	out := make([]deposits.ChainTransfer, len(rows))
 	for i := range rows {
 		out[i] = rows[i].domain()
 	}
@@ -144,16 +144,16 @@ func (s *Store) PendingChainTransfers(ctx context.Context, network string) ([]li
 
 // ChainTransfers returns the transfers stored as unmatched (all of them when
 // unmatchedOnly is false), newest first, at most limit.
-func (s *Store) ChainTransfers(ctx context.Context, unmatchedOnly bool, limit int) ([]lifecycle.ChainTransfer, error) {
+func (s *Store) ChainTransfers(ctx context.Context, unmatchedOnly bool, limit int) ([]deposits.ChainTransfer, error) {
 	db := s.read(ctx).Model(&chainTransferRow{})
 	if unmatchedOnly {
-		db = db.Where("state = ?", lifecycle.TransferUnmatched)
+		db = db.Where("state = ?", deposits.TransferUnmatched)
 	}
 	var rows []chainTransferRow
 	if err := db.Order("created_at DESC, network, tx_hash, log_index").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, err
 	}
-	out := make([]lifecycle.ChainTransfer, len(rows))
+	out := make([]deposits.ChainTransfer, len(rows))
 	for i := range rows {
 		out[i] = rows[i].domain()
 	}

@@ -14,7 +14,7 @@ import (
 	"partnerd/gen/client"
 	"partnerd/gen/operatorclient"
 	"partnerd/internal/chain"
-	"partnerd/internal/lifecycle"
+	"partnerd/internal/deposits"
 	"partnerd/internal/testdb"
 )
 
@@ -103,7 +103,7 @@ func TestDepositsOnChain(t *testing.T) {
 			un := r.transfers(true)
 			require.Len(t, un, 1)
 			require.Equal(t, second.Hex(), un[0].TxHash)
-			require.Equal(t, lifecycle.TransferUnmatched, un[0].State)
+			require.Equal(t, deposits.TransferUnmatched, un[0].State)
 			require.Equal(t, exact.Id, *un[0].TransactionID)
 			require.Equal(t, "5", un[0].Amount.String())
 			require.Equal(t, client.TransactionStatusOrderFilled, r.get(exact.Id).Status)

@@ -28,7 +28,7 @@ import (
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/devnet"
 	"partnerd/internal/config"
-	"partnerd/internal/lifecycle"
+	"partnerd/internal/deposits"
 	"partnerd/internal/store"
 	"partnerd/internal/testdb"
 )
@@ -272,7 +272,7 @@ func TestTronLateDeposit(t *testing.T) {
 			require.Equal(t, devnet.BlockID(hdr).Hex(), blk["hash"])
 			require.NotEqual(t, hdr.Hash().Hex(), blk["hash"])
 			require.Equal(t, blk["hash"], "0x"+strings.TrimPrefix(all[0].BlockHash, "0x"))
-			require.Equal(t, lifecycle.TransferConfirmed, all[0].State)
+			require.Equal(t, deposits.TransferConfirmed, all[0].State)
 		})
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"partnerd/internal/apitest"
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/devnet"
-	"partnerd/internal/lifecycle"
+	"partnerd/internal/deposits"
 	"partnerd/internal/testdb"
 )
 
@@ -186,11 +186,11 @@ func (r *rig) scanned() {
 	}, 20*time.Second, 20*time.Millisecond, "the scanner reaches block %d", head)
 }
 
-func (r *rig) transfers(unmatchedOnly bool) []lifecycle.ChainTransfer {
+func (r *rig) transfers(unmatchedOnly bool) []deposits.ChainTransfer {
 	r.t.Helper()
 	all, err := r.env.Store.ChainTransfers(context.Background(), unmatchedOnly, 100000)
 	require.NoError(r.t, err)
-	var out []lifecycle.ChainTransfer
+	var out []deposits.ChainTransfer
 	for _, x := range all {
 		if x.Network == r.network {
 			out = append(out, x)

@@ -12,7 +12,7 @@ import (
 	"partnerd/gen/operatorclient"
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/devnet"
-	"partnerd/internal/lifecycle"
+	"partnerd/internal/deposits"
 	"partnerd/internal/testdb"
 )
 
@@ -64,12 +64,12 @@ func TestReorgBeforeConfirmation(t *testing.T) {
 				require.Len(t, all, 1)
 				require.NotEqual(t, dropped.Hex(), all[0].BlockHash, "never confirmed on the dropped block")
 				if d.Status == client.TransactionStatusAwaitingDeposit {
-					require.Equal(t, lifecycle.TransferReorged, all[0].State)
+					require.Equal(t, deposits.TransferReorged, all[0].State)
 					return
 				}
 				d = r.waitFor(tx.Id, "confirmation on the new branch", status(client.TransactionStatusOrderFilled))
 				require.Equal(t, depositID, *d.DepositId)
-				require.Equal(t, lifecycle.TransferConfirmed, r.transfers(false)[0].State)
+				require.Equal(t, deposits.TransferConfirmed, r.transfers(false)[0].State)
 				require.Equal(t, []string{"transaction:created", "deposit:detected", "deposit:reorged", "deposit:detected", "deposit:confirmed", "order:filled"}, r.reasons(tx.Id))
 			})
 		}
@@ -110,7 +110,7 @@ func TestUnmatchedReorg(t *testing.T) {
 				r.chain.Backend.Commit()
 			}
 			r.scanned()
-			find := func() *lifecycle.ChainTransfer {
+			find := func() *deposits.ChainTransfer {
 				for _, tr := range r.transfers(false) {
 					if tr.TxHash == second.Hex() {
 						return &tr
@@ -121,17 +121,17 @@ func TestUnmatchedReorg(t *testing.T) {
 			// The next poll settles what this one recorded.
 			require.Eventually(t, func() bool {
 				row := find()
-				return row != nil && (row.State == lifecycle.TransferReorged || row.Final)
+				return row != nil && (row.State == deposits.TransferReorged || row.Final)
 			}, 20*time.Second, 20*time.Millisecond, "the transfer is settled")
 			row := find()
 			require.NotEqual(t, dropped.Hex(), row.BlockHash, "never kept on the dropped block")
 			listed := open()
-			if row.State == lifecycle.TransferReorged {
+			if row.State == deposits.TransferReorged {
 				require.Empty(t, listed, "gone from the operators' list")
 				return
 			}
 			// It reappeared on the new branch: listed again, there, and final.
-			require.Equal(t, lifecycle.TransferUnmatched, row.State)
+			require.Equal(t, deposits.TransferUnmatched, row.State)
 			require.True(t, row.Final)
 			require.Len(t, listed, 1)
 			require.Equal(t, int64(row.Block), listed[0].BlockNumber)

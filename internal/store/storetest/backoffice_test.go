@@ -16,6 +16,7 @@ import (
 	"partnerd/internal/batches"
 	"partnerd/internal/chain"
 	"partnerd/internal/cursor"
+	"partnerd/internal/deposits"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/operators"
 	"partnerd/internal/partners"
@@ -424,16 +425,16 @@ func TestDepositTransfersAndScannedBlocks(t *testing.T) {
 
 		transfer := func(hash string, logIndex uint, block uint64, amount string, id *uuid.UUID, at time.Time, state string) {
 			t.Helper()
-			require.NoError(t, s.SaveChainTransfer(ctx, &lifecycle.ChainTransfer{Network: "bep20", TxHash: hash, LogIndex: logIndex, Token: "usdt",
+			require.NoError(t, s.SaveChainTransfer(ctx, &deposits.ChainTransfer{Network: "bep20", TxHash: hash, LogIndex: logIndex, Token: "usdt",
 				Block: block, BlockHash: fmt.Sprintf("0xb%d", block), BlockTime: at, From: "0xfrom-" + hash, To: tr.DepositAddress,
 				Raw: dec(amount).Shift(18), Amount: dec(amount), TransactionID: id, DepositID: hash, State: state, CreatedAt: at}))
 		}
-		transfer("0xlate", 1, 105, "40", &tr.ID, base.Add(2*time.Minute), lifecycle.TransferPending)
-		transfer("0xearly", 0, 101, "60.000001", &tr.ID, base.Add(time.Minute), lifecycle.TransferConfirmed)
-		transfer("0xsame-b", 2, 103, "1", &tr.ID, base.Add(3*time.Minute), lifecycle.TransferReorged)
-		transfer("0xsame-a", 7, 102, "2", &tr.ID, base.Add(3*time.Minute), lifecycle.TransferPending)
-		transfer("0xothers", 0, 100, "9", &other.ID, base, lifecycle.TransferPending)
-		transfer("0xstray", 0, 100, "9", nil, base, lifecycle.TransferUnmatched)
+		transfer("0xlate", 1, 105, "40", &tr.ID, base.Add(2*time.Minute), deposits.TransferPending)
+		transfer("0xearly", 0, 101, "60.000001", &tr.ID, base.Add(time.Minute), deposits.TransferConfirmed)
+		transfer("0xsame-b", 2, 103, "1", &tr.ID, base.Add(3*time.Minute), deposits.TransferReorged)
+		transfer("0xsame-a", 7, 102, "2", &tr.ID, base.Add(3*time.Minute), deposits.TransferPending)
+		transfer("0xothers", 0, 100, "9", &other.ID, base, deposits.TransferPending)
+		transfer("0xstray", 0, 100, "9", nil, base, deposits.TransferUnmatched)
 
 		got, err := s.DepositTransfers(ctx, tr.ID)
 		require.NoError(t, err)
@@ -448,10 +449,10 @@ func TestDepositTransfersAndScannedBlocks(t *testing.T) {
 		require.Equal(t, "0xfrom-0xearly", *first.FromAddress)
 		require.True(t, dec("60.000001").Equal(first.Amount))
 		require.EqualValues(t, 101, *first.BlockNumber)
-		require.Equal(t, lifecycle.TransferConfirmed, first.State)
+		require.Equal(t, deposits.TransferConfirmed, first.State)
 		require.Equal(t, base.Add(time.Minute), first.SeenAt)
 		require.Equal(t, 7, *got[2].LogIndex)
-		require.Equal(t, lifecycle.TransferReorged, got[3].State)
+		require.Equal(t, deposits.TransferReorged, got[3].State)
 		others, err := s.DepositTransfers(ctx, other.ID)
 		require.NoError(t, err)
 		require.Len(t, others, 1)

@@ -13,6 +13,7 @@ import (
 
 	"partnerd/internal/apperr"
 	"partnerd/internal/chain"
+	"partnerd/internal/deposits"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/store"
 	"partnerd/internal/testdb"
@@ -78,18 +79,18 @@ func TestChainTransfers(t *testing.T) {
 		got, err := s.ChainTransfer(ctx, "bep20", "0xhash", 0)
 		require.NoError(t, err)
 		require.Nil(t, got)
-		matched := &lifecycle.ChainTransfer{Network: "bep20", TxHash: "0xhash", LogIndex: 0, Token: "usdt", Block: 100,
+		matched := &deposits.ChainTransfer{Network: "bep20", TxHash: "0xhash", LogIndex: 0, Token: "usdt", Block: 100,
 			BlockHash: "0xb100", BlockTime: store.Now(), From: "0xfrom", To: "0xwatched",
 			Raw: dec("100000001000000000000"), Amount: dec("100.000001"), TransactionID: &tr.ID, DepositID: "dep-1",
-			State: lifecycle.TransferPending}
+			State: deposits.TransferPending}
 		require.NoError(t, s.SaveChainTransfer(ctx, matched))
 		require.NoError(t, s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
 			return tx.SaveDeposit(ctx, tr.ID, &lifecycle.Deposit{ID: "dep-1", Status: lifecycle.DepositStatusConfirming,
 				Confirmations: 2, RequiredConfirmations: 3, Hash: "0xhash", Amount: matched.Amount, ReceivedAt: store.Now()})
 		}))
-		stray := &lifecycle.ChainTransfer{Network: "bep20", TxHash: "0xstray", LogIndex: 3, Token: "usdt", Block: 99,
+		stray := &deposits.ChainTransfer{Network: "bep20", TxHash: "0xstray", LogIndex: 3, Token: "usdt", Block: 99,
 			BlockHash: "0xb99", BlockTime: store.Now(), From: "0xfrom", To: "0xnobody",
-			Raw: dec("5000000000000000000"), Amount: dec("5"), DepositID: "stray", State: lifecycle.TransferUnmatched}
+			Raw: dec("5000000000000000000"), Amount: dec("5"), DepositID: "stray", State: deposits.TransferUnmatched}
 		require.NoError(t, s.SaveChainTransfer(ctx, stray))
 
 		pending, err := s.PendingChainTransfers(ctx, "bep20")

@@ -1,4 +1,10 @@
-package lifecycle
+// Package deposits is the chain watcher's side of payments: it keeps what the
+// scanners found (each transfer to a deposit address, by network, hash and log
+// index; each network's cursor) and applies every transfer to its transaction
+// through the lifecycle engine's payment rules (lifecycle.Engine.ReceiveTransfer,
+// ConfirmTransfer, DropTransfer), in the same unit of work as its own
+// bookkeeping. It implements scanner.Sink.
+package deposits
 
 import (
 	"context"
@@ -9,7 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/chain"
-	"partnerd/internal/unmatched"
+	"partnerd/internal/lifecycle"
 )
 
 // ChainTransfer is a token transfer to one of our deposit addresses, identified by
@@ -52,7 +58,7 @@ const (
 // inside the batch's unit of work (WithTx): the ctx they are given carries it.
 type ChainStore interface {
 	// WithTx runs fn in a unit of work; the lifecycle changes of a batch join it.
-	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	WithTx(ctx context.Context, fn func(ctx context.Context, tx lifecycle.Tx) error) error
 	ChainCursor(ctx context.Context, network string) (*chain.Cursor, error)
 	// MoveChainCursor sets the cursor to next if it is still prev (nil: unset) and
 	// reports whether it did.
@@ -86,14 +92,14 @@ type UnmatchedObserver interface {
 // Deposits applies what the chain scanners find to transactions through the
 // Engine (the same rules as the sandbox simulator). It implements scanner.Sink.
 type Deposits struct {
-	l         *Engine
+	l         *lifecycle.Engine
 	st        ChainStore
 	unmatched UnmatchedRecorder
 	observer  UnmatchedObserver
 }
 
-// NewDeposits returns the deposits service.
-func NewDeposits(l *Engine, st ChainStore, u UnmatchedRecorder, o UnmatchedObserver) *Deposits {
+// New returns the deposits service.
+func New(l *lifecycle.Engine, st ChainStore, u UnmatchedRecorder, o UnmatchedObserver) *Deposits {
 	return &Deposits{l: l, st: st, unmatched: u, observer: o}
 }
 
@@ -115,7 +121,7 @@ var ErrCursorMoved = errors.New("chain cursor moved by another scanner")
 // cursor moves from prev to next, all in one database transaction.
 func (d *Deposits) Record(ctx context.Context, network string, prev *chain.Cursor, next chain.Cursor, transfers []chain.Transfer) error {
 	var found []*ChainTransfer
-	err := d.st.WithTx(ctx, func(ctx context.Context, _ Tx) error {
+	err := d.st.WithTx(ctx, func(ctx context.Context, _ lifecycle.Tx) error {
 		found = found[:0]
 		for _, tr := range transfers {
 			row, err := d.record(ctx, tr)
@@ -166,24 +172,21 @@ func (d *Deposits) record(ctx context.Context, tr chain.Transfer) (*ChainTransfe
 	if old != nil {
 		row.CreatedAt = old.CreatedAt
 	}
-	_, err = d.l.change(ctx, id, func(ctx context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
-		// Never confirmed here, even when already deep enough (a catch-up): the next
-		// poll re-checks the block against the canonical chain first.
-		o, note, steps, err := d.l.receive(ctx, t, Incoming{
-			ID: row.DepositID, Token: row.Token, Hash: row.TxHash, LogIndex: int(row.LogIndex), Block: int64(row.Block),
-			From: row.From, To: row.To, Amount: row.Amount, Raw: row.Raw.String(),
-			Confirmations: max(tr.Confirmations, 1), ReceivedAt: row.BlockTime,
-		}, now)
-		switch o {
-		case Counted, Known:
-			row.State = TransferPending
-		default: // dust and transfers the transaction does not take: kept for the operators
-			row.State, row.Note = TransferUnmatched, note
-		}
-		return steps, err
+	// Never confirmed here, even when already deep enough (a catch-up): the next
+	// poll re-checks the block against the canonical chain first.
+	o, note, err := d.l.ReceiveTransfer(ctx, id, lifecycle.Incoming{
+		ID: row.DepositID, Token: row.Token, Hash: row.TxHash, LogIndex: int(row.LogIndex), Block: int64(row.Block),
+		From: row.From, To: row.To, Amount: row.Amount, Raw: row.Raw.String(),
+		Confirmations: max(tr.Confirmations, 1), ReceivedAt: row.BlockTime,
 	})
 	if err != nil {
 		return nil, err
+	}
+	switch o {
+	case lifecycle.Counted, lifecycle.Known:
+		row.State = TransferPending
+	default: // dust and transfers the transaction does not take: kept for the operators
+		row.State, row.Note = TransferUnmatched, note
 	}
 	return row, d.st.SaveChainTransfer(ctx, row)
 }
@@ -204,54 +207,32 @@ func (d *Deposits) Pending(ctx context.Context, network string) ([]chain.Pending
 	return out, nil
 }
 
-// Confirm raises p's confirmations. At the network's requirement, once final (its
-// block at or below the node's finalized block; always on a node without one), the
-// transfer is confirmed; when the transaction is deposit_confirming and every counted
-// transfer is confirmed, the deposit confirms (payments.go: the excess becomes a
-// refund task).
+// Confirm raises p's confirmations (lifecycle.Engine.ConfirmTransfer). An
+// unmatched transfer becomes final at the network's requirement, once final (its
+// block at or below the node's finalized block; always on a node without one).
 func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations int, final bool) error {
 	if p.Unmatched {
 		return d.onUnmatched(ctx, p, func(row *ChainTransfer) bool {
-			if confirmations < d.l.requiredFor(p.Network) || !final {
+			if confirmations < d.l.RequiredFor(p.Network) || !final {
 				return false
 			}
 			row.Final = true
 			return true
 		})
 	}
-	return d.onPending(ctx, p, func(ctx context.Context, tx Tx, row *ChainTransfer, t *Transaction, now time.Time) ([]step, error) {
-		if !counting(t) {
-			// Moved on by other means (the sandbox simulator): nothing left to confirm.
-			row.State = TransferConfirmed
-			return nil, nil
-		}
-		steps, err := d.l.confirmTransfer(ctx, t, row.DepositID, confirmations, final, now)
+	return d.onPending(ctx, p, func(ctx context.Context, row *ChainTransfer) error {
+		fate, err := d.l.ConfirmTransfer(ctx, *row.TransactionID, row.DepositID, confirmations, final)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if t.Deposit.Transfer(row.DepositID).Confirmed() {
-			row.State = TransferConfirmed
-		}
-		if len(steps) == 0 {
-			return nil, tx.SaveDeposit(ctx, t.ID, t.Deposit)
-		}
-		return steps, nil
+		d.settle(row, fate)
+		return nil
 	})
 }
 
-// counting reports whether t's deposit can still change: the total is being
-// received or confirmed.
-func counting(t *Transaction) bool {
-	return t.Status == AwaitingDeposit || t.Status == Expired ||
-		(t.Status == DepositConfirming && t.Deposit.Status == DepositStatusConfirming)
-}
-
-// Drop undoes p, whose block left the canonical chain: the transfer no longer
-// counts. An expired short transaction's short task covers what remains (none
-// left: it is dropped). A deposit_confirming transaction whose total falls short again returns
-// to awaiting_deposit (expired past its deadline) with reason deposit:reorged; with
-// no transfer left the deposit is removed. The transfer is counted again if it
-// reappears.
+// Drop undoes p, whose block left the canonical chain (lifecycle.Engine.DropTransfer):
+// the transfer no longer counts, and a deposit left with no transfer is removed.
+// The transfer is counted again if it reappears.
 func (d *Deposits) Drop(ctx context.Context, p chain.Pending) error {
 	if p.Unmatched {
 		return d.onUnmatched(ctx, p, func(row *ChainTransfer) bool {
@@ -259,96 +240,59 @@ func (d *Deposits) Drop(ctx context.Context, p chain.Pending) error {
 			return true
 		})
 	}
-	return d.onPending(ctx, p, func(ctx context.Context, tx Tx, row *ChainTransfer, t *Transaction, now time.Time) ([]step, error) {
-		row.State = TransferReorged
-		if !counting(t) {
-			return nil, nil
+	return d.onPending(ctx, p, func(ctx context.Context, row *ChainTransfer) error {
+		fate, emptied, err := d.l.DropTransfer(ctx, *row.TransactionID, row.DepositID, map[string]any{
+			"deposit_id": row.DepositID, "blockchain_hash": row.TxHash, "block": row.Block, "block_hash": row.BlockHash,
+		})
+		if err != nil {
+			return err
 		}
-		dep := t.Deposit
-		kept := dep.Transfers[:0]
-		for _, tr := range dep.Transfers {
-			if tr.ID != row.DepositID {
-				kept = append(kept, tr)
-			}
+		d.settle(row, fate)
+		if emptied {
+			return d.st.DeleteDeposit(ctx, *row.TransactionID)
 		}
-		dep.Transfers = kept
-		dep.sum()
-		if t.Status == Expired && d.l.tasks != nil { // short past the deadline: the short task follows the total
-			if len(kept) > 0 {
-				if err := d.l.refreshShort(ctx, t); err != nil {
-					return nil, err
-				}
-			} else if err := d.l.tasks.DropOpen(ctx, t.ID, unmatched.Short); err != nil {
-				return nil, err
-			}
-		}
-		var steps []step
-		if t.Status == DepositConfirming && !d.l.paid(t, dep.Amount) {
-			trigger := ReorgDeposit
-			if !now.Before(t.ExpiresAt) {
-				trigger = ReorgDepositLate
-			}
-			s, err := move(t, trigger, "returned to waiting", map[string]any{
-				"deposit_id": row.DepositID, "blockchain_hash": row.TxHash, "block": row.Block, "block_hash": row.BlockHash,
-			})
-			if err != nil {
-				return nil, err
-			}
-			steps = append(steps, s)
-			dep.Status = DepositStatusPartial
-			if t.Status == Expired && len(dep.Transfers) > 0 { // short past the deadline
-				dep.Status = DepositStatusUnderpaid
-				if err := d.l.refreshShort(ctx, t); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if len(dep.Transfers) == 0 {
-			t.Deposit = nil
-			return steps, d.st.DeleteDeposit(ctx, t.ID)
-		}
-		if len(steps) == 0 {
-			return nil, tx.SaveDeposit(ctx, t.ID, dep)
-		}
-		return steps, nil
+		return nil
 	})
 }
 
-// onPending runs fn on the transaction of pending transfer p when p is still its
-// deposit, and saves the transfer's new state in the same database transaction.
-func (d *Deposits) onPending(ctx context.Context, p chain.Pending, fn func(ctx context.Context, tx Tx, row *ChainTransfer, t *Transaction, now time.Time) ([]step, error)) error {
-	row, err := d.st.ChainTransfer(ctx, p.Network, chain.FormatHash(p.Network, p.TxHash), p.LogIndex)
-	if err != nil {
-		return err
+// settle records in row what the engine made of its transfer.
+func (d *Deposits) settle(row *ChainTransfer, fate lifecycle.Fate) {
+	switch fate {
+	case lifecycle.Settled:
+		row.State = TransferConfirmed
+	case lifecycle.Dropped:
+		row.State = TransferReorged
+	case lifecycle.Gone:
+		row.State, row.Note = TransferUnmatched, "the transaction's deposit is no longer this transfer"
 	}
-	if row == nil || row.State != TransferPending || row.TransactionID == nil {
-		return nil
-	}
-	_, err = d.l.change(ctx, *row.TransactionID, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
-		if t.Deposit == nil || t.Deposit.Transfer(row.DepositID) == nil {
-			// The transaction's deposit is no longer this transfer: keep it for operators.
-			row.State, row.Note = TransferUnmatched, "the transaction's deposit is no longer this transfer"
-			return nil, d.st.SaveChainTransfer(ctx, row)
-		}
-		steps, err := fn(ctx, tx, row, t, now)
+}
+
+// onPending runs fn on pending transfer p, when it is still pending, and saves
+// the transfer's new state, in one unit of work with the change fn makes.
+func (d *Deposits) onPending(ctx context.Context, p chain.Pending, fn func(ctx context.Context, row *ChainTransfer) error) error {
+	return d.st.WithTx(ctx, func(ctx context.Context, _ lifecycle.Tx) error {
+		row, err := d.st.ChainTransfer(ctx, p.Network, chain.FormatHash(p.Network, p.TxHash), p.LogIndex)
 		if err != nil {
-			return nil, err
+			return err
+		}
+		if row == nil || row.State != TransferPending || row.TransactionID == nil {
+			return nil
+		}
+		if err := fn(ctx, row); err != nil {
+			return err
 		}
 		if row.State != TransferPending {
-			if err := d.st.SaveChainTransfer(ctx, row); err != nil {
-				return nil, err
-			}
+			return d.st.SaveChainTransfer(ctx, row)
 		}
-		return steps, nil
+		return nil
 	})
-	return err
 }
 
 // onUnmatched applies fn to unmatched transfer p and, when fn changed it, saves it
 // in one unit of work; a transfer dropped by a reorganisation also leaves the
 // operators' list (it never arrived), and is recorded again if it reappears.
 func (d *Deposits) onUnmatched(ctx context.Context, p chain.Pending, fn func(row *ChainTransfer) bool) error {
-	return d.st.WithTx(ctx, func(ctx context.Context, _ Tx) error {
+	return d.st.WithTx(ctx, func(ctx context.Context, _ lifecycle.Tx) error {
 		row, err := d.st.ChainTransfer(ctx, p.Network, chain.FormatHash(p.Network, p.TxHash), p.LogIndex)
 		if err != nil || row == nil || row.State != TransferUnmatched || row.Final {
 			return err
