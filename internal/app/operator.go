@@ -8,6 +8,7 @@ import (
 
 	"partnerd/openapi"
 
+	"partnerd/internal/actions"
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
@@ -68,10 +69,12 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 		Transactions: st,
 		Fills:        st,
 		Unmatched:    a.unmatched,
-		Idempotency:  a.operatorKeys,
-		Limiter:      a.limiter,
-		Limits:       map[ratelimit.Class]ratelimit.Limit{ratelimit.Reads: a.cfg.RateLimitReads, ratelimit.Writes: a.cfg.RateLimitWrites},
-		Logger:       a.log,
+		Actions: actions.New(actions.Deps{Lifecycle: a.lifecycle, Audit: a.audit, Unmatched: a.unmatched, Batches: a.batches,
+			Partners: a.partners, Operators: a.operators, Keys: a.keys, Logger: a.log}),
+		Idempotency: a.operatorKeys,
+		Limiter:     a.limiter,
+		Limits:      map[ratelimit.Class]ratelimit.Limit{ratelimit.Reads: a.cfg.RateLimitReads, ratelimit.Writes: a.cfg.RateLimitWrites},
+		Logger:      a.log,
 	}); err != nil {
 		return err
 	}

@@ -7,9 +7,10 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/gen/operatorapi"
+	"partnerd/internal/actions"
 	"partnerd/internal/apikeys"
 	"partnerd/internal/apperr"
-	"partnerd/internal/audit"
+	"partnerd/internal/httpkit"
 	"partnerd/internal/operators"
 	"partnerd/internal/partners"
 )
@@ -29,19 +30,22 @@ func (s *Server) ListPartners(ctx context.Context, _ operatorapi.ListPartnersReq
 
 // CreatePartner creates a partner and its first key (POST /partners).
 func (s *Server) CreatePartner(ctx context.Context, req operatorapi.CreatePartnerRequestObject) (operatorapi.CreatePartnerResponseObject, error) {
-	return command(ctx, s, func(ctx context.Context) (operatorapi.CreatePartnerResponseObject, error) {
-		p, key, err := s.partners.Create(ctx, req.Body.Name)
-		if err != nil {
-			return nil, err
-		}
-		if err := s.audited(ctx, audit.PartnerCreated, p.ID, p.Name); err != nil {
-			return nil, err
-		}
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, n actions.NewPartner) (operatorapi.CreatePartnerResponseObject, error) {
+		p := n.Partner
 		k := &apikeys.Key{ID: p.KeyID, Prefix: p.KeyPrefix, CreatedAt: p.CreatedAt}
 		msg := "Partner created; its key is shown once."
 		return operatorapi.CreatePartner200JSONResponse{Body: operatorapi.PartnerCreatedResponse{Success: true, Message: &msg,
-			Data: operatorapi.PartnerCreated{Partner: partnerOut(p), Key: newKeyOut(k, key, s.now())}}}, nil
+			Data: operatorapi.PartnerCreated{Partner: partnerOut(p), Key: newKeyOut(k, n.Secret, s.now())}}}, nil
 	})
+	n, err := s.actions.CreatePartner(ctx, o.ID, req.Body.Name)
+	if err != nil {
+		return nil, err
+	}
+	return respond(ctx, n)
 }
 
 // ListOperators lists every operator (GET /operators).
@@ -59,19 +63,22 @@ func (s *Server) ListOperators(ctx context.Context, _ operatorapi.ListOperatorsR
 
 // CreateOperator creates an operator and their first key (POST /operators).
 func (s *Server) CreateOperator(ctx context.Context, req operatorapi.CreateOperatorRequestObject) (operatorapi.CreateOperatorResponseObject, error) {
-	return command(ctx, s, func(ctx context.Context) (operatorapi.CreateOperatorResponseObject, error) {
-		o, key, err := s.operators.Create(ctx, req.Body.Name)
-		if err != nil {
-			return nil, err
-		}
-		if err := s.audited(ctx, audit.OperatorCreated, o.ID, o.Name); err != nil {
-			return nil, err
-		}
+	by, err := operatorFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, n actions.NewOperator) (operatorapi.CreateOperatorResponseObject, error) {
+		o := n.Operator
 		k := &apikeys.Key{ID: o.KeyID, Prefix: o.KeyPrefix, CreatedAt: o.CreatedAt}
 		msg := "Operator created; their key is shown once."
 		return operatorapi.CreateOperator200JSONResponse{Body: operatorapi.OperatorCreatedResponse{Success: true, Message: &msg,
-			Data: operatorapi.OperatorCreated{Operator: operatorapi.Operator{Id: o.ID, Name: o.Name, CreatedAt: o.CreatedAt}, Key: newKeyOut(k, key, s.now())}}}, nil
+			Data: operatorapi.OperatorCreated{Operator: operatorapi.Operator{Id: o.ID, Name: o.Name, CreatedAt: o.CreatedAt}, Key: newKeyOut(k, n.Secret, s.now())}}}, nil
 	})
+	n, err := s.actions.CreateOperator(ctx, by.ID, req.Body.Name)
+	if err != nil {
+		return nil, err
+	}
+	return respond(ctx, n)
 }
 
 // owner resolves an account of kind owner to the way its keys are minted.
@@ -105,63 +112,6 @@ func (s *Server) listKeys(ctx context.Context, owner apikeys.Owner, id uuid.UUID
 	return operatorapi.ApiKeyListResponse{Success: true, Data: out}, nil
 }
 
-func (s *Server) issueKey(ctx context.Context, owner apikeys.Owner, id uuid.UUID) (operatorapi.NewApiKeyResponse, error) {
-	mint, err := s.owner(ctx, owner, id)
-	if err != nil {
-		return operatorapi.NewApiKeyResponse{}, err
-	}
-	k, err := s.keys.Issue(ctx, owner, id, mint, partners.HashKey)
-	if err != nil {
-		return operatorapi.NewApiKeyResponse{}, err
-	}
-	if err := s.audited(ctx, audit.KeyCreated, k.Key.ID, k.Key.Prefix); err != nil {
-		return operatorapi.NewApiKeyResponse{}, err
-	}
-	msg := "Key created; it is shown once."
-	return operatorapi.NewApiKeyResponse{Success: true, Message: &msg, Data: newKeyOut(k.Key, k.Secret, s.now())}, nil
-}
-
-func (s *Server) rollKey(ctx context.Context, owner apikeys.Owner, id, keyID uuid.UUID, body *operatorapi.RollRequest) (operatorapi.NewApiKeyResponse, error) {
-	overlap := apikeys.DefaultOverlap
-	if body != nil && body.Overlap != nil {
-		d, err := time.ParseDuration(*body.Overlap)
-		if err != nil {
-			return operatorapi.NewApiKeyResponse{}, apperr.Field(apperr.InvalidRequest, "The overlap is not a duration.", "/overlap", "a duration such as 24h or 0s")
-		}
-		overlap = d
-	}
-	mint, err := s.owner(ctx, owner, id)
-	if err != nil {
-		return operatorapi.NewApiKeyResponse{}, err
-	}
-	k, err := s.keys.Roll(ctx, owner, id, keyID, overlap, mint, partners.HashKey)
-	if err != nil {
-		return operatorapi.NewApiKeyResponse{}, err
-	}
-	s.forget(ctx, owner, id, keyID)
-	if err := s.audited(ctx, audit.KeyRolled, keyID, k.Key.Prefix); err != nil {
-		return operatorapi.NewApiKeyResponse{}, err
-	}
-	msg := "Key rolled; the old key works until its expires_at. The new key is shown once."
-	return operatorapi.NewApiKeyResponse{Success: true, Message: &msg, Data: newKeyOut(k.Key, k.Secret, s.now())}, nil
-}
-
-func (s *Server) revokeKey(ctx context.Context, owner apikeys.Owner, id, keyID uuid.UUID) (operatorapi.ApiKeyResponse, error) {
-	if _, err := s.owner(ctx, owner, id); err != nil {
-		return operatorapi.ApiKeyResponse{}, err
-	}
-	k, err := s.keys.Revoke(ctx, owner, id, keyID)
-	if err != nil {
-		return operatorapi.ApiKeyResponse{}, err
-	}
-	s.forget(ctx, owner, id, keyID)
-	if err := s.audited(ctx, audit.KeyRevoked, keyID, k.Prefix); err != nil {
-		return operatorapi.ApiKeyResponse{}, err
-	}
-	msg := "Key revoked."
-	return operatorapi.ApiKeyResponse{Success: true, Message: &msg, Data: keyOut(k, s.now())}, nil
-}
-
 // ListPartnerKeys lists a partner's keys (GET /partners/{id}/keys).
 func (s *Server) ListPartnerKeys(ctx context.Context, req operatorapi.ListPartnerKeysRequestObject) (operatorapi.ListPartnerKeysResponseObject, error) {
 	out, err := s.listKeys(ctx, apikeys.Partner, req.Id)
@@ -173,34 +123,22 @@ func (s *Server) ListPartnerKeys(ctx context.Context, req operatorapi.ListPartne
 
 // CreatePartnerKey adds a partner key (POST /partners/{id}/keys).
 func (s *Server) CreatePartnerKey(ctx context.Context, req operatorapi.CreatePartnerKeyRequestObject) (operatorapi.CreatePartnerKeyResponseObject, error) {
-	return command(ctx, s, func(ctx context.Context) (operatorapi.CreatePartnerKeyResponseObject, error) {
-		out, err := s.issueKey(ctx, apikeys.Partner, req.Id)
-		if err != nil {
-			return nil, err
-		}
-		return operatorapi.CreatePartnerKey200JSONResponse{Body: out}, nil
+	return issueKey(ctx, s, apikeys.Partner, req.Id, func(r operatorapi.NewApiKeyResponse) operatorapi.CreatePartnerKeyResponseObject {
+		return operatorapi.CreatePartnerKey200JSONResponse{Body: r}
 	})
 }
 
 // RollPartnerKey rolls a partner key (POST /partners/{id}/keys/{key_id}/roll).
 func (s *Server) RollPartnerKey(ctx context.Context, req operatorapi.RollPartnerKeyRequestObject) (operatorapi.RollPartnerKeyResponseObject, error) {
-	return command(ctx, s, func(ctx context.Context) (operatorapi.RollPartnerKeyResponseObject, error) {
-		out, err := s.rollKey(ctx, apikeys.Partner, req.Id, req.KeyId, req.Body)
-		if err != nil {
-			return nil, err
-		}
-		return operatorapi.RollPartnerKey200JSONResponse{Body: out}, nil
+	return rollKey(ctx, s, apikeys.Partner, req.Id, req.KeyId, req.Body, func(r operatorapi.NewApiKeyResponse) operatorapi.RollPartnerKeyResponseObject {
+		return operatorapi.RollPartnerKey200JSONResponse{Body: r}
 	})
 }
 
 // RevokePartnerKey revokes a partner key (DELETE /partners/{id}/keys/{key_id}).
 func (s *Server) RevokePartnerKey(ctx context.Context, req operatorapi.RevokePartnerKeyRequestObject) (operatorapi.RevokePartnerKeyResponseObject, error) {
-	return command(ctx, s, func(ctx context.Context) (operatorapi.RevokePartnerKeyResponseObject, error) {
-		out, err := s.revokeKey(ctx, apikeys.Partner, req.Id, req.KeyId)
-		if err != nil {
-			return nil, err
-		}
-		return operatorapi.RevokePartnerKey200JSONResponse(out), nil
+	return revokeKey(ctx, s, apikeys.Partner, req.Id, req.KeyId, func(r operatorapi.ApiKeyResponse) operatorapi.RevokePartnerKeyResponseObject {
+		return operatorapi.RevokePartnerKey200JSONResponse(r)
 	})
 }
 
@@ -215,61 +153,23 @@ func (s *Server) ListOperatorKeys(ctx context.Context, req operatorapi.ListOpera
 
 // CreateOperatorKey adds an operator key (POST /operators/{id}/keys).
 func (s *Server) CreateOperatorKey(ctx context.Context, req operatorapi.CreateOperatorKeyRequestObject) (operatorapi.CreateOperatorKeyResponseObject, error) {
-	return command(ctx, s, func(ctx context.Context) (operatorapi.CreateOperatorKeyResponseObject, error) {
-		out, err := s.issueKey(ctx, apikeys.Operator, req.Id)
-		if err != nil {
-			return nil, err
-		}
-		return operatorapi.CreateOperatorKey200JSONResponse{Body: out}, nil
+	return issueKey(ctx, s, apikeys.Operator, req.Id, func(r operatorapi.NewApiKeyResponse) operatorapi.CreateOperatorKeyResponseObject {
+		return operatorapi.CreateOperatorKey200JSONResponse{Body: r}
 	})
 }
 
 // RollOperatorKey rolls an operator key (POST /operators/{id}/keys/{key_id}/roll).
 func (s *Server) RollOperatorKey(ctx context.Context, req operatorapi.RollOperatorKeyRequestObject) (operatorapi.RollOperatorKeyResponseObject, error) {
-	return command(ctx, s, func(ctx context.Context) (operatorapi.RollOperatorKeyResponseObject, error) {
-		out, err := s.rollKey(ctx, apikeys.Operator, req.Id, req.KeyId, req.Body)
-		if err != nil {
-			return nil, err
-		}
-		return operatorapi.RollOperatorKey200JSONResponse{Body: out}, nil
+	return rollKey(ctx, s, apikeys.Operator, req.Id, req.KeyId, req.Body, func(r operatorapi.NewApiKeyResponse) operatorapi.RollOperatorKeyResponseObject {
+		return operatorapi.RollOperatorKey200JSONResponse{Body: r}
 	})
 }
 
 // RevokeOperatorKey revokes an operator key (DELETE /operators/{id}/keys/{key_id}).
 func (s *Server) RevokeOperatorKey(ctx context.Context, req operatorapi.RevokeOperatorKeyRequestObject) (operatorapi.RevokeOperatorKeyResponseObject, error) {
-	return command(ctx, s, func(ctx context.Context) (operatorapi.RevokeOperatorKeyResponseObject, error) {
-		out, err := s.revokeKey(ctx, apikeys.Operator, req.Id, req.KeyId)
-		if err != nil {
-			return nil, err
-		}
-		return operatorapi.RevokeOperatorKey200JSONResponse(out), nil
+	return revokeKey(ctx, s, apikeys.Operator, req.Id, req.KeyId, func(r operatorapi.ApiKeyResponse) operatorapi.RevokeOperatorKeyResponseObject {
+		return operatorapi.RevokeOperatorKey200JSONResponse(r)
 	})
-}
-
-// forget drops a partner key from this instance's cache once the change committed,
-// so its new expiry or revocation holds here at once.
-func (s *Server) forget(ctx context.Context, owner apikeys.Owner, id, keyID uuid.UUID) {
-	if owner != apikeys.Partner {
-		return // operator keys are not cached
-	}
-	if k, err := s.keys.Get(ctx, owner, id, keyID); err == nil {
-		s.committed(ctx, func() { s.partners.Forget(k.Hash) })
-	}
-}
-
-// audited records an account or key action on subject by the authenticated operator.
-func (s *Server) audited(ctx context.Context, a audit.Action, subject uuid.UUID, reference string) error {
-	o, err := operatorFrom(ctx)
-	if err != nil {
-		return err
-	}
-	if err := s.audit.Record(ctx, audit.Entry{OperatorID: o.ID, Action: a, SubjectID: &subject, Reference: &reference}); err != nil {
-		return err
-	}
-	s.committed(ctx, func() {
-		s.log.Info("operator action", "operator_id", o.ID.String(), "action", string(a), "subject_id", subject.String(), "reference", reference)
-	})
-	return nil
 }
 
 func partnerOut(p *partners.Partner) operatorapi.Partner {
@@ -286,4 +186,66 @@ func newKeyOut(k *apikeys.Key, secret string, now time.Time) operatorapi.NewApiK
 	o := keyOut(k, now)
 	return operatorapi.NewApiKey{Id: o.Id, Prefix: o.Prefix, Status: o.Status, CreatedAt: o.CreatedAt, LastUsedAt: o.LastUsedAt,
 		ExpiresAt: o.ExpiresAt, RevokedAt: o.RevokedAt, Key: secret}
+}
+
+// issueKey adds a key to account id of kind owner; as wraps the answer.
+func issueKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id uuid.UUID, as func(operatorapi.NewApiKeyResponse) R) (R, error) {
+	var zero R
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return zero, err
+	}
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, k *apikeys.Issued) (R, error) {
+		msg := "Key created; it is shown once."
+		return as(operatorapi.NewApiKeyResponse{Success: true, Message: &msg, Data: newKeyOut(k.Key, k.Secret, s.now())}), nil
+	})
+	k, err := s.actions.IssueKey(ctx, o.ID, owner, id)
+	if err != nil {
+		return zero, err
+	}
+	return respond(ctx, k)
+}
+
+// rollKey replaces key keyID of account id; as wraps the answer.
+func rollKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id, keyID uuid.UUID, body *operatorapi.RollRequest, as func(operatorapi.NewApiKeyResponse) R) (R, error) {
+	var zero R
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return zero, err
+	}
+	overlap := apikeys.DefaultOverlap
+	if body != nil && body.Overlap != nil {
+		d, err := time.ParseDuration(*body.Overlap)
+		if err != nil {
+			return zero, apperr.Field(apperr.InvalidRequest, "The overlap is not a duration.", "/overlap", "a duration such as 24h or 0s")
+		}
+		overlap = d
+	}
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, k *apikeys.Issued) (R, error) {
+		msg := "Key rolled; the old key works until its expires_at. The new key is shown once."
+		return as(operatorapi.NewApiKeyResponse{Success: true, Message: &msg, Data: newKeyOut(k.Key, k.Secret, s.now())}), nil
+	})
+	k, err := s.actions.RollKey(ctx, o.ID, owner, id, keyID, overlap)
+	if err != nil {
+		return zero, err
+	}
+	return respond(ctx, k)
+}
+
+// revokeKey revokes key keyID of account id; as wraps the answer.
+func revokeKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id, keyID uuid.UUID, as func(operatorapi.ApiKeyResponse) R) (R, error) {
+	var zero R
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return zero, err
+	}
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, k *apikeys.Key) (R, error) {
+		msg := "Key revoked."
+		return as(operatorapi.ApiKeyResponse{Success: true, Message: &msg, Data: keyOut(k, s.now())}), nil
+	})
+	k, err := s.actions.RevokeKey(ctx, o.ID, owner, id, keyID)
+	if err != nil {
+		return zero, err
+	}
+	return respond(ctx, k)
 }

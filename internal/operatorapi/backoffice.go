@@ -66,50 +66,48 @@ func (s *Server) ListAudit(ctx context.Context, req operatorapi.ListAuditRequest
 
 // CreatePayout records one bank transfer for many transactions (POST /payouts).
 func (s *Server) CreatePayout(ctx context.Context, req operatorapi.CreatePayoutRequestObject) (operatorapi.CreatePayoutResponseObject, error) {
-	return command(ctx, s, func(ctx context.Context) (operatorapi.CreatePayoutResponseObject, error) {
-		o, err := operatorFrom(ctx)
-		if err != nil {
-			return nil, err
-		}
-		fiat, err := decimal.NewFromString(req.Body.FiatAmount)
-		if err != nil || !fiat.IsPositive() {
-			return nil, apperr.Field(apperr.InvalidRequest, "The payout needs a positive amount.", "/fiat_amount", "must be a decimal greater than 0")
-		}
-		b, err := s.batches.CreatePayout(ctx, lifecycle.Actor{OperatorID: o.ID}, req.Body.PartnerId, req.Body.TransactionIds, req.Body.Reference, fiat)
-		if err != nil {
-			s.refused(o.ID, "batch_payout", req.Body.Reference, err)
-			return nil, err
-		}
-		s.batchLogged(ctx, o.ID, b)
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fiat, err := decimal.NewFromString(req.Body.FiatAmount)
+	if err != nil || !fiat.IsPositive() {
+		return nil, apperr.Field(apperr.InvalidRequest, "The payout needs a positive amount.", "/fiat_amount", "must be a decimal greater than 0")
+	}
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, b *batches.Batch) (operatorapi.CreatePayoutResponseObject, error) {
 		msg := "Payout recorded."
 		return operatorapi.CreatePayout200JSONResponse{BatchOKJSONResponse: operatorapi.BatchOKJSONResponse{Body: operatorapi.BatchResponse{
 			Success: true, Message: &msg, Data: batchOut(b),
 		}}}, nil
 	})
+	b, err := s.actions.BatchPayout(ctx, o.ID, req.Body.PartnerId, req.Body.TransactionIds, req.Body.Reference, fiat)
+	if err != nil {
+		return nil, err
+	}
+	return respond(ctx, b)
 }
 
 // CreateFill records one liquidity order for many transactions (POST /fills).
 func (s *Server) CreateFill(ctx context.Context, req operatorapi.CreateFillRequestObject) (operatorapi.CreateFillResponseObject, error) {
-	return command(ctx, s, func(ctx context.Context) (operatorapi.CreateFillResponseObject, error) {
-		o, err := operatorFrom(ctx)
-		if err != nil {
-			return nil, err
-		}
-		rate, err := decimal.NewFromString(req.Body.Rate)
-		if err != nil || !rate.IsPositive() {
-			return nil, apperr.Field(apperr.InvalidRequest, "The executed sale needs a positive rate.", "/rate", "must be a decimal greater than 0")
-		}
-		b, err := s.batches.CreateFill(ctx, lifecycle.Actor{OperatorID: o.ID}, req.Body.TransactionIds, rate, req.Body.Reference)
-		if err != nil {
-			s.refused(o.ID, "batch_fill", req.Body.Reference, err)
-			return nil, err
-		}
-		s.batchLogged(ctx, o.ID, b)
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rate, err := decimal.NewFromString(req.Body.Rate)
+	if err != nil || !rate.IsPositive() {
+		return nil, apperr.Field(apperr.InvalidRequest, "The executed sale needs a positive rate.", "/rate", "must be a decimal greater than 0")
+	}
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, b *batches.Batch) (operatorapi.CreateFillResponseObject, error) {
 		msg := "Fill recorded."
 		return operatorapi.CreateFill200JSONResponse{BatchOKJSONResponse: operatorapi.BatchOKJSONResponse{Body: operatorapi.BatchResponse{
 			Success: true, Message: &msg, Data: batchOut(b),
 		}}}, nil
 	})
+	b, err := s.actions.BatchFill(ctx, o.ID, req.Body.TransactionIds, rate, req.Body.Reference)
+	if err != nil {
+		return nil, err
+	}
+	return respond(ctx, b)
 }
 
 // ListPayouts pages through batch payouts (GET /payouts).
@@ -130,19 +128,6 @@ func (s *Server) ListFills(ctx context.Context, req operatorapi.ListFillsRequest
 		return nil, err
 	}
 	return operatorapi.ListFills200JSONResponse{Success: true, Data: batchPageOut(page)}, nil
-}
-
-func (s *Server) refused(operator uuid.UUID, action, reference string, err error) {
-	s.log.Info("operator action refused", "operator_id", operator.String(), "action", action,
-		"reference", reference, "error_code", string(apperr.CodeOf(err)))
-}
-
-func (s *Server) batchLogged(ctx context.Context, operator uuid.UUID, b *batches.Batch) {
-	s.committed(ctx, func() {
-		s.log.Info("operator action", "operator_id", operator.String(), "action", "batch_"+string(b.Kind),
-			"batch_id", b.ID.String(), "transactions", len(b.TransactionIDs), "reference", b.Reference,
-			"fiat_amount", money.FormatFiat(b.FiatAmount))
-	})
 }
 
 func batchPageOut(p *batches.Page) operatorapi.BatchPage {

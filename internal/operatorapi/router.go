@@ -1,8 +1,10 @@
 // Package operatorapi is the operator API's HTTP layer: the strict server generated
 // from openapi/operator.yaml, mounted under BasePath beside the partner API on the
 // same Echo instance. It shares the partner API's error body (Echo's error handler),
-// validation and body rules, and keeps its own keys (operators), idempotency keys
-// and audit log lines. It holds no SQL and no business rules.
+// validation and body rules (package httpkit), and keeps its own keys (operators)
+// and idempotency keys. Its handlers translate: the state-changing use cases, with
+// their audit rows and log lines, are package actions. It holds no SQL and no
+// business rules.
 package operatorapi
 
 import (
@@ -17,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"partnerd/gen/operatorapi"
+	"partnerd/internal/actions"
 	"partnerd/internal/apikeys"
 	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
@@ -53,6 +56,9 @@ type Deps struct {
 	// Partners and Keys manage the accounts and their API keys (Operators above).
 	Partners *partners.Service
 	Keys     *apikeys.Service
+	// Actions are the operators' state-changing use cases (nil: built from the
+	// services above).
+	Actions *actions.Service
 	// Idempotency works on the operators' own key table.
 	Idempotency *idempotency.Service
 	// Limiter and Limits rate-limit operator requests per operator key, with the
@@ -108,7 +114,12 @@ func Register(e *echo.Echo, d Deps) error {
 	if err != nil {
 		return err
 	}
-	srv := &Server{lifecycle: d.Lifecycle, stages: d.Stages, loader: d.Transactions, fills: d.Fills, unmatched: d.Unmatched,
+	acts := d.Actions
+	if acts == nil {
+		acts = actions.New(actions.Deps{Lifecycle: d.Lifecycle, Audit: d.Audit, Unmatched: d.Unmatched, Batches: d.Batches,
+			Partners: d.Partners, Operators: d.Operators, Keys: d.Keys, Logger: log})
+	}
+	srv := &Server{actions: acts, lifecycle: d.Lifecycle, stages: d.Stages, loader: d.Transactions, fills: d.Fills, unmatched: d.Unmatched,
 		backoffice: d.Backoffice, audit: d.Audit, batches: d.Batches,
 		partners: d.Partners, operators: d.Operators, keys: d.Keys, now: time.Now, log: log}
 	operatorapi.RegisterHandlersWithOptions(e, operatorapi.NewStrictHandler(srv, []operatorapi.StrictMiddlewareFunc{func(f operatorapi.StrictHandlerFunc, op string) operatorapi.StrictHandlerFunc {

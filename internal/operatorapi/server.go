@@ -9,13 +9,13 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/gen/operatorapi"
+	"partnerd/internal/actions"
 	"partnerd/internal/apikeys"
 	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
 	"partnerd/internal/batches"
 	"partnerd/internal/httpkit"
-	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
 	"partnerd/internal/operators"
@@ -26,6 +26,8 @@ import (
 
 // Server implements the generated StrictServerInterface.
 type Server struct {
+	// actions are the state-changing use cases; the handlers translate to them.
+	actions   *actions.Service
 	lifecycle *lifecycle.Engine
 	stages    *transactions.StageLister
 	loader    Loader
@@ -82,99 +84,94 @@ func (s *Server) GetOperatorTransaction(ctx context.Context, req operatorapi.Get
 
 // FillOrder records the executed sale (POST /transactions/{id}/fill).
 func (s *Server) FillOrder(ctx context.Context, req operatorapi.FillOrderRequestObject) (operatorapi.FillOrderResponseObject, error) {
-	return command(ctx, s, func(ctx context.Context) (operatorapi.FillOrderResponseObject, error) {
-		// The contract's patterns admit decimals only; zero is the one bad value left.
-		var rate, fiat decimal.Decimal
-		for _, f := range []struct {
-			field, in string
-			out       *decimal.Decimal
-		}{{"/rate", req.Body.Rate, &rate}, {"/fiat_amount", req.Body.FiatAmount, &fiat}} {
-			v, err := decimal.NewFromString(f.in)
-			if err != nil || !v.IsPositive() {
-				return nil, apperr.Field(apperr.InvalidRequest, "The executed sale needs a positive rate and amount.", f.field, "must be a decimal greater than 0")
-			}
-			*f.out = v
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The contract's patterns admit decimals only; zero is the one bad value left.
+	var rate, fiat decimal.Decimal
+	for _, f := range []struct {
+		field, in string
+		out       *decimal.Decimal
+	}{{"/rate", req.Body.Rate, &rate}, {"/fiat_amount", req.Body.FiatAmount, &fiat}} {
+		v, err := decimal.NewFromString(f.in)
+		if err != nil || !v.IsPositive() {
+			return nil, apperr.Field(apperr.InvalidRequest, "The executed sale needs a positive rate and amount.", f.field, "must be a decimal greater than 0")
 		}
-		t, err := s.act(ctx, "fill", req.Id, req.Body.Reference, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
-			return s.lifecycle.FillOrder(ctx, req.Id, by, rate, fiat, req.Body.Reference)
-		})
-		if err != nil {
-			return nil, err
-		}
-		ok, err := s.actionOK(ctx, t, "Order filled.")
-		if err != nil {
-			return nil, err
-		}
-		return operatorapi.FillOrder200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
+		*f.out = v
+	}
+	respond := actionAnswerOf(ctx, s, "Order filled.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.FillOrderResponseObject {
+		return operatorapi.FillOrder200JSONResponse{OperatorActionOKJSONResponse: ok}
 	})
+	t, err := s.actions.Fill(ctx, o.ID, req.Id, rate, fiat, req.Body.Reference)
+	if err != nil {
+		return nil, err
+	}
+	return respond(ctx, t)
 }
 
-// SettleOrder records the sale's settlement (POST /transactions/{id}/settle).
+// SettleOrder is POST /transactions/{id}/…: operator action Settle.
 func (s *Server) SettleOrder(ctx context.Context, req operatorapi.SettleOrderRequestObject) (operatorapi.SettleOrderResponseObject, error) {
-	return command(ctx, s, func(ctx context.Context) (operatorapi.SettleOrderResponseObject, error) {
-		t, err := s.act(ctx, "settle", req.Id, req.Body.Reference, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
-			return s.lifecycle.SettleOrder(ctx, req.Id, by, req.Body.Reference)
-		})
-		if err != nil {
-			return nil, err
-		}
-		ok, err := s.actionOK(ctx, t, "Order settled; the transaction is completed.")
-		if err != nil {
-			return nil, err
-		}
-		return operatorapi.SettleOrder200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	respond := actionAnswerOf(ctx, s, "Order settled; the transaction is completed.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.SettleOrderResponseObject {
+		return operatorapi.SettleOrder200JSONResponse{OperatorActionOKJSONResponse: ok}
 	})
+	t, err := s.actions.Settle(ctx, o.ID, req.Id, req.Body.Reference)
+	if err != nil {
+		return nil, err
+	}
+	return respond(ctx, t)
 }
 
-// SettlePayout records the NGN payout (POST /transactions/{id}/payout).
+// SettlePayout is POST /transactions/{id}/…: operator action PayOut.
 func (s *Server) SettlePayout(ctx context.Context, req operatorapi.SettlePayoutRequestObject) (operatorapi.SettlePayoutResponseObject, error) {
-	return command(ctx, s, func(ctx context.Context) (operatorapi.SettlePayoutResponseObject, error) {
-		t, err := s.act(ctx, "payout", req.Id, req.Body.Reference, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
-			return s.lifecycle.PayOut(ctx, req.Id, by, req.Body.Reference, nil)
-		})
-		if err != nil {
-			return nil, err
-		}
-		ok, err := s.actionOK(ctx, t, "Payout settled.")
-		if err != nil {
-			return nil, err
-		}
-		return operatorapi.SettlePayout200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	respond := actionAnswerOf(ctx, s, "Payout settled.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.SettlePayoutResponseObject {
+		return operatorapi.SettlePayout200JSONResponse{OperatorActionOKJSONResponse: ok}
 	})
+	t, err := s.actions.PayOut(ctx, o.ID, req.Id, req.Body.Reference)
+	if err != nil {
+		return nil, err
+	}
+	return respond(ctx, t)
 }
 
-// FailTransaction fails a transaction (POST /transactions/{id}/fail).
+// FailTransaction is POST /transactions/{id}/…: operator action Fail.
 func (s *Server) FailTransaction(ctx context.Context, req operatorapi.FailTransactionRequestObject) (operatorapi.FailTransactionResponseObject, error) {
-	return command(ctx, s, func(ctx context.Context) (operatorapi.FailTransactionResponseObject, error) {
-		t, err := s.act(ctx, "fail", req.Id, req.Body.Reason, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
-			return s.lifecycle.FailBy(ctx, req.Id, by, req.Body.Reason)
-		})
-		if err != nil {
-			return nil, err
-		}
-		ok, err := s.actionOK(ctx, t, "Transaction failed.")
-		if err != nil {
-			return nil, err
-		}
-		return operatorapi.FailTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	respond := actionAnswerOf(ctx, s, "Transaction failed.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.FailTransactionResponseObject {
+		return operatorapi.FailTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}
 	})
+	t, err := s.actions.Fail(ctx, o.ID, req.Id, req.Body.Reason)
+	if err != nil {
+		return nil, err
+	}
+	return respond(ctx, t)
 }
 
-// RefundTransaction records a deposit's refund (POST /transactions/{id}/refund).
+// RefundTransaction is POST /transactions/{id}/…: operator action Refund.
 func (s *Server) RefundTransaction(ctx context.Context, req operatorapi.RefundTransactionRequestObject) (operatorapi.RefundTransactionResponseObject, error) {
-	return command(ctx, s, func(ctx context.Context) (operatorapi.RefundTransactionResponseObject, error) {
-		t, err := s.act(ctx, "refund", req.Id, req.Body.TxHash, func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
-			return s.lifecycle.RefundBy(ctx, req.Id, by, req.Body.TxHash)
-		})
-		if err != nil {
-			return nil, err
-		}
-		ok, err := s.actionOK(ctx, t, "Deposit refunded.")
-		if err != nil {
-			return nil, err
-		}
-		return operatorapi.RefundTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}, nil
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	respond := actionAnswerOf(ctx, s, "Deposit refunded.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.RefundTransactionResponseObject {
+		return operatorapi.RefundTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}
 	})
+	t, err := s.actions.Refund(ctx, o.ID, req.Id, req.Body.TxHash)
+	if err != nil {
+		return nil, err
+	}
+	return respond(ctx, t)
 }
 
 // ListUnmatchedDeposits pages through unmatched deposits (GET /deposits/unmatched).
@@ -200,69 +197,38 @@ func (s *Server) ListUnmatchedDeposits(ctx context.Context, req operatorapi.List
 
 // ResolveUnmatchedDeposit closes an open unmatched deposit (POST /deposits/{id}/resolve).
 func (s *Server) ResolveUnmatchedDeposit(ctx context.Context, req operatorapi.ResolveUnmatchedDepositRequestObject) (operatorapi.ResolveUnmatchedDepositResponseObject, error) {
-	return command(ctx, s, func(ctx context.Context) (operatorapi.ResolveUnmatchedDepositResponseObject, error) {
-		o, err := operatorFrom(ctx)
-		if err != nil {
-			return nil, err
-		}
-		b := req.Body
-		d, err := s.unmatched.ResolveUnmatched(ctx, req.Id, o.ID, unmatched.Status(b.Action), b.TxHash, b.Note)
-		if err != nil {
-			return nil, err
-		}
-		ref := ""
-		if b.TxHash != nil {
-			ref = *b.TxHash
-		}
-		if s.audit != nil {
-			did := d.ID
-			if err := s.audit.Record(ctx, audit.Entry{OperatorID: o.ID, Action: audit.Action("resolve_" + string(b.Action)),
-				UnmatchedDepositID: &did, Reference: b.TxHash}); err != nil {
-				return nil, err
-			}
-		}
-		s.committed(ctx, func() {
-			s.log.Info("operator action", "operator_id", o.ID.String(), "action", "resolve_"+string(b.Action),
-				"unmatched_deposit_id", d.ID.String(), "reference", ref)
-		})
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, d *unmatched.Deposit) (operatorapi.ResolveUnmatchedDepositResponseObject, error) {
 		msg := "Deposit resolved."
 		return operatorapi.ResolveUnmatchedDeposit200JSONResponse{Body: operatorapi.UnmatchedDepositResponse{
 			Success: true, Message: &msg, Data: depositOut(d),
 		}}, nil
 	})
+	b := req.Body
+	d, err := s.actions.ResolveDeposit(ctx, o.ID, req.Id, actions.Resolution{Action: unmatched.Status(b.Action), TxHash: b.TxHash, Note: b.Note})
+	if err != nil {
+		return nil, err
+	}
+	return respond(ctx, d)
 }
 
-// act runs one audited transaction action for the authenticated operator and logs
-// it once it succeeded (the history entry carries the same facts).
-func (s *Server) act(ctx context.Context, action string, id uuid.UUID, reference string, fn func(lifecycle.Actor) (*lifecycle.Transaction, error)) (*lifecycle.Transaction, error) {
-	o, err := operatorFrom(ctx)
-	if err != nil {
-		return nil, err
-	}
-	t, err := fn(lifecycle.Actor{OperatorID: o.ID})
-	if err != nil {
-		s.log.Info("operator action refused", "operator_id", o.ID.String(), "action", action,
-			"transaction_id", id.String(), "reference", reference, "error_code", string(apperr.CodeOf(err)))
-		return nil, err
-	}
-	// The audit row joins the action's unit of work (begun by command).
-	if s.audit != nil {
-		tid, ref := t.ID, reference
-		if err := s.audit.Record(ctx, audit.Entry{OperatorID: o.ID, Action: audit.Action(action), TransactionID: &tid, Reference: &ref}); err != nil {
-			return nil, err
+// actionAnswerOf is how an action on a transaction answers: the transaction as the
+// operator sees it (with its fill) and msg, wrapped by as in the operation's
+// response. It is rendered in the action's unit of work (httpkit.AnswerWith), so
+// a retry gets exactly this answer.
+func actionAnswerOf[R any](ctx context.Context, s *Server, msg string, as func(operatorapi.OperatorActionOKJSONResponse) R) func(context.Context, *lifecycle.Transaction) (R, error) {
+	return httpkit.AnswerWith(ctx, func(ctx context.Context, t *lifecycle.Transaction) (R, error) {
+		ok, err := s.actionOK(ctx, t, msg)
+		if err != nil {
+			var zero R
+			return zero, err
 		}
-	}
-	// Logged once the action has committed (with its stored answer), never for a
-	// change that rolled back.
-	s.committed(ctx, func() {
-		s.log.Info("operator action", "operator_id", o.ID.String(), "action", action, "transaction_id", t.ID.String(),
-			"partner_id", t.PartnerID.String(), "reference", reference, "status", string(t.Status))
+		return as(ok), nil
 	})
-	return t, nil
 }
-
-// committed runs f once the request's unit of work has committed.
-func (s *Server) committed(ctx context.Context, f func()) { idempotency.OnCommit(ctx, f) }
 
 func (s *Server) actionOK(ctx context.Context, t *lifecycle.Transaction, msg string) (operatorapi.OperatorActionOKJSONResponse, error) {
 	out, err := s.out(ctx, t)
@@ -319,18 +285,4 @@ func depositOut(d *unmatched.Deposit) operatorapi.UnmatchedDeposit {
 		ResolutionTxHash: d.ResolutionTxHash, ResolutionNote: d.ResolutionNote, ResolvedBy: d.ResolvedBy,
 		ResolvedAt: d.ResolvedAt, CreatedAt: d.CreatedAt,
 	}
-}
-
-// command runs one operator command as a use case: its unit of work begins here
-// (idempotency.Run, under the operator's Idempotency-Key when sent), and fn does
-// the command and builds its answer inside it. The domain changes fn makes join
-// it, as do its audit row and the stored answer, so all of them commit together
-// or none does; the answer sent is the one stored.
-func command[R any](ctx context.Context, s *Server, fn func(ctx context.Context) (R, error)) (R, error) {
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, r R) (R, error) { return r, nil })
-	r, err := idempotency.Run(ctx, s.lifecycle.Begin, func(ctx context.Context, _ lifecycle.Tx) (R, error) { return fn(ctx) })
-	if err != nil {
-		return r, err
-	}
-	return respond(ctx, r)
 }

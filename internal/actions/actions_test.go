@@ -1,10 +1,11 @@
-package operatorapi
+package actions
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
 	"testing"
 
 	"github.com/google/uuid"
@@ -12,25 +13,35 @@ import (
 
 	"partnerd/internal/apperr"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/operators"
+	"partnerd/internal/store"
+	"partnerd/internal/testdb"
 )
 
+func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+
 // Every operator action leaves one log line naming the operator, the action, the
-// transaction and the reference; a refused one says why.
+// transaction and the reference, written once its unit of work committed; a
+// refused one says why.
 func TestActionsAreLogged(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
+	st, err := store.Open(ctx, testdb.SQLite(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	_, err = st.Migrate(ctx)
+	require.NoError(t, err)
 	var buf bytes.Buffer
-	s := &Server{log: slog.New(slog.NewJSONHandler(&buf, nil))}
-	op := &operators.Operator{ID: uuid.New()}
-	ctx := context.WithValue(context.Background(), operatorKey{}, op)
-	id := uuid.New()
+	s := New(Deps{Lifecycle: lifecycle.NewEngine(store.For[lifecycle.Tx](st), nil, store.Now),
+		Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	op, id := uuid.New(), uuid.New()
 
-	_, err := s.act(ctx, "settle", id, "LP-7", func(by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		require.Equal(t, op.ID, by.OperatorID)
+	_, err = s.act(ctx, op, "settle", id, "LP-7", func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+		require.Equal(t, op, by.OperatorID)
+		require.Zero(t, buf.Len(), "nothing is logged before the commit")
 		return &lifecycle.Transaction{ID: id, PartnerID: uuid.New(), Status: lifecycle.Completed}, nil
 	})
 	require.NoError(t, err)
-	_, err = s.act(ctx, "payout", id, "NIP-1", func(lifecycle.Actor) (*lifecycle.Transaction, error) {
+	_, err = s.act(ctx, op, "payout", id, "NIP-1", func(context.Context, lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return nil, apperr.New(apperr.InvalidStateTransition, "no")
 	})
 	require.Error(t, err)
@@ -40,11 +51,12 @@ func TestActionsAreLogged(t *testing.T) {
 	require.NoError(t, dec.Decode(&ok))
 	require.NoError(t, dec.Decode(&refused))
 	require.Equal(t, "operator action", ok["msg"])
-	require.Equal(t, op.ID.String(), ok["operator_id"])
+	require.Equal(t, op.String(), ok["operator_id"])
 	require.Equal(t, "settle", ok["action"])
 	require.Equal(t, id.String(), ok["transaction_id"])
 	require.Equal(t, "LP-7", ok["reference"])
 	require.Equal(t, "completed", ok["status"])
 	require.Equal(t, "operator action refused", refused["msg"])
 	require.Equal(t, "invalid_state_transition", refused["error_code"])
+	require.Equal(t, id.String(), refused["transaction_id"])
 }

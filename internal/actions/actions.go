@@ -1,0 +1,383 @@
+// Package actions holds the operators' state-changing use cases: the actions on a
+// transaction (fill, settle, payout, fail, refund, accept), resolving refund
+// tasks and unmatched deposits, batch payouts and fills, and the accounts and
+// their API keys. Each begins its unit of work itself, with idempotency.Run
+// (under the operator's Idempotency-Key when the caller sent one): the domain
+// change, its audit row and the stored answer commit together or not at all,
+// and the action's log line is written once it has committed. The operator API
+// (and through it the console) only translates requests to these calls and their
+// results to answers.
+package actions
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"partnerd/internal/apikeys"
+	"partnerd/internal/apperr"
+	"partnerd/internal/audit"
+	"partnerd/internal/batches"
+	"partnerd/internal/idempotency"
+	"partnerd/internal/lifecycle"
+	"partnerd/internal/money"
+	"partnerd/internal/operators"
+	"partnerd/internal/partners"
+	"partnerd/internal/unmatched"
+)
+
+// Service runs the operators' actions.
+type Service struct {
+	lifecycle *lifecycle.Engine
+	audit     *audit.Log
+	unmatched *unmatched.Service
+	batches   *batches.Service
+	partners  *partners.Service
+	operators *operators.Service
+	keys      *apikeys.Service
+	log       *slog.Logger
+}
+
+// Deps are the services the actions call. Audit may be nil (no audit rows).
+type Deps struct {
+	Lifecycle *lifecycle.Engine
+	Audit     *audit.Log
+	Unmatched *unmatched.Service
+	Batches   *batches.Service
+	Partners  *partners.Service
+	Operators *operators.Service
+	Keys      *apikeys.Service
+	Logger    *slog.Logger
+}
+
+// New returns the actions service.
+func New(d Deps) *Service {
+	log := d.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Service{lifecycle: d.Lifecycle, audit: d.Audit, unmatched: d.Unmatched, batches: d.Batches,
+		partners: d.Partners, operators: d.Operators, keys: d.Keys, log: log}
+}
+
+// run is the unit of work of one action: it begins here.
+func run[T any](ctx context.Context, s *Service, fn func(ctx context.Context) (T, error)) (T, error) {
+	return idempotency.Run(ctx, s.lifecycle.Begin, func(ctx context.Context, _ lifecycle.Tx) (T, error) { return fn(ctx) })
+}
+
+// Fill records operator's executed sale of transaction id.
+func (s *Service) Fill(ctx context.Context, operator, id uuid.UUID, rate, fiat decimal.Decimal, reference string) (*lifecycle.Transaction, error) {
+	return s.act(ctx, operator, "fill", id, reference, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+		return s.lifecycle.FillOrder(ctx, id, by, rate, fiat, reference)
+	})
+}
+
+// Settle records the sale's settlement.
+func (s *Service) Settle(ctx context.Context, operator, id uuid.UUID, reference string) (*lifecycle.Transaction, error) {
+	return s.act(ctx, operator, "settle", id, reference, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+		return s.lifecycle.SettleOrder(ctx, id, by, reference)
+	})
+}
+
+// PayOut records the NGN payout of transaction id.
+func (s *Service) PayOut(ctx context.Context, operator, id uuid.UUID, reference string) (*lifecycle.Transaction, error) {
+	return s.act(ctx, operator, "payout", id, reference, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+		return s.lifecycle.PayOut(ctx, id, by, reference, nil)
+	})
+}
+
+// Fail fails transaction id for reason.
+func (s *Service) Fail(ctx context.Context, operator, id uuid.UUID, reason string) (*lifecycle.Transaction, error) {
+	return s.act(ctx, operator, "fail", id, reason, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+		return s.lifecycle.FailBy(ctx, id, by, reason)
+	})
+}
+
+// Refund records the refund of transaction id's deposit (chain transaction txHash).
+func (s *Service) Refund(ctx context.Context, operator, id uuid.UUID, txHash string) (*lifecycle.Transaction, error) {
+	return s.act(ctx, operator, "refund", id, txHash, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+		return s.lifecycle.RefundBy(ctx, id, by, txHash)
+	})
+}
+
+// Accept lets an expired, short-paid transaction proceed on what was received.
+func (s *Service) Accept(ctx context.Context, operator, id uuid.UUID, reason string) (*lifecycle.Transaction, error) {
+	return s.act(ctx, operator, "accept", id, reason, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+		return s.lifecycle.Accept(ctx, id, by, reason)
+	})
+}
+
+// act runs one audited transaction action in its unit of work and logs it once
+// it committed (the history entry carries the same facts).
+func (s *Service) act(ctx context.Context, operator uuid.UUID, action string, id uuid.UUID, reference string,
+	fn func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error)) (*lifecycle.Transaction, error) {
+	t, err := run(ctx, s, func(ctx context.Context) (*lifecycle.Transaction, error) {
+		t, err := fn(ctx, lifecycle.Actor{OperatorID: operator})
+		if err != nil {
+			return nil, err
+		}
+		if s.audit != nil {
+			tid, ref := t.ID, reference
+			if err := s.audit.Record(ctx, audit.Entry{OperatorID: operator, Action: audit.Action(action), TransactionID: &tid, Reference: &ref}); err != nil {
+				return nil, err
+			}
+		}
+		idempotency.OnCommit(ctx, func() {
+			s.log.Info("operator action", "operator_id", operator.String(), "action", action, "transaction_id", t.ID.String(),
+				"partner_id", t.PartnerID.String(), "reference", reference, "status", string(t.Status))
+		})
+		return t, nil
+	})
+	if err != nil {
+		s.refused(operator, action, reference, err, "transaction_id", id.String())
+	}
+	return t, err
+}
+
+// refused logs an action the rules refused (replays of stored answers aside).
+func (s *Service) refused(operator uuid.UUID, action, reference string, err error, attrs ...any) {
+	if _, replayed := idempotency.ReplayOf(err); replayed {
+		return
+	}
+	s.log.Info("operator action refused", append([]any{"operator_id", operator.String(), "action", action,
+		"reference", reference, "error_code", string(apperr.CodeOf(err))}, attrs...)...)
+}
+
+// Resolution is how an operator closes a refund task or an unmatched deposit.
+type Resolution struct {
+	Action unmatched.Status
+	// TxHash is the refund's chain transaction (required to refund a short payment).
+	TxHash *string
+	Note   *string
+}
+
+func (r Resolution) reference() string {
+	if r.TxHash != nil {
+		return *r.TxHash
+	}
+	return ""
+}
+
+// ResolveDeposit closes open unmatched deposit id.
+func (s *Service) ResolveDeposit(ctx context.Context, operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
+	return run(ctx, s, func(ctx context.Context) (*unmatched.Deposit, error) {
+		d, err := s.unmatched.ResolveUnmatched(ctx, id, operator, r.Action, r.TxHash, r.Note)
+		if err != nil {
+			return nil, err
+		}
+		if s.audit != nil {
+			did := d.ID
+			if err := s.audit.Record(ctx, audit.Entry{OperatorID: operator, Action: audit.Action("resolve_" + string(r.Action)),
+				UnmatchedDepositID: &did, Reference: r.TxHash}); err != nil {
+				return nil, err
+			}
+		}
+		idempotency.OnCommit(ctx, func() {
+			s.log.Info("operator action", "operator_id", operator.String(), "action", "resolve_"+string(r.Action),
+				"unmatched_deposit_id", d.ID.String(), "reference", r.reference())
+		})
+		return d, nil
+	})
+}
+
+// ResolveTask closes open refund task id of any kind. A short task of a
+// transaction is the transaction's money: refunded goes through the lifecycle (an
+// expired transaction is refunded in the same unit of work, so the returned money
+// cannot be counted or accepted later); credited is refused (an expired short
+// payment is credited by accepting the transaction). Other kinds close on their own.
+func (s *Service) ResolveTask(ctx context.Context, operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
+	return run(ctx, s, func(ctx context.Context) (*unmatched.Deposit, error) {
+		d, err := s.resolveTask(ctx, operator, id, r)
+		if err != nil {
+			return nil, err
+		}
+		idempotency.OnCommit(ctx, func() {
+			s.log.Info("operator action", "operator_id", operator.String(), "action", "resolve_"+string(r.Action),
+				"refund_task_id", d.ID.String(), "kind", string(d.Kind), "reference", r.reference())
+		})
+		return d, nil
+	})
+}
+
+func (s *Service) resolveTask(ctx context.Context, operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
+	d, err := s.unmatched.Task(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if d.Kind != unmatched.Short || d.TransactionID == nil || d.Status != unmatched.Open {
+		return s.unmatched.Resolve(ctx, id, operator, r.Action, r.TxHash, r.Note)
+	}
+	switch {
+	case r.Action == unmatched.Credited:
+		return nil, apperr.New(apperr.InvalidStateTransition,
+			"A short payment is not credited through its refund task; accept the transaction (POST /transactions/{id}/accept) or refund it.")
+	case r.TxHash == nil:
+		return nil, apperr.Field(apperr.InvalidRequest, "A refund needs the refund's chain transaction.", "/tx_hash", "is required when action is refunded")
+	}
+	if _, err := s.lifecycle.RefundShort(ctx, *d.TransactionID, lifecycle.Actor{OperatorID: operator}, *r.TxHash); err != nil {
+		return nil, err
+	}
+	return s.unmatched.Task(ctx, id)
+}
+
+// BatchPayout records one bank transfer of fiat to partner for the transactions ids.
+func (s *Service) BatchPayout(ctx context.Context, operator, partner uuid.UUID, ids []uuid.UUID, reference string, fiat decimal.Decimal) (*batches.Batch, error) {
+	b, err := run(ctx, s, func(ctx context.Context) (*batches.Batch, error) {
+		b, err := s.batches.CreatePayout(ctx, lifecycle.Actor{OperatorID: operator}, partner, ids, reference, fiat)
+		if err == nil {
+			s.batchLogged(ctx, operator, b)
+		}
+		return b, err
+	})
+	if err != nil {
+		s.refused(operator, "batch_payout", reference, err)
+	}
+	return b, err
+}
+
+// BatchFill records one liquidity order at rate for the transactions ids.
+func (s *Service) BatchFill(ctx context.Context, operator uuid.UUID, ids []uuid.UUID, rate decimal.Decimal, reference string) (*batches.Batch, error) {
+	b, err := run(ctx, s, func(ctx context.Context) (*batches.Batch, error) {
+		b, err := s.batches.CreateFill(ctx, lifecycle.Actor{OperatorID: operator}, ids, rate, reference)
+		if err == nil {
+			s.batchLogged(ctx, operator, b)
+		}
+		return b, err
+	})
+	if err != nil {
+		s.refused(operator, "batch_fill", reference, err)
+	}
+	return b, err
+}
+
+func (s *Service) batchLogged(ctx context.Context, operator uuid.UUID, b *batches.Batch) {
+	idempotency.OnCommit(ctx, func() {
+		s.log.Info("operator action", "operator_id", operator.String(), "action", "batch_"+string(b.Kind),
+			"batch_id", b.ID.String(), "transactions", len(b.TransactionIDs), "reference", b.Reference,
+			"fiat_amount", money.FormatFiat(b.FiatAmount))
+	})
+}
+
+// NewPartner is a created partner and its first key's secret (shown once).
+type NewPartner struct {
+	Partner *partners.Partner
+	Secret  string
+}
+
+// CreatePartner creates a partner named name and its first key.
+func (s *Service) CreatePartner(ctx context.Context, operator uuid.UUID, name string) (NewPartner, error) {
+	return run(ctx, s, func(ctx context.Context) (NewPartner, error) {
+		p, key, err := s.partners.Create(ctx, name)
+		if err != nil {
+			return NewPartner{}, err
+		}
+		return NewPartner{Partner: p, Secret: key}, s.audited(ctx, operator, audit.PartnerCreated, p.ID, p.Name)
+	})
+}
+
+// NewOperator is a created operator and their first key's secret (shown once).
+type NewOperator struct {
+	Operator *operators.Operator
+	Secret   string
+}
+
+// CreateOperator creates an operator named name and their first key.
+func (s *Service) CreateOperator(ctx context.Context, operator uuid.UUID, name string) (NewOperator, error) {
+	return run(ctx, s, func(ctx context.Context) (NewOperator, error) {
+		o, key, err := s.operators.Create(ctx, name)
+		if err != nil {
+			return NewOperator{}, err
+		}
+		return NewOperator{Operator: o, Secret: key}, s.audited(ctx, operator, audit.OperatorCreated, o.ID, o.Name)
+	})
+}
+
+// mint resolves the account of kind owner to the way its keys are minted (apperr
+// NotFound for no such account).
+func (s *Service) mint(ctx context.Context, owner apikeys.Owner, id uuid.UUID) (func() (string, error), error) {
+	if owner == apikeys.Partner {
+		p, err := s.partners.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return func() (string, error) { return partners.NewKey(p.Environment) }, nil
+	}
+	if _, err := s.operators.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	return operators.NewKey, nil
+}
+
+// IssueKey adds a key to account id of kind owner.
+func (s *Service) IssueKey(ctx context.Context, operator uuid.UUID, owner apikeys.Owner, id uuid.UUID) (*apikeys.Issued, error) {
+	return run(ctx, s, func(ctx context.Context) (*apikeys.Issued, error) {
+		mint, err := s.mint(ctx, owner, id)
+		if err != nil {
+			return nil, err
+		}
+		k, err := s.keys.Issue(ctx, owner, id, mint, partners.HashKey)
+		if err != nil {
+			return nil, err
+		}
+		return k, s.audited(ctx, operator, audit.KeyCreated, k.Key.ID, k.Key.Prefix)
+	})
+}
+
+// RollKey replaces key keyID of account id with a new one; the old key works for
+// overlap more.
+func (s *Service) RollKey(ctx context.Context, operator uuid.UUID, owner apikeys.Owner, id, keyID uuid.UUID, overlap time.Duration) (*apikeys.Issued, error) {
+	return run(ctx, s, func(ctx context.Context) (*apikeys.Issued, error) {
+		mint, err := s.mint(ctx, owner, id)
+		if err != nil {
+			return nil, err
+		}
+		k, err := s.keys.Roll(ctx, owner, id, keyID, overlap, mint, partners.HashKey)
+		if err != nil {
+			return nil, err
+		}
+		s.forget(ctx, owner, id, keyID)
+		return k, s.audited(ctx, operator, audit.KeyRolled, keyID, k.Key.Prefix)
+	})
+}
+
+// RevokeKey revokes key keyID of account id.
+func (s *Service) RevokeKey(ctx context.Context, operator uuid.UUID, owner apikeys.Owner, id, keyID uuid.UUID) (*apikeys.Key, error) {
+	return run(ctx, s, func(ctx context.Context) (*apikeys.Key, error) {
+		if _, err := s.mint(ctx, owner, id); err != nil {
+			return nil, err
+		}
+		k, err := s.keys.Revoke(ctx, owner, id, keyID)
+		if err != nil {
+			return nil, err
+		}
+		s.forget(ctx, owner, id, keyID)
+		return k, s.audited(ctx, operator, audit.KeyRevoked, keyID, k.Prefix)
+	})
+}
+
+// forget drops a partner key from this instance's cache once the change committed,
+// so its new expiry or revocation holds here at once.
+func (s *Service) forget(ctx context.Context, owner apikeys.Owner, id, keyID uuid.UUID) {
+	if owner != apikeys.Partner {
+		return // operator keys are not cached
+	}
+	if k, err := s.keys.Get(ctx, owner, id, keyID); err == nil {
+		idempotency.OnCommit(ctx, func() { s.partners.Forget(k.Hash) })
+	}
+}
+
+// audited records an account or key action on subject by operator.
+func (s *Service) audited(ctx context.Context, operator uuid.UUID, a audit.Action, subject uuid.UUID, reference string) error {
+	if s.audit != nil {
+		if err := s.audit.Record(ctx, audit.Entry{OperatorID: operator, Action: a, SubjectID: &subject, Reference: &reference}); err != nil {
+			return err
+		}
+	}
+	idempotency.OnCommit(ctx, func() {
+		s.log.Info("operator action", "operator_id", operator.String(), "action", string(a), "subject_id", subject.String(), "reference", reference)
+	})
+	return nil
+}
