@@ -33,12 +33,6 @@ import (
 	"github.com/riverqueue/river/riverdriver"
 )
 
-// The dialects, as store.Dialect spells them.
-const (
-	Postgres = "postgres"
-	SQLite   = "sqlite"
-)
-
 // Defaults for Options.
 const (
 	DefaultSweepInterval     = time.Second

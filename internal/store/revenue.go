@@ -2,8 +2,9 @@ package store
 
 import (
 	"context"
-	"partnerd/internal/revenue"
 	"time"
+
+	"partnerd/internal/revenue"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"

@@ -1,7 +1,10 @@
 // Package store persists the service's data through GORM on PostgreSQL (production)
-// or an embedded SQLite file (local runs). One code path serves both; the few
-// differences live in per-dialect migrations and in the Dialect checks below. The
-// same conformance suite (store_test.go) runs against both databases.
+// or an embedded SQLite file (local runs). One code path serves both; what differs
+// between them lives in two places only: the per-database migration trees, and the
+// two implementations of engine (postgres.go, sqlite.go): pools, locks, address
+// indexes, row locks, exact sums and single-statement fast paths. No other file
+// asks which database it is (a test reads the package's source to hold it so).
+// The same conformance suite (storetest) runs against both databases.
 package store
 
 import (
@@ -10,26 +13,16 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
-	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
-	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
-	"gorm.io/driver/postgres"
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -62,21 +55,14 @@ var migrationsFS embed.FS
 // SQLITE_BUSY with backoff (the cause of multi-second tail latencies under
 // concurrent writes), while reads run in parallel on db beside them (WAL).
 type Store struct {
-	db      *gorm.DB
-	wdb     *gorm.DB
-	sql     *sql.DB
-	wsql    *sql.DB
-	dialect Dialect
-	// listen is PostgreSQL's pgx pool from which River takes its LISTEN
-	// connections (see JobDriver); nil on SQLite.
-	listen *pgxpool.Pool
+	db   *gorm.DB
+	wdb  *gorm.DB
+	sql  *sql.DB
+	wsql *sql.DB
+	// eng is what this database does its own way (postgres.go, sqlite.go).
+	eng engine
 	// jobs inserts River jobs on a unit of work's *sql.Tx (see Tx.Enqueue).
 	jobs *river.Client[*sql.Tx]
-	// addresses holds each network's block of address indexes (PostgreSQL).
-	addresses indexBlocks
-	// file is the SQLite database file's absolute path with symbolic links
-	// resolved, which names the database for the in-process locks (TryLock).
-	file string
 }
 
 // Now is the clock every stored time comes from: UTC, truncated to microseconds,
@@ -94,73 +80,17 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	var maxConns int
-	if dialect == Postgres {
-		_, maxConns, _ = dburl.PoolSize(url) // validated by ParseURL
+	newEngine, ok := engines[dialect]
+	if !ok {
+		return nil, fmt.Errorf("no store for %s databases", dialect)
 	}
-	s := &Store{dialect: dialect}
-	switch dialect {
-	case Postgres:
-		// One pgx pool under both GORM (through pgx's database/sql adapter) and
-		// River's listener, so the service holds one set of connections.
-		cfg, err := pgxpool.ParseConfig(dsn)
-		if err != nil {
-			return nil, fmt.Errorf("DATABASE_URL: %w", err)
-		}
-		cfg.MaxConns = int32(maxConns)
-		cfg.MaxConnIdleTime = 5 * time.Minute
-		s.listen, err = pgxpool.NewWithConfig(ctx, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("open postgres database: %w", err)
-		}
-		s.sql = stdlib.OpenDBFromPool(s.listen)
-		s.wsql = s.sql
-		// pgx keeps prepared statements per connection itself.
-		if s.db, err = gormOpen(postgres.New(postgres.Config{Conn: s.sql}), false); err != nil {
-			s.listen.Close()
-			return nil, err
-		}
-		s.wdb = s.db
-	case SQLite:
-		path := dburl.SQLitePath(url)
-		if dir := filepath.Dir(path); dir != "." {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return nil, fmt.Errorf("create database directory: %w", err)
-			}
-		}
-		// SQLite compiles every statement it is given: prepared statements kept per
-		// connection (GORM's PrepareStmt) spare that on every read. Not on the one
-		// writer connection: GORM prepares a statement it has not seen under a lock
-		// shared by the pool, on a connection of the pool, so a write outside a unit
-		// of work preparing (and waiting for the writer) while the unit of work holding
-		// the writer prepares its next statement (and waits for the lock) deadlock
-		// until a deadline.
-		if s.wdb, err = gormOpen(sqlite.Open(dsn), false); err != nil {
-			return nil, err
-		}
-		if s.wsql, err = s.wdb.DB(); err != nil {
-			return nil, err
-		}
-		s.wsql.SetMaxOpenConns(1)
-		s.wsql.SetMaxIdleConns(1)
-		s.wsql.SetConnMaxIdleTime(0)
-		s.wsql.SetConnMaxLifetime(0)
-		readDSN := strings.Replace(dsn, "&_txlock=immediate", "", 1)
-		if s.db, err = gormOpen(sqlite.Open(readDSN), true); err != nil {
-			_ = s.wsql.Close()
-			return nil, err
-		}
-		if s.sql, err = s.db.DB(); err != nil {
-			return nil, err
-		}
-		s.sql.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)*2))
+	s := &Store{eng: newEngine()}
+	if err := s.eng.connect(ctx, s, url, dsn); err != nil {
+		return nil, err
 	}
 	if err := s.sql.PingContext(ctx); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
-	}
-	if dialect == SQLite {
-		s.file = databaseFile(dburl.SQLitePath(url))
 	}
 	// An insert-only client (no queues, no workers): it writes jobs on a caller's
 	// transaction and, on PostgreSQL, the NOTIFY that wakes the workers at commit.
@@ -209,19 +139,14 @@ func gormOpen(dial gorm.Dialector, prepare bool) (*gorm.DB, error) {
 // commits exactly with the change that scheduled it), and the insert's NOTIFY
 // wakes every instance's workers through LISTEN at commit instead of at their
 // next poll. On SQLite it is River's SQLite driver on the one-writer pool.
-func (s *Store) JobDriver() riverdriver.Driver[*sql.Tx] {
-	if s.dialect == Postgres {
-		return riverdatabasesql.NewWithPgxListener(s.sql, s.listen)
-	}
-	return riversqlite.New(s.wsql)
-}
+func (s *Store) JobDriver() riverdriver.Driver[*sql.Tx] { return s.eng.jobDriver(s) }
 
 func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // Dialect returns which database this is.
-func (s *Store) Dialect() Dialect { return s.dialect }
+func (s *Store) Dialect() Dialect { return s.eng.dialect() }
 
 // SQL returns the underlying *sql.DB that reads use (for tests and tools).
 func (s *Store) SQL() *sql.DB { return s.sql }
@@ -232,9 +157,7 @@ func (s *Store) Close() error {
 	if s.wsql != s.sql {
 		err = errors.Join(err, s.wsql.Close())
 	}
-	if s.listen != nil {
-		s.listen.Close()
-	}
+	s.eng.close()
 	return err
 }
 
@@ -242,15 +165,11 @@ func (s *Store) Close() error {
 func (s *Store) Ping(ctx context.Context) error { return s.sql.PingContext(ctx) }
 
 func (s *Store) migrator() (*goose.Provider, error) {
-	sub, err := fs.Sub(migrationsFS, "migrations/"+string(s.dialect))
+	sub, err := fs.Sub(migrationsFS, "migrations/"+string(s.eng.dialect()))
 	if err != nil {
 		return nil, err
 	}
-	dialect := goose.DialectSQLite3
-	if s.dialect == Postgres {
-		dialect = goose.DialectPostgres
-	}
-	return goose.NewProvider(dialect, s.wsql, sub, goose.WithDisableGlobalRegistry(true))
+	return goose.NewProvider(s.eng.gooseDialect(), s.wsql, sub, goose.WithDisableGlobalRegistry(true))
 }
 
 func (s *Store) jobMigrator() (*rivermigrate.Migrator[*sql.Tx], error) {
@@ -306,40 +225,11 @@ func (s *Store) PendingMigrations(ctx context.Context) (bool, error) {
 	return !res.OK, nil
 }
 
-// migrationLockKey is the PostgreSQL advisory lock Migrate holds.
-var migrationLockKey = func() int64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte("partnerd/store.Migrate"))
-	return int64(h.Sum64())
-}()
-
-// withMigrationLock runs fn while one session holds migrationLockKey (PostgreSQL)
-// or, on SQLite, while this process holds the database file's migration lock (the
-// local lock TryLock uses), so two stores opened on one file never migrate it at
-// once. fn's statements use other connections: the lock only serializes migrators.
-func (s *Store) withMigrationLock(ctx context.Context, fn func() error) (err error) {
-	if s.dialect != Postgres {
-		v, _ := localLocks.LoadOrStore(s.file+"\x00migrate", &sync.Mutex{})
-		mu := v.(*sync.Mutex)
-		mu.Lock()
-		defer mu.Unlock()
-		return fn()
-	}
-	conn, err := s.sql.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("migration lock: %w", err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", migrationLockKey); err != nil {
-		return fmt.Errorf("migration lock: %w", err)
-	}
-	defer func() {
-		_, uerr := conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLockKey)
-		if uerr != nil && err == nil {
-			err = fmt.Errorf("release migration lock: %w", uerr)
-		}
-	}()
-	return fn()
+// withMigrationLock runs fn while this store holds its database's migration lock
+// (engine.withMigrationLock), so two migrators of one database never run at once.
+// fn's statements use other connections: the lock only serializes migrators.
+func (s *Store) withMigrationLock(ctx context.Context, fn func() error) error {
+	return s.eng.withMigrationLock(ctx, s, fn)
 }
 
 // notFound returns apperr NotFound for gorm.ErrRecordNotFound, else err wrapped with what.
@@ -360,9 +250,4 @@ func (s *Store) QueueDepth(ctx context.Context) (float64, error) {
 
 // MaxConns returns how many connections the PostgreSQL pool opens at most (0 on
 // SQLite, which has one writer and a small read pool).
-func (s *Store) MaxConns() int {
-	if s.listen == nil {
-		return 0
-	}
-	return int(s.listen.Config().MaxConns)
-}
+func (s *Store) MaxConns() int { return s.eng.maxConns() }

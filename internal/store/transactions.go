@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"regexp"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -101,21 +99,7 @@ func (tx *Tx) InsertTransaction(ctx context.Context, t *lifecycle.Transaction) e
 // queue behind one another. SQLite has one writer at a time anyway; there a counter
 // row is incremented inside the caller's transaction.
 func (tx *Tx) NextAddressIndex(ctx context.Context, network string) (uint32, error) {
-	var next int64
-	var err error
-	if tx.s.dialect == Postgres {
-		next, err = tx.s.addresses.take(network, func() ([]int64, error) {
-			var block []int64
-			err := tx.db.WithContext(ctx).Raw("SELECT nextval(?::regclass) FROM generate_series(1, ?)",
-				addressSequence(network), addressBlock).Scan(&block).Error
-			return block, err
-		})
-		next++ // the sequence starts at 0; the counter below returns index + 1
-	} else {
-		err = tx.db.WithContext(ctx).Raw(`INSERT INTO address_counters (network, next_index) VALUES (?, 1)
-			ON CONFLICT (network) DO UPDATE SET next_index = address_counters.next_index + 1
-			RETURNING next_index`, network).Scan(&next).Error
-	}
+	next, err := tx.s.eng.nextAddressIndex(ctx, tx, network)
 	if err != nil {
 		return 0, fmt.Errorf("allocate address index of %s: %w", network, err)
 	}
@@ -134,13 +118,7 @@ func (tx *Tx) NextAddressIndex(ctx context.Context, network string) (uint32, err
 // A create that fails thus leaves no unused address, whether or not the unit of
 // work commits (an idempotent request stores its 409 and commits).
 func (tx *Tx) ReleaseAddressIndex(ctx context.Context, network string, index uint32) error {
-	if tx.s.dialect == Postgres {
-		tx.s.addresses.giveBack(network, int64(index))
-		return nil
-	}
-	err := tx.db.WithContext(ctx).Exec(`UPDATE address_counters SET next_index = ? WHERE network = ? AND next_index = ?`,
-		int64(index), network, int64(index)+1).Error
-	if err != nil {
+	if err := tx.s.eng.releaseAddressIndex(ctx, tx, network, index); err != nil {
 		return fmt.Errorf("release address index %d of %s: %w", index, network, err)
 	}
 	return nil
@@ -150,92 +128,8 @@ func (tx *Tx) ReleaseAddressIndex(ctx context.Context, network string, index uin
 // address indexes, starting where the network's counter row left off (if any). It is
 // idempotent and a no-op on SQLite. Call it at start with every configured network.
 func (s *Store) EnsureAddressSequences(ctx context.Context, networks []string) error {
-	if s.dialect != Postgres {
-		return nil
-	}
-	// Under the migration lock: CREATE SEQUENCE IF NOT EXISTS is not safe against a
-	// concurrent create of the same name (a duplicate pg_class row), as when two
-	// instances start at once.
-	return s.withMigrationLock(ctx, func() error { return s.ensureAddressSequences(ctx, networks) })
+	return s.eng.ensureAddressSequences(ctx, s, networks)
 }
-
-func (s *Store) ensureAddressSequences(ctx context.Context, networks []string) error {
-	for _, n := range networks {
-		if !validNetwork.MatchString(n) {
-			return fmt.Errorf("network name %q cannot name a sequence", n)
-		}
-		seq := addressSequence(n)
-		err := s.Transact(ctx, func(ctx context.Context, tx *Tx) error {
-			var exists bool
-			if err := tx.db.Raw("SELECT to_regclass(?) IS NOT NULL", seq).Scan(&exists).Error; err != nil {
-				return err
-			}
-			if exists {
-				return nil
-			}
-			if err := tx.db.Exec("CREATE SEQUENCE IF NOT EXISTS " + seq + " MINVALUE 0 START 0").Error; err != nil {
-				return err
-			}
-			return tx.db.Exec("SELECT setval(?::regclass, next_index, false) FROM address_counters WHERE network = ?", seq, n).Error
-		})
-		if err != nil {
-			return fmt.Errorf("address sequence of %s: %w", n, err)
-		}
-	}
-	return nil
-}
-
-var validNetwork = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
-
-// addressBlock is how many address indexes an instance takes from a network's
-// sequence at once (one round trip for that many creates). The indexes of a block
-// not handed out before the process stops are never used: at most this many
-// unused addresses in a row, under the gap limit of 20 that HD wallets scan by. A
-// failed create hands its index back (ReleaseAddressIndex), so failures add none.
-const addressBlock = 16
-
-// indexBlocks hands out sequence values taken a block at a time, per network.
-type indexBlocks struct {
-	mu   sync.Mutex
-	left map[string][]int64
-}
-
-// take returns the next index of network, refilling its block with fetch (which
-// runs on the caller's connection, under the lock: a second connection per
-// request could exhaust the pool).
-func (b *indexBlocks) take(network string, fetch func() ([]int64, error)) (int64, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.left == nil {
-		b.left = map[string][]int64{}
-	}
-	if len(b.left[network]) == 0 {
-		block, err := fetch()
-		if err != nil {
-			return 0, err
-		}
-		if len(block) == 0 {
-			return 0, fmt.Errorf("address sequence of %s returned nothing", network)
-		}
-		b.left[network] = block
-	}
-	next := b.left[network][0]
-	b.left[network] = b.left[network][1:]
-	return next, nil
-}
-
-// giveBack returns an index take handed out and nobody used; it is handed out
-// next.
-func (b *indexBlocks) giveBack(network string, index int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.left == nil {
-		b.left = map[string][]int64{}
-	}
-	b.left[network] = append([]int64{index}, b.left[network]...)
-}
-
-func addressSequence(network string) string { return "address_index_" + network }
 
 // MarkQuoteUsed sets the quote's used_at when unset and reports whether it did; a
 // conditional update, correct under concurrency on both databases.
@@ -352,7 +246,7 @@ func (s *Store) TransactionByReference(ctx context.Context, partnerID uuid.UUID,
 // SQLite the one writer serialises the units of work already. UpdateTransaction
 // stays conditional on the version read here as a second guard.
 func (tx *Tx) TransactionForUpdate(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error) {
-	return loadTransaction(tx.db.WithContext(ctx), tx.s.dialect == Postgres, "t.id = ?", id)
+	return loadTransaction(tx.db.WithContext(ctx), tx.s.eng.locksRows(), "t.id = ?", id)
 }
 
 // transactionWithDeposit is a transaction row with its deposit's columns (all

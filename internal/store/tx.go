@@ -86,7 +86,7 @@ func (tx *Tx) Enqueue(ctx context.Context, args river.JobArgs, opts *river.Inser
 }
 
 // Dialect returns the database behind the unit of work.
-func (tx *Tx) Dialect() Dialect { return tx.s.dialect }
+func (tx *Tx) Dialect() Dialect { return tx.s.eng.dialect() }
 
 // read returns the pool for queries outside a unit of work. A query made with a
 // ctx that carries one runs inside it instead, so it sees the unit's own writes.

@@ -3,9 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"database/sql"
-	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -140,48 +137,22 @@ type attemptRow struct {
 
 func (attemptRow) TableName() string { return "webhook_attempts" }
 
-// saveEventStateSQL is SaveEventState on PostgreSQL: the event's update and its
-// attempt in one statement (one round trip, its own transaction). A requeue mark
-// set meanwhile wins: the event stays pending, due at $7.
-const saveEventStateSQL = `
-WITH u AS (
-  UPDATE events SET
-    publish_status  = CASE WHEN requeued THEN 'pending' ELSE $2 END,
-    attempts        = $3,
-    cycle_attempts  = $4,
-    last_attempt_at = $5,
-    next_attempt_at = CASE WHEN requeued THEN $7::timestamptz ELSE $6::timestamptz END
-  WHERE id = $1
-  RETURNING id, requeued
-), a AS (
-  INSERT INTO webhook_attempts (event_id, attempted_at, status_code, duration_ms, error)
-  SELECT id, $8::timestamptz, $9::integer, $10::integer, $11::text FROM u WHERE $12::boolean
-)
-SELECT requeued FROM u`
-
 // SaveEventState writes the event's delivery fields and appends a (when not nil),
 // in one transaction, and reports whether the event is marked requeued (a replay
 // or an endpoint enabled during the attempt); the mark is left set, and the event
 // then stays pending, due at requeueAt.
 func (s *Store) SaveEventState(ctx context.Context, e *webhook.Event, a *webhook.Attempt, requeueAt time.Time) (bool, error) {
-	if s.dialect == Postgres {
-		if _, inTx := ctx.Value(txKey{}).(*Tx); !inTx {
-			var at *time.Time
-			var status *int
-			var dur int
-			var msg *string
-			if a != nil {
-				at, status, dur, msg = &a.AttemptedAt, a.StatusCode, a.DurationMS, a.Error
-			}
-			var requeued bool
-			err := s.wsql.QueryRowContext(ctx, saveEventStateSQL, e.ID, e.PublishStatus, e.Attempts, e.CycleAttempts,
-				e.LastAttemptAt, e.NextAttemptAt, requeueAt, at, status, dur, msg, a != nil).Scan(&requeued)
-			if errors.Is(err, sql.ErrNoRows) {
-				return false, apperr.New(apperr.NotFound, "The webhook event was not found.")
-			}
+	if _, inTx := ctx.Value(txKey{}).(*Tx); !inTx {
+		if requeued, done, err := s.eng.saveEventState(ctx, s, e, a, requeueAt); done {
 			return requeued, err
 		}
 	}
+	return s.saveEventStateSteps(ctx, e, a, requeueAt)
+}
+
+// saveEventStateSteps is SaveEventState in a unit of work of several statements
+// (SQLite, or inside a unit of work).
+func (s *Store) saveEventStateSteps(ctx context.Context, e *webhook.Event, a *webhook.Attempt, requeueAt time.Time) (bool, error) {
 	var requeued bool
 	err := s.Transact(ctx, func(ctx context.Context, tx *Tx) error {
 		res := tx.db.Model(&webhookEventRow{}).Where("id = ?", e.ID).Updates(map[string]any{
@@ -208,56 +179,17 @@ func (s *Store) SaveEventState(ctx context.Context, e *webhook.Event, a *webhook
 	return requeued, err
 }
 
-// takeDeliverySQL is TakeDelivery on PostgreSQL, one statement: the event locked
-// (so its columns are the latest committed, whatever this statement's snapshot),
-// its requeued mark cleared when set, and the partner's endpoint if any.
-const takeDeliverySQL = `
-WITH ev AS (
-  SELECT id, partner_id, transaction_id, type, payload, created_at, publish_status, attempts,
-         cycle_attempts, last_attempt_at, next_attempt_at, requeued
-    FROM events WHERE id = $1 FOR NO KEY UPDATE
-), cleared AS (
-  UPDATE events e SET requeued = false FROM ev WHERE e.id = ev.id AND ev.requeued
-)
-SELECT ev.id, ev.partner_id, ev.transaction_id, ev.type, ev.payload, ev.created_at, ev.publish_status,
-       ev.attempts, ev.cycle_attempts, ev.last_attempt_at, ev.next_attempt_at, ev.requeued,
-       w.partner_id IS NOT NULL, COALESCE(w.url, ''), COALESCE(w.enabled, false), COALESCE(w.secret, ''),
-       w.previous_secret, w.previous_secret_expires_at, w.created_at, w.updated_at
-  FROM ev LEFT JOIN webhook_endpoints w ON w.partner_id = ev.partner_id`
-
 // TakeDelivery is what a delivery attempt starts from: it clears the event's
 // requeued mark (reporting whether it was set) and returns the event and its
 // partner's endpoint (nil when the partner has none). apperr NotFound when the
 // event is gone.
 func (s *Store) TakeDelivery(ctx context.Context, id uuid.UUID) (*webhook.Event, *webhook.Endpoint, bool, error) {
-	if _, inTx := ctx.Value(txKey{}).(*Tx); s.dialect != Postgres || inTx {
-		return s.takeDeliverySteps(ctx, id)
+	if _, inTx := ctx.Value(txKey{}).(*Tx); !inTx {
+		if ev, ep, requeued, done, err := s.eng.takeDelivery(ctx, s, id); done {
+			return ev, ep, requeued, err
+		}
 	}
-	var r webhookEventRow
-	var requeued, hasEndpoint bool
-	var ep webhook.Endpoint
-	var wCreated, wUpdated *time.Time
-	err := s.wsql.QueryRowContext(ctx, takeDeliverySQL, id).Scan(&r.ID, &r.PartnerID, &r.TransactionID, &r.Type, &r.Payload,
-		&r.CreatedAt, &r.PublishStatus, &r.Attempts, &r.CycleAttempts, &r.LastAttemptAt, &r.NextAttemptAt, &requeued,
-		&hasEndpoint, &ep.URL, &ep.Enabled, &ep.Secret, &ep.PreviousSecret, &ep.PreviousSecretExpiresAt, &wCreated, &wUpdated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, false, apperr.New(apperr.NotFound, "The webhook event was not found.")
-	}
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("load webhook event: %w", err)
-	}
-	if !hasEndpoint {
-		return r.domain(), nil, requeued, nil
-	}
-	ep.PartnerID = r.PartnerID
-	ep.PreviousSecretExpiresAt = utcPtr(ep.PreviousSecretExpiresAt)
-	if wCreated != nil {
-		ep.CreatedAt = wCreated.UTC()
-	}
-	if wUpdated != nil {
-		ep.UpdatedAt = wUpdated.UTC()
-	}
-	return r.domain(), &ep, requeued, nil
+	return s.takeDeliverySteps(ctx, id)
 }
 
 // takeDeliverySteps is TakeDelivery in three statements (SQLite, or inside a unit

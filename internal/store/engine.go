@@ -1,0 +1,58 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/pressly/goose/v3"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/shopspring/decimal"
+	"gorm.io/gorm"
+
+	"partnerd/internal/webhook"
+)
+
+// engine is everything the two databases do their own way. postgres.go and
+// sqlite.go implement it, Open picks one by the URL (engines), and no other file
+// of the package asks which database it is (TestNoDialectBranchOutsideTheEngines
+// reads the package's source to hold it so). Adding a behaviour that differs means
+// adding a method here and writing it twice.
+type engine interface {
+	dialect() Dialect
+	// connect opens s's pools (db/sql for reads, wdb/wsql for writes) for dsn.
+	connect(ctx context.Context, s *Store, url, dsn string) error
+	// close releases what connect opened beyond s's pools.
+	close()
+	// maxConns is how many connections the pool opens at most (0: not pooled so).
+	maxConns() int
+	// jobDriver is River's driver over s (see Store.JobDriver).
+	jobDriver(s *Store) riverdriver.Driver[*sql.Tx]
+	// gooseDialect names the migration dialect of the database's tree.
+	gooseDialect() goose.Dialect
+	// withMigrationLock runs fn while s holds the database's migration lock.
+	withMigrationLock(ctx context.Context, s *Store, fn func() error) error
+	// tryLock takes lock name if no one holds it (see Store.TryLock).
+	tryLock(ctx context.Context, s *Store, name string) (*ChainLock, bool, error)
+	// ensureAddressSequences prepares each network's address index allocation.
+	ensureAddressSequences(ctx context.Context, s *Store, networks []string) error
+	// nextAddressIndex allocates network's next derivation index + 1.
+	nextAddressIndex(ctx context.Context, tx *Tx, network string) (int64, error)
+	// releaseAddressIndex hands back an index no transaction took.
+	releaseAddressIndex(ctx context.Context, tx *Tx, network string, index uint32) error
+	// locksRows reports whether TransactionForUpdate must lock the row it reads
+	// (where the database does not serialize units of work already).
+	locksRows() bool
+	// sumDecimal is the exact sum of column over the rows q selects.
+	sumDecimal(q *gorm.DB, column string) (decimal.Decimal, error)
+	// saveEventState and takeDelivery are SaveEventState and TakeDelivery outside a
+	// unit of work in one statement where the database can (done); otherwise the
+	// caller runs the step-by-step form.
+	saveEventState(ctx context.Context, s *Store, e *webhook.Event, a *webhook.Attempt, requeueAt time.Time) (requeued, done bool, err error)
+	takeDelivery(ctx context.Context, s *Store, id uuid.UUID) (ev *webhook.Event, ep *webhook.Endpoint, requeued, done bool, err error)
+}
+
+// engines builds the engine of each database (registered by postgres.go and
+// sqlite.go).
+var engines = map[Dialect]func() engine{}
