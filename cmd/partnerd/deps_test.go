@@ -10,8 +10,14 @@ import (
 
 // devOnly are packages the server must not link: go-ethereum's simulated chain (an
 // in-process node with the EVM and state database) and the development chain built
-// on it belong to cmd/devchain and the tests.
+// on it belong to cmd/devchain and the tests; go-ethereum's crypto (its cgo
+// secp256k1, and the KZG code its types bring) is never run by the server, which
+// reads logs and hashes with Keccak-256 only.
 var devOnly = []string{
+	"github.com/ethereum/go-ethereum/crypto/secp256k1",
+	"github.com/ethereum/go-ethereum/crypto/kzg4844",
+	"github.com/ethereum/go-ethereum/core/types",
+	"github.com/ethereum/go-ethereum/ethclient",
 	"github.com/ethereum/go-ethereum/ethclient/simulated",
 	"github.com/ethereum/go-ethereum/core/vm",
 	"github.com/ethereum/go-ethereum/core/state",

@@ -5,7 +5,7 @@ import (
 
 	"github.com/btcsuite/btcd/btcutil/base58"
 	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/crypto"
+	"golang.org/x/crypto/sha3"
 )
 
 // TronPrefix is the version byte of Tron mainnet addresses: a Tron address is
@@ -35,4 +35,11 @@ func TronHex(a common.Address) string {
 	return fmt.Sprintf("41%x", a.Bytes())
 }
 
-func crypto256(b []byte) []byte { return crypto.Keccak256(b) }
+// crypto256 is Keccak-256 (Ethereum's, the legacy padding), from golang.org/x/crypto:
+// go-ethereum's crypto package would link its cgo secp256k1, which the server
+// never uses (and which is a third of a cold build's C compiling).
+func crypto256(b []byte) []byte {
+	h := sha3.NewLegacyKeccak256()
+	h.Write(b)
+	return h.Sum(nil)
+}
