@@ -295,9 +295,9 @@ func (s *Service) CreateOperator(ctx context.Context, operator uuid.UUID, name s
 	})
 }
 
-// mint resolves the account of kind owner to the way its keys are minted (apperr
-// NotFound for no such account).
-func (s *Service) mint(ctx context.Context, owner apikeys.Owner, id uuid.UUID) (func() (string, error), error) {
+// MintFor resolves account id of kind owner to the way its keys are minted
+// (apperr NotFound for no such account).
+func (s *Service) MintFor(ctx context.Context, owner apikeys.Owner, id uuid.UUID) (func() (string, error), error) {
 	if owner == apikeys.Partner {
 		p, err := s.partners.Get(ctx, id)
 		if err != nil {
@@ -314,7 +314,7 @@ func (s *Service) mint(ctx context.Context, owner apikeys.Owner, id uuid.UUID) (
 // IssueKey adds a key to account id of kind owner.
 func (s *Service) IssueKey(ctx context.Context, operator uuid.UUID, owner apikeys.Owner, id uuid.UUID) (*apikeys.Issued, error) {
 	return run(ctx, s, func(ctx context.Context) (*apikeys.Issued, error) {
-		mint, err := s.mint(ctx, owner, id)
+		mint, err := s.MintFor(ctx, owner, id)
 		if err != nil {
 			return nil, err
 		}
@@ -330,7 +330,7 @@ func (s *Service) IssueKey(ctx context.Context, operator uuid.UUID, owner apikey
 // overlap more.
 func (s *Service) RollKey(ctx context.Context, operator uuid.UUID, owner apikeys.Owner, id, keyID uuid.UUID, overlap time.Duration) (*apikeys.Issued, error) {
 	return run(ctx, s, func(ctx context.Context) (*apikeys.Issued, error) {
-		mint, err := s.mint(ctx, owner, id)
+		mint, err := s.MintFor(ctx, owner, id)
 		if err != nil {
 			return nil, err
 		}
@@ -346,7 +346,7 @@ func (s *Service) RollKey(ctx context.Context, operator uuid.UUID, owner apikeys
 // RevokeKey revokes key keyID of account id.
 func (s *Service) RevokeKey(ctx context.Context, operator uuid.UUID, owner apikeys.Owner, id, keyID uuid.UUID) (*apikeys.Key, error) {
 	return run(ctx, s, func(ctx context.Context) (*apikeys.Key, error) {
-		if _, err := s.mint(ctx, owner, id); err != nil {
+		if _, err := s.MintFor(ctx, owner, id); err != nil {
 			return nil, err
 		}
 		k, err := s.keys.Revoke(ctx, owner, id, keyID)

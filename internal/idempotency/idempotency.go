@@ -189,7 +189,7 @@ func (s *Service) Do(ctx context.Context, k Key, fp string, fn func(ctx context.
 	case errors.Is(err, errDiscard):
 		// The effects are gone. A concurrent request may have taken the key
 		// meanwhile (its effects are why these failed): answer as it did.
-		if replay, lerr := s.lookupAfter(ctx, k, fp); lerr != nil || replay != nil {
+		if replay, lerr := s.Lookup(ctx, k, fp); lerr != nil || replay != nil {
 			return derefOr(replay, out), lerr
 		}
 		if Stored(out.Status) {
@@ -202,7 +202,7 @@ func (s *Service) Do(ctx context.Context, k Key, fp string, fn func(ctx context.
 		}
 		return out, nil
 	case errors.Is(err, errTaken):
-		replay, err := s.lookupAfter(ctx, k, fp)
+		replay, err := s.Lookup(ctx, k, fp)
 		if err == nil && replay == nil {
 			err = errInProgress()
 		}
@@ -221,7 +221,7 @@ func (s *Service) Do(ctx context.Context, k Key, fp string, fn func(ctx context.
 // fn (the later one then answers as the first did): use it only where running the
 // request again is harmless, such as requeueing an event for delivery.
 func (s *Service) DoApart(ctx context.Context, k Key, fp string, fn func(ctx context.Context) (Response, error)) (Response, error) {
-	if replay, err := s.lookupAfter(ctx, k, fp); err != nil || replay != nil {
+	if replay, err := s.Lookup(ctx, k, fp); err != nil || replay != nil {
 		return derefOr(replay, Response{}), err
 	}
 	out, err := fn(ctx)
@@ -239,7 +239,7 @@ func (s *Service) DoApart(ctx context.Context, k Key, fp string, fn func(ctx con
 	}
 	if !saved {
 		// Another request with this key stored its answer meanwhile: answer as it did.
-		if replay, lerr := s.lookupAfter(ctx, k, fp); lerr == nil && replay != nil {
+		if replay, lerr := s.Lookup(ctx, k, fp); lerr == nil && replay != nil {
 			return *replay, nil
 		}
 	}
@@ -267,16 +267,12 @@ func (s *Service) save(ctx context.Context, tx Tx, k Key, fp string, r Response)
 		LockedAt: now, CreatedAt: now, ExpiresAt: now.Add(Retention)}, now, now.Add(-LockTimeout))
 }
 
-// Lookup returns the answer stored for k to replay to a request with fingerprint
-// fp, nil when there is none (the key is free), or the error lookup gives
-// (IdempotencyKeyReused for another request's key). A caller whose use case
-// failed before it reached Run uses it, so a retry still gets its stored answer.
+// Lookup is lookup in a unit of work of its own: the answer stored for k to replay
+// to a request with fingerprint fp, nil when there is none (the key is free), or
+// IdempotencyKeyReused for another request's key. Do and DoApart use it after a
+// request's own unit of work; a caller whose use case failed before it reached
+// Run uses it, so a retry still gets its stored answer.
 func (s *Service) Lookup(ctx context.Context, k Key, fp string) (*Response, error) {
-	return s.lookupAfter(ctx, k, fp)
-}
-
-// lookupAfter is lookup in a unit of work of its own (after the request's rolled back).
-func (s *Service) lookupAfter(ctx context.Context, k Key, fp string) (*Response, error) {
 	var out *Response
 	err := s.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {
 		var err error
@@ -356,7 +352,7 @@ func WithRequest(ctx context.Context, r *Request) context.Context {
 // takeRequest returns the request ctx carries, nil for none, and ctx without it:
 // a use case that another calls inside its unit of work runs as part of it.
 func takeRequest(ctx context.Context) (*Request, context.Context) {
-	r, _ := ctx.Value(requestKey{}).(*Request)
+	r := RequestOf(ctx)
 	if r == nil {
 		return nil, ctx
 	}

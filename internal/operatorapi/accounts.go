@@ -11,7 +11,6 @@ import (
 	"partnerd/internal/apikeys"
 	"partnerd/internal/apperr"
 	"partnerd/internal/httpkit"
-	"partnerd/internal/operators"
 	"partnerd/internal/partners"
 )
 
@@ -81,23 +80,8 @@ func (s *Server) CreateOperator(ctx context.Context, req operatorapi.CreateOpera
 	return respond(ctx, n)
 }
 
-// owner resolves an account of kind owner to the way its keys are minted.
-func (s *Server) owner(ctx context.Context, owner apikeys.Owner, id uuid.UUID) (func() (string, error), error) {
-	if owner == apikeys.Partner {
-		p, err := s.partners.Get(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		return func() (string, error) { return partners.NewKey(p.Environment) }, nil
-	}
-	if _, err := s.operators.Get(ctx, id); err != nil {
-		return nil, err
-	}
-	return operators.NewKey, nil
-}
-
 func (s *Server) listKeys(ctx context.Context, owner apikeys.Owner, id uuid.UUID) (operatorapi.ApiKeyListResponse, error) {
-	if _, err := s.owner(ctx, owner, id); err != nil {
+	if _, err := s.actions.MintFor(ctx, owner, id); err != nil { // the account must exist
 		return operatorapi.ApiKeyListResponse{}, err
 	}
 	ks, err := s.keys.List(ctx, owner, id)

@@ -41,10 +41,7 @@ const BasePath = "/api/v1/operator"
 // Deps are the services the operator API calls.
 type Deps struct {
 	Operators *operators.Service
-	Lifecycle *lifecycle.Engine
 	Stages    *transactions.StageLister
-	// Transactions loads any partner's transaction.
-	Transactions Loader
 	// Fills reads the operators' executed sales.
 	Fills     Fills
 	Unmatched *unmatched.Service
@@ -56,8 +53,8 @@ type Deps struct {
 	// Partners and Keys manage the accounts and their API keys (Operators above).
 	Partners *partners.Service
 	Keys     *apikeys.Service
-	// Actions are the operators' state-changing use cases (nil: built from the
-	// services above).
+	// Actions are the operators' state-changing use cases; the handlers translate
+	// to them.
 	Actions *actions.Service
 	// Idempotency works on the operators' own key table.
 	Idempotency *idempotency.Service
@@ -66,11 +63,6 @@ type Deps struct {
 	Limiter ratelimit.Limiter
 	Limits  map[ratelimit.Class]ratelimit.Limit
 	Logger  *slog.Logger
-}
-
-// Loader loads a transaction of any partner.
-type Loader interface {
-	Transaction(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error)
 }
 
 // Fills reads executed sales.
@@ -114,14 +106,9 @@ func Register(e *echo.Echo, d Deps) error {
 	if err != nil {
 		return err
 	}
-	acts := d.Actions
-	if acts == nil {
-		acts = actions.New(actions.Deps{Lifecycle: d.Lifecycle, Audit: d.Audit, Unmatched: d.Unmatched, Batches: d.Batches,
-			Partners: d.Partners, Operators: d.Operators, Keys: d.Keys, Logger: log})
-	}
-	srv := &Server{actions: acts, lifecycle: d.Lifecycle, stages: d.Stages, loader: d.Transactions, fills: d.Fills, unmatched: d.Unmatched,
+	srv := &Server{actions: d.Actions, stages: d.Stages, fills: d.Fills, unmatched: d.Unmatched,
 		backoffice: d.Backoffice, audit: d.Audit, batches: d.Batches,
-		partners: d.Partners, operators: d.Operators, keys: d.Keys, now: time.Now, log: log}
+		partners: d.Partners, operators: d.Operators, keys: d.Keys, now: time.Now}
 	operatorapi.RegisterHandlersWithOptions(e, operatorapi.NewStrictHandler(srv, []operatorapi.StrictMiddlewareFunc{func(f operatorapi.StrictHandlerFunc, op string) operatorapi.StrictHandlerFunc {
 		return httpkit.MustRun(f, op)
 	}}), operatorapi.RegisterHandlersOptions{

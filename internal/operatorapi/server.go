@@ -2,7 +2,6 @@ package operatorapi
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,9 +27,7 @@ import (
 type Server struct {
 	// actions are the state-changing use cases; the handlers translate to them.
 	actions   *actions.Service
-	lifecycle *lifecycle.Engine
 	stages    *transactions.StageLister
-	loader    Loader
 	fills     Fills
 	unmatched *unmatched.Service
 	// backoffice, audit and batches serve the back-office reads, the audit log and
@@ -42,7 +39,6 @@ type Server struct {
 	operators  *operators.Service
 	keys       *apikeys.Service
 	now        func() time.Time
-	log        *slog.Logger
 }
 
 var _ operatorapi.StrictServerInterface = (*Server)(nil)

@@ -169,3 +169,15 @@ func (*sqliteEngine) saveEventState(context.Context, *Store, *webhook.Event, *we
 func (*sqliteEngine) takeDelivery(context.Context, *Store, uuid.UUID) (*webhook.Event, *webhook.Endpoint, bool, bool, error) {
 	return nil, nil, false, false, nil
 }
+
+// databaseFile returns the one name of a SQLite database file however it is
+// reached (relative path, symbolic link).
+func databaseFile(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	return path
+}

@@ -16,7 +16,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -102,18 +101,6 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("job inserts: %w", err)
 	}
 	return s, nil
-}
-
-// databaseFile returns the one name of a SQLite database file however it is
-// reached (relative path, symbolic link).
-func databaseFile(path string) string {
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
-	}
-	return path
 }
 
 func gormOpen(dial gorm.Dialector, prepare bool) (*gorm.DB, error) {
