@@ -34,12 +34,12 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 		log.Warn("deposit watcher is off for this network: CHAIN_RPC_"+strings.ToUpper(n)+" is unset; deposits arrive only through the sandbox simulator", "network", n)
 	}
 	w := &watchers{}
-	if len(cfg.Chain.RPC) == 0 {
+	if len(cfg.Chain.Providers) == 0 {
 		return w, nil
 	}
 	cm := m.Chain()
 	sink := deposits.New(l, store.For[lifecycle.Tx](st), u, unmatchedLog{m: cm, log: log})
-	for network, url := range cfg.Chain.RPC {
+	for network, providers := range cfg.Chain.Providers {
 		var toks []chain.Token
 		for _, t := range cfg.Chain.Tokens {
 			if t.Network == network {
@@ -55,7 +55,8 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 			w.close()
 			return nil, err
 		}
-		client, err := rpc.New(url, dialect, rpc.Options{Headers: cfg.Chain.Headers[network], Timeout: cfg.Chain.Timeout})
+		p := providers[0]
+		client, err := rpc.New(p.URL, dialect, rpc.Options{Headers: p.Headers, Timeout: cfg.Chain.Timeout})
 		if err != nil {
 			w.close()
 			return nil, fmt.Errorf("CHAIN_RPC_%s: %w", strings.ToUpper(network), err)
@@ -76,13 +77,13 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 		w.clients = append(w.clients, client)
 		cm.Watch(network)
 		sc := scanner.Config{Network: network, Tokens: toks, Confirmations: cfg.Confirmations[network],
-			PollInterval: cfg.Chain.PollInterval, ChainID: want}
+			PollInterval: cfg.Chain.PollInterval, ChainID: want, Finality: cfg.Chain.Finality[network]}
 		if b, ok := cfg.Chain.StartBlocks[network]; ok {
 			sc.StartBlock = &b
 		}
 		w.scanners = append(w.scanners, scanner.New(sc, client, sink, locker{st}, cm, log.With("component", "chain")))
 		log.Info("deposit watcher on", "network", network, "node", dialect.Node, "tokens", len(toks), "confirmations", sc.Confirmations,
-			"chain_id", want.String(), "rpc_timeout", cfg.Chain.Timeout.String(), "rpc_headers", len(cfg.Chain.Headers[network]))
+			"chain_id", want.String(), "rpc_timeout", cfg.Chain.Timeout.String(), "rpc_headers", len(p.Headers))
 	}
 	return w, nil
 }

@@ -177,3 +177,49 @@ type Pending struct {
 	// transaction), checked against reorganisations until it is final.
 	Unmatched bool
 }
+
+// ProviderState is one JSON-RPC provider of a network as the watcher last saw it:
+// what the overview, the console and the metrics show of each.
+type ProviderState struct {
+	// Name identifies the provider without its secrets: scheme and host (keys in
+	// paths and query strings are never shown).
+	Name string `json:"name"`
+	// State is one of the Provider* states.
+	State string `json:"state"`
+	// Head is the provider's head block when last read (0: never read).
+	Head uint64 `json:"head"`
+	// Error is the last failure, when State is not ProviderActive or ProviderStandby.
+	Error string `json:"error,omitempty"`
+	// Push is true when the provider pushes new heads (a ws(s):// subscription).
+	Push bool `json:"push"`
+	// Since is when the provider entered State.
+	Since time.Time `json:"since"`
+}
+
+// Provider states.
+const (
+	// ProviderActive: the provider the watcher currently reads.
+	ProviderActive = "active"
+	// ProviderStandby: healthy, ready for a fail-over.
+	ProviderStandby = "standby"
+	// ProviderFailing: its last calls failed (errors, timeouts).
+	ProviderFailing = "failing"
+	// ProviderRateLimited: it asked the watcher to wait.
+	ProviderRateLimited = "rate_limited"
+	// ProviderLagging: its head is behind the others' by more than a few blocks.
+	ProviderLagging = "lagging"
+	// ProviderNoLogs: it does not serve eth_getLogs (taken out of the rotation for it).
+	ProviderNoLogs = "no_logs"
+)
+
+// Finality states of a network's watcher, as the overview and metrics show them.
+const (
+	// FinalityTag: deposits wait for the node's finalized block.
+	FinalityTag = "tag"
+	// FinalityConfirmations: deposits confirm by count alone (pinned, or the node
+	// does not serve the tag).
+	FinalityConfirmations = "confirmations"
+	// FinalityUnknown: the node serves the tag but has not answered it lately:
+	// nothing confirms until it does.
+	FinalityUnknown = "unknown"
+)

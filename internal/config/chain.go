@@ -16,9 +16,13 @@ import (
 
 // Chain is the deposit watcher's settings.
 type Chain struct {
-	// RPC maps a network to its JSON-RPC URL (CHAIN_RPC_<NETWORK>); a network
-	// without one is not watched (staging only).
-	RPC map[string]string
+	// Providers maps a network to its JSON-RPC providers, in the order
+	// CHAIN_RPC_<NETWORK> lists them (comma-separated http(s):// or ws(s):// URLs);
+	// a network without one is not watched (staging only).
+	Providers map[string][]Provider
+	// Finality pins a network's finality rule (CHAIN_FINALITY_<NETWORK>:
+	// chain.FinalityTag or chain.FinalityConfirmations); absent, the watcher asks the node.
+	Finality map[string]string
 	// Tokens are the token contracts (TOKEN_CONTRACTS).
 	Tokens []chain.Token
 	// PollInterval is CHAIN_POLL_INTERVAL.
@@ -27,19 +31,26 @@ type Chain struct {
 	StartBlocks map[string]uint64
 	// Off lists the networks of Pairs that are not watched (no RPC URL; staging).
 	Off []string
-	// Headers are CHAIN_RPC_HEADERS_<NETWORK>: sent with every call (API keys;
-	// never logged).
-	Headers map[string]http.Header
 	// Timeout is CHAIN_RPC_TIMEOUT: the bound of every call.
 	Timeout time.Duration
 	// ChainIDs are CHAIN_ID_<NETWORK>: the chain id each node must report.
 	ChainIDs map[string]*big.Int
 }
 
+// Provider is one JSON-RPC endpoint of a network.
+type Provider struct {
+	// URL is the endpoint (http(s):// is polled; ws(s):// also pushes new heads).
+	URL string
+	// Headers are sent with every call: CHAIN_RPC_HEADERS_<NETWORK> (every
+	// provider's) then CHAIN_RPC_HEADERS_<NETWORK>_<N> (the N-th provider's, from 1),
+	// API keys mostly; never logged.
+	Headers http.Header
+}
+
 // loadChain reads the chain settings for the networks of c.Pairs.
 func loadChain(c *Config, get func(key, def string) string, bad func(string, error)) {
-	c.Chain.RPC, c.Chain.StartBlocks = map[string]string{}, map[string]uint64{}
-	c.Chain.Headers, c.Chain.ChainIDs = map[string]http.Header{}, map[string]*big.Int{}
+	c.Chain.Providers, c.Chain.StartBlocks = map[string][]Provider{}, map[string]uint64{}
+	c.Chain.Finality, c.Chain.ChainIDs = map[string]string{}, map[string]*big.Int{}
 	c.Chain.Timeout = duration(get("CHAIN_RPC_TIMEOUT", "10s"), "CHAIN_RPC_TIMEOUT", bad)
 	toks, err := chain.ParseTokenContracts(get("TOKEN_CONTRACTS", chain.DefaultTokenContracts))
 	if err != nil {
@@ -65,22 +76,42 @@ func loadChain(c *Config, get func(key, def string) string, bad func(string, err
 	sort.Strings(names)
 	for _, n := range names {
 		key := "CHAIN_RPC_" + strings.ToUpper(n)
-		url := get(key, "")
+		urls := splitList(get(key, ""))
 		switch {
-		case url == "" && c.Env == Production:
-			bad(key, errors.New("production takes real deposits; set the network's JSON-RPC URL"))
-		case url == "":
+		case len(urls) == 0 && c.Env == Production:
+			bad(key, errors.New("production takes real deposits; set the network's JSON-RPC URL (one or more, comma-separated)"))
+		case len(urls) == 0:
 			c.Chain.Off = append(c.Chain.Off, n)
-		case !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://"):
-			bad(key, fmt.Errorf("%q: want an http(s) URL (JSON-RPC over HTTP)", url))
-		default:
-			c.Chain.RPC[n] = url
 		}
 		hkey := "CHAIN_RPC_HEADERS_" + strings.ToUpper(n)
-		if h, err := parseHeaders(get(hkey, "")); err != nil {
+		common, err := parseHeaders(get(hkey, ""))
+		if err != nil {
 			bad(hkey, err)
-		} else if len(h) > 0 {
-			c.Chain.Headers[n] = h
+		}
+		for i, u := range urls {
+			if !hasScheme(u, "http://", "https://", "ws://", "wss://") {
+				// Never quote the URL: providers put keys in it.
+				bad(key, fmt.Errorf("provider %d: want an http(s):// or ws(s):// URL (JSON-RPC over HTTP or WebSocket)", i+1))
+				continue
+			}
+			h := common.Clone()
+			own := fmt.Sprintf("%s_%d", hkey, i+1)
+			if extra, err := parseHeaders(get(own, "")); err != nil {
+				bad(own, err)
+			} else {
+				for name, vs := range extra {
+					h[name] = vs
+				}
+			}
+			c.Chain.Providers[n] = append(c.Chain.Providers[n], Provider{URL: u, Headers: h})
+		}
+		fkey := "CHAIN_FINALITY_" + strings.ToUpper(n)
+		switch f := strings.TrimSpace(get(fkey, "")); f {
+		case "":
+		case chain.FinalityTag, chain.FinalityConfirmations:
+			c.Chain.Finality[n] = f
+		default:
+			bad(fkey, fmt.Errorf("%q: want %s or %s (unset: ask the node)", f, chain.FinalityTag, chain.FinalityConfirmations))
 		}
 		idKey := "CHAIN_ID_" + strings.ToUpper(n)
 		if d, err := rpc.For(n); err == nil {
@@ -102,6 +133,26 @@ func loadChain(c *Config, get func(key, def string) string, bad func(string, err
 			c.Chain.StartBlocks[n] = v
 		}
 	}
+}
+
+// splitList splits a comma-separated list, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+func hasScheme(u string, schemes ...string) bool {
+	for _, s := range schemes {
+		if strings.HasPrefix(strings.ToLower(u), s) {
+			return true
+		}
+	}
+	return false
 }
 
 // parseHeaders reads comma-separated Name=value pairs. Errors never quote a value

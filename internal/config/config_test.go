@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/internal/address"
+	"partnerd/internal/chain"
 	"partnerd/internal/jobs"
 )
 
@@ -67,7 +69,8 @@ func TestProductionRefusesDemoRates(t *testing.T) {
 	require.Empty(t, c.DemoXPubs)
 	require.False(t, c.DemoCursorSecret)
 	require.False(t, c.WebhookAllowPrivate)
-	require.Equal(t, map[string]string{"bep20": "https://bsc.example/rpc", "trc20": "https://tron.example/jsonrpc"}, c.Chain.RPC)
+	require.Equal(t, map[string][]Provider{"bep20": {{URL: "https://bsc.example/rpc", Headers: http.Header{}}},
+		"trc20": {{URL: "https://tron.example/jsonrpc", Headers: http.Header{}}}}, c.Chain.Providers)
 	require.Empty(t, c.Chain.Off)
 }
 
@@ -157,31 +160,52 @@ func TestChainSettings(t *testing.T) {
 	c, err = Load(env(map[string]string{"CHAIN_RPC_BEP20": "http://127.0.0.1:8545", "CHAIN_START_BLOCK_BEP20": "12",
 		"TOKEN_CONTRACTS": "usdt:bep20=0x5FbDB2315678afecb367f032d93F642f64180aa3/6", "CHAIN_POLL_INTERVAL": "100ms"}))
 	require.NoError(t, err)
-	require.Equal(t, map[string]string{"bep20": "http://127.0.0.1:8545"}, c.Chain.RPC)
+	require.Equal(t, map[string][]Provider{"bep20": {{URL: "http://127.0.0.1:8545", Headers: http.Header{}}}}, c.Chain.Providers)
 	require.Equal(t, map[string]uint64{"bep20": 12}, c.Chain.StartBlocks)
 	require.Equal(t, []string{"trc20"}, c.Chain.Off)
 	require.Equal(t, 6, c.Chain.Tokens[0].Decimals)
 	require.Equal(t, 10*time.Second, c.Chain.Timeout, "CHAIN_RPC_TIMEOUT's default")
 	require.Equal(t, "56", c.Chain.ChainIDs["bep20"].String(), "BNB Smart Chain mainnet")
 	require.Equal(t, int64(0x2b6653dc), c.Chain.ChainIDs["trc20"].Int64(), "Tron mainnet")
-	require.Empty(t, c.Chain.Headers)
+	require.Empty(t, c.Chain.Providers["bep20"][0].Headers)
+	require.Empty(t, c.Chain.Finality, "unset: the watcher asks the node")
 
 	c, err = Load(env(map[string]string{"CHAIN_RPC_TRC20": "https://api.trongrid.io/jsonrpc", "CHAIN_RPC_TIMEOUT": "2s",
 		"CHAIN_RPC_HEADERS_TRC20": "TRON-PRO-API-KEY=abc=def, X-Client=partnerd", "CHAIN_ID_TRC20": "0xcd8690dc", "CHAIN_ID_BEP20": "97"}))
 	require.NoError(t, err)
 	require.Equal(t, 2*time.Second, c.Chain.Timeout)
-	require.Equal(t, "abc=def", c.Chain.Headers["trc20"].Get("TRON-PRO-API-KEY"), "a value may hold '='")
-	require.Equal(t, "partnerd", c.Chain.Headers["trc20"].Get("X-Client"))
+	require.Equal(t, "abc=def", c.Chain.Providers["trc20"][0].Headers.Get("TRON-PRO-API-KEY"), "a value may hold '='")
+	require.Equal(t, "partnerd", c.Chain.Providers["trc20"][0].Headers.Get("X-Client"))
 	require.Equal(t, int64(0xcd8690dc), c.Chain.ChainIDs["trc20"].Int64())
 	require.Equal(t, int64(97), c.Chain.ChainIDs["bep20"].Int64())
 
+	// Several providers, each with the common headers and its own; a pinned finality rule.
+	c, err = Load(env(map[string]string{"CHAIN_RPC_BEP20": " https://a.example/rpc , wss://b.example/ws,http://c.example",
+		"CHAIN_RPC_HEADERS_BEP20": "X-Client=partnerd", "CHAIN_RPC_HEADERS_BEP20_2": "X-Api-Key=k2, X-Client=other",
+		"CHAIN_FINALITY_BEP20": "confirmations", "CHAIN_FINALITY_TRC20": "tag"}))
+	require.NoError(t, err)
+	ps := c.Chain.Providers["bep20"]
+	require.Len(t, ps, 3)
+	require.Equal(t, []string{"https://a.example/rpc", "wss://b.example/ws", "http://c.example"}, []string{ps[0].URL, ps[1].URL, ps[2].URL})
+	require.Equal(t, http.Header{"X-Client": {"partnerd"}}, ps[0].Headers)
+	require.Equal(t, http.Header{"X-Client": {"other"}, "X-Api-Key": {"k2"}}, ps[1].Headers, "the provider's own header wins")
+	require.Equal(t, ps[0].Headers, ps[2].Headers)
+	require.Equal(t, map[string]string{"bep20": chain.FinalityConfirmations, "trc20": chain.FinalityTag}, c.Chain.Finality)
+
+	_, err = Load(env(map[string]string{"CHAIN_RPC_BEP20": "https://a.example", "CHAIN_RPC_HEADERS_BEP20_1": "X-Key:secret-value"}))
+	require.ErrorContains(t, err, "CHAIN_RPC_HEADERS_BEP20_1")
+	require.NotContains(t, err.Error(), "secret-value")
+	_, err = Load(env(map[string]string{"CHAIN_RPC_BEP20": "https://a.example/secret-key,bsc.example/secret-key"}))
+	require.ErrorContains(t, err, "CHAIN_RPC_BEP20")
+	require.NotContains(t, err.Error(), "secret-key", "a URL may hold a key")
 	// A bad header names the setting, never the value (it may be a key).
 	_, err = Load(env(map[string]string{"CHAIN_RPC_HEADERS_TRC20": "TRON-PRO-API-KEY:secret-value"}))
 	require.ErrorContains(t, err, "CHAIN_RPC_HEADERS_TRC20")
 	require.NotContains(t, err.Error(), "secret-value")
 	for key, val := range map[string]string{"TOKEN_CONTRACTS": "usdt:bep20=nope/18", "CHAIN_POLL_INTERVAL": "0s",
-		"CHAIN_RPC_TRC20": "tron.example", "CHAIN_START_BLOCK_TRC20": "-3", "CHAIN_RPC_BEP20": "wss://bsc.example",
-		"CHAIN_RPC_TIMEOUT": "soon", "CHAIN_ID_BEP20": "bsc", "CHAIN_RPC_HEADERS_BEP20": "=x"} {
+		"CHAIN_RPC_TRC20": "tron.example", "CHAIN_START_BLOCK_TRC20": "-3", "CHAIN_RPC_BEP20": "https://ok.example,ftp://bsc.example",
+		"CHAIN_FINALITY_BEP20": "soon",
+		"CHAIN_RPC_TIMEOUT":    "soon", "CHAIN_ID_BEP20": "bsc", "CHAIN_RPC_HEADERS_BEP20": "=x"} {
 		_, err := Load(env(map[string]string{key: val}))
 		require.ErrorContains(t, err, key, "%s=%s", key, val)
 	}

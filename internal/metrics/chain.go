@@ -3,6 +3,8 @@ package metrics
 import (
 	"sync"
 
+	"partnerd/internal/chain"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -11,6 +13,7 @@ import (
 // errors by kind and unmatched deposits.
 type Chain struct {
 	head, scanned, lag, finalizedBlock *prometheus.GaugeVec
+	finality                           *prometheus.GaugeVec
 	rpcErrors                          *prometheus.CounterVec
 	unmatched                          *prometheus.CounterVec
 
@@ -35,11 +38,13 @@ func (m *Metrics) newChain() *Chain {
 	c.scanned = gauge("scanned_block", "The last block the network's scanner fully processed.")
 	c.lag = gauge("lag_blocks", "Head block minus last scanned block.")
 	c.finalizedBlock = gauge("finalized_block", "The node's finalized block (BNB Smart Chain's fast finality, Tron's solidified block), when last read.")
+	c.finality = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "chain", Name: "finality_state",
+		Help: "1 for the network's finality state: tag (deposits wait for the node's finalized block), confirmations (count alone), unknown (the node serves the tag but has not answered it lately: nothing confirms)."}, []string{"network", "state"})
 	c.rpcErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "chain",
 		Name: "rpc_errors_total", Help: "Failed JSON-RPC calls of the deposit watcher, by network and kind (range, results, rate_limit, refused, timeout, transport, http, decode, rpc, unsupported)."}, []string{"network", "kind"})
 	c.unmatched = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "chain",
 		Name: "unmatched_deposits_total", Help: "Transfers to deposit addresses stored as unmatched deposits for operators, by network."}, []string{"network"})
-	m.reg.MustRegister(c.head, c.scanned, c.lag, c.finalizedBlock, c.rpcErrors, c.unmatched)
+	m.reg.MustRegister(c.head, c.scanned, c.lag, c.finalizedBlock, c.finality, c.rpcErrors, c.unmatched)
 	return c
 }
 
@@ -78,6 +83,17 @@ func (c *Chain) ChainFinalized(network string, block uint64) {
 	c.finalized[network] = block
 	c.mu.Unlock()
 	c.finalizedBlock.WithLabelValues(network).Set(float64(block))
+}
+
+// ChainFinality records the network's finality state (chain.Finality*).
+func (c *Chain) ChainFinality(network, state string) {
+	for _, st := range []string{chain.FinalityTag, chain.FinalityConfirmations, chain.FinalityUnknown} {
+		v := 0.0
+		if st == state {
+			v = 1
+		}
+		c.finality.WithLabelValues(network, st).Set(v)
+	}
 }
 
 // Progress returns network's head and finalized blocks as this process's watcher

@@ -19,6 +19,9 @@ const (
 	KindRateLimit = "rate_limit"
 	// KindRefused: the node does not serve the method at all.
 	KindRefused = "refused"
+	// KindNotReady: the node cannot answer yet ("finalized block not found" while
+	// it starts, "header not found" behind its head): transient, retried.
+	KindNotReady = "not_ready"
 	// KindUnsupported: the node does not answer the "finalized" block tag.
 	KindUnsupported = "unsupported"
 	// KindTimeout: no answer within CHAIN_RPC_TIMEOUT.

@@ -95,6 +95,8 @@ type Metrics interface {
 	ChainHead(network string, block uint64)
 	ChainScanned(network string, block uint64)
 	ChainFinalized(network string, block uint64)
+	// ChainFinality reports the network's finality state (chain.Finality*).
+	ChainFinality(network, state string)
 	// ChainRPCError counts a failed call by its kind (rpc.Kind*).
 	ChainRPCError(network, kind string)
 }
@@ -124,6 +126,12 @@ type Config struct {
 	TargetLogs int
 	// MaxBackoff caps the wait after RPC errors (default 1 minute).
 	MaxBackoff time.Duration
+	// Wake, when set, ends a caught-up scanner's wait for its next poll at once (a
+	// provider pushing new heads); every block is still read in order by eth_getLogs.
+	Wake <-chan struct{}
+	// Finality pins the finality rule (CHAIN_FINALITY_<NETWORK>): "tag" (the
+	// node's finalized block), "confirmations" (the count alone); "" asks the node.
+	Finality string
 	// LagWarning is the lag in blocks beyond which a warning is logged (default 300).
 	LagWarning uint64
 }
@@ -269,7 +277,7 @@ func (s *Scanner) Run(ctx context.Context) {
 		}
 		backoff = s.cfg.PollInterval
 		if !more {
-			sleep(ctx, s.cfg.PollInterval)
+			s.idle(ctx)
 		}
 	}
 }
@@ -330,6 +338,18 @@ func (s *Scanner) readFinalized(ctx context.Context) (*rpc.Block, error) {
 	s.finalAt = time.Now()
 	s.metrics.ChainFinalized(s.cfg.Network, b.Number)
 	return b, nil
+}
+
+// idle waits for the next poll: the poll interval, or less when Wake signals a
+// new head.
+func (s *Scanner) idle(ctx context.Context) {
+	t := time.NewTimer(s.cfg.PollInterval)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-s.cfg.Wake:
+	}
 }
 
 func sleep(ctx context.Context, d time.Duration) {
