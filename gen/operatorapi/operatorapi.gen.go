@@ -216,6 +216,36 @@ func (e PartnerEnvironment) Valid() bool {
 	}
 }
 
+// Defines values for ProviderState.
+const (
+	ProviderStateActive      ProviderState = "active"
+	ProviderStateFailing     ProviderState = "failing"
+	ProviderStateLagging     ProviderState = "lagging"
+	ProviderStateNoLogs      ProviderState = "no_logs"
+	ProviderStateRateLimited ProviderState = "rate_limited"
+	ProviderStateStandby     ProviderState = "standby"
+)
+
+// Valid indicates whether the value is a known member of the ProviderState enum.
+func (e ProviderState) Valid() bool {
+	switch e {
+	case ProviderStateActive:
+		return true
+	case ProviderStateFailing:
+		return true
+	case ProviderStateLagging:
+		return true
+	case ProviderStateNoLogs:
+		return true
+	case ProviderStateRateLimited:
+		return true
+	case ProviderStateStandby:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RefundTaskKind.
 const (
 	Dust      RefundTaskKind = "dust"
@@ -604,6 +634,39 @@ type BatchResponse struct {
 // Example: 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060
 type ChainHash = string
 
+// ChainProvider One JSON-RPC provider of a network.
+type ChainProvider struct {
+	// Error Its last failure, for `failing`, `rate_limited`, `lagging` and `no_logs`; null otherwise.
+	Error *string `json:"error"`
+
+	// HeadBlock The provider's head block when last read; null before its first read.
+	//
+	// Example: 44120512
+	HeadBlock *int64 `json:"head_block"`
+
+	// Name The provider's scheme and host; keys in its path or query are never shown.
+	//
+	// Example: https://bsc-dataseed.bnbchain.org
+	Name string `json:"name"`
+
+	// Push True for a provider that pushes new heads (a `ws://` or `wss://` subscription).
+	Push bool `json:"push"`
+
+	// Since When the provider entered `state`.
+	Since time.Time `json:"since"`
+
+	// State A provider's state. `active`: the provider the watcher reads now. `standby`: healthy,
+	// ready for a fail-over. `failing`: its last calls failed (errors, timeouts).
+	// `rate_limited`: it asked the watcher to wait. `lagging`: its head is behind the other
+	// providers' by more than a few blocks. `no_logs`: it does not serve `eth_getLogs`
+	// (taken out of the rotation for it). The list may grow: treat a state not listed here
+	// as not usable.
+	//
+	//
+	// Example: active
+	State ProviderState `json:"state"`
+}
+
 // DepositTransfer One token transfer to the deposit address.
 type DepositTransfer struct {
 	// Amount The token amount (6 decimals).
@@ -734,15 +797,46 @@ type NameRequest struct {
 // Example: bep20
 type Network = string
 
-// NetworkProgress How far the chain watcher has read one network.
+// NetworkProgress How far the chain watcher has read one network. The watcher of a network runs on one
+// instance at a time (the one holding its scanner lock); that instance stores what it
+// reads from its node in the database (at most once a second and only on change, with a
+// heartbeat every 10 s while it watches), so every instance answers the same. `updated_at`
+// and the other times give each value's age: an old `updated_at` means no instance is
+// watching the network (all stopped, the node unreachable at start, or its watcher off).
 type NetworkProgress struct {
-	// FinalizedBlock The node's finalized block as that watcher last read it; null likewise, and for a node that does not answer the `finalized` tag.
+	// Finality The rule deposits on this network confirm by; null before the watcher first reports
+	// it. `tag`: deposits wait for the node's finalized block as well as the confirmations.
+	// `confirmations`: by count alone (pinned by `CHAIN_FINALITY_<NETWORK>=confirmations`,
+	// or a node that does not serve the tag). `unknown`: the node serves the tag but has
+	// not answered it lately, and nothing confirms on the network until it does. The list
+	// is closed: a new rule would be a new version of this contract.
+	//
+	//
+	// Example: tag
+	Finality *string `json:"finality"`
+
+	// FinalitySince When `finality` last changed to its value; null with it.
+	FinalitySince *time.Time `json:"finality_since"`
+
+	// FinalizedAt When `finalized_block` was read from the node; null with it.
+	FinalizedAt *time.Time `json:"finalized_at"`
+
+	// FinalizedBlock The node's finalized block as the scanning instance last read it (read at least once a minute); null before the first read and for a node that does not answer the `finalized` tag.
+	//
+	// Example: 44120490
 	FinalizedBlock *int64 `json:"finalized_block"`
 
-	// HeadBlock The node's latest block as the network's watcher in the answering instance last read it; null on an instance that does not run it (the watcher runs on one instance at a time) and before its first poll.
+	// HeadAt When `head_block` was read from the node (stored within 10 s of each read); null with `head_block`.
+	HeadAt *time.Time `json:"head_at"`
+
+	// HeadBlock The node's latest block as the scanning instance last read it; null before its first read (or with the network's watcher off).
+	//
+	// Example: 44120512
 	HeadBlock *int64 `json:"head_block"`
 
-	// Lag head_block − scanned_block; null when either is unknown.
+	// Lag head_block − scanned_block (0 when the cursor has passed the stored head); null when either is unknown.
+	//
+	// Example: 3
 	Lag *int64 `json:"lag"`
 
 	// Network Deposit network, e.g. `bep20` or `trc20`.
@@ -750,8 +844,19 @@ type NetworkProgress struct {
 	// Example: bep20
 	Network Network `json:"network"`
 
-	// ScannedBlock The last block fully processed; null before the first scan.
+	// Providers Each JSON-RPC provider of the network as the scanning instance last saw it (`CHAIN_RPC_<NETWORK>`, in its order); empty before the first report.
+	Providers []ChainProvider `json:"providers"`
+
+	// ScannedAt When the cursor last moved to `scanned_block`; null with it.
+	ScannedAt *time.Time `json:"scanned_at"`
+
+	// ScannedBlock The last block fully processed (the watcher's cursor); null before the first scan.
+	//
+	// Example: 44120509
 	ScannedBlock *int64 `json:"scanned_block"`
+
+	// UpdatedAt When the scanning instance last stored its reading (values, or the heartbeat every 10 s while it watches); null when no instance ever has.
+	UpdatedAt *time.Time `json:"updated_at"`
 }
 
 // NewApiKey A new key, with the secret shown this once.
@@ -1241,6 +1346,16 @@ type PayoutRequest struct {
 	// TransactionIds The transactions, each once.
 	TransactionIds TransactionIds `json:"transaction_ids"`
 }
+
+// ProviderState A provider's state. `active`: the provider the watcher reads now. `standby`: healthy,
+// ready for a fail-over. `failing`: its last calls failed (errors, timeouts).
+// `rate_limited`: it asked the watcher to wait. `lagging`: its head is behind the other
+// providers' by more than a few blocks. `no_logs`: it does not serve `eth_getLogs`
+// (taken out of the rotation for it). The list may grow: treat a state not listed here
+// as not usable.
+//
+// Example: active
+type ProviderState string
 
 // Rate NGN per one token as a decimal string with exactly 2 decimal places and at most 18 integer digits (what the ledger stores).
 //
@@ -8761,262 +8876,282 @@ func (sh *strictHandler) SettleOrder(ctx echo.Context, id TransactionId, params 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rcttIljD4KhmciTBZDdIkRckSFROzal+q9ZVvbctb01v0CkkgSaIEZrKQSdHssiP618b+nt2IeYN5",
-	"kXmTfpIv8pxMIAECJEhfyuVSx0yUBQJ5OXny3C+/NgIxXwjOuJKN4a+NGaMhS+CflyGbL4RiXL1ii5iu",
-	"WaifhkwGSbRQkeCNYcNXyZL5ZDVjnKhZJEnC5EJwyUgkiZoxIpVIWEgolyuWECUI5YTRJI5YQhL2y5JJ",
-	"RVaRmuHLdM6In84brNs/sLXfaXgNGczYnOr5GV/OG8OfGnrixluvodYL1hg2pEoiPm18+OA1XjGVrC8m",
-	"iiWb633NAsFDqReyopEiYzYRCSOJ/iTi0/xU84hHcz1bL50m4opNWdL4oCda0ITOmTLgerhMpCiZ8mrG",
-	"iM/ZO3UdwBs+ERPY7SJht5FYSrKgU+aRJQ9mlE9ZeE4k42EGkEkU6zkQTJHSa2Tv6HwR6wWx9f/qXv4s",
-	"omc/X6yfR913z1531896f3337JFYPbsSq2dPRDT5ayfox7zhNSK9oF+WLFk3vAancz0Criq/cfruKeNT",
-	"NWsMe93+wNOQSB+Ugdw5sh/YehMGF2TJo1+WjNywNVmwhMRiGgU0TlGgScmbN5ePNNZQMhUiJMFMRAFr",
-	"ncPZRExj1lKjleqQH9hCkYlICFUkZlQq0h+QmVgmMg+b47A/PqJnrN0NepP2YPKAts/Gp6z9gJ4Ex+GA",
-	"HU36PQsUxPsMKgUkbHgNvdQo0ZdAo14FuPrHx/tC6wUAicabULO/DPHoqYaeRyhiK2IR3DgEYQKXFG/d",
-	"JEqkspeuaTFpxJNlzCShUl/YhMGr+kTMKHp3rXOYTCwVEZx58Eo6w5JLwm5ZsiYqmuuzIJEcccm4Is2E",
-	"3YqbiE/1YJJOmL5iCVswqob6RVyLNOPdihsWwtR0SiPeyp3piBcOdcQ/47Eefow/sPVlWH7fL15e6t3d",
-	"kyQKCzg5PgkehKesfTbp0vZg3Avap2GftY8mA2p/s4tfUDXLln7D1tdRuBURJyKZU9UYNpZLeHNzzU+j",
-	"eaQ21/ySThmR0d+ZR3r64Hrdbm7Zx91y2hHDcO4SQjahy1g1hv2upyFqCGi3620np17jxYIlVImkCqbC",
-	"/F4C1Adhb9IN+rR9NB6w9mByTNun45OgfRZ2WW/Sp0fjQVAO1I8G6EuaKM4qF73An0vWfER7wRnrj9sn",
-	"4WDSHoxPafss6LK2Xe9xeMI+05qvEsolDfQyq9atslc2Vt4dP2APJsdB+yjoaWifHLfpET1tDyZHk+Px",
-	"aXAW9rqfZeUf9McoXgDH/TMNXyFp0n8FgmtZRf+TLhZxFFC9+vs/S72pX51p/jVhk8aw8S/3M8nnPv4q",
-	"7z9OEmG4+yZQLB2MJJnTWK+WhUPiR/yWxlF4bX72PeJHGZm51vd2HkkZ8alPRJK9b8SBTuOD1/gzVcHs",
-	"xQ+fbB8w3isDrKr9jPVLZEU19Q9EEjI46FIJsO2KgGUTm6/ulwiNMPtDwSdxFHyhkzKYG5hJZSZiBssk",
-	"0fxKKqqYc3jw9zWgfaS/NUflnKM53uuIXy8SMU2YlHh2l1yxhNMYV/TZ9/dazJmaaU675OzdggWKhWRC",
-	"o5iFRHAilgmRUYh7w4VdMz2W3yF/XQrFcixd3+0PXuO5UE/Ekoeff/XPBZHLYJYjMCIhIVsIGakh8blQ",
-	"1xO9FgSu5QoX8OonvCF2YIcY7rovZrnuhTkHaLqboRLlIsLF6vNdp5d0HQsaXgnxlCZT9mXp31iEIDOK",
-	"W5aQkwH5IfrzkPgLXNK1EuI61ovCA3zNktsoYG84vaVRTMfxF1psSBUdU1REl9nkpOlLXNG189RvDQkX",
-	"eKv08aaaGIraVCuTxAfFsg2apU8kapKFI3Ze2XW0jpoKW7gS4hnla8PR5BeAkhBkTvnanqskk0TMUamw",
-	"wpaWYofETzRxBGGPhX6HvPpyUHnD6VLNRBL9nYVfBnHcrQOrR96tqZRhFlpbNYIdvsSDeBmysDUk/tJZ",
-	"L16AN3yRiIBJqRHtMVeRWn+ZjZRbU6wuGUaTCQNWaI5/uCm2gMqdbkMuFwuRKBY+Y2FEr0A4+y3IDheK",
-	"+MW5fIB9usTruV7jtZYg9fI/WDET0PEiCNhCOaIjDcMIVe2XiT5+FWkBc0JjyYoL+nG2JpTImUgUWdD1",
-	"XAMwkoTCkChALZwxfm0kjBpQbA5U5B2AKCyUmo+vZlRZVsOiW6axbhnqC9jKi+PPWKLJlSJ0mjAWavVN",
-	"jxsLrfvTuVhyraE5yu2xUca2KreZlP6T3UJmbBPjn1mgNFZcLKJygw+3OrBmiMYI2ORMc4zU6qAkiyet",
-	"TZAFCaP6DKkqAxvjmsFqyERSLhHkqeYQUsXaKpqzTfVBw2wRJUxuHVcqsZBkJRKwZTQlU2SsTzwRcdw6",
-	"J3wZx2Cm4IIwXj23fg95HSo5G2uJKhQv12qwQx/yGjGV6lpf0a1b0m8RTZUYV/rK6JMwSDKP+FKxc5ea",
-	"SYtAzhcgS9Ngxu5JEkcTpjfZOnzvi4RNonfb9o/2q2BGExoolkgPFsXiGFdI9Xrzt0DeXMfRLbu+GD8s",
-	"BZWxOe3EKfPe4ZvTisRS7iJ4eG9e47vF+waHbYCUDui516Jw9DnUzu21+s4+jaRKBd4NkDzmtywWC0bE",
-	"BEC+eUm1fFV5hNIjnK000YaT1F9His1rgkUv0qyaJgmFv+eagU5ZKaURxk5KZss55e2E0RBEPS4U69Q6",
-	"s2WgGXTJ4PEKTKrJkmmabN7rZAg2FiJmlG8cIUAnG7j6GOodAZh+q8+gHki/VRC+Tm9cwTelueot8z3i",
-	"w/UAA0xTE3IWeimJX3IVxeYNuEB+y37AQrQCmPsEjijrfsKx7c3TQLCXMMxuYIl/ymtcaC6O6mwZKaIK",
-	"qG8qhYbG/GbmnURxrKHClIr19Au6Fkt96Sc0imHmidbjwVIm4lt2jQ+Y+yhIGAgSDa8BJqDrdBD808xh",
-	"mMK1oTsNr2EX5TzSYmL+LwSw/SMDREar0+nKYfOYq6REpHjBHaigwLR5I2gK1613wjmCD3bXVRwZrWS4",
-	"Zo0OGjrIIFFoG7NY8Klmm2U8e+fFqSvshIKz+qJO1WaYhm19ASM98LLxfpwJDQO251BoCy5ZXJQQ/Vun",
-	"nH2DshKUf0nSnz2Cwqo+qGBGI05mVM7INLplvCYdA+pSiQ3mUngZKookE3XBFic4adIg0II3oTy0v0SC",
-	"y9ZBKOKoCJXrypmg0mUIbo4cnK45m5tmKoDah61pyef6YxZeG9Nd5crSN62RL13fAROXSUoukhbxzLMU",
-	"YQOKFVtwqEEOGVwUzF3aUr6k6cvLUl6rqdiCTpkNAgCdjsRiuo+EZbApdQFjAMFhEldGcUukrhmV13OR",
-	"lN06zc8h7INyoWYswV1NRByLVSl794y3sOJaGQckAcUeaUrRSeg1nDCKMiemBN+2b+MstJ6mYay/ghmM",
-	"/iY4ashaL9KPO3vjnZFNUvB4qSfUXeFW1Kgp+HGDIXadBwiAKTJ+kzIgeLrKIk7K+PbhtgbXQ1aPBQfJ",
-	"eqHEtbHA7CLa8h5RQtGYKHGjLxV8RZonJGRBNKexLFh9+t1upwv/K5t7ElHlzEzj+MWkMfxpO6I8iai6",
-	"wG8+vC0zxD3//jkuecISsOcgcGVLgzc1U9lbJ2nMSFNDXa99i0wCB1VfJrmJeFh23uakm/7LF6+vyH2z",
-	"Nh8WR1Fqs7/BovyWK1dncrQWft8eIgtZFDExWjs3YuXrHaIGWdDIgbVjg4JtHMS9E6oqJCn2jgVLzZ71",
-	"K/b4nDnNMvLI2DsenHXA6b975u2C3JjymxTH7klicCmOfllGYaTWRENY/5COUyou5nm93H37PBIhU4Dx",
-	"M3kx5aE7TzPPOsvkFEDc3LHnhQo4lPzdLVKRzZ0VxZ8dkglQyydRHB9m/dbSS+EsSizeBrnqUZ1X+u1y",
-	"epPDRQ/ID4ixmkJ2NpBp6yTpi+XIse3bXLTMprFu80DMOWaLqzyI3SIi0Ea2l/nNfPIphEPkrXdy4ReQ",
-	"C1N8qGsQtOLNoWJhhoDfrli4Fyw/AozfJggfzmjE/0JlqXSNxhXXogCGlmb3Hdg8TgZkxt6RMJpGCtyZ",
-	"j//PZ/iN9DZ/vEoEL8i33XfHwXF3wMLBUT8YH/d6R6fjYNI9o/SYndJBrxuGA9pj/e6ATU4H4wkLe2PW",
-	"OwknY9ob9/vdky6wWqVYohf8fze771r//lO3fUbbk4v2k7e/ngw+/GsZH3+EtoArI4OUk2cU0q2cYj1m",
-	"qX0jDBNzCgXr5DZdoJ7c39sq949jEdxc8+V8zCoyEeANomZUkZmIQ0kiZaifDfum7tlOkMGn0k/E1cmg",
-	"GmMdkjxJxPzaQKJ8KZJxlOXMW6SJUemUoM2aTAVLZU9gKUt+w8WqniEvFtPriIfs3RbhD2XMWEwJvFkD",
-	"ELv3LRnjO7VJ9G/qV+vrkxChWOLlWDAeRnzqe8QPBJ9EyZyF+o+EiWRqXRiprQu5X3Fr5y7+3pMEfY4E",
-	"GPgqkiyPg+k0pXLwu+tZKc3QUC+nGp3GLr5qB3WPtYBiXiOVkXO3wAIuO5kyWvd4vlDrw2Ti54JMIhaH",
-	"LtV1BrZBoSVXUYSQxYEZFRMaxcuEYbaGVf0uXl7ekyUREsyOujOo5pJPxHb2VGRK7N0ippxa/8revAiA",
-	"pKm62VEOdwwEdzAnO0W2bM9s+W0ViB+KsHRzUsGm5jSYRZyRQIQMkT0HYgKjE3wXJU3pWgcKId5afi6P",
-	"8Ia4dze8G+zMTgib10gDXGF7aibCa/2IagEZXgiXGNrErucmtOfaVROrIpYLiyoJV254jV+WQrFrGuvT",
-	"XkP8APoQ85GbsOiyWKqSjWOMWDp05gPFv+eRBMpTGHJBoyS9stdiqa7F5DqhHOZesfFMiJvrZRIXQOPG",
-	"IQIo3ABn87t0Azvh2m+Ee+bdkZuHu4HzgGKPmKJRXKGvJWIcszkG1wnOkCQQMJiYJMHNWwzvlCHt/3r9",
-	"4jlZCNgeibgRL5BeaOKdjqn/xMjJatdZ5c0HX3MkySoRfOpmF26nxbjqbNzKKwmkZ2PWZ3gTM3ozoYGS",
-	"1h3i0IyCndbc750EDwgBxBHq0yohUy9Z0sbTMYcmSXNO12TMCNNcoFVbPXaxokRJTm9gWOW0tDH4pElj",
-	"KawJyv+PtuFE7cvQN+fb2n0wAKJs47kFlB3SExrFhwdBFmMXMQOhfvyj4Tsuu/HIDVsoC4ZZJJVI1mTO",
-	"FNXaSl4GeZpaoRaJuI1CSCf+GZMhUjve54t71LCL+PRHpFTl5mjkL6uZkIwYkkYYD+Fe63s3wTFK6AL+",
-	"cM1ubVZ2QXmF52ikJMsFeHp9hL9vbPGYzmxCtKlND9Hq0Hyhym0oNc3Re5m2y339l0pWk6tlEpd/YUG3",
-	"+yLkLKy5peDwXhHCpSeceUPKVPrn3z+3yhqVhFp1jeCSkJqydzRQ8Zr0018XMQ2YBA2ZKjIXUpHeKTGH",
-	"YBXi5soGAcUs1M8hfHZDETwe9PvHne6Gnvv+p1777K1Wdd/+2vV6Dz60RqMO/tkvV3kPtwfnrLSSxqyM",
-	"yeVcUXUdUJmPYrfx+DBDcPGyl1nft9twn9M5OwxuFyn+54FVGRtDwkguYrpOv3OTlfelazBL6YaYWomk",
-	"hJwZowjh+IJHWGfaIf6YLfpdVDBVEvS7fh5F4ec8ev5E239HVPR6J+XYaBbx0gqtG4v5i1iRCUUTLiqU",
-	"K9BtE61MEi1XgARm1lqGkZzGWhi/BkWxHN5chAwCkc27xnBCJdpO7IxgK4YpUztKHN0wrTN7cM1R29aj",
-	"4YehYJjBYCtiaIafzuITRacHGly0nFBjR7EWkZW7nRRU92S6L8ODcZGQ1c+lojxgZTsWnFCevZHfZ7IE",
-	"qweotXZ0KCQgOBxT+hlVhEJdgRYAzlTm0AQRrSULgf77A0AT0+kmTDJ4kX/+v/9JZEA5tzjhGp1YBG4M",
-	"SCNLzU8HLIJnl2sbhbJ3EFJWnCWVHyqcBm5isozjNTG5Riw0WzBgzIpC6EEP2kGRiJh15hCvuGZv47Lh",
-	"YZQTn1WWTVLPd5jGNv9auOI3ZTkpTmGGc+SpGjG5WHn6v3rdQmktQM7EimNhit2yhp5pczdvSwg+W2H9",
-	"jqzaDQsSpsx0mHUH/mwXFnU9GGb0w3wYGeS/ST+GzfSt2BL+eEBkEMYAY5wnJI3iBx8fpLtR6WKnvH1A",
-	"TG1ZhIKRkXfEEFh4PjRh3yXKj0bHLFYbixlFiaFApXhqbmxtNBXOodZJ897YcDqAV3GHNza6z12sRqs6",
-	"F7II4W/6Wv4F9fwtUf/GG4FJ2YaArmaChJGNtSrcXMze3uqFMe/Uv6zgbJAVqSbgzsJVGobbTCOmQEzV",
-	"BxkZJ+fO47AWj2qlAj/csAqAGyFQWSRaVvYCtlvqodga15ZLiNYwn9OQOSO6ghLwtLVUbG6TVvaPS6sw",
-	"Fvk0UCIZoqnJ96zcam0skjG5URkNLEDDSWSyUT51SkEuSWdKb+vdNCXq4BCYbWpYYh2UdIdO4ei5V6EY",
-	"Keb6FFKM23ZR62cM2on2iltKP/KIiMP9g5UySv9HyB4sKV9SxogLlUnAjUCDGyImkyhg7sWpilT4hLHD",
-	"xl4mVlmWempU/OBZtzIQyhJoPnR/Tn3nu/Wu1Fu9XZKzwRsgydlPDk8DriU9uqdzkARZJ8bcjStJ6wUd",
-	"GmBiJsQqSkEJv34qVixpB1TameV6PhZxfo6lDEvdbDYPZ2vYSEmUTfVAdQGTFVmoB5id529XUB0LkUVb",
-	"VEdF1J6mindnk0TWIoAJrzSFI3sXSQzorj3bNhaWDyIpxDMEgquEBvrXWxovs/Ce6kVlAfqJimjcSC80",
-	"etvdWJQlD1myoMDd0OORJsTqf+qJ3u7apdd4156K9l61I6x1NGQ0jKN90jQh2WAXX9NyzBP94haVcbNe",
-	"306dsSS4YEcJw+0x9/vbt+omQIBBUay4rJ9ZsRZLdY1J0jtoMESVY+qIeT+Hkmq2JUardp7FR4fCO4dA",
-	"Fes0HIHhei++ab+qGcxWq5iFI4PYihZeY7kIdyZWgfVyT02stFaG6/BLheDS6JnMbFlkZZu5FpkbCH1D",
-	"RfZUKMnh7LhQkCOXX1ogogVWscG7inJR5cEXJB2vkabxFy9DTXkyi3eph75lIummadZsT24Py0QBT0vN",
-	"hjmWRtjmNQXStOou1CQOWdI6d1hKTikui++0hZJ5OBbviIzmy1hvpzXidLFgNEH7rK2fBTQCp8ECxbWU",
-	"lGJ0cVluBdpDSt3+ybpoDPkoVSlneilZikmK2zHaS3jrFYAXI2A1ps3Zbofv6/RN+3VREbLIkhvVqXph",
-	"gVXLBJ9jkpxgoAxp+t8/viL33Wyw+79G4Qe/1dl6MeqaA0tn/Ti74OYl/aPouDWS6p1z3Mf84H73KXKn",
-	"yqnhXSbVZ8+kqsCaQ67r4dlVVaj7R7mnB0D7kwH6GwVyqgZuz9uGtHuaOTZJwjDmekOtIU0boGJkHRYS",
-	"m66/CYVPFNWF9vjPUG5hPzeGBUpdjfLrCkYrmvIzoJZizi1LbiO2qkoXzszBEIIzjalR8cujUk0oa1lk",
-	"Naphpto65YRxjUFhFvWKeWc0jX0lGIBZm6kWwm5L+KnR72SV+Aw60nSZsNANEKs1eTEwrWR2sWDcVFy7",
-	"VlSWLeMV/Cqh/ZCGAASIZdd1mBdEIk5sZC9ZxEsozMyzkkojbiVk1EE2+TmsaKPSkSxrNuMOTNJxGxV2",
-	"gSmTW1QULTaZGLLX+i/C+HIO9RxMyYBaEIdPXy/nc1qmnxSThnBNDgqUnUc1RLxNDN92m+pxOPASmi8O",
-	"ZHD29n6TXM2QjC0B9IeX7Nnbm8L4bZQIbjXXjZFNOCKUoLWUw5qnjdkAFxsuURApKyMzYey6uvzKIqZK",
-	"L5ZMGPMIJZMkq9fGaDAjGkNipjkX8oVC1nSn26ty3UQ1W9QcGGy0NahfzmiyddvpGuDNNBsoD4TiXvsV",
-	"bqotoU3uETtnkVvhzgAog7Q74p+s9VoLWVkU6ycJflpkt2a7YQZfq8iP2BL5lN/hPoFPlbe2Dq0rAPZb",
-	"pnj1gykMRPcyZthvDrQPpojzR4ikyJkvS6HpuIiaNivNxwdDY1b3W6Veo+1K1D4VxZwSXNTR13AVB8Va",
-	"Gb9AQZPbHrkxMdkPMxEXanV5JJoQyteFJmfd08Fxt1PPZW4WVKsOLyzDwB7SC4pV39z1HBCGtleRsvT1",
-	"nYe0+wbscllG6bYPdJhVa5HO3O5hlGLKtot0aGGxHFihVWw1N/kiBQ7PyXwpFWG/LClWfJbLuRVN8qUb",
-	"fVwKdkrZp65fPePDV1DmLOdiLal55mDVLjx5VSoG2upuIi2v89vlVXb6xx+fVflqFxFJ7S4uCUlN6kbu",
-	"b4LG7JHM/UVEUrgqUbElzNOX7RevHj1+1T497fWPCtmCO1ubOks/PCu0anvm+kjFFmW54h9vOduasYnG",
-	"l8N3haaEspCtzc04hXC2bSWrslVV9KZ6I1dUluSFPROcrTX9nEa39iASuCohI6VF8+tGyeXG3BIp1zne",
-	"EkD4uert7i44ZetMQecbAFIA/bUTMSdNfe986OvkeyY9i4eaHk0yVxbk+rAwvXmtc1JSsqqzj/atqLwB",
-	"1duswCnUBAYrXMuGXQ4+ae1VL3fHfTLo9IN++7DyWWjwo6r8cqTdf7ufJjlyO5fVhD6b/560TNcp8VVh",
-	"+q8hHEoRL4H3acVmZwpXbe3HGXhrEa1qIuRhhIoNeaw/622tG4kvfkQ0nJ1qvK7losG3Dz2nerFrb+zN",
-	"MpE5WQCbEnvFISPqp3HEpZV09m/lAHFLkLJNlMipFzlBmaer4CLf5mHFD6sQfUAZN0PB2DutavsgjKUE",
-	"1ZWaJzakUwlxg4+h8rm4hb4aO0huzVRGU2w5C/dL3WiFqnHOMXsVdeY2OkeUxxuW3N9NapG/Bfnrt9Pw",
-	"WCDTm2lSDvdo0gK0sz41GknAj+RsDJse4ck1UyymY3HLiJ8LjIT+SHiuWXB3BJXr4RSLQRQwuSkLho0T",
-	"9QDhUqr8IvX6VsR/dvn8+tHjly9eX175hVIC1vZtMkeg+WKuiHu6fRBHTAk5mBLKqkmVL/yVvlImABtA",
-	"7w44MpwfuPVeAUf6g08RaeTIgncBRl8gwCiPHHWN4w6afERcUQExv0mDbLbHA2D7sWD9VkEKXOYwxfcv",
-	"YqUljM0+TkWpsKoVW4FJWfHUJxya3fqGW/rnmtNga7r0Nw3XXOM9p59d2seuzM9aLpv/aLvqhoIzEFFW",
-	"s4LN+qEZVTPKtEhoMGdalEcqZGKPHaNKr7uzBpP38QYBWvQqOwcsDi3hpU9XCwZAT7F3H3Qsu2Esa4S7",
-	"ebpaWIvpAiE8octYC5f9ASYw5J2h4TLBFrLQ+F9T9/5g5nvEP+vOsXhUVwsd1nD3oN+dFZvdwLgOvI/6",
-	"efMcGOL+1LQmuT+1/r05ez9/L9/PZav1p38tFRk3YLgRjV6eok1jjQqOPS7zCWHK+W/sEspW9jl8H45i",
-	"u8vtkV/IJ3F9HGIZOsT/UXbFIBipvMQwW9zDq0J+WbIlOyeSmbgnaaOgIq7SuJBcH1ETB2abbqZ/5/Id",
-	"0qe5dp9IBNNsSKzfK/g0L+UWZ9gAfC7KqqoAx1QjPeyurDZrqflQU5Y55et8RBtNNDDy+rGbrb0zozlK",
-	"cp2ymm9eP7pq1Sic3z/eo2NW9azPv3+euntIs1853Vn/uNs1rs8y28SU1Yp+Kw9zg3MvbxC0y/tS8PPU",
-	"6IwEcUfCxITWb4g0p+8u8eWeYY72z4KS4jWWPPplyczPmjzk1/l6S7px3spXknKM9b3jaMKCdRCzVunl",
-	"MxKNk32XSzIGun6dlhJJY7D0vykPmHme3km3EbCRVt5ulCa5ri5NUjRKlVEdK4SBimwlsxLF/rN0oYDC",
-	"o5+0CUVpSbrtNuPP50qo3cp0j1b9H2FP/8yW9ISutgaACN5Gg5/1p+LLaYAv4Iy+fHMax0wqsuTFWjx9",
-	"dAjl/te4s63f2dZ3euo+g03ddt61OcQrcxCOgRSCEPTcXIByxBKi6A2TubD4T2tTr1MOpE6ca2rwrrBl",
-	"i7KOKQ4J2GifsmH9/oIG7yIG7bbGlmcw1LXJ2m8+hVl2g4nfGWe/gHG2DGNqt1reNHEdbqktRd1v0rhY",
-	"3Onh4P40kP5jQLlKKfK1AuAbo5Mlth4mfDqmV5E4xlZXJ9Kf58om5cysjg6D723eY8mCZRKp9Wt9PHiK",
-	"Nkn3B7a+WKrZ1kK8YHxs+vLmWiyu//mP//ZbHWLi0THzhiYohUkkYpGt5Q3MCnNTGv/Rvnh52f7h8d+y",
-	"FVKTPaGXGJnONIHgigZAMtkcap0Yk5BWfP8Po0GGHbPpTiDm2RT2V5J9gSWytiVYZuH84RC9mEwsYkaa",
-	"IjGlM2XLxjbHGHOaSj9vXj+6ApL7/Pvn3oijfSjttO2RBV2nBY0gRDpXYQ+r0c8oD2PNV6iCUCXs/dMh",
-	"lwpLAULtlGIlBOxPZkNxyVVeuSZN/z5dRPdve/fNU9+DfBex4mm9rxaJ5IgvOZ1MsP7ceI0VXJPolklC",
-	"wYY2TNMWwH6GO5vbophMemlLGCxvCfGeI562VsGuKKtZFMz0kgkN6UKxhMzFrWkK4ypSIz7i//Iv5KHg",
-	"+ju9V/3kO/LddxpF9aMAe6B99x3BtMb0oI0sSLcgrWezzyDUaMQJ8QsIIxKboUbabY1T5PnFs8d+C1I+",
-	"U/z1OyRrJaMn0XAkxB90e8TtK+aTGUtMy4HiuiIJ7/uWLzuH18EdW7rsYR806Tm9iaSHsXIe1OaXGs+m",
-	"Efbr+e47uIw2HNcZW68RDC9DSwTJWIQRw9vr/zoCijdqDMk///HfHhlZyqefANElI0vCzUsffM82hzJo",
-	"SogPDZh8gozAKaxusEYT9UCEJjA4QyOUdHEt+fhiaQBymTU5y84fUgx80mRFbDAxb3zKJJFiztQs4tOW",
-	"LbWlZ4fVOoO2f2BrnzR7+pL2j4/11/qasES2PP2uDMQiK5JZrKSdze1Uk8/buySbU43CcgjuUZWsU0RM",
-	"IaRxQ49ozzphixjYV9orwPSogDmy5av2K3iThXhYvh61mRYgQBTKnD2D7hmp6lnnk4gH8TJkYes8vzC7",
-	"Wiv9pgipR+z3SXkbOv882+4sit2+B5E0NRKgm4W9RWdkR888/1zLBTP8CCPGbVMPf9Dt+p69Wwnxj9+9",
-	"8zuWhoSRylDH1vhMIoXom6/xnh4stnTKoqWbUL/BVB/WS84KELeyxnCI2e1iwyyr6NpSUUAbwLwERQoN",
-	"pscxm9LYrFB+952pggWGVNs1MWtaorUPPei8pW9PBsTK89WT4gIsHM3Er/QEINVLQ0cg+t8hXJXIPV6G",
-	"U6bgCJv+q4urx9dPL59dXl2/enzx6DWqJf73j6/02Ti//vjq8urx60xrSZhU2GoEpQc7HlXsqV5W+6WI",
-	"o2ANo9hnfuscwtSwkC4sw+mTkqJV/4y4nQp9c4NeacRsX0wUSyyeXLF3ygPiE2hlI5HQtYubeLeFSFQe",
-	"RhvAGBr2bPIjJOMK9gHNArEvKYxnxGpsIARUHEo0hOSXpeHu2FFQepuEqoV5MGM4bzho8ubqSfs0raQG",
-	"bF7EDhkjzTd/6na73X/+4//T/+g98Yj+74Mn5sHZE2hU9uZPT548eeQRFkuLTF1S6Mfo6yVHxkENO9KX",
-	"HPYHLTMYtkuEeqIIaHthsftZpM4J1YMXdprxSX01UxQPWRCDj0puX40eVgNRj5xBzyJyoMlkyDT3CdF3",
-	"gucN8QcUSQWZM8pl1o+XT5mmGBecWIujFqNSmQf7lEiUc2xWMTALJEoGBwMxn0da+psyIJwiwZsLl9cj",
-	"UsD0XdO26bh75BMukjmN47VZkAGfITdQm5GgHVjz+oCBcDvMar4HgnNmYv1MmT6q6JhKAGIspHKIMY4I",
-	"Y8NCpQ22hyadtgvLDRcrPQHsAOeAXcVU6ySGnUdxbDYtcSMdPeyVlqnMpUAwmwDZtAj2qGEa+Ywahv9Z",
-	"9ghTffedZkLffVfKszU7xbVACj6OaRmnPh1ckJdZEMMotMGLegdIIgKaJJHGjKXqwNpJSZdSX3/DZDnx",
-	"AOH1AiVcmfKP1M2lX7haCaIpiAQJuBCVae9GatLUZ5UWkDROP1vHxUrSwUxIxsl4jeqHFpiGxH96+dc3",
-	"l48ur/7mk6ZWW+xddRWWobm9cGShOXLr4EYq7L+8+NuLN1f+iDcXdG0HgZS8nCbTQmz0Lavw0+U1s9IL",
-	"9/S+ICylBZVW4JqNOKASjWOJ0aYoc/hpyIIzlFRazJ2640BtJH2RhGlXVdSWTHVW5LS4PUN8NXZoQpn1",
-	"SShWmSRSvyPFiDf914+vrp4+fvb4+dX1sxePHv9b+hJ2dxyv9bmxeEL815fP3jy9uHr86Nr55tHjpxd/",
-	"880JW7CXjUuXSvgtQKb3mAXzHhQx8l6D/H1B3SLvSU7VIu+NZjVek/cj/r7dbpf+vx7c33Sr+uR9WoyW",
-	"BIUatRSsQhXfNf18CVXfbXzecr4aZo+dp53c06yJXNPIBVnhT1K99p1rAP0d/LwE/bx6Ba7f108fDLMH",
-	"TS44gy1kl2qYR1CVA9a5ew/GRkcpKWZ5X8/hmw0VlwElw2wy9Xu9E+PfhlDwW8aXTLMfEF8V461s5TbU",
-	"ST9xlWtnhC17Ga/zAAeOBEhZe1u4ALux3LSYtR8BkSXFH4vp+9mjjvvIkKRPvmycyifbLodtCP8+qwDl",
-	"oLZ91LTkG3mMQUGgExa77JsOdYcTxx9axbPLJnMNCc1qzKJRjIQpD5VyXCvfVX6ltRZUMZ95GbIZIAjD",
-	"N2WB00LALSA8EDD83rWIOsDNPXSX4v5QDzr4RTV8slVuUpS0nj1SlJnWBkzaA6GBFsS2Ecl80oaTZ2Mt",
-	"il4Wx5Sw9iKJAoMNFgx2jhxlqrdt/NQHEgqiyisnS0I/2pGkakX7OJLKI1ihF0HZhiEwpWgilgm5iXgo",
-	"hyP+EckvHoH+23oy4GcjjjNad+D9bOhcngzYUTVAbvGcchJWIYkGhPXCoZiYguzaHp5ZM+Lw4blBDCs+",
-	"5YsPS8VoSIJYSGOF0LA00ldFQs6I18rIoRYxPTTAEg4m2AANbUqsaKL1lVaHPNaCZZSFPAAIPEI1dLLr",
-	"lZbyLkZkoOkj571ILzgXirWsbIzhl/qPzfrO/w5BdP/2z3/8tw+HjsCAAE5bZwsN0n4ueBLAkx5WWntP",
-	"H5q9smVXEeX3bfKCN+J+SeCnvsU5+qnxoxAKCjc95WyerY+iD8cwstaIwwGnfMCOkCZOtFBi9UtCSUHh",
-	"sSwGVa7sLS1TlmzYIxU8Kb0Rc2xJSvXhPHzx/Mnlq2eXz7+/vnrx4vrpi+ffX188uXr8yid0KjR/A/Gb",
-	"+Efdue+ZgNJoDpL12ulca1vbjLgrH5mGsv/8x/8PToZlcFNoGVxozyuVWCzAwhfHYmVvEXzSGXET0htQ",
-	"TsbMkot8CXo8sH/Dh37r3NAuWwPQt1cCtCB9rQH35hZr/wzLArTdLImylEtQ00GdSIujgIpVEmfLQ0NB",
-	"baN8WNmIoxqjPxiSQtUco4fBM3jNN8FzsEZzU0GjK4SIRnyk+UOm+Lt0p0lBFCbAQYxm6f4+RVUys/8a",
-	"vWPEGdeauV6UMXpIw0P5NLYVMjoGwvk9wCOzBX1OOSCDcVb/25SrRN/DZBk7lnazdDMVlNxQwcyDXsf5",
-	"aKIk58pOqUJLEzlgK1qB1jOiCccI0WmHZas5ihUvBd/QEjAYw6FX8w65sI5Qu17rhUgtYDwkMaO38Ahk",
-	"+CbwIWsERq1zNVu3sH5oHAXMeO6Nm/NlIhZJxBRN1qZ7/rAxU2ohh/fvlzlI7yuWzDHGK1JxzlFqvcDk",
-	"4uVlw2vcskSil7TX6Xa6tlgpXUSNYeOo0+0cYQ2WGbiQcfv6X1OmKguPVp+kpgCrmfDA9wnHiHwqJwVY",
-	"uiWSETfnbZpN6ledjoCgx+sh3cggD/zTTLUXFGxmT6IYjDOBmI8jzkYcxrp4/ghhndoeL8PGsPE0kgrw",
-	"EtOLjTmxsqRR9sr9hxgM88Hb+SaYsOHFYvwUeO8i6XolnBL6mdP/QdibdIM+bR+NB6w9mBzT9un4JGif",
-	"hV3Wm/Tp0XgQWJ88mFszf3kh1wJcdjXiyCtWm7qnTefkHL0ZIxHNfEuFwpHjB+zB5DhoHwU9vYmT4zY9",
-	"oqftweRocjw+Dc7CXrdiE5uxcB+5D1h8FtpbNqfJ+nLn2toTWyPRhSmEvgN6FIoJWUORBmM0Z6QJcJPR",
-	"LStGfXf7J+1er93tXXW7Q/i//6ti0ZMEYiVKwLM1U6fGatOG5rWXe9S96h8Nj8+Gx2dVy1Vi/8W+hVhG",
-	"iHQCCtXvdm1MiSkgC6F2GEVw/2fT13SPQ8yFrkHcypauF5qVAJOJxRSqkA1wOWWzpMu+/2eaFkOCT3q7",
-	"P3njRB3AR/2z3R9dCfGM8rWZC9jDcZ31XXLFEk5jcPTjV0e7v3qNtvQ3mSkdA5NsihMQ2yKHgDoAdKpJ",
-	"bgMJ8Vv9UYkOWMmEHtno0ULvoh0ZGqQJAgS4JJzORgmhOesyoXHCaLi2cr1H0twTAm5i1J1a3jamVMF5",
-	"isFlcpMLlVzMNFo2MlTYpN+kIjuEorWqCFsaR1zvTlRFk9dgfHuzyM95t7dGqO645mXRzXd3ffdd34Sb",
-	"c9tTnC9ceGO/AzOFXshCyJJL/xCtKZSTNPKyMNfQtTI204wZSVYsgTJjCuxf51kiPHgJ1dZ0lA0biLXf",
-	"24CZFV2fm/R5lPJnYqWl/CxzzNKTLBlkV7ROGfkwpQU2gnB3EJDt6VQZEz8L+mww6dH2g/FR2B6w40n7",
-	"lJ6M292gF/bZ0WRAj8eWvmhlISMvpsm1DbLFWN695LUdtMLxDUNk6Vucjkn1ZxGua9CLdJdZsQQ37hYz",
-	"oBqvmFomHKPBTE06U8YyWEol5qYELd5sJ8mk0X33gPbCbnA0Pmb9yYCehKfB2bhLe6w/OQoHwfH4hD5g",
-	"p5OzsBv0xn16xAaT4/AkeDA+pWesO+lhN7daRK1QYOJDPsDZpHR+MZK6jZxeFXo9u6lXJhBIT1cS7Va1",
-	"CvNVhg8q/QLm/2LUuTvY/dFzoZ6IJTcf1CDnDwWfxBHGoA96NSjyS7qOBQ2vhHhKE8x5GPSO62xHLhfY",
-	"lecZCyN6pS8kMJ1+nY8XidC6v+YAj7mK1Pr3yrDMVSpNkKjmWmDrqpRMn+aNgDLfDDNv8tsqP5ZKj09g",
-	"7s9ut/icQhnYXfeRxABWd8JXHeELC7dPDJJY/DWW7sbbD16FZAVoZSK5Ck00/UIFap80wazsuGcyMce6",
-	"O8DyqZfhYf5RmtPQwqAep4man1DF/CHaqqfMCcMrhGxgmLIb0OtZr5UJ4bXhTgiFKPSchiBxbC6iR1Yz",
-	"Id1a+yMeYUBZ0Y/7P/9lVkcSAZICmdF4one5xhiev7NEaFnhRozFeTb1PTnivlMcQguZ+tcoIXI575CL",
-	"zEg/JAVvAkYQOnDEtWspdUf4b9PHfqfSx8BTEploL2uhNhbrMskS24A8sV2M96Etn1I0w641jd7x4KwD",
-	"hkGnQs5mpe2Nqus/1bU39oLTySk9CduDsD9pD+iDk/Z4MD5rH9MBPQnOQsr6Pbgte1A0Dbz9ZbJdpEwF",
-	"sxc/NO4kmzvJZl/JBnyJJV5JtJGZQLkNX2Yp19BCT5pJtcMvlNHmYjucTWHmRTrmZxQ37CS5LkAVykq6",
-	"yTtpYx+zros12ZlWSxvIbSSh+XSrrHPXxctLzEqRM7HiGLmjRZEbtu7cQDqX4PEaY/apnAF3xND8VjV3",
-	"syv7TTmcMZhchJQ8FbcspthApB4qP6fz30rtt8ArtinbcZE2O7KRZnamrW/BEHDH/b4+6oRY6tCXCgKV",
-	"Y2xohNYq+A4Wp7HY9htNuV3CbsWNyZexFbgFdzzjeV3/3ETt6UEgcRiyDLazyR/00vYlXvbjy/DzavXY",
-	"MbEOk9UQ7nzdIu3vlSFTN6rEMNF9mTN21NQ4OWYyCjGVjL2LJCikGqXL2LLf2cF1Nef8GNz9Aj6Ceoj+",
-	"eL5Qa4cLf06um3Yi3XWn7JF9a8z1Thf9BrjxRQiFMgw92o8V3//1hq2vo/ADEqqYVVUq1NgvlcjqaA/T",
-	"9EEbuBZxqSiHJmk2+tOzEa/JGrtLrSI1iziaGWmuOAkJaDBjpr4pRkMddYlkgeChPM9l02NqMkRkQ3Zd",
-	"q0NeafEA4rjVCtr/m2RaNGCi6ABFIqY04h0Mm2UhiaMbZsyyaS2VErew/v5jCG2edL4wRZvqEN39SPQP",
-	"bP1l5JBd9NIB+Vcuivw2BOr3aPDSJ/rxdOZ+IuK4OgTlUsolWC5KOG4qC7VMMLhJdjGV/gVnUOnfEihM",
-	"k/ZNdX/fieXqD6BBQ1f6hqRFyhKzFtYGIkqQkC1isTZVAVd6+M6IvxKYFE5TFBdJqo9kFYr2DTwRcfzl",
-	"BDlDJb5sVEjaZAE6INQPxhA5q/9XKwyeFzERcUI6qesGAndi453Y+JVQdGg1XJOkm6SvStPNS2hCDCVm",
-	"Z6XNElY0UtaDHCVYUUP/iVUxFI3lOZRNMmlw3ojrcSY0ceoa2Ey3GQQ70fDcSas0OY8Lxs9TR3VahA9c",
-	"0k59PR4uRMShUMiERpqid8hD054PK9VKTdubXKCIWWr2/p6pFxYsn9M0bObYaRM27935VnYgfrGSJZQx",
-	"msYUG6mkN8AeLV4Ai0o7bJdpicrd3rmXdsTPiDtmjjpmQ7vBO/SpYwlcZIdnESY9zzqOOZvw+un8cm4x",
-	"03uSMH4bJYJDgYVIpoWp4LdmHN2inViPnlUa8tJaPvY3Uzqola4zraFCbfU/I1VvCXsxgPkq/ILBnJGX",
-	"WLD8q/cJGrjVdAmWY9SdR/BOmPyiHsFFetlL6KLLSA9xB6bc9TN6A81yD3IGmm/vfIF/CF9gxmxLXIE1",
-	"pIFP7AnMEPdj8PbOD3jnB7wz6HxbfsCdHPh34gWEMiWLYgMN9AGC7cjO/UUcgh9Bbw/3B+5Fqe/cgXfu",
-	"wN/AHVif3Nw5AyucgV9KlrtzBd65Au8kxztX4DZX4AY5h+KElUYbSGsytTvl/gnYL83wv2XpuEyxN9vI",
-	"1/E4or3gjPXH7ZNwMGkPxqe0fRZ0WdtWjTsOT1hFnSAz8r4F176qdPEUJnd+oroJ44sUqeunjL82TRfQ",
-	"7gmVcNMGdjtTyI0A42R9j3ia9l2sF58VKN6V+I1fQmmbFnasg7TuYrV5qHDqpc3UqNxZPd6zU4y42WsT",
-	"vU3FFWRZ5Vo/wxqytqhswsIWlmPGghAeoXG8tZ5rB2p5y7R2xFZZzcMEb9ApTcq3Z9vaFo5E5rPM7ZYq",
-	"qhvbBohY6t4p7521y7VO5QQn3Eh+19OBi285N7bySIu79o2mBV24ZIUWJLaH1Pw89e3JGU1Me7u0EpN+",
-	"u3U+4sUc+GJhbpFgX6MOucgKwRVg4w+6A3+bu1AD5jf1Fjrg1fS+ezo47nagzbtDwGszAjfJ/vnly3a3",
-	"2+32jvonvV7/qNft2X7yva8p5R4P4S7f/k5C/ery7fOFxE1/pR0lxCvT7t1GDJUi7Y4GD9uE3CFxeznY",
-	"VUtvxNPWC2JS2nRBZg0UTD8CbOXuxtSVdE3w3BYI0PaA5LseNCVjuRYWrY3yzlWlNfGrK4BVnaKaMHza",
-	"f/4m4mFmd6FxXFlNU7/ZqF+uzS7qB/1ZSeVdU8yw6USrYMlBWy8NegNhrTr93FYi3Kfa50bLaRzZaX+9",
-	"q3pyDlaZBuKed+fTahVbF2Ks+SYas2pm83Ptw3pu3v/dVTrNsGwfVSlxrtmdvlRHX3Ih5hBtBH8Z0T60",
-	"tKkzkS2hpclO3QKnI+5WOCWfoMDpiG9UOCW5Ug+OZmPbX8PqIeAL/47FtEMu4PGI718T9TzXYDltYjHi",
-	"m/2eqxosQ1+Ki5RzwQJN9a98d0FoxK31L704LMXlgh7/hf2mrUW9oPWmPTZMT95m9nnW/sB55mjAG82x",
-	"PNOVo7xDVsv0Go2pYikPH3HolYbNoaCPChdEq262V5BBirTiqUYjDeG01HWx4SJ2xQKQ/byUyjQ36riY",
-	"Ay07CsDdVbhsqLHewjDfeSuSKbODVlHVDZd2t8fqGKECpLF8te8aLcVMIydotr/QGq7ZIxgZUlEJedNm",
-	"P6X0Lm6p6ptR8Dr1fB3ycFfJ163k+0esyZuhzi5/EFzJu1K8dwr011uK1yVtlRJWTneuUouv8jxCZvZp",
-	"q4tHHPrJTZlPmumPqD0ZQ6b5VXMxgZ2oWx7W0cNuvE3N/Khi4TVVvkd8aCBZ7FakXzSKXT7xxvQpyjcy",
-	"Q7HulyVbMpBDpAL9O1wyEik2xy9NnzUe5rR5CA/CsCW7xTiSqkP8X3wyiUBgybHN8ZpgY0VisJCoKLhh",
-	"ivyyFErzdqN5j7hRvcmuxkrQt20XB/sRmjxJxRb3MFKLKGwJeV7iQICDMMDfovHCrPXoJa6xRMG8IHOW",
-	"aHFNOab9ZoQW9JgpaMxNJWt5Tqu+tI0I3ZSsRxzyYKCdZNrCEPrg5YTF8DyPqGCQwaZiNrZ8jgDPeDzW",
-	"QoXGO91uFyuiloHmlxxY5vTdU8anatYY9o+PvcY84vbvXg0N3Ee0LjNWWOw1Ae2S2d7jWgRGNA9AY/ar",
-	"DhFuQW61ZgJQ5FdYc98aMtIHOG+FIeM3ccoWTSK/pWe2YsE5qvgFTCm71mCI6O+kS9aWpf8hWmbZ5Our",
-	"DA77NtACgn1ncqpVZTUhktEkmBWVXol8xfI+KyldubLRprgEim2lzHSRlWrPUzLPdgR1M5MlA53YtG4E",
-	"1m2aYVp5YsQ1vyScsVAOQX1OO1nRYvOuzM+PvVfuyYy36gGgVyy06kp76aJ5J44985lt5+u5YQk4rp7S",
-	"NJqMwJ7WSp32k2Ucj7iR+6wRZiPoIH09Ew1sB+PqUOzvmSq5LXs7j51vP3fEdMlyH4FPfadumTd/oSP+",
-	"LrnrU9OE75kqio8W2HsSAWMaqzZKP2UKTdJp5/ycXF7eazvrpI8xMiGjIfS/XVApWWhUHppvuN4ioMii",
-	"5Rg0EjRSYBPrIfnn//OfpLz/ddrAuKSV/uYVjkIbOkSlpmlaak3jVO4TLd6mfzaff//cNvTWrxWaQ5i3",
-	"C08jDoRmzhQNqaKdjZ4SYxaIOTM9x7DZfNa9Xk/lRM0krL1IogCFiwLxN22MsT/FiDfz85D/+S9Igfe9",
-	"tHVFCJEuGFtzI8YCCLrRtsQN4zZsSYuyMGmrQ37UqpejkU20ziwz033WAUQ5rZ7MU1luBDdvdbKe7KaP",
-	"/YgrFscyF/xj49ktVFrnhMVSK8LZLPaU5+iPyMFoxHPWWtepEkk06kIo0JqgowO7Kh4UFn8BaPdaT/QS",
-	"zdcfS+W/rDEVr0Rj2HhoWp0VTpe9M0c4Yew805PpNGHYMA0dPCuWGEyqbz1F0H3qYB7LyLBB711Uz51R",
-	"cv+MRUBMLc26bql92exEs+ZKJlvG1tCgkoQsubbdj4AD6pFyjC3nD7S/gqtwWOJOTD+fRTHLkexIkiVP",
-	"77uHRNb2X8KvymjeExrFn1Cs/Y0IXtaxbZGI2yhkCUnYzyxQhvKhXao2NXsCsvIdLbujZV8VLdNomVcc",
-	"9qZj0bZkSIyANDF/qI1DmzN9ncBOsdkuTsv4SN+Gmfyeo4PNTf0ikxtbSBRzdNJVCDbbxxWVAZC4M3V+",
-	"Q3i/mjmN6rQ8jeqAG+SfsKJV5J6NgyFNX0/up9EwTsSNZyq+QF7eiOdj3m2LulQXAMUAO9GFAgtLgyxW",
-	"SpOjOH5hLOm/I2qcD2nvHQ/OeiakfZ+mcPWJ9Gfo1nZHpO+I9KcJI1cu3ZE03te8a9KWqon1BXFyfQpm",
-	"BWM1tTGATUgaHpLK9Kw0M6o8z+rc2vvVUur/rKU7dxkFw8yyA9NsfmORsmYmzR6BRWbEO2J1R6y+XmKl",
-	"JSJDN/KizL6ECy10W7Rlo41CFEVmlzY25TTEAgTDLFq3XF9Ofx9xQ6k2YqY3AjpQvM2iZtMA7PLITojL",
-	"+70qyG4o5XFw3B2wcHDUD8bHvd7R6TiYdM8oPWandNDrhuGA9li/O2CT08F4wsLemPVOwsmY9sb9fvek",
-	"uxfFW/Lwjtzdkbuvl9wZP4Ib1rUvoUMhaQuhKzH/uenZhSbpVuay7i1TBVmsHPHMpX2O9Gey4SNOKtPQ",
-	"K4W036GiWdAeXz++unr6+Nnj51dtG5Gzjx55J5/dEazfAcHSOuQ96QTIbCFXegwWLBO9c32ZncY/F0s1",
-	"awx/eqsvIFZrL4vufY1F2RteY5nEjWFjptRCDu/fN8XbO0Y0DDvmVmpidJ8uovu3vbQ1U0mo5cu0DvzG",
-	"yHQRHTrqBYlFQGNTfF4rqIlK623M6Q0jyZL7uRmH9+/DNzMh1fC0e9rdnOZtCt7ifE8ink+jJuM1hnAB",
-	"pZ6LWzAozomaJWI5NfFQii02o6/ECuNLTZRg7hw3N/rIxl2BBGtSvgkXmM/kUvtsSPtNyXA7cs5JM00r",
-	"d7LKCSZKmcLBmUdNeiRcStVyprbx/pszX9noeK+k84qN0TKdVKTbPMMZPW2esTn8jzNBwiiEKBTnCyjA",
-	"WRoAnJW/SUr77Zcm/Dsj24T/Eoy3JfMDSNiTTnsaW9HZGSetg1WyyDSErdZIWXOdD28//O8AAAD//w==",
+	"7L3rkts4mij4KgjNRFiqpmRJqbSdypiYzfalOk/Zabed3jq9Ja8IkZDETgpQEVDK6ipH9K+N/X12I84b",
+	"zIucN+knOYHvA0iQIiVKvpTLlR0zUU6KxOXDh+9++aURiMVScMaVbAx/acwZDVkC/7wM2WIpFOPqNVvG",
+	"dMNC/TRkMkiipYoEbwwbvkpWzCfrOeNEzSNJEiaXgktGIknUnBGpRMJCQrlcs4QoQSgnjCZxxBKSsJ9X",
+	"TCqyjtQcX6YLRvx03mDT/oFt/E7Da8hgzhZUz8/4atEY/tTQEzfeeQ21WbLGsCFVEvFZ48MHr/GaqWRz",
+	"MVUs2V7vGxYIHkq9kDWNFJmwqUgYSfQnEZ/lp1pEPFro2XrpNBFXbMaSxgc90ZImdMGUAdfjVSJFyZTX",
+	"c0Z8zt6rcQBv+ERMYbfLhN1GYiXJks6YR1Y8mFM+Y+E5kYyHGUCmUaznQDBFSq+RvaeLZawXxDb/rXv5",
+	"dxG9+PvF5irqvn/xprt50fvr+xdPxPrFtVi/eCai6V87QT/mDa8R6QX9vGLJpuE1OF3oEXBV+Y3T988Z",
+	"n6l5Y9jr9geehkT6oAzkzpH9wDbbMLggKx79vGLkhm3IkiUkFrMooHGKAk1K3r69fKKxhpKZECEJ5iIK",
+	"WOscziZiGrNWGq1Uh/zAlopMRUKoIjGjUpH+gMzFKpF52JyG/ckJPWPtbtCbtgfTh7R9NnnE2g/pg+A0",
+	"HLCTab9ngYJ4n0GlgIQNr6GXGiX6EmjUqwBX//T0UGi9BCDReBtq9pchHj3V0PMIRWxFLIIbhyBM4JLi",
+	"rZtGiVT20jUtJo14soqZJFTqC5sweFWfiBlF7651DpOJlSKCMw9eSWdYcUnYLUs2REULfRYkkiMuGVek",
+	"mbBbcRPxmR5M0inTVyxhS0bVUL+Ia5FmvFtxw0KYms5oxFu5Mx3xwqGO+Gc81uOP8Qe2uQzL7/vFq0u9",
+	"u3uSRGEBJycPgofhI9Y+m3ZpezDpBe1HYZ+1T6YDan+zi19SNc+WfsM24yjciYhTkSyoagwbqxW8ub3m",
+	"59EiUttrfkVnjMjoH8wjPX1wvW43t+zTbjntiGE4dwkhm9JVrBrDftfTEDUEtNv1dpNTr/FyyRKqRFIF",
+	"U2F+LwHqw7A37QZ92j6ZDFh7MD2l7UeTB0H7LOyy3rRPTyaDoByoHw3QVzRRnFUueok/l6z5hPaCM9af",
+	"tB+Eg2l7MHlE22dBl7Xtek/DB+wzrfk6oVzSQC+zat0qe2Vr5d3JQ/Zwehq0T4KehvaD0zY9oY/ag+nJ",
+	"9HTyKDgLe93PsvIP+mMUL4Dj/pmGr5E06b8CwbWsov9Jl8s4Cqhe/f2/S72pX5xp/j1h08aw8W/3M8nn",
+	"Pv4q7z9NEmG4+zZQLB2MJFnQWK+WhUPiR/yWxlE4Nj/7HvGjjMyM9b1dRFJGfOYTkWTvG3Gg0/jgNf5M",
+	"VTB/+cMn2weM99oAq2o/E/0SWVNN/QORhAwOulQCbLsiYNnE5qv7JUIjzP5Y8GkcBV/opAzmBmZSmYmY",
+	"wSpJNL+SiirmHB78PQa0j/S35qicczTHO474eJmIWcKkxLO75IolnMa4os++vzdiwdRcc9oVZ++XLFAs",
+	"JFMaxSwkghOxSoiMQtwbLmzM9Fh+h/x1JRTLsXR9tz94jSuhnokVDz//6q8EkatgniMwIiEhWwoZqSHx",
+	"uVDjqV4LAtdyhQt49RPeEDuwQwz33RezXPfCnAM03c1QiXIR4WL9+a7TK7qJBQ2vhXhOkxn7svRvIkKQ",
+	"GcUtS8iDAfkh+vOQ+Etc0lgJMY71ovAA37DkNgrYW05vaRTTSfyFFhtSRScUFdFVNjlp+hJXNHae+q0h",
+	"4QJvlT7eVBNDUZtqZZL4oFi2QbP0iURNsnDEziv7jtZRU2EL10K8oHxjOJr8AlASgiwo39hzlWSaiAUq",
+	"FVbY0lLskPiJJo4g7LHQ75DXXw4qbzldqblIon+w8Msgjrt1YPXIuzWVMsxCa6tGsMOXeBCvQha2hsRf",
+	"OevFC/CWLxMRMCk1oj3lKlKbL7ORcmuK1SXDaDplwArN8Q+3xRZQudNtyNVyKRLFwhcsjOg1CGe/Bdnh",
+	"QhG/OJcPsE+XOF7oNY61BKmX/8GKmYCOF0HAlsoRHWkYRqhqv0r08atIC5hTGktWXNCP8w2hRM5FosiS",
+	"bhYagJEkFIZEAWrpjPFLI2HUgGJ7oCLvAERhodR8fD2nyrIaFt0yjXWrUF/AVl4cf8ESTa4UobOEsVCr",
+	"b3rcWGjdny7EimsNzVFuT40ytlO5zaT0n+wWMmObmPydBUpjxcUyKjf4cKsDa4ZojIBNzjTHSK0OSrJ4",
+	"2toGWZAwqs+QqjKwMa4ZrIZMJOUKQZ5qDiFVrK2iBdtWHzTMllHC5M5xpRJLSdYiAVtGUzJFJvrEExHH",
+	"rXPCV3EMZgouCOPVc+v3kNehkrO1lqhC8XKtBnv0Ia8RU6nG+oru3JJ+i2iqxLjSV0afhEGSRcRXip27",
+	"1ExaBHK+AFmaBnN2T5I4mjK9ydbxe18mbBq937V/tF8Fc5rQQLFEerAoFse4QqrXm78F8mYcR7dsfDF5",
+	"XAoqY3Pai1PmveM3pxWJldxH8PDevMF3i/cNDtsAKR3Qc69F4ehzqJ3ba/WdfR5JlQq8WyB5ym9ZLJaM",
+	"iCmAfPuSavmq8gilRzhba6INJ6m/jhRb1ASLXqRZNU0SCn8vNAOdsVJKI4ydlMxXC8rbCaMhiHpcKNap",
+	"dWarQDPoksHjNZhUkxXTNNm818kQbCJEzCjfOkKATjZw9THUOwIw/VafQT2QfqsgfJPeuIJvSnPVW+Z7",
+	"xIfrAQaYpibkLPRSEr/iKorNG3CB/Jb9gIVoBTD3CRxR1v2EY9ubp4FgL2GY3cAS/5TXuNBcHNXZMlJE",
+	"FVDfVAoNjfnNzDuN4lhDhSkV6+mXdCNW+tJPaRTDzFOtx4OlTMS3bIwPmPsoSBgIEg2vASagcToI/mnm",
+	"MExhbOhOw2vYRTmPtJiY/wsBbP/IAJHR6nS6ctg85SopESlecgcqKDBt3wiawnXnnXCO4IPddRVHRisZ",
+	"rlmjg4YOMkgU2iYsFnym2WYZz957ceoKO6HgrL6oU7UZpmFbX8BID7xsvB/nQsOAHTgU2oJLFhclRP/W",
+	"KWffoKwE5V+S9GePoLCqDyqY04iTOZVzMotuGa9Jx4C6VGKDuRRehooiyURdsMUJTpo0CLTgTSgP7S+R",
+	"4LJ1FIo4KkLlunImqHQZgpsjB6drzuammQqg9nFrWvGF/piFY2O6q1xZ+qY18qXrO2LiMknJRdIinnmW",
+	"ImxBsWILDjXIIYOLgrlLW8qXNH15VcprNRVb0hmzQQCg05FYzA6RsAw2pS5gDCA4TuLKKG6J1DWncrwQ",
+	"Sdmt0/wcwj4oF2rOEtzVVMSxWJeyd894CyuulXFAElDskaYUnYRewwmjKHNiSvBt+zbOQutpGsb6K5jB",
+	"6G+Co4as9SL9uHMw3hnZJAWPl3pC3RXuRI2agh83GGLXeYQAmCLjNykDgqerLOKkjG8fb2twPWT1WHCQ",
+	"bJZKjI0FZh/RlveIEorGRIkbfangK9J8QEIWRAsay4LVp9/tdrrwv7K5pxFVzsw0jl9OG8OfdiPKs4iq",
+	"C/zmw7syQ9zV91e45ClLwJ6DwJUtDd7UTGVvnaQxI00Ndb32HTIJHFR9meQm4mHZeZuTbvqvXr65JvfN",
+	"2nxYHEWpzf4Gi/JbrlydydFa+H13jCxkUcTEaO3diJWv94gaZEkjB9aODQq2cRT3TqiqkKTYexasNHvW",
+	"r9jjc+Y0y8gjY+90cNYBp//+mXcLchPKb1IcuyeJwaU4+nkVhZHaEA1h/UM6Tqm4mOf1cv/t80iETAHG",
+	"z+TFlIfuPc086yyTUwBxc8eeFyrgUPJ3t0hFtndWFH/2SCZALZ9FcXyc9VtLL4WzKLF4G+SqR3Ve67fL",
+	"6U0OFz0gPyDGagrZ2UKmnZOkL5Yjx65vc9Ey28a67QMx55gtrvIg9ouIQBvZQeY388mnEA6Rt97JhV9A",
+	"Lkzxoa5B0Io3x4qFGQJ+u2LhQbD8CDB+myB8PKcR/wuVpdI1GldciwIYWprd92DzeDAgc/aehNEsUuDO",
+	"fPp/vsBvpLf943UieEG+7b4/DU67AxYOTvrB5LTXO3k0CabdM0pP2SM66HXDcEB7rN8dsOmjwWTKwt6E",
+	"9R6E0wntTfr97oMusFqlWKIX/H83u+9b//lTt31G29OL9rN3vzwYfPj3Mj4Ou36ViNsoLEsg0MT5v715",
+	"edV+/eoxWZrXEIs4U2uR3GzjEbOBYfmhLpVEWjOlUbxKmAeEydd/RXzme4WwC4/4MZ3NwIqtQexzMY7F",
+	"TPqWemlqu45kPYyaMxqOJ7EIbioIr9naPUn0qwReRcIOa9Y4bCY2ORT6LNFvp3/LneZg0Ot3T3t9R1KN",
+	"uHowqF6oS9ur7IXuGuE6MoDLXEh1jn7CiMOqllTNtSQJwcuEJpry37KEyLlY8zzazZVayuH9+xMZtPUV",
+	"kYyFnQmfAOp2RDIrFeRXZXcEOCFEtGd4ouZUEf06k5ojA2glaVLir/Ws6G5YS/y3XE3S8VrlnFNGpZL0",
+	"j5iOk0GIMK6YVtl8iHP062ux8P4+Imivyxt4uUhqjCEOR8phnmeuhgGh3U8ZMXqCJrproxqUX0zUna36",
+	"YB3ZqdkxDBNDHAtOg10qej11vLdTHYfdjvlqMWEVCUJ4vQA95iIOJYmUuV02G4O6JHeKcvcRt2maiMXY",
+	"QKJ8KZJxvFPmLdLEZBFK0JVEZoKlKiEQhBW/4eYm7aU7sZiNIx6y9zt0MlT9YjEj8GYNQOzft2SM7zXy",
+	"IPnSrx5xQQrOxyXjoSHjgeDTKFkgDU+YSGbWs5iaoH1DKfJbO3fxV1M58HTmKX2Gg+k0perp+/G8lJVr",
+	"qJcz805jn7hrB3WPtYBiXiNVXXO3IKMH9mTKbv3TxVJtjlNVrwSZRiwOXWHIGbicJcNVFCEkV2Gik+HN",
+	"mERlLTIXry7vydYORr831u2ST8VuqbEoK7L3y5hyat2eB4uIACQtbJkd5XDHQHCPzGinyJZtCfi7KhA/",
+	"FmHp5qSCTS1oMI84I4EIGSJ7DsQERif4LiqA0jXaFTIvtFpbnngB6Shu1gW4f5zIUq+Rxp3D9tRchGP9",
+	"iGq9FV4IVxhxyMYLE3E3dq03VYkEhUWVZBE0vMbPK6HYmMb6tDcQ1oOu/XxANSy6LMSxZOMYupkOnYUm",
+	"4N+LSALlKQy5pFGSXtmxWKmxmI4TymHuNZvMhbgZr5K4ABpXTgVQuHkH5nfpxlvDtd+Kws5HCWwf7hbO",
+	"A4o9YYpGcYUZJRGTmC0w5lVwhiSBgB3T5O5u32J4pwxptdxPlgK2RyJuxAukFyDm2TH1nxjQXO3Rrrz5",
+	"EAISSbJOBJ+5Sb+7aTGuOhu38koC6dma9QXexIzeTGmgpPVSOjSj4D4x93svwQNCAOG9+rRKyNQrlrTx",
+	"dMyhSdJc0A2ZMMI0F2jVtlq5WFFiu0pvYFgVS2BTY0iTxlJYy7D/39uGE7UvQ9+cb2v/wQCIso3nFlB2",
+	"SM9oFB8fm1wMKcbEoPphyYbvuOzGIzdsqSwY5pFUItmQBVNUa0h5GeR5ahxOVY+E/R1zlFLz+ucLR36G",
+	"uvOPSKnKvUTIX9ZzIRkxJI0wHsK91vfO6N8ldAF/GLNbWyyhYFOC5+g7IKslBGD4CH/fuMiwyoDJnKA2",
+	"a4sqpVG83LRZ00t0kMepXKW+VLKaXK2SuPwLC7r9FyHn+MgtBYf3ihAuPeHMSVlmabv6/soqa1QSatU1",
+	"gktCasre00DFG9JPf13GNGASrAdUkYWQivQeEXMI1k7VXNvYvJiF+jlEtW8pgqeDfv+0090yP/36U699",
+	"9u6nbvvs3S9dr/fwQ2s06uCf/XJL1PFumpzzRNKYlTG5nIe4rl84cx3u9+kc558pXvYyp9hu18oVXbDj",
+	"4HaR4n8eWNUmqDCSy5hu0u/cGgKH0jWYpXRDaFjcXoExiljLo0dYZ9Yh/oQt+11UMFUS9Lt+HkXh5zx6",
+	"/kTb/0BU9HoPyrHRLOKVFVq3FvMXsSZTip4VVCjXoNsmWpkEmyBIYNZKSjT47Buu/RTLTAiu3x7xiEtF",
+	"ecD0xaRYdgJUMT3UXMQhVJxQksiAcg6FRYKb1jlaUtJv8aZiSk2kRjwBsxtku+lvuQiZZW9p2mDTUgIB",
+	"s5vMNqARgscbvUDMEvRMRtWIzxlN1IRRZXTHXpfoSaOYoYEB/HItj0hhXsg251THkBqViL9ahsaR6484",
+	"NfVg0KOmoYB8hjAazMktjVfsniR0xoaEciLiMPc9WTDK9TazCSM54rAgDT/0hSHwmzSOIQlmyUKs/gHQ",
+	"WWmYBXNUxCB7OlEepMQp6ZzitIXFOoq0htPYpL2VyFurOLVxSPTBRTJdjzFqkMkmb21WDvZYq7NWYuSI",
+	"R6pDfEVn/jAbFor9pH4/ETJIMtHL+gezxm0qyZrFsf4v4DDODCKQ7Iy4n3vgD8lkQ0yQZ6yxsbmMONeD",
+	"bYj/+C8Xl1fjZ5dXF88vr/82Hq263ZPg6un1jy9f/wB/sP/Ij+aNOKgQAGxA3lAwTHXTihLuV9FZS2MG",
+	"mtv8YXY88I60L5HJSulLN+L6e8QtCEshMVUs3niAxTbf1SxEWvenhTwGxke4EryucSTViEeSBLGQLBzC",
+	"pV3jCa7FKg61tI7PblkiTZwpnGcguEpooEwxF1vEiWrVPAcK0Ehhgw1PH3hOJ8T3dxsZvcb79ky0S2Ki",
+	"EAvHu4zmvn3LRzeHSQQmSgCmw01z7JHFUJ+DMoVS/Ku2S/rZO4CjvolFo6HN1UUE+PRL2uEaqr4+QL40",
+	"IQaqbGlN6i/SyNSEf6SFmwxxxTy01vYVzxxKgLPTqkti64tpPS1dmK8vw7YjanDWPcp0Do6L6qPK/BpV",
+	"p0SaJhFSn1PEkT+IKRJx/XrLPUd3wONPdJ+fzxymJgxSHXKSu5x/pCmSrOSGISj3CozikzkIYzrb3lu2",
+	"b/Kv//d/GPHAPml2bcU6KAgiBcooSyql0VPNQc3dQ9FfsAg4MNQUSJ0e6TZOjnNwZuLdLhnZSoGQQIm6",
+	"dZkSqnGp1EHt0vbdJyzpGq6qYWOvXz0u42C+Z/2roNS3ztFOU3Z7NWOubb7JO+BLDDj2LCuvonOssJ+F",
+	"uEUS7ufQwP9UVDM3avk1g3Ug8k1XcbwhpiYA5OJmosw9aRZeSQr1XCVXp3t2FOplQuIOUFZhCV4RjQD6",
+	"zkO6NPBH6dmwzXoCsXu/XBkVfPRzKo89mKJ6Ze5PwQNtqXrxGHN4ts0ZC+wbqVAmZDS25A331uYAX67x",
+	"rbPM+npxlGme5y8F6fuGbXYWqTvHk9QnwsXa0//VGxdKC3MQIoFF+vYbePRM27t5V6JlszXWMswqf7Ig",
+	"YcpMhxVIILbXhUXdaC4z+nHxXBnkv8mYLlv1qGJL+OMRWRKYD4nqEBTQwQ8+PmFxq+rfXiPnEfmFZdHa",
+	"xjC5J57awvOxSYEtsThrdMzyVlGRj6zSWoqn5sbWRlPhHGqdkldbG04H8Cru8NZGD7mL1WhV50IWIfxN",
+	"X8u/oHNlRwa0CQHJmZ7Wc0HCyOadFG4uKrA7Q1/MO/UvK0R4yIq0e4ghwlUa6aWZZo+AZKYP0oa07T0O",
+	"62aqtuTih1uuGIjdCFSWlZOVAITtloaF7MzxyRWH0jBf0JA5I7pyDPC0jVRsYRP4D8/RqfDQ+TRQIhmi",
+	"f8/3rCxvHVuSMblVJRok9OE0Mpn5nzq9OlewYEZv6900JergEPjKari/HZR0h07h6LlXoZg14wZypBi3",
+	"66LWr55iJzoohyP9yCMiDg9P3Mgo/R+hkkpJKccyRlyo0gixGzS4IWI6jQLmXpyq8NBPmEdpnJRinVXs",
+	"Sj25H4om0a3NPHZ/TgMW9+t7aYjgbknORsyCJGc/OV4/riU9uqdzlARZJ9/WDeZNa6ceG9VrJsSKskEJ",
+	"v34u1ixpB1TameVmMRFxfo6VDEtjm2xNgp2xuiWhzdUD1QVMVnCuHmD2nr9dQXUAahbiWh2KWnuaKt6d",
+	"TRLZ1AX0cdAUjux9JDG5tfZsu1hYPnK3EERqPSL3jFshNYRULypLVk5UROPMdYJ+DzcAeMVDliwpcDcM",
+	"M0mLA+l/Gs/KcZ6UXXX0rEs6ZDSMo0NK1kDi9T6+puWYZ/rFHSrjdu3yvTpjSUTnnnLuu/OPjzDp1kwG",
+	"B7eHWHNZP8t8I1ZqjAWj9tBgyLDFNHrzfg4l1XxHYHztnPOPTgt2DoEq1mk4AsP4IL5pv6qZQVCrsJ8j",
+	"g9jqfjXMrLZK44GaWGndQDfKKhWCS0OWM4tokZVt551nsTcYkFNkT4XyhM6OC8UJc7V2CkS0wCq2eNe2",
+	"q7ji4AuSjtdIS5oVL0NNeTILMq6HvmUi6bZp1oYn7M6FQQHPBJxo5lia1pTXFEjTqrvQnwX9MxlLySnF",
+	"ZUk1tmkMDyfiPZHRYhXr7bRGnC6XjCZon7W1hIFG4DTo36+lpBRTusryzNEeUhprmWyKxpCPUpVyppeS",
+	"pZgCIfsy4eCt1wBeTDvSmLZg+6Ps3qRv2q+LipBFltyoTgVAC6xaJvgck+QEo5NJ0//+6TW571bGuP9L",
+	"FH7wW52dF6OuObB01o+zC25f0j+KjlujwJhzjoeYH9zvPkUdiXJqeFdV4rNXlajAmmOu6/GVJqpQ949y",
+	"T4+A9icD9DcK5FQN3F3DCkqQ0cyxaUJRStQa0rThZUbWYSGxpcu2ofCJQunRHv8ZSs8d5sawQKmrUX5d",
+	"GQBFU34G1FLMuWXJbcTWVaWTMnMwxJvPYmpU/PJUIJM/VJbOhmqY6TxFOWFcY1CYpRphsj9NE44IZr3U",
+	"ZqqFXKcSfmr0O1klPoOONFslLHRrl9SavJgNUDK7WDJuqk+PFZVly3gNv2J0toYAhHdm13WYF0QiTmw6",
+	"FVnGK2hSw7PysiNuJWTUQbb5Oaxoq+qrLGu86Q6cRpGXSwlS0RmTO1QULTaZ7II3+i/C+GpxT2bl02pB",
+	"HD59s1osaJl+UszUxjU5KFB2HtUQ8bYxfNdtqsfhwEtovjiSwdnb+01yNUMydmQtHl++9GBvCuO3USK4",
+	"1Vy3RjYxv1Bmx1IOa542ZgNcbLhCQaSspOaUsXF1KcplTJVeLJky5hFKpklWuxpCpjWGxExzLuQLhQpS",
+	"nW6vynUT1WzXeWSw0c5MSjmnyc5tp2uAN9MU7DwQinvtV7ipdoQ2uUfsnEVuhXsDoAzS7ol/stZrLWRl",
+	"oeKfJPhpmd2a3YYZfK0iKXVH5FN+h4cEPlXe2jq0rgDYb5ni1Q+mMBA9yJhhvznSPpgizh8hkiJnviyF",
+	"puMiatpSAD4+GBqzut8q9RrtVqIOqa7slCOmjr6Gqzgq1sr4BQqa3O7IjSlK8Ou5iAt1iz0STQnlm0LD",
+	"5+6jwWm3U89lbhZUqycJLMPAHvM2ChWw3fUcEYZ2UMHm9PW9h7T/BuxzWUbpto90mFVrkc7c7mGUYsqu",
+	"i3RskeUcWIkShFZzky9S7P2cLFZSEfbzimL3G7laWNEkX8bex6Vg18hDapzXMz58BSWfcy7WkvrPDlbt",
+	"xZNc5cQyyd+pcanf6RDb1mqYr/DoJkRjfjsX6w4UfOThZOMPyZzRWM03Hua/b8zV1IpeW6tlnaz06BCE",
+	"NPRI0ziWtlBJEwo6SQ8y0KEafWfE81VK9aeEyhuTR2dXpAQo+Z2shinOAbVFI0kmbB65Oe4jnmbL3COT",
+	"DVlgFhTlesVsjalUspMVQR3aTGUnZ9pnaj6eMfVcvzDiTUVvGCfQDgIRNxEKmxtOIZO9lWU5kwXdkFki",
+	"1kOitASmaRiE8OjR9QuQHJiwEac44wrau+azm9MeYeYMMrV6u2aWAQsUIoMd5YthpUNtXYjXpYhja6WL",
+	"tCrmb1cOpdM//fhiKK/3saHUcucyodQpYzTHJthcPJI5UIlICsQ2KjZYff6q/fL1k6ev248e9fonhSIf",
+	"p6d7inw4Sz++mEvV9gweS8WWZSWePt72urPQCprvjt8VGqPKgv62N+PUr9ybPAo1q6tqVVZv5JrKkuzN",
+	"F4KzjaZfUG8DDyKBqxIyUtqCrm6cZW7MHbGWndMdIaifq3vN/jqxtjws9JEFIAV0wTDjvQmVrKFLsu+Z",
+	"BD/u5CEja9FQ0HzC3LzWOSmpNNs5xH6jqLwB441ZgVNfFUyeuJYtyy580jqo+8ye+2TQ6Qf99nFVb9Fk",
+	"TFX55VhEPFpoLtP9RBnlO+U0Teiz+e9JK7btSKCur15IEa9AetKq8d4kwNr6szPwztq31UTIwxgnGzRb",
+	"f9bbWjcSX/yIeEo71WRTy8mHbx97TvWiH9/am2Viu7IQSCUOimRH1E8j0UsLYB7eGBEi36DUBVEip6Dm",
+	"VC2eroKLfNPENT+u39IR1ZcNBWPvAyalqfhvCaqrd01tULAS4gYfQx8xLdJDIv5OklszGda0LsoCRlNH",
+	"bKHYs3PMXkV56K0+jOURqyX3d5ta5G9B/vrtNV0XyPR2op3DPZq0AO2s66tGEvBEOhvDFsJ4cs0Ui+lE",
+	"aK0kF1oL3YbxXLP0gAj6wMEpFsNwYHJTzZfAd3qAcCVVfpF6fWviv7i8Gj95+urlm8trv1Ayx3pPTO7R",
+	"RkvDuZZo6fZBHDGVn2FKqIYsVV5FSV8pE4ANoPeHrBnOD9z6oJA1/cGniFVzZMG7ELUvEKKWR4667hUH",
+	"TT4iMq2AmN+kST/b4xGw/ViwfqsgBS5znOL7F7HWEsZ2V+SiVFjV2LzApKx46hPOWCiJb7ilf645DTZ6",
+	"T3/TcM21sXe6w6dd4cs89eWyOZQqt83JQURZzwtej8dmVM0o09r+wYJpUR6pkIled4wqve7e0qnexxsE",
+	"aDEuwTlgcWzlXX26WjAw5sU4Ztj/+4axJQZKlJaW1sJaTJcI4SldxVq47A8wBSZvEA5XCdos5SqYA3Xv",
+	"D+a+R/yz7gJrvna10GENdw/73XmxdSyM68D7pJ83z4Eh7k9Na5L7U+s/m/NfF7/KXxey1frTv5eKjFsw",
+	"3MpnKE/yp7FGBccel3kVsWjBb+xUzFb2ObxnjmK7z3GWX8gncZ4dYxk6xoNWdsUgnK28Mwhb3sOrQn5e",
+	"sRU7J5KZyDlp4+girtLIIpecURNJODb5XunfuYyZ9GnW9NdmyGb5tNh2Q/BZwRBfmGEL8Lk4vaoSLjON",
+	"9LC7spYKpeZDTVkWlG/yMZE0YViFr1w83J8THyW5vtPNt2+eXLdq9Lvqnx7Qf7p61qvvr1KHIWn2K6c7",
+	"6592u8Z5XmabmLFa8ZPlgZJw7uXtdvf57wqewhp9hiFyTZio4vrthRf0/SW+3DPM0f5ZUFK8xopHP6+Y",
+	"+VmTh/w63+xIWM9b+UqS1rEtTxxNWbAJYtYqvXxGonHyN3Np6kDXx2kxmjSKT/+b8oCZ5+mdzHrXpNLK",
+	"u63iNuPq4jZFo1QZ1bFCGKjIVjIrUew/S/M46BfwSXvHlTaH220z/nyuhCrLXLkZvpYV/mPs6Z/Zkp7Q",
+	"9c4QIsHbaPCz/lR8OQ0RB5zRl29B45hJRVa8WM2pjw6h3P8ad7b1O9v6Xk/dZ7CpG/NymoW+NgfhGEgh",
+	"CEHPzQUoRywhit4wmUus+LQ29ToFZepESqcG7wpbtihrdOiQgK2uh1vW7y9o8C5i0H5rbHkOTF2bbNbU",
+	"4ePNsltM/M44+wWMs2UYU9OMWGbiOt5SW4q636RxsbjT48H9aSD9x4BylVLkawXAN0YnS2w9TBl2TK8i",
+	"cYytrk6kP88V3sqZWR0dBt/bvseSBaskUps30OAcVmjTvH9gm4uVmu8s5QzGx6Yvb8ZiOf7XP//Lb3WI",
+	"yWjA3C2aoBQmkYhFtncCMCvMbmr89/bFq8v2D0//lq2QmvwbvcTINJQMBFc0AJLJFlAtx5iEtOL7fxgN",
+	"MuyYTXcCscimsL+S7AsssrYrRTdLCAlNMCwTy5hB9wksvipbNjo+xqjlVPp5++bJNZDcq++vvBFH+5Dp",
+	"vxQzjyzpJi2JBUH2uRqN2EFnTnkYM2wrNRPMtOzskEuFxSSh+k6xlgZWwrfB3OQ6r1yTpn+fLqP7t737",
+	"5qnvYY+FNU8rxrWgfdOK0+kUKxhONlgDOIlumYRQVbYcpokvYD+znaVMzRwmvbSTIxZIhXjPEU87ImIz",
+	"w/U8CuZQiJ+GdKlYYpsp5KXAzoiP+L/9G3ksuP5O71U/+Y58951GUf0owNbF331HMDE2PWgjC9IdSOvZ",
+	"/EUINRpxQvwCwojE5jiSdlvjFLm6ePHUb0HScIq/fodkHSD1JBqOhPiDbo+47YB9iO3FQy6uK5Lwvm/5",
+	"snN4HdyxpcseseHSWUtR6WGsHIZQS41nswjbbH73HVxGG47rjK3XCIaXoSWCZCLCiOHt9X8ZAcUbNYbk",
+	"X//8L4+MLOXTT4DokpEl4ealD75ne7oaNCXEh76pPkFG4JTmN1ijiXogQhMYnKERSrq4lnx8sTQAucx6",
+	"E2fnD0kqPmmyIjaYmDc+Y5JIsWDQpapli7Xp2WG1zqDtH9jGJ82evqT901P9tb4mLJEtT78rA7HMyqwW",
+	"a7Fnczv9CPL2LskWVKOwHIJ7VCWbFBFTCGnc0CPas07YMgb2lbbuMD2KsLlPunzVfg1vshAPy9ejNtMS",
+	"FohCmbNn0D0jVa2mfRLxIF6FLGyd5xdmV2ul3xQh9Yj9PinvHu2fZ9uFph3ZXiJpqmxAXxB7i87InlbX",
+	"/nnadiyStoMIejr8Qbfre/ZuJcQ/ff/e71gaEkYqQx1bJTaJlGl6lusSkB4sdmLNoqWbUAHE1K/WS85K",
+	"WLeyfs6I2e1in1ur6NpiY0AbwLwEZS4Npscxm9HYrFB+952powaGVNvsPGtapbUPPeiipW9PBsTK89WT",
+	"4gIsHM3Er/UEINVLQ0cg+t8hXJXIPVmFM6bgCJv+64vrp+Pnly8ur8evn148eYNqif/902t9Ns6vP76+",
+	"vH76JtNaEiZVC7kiSA92PKrYc72s9isRR8EGRrHP/NY5hKlhKWZYBtoS8KJYtOqfkVyKiblBrzViti+m",
+	"iiUWT67Ze+UB8Qm0spFIaLbLTbzbUiQqD6MtYAwNezb5EZJxBfuAHt/QnRqpnxGrse8nUHEo8hGSn1eG",
+	"u2MjcOltE6oWZlJN4LzhoMnb62ftR2ktPmDzInbIGGm+/VO32+3+65//n/5H75lH9H8fPjMPzp5Bf+G3",
+	"f3r27NkTj7BYWmTqkkIbdV8v2TZ9hB3pSw77g6YrDLucQ0VaBLS9sNi0OFLnhOrBCzvN+KS+mimKhyyI",
+	"wUcld69GD6uBqEfOoGcROdBkMmSa+4ToO8HzhvgDiqTCNLlEYmJK/H/3HbngxFocId/IyjzY6UainGPz",
+	"0oFZIFEyOBiIxSLS0t+MAeEUCd5cuLzQyVNP3zXdVk+7Jz7hIlnQON6kXTcBfIbcQHVPcm0amLL3AQPh",
+	"duj0IxOcMxPrJ/ItSSNJYiGVQ4xxRBgbFiptsD301rd9fG64WOsJsHkozAG7iqnWSQw7j+I4bUMKG+no",
+	"Ya+TrHsTgtkEyKZl1Ee2XeOoYfifZY8w1XffaSb03XelPFuzU1wLFHHAMS3j1KeDC/IyC2IYhTZ4Ue8A",
+	"SURAkyTSmLFSHVi7BcB4xektjUD/9PU3TJYTDxBeL1DClSn/SN1c+oXrtSDQYBQk4EJUpr0bqUmTRE7l",
+	"dOP0s5WArCQdzIVknEw2qH5ogWlI/OeXf317+eTy+m8+aWq1xd5VV2EZmtsLR2Ya1qUObqTC/quLv718",
+	"e+2PeHNJN3YQSOrMaTIm5823rMJPl9fMinfc0/uCsJQWpPHBNRtxQCXID4RoU5Q5/DRkwRlKKi3mztxx",
+	"oLqWvkjCdPctakumvi9yWtyeIb4aOzShzDptFOuUEqnfkWLEm/6bp9fXz5++eHp1PX7x8snT/0hfwqbs",
+	"k40+NxZPif/m8sXb5xfXT5+MnW+ePH1+8TffnLAFe9m4dKWE3wJk+hWzYH4FRYz8qkH+a0HdIr+SnKpF",
+	"fjWa1WRDfh3xX9vtdun/68H9bbeqT35NyxnnO9cSaNzLQlLxXdPPF+H1iZ8irt9yvhpmj52nndzTrPdz",
+	"08gFWelYUr32vWsA/R38vAT9vHoFrt/XTx8MswdNLjiDLWSXaphHUJUD1rl7DyZGRykph3pfz+GbDRWX",
+	"AUXnbDr+r3onxr8NoeC3jK+YZj8gvirGW9nKbaiTfuIq184IO/Yy2eQBDhwJkLL2tnABdmO5abHuQwRE",
+	"lhR/LBaAyB513EeGJH3yZeNUPtl1OYy2q5dha4g5qG0fNS35Rh5jUBDohMUu+6ZD3eHE8YdW8eyyyVxD",
+	"QrMas2gUI2HKQ6Uc18p3lV9prQVVzGdehmwGCMLwTWHptJR0CwgPBAz/6lpEHeDmHrpLcX+oBx38oho+",
+	"2Sq3KUraEQEpylxrAybtgdBAC2K7iGQ+acPJs7EWRS+LY0pYe5lEgcEGCwY7R44y1ds2fuoDCQVR5bWT",
+	"JaEf7UlStaJ9HEnlEazxjKBswxCYUjQVq4TcRDyUwxH/iOQXj9BYCpslr8UbnNG6A+9nQ+fyZMCOqgFy",
+	"i+eUk7AKSTQgrBcOxcQUZNf2+MyaEYcPzw1iWPEpX75aKkZDbIVuW6/LGyN9VSTkjHitjBxqEdNDAyzh",
+	"YIIN0NCmxJomIdYrgHa/URbyACDwCNXQya5XWgy+GJGBpo+c9yK94Fwo1rKyMYZf6j+2K4T/JwTR/ce/",
+	"/vlfPhw6AgMCOG2lNjRI+7ngSQBPelhp9UYPSlbglS27iii/75IXvBH3SwI/9S3O0U+NH4VQULjpKWfz",
+	"bIUdLCkBjKw14nDAKR+wI6SJEy2UWP2SUFJQeCyLQZUre0vLlCUb9kgFT0pvRFobY8T9xy+vnl2+fnF5",
+	"9f34+uXL8fOXV9+PL55dP33tEzoTmr+B+E38k+7C90xAabQAyXrjdOq2zZFG3JWP4NUW+dc//39wMqyC",
+	"G4NHaWPvfHt2qcRyCRa+OBZre4vgk86Im5DegHIyYZZc5JsY4IH9Bz70W+eGdtkqkr69EqAF6WsNuLew",
+	"WPtn7DCs/9ouqrOSK1DTQZ1Iy+uAilUSZ8tDQ0F/XkVhpDYojY44qjH6gyEp1F0yehg8g9d8EzwHazQ3",
+	"FTS6QohoxEeaP2SKv0t3mhREYQIcxGiW7u8zVCUz+6/RO0acca2Z60UZo4dpAh7xWWwrZHQMhPN7gEdm",
+	"C1AdxQUyGGf1v03BU/Q9TFexY2k3SzdTQckNFcw1wS4QYSwAu13TtaWJHLAVrUDrGdGEY4RoGzyXao5i",
+	"zUvBN7QEDMZw6NWiQy6sI9Su13ohUgsYD0nM6C08Ahm+CXzIGoFR61zPNy2sAxNHATOee+PmfJWIZRIx",
+	"RRMI1E3ixrAxV2oph/fvlzlI7yuWLDDGK1JxzlFqvcDk4tVlw2vcskSil7TX6Xa6ttwtXUaNYeOk0+2c",
+	"YA2WObiQcfv6XzOmKkvXVp+kpgDrufDA9wnHiHwqJwVYuiWSETfnbdqV6lednpKgx+sh3cggD/zTTLWX",
+	"FGxmz6IYjDOBWEwizkYcxrq4eoKwTm2Pl2Fj2HgeSQV4ienFxpxYWRQre+X+YwyG+eDtfRNM2PBiMX4K",
+	"vHeRdL0SThOGzOn/MOxNu0Gftk8mA9YeTE9p+9HkQdA+C7usN+3Tk8kgsD55MLdm/vJCrgW47GrEkVes",
+	"NnVPm97bOXozQSKa+ZYKpUcnD9nD6WnQPgl6ehMPTtv0hD5qD6Yn09PJo+As7HUrNrEdC/eR+4DFZ6G9",
+	"ZXOarC93rp1d1TUSXZhS+nugR6GYkDUUaTBGC0aaADcZ3bJi1He3/6Dd67W7vetudwj/939VLHqaQKxE",
+	"CXh2ZurUWK3p0HvAck+61/2T4enZ8PSsarlKHL7YdxDLCJFOQKH63a6NKTEliCHUDqMI7v/ddMY94BBz",
+	"oWsQt7Kjb4pmJcBkYjGDOnYDXE7ZLOmy7/+ZpsWQ4JPe/k/eOlEH8FH/bP9H10K8oHxj5gL2cFpnfZdc",
+	"sYTTGBz9+NXJ/q/eoC39bWZKx8Akm+IExLbIIaAOAJ1pkttAQvxOf1SiA1YyoSc2erTQ/WpPhgZpggAB",
+	"LgmnN1ZCaM66TGiMVfCMXO+RNPeEgJsYdaeWt4spVXCeYnCZ3OZCJRczjZaNDBU26TepyA6haK0qwpbG",
+	"Ede7E1XR5DUY38Es8nPe7Z0RqnuueVl0891d33/Xt+Hm3PYU5wsX3tjvwEyhF7IUsuTSP0ZrCuUkjbws",
+	"zDV0rYzNNGNGkjVLoMyYAvvXeZYID15CtTMdZcsGYu33NmBmTTfnJn0epfy5WGspP8scs/QkSwbZF61T",
+	"Rj5MaYGtINw9BGR3OlXGxM+CPhtMe7T9cHIStgfsdNp+RB9M2t2gF/bZyXRATyeWvmhlISMvpk26DbLF",
+	"WN6D5LU9tMLxDUNk6Tucjkn1ZxFuatCLdJdZsQQ37hYzoBqvmVolHKPBTE06U8YyWEklFqaIMd5sJ8mk",
+	"0X3/kPbCbnAyOWX96YA+CB8FZ5Mu7bH+9CQcBKeTB/QhezQ9C7tBb9KnJ2wwPQ0fBA8nj+gZ60572A+w",
+	"FlErFJj4kA9wNimdX4yk7iKn14Vu4W7qlQkE0tOVRLtVrcJ8leGDSr+A+b8Yde4O9n90JdQzseLmgxrk",
+	"/LHg0zjCGPRBrwZFfkU3saDhtRDPaYI5D4PeaZ3tyNUS+zq9YGFEr/WFBKbTr/PxMhFa99cc4ClXkdr8",
+	"XhmWuUqlCRLVXAtsXZWS6fO8EVDm26nmTX475cdS6fEZzP3Z7RafUygDu+shkhjA6k74qiN8Yen/qUES",
+	"i7/G0t1498GrkKwArUwkV6ENq1+oYe6TJpiVHfdMJuZYdwdYPvUyPMw/SnMaWhjU47Thgwrh/hBt1TPm",
+	"hOEVQjYwTNkN6PWs18qE8NpwJ4RCFHpOS5k4NhfRI+u5kG63hhGPMKCs6Mf9X//TrI4kAiQFMqfxVO9y",
+	"gzE8/2CJ0LLCjZiI82zqe3LEfac4hBYy9a9RQuRq0SEXmZF+SAreBIwgdOCIa9dS6p7w36aPHXOlj4Gn",
+	"JDLRXtZCbSzWZZIlNpJ5ZvtgH0JbPqVohn2PGr3TwVkHDINOhZztSttbdft/qmtv7AWPpo/og7A9CPvT",
+	"9oA+fNCeDCZn7VM6oA+Cs5Cyfg9uywEUTQPvcJlsHylTwfzlD407yeZOsjlUsgFfYolXEm1kJlBuy5dZ",
+	"yjW00JNmUu3xC2W0udhQaVuYeZmO+RnFDTtJro9UhbKSbvJO2jjErOtiTXam1dIGchtJaD7dKuv9dvHq",
+	"ErNS5FysOUbuaFHkhm06N5DOJXi8wZh9KufAHTE0v1XN3ezKflMOZwwmFyElz8Utiym2oKmHyld08Vup",
+	"/RZ4xUZ3ey7Sdk8/0szOtPUtGALuuN/XR50QSx36UkGgcowNjdBaBd/D4jQW2461KbdL2K24MfkytgK3",
+	"4I5nPK/rn5uoPT0IJA5DlsFuNvmDXtqhxMt+fBl+Xq0ee27WYbIawp2vW6T9vTJk6kaVGCZ6KHPGnqwa",
+	"JydMRiGmkrH3kQSFVKN0GVv2O3u4ruacH4O7X8BHUA/Rny6WauNw4c/JddNetvvulD2yb4253umi3wA3",
+	"vgihUIahR4ex4vu/3LDNOAo/IKGKWVWlQo39UomsjvYwTR+0gWsRl4pyaJJmoz89G/GabLC71DpS84ij",
+	"mZHmipOQgAZzZuqbYjTUSZdIFggeyvNcNj2mJkNENmTXtTrktRYPII5braOApcm0aMBE0QGKRMxoxDsY",
+	"NstCEkc3zJhl01oqJW5h/f3HENo86XxpijbVIbqHkegf2ObLyCH76KUD8q9cFPltCNTv0eClT/Tj6cz9",
+	"RMRxdQjKpZQrsFyUcNxUFmqZYHCT7GIq/QvOoNK/JVCYJu2b6v6+E8vVH0CDhq70DUmLlCVmLawNRJQg",
+	"IVvGYmOqAq718J0Rfy0wKZymKC6SVB/JKhQdGngi4vjLCXKGSnzZqJC0yQJ0QKgfjCFyVv+vVhg8L2Ii",
+	"4oR0UtcNBO7Exjux8Suh6NBquCZJN0lflaabV9CEGErMzkubJaxppKwHOUqwoob+E6tiKBrLcyibZNLg",
+	"vBHX40xp4tQ1sJlucwh2ouG5k1Zpch6XjJ+njuq0CB+4pJ36ejxciohDoRDTFLpDHpv2fFipFppoN7lA",
+	"EbPU7P09Uy8tWD6nadjMsdcmbN67863sQfxiJUsoYzSLKTZSSW+APVq8ABaV9tgu0xKV+71zr+yInxF3",
+	"zBx1zIZ2g3foU8cSuMwOzyJMep51HHM24fXT+eXcYqb3JGH8NkoEhwILkUwLU8FvzTi6RTuxHj2rNOSl",
+	"tXzsb6Z0UCtdZ1pDhdrqf0aq3hH2YgDzVfgFgwUjr7Bg+VfvEzRwq+kSLMeoO4/gnTD5RT2Cy/Syl9BF",
+	"l5Ee4w5Muetn9Aaa5R7lDDTf3vkC/xC+wIzZlrgCa0gDn9gTmCHux+DtnR/wzg94Z9D5tvyAeznw78QL",
+	"CGVKlsUGGugDBNuRnfuLOAQ/gt4e7w88iFLfuQPv3IG/gTuwPrm5cwZWOAO/lCx35wq8cwXeSY53rsBd",
+	"rsAtcg7FCSuNNpDWZGp3ysMTsF+Z4X/L0nGZYm+2ka/jcUJ7wRnrT9oPwsG0PZg8ou2zoMvatmrcafiA",
+	"VdQJMiMfWnDtq0oXT2Fy5yeqmzC+TJG6fsr4G9N0Ae2eUAk3bWC3N4XcCDBO1veIp2nfxXrxWYHifYnf",
+	"+CWUtmlhxzpI6y5Wm4cKp17aTI3KvdXjPTvFiJu9NtHbVFxBllWu9TOsIWuLyiYsbGE5ZiwI4REaxzvr",
+	"uXaglrdMa0fslNU8TPAGndKkfHu2rW3hSGQ+y9xuqaK6sW2AiKXunfLeWbtc61ROcMKt5Hc9Hbj4Vgtj",
+	"K4+0uGvfaFrQhStWaEFie0gtzlPfnpzTxLS3Sysx6bdb5yNezIEvFuYWCfY16pCLrBBcATb+oDvwd7kL",
+	"NWB+U2+hA15N77uPBqfdDrR5dwh4bUbgJtlfXb5qd7vdbu+k/6DX65/0uj3bT773NaXc4yHc5dvfSahf",
+	"Xb59vpC46a+0p4R4Zdq924ihUqTd0+Bhl5A7JG4vB7tq6Y142npBTEubLsisgYLpR4Ct3N2YupKuCZ7b",
+	"AgHaHpB814OmZCzXwqK1Vd65qrQmfnUNsKpTVBOGT/vP30Q8zOwuNI4rq2nqNxv1y7XZRf2gPyupvGuK",
+	"GTadaBUsOWjrpUFvIKxVp5/bSoSHVPvcajmNIzvtr/dVT87BKtNA3PPufFqtYudCjDXfRGNWzWx+rn1Y",
+	"V+b9312l0wzLDlGVEuea3elLdfQlF2IO0UbwlxHtY0ubOhPZElqa7NQtcDriboVT8gkKnI74VoVTkiv1",
+	"4Gg2tv01rB4CvvDvWMw65AIej/jhNVHPcw2W0yYWI77d77mqwTL0pbhIORcs0FT/yncXhEbcWv/Si8NS",
+	"XC7o8V/Yb9pa1Atab9pjw/TkbWafZ+0PnGeOBrzVHMszXTnKO2S1TK/RmCqW8vARh15p2BwK+qhwQbTq",
+	"ZnsFGaRIK55qNNIQTktdFxsuYlcsANnfV1KZ5kYdF3OgZUcBuPsKlw011lsY5jtvRTJldtAqqrrh0v72",
+	"WB0jVIA0lq/2XaOlmGnkBM32l1rDNXsEI0MqKiFv2u6nlN7FHVV9Mwpep56vQx7uKvm6lXz/iDV5M9TZ",
+	"5w+CK3lXivdOgf56S/G6pK1SwsrpzlVq8XWeR8jMPm118YhDP7kZ80kz/RG1J2PINL9qLiawE3XLwzp6",
+	"2I23qZkfVSwcU+V7xIcGksVuRfpFo9jlE29Mn6J8IzMU635esRUDOUQq0L/DFSORYgv80vRZ42FOm4fw",
+	"IAxbsluMI6k6xP/ZJ9MIBJYc25xsCDZWJAYLiYqCG6bIzyuhNG83mveIG9Wb7GusBH3b9nGwH6HJk1Rs",
+	"eQ8jtYjClpDnJQ4EOAgD/B0aL8xaj17iGksUzAuyYIkW15Rj2m9GaEGPmYLG3FSylue06kvbiNBtyXrE",
+	"IQ8G2kmmLQyhD15OWAzP84gKBhlsKmZjyxcI8IzHYy1UaLzT7XaxImoZaH7OgWVB3z9nfKbmjWH/9NRr",
+	"LCJu/+7V0MB9ROsyY4XFXhPQLpntPa5FYETzADRmv+oQ4RbkVmsmAEV+jTX3rSEjfYDzVhgyfhOnbNEk",
+	"8lt6ZisWnKOKX8CUsm8Nhoj+Trpk7Vj6H6Jllk2+vs7gcGgDLSDYdyanWlVWEyIZTYJ5UemVyFcs77OS",
+	"0rUrG22LS6DYVspMF1mp9jwl82xHUDczWTLQiU3rRmDdphmmlSdGXPNLwhkL5RDU57STFS0278r8/Nh7",
+	"5Z7MeKseAHrFQquutJcumnfi2DOf2Xa+nhuWgOPqKU2jyQjsaa3UaT9dxfGIG7nPGmG2gg7S1zPRwHYw",
+	"rg7F/p6pkttysPPY+fZzR0yXLPcJ+NT36pZ58xc64u+Suz41TfieqaL4aIF9IBEwprFqo/RzptAknXbO",
+	"z8nl5b22s076GCMTMhpC/9sllZKFRuWh+YbrLQKKLFqOQSNBIwU2sR6Sf/0//4OU979OGxiXtNLfvsJR",
+	"aEOHqNQ0TUutaZzKfaLF2/TP5tX3V7aht36t0BzCvF14GnEgNAumaEgV7Wz1lJiwQCyY6TmGzeaz7vV6",
+	"KidqJmHtZRIFKFwUiL9pY4z9KUa8mZ+H/K//CSnwvpe2rggh0gVja27ERABBN9qWuGHchi1pURYmbXXI",
+	"j1r1cjSyqdaZZWa6zzqAKKfVk3kqy43g5q1O1pPd9LEfccXiWOaCf2w8u4VK65ywWGpFOJvFnvIC/RE5",
+	"GI14zlrrOlUiiUZdCAXaEHR0YFfFo8LiLwDt3uiJXqH5+mOp/Jc1puKVaAwbj02rs8LpsvfmCKeMnWd6",
+	"Mp0lDBumoYNnzRKDSfWtpwi6Tx3MYxkZNui9i+q5M0oenrEIiKmlWdctdSibnWrWXMlky9gaGlSSkCVj",
+	"2/0IOKAeKcfYcv5A+yu4Cocl7sT083kUsxzJjiRZ8fS+e0hkbf8l/KqM5j2jUfwJxdrfiOBlHduWibiN",
+	"QpaQhP2dBcpQPrRL1aZmz0BWvqNld7Tsq6JlGi3zisPBdCzalQyJEZAm5g+1cWhzpq8T2Cm228VpGR/p",
+	"2zCT33N0sLmtX2RyYwuJYo5OugrBdvu4ojIAEnemzm8J79dzp1GdlqdRHXCD/BNWtIrcs3EwpOnryf00",
+	"GsaJuPFMxRfIyxvxfMy7bVGX6gKgGGAnulBgYWmQxUppchTHL40l/XdEjfMh7b3TwVnPhLQf0hSuPpH+",
+	"DN3a7oj0HZH+NGHkyqU7ksaHmndN2lI1sb4gTq5PwaxgrKY2BrAJScNDUpmelWZGledZnVt7v1pJ/Z+N",
+	"dOcuo2CYWXZkms1vLFLWzKQ5ILDIjHhHrO6I1ddLrLREZOhGXpQ5lHChhW6Htmy0UYiiyOzSxqachliA",
+	"YJhF65bry+nvI24o1VbM9FZAB4q3WdRsGoBdHtkJcXm/VwXZDaU8DU67AxYOTvrB5LTXO3k0CabdM0pP",
+	"2SM66HXDcEB7rN8dsOmjwWTKwt6E9R6E0wntTfr97oPuQRRvxcM7cndH7r5ecmf8CG5Y16GEDoWkHYSu",
+	"xPznpmcXmqRbmcu6t0wVZLF2xDOX9jnSn8mGjzipTEOvFNJ+h4pmQXt88/T6+vnTF0+vrts2IucQPfJO",
+	"PrsjWL8DgqV1yHvSCZDZQa70GCxYJXrn+jI7jX8uVmreGP70Tl9ArNZeFt37BouyN7zGKokbw8ZcqaUc",
+	"3r9vird3jGgYdsyt1MToPl1G9297aWumklDLV2kd+K2R6TI6dtQLEouAxqb4vFZQE5XW21jQG0aSFfdz",
+	"Mw7v34dv5kKq4aPuo+72NO9S8BbnexbxfBo1mWwwhAso9ULcgkFxQdQ8EauZiYdSbLkdfSXWGF9qogRz",
+	"57i90Sc27gokWJPyTbjAfCaX2mdD2m9KhtuTc06aaVq5k1VOMFHKFA7OPGrSI+FKqpYztY3335752kbH",
+	"eyWdV2yMlumkIt3mGc7oafOM7eF/nAsSRiFEoThfQAHO0gDgrPxNUtpvvzTh3xnZJvyXYLwtmR9Awp50",
+	"2tPYis7OOGkdrJJFpiFstUbKmut8ePfhfwcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -210,6 +210,36 @@ func (e PartnerEnvironment) Valid() bool {
 	}
 }
 
+// Defines values for ProviderState.
+const (
+	ProviderStateActive      ProviderState = "active"
+	ProviderStateFailing     ProviderState = "failing"
+	ProviderStateLagging     ProviderState = "lagging"
+	ProviderStateNoLogs      ProviderState = "no_logs"
+	ProviderStateRateLimited ProviderState = "rate_limited"
+	ProviderStateStandby     ProviderState = "standby"
+)
+
+// Valid indicates whether the value is a known member of the ProviderState enum.
+func (e ProviderState) Valid() bool {
+	switch e {
+	case ProviderStateActive:
+		return true
+	case ProviderStateFailing:
+		return true
+	case ProviderStateLagging:
+		return true
+	case ProviderStateNoLogs:
+		return true
+	case ProviderStateRateLimited:
+		return true
+	case ProviderStateStandby:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RefundTaskKind.
 const (
 	Dust      RefundTaskKind = "dust"
@@ -598,6 +628,39 @@ type BatchResponse struct {
 // Example: 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060
 type ChainHash = string
 
+// ChainProvider One JSON-RPC provider of a network.
+type ChainProvider struct {
+	// Error Its last failure, for `failing`, `rate_limited`, `lagging` and `no_logs`; null otherwise.
+	Error *string `json:"error"`
+
+	// HeadBlock The provider's head block when last read; null before its first read.
+	//
+	// Example: 44120512
+	HeadBlock *int64 `json:"head_block"`
+
+	// Name The provider's scheme and host; keys in its path or query are never shown.
+	//
+	// Example: https://bsc-dataseed.bnbchain.org
+	Name string `json:"name"`
+
+	// Push True for a provider that pushes new heads (a `ws://` or `wss://` subscription).
+	Push bool `json:"push"`
+
+	// Since When the provider entered `state`.
+	Since time.Time `json:"since"`
+
+	// State A provider's state. `active`: the provider the watcher reads now. `standby`: healthy,
+	// ready for a fail-over. `failing`: its last calls failed (errors, timeouts).
+	// `rate_limited`: it asked the watcher to wait. `lagging`: its head is behind the other
+	// providers' by more than a few blocks. `no_logs`: it does not serve `eth_getLogs`
+	// (taken out of the rotation for it). The list may grow: treat a state not listed here
+	// as not usable.
+	//
+	//
+	// Example: active
+	State ProviderState `json:"state"`
+}
+
 // DepositTransfer One token transfer to the deposit address.
 type DepositTransfer struct {
 	// Amount The token amount (6 decimals).
@@ -728,15 +791,46 @@ type NameRequest struct {
 // Example: bep20
 type Network = string
 
-// NetworkProgress How far the chain watcher has read one network.
+// NetworkProgress How far the chain watcher has read one network. The watcher of a network runs on one
+// instance at a time (the one holding its scanner lock); that instance stores what it
+// reads from its node in the database (at most once a second and only on change, with a
+// heartbeat every 10 s while it watches), so every instance answers the same. `updated_at`
+// and the other times give each value's age: an old `updated_at` means no instance is
+// watching the network (all stopped, the node unreachable at start, or its watcher off).
 type NetworkProgress struct {
-	// FinalizedBlock The node's finalized block as that watcher last read it; null likewise, and for a node that does not answer the `finalized` tag.
+	// Finality The rule deposits on this network confirm by; null before the watcher first reports
+	// it. `tag`: deposits wait for the node's finalized block as well as the confirmations.
+	// `confirmations`: by count alone (pinned by `CHAIN_FINALITY_<NETWORK>=confirmations`,
+	// or a node that does not serve the tag). `unknown`: the node serves the tag but has
+	// not answered it lately, and nothing confirms on the network until it does. The list
+	// is closed: a new rule would be a new version of this contract.
+	//
+	//
+	// Example: tag
+	Finality *string `json:"finality"`
+
+	// FinalitySince When `finality` last changed to its value; null with it.
+	FinalitySince *time.Time `json:"finality_since"`
+
+	// FinalizedAt When `finalized_block` was read from the node; null with it.
+	FinalizedAt *time.Time `json:"finalized_at"`
+
+	// FinalizedBlock The node's finalized block as the scanning instance last read it (read at least once a minute); null before the first read and for a node that does not answer the `finalized` tag.
+	//
+	// Example: 44120490
 	FinalizedBlock *int64 `json:"finalized_block"`
 
-	// HeadBlock The node's latest block as the network's watcher in the answering instance last read it; null on an instance that does not run it (the watcher runs on one instance at a time) and before its first poll.
+	// HeadAt When `head_block` was read from the node (stored within 10 s of each read); null with `head_block`.
+	HeadAt *time.Time `json:"head_at"`
+
+	// HeadBlock The node's latest block as the scanning instance last read it; null before its first read (or with the network's watcher off).
+	//
+	// Example: 44120512
 	HeadBlock *int64 `json:"head_block"`
 
-	// Lag head_block − scanned_block; null when either is unknown.
+	// Lag head_block − scanned_block (0 when the cursor has passed the stored head); null when either is unknown.
+	//
+	// Example: 3
 	Lag *int64 `json:"lag"`
 
 	// Network Deposit network, e.g. `bep20` or `trc20`.
@@ -744,8 +838,19 @@ type NetworkProgress struct {
 	// Example: bep20
 	Network Network `json:"network"`
 
-	// ScannedBlock The last block fully processed; null before the first scan.
+	// Providers Each JSON-RPC provider of the network as the scanning instance last saw it (`CHAIN_RPC_<NETWORK>`, in its order); empty before the first report.
+	Providers []ChainProvider `json:"providers"`
+
+	// ScannedAt When the cursor last moved to `scanned_block`; null with it.
+	ScannedAt *time.Time `json:"scanned_at"`
+
+	// ScannedBlock The last block fully processed (the watcher's cursor); null before the first scan.
+	//
+	// Example: 44120509
 	ScannedBlock *int64 `json:"scanned_block"`
+
+	// UpdatedAt When the scanning instance last stored its reading (values, or the heartbeat every 10 s while it watches); null when no instance ever has.
+	UpdatedAt *time.Time `json:"updated_at"`
 }
 
 // NewApiKey A new key, with the secret shown this once.
@@ -1235,6 +1340,16 @@ type PayoutRequest struct {
 	// TransactionIds The transactions, each once.
 	TransactionIds TransactionIds `json:"transaction_ids"`
 }
+
+// ProviderState A provider's state. `active`: the provider the watcher reads now. `standby`: healthy,
+// ready for a fail-over. `failing`: its last calls failed (errors, timeouts).
+// `rate_limited`: it asked the watcher to wait. `lagging`: its head is behind the other
+// providers' by more than a few blocks. `no_logs`: it does not serve `eth_getLogs`
+// (taken out of the rotation for it). The list may grow: treat a state not listed here
+// as not usable.
+//
+// Example: active
+type ProviderState string
 
 // Rate NGN per one token as a decimal string with exactly 2 decimal places and at most 18 integer digits (what the ledger stores).
 //

@@ -65,6 +65,7 @@ type App struct {
 	events       *webhook.Log
 	metrics      *metrics.Metrics
 	watchers     *watchers
+	progress     *progressRecorder
 	handler      http.Handler
 	codec        *cursor.Codec
 	limiter      ratelimit.Limiter
@@ -174,7 +175,8 @@ func (a *App) openTransactions(ctx context.Context, pricer *pricing.Pricer) erro
 	obs := observer{m: a.metrics, log: a.log}
 	a.transactions.Observe(obs)
 	a.lifecycle.Observe(obs)
-	if a.watchers, err = openWatchers(ctx, cfg, st, a.lifecycle, a.unmatched, a.metrics, a.log); err != nil {
+	a.progress = newProgressRecorder(st, a.metrics.Chain(), a.log, store.Now)
+	if a.watchers, err = openWatchers(ctx, cfg, st, a.lifecycle, a.unmatched, a.metrics, a.progress, a.log); err != nil {
 		return err
 	}
 	return nil
@@ -314,7 +316,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		go a.servePprof(feedCtx)
 	}
 	watchersDone := make(chan struct{})
-	go func() { defer close(watchersDone); a.watchers.run(feedCtx) }()
+	go func() { defer close(watchersDone); a.runWatchers(feedCtx) }()
 	defer func() { stopFeed(); <-watchersDone }()
 	if err := a.jobs.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start jobs: %w", err)

@@ -29,7 +29,7 @@ type watchers struct {
 // checked first (CHAIN_ID_<NETWORK>): a mismatch refuses to start in production and
 // switches that network's watcher off in staging. A node that is down only delays
 // deposits (its chain id is checked once it answers), never the start of the API.
-func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *lifecycle.Engine, u *unmatched.Service, m *metrics.Metrics, log *slog.Logger) (*watchers, error) {
+func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *lifecycle.Engine, u *unmatched.Service, m *metrics.Metrics, progress *progressRecorder, log *slog.Logger) (*watchers, error) {
 	for _, n := range cfg.Chain.Off {
 		log.Warn("deposit watcher is off for this network: CHAIN_RPC_"+strings.ToUpper(n)+" is unset; deposits arrive only through the sandbox simulator", "network", n)
 	}
@@ -81,7 +81,7 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 		if b, ok := cfg.Chain.StartBlocks[network]; ok {
 			sc.StartBlock = &b
 		}
-		w.scanners = append(w.scanners, scanner.New(sc, client, sink, locker{st}, cm, log.With("component", "chain")))
+		w.scanners = append(w.scanners, scanner.New(sc, client, sink, locker{st}, progress, log.With("component", "chain")))
 		log.Info("deposit watcher on", "network", network, "node", dialect.Node, "tokens", len(toks), "confirmations", sc.Confirmations,
 			"chain_id", want.String(), "rpc_timeout", cfg.Chain.Timeout.String(), "rpc_headers", len(p.Headers))
 	}

@@ -55,7 +55,7 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 		networks = append(networks, n)
 	}
 	sort.Strings(networks)
-	a.backoffice = backoffice.New(st, stages, a.batches, networks, a.metrics.Chain())
+	a.backoffice = backoffice.New(st, stages, a.batches, networks)
 	a.keys = apikeys.New(st, store.Now)
 	if err := operatorapi.Register(e, operatorapi.Deps{
 		Operators:  a.operators,

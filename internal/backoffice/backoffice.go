@@ -14,6 +14,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/batches"
+	"partnerd/internal/chain"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/transactions"
 )
@@ -29,21 +30,49 @@ type DepositTransfer struct {
 	SeenAt      time.Time
 }
 
-// NetworkProgress is how far the chain watcher read one network; nil is unknown.
+// NetworkProgress is how far the chain watcher read one network, as stored in the
+// database by the instance scanning it, so every instance shows the same; nil is
+// unknown (never read, or the network's watcher is off).
 type NetworkProgress struct {
-	Network   string
-	Head      *int64
+	Network string
+	// Scanned is the cursor: the last block fully processed, moved at ScannedAt.
 	Scanned   *int64
-	Finalized *int64
+	ScannedAt *time.Time
+	// Reading is what the scanning instance last stored of its node (nil: nothing
+	// stored yet).
+	Reading *ChainReading
 }
 
-// Lag is Head − Scanned, or nil when either is unknown.
+// Lag is the reading's head − Scanned (never negative: a head read before the
+// cursor moved past it is no lag), or nil when either is unknown.
 func (n NetworkProgress) Lag() *int64 {
-	if n.Head == nil || n.Scanned == nil {
+	if n.Reading == nil || n.Reading.Head == nil || n.Scanned == nil {
 		return nil
 	}
-	l := *n.Head - *n.Scanned
+	l := max(*n.Reading.Head-*n.Scanned, 0)
 	return &l
+}
+
+// ChainReading is what the instance holding a network's scanner lock last read of
+// its node and stored: written by that instance only, read by every instance. Its
+// times are when each value was read, so an operator sees how old it is.
+type ChainReading struct {
+	Network string
+	// Head is the newest block the node reported, at HeadAt.
+	Head   *int64
+	HeadAt *time.Time
+	// Finalized is the node's finalized block, at FinalizedAt (nil for a node
+	// without the finalized tag).
+	Finalized   *int64
+	FinalizedAt *time.Time
+	// Finality is the watcher's rule (chain.Finality*), in force since
+	// FinalitySince; "" when not reported yet.
+	Finality      string
+	FinalitySince *time.Time
+	// Providers is each JSON-RPC provider's state (empty until reported).
+	Providers []chain.ProviderState
+	// UpdatedAt is when the scanning instance last wrote the reading.
+	UpdatedAt time.Time
 }
 
 // FailingWebhook is a partner whose enabled endpoint has failing events.
@@ -62,19 +91,14 @@ type Store interface {
 	// DepositTransfers returns the chain transfers of transaction id, oldest first.
 	DepositTransfers(ctx context.Context, id uuid.UUID) ([]DepositTransfer, error)
 	transactions.StageTotaller
-	// ScannedBlocks returns each network's last processed block.
-	ScannedBlocks(ctx context.Context) (map[string]int64, error)
+	// ChainProgress returns each network's cursor and stored reading (networks
+	// never scanned nor read are absent).
+	ChainProgress(ctx context.Context) (map[string]NetworkProgress, error)
 	// OpenUnmatchedDeposits counts the unmatched deposits still open.
 	OpenUnmatchedDeposits(ctx context.Context) (int, error)
 	// FailingWebhooks lists partners whose enabled endpoint has events that failed
 	// or are retrying after a failed attempt.
 	FailingWebhooks(ctx context.Context) ([]FailingWebhook, error)
-}
-
-// ChainProgress tells the chain watcher's last reading of a network: its head and
-// finalized blocks (nil when unknown).
-type ChainProgress interface {
-	Progress(network string) (head, finalized *int64)
 }
 
 // Service reads for the back office.
@@ -83,13 +107,11 @@ type Service struct {
 	stages   *transactions.StageLister
 	batches  *batches.Service
 	networks []string
-	progress ChainProgress
 }
 
-// New returns a Service reporting on networks; progress (may be nil) gives the
-// overview each network's head and finalized blocks.
-func New(store Store, stages *transactions.StageLister, b *batches.Service, networks []string, progress ChainProgress) *Service {
-	return &Service{store: store, stages: stages, batches: b, networks: networks, progress: progress}
+// New returns a Service reporting on networks.
+func New(store Store, stages *transactions.StageLister, b *batches.Service, networks []string) *Service {
+	return &Service{store: store, stages: stages, batches: b, networks: networks}
 }
 
 // Action is one status change with who made it.
@@ -190,18 +212,13 @@ func (s *Service) Overview(ctx context.Context) (*Overview, error) {
 	if o.Stages, err = s.stages.Totals(ctx, s.store); err != nil {
 		return nil, err
 	}
-	scanned, err := s.store.ScannedBlocks(ctx)
+	progress, err := s.store.ChainProgress(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, n := range s.networks {
-		p := NetworkProgress{Network: n}
-		if b, ok := scanned[n]; ok {
-			p.Scanned = &b
-		}
-		if s.progress != nil {
-			p.Head, p.Finalized = s.progress.Progress(n)
-		}
+		p := progress[n]
+		p.Network = n
 		o.Networks = append(o.Networks, p)
 	}
 	if o.OpenUnmatchedDeposits, err = s.store.OpenUnmatchedDeposits(ctx); err != nil {

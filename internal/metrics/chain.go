@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"sync"
 
 	"partnerd/internal/chain"
@@ -10,27 +11,27 @@ import (
 
 // Chain holds the deposit watcher's series, per network: the head block seen, the
 // last block scanned, their difference (lag), the node's finalized block, RPC
-// errors by kind and unmatched deposits.
+// errors by kind, unmatched deposits and each provider's state.
 type Chain struct {
 	head, scanned, lag, finalizedBlock *prometheus.GaugeVec
 	finality                           *prometheus.GaugeVec
+	providers                          *prometheus.GaugeVec
 	rpcErrors                          *prometheus.CounterVec
 	unmatched                          *prometheus.CounterVec
 
-	mu        sync.Mutex
-	heads     map[string]uint64
-	finalized map[string]uint64
+	mu    sync.Mutex
+	heads map[string]uint64
 }
 
 // Chain returns the chain watcher's metrics, registered on first use (the watcher
-// records into them, the operators' overview reads them).
+// records into them; the operators' overview reads the database, not them).
 func (m *Metrics) Chain() *Chain {
 	m.chainOnce.Do(func() { m.chain = m.newChain() })
 	return m.chain
 }
 
 func (m *Metrics) newChain() *Chain {
-	c := &Chain{heads: map[string]uint64{}, finalized: map[string]uint64{}}
+	c := &Chain{heads: map[string]uint64{}}
 	gauge := func(name, help string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "chain", Name: name, Help: help}, []string{"network"})
 	}
@@ -40,11 +41,13 @@ func (m *Metrics) newChain() *Chain {
 	c.finalizedBlock = gauge("finalized_block", "The node's finalized block (BNB Smart Chain's fast finality, Tron's solidified block), when last read.")
 	c.finality = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "chain", Name: "finality_state",
 		Help: "1 for the network's finality state: tag (deposits wait for the node's finalized block), confirmations (count alone), unknown (the node serves the tag but has not answered it lately: nothing confirms)."}, []string{"network", "state"})
+	c.providers = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "chain", Name: "provider_state",
+		Help: "1 for each JSON-RPC provider's state, 0 for its other states: active (read now), standby (healthy, ready for a fail-over), failing, rate_limited, lagging (head behind the others), no_logs (does not serve eth_getLogs)."}, []string{"network", "provider", "state"})
 	c.rpcErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "chain",
 		Name: "rpc_errors_total", Help: "Failed JSON-RPC calls of the deposit watcher, by network and kind (range, results, rate_limit, refused, timeout, transport, http, decode, rpc, unsupported)."}, []string{"network", "kind"})
 	c.unmatched = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "chain",
 		Name: "unmatched_deposits_total", Help: "Transfers to deposit addresses stored as unmatched deposits for operators, by network."}, []string{"network"})
-	m.reg.MustRegister(c.head, c.scanned, c.lag, c.finalizedBlock, c.finality, c.rpcErrors, c.unmatched)
+	m.reg.MustRegister(c.head, c.scanned, c.lag, c.finalizedBlock, c.finality, c.providers, c.rpcErrors, c.unmatched)
 	return c
 }
 
@@ -79,9 +82,6 @@ func (c *Chain) ChainScanned(network string, block uint64) {
 
 // ChainFinalized records the node's finalized block.
 func (c *Chain) ChainFinalized(network string, block uint64) {
-	c.mu.Lock()
-	c.finalized[network] = block
-	c.mu.Unlock()
 	c.finalizedBlock.WithLabelValues(network).Set(float64(block))
 }
 
@@ -96,21 +96,25 @@ func (c *Chain) ChainFinality(network, state string) {
 	}
 }
 
-// Progress returns network's head and finalized blocks as this process's watcher
-// last read them; nil for either when it has not (no watcher here, or a node
-// without the finalized tag).
-func (c *Chain) Progress(network string) (head, finalized *int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if b, ok := c.heads[network]; ok {
-		h := int64(b)
-		head = &h
+// providerStates are the chain.Provider* states, each a series per provider.
+var providerStates = []string{chain.ProviderActive, chain.ProviderStandby, chain.ProviderFailing,
+	chain.ProviderRateLimited, chain.ProviderLagging, chain.ProviderNoLogs}
+
+// ChainProviders records each provider's state: 1 on its current state's series,
+// 0 on the others (so an alert can match a state without knowing the rest).
+func (c *Chain) ChainProviders(network string, states []chain.ProviderState) {
+	for _, p := range states {
+		for _, st := range providerStates {
+			v := 0.0
+			if st == p.State {
+				v = 1
+			}
+			c.providers.WithLabelValues(network, p.Name, st).Set(v)
+		}
+		if !slices.Contains(providerStates, p.State) { // a state added since: shown, not dropped
+			c.providers.WithLabelValues(network, p.Name, p.State).Set(1)
+		}
 	}
-	if b, ok := c.finalized[network]; ok {
-		f := int64(b)
-		finalized = &f
-	}
-	return head, finalized
 }
 
 // ChainRPCError counts a failed call of kind kind.

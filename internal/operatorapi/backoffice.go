@@ -30,14 +30,41 @@ func (s *Server) GetOverview(ctx context.Context, _ operatorapi.GetOverviewReque
 			CryptoAmount: money.FormatTokens(st.Crypto), FiatAmount: money.FormatFiat(st.Fiat)})
 	}
 	for _, n := range o.Networks {
-		out.Networks = append(out.Networks, operatorapi.NetworkProgress{Network: n.Network, HeadBlock: n.Head,
-			ScannedBlock: n.Scanned, FinalizedBlock: n.Finalized, Lag: n.Lag()})
+		out.Networks = append(out.Networks, networkOut(n))
 	}
 	for _, w := range o.FailingWebhooks {
 		out.FailingWebhooks = append(out.FailingWebhooks, operatorapi.FailingWebhook{PartnerId: w.PartnerID,
 			PartnerName: w.PartnerName, Url: w.URL, FailingEvents: w.FailingEvents})
 	}
 	return operatorapi.GetOverview200JSONResponse{Success: true, Data: out}, nil
+}
+
+// networkOut maps a network's stored progress; what was never read is null.
+func networkOut(n backoffice.NetworkProgress) operatorapi.NetworkProgress {
+	out := operatorapi.NetworkProgress{Network: n.Network, ScannedBlock: n.Scanned, ScannedAt: n.ScannedAt, Lag: n.Lag(),
+		Providers: []operatorapi.ChainProvider{}}
+	r := n.Reading
+	if r == nil {
+		return out
+	}
+	out.HeadBlock, out.HeadAt, out.FinalizedBlock, out.FinalizedAt = r.Head, r.HeadAt, r.Finalized, r.FinalizedAt
+	out.UpdatedAt = &r.UpdatedAt
+	if r.Finality != "" {
+		out.Finality, out.FinalitySince = &r.Finality, r.FinalitySince
+	}
+	for _, p := range r.Providers {
+		cp := operatorapi.ChainProvider{Name: p.Name, State: operatorapi.ProviderState(p.State), Push: p.Push, Since: p.Since}
+		if p.Head > 0 {
+			h := int64(p.Head)
+			cp.HeadBlock = &h
+		}
+		if p.Error != "" {
+			e := p.Error
+			cp.Error = &e
+		}
+		out.Providers = append(out.Providers, cp)
+	}
+	return out
 }
 
 // ListAudit pages through the operators' actions (GET /audit).
