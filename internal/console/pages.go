@@ -20,6 +20,7 @@ func (c *Console) parse() error {
 	funcs := template.FuncMap{
 		"utc": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 		"ago": func(t time.Time) string { return ago(c.d.Now().Sub(t)) },
+		"age": func(t any) string { return age(c.d.Now(), t) },
 		"deref": func(p any) any {
 			switch v := p.(type) {
 			case *string:
@@ -90,6 +91,27 @@ func ago(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 	}
+}
+
+// age is how long ago t (a time.Time or *time.Time; nil is "never") was, to the
+// second under a minute: the chain progress is stored every few seconds, and an
+// age of 40 s against 3 s tells an operator no instance is watching.
+func age(now time.Time, t any) string {
+	var at time.Time
+	switch v := t.(type) {
+	case time.Time:
+		at = v
+	case *time.Time:
+		if v == nil {
+			return "never"
+		}
+		at = *v
+	}
+	d := now.Sub(at)
+	if d < time.Minute {
+		return fmt.Sprintf("%d s ago", max(int(d.Seconds()), 0))
+	}
+	return ago(d)
 }
 
 // render writes page with data, the session's operator and CSRF token.
