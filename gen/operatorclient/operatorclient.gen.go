@@ -795,8 +795,9 @@ type Network = string
 // instance at a time (the one holding its scanner lock); that instance stores what it
 // reads from its node in the database (at most once a second and only on change, with a
 // heartbeat every 10 s while it watches), so every instance answers the same. `updated_at`
-// and the other times give each value's age: an old `updated_at` means no instance is
-// watching the network (all stopped, the node unreachable at start, or its watcher off).
+// and the other times give each value's age: an `updated_at` older than the heartbeat and a poll
+// interval means no instance has reported on the network since (every instance stopped, the
+// watcher switched off, or no answer from its node).
 type NetworkProgress struct {
 	// Finality The rule deposits on this network confirm by; null before the watcher first reports
 	// it. `tag`: deposits wait for the node's finalized block as well as the confirmations.
