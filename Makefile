@@ -48,6 +48,14 @@ check-generated: ## Fail when any file in gen/ differs from what the specs produ
 	if [ "$$extra" != "$$have" ]; then echo "gen/ holds files no config generates:"; diff <(echo "$$extra") <(echo "$$have"); exit 1; fi; \
 	echo "generated code is up to date"
 
+.PHONY: check-contract
+check-contract: ## Fail when a contract changed without a version bump, or broke compatibility without a new major version (oasdiff against the last release)
+	@scripts/check-contract.sh
+
+.PHONY: release-contract
+release-contract: ## Keep each contract's current version in openapi/released/ (after bumping info.version and adding its CHANGELOG entry)
+	@scripts/check-contract.sh release
+
 .PHONY: chromium
 chromium: ## Make sure Debian's chromium is installed (the console's browser tests); installs it as root with apt-get
 	@if command -v chromium >/dev/null 2>&1; then exit 0; fi; \

@@ -113,6 +113,13 @@ func serve(log *slog.Logger, stdout io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Bind first: a taken port must fail before anything is created, or the demo
+	// partner's key (shown once) would be printed by a start that then fails.
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("LISTEN_ADDR %s: %w (is another partnerd running? set LISTEN_ADDR to another address)", cfg.ListenAddr, err)
+	}
+	defer ln.Close()
 	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -124,10 +131,6 @@ func serve(log *slog.Logger, stdout io.Writer) error {
 	}
 	if key != "" {
 		fmt.Fprintf(stdout, "\nCreated a demo partner. Its sandbox API key (shown only now):\n\n    %s\n\n", key)
-	}
-	ln, err := net.Listen("tcp", cfg.ListenAddr)
-	if err != nil {
-		return err
 	}
 	fmt.Fprintf(stdout, "partnerd (%s) listening on %s, API at http://%s/api/v1/partner\n", cfg.Env, ln.Addr(), displayAddr(ln.Addr()))
 	return a.Serve(ctx, ln)

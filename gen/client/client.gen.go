@@ -657,6 +657,9 @@ type TransactionDetail struct {
 	// Amount The NGN amount.
 	Amount FiatAmount `json:"amount"`
 
+	// AwaitingFinality True while the deposit has its `required_confirmations` but waits until its blocks are final on the network (see Finality under Deposits on chain); false otherwise, and always false before a deposit exists and once it is confirmed. Every answer carries it; webhook events emitted before the field existed do not.
+	AwaitingFinality *bool `json:"awaiting_finality,omitempty"`
+
 	// Confirmations Confirmations seen; null until a deposit exists.
 	Confirmations *int `json:"confirmations"`
 
@@ -717,7 +720,7 @@ type TransactionDetail struct {
 	// ReceivedAt When the deposit was detected; null until a deposit exists.
 	ReceivedAt *time.Time `json:"received_at"`
 
-	// RequiredConfirmations Confirmations required on this network; null until a deposit exists.
+	// RequiredConfirmations Confirmations required on this network; null until a deposit exists. Where the network also waits for finality the deposit may need more blocks than this (see `awaiting_finality`).
 	RequiredConfirmations *int `json:"required_confirmations"`
 
 	// Status The transaction's state; see the lifecycle table in the introduction.

@@ -247,6 +247,7 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 		return nil, err
 	}
 	docs.New(openapi.PartnerYAML).Register(handler)
+	docs.RegisterChangelog(handler, openapi.ChangelogMD)
 	return handler, nil
 }
 

@@ -133,7 +133,7 @@ func TestClearerErrors(t *testing.T) {
 		messages := map[string]string{}
 		for name, k := range map[string]string{
 			"missing": "", "malformed": "hello", "other environment": "sk_live_" + strings.Repeat("A", 43),
-			"not recognised": "sk_sandbox_" + strings.Repeat("A", 43),
+			"not recognised": "sk_sandbox_" + strings.Repeat("A", 43), "operator key": "sk_op_" + strings.Repeat("A", 43),
 		} {
 			status, e := do(t, env, k, "GET", "/transactions", nil)
 			require.Equal(t, http.StatusUnauthorized, status, name)
@@ -144,6 +144,7 @@ func TestClearerErrors(t *testing.T) {
 		require.Contains(t, messages["malformed"], "does not hold an API key")
 		require.Contains(t, messages["other environment"], "other environment")
 		require.Contains(t, messages["not recognised"], "not recognised")
+		require.Contains(t, messages["operator key"], "operator API", "an operator key is told which API it belongs to")
 		// A live key that exists is refused in staging with the same message as one
 		// that does not.
 		live := env.NewPartnerIn(t, "production")

@@ -192,7 +192,7 @@ func NewRunner(driver riverdriver.Driver[*sql.Tx], exp Expirer, opts Options) (*
 	}
 	client, err := river.NewClient(driver, &river.Config{
 		ID:                clientID(),
-		Logger:            logger,
+		Logger:            slog.New(quietInfo{logger.Handler()}),
 		Workers:           workers,
 		Queues:            queues,
 		FetchPollInterval: poll,
@@ -262,4 +262,29 @@ type sweepWorker struct {
 func (w *sweepWorker) Work(ctx context.Context, _ *river.Job[SweepExpiredArgs]) error {
 	_, err := w.exp.ExpireDue(ctx, time.Now(), SweepLimit)
 	return err
+}
+
+// quietInfo passes River's log on with its INFO lines demoted to DEBUG: River
+// reports routine work (an idle producer every few seconds, elections, periodic
+// jobs) at INFO, which would drown the service's own lines; its warnings and
+// errors stay as they are.
+type quietInfo struct{ h slog.Handler }
+
+func (q quietInfo) Enabled(ctx context.Context, l slog.Level) bool {
+	return q.h.Enabled(ctx, demote(l))
+}
+
+func (q quietInfo) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = demote(r.Level)
+	return q.h.Handle(ctx, r)
+}
+
+func (q quietInfo) WithAttrs(as []slog.Attr) slog.Handler { return quietInfo{q.h.WithAttrs(as)} }
+func (q quietInfo) WithGroup(name string) slog.Handler    { return quietInfo{q.h.WithGroup(name)} }
+
+func demote(l slog.Level) slog.Level {
+	if l == slog.LevelInfo {
+		return slog.LevelDebug
+	}
+	return l
 }

@@ -13,28 +13,31 @@ import (
 // TransactionDetail schema of openapi/partner.yaml, field for field. It is what a
 // webhook event carries, frozen when the event is written.
 type Snapshot struct {
-	ID                    uuid.UUID  `json:"id"`
-	Status                string     `json:"status"`
-	MerchantReference     string     `json:"merchant_reference"`
-	MerchantID            *string    `json:"merchant_id"`
-	TerminalID            *string    `json:"terminal_id"`
-	Network               string     `json:"network"`
-	CryptoCurrency        string     `json:"crypto_currency"`
-	CryptoAmount          string     `json:"crypto_amount"`
-	Amount                string     `json:"amount"`
-	Rate                  string     `json:"rate"`
-	DepositAddress        string     `json:"deposit_address"`
-	ExpiresAt             time.Time  `json:"expires_at"`
-	CreatedAt             time.Time  `json:"created_at"`
-	UpdatedAt             time.Time  `json:"updated_at"`
-	DepositID             *string    `json:"deposit_id"`
-	DepositStatus         *string    `json:"deposit_status"`
-	Confirmations         *int       `json:"confirmations"`
-	RequiredConfirmations *int       `json:"required_confirmations"`
-	ReceivedAt            *time.Time `json:"received_at"`
-	ConfirmedAt           *time.Time `json:"confirmed_at"`
-	DepositAmount         *string    `json:"deposit_amount"`
-	DepositTxHash         *string    `json:"deposit_tx_hash"`
+	ID                    uuid.UUID `json:"id"`
+	Status                string    `json:"status"`
+	MerchantReference     string    `json:"merchant_reference"`
+	MerchantID            *string   `json:"merchant_id"`
+	TerminalID            *string   `json:"terminal_id"`
+	Network               string    `json:"network"`
+	CryptoCurrency        string    `json:"crypto_currency"`
+	CryptoAmount          string    `json:"crypto_amount"`
+	Amount                string    `json:"amount"`
+	Rate                  string    `json:"rate"`
+	DepositAddress        string    `json:"deposit_address"`
+	ExpiresAt             time.Time `json:"expires_at"`
+	CreatedAt             time.Time `json:"created_at"`
+	UpdatedAt             time.Time `json:"updated_at"`
+	DepositID             *string   `json:"deposit_id"`
+	DepositStatus         *string   `json:"deposit_status"`
+	Confirmations         *int      `json:"confirmations"`
+	RequiredConfirmations *int      `json:"required_confirmations"`
+	// AwaitingFinality: the deposit has its required confirmations but its blocks
+	// are not final yet (the network's finality rule holds it back).
+	AwaitingFinality bool       `json:"awaiting_finality"`
+	ReceivedAt       *time.Time `json:"received_at"`
+	ConfirmedAt      *time.Time `json:"confirmed_at"`
+	DepositAmount    *string    `json:"deposit_amount"`
+	DepositTxHash    *string    `json:"deposit_tx_hash"`
 	// Deposits are the counted transfers (never null: empty without a deposit).
 	Deposits []SnapshotTransfer `json:"deposits"`
 }
@@ -100,6 +103,9 @@ func (t *Transaction) Snapshot() Snapshot {
 		id, status, conf, req, recv := d.ID, d.Status, d.Confirmations, d.RequiredConfirmations, d.ReceivedAt
 		s.DepositID, s.DepositStatus, s.Confirmations, s.RequiredConfirmations, s.ReceivedAt = &id, &status, &conf, &req, &recv
 		s.ConfirmedAt = d.ConfirmedAt
+		// Confirming at the required count means only finality holds it back: the
+		// scanner confirms at the count at once where no finality rule applies.
+		s.AwaitingFinality = status == DepositStatusConfirming && conf >= req
 		amount, hash := money.FormatTokens(d.Amount), d.Hash
 		s.DepositAmount, s.DepositTxHash = &amount, &hash
 		for _, tr := range d.Transfers {

@@ -21,7 +21,7 @@ import (
 )
 
 // KeyPrefix starts every operator key.
-const KeyPrefix = "sk_op_"
+const KeyPrefix = partners.OperatorKeyPrefix
 
 // Operator is one back-office account.
 type Operator struct {

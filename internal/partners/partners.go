@@ -150,7 +150,13 @@ var (
 	ErrKeyMissing = apperr.New(apperr.Unauthorized, "The X-API-KEY header is missing; send your API key in it.")
 	// ErrKeyMalformed is a header value that is not shaped like an API key.
 	ErrKeyMalformed = apperr.New(apperr.Unauthorized, "The X-API-KEY header does not hold an API key; copy the whole key as it was issued.")
+	// ErrOperatorKey is an operator's key sent to the partner API.
+	ErrOperatorKey = apperr.New(apperr.Unauthorized, "This is an operator key: it works on the operator API (/api/v1/operator), not the partner API, which takes a partner's sandbox or live key.")
 )
+
+// OperatorKeyPrefix starts every operator key (package operators issues them;
+// the prefix lives here so the partner API can tell such a key apart).
+const OperatorKeyPrefix = "sk_op_"
 
 // errOtherEnvironment is a key whose prefix belongs to the other environment.
 func (s *Service) errOtherEnvironment() *apperr.Error {
@@ -173,6 +179,8 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*Partner, error
 		return nil, ErrKeyMissing
 	case strings.HasPrefix(key, other.KeyPrefix()):
 		return nil, s.errOtherEnvironment()
+	case strings.HasPrefix(key, OperatorKeyPrefix):
+		return nil, ErrOperatorKey
 	case !strings.HasPrefix(key, s.env.KeyPrefix()) || len(key) > 200:
 		return nil, ErrKeyMalformed
 	}

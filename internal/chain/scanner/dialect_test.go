@@ -85,6 +85,8 @@ func TestTronFinality(t *testing.T) {
 				r.chain.Backend.Commit()
 				d := r.waitFor(tx.Id, "confirmations", confirmations(n))
 				require.Equal(t, client.TransactionStatusDepositConfirming, d.Status, "%d confirmations, not final", n)
+				// The partner is told what holds the deposit back once the count is there.
+				require.Equal(t, n >= required, *d.AwaitingFinality, "awaiting finality at %d of %d confirmations", n, required)
 			}
 			r.scanned()
 			require.Equal(t, client.TransactionStatusDepositConfirming, r.get(tx.Id).Status)
@@ -94,6 +96,7 @@ func TestTronFinality(t *testing.T) {
 			// 7, or 6 when the poll read the head just before the block and the
 			// finalized block just after it.
 			require.GreaterOrEqual(t, *d.Confirmations, 6)
+			require.False(t, *d.AwaitingFinality, "confirmed: nothing awaited")
 		})
 	}
 }
