@@ -210,36 +210,6 @@ func (e PartnerEnvironment) Valid() bool {
 	}
 }
 
-// Defines values for ProviderState.
-const (
-	ProviderStateActive      ProviderState = "active"
-	ProviderStateFailing     ProviderState = "failing"
-	ProviderStateLagging     ProviderState = "lagging"
-	ProviderStateNoLogs      ProviderState = "no_logs"
-	ProviderStateRateLimited ProviderState = "rate_limited"
-	ProviderStateStandby     ProviderState = "standby"
-)
-
-// Valid indicates whether the value is a known member of the ProviderState enum.
-func (e ProviderState) Valid() bool {
-	switch e {
-	case ProviderStateActive:
-		return true
-	case ProviderStateFailing:
-		return true
-	case ProviderStateLagging:
-		return true
-	case ProviderStateNoLogs:
-		return true
-	case ProviderStateRateLimited:
-		return true
-	case ProviderStateStandby:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for RefundTaskKind.
 const (
 	Dust      RefundTaskKind = "dust"
@@ -653,8 +623,9 @@ type ChainProvider struct {
 	// ready for a fail-over. `failing`: its last calls failed (errors, timeouts).
 	// `rate_limited`: it asked the watcher to wait. `lagging`: its head is behind the other
 	// providers' by more than a few blocks. `no_logs`: it does not serve `eth_getLogs`
-	// (taken out of the rotation for it). The list may grow: treat a state not listed here
-	// as not usable.
+	// (taken out of the rotation for it). **The list may grow** in a minor version (it is
+	// an open set, `x-extensible-enum`, not a closed `enum`): treat a state not listed here
+	// as a provider not in use.
 	//
 	//
 	// Example: active
@@ -1346,11 +1317,12 @@ type PayoutRequest struct {
 // ready for a fail-over. `failing`: its last calls failed (errors, timeouts).
 // `rate_limited`: it asked the watcher to wait. `lagging`: its head is behind the other
 // providers' by more than a few blocks. `no_logs`: it does not serve `eth_getLogs`
-// (taken out of the rotation for it). The list may grow: treat a state not listed here
-// as not usable.
+// (taken out of the rotation for it). **The list may grow** in a minor version (it is
+// an open set, `x-extensible-enum`, not a closed `enum`): treat a state not listed here
+// as a provider not in use.
 //
 // Example: active
-type ProviderState string
+type ProviderState = string
 
 // Rate NGN per one token as a decimal string with exactly 2 decimal places and at most 18 integer digits (what the ledger stores).
 //

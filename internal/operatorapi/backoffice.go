@@ -53,7 +53,7 @@ func networkOut(n backoffice.NetworkProgress) operatorapi.NetworkProgress {
 		out.Finality, out.FinalitySince = &r.Finality, r.FinalitySince
 	}
 	for _, p := range r.Providers {
-		cp := operatorapi.ChainProvider{Name: p.Name, State: operatorapi.ProviderState(p.State), Push: p.Push, Since: p.Since}
+		cp := operatorapi.ChainProvider{Name: p.Name, State: p.State, Push: p.Push, Since: p.Since}
 		if p.Head > 0 {
 			h := int64(p.Head)
 			cp.HeadBlock = &h
