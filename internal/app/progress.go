@@ -24,6 +24,13 @@ const (
 	progressHeartbeat = 10 * time.Second
 	// progressWriteTimeout bounds one write, and the last one at shutdown.
 	progressWriteTimeout = 5 * time.Second
+	// progressScanning is how long after its scanner's last report (any of the
+	// scanner's Metrics calls, which it makes only while holding the network's
+	// lock) an instance still writes the network's reading: the provider pool may
+	// report on every instance, but only the lock holder writes. Twice the
+	// scanner's longest back-off, so a provider's failure is still stored while
+	// the scanner waits it out.
+	progressScanning = 2 * time.Minute
 )
 
 // readingStore stores a network's reading (store.Store.SaveChainReading).
@@ -35,7 +42,9 @@ type readingStore interface {
 // provider pool reports each provider's state to (ChainProviders): every report
 // goes to the metrics as before, and each network's latest reading is kept and
 // written to the database by run, so the overview of every instance (not only
-// the one holding the network's scanner lock) shows it with its age.
+// the one holding the network's scanner lock) shows it with its age. Only the
+// lock holder writes: a network is written while its scanner reports (see
+// progressScanning).
 type progressRecorder struct {
 	*metrics.Chain
 	st  readingStore
@@ -51,8 +60,9 @@ type networkReading struct {
 	r backoffice.ChainReading
 	// changed: a value differs from the stored one.
 	changed bool
-	// reported is the last report of any kind; written the last write (zero: none).
-	reported, written time.Time
+	// reported is the last report of any kind; scanned the scanner's last report
+	// (zero: none); written the last write (zero: none).
+	reported, scanned, written time.Time
 	// failing: the last write failed (logged once until one succeeds).
 	failing bool
 }
@@ -62,8 +72,9 @@ func newProgressRecorder(st readingStore, m *metrics.Chain, log *slog.Logger, no
 }
 
 // report applies fn to network's reading under the lock; fn returns whether a
-// value changed.
-func (p *progressRecorder) report(network string, fn func(r *backoffice.ChainReading, now time.Time) bool) {
+// value changed. scanner: the report comes from the network's scanner, which
+// reports only while it holds the network's lock.
+func (p *progressRecorder) report(network string, scanner bool, fn func(r *backoffice.ChainReading, now time.Time) bool) {
 	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -76,12 +87,15 @@ func (p *progressRecorder) report(network string, fn func(r *backoffice.ChainRea
 		n.changed = true
 	}
 	n.reported = now
+	if scanner {
+		n.scanned = now
+	}
 }
 
 // ChainHead records the node's head block.
 func (p *progressRecorder) ChainHead(network string, block uint64) {
 	p.Chain.ChainHead(network, block)
-	p.report(network, func(r *backoffice.ChainReading, now time.Time) bool {
+	p.report(network, true, func(r *backoffice.ChainReading, now time.Time) bool {
 		b := int64(block)
 		changed := r.Head == nil || *r.Head != b
 		r.Head, r.HeadAt = &b, &now
@@ -90,16 +104,23 @@ func (p *progressRecorder) ChainHead(network string, block uint64) {
 }
 
 // ChainScanned records the scanned block: the cursor holds it in the database,
-// so here it only shows that the watcher is alive.
+// so here it only shows that the scanner is alive.
 func (p *progressRecorder) ChainScanned(network string, block uint64) {
 	p.Chain.ChainScanned(network, block)
-	p.report(network, func(*backoffice.ChainReading, time.Time) bool { return false })
+	p.report(network, true, func(*backoffice.ChainReading, time.Time) bool { return false })
+}
+
+// ChainRPCError counts a failed call; it also shows the scanner holds the lock
+// (so the providers' states, failing ones included, are stored).
+func (p *progressRecorder) ChainRPCError(network, kind string) {
+	p.Chain.ChainRPCError(network, kind)
+	p.report(network, true, func(*backoffice.ChainReading, time.Time) bool { return false })
 }
 
 // ChainFinalized records the node's finalized block.
 func (p *progressRecorder) ChainFinalized(network string, block uint64) {
 	p.Chain.ChainFinalized(network, block)
-	p.report(network, func(r *backoffice.ChainReading, now time.Time) bool {
+	p.report(network, true, func(r *backoffice.ChainReading, now time.Time) bool {
 		b := int64(block)
 		changed := r.Finalized == nil || *r.Finalized != b
 		r.Finalized, r.FinalizedAt = &b, &now
@@ -111,7 +132,7 @@ func (p *progressRecorder) ChainFinalized(network string, block uint64) {
 // it changes, since when.
 func (p *progressRecorder) ChainFinality(network, state string) {
 	p.Chain.ChainFinality(network, state)
-	p.report(network, func(r *backoffice.ChainReading, now time.Time) bool {
+	p.report(network, true, func(r *backoffice.ChainReading, now time.Time) bool {
 		if r.Finality == state {
 			return false
 		}
@@ -123,7 +144,7 @@ func (p *progressRecorder) ChainFinality(network, state string) {
 // ChainProviders records each provider's state.
 func (p *progressRecorder) ChainProviders(network string, states []chain.ProviderState) {
 	p.Chain.ChainProviders(network, states)
-	p.report(network, func(r *backoffice.ChainReading, _ time.Time) bool {
+	p.report(network, false, func(r *backoffice.ChainReading, _ time.Time) bool {
 		if slices.EqualFunc(r.Providers, states, sameProvider) {
 			return false
 		}
@@ -162,6 +183,9 @@ func (p *progressRecorder) flush(final bool) {
 	var due []backoffice.ChainReading
 	p.mu.Lock()
 	for _, n := range p.nets {
+		if n.scanned.IsZero() || now.Sub(n.scanned) > progressScanning {
+			continue // not this instance's network (now)
+		}
 		if now.Sub(n.written) < progressEvery && !final {
 			continue
 		}

@@ -38,7 +38,8 @@ func (f *failingOnce) SaveChainReading(ctx context.Context, r backoffice.ChainRe
 // value changed, or as a heartbeat 10 s after the last write while the watcher
 // still reports; a silent watcher's reading is left to age. A failed write is
 // retried at the next tick (and logged once), and the last change is written when
-// the watchers stop, whatever the second.
+// the watchers stop, whatever the second. Only an instance whose scanner reports
+// (it holds the network's lock) writes.
 func TestProgressRecorderWritePolicy(t *testing.T) {
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
@@ -146,8 +147,31 @@ func TestProgressRecorderWritePolicy(t *testing.T) {
 			require.EqualValues(t, 102, *stored().Head, "retried")
 			require.Equal(t, 1, bytes.Count(logs.Bytes(), []byte("chain progress not stored")))
 
+			// The pool may report providers on an instance whose scanner does not hold
+			// the lock: nothing is written until the scanner reports (a failed call
+			// counts), and again nothing once it has been silent for two minutes.
+			trc := []chain.ProviderState{{Name: "https://api.trongrid.io", State: chain.ProviderFailing, Error: "HTTP 503", Since: t0}}
+			progress := func() map[string]backoffice.NetworkProgress {
+				p, err := st.ChainProgress(ctx)
+				require.NoError(t, err)
+				return p
+			}
+			at(60 * time.Second)
+			rec.ChainProviders(chain.TRC20, trc)
+			rec.flush(false)
+			require.NotContains(t, progress(), chain.TRC20, "no scanner here: not this instance's to write")
+			at(62 * time.Second)
+			rec.ChainRPCError(chain.TRC20, "timeout")
+			rec.flush(false)
+			require.Equal(t, trc, progress()[chain.TRC20].Reading.Providers)
+			at(62*time.Second + 2*time.Minute + time.Second)
+			trc[0].State, trc[0].Error = chain.ProviderStandby, ""
+			rec.ChainProviders(chain.TRC20, trc)
+			rec.flush(false)
+			require.Equal(t, chain.ProviderFailing, progress()[chain.TRC20].Reading.Providers[0].State, "the scanner went silent: the lock may be elsewhere")
+
 			// Stopping writes the last change at once.
-			at(52*time.Second + 100*time.Millisecond)
+			at(62*time.Second + 2*time.Minute + 1100*time.Millisecond)
 			rec.ChainHead(chain.BEP20, 103)
 			rec.flush(true)
 			r = stored()
