@@ -376,8 +376,8 @@ func (l *Engine) refund(ctx context.Context, id uuid.UUID, extra map[string]any,
 // nil for the simulator; txHash the refund's chain transaction), whatever state t
 // came from.
 func (l *Engine) refundIn(ctx context.Context, t *Transaction, extra map[string]any, op *uuid.UUID, txHash string) ([]step, error) {
-	if t.Deposit == nil {
-		return nil, apperr.New(apperr.InvalidStateTransition, "The transaction has no deposit to refund.")
+	if err := Check(t, ActionRefund); err != nil {
+		return nil, err
 	}
 	s, err := move(t, Refund, "refunded", with(map[string]any{"deposit_id": t.Deposit.ID}, extra))
 	if err != nil {
@@ -404,8 +404,8 @@ func (l *Engine) SettlePayout(ctx context.Context, id uuid.UUID) (*Transaction, 
 // batch's id, reference and total; else the transaction's own amount).
 func (l *Engine) settlePayout(ctx context.Context, id uuid.UUID, extra map[string]any, batch *PayoutBatch) (*Transaction, error) {
 	return l.change(ctx, id, func(_ context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
-		if t.PayoutSettledAt != nil {
-			return nil, apperr.New(apperr.InvalidStateTransition, "The payout of this transaction has already settled.")
+		if err := Check(t, ActionPayout); err != nil {
+			return nil, err
 		}
 		s, err := move(t, SettlePayout, "given a payout", with(map[string]any{"payout_settled_at": now.Format(time.RFC3339Nano)}, extra))
 		if err != nil {

@@ -119,11 +119,8 @@ func with(base, extra map[string]any) map[string]any {
 // NotFound, InvalidStateTransition.
 func (l *Engine) FillOrder(ctx context.Context, id uuid.UUID, by Actor, rate, fiat decimal.Decimal, reference string) (*Transaction, error) {
 	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
-		if t.Status != DepositConfirming || t.Deposit == nil || t.Deposit.Status != DepositStatusConfirmed {
-			if t.Status == DepositConfirming {
-				return nil, apperr.New(apperr.InvalidStateTransition, "The deposit is not confirmed yet; it cannot be filled.")
-			}
-			return nil, errTransition(t, "filled")
+		if err := Check(t, ActionFill); err != nil {
+			return nil, err
 		}
 		s, err := move(t, FillOrder, "filled", by.meta("reference", reference))
 		if err != nil {
@@ -159,12 +156,12 @@ func (l *Engine) FailBy(ctx context.Context, id uuid.UUID, by Actor, reason stri
 // order filled (the tokens are here, to be refunded).
 func (l *Engine) fail(ctx context.Context, id uuid.UUID, meta map[string]any) (*Transaction, error) {
 	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
-		trigger := FailOrder
-		if t.Status == DepositConfirming && (t.Deposit == nil || t.Deposit.Status != DepositStatusConfirmed) {
-			trigger = FailDeposit
-			if t.Deposit != nil {
-				t.Deposit.Status = DepositStatusFailed
-			}
+		if err := Check(t, ActionFail); err != nil {
+			return nil, err
+		}
+		trigger := failTrigger(t)
+		if trigger == FailDeposit && t.Deposit != nil {
+			t.Deposit.Status = DepositStatusFailed
 		}
 		s, err := move(t, trigger, "failed", meta)
 		return []step{s}, err
@@ -209,9 +206,8 @@ func (l *Engine) RefundShort(ctx context.Context, id uuid.UUID, by Actor, txHash
 // InvalidStateTransition.
 func (l *Engine) Accept(ctx context.Context, id uuid.UUID, by Actor, reason string) (*Transaction, error) {
 	return l.change(ctx, id, func(ctx context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
-		if t.Status != Expired || t.Deposit == nil || t.Deposit.Status != DepositStatusUnderpaid {
-			return nil, apperr.New(apperr.InvalidStateTransition,
-				fmt.Sprintf("Only an expired transaction with an underpaid deposit can be accepted; this one is %s.", t.Status))
+		if err := Check(t, ActionAccept); err != nil {
+			return nil, err
 		}
 		oldFiat, oldCrypto := t.FiatAmount, t.CryptoAmount
 		t.CryptoAmount = t.Deposit.Amount
