@@ -48,60 +48,6 @@ func (e ApiKeyStatus) Valid() bool {
 	}
 }
 
-// Defines values for AuditAction.
-const (
-	AuditActionBatchFill       AuditAction = "batch_fill"
-	AuditActionBatchPayout     AuditAction = "batch_payout"
-	AuditActionFail            AuditAction = "fail"
-	AuditActionFill            AuditAction = "fill"
-	AuditActionKeyCreated      AuditAction = "key_created"
-	AuditActionKeyRevoked      AuditAction = "key_revoked"
-	AuditActionKeyRolled       AuditAction = "key_rolled"
-	AuditActionOperatorCreated AuditAction = "operator_created"
-	AuditActionPartnerCreated  AuditAction = "partner_created"
-	AuditActionPayout          AuditAction = "payout"
-	AuditActionRefund          AuditAction = "refund"
-	AuditActionResolveCredited AuditAction = "resolve_credited"
-	AuditActionResolveRefunded AuditAction = "resolve_refunded"
-	AuditActionSettle          AuditAction = "settle"
-)
-
-// Valid indicates whether the value is a known member of the AuditAction enum.
-func (e AuditAction) Valid() bool {
-	switch e {
-	case AuditActionBatchFill:
-		return true
-	case AuditActionBatchPayout:
-		return true
-	case AuditActionFail:
-		return true
-	case AuditActionFill:
-		return true
-	case AuditActionKeyCreated:
-		return true
-	case AuditActionKeyRevoked:
-		return true
-	case AuditActionKeyRolled:
-		return true
-	case AuditActionOperatorCreated:
-		return true
-	case AuditActionPartnerCreated:
-		return true
-	case AuditActionPayout:
-		return true
-	case AuditActionRefund:
-		return true
-	case AuditActionResolveCredited:
-		return true
-	case AuditActionResolveRefunded:
-		return true
-	case AuditActionSettle:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for BatchKind.
 const (
 	BatchKindFill   BatchKind = "fill"
@@ -192,6 +138,36 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeUnsupportedPair:
 		return true
 	case ErrorCodeWebhookUrlNotAllowed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OperatorAction.
+const (
+	OperatorActionAccept OperatorAction = "accept"
+	OperatorActionFail   OperatorAction = "fail"
+	OperatorActionFill   OperatorAction = "fill"
+	OperatorActionPayout OperatorAction = "payout"
+	OperatorActionRefund OperatorAction = "refund"
+	OperatorActionSettle OperatorAction = "settle"
+)
+
+// Valid indicates whether the value is a known member of the OperatorAction enum.
+func (e OperatorAction) Valid() bool {
+	switch e {
+	case OperatorActionAccept:
+		return true
+	case OperatorActionFail:
+		return true
+	case OperatorActionFill:
+		return true
+	case OperatorActionPayout:
+		return true
+	case OperatorActionRefund:
+		return true
+	case OperatorActionSettle:
 		return true
 	default:
 		return false
@@ -439,14 +415,25 @@ type ApiKeyResponse struct {
 // ApiKeyStatus `active`, `expiring` (rolled, working until `expires_at`), `expired` or `revoked`.
 type ApiKeyStatus string
 
-// AuditAction What the operator did.
+// AuditAction What the operator did: a transaction action (`fill`, `settle`, `payout`, `accept`,
+// `fail`, `refund`), a refund task's resolution (`resolve_refunded`,
+// `resolve_credited`), a batch (`batch_payout`, `batch_fill`), or an account or key
+// change. **The list grows** with the back office in minor versions (an open set,
+// `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
+// As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 //
 // Example: payout
-type AuditAction string
+type AuditAction = string
 
 // AuditEntry One operator action.
 type AuditEntry struct {
-	// Action What the operator did.
+	// Action What the operator did: a transaction action (`fill`, `settle`, `payout`, `accept`,
+	// `fail`, `refund`), a refund task's resolution (`resolve_refunded`,
+	// `resolve_credited`), a batch (`batch_payout`, `batch_fill`), or an account or key
+	// change. **The list grows** with the back office in minor versions (an open set,
+	// `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
+	// As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
+	//
 	//
 	// Example: payout
 	Action AuditAction `json:"action"`
@@ -884,6 +871,11 @@ type Operator struct {
 	Name string `json:"name"`
 }
 
+// OperatorAction An operator's action on one transaction (`POST /transactions/{id}/<action>`; `payout` is `POST /transactions/{id}/payout`, `accept` is `POST /transactions/{id}/accept`).
+//
+// Example: fill
+type OperatorAction string
+
 // OperatorCreated A new operator and their first key.
 type OperatorCreated struct {
 	// Key A new key, with the secret shown this once.
@@ -1024,6 +1016,15 @@ type OperatorTransaction struct {
 
 // OperatorTransactionDetail A transaction in detail (`GET /transactions/{id}`).
 type OperatorTransactionDetail struct {
+	// AllowedActions The actions the state machine allows on this transaction now, in this order:
+	// `fill` (a confirmed deposit waiting for its sale), `settle` (a filled order),
+	// `payout` (completed, not paid out yet), `accept` (expired with an underpaid
+	// deposit), `fail` (a deposit confirming, or an order not yet settled), `refund`
+	// (failed, or expired with a deposit). Empty when none applies (a completed and
+	// paid out, refunded, cancelled or unpaid expired transaction). Any other action
+	// answers `409 invalid_state_transition` and changes nothing.
+	AllowedActions []OperatorAction `json:"allowed_actions"`
+
 	// Amount The NGN amount owed to the partner.
 	Amount FiatAmount `json:"amount"`
 
@@ -8849,283 +8850,290 @@ func (sh *strictHandler) SettleOrder(ctx echo.Context, id TransactionId, params 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rkts4ljD4KgjNRFhyU7KkVNpOZXTMZvtSnV/51nZ66+steUWIhCRWUoCKgFJWVzmif23s7283Yt5g",
-	"XmTepJ/kC5wDkCBFSpR8KZcrO2ainBSJy8HBuV9+aQRisRSccSUbw18ac0ZDlsA/L0O2WArFuHrNljHd",
-	"sFA/DZkMkmipIsEbw4avkhXzyXrOOFHzSJKEyaXgkpFIEjVnRCqRsJBQLtcsIUoQygmjSRyxhCTs5xWT",
-	"iqwjNceX6YIRP5032LS/Zxu/0/AaMpizBdXzM75aNIY/NvTEjXdeQ22WrDFsSJVEfNb48MFrvGYq2VxM",
-	"FUu21/uGBYKHUi9kTSNFJmwqEkYS/UnEZ/mpFhGPFnq2XjpNxBWbsaTxQU+0pAldMGXA9WiVSFEy5dWc",
-	"EZ+z92ocwBs+EVPY7TJhN5FYSbKkM+aRFQ/mlM9YeE4k42EGkGkU6zkQTJHSa2Tv6WIZ6wWxzf/oXv4k",
-	"ouc/XWxeRN33z990N897f3v//LFYP78S6+dPRTT9Wyfox7zhNSK9oJ9XLNk0vAanCz0Criq/cfr+GeMz",
-	"NW8Me93+wNOQSB+Ugdw5su/ZZhsGF2TFo59XjFyzDVmyhMRiFgU0TlGgScnbt5ePNdZQMhMiJMFcRAFr",
-	"ncPZRExj1kqjleqQ79lSkalICFUkZlQq0h+QuVglMg+b07A/OaFnrN0NetP2YPqAts8mD1n7Ab0fnIYD",
-	"djLt9yxQEO8zqBSQsOE19FKjRF8CjXoV4Oqfnh4KrZcAJBpvQ83+MsSjpxp6HqGIrYhFcOMQhAlcUrx1",
-	"0yiRyl66psWkEU9WMZOESn1hEwav6hMxo+jdtc5hMrFSRHDmwSvpDCsuCbthyYaoaKHPgkRyxCXjijQT",
-	"diOuIz7Tg0k6ZfqKJWzJqBrqF3Et0ox3I65ZCFPTGY14K3emI1441BH/jMd6/DF+zzaXYfl9v3h1qXd3",
-	"R5IoLODk5H7wIHzI2mfTLm0PJr2g/TDss/bJdEDtb3bxS6rm2dKv2WYchTsRcSqSBVWNYWO1gje31/ws",
-	"WkRqe82v6IwRGf2DeaSnD67X7eaWfdotpx0xDOcuIWRTuopVY9jvehqihoB2u95ucuo1Xi5ZQpVIqmAq",
-	"zO8lQH0Q9qbdoE/bJ5MBaw+mp7T9cHI/aJ+FXdab9unJZBCUA/WjAfqKJoqzykUv8eeSNZ/QXnDG+pP2",
-	"/XAwbQ8mD2n7LOiytl3vaXiffaY1XyWUSxroZVatW2WvbK28O3nAHkxPg/ZJ0NPQvn/apif0YXswPZme",
-	"Th4GZ2Gv+1lW/kF/jOIFcNy/0PA1kib9VyC4llX0P+lyGUcB1au/95PUm/rFmebfEzZtDBv/di+TfO7h",
-	"r/LekyQRhrtvA8XSwUiSBY31alk4JH7Eb2gchWPzs+8RP8rIzFjf20UkZcRnPhFJ9r4RBzqND17jL1QF",
-	"85fff7J9wHivDbCq9jPRL5E11dQ/EEnI4KBLJcC2KwKWTWy+ulciNMLsjwSfxlHwhU7KYG5gJpWZiBms",
-	"kkTzK6moYs7hwd9jQPtIf2uOyjlHc7zjiI+XiZglTEo8u0uuWMJpjCv67Pt7IxZMzTWnXXH2fskCxUIy",
-	"pVHMQiI4EauEyCjEveHCxkyP5XfI31ZCsRxL13f7g9d4IdRTseLh51/9C0HkKpjnCIxISMiWQkZqSHwu",
-	"1Hiq14LAtVzhAl79hDfEDuwQw333xSzXvTDnAE13M1SiXES4WH++6/SKbmJBwyshntFkxr4s/ZuIEGRG",
-	"ccMScn9Avo/+MiT+Epc0VkKMY70oPMA3LLmJAvaW0xsaxXQSf6HFhlTRCUVFdJVNTpq+xBWNnad+a0i4",
-	"wFuljzfVxFDUplqZJD4olm3QLH0iUZMsHLHzyr6jddRU2MKVEM8p3xiOJr8AlIQgC8o39lwlmSZigUqF",
-	"Fba0FDskfqKJIwh7LPQ75PWXg8pbTldqLpLoHyz8Mojjbh1YPfJuTaUMs9DaqhHs8CUexKuQha0h8VfO",
-	"evECvOXLRARMSo1oT7iK1ObLbKTcmmJ1yTCaThmwQnP8w22xBVTudBtytVyKRLHwOQsjegXC2W9BdrhQ",
-	"xC/O5QPs0yWOF3qNYy1B6uV/sGImoONFELClckRHGoYRqtqvEn38KtIC5pTGkhUX9MN8QyiRc5EosqSb",
-	"hQZgJAmFIVGAWjpj/NJIGDWg2B6oyDsAUVgoNR9fz6myrIZFN0xj3SrUF7CVF8efs0STK0XoLGEs1Oqb",
-	"HjcWWvenC7HiWkNzlNtTo4ztVG4zKf1Hu4XM2CYmP7FAaay4WEblBh9udWDNEI0RsMmZ5hip1UFJFk9b",
-	"2yALEkb1GVJVBjbGNYPVkImkXCHIU80hpIq1VbRg2+qDhtkySpjcOa5UYinJWiRgy2hKpshEn3gi4rh1",
-	"TvgqjsFMwQVhvHpu/R7yOlRyttYSVShertVgjz7kNWIq1Vhf0Z1b0m8RTZUYV/rK6JMwSLKI+Eqxc5ea",
-	"SYtAzhcgS9Ngzu5IEkdTpjfZOn7vy4RNo/e79o/2q2BOExoolkgPFsXiGFdI9Xrzt0Bej+Poho0vJo9K",
-	"QWVsTntxyrx3/Oa0IrGS+wge3ps3+G7xvsFhGyClA3rutSgcfQ61c3utvrPPIqlSgXcLJE/4DYvFkhEx",
-	"BZBvX1ItX1UeofQIZ2tNtOEk9deRYouaYNGLNKumSULh74VmoDNWSmmEsZOS+WpBeTthNARRjwvFOrXO",
-	"bBVoBl0yeLwGk2qyYpomm/c6GYJNhIgZ5VtHCNDJBq4+hnpHAKbf6jOoB9JvFYRv0htX8E1prnrDfI/4",
-	"cD3AANPUhJyFXkriV1xFsXkDLpDfsh+wEK0A5j6BI8q6n3Bse/M0EOwlDLMbWOKf8hoXmoujOltGiqgC",
-	"6ptKoaExv5l5p1Eca6gwpWI9/ZJuxEpf+imNYph5qvV4sJSJ+IaN8QFzHwUJA0Gi4TXABDROB8E/zRyG",
-	"KYwN3Wl4Dbso55EWE/N/IYDtHxkgMlqdTlcOmydcJSUixUvuQAUFpu0bQVO47rwTzhF8sLuu4shoJcM1",
-	"a3TQ0EEGiULbhMWCzzTbLOPZey9OXWEnFJzVF3WqNsM0bOsLGOmBl433w1xoGLADh0JbcMniooTo3zrl",
-	"7BuUlaD8S5L+7BEUVvVBBXMacTKnck5m0Q3jNekYUJdKbDCXwstQUSSZqAu2OMFJkwaBFrwJ5aH9JRJc",
-	"to5CEUdFqFxXzgSVLkNwc+TgdM3Z3DRTAdQ+bk0rvtAfs3BsTHeVK0vftEa+dH1HTFwmKblIWsQzz1KE",
-	"LShWbMGhBjlkcFEwd2lL+ZKmL69Kea2mYks6YzYIAHQ6EovZIRKWwabUBYwBBMdJXBnFLZG65lSOFyIp",
-	"u3Wan0PYB+VCzVmCu5qKOBbrUvbuGW9hxbUyDkgCij3SlKKT0Gs4YRRlTkwJvm3fxlloPU3DWH8FMxj9",
-	"TXDUkLVepB93DsY7I5uk4PFST6i7wp2oUVPw4wZD7DqPEABTZPwmZUDwdJVFnJTx7eNtDa6HrB4LDpLN",
-	"UomxscDsI9ryDlFC0Zgoca0vFXxFmvdJyIJoQWNZsPr0u91OF/5XNvc0osqZmcbxy2lj+ONuRHkaUXWB",
-	"33x4V2aIe/HdC1zylCVgz0HgypYGb2qmsrdO0piRpoa6XvsOmQQOqr5Mch3xsOy8zUk3/Vcv31yRe2Zt",
-	"PiyOotRmf4NF+S1Xrs7kaC38vjtGFrIoYmK09m7Eytd7RA2ypJEDa8cGBds4insnVFVIUuw9C1aaPetX",
-	"7PE5c5pl5JGxdzo464DTf//MuwW5CeXXKY7dkcTgUhz9vIrCSG2IhrD+IR2nVFzM83q5//Z5JEKmAONn",
-	"8mLKQ/eeZp51lskpgLi5Y88LFXAo+btbpCLbOyuKP3skE6CWT6M4Ps76raWXwlmUWLwNctWjOq/12+X0",
-	"JoeLHpAfEGM1hexsIdPOSdIXy5Fj17e5aJltY932gZhzzBZXeRD7RUSgjewg85v55FMIh8hbb+XCLyAX",
-	"pvhQ1yBoxZtjxcIMAb9dsfAgWH4EGL9NED6a04j/lcpS6RqNK65FAQwtze57sHncH5A5e0/CaBYpcGc+",
-	"+T+f4zfS2/7xKhG8IN92358Gp90BCwcn/WBy2uudPJwE0+4ZpafsIR30umE4oD3W7w7Y9OFgMmVhb8J6",
-	"98PphPYm/X73fhdYrVIs0Qv+v5vd963/+LHbPqPt6UX76btf7g8+/HsZH4ddv0rETRSWJRBo4vw/3rx8",
-	"0X796hFZmtcQizhTa5Fcb+MRs4Fh+aEulURaM6VRvEqYB4TJ139FfOZ7hbALj/gxnc3Aiq1B7HMxjsVM",
-	"+pZ6aWq7jmQ9jJozGo4nsQiuKwiv2dodSfSrBF5Fwg5r1jhsJjY5FPos0W+nf8ud5mDQ63dPe31HUo24",
-	"uj+oXqhL26vshe4a4ToygMtcSHWOfsKIw6qWVM21JAnBy4QmmvLfsITIuVjzPNrNlVrK4b17Exm09RWR",
-	"jIWdCZ8A6nZEMisV5FdldwQ4IUS0Z3ii5lQR/TqTmiMDaCVpUuKv9azoblhL/LdcTdLxWuWcU0alkvQP",
-	"mI6TQYgwrphW2XyIc/Tra7Hw/j4iaK/LG3i5SGqMIQ5HymGeZ66GAaHdTxkxeowmuiujGpRfTNSdrfpg",
-	"Hdmp2TEME0McC06DXSp6PXW8t1Mdh92O+WoxYRUJQni9AD3mIg4liZS5XTYbg7okd4py9xG3aZqIxdhA",
-	"onwpknG8U+Yt0sRkEUrQlURmgqUqIRCEFb/m5ibtpTuxmI0jHrL3O3QyVP1iMSPwZg1A7N+3ZIzvNfIg",
-	"+dKvHnFBCs7HJeOhIeOB4NMoWSANT5hIZtazmJqgfUMp8ls7d/FXUznwdOYpfYaD6TSl6un78byUlWuo",
-	"lzPzTmOfuGsHdY+1gGJeI1Vdc7cgowf2ZMpu/ZPFUm2OU1VfCDKNWBy6wpAzcDlLhqsoQkiuwkQnw5sx",
-	"icpaZC5eXd6RrR2Mfm+s2yWfit1SY1FWZO+XMeXUuj0PFhEBSFrYMjvK4Y6B4B6Z0U6RLdsS8HdVIH4k",
-	"wtLNSQWbWtBgHnFGAhEyRPYciAmMTvBdVACla7QrZF5otbY88QLSUdysC3D/OJGlXiONO4ftqbkIx/oR",
-	"1XorvBCuMOKQjRcm4m7sWm+qEgkKiyrJImh4jZ9XQrExjfVpbyCsB137+YBqWHRZiGPJxjF0Mx06C03A",
-	"vxeRBMpTGHJJoyS9smOxUmMxHSeUw9xrNpkLcT1eJXEBNK6cCqBw8w7M79KNt4ZrvxWFnY8S2D7cLZwH",
-	"FHvMFI3iCjNKIiYxW2DMq+AMSQIBO6bJ3d2+xfBOGdJquZ8sBWyPRNyIF0gvQMyzY+o/MaC52qNdefMh",
-	"BCSSZJ0IPnOTfnfTYlx1Nm7llQTSszXrc7yJGb2Z0kBJ66V0aEbBfWLu916CB4QAwnv1aZWQqVcsaePp",
-	"mEOTpLmgGzJhhGku0KpttXKxosR2ld7AsCqWwKbGkCaNpbCWYf9/tg0nal+Gvjnf1v6DARBlG88toOyQ",
-	"ntIoPj42uRhSjIlB9cOSDd9x2Y1HrtlSWTDMI6lEsiELpqjWkPIyyLPUOJyqHgn7CXOUUvP65wtHfoq6",
-	"8w9Iqcq9RMhf1nMhGTEkjTAewr3W987o3yV0AX8YsxtbLKFgU4Ln6DsgqyUEYPgIf9+4yLDKgMmcoDZr",
-	"iyqlUbzctFnTS3SQx6lcpb5UsppcrZK4/AsLuv0XIef4yC0Fh/eKEC494cxJWWZpe/HdC6usUUmoVdcI",
-	"LgmpKXtPAxVvSD/9dRnTgEmwHlBFFkIq0ntIzCFYO1VzbWPzYhbq5xDVvqUIng76/dNOd8v89OuPvfbZ",
-	"ux+77bN3v3S93oMPrdGog3/2yy1Rx7tpcs4TSWNWxuRyHuK6fuHMdbjfp3Ocf6Z42cucYrtdKy/ogh0H",
-	"t4sU//PAqjZBhZFcxnSTfufWEDiUrsEspRtCw+L2CoxRxFoePcI6sw7xJ2zZ76KCqZKg3/XzKAo/59Hz",
-	"R9r+B6Ki17tfjo1mEa+s0Lq1mL+KNZlS9KygQrkG3TbRyiTYBEECs1ZSosFn33Dtp1hmQnD99ohHXCrK",
-	"A6YvJsWyE6CK6aHmIg6h4oSSRAaUcygsEly3ztGSkn6LNxVTaiI14gmY3SDbTX/LRcgse0vTBpuWEgiY",
-	"3WS2AY0QPN7oBWKWoGcyqkZ8zmiiJowqozv2ukRPGsUMDQzgl2t5RArzQrY5pzqG1KhE/NUyNI5cf8Sp",
-	"qQeDHjUNBeQzhNFgTm5ovGJ3JKEzNiSU574lIjaGR8O+0zUCtSNLEccayoolNzQmC0a5Bki2NDw81A+s",
-	"h8yeFJjrSLOwGanEcslCqB0y4vaI5TrCKEAxnXoEM2hMgZLcQbSw3EeRWnEam8S5EoltFadWEolrjGS6",
-	"SGMWIZNN3l6tHPyzdmu9TTnikeoQX9GZP8yGhXJBqedQhAzSVPSy/sGseZxKsmZxrP8LtwBnBiFKdkbc",
-	"zz3wh2SyISZMNNb43FxGnOvBNsR/9NeLyxfjp5cvLp5dXv19PFp1uyfBiydXP7x8/T38wf6cH80bcVBC",
-	"AJkB/UPBMFlOq1q4X0VnLY1baLDzh+lm8B1pXyKTldInP+L6ezwmCGwhMVUs3niAPTZj1ixEFtEDQ+sj",
-	"XAle+DiSasQjSYJYSBYO4dqv8QTXYhWHWt7HZzcskSZSFc4zEFwlNFCmHIwtA0W1cp8DBei0sMGGpw88",
-	"p1Xi+7vNlF7jfXsm2iVRVYiF411md9++5aOjxKQSEyUAxeGuOhbNYrDQQblGKf5VWzb97B3AUd9Es9HQ",
-	"ZvsiAnz6Je1wLlVfHyCAmpQDXbcUJfU4aWRqwj/S0k+GPGMmW2v7imcuKcDZadUlsRXKtKaXLszXl2Hb",
-	"lTU46x5lfAfXR/VRZZ6RqlMiTZNKqc8p4shhxBTZgH695Z6jO+DxJ7rPU2gOUxMGqQ45yV3uQ9IUSVa0",
-	"wxCUO9IRGKatT+dijOlse2/Zvsm//t//ZQQM+6TZtTXvoKSIFCjlLKmURtM1BzV3D0V/wSLg4VCVIHWb",
-	"pNs4Oc5FmgmIu6RsK0dCCiZq52VqrMalUhe3S9t3n7Cka7iqho29fvWojIP5nvXQglmgdY6WnrLbqxlz",
-	"bQNQ3oVfYgKyZ1l5FZ1jhf0sxA2ScD+HBv6nopq5UcuvGawDkW+6iuMNMVUFIJs3E2XuSLPwSlKo5yq5",
-	"Ot2zo1AvEzV3gLIKS/CKaATQdx4SroE/Ss8GftYTqd375cqu4OWfU3nswRQVNHN/Cj5sS9WLx5jDs23O",
-	"WGDfSIUyIaOxJW+4tzYH+HKdcZ3l5teLxEwzRX8pSN/XbLOzzN05nqQ+ES7Wnv6v3rhQWpiDIAss87ff",
-	"RKRn2t7NuxI9na2xGmJWO5QFCVNmOqxhAtHBLizqxoOZ0Y+LCMsg/01Ghdm6SRVbwh+PyLPAjEpUh6AE",
-	"D37w8SmPW3UD95pJj8hQLIv3NqbNPRHZFp6PTBJtic1ao2OW+YqmgMgqraV4am5sbTQVzqHWKZq1teF0",
-	"AK/iDm9t9JC7WI1WdS5kEcLf9LX8K7pnduRQmyCSnPFqPRckjGzmSuHmogK7M3jGvFP/skKMiKxI3Ico",
-	"JFylkV6aaf4JSGb6IG1Q3N7jsI6qalswfrjlzIHoj0BleT1ZEUHYbmlgyc4soVx5KQ3zBQ2ZM6IrxwBP",
-	"20jFFrYEwOFZPhU+Pp8GSiRD9BD6npXlrWtMMia36kyDhD6cRia3/1MnaOdKHszoTb2bpkQdHAJvWw0H",
-	"uoOS7tApHD33KhTzbtxQkBTjdl3U+vVX7EQHZYGkH3lgAT449SOj9H+EWiwlxSDLGHGhziNEf9Dgmojp",
-	"NAqYe3GqAkw/YSamcXOKdVbzK/UFfyiaRLc288j9OQ153K/vpUGGuyU5G3MLkpz95Hj9uJb06J7OURJk",
-	"nYxdNxw4rb56bFywmRBr0gYl/PqZWLOkHVBpZ5abxUTE+TlWMiyNjrJVDXZG+5YER1cPVBcwWcm6eoDZ",
-	"e/52BdUhrFmQbHUwa+1pqnh3Nklkkx/Qx0FTOLL3kcT02Nqz7WJh+djfQhiq9YjcMW6F1BBSvags3TlR",
-	"EY0z1wn6PdwQ4hUPWbKkwN0wUCUtL6T/aTwrx3lSdlXis07tkNEwjg4pegOp2/v4mpZjnuoXd6iM29XP",
-	"9+qMJTGhewrC785gPsKkWzOdHNweYs1l/Tz1jVipMZac2kODIUcXE/HN+zmUVPMdofW1s9Y/OrHYOQSq",
-	"WKfhCAzjg/im/apmDkKt0oCODGLrA9Yws9o6jwdqYqWVB904rVQILg16ziyiRVa2nbmeRe9gSE+RPRUK",
-	"HDo7LpQ3zFXrKRDRAqvY4l3bruKKgy9IOl4jLYpWvAw15cksTLke+paJpNumWRuesDubBgU8E7KimWNp",
-	"YlReUyBNq+5Chxf0z2QsJacUl6Xl2LYzPJyI90RGi1Wst9MacbpcMpqgfdZWIwYagdOgf7+WklJMCivL",
-	"VEd7SGm0ZrIpGkM+SlXKmV5KlmJKjOzLpYO3XgN4MXFJY9qC7Y/Te5O+ab8uKkIWWXKjOjUELbBqmeBz",
-	"TJITjG8mTf+7J1fknltb494vUfjBb3V2Xoy65sDSWT/OLrh9Sf8oOm6NEmXOOR5ifnC/+xSVKMqp4W1d",
-	"is9el6ICa465rsfXqqhC3T/KPT0C2p8M0N8okFM1cHcVLChiRjPHZhoKu6XWkKYNLzOyDguJLX62DYVP",
-	"FIyP9vjPULzuMDdGGh9cU6P8unIIiqb8DKilmHPDkpuIrauKL2XmYIhYn8XUqPjlyUQmA6ksIQ7VMNO7",
-	"inLCuMagMEtWwnIBNE1ZIpg3U5upFrKlSvip0e9klfgMOtJslbDQrX5Sa/JiPkHJ7GLJuKlfPVZUli3j",
-	"NfyK0dkaAhDemV3XYV4QiTixCVlkGa+gzQ3PCtSOuJWQUQfZ5uewoq26sbKsdac7cBpFXi4lSEVnTO5Q",
-	"UbTYZPIT3ui/COOrxR2ZFWCrBXH49M1qsaBl+kkx1xvX5KBA2XlUQ8TbxvBdt6kehwMvofniSAZnb+83",
-	"ydUMydiR93h8AdSDvSmM30SJ4FZz3RrZxPxCoR5LOax52pgNcLHhCgWRsqKcU8bG1cUslzFVerFkyphH",
-	"KJkmWfVrCJnWGBIzzbmQLxRqUHW6vSrXTVSz4eeRwUY7czHlnCY7t52uAd5Mk7jzQCjutV/hptoR2uQe",
-	"sXMWuRXuDYAySLsn/slar7WQlYWKf5Lgp2V2a3YbZvC1irTWHZFP+R0eEvhUeWvr0LoCYL9lilc/mMJA",
-	"9CBjhv3mSPtgijh/hEiKnPmyFJqOi6hpiwn4+GBozOp+q9RrtFuJOqQ+s1PQmDr6Gq7iqFgr4xcoaHK7",
-	"IzemKMGv5yIuVD72SDQllG8KLaO7Dwen3U49l7lZUK2uJrAMA3vM2yjU0HbXc0QY2kEln9PX9x7S/huw",
-	"z2UZpds+0mFWrUU6c7uHUYopuy7SsWWac2AlShBazU2+SLn4c7JYSUXYzyuK/XPkamFFk3whfB+Xgn0n",
-	"D6mSXs/48BUUjc65WEsqSDtYtRdPcrUXyyR/p0qmfqdDbGOsYb5GpJsQjRnyXKw7UDKSh5ONPyRzRmM1",
-	"33iYQb8xV1Mrem2tlnWy4qVDENLQI03jWNpSJ00oCSU9yGGHevadEc/XOdWfEiqvTR6dXZESoOR3siqo",
-	"OAdUJ40kmbB55GbJj3iaLXOHTDZkgVlQlOsVszWmUslOVkZ1aDOVnZxpn6n5eMbUM/3CiDcVvWacQEMJ",
-	"RNxEKGyPqEERqVaH3L1r85zJgm7ILBHru3e19g45qiJJ85qb0CZ6xNFcwTUh8oj/vs3eK8ZlNIlZW6tD",
-	"vofpqSZjmvjwsDUkKoEsfhMYpN/Rk0LKYcJGHMqfpGerf444WUlm0qdTppI2MtuO3CmsJNf2zCBFpudv",
-	"lwEz5wS11QDEjXcfvMbrUjS1td1FWsXztyvf0umffnzxltf7mF5qJ3RZXuoCMnpqEyw8HsnctUQkBdIe",
-	"FRvCPnvVfvn68ZPX7YcPe/2TQlGS09M9RUmcpR9ffKZqe+bWSMWWZSWpPt7Su7MwDBoLj98Vmr7KQgy3",
-	"N+PU29ybqgo1tqtqa1Zv5IrKklzR54KzjaaWUB8EDyKBqxIyUtoyr25UZ27MHZGdndMdAa+fq9vO/rq2",
-	"tpwt9L0FIAV0wTC/vgmVt6Grs++ZdELuZD0jI9NQ0FzJ3LzWOSmpjNs5xFqkqLwGU5FZgVMPFgysuJYt",
-	"OzJ80jqoW86e+2TQ6Xv99nFVetFATVX55VhEPFpoFtL9RPnrO6VCTeiz+e9IKyTuSNeur8xIEa9AVtOK",
-	"+N6Uw9raujPwzlq91UTIw4gqG6Jbf9abWjcSX/yI6E071WRTy6WIbx97TvViLd/am2UiybKASyUOiptH",
-	"1E/j3ksLdh7eyBHi7KCwBlEipw7nFDueroKLfJPHNT+uP9QR1aINBWPvAyal6VBgCaqr5U1tCLIS4hof",
-	"Q98zrUBA2v9Oklsz9da0WsrCU1O3b6E4tXPMXkU5662+keXxsSX3d5ta5G9B/vrtNZQXyPR2Wp/DPZq0",
-	"AO2sS61GElA4nI1hy2M8uWaKxXQitA6UC+SF7sh4rlkyQgR96+AUi0E/MLmpPkzgOz1AuJIqv0i9vjXx",
-	"n1++GD9+8urlm8srv1Cgx/pqTKbTRkvDuRZu6fZBHDGVqmFKqN4sVb6+cPpKmQBsAL0/QM5wfuDWBwXI",
-	"6Q8+RWScIwveBsR9gYC4PHLUdeY4aPIRcXAFxPwmHQjZHo+A7ceC9VsFKXCZ4xTfv4q1ljC2uzgXpcKq",
-	"RuwFJmXFU59wxkJJfMMt/XPNabAxffqbhmuu7b7TzT7tYl8WF1Aum0NpddtMHUSU9bzgY3lkRtWMMu1F",
-	"ECyYFuWRCplYeceo0uvuLfXqfbxBgBajIJwDFsdWCtanqwUDY8yMY4b9yq8ZW2JYRmkpbC2sxXSJEJ7S",
-	"VayFy/4AE27y5udwlaCFVK6COVD3/mDue8Q/6y6wRm1XCx3WcPeg350XW93CuA68T/p58xwY4v7UtCa5",
-	"P7X+ozn/dfGr/HUhW60//XupyLgFw63sifKSAjTWqODY4zIfJpZI+I1dmNnKPoevzlFs97np8gv5JK66",
-	"YyxDx/jryq4YBM+VdzJhyzt4VcjPK7Zi50QyE6cnbdRexFUax+SSM2riFscmuyz9O5efkz7NmhTbfNws",
-	"exfbhAg+y0u5xRm2AJ+LCqwqGDPTSA+7K2sBUWo+1JRlQfkmH4FJE4Y1/8rFw/0Z+FGS65PdfPvm8VWr",
-	"Rn+u/ukB/bKrZ33x3YvUPUma/crpzvqn3a5x1ZfZJmasVrRmeVgmnHt5e+B93sKCX7JGX2SIkxMmhrl+",
-	"O+QFfX+JL/cMc7R/FpQUr7Hi0c8rZn7W5CG/zjc70uPzVr6SFHlsIxRHUxZsgpi1Si+fkWicbNFcUjzQ",
-	"9XFa+iaNGdT/pjxg5nl6J7NeO6m08m6rlM64upRO0ShVRnWsEAYqspXMShT7z9LsDvobfNJed6XN7Hbb",
-	"jD+fK6HKMlduhq9lhf8Ye/pntqQndL0zYEnwNhr8rD8VX04D0gFn9OVb0DhmUpEVL9aO6qNDKPe/xq1t",
-	"/da2vtdT9xls6sa8nOa8r81BOAZSCELQc3MByhFLiKLXTObSOD6tTb1O+Zo6cdmpwbvCli3KGjM6JGCr",
-	"S+OW9fsLGryLGLTfGluecVPXJpu1kPh4s+wWE781zn4B42wZxtQ0I5aZuI631Jai7jdpXCzu9HhwfxpI",
-	"/zGgXKUU+VoB8I3RyRJbDxOUHdOrSBxjq6sT6c9zZb5yZlZHh8H3tu+xZMEqidTmDTRkhxXapPLv2eZi",
-	"peY7C0eD8bHpy+uxWI7/9c//8lsdYvInMFOMJiiFSSRike3UAMwKc6ka/7N98eqy/f2Tv2crpCbbRy8x",
-	"Mg0wA8EVDYBksgXU5jEmIa34/h9Ggww7ZtOdQCyyKeyvJPsCS7rtSgjO0k9CE3rLxDJm0OsCS73Klo3F",
-	"jzFGOpV+3r55fAUk98V3L7wRR/uQ6RcVM48s6SYtwAUh/bmKkNivZ055GDNsgzUTzLQY7ZBLhaUrodZP",
-	"sXIH1t23oePkKq9ck6Z/jy6jeze9e+ap72FHhzVP69O1IM51xel0ivUSJxusOJxEN0xCCCtbDtM0G7Cf",
-	"2U5YpkIPk17aeRLLsUK854inHRyx+eJ6HgVzKPtPQ7pULLGtG/JSYGfER/zf/o08Elx/p/eqn9wld+9q",
-	"FNWPAmy1fPcuwTTc9KCNLEh3IK1nsyUh1GjECfELCCMSm1FJ2m2NU+TFxfMnfgtSlFP89Tsk61ipJ9Fw",
-	"JMQfdHvEbV/sQ8wvHnJxXZGE933Ll53D6+COLV32iA3OzlqgSg9j5TBgW2o8m0XYFvTuXbiMNhzXGVuv",
-	"EQwvQ0sEyUSEEcPb6/8yAoo3agzJv/75Xx4ZWcqnnwDRJSNLws1LH3zP9qA1aEqID31efYKMwGkEYLBG",
-	"E/VAhCYwOEMjlHRxLfn4YmkAcpn1Us7OH1JifNvszMEGE/PGZ0wSKRYMemK1bGk4PTus1hm0/T3b+KTZ",
-	"05e0f3qqv9bXhCWy5el3ZSCWWVHXYuX3bG6n+0He3iXZgmoUlkNwj6pkkyJiCiGNG3pEe9YJW8bAvtJG",
-	"IaYjErYSSpev2q/hTRbiYfl61GZaMANRKHP2DLpnpKo1tk8iHsSrkIWt8/zC7Gqt9JsipB6x3yfl3a79",
-	"82y70CIk20skTU0P6EJib9EZ2dOa2z9Pm5xF0vYrQU+HP+h2fc/erYT4p+/f+x1LQ8JIZahja9ImkTIt",
-	"1nI9CdKDxc6xWbR0E+qNmGrZeslZwexW1n8aMbtd7MtrFV1b2gzb/cViRqCopsH0OGYzGpsVyrt3TdU2",
-	"MKTa5uxZiyytfehBFy19ezIgVp6vnhQXYOFoJn6tJwCpXho6AtH/DuGqRO7JKpwxBUfY9F9fXD0ZP7t8",
-	"fnk1fv3k4vEbVEv8755c6bNxfv3h9eXVkzeZ1pIwqVrIFUF6sONRxZ7pZbVfiTgKNjCKfea3ziFMDQs/",
-	"wzLQloAXxaJV/4zkElrMDXqtEbN9MVUssXhyxd4rD4hPoJWNREJzYG7i3ZYiUXkYbQFjaNizyY+QjCvY",
-	"B/Qkh27aSP2MWI19SoGKQ0mRkPy8MtwdG5dLb5tQtTBvawLnDQdN3l49bT9MK/8BmxexQ8ZI8+2fut1u",
-	"91///P/0P3pPPaL/++CpeXD2FPohv/3T06dPH3uExdIiU5cU2r77esmRcVDDjvQlh/1BixeGXdmh/i0C",
-	"2l5YbLIcqXNC9eCFnWZ8Ul/NFMVDFsTgo5K7V6OH1UDUI2fQs4gcaDIZMs19QvSd4HlD/AFFUmFabSIx",
-	"MQ0F7t4lF5xYiyNkN1mZB/vqSJRzbBY8MAskSgYHA7FYRFr6mzEgnAJTfyhcXug8qqfvmu6wp90Tn3CR",
-	"LGgcb9LenwA+Q26glii5Mg1X2fuAgXA7dLqfCc6ZifUT+RaqkSSxkMohxjgijA0LlTbYPrnRArLpGnTN",
-	"xVpPgM1OYQ7YVUy1TmLYeRTHadtU2EhHD3uVZL2iEMwmQDYt2j6yzSFHDcP/LHuEqe7e1Uzo7t1Snq3Z",
-	"Ka4FSkbgmJZx6tPBBXmZBTGMQhu8uDD5XoQENEkijRkr1YG1WwCMV5ze0Aj0T19/w2Q58QDh9QIlXJny",
-	"j9TNpV+4WgsC7UxBAi5EZdq7kZo0SeTUaTdOP1t3yErSwVxIxslkg+qHFpiGxH92+be3l48vr/7uk6ZW",
-	"W+xddRWWobm9cGSmPV7q4EYq7L+6+PvLt1f+iDeXdGMHgRTSnCbTQmz0Lavw0+U1s1Ihd/S+ICylBUmD",
-	"cM1GHFAJshEh2hRlDj8NWXCGkkqLuTN3HKjlpS+SMN2Ii9qSqSaMnBa3Z4ivxg5NKLO+HsWqqETqd6QY",
-	"8ab/5snV1bMnz5+8uBo/f/n4yZ/Tl7CJ/GSjz43FU+K/uXz+9tnF1ZPHY+ebx0+eXfzdNydswV42Ll0p",
-	"4bcAmX7FLJhfQREjv2qQ/1pQt8ivJKdqkV+NZjXZkF9H/Nd2u136/3pwf9ut6pNf0+LJ+T65ej6wClV8",
-	"1/TzJX994qeI67ecr4bZY+dpJ/c061XdNHJBVqiWVK997xpAfwc/L0E/r16B6/f10wfD7EGTC85gC9ml",
-	"GuYRVOWAde7eg4nRUUqKr97Tc/hmQ8VlQIk7m/z/q96J8W9DKPgN4yum2Q+Ir4rxVrZyG+qkn7jKtTPC",
-	"jr1MNnmAA0cCpKy9LVyA3VhuWqwyEQGRJcUfi+Umskcd95EhSZ982TiVT3ZdDqPt6mXYimUOattHTUu+",
-	"kccYFAQ6YbHLvulQdzhx/KFVPLtsMteQ0KzGLBrFSJjyUCnHtfJd5Vdaa0EV85mXIZsBgjB8U8Y6LVzd",
-	"AsIDAcO/uhZRB7i5h+5S3B/qQQe/qIZPtsptipL2X0CKMtfagEl7IDTQgtguIplP2nDybKxF0cvimBLW",
-	"XiZRYLDBgsHOkaNM9baNn/pAQkFUee1kSehHe5JUrWgfR1J5BCtKIyjbMASmFE3FKiHXEQ/lcMQ/IvnF",
-	"IzSWwmbPa/EGZ7TuwHvZ0Lk8GbCjaoDc4DnlJKxCEg0I64VDMTEF2bU9PrNmxOHDc4MYVnzKF8uWitEQ",
-	"ywjYRu/y2khfFQk5I14rI4daxPTQAEs4mGADNLQpsaZJiNURoLlwlIU8AAg8QjV0suuVlp4vRmSg6SPn",
-	"vUgvOBeKtaxsjOGX+o/teuT/AUF0f/7XP//Lh0NHYEAAp60LhwZpPxc8CeBJDyutFelBgQy8smVXEeX3",
-	"XfKCN+J+SeCnvsU5+qnxoxAKCjc95WyereeDBSyAkbVGHA445QN2hDRxooUSq18SSgoKj2UxqHJlb2mZ",
-	"smTDHqngSemNSCtxjLj/6OWLp5evn1+++G589fLl+NnLF9+NL55ePXntEzoTmr+B+E38k+7C90xAabQA",
-	"yXrj9AW3rZhG3JWP4NUW+dc//39wMqyCa4NHaRvxfDN4qcRyCRa+OBZre4vgk86Im5DegHIyYZZc5Fsm",
-	"4IH9GR/6rXNDu2zNSt9eCdCC9LUG3FtYrP0L9jPWf22X8FnJFajpoE6kxXxAxSqJs+WhoaA/r6IwUhuU",
-	"Rkcc1Rj9wZAUqjwZPQyewWu+CZ6DNZqbChpdIUQ04iPNHzLF36U7TQqiMAEOYjRL9/cZqpKZ/dfoHSPO",
-	"uNbM9aKM0cO0HI/4LLYVMjoGwvk9wCOzBajE4gIZjLP636a8KvoepqvYsbSbpZupoOSGCuaaYBeIMJab",
-	"3a4g29JEDtiKVqD1jGjCMUK0DZ5LNUex5qXgG1oCBmM49GrRIRfWEWrXa70QqQWMhyRm9AYegQzfBD5k",
-	"jcCoda7nmxYWhYmjgBnPvXFzvkrEMomYogkE6iZxY9iYK7WUw3v3yhyk9xRLFhjjFak45yi1XmBy8eqy",
-	"4TVMFRyoF9HrdG1xXbqMGsPGSafbOcEaLHNwIeP29b9mTFUWyq0+SU0B1nPhge8TjhH5VE4KsHRLJCNu",
-	"zts0R9WvOh0sQY/XQ7qRQR74p5lqLynYzJ5GMRhnArGYRJyNOIx18eIxwjq1PV6GjWHjWSQV4CWmFxtz",
-	"YmUJruyVe48wGOaDt/dNMGHDi8X4KfDeRdL1SjgtHzKn/4OwN+0Gfdo+mQxYezA9pe2Hk/tB+yzsst60",
-	"T08mg8D65MHcmvnLC7kW4LKrEUdesdrUPW06fefozQSJaOZbKhQ6nTxgD6anQfsk6OlN3D9t0xP6sD2Y",
-	"nkxPJw+Ds7DXrdjEdizcR+4DFp+F9pbNabK+3Ll29nDXSHRhCvfvgR6FYkLWUKTBGC0YaQLcZHTDilHf",
-	"3f79dq/X7vauut0h/N//VbHoaQKxEiXg2ZmpU2O1ph/wAcs96V71T4anZ8PTs6rlKnH4Yt9BLCNEOgGF",
-	"6ne7NqbEFDyGUDuMIrj3k+nDe8Ah5kLXIG5lR5cWzUqAycRiBlXzBricslnSZd/7C02LIcEnvf2fvHWi",
-	"DuCj/tn+j66EeE75xswF7OG0zvouuWIJpzE4+vGrk/1fvUFb+tvMlI6BSTbFCYhtkUNAHQA60yS3gYT4",
-	"nf6oRAesZEKPbfRoodfWngwN0gQBAlwSTieuhNCcdZnQGGvuGbneI2nuCQE3MepOLW8XU6rgPMXgMrnN",
-	"hUouZhotGxkqbNJvUpEdQtFaVYQtjSOudyeqoslrML6DWeTnvNs7I1T3XPOy6Obbu77/rm/DzbntKc4X",
-	"Lryx34GZQi9kKWTJpX+E1hTKSRp5WZhr6FoZm2nGjCRrlkCZMQX2r/MsER68hGpnOsqWDcTa723AzJpu",
-	"zk36PEr5c7HWUn6WOWbpSZYMsi9ap4x8mNICW0G4ewjI7nSqjImfBX02mPZo+8HkJGwP2Om0/ZDen7S7",
-	"QS/ss5PpgJ5OLH3RykJGXkxTdhtki7G8B8lre2iF4xuGyNJ3OB2T6i8i3NSgF+kus2IJbtwtZkA1XjO1",
-	"SjhGg5madKaMZbCSSixMyWS82U6SSaP7/gHthd3gZHLK+tMBvR8+DM4mXdpj/elJOAhOJ/fpA/ZwehZ2",
-	"g96kT0/YYHoa3g8eTB7SM9ad9rD7YC2iVigw8SEf4GxSOr8YSd1FTq8Kvcnd1CsTCKSnK4l2q1qF+SrD",
-	"B5V+AfN/MercHez/6IVQT8WKmw9qkPNHgk/jCGPQB70aFPkV3cSChldCPKMJ5jwMeqd1tiNXS+wi9ZyF",
-	"Eb3SFxKYTr/Ox8tEaN1fc4AnXEVq83tlWOYqlSZIVHMtsHVVSqbP8kZAmW/emjf57ZQfS6XHpzD3Z7db",
-	"fE6hDOyuh0hiAKtb4auO8IWNBqYGSSz+Gks3VIQul6wArUwkV6Hpq1+omO6TJpiVHfdMJuZYdwdYPvUy",
-	"PMw/SnMaWhjU4zT9g3rk/hBt1TPmhOEVQjYwTNkN6PWs18qE8NpwJ4RCFHpOA5s4NhfRI+u5kG5viBGP",
-	"MKCs6Mf97/80qyOJAEmBzGk81bvcYAzPP1gitKxwLSbiPJv6jhxx3ykOoYVM/WuUELladMhFZqQfkoI3",
-	"ASMIHTji2rWUuif8t+ljf17pY+ApiUy0l7VQG4t1mWSJbWue2q7bh9CWTymaYZelRu90cNYBw6BTIWe7",
-	"0vZWl4Af69obe8HD6UN6P2wPwv60PaAP7rcng8lZ+5QO6P3gLKSs34PbcgBF08A7XCbbR8pUMH/5feNW",
-	"srmVbA6VbMCXWOKVRBuZCZTb8mWWcg0t9KSZVHv8QhltLrZv2hZmXqZjfkZxw06S61pVoaykm7yVNg4x",
-	"67pYk51ptbSB3EYSmk+3yjrNXby6xKwUORdrjpE7WhS5ZpvONaRzCR5vMGafyjlwRwzNb1VzN7uy35TD",
-	"GYPJRUjJM3HDYooNb+qh8gu6+K3Ufgu8Ylu9PRdpu4MgaWZn2voWDAG33O/ro06IpQ59qSBQOcaGRmit",
-	"gu9hcRqLbX/clNsl7EZcm3wZW4FbcMczntf1z03Unh4EEochy2A3m/xeL+1Q4mU/vgw/r1aPHT7rMFkN",
-	"4c7XLdL+XhkydaNKDBM9lDljB1iNkxMmoxBTydj7SIJCqlG6jC37nT1cV3POj8HdL+AjqIfoTxZLtXG4",
-	"8Ofkumnn3H13yh7Zt8Zcb3XRb4AbX4RQKMPQo8NY8b1frtlmHIUfkFDFrKpSocZ+qURWR3uYpg/awLWI",
-	"S0U5NEmz0Z+ejXhNNthdah2pecTRzEhzxUlIQIM5M/VNMRrqpEskCwQP5Xkumx5TkyEiG7LrWh3yWosH",
-	"EMet1lHA0mRaNGCi6ABFImY04h0Mm2UhiaNrZsyyaS2VErew/v5jCG2edL40RZvqEN3DSPT3bPNl5JB9",
-	"9NIB+Vcuivw2BOr3aPDSJ/rxdOZeIuK4OgTlUsoVWC5KOG4qC7VMMLhJdjGV/gVnUOnfEihMk/ZNdX/f",
-	"ieXqD6BBQ1f6hqRFyhKzFtYGIkqQkC1jsTFVAdd6+M6IvxaYFE5TFBdJqo9kFYoODTwRcfzlBDlDJb5s",
-	"VEjaZAE6INQPxhA5q/9XKwyeFzERcUI6qesGArdi463Y+JVQdGg1XJOkm6SvStPNK2hCDCVm56XNEtY0",
-	"UtaDHCVYUUP/iVUxFI3lOZRNMmlw3ojrcaY0ceoa2Ey3OQQ70fDcSas0OY9Lxs9TR3VahA9c0k59PR4u",
-	"RcShUIjp+Nwhj0x7PqxUCy27m1ygiFlq9v6OqZcWLJ/TNGzm2GsTNu/d+lb2IH6xkiWUMZrFFBuppDfA",
-	"Hi1eAItKe2yXaYnK/d65V3bEz4g7Zo46ZkO7wVv0qWMJXGaHZxEmPc86jjmb8Prp/HJuMdM7kjB+EyWC",
-	"Q4GFSKaFqeC3ZhzdoJ1Yj55VGvLSWj72N1M6qJWuM62hQm31PyNV7wh7MYD5KvyCwYKRV1iw/Kv3CRq4",
-	"1XQJlmPUrUfwVpj8oh7BZXrZS+iiy0iPcQem3PUzegPNco9yBppvb32BfwhfYMZsS1yBNaSBT+wJzBD3",
-	"Y/D21g946we8Neh8W37AvRz4d+IFhDIly2IDDfQBgu3Izv1FHIIfQW+P9wceRKlv3YG37sDfwB1Yn9zc",
-	"OgMrnIFfSpa7dQXeugJvJcdbV+AuV+AWOYfihJVGG0hrMrU75eEJ2K/M8L9l6bhMsTfbyNfxOKG94Iz1",
-	"J+374WDaHkwe0vZZ0GVtWzXuNLzPKuoEmZEPLbj2VaWLpzC59RPVTRhfpkhdP2X8jWm6gHZPqISbNrDb",
-	"m0JuBBgn63vE07TvYr34rEDxvsRv/BJK27SwYx2kdRerzUOFUy9tpkbl3urxnp1ixM1em+htKq4gyyrX",
-	"+hnWkLVFZRMWtrAcMxaE8AiN4531XDtQy1umtSN2ymoeJniDTmlSvj3b1rZwJDKfZW63VFHd2DZAxFL3",
-	"TnnvrF2udSonOOFW8rueDlx8q4WxlUda3LVvNC3owhUrtCCxPaQW56lvT85pYtrbpZWY9Nut8xEv5sAX",
-	"C3OLBPsadchFVgiuABt/0B34u9yFGjC/qbfQAa+m992Hg9NuB9q8OwS8NiNwk+xfXL5qd7vdbu+kf7/X",
-	"65/0uj3bT773NaXc4yHc5tvfSqhfXb59vpC46a+0p4R4Zdq924ihUqTd0+Bhl5A7JG4vB7tq6Y142npB",
-	"TEubLsisgYLpR4Ct3N2YupKuCZ7bAgHaHpB814OmZCzXwqK1Vd65qrQmfnUFsKpTVBOGT/vPX0c8zOwu",
-	"NI4rq2nqNxv1y7XZRX2vPyupvGuKGTadaBUsOWjrpUFvIKxVp5/bSoSHVPvcajmNIzvtr/dVT87BKtNA",
-	"3PPufFqtYudCjDXfRGNWzWx+rn1YL8z7v7tKpxmWHaIqJc41u9WX6uhLLsQcoo3gLyPax5Y2dSayJbQ0",
-	"2alb4HTE3Qqn5BMUOB3xrQqnJFfqwdFsbPtrWD0EfOHfsZh1yAU8HvHDa6Ke5xosp00sRny733NVg2Xo",
-	"S3GRci5YoKn+le8uCI24tf6lF4eluFzQ47+w37S1qBe03rTHhunJ28w+z9ofOM8cDXirOZZnunKUd8hq",
-	"mV6jMVUs5eEjDr3SsDkU9FHhgmjVzfYKMkiRVjzVaKQhnJa6LjZcxK5YALKfVlKZ5kYdF3OgZUcBuPsK",
-	"lw011lsY5jtvRTJldtAqqrrh0v72WB0jVIA0lq/2XaOlmGnkBM32l1rDNXsEI0MqKiFv2u6nlN7FHVV9",
-	"Mwpep56vQx5uK/m6lXz/iDV5M9TZ5w+CK3lbivdWgf56S/G6pK1SwsrpzlVq8VWeR8jMPm118YhDP7kZ",
-	"80kz/RG1J2PINL9qLiawE3XLwzp62I23qZkfVSwcU+V7xIcGksVuRfpFo9jlE29Mn6J8IzMU635esRUD",
-	"OUQq0L/DFSORYgv80vRZ42FOm4fwIAxbsluMI6k6xP/ZJ9MIBJYc25xsCDZWJAYLiYqCa6bIzyuhNG83",
-	"mveIG9Wb7GusBH3b9nGwH6DJk1RseQcjtYjClpDnJQ4EOAgD/B0aL8xaj17iGksUzAuyYIkW15Rj2m9G",
-	"aEGPmYLG3FSylue06kvbiNBtyXrEIQ8G2kmmLQyhD15OWAzP84gKBhlsKmZjyxcI8IzHYy1UaLzT7Xax",
-	"ImoZaH7OgWVB3z9jfKbmjWH/9NRrLCJu/+7V0MB9ROsyY4XFXhPQLpntPa5FYETzADRmv+oQ4RbkVmsm",
-	"AEV+jTX3rSEjfYDzVhgyfhOnbNEk8lt6ZisWnKOKX8CUsm8Nhoj+Trpk7Vj6H6Jllk2+vsrgcGgDLSDY",
-	"tyanWlVWEyIZTYJ5UemVyFcs77OS0pUrG22LS6DYVspMF1mp9jwl82xHUDczWTLQiU3rRmDdphmmlSdG",
-	"XPNLwhkL5RDU57STFS0278r8/Nh75Y7MeKseAHrFQquutJcumnfi2DOf2Xa+nhuWgOPqKU2jyQjsaa3U",
-	"aT9dxfGIG7nPGmG2gg7S1zPRwHYwrg7F/o6pkttysPPY+fZzR0yXLPcx+NT36pZ58xc64m+Tuz41TfiO",
-	"qaL4aIF9IBEwprFqo/QzptAknXbOz8nl5b22s076GCMTMhpC/9sllZKFRuWh+YbrLQKKLFqOQSNBIwU2",
-	"sR6Sf/0//4uU979OGxiXtNLfvsJRaEOHqNQ0TUutaZzKPaLF2/TP5ovvXtiG3vq1QnMI83bhacSB0CyY",
-	"oiFVtLPVU2LCArFgpucYNpvPutfrqZyomYS1l0kUoHBRIP6mjTH2pxjxZn4e8t//CSnwvpe2rggh0gVj",
-	"a67FRABBN9qWuGbchi1pURYmbXXID1r1cjSyqdaZZWa6zzqAKKfVk3kqy43g5q1O1pPd9LEfccXiWOaC",
-	"f2w8u4VK65ywWGpFOJvFnvIC/RE5GI14zlrrOlUiiUZdCAXaEHR0YFfFo8LiLwDt3uiJXqH5+mOp/Jc1",
-	"puKVaAwbj0yrs8LpsvfmCKeMnWd6Mp0lDBumoYNnzRKDSfWtpwi6Tx3MYxkZNui9jeq5NUoenrEIiKml",
-	"WdctdSibnWrWXMlky9gaGlSSkCVj2/0IOKAeKcfYcv5A+yu4Cocl7sT083kUsxzJjiRZ8fS+e0hkbf8l",
-	"/KqM5j2lUfwJxdrfiOBlHduWibiJQpaQhP3EAmUoH9qlalOzpyAr39KyW1r2VdEyjZZ5xeFgOhbtSobE",
-	"CEgT84faOLQ509cJ7BTb7eK0jI/0bZjJ7zk62NzWLzK5sYVEMUcnXYVgu31cURkAiTtT57eE96u506hO",
-	"y9OoDrhB/gkrWkXu2DgY0vT15H4aDeNE3Him4gvk5Y14PubdtqhLdQFQDLATXSiwsDTIYqU0OYrjl8aS",
-	"/juixvmQ9t7p4KxnQtoPaQpXn0h/hm5tt0T6lkh/mjBy5dIdSeNDzbsmbamaWF8QJ9enYFYwVlMbA9iE",
-	"pOEhqUzPSjOjyvOszq29X62k/s9GunOXUTDMLDsyzeY3FilrZtIcEFhkRrwlVrfE6uslVloiMnQjL8oc",
-	"SrjQQrdDWzbaKERRZHZpY1NOQyxAMMyidcv15fT3ETeUaitmeiugA8XbLGo2DcAuj+yEuLzfq4LshlKe",
-	"BqfdAQsHJ/1gctrrnTycBNPuGaWn7CEd9LphOKA91u8O2PThYDJlYW/CevfD6YT2Jv1+9373IIq34uEt",
-	"ubsld18vuTN+BDes61BCh0LSDkJXYv5z07MLTdKtzGXdW6YKslg74plL+xzpz2TDR5xUpqFXCmm/Q0Wz",
-	"oD2+eXJ19ezJ8ycvrto2IucQPfJWPrslWL8DgqV1yDvSCZDZQa70GCxYJXrn+jI7jX8uVmreGP74Tl9A",
-	"rNZeFt37BouyN7zGKokbw8ZcqaUc3rtnird3jGgYdsyt1MToHl1G9256aWumklDLV2kd+K2R6TI6dtQL",
-	"EouAxqb4vFZQE5XW21jQa0aSFfdzMw7v3YNv5kKq4cPuw+72NO9S8BbnexrxfBo1mWwwhAso9ULcgEFx",
-	"QdQ8EauZiYdSbLkdfSXWGF9qogRz57i90cc27gokWJPyTbjAfCaX2mdD2m9KhtuTc06aaVq5k1VOMFHK",
-	"FA7OPGrSI+FKqpYztY333575ykbHeyWdV2yMlumkIt3mGc7oafOM7eF/mAsSRiFEoThfQAHO0gDgrPxN",
-	"UtpvvzTh3xnZJvyXYLwtmR9Awp502tPYis7OOGkdrJJFpiFstUbKmut8ePfhfwcAAP//",
+	"7L3rkts4ti74KgjtHWHJTcmSUmk7ldHRk+1LdZ7yre301Okp1YgQCUmspAAVAaWsLjuif03M7zMTcd5g",
+	"v8h5k36SE1gLIEGKlCj5Ui5Xduwd5aRIXBcW1vVbvzYCsVgKzriSjeGvjTmjIUvgn5chWyyFYly9ZsuY",
+	"blion4ZMBkm0VJHgjWHDV8mK+WQ9Z5yoeSRJwuRScMlIJImaMyKVSFhIKJdrlhAlCOWE0SSOWEIS9suK",
+	"SUXWkZrjy3TBiJ/2G2za37ON32l4DRnM2YLq/hlfLRrDHxu648ZPXkNtlqwxbEiVRHzW+PDBa7xmKtlc",
+	"TBVLtsf7hgWCh1IPZE0jRSZsKhJGEv1JxGf5rhYRjxa6t17aTcQVm7Gk8UF3tKQJXTBlluvRKpGipMur",
+	"OSM+Z+/UOIA3fCKmMNtlwm4isZJkSWfMIysezCmfsfCcSMbDbEGmUaz7wGWKlB4je0cXy1gPiG3+W/fy",
+	"ZxE9//li8yLqvnv+prt53vv7u+ePxfr5lVg/fyqi6d87QT/mDa8R6QH9smLJpuE1OF3oFnBU+YnTd88Y",
+	"n6l5Y9jr9geeXon0QdmSO1v2Pdtsr8EFWfHolxUj12xDliwhsZhFAY1TEmhS8vbt5WNNNZTMhAhJMBdR",
+	"wFrnsDcR05S10mSlOuR7tlRkKhJCFYkZlYr0B2QuVonMr81p2J+c0DPW7ga9aXswfUDbZ5OHrP2A3g9O",
+	"wwE7mfZ7dlGQ7rNVKRBhw2vooUaJPgSa9CqWq396euhqvYRFovH2qtlfhrj1VK+eRyhSK1IRnDhcwgQO",
+	"KZ66aZRIZQ9d01LSiCermElCpT6wCYNX9Y6YVvTsWufQmVgpIjjz4JW0hxWXhN2wZENUtNB7QSI54pJx",
+	"RZoJuxHXEZ/pxiSdMn3EErZkVA31izgWadq7EdcshK7pjEa8ldvTES9s6oh/xm09fhu/Z5vLsPy8X7y6",
+	"1LO7I0kUFmhycj94ED5k7bNpl7YHk17Qfhj2WftkOqD2Nzv4JVXzbOjXbDOOwp2EOBXJgqrGsLFawZvb",
+	"Y34WLSK1PeZXdMaIjP7JPNLTG9frdnPDPu2W844YmnOHELIpXcWqMex3Pb2ihoF2u95uduo1Xi5ZQpVI",
+	"qtZUmN9LFvVB2Jt2gz5tn0wGrD2YntL2w8n9oH0Wdllv2qcnk0FQvqgfvaCvaKI4qxz0En8uGfMJ7QVn",
+	"rD9p3w8H0/Zg8pC2z4Iua9vxnob32Wca81VCuaSBHmbVuFX2ytbIu5MH7MH0NGifBD292vdP2/SEPmwP",
+	"pifT08nD4CzsdT/LyD/oj1G8gBv3rzR8jaxJ/xUIrmUV/U+6XMZRQPXo7/0s9aR+dbr5z4RNG8PGf9zL",
+	"JJ97+Ku89yRJhLndtxfF8sFIkgWN9WhZOCR+xG9oHIVj87PvET/K2MxYn9tFJGXEZz4RSfa+EQc6jQ9e",
+	"469UBfOX33+yeUB7r81iVc1nol8ia6q5fyCSkMFGl0qAbVcELOvYfHWvRGiE3h8JPo2j4AvtlKHcwHQq",
+	"MxEzWCWJvq+kooo5mwd/j4HsI/2t2SpnH832jiM+XiZiljApce8uuWIJpzGO6LPP741YMDXXN+2Ks3dL",
+	"FigWkimNYhYSwYlYJURGIc4NBzZmui2/Q/6+EorlrnR9tj94jRdCPRUrHn7+0b8QRK6CeY7BiISEbClk",
+	"pIbE50KNp3osuLj2VriAVz/hCbENO8xw33kxw3UPzDmspjsZKlEuIlysP99xekU3saDhlRDPaDJjX5b/",
+	"TUQIMqO4YQm5PyDfR38dEn+JQxorIcaxHhRu4BuW3EQBe8vpDY1iOom/0GBDquiEoiK6yjonTV/iiMbO",
+	"U781JFzgqdLbm2piKGpTrUwSHxTLNmiWPpGoSRa22Hll39Y6aipM4UqI55RvzI0mv8AqCUEWlG/svkoy",
+	"TcQClQorbGkpdkj8RDNHEPZY6HfI6y+3Km85Xam5SKJ/svDLEI47dbjq8e7WXMpcFlpbNYIdvsSDeBWy",
+	"sDUk/soZLx6At3yZiIBJqQntCVeR2nyZiZRbU6wuGUbTKYOr0Gz/cFtsAZU7nYZcLZciUSx8zsKIXoFw",
+	"9luwHS4U8Yt9+bD26RDHCz3GsZYg9fA/WDETyPEiCNhSOaIjDcMIVe1Xid5+FWkBc0pjyYoD+mG+IZTI",
+	"uUgUWdLNQi9gJAmFJlGAWjpt/NpIGDVLsd1Q8e4AQmGh1Pf4ek6VvWpYdMM01a1CfQBbeXH8OUs0u1KE",
+	"zhLGQq2+6XZjoXV/uhArrjU0R7k9NcrYTuU2k9J/tFPIjG1i8jMLlKaKi2VUbvDhVgfWF6IxAjY50zdG",
+	"anVQksXT1vaSBQmjeg+pKls2xvUFq1cmknKFS55qDiFVrK2iBdtWH/SaLaOEyZ3tSiWWkqxFAraMpmSK",
+	"TPSOJyKOW+eEr+IYzBRcEMar+9bv4V2HSs7WWKIKxcu1GuzRh7xGTKUa6yO6c0r6LaK5EuNKHxm9E4ZI",
+	"FhFfKXbucjNpCcj5AmRpGszZHUniaMr0JFvHz32ZsGn0btf80X4VzGlCA8US6cGgWBzjCKkeb/4UyOtx",
+	"HN2w8cXkUelSGZvTXpoy7x0/Oa1IrOQ+hofn5g2+WzxvsNlmkdIGPfdYFLY+R9q5uVaf2WeRVKnAu7Uk",
+	"T/gNi8WSETGFJd8+pFq+qtxC6RHO1pppw07qryPFFjWXRQ/SjJomCYW/F/oCnbFSTiOMnZTMVwvK2wmj",
+	"IYh6XCjWqbVnq0Bf0CWNx2swqSYrpnmyea+TEdhEiJhRvrWFsDpZw9XbUG8LwPRbvQf1lvRbXcI36Ykr",
+	"+Kb0rXrDfI/4cDzAANPUjJyFXsriV1xFsXkDDpDfsh+wEK0A5jyBI8q6n7Bte/L0IthDGGYnsMQ/5TUu",
+	"9C2O6mwZK6IKuG8qhYZROCQ0r2Lif5r+NIpjPT3JlIphoku6ESswQaFE4nsj7k9pBK8lbKr16hb6EPS/",
+	"iaLy+g547US8Mq3CHzdsjK+wENqwD4OEgRCCraAFqenDf8dZ5/g3DK/l6TWketSBlkUIStYj4+3qkLt3",
+	"NdOII6nILBFrefduZq2Z0OCaiOk0ChiJuL6uREJuWCIjwSVpUk24jBPJlB7juzZ7pxiX0SRmbb1RvgfC",
+	"IiVBLCQLiQ8PW0Mtv61xTDBn/ZIeAAsJ+EWsDt8Z8QtJqPHAkab/3ZMrcg/EsL/gp3/Gdbih8Yq5zUSS",
+	"+INulxRtg0VfBi7Z1oXlNbbmoolOL6g+ErDdmhvYr3Gz9Z1FoxjoT28d/CO/l84ju5MNr+FuX/qn6cyI",
+	"BmNz+zS8hiVN55FWFvJ/4TGzf9jjYMn/CVdJidT4kjuEjwu8zfRoenR2sj3nlH2wU6oSupCMcf6aPvXU",
+	"UQZC+piwWPCZlozKxLK9vLGuPBsKzupLs1WTYXpt68uQ6W6WtffDXOg1YAc2heb+ksFFCdG/dcolNNBH",
+	"g/IvSfqzR1Af0RsVzGnEyZzKOZlFN4zXvKrgAqmkBkPxXkaKIsm0GTC3aj5p+Rnlof1Fc6XWUSTisPfK",
+	"cRWuADMMwc2Wg189Z1adWg593JhWfKE/ZuHYWGcrR5a+ae246fiO6LhMGHaJtEhnnuUIW6tYMQWHG+SI",
+	"wSXB3KEtFT00f3lVKk5pLrakM2bjPOC+ILGYHSJEG2pKvfwYI3KcUJ1x3BLBek7leCGSslOnRTaI7KFc",
+	"qDlLcFZTEcdiXSrBecYhXHGsjI+ZgO0GeUrRD+w1nEiZMj+1hPAF34bSaFVcr7H+CnowKrrgaATRqq9+",
+	"3DmY7oz4mS6Plzq73RHuJI2asj03FGLHeYSMnxLjNynmgzOzLKio7N4+3pzkOkHrXcFBslkqMTZGtn1M",
+	"W94hSigaEyWu9aGCr0jzPglZEC1oLAuGvX632+nC/8r6nkZUOT3TOH45bQx/3E0oTyOqLvCbDz+V2Vpf",
+	"fPcChzxlCZjscHFlSy9vaom0p07SmJGmXnU99h0yCWxUfZnkOuJh2X6bnW76r16+uSL3zNh8GBxFqc3+",
+	"BoPyW67Klsq3INn+dIwsZEnEhOHtnYgVnveIGmRJI2etHTMjTOOo2zuhqkKSYu9YsNLXs37Fbp/TpxlG",
+	"nhh7p4OzDsR17O95tyA3ofw6pbE7khhaiqNfVlEYqQ3RK5yAUmraKRUX83e93H/6PK1Bgmqt28/kxfQO",
+	"3bub+auzTE4Bws1te16ogE3Jn90iF9meWVH82SOZALd8GsXxcQ4OLb0U9qLEqWGIqx7Xea3fLuc3OVr0",
+	"gP2AGKs5ZGeLmHZ2kr5YThy7vs0FRG3bY7c3xOxjNrjKjdgvIgJvZAdZWM0nn0I4xLv1Vi78AnJhSg91",
+	"bb5WvDlWLMwI8NsVCw9ay49Yxm9zCR/NacT/RmWpdI3GFdeiAIaWZvcd2DzuD8icvSNhNIsUeKyf/J/P",
+	"8Rvpbf94lQhekG+7706D0+6AhYOTfjA57fVOHk6CafeM0lP2kA563TAc0B7rdwds+nAwmbKwN2G9++F0",
+	"QnuTfr97vwtXrVIs0QP+v5vdd62//Nhtn9H29KL99Kdf7w8+/GfZPQ6zfpWImygsyxHRzPm/vXn5ov36",
+	"1SOyNK8hFXGm1iK53qYjZmP/8k1dKom8ZkqjeJUwDxgTGOQjPgObvBtZ4xE/prMZOCr0EvtcjGMxk77l",
+	"XprbriNZj6LmjIbjSSyC6wrGa6Z2RxL9KoFXkbHDmDUNm45NmozeS3TN6t9yuzkY9Prd017fkVQjru4P",
+	"qgfq8vYqe6E7RjiODNZlLqQ6R1dwxGFUS6rmWpKE+HRCE835b1gChn6eJ7u5Uks5vHdvIoO2PiKSsbAz",
+	"4RMg3Y5IZqWC/KrsjMBNCEkLGZ2oOVVEv86kvpFhaSVpUuKvda/oUVpL/LdcTdL2WuU3p4xKJekfMOMq",
+	"WyHCuGJaZfMhlNWvr8XC+/uYoD0ub+DlIqsxhjhsKUd5njkaZgntfMqY0WM00V0Z1aD8YKLubNUHG6uQ",
+	"mh3DMDHMseA02KWi11PHezvVcZjtmK8WE1aRA4bHC8hjLuJQkkiZ02UTbqjLcqcodx9xmqaJWIzNSpQP",
+	"RTKOZ8q8RZqYD5S6BWeCpSohMIQVv+bmJO3lO7GYjSMesnc7dDJU/WIxI/BmjYXYP2/JGN9r5EH2pV89",
+	"4oAU/MtLxkPDxgPBp1GyQB6eMJHMrPM4NUH7hlPkp3bu0q/mcuDMznP6jAbTbkrV03fjeelVrle9/DLv",
+	"NPaJu7ZRd1sLJOY1UtU1dwoyfmB3puzUP1ks1eY4VfWFINOIxaErDDkNl1/JcBRFCPlzmMtm7mbMk7MW",
+	"mYtXl3dka8dFvzec8ZJPxW6psSgrsnfLmHJq3Z4Hi4iwSFrYMjPK0Y5ZwT0yo+0iG7Zl4D9VLfEjEZZO",
+	"TiqY1IIG84gzEoiQIbHnlphA6wTfRQVQuka7ggNdq7XluTWQceQm1oD7xwke9hppagFMT81FONaPqNZb",
+	"4YVwhUGlbLwwQZVj13pTlStSGFRJokjDa/yyEoqNaax3ewORW+jAz8fMw6DLolhLJo7RuWnTWfQJ/r2I",
+	"JHCeQpNLGiXpkR2LlRqL6TihHPpes8lciOvxKokLS+PKqbAUbmqJ+V26IfVw7LcC7TUZZexse3O3aB5I",
+	"7DFTNIorzCiJmMRsgTEjgjNkCQTsmCY9e/sUwztlRKvlfrIUMD0ScSNeIL8AMc+2qf/EmPVqj3blyYco",
+	"n0iSdSL4zM3r3s2LcdRZu5VHEljPVq/P8SRm/GZKAyWtl9LhGQX3iTnfexkeMAKI4Na7VcKmXrGkjbtj",
+	"Nk2S5oJuyIQRpm+BVm2rlUsVJbar9ASGVbEENvuJNGkshbUM+/+9bW6i9mXom/1t7d8YWKJs4rkBlG3S",
+	"UxrFx4efF6PGMferfuS5uXfc68Yj12yp7DLMI6lEsiELpqjWkPIyyLPUOJyqHgn7GdPQUvP654s4f4q6",
+	"8w/Iqcq9RHi/rOdCMmJYGmE8hHOtz53Rv0v4Av4wZjcWD6NgU4Ln6DsgqyXBKDxYf9+4yBBIwiTHUJuY",
+	"R5XSJF5u2qzpJTrI41SuUl8qWc2uVklc/oVduv0HIef4yA0Fm/eKK1y6w5mTsszS9uK7F1ZZo5JQq64R",
+	"HBJyU/aOBirekH766zKmAZNgPaCKLIRUpPeQmE2wdqrm2oZfxizUzyFxYUsRPB30+6ed7pb56f2PvfbZ",
+	"Tz9222c//dr1eg8+tEajDv7ZL7dEHe+myTlPJI1Z2SWX8xDX9QtnrsP9Pp3j/DPFw17mFNvtWnlBF+y4",
+	"dbtI6T+/WNUmqDCSy5hu0u9cmIhD+Rr0UjohNCxuj8AYRazl0SOsM+sQf8KW/S4qmCoJ+l0/T6Lwc548",
+	"f6TtfyIper375dRoBvHKCq1bg/mbWJMpRc8KKpRr0G0TrUyCTRAkMGslJXr57Buu/RSRRATXb494xKWi",
+	"PGD6YFJEFgFVTDc1F3EIoCJKEhlQzgE7JrhunaMlJf0WTypmTUVqxBMwu0FCo/6Wi5DZ6y3NDG1aTiCg",
+	"d5O8CDxC8HijB4hByp5JmhvxOaOJmjCqjO7Y6xLdaRQzNDCAX67lESnMC9nkHAAUqUmJ+KtlaBy5/ohT",
+	"A/mDHjW9CnjPEEaDOQYY35GEztiQUJ77lojYGB7N9Z2OEbgdWYo41qusWHJDY7JglOsFyYaGm4f6gfWQ",
+	"2Z0Ccx1pFiYjlVguWQjwMCNut1iuI4wCFNMpRH1zYTFochvRwijoIrfiNDa5kSUS2ypOrSQSxxjJdJDG",
+	"LEImm7y9Wjn0Z+3WeppyxCPVIb6iM3+YNQuIUKnnUIQMMpH0sP7JrHmcSrJmcaz/C6cAewYhSnZG3M89",
+	"8IdksiEmTDTW9NxcRpzrxjbEf/S3i8sX46eXLy6eXV79YzxadbsnwYsnVz+8fP09/MH+nG/NG3FQQoCY",
+	"gfxDwTAfUqtaOF9FZy1NW2iw84fpZPAdaV8ik5XSOz/iECIP2wSBLSSmisUbD6jHJkWbgcgieWD2RIQj",
+	"wQMfR1KNeCRN0P0Qjv0ad3AtVnGo5X18ZiL5Uz92ILhKaKBMlLxF+qJauc8tBei0MMGGpzc8p1Xi+7vN",
+	"lF7jXXsm2iVRVUiF411md9++5aOjxGSLEyWAxOGsOhbNYrDQQelkKf1VWzb97B2gUd9Es9HQJnQjAXz6",
+	"Ie1wLlUfH2CAmpUDX7ccJfU4aWJqwj9SdC/DnjFZsbV9xDOXFNDstOqQWBA6remlA/P1Ydh2ZQ3OukcZ",
+	"38H1Ub1VmWekapdI02TL6n2KON4wYorXgH695e6j2+DxO7rPU2g2UzMGqQ7ZyV3uQ9IUSZbpYxjKHekI",
+	"DNPWp3MxxnS2Pbds3uTf/+//MAKGfdLsWlhDQI2RAqWcJZXSaLpmo+bupugvWAR3OABPpG6TdBonx7lI",
+	"MwFxl5Rt5UjIskXtvEyN1bRU6uJ2efvuHZZ0DUfVXGOvXz0qu8F8z3powSzQOkdLT9np1RdzbQNQ3oVf",
+	"YgKye1l5FJ1thfksxA2ycD9HBv6n4pq5VsuPGYwDiW+6iuMNMcARkLCdiTJ3pBl4JSvUfZUcne7ZUaSX",
+	"iZo7lrKKSvCIaALQZx5y6uF+lJ4N/KwnUrvny5Vdwcs/p/LYjSkqaOb8FHzYlqsXtzFHZ9s3Y+H6Ri6U",
+	"CRmNLXnDPbW5hS/XGdcZ/EK9SMw0GfjXgvR9zTY7kQzPcSf1jnCx9vR/9cSF0sIcBFkgkuN+E5HuaXs2",
+	"P5Xo6WyNgJcZPCwLEqZMdwhTA9HB7lrUjQczrR8XEZat/DcZFWahsSqmhD8ekWeBGZWoDgHKEn7w8SmP",
+	"W9CQe82kR2QolsV7G9PmnojsPIbZzlXVKr7J3gPrSM7Qb3Mb3Kj2e79G4Yd7ePPiI3PxnqfJ4JCMXPXl",
+	"VsL4zrfNO7m0ikOTknO6mvl4a3/skj0yScUlZn59grNkYbSeRFbPLz3ahsnVPtnCOQd1oOS2aCRtwKtg",
+	"e1sTPYR9VZ/EOjysuMLfNCf7G3q0dqSdm7ibnL1vPRckjGyyT4HZoc6/M97IvFOfv0FYjayAs4DALRyl",
+	"EfiaacoOCLN6I20c4d7tsL69avM5frjl/4KAmUBlqVAZtCYCOpTF4uxMrMqBruk1X9CQOS26oh+IARup",
+	"2ELvzHGJURVuUZ8GSiRD5He+Z9Uf602UjMkt9HVQaoaaibHwM+S054BAZvSm3klTog4NgYOyRsyBQ5Ju",
+	"0+k6eu5RKKYqudEzKcXtOqj1UYlsRwclzqQfeWA0PzhbJuP0fwSEohKI1LKLuIB+WsRtcQ5OVUzuJ0xe",
+	"NZ5hsc6Q8FL3+YeiFXlrMo/cn9Mo0f0qchqXuVv4tWHKIPzaT443KdQSuN3dOUrorpPk7EZQp5jEx4ZS",
+	"mw4RqTkoua+fiTVL2gGVtme5WUxEnO9jJcPSgDILBLEzQLoknry6oboLkwE51luYvftvR1Ad9ZvFFVfH",
+	"/9bupuruzjqJbL4IuoVouo7sXSQxo7h2b7uusHy4dCFy1zqR7hhPTGo7qh5UliGeqIjGmbcJXUVu1PWK",
+	"hyxZUrjdMLYn1Wz0P40z6jjn0y58ShsHEDIaxtEhOEGgYu2717Qc81S/uEPL3q4JsFfNLgmj3VMmYXfS",
+	"9xFW8JoZ+OApEmsu66f2azV3jGrvHh4Mac2IXWDez5Gkmu/IRqid6P/RudjOJlDFOg1HYBgfdG/ar2qm",
+	"bdQCzHRkEIuaWcMybdFPD9TESvE43dC2VAgujRPPjMjFq2w72T8LeMIoqOL1VID9dGZcAP3MARwVmGjh",
+	"qti6u7a96xUbX5B0vEYKElc8DDXlySyyux75lomk29ZsE7Y+Nrar3QhLyuhEWaoCfJ5Fmbh8D43f1voM",
+	"2t+IIw4jadJMqHNEvUhFfAZaOgQx0Zi1MshG/RGqj8ZB5o14ardr6gWImWIh4hgCSohmIhumWo7FrmlC",
+	"/02UEifpJTXiZhz6dYCB1B3asWWXnMVoRGgM3deGpbyqlUFHjngTLz34IN+tbbbVIZDTY301PM3rwBUy",
+	"UyKUhyNup+QRe4d6JKA8YGZJyApfsV05e9HqkAu+MfFSxvTJbZSVP+iekeraHpSHhidIG+KCMScHaYEZ",
+	"vGBRF7QhRbsz4FDDMGFmmqhKkxnzqippWnsLFN5Cn2q2pTmrTFkqna0GxsOJeEdktFjFeiqtEafLJaMJ",
+	"+lTslsIlhd0csD7FRM4ydAk0yJVGWCebojXuo3T1nO2vZCjGXr0v/xXeeg3Li8mG+mws2P7Y2jfpm/br",
+	"oiZuiSXXqmNIt4vlbTG2Wo60nNzGCWYpWDDTLRu/3+rs5NV1LdSlvX6cqXr73vijmF1qAA06+3iIRcz9",
+	"7lPgyZRf0LfoMp8dXaaCao45rscjzlSR7h/lnB6x2p9sob/RRU4tE7ux7ACKkGaO9DSgfUvTJk0bJGqk",
+	"HxYSC2G4vQqfKKUGZfzPAEF5mGctjfKvaeT4ujKBit6lbFFLKeeGJTcRW1dBqGUeCsg7mcXUWJ3KUwJN",
+	"HmFZWitaBmSqfjGuKSjMUg4R9IOmiYcEs99qX6qFnMeS+9SYHGSVQA2q3mylVSgHw6hW58WsoJLexZJx",
+	"AzE/VlSWDeM1/Cpz+rBzXId5QSTixKZVkmW8kgjzn0JppGqtqQ28fZ/DiLbQn2VZjWW34TQXpFxKkIrO",
+	"mNyhtGixyWQZvdF/EcZXizsyg1GsteLw6ZvVYkHLNJYiYgOOySGBsv2oXhFvm8J3naZ6Nxw4rs0XR15w",
+	"9vR+k7eaYRk7spePhzE+2MHH+E2UCG512a2WTeQ+wG1ZzmE9JsaQgIMNVyiIlEHrThkbV0PSLmOq9GDJ",
+	"lDGPUDJNMgx7SHxwzEZwLxSQ5DrdXpU3MapZmfnIkMGdGdVyTpOd007HAG+mUAz5RSjOtV/hOd0RoOhu",
+	"sbMXuRHuDWM0RLsnJM86VLSQlSV8fJJ4vGV2anabavC1iuT0HcF4+RkeEotXeWrr8LrCwn7LHK9+fI9Z",
+	"0YOMGfabIy2GKeH8EYJ7cgbN0tV0vJZNCwlifBND4xrwW6WOzN1K1CEo6w4sOXX0NRzFUeF/xlVV0OR2",
+	"BxNNUYJfz0VcwC/3SDQllG8Ktf27Dwen3U69KA4zoFq1iWAYZu0x+6qAhO+O54jIyIOA29PX927S/hOw",
+	"z4sepdM+0odbrUU6fbubUUopuw7SsWDruWUlShBafZt8kaIP52SxkoqwX1YUq2DJ1cKKJvlyFj4OBQsE",
+	"H1LroJ7x4SuAfs95/Utw4B2q2ksnOQTVMsnfwbrV73SIrWA4zCO9urAGiHPBxboDwK88nGz8IZkzGqv5",
+	"xkMcjI05mlrRa2u1rJNBEA9BSMMgCRrH0gIWNQHYTXqARAFVKTojnkcr1p8SKq9NNqwdkRKg5HcyLGPs",
+	"AzCGI0kmbB65WBcjnua83SGTDVlgLiPlesRsjQmRspOBIQ8t3oCDfOAzNR/PmHqmXxjxpqLXjIOv3BBu",
+	"IhTWsUVHfCtXd3BBN1B78O5drb3TfJ1B0oRagCPuVhskBxQbVAlgcZggg0KtwREHEKN0b/XPEScryYql",
+	"AtOKk7VKBaZvG6LI9PxtMD+zT4CQCEsMhfpel5KprdAgUize3w6EqdM//XgIptf7Lr3UTuheeakLyKZm",
+	"gYXHI5kDl4ikwNqjYuXuZ6/aL18/fvK6/fBhr39SgBY6Pd0DLeQM/XgIqarpmVMjFVuWAct9vKV3J7wT",
+	"GguPnxWavsqiXrcn46Dm7k04B6T8KoTc6olcUVmS8f1ccLbR3BJQfnAjEjgqISOlhS/rBhrn2twRbNw5",
+	"3RGD/blqZu1Hp7ag1FCgHBYpoAuGKBlNwM+H8vu+Z5KCuYNdgBeZXgUbLDSFCJkSfOvOIdYiUyc3Cs0I",
+	"HFRnMLDiWLbsyPBJ66CaV3vOkyGn7/Xbx2Fto4GaqvLDsYh4tNBXSPcToVDslAo1o8/6vyOtkLgDdKG+",
+	"MmNLGo+1Ir43cbi2tu40vBNxu5oJeRhjZSPe6vd6U+tE4osfEVBsu5psarkU8e1j96le+O9be7JMbFkW",
+	"A6zEQakcSPppKkYp7O7h5Vgh8g7gcYgSOXU4p9jxdBRc5Eu1rvlxVd6OwHw3HIy9C5iUps6IZaiulje1",
+	"UfFKiGt8DNULtQIB4Z87WW7NBHpTMC2LmE7dvgWIeWebvQpQ+q3qr+Uh2yXnd5tb5E9B/vjtNZQX2PR2",
+	"pqlzezRpYbWzWtOaSEDhcINevWznmikV04nQOlAuthzK2OO+ZvkxEVSfhF0sBv1A5zbMFr7TDYQrqfKD",
+	"1ONbE//55Yvx4yevXr65vPILMFvWV2OS7zZaGs4hBqTTB3HE4M1Dl4DBLlUeIyB9pUwANgu9P0DOKXh/",
+	"WICc/uBTRMY5suBtQNwXCIjLE0ddZ45DJh8RB1cgzG/SgZDN8Yi1/dhl/VaXFG6Z4xTfv4k15n4Ua7EX",
+	"pcKCVlmR1+1b8dQnnLFQEt/clv65vmlYCDZA+5teV9/l8VlKZMO+XBoXUC6bQ4EEPe4Q0kd4SNbzgo/l",
+	"kWlVX5RpRZFgwbQoj1zIRM87RpVedy9gs/fxBgFajIJwNlgci/etd1cLBsaYCekx12xDrhlbYlhGKaC9",
+	"FtZiusQVntJVrIXL/gBzwPLm53CVoIVUroI5cPf+YO57xD/rLhBpuquFDmu4e9DvzosFq6FdZ71P+nnz",
+	"HBji/tS0Jrk/tf7SnL9fvJfvF7LV+tN/loqMW2u4lU9RjnJBY00Kjj0u82Fi3tZv7MLMRvY5fHWOYrvP",
+	"TZcfyCdx1R1jGTrGX1d2xCB4rrweEVvewaNCflmxFTsnkpk4PWmj9iKu0jgml51RE7c4NgmP6d+5jJ30",
+	"aVZq3KaIZ7l2WOxH8Fleyi32sLXwuajAKgyjmSZ6mF1ZIZdS86HmLAvKN/kITJowRO4sFw/3g0JESa7a",
+	"ffPtm8dXrRpV9vqnB1S9r+71xXcvUvckafYruzvrn3a7xlVfZpuYsVrRmuVhmbDv5UW+93kLC37JGtXN",
+	"IU5OmBjm+kXNF/TdJb7cM5ej/bOgpHiNFY9+WTHzs2YP+XG+2YHYkLfylaA2YDGwOJqyYBPErFV6+IxE",
+	"4yQw53AagK+PUzSmNGZQ/9vmlLpnMquYlUorP22hO42r0Z2KRqkyrmOFMFCRrWRWoth/lpKVUKXkk1as",
+	"LC1Judtm/PlcCVWWuXIzfC0r/MfY0z+zJT2h650BS4K30eBn/an4chqQDjSjD9+CxjGTiqx4Ec6sjw6h",
+	"3P8at7b1W9v6Xk/dZ7CpG/NymgW/NhvhGEghCEH3zQUoRywhil4zmUvj+LQ29TqISnXislODd4UtW5SV",
+	"V3VYwFat1S3r9xc0eBcpaL81tjzjpq5NNisE8/Fm2a1L/NY4+wWMs2UUU9OMWGbiOt5SW0q636RxsTjT",
+	"45f706z0H2OVq5QiXysAvjE6WWbrYYKyY3oViWNsdXUi/XkOeS5nZnV0GHxv+xxLFqySSG3e6O3BXbRJ",
+	"5d+zzcVKzXcClYPxsenL67FYjv/9r//yWx1i8icwU4wmKIVJZGKRrbcClxXmUjX+e/vi1WX7+yf/yEZI",
+	"TbaPHmJkytgGgisaAMtkC4CLMiYhrfj+H0aDDDtm0p1ALLIu7K8k+wIBenYlBGfpJ6EJvWViGTOoWIPo",
+	"w7JlY/FjjJFOpZ+3bx5fAct98d0Lb8TRPmSqvsXMI0u6STHhIKQ/B1KKVbfmlIcxw2J2M8FMoeAOuVSI",
+	"pgroP0XkDqyeYUPHyVVeuSZN/x5dRvduevfMU9/DuixrnkImtiDOdcXpdIoQnpMNgmAn0Q2TEMLKlsM0",
+	"zQbsZ7aencHsYdJL68ciQrBEpKe0DiuWUF3Po2AOxTtoSJeKJbYAS14K7Iz4iP/Hf5BHguvv9Fz1k7vk",
+	"7l1NovpRgAXT794lmIabbrSRBekOovVstiSEGo04IX6BYERiMypJu61piry4eP7Eb0GKckq/fodkdWd1",
+	"J3odCfEH3R5xi5D7EPOLm1wcVwSoVT3f3svO5nVwxpYve8QGZ2eFjKWHsXIYsC01nc0iLO579y4cRhuO",
+	"67StxwiGl6FlgmQiwojh6fV/HQHHGzWG5N//+i+PjCzn00+A6ZKRZeHmpQ++ZytJGzIlxIdqzT7Bi8Ap",
+	"52GoRjP1QIQmMDgjI5R0cSz5+GJpFuQyq4ie7T+kxPi2ZKFDDSbmDUC/pFgwgP1qWbRC3TuM1mm0/T3b",
+	"+KTZ04e0f3qqv9bHhCWy5el3ZSCWGc5wsRhB1rdTwyRv75JsQTUJyyG4R1WySQkxXSFNG7pFu9cJW8Zw",
+	"faXlfkxdMywIlg5ftV/DmyzEzfJ1q80UMANJKHP27AZMi3gQr0IWts7zA7OjtdJvSpC6xX6flNes98+z",
+	"6UKhn2wukTSYHlBLyJ6iM7KnwL5/npYqjKStOoSeDn/Q7fqePVsJ8U/fvfM7loeEkcpIx8IkJ5EyhRJz",
+	"lUXSjcX6z1m0dBPwRgyAux5yhuHeyqrII2W3i9W1raJrwc6waGcsZgRwXg2lxzGb0diCFt69a3DccriF",
+	"WaE7rX3oRhctfXqyRawBiOfg4emOX+sOQKqXho9A9L/DuCqJe7IKZ0zBFjb91xdXT8bPLp9fXo1fP7l4",
+	"/AbVEv+7J1d6b5xff3h9efXkTaa1JEyqFt6KID3Y9qhiz/Sw2q9EHAUbaMU+81vnEKaGWOQwDLQl4EGx",
+	"ZNU/I7mEFnOCXmvCbF9MFUssnVyxd8oD5hNoZSORUOKbm3i3pUhUfo22FmNormeTHyEZVzCPiQg3BGri",
+	"I/czYjVWGwYuDpAiIfllZW53umAKUly3GFUL87YmsN+w0eTt1dP2wxQLEK55ETtsjDTf/qnb7Xb//a//",
+	"T/+j99Qj+r8PnpoHZ0+hqvnbPz19+vSxR1gsLTF1U2Iyp9HXQ46MgxpmpA85zA8KNTEoOIeQzLjQ9sBi",
+	"qfRInROqGy/MNLsn9dFMSTxkQQw+Krl7NLpZvYi65Wz1LCEHmk2GTN8+IfpOcL8h/oAiqzAFc5GZmBoX",
+	"d++SC06sxRGym6zMg9WxJMo5NgseLgtkSoYGA7FYRFr6mzFgnAJTfygcXqgfrLvvmhrPp90Tn3CRLGgc",
+	"b9IKvrB8ht0AvC25MmWT2buAgXA7dGoYCs6ZifUT+ULIkSSxkMphxtgitA0DlTbYPrnRArKp/XXNxVp3",
+	"gCWLoQ+YVUy1TmKu8yiO0+LHMJGObvYqySq+4TKbANm0jsDIlngdNcz9Z69H6OruXX0J3b1bemfr6xTH",
+	"ApAR2Ka9OPXu4IC8zIIYRqENXlyYfC9CApokEQOA0g6M3S7AeMXpDY1A//T1N0yWMw8QXi9QwpXp/ZG6",
+	"ufQLV2tBoCgxSMCFqEx7NlKTJomc0gHG6Wdxh6wkHcyFZJxMNqh+aIFpSPxnl39/e/n48uofPmlqtcWe",
+	"VVdhGZrTC1tmilymDm7kwv6ri3+8fHvlj3hzSTe2EUghzWkyLaRG314Vfjq8ZgYVckfPC8JSWpA0CMds",
+	"xIGUIBsRok1R5vDTkAWnKam0mDtz2wEsL32QhKkpXtSWDMA13rQ4PcN8NXVoRpmVminipBKp35FixJv+",
+	"mydXV8+ePH/y4mr8/OXjJ39OX/KBaU42et9YPCX+m8vnb59dXD15PHa+efzk2cU/fLPDdtnL2qUrJfwW",
+	"ENN7zIJ5D4oYea+X/H1B3SLvSU7VIu+NZjXZkPcj/r7dbpf+v27c33ar+uR9iuedr3at+wOrUMV3TT+P",
+	"Qu0TPyVcv+V8NcweO087uadZxfmmkQsy6FpSPfa9YwD9HVGPDQzzexMfZPy+fvpgmD1ocsEZTCE7VMM8",
+	"garcYp2752CyqS6whkjSOKHiMADizib/v9czMf5tCAW/YXzF9PUD4qtivJWN3IY66Seucu20sGMuk01+",
+	"weFGAqKsPS2Ldo0Ty3WLKBMG2Lr4YxFuInvUcR8ZlvTJh22BuHcdDqPt6mFYxDKHtO2jpmXfeMcYEgQ+",
+	"YanLvulwd9hx/KFV3LusM9eQUF0iENC/W6R4eiporXxW+ZHWGlBFf+ZlyGaAIAzfAFtnMOLAeCBg+L1r",
+	"EXUWN/fQHYr7Q73VMfjmleuTjXKbo6Ro68hR5lobMGkPBCHadzHJfNKGk2djLYpeFseUsPYyiQJDDXYZ",
+	"bB85zlRv2raeo54liCqvnSwJ/WhPkqoV7eNIKo8gojQuZRuawJSiqVgl5DrioRyO+Eckv3iExlLY7Hkt",
+	"3mCP1h14L2s6lycDdlS9IDe4TzkJq5BEA8J6YVNMTEF2bI/PrBlx+PDcEIYVn/Jg2VIxGiKMAFoh9Foa",
+	"6asiIWfEa2XkUEuYHhpgCQcTbICGNiXWNAkRHQFKhEdZyAMsgUeoXp3seKVg9MWIDDR95LwX6QHnQrGW",
+	"lY0x/FL/sY1H/hcIovvzv//1Xz5sOi4GBHBaXDg0SPu54Ml8JYYUK9IDgAw8smVHEeX3XfKCN+J+SeCn",
+	"PsU5/gm1GfKhoHDS05vNs3g+CGCBVRZGHDY4vQdsC2niRAslVr8klBQUHnvFoMqVvaVlypIJe6TiTkpP",
+	"RIrEMeL+o5cvnl6+fn754rvx1cuX42cvX3w3vnh69eS1T+hM6PsNxG/in3QXvmcCSqMFSNYbp7q/rQ42",
+	"4q58BK+2yL//9f+Dk2EVXBs6sqAioHxzERptTSqxXIKFL47F2p4i+KQz4iakN6CcTJhlF/kiCrhhf8aH",
+	"fuvc8C6LWenbIwFakD7WQHsLS7V/xark+q9tCJ+VXIGaDupECuYDKlZJnC0PDQf9ZRWFkdqgNDriqMbo",
+	"D4akgPJk9DB4Bq/5JngOxmhOKmh0hRDRiI+gHkeq+OeqC1MQhaFiR8tolu7vM1QlM/uv0TtGnHGtmetB",
+	"GaOHKaoS8VlsETI6ZoXzc4BHZgqAxOIuMhhn9b8NvCr6Hqar2LG0m6GbrgByQwVzzbALTBjhZrcRZFua",
+	"ycG1ohVo3SOacIwQbYPnUs1RrHnp8g0tA4M2HH616JAL6wi14y2UHoG1iBm9gUcgwzfhHrJGYNQ61/NN",
+	"C0Fh4ihgxnNv3JyvErFMIqYolIlYJXFj2JgrtZTDe/fKHKT3FEsWGOMVqTjnKLVeYHLx6rLhNQwKTmPY",
+	"6He6na4F16XLqDFsnHS6nRPEYJmDCxmnr/81Y6oSKLd6JzUHWM+FB75P2Ea8p3JSgOVbIhlxs9+mXq9+",
+	"1SmqCnq8btKNDPLAP81Ue0nBZvY0isE4E4jFJOJsxKGtixePca1T2+Nl2Bg2nkVSAV1ierExJ1ZCcGWv",
+	"3HuEwTAfvL1vggkbXizGT4H3LpLb1cJlPo7zQdibdoM+bZ9MBqw9mJ7S9sPJ/aB9FnZZb9qnJ5NBYH3y",
+	"YG7N/OWFXAtw2dWII68YbeqeLiml1JwgE818SwWg08kD9mB6GrRPgp6exP3TNj2hD9uD6cn0dPIwOAt7",
+	"3YpJbMfCfeQ8YPBZaG9Znybry+1rVzQMEJEtILRn9SiACVlDkV7GaMFIE9ZNRjesGPXd7d9v93rtbu+q",
+	"2x3C//1fFYOeJhArUbI8OzN1aozWlKg+YLgn3av+yfD0bHh6VjVcJQ4f7E8QywiRTsCh+t2ujSkxgMcQ",
+	"aodRBPd+NqWhD9jEXOgaxK3sqNKirxK4ZGIxA9S8AQ6nrJd02Pf+SlMwJPikt/+Tt07UAXzUP9v/0ZUQ",
+	"zynfmL7gejitM75LrljCaQyOfvzqZP9Xb9CW/jYzpWNgkk1xAmZbvCEAB4DONMttICP+SX9UogNWXkKP",
+	"bfRoofrWngwN0gQBAlwSTm2uhNCcdZnQGDH3jFxfqGdmdaeWt+tSqrh5isFlcvsWKjmYabSsrVtn0m9S",
+	"kR1C0VpVjC2NI653JqqiyWtcfAdfkZ/zbO+MUN1zzMuim2/P+v6zvr1uzmlPab5w4I39DswUeiBLIUsO",
+	"/SO0plBO0sjLQl9D18rYTDNmJFmzBGDGFNi/zrNEePASqp3pKFs2EGu/twEza7o5N+nzKOXPxVpL+Vnm",
+	"mOUnWTLIvmidMvZhoAW2gnD3MJDd6VTZJX4W9Nlg2qPtB5OTsD1gp9P2Q3p/0u4GvbDPTqYDejqx/EUr",
+	"Cxl7icKGG2SLsbwHyWt7eIXjG4bI0p+wOybVX0W4qcEv0llmYAlu3C1mQDVeM7VKOEaDGUw6A2MZrKQS",
+	"CwOZjCfbSTJpdN89oL2wG5xMTll/OqD3w4fB2aRLe6w/PQkHwenkPn3AHk7Pwm7Qm/TpCRtMT8P7wYPJ",
+	"Q3rGutMe1iOsxdQKABMf8gHOJqXzi7HUXez0qlAu3029MoFAuruSaLeqUZivMnpQ6RfQ/xfjzt3B/o9e",
+	"CPVUrLj5oAY7fyT4NI4wBn3Qq8GRX9FNLGh4JcQzmmDOw6B3Wmc6crXEKlLPWRjRK30g4dLp1/l4mQit",
+	"++sb4AlXkdr8Xi8sc5RKEySqby2wdVVKps/yRkCZL+eaN/ntlB9Lpcen0Pdnt1t8TqEM7K6HSGKwVrfC",
+	"Vx3hCwsNTA2RWPo1lm5AhC6XrICsTCRXoeirX0BM90kTzMplhbJTdwdYPvUwPMw/SnMaWhjU4xT9Azxy",
+	"f4i26hlzwvAKIRsYpuwG9HrWa2VCeG24E65CFHpOAZs4NgfRI+u5kG5tiBGPMKCs6Mf9X//TjI4kAiQF",
+	"MqfxVM9ygzE8/2SJ0LLCtZiI86zrOxLqiafgEFrI1L9GCZGrRYdcZEb6ISl4EzCC0FlHHLuWUveE/zZ9",
+	"rM8rfQw8JZGJ9rIWamOxLpMssWzNU1sI/hDe8ilFM6yy1OidDs46YBh0EHK2kba3qgT8WNfe2AseTh/S",
+	"+2F7EPan7QF9cL89GUzO2qd0QO8HZyFl/R6clgM4ml68w2WyfaxMBfOX3zduJZtbyeZQyQZ8iSVeSbSR",
+	"mUC5LV9m6a2hhZ40k2qPXyjjzcXyTdvCzMu0zc8obthOclWrKpSVdJK30sYhZl2XarI9rZY28LaRhObT",
+	"rbJKcxevLjErRc7FmmPkjhZFrtmmcw3pXILHG4zZp3IOtyOG5reqbzc7st/0hjMGk4uQkmfihsUUC97U",
+	"I+UXdPFbqf128Ypl9fYcpO0KgqSZ7WnrWzAE3N5+Xx93Qip1+EsFg8pdbGiE1ir4nitOU7Gtj5vedgm7",
+	"EdcmX8YicAvueMbzuv65idrTjUDiMGQZ7L4mv9dDO5R52Y8vw8+r1WOFzzqXrF7hztct0v5eL2TqRpWY",
+	"S/TQyxkrwGqanDAZhZhKxt5FEhRSTdJl17Lf2XPr6pvzY2j3C/gI6hH6k8VSbZxb+HPeumnl3H1nym7Z",
+	"t3a53uqi38BtfBECUIbhR4ddxfd+vWabcRR+QEYVsyqkQk39UokMR3uYpg/awLWIS0U5FEmz0Z+ejXhN",
+	"Nlhdah2pecTRzEhz4CQkoMGcGXxTjIY66RLJAsFDeZ7LpsfUZIjIhuy6Voe81uIBxHGrdRSwNJkWDZgo",
+	"OgBIxIxGvINhsywkcXTNjFk2xVIpcQvr7z+G0eZZ50sD2lSH6R7Gor9nmy8jh+zjl86Sf+WiyG/DoH6P",
+	"Bi+9ox/PZ+4lIo6rQ1AupVyB5aLkxk1loZYJBjfJLgbpX3AGSP+WQWGatG/Q/X0nlqs/gAINXekblhYp",
+	"y8xaiA1ElCAhW8ZiY1AB17r5zoi/FpgUTlMSF0mqj2QIRYcGnog4/nKCnOESXzYqJC2yABUQ6gdjiJzV",
+	"/6sVBs+LlIg0IZ3UdbMCt2Ljrdj4lXB0KDVck6WbpK9K080rKEIMELPz0mIJaxop60GOEkTU0H8iKoai",
+	"sTwH2CSTBueNuG5nShMH18Bmus0h2ImG505apcl5XDJ+njqqUxA+cEk7+Ho8XIqIA1CIqfjcIY9MeT5E",
+	"qoWS3U0uUMQsNXt/x9RLuyyf0zRs+thrEzbv3fpW9hB+EckSYIxmMcVCKukJsFuLB8CS0h7bZQpRud87",
+	"98q2+Blpx/RRx2xoJ3hLPnUsgcts8yzBpPtZxzFnE14/nV/OBTO9IwnjN1EiOAAsRDIFpoLfmnF0g3Zi",
+	"3XqGNOSlWD72NwMd1ErHmWKoUIv+Z6TqHWEvZmG+Cr9gsGDkFQKWf/U+QbNuNV2C5RR16xG8FSa/qEdw",
+	"mR72Er7oXqTHuAPT2/UzegPNcI9yBppvb32BfwhfYHbZlrgCa0gDn9gTmBHux9DtrR/w1g94a9D5tvyA",
+	"e2/g34kXEGBKlsUCGugDBNuR7fuLOAQ/gt8e7w88iFPfugNv3YG/gTuwPru5dQZWOAO/lCx36wq8dQXe",
+	"So63rsBdrsAtdg7ghJVGG0hrMtid8vAE7Fem+d8SOi5T7M008jgeJ7QXnLH+pH0/HEzbg8lD2j4Luqxt",
+	"UeNOw/usAifItHwo4NpXlS6ersmtn6huwvgyJer6KeNvTNEFtHsCEm5awG5vCrkRYJys7xFP076LePEZ",
+	"QPG+xG/8EqBtWlixDtK6i2jzgHDqpcXUqNyLHu/ZLkbczLWJ3qbiCLKscq2fIYasBZVNWNhCOGYEhPAI",
+	"jeOdeK4dwPKWKXbETlnNwwRv0ClNyrdny9oWtkTms8ztlCrQjW0BRIS6d+C9s3K51qmcYIdbye+6O3Dx",
+	"rRbGVh5pcde+0bRLF65YoQSJrSG1OE99e3JOE1PeLkVi0m+3zke8mANfBOYWCdY16pCLDAiusDb+oDvw",
+	"d7kL9cL8pt5CZ3k1v+8+HJx2O1Dm3WHgtS8CN8n+xeWrdrfb7fZO+vd7vf5Jr9uz9eR7X1PKPW7Cbb79",
+	"rYT61eXb54HETX2lPRDilWn3biGGSpF2T4GHXULukLi1HOyopTfiaekFMS0tuiCzAgqmHgGWcndj6kqq",
+	"JnhuCQQoe0DyVQ+akrFcCYvWFrxzFbQmfnUFa1UHVBOaT+vPX0c8zOwuNI4r0TT1m436cG12UN/rz0qQ",
+	"dw2YYdOJVkHIQYuXBrWBEKtOP7dIhIegfW6VnMaWnfLX+9CTc2uVaSDufnc+rVaxcyDGmm+iMat6Nj/X",
+	"3qwX5v3fHdJpRmWHqEqJc8xu9aU6+pK7Yg7TxuUvY9rHQps6HVkILc126gKcjriLcEo+AcDpiG8hnJIc",
+	"1IOj2djy1zB6CPjCv2Mx65ALeDzih2OinucKLKdFLEZ8u95zVYFlqEtxkd5cMECD/pWvLgiFuLX+pQeH",
+	"UFzu0uO/sN60tagXtN60xoapydvMPs/KHzjPHA14qziWZ6pylFfIaplaozFVLL3DRxxqpWFxKKijwgXR",
+	"qputFWSIIkU81WSkVziFui4WXMSqWLBkP6+kMsWNOi7lQMmOwuLuAy4baqq3a5ivvBXJ9LKDUlHVBZf2",
+	"l8fqGKECpLE82neNkmKmkBMU219qDdfMEYwMqaiEd9N2PaX0LO5A9c04eB08X4c93CL5uki+f0RM3ox0",
+	"9vmD4EjeQvHeKtBfLxSvy9oqJayc7lylFl/l7wiZ2aetLh5xqCc3Yz5ppj+i9mQMmeZXfYsJrETd8hBH",
+	"D6vxNvXlRxULx1T5HvGhgGSxWpF+0Sh2+cQbU6coX8gMxbpfVmzFQA6RCvTvcMVIpNgCvzR11niY0+Yh",
+	"PAjDluwU40iqDvF/8ck0AoEld21ONgQLKxJDhURFwTVT5JeVUPpuN5r3iBvVm+wrrAR12/bdYD9AkSep",
+	"2PIORmoRhSUhz0scCLARZvF3aLzQaz1+iWMsUTAvyIIlWlxTjmm/GaEFPWYKCnNTyVqeU6ovLSNCtyXr",
+	"EYc8GCgnmZYwhDp4OWExPM8TKhhksKiYjS1f4IJndzxioULhnW63i4ioZUvzS25ZFvTdM8Znat4Y9k9P",
+	"vcYi4vbvXg0N3EeyLjNWWOo1Ae2S2drjWgRGMg9AY/arNhFOQW60pgNQ5NeIuW8NGekD7LfCkPGbOGWL",
+	"JpHf0jNbMeAcV/wCppR9YzBM9HdSJWvH0P8QJbNs8vVVtg6HFtAChn1rcqqFspoQyWgSzItKr8R7xd59",
+	"VlK6cmWjbXEJFNtKmekig2rPczLPVgR1M5MlA53YlG6Eq9sUw7TyxIjr+5JwxkI5BPU5rWRFi8W7Mj8/",
+	"1l65I7O7VTcAtWKhVFdaSxfNO3Hsmc9sOV/PDUvAdnWXptBkBPa0Vuq0n67ieMSN3GeNMFtBB+nrmWhg",
+	"KxhXh2J/x1TJaTnYeex8+7kjpkuG+xh86nt1y7z5Cx3xt8ldn5onfMdUUXy0i30gEzCmsWqj9DOm0CSd",
+	"Vs7PyeXltbazSvoYIxMyGkL92yWVkoVG5aH5gustAoosWo5BI0EjBRaxHpJ//z//g5TXv04LGJeU0t8+",
+	"wlFoQ4eo1DxNS61pnMo9osXb9M/mi+9e2ILe+rVCcQjzduFpxIHRLJiiIVW0s1VTYsICsWCm5hgWm8+q",
+	"1+uunKiZhLWXSRSgcFFg/qaMMdanGPFmvh/yv/4npMD7Xlq6IoRIF4ytuRYTAQzdaFvimnEbtqRFWei0",
+	"1SE/aNXL0cimWmeWmek+qwCinFJP5qksN4KbtzpZTXZTx37EFYtjmQv+sfHsdlVa54TFUivCWS92lxfo",
+	"j8it0YjnrLWuUyWSaNSFUKANQUcHVlU8Kiz+Asjuje7oFZqvP5bLf1ljKh6JxrDxyJQ6K+wue2e2cMrY",
+	"eaYn01nCsGAaOnjWLDGUVN96ikv3qYN57EWGBXpvo3pujZKHZywCYWpp1nVLHXrNTvXVXHnJll1raFBJ",
+	"QpaMbfUjuAF1S7mLLecPtL+Cq3BY4k5MP59HMcux7EiSFU/Pu4dM1tZfwq/KeN5TGsWfUKz9jRheVrFt",
+	"mYibKGQJSdjPLFCG86FdqjY3ewqy8i0vu+VlXxUv02SZVxwO5mPRrmRIjIA0MX+ojUOZM32cwE6xXS5O",
+	"y/jI34aZ/J7jg81t/SKTG1vIFHN80lUItsvHFZUBkLgzdX5LeL+aO4XqtDyN6oAb5J+wolXkjo2DIU1f",
+	"d+6n0TBOxI1nEF8gL2/E8zHvtkRdqguAYoCV6EKBwNIgi5Xy5CiOXxpL+u+IG+dD2nung7OeCWk/pChc",
+	"fSb9Gaq13TLpWyb9acLIlct3JI0PNe+atKVqZn1BnFyfglnBWE1tDGATkoaHpDI9K82MKs+zOrf2frWS",
+	"+j8b6fZdxsEws+zINJvfWKSsmUlzQGCRafGWWd0yq6+XWWmJyPCNvChzKONCC90ObdlooxBFkdmljU05",
+	"DbEAwTCL1i3Xl9PfR9xwqq2Y6a2ADhRvs6jZNAC7PLIT4vJ+rwqyG0p5Gpx2BywcnPSDyWmvd/JwEky7",
+	"Z5Sesod00OuG4YD2WL87YNOHg8mUhb0J690PpxPam/T73fvdgzjeioe37O6W3X297M74EdywrkMZHQpJ",
+	"OxhdifnPTc8uFEm3Mpd1bxkUZLF2xDOX9znSn8mGjzipTEOvFNJ+h4pmQXt88+Tq6tmT509eXLVtRM4h",
+	"euStfHbLsH4HDEvrkHekEyCzg13pNliwSvTM9WF2Cv9crNS8MfzxJ30AEa29LLr3DYKyN7zGKokbw8Zc",
+	"qaUc3rtnwNs7RjQMO+ZUamZ0jy6jeze9tDRTSajlqxQHfqtluoyObfWCxCKgsQGf1wpqolK8jQW9ZiRZ",
+	"cT/X4/DePfhmLqQaPuw+7G5381O6vMX+nkY8n0ZNJhsM4QJOvRA3YFBcEDVPxGpm4qEUW25HX4k1xpea",
+	"KMHcPm5P9LGNuwIJ1qR8Ey4wn8nl9lmT9puS5vbknJNmmlbuZJUTTJQywMGZR016JFxJ1XK6tvH+2z1f",
+	"2eh4r6Tyio3RMpVUpFs8w2k9LZ6x3fwPc0HCKIQoFOcLAOAsDQDO4G+S0nr7pQn/Tss24b+E4i1kfgAJ",
+	"e9IpT2MRnZ12UhyskkGmIWy1WsqK63z46cP/DgAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -42,60 +42,6 @@ func (e ApiKeyStatus) Valid() bool {
 	}
 }
 
-// Defines values for AuditAction.
-const (
-	AuditActionBatchFill       AuditAction = "batch_fill"
-	AuditActionBatchPayout     AuditAction = "batch_payout"
-	AuditActionFail            AuditAction = "fail"
-	AuditActionFill            AuditAction = "fill"
-	AuditActionKeyCreated      AuditAction = "key_created"
-	AuditActionKeyRevoked      AuditAction = "key_revoked"
-	AuditActionKeyRolled       AuditAction = "key_rolled"
-	AuditActionOperatorCreated AuditAction = "operator_created"
-	AuditActionPartnerCreated  AuditAction = "partner_created"
-	AuditActionPayout          AuditAction = "payout"
-	AuditActionRefund          AuditAction = "refund"
-	AuditActionResolveCredited AuditAction = "resolve_credited"
-	AuditActionResolveRefunded AuditAction = "resolve_refunded"
-	AuditActionSettle          AuditAction = "settle"
-)
-
-// Valid indicates whether the value is a known member of the AuditAction enum.
-func (e AuditAction) Valid() bool {
-	switch e {
-	case AuditActionBatchFill:
-		return true
-	case AuditActionBatchPayout:
-		return true
-	case AuditActionFail:
-		return true
-	case AuditActionFill:
-		return true
-	case AuditActionKeyCreated:
-		return true
-	case AuditActionKeyRevoked:
-		return true
-	case AuditActionKeyRolled:
-		return true
-	case AuditActionOperatorCreated:
-		return true
-	case AuditActionPartnerCreated:
-		return true
-	case AuditActionPayout:
-		return true
-	case AuditActionRefund:
-		return true
-	case AuditActionResolveCredited:
-		return true
-	case AuditActionResolveRefunded:
-		return true
-	case AuditActionSettle:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for BatchKind.
 const (
 	BatchKindFill   BatchKind = "fill"
@@ -186,6 +132,36 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeUnsupportedPair:
 		return true
 	case ErrorCodeWebhookUrlNotAllowed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OperatorAction.
+const (
+	OperatorActionAccept OperatorAction = "accept"
+	OperatorActionFail   OperatorAction = "fail"
+	OperatorActionFill   OperatorAction = "fill"
+	OperatorActionPayout OperatorAction = "payout"
+	OperatorActionRefund OperatorAction = "refund"
+	OperatorActionSettle OperatorAction = "settle"
+)
+
+// Valid indicates whether the value is a known member of the OperatorAction enum.
+func (e OperatorAction) Valid() bool {
+	switch e {
+	case OperatorActionAccept:
+		return true
+	case OperatorActionFail:
+		return true
+	case OperatorActionFill:
+		return true
+	case OperatorActionPayout:
+		return true
+	case OperatorActionRefund:
+		return true
+	case OperatorActionSettle:
 		return true
 	default:
 		return false
@@ -433,14 +409,25 @@ type ApiKeyResponse struct {
 // ApiKeyStatus `active`, `expiring` (rolled, working until `expires_at`), `expired` or `revoked`.
 type ApiKeyStatus string
 
-// AuditAction What the operator did.
+// AuditAction What the operator did: a transaction action (`fill`, `settle`, `payout`, `accept`,
+// `fail`, `refund`), a refund task's resolution (`resolve_refunded`,
+// `resolve_credited`), a batch (`batch_payout`, `batch_fill`), or an account or key
+// change. **The list grows** with the back office in minor versions (an open set,
+// `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
+// As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 //
 // Example: payout
-type AuditAction string
+type AuditAction = string
 
 // AuditEntry One operator action.
 type AuditEntry struct {
-	// Action What the operator did.
+	// Action What the operator did: a transaction action (`fill`, `settle`, `payout`, `accept`,
+	// `fail`, `refund`), a refund task's resolution (`resolve_refunded`,
+	// `resolve_credited`), a batch (`batch_payout`, `batch_fill`), or an account or key
+	// change. **The list grows** with the back office in minor versions (an open set,
+	// `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
+	// As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
+	//
 	//
 	// Example: payout
 	Action AuditAction `json:"action"`
@@ -878,6 +865,11 @@ type Operator struct {
 	Name string `json:"name"`
 }
 
+// OperatorAction An operator's action on one transaction (`POST /transactions/{id}/<action>`; `payout` is `POST /transactions/{id}/payout`, `accept` is `POST /transactions/{id}/accept`).
+//
+// Example: fill
+type OperatorAction string
+
 // OperatorCreated A new operator and their first key.
 type OperatorCreated struct {
 	// Key A new key, with the secret shown this once.
@@ -1018,6 +1010,15 @@ type OperatorTransaction struct {
 
 // OperatorTransactionDetail A transaction in detail (`GET /transactions/{id}`).
 type OperatorTransactionDetail struct {
+	// AllowedActions The actions the state machine allows on this transaction now, in this order:
+	// `fill` (a confirmed deposit waiting for its sale), `settle` (a filled order),
+	// `payout` (completed, not paid out yet), `accept` (expired with an underpaid
+	// deposit), `fail` (a deposit confirming, or an order not yet settled), `refund`
+	// (failed, or expired with a deposit). Empty when none applies (a completed and
+	// paid out, refunded, cancelled or unpaid expired transaction). Any other action
+	// answers `409 invalid_state_transition` and changes nothing.
+	AllowedActions []OperatorAction `json:"allowed_actions"`
+
 	// Amount The NGN amount owed to the partner.
 	Amount FiatAmount `json:"amount"`
 

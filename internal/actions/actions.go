@@ -70,49 +70,49 @@ func run[T any](ctx context.Context, s *Service, fn func(ctx context.Context) (T
 
 // Fill records operator's executed sale of transaction id.
 func (s *Service) Fill(ctx context.Context, operator, id uuid.UUID, rate, fiat decimal.Decimal, reference string) (*lifecycle.Transaction, error) {
-	return s.act(ctx, operator, "fill", id, reference, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+	return s.act(ctx, operator, audit.Fill, id, reference, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.FillOrder(ctx, id, by, rate, fiat, reference)
 	})
 }
 
 // Settle records the sale's settlement.
 func (s *Service) Settle(ctx context.Context, operator, id uuid.UUID, reference string) (*lifecycle.Transaction, error) {
-	return s.act(ctx, operator, "settle", id, reference, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+	return s.act(ctx, operator, audit.Settle, id, reference, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.SettleOrder(ctx, id, by, reference)
 	})
 }
 
 // PayOut records the NGN payout of transaction id.
 func (s *Service) PayOut(ctx context.Context, operator, id uuid.UUID, reference string) (*lifecycle.Transaction, error) {
-	return s.act(ctx, operator, "payout", id, reference, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+	return s.act(ctx, operator, audit.Payout, id, reference, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.PayOut(ctx, id, by, reference, nil)
 	})
 }
 
 // Fail fails transaction id for reason.
 func (s *Service) Fail(ctx context.Context, operator, id uuid.UUID, reason string) (*lifecycle.Transaction, error) {
-	return s.act(ctx, operator, "fail", id, reason, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+	return s.act(ctx, operator, audit.Fail, id, reason, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.FailBy(ctx, id, by, reason)
 	})
 }
 
 // Refund records the refund of transaction id's deposit (chain transaction txHash).
 func (s *Service) Refund(ctx context.Context, operator, id uuid.UUID, txHash string) (*lifecycle.Transaction, error) {
-	return s.act(ctx, operator, "refund", id, txHash, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+	return s.act(ctx, operator, audit.Refund, id, txHash, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.RefundBy(ctx, id, by, txHash)
 	})
 }
 
 // Accept lets an expired, short-paid transaction proceed on what was received.
 func (s *Service) Accept(ctx context.Context, operator, id uuid.UUID, reason string) (*lifecycle.Transaction, error) {
-	return s.act(ctx, operator, "accept", id, reason, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+	return s.act(ctx, operator, audit.Accept, id, reason, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.Accept(ctx, id, by, reason)
 	})
 }
 
 // act runs one audited transaction action in its unit of work and logs it once
 // it committed (the history entry carries the same facts).
-func (s *Service) act(ctx context.Context, operator uuid.UUID, action string, id uuid.UUID, reference string,
+func (s *Service) act(ctx context.Context, operator uuid.UUID, action audit.Action, id uuid.UUID, reference string,
 	fn func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error)) (*lifecycle.Transaction, error) {
 	t, err := run(ctx, s, func(ctx context.Context) (*lifecycle.Transaction, error) {
 		t, err := fn(ctx, lifecycle.Actor{OperatorID: operator})
@@ -121,18 +121,18 @@ func (s *Service) act(ctx context.Context, operator uuid.UUID, action string, id
 		}
 		if s.audit != nil {
 			tid, ref := t.ID, reference
-			if err := s.audit.Record(ctx, audit.Entry{OperatorID: operator, Action: audit.Action(action), TransactionID: &tid, Reference: &ref}); err != nil {
+			if err := s.audit.Record(ctx, audit.Entry{OperatorID: operator, Action: action, TransactionID: &tid, Reference: &ref}); err != nil {
 				return nil, err
 			}
 		}
 		idempotency.OnCommit(ctx, func() {
-			s.log.Info("operator action", "operator_id", operator.String(), "action", action, "transaction_id", t.ID.String(),
+			s.log.Info("operator action", "operator_id", operator.String(), "action", string(action), "transaction_id", t.ID.String(),
 				"partner_id", t.PartnerID.String(), "reference", reference, "status", string(t.Status))
 		})
 		return t, nil
 	})
 	if err != nil {
-		s.refused(operator, action, reference, err, "transaction_id", id.String())
+		s.refused(operator, string(action), reference, err, "transaction_id", id.String())
 	}
 	return t, err
 }

@@ -24,6 +24,7 @@ const (
 	Payout          Action = "payout"
 	Fail            Action = "fail"
 	Refund          Action = "refund"
+	Accept          Action = "accept"
 	ResolveRefunded Action = "resolve_refunded"
 	ResolveCredited Action = "resolve_credited"
 	BatchPayout     Action = "batch_payout"
@@ -34,6 +35,21 @@ const (
 	KeyRolled       Action = "key_rolled"
 	KeyRevoked      Action = "key_revoked"
 )
+
+// Actions lists every action the audit log records (the contract's AuditAction
+// lists the same; a test keeps them equal).
+var Actions = []Action{Fill, Settle, Payout, Accept, Fail, Refund, ResolveRefunded, ResolveCredited, BatchPayout, BatchFill,
+	PartnerCreated, OperatorCreated, KeyCreated, KeyRolled, KeyRevoked}
+
+// Known reports whether a is one of Actions.
+func Known(a Action) bool {
+	for _, x := range Actions {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
 
 // Entry is one operator action.
 type Entry struct {

@@ -198,7 +198,14 @@ func (c *Console) showTransaction(w http.ResponseWriter, r *http.Request, ss *se
 		c.fail(w, ss, statusOf(res, err), bodyOf(res))
 		return
 	}
-	c.render(w, status, "transaction", ss, map[string]any{"Title": "Transaction", "T": res.JSON200.Data, "Notice": notice, "Problem": problem})
+	// Only the actions the state machine allows now are offered (the API refuses
+	// the rest anyway).
+	allowed := map[string]bool{}
+	for _, a := range res.JSON200.Data.AllowedActions {
+		allowed[string(a)] = true
+	}
+	c.render(w, status, "transaction", ss, map[string]any{"Title": "Transaction", "T": res.JSON200.Data, "Allowed": allowed,
+		"Notice": notice, "Problem": problem})
 }
 
 // action runs a transaction action after its confirmation page.
@@ -230,6 +237,9 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
 		status, body = statusOf(res, err), bodyOf(res)
 	case "fail":
 		res, err := cl.FailTransactionWithResponse(ctx, id, &oc.FailTransactionParams{IdempotencyKey: ik}, oc.FailRequest{Reason: f.Get("reason")})
+		status, body = statusOf(res, err), bodyOf(res)
+	case "accept":
+		res, err := cl.AcceptShortPaymentWithResponse(ctx, id, &oc.AcceptShortPaymentParams{IdempotencyKey: ik}, oc.AcceptRequest{Reason: f.Get("reason")})
 		status, body = statusOf(res, err), bodyOf(res)
 	case "refund":
 		res, err := cl.RefundTransactionWithResponse(ctx, id, &oc.RefundTransactionParams{IdempotencyKey: ik}, oc.RefundRequest{TxHash: f.Get("tx_hash")})

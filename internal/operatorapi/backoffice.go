@@ -74,6 +74,9 @@ func (s *Server) ListAudit(ctx context.Context, req operatorapi.ListAuditRequest
 	f := audit.Filter{OperatorID: q.OperatorId, TransactionID: q.TransactionId, From: q.From, To: q.To}
 	if q.Action != nil {
 		a := audit.Action(*q.Action)
+		if !audit.Known(a) {
+			return nil, apperr.Field(apperr.InvalidRequest, "No such audit action.", "action", "must be one of the AuditAction values")
+		}
 		f.Action = &a
 	}
 	page, err := s.audit.List(ctx, f, limit, after)
@@ -208,6 +211,10 @@ func (s *Server) caseOut(ctx context.Context, c *backoffice.Case) (operatorapi.O
 			amount := money.FormatFiat(pb.FiatAmount)
 			out.Payout.PayoutId, out.Payout.PayoutFiatAmount = &pb.ID, &amount
 		}
+	}
+	out.AllowedActions = []operatorapi.OperatorAction{}
+	for _, a := range lifecycle.AllowedActions(c.Transaction) {
+		out.AllowedActions = append(out.AllowedActions, operatorapi.OperatorAction(a))
 	}
 	out.History = make([]operatorapi.OperatorHistoryEntry, len(c.History))
 	for i, h := range c.History {

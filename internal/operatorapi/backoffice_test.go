@@ -3,6 +3,7 @@ package operatorapi_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,14 +43,37 @@ func completed(t *testing.T, env *apitest.Env, pc *client.ClientWithResponses, o
 	t.Helper()
 	ctx := context.Background()
 	tx := create(t, pc, "DONE-"+uuid.NewString(), fiat)
+	allowed(t, ops, tx.Id)
 	detect(t, env, tx.Id, uniqueHash(), true)
+	allowed(t, ops, tx.Id, oc.OperatorActionFill, oc.OperatorActionFail)
 	f, err := ops.FillOrderWithResponse(ctx, tx.Id, &oc.FillOrderParams{IdempotencyKey: key()}, oc.FillRequest{Rate: "1549.10", FiatAmount: fiat, Reference: "LP-" + tx.MerchantReference})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, f.StatusCode(), string(f.Body))
+	allowed(t, ops, tx.Id, oc.OperatorActionSettle, oc.OperatorActionFail)
 	s, err := ops.SettleOrderWithResponse(ctx, tx.Id, &oc.SettleOrderParams{IdempotencyKey: key()}, oc.ReferenceRequest{Reference: "SETTLE-" + tx.MerchantReference})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, s.StatusCode(), string(s.Body))
+	allowed(t, ops, tx.Id, oc.OperatorActionPayout)
 	return tx
+}
+
+// allowed checks the transaction's allowed_actions are exactly want, and that an
+// action not offered is refused without a change (the console shows only these).
+func allowed(t *testing.T, ops *oc.ClientWithResponses, id uuid.UUID, want ...oc.OperatorAction) {
+	t.Helper()
+	ctx := context.Background()
+	res, err := ops.GetOperatorTransactionWithResponse(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+	if want == nil {
+		want = []oc.OperatorAction{}
+	}
+	require.Equal(t, want, res.JSON200.Data.AllowedActions)
+	if !slices.Contains(want, oc.OperatorActionSettle) {
+		r, err := ops.SettleOrderWithResponse(ctx, id, &oc.SettleOrderParams{IdempotencyKey: key()}, oc.ReferenceRequest{Reference: "NOT-OFFERED"})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusConflict, r.StatusCode(), "settle is not offered, so it is refused")
+	}
 }
 
 func ids(page []oc.OperatorTransaction) []uuid.UUID {
@@ -232,6 +256,7 @@ func TestCaseFileAndAudit(t *testing.T) {
 		require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
 		d := res.JSON200.Data
 		require.Equal(t, oc.TransactionStatusCompleted, d.Status)
+		require.Empty(t, d.AllowedActions, "completed and paid out: nothing left to do")
 		require.Len(t, d.Deposits, 1)
 		require.Equal(t, *d.DepositHash, d.Deposits[0].TxHash)
 		require.Nil(t, d.Deposits[0].FromAddress, "a deposit without a chain transfer has no known sender")
@@ -266,8 +291,8 @@ func TestCaseFileAndAudit(t *testing.T) {
 			require.Equal(t, opID, e.OperatorId)
 			require.Contains(t, e.OperatorName, "Test operator")
 		}
-		require.Equal(t, []oc.AuditAction{oc.AuditActionPayout, oc.AuditActionSettle, oc.AuditActionFill}, actions, "newest first, the refusal absent")
-		byAction, err := ops.ListAuditWithResponse(ctx, &oc.ListAuditParams{Action: ptr(oc.AuditActionSettle), Limit: ptr(1)})
+		require.Equal(t, []oc.AuditAction{oc.AuditAction("payout"), oc.AuditAction("settle"), oc.AuditAction("fill")}, actions, "newest first, the refusal absent")
+		byAction, err := ops.ListAuditWithResponse(ctx, &oc.ListAuditParams{Action: ptr(oc.AuditAction("settle")), Limit: ptr(1)})
 		require.NoError(t, err)
 		require.Len(t, byAction.JSON200.Data.Data, 1)
 		require.Equal(t, "SETTLE-"+tx.MerchantReference, *byAction.JSON200.Data.Data[0].Reference)
@@ -366,7 +391,7 @@ func TestBatchPayout(t *testing.T) {
 		require.Equal(t, http.StatusOK, list.StatusCode(), string(list.Body))
 		require.Len(t, list.JSON200.Data.Data, 1)
 		require.Equal(t, b.Id, list.JSON200.Data.Data[0].Id)
-		au, err := ops.ListAuditWithResponse(ctx, &oc.ListAuditParams{Action: ptr(oc.AuditActionBatchPayout)})
+		au, err := ops.ListAuditWithResponse(ctx, &oc.ListAuditParams{Action: ptr(oc.AuditAction("batch_payout"))})
 		require.NoError(t, err)
 		require.Len(t, au.JSON200.Data.Data, 3, "one entry per transaction")
 	})

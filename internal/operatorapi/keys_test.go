@@ -104,7 +104,7 @@ func TestPartnerKeys(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, http.StatusBadRequest, bad.StatusCode())
 
-		au, err := ops.ListAuditWithResponse(ctx, &oc.ListAuditParams{Action: ptr(oc.AuditActionKeyRolled)})
+		au, err := ops.ListAuditWithResponse(ctx, &oc.ListAuditParams{Action: ptr(oc.AuditAction("key_rolled"))})
 		require.NoError(t, err)
 		require.Len(t, au.JSON200.Data.Data, 3)
 		require.Equal(t, third.Id, *au.JSON200.Data.Data[0].SubjectId)

@@ -14,8 +14,10 @@ import (
 
 	oc "partnerd/gen/operatorclient"
 	"partnerd/internal/apitest"
+	"partnerd/internal/audit"
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/devnet"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/operatorapi"
 	"partnerd/internal/testdb"
 )
@@ -180,4 +182,31 @@ func TestChainStatesInTheContract(t *testing.T) {
 		chain.ProviderRateLimited, chain.ProviderLagging, chain.ProviderNoLogs}, strs(open))
 	require.ElementsMatch(t, []string{chain.FinalityTag, chain.FinalityConfirmations, chain.FinalityUnknown},
 		strs(spec.Components.Schemas["NetworkProgress"].Value.Properties["finality"].Value.Enum))
+}
+
+// TestActionsInTheContract: the audit log's actions are the contract's open list,
+// and the operator actions its closed enum, value for value.
+func TestActionsInTheContract(t *testing.T) {
+	t.Parallel()
+	spec, err := operatorapi.Spec()
+	require.NoError(t, err)
+	var got []string
+	open, ok := spec.Components.Schemas["AuditAction"].Value.Extensions["x-extensible-enum"].([]any)
+	require.True(t, ok, "AuditAction lists its values in x-extensible-enum")
+	for _, v := range open {
+		got = append(got, v.(string))
+	}
+	var want []string
+	for _, a := range audit.Actions {
+		want = append(want, string(a))
+	}
+	require.ElementsMatch(t, want, got)
+	got, want = nil, nil
+	for _, v := range spec.Components.Schemas["OperatorAction"].Value.Enum {
+		got = append(got, v.(string))
+	}
+	for _, a := range lifecycle.OperatorActions {
+		want = append(want, string(a))
+	}
+	require.Equal(t, want, got, "the same values in the same order")
 }

@@ -335,6 +335,10 @@ func TestShortAtExpiryThenAccepted(t *testing.T) {
 		require.Equal(t, e.partner, *short[0].PartnerId)
 		require.Equal(t, d.Deposits[0].TxHash, short[0].TxHash)
 
+		od, err := e.ops.GetOperatorTransactionWithResponse(ctx, tx.Id)
+		require.NoError(t, err)
+		require.Equal(t, []operatorclient.OperatorAction{operatorclient.OperatorActionAccept, operatorclient.OperatorActionRefund},
+			od.JSON200.Data.AllowedActions, "expired short: accept or refund")
 		res, err := e.ops.AcceptShortPaymentWithResponse(ctx, tx.Id, &operatorclient.AcceptShortPaymentParams{IdempotencyKey: uuid.NewString()},
 			operatorclient.AcceptRequest{Reason: "merchant agreed"})
 		require.NoError(t, err)
@@ -349,6 +353,15 @@ func TestShortAtExpiryThenAccepted(t *testing.T) {
 		require.Equal(t, "merchant agreed", m["reason"])
 		require.NotEmpty(t, m["operator_id"])
 		require.Empty(t, e.tasks(operatorclient.Short, tx.Id), "accepting closes the short task")
+		// The audit log reads the accept (the contract lists it) and filters by it.
+		au, err := e.ops.ListAuditWithResponse(ctx, &operatorclient.ListAuditParams{Action: ptrTo(operatorclient.AuditAction("accept")), TransactionId: &tx.Id})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, au.StatusCode(), string(au.Body))
+		require.Len(t, au.JSON200.Data.Data, 1)
+		require.Equal(t, "merchant agreed", *au.JSON200.Data.Data[0].Reference)
+		bad, err := e.ops.ListAuditWithResponse(ctx, &operatorclient.ListAuditParams{Action: ptrTo(operatorclient.AuditAction("teleport"))})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusBadRequest, bad.StatusCode(), string(bad.Body))
 
 		d = p.confirm(tx, client.TransactionStatusOrderFilled)
 		require.Equal(t, want, d.Amount)
@@ -513,3 +526,5 @@ func TestReorgOfTheCompletingTransfer(t *testing.T) {
 		})
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }
