@@ -62,7 +62,7 @@ func TestErrorKinds(t *testing.T) {
 		{BSC, 200, nil, rpcErr(-32005, "query returned more than 10000 results. Try with this block range [0x1, 0x2]."), KindResults, 10000, 0},
 		{BSC, 200, nil, rpcErr(-32600, "Under the Free tier plan, you can make eth_getLogs requests with up to a 10 block range."), KindRange, 10, 0},
 		{BSC, 200, nil, rpcErr(-32601, "the method eth_getLogs does not exist/is not available"), KindRefused, 0, 0},
-		{BSC, 200, nil, rpcErr(-32000, "header not found"), KindRPC, 0, 0},
+		{BSC, 200, nil, rpcErr(-32000, "header not found"), KindNotReady, 0, 0},
 		{BSC, 429, http.Header{"Retry-After": {"2"}}, "Too Many Requests", KindRateLimit, 0, 2 * time.Second},
 		{BSC, 429, nil, rpcErr(-32005, "daily request count exceeded, request rate limited"), KindRateLimit, 0, 0},
 		{BSC, 200, http.Header{"Retry-After": {"1"}}, rpcErr(-32005, "limit exceeded"), KindRateLimit, 0, time.Second},
