@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"net/http"
 	"net/url"
@@ -252,7 +253,20 @@ func (c *Client) block(ctx context.Context, tag string) (*Block, error) {
 	if err != nil {
 		return bad(err)
 	}
-	return &Block{Number: n, Hash: h, ParentHash: p, Time: time.Unix(int64(ts), 0).UTC()}, nil
+	return &Block{Number: n, Hash: h, ParentHash: p, Time: blockTime(ts)}, nil
+}
+
+// msTimestamps is where a block timestamp stops being seconds: as seconds it would
+// be after the year 5000. java-tron before August 2022 sends milliseconds,
+// which as seconds would be the year 54000 and more.
+const msTimestamps = 100_000_000_000
+
+// blockTime reads a block's timestamp, in seconds or (old java-tron) milliseconds.
+func blockTime(ts uint64) time.Time {
+	if ts >= msTimestamps {
+		return time.UnixMilli(int64(min(ts, math.MaxInt64))).UTC()
+	}
+	return time.Unix(int64(ts), 0).UTC()
 }
 
 type rawLog struct {
