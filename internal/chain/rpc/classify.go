@@ -132,7 +132,8 @@ func classify(d Dialect, method string, status int, header http.Header, body []b
 }
 
 // rule is one way an answer says what it means: any of its patterns in the
-// message (or error.data), or any of its codes when no message pattern of any rule
+// message or error.data (a text, or an object's JSON, so a key such as
+// "maxBlockRange" speaks too), or any of its codes when no message pattern of any rule
 // matched.
 type rule struct {
 	kind     string
@@ -161,12 +162,13 @@ var rules = ruleSet{
 	{kind: KindResults, patterns: res(
 		`query returned more than`, `more than \d+ (results|logs)`, `max(imum)? results`, `too many (results|logs)`,
 		`results exceed`, `returned too many`, `response (byte )?size`, `response too large`, `response is too (large|big)`,
-		`logs in the response`, `log response`, `logs matched by query exceeds`)},
+		`logs in the response`, `log response`, `logs matched by query exceeds`, `max_?(results|logs)`)},
 	{kind: KindRange, patterns: res(
 		`block range`, `blocks range`, `range too (large|big|wide)`, `range is too (large|big|wide)`, `too wide`,
 		`range limit`, `max(imum)? range`, `range \d+ exceeds`, `exceeds? max(imum)? block`, `blocks distance`,
 		`limited to an? \d+ (blocks? )?range`, `limited to \d+ blocks?`, `ranges? over \d+ blocks`, `block span`,
-		`too many blocks`, `requested blocks`, `at most \d+ blocks`, `range allowed`, `smaller than size`),
+		`too many blocks`, `requested blocks`, `at most \d+ blocks`, `range allowed`, `smaller than size`,
+		`max_?blocks?_?range`, `range_?limit`),
 		codes: []int{-32614}},
 	{kind: KindRateLimit, patterns: res(`limit exceeded`, `limit reached`)},
 	{kind: KindRefused, patterns: res(
