@@ -104,7 +104,7 @@ func classify(d Dialect, method string, status int, header http.Header, body []b
 	v := Verdict{Code: codeOf(e.Code), Message: e.Message}
 	data := dataText(e.Data)
 	if v.Message == "" {
-		v.Message = data
+		v.Message = snippet([]byte(data))
 	}
 	if v.Message == "" {
 		v.Message = snippet(body)
@@ -151,7 +151,7 @@ type ruleSet []rule
 // range. Codes decide only when no text did.
 var rules = ruleSet{
 	{kind: KindRateLimit, patterns: res(
-		`rate.?limit`, `too many requests`, `frequency limit`, `suspended for`, `lack of computing resources`,
+		`\brate.?limit`, `usage limit`, `too many requests`, `frequency limit`, `suspended for`, `lack of computing resources`,
 		`request rate`, `allowed_rps`, `requests? per second`, `/second request limit`, `compute units`,
 		`capacity exceeded`, `exceeded .*capacity`, `daily request count`, `daily usage`, `quota`, `credits`,
 		`throttl`, `request limit reached`, `exceeded the max(imum)? (request|call)`),
@@ -274,7 +274,9 @@ func capOf(kind, message string, data json.RawMessage) uint64 {
 				return uint64(n)
 			}
 		}
-		return 0
+		// A text inside the object (Tenderly: {"payload": "range 9009594 is
+		// bigger than range limit 2000"}).
+		return capIn(kind, strings.ToLower(normalizeNumbers(dataText(data))))
 	}
 	s := dataText(data)
 	if n, err := strconv.ParseUint(strings.TrimSpace(normalizeNumbers(s)), 10, 64); err == nil && n > 1 {
@@ -414,12 +416,20 @@ func jsonText(raw json.RawMessage) string {
 	return snippet(raw)
 }
 
-// dataText is error.data as text ("" when absent or null).
+// dataText is error.data as text ("" when absent or null): a string as itself,
+// anything else as its JSON, at most 2,000 bytes of it.
 func dataText(raw json.RawMessage) string {
 	if len(raw) == 0 || isNull(raw) {
 		return ""
 	}
-	return jsonText(raw)
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		s = string(bytes.TrimSpace(raw))
+	}
+	if len(s) > 2000 {
+		s = s[:2000]
+	}
+	return s
 }
 
 // codeOf reads a JSON-RPC error code, a number or (leniently) a numeric string.
