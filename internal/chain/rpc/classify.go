@@ -145,7 +145,8 @@ type ruleSet []rule
 
 // rules, in the order they are tried: a message that names a rate limit is one even
 // when it says "limit" near a number; a node that is not ready says "not found"
-// of a block, not of the method; result caps are told before range caps because
+// of a block, not of the method (geth's "invalid block range params" is a range
+// past its head: a node behind, not a cap); result caps are told before range caps because
 // Alchemy's result cap also names a block range; "limit exceeded" alone (bsc-dataseed,
 // Infura) is a rate limit, tried after the caps so "block range limit exceeded" is a
 // range. Codes decide only when no text did.
@@ -158,7 +159,8 @@ var rules = ruleSet{
 		codes: []int{-32005, -32007, -32090, 429}},
 	{kind: KindNotReady, patterns: res(
 		`(finalized|safe|head|latest) (block|header) not (found|available)`, `header not found`,
-		`block not found`, `unknown block`, `not ready`, `still syncing`, `is syncing`)},
+		`block not found`, `unknown block`, `not ready`, `still syncing`, `is syncing`,
+		`invalid block range params`)},
 	{kind: KindResults, patterns: res(
 		`query returned more than`, `more than \d+ (results|logs)`, `max(imum)? results`, `too many (results|logs)`,
 		`results exceed`, `returned too many`, `response (byte )?size`, `response too large`, `response is too (large|big)`,
