@@ -61,7 +61,7 @@ type Proxy struct {
 	hang           int
 	refuseLogs     bool
 	wideLogs       uint64
-	wideAnswer     answer
+	wideAnswer     answer // status 0: off
 	suspendUntil   time.Time
 	suspendAnswer  answer
 	notFoundUntil  time.Time
@@ -149,8 +149,9 @@ type answer struct {
 }
 
 // FailWideLogs answers every eth_getLogs spanning more than blocks blocks (to −
-// from + 1; 0: off) with HTTP status and body as they are: a refusal in words no
-// rule knows, such as a provider's bare HTTP 400 or a gateway's error page.
+// from + 1; 0: every one) with HTTP status and body as they are (status 0: off): a
+// refusal in words no rule knows, such as a provider's bare HTTP 400 or a
+// gateway's error page.
 func (p *Proxy) FailWideLogs(blocks uint64, status int, body string) {
 	p.mu.Lock()
 	p.wideLogs, p.wideAnswer = blocks, answer{status, body}
@@ -251,7 +252,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var raw *answer
 	if time.Now().Before(p.suspendUntil) {
 		raw = &p.suspendAnswer
-	} else if p.wideLogs > 0 && req.Method == "eth_getLogs" && logsSpan(req) > p.wideLogs {
+	} else if p.wideAnswer.status != 0 && req.Method == "eth_getLogs" && logsSpan(req) > p.wideLogs {
 		raw = &p.wideAnswer
 	}
 	p.mu.Unlock()
