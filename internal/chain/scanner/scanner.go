@@ -230,6 +230,8 @@ type Scanner struct {
 	servedTag bool
 	askedAt   time.Time
 	started   bool
+	// finalErr is the last failure to read the finalized block (nil once read).
+	finalErr error
 }
 
 // New returns a scanner of cfg.Network.
@@ -448,10 +450,20 @@ func (s *Scanner) start(ctx context.Context) {
 		rule = "confirmations and the node's finalized block"
 	case s.finality == chain.FinalityConfirmations:
 		rule = "confirmations only (the node does not answer the finalized block tag)"
+	case s.cfg.Finality == chain.FinalityTag:
+		rule = "confirmations and the node's finalized block (" + pin + "=tag), once the node answers it (not answered: nothing confirms until it does)"
 	default:
 		rule = "confirmations and the node's finalized block, once the node answers it (not answered yet: nothing confirms until it does)"
 	}
-	s.log.Info("chain scanner started", "confirmations", s.cfg.Confirmations, "finality", rule, "finality_state", s.finality)
+	attrs := []any{"confirmations", s.cfg.Confirmations, "finality", rule, "finality_state", s.finality}
+	if s.finalErr != nil && s.finality != chain.FinalityConfirmations {
+		attrs = append(attrs, "error", s.finalErr.Error())
+	}
+	if s.finality == chain.FinalityUnknown {
+		s.log.Warn("chain scanner started; the node's finalized block is unknown: nothing confirms on this network until the node answers it", attrs...)
+	} else {
+		s.log.Info("chain scanner started", attrs...)
+	}
 	s.metrics.ChainFinality(s.cfg.Network, s.finality)
 	s.started = true
 }
@@ -463,6 +475,7 @@ func (s *Scanner) start(ctx context.Context) {
 func (s *Scanner) readFinalized(ctx context.Context) (*rpc.Block, error) {
 	s.askedAt = time.Now()
 	b, err := s.client.Finalized(ctx)
+	s.finalErr = err
 	if err == nil {
 		s.servedTag = true
 		s.metrics.ChainFinalized(s.cfg.Network, b.Number)

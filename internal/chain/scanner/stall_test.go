@@ -141,3 +141,141 @@ func TestUnnamedLogsFailureOnOneBlock(t *testing.T) {
 		})
 	}
 }
+
+func finalitySeries(network, state string) string {
+	return `partnerd_chain_finality_state{network="` + network + `",state="` + state + `"}`
+}
+
+// TestFinalizedNotFoundWhileNodeRestarts: a node that served the finalized block
+// answers geth's "finalized block not found" for a while (as geth and bsc do while
+// they restart): the deposit's confirmations rise past the requirement but it does
+// not confirm, the finality state is unknown (WARN, metric); once the node answers
+// again it confirms, and the rule is the tag's again (never the count).
+func TestFinalizedNotFoundWhileNodeRestarts(t *testing.T) {
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			ch, token := newChain(t, 18)
+			w := watch(t, db, ch, token, chain.BEP20, 18)
+			w.start(nil)
+			tx := w.create("15500")
+			w.scanned()
+			require.Equal(t, 1.0, w.metric(finalitySeries(chain.BEP20, chain.FinalityTag)))
+
+			ch.Proxy.FinalizedNotFound(time.Hour)
+			w.send(w.token, tx.DepositAddress, tx.CryptoAmount)
+			w.commit(1)
+			w.waitFor(tx.Id, "detection", status(client.TransactionStatusDepositConfirming))
+			w.commit(required + 1)
+			w.waitFor(tx.Id, "confirmations past the requirement", confirmations(required+2))
+			require.Eventually(t, func() bool { return w.metric(finalitySeries(chain.BEP20, chain.FinalityUnknown)) == 1 },
+				10*time.Second, 20*time.Millisecond)
+			require.Zero(t, w.metric(finalitySeries(chain.BEP20, chain.FinalityTag)))
+			require.Zero(t, w.metric(finalitySeries(chain.BEP20, chain.FinalityConfirmations)))
+			require.Contains(t, w.logs.String(), "level=WARN msg=\"the node's finalized block is unknown: nothing confirms on this network until the node answers it again\"")
+			require.Contains(t, w.logs.String(), "finalized block not found")
+			// Several polls and re-checks (every second here) later: still not confirmed.
+			asked := ch.Proxy.FinalizedCalls()
+			time.Sleep(2 * time.Second)
+			require.Greater(t, ch.Proxy.FinalizedCalls(), asked, "the node is asked again")
+			d := w.get(tx.Id)
+			require.Equal(t, client.TransactionStatusDepositConfirming, d.Status, "nothing confirms while finality is unknown")
+			require.Equal(t, required+2, *d.Confirmations)
+
+			ch.Proxy.FinalizedNotFound(0)
+			d = w.waitFor(tx.Id, "confirmation once the node answers", status(client.TransactionStatusOrderFilled))
+			require.Equal(t, required+2, *d.Confirmations)
+			require.Equal(t, 1.0, w.metric(finalitySeries(chain.BEP20, chain.FinalityTag)), "the tag rule, not the count")
+			require.Zero(t, w.metric(finalitySeries(chain.BEP20, chain.FinalityUnknown)))
+			require.Contains(t, w.logs.String(), "the node answers the finalized block: deposits confirm once final")
+
+			// The tag still rules: a deposit deep enough by count waits for the finalized block.
+			ch.Proxy.SetFinalizedDepth(20, false)
+			tx2 := w.create("15500")
+			w.send(w.token, tx2.DepositAddress, tx2.CryptoAmount)
+			w.commit(required + 1)
+			d = w.waitFor(tx2.Id, "confirmations", confirmations(required+1))
+			require.Equal(t, client.TransactionStatusDepositConfirming, d.Status)
+		})
+	}
+}
+
+// TestFinalityPinnedToConfirmations: CHAIN_FINALITY_BEP20=confirmations confirms by
+// the count alone and never asks for the finalized block.
+func TestFinalityPinnedToConfirmations(t *testing.T) {
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			ch, token := newChain(t, 18)
+			ch.Proxy.SetFinalizedDepth(50, false) // the tag would hold every deposit back
+			w := watch(t, db, ch, token, chain.BEP20, 18)
+			w.start(map[string]string{"CHAIN_FINALITY_BEP20": "confirmations"})
+			tx := w.create("15500")
+			w.send(w.token, tx.DepositAddress, tx.CryptoAmount)
+			w.commit(required)
+			d := w.waitFor(tx.Id, "confirmation by count", status(client.TransactionStatusOrderFilled))
+			require.Equal(t, required, *d.Confirmations)
+			require.Zero(t, ch.Proxy.FinalizedCalls(), "never asks")
+			require.Equal(t, 1.0, w.metric(finalitySeries(chain.BEP20, chain.FinalityConfirmations)))
+			require.Contains(t, w.logs.String(), `finality="confirmations only (CHAIN_FINALITY_BEP20=confirmations)"`)
+		})
+	}
+}
+
+// TestFinalityPinnedToTag: CHAIN_FINALITY_TRC20=tag on a node answering "TAG
+// finalized not supported": nothing confirms (unknown, not the count) until the
+// node serves the tag; then the deposit confirms once final.
+func TestFinalityPinnedToTag(t *testing.T) {
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			ch, token := newChainIn(t, devnet.JavaTron, 6)
+			ch.Proxy.SetFinalizedDepth(required-1, true)
+			w := watch(t, db, ch, token, chain.TRC20, 6)
+			w.start(map[string]string{"CHAIN_FINALITY_TRC20": "tag"})
+			tx := w.create("15500")
+			w.send(w.token, tx.DepositAddress, tx.CryptoAmount)
+			w.commit(required + 2)
+			d := w.waitFor(tx.Id, "confirmations past the requirement", confirmations(required+2))
+			require.Equal(t, client.TransactionStatusDepositConfirming, d.Status)
+			require.Equal(t, 1.0, w.metric(finalitySeries(chain.TRC20, chain.FinalityUnknown)))
+			require.Contains(t, w.logs.String(), "TAG finalized not supported")
+			time.Sleep(1500 * time.Millisecond)
+			require.Equal(t, client.TransactionStatusDepositConfirming, w.get(tx.Id).Status, "the pinned tag is never downgraded to the count")
+
+			ch.Proxy.SetFinalizedDepth(required-1, false)
+			w.waitFor(tx.Id, "confirmation once final", status(client.TransactionStatusOrderFilled))
+			require.Equal(t, 1.0, w.metric(finalitySeries(chain.TRC20, chain.FinalityTag)))
+		})
+	}
+}
+
+// TestFinalityTagGained: a node that does not answer the tag at start confirms by
+// count; asked again periodically, once it serves the tag the tag rule is back.
+func TestFinalityTagGained(t *testing.T) {
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			ch, token := newChain(t, 18)
+			ch.Proxy.SetFinalizedDepth(required-1, true)
+			w := watch(t, db, ch, token, chain.BEP20, 18)
+			w.start(nil)
+			tx := w.create("15500")
+			w.send(w.token, tx.DepositAddress, tx.CryptoAmount)
+			w.commit(required)
+			w.waitFor(tx.Id, "confirmation by count", status(client.TransactionStatusOrderFilled))
+			require.Equal(t, 1.0, w.metric(finalitySeries(chain.BEP20, chain.FinalityConfirmations)))
+
+			ch.Proxy.SetFinalizedDepth(20, false)
+			require.Eventually(t, func() bool { return w.metric(finalitySeries(chain.BEP20, chain.FinalityTag)) == 1 },
+				10*time.Second, 20*time.Millisecond, "re-checked")
+			tx2 := w.create("15500")
+			w.send(w.token, tx2.DepositAddress, tx2.CryptoAmount)
+			w.commit(required + 1)
+			d := w.waitFor(tx2.Id, "confirmations", confirmations(required+1))
+			require.Equal(t, client.TransactionStatusDepositConfirming, d.Status, "deep enough by count, not final")
+			ch.Proxy.SetFinalizedDepth(1, false)
+			w.waitFor(tx2.Id, "confirmation once final", status(client.TransactionStatusOrderFilled))
+		})
+	}
+}
