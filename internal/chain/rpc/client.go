@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"net/http"
 	"net/url"
@@ -98,15 +99,6 @@ type request struct {
 	Params  []any  `json:"params"`
 }
 
-type response struct {
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code    int             `json:"code"`
-		Message string          `json:"message"`
-		Data    json.RawMessage `json:"data"`
-	} `json:"error"`
-}
-
 // call runs method and decodes its result into out (left untouched on null).
 func (c *Client) call(ctx context.Context, out any, method string, params ...any) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
@@ -149,59 +141,31 @@ func (c *Client) call(ctx context.Context, out any, method string, params ...any
 		}
 		return &Error{Kind: KindTransport, Method: method, Message: err.Error()}
 	}
-	if res.StatusCode != http.StatusOK {
-		e := &Error{Kind: KindHTTP, Method: method, Status: res.StatusCode, Message: snippet(raw)}
-		if res.StatusCode == http.StatusTooManyRequests {
-			e.Kind = KindRateLimit
-		}
-		e.RetryAfter = retryAfter(res.Header.Get("Retry-After"))
-		// Some providers answer a JSON-RPC error with a non-200 status: classify it too.
-		var r response
-		if json.Unmarshal(raw, &r) == nil && r.Error != nil {
-			e.Code, e.Message = r.Error.Code, r.Error.Message
-			if e.Kind != KindRateLimit {
-				e.Kind = c.dialect.classify(method, r.Error.Code, r.Error.Message)
-			}
-		}
-		return e
+	v, result := classify(c.dialect, method, res.StatusCode, res.Header, raw)
+	if v.Kind != "" {
+		return errorOf(method, res.StatusCode, v)
 	}
-	var r response
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return &Error{Kind: KindDecode, Method: method, Message: fmt.Sprintf("not a JSON-RPC answer: %s", snippet(raw))}
+	return decodeResult(method, result, out)
+}
+
+// errorOf is a verdict as the error the client returns.
+func errorOf(method string, status int, v Verdict) *Error {
+	e := &Error{Kind: v.Kind, Method: method, Code: v.Code, Message: v.Message, RetryAfter: v.Wait, Cap: v.Cap}
+	if status != http.StatusOK {
+		e.Status = status
 	}
-	if r.Error != nil {
-		return &Error{Kind: c.dialect.classify(method, r.Error.Code, r.Error.Message), Method: method,
-			Code: r.Error.Code, Message: r.Error.Message, RetryAfter: retryAfter(res.Header.Get("Retry-After"))}
-	}
-	if len(r.Result) == 0 || string(r.Result) == "null" {
+	return e
+}
+
+// decodeResult reads an ok answer's result into out (left untouched on null).
+func decodeResult(method string, result json.RawMessage, out any) error {
+	if len(result) == 0 || string(result) == "null" {
 		return nil
 	}
-	if err := json.Unmarshal(r.Result, out); err != nil {
+	if err := json.Unmarshal(result, out); err != nil {
 		return &Error{Kind: KindDecode, Method: method, Message: err.Error()}
 	}
 	return nil
-}
-
-func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
-}
-
-// retryAfter reads a Retry-After header (seconds or an HTTP date); 0 when absent.
-func retryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
 }
 
 // ChainID returns eth_chainId.
@@ -238,7 +202,8 @@ func (c *Client) BlockByNumber(ctx context.Context, number uint64) (*Block, erro
 
 // Finalized returns the node's finalized block (the "finalized" tag: BNB Smart
 // Chain's fast finality, Tron's solidified block). An error of KindUnsupported
-// means the node does not answer the tag.
+// means the node refuses the tag; KindNotReady (geth's "finalized block not found"
+// while it starts) means it has none yet and is asked again.
 func (c *Client) Finalized(ctx context.Context) (*Block, error) {
 	b, err := c.block(ctx, "finalized")
 	var e *Error
@@ -288,7 +253,20 @@ func (c *Client) block(ctx context.Context, tag string) (*Block, error) {
 	if err != nil {
 		return bad(err)
 	}
-	return &Block{Number: n, Hash: h, ParentHash: p, Time: time.Unix(int64(ts), 0).UTC()}, nil
+	return &Block{Number: n, Hash: h, ParentHash: p, Time: blockTime(ts)}, nil
+}
+
+// msTimestamps is where a block timestamp stops being seconds: as seconds it would
+// be after the year 5000. java-tron before August 2022 sends milliseconds,
+// which as seconds would be the year 54000 and more.
+const msTimestamps = 100_000_000_000
+
+// blockTime reads a block's timestamp, in seconds or (old java-tron) milliseconds.
+func blockTime(ts uint64) time.Time {
+	if ts >= msTimestamps {
+		return time.UnixMilli(int64(min(ts, math.MaxInt64))).UTC()
+	}
+	return time.Unix(int64(ts), 0).UTC()
 }
 
 type rawLog struct {
