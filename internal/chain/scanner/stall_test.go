@@ -279,3 +279,70 @@ func TestFinalityTagGained(t *testing.T) {
 		})
 	}
 }
+
+// TestLogsDisabledReadAsRateLimit: bsc-dataseed answers every eth_getLogs with
+// -32005 "limit exceeded" (the method is disabled there) while its other methods
+// answer: after a bounded run of such answers the operator is told, once, that the
+// provider does not serve eth_getLogs (ERROR, the refused kind); the watcher keeps
+// asking at its longest backoff, and once the answers end the deposit is detected.
+func TestLogsDisabledReadAsRateLimit(t *testing.T) {
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			ch, token := newChain(t, 18)
+			w := watch(t, db, ch, token, chain.BEP20, 18)
+			w.start(nil)
+			tx := w.create("15500")
+			w.scanned()
+			ch.Proxy.LimitExceeded(1 << 30)
+			before := ch.Proxy.Calls("eth_getLogs")
+			w.send(w.token, tx.DepositAddress, tx.CryptoAmount)
+			w.commit(1)
+			const said = "the provider does not serve eth_getLogs"
+			require.Eventually(t, func() bool { return strings.Contains(w.logs.String(), said) }, 20*time.Second, 20*time.Millisecond)
+			require.LessOrEqual(t, ch.Proxy.Calls("eth_getLogs")-before, 6, "reported after a bounded run of answers")
+			require.Positive(t, w.metric(errSeries(chain.BEP20, "refused")))
+			require.Positive(t, ch.Proxy.Calls("eth_blockNumber"))
+			// It keeps asking, slowly, and says so once.
+			asked := ch.Proxy.Calls("eth_getLogs")
+			require.Eventually(t, func() bool { return ch.Proxy.Calls("eth_getLogs") > asked+1 }, 10*time.Second, 20*time.Millisecond)
+			require.Equal(t, 1, strings.Count(w.logs.String(), said))
+			require.Equal(t, client.TransactionStatusAwaitingDeposit, w.get(tx.Id).Status)
+
+			ch.Proxy.LimitExceeded(0)
+			w.waitFor(tx.Id, "detection once eth_getLogs answers", status(client.TransactionStatusDepositConfirming))
+			require.Contains(t, w.logs.String(), "the provider serves eth_getLogs again")
+		})
+	}
+}
+
+// TestTronGridSuspension: TronGrid answers every call with HTTP 403 and
+// {"Error":"The key exceeds the frequency limit(15), and the query server is
+// suspended for 30s"} (no Retry-After header): the watcher waits the 30 s it names
+// (a handful of calls, not one every poll), and the deposit is detected after.
+func TestTronGridSuspension(t *testing.T) {
+	const body = `{"Error":"The key exceeds the frequency limit(15), and the query server is suspended for 30s"}`
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			ch, token := newChainIn(t, devnet.JavaTron, 6)
+			w := watch(t, db, ch, token, chain.TRC20, 6)
+			w.start(nil)
+			tx := w.create("15500")
+			w.scanned()
+			const suspension = 30 * time.Second
+			ch.Proxy.Suspend(suspension, http.StatusForbidden, body)
+			start, before := time.Now(), ch.Proxy.Calls("")
+			w.send(w.token, tx.DepositAddress, tx.CryptoAmount)
+			w.commit(1)
+			time.Sleep(time.Until(start.Add(suspension - 500*time.Millisecond)))
+			during := ch.Proxy.Calls("") - before
+			// Polling every 50 ms, or backing off to 1 s: 30 to 600 calls.
+			require.LessOrEqual(t, during, 3, "the 30 s the answer names are waited")
+			require.Positive(t, during)
+			require.Equal(t, client.TransactionStatusAwaitingDeposit, w.get(tx.Id).Status)
+			require.Positive(t, w.metric(errSeries(chain.TRC20, "rate_limit")), "read as a rate limit")
+			w.waitFor(tx.Id, "detection after the suspension", status(client.TransactionStatusDepositConfirming))
+		})
+	}
+}
