@@ -107,6 +107,37 @@ func TestUnnamedLogsFailureShrinksSpan(t *testing.T) {
 	}
 }
 
+// TestLearntSpanProbed: the span learnt from a passing failure is not kept for
+// good: after 32 requests served at it, a request of twice the span is tried, and
+// once served the learnt span is dropped.
+func TestLearntSpanProbed(t *testing.T) {
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			ch, token := newChain(t, 18)
+			w := watch(t, db, ch, token, chain.BEP20, 18)
+			tx := w.create("15500")
+			w.send(w.token, tx.DepositAddress, tx.CryptoAmount)
+			w.commit(1500)
+			ch.Proxy.FailWideLogs(40, http.StatusBadRequest, badRequestPage)
+			w.start(map[string]string{"CHAIN_START_BLOCK_BEP20": "1"})
+			require.Eventually(t, func() bool {
+				cur, err := w.env.Store.ChainCursor(context.Background(), chain.BEP20)
+				require.NoError(t, err)
+				return cur != nil && cur.Block > 1
+			}, 20*time.Second, 5*time.Millisecond)
+			ch.Proxy.FailWideLogs(0, 0, "") // the failure passes
+			w.waitFor(tx.Id, "confirmation", status(client.TransactionStatusOrderFilled))
+			w.scanned()
+			require.Contains(t, w.logs.String(), "eth_getLogs serves wider requests again; the span learnt from unnamed failures is dropped")
+			require.Equal(t, 2.0, w.metric(errSeries(chain.BEP20, "http")), "100 and 50 blocks refused, nothing after")
+			// 25 blocks a request until the probe, then growing to the node's cap: far
+			// fewer requests than 1,500 blocks at 25.
+			require.Less(t, ch.Proxy.Calls("eth_getLogs"), 50)
+		})
+	}
+}
+
 // TestUnnamedLogsFailureOnOneBlock: when even one block's eth_getLogs fails for no
 // named reason, the operator sees an error naming the block, the request is
 // retried with backoff (not in a loop), and once served the deposit is detected.
@@ -196,6 +227,35 @@ func TestFinalizedNotFoundWhileNodeRestarts(t *testing.T) {
 			w.commit(required + 1)
 			d = w.waitFor(tx2.Id, "confirmations", confirmations(required+1))
 			require.Equal(t, client.TransactionStatusDepositConfirming, d.Status)
+		})
+	}
+}
+
+// TestFinalizedNotFoundAtStart: a node (re)starting answers "finalized block not
+// found" when the watcher starts: that is no node without the tag, so nothing
+// confirms (unknown) until the node answers, then the tag rule holds.
+func TestFinalizedNotFoundAtStart(t *testing.T) {
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			ch, token := newChain(t, 18)
+			ch.Proxy.FinalizedNotFound(time.Hour)
+			w := watch(t, db, ch, token, chain.BEP20, 18)
+			w.start(nil)
+			tx := w.create("15500")
+			w.send(w.token, tx.DepositAddress, tx.CryptoAmount)
+			w.commit(required + 1)
+			d := w.waitFor(tx.Id, "confirmations past the requirement", confirmations(required+1))
+			require.Equal(t, client.TransactionStatusDepositConfirming, d.Status)
+			require.Equal(t, 1.0, w.metric(finalitySeries(chain.BEP20, chain.FinalityUnknown)))
+			require.Contains(t, w.logs.String(), "chain scanner started; the node's finalized block is unknown")
+			require.Contains(t, w.logs.String(), "finalized block not found")
+			time.Sleep(1500 * time.Millisecond)
+			require.Equal(t, client.TransactionStatusDepositConfirming, w.get(tx.Id).Status, "never confirmed by count")
+
+			ch.Proxy.FinalizedNotFound(0)
+			w.waitFor(tx.Id, "confirmation once the node answers", status(client.TransactionStatusOrderFilled))
+			require.Equal(t, 1.0, w.metric(finalitySeries(chain.BEP20, chain.FinalityTag)))
 		})
 	}
 }
