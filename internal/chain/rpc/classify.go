@@ -104,7 +104,7 @@ func classify(d Dialect, method string, status int, header http.Header, body []b
 	v := Verdict{Code: codeOf(e.Code), Message: e.Message}
 	data := dataText(e.Data)
 	if v.Message == "" {
-		v.Message = data
+		v.Message = snippet([]byte(data))
 	}
 	if v.Message == "" {
 		v.Message = snippet(body)
@@ -132,7 +132,8 @@ func classify(d Dialect, method string, status int, header http.Header, body []b
 }
 
 // rule is one way an answer says what it means: any of its patterns in the
-// message (or error.data), or any of its codes when no message pattern of any rule
+// message or error.data (a text, or an object's JSON, so a key such as
+// "maxBlockRange" speaks too), or any of its codes when no message pattern of any rule
 // matched.
 type rule struct {
 	kind     string
@@ -144,29 +145,32 @@ type ruleSet []rule
 
 // rules, in the order they are tried: a message that names a rate limit is one even
 // when it says "limit" near a number; a node that is not ready says "not found"
-// of a block, not of the method; result caps are told before range caps because
+// of a block, not of the method (geth's "invalid block range params" is a range
+// past its head: a node behind, not a cap); result caps are told before range caps because
 // Alchemy's result cap also names a block range; "limit exceeded" alone (bsc-dataseed,
 // Infura) is a rate limit, tried after the caps so "block range limit exceeded" is a
 // range. Codes decide only when no text did.
 var rules = ruleSet{
 	{kind: KindRateLimit, patterns: res(
-		`rate.?limit`, `too many requests`, `frequency limit`, `suspended for`, `lack of computing resources`,
+		`\brate.?limit`, `usage limit`, `too many requests`, `frequency limit`, `suspended for`, `lack of computing resources`,
 		`request rate`, `allowed_rps`, `requests? per second`, `/second request limit`, `compute units`,
 		`capacity exceeded`, `exceeded .*capacity`, `daily request count`, `daily usage`, `quota`, `credits`,
 		`throttl`, `request limit reached`, `exceeded the max(imum)? (request|call)`),
 		codes: []int{-32005, -32007, -32090, 429}},
 	{kind: KindNotReady, patterns: res(
 		`(finalized|safe|head|latest) (block|header) not (found|available)`, `header not found`,
-		`block not found`, `unknown block`, `not ready`, `still syncing`, `is syncing`)},
+		`block not found`, `unknown block`, `not ready`, `still syncing`, `is syncing`,
+		`invalid block range params`)},
 	{kind: KindResults, patterns: res(
 		`query returned more than`, `more than \d+ (results|logs)`, `max(imum)? results`, `too many (results|logs)`,
 		`results exceed`, `returned too many`, `response (byte )?size`, `response too large`, `response is too (large|big)`,
-		`logs in the response`, `log response`, `logs matched by query exceeds`)},
+		`logs in the response`, `log response`, `logs matched by query exceeds`, `max_?(results|logs)`)},
 	{kind: KindRange, patterns: res(
 		`block range`, `blocks range`, `range too (large|big|wide)`, `range is too (large|big|wide)`, `too wide`,
 		`range limit`, `max(imum)? range`, `range \d+ exceeds`, `exceeds? max(imum)? block`, `blocks distance`,
 		`limited to an? \d+ (blocks? )?range`, `limited to \d+ blocks?`, `ranges? over \d+ blocks`, `block span`,
-		`too many blocks`, `requested blocks`, `at most \d+ blocks`, `range allowed`, `smaller than size`),
+		`too many blocks`, `requested blocks`, `at most \d+ blocks`, `range allowed`, `smaller than size`,
+		`max_?blocks?_?range`, `range_?limit`),
 		codes: []int{-32614}},
 	{kind: KindRateLimit, patterns: res(`limit exceeded`, `limit reached`)},
 	{kind: KindRefused, patterns: res(
@@ -272,7 +276,9 @@ func capOf(kind, message string, data json.RawMessage) uint64 {
 				return uint64(n)
 			}
 		}
-		return 0
+		// A text inside the object (Tenderly: {"payload": "range 9009594 is
+		// bigger than range limit 2000"}).
+		return capIn(kind, strings.ToLower(normalizeNumbers(dataText(data))))
 	}
 	s := dataText(data)
 	if n, err := strconv.ParseUint(strings.TrimSpace(normalizeNumbers(s)), 10, 64); err == nil && n > 1 {
@@ -412,12 +418,20 @@ func jsonText(raw json.RawMessage) string {
 	return snippet(raw)
 }
 
-// dataText is error.data as text ("" when absent or null).
+// dataText is error.data as text ("" when absent or null): a string as itself,
+// anything else as its JSON, at most 2,000 bytes of it.
 func dataText(raw json.RawMessage) string {
 	if len(raw) == 0 || isNull(raw) {
 		return ""
 	}
-	return jsonText(raw)
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		s = string(bytes.TrimSpace(raw))
+	}
+	if len(s) > 2000 {
+		s = s[:2000]
+	}
+	return s
 }
 
 // codeOf reads a JSON-RPC error code, a number or (leniently) a numeric string.

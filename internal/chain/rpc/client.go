@@ -62,35 +62,50 @@ type Options struct {
 	HTTP *http.Client
 }
 
-// Client calls one node over HTTP.
+// Client calls one node over HTTP or a WebSocket.
 type Client struct {
 	url     string
 	dialect Dialect
 	opts    Options
 	http    *http.Client
 	id      atomic.Uint64
+	// ws is set for a ws(s) endpoint (see ws.go).
+	ws *wsConn
 }
 
-// New returns a client of the node at url (http or https) speaking dialect.
+// New returns a client of the node at url (http, https, ws or wss) speaking
+// dialect. A ws(s) endpoint is dialled at the first call, so a provider down at
+// start does not fail New.
 func New(endpoint string, dialect Dialect, opts Options) (*Client, error) {
-	if !strings.HasPrefix(endpoint, "http://") && !strings.HasPrefix(endpoint, "https://") {
-		return nil, errors.New("the watcher speaks JSON-RPC over http(s)")
-	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
-	hc := opts.HTTP
-	if hc == nil {
-		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}}
+	c := &Client{url: endpoint, dialect: dialect, opts: opts}
+	switch {
+	case strings.HasPrefix(endpoint, "http://") || strings.HasPrefix(endpoint, "https://"):
+		c.http = opts.HTTP
+		if c.http == nil {
+			c.http = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}}
+		}
+	case strings.HasPrefix(endpoint, "ws://") || strings.HasPrefix(endpoint, "wss://"):
+		c.ws = &wsConn{}
+	default:
+		return nil, errors.New("the watcher speaks JSON-RPC over http(s) or ws(s)")
 	}
-	return &Client{url: endpoint, dialect: dialect, opts: opts, http: hc}, nil
+	return c, nil
 }
 
 // Dialect returns the client's dialect.
 func (c *Client) Dialect() Dialect { return c.dialect }
 
-// Close releases idle connections.
-func (c *Client) Close() { c.http.CloseIdleConnections() }
+// Close releases idle connections (a WebSocket's connection).
+func (c *Client) Close() {
+	if c.ws != nil {
+		c.ws.close()
+		return
+	}
+	c.http.CloseIdleConnections()
+}
 
 type request struct {
 	JSONRPC string `json:"jsonrpc"`
@@ -105,6 +120,9 @@ func (c *Client) call(ctx context.Context, out any, method string, params ...any
 	defer cancel()
 	if params == nil {
 		params = []any{}
+	}
+	if c.ws != nil {
+		return c.callWS(ctx, out, method, params)
 	}
 	body, err := json.Marshal(request{JSONRPC: "2.0", ID: c.id.Add(1), Method: method, Params: params})
 	if err != nil {
@@ -125,13 +143,7 @@ func (c *Client) call(ctx context.Context, out any, method string, params ...any
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return &Error{Kind: KindTimeout, Method: method, Message: fmt.Sprintf("no answer within %s", c.opts.Timeout)}
 		}
-		// Without the URL: providers put keys in it.
-		msg := err.Error()
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			msg = ue.Err.Error()
-		}
-		return &Error{Kind: KindTransport, Method: method, Message: msg}
+		return &Error{Kind: KindTransport, Method: method, Message: c.redact(err)}
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 256<<20))
@@ -139,13 +151,30 @@ func (c *Client) call(ctx context.Context, out any, method string, params ...any
 		if ctx.Err() != nil {
 			return &Error{Kind: KindTimeout, Method: method, Message: fmt.Sprintf("no complete answer within %s", c.opts.Timeout)}
 		}
-		return &Error{Kind: KindTransport, Method: method, Message: err.Error()}
+		return &Error{Kind: KindTransport, Method: method, Message: c.redact(err)}
 	}
 	v, result := classify(c.dialect, method, res.StatusCode, res.Header, raw)
 	if v.Kind != "" {
 		return errorOf(method, res.StatusCode, v)
 	}
 	return decodeResult(method, result, out)
+}
+
+// redact is err's text without the endpoint: providers put keys in it.
+func (c *Client) redact(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	msg := err.Error()
+	if u, perr := url.Parse(c.url); perr == nil {
+		for _, s := range []string{c.url, u.Host + u.Path, u.RawQuery, strings.Trim(u.Path, "/")} {
+			if len(s) >= 8 {
+				msg = strings.ReplaceAll(msg, s, "…")
+			}
+		}
+	}
+	return msg
 }
 
 // errorOf is a verdict as the error the client returns.

@@ -160,7 +160,7 @@ func TestHeadersAndTimeout(t *testing.T) {
 	require.NoError(t, err)
 	_, err = cl.BlockNumber(context.Background())
 	require.Equal(t, KindTimeout, KindOf(err))
-	_, err = New("ws://127.0.0.1:1", BSC, Options{})
+	_, err = New("ftp://127.0.0.1:1", BSC, Options{})
 	require.Error(t, err)
 
 	// A failed connection's error leaves out the URL (providers put keys in it).
