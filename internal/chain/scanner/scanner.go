@@ -33,11 +33,12 @@
 // Failures back off from the poll interval, doubling to MaxBackoff. A rate limit
 // naming its wait (Retry-After, or a body such as TronGrid's "suspended for 30s",
 // read by package rpc into Error.RetryAfter) is honoured: no call before it ends.
-// A provider that answers every eth_getLogs with a rate limit while its other
-// methods answer (bsc-dataseed's -32005 "limit exceeded": the method is disabled
-// there) is reported after 5 such answers in a row as not serving eth_getLogs (one
-// ERROR line, the refused error kind) and is then tried at MaxBackoff, so a real
-// rate limit that ends still recovers.
+// A provider that refuses eth_getLogs, or answers every eth_getLogs with a rate
+// limit while its other methods answer (bsc-dataseed's -32005 "limit exceeded":
+// the method is disabled there; reported after 5 such answers in a row), does not
+// serve eth_getLogs: one ERROR line, the refused error kind on every answer, and
+// the method is tried again at MaxBackoff, so a rate limit that ends, or a
+// provider that enables the method, still recovers.
 //
 // # Finality
 //
@@ -349,34 +350,35 @@ func (s *Scanner) failed(err error, backoff *time.Duration) time.Duration {
 	if ra := rpc.RetryAfterOf(err); ra > 0 {
 		wait = max(min(ra, maxHonoured), s.cfg.PollInterval)
 	}
+	logs := methodOf(err) == "eth_getLogs"
+	if logs && kind == rpc.KindRateLimit {
+		s.limitedLogs++
+	}
 	var single *blockError
 	switch {
-	case kind == rpc.KindRateLimit && methodOf(err) == "eth_getLogs":
-		s.limitedLogs++
-		if s.noLogs || s.limitedLogs >= limitedLogsRun {
-			// Only eth_getLogs is refused, again and again: the method is disabled
-			// there (bsc-dataseed), whatever the answer's words.
-			kind = rpc.KindRefused
-			wait = max(wait, s.cfg.MaxBackoff)
-			if !s.noLogs {
-				s.noLogs = true
-				s.log.Error("the provider does not serve eth_getLogs: it answers every request for logs with a rate limit while its other methods answer (a provider with eth_getLogs is required); retrying at the longest backoff",
-					"answers_in_a_row", s.limitedLogs, "error", err.Error(), "retry_in", wait.String())
-			}
-			break
+	case logs && (kind == rpc.KindRefused || kind == rpc.KindRateLimit && (s.noLogs || s.limitedLogs >= limitedLogsRun)):
+		// eth_getLogs refused, or only eth_getLogs rate-limited again and again:
+		// the method is disabled there (bsc-dataseed's "limit exceeded"), whatever
+		// the answer's words. Said once; asked again at the longest backoff.
+		kind = rpc.KindRefused
+		wait = max(wait, s.cfg.MaxBackoff)
+		if !s.noLogs {
+			s.noLogs = true
+			s.log.Error("the provider does not serve eth_getLogs: it refuses it, or answers every request for logs with a rate limit while its other methods answer (a provider with eth_getLogs is required); retrying at the longest backoff",
+				"rate_limits_in_a_row", s.limitedLogs, "error", err.Error(), "retry_in", wait.String())
 		}
-		wait = max(wait, time.Second)
-		s.log.Warn("chain node rate-limits the watcher; backing off", "error", err.Error(), "retry_in", wait.String())
 	case kind == rpc.KindRateLimit:
-		// The provider limits its other methods too: a rate limit, not a disabled method.
-		s.limitedLogs = 0
+		if !logs {
+			// The provider limits its other methods too: a rate limit, not a disabled method.
+			s.limitedLogs = 0
+		}
 		wait = max(wait, time.Second)
 		s.log.Warn("chain node rate-limits the watcher; backing off", "error", err.Error(), "retry_in", wait.String())
 	case errors.As(err, &single):
 		s.log.Error("eth_getLogs fails on a single block, for a reason the node does not name; retrying with backoff",
 			"block", single.block, "error", err.Error(), "retry_in", wait.String())
 	case kind == rpc.KindRefused:
-		s.log.Error("chain node refuses a method the watcher needs (a provider with eth_getLogs is required)", "error", err.Error(), "retry_in", wait.String())
+		s.log.Error("chain node refuses a method the watcher needs", "error", err.Error(), "retry_in", wait.String())
 	default:
 		s.log.Warn("chain scan failed; retrying", "error", err.Error(), "retry_in", wait.String())
 	}
