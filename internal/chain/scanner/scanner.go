@@ -45,15 +45,17 @@
 // The rule is "tag" (a deposit also waits for the node's finalized block),
 // "confirmations" (the count alone) or, while the tag's answer is missing,
 // "unknown": nothing confirms on the network then (deposits keep their rising
-// confirmations), and the state is logged (WARN) and reported
-// (partnerd_chain_finality_state) at start and on every change. Once the node has
-// served the finalized block, or when CHAIN_FINALITY_<NETWORK> is "tag", no answer
-// downgrades the rule: a failure to read the block ("finalized block not found"
-// while a node restarts, a timeout, an HTTP error, even "not supported") makes it
-// unknown until the node answers again. Only a node that has never served the tag
-// and says it does not support it confirms by count, and it is asked again every
-// FinalityRecheck, so a node that gains the tag gets the tag rule. "confirmations"
-// pins the count and never asks.
+// confirmations). The state is reported (partnerd_chain_finality_state) at start
+// and on every change, and logged: WARN for unknown or the count, INFO when the
+// tag answers again. Once the node has served the finalized block, or when
+// CHAIN_FINALITY_<NETWORK> is "tag", no answer downgrades the rule: a failure to
+// read the block ("finalized block not found" while a node restarts, a timeout, an
+// HTTP error, even "not supported") makes it unknown until the node answers again
+// (asked every poll while a deposit waits for it, every FinalityRecheck
+// otherwise); a rate limit there backs the poll off and changes nothing. Only a
+// node that has never served the tag and says it does not support it confirms by
+// count, and it is asked again every FinalityRecheck, so a node that gains the tag
+// gets the tag rule. "confirmations" pins the count and never asks.
 //
 // # One scanner per network
 //
