@@ -60,6 +60,12 @@ type Proxy struct {
 	limitExceeded  int
 	hang           int
 	refuseLogs     bool
+	wideLogs       uint64
+	wideAnswer     answer // status 0: off
+	suspendUntil   time.Time
+	suspendAnswer  answer
+	notFoundUntil  time.Time
+	finalizedCalls int
 	calls          map[string]int
 	header         string
 	headerValue    string
@@ -97,7 +103,9 @@ func (p *Proxy) SetCaps(blocks uint64, results int) {
 }
 
 // SetFinalizedDepth puts the "finalized" block depth blocks below the head; off
-// makes the node answer the tag with an error, as a node without it does.
+// makes the node answer the tag with an error, as a node without it does
+// (java-tron: "TAG finalized not supported"; a geth fork from before the tag: the
+// tag is not a block number).
 func (p *Proxy) SetFinalizedDepth(depth uint64, off bool) {
 	p.mu.Lock()
 	p.finalizedDepth, p.noFinalized = depth, off
@@ -132,6 +140,47 @@ func (p *Proxy) RefuseLogs(on bool) {
 	p.mu.Lock()
 	p.refuseLogs = on
 	p.mu.Unlock()
+}
+
+// answer is a raw HTTP answer: a status and a body sent as they are.
+type answer struct {
+	status int
+	body   string
+}
+
+// FailWideLogs answers every eth_getLogs spanning more than blocks blocks (to −
+// from + 1; 0: every one) with HTTP status and body as they are (status 0: off): a
+// refusal in words no rule knows, such as a provider's bare HTTP 400 or a
+// gateway's error page.
+func (p *Proxy) FailWideLogs(blocks uint64, status int, body string) {
+	p.mu.Lock()
+	p.wideLogs, p.wideAnswer = blocks, answer{status, body}
+	p.mu.Unlock()
+}
+
+// Suspend answers every call with HTTP status and body for d, as TronGrid does
+// while it suspends a key: HTTP 403 (503 with a key) and {"Error":"The key exceeds
+// the frequency limit(15), and the query server is suspended for 30s"}.
+func (p *Proxy) Suspend(d time.Duration, status int, body string) {
+	p.mu.Lock()
+	p.suspendUntil, p.suspendAnswer = time.Now().Add(d), answer{status, body}
+	p.mu.Unlock()
+}
+
+// FinalizedNotFound answers eth_getBlockByNumber("finalized") for d with geth's
+// {"code":-32000,"message":"finalized block not found"}, as a geth or bsc node
+// does while it (re)starts and has not yet seen a finalized block.
+func (p *Proxy) FinalizedNotFound(d time.Duration) {
+	p.mu.Lock()
+	p.notFoundUntil = time.Now().Add(d)
+	p.mu.Unlock()
+}
+
+// FinalizedCalls returns how many calls asked for the "finalized" block.
+func (p *Proxy) FinalizedCalls() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.finalizedCalls
 }
 
 // Calls returns how many calls of method the proxy received ("" : all).
@@ -200,7 +249,19 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if hang {
 		p.hang--
 	}
+	var raw *answer
+	if time.Now().Before(p.suspendUntil) {
+		raw = &p.suspendAnswer
+	} else if p.wideAnswer.status != 0 && req.Method == "eth_getLogs" && logsSpan(req) > p.wideLogs {
+		raw = &p.wideAnswer
+	}
 	p.mu.Unlock()
+	if raw != nil && !hang {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(raw.status)
+		_, _ = io.WriteString(w, raw.body)
+		return
+	}
 	if hang {
 		select {
 		case <-r.Context().Done():
@@ -224,6 +285,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out["result"] = result
 	}
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// logsSpan returns the blocks an eth_getLogs filter spans (0 when it names no
+// numbers).
+func logsSpan(req rpcRequest) uint64 {
+	if len(req.Params) != 1 {
+		return 0
+	}
+	var f struct{ FromBlock, ToBlock string }
+	if json.Unmarshal(req.Params[0], &f) != nil {
+		return 0
+	}
+	from, err1 := hexutil.DecodeUint64(f.FromBlock)
+	to, err2 := hexutil.DecodeUint64(f.ToBlock)
+	if err1 != nil || err2 != nil || to < from {
+		return 0
+	}
+	return to - from + 1
 }
 
 func idOr(id json.RawMessage) string {
@@ -318,7 +397,10 @@ func (p *Proxy) tagNumber(ctx context.Context, raw json.RawMessage) (uint64, boo
 		return 0, false, &rpcError{Code: -32602, Message: "invalid block number"}
 	}
 	p.mu.Lock()
-	depth, off := p.finalizedDepth, p.noFinalized
+	depth, off, notFound := p.finalizedDepth, p.noFinalized, time.Now().Before(p.notFoundUntil)
+	if tag == "finalized" {
+		p.finalizedCalls++
+	}
 	p.mu.Unlock()
 	switch tag {
 	case "latest", "":
@@ -331,6 +413,10 @@ func (p *Proxy) tagNumber(ctx context.Context, raw json.RawMessage) (uint64, boo
 			if p.dialect == JavaTron {
 				return 0, false, &rpcError{Code: -32602, Message: "TAG finalized not supported"}
 			}
+			// What go-ethereum's BlockNumber decoding answered before the tag existed.
+			return 0, false, &rpcError{Code: -32602, Message: "invalid argument 0: hex string without 0x prefix"}
+		}
+		if notFound {
 			return 0, false, &rpcError{Code: -32000, Message: "finalized block not found"}
 		}
 		h, e := p.head(ctx)

@@ -12,7 +12,50 @@
 // from the density the previous one returned, aiming at half the result cap; a
 // range or result refusal teaches the cap (from the node's message when it names
 // it) and the request is retried at once at a size that fits. Rate limits are
-// never read as a cap: the scanner backs off, honouring Retry-After.
+// never read as a cap.
+//
+// # Failures nobody names
+//
+// A provider may refuse a wide eth_getLogs in words no rule knows (an HTTP 400, a
+// proxy's error page, a generic JSON-RPC error) or simply time out on it. Such a
+// failure (rpc.KindRPC, KindHTTP, KindDecode, KindTimeout) on a request wider than
+// one block halves the span and retries at once, so a backlog is still read; the
+// smaller span becomes a ceiling the scanner remembers. After 32 requests served
+// at the ceiling one request probes twice the ceiling: served, the ceiling is
+// dropped (the failure was passing); refused, the ceiling stays and the next probe
+// waits twice as many requests (at most 1,024). When even one block fails, the span
+// was not the cause: the ceiling learnt in that sequence is forgotten, and the
+// failure is an error naming the block (log ERROR, partnerd_chain_rpc_errors_total)
+// retried with backoff. No failing request is repeated without a wait.
+//
+// # Waits and refusals
+//
+// Failures back off from the poll interval, doubling to MaxBackoff. A rate limit
+// naming its wait (Retry-After, or a body such as TronGrid's "suspended for 30s",
+// read by package rpc into Error.RetryAfter) is honoured: no call before it ends.
+// A provider that refuses eth_getLogs, or answers every eth_getLogs with a rate
+// limit while its other methods answer (bsc-dataseed's -32005 "limit exceeded":
+// the method is disabled there; reported after 5 such answers in a row), does not
+// serve eth_getLogs: one ERROR line, the refused error kind on every answer, and
+// the method is tried again at MaxBackoff, so a rate limit that ends, or a
+// provider that enables the method, still recovers.
+//
+// # Finality
+//
+// The rule is "tag" (a deposit also waits for the node's finalized block),
+// "confirmations" (the count alone) or, while the tag's answer is missing,
+// "unknown": nothing confirms on the network then (deposits keep their rising
+// confirmations). The state is reported (partnerd_chain_finality_state) at start
+// and on every change, and logged: WARN for unknown or the count, INFO when the
+// tag answers again. Once the node has served the finalized block, or when
+// CHAIN_FINALITY_<NETWORK> is "tag", no answer downgrades the rule: a failure to
+// read the block ("finalized block not found" while a node restarts, a timeout, an
+// HTTP error, even "not supported") makes it unknown until the node answers again
+// (asked every poll while a deposit waits for it, every FinalityRecheck
+// otherwise); a rate limit there backs the poll off and changes nothing. Only a
+// node that has never served the tag and says it does not support it confirms by
+// count, and it is asked again every FinalityRecheck, so a node that gains the tag
+// gets the tag rule. "confirmations" pins the count and never asks.
 //
 // # One scanner per network
 //
@@ -124,8 +167,14 @@ type Config struct {
 	// TargetLogs is the logs one eth_getLogs aims at (default 5000, half the common
 	// 10,000 cap); a node's result refusal naming its cap sets it to half of that.
 	TargetLogs int
-	// MaxBackoff caps the wait after RPC errors (default 1 minute).
+	// MaxBackoff caps the wait after RPC errors (default 20 poll intervals, from 1
+	// second to 1 minute: a watcher polling fast recovers fast). A wait the node
+	// names is honoured beyond it, up to 10 minutes.
 	MaxBackoff time.Duration
+	// FinalityRecheck is how often a node that said it has no finalized block, or
+	// whose finalized block is unknown while no deposit waits for it, is asked
+	// again (default as MaxBackoff).
+	FinalityRecheck time.Duration
 	// Wake, when set, ends a caught-up scanner's wait for its next poll at once (a
 	// provider pushing new heads); every block is still read in order by eth_getLogs.
 	Wake <-chan struct{}
@@ -136,11 +185,16 @@ type Config struct {
 	LagWarning uint64
 }
 
-// Finality rules, as the start-up log names them.
 const (
-	finalityUnknown = iota
-	finalityTag
-	finalityNone
+	// maxHonoured bounds a wait the node names (a garbled hint never parks the
+	// watcher for hours).
+	maxHonoured = 10 * time.Minute
+	// limitedLogsRun is how many rate-limit answers in a row on eth_getLogs, while
+	// the poll's other calls answer, make the method read as not served.
+	limitedLogsRun = 5
+	// probeAfter is how many requests served at a learnt ceiling precede the first
+	// probe of twice the ceiling; maxProbeAfter bounds its doubling.
+	probeAfter, maxProbeAfter = 32, 1024
 )
 
 // Scanner watches one network.
@@ -154,16 +208,33 @@ type Scanner struct {
 	byAddr  map[common.Address]chain.Token
 
 	// span is the next eth_getLogs' block count; density the logs per block the
-	// last one returned (−1: unknown).
-	span     uint64
-	maxSpan  uint64
-	target   int
-	density  float64
-	finality int
-	idOK     bool
-	// finalAt is when the finalized block was last read (the metric is refreshed
-	// at least once a minute).
-	finalAt time.Time
+	// last one returned (−1: unknown); maxSpan the node's range cap.
+	span    uint64
+	maxSpan uint64
+	target  int
+	density float64
+	// ceiling is the span learnt from failures nobody named (0: none); served
+	// counts the requests served at it since; probeAfter is how many it takes
+	// before a probe; probing is set while a probe is in flight.
+	ceiling    uint64
+	served     int
+	probeAfter int
+	probing    bool
+	// limitedLogs counts eth_getLogs rate-limited in a row; noLogs is set once
+	// that run reads as the provider not serving the method.
+	limitedLogs int
+	noLogs      bool
+	idOK        bool
+	// finality is the rule in force (chain.Finality*); servedTag is set once the
+	// node has answered the finalized block; askedAt is when it was last asked
+	// (the metric is refreshed at least once a minute); started is set once the
+	// start-up line is written (changes are logged after it).
+	finality  string
+	servedTag bool
+	askedAt   time.Time
+	started   bool
+	// finalErr is the last failure to read the finalized block (nil once read).
+	finalErr error
 }
 
 // New returns a scanner of cfg.Network.
@@ -177,14 +248,21 @@ func New(cfg Config, client Client, sink Sink, locker Locker, m Metrics, log *sl
 	if cfg.TargetLogs <= 0 {
 		cfg.TargetLogs = 5000
 	}
-	if cfg.MaxBackoff == 0 {
-		cfg.MaxBackoff = time.Minute
-	}
 	if cfg.LagWarning == 0 {
 		cfg.LagWarning = 300
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 3 * time.Second
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = min(max(20*cfg.PollInterval, time.Second), time.Minute)
+	}
+	if cfg.FinalityRecheck <= 0 {
+		cfg.FinalityRecheck = cfg.MaxBackoff
+	}
+	finality := chain.FinalityUnknown
+	if cfg.Finality == chain.FinalityConfirmations {
+		finality = chain.FinalityConfirmations
 	}
 	by := map[common.Address]chain.Token{}
 	for _, t := range cfg.Tokens {
@@ -192,7 +270,8 @@ func New(cfg Config, client Client, sink Sink, locker Locker, m Metrics, log *sl
 	}
 	return &Scanner{cfg: cfg, client: client, sink: sink, locker: locker, metrics: m,
 		log: log.With("network", cfg.Network), byAddr: by,
-		span: min(cfg.FirstSpan, cfg.MaxSpan), maxSpan: cfg.MaxSpan, target: cfg.TargetLogs, density: -1}
+		span: min(cfg.FirstSpan, cfg.MaxSpan), maxSpan: cfg.MaxSpan, target: cfg.TargetLogs, density: -1,
+		probeAfter: probeAfter, finality: finality}
 }
 
 // ErrChainID is a node reporting another chain than CHAIN_ID_<NETWORK>.
@@ -254,25 +333,7 @@ func (s *Scanner) Run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			kind := rpc.KindOf(err)
-			if kind != "" {
-				s.metrics.ChainRPCError(s.cfg.Network, kind)
-			}
-			wait := backoff
-			if ra := rpc.RetryAfterOf(err); ra > 0 {
-				wait = max(ra, s.cfg.PollInterval)
-			}
-			switch kind {
-			case rpc.KindRateLimit:
-				wait = max(wait, time.Second)
-				s.log.Warn("chain node rate-limits the watcher; backing off", "error", err.Error(), "retry_in", wait.String())
-			case rpc.KindRefused:
-				s.log.Error("chain node refuses a method the watcher needs (a provider with eth_getLogs is required)", "error", err.Error(), "retry_in", wait.String())
-			default:
-				s.log.Warn("chain scan failed; retrying", "error", err.Error(), "retry_in", wait.String())
-			}
-			sleep(ctx, wait)
-			backoff = min(max(backoff, wait)*2, s.cfg.MaxBackoff)
+			sleep(ctx, s.failed(err, &backoff))
 			continue
 		}
 		backoff = s.cfg.PollInterval
@@ -281,6 +342,76 @@ func (s *Scanner) Run(ctx context.Context) {
 		}
 	}
 }
+
+// failed reports a failed poll (a log line, the error's kind counted) and returns
+// the wait before the next one: the backoff, or the wait the node named (up to
+// maxHonoured); the backoff doubles, up to MaxBackoff.
+func (s *Scanner) failed(err error, backoff *time.Duration) time.Duration {
+	kind := rpc.KindOf(err)
+	wait := *backoff
+	if ra := rpc.RetryAfterOf(err); ra > 0 {
+		wait = max(min(ra, maxHonoured), s.cfg.PollInterval)
+	}
+	logs := methodOf(err) == "eth_getLogs"
+	if logs && kind == rpc.KindRateLimit {
+		s.limitedLogs++
+	}
+	var single *blockError
+	switch {
+	case logs && (kind == rpc.KindRefused || kind == rpc.KindRateLimit && (s.noLogs || s.limitedLogs >= limitedLogsRun)):
+		// eth_getLogs refused, or only eth_getLogs rate-limited again and again:
+		// the method is disabled there (bsc-dataseed's "limit exceeded"), whatever
+		// the answer's words. Said once; asked again at the longest backoff.
+		kind = rpc.KindRefused
+		wait = max(wait, s.cfg.MaxBackoff)
+		if !s.noLogs {
+			s.noLogs = true
+			s.log.Error("the provider does not serve eth_getLogs: it refuses it, or answers every request for logs with a rate limit while its other methods answer (a provider with eth_getLogs is required); retrying at the longest backoff",
+				"rate_limits_in_a_row", s.limitedLogs, "error", err.Error(), "retry_in", wait.String())
+		}
+	case kind == rpc.KindRateLimit:
+		if !logs {
+			// The provider limits its other methods too: a rate limit, not a disabled method.
+			s.limitedLogs = 0
+		}
+		wait = max(wait, time.Second)
+		s.log.Warn("chain node rate-limits the watcher; backing off", "error", err.Error(), "retry_in", wait.String())
+	case errors.As(err, &single):
+		s.log.Error("eth_getLogs fails on a single block, for a reason the node does not name; retrying with backoff",
+			"block", single.block, "error", err.Error(), "retry_in", wait.String())
+	case kind == rpc.KindRefused:
+		s.log.Error("chain node refuses a method the watcher needs", "error", err.Error(), "retry_in", wait.String())
+	default:
+		s.log.Warn("chain scan failed; retrying", "error", err.Error(), "retry_in", wait.String())
+	}
+	if kind != "" {
+		s.metrics.ChainRPCError(s.cfg.Network, kind)
+	}
+	*backoff = min(max(*backoff, wait)*2, s.cfg.MaxBackoff)
+	return wait
+}
+
+// methodOf returns the method of a failed call ("" when err is not an *rpc.Error).
+func methodOf(err error) string {
+	var e *rpc.Error
+	if errors.As(err, &e) {
+		return e.Method
+	}
+	return ""
+}
+
+// blockError is eth_getLogs failing on a single block for a reason the node does
+// not name: the span is not the cause, so it is the operator's to see.
+type blockError struct {
+	block uint64
+	err   error
+}
+
+func (e *blockError) Error() string {
+	return fmt.Sprintf("block %d: %v", e.block, e.err)
+}
+
+func (e *blockError) Unwrap() error { return e.err }
 
 func upper(s string) string {
 	b := []byte(s)
@@ -305,39 +436,98 @@ func (s *Scanner) checkChain(ctx context.Context) error {
 	return nil
 }
 
-// start logs the scanner's rules once it holds the lock: which finality rule the
-// node allows is found by asking it for its finalized block.
+// start logs the scanner's rules once it holds the lock, asking the node for its
+// finalized block unless the count is pinned, and reports the finality state.
 func (s *Scanner) start(ctx context.Context) {
-	if s.finality == finalityUnknown {
-		s.readFinalized(ctx)
+	pin := "CHAIN_FINALITY_" + upper(s.cfg.Network)
+	if s.cfg.Finality != chain.FinalityConfirmations {
+		// A rate limit here leaves the state as it is; the first poll backs off.
+		_, _ = s.readFinalized(ctx)
 	}
-	rule := "confirmations and the node's finalized block"
-	switch s.finality {
-	case finalityNone:
+	var rule string
+	switch {
+	case s.cfg.Finality == chain.FinalityConfirmations:
+		rule = "confirmations only (" + pin + "=confirmations)"
+	case s.finality == chain.FinalityTag && s.cfg.Finality == chain.FinalityTag:
+		rule = "confirmations and the node's finalized block (" + pin + "=tag)"
+	case s.finality == chain.FinalityTag:
+		rule = "confirmations and the node's finalized block"
+	case s.finality == chain.FinalityConfirmations:
 		rule = "confirmations only (the node does not answer the finalized block tag)"
-	case finalityUnknown:
-		rule = "confirmations and the node's finalized block, if it answers the tag (not reachable yet)"
+	case s.cfg.Finality == chain.FinalityTag:
+		rule = "confirmations and the node's finalized block (" + pin + "=tag), once the node answers it (not answered: nothing confirms until it does)"
+	default:
+		rule = "confirmations and the node's finalized block, once the node answers it (not answered yet: nothing confirms until it does)"
 	}
-	s.log.Info("chain scanner started", "confirmations", s.cfg.Confirmations, "finality", rule)
+	attrs := []any{"confirmations", s.cfg.Confirmations, "finality", rule, "finality_state", s.finality}
+	if s.finalErr != nil && s.finality != chain.FinalityConfirmations {
+		attrs = append(attrs, "error", s.finalErr.Error())
+	}
+	if s.finality == chain.FinalityUnknown {
+		s.log.Warn("chain scanner started; the node's finalized block is unknown: nothing confirms on this network until the node answers it", attrs...)
+	} else {
+		s.log.Info("chain scanner started", attrs...)
+	}
+	s.metrics.ChainFinality(s.cfg.Network, s.finality)
+	s.started = true
 }
 
-// readFinalized asks for the finalized block; nil when the node has none (or failed).
+// readFinalized asks the node for its finalized block and moves the finality rule
+// by the answer (see the package comment). It returns nil when the node gave no
+// block, and an error only for a rate limit (the poll backs off) or ctx's end:
+// any other failure makes the rule unknown, never the count.
 func (s *Scanner) readFinalized(ctx context.Context) (*rpc.Block, error) {
+	s.askedAt = time.Now()
 	b, err := s.client.Finalized(ctx)
-	if err != nil {
-		if rpc.KindOf(err) == rpc.KindUnsupported {
-			if s.finality != finalityNone {
-				s.log.Warn("the node does not answer the finalized block tag; deposits confirm by confirmations only", "error", err.Error())
-			}
-			s.finality = finalityNone
-			return nil, nil
-		}
+	s.finalErr = err
+	if err == nil {
+		s.servedTag = true
+		s.metrics.ChainFinalized(s.cfg.Network, b.Number)
+		s.setFinality(chain.FinalityTag, nil)
+		return b, nil
+	}
+	kind := rpc.KindOf(err)
+	if ctx.Err() != nil || kind == rpc.KindRateLimit {
 		return nil, err
 	}
-	s.finality = finalityTag
-	s.finalAt = time.Now()
-	s.metrics.ChainFinalized(s.cfg.Network, b.Number)
-	return b, nil
+	if kind != "" {
+		s.metrics.ChainRPCError(s.cfg.Network, kind)
+	}
+	asks := s.cfg.Finality == "" && !s.servedTag
+	switch {
+	case asks && kind == rpc.KindUnsupported:
+		s.setFinality(chain.FinalityConfirmations, err)
+	case asks && s.finality == chain.FinalityConfirmations:
+		// A node without the tag failing a re-check: nothing has changed.
+	default:
+		s.setFinality(chain.FinalityUnknown, err)
+	}
+	return nil, nil
+}
+
+// setFinality moves the finality rule to state, reporting a change (metric, and
+// after the start-up line a log line: WARN unless the tag rule is back).
+func (s *Scanner) setFinality(state string, err error) {
+	if state == s.finality {
+		return
+	}
+	s.finality = state
+	s.metrics.ChainFinality(s.cfg.Network, state)
+	if !s.started {
+		return
+	}
+	attrs := []any{"finality_state", state}
+	if err != nil {
+		attrs = append(attrs, "error", err.Error())
+	}
+	switch state {
+	case chain.FinalityTag:
+		s.log.Info("the node answers the finalized block: deposits confirm once final", attrs...)
+	case chain.FinalityConfirmations:
+		s.log.Warn("the node does not answer the finalized block tag; deposits confirm by confirmations only (CHAIN_FINALITY_"+upper(s.cfg.Network)+"=tag keeps the tag rule)", attrs...)
+	default:
+		s.log.Warn("the node's finalized block is unknown: nothing confirms on this network until the node answers it again", attrs...)
+	}
 }
 
 // idle waits for the next poll: the poll interval, or less when Wake signals a
@@ -483,18 +673,26 @@ func (s *Scanner) rewind(ctx context.Context, cur *chain.Cursor, head uint64) (c
 // logs reads the token's Transfer logs of the blocks first..to, to at most head
 // and the span sized to fit the provider's caps; with overlap the request also
 // covers block first−1 (the cursor's block, re-checked by its logs' hash). A range
-// or result refusal teaches the cap and the request is retried at once; any other
+// or result refusal teaches the cap and the request is retried at once; a failure
+// nobody names halves the span and retries (see the package comment); any other
 // failure is returned.
 func (s *Scanner) logs(ctx context.Context, first, head uint64, overlap bool) ([]rpc.Log, uint64, error) {
-	from := first
-	if overlap {
-		from--
-	}
+	// What this call's halvings change, restored if even one block fails.
+	halved := false
+	var ceiling, span uint64
 	for {
-		to := min(head, first+s.span-1)
+		n := s.span
+		if s.ceiling > 0 && s.served >= s.probeAfter && head-first+1 >= 2*s.ceiling && !halved {
+			n, s.probing = min(2*s.ceiling, s.maxSpan), true
+		}
+		from, to := first, min(head, first+n-1)
+		if overlap {
+			from--
+		}
 		logs, err := s.client.Logs(ctx, from, to, s.contracts(), chain.TransferTopic)
 		switch kind := rpc.KindOf(err); {
 		case err == nil:
+			s.servedLogs(to - first + 1)
 			n := 0
 			for _, lg := range logs {
 				if lg.BlockNumber >= first {
@@ -505,6 +703,7 @@ func (s *Scanner) logs(ctx context.Context, first, head uint64, overlap bool) ([
 			return logs, to, nil
 		case kind == rpc.KindRange && s.span > 1:
 			s.metrics.ChainRPCError(s.cfg.Network, kind)
+			s.probing = false
 			// A cap of L blocks admits L blocks (BNB Smart Chain's providers) or
 			// to − from = L (java-tron): L − 1 new blocks after the overlap fit both.
 			limit := rpc.LimitOf(err)
@@ -516,29 +715,89 @@ func (s *Scanner) logs(ctx context.Context, first, head uint64, overlap bool) ([
 			s.log.Info("the node caps eth_getLogs' block range; smaller requests", "max_span", s.maxSpan, "error", err.Error())
 		case kind == rpc.KindResults && s.span > 1:
 			s.metrics.ChainRPCError(s.cfg.Network, kind)
+			s.probing = false
 			if limit := rpc.LimitOf(err); limit > 1 {
 				s.target = max(1, int(limit/2))
 			}
 			// The density is unknown past "more than the cap": measure it on one block.
 			s.span = 1
 			s.log.Info("the node caps eth_getLogs' results; smaller requests", "target_logs", s.target, "error", err.Error())
+		case unnamed(kind) && to > from:
+			s.metrics.ChainRPCError(s.cfg.Network, kind)
+			if !halved {
+				halved, ceiling, span = true, s.ceiling, s.span
+			}
+			if s.probing {
+				// Twice the ceiling is still refused: probe less often.
+				s.probing = false
+				s.probeAfter = min(2*s.probeAfter, maxProbeAfter)
+			}
+			if to > first {
+				s.ceiling = max(1, (to-first+1)/2)
+				s.span = min(s.span, s.ceiling)
+				s.served = 0
+			} else {
+				// One new block: ask for it without the cursor's block.
+				overlap = false
+			}
+			s.log.Warn("eth_getLogs failed for a reason the node does not name; retrying on fewer blocks",
+				"from", from, "to", to, "span", s.span, "error", err.Error())
+		case unnamed(kind):
+			if halved {
+				// Even one block fails: the span was not the cause.
+				s.ceiling, s.span = ceiling, span
+			}
+			return nil, 0, &blockError{block: first, err: err}
 		default:
 			return nil, 0, err
 		}
 	}
 }
 
+// unnamed reports whether a failure of kind gives no reason the scanner can act on
+// (no cap, no rate limit, no refusal): a wide request's size may be its cause.
+func unnamed(kind string) bool {
+	switch kind {
+	case rpc.KindRPC, rpc.KindHTTP, rpc.KindDecode, rpc.KindTimeout:
+		return true
+	}
+	return false
+}
+
+// servedLogs notes a served eth_getLogs of blocks new blocks: the method is served
+// (a run of rate limits ends), and a request at the learnt ceiling counts towards
+// the next probe, or, if it was the probe, drops the ceiling.
+func (s *Scanner) servedLogs(blocks uint64) {
+	s.limitedLogs = 0
+	if s.noLogs {
+		s.noLogs = false
+		s.log.Info("the provider serves eth_getLogs again")
+	}
+	switch {
+	case s.probing:
+		s.log.Info("eth_getLogs serves wider requests again; the span learnt from unnamed failures is dropped", "ceiling", s.ceiling, "served", blocks)
+		s.ceiling, s.served, s.probing, s.probeAfter = 0, 0, false, probeAfter
+	case s.ceiling > 0 && blocks >= s.ceiling:
+		s.served++
+	}
+}
+
 // fit sizes the next request from the density n logs over blocks blocks showed:
 // the target's worth of blocks at that density, the span growing at most twofold
 // a request (so one quiet block does not launch a huge request into a busy
-// stretch). A caught-up poll covering fewer blocks leaves the span as it is.
+// stretch), within the node's cap and the learnt ceiling. A caught-up poll
+// covering fewer blocks leaves the span as it is.
 func (s *Scanner) fit(n int, blocks uint64) {
 	s.density = float64(n) / float64(blocks)
-	span := s.maxSpan
+	limit := s.maxSpan
+	if s.ceiling > 0 {
+		limit = min(limit, s.ceiling)
+	}
+	span := limit
 	if s.density > 0 {
 		span = uint64(float64(s.target) / s.density)
 	}
-	s.span = min(max(span, 1), s.maxSpan, s.span*2)
+	s.span = min(max(span, 1), limit, max(s.span, 1)*2)
 }
 
 // record turns the logs of blocks from..to into transfers and records them with
@@ -644,7 +903,7 @@ func (s *Scanner) transfers(ctx context.Context, logs []rpc.Log, from uint64, en
 // settle re-checks every pending deposit's block against the canonical chain and
 // drops those whose block is gone; the others get head − block + 1 confirmations,
 // and are final when their block is at or below the node's finalized block (or
-// always, on a node without the tag). A deposit at or below an intact cursor is
+// always, under the count rule; never while the rule is unknown). A deposit at or below an intact cursor is
 // canonical (see Poll); any other is checked by its own block.
 func (s *Scanner) settle(ctx context.Context, head uint64, cur *chain.Cursor, intact bool) error {
 	pending, err := s.sink.Pending(ctx, s.cfg.Network)
@@ -652,14 +911,24 @@ func (s *Scanner) settle(ctx context.Context, head uint64, cur *chain.Cursor, in
 		return err
 	}
 	hashes := map[uint64]common.Hash{}
+	// The finalized block, read at most once a poll.
 	var finalized *rpc.Block
-	finalRead := false
-	if s.finality != finalityNone && time.Since(s.finalAt) > time.Minute {
-		// Keep partnerd_chain_finalized_block current even while no deposit waits.
-		if finalized, err = s.readFinalized(ctx); err != nil {
+	asked := s.cfg.Finality == chain.FinalityConfirmations
+	ask := func() error {
+		if asked {
+			return nil
+		}
+		asked = true
+		finalized, err = s.readFinalized(ctx)
+		return err
+	}
+	since := time.Since(s.askedAt)
+	if s.finality == chain.FinalityTag && since > time.Minute || s.finality != chain.FinalityTag && since >= s.cfg.FinalityRecheck {
+		// Keep partnerd_chain_finalized_block current while no deposit waits, and
+		// ask a node without the tag, or without an answer lately, again.
+		if err := ask(); err != nil {
 			return err
 		}
-		finalRead = true
 	}
 	for _, p := range pending {
 		canonical := intact && cur != nil && p.Block <= cur.Block
@@ -688,17 +957,15 @@ func (s *Scanner) settle(ctx context.Context, head uint64, cur *chain.Cursor, in
 			continue
 		}
 		n := int(head - p.Block + 1)
-		final := true
-		if n >= s.cfg.Confirmations && s.finality != finalityNone {
+		final := s.finality == chain.FinalityConfirmations
+		if n >= s.cfg.Confirmations && !final {
 			// Deep enough: is it final? One read of the finalized block per poll, and
-			// only while a deposit waits for it.
-			if !finalRead {
-				if finalized, err = s.readFinalized(ctx); err != nil {
-					return err
-				}
-				finalRead = true
+			// only while a deposit waits for it. While the rule is unknown, no.
+			if err := ask(); err != nil {
+				return err
 			}
-			final = finalized == nil && s.finality == finalityNone || finalized != nil && p.Block <= finalized.Number
+			final = s.finality == chain.FinalityConfirmations ||
+				s.finality == chain.FinalityTag && finalized != nil && p.Block <= finalized.Number
 		}
 		if n <= p.Confirmations && (n < s.cfg.Confirmations || !final) {
 			continue // nothing new, and not ready to confirm
