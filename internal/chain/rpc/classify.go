@@ -24,7 +24,9 @@ type Verdict struct {
 // it. It is the only place that knows the nodes' and providers' error texts and
 // codes: the HTTP and WebSocket transports both hand it every answer, so a text
 // learnt here is learnt everywhere. Samples of every rule, with their sources, are
-// in testdata/rpcanswers.
+// in testdata/rpcanswers. The dialect and method name the answer's context; today
+// every rule holds for every node and method (a provider of either network may
+// sit behind any gateway).
 func Classify(d Dialect, method string, status int, header http.Header, body []byte) Verdict {
 	v, _ := classify(d, method, status, header, body)
 	return v
@@ -74,7 +76,7 @@ func classify(d Dialect, method string, status int, header http.Header, body []b
 	}
 
 	var e rpcError
-	text, isError := "", false
+	isError := false
 	switch {
 	case len(env.Error) > 0 && !isNull(env.Error):
 		isError = true
@@ -109,7 +111,7 @@ func classify(d Dialect, method string, status int, header http.Header, body []b
 	if v.Message == "" {
 		v.Message = snippet(body)
 	}
-	text = strings.ToLower(normalizeNumbers(e.Message + " " + data))
+	text := strings.ToLower(normalizeNumbers(e.Message + " " + data))
 	v.Kind = rules.kind(text, v.Code)
 	switch {
 	case status == http.StatusTooManyRequests:
@@ -126,8 +128,6 @@ func classify(d Dialect, method string, status int, header http.Header, body []b
 	default:
 		v.Wait = waitOf(header, text, e.Data)
 	}
-	_ = d // the rules hold for every dialect's nodes and providers alike
-	_ = method
 	return v, nil
 }
 
@@ -149,7 +149,9 @@ type ruleSet []rule
 // past its head: a node behind, not a cap); result caps are told before range caps because
 // Alchemy's result cap also names a block range; "limit exceeded" alone (bsc-dataseed,
 // Infura) is a rate limit, tried after the caps so "block range limit exceeded" is a
-// range. Codes decide only when no text did.
+// range. Infura's "query timeout exceeded" (-32005 too) is a query too heavy: a
+// range with no cap named, so the span shrinks instead of the same request waiting
+// and repeating. Codes decide only when no text did.
 var rules = ruleSet{
 	{kind: KindRateLimit, patterns: res(
 		`\brate.?limit`, `usage limit`, `too many requests`, `frequency limit`, `suspended for`, `lack of computing resources`,
@@ -170,7 +172,7 @@ var rules = ruleSet{
 		`range limit`, `max(imum)? range`, `range \d+ exceeds`, `exceeds? max(imum)? block`, `blocks distance`,
 		`limited to an? \d+ (blocks? )?range`, `limited to \d+ blocks?`, `ranges? over \d+ blocks`, `block span`,
 		`too many blocks`, `requested blocks`, `at most \d+ blocks`, `range allowed`, `smaller than size`,
-		`max_?blocks?_?range`, `range_?limit`),
+		`max_?blocks?_?range`, `range_?limit`, `query timeout`),
 		codes: []int{-32614}},
 	{kind: KindRateLimit, patterns: res(`limit exceeded`, `limit reached`)},
 	{kind: KindRefused, patterns: res(

@@ -8,8 +8,10 @@
 // recomputed locally never matches. The client therefore decodes only number, hash,
 // parentHash and timestamp, leniently, and the watcher compares the hash the node
 // reports. Providers cap eth_getLogs, rate-limit and sometimes hang: every call has
-// a timeout, and failures come back as an *Error whose Kind says what happened
-// (see errors.go), so the scanner can size requests and back off.
+// a timeout, and every answer, over HTTP or a WebSocket (ws.go), is read by one
+// classifier (classify.go) into an *Error whose Kind says what happened and, where
+// the provider named them, the cap to respect or the wait to honour, so the
+// scanner can size requests and back off.
 package rpc
 
 import (
@@ -54,11 +56,12 @@ type Log struct {
 
 // Options configure a Client.
 type Options struct {
-	// Headers are sent with every call (CHAIN_RPC_HEADERS_<NETWORK>, e.g. an API key).
+	// Headers are sent with every call, and with a ws(s) endpoint's handshake
+	// (CHAIN_RPC_HEADERS_<NETWORK> and _<N>, e.g. an API key).
 	Headers http.Header
 	// Timeout bounds every call (CHAIN_RPC_TIMEOUT; default 10s).
 	Timeout time.Duration
-	// HTTP is the transport (default: a client of its own).
+	// HTTP is the transport of an http(s) endpoint (default: a client of its own).
 	HTTP *http.Client
 }
 

@@ -108,10 +108,10 @@ func (c *Client) wsError(ctx context.Context, method string, err error) error {
 func (c *Client) Push() bool { return c.ws != nil }
 
 // SubscribeHeads calls onHead with each new head's number until ctx is done or the
-// subscription fails (returned error);
-// ErrNoPush for an http(s) client. It returns nil once ctx is done. A head is a
-// wake-up call only: the watcher still reads every block in order, so a dropped
-// subscription loses nothing.
+// subscription fails (returned error); ErrNoPush for an http(s) client. It returns
+// nil once ctx is done. A head is a wake-up call only: the watcher still reads
+// every block in order, so a dropped subscription loses nothing, and the caller
+// subscribes again after a failure.
 func (c *Client) SubscribeHeads(ctx context.Context, onHead func(number uint64)) error {
 	if c.ws == nil {
 		return ErrNoPush

@@ -93,8 +93,9 @@ func TestWebSocketNode(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cl.SubscribeHeads(subCtx, func(n uint64) { heads <- n }) }()
 	var first uint64
-	for first == 0 {
+	for tries := 0; first == 0; tries++ {
 		// Mine until the first head arrives (the subscription starts asynchronously).
+		require.Less(t, tries, 100, "no head arrived")
 		backend.Commit()
 		select {
 		case first = <-heads:
