@@ -38,13 +38,17 @@ type Chain struct {
 	// Proxy's; NodeURL is the simulated node's own.
 	URL     string
 	NodeURL string
-	Proxy   *Proxy
+	// WSURL is the simulated node's own WebSocket endpoint (ws://127.0.0.1:PORT):
+	// JSON-RPC and eth_subscribe("newHeads"), as a provider's wss:// endpoint serves.
+	WSURL string
+	Proxy *Proxy
 
-	mu    sync.Mutex
-	key   *ecdsa.PrivateKey
-	from  common.Address
-	nonce uint64
-	abi   abi.ABI
+	mu      sync.Mutex
+	proxies []*Proxy
+	key     *ecdsa.PrivateKey
+	from    common.Address
+	nonce   uint64
+	abi     abi.ABI
 }
 
 // DevKey is the funded account's private key: a fixed, public development key
@@ -73,6 +77,10 @@ func StartDialect(port int, d Dialect) (*Chain, error) {
 	if err != nil {
 		return nil, err
 	}
+	wsPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	from := crypto.PubkeyToAddress(key.PublicKey)
 	funds := new(big.Int).Mul(big.NewInt(1_000_000), big.NewInt(params.Ether))
 	backend := simulated.NewBackend(types.GenesisAlloc{from: {Balance: funds}}, func(nc *node.Config, _ *ethconfig.Config) {
@@ -80,8 +88,12 @@ func StartDialect(port int, d Dialect) (*Chain, error) {
 		nc.HTTPModules = []string{"eth", "net", "web3"}
 		nc.HTTPVirtualHosts = []string{"*"}
 		nc.AuthAddr, nc.AuthPort = "127.0.0.1", authPort
+		nc.WSHost, nc.WSPort = "127.0.0.1", wsPort
+		nc.WSModules = []string{"eth", "net", "web3"}
+		nc.WSOrigins = []string{"*"}
 	})
-	c := &Chain{Backend: backend, NodeURL: fmt.Sprintf("http://127.0.0.1:%d", nodePort), key: key, from: from, abi: parsed}
+	c := &Chain{Backend: backend, NodeURL: fmt.Sprintf("http://127.0.0.1:%d", nodePort), WSURL: fmt.Sprintf("ws://127.0.0.1:%d", wsPort),
+		key: key, from: from, abi: parsed}
 	if c.Proxy, err = newProxy(c, port, d); err != nil {
 		_ = backend.Close()
 		return nil, err
@@ -99,9 +111,34 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// Close stops the chain.
+// AddProxy puts another proxy answering in dialect d in front of the same node,
+// on a free port: a second provider of the same chain, whose faults (Hang,
+// RateLimit, Close, …) leave the first one's alone. Close stops it with the chain.
+func (c *Chain) AddProxy(d Dialect) (*Proxy, error) {
+	px, err := newProxy(c, 0, d)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.proxies = append(c.proxies, px)
+	c.mu.Unlock()
+	return px, nil
+}
+
+// Close stops the chain and its proxies.
 func (c *Chain) Close() error {
 	_ = c.Proxy.Close()
+	c.mu.Lock()
+	extra := c.proxies
+	c.proxies = nil
+	c.mu.Unlock()
+	for _, px := range extra {
+		select {
+		case <-px.closed: // a test closed it already
+		default:
+			_ = px.Close()
+		}
+	}
 	return c.Backend.Close()
 }
 
