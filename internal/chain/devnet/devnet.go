@@ -10,16 +10,22 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/eth/ethconfig"
@@ -303,4 +309,99 @@ func (c *Chain) TransferMany(ctx context.Context, token common.Address, tos []co
 		c.nonce++
 	}
 	return nil
+}
+
+// Relay is a provider in front of a JSON-RPC endpoint that fails the ways a
+// Proxy cannot: Kill closes its listener (connections refused, as a provider that
+// is down), and Freeze stops its head at a block, answering as a node left behind
+// does: eth_blockNumber is that block, blocks above it do not exist, and
+// eth_getLogs covers only the blocks up to it (an empty list above it).
+type Relay struct {
+	// URL is the relay's endpoint.
+	URL    string
+	srv    *http.Server
+	ln     net.Listener
+	target string
+	frozen atomic.Uint64
+	once   sync.Once
+}
+
+// NewRelay starts a relay to target on a free loopback port.
+func NewRelay(target string) (*Relay, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &Relay{URL: "http://" + ln.Addr().String(), ln: ln, target: target}
+	r.srv = &http.Server{Handler: http.HandlerFunc(r.serve), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = r.srv.Serve(ln) }()
+	return r, nil
+}
+
+// Kill stops the relay: every later call is refused. Safe to call twice.
+func (r *Relay) Kill() {
+	r.once.Do(func() { _ = r.srv.Close() })
+}
+
+// Freeze stops the relay's head at block head (0: follow the node again).
+func (r *Relay) Freeze(head uint64) { r.frozen.Store(head) }
+
+func (r *Relay) serve(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return
+	}
+	var call rpcRequest
+	_ = json.Unmarshal(body, &call)
+	if head := r.frozen.Load(); head > 0 {
+		reply := func(result string) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+idOr(call.ID)+`,"result":`+result+`}`)
+		}
+		switch call.Method {
+		case "eth_blockNumber":
+			reply(strconv.Quote(hexutil.EncodeUint64(head)))
+			return
+		case "eth_getBlockByNumber":
+			var tag string
+			if len(call.Params) > 0 {
+				_ = json.Unmarshal(call.Params[0], &tag)
+			}
+			if n, err := hexutil.DecodeUint64(tag); tag == "latest" || err == nil && n > head {
+				reply("null")
+				return
+			}
+		case "eth_getLogs":
+			var filter map[string]any
+			if len(call.Params) > 0 {
+				_ = json.Unmarshal(call.Params[0], &filter)
+			}
+			to, _ := filter["toBlock"].(string)
+			from, _ := filter["fromBlock"].(string)
+			if n, err := hexutil.DecodeUint64(to); err == nil && n > head {
+				if f, err := hexutil.DecodeUint64(from); err == nil && f > head {
+					reply("[]")
+					return
+				}
+				filter["toBlock"] = hexutil.EncodeUint64(head)
+				p, _ := json.Marshal(filter)
+				body, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": call.ID, "method": call.Method, "params": []json.RawMessage{p}})
+			}
+		}
+	}
+	fwd, err := http.NewRequestWithContext(req.Context(), http.MethodPost, r.target, bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	fwd.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(fwd)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer res.Body.Close()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(res.StatusCode)
+	_, _ = io.Copy(w, res.Body)
 }

@@ -170,11 +170,13 @@ type member struct {
 	// coolUntil: not called before (a rate limit's wait); failures: calls failed
 	// in a row (0: healthy); retryAt: the next background probe of a failing one.
 	coolUntil time.Time
-	limits    int
-	failures  int
-	retryAt   time.Time
-	lastErr   string
-	lagging   bool
+	// logsCoolUntil: eth_getLogs is not sent before (its own rate limit).
+	logsCoolUntil time.Time
+	limits        int
+	failures      int
+	retryAt       time.Time
+	lastErr       string
+	lagging       bool
 	// agreed: it passed the cross-check; disagree: it failed it.
 	agreed   bool
 	disagree bool
@@ -350,7 +352,7 @@ func (p *Pool) updateLocked(now time.Time) {
 		switch {
 		case m.wrongChain:
 			s = chain.ProviderFailing
-		case now.Before(m.coolUntil):
+		case now.Before(m.coolUntil) || now.Before(m.logsCoolUntil):
 			s = chain.ProviderRateLimited
 		case m.failures > 0:
 			s = chain.ProviderFailing
@@ -403,10 +405,10 @@ var errDisagree = errors.New("the provider is on another branch")
 // order returns the members to try for a call needing block need (0: none), best
 // first, and the error to return when none is left. Members are healthy ones in
 // the configured order, lagging ones (for blocks they have), then failing ones.
-func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, error) {
+func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*member, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var healthy, behind, failing []*member
+	var healthy, behind, failing, shorts []*member
 	var wait time.Duration
 	if need > 0 && !slices.ContainsFunc(p.members, func(m *member) bool { return m.head >= need && !m.wrongChain && !m.disagree }) {
 		// No provider has reported the block: it is not on the chain (a
@@ -420,15 +422,22 @@ func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, erro
 			other++
 		case method == mLogs && m.noLogs:
 			noLogs++
-		case now.Before(m.coolUntil):
+		case now.Before(m.coolUntil) || method == mLogs && now.Before(m.logsCoolUntil):
 			limited++
-			if w := m.coolUntil.Sub(now); wait == 0 || w < wait {
+			until := m.coolUntil
+			if method == mLogs && m.logsCoolUntil.After(until) {
+				until = m.logsCoolUntil
+			}
+			if w := until.Sub(now); wait == 0 || w < wait {
 				wait = w
 			}
 		case m.disagree:
 			other++
 		case need > 0 && m.head < need:
 			short++
+			if m.failures == 0 {
+				shorts = append(shorts, m)
+			}
 		case m.failures > 0:
 			failing = append(failing, m)
 		case m.lagging && method == mHead:
@@ -439,18 +448,18 @@ func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, erro
 	}
 	out := slices.Concat(healthy, behind, failing)
 	if len(out) > 0 {
-		return out, nil
+		return out, shorts, nil
 	}
 	switch {
 	case noLogs == len(p.members):
-		return nil, &rpc.Error{Kind: rpc.KindRefused, Method: method, Message: "no provider serves eth_getLogs"}
+		return nil, shorts, &rpc.Error{Kind: rpc.KindRefused, Method: method, Message: "no provider serves eth_getLogs"}
 	case limited > 0:
-		return nil, &rpc.Error{Kind: rpc.KindRateLimit, Method: method, RetryAfter: wait,
+		return nil, shorts, &rpc.Error{Kind: rpc.KindRateLimit, Method: method, RetryAfter: wait,
 			Message: fmt.Sprintf("every provider asked to wait (%d rate-limited)", limited)}
 	case short > 0:
-		return nil, &rpc.Error{Kind: rpc.KindNotReady, Method: method, Message: "no provider has reached block " + strconv.FormatUint(need, 10) + " yet"}
+		return nil, shorts, &rpc.Error{Kind: rpc.KindNotReady, Method: method, Message: "no provider has reached block " + strconv.FormatUint(need, 10) + " yet"}
 	default:
-		return nil, &rpc.Error{Kind: rpc.KindRPC, Method: method, Message: "every provider is on another chain or branch than the blocks read so far"}
+		return nil, shorts, &rpc.Error{Kind: rpc.KindRPC, Method: method, Message: "every provider is on another chain or branch than the blocks read so far"}
 	}
 }
 
@@ -459,9 +468,10 @@ func do[T any](ctx context.Context, p *Pool, method string, need uint64, call fu
 	var zero T
 	var last error
 	tried := map[*member]bool{}
+	reread := false
 	for {
 		now := time.Now()
-		cands, noneErr := p.order(method, need, now)
+		cands, shorts, noneErr := p.order(method, need, now)
 		var capped *member
 		progressed := false
 		for _, m := range cands {
@@ -498,6 +508,28 @@ func do[T any](ctx context.Context, p *Pool, method string, need uint64, call fu
 			break // states changed: order again
 		}
 		if progressed {
+			continue
+		}
+		if !reread && len(shorts) > 0 {
+			// Those whose head was below the block when last read may have it by
+			// now: read their heads once (a head read in the background may not
+			// have finished).
+			reread = true
+			for _, m := range shorts {
+				if m.limit != nil && !m.limit.AllowN(time.Now(), 1) {
+					continue
+				}
+				h, err := m.c.BlockNumber(ctx)
+				if err != nil {
+					last = err
+					p.failed(m, mHead, err)
+					continue
+				}
+				p.setHead(m, h)
+				if h >= need {
+					break
+				}
+			}
 			continue
 		}
 		if capped != nil {
@@ -590,19 +622,29 @@ func (p *Pool) failed(m *member, method string, err error) bool {
 			return true
 		}
 	case rpc.KindRateLimit:
-		if method == mLogs {
+		wait := rpc.RetryAfterOf(err)
+		if method == mLogs && m.otherOK {
+			// Only eth_getLogs is refused while the rest answers: bsc-dataseed's
+			// disabled method says "limit exceeded". Only eth_getLogs waits here.
 			m.logsLimited++
-			if m.logsLimited >= p.opts.NoLogsAfter && m.otherOK {
+			if m.logsLimited >= p.opts.NoLogsAfter {
 				p.noLogsLocked(m, err)
 				return true
 			}
-		} else {
-			m.otherOK = false
+			m.logsCoolUntil, m.lastErr = now.Add(max(wait, time.Second)), err.Error()
+			p.log.Warn("chain provider rate-limits eth_getLogs; other providers read the logs until its wait is over", "provider", m.name,
+				"wait", max(wait, time.Second).String(), "error", err.Error())
+			return true
 		}
+		m.otherOK = false
 		m.limits++
-		wait := rpc.RetryAfterOf(err)
 		if wait <= 0 {
-			wait = min(time.Second<<min(m.limits-1, 6), p.opts.MaxBackoff)
+			// No hint: a second, as the scanner itself waits at least; doubling
+			// while other providers can answer meanwhile.
+			wait = time.Second
+			if len(p.members) > 1 {
+				wait = min(time.Second<<min(m.limits-1, 6), p.opts.MaxBackoff)
+			}
 		}
 		m.coolUntil, m.lastErr = now.Add(wait), err.Error()
 		p.log.Warn("chain provider rate-limits the watcher; skipped until its wait is over", "provider", m.name, "wait", wait.String(), "error", err.Error())
