@@ -135,3 +135,58 @@ func TestProviderWithoutLogs(t *testing.T) {
 		}
 	}
 }
+
+// TestPushWakesTheScanner: a ws:// provider pushes new heads and the scanner, idle
+// for a minute-long CHAIN_POLL_INTERVAL, reads the new block at once: the deposit
+// is detected long before the next poll could have seen it. With an http provider
+// first (which the scanner reads, and whose calls are counted) the idle scanner is
+// seen making no call until the pushed head wakes it; with the ws:// provider
+// alone every call goes over the WebSocket.
+func TestPushWakesTheScanner(t *testing.T) {
+	for _, mode := range []string{"http+ws", "ws"} {
+		for _, db := range testdb.Both(t) {
+			t.Run(mode+"/"+db.Name, func(t *testing.T) {
+				t.Parallel()
+				ch, token := newChain(t, 18)
+				providers := ch.WSURL
+				if mode == "http+ws" {
+					providers = ch.URL + "," + ch.WSURL
+				}
+				settings := chainSettings(chain.BEP20, providers, token, 18)
+				settings["CHAIN_POLL_INTERVAL"] = "1m"
+				r := rigOn(t, db, ch, token, chain.BEP20, 18, settings)
+				tx := r.create("15500")
+				// The scanner's start polls until caught up; the subscription comes up
+				// beside it. Until a pushed head has woken the scanner once, mine again.
+				woken := false
+				for i := 0; i < 20 && !woken; i++ {
+					head := ch.Backend.Commit()
+					hdr, err := ch.Backend.Client().HeaderByHash(context.Background(), head)
+					require.NoError(t, err)
+					deadline := time.Now().Add(time.Second)
+					for time.Now().Before(deadline) && !woken {
+						cur, err := r.env.Store.ChainCursor(context.Background(), chain.BEP20)
+						require.NoError(t, err)
+						woken = cur != nil && cur.Block >= hdr.Number.Uint64()
+						time.Sleep(20 * time.Millisecond)
+					}
+				}
+				require.True(t, woken, "a pushed head wakes the scanner")
+
+				if mode == "http+ws" {
+					// Idle: no call for as long as the test looks.
+					time.Sleep(300 * time.Millisecond)
+					idle := ch.Proxy.Calls("")
+					time.Sleep(500 * time.Millisecond)
+					require.Equal(t, idle, ch.Proxy.Calls(""), "the caught-up scanner waits for its next poll, a minute away")
+				}
+				start := time.Now()
+				r.send(token, tx.DepositAddress, tx.CryptoAmount)
+				ch.Backend.Commit()
+				r.waitFor(tx.Id, "detection woken by the pushed head", status(client.TransactionStatusDepositConfirming))
+				require.Less(t, time.Since(start), time.Minute, "before the poll interval was over: the push woke the scanner")
+				t.Logf("detected %s after the block", time.Since(start))
+			})
+		}
+	}
+}
