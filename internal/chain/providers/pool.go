@@ -26,8 +26,9 @@
 //     reported is asked of them all: a reorganisation may have shortened the chain);
 //   - one that answers eth_getLogs with a refusal, or with a rate limit NoLogsAfter
 //     times in a row while its other methods answer (bsc-dataseed's disabled
-//     eth_getLogs says "limit exceeded"), is out of the rotation for eth_getLogs
-//     for good, with an error logged once.
+//     eth_getLogs says "limit exceeded"), is out of the rotation for eth_getLogs,
+//     with an error logged once; one eth_getLogs every NoLogsRetry (10 minutes)
+//     tries it again.
 //
 // With no usable provider the call fails with the last provider's error (or, for
 // providers skipped without a call, an error of the reason's kind: rate_limit with
@@ -126,6 +127,9 @@ type Options struct {
 	// NoLogsAfter is how many eth_getLogs rate limits in a row, while the
 	// provider's other methods answer, mean it does not serve eth_getLogs (default 5).
 	NoLogsAfter int
+	// NoLogsRetry is how long such a provider stays out of eth_getLogs' rotation
+	// before it is tried again (default DefaultNoLogsRetry).
+	NoLogsRetry time.Duration
 	// MaxBackoff caps the wait before a failing provider is tried again, and
 	// between reconnections of a push subscription (default 30s).
 	MaxBackoff time.Duration
@@ -133,6 +137,11 @@ type Options struct {
 	Observer Observer
 	Log      *slog.Logger
 }
+
+// DefaultNoLogsRetry is how long a provider that does not serve eth_getLogs stays
+// out of its rotation before one eth_getLogs tries it again (a plan changed, a
+// node fixed).
+const DefaultNoLogsRetry = 10 * time.Minute
 
 // DefaultMaxLag is the lag in blocks beyond which a provider is passed over, per
 // network: about two poll intervals of blocks at 3 s. BNB Smart Chain makes a
@@ -183,6 +192,7 @@ type member struct {
 	// noLogs: out of the rotation for eth_getLogs; logsLimited counts eth_getLogs
 	// rate limits in a row, otherOK whether its other methods answered since.
 	noLogs      bool
+	noLogsRetry time.Time
 	logsLimited int
 	otherOK     bool
 	checking    bool
@@ -222,6 +232,9 @@ func New(opts Options, providers []Provider) *Pool {
 	}
 	if opts.NoLogsAfter <= 0 {
 		opts.NoLogsAfter = 5
+	}
+	if opts.NoLogsRetry <= 0 {
+		opts.NoLogsRetry = DefaultNoLogsRetry
 	}
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
@@ -420,8 +433,8 @@ func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*m
 		switch {
 		case m.wrongChain:
 			other++
-		case method == mLogs && m.noLogs:
-			noLogs++
+		case method == mLogs && m.noLogs && now.Before(m.noLogsRetry):
+			noLogs++ // past noLogsRetry it has a second chance, in its turn
 		case now.Before(m.coolUntil) || method == mLogs && now.Before(m.logsCoolUntil):
 			limited++
 			until := m.coolUntil
@@ -572,6 +585,10 @@ func (p *Pool) succeeded(m *member, method string) {
 	m.limits = 0
 	if method == mLogs {
 		m.logsLimited = 0
+		if m.noLogs {
+			m.noLogs = false
+			p.log.Info("chain provider serves eth_getLogs again; back in its rotation", "provider", m.name)
+		}
 	} else {
 		m.otherOK = true
 	}
@@ -609,6 +626,9 @@ func (p *Pool) failed(m *member, method string, err error) bool {
 		p.mu.Unlock()
 		p.report()
 	}()
+	if m.disagree || m.wrongChain {
+		return true // the cross-check's verdict, recorded already
+	}
 	switch kind {
 	case rpc.KindRange, rpc.KindResults, rpc.KindUnsupported:
 		// About the request, not the provider.
@@ -623,6 +643,10 @@ func (p *Pool) failed(m *member, method string, err error) bool {
 		}
 	case rpc.KindRateLimit:
 		wait := rpc.RetryAfterOf(err)
+		if method == mLogs && m.noLogs {
+			p.noLogsLocked(m, err) // its second chance: still no
+			return true
+		}
 		if method == mLogs && m.otherOK {
 			// Only eth_getLogs is refused while the rest answers: bsc-dataseed's
 			// disabled method says "limit exceeded". Only eth_getLogs waits here.
@@ -664,6 +688,7 @@ func (p *Pool) failed(m *member, method string, err error) bool {
 }
 
 func (p *Pool) noLogsLocked(m *member, err error) {
+	m.noLogsRetry = time.Now().Add(p.opts.NoLogsRetry)
 	if m.noLogs {
 		return
 	}

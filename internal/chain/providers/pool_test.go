@@ -250,6 +250,26 @@ func TestNoLogsProvider(t *testing.T) {
 	require.Equal(t, rpc.KindRefused, rpc.KindOf(err))
 	require.ErrorContains(t, err, "no provider serves eth_getLogs")
 
+	// Tried again after NoLogsRetry: it serves eth_getLogs now, and is back.
+	again := newPool(providers.Options{NoLogsRetry: 300 * time.Millisecond},
+		providers.Provider{URL: refusing.URL, Client: client(t, refusing.URL)},
+		providers.Provider{URL: good.URL, Client: client(t, good.URL)})
+	head, err = again.BlockNumber(ctx)
+	require.NoError(t, err)
+	_, err = again.Logs(ctx, 0, head, addr, topic)
+	require.NoError(t, err)
+	require.Equal(t, chain.ProviderNoLogs, stateOf(again, providers.Name(refusing.URL)).State)
+	refusing.RefuseLogs(false)
+	calls := refusing.Calls("eth_getLogs")
+	_, err = again.Logs(ctx, 0, head, addr, topic)
+	require.NoError(t, err)
+	require.Equal(t, calls, refusing.Calls("eth_getLogs"), "not before its retry")
+	time.Sleep(300 * time.Millisecond)
+	_, err = again.Logs(ctx, 0, head, addr, topic)
+	require.NoError(t, err)
+	require.Equal(t, calls+1, refusing.Calls("eth_getLogs"), "tried again")
+	require.Equal(t, chain.ProviderActive, stateOf(again, providers.Name(refusing.URL)).State)
+
 	const after = 3
 	lim := newPool(providers.Options{NoLogsAfter: after},
 		providers.Provider{URL: limited.URL, Client: client(t, limited.URL)},
