@@ -18,7 +18,8 @@
 //     answers again; with no other provider left it is still tried, so a lone
 //     provider behaves as a single client does;
 //   - one whose head lags the best known head by more than MaxLag blocks is
-//     passed over for the head, and is still asked for blocks it has;
+//     asked only when no provider that does not lag can answer (its view of the
+//     latest blocks may be a branch the others left);
 //   - eth_getLogs(from, to) and a block read go only to a provider whose known
 //     head is at least the block asked for, while any provider has reported it: a
 //     node behind answers an empty log list or no block, and the scanner would
@@ -417,7 +418,7 @@ var errDisagree = errors.New("the provider is on another branch")
 
 // order returns the members to try for a call needing block need (0: none), best
 // first, and the error to return when none is left. Members are healthy ones in
-// the configured order, lagging ones (for blocks they have), then failing ones.
+// the configured order, lagging ones, then failing ones.
 func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*member, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -453,7 +454,7 @@ func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*m
 			}
 		case m.failures > 0:
 			failing = append(failing, m)
-		case m.lagging && method == mHead:
+		case m.lagging:
 			behind = append(behind, m)
 		default:
 			healthy = append(healthy, m)

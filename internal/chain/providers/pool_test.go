@@ -136,8 +136,9 @@ func TestSingleProviderCallsAsAClient(t *testing.T) {
 }
 
 // TestLaggingProviderNeverAskedAboveItsHead: a provider whose head stopped is
-// passed over for the head once another is ahead by more than MaxLag, and is never
-// asked for logs or blocks above its head; it is still asked for blocks it has.
+// passed over once another is ahead by more than MaxLag, and is never asked for
+// logs or blocks above its head; with the other one down it still answers for the
+// blocks it has.
 func TestLaggingProviderNeverAskedAboveItsHead(t *testing.T) {
 	t.Parallel()
 	ch := startChain(t)
@@ -182,7 +183,16 @@ func TestLaggingProviderNeverAskedAboveItsHead(t *testing.T) {
 	b, err = pool.BlockByNumber(ctx, frozen-1)
 	require.NoError(t, err)
 	require.NotNil(t, b)
-	require.Equal(t, blocksBefore+1, first.Calls("eth_getBlockByNumber"), "a block it has: the preferred provider answers")
+	require.Equal(t, blocksBefore, first.Calls("eth_getBlockByNumber"), "the provider that does not lag answers first")
+
+	second.RateLimit(time.Hour, 600)
+	b, err = pool.BlockByNumber(ctx, frozen-2)
+	require.NoError(t, err)
+	require.NotNil(t, b)
+	require.Equal(t, blocksBefore+1, first.Calls("eth_getBlockByNumber"), "the other one waiting: a block it has, from the lagging one")
+	_, err = pool.BlockByNumber(ctx, head)
+	require.Error(t, err, "never a block above its head")
+	require.Equal(t, blocksBefore+1, first.Calls("eth_getBlockByNumber"))
 }
 
 // TestRateLimitedProviderSkippedUntilItsWait: a provider answering 429 with
