@@ -69,10 +69,13 @@ func (p *Pool) check(ctx context.Context, m *member) error {
 // checkChainID compares m's eth_chainId with the network's before m's first use.
 func (p *Pool) checkChainID(ctx context.Context, m *member) error {
 	p.mu.Lock()
-	ok := m.idOK
+	ok, wrong, why := m.idOK, m.wrongChain, m.lastErr
 	p.mu.Unlock()
 	if ok {
 		return nil
+	}
+	if wrong {
+		return &rpc.Error{Kind: rpc.KindRPC, Method: mChainID, Message: why}
 	}
 	got, err := m.c.ChainID(ctx)
 	if err != nil {

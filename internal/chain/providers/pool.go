@@ -63,6 +63,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -208,6 +209,8 @@ type Pool struct {
 	log     *slog.Logger
 	members []*member
 	wake    chan struct{}
+	// lastUse is when the scanner last called (unix nanoseconds).
+	lastUse atomic.Int64
 
 	mu     sync.Mutex
 	active int
@@ -332,6 +335,7 @@ func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*m
 
 // do runs call on the first member that serves it: see the package comment.
 func do[T any](ctx context.Context, p *Pool, method string, need uint64, call func(context.Context, *member) (T, error)) (T, error) {
+	p.lastUse.Store(time.Now().UnixNano())
 	var zero T
 	var last error
 	tried := map[*member]bool{}

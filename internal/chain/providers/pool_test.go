@@ -392,3 +392,36 @@ func TestQuotaSpreadsCalls(t *testing.T) {
 		require.NoError(t, err)
 	}
 }
+
+// TestPushOnlyWhileScanning: a ws:// provider is subscribed to only once the
+// scanner calls the pool (an instance whose scanner waits for another's lock
+// never subscribes); then each new head wakes the scanner.
+func TestPushOnlyWhileScanning(t *testing.T) {
+	t.Parallel()
+	ch := startChain(t)
+	pool := newPool(providers.Options{}, providers.Provider{URL: ch.WSURL, Client: client(t, ch.WSURL)})
+	require.True(t, pool.States()[0].Push)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go pool.Run(ctx)
+
+	time.Sleep(1500 * time.Millisecond) // more than a check of whether the pool is in use
+	ch.Backend.Commit()
+	select {
+	case <-pool.Wake():
+		t.Fatal("a pool nobody calls does not subscribe")
+	case <-time.After(500 * time.Millisecond):
+	}
+
+	_, err := pool.BlockNumber(ctx)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		ch.Backend.Commit()
+		select {
+		case <-pool.Wake():
+			return true
+		default:
+			return false
+		}
+	}, 10*time.Second, 200*time.Millisecond, "in use: a pushed head wakes the scanner")
+}
