@@ -50,7 +50,18 @@
 // it reports for a block CheckDepth (the network's confirmations) below its head
 // is compared with the hash another provider reported for that block earlier. A
 // provider that disagrees is on another branch (or another chain): it is logged,
-// reported as lagging and not used until a later check agrees.
+// reported as lagging and not used until a later check agrees. Each provider's
+// chain id is also checked before its first use (CHAIN_ID_<NETWORK>); one
+// reporting another is out of the pool for good.
+//
+// # Push
+//
+// Run subscribes to newHeads on every ws(s):// provider while the pool is in use
+// (only the instance whose scanner holds the network's lock calls it), and each
+// new head signals Wake, which ends the scanner's wait for its next poll. A head
+// is only a wake-up call: the scanner still reads every block in order with
+// eth_getLogs, so a dropped subscription loses nothing and polling goes on
+// meanwhile; the subscription reconnects with a growing wait.
 package providers
 
 import (
