@@ -106,33 +106,70 @@ func run() error {
 	samples := flag.Int("samples", 40, "detection delay samples")
 	poll := flag.Duration("poll", 3*time.Second, "CHAIN_POLL_INTERVAL")
 	smoke := flag.Bool("smoke", os.Getenv("BENCH_SMOKE") != "", "a few seconds at tiny sizes (also BENCH_SMOKE=1): proves the script runs, measures nothing")
-	scenario := flag.String("scenario", "mainnet", "mainnet (both networks at mainnet density behind their nodes' dialects, caps on) or sparse (the first benchmark: bep20, few transfers, detection delay)")
-	issued := flag.Int("issued", 100000, "mainnet: transactions created (deposit addresses issued), split over both networks")
-	deposits := flag.Int("deposits", 50, "mainnet: deposits to issued addresses in each network's backlog")
-	density := flag.Int("density", 80, "mainnet: transfers per block to addresses never issued")
-	steady := flag.Duration("steady", 30*time.Second, "mainnet: steady-state window at the real block times (BNB Smart Chain 0.45 s, Tron 3 s)")
+	scenario := flag.String("scenario", "", "memory (the default: both networks behind nodes answering from memory; catch-up without the node's time, steady lag and calls a day at mainnet cadence scaled down), mainnet (both networks behind the in-process chains in their nodes' dialects, caps on) or sparse (the first benchmark: bep20, few transfers, detection delay); comma-separated to run several (-smoke: memory,mainnet)")
+	issued := flag.Int("issued", 100000, "memory, mainnet: transactions created (deposit addresses issued), split over both networks")
+	deposits := flag.Int("deposits", 50, "memory, mainnet: deposits to issued addresses in each network's backlog")
+	density := flag.Int("density", 80, "memory, mainnet: transfers per block to addresses never issued")
+	steady := flag.Duration("steady", 30*time.Second, "memory, mainnet: steady-state window (memory: wall time, mainnet cadence ÷ -scale)")
+	scale := flag.Int("scale", 10, "memory: mainnet time ÷ wall time in the steady state (block times and CHAIN_POLL_INTERVAL divided by it)")
+	cpuProfile := flag.String("cpuprofile", "", "memory: write a CPU profile of the catch-up to this file")
+	blockProfile := flag.String("blockprofile", "", "memory: write a blocking profile of the catch-up to this file")
+	mutexProfile := flag.String("mutexprofile", "", "memory: write a mutex profile of the catch-up to this file")
 	flag.Parse()
 	if *smoke {
 		*open, *blocks, *transfers, *samples, *poll = 8, 20, 5, 2, 200*time.Millisecond
 		*issued, *deposits, *density, *steady = 40, 5, 10, 3*time.Second
+		if *scenario == "" {
+			*scenario = "memory,mainnet"
+		}
+	}
+	if *scenario == "" {
+		*scenario = "memory"
 	}
 	ctx := context.Background()
-
-	url := *dbURL
-	if strings.HasPrefix(url, "postgres") {
-		schemaURL, drop, err := freshSchema(url)
+	for i, sc := range strings.Split(*scenario, ",") {
+		url := *dbURL
+		if strings.HasPrefix(url, "postgres") {
+			schemaURL, drop, err := freshSchema(url)
+			if err != nil {
+				return err
+			}
+			defer drop()
+			url = schemaURL
+		} else if i > 0 {
+			url += fmt.Sprintf(".%d", i) // each scenario on a database of its own
+		}
+		fmt.Printf("== scenario %s\n", sc)
+		var err error
+		switch sc {
+		case "memory":
+			n := *blocks
+			if !isSet("blocks") && !*smoke {
+				n = 10000
+			}
+			err = memory(ctx, url, memoryParams{issued: *issued, deposits: *deposits, blocks: n, density: *density, steady: *steady,
+				poll: *poll, scale: *scale, cpuProfile: *cpuProfile, blockProfile: *blockProfile, mutexProfile: *mutexProfile})
+		case "mainnet":
+			n := *blocks
+			if !isSet("blocks") && !*smoke {
+				n = 500
+			}
+			err = mainnet(ctx, url, mainnetParams{issued: *issued, deposits: *deposits, blocks: n, density: *density, steady: *steady, poll: *poll})
+		case "sparse":
+			err = sparse(ctx, url, *open, *blocks, *transfers, *samples, *poll)
+		default:
+			err = fmt.Errorf("no scenario %q", sc)
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", sc, err)
 		}
-		defer drop()
-		url = schemaURL
 	}
-	if *scenario == "mainnet" {
-		if !isSet("blocks") && !*smoke {
-			*blocks = 500
-		}
-		return mainnet(ctx, url, mainnetParams{issued: *issued, deposits: *deposits, blocks: *blocks, density: *density, steady: *steady, poll: *poll})
-	}
+	return nil
+}
+
+// sparse is the first benchmark: bep20 only, open transactions, a backlog with
+// transfers deposits, and the detection delay.
+func sparse(ctx context.Context, url string, open, blocks, transfers, samples int, poll time.Duration) error {
 	ch, err := devnet.Start(0)
 	if err != nil {
 		return err
@@ -162,7 +199,7 @@ func run() error {
 
 	// 2. Open transactions.
 	t0 := time.Now()
-	txs := make([]client.Transaction, *open)
+	txs := make([]client.Transaction, open)
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	next := make(chan int)
@@ -202,7 +239,7 @@ func run() error {
 		return err
 	default:
 	}
-	fmt.Printf("open transactions: %d created in %s\n", *open, time.Since(t0).Round(time.Millisecond))
+	fmt.Printf("open transactions: %d created in %s\n", open, time.Since(t0).Round(time.Millisecond))
 	st, err := store.Open(ctx, url)
 	if err != nil {
 		return err
@@ -214,11 +251,11 @@ func run() error {
 	srv.stop()
 
 	// 3. Backlog scan rate.
-	perm := rand.Perm(*open)
-	paid := perm[:*transfers]
-	every := max(1, *blocks / *transfers)
+	perm := rand.Perm(open)
+	paid := perm[:transfers]
+	every := max(1, blocks/transfers)
 	k := 0
-	for b := 0; b < *blocks; b++ {
+	for b := 0; b < blocks; b++ {
 		if b%every == 0 && k < len(paid) {
 			tx := txs[paid[k]]
 			to := common.HexToAddress(tx.DepositAddress)
@@ -255,7 +292,7 @@ func run() error {
 	if c, err = newClient(srv.api, key); err != nil {
 		return err
 	}
-	found, err := st.ChainTransfers(ctx, false, 10**transfers)
+	found, err := st.ChainTransfers(ctx, false, 10*transfers)
 	if err != nil {
 		return err
 	}
@@ -265,9 +302,9 @@ func run() error {
 
 	// 4. Detection delay.
 	var delays []time.Duration
-	unpaid := perm[*transfers:]
-	for i := 0; i < *samples && i < len(unpaid); i++ {
-		time.Sleep(time.Duration(rand.Int64N(int64(*poll))))
+	unpaid := perm[transfers:]
+	for i := 0; i < samples && i < len(unpaid); i++ {
+		time.Sleep(time.Duration(rand.Int64N(int64(poll))))
 		tx := txs[unpaid[i]]
 		if _, err := ch.Transfer(ctx, token, common.HexToAddress(tx.DepositAddress), units(tx.CryptoAmount)); err != nil {
 			return err
