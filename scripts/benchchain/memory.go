@@ -184,11 +184,11 @@ func memory(ctx context.Context, dbURL string, p memoryParams) error {
 		fmt.Println(results[i])
 	}
 	wall := time.Since(t1).Seconds()
-	db := "in this process (SQLite)"
+	db := "the database's in this process's (SQLite)"
 	if pgCPU >= 0 {
-		db = fmt.Sprintf("%.2f s (%.2f cores)", pgCPU, pgCPU/wall)
+		db = fmt.Sprintf("PostgreSQL's backends %.2f s (%.2f cores)", pgCPU, pgCPU/wall)
 	}
-	fmt.Printf("catch-up CPU over %.2f s: this process %.2f s (%.2f cores; the nodes' share is in their time above), PostgreSQL backends %s; the machine %s\n",
+	fmt.Printf("catch-up CPU over %.2f s: this process %.2f s (%.2f cores; the nodes' share is in their time above), %s; the machine %s\n",
 		wall, cpu1.self-cpu0.self, (cpu1.self-cpu0.self)/wall, db, cpu1.machine(cpu0))
 	found, err := st.ChainTransfers(ctx, false, 10*p.issued+10)
 	if err != nil {
