@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"partnerd/internal/chain"
+	"partnerd/internal/chain/providers"
 	"partnerd/internal/chain/rpc"
 	"partnerd/internal/chain/scanner"
 	"partnerd/internal/config"
@@ -22,13 +23,16 @@ import (
 // watchers is the deposit watcher of every network with a CHAIN_RPC_* URL.
 type watchers struct {
 	scanners []*scanner.Scanner
+	pools    []*providers.Pool
 	clients  []*rpc.Client
 }
 
-// openWatchers builds a scanner per watched network. Each node's chain id is
-// checked first (CHAIN_ID_<NETWORK>): a mismatch refuses to start in production and
-// switches that network's watcher off in staging. A node that is down only delays
-// deposits (its chain id is checked once it answers), never the start of the API.
+// openWatchers builds a scanner per watched network, reading through a pool of
+// the network's providers (CHAIN_RPC_<NETWORK>, in order of preference). Each
+// provider's chain id is checked first (CHAIN_ID_<NETWORK>): a provider reporting
+// another is dropped; with none left, production refuses to start and staging
+// switches that network's watcher off. A provider that is down only delays its
+// use (the pool checks its chain id once it answers), never the start of the API.
 func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *lifecycle.Engine, u *unmatched.Service, m *metrics.Metrics, log *slog.Logger) (*watchers, error) {
 	for _, n := range cfg.Chain.Off {
 		log.Warn("deposit watcher is off for this network: CHAIN_RPC_"+strings.ToUpper(n)+" is unset; deposits arrive only through the sandbox simulator", "network", n)
@@ -39,7 +43,7 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 	}
 	cm := m.Chain()
 	sink := deposits.New(l, store.For[lifecycle.Tx](st), u, unmatchedLog{m: cm, log: log})
-	for network, providers := range cfg.Chain.Providers {
+	for network, configured := range cfg.Chain.Providers {
 		var toks []chain.Token
 		for _, t := range cfg.Chain.Tokens {
 			if t.Network == network {
@@ -55,40 +59,62 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 			w.close()
 			return nil, err
 		}
-		p := providers[0]
-		client, err := rpc.New(p.URL, dialect, rpc.Options{Headers: p.Headers, Timeout: cfg.Chain.Timeout})
-		if err != nil {
-			w.close()
-			return nil, fmt.Errorf("CHAIN_RPC_%s: %w", strings.ToUpper(network), err)
-		}
 		idKey := "CHAIN_ID_" + strings.ToUpper(network)
 		want := cfg.Chain.ChainIDs[network]
-		if err := scanner.CheckChainID(ctx, client, want); errors.Is(err, scanner.ErrChainID) {
+		var members []providers.Provider
+		var names []string
+		var wrong error
+		for i, p := range configured {
+			client, err := rpc.New(p.URL, dialect, rpc.Options{Headers: p.Headers, Timeout: cfg.Chain.Timeout})
+			if err != nil {
+				w.close()
+				return nil, fmt.Errorf("CHAIN_RPC_%s: provider %d: %w", strings.ToUpper(network), i+1, err)
+			}
+			name := providers.Name(p.URL)
+			err = scanner.CheckChainID(ctx, client, want)
+			if errors.Is(err, scanner.ErrChainID) {
+				wrong = err
+				log.Error("chain provider dropped: it is not the chain "+idKey+" names", "network", network, "provider", name, "error", err.Error())
+				client.Close()
+				continue
+			} else if err != nil {
+				log.Warn("chain provider not reachable at start-up; its chain id is checked once it answers", "network", network, "provider", name, "error", err.Error())
+			}
+			w.clients = append(w.clients, client)
+			members = append(members, providers.Provider{URL: p.URL, Client: client, Rate: p.Rate, ChainIDChecked: err == nil})
+			names = append(names, name)
+		}
+		if len(members) == 0 {
 			if cfg.Env == config.Production {
 				w.close()
-				return nil, fmt.Errorf("%s: %w", idKey, err)
+				return nil, fmt.Errorf("%s: %w", idKey, wrong)
 			}
-			log.Error("deposit watcher is off for this network: the node is not the chain "+idKey+" names", "network", network, "error", err.Error())
-			client.Close()
+			log.Error("deposit watcher is off for this network: the node is not the chain "+idKey+" names (no provider of CHAIN_RPC_"+
+				strings.ToUpper(network)+" is)", "network", network, "error", wrong.Error())
 			continue
-		} else if err != nil {
-			log.Warn("chain node not reachable at start-up; its chain id is checked once it answers", "network", network, "error", err.Error())
 		}
-		w.clients = append(w.clients, client)
+		var observer providers.Observer
+		if o, ok := any(cm).(providers.Observer); ok {
+			observer = o
+		}
+		pool := providers.New(providers.Options{Network: network, ChainID: want, MaxLag: cfg.Chain.MaxLag[network],
+			CheckDepth: uint64(max(cfg.Confirmations[network], 1)), HeadEvery: cfg.Chain.PollInterval,
+			Observer: observer, Log: log.With("component", "chain")}, members)
+		w.pools = append(w.pools, pool)
 		cm.Watch(network)
 		sc := scanner.Config{Network: network, Tokens: toks, Confirmations: cfg.Confirmations[network],
-			PollInterval: cfg.Chain.PollInterval, ChainID: want, Finality: cfg.Chain.Finality[network]}
+			PollInterval: cfg.Chain.PollInterval, ChainID: want, Finality: cfg.Chain.Finality[network], Wake: pool.Wake()}
 		if b, ok := cfg.Chain.StartBlocks[network]; ok {
 			sc.StartBlock = &b
 		}
-		w.scanners = append(w.scanners, scanner.New(sc, client, sink, locker{st}, cm, log.With("component", "chain")))
-		log.Info("deposit watcher on", "network", network, "node", dialect.Node, "tokens", len(toks), "confirmations", sc.Confirmations,
-			"chain_id", want.String(), "rpc_timeout", cfg.Chain.Timeout.String(), "rpc_headers", len(p.Headers))
+		w.scanners = append(w.scanners, scanner.New(sc, pool, sink, locker{st}, cm, log.With("component", "chain")))
+		log.Info("deposit watcher on", "network", network, "node", dialect.Node, "providers", strings.Join(names, ","), "tokens", len(toks),
+			"confirmations", sc.Confirmations, "chain_id", want.String(), "rpc_timeout", cfg.Chain.Timeout.String())
 	}
 	return w, nil
 }
 
-// run runs every scanner until ctx is done and waits for them.
+// run runs every scanner and provider pool until ctx is done and waits for them.
 func (w *watchers) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, s := range w.scanners {
@@ -96,6 +122,13 @@ func (w *watchers) run(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			s.Run(ctx)
+		}()
+	}
+	for _, p := range w.pools {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.Run(ctx)
 		}()
 	}
 	wg.Wait()

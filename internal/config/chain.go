@@ -35,6 +35,10 @@ type Chain struct {
 	Timeout time.Duration
 	// ChainIDs are CHAIN_ID_<NETWORK>: the chain id each node must report.
 	ChainIDs map[string]*big.Int
+	// MaxLag are CHAIN_RPC_MAX_LAG_<NETWORK>: how many blocks a provider's head may
+	// lag the best known head before another provider answers (absent: the
+	// network's default, providers.DefaultMaxLag).
+	MaxLag map[string]uint64
 }
 
 // Provider is one JSON-RPC endpoint of a network.
@@ -45,12 +49,15 @@ type Provider struct {
 	// provider's) then CHAIN_RPC_HEADERS_<NETWORK>_<N> (the N-th provider's, from 1),
 	// API keys mostly; never logged.
 	Headers http.Header
+	// Rate caps the calls a second sent to the provider (CHAIN_RPC_RATE_<NETWORK>_<N>,
+	// e.g. a free tier's quota; 0: no cap); calls beyond it go to the next provider.
+	Rate float64
 }
 
 // loadChain reads the chain settings for the networks of c.Pairs.
 func loadChain(c *Config, get func(key, def string) string, bad func(string, error)) {
 	c.Chain.Providers, c.Chain.StartBlocks = map[string][]Provider{}, map[string]uint64{}
-	c.Chain.Finality, c.Chain.ChainIDs = map[string]string{}, map[string]*big.Int{}
+	c.Chain.Finality, c.Chain.ChainIDs, c.Chain.MaxLag = map[string]string{}, map[string]*big.Int{}, map[string]uint64{}
 	c.Chain.Timeout = duration(get("CHAIN_RPC_TIMEOUT", "10s"), "CHAIN_RPC_TIMEOUT", bad)
 	toks, err := chain.ParseTokenContracts(get("TOKEN_CONTRACTS", chain.DefaultTokenContracts))
 	if err != nil {
@@ -103,7 +110,20 @@ func loadChain(c *Config, get func(key, def string) string, bad func(string, err
 					h[name] = vs
 				}
 			}
-			c.Chain.Providers[n] = append(c.Chain.Providers[n], Provider{URL: u, Headers: h})
+			rkey := fmt.Sprintf("CHAIN_RPC_RATE_%s_%d", strings.ToUpper(n), i+1)
+			r, err := strconv.ParseFloat(get(rkey, "0"), 64)
+			if err != nil || r < 0 {
+				bad(rkey, fmt.Errorf("want calls a second (0: no cap)"))
+			}
+			c.Chain.Providers[n] = append(c.Chain.Providers[n], Provider{URL: u, Headers: h, Rate: r})
+		}
+		lagKey := "CHAIN_RPC_MAX_LAG_" + strings.ToUpper(n)
+		if s := get(lagKey, ""); s != "" {
+			v, err := strconv.ParseUint(s, 10, 64)
+			if err != nil || v == 0 {
+				bad(lagKey, fmt.Errorf("%q: want a number of blocks (1 or more)", s))
+			}
+			c.Chain.MaxLag[n] = v
 		}
 		fkey := "CHAIN_FINALITY_" + strings.ToUpper(n)
 		switch f := strings.TrimSpace(get(fkey, "")); f {

@@ -10,16 +10,22 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/eth/ethconfig"
@@ -38,13 +44,17 @@ type Chain struct {
 	// Proxy's; NodeURL is the simulated node's own.
 	URL     string
 	NodeURL string
-	Proxy   *Proxy
+	// WSURL is the simulated node's own WebSocket endpoint (ws://127.0.0.1:PORT):
+	// JSON-RPC and eth_subscribe("newHeads"), as a provider's wss:// endpoint serves.
+	WSURL string
+	Proxy *Proxy
 
-	mu    sync.Mutex
-	key   *ecdsa.PrivateKey
-	from  common.Address
-	nonce uint64
-	abi   abi.ABI
+	mu      sync.Mutex
+	proxies []*Proxy
+	key     *ecdsa.PrivateKey
+	from    common.Address
+	nonce   uint64
+	abi     abi.ABI
 }
 
 // DevKey is the funded account's private key: a fixed, public development key
@@ -73,6 +83,10 @@ func StartDialect(port int, d Dialect) (*Chain, error) {
 	if err != nil {
 		return nil, err
 	}
+	wsPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	from := crypto.PubkeyToAddress(key.PublicKey)
 	funds := new(big.Int).Mul(big.NewInt(1_000_000), big.NewInt(params.Ether))
 	backend := simulated.NewBackend(types.GenesisAlloc{from: {Balance: funds}}, func(nc *node.Config, _ *ethconfig.Config) {
@@ -80,8 +94,12 @@ func StartDialect(port int, d Dialect) (*Chain, error) {
 		nc.HTTPModules = []string{"eth", "net", "web3"}
 		nc.HTTPVirtualHosts = []string{"*"}
 		nc.AuthAddr, nc.AuthPort = "127.0.0.1", authPort
+		nc.WSHost, nc.WSPort = "127.0.0.1", wsPort
+		nc.WSModules = []string{"eth", "net", "web3"}
+		nc.WSOrigins = []string{"*"}
 	})
-	c := &Chain{Backend: backend, NodeURL: fmt.Sprintf("http://127.0.0.1:%d", nodePort), key: key, from: from, abi: parsed}
+	c := &Chain{Backend: backend, NodeURL: fmt.Sprintf("http://127.0.0.1:%d", nodePort), WSURL: fmt.Sprintf("ws://127.0.0.1:%d", wsPort),
+		key: key, from: from, abi: parsed}
 	if c.Proxy, err = newProxy(c, port, d); err != nil {
 		_ = backend.Close()
 		return nil, err
@@ -99,9 +117,34 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// Close stops the chain.
+// AddProxy puts another proxy answering in dialect d in front of the same node,
+// on a free port: a second provider of the same chain, whose faults (Hang,
+// RateLimit, Close, …) leave the first one's alone. Close stops it with the chain.
+func (c *Chain) AddProxy(d Dialect) (*Proxy, error) {
+	px, err := newProxy(c, 0, d)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.proxies = append(c.proxies, px)
+	c.mu.Unlock()
+	return px, nil
+}
+
+// Close stops the chain and its proxies.
 func (c *Chain) Close() error {
 	_ = c.Proxy.Close()
+	c.mu.Lock()
+	extra := c.proxies
+	c.proxies = nil
+	c.mu.Unlock()
+	for _, px := range extra {
+		select {
+		case <-px.closed: // a test closed it already
+		default:
+			_ = px.Close()
+		}
+	}
 	return c.Backend.Close()
 }
 
@@ -266,4 +309,99 @@ func (c *Chain) TransferMany(ctx context.Context, token common.Address, tos []co
 		c.nonce++
 	}
 	return nil
+}
+
+// Relay is a provider in front of a JSON-RPC endpoint that fails the ways a
+// Proxy cannot: Kill closes its listener (connections refused, as a provider that
+// is down), and Freeze stops its head at a block, answering as a node left behind
+// does: eth_blockNumber is that block, blocks above it do not exist, and
+// eth_getLogs covers only the blocks up to it (an empty list above it).
+type Relay struct {
+	// URL is the relay's endpoint.
+	URL    string
+	srv    *http.Server
+	ln     net.Listener
+	target string
+	frozen atomic.Uint64
+	once   sync.Once
+}
+
+// NewRelay starts a relay to target on a free loopback port.
+func NewRelay(target string) (*Relay, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &Relay{URL: "http://" + ln.Addr().String(), ln: ln, target: target}
+	r.srv = &http.Server{Handler: http.HandlerFunc(r.serve), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = r.srv.Serve(ln) }()
+	return r, nil
+}
+
+// Kill stops the relay: every later call is refused. Safe to call twice.
+func (r *Relay) Kill() {
+	r.once.Do(func() { _ = r.srv.Close() })
+}
+
+// Freeze stops the relay's head at block head (0: follow the node again).
+func (r *Relay) Freeze(head uint64) { r.frozen.Store(head) }
+
+func (r *Relay) serve(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return
+	}
+	var call rpcRequest
+	_ = json.Unmarshal(body, &call)
+	if head := r.frozen.Load(); head > 0 {
+		reply := func(result string) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+idOr(call.ID)+`,"result":`+result+`}`)
+		}
+		switch call.Method {
+		case "eth_blockNumber":
+			reply(strconv.Quote(hexutil.EncodeUint64(head)))
+			return
+		case "eth_getBlockByNumber":
+			var tag string
+			if len(call.Params) > 0 {
+				_ = json.Unmarshal(call.Params[0], &tag)
+			}
+			if n, err := hexutil.DecodeUint64(tag); tag == "latest" || err == nil && n > head {
+				reply("null")
+				return
+			}
+		case "eth_getLogs":
+			var filter map[string]any
+			if len(call.Params) > 0 {
+				_ = json.Unmarshal(call.Params[0], &filter)
+			}
+			to, _ := filter["toBlock"].(string)
+			from, _ := filter["fromBlock"].(string)
+			if n, err := hexutil.DecodeUint64(to); err == nil && n > head {
+				if f, err := hexutil.DecodeUint64(from); err == nil && f > head {
+					reply("[]")
+					return
+				}
+				filter["toBlock"] = hexutil.EncodeUint64(head)
+				p, _ := json.Marshal(filter)
+				body, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": call.ID, "method": call.Method, "params": []json.RawMessage{p}})
+			}
+		}
+	}
+	fwd, err := http.NewRequestWithContext(req.Context(), http.MethodPost, r.target, bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	fwd.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(fwd)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer res.Body.Close()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(res.StatusCode)
+	_, _ = io.Copy(w, res.Body)
 }

@@ -8,8 +8,10 @@
 // recomputed locally never matches. The client therefore decodes only number, hash,
 // parentHash and timestamp, leniently, and the watcher compares the hash the node
 // reports. Providers cap eth_getLogs, rate-limit and sometimes hang: every call has
-// a timeout, and failures come back as an *Error whose Kind says what happened
-// (see errors.go), so the scanner can size requests and back off.
+// a timeout, and every answer, over HTTP or a WebSocket (ws.go), is read by one
+// classifier (classify.go) into an *Error whose Kind says what happened and, where
+// the provider named them, the cap to respect or the wait to honour, so the
+// scanner can size requests and back off.
 package rpc
 
 import (
@@ -20,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"net/http"
 	"net/url"
@@ -53,43 +56,59 @@ type Log struct {
 
 // Options configure a Client.
 type Options struct {
-	// Headers are sent with every call (CHAIN_RPC_HEADERS_<NETWORK>, e.g. an API key).
+	// Headers are sent with every call, and with a ws(s) endpoint's handshake
+	// (CHAIN_RPC_HEADERS_<NETWORK> and _<N>, e.g. an API key).
 	Headers http.Header
 	// Timeout bounds every call (CHAIN_RPC_TIMEOUT; default 10s).
 	Timeout time.Duration
-	// HTTP is the transport (default: a client of its own).
+	// HTTP is the transport of an http(s) endpoint (default: a client of its own).
 	HTTP *http.Client
 }
 
-// Client calls one node over HTTP.
+// Client calls one node over HTTP or a WebSocket.
 type Client struct {
 	url     string
 	dialect Dialect
 	opts    Options
 	http    *http.Client
 	id      atomic.Uint64
+	// ws is set for a ws(s) endpoint (see ws.go).
+	ws *wsConn
 }
 
-// New returns a client of the node at url (http or https) speaking dialect.
+// New returns a client of the node at url (http, https, ws or wss) speaking
+// dialect. A ws(s) endpoint is dialled at the first call, so a provider down at
+// start does not fail New.
 func New(endpoint string, dialect Dialect, opts Options) (*Client, error) {
-	if !strings.HasPrefix(endpoint, "http://") && !strings.HasPrefix(endpoint, "https://") {
-		return nil, errors.New("the watcher speaks JSON-RPC over http(s)")
-	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
-	hc := opts.HTTP
-	if hc == nil {
-		hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}}
+	c := &Client{url: endpoint, dialect: dialect, opts: opts}
+	switch {
+	case strings.HasPrefix(endpoint, "http://") || strings.HasPrefix(endpoint, "https://"):
+		c.http = opts.HTTP
+		if c.http == nil {
+			c.http = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}}
+		}
+	case strings.HasPrefix(endpoint, "ws://") || strings.HasPrefix(endpoint, "wss://"):
+		c.ws = &wsConn{}
+	default:
+		return nil, errors.New("the watcher speaks JSON-RPC over http(s) or ws(s)")
 	}
-	return &Client{url: endpoint, dialect: dialect, opts: opts, http: hc}, nil
+	return c, nil
 }
 
 // Dialect returns the client's dialect.
 func (c *Client) Dialect() Dialect { return c.dialect }
 
-// Close releases idle connections.
-func (c *Client) Close() { c.http.CloseIdleConnections() }
+// Close releases idle connections (a WebSocket's connection).
+func (c *Client) Close() {
+	if c.ws != nil {
+		c.ws.close()
+		return
+	}
+	c.http.CloseIdleConnections()
+}
 
 type request struct {
 	JSONRPC string `json:"jsonrpc"`
@@ -98,21 +117,15 @@ type request struct {
 	Params  []any  `json:"params"`
 }
 
-type response struct {
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code    int             `json:"code"`
-		Message string          `json:"message"`
-		Data    json.RawMessage `json:"data"`
-	} `json:"error"`
-}
-
 // call runs method and decodes its result into out (left untouched on null).
 func (c *Client) call(ctx context.Context, out any, method string, params ...any) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	if params == nil {
 		params = []any{}
+	}
+	if c.ws != nil {
+		return c.callWS(ctx, out, method, params)
 	}
 	body, err := json.Marshal(request{JSONRPC: "2.0", ID: c.id.Add(1), Method: method, Params: params})
 	if err != nil {
@@ -133,13 +146,7 @@ func (c *Client) call(ctx context.Context, out any, method string, params ...any
 		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return &Error{Kind: KindTimeout, Method: method, Message: fmt.Sprintf("no answer within %s", c.opts.Timeout)}
 		}
-		// Without the URL: providers put keys in it.
-		msg := err.Error()
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			msg = ue.Err.Error()
-		}
-		return &Error{Kind: KindTransport, Method: method, Message: msg}
+		return &Error{Kind: KindTransport, Method: method, Message: c.redact(err)}
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 256<<20))
@@ -147,61 +154,50 @@ func (c *Client) call(ctx context.Context, out any, method string, params ...any
 		if ctx.Err() != nil {
 			return &Error{Kind: KindTimeout, Method: method, Message: fmt.Sprintf("no complete answer within %s", c.opts.Timeout)}
 		}
-		return &Error{Kind: KindTransport, Method: method, Message: err.Error()}
+		return &Error{Kind: KindTransport, Method: method, Message: c.redact(err)}
 	}
-	if res.StatusCode != http.StatusOK {
-		e := &Error{Kind: KindHTTP, Method: method, Status: res.StatusCode, Message: snippet(raw)}
-		if res.StatusCode == http.StatusTooManyRequests {
-			e.Kind = KindRateLimit
-		}
-		e.RetryAfter = retryAfter(res.Header.Get("Retry-After"))
-		// Some providers answer a JSON-RPC error with a non-200 status: classify it too.
-		var r response
-		if json.Unmarshal(raw, &r) == nil && r.Error != nil {
-			e.Code, e.Message = r.Error.Code, r.Error.Message
-			if e.Kind != KindRateLimit {
-				e.Kind = c.dialect.classify(method, r.Error.Code, r.Error.Message)
+	v, result := classify(c.dialect, method, res.StatusCode, res.Header, raw)
+	if v.Kind != "" {
+		return errorOf(method, res.StatusCode, v)
+	}
+	return decodeResult(method, result, out)
+}
+
+// redact is err's text without the endpoint: providers put keys in it.
+func (c *Client) redact(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	msg := err.Error()
+	if u, perr := url.Parse(c.url); perr == nil {
+		for _, s := range []string{c.url, u.Host + u.Path, u.RawQuery, strings.Trim(u.Path, "/")} {
+			if len(s) >= 8 {
+				msg = strings.ReplaceAll(msg, s, "…")
 			}
 		}
-		return e
 	}
-	var r response
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return &Error{Kind: KindDecode, Method: method, Message: fmt.Sprintf("not a JSON-RPC answer: %s", snippet(raw))}
+	return msg
+}
+
+// errorOf is a verdict as the error the client returns.
+func errorOf(method string, status int, v Verdict) *Error {
+	e := &Error{Kind: v.Kind, Method: method, Code: v.Code, Message: v.Message, RetryAfter: v.Wait, Cap: v.Cap}
+	if status != http.StatusOK {
+		e.Status = status
 	}
-	if r.Error != nil {
-		return &Error{Kind: c.dialect.classify(method, r.Error.Code, r.Error.Message), Method: method,
-			Code: r.Error.Code, Message: r.Error.Message, RetryAfter: retryAfter(res.Header.Get("Retry-After"))}
-	}
-	if len(r.Result) == 0 || string(r.Result) == "null" {
+	return e
+}
+
+// decodeResult reads an ok answer's result into out (left untouched on null).
+func decodeResult(method string, result json.RawMessage, out any) error {
+	if len(result) == 0 || string(result) == "null" {
 		return nil
 	}
-	if err := json.Unmarshal(r.Result, out); err != nil {
+	if err := json.Unmarshal(result, out); err != nil {
 		return &Error{Kind: KindDecode, Method: method, Message: err.Error()}
 	}
 	return nil
-}
-
-func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
-}
-
-// retryAfter reads a Retry-After header (seconds or an HTTP date); 0 when absent.
-func retryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
 }
 
 // ChainID returns eth_chainId.
@@ -238,7 +234,8 @@ func (c *Client) BlockByNumber(ctx context.Context, number uint64) (*Block, erro
 
 // Finalized returns the node's finalized block (the "finalized" tag: BNB Smart
 // Chain's fast finality, Tron's solidified block). An error of KindUnsupported
-// means the node does not answer the tag.
+// means the node refuses the tag; KindNotReady (geth's "finalized block not found"
+// while it starts) means it has none yet and is asked again.
 func (c *Client) Finalized(ctx context.Context) (*Block, error) {
 	b, err := c.block(ctx, "finalized")
 	var e *Error
@@ -288,7 +285,20 @@ func (c *Client) block(ctx context.Context, tag string) (*Block, error) {
 	if err != nil {
 		return bad(err)
 	}
-	return &Block{Number: n, Hash: h, ParentHash: p, Time: time.Unix(int64(ts), 0).UTC()}, nil
+	return &Block{Number: n, Hash: h, ParentHash: p, Time: blockTime(ts)}, nil
+}
+
+// msTimestamps is where a block timestamp stops being seconds: as seconds it would
+// be after the year 5000. java-tron before August 2022 sends milliseconds,
+// which as seconds would be the year 54000 and more.
+const msTimestamps = 100_000_000_000
+
+// blockTime reads a block's timestamp, in seconds or (old java-tron) milliseconds.
+func blockTime(ts uint64) time.Time {
+	if ts >= msTimestamps {
+		return time.UnixMilli(int64(min(ts, math.MaxInt64))).UTC()
+	}
+	return time.Unix(int64(ts), 0).UTC()
 }
 
 type rawLog struct {

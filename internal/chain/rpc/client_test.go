@@ -62,7 +62,7 @@ func TestErrorKinds(t *testing.T) {
 		{BSC, 200, nil, rpcErr(-32005, "query returned more than 10000 results. Try with this block range [0x1, 0x2]."), KindResults, 10000, 0},
 		{BSC, 200, nil, rpcErr(-32600, "Under the Free tier plan, you can make eth_getLogs requests with up to a 10 block range."), KindRange, 10, 0},
 		{BSC, 200, nil, rpcErr(-32601, "the method eth_getLogs does not exist/is not available"), KindRefused, 0, 0},
-		{BSC, 200, nil, rpcErr(-32000, "header not found"), KindRPC, 0, 0},
+		{BSC, 200, nil, rpcErr(-32000, "header not found"), KindNotReady, 0, 0},
 		{BSC, 429, http.Header{"Retry-After": {"2"}}, "Too Many Requests", KindRateLimit, 0, 2 * time.Second},
 		{BSC, 429, nil, rpcErr(-32005, "daily request count exceeded, request rate limited"), KindRateLimit, 0, 0},
 		{BSC, 200, http.Header{"Retry-After": {"1"}}, rpcErr(-32005, "limit exceeded"), KindRateLimit, 0, time.Second},
@@ -160,7 +160,7 @@ func TestHeadersAndTimeout(t *testing.T) {
 	require.NoError(t, err)
 	_, err = cl.BlockNumber(context.Background())
 	require.Equal(t, KindTimeout, KindOf(err))
-	_, err = New("ws://127.0.0.1:1", BSC, Options{})
+	_, err = New("ftp://127.0.0.1:1", BSC, Options{})
 	require.Error(t, err)
 
 	// A failed connection's error leaves out the URL (providers put keys in it).
@@ -182,4 +182,32 @@ func TestParseQuantity(t *testing.T) {
 		_, err := ParseQuantity(bad)
 		require.Error(t, err, bad)
 	}
+}
+
+// TestMillisecondTimestamps: java-tron before August 2022 sends a block's
+// timestamp in milliseconds; read as seconds it is the year 54000, and the late
+// payment window by block time breaks. A timestamp in seconds still reads as one.
+func TestMillisecondTimestamps(t *testing.T) {
+	t.Parallel()
+	block := func(ts string) string {
+		return `{"jsonrpc":"2.0","id":1,"result":{"baseFeePerGas":"0x0","difficulty":"0x0","extraData":"0x","gasLimit":"0x0",
+		"gasUsed":"0x0","hash":"0x0000000002625a0f9b1c6d5e8e7a0c7f3d2b1a09f8e7d6c5b4a3928170605040","logsBloom":"0x00",
+		"miner":"0x0000000000000000000000000000000000000000","mixHash":"0x0000000000000000000000000000000000000000000000000000000000000000",
+		"nonce":"0x0000000000000000","number":"0x2625a0f","parentHash":"0x0000000002625a0e111111111111111111111111111111111111111111111111",
+		"receiptsRoot":"0x00","sha3Uncles":"0x00","size":"0x1a2b","stateRoot":"0x","timestamp":"` + ts + `",
+		"totalDifficulty":"0x0","transactions":[],"transactionsRoot":"0x00","uncles":[]}}`
+	}
+	for ts, want := range map[string]time.Time{
+		"0x1802ba9f47b": time.UnixMilli(1650000000123).UTC(), // milliseconds (2022-04-15)
+		"0x6740a1b2":    time.Unix(0x6740a1b2, 0).UTC(),      // seconds
+		"0x174876e7ff":  time.Unix(99_999_999_999, 0).UTC(),  // the last second read as seconds (year 5138)
+	} {
+		srv, _ := node(t, 200, nil, block(ts))
+		cl, err := New(srv.URL, JavaTron, Options{})
+		require.NoError(t, err)
+		b, err := cl.BlockByNumber(context.Background(), 0x2625a0f)
+		require.NoError(t, err)
+		require.Equal(t, want, b.Time, ts)
+	}
+	require.Equal(t, 2022, blockTime(1650000000123).Year())
 }

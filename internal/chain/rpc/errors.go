@@ -3,9 +3,6 @@ package rpc
 import (
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -13,9 +10,11 @@ import (
 const (
 	// KindRange: the provider refused eth_getLogs for its block range.
 	KindRange = "range"
-	// KindResults: the provider refused eth_getLogs for the number of logs.
+	// KindResults: the provider refused eth_getLogs for the number of logs or the
+	// size of the answer.
 	KindResults = "results"
-	// KindRateLimit: HTTP 429, -32005 or "limit exceeded": back off, never a range error.
+	// KindRateLimit: HTTP 429, -32005, "limit exceeded", TronGrid's "frequency limit":
+	// back off (RetryAfterOf says how long when the provider named it), never a cap.
 	KindRateLimit = "rate_limit"
 	// KindRefused: the node does not serve the method at all.
 	KindRefused = "refused"
@@ -28,9 +27,9 @@ const (
 	KindTimeout = "timeout"
 	// KindTransport: the connection failed.
 	KindTransport = "transport"
-	// KindHTTP: an HTTP status other than 200 (and 429).
+	// KindHTTP: an HTTP status other than 2xx the body does not explain.
 	KindHTTP = "http"
-	// KindDecode: an answer the client cannot read.
+	// KindDecode: a 2xx answer that is neither JSON-RPC nor an error body.
 	KindDecode = "decode"
 	// KindRPC: any other JSON-RPC error.
 	KindRPC = "rpc"
@@ -43,8 +42,11 @@ type Error struct {
 	Status  int // HTTP status, when not 200
 	Code    int // JSON-RPC error code, when the node sent one
 	Message string
-	// RetryAfter is the node's Retry-After, when it sent one.
+	// RetryAfter is the wait the provider asked for (Retry-After and the like, or a
+	// hint in the body: Infura's backoff_seconds, TronGrid's "suspended for 30s").
 	RetryAfter time.Duration
+	// Cap is the cap a range or result refusal names (0: none named).
+	Cap uint64
 }
 
 func (e *Error) Error() string {
@@ -70,7 +72,7 @@ func KindOf(err error) string {
 	return ""
 }
 
-// RetryAfterOf returns the Retry-After an error carried (0 when none).
+// RetryAfterOf returns the wait an error asked for (0 when none).
 func RetryAfterOf(err error) time.Duration {
 	var e *Error
 	if errors.As(err, &e) {
@@ -79,28 +81,13 @@ func RetryAfterOf(err error) time.Duration {
 	return 0
 }
 
-// The places a cap's number appears in the nodes' and providers' messages.
-var limitPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`more than (\d+) (?:results|logs)`),                  // geth forks, java-tron, Infura
-	regexp.MustCompile(`block range(?: limit)?(?: is)?(?: of)?:? \(?(\d+)`), // "exceed max block range: 5000"
-	regexp.MustCompile(`up to an? (\d+) block range`),                       // Alchemy
-	regexp.MustCompile(`(?:maximum|max|limit)(?: is| of)?:? (\d+)`),
-}
-
 // LimitOf returns the cap a range or result error names ("exceed max block range:
-// 5000", "query returned more than 10000 results"), or 0 when it names none.
+// 5000", "query returned more than 10000 results", a cap in error.data), or 0 when
+// it names none.
 func LimitOf(err error) uint64 {
 	var e *Error
-	if !errors.As(err, &e) || (e.Kind != KindRange && e.Kind != KindResults) {
-		return 0
-	}
-	m := strings.ToLower(e.Message)
-	for _, re := range limitPatterns {
-		if g := re.FindStringSubmatch(m); g != nil {
-			if n, err := strconv.ParseUint(g[1], 10, 64); err == nil && n > 1 {
-				return n
-			}
-		}
+	if errors.As(err, &e) {
+		return e.Cap
 	}
 	return 0
 }

@@ -1,0 +1,942 @@
+// Package providers reads one network through several JSON-RPC providers: a Pool
+// answers the scanner's calls (it is a scanner.Client) from the first healthy
+// provider in the order CHAIN_RPC_<NETWORK> lists them, and fails over to the next
+// on errors, timeouts, rate limits, a head lagging the others' and a refused
+// eth_getLogs. Providers that push new heads (ws(s)://) wake the scanner.
+//
+// # Which provider answers
+//
+// Primary and standby: the operator lists the providers in order of preference
+// (a paid plan first, a free tier after), and every call goes to the first one
+// that is usable for it. A call is never sent to a provider that cannot serve
+// it:
+//
+//   - one rate-limited is skipped until the wait it asked for (Retry-After, or
+//     the hint in its answer) is over; the pool does not call it at all;
+//   - one whose calls failed or timed out is skipped while another is usable,
+//     and probed in the background (one eth_blockNumber a head check) until it
+//     answers again; with no other provider left it is still tried, so a lone
+//     provider behaves as a single client does;
+//   - one whose head lags the best known head by more than MaxLag blocks is
+//     passed over for the head, and is still asked for blocks it has;
+//   - eth_getLogs(from, to) and a block read go only to a provider whose known
+//     head is at least the block asked for, while any provider has reported it: a
+//     node behind answers an empty log list or no block, and the scanner would
+//     skip a block or take it for a reorganisation (a block no provider has
+//     reported is asked of them all: a reorganisation may have shortened the chain);
+//   - one that answers eth_getLogs with a refusal, or with a rate limit NoLogsAfter
+//     times in a row while its other methods answer (bsc-dataseed's disabled
+//     eth_getLogs says "limit exceeded"), is out of the rotation for eth_getLogs
+//     for good, with an error logged once.
+//
+// With no usable provider the call fails with the last provider's error (or, for
+// providers skipped without a call, an error of the reason's kind: rate_limit with
+// the shortest remaining wait, refused when none serves eth_getLogs, not_ready
+// when none has reached the block).
+//
+// # Quotas
+//
+// Each provider may have a calls-per-second cap (CHAIN_RPC_RATE_<NETWORK>_<N>): a
+// call that would exceed it goes to the next usable provider instead, and waits
+// for the cap only when no other provider can take it. Standby providers cost one
+// eth_blockNumber per head check (HeadEvery, the poll interval), none when they
+// push their heads.
+//
+// # Cross-check
+//
+// Before a provider answers its first call (and again after it failed), the hash
+// it reports for a block CheckDepth (the network's confirmations) below its head
+// is compared with the hash another provider reported for that block earlier. A
+// provider that disagrees is on another branch (or another chain): it is logged,
+// reported as lagging and not used until a later check agrees.
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"golang.org/x/time/rate"
+
+	"partnerd/internal/chain"
+	"partnerd/internal/chain/rpc"
+)
+
+// Client is one provider's JSON-RPC client (rpc.Client), the same methods the
+// scanner reads the chain with.
+type Client interface {
+	ChainID(ctx context.Context) (*big.Int, error)
+	BlockNumber(ctx context.Context) (uint64, error)
+	BlockByNumber(ctx context.Context, number uint64) (*rpc.Block, error)
+	Finalized(ctx context.Context) (*rpc.Block, error)
+	Logs(ctx context.Context, from, to uint64, contracts []common.Address, topic common.Hash) ([]rpc.Log, error)
+}
+
+// Pusher is a client that can push new heads (rpc.Client over ws(s)://).
+type Pusher interface {
+	// Push reports whether the client's transport pushes (WebSocket).
+	Push() bool
+	// SubscribeHeads calls onHead with each new head's number until ctx is done
+	// or the subscription fails (its error is returned).
+	SubscribeHeads(ctx context.Context, onHead func(uint64)) error
+}
+
+// Provider is one provider of the pool.
+type Provider struct {
+	// URL is the provider's endpoint; only its scheme and host are ever shown (Name).
+	URL    string
+	Client Client
+	// Rate caps the calls a second sent to it (0: no cap).
+	Rate float64
+	// ChainIDChecked: its eth_chainId was found to be Options.ChainID already (at
+	// start); otherwise the pool checks it before its first use.
+	ChainIDChecked bool
+}
+
+// Observer hears every change of the providers' states (metrics, the overview).
+type Observer interface {
+	ChainProviders(network string, states []chain.ProviderState)
+}
+
+// Options configure a Pool.
+type Options struct {
+	Network string
+	// ChainID is the chain id every provider must report (CHAIN_ID_<NETWORK>); a
+	// provider reporting another is out of the pool for good. nil: not checked.
+	ChainID *big.Int
+	// MaxLag is how many blocks a provider's head may be behind the best known
+	// head before it is passed over (default: DefaultMaxLag of the network).
+	MaxLag uint64
+	// CheckDepth is how far below a provider's head the cross-check compares a
+	// block's hash (the network's confirmations; default 1).
+	CheckDepth uint64
+	// HeadEvery is the least time between two reads of a standby provider's head
+	// (default 3s, the poll interval).
+	HeadEvery time.Duration
+	// NoLogsAfter is how many eth_getLogs rate limits in a row, while the
+	// provider's other methods answer, mean it does not serve eth_getLogs (default 5).
+	NoLogsAfter int
+	// MaxBackoff caps the wait before a failing provider is tried again, and
+	// between reconnections of a push subscription (default 30s).
+	MaxBackoff time.Duration
+	// Observer, when set, hears every change of the providers' states.
+	Observer Observer
+	Log      *slog.Logger
+}
+
+// DefaultMaxLag is the lag in blocks beyond which a provider is passed over, per
+// network: about two poll intervals of blocks at 3 s. BNB Smart Chain makes a
+// block every 0.45 s and healthy providers differ by 3–8 blocks at a 3 s poll, so
+// 3 would flap between them; 20 blocks is 9 s there. Tron's 3 s blocks: 5 blocks.
+func DefaultMaxLag(network string) uint64 {
+	if network == chain.TRC20 {
+		return 5
+	}
+	return 20
+}
+
+// Name is how a provider is shown: scheme and host only. Providers put API keys
+// in paths and query strings, so neither is ever logged or reported.
+func Name(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return "provider"
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// member is one provider and what the pool knows of it.
+type member struct {
+	i     int
+	name  string
+	c     Client
+	push  Pusher
+	limit *rate.Limiter
+
+	head uint64
+	// idOK: its chain id is the network's; wrongChain: it is not (never used).
+	idOK       bool
+	wrongChain bool
+	// coolUntil: not called before (a rate limit's wait); failures: calls failed
+	// in a row (0: healthy); retryAt: the next background probe of a failing one.
+	coolUntil time.Time
+	// logsCoolUntil: eth_getLogs is not sent before (its own rate limit).
+	logsCoolUntil time.Time
+	limits        int
+	failures      int
+	retryAt       time.Time
+	lastErr       string
+	lagging       bool
+	// agreed: it passed the cross-check; disagree: it failed it.
+	agreed   bool
+	disagree bool
+	// noLogs: out of the rotation for eth_getLogs; logsLimited counts eth_getLogs
+	// rate limits in a row, otherOK whether its other methods answered since.
+	noLogs      bool
+	logsLimited int
+	otherOK     bool
+	checking    bool
+	checkedAt   time.Time
+	pushing     bool
+
+	state string
+	since time.Time
+}
+
+// Pool is a scanner.Client over several providers of one network.
+type Pool struct {
+	opts    Options
+	log     *slog.Logger
+	members []*member
+	wake    chan struct{}
+
+	mu     sync.Mutex
+	active int
+	best   uint64
+	// seen holds hashes of blocks the pool answered with (the cross-check's reference).
+	seen     map[uint64]common.Hash
+	reported []chain.ProviderState
+	ctx      context.Context
+}
+
+// New returns a pool over providers, tried in their order.
+func New(opts Options, providers []Provider) *Pool {
+	if opts.MaxLag == 0 {
+		opts.MaxLag = DefaultMaxLag(opts.Network)
+	}
+	if opts.CheckDepth == 0 {
+		opts.CheckDepth = 1
+	}
+	if opts.HeadEvery <= 0 {
+		opts.HeadEvery = 3 * time.Second
+	}
+	if opts.NoLogsAfter <= 0 {
+		opts.NoLogsAfter = 5
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 30 * time.Second
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	p := &Pool{opts: opts, log: opts.Log.With("network", opts.Network), wake: make(chan struct{}, 1),
+		seen: map[uint64]common.Hash{}, active: -1, ctx: context.Background()}
+	now := time.Now()
+	for i, pr := range providers {
+		m := &member{i: i, name: Name(pr.URL), c: pr.Client, state: chain.ProviderStandby, since: now,
+			idOK: pr.ChainIDChecked || opts.ChainID == nil}
+		if ps, ok := pr.Client.(Pusher); ok && ps.Push() {
+			m.push = ps
+		}
+		if pr.Rate > 0 {
+			m.limit = rate.NewLimiter(rate.Limit(pr.Rate), max(1, int(pr.Rate)))
+		}
+		p.members = append(p.members, m)
+	}
+	return p
+}
+
+// Wake signals a new head pushed by a provider (buffered, never blocks the
+// pusher): the scanner's scanner.Config.Wake.
+func (p *Pool) Wake() <-chan struct{} { return p.wake }
+
+// Run keeps a subscription to new heads open on every provider that pushes,
+// reconnecting with a growing wait when it fails, until ctx is done. Background
+// head checks started while it runs stop with ctx too.
+func (p *Pool) Run(ctx context.Context) {
+	p.mu.Lock()
+	p.ctx = ctx
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, m := range p.members {
+		if m.push == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.subscribe(ctx, m)
+		}()
+	}
+	wg.Wait()
+}
+
+func (p *Pool) subscribe(ctx context.Context, m *member) {
+	wait := time.Second
+	for ctx.Err() == nil {
+		start := time.Now()
+		err := p.checkChainID(ctx, m)
+		p.mu.Lock()
+		wrong := m.wrongChain
+		p.mu.Unlock()
+		if wrong {
+			return
+		}
+		if err == nil {
+			err = m.push.SubscribeHeads(ctx, func(n uint64) {
+				p.mu.Lock()
+				if !m.pushing {
+					m.pushing = true
+					p.log.Info("chain provider pushes new heads", "provider", m.name)
+				}
+				newer := n > p.best
+				n = max(m.head, n)
+				p.mu.Unlock()
+				p.setHead(m, n)
+				if newer {
+					select {
+					case p.wake <- struct{}{}:
+					default:
+					}
+				}
+			})
+		}
+		p.mu.Lock()
+		m.pushing = false
+		p.mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(start) > 2*wait {
+			wait = time.Second // it held for a while: a fresh failure
+		}
+		msg := "subscription ended"
+		if err != nil {
+			msg = err.Error()
+		}
+		p.log.Warn("chain provider's new-heads subscription failed; polling meanwhile, reconnecting", "provider", m.name, "error", msg, "retry_in", wait.String())
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(wait*2, p.opts.MaxBackoff)
+	}
+}
+
+// States returns every provider's state, in the configured order.
+func (p *Pool) States() []chain.ProviderState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.updateLocked(time.Now())
+	return p.statesLocked()
+}
+
+func (p *Pool) statesLocked() []chain.ProviderState {
+	out := make([]chain.ProviderState, len(p.members))
+	for i, m := range p.members {
+		out[i] = chain.ProviderState{Name: m.name, State: m.state, Head: m.head, Push: m.push != nil, Since: m.since}
+		if m.state != chain.ProviderActive && m.state != chain.ProviderStandby {
+			out[i].Error = m.lastErr
+		}
+	}
+	return out
+}
+
+// updateLocked recomputes every member's state.
+func (p *Pool) updateLocked(now time.Time) {
+	for i, m := range p.members {
+		s := chain.ProviderStandby
+		switch {
+		case m.wrongChain:
+			s = chain.ProviderFailing
+		case now.Before(m.coolUntil) || now.Before(m.logsCoolUntil):
+			s = chain.ProviderRateLimited
+		case m.failures > 0:
+			s = chain.ProviderFailing
+		case m.disagree || m.lagging:
+			s = chain.ProviderLagging
+		case m.noLogs:
+			s = chain.ProviderNoLogs
+		case i == p.active:
+			s = chain.ProviderActive
+		}
+		if s != m.state {
+			m.state, m.since = s, now
+		}
+	}
+}
+
+// report tells the observer when a state changed since the last report.
+func (p *Pool) report() {
+	if p.opts.Observer == nil {
+		return
+	}
+	p.mu.Lock()
+	p.updateLocked(time.Now())
+	states := p.statesLocked()
+	changed := len(states) != len(p.reported)
+	for i := 0; !changed && i < len(states); i++ {
+		a, b := states[i], p.reported[i]
+		changed = a.State != b.State || a.Error != b.Error || a.Push != b.Push
+	}
+	if changed {
+		p.reported = states
+	}
+	p.mu.Unlock()
+	if changed {
+		p.opts.Observer.ChainProviders(p.opts.Network, states)
+	}
+}
+
+// A call's method, as the errors name it.
+const (
+	mChainID = "eth_chainId"
+	mHead    = "eth_blockNumber"
+	mBlock   = "eth_getBlockByNumber"
+	mLogs    = "eth_getLogs"
+)
+
+// errDisagree is a provider failing the cross-check.
+var errDisagree = errors.New("the provider is on another branch")
+
+// order returns the members to try for a call needing block need (0: none), best
+// first, and the error to return when none is left. Members are healthy ones in
+// the configured order, lagging ones (for blocks they have), then failing ones.
+func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*member, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var healthy, behind, failing, shorts []*member
+	var wait time.Duration
+	if need > 0 && !slices.ContainsFunc(p.members, func(m *member) bool { return m.head >= need && !m.wrongChain && !m.disagree }) {
+		// No provider has reported the block: it is not on the chain (a
+		// reorganisation shortened it), and the providers' answer says so.
+		need = 0
+	}
+	limited, noLogs, short, other := 0, 0, 0, 0
+	for _, m := range p.members {
+		switch {
+		case m.wrongChain:
+			other++
+		case method == mLogs && m.noLogs:
+			noLogs++
+		case now.Before(m.coolUntil) || method == mLogs && now.Before(m.logsCoolUntil):
+			limited++
+			until := m.coolUntil
+			if method == mLogs && m.logsCoolUntil.After(until) {
+				until = m.logsCoolUntil
+			}
+			if w := until.Sub(now); wait == 0 || w < wait {
+				wait = w
+			}
+		case m.disagree:
+			other++
+		case need > 0 && m.head < need:
+			short++
+			if m.failures == 0 {
+				shorts = append(shorts, m)
+			}
+		case m.failures > 0:
+			failing = append(failing, m)
+		case m.lagging && method == mHead:
+			behind = append(behind, m)
+		default:
+			healthy = append(healthy, m)
+		}
+	}
+	out := slices.Concat(healthy, behind, failing)
+	if len(out) > 0 {
+		return out, shorts, nil
+	}
+	switch {
+	case noLogs == len(p.members):
+		return nil, shorts, &rpc.Error{Kind: rpc.KindRefused, Method: method, Message: "no provider serves eth_getLogs"}
+	case limited > 0:
+		return nil, shorts, &rpc.Error{Kind: rpc.KindRateLimit, Method: method, RetryAfter: wait,
+			Message: fmt.Sprintf("every provider asked to wait (%d rate-limited)", limited)}
+	case short > 0:
+		return nil, shorts, &rpc.Error{Kind: rpc.KindNotReady, Method: method, Message: "no provider has reached block " + strconv.FormatUint(need, 10) + " yet"}
+	default:
+		return nil, shorts, &rpc.Error{Kind: rpc.KindRPC, Method: method, Message: "every provider is on another chain or branch than the blocks read so far"}
+	}
+}
+
+// do runs call on the first member that serves it: see the package comment.
+func do[T any](ctx context.Context, p *Pool, method string, need uint64, call func(context.Context, *member) (T, error)) (T, error) {
+	var zero T
+	var last error
+	tried := map[*member]bool{}
+	reread := false
+	for {
+		now := time.Now()
+		cands, shorts, noneErr := p.order(method, need, now)
+		var capped *member
+		progressed := false
+		for _, m := range cands {
+			if tried[m] {
+				continue
+			}
+			if m.limit != nil && !m.limit.AllowN(now, 1) {
+				if capped == nil {
+					capped = m
+				}
+				continue
+			}
+			tried[m] = true
+			progressed = true
+			if err := p.check(ctx, m); err != nil {
+				last = err
+				if ctx.Err() != nil {
+					return zero, err
+				}
+				continue
+			}
+			v, err := call(ctx, m)
+			if err == nil {
+				p.succeeded(m, method)
+				return v, nil
+			}
+			if ctx.Err() != nil {
+				return zero, err
+			}
+			last = err
+			if !p.failed(m, method, err) {
+				return zero, err
+			}
+			break // states changed: order again
+		}
+		if progressed {
+			continue
+		}
+		if !reread && len(shorts) > 0 {
+			// Those whose head was below the block when last read may have it by
+			// now: read their heads once (a head read in the background may not
+			// have finished).
+			reread = true
+			for _, m := range shorts {
+				if m.limit != nil && !m.limit.AllowN(time.Now(), 1) {
+					continue
+				}
+				h, err := m.c.BlockNumber(ctx)
+				if err != nil {
+					last = err
+					p.failed(m, mHead, err)
+					continue
+				}
+				p.setHead(m, h)
+				if h >= need {
+					break
+				}
+			}
+			continue
+		}
+		if capped != nil {
+			// Our own cap, and no other provider free: wait for its next slot.
+			r := capped.limit.Reserve()
+			t := time.NewTimer(r.Delay())
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				r.Cancel()
+				return zero, ctx.Err()
+			case <-t.C:
+			}
+			tried[capped] = true
+			if err := p.check(ctx, capped); err != nil {
+				return zero, err
+			}
+			v, err := call(ctx, capped)
+			if err == nil {
+				p.succeeded(capped, method)
+				return v, nil
+			}
+			p.failed(capped, method, err)
+			return zero, err
+		}
+		if noneErr != nil && (last == nil || rpc.KindOf(noneErr) == rpc.KindRefused) {
+			return zero, noneErr
+		}
+		return zero, last
+	}
+}
+
+// succeeded records a member's answer; a switch of the active provider is logged.
+func (p *Pool) succeeded(m *member, method string) {
+	p.mu.Lock()
+	if m.failures > 0 {
+		p.log.Info("chain provider answers again", "provider", m.name, "method", method)
+	}
+	m.failures, m.lastErr = 0, ""
+	m.limits = 0
+	if method == mLogs {
+		m.logsLimited = 0
+	} else {
+		m.otherOK = true
+	}
+	if method == mHead {
+		// The provider answering the head is the one the scanner follows.
+		p.switchLocked(m)
+	}
+	p.updateLocked(time.Now())
+	p.mu.Unlock()
+	p.report()
+}
+
+func (p *Pool) switchLocked(m *member) {
+	if p.active == m.i {
+		return
+	}
+	if p.active >= 0 {
+		from := p.members[p.active]
+		p.log.Warn("chain watcher switched provider", "from", from.name, "to", m.name, "from_state", from.state, "reason", from.lastErr)
+	} else if len(p.members) > 1 {
+		p.log.Info("chain watcher reads through provider", "provider", m.name)
+	}
+	p.active = m.i
+}
+
+// failed records a member's failure and reports whether another provider may
+// answer the call instead (false: the answer is the scanner's to handle, e.g. a
+// range refusal that sizes its requests).
+func (p *Pool) failed(m *member, method string, err error) bool {
+	kind := rpc.KindOf(err)
+	now := time.Now()
+	p.mu.Lock()
+	defer func() {
+		p.updateLocked(now)
+		p.mu.Unlock()
+		p.report()
+	}()
+	switch kind {
+	case rpc.KindRange, rpc.KindResults, rpc.KindUnsupported:
+		// About the request, not the provider.
+		return false
+	case rpc.KindNotReady:
+		// Transient on this node (behind its head, starting): another may have it.
+		return true
+	case rpc.KindRefused:
+		if method == mLogs {
+			p.noLogsLocked(m, err)
+			return true
+		}
+	case rpc.KindRateLimit:
+		wait := rpc.RetryAfterOf(err)
+		if method == mLogs && m.otherOK {
+			// Only eth_getLogs is refused while the rest answers: bsc-dataseed's
+			// disabled method says "limit exceeded". Only eth_getLogs waits here.
+			m.logsLimited++
+			if m.logsLimited >= p.opts.NoLogsAfter {
+				p.noLogsLocked(m, err)
+				return true
+			}
+			m.logsCoolUntil, m.lastErr = now.Add(max(wait, time.Second)), err.Error()
+			p.log.Warn("chain provider rate-limits eth_getLogs; other providers read the logs until its wait is over", "provider", m.name,
+				"wait", max(wait, time.Second).String(), "error", err.Error())
+			return true
+		}
+		m.otherOK = false
+		m.limits++
+		if wait <= 0 {
+			// No hint: a second, as the scanner itself waits at least; doubling
+			// while other providers can answer meanwhile.
+			wait = time.Second
+			if len(p.members) > 1 {
+				wait = min(time.Second<<min(m.limits-1, 6), p.opts.MaxBackoff)
+			}
+		}
+		m.coolUntil, m.lastErr = now.Add(wait), err.Error()
+		p.log.Warn("chain provider rate-limits the watcher; skipped until its wait is over", "provider", m.name, "wait", wait.String(), "error", err.Error())
+		return true
+	}
+	if method != mLogs {
+		m.otherOK = false
+	}
+	m.failures++
+	m.agreed = false
+	m.lastErr = err.Error()
+	m.retryAt = now.Add(min(time.Second<<min(m.failures-1, 6), p.opts.MaxBackoff))
+	if m.failures == 1 {
+		p.log.Warn("chain provider failed; trying the next", "provider", m.name, "error", err.Error())
+	}
+	return true
+}
+
+func (p *Pool) noLogsLocked(m *member, err error) {
+	if m.noLogs {
+		return
+	}
+	m.noLogs, m.lastErr = true, "does not serve eth_getLogs: "+err.Error()
+	p.log.Error("chain provider does not serve eth_getLogs; it is out of the rotation for it (the watcher needs a provider that serves it)",
+		"provider", m.name, "error", err.Error())
+}
+
+// check cross-checks m before its first answer: see the package comment.
+func (p *Pool) check(ctx context.Context, m *member) error {
+	if err := p.checkChainID(ctx, m); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	if m.agreed || len(p.seen) == 0 {
+		// Nothing read yet to compare with: the first provider sets the reference.
+		m.agreed = true
+		p.mu.Unlock()
+		return nil
+	}
+	if m.head < p.opts.CheckDepth {
+		p.mu.Unlock()
+		return nil // its head is not known yet: checked once it is
+	}
+	n, want, ok := p.referenceLocked(m.head - p.opts.CheckDepth)
+	if !ok {
+		p.mu.Unlock()
+		return nil // every block read so far is above it: checked later
+	}
+	p.mu.Unlock()
+	b, err := m.c.BlockByNumber(ctx, n)
+	if err != nil {
+		p.failed(m, mBlock, err)
+		return err
+	}
+	p.mu.Lock()
+	if b != nil && b.Hash == want {
+		if m.disagree {
+			p.log.Info("chain provider agrees with the blocks read so far again", "provider", m.name, "block", n)
+		}
+		m.agreed, m.disagree = true, false
+		p.updateLocked(time.Now())
+		p.mu.Unlock()
+		p.report()
+		return nil
+	}
+	got := "no block"
+	if b != nil {
+		got = b.Hash.Hex()
+	}
+	if !m.disagree {
+		p.log.Error("chain provider reports another block than the one read so far; not used until it agrees (another branch or another chain)",
+			"provider", m.name, "block", n, "hash", got, "expected", want.Hex())
+	}
+	m.disagree, m.agreed = true, false
+	m.lastErr = fmt.Sprintf("block %d is %s here, %s elsewhere", n, got, want.Hex())
+	p.updateLocked(time.Now())
+	p.mu.Unlock()
+	p.report()
+	return &rpc.Error{Kind: rpc.KindRPC, Method: mBlock, Message: errDisagree.Error() + ": " + m.lastErr}
+}
+
+// checkChainID compares m's eth_chainId with the network's before m's first use.
+func (p *Pool) checkChainID(ctx context.Context, m *member) error {
+	p.mu.Lock()
+	ok := m.idOK
+	p.mu.Unlock()
+	if ok {
+		return nil
+	}
+	got, err := m.c.ChainID(ctx)
+	if err != nil {
+		p.failed(m, mChainID, err)
+		return err
+	}
+	p.mu.Lock()
+	if got.Cmp(p.opts.ChainID) == 0 {
+		m.idOK = true
+		p.mu.Unlock()
+		return nil
+	}
+	m.wrongChain = true
+	m.lastErr = fmt.Sprintf("chain id %s, want %s (CHAIN_ID_%s)", got, p.opts.ChainID, strings.ToUpper(p.opts.Network))
+	p.log.Error("chain provider reports another chain id; it is out of the pool", "provider", m.name, "error", m.lastErr)
+	p.updateLocked(time.Now())
+	p.mu.Unlock()
+	p.report()
+	return &rpc.Error{Kind: rpc.KindRPC, Method: mChainID, Message: m.lastErr}
+}
+
+// referenceLocked returns the newest block at or below n whose hash the pool has answered with.
+func (p *Pool) referenceLocked(n uint64) (uint64, common.Hash, bool) {
+	best, found := uint64(0), false
+	for k := range p.seen {
+		if k <= n && (!found || k > best) {
+			best, found = k, true
+		}
+	}
+	return best, p.seen[best], found
+}
+
+// remember keeps a block's hash as a reference for later cross-checks (the newest 256).
+func (p *Pool) remember(b *rpc.Block) {
+	if b == nil || len(p.members) < 2 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen[b.Number] = b.Hash
+	if len(p.seen) > 256 {
+		keys := make([]uint64, 0, len(p.seen))
+		for k := range p.seen {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+		for _, k := range keys[:len(keys)-256] {
+			delete(p.seen, k)
+		}
+	}
+}
+
+// setHead records a member's head and whether it lags. A member's lag is judged
+// when its own head is read (a head read earlier is not compared with a newer one).
+func (p *Pool) setHead(m *member, head uint64) {
+	p.mu.Lock()
+	m.head = head
+	p.best = max(p.best, head)
+	lag := head+p.opts.MaxLag < p.best
+	if lag && !m.lagging {
+		p.log.Warn("chain provider lags behind the others", "provider", m.name, "head", head, "best_head", p.best, "max_lag", p.opts.MaxLag)
+	}
+	if lag {
+		m.lastErr = fmt.Sprintf("head %d, %d behind the best known head", head, p.best-head)
+	} else if m.lagging {
+		p.log.Info("chain provider caught up", "provider", m.name, "head", head)
+	}
+	m.lagging = lag
+	p.updateLocked(time.Now())
+	p.mu.Unlock()
+	p.report()
+}
+
+// refresh reads the heads of the providers not answering for the scanner (at most
+// once per HeadEvery each, in the background): how lag is noticed, and how a
+// failing or disagreeing provider is found to be back.
+func (p *Pool) refresh(except *member) {
+	if len(p.members) < 2 {
+		return
+	}
+	now := time.Now()
+	p.mu.Lock()
+	ctx := p.ctx
+	var due []*member
+	for _, m := range p.members {
+		if m == except || m.wrongChain || m.checking || m.pushing || now.Before(m.coolUntil) || now.Sub(m.checkedAt) < p.opts.HeadEvery ||
+			(m.failures > 0 && now.Before(m.retryAt)) {
+			continue
+		}
+		if m.limit != nil && !m.limit.AllowN(now, 1) {
+			continue
+		}
+		m.checking, m.checkedAt = true, now
+		due = append(due, m)
+	}
+	p.mu.Unlock()
+	for _, m := range due {
+		go func() {
+			defer func() {
+				p.mu.Lock()
+				m.checking = false
+				p.mu.Unlock()
+			}()
+			if p.checkChainID(ctx, m) != nil {
+				return
+			}
+			head, err := m.c.BlockNumber(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					p.failed(m, mHead, err)
+				}
+				return
+			}
+			p.setHead(m, head)
+			p.succeededProbe(m)
+			p.mu.Lock()
+			recheck := m.disagree
+			p.mu.Unlock()
+			if recheck {
+				_ = p.check(ctx, m)
+			}
+		}()
+	}
+}
+
+// succeededProbe records a background head read: a failing provider is healthy again.
+func (p *Pool) succeededProbe(m *member) {
+	p.mu.Lock()
+	if m.failures > 0 {
+		p.log.Info("chain provider answers again", "provider", m.name)
+		m.failures = 0
+	}
+	m.otherOK = true
+	p.updateLocked(time.Now())
+	p.mu.Unlock()
+	p.report()
+}
+
+// ChainID returns the first usable provider's eth_chainId (app checks every
+// provider's own at start).
+func (p *Pool) ChainID(ctx context.Context) (*big.Int, error) {
+	return do(ctx, p, mChainID, 0, func(ctx context.Context, m *member) (*big.Int, error) { return m.c.ChainID(ctx) })
+}
+
+// BlockNumber returns the head of the first usable provider whose head does not
+// lag; the other providers' heads are read in the background.
+func (p *Pool) BlockNumber(ctx context.Context) (uint64, error) {
+	var answered *member
+	head, err := do(ctx, p, mHead, 0, func(ctx context.Context, m *member) (uint64, error) {
+		h, err := m.c.BlockNumber(ctx)
+		if err != nil {
+			return 0, err
+		}
+		p.setHead(m, h)
+		if err := p.check(ctx, m); err != nil {
+			return 0, err
+		}
+		if p.behind(m) {
+			// Behind the others: the next provider answers for the head.
+			return 0, &rpc.Error{Kind: rpc.KindNotReady, Method: mHead, Message: fmt.Sprintf("head %d lags the best known head", h)}
+		}
+		answered = m
+		return h, nil
+	})
+	p.refresh(answered)
+	return head, err
+}
+
+// behind reports whether m lags and another provider, usable now, is ahead of it.
+func (p *Pool) behind(m *member) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !m.lagging {
+		return false
+	}
+	now := time.Now()
+	for _, o := range p.members {
+		if o != m && o.head > m.head+p.opts.MaxLag && o.failures == 0 && !o.disagree && !now.Before(o.coolUntil) {
+			return true
+		}
+	}
+	return false
+}
+
+// BlockByNumber returns block number from a provider whose head has reached it.
+func (p *Pool) BlockByNumber(ctx context.Context, number uint64) (*rpc.Block, error) {
+	b, err := do(ctx, p, mBlock, number, func(ctx context.Context, m *member) (*rpc.Block, error) {
+		return m.c.BlockByNumber(ctx, number)
+	})
+	if err == nil {
+		p.remember(b)
+	}
+	return b, err
+}
+
+// Finalized returns the first usable provider's finalized block.
+func (p *Pool) Finalized(ctx context.Context) (*rpc.Block, error) {
+	return do(ctx, p, mBlock, 0, func(ctx context.Context, m *member) (*rpc.Block, error) { return m.c.Finalized(ctx) })
+}
+
+// Logs returns the logs of blocks from..to from a provider that serves eth_getLogs
+// and whose head has reached to.
+func (p *Pool) Logs(ctx context.Context, from, to uint64, contracts []common.Address, topic common.Hash) ([]rpc.Log, error) {
+	return do(ctx, p, mLogs, to, func(ctx context.Context, m *member) ([]rpc.Log, error) {
+		return m.c.Logs(ctx, from, to, contracts, topic)
+	})
+}

@@ -1,0 +1,470 @@
+package rpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Verdict is what an answer means to the watcher.
+type Verdict struct {
+	Kind    string        // "" (ok) or one of the Kind* constants
+	Wait    time.Duration // rate limits: the wait the provider asks for (header or body hint); 0: none named
+	Cap     uint64        // KindRange / KindResults: the cap the answer names; 0: none named
+	Code    int           // JSON-RPC error code, when there was one
+	Message string        // the node's own message (or a short snippet of the body)
+}
+
+// Classify reads one answer (HTTP status, headers, body) as the watcher must act on
+// it. It is the only place that knows the nodes' and providers' error texts and
+// codes: the HTTP and WebSocket transports both hand it every answer, so a text
+// learnt here is learnt everywhere. Samples of every rule, with their sources, are
+// in testdata/rpcanswers. The dialect and method name the answer's context; today
+// every rule holds for every node and method (a provider of either network may
+// sit behind any gateway).
+func Classify(d Dialect, method string, status int, header http.Header, body []byte) Verdict {
+	v, _ := classify(d, method, status, header, body)
+	return v
+}
+
+// envelope is a JSON-RPC answer, and the envelope-less error bodies that arrive in
+// its place: java-tron's limiter and TronGrid write {"Error": "..."}, some gateways
+// {"error": "..."} or {"message": "..."}.
+type envelope struct {
+	JSONRPC json.RawMessage `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+	TronErr json.RawMessage `json:"Error"`
+	Message json.RawMessage `json:"message"`
+}
+
+type rpcError struct {
+	Code    json.RawMessage `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
+}
+
+// classify is Classify that also returns an ok answer's result, so the client
+// parses a large answer once.
+func classify(d Dialect, method string, status int, header http.Header, body []byte) (Verdict, json.RawMessage) {
+	ok := status >= 200 && status < 300
+	var env envelope
+	trimmed := bytes.TrimSpace(body)
+	isObject := len(trimmed) > 0 && trimmed[0] == '{' && json.Unmarshal(trimmed, &env) == nil
+	if !isObject {
+		// Not JSON: a gateway's text or HTML page.
+		v := Verdict{Message: snippet(body)}
+		switch {
+		case status == http.StatusTooManyRequests:
+			v.Kind = KindRateLimit
+		case ok:
+			v.Kind, v.Message = KindDecode, "not a JSON-RPC answer: "+v.Message
+			return v, nil
+		case rules.match(KindRateLimit, strings.ToLower(v.Message)):
+			v.Kind = KindRateLimit
+		default:
+			v.Kind = KindHTTP
+		}
+		v.Wait = waitOf(header, strings.ToLower(v.Message), nil)
+		return v, nil
+	}
+
+	var e rpcError
+	isError := false
+	switch {
+	case len(env.Error) > 0 && !isNull(env.Error):
+		isError = true
+		if json.Unmarshal(env.Error, &e) != nil {
+			// {"error": "text"}
+			var s string
+			_ = json.Unmarshal(env.Error, &s)
+			e.Message = s
+		}
+	case len(env.TronErr) > 0 && !isNull(env.TronErr):
+		isError = true
+		e.Message = jsonText(env.TronErr)
+	case len(env.Result) == 0 && len(env.JSONRPC) == 0 && len(env.ID) == 0 && len(env.Message) > 0:
+		isError = true
+		e.Message = jsonText(env.Message)
+	}
+	if !isError {
+		switch {
+		case !ok:
+			return Verdict{Kind: KindHTTP, Message: snippet(body)}, nil
+		case len(env.Result) == 0 && len(env.JSONRPC) == 0 && len(env.ID) == 0:
+			return Verdict{Kind: KindDecode, Message: "not a JSON-RPC answer: " + snippet(body)}, nil
+		}
+		return Verdict{}, env.Result
+	}
+
+	v := Verdict{Code: codeOf(e.Code), Message: e.Message}
+	data := dataText(e.Data)
+	if v.Message == "" {
+		v.Message = snippet([]byte(data))
+	}
+	if v.Message == "" {
+		v.Message = snippet(body)
+	}
+	text := strings.ToLower(normalizeNumbers(e.Message + " " + data))
+	v.Kind = rules.kind(text, v.Code)
+	switch {
+	case status == http.StatusTooManyRequests:
+		// The status is the provider's own word; a cap is never sent as 429.
+		v.Kind = KindRateLimit
+	case v.Kind == "" && ok:
+		v.Kind = KindRPC
+	case v.Kind == "":
+		v.Kind = KindHTTP
+	}
+	switch v.Kind {
+	case KindRange, KindResults:
+		v.Cap = capOf(v.Kind, strings.ToLower(normalizeNumbers(e.Message)), e.Data)
+	default:
+		v.Wait = waitOf(header, text, e.Data)
+	}
+	return v, nil
+}
+
+// rule is one way an answer says what it means: any of its patterns in the
+// message or error.data (a text, or an object's JSON, so a key such as
+// "maxBlockRange" speaks too), or any of its codes when no message pattern of any rule
+// matched.
+type rule struct {
+	kind     string
+	patterns []*regexp.Regexp
+	codes    []int
+}
+
+type ruleSet []rule
+
+// rules, in the order they are tried: a message that names a rate limit is one even
+// when it says "limit" near a number; a node that is not ready says "not found"
+// of a block, not of the method (geth's "invalid block range params" is a range
+// past its head: a node behind, not a cap); result caps are told before range caps because
+// Alchemy's result cap also names a block range; "limit exceeded" alone (bsc-dataseed,
+// Infura) is a rate limit, tried after the caps so "block range limit exceeded" is a
+// range. Infura's "query timeout exceeded" (-32005 too) is a query too heavy: a
+// range with no cap named, so the span shrinks instead of the same request waiting
+// and repeating. Codes decide only when no text did.
+var rules = ruleSet{
+	{kind: KindRateLimit, patterns: res(
+		`\brate.?limit`, `usage limit`, `too many requests`, `frequency limit`, `suspended for`, `lack of computing resources`,
+		`request rate`, `allowed_rps`, `requests? per second`, `/second request limit`, `compute units`,
+		`capacity exceeded`, `exceeded .*capacity`, `daily request count`, `daily usage`, `quota`, `credits`,
+		`throttl`, `request limit reached`, `exceeded the max(imum)? (request|call)`),
+		codes: []int{-32005, -32007, -32090, 429}},
+	{kind: KindNotReady, patterns: res(
+		`(finalized|safe|head|latest) (block|header) not (found|available)`, `header not found`,
+		`block not found`, `unknown block`, `not ready`, `still syncing`, `is syncing`,
+		`invalid block range params`)},
+	{kind: KindResults, patterns: res(
+		`query returned more than`, `more than \d+ (results|logs)`, `max(imum)? results`, `too many (results|logs)`,
+		`results exceed`, `returned too many`, `response (byte )?size`, `response too large`, `response is too (large|big)`,
+		`logs in the response`, `log response`, `logs matched by query exceeds`, `max_?(results|logs)`)},
+	{kind: KindRange, patterns: res(
+		`block range`, `blocks range`, `range too (large|big|wide)`, `range is too (large|big|wide)`, `too wide`,
+		`range limit`, `max(imum)? range`, `range \d+ exceeds`, `exceeds? max(imum)? block`, `blocks distance`,
+		`limited to an? \d+ (blocks? )?range`, `limited to \d+ blocks?`, `ranges? over \d+ blocks`, `block span`,
+		`too many blocks`, `requested blocks`, `at most \d+ blocks`, `range allowed`, `smaller than size`,
+		`max_?blocks?_?range`, `range_?limit`, `query timeout`),
+		codes: []int{-32614}},
+	{kind: KindRateLimit, patterns: res(`limit exceeded`, `limit reached`)},
+	{kind: KindRefused, patterns: res(
+		`method not found`, `does not exist`, `is not available`, `not supported`, `is disabled`, `not enabled`,
+		`method not allowed`, `unsupported method`, `not whitelisted`, `not allowed on`),
+		codes: []int{-32601}},
+}
+
+func res(ps ...string) []*regexp.Regexp {
+	out := make([]*regexp.Regexp, len(ps))
+	for i, p := range ps {
+		out[i] = regexp.MustCompile(p)
+	}
+	return out
+}
+
+// match reports whether text matches any pattern of kind's rules.
+func (rs ruleSet) match(kind, text string) bool {
+	for _, r := range rs {
+		if r.kind != kind {
+			continue
+		}
+		for _, p := range r.patterns {
+			if p.MatchString(text) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// kind names an error by its text first, its code second; "" when neither says.
+func (rs ruleSet) kind(text string, code int) string {
+	for _, r := range rs {
+		for _, p := range r.patterns {
+			if p.MatchString(text) {
+				return r.kind
+			}
+		}
+	}
+	if code == 0 {
+		return ""
+	}
+	for _, r := range rs {
+		for _, c := range r.codes {
+			if c == code {
+				return r.kind
+			}
+		}
+	}
+	return ""
+}
+
+// The places a cap's number appears, per kind, first match wins. A result cap is a
+// count of logs: a response-size cap names bytes, which are no count, so none of
+// these reads it.
+var capPatterns = map[string][]*regexp.Regexp{
+	KindRange: res(
+		`maximum is set to (\d+)`,                             // "requested too many blocks from 1 to 9000, maximum is set to 2048"
+		`max(?:imum)? block range\s*(?:=|:|of|is)?\s*(\d+)`,   // geth, bsc, java-tron, reth, publicnode
+		`max range:? (\d+)`,                                   // Cloudflare
+		`maximum allowed number of requested blocks is (\d+)`, // thirdweb
+		`up to an? (\d+)[ -]?blocks?`,                         // Alchemy: "up to a 10 block range", "a 2K block range"
+		`limited to an? (\d+)(?: blocks?)? range`,             // QuickNode: "limited to a 10,000 range"
+		`limited to (\d+) blocks?`,                            // BlockPI
+		`range \d+ exceeds (?:the )?limit of (\d+)`,           // Infura: "range 1000000 exceeds limit of 10000"
+		`\(\d+ > (\d+)\)`,                                     // Blast: "exceeds the range allowed for your plan (5000 > 500)"
+		`at most (\d+) blocks`,                                // Coinbase
+		`ranges? over (\d+) blocks`,                           // dRPC
+		`blocks? distance:? (\d+)`,                            // Ankr: "maximum [from, to] blocks distance: 10000"
+		`block range (?:greater than|exceeds) (\d+)`,          // Swell, Somnia
+		`\(maximum (\d+)\)`,                                   // Moonbeam
+		`(?:block range|range limit|block span)[^\d\[]{0,24}?(\d+)`,
+		`(?:max|maximum|limit)(?: is| of)?:? (\d+)`,
+	),
+	KindResults: res(
+		`more than (\d+) (?:results|logs)`,                  // geth forks, java-tron, Infura
+		`max(?:imum)? (?:results|logs)(?: is| of)?:? (\d+)`, // reth: "query exceeds max results 20000"
+		`cap of (\d+) (?:logs|results)`,                     // Alchemy: "a cap of 10K logs"
+		`(?:results|logs) limit(?: is| of)?:? (\d+)`,
+		`limit(?: is| of)?:? (\d+) (?:results|logs)`,
+		`logs matched by query exceeds limit of (\d+)`, // Arbitrum (Nitro)
+	),
+}
+
+// capOf returns the cap an error of kind names in its message, or else in its
+// error.data (a text, or an object with a limit-like key); 0 when none.
+func capOf(kind, message string, data json.RawMessage) uint64 {
+	if n := capIn(kind, message); n > 0 {
+		return n
+	}
+	if len(data) == 0 {
+		return 0
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(data, &obj) == nil {
+		for k, raw := range obj {
+			key := strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(k))
+			if !capKeys[key] {
+				continue
+			}
+			if n, ok := number(raw); ok && n > 1 && n < math.MaxUint32 {
+				return uint64(n)
+			}
+		}
+		// A text inside the object (Tenderly: {"payload": "range 9009594 is
+		// bigger than range limit 2000"}).
+		return capIn(kind, strings.ToLower(normalizeNumbers(dataText(data))))
+	}
+	s := dataText(data)
+	if n, err := strconv.ParseUint(strings.TrimSpace(normalizeNumbers(s)), 10, 64); err == nil && n > 1 {
+		return n
+	}
+	return capIn(kind, strings.ToLower(normalizeNumbers(s)))
+}
+
+// capKeys are error.data keys providers put a cap under (lower case, without _ and -).
+var capKeys = map[string]bool{
+	"limit": true, "max": true, "maxrange": true, "maxblockrange": true, "blockrange": true, "rangelimit": true,
+	"maxblocks": true, "blocklimit": true, "maxresults": true, "maxlogs": true, "resultlimit": true, "cap": true,
+}
+
+func capIn(kind, text string) uint64 {
+	for _, re := range capPatterns[kind] {
+		if g := re.FindStringSubmatch(text); g != nil {
+			if n, err := strconv.ParseUint(g[1], 10, 64); err == nil && n > 1 {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+var (
+	thousands = regexp.MustCompile(`\b\d{1,3}(?:,\d{3})+\b`)
+	kilo      = regexp.MustCompile(`(^|[^0-9a-zA-Z.])(\d+)[kK]\b`)
+)
+
+// normalizeNumbers writes "10,000" and "10K" as 10000, so one pattern reads them.
+func normalizeNumbers(s string) string {
+	s = thousands.ReplaceAllStringFunc(s, func(m string) string { return strings.ReplaceAll(m, ",", "") })
+	return kilo.ReplaceAllStringFunc(s, func(m string) string {
+		g := kilo.FindStringSubmatch(m)
+		n, err := strconv.ParseUint(g[2], 10, 64)
+		if err != nil {
+			return m
+		}
+		return g[1] + strconv.FormatUint(n*1000, 10)
+	})
+}
+
+// maxWait bounds a wait read from an answer: a misread header must not stop a
+// network for a day (the provider pool fails over meanwhile).
+const maxWait = time.Hour
+
+// waitHint finds a wait in a message: TronGrid's "suspended for 30s", "try again in
+// 5 seconds", "retry after 2s", Ankr's "retry in 10s".
+var waitHint = regexp.MustCompile(`(?:suspended for|try again in|retry after|retry in|please wait)\s*:?\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)?\b`)
+
+// waitOf returns the wait an answer asks for: a header (Retry-After in seconds or
+// as a date; RateLimit-Reset / X-RateLimit-Reset in seconds, or as a Unix time),
+// else a number in error.data (Infura's backoff_seconds, at its top or under
+// "rate"), else a hint in the message; 0 when none.
+func waitOf(header http.Header, text string, data json.RawMessage) time.Duration {
+	w := headerWait(header)
+	if w == 0 {
+		w = dataWait(data)
+	}
+	if w == 0 {
+		if g := waitHint.FindStringSubmatch(text); g != nil {
+			n, _ := strconv.ParseFloat(g[1], 64)
+			unit := time.Second
+			switch {
+			case strings.HasPrefix(g[2], "ms") || strings.HasPrefix(g[2], "milli"):
+				unit = time.Millisecond
+			case strings.HasPrefix(g[2], "m"):
+				unit = time.Minute
+			}
+			w = time.Duration(n * float64(unit))
+		}
+	}
+	return min(max(w, 0), maxWait)
+}
+
+func headerWait(h http.Header) time.Duration {
+	if w := retryAfter(h.Get("Retry-After")); w > 0 {
+		return w
+	}
+	for _, k := range []string{"RateLimit-Reset", "X-RateLimit-Reset", "X-Ratelimit-Reset-After"} {
+		v := strings.TrimSpace(h.Get(k))
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil || n <= 0 {
+			continue
+		}
+		if n > 1e9 { // a Unix time, not a delay
+			return max(time.Until(time.Unix(int64(n), 0)), 0)
+		}
+		return time.Duration(n * float64(time.Second))
+	}
+	return 0
+}
+
+func dataWait(data json.RawMessage) time.Duration {
+	var obj map[string]json.RawMessage
+	if len(data) == 0 || json.Unmarshal(data, &obj) != nil {
+		return 0
+	}
+	for _, k := range []string{"backoff_seconds", "retry_after", "retryAfter", "retry_after_seconds"} {
+		if n, ok := number(obj[k]); ok && n > 0 {
+			return time.Duration(n * float64(time.Second))
+		}
+	}
+	if rate, ok := obj["rate"]; ok {
+		return dataWait(rate)
+	}
+	return 0
+}
+
+// retryAfter reads a Retry-After header (seconds or an HTTP date); 0 when absent.
+func retryAfter(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// jsonText renders a JSON value as text: a string as itself, anything else as JSON.
+func jsonText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return snippet(raw)
+}
+
+// dataText is error.data as text ("" when absent or null): a string as itself,
+// anything else as its JSON, at most 2,000 bytes of it.
+func dataText(raw json.RawMessage) string {
+	if len(raw) == 0 || isNull(raw) {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		s = string(bytes.TrimSpace(raw))
+	}
+	if len(s) > 2000 {
+		s = s[:2000]
+	}
+	return s
+}
+
+// codeOf reads a JSON-RPC error code, a number or (leniently) a numeric string.
+func codeOf(raw json.RawMessage) int {
+	if n, ok := number(raw); ok && n == math.Trunc(n) && math.Abs(n) < math.MaxInt32 {
+		return int(n)
+	}
+	return 0
+}
+
+func number(raw json.RawMessage) (float64, bool) {
+	if len(raw) == 0 {
+		return 0, false
+	}
+	var n float64
+	if json.Unmarshal(raw, &n) == nil {
+		return n, true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if n, err := strconv.ParseFloat(strings.TrimSpace(normalizeNumbers(s)), 64); err == nil {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

@@ -1,0 +1,189 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/stretchr/testify/require"
+
+	"partnerd/internal/chain"
+)
+
+// sample is one answer of testdata/rpcanswers: the exact bytes a node or provider
+// sent (or, where marked reconstructed, sends according to its source) and what
+// it means.
+type sample struct {
+	Name       string      `json:"name"`
+	Source     string      `json:"source"`
+	Provenance string      `json:"provenance"`
+	Network    string      `json:"network"`
+	Dialect    string      `json:"dialect"`
+	Method     string      `json:"method"`
+	Status     int         `json:"status"`
+	Headers    http.Header `json:"headers"`
+	Body       string      `json:"body"`
+	Expect     struct {
+		Kind string `json:"kind"`
+		Cap  uint64 `json:"cap"`
+		Wait string `json:"wait"`
+	} `json:"expect"`
+	// Call "finalized" asks through Finalized (the tag's own reading);
+	// ClientKind is then the kind the client returns.
+	Call       string `json:"call"`
+	ClientKind string `json:"client_kind"`
+}
+
+const samplesDir = "../../../testdata/rpcanswers"
+
+func loadSamples(t *testing.T) []sample {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(samplesDir, "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	var all []sample
+	names := map[string]bool{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var ss []sample
+		require.NoError(t, json.Unmarshal(raw, &ss), f)
+		for i, s := range ss {
+			h := http.Header{}
+			for k, vs := range s.Headers {
+				h[http.CanonicalHeaderKey(k)] = vs
+			}
+			ss[i].Headers = h
+			require.NotEmpty(t, s.Name, f)
+			require.False(t, names[s.Name], "two samples named %q", s.Name)
+			names[s.Name] = true
+			require.NotEmpty(t, s.Source, s.Name)
+			require.Contains(t, []string{"recorded", "reconstructed"}, s.Provenance, s.Name)
+			require.Contains(t, []string{chain.BEP20, chain.TRC20}, s.Network, s.Name)
+			require.NotEmpty(t, s.Method, s.Name)
+			require.NotZero(t, s.Status, s.Name)
+		}
+		all = append(all, ss...)
+	}
+	return all
+}
+
+func (s sample) wait(t *testing.T) time.Duration {
+	if s.Expect.Wait == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(s.Expect.Wait)
+	require.NoError(t, err, s.Name)
+	return d
+}
+
+// TestSamples: every recorded or reconstructed answer reads as its sample says,
+// through Classify and through a real client against a server answering those
+// exact bytes.
+func TestSamples(t *testing.T) {
+	t.Parallel()
+	samples := loadSamples(t)
+	kinds := map[string]int{}
+	for _, s := range samples {
+		t.Run(s.Name, func(t *testing.T) {
+			t.Parallel()
+			d, err := For(s.Network)
+			require.NoError(t, err)
+			require.Equal(t, d.Node, s.Dialect)
+
+			v := Classify(d, s.Method, s.Status, s.Headers, []byte(s.Body))
+			require.Equal(t, s.Expect.Kind, v.Kind, "kind of %s", s.Body)
+			require.Equal(t, s.Expect.Cap, v.Cap, "cap of %s", s.Body)
+			require.Equal(t, s.wait(t), v.Wait, "wait of %s", s.Body)
+			if v.Kind != "" {
+				require.NotEmpty(t, v.Message)
+			}
+
+			srv, seen := node(t, s.Status, s.Headers, s.Body)
+			url := srv.URL + "/v1/key-5f3a9c"
+			cl, err := New(url, d, Options{})
+			require.NoError(t, err)
+			err = s.call(cl)
+			require.Len(t, *seen, 1, "one answer, one request")
+			if s.Expect.Kind == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			want := s.Expect.Kind
+			if s.ClientKind != "" {
+				want = s.ClientKind
+			}
+			require.Equal(t, want, KindOf(err), err.Error())
+			require.Equal(t, s.Expect.Cap, LimitOf(err))
+			require.Equal(t, s.wait(t), RetryAfterOf(err))
+			require.Contains(t, err.Error(), v.Message, "the node's own answer is in the error")
+			require.NotContains(t, err.Error(), "key-5f3a9c")
+		})
+		kinds[s.Expect.Kind]++
+	}
+	for _, k := range []string{"", KindRateLimit, KindRange, KindResults, KindRefused, KindNotReady, KindHTTP, KindDecode, KindRPC} {
+		require.NotZero(t, kinds[k], "no sample of kind %q", k)
+	}
+}
+
+// call asks the client what the sample answers.
+func (s sample) call(cl *Client) error {
+	ctx := context.Background()
+	var err error
+	switch {
+	case s.Method == "eth_getLogs":
+		_, err = cl.Logs(ctx, 1, 9000, []common.Address{{1}}, chain.TransferTopic)
+	case s.Method == "eth_blockNumber":
+		_, err = cl.BlockNumber(ctx)
+	case s.Method == "eth_chainId":
+		_, err = cl.ChainID(ctx)
+	case s.Method == "eth_getBlockByNumber" && s.Call == "finalized":
+		_, err = cl.Finalized(ctx)
+	case s.Method == "eth_getBlockByNumber":
+		_, err = cl.BlockByNumber(ctx, 1)
+	default:
+		panic("no call for " + s.Method)
+	}
+	return err
+}
+
+// TestVerdictRules: the rules that hold for every answer, and the header forms no
+// fixed sample can hold (a date, a Unix time).
+func TestVerdictRules(t *testing.T) {
+	t.Parallel()
+	for _, s := range loadSamples(t) {
+		v := Classify(BSC, s.Method, s.Status, s.Headers, []byte(s.Body))
+		if v.Kind != KindRange && v.Kind != KindResults {
+			require.Zero(t, v.Cap, "only a cap names a cap: %s", s.Name)
+		}
+		if v.Kind == KindRange || v.Kind == KindResults {
+			require.Zero(t, v.Wait, "a cap is retried at once, smaller: %s", s.Name)
+		}
+	}
+
+	body := []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32005,"message":"limit exceeded"}}`)
+	at := time.Now().Add(90 * time.Second)
+	v := Classify(BSC, "eth_getLogs", 429, http.Header{"Retry-After": {at.UTC().Format(http.TimeFormat)}}, body)
+	require.Equal(t, KindRateLimit, v.Kind)
+	require.InDelta(t, 90, v.Wait.Seconds(), 2, "Retry-After as an HTTP date")
+	v = Classify(BSC, "eth_getLogs", 429, http.Header{"X-Ratelimit-Reset": {strings.TrimSpace(jsonNumber(at.Unix()))}}, body)
+	require.InDelta(t, 90, v.Wait.Seconds(), 2, "X-RateLimit-Reset as a Unix time")
+	v = Classify(BSC, "eth_getLogs", 429, http.Header{"Retry-After": {"86400000"}}, body)
+	require.Equal(t, maxWait, v.Wait, "a wait is bounded")
+
+	// The thousands separator and K suffix, and numbers that are no cap.
+	require.Equal(t, "eth_getLogs is limited to a 10000 range", normalizeNumbers("eth_getLogs is limited to a 10,000 range"))
+	require.Equal(t, "a 2000 block range, a cap of 10000 logs, [0x1k]", normalizeNumbers("a 2K block range, a cap of 10K logs, [0x1k]"))
+}
+
+func jsonNumber(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
