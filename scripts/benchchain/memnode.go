@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	gethrpc "github.com/ethereum/go-ethereum/rpc"
 
 	"partnerd/internal/chain"
 )
@@ -27,29 +29,39 @@ import (
 // logs are rendered once, when mined, in the node software's shape (bsc: geth's
 // fields; java-tron: its field set, BlockId hashes, stateRoot "0x" and 0x41
 // addresses in logs), so serving eth_getLogs is a copy of bytes and the watcher,
-// not the node, is what a catch-up measures. The time spent inside its handler is
-// counted (busy) so that it can be taken out of the watcher's figures.
+// not the node, is what a catch-up measures. The time spent inside its handlers is
+// counted (busy) so that it can be taken out of the watcher's figures. It serves
+// HTTP at URL and WebSocket at WSURL (the same methods, and eth_subscribe
+// "newHeads"); replica starts a second provider of the same chain.
 type memNode struct {
-	URL      string
+	*memChain
+	URL, WSURL string
+
+	capMu sync.Mutex
+	// rangeCap and resultCap are a provider's eth_getLogs caps (blocks, results).
+	rangeCap  uint64
+	resultCap int
+
+	busy  atomic.Int64 // nanoseconds inside the handlers
+	calls sync.Map     // method → *atomic.Int64
+	srv   []*http.Server
+}
+
+// memChain is the chain the memory nodes serve.
+type memChain struct {
 	tron     bool
 	chainID  *big.Int
 	contract common.Address
 	// finalDepth puts the "finalized" block this far below the head (BNB Smart
 	// Chain's fast finality: 2; Tron's solidified block: 19).
 	finalDepth uint64
-	// rangeCap and resultCap are a provider's eth_getLogs caps (blocks, results).
-	rangeCap  uint64
-	resultCap int
-	blockTime time.Duration
-	genesis   time.Time
+	blockTime  time.Duration
+	genesis    time.Time
 
 	mu     sync.RWMutex
 	blocks []*memBlock // by number; block 0 is genesis
 	rng    *rand.Rand
-
-	busy  atomic.Int64 // nanoseconds inside the handler
-	calls sync.Map     // method → *atomic.Int64
-	srv   *http.Server
+	heads  map[chan *memBlock]struct{} // newHeads subscribers
 }
 
 // memBlock is one mined block: its header fields and its logs, each rendered once.
@@ -73,35 +85,59 @@ type payment struct {
 }
 
 func startMemNode(network string, blockTime time.Duration) (*memNode, error) {
-	n := &memNode{tron: network == chain.TRC20, rangeCap: 5000, resultCap: 10000, blockTime: blockTime,
+	c := &memChain{tron: network == chain.TRC20, blockTime: blockTime, heads: map[chan *memBlock]struct{}{},
 		genesis: time.Now().Add(-30 * 24 * time.Hour).Truncate(time.Second), rng: rand.New(rand.NewPCG(1, uint64(len(network))))}
-	n.chainID, n.finalDepth = big.NewInt(56), 2
-	if n.tron {
-		n.chainID, n.finalDepth = big.NewInt(0x2b6653dc), 19
+	c.chainID, c.finalDepth = big.NewInt(56), 2
+	if c.tron {
+		c.chainID, c.finalDepth = big.NewInt(0x2b6653dc), 19
 	}
-	n.random(n.contract[:])
-	n.mine(1, 0, nil) // genesis
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	c.random(c.contract[:])
+	c.mine(1, 0, nil) // genesis
+	return c.serve()
+}
+
+// replica starts another provider of n's chain.
+func (n *memNode) replica() (*memNode, error) { return n.memChain.serve() }
+
+func (c *memChain) serve() (*memNode, error) {
+	n := &memNode{memChain: c, rangeCap: 5000, resultCap: 10000}
+	ws := gethrpc.NewServer()
+	if err := ws.RegisterName("eth", &memEth{n: n}); err != nil {
 		return nil, err
 	}
-	n.URL = "http://" + ln.Addr().String()
-	n.srv = &http.Server{Handler: n, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = n.srv.Serve(ln) }()
+	for i, h := range []http.Handler{n, ws.WebsocketHandler([]string{"*"})} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			n.Close()
+			return nil, err
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		n.srv = append(n.srv, srv)
+		go func() { _ = srv.Serve(ln) }()
+		if i == 0 {
+			n.URL = "http://" + ln.Addr().String()
+		} else {
+			n.WSURL = "ws://" + ln.Addr().String()
+		}
+	}
 	return n, nil
 }
 
-func (n *memNode) Close() { _ = n.srv.Close() }
+func (n *memNode) Close() {
+	for _, s := range n.srv {
+		_ = s.Close()
+	}
+}
 
 // setCaps sets the eth_getLogs caps: blocks per request and results (0: none).
 func (n *memNode) setCaps(blocks uint64, results int) {
-	n.mu.Lock()
+	n.capMu.Lock()
 	n.rangeCap, n.resultCap = blocks, results
-	n.mu.Unlock()
+	n.capMu.Unlock()
 }
 
 // random fills b from the node's generator (not cryptographic: test data).
-func (n *memNode) random(b []byte) {
+func (n *memChain) random(b []byte) {
 	for i := 0; i < len(b); i += 8 {
 		var w [8]byte
 		binary.LittleEndian.PutUint64(w[:], n.rng.Uint64())
@@ -110,7 +146,7 @@ func (n *memNode) random(b []byte) {
 }
 
 // Head returns the newest block's number.
-func (n *memNode) Head() uint64 {
+func (n *memChain) Head() uint64 {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	return uint64(len(n.blocks) - 1)
@@ -134,7 +170,7 @@ func (n *memNode) Calls(method string) int {
 // mine appends count blocks of density Transfer logs to random addresses each,
 // the payments spread over them (at most one a block), and returns how many
 // payments it made.
-func (n *memNode) mine(count, density int, pay []payment) int {
+func (n *memChain) mine(count, density int, pay []payment) int {
 	every := max(1, count/max(len(pay), 1))
 	k := 0
 	for b := 0; b < count; b++ {
@@ -178,13 +214,19 @@ func (n *memNode) mine(count, density int, pay []payment) int {
 		}
 		n.mu.Lock()
 		n.blocks = append(n.blocks, blk)
+		for sub := range n.heads {
+			select {
+			case sub <- blk:
+			default: // a subscriber behind misses a head, as a node's slow subscriber does
+			}
+		}
 		n.mu.Unlock()
 	}
 	return k
 }
 
 // renderLog appends the JSON of one Transfer log as the node software sends it.
-func (n *memNode) renderLog(b []byte, blk *memBlock, index uint64, tx, from, to common.Hash, raw *big.Int) []byte {
+func (n *memChain) renderLog(b []byte, blk *memBlock, index uint64, tx, from, to common.Hash, raw *big.Int) []byte {
 	var data common.Hash
 	raw.FillBytes(data[:])
 	str := func(b []byte, key string, v []byte) []byte {
@@ -250,7 +292,7 @@ func (n *memNode) renderLog(b []byte, blk *memBlock, index uint64, tx, from, to 
 
 // renderBlock renders a block without its transactions, as eth_getBlockByNumber
 // with false answers it.
-func (n *memNode) renderBlock(b *memBlock) []byte {
+func (n *memChain) renderBlock(b *memBlock) []byte {
 	zero := func(k int) string { return "0x" + strings.Repeat("0", 2*k) }
 	if n.tron {
 		return fmt.Appendf(nil, `{"baseFeePerGas":"0x0","difficulty":"0x0","extraData":"0x","gasLimit":"0x0","gasUsed":"0x0","hash":"%s","logsBloom":"%s","miner":"0x%s","mixHash":"%s","nonce":"%s","number":"0x%x","parentHash":"%s","receiptsRoot":"%s","sha3Uncles":"%s","size":"0x%x","stateRoot":"0x","timestamp":"0x%x","totalDifficulty":"0x0","transactions":[],"transactionsRoot":"%s","uncles":[]}`,
@@ -269,6 +311,65 @@ type memRequest struct {
 type memError struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
+}
+
+func (e *memError) Error() string  { return e.Message }
+func (e *memError) ErrorCode() int { return e.Code }
+
+// memEth serves the node's methods over WebSocket (go-ethereum's RPC server:
+// eth_chainId, eth_blockNumber, eth_getBlockByNumber, eth_getLogs and
+// eth_subscribe "newHeads").
+type memEth struct{ n *memNode }
+
+func (m *memEth) do(method string, params ...json.RawMessage) (json.RawMessage, error) {
+	t0 := time.Now()
+	defer func() { m.n.busy.Add(int64(time.Since(t0))) }()
+	out, e := m.n.call(method, params)
+	if e != nil {
+		return nil, e
+	}
+	return out, nil
+}
+
+func (m *memEth) ChainId() (json.RawMessage, error)     { return m.do("eth_chainId") }
+func (m *memEth) BlockNumber() (json.RawMessage, error) { return m.do("eth_blockNumber") }
+func (m *memEth) GetBlockByNumber(tag json.RawMessage, full bool) (json.RawMessage, error) {
+	return m.do("eth_getBlockByNumber", tag)
+}
+func (m *memEth) GetLogs(filter json.RawMessage) (json.RawMessage, error) {
+	return m.do("eth_getLogs", filter)
+}
+
+// NewHeads pushes each new block's header fields, as a node's newHeads does.
+func (m *memEth) NewHeads(ctx context.Context) (*gethrpc.Subscription, error) {
+	notifier, ok := gethrpc.NotifierFromContext(ctx)
+	if !ok {
+		return nil, gethrpc.ErrNotificationsUnsupported
+	}
+	c, _ := m.n.calls.LoadOrStore("eth_subscribe", new(atomic.Int64))
+	c.(*atomic.Int64).Add(1)
+	sub := notifier.CreateSubscription()
+	heads := make(chan *memBlock, 64)
+	m.n.mu.Lock()
+	m.n.heads[heads] = struct{}{}
+	m.n.mu.Unlock()
+	go func() {
+		defer func() {
+			m.n.mu.Lock()
+			delete(m.n.heads, heads)
+			m.n.mu.Unlock()
+		}()
+		for {
+			select {
+			case b := <-heads:
+				_ = notifier.Notify(sub.ID, json.RawMessage(fmt.Sprintf(`{"number":"0x%x","hash":"%s","parentHash":"%s","timestamp":"0x%x"}`,
+					b.number, b.hash.Hex(), b.parentHash.Hex(), b.time)))
+			case <-sub.Err():
+				return
+			}
+		}
+	}()
+	return sub, nil
 }
 
 func (n *memNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -311,30 +412,27 @@ func (n *memNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // answer writes one JSON-RPC answer.
 func (n *memNode) answer(out *bytes.Buffer, req memRequest) {
-	c, _ := n.calls.LoadOrStore(req.Method, new(atomic.Int64))
-	c.(*atomic.Int64).Add(1)
 	id := string(req.ID)
 	if id == "" {
 		id = "null"
 	}
 	fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,`, id)
-	result, e := n.result(out, req)
+	result, e := n.call(req.Method, req.Params)
 	if e != nil {
 		msg, _ := json.Marshal(e.Message)
 		fmt.Fprintf(out, `"error":{"code":%d,"message":%s}}`, e.Code, msg)
 		return
 	}
-	if result != nil {
-		out.WriteString(`"result":`)
-		out.Write(result)
-		out.WriteByte('}')
-	}
+	out.WriteString(`"result":`)
+	out.Write(result)
+	out.WriteByte('}')
 }
 
-// result answers req: either a result's JSON, or nil after writing the result
-// itself to out (eth_getLogs, written straight from the blocks' bytes), or an error.
-func (n *memNode) result(out *bytes.Buffer, req memRequest) ([]byte, *memError) {
-	switch req.Method {
+// call answers method: its result's JSON, or an error.
+func (n *memNode) call(method string, params []json.RawMessage) ([]byte, *memError) {
+	c, _ := n.calls.LoadOrStore(method, new(atomic.Int64))
+	c.(*atomic.Int64).Add(1)
+	switch method {
 	case "eth_chainId":
 		return fmt.Appendf(nil, `"0x%x"`, n.chainID), nil
 	case "net_version":
@@ -342,10 +440,10 @@ func (n *memNode) result(out *bytes.Buffer, req memRequest) ([]byte, *memError) 
 	case "eth_blockNumber":
 		return fmt.Appendf(nil, `"0x%x"`, n.Head()), nil
 	case "eth_getBlockByNumber":
-		if len(req.Params) == 0 {
+		if len(params) == 0 {
 			return nil, &memError{-32602, "missing value for required argument 0"}
 		}
-		num, e := n.tag(req.Params[0])
+		num, e := n.tag(params[0])
 		if e != nil {
 			return nil, e
 		}
@@ -360,13 +458,13 @@ func (n *memNode) result(out *bytes.Buffer, req memRequest) ([]byte, *memError) 
 		}
 		return n.renderBlock(b), nil
 	case "eth_getLogs":
-		return n.getLogs(out, req)
+		return n.getLogs(params)
 	}
-	return nil, &memError{-32601, fmt.Sprintf("the method %s does not exist/is not available", req.Method)}
+	return nil, &memError{-32601, fmt.Sprintf("the method %s does not exist/is not available", method)}
 }
 
 // tag reads a block number or tag.
-func (n *memNode) tag(raw json.RawMessage) (uint64, *memError) {
+func (n *memChain) tag(raw json.RawMessage) (uint64, *memError) {
 	var s string
 	if len(raw) == 0 {
 		return n.Head(), nil
@@ -400,8 +498,8 @@ func (n *memNode) tag(raw json.RawMessage) (uint64, *memError) {
 
 // getLogs answers eth_getLogs with the filter honoured (range, addresses, topics)
 // and the provider's caps, in the node's error texts.
-func (n *memNode) getLogs(out *bytes.Buffer, req memRequest) ([]byte, *memError) {
-	if len(req.Params) != 1 {
+func (n *memNode) getLogs(params []json.RawMessage) ([]byte, *memError) {
+	if len(params) != 1 {
 		return nil, &memError{-32602, "invalid argument"}
 	}
 	var f struct {
@@ -410,7 +508,7 @@ func (n *memNode) getLogs(out *bytes.Buffer, req memRequest) ([]byte, *memError)
 		Address   json.RawMessage   `json:"address"`
 		Topics    []json.RawMessage `json:"topics"`
 	}
-	if err := json.Unmarshal(req.Params[0], &f); err != nil {
+	if err := json.Unmarshal(params[0], &f); err != nil {
 		return nil, &memError{-32602, "invalid argument 0"}
 	}
 	from, e := n.tag(f.FromBlock)
@@ -427,9 +525,9 @@ func (n *memNode) getLogs(out *bytes.Buffer, req memRequest) ([]byte, *memError)
 		}
 		return nil, &memError{-32000, "invalid block range params"}
 	}
-	n.mu.RLock()
+	n.capMu.Lock()
 	rangeCap, resultCap := n.rangeCap, n.resultCap
-	n.mu.RUnlock()
+	n.capMu.Unlock()
 	if rangeCap > 0 {
 		// java-tron refuses to − from > cap; BSC providers count the blocks.
 		if n.tron && to-from > rangeCap {
@@ -462,7 +560,9 @@ func (n *memNode) getLogs(out *bytes.Buffer, req memRequest) ([]byte, *memError)
 	if resultCap > 0 && count > resultCap {
 		return nil, &memError{-32005, fmt.Sprintf("query returned more than %d results", resultCap)}
 	}
-	out.WriteString(`"result":[`)
+	var out bytes.Buffer
+	out.Grow(count*700 + 2)
+	out.WriteByte('[')
 	first := true
 	if match && from <= to {
 		for _, b := range blocks[from : to+1] {
@@ -493,8 +593,8 @@ func (n *memNode) getLogs(out *bytes.Buffer, req memRequest) ([]byte, *memError)
 			}
 		}
 	}
-	out.WriteString("]}")
-	return nil, nil
+	out.WriteByte(']')
+	return out.Bytes(), nil
 }
 
 // addressMatches reports whether a filter's address (a string, a list, or none)

@@ -118,6 +118,47 @@ func TestMemNodeAnswersAsTheNodes(t *testing.T) {
 			if n.Calls("eth_getLogs") != 7 || n.Busy() <= 0 {
 				t.Fatalf("%d eth_getLogs counted, busy %s", n.Calls("eth_getLogs"), n.Busy())
 			}
+
+			// A replica serves the same chain over WebSocket and pushes new heads.
+			r, err := n.replica()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			ws, err := rpc.New(r.WSURL, dialect, rpc.Options{Timeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ws.Close()
+			if logs, err := ws.Logs(ctx, 5, 6, []common.Address{n.contract}, chain.TransferTopic); err != nil || len(logs) != 8 {
+				t.Fatalf("over ws, blocks 5..6: %d logs, %v", len(logs), err)
+			}
+			if same, err := ws.BlockByNumber(ctx, 12); err != nil || same.Hash != b.Hash {
+				t.Fatalf("the replica's block 12: %+v, %v; want %s", same, err, b.Hash)
+			}
+			r.setCaps(10, 0)
+			if _, err := ws.Logs(ctx, 1, 20, []common.Address{n.contract}, chain.TransferTopic); rpc.KindOf(err) != rpc.KindRange {
+				t.Fatalf("over ws, over the range cap: %v", err)
+			}
+			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			heads := make(chan uint64, 8)
+			go func() { _ = ws.SubscribeHeads(sctx, func(h uint64) { heads <- h }) }()
+			for r.Calls("eth_subscribe") == 0 && sctx.Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+			}
+			n.mine(1, 4, nil)
+			select {
+			case h := <-heads:
+				if h != 31 {
+					t.Fatalf("pushed head %d, want 31", h)
+				}
+			case <-sctx.Done():
+				t.Fatal("no head pushed")
+			}
+			if r.Calls("eth_getLogs") != 2 || n.Calls("eth_getLogs") != 7 {
+				t.Fatalf("calls counted per provider: replica %d, node %d", r.Calls("eth_getLogs"), n.Calls("eth_getLogs"))
+			}
 		})
 	}
 }

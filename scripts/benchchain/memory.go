@@ -36,6 +36,8 @@ type memoryParams struct {
 type memNet struct {
 	name      string
 	node      *memNode
+	replica   *memNode   // a second provider of the same chain
+	endpoints []*memNode // the providers in use
 	decimals  int
 	blockTime time.Duration // the network's real block time
 }
@@ -200,8 +202,57 @@ func memory(ctx context.Context, dbURL string, p memoryParams) error {
 	}
 	fmt.Printf("metrics after catch-up: %s\n", capErrors(srv))
 
-	// 3. Steady state at mainnet cadence ÷ scale, once the backlog's deposits are
-	// final (a deposit waiting for finality costs one more call a poll until then).
+	// 3. Steady state at mainnet cadence ÷ scale: one provider a network; two (a
+	// replica of the same chain second in CHAIN_RPC_<NETWORK>); and push, BNB Smart
+	// Chain's provider over WebSocket (java-tron serves no WebSocket JSON-RPC).
+	for _, n := range nets {
+		if n.replica, err = n.node.replica(); err != nil {
+			return err
+		}
+		defer n.replica.Close()
+	}
+	runs := []struct {
+		label string
+		rpc   func(n *memNet) (string, []*memNode)
+	}{
+		{"one provider (http)", func(n *memNet) (string, []*memNode) { return n.node.URL, []*memNode{n.node} }},
+		{"two providers (http, http)", func(n *memNet) (string, []*memNode) {
+			return n.node.URL + "," + n.replica.URL, []*memNode{n.node, n.replica}
+		}},
+		{"push (bep20 over ws, trc20 over http)", func(n *memNet) (string, []*memNode) {
+			if n.name == chain.BEP20 {
+				return n.node.WSURL, []*memNode{n.node}
+			}
+			return n.node.URL, []*memNode{n.node}
+		}},
+	}
+	for i, run := range runs {
+		if i > 0 {
+			srv.stop()
+			for _, n := range nets {
+				vars["CHAIN_RPC_"+strings.ToUpper(n.name)], n.endpoints = run.rpc(n)
+			}
+			if srv, err = start(vars); err != nil {
+				return err
+			}
+		} else {
+			for _, n := range nets {
+				_, n.endpoints = run.rpc(n)
+			}
+		}
+		if err := settleMem(ctx, nets, st, p); err != nil {
+			return err
+		}
+		if err := memSteady(ctx, nets, st, p, run.label); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settleMem mines until every network is scanned to its head and no deposit
+// waits for finality (a waiting deposit costs one more call a poll).
+func settleMem(ctx context.Context, nets []*memNet, st *store.Store, p memoryParams) error {
 	for _, n := range nets {
 		for {
 			left, err := st.PendingChainTransfers(ctx, n.name)
@@ -214,24 +265,30 @@ func memory(ctx context.Context, dbURL string, p memoryParams) error {
 			n.node.mine(1, p.density, nil)
 			time.Sleep(n.blockTime / time.Duration(p.scale))
 		}
+		if err := waitMem(ctx, n, st, time.Minute, 10*time.Millisecond); err != nil {
+			return err
+		}
 	}
-	return memSteady(ctx, nets, st, p, poll)
+	return nil
 }
 
 // memSteady mines at each network's block time ÷ scale for p.steady, sampling
-// the lag (head − scanned) and counting the node's calls.
-func memSteady(ctx context.Context, nets []*memNet, st *store.Store, p memoryParams, poll time.Duration) error {
+// the lag (head − scanned) and counting each provider's calls.
+func memSteady(ctx context.Context, nets []*memNet, st *store.Store, p memoryParams, label string) error {
 	sctx, cancel := context.WithTimeout(ctx, p.steady)
 	defer cancel()
-	methods := []string{"eth_blockNumber", "eth_getLogs", "eth_getBlockByNumber", "eth_chainId"}
+	methods := []string{"eth_blockNumber", "eth_getLogs", "eth_getBlockByNumber", "eth_chainId", "eth_subscribe"}
 	lags := make([][]int, len(nets))
-	calls0 := make([]map[string]int, len(nets))
+	calls0 := make([][]map[string]int, len(nets))
 	mined := make([]int, len(nets))
 	var wg sync.WaitGroup
 	for i, n := range nets {
-		calls0[i] = map[string]int{"": n.node.Calls("")}
-		for _, m := range methods {
-			calls0[i][m] = n.node.Calls(m)
+		for _, e := range n.endpoints {
+			c := map[string]int{"": e.Calls("")}
+			for _, m := range methods {
+				c[m] = e.Calls(m)
+			}
+			calls0[i] = append(calls0[i], c)
 		}
 		every := n.blockTime / time.Duration(p.scale)
 		wg.Add(2)
@@ -264,17 +321,24 @@ func memSteady(ctx context.Context, nets []*memNet, st *store.Store, p memoryPar
 	wg.Wait()
 	simulated := p.steady * time.Duration(p.scale)
 	for i, n := range nets {
-		calls := n.node.Calls("") - calls0[i][""]
 		sort.Ints(lags[i])
-		var parts []string
-		for _, m := range methods {
-			parts = append(parts, fmt.Sprintf("%s %d", m, n.node.Calls(m)-calls0[i][m]))
+		total := 0
+		var each []string
+		for j, e := range n.endpoints {
+			calls := e.Calls("") - calls0[i][j][""]
+			total += calls
+			var parts []string
+			for _, m := range methods {
+				if d := e.Calls(m) - calls0[i][j][m]; d > 0 {
+					parts = append(parts, fmt.Sprintf("%s %d", m, d))
+				}
+			}
+			each = append(each, fmt.Sprintf("provider %d: %d (%s), %.0f a day", j+1, calls, strings.Join(parts, ", "), float64(calls)/simulated.Seconds()*86400))
 		}
-		fmt.Printf("%s steady state (%s blocks ÷ %d, %d transfers each, CHAIN_POLL_INTERVAL=%s ÷ %d, %s = %s at mainnet cadence): lag p50 %d, p90 %d, max %d blocks; %d calls (%s) for %d blocks: %.2f a block, %.0f a day at CHAIN_POLL_INTERVAL=%s\n",
-			n.name, n.blockTime, p.scale, p.density, p.poll, p.scale, p.steady, simulated, pct(lags[i], 0.5), pct(lags[i], 0.9), pct(lags[i], 1),
-			calls, strings.Join(parts, ", "), mined[i], float64(calls)/float64(max(mined[i], 1)), float64(calls)/simulated.Seconds()*86400, p.poll)
+		fmt.Printf("%s steady state, %s (%s blocks ÷ %d, %d transfers each, CHAIN_POLL_INTERVAL=%s ÷ %d, %s = %s at mainnet cadence): lag p50 %d, p90 %d, max %d blocks; %d blocks, %d calls, %.2f a block, %.0f a day at CHAIN_POLL_INTERVAL=%s; %s\n",
+			n.name, label, n.blockTime, p.scale, p.density, p.poll, p.scale, p.steady, simulated, pct(lags[i], 0.5), pct(lags[i], 0.9), pct(lags[i], 1),
+			mined[i], total, float64(total)/float64(max(mined[i], 1)), float64(total)/simulated.Seconds()*86400, p.poll, strings.Join(each, "; "))
 	}
-	_ = poll
 	return nil
 }
 
