@@ -1,26 +1,37 @@
-// Command benchchain measures the deposit watcher against real nodes (the
-// in-process devnet chains, JSON-RPC over loopback, each behind its node's dialect).
+// Command benchchain measures the deposit watcher.
 //
-// The default scenario, -scenario mainnet, runs both networks at once at mainnet
-// density with the providers' caps on (5,000 blocks and 10,000 results per
-// eth_getLogs): BNB Smart Chain behind a provider and Tron as java-tron answers.
+// The default scenario, -scenario memory, puts both networks behind nodes that
+// answer from memory (memnode.go: blocks and Transfer logs rendered once, in
+// bsc's and java-tron's shapes, the providers' caps of 5,000 blocks and 10,000
+// results per eth_getLogs, the filter honoured), so what is measured is the
+// watcher, not the node; the time spent inside the nodes' handlers is counted and
+// taken out:
 //
 //  1. creates -issued transactions (deposit addresses; half per network);
-//  2. stops the service and mines, per network, a backlog of -blocks blocks of
-//     -density transfers to addresses never issued, with -deposits deposits to
-//     issued addresses spread over it; restarts it and times the catch-up to the
-//     head (blocks/s, eth_getLogs requests), checking every deposit is recorded;
-//  3. once the backlog's deposits are final, mines blocks at each network's real
-//     block time (BNB Smart Chain 0.45 s, Tron 3 s) at the same density for
-//     -steady, sampling the lag (head − scanned) every 20 ms and counting RPC
-//     calls by method: calls a block and a day at the poll interval -poll
-//     (CHAIN_POLL_INTERVAL, default 3s).
+//  2. stops the service, mines per network a backlog of -blocks blocks (default
+//     10,000) of -density transfers to addresses never issued with -deposits
+//     deposits spread over it, restarts it and times the catch-up of both
+//     networks at once: blocks/s and logs/s without the nodes' time, the
+//     process's CPU and PostgreSQL's backends' CPU, and (-cpuprofile,
+//     -blockprofile, -mutexprofile) profiles of it, the nodes' samples labelled
+//     part=node (go tool pprof -tagignore part=node leaves them out);
+//  3. mines at each network's block time ÷ -scale (BNB Smart Chain 0.45 s, Tron
+//     3 s) for -steady, with CHAIN_POLL_INTERVAL -poll ÷ -scale, and reports the
+//     lag (head − scanned, in blocks) and the calls a day at mainnet cadence, per
+//     provider: with one provider, with two (a replica of the chain second in
+//     CHAIN_RPC_<NETWORK>), and with push (BNB Smart Chain's provider over
+//     WebSocket, waking the scanner on newHeads; java-tron serves no WebSocket).
 //
-// -scenario sparse is the first benchmark (bep20 only, -open transactions, a
-// backlog with -transfers deposits, detection delay). -smoke (or BENCH_SMOKE=1)
-// runs either in a few seconds at tiny sizes, to prove the script works.
+// -scenario mainnet runs both networks behind the in-process chains (go-ethereum's
+// simulated backend behind each node's dialect, caps on): the same catch-up and
+// steady state at real block times, the chain's cost included. -scenario sparse
+// is the first benchmark (bep20 only, -open transactions, a backlog with
+// -transfers deposits, detection delay). Several scenarios run in turn when
+// comma-separated, each on a database of its own. -smoke (or BENCH_SMOKE=1) runs
+// memory and mainnet in seconds at tiny sizes, to prove the script works.
 //
-//	go run ./scripts/benchchain [-db postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable]
+//	go run ./scripts/benchchain [-db postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable | -db sqlite:/tmp/bench.db]
+//	go run ./scripts/benchchain -cpuprofile /tmp/catchup.prof && go tool pprof -top -tagignore part=node /tmp/catchup.prof
 //	go run ./scripts/benchchain -smoke
 package main
 
