@@ -158,7 +158,11 @@ func run() error {
 			if !isSet("blocks") && !*smoke {
 				n = 10000
 			}
-			err = memory(ctx, url, memoryParams{issued: *issued, deposits: *deposits, blocks: n, density: *density, steady: *steady,
+			window := *steady
+			if *smoke && !isSet("steady") {
+				window = time.Second // three windows: one provider, two, push
+			}
+			err = memory(ctx, url, memoryParams{issued: *issued, deposits: *deposits, blocks: n, density: *density, steady: window,
 				poll: *poll, scale: *scale, cpuProfile: *cpuProfile, blockProfile: *blockProfile, mutexProfile: *mutexProfile})
 		case "mainnet":
 			n := *blocks
