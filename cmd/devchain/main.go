@@ -88,16 +88,31 @@ Start partnerd with:
   CONFIRMATIONS=%s=3 CHAIN_POLL_INTERVAL=1s \
   make run
 
-Send test USDT to a deposit address:
+%sSend test USDT to a deposit address:
 
   go run ./cmd/devchain send --network %s --to <deposit_address> --amount 25
 
 The chain lives in memory: restarting devchain starts a new one (use a fresh
 database, or partnerd treats the new chain as a reorganisation and rescans).
 `, ch.URL, dialect, dec, chain.FormatAddress(*network, token), blockTime.String(),
-		up, ch.URL, up, id, *network, chain.FormatAddress(*network, token), dec, *network, *network)
+		up, ch.URL, up, id, *network, chain.FormatAddress(*network, token), dec, *network, push(*network, ch), *network)
 	ch.Mine(ctx, *blockTime)
 	return nil
+}
+
+// push is the hint for a second provider that pushes new heads: the node's own
+// WebSocket (geth's answers, as a BNB Smart Chain provider's wss:// endpoint gives;
+// java-tron serves no WebSocket JSON-RPC).
+func push(network string, ch *devnet.Chain) string {
+	if network == chain.TRC20 {
+		return ""
+	}
+	return fmt.Sprintf(`With new heads pushed (a second provider, the node's WebSocket: the watcher
+wakes on each block instead of waiting for its poll):
+
+  CHAIN_RPC_%s=%s,%s
+
+`, strings.ToUpper(network), ch.URL, ch.WSURL)
 }
 
 func defaultDecimals(network string, decimals int) int {

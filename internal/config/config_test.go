@@ -191,6 +191,19 @@ func TestChainSettings(t *testing.T) {
 	require.Equal(t, http.Header{"X-Client": {"other"}, "X-Api-Key": {"k2"}}, ps[1].Headers, "the provider's own header wins")
 	require.Equal(t, ps[0].Headers, ps[2].Headers)
 	require.Equal(t, map[string]string{"bep20": chain.FinalityConfirmations, "trc20": chain.FinalityTag}, c.Chain.Finality)
+	require.Empty(t, c.Chain.MaxLag, "unset: the network's default")
+	require.Zero(t, ps[0].Rate, "unset: no cap")
+
+	// A provider's calls-a-second cap; the lag beyond which another provider answers.
+	c, err = Load(env(map[string]string{"CHAIN_RPC_TRC20": "https://a.example/jsonrpc,https://api.trongrid.io/jsonrpc",
+		"CHAIN_RPC_RATE_TRC20_2": "1.5", "CHAIN_RPC_MAX_LAG_TRC20": "4"}))
+	require.NoError(t, err)
+	require.Equal(t, []float64{0, 1.5}, []float64{c.Chain.Providers["trc20"][0].Rate, c.Chain.Providers["trc20"][1].Rate})
+	require.Equal(t, map[string]uint64{"trc20": 4}, c.Chain.MaxLag)
+	_, err = Load(env(map[string]string{"CHAIN_RPC_TRC20": "https://a.example", "CHAIN_RPC_RATE_TRC20_1": "fast"}))
+	require.ErrorContains(t, err, "CHAIN_RPC_RATE_TRC20_1")
+	_, err = Load(env(map[string]string{"CHAIN_RPC_TRC20": "https://a.example", "CHAIN_RPC_MAX_LAG_TRC20": "0"}))
+	require.ErrorContains(t, err, "CHAIN_RPC_MAX_LAG_TRC20")
 
 	_, err = Load(env(map[string]string{"CHAIN_RPC_BEP20": "https://a.example", "CHAIN_RPC_HEADERS_BEP20_1": "X-Key:secret-value"}))
 	require.ErrorContains(t, err, "CHAIN_RPC_HEADERS_BEP20_1")

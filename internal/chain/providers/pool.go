@@ -18,7 +18,8 @@
 //     answers again; with no other provider left it is still tried, so a lone
 //     provider behaves as a single client does;
 //   - one whose head lags the best known head by more than MaxLag blocks is
-//     passed over for the head, and is still asked for blocks it has;
+//     asked only when no provider that does not lag can answer (its view of the
+//     latest blocks may be a branch the others left);
 //   - eth_getLogs(from, to) and a block read go only to a provider whose known
 //     head is at least the block asked for, while any provider has reported it: a
 //     node behind answers an empty log list or no block, and the scanner would
@@ -26,8 +27,9 @@
 //     reported is asked of them all: a reorganisation may have shortened the chain);
 //   - one that answers eth_getLogs with a refusal, or with a rate limit NoLogsAfter
 //     times in a row while its other methods answer (bsc-dataseed's disabled
-//     eth_getLogs says "limit exceeded"), is out of the rotation for eth_getLogs
-//     for good, with an error logged once.
+//     eth_getLogs says "limit exceeded"), is out of the rotation for eth_getLogs,
+//     with an error logged once; one eth_getLogs every NoLogsRetry (10 minutes)
+//     tries it again.
 //
 // With no usable provider the call fails with the last provider's error (or, for
 // providers skipped without a call, an error of the reason's kind: rate_limit with
@@ -48,7 +50,18 @@
 // it reports for a block CheckDepth (the network's confirmations) below its head
 // is compared with the hash another provider reported for that block earlier. A
 // provider that disagrees is on another branch (or another chain): it is logged,
-// reported as lagging and not used until a later check agrees.
+// reported as lagging and not used until a later check agrees. Each provider's
+// chain id is also checked before its first use (CHAIN_ID_<NETWORK>); one
+// reporting another is out of the pool for good.
+//
+// # Push
+//
+// Run subscribes to newHeads on every ws(s):// provider while the pool is in use
+// (only the instance whose scanner holds the network's lock calls it), and each
+// new head signals Wake, which ends the scanner's wait for its next poll. A head
+// is only a wake-up call: the scanner still reads every block in order with
+// eth_getLogs, so a dropped subscription loses nothing and polling goes on
+// meanwhile; the subscription reconnects with a growing wait.
 package providers
 
 import (
@@ -59,10 +72,9 @@ import (
 	"math/big"
 	"net/url"
 	"slices"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -126,6 +138,9 @@ type Options struct {
 	// NoLogsAfter is how many eth_getLogs rate limits in a row, while the
 	// provider's other methods answer, mean it does not serve eth_getLogs (default 5).
 	NoLogsAfter int
+	// NoLogsRetry is how long such a provider stays out of eth_getLogs' rotation
+	// before it is tried again (default DefaultNoLogsRetry).
+	NoLogsRetry time.Duration
 	// MaxBackoff caps the wait before a failing provider is tried again, and
 	// between reconnections of a push subscription (default 30s).
 	MaxBackoff time.Duration
@@ -133,6 +148,11 @@ type Options struct {
 	Observer Observer
 	Log      *slog.Logger
 }
+
+// DefaultNoLogsRetry is how long a provider that does not serve eth_getLogs stays
+// out of its rotation before one eth_getLogs tries it again (a plan changed, a
+// node fixed).
+const DefaultNoLogsRetry = 10 * time.Minute
 
 // DefaultMaxLag is the lag in blocks beyond which a provider is passed over, per
 // network: about two poll intervals of blocks at 3 s. BNB Smart Chain makes a
@@ -183,6 +203,7 @@ type member struct {
 	// noLogs: out of the rotation for eth_getLogs; logsLimited counts eth_getLogs
 	// rate limits in a row, otherOK whether its other methods answered since.
 	noLogs      bool
+	noLogsRetry time.Time
 	logsLimited int
 	otherOK     bool
 	checking    bool
@@ -199,6 +220,8 @@ type Pool struct {
 	log     *slog.Logger
 	members []*member
 	wake    chan struct{}
+	// lastUse is when the scanner last called (unix nanoseconds).
+	lastUse atomic.Int64
 
 	mu     sync.Mutex
 	active int
@@ -223,6 +246,9 @@ func New(opts Options, providers []Provider) *Pool {
 	if opts.NoLogsAfter <= 0 {
 		opts.NoLogsAfter = 5
 	}
+	if opts.NoLogsRetry <= 0 {
+		opts.NoLogsRetry = DefaultNoLogsRetry
+	}
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
 	}
@@ -246,151 +272,6 @@ func New(opts Options, providers []Provider) *Pool {
 	return p
 }
 
-// Wake signals a new head pushed by a provider (buffered, never blocks the
-// pusher): the scanner's scanner.Config.Wake.
-func (p *Pool) Wake() <-chan struct{} { return p.wake }
-
-// Run keeps a subscription to new heads open on every provider that pushes,
-// reconnecting with a growing wait when it fails, until ctx is done. Background
-// head checks started while it runs stop with ctx too.
-func (p *Pool) Run(ctx context.Context) {
-	p.mu.Lock()
-	p.ctx = ctx
-	p.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, m := range p.members {
-		if m.push == nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.subscribe(ctx, m)
-		}()
-	}
-	wg.Wait()
-}
-
-func (p *Pool) subscribe(ctx context.Context, m *member) {
-	wait := time.Second
-	for ctx.Err() == nil {
-		start := time.Now()
-		err := p.checkChainID(ctx, m)
-		p.mu.Lock()
-		wrong := m.wrongChain
-		p.mu.Unlock()
-		if wrong {
-			return
-		}
-		if err == nil {
-			err = m.push.SubscribeHeads(ctx, func(n uint64) {
-				p.mu.Lock()
-				if !m.pushing {
-					m.pushing = true
-					p.log.Info("chain provider pushes new heads", "provider", m.name)
-				}
-				newer := n > p.best
-				n = max(m.head, n)
-				p.mu.Unlock()
-				p.setHead(m, n)
-				if newer {
-					select {
-					case p.wake <- struct{}{}:
-					default:
-					}
-				}
-			})
-		}
-		p.mu.Lock()
-		m.pushing = false
-		p.mu.Unlock()
-		if ctx.Err() != nil {
-			return
-		}
-		if time.Since(start) > 2*wait {
-			wait = time.Second // it held for a while: a fresh failure
-		}
-		msg := "subscription ended"
-		if err != nil {
-			msg = err.Error()
-		}
-		p.log.Warn("chain provider's new-heads subscription failed; polling meanwhile, reconnecting", "provider", m.name, "error", msg, "retry_in", wait.String())
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		wait = min(wait*2, p.opts.MaxBackoff)
-	}
-}
-
-// States returns every provider's state, in the configured order.
-func (p *Pool) States() []chain.ProviderState {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.updateLocked(time.Now())
-	return p.statesLocked()
-}
-
-func (p *Pool) statesLocked() []chain.ProviderState {
-	out := make([]chain.ProviderState, len(p.members))
-	for i, m := range p.members {
-		out[i] = chain.ProviderState{Name: m.name, State: m.state, Head: m.head, Push: m.push != nil, Since: m.since}
-		if m.state != chain.ProviderActive && m.state != chain.ProviderStandby {
-			out[i].Error = m.lastErr
-		}
-	}
-	return out
-}
-
-// updateLocked recomputes every member's state.
-func (p *Pool) updateLocked(now time.Time) {
-	for i, m := range p.members {
-		s := chain.ProviderStandby
-		switch {
-		case m.wrongChain:
-			s = chain.ProviderFailing
-		case now.Before(m.coolUntil) || now.Before(m.logsCoolUntil):
-			s = chain.ProviderRateLimited
-		case m.failures > 0:
-			s = chain.ProviderFailing
-		case m.disagree || m.lagging:
-			s = chain.ProviderLagging
-		case m.noLogs:
-			s = chain.ProviderNoLogs
-		case i == p.active:
-			s = chain.ProviderActive
-		}
-		if s != m.state {
-			m.state, m.since = s, now
-		}
-	}
-}
-
-// report tells the observer when a state changed since the last report.
-func (p *Pool) report() {
-	if p.opts.Observer == nil {
-		return
-	}
-	p.mu.Lock()
-	p.updateLocked(time.Now())
-	states := p.statesLocked()
-	changed := len(states) != len(p.reported)
-	for i := 0; !changed && i < len(states); i++ {
-		a, b := states[i], p.reported[i]
-		changed = a.State != b.State || a.Error != b.Error || a.Push != b.Push
-	}
-	if changed {
-		p.reported = states
-	}
-	p.mu.Unlock()
-	if changed {
-		p.opts.Observer.ChainProviders(p.opts.Network, states)
-	}
-}
-
 // A call's method, as the errors name it.
 const (
 	mChainID = "eth_chainId"
@@ -404,7 +285,7 @@ var errDisagree = errors.New("the provider is on another branch")
 
 // order returns the members to try for a call needing block need (0: none), best
 // first, and the error to return when none is left. Members are healthy ones in
-// the configured order, lagging ones (for blocks they have), then failing ones.
+// the configured order, lagging ones, then failing ones.
 func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*member, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -420,8 +301,8 @@ func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*m
 		switch {
 		case m.wrongChain:
 			other++
-		case method == mLogs && m.noLogs:
-			noLogs++
+		case method == mLogs && m.noLogs && now.Before(m.noLogsRetry):
+			noLogs++ // past noLogsRetry it has a second chance, in its turn
 		case now.Before(m.coolUntil) || method == mLogs && now.Before(m.logsCoolUntil):
 			limited++
 			until := m.coolUntil
@@ -440,7 +321,7 @@ func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*m
 			}
 		case m.failures > 0:
 			failing = append(failing, m)
-		case m.lagging && method == mHead:
+		case m.lagging:
 			behind = append(behind, m)
 		default:
 			healthy = append(healthy, m)
@@ -465,6 +346,7 @@ func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*m
 
 // do runs call on the first member that serves it: see the package comment.
 func do[T any](ctx context.Context, p *Pool, method string, need uint64, call func(context.Context, *member) (T, error)) (T, error) {
+	p.lastUse.Store(time.Now().UnixNano())
 	var zero T
 	var last error
 	tried := map[*member]bool{}
@@ -572,6 +454,10 @@ func (p *Pool) succeeded(m *member, method string) {
 	m.limits = 0
 	if method == mLogs {
 		m.logsLimited = 0
+		if m.noLogs {
+			m.noLogs = false
+			p.log.Info("chain provider serves eth_getLogs again; back in its rotation", "provider", m.name)
+		}
 	} else {
 		m.otherOK = true
 	}
@@ -609,6 +495,9 @@ func (p *Pool) failed(m *member, method string, err error) bool {
 		p.mu.Unlock()
 		p.report()
 	}()
+	if m.disagree || m.wrongChain {
+		return true // the cross-check's verdict, recorded already
+	}
 	switch kind {
 	case rpc.KindRange, rpc.KindResults, rpc.KindUnsupported:
 		// About the request, not the provider.
@@ -623,6 +512,10 @@ func (p *Pool) failed(m *member, method string, err error) bool {
 		}
 	case rpc.KindRateLimit:
 		wait := rpc.RetryAfterOf(err)
+		if method == mLogs && m.noLogs {
+			p.noLogsLocked(m, err) // its second chance: still no
+			return true
+		}
 		if method == mLogs && m.otherOK {
 			// Only eth_getLogs is refused while the rest answers: bsc-dataseed's
 			// disabled method says "limit exceeded". Only eth_getLogs waits here.
@@ -664,211 +557,13 @@ func (p *Pool) failed(m *member, method string, err error) bool {
 }
 
 func (p *Pool) noLogsLocked(m *member, err error) {
+	m.noLogsRetry = time.Now().Add(p.opts.NoLogsRetry)
 	if m.noLogs {
 		return
 	}
 	m.noLogs, m.lastErr = true, "does not serve eth_getLogs: "+err.Error()
 	p.log.Error("chain provider does not serve eth_getLogs; it is out of the rotation for it (the watcher needs a provider that serves it)",
 		"provider", m.name, "error", err.Error())
-}
-
-// check cross-checks m before its first answer: see the package comment.
-func (p *Pool) check(ctx context.Context, m *member) error {
-	if err := p.checkChainID(ctx, m); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	if m.agreed || len(p.seen) == 0 {
-		// Nothing read yet to compare with: the first provider sets the reference.
-		m.agreed = true
-		p.mu.Unlock()
-		return nil
-	}
-	if m.head < p.opts.CheckDepth {
-		p.mu.Unlock()
-		return nil // its head is not known yet: checked once it is
-	}
-	n, want, ok := p.referenceLocked(m.head - p.opts.CheckDepth)
-	if !ok {
-		p.mu.Unlock()
-		return nil // every block read so far is above it: checked later
-	}
-	p.mu.Unlock()
-	b, err := m.c.BlockByNumber(ctx, n)
-	if err != nil {
-		p.failed(m, mBlock, err)
-		return err
-	}
-	p.mu.Lock()
-	if b != nil && b.Hash == want {
-		if m.disagree {
-			p.log.Info("chain provider agrees with the blocks read so far again", "provider", m.name, "block", n)
-		}
-		m.agreed, m.disagree = true, false
-		p.updateLocked(time.Now())
-		p.mu.Unlock()
-		p.report()
-		return nil
-	}
-	got := "no block"
-	if b != nil {
-		got = b.Hash.Hex()
-	}
-	if !m.disagree {
-		p.log.Error("chain provider reports another block than the one read so far; not used until it agrees (another branch or another chain)",
-			"provider", m.name, "block", n, "hash", got, "expected", want.Hex())
-	}
-	m.disagree, m.agreed = true, false
-	m.lastErr = fmt.Sprintf("block %d is %s here, %s elsewhere", n, got, want.Hex())
-	p.updateLocked(time.Now())
-	p.mu.Unlock()
-	p.report()
-	return &rpc.Error{Kind: rpc.KindRPC, Method: mBlock, Message: errDisagree.Error() + ": " + m.lastErr}
-}
-
-// checkChainID compares m's eth_chainId with the network's before m's first use.
-func (p *Pool) checkChainID(ctx context.Context, m *member) error {
-	p.mu.Lock()
-	ok := m.idOK
-	p.mu.Unlock()
-	if ok {
-		return nil
-	}
-	got, err := m.c.ChainID(ctx)
-	if err != nil {
-		p.failed(m, mChainID, err)
-		return err
-	}
-	p.mu.Lock()
-	if got.Cmp(p.opts.ChainID) == 0 {
-		m.idOK = true
-		p.mu.Unlock()
-		return nil
-	}
-	m.wrongChain = true
-	m.lastErr = fmt.Sprintf("chain id %s, want %s (CHAIN_ID_%s)", got, p.opts.ChainID, strings.ToUpper(p.opts.Network))
-	p.log.Error("chain provider reports another chain id; it is out of the pool", "provider", m.name, "error", m.lastErr)
-	p.updateLocked(time.Now())
-	p.mu.Unlock()
-	p.report()
-	return &rpc.Error{Kind: rpc.KindRPC, Method: mChainID, Message: m.lastErr}
-}
-
-// referenceLocked returns the newest block at or below n whose hash the pool has answered with.
-func (p *Pool) referenceLocked(n uint64) (uint64, common.Hash, bool) {
-	best, found := uint64(0), false
-	for k := range p.seen {
-		if k <= n && (!found || k > best) {
-			best, found = k, true
-		}
-	}
-	return best, p.seen[best], found
-}
-
-// remember keeps a block's hash as a reference for later cross-checks (the newest 256).
-func (p *Pool) remember(b *rpc.Block) {
-	if b == nil || len(p.members) < 2 {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.seen[b.Number] = b.Hash
-	if len(p.seen) > 256 {
-		keys := make([]uint64, 0, len(p.seen))
-		for k := range p.seen {
-			keys = append(keys, k)
-		}
-		sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-		for _, k := range keys[:len(keys)-256] {
-			delete(p.seen, k)
-		}
-	}
-}
-
-// setHead records a member's head and whether it lags. A member's lag is judged
-// when its own head is read (a head read earlier is not compared with a newer one).
-func (p *Pool) setHead(m *member, head uint64) {
-	p.mu.Lock()
-	m.head = head
-	p.best = max(p.best, head)
-	lag := head+p.opts.MaxLag < p.best
-	if lag && !m.lagging {
-		p.log.Warn("chain provider lags behind the others", "provider", m.name, "head", head, "best_head", p.best, "max_lag", p.opts.MaxLag)
-	}
-	if lag {
-		m.lastErr = fmt.Sprintf("head %d, %d behind the best known head", head, p.best-head)
-	} else if m.lagging {
-		p.log.Info("chain provider caught up", "provider", m.name, "head", head)
-	}
-	m.lagging = lag
-	p.updateLocked(time.Now())
-	p.mu.Unlock()
-	p.report()
-}
-
-// refresh reads the heads of the providers not answering for the scanner (at most
-// once per HeadEvery each, in the background): how lag is noticed, and how a
-// failing or disagreeing provider is found to be back.
-func (p *Pool) refresh(except *member) {
-	if len(p.members) < 2 {
-		return
-	}
-	now := time.Now()
-	p.mu.Lock()
-	ctx := p.ctx
-	var due []*member
-	for _, m := range p.members {
-		if m == except || m.wrongChain || m.checking || m.pushing || now.Before(m.coolUntil) || now.Sub(m.checkedAt) < p.opts.HeadEvery ||
-			(m.failures > 0 && now.Before(m.retryAt)) {
-			continue
-		}
-		if m.limit != nil && !m.limit.AllowN(now, 1) {
-			continue
-		}
-		m.checking, m.checkedAt = true, now
-		due = append(due, m)
-	}
-	p.mu.Unlock()
-	for _, m := range due {
-		go func() {
-			defer func() {
-				p.mu.Lock()
-				m.checking = false
-				p.mu.Unlock()
-			}()
-			if p.checkChainID(ctx, m) != nil {
-				return
-			}
-			head, err := m.c.BlockNumber(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					p.failed(m, mHead, err)
-				}
-				return
-			}
-			p.setHead(m, head)
-			p.succeededProbe(m)
-			p.mu.Lock()
-			recheck := m.disagree
-			p.mu.Unlock()
-			if recheck {
-				_ = p.check(ctx, m)
-			}
-		}()
-	}
-}
-
-// succeededProbe records a background head read: a failing provider is healthy again.
-func (p *Pool) succeededProbe(m *member) {
-	p.mu.Lock()
-	if m.failures > 0 {
-		p.log.Info("chain provider answers again", "provider", m.name)
-		m.failures = 0
-	}
-	m.otherOK = true
-	p.updateLocked(time.Now())
-	p.mu.Unlock()
-	p.report()
 }
 
 // ChainID returns the first usable provider's eth_chainId (app checks every
@@ -899,22 +594,6 @@ func (p *Pool) BlockNumber(ctx context.Context) (uint64, error) {
 	})
 	p.refresh(answered)
 	return head, err
-}
-
-// behind reports whether m lags and another provider, usable now, is ahead of it.
-func (p *Pool) behind(m *member) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !m.lagging {
-		return false
-	}
-	now := time.Now()
-	for _, o := range p.members {
-		if o != m && o.head > m.head+p.opts.MaxLag && o.failures == 0 && !o.disagree && !now.Before(o.coolUntil) {
-			return true
-		}
-	}
-	return false
 }
 
 // BlockByNumber returns block number from a provider whose head has reached it.
