@@ -160,20 +160,37 @@ func (s *Store) ChainTransfers(ctx context.Context, unmatchedOnly bool, limit in
 	return out, nil
 }
 
-// WatchedAddresses returns which of addrs are deposit addresses on network.
+// watchedChunk is how many addresses one WatchedAddresses query asks about: a
+// whole eth_getLogs answer (the scanner aims at 5,000 logs) in one statement,
+// under both databases' parameter limits (PostgreSQL 65,535, SQLite 32,766).
+// Planning is per statement: ten statements of 500 addresses cost PostgreSQL
+// several times the planning and round trips of one of 5,000.
+const watchedChunk = 5000
+
+// WatchedAddresses returns which of addrs are deposit addresses on network. A
+// catch-up asks it about every transfer's recipient (80 a block on USDT), so each
+// address is asked once and a batch's addresses in one statement.
 func (s *Store) WatchedAddresses(ctx context.Context, network string, addrs []string) (map[string]bool, error) {
 	out := map[string]bool{}
-	for len(addrs) > 0 {
-		n := min(len(addrs), 500)
+	seen := make(map[string]struct{}, len(addrs))
+	uniq := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		if _, ok := seen[a]; !ok {
+			seen[a] = struct{}{}
+			uniq = append(uniq, a)
+		}
+	}
+	for len(uniq) > 0 {
+		n := min(len(uniq), watchedChunk)
 		var found []string
-		if err := s.read(ctx).Model(&transactionRow{}).Where("network = ? AND deposit_address IN ?", network, addrs[:n]).
+		if err := s.read(ctx).Model(&transactionRow{}).Where("network = ? AND deposit_address IN ?", network, uniq[:n]).
 			Distinct().Pluck("deposit_address", &found).Error; err != nil {
 			return nil, err
 		}
 		for _, a := range found {
 			out[a] = true
 		}
-		addrs = addrs[n:]
+		uniq = uniq[n:]
 	}
 	return out, nil
 }

@@ -1,26 +1,37 @@
-// Command benchchain measures the deposit watcher against real nodes (the
-// in-process devnet chains, JSON-RPC over loopback, each behind its node's dialect).
+// Command benchchain measures the deposit watcher.
 //
-// The default scenario, -scenario mainnet, runs both networks at once at mainnet
-// density with the providers' caps on (5,000 blocks and 10,000 results per
-// eth_getLogs): BNB Smart Chain behind a provider and Tron as java-tron answers.
+// The default scenario, -scenario memory, puts both networks behind nodes that
+// answer from memory (memnode.go: blocks and Transfer logs rendered once, in
+// bsc's and java-tron's shapes, the providers' caps of 5,000 blocks and 10,000
+// results per eth_getLogs, the filter honoured), so what is measured is the
+// watcher, not the node; the time spent inside the nodes' handlers is counted and
+// taken out:
 //
 //  1. creates -issued transactions (deposit addresses; half per network);
-//  2. stops the service and mines, per network, a backlog of -blocks blocks of
-//     -density transfers to addresses never issued, with -deposits deposits to
-//     issued addresses spread over it; restarts it and times the catch-up to the
-//     head (blocks/s, eth_getLogs requests), checking every deposit is recorded;
-//  3. once the backlog's deposits are final, mines blocks at each network's real
-//     block time (BNB Smart Chain 0.45 s, Tron 3 s) at the same density for
-//     -steady, sampling the lag (head − scanned) every 20 ms and counting RPC
-//     calls by method: calls a block and a day at the poll interval -poll
-//     (CHAIN_POLL_INTERVAL, default 3s).
+//  2. stops the service, mines per network a backlog of -blocks blocks (default
+//     10,000) of -density transfers to addresses never issued with -deposits
+//     deposits spread over it, restarts it and times the catch-up of both
+//     networks at once: blocks/s and logs/s without the nodes' time, the
+//     process's CPU and PostgreSQL's backends' CPU, and (-cpuprofile,
+//     -blockprofile, -mutexprofile) profiles of it, the nodes' samples labelled
+//     part=node (go tool pprof -tagignore part=node leaves them out);
+//  3. mines at each network's block time ÷ -scale (BNB Smart Chain 0.45 s, Tron
+//     3 s) for -steady, with CHAIN_POLL_INTERVAL -poll ÷ -scale, and reports the
+//     lag (head − scanned, in blocks) and the calls a day at mainnet cadence, per
+//     provider: with one provider, with two (a replica of the chain second in
+//     CHAIN_RPC_<NETWORK>), and with push (BNB Smart Chain's provider over
+//     WebSocket, waking the scanner on newHeads; java-tron serves no WebSocket).
 //
-// -scenario sparse is the first benchmark (bep20 only, -open transactions, a
-// backlog with -transfers deposits, detection delay). -smoke (or BENCH_SMOKE=1)
-// runs either in a few seconds at tiny sizes, to prove the script works.
+// -scenario mainnet runs both networks behind the in-process chains (go-ethereum's
+// simulated backend behind each node's dialect, caps on): the same catch-up and
+// steady state at real block times, the chain's cost included. -scenario sparse
+// is the first benchmark (bep20 only, -open transactions, a backlog with
+// -transfers deposits, detection delay). Several scenarios run in turn when
+// comma-separated, each on a database of its own. -smoke (or BENCH_SMOKE=1) runs
+// memory and mainnet in seconds at tiny sizes, to prove the script works.
 //
-//	go run ./scripts/benchchain [-db postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable]
+//	go run ./scripts/benchchain [-db postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable | -db sqlite:/tmp/bench.db]
+//	go run ./scripts/benchchain -cpuprofile /tmp/catchup.prof && go tool pprof -top -tagignore part=node /tmp/catchup.prof
 //	go run ./scripts/benchchain -smoke
 package main
 
@@ -106,33 +117,74 @@ func run() error {
 	samples := flag.Int("samples", 40, "detection delay samples")
 	poll := flag.Duration("poll", 3*time.Second, "CHAIN_POLL_INTERVAL")
 	smoke := flag.Bool("smoke", os.Getenv("BENCH_SMOKE") != "", "a few seconds at tiny sizes (also BENCH_SMOKE=1): proves the script runs, measures nothing")
-	scenario := flag.String("scenario", "mainnet", "mainnet (both networks at mainnet density behind their nodes' dialects, caps on) or sparse (the first benchmark: bep20, few transfers, detection delay)")
-	issued := flag.Int("issued", 100000, "mainnet: transactions created (deposit addresses issued), split over both networks")
-	deposits := flag.Int("deposits", 50, "mainnet: deposits to issued addresses in each network's backlog")
-	density := flag.Int("density", 80, "mainnet: transfers per block to addresses never issued")
-	steady := flag.Duration("steady", 30*time.Second, "mainnet: steady-state window at the real block times (BNB Smart Chain 0.45 s, Tron 3 s)")
+	scenario := flag.String("scenario", "", "memory (the default: both networks behind nodes answering from memory; catch-up without the node's time, steady lag and calls a day at mainnet cadence scaled down), mainnet (both networks behind the in-process chains in their nodes' dialects, caps on) or sparse (the first benchmark: bep20, few transfers, detection delay); comma-separated to run several (-smoke: memory,mainnet)")
+	issued := flag.Int("issued", 100000, "memory, mainnet: transactions created (deposit addresses issued), split over both networks")
+	deposits := flag.Int("deposits", 50, "memory, mainnet: deposits to issued addresses in each network's backlog")
+	density := flag.Int("density", 80, "memory, mainnet: transfers per block to addresses never issued")
+	steady := flag.Duration("steady", 30*time.Second, "memory, mainnet: steady-state window (memory: wall time, mainnet cadence ÷ -scale)")
+	scale := flag.Int("scale", 10, "memory: mainnet time ÷ wall time in the steady state (block times and CHAIN_POLL_INTERVAL divided by it)")
+	cpuProfile := flag.String("cpuprofile", "", "memory: write a CPU profile of the catch-up to this file")
+	blockProfile := flag.String("blockprofile", "", "memory: write a blocking profile of the catch-up to this file")
+	mutexProfile := flag.String("mutexprofile", "", "memory: write a mutex profile of the catch-up to this file")
 	flag.Parse()
 	if *smoke {
 		*open, *blocks, *transfers, *samples, *poll = 8, 20, 5, 2, 200*time.Millisecond
 		*issued, *deposits, *density, *steady = 40, 5, 10, 3*time.Second
+		if *scenario == "" {
+			*scenario = "memory,mainnet"
+		}
+	}
+	if *scenario == "" {
+		*scenario = "memory"
 	}
 	ctx := context.Background()
-
-	url := *dbURL
-	if strings.HasPrefix(url, "postgres") {
-		schemaURL, drop, err := freshSchema(url)
+	for i, sc := range strings.Split(*scenario, ",") {
+		url := *dbURL
+		if strings.HasPrefix(url, "postgres") {
+			schemaURL, drop, err := freshSchema(url)
+			if err != nil {
+				return err
+			}
+			defer drop()
+			url = schemaURL
+		} else if i > 0 {
+			url += fmt.Sprintf(".%d", i) // each scenario on a database of its own
+		}
+		fmt.Printf("== scenario %s\n", sc)
+		var err error
+		switch sc {
+		case "memory":
+			n := *blocks
+			if !isSet("blocks") && !*smoke {
+				n = 10000
+			}
+			window := *steady
+			if *smoke && !isSet("steady") {
+				window = time.Second // three windows: one provider, two, push
+			}
+			err = memory(ctx, url, memoryParams{issued: *issued, deposits: *deposits, blocks: n, density: *density, steady: window,
+				poll: *poll, scale: *scale, cpuProfile: *cpuProfile, blockProfile: *blockProfile, mutexProfile: *mutexProfile})
+		case "mainnet":
+			n := *blocks
+			if !isSet("blocks") && !*smoke {
+				n = 500
+			}
+			err = mainnet(ctx, url, mainnetParams{issued: *issued, deposits: *deposits, blocks: n, density: *density, steady: *steady, poll: *poll})
+		case "sparse":
+			err = sparse(ctx, url, *open, *blocks, *transfers, *samples, *poll)
+		default:
+			err = fmt.Errorf("no scenario %q", sc)
+		}
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", sc, err)
 		}
-		defer drop()
-		url = schemaURL
 	}
-	if *scenario == "mainnet" {
-		if !isSet("blocks") && !*smoke {
-			*blocks = 500
-		}
-		return mainnet(ctx, url, mainnetParams{issued: *issued, deposits: *deposits, blocks: *blocks, density: *density, steady: *steady, poll: *poll})
-	}
+	return nil
+}
+
+// sparse is the first benchmark: bep20 only, open transactions, a backlog with
+// transfers deposits, and the detection delay.
+func sparse(ctx context.Context, url string, open, blocks, transfers, samples int, poll time.Duration) error {
 	ch, err := devnet.Start(0)
 	if err != nil {
 		return err
@@ -162,7 +214,7 @@ func run() error {
 
 	// 2. Open transactions.
 	t0 := time.Now()
-	txs := make([]client.Transaction, *open)
+	txs := make([]client.Transaction, open)
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	next := make(chan int)
@@ -202,7 +254,7 @@ func run() error {
 		return err
 	default:
 	}
-	fmt.Printf("open transactions: %d created in %s\n", *open, time.Since(t0).Round(time.Millisecond))
+	fmt.Printf("open transactions: %d created in %s\n", open, time.Since(t0).Round(time.Millisecond))
 	st, err := store.Open(ctx, url)
 	if err != nil {
 		return err
@@ -214,11 +266,11 @@ func run() error {
 	srv.stop()
 
 	// 3. Backlog scan rate.
-	perm := rand.Perm(*open)
-	paid := perm[:*transfers]
-	every := max(1, *blocks / *transfers)
+	perm := rand.Perm(open)
+	paid := perm[:transfers]
+	every := max(1, blocks/transfers)
 	k := 0
-	for b := 0; b < *blocks; b++ {
+	for b := 0; b < blocks; b++ {
 		if b%every == 0 && k < len(paid) {
 			tx := txs[paid[k]]
 			to := common.HexToAddress(tx.DepositAddress)
@@ -255,7 +307,7 @@ func run() error {
 	if c, err = newClient(srv.api, key); err != nil {
 		return err
 	}
-	found, err := st.ChainTransfers(ctx, false, 10**transfers)
+	found, err := st.ChainTransfers(ctx, false, 10*transfers)
 	if err != nil {
 		return err
 	}
@@ -265,9 +317,9 @@ func run() error {
 
 	// 4. Detection delay.
 	var delays []time.Duration
-	unpaid := perm[*transfers:]
-	for i := 0; i < *samples && i < len(unpaid); i++ {
-		time.Sleep(time.Duration(rand.Int64N(int64(*poll))))
+	unpaid := perm[transfers:]
+	for i := 0; i < samples && i < len(unpaid); i++ {
+		time.Sleep(time.Duration(rand.Int64N(int64(poll))))
 		tx := txs[unpaid[i]]
 		if _, err := ch.Transfer(ctx, token, common.HexToAddress(tx.DepositAddress), units(tx.CryptoAmount)); err != nil {
 			return err
