@@ -29,7 +29,9 @@
 //     times in a row while its other methods answer (bsc-dataseed's disabled
 //     eth_getLogs says "limit exceeded"), is out of the rotation for eth_getLogs,
 //     with an error logged once; one eth_getLogs every NoLogsRetry (10 minutes)
-//     tries it again.
+//     tries it again. When no provider serves eth_getLogs they are all still
+//     asked (the scanner spaces its attempts to its longest backoff then), so a
+//     rate limit that ends is noticed.
 //
 // With no usable provider the call fails with the last provider's error (or, for
 // providers skipped without a call, an error of the reason's kind: rate_limit with
@@ -289,7 +291,7 @@ var errDisagree = errors.New("the provider is on another branch")
 func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*member, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var healthy, behind, failing, shorts []*member
+	var healthy, behind, failing, shorts, withoutLogs []*member
 	var wait time.Duration
 	if need > 0 && !slices.ContainsFunc(p.members, func(m *member) bool { return m.head >= need && !m.wrongChain && !m.disagree }) {
 		// No provider has reported the block: it is not on the chain (a
@@ -303,6 +305,7 @@ func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*m
 			other++
 		case method == mLogs && m.noLogs && now.Before(m.noLogsRetry):
 			noLogs++ // past noLogsRetry it has a second chance, in its turn
+			withoutLogs = append(withoutLogs, m)
 		case now.Before(m.coolUntil) || method == mLogs && now.Before(m.logsCoolUntil):
 			limited++
 			until := m.coolUntil
@@ -331,9 +334,14 @@ func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*m
 	if len(out) > 0 {
 		return out, shorts, nil
 	}
+	if noLogs == len(p.members) {
+		// No provider serves eth_getLogs: ask them anyway rather than refuse
+		// without a call, so a rate limit that ends, or a provider that enables
+		// the method, is noticed at the scanner's next attempt (it asks once per
+		// its longest backoff then); a success clears the mark.
+		return withoutLogs, shorts, nil
+	}
 	switch {
-	case noLogs == len(p.members):
-		return nil, shorts, &rpc.Error{Kind: rpc.KindRefused, Method: method, Message: "no provider serves eth_getLogs"}
 	case limited > 0:
 		return nil, shorts, &rpc.Error{Kind: rpc.KindRateLimit, Method: method, RetryAfter: wait,
 			Message: fmt.Sprintf("every provider asked to wait (%d rate-limited)", limited)}

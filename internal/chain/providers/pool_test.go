@@ -228,7 +228,7 @@ func TestRateLimitedProviderSkippedUntilItsWait(t *testing.T) {
 // TestNoLogsProvider: a refusal of eth_getLogs takes the provider out of its
 // rotation (its other methods still answer); so does "limit exceeded" to every
 // eth_getLogs, NoLogsAfter times in a row. With no provider serving eth_getLogs the
-// pool answers a refusal.
+// pool still asks them, answering their refusal.
 func TestNoLogsProvider(t *testing.T) {
 	t.Parallel()
 	ch := startChain(t)
@@ -253,12 +253,16 @@ func TestNoLogsProvider(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, refusing.Calls("eth_getBlockByNumber"), "its other methods still serve")
 
+	// With no provider serving eth_getLogs the pool still asks (the scanner spaces
+	// its attempts), so a provider that starts serving it is noticed at once.
 	alone := newPool(providers.Options{}, providers.Provider{URL: refusing.URL, Client: client(t, refusing.URL)})
 	_, err = alone.Logs(ctx, 0, head, addr, topic)
 	require.Equal(t, rpc.KindRefused, rpc.KindOf(err))
+	calls0 := refusing.Calls("eth_getLogs")
 	_, err = alone.Logs(ctx, 0, head, addr, topic)
 	require.Equal(t, rpc.KindRefused, rpc.KindOf(err))
-	require.ErrorContains(t, err, "no provider serves eth_getLogs")
+	require.Equal(t, calls0+1, refusing.Calls("eth_getLogs"), "asked, not refused without a call")
+	require.Equal(t, chain.ProviderNoLogs, stateOf(alone, providers.Name(refusing.URL)).State)
 
 	// Tried again after NoLogsRetry: it serves eth_getLogs now, and is back.
 	again := newPool(providers.Options{NoLogsRetry: 300 * time.Millisecond},
