@@ -229,6 +229,12 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 		Idempotency:  a.idempotency,
 		Logger:       a.log,
 		Unavailable:  store.Unavailable,
+		Degraded: func() []string {
+			if a.watchers == nil {
+				return nil
+			}
+			return a.watchers.degraded()
+		},
 		Ready: func(r *http.Request) error {
 			if err := st.Ping(r.Context()); err != nil {
 				return err

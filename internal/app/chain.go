@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strings"
 	"sync"
 
@@ -22,6 +23,8 @@ import (
 
 // watchers is the deposit watcher of every network with a CHAIN_RPC_* URL.
 type watchers struct {
+	// off holds, per network whose watcher is off, why (for /readyz and the metric).
+	off      map[string]string
 	scanners []*scanner.Scanner
 	pools    []*providers.Pool
 	clients  []*rpc.Client
@@ -34,14 +37,19 @@ type watchers struct {
 // switches that network's watcher off. A provider that is down only delays its
 // use (the pool checks its chain id once it answers), never the start of the API.
 func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *lifecycle.Engine, u *unmatched.Service, m *metrics.Metrics, progress *progressRecorder, log *slog.Logger) (*watchers, error) {
+	cm := m.Chain()
+	w := &watchers{off: map[string]string{}}
+	off := func(network, reason string) {
+		w.off[network] = reason
+		cm.WatcherOff(network, true)
+	}
 	for _, n := range cfg.Chain.Off {
 		log.Warn("deposit watcher is off for this network: CHAIN_RPC_"+strings.ToUpper(n)+" is unset; deposits arrive only through the sandbox simulator", "network", n)
+		off(n, "CHAIN_RPC_"+strings.ToUpper(n)+" is unset: deposits arrive only through the sandbox simulator")
 	}
-	w := &watchers{}
 	if len(cfg.Chain.Providers) == 0 {
 		return w, nil
 	}
-	cm := m.Chain()
 	sink := deposits.New(l, store.For[lifecycle.Tx](st), u, unmatchedLog{m: cm, log: log})
 	for network, configured := range cfg.Chain.Providers {
 		var toks []chain.Token
@@ -52,6 +60,7 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 		}
 		if len(toks) == 0 {
 			log.Warn("deposit watcher is off for this network: TOKEN_CONTRACTS lists no contract on it", "network", network)
+			off(network, "TOKEN_CONTRACTS lists no contract on it")
 			continue
 		}
 		dialect, err := rpc.For(network)
@@ -91,6 +100,7 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 			}
 			log.Error("deposit watcher is off for this network: the node is not the chain "+idKey+" names (no provider of CHAIN_RPC_"+
 				strings.ToUpper(network)+" is)", "network", network, "error", wrong.Error())
+			off(network, "no provider of CHAIN_RPC_"+strings.ToUpper(network)+" is on the chain "+idKey+" names")
 			continue
 		}
 		pool := providers.New(providers.Options{Network: network, ChainID: want, MaxLag: cfg.Chain.MaxLag[network],
@@ -108,6 +118,17 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 			"confirmations", sc.Confirmations, "chain_id", want.String(), "rpc_timeout", cfg.Chain.Timeout.String())
 	}
 	return w, nil
+}
+
+// degraded lists, per network whose watcher is off, why ("network: reason"),
+// sorted; nil when every network is watched.
+func (w *watchers) degraded() []string {
+	var out []string
+	for n, reason := range w.off {
+		out = append(out, n+": deposit watcher is off: "+reason)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // run runs every scanner and provider pool until ctx is done and waits for them.

@@ -44,6 +44,10 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Ready reports whether the service can take traffic (database up, migrated).
 	Ready func(*http.Request) error
+	// Degraded lists what works only in part (a network whose deposit watcher is
+	// off, with why): /readyz still answers 200, traffic is fine, but says
+	// "degraded" with the reasons so a newcomer and a probe both see it.
+	Degraded func() []string
 	// Unavailable reports whether an error means the database is out of reach
 	// (store.Unavailable, where the database's errors are known): such a failure is
 	// a 503 service_unavailable with Retry-After, not a 500. nil classifies none.
@@ -96,6 +100,11 @@ func New(d Deps) (*echo.Echo, error) {
 			if err := d.Ready(c.Request()); err != nil {
 				log.Warn("not ready", "error", err.Error())
 				return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
+			}
+		}
+		if d.Degraded != nil {
+			if reasons := d.Degraded(); len(reasons) > 0 {
+				return c.JSON(http.StatusOK, map[string]any{"status": "degraded", "reasons": reasons})
 			}
 		}
 		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})

@@ -136,8 +136,21 @@ func TestHealth(t *testing.T) {
 		for _, path := range []string{"/healthz", "/readyz"} {
 			res, err := http.Get(env.Root + path)
 			require.NoError(t, err)
+			var body struct {
+				Status  string   `json:"status"`
+				Reasons []string `json:"reasons"`
+			}
+			require.NoError(t, json.NewDecoder(res.Body).Decode(&body))
 			_ = res.Body.Close()
 			require.Equal(t, http.StatusOK, res.StatusCode, path)
+			if path == "/readyz" {
+				// The test service watches no chain: ready for traffic, and loud about it.
+				require.Equal(t, "degraded", body.Status)
+				require.Equal(t, []string{
+					"bep20: deposit watcher is off: CHAIN_RPC_BEP20 is unset: deposits arrive only through the sandbox simulator",
+					"trc20: deposit watcher is off: CHAIN_RPC_TRC20 is unset: deposits arrive only through the sandbox simulator",
+				}, body.Reasons)
+			}
 		}
 	})
 }

@@ -15,6 +15,7 @@ import (
 type Chain struct {
 	head, scanned, lag, finalizedBlock *prometheus.GaugeVec
 	finality                           *prometheus.GaugeVec
+	watcherOff                         *prometheus.GaugeVec
 	providers                          *prometheus.GaugeVec
 	rpcErrors                          *prometheus.CounterVec
 	unmatched                          *prometheus.CounterVec
@@ -43,16 +44,18 @@ func (m *Metrics) newChain() *Chain {
 		Help: "1 for the network's finality state: tag (deposits wait for the node's finalized block), confirmations (count alone), unknown (the node serves the tag but has not answered it lately: nothing confirms)."}, []string{"network", "state"})
 	c.providers = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "chain", Name: "provider_state",
 		Help: "1 for each JSON-RPC provider's state, 0 for its other states: active (read now), standby (healthy, ready for a fail-over), failing, rate_limited, lagging (head behind the others), no_logs (does not serve eth_getLogs)."}, []string{"network", "provider", "state"})
+	c.watcherOff = gauge("watcher_off", "1 when the network's deposit watcher is off (no CHAIN_RPC_<NETWORK>, no token contract, no provider on the configured chain): deposits there arrive only through the simulator; /readyz says degraded with the reason.")
 	c.rpcErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "chain",
 		Name: "rpc_errors_total", Help: "Failed JSON-RPC calls of the deposit watcher, by network and kind (range, results, rate_limit, refused, timeout, transport, http, decode, rpc, unsupported)."}, []string{"network", "kind"})
 	c.unmatched = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "chain",
 		Name: "unmatched_deposits_total", Help: "Transfers to deposit addresses stored as unmatched deposits for operators, by network."}, []string{"network"})
-	m.reg.MustRegister(c.head, c.scanned, c.lag, c.finalizedBlock, c.finality, c.providers, c.rpcErrors, c.unmatched)
+	m.reg.MustRegister(c.head, c.scanned, c.lag, c.finalizedBlock, c.finality, c.watcherOff, c.providers, c.rpcErrors, c.unmatched)
 	return c
 }
 
 // Watch makes network's series appear (at zero) before anything happens on it.
 func (c *Chain) Watch(network string) {
+	c.WatcherOff(network, false)
 	for _, kind := range []string{"rate_limit", "timeout", "refused"} {
 		c.rpcErrors.WithLabelValues(network, kind)
 	}
@@ -83,6 +86,15 @@ func (c *Chain) ChainScanned(network string, block uint64) {
 // ChainFinalized records the node's finalized block.
 func (c *Chain) ChainFinalized(network string, block uint64) {
 	c.finalizedBlock.WithLabelValues(network).Set(float64(block))
+}
+
+// WatcherOff records whether network's deposit watcher is off.
+func (c *Chain) WatcherOff(network string, off bool) {
+	v := 0.0
+	if off {
+		v = 1
+	}
+	c.watcherOff.WithLabelValues(network).Set(v)
 }
 
 // ChainFinality records the network's finality state (chain.Finality*).

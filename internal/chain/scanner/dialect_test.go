@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -302,8 +303,20 @@ func TestWrongChainID(t *testing.T) {
 			require.NotContains(t, logs.String(), "deposit watcher on")
 			res, err := http.Get(in.root + "/readyz")
 			require.NoError(t, err)
+			var ready struct {
+				Status  string   `json:"status"`
+				Reasons []string `json:"reasons"`
+			}
+			require.NoError(t, json.NewDecoder(res.Body).Decode(&ready))
 			_ = res.Body.Close()
-			require.Equal(t, http.StatusOK, res.StatusCode)
+			require.Equal(t, http.StatusOK, res.StatusCode, "the API still takes traffic")
+			require.Equal(t, "degraded", ready.Status, "a network whose watcher is off is loud")
+			require.Contains(t, strings.Join(ready.Reasons, "\n"), "bep20: deposit watcher is off: no provider of CHAIN_RPC_BEP20 is on the chain CHAIN_ID_BEP20 names")
+			m, err := http.Get(in.root + "/metrics")
+			require.NoError(t, err)
+			body, _ := io.ReadAll(m.Body)
+			_ = m.Body.Close()
+			require.Contains(t, string(body), `partnerd_chain_watcher_off{network="bep20"} 1`)
 		})
 	}
 }
