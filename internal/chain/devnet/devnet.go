@@ -389,19 +389,5 @@ func (r *Relay) serve(w http.ResponseWriter, req *http.Request) {
 			}
 		}
 	}
-	fwd, err := http.NewRequestWithContext(req.Context(), http.MethodPost, r.target, bytes.NewReader(body))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	fwd.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(fwd)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	defer res.Body.Close()
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(res.StatusCode)
-	_, _ = io.Copy(w, res.Body)
+	relayTo(w, req.Context(), r.target, body)
 }

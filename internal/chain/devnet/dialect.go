@@ -313,7 +313,13 @@ func idOr(id json.RawMessage) string {
 }
 
 func (p *Proxy) forward(w http.ResponseWriter, ctx context.Context, body []byte) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.node, bytes.NewReader(body))
+	relayTo(w, ctx, p.node, body)
+}
+
+// relayTo posts body to target and copies its answer (status and body) to w: the
+// proxies pass what they do not rewrite through unchanged.
+func relayTo(w http.ResponseWriter, ctx context.Context, target string, body []byte) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return

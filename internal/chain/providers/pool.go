@@ -88,13 +88,7 @@ import (
 
 // Client is one provider's JSON-RPC client (rpc.Client), the same methods the
 // scanner reads the chain with.
-type Client interface {
-	ChainID(ctx context.Context) (*big.Int, error)
-	BlockNumber(ctx context.Context) (uint64, error)
-	BlockByNumber(ctx context.Context, number uint64) (*rpc.Block, error)
-	Finalized(ctx context.Context) (*rpc.Block, error)
-	Logs(ctx context.Context, from, to uint64, contracts []common.Address, topic common.Hash) ([]rpc.Log, error)
-}
+type Client = rpc.Reader
 
 // Pusher is a client that can push new heads (rpc.Client over ws(s)://).
 type Pusher interface {

@@ -54,6 +54,21 @@ type Log struct {
 	Removed     bool
 }
 
+// Reader is what the deposit watcher reads of a node: the methods of Client, which
+// the scanner and the provider pool take (the pool is a Reader over several).
+// Blocks and logs come as the node reports them, its hashes trusted, never
+// recomputed.
+type Reader interface {
+	ChainID(ctx context.Context) (*big.Int, error)
+	BlockNumber(ctx context.Context) (uint64, error)
+	// BlockByNumber returns nil when the node has no such block.
+	BlockByNumber(ctx context.Context, number uint64) (*Block, error)
+	// Finalized returns the node's finalized block; an error of kind
+	// KindUnsupported means the node has none, KindNotReady that it cannot tell yet.
+	Finalized(ctx context.Context) (*Block, error)
+	Logs(ctx context.Context, from, to uint64, contracts []common.Address, topic common.Hash) ([]Log, error)
+}
+
 // Options configure a Client.
 type Options struct {
 	// Headers are sent with every call, and with a ws(s) endpoint's handshake

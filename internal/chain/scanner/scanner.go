@@ -85,18 +85,9 @@ import (
 	"partnerd/internal/chain/rpc"
 )
 
-// Client is the node as the scanner reads it (rpc.Client): blocks and logs as the
-// node reports them, its hashes trusted, never recomputed.
-type Client interface {
-	ChainID(ctx context.Context) (*big.Int, error)
-	BlockNumber(ctx context.Context) (uint64, error)
-	// BlockByNumber returns nil when the node has no such block.
-	BlockByNumber(ctx context.Context, number uint64) (*rpc.Block, error)
-	// Finalized returns the node's finalized block; an error of kind
-	// rpc.KindUnsupported means the node has none.
-	Finalized(ctx context.Context) (*rpc.Block, error)
-	Logs(ctx context.Context, from, to uint64, contracts []common.Address, topic common.Hash) ([]rpc.Log, error)
-}
+// Client is the node as the scanner reads it: one rpc.Client, or a pool of
+// providers (package chain/providers).
+type Client = rpc.Reader
 
 // Sink records what the scanner finds (the deposits service).
 type Sink interface {

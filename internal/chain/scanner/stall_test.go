@@ -52,6 +52,14 @@ func (w *watched) start(extra map[string]string) {
 			w.t.Log(w.logs.String())
 		}
 	})
+	// A first start begins CONFIRMATIONS below the head it first reads: wait for
+	// that cursor, so a transfer the test sends next is above it however late
+	// the scanner's first poll comes on a loaded machine.
+	require.Eventually(w.t, func() bool {
+		cur, err := w.env.Store.ChainCursor(context.Background(), w.network)
+		require.NoError(w.t, err)
+		return cur != nil
+	}, 20*time.Second, 10*time.Millisecond, "the scanner sets its cursor")
 }
 
 func (w *watched) metric(series string) float64 {
