@@ -905,6 +905,11 @@ type OperatorHistoryEntry struct {
 	// OperatorId The operator who made the change; null when the system did.
 	OperatorId *openapi_types.UUID `json:"operator_id"`
 
+	// OperatorName That operator's name, as the console shows it; null when the system did.
+	//
+	// Example: Ada (treasury)
+	OperatorName *string `json:"operator_name"`
+
 	// Reason `actor:action`, as the partner sees it.
 	//
 	// Example: order:filled

@@ -198,6 +198,7 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 	require.NoError(t, chromedp.Run(ctx, chromedp.Text("#history", &text, chromedp.ByID)))
 	require.Contains(t, text, "payout:settled")
 	require.Contains(t, text, "NIP-1")
+	require.Contains(t, text, "Test operator", "history names the operator, not an id")
 	shot(t, ctx, "transaction.png")
 
 	// Completed and paid out: nothing is offered.

@@ -217,9 +217,22 @@ func (s *Server) caseOut(ctx context.Context, c *backoffice.Case) (operatorapi.O
 		out.AllowedActions = append(out.AllowedActions, operatorapi.OperatorAction(a))
 	}
 	out.History = make([]operatorapi.OperatorHistoryEntry, len(c.History))
+	names := map[uuid.UUID]*string{}
 	for i, h := range c.History {
 		e := operatorapi.OperatorHistoryEntry{ToStatus: string(h.To), Reason: h.Reason, ChangedAt: h.ChangedAt,
 			OperatorId: h.OperatorID, Reference: h.Reference, Metadata: h.Metadata}
+		if id := h.OperatorID; id != nil {
+			name, ok := names[*id]
+			if !ok {
+				if o, err := s.operators.Get(ctx, *id); err == nil {
+					name = &o.Name
+				} else if apperr.CodeOf(err) != apperr.NotFound {
+					return out, err
+				}
+				names[*id] = name
+			}
+			e.OperatorName = name
+		}
 		if h.From != lifecycle.None {
 			f := string(h.From)
 			e.FromStatus = &f

@@ -275,9 +275,12 @@ func TestCaseFileAndAudit(t *testing.T) {
 			switch h.Reason {
 			case "transaction:created", "deposit:detected", "deposit:confirmed":
 				require.Nil(t, h.OperatorId, h.Reason)
+				require.Nil(t, h.OperatorName, h.Reason)
 			default:
 				require.Equal(t, opID, *h.OperatorId, h.Reason)
 				require.NotNil(t, h.Reference, h.Reason)
+				require.NotNil(t, h.OperatorName, h.Reason)
+				require.Contains(t, *h.OperatorName, "Test operator", "the operator's name beside the id")
 			}
 		}
 		require.Equal(t, []string{"transaction:created", "deposit:detected", "deposit:confirmed", "order:filled", "order:settled", "payout:settled"}, reasons)
