@@ -41,7 +41,7 @@ func (c *Console) fill(w http.ResponseWriter, r *http.Request, ss *session) {
 	}
 	if f.Get("confirmed") != "yes" {
 		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": fmt.Sprintf("fill %d transactions", len(ids)),
-			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": BasePath + "/fills"})
+			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": BasePath + "/fills", "Back": BasePath + "/fills/new"})
 		return
 	}
 	res, err := c.client(ss).CreateFillWithResponse(r.Context(), &oc.CreateFillParams{IdempotencyKey: f.Get("idempotency_key")},

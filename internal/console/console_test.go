@@ -189,6 +189,27 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 		return ids
 	}
 	require.Equal(t, []string{"fill-form", "fail-form"}, offered(), "awaiting fill: fill or fail")
+	// The confirmation says what it does, to which transaction and how much; Cancel
+	// goes back to the transaction, nothing recorded.
+	var cancel string
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.SendKeys("#fill-rate", "1549.10", chromedp.ByID), chromedp.SendKeys("#fill-amount", "5000.00", chromedp.ByID),
+		chromedp.SendKeys("#fill-ref", "LP-CANCELLED", chromedp.ByID), chromedp.Click("#fill", chromedp.ByID),
+		chromedp.WaitVisible("#confirm", chromedp.ByID),
+		chromedp.Text("h1", &text, chromedp.ByQuery),
+	))
+	require.Contains(t, text, "Record the executed sale")
+	require.NoError(t, chromedp.Run(ctx, chromedp.Text("#subject", &text, chromedp.ByID)))
+	require.Contains(t, text, tx.MerchantReference)
+	require.Contains(t, text, tx.CryptoAmount+" USDT")
+	require.NoError(t, chromedp.Run(ctx, chromedp.Text("table.grid", &text, chromedp.ByQuery),
+		chromedp.AttributeValue("#cancel", "href", &cancel, nil, chromedp.ByID)))
+	require.Contains(t, text, "NGN amount")
+	require.NotContains(t, text, "fiat_amount", "labels, not field names")
+	require.Equal(t, "/console/transactions/"+tx.Id.String(), cancel)
+	require.NoError(t, chromedp.Run(ctx, chromedp.Click("#cancel", chromedp.ByID), chromedp.WaitVisible("#actions", chromedp.ByID),
+		chromedp.Text("#status", &text, chromedp.ByID)))
+	require.Equal(t, "deposit_confirming", text, "cancelled: nothing recorded")
 	step("#fill", map[string]string{"#fill-rate": "1549.10", "#fill-amount": "5000.00", "#fill-ref": "LP-1"})
 	require.Equal(t, []string{"settle-form", "fail-form"}, offered(), "filled: settle or fail")
 	step("#settle", map[string]string{"#settle-ref": "SETTLE-1"})

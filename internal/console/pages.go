@@ -218,8 +218,21 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
 	f := r.PostForm
 	act := f.Get("action")
 	if f.Get("confirmed") != "yes" {
-		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": act, "ID": id,
-			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": fmt.Sprintf("%s/transactions/%s/action", BasePath, id)})
+		// Say which transaction, whose, and how much, not only the form's values.
+		res, err := c.client(ss).GetOperatorTransactionWithResponse(r.Context(), id)
+		if err != nil || res.JSON200 == nil {
+			c.fail(w, ss, statusOf(res, err), bodyOf(res))
+			return
+		}
+		t := res.JSON200.Data
+		words, ok := actionWords[act]
+		if !ok {
+			words = act
+		}
+		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": words, "ID": id,
+			"Subject": fmt.Sprintf("%s · partner %s · %s USDT → %s NGN at %s · %s", t.MerchantReference, t.PartnerId, t.CryptoAmount, t.Amount, t.Rate, t.Status),
+			"Fields":  confirmFields(f), "Key": uuid.NewString(), "Target": fmt.Sprintf("%s/transactions/%s/action", BasePath, id),
+			"Back": fmt.Sprintf("%s/transactions/%s", BasePath, id)})
 		return
 	}
 	cl, ctx, ik := c.client(ss), r.Context(), f.Get("idempotency_key")
@@ -255,20 +268,34 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
 	c.showTransaction(w, r, ss, id, http.StatusOK, "Done: "+act+".", "")
 }
 
-type field struct{ Name, Value string }
+// field is one value carried through a confirmation page: Name is the form's,
+// Label what the operator reads.
+type field struct{ Name, Label, Value string }
+
+// fieldLabels name the action forms' fields in words.
+var fieldLabels = map[string]string{
+	"action": "Action", "rate": "Executed rate (NGN per USDT)", "fiat_amount": "NGN amount", "reference": "Reference",
+	"reason": "Reason", "tx_hash": "Chain tx hash", "note": "Note", "partner_id": "Partner", "transaction_ids": "Transaction",
+}
 
 // confirmFields are the action's fields, carried through the confirmation page.
 func confirmFields(f url.Values) []field {
 	var out []field
 	for _, n := range []string{"action", "rate", "fiat_amount", "reference", "reason", "tx_hash", "note", "partner_id"} {
 		if v := f.Get(n); v != "" {
-			out = append(out, field{n, v})
+			out = append(out, field{n, fieldLabels[n], v})
 		}
 	}
 	for _, v := range f["transaction_ids"] {
-		out = append(out, field{"transaction_ids", v})
+		out = append(out, field{"transaction_ids", fieldLabels["transaction_ids"], v})
 	}
 	return out
+}
+
+// actionWords says what a transaction action records, for its confirmation page.
+var actionWords = map[string]string{
+	"fill": "Record the executed sale (fill)", "settle": "Record the settlement", "payout": "Record the payout to the partner",
+	"accept": "Accept the short payment", "fail": "Fail the transaction", "refund": "Record the refund on chain",
 }
 
 func (c *Console) payoutForm(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -310,7 +337,8 @@ func (c *Console) payout(w http.ResponseWriter, r *http.Request, ss *session) {
 	}
 	if f.Get("confirmed") != "yes" {
 		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": fmt.Sprintf("pay out %d transactions", len(ids)),
-			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": BasePath + "/payouts"})
+			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": BasePath + "/payouts",
+			"Back": BasePath + "/payouts/new?" + url.Values{"partner_id": {f.Get("partner_id")}}.Encode()})
 		return
 	}
 	res, err := c.client(ss).CreatePayoutWithResponse(r.Context(), &oc.CreatePayoutParams{IdempotencyKey: f.Get("idempotency_key")},

@@ -57,7 +57,8 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request, ss *session) {
 	act := f.Get("action")
 	if f.Get("confirmed") != "yes" {
 		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": "resolve refund task as " + act,
-			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": fmt.Sprintf("%s/refund-tasks/%s/resolve", BasePath, id)})
+			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": fmt.Sprintf("%s/refund-tasks/%s/resolve", BasePath, id),
+			"Back": BasePath + "/refund-tasks"})
 		return
 	}
 	req := oc.ResolveRequest{Action: oc.ResolveRequestAction(act)}
