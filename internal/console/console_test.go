@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
+	oc "partnerd/gen/operatorclient"
 	"partnerd/internal/apitest"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/testdb"
@@ -237,9 +238,31 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 		chromedp.Navigate(base+"/payouts/new?partner_id="+partnerID.String()),
 		chromedp.WaitVisible("#batch", chromedp.ByID),
 	))
-	for _, x := range txs[1:] {
-		require.NoError(t, chromedp.Run(ctx, chromedp.Click(`input[value="`+x.Id.String()+`"]`, chromedp.ByQuery)))
+	tick := func() {
+		t.Helper()
+		for _, x := range txs[1:] {
+			require.NoError(t, chromedp.Run(ctx, chromedp.Click(`input[value="`+x.Id.String()+`"]`, chromedp.ByQuery)))
+		}
 	}
+	// A typed total that is not the ticked rows' sum is refused before the
+	// confirmation, nothing recorded.
+	tick()
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.SendKeys("#batch-ref", "NIP-BATCH-WRONG", chromedp.ByID),
+		chromedp.SendKeys("#batch-amount", "20000.00", chromedp.ByID),
+		chromedp.Click("#batch-submit", chromedp.ByID),
+		chromedp.Text("#message", &text, chromedp.ByID),
+	))
+	require.Contains(t, text, "not the sum of the 3 ticked transactions (20000.75 NGN)")
+	pays, err := ops.ListPayoutsWithResponse(context.Background(), &oc.ListPayoutsParams{})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, pays.StatusCode(), string(pays.Body))
+	require.Empty(t, pays.JSON200.Data.Data, "nothing recorded")
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(base+"/payouts/new?partner_id="+partnerID.String()),
+		chromedp.WaitVisible("#batch", chromedp.ByID),
+	))
+	tick()
 	require.NoError(t, chromedp.Run(ctx,
 		chromedp.SendKeys("#batch-ref", "NIP-BATCH-1", chromedp.ByID),
 		chromedp.SendKeys("#batch-amount", "20000.75", chromedp.ByID),

@@ -336,7 +336,27 @@ func (c *Console) payout(w http.ResponseWriter, r *http.Request, ss *session) {
 		}
 	}
 	if f.Get("confirmed") != "yes" {
-		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": fmt.Sprintf("pay out %d transactions", len(ids)),
+		// The ticked rows' sum must be the typed total before anything is asked
+		// of the operator (the API refuses a mismatch too; this says it first, with both).
+		sum := decimal.Zero
+		for _, id := range ids {
+			res, err := c.client(ss).GetOperatorTransactionWithResponse(r.Context(), id)
+			if err != nil || res.JSON200 == nil {
+				c.fail(w, ss, statusOf(res, err), bodyOf(res))
+				return
+			}
+			sum = sum.Add(decimal.RequireFromString(res.JSON200.Data.Amount))
+		}
+		typed, err := decimal.NewFromString(strings.TrimSpace(f.Get("fiat_amount")))
+		if err != nil || !typed.Equal(sum) {
+			c.render(w, http.StatusBadRequest, "message", ss, map[string]any{"Title": "Not done",
+				"Message": fmt.Sprintf("The typed total (%s NGN) is not the sum of the %d ticked transactions (%s NGN); nothing was recorded.",
+					f.Get("fiat_amount"), len(ids), sum.StringFixed(2))})
+			return
+		}
+		f.Set("fiat_amount", sum.StringFixed(2))
+		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm",
+			"Action": fmt.Sprintf("pay out %d transactions, %s NGN in all", len(ids), sum.StringFixed(2)),
 			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": BasePath + "/payouts",
 			"Back": BasePath + "/payouts/new?" + url.Values{"partner_id": {f.Get("partner_id")}}.Encode()})
 		return
