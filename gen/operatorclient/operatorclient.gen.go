@@ -995,6 +995,11 @@ type OperatorTransaction struct {
 	// PartnerId The partner that owns it.
 	PartnerId openapi_types.UUID `json:"partner_id"`
 
+	// PartnerName That partner's name, as lists and the console show it.
+	//
+	// Example: Acme Pay
+	PartnerName string `json:"partner_name"`
+
 	// PayoutSettledAt When the NGN payout settled; null until then.
 	PayoutSettledAt *time.Time `json:"payout_settled_at"`
 
@@ -1090,6 +1095,11 @@ type OperatorTransactionDetail struct {
 
 	// PartnerId The partner that owns it.
 	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// PartnerName That partner's name, as lists and the console show it.
+	//
+	// Example: Acme Pay
+	PartnerName string `json:"partner_name"`
 
 	// Payout The NGN payout (history `payout:settled`); null until then.
 	Payout *PayoutRecord `json:"payout"`

@@ -166,6 +166,7 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 		))
 		require.Contains(t, text, txs[1].MerchantReference, q)
 		require.NotContains(t, text, txs[0].MerchantReference, q)
+		require.Contains(t, text, "Test partner", "lists name the partner")
 	}
 
 	// One transaction through fill, settle and payout, each confirmed.

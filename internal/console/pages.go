@@ -230,7 +230,7 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
 			words = act
 		}
 		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": words, "ID": id,
-			"Subject": fmt.Sprintf("%s · partner %s · %s USDT → %s NGN at %s · %s", t.MerchantReference, t.PartnerId, t.CryptoAmount, t.Amount, t.Rate, t.Status),
+			"Subject": fmt.Sprintf("%s · %s · %s USDT → %s NGN at %s · %s", t.MerchantReference, t.PartnerName, t.CryptoAmount, t.Amount, t.Rate, t.Status),
 			"Fields":  confirmFields(f), "Key": uuid.NewString(), "Target": fmt.Sprintf("%s/transactions/%s/action", BasePath, id),
 			"Back": fmt.Sprintf("%s/transactions/%s", BasePath, id)})
 		return

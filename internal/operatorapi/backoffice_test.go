@@ -257,6 +257,7 @@ func TestCaseFileAndAudit(t *testing.T) {
 		d := res.JSON200.Data
 		require.Equal(t, oc.TransactionStatusCompleted, d.Status)
 		require.Empty(t, d.AllowedActions, "completed and paid out: nothing left to do")
+		require.Contains(t, d.PartnerName, "Test partner", "the partner's name beside its id")
 		require.Len(t, d.Deposits, 1)
 		require.Equal(t, *d.DepositHash, d.Deposits[0].TxHash)
 		require.Nil(t, d.Deposits[0].FromAddress, "a deposit without a chain transfer has no known sender")

@@ -247,8 +247,18 @@ func (s *Server) out(ctx context.Context, ts ...*lifecycle.Transaction) ([]opera
 		return nil, err
 	}
 	out := make([]operatorapi.OperatorTransaction, len(ts))
+	names := map[uuid.UUID]string{}
 	for i, t := range ts {
 		out[i] = transactionOut(t)
+		name, ok := names[t.PartnerID]
+		if !ok {
+			p, err := s.partners.Get(ctx, t.PartnerID)
+			if err != nil {
+				return nil, err
+			}
+			name, names[t.PartnerID] = p.Name, p.Name
+		}
+		out[i].PartnerName = name
 		if f := fills[t.ID]; f != nil {
 			out[i].Fill = &operatorapi.OrderFill{Rate: money.FormatRate(f.Rate), FiatAmount: money.FormatFiat(f.FiatAmount),
 				Reference: f.Reference, OperatorId: f.OperatorID, FilledAt: f.FilledAt}
