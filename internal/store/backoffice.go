@@ -193,22 +193,6 @@ func (s *Store) DepositTransfers(ctx context.Context, id uuid.UUID) ([]backoffic
 	return out, nil
 }
 
-// ScannedBlocks returns each network's last processed block.
-func (s *Store) ScannedBlocks(ctx context.Context) (map[string]int64, error) {
-	var rows []struct {
-		Network string
-		Block   int64
-	}
-	if err := s.read(ctx).Table("chain_cursors").Select("network, block").Scan(&rows).Error; err != nil {
-		return nil, err
-	}
-	out := make(map[string]int64, len(rows))
-	for _, r := range rows {
-		out[r.Network] = r.Block
-	}
-	return out, nil
-}
-
 // OpenUnmatchedDeposits counts the open refund tasks (unmatched transfers,
 // excesses, short payments and dust).
 func (s *Store) OpenUnmatchedDeposits(ctx context.Context) (int, error) {

@@ -348,6 +348,27 @@ func sparse(ctx context.Context, url string, open, blocks, transfers, samples in
 	return nil
 }
 
+// startWithPartner starts the service with vars and creates the partner the
+// benchmark creates transactions as, with its client; the server is stopped when
+// either fails.
+func startWithPartner(ctx context.Context, vars map[string]string) (*server, *client.ClientWithResponses, error) {
+	srv, err := start(vars)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, key, err := srv.app.Partners().Create(ctx, "bench")
+	if err != nil {
+		srv.stop()
+		return nil, nil, err
+	}
+	c, err := newClient(srv.api, key)
+	if err != nil {
+		srv.stop()
+		return nil, nil, err
+	}
+	return srv, c, nil
+}
+
 func newClient(api, key string) (*client.ClientWithResponses, error) {
 	return client.NewClientWithResponses(api, client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
 		r.Header.Set("X-API-KEY", key)

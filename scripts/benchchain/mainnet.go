@@ -72,18 +72,8 @@ func mainnet(ctx context.Context, dbURL string, p mainnetParams) error {
 		contracts = append(contracts, fmt.Sprintf("usdt:%s=%s/%d", n.name, chain.FormatAddress(n.name, n.token), n.decimals))
 	}
 	vars["TOKEN_CONTRACTS"] = strings.Join(contracts, ",")
-	srv, err := start(vars)
+	srv, c, err := startWithPartner(ctx, vars)
 	if err != nil {
-		return err
-	}
-	_, key, err := srv.app.Partners().Create(ctx, "bench")
-	if err != nil {
-		srv.stop()
-		return err
-	}
-	c, err := newClient(srv.api, key)
-	if err != nil {
-		srv.stop()
 		return err
 	}
 

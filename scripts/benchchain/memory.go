@@ -71,18 +71,8 @@ func memory(ctx context.Context, dbURL string, p memoryParams) error {
 		p.density, poll, p.poll, p.scale)
 
 	// 1. Issued addresses: transactions on both networks.
-	srv, err := start(vars)
+	srv, c, err := startWithPartner(ctx, vars)
 	if err != nil {
-		return err
-	}
-	_, key, err := srv.app.Partners().Create(ctx, "bench")
-	if err != nil {
-		srv.stop()
-		return err
-	}
-	c, err := newClient(srv.api, key)
-	if err != nil {
-		srv.stop()
 		return err
 	}
 	t0 := time.Now()
