@@ -74,7 +74,7 @@ type Config struct {
 	// JobPollInterval is how often job workers look for due jobs.
 	JobPollInterval time.Duration
 	// JobRescueAfter is how long a job may be running before its process is taken
-	// for dead and the job retried (JOB_RESCUE_AFTER; more than jobs.DeliveryTimeout).
+	// for dead and the job retried (JOB_RESCUE_AFTER; more than jobs.LongestTimeout).
 	JobRescueAfter time.Duration
 	// ExpirySweep is how often the expiry sweep expires overdue transactions.
 	ExpirySweep time.Duration
@@ -305,8 +305,8 @@ func (r *reader) operations(c *Config) {
 	}
 	c.JobPollInterval = duration(get("JOB_POLL_INTERVAL", "200ms"), "JOB_POLL_INTERVAL", bad)
 	c.JobRescueAfter = duration(get("JOB_RESCUE_AFTER", jobs.DefaultRescueAfter.String()), "JOB_RESCUE_AFTER", bad)
-	if c.JobRescueAfter > 0 && c.JobRescueAfter <= jobs.DeliveryTimeout {
-		bad("JOB_RESCUE_AFTER", fmt.Errorf("%s: must exceed the job timeout, %s (a live delivery would be taken for a dead one)", c.JobRescueAfter, jobs.DeliveryTimeout))
+	if c.JobRescueAfter > 0 && c.JobRescueAfter <= jobs.LongestTimeout() {
+		bad("JOB_RESCUE_AFTER", fmt.Errorf("%s: must exceed the longest job timeout, %s (a live job would be taken for a dead one)", c.JobRescueAfter, jobs.LongestTimeout()))
 	}
 	for _, item := range strings.Split(get("WEBHOOK_RETRY_SCHEDULE", DefaultWebhookSchedule), ",") {
 		c.WebhookSchedule = append(c.WebhookSchedule, duration(strings.TrimSpace(item), "WEBHOOK_RETRY_SCHEDULE", bad))

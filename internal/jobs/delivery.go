@@ -18,9 +18,8 @@ const QueueWebhooks = "webhooks"
 const webhookWorkers = 50
 
 // DeliveryTimeout is how long one delivery attempt (a job) may run: the receiver's
-// 15 seconds (webhook.Timeout) and our bookkeeping. It is every job's timeout
-// (the others take milliseconds), because River rescues stuck jobs of every kind
-// after one RescueAfter, which must exceed the longest timeout.
+// 15 seconds (webhook.Timeout) and our bookkeeping. It is the longest of the
+// kinds' timeouts (see Timeouts), which RescueAfter must exceed.
 const DeliveryTimeout = 25 * time.Second
 
 // DefaultRescueAfter is how long a job may be running before River takes its
@@ -89,8 +88,10 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[DeliverEventArg
 	return nil
 }
 
-// Timeout is DeliveryTimeout.
-func (w *deliverWorker) Timeout(*river.Job[DeliverEventArgs]) time.Duration { return DeliveryTimeout }
+// Timeout is DeliveryTimeout (Timeouts).
+func (w *deliverWorker) Timeout(*river.Job[DeliverEventArgs]) time.Duration {
+	return Timeouts[DeliverEventArgs{}.Kind()]
+}
 
 // Redeliver queues eventID for delivery now: a new job, or, when the event's job is
 // waiting for a later retry, that job moved to now. When the event's job is marked
@@ -249,6 +250,10 @@ type requeueSweepWorker struct {
 	river.WorkerDefaults[SweepRequeuesArgs]
 	src    Requeues
 	runner *Runner
+}
+
+func (w *requeueSweepWorker) Timeout(*river.Job[SweepRequeuesArgs]) time.Duration {
+	return Timeouts[SweepRequeuesArgs{}.Kind()]
 }
 
 func (w *requeueSweepWorker) Work(ctx context.Context, _ *river.Job[SweepRequeuesArgs]) error {

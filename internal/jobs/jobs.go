@@ -102,7 +102,7 @@ type Options struct {
 
 	// RescueAfter is how long a job may run before River takes its process for
 	// dead and retries it; DefaultRescueAfter when zero. It must exceed
-	// DeliveryTimeout, the longest a live job runs.
+	// LongestTimeout, the longest a live job runs.
 	RescueAfter time.Duration
 
 	// Deliverer delivers webhook events; without it the Runner refuses delivery
@@ -151,8 +151,8 @@ func NewRunner(driver riverdriver.Driver[*sql.Tx], exp Expirer, opts Options) (*
 	if rescue <= 0 {
 		rescue = DefaultRescueAfter
 	}
-	if rescue <= DeliveryTimeout {
-		return nil, fmt.Errorf("jobs: rescue after %s: must exceed the job timeout, %s", rescue, DeliveryTimeout)
+	if rescue <= LongestTimeout() {
+		return nil, fmt.Errorf("jobs: rescue after %s: must exceed the longest job timeout, %s", rescue, LongestTimeout())
 	}
 
 	workers := river.NewWorkers()
@@ -200,9 +200,10 @@ func NewRunner(driver riverdriver.Driver[*sql.Tx], exp Expirer, opts Options) (*
 		// The cooldown may not exceed the poll interval.
 		FetchCooldown: min(poll, river.FetchCooldownDefault),
 		PeriodicJobs:  periodic,
-		// A job whose process died (kill -9, a lost machine) stays running until the
-		// rescuer retries it: soon after the longest a live job runs.
-		JobTimeout:           DeliveryTimeout,
+		// Each kind has its own timeout (Timeouts); a kind missing there gets the
+		// shortest. A job whose process died (kill -9, a lost machine) stays running
+		// until the rescuer retries it: soon after the longest a live job runs.
+		JobTimeout:           defaultTimeout,
 		RescueStuckJobsAfter: rescue,
 		// A sweep a second leaves many completed jobs; an hour of them is plenty
 		// to look into.
@@ -231,6 +232,33 @@ func (r *Runner) Stop(ctx context.Context) error {
 	return r.client.Stop(ctx)
 }
 
+// Timeouts is how long one job of each kind may run before River cancels it and
+// retries it later: a delivery waits for a receiver (DeliveryTimeout); the
+// others read and write a few rows (a sweep a few hundred), and a kind that
+// hangs longer than that is stuck on the database, better retried than waited
+// for. River rescues a job whose process died after RescueAfter, one setting for
+// every kind, which must exceed the longest of these (LongestTimeout).
+var Timeouts = map[string]time.Duration{
+	DeliverEventArgs{}.Kind():      DeliveryTimeout,
+	ExpireTransactionArgs{}.Kind(): 10 * time.Second,
+	SettlementStepArgs{}.Kind():    10 * time.Second,
+	SweepExpiredArgs{}.Kind():      20 * time.Second,
+	SweepRequeuesArgs{}.Kind():     20 * time.Second,
+}
+
+// defaultTimeout is the timeout of a kind missing from Timeouts (a test keeps the
+// table complete).
+const defaultTimeout = 10 * time.Second
+
+// LongestTimeout is the longest of Timeouts: RescueAfter must exceed it.
+func LongestTimeout() time.Duration {
+	longest := defaultTimeout
+	for _, d := range Timeouts {
+		longest = max(longest, d)
+	}
+	return longest
+}
+
 // clientID names a Runner in River's tables (leader election, job attempts): the
 // host plus a random suffix, unique even for several Runners in one process.
 func clientID() string {
@@ -250,6 +278,10 @@ type expireWorker struct {
 	exp Expirer
 }
 
+func (w *expireWorker) Timeout(*river.Job[ExpireTransactionArgs]) time.Duration {
+	return Timeouts[ExpireTransactionArgs{}.Kind()]
+}
+
 func (w *expireWorker) Work(ctx context.Context, job *river.Job[ExpireTransactionArgs]) error {
 	return w.exp.Expire(ctx, job.Args.TransactionID)
 }
@@ -257,6 +289,10 @@ func (w *expireWorker) Work(ctx context.Context, job *river.Job[ExpireTransactio
 type sweepWorker struct {
 	river.WorkerDefaults[SweepExpiredArgs]
 	exp Expirer
+}
+
+func (w *sweepWorker) Timeout(*river.Job[SweepExpiredArgs]) time.Duration {
+	return Timeouts[SweepExpiredArgs{}.Kind()]
 }
 
 func (w *sweepWorker) Work(ctx context.Context, _ *river.Job[SweepExpiredArgs]) error {

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
@@ -33,6 +34,10 @@ func (SettlementStepArgs) InsertOpts() river.InsertOpts {
 type stepWorker struct {
 	river.WorkerDefaults[SettlementStepArgs]
 	s Stepper
+}
+
+func (w *stepWorker) Timeout(*river.Job[SettlementStepArgs]) time.Duration {
+	return Timeouts[SettlementStepArgs{}.Kind()]
 }
 
 func (w *stepWorker) Work(ctx context.Context, job *river.Job[SettlementStepArgs]) error {
