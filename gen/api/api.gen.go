@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"path"
@@ -362,6 +363,113 @@ type FiatAmount = string
 //
 // Example: bep20
 type Network = string
+
+// Payout One bank transfer that paid the partner for one or more completed transactions.
+type Payout struct {
+	// Amount The NGN amount of the bank transfer, the exact sum of its transactions' `amount`.
+	Amount FiatAmount `json:"amount"`
+
+	// CreatedAt When the operators recorded the transfer (and the transactions' payouts settled).
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id The payout's id (`payout_id` on the transactions' `payout.settled` events).
+	Id openapi_types.UUID `json:"id"`
+
+	// Reference The bank transfer's reference as the operators recorded it.
+	//
+	// Example: NIP-000013261123101500000001
+	Reference string `json:"reference"`
+
+	// TransactionCount How many transactions it paid.
+	TransactionCount int `json:"transaction_count"`
+}
+
+// PayoutDetail A payout with the transactions it paid.
+type PayoutDetail struct {
+	// Amount The NGN amount of the bank transfer, the exact sum of its transactions' `amount`.
+	Amount FiatAmount `json:"amount"`
+
+	// CreatedAt When the operators recorded the transfer (and the transactions' payouts settled).
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id The payout's id (`payout_id` on the transactions' `payout.settled` events).
+	Id openapi_types.UUID `json:"id"`
+
+	// Reference The bank transfer's reference as the operators recorded it.
+	//
+	// Example: NIP-000013261123101500000001
+	Reference string `json:"reference"`
+
+	// TransactionCount How many transactions it paid.
+	TransactionCount int `json:"transaction_count"`
+
+	// Transactions The transactions it paid, in the order the operators recorded them.
+	Transactions []PayoutTransaction `json:"transactions"`
+}
+
+// PayoutDetailResponse Envelope of a payout.
+type PayoutDetailResponse struct {
+	// Data A payout with the transactions it paid.
+	Data PayoutDetail `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// PayoutPage One page of payouts.
+type PayoutPage struct {
+	// Data The payouts of this page, newest first.
+	Data []Payout `json:"data"`
+
+	// HasMore True when another page follows.
+	HasMore bool `json:"has_more"`
+
+	// Limit The page size applied.
+	Limit int `json:"limit"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// PayoutPageResponse Envelope of a payout page.
+type PayoutPageResponse struct {
+	// Data One page of payouts.
+	Data PayoutPage `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// PayoutTransaction One transaction a payout paid.
+type PayoutTransaction struct {
+	// Amount The NGN amount paid for it.
+	Amount FiatAmount `json:"amount"`
+
+	// CryptoAmount The transaction's token amount.
+	CryptoAmount CryptoAmount `json:"crypto_amount"`
+
+	// CryptoCurrency Lower-case token symbol. Supported by default: `usdt`.
+	//
+	// Example: usdt
+	CryptoCurrency CryptoCurrency `json:"crypto_currency"`
+
+	// MerchantReference The transaction's merchant reference.
+	MerchantReference string `json:"merchant_reference"`
+
+	// Network Deposit network. Supported by default for `usdt`: `bep20` (BNB Smart Chain) and `trc20` (Tron).
+	//
+	// Example: bep20
+	Network Network `json:"network"`
+
+	// TransactionId The transaction.
+	TransactionId openapi_types.UUID `json:"transaction_id"`
+}
 
 // PublishStatus The delivery state of a webhook event: `pending` (waiting for delivery or a retry), `delivered` (a 2xx was received) or `failed` (every attempt failed).
 //
@@ -1171,6 +1279,39 @@ type UnsupportedMediaType = Error
 // WebhookEndpointOK Envelope of the webhook endpoint.
 type WebhookEndpointOK = WebhookEndpointResponse
 
+// ExportPayoutsParams defines parameters for ExportPayouts.
+type ExportPayoutsParams struct {
+	// From Only records at or after this time (inclusive). Default 1970-01-01T00:00:00Z.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Only records at or before this time (inclusive). Default the time of the request.
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+}
+
+// ExportTransactionsParams defines parameters for ExportTransactions.
+type ExportTransactionsParams struct {
+	// From Only records at or after this time (inclusive). Default 1970-01-01T00:00:00Z.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Only records at or before this time (inclusive). Default the time of the request.
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+}
+
+// ListPayoutsParams defines parameters for ListPayouts.
+type ListPayoutsParams struct {
+	// From Only records at or after this time (inclusive). Default 1970-01-01T00:00:00Z.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Only records at or before this time (inclusive). Default the time of the request.
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // CreateQuoteParams defines parameters for CreateQuote.
 type CreateQuoteParams struct {
 	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
@@ -1322,6 +1463,18 @@ type PutWebhookEndpointJSONRequestBody = WebhookEndpointRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// ExportPayouts Export payouts as CSV
+	// (GET /exports/payouts)
+	ExportPayouts(ctx echo.Context, params ExportPayoutsParams) error
+	// ExportTransactions Export transactions as CSV
+	// (GET /exports/transactions)
+	ExportTransactions(ctx echo.Context, params ExportTransactionsParams) error
+	// ListPayouts List the payouts that paid the partner
+	// (GET /payouts)
+	ListPayouts(ctx echo.Context, params ListPayoutsParams) error
+	// GetPayout Get a payout with its transactions
+	// (GET /payouts/{id})
+	GetPayout(ctx echo.Context, id openapi_types.UUID) error
 	// CreateQuote Create a quote
 	// (POST /quotes)
 	CreateQuote(ctx echo.Context, params CreateQuoteParams) error
@@ -1372,6 +1525,111 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// ExportPayouts converts echo context to params.
+func (w *ServerInterfaceWrapper) ExportPayouts(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ExportPayoutsParams
+	// ------------- Optional query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "from", ctx.QueryParams(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter from: %s", err))
+	}
+
+	// ------------- Optional query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "to", ctx.QueryParams(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter to: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ExportPayouts(ctx, params)
+	return err
+}
+
+// ExportTransactions converts echo context to params.
+func (w *ServerInterfaceWrapper) ExportTransactions(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ExportTransactionsParams
+	// ------------- Optional query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "from", ctx.QueryParams(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter from: %s", err))
+	}
+
+	// ------------- Optional query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "to", ctx.QueryParams(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter to: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ExportTransactions(ctx, params)
+	return err
+}
+
+// ListPayouts converts echo context to params.
+func (w *ServerInterfaceWrapper) ListPayouts(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListPayoutsParams
+	// ------------- Optional query parameter "from" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "from", ctx.QueryParams(), &params.From, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter from: %s", err))
+	}
+
+	// ------------- Optional query parameter "to" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "to", ctx.QueryParams(), &params.To, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter to: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListPayouts(ctx, params)
+	return err
+}
+
+// GetPayout converts echo context to params.
+func (w *ServerInterfaceWrapper) GetPayout(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetPayout(ctx, id)
+	return err
 }
 
 // CreateQuote converts echo context to params.
@@ -1910,6 +2168,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/transactions/:id/cancel", wrapper.CancelTransaction, options.OperationMiddlewares["cancelTransaction"]...)
 	router.GET(options.BaseURL+"/transactions/:id/status-history", wrapper.GetTransactionStatusHistory, options.OperationMiddlewares["getTransactionStatusHistory"]...)
 	router.GET(options.BaseURL+"/revenue", wrapper.ListRevenue, options.OperationMiddlewares["listRevenue"]...)
+	router.GET(options.BaseURL+"/payouts", wrapper.ListPayouts, options.OperationMiddlewares["listPayouts"]...)
+	router.GET(options.BaseURL+"/payouts/:id", wrapper.GetPayout, options.OperationMiddlewares["getPayout"]...)
+	router.GET(options.BaseURL+"/exports/transactions", wrapper.ExportTransactions, options.OperationMiddlewares["exportTransactions"]...)
+	router.GET(options.BaseURL+"/exports/payouts", wrapper.ExportPayouts, options.OperationMiddlewares["exportPayouts"]...)
 	router.GET(options.BaseURL+"/webhooks/endpoint", wrapper.GetWebhookEndpoint, options.OperationMiddlewares["getWebhookEndpoint"]...)
 	router.PUT(options.BaseURL+"/webhooks/endpoint", wrapper.PutWebhookEndpoint, options.OperationMiddlewares["putWebhookEndpoint"]...)
 	router.POST(options.BaseURL+"/webhooks/endpoint/rotate-secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
@@ -1957,6 +2219,436 @@ type UnprocessableEntityJSONResponse Error
 type UnsupportedMediaTypeJSONResponse Error
 
 type WebhookEndpointOKJSONResponse WebhookEndpointResponse
+
+type ExportPayoutsRequestObject struct {
+	Params ExportPayoutsParams
+}
+
+type ExportPayoutsResponseObject interface {
+	VisitExportPayoutsResponse(w http.ResponseWriter) error
+}
+
+type ExportPayouts200ResponseHeaders struct {
+	ContentDisposition string
+}
+
+type ExportPayouts200TextcsvResponse struct {
+	Body          io.Reader
+	Headers       ExportPayouts200ResponseHeaders
+	ContentLength int64
+}
+
+func (response ExportPayouts200TextcsvResponse) VisitExportPayoutsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type ExportPayouts400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ExportPayouts400JSONResponse) VisitExportPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportPayouts401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ExportPayouts401JSONResponse) VisitExportPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportPayouts429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ExportPayouts429JSONResponse) VisitExportPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportPayouts500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ExportPayouts500JSONResponse) VisitExportPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportPayouts503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ExportPayouts503JSONResponse) VisitExportPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportTransactionsRequestObject struct {
+	Params ExportTransactionsParams
+}
+
+type ExportTransactionsResponseObject interface {
+	VisitExportTransactionsResponse(w http.ResponseWriter) error
+}
+
+type ExportTransactions200ResponseHeaders struct {
+	ContentDisposition string
+}
+
+type ExportTransactions200TextcsvResponse struct {
+	Body          io.Reader
+	Headers       ExportTransactions200ResponseHeaders
+	ContentLength int64
+}
+
+func (response ExportTransactions200TextcsvResponse) VisitExportTransactionsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type ExportTransactions400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ExportTransactions400JSONResponse) VisitExportTransactionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportTransactions401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ExportTransactions401JSONResponse) VisitExportTransactionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportTransactions429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ExportTransactions429JSONResponse) VisitExportTransactionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportTransactions500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ExportTransactions500JSONResponse) VisitExportTransactionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportTransactions503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ExportTransactions503JSONResponse) VisitExportTransactionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayoutsRequestObject struct {
+	Params ListPayoutsParams
+}
+
+type ListPayoutsResponseObject interface {
+	VisitListPayoutsResponse(w http.ResponseWriter) error
+}
+
+type ListPayouts200JSONResponse PayoutPageResponse
+
+func (response ListPayouts200JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayouts400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListPayouts400JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayouts401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListPayouts401JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayouts429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListPayouts429JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayouts500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListPayouts500JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayouts503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListPayouts503JSONResponse) VisitListPayoutsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPayoutRequestObject struct {
+	Id openapi_types.UUID `json:"id"`
+}
+
+type GetPayoutResponseObject interface {
+	VisitGetPayoutResponse(w http.ResponseWriter) error
+}
+
+type GetPayout200JSONResponse PayoutDetailResponse
+
+func (response GetPayout200JSONResponse) VisitGetPayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPayout400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetPayout400JSONResponse) VisitGetPayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPayout401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetPayout401JSONResponse) VisitGetPayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPayout404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetPayout404JSONResponse) VisitGetPayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPayout429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetPayout429JSONResponse) VisitGetPayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPayout500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetPayout500JSONResponse) VisitGetPayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPayout503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetPayout503JSONResponse) VisitGetPayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type CreateQuoteRequestObject struct {
 	Params CreateQuoteParams
@@ -4021,6 +4713,18 @@ func (response ReplayWebhookEvent503JSONResponse) VisitReplayWebhookEventRespons
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// ExportPayouts Export payouts as CSV
+	// (GET /exports/payouts)
+	ExportPayouts(ctx context.Context, request ExportPayoutsRequestObject) (ExportPayoutsResponseObject, error)
+	// ExportTransactions Export transactions as CSV
+	// (GET /exports/transactions)
+	ExportTransactions(ctx context.Context, request ExportTransactionsRequestObject) (ExportTransactionsResponseObject, error)
+	// ListPayouts List the payouts that paid the partner
+	// (GET /payouts)
+	ListPayouts(ctx context.Context, request ListPayoutsRequestObject) (ListPayoutsResponseObject, error)
+	// GetPayout Get a payout with its transactions
+	// (GET /payouts/{id})
+	GetPayout(ctx context.Context, request GetPayoutRequestObject) (GetPayoutResponseObject, error)
 	// CreateQuote Create a quote
 	// (POST /quotes)
 	CreateQuote(ctx context.Context, request CreateQuoteRequestObject) (CreateQuoteResponseObject, error)
@@ -4078,6 +4782,106 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// ExportPayouts operation middleware
+func (sh *strictHandler) ExportPayouts(ctx echo.Context, params ExportPayoutsParams) error {
+	var request ExportPayoutsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ExportPayouts(ctx.Request().Context(), request.(ExportPayoutsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExportPayouts")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ExportPayoutsResponseObject); ok {
+		return validResponse.VisitExportPayoutsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ExportTransactions operation middleware
+func (sh *strictHandler) ExportTransactions(ctx echo.Context, params ExportTransactionsParams) error {
+	var request ExportTransactionsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ExportTransactions(ctx.Request().Context(), request.(ExportTransactionsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExportTransactions")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ExportTransactionsResponseObject); ok {
+		return validResponse.VisitExportTransactionsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListPayouts operation middleware
+func (sh *strictHandler) ListPayouts(ctx echo.Context, params ListPayoutsParams) error {
+	var request ListPayoutsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPayouts(ctx.Request().Context(), request.(ListPayoutsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPayouts")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListPayoutsResponseObject); ok {
+		return validResponse.VisitListPayoutsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetPayout operation middleware
+func (sh *strictHandler) GetPayout(ctx echo.Context, id openapi_types.UUID) error {
+	var request GetPayoutRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetPayout(ctx.Request().Context(), request.(GetPayoutRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetPayout")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetPayoutResponseObject); ok {
+		return validResponse.VisitGetPayoutResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // CreateQuote operation middleware
@@ -4552,348 +5356,378 @@ func (sh *strictHandler) ReplayWebhookEvent(ctx echo.Context, eventId EventId, p
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37chs5kjf6Kgjut9GkpkiTlOQLFRPnqG15xtu+tS1/vbOtPiywChSrXSywCyjLXNsR+9eJ7+/9/tg3",
-	"2Fc4DzBvMk9yApkJFOrCi2S5p6c/b+xEW2QRBSQSicxf3j50IrlcyUxkWnUmHzoLwWORwz+fxGK5klpk",
-	"+pVYpXwtYvNpLFSUJyudyKwz6YQ6L0TIrhYiY3qRKJYLtZKZEixRTC8EU1rmImY8U1ciZ1oynjHB8zQR",
-	"OcvFL4VQml0leoEP86VgoXtvtO5/J9bhoBN0VLQQS27eL7Ji2Zn82DEv7vwUdPR6JTqTjtJ5kl12Pn0K",
-	"Oq+Eztency3y5nxfi0hmsTITueKJZjMxl7lguflJkl1WX7VMsmRp3jZyr0kyLS5F3vlkXrTiOV8KTeR6",
-	"WORKtrzyfCFYmIn3ehrBEyGTc1jtKhfvElkotuKXImBFFi14diniE6ZEFpcEmSepeQeSKdFmjuI9X65S",
-	"MyGx/pfhk59l8uzn0/XzZPj+2evh+tno+/fPHsmrZ+fy6tljmcy/H0TjNOsEncRM6JdC5OtO0Mn40oyA",
-	"s6ounL9/KrJLvehMRsPxUWAo4T5oI/nZO5HpJ3H74q/EbCHlWybMQyyJWdcsLUxiRwn7xIqvU8njXnWJ",
-	"9+LRfMjvi/7xbBz1j6Ij0X/A793rj+ZjcRgfRcezu9yubcX1olwavHGaxJ2gY3gtyQ0LG8bxFzuX+ZLr",
-	"zqRTFPBkc3UeQ34n1s1FnrIiS34pBHsr1mwlcpbKyyTiqWPwLmdv3jx5ZM4EZ5dSxixayCQSvRPgvESY",
-	"c1OYQ6MH7Dux0mwuc8Y1SwVXmo2P2EIWuaqS5Tgezw75A9EfRqN5/2h+j/cfzO6L/j1+NzqOj8ThfDyy",
-	"ZMFTXRKmdsS20sdjhvHx8W5eqFLrBRCJp02q2W8myNjcUC9gHM8icgbIEyRhopjic4G8M09ypa1MgYdQ",
-	"PgUXWVWW5EUqFOPKCKhcwOdmj2hcs97eCbxeFprJTATwiH1nXmTqIhPvRL5mOlma7YF5iEwP2Gds+kV2",
-	"rV1np26Bds0Rz83vL7JSWOq+ldITBkJ5cJF9QX65OX88TZaJbrLDS34pmEr+XQRsZMTzaDis8PvxsF18",
-	"pTCcP6FYzHmR6s5kPAzM7EiGD4fBdokedM5znikemRltEma6fIQlcfVEDmf3xL35cdQ/jEaifzS/e9zn",
-	"h/x+/2h+OD+e3Y8exKNhu6D6TBH1yfwY7124ir7l8SvkQvNXJDPDH+affLVKk4ib2d/5WZlFfSjn/6Ej",
-	"8hxvsEjGSJt3PE3iKbF0J+jEQvMkVZ3Jjx8680SkcWfSuTNPuJ7ypSwy88hSKMUvy/mxWAqVfaPZkuto",
-	"QQfsskh5zsT7VS6UMtT99BMSQCgQ2JPO3fkoGseH4mh2zO8+uHf//r0Hd/nx7Cg6jMdiNB92PvmvOveO",
-	"baIYTRyu8yKKhFKdyZynSnzyyfo/cjHvTDr/dKdUge7gt+rOGZACSNtkAu9NS56a3TGnLqyRKwzMJecO",
-	"zvStWE+XiVJJdhkymZfPk14wMEt6KLN5mkSfuXFxgY+L6VLkRq3Q01zMRS6ySGzaxdYnSwrzNBc8XrNC",
-	"iZjN1iidVzzXmchZN+JK9JNMiUwlOnknep+7oaeVk0ZS3dC7MUtmZybeJ0qrL73nEW2QKtXWqMhzo9oo",
-	"zbWYsHAb9YEpaN/h+SmsMzFvqjOMI182XeXy0hwVZJxfCqnFlNY9NTuCzPMk0yLPeHpWssPNjz4ONcUv",
-	"fJ75vI21c2Qw8JfYrddyKfTCSJ4iE+9XItIiZnOepCJmMmOyyJlKYgEH1l9kOGDfG8JWdAAjRD4FnedS",
-	"P5ZFFn8eUTOpp3MY5vboWb+UrrhimTS6RJF9EQH4XDJVRAtj6ckijwRoLb40mLDQLRT58iXq9edSPuX5",
-	"pfg8IpKRMNVSTlMY7naJaXd+JmPQFLWUDN7zpSWLfaF8J3J294h9l3w7YWFjuUjS1yJ/l0TiTcbf8STl",
-	"s/QzqZpzLdS08Ia7Paq+MmMzbhRwI9xynifpmnnv+hKULV/qvchIT6V5Klg3bKw47AUMWFmwmGs+44hi",
-	"dEOFtK4+O2CAMzA+1yJnIfzRB9QhZIpQBoBFLpN3IjMr9KAV7+lNC6Sn73hoBqzyXMpnPFuTfqc+f9en",
-	"oEGLW5VJUrIlz9aWtdUJWXUp1+KLyPzGGycs9BcX7rFdt7hHpTx+BCR98d319snwHzyGSvWkMzo+Go+P",
-	"B0NjPxgNJDEGQSIzBaYMfSLiqbESsiJNg06UC67pk854OL7bH43648Pz0XAyHE2Gw38zI+XrlZbT8i3D",
-	"4WAI/1d+icpNtDbWh4rRBlhJlegpj+Mc9rAzfP/g/vH9s/njR+PD8bdHw8PDs6N78YPhcHj46Gh09vDw",
-	"6CziZzF/cOT/vPWt9lvgulispofzB3wUed8Yrakwb6VVGxOo/Fa/ny64WsCkjqPj4ZGIjw7H0ex4NDq8",
-	"P4vmwwecH4v7/Gg0jOMjPhLj4ZGY3z+azUU8monR3Xg+46PZeDy8600HVeX2Gc9SGb3tTI6OjsejoTEy",
-	"99uf5gJTeTlNsli870yG5vhFInm3YQOPaQOtyTitv/M46NwqJYw2L96vklyotgkdWo6CVe1pBzvlGH70",
-	"7OzVwz+fPj/v3/O/Km2RSefFq0dnr/qGxiNjOQt9JfO3nUlnJlZjM54573RUBuPjzi2Q0LGa5a4Ky2lh",
-	"/sVTnP/LF6/7o3En6BSreOPBw5f6shKZwYlDY/nvLQ0bYuYVgQCbNA2U7yKuKIwq4yu1kBrUijcZL/RC",
-	"5sm/i8/UdQt/pNu7Wk4Z2E7sX/unL5/0vzv7C0Mh7GN6X0pRO335xMKHZMcHFmkAzYHQbKkXImcie5fk",
-	"MluKTE9Y6FMjJEqvcmmmaNSJs0wnev15BEfpNJWFnsr5NOfZpbguYLMsjBoq2EzoKyEyZs7aYDhkPIvZ",
-	"MQo8+Pv5n57fBmCDMwCVt9DGJAPy8TSVVyJmsAIwLsy9Yyw3OOi/AqZzJdKUIarDZoVmEc+MRTUThLvG",
-	"Zr6TJrgDaG5srHg00FFgeh8sEwUgmPmkyFSxWsnciIoVT3LzWcsWosFPDpJpkadTY1sRjSwnuZGeiTjh",
-	"54AOft7ZLee2NENOAXG8RYugNHkSoZjlu/o0fy2Ly+xuWH95OKluUkkIJPsPuCdnWbySSaZvquJt0tOG",
-	"DybDId1RIjNCwgHD1nE4VSLKhZ76FzPdJ8lllmSX9EBn0rlaKBFNn82/+/5Bfv9P3/3ll/z86uc3Lx/d",
-	"f/L05b89keOn/Cl/fbXl9vKnU+RpZ9JZaL1Skzt3yOof0NoGkVzeMYRR9pv41i68Gsl3XXfO8UjPDwDk",
-	"p8HAZQu0965RDzXncZygg+plLlci14mwTFh/19l7Hul0zWQm2CpPoiS7ZEsJCBOe+yQOWRf+CZ/34Ex7",
-	"Qjhk3TjJRaTxa8P2K++lH5q6+HY6PYTHH9qnPwUdX+I3/BqPyncPmCHc8z89t8K5y1ksomTJU0ZwPnrr",
-	"zONKs7H7dpXySKheABQQsXnCx0Z5/HOhNIh1Lapuk9Ex3StGqytSAjOI1bnWIjeT/H+6w48/jvoPfvpx",
-	"2H/w04dhMDr61OteXAzw71Ew/tT7v/5HwzkSdN73aZB+86LbvrjRMSPvEIuTy0QruAjrSw6YGFwO2EW5",
-	"josOcryn3ja9XXA0+nDr2SdZEotMJ/MEbeSSQlXduOZvq5Os5hxqV6bbXFt0XL9R5sKTGTkz6Scn1t25",
-	"ErmD/ZOMGZs7FYa+LOKqtrNVjf1ajkJPwd/O68/psU9Bxx625vK+d2cPGTyJWS50kWfoywhfvnh9zu7A",
-	"71V4wsxWa/lWZLDhNBG8pcQvBU8rrulvan758Xw4vxuNRf9BfJ/3j/jxYf/+/GjeH8/GfDR/MB/GI0ON",
-	"uk9v5zYqkaYin64WMhObvekMH2PwGGhPaZK95ZcClpKLSGZRkiZwLZ0wcG4zzr77y0N22TiYfxgfHt0f",
-	"jsaHR8d3792v7uDheI8pVyykrUfAPrnxCDjz6prs/8n3q/7YaXVy1aVryXtlfJGc/SwiDR46ePp0gyw9",
-	"tYyD4pOrDTJG0J1xtyZNaqLRBxo2ycKDnpOCdz81JaCb8kPv9qhO+qm8EnnfnF+avVovZzIdsNdW+zGn",
-	"hPzqRi1SsQ6rMyVsyJvjj7z/7zCpcTAafrquZB5jDABLy6mhmFHm8kRxTJIXzINuYZ6QVySHembZj9Bq",
-	"h/t93hYN9iIj38nc/MxsmLGN5RXPY8Z9I/kbxQgCaN7Nm25VcMz4vGBDWtwbu3cbV0kuiywWMYvlVdar",
-	"88JtsAKhVW2Tha/YQqax4dJEs+4QBIhKlkXKtYUN5iJXMDUnwZJM3z3qeNEVw2Z0RQMWq8/giVas8ghT",
-	"ks05iIG9BialtT7uDwuRmcXkgkcLEYNstxKh+sITZmQJKzKdGAmPoL1bpFGL+zpZin1kdbItemQOd2wS",
-	"B2WcUkuMEb6+MbIHErZRMJWXDL42d7NecM2iBTf/9ACfHdu6ndgVTG0Tra+4oTE+iBFbwFvfKFyizHBW",
-	"vY0Ebix7E0pXn8HDCge5fZYUnUpyvbLMUdsyHXjayqYNkppnB51dlw/G7tDI/lYGHQfG4Pmsn5aNBKhu",
-	"SO0stN1eLjSg5fwba1jOiRnnPEmLXDTlnQMLdprfT7K5rNh+zctyUSx51s8Fj8E9J96vUp7B2lq535mN",
-	"jZHSK75WDMwzs9ve7J0EJduNBp1JmQqeNTbJvqKcdkBL3kjOh4CaNBenNCxqyaNFkgkWyVicmJMN5x7G",
-	"ZPgEnFXzH53LuIjs8m2oczMMa0NYEQSX+TFFxliv4rB+CMJS6IWMfUCpE+wKHdoUu1KbVEvoSscq6H7c",
-	"CtxlTX/+RgCqHXJzQxPi5v62gFttyBVPcnfo6ojpBqyNHAyet7QRItPmQ2/xHXd+8q/15uY2uB6YDBH+",
-	"dh1mlctZKpaoWYLen4g0NoqSC1FvnmNCg5ts+y+vXzxnAJiAiaclMCdIhy4oXKEPIIeAZvDyTeZPwuQz",
-	"vhSt53ijRPjBXFmJYle5tJoy6lzbJSuupRx341EFkdR46zM8oaUcmvNIK4vnb5SEEZ37nYIQBMQnDz5t",
-	"2EIi7+Oe0VYq1l3ytVGExXKl13BTJlos1V7vI1755KjA85yv7T1qMdsP21DwmHV5qqQVTeG/9gkb6z+J",
-	"Q9rf3u6NARKVC69MoG2THidcbzStMh+Y2mlZjbdbVp5DfQ9tetyuTT8vMYoapIbWglM4Wi0pUMPQmJqw",
-	"ELwbIet++/xb9nrJc80egpIEhnuo8wi+Pc9l3TCw/s8NttfdG9ped/exveDdrcbXy2KWJmrxmlyoH1rd",
-	"kWkCugZcJua48WqyyISFK5HFEDDbveKJNptsiOZ+CaIHYkt6AQvpYxGHrMvZ+P37iiZKsCt4QEPWRTXH",
-	"EGG50hQf2POvXXo1sC+Na/RVeLAqw8snGxwCyFOblAWYFCP+q2ZiAmwekJ/TPDAaD11IkWGGAnyGhpFk",
-	"Vgn+azFOCXadonP8Q4en6Ys5eAO3SZFX5ulPP7WB6uK9iApUW8yYrBvOuBIwfkjRNWDWrIww7YGnpLSQ",
-	"93u7JwTa5+CJAZLRCK53OaqBBNLJKsgesKtFEi0Q8sJfI3uARBI0WbeaXZIWaVQNtGk1iMr5mdfR4/ub",
-	"PrUgnX2JWIGp2slYYbuuTwpwZ5tBC4idzeWy5q8AMJGwimKFlPtsJ4Xvx2qTF+RBISmFgeiYv4e4irEt",
-	"u5XDAuwIFE/kdczNmrvk9tl2J7Uru16lN2FDtwyRv+RKIR258v1WEMOIJMwuq6jYoAXG3q4OuNdvA139",
-	"MxjUJJhnKVfPRXXPKqeywlhtSgfI6M93/cl567ZVD47NH9vk4tsbTdQSr5BghxOrjjGeMLlMtOE4QLtg",
-	"ezdOsYpEH1/TQTeqOuju3r6DbtzmoLu70UFn1oDOuS/rUK0d9n23arzPVtU4rH2zfp8e1euKu7otci03",
-	"DwkFijBobPFZ9k6kckVaK8i15pm2MR7bZosK4laULGPSevdqeFlGr93tPNwBnJmfMZkxes4z7DbhZLC2",
-	"cuA2Er7ibaqvORgrkaPuihLt8005DPi8uSH3ytgbhXjZugEAsfBL2OscH2S5vFKbN7zFsJZXynmAMOE/",
-	"E1fG1IZk5r3te5roK3nVZt4vuJouZd7m4DcbDBKEZxigCCuayzSlldT3O6DU2g2xApStizFbqM82YXSv",
-	"7MEGjcMoG7YuwpyyL8yv4A3kkZGoQ6dc4cd7cvxyyfP1nvR8TU9v4HJH18DlG/tLa2X+kqP2lSKWt+wa",
-	"ry9MfDb+fYqUkv034FdIQjkH+WJIlApdjXje5sK9dU1/8OuZcLdjhH122NKtxSNV/e/ube5Xrcjy9U2i",
-	"Vcq1sWKmcyFuiQVCq5399b+w0ouLrJoLhE1KT/+Cp/O+4VqjJrqLTsFmqgXPxS2yZTkPGHnCQn/xLdOF",
-	"x64x4c8O+NkdUlQyxUYQe+Op32GsBh2ttmA4vsPXvWJfTKEm6mrLCDobsu/Ls1glrm8tN/Xaumns/lHh",
-	"dctfsOwtwvZ1eZPWk+40TylfFcr4LGQqmBIpplxfJVksr1iXpylcaaolsHWey2X7Jor5XEQ6eSeY0jx3",
-	"QJ8dNMmitFDJO3ENVEfLXa8SWXw7L9I8ndIxmt72KQatmKliCYgDjB56mwDzHtTPSrTZUs2K5UxA9goo",
-	"qeTxseNsDwip++HMdgKh24nQNqc2zntNsSk3A2VOvdiWNJmLaB2lAj0K+4dvhTbgKxYa+DlkMkvXExQF",
-	"jbgu0RJPw7rXAypOMM8ccpnCo+GQ1QuK9AbskQ3CuyJPqdJJmrK4EI1osW0W0W8TnrHoDATBQJTNhigc",
-	"F1th2D4390ljE2j7vtkWruOV7rmNZFG/bNr4/s4AZz/V9eYLbFQhquSUXnNKcEY2CEmo3qalm4HvKquf",
-	"lTJzduAikqqHf+Bu0Nrn5F+rfljGdfif5mIOKgkGkchCD5TQuuGda5nctdWK0wzLyxge9znJlvJDKXfi",
-	"b5HMKbwaoWjl/05dHzrHrWnMtFV6gs/1z4nSMm8tV1fVrDHLlS3w+aaEXGwa6Mw5bws4ZdmlCJhM4+uj",
-	"GpUZn2U6X7ehG8neNbl2KnrKuaX3TLAlP3ZrSB8NFjhK7dwUXGIr0FQhZ4ubAGtEbvc24kNswVcrkV3H",
-	"12ju76na4rKn2Tm3m3tXl7OwQa6wRwiORXasK44JQwBfgnBy70/ptHop/ZWka5nHIp/OkxSFhC9FIp5F",
-	"gj53UqSUHKW0MFP6aZetYS6+S9mnD1s4AeLnuKvU0Kqe4MBVMj72Y4uIelieMNHmZjKfL1nXkIxkGJYk",
-	"ceIebtFKGGgvYCJVAmi9xYoqmTEXnDIS6xy0DgCS45GW+QQXHAbMn0wIWzAhUVtLA6h8164aT2/r7HlH",
-	"ocq5/lvcWr3t2nk89wXsdknOfSC7qrD+XYJ23lbuFuC2HEElQQuvUGR8OOW/VwyPciaVlkujNVP1kdtB",
-	"9hp1W9q2gr40PBASxBC2T8rogt2zJy/7x8cYyIYBbAGbcSWO7+NnGLbWa4XqtoV72Pi5WPA4TTLBuodD",
-	"tkyyAoo63TSs4xYViN8OTLo1bROkuTKau6QojtuCTW85oIwyg1nXugfhVGCYy40vjC8PSG5VB38dTI/i",
-	"Yuqne2fUS6N6zKYgzW01Y9i5p5pABDPWXPMyqbj7vizQ+euKbqdbzg2pqdBKq3s0qSlbRh0zoi5sT78J",
-	"oTyIGV3RYs2/AL1AMsALrf/S5hF3lRDsMU2FGZ00Z4+sUHW5USc2mUUvRH6VKHOUs5hxP9GF1PA6heFB",
-	"mUU2mcyZ4AOGJlu1ijRL9Ek17lYxsUy09uPrbE4BvAGC0IzS0e43vlaOlhIiO9nFLz4EueFEXi8h0N/k",
-	"XzUzcK9o0Xo9z99qzOg/lLLSeu/Vi9G1h91piCb2Fu6SGx3s7rKHbS4l61oEWYUnzLCYNfiSchgvotOo",
-	"U3VotLf9YLAnmi35msXJfC7y1sDRLenk+waG7c4p3gZkevcDJL3uPOo7T1C9DuD2N9qazEZLSngaekIe",
-	"99VtZaKYWkj0NNWoGLCwBCFCX7RqMNxxNZTEa8F/MuU3iBRI/s3cuCIOT1gId8GKu7DbuiwgMMM2TKA1",
-	"4UJOytQGo3hbtCN0rQ+4plgdtXUP8Hpq3keVzAh8cZlvioCJD/W6pfhgzGdBME0O2Jike+4OWh31t7gL",
-	"+CfM1me6cXRZNxy+x9jdu0dsId5b74UtQRY0Pwc7Z9dxPaswyDcKZwTl6lkpLK5zCNQmB3hdGFESn50R",
-	"Cc4qWnuCuWYbp/+ogKYblWENV6EqwGYildmlfZNPeFAIpWYpqA57g8L18g0tiPBXE/KrCbmXCbm7bIF/",
-	"PIzOZb1FOy+sm+mBt1vQYIfg+cF1v7E2COR2ouEylzmzhlGFCka1yISI2dKYAGTV6AWnV8M9ETZsq7BX",
-	"r66wW2H/DRv41Yp4e2nsEKdK4PQNw4N+qzhCLa/GI01FC2woabdTz6KhrjdVAe9m3Avz2Bfp31E59ybA",
-	"fxN/+b2D/08TpZ9osdzhkrYRSEZd+Hvg/L8fA/3Lp2XWlayvitRmReqWtKavl+Vv4LLcfA3uj7rvTjaq",
-	"Rwztm2zk/+42ko7aZPjX7KO9vUI3TyKqccu+2op/wG6eTFRn1d+7enIT6t6aCvi7p+62QjDNeESvUFoZ",
-	"wb1XsbRfMZCsEmXa8t7GHlD98lOsOdMu+11pG6pM06IB4xe7bllb2QbSJ66jm8ZFDtbYdNmyXX+WVwxx",
-	"Pu8VWsq3gdmYZZKmiddOaXstSdFei/CHxboyOrXu65r5ykIHLJJZJvD8mb1QIg5YJrP++P37Xim0PUbe",
-	"fTiAOadRayE/zCsEq9Rodn8+P39JkV8nXmJ+Jsve5zzPjQm75dWbEigqe1udV3VjthUlrJXJ36WqNsvk",
-	"N2tT7GET2Z+DQYQdmnNxmSgt8utwn+t10PIibKyCHmqeu7NSuf89DWJbn4Tm6EkqGGe5NNIn7stCM/wZ",
-	"ZVio5DJTbCZcnxJb2R7aRl9R5VOl5UqdVKMxbwYQ1ls4NPJTsKVDyP4AAVd3j8zldDhmOc9iuWSztRZq",
-	"wF4v5FUGiStWbtpO/FAbFvcVav36O4ZsxmSO5Ehk5s6VjUa4PWvA8c1NTAFqRtEyeC58Tnn54vV5hU02",
-	"qGpmtJIHG7uwlac2WwV7HNKbZTq1dblgSmhzEbVYDDc7W+wMP7Xcgh7UOIEqZDGgyOAWupQM26hHZlPh",
-	"y4r7ucIk3jG9zg6y7kLrFZSY1HoFnjOl+SW0YloVszSJyi9WTj+oFcy7RucSH33Ik1r5+eHR/evx0158",
-	"sI8Sqlu7m9xEBa3fFb9LNdQusj276bQa/GQFJf6RyssWDezyMheXfEMlrTqKVQ6GLlIbjLIT1yJlQLXB",
-	"blUl8RrF0ve6ymG2108fgd9tpAlRNz5hRUZins3WUL0xEYr6U6xSvlZ7UQdfpqnZ1T48bn4AzbE+BR1z",
-	"2UyJetuJAdeS1UWNbrPkscUGKuFxhKjc7LoHJGCv+QA+YeeTKBYXoqqHZtC21iw+LtIt27dzTiss4bln",
-	"wka14Gdr+hoCbt7GBdWjVLtBHf83ptLcvyYFdwmCTUGvdXFARYgVo0LVGIZJU/sqG/a2Kmla080zx/iY",
-	"ugF8w5TCmq3dFjzyVVr9rqQVHs89yUst6f/xxVy58LYztp8Q3Bf5rAjGz9M3PQn8u1c5dzt6qtH313H1",
-	"kIV0C06eipL81bvzK3h36jxyo2P4GQ6eBo/+7k+ibY3bopStNwo561moVK9AAb6lpsUNSmLcfumLDVPe",
-	"4Jd4Wd6gTQJBV5BqiyBLKaexdaGRYmhjgEuI2WIUvQH7M7SOUJOLLPzX/mvsjtKnCUBvia72tK/A0754",
-	"lEul2jSwCYuF61tzkc3WLNG9gLW84DxZCqX5chWybpEl712pcCtA6eaErgutU3ydXGZcF7kIWTd8Nwou",
-	"iuHwMCII9s/PTh/2X//5dHx8t4sAYcAuOvhIEsN/xQD/1HYmlU8NgfGDi04P/xEGF5m+kkyteCT6Sqx4",
-	"DjCcshNRhMg58NoC1/KdyFO+Ur3AEArBO0w30wtxkb3WPIt5HjNamoJ+Lcp1m+4n0Lra/qVL0kFZa/u5",
-	"m0c4uMheCXPsGGfuaYwehbDRYxd+DakqmbwasFOEo3m2xn4NiV4kGRsd2405uch4tjYfXiKqnlgOiCmI",
-	"+5ipAIcOGEZ4B2zMFuazRcBGQ7aA+cI/umb8i+znRGuRn7DwldD5un9qxoFSyguZyYLia4/GD6jx+eEJ",
-	"OxoNLeKpKqh1b3CR3dBfclND6qaxhbssHTx55Uky9ulbse7tZd+gFNpf+TYPOyXjugZRa181VLQrmvXG",
-	"ag/VeTS1h1zYgPewKl5Dp3C5WmAQbQ4PoVOFngRxcpH5EpgZlW/Gs7dlqsmSr82PmTISlactkTtOjDKO",
-	"2PrJRYapQ14JcHixl1iCqU2wn1QnTi9EkrvfYFMZlOJYuv4igzzXDau1maKuYSE9OEUR4UKtSDTYtKmL",
-	"TEnKUzILsN1nhYKXAiWiXMSJLjtXKaHpgjGKcMvZ2rPmOtGuSu3uuJlgpxvxB/LKI+6V19JwxROQDJDz",
-	"c5XV2v6Oj4fDwb3PK0PtqLqhQx/X0YKYzc+mo2SxRDUCU1umfO3GwztiHisk/kaV8Y6MEuDM7nEtc+jE",
-	"I/MYHI5eYaCypBkga4WWS66TiNZZK/b9/MnL/nA4HI4Ox3dHo/HhaIhF4qnH9PVU95Lc/ipdmN8WyfEK",
-	"FI9NsQLmO1qsrez8SyEKEW8sQviPCxreCEXTjky/Anjm9SCcqqSVj18LbQ1YB1aRBCEQmCuWF1kGPVC0",
-	"N/+J5/rHOJuLDJnAacVlmk0CBfREFgeGvDyz5FFUKc75XJm+SswB0heZEfkoB/8OIL45FmaVU4fPbddp",
-	"vFX7oN7E6HoBk3lgVdXMxwTRVwsbFMDlxow4UNo1xAXSKrzP7O8EaO15ACUm87xYUW81zqKcq0XAzO2b",
-	"CxUVjuWy3hZC7lF9bzeutw3Ka6PkTgmzf+l4T+Z8FhpAku1abVt/ywAAdM6PijzR69dmpUiQ01XynVif",
-	"FnqxKzqKbKnTl0+MMsy6oXo7VTyLZ/L99G//8d9hJQTBfGn4331Ti0FIzPjYPNGQiy/NTP+1f/rySf+7",
-	"s7+Uq+Uwvc6nTyC+sGVlJDPNIzh9YgmeKxTDGKyj/m8bs+CHM5Qvsd8y/zfol9mwdliyLXM2S0Ukk6yv",
-	"ZX+egJILVvGAnbrHocWNYpy9ef3ovNrM7iJDZIDdgUYpKuwFripmNZ7WPufrwaStUgieYvwiW4m87/+s",
-	"ltdsWKjWRpF1qT4VdAE8z+FdVJ0qMFPA5EZR0diZXuSyuFzY8YNKDn/AFE+xKBnqy0uR6aCcpzGMRWxR",
-	"EhUgpOApwaD0akI8q6llaWJzrb2mBqmIL0U+uMgusn/6J/ZQZkYSGQqZTw7YwYHhZ/MRGm+DgwNKOUcN",
-	"DBbE35IaX3K4Ze0kY6HjxXDAXiNXX2SM8SgSK7J6WOMEvBVrFXisXj5WngXzzAnj8CK6WQEqNqOL7F2S",
-	"y2xJd2F4NBwxv21xSKnziALAxSJX0Km/Yh+BESSvMlzfW7GewNQdJG3XmwslizyyoXDwwiPmGiOHges7",
-	"kyZv4a4qsreZsQoSc7sbQlvhW5KYBBAiZGYRHy5ANl10Juxv//HfAbuwMsp8AuKRXVgRSw99Cgdmxmd+",
-	"/203IHRhhe6uIUORPWEhDTnBekBhwDiKZhbSyCFVDcrMwKHAn6NotFUkal2qw0jG5mdY7iekzq2hY8aw",
-	"7OAaEjVeuaaxqiSIC4a1tmO1hewJdfNLSPFay4KRhGOFsgNzLRig6TgwjxaOW6G8xpVksyK+FFqBFcpj",
-	"FbLun87OqWnqVZ4YaQOKgyFALpQGMCzl740V4iQ3msPZXOYRfl4ysy3bQH2fG+sy4xq6PDk7f2wrYIVm",
-	"4k/ND/ovZZpE64lDAaOUK2URvpNf/oifEk3pi5Mr+pgwMMIBUX4wb/RNw+Zu2CVPjM5K4+rquJQvPi/S",
-	"lF5xUha0Qbp6IaPm1XA6xw+Y3wk7REaqYmldekWPdvKZzMTa7CHmLtoQQ792uApICwakGYvSqwF7bK4b",
-	"7v3KGPkI47GNDaKCShqkYgv+TriH7wYwf1UvFFCOZtnPiAPDHXmRCnVwwLqEUATWM4UQClRY6YG0GQ2Y",
-	"3w+Vzi2UJUCh840yC+jDBQZThO8qvTWKVa2zhhl4PGBhpRViyP5YedVf/4t1R+xv/+s/bevVsmPHwUEs",
-	"r7KDg+qw7lQwRj9hVzJ/qxi/5EmmtC9bJ2wurkTOapUVzK8PjQ4wLzep1sgSnlTsj/Yff/2v+jo2zJNm",
-	"ViHCkXlXpRBT9WUwjT/if/76/217UbHC19xte81xjesACySr1V42S75Grmo072swn+vEeEIvA0R8U41/",
-	"1jUXFl10dsIqSUWm0zWS/O6g3rjlj2x3yxkUidQu4o/trV9ogu0NYKCG1a4uMHhywM1ycADn9dXjh+zw",
-	"8PCBEatvzh/aJ8R77d2e2D3AXAJKZDHrwq1n6wlm0BbdmDNrdFEEbMU1wvq/FCJfm2m7/vPKXlVJbp+2",
-	"dxdq3uYBTyWKRZTy3DymimjBOEj08EksliupRRat+9+JddhzfWexL/Ob88f9+yCHZKHh5splyqIFz3kE",
-	"k+i++cNwOBz+7T/+t/nH6DF1HwYpmkVpEVtHgor4SpS/ZPD4tzhp8+97j2mMB49PzBhGlKx4JNhM6Csh",
-	"MpSXeLxIRmdSw8We26uNesk7Twr8hIN7Hq9Ku5A3f3j8+PGjE5JaV5hGAFaAGbr0AZqNjRYielvWCIxF",
-	"JI20HLAXNknATzjYxO9m3IwvE0opgj3HxXvnQGmZi5h1eUVFZbNc8LfwCIIo0ml9TR2yN0D9ARim5Ba8",
-	"+c0XoJVKVXJJothlYjicDrAZF9AYKHppUU1QSCjUocTHzY1hhJXtp38FI9NfZiCoSCRz97KFTGOiNiQY",
-	"JVqJdM7mMp8lsWJdDtvx/M1T8yPUaC3TmV/1AO5gNh/K7omrbohTO335ZLJB6iQEIAvSbAN3x1oV8Mef",
-	"BrA5oVMBrf4H3qaVzLWnq1mdcCZjcNbmpaS8e8S+S75l3fBodGiDKqdayil0PyFrj04bTAAuW7Rp7vys",
-	"ZBbCb49ZkSnbVX+6FHHCAZUJeyf2rXLOwj+dnYeW8DiP5DIz3ASiNHzx8vzJi+evQ+LPY7YUeiHjqTEH",
-	"4IAI65I2+2zMXgGMNsvllRK56g3cUu1WGhUKdAH2LPkWCAveGBCkdnvwMsFUMjNmbjccdamjwxFq3Nwo",
-	"NMbuFu+BluvAjGxPK8gPo9O7bYPabxVFm/bIk2etdiGkAwFAq5iShgggO8juM+euLhHNRLojEP/Hx57k",
-	"6wUb7DMrhd1bB6zN2ndqbvO7Ox+S+NMdTM8MbTEkcCbIjFURhoCFL9+cszvW+r5jHbZh4A3e+PYOutD7",
-	"iPrAKLUHwTF154MFBD/dQeitPm0ykO9Y50ZIMsrF0HR9IIYZS0WLzAvRXENWJdjN7K0QK9h3mRtxd+IY",
-	"AOxpe3E5YZMXmbLVCAlBpTbBvaAEHZycAsEBRhiIuwH7zrzTsOtbsdIAXHPNUsGNlnPEFrIwevkpuOHX",
-	"tfGMZWb32XyAMommhcEaZfxpaUsZEQYvMv+gOZYMp/sISooYLecQFClgfEWWmktLwlJghncrHRTCo+ED",
-	"5kJEps0iESGTOV4c4zGappTaFRuBlFu4H7haDtjzxt0EZHJrxcJ4CVxiaKhAhbIJ43A1gVm+BlEcsi6I",
-	"YkyzYzBKePz+fRiwTOZu2HmheArBvB6PmJGpg4SFyGH+vmBc8SQnt6z5CtXEqSz0VM6nufmtrYm5ypMo",
-	"yS4DRwZi+mmRpxV52JvAlNp3P1FOMQBDggAImKrMc2wNZ+woIonHSqWrzFIQ8A0BGjAkYVoWwl5SRq+A",
-	"2YIeiougowBTYFeySM0WXAGawrpo9hUZf8cTAKoDpvi6hxe6WwHhIlhVVUC1V5xS12JJIIi9lnegElHR",
-	"xV5pJ49ZUsrM6VuxnubCiP/wpKSfq0ZqTwRBKbaxV8nPeMEDI/vDOjim9HKFSFLi17Aq0hiUezPvMgIy",
-	"pDYLDsYAKlDWo8W+uX9mkex0q/wAVUWRX9lS8EwRw1L7GmPw2zV9U/YIMttHTTOAO8zfeIwQscPq1HK5",
-	"BIfZJeYmyhz1Wm0UV3SgsfDYHCBz5x0PD0NzYJY8Tdc0FVIgy1MSk+oG3GdutkRmk7LUqpdXbutlcs2N",
-	"jW32I5Wgx9n9whGRrc1EsaKrBcZZxDMz27eG+a4ouxLfAatKOVhRgB3DPjss0iwEVJPzXHBNYhwJrKWj",
-	"rNmTiw7hkhcdAsgrJ/LgwOzlwUHz5gYNOZlXWwXFNDUt4oBQZw0wXv3Ese4Wydw7obEzqf1hylLjTBZ6",
-	"wH6oXmCAPmjqL+QkHPzUinKCe1Ca/+msrhk4QX7nQ1O4fwopVoyT26FXnhBQY/a+5XsMHPmKCiWSr7MM",
-	"sDCmMm41z1iS4animhVZAh5lc4Mj79J8cGep2iIACjNj02G4wAnNEVQxI0whRo3ny1QoOLEASJXTmJc+",
-	"ZdABuI3EszDca50nkTYamTKWGhxPCzCbocDAe8fTQiAfWRMMZ5torHdf2qBIvA9/+4///sQueT7jlyLc",
-	"aOkFbaaEebvR2HnDMKP7zTPUpUDTliz2zRAK2ZOJEdlsmSi1Eqlm8yQ14wLIiFp0LAyRwNnSO0FMwYcR",
-	"csFWIo8Mm4NxK2IHEUKSc5ez8A6YTtxVFiMjjCJgSO2CSPR/Hj8GgD5NNIR6hf8c0ufHod2fl/wyyZzz",
-	"5mliTRajBQrdBz9RLbyfhV6YeYgqJv+lQLhnJgujjEkr3ZEEygY0JUoVVE7aLF/BFzMevfWiNao3PA1g",
-	"jg++EdgbqMkV4ykUezAC2a4cA7vgTLiX17aNpj5gIZiPsAawK0bDIVzvMfa8ZOMhym8XrA9OgNBG3lsv",
-	"CCo7HlUmEGtkLSHwoYCNiv6QATg8kOt97Agd90JNLuAYf7Tdnj5Wf/cR74+P8Ey/33f/wx+ZhX5kYYNF",
-	"P7IlT+cyX4oYTl1ATh1Du/IMvEtkSr7GmTSENOyboD8LtTW2lLEI2IzHFhLF6AZWe39NETGHAmqZf2xe",
-	"D4y+pMrhruZs+4os4300wrVkiTo/lJFKNW5wo47MqBXIxhCJpmI4Cl/oA0ABqst1n2LFoQi2O3nDjLan",
-	"EIcLnA2Vi3eCp7Re+DmOiMVze+UEj8wESzch++j8grksjNmSxIF39iWVU8BJNryQbthjM2wb6mAoiuOD",
-	"ZCK1FJ80B9XJQ1L2yyEfmCG3WzvwzubHPDVX8ZqVKAUkFaEB3zU2Syo0lM7mSvRqb7QsAZf4FK5nKGRh",
-	"3qbbyzyVi4BlI2CIKlht7B0qL70Cg1MbHO3U6ZkwG73KZSSU8nkaXoJ2H9FgCqo6jYvOSuTpKoWq8Qt2",
-	"vNGhGa8JbrGPTsXHXIp3IreAmPvtMZ6EVnALuAJ+qqkBsCFeC0RmRxuP284/GSLbqbbREKqOXbWWfYJ9",
-	"o1hYFkgJQVyba8YjvD/EMlFLrqNFfQx0p4Dsw+rVOCNKI7A9FtDEqI7bNIQ/lv2b79jhzDeWku752kit",
-	"dvNHulRL51eiQNJdEfCVmJNO8ZMgBmbynQBdccnfw4fVt2yyuGHXbbrNm1dPHVbrxFx5jgCyK8cFxq76",
-	"az8yLSVbmtNsgVEst1b14dIQx1bea5FnPJ1SEMHH0ptQZOL9Cg37biaZfRJVF7WQV5n19nt7xZK4V77i",
-	"0M5STT3z3FLY858aCntPwMWgFT4Bp5ynojYsmWRtA/v2nff1CVktqPZWqWJ951D+/KKzwwK+6MAiIWDn",
-	"f4pcAdgHbQwRazVfhUk2l4N3+G3ofAlKLHmmk4jRNxBgVobt5yIV3Jwk+tos4a1Y6YusG8qVyPgquWOf",
-	"sfVs+u/+dfCXwb8N1nyZhrbOSY6xTTJfn3gWYSoB3DK6XXgnlpG64z4HbZXc+vxnmR8csO54MBwMARdy",
-	"Phlr7BtDuMgixINpIqpEFB8MWWxuZb4QnMz/GDHx2K+2ZesusaV5pd+KiX3rvECq5EnOojQRqI9fikxg",
-	"zpQTGG44S70IoCKdJysmM8S3lvId6i65yLjR05wpAlopeapKZU3mriwcp/CZijIHAnsmIrkUXiV/sB7o",
-	"TIDxzFnG81xeQcKEBXQNT3JMUkS6ngCdDg64sQbIZKOhCFMVWbE8OLDxF0mGGzUajHCjqMiUsX9K+iDN",
-	"yEOimOJzka4NNcxLyuVTPJHDsu08rfMOHncTqXyK7gpSpWVWccVa1wYeTRkVRrKJ2IU9mWvPGUo6WuB6",
-	"hoNRb8K8MEY8YIQVYMwaMCz6PAjwAIAnUe41zOw2mvXEEqXbeFYkaYyQokI9nGDzLgLVkitzI4WVyAkw",
-	"UugA9gbsIVAWWgwZRkMK12ikIPh5bRuqGN3PBvudV2IDqSCm+c62jC4DuC6NTlE6APz8I2c8RTItlplV",
-	"h7ldPfhBlRark4sMZV+l87DXSQ5Cr8xFqSguAHWFjPGYr7TIAxbLCQufPvn+zZNHT87/Qj40CJiUcwzy",
-	"pogQIy6f/+k5hWy9PP3Lizfn9DimViV1T1JvwF6WwYbGRkOwILQ+2dBOQ02YLHI0aeV8nkQo7nLtrdUF",
-	"OrqRWOhSUkImMzAB3eznSZoqm4tlcwGqmm1I4SbVyFCMY8BEMcz6A8vRDg3uIq93POyNkmA9oLtwqUQK",
-	"8a9sLq7cPVTuk5mZAzMvMhvaRv5FAISQX1+fnZ8/PXt29vx8+uzFo7M/8kLLkEBwMnoBklPuLJVl2HBo",
-	"oy+CGQUBW0RshgITYTyxAtb9iCL3o5Gsl5ciB92DfXToL77FGNGVnPaPNNZsbW7PilldNbE/Go0jM5aI",
-	"7RH80etJQpwL1o63RRNKEqx/PvA+9x2XG4KS4fWtL0MPpZm9HeIjC11V2RBNAwysqnzq1rLr7RVH6LaZ",
-	"eC2PSp/hvEhTd6o/WhU9DsuWdZS1EDZbkplZucyyHqhXa6XFcuLp/2FL/rozNVAZ+0ZhM7M1U1dCrDAx",
-	"19xfM5wicjc48D0Dwq50vwlbQvqn3zq0YSrQ7W3F10tkubBZJ9i8wQZW5aIPIe64anp2ggN62zcpy0wg",
-	"L/u5k+YGLHMwm9PbvJG8zGIEPSIV3N5XGF6wqXcd66ZC2QdTkRue6bWekoA1qena5nlLbvnMVTmw24zd",
-	"17okgybYbwiIbgXcRq4N/P1NufUHJxkLn56en01fnv4FRNcPT54/evEDkLFOnBnEk3rE0XJvsrQxgbd4",
-	"f6G3sPpypbB/+yzVkKS2XsQ2NrCE95a2HfYO+Bfb43aaooLS6L5ne+62903csEVtKytbK/ora/10UPn0",
-	"8xfXtdLVjWv2Tok0ZVB3nGHdcTMDvw556D6YlB+4S8HTpiYVFYUMObiVS/cgeTQd6U6Ypx85n2ebauSU",
-	"iW5pZjUadyhtFJTW1aOWsWU/LOnqa/eUJXNh2moqHllcYnr95q48u4lQFHZVKlndDYP0KLOQhaAbWZB9",
-	"TVFaFVLSoE0x3s6m9TXbPI+PZf9Oj1vtR46hjGHgMZXMHcPYJ1FLhb96dTKVb6hP+ebHWFf6rUKbOEyX",
-	"FTK/5FmiRMz4FV+zrld/zvYL6m3U1ywFYJgW9QgP6O1MbMXJaKtMy9dorjMbInLlHrNQKg7TAxh4XmQg",
-	"AcpWrZUXeR+2Vf5p2UQKMbYhHcwzsvbZ3soZIkPFFrOoft117sEewdyy0JWzWa8j8dFZdjtPZO2nn38U",
-	"jZGcrtvYLFGkqgPqN2Cn2Zo8SCTkzGkj6UrNJ9RFhiE4G30dHrpn/efWim901TWfv/ZSkLwcOsAZNH9r",
-	"DPsky4R2vawnlUATyHpCq9V2Sg0vslReuvohcCouoawNpGZC3DCP9PYsSTOdapokrOLU9db+RjndecnX",
-	"1PMAe4V6tUzmYIRzBvncBJITrmLhR6WDi4y7lA7UWmZriGV4j5T8Bs2XOOdXPGVzIQKEsItoAQay4SY0",
-	"YAGZmVh88tx1quVxzIpVGfrq1A0iUtWCR4+DlobJKAa60hWx0kbab1im2tisa6S0kwWo4VmPPGhzV0kW",
-	"y6sAXQc9G4wh56AH2W0PqH9utVtwWZ5WXmGSH5ZkoYaI5p+pvJwmWSzemz/KjtYgEL3W1qhfhQMGkHaE",
-	"uSuJsnEYBwfVftkHB57OZbuNY4i9o61YQlGZhgIJ8U0/1Bpxb+m/3a6st2okGDDe2IINKolTc7sWkGho",
-	"wBgOuRSax1zzgV1+6OvZUCoj8J6Chcx5Cv3GuRfOFxcCww1h/2/HaEHsDkLlKrxaUUgb63Ob0RuUPzFW",
-	"QOJH+5F27s8WCs9AuqVr1BkCA+pkKRD0CmttOUPvjvS6cCNbea24Dw4a5sCgkjHobjRzoXMlIK4KYMl3",
-	"Iqd5UohOsLO7PkHJfoddl2XqLbZ2PlieKJu7jRYMahbdheAx+9v/+k8IgNNW4fgDG1GRoVIVqY9IFEd/",
-	"CJJmCU17s6qNVOEZCH1p76JK0CNkYVOj64WI3mKKDSKWSW4b+vIc9gHZk4rLlM0LYc+CCgxMr1Il+OJZ",
-	"TxBYZ+cI4wqRUexa7VI8ASolsV0+mC9l1DrtzmNqK2x2ptHG+BszWCxsWganPsb/LmK7KbX77RuQD3MO",
-	"vgocOGB6vTJrTdds/Lf/+N+HljAzsUi8vLETuA2/UUzJNImTeWJfAgKiHGP0gAYIHJiFCFwv8Doze/2X",
-	"nY1lX4xy399sZH6YcWCDnUW2cftB3Cx5mprjg2I20dauthH5LaY1BPc1ekIHbU2e4aaDiE+X91Cbw1sh",
-	"VsocFkgJe4K3LO6WlivFtEgp6MaorLhdiaJFQlIYxR46fkNCUeDLxCOmq59TuidkBg5z/haQ7xQLENo7",
-	"13GPzV+yshQDInfgabM1y6RX1bCCappXEKKCqpGT06wbvnn+6OyVxXTOXzw9e3X6/OFZaJZCcYZUDrj2",
-	"SjhHmJvIwuHg+J9t4FMlFdY9MRoMh+EJC4chKzK4MEoNsGcvdkxzBOdKkgEiPGlcqBAmI2Ib2WzvNCzB",
-	"aCt5IQHoejFj2kuQddvuQ1QsnevZL2xROtye/+l5mdBqdpv4wYaV47Y9KpSmHbNCsYy9sEEXlke64bMn",
-	"z6ePzl6+eP3k3Gg9QCWiIJIJY7lLSmEOh42rsOYPYfPratQFUJVpecXz2LvC6WzUJF8F3ldCKAiboGCx",
-	"TFpi0r1RIuaukBqeYWPksUQPWPcUjzthS/6mGm6FpHX43tGJgl1iQ8EehQYDv3NNuLxHWFtODlIYrYWM",
-	"cTzKxgiRtkTLJic31pzw9d6t+CNeCEuZYRYJLrBMlqucMUcKY/NKMECSTGlzBR8cICZ/cNBE+Zs8DnYI",
-	"aFAgHeS+6pPD/X21T6axExNWLLovM3Flv+wFTalCcQEl71j9qlJS0aV5ki+i3QEJFQyxLEC3+iL21/9i",
-	"tWR4qx6RQvZWzmRg5Ahdxb6ISRQjFwgaW5aHU8Et3uB7OMpwi0y81zZRR29QHJANX7xzstOXxhg4VSea",
-	"FVC+qBHvIzDQMJygBbf3FVQPDabT1hA9ntyx8gm1TCj34vMpmouQwC7yBteWLEsrfWosP1qqqskxCjzy",
-	"Y+fgckbngLUb+1YMof2IwfhtjoMAZMBCFnnbjZCLvlwJixd5Z8MYLqgwVBjKnei//b//uQEAppJ4VmZ6",
-	"bG0UxLkX3o9TL19tVp9JaDEpKlHDtclNYPyaXPX2p4Xuvsh8QQAMJnHhHBLFloIrAEpo90ozwIyJSgqa",
-	"OYYrZusSR6/CMQnFHTtc6xtVU+aWPBYu79IBYj1XUYcgStSmkDsanhKUyDgrz/lT094pmwbNklKbKomM",
-	"GgEQlEbx4AV7JcPmDdquBJSb5pCaC94a8ajyOyRSbsJFzDeOoQCHJZYroVi4OChQoAHEnthElZIsqZjr",
-	"isVi60ggEaDuKEzPqaVgerjf54KvVoLnCgOqzMbkVkGlKBjcCMpvtInybiRXJupNBvGsRsgSQWvnXEuM",
-	"mcGqZbifPoHLTYLCXUgXwhC7+zgYAh+3DfwghKAEqkFQOlwZdMvantSQql6pckNWHFRrQA2cTqT2EA7v",
-	"wFKMouvG0HJK8UJH9JfZysCewkS5cfYsyTkhtgR0A79KS1JbspgOJyXkYt5LrRaA2a+GdoJJIZArUkJF",
-	"5UG2V3Tgg0HYLdQcgl7gG0aoSFTwLjNxETA6GECVihXVCypezK77N1YRAQ0Ptsu7GEpgKKg4d7u0o60a",
-	"G83U+ZDqNwG14G3EhPUC333R9a9Cm55MaHHPlSom1A/ztzJph7IYuS1GTxF7jXaUZeSozCIRUJW9wGVA",
-	"JnaJMx69lfP5CSky1Sy5i6wZnGEBCGo8gIZpUq+W16iPPmCueC7q30ZFM1x2WfCcZ1qIeAL1otZYpxOj",
-	"y10EZOpdIjabgaBkzHeRUBwtZyqJBQDlMZsLHS3asiA/JPEne/1mLJbFTFtNDXuX2UJy1Y4PtqLc4CL7",
-	"odKJploF4BBDdQdtIQEI/yuMilvZW8W7rS6y7g4vACJ8V7JHIYVmb9bWXPKRVkisrGPPXmh0aeb4SPkJ",
-	"C+2xprjHMivXnkgIxstFu2ztYYSvO96su08MzUXmRAeVn02TSFBJVyrO+TKXqzwRmufrDvVDrTcprZT1",
-	"vKNFvoTqnTrRaaW858uyeGcn6FAoa2fSgbhf8wuKDe9MOoeD4eAQy5UvoCgq1c4w/1xJ1VoXn0p8Vq0C",
-	"qPFJaU5+DXYofWKk8oC9FpmfPIlBoHV1HjTzecI9f8K5y71x58Fw4mg8LAMgs9ioPGwmbE7OBXQVq5YV",
-	"xQyTBAI6W8uO9EqkGSPwkS8rJeAusrbm87CpLoj5SdyZdB5CIOH35p1AYJtT2pn82F6Et3zkjpeG851Y",
-	"v6AY686nn7DwrVD6WxmvbUVY6mhaz/+BKrEUAW3+PVs/TrBysyqWS8Nn2ModkkDAKwhkPR4Gw+EQ9lBm",
-	"AHgaJjKXILa1gO3CxteRGaJQse4EHW/PDKtBQfbBcAgtkABqg1Y00XgI5Xhn63PDFdXJAGux0XCIs2m6",
-	"JlsmUr4R3rVxeuUkwLmJZXVR4u0qigxbaHszf6oWH9Z5IeADjOEGOo+Ho/13xq/MXClVB0Q8Gg/Gx2Ux",
-	"evxofIx0dYX/4PNjorbfd6QzHo7v9kej/vjwfDScDM3//1tJJZ92A6yfv42Efuv0+shjGrnOBeVs6xsQ",
-	"dOxxNKPNh/O70Vj0H8T3ef+IHx/278+P5v3xbMxH8wfzYTwaVcpRGz3CKyVN23Ct/aSi2rChzQLIZbIf",
-	"EXRg3n80HG4a3bHAnW957LjF/GS0+ydvvJRX/NGD3T96KLN5mmDB8KPR4e4f0E1/LuVTnmOrr6PR8T6z",
-	"cxlxz0SccFtU/2g83ufHlGnJZ6k4y3Si1/jbPVZ4LuUznq2JmnDZHe+zA08o+wxyRvBXe5CHujy9KXPA",
-	"sHK4k08o0aFMAQp1zS+NOO98j3fmT+bxOwRom/ddCr2rtLiFv3N5pRCiQcWJ7DX/BgtQt0RkohtqZaw2",
-	"Py5oCgHP5m0CLyxzLfplA8wPQ5dq/wPYrCFVIpzSOv+IHh1bkhq9VK5+Lz0UBmXVTVctFurgXGRKpJgH",
-	"SJBKFxUy2+YQDAajGoPa6xoWtt2gTxOlXxE1GzdovZFiugYaEsQMsIUGdYTslQSd06wL61XJO9EzWjtW",
-	"FRg9uDfsD0f94eh8aOVkrbULyTv/CVvMHapWlGXW5zkUXS+F0X69BvZfkouh27om0GnNtxTdQopD+7IO",
-	"h+fjw8nxg8nxg03L0vIWFoVdIqDyteOwBnN50ECFlSpTx+4CbROtMXRl1lRGojOBMhFtnQV26mYPsZnj",
-	"Hk9CfebOtp21HedQl+6m8krk/YgrwdR6OZNpr7pbdBG3Lbp+a+97GT6E3z20P/u0z2zpKq/Ozd7qbZOz",
-	"d/++k3pOz39ChbeiWw1vplvhf3/80K5K3UwhcsUTQId5dvbq4Z9Pn5/37/lfeY2TOi9ePTp71R/ZNkUN",
-	"hcivxltR/6ACb2fSuXdvNBiNzTkTxhzlKb755YvXffy4chd0Jp3h7J64Nz+O+ofRSPSP5neP+/yQ3+8f",
-	"zQ/nx7P70YN4ZF6sVUOjG6OEMxtQNn2lQ0N9W8fDWgNWq5TRffkBJeFG2anlZgEExviUrslpc/3eQiPc",
-	"s9Gn29IP6cqpdGNt0RL93r3+Lf7rKor/gGqUudYrFPM0KXvdoypVL6C5GZV4hMgTLxNjCcWz6bgQSJoo",
-	"wFh9VKDaXy9w3T7KHEcCjqGVcC54aiuHQEzLM0K4QJmRhYZc9TKC96TaRwBHhUoxpV8RpsW6tQYUvQE7",
-	"tXW8yqJoNr+3VjHlhhHJrGweTdGyTVBvwhyOQs4K36tivRbdUT3NxIsmtAn9GG0K/iiKCORUXTnAtp5l",
-	"DnqS1UK81IKvRA/iYryAGBvYTrf6pBlo2XSye9GTFQ87wopYXP2JrlRzjjBsDPEfLPrQiOLuQUU3quE2",
-	"E1j4iqKgYarJEgOW9krhw8CpJrSI7t2NIay9E9wtDN61ftdEb4kZ3RArW3H/dGs+Z+cB2hAqAbOAXadS",
-	"J1iVASwFclfjRDFUpxKVYx6NC/In1aMFsfq2wCKI1QgOruuOMs9LBkVg0fNRcWWVzuceVSS75hFiXek7",
-	"kW21W7fH9cepbheEP+12g/UQM7X9d6ohurYGEWHsAdbGLOMW2mlkE+ug30fpSQyaCwvHwyFFZLSEakyY",
-	"ErqZX6bKxtCeK5VOWOkQKs81IWlYpYvyDtjoOGCUcAChlGtb/a1HEbFNBxr6XsvqBKoqprKYcvbJqrBh",
-	"Ut2qp7R3Qr4pYNkyJLZ0/PkBAegZKeMNnZvcIzoeZM+5Z53EuTHFgLjt2WcTcn9i3e1qwlgV1fYz1ijg",
-	"CHveUAalu2ebryNf3wR8e8rnsNZERkpT8zLO7JSwDiVmNdqH/Bc13mxly4QOJi6zKYeqjnBIj6Ci9pUA",
-	"geYLnEdyQllWVY6AMsPO11kDWax70I9cc3LVnCDuOSwPGolOE4qMtF5DSKLCF3r5U5VNlEYgt0Egr0nz",
-	"eY2aEDhD/+7eBPgnzGTS1uL+ZlbI3uq5Jcm1EPk9tN1Gv+wX3/26kO/R7h89l/qxUQ+/YsS/VePGcmeL",
-	"KdLNZNavdcjrebYPnXGyfXzH5J5YcrVxuI8Vl06hMIDsMB8mDuoY8UXmgcQ8haQRD8S1AV3CJcn4GgaY",
-	"M2VQKqUQcaNu+IVzA79gO1SWyqhFiPW3sMdUHTSSy5kxegAGPX3+aBNUfO5T7Loy8pZQvcoWJJnN4dML",
-	"ocrCOqwbyeWS95Uww0LInw+l/dip34OdoNO8mDs/gUsulXGJzLSBb675bCleEy2WO9sAe+QsWwEv+fsn",
-	"+OP70BSa/hiVXUvzHDvHKr0GXHAu8+Ve1KIgr7LWaB+MaYuksSQWmU7miVHbgJNq4GgFf2sjhA/X+dRY",
-	"8vdPRXapF53J+PgYlmX/Hu2L0++zEgva7VyJw/NaYXgP+rv1VdS013IhbhfK2rbdiCvRTzIlwEKyzfUY",
-	"hDvWVlRFPrdujt+D/QvuEUmZPZxEvwU30Japb3UG/Zq+nl8Nqt8c3zD6UvENh3bk66Dqt+0esN3b266H",
-	"DQ6BYhXvIFYV4EenGuH7oxq83xHrfxk++Vkmz34+XT9Phu+fvR6un42+f//skbx6di6vnj2Wyfz7QTRO",
-	"s1sL1vBuoesA8v6B+QrI7wPI66r2ZJXSilL106dgA/7+sLWTt6cAXclKtXo1YQcHGGNj/jw4qIbnof0N",
-	"NYWNVRewIoO4PvyF9CP2MQoRgs/hwAA6cXAQJ7kwlxEMfpF1KzGFAatmTqEs0MwGYEF6VIm+NeruE97e",
-	"7DpxYjNkAO+uhzbmgiLkbeIYIvAexaBiY64V1jppr2DA2TwXatHW7xzBaqlE5spkAyJUSSLyygFSYrjZ",
-	"O2zF1lYOHsoiJ78UGJli070SQ/T1ReaVgj9xDU3MDRH3oSkm8EXAUinfNtSLYkV5Ezfo5QIleRvdpy6y",
-	"RgXzzaGZHmt/JqTymYGZyKvPQJH34yEflTz8mSGYO+6bcUuUZtBRIk1FPl0tZGYe/8P48Oj+cDQ+PDq+",
-	"e+8+iBA4js15f+/O9V7Tvu178rpxhRtuz2tEiDb46VeJFr29QIZaZRuj4rx/cP/4/tn88aPx4fjbo+Hh",
-	"4dnRvfjBcDg8fHQ0Ont4eHQW8bOYPzj6B1CcGuG019akvoA2sysAtWKHcU/rz6BiGdTNKCsDGU2feo+a",
-	"ObQ059o0NfpVKdG0+wXM7Cv++RX/vEmMrK7crhvUyTrQuePa34iDPpXybV35LFZUIa4FvAhIf/E72QzY",
-	"GyWwhBI4cKBDWHXIagO5sk1lAuVGCj1gL6lXmMgiGdteF64TGAWAQCsf2ziMuoK1en/+JHxQ89v1Kw8b",
-	"2RoOW8WF9wFveoHrc4Zzj3ciOGYZOwCc6tV3c0Dnp/8jHDr/gMf9T0LXjt1s3cJv15AAH5L401Z/R8oh",
-	"gxADosCtWnHfulp41j4yZzmLkjTBbE1MBB/sOGvXNgi83z6JO18Z9h+GYa/JmlRwf3Mk4kP4vgUJaSt+",
-	"AO3qsnTtlyBFzu55lUgBFdDiZiFKA/ZcVvqNuV7LF1m1r2Oz+VezW7fr/HuRnTZdBWVGua1KUg9WmzAX",
-	"q2YTNl05gotMSznxK9aW5W9ygTVYchEnDjixJxyDbKD8oK24hBetX/YDKu3i7Y5BQFChpeuKWFEc1tKW",
-	"za6184C4vPAio4E0V29bam73Bl5ZAkiHLjunUlkO2GbUJnJxkbkYMBqYK3Yl0rQVtYAf36KQCm4Gc9wG",
-	"xv/VeP1849UdnH2sVl+4lUfOXIO/viXrv/2r0frVaP37G63Yq+ez9AI8ln0qErdRg8XK01T5g0qKNctP",
-	"B0ymcdnfeYeyiuEZf6Y3fxnN9foi3lHixw8dqhS/1Wk7z+VyaoUbgmy2oJv9GwtAAUTdaOQESUPTzcie",
-	"ue22TeO4bRptAGE5KaBKGfsMlmsZoo3BkdPD+QM+ijqfvNnX69HVpt4S6mN25TqX0NaxbgnLrHDdrjuA",
-	"GJ54YvDVrPnSZg01Vy5pvl2eUes1dUdk8UomeND3CDl0LdvoZ6xrU9jLPn2w/8llho3oolx41XqhMyxb",
-	"iFy0CjmqRHRmJ3UTq7o2xleb+oswHxQAqDGDx3K2oheGEBQtfPXa5pO8efUULDhbm4mKdiUUHioyMwOy",
-	"ANEozcVlojRyDmGzVH2uxnZUHwyiVxPq3mgsc3psio+FJ1TvD6NnFNiXZDSa7wcXmXn3QirNlgW8X8n0",
-	"HaQlrYpZmkRl6bkJW+XJO+sCX8149DZgaZK97acy4ikiAFEqi/gic0WTrUefEtnjXkAeePqRWUaRqZWI",
-	"sAR5WeiOQz/ReaGMNd0Nj8ZjtqmddM+sHKN6vR7SAZaJt4UNoRZwpXTawBj+OA1qKgmNP2yxpCV1PibL",
-	"PbdRCWAjU/aimdkPZ9/++cWL76anT5+++GH68tWT/3l6fjZ98+rpa6w/ETAloLhmuORvBcuLLKx2/ISy",
-	"FAQvKxZCpaxWX//LokWK/AbyJ5CNLTDeWu+rUu4LxbOt8bV/ukRt8bedNfF3lq5franf3nXwCsQxNsNG",
-	"EXqN26FVGbmTS8216KP83YK9uii0TFyx3cKf6iLaPuD0IMKJ9OuLzGtATnkKIOPGR1BMWbGuvpLwNNeF",
-	"kUUWFbSfMAQrMEHYykV1kUU8Y+oq0dQ4WRaaLRNIK4f8MiduGxLtFRCDaPYaSXKrIu13rmF9FRq/RaEB",
-	"TF0RFNXzu4+4gFIG17Vc4EeBOdsOcAm2VM0621IUtTUtyZ4OnNzfKS+JSrm6ekPrlaj691taYG/IDYCh",
-	"puChv64OYn6JDL7nNL1JVWa7JwzSmtpQzU5tTXMoCvhmv9wMmjOI/USVNYbR/K7OGxOON8wMbAe1mLYk",
-	"bG0j7kv8mc3R2j7Lf6y0l9ZJ/54TXi4vc3HJbfTqnlzOtRbLlUb8cZ/0GDzB8Ip78Wg+5PdF/3g2jvpH",
-	"0ZHoP+D37vVH87E4jI+i49ld7n5BBGgXFSlXekpT2fT20b91KKfEfxBByBr3Tzqu2vf1i1DdFsTpy63r",
-	"ZJ9U75av+Sf75J9Uabb3bX/ng+XmzVFDZmswBdsFPGCqoq2Irm3ZIEE1yWvl4olbt0KUN6rMAL+6Va/L",
-	"ryRCLGmm5S+N/MI/Nv8WBEBcIAWnkEZ8FHQEsJM9qXD+pxFkFYyHQ0Oa36bAQubB1IY9KLY18qHqR8IX",
-	"uMoy3ku/XPbjZ4ZRVCvx2+n63rDqJ1VHX61XaO1jw1w/feFIDetwvI0IDa8raum5bOvSWOX5PfIR8PE9",
-	"sjqJEnueli3n5NP2m/kLXLQY+rjLoVi5Lr76E7+MP7FC5JtcyXcwgnAzYgfrLbD8k6vPiHe1MazdDQy1",
-	"n6rhirZLi6u7hQmAJJZPWCYBr0vlJfTBosfLeu6NuEgIatQMehHLTNS6xdAAeZEpY4hgkiPVI+OZVRFs",
-	"LId9G3SLsC1dAsoHMCShGnViPhcReaJAC7HjiCymJu8Ycon9SpS8yLohHTlq8Rsm2dS+YaoSyNl0lKLh",
-	"0Buca6oQFuIcpub4xUVq+zcrVxiPkhpovr5Jm2sFlSlpYLM+LfK8MLc+NGxnUV52d3Zdl7BHHjTmQa8b",
-	"FtLKi8zV7IPmrFiji15npiALzVZpoRhnS55fQnv6f3nx7fTV2euHb86mp4/Pz16FATsqe4F45eICDHFN",
-	"slob3rIkNqyobDpKe0Mx5K3gKzzxWUrfJuw1+Bx1cfz3URcPb1c5s+XROi23zgqTseF+bXBv7SIcWYyi",
-	"EgIJ5GMgcGKKuXU4e+czry7ki123lhNCrZNAKSfzALs3eVIlUcyXIxdZnlwutMNvPLnRbRMHSmjIL/oK",
-	"y3+F5a/rywOBuJ8qYH4poiI36zVy8HSVfCfWp4VeGAXeCC0MGWjLWHut+SXUHaWaz4DAB2VXTKqjaD6i",
-	"B1xfTbbEEqi9Rt8senTQ2j+Lr5I770bWo94CnHvRBl1zQGlKWAMaZ9N8JV8lN3xdLawCbibbx66Mgqi8",
-	"cHLnDvxmIZWe3B/eHzbe8pPbqdY+Xu1tvCzEioUhwB9ZQ+IJNaW+J821PKSyDzqHgJeI4muzmKUJ5m7N",
-	"UhHJJOtr2Z8nXNcKtrg3VELVmu85bzQQJ5Hqp3x5w9ny4u0j1T3UgafKpfKSPMjmQHhDugPQHBOKktfL",
-	"AIIkr1UC9AJw/MXbgoCffvr0/wcAAP//",
+	"7L3rchs5miD6KgjuTph0JymSEm2Lio6zKlvu8pRvZclT3V2qwwQzQTHLSYCVQJrilB0xv07s790f8wb7",
+	"CucB5k36SU7g+wAk8sKLZNldVccdu1NWMhOXDx++++XXViQWS8EZV7I1/rU1ZzRmGfzzWcwWS6EYV2/Y",
+	"MqVrFuunMZNRlixVInhr3ApVlrOQrOaMEzVPJMmYXAouGUkkUXNGpBIZiwnlcsUyogShnDCapQnLSMZ+",
+	"yZlUZJWoOb5MF4yEbt5o3f2OrcNeK2jJaM4WVM/PeL5ojX9s6YlbPwUttV6y1rglVZbwq9bHj0HrDVPZ",
+	"+nSmWFZf7zmLBI+lXsiKJopM2UxkjGT6k4RfladaJDxZ6NkGbpqEK3bFstZHPdGSZnTBlAHX4zyTomHK",
+	"izkjIWfXahLBGyERM9jtMmPvE5FLsqRXLCA5j+aUX7H4hEjG4wIgsyTVcyCYEqXXyK7pYpnqBbH1v/af",
+	"/SySFz+frl8m/esX5/31i8H31y+eiNWLC7F68VQks+970TDlraCV6AX9krNs3QpanC70CLiq8sbp9XPG",
+	"r9S8NR70h0eBhoR70ATys/eMq2dx8+ZXbDoX4h1h+iWSxKSttxYmsYOEfWNJ16mgcae8xYfxYNanj1h3",
+	"NB1G3aPoiHWP6cOH3cFsyA7jo2g0fUDt3pZUzYutwYyTJG4FLY1rSaZRWCOOv9mZyBZUtcatPIc367vz",
+	"EPI7tq5v8pTkPPklZ+QdW5Mly0gqrpKIpg7B25S8ffvsib4TlFwJEZNoLpKIdU4A8xKm702uL43qke/Y",
+	"UpGZyAhVJGVUKjI8InORZ7IMllE8nB7SY9btR4NZ92j2kHaPp49Y9yF9EI3iI3Y4Gw4sWPBWF4CpXLGt",
+	"8PGQYTga7caFMrReAZBoWoea/WWMiE019AJC8S4iZgA9QRAmkkg6Y4g7sySTytIUeAnpU3DJy7Qky1Mm",
+	"CZWaQGUMnuszMuPq/XZOYHqRKyI4C+AVO2eWc3nJ2XuWrYlKFvp4YB2Mqx75hEO/5Dc6dXLqNmj3HNFM",
+	"f3/JC2KpupZKjwkQ5d4l/4z4cnv8eJ4sElVHh9f0ihGZ/DsLyECT50G/X8L3Ub+ZfKUwnL+gmM1onqrW",
+	"eNgP9OoMDe/3g+0UPWhdZJRLGukVbSJmqniFJHH5RvanD9nD2SjqHkYD1j2aPRh16SF91D2aHc5G00fR",
+	"cTzoNxOqTyRRH/XHyHeBFX1D4zeIhfqvSHCNH/qfdLlMk4jq1R/8LPWmfi3W/2uLZRlysEjECJv3NE3i",
+	"iUHpVtCKmaJJKlvjH39tzRKWxq1x62CWUDWhC5Fz/cqCSUmvivWRWDDJ7ymyoCqamwt2lac0I+x6mTEp",
+	"NXQ//oQAYBII9rj1YDaIhvEhO5qO6IPjh48ePTx+QEfTo+gwHrLBrN/66E914V3bRBKzcGDneRQxKVvj",
+	"GU0l++iD9b9nbNYat/7bQSECHeCv8uAMQAGgrSOBN9OCpvp09K0LK+AKA83k3MWZvGPrySKRMuFXIRFZ",
+	"8b6RC3p6S48Fn6VJ9IkHF+f4OpssWKbFCjXJ2IxljEds0yk2vllAmKYZo/Ga5JLFZLpG6rykmeIsI+2I",
+	"StZNuGRcJip5zzqfeqCnpZtmqLqGd22VxK6MXSdSyc995pE5IFmIrVGeZVq0kYoqNibhNugDUphzh/cn",
+	"sM9Ez1RFGAc+Pllm4kpfFUScX3Kh2MTse6JPBJHnGVcs4zQ9K9Dh9lcfh5rgDz7OfNrB2jUSGPhznNa5",
+	"WDA115Qn5+x6ySLFYjKjScpiIjgReUZkEjO4sP4mwx75XgO2JANoIvIxaL0U6qnIefxpQOVCTWYwzN3B",
+	"s8qUVlQSLrQskfPPQgBfCiLzaK41PZFnEQOpxacGYxK6jSJevka5/kKI5zS7Yp8GRKMkTJQQkxSGu1tg",
+	"2pOfihgkRSUEgXk+N2WxE4r3LCMPjsh3yTdjEta2iyA9Z9n7JGJvOX1Pk5RO00+EakYVk5PcG+7uoPpG",
+	"j02oFsA1cctolqRr4s31OSBbTOpNpKmnVDRlpB3Wdhx2AgKozEhMFZ1StGK0Q4mwLr/bI2BnIHSmWEZC",
+	"+KMLVoeQSGNlALPIVfKecb1Dz7Tivb1pg+btA8+aAbu8EOIF5Wsj38lPP/UJSNDsTmmSEGRB+dqitjwx",
+	"Wl1KFfssNL8245iE/ubCPY7rDs+ooMdPAKSvvrvZOWn8g9dQqB63BqOj4XDU62v9QUsgiVYIEsElqDLm",
+	"CYsnWkvgeZoGrShjVJknrWF/+KA7GHSHhxeD/rg/GPf7f9cjZeulEpNiln6/14f/FT+icBOttfYhY9QB",
+	"lkImakLjOIMzbPWvjx+NHp3Nnj4ZHg6/OeofHp4dPYyP+/3+4ZOjwdnjw6OziJ7F9PjI/7xxVvsrYF3M",
+	"lpPD2TEdRN4vWmrK9axm11oFKn5V15M5lXNY1Cga9Y9YfHQ4jKajweDw0TSa9Y8pHbFH9GjQj+MjOmDD",
+	"/hGbPTqazlg8mLLBg3g2pYPpcNh/4C0HReXmFU9TEb1rjY+ORsNBXyuZ+51PfYOpuJokPGbXrXFfX7+I",
+	"Je83HODIHKBVGSfVOUdB604hoaV5dr1MMiabFnRoMQp2tace7IRj+OjF2ZvH356+vOg+9H8qdJFx69Wb",
+	"J2dvuhrGA605M7US2bvWuDVly6EeT993c1V6w1HrDkDoUM1iVwnlFNP/oimu//Wr8+5g2Apa+TLeePFw",
+	"Up9WIjI4cqg1/72pYY3MvDFGgE2SBtJ3FpcERsnpUs6FArHiLae5moss+Xf2ibJu7o90d6zllIDuRP7a",
+	"PX39rPvd2d8IEmHfpve5BLXT18+s+dDo8YG1NIDkYKzZQs1ZRhh/n2SCLxhXYxL60AgNpJeZ0EvU4sQZ",
+	"V4lafxrAkTpNRK4mYjbJKL9iNzXYLHIthjIyZWrFGCf6rvX6fUJ5TEZI8ODvl395eRcGG1wBiLy50ioZ",
+	"gI+mqVixmMAOQLnQfEdrbnDRv4BNZ8XSlKBVh0xzRSLKtUY1ZcbuGuv1juvGHbDmxlqLRwUdCab3YJFI",
+	"MILpJzmX+XIpMk0qljTJ9LOGI0SF3zhIJnmWTrRuZWBkMcmN9ILFCb0A6+Cn3d1ibQs95AQsjneoERQq",
+	"T8IksXhXXeaX0rj06YbVycNx+ZAKQCDYf8AzOePxUiRc3VbE2ySn9Y/H/b7hUYxrIuEMw9ZxOJEsypia",
+	"+IzZ8JPkiif8yrzQGrdWc8miyYvZd98fZ4/+8t3ffskuVj+/ff3k0bPnr//+TAyf0+f0fLWFe/nLybO0",
+	"NW7NlVrK8cGB0fp7Zm+9SCwONGCk/SW+M4ZXAfkuduccj+b9Hhj5zWDgsgXYe2zUs5rTOE7QQfU6E0uW",
+	"qYRZJKzOdXZNI5WuieCMLLMkSvgVWQiwMOG9T+KQtOGf8LwDd9ojwiFpx0nGIoU/a7RfepP+WpfFt8Pp",
+	"Mbz+2L79MWj5FL/m13hSzN0jGnAv//LSEuc2JTGLkgVNiTHno7dOvy4VGbpflymNmOwEAAEW6zd82yiN",
+	"f86lArKuWNltMhgZvqKlujw1xgyD6lQplulF/t/t/ocfB93jn37sd49/+rUfDI4+dtqXlz38exAMP3b+",
+	"r/9ec44EreuuGaRbZ3TbNzcYEeMdInFylSgJjLC65YCw3lWPXBb7uGwhxnvibd3bBVejC1zPvkmSmHGV",
+	"zBLUkQsIlWXjir+tCrKKc6hZmG5ybZnrek9qhie4cWaaT06su3PJMmf2TzjROnfKNHxJRGXlZMsS+40c",
+	"hZ6Avx3XX5rXPgYte9nq2/ve3T1E8CQmGVN5xtGXEb5+dX5BDuB7GZ4QfdRKvGMcDtwsBLkU+yWnack1",
+	"fa/ilx/O+rMH0ZB1j+NHtHtER4fdR7OjWXc4HdLB7HjWjwcaGlWf3s5jlCxNWTZZzgVnm73pBF8j8BpI",
+	"T2nC39ErBlvJWCR4lKQJsKUTAs5tQsl3f3tMrmoX80/Dw6NH/cHw8Gj04OGj8gkeDvdYcklD2noF7Jsb",
+	"r4BTr26I/h99v+qPrUYnV5W6FrhXxBeJ6c8sUuChg7dPN9DSU4s4SD6p3EBjmOEZDyrUpEIafUPDJlp4",
+	"v+Oo4IOPdQrolvzY4x7lRT8XK5Z19f01q5frxVSkPXJupR99S4xfXYtFMlZheaXGNuSt8Ufa/XdY1DAY",
+	"9D/elDIPMQaApMXSkMxIzTyRHBvKC+pBO9dviJWhQx297SeotQN/nzVFg73ixncy05/pA9O6sVjRLCbU",
+	"V5LvSWJMAHXevImrgmPGxwUb0uJmbD+osZJM5DxmMYnFinequHAXqGCsVU2LhZ/IXKSxxtJEkXYfCIhM",
+	"FnlKlTUbzFgmYWmOgiVcPThqedEV/Xp0Rc0sVl3BMyVJ6RUiBZlRIAN7DWyE1uq4P8wZ15vJGI3mLAba",
+	"bilCecITomkJyblKNIVHo73bpBaLuypZsH1odbItemQGPDaJgyJOqSHGCKevjewZCZsgmIorAj9r3qzm",
+	"VJFoTvU/PYPPjmPdDuySTW0TrFdUwxhfxIgtwK17ErcoOK6qsxHAtW1vstJVV/C4hEHunIWJTjV0vbTN",
+	"QdM2nfG0EU1rINXv9lq7mA/G7piR/aMMWs4Yg/ezels2AqB8IJW70MS9XGhAw/3X2rCYGWSc0STNM1an",
+	"d85YsFP9fsZnoqT71ZnlPF9Q3s0YjcE9x66XKeWwt0bsd2pjbaR0RdeSgHqmT9tbvaOgRnczg06FSBnl",
+	"tUOyUxTLDsyWN4LzMVhN6puTCja1oNE84YxEImYn+mbDvYcxCb4Bd1X/R2UiziO7fRvqXA/D2hBWBMFl",
+	"fkyRVtbLdlg/BGHB1FzEvkGpFewKHdoUu1JZVEPoSssK6H7cCvCyuj9/owGq2eTmhjYWN/e3NbhVhlzS",
+	"JHOXrmox3WBrMw4Gz1taC5Fp8qE3+I5bP/lsvX64NawHJEMLf7MMs8zENGULlCxB7k9YGmtByYWo1++x",
+	"sQbX0fZfz1+9JGAwARVPCUBOoA5tELhC34AcgjWDFjPpP41NntMFa7zHGynCD5plJZKsMmElZZS5tlNW",
+	"3Esx7sarCiSpNusLvKEFHZrRSElrz99ICSNz73cSQiAQHz3zaU0XYlkXz8wcpSTtBV1rQZgtlmoNnDJR",
+	"bCH3ms/gykcHBZpldG35qLXZ/rrNCh6TNk2lsKQp/GvX2Ma6z+LQnG9n98EAiIqNlxbQdEhPE6o2qlbc",
+	"N0zt1KyG2zUrz6G+hzQ9bJamXxY2iopJDbUFJ3A0alIghqEyNSYheDdC0v7m5TfkfEEzRR6DkASKe6iy",
+	"CH69yERVMbD+zw2614Nb6l4P9tG9YO5G5es1XYtcNdOrKeXvCjUIxNQlTTDlxdqWNGw0KRMZWYhMc0+9",
+	"XVV2Xspt6hhN01czcHxtuzAexn38qcmK7OGcIQil5aMUD0hHZL7Q74D5yFvkPevZQceBb/FvlKDBibhk",
+	"GVUiA0FaZFonVJ4CQdqUe0/cREuAutYflEpZfAMJexNFwBFBYSHtEP8Cg7bgDfObF3pm/hCTfir6YnMU",
+	"u6YNW+2TJbDfk8SLAJabYFZNl3r57HVX69CDw+GDwWB4OOgPrGNz0LQkb3eTqJksfStWGHrkQ0JrQRql",
+	"d2kaTRqCL245vaC+kBIiNdFSvIGF3LDffTD39mPwa+Vi+dvbmRvhABBYDqLPI9uC2ou9WRyu0PPa1Bld",
+	"BaylpddBVbv2pwbrixDv5rOtANn5o2rQOePvWSqWTFMHagavky7rEty9+YLBb9atOBHWJlzRsrhAS+9u",
+	"k/MOdUt/pumAec8TBzZpV7DFYuDNaPu6cVMg7NIrgKMhdZvBuImWSWeJw8RLzlZa5IGkshsiYZOINady",
+	"ojlWwxI0uCAmlHIMEoG9zITWMBqhF5j0pg27MRlT6DfHuJe6KcNLPW0ywkvIjwttburMRMDqr2AGYxUz",
+	"1D6lEh/vgT/NR+/AE7jULX+F2zHiZjfMLfS21wyQ8A98yXwautk4bmxcHlSRr305uQuEQ42ZiTISVClu",
+	"dd8pS56b5knLNn/ffO9PfHs//L6+2PI6nIPYfdWoVd/cY+pLFcnujMc9pLjNnBfzsBuNSnbhTa648lk7",
+	"iagRqfNpmsj5uYna/LUxAjJNwLwJ9iskFqX89DEJl4zHkKPXXtFEab1So577EqwdEM7eCUhoHmtRt03J",
+	"8Pq6ZPw2kR4QdBmSNlpWtd61WCqTktTxLX1matCYzbga5PBi2WxUvFlDA3B2Nxl2IDIDk4zLnqkENOvA",
+	"hFbqFwbDvsti0JpGDmGKWncVvIYSFUJgIj0mGI+77+V8o99uvpTsmkU5Wkr1mKQdTqlkMH5oAvrBk7LU",
+	"xLcDF/ULaIEYz9OmSKVNXIAox/UEZDVPojl62fFrRA8wgjCzWLebXTcXYbSnBonr09OZ1/fXBT8jffXR",
+	"ru2DAiJo9aA5pOtlYlEJkYL4BeMezZedu6HHfuhcE70wQVvGMIK5r1gyBF25yYKRdumyADoCxBNxEw9X",
+	"JULr7tF2J7RLp16Gt3FH33FUDgifAEctgRahciAiIwj5VdkRf3MO5KbfFufh38GgQsE8JbzKi8px1N6t",
+	"LCFWE6sCGv3p0YZi1nhs5YtjS1ZsiircO4BBCWQhwY64uWpYwwkRi0RpjANVAo534xLLwS+jG8YEDsox",
+	"gQ/uPiZw2BQT+GBjTKDeA8YDft4Yzspl3/eohvscVQXDmg/rjxnEeVNyV3V/3CiyzBCF/VRcoGu3U25R",
+	"QPxD6rVvaJPoqy/GkqE/wVC0T/ceYY7Z7X1Hb7S+kbPdhq4MXySZMRLta+3S79+Fqcss9I1YfTV37cD4",
+	"xYJm6z3heW7evjs7mYdR+1IRi1u3t5T5aPzHJCkF+m9wmSMIxQzoS6Of8ouay3pfToW7Y6PYbTMl7iwF",
+	"4guZ3ZYpVVqLmcwYuyMUsB5m8l//6bvR70kyY2g2KYKL5zSddTXWajHRMToJhynnNGN3iJbFOmDkMQn9",
+	"zTcsF167wYI/OcdgdxbDHkbSjbd+p9NbyS02HN/+7qbY16ZwK1OsfxfLwL2VmbaC6xa/YNtbiO15wUmr",
+	"dT4UTU2JHKgcOhcpI5KlWOVplfBYrEibpimwNNmQSzfLxKL5ENlsxiKVvGdEKpo5Q58dNOFRmsvkPbuB",
+	"VUeJXVMxHt/NRIqmE3ONJnd9i0vhLSGMHnqHAOvu7Rkvocfj+WLKIGEehFQTImDH2R6DXg3908cJgG4G",
+	"QtOamjDv3ITD384oc+qF06fJjEXrKGXoUdg/YyS0OSYxU4DPIRE8XY+RFNRSSVhDCD9p38xQcYKlraB8",
+	"QnjU75NqDcNOjzyxeT8rE5wpVZKmJM5ZLUFlm0b02zTPWOsMxN1DYP+GwH8Xzq3RPtP8pHYI5vjubcsQ",
+	"8KqF3kV9Gr9S8/DRzpxKv7rO7TdYK3xaKmNzwyXBHdlAJKFgtBJuBb6rrHpXimI9PZcEUb78PcdBK8+N",
+	"f638sAgl959mbAYiCcate5FuZe9cw+JuLFaccqxoqXHcxyRbPRyp3Il/RCIzGZ1oipa1UMmbmc7xaGor",
+	"baSe4HP9NpFKZI0VssuSNRbWIXN8v04h55sGOnPO2xxuGb9iARFpfHOrRmnFZ1xl6ybrRrJ3GeCdgp50",
+	"buk9a/oYP3ZjjKAZLHCQ2nkouMVGQ1MJnA1uAixLv93biC+ROV0uGb+Jr1Hz74nc4rI3q3NuNzdXm5Kw",
+	"Bq6wYyw41rJjXXGEaQD4FIQa9/7E3FavilipzhNELk5mSYpEwqciEeURM88dFSkoR0Et9JJ+2qVraMZ3",
+	"JbrmYQMmQMoOdcXhGsUTHLgMxqd+OoOBHlZET5TmTBB/SdoaZIaGYRVER+6Bi5YyzzoBYalkAOstWlSB",
+	"jBmjsinM6If5OgCTHI2UyMa44TAg/mJCOIKxDSouM5/Sb82i8eSu7p53FcqY68/i9uod187rua/Bbhfl",
+	"3MdkVybWf0ij3dbItioBtxXQSjUhkIUi4sMt/6Pa8EyZFqnEQkvNpuDh3Vj2aqUim47C/KhxIDQmhrB5",
+	"UVoWbJ89e90djTB3BnNmAjKlko0e4TPMlOk0muq2hXvYlJ2Y0ThNOCPtwz5ZJDyHOrK3Deu4QwHit2Mm",
+	"3VopBqi51JK7MFEcd2U2veOAMlOMiLStexBuBYa53JphfH6D5FZx8MvY9ExcTPV274x6qRWs3BSkua1M",
+	"JbnwRBNImsQyz17xBup+L3oCfFnS7WTLmQa1qe3Y6B5NKsKWFsc0qQubM/5DqEioR5dms/pfYL1AMMCE",
+	"1n9pSxe1JWPkqVkK0TJpRp5YourKMZzY/Hk1Z9kqkfoq85hQP7feiOFVCMOLgke2foVTwXsEVbZy4xqS",
+	"qJNy3K0kbJEo5cfX2TRmmAGC0LTQ0ew3vlFZCMkYP9mFL74JcsONvFkNEv+Qv2gxkr2iRastBH6rMaO/",
+	"K2Glke9V6183h90piCb2Nu7qqTizuytYZMu3kLa1IMvwhGgUswpfUgzjRXRqcapqGu1svxjkmSILuiZx",
+	"MpuxrDFwdEsFq30Dw3aXMdpmyPT4A6St7rzqO29QtfT49hltGxgtJSU0DT0ij+fqjjKRRM4FepoqUAxI",
+	"WBghQp+0KlDccTembpA1/htVfgNJgUxl7sZlcXhCQuAFS+rCbqu0wBgzbI82syfcyEmR2qAFb2vtCF23",
+	"NapMrI7cegbInur8qJQZgRMXJW7QYOKbet1WfGPMJ5lg6hiwsS7QhbtoVau/tbuAf0IfPVe1q0vaYf8a",
+	"Y3cfHJE5u7beC1v1OKg/Bz1n13U9KyHIPYkrgg5ZpCAWN7kEcpMDvEqMTN0QuyJDOMvW2hMsb7Fx+U9y",
+	"6PNXGlZjFYoCZMpSwa/sTKVktQwsFCQF0WFvo3C1YlyDRfirCvlVhdxLhdxdKc2/Hlrmst6inQzrdnLg",
+	"3dZQ20F4fnANN60OAuVkUHGZiYxYxagEBS1acMZiLPlhtBo1p2Zq4BNhTbcKO9UyC7sF9t+wgl8uwr2X",
+	"xA5xqsY4fcvwoN+qHaGSV+OBpiQF1oS0uymhVxPX66KAxxn3snnsa+nf0azjNob/uv3lj278f55I9Uyx",
+	"xQ6XtI1A0uLCP8PO/8dR0D9/WmZVyPoqSG0WpO5IavrKLH8DzHIzG9zf6r472Wh7cbXNyUalAkl3kHTU",
+	"RMO/Zh99gWI7FWzZV1rxL9jtk4mqqPpHF09uA907EwH/8NDdVgimHo/o1WYuIrj3qs/8BQPJSlGmDfPW",
+	"zsC0TDrFmjPNtN+VtjGVaRokYPxhF5e1lW0gfeImsmmcZ6CNTRayucAi2vm8KZQQ76C24CJJ08Tr4Lq9",
+	"fD1rLn/+w3xdGt10C2/r9YpcBSQSnDO8f/osJIsDwgXvDq+vOwXR9hB59+UA5JxEjbXDMa8QtFIt2X17",
+	"cfHaRH6deIn5XJDMEBBCs0yrsFum3pRAUTrb8rrKB7OtDnqlM9cuUbXematem2IPnch+DgoRyBckY1eJ",
+	"VCy7Cfa59moNE2EvR/RQ08zdlRL/9ySIba3Z6qMnKSOUZEJTn7grckXwM5NhIZMrLsmUudaItpmW4CxA",
+	"FEj0u2IpT8rRmLczEFa7xtXyU7CLXEj+BAFXD440czockozyWCzIdK2Y7JHzuVhxSFyxdNP4/rEdBZ4r",
+	"tBfxTwzRjIgMwZEI7u6VjUa4O23A4c1tVAHT/65h8Iz5mPL61flFCU02iGp6tAIHa6ewFac2awV7XNLb",
+	"ZTo1NdaDcsMJv2rQGG53t8gZPrXYgh7UOIEqZDFYkcEtdCWIvjXgHTUzldzPJSTxrulNTpC050otoaq9",
+	"UkvwnElFr6D76zKfpklU/LB08kGlRvcNmiX61ocsqXS86h89uhk+7YUH+wihqrGh4m1E0Cqv+EOKoXaT",
+	"zdlNp+XgJ0so8Y9UXDVIYFdXGbuiGyppVa1YxWDoIrXBKDvtWkYYkE1mt7KQeIP+THuxcljtzdNH4LuN",
+	"MDHQjU9Izg2ZJ9M1VG9MmDQt8ZYpXcu9oIOTKdNfdx8c1x9AP96PQUszm4mB3nZgAFuysqiWbRY0traB",
+	"Unicsajcjt2DJWCv9YB9wq4nkSTOWVkO5QxiWaI5i/N0y/HtXNMSS3jumbBRLvjZmL6GBjfv4ILyVapw",
+	"UIf/taXUz68OwV2EYFPQa5UcmL4nkpjeOBiGaZb2lTbsrVWaZU02rxzjY6oK8C1TCiu6dlPwyFdq9Yei",
+	"Vng99wTva/P2757MFRtvumP7EcF9LZ8lwvhp8qZHgf/wIuduR085+v4mrh6jId2Bk6ckJH/17nwB704V",
+	"R251DT/BwVPD0T/8Tbww/LdBKFtvJHLWs1CqXoEEfEtNi1uUxLj70hcblrzBL/G64KB1AEEjwnJXUgsp",
+	"J7G1oXd7aGOACxOztVF0euRb6FYnx5c8/Gv3HBsyds0CoJ1dW3nSV+BJXzTKhJRNEtiYxMy1yrzk0zVJ",
+	"VCcgDRNcJAsmFV0sQ9LOeXLtSoVbAmo4JzR6a1zieXLFqcozFpJ2+H4QXOb9/mFkTLDfvjh93D3/9nQ4",
+	"etBGA2FALlv4ShLDf1kP/1R2JaWnGsD44LLVwX+EwSVXK0HkkkasK9mSZmCGk3Yh0ljknPHaGq7Fe5al",
+	"dCk7gQYUGu8w3UzN2SU/V5THNIuJ2ZqEFpGShOZcu0kcBsVfqgAdlLW2z906wt4lf8P0tSOUuLcxehTC",
+	"Rkcu/BpSVbhY9cgpmqMpX2O/hkTNE04GI3swJ5ec8rV+eIVW9cRiQGyCuEdEBjh0QDDCOyBDMtfP5gEZ",
+	"9Mkc1gv/aOvxL/nPiVIsOyHhG6aydfdUjwOllOeCi9zE1x4Nj+HDUf/whBwN+tbiKUtW607vkt/SX3Jb",
+	"Req2sYW7NB28ecVN0vrpO7ber13c0nUY3E/4LvVruqlC1NjKGQXtkmS9sdpDeR116SFjNuB9Qw89rxYY",
+	"RJtjMx5wqpg3gZxccp8Ck3q7xQVd64+J1BSVpg2RO0UTRoq29ZNLjqlDXglwmNhLLMHUJjhPUydOzVmS",
+	"uW+wjyVScSxdf8khz3XDbm2mqOuR7vUeDCDZCEOtDGmwaVOXXAqTp6Q3kOkrHSX6CgkLiShjcaKKZrmS",
+	"KcNgtCDccLf2rLne1B2StIf1BDtViz8QKw+4K6+LOnQ+EhyMQWLFy06F4XDU7/cefloZagfVTU0XVTT3",
+	"m0D6qjT2wKgEpjYsuXqV90hV+AydIL3CQEVJM7Cs5UosqEoiv6fc3j0jbya6F+BubPS4hXK8AcFjU6yA",
+	"/s1s1lZ2/iVnOYs3FiH8/RoNb2VFUw5MX8B45rU9n8ikEY/PmbIKrDNWGQpijMBUkiznHHqgKG/9Y8/1",
+	"j3E2lxyRwEnFRZpNAgX0GI8DDV7KLXikqRTnfK5ErRJ9gdQl1yQf6eA/wYivr4Xe5cTZ57bLNN6ufaPe",
+	"WMt6ARFZYEVV7tsE0VcLBxQAcyOaHEiFHX0saCXyM/sdA6k9C6DEZJblS9POmZIoo3IeEM19Myaj3KEc",
+	"72wB5B7V93bb9baZ8poguZPC7F863qM5n2QNMJRtqyng92QA0LOyKM8StT7XO0WAnC6T79j6NFfzXdFR",
+	"Rpc6ff1MC8OkHcp3E0l5PBXXk3/8x/8JSyEI+keN/+6XSgxCosfHfu0aXHShV/rX7unrZ93vzv5W7JbC",
+	"8lofPwL5wi75keCKRnD72AI8V0iGMVhH/g8bs+CHMxST2F+J/w36ZTbsHbZsy5xNUxaJhHeV6M4SEHJB",
+	"K+6RU/c6tLiRhJK3508uys3sLjlaBsgBNEqRYSdwVTHL8bT2PV8ONtKqCcGThF7yJcu6/meVvGaNQpXO",
+	"7aRt6lNBF8CLDOYy1akCvQRMbmQliZ2oeSbyq7kdPyjl8AdE0hSLkqG8vGBcBcU6tWLMYmslkQGaFDwh",
+	"2DU0XtKrSmpZmthca6+pQcriK5b1Lvkl/2//jTwWXFMiDSH95D65f1/js36Eylvv/n2Tco4SGGyIvjNi",
+	"fIHhFrUTTkKHi2GPnCNWX3JCaBSxpdF6SO0GvGNrGXioXrxW3AX9zgmhMJHhrGAq1qMz/j7JBF8YXhge",
+	"9Qck5zRXc5El/87i0KTOoxUAGItYaoCVzEyoBIkVx/29Y+sxLN2ZpO1+MyZFnkU2FA4mPNI0bDITOdcK",
+	"je07kybvgFfl/B3XWkGiubsGtCW+BYgNAUILmd7Er5dAmy5bY/KP//g/Abm0NEo/AfJILi2JNS99DHt6",
+	"xTjgjCZpnjE3oN5TeJZlIgsJkuwxCc2QY6wHFAaEImkmoRk5NFWDuB44ZPg5kkZbRcIUGl7QaJ5wRsJI",
+	"xPozLPcTYuKjDB0yhqYYtVb9DDRM7BpJYlkAxAXDWt0x/GvXvNh9FocnpptfYgSvtciJoXAkl3ZgqhgB",
+	"azoOTKO5w1Yor7ESZJrHV0xJ0EJpLEPS/svZRceYqLJEUxsQHDQAMiYVGMNSeq21EEe5UR3mM5FF+LxA",
+	"Zlu2AZbB4tq+9LgaLs/OLp7aClihXvhz/UH3tUiTaD12VsAopVJaC9/JL3/Gpwam5oeTlXlsbGDGDoj0",
+	"g3ijbxo2c8MuaKJlVjOuKo9r8sVneZqaKU6KgjYIVy9kVE8Nt3N4DHn2EwOREBGpbEtrmyk65iRfCM7W",
+	"+gwxd9GGGPq1w2VgpGCwNGNRetkjTzW7od5XWslHMx7Z2CAqKKVBSjKn75l7+UEA65fVQgHFaBb9NDnQ",
+	"2JHlKZP375O2sVAE1jOFJhSosNIBajPoEb8fqrm3UJYAic49qTfQBQYGS4TfSr018mWls4YeeNgjYakV",
+	"Ykj+XJrqv/6TtAfkH//zf9nWq0XHjvv3Y7Hi9++Xh3W3ghDzCVmJ7J0k9IomXCqfto7JjK1YRiqVFfTX",
+	"h1oGmBWHVGlkCW9K8mf7j//6z+o+NqzTrKwEhCM9V6kQU3kyWMaf8T//9f9umyhf4jQPmqYZVbAObIFG",
+	"a7XMZkHXiFW15n015HOdGE/MZGAR31Tjn7Q1wzKMzi5YJinjKl0jyB/0qo1b/kx2t5xBkmjaRfy5ufWL",
+	"WWBzAxioYbWrCwzeHHCz3L8P9/XN08fk8PDwWJPVtxeP7RvsWnncE7sHaCYgGY9JG7ierSfIY2LUmTW6",
+	"KAKypArN+r/kLFvrZS9pRhdMaX5uWFWS2bct70LJW7/giUQxi1Ka6ddkHs0JBYoePovZYikU49G6+x1b",
+	"hx3Xdxb7Mr+9eNp9BHRI5Ao4VyZSEs1pRiNYRPvtn/r9fv8f//G/9T8GT033YaCiPErz2DoSZESXrPiS",
+	"wOvf4KL1vx8+NWMcPz3RY2hSsqQRI1OmVoxxpJd4vQyN5kIBY88sa9PYOtUYYGQo+ISCex5Zpd3I2z89",
+	"ffr0yYmhWitMIwAtQA9d+AD1wUZzFr0ragTGLBKaWvbIK5sk4CccbMJ3PS6ni8SkFMGZ4+a9eyCVyFhM",
+	"2rQkopJpxug7eAWNKMJJfXUZstND+QEQpsAW5Pz6B5BKhSywJJHkKtEYbi6wHhesMVD00lo1QSAxoQ6F",
+	"fVxzDE2szC7JCkY2f+mBoCKRyNxkc5HGBtqQYJQoydIZmYlsmsSStCkcx8u3z/VHKNFapNNfdcDcQWw+",
+	"lD0TV90Ql3b6+tl4A9VJjAGZGck2cDzWioA//tSDwwmdCGjlP/A2LUWmPFnNyoRTEYOzNiso5YMj8l3y",
+	"DWmHR4NDG1Q5UUJMoPuJ0fbMbYMFALNFnebgZyl4CN+OSM5lvtTzsniyYHFCwSoTdk7srGJGwr+cXYQW",
+	"8LiO5IprbAJSGr56ffHs1cvz0ODniCyYmot4otUBuCDMuqT1OWu1lwGiTTOxkiyTnZ7bqj1KLUKBLEBe",
+	"JN8AYMEbA4TUHg8yE0wl02Nm9sBRljo6HKDETbVAo/Vudg2wXAd6ZHtbgX5omd4dG9R+Kwna5ow8etao",
+	"F0I6EBhoJZFCAwFoh9H79L2rUkS9kPYAyP9o5FG+TrBBP7NU2M3aI03avhNz678d/JrEHw8wPTO0xZDA",
+	"mSA4KVsYAhK+fntBDqz2fWAdtmHgDV779QBd6F20+sAolRfBMXXwqzUIfjxA01t12UZBPrDOjdDQKBdD",
+	"0/YNMURrKopxL0RzDVmVoDeTd4wt4dxFpsndiUMA0Kct43LEJsu5tNUIjQXVtAnuBIXRwdEpIByghAG5",
+	"65Hv9JwaXd+xpQLDNVUkZVRLOUdkLnItl5+CG35dGU9rZvac9QOkSWZZGKxRxJ8WupQmYTCR/odZY4Fw",
+	"qotGSRaj5hyCIAWIL42m5tKSsBSYxt1SB4XwqH9MXIjIpF4kIiQiQ8YxHKJqalK7Yk2QMmvuB6wWPfKy",
+	"xpsATG6vWBgvASaGigpUKBsTCqwJ1PI1kOKQtIEUY5odgVHC0fV1GBAuMjfsLJc0hWBeD0f0yKaDhDWR",
+	"w/p9wrikSWbcsvonFBMnIlcTMZtk+ltbE3OZJVHCrwIHBoP0kzxLS/SwM4YlNZ9+Ip1gAIqEMUDAUkWW",
+	"YWs4rUcZkHioVLjKLATBvsFAAoYkTItC2EtKyxWwWpBDcRPmKsASyErkqT6CFVhTSBvVvpzT9zQBQ3VA",
+	"JF13kKG7HRi7CFZVZVDtFZfUtrYkIMReyzsQiUzRxU6hJw9JUtDMyTu2nmRMk//wpICfq0Zqb4QxpdjG",
+	"XgU+I4MHRPaHdeaYwssVIkgNvoZlkkag3JueSxPI0LRZcGYMgILJerS2b+rfWQS74So/QFVRxFeyYJRL",
+	"g7CmfY1W+O2e7hU9gvTxmaYZgB36b7xGaLHD6tRisQCH2RXmJooM5VqlBVd0oJFwpC+Q5nmj/mGoL8yC",
+	"punaLMUIkMUtiY3oBtinOVsi+Lgoterlldt6mVRRrWPr80gFyHH2vHBERGu9UKzoag3jJKJcr/adRr6V",
+	"ya7EOWBXKQUtCmzHcM7OFqk3AqLJRcaoMmQcAayEg6w+k8uWsUtetoyBvHQj79/XZ3n/fp1zg4SczMqt",
+	"gmKzNMXiwFidFZjxqjeOtLdQ5s6JGZsL5Q9TlBonIlc98kOZgYH1QZn+Qo7CwaeWlBtzD1Lzv5xVJQNH",
+	"yA9+rRP3j6GJFaPG7dApbgiIMXtz+Q4BR740hRKNr7MIsNCqMh415STheKuoIjlPwKOsOTjirlkPnqyp",
+	"tggGhanW6TBc4MSsEUQxTUwhRo1mi5RJuLFgkCqWMSt8yiADUBuJZ81w5ypLIqUlMqk1Nbie1sCshwIF",
+	"7z1Nc4Z4ZFUwXG2isN59oYMi8H79x3/8n4/kimZTesXCjZpe0KRK6Nm1xE5ripnhb56iLhiqtkZj32xC",
+	"Mfpkokk2WSRSLlmqyCxJ9bhgZEQpOmYaSOBs6ZygTcE3I2SMLFkWaTQH5ZbFzkQISc5tSsIDUJ2oqyxm",
+	"lDATAWPELohE/5fhUzDQp4mCUK/wX0LzfBTa83lNrxLunDfPE6uyaCmQqS74iSrh/ST0wsxDFDHpLzma",
+	"e6Yi18KYsNQdQSBtQFMiZW7KSevtS/hhSqN3XrRGmcObAfT1wRkBvQGaVBKaQrEHTZDtzjGwC+6Em7xy",
+	"bGbpPRKC+gh7AL1i0O8De4+x5yUZ9pF+u2B9cAKENvLeekFQ2PGgMoZYI6sJgQ8FdFT0h/TA4YFY79uO",
+	"0HHP5PgSrvEH2+3pQ/m7D8g/PsA73W7X/X/8SG/0AwlrKPqBLGg6E9mCxXDrAuPU0bAr7sD7RKTG1zgV",
+	"GpAafRP0Z6G0RhYiZgGZ0tiaRDG6gVTmrwgi+lJALfMPdfZAzI+mcrirOdu8I4t4HzRxLVCiig9FpFIF",
+	"G9yoAz1qyWSjgWSWojEKJ/QNQAGKy1WfYsmhCLq78YZpaU+iHS5wOlTG3jOamv3C5zgiFs/tFAs80gss",
+	"3ITkg/MLZiLXaksSB97dF6acAi6y5oV0w470sE1WBw1RHB8okxFL8U19UR09NMJ+MeSxHnK7tgNz1h/T",
+	"VLPiNSmsFJBUhAp8W+ssKVNQOptK1qnMaFECmPgE2DMUstCzqeYyT8UmYNtoMEQRrDL2DpHXTIHBqTWM",
+	"duL0lOmDXmYiYlL6OA2ToN5nYDABUd2Mi85KxOkyhMrxC3a8waEer27cIh+ciI+5FO9ZZg1i7tsR3oRG",
+	"4xZgBXyqTANgDbwGE5kdbThsuv9GEdkOtY2KUHnssrbsA+yeJGFRICUEcq3ZjAd4f4hFIhdURfPqGOhO",
+	"AdqH1atxRSaNwPZYQBWjPG5dEf5Q9G8+sMPpXywk3fuVkRr15g+GqRbOr0QCpVsZw1eib7qJnwQyMBXv",
+	"GciKC3oND8uzbNK44dRtus3bN8+drdaRueIegcmuGBcQu+yv/UCUEGShb7M1jGK5tbIP1wwxsvResYzT",
+	"dGKCCD4U3oScs+slKvZtLoh9E0UXORcrbr393lmRJO4UUxzaVcqJp55bCHv+Uw1h7w1gDEriG3DLacoq",
+	"wxqVrGlgX7/zfj4xWguKvWWoWN85lD+/bO3QgC9bsEkI2Pk3lkkw9kEbQ7S16p/ChM9E7z3+GjpfgmQL",
+	"ylUSEfMLBJgVYfsZSxnVN8n8rLfwji3VJW+HYsk4XSYH9h1bz6b7/q+9v/X+3lvTRRraOicZxjaJbH3i",
+	"aYSpAOOWlu3Cg1hE8sA9B2nVuPXpzyK7f5+0h71+rw92IeeTscq+VoRzHqE92CxEFhbF4z6JNVemc0aN",
+	"+h+jTTz2q23Zuktkoaf0WzGRb5wXSBY4SUmUJgzl8SvGGeZMOYLhhrPQi8BUpLJkSQRH+9ZCvEfZJWOc",
+	"ajnNqSIglRpPVSGsicyVhaMmfKYkzAHBnrJILJhXyR+0B3MnQHmmhNMsEytImLAGXY2TFJMUEa4nAKf7",
+	"96nWBozKZoYyNlXG88X9+zb+IuF4UIPeAA/KFJnS+k8BH4SZ8ZBIIumMpWsNDT1JsX0TT+Rs2Xad1nkH",
+	"r7uFlJ6iu8KI0oKXXLHWtYFXU0S5pmwsdmFPmu05RUlFc9xPvzfojIkXxogXzNgKMGYNEBZ9HsbgAQae",
+	"RLppiD5tVOsNShRu42mepDGaFCXK4cZs3kZDtaBSc6SwFDkBSoq5gJ0eeQyQhRZDGtEQwhUYSQh+XtuG",
+	"Klr2s8F+F6XYQFMQU/9mW0YXAVxXWqYoHAB+/pFTniKR5gtuxWFqdw9+UKnY8uSSI+0rdR72OslB6JVm",
+	"lNLEBaCswAmN6VKxLCCxGJPw+bPv3z578uzib8aHBgGTYoZB3iYiRJPLl395aUK2Xp/+7dXbC/M6plYl",
+	"VU9Sp0deF8GGWkdDY0FofbKhXYYcE5FnqNKK2SyJkNxlyturC3R0I5HQpaSERHBQAd3qZ0maSpuLZXMB",
+	"ypJtaMJNypGhGMeAiWKY9Qeaox0a3EVe73g4GylAe0B34UKyFOJfyYytHB8qzkmvzBkzL7kNbTP+RTAI",
+	"Ib6en11cPD97cfbyYvLi1ZOzP9NcidAYwY3SCyY56e5SUYYNh9byIqhRELBlgE2QYKIZjy0BdT8gyf2g",
+	"KevVFctA9iAfnPUXZ9FKdCmn/YMZa7rW3LOkVpdV7A9a4uBaE7E9gj94PUkM5oK24x3R2CQJVp/3vOe+",
+	"43JDUDJM3zgZeij16u0QH0joqsqGqBpgYFXpqdvLrtlLjtBtK/FaHhU+w1mepu5Wf7AiehwWLetM1kJY",
+	"b0mmV+UyyzogXq2lYouxJ/+HDfnrTtVAYeyexGZmayJXjC0xMVfzrykuEbEbHPieAmF3ut+CLSD9228d",
+	"2rAU6Pa2pOsFolxYrxOsZ7CBVRnrQog77tq8O8YBveMbF2UmEJf93EnNAYsczPryNh8kLbIYQY5IGbX8",
+	"CsMLNvWuI+2USftiyjKNM53GWxKQOjRd2zxvyw3PXJUDe8zYfa1taNAY+w0B0C2B24i1gX++KbX+4IST",
+	"8Pnpxdnk9enfgHT98Ozlk1c/ABirwJlCPKkHHCX2BksTEnib9zd6B7svdgrnt89WNUgq+0XbxgaU8GZp",
+	"OmHvgn+2M26GKQoote57tuduc9/EDUfUtLOitaK/s8anvdLTT99c21JXN64+O8nSlEDdcYJ1x/UK/Drk",
+	"oXswLh44puBJU+OSiGIUOeDKhXvQeDQd6E6IJx85n2eTaOSEiXahZtUad0ilBZTG3aOUseU8LOiqe/eE",
+	"Jc0wbTUVDywuMb3KuUvvbgKUCbsqhKz2hkE6JrOQhCAbWSP72kRplUBpBq2T8WY0re7Z5nl8KPp3ethq",
+	"HzmE0oqBh1Qicwhj30QpFf7qVMFUzFBd8u2vsSr1W4U2cZguy0R2RXkiWUzoiq5J26s/Z/sFdTbKaxYC",
+	"MEyDeIQX9G4WtqRGaSsty5dobrIaA+QSH7OmVBymA2bgWc6BAhStWksTeQ+bKv80HKIJMbYhHcRTsvY5",
+	"3tIdMoqKLWZR/rnt3IMdY+YWuSrdzWodiQ9Os9t5IyuffvpV1Epyum5Cs0QaUR2sfj1yytfGg2SInL5t",
+	"hrqa5hPykmMIzkZfh2fds/5zq8XXuurq5+deCpKXQwd2BkXfacU+4Zwp18t6XAo0gawn1Fptp9Twkqfi",
+	"ytUPgVtxBWVtIDUT4oZppLZnSerllNMkYRenrrf2Pelk5wVdm54H2CvUq2UyAyWcEsjnNkZyY1ex5kep",
+	"gktOXUoHSi3TNcQyXCMk76H6Emd0RVMyYyxAE3YezUFB1tiECixYZsbWPnnhOtXSOCb5sgh9deKGAVJZ",
+	"g0ePgxIayUwMdKkrYqmNtN+wTDahWVtTaUcLUMKzHnmQ5lYJj8UqQNdBxwZjiBnIQfbYA9M/t9wtuChP",
+	"K1aY5IclWUxDRP3PVFxNEh6za/1H0dEaCKLX2hrlq7BHwKQdYe5KIm0cxv375X7Z9+97MpftNo4h9g62",
+	"bAFFZWoCJMQ3/VBpxL2l/3azsN4okWDAeO0INogkTsxtW4NETQLGcMgFUzSmivbs9kNfzoZSGYH3Fmxk",
+	"RlPoN069cL44ZxhuCOd/N0oL2u4gVK6EqyWBtLY/dxidXvGJ1gISP9rPSOf+aqHwDKRbukadISCgShYM",
+	"jV5hpS1n6PFIrws3opXXivv+/Zo60CtlDDqOphk6lQziqsAs+Z5lZp0mRCfY2V3fmJL9Drsuy9TbbOV+",
+	"kCyRNncbNRiULNpzRmPyj//5vyAATlmB409kYIoMFaJIdUQDcfSHIGgW0LSXl3WkEs5A6EtzF1VjeoQs",
+	"bNPoes6id5higxbLJLMNfWkG54DoaYrLFM0L4cyCkhnYTCUL44unPUFgnV0jjMsYN7FrFaZ4AlBKYrt9",
+	"UF+KqHVzOk9NW2F9MrU2xvf0YDGzaRnU9DH+dxbbQ6nwt3tAH2YUfBU4cEDUeqn3mq7J8B//8b8PLWCm",
+	"bJ54eWMnwA3vSSJFmsTJLLGTAIEoxhgcmwECZ8xCC1wn8Doze/2XnY5lJ0a67x82Ij+sOLDBzoxvPH4g",
+	"Nwuapvr6IJlNlNWrbUR+g2oNwX21ntBBU5Nn4HQQ8enyHipreMfYUurLAilhz5DL4mkpsZREsdQE3WiR",
+	"FY8rkWaTkBRmYg8dviGgTODL2AOmq59TuCcEB4c5fQeW7xQLEFqe67DH5i9ZWooBkTvsadM14cKraliy",
+	"auopjEUFRSNHp0k7fPvyydkba9O5ePX87M3py8dnod6KiTM05YArU8I9wtxEEvZ7o3+xgU+lVFj3xqDX",
+	"74cnJOyHJOfAMAoJsGMZO6Y5gnMl4WARHtcYKoTJsNhGNluehiUYbSUvBIBhL3pMywRJu4kfomDpXM9+",
+	"YYvC4fbyLy+LhFZ92gYfbFg5HtuTXCpzYpYoFrEXNujC4kg7fPHs5eTJ2etX588utNQDUDIQRDBhLHcB",
+	"KczhsHEVVv0xtvl1OeoCoEqUWNEs9li4uRsVylcy70vGJIRNmGAxLiwwDd8oLOaukBreYa3kkUT1SPsU",
+	"r7uxLfmHqrEVktbhdwcnE+wSawh2TGgw4DtVxi7vAdaWk4MURqshYxyPtDFCRloy2zZObqw54cu9W+2P",
+	"yBAWgmMWCW6wSJYr3TEHCq3zClBAEi6VZsH376NN/v79upW/juOgh4AEBdRB7Cs+Obu/L/aJNHZkwpJF",
+	"9yNnK/tjJ6hTFRMXUOCOla9KJRVdmqfxRTQ7IKGCIZYFaJcnIv/1n6SSDG/FIyOQvRNTEWg6YlixT2IS",
+	"SYwLBJUti8Mpo9be4Hs4inALzq6VTdRRGwQHRMNX7x3t9KkxBk5VgWYJlE9q2HUEChqGEzTY7X0B1bMG",
+	"m9tWIz0e3bH0CaVMKPfi4ymqi5DAzrIa1hYoa3b6XGt+ZquyQsdM4JEfOwfMGZ0DVm/sWjKE+iMG4zc5",
+	"DgKgAXORZ00cIWNdsWTWXuTdDa24oMBQQih3o//x//yvDQZgUxLP0kwPrbWAOPPC+3HpxdR691xAi0lW",
+	"ihquLG4M41foqnc+DXD3SeYrY4DBJC5cQyLJglEJhhJzeoUaoMdEIQXVHI0V03VhRy+bYxITd+zsWvdk",
+	"RZhb0Ji5vEtnEOu4ijrGRInSFGJHzVOCFBlX5Tl/KtK7yaZBtaSQpgogo0QAADWjeOYFy5Lh8HpNLAHp",
+	"pr6kmsFbJR5FfmeJFJvsIvoXh1BghzUoV5higXGYQIGaIfbEJqoUYEnZTJU0FltHAoEAdUdheU4sBdXD",
+	"fZ8xulwymkkMqNIHk1kB1UTB4EGY/EabKO9GcmWi3nKIZ9VE1gC0cs+VwJgZrFqG5+kDuDgkKNyFcDE2",
+	"xPY+DobAt9sGfhBCUBiqgVA6uzLIlpUzqViqOoXIDVlxUK0BJXBzI5Vn4fAurIlRdN0YGm4pMnS0/hJb",
+	"GdgTmExunL1LYmYstsbQDfgqLEhtyWJzOU1CLua9VGoB6POqSSeYFAK5IoWpqLjIlkUHvjEIu4XqS9AJ",
+	"fMUIBYmSvUsvnAXEXAyASkmL6gQlL2bb/RuriICEB8flMYbCMBSUnLttc6KNEptZqfMhVTmBacFbiwnr",
+	"BL77ou2zQpuebKzFHVeq2Fj9MH+LCzuUtZHbYvQmYq/WjrKIHBU8YoGpshe4DMjEbnFKo3diNjsxgkw5",
+	"S+6S14MzrAHCNB5AxTSpVsur1UfvEVc8F+VvLaJpLLvKaUa5YiweQ72oNdbpxOhyFwGZekzEZjMYUzLm",
+	"uwgojpYRmcQMDOUxmTEVzZuyIH9N4o+W/XISi3yqrKSGvctsIblyxwdbUa53yX8odaIpVwE4xFDdXlNI",
+	"AJr/JUbFLS1X8bjVJW/v8AKghW8lOiakUJ/N2qpLvqUVEiurtmcvNLpQc3xL+QkJ7bU2cY9FVq69kRCM",
+	"l7Fm2trBCF93vUl7nxiaS+5Ihyk/myYRMyVdTXHO15lYZglTNFu3TD/UapPSUlnPA8WyBVTvVIlKS+U9",
+	"XxfFO1tBy4SytsatQW/Y6+svTGx4a9w67PV7h1iufA5FUQ/YNQQAHJjK2/rZVVPvYXShGBchFiWv1Kqv",
+	"2geWLEtEDNqIrc8fugJGodYTQkTtUInQJLtBmSSZvNeUTMuvmVhh8THf4aJA3YWUWlOfauXVmb+E/mIl",
+	"kcWyk3JleND1UXFWpvqRWCF3AV13jZliS0ZVqVJ+rQB+4H7x8TLUQ+s9m+rQM7DJSaiNdTR41CePz/8N",
+	"62M97T4ibWpqyehFBOTxm+dPsV4Q47EMrDgDGRVxEUO6xhpCFPK4aWAyLkSGn0JYficgUmUMgtmLcEAN",
+	"MsgNqWSWXnLf9A5m9WrJPq0nmhOG1OHT18+wqh6AuVYSTRpZ6UEnwAYh1eJgAYhDU8gcxZh2yglbLJUp",
+	"BgYCKLs2Ih2eGr3kWL5OzhlTpuZDlnO9NgrZkHlKwQGeAZdFO8Sf9Un9Sf+frv4//wNScxWdgmHtkgNf",
+	"oFfMSLAdVH3ZLLm27CW8F54UJd40LYMNoRhEMwb87DHEWcvAlVfCWI39sScoUCe45H4ggPm2IYkvIKGx",
+	"cIaFnQG7lUdrGKasRhdeQaRPLh7/WazvOtCE14YiaGphE6Rb4x/rPc1SW4QaY6QzJzMk6CAi7eJaa86J",
+	"mb2D44f9bn/Q7Q8u+v0x/L+/V9or9IcPuoPyG7agMmSOF6WONTVpBS1kaZp47Vfve4+9uACWrZsBhqJ/",
+	"NTTRZEc07+ewfzE8HI+Ox6PjTftR4ua7+Slo2dwCIOPDft/WkDY9kPU1Oojke6gn7Zbl8DJw+BSUMDIw",
+	"6BiUUTGo42FgkDCoYGBQwr4A/3PJR/HDaECP+93hdMC6R9Fo1D2m/Vm3zx5Fw9nR9CF9MAi2dX8IDvuP",
+	"jkb9Xr8fWOAODy8GI4MsQX/6kD2cjaLuYaQnmD0YdekhfdQ9mh3ORtNH0XE86Aev3jw5e9MdwHgQCRHk",
+	"MlbBoK/H1f8LBqOj4XDU6/e/wJIf0kF8GA1ZdzQ7mnaP2CPaPY4exN3BdEgPZ0dsFD+IvCUPA4jU2Lbk",
+	"EiZVkaaxGrjmTJpdafQ1Fc70t48Rk7pPEgniDnxQvUIhVYpG8wXjymWTAuvTmO1X/UPBwxkbUFooX5hi",
+	"qBMYQw/x50uDsHKi4TcYAHXQ//u7eQDXa3Q8Ov57L5LvL1stv3o8FqnfAo+PQesIL05T4Xx3wQ6+obHt",
+	"3w+fDHZ/8tZLdIePhse7P7oQ4gXlazMXCICjfdb3zGRkQh4VfnW4+yvT+extkReJ1fTzxUILqpY12D4t",
+	"mt8+Pv83TYzolWYO5nfZ+kl/5oRLX2HZIWH6gltFwDRy5F3Ll1qG/CqjfZXRtIy2r7DlniYxCmlM64s0",
+	"NR8ZPXCHVEY2CmV6SOOyqYWhwWcO4QMS5svY+8vzHwSghwIjN5GVcEXazvbgtTEzL5yYUy2CwDubBcQL",
+	"/1Z/lRL/2FLibtnPuxOBdx8CvAw3Eg0DqD5dwfygQPugwPmgQPighuyX/MYS4IuzN4+/PX150X0YvH51",
+	"3h0MA2dM3yUdwr96w1HQv340pYPZoH88Gg2m8dHh8FH/sD8YPjga0Whw+CCO4wdH8ZQ+HJZkQIu9zYJh",
+	"+c3DzW/+ASU+X374Kvb988S+UqvKHbLfLoOiMVE7cyKTnkXOr0FUFn/K8l4Asc+XXA/NoHFDJyhVTiPT",
+	"tWsIjs04zZyJ15DS9815AqcW37zmngKrd0MUmKMJJZBgNEu5SaeV0PyenJc8LEdPuzrk/mj39m7NWfD5",
+	"rb05q67cSqNI6EKA/k84kM4ld3XlbQ47yxhu0ooNczCZ1lPFbInP6haME6ZJqHieyK82p9+ZNBE0U5bi",
+	"8A4eYy/8Pd6E9jatPQSUauGrkqBSNL7D//5YtI9tOdNLuWlwASWfjbawe3JrH4tPqZfozoalvigV4dKG",
+	"etu2qGFrDEUNgxZof63xsB+0vNKGrTHP09TvrKe520f/7La2e4Qr9ppeMddosEEoQEqJoamuKetXJrmV",
+	"SWoCZkNFwTri8zPHVTyGaaldiWGCQ3cj1/Q4mOeE8wr2OWdXiVc7n5mxCqDXGvz1Da16MRnhtFa/ECc2",
+	"xQ29DmmBzZHzW6o1kfi/MEPhdxH4QjiA1BOXIgjZKptbdHfKxG/PqwvEcEnVvKCFpj3wJvFxR/fau6Nh",
+	"vwfSVXoqyxTX6UawbE/R0785Far40WqFGrQy1mhSVzT1LSgUNn1mqFm2xi1Q0CrLBEjsowYCj/pyKx+W",
+	"Vg5W/KaV7+MPaH386RPZwRMo0ryNIXjiupXt/GP/ssyhf7T7o5dCPdWE6PfKTf7CPMHbZXyqss2tmZNg",
+	"PxS9hqWQDUzktW3bWo70hr6tlrp7ffWhnc07xmWPnDPuF8TGwl7VEG3QOWYJ9XJEL1w9VRfjNBMZGQz7",
+	"RVErHpOIcjJlts5qPZKjbaqGWi7QVKOpyB7EqoomssNv63fJDRtMuCqaPjbwq8dAab/Xc9Y51g5x1iut",
+	"+h1bvzJ184x8Cyj2jYjX+7MFOM/p+mmC3bgLRPlWrLCwJ2R6A1hH/aDf78MZCg5JbK2gBYZ7mG8TxfLO",
+	"DCigpnBIAauESqPZdH2hsaK8GEAtMuj3cTX1dPOGhfh0dRtBrdJ5oFL7UTk4Qkd2yg2lDbmsMOzBLRm2",
+	"337QsJHecNQKmjmLa+YIz3cyeE8jvR1PKoyl9ZGHZuQqFhSrrTNaex31aLP+7IFmVMfxI9o9oqPD7qPZ",
+	"0aw7nA7pYHY868eDQanFuNZibsu1zHluZ1dFAWcD0C/MpPbgOY8Fn6UJNoE/GuzBNkz05oUQz2l2xfC7",
+	"0T6rc1WOX7A4oRdaYgXOONznY1M9W7OpM64Stf69clWk6NB6Aom65aDfI89EBmqSFHfYLovm0pjSmImV",
+	"RLcyBsM2mAgD1LzQLtkOlWwK8eqQwpwJbHGzQfMH8NuGprvkxOzzz5ila9uMY+ax68lsXgqDopOq6wAM",
+	"vY0uuWQp1nY2aTJtZqI/r0yJig5mw0Aos1E/IUez0aj3xkBzL6OeWNmSlZCK8kew7TVt6Xdl4itvCooU",
+	"YDdzh2E15PLSPUqoVFo6qtVNC60gdGnVpjWIs5KZBU+FSBnln8coueVkrQEGZel2KlYs60ZUMiLXi6lI",
+	"KzYJw4ibNl3l2vsyw8fw3WP72cd9VmtYeXltlqs3Lc7y/n0X9dK8//FzGnTvUEkHGaZw/t7W8uB3WC6J",
+	"f9BVWevzDwe9gdb9PRe5lpvB13xr00XQUrIm0Q2Rwt3YtOzxy1+REm6knUpsJkCQYDExbHJS33/dlDT4",
+	"eFfyoWE5N7Fy+1z8q6l7H1O3DzFPkrLsHkWpalPUzVaJJ5hNRIti5yYzy5ZYh+JgiYRosc1hgporZSK/",
+	"mnt1q00yIPisM0ZT2w0G6pS8MFlLIMyIXEH/gaIq2wlJuF+kDUaF7j9Frjgsi7QrFvBOj5za3mxFoztb",
+	"s73SBeeWVebAsoLGb1MBrZ6oNSbOjuI5uV1ZGpOJ2h5US4d6FaJskwasIAY5xqbKEzUdswPCUsm8vgLG",
+	"xFKU7ZFzumQdqHXiFTmxxQoNVx/Xi2fVCyd4FbFKVRMwVQwb5j9TpQ7dEZYCQvsPNvKoVebrQEqR6cs3",
+	"ZdjMzFS2g6UmCyxCs1dZZiyGU08Xw5T9jWXJOid4WliQzebSJ2pLHbAN9c9KKb3tSh0Bl9W7ofwFrAJO",
+	"3bSvwU4boCmYEgS4UCy/Uqq0ol+Nc5MjXK0AhR3VGTa2LFfloKqa/OxlPkNjX8xmLaUnFwUFOqbL3A2v",
+	"EGkLvzCA7WDszrj6uunFBkbw3anNHbSZmpaktFx2zfaVMnmTAfY7LQJImmFkiyXP8jT1ssOD+sbCYb9v",
+	"qmw0lN8YE8lUvWYwyIiVpEp3w4ok3+JeG0sadl4ztSTJYBQQU0QSymOtbUe/jqlyVk+Kxnz6ouOELJMp",
+	"Hps+DEarsKVv2uXs986JyTcGlC3KnBXJ3H6RB4yhLmpIudIHHtDxInsJ2zbxP2MQjX1/U1nisQkdwl7q",
+	"5SLAZau2X4XYFJFZZQle/JJ9oT6dyd8eQ7629DGssTi1KT3sVRG2S8Leolip2r7kT1Sb2dKWsbmYuM06",
+	"HSoXN4CSl6D7Voo+1CdwWeZjUzm3jBHQOtrlr1eMLDbl269G5OjqHELQiyT0+zV/8thF5BT+fDOhVxO3",
+	"dIhCE+QmE8i5kXzOURKCBPd/ujcB/gkrGbeqAsMnOFD3FM8tSG5kkd9D2vUi0tGj+eq737Zf8quN+Deo",
+	"3FjsbFBF2lzwrqcMaJ2h4+k+5o4b3WevtKeyLbkUtVOyFdeiXn0zcS3o9ZJ7RmKaQiFQz4hri/QwV/jU",
+	"lzBAnSkKjZmysFSLG34z5MBvwg/dwjgzDNX4W8hT0/E1EoupVnrADHr68skmU/H2lJIvY9UrB05xW5dZ",
+	"zZksmiWRNqRzdSXTw0IZJ9+U9mOrygdbQavOmFs/gUsuFXFhmWkyvuGsJdtbothC7qKzHjjPcYiPQWtB",
+	"r5/hx4+C1iLh5o+Bs6TSLKNweaVag11wJrLFXtAywWdFOFoXlGlrSSNJzLhKZokW2wCTKsbRkv2tCRC+",
+	"uc6HxoJeP2f8Ss1b4+FoBNuyfw/2tdPvsxNrtNu5E2fPazTDe6a/O9/FvLH4BRQ6M6dQ9CtuR1SybsIl",
+	"Aw3pvQ1WhxJWlR2VLZ9bD6cwmH7WM7L5oLudRL8FN9CWpW91Bv22ksPuyFS/Ob5h8LniGw4Hfmjknlb1",
+	"u3YPGEI+bmIPGxwCRarbJmCVDfzoVDP2/UHFvN9i63/tP/tZJC9+Pl2/TPrXL8776xeD769fPBGrFxdi",
+	"9eKpSGbf96Jhyu8sWMPjQjcxyP/zwgt/t7HnzcGBJaHqp4/BBvs7hkbIisnJE4BWAkrBalFyIWImx+T+",
+	"fYyx0X/ev18Oz0P9G/pEa60uIDmHuD6T/+5XYcQoRCgoCBcGrBP378dJxjQzgsEvebsUUxiQcjVcpAWK",
+	"2AAsKHlbWN8w/R/6iaP9ztjb+85YaNTo8MRWPQV7dzW0MWM2ldwUA0YLvAcx6MKZKYn9a5q7UlAyy5ic",
+	"12zwthb/XEjGXetzsAiVCsN6LR5NsX99dtDvtbHFP7S6Tn7JMTLFpgokGujrS+619z8x41HgQ3FX5Mrw",
+	"qoCkQryriRf50tQOaKhM5xZw8Gt9UR9DbLOssnWRs2CS2apd6TeHZnqo/YkmlU8MzERcfQGCvB8P+aTA",
+	"4U8MwbxVOLlkacqyyXIuuH79T8PDo0f9wfDwaPTg4SMgIXAd6+v+3t3rvZZ913zypnGFG7jnDSJEa/j0",
+	"RaJF7y6QoZIsr0Wc6+NHo0dns6dPhofDb476h4dnRw/j436/f/jkaHD2+PDoLKJnMT0++h0ITrVw2htL",
+	"Up9BmtkVgFrSw6gn9XPoQge9UIpuT5Xce0eeVPcNW6Z0rbGveWnmq4KiKffFl81s/2r//EPFyKoSd90g",
+	"TlYNnTvY/kY76HMh3lWFz3xpuv41GC8CI78QT3zpkbeSYVsscOC8Z9klLw9p5RvTOtxwfBR3iMhVj7zG",
+	"vixdxiMRM+PpsxaTxASALKmakzYl4QH2xfmX4dOwsyHl0QPYN+s3nm1kjxRIaxfex3jTCWxPGbP2eKcF",
+	"p5z12GjA2ZwFeTODzk//v3Do/G4Tzfw7Ml034NsNKMDWDOYLE7ghlQmIArdqyX3rst2sfmSr+yZYgRsr",
+	"rfV23LUbKwTet8/i1leE/d0g7A1R8wA7ImyORHwMvzdYQpoaWkA6PU/XfltZxOyO110WrAKY/nibKL+X",
+	"wnGqqYjXPXKKqvMlL+nOpKY6kwwkQb+/I+VyBT0VLvlp3VVQdAmwnWaqwWpj4mLVbMKmazFxyZUQY78L",
+	"cdHSKGPYVydjceIMJ/aGY5ANZLjaLlr18gTQPRm5OwYBQdedtqtbYOKwFrYVerlDUghxeeElNwMpKt81",
+	"9FHv9LxWE1DiHtJwXBsEe8woTWTskrsYMDMwlWTF0rTRagEf3yGRCm5n5rjT2gRflddbK6/u4uyjtfrE",
+	"rbhymg1+eU3Wn/2r0vpVaf3nK62AkZ8mF+C17JrGfzsKFZtuLqZNXL2leEBEGhdVe3cIqxie8a2Z+fNI",
+	"rjcn8Q4SP/7aMt3/tzptZ5lYTCxxQyObbdJn/8amXuWComNjGIOkoclmy57mdtuWMWpaRpOBsFgUQKWI",
+	"fQbNtQjRxuDIyeHsmA6i1kdv9dUeg5WlN4T66FO5CRPaOtYd2TJLWLeLBxiENzjxteDLZ1dr7skKzLfT",
+	"s5XponXAeLwUCV70PUIOV7b9k/mMtG0Ku3nHdP6UyRXXorBkUca8DsxyLlYcSkM2EjnTXerMLuo2WnVl",
+	"jK869WdBPigAUEEGD+VslzYMIcgb8Orc5pO8ffMcNDjbb8s0YktMeCjjegVGA0SlNGNXiVSIOcY2azoK",
+	"VtDO9HyD6NUEG8KBZm5em+Br4Ynp4YjRMxL0S6M06t9Nvf+5kIoscphfivQ9pCUt82maREU7wTFZZsl7",
+	"6wJfTmn0LiBpwt91UxHRFC0AUSry+JK7RtjWo28S2eNOYDzw5iO9jZzLJYuwrXzRvFADSCuSUmvT7fBo",
+	"OLSHMsmzdMKFmkDGICSLJNxE9TL+PskEX0A/aWj9b5tVQn/nUju8nlb8cRnQRT+DhDdqiyUtQJelVnPP",
+	"bFQC6Mgme1Gv7Iezb7599eq7yenz569+mLx+8+zfTi/OJm/fPD/H+hMBkQwapoYL+o6RLOdhp0deF8HT",
+	"UJbCmJclCaH7WaOv/3XeQEV+A/kTiMbWMN7Yw63Uwg3Js+3btn+6RGXzd5018U+mrl+1qd8eO3gD5Fjf",
+	"fUtCb8AdGoWRg0woqlgX6e8W26uLQuNsRXYTf9PrMmPvE5FL+yKaE83Xl3zKMHp77vIUgMYNj6BBtiRt",
+	"tRLwNlW5pkXWKmifmL4vmCBs6aK85BHlRK4SFc1d35ZFAmnlkF/myG2Nor0BYBiYnSNI7pSk/cElrK9E",
+	"47dINACpS4SifH/3IRdQyuCmmgt8VO4TsK0NwNmWRreNaUn2duDi/kl5Sab4v6s3tF6ysn+/lIXsLCpN",
+	"uQEw1AQ89DeVQfSXiOB7LtNbVGm1e5pBGlMbytmpN6nMvHXNthuU6xuN6nd53ZhwvGFloDvI+aQhYWtr",
+	"EV78zOZobV/l7yvtpXHRf+SEl6urjF1RG726J5ZTpdhiqdD+uE96DN5grBAdD2Z9+oh1R9Nh1D2Kjlj3",
+	"mD582B3MhuwwPopG0wfUfWEA0EwqUirVxCxl0+yDv7dMTon/IhohK9g/brkO7q3b9De4ExOnT7dukn1S",
+	"5i1f80/2yT8pw2xvbn/wq8Xm7X0PMAXbBTxgqqLtcq9s2SBm+syXbR7EYOtWE+WtKjPAV3fqdflCJMSC",
+	"ZlJ8qekX/rH5WyAAcY4QnEAa8VHQYoBO9qbC/Z9EkFUw7Pc1aH6bBAuRB1Mb9oDY1siHsh8JJ3CVZbxJ",
+	"P1/24yeGUbjPzay4XN8bVn5SdvTZp+oaKoNVHmvk+ukzR2pYh+NdRGjYsCXv3KylbdJ40nvnI+Dre2R1",
+	"GkjseVu23JOP2znzZ2C0+7WTKLGLr/7Ez+NPLAH5Niz5ACMIN1vsYL85ln9y9RmRV2vF2nFgqP1UDlfE",
+	"t5Ki7hYmABqyfEK4AHtdKq6SiKb29aKeey0uEoIaFVkIqcDK5yaHdFQzQJZz6LSGSY6mHhnlVkSwsRx2",
+	"NugWsczEFTQhNfkAGiSmRh2bzVhkPFHY+diMw3gsMRYSQy6JpGtJpLjk7dBcuTDANNOET+wME5lAzqaD",
+	"lBkOvcGZMhXCQlzDRF+/OLe9fU3LQRNfDaoVrtdXaTMloTKlGVjvT7EsyzXXJ9M1JEdQOXc5uohoeuyM",
+	"qSyBUpkRpFnMqYSWzrZm35xiz+sC7noJIldkmeaSULKg2VXCSTv811ffTN6cnT9+ezY5fXpx9iYMyFHR",
+	"C8QrFxdgiGvCCZ1iX2zMfC1KYsOOAodC5mxMDHmj8RXe+CShb5PtNfgUcXH4zxEXD+9WOLPl0VoNXGeJ",
+	"ydjAX2vYW2GEA2ujKIVAAvgIEJzYxNw6O3vrE1kX4sUuruWIUOMikMqJLIAG8D5VSSTx6cglz5KruXL2",
+	"G49utJvIgWQK8ou+muW/muVv6ssDgrifKKC/ZFGe6f1qOni6TL5j69NczbUAr4kWhgw0ZaydK3oFdUdN",
+	"zWewwAfEVn6ObV/EgNgXzE/QVRdKoHZaVT+6ebVnveYlhzpdJgfvB9aj3mA496IN2vqCmiVhDWhcTX1K",
+	"ukxuOV0lrAI4E7Q+UHMvCqI04fjgAL6ZC6nGj/qP+rVZfnIn1djHq7mNlzWxYmEI8EdWLPHGamr6ntT3",
+	"8tiUfVAZBLxEJr6WxyRNMHdrmrJIJLyrRHeWUFUp2OJmKIWq1ee5AJ6NFU5TFms5Akmqn/LlDWfLizeP",
+	"VOrnLEm73GG609yS857c0NDZm9Z2WGsA1Pm/mdbmslq2BsBlu4FiVA12PQ/gr1nCKUiNjC78uWwj7eYt",
+	"Vp3wgSetpuLKOMn1nfeGdHe8PibUXa9WOgRmVSl26MUY+au1NQ8//vTx/wsAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -359,6 +359,113 @@ type FiatAmount = string
 // Example: bep20
 type Network = string
 
+// Payout One bank transfer that paid the partner for one or more completed transactions.
+type Payout struct {
+	// Amount The NGN amount of the bank transfer, the exact sum of its transactions' `amount`.
+	Amount FiatAmount `json:"amount"`
+
+	// CreatedAt When the operators recorded the transfer (and the transactions' payouts settled).
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id The payout's id (`payout_id` on the transactions' `payout.settled` events).
+	Id openapi_types.UUID `json:"id"`
+
+	// Reference The bank transfer's reference as the operators recorded it.
+	//
+	// Example: NIP-000013261123101500000001
+	Reference string `json:"reference"`
+
+	// TransactionCount How many transactions it paid.
+	TransactionCount int `json:"transaction_count"`
+}
+
+// PayoutDetail A payout with the transactions it paid.
+type PayoutDetail struct {
+	// Amount The NGN amount of the bank transfer, the exact sum of its transactions' `amount`.
+	Amount FiatAmount `json:"amount"`
+
+	// CreatedAt When the operators recorded the transfer (and the transactions' payouts settled).
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id The payout's id (`payout_id` on the transactions' `payout.settled` events).
+	Id openapi_types.UUID `json:"id"`
+
+	// Reference The bank transfer's reference as the operators recorded it.
+	//
+	// Example: NIP-000013261123101500000001
+	Reference string `json:"reference"`
+
+	// TransactionCount How many transactions it paid.
+	TransactionCount int `json:"transaction_count"`
+
+	// Transactions The transactions it paid, in the order the operators recorded them.
+	Transactions []PayoutTransaction `json:"transactions"`
+}
+
+// PayoutDetailResponse Envelope of a payout.
+type PayoutDetailResponse struct {
+	// Data A payout with the transactions it paid.
+	Data PayoutDetail `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// PayoutPage One page of payouts.
+type PayoutPage struct {
+	// Data The payouts of this page, newest first.
+	Data []Payout `json:"data"`
+
+	// HasMore True when another page follows.
+	HasMore bool `json:"has_more"`
+
+	// Limit The page size applied.
+	Limit int `json:"limit"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// PayoutPageResponse Envelope of a payout page.
+type PayoutPageResponse struct {
+	// Data One page of payouts.
+	Data PayoutPage `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// PayoutTransaction One transaction a payout paid.
+type PayoutTransaction struct {
+	// Amount The NGN amount paid for it.
+	Amount FiatAmount `json:"amount"`
+
+	// CryptoAmount The transaction's token amount.
+	CryptoAmount CryptoAmount `json:"crypto_amount"`
+
+	// CryptoCurrency Lower-case token symbol. Supported by default: `usdt`.
+	//
+	// Example: usdt
+	CryptoCurrency CryptoCurrency `json:"crypto_currency"`
+
+	// MerchantReference The transaction's merchant reference.
+	MerchantReference string `json:"merchant_reference"`
+
+	// Network Deposit network. Supported by default for `usdt`: `bep20` (BNB Smart Chain) and `trc20` (Tron).
+	//
+	// Example: bep20
+	Network Network `json:"network"`
+
+	// TransactionId The transaction.
+	TransactionId openapi_types.UUID `json:"transaction_id"`
+}
+
 // PublishStatus The delivery state of a webhook event: `pending` (waiting for delivery or a retry), `delivered` (a 2xx was received) or `failed` (every attempt failed).
 //
 // Example: pending
@@ -1167,6 +1274,39 @@ type UnsupportedMediaType = Error
 // WebhookEndpointOK Envelope of the webhook endpoint.
 type WebhookEndpointOK = WebhookEndpointResponse
 
+// ExportPayoutsParams defines parameters for ExportPayouts.
+type ExportPayoutsParams struct {
+	// From Only records at or after this time (inclusive). Default 1970-01-01T00:00:00Z.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Only records at or before this time (inclusive). Default the time of the request.
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+}
+
+// ExportTransactionsParams defines parameters for ExportTransactions.
+type ExportTransactionsParams struct {
+	// From Only records at or after this time (inclusive). Default 1970-01-01T00:00:00Z.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Only records at or before this time (inclusive). Default the time of the request.
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+}
+
+// ListPayoutsParams defines parameters for ListPayouts.
+type ListPayoutsParams struct {
+	// From Only records at or after this time (inclusive). Default 1970-01-01T00:00:00Z.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To Only records at or before this time (inclusive). Default the time of the request.
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // CreateQuoteParams defines parameters for CreateQuote.
 type CreateQuoteParams struct {
 	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
@@ -1389,6 +1529,67 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// ExportPayouts Export payouts as CSV
+	//
+	// Every payout batch of the partner recorded in the period (`created_at` between `from`
+	// and `to`, both inclusive), one row per transaction it paid, so each row reconciles
+	// one transaction with the bank transfer that paid it; the rows of one payout repeat
+	// its `payout_id`, `reference`, `payout_amount` and `paid_at`.
+	// The file is RFC 4180 CSV in UTF-8 (a header row, CRLF line ends, fields quoted when
+	// they hold a comma, quote or line break), streamed without a row limit, newest first.
+	// Amounts are exact decimal strings as in the JSON API (NGN with 2 decimals, tokens with
+	// 6), times RFC 3339 in UTC, an absent value an empty field. A text field that a
+	// spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or a
+	// carriage return) is prefixed with `'`; amounts and times never are.
+	//
+	// Columns, in this order: `payout_id`, `reference`, `payout_amount`, `paid_at`,
+	// `transaction_id`, `merchant_reference`, `network`, `crypto_currency`,
+	// `crypto_amount`, `amount`.
+	//
+	// Corresponds with GET /exports/payouts (the `ExportPayouts` operationId).
+	ExportPayouts(ctx context.Context, params *ExportPayoutsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExportTransactions Export transactions as CSV
+	//
+	// Every transaction of the partner created in the period (`created_at` between `from`
+	// and `to`, both inclusive), one row each.
+	// The file is RFC 4180 CSV in UTF-8 (a header row, CRLF line ends, fields quoted when
+	// they hold a comma, quote or line break), streamed without a row limit, newest first.
+	// Amounts are exact decimal strings as in the JSON API (NGN with 2 decimals, tokens with
+	// 6), times RFC 3339 in UTC, an absent value an empty field. A text field that a
+	// spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or a
+	// carriage return) is prefixed with `'`; amounts and times never are.
+	//
+	// Columns, in this order: `transaction_id`, `merchant_reference`, `merchant_id`,
+	// `terminal_id`, `status`, `network`, `crypto_currency`, `crypto_amount`, `amount`,
+	// `rate`, `deposit_address`, `created_at`, `updated_at`, `expires_at`,
+	// `payout_settled_at` (when the NGN payout settled; empty until then).
+	//
+	// Corresponds with GET /exports/transactions (the `ExportTransactions` operationId).
+	ExportTransactions(ctx context.Context, params *ExportTransactionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPayouts List the payouts that paid the partner
+	//
+	// The payout batches that paid this partner, newest first (`created_at`, `id`
+	// descending), keyset-paged by `cursor`. One payout is one bank transfer to the partner
+	// that settled one or more completed transactions; its `amount` is the exact sum of their
+	// `amount`. Each of those transactions' `payout.settled` events carries the same
+	// `payout_id`, `reference` and `amount`. A transaction paid on its own (not in a batch)
+	// is not a payout here; its payout shows on the transaction and its `payout.settled`
+	// event.
+	//
+	// Corresponds with GET /payouts (the `ListPayouts` operationId).
+	ListPayouts(ctx context.Context, params *ListPayoutsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPayout Get a payout with its transactions
+	//
+	// One payout batch of this partner with the transactions it paid, in the order the
+	// operators recorded them. Another partner's payout, or an unknown id, is
+	// `404 not_found`.
+	//
+	// Corresponds with GET /payouts/{id} (the `GetPayout` operationId).
+	GetPayout(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateQuoteWithBody Create a quote
 	//
@@ -1660,6 +1861,107 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /webhooks/events/{event_id}/replay (the `ReplayWebhookEvent` operationId).
 	ReplayWebhookEvent(ctx context.Context, eventId EventId, params *ReplayWebhookEventParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// ExportPayouts Export payouts as CSV
+//
+// Every payout batch of the partner recorded in the period (`created_at` between `from`
+// and `to`, both inclusive), one row per transaction it paid, so each row reconciles
+// one transaction with the bank transfer that paid it; the rows of one payout repeat
+// its `payout_id`, `reference`, `payout_amount` and `paid_at`.
+// The file is RFC 4180 CSV in UTF-8 (a header row, CRLF line ends, fields quoted when
+// they hold a comma, quote or line break), streamed without a row limit, newest first.
+// Amounts are exact decimal strings as in the JSON API (NGN with 2 decimals, tokens with
+// 6), times RFC 3339 in UTC, an absent value an empty field. A text field that a
+// spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or a
+// carriage return) is prefixed with `'`; amounts and times never are.
+//
+// Columns, in this order: `payout_id`, `reference`, `payout_amount`, `paid_at`,
+// `transaction_id`, `merchant_reference`, `network`, `crypto_currency`,
+// `crypto_amount`, `amount`.
+//
+// Corresponds with GET /exports/payouts (the `ExportPayouts` operationId).
+func (c *Client) ExportPayouts(ctx context.Context, params *ExportPayoutsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExportPayoutsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExportTransactions Export transactions as CSV
+//
+// Every transaction of the partner created in the period (`created_at` between `from`
+// and `to`, both inclusive), one row each.
+// The file is RFC 4180 CSV in UTF-8 (a header row, CRLF line ends, fields quoted when
+// they hold a comma, quote or line break), streamed without a row limit, newest first.
+// Amounts are exact decimal strings as in the JSON API (NGN with 2 decimals, tokens with
+// 6), times RFC 3339 in UTC, an absent value an empty field. A text field that a
+// spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or a
+// carriage return) is prefixed with `'`; amounts and times never are.
+//
+// Columns, in this order: `transaction_id`, `merchant_reference`, `merchant_id`,
+// `terminal_id`, `status`, `network`, `crypto_currency`, `crypto_amount`, `amount`,
+// `rate`, `deposit_address`, `created_at`, `updated_at`, `expires_at`,
+// `payout_settled_at` (when the NGN payout settled; empty until then).
+//
+// Corresponds with GET /exports/transactions (the `ExportTransactions` operationId).
+func (c *Client) ExportTransactions(ctx context.Context, params *ExportTransactionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExportTransactionsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPayouts List the payouts that paid the partner
+//
+// The payout batches that paid this partner, newest first (`created_at`, `id`
+// descending), keyset-paged by `cursor`. One payout is one bank transfer to the partner
+// that settled one or more completed transactions; its `amount` is the exact sum of their
+// `amount`. Each of those transactions' `payout.settled` events carries the same
+// `payout_id`, `reference` and `amount`. A transaction paid on its own (not in a batch)
+// is not a payout here; its payout shows on the transaction and its `payout.settled`
+// event.
+//
+// Corresponds with GET /payouts (the `ListPayouts` operationId).
+func (c *Client) ListPayouts(ctx context.Context, params *ListPayoutsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPayoutsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPayout Get a payout with its transactions
+//
+// One payout batch of this partner with the transactions it paid, in the order the
+// operators recorded them. Another partner's payout, or an unknown id, is
+// `404 not_found`.
+//
+// Corresponds with GET /payouts/{id} (the `GetPayout` operationId).
+func (c *Client) GetPayout(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPayoutRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // CreateQuoteWithBody Create a quote
@@ -2121,6 +2423,262 @@ func (c *Client) ReplayWebhookEvent(ctx context.Context, eventId EventId, params
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewExportPayoutsRequest constructs an http.Request for the ExportPayouts method
+func NewExportPayoutsRequest(server string, params *ExportPayoutsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/exports/payouts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewExportTransactionsRequest constructs an http.Request for the ExportTransactions method
+func NewExportTransactionsRequest(server string, params *ExportTransactionsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/exports/transactions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListPayoutsRequest constructs an http.Request for the ListPayouts method
+func NewListPayoutsRequest(server string, params *ListPayoutsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payouts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetPayoutRequest constructs an http.Request for the GetPayout method
+func NewGetPayoutRequest(server string, id openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/payouts/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewCreateQuoteRequest calls the generic CreateQuote builder with application/json body
@@ -3076,6 +3634,75 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ExportPayoutsWithResponse Export payouts as CSV
+	//
+	// Every payout batch of the partner recorded in the period (`created_at` between `from`
+	// and `to`, both inclusive), one row per transaction it paid, so each row reconciles
+	// one transaction with the bank transfer that paid it; the rows of one payout repeat
+	// its `payout_id`, `reference`, `payout_amount` and `paid_at`.
+	// The file is RFC 4180 CSV in UTF-8 (a header row, CRLF line ends, fields quoted when
+	// they hold a comma, quote or line break), streamed without a row limit, newest first.
+	// Amounts are exact decimal strings as in the JSON API (NGN with 2 decimals, tokens with
+	// 6), times RFC 3339 in UTC, an absent value an empty field. A text field that a
+	// spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or a
+	// carriage return) is prefixed with `'`; amounts and times never are.
+	//
+	// Columns, in this order: `payout_id`, `reference`, `payout_amount`, `paid_at`,
+	// `transaction_id`, `merchant_reference`, `network`, `crypto_currency`,
+	// `crypto_amount`, `amount`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /exports/payouts (the `ExportPayouts` operationId).
+	ExportPayoutsWithResponse(ctx context.Context, params *ExportPayoutsParams, reqEditors ...RequestEditorFn) (*ExportPayoutsResponse, error)
+
+	// ExportTransactionsWithResponse Export transactions as CSV
+	//
+	// Every transaction of the partner created in the period (`created_at` between `from`
+	// and `to`, both inclusive), one row each.
+	// The file is RFC 4180 CSV in UTF-8 (a header row, CRLF line ends, fields quoted when
+	// they hold a comma, quote or line break), streamed without a row limit, newest first.
+	// Amounts are exact decimal strings as in the JSON API (NGN with 2 decimals, tokens with
+	// 6), times RFC 3339 in UTC, an absent value an empty field. A text field that a
+	// spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or a
+	// carriage return) is prefixed with `'`; amounts and times never are.
+	//
+	// Columns, in this order: `transaction_id`, `merchant_reference`, `merchant_id`,
+	// `terminal_id`, `status`, `network`, `crypto_currency`, `crypto_amount`, `amount`,
+	// `rate`, `deposit_address`, `created_at`, `updated_at`, `expires_at`,
+	// `payout_settled_at` (when the NGN payout settled; empty until then).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /exports/transactions (the `ExportTransactions` operationId).
+	ExportTransactionsWithResponse(ctx context.Context, params *ExportTransactionsParams, reqEditors ...RequestEditorFn) (*ExportTransactionsResponse, error)
+
+	// ListPayoutsWithResponse List the payouts that paid the partner
+	//
+	// The payout batches that paid this partner, newest first (`created_at`, `id`
+	// descending), keyset-paged by `cursor`. One payout is one bank transfer to the partner
+	// that settled one or more completed transactions; its `amount` is the exact sum of their
+	// `amount`. Each of those transactions' `payout.settled` events carries the same
+	// `payout_id`, `reference` and `amount`. A transaction paid on its own (not in a batch)
+	// is not a payout here; its payout shows on the transaction and its `payout.settled`
+	// event.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /payouts (the `ListPayouts` operationId).
+	ListPayoutsWithResponse(ctx context.Context, params *ListPayoutsParams, reqEditors ...RequestEditorFn) (*ListPayoutsResponse, error)
+
+	// GetPayoutWithResponse Get a payout with its transactions
+	//
+	// One payout batch of this partner with the transactions it paid, in the order the
+	// operators recorded them. Another partner's payout, or an unknown id, is
+	// `404 not_found`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /payouts/{id} (the `GetPayout` operationId).
+	GetPayoutWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetPayoutResponse, error)
+
 	// CreateQuoteWithBodyWithResponse Create a quote
 	//
 	// Prices a token amount in NGN, or an NGN amount in tokens. Send exactly one of
@@ -3368,6 +3995,373 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /webhooks/events/{event_id}/replay (the `ReplayWebhookEvent` operationId).
 	ReplayWebhookEventWithResponse(ctx context.Context, eventId EventId, params *ReplayWebhookEventParams, reqEditors ...RequestEditorFn) (*ReplayWebhookEventResponse, error)
+}
+
+// ExportPayoutsResponse200Headers the declared response headers of an HTTP 200 response for ExportPayouts
+type ExportPayoutsResponse200Headers struct {
+	ContentDisposition string
+}
+
+// ExportPayoutsResponse429Headers the declared response headers of an HTTP 429 response for ExportPayouts
+type ExportPayoutsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ExportPayoutsResponse503Headers the declared response headers of an HTTP 503 response for ExportPayouts
+type ExportPayoutsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ExportPayoutsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ExportPayoutsResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ExportPayoutsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExportPayoutsResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ExportPayoutsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ExportPayoutsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ExportPayoutsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ExportPayoutsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ExportPayoutsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ExportPayoutsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExportPayoutsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExportPayoutsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExportPayoutsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ExportTransactionsResponse200Headers the declared response headers of an HTTP 200 response for ExportTransactions
+type ExportTransactionsResponse200Headers struct {
+	ContentDisposition string
+}
+
+// ExportTransactionsResponse429Headers the declared response headers of an HTTP 429 response for ExportTransactions
+type ExportTransactionsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ExportTransactionsResponse503Headers the declared response headers of an HTTP 503 response for ExportTransactions
+type ExportTransactionsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ExportTransactionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ExportTransactionsResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ExportTransactionsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExportTransactionsResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ExportTransactionsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ExportTransactionsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ExportTransactionsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ExportTransactionsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ExportTransactionsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ExportTransactionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExportTransactionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExportTransactionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExportTransactionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListPayoutsResponse429Headers the declared response headers of an HTTP 429 response for ListPayouts
+type ListPayoutsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ListPayoutsResponse503Headers the declared response headers of an HTTP 503 response for ListPayouts
+type ListPayoutsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListPayoutsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PayoutPageResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPayoutsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPayoutsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPayoutsResponse) GetJSON200() *PayoutPageResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListPayoutsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPayoutsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListPayoutsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListPayoutsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListPayoutsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPayoutsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPayoutsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPayoutsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPayoutsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetPayoutResponse429Headers the declared response headers of an HTTP 429 response for GetPayout
+type GetPayoutResponse429Headers struct {
+	RetryAfter *int
+}
+
+// GetPayoutResponse503Headers the declared response headers of an HTTP 503 response for GetPayout
+type GetPayoutResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetPayoutResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PayoutDetailResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetPayoutResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetPayoutResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPayoutResponse) GetJSON200() *PayoutDetailResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetPayoutResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetPayoutResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetPayoutResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetPayoutResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetPayoutResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetPayoutResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPayoutResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPayoutResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPayoutResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPayoutResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // CreateQuoteResponse429Headers the declared response headers of an HTTP 429 response for CreateQuote
@@ -5000,6 +5994,99 @@ func (r ReplayWebhookEventResponse) ContentType() string {
 	return ""
 }
 
+// ExportPayoutsWithResponse Export payouts as CSV
+//
+// Every payout batch of the partner recorded in the period (`created_at` between `from`
+// and `to`, both inclusive), one row per transaction it paid, so each row reconciles
+// one transaction with the bank transfer that paid it; the rows of one payout repeat
+// its `payout_id`, `reference`, `payout_amount` and `paid_at`.
+// The file is RFC 4180 CSV in UTF-8 (a header row, CRLF line ends, fields quoted when
+// they hold a comma, quote or line break), streamed without a row limit, newest first.
+// Amounts are exact decimal strings as in the JSON API (NGN with 2 decimals, tokens with
+// 6), times RFC 3339 in UTC, an absent value an empty field. A text field that a
+// spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or a
+// carriage return) is prefixed with `'`; amounts and times never are.
+//
+// Columns, in this order: `payout_id`, `reference`, `payout_amount`, `paid_at`,
+// `transaction_id`, `merchant_reference`, `network`, `crypto_currency`,
+// `crypto_amount`, `amount`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /exports/payouts (the `ExportPayouts` operationId).
+func (c *ClientWithResponses) ExportPayoutsWithResponse(ctx context.Context, params *ExportPayoutsParams, reqEditors ...RequestEditorFn) (*ExportPayoutsResponse, error) {
+	rsp, err := c.ExportPayouts(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExportPayoutsResponse(rsp)
+}
+
+// ExportTransactionsWithResponse Export transactions as CSV
+//
+// Every transaction of the partner created in the period (`created_at` between `from`
+// and `to`, both inclusive), one row each.
+// The file is RFC 4180 CSV in UTF-8 (a header row, CRLF line ends, fields quoted when
+// they hold a comma, quote or line break), streamed without a row limit, newest first.
+// Amounts are exact decimal strings as in the JSON API (NGN with 2 decimals, tokens with
+// 6), times RFC 3339 in UTC, an absent value an empty field. A text field that a
+// spreadsheet would run as a formula (starting with `=`, `+`, `-`, `@`, a tab or a
+// carriage return) is prefixed with `'`; amounts and times never are.
+//
+// Columns, in this order: `transaction_id`, `merchant_reference`, `merchant_id`,
+// `terminal_id`, `status`, `network`, `crypto_currency`, `crypto_amount`, `amount`,
+// `rate`, `deposit_address`, `created_at`, `updated_at`, `expires_at`,
+// `payout_settled_at` (when the NGN payout settled; empty until then).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /exports/transactions (the `ExportTransactions` operationId).
+func (c *ClientWithResponses) ExportTransactionsWithResponse(ctx context.Context, params *ExportTransactionsParams, reqEditors ...RequestEditorFn) (*ExportTransactionsResponse, error) {
+	rsp, err := c.ExportTransactions(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExportTransactionsResponse(rsp)
+}
+
+// ListPayoutsWithResponse List the payouts that paid the partner
+//
+// The payout batches that paid this partner, newest first (`created_at`, `id`
+// descending), keyset-paged by `cursor`. One payout is one bank transfer to the partner
+// that settled one or more completed transactions; its `amount` is the exact sum of their
+// `amount`. Each of those transactions' `payout.settled` events carries the same
+// `payout_id`, `reference` and `amount`. A transaction paid on its own (not in a batch)
+// is not a payout here; its payout shows on the transaction and its `payout.settled`
+// event.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /payouts (the `ListPayouts` operationId).
+func (c *ClientWithResponses) ListPayoutsWithResponse(ctx context.Context, params *ListPayoutsParams, reqEditors ...RequestEditorFn) (*ListPayoutsResponse, error) {
+	rsp, err := c.ListPayouts(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPayoutsResponse(rsp)
+}
+
+// GetPayoutWithResponse Get a payout with its transactions
+//
+// One payout batch of this partner with the transactions it paid, in the order the
+// operators recorded them. Another partner's payout, or an unknown id, is
+// `404 not_found`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /payouts/{id} (the `GetPayout` operationId).
+func (c *ClientWithResponses) GetPayoutWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetPayoutResponse, error) {
+	rsp, err := c.GetPayout(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPayoutResponse(rsp)
+}
+
 // CreateQuoteWithBodyWithResponse Create a quote
 //
 // Prices a token amount in NGN, or an NGN amount in tokens. Send exactly one of
@@ -5405,6 +6492,355 @@ func (c *ClientWithResponses) ReplayWebhookEventWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseReplayWebhookEventResponse(rsp)
+}
+
+// ParseExportPayoutsResponse parses an HTTP response from a ExportPayoutsWithResponse call
+func ParseExportPayoutsResponse(rsp *http.Response) (*ExportPayoutsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExportPayoutsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ExportPayoutsResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers ExportPayoutsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExportPayoutsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseExportTransactionsResponse parses an HTTP response from a ExportTransactionsWithResponse call
+func ParseExportTransactionsResponse(rsp *http.Response) (*ExportTransactionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExportTransactionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ExportTransactionsResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers ExportTransactionsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExportTransactionsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListPayoutsResponse parses an HTTP response from a ListPayoutsWithResponse call
+func ParseListPayoutsResponse(rsp *http.Response) (*ListPayoutsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPayoutsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PayoutPageResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListPayoutsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPayoutsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetPayoutResponse parses an HTTP response from a GetPayoutWithResponse call
+func ParseGetPayoutResponse(rsp *http.Response) (*GetPayoutResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPayoutResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PayoutDetailResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetPayoutResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetPayoutResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseCreateQuoteResponse parses an HTTP response from a CreateQuoteWithResponse call

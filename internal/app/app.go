@@ -37,6 +37,7 @@ import (
 	"partnerd/internal/metrics"
 	"partnerd/internal/operators"
 	"partnerd/internal/partners"
+	"partnerd/internal/payouts"
 	"partnerd/internal/pricing"
 	"partnerd/internal/quotes"
 	"partnerd/internal/ratelimit"
@@ -219,6 +220,7 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 		Lister:       transactions.NewLister(store.For[transactions.Tx](st), a.codec),
 		Lifecycle:    a.lifecycle,
 		Ledger:       revenue.NewLedger(st, a.codec, store.Now),
+		Payouts:      payouts.New(st, a.codec),
 		History:      st,
 		Endpoints:    webhook.NewEndpoints(store.For[webhook.Tx](st), policy, a.jobs, store.Now),
 		Events:       a.events,

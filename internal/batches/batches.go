@@ -46,6 +46,16 @@ type Batch struct {
 	CreatedAt      time.Time
 }
 
+// Query selects batches for one page: of Kind, of PartnerID when set, created
+// within From and To (inclusive) when set, after the position After.
+type Query struct {
+	Kind      Kind
+	PartnerID *uuid.UUID
+	From, To  *time.Time
+	After     *cursor.Position
+	Limit     int
+}
+
 // Tx is the unit of work a batch is written in.
 type Tx interface {
 	// InsertBatch writes b and its items (a transaction already in a batch of the
@@ -59,9 +69,11 @@ type Store interface {
 	// Transaction returns transaction id of any partner (in the unit of work ctx
 	// carries), or apperr NotFound.
 	Transaction(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error)
-	// ListBatches returns up to limit batches of kind (of partnerID when set), newest
-	// first, after pos when set.
-	ListBatches(ctx context.Context, kind Kind, partnerID *uuid.UUID, after *cursor.Position, limit int) ([]*Batch, error)
+	// ListBatches returns up to q.Limit batches of q's kind (and partner, and
+	// window, when set), newest first, after q.After when set.
+	ListBatches(ctx context.Context, q Query) ([]*Batch, error)
+	// Batch returns batch id of any kind and partner, or apperr NotFound.
+	Batch(ctx context.Context, id uuid.UUID) (*Batch, error)
 	// BatchOf returns the batch of kind holding transaction id, or nil.
 	BatchOf(ctx context.Context, kind Kind, id uuid.UUID) (*Batch, error)
 }
@@ -251,7 +263,7 @@ func (s *Service) List(ctx context.Context, kind Kind, partnerID *uuid.UUID, lim
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.store.ListBatches(ctx, kind, partnerID, pos, limit+1)
+	rows, err := s.store.ListBatches(ctx, Query{Kind: kind, PartnerID: partnerID, After: pos, Limit: limit + 1})
 	if err != nil {
 		return nil, err
 	}

@@ -399,6 +399,10 @@ func partnerOps(fx fixtures) ([]hostileOp, map[string]string) {
 		{name: "cancelTransaction", method: "POST", path: "/transactions/" + unknown + "/cancel", idempotent: true},
 		{name: "getTransactionStatusHistory", method: "GET", path: "/transactions/" + fx.txID + "/status-history"},
 		{name: "listRevenue", method: "GET", path: "/revenue", query: []string{"from", "to", "include_summary", "cursor", "limit", "crypto_currency", "network"}},
+		{name: "listPayouts", method: "GET", path: "/payouts", query: []string{"from", "to", "cursor", "limit"}},
+		{name: "getPayout", method: "GET", path: "/payouts/" + unknown},
+		{name: "exportTransactions", method: "GET", path: "/exports/transactions", query: []string{"from", "to"}},
+		{name: "exportPayouts", method: "GET", path: "/exports/payouts", query: []string{"from", "to"}},
 		{name: "getWebhookEndpoint", method: "GET", path: "/webhooks/endpoint"},
 		{name: "putWebhookEndpoint", method: "PUT", path: "/webhooks/endpoint", body: map[string]any{"url": "http://127.0.0.1:9/", "enabled": true}},
 		{name: "rotateWebhookSecret", method: "POST", path: "/webhooks/endpoint/rotate-secret"},
@@ -412,6 +416,7 @@ func partnerOps(fx fixtures) ([]hostileOp, map[string]string) {
 		"getTransactionByReference":   "/transactions/reference/%s",
 		"cancelTransaction":           "/transactions/%s/cancel",
 		"getTransactionStatusHistory": "/transactions/%s/status-history",
+		"getPayout":                   "/payouts/%s",
 		"getWebhookEvent":             "/webhooks/events/%s",
 		"replayWebhookEvent":          "/webhooks/events/%s/replay",
 	}

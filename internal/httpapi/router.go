@@ -14,6 +14,7 @@ import (
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/metrics"
 	"partnerd/internal/partners"
+	"partnerd/internal/payouts"
 	"partnerd/internal/quotes"
 	"partnerd/internal/ratelimit"
 	"partnerd/internal/revenue"
@@ -30,6 +31,7 @@ type Deps struct {
 	Lister       *transactions.Lister
 	Lifecycle    *lifecycle.Engine
 	Ledger       *revenue.Ledger
+	Payouts      *payouts.Service
 	History      HistoryReader
 	Endpoints    *webhook.Endpoints
 	Events       *webhook.Log
@@ -111,7 +113,7 @@ func New(d Deps) (*echo.Echo, error) {
 	})
 
 	srv := &Server{partners: d.Partners, quotes: d.Quotes, transactions: d.Transactions, lister: d.Lister,
-		lifecycle: d.Lifecycle, ledger: d.Ledger, history: d.History, endpoints: d.Endpoints, events: d.Events, log: log,
+		lifecycle: d.Lifecycle, ledger: d.Ledger, payouts: d.Payouts, history: d.History, endpoints: d.Endpoints, events: d.Events, log: log,
 		simulator: sandbox.New(d.Lifecycle, d.Transactions)}
 	// Partner checks run as global middleware with a skipper rather than as group
 	// middleware: a group with middleware catches every unknown path under it, which

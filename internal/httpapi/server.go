@@ -17,6 +17,7 @@ import (
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
 	"partnerd/internal/partners"
+	"partnerd/internal/payouts"
 	"partnerd/internal/quotes"
 	"partnerd/internal/revenue"
 	"partnerd/internal/sandbox"
@@ -32,6 +33,7 @@ type Server struct {
 	lister       *transactions.Lister
 	lifecycle    *lifecycle.Engine
 	ledger       *revenue.Ledger
+	payouts      *payouts.Service
 	history      HistoryReader
 	endpoints    *webhook.Endpoints
 	events       *webhook.Log

@@ -55,6 +55,11 @@ func StatusOf(code apperr.Code) int {
 	return http.StatusInternalServerError
 }
 
+// ErrStreamBroken wraps the failure of a streamed body (a CSV export) after
+// its first bytes were sent: the error handler aborts the connection instead of
+// ending the body as if it were complete.
+var ErrStreamBroken = errors.New("streamed body broken")
+
 // internalMessage is all a partner learns of an unexpected failure; the cause is
 // logged with the request id.
 const internalMessage = "Internal error."
@@ -66,6 +71,11 @@ const internalMessage = "Internal error."
 func ErrorHandler(log *slog.Logger, unavailable func(error) bool) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
+			if errors.Is(err, ErrStreamBroken) {
+				// The status and the first bytes are gone: cut the connection, so the
+				// client sees a broken transfer rather than a short body that looks whole.
+				panic(http.ErrAbortHandler)
+			}
 			return
 		}
 		if stored, ok := idempotency.ReplayOf(err); ok {

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
 	"partnerd/internal/batches"
@@ -61,19 +62,37 @@ func (tx *Tx) InsertBatch(ctx context.Context, b *batches.Batch) error {
 	return db.Create(&items).Error
 }
 
-// ListBatches returns up to limit batches of kind, newest first, after pos.
-func (s *Store) ListBatches(ctx context.Context, kind batches.Kind, partnerID *uuid.UUID, pos *cursor.Position, limit int) ([]*batches.Batch, error) {
-	db := s.read(ctx).Where("kind = ?", string(kind))
-	db = whereEq(db, "partner_id", partnerID)
-	db, err := afterPosition(db, "created_at", "id", pos)
+// ListBatches returns up to q.Limit batches of q.Kind (of q.PartnerID and within
+// q.From and q.To when set), newest first, after q.After.
+func (s *Store) ListBatches(ctx context.Context, q batches.Query) ([]*batches.Batch, error) {
+	db := s.read(ctx).Where("kind = ?", string(q.Kind))
+	db = whereEq(db, "partner_id", q.PartnerID)
+	db = within(db, "created_at", q.From, q.To)
+	db, err := afterPosition(db, "created_at", "id", q.After)
 	if err != nil {
 		return nil, err
 	}
 	var rows []batchRow
-	if err := db.Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
+	if err := db.Order("created_at DESC, id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	return s.batchesOf(ctx, rows)
+}
+
+// Batch returns batch id (of any kind and partner), or apperr NotFound.
+func (s *Store) Batch(ctx context.Context, id uuid.UUID) (*batches.Batch, error) {
+	var rows []batchRow
+	if err := s.read(ctx).Where("id = ?", id).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, apperr.New(apperr.NotFound, "No such batch.")
+	}
+	out, err := s.batchesOf(ctx, rows)
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
 }
 
 // BatchOf returns the batch of kind holding transaction id, or nil.

@@ -248,33 +248,60 @@ func TestBatches(t *testing.T) {
 		require.Nil(t, got)
 
 		// ListBatches: per kind, newest first.
-		all, err := s.ListBatches(ctx, batches.Payout, nil, nil, 10)
+		all, err := s.ListBatches(ctx, batches.Query{Kind: batches.Payout, Limit: 10})
 		require.NoError(t, err)
 		require.Equal(t, []uuid.UUID{payouts[2].ID, payouts[1].ID, payouts[0].ID}, batchIDs(all))
 		require.Equal(t, []uuid.UUID{tb.ID}, all[0].TransactionIDs)
 		require.Equal(t, []uuid.UUID{txs[2].ID, txs[3].ID, txs[1].ID}, all[1].TransactionIDs)
-		fills, err := s.ListBatches(ctx, batches.Fill, nil, nil, 10)
+		fills, err := s.ListBatches(ctx, batches.Query{Kind: batches.Fill, Limit: 10})
 		require.NoError(t, err)
 		require.Equal(t, []uuid.UUID{fill.ID}, batchIDs(fills))
 		require.Equal(t, []uuid.UUID{txs[1].ID, txs[0].ID}, fills[0].TransactionIDs)
 
 		// Per partner, by pages of one.
-		ofA, err := s.ListBatches(ctx, batches.Payout, &pa.ID, nil, 1)
+		ofA, err := s.ListBatches(ctx, batches.Query{Kind: batches.Payout, PartnerID: &pa.ID, Limit: 1})
 		require.NoError(t, err)
 		require.Equal(t, []uuid.UUID{payouts[1].ID}, batchIDs(ofA))
 		pos := &cursor.Position{Time: ofA[0].CreatedAt, ID: ofA[0].ID.String()}
-		ofA, err = s.ListBatches(ctx, batches.Payout, &pa.ID, pos, 1)
+		ofA, err = s.ListBatches(ctx, batches.Query{Kind: batches.Payout, PartnerID: &pa.ID, After: pos, Limit: 1})
 		require.NoError(t, err)
 		require.Equal(t, []uuid.UUID{payouts[0].ID}, batchIDs(ofA))
 		pos = &cursor.Position{Time: ofA[0].CreatedAt, ID: ofA[0].ID.String()}
-		ofA, err = s.ListBatches(ctx, batches.Payout, &pa.ID, pos, 1)
+		ofA, err = s.ListBatches(ctx, batches.Query{Kind: batches.Payout, PartnerID: &pa.ID, After: pos, Limit: 1})
 		require.NoError(t, err)
 		require.Empty(t, ofA)
-		ofB, err := s.ListBatches(ctx, batches.Payout, &pb.ID, nil, 10)
+		ofB, err := s.ListBatches(ctx, batches.Query{Kind: batches.Payout, PartnerID: &pb.ID, Limit: 10})
 		require.NoError(t, err)
 		require.Equal(t, []uuid.UUID{payouts[2].ID}, batchIDs(ofB))
-		_, err = s.ListBatches(ctx, batches.Payout, nil, &cursor.Position{Time: base, ID: "bad"}, 10)
+		_, err = s.ListBatches(ctx, batches.Query{Kind: batches.Payout, After: &cursor.Position{Time: base, ID: "bad"}, Limit: 10})
 		require.Equal(t, apperr.InvalidCursor, apperr.CodeOf(err))
+
+		// Within a window, both ends inclusive.
+		from, to := payouts[0].CreatedAt, payouts[1].CreatedAt
+		inside, err := s.ListBatches(ctx, batches.Query{Kind: batches.Payout, From: &from, To: &to, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, []uuid.UUID{payouts[1].ID, payouts[0].ID}, batchIDs(inside))
+		after := payouts[0].CreatedAt.Add(time.Second)
+		inside, err = s.ListBatches(ctx, batches.Query{Kind: batches.Payout, PartnerID: &pa.ID, From: &after, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, []uuid.UUID{payouts[1].ID}, batchIDs(inside))
+		inside, err = s.ListBatches(ctx, batches.Query{Kind: batches.Payout, To: &from, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, []uuid.UUID{payouts[0].ID}, batchIDs(inside))
+
+		// Batch, by id, of any kind.
+		one, err := s.Batch(ctx, payouts[1].ID)
+		require.NoError(t, err)
+		require.Equal(t, payouts[1].Reference, one.Reference)
+		require.Equal(t, batches.Payout, one.Kind)
+		require.Equal(t, pa.ID, *one.PartnerID)
+		require.True(t, payouts[1].FiatAmount.Equal(one.FiatAmount))
+		require.Equal(t, payouts[1].TransactionIDs, one.TransactionIDs)
+		one, err = s.Batch(ctx, fill.ID)
+		require.NoError(t, err)
+		require.Equal(t, batches.Fill, one.Kind)
+		_, err = s.Batch(ctx, uuid.New())
+		require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
 
 		// Batches of equal time are ordered by id, descending, and paged without loss.
 		twins := []*batches.Batch{
@@ -287,7 +314,7 @@ func TestBatches(t *testing.T) {
 		var seen []uuid.UUID
 		pos = nil
 		for {
-			page, err := s.ListBatches(ctx, batches.Fill, nil, pos, 1)
+			page, err := s.ListBatches(ctx, batches.Query{Kind: batches.Fill, After: pos, Limit: 1})
 			require.NoError(t, err)
 			if len(page) == 0 {
 				break

@@ -1,0 +1,108 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"partnerd/gen/api"
+	"partnerd/internal/batches"
+	"partnerd/internal/csvexport"
+	"partnerd/internal/httpkit"
+	"partnerd/internal/money"
+	"partnerd/internal/store"
+)
+
+// ListPayouts returns a page of the payouts that paid the partner (GET /payouts).
+func (s *Server) ListPayouts(ctx context.Context, req api.ListPayoutsRequestObject) (api.ListPayoutsResponseObject, error) {
+	p, err := partnerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	limit, after := httpkit.PageParams(req.Params.Limit, req.Params.Cursor)
+	page, err := s.payouts.List(ctx, p.ID, req.Params.From, req.Params.To, limit, after)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]api.Payout, len(page.Items))
+	for i, b := range page.Items {
+		items[i] = payoutOut(b)
+	}
+	return api.ListPayouts200JSONResponse{Success: true, Data: api.PayoutPage{
+		Data: items, HasMore: page.HasMore, Limit: page.Limit, NextCursor: page.NextCursor,
+	}}, nil
+}
+
+// GetPayout returns one payout of the partner with its transactions (GET /payouts/{id}).
+func (s *Server) GetPayout(ctx context.Context, req api.GetPayoutRequestObject) (api.GetPayoutResponseObject, error) {
+	p, err := partnerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.payouts.Get(ctx, p.ID, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	out := payoutOut(d.Batch)
+	txs := make([]api.PayoutTransaction, len(d.Transactions))
+	for i, t := range d.Transactions {
+		txs[i] = api.PayoutTransaction{TransactionId: t.ID, MerchantReference: t.MerchantReference, Network: t.Network,
+			CryptoCurrency: t.Token, CryptoAmount: money.FormatTokens(t.CryptoAmount), Amount: money.FormatFiat(t.FiatAmount)}
+	}
+	return api.GetPayout200JSONResponse{Success: true, Data: api.PayoutDetail{
+		Id: out.Id, Reference: out.Reference, Amount: out.Amount, TransactionCount: out.TransactionCount,
+		CreatedAt: out.CreatedAt, Transactions: txs,
+	}}, nil
+}
+
+func payoutOut(b *batches.Batch) api.Payout {
+	return api.Payout{Id: b.ID, Reference: b.Reference, Amount: money.FormatFiat(b.FiatAmount),
+		TransactionCount: len(b.TransactionIDs), CreatedAt: b.CreatedAt}
+}
+
+// ExportTransactions streams the partner's transactions of a period as CSV
+// (GET /exports/transactions).
+func (s *Server) ExportTransactions(ctx context.Context, req api.ExportTransactionsRequestObject) (api.ExportTransactionsResponseObject, error) {
+	p, err := partnerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	from, to := csvexport.Window(req.Params.From, req.Params.To, store.Now())
+	body := s.stream(ctx, func(w io.Writer) error { return s.lister.WriteCSV(ctx, w, p.ID, from, to) })
+	return api.ExportTransactions200TextcsvResponse{Body: body,
+		Headers: api.ExportTransactions200ResponseHeaders{ContentDisposition: csvexport.Disposition("transactions", from, to)}}, nil
+}
+
+// ExportPayouts streams the partner's payouts of a period as CSV, one row per
+// transaction paid (GET /exports/payouts).
+func (s *Server) ExportPayouts(ctx context.Context, req api.ExportPayoutsRequestObject) (api.ExportPayoutsResponseObject, error) {
+	p, err := partnerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	from, to := csvexport.Window(req.Params.From, req.Params.To, store.Now())
+	body := s.stream(ctx, func(w io.Writer) error { return s.payouts.WriteCSV(ctx, w, p.ID, from, to) })
+	return api.ExportPayouts200TextcsvResponse{Body: body,
+		Headers: api.ExportPayouts200ResponseHeaders{ContentDisposition: csvexport.Disposition("payouts", from, to)}}, nil
+}
+
+// stream runs write in its own goroutine into a pipe the response copies from,
+// so an export of any size is sent as it is read. An error after the first
+// bytes cannot change the status any more: it ends the body early (the client
+// sees a truncated transfer, never a short file that looks whole) and is logged.
+func (s *Server) stream(ctx context.Context, write func(io.Writer) error) io.ReadCloser {
+	r, w := io.Pipe()
+	started := time.Now()
+	go func() {
+		err := write(w)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("export failed", "error", err, "after", time.Since(started).String())
+			}
+			err = fmt.Errorf("%w: %w", httpkit.ErrStreamBroken, err)
+		}
+		w.CloseWithError(err)
+	}()
+	return r
+}
