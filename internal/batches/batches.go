@@ -131,6 +131,9 @@ func (s *Service) load(ctx context.Context, ids []uuid.UUID, ok func(i int, t *l
 // InvalidStateTransition and nothing changes. Errors: InvalidRequest, NotFound,
 // InvalidStateTransition.
 func (s *Service) CreatePayout(ctx context.Context, by lifecycle.Actor, partnerID uuid.UUID, ids []uuid.UUID, reference string, fiat decimal.Decimal) (*Batch, error) {
+	if err := lifecycle.CheckFiat(fiat); err != nil {
+		return nil, err
+	}
 	var out *Batch
 	err := s.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {
 		ts, err := s.load(ctx, ids, func(i int, t *lifecycle.Transaction) error {
@@ -185,8 +188,8 @@ func paidNote(t *lifecycle.Transaction) string {
 // each fill's NGN amount is its received token amount × rate, rounded to kobo, and
 // the batch's is their sum. Errors: InvalidRequest, NotFound, InvalidStateTransition.
 func (s *Service) CreateFill(ctx context.Context, by lifecycle.Actor, ids []uuid.UUID, rate decimal.Decimal, reference string) (*Batch, error) {
-	if !rate.IsPositive() {
-		return nil, apperr.Field(apperr.InvalidRequest, "The executed rate must be positive.", "/rate", "must be a decimal greater than 0")
+	if err := lifecycle.CheckRate(rate); err != nil {
+		return nil, err
 	}
 	var out *Batch
 	err := s.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {

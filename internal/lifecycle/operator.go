@@ -112,12 +112,36 @@ func with(base, extra map[string]any) map[string]any {
 	return base
 }
 
+// CheckRate is the rule of an executed rate (a fill, one or a batch): greater
+// than zero. Errors: InvalidRequest naming /rate.
+func CheckRate(rate decimal.Decimal) error {
+	if !rate.IsPositive() {
+		return apperr.Field(apperr.InvalidRequest, "The executed rate must be positive.", "/rate", "must be a decimal greater than 0")
+	}
+	return nil
+}
+
+// CheckFiat is the rule of an NGN amount an operator records (a fill, a payout):
+// greater than zero. Errors: InvalidRequest naming /fiat_amount.
+func CheckFiat(fiat decimal.Decimal) error {
+	if !fiat.IsPositive() {
+		return apperr.Field(apperr.InvalidRequest, "The NGN amount must be positive.", "/fiat_amount", "must be a decimal greater than 0")
+	}
+	return nil
+}
+
 // FillOrder records the executed sale of a confirmed deposit: deposit_confirming
 // with the deposit confirmed → order_filled (history order:filled carrying the
 // operator and reference), and the Fill with the executed rate and NGN amount, in
 // one database transaction. The partner's amount and rate do not change. Errors:
-// NotFound, InvalidStateTransition.
+// InvalidRequest (CheckRate, CheckFiat), NotFound, InvalidStateTransition.
 func (l *Engine) FillOrder(ctx context.Context, id uuid.UUID, by Actor, rate, fiat decimal.Decimal, reference string) (*Transaction, error) {
+	if err := CheckRate(rate); err != nil {
+		return nil, err
+	}
+	if err := CheckFiat(fiat); err != nil {
+		return nil, err
+	}
 	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if err := Check(t, ActionFill); err != nil {
 			return nil, err

@@ -101,8 +101,8 @@ func (s *Server) CreatePayout(ctx context.Context, req operatorapi.CreatePayoutR
 		return nil, err
 	}
 	fiat, err := decimal.NewFromString(req.Body.FiatAmount)
-	if err != nil || !fiat.IsPositive() {
-		return nil, apperr.Field(apperr.InvalidRequest, "The payout needs a positive amount.", "/fiat_amount", "must be a decimal greater than 0")
+	if err != nil { // the contract's pattern admits decimals only; batches checks the rest
+		return nil, apperr.Field(apperr.InvalidRequest, "The NGN amount is not a decimal.", "/fiat_amount", "must be a decimal")
 	}
 	respond := httpkit.AnswerWith(ctx, func(_ context.Context, b *batches.Batch) (operatorapi.CreatePayoutResponseObject, error) {
 		msg := "Payout recorded."
@@ -124,8 +124,8 @@ func (s *Server) CreateFill(ctx context.Context, req operatorapi.CreateFillReque
 		return nil, err
 	}
 	rate, err := decimal.NewFromString(req.Body.Rate)
-	if err != nil || !rate.IsPositive() {
-		return nil, apperr.Field(apperr.InvalidRequest, "The executed sale needs a positive rate.", "/rate", "must be a decimal greater than 0")
+	if err != nil { // the contract's pattern admits decimals only; the lifecycle checks the rest
+		return nil, apperr.Field(apperr.InvalidRequest, "The rate is not a decimal.", "/rate", "must be a decimal")
 	}
 	respond := httpkit.AnswerWith(ctx, func(_ context.Context, b *batches.Batch) (operatorapi.CreateFillResponseObject, error) {
 		msg := "Fill recorded."

@@ -84,17 +84,15 @@ func (s *Server) FillOrder(ctx context.Context, req operatorapi.FillOrderRequest
 	if err != nil {
 		return nil, err
 	}
-	// The contract's patterns admit decimals only; zero is the one bad value left.
-	var rate, fiat decimal.Decimal
-	for _, f := range []struct {
-		field, in string
-		out       *decimal.Decimal
-	}{{"/rate", req.Body.Rate, &rate}, {"/fiat_amount", req.Body.FiatAmount, &fiat}} {
-		v, err := decimal.NewFromString(f.in)
-		if err != nil || !v.IsPositive() {
-			return nil, apperr.Field(apperr.InvalidRequest, "The executed sale needs a positive rate and amount.", f.field, "must be a decimal greater than 0")
-		}
-		*f.out = v
+	// The contract's patterns admit decimals only; their rules (greater than zero)
+	// are the lifecycle's (lifecycle.CheckRate, CheckFiat).
+	rate, err := decimal.NewFromString(req.Body.Rate)
+	if err != nil {
+		return nil, apperr.Field(apperr.InvalidRequest, "The rate is not a decimal.", "/rate", "must be a decimal")
+	}
+	fiat, err := decimal.NewFromString(req.Body.FiatAmount)
+	if err != nil {
+		return nil, apperr.Field(apperr.InvalidRequest, "The NGN amount is not a decimal.", "/fiat_amount", "must be a decimal")
 	}
 	respond := actionAnswerOf(ctx, s, "Order filled.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.FillOrderResponseObject {
 		return operatorapi.FillOrder200JSONResponse{OperatorActionOKJSONResponse: ok}
