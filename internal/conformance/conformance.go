@@ -26,8 +26,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
-
 	"partnerd/gen/client"
 	"partnerd/gen/operatorclient"
 	"partnerd/internal/contractcheck"
@@ -165,9 +163,9 @@ type recorder struct {
 func newRecorder(api string, check *contractcheck.Checker, base string) *recorder {
 	r := &recorder{api: api, check: check, ops: map[string]*Result{}, last: map[string][]byte{}}
 	for path, item := range check.Spec().Paths.Map() {
-		for method, op := range item.Operations() {
-			r.ops[op.OperationID] = &Result{API: api, Operation: op.OperationID, Method: method,
-				Path: strings.TrimPrefix(path, base), Statuses: []int{}}
+		for method := range item.Operations() {
+			id := check.OperationOf(method, path)
+			r.ops[id] = &Result{API: api, Operation: id, Method: method, Path: strings.TrimPrefix(path, base), Statuses: []int{}}
 		}
 	}
 	return r
@@ -259,7 +257,7 @@ func (r *recorder) results() []Result {
 		}
 		out = append(out, *res)
 	}
-	order := pathOrder(r.check.Spec())
+	order := pathOrder(r.check)
 	slices.SortFunc(out, func(a, b Result) int {
 		if c := order[a.Operation] - order[b.Operation]; c != 0 {
 			return c
@@ -272,11 +270,11 @@ func (r *recorder) results() []Result {
 	return out
 }
 
-// pathOrder ranks operations by the contract's path order (paths in the order
-// the file lists them, as kin-openapi keeps it in InMatchingOrder's absence:
-// sorted by path, then by method).
-func pathOrder(spec *openapi3.T) map[string]int {
+// pathOrder ranks the contract's operations by path, then method, so related
+// operations sit together in the report.
+func pathOrder(check *contractcheck.Checker) map[string]int {
 	rank := map[string]int{}
+	spec := check.Spec()
 	paths := spec.Paths.InMatchingOrder()
 	slices.Sort(paths)
 	for _, p := range paths {
@@ -287,7 +285,7 @@ func pathOrder(spec *openapi3.T) map[string]int {
 		}
 		slices.Sort(methods)
 		for _, m := range methods {
-			rank[item.GetOperation(m).OperationID] = len(rank)
+			rank[check.OperationOf(m, p)] = len(rank)
 		}
 	}
 	return rank

@@ -68,8 +68,10 @@ var (
 )
 
 func (w *walk) run(ctx context.Context) {
-	for op, reason := range neverCalled["operator"] {
-		w.o.skip(op, reason)
+	if w.oc != nil {
+		for op, reason := range neverCalled["operator"] {
+			w.o.skip(op, reason)
+		}
 	}
 	w.webhookEndpoint(ctx)
 	if w.oc != nil {

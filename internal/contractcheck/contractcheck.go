@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -92,11 +93,21 @@ func (c *Checker) Operations() []string {
 	var ids []string
 	for _, item := range c.spec.Paths.Map() {
 		for _, op := range item.Operations() {
-			ids = append(ids, op.OperationID)
+			ids = append(ids, operationID(op))
 		}
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// OperationOf returns the id of the operation at method and path (as the
+// contract's paths are keyed, base path included), or "".
+func (c *Checker) OperationOf(method, path string) string {
+	item := c.spec.Paths.Value(path)
+	if item == nil || item.GetOperation(method) == nil {
+		return ""
+	}
+	return operationID(item.GetOperation(method))
 }
 
 // Operation returns the operationId of the contract's operation req is for, or ""
@@ -106,7 +117,18 @@ func (c *Checker) Operation(req *http.Request) string {
 	if err != nil {
 		return ""
 	}
-	return route.Operation.OperationID
+	return operationID(route.Operation)
+}
+
+// operationID returns op's id as the contract's file spells it: the spec
+// embedded by oapi-codegen carries ids with their first letter upper-cased
+// (createQuote becomes CreateQuote), and the contracts' ids all start lower-case.
+func operationID(op *openapi3.Operation) string {
+	id := op.OperationID
+	if id == "" {
+		return ""
+	}
+	return strings.ToLower(id[:1]) + id[1:]
 }
 
 // Check checks one exchange (reqBody and body are the bodies already read): every
@@ -120,7 +142,7 @@ func (c *Checker) Check(req *http.Request, reqBody []byte, resp *http.Response, 
 	route, params, routeErr := c.route.FindRoute(r)
 	opID := ""
 	if routeErr == nil {
-		opID = route.Operation.OperationID
+		opID = operationID(route.Operation)
 	}
 	if resp.Header.Get("X-Request-Id") == "" {
 		return opID, errors.New("no X-Request-Id header")
