@@ -111,8 +111,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	w.run(ctx)
 
 	rep := &Report{BaseURL: root, Prefix: prefix}
+	failed := p.failed() || o.failed()
 	for _, rec := range []*recorder{p, o} {
-		rep.Results = append(rep.Results, rec.results()...)
+		rep.Results = append(rep.Results, rec.results(failed)...)
 	}
 	for _, r := range rep.Results {
 		switch r.Outcome {
@@ -191,8 +192,8 @@ func (r *recorder) observe(x contractcheck.Exchange) {
 		res.Statuses = append(res.Statuses, x.Response.StatusCode)
 	}
 	r.last[x.Operation] = x.Body
-	if x.Err != nil {
-		v := fmt.Sprintf("status %d: %v", x.Response.StatusCode, x.Err)
+	for _, line := range contractcheck.Describe(x.Err) {
+		v := fmt.Sprintf("status %d: %s", x.Response.StatusCode, line)
 		if !slices.Contains(res.Violations, v) {
 			res.Violations = append(res.Violations, v)
 		}
@@ -235,11 +236,28 @@ func (r *recorder) lastError(op string) string {
 	return ": " + e.Error.Code + " (" + e.Message + ")"
 }
 
-// results returns every operation's result, ordered as the contract lists them:
-// an operation exercised with no violation or problem passes; one with either
-// fails; one never exercised is skipped with its reason, or fails when it has
-// none (an operation the walk forgot must show, never pass silently).
-func (r *recorder) results() []Result {
+// failed reports whether any answer broke the contract or surprised the walk.
+func (r *recorder) failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.strays) > 0 {
+		return true
+	}
+	for _, res := range r.ops {
+		if len(res.Violations) > 0 || len(res.Problems) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// results returns every operation's result, ordered by path: an operation
+// exercised with no violation or problem passes; one with either fails; one
+// never exercised is skipped with its reason. One with no reason was not reached
+// because an earlier step failed (runFailed; that step's failure fails the run),
+// or, when nothing failed, was forgotten by the walk: it fails, so an operation
+// never passes unchecked in silence.
+func (r *recorder) results(runFailed bool) []Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]Result, 0, len(r.ops))
@@ -251,9 +269,11 @@ func (r *recorder) results() []Result {
 			res.Outcome, res.Reason = Pass, ""
 		case res.Reason != "":
 			res.Outcome = Skip
+		case runFailed:
+			res.Outcome, res.Reason = Skip, "not reached: a step it needs failed (see the failures)"
 		default:
 			res.Outcome = Fail
-			res.Problems = append(res.Problems, "not exercised (an earlier step it needs did not succeed)")
+			res.Problems = append(res.Problems, "not exercised: the check has no step for it")
 		}
 		out = append(out, *res)
 	}

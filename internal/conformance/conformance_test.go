@@ -160,6 +160,7 @@ func TestTamperedAnswersFail(t *testing.T) {
 			require.NoError(t, rep.WriteText(&text))
 			require.Regexp(t, `(?m)^`+tc.api+` +`+tc.op+` .* FAIL .*`+tc.violation, text.String(), "the report's line names the operation and the violation")
 			require.Contains(t, text.String(), "DOES NOT CONFORM")
+			t.Log("\n" + text.String())
 			var doc Report
 			var js bytes.Buffer
 			require.NoError(t, rep.WriteJSON(&js))

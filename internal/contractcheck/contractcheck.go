@@ -239,3 +239,48 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.Observe(Exchange{Operation: op, Request: req, Response: resp, Body: body, Err: verr})
 	return resp, nil
 }
+
+// Describe breaks a violation Check returned into short lines a person reads:
+// one per failed rule, each with where it failed (the body's JSON pointer) and
+// the value answered, without the schema dump kin-openapi's messages carry.
+func Describe(err error) []string {
+	if err == nil {
+		return nil
+	}
+	var multi openapi3.MultiError
+	if errors.As(err, &multi) && len(multi) > 0 && !isSchemaError(err) {
+		var out []string
+		for _, e := range multi {
+			out = append(out, Describe(e)...)
+		}
+		return out
+	}
+	var resp *openapi3filter.ResponseError
+	if errors.As(err, &resp) && resp.Err != nil {
+		where := resp.Reason
+		if strings.HasPrefix(where, "response body doesn't match") {
+			where = "body"
+		}
+		var out []string
+		for _, line := range Describe(resp.Err) {
+			out = append(out, strings.TrimSpace(where+" "+line))
+		}
+		return out
+	}
+	var se *openapi3.SchemaError
+	if errors.As(err, &se) {
+		got, _ := json.Marshal(se.Value)
+		if len(got) > 120 {
+			got = append(got[:120], "…"...)
+		}
+		return []string{fmt.Sprintf("/%s: %s (answered %s)", strings.Join(se.JSONPointer(), "/"), se.Reason, got)}
+	}
+	return []string{err.Error()}
+}
+
+// isSchemaError reports whether err itself (not something it holds) is a
+// schema error.
+func isSchemaError(err error) bool {
+	_, ok := err.(*openapi3.SchemaError)
+	return ok
+}
