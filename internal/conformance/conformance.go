@@ -207,6 +207,15 @@ func (r *recorder) problem(op, msg string) {
 	r.ops[op].Problems = append(r.ops[op].Problems, msg)
 }
 
+// note records what op's answers mean, once.
+func (r *recorder) note(op, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !slices.Contains(r.ops[op].Notes, msg) {
+		r.ops[op].Notes = append(r.ops[op].Notes, msg)
+	}
+}
+
 // skip records why op is not exercised.
 func (r *recorder) skip(op, reason string) {
 	r.mu.Lock()

@@ -118,6 +118,32 @@ func TestFreshServiceConforms(t *testing.T) {
 	}
 }
 
+// On a deployment whose back office fills the sales itself (LIQUIDITY=operator,
+// PAYOUT=operator, as production), the fills are carried out, not shown refused.
+func TestOperatorAdaptersConform(t *testing.T) {
+	t.Parallel()
+	env := apitest.Start(t, testdb.Database{Name: "sqlite", URL: testdb.SQLite(t)}, map[string]string{"LIQUIDITY": "operator", "PAYOUT": "operator"})
+	rep, err := Run(context.Background(), Config{BaseURL: env.Root, APIKey: env.NewPartner(t), OperatorKey: env.NewOperator(t)})
+	require.NoError(t, err)
+	requireOK(t, rep)
+	for _, op := range []string{"fillOrder", "createFill", "settleOrder", "settlePayout", "createPayout"} {
+		r := rep.Result("operator", op)
+		require.Equal(t, []int{200}, r.Statuses, op)
+		require.Empty(t, r.Notes, op)
+	}
+
+	// On the staging defaults the fills are refused, and the report says why.
+	env = apitest.Start(t, testdb.Database{Name: "sqlite", URL: testdb.SQLite(t)}, nil)
+	rep, err = Run(context.Background(), Config{BaseURL: env.Root, APIKey: env.NewPartner(t), OperatorKey: env.NewOperator(t)})
+	require.NoError(t, err)
+	requireOK(t, rep)
+	for _, op := range []string{"fillOrder", "createFill"} {
+		r := rep.Result("operator", op)
+		require.Equal(t, []int{409}, r.Statuses, op)
+		require.Contains(t, r.Notes[0], "checked refused (409)")
+	}
+}
+
 // The check fails a server that answers what its contract does not declare, and
 // names the operation: each case tampers with one answer of the real service.
 func TestTamperedAnswersFail(t *testing.T) {

@@ -85,6 +85,8 @@ func (w *walk) action(ctx context.Context, tx uuid.UUID, name string) bool {
 	want := 409
 	if slices.Contains(d.AllowedActions, operatorclient.OperatorAction(name)) {
 		want = 200
+	} else {
+		w.o.note(actionOps[name], fmt.Sprintf("checked refused (409): the transaction, %s, does not allow %s on this deployment", d.Status, name))
 	}
 	key := idemKey()
 	ref := w.prefix + name
@@ -198,6 +200,8 @@ func (w *walk) batchPaths(ctx context.Context) {
 	want := 409
 	if slices.Contains(details[0].AllowedActions, "fill") && slices.Contains(details[1].AllowedActions, "fill") {
 		want = 200
+	} else {
+		w.o.note("createFill", fmt.Sprintf("checked refused (409): the transactions, %s, await no fill on this deployment (its liquidity adapter fills by itself)", details[0].Status))
 	}
 	fill, err := w.oc.CreateFillWithResponse(ctx, &operatorclient.CreateFillParams{IdempotencyKey: idemKey()},
 		operatorclient.BatchFillRequest{TransactionIds: ids, Rate: details[0].Rate, Reference: w.prefix + "batch-fill"})

@@ -35,6 +35,10 @@ type Result struct {
 	Problems []string `json:"problems,omitempty"`
 	// Reason says why an operation was skipped.
 	Reason string `json:"reason,omitempty"`
+	// Notes say what a passing operation's answers mean where the walk took
+	// the deployment's own settings into account (a refusal checked instead of
+	// a success the deployment does not allow).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Report is one run of the check.
@@ -70,6 +74,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, res := range r.Results {
 		notes := append(slices.Clone(res.Violations), res.Problems...)
 		detail := res.Reason
+		if res.Outcome == Pass && len(res.Notes) > 0 {
+			detail = strings.Join(res.Notes, "; ")
+		}
 		if len(notes) > 0 {
 			detail = notes[0]
 		}
