@@ -174,7 +174,9 @@ func newRecorder(api string, check *contractcheck.Checker, base string) *recorde
 
 // httpClient returns a client whose every answer is checked and recorded.
 func (r *recorder) httpClient(cfg Config) *http.Client {
-	return &http.Client{Timeout: cfg.Timeout, Transport: &contractcheck.Transport{Checker: r.check, Next: cfg.Transport, Observe: r.observe}}
+	checked := &contractcheck.Transport{Checker: r.check, Next: cfg.Transport, Observe: r.observe}
+	const tries, maxWait = 3, 10 * time.Second
+	return &http.Client{Timeout: tries*cfg.Timeout + (tries-1)*maxWait, Transport: &patient{next: checked, tries: tries, maxWait: maxWait}}
 }
 
 func (r *recorder) observe(x contractcheck.Exchange) {
