@@ -132,6 +132,13 @@ func TestOperatorAdaptersConform(t *testing.T) {
 		require.Empty(t, r.Notes, op)
 	}
 
+	// Without an operator key the walk stops at the confirmed deposit, which the
+	// back office would fill, and still passes.
+	partnerOnly, err := Run(context.Background(), Config{BaseURL: env.Root, APIKey: env.NewPartner(t)})
+	require.NoError(t, err)
+	requireOK(t, partnerOnly)
+	require.Contains(t, partnerOnly.Result("partner", "simulateSandboxEvent").Notes[0], "without --operator-key")
+
 	// On the staging defaults the fills are refused, and the report says why.
 	env = apitest.Start(t, testdb.Database{Name: "sqlite", URL: testdb.SQLite(t)}, nil)
 	rep, err = Run(context.Background(), Config{BaseURL: env.Root, APIKey: env.NewPartner(t), OperatorKey: env.NewOperator(t)})
