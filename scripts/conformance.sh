@@ -58,6 +58,6 @@ curl -sf "http://127.0.0.1:$port/readyz" >/dev/null || { echo "conformance: the 
 key=$(grep -oE 'sk_sandbox_[A-Za-z0-9_-]+' "$WORK/serve.out" | head -n 1)
 [ -n "$key" ] || { echo "conformance: the service printed no demo key" >&2; cat "$WORK/serve.out" >&2; exit 1; }
 
-echo "== partnerd conformance --base-url http://127.0.0.1:$port (demo partner's sandbox key, an operator key)"
+echo "== partnerd conformance --base-url http://127.0.0.1:$port (demo partner's sandbox key, an operator key)" >&2
 # shellcheck disable=SC2086 # CONFORMANCE_FLAGS is a list of flags
 PARTNERD_API_KEY=$key PARTNERD_OPERATOR_KEY=$op_key "$PARTNERD" conformance --base-url "http://127.0.0.1:$port" ${CONFORMANCE_FLAGS:-}
