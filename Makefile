@@ -127,6 +127,10 @@ smoke-benchchain:
 	@$(GO) run ./scripts/benchchain -smoke >$(SMOKE_LOGS)/benchchain.log 2>&1 \
 		|| { tail -n 30 $(SMOKE_LOGS)/benchchain.log; exit 1; }
 
+.PHONY: conformance
+conformance: build ## Start bin/partnerd on a fresh SQLite database and run `partnerd conformance` against it (CI runs it; seconds)
+	@scripts/conformance.sh
+
 .PHONY: tidy
 tidy: ## go mod tidy
 	$(GO) mod tidy

@@ -16,6 +16,8 @@
 //	                                          chain transfers to deposit addresses
 //	partnerd addresses export --network N [--json] [--account-path P]
 //	                                          every issued deposit address with its derivation path
+//	partnerd conformance --base-url URL --api-key KEY [--operator-key KEY] [--json]
+//	                                          check a running deployment against its contracts
 //
 // Settings come from the environment; see README.md.
 package main
@@ -60,7 +62,10 @@ const usage = `usage:
                                                 receive, verify and print webhooks locally
   partnerd deposits list [--unmatched] [--json] chain transfers to deposit addresses (unmatched ones for operators)
   partnerd addresses export --network N [--json] [--account-path P]
-                                                every issued deposit address: index, derivation path, transaction, status, amount received`
+                                                every issued deposit address: index, derivation path, transaction, status, amount received
+  partnerd conformance --base-url URL --api-key KEY [--operator-key KEY] [--include-webhooks] [--rotate-webhook-secret] [--json]
+                                                exercise every operation of both contracts against a running deployment
+                                                and check every answer; fails on any violation`
 
 func run(args []string, stdout, stderr io.Writer) error {
 	cmd := "serve"
@@ -98,6 +103,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return errors.New(usage)
 		}
 		return exportAddresses(args[1:], stdout, stderr)
+	case "conformance":
+		return checkConformance(args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil

@@ -5,10 +5,7 @@
 package apitest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -19,16 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
 	"partnerd/internal/app"
 	"partnerd/internal/config"
+	"partnerd/internal/contractcheck"
 	"partnerd/internal/httpapi"
 	"partnerd/internal/partners"
 	"partnerd/internal/store"
@@ -49,8 +43,7 @@ type Env struct {
 	// Store is a second connection to the service's database, for setting up state
 	// the API cannot (such as a partner of the other environment).
 	Store *store.Store
-	spec  *openapi3.T
-	route routers.Router
+	check *contractcheck.Checker
 	// stop stops the service (once); Stop and the test's cleanup call it.
 	stop func()
 }
@@ -96,12 +89,10 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 	})
 	t.Cleanup(stop)
 
-	spec, err := httpapi.Spec()
-	require.NoError(t, err)
-	r, err := gorillamux.NewRouter(spec)
+	check, err := contractcheck.Partner(contractcheck.AsDeclared)
 	require.NoError(t, err)
 	root := "http://" + ln.Addr().String()
-	return &Env{BaseURL: root + httpapi.BasePath, Root: root, App: a, Store: st, spec: spec, route: r, stop: stop}
+	return &Env{BaseURL: root + httpapi.BasePath, Root: root, App: a, Store: st, check: check, stop: stop}
 }
 
 // Remote returns an Env for a service running elsewhere (a binary a test started)
@@ -109,11 +100,9 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 // App and Store are nil, and Stop does nothing.
 func Remote(t *testing.T, root string) *Env {
 	t.Helper()
-	spec, err := httpapi.Spec()
+	check, err := contractcheck.Partner(contractcheck.AsDeclared)
 	require.NoError(t, err)
-	r, err := gorillamux.NewRouter(spec)
-	require.NoError(t, err)
-	return &Env{BaseURL: root + httpapi.BasePath, Root: root, spec: spec, route: r, stop: func() {}}
+	return &Env{BaseURL: root + httpapi.BasePath, Root: root, check: check, stop: func() {}}
 }
 
 // NewPartner creates a partner of the service's environment and returns its API key.
@@ -154,100 +143,22 @@ func (e *Env) Client(t *testing.T, key string) *client.ClientWithResponses {
 // contract, for requests the typed client cannot make (a malformed body, a wrong
 // content type, an unknown route).
 func (e *Env) HTTPClient(t *testing.T) *http.Client {
-	return &http.Client{Timeout: 30 * time.Second, Transport: &validating{t: t, contract: "the contract", check: e.validate, next: http.DefaultTransport}}
+	return checkedClient(t, e.check)
 }
 
-// validating is a RoundTripper that validates each response against a contract
-// with check.
-type validating struct {
-	t        *testing.T
-	contract string
-	check    func(req *http.Request, reqBody []byte, resp *http.Response, body []byte) error
-	next     http.RoundTripper
-}
-
-func (v *validating) RoundTrip(req *http.Request) (*http.Response, error) {
-	var reqBody []byte
-	if req.Body != nil {
-		b, err := io.ReadAll(req.Body)
-		if err != nil {
-			return nil, err
+// checkedClient returns an HTTP client that fails t on every answer check finds in
+// breach of its contract.
+func checkedClient(t *testing.T, check *contractcheck.Checker) *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &contractcheck.Transport{Checker: check, Observe: func(x contractcheck.Exchange) {
+		if x.Err != nil {
+			t.Errorf("response to %s %s breaks %s: %v\nstatus %d body: %s", x.Request.Method, x.Request.URL.Path, check.Name, x.Err, x.Response.StatusCode, x.Body)
 		}
-		reqBody = b
-		req.Body = http.NoBody
-		if len(b) > 0 {
-			req.Body = io.NopCloser(bytes.NewReader(b))
-		}
-	}
-	resp, err := v.next.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	body, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	if verr := v.check(req, reqBody, resp, body); verr != nil {
-		v.t.Errorf("response to %s %s breaks %s: %v\nstatus %d body: %s", req.Method, req.URL.Path, v.contract, verr, resp.StatusCode, body)
-	}
-	return resp, nil
-}
-
-// validate checks one exchange: every response carries X-Request-Id; a response of
-// a declared operation must be declared (status included) and valid; any failure
-// body must be the Error schema.
-func (e *Env) validate(req *http.Request, reqBody []byte, resp *http.Response, body []byte) error {
-	if resp.Header.Get("X-Request-Id") == "" {
-		return errors.New("no X-Request-Id header")
-	}
-	if resp.StatusCode >= 400 {
-		if err := e.ValidateSchema("Error", body); err != nil {
-			return err
-		}
-	}
-	return validateOperation(e.route, req, reqBody, resp, body)
-}
-
-// validateOperation checks an answer against the operation of the contract that
-// route finds for req: its status must be declared, and its headers and body must
-// match. A request matching no operation must have been answered 404 or 405.
-func validateOperation(route routers.Router, req *http.Request, reqBody []byte, resp *http.Response, body []byte) error {
-	r := req.Clone(req.Context())
-	r.Body = io.NopCloser(bytes.NewReader(reqBody))
-	op, params, err := route.FindRoute(r)
-	if err != nil {
-		// No operation: only the error checks above apply (404 or 405).
-		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
-			return errors.New("a request matching no operation must get 404 or 405")
-		}
-		return nil
-	}
-	in := &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: &openapi3filter.RequestValidationInput{
-			Request: r, PathParams: params, Route: op,
-			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
-		},
-		Status:  resp.StatusCode,
-		Header:  resp.Header,
-		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
-	}
-	in.SetBodyBytes(body)
-	return openapi3filter.ValidateResponse(context.Background(), in)
+	}}}
 }
 
 // ValidateSchema checks body against the named component schema of the contract.
 func (e *Env) ValidateSchema(name string, body []byte) error {
-	ref := e.spec.Components.Schemas[name]
-	if ref == nil || ref.Value == nil {
-		return errors.New("no schema " + name)
-	}
-	var v any
-	if err := json.Unmarshal(body, &v); err != nil {
-		return err
-	}
-	return ref.Value.VisitJSON(v, openapi3.MultiErrors())
+	return e.check.ValidateSchema(name, body)
 }
 
 // PartnerID returns the id of the partner owning key.

@@ -2,18 +2,13 @@ package apitest
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"net/http"
 	"testing"
-	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/operatorclient"
+	"partnerd/internal/contractcheck"
 	"partnerd/internal/operatorapi"
 )
 
@@ -52,34 +47,7 @@ func (e *Env) OperatorClient(t *testing.T, key string) *operatorclient.ClientWit
 // against openapi/operator.yaml.
 func (e *Env) OperatorHTTPClient(t *testing.T) *http.Client {
 	t.Helper()
-	spec, err := operatorapi.Spec()
+	check, err := contractcheck.Operator(contractcheck.AsDeclared)
 	require.NoError(t, err)
-	r, err := gorillamux.NewRouter(spec)
-	require.NoError(t, err)
-	v := &opContract{spec: spec, route: r}
-	return &http.Client{Timeout: 30 * time.Second, Transport: &validating{t: t, contract: "the operator contract", check: v.validate, next: http.DefaultTransport}}
-}
-
-// opContract checks answers against the operator contract.
-type opContract struct {
-	spec  *openapi3.T
-	route routers.Router
-}
-
-// validate is Env.validate against the operator contract.
-func (v *opContract) validate(req *http.Request, reqBody []byte, resp *http.Response, body []byte) error {
-	if resp.Header.Get("X-Request-Id") == "" {
-		return errors.New("no X-Request-Id header")
-	}
-	if resp.StatusCode >= 400 {
-		ref := v.spec.Components.Schemas["Error"]
-		var doc any
-		if err := json.Unmarshal(body, &doc); err != nil {
-			return err
-		}
-		if err := ref.Value.VisitJSON(doc, openapi3.MultiErrors()); err != nil {
-			return err
-		}
-	}
-	return validateOperation(v.route, req, reqBody, resp, body)
+	return checkedClient(t, check)
 }
