@@ -218,7 +218,9 @@ func (w *walk) batchPaths(ctx context.Context) {
 	}
 	payout, err := w.oc.CreatePayoutWithResponse(ctx, &operatorclient.CreatePayoutParams{IdempotencyKey: idemKey()},
 		operatorclient.PayoutRequest{PartnerId: details[0].PartnerId, TransactionIds: ids, Reference: w.prefix + "batch-payout", FiatAmount: total.StringFixed(2)})
-	w.expect(w.o, "createPayout", payout, err, 200)
+	if w.expect(w.o, "createPayout", payout, err, 200) {
+		w.payoutID = &payout.JSON200.Data.Id
+	}
 	list, err := w.oc.ListFillsWithResponse(ctx, &operatorclient.ListFillsParams{Limit: ptr(5)})
 	w.expect(w.o, "listFills", list, err, 200)
 }

@@ -26,6 +26,8 @@ type walk struct {
 	started time.Time
 	// partnerID is the key's partner, learnt from the operator API.
 	partnerID *uuid.UUID
+	// payoutID is the batch payout the run recorded, when it could.
+	payoutID *uuid.UUID
 }
 
 // answer is what every generated response has.
@@ -92,6 +94,7 @@ func (w *walk) run(ctx context.Context) {
 		w.expirePath(ctx)
 	}
 	w.revenue(ctx)
+	w.payouts(ctx)
 }
 
 // webhookEndpoint reads the partner's endpoint; with IncludeWebhooks it puts it
@@ -300,6 +303,27 @@ func (w *walk) webhookEvents(ctx context.Context, tx uuid.UUID) {
 func (w *walk) revenue(ctx context.Context) {
 	res, err := w.pc.ListRevenueWithResponse(ctx, &client.ListRevenueParams{From: &w.started, IncludeSummary: ptr(true), Limit: ptr(5)})
 	w.expect(w.p, "listRevenue", res, err, 200)
+}
+
+// payouts lists the partner's payouts and exports its transactions and payouts
+// since the run started, and reads the payout the run recorded (without one, an
+// unknown id, which must be the declared 404).
+func (w *walk) payouts(ctx context.Context) {
+	list, err := w.pc.ListPayoutsWithResponse(ctx, &client.ListPayoutsParams{From: &w.started, Limit: ptr(5)})
+	w.expect(w.p, "listPayouts", list, err, 200)
+	if w.payoutID != nil {
+		one, err := w.pc.GetPayoutWithResponse(ctx, *w.payoutID)
+		w.expect(w.p, "getPayout", one, err, 200)
+	} else {
+		one, err := w.pc.GetPayoutWithResponse(ctx, uuid.New())
+		if w.expect(w.p, "getPayout", one, err, 404) {
+			w.p.note("getPayout", "checked with an unknown id (404): the run recorded no payout (it needs --operator-key)")
+		}
+	}
+	txs, err := w.pc.ExportTransactionsWithResponse(ctx, &client.ExportTransactionsParams{From: &w.started})
+	w.expect(w.p, "exportTransactions", txs, err, 200)
+	pays, err := w.pc.ExportPayoutsWithResponse(ctx, &client.ExportPayoutsParams{From: &w.started})
+	w.expect(w.p, "exportPayouts", pays, err, 200)
 }
 
 // amountOf returns the NGN amount of a decimal string, for sums.
