@@ -1,6 +1,7 @@
 // Package apitest starts the real service for component tests and hands out
 // clients generated from the contract. Every response a client receives is checked
-// against openapi/partner.yaml (status declared, headers and body valid), so drift
+// against openapi/partner.yaml or openapi/operator.yaml as served (status declared,
+// headers and body valid, every enum value listed, open enums included), so drift
 // between code and contract fails the test that provoked it.
 package apitest
 
@@ -22,7 +23,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
@@ -96,9 +96,7 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 	})
 	t.Cleanup(stop)
 
-	spec, err := httpapi.Spec()
-	require.NoError(t, err)
-	r, err := gorillamux.NewRouter(spec)
+	spec, r, err := partnerContract(httpapi.BasePath)
 	require.NoError(t, err)
 	root := "http://" + ln.Addr().String()
 	return &Env{BaseURL: root + httpapi.BasePath, Root: root, App: a, Store: st, spec: spec, route: r, stop: stop}
@@ -109,9 +107,7 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 // App and Store are nil, and Stop does nothing.
 func Remote(t *testing.T, root string) *Env {
 	t.Helper()
-	spec, err := httpapi.Spec()
-	require.NoError(t, err)
-	r, err := gorillamux.NewRouter(spec)
+	spec, r, err := partnerContract(httpapi.BasePath)
 	require.NoError(t, err)
 	return &Env{BaseURL: root + httpapi.BasePath, Root: root, spec: spec, route: r, stop: func() {}}
 }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/stretchr/testify/require"
 
 	"partnerd/internal/httpapi"
@@ -14,9 +13,7 @@ import (
 // The contract check must be able to fail: these exchanges each break it.
 func TestValidateCatchesDrift(t *testing.T) {
 	t.Parallel()
-	spec, err := httpapi.Spec()
-	require.NoError(t, err)
-	r, err := gorillamux.NewRouter(spec)
+	spec, r, err := partnerContract(httpapi.BasePath)
 	require.NoError(t, err)
 	e := &Env{spec: spec, route: r}
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/operatorclient"
@@ -52,9 +51,7 @@ func (e *Env) OperatorClient(t *testing.T, key string) *operatorclient.ClientWit
 // against openapi/operator.yaml.
 func (e *Env) OperatorHTTPClient(t *testing.T) *http.Client {
 	t.Helper()
-	spec, err := operatorapi.Spec()
-	require.NoError(t, err)
-	r, err := gorillamux.NewRouter(spec)
+	spec, r, err := operatorContract(operatorapi.BasePath)
 	require.NoError(t, err)
 	v := &opContract{spec: spec, route: r}
 	return &http.Client{Timeout: 30 * time.Second, Transport: &validating{t: t, contract: "the operator contract", check: v.validate, next: http.DefaultTransport}}
