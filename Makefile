@@ -7,6 +7,9 @@ OAPI        := $(GO) tool oapi-codegen
 REDOCLY     := npx --yes @redocly/cli@2.11.1
 SPEC        := openapi/partner.yaml
 OP_SPEC     := openapi/operator.yaml
+# The npm tools run against the contracts (Postman's converter, openapi-typescript,
+# tsc), pinned by scripts/contract-tools/package-lock.json and installed with npm ci.
+CONTRACT_TOOLS := scripts/contract-tools
 # Every generated file: config → the spec it is generated from.
 GEN_CONFIGS := openapi/server.cfg.yaml:$(SPEC) openapi/client.cfg.yaml:$(SPEC) \
                openapi/operator.server.cfg.yaml:$(OP_SPEC) openapi/operator.client.cfg.yaml:$(OP_SPEC)
@@ -55,6 +58,29 @@ check-contract: ## Fail when a contract changed without a version bump, or broke
 .PHONY: release-contract
 release-contract: ## Keep each contract's current version in openapi/released/ (after bumping info.version and adding its CHANGELOG entry)
 	@scripts/check-contract.sh release
+
+# npm ci rewrites node_modules/.package-lock.json: it stamps the install.
+$(CONTRACT_TOOLS)/node_modules/.package-lock.json: $(CONTRACT_TOOLS)/package.json $(CONTRACT_TOOLS)/package-lock.json
+	cd $(CONTRACT_TOOLS) && npm ci --no-audit --no-fund --loglevel=error
+
+.PHONY: contract-tools
+contract-tools: $(CONTRACT_TOOLS)/node_modules/.package-lock.json ## Install the pinned npm tools run against the contracts (npm ci)
+
+.PHONY: postman
+postman: contract-tools ## Regenerate the Postman collections and sandbox environment in openapi/postman/ from both contracts
+	node $(CONTRACT_TOOLS)/postman.js openapi/postman
+
+.PHONY: check-postman
+check-postman: contract-tools ## Fail when openapi/postman/ differs from what the contracts produce
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	node $(CONTRACT_TOOLS)/postman.js $$tmp; \
+	for f in $$tmp/*.json; do diff -q openapi/postman/$$(basename $$f) $$f >/dev/null \
+		|| { echo "openapi/postman/$$(basename $$f) is stale: run make postman"; exit 1; }; done; \
+	echo "Postman collections are up to date"
+
+.PHONY: check-clients
+check-clients: contract-tools ## Generate TypeScript types from both contracts and type-check them with tsc; check gen/ has no untyped Go values
+	@$(CONTRACT_TOOLS)/check-clients.sh
 
 .PHONY: chromium
 chromium: ## Make sure Debian's chromium is installed (the console's browser tests); installs it as root with apt-get

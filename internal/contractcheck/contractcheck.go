@@ -1,5 +1,5 @@
 // Package contractcheck checks HTTP answers against the service's contracts
-// (openapi/partner.yaml and openapi/operator.yaml, as embedded in gen/): the
+// (openapi/partner.yaml and openapi/operator.yaml, as served): the
 // status must be declared for the operation, and the headers and body must match
 // it. The component tests (internal/apitest) and the conformance check a QA team
 // runs against a deployment (internal/conformance) use the same checker, so both
@@ -24,6 +24,7 @@ import (
 
 	"partnerd/internal/httpapi"
 	"partnerd/internal/operatorapi"
+	"partnerd/openapi"
 )
 
 // Checker checks exchanges against one contract, rebased on its API's base path.
@@ -52,7 +53,7 @@ const (
 // Partner returns a checker of the partner API's contract (paths under
 // httpapi.BasePath).
 func Partner(r Reading) (*Checker, error) {
-	spec, err := httpapi.Spec()
+	spec, err := load(openapi.PartnerYAML, httpapi.BasePath)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +66,7 @@ func Partner(r Reading) (*Checker, error) {
 // Operator returns a checker of the operator API's contract (paths under
 // operatorapi.BasePath).
 func Operator(r Reading) (*Checker, error) {
-	spec, err := operatorapi.Spec()
+	spec, err := load(openapi.OperatorYAML, operatorapi.BasePath)
 	if err != nil {
 		return nil, err
 	}

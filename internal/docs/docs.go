@@ -1,5 +1,6 @@
 // Package docs serves the API reference: an HTML page that renders the OpenAPI
-// contract with Redoc, the Redoc script itself and the contract as YAML.
+// contract with Redoc, the Redoc script itself, the contract as YAML, and the
+// downloads the page links to (the changelog, the Postman collections).
 //
 // Everything is served from the binary. The Redoc bundle is embedded (see
 // assets/README.md and scripts/update-redoc.sh) rather than loaded from a CDN, so
@@ -82,6 +83,13 @@ const pageTemplate = `<!DOCTYPE html>
 <style>body { margin: 0; padding: 0; }</style>
 </head>
 <body>
+<nav style="font: 14px/1.5 sans-serif; padding: 8px 16px; border-bottom: 1px solid #ddd;">
+Download: <a href="` + SpecPath + `">the OpenAPI contract</a> &middot;
+<a href="docs/changelog">changelog</a> &middot;
+Postman: <a href="docs/postman/partner.json">partner API collection</a>,
+<a href="docs/postman/operator.json">operator API collection</a>,
+<a href="docs/postman/sandbox-environment.json">sandbox environment</a>
+</nav>
 <noscript>The API reference needs JavaScript. The contract itself is at <a href="` + SpecPath + `">` + SpecPath + `</a>.</noscript>
 <redoc spec-url="` + SpecPath + `"></redoc>
 <script src="docs/` + scriptName + `?v=%s"></script>
@@ -128,7 +136,8 @@ func New(specYAML []byte) *Docs {
 // outside the partner API's base path, so they need no API key. "/docs/" is
 // redirected to "/docs" because the page's relative script URL only resolves
 // correctly from the latter; the redirect is relative too, for the same reason
-// as the script URL.
+// as the script URL. The Postman collections of both APIs are registered here
+// too (postman.go): the page links to them.
 func (d *Docs) Register(e *echo.Echo) {
 	methods := []string{http.MethodGet, http.MethodHead}
 	e.Match(methods, PagePath, d.servePage)
@@ -143,6 +152,7 @@ func (d *Docs) Register(e *echo.Echo) {
 		return serveBytes(c, redocScriptLicense)
 	})
 	e.Match(methods, SpecPath, d.serveSpec)
+	registerPostman(e)
 }
 
 func (d *Docs) servePage(c echo.Context) error {
