@@ -5,11 +5,13 @@
 package apitest
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"sync"
@@ -68,6 +70,7 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 	log := slog.New(slog.NewTextHandler(testLogOutput(), nil))
 	a, err := app.Open(ctx, cfg, log)
 	require.NoError(t, err)
+	a.CheckInProcess(checkedInProcess(t))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)
@@ -93,6 +96,36 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 	require.NoError(t, err)
 	root := "http://" + ln.Addr().String()
 	return &Env{BaseURL: root + httpapi.BasePath, Root: root, App: a, Store: st, check: check, stop: stop}
+}
+
+// checkedInProcess returns the wrapper of the console's in-process calls to the
+// operator API: each answer is checked against the operator contract like a
+// client's, so a console page's call that drifts from the contract fails the
+// test that provoked it.
+func checkedInProcess(t *testing.T) func(http.Handler) http.Handler {
+	check, err := contractcheck.Operator(contractcheck.AsDeclared)
+	require.NoError(t, err)
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var reqBody []byte
+			if r.Body != nil {
+				reqBody, _ = io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(reqBody))
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			res := rec.Result()
+			body := rec.Body.Bytes()
+			if _, err := check.Check(r.Clone(r.Context()), reqBody, res, body); err != nil {
+				t.Errorf("the console's call %s %s breaks the operator contract: %v", r.Method, r.URL.Path, err)
+			}
+			for k, v := range res.Header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(res.StatusCode)
+			_, _ = w.Write(body)
+		})
+	}
 }
 
 // Remote returns an Env for a service running elsewhere (a binary a test started)

@@ -68,8 +68,10 @@ type App struct {
 	watchers     *watchers
 	progress     *progressRecorder
 	handler      http.Handler
-	codec        *cursor.Codec
-	limiter      ratelimit.Limiter
+	// inProcessWrap wraps the console's in-process calls (CheckInProcess); nil in service.
+	inProcessWrap func(http.Handler) http.Handler
+	codec         *cursor.Codec
+	limiter       ratelimit.Limiter
 
 	// The operator API (operator.go).
 	operators    *operators.Service

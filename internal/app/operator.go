@@ -79,10 +79,25 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	docs.RegisterOperator(e, openapi.OperatorYAML)
 	// The console calls the operator API in process, through the finished handler.
 	return console.Register(e, console.Deps{
-		Operators: a.operators, API: func() http.Handler { return a.handler }, OperatorBase: operatorapi.BasePath,
+		Operators: a.operators, API: a.inProcessHandler, OperatorBase: operatorapi.BasePath,
 		Secure: a.cfg.Env == config.Production, Logger: a.log, Now: store.Now,
 	})
 }
+
+// inProcessHandler is the handler the console calls in process: the finished
+// handler, wrapped by CheckInProcess's wrapper when a test set one.
+func (a *App) inProcessHandler() http.Handler {
+	if a.inProcessWrap != nil {
+		return a.inProcessWrap(a.handler)
+	}
+	return a.handler
+}
+
+// CheckInProcess wraps the handler the console calls in process (never the one
+// the listener serves) with wrap: tests check every answer the console receives
+// against the operator contract, as they check their clients' answers. Call it
+// before the first request.
+func (a *App) CheckInProcess(wrap func(http.Handler) http.Handler) { a.inProcessWrap = wrap }
 
 // Operators returns the operator service (for the operators command and tests).
 func (a *App) Operators() *operators.Service { return a.operators }
