@@ -275,3 +275,69 @@ func TestList(t *testing.T) {
 		})
 	}
 }
+
+// A stage lists every partner's transactions waiting on one step, newest first or
+// oldest first, and a support ticket's text finds a transaction by its reference
+// (any case), deposit address (any case), deposit hash or id; cursors are bound to
+// the stage and search.
+func TestStages(t *testing.T) {
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			b := newBed(t, db.URL)
+			engine := lifecycle.NewEngine(store.For[lifecycle.Tx](b.st), map[string]int{"bep20": 1}, store.Now)
+			engine.Configure(lifecycle.Settlement{OperatorLiquidity: true, OperatorPayout: true})
+			stages := transactions.NewStageLister(b.st, cursor.NewCodec([]byte("s")))
+			create := func(partner uuid.UUID, ref string, at time.Duration) *lifecycle.Transaction {
+				b.clock.Set(b.t0.Add(at))
+				tr, err := b.svc.Create(ctx, partner, transactions.CreateRequest{MerchantReference: ref, Token: "usdt", Network: "bep20", FiatAmount: ptr("3000")})
+				require.NoError(t, err)
+				return tr
+			}
+			detect := func(id uuid.UUID, hash string) {
+				_, err := engine.DetectGenerated(ctx, id, lifecycle.DepositInput{ID: "dep_" + uuid.NewString(), Hash: hash, From: "0xfrom", Confirmations: 1})
+				require.NoError(t, err)
+			}
+			a := create(b.partner, "Ticket-A", time.Second)
+			bb := create(b.other, "Ticket-B", 2*time.Second)
+			c := create(b.partner, "Ticket-C", 3*time.Second)
+			detect(a.ID, "0xAAAA")
+			detect(bb.ID, "0xBBBB")
+
+			list := func(f transactions.StageFilter) []uuid.UUID {
+				t.Helper()
+				p, err := stages.List(ctx, f, 0, "")
+				require.NoError(t, err)
+				var out []uuid.UUID
+				for _, tr := range p.Items {
+					out = append(out, tr.ID)
+				}
+				return out
+			}
+			fill := transactions.AwaitingFill
+			require.Equal(t, []uuid.UUID{bb.ID, a.ID}, list(transactions.StageFilter{Stage: fill}), "every partner's, newest first")
+			require.Equal(t, []uuid.UUID{a.ID, bb.ID}, list(transactions.StageFilter{Stage: fill, Oldest: true}))
+			require.Equal(t, []uuid.UUID{a.ID}, list(transactions.StageFilter{Stage: fill, PartnerID: &b.partner}))
+			require.Equal(t, []uuid.UUID{c.ID, bb.ID, a.ID}, list(transactions.StageFilter{}), "no stage: every transaction")
+			for q, want := range map[string]uuid.UUID{
+				"ticket-a": a.ID, "TICKET-B": bb.ID, c.DepositAddress: c.ID, strings.ToUpper(c.DepositAddress): c.ID,
+				"0xaaaa": a.ID, "0xBBBB": bb.ID, c.ID.String(): c.ID,
+			} {
+				require.Equal(t, []uuid.UUID{want}, list(transactions.StageFilter{Search: ptr(q)}), q)
+			}
+			require.Empty(t, list(transactions.StageFilter{Stage: fill, Search: ptr("ticket-c")}), "the search stays in the stage")
+
+			first, err := stages.List(ctx, transactions.StageFilter{Stage: fill}, 1, "")
+			require.NoError(t, err)
+			require.True(t, first.HasMore)
+			next, err := stages.List(ctx, transactions.StageFilter{Stage: fill}, 1, *first.NextCursor)
+			require.NoError(t, err)
+			require.Equal(t, a.ID, next.Items[0].ID)
+			_, err = stages.List(ctx, transactions.StageFilter{Stage: fill, Oldest: true}, 1, *first.NextCursor)
+			requireCode(t, err, apperr.InvalidCursor, "")
+			_, err = stages.List(ctx, transactions.StageFilter{Stage: transactions.AwaitingPayout}, 1, *first.NextCursor)
+			requireCode(t, err, apperr.InvalidCursor, "")
+		})
+	}
+}
