@@ -174,7 +174,7 @@ func runDevchainLoop(t *testing.T, blocks []string, network, script, partnerd, d
 			break
 		}
 		require.Contains(t, []string{"awaiting_deposit", "deposit_confirming"}, string(tx.Status), "on the way to order_filled")
-		require.True(t, time.Now().Before(deadline), "still %s (deposit %v) after 45 s", tx.Status, tx.DepositStatus)
+		require.True(t, time.Now().Before(deadline), "still %s after 45 s: %s", tx.Status, res.Body)
 		time.Sleep(250 * time.Millisecond)
 	}
 
