@@ -27,6 +27,12 @@ run: build ## Run the service on the embedded SQLite database (prints a demo key
 	@# events. The binary runs directly (not under go run), so Ctrl-C stops it cleanly.
 	WEBHOOK_ALLOW_PRIVATE_URLS=true bin/partnerd serve
 
+NETWORK ?= bep20
+.PHONY: devchain
+devchain: build ## Run a development chain and the service watching it, on a fresh SQLite database (NETWORK=bep20|trc20; Ctrl-C stops both)
+	$(GO) build -o bin/devchain ./cmd/devchain
+	@scripts/devchain.sh $(NETWORK)
+
 .PHONY: build
 build: ## Build bin/partnerd
 	$(GO) build -o bin/partnerd ./cmd/partnerd

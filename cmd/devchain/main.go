@@ -5,12 +5,14 @@
 // or as java-tron's /jsonrpc (trc20: stateRoot "0x", BlockId hashes, "finalized" =
 // the solidified block 19 behind, java-tron's caps and error texts).
 //
-//	go run ./cmd/devchain [--port 8545] [--network bep20|trc20] [--decimals N] [--block-time 1s]
-//	go run ./cmd/devchain send --to ADDR --amount 25 [--rpc URL] [--network bep20|trc20] [--decimals N]
+//	bin/devchain [--port 8545] [--network bep20|trc20] [--decimals N] [--block-time 1s] [--env-file FILE]
+//	bin/devchain send --to ADDR --amount 25 [--rpc URL] [--network bep20|trc20] [--decimals N]
 //
-// The first prints the settings to start partnerd with. The second transfers test
-// USDT from the funded development account to ADDR (a 0x address, or a Tron T…
-// address with --network trc20) and waits for the block holding it.
+// The first prints the settings to start partnerd with (and writes them to FILE:
+// `make devchain` starts partnerd from that file, so the settings have one
+// source). The second transfers test USDT from the funded development account to
+// ADDR (a 0x address, or a Tron T… address with --network trc20) and waits for the
+// block holding it. DEVCHAIN_PORT moves both off 8545.
 package main
 
 import (
@@ -23,6 +25,7 @@ import (
 	"math/big"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -51,12 +54,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := flag.NewFlagSet("devchain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	port := fs.Int("port", 8545, "JSON-RPC port on 127.0.0.1")
+	port := fs.Int("port", defaultPort(), "JSON-RPC port on 127.0.0.1 (default $DEVCHAIN_PORT, else 8545)")
 	network := fs.String("network", chain.BEP20, "network whose settings to print: bep20 or trc20")
 	decimals := fs.Int("decimals", 0, "token decimals (default 18 for bep20, 6 for trc20)")
 	blockTime := fs.Duration("block-time", time.Second, "time between blocks")
+	envFile := fs.String("env-file", "", "also write the settings to start partnerd with to this file, one NAME=VALUE a line (make devchain reads it)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *network != chain.BEP20 && *network != chain.TRC20 {
+		return fmt.Errorf("--network %q: want bep20 or trc20", *network)
 	}
 	dec := defaultDecimals(*network, *decimals)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -74,30 +81,90 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("deploy the token: %w", err)
 	}
-	up := strings.ToUpper(*network)
 	id, err := ch.ChainID(ctx)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, `devchain: JSON-RPC at %s (answering as %s), test USDT (%d decimals) at %s, a block every %s.
+	set := settings(*network, ch.URL, id, chain.FormatAddress(*network, token), dec)
+	fmt.Fprintf(stdout, "devchain: JSON-RPC at %s (answering as %s), test USDT (%d decimals) at %s, a block every %s.\n\n",
+		ch.URL, dialect, dec, chain.FormatAddress(*network, token), blockTime.String())
+	if *envFile != "" {
+		if err := writeEnv(*envFile, set); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "The settings partnerd runs with are in %s:\n\n", *envFile)
+		for _, kv := range set {
+			fmt.Fprintf(stdout, "  %s=%s\n", kv[0], kv[1])
+		}
+		fmt.Fprintln(stdout)
+	} else {
+		fmt.Fprintf(stdout, "Start partnerd with:\n\n  %s \\\n  make run\n\n%s", shell(set), push(*network, ch))
+	}
+	sender := "go run ./cmd/devchain" // run from the source tree
+	if *envFile != "" {
+		sender = "bin/devchain" // make devchain built it
+	}
+	fmt.Fprintf(stdout, `Send test USDT to a deposit address:
 
-Start partnerd with:
-
-  CHAIN_RPC_%s=%s CHAIN_ID_%s=%s \
-  TOKEN_CONTRACTS=usdt:%s=%s/%d \
-  CONFIRMATIONS=%s=3 CHAIN_POLL_INTERVAL=1s \
-  make run
-
-%sSend test USDT to a deposit address:
-
-  go run ./cmd/devchain send --network %s --to <deposit_address> --amount 25
+  %s send --network %s --to <deposit_address> --amount 25
 
 The chain lives in memory: restarting devchain starts a new one (use a fresh
 database, or partnerd treats the new chain as a reorganisation and rescans).
-`, ch.URL, dialect, dec, chain.FormatAddress(*network, token), blockTime.String(),
-		up, ch.URL, up, id, *network, chain.FormatAddress(*network, token), dec, *network, push(*network, ch), *network)
+`, sender, *network)
 	ch.Mine(ctx, *blockTime)
 	return nil
+}
+
+// settings are what partnerd needs to watch this chain, in order: the one source of
+// both the printout and the --env-file that make devchain starts partnerd with.
+func settings(network, url, chainID, token string, decimals int) [][2]string {
+	up := strings.ToUpper(network)
+	return [][2]string{
+		{"CHAIN_RPC_" + up, url},
+		{"CHAIN_ID_" + up, chainID},
+		{"TOKEN_CONTRACTS", fmt.Sprintf("usdt:%s=%s/%d", network, token, decimals)},
+		{"CONFIRMATIONS", network + "=3"},
+		{"CHAIN_POLL_INTERVAL", "1s"},
+	}
+}
+
+// shell spells settings as a shell command's prefix, two to a line.
+func shell(set [][2]string) string {
+	var b strings.Builder
+	for i, kv := range set {
+		switch {
+		case i == 0:
+		case i%2 == 0:
+			b.WriteString(" \\\n  ")
+		default:
+			b.WriteString(" ")
+		}
+		b.WriteString(kv[0] + "=" + kv[1])
+	}
+	return b.String()
+}
+
+// writeEnv writes settings to path, one NAME=VALUE a line, atomically (a reader
+// waiting for the file never sees half of it).
+func writeEnv(path string, set [][2]string) error {
+	var b strings.Builder
+	for _, kv := range set {
+		b.WriteString(kv[0] + "=" + kv[1] + "\n")
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// defaultPort is DEVCHAIN_PORT when set, else 8545: the chain's port and the one
+// send reaches, so both agree when the default port is taken.
+func defaultPort() int {
+	if p, err := strconv.Atoi(os.Getenv("DEVCHAIN_PORT")); err == nil && p > 0 {
+		return p
+	}
+	return 8545
 }
 
 // push is the hint for a second provider that pushes new heads: the node's own
@@ -130,7 +197,7 @@ func defaultDecimals(network string, decimals int) int {
 func send(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("devchain send", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	rpc := fs.String("rpc", "http://127.0.0.1:8545", "the devchain's JSON-RPC URL")
+	rpc := fs.String("rpc", fmt.Sprintf("http://127.0.0.1:%d", defaultPort()), "the devchain's JSON-RPC URL (default on $DEVCHAIN_PORT, else 8545)")
 	network := fs.String("network", chain.BEP20, "bep20 or trc20 (the form of --to)")
 	to := fs.String("to", "", "recipient address (required)")
 	amount := fs.String("amount", "", "whole tokens, e.g. 25 or 10.5 (required)")

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,4 +47,25 @@ func TestSendTransfersTestUSDT(t *testing.T) {
 	require.Equal(t, big.NewInt(25_000_000), new(big.Int).SetBytes(res))
 
 	require.Error(t, run([]string{"send", "--to", "0x00"}, &out, &bytes.Buffer{}))
+}
+
+// The settings printed for make run and the ones written for make devchain are one
+// list: the printout is a shell prefix of exactly the file's lines.
+func TestSettingsPrintedAndWrittenAgree(t *testing.T) {
+	t.Parallel()
+	set := settings(chain.TRC20, "http://127.0.0.1:9", "0x2b6653dc", "TXYZ", 6)
+	path := filepath.Join(t.TempDir(), "chain.env")
+	require.NoError(t, writeEnv(path, set))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.Fields(string(b))
+	require.Equal(t, []string{"CHAIN_RPC_TRC20=http://127.0.0.1:9", "CHAIN_ID_TRC20=0x2b6653dc",
+		"TOKEN_CONTRACTS=usdt:trc20=TXYZ/6", "CONFIRMATIONS=trc20=3", "CHAIN_POLL_INTERVAL=1s"}, lines)
+	var printed []string
+	for _, f := range strings.Fields(shell(set)) {
+		if f != `\` {
+			printed = append(printed, f)
+		}
+	}
+	require.Equal(t, lines, printed)
 }

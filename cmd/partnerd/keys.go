@@ -14,12 +14,14 @@ import (
 
 	"partnerd/internal/apikeys"
 	"partnerd/internal/app"
+	"partnerd/internal/audit"
 	"partnerd/internal/config"
 	"partnerd/internal/partners"
 )
 
 // partnerKeys runs `partners keys roll|revoke`: the operator API's key actions for
-// a shell on the server (the same service; no operator is recorded).
+// a shell on the server, the same use cases; the audit log records them as the
+// command line's (actor cli: no operator acted).
 func partnerKeys(action string, args []string, log *slog.Logger, stdout, stderr io.Writer) error {
 	if action != "roll" && action != "revoke" {
 		return errors.New(usage)
@@ -48,12 +50,8 @@ func partnerKeys(action string, args []string, log *slog.Logger, stdout, stderr 
 		return err
 	}
 	defer a.Close()
-	p, err := a.Partners().Get(ctx, pid)
-	if err != nil {
-		return err
-	}
 	if action == "revoke" {
-		k, err := a.Keys().Revoke(ctx, apikeys.Partner, pid, kid)
+		k, err := a.Actions().RevokeKey(ctx, audit.CLI, apikeys.Partner, pid, kid)
 		if err != nil {
 			return err
 		}
@@ -61,7 +59,7 @@ func partnerKeys(action string, args []string, log *slog.Logger, stdout, stderr 
 			k.ID, k.Prefix, k.RevokedAt.Format(time.RFC3339), partners.KeyCacheTTL)
 		return nil
 	}
-	k, err := a.Keys().Roll(ctx, apikeys.Partner, pid, kid, *overlap, func() (string, error) { return partners.NewKey(p.Environment) }, partners.HashKey)
+	k, err := a.Actions().RollKey(ctx, audit.CLI, apikeys.Partner, pid, kid, *overlap)
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,7 @@ import (
 	"syscall"
 
 	"partnerd/internal/app"
+	"partnerd/internal/audit"
 	"partnerd/internal/config"
 	"partnerd/internal/listener"
 	"partnerd/internal/store"
@@ -177,10 +178,11 @@ func migrate(stdout io.Writer) error {
 
 func createPartner(args []string, log *slog.Logger, stdout, stderr io.Writer) error {
 	return withNamedApp("partners create", "partner", args, log, stderr, func(ctx context.Context, a *app.App, name string, asJSON bool) error {
-		p, key, err := a.Partners().Create(ctx, name)
+		created, err := a.Actions().CreatePartner(ctx, audit.CLI, name)
 		if err != nil {
 			return err
 		}
+		p, key := created.Partner, created.Secret
 		if asJSON {
 			return json.NewEncoder(stdout).Encode(struct {
 				PartnerID   string `json:"partner_id"`

@@ -8,16 +8,19 @@ import (
 	"log/slog"
 
 	"partnerd/internal/app"
+	"partnerd/internal/audit"
 )
 
 // createOperator creates a back-office operator and prints its key once; with
-// --json exactly {"operator_id": "…", "name": "…", "api_key": "…"}.
+// --json exactly {"operator_id": "…", "name": "…", "api_key": "…"}. The audit log
+// records it as the command line's.
 func createOperator(args []string, log *slog.Logger, stdout, stderr io.Writer) error {
 	return withNamedApp("operators create", "operator", args, log, stderr, func(ctx context.Context, a *app.App, name string, asJSON bool) error {
-		o, key, err := a.Operators().Create(ctx, name)
+		created, err := a.Actions().CreateOperator(ctx, audit.CLI, name)
 		if err != nil {
 			return err
 		}
+		o, key := created.Operator, created.Secret
 		if asJSON {
 			return json.NewEncoder(stdout).Encode(struct {
 				OperatorID string `json:"operator_id"`

@@ -419,7 +419,16 @@ type ApiKeyStatus string
 // Example: payout
 type AuditAction = string
 
-// AuditEntry One operator action.
+// AuditActor Who made a change: `operator`, an operator through this API or the console
+// (`operator_id` and `operator_name` name them); `cli`, the `partnerd` command run
+// on a server (`partnerd partners create`, `partnerd partners keys roll|revoke`,
+// `partnerd operators create`), which acts as no operator. An open set
+// (`x-extensible-enum`): show a value not listed here as it is.
+//
+// Example: operator
+type AuditActor = string
+
+// AuditEntry One action, an operator's or the command line's (`actor`).
 type AuditEntry struct {
 	// Action What the operator did: a transaction action (`fill`, `settle`, `payout`, `accept`,
 	// `fail`, `refund`), a refund task's resolution (`resolve_refunded`,
@@ -432,6 +441,16 @@ type AuditEntry struct {
 	// Example: payout
 	Action AuditAction `json:"action"`
 
+	// Actor Who made a change: `operator`, an operator through this API or the console
+	// (`operator_id` and `operator_name` name them); `cli`, the `partnerd` command run
+	// on a server (`partnerd partners create`, `partnerd partners keys roll|revoke`,
+	// `partnerd operators create`), which acts as no operator. An open set
+	// (`x-extensible-enum`): show a value not listed here as it is.
+	//
+	//
+	// Example: operator
+	Actor AuditActor `json:"actor"`
+
 	// BatchId The batch payout or fill the action belongs to.
 	BatchId *openapi_types.UUID `json:"batch_id"`
 
@@ -441,10 +460,11 @@ type AuditEntry struct {
 	// Id The entry's id.
 	Id openapi_types.UUID `json:"id"`
 
-	// OperatorId Who acted.
+	// OperatorId The operator who acted when `actor` is `operator`; the nil UUID
+	// (`00000000-0000-0000-0000-000000000000`) for any other actor.
 	OperatorId openapi_types.UUID `json:"operator_id"`
 
-	// OperatorName Their name.
+	// OperatorName The operator's name when `actor` is `operator`; otherwise the actor itself (`cli`).
 	OperatorName string `json:"operator_name"`
 
 	// Reference The reference, reason or chain hash given.
@@ -2056,8 +2076,10 @@ type ClientInterface interface {
 	// ListAudit List operator actions
 	//
 	// Every successful operator action — who, what, on which transaction, deposit or
-	// batch, with which reference, when — newest first, keyset-paged. Filters combine
-	// with AND.
+	// batch, with which reference, when — newest first, keyset-paged, and every account
+	// or key change made with the `partnerd` command on a server (`actor` `cli`).
+	// Filters combine with AND; `operator_id` selects one operator's actions, so it
+	// leaves out the command line's.
 	//
 	// Corresponds with GET /audit (the `ListAudit` operationId).
 	ListAudit(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2563,8 +2585,10 @@ type ClientInterface interface {
 // ListAudit List operator actions
 //
 // Every successful operator action — who, what, on which transaction, deposit or
-// batch, with which reference, when — newest first, keyset-paged. Filters combine
-// with AND.
+// batch, with which reference, when — newest first, keyset-paged, and every account
+// or key change made with the `partnerd` command on a server (`actor` `cli`).
+// Filters combine with AND; `operator_id` selects one operator's actions, so it
+// leaves out the command line's.
 //
 // Corresponds with GET /audit (the `ListAudit` operationId).
 func (c *Client) ListAudit(ctx context.Context, params *ListAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5426,8 +5450,10 @@ type ClientWithResponsesInterface interface {
 	// ListAuditWithResponse List operator actions
 	//
 	// Every successful operator action — who, what, on which transaction, deposit or
-	// batch, with which reference, when — newest first, keyset-paged. Filters combine
-	// with AND.
+	// batch, with which reference, when — newest first, keyset-paged, and every account
+	// or key change made with the `partnerd` command on a server (`actor` `cli`).
+	// Filters combine with AND; `operator_id` selects one operator's actions, so it
+	// leaves out the command line's.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11329,8 +11355,10 @@ func (r SettleOrderResponse) ContentType() string {
 // ListAuditWithResponse List operator actions
 //
 // Every successful operator action — who, what, on which transaction, deposit or
-// batch, with which reference, when — newest first, keyset-paged. Filters combine
-// with AND.
+// batch, with which reference, when — newest first, keyset-paged, and every account
+// or key change made with the `partnerd` command on a server (`actor` `cli`).
+// Filters combine with AND; `operator_id` selects one operator's actions, so it
+// leaves out the command line's.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -369,7 +369,8 @@ func (s *Service) forget(ctx context.Context, owner apikeys.Owner, id, keyID uui
 	}
 }
 
-// audited records an account or key action on subject by operator.
+// audited records an account or key action on subject by operator (audit.CLI: the
+// command line).
 func (s *Service) audited(ctx context.Context, operator uuid.UUID, a audit.Action, subject uuid.UUID, reference string) error {
 	if s.audit != nil {
 		if err := s.audit.Record(ctx, audit.Entry{OperatorID: operator, Action: a, SubjectID: &subject, Reference: &reference}); err != nil {
@@ -377,7 +378,8 @@ func (s *Service) audited(ctx context.Context, operator uuid.UUID, a audit.Actio
 		}
 	}
 	idempotency.OnCommit(ctx, func() {
-		s.log.Info("operator action", "operator_id", operator.String(), "action", string(a), "subject_id", subject.String(), "reference", reference)
+		s.log.Info("operator action", "actor", string(audit.ActorOf(operator)), "operator_id", operator.String(), "action", string(a),
+			"subject_id", subject.String(), "reference", reference)
 	})
 	return nil
 }

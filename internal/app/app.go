@@ -20,6 +20,7 @@ import (
 
 	"partnerd/openapi"
 
+	"partnerd/internal/actions"
 	"partnerd/internal/address"
 	"partnerd/internal/apikeys"
 	"partnerd/internal/apperr"
@@ -82,6 +83,7 @@ type App struct {
 	batches    *batches.Service
 	backoffice *backoffice.Service
 	keys       *apikeys.Service
+	actions    *actions.Service
 }
 
 // Open connects to the database, applies pending migrations and builds the services.

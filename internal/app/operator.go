@@ -57,18 +57,19 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	sort.Strings(networks)
 	a.backoffice = backoffice.New(st, stages, a.batches, networks)
 	a.keys = apikeys.New(st, store.Now)
+	a.actions = actions.New(actions.Deps{Lifecycle: a.lifecycle, Audit: a.audit, Unmatched: a.unmatched, Batches: a.batches,
+		Partners: a.partners, Operators: a.operators, Keys: a.keys, Logger: a.log})
 	if err := operatorapi.Register(e, operatorapi.Deps{
-		Operators:  a.operators,
-		Stages:     stages,
-		Backoffice: a.backoffice,
-		Audit:      a.audit,
-		Batches:    a.batches,
-		Partners:   a.partners,
-		Keys:       a.keys,
-		Fills:      st,
-		Unmatched:  a.unmatched,
-		Actions: actions.New(actions.Deps{Lifecycle: a.lifecycle, Audit: a.audit, Unmatched: a.unmatched, Batches: a.batches,
-			Partners: a.partners, Operators: a.operators, Keys: a.keys, Logger: a.log}),
+		Operators:   a.operators,
+		Stages:      stages,
+		Backoffice:  a.backoffice,
+		Audit:       a.audit,
+		Batches:     a.batches,
+		Partners:    a.partners,
+		Keys:        a.keys,
+		Fills:       st,
+		Unmatched:   a.unmatched,
+		Actions:     a.actions,
 		Idempotency: a.operatorKeys,
 		Limiter:     a.limiter,
 		Limits:      map[ratelimit.Class]ratelimit.Limit{ratelimit.Reads: a.cfg.RateLimitReads, ratelimit.Writes: a.cfg.RateLimitWrites},
@@ -104,6 +105,10 @@ func (a *App) Operators() *operators.Service { return a.operators }
 
 // Keys returns the API key service (for the partners keys command).
 func (a *App) Keys() *apikeys.Service { return a.keys }
+
+// Actions returns the operators' use cases: the command line's account and key
+// changes run through them too (as audit.CLI), so they are audited alike.
+func (a *App) Actions() *actions.Service { return a.actions }
 
 // Unmatched returns the unmatched-deposit service (the chain watcher records into it).
 func (a *App) Unmatched() *unmatched.Service { return a.unmatched }

@@ -1,7 +1,8 @@
 // Package audit is the back office's record of who did what: one row per
-// successful operator action (one per transaction of a batch), written in the
-// action's own unit of work so the row exists exactly when the change does.
-// Refused actions leave no row; their log line says why.
+// successful operator action (one per transaction of a batch), and per account or
+// key change made with the partnerd command on a server, written in the change's
+// own unit of work so the row exists exactly when the change does. Refused actions
+// leave no row; their log line says why.
 package audit
 
 import (
@@ -51,11 +52,33 @@ func Known(a Action) bool {
 	return false
 }
 
-// Entry is one operator action.
+// Actor is who made a change.
+type Actor string
+
+// The actors (the contract's AuditActor lists the same; a test keeps them equal).
+const (
+	// ByOperator is an operator, through the operator API or the console.
+	ByOperator Actor = "operator"
+	// ByCLI is the partnerd command run on a server: a shell there is trusted
+	// without an operator key, so no operator is recorded.
+	ByCLI Actor = "cli"
+)
+
+// Actors lists every actor.
+var Actors = []Actor{ByOperator, ByCLI}
+
+// CLI is the operator id the command line acts under: none (the nil UUID, as
+// GET /audit shows it). An entry recorded with it is the command line's.
+var CLI = uuid.Nil
+
+// Entry is one action.
 type Entry struct {
-	ID                 uuid.UUID
+	ID uuid.UUID
+	// Actor is filled by reads; it is written from OperatorID (ActorOf).
+	Actor Actor
+	// OperatorID is the operator who acted, CLI (the nil UUID) for the command line.
 	OperatorID         uuid.UUID
-	OperatorName       string // filled by reads
+	OperatorName       string // filled by reads; empty when no operator acted (see Who)
 	Action             Action
 	TransactionID      *uuid.UUID
 	UnmatchedDepositID *uuid.UUID
@@ -64,6 +87,15 @@ type Entry struct {
 	SubjectID *uuid.UUID
 	Reference *string
 	CreatedAt time.Time
+}
+
+// Who names who acted, as the log shows it: the operator's name, or the actor
+// itself ("cli") for a change no operator made.
+func (e *Entry) Who() string {
+	if e.Actor != ByOperator {
+		return string(e.Actor)
+	}
+	return e.OperatorName
 }
 
 // Filter selects entries; zero fields select everything.
@@ -95,7 +127,8 @@ func New(store Store, codec *cursor.Codec, now func() time.Time) *Log {
 	return &Log{store: store, codec: codec, now: now}
 }
 
-// Record writes one action; call it with the ctx of the action's unit of work.
+// Record writes one action; call it with the ctx of the action's unit of work. An
+// entry whose OperatorID is CLI is the command line's.
 func (l *Log) Record(ctx context.Context, e Entry) error {
 	e.ID = uuid.New()
 	e.CreatedAt = l.now()
@@ -135,4 +168,12 @@ func (l *Log) List(ctx context.Context, f Filter, limit int, after string) (*Pag
 		return cursor.Position{Time: e.CreatedAt, ID: e.ID.String()}
 	})
 	return p, nil
+}
+
+// ActorOf is who acted under operator id: the command line for CLI, else that operator.
+func ActorOf(operator uuid.UUID) Actor {
+	if operator == CLI {
+		return ByCLI
+	}
+	return ByOperator
 }

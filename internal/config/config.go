@@ -122,10 +122,6 @@ const (
 	DefaultConfirmations = "bep20=15,trc20=19"
 )
 
-// DefaultWebhookSchedule is the wait before each retry of a failed delivery:
-// webhook.DefaultSchedule, the one definition, as the setting spells it.
-var DefaultWebhookSchedule = webhook.ScheduleString(webhook.DefaultSchedule)
-
 // FromEnv reads the configuration from the process environment.
 func FromEnv() (*Config, error) { return Load(os.Getenv) }
 
@@ -308,7 +304,7 @@ func (r *reader) operations(c *Config) {
 	if c.JobRescueAfter > 0 && c.JobRescueAfter <= jobs.LongestTimeout() {
 		bad("JOB_RESCUE_AFTER", fmt.Errorf("%s: must exceed the longest job timeout, %s (a live job would be taken for a dead one)", c.JobRescueAfter, jobs.LongestTimeout()))
 	}
-	for _, item := range strings.Split(get("WEBHOOK_RETRY_SCHEDULE", DefaultWebhookSchedule), ",") {
+	for _, item := range strings.Split(get("WEBHOOK_RETRY_SCHEDULE", webhook.ScheduleString(webhook.ScheduleFor(c.Env == Production))), ",") {
 		c.WebhookSchedule = append(c.WebhookSchedule, duration(strings.TrimSpace(item), "WEBHOOK_RETRY_SCHEDULE", bad))
 	}
 	loadChain(c, get, bad)

@@ -11,6 +11,7 @@ import (
 	"partnerd/internal/address"
 	"partnerd/internal/chain"
 	"partnerd/internal/jobs"
+	"partnerd/internal/webhook"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -27,6 +28,7 @@ func TestStagingDefaults(t *testing.T) {
 	require.Equal(t, "0.005", c.Spread.String())
 	require.ElementsMatch(t, []string{"bep20", "trc20"}, c.DemoXPubs, "staging falls back to the demo xpubs")
 	require.True(t, c.DemoCursorSecret)
+	require.Equal(t, webhook.StagingSchedule, c.WebhookSchedule, "staging retries within seconds first")
 }
 
 func TestProductionRefusesDemoRates(t *testing.T) {
@@ -72,6 +74,7 @@ func TestProductionRefusesDemoRates(t *testing.T) {
 	require.Equal(t, map[string][]Provider{"bep20": {{URL: "https://bsc.example/rpc", Headers: http.Header{}}},
 		"trc20": {{URL: "https://tron.example/jsonrpc", Headers: http.Header{}}}}, c.Chain.Providers)
 	require.Empty(t, c.Chain.Off)
+	require.Equal(t, webhook.DefaultSchedule, c.WebhookSchedule, "production keeps its schedule")
 }
 
 // Production refuses the demo keys by their material: re-encoded with other version

@@ -67,7 +67,7 @@ func networkOut(n backoffice.NetworkProgress) operatorapi.NetworkProgress {
 	return out
 }
 
-// ListAudit pages through the operators' actions (GET /audit).
+// ListAudit pages through the operators' actions and the command line's (GET /audit).
 func (s *Server) ListAudit(ctx context.Context, req operatorapi.ListAuditRequestObject) (operatorapi.ListAuditResponseObject, error) {
 	q := req.Params
 	limit, after := httpkit.PageParams(q.Limit, q.Cursor)
@@ -85,7 +85,7 @@ func (s *Server) ListAudit(ctx context.Context, req operatorapi.ListAuditRequest
 	}
 	items := make([]operatorapi.AuditEntry, len(page.Items))
 	for i, e := range page.Items {
-		items[i] = operatorapi.AuditEntry{Id: e.ID, OperatorId: e.OperatorID, OperatorName: e.OperatorName,
+		items[i] = operatorapi.AuditEntry{Id: e.ID, Actor: operatorapi.AuditActor(e.Actor), OperatorId: e.OperatorID, OperatorName: e.Who(),
 			Action: operatorapi.AuditAction(e.Action), TransactionId: e.TransactionID, UnmatchedDepositId: e.UnmatchedDepositID,
 			BatchId: e.BatchID, SubjectId: e.SubjectID, Reference: e.Reference, CreatedAt: e.CreatedAt}
 	}

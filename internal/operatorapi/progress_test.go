@@ -184,8 +184,8 @@ func TestChainStatesInTheContract(t *testing.T) {
 		strs(spec.Components.Schemas["NetworkProgress"].Value.Properties["finality"].Value.Enum))
 }
 
-// TestActionsInTheContract: the audit log's actions are the contract's open list,
-// and the operator actions its closed enum, value for value.
+// TestActionsInTheContract: the audit log's actions and actors are the contract's
+// open lists, and the operator actions its closed enum, value for value.
 func TestActionsInTheContract(t *testing.T) {
 	t.Parallel()
 	spec, err := operatorapi.Spec()
@@ -209,4 +209,14 @@ func TestActionsInTheContract(t *testing.T) {
 		want = append(want, string(a))
 	}
 	require.Equal(t, want, got, "the same values in the same order")
+	got, want = nil, nil
+	actors, ok := spec.Components.Schemas["AuditActor"].Value.Extensions["x-extensible-enum"].([]any)
+	require.True(t, ok, "AuditActor lists its values in x-extensible-enum")
+	for _, v := range actors {
+		got = append(got, v.(string))
+	}
+	for _, a := range audit.Actors {
+		want = append(want, string(a))
+	}
+	require.ElementsMatch(t, want, got, "the audit log's actors")
 }

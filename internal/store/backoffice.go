@@ -138,7 +138,8 @@ func (s *Store) batchesOf(ctx context.Context, rows []batchRow) ([]*batches.Batc
 
 type auditRow struct {
 	ID                 uuid.UUID `gorm:"primaryKey"`
-	OperatorID         uuid.UUID
+	Actor              string
+	OperatorID         *uuid.UUID // NULL for a change no operator made (the command line's)
 	Action             string
 	TransactionID      *uuid.UUID
 	UnmatchedDepositID *uuid.UUID
@@ -150,11 +151,12 @@ type auditRow struct {
 
 func (auditRow) TableName() string { return "operator_audit" }
 
-// auditListRow is an audit row with its operator's name.
+// auditListRow is an audit row with its operator's name (NULL without one).
 type auditListRow struct {
 	ID                 uuid.UUID
-	OperatorID         uuid.UUID
-	OperatorName       string
+	Actor              string
+	OperatorID         *uuid.UUID
+	OperatorName       *string
 	Action             string
 	TransactionID      *uuid.UUID
 	UnmatchedDepositID *uuid.UUID
@@ -164,16 +166,23 @@ type auditListRow struct {
 	CreatedAt          time.Time
 }
 
-// InsertAudit writes e (in the unit of work ctx carries, if any).
+// InsertAudit writes e (in the unit of work ctx carries, if any); its actor follows
+// from its operator (audit.ActorOf), NULL for the command line's.
 func (s *Store) InsertAudit(ctx context.Context, e *audit.Entry) error {
-	return s.write(ctx).Create(&auditRow{ID: e.ID, OperatorID: e.OperatorID, Action: string(e.Action), TransactionID: e.TransactionID,
+	actor := audit.ActorOf(e.OperatorID)
+	var operator *uuid.UUID
+	if actor == audit.ByOperator {
+		operator = &e.OperatorID
+	}
+	return s.write(ctx).Create(&auditRow{ID: e.ID, Actor: string(actor), OperatorID: operator, Action: string(e.Action), TransactionID: e.TransactionID,
 		UnmatchedDepositID: e.UnmatchedDepositID, BatchID: e.BatchID, SubjectID: e.SubjectID, Reference: e.Reference, CreatedAt: e.CreatedAt}).Error
 }
 
-// ListAudit returns up to limit entries matching f, newest first, after pos.
+// ListAudit returns up to limit entries matching f, newest first, after pos; an
+// entry no operator made (the command line's) is listed too, without a name.
 func (s *Store) ListAudit(ctx context.Context, f audit.Filter, pos *cursor.Position, limit int) ([]*audit.Entry, error) {
 	db := s.read(ctx).Table("operator_audit AS a").Select("a.*, o.name AS operator_name").
-		Joins("JOIN operators o ON o.id = a.operator_id")
+		Joins("LEFT JOIN operators o ON o.id = a.operator_id")
 	db = whereEq(db, "a.operator_id", f.OperatorID)
 	db = whereEq(db, "a.transaction_id", f.TransactionID)
 	if f.Action != nil {
@@ -190,7 +199,15 @@ func (s *Store) ListAudit(ctx context.Context, f audit.Filter, pos *cursor.Posit
 	}
 	out := make([]*audit.Entry, len(rows))
 	for i, r := range rows {
-		out[i] = &audit.Entry{ID: r.ID, OperatorID: r.OperatorID, OperatorName: r.OperatorName, Action: audit.Action(r.Action),
+		var operator uuid.UUID // audit.CLI when no operator acted
+		var name string
+		if r.OperatorID != nil {
+			operator = *r.OperatorID
+		}
+		if r.OperatorName != nil {
+			name = *r.OperatorName
+		}
+		out[i] = &audit.Entry{ID: r.ID, Actor: audit.Actor(r.Actor), OperatorID: operator, OperatorName: name, Action: audit.Action(r.Action),
 			TransactionID: r.TransactionID, UnmatchedDepositID: r.UnmatchedDepositID, BatchID: r.BatchID, SubjectID: r.SubjectID,
 			Reference: r.Reference, CreatedAt: r.CreatedAt.UTC()}
 	}

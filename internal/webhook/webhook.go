@@ -27,9 +27,28 @@ const SecretOverlap = 24 * time.Hour
 // Retention is how long events are kept.
 const Retention = 30 * 24 * time.Hour
 
-// DefaultSchedule is the wait before each retry after a failed attempt.
+// DefaultSchedule is the wait before each retry after a failed attempt: production's,
+// spread over about a day for a partner's outage.
 var DefaultSchedule = []time.Duration{
 	5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour,
+}
+
+// StagingSchedule is the sandbox's: its first retries come within seconds, so events
+// sent before a developer started their receiver (an endpoint registered before
+// `partnerd listen`) arrive about when it starts, not five minutes later. It then
+// rejoins DefaultSchedule from 5 minutes on.
+var StagingSchedule = []time.Duration{
+	5 * time.Second, 10 * time.Second, 20 * time.Second, 30 * time.Second, 1 * time.Minute,
+	5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour,
+}
+
+// ScheduleFor is the retry schedule of an environment when none is configured:
+// DefaultSchedule in production, StagingSchedule elsewhere.
+func ScheduleFor(production bool) []time.Duration {
+	if production {
+		return DefaultSchedule
+	}
+	return StagingSchedule
 }
 
 // ScheduleString spells a retry schedule as WEBHOOK_RETRY_SCHEDULE does: "5s,5m,30m,2h,…".

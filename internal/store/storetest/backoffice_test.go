@@ -427,6 +427,38 @@ func TestAuditLog(t *testing.T) {
 	})
 }
 
+// TestAuditLogCommandLine: a change no operator made (the command line's) is
+// stored without an operator and listed, as the command line's, beside an
+// operator's; filtering by operator leaves it out.
+func TestAuditLogCommandLine(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
+		ctx := context.Background()
+		o := &operators.Operator{ID: uuid.New(), Name: "Ada", KeyHash: "hash-" + uuid.NewString(), CreatedAt: store.Now()}
+		require.NoError(t, s.CreateOperator(ctx, o))
+		p := newPartner(t, s)
+		base := store.Now().Add(-time.Hour)
+		byCLI := &audit.Entry{ID: uuid.New(), OperatorID: audit.CLI, Action: audit.KeyRolled, SubjectID: &p.ID, Reference: ptr("sk_sandbox_"), CreatedAt: base}
+		byOp := &audit.Entry{ID: uuid.New(), OperatorID: o.ID, Action: audit.KeyRevoked, SubjectID: &p.ID, CreatedAt: base.Add(time.Minute)}
+		require.NoError(t, s.InsertAudit(ctx, byCLI))
+		require.NoError(t, s.InsertAudit(ctx, byOp))
+
+		list, err := s.ListAudit(ctx, audit.Filter{}, nil, 10)
+		require.NoError(t, err)
+		require.Equal(t, []uuid.UUID{byOp.ID, byCLI.ID}, auditIDs(list))
+		require.Equal(t, audit.ByOperator, list[0].Actor)
+		require.Equal(t, "Ada", list[0].Who())
+		require.Equal(t, audit.ByCLI, list[1].Actor)
+		require.Equal(t, audit.CLI, list[1].OperatorID)
+		require.Equal(t, "cli", list[1].Who())
+		require.Equal(t, audit.KeyRolled, list[1].Action)
+
+		mine, err := s.ListAudit(ctx, audit.Filter{OperatorID: &o.ID}, nil, 10)
+		require.NoError(t, err)
+		require.Equal(t, []uuid.UUID{byOp.ID}, auditIDs(mine))
+	})
+}
+
 func auditIDs(es []*audit.Entry) []uuid.UUID {
 	out := make([]uuid.UUID, len(es))
 	for i, e := range es {
