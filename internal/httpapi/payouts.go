@@ -11,7 +11,6 @@ import (
 	"partnerd/internal/csvexport"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/money"
-	"partnerd/internal/store"
 )
 
 // ListPayouts returns a page of the payouts that paid the partner (GET /payouts).
@@ -68,7 +67,7 @@ func (s *Server) ExportTransactions(ctx context.Context, req api.ExportTransacti
 	if err != nil {
 		return nil, err
 	}
-	from, to := csvexport.Window(req.Params.From, req.Params.To, store.Now())
+	from, to := csvexport.Window(req.Params.From, req.Params.To, time.Now())
 	body := s.stream(ctx, func(w io.Writer) error { return s.lister.WriteCSV(ctx, w, p.ID, from, to) })
 	return api.ExportTransactions200TextcsvResponse{Body: body,
 		Headers: api.ExportTransactions200ResponseHeaders{ContentDisposition: csvexport.Disposition("transactions", from, to)}}, nil
@@ -81,7 +80,7 @@ func (s *Server) ExportPayouts(ctx context.Context, req api.ExportPayoutsRequest
 	if err != nil {
 		return nil, err
 	}
-	from, to := csvexport.Window(req.Params.From, req.Params.To, store.Now())
+	from, to := csvexport.Window(req.Params.From, req.Params.To, time.Now())
 	body := s.stream(ctx, func(w io.Writer) error { return s.payouts.WriteCSV(ctx, w, p.ID, from, to) })
 	return api.ExportPayouts200TextcsvResponse{Body: body,
 		Headers: api.ExportPayouts200ResponseHeaders{ContentDisposition: csvexport.Disposition("payouts", from, to)}}, nil

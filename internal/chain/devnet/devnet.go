@@ -75,29 +75,11 @@ func StartDialect(port int, d Dialect) (*Chain, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodePort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	authPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	wsPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
 	from := crypto.PubkeyToAddress(key.PublicKey)
-	funds := new(big.Int).Mul(big.NewInt(1_000_000), big.NewInt(params.Ether))
-	backend := simulated.NewBackend(types.GenesisAlloc{from: {Balance: funds}}, func(nc *node.Config, _ *ethconfig.Config) {
-		nc.HTTPHost, nc.HTTPPort = "127.0.0.1", nodePort
-		nc.HTTPModules = []string{"eth", "net", "web3"}
-		nc.HTTPVirtualHosts = []string{"*"}
-		nc.AuthAddr, nc.AuthPort = "127.0.0.1", authPort
-		nc.WSHost, nc.WSPort = "127.0.0.1", wsPort
-		nc.WSModules = []string{"eth", "net", "web3"}
-		nc.WSOrigins = []string{"*"}
-	})
+	backend, nodePort, wsPort, err := startNode(from)
+	if err != nil {
+		return nil, err
+	}
 	c := &Chain{Backend: backend, NodeURL: fmt.Sprintf("http://127.0.0.1:%d", nodePort), WSURL: fmt.Sprintf("ws://127.0.0.1:%d", wsPort),
 		key: key, from: from, abi: parsed}
 	if c.Proxy, err = newProxy(c, port, d); err != nil {
@@ -106,6 +88,41 @@ func StartDialect(port int, d Dialect) (*Chain, error) {
 	}
 	c.URL = c.Proxy.URL
 	return c, nil
+}
+
+// startNode starts the simulated node on free loopback ports. A free port is
+// only free until someone takes it: a parallel test may bind it between the
+// check and the node's listen, which go-ethereum reports by panicking, so a
+// failed start is retried on fresh ports.
+func startNode(from common.Address) (backend *simulated.Backend, nodePort, wsPort int, err error) {
+	funds := new(big.Int).Mul(big.NewInt(1_000_000), big.NewInt(params.Ether))
+	for attempt := 1; ; attempt++ {
+		var ports [3]int
+		for i := range ports {
+			if ports[i], err = freePort(); err != nil {
+				return nil, 0, 0, err
+			}
+		}
+		backend, err = func() (b *simulated.Backend, err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("start the simulated node: %v", r)
+				}
+			}()
+			return simulated.NewBackend(types.GenesisAlloc{from: {Balance: funds}}, func(nc *node.Config, _ *ethconfig.Config) {
+				nc.HTTPHost, nc.HTTPPort = "127.0.0.1", ports[0]
+				nc.HTTPModules = []string{"eth", "net", "web3"}
+				nc.HTTPVirtualHosts = []string{"*"}
+				nc.AuthAddr, nc.AuthPort = "127.0.0.1", ports[1]
+				nc.WSHost, nc.WSPort = "127.0.0.1", ports[2]
+				nc.WSModules = []string{"eth", "net", "web3"}
+				nc.WSOrigins = []string{"*"}
+			}), nil
+		}()
+		if err == nil || attempt == 5 {
+			return backend, ports[0], ports[2], err
+		}
+	}
 }
 
 func freePort() (int, error) {
