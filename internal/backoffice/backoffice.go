@@ -17,6 +17,7 @@ import (
 	"partnerd/internal/chain"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/transactions"
+	"partnerd/internal/unmatched"
 )
 
 // DepositTransfer is one transfer seen to a deposit address.
@@ -94,8 +95,9 @@ type Store interface {
 	// ChainProgress returns each network's cursor and stored reading (networks
 	// never scanned nor read are absent).
 	ChainProgress(ctx context.Context) (map[string]NetworkProgress, error)
-	// OpenUnmatchedDeposits counts the unmatched deposits still open.
-	OpenUnmatchedDeposits(ctx context.Context) (int, error)
+	// OpenRefundTasksByKind counts the open refund tasks of each kind (unmatched.Kind
+	// values; kinds with none are absent).
+	OpenRefundTasksByKind(ctx context.Context) (map[string]int, error)
 	// FailingWebhooks lists partners whose enabled endpoint has events that failed
 	// or are retrying after a failed attempt.
 	FailingWebhooks(ctx context.Context) ([]FailingWebhook, error)
@@ -198,12 +200,22 @@ func (s *Service) Case(ctx context.Context, id uuid.UUID) (*Case, error) {
 type Overview struct {
 	Stages   []transactions.StageTotal
 	Networks []NetworkProgress
-	// OpenRefundTasks are the refunds waiting for an operator: failed transactions
-	// and open unmatched deposits.
-	OpenRefundTasks       int
-	OpenUnmatchedDeposits int
-	FailingWebhooks       []FailingWebhook
+	// RefundWork is the refund work waiting for an operator, by kind.
+	RefundWork      RefundWork
+	FailingWebhooks []FailingWebhook
 }
+
+// RefundWork counts the refund work by kind. Each count is the length of the list
+// an operator opens from it: the open refund tasks of that kind, and the
+// transactions in stage failed.
+type RefundWork struct {
+	Unmatched, Excess, Short, Dust int
+	// Failed is the failed stage's count (transactions to refund or settle by hand).
+	Failed int
+}
+
+// Total is every count's sum.
+func (w RefundWork) Total() int { return w.Unmatched + w.Excess + w.Short + w.Dust + w.Failed }
 
 // Overview counts everything now.
 func (s *Service) Overview(ctx context.Context) (*Overview, error) {
@@ -221,13 +233,15 @@ func (s *Service) Overview(ctx context.Context) (*Overview, error) {
 		p.Network = n
 		o.Networks = append(o.Networks, p)
 	}
-	if o.OpenUnmatchedDeposits, err = s.store.OpenUnmatchedDeposits(ctx); err != nil {
+	kinds, err := s.store.OpenRefundTasksByKind(ctx)
+	if err != nil {
 		return nil, err
 	}
-	o.OpenRefundTasks = o.OpenUnmatchedDeposits
+	o.RefundWork = RefundWork{Unmatched: kinds[string(unmatched.Unmatched)], Excess: kinds[string(unmatched.Excess)],
+		Short: kinds[string(unmatched.Short)], Dust: kinds[string(unmatched.Dust)]}
 	for _, st := range o.Stages {
 		if st.Stage == transactions.StageFailed {
-			o.OpenRefundTasks += st.Count
+			o.RefundWork.Failed = st.Count
 		}
 	}
 	if o.FailingWebhooks, err = s.store.FailingWebhooks(ctx); err != nil {

@@ -52,7 +52,7 @@ func (c *Console) parse() error {
 			}
 			return s
 		},
-		"stagename": func(s oc.Stage) string { return strings.ReplaceAll(string(s), "_", " ") },
+		"stagename": func(s any) string { return strings.ReplaceAll(fmt.Sprint(s), "_", " ") },
 	}
 	layout, err := fs.ReadFile(web, "web/layout.html")
 	if err != nil {

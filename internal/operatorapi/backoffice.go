@@ -23,8 +23,10 @@ func (s *Server) GetOverview(ctx context.Context, _ operatorapi.GetOverviewReque
 	if err != nil {
 		return nil, err
 	}
-	out := operatorapi.Overview{OpenRefundTasks: o.OpenRefundTasks, OpenUnmatchedDeposits: o.OpenUnmatchedDeposits,
-		Stages: []operatorapi.StageSummary{}, Networks: []operatorapi.NetworkProgress{}, FailingWebhooks: []operatorapi.FailingWebhook{}}
+	w := o.RefundWork
+	out := operatorapi.Overview{OpenRefundTasks: w.Total(), OpenUnmatchedDeposits: w.Unmatched,
+		RefundWork: operatorapi.RefundWork{Unmatched: w.Unmatched, Excess: w.Excess, Short: w.Short, Dust: w.Dust, Failed: w.Failed},
+		Stages:     []operatorapi.StageSummary{}, Networks: []operatorapi.NetworkProgress{}, FailingWebhooks: []operatorapi.FailingWebhook{}}
 	for _, st := range o.Stages {
 		out.Stages = append(out.Stages, operatorapi.StageSummary{Stage: operatorapi.Stage(st.Stage), Count: st.Count,
 			CryptoAmount: money.FormatTokens(st.Crypto), FiatAmount: money.FormatFiat(st.Fiat)})
@@ -32,9 +34,9 @@ func (s *Server) GetOverview(ctx context.Context, _ operatorapi.GetOverviewReque
 	for _, n := range o.Networks {
 		out.Networks = append(out.Networks, networkOut(n))
 	}
-	for _, w := range o.FailingWebhooks {
-		out.FailingWebhooks = append(out.FailingWebhooks, operatorapi.FailingWebhook{PartnerId: w.PartnerID,
-			PartnerName: w.PartnerName, Url: w.URL, FailingEvents: w.FailingEvents})
+	for _, f := range o.FailingWebhooks {
+		out.FailingWebhooks = append(out.FailingWebhooks, operatorapi.FailingWebhook{PartnerId: f.PartnerID,
+			PartnerName: f.PartnerName, Url: f.URL, FailingEvents: f.FailingEvents})
 	}
 	return operatorapi.GetOverview200JSONResponse{Success: true, Data: out}, nil
 }

@@ -221,6 +221,7 @@ func TestOverview(t *testing.T) {
 		}
 		require.Equal(t, 1, o.OpenRefundTasks, "the failed transaction")
 		require.Equal(t, 0, o.OpenUnmatchedDeposits)
+		require.Equal(t, oc.RefundWork{Failed: 1}, o.RefundWork)
 		networks := map[string]oc.NetworkProgress{}
 		for _, n := range o.Networks {
 			networks[n.Network] = n

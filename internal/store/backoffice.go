@@ -193,12 +193,23 @@ func (s *Store) DepositTransfers(ctx context.Context, id uuid.UUID) ([]backoffic
 	return out, nil
 }
 
-// OpenUnmatchedDeposits counts the open refund tasks (unmatched transfers,
-// excesses, short payments and dust).
-func (s *Store) OpenUnmatchedDeposits(ctx context.Context) (int, error) {
-	var n int64
-	err := s.read(ctx).Table("refund_tasks").Where("status = ?", "open").Count(&n).Error
-	return int(n), err
+// OpenRefundTasksByKind counts the open refund tasks of each kind (kinds with
+// none are absent).
+func (s *Store) OpenRefundTasksByKind(ctx context.Context) (map[string]int, error) {
+	var rows []struct {
+		Kind string
+		N    int
+	}
+	err := s.read(ctx).Table("refund_tasks").Select("kind, COUNT(*) AS n").Where("status = ?", "open").
+		Group("kind").Scan(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int, len(rows))
+	for _, r := range rows {
+		out[r.Kind] = r.N
+	}
+	return out, nil
 }
 
 // FailingWebhooks lists partners whose enabled endpoint has events that failed or

@@ -496,14 +496,14 @@ func scannedBlocks(ctx context.Context, s *store.Store) (map[string]int64, error
 	return out, nil
 }
 
-// TestOpenUnmatchedDeposits counts the open refund tasks, of every kind, only.
-func TestOpenUnmatchedDeposits(t *testing.T) {
+// TestOpenRefundTasksByKind counts the open refund tasks of each kind, only.
+func TestOpenRefundTasksByKind(t *testing.T) {
 	t.Parallel()
 	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
 		ctx := context.Background()
-		n, err := s.OpenUnmatchedDeposits(ctx)
+		n, err := s.OpenRefundTasksByKind(ctx)
 		require.NoError(t, err)
-		require.Zero(t, n)
+		require.Empty(t, n)
 		o := newOperator(t, s)
 		p := newPartner(t, s)
 		tr := newTransaction(t, s, p, txOpts{status: lifecycle.DepositConfirming})
@@ -514,22 +514,24 @@ func TestOpenUnmatchedDeposits(t *testing.T) {
 			require.NoError(t, err)
 			ids = append(ids, d.ID)
 		}
-		excess := unmatchedDeposit(3, now)
-		excess.Kind, excess.TransactionID, excess.PartnerID = unmatched.Excess, &tr.ID, &p.ID
-		_, err = s.InsertUnmatchedDeposit(ctx, excess)
-		require.NoError(t, err)
+		for i, k := range []unmatched.Kind{unmatched.Excess, unmatched.Dust, unmatched.Dust} {
+			d := unmatchedDeposit(3+i, now)
+			d.Kind, d.TransactionID, d.PartnerID = k, &tr.ID, &p.ID
+			_, err = s.InsertUnmatchedDeposit(ctx, d)
+			require.NoError(t, err)
+		}
 		_, err = s.InsertUnmatchedDeposit(ctx, unmatchedDeposit(0, now)) // recorded already
 		require.NoError(t, err)
-		n, err = s.OpenUnmatchedDeposits(ctx)
+		n, err = s.OpenRefundTasksByKind(ctx)
 		require.NoError(t, err)
-		require.Equal(t, 4, n)
+		require.Equal(t, map[string]int{"unmatched": 3, "excess": 1, "dust": 2}, n)
 
 		resolved, err := s.ResolveUnmatchedDeposit(ctx, ids[1], resolution(o.ID))
 		require.NoError(t, err)
 		require.True(t, resolved)
-		n, err = s.OpenUnmatchedDeposits(ctx)
+		n, err = s.OpenRefundTasksByKind(ctx)
 		require.NoError(t, err)
-		require.Equal(t, 3, n, "a resolved task is not open")
+		require.Equal(t, map[string]int{"unmatched": 2, "excess": 1, "dust": 2}, n, "a resolved task is not open")
 	})
 }
 

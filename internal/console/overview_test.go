@@ -1,0 +1,117 @@
+package console_test
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"partnerd/gen/client"
+	oc "partnerd/gen/operatorclient"
+	"partnerd/internal/apitest"
+	"partnerd/internal/lifecycle"
+	"partnerd/internal/testdb"
+)
+
+// The overview's refund work counts each kind apart, and each count is the length
+// of the list it links to, for a mix made by the payment rules: two unmatched
+// transfers (to transactions that already had their deposit), an overpayment's
+// excess, an expired short payment, two dust transfers (a third one resolved, so
+// not counted) and a failed transaction. The unmatched count is also the unmatched
+// deposits page's length.
+func TestConsoleOverviewCountsAddUp(t *testing.T) {
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) { overviewCountsFlow(t, db) })
+	}
+}
+
+// pay sends one transfer of amount to tx, confirmed at once.
+func pay(t *testing.T, env *apitest.Env, tx client.Transaction, amount string, i int) lifecycle.Outcome {
+	t.Helper()
+	_, out, err := env.App.Lifecycle().Receive(context.Background(), tx.Id, lifecycle.Incoming{ID: "dep_" + uuid.NewString(),
+		Hash: "0x" + strings.Repeat("0", 62) + strconv.Itoa(10+i), From: "0x" + strings.Repeat("5e", 20), To: tx.DepositAddress,
+		Amount: decimal.RequireFromString(amount), Confirmations: 100})
+	require.NoError(t, err)
+	return out
+}
+
+func overviewCountsFlow(t *testing.T, db testdb.Database) {
+	env := apitest.Start(t, db, map[string]string{"LIQUIDITY": "operator", "PAYOUT": "operator"})
+	pc := env.Client(t, env.NewPartner(t))
+	opKey := env.NewOperator(t)
+	ops := env.OperatorClient(t, opKey)
+	base := env.Root + "/console"
+	bg := context.Background()
+
+	over := create(t, pc, "OVER-"+uuid.NewString()[:8], "5000.00")
+	due := decimal.RequireFromString(over.CryptoAmount)
+	require.Equal(t, lifecycle.Counted, pay(t, env, over, due.Add(decimal.RequireFromString("1.5")).String(), 1), "overpaid: an excess task")
+	require.Equal(t, lifecycle.NotOpen, pay(t, env, over, "2", 2), "after the deposit: unmatched")
+	failing := create(t, pc, "FAIL-"+uuid.NewString()[:8], "3000.00")
+	confirmed(t, env, failing.Id, "0x"+strings.Repeat("f", 64))
+	require.Equal(t, lifecycle.NotOpen, pay(t, env, failing, "3", 3), "after the deposit: unmatched")
+	f, err := ops.FailTransactionWithResponse(bg, failing.Id, &oc.FailTransactionParams{IdempotencyKey: uuid.NewString()}, oc.FailRequest{Reason: "LP rejected"})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, f.StatusCode(), string(f.Body))
+	short := create(t, pc, "SHORT-"+uuid.NewString()[:8], "4000.00")
+	require.Equal(t, lifecycle.Counted, pay(t, env, short, "1.5", 4))
+	_, err = env.App.Lifecycle().Expire(bg, short.Id, true)
+	require.NoError(t, err)
+	dusty := create(t, pc, "DUST-"+uuid.NewString()[:8], "2000.00")
+	for i, a := range []string{"0.25", "0.5", "0.75"} {
+		require.Equal(t, lifecycle.Dust, pay(t, env, dusty, a, 5+i))
+	}
+	dust := oc.Dust
+	tasks, err := ops.ListRefundTasksWithResponse(bg, &oc.ListRefundTasksParams{Kind: &dust})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, tasks.StatusCode(), string(tasks.Body))
+	require.Len(t, tasks.JSON200.Data.Data, 3)
+	r, err := ops.ResolveRefundTaskWithResponse(bg, tasks.JSON200.Data.Data[0].Id, &oc.ResolveRefundTaskParams{IdempotencyKey: uuid.NewString()},
+		oc.ResolveRequest{Action: oc.ResolveRequestActionCredited, Note: ptr("kept as a tip, agreed with the partner")})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, r.StatusCode(), string(r.Body))
+
+	ctx := browser(t)
+	signIn(t, ctx, base, opKey)
+	want := map[string]int{"unmatched": 2, "excess": 1, "short": 1, "dust": 2, "failed": 1}
+	var total string
+	require.NoError(t, chromedp.Run(ctx, chromedp.Text("#refunds", &total, chromedp.ByID)))
+	require.Equal(t, "7", total, "the card's total is its rows' sum")
+	for kind, n := range want {
+		var count, href string
+		require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base),
+			chromedp.Text("tr.work-"+kind+" .count", &count, chromedp.ByQuery),
+			chromedp.AttributeValue("tr.work-"+kind+" a", "href", &href, nil, chromedp.ByQuery)))
+		require.Equal(t, strconv.Itoa(n), count, kind)
+		require.Equal(t, n, rowsAt(t, ctx, env.Root+href), "%s: the count is its list's length (%s)", kind, href)
+	}
+	require.Equal(t, want["unmatched"], rowsAt(t, ctx, base+"/deposits"), "the unmatched deposits page")
+}
+
+// signIn signs the browser in with key and waits for the overview.
+func signIn(t *testing.T, ctx context.Context, base, key string) {
+	t.Helper()
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.Navigate(base+"/login"),
+		chromedp.SendKeys("#key", key, chromedp.ByID),
+		chromedp.Click("#signin", chromedp.ByID),
+		chromedp.WaitVisible("#stages", chromedp.ByID),
+	))
+}
+
+// rowsAt is the number of rows of the list (the page's table.list) at u.
+func rowsAt(t *testing.T, ctx context.Context, u string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(u), chromedp.WaitReady("main", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelectorAll('table.list tbody tr').length`, &n)))
+	return n
+}
+
+func ptr[T any](v T) *T { return &v }
