@@ -155,7 +155,7 @@ func (s *Service) Case(ctx context.Context, id uuid.UUID) (*Case, error) {
 		return nil, err
 	}
 	if len(c.Deposits) == 0 && t.Deposit != nil {
-		c.Deposits = []DepositTransfer{{TxHash: t.Deposit.Hash, Amount: t.Deposit.Amount, State: t.Deposit.Status, SeenAt: t.Deposit.ReceivedAt}}
+		c.Deposits = countedTransfers(t.Deposit)
 	}
 	fills, err := s.store.FillsOf(ctx, []uuid.UUID{id})
 	if err != nil {
@@ -194,6 +194,26 @@ func (s *Service) Case(ctx context.Context, id uuid.UUID) (*Case, error) {
 		}
 	}
 	return c, nil
+}
+
+// countedTransfers lists a deposit recorded without chain transfers (the sandbox
+// simulator) as the partner API does: each counted transfer, not their total.
+func countedTransfers(d *lifecycle.Deposit) []DepositTransfer {
+	out := make([]DepositTransfer, len(d.Transfers))
+	for i, tr := range d.Transfers {
+		x := DepositTransfer{TxHash: tr.Hash, LogIndex: &tr.LogIndex, Amount: tr.Amount, State: "pending", SeenAt: tr.ReceivedAt}
+		if tr.Confirmed() {
+			x.State = "confirmed"
+		}
+		if tr.From != "" {
+			x.FromAddress = &tr.From
+		}
+		if tr.Block > 0 {
+			x.BlockNumber = &tr.Block
+		}
+		out[i] = x
+	}
+	return out
 }
 
 // Overview is the back office at a glance.
