@@ -84,6 +84,25 @@ type FailingWebhook struct {
 	FailingEvents int
 }
 
+// AuditParty names who an audit entry concerns, for operators to read names, not
+// ids.
+type AuditParty struct {
+	// PartnerID is the partner the action concerns: its transaction's, refund
+	// task's or batch payout's, the partner acted on, or the owner of the key acted
+	// on (nil for a batch fill or an operator account).
+	PartnerID   *uuid.UUID
+	PartnerName *string
+	// SubjectName is the name of the partner or operator acted on, or the prefix
+	// of the key acted on.
+	SubjectName *string
+}
+
+// AuditParties returns the parties of the audit entries ids (entries with none
+// are absent).
+func (s *Service) AuditParties(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]AuditParty, error) {
+	return s.store.AuditParties(ctx, ids)
+}
+
 // Store is what the back office reads.
 type Store interface {
 	Transaction(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error)
@@ -98,6 +117,9 @@ type Store interface {
 	// OpenRefundTasksByKind counts the open refund tasks of each kind (unmatched.Kind
 	// values; kinds with none are absent).
 	OpenRefundTasksByKind(ctx context.Context) (map[string]int, error)
+	// AuditParties returns, for each of the audit entries ids, the partner it
+	// concerns and its subject's name (entries with neither are absent).
+	AuditParties(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]AuditParty, error)
 	// FailingWebhooks lists partners whose enabled endpoint has events that failed
 	// or are retrying after a failed attempt.
 	FailingWebhooks(ctx context.Context) ([]FailingWebhook, error)

@@ -24,7 +24,8 @@ import (
 // transfers (to transactions that already had their deposit), an overpayment's
 // excess, an expired short payment, two dust transfers (a third one resolved, so
 // not counted) and a failed transaction. The unmatched count is also the unmatched
-// deposits page's length.
+// deposits page's length. The audit log names the operator and partner of each
+// action and the key acted on.
 func TestConsoleOverviewCountsAddUp(t *testing.T) {
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) { overviewCountsFlow(t, db) })
@@ -43,7 +44,8 @@ func pay(t *testing.T, env *apitest.Env, tx client.Transaction, amount string, i
 
 func overviewCountsFlow(t *testing.T, db testdb.Database) {
 	env := apitest.Start(t, db, map[string]string{"LIQUIDITY": "operator", "PAYOUT": "operator"})
-	pc := env.Client(t, env.NewPartner(t))
+	partnerKey := env.NewPartner(t)
+	pc := env.Client(t, partnerKey)
 	opKey := env.NewOperator(t)
 	ops := env.OperatorClient(t, opKey)
 	base := env.Root + "/console"
@@ -77,6 +79,11 @@ func overviewCountsFlow(t *testing.T, db testdb.Database) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, r.StatusCode(), string(r.Body))
 
+	partnerID := env.PartnerID(t, partnerKey)
+	k, err := ops.CreatePartnerKeyWithResponse(bg, partnerID, &oc.CreatePartnerKeyParams{IdempotencyKey: uuid.NewString()}, oc.EmptyRequest{})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, k.StatusCode(), string(k.Body))
+
 	ctx := browser(t)
 	signIn(t, ctx, base, opKey)
 	want := map[string]int{"unmatched": 2, "excess": 1, "short": 1, "dust": 2, "failed": 1}
@@ -92,6 +99,23 @@ func overviewCountsFlow(t *testing.T, db testdb.Database) {
 		require.Equal(t, n, rowsAt(t, ctx, env.Root+href), "%s: the count is its list's length (%s)", kind, href)
 	}
 	require.Equal(t, want["unmatched"], rowsAt(t, ctx, base+"/deposits"), "the unmatched deposits page")
+
+	// The audit log names the operator and the partner of both actions (their ids on hover).
+	var partners, operators []string
+	var title string
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"/audit"),
+		chromedp.Evaluate(`Array.from(document.querySelectorAll('#audit td.partner')).map(td => td.textContent.trim())`, &partners),
+		chromedp.Evaluate(`Array.from(document.querySelectorAll('#audit td.operator')).map(td => td.textContent.trim())`, &operators),
+		chromedp.AttributeValue("#audit td.partner a", "title", &title, nil, chromedp.ByQuery)))
+	require.Len(t, partners, 2, "the fail and the key")
+	for i := range partners {
+		require.Contains(t, partners[i], "Test partner")
+		require.Contains(t, operators[i], "Test operator")
+	}
+	require.Equal(t, "partner "+partnerID.String(), title)
+	var subject string
+	require.NoError(t, chromedp.Run(ctx, chromedp.Text("#audit .subject", &subject, chromedp.ByQuery)))
+	require.Equal(t, k.JSON200.Data.Prefix, subject, "the key acted on, by its prefix")
 }
 
 // signIn signs the browser in with key and waits for the overview.

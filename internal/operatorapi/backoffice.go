@@ -85,11 +85,21 @@ func (s *Server) ListAudit(ctx context.Context, req operatorapi.ListAuditRequest
 	if err != nil {
 		return nil, err
 	}
+	ids := make([]uuid.UUID, len(page.Items))
+	for i, e := range page.Items {
+		ids[i] = e.ID
+	}
+	parties, err := s.backoffice.AuditParties(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
 	items := make([]operatorapi.AuditEntry, len(page.Items))
 	for i, e := range page.Items {
+		p := parties[e.ID]
 		items[i] = operatorapi.AuditEntry{Id: e.ID, OperatorId: e.OperatorID, OperatorName: e.OperatorName,
 			Action: operatorapi.AuditAction(e.Action), TransactionId: e.TransactionID, UnmatchedDepositId: e.UnmatchedDepositID,
-			BatchId: e.BatchID, SubjectId: e.SubjectID, Reference: e.Reference, CreatedAt: e.CreatedAt}
+			BatchId: e.BatchID, SubjectId: e.SubjectID, SubjectName: p.SubjectName, PartnerId: p.PartnerID, PartnerName: p.PartnerName,
+			Reference: e.Reference, CreatedAt: e.CreatedAt}
 	}
 	return operatorapi.ListAudit200JSONResponse{Success: true, Data: operatorapi.AuditPage{
 		Data: items, HasMore: page.HasMore, Limit: page.Limit, NextCursor: page.NextCursor,

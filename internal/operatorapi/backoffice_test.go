@@ -295,6 +295,9 @@ func TestCaseFileAndAudit(t *testing.T) {
 			actions = append(actions, e.Action)
 			require.Equal(t, opID, e.OperatorId)
 			require.Contains(t, e.OperatorName, "Test operator")
+			require.Equal(t, d.PartnerId, *e.PartnerId, "the transaction's partner")
+			require.Equal(t, d.PartnerName, *e.PartnerName)
+			require.Nil(t, e.SubjectName)
 		}
 		require.Equal(t, []oc.AuditAction{oc.AuditAction("payout"), oc.AuditAction("settle"), oc.AuditAction("fill")}, actions, "newest first, the refusal absent")
 		byAction, err := ops.ListAuditWithResponse(ctx, &oc.ListAuditParams{Action: ptr(oc.AuditAction("settle")), Limit: ptr(1)})

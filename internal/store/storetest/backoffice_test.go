@@ -633,3 +633,55 @@ func TestStageTotal(t *testing.T) {
 		require.Equal(t, apperr.InvalidRequest, apperr.CodeOf(err))
 	})
 }
+
+// TestAuditParties names who each audit entry concerns: the partner of its
+// transaction or refund task, the partner or operator acted on, or the key's
+// prefix and owner; an entry with none (another page's, or a fill batch's) is absent.
+func TestAuditParties(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
+		ctx := context.Background()
+		none, err := s.AuditParties(ctx, nil)
+		require.NoError(t, err)
+		require.Empty(t, none)
+		o := newOperator(t, s)
+		p := partnerAt(t, s, "Audited partner", store.Now())
+		tr := newTransaction(t, s, p, txOpts{status: lifecycle.Completed})
+		task := unmatchedDeposit(0, store.Now())
+		task.Kind, task.TransactionID, task.PartnerID = unmatched.Excess, &tr.ID, &p.ID
+		task, err = s.InsertUnmatchedDeposit(ctx, task)
+		require.NoError(t, err)
+		key := &apikeys.Key{ID: uuid.New(), Owner: apikeys.Partner, OwnerID: p.ID, Hash: "hash-" + uuid.NewString(), Prefix: "sk_sandbox_ab12",
+			CreatedAt: store.Now()}
+		require.NoError(t, s.InsertAPIKey(ctx, key))
+		at := store.Now()
+		entry := func(a audit.Action, f func(e *audit.Entry)) *audit.Entry {
+			e := &audit.Entry{ID: uuid.New(), OperatorID: o.ID, Action: a, CreatedAt: at}
+			f(e)
+			require.NoError(t, s.InsertAudit(ctx, e))
+			return e
+		}
+		fill := entry(audit.Fill, func(e *audit.Entry) { e.TransactionID = &tr.ID })
+		resolved := entry(audit.ResolveRefunded, func(e *audit.Entry) { e.UnmatchedDepositID = &task.ID })
+		created := entry(audit.PartnerCreated, func(e *audit.Entry) { e.SubjectID = &p.ID })
+		opCreated := entry(audit.OperatorCreated, func(e *audit.Entry) { e.SubjectID = &o.ID })
+		rolled := entry(audit.KeyRolled, func(e *audit.Entry) { e.SubjectID = &key.ID })
+		bare := entry(audit.Refund, func(*audit.Entry) {})
+
+		got, err := s.AuditParties(ctx, []uuid.UUID{fill.ID, resolved.ID, created.ID, opCreated.ID, rolled.ID, bare.ID})
+		require.NoError(t, err)
+		require.Len(t, got, 5, "the bare entry concerns nobody")
+		for _, id := range []uuid.UUID{fill.ID, resolved.ID, created.ID, rolled.ID} {
+			require.Equal(t, p.ID, *got[id].PartnerID, id)
+			require.Equal(t, "Audited partner", *got[id].PartnerName, id)
+		}
+		require.Nil(t, got[fill.ID].SubjectName)
+		require.Equal(t, "Audited partner", *got[created.ID].SubjectName)
+		require.Nil(t, got[opCreated.ID].PartnerID)
+		require.Equal(t, o.Name, *got[opCreated.ID].SubjectName)
+		require.Equal(t, "sk_sandbox_ab12", *got[rolled.ID].SubjectName)
+		only, err := s.AuditParties(ctx, []uuid.UUID{fill.ID})
+		require.NoError(t, err)
+		require.Len(t, only, 1)
+	})
+}
