@@ -143,6 +143,10 @@ func (c *Console) routes() http.Handler {
 	mux.HandleFunc("GET "+b+"/partners/{id}", c.auth(c.partner))
 	mux.HandleFunc("POST "+b+"/partners/{id}/keys/{kid}/{op}", c.auth(c.keyAction))
 	mux.HandleFunc("GET "+b+"/audit", c.auth(c.audit))
+	mux.HandleFunc("GET "+b+"/operators", c.auth(c.operators))
+	mux.HandleFunc("GET "+b+"/operators/{id}", c.auth(c.operatorPage))
+	mux.HandleFunc("POST "+b+"/operators/{id}/keys/add", c.auth(c.operatorKeyAction))
+	mux.HandleFunc("POST "+b+"/operators/{id}/keys/{kid}/{op}", c.auth(c.operatorKeyAction))
 	return headers(mux, c.d.Secure)
 }
 

@@ -276,12 +276,13 @@ type field struct{ Name, Label, Value string }
 var fieldLabels = map[string]string{
 	"action": "Action", "rate": "Executed rate (NGN per USDT)", "fiat_amount": "NGN amount", "reference": "Reference",
 	"reason": "Reason", "tx_hash": "Chain tx hash", "note": "Note", "partner_id": "Partner", "transaction_ids": "Transaction",
+	"prefix": "Key", "overlap": "Old key works for",
 }
 
 // confirmFields are the action's fields, carried through the confirmation page.
 func confirmFields(f url.Values) []field {
 	var out []field
-	for _, n := range []string{"action", "rate", "fiat_amount", "reference", "reason", "tx_hash", "note", "partner_id"} {
+	for _, n := range []string{"action", "rate", "fiat_amount", "reference", "reason", "tx_hash", "note", "partner_id", "prefix", "overlap"} {
 		if v := f.Get(n); v != "" {
 			out = append(out, field{n, fieldLabels[n], v})
 		}
@@ -318,8 +319,11 @@ func (c *Console) payoutForm(w http.ResponseWriter, r *http.Request, ss *session
 	for _, t := range res.JSON200.Data.Data {
 		total = total.Add(decimal.RequireFromString(t.Amount))
 	}
+	all := r.URL.Query().Get("all") == "1"
 	c.render(w, http.StatusOK, "payout", ss, map[string]any{"Title": "Batch payout", "Items": res.JSON200.Data.Data,
-		"Partner": pid, "Partners": parts.JSON200.Data, "Total": total.StringFixed(2)})
+		"Partner": pid, "Partners": parts.JSON200.Data, "Total": total.StringFixed(2), "All": all,
+		"SelectAll": BasePath + "/payouts/new?" + url.Values{"partner_id": {pid.String()}, "all": {"1"}}.Encode(),
+		"Clear":     BasePath + "/payouts/new?" + url.Values{"partner_id": {pid.String()}}.Encode()})
 }
 
 func (c *Console) payout(w http.ResponseWriter, r *http.Request, ss *session) {
