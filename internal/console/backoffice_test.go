@@ -93,6 +93,26 @@ func filtersFlow(t *testing.T, db testdb.Database) {
 		chromedp.WaitVisible("#confirm", chromedp.ByID),
 		chromedp.Text("h1", &heading, chromedp.ByQuery)))
 	require.Contains(t, heading, "fill 3 transactions")
+	require.NoError(t, chromedp.Run(ctx, chromedp.Click("#confirm", chromedp.ByID), chromedp.WaitVisible("#message", chromedp.ByID)))
+
+	// The transactions list and the recorded fills as CSV: the list's rows, exact amounts.
+	require.Equal(t, 3, rowsAt(t, ctx, base+"/transactions?stage=awaiting_settlement"))
+	var ids []string
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`Array.from(document.querySelectorAll('table.list tbody tr')).map(tr => tr.dataset.id)`, &ids)))
+	rows := csvOf(t, ctx, env.Root)
+	require.Equal(t, ids, column(t, rows, "id"))
+	var sum decimal.Decimal
+	for _, a := range column(t, rows, "crypto_amount") {
+		sum = sum.Add(decimal.RequireFromString(a))
+	}
+	require.Equal(t, []string{"1000.00", "1000.00", "1000.00"}, column(t, rows, "fiat_amount"))
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"/fills/new"), chromedp.WaitVisible("#csv", chromedp.ByID)))
+	fills := csvOf(t, ctx, env.Root)
+	require.Len(t, fills, 2, "one fill")
+	require.Equal(t, []string{"3"}, column(t, fills, "transactions"))
+	require.Equal(t, []string{"LP-ALL"}, column(t, fills, "reference"))
+	require.Equal(t, []string{"1549.10"}, column(t, fills, "rate"))
+	require.Equal(t, []string{sum.StringFixed(6)}, column(t, fills, "crypto_amount"))
 
 	// Operator keys: add one (confirmed), it works; roll it, then revoke the new one.
 	ops := env.OperatorClient(t, opKey)

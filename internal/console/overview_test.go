@@ -1,11 +1,16 @@
 package console_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
+	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
@@ -58,7 +63,7 @@ func overviewCountsFlow(t *testing.T, db testdb.Database) {
 	failing := create(t, pc, "FAIL-"+uuid.NewString()[:8], "3000.00")
 	confirmed(t, env, failing.Id, "0x"+strings.Repeat("f", 64))
 	require.Equal(t, lifecycle.NotOpen, pay(t, env, failing, "3", 3), "after the deposit: unmatched")
-	f, err := ops.FailTransactionWithResponse(bg, failing.Id, &oc.FailTransactionParams{IdempotencyKey: uuid.NewString()}, oc.FailRequest{Reason: "LP rejected"})
+	f, err := ops.FailTransactionWithResponse(bg, failing.Id, &oc.FailTransactionParams{IdempotencyKey: uuid.NewString()}, oc.FailRequest{Reason: `=HYPERLINK("http://x")`})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, f.StatusCode(), string(f.Body))
 	short := create(t, pc, "SHORT-"+uuid.NewString()[:8], "4000.00")
@@ -97,8 +102,17 @@ func overviewCountsFlow(t *testing.T, db testdb.Database) {
 			chromedp.AttributeValue("tr.work-"+kind+" a", "href", &href, nil, chromedp.ByQuery)))
 		require.Equal(t, strconv.Itoa(n), count, kind)
 		require.Equal(t, n, rowsAt(t, ctx, env.Root+href), "%s: the count is its list's length (%s)", kind, href)
+		// The list's CSV is its rows.
+		rows := csvOf(t, ctx, env.Root)
+		require.Len(t, rows, n+1, "%s: a header and the list's rows", kind)
+		var ids []string
+		require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`Array.from(document.querySelectorAll('table.list tbody tr')).map(tr => tr.dataset.id)`, &ids)))
+		require.Equal(t, ids, column(t, rows, "id"), kind)
 	}
 	require.Equal(t, want["unmatched"], rowsAt(t, ctx, base+"/deposits"), "the unmatched deposits page")
+	rows := csvOf(t, ctx, env.Root)
+	require.Len(t, rows, want["unmatched"]+1)
+	require.Equal(t, []string{"2.000000", "3.000000"}, sorted(column(t, rows, "amount")), "exact decimal strings")
 
 	// The audit log names the operator and the partner of both actions (their ids on hover).
 	var partners, operators []string
@@ -108,6 +122,12 @@ func overviewCountsFlow(t *testing.T, db testdb.Database) {
 		chromedp.Evaluate(`Array.from(document.querySelectorAll('#audit td.operator')).map(td => td.textContent.trim())`, &operators),
 		chromedp.AttributeValue("#audit td.partner a", "title", &title, nil, chromedp.ByQuery)))
 	require.Len(t, partners, 2, "the fail and the key")
+	rows = csvOf(t, ctx, env.Root)
+	require.Len(t, rows, 3)
+	require.Equal(t, []string{"key_created", "fail"}, column(t, rows, "action"))
+	require.Equal(t, "'=HYPERLINK(\"http://x\")", column(t, rows, "reference")[1], "a formula is neutralised")
+	require.Equal(t, []string{"Test partner " + t.Name(), "Test partner " + t.Name()}, column(t, rows, "partner_name"))
+
 	for i := range partners {
 		require.Contains(t, partners[i], "Test partner")
 		require.Contains(t, operators[i], "Test operator")
@@ -139,3 +159,38 @@ func rowsAt(t *testing.T, ctx context.Context, u string) int {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// csvOf downloads the current page's CSV (its #csv link) with the browser's
+// session and parses it, checking it is RFC 4180 UTF-8 CSV.
+func csvOf(t *testing.T, ctx context.Context, root string) [][]string {
+	t.Helper()
+	var href string
+	require.NoError(t, chromedp.Run(ctx, chromedp.AttributeValue("#csv", "href", &href, nil, chromedp.ByID)))
+	res, err := http.DefaultClient.Do(withCookie(t, root+href, sessionOf(t, ctx)))
+	require.NoError(t, err)
+	defer func() { _ = res.Body.Close() }()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, "text/csv; charset=utf-8", res.Header.Get("Content-Type"))
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.True(t, utf8.Valid(body))
+	require.True(t, bytes.HasSuffix(body, []byte("\r\n")), "CRLF line ends")
+	rows, err := csv.NewReader(bytes.NewReader(body)).ReadAll()
+	require.NoError(t, err)
+	require.NotEmpty(t, rows, "a header row")
+	return rows
+}
+
+// column is the named column of rows (after the header).
+func column(t *testing.T, rows [][]string, name string) []string {
+	t.Helper()
+	i := slices.Index(rows[0], name)
+	require.GreaterOrEqual(t, i, 0, "no column %s in %v", name, rows[0])
+	out := []string{}
+	for _, r := range rows[1:] {
+		out = append(out, r[i])
+	}
+	return out
+}
+
+func sorted(s []string) []string { slices.Sort(s); return s }

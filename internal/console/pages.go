@@ -177,8 +177,14 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, ss *session) {
 		v := url.Values{"cursor": {*nc}, "stage": {q.Get("stage")}, "q": {q.Get("q")}}
 		next = BasePath + "/transactions?" + v.Encode()
 	}
+	csvq := url.Values{}
+	for _, k := range []string{"stage", "q"} {
+		if v := q.Get(k); v != "" {
+			csvq.Set(k, v)
+		}
+	}
 	c.render(w, http.StatusOK, "list", ss, map[string]any{"Title": "Transactions", "Stage": q.Get("stage"), "Q": q.Get("q"),
-		"Items": res.JSON200.Data.Data, "Next": next, "Stages": stages})
+		"Items": res.JSON200.Data.Data, "Next": next, "Stages": stages, "CSV": BasePath + "/transactions.csv?" + csvq.Encode()})
 }
 
 var stages = []oc.Stage{oc.StageAwaitingFill, oc.StageAwaitingSettlement, oc.StageAwaitingPayout, oc.StageFailed, oc.StageConfirmingTooLong}
@@ -382,7 +388,8 @@ func (c *Console) deposits(w http.ResponseWriter, r *http.Request, ss *session) 
 		c.fail(w, ss, statusOf(res, err), bodyOf(res))
 		return
 	}
-	c.render(w, http.StatusOK, "deposits", ss, map[string]any{"Title": "Unmatched deposits", "Items": res.JSON200.Data.Data})
+	c.render(w, http.StatusOK, "deposits", ss, map[string]any{"Title": "Unmatched deposits", "Items": res.JSON200.Data.Data,
+		"CSV": BasePath + "/deposits.csv"})
 }
 
 func (c *Console) partners(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -483,7 +490,8 @@ func (c *Console) audit(w http.ResponseWriter, r *http.Request, ss *session) {
 	if nc := res.JSON200.Data.NextCursor; nc != nil {
 		next = BasePath + "/audit?" + url.Values{"cursor": {*nc}}.Encode()
 	}
-	c.render(w, http.StatusOK, "audit", ss, map[string]any{"Title": "Audit log", "Items": res.JSON200.Data.Data, "Next": next})
+	c.render(w, http.StatusOK, "audit", ss, map[string]any{"Title": "Audit log", "Items": res.JSON200.Data.Data, "Next": next,
+		"CSV": BasePath + "/audit.csv"})
 }
 
 type response interface {
