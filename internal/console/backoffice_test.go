@@ -129,6 +129,7 @@ func filtersFlow(t *testing.T, db testdb.Database) {
 	require.NoError(t, chromedp.Run(ctx, chromedp.Click("#confirm", chromedp.ByID), chromedp.Text("#secret", &secret, chromedp.ByID)))
 	added := strings.TrimSpace(secret)
 	require.True(t, strings.HasPrefix(added, "sk_op_"))
+	shot(t, ctx, "operator-keys.png")
 	require.Equal(t, http.StatusOK, overviewStatus(t, env, added))
 
 	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"/operators/"+opID.String()),

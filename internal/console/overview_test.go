@@ -95,6 +95,7 @@ func overviewCountsFlow(t *testing.T, db testdb.Database) {
 	var total string
 	require.NoError(t, chromedp.Run(ctx, chromedp.Text("#refunds", &total, chromedp.ByID)))
 	require.Equal(t, "7", total, "the card's total is its rows' sum")
+	shot(t, ctx, "overview.png")
 	for kind, n := range want {
 		var count, href string
 		require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base),
@@ -122,6 +123,7 @@ func overviewCountsFlow(t *testing.T, db testdb.Database) {
 		chromedp.Evaluate(`Array.from(document.querySelectorAll('#audit td.operator')).map(td => td.textContent.trim())`, &operators),
 		chromedp.AttributeValue("#audit td.partner a", "title", &title, nil, chromedp.ByQuery)))
 	require.Len(t, partners, 2, "the fail and the key")
+	shot(t, ctx, "audit.png")
 	rows = csvOf(t, ctx, env.Root)
 	require.Len(t, rows, 3)
 	require.Equal(t, []string{"key_created", "fail"}, column(t, rows, "action"))
