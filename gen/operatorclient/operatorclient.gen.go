@@ -467,11 +467,22 @@ type AuditEntry struct {
 	// OperatorName The operator's name when `actor` is `operator`; otherwise the actor itself (`cli`).
 	OperatorName string `json:"operator_name"`
 
+	// PartnerId The partner the action concerns: the transaction's, the refund task's, the
+	// batch payout's, the partner created, or the owner of the key; null when none
+	// (a batch fill spans partners, an operator account has none).
+	PartnerId *openapi_types.UUID `json:"partner_id"`
+
+	// PartnerName That partner's name; null with `partner_id`.
+	PartnerName *string `json:"partner_name"`
+
 	// Reference The reference, reason or chain hash given.
 	Reference *string `json:"reference"`
 
 	// SubjectId The partner, operator or API key acted on (account and key actions).
 	SubjectId *openapi_types.UUID `json:"subject_id"`
+
+	// SubjectName The name of the partner or operator acted on, or the key's prefix; null without a subject.
+	SubjectName *string `json:"subject_name"`
 
 	// TransactionId The transaction acted on (one entry per transaction of a batch).
 	TransactionId *openapi_types.UUID `json:"transaction_id"`
@@ -658,7 +669,7 @@ type DepositTransfer struct {
 	// SeenAt When it was first seen.
 	SeenAt time.Time `json:"seen_at"`
 
-	// State `pending`, `confirmed`, `reorged` or `unmatched` for a chain transfer; the deposit's status otherwise.
+	// State `pending`, `confirmed`, `reorged` or `unmatched` for a chain transfer; for a transfer with no chain record (simulated), `confirmed` or `pending`.
 	//
 	// Example: confirmed
 	State string `json:"state"`
@@ -1089,8 +1100,9 @@ type OperatorTransactionDetail struct {
 	DepositStatus *string `json:"deposit_status"`
 
 	// Deposits The transfers seen on chain to the deposit address, oldest first (with the
-	// sender); a deposit recorded without a chain transfer (the sandbox simulator)
-	// appears once with a null sender.
+	// sender); a deposit recorded without chain transfers (the sandbox simulator)
+	// lists each counted transfer, as the partner API's `deposits` does (a 10 and a
+	// 90 USDT transfer are two rows, not one of 100), with a null block.
 	Deposits []DepositTransfer `json:"deposits"`
 
 	// ExpiresAt Deposit deadline.
@@ -1228,12 +1240,18 @@ type Overview struct {
 	// Networks Every configured network.
 	Networks []NetworkProgress `json:"networks"`
 
-	// OpenRefundTasks Refunds waiting for an operator: transactions in `failed` plus open unmatched
-	// deposits.
+	// OpenRefundTasks Refund work waiting for an operator: the sum of `refund_work`'s counts (open
+	// refund tasks of every kind plus transactions in `failed`).
 	OpenRefundTasks int `json:"open_refund_tasks"`
 
-	// OpenUnmatchedDeposits Open unmatched deposits.
+	// OpenUnmatchedDeposits Open refund tasks of kind `unmatched` (`refund_work.unmatched`).
 	OpenUnmatchedDeposits int `json:"open_unmatched_deposits"`
+
+	// RefundWork The refund work waiting for an operator, by kind. Each count is the length of
+	// the list it stands for: the open refund tasks of that kind
+	// (`GET /refund-tasks?kind=…`, open by default), and the transactions in stage
+	// `failed` (`GET /transactions?stage=failed`).
+	RefundWork RefundWork `json:"refund_work"`
 
 	// Stages Every stage, in the Stage enum's order.
 	Stages []StageSummary `json:"stages"`
@@ -1487,6 +1505,27 @@ type RefundTaskResponse struct {
 
 	// Success Always true on success.
 	Success bool `json:"success"`
+}
+
+// RefundWork The refund work waiting for an operator, by kind. Each count is the length of
+// the list it stands for: the open refund tasks of that kind
+// (`GET /refund-tasks?kind=…`, open by default), and the transactions in stage
+// `failed` (`GET /transactions?stage=failed`).
+type RefundWork struct {
+	// Dust Open refund tasks of kind `dust`.
+	Dust int `json:"dust"`
+
+	// Excess Open refund tasks of kind `excess`.
+	Excess int `json:"excess"`
+
+	// Failed Transactions in stage `failed` (to refund or settle by hand).
+	Failed int `json:"failed"`
+
+	// Short Open refund tasks of kind `short`.
+	Short int `json:"short"`
+
+	// Unmatched Open refund tasks of kind `unmatched`.
+	Unmatched int `json:"unmatched"`
 }
 
 // ResolveRequest How an unmatched deposit was resolved.

@@ -17,6 +17,7 @@ import (
 	"partnerd/internal/chain"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/transactions"
+	"partnerd/internal/unmatched"
 )
 
 // DepositTransfer is one transfer seen to a deposit address.
@@ -83,6 +84,25 @@ type FailingWebhook struct {
 	FailingEvents int
 }
 
+// AuditParty names who an audit entry concerns, for operators to read names, not
+// ids.
+type AuditParty struct {
+	// PartnerID is the partner the action concerns: its transaction's, refund
+	// task's or batch payout's, the partner acted on, or the owner of the key acted
+	// on (nil for a batch fill or an operator account).
+	PartnerID   *uuid.UUID
+	PartnerName *string
+	// SubjectName is the name of the partner or operator acted on, or the prefix
+	// of the key acted on.
+	SubjectName *string
+}
+
+// AuditParties returns the parties of the audit entries ids (entries with none
+// are absent).
+func (s *Service) AuditParties(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]AuditParty, error) {
+	return s.store.AuditParties(ctx, ids)
+}
+
 // Store is what the back office reads.
 type Store interface {
 	Transaction(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error)
@@ -94,8 +114,12 @@ type Store interface {
 	// ChainProgress returns each network's cursor and stored reading (networks
 	// never scanned nor read are absent).
 	ChainProgress(ctx context.Context) (map[string]NetworkProgress, error)
-	// OpenUnmatchedDeposits counts the unmatched deposits still open.
-	OpenUnmatchedDeposits(ctx context.Context) (int, error)
+	// OpenRefundTasksByKind counts the open refund tasks of each kind (unmatched.Kind
+	// values; kinds with none are absent).
+	OpenRefundTasksByKind(ctx context.Context) (map[string]int, error)
+	// AuditParties returns, for each of the audit entries ids, the partner it
+	// concerns and its subject's name (entries with neither are absent).
+	AuditParties(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]AuditParty, error)
 	// FailingWebhooks lists partners whose enabled endpoint has events that failed
 	// or are retrying after a failed attempt.
 	FailingWebhooks(ctx context.Context) ([]FailingWebhook, error)
@@ -153,7 +177,7 @@ func (s *Service) Case(ctx context.Context, id uuid.UUID) (*Case, error) {
 		return nil, err
 	}
 	if len(c.Deposits) == 0 && t.Deposit != nil {
-		c.Deposits = []DepositTransfer{{TxHash: t.Deposit.Hash, Amount: t.Deposit.Amount, State: t.Deposit.Status, SeenAt: t.Deposit.ReceivedAt}}
+		c.Deposits = countedTransfers(t.Deposit)
 	}
 	fills, err := s.store.FillsOf(ctx, []uuid.UUID{id})
 	if err != nil {
@@ -194,16 +218,46 @@ func (s *Service) Case(ctx context.Context, id uuid.UUID) (*Case, error) {
 	return c, nil
 }
 
+// countedTransfers lists a deposit recorded without chain transfers (the sandbox
+// simulator) as the partner API does: each counted transfer, not their total.
+func countedTransfers(d *lifecycle.Deposit) []DepositTransfer {
+	out := make([]DepositTransfer, len(d.Transfers))
+	for i, tr := range d.Transfers {
+		x := DepositTransfer{TxHash: tr.Hash, LogIndex: &tr.LogIndex, Amount: tr.Amount, State: "pending", SeenAt: tr.ReceivedAt}
+		if tr.Confirmed() {
+			x.State = "confirmed"
+		}
+		if tr.From != "" {
+			x.FromAddress = &tr.From
+		}
+		if tr.Block > 0 {
+			x.BlockNumber = &tr.Block
+		}
+		out[i] = x
+	}
+	return out
+}
+
 // Overview is the back office at a glance.
 type Overview struct {
 	Stages   []transactions.StageTotal
 	Networks []NetworkProgress
-	// OpenRefundTasks are the refunds waiting for an operator: failed transactions
-	// and open unmatched deposits.
-	OpenRefundTasks       int
-	OpenUnmatchedDeposits int
-	FailingWebhooks       []FailingWebhook
+	// RefundWork is the refund work waiting for an operator, by kind.
+	RefundWork      RefundWork
+	FailingWebhooks []FailingWebhook
 }
+
+// RefundWork counts the refund work by kind. Each count is the length of the list
+// an operator opens from it: the open refund tasks of that kind, and the
+// transactions in stage failed.
+type RefundWork struct {
+	Unmatched, Excess, Short, Dust int
+	// Failed is the failed stage's count (transactions to refund or settle by hand).
+	Failed int
+}
+
+// Total is every count's sum.
+func (w RefundWork) Total() int { return w.Unmatched + w.Excess + w.Short + w.Dust + w.Failed }
 
 // Overview counts everything now.
 func (s *Service) Overview(ctx context.Context) (*Overview, error) {
@@ -221,13 +275,15 @@ func (s *Service) Overview(ctx context.Context) (*Overview, error) {
 		p.Network = n
 		o.Networks = append(o.Networks, p)
 	}
-	if o.OpenUnmatchedDeposits, err = s.store.OpenUnmatchedDeposits(ctx); err != nil {
+	kinds, err := s.store.OpenRefundTasksByKind(ctx)
+	if err != nil {
 		return nil, err
 	}
-	o.OpenRefundTasks = o.OpenUnmatchedDeposits
+	o.RefundWork = RefundWork{Unmatched: kinds[string(unmatched.Unmatched)], Excess: kinds[string(unmatched.Excess)],
+		Short: kinds[string(unmatched.Short)], Dust: kinds[string(unmatched.Dust)]}
 	for _, st := range o.Stages {
 		if st.Stage == transactions.StageFailed {
-			o.OpenRefundTasks += st.Count
+			o.RefundWork.Failed = st.Count
 		}
 	}
 	if o.FailingWebhooks, err = s.store.FailingWebhooks(ctx); err != nil {

@@ -58,7 +58,7 @@ func TestLag(t *testing.T) {
 // refundWork reads the overview's refund work: the open unmatched deposits and
 // everything waiting for a refund decision.
 func refundWork(o *backoffice.Overview) (openUnmatched, total int) {
-	return o.OpenUnmatchedDeposits, o.OpenRefundTasks
+	return o.RefundWork.Unmatched, o.RefundWork.Total()
 }
 
 type bed struct {

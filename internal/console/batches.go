@@ -22,7 +22,8 @@ func (c *Console) fillForm(w http.ResponseWriter, r *http.Request, ss *session) 
 	for _, t := range res.JSON200.Data.Data {
 		total = total.Add(decimal.RequireFromString(t.CryptoAmount))
 	}
-	c.render(w, http.StatusOK, "fill", ss, map[string]any{"Title": "Batch fill", "Items": res.JSON200.Data.Data, "Total": total.String()})
+	c.render(w, http.StatusOK, "fill", ss, map[string]any{"Title": "Batch fill", "Items": res.JSON200.Data.Data, "Total": total.String(),
+		"All": r.URL.Query().Get("all") == "1"})
 }
 
 // fill records one liquidity order for the ticked transactions (POST /fills),

@@ -27,7 +27,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"partnerd/gen/operatorclient"
+	oc "partnerd/gen/operatorclient"
 	"partnerd/internal/operators"
 )
 
@@ -84,10 +84,10 @@ func Register(e *echo.Echo, d Deps) error {
 }
 
 // client is the operator API as the session's operator.
-func (c *Console) client(ss *session) *operatorclient.ClientWithResponses {
-	cl, _ := operatorclient.NewClientWithResponses("http://in-process"+c.d.OperatorBase,
-		operatorclient.WithHTTPClient(&http.Client{Transport: inProcess{c.d.API}}),
-		operatorclient.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+func (c *Console) client(ss *session) *oc.ClientWithResponses {
+	cl, _ := oc.NewClientWithResponses("http://in-process"+c.d.OperatorBase,
+		oc.WithHTTPClient(&http.Client{Transport: inProcess{c.d.API}}),
+		oc.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
 			r.Header.Set("X-API-KEY", ss.key)
 			return nil
 		}))
@@ -143,6 +143,16 @@ func (c *Console) routes() http.Handler {
 	mux.HandleFunc("GET "+b+"/partners/{id}", c.auth(c.partner))
 	mux.HandleFunc("POST "+b+"/partners/{id}/keys/{kid}/{op}", c.auth(c.keyAction))
 	mux.HandleFunc("GET "+b+"/audit", c.auth(c.audit))
+	mux.HandleFunc("GET "+b+"/transactions.csv", c.auth(c.transactionsCSV))
+	mux.HandleFunc("GET "+b+"/refund-tasks.csv", c.auth(c.refundTasksCSV))
+	mux.HandleFunc("GET "+b+"/deposits.csv", c.auth(c.depositsCSV))
+	mux.HandleFunc("GET "+b+"/audit.csv", c.auth(c.auditCSV))
+	mux.HandleFunc("GET "+b+"/payouts.csv", c.auth(c.batchesCSV(oc.BatchKindPayout)))
+	mux.HandleFunc("GET "+b+"/fills.csv", c.auth(c.batchesCSV(oc.BatchKindFill)))
+	mux.HandleFunc("GET "+b+"/operators", c.auth(c.operators))
+	mux.HandleFunc("GET "+b+"/operators/{id}", c.auth(c.operatorPage))
+	mux.HandleFunc("POST "+b+"/operators/{id}/keys/add", c.auth(c.operatorKeyAction))
+	mux.HandleFunc("POST "+b+"/operators/{id}/keys/{kid}/{op}", c.auth(c.operatorKeyAction))
 	return headers(mux, c.d.Secure)
 }
 

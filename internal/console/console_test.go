@@ -156,7 +156,6 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 	require.Equal(t, "4", text)
 	require.NoError(t, chromedp.Run(ctx, chromedp.Text("tr.stage-awaiting_fill .fiat", &text, chromedp.ByQuery)))
 	require.Equal(t, "25000.75 NGN", text)
-	shot(t, ctx, "overview.png")
 
 	// Search by reference (other case), address and hash.
 	for _, q := range []string{strings.ToLower(txs[1].MerchantReference), txs[1].DepositAddress, hashes[1]} {

@@ -52,7 +52,7 @@ func (c *Console) parse() error {
 			}
 			return s
 		},
-		"stagename": func(s oc.Stage) string { return strings.ReplaceAll(string(s), "_", " ") },
+		"stagename": func(s any) string { return strings.ReplaceAll(fmt.Sprint(s), "_", " ") },
 	}
 	layout, err := fs.ReadFile(web, "web/layout.html")
 	if err != nil {
@@ -177,8 +177,14 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, ss *session) {
 		v := url.Values{"cursor": {*nc}, "stage": {q.Get("stage")}, "q": {q.Get("q")}}
 		next = BasePath + "/transactions?" + v.Encode()
 	}
+	csvq := url.Values{}
+	for _, k := range []string{"stage", "q"} {
+		if v := q.Get(k); v != "" {
+			csvq.Set(k, v)
+		}
+	}
 	c.render(w, http.StatusOK, "list", ss, map[string]any{"Title": "Transactions", "Stage": q.Get("stage"), "Q": q.Get("q"),
-		"Items": res.JSON200.Data.Data, "Next": next, "Stages": stages})
+		"Items": res.JSON200.Data.Data, "Next": next, "Stages": stages, "CSV": BasePath + "/transactions.csv?" + csvq.Encode()})
 }
 
 var stages = []oc.Stage{oc.StageAwaitingFill, oc.StageAwaitingSettlement, oc.StageAwaitingPayout, oc.StageFailed, oc.StageConfirmingTooLong}
@@ -276,12 +282,13 @@ type field struct{ Name, Label, Value string }
 var fieldLabels = map[string]string{
 	"action": "Action", "rate": "Executed rate (NGN per USDT)", "fiat_amount": "NGN amount", "reference": "Reference",
 	"reason": "Reason", "tx_hash": "Chain tx hash", "note": "Note", "partner_id": "Partner", "transaction_ids": "Transaction",
+	"prefix": "Key", "overlap": "Old key works for",
 }
 
 // confirmFields are the action's fields, carried through the confirmation page.
 func confirmFields(f url.Values) []field {
 	var out []field
-	for _, n := range []string{"action", "rate", "fiat_amount", "reference", "reason", "tx_hash", "note", "partner_id"} {
+	for _, n := range []string{"action", "rate", "fiat_amount", "reference", "reason", "tx_hash", "note", "partner_id", "prefix", "overlap"} {
 		if v := f.Get(n); v != "" {
 			out = append(out, field{n, fieldLabels[n], v})
 		}
@@ -318,8 +325,11 @@ func (c *Console) payoutForm(w http.ResponseWriter, r *http.Request, ss *session
 	for _, t := range res.JSON200.Data.Data {
 		total = total.Add(decimal.RequireFromString(t.Amount))
 	}
+	all := r.URL.Query().Get("all") == "1"
 	c.render(w, http.StatusOK, "payout", ss, map[string]any{"Title": "Batch payout", "Items": res.JSON200.Data.Data,
-		"Partner": pid, "Partners": parts.JSON200.Data, "Total": total.StringFixed(2)})
+		"Partner": pid, "Partners": parts.JSON200.Data, "Total": total.StringFixed(2), "All": all,
+		"SelectAll": BasePath + "/payouts/new?" + url.Values{"partner_id": {pid.String()}, "all": {"1"}}.Encode(),
+		"Clear":     BasePath + "/payouts/new?" + url.Values{"partner_id": {pid.String()}}.Encode()})
 }
 
 func (c *Console) payout(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -378,7 +388,8 @@ func (c *Console) deposits(w http.ResponseWriter, r *http.Request, ss *session) 
 		c.fail(w, ss, statusOf(res, err), bodyOf(res))
 		return
 	}
-	c.render(w, http.StatusOK, "deposits", ss, map[string]any{"Title": "Unmatched deposits", "Items": res.JSON200.Data.Data})
+	c.render(w, http.StatusOK, "deposits", ss, map[string]any{"Title": "Unmatched deposits", "Items": res.JSON200.Data.Data,
+		"CSV": BasePath + "/deposits.csv"})
 }
 
 func (c *Console) partners(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -479,7 +490,8 @@ func (c *Console) audit(w http.ResponseWriter, r *http.Request, ss *session) {
 	if nc := res.JSON200.Data.NextCursor; nc != nil {
 		next = BasePath + "/audit?" + url.Values{"cursor": {*nc}}.Encode()
 	}
-	c.render(w, http.StatusOK, "audit", ss, map[string]any{"Title": "Audit log", "Items": res.JSON200.Data.Data, "Next": next})
+	c.render(w, http.StatusOK, "audit", ss, map[string]any{"Title": "Audit log", "Items": res.JSON200.Data.Data, "Next": next,
+		"CSV": BasePath + "/audit.csv"})
 }
 
 type response interface {

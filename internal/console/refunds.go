@@ -2,6 +2,7 @@ package console
 
 import (
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	oc "partnerd/gen/operatorclient"
+	"partnerd/internal/chain"
 )
 
 // refundKinds are the refund tasks' kinds, in the filter's order.
@@ -19,31 +21,94 @@ func (c *Console) refundTasks(w http.ResponseWriter, r *http.Request, ss *sessio
 	c.showRefundTasks(w, r, ss, http.StatusOK, "", "")
 }
 
+// refundFilter is the refund tasks page's filter, from its query: kind, status
+// (open by default), partner and network.
+type refundFilter struct {
+	Kind, Status, Partner, Network string
+}
+
+func refundFilterOf(q url.Values) refundFilter {
+	f := refundFilter{Kind: q.Get("kind"), Status: q.Get("status"), Partner: q.Get("partner_id"), Network: q.Get("network")}
+	if f.Status == "" {
+		f.Status = string(oc.ListRefundTasksParamsStatusOpen)
+	}
+	return f
+}
+
+// params is the operator API's query for f.
+func (f refundFilter) params() (*oc.ListRefundTasksParams, error) {
+	p := &oc.ListRefundTasksParams{Status: ptr(oc.ListRefundTasksParamsStatus(f.Status)), Limit: ptr(100)}
+	if f.Kind != "" {
+		p.Kind = ptr(oc.RefundTaskKind(f.Kind))
+	}
+	if f.Partner != "" {
+		id, err := uuid.Parse(f.Partner)
+		if err != nil {
+			return nil, fmt.Errorf("no such partner")
+		}
+		p.PartnerId = &id
+	}
+	if f.Network != "" {
+		p.Network = &f.Network
+	}
+	return p, nil
+}
+
+// With is the refund tasks page's address for f with key set to value (the tabs
+// keep the other filters).
+func (f refundFilter) With(key, value string) template.URL {
+	return template.URL(BasePath + "/refund-tasks?" + f.query(key, value))
+}
+
+// query is f's query with key set to value.
+func (f refundFilter) query(key, value string) string {
+	v := url.Values{"kind": {f.Kind}, "status": {f.Status}, "partner_id": {f.Partner}, "network": {f.Network}}
+	v.Set(key, value)
+	for k := range v {
+		if v.Get(k) == "" {
+			v.Del(k)
+		}
+	}
+	return v.Encode()
+}
+
 func (c *Console) showRefundTasks(w http.ResponseWriter, r *http.Request, ss *session, status int, notice, problem string) {
-	q := r.URL.Query()
-	kind, st := q.Get("kind"), q.Get("status")
-	if st == "" {
-		st = string(oc.ListRefundTasksParamsStatusOpen)
+	f := refundFilterOf(r.URL.Query())
+	p, err := f.params()
+	if err != nil {
+		c.render(w, http.StatusBadRequest, "message", ss, map[string]any{"Title": "Not found", "Message": "No such partner."})
+		return
 	}
-	p := oc.ListRefundTasksParams{Status: ptr(oc.ListRefundTasksParamsStatus(st)), Limit: ptr(100)}
-	if kind != "" {
-		p.Kind = ptr(oc.RefundTaskKind(kind))
-	}
-	if s := q.Get("cursor"); s != "" {
+	if s := r.URL.Query().Get("cursor"); s != "" {
 		p.Cursor = &s
 	}
-	res, err := c.client(ss).ListRefundTasksWithResponse(r.Context(), &p)
+	cl := c.client(ss)
+	res, err := cl.ListRefundTasksWithResponse(r.Context(), p)
 	if err != nil || res.JSON200 == nil {
 		c.fail(w, ss, statusOf(res, err), bodyOf(res))
 		return
 	}
+	parts, err := cl.ListPartnersWithResponse(r.Context())
+	if err != nil || parts.JSON200 == nil {
+		c.fail(w, ss, statusOf(parts, err), bodyOf(parts))
+		return
+	}
+	names := map[string]string{}
+	for _, p := range parts.JSON200.Data {
+		names[p.Id.String()] = p.Name
+	}
 	next := ""
 	if nc := res.JSON200.Data.NextCursor; nc != nil {
-		next = BasePath + "/refund-tasks?" + url.Values{"cursor": {*nc}, "kind": {kind}, "status": {st}}.Encode()
+		next = BasePath + "/refund-tasks?" + f.query("cursor", *nc)
 	}
-	c.render(w, status, "refunds", ss, map[string]any{"Title": "Refund tasks", "Items": res.JSON200.Data.Data, "Kind": kind,
-		"Status": st, "Kinds": refundKinds, "Next": next, "Notice": notice, "Problem": problem})
+	c.render(w, status, "refunds", ss, map[string]any{"Title": "Refund tasks", "Items": res.JSON200.Data.Data, "F": f,
+		"Kind": f.Kind, "Status": f.Status, "Kinds": refundKinds, "Partners": parts.JSON200.Data, "Names": names,
+		"Networks": networks, "Next": next, "Notice": notice, "Problem": problem,
+		"CSV": BasePath + "/refund-tasks.csv?" + f.query("", "")})
 }
+
+// networks are the networks a list can be filtered by.
+var networks = []string{chain.BEP20, chain.TRC20}
 
 // resolve closes a refund task (POST /refund-tasks/{id}/resolve) after its
 // confirmation page, then shows the open tasks with the outcome.

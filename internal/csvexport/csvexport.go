@@ -49,6 +49,13 @@ func (w *Writer) Row(cells ...Cell) error {
 	return nil
 }
 
+// Flush sends what is buffered to the underlying writer (after a page of rows,
+// say) and reports any write error.
+func (w *Writer) Flush() error {
+	w.w.Flush()
+	return w.w.Error()
+}
+
 // Close flushes what is buffered and reports any write error.
 func (w *Writer) Close() error {
 	w.w.Flush()

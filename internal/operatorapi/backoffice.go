@@ -23,8 +23,10 @@ func (s *Server) GetOverview(ctx context.Context, _ operatorapi.GetOverviewReque
 	if err != nil {
 		return nil, err
 	}
-	out := operatorapi.Overview{OpenRefundTasks: o.OpenRefundTasks, OpenUnmatchedDeposits: o.OpenUnmatchedDeposits,
-		Stages: []operatorapi.StageSummary{}, Networks: []operatorapi.NetworkProgress{}, FailingWebhooks: []operatorapi.FailingWebhook{}}
+	w := o.RefundWork
+	out := operatorapi.Overview{OpenRefundTasks: w.Total(), OpenUnmatchedDeposits: w.Unmatched,
+		RefundWork: operatorapi.RefundWork{Unmatched: w.Unmatched, Excess: w.Excess, Short: w.Short, Dust: w.Dust, Failed: w.Failed},
+		Stages:     []operatorapi.StageSummary{}, Networks: []operatorapi.NetworkProgress{}, FailingWebhooks: []operatorapi.FailingWebhook{}}
 	for _, st := range o.Stages {
 		out.Stages = append(out.Stages, operatorapi.StageSummary{Stage: operatorapi.Stage(st.Stage), Count: st.Count,
 			CryptoAmount: money.FormatTokens(st.Crypto), FiatAmount: money.FormatFiat(st.Fiat)})
@@ -32,9 +34,9 @@ func (s *Server) GetOverview(ctx context.Context, _ operatorapi.GetOverviewReque
 	for _, n := range o.Networks {
 		out.Networks = append(out.Networks, networkOut(n))
 	}
-	for _, w := range o.FailingWebhooks {
-		out.FailingWebhooks = append(out.FailingWebhooks, operatorapi.FailingWebhook{PartnerId: w.PartnerID,
-			PartnerName: w.PartnerName, Url: w.URL, FailingEvents: w.FailingEvents})
+	for _, f := range o.FailingWebhooks {
+		out.FailingWebhooks = append(out.FailingWebhooks, operatorapi.FailingWebhook{PartnerId: f.PartnerID,
+			PartnerName: f.PartnerName, Url: f.URL, FailingEvents: f.FailingEvents})
 	}
 	return operatorapi.GetOverview200JSONResponse{Success: true, Data: out}, nil
 }
@@ -83,11 +85,21 @@ func (s *Server) ListAudit(ctx context.Context, req operatorapi.ListAuditRequest
 	if err != nil {
 		return nil, err
 	}
+	ids := make([]uuid.UUID, len(page.Items))
+	for i, e := range page.Items {
+		ids[i] = e.ID
+	}
+	parties, err := s.backoffice.AuditParties(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
 	items := make([]operatorapi.AuditEntry, len(page.Items))
 	for i, e := range page.Items {
+		p := parties[e.ID]
 		items[i] = operatorapi.AuditEntry{Id: e.ID, Actor: operatorapi.AuditActor(e.Actor), OperatorId: e.OperatorID, OperatorName: e.Who(),
 			Action: operatorapi.AuditAction(e.Action), TransactionId: e.TransactionID, UnmatchedDepositId: e.UnmatchedDepositID,
-			BatchId: e.BatchID, SubjectId: e.SubjectID, Reference: e.Reference, CreatedAt: e.CreatedAt}
+			BatchId: e.BatchID, SubjectId: e.SubjectID, SubjectName: p.SubjectName, PartnerId: p.PartnerID, PartnerName: p.PartnerName,
+			Reference: e.Reference, CreatedAt: e.CreatedAt}
 	}
 	return operatorapi.ListAudit200JSONResponse{Success: true, Data: operatorapi.AuditPage{
 		Data: items, HasMore: page.HasMore, Limit: page.Limit, NextCursor: page.NextCursor,

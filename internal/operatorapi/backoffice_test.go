@@ -221,6 +221,7 @@ func TestOverview(t *testing.T) {
 		}
 		require.Equal(t, 1, o.OpenRefundTasks, "the failed transaction")
 		require.Equal(t, 0, o.OpenUnmatchedDeposits)
+		require.Equal(t, oc.RefundWork{Failed: 1}, o.RefundWork)
 		networks := map[string]oc.NetworkProgress{}
 		for _, n := range o.Networks {
 			networks[n.Network] = n
@@ -294,6 +295,9 @@ func TestCaseFileAndAudit(t *testing.T) {
 			actions = append(actions, e.Action)
 			require.Equal(t, opID, e.OperatorId)
 			require.Contains(t, e.OperatorName, "Test operator")
+			require.Equal(t, d.PartnerId, *e.PartnerId, "the transaction's partner")
+			require.Equal(t, d.PartnerName, *e.PartnerName)
+			require.Nil(t, e.SubjectName)
 		}
 		require.Equal(t, []oc.AuditAction{oc.AuditAction("payout"), oc.AuditAction("settle"), oc.AuditAction("fill")}, actions, "newest first, the refusal absent")
 		byAction, err := ops.ListAuditWithResponse(ctx, &oc.ListAuditParams{Action: ptr(oc.AuditAction("settle")), Limit: ptr(1)})
@@ -449,5 +453,48 @@ func TestBatchFill(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, list.JSON200.Data.Data, 1)
 		require.ElementsMatch(t, []uuid.UUID{txs[0].Id, txs[1].Id}, stage(t, ops, oc.StageAwaitingSettlement))
+	})
+}
+
+// A deposit paid in two simulated transfers (10 USDT, then what was still due) is
+// two rows in the operator's case file, as in the partner API, not one of the total.
+func TestCaseFileListsEachTransfer(t *testing.T) {
+	t.Parallel()
+	onBoth(t, func(t *testing.T, db testdb.Database) {
+		env := apitest.Start(t, db, map[string]string{"LIQUIDITY": "operator", "PAYOUT": "operator"})
+		ctx := context.Background()
+		pc := env.Client(t, env.NewPartner(t))
+		ops := env.OperatorClient(t, env.NewOperator(t))
+		tx := create(t, pc, "SPLIT-"+uuid.NewString(), "50000.00")
+		for _, amount := range []*string{ptr("10"), nil} {
+			res, err := pc.SimulateSandboxEventWithResponse(ctx, &client.SimulateSandboxEventParams{},
+				client.SimulateRequest{Event: client.SimulateRequestEventDepositDetected, TransactionId: tx.Id, Amount: amount})
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+		}
+		partner, err := pc.GetTransactionWithResponse(ctx, tx.Id)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, partner.StatusCode(), string(partner.Body))
+		want := partner.JSON200.Data.Deposits
+		require.Len(t, want, 2)
+		require.Equal(t, "10.000000", want[0].Amount)
+
+		res, err := ops.GetOperatorTransactionWithResponse(ctx, tx.Id)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+		got := res.JSON200.Data.Deposits
+		require.Len(t, got, 2, "one row per transfer")
+		for i := range want {
+			require.Equal(t, want[i].TxHash, got[i].TxHash)
+			require.Equal(t, want[i].Amount, got[i].Amount)
+			require.Equal(t, want[i].LogIndex, *got[i].LogIndex)
+			state := "pending"
+			if want[i].ConfirmedAt != nil {
+				state = "confirmed"
+			}
+			require.Equal(t, state, got[i].State)
+			require.NotNil(t, got[i].FromAddress, "the simulator's sender")
+			require.Nil(t, got[i].BlockNumber, "no block without a chain transfer")
+		}
 	})
 }

@@ -229,12 +229,23 @@ func (s *Store) DepositTransfers(ctx context.Context, id uuid.UUID) ([]backoffic
 	return out, nil
 }
 
-// OpenUnmatchedDeposits counts the open refund tasks (unmatched transfers,
-// excesses, short payments and dust).
-func (s *Store) OpenUnmatchedDeposits(ctx context.Context) (int, error) {
-	var n int64
-	err := s.read(ctx).Table("refund_tasks").Where("status = ?", "open").Count(&n).Error
-	return int(n), err
+// OpenRefundTasksByKind counts the open refund tasks of each kind (kinds with
+// none are absent).
+func (s *Store) OpenRefundTasksByKind(ctx context.Context) (map[string]int, error) {
+	var rows []struct {
+		Kind string
+		N    int
+	}
+	err := s.read(ctx).Table("refund_tasks").Select("kind, COUNT(*) AS n").Where("status = ?", "open").
+		Group("kind").Scan(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int, len(rows))
+	for _, r := range rows {
+		out[r.Kind] = r.N
+	}
+	return out, nil
 }
 
 // FailingWebhooks lists partners whose enabled endpoint has events that failed or
@@ -258,6 +269,46 @@ func (s *Store) FailingWebhooks(ctx context.Context) ([]backoffice.FailingWebhoo
 	out := make([]backoffice.FailingWebhook, len(rows))
 	for i, r := range rows {
 		out[i] = backoffice.FailingWebhook{PartnerID: r.PartnerID, PartnerName: r.PartnerName, URL: r.URL, FailingEvents: r.FailingEvents}
+	}
+	return out, nil
+}
+
+// AuditParties returns, for each of the audit entries ids, the partner it
+// concerns (its transaction's, refund task's or batch payout's, the partner acted
+// on, or the owner of the key acted on) and its subject's name (the partner's or
+// operator's name, or the key's prefix). Entries with neither are absent.
+func (s *Store) AuditParties(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]backoffice.AuditParty, error) {
+	out := map[uuid.UUID]backoffice.AuditParty{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		ID          uuid.UUID
+		PartnerID   *uuid.UUID
+		PartnerName *string
+		SubjectName *string
+	}
+	err := s.read(ctx).Raw(`SELECT x.id, x.partner_id, p.name AS partner_name, x.subject_name FROM (
+		SELECT a.id, COALESCE(t.partner_id, u.partner_id, b.partner_id, sp.id, kp.id) AS partner_id,
+			COALESCE(sp.name, so.name, k.prefix) AS subject_name
+		FROM operator_audit a
+		LEFT JOIN transactions t ON t.id = a.transaction_id
+		LEFT JOIN refund_tasks u ON u.id = a.unmatched_deposit_id
+		LEFT JOIN operator_batches b ON b.id = a.batch_id
+		LEFT JOIN partners sp ON sp.id = a.subject_id
+		LEFT JOIN operators so ON so.id = a.subject_id
+		LEFT JOIN api_keys k ON k.id = a.subject_id
+		LEFT JOIN partners kp ON k.owner_kind = 'partner' AND kp.id = k.owner_id
+		WHERE a.id IN ?) x
+		LEFT JOIN partners p ON p.id = x.partner_id`, ids).Scan(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		if r.PartnerID == nil && r.SubjectName == nil {
+			continue
+		}
+		out[r.ID] = backoffice.AuditParty{PartnerID: r.PartnerID, PartnerName: r.PartnerName, SubjectName: r.SubjectName}
 	}
 	return out, nil
 }

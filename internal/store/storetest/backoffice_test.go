@@ -555,14 +555,14 @@ func scannedBlocks(ctx context.Context, s *store.Store) (map[string]int64, error
 	return out, nil
 }
 
-// TestOpenUnmatchedDeposits counts the open refund tasks, of every kind, only.
-func TestOpenUnmatchedDeposits(t *testing.T) {
+// TestOpenRefundTasksByKind counts the open refund tasks of each kind, only.
+func TestOpenRefundTasksByKind(t *testing.T) {
 	t.Parallel()
 	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
 		ctx := context.Background()
-		n, err := s.OpenUnmatchedDeposits(ctx)
+		n, err := s.OpenRefundTasksByKind(ctx)
 		require.NoError(t, err)
-		require.Zero(t, n)
+		require.Empty(t, n)
 		o := newOperator(t, s)
 		p := newPartner(t, s)
 		tr := newTransaction(t, s, p, txOpts{status: lifecycle.DepositConfirming})
@@ -573,22 +573,24 @@ func TestOpenUnmatchedDeposits(t *testing.T) {
 			require.NoError(t, err)
 			ids = append(ids, d.ID)
 		}
-		excess := unmatchedDeposit(3, now)
-		excess.Kind, excess.TransactionID, excess.PartnerID = unmatched.Excess, &tr.ID, &p.ID
-		_, err = s.InsertUnmatchedDeposit(ctx, excess)
-		require.NoError(t, err)
+		for i, k := range []unmatched.Kind{unmatched.Excess, unmatched.Dust, unmatched.Dust} {
+			d := unmatchedDeposit(3+i, now)
+			d.Kind, d.TransactionID, d.PartnerID = k, &tr.ID, &p.ID
+			_, err = s.InsertUnmatchedDeposit(ctx, d)
+			require.NoError(t, err)
+		}
 		_, err = s.InsertUnmatchedDeposit(ctx, unmatchedDeposit(0, now)) // recorded already
 		require.NoError(t, err)
-		n, err = s.OpenUnmatchedDeposits(ctx)
+		n, err = s.OpenRefundTasksByKind(ctx)
 		require.NoError(t, err)
-		require.Equal(t, 4, n)
+		require.Equal(t, map[string]int{"unmatched": 3, "excess": 1, "dust": 2}, n)
 
 		resolved, err := s.ResolveUnmatchedDeposit(ctx, ids[1], resolution(o.ID))
 		require.NoError(t, err)
 		require.True(t, resolved)
-		n, err = s.OpenUnmatchedDeposits(ctx)
+		n, err = s.OpenRefundTasksByKind(ctx)
 		require.NoError(t, err)
-		require.Equal(t, 3, n, "a resolved task is not open")
+		require.Equal(t, map[string]int{"unmatched": 2, "excess": 1, "dust": 2}, n, "a resolved task is not open")
 	})
 }
 
@@ -688,5 +690,57 @@ func TestStageTotal(t *testing.T) {
 		require.Equal(t, 5, all.Count, "no stage: every transaction")
 		_, err = s.StageTotal(ctx, "nonsense", store.Now())
 		require.Equal(t, apperr.InvalidRequest, apperr.CodeOf(err))
+	})
+}
+
+// TestAuditParties names who each audit entry concerns: the partner of its
+// transaction or refund task, the partner or operator acted on, or the key's
+// prefix and owner; an entry with none (another page's, or a fill batch's) is absent.
+func TestAuditParties(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
+		ctx := context.Background()
+		none, err := s.AuditParties(ctx, nil)
+		require.NoError(t, err)
+		require.Empty(t, none)
+		o := newOperator(t, s)
+		p := partnerAt(t, s, "Audited partner", store.Now())
+		tr := newTransaction(t, s, p, txOpts{status: lifecycle.Completed})
+		task := unmatchedDeposit(0, store.Now())
+		task.Kind, task.TransactionID, task.PartnerID = unmatched.Excess, &tr.ID, &p.ID
+		task, err = s.InsertUnmatchedDeposit(ctx, task)
+		require.NoError(t, err)
+		key := &apikeys.Key{ID: uuid.New(), Owner: apikeys.Partner, OwnerID: p.ID, Hash: "hash-" + uuid.NewString(), Prefix: "sk_sandbox_ab12",
+			CreatedAt: store.Now()}
+		require.NoError(t, s.InsertAPIKey(ctx, key))
+		at := store.Now()
+		entry := func(a audit.Action, f func(e *audit.Entry)) *audit.Entry {
+			e := &audit.Entry{ID: uuid.New(), OperatorID: o.ID, Action: a, CreatedAt: at}
+			f(e)
+			require.NoError(t, s.InsertAudit(ctx, e))
+			return e
+		}
+		fill := entry(audit.Fill, func(e *audit.Entry) { e.TransactionID = &tr.ID })
+		resolved := entry(audit.ResolveRefunded, func(e *audit.Entry) { e.UnmatchedDepositID = &task.ID })
+		created := entry(audit.PartnerCreated, func(e *audit.Entry) { e.SubjectID = &p.ID })
+		opCreated := entry(audit.OperatorCreated, func(e *audit.Entry) { e.SubjectID = &o.ID })
+		rolled := entry(audit.KeyRolled, func(e *audit.Entry) { e.SubjectID = &key.ID })
+		bare := entry(audit.Refund, func(*audit.Entry) {})
+
+		got, err := s.AuditParties(ctx, []uuid.UUID{fill.ID, resolved.ID, created.ID, opCreated.ID, rolled.ID, bare.ID})
+		require.NoError(t, err)
+		require.Len(t, got, 5, "the bare entry concerns nobody")
+		for _, id := range []uuid.UUID{fill.ID, resolved.ID, created.ID, rolled.ID} {
+			require.Equal(t, p.ID, *got[id].PartnerID, id)
+			require.Equal(t, "Audited partner", *got[id].PartnerName, id)
+		}
+		require.Nil(t, got[fill.ID].SubjectName)
+		require.Equal(t, "Audited partner", *got[created.ID].SubjectName)
+		require.Nil(t, got[opCreated.ID].PartnerID)
+		require.Equal(t, o.Name, *got[opCreated.ID].SubjectName)
+		require.Equal(t, "sk_sandbox_ab12", *got[rolled.ID].SubjectName)
+		only, err := s.AuditParties(ctx, []uuid.UUID{fill.ID})
+		require.NoError(t, err)
+		require.Len(t, only, 1)
 	})
 }

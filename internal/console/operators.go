@@ -1,0 +1,131 @@
+package console
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+
+	oc "partnerd/gen/operatorclient"
+)
+
+// operators lists the operator accounts (GET /operators), each linking to its keys.
+func (c *Console) operators(w http.ResponseWriter, r *http.Request, ss *session) {
+	res, err := c.client(ss).ListOperatorsWithResponse(r.Context())
+	if err != nil || res.JSON200 == nil {
+		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		return
+	}
+	c.render(w, http.StatusOK, "operators", ss, map[string]any{"Title": "Operators", "Items": res.JSON200.Data, "Self": ss.operatorID})
+}
+
+func (c *Console) operatorPage(w http.ResponseWriter, r *http.Request, ss *session) {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	c.showOperator(w, r, ss, id, nil, "")
+}
+
+// operatorName is operator id's name ("" when unknown).
+func (c *Console) operatorName(r *http.Request, ss *session, id uuid.UUID) string {
+	if res, err := c.client(ss).ListOperatorsWithResponse(r.Context()); err == nil && res.JSON200 != nil {
+		for _, o := range res.JSON200.Data {
+			if o.Id == id {
+				return o.Name
+			}
+		}
+	}
+	return ""
+}
+
+// showOperator lists operator id's keys (GET /operators/{id}/keys), with a new
+// key's secret shown once.
+func (c *Console) showOperator(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, newKey *oc.NewApiKey, notice string) {
+	res, err := c.client(ss).ListOperatorKeysWithResponse(r.Context(), id)
+	if err != nil || res.JSON200 == nil {
+		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		return
+	}
+	name := c.operatorName(r, ss, id)
+	c.render(w, http.StatusOK, "operator", ss, map[string]any{"Title": "Operator " + name, "Name": name, "ID": id,
+		"Self": id == ss.operatorID, "Keys": res.JSON200.Data, "NewKey": newKey, "Notice": notice})
+}
+
+// operatorKeyAction adds, rolls or revokes an operator key, each after its
+// confirmation page (the Idempotency-Key is made there, so a double submit replays).
+func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *session) {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	op := r.PathValue("op")
+	if op == "" {
+		op = "add"
+	}
+	var kid uuid.UUID
+	if op != "add" {
+		if kid, err = uuid.Parse(r.PathValue("kid")); err != nil {
+			http.NotFound(w, r)
+			return
+		}
+	}
+	f := r.PostForm
+	target := fmt.Sprintf("%s/operators/%s/keys/%s/%s", BasePath, id, kid, op)
+	if op == "add" {
+		target = fmt.Sprintf("%s/operators/%s/keys/add", BasePath, id)
+	}
+	if f.Get("confirmed") != "yes" {
+		name := c.operatorName(r, ss, id)
+		words := map[string]string{"add": "Add an API key", "roll": "Roll the API key", "revoke": "Revoke the API key"}[op]
+		if words == "" {
+			http.NotFound(w, r)
+			return
+		}
+		subject := "Operator " + name + " (" + id.String() + ")"
+		if op != "add" {
+			subject += ", key " + f.Get("prefix") + "…"
+		}
+		if id == ss.operatorID && op == "revoke" {
+			subject += ". This is your own account: a revoked key you signed in with ends this session."
+		}
+		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": words, "Subject": subject,
+			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": target,
+			"Back": BasePath + "/operators/" + id.String()})
+		return
+	}
+	cl := c.client(ss)
+	key := f.Get("idempotency_key")
+	switch op {
+	case "add":
+		res, err := cl.CreateOperatorKeyWithResponse(r.Context(), id, &oc.CreateOperatorKeyParams{IdempotencyKey: key}, oc.EmptyRequest{})
+		if err != nil || res.JSON200 == nil {
+			c.fail(w, ss, statusOf(res, err), bodyOf(res))
+			return
+		}
+		c.showOperator(w, r, ss, id, &res.JSON200.Data, "Key added.")
+	case "roll":
+		req := oc.RollRequest{}
+		if overlap := strings.TrimSpace(f.Get("overlap")); overlap != "" {
+			req.Overlap = &overlap
+		}
+		res, err := cl.RollOperatorKeyWithResponse(r.Context(), id, kid, &oc.RollOperatorKeyParams{IdempotencyKey: key}, req)
+		if err != nil || res.JSON200 == nil {
+			c.fail(w, ss, statusOf(res, err), bodyOf(res))
+			return
+		}
+		c.showOperator(w, r, ss, id, &res.JSON200.Data, "Key rolled.")
+	case "revoke":
+		res, err := cl.RevokeOperatorKeyWithResponse(r.Context(), id, kid, &oc.RevokeOperatorKeyParams{IdempotencyKey: &key})
+		if err != nil || res.JSON200 == nil {
+			c.fail(w, ss, statusOf(res, err), bodyOf(res))
+			return
+		}
+		c.showOperator(w, r, ss, id, nil, "Key "+res.JSON200.Data.Prefix+"… revoked.")
+	default:
+		http.NotFound(w, r)
+	}
+}
