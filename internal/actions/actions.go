@@ -194,6 +194,13 @@ func (s *Service) ResolveTask(ctx context.Context, operator, id uuid.UUID, r Res
 		if err != nil {
 			return nil, err
 		}
+		if s.audit != nil {
+			did := d.ID
+			if err := s.audit.Record(ctx, audit.Entry{OperatorID: operator, Action: audit.Action("resolve_" + string(r.Action)),
+				TransactionID: d.TransactionID, UnmatchedDepositID: &did, Reference: r.TxHash}); err != nil {
+				return nil, err
+			}
+		}
 		idempotency.OnCommit(ctx, func() {
 			s.log.Info("operator action", "operator_id", operator.String(), "action", "resolve_"+string(r.Action),
 				"refund_task_id", d.ID.String(), "kind", string(d.Kind), "reference", r.reference())

@@ -95,6 +95,18 @@ func TestRefundTaskList(t *testing.T) {
 			require.Equal(t, dust[0].Id, resolved[0].Id)
 			require.Equal(t, note, *resolved[0].ResolutionNote)
 			require.NotNil(t, resolved[0].ResolvedBy)
+			// The resolution is in the audit log, in its unit of work.
+			log, err := e.ops.ListAuditWithResponse(ctx, &operatorclient.ListAuditParams{Action: ptr(operatorclient.AuditAction("resolve_credited"))})
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, log.StatusCode(), string(log.Body))
+			var logged int
+			for _, en := range log.JSON200.Data.Data {
+				if en.UnmatchedDepositId != nil && *en.UnmatchedDepositId == dust[0].Id {
+					logged++
+					require.Equal(t, *resolved[0].ResolvedBy, en.OperatorId)
+				}
+			}
+			require.Equal(t, 1, logged, "one audit entry for the resolution")
 
 			// Refunding the short transaction closes its short task with the refund's hash.
 			hash := operatorclient.ChainHash("0x" + strings.Repeat("ab", 32))
