@@ -171,15 +171,13 @@ func (a *App) openTransactions(ctx context.Context, pricer *pricing.Pricer) erro
 	if cfg.DemoCursorSecret {
 		a.log.Warn("CURSOR_SECRET is unset; using the built-in staging secret for page cursors")
 	}
-	txStore := store.For[lifecycle.Tx](st)
-	a.transactions = transactions.NewService(store.For[transactions.Tx](st), pricer, book, cfg.DepositWindow, store.Now)
-	a.lifecycle = lifecycle.NewEngine(txStore, cfg.Confirmations, store.Now)
-	a.lifecycle.Configure(settlementOf(cfg, st))
-	a.lifecycle.ConfigurePayments(cfg.Payments)
-	a.lifecycle.Tasks(a.unmatched)
 	obs := observer{m: a.metrics, log: a.log}
-	a.transactions.Observe(obs)
-	a.lifecycle.Observe(obs)
+	a.transactions = transactions.NewService(store.For[transactions.Tx](st), pricer, book, cfg.DepositWindow, store.Now, obs)
+	payments := cfg.Payments
+	a.lifecycle = lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{
+		Required: cfg.Confirmations, Now: store.Now, Settlement: settlementOf(cfg, st),
+		Payments: &payments, Tasks: a.unmatched, Observer: obs,
+	})
 	a.progress = newProgressRecorder(st, a.metrics.Chain(), a.log, store.Now)
 	if a.watchers, err = openWatchers(ctx, cfg, st, a.lifecycle, a.unmatched, a.metrics, a.progress, a.log); err != nil {
 		return err
@@ -191,8 +189,7 @@ func (a *App) openTransactions(ctx context.Context, pricer *pricing.Pricer) erro
 // settlement steps) and the webhook event log.
 func (a *App) openJobs(policy safeurl.Policy) error {
 	cfg, st := a.cfg, a.store
-	deliverer := webhook.NewDeliverer(st, policy, cfg.WebhookSchedule, store.Now, a.log)
-	deliverer.Observe(observer{m: a.metrics, log: a.log})
+	deliverer := webhook.NewDeliverer(st, policy, cfg.WebhookSchedule, store.Now, a.log, observer{m: a.metrics, log: a.log})
 	var err error
 	a.jobs, err = jobs.NewRunner(st.JobDriver(), expirer{a.lifecycle}, jobs.Options{
 		Logger: a.log, SweepInterval: cfg.ExpirySweep, FetchPollInterval: cfg.JobPollInterval,

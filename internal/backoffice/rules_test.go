@@ -86,8 +86,8 @@ func newBed(t *testing.T, url string) *bed {
 	p := &partners.Partner{ID: uuid.New(), Name: "P", Environment: partners.Sandbox, KeyHash: uuid.NewString(),
 		FeeRate: d("0.01"), ShareRate: d("0.5"), CreatedAt: store.Now()}
 	require.NoError(t, st.CreatePartner(ctx, p))
-	engine := lifecycle.NewEngine(store.For[lifecycle.Tx](st), map[string]int{chain.BEP20: 3}, store.Now)
-	engine.Configure(lifecycle.Settlement{OperatorLiquidity: true, OperatorPayout: true})
+	engine := lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{Required: map[string]int{chain.BEP20: 3}, Now: store.Now,
+		Settlement: lifecycle.Settlement{OperatorLiquidity: true, OperatorPayout: true}})
 	codec := cursor.NewCodec([]byte("s"))
 	b := &bed{st: st, engine: engine, by: lifecycle.Actor{OperatorID: op.ID}, partner: p.ID,
 		batches: batches.New(store.For[batches.Tx](st), engine, audit.New(st, codec, store.Now), codec, store.Now),

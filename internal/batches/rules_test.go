@@ -45,8 +45,8 @@ func newBed(t *testing.T, url string) *bed {
 	require.NoError(t, st.EnsureAddressSequences(ctx, []string{"bep20"}))
 	op, _, err := operators.NewService(st, store.Now).Create(ctx, "Ada")
 	require.NoError(t, err)
-	engine := lifecycle.NewEngine(store.For[lifecycle.Tx](st), map[string]int{"bep20": 1}, store.Now)
-	engine.Configure(lifecycle.Settlement{OperatorLiquidity: true, OperatorPayout: true})
+	engine := lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{Required: map[string]int{"bep20": 1}, Now: store.Now,
+		Settlement: lifecycle.Settlement{OperatorLiquidity: true, OperatorPayout: true}})
 	codec := cursor.NewCodec([]byte("s"))
 	log := audit.New(st, codec, store.Now)
 	return &bed{st: st, engine: engine, log: log, by: lifecycle.Actor{OperatorID: op.ID},

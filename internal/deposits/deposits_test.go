@@ -44,7 +44,7 @@ func newBed(t *testing.T, url string) *bed {
 	p := &partners.Partner{ID: uuid.New(), Name: "P", Environment: partners.Sandbox, KeyHash: uuid.NewString(),
 		FeeRate: decimal.RequireFromString("0.01"), ShareRate: decimal.RequireFromString("0.5"), CreatedAt: store.Now()}
 	require.NoError(t, st.CreatePartner(ctx, p))
-	engine := lifecycle.NewEngine(store.For[lifecycle.Tx](st), map[string]int{chain.BEP20: 2}, store.Now)
+	engine := lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{Required: map[string]int{chain.BEP20: 2}, Now: store.Now})
 	return &bed{st: st, partner: p.ID, d: deposits.New(engine, store.For[lifecycle.Tx](st), nil, nil), block: 100}
 }
 

@@ -58,12 +58,34 @@ type Observer interface {
 	Transitioned(t *Transaction, tr Transition)
 }
 
-// Observe sets the observer of committed transitions.
-func (l *Engine) Observe(o Observer) { l.observer = o }
+// Config is what an Engine is built with, fixed for its life: its clock, the
+// confirmations each network needs, who moves the steps after a confirmed
+// deposit, the payment rules, where refund tasks go and who hears of changes.
+type Config struct {
+	// Required is the confirmations each network needs.
+	Required map[string]int
+	Now      func() time.Time
+	// Settlement says who moves the steps after a confirmed deposit (operator.go);
+	// the zero value is the automatic adapters.
+	Settlement Settlement
+	// Payments are the rules for counting transfers (payments.go); nil is
+	// DefaultPayments.
+	Payments *Payments
+	// Tasks records money to give back for the operators; nil records none (a
+	// test of the state machine alone).
+	Tasks RefundTasks
+	// Observer hears of committed transitions; nil for none.
+	Observer Observer
+}
 
-// NewEngine returns a Engine; required is the confirmations each network needs.
-func NewEngine(store Store, required map[string]int, now func() time.Time) *Engine {
-	return &Engine{store: store, required: required, now: now, payments: DefaultPayments}
+// NewEngine returns an Engine over store built with c.
+func NewEngine(store Store, c Config) *Engine {
+	payments := DefaultPayments
+	if c.Payments != nil {
+		payments = *c.Payments
+	}
+	return &Engine{store: store, required: c.Required, now: c.Now, settlement: c.Settlement,
+		payments: payments, tasks: c.Tasks, observer: c.Observer}
 }
 
 // Begin opens the engine's unit of work (or joins the one ctx carries), for a use

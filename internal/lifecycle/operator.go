@@ -49,9 +49,6 @@ const (
 	StepPayout = "payout"
 )
 
-// Configure sets the adapters. Call it before serving.
-func (l *Engine) Configure(s Settlement) { l.settlement = s }
-
 func (l *Engine) fillsOnConfirm() bool { return !l.settlement.OperatorLiquidity }
 
 // scheduleNext runs inside change, after each recorded step: in automatic mode a

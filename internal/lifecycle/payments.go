@@ -49,9 +49,6 @@ func (t Tolerance) Of(expected decimal.Decimal) decimal.Decimal {
 // an hour's grace after the deadline.
 var DefaultPayments = Payments{MinDeposit: decimal.NewFromInt(1), LateWindow: time.Hour}
 
-// ConfigurePayments sets the payment rules. Call it before serving.
-func (l *Engine) ConfigurePayments(p Payments) { l.payments = p }
-
 // RefundTasks keeps money to give back or decide on for the operators
 // (unmatched.Service). Its writes join the unit of work ctx carries.
 type RefundTasks interface {
@@ -62,9 +59,6 @@ type RefundTasks interface {
 	DropOpen(ctx context.Context, transactionID uuid.UUID, kind unmatched.Kind) error
 	CloseOpen(ctx context.Context, transactionID uuid.UUID, kind unmatched.Kind, operatorID *uuid.UUID, txHash, note string) error
 }
-
-// Tasks sets where refund tasks are recorded. Call it before serving.
-func (l *Engine) Tasks(t RefundTasks) { l.tasks = t }
 
 // Incoming is one transfer to a transaction's deposit address, as the chain (or the
 // simulator) reports it.

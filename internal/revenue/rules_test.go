@@ -96,7 +96,7 @@ func TestLedger(t *testing.T) {
 			require.NoError(t, st.CreatePartner(ctx, p))
 			c := &clock{}
 			b := &bed{st: st, clock: c, partner: p.ID,
-				engine: lifecycle.NewEngine(store.For[lifecycle.Tx](st), map[string]int{"bep20": 1, "trc20": 1}, c.Now)}
+				engine: lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{Required: map[string]int{"bep20": 1, "trc20": 1}, Now: c.Now})}
 
 			t0 := time.Date(2026, 1, 10, 8, 0, 0, 0, time.UTC)
 			// 12345.50 × 0.01 = 123.455 → 123.46 (half-even: 5 is odd, up); × 0.25 = 30.865 → 30.86 (6 is even, stays).

@@ -73,8 +73,8 @@ func newBed(t *testing.T, url string) *bed {
 	p := &partners.Partner{ID: uuid.New(), Name: "P", Environment: partners.Sandbox, KeyHash: uuid.NewString(),
 		FeeRate: d("0.01"), ShareRate: d("0.5"), CreatedAt: store.Now()}
 	require.NoError(t, st.CreatePartner(ctx, p))
-	engine := lifecycle.NewEngine(store.For[lifecycle.Tx](st), map[string]int{chain.BEP20: 3}, store.Now)
-	reader := transactions.NewService(store.For[transactions.Tx](st), nil, nil, time.Hour, store.Now)
+	engine := lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{Required: map[string]int{chain.BEP20: 3}, Now: store.Now})
+	reader := transactions.NewService(store.For[transactions.Tx](st), nil, nil, time.Hour, store.Now, nil)
 	return &bed{st: st, partner: p.ID, sim: sandbox.New(engine, reader)}
 }
 

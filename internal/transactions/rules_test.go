@@ -100,7 +100,7 @@ func newBed(t *testing.T, url string) *bed {
 	pairs, err := pricing.ParsePairs("usdt:bep20:1000:50000000,usdt:trc20:1000:50000000")
 	require.NoError(t, err)
 	pricer := pricing.NewPricer(src, pairs, decimal.Zero)
-	b.svc = transactions.NewService(store.For[transactions.Tx](st), pricer, addresses{}, 30*time.Minute, b.clock.Now)
+	b.svc = transactions.NewService(store.For[transactions.Tx](st), pricer, addresses{}, 30*time.Minute, b.clock.Now, nil)
 	b.quotes = quotes.NewService(pricer, store.For[quotes.Tx](st), b.clock.Now)
 	b.lister = transactions.NewLister(store.For[transactions.Tx](st), cursor.NewCodec([]byte("test-secret")))
 	return b
@@ -286,8 +286,8 @@ func TestStages(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			b := newBed(t, db.URL)
-			engine := lifecycle.NewEngine(store.For[lifecycle.Tx](b.st), map[string]int{"bep20": 1}, store.Now)
-			engine.Configure(lifecycle.Settlement{OperatorLiquidity: true, OperatorPayout: true})
+			engine := lifecycle.NewEngine(store.For[lifecycle.Tx](b.st), lifecycle.Config{Required: map[string]int{"bep20": 1}, Now: store.Now,
+				Settlement: lifecycle.Settlement{OperatorLiquidity: true, OperatorPayout: true}})
 			stages := transactions.NewStageLister(b.st, cursor.NewCodec([]byte("s")))
 			create := func(partner uuid.UUID, ref string, at time.Duration) *lifecycle.Transaction {
 				b.clock.Set(b.t0.Add(at))

@@ -97,10 +97,11 @@ type Service struct {
 }
 
 // NewService returns a Service; window is how long a transaction awaits its
-// deposit (DepositWindow in production). Expiry needs nothing scheduled: the
+// deposit (DepositWindow in production), observer (nil for none) hears of each
+// created transaction after its commit. Expiry needs nothing scheduled: the
 // expiry sweep finds the transaction by its deadline.
-func NewService(store Store, pricer *pricing.Pricer, addresses Addresses, window time.Duration, now func() time.Time) *Service {
-	return &Service{store: store, pricer: pricer, addresses: addresses, window: window, now: now}
+func NewService(store Store, pricer *pricing.Pricer, addresses Addresses, window time.Duration, now func() time.Time, observer lifecycle.Observer) *Service {
+	return &Service{store: store, pricer: pricer, addresses: addresses, window: window, now: now, observer: observer}
 }
 
 // Create creates a transaction for partnerID. Errors: InvalidRequest (both or
@@ -182,9 +183,6 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 		return t, nil
 	})
 }
-
-// Observe sets the observer of created transactions (told after commit).
-func (s *Service) Observe(o lifecycle.Observer) { s.observer = o }
 
 // useQuote checks the quote against the request and marks it used.
 func useQuote(ctx context.Context, tx Tx, partnerID, id uuid.UUID, req CreateRequest, now time.Time) (*quotes.Quote, error) {

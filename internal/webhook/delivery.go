@@ -43,11 +43,9 @@ type Deliverer struct {
 	log      *slog.Logger
 }
 
-// Observe sets the observer of attempts.
-func (d *Deliverer) Observe(o AttemptObserver) { d.observer = o }
-
-// NewDeliverer returns a Deliverer retrying on schedule (DefaultSchedule when empty).
-func NewDeliverer(store Store, policy safeurl.Policy, schedule []time.Duration, now func() time.Time, log *slog.Logger) *Deliverer {
+// NewDeliverer returns a Deliverer retrying on schedule (DefaultSchedule when
+// empty); observer (nil for none) hears of each attempt.
+func NewDeliverer(store Store, policy safeurl.Policy, schedule []time.Duration, now func() time.Time, log *slog.Logger, observer AttemptObserver) *Deliverer {
 	if len(schedule) == 0 {
 		schedule = DefaultSchedule
 	}
@@ -59,7 +57,7 @@ func NewDeliverer(store Store, policy safeurl.Policy, schedule []time.Duration, 
 		t.MaxIdleConns = maxIdleConns
 		t.MaxIdleConnsPerHost = maxIdleConnsPerHost
 	}
-	return &Deliverer{store: store, policy: policy, client: client, schedule: schedule, now: now, log: log}
+	return &Deliverer{store: store, policy: policy, client: client, schedule: schedule, now: now, log: log, observer: observer}
 }
 
 // The delivery client's pool of idle connections: per receiver host about the

@@ -212,7 +212,7 @@ func (b *bed) partnerWithEvent(t *testing.T) (uuid.UUID, uuid.UUID) {
 }
 
 func (b *bed) deliverer(schedule ...time.Duration) *webhook.Deliverer {
-	return webhook.NewDeliverer(b.st, b.local, schedule, store.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return webhook.NewDeliverer(b.st, b.local, schedule, store.Now, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 }
 
 func (b *bed) event(t *testing.T, id uuid.UUID) (*webhook.Event, []webhook.Attempt) {
