@@ -122,9 +122,6 @@ func (s *Server) ListRevenue(ctx context.Context, req api.ListRevenueRequestObje
 	return api.ListRevenue200JSONResponse{Success: true, Data: out}, nil
 }
 
-// simulatorPath is the route that does not exist in production.
-const simulatorPath = BasePath + "/sandbox/simulate"
-
 // hideInProduction makes the simulator route answer exactly like an unknown route.
 func hideInProduction(production bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {

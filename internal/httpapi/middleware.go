@@ -29,16 +29,6 @@ func partnerFrom(ctx context.Context) (*partners.Partner, error) {
 	return p, nil
 }
 
-// skipPartnerChecks reports whether a request is not for a partner operation:
-// outside BasePath, an unknown route, or a known path with the wrong method. Those
-// get Echo's 404/405 (in our error body) before any key or body check.
-func skipPartnerChecks(c echo.Context) bool {
-	if !strings.HasPrefix(c.Path(), BasePath+"/") {
-		return true
-	}
-	return c.Get(echo.ContextKeyHeaderAllow) != nil
-}
-
 // partnerIDOf returns the authenticated partner's id: partner keys are scoped to it.
 func partnerIDOf(ctx context.Context) (uuid.UUID, error) {
 	p, err := partnerFrom(ctx)
@@ -50,12 +40,9 @@ func partnerIDOf(ctx context.Context) (uuid.UUID, error) {
 
 // authenticate resolves X-API-KEY to the partner and stores it in the request
 // context; a missing, unknown or other-environment key is 401.
-func authenticate(svc *partners.Service, skip func(echo.Context) bool) echo.MiddlewareFunc {
+func authenticate(svc *partners.Service) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if skip(c) {
-				return next(c)
-			}
 			key := c.Request().Header.Get("X-API-KEY")
 			p, err := svc.Authenticate(c.Request().Context(), key)
 			if err != nil {

@@ -115,21 +115,13 @@ func New(d Deps) (*echo.Echo, error) {
 	srv := &Server{partners: d.Partners, quotes: d.Quotes, transactions: d.Transactions, lister: d.Lister,
 		lifecycle: d.Lifecycle, ledger: d.Ledger, payouts: d.Payouts, history: d.History, endpoints: d.Endpoints, events: d.Events, log: log,
 		simulator: sandbox.New(d.Lifecycle, d.Transactions)}
-	// Partner checks run as global middleware with a skipper rather than as group
-	// middleware: a group with middleware catches every unknown path under it, which
-	// would turn a wrong method (405) into a 404.
-	skip := skipPartnerChecks
-	if d.Production {
-		// In production the simulator route must look absent: no key or body checks
-		// before its 404.
-		skip = func(c echo.Context) bool { return c.Path() == simulatorPath || skipPartnerChecks(c) }
-	}
-	mws := []echo.MiddlewareFunc{httpkit.Deadline(), httpkit.RequireJSONUnless(skip), authenticate(d.Partners, skip)}
+	// The partner API's checks are route middleware of each operation, built from
+	// the contract the same way as the operator API's (httpkit.OperationMiddlewares):
+	// an unknown path or method under BasePath gets Echo's own 404/405 (in the
+	// shared error body) before any key check.
+	common := []echo.MiddlewareFunc{httpkit.Deadline(), httpkit.RequireJSON(), authenticate(d.Partners)}
 	if d.Limiter != nil {
-		mws = append(mws, ratelimit.Middleware(d.Limiter, d.Limits, func(c echo.Context) ratelimit.Class {
-			if skip(c) {
-				return ""
-			}
+		common = append(common, ratelimit.Middleware(d.Limiter, d.Limits, func(c echo.Context) ratelimit.Class {
 			if c.Request().Method == http.MethodGet {
 				return ratelimit.Reads
 			}
@@ -142,13 +134,12 @@ func New(d Deps) (*echo.Echo, error) {
 			return ""
 		}, log))
 	}
-	ct := httpkit.IndexContract(spec)
-	if err := ct.RequireIdempotency(); err != nil {
+	opMW, err := httpkit.OperationMiddlewares(spec, common, d.Idempotency, partnerIDOf)
+	if err != nil {
 		return nil, err
 	}
-	// Authentication is ours (authenticate), not the validator's.
-	e.Use(append(mws, httpkit.CheckRequest(ct, skip), httpkit.RouteValidatorUnless(spec, skip))...)
-	opMW := httpkit.IdempotencyMiddlewares(ct, d.Idempotency, partnerIDOf)
+	// In production the simulator route must look absent: its 404 comes before any
+	// key or body check.
 	opMW["simulateSandboxEvent"] = append([]echo.MiddlewareFunc{hideInProduction(d.Production)}, opMW["simulateSandboxEvent"]...)
 	api.RegisterHandlersWithOptions(e, api.NewStrictHandler(srv, []api.StrictMiddlewareFunc{func(f api.StrictHandlerFunc, op string) api.StrictHandlerFunc {
 		return httpkit.MustRun(f, op)

@@ -26,18 +26,11 @@ import (
 // and turns findings into the partner API's invalid_request or
 // idempotency_key_missing errors. Authentication is the caller's.
 func RouteValidator(spec *openapi3.T) echo.MiddlewareFunc {
-	return RouteValidatorUnless(spec, nil)
-}
-
-// RouteValidatorUnless is RouteValidator as global middleware: requests skip
-// reports true for are not validated (nil: none).
-func RouteValidatorUnless(spec *openapi3.T, skip func(echo.Context) bool) echo.MiddlewareFunc {
 	return echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
 		Options: openapi3filter.Options{
 			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
 			MultiError:         true,
 		},
-		Skipper:           skip,
 		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError { return wrapValidation(me) },
 		ErrorHandler: func(c echo.Context, he *echo.HTTPError) error {
 			if he.Internal != nil && he.Code == 400 {
@@ -46,11 +39,6 @@ func RouteValidatorUnless(spec *openapi3.T, skip func(echo.Context) bool) echo.M
 			return he
 		},
 	})
-}
-
-// RequireJSON answers 415 unsupported_media_type for a body that is not JSON.
-func RequireJSON() echo.MiddlewareFunc {
-	return RequireJSONUnless(func(echo.Context) bool { return false })
 }
 
 // Deadline bounds a request's work by RequestDeadline.
@@ -73,8 +61,7 @@ func OperationMiddlewares(spec *openapi3.T, first []echo.MiddlewareFunc, svc *id
 	if err := ct.RequireIdempotency(); err != nil {
 		return nil, err
 	}
-	never := func(echo.Context) bool { return false }
-	checks := append(append([]echo.MiddlewareFunc{}, first...), CheckRequest(ct, never), RouteValidator(spec))
+	checks := append(append([]echo.MiddlewareFunc{}, first...), CheckRequest(ct), RouteValidator(spec))
 	out := map[string][]echo.MiddlewareFunc{}
 	for _, op := range ct.operations() {
 		mw := append([]echo.MiddlewareFunc{}, checks...)
@@ -95,19 +82,6 @@ func (ct Contract) RequireIdempotency() error {
 		}
 	}
 	return nil
-}
-
-// IdempotencyMiddlewares returns, keyed by operation id, the idempotency layer of
-// every operation of ct that declares an Idempotency-Key, with keys owned by
-// ownerOf (for an API whose other checks run as global middleware).
-func IdempotencyMiddlewares(ct Contract, svc *idempotency.Service, ownerOf func(context.Context) (uuid.UUID, error)) map[string][]echo.MiddlewareFunc {
-	out := map[string][]echo.MiddlewareFunc{}
-	for _, op := range ct.operations() {
-		if op.idempotency != nil {
-			out[op.id] = []echo.MiddlewareFunc{idempotent(op, svc, ownerOf)}
-		}
-	}
-	return out
 }
 
 // PageParams reads the optional limit and cursor of a list request (0 and "" when

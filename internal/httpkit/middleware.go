@@ -36,13 +36,13 @@ func RequestID() echo.MiddlewareFunc {
 	}
 }
 
-// RequireJSONUnless answers 415 for a request body that is not application/json. Bodiless
-// requests (GET, or a POST with no content) pass; the validator decides whether a
-// body was required.
-func RequireJSONUnless(skip func(echo.Context) bool) echo.MiddlewareFunc {
+// RequireJSON answers 415 unsupported_media_type for a request body that is not
+// application/json. Bodiless requests (GET, or a POST with no content) pass; the
+// validator decides whether a body was required.
+func RequireJSON() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if skip(c) || BodyIgnored(c) {
+			if BodyIgnored(c) {
 				return next(c)
 			}
 			r := c.Request()
