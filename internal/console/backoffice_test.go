@@ -14,6 +14,7 @@ import (
 	"partnerd/internal/apitest"
 	"partnerd/internal/testdb"
 	"partnerd/internal/unmatched"
+	"partnerd/internal/webkit/webtest"
 )
 
 // The rest of the back office in Chromium: refund tasks filtered by partner and
@@ -50,7 +51,7 @@ func filtersFlow(t *testing.T, db testdb.Database) {
 		confirmed(t, env, tx.Id, "0x"+strings.Repeat(string("123"[i]), 64))
 	}
 
-	ctx := browser(t)
+	ctx := webtest.Browser(t)
 	signIn(t, ctx, base, opKey)
 	aID := env.PartnerID(t, aKey)
 	require.Equal(t, 4, rowsAt(t, ctx, base+"/refund-tasks"), "every open task")
@@ -129,7 +130,7 @@ func filtersFlow(t *testing.T, db testdb.Database) {
 	require.NoError(t, chromedp.Run(ctx, chromedp.Click("#confirm", chromedp.ByID), chromedp.Text("#secret", &secret, chromedp.ByID)))
 	added := strings.TrimSpace(secret)
 	require.True(t, strings.HasPrefix(added, "sk_op_"))
-	shot(t, ctx, "operator-keys.png")
+	webtest.Shot(t, ctx, "operator-keys.png")
 	require.Equal(t, http.StatusOK, overviewStatus(t, env, added))
 
 	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"/operators/"+opID.String()),

@@ -20,6 +20,7 @@ import (
 	"partnerd/internal/chain/devnet"
 	"partnerd/internal/store"
 	"partnerd/internal/testdb"
+	"partnerd/internal/webkit/webtest"
 )
 
 // The console of an instance that does not scan shows the chain progress another
@@ -78,7 +79,7 @@ func chainsFlow(t *testing.T, db testdb.Database) {
 		return r != nil && r.Head != nil && uint64(*r.Head) == bn && r.Finalized != nil
 	}, 20*time.Second, 50*time.Millisecond)
 
-	bctx := browser(t)
+	bctx := webtest.Browser(t)
 	base := other.Root + "/console"
 	require.NoError(t, chromedp.Run(bctx,
 		chromedp.Navigate(base+"/login"),
@@ -127,7 +128,7 @@ func chainsFlow(t *testing.T, db testdb.Database) {
 	fits, noScroll := inside()
 	require.True(t, fits)
 	require.True(t, noScroll, "the chains table fits its card at 1280 px")
-	shot(t, bctx, "chains.png")
+	webtest.Shot(t, bctx, "chains.png")
 	require.NoError(t, chromedp.Run(bctx, chromedp.EmulateViewport(480, 900)))
 	fits, _ = inside()
 	require.True(t, fits, "on a narrow screen the table scrolls inside its card")

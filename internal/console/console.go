@@ -20,7 +20,6 @@ import (
 	"html/template"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"time"
@@ -29,6 +28,7 @@ import (
 
 	oc "partnerd/gen/operatorclient"
 	"partnerd/internal/operators"
+	"partnerd/internal/webkit"
 )
 
 // BasePath is where the console is served.
@@ -37,9 +37,8 @@ const BasePath = "/console"
 //go:embed web
 var web embed.FS
 
-// CSP allows this origin's stylesheet and images and nothing else: no script, no
-// frame, forms only to this origin.
-const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+// CSP is the console's Content-Security-Policy (webkit.CSP, shared by the sites).
+const CSP = webkit.CSP
 
 // Deps are what the console needs.
 type Deps struct {
@@ -59,8 +58,8 @@ type Deps struct {
 // Console serves the pages.
 type Console struct {
 	d        Deps
-	sessions *sessions
-	limiter  *limiter
+	sessions *webkit.Sessions[signedIn]
+	limiter  *webkit.Limiter
 	pages    map[string]*template.Template
 }
 
@@ -72,8 +71,10 @@ func Register(e *echo.Echo, d Deps) error {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	c := &Console{d: d, sessions: &sessions{byID: map[string]*session{}, now: d.Now},
-		limiter: &limiter{failures: map[string][]time.Time{}, now: d.Now}}
+	c := &Console{d: d,
+		sessions: webkit.NewSessions[signedIn](webkit.SessionConfig{Cookie: cookieName, Path: BasePath, Secure: d.Secure,
+			Idle: IdleTimeout, Absolute: AbsoluteTimeout, Now: d.Now}),
+		limiter: webkit.NewLimiter(maxFailures, failureWindow, d.Now)}
 	if err := c.parse(); err != nil {
 		return err
 	}
@@ -88,7 +89,7 @@ func (c *Console) client(ss *session) *oc.ClientWithResponses {
 	cl, _ := oc.NewClientWithResponses("http://in-process"+c.d.OperatorBase,
 		oc.WithHTTPClient(&http.Client{Transport: inProcess{c.d.API}}),
 		oc.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-			r.Header.Set("X-API-KEY", ss.key)
+			r.Header.Set("X-API-KEY", ss.Data.key)
 			return nil
 		}))
 	return cl
@@ -111,18 +112,10 @@ func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
 	return res, nil
 }
 
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
 func (c *Console) routes() http.Handler {
 	mux := http.NewServeMux()
 	b := BasePath
-	mux.HandleFunc("GET "+b+"/static/console.css", c.css)
+	mux.HandleFunc("GET "+b+"/static/console.css", webkit.Stylesheet)
 	mux.HandleFunc("GET "+b+"/login", c.loginPage)
 	mux.HandleFunc("POST "+b+"/login", c.login)
 	mux.HandleFunc("POST "+b+"/logout", c.auth(c.logout))
@@ -153,22 +146,7 @@ func (c *Console) routes() http.Handler {
 	mux.HandleFunc("GET "+b+"/operators/{id}", c.auth(c.operatorPage))
 	mux.HandleFunc("POST "+b+"/operators/{id}/keys/add", c.auth(c.operatorKeyAction))
 	mux.HandleFunc("POST "+b+"/operators/{id}/keys/{kid}/{op}", c.auth(c.operatorKeyAction))
-	return headers(mux, c.d.Secure)
-}
-
-// headers sets the console's security headers on every answer.
-func headers(next http.Handler, _ bool) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Security-Policy", CSP)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("X-Frame-Options", "DENY")
-		if r.URL.Path != BasePath+"/static/console.css" {
-			h.Set("Cache-Control", "no-store")
-		}
-		next.ServeHTTP(w, r)
-	})
+	return webkit.Headers(mux, BasePath+"/static/")
 }
 
 type handler func(w http.ResponseWriter, r *http.Request, ss *session)
@@ -177,7 +155,7 @@ type handler func(w http.ResponseWriter, r *http.Request, ss *session)
 // (else 403, nothing done).
 func (c *Console) auth(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ss := c.sessions.get(r)
+		ss := c.sessions.Get(r)
 		if ss == nil {
 			if r.Method != http.MethodGet {
 				http.Error(w, "Sign in first.", http.StatusUnauthorized)
@@ -186,7 +164,7 @@ func (c *Console) auth(h handler) http.HandlerFunc {
 			http.Redirect(w, r, BasePath+"/login", http.StatusSeeOther)
 			return
 		}
-		if r.Method == http.MethodPost && !ss.validCSRF(r) {
+		if r.Method == http.MethodPost && !ss.ValidCSRF(r) {
 			c.render(w, http.StatusForbidden, "message", ss, map[string]any{"Title": "Refused",
 				"Message": "This form was not sent from a console page of your session (missing or wrong CSRF token). Nothing was changed; reload the page and try again."})
 			return
@@ -195,15 +173,8 @@ func (c *Console) auth(h handler) http.HandlerFunc {
 	}
 }
 
-func (c *Console) css(w http.ResponseWriter, _ *http.Request) {
-	b, _ := web.ReadFile("web/console.css")
-	w.Header().Set("Content-Type", "text/css; charset=utf-8")
-	w.Header().Set("Cache-Control", "max-age=300")
-	_, _ = w.Write(b)
-}
-
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
-	if c.sessions.get(r) != nil {
+	if c.sessions.Get(r) != nil {
 		http.Redirect(w, r, BasePath, http.StatusSeeOther)
 		return
 	}
@@ -211,29 +182,25 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
-	addr := clientAddr(r)
-	if c.limiter.blocked(addr) {
+	addr := webkit.ClientAddr(r)
+	if c.limiter.Blocked(addr) {
 		c.render(w, http.StatusTooManyRequests, "login", nil, map[string]any{"Error": "Too many failed sign-ins from your address; wait a few minutes and try again."})
 		return
 	}
 	key := r.PostFormValue("key")
 	o, err := c.d.Operators.Authenticate(r.Context(), key)
 	if err != nil {
-		c.limiter.fail(addr)
+		c.limiter.Fail(addr)
 		c.d.Logger.Info("console sign-in refused", "client", addr)
 		c.render(w, http.StatusUnauthorized, "login", nil, map[string]any{"Error": "That operator key is not recognised."})
 		return
 	}
-	ss := c.sessions.create(o.ID, o.Name, key)
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: ss.id, Path: BasePath, HttpOnly: true, Secure: c.d.Secure,
-		SameSite: http.SameSiteStrictMode, MaxAge: int(AbsoluteTimeout.Seconds())})
+	c.sessions.Create(w, signedIn{operatorID: o.ID, name: o.Name, key: key})
 	c.d.Logger.Info("console sign-in", "operator_id", o.ID.String())
 	http.Redirect(w, r, BasePath, http.StatusSeeOther)
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, ss *session) {
-	c.sessions.end(ss.id)
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: BasePath, HttpOnly: true, Secure: c.d.Secure,
-		SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	c.sessions.End(w, ss.ID)
 	http.Redirect(w, r, BasePath+"/login", http.StatusSeeOther)
 }

@@ -1,17 +1,12 @@
 package console_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
@@ -22,29 +17,10 @@ import (
 	"partnerd/internal/apitest"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/testdb"
+	"partnerd/internal/webkit/webtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
-
-// browser starts headless Chromium (Debian's chromium) with a fresh profile.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	path, err := exec.LookPath("chromium")
-	require.NoError(t, err, "the console tests need Debian's chromium package (make test installs it)")
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(profile(t)), chromedp.WindowSize(1280, 900),
-	}
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancel)
-	ctx, cancel2 := chromedp.NewContext(actx)
-	t.Cleanup(cancel2)
-	ctx, cancel3 := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(cancel3)
-	return ctx
-}
 
 func create(t *testing.T, c *client.ClientWithResponses, ref, fiat string) client.Transaction {
 	t.Helper()
@@ -62,43 +38,6 @@ func confirmed(t *testing.T, env *apitest.Env, id uuid.UUID, hash string) {
 	require.NoError(t, err)
 	_, err = env.App.Lifecycle().Confirm(ctx, id, 15)
 	require.NoError(t, err)
-}
-
-// profile returns a fresh Chromium profile directory, removed after the browser
-// (registered before it, so cleaned up after it): Chromium's helper processes may
-// still be writing there for a moment after the browser is told to stop, which
-// t.TempDir's cleanup would report as a failure.
-func profile(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "console-chromium-")
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		for range 50 {
-			if os.RemoveAll(dir) == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-	return dir
-}
-
-// shot takes a full-page PNG screenshot (quality 100 is PNG in chromedp) and,
-// with UPDATE_SCREENSHOTS=1, replaces testdata/name with it (the README shows
-// those files); it is written to a temporary file and renamed, as both databases'
-// runs take the same shots.
-func shot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	var png []byte
-	require.NoError(t, chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)))
-	require.True(t, bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")), "a PNG screenshot")
-	if os.Getenv("UPDATE_SCREENSHOTS") == "" {
-		return
-	}
-	f, err := os.CreateTemp("testdata", name+".*")
-	require.NoError(t, err)
-	_, err = f.Write(png)
-	require.NoError(t, errors.Join(err, f.Close()))
-	require.NoError(t, os.Rename(f.Name(), filepath.Join("testdata", name)))
 }
 
 // The console end to end in real headless Chromium against the real server: sign
@@ -138,7 +77,7 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 		txs = append(txs, tx)
 	}
 
-	ctx := browser(t)
+	ctx := webtest.Browser(t)
 	var text string
 	require.NoError(t, chromedp.Run(ctx,
 		chromedp.Navigate(base+"/login"),
@@ -221,7 +160,7 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 	require.Contains(t, text, "payout:settled")
 	require.Contains(t, text, "NIP-1")
 	require.Contains(t, text, "Test operator", "history names the operator, not an id")
-	shot(t, ctx, "transaction.png")
+	webtest.Shot(t, ctx, "transaction.png")
 
 	// Completed and paid out: nothing is offered.
 	require.Empty(t, offered(), "completed and paid out: no action")
@@ -286,7 +225,7 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 	require.Equal(t, http.StatusOK, listStatus(t, env, partnerKey), "the old key during the overlap")
 	require.Equal(t, http.StatusOK, listStatus(t, env, newKey))
 	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"/partners")))
-	shot(t, ctx, "partners.png")
+	webtest.Shot(t, ctx, "partners.png")
 	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"/partners/"+partnerID.String())), "navigate")
 	require.NoError(t, chromedp.Run(ctx, chromedp.WaitVisible("#keys", chromedp.ByID)), "keys")
 	require.NoError(t, chromedp.Run(ctx,

@@ -13,6 +13,7 @@ import (
 	"partnerd/gen/client"
 	"partnerd/internal/apitest"
 	"partnerd/internal/testdb"
+	"partnerd/internal/webkit/webtest"
 )
 
 // The layout holds at 1280 px and on a 390 px phone screen: the body never
@@ -42,7 +43,7 @@ func layoutFlow(t *testing.T, db testdb.Database) {
 	}
 	pay(t, env, create(t, pc, "DUST-"+uuid.NewString()[:8], "2000.00"), "0.25", 1)
 
-	ctx := browser(t)
+	ctx := webtest.Browser(t)
 	signIn(t, ctx, base, opKey)
 	var rows int
 	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"/transactions/"+tx.Id.String()), chromedp.WaitVisible("#deposits", chromedp.ByID),
@@ -62,5 +63,5 @@ func layoutFlow(t *testing.T, db testdb.Database) {
 		}
 	}
 	require.NoError(t, chromedp.Run(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base)))
-	shot(t, ctx, "overview-narrow.png")
+	webtest.Shot(t, ctx, "overview-narrow.png")
 }

@@ -22,6 +22,7 @@ import (
 	"partnerd/internal/apitest"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/testdb"
+	"partnerd/internal/webkit/webtest"
 )
 
 // The overview's refund work counts each kind apart, and each count is the length
@@ -89,13 +90,13 @@ func overviewCountsFlow(t *testing.T, db testdb.Database) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, k.StatusCode(), string(k.Body))
 
-	ctx := browser(t)
+	ctx := webtest.Browser(t)
 	signIn(t, ctx, base, opKey)
 	want := map[string]int{"unmatched": 2, "excess": 1, "short": 1, "dust": 2, "failed": 1}
 	var total string
 	require.NoError(t, chromedp.Run(ctx, chromedp.Text("#refunds", &total, chromedp.ByID)))
 	require.Equal(t, "7", total, "the card's total is its rows' sum")
-	shot(t, ctx, "overview.png")
+	webtest.Shot(t, ctx, "overview.png")
 	for kind, n := range want {
 		var count, href string
 		require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base),
@@ -115,20 +116,21 @@ func overviewCountsFlow(t *testing.T, db testdb.Database) {
 	require.Len(t, rows, want["unmatched"]+1)
 	require.Equal(t, []string{"2.000000", "3.000000"}, sorted(column(t, rows, "amount")), "exact decimal strings")
 
-	// The audit log names the operator and the partner of both actions (their ids on hover).
+	// The audit log names the operator and the partner of each action (their ids on hover).
 	var partners, operators []string
 	var title string
 	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"/audit"),
 		chromedp.Evaluate(`Array.from(document.querySelectorAll('#audit td.partner')).map(td => td.textContent.trim())`, &partners),
 		chromedp.Evaluate(`Array.from(document.querySelectorAll('#audit td.operator')).map(td => td.textContent.trim())`, &operators),
 		chromedp.AttributeValue("#audit td.partner a", "title", &title, nil, chromedp.ByQuery)))
-	require.Len(t, partners, 2, "the fail and the key")
-	shot(t, ctx, "audit.png")
+	require.Len(t, partners, 3, "the fail, the dust task's resolution and the key")
+	webtest.Shot(t, ctx, "audit.png")
 	rows = csvOf(t, ctx, env.Root)
-	require.Len(t, rows, 3)
-	require.Equal(t, []string{"key_created", "fail"}, column(t, rows, "action"))
-	require.Equal(t, "'=HYPERLINK(\"http://x\")", column(t, rows, "reference")[1], "a formula is neutralised")
-	require.Equal(t, []string{"Test partner " + t.Name(), "Test partner " + t.Name()}, column(t, rows, "partner_name"))
+	require.Len(t, rows, 4)
+	require.Equal(t, []string{"key_created", "resolve_credited", "fail"}, column(t, rows, "action"))
+	require.Equal(t, "'=HYPERLINK(\"http://x\")", column(t, rows, "reference")[2], "a formula is neutralised")
+	name := "Test partner " + t.Name()
+	require.Equal(t, []string{name, name, name}, column(t, rows, "partner_name"))
 
 	for i := range partners {
 		require.Contains(t, partners[i], "Test partner")

@@ -117,8 +117,8 @@ func age(now time.Time, t any) string {
 // render writes page with data, the session's operator and CSRF token.
 func (c *Console) render(w http.ResponseWriter, status int, page string, ss *session, data map[string]any) {
 	if ss != nil {
-		data["Operator"] = ss.name
-		data["CSRF"] = ss.csrf
+		data["Operator"] = ss.Data.name
+		data["CSRF"] = ss.CSRF
 	}
 	data["Base"] = BasePath
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -15,6 +15,7 @@ import (
 	"partnerd/internal/apitest"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/testdb"
+	"partnerd/internal/webkit/webtest"
 )
 
 // The refund tasks and batch fill pages in headless Chromium: a dust transfer's
@@ -57,7 +58,7 @@ func refundsAndFillFlow(t *testing.T, db testdb.Database) {
 		}
 	}
 
-	ctx := browser(t)
+	ctx := webtest.Browser(t)
 	var text string
 	require.NoError(t, chromedp.Run(ctx,
 		chromedp.Navigate(base+"/login"),
@@ -76,7 +77,7 @@ func refundsAndFillFlow(t *testing.T, db testdb.Database) {
 	for _, want := range []string{"dust", "0.250000 USDT", "bep20", sender, dustHash} {
 		require.Contains(t, text, want)
 	}
-	shot(t, ctx, "refund-tasks.png")
+	webtest.Shot(t, ctx, "refund-tasks.png")
 
 	// Refunded without its hash: the API's refusal in words, the task still open.
 	resolve := func(action, hash string) {
@@ -117,7 +118,7 @@ func refundsAndFillFlow(t *testing.T, db testdb.Database) {
 	for _, id := range fills[:2] {
 		require.NoError(t, chromedp.Run(ctx, chromedp.Click(`input[value="`+id.String()+`"]`, chromedp.ByQuery)))
 	}
-	shot(t, ctx, "batch-fill.png")
+	webtest.Shot(t, ctx, "batch-fill.png")
 	require.NoError(t, chromedp.Run(ctx,
 		chromedp.SendKeys("#batch-rate", "1549.10", chromedp.ByID),
 		chromedp.SendKeys("#batch-ref", "LP-BATCH-1", chromedp.ByID),
