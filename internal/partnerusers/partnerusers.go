@@ -419,15 +419,15 @@ func errSignIn() error {
 // does not tell which. It does not check the second factor (VerifyTOTP,
 // UseRecoveryCode). Errors: Unauthorized.
 func (s *Service) Authenticate(ctx context.Context, email, password string) ([]*User, error) {
-	if len(password) > 4*MaxPasswordLength {
-		password = password[:4*MaxPasswordLength] // bounds the hashing work; such a password never matches
-	}
 	users, err := s.store.PartnerUsersByEmail(ctx, EmailKey(email))
 	if err != nil {
 		return nil, err
 	}
+	if len(password) > 4*MaxPasswordLength { // longer than any password can be: no user's
+		users = nil
+	}
 	if len(users) == 0 {
-		_, _ = VerifyPassword(dummyHash(), password)
+		_, _ = VerifyPassword(dummyHash(), password[:min(len(password), 4*MaxPasswordLength)])
 		return nil, errSignIn()
 	}
 	var out []*User

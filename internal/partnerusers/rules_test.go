@@ -272,6 +272,17 @@ func TestAuthenticate(t *testing.T) {
 				require.Equal(t, "The email or password is wrong.", ae.Message, "which part was wrong is not told")
 			}
 
+			// The longest password (128 four-byte characters) signs in; with a byte more it does not.
+			longest := strings.Repeat("😀", partnerusers.MaxPasswordLength)
+			inv, err := e.users.Invite(ctx, e.p.ID, "long@example.com", partnerusers.Developer, partnerusers.ByOperatorID(audit.CLI))
+			require.NoError(t, err)
+			_, err = e.users.Accept(ctx, inv.Token, longest)
+			require.NoError(t, err)
+			_, err = e.users.Authenticate(ctx, "long@example.com", longest)
+			require.NoError(t, err)
+			_, err = e.users.Authenticate(ctx, "long@example.com", longest+"x")
+			require.Equal(t, apperr.Unauthorized, code(t, err))
+
 			// An unknown address takes as long as a wrong password (the dummy
 			// verification), not the bare lookup's time: medians of five.
 			median := func(email string) time.Duration {
