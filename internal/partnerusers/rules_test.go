@@ -455,3 +455,57 @@ func TestTeamChanges(t *testing.T) {
 		})
 	}
 }
+
+// TestOnceUnderConcurrency: an invitation link and a TOTP code used by several
+// requests at once work for exactly one of them.
+func TestOnceUnderConcurrency(t *testing.T) {
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, db.URL)
+			ctx := context.Background()
+			inv, err := e.users.Invite(ctx, e.p.ID, "ada@example.com", partnerusers.Admin, partnerusers.ByOperatorID(audit.CLI))
+			require.NoError(t, err)
+			race := func(fn func() error) (ok int, codes []apperr.Code) {
+				var mu sync.Mutex
+				var wg sync.WaitGroup
+				for range 4 {
+					wg.Go(func() {
+						err := fn()
+						mu.Lock()
+						defer mu.Unlock()
+						if err == nil {
+							ok++
+						} else {
+							codes = append(codes, apperr.CodeOf(err))
+						}
+					})
+				}
+				wg.Wait()
+				return ok, codes
+			}
+			ok, codes := race(func() error { _, err := e.users.Accept(ctx, inv.Token, goodPassword); return err })
+			require.Equal(t, 1, ok, "one acceptance: %v", codes)
+			for _, c := range codes {
+				require.Equal(t, apperr.InvalidStateTransition, c)
+			}
+
+			en, err := e.users.EnrollTOTP(ctx, e.p.ID, inv.User.ID)
+			require.NoError(t, err)
+			first, err := totp.GenerateCode(en.Secret, e.clk.Now())
+			require.NoError(t, err)
+			_, err = e.users.ConfirmTOTP(ctx, e.p.ID, inv.User.ID, first)
+			require.NoError(t, err)
+			u, err := e.users.Get(ctx, e.p.ID, inv.User.ID)
+			require.NoError(t, err)
+			e.clk.Add(30 * time.Second)
+			next, err := totp.GenerateCode(en.Secret, e.clk.Now())
+			require.NoError(t, err)
+			ok, codes = race(func() error { return e.users.VerifyTOTP(ctx, u, next) })
+			require.Equal(t, 1, ok, "one sign-in per code: %v", codes)
+			for _, c := range codes {
+				require.Equal(t, apperr.Unauthorized, c)
+			}
+		})
+	}
+}
