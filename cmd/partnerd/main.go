@@ -8,6 +8,8 @@
 //	                                          replace a partner key (the old one works for the overlap)
 //	partnerd partners keys revoke --partner ID --key KEY_ID
 //	                                          revoke a partner key
+//	partnerd partners users invite --partner ID --email E --role R [--base-url URL] [--json]
+//	                                          invite a person to a partner's dashboard; print the link once
 //	partnerd operators create --name NAME [--json]
 //	                                          create a back-office operator and print its key once
 //	partnerd listen --secret whsec_… [--addr :9000]
@@ -57,6 +59,8 @@ const usage = `usage:
                                                 replace a partner key; the old one works for the overlap
   partnerd partners keys revoke --partner ID --key KEY_ID
                                                 revoke a partner key
+  partnerd partners users invite --partner ID --email E --role admin|developer|finance [--base-url URL] [--json]
+                                                invite a person to the partner's dashboard; the link is printed once (72 h)
   partnerd operators create --name NAME [--json]
                                                 create an operator and print its API key once
   partnerd listen --secret whsec_… [--addr :9000]
@@ -82,6 +86,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	case "partners":
 		if len(args) >= 2 && args[0] == "keys" {
 			return partnerKeys(args[1], args[2:], log, stdout, stderr)
+		}
+		if len(args) >= 2 && args[0] == "users" {
+			return partnerUsers(args[1], args[2:], log, stdout, stderr)
 		}
 		if len(args) == 0 || args[0] != "create" {
 			return errors.New(usage)

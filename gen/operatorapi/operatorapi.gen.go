@@ -192,6 +192,48 @@ func (e PartnerEnvironment) Valid() bool {
 	}
 }
 
+// Defines values for PartnerUserRole.
+const (
+	Admin     PartnerUserRole = "admin"
+	Developer PartnerUserRole = "developer"
+	Finance   PartnerUserRole = "finance"
+)
+
+// Valid indicates whether the value is a known member of the PartnerUserRole enum.
+func (e PartnerUserRole) Valid() bool {
+	switch e {
+	case Admin:
+		return true
+	case Developer:
+		return true
+	case Finance:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PartnerUserStatus.
+const (
+	PartnerUserStatusActive   PartnerUserStatus = "active"
+	PartnerUserStatusDisabled PartnerUserStatus = "disabled"
+	PartnerUserStatusInvited  PartnerUserStatus = "invited"
+)
+
+// Valid indicates whether the value is a known member of the PartnerUserStatus enum.
+func (e PartnerUserStatus) Valid() bool {
+	switch e {
+	case PartnerUserStatusActive:
+		return true
+	case PartnerUserStatusDisabled:
+		return true
+	case PartnerUserStatusInvited:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RefundTaskKind.
 const (
 	Dust      RefundTaskKind = "dust"
@@ -417,8 +459,9 @@ type ApiKeyStatus string
 
 // AuditAction What the operator did: a transaction action (`fill`, `settle`, `payout`, `accept`,
 // `fail`, `refund`), a refund task's resolution (`resolve_refunded`,
-// `resolve_credited`), a batch (`batch_payout`, `batch_fill`), or an account or key
-// change. **The list grows** with the back office in minor versions (an open set,
+// `resolve_credited`), a batch (`batch_payout`, `batch_fill`), an account or key
+// change, or an invitation to a partner's team (`partner_user_invited`, the user as
+// subject, the address as reference). **The list grows** with the back office in minor versions (an open set,
 // `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 // As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 //
@@ -428,7 +471,8 @@ type AuditAction = string
 // AuditActor Who made a change: `operator`, an operator through this API or the console
 // (`operator_id` and `operator_name` name them); `cli`, the `partnerd` command run
 // on a server (`partnerd partners create`, `partnerd partners keys roll|revoke`,
-// `partnerd operators create`), which acts as no operator. An open set
+// `partnerd partners users invite`, `partnerd operators create`), which acts as no
+// operator. An open set
 // (`x-extensible-enum`): show a value not listed here as it is.
 //
 // Example: operator
@@ -438,8 +482,9 @@ type AuditActor = string
 type AuditEntry struct {
 	// Action What the operator did: a transaction action (`fill`, `settle`, `payout`, `accept`,
 	// `fail`, `refund`), a refund task's resolution (`resolve_refunded`,
-	// `resolve_credited`), a batch (`batch_payout`, `batch_fill`), or an account or key
-	// change. **The list grows** with the back office in minor versions (an open set,
+	// `resolve_credited`), a batch (`batch_payout`, `batch_fill`), an account or key
+	// change, or an invitation to a partner's team (`partner_user_invited`, the user as
+	// subject, the address as reference). **The list grows** with the back office in minor versions (an open set,
 	// `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 	// As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 	//
@@ -450,7 +495,8 @@ type AuditEntry struct {
 	// Actor Who made a change: `operator`, an operator through this API or the console
 	// (`operator_id` and `operator_name` name them); `cli`, the `partnerd` command run
 	// on a server (`partnerd partners create`, `partnerd partners keys roll|revoke`,
-	// `partnerd operators create`), which acts as no operator. An open set
+	// `partnerd partners users invite`, `partnerd operators create`), which acts as no
+	// operator. An open set
 	// (`x-extensible-enum`): show a value not listed here as it is.
 	//
 	//
@@ -484,10 +530,10 @@ type AuditEntry struct {
 	// Reference The reference, reason or chain hash given.
 	Reference *string `json:"reference"`
 
-	// SubjectId The partner, operator or API key acted on (account and key actions).
+	// SubjectId The partner, operator, API key or partner user acted on (account, key and team actions).
 	SubjectId *openapi_types.UUID `json:"subject_id"`
 
-	// SubjectName The name of the partner or operator acted on, or the key's prefix; null without a subject.
+	// SubjectName The name of the partner or operator acted on, the key's prefix, or the partner user's address; null without a subject.
 	SubjectName *string `json:"subject_name"`
 
 	// TransactionId The transaction acted on (one entry per transaction of a batch).
@@ -773,6 +819,22 @@ type FillRequest struct {
 	//
 	// Example: LP-ORDER-88123
 	Reference Reference `json:"reference"`
+}
+
+// InvitePartnerUserRequest Whom to invite, and as what.
+type InvitePartnerUserRequest struct {
+	// Email The person's address (unique per partner whatever its case).
+	//
+	// Example: ada@acme.example
+	Email string `json:"email"`
+
+	// Role What a partner's user may do on the dashboard; every role reads transactions.
+	// `admin`: the team, API keys, webhooks; `developer`: webhooks, logs, the sandbox;
+	// `finance`: transactions, payouts, exports, revenue.
+	//
+	//
+	// Example: admin
+	Role PartnerUserRole `json:"role"`
 }
 
 // NameRequest A name.
@@ -1324,6 +1386,19 @@ type PartnerCreatedResponse struct {
 	Success bool `json:"success"`
 }
 
+// PartnerInvitation An invitation link, shown once.
+type PartnerInvitation struct {
+	// ExpiresAt When the link stops working (72 hours after the invitation).
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// InviteUrl The link's path on this server's dashboard, `/dashboard/invite/{token}`:
+	// shown only now (the token's hash is all that is stored). It works once.
+	//
+	//
+	// Example: /dashboard/invite/Q2hhbmdlIG1lOiB0aGlzIGlzIG5vdCBhIHJlYWwgdG9rZW4
+	InviteUrl string `json:"invite_url"`
+}
+
 // PartnerListResponse Envelope of partners.
 type PartnerListResponse struct {
 	// Data The partners, oldest first.
@@ -1335,6 +1410,93 @@ type PartnerListResponse struct {
 	// Success Always true on success.
 	Success bool `json:"success"`
 }
+
+// PartnerUser A person of a partner who signs in to the dashboard (never their secrets).
+type PartnerUser struct {
+	// CreatedAt When the user was first invited.
+	CreatedAt time.Time `json:"created_at"`
+
+	// DisabledAt When the user was disabled; null while not.
+	DisabledAt *time.Time `json:"disabled_at"`
+
+	// Email The address as given at the invitation.
+	//
+	// Example: ada@acme.example
+	Email string `json:"email"`
+
+	// Id The user's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// PartnerId The partner whose team the user is on.
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// Role What a partner's user may do on the dashboard; every role reads transactions.
+	// `admin`: the team, API keys, webhooks; `developer`: webhooks, logs, the sandbox;
+	// `finance`: transactions, payouts, exports, revenue.
+	//
+	//
+	// Example: admin
+	Role PartnerUserRole `json:"role"`
+
+	// Status `invited` (no password yet: the invitation is pending), `active` (signs in),
+	// `disabled` (does not; their sessions ended).
+	//
+	//
+	// Example: invited
+	Status PartnerUserStatus `json:"status"`
+
+	// TotpEnabled Whether sign-in asks for a second factor (TOTP) once the password is right.
+	TotpEnabled bool `json:"totp_enabled"`
+
+	// UpdatedAt When the user last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// PartnerUserInvited An invited user and their invitation.
+type PartnerUserInvited struct {
+	// Invitation An invitation link, shown once.
+	Invitation PartnerInvitation `json:"invitation"`
+
+	// User A person of a partner who signs in to the dashboard (never their secrets).
+	User PartnerUser `json:"user"`
+}
+
+// PartnerUserInvitedResponse Envelope of an invitation.
+type PartnerUserInvitedResponse struct {
+	// Data An invited user and their invitation.
+	Data PartnerUserInvited `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// PartnerUserListResponse Envelope of a partner's users.
+type PartnerUserListResponse struct {
+	// Data The users, oldest first.
+	Data []PartnerUser `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// PartnerUserRole What a partner's user may do on the dashboard; every role reads transactions.
+// `admin`: the team, API keys, webhooks; `developer`: webhooks, logs, the sandbox;
+// `finance`: transactions, payouts, exports, revenue.
+//
+// Example: admin
+type PartnerUserRole string
+
+// PartnerUserStatus `invited` (no password yet: the invitation is pending), `active` (signs in),
+// `disabled` (does not; their sessions ended).
+//
+// Example: invited
+type PartnerUserStatus string
 
 // PayoutRecord The NGN payout (history `payout:settled`); null until then.
 type PayoutRecord struct {
@@ -1878,6 +2040,12 @@ type RollPartnerKeyParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// InvitePartnerUserParams defines parameters for InvitePartnerUser.
+type InvitePartnerUserParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // ListPayoutsParams defines parameters for ListPayouts.
 type ListPayoutsParams struct {
 	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
@@ -2020,6 +2188,9 @@ type CreatePartnerKeyJSONRequestBody = EmptyRequest
 // RollPartnerKeyJSONRequestBody defines body for RollPartnerKey for application/json ContentType.
 type RollPartnerKeyJSONRequestBody = RollRequest
 
+// InvitePartnerUserJSONRequestBody defines body for InvitePartnerUser for application/json ContentType.
+type InvitePartnerUserJSONRequestBody = InvitePartnerUserRequest
+
 // CreatePayoutJSONRequestBody defines body for CreatePayout for application/json ContentType.
 type CreatePayoutJSONRequestBody = PayoutRequest
 
@@ -2100,6 +2271,12 @@ type ServerInterface interface {
 	// RollPartnerKey Replace an API key
 	// (POST /partners/{id}/keys/{key_id}/roll)
 	RollPartnerKey(ctx echo.Context, id PartnerId, keyId KeyId, params RollPartnerKeyParams) error
+	// ListPartnerUsers List a partner's users
+	// (GET /partners/{id}/users)
+	ListPartnerUsers(ctx echo.Context, id PartnerId) error
+	// InvitePartnerUser Invite a partner's user
+	// (POST /partners/{id}/users)
+	InvitePartnerUser(ctx echo.Context, id PartnerId, params InvitePartnerUserParams) error
 	// ListPayouts List batch payouts
 	// (GET /payouts)
 	ListPayouts(ctx echo.Context, params ListPayoutsParams) error
@@ -2706,6 +2883,60 @@ func (w *ServerInterfaceWrapper) RollPartnerKey(ctx echo.Context) error {
 	return err
 }
 
+// ListPartnerUsers converts echo context to params.
+func (w *ServerInterfaceWrapper) ListPartnerUsers(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id PartnerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListPartnerUsers(ctx, id)
+	return err
+}
+
+// InvitePartnerUser converts echo context to params.
+func (w *ServerInterfaceWrapper) InvitePartnerUser(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id PartnerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params InvitePartnerUserParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.InvitePartnerUser(ctx, id, params)
+	return err
+}
+
 // ListPayouts converts echo context to params.
 func (w *ServerInterfaceWrapper) ListPayouts(ctx echo.Context) error {
 	var err error
@@ -3243,6 +3474,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/partners/:id/keys", wrapper.CreatePartnerKey, options.OperationMiddlewares["createPartnerKey"]...)
 	router.DELETE(options.BaseURL+"/partners/:id/keys/:key_id", wrapper.RevokePartnerKey, options.OperationMiddlewares["revokePartnerKey"]...)
 	router.POST(options.BaseURL+"/partners/:id/keys/:key_id/roll", wrapper.RollPartnerKey, options.OperationMiddlewares["rollPartnerKey"]...)
+	router.GET(options.BaseURL+"/partners/:id/users", wrapper.ListPartnerUsers, options.OperationMiddlewares["listPartnerUsers"]...)
+	router.POST(options.BaseURL+"/partners/:id/users", wrapper.InvitePartnerUser, options.OperationMiddlewares["invitePartnerUser"]...)
 	router.GET(options.BaseURL+"/payouts", wrapper.ListPayouts, options.OperationMiddlewares["listPayouts"]...)
 	router.POST(options.BaseURL+"/payouts", wrapper.CreatePayout, options.OperationMiddlewares["createPayout"]...)
 	router.GET(options.BaseURL+"/refund-tasks", wrapper.ListRefundTasks, options.OperationMiddlewares["listRefundTasks"]...)
@@ -5843,6 +6076,302 @@ func (response RollPartnerKey503JSONResponse) VisitRollPartnerKeyResponse(w http
 	return err
 }
 
+type ListPartnerUsersRequestObject struct {
+	Id PartnerId `json:"id"`
+}
+
+type ListPartnerUsersResponseObject interface {
+	VisitListPartnerUsersResponse(w http.ResponseWriter) error
+}
+
+type ListPartnerUsers200JSONResponse PartnerUserListResponse
+
+func (response ListPartnerUsers200JSONResponse) VisitListPartnerUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerUsers400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListPartnerUsers400JSONResponse) VisitListPartnerUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerUsers401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListPartnerUsers401JSONResponse) VisitListPartnerUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerUsers404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListPartnerUsers404JSONResponse) VisitListPartnerUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerUsers429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListPartnerUsers429JSONResponse) VisitListPartnerUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerUsers500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListPartnerUsers500JSONResponse) VisitListPartnerUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPartnerUsers503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListPartnerUsers503JSONResponse) VisitListPartnerUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InvitePartnerUserRequestObject struct {
+	Id     PartnerId `json:"id"`
+	Params InvitePartnerUserParams
+	Body   *InvitePartnerUserJSONRequestBody
+}
+
+type InvitePartnerUserResponseObject interface {
+	VisitInvitePartnerUserResponse(w http.ResponseWriter) error
+}
+
+type InvitePartnerUser201ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type InvitePartnerUser201JSONResponse struct {
+	Body    PartnerUserInvitedResponse
+	Headers InvitePartnerUser201ResponseHeaders
+}
+
+func (response InvitePartnerUser201JSONResponse) VisitInvitePartnerUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InvitePartnerUser400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response InvitePartnerUser400JSONResponse) VisitInvitePartnerUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InvitePartnerUser401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response InvitePartnerUser401JSONResponse) VisitInvitePartnerUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InvitePartnerUser404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response InvitePartnerUser404JSONResponse) VisitInvitePartnerUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InvitePartnerUser409JSONResponse struct{ ConflictJSONResponse }
+
+func (response InvitePartnerUser409JSONResponse) VisitInvitePartnerUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InvitePartnerUser413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response InvitePartnerUser413JSONResponse) VisitInvitePartnerUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InvitePartnerUser415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response InvitePartnerUser415JSONResponse) VisitInvitePartnerUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InvitePartnerUser422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response InvitePartnerUser422JSONResponse) VisitInvitePartnerUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InvitePartnerUser429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response InvitePartnerUser429JSONResponse) VisitInvitePartnerUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InvitePartnerUser500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response InvitePartnerUser500JSONResponse) VisitInvitePartnerUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InvitePartnerUser503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response InvitePartnerUser503JSONResponse) VisitInvitePartnerUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListPayoutsRequestObject struct {
 	Params ListPayoutsParams
 }
@@ -7727,6 +8256,12 @@ type StrictServerInterface interface {
 	// RollPartnerKey Replace an API key
 	// (POST /partners/{id}/keys/{key_id}/roll)
 	RollPartnerKey(ctx context.Context, request RollPartnerKeyRequestObject) (RollPartnerKeyResponseObject, error)
+	// ListPartnerUsers List a partner's users
+	// (GET /partners/{id}/users)
+	ListPartnerUsers(ctx context.Context, request ListPartnerUsersRequestObject) (ListPartnerUsersResponseObject, error)
+	// InvitePartnerUser Invite a partner's user
+	// (POST /partners/{id}/users)
+	InvitePartnerUser(ctx context.Context, request InvitePartnerUserRequestObject) (InvitePartnerUserResponseObject, error)
 	// ListPayouts List batch payouts
 	// (GET /payouts)
 	ListPayouts(ctx context.Context, request ListPayoutsRequestObject) (ListPayoutsResponseObject, error)
@@ -8428,6 +8963,80 @@ func (sh *strictHandler) RollPartnerKey(ctx echo.Context, id PartnerId, keyId Ke
 	return nil
 }
 
+// ListPartnerUsers operation middleware
+func (sh *strictHandler) ListPartnerUsers(ctx echo.Context, id PartnerId) error {
+	var request ListPartnerUsersRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPartnerUsers(ctx.Request().Context(), request.(ListPartnerUsersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPartnerUsers")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListPartnerUsersResponseObject); ok {
+		return validResponse.VisitListPartnerUsersResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// InvitePartnerUser operation middleware
+func (sh *strictHandler) InvitePartnerUser(ctx echo.Context, id PartnerId, params InvitePartnerUserParams) error {
+	var request InvitePartnerUserRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body InvitePartnerUserJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.InvitePartnerUser(ctx.Request().Context(), request.(InvitePartnerUserRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "InvitePartnerUser")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(InvitePartnerUserResponseObject); ok {
+		return validResponse.VisitInvitePartnerUserResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListPayouts operation middleware
 func (sh *strictHandler) ListPayouts(ctx echo.Context, params ListPayoutsParams) error {
 	var request ListPayoutsRequestObject
@@ -8924,309 +9533,333 @@ func (sh *strictHandler) SettleOrder(ctx echo.Context, id TransactionId, params 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L35kts41i/4Kgh9X4QlNyVLudhOZXT0ZHupzlvePjtr6vaUakSIhCR2UoCKAFNWlx3Rf03M33cm4r5B",
-	"v8h9k36SGzgHAEGK1JJeaunsuPcrJ0ViPTg46+/83IrEYik440q2hj+35ozGLIN/XsZssRSKcfWWLVO6",
-	"ZrF+GjMZZclSJYK3hq1QZTkLyWrOOFHzRJKMyaXgkpFEEjVnRCqRsZhQLlcsI0oQygmjWZqwjGTsp5xJ",
-	"RVaJmuPLdMFGPHQdR+vut2wd9shrnq4JJRmMg0Q0yxImSaKGhJJpkkllO5hTSbggMo/mBKfSG/FW0JLR",
-	"nC2oHj/j+aI1/KGlB976MWip9ZK1hi2psoTPWh8/Bq23VLEXySJRb0SaROvNSV/NGZnk8YwpO2ecRyRy",
-	"rvRkZzThUpH25bOr58Q1R6YJS2PZGY54OGqN8n7/OIpSKiX8k41a5z/9EZ+aBs0P5yvzWLJI8Ng8DQMC",
-	"H5MwYzSWIREZCVdZopgMe+RNxiTjighO2A3L1iPuNkYvdEYVI6keFMvssM8JncA3sJmJInESEy4UaeuF",
-	"n+aSxeSarQPdkZqzEbffT1jCZyTn9IYmKZ2krINrzt7TxTLViztqwRhhhg/7/fPVHx/2S5tSswm4BJdx",
-	"/fKbFbonSRKTNk2lICHLMpH1zC/jJA5JwjV90CTNM0YmIl53zslPuVBMTw+muRY5iQRXNFIkl73SqPvx",
-	"STSgj9jZ5Gh6wh7Sx9FxfDp9RM8mg+goPmatoKU7SzJ9MDQ5+TNaJPwF4zM1bw0HtUTGVLa+mCqWbU7w",
-	"He6zPi0rmigyYVOR6TmrbJ3wWa9V6ShZaJIuukm4YjOWtT7qjpY0owumzJl+kmdSZPVrGnL2Xo0jeCMk",
-	"YgqUsszYTSJySZZ0xgKS82hO+UxTi2Q8dqeWTJNU94FnOVHllWTr/9a//JtIXv7tYv0q6b9/+a6/fjn4",
-	"r/cvn4rVyyuxevlcJNP/6kVHqaabRA/op5xl61bQ4nShW8BRlSdO37sV7h+dBDuX3GMr37KaY31Bcp78",
-	"lDNN5WTJMpKKWRLR1J3vNiXffXf5VLM2SmZCxCSaiyRinXPYG82SMpZr3qd65Fu2VGQqMkIVSRmVihyd",
-	"kLnIswqVncZHk2N6xrr9aDDtnkwf0e7Z5DHrPqIPo9P4hB1PjwZ2UZCjFatSYZTbCbJYrqPT00NX6zUs",
-	"Ek03V83+MsStp8gjKFIrUpHHIpGD49VQYtztgv9necokoVKf0Az5ld4R04qeXeccOhO5ZnAsQJZme8i5",
-	"RJ5HVLKAk57IEQfO1s7YjbjW3CqRRNIp00csY0tG1VC/iGORpr0bcY0sDxl6p7SnI17Z1ArL+7zbevtt",
-	"/Jatm3joxZtLPTvgoRWanDyMHsWPWfds2qfdk8kg6j6Oj1j3eHpC7W928Euq5sXQr9l6nMRbCXEqsgVV",
-	"rWErz+HNzTHDbbk55jd0xohM/s4CMtAbN+j3S8M+7dfzDrinSosYsynNU9UaHvUDvaKGgfb7wXZ2GrRe",
-	"L1lGlcia1lSY32sW9VE8mPajI9o9npyw7sn0lHYfTx5G3bO4zwbTI3o8OYnqF/WTF/QNzRRnjYNe4s81",
-	"Yz6mg+iMHU26D+OTafdk8ph2z6I+69rxnsYP2Rca81VGuaSRHmbTuFXxysbI+5NH7NH0NOoeRwO92g9P",
-	"u/SYPu6eTI+np5PH0Vk86H+RkX/UH6OoBTfun2lsZBn9l5Y1GId/0uUyTSKqR//gb1JP6mevm//M2LQ1",
-	"bP3Hg0I8f4C/ygfPtKCDXTVKRprDLWiqR8viIQkTfkPTJB6bn8OAhEnBZsb63C4SKRM+Q0nSvm/EgV7r",
-	"Y9D6M1XR/PW3n20e0N5bs1hN85nol8iKau4fiSxmsNG1akrX11PqOjZfPajRbKD3J4JP0yT6SjtlKDcy",
-	"ncpCD4ryLNP3lVRUMW/z4O8xkH2ivzVb5e2jk375eJmJWcakxL275IplnKY4oi8+v3diwdQc9QL2fski",
-	"rRdpSZzFWicReUZkEuPccGBjEN/DHvkvEND9K12f7Y9B65VQz0XO4y8/+ldGg/QZjMhIzJZCaqUz5EKN",
-	"p3osuLj2VriAVz/jCbENe8xw13kxw/UPzDmspj8ZKlEuIlysvtxxekPXqaDxlRAvaDZjX5f/aXVPz1Dc",
-	"sIw8PCHfJn8eknCJQxorIcapHhRu4DuW3SQR+67QYb/OYGOq6ISitcRToEk7lDiisfc07Ay1Pg6nSm+v",
-	"08RQ1KZamSQhKJZd0CxDYiwGlS32Xtm1tZ6aClO4EuIl5Wtzo8mvsEpCkAXla7uvkkwzsUClwgpbWood",
-	"kjDTzBGNEnHYI2+/3qp8x2mu5iJL/s7ir0M4/tThqse7W3Mpc1lobdUIdvgSj9I8ZnFnSMLcGy8egO/4",
-	"MhMRk1IT2jOuErX+OhMB48GGxc/qknEynTK4Cs32DzfFFlC53TRkvlyKTLH4JYsTegXC2S/BdrhQJKz2",
-	"FcLauyGOF3qMYy1B6uF/tGImkONFFLGl8kRHGscJqtpvMr39KtEC5pSmklUH9P18TSiRc5EpsqTrhV7A",
-	"RBIKTaIAtfTa+LmVMWqWYrOh6t0BhMJiqe/x1Zwqe9Ww5IZpqstjfQA7ZXH8Jcs0u1KEzjLGYq2+6XZT",
-	"oXV/uhA51xqap9yeGmVsq3JbSOk/2CkUFl0x+RuLlKaKi2VSb/DhVgfWF6KxVLc50zeGszooydJpZ3PJ",
-	"ooxRvYdU1S0bWlD1yiRS5rjkTnOIqWJdlSzYpvqg12yZZExubVcqsZRkJTKwZbQlU2QC9nGRpp1zwvM0",
-	"BTMFF4Tx5r71e3jXoZKzMZakQfHyrQY79KGglVKpxvqIbp2SfotorsS40kdG74QhkkXCc8XOfW4mLQF5",
-	"X4AsTaM5uydJmkyZnmTn9nNfZmyavN82f7RfRXOa0UixTAYwKJamOEKqx1s+BfJ6nCY3bHwxeVK7VMbm",
-	"tJOmzHu3n5xWJHK5i+HhuXmH71bPG2y2WSTXYOAfi8rWl0i7NNfmM/sikcoJvBtL8ozfsFQsGRFTWPLN",
-	"Q6rlq8YtlAHhbKWZNuyk/jpRbLHnsuhBmlHTLKPw90JfoDNWy2mEsZOSeb6gvJsxGoOox4Vivb32LI/0",
-	"BV3TeLoCk2qWM82TzXu9gsAmQqSM8o0thNUpGm7ehv22AEy/zXuw35L+XpfwnTtxFQeqvlVvWBiQEI4H",
-	"GGDampGzOHAsPucqSc0bcIDCjv2AxWgFMOcpBI5jfJzYtj15ehHsIYyLE1jjBA1aF/oWR3W2jhVRBdzX",
-	"SaFxEg8JLauY+J92OE3SVE9PMqVSmOiSrkUOJiiUSMJgxMMpTeC1jE21Xt1BH4L+N1FUXt8D17JIc9Mq",
-	"/HHDxvgKi6EN+zDKGAgh2ApakNoh/HdcdI5/w/A64NWketTgDSUoWY+Mt6tH7t/XTCNNpCKzTKzk/fuF",
-	"tWZCo2siptMkYiTh+roSGblhmUwEl6RNNeEyTiRTeozvu+y9Ylwmk5R19UaFAQiLlESpkCwmITzsDLX8",
-	"tsIxwZz1S3oALCbgF7E6fG/ELyT4wVOt6rTDb55dkQcghv0JP/0jrsMNTXPmN5NIEp70+6RqG6z6MnDJ",
-	"Ni6soLUxF010ekH1kYDt1tzAfo2bre8smqRAf3rr4B/lvfQe2Z1sBS1/+9yfpjMjGozN7dMKWpY0vUda",
-	"WSj/hcfM/mGPg0f+da7S7+daI42Z3jGgjiEJbW9hQHC78VioeSby2Ry1VS1qouucRIJLkbIRb7svwV9N",
-	"eVy0NeZ0wUKi/6/+aNE5J2GUJiG6u0Iz5TgkkVgs9JdZzkdcnzwiWXYDpGBfsrKTJLgAeAqrv4HYotfk",
-	"A64FnCn3mh2Xa6MTkNU8ieaaQMFfx4V7qUcuCrLX89wke0fhm4RZpe8SNdou9qVH7/0oTYrtfcZVVqMU",
-	"vObWhlbay3uy2Dxc7jThWtRsaw4usrBGRaCOf269+zxW+1GfEkN1+3yj9VF7FJqEdWR/eG70HPSRQdkZ",
-	"+cqEpYLPtERdJ87vvFP31YNiwdn+WlDTZJjetP11D+90bffXkdVc6AVhMcaFmE0FFukON9pReZJCGICm",
-	"6r75X7fm/9j/hR10GfM1EWqu1V3dNFL1/hNA59QOlyPwim3jhwGsEhMFBO8YDZe0gbl0enWjsOw12e5A",
-	"9KkqEjxiGZfDqv3gnrT+eu9uDzCiyCdV+55t29CZDT8iYqWfmiiVa7Y2ai/Mnguumau9+oHi5ZJy6Xhd",
-	"mU/bWx+jx7gNYDr4LNh1atosqjxfq37JDlqLEmGxyuFe0mzGwDYWsaYQKfNzQNA2olcumtOE63nOySy5",
-	"YXxPsRmE2V3bHxQLKrLCsgKHSstsdpU18zS/aAmpcyu2Y8fUfC7gMNgoJkNEemjFpuPAHEWhVo8qrbcx",
-	"mm1SYvrba708am9cs4qobJZIcMPiIP6o5H6aWkn2duuV84X+mMVj48VqHJl70/q73Phu0XGd0QBvuDJz",
-	"rnK6wF6eG6vZMBXvFiwRbIVSSryscmD9E1W612q1On0Dv6nVVLUEsaQzR3wgipNUzA6xT5jD4QKoMPzu",
-	"dvaKQtqpsVnMqRwvRFZ3iLQ2DPyUcry5YFZTkaZiVascBybWpoFLmPAdAmZxNF9VQ2yClheEWBcCJEHS",
-	"DG2U4tScXf0V9GAOruBoX6YSH/cOJlWj2bvlCVwckT/CraSxp9mEGwqx47yF+cQR4+/SggJxInXxmnWi",
-	"7e0t9X58yX5SapStl0qMjf9iF5+X94gSiqZEiWt9qOAr0n5IYhYlC5rKis/kqN/voQhZ1/c0ocrrmabp",
-	"62lr+MN2QnmeUHWB33z8sc6N9eqbVzjkKcvAG4KLKzt6eZ2Tx546SVNG2nrV9di3iO2wUfuL7dcJj+v2",
-	"2+x0O3zz+t0VeWDGFsLgKIp59jcYFIqzVhF0pgMwGvx4qLqg9X5LIibCeedE9hWclzTx1trz4MA0bnXh",
-	"Z1Q1CEbsPYtyfaNDFoDZPq9PM4wyMQ5OT856EDL3qXLphPJrR2OFWp0mP+VJnKg10Sucgb3PtFOrk5TF",
-	"Arn79AUkwUsB2i/EX3eH7tzN8tVZJ9oA4VZkDF+ogE0pn90qF9mcWVVS2iGZALd8nqTp7XzHWnqp7EWN",
-	"v9gQ135c561+u57flGgxAPYDkq/mkL0NYtraiXuxnji2fVuKNd10dW1uiNnHYnCNG7FbRATeyA5yXplP",
-	"PodwiHfrnVz4FeRCRw/7utOseHNbsbAgwN+vWHjQWn7CMv4+l/DJnCb8L1TWStdoK/KNEGA3avffgwnn",
-	"4QmZs/ckTmaJgmCgZ//nS/xGBps/XmWCV+Tb/vvT6LR/wuKT46NocjoYHD+eRNP+GaWn7DE9GfTj+IQO",
-	"2FH/hE0fn0ymLB5M2OBhPJ3QweToqA85hEuqFMv0gP/vdv99508/9LtntDu96D7/8eeHJx//s+4eh1m/",
-	"ycRNEtel32nm/N/evX7VffvmCVma15CKOFMrkV1v0hGzYdXlpi6VRF5jkhADYEzg60z4DNydftBiQMKU",
-	"zmbgAwZfEBfjVMxkaLmXNd/uRVFzRuPxJBXRdQPjNVO7JyFVlsCryNhhzJqGTccmA1HvJUa96N9Ku3ly",
-	"Mjjqnw6OPEk14erhSfNAfd7eaMTzxgjHkcG6zIVU5+iuSjiMaknVXEuSkPpDaKY5/w3LwMPEy2Q3V2op",
-	"hw8eTGTU1UdEMhb3JnwCpNsT2axWkM/rzgjchGDcL+hEgZU3l/p+5mwFSytJm5JwpXs1eboS/y3ziWuv",
-	"U39zyqRWkv4eM66LFSKMK6ZVthCyBML9tVh4fxcTtMflHbxcZTXGfoYtlSgvMEfDLKGdTx0zeorWvCuj",
-	"GtQfTNSdrfpgw8CcpTKOM8McK664bSr6fur4YKs6DrMd83wxYQ3ptXi8gDzmIo0lSdSGldljuVOUu29x",
-	"mqaZWIzNStQPRTKOZ8q8RdqYaukiLmaCOZUQGELOr7k5STv5Tipm44TH7P0WnQxVv1TMCLy5x0Lsnrdk",
-	"jO808iD70q/e4oBUQneWjMeGjUeCT5NsgTw8YyKb2bgcZ60ODacoT+3cPHUUDb4gLsxraHAgbZks8lRr",
-	"fZ1SZ9CDHUaZXN1LtZrs+/G89tbXG1R/7/dauyRj26hPARVqDFpOyy0dmIJ12E2sYxDPFku1vp1W+0oY",
-	"9AVvGl7D9bc3nFoRQxYzZhRbLIG271S6eHN5T3a2yAQ7g8ov+VRsFzCrYiV7v0wph6DXWuvILmkSFknL",
-	"ZWZGJdoxK7hDvLRdFMO2vP7HpiV+IuLayUkFk1rQaJ5wRiIRs3OyscQEWif4LuqK0rfvVcKYtAZcn+EI",
-	"eZ9+eiM4lbwUjqDlErxgemou4rF+RLWKCy/EOYb2s/HChLaPfUNPU8ZeZVA16XqtoAUQFWOa6t1eQ/ws",
-	"hlGVM5dg0HW5BDUTxxwJ13QRA4h/LxIJTKrS5JImmTuyY5GrsZiOM8qh7xWbzIW4HudZWlkaX6SFpfAT",
-	"/Mzv0k9sgmO/ke6kyahgZ5ubu0HzQGJPmaJJ2mBxycQkZQtksYIzZAkETJ4GJGPzFMM7dUSrVQSyFDA9",
-	"knAjiSC/AInQtqn/xMwh8EnXntfGkw+xlokkq0zwmY+usZ0X46iLdhuPJLCejV5f4kks+M0UYryMQ9Pj",
-	"GRVPiznfOxkeMALIo9G7VcOm3rCsi7tjNk2S9oKuyYQRpm+Bzt4GLp8qasxcBVzMVqCZAmbGGJHD/941",
-	"N1H3Mg7N/nZ2bwwsUTHx0gDqNuk5TdLbJwFVc3cwA3f//B9z7/jXTUCu2VLZZZgnUolsTRZMUa1MlWWQ",
-	"F86O7LSUjP0Nk4GdJf7L5f08RzX7e+RU9Q4lvF9WcyEZMSyNMB7DudbnzqjqNXwBfxizGwudVTE/wXN0",
-	"M5B8STAWGtY/NN40hPMxKYrUpkdTpTSJ11tB93QoHeScqte+L5VsZld5ltZ/YZdu90HYFoehmw+qK1y7",
-	"w4U/s84o9+qbV1avo5JQq9kRHBJyU/aeRipdkyP36zKlEZNgaKCKLIRUZPCYmE2wJq32ygbBpyzWzyF9",
-	"bENnPD05Ojrt9TcsVR9+GHTPfvyh3z378ed+MHj0sTMa9fDPo3qj1e09OiU/i6Qpq7vkSs7kfV3IhZdx",
-	"t/vndq6c6mGv859t98K8ogt2u3W7cPRfXqxma1WcSACos9/5YD2H8jXopXZCaIPcHIGxn1gjZUBYb9Yj",
-	"4YQtj/qoKaosOupX9ET4uUyeP9Du35EUg8HDemo0g3hjhdaNwfxFrMiUmohpUChXoAYjRJ+WK0ACswZV",
-	"opfPvuGbWhHPSXACIZ0Jl4ryiOmDSRHfCVQx3dRcpDFAOylJZEQ5BwSv6LpzjkYX9y2eVMxdTdSIAzYd",
-	"ppXrb7mImb3eXH5+23ICAb2bFHLgEYKnaz1ATAYITOryiM8ZzdSEUWV0x0Gf6E6TFNHn0IXXCYgU5oVi",
-	"ch4MldSkRMJ8GRufbzji1ACvofNNrwLeM4TRaI7R9PckoTM2JJSXviUiNTZKc327MQK3I0uRpnqVFctu",
-	"aEoWjHII63dDw81D/cA60+xOgWWPtCuTkUoslyw2Eb52i+UqwRhDMZ1CACYXFgmstBEmErfKrThNTYZ6",
-	"jcSWp84gKHGMiXSDNGYRMlmXTdvKoz9r4tbTlCOeqB4JFZ2Fw6JZwOVzTkYRM8gH1cP6O7OWdCrJiqWp",
-	"/q9J+tA9gxAleyMelh6EQzJZExMgm2p6bi8TznVjaxI++cvF5avx88tXFy8ur/46RjjIV8+uvn/99luE",
-	"g/xjubVgxEEJAWIG8o8Fw6x0SA5ByZDOOpq20LYXDt1k8B1pXyKTHGKjRxwSlWCbIAaGpFSxdB0A9Vho",
-	"CjMQWSUPzGFLcCR44NNEqhFPpEl9GsKxX+EOrkSexlrex2cmn8q5vCPBVUYjZbJDLKgn1cp9aSlAp4UJ",
-	"tgK94SWtEt/fbtEMWu+7M9GtCcBCKhxvs9CH9q0QfSoGs4MoASQOZ9UPAq/EFR2U1Ovor9kIGhbvAI2G",
-	"JvCNxhZWAwng8w9pix+q+fgAA9SsHPi65SjOOaWJqQ3/cBiLhj1jynhn84gX3iug2WnTIbF4tVrTcwML",
-	"9WHY9HqdnPVvZacHL0nzVhVOlKZdIm2DWaD3KeF4w4gpXgP69U4pv8Br8PY7usupaDZTMwapDtnJbZ5G",
-	"0hZZkW9pGMo96QkM087n80amdLY5t2Le5F//7/8wAoZ90u5bBGTA7pICpZwlldJoumaj5v6m6C9YAnc4",
-	"wP84D4ubxvHtvKmFgLhNyrZyJGAdoHZep8ZqWqr1hvu8ffsOS7qCo2qusbdvntTdYGFgnblgFuico6Wn",
-	"7vTqi3lvA1DZ219jArJ72XgUvW2F+SzEDbLwsEQG4efimqVW648ZjAOJb5qn6ZoY+B6AzShEmXvSDLyR",
-	"Feq+ao5O/+xWpFeImluWsolK8IhoAtBnHpBN4H6ULkNnP5G6nAlW9AIBAXMqb7sxVQXNnJ+Ku9ty9eo2",
-	"luhs82asXN/IhQoho7Uhb/intrTw9TrjqgDB2S9o00Ey/FyRvq/Zeiue7DnupN4RLlaB/q+euFBamIN4",
-	"DMTT3W0i0j1tzubHGj2drRB2uECSZ1HGlOkOwcIgkNhfi31Dx0zrtwseK1b+dxlAZgEKG6ZkksEPT8nA",
-	"TFJUhwDrDj/49ATiDYDenWbSRnNP0ujPqQsNN6bNHcHbZSTJrauqVXyTGwjWkZKh36ZB+AHwD35O4o8P",
-	"8ObFR+biPXeQHJAv3PTlBmzH1rfNO6UMjEOhIUq6mvl4Y3/skj0x0A41Zn59gou8T7SeJFbPrz3ahsnt",
-	"fbKFdw72AfTcoBEPpaCe7W1M9BD21XwS9+Fh1RX+XXOyv6BHaws6BGJdle19q7mAehko9lWYHer8W0OT",
-	"zDv78zcIq5ENoEIQ44WjNAJf22X3gDCrN9KGHO7cDuvbazaf44cb/i8ImIlUkTVVABwjrE5dLM5hkA0A",
-	"xFK06It+IAaspWILvTO3yqHaib5AVRV+IfDMfVKkKPH4sX71QyvY3EVMSVtljMo8W3f2y7eqd94iBsQQ",
-	"uXLoBmZ9npJBCZ1y76B6DTWrZQ0IdZ+EOVACjZrRm/34gRL7UDq4UfeIjPAOjt+0W8fAP7C7stT9mB93",
-	"Traxl/0R7RzeziGZQe6jAEz9B6cDFffTvwO6XQ28dp34UEHOrmJ+eQepKej4M2bnGn+2WBUoqs7p/7Fq",
-	"+96YzBP/ZxcGu1uxd9Gk20V2G4cNIrv95PaGkL3UBH93bqUq7JPF7YeIOzz728aKmw4R5b+uwNgLsWJZ",
-	"N6LS9izXi4lIy33kMq4Ng7OgGFsjwGsC5psb2ndhChDg/RZm5/7bETTHKps37sktUct7d9MkcRSdJDYh",
-	"Bp1Z1K0je59ITJneu7dtV1rRIwSQluONrevrnvEfOYtX86CKFPhMJTQtfGTo4PJjxXMes2xJ4bbDiCSn",
-	"j+l/Ghfa7Vxm27CNbfRCzGicJodghYFiuOte03LNc/3iFtvAZj2ZncaBmuDfHSV2tme138J2vzc2lxZW",
-	"V1weil2wN5gVSJipJjmrY5eE4A1Z8yJaMPKGrus7X4tcjdFSsOMCgKRxRIYw75fOg5pvyfXYG0bhkzPd",
-	"PQqgivVanrQyPujStl/tmRSzF9KzJwBZuOc9jPkWtvtA5bUWSHpLNKAT0Gsj7QszfPVa3URWKELGMI6s",
-	"elVW4Ku9BaiAV5eApyoMvXJtbdyjm/EJDXRQkbqClgM7rZ6NPWXbIjZ+P2quE483/QEm8H9srH/b4ayU",
-	"0deKZA/4vIjT8Xkwug+s/R400xFHPGHSpoWA6YmdiUr4DOwcEAZGU9YpoIf1R6jaGhcj4pui5bOtFyBl",
-	"ADHIhUJIFs1T1kx1PJtn2yRPmDgvTtyFOeJmHPp1gDPWHdqxFReuxRpGHBLd15o51tUpIJBHvI0XMHxQ",
-	"7tY22+kRyIoqcA9tZgyukJmSZsgjbqcUEHufBySiPGJmSUiOr9iuvL3o9MiFD2CZCD7iNk4tPOmfkeYa",
-	"VfoyQBYhbZAQRu0cpJEWCKlVvdQGZW1PN0RtxwTqaaKqzRwtq82kbS1WUEASvdLFlpbsWppUyql90ha1",
-	"5PFEvCcmhU9knRHHWxLiNGzRYPvVhp0Gc59CO8sQg1TalAz6GLU34md98t27p1dFEiHNGFErQTKxkkjO",
-	"mjLElAz6/Y4NUTQe4VRE1wfsRzVLtw46BE2otTHx2bpqP/0kO0XJWlszFONh2JXcDG+9he3ETFJ9Fhds",
-	"dzT0O/em/bpqhbDEWWrVc33YxQo2GOlers+SzMoJ5pVYEPANr0zY6W29G/b1KdT2+mnOhc176t/F5LQH",
-	"iqS3j4dYA/3vPgdYUL1AcAcd9MWhgxqo5jbH9fZwQk2k++9yTm+x2p9toX+ni+ysMtuBCgFn0gfstikI",
-	"G4o+aduwXoeYQCw+5eYqfKYkKNQpvgC+6GG+UJeXsaeB59eVu1X1tBWLWks5Nyy7SdiqCR+v8M5AptAs",
-	"pcbiVp/EaTI/6xKRbXEMq+4xrikoLpJEEdGFulRRgvmKe1+qlSzVmvvUmDhkk0ANquUs1yqbB1C1V+fV",
-	"PK6a3sWScVOaZayorBvGW0SNgVBgXwf3jiwml8h8oXmk0XDH+oPwnkQdSJK27mrEvcoAsoDeuE54TJZp",
-	"LstSTcKJy6pFLWbz/ocZbKCG18zj9ZJxUu0eOvZhXNr+8HvFD5166cN7eY/Dk/P4e2PZlYrOmNyiRWk5",
-	"ziSqvdN/EcbzxT1ZgHbuRQLw6bt8saB1KlQV9APH5NFkHYE0L3l5OYLNA7jtsO93AUOMgfnilvevZS6/",
-	"y0vXcLQt6fC3h9A+2PfK+E2SCW5V7Y2WTSoIQL1ZxmadWcawgoONc5ST6mCdp4yNm+GQlylVerBkylhA",
-	"KJlmRckFY6FxVjS4tioohr3+oMnRu8Mn86kxqFtT9OWcZlun7cYAbzpsj/IiVOd61ODU3hLx6m+xtxel",
-	"Ee6MizVEuyPG05rMtAxYZBB9lgDPZXFqtluS8LUGtIMt0Z3lGR4S3Nl4avfhdZWF/T1zvP1Dr2yVoENs",
-	"LUVloVsZNB3h/DvEXZXsrbWr6fl02xZjxrhqhsZTEnZq3bzbdbxDEP49SHzqqZM4it7t6kOB566iaG6P",
-	"85qigrGai7SCnR+QZEooX5d59HH/8clpv7dfgI0Z0F6l42AYZu0xna9ShcEfz+HlCg4rGuBe37lJu0/A",
-	"rhiDxE37lh7uZiXX69vfjFpK2XaQbgv0X1pWogTCltXfJl+l4Mg5WeRSEfZTTlNfY1QbpVRCHArW/T+k",
-	"zsZ+tpFfQdmBUkxETQ0Cj6p20kkJvbdO8vdwlvU7PWILEw/LKMM+TgYCp3Cx6gHoMI8n63BI5oymar4O",
-	"EFhlbY6mVvS6Wi3rFfDXQxDSMISEpqm0CFhtQAqUAUCbQEWU3oiXkbL1p4TKa5NebUekBNgfegWONvYB",
-	"+NaJJBM2T3zwlBF3SZT3yGRNFpgcS7keMVuhc1T2CiDuoQWw8KA0Qqbm4xlTL/QLI95W9JpxCB0whJsJ",
-	"heXpMS6hUyonvKBrKCl8/77W5Wm5fDBpQwnUEfeLCJMDagirDMBdTMxFpcTqiAMqlttb/XPCSS5Zteaq",
-	"KyS9V8VV97YhikLP30SHNPsEkJuwxFCg9W0tmdrqIMLhQP9yqF69o9NPx/R6u+vSc2ZM/8pzHiqb6wf2",
-	"noAU/mUisgprT+LKHF686b5++/TZ2+7jx4Oj4wpW1enpDqwqb+i3xyRrmp45NVKxZR1S4acborfihaEN",
-	"7vazQvtWXUDy5mQ8GOadCAZQpaEJcrl5IldU1kAIvBScrTW3BNgo3IgMjkrMSN1I944BL7W5JQ68d7ol",
-	"PP5L1WvbjYxuAdE1AS5gkSK6YAi70obaDXIuMmWKcGNMkCVYvMgq4Tydc1KDrd47xFpkyt8nsRmBZ4oG",
-	"cyuOZaNsJ3zSOaje2m7btCanb/Xbt8N5R3M1VfWHY5HwZKGvkP5ngjXZKhVqRu+XJbZC4hYUj/2VGSnS",
-	"HGQ1rYjvrtu8r7buNbwVwr2ZCQUIkWQDAPfv9WavE4kvfkK4te1qst7L44lv33af9guO/s6eLBP6VkRI",
-	"K3FQlg2SvsuSqcVxPrx6MAQiAt4SUaKkDpcUO+5GwUW5svCK367C4C2KCBgOxt5HTEpT48YyVF/Lm9qE",
-	"BSXENT6GyplagYBo2K0sd09EBlOsrwggd17pSs0Cb5uDhioHG0WKS8qbl2K6cX43uUX5FJSP305DeYVN",
-	"byYF+45MWlntCUsFn2k60kQCCocfAxwUO9d2VEwnQutApVD7EIKuYV+L1KUEKp/CLlZjkqBzG3UM3+kG",
-	"4lyq8iD1+FYkfHn5avz02ZvX7y6vwgpum/XVmAjatZaGSxAUbvogjpgCBtAlgPpLVQadcK/UCcBmoXfH",
-	"7/ku5YPi96wP+lMD9zxZ8C5e7yvE65WJY19njkcmnxCmVyHM36UDoZjjLdb2U5f197yk39ciSxci5dYY",
-	"n4BMME6nR5651AaSSGNQ4TM1J2I64sravhJFwEQkdUtDiw6xGYIDPF43POImsh3f6MIbf9K//PFf//in",
-	"FiL055M1idmU5qm+RmwqYjVqCCJZRtwGD9WFzP8J3vljObyoQjm5VAfFEcGltlvZMffOIS2bq3l32yar",
-	"t4bZ16wQKRZICduzyIyxSS/1nHJUM7f3infsIRNCAWJ3y8WVfruArl09VM7SbgnCLXH9OQNp7nYGpr+I",
-	"FaacVXT9De2rYr1pgLYIrRoYEs5YLElopNLwXEt0LAZbu/1N86/Ql6WKrPCWfbk2/qZeB4bKNnrcMWSt",
-	"ad4yr/gyn5hWtUDq0qGiBdMqM972JonGM14O+juR9oNPN7zRarSRt8HitoUa9O5qAdw4DSAr75qtyTVj",
-	"Swx/qq1EopWilC5xhYHttYatoxNMPS27eeI8Q0+EzKM5SFFHJ/MwIOFZf4ElAvpauLcG8kdH/XnFcIft",
-	"eut9fFQ2g4PB+w9ta/r+Q+dP7fmHxQf5YSE7nT/8Z61qtrGGG2lV9cA/NNWk4Nm9i1gBTBf9hUMFipF9",
-	"CZ+4Z0Da5Q4vD+SzuMRvY4G9jV+87ohByGp9ITm2vIdHhfyUs5ydE8lMdKy0sbIJVy5e0Gdn1Ig1Y5Nn",
-	"7f4uJe65p475OJSMIsUXq7QJPitrk9UeNha+FIvbBD4300QPs6urwFVrptecZUH5uiwF0Ywh5HK9GrYb",
-	"FyfJjEaPLoD2d++eXnX2qKR6dLoNHmdXeIzr9dU3r1wYAGkfNXZ3dnTa75uQmDob4IztFSNdHwwN+27y",
-	"+itwA7u88hX//84UvgDjUYVJZXCa/26UEvr+El8emMvR/lkxBmhhKvkpZ+ZnzR7K43y3BbSmbE2vAa7B",
-	"TOY0mbJoHaWsU3v4jETj4SaUoGqAr48dQJ2LzdX/tqns/pksSh06aeXHDcC7cTPgXdX4W8d1rBAGaoqV",
-	"zGoMaF+kLDGUl/qsVYlryw5vF8G/nMuuyQJe7+7ay9v1KX6rL+yxyuhqa2Cg4F00rNu4BXzZpYEAzejD",
-	"t6BpyqQiOa+i7hyh47X0v9adD+vOh7XTI/4FfFfGjePAN1ZmIzxHBAT76L65AOWIZUTRayZdLabP77va",
-	"B1Run/wH51hq8BmJurrYHgvYKJK94WX6io6lKgXt9npssOiDfB9FBa9Pd39sXOJ3TpCv4ASpo5g9zfV1",
-	"Jq7be0RqSfd3acSvzvT2y/15VvrfY5WblKJQKwChMTpZZhsgToFnehWZZ2z1dSL9eQl8s2Rm9XQYfG/z",
-	"HEsW5Vmi1u/09uAuWmyJb9n6IlfzrRUmwPjYDuX1WCzH//rHP8NOj5g8JczIpBlKYRKZWGILZcFlhTmL",
-	"rf/evXhz2f322V+LEVKTVaeHmJj645HgikbAMtkCUOqMSUgrvv+H0SDjnpl0LxKLogv7Kym+QFywbbgA",
-	"RZpXbELcmVimDEqNITa77NiclxRzEZz0A2BbmuW++uZVMOLGF6KMSTIgS7p2yJSQOlPCaUaf1JzyOGVY",
-	"hXQmmKnw3iOXCgGlAXSsCuCDqfA2RYNclZVr0g4f0GXy4GbwwDwNAyyoteIONbYD8eQ5p9MpohhP1li9",
-	"IEtumIRQcbYcunQ2sJ/ZQqQGuovJwBX+RtB0iQBzroA21r5ezZNoDlWXaEyXimW2clZZCuyN+Ij/x3+Q",
-	"J4Lr7/Rc9ZP75P59TaL6UQS72rt/n2Dyu9toIwvSLUQb2KxkCOkbcULCCsGIzGYuk25X0xR5dfHyWdgB",
-	"cAFHv2GPFAXDdSd6HQkJT/oDknOaq7nIsErgnGUMN7k6rgTA8gahvZe9zevhjC1fDohNgigq0MsAY1Ix",
-	"MUJqOpslWJX9/n04jDbs3WtbjxEML0PLBMlExAnD0xv+PAKON2oNyb/+8c+AjCzn00+A6ZKRZeHmpY9h",
-	"AJkaeWbJlJAQyuyHBC8Crw6ToRrN1CMRmwD8goxQ0sWxlOP4pVmQy5gtlkIxHq2L/YfUs9DWmvWowcSW",
-	"AtagFAsGaIMdi5mqe4fReo12v2XrkLQH+pAenZ7qr/UxYZnsBPpdGYllAbVerSJT9O0VnyrbuyRbUE3C",
-	"cghhCCpbO0J0K6RpQ7do9zpjyxSuL1enzRSkxEqObviq+xbeZDFuVqhbbTvcHCShwtmzHacx4VGaxyyG",
-	"gsnewOxorfTrCFK3eHREkmIxx9dsPc6YvhDC82K6UKGtmEsiDbQPFIGzp+is1JDpZJzw8dKAk4TnrsZs",
-	"Im25OPR0hCf9fhjYs5WR8PT9+7BneUicqIJ0LFJ8lihT4bZUEsptLBbuL7IS2gA7ZGpa6CEXZS00ozD0",
-	"gZTdtdzRloSwiq7FPMRqy6mYEYC6NpSepmxGU4uVev++wY8swaUWFUq19qEbXXT06SkWcQ8cTg+GU3f8",
-	"VncAUr00fASybDzG1UjckzyeMQVb2A7fXlw9G7+4fHl5NX777OLpO1RLwm+eXem98X79/u3l1bN3hdaS",
-	"Mak6eCuC9GDbo4q90MPqvhFpEq2hFfss7JxDOCiWY4BhoC0BD4olq6MzUkocMyforSbM7sVUsczSyRV7",
-	"rwJgPhEgW0tNaEANeg2XIlPlNdpYjKG5nk0ekmRcwTwmIl6TacLSGLmfEauxTDxwcUAWislPubnd6YIp",
-	"SCXfYFQdzI+cwH7DRpPvrp53HxcQpPqaF6nHxkj7uz/0+/3+v/7x/+l/DJ4HRP/30XPz4Ox5Rx+Z7/7w",
-	"/PnzpwFhqbTE1HfEZE5jqIecGAc1zEgfcpgfVNhjUCkUUelxoe2BheIs4CiluvHKTIt7Uh9NR+Ixi1Lw",
-	"Ucnto9HN6kXULRerZwk50mwyZvr2idF3gvsN8QcUWYWpdI7MxBQnun+fXHBiLY6QRWhlHixrKFHOsWgT",
-	"cFkgUzI0GInFItHS34wB4xSYYkfh8ELhd9193xTnP+0fh4SLbEHTdO1Kr8PyGXYDINvkytS7Z+8jBsLt",
-	"0Cs+KzhnJqZWlCvYJ5KkQiqPGWOL0DYMVNqkluxGC8imaOM1FyvdAdaahz5gVinVOom5zpM0dVXrYSI9",
-	"3exVVpTqxGU2geiulMrI1uYetcz9Z69H6Or+fX0J3b9fe2fr6xTHAtAs2Ka9OBMAodcDCgoLYpzENkh4",
-	"YfIqCYloliUMcJF7MHa7AOOc0xuagP4Z6m+YrGceILxeoIRbQN87N5d+4WolCFSTBwm4Ev1sz4YzaZLE",
-	"q55inH4WfsxK0tFcSAh1Q/VDC0xDEr64/K/vLp9eXv01JG2tttiz6issQ3N6YctMdWLn4EYuHL65+Ovr",
-	"767CEW8v6do2AqnaJU2mg9QY2qsidMNrF5A896SLxoPAQThmGASIWb8Q1Y0yR+hCFrympNJi7sxvByD9",
-	"9EHCet9qQ1syMPt40+L0DPPV1KEZZVGIq4rPTKR+R4oRb4fvnl1dvXj28tmrq/HL10+f/dG9FALTnKz1",
-	"vrF0SsJ3ly+/e3Fx9ezp2Pvm6bMXF38NzQ7bZa9rl+ZKQIThiH/AbLMPoIiRD3rJP1TULfKBlFQt8sFo",
-	"VpM1+TDiH7rdbu3/142Hm27VkHxwVQVIVCk2QMEq1PBdOyyD34ckdIQbdryvhsVj72mv9FS5tJG2kQsK",
-	"yGzSPPadYwD9HcHWDfr7BxMfZPy+oXswLB60ueAMplAcqmGZQFVpsc79czBZN1fGRAB7nFB1GIB0aUE2",
-	"PuiZGP82pFzcMJ4zff2A+KoY7xQjt6FO+omvXHstbJnLZF1ecLiRgCj3npYF2ceJlbpFNBeDp1/9sQrr",
-	"Ujzq+Y8MS/rsw7b4/9sOh9F29TBsNKxH2i5A1rJvvGMMCQKfsNRl3/S4O+w4/tCp7l3RmW9IaK7tCkUH",
-	"OqR6ehporX5W5ZHuNaCG/szLkDUEQRihwdMvqhcA44Ho3A++RdRb3NJDfyj+D/utjimr0Lg+xSg3OYor",
-	"8oAcZa61AZNeRLAyxDYmWU6O8vLZrEUxKOKYMtZdZklkqMEug+2jxJn2m7YtxKtnCaLKWy8eWj/akQxu",
-	"Rfs0kSogm+H3mLo3FXkGkdVyOOKfkGQWEJpKYVEqtHiDPVp34AMPb9PPRwM7ql6QG9ynkoRVSVYDYb2y",
-	"KSamoDi2t89gG3H48NwQhhWfypj5UjEaI1wHWiH0WhrpqyHxbcT3ynyjljADNMASDiZYg7GqxIpmMaKQ",
-	"QJJGUoQ8wBIEhOrVKY6Xq4FRjchA00fJe+EOOBeKdaxsjOGX+o/GHIt//eOfoakdBXguIrt2+ItokA5L",
-	"wZPlAjCu8koAQDR4ZOuOIsrv2+SFYMTDmsBPfYpL/BNKwpRDQeGku5stsLhZCBSDxV1GHDbY3QO2BZeg",
-	"ZBJWwppQUlB47BWDKlfxlpYpayYckIY7yZ0Ih3gz4uGT16+eX759efnqm/HV69fjF69ffTO+eH717G1I",
-	"6Ezo+w3EbxIe9xdhYAJKkwVI1msLPXxPugKJI+7LR/Bqh/zrH/8/OBny6NrQkQXvAeWbi9hoa1KJ5RIs",
-	"fGkqVvYUwSe9ETchvRHlZMIsuyjXbsEN+yM+DDvnhndZbNjQHgnQgvSxBtpbWKr9MwwLyHYTKiuXOajp",
-	"oE440CxQsWribHlsOOhPeRInao3S6IijGqM/GJIKmprRw+AZvBaa4DkYozmpoNFVQkQTPoIyQE7xL5WF",
-	"pyAKQ6GgjtEs/d9nqEoW9l+jd4w441oz14MyRg9Tyynhs9Qi0fTMCpfnAI/MFCDry19kMM7qfxtQY/Q9",
-	"TPPUs7SboZuuANpGRXPNsCtMGLPR3AVR1GPSTA6uFa1A6x7RhGOEaBs85zRHseK1yze0DAza8PjVokcu",
-	"rCPUjrdS8QjWImX0Bh6BDN+Ge8gagVHrXM3XJs8sTSJmPPfGzfkmE8ssYYpCtZg8S1vD1lyppRw+eFDn",
-	"IH2gWLbAGK9EpSVHqfUCk4s3l62gZdCmWsPWUe+017eY2XSZtIat416/d4xYR3NwIeP09b9mTDXCUzfv",
-	"pOYAq7kIwPcJ24j3VEkKsHxLZCNu9tsUWtevenWmQY/XTfqRQQH4p5nqLulMS1eGbsH8D6d+xI1HzhjE",
-	"oY64u+icgxDsPgs8v5prsUxfpW2srK0vjjQBrf15koLxJxKLid5LaOni1VNPCxkncahVURYplKc8t4M7",
-	"vFIQfRwMnSDqInNj0GRyTyJ5OHPpZdwatl4kUsFRQuQBYwFtROcrXnnwBON3PgY73wSrO7xYDfkCh6OW",
-	"EjdmVA49fRQPpv3oiHaPJyesezI9pd3Hk4dR9yzus8H0iB5PTiIbRgAW4sLFX0kPAS/jHqHvDaN1HvWa",
-	"onPtCfL9wh1WwUCePGKPpqdR9zga6Ek8PO3SY/q4ezI9np5OHkdn8aDfMInN8L1PnAcMvohGruvTJKr5",
-	"fW0L4AEisqXWdqweBZwxa9vSy5gsGGnDusnkhlUD1ftHD7uDQbc/uOr3h/D//q+GQU8zCO+oWZ6tyUV7",
-	"jHbCpijw7D3c4/7V0fHw9Gx4etY0XCUOH+yPEH4JwVnAVI/6fRsGY7DQIToQAx8e/M0U+D9gE0vRdhBq",
-	"s6W+lL794F5MxQwANU9wOHW9uGE/+DN1OGnwyWD3J995gRLw0dHZ7o+uhHhJ+dr0BTfa6T7ju+SKZZym",
-	"EJuAXx3v/uodmv+/K6z/GEtls7KA2VYvNYAIoTPNclvIiH/UH9WorY335lMb8FqpU7gjqYS0QeYBL4pX",
-	"xTAjtGQQJzRFOE6jilQqP1p1rxNsuUebbp5qPJzcvIVqDqYL8LUVPk3GkNMyIHqu08TYXOjzfmeiKQB+",
-	"j4vv4CvyS57trUG1O455XUD23VnffdY318077Y7mKwfemBzBsqIHshR1SBFP0ABEOXHBopW+hr5htO2S",
-	"fCRZsQwQCBWY7M6L3H1wbKqtGTQbZhvrcrAxPiu6PjcZ/6iYzMVKC7pFspvlJ0X+yq4Aozr2YdAQNuKG",
-	"dzCQ7RlgxSV+Fh2xk+mAdh9NjuPuCTuddh/Th5NuPxrER+x4ekJPJ5a/aP2mYC9J3PLjgjH8+CB5bQev",
-	"8NzZEAz7I3bHpPqziNd78As3ywLfwQ8VxqSt1lum8oxjAJuBqzQIt1EulVgYNHU82V5eTKv//hEdxP3o",
-	"eHLKjqYn9GH8ODqb9OmAHU2P45PodPKQPmKPp2dxPxpMjugxO5mexg+jR5PH9Iz1pwOspLoXU6tgYnws",
-	"x2SbLNSvxlK3sVMf1a+aLWZil3R3NQF6TaMwXxX0oNwX0P9X4879k90fvRLquci5+WAPdv5E8GmaYNj8",
-	"yWAPjvyGrlNB4yshXtAM0zROBqf7TEfmS6x/95LFCb3SBxIunaN9Pl5mImJS6hvgGVeJWv9WLyxzlGpz",
-	"OppvLTDPNUqmL8p2S1kufF22Um6VH2ulx+fQ9xe3W3xJoQxMxYdIYrBWd8LXPsIX1iCZGiKx9GuM8wAW",
-	"Xy9ZAVkZo1+lXHVYKaYQkjZYwj2PUiHmWA8NGGv1MAJMmXJpGB2MQ/LKlUKpgnCI5vUZ8yIHK1EmGFnt",
-	"xyAH1tFmoo5thBauQmJMmVjbKk3NQQzIai6kXzZmxBOMgau6nv/X/zSjI5kASYHMaTrVs1xj2NHfWSa0",
-	"rHAtJuK86PqeHPHQw7MIDaxbkhGZL3rkovArDEnFAYJBj9464ti1lLojYrkdYmVxGWKsLElMgJo1qhsj",
-	"e51kiRWtniPQymG85XOKZliArTU4PTnrgWHQA/XZBOHfKCDyw772xkH0ePqYPoy7J/HRtHtCHz3sTk4m",
-	"Z91TekIfRmcxZUcDOC0HcDS9eIfLZLtYmYrmr79t3Uk2d5LNoZINuD9rHKloIzOxfRvu19pbQws9Lvlr",
-	"hyur4M3Vym6bwsxr1+YXFDdsJ6WCdg3KipvknbRxiFnXp5piT5ulDbxtJKHlDLGiCOXFm0tMpJFzseIY",
-	"bKRFkWu27l1DBprg6RrTDKicw+2I2QSd5tvNjuwXveGMweQipuSFuGEpxVpY+5HyK7r4pdR+u3jVips7",
-	"DtJmcVHSLva083swBNzdfr8+7oRU6vGXBgZVutjQCK1V8B1XnKZiWzrb3XYZuxHXJsXHgvML7nnGy7r+",
-	"uQk01I1ArjMkRmy/Jr/VQzuUedmPL+Mvq9Vj8d99Llm9wr1ft0j7W72QqR9VYi7RQy9nLA6taXLCZBJj",
-	"9ht7n0hQSDVJ113LYW/Hratvzk+h3a/gI9iP0J8tlmrt3cJf8tZ1RbV3nSm7Zb+3y/VOF/0d3MYXMWB7",
-	"GH502FX84Odrth4n8UdkVClrAlfU1C+VKKC/hy7j0QauJVwqyqF+og1Y9YIdsfDcKlHzhKOZkZbwVEhE",
-	"ozkzkKwYDXXcJ5JFgsfyvAQAgNnUEEQOCYGdHnmrxQMIPVerJGIu/xcNmCg6AK7FjCa8h5G+LCZpcs1c",
-	"LKaBf6lxC+vvP4XRllnna4MztQ/TPYxFf8vWX0cO2cUvvSX/lYsivwyD+i0avPSOfjqfeZCJNG0OQbmU",
-	"MgfLRc2N62ShjolfN/k5pjiB4AyKE1gGhZndoSlIEHqxXEcnUFOiL0PD0hJlmVkH4YyIEiRmy1SsDZDh",
-	"SjffG/G3AvPYqSNxkTl9pABVOjTwRKTp1xPkDJf4ulEhri4EFG3YPxhDlKz+v1ph8LxKiUgT0su2Nytw",
-	"JzbeiY2/Eo4OVcj3ZOkmT63RdPMG6pMDKu68tr7DiibKepCTDEFA9J8I5KFoKs8B6clk7gUjrtuZ0syD",
-	"YrDJeXMIdqLxuZcJatI0l4yfO0e1ww0El7QHCcjjpUiwHJgpBt8jT0zlTgTXhWr+bS5QxKw1e3/D1Gu7",
-	"LF/SNGz62GkTNu/d+VZ2EH4VfBOQl2Ypxdov7gTYrcUDYElph+3SoWru9s69sS1+QdoxfexjNrQTvCOf",
-	"fSyBy2LzLMG4/dzHMWdzdD+fX87HX70nCeM3SSY4YEKYooeYMHhPknaa3KCdWLdegCMFDn7I/mbQjjpu",
-	"nA72hVrAQiNVbwl7MQvzq/ALRgtG3iDG+q/eJ2jWbU+XYD1F3XkE74TJr+oRXLrDXsMX/Yv0Nu5Ad7t+",
-	"QW+gGe6tnIHm2ztf4L+FL7C4bGtcgXtIA5/ZE1gQ7qfQ7Z0f8M4PeGfQ+X35AXfewL8RLyAgqyyrNT/Q",
-	"Bwi2I9v3V3EIfgK/vb0/8CBOfecOvHMH/gLuwP3ZzZ0zsMEZ+LVkuTtX4J0r8E5yvHMFbnMFbrBzwFNs",
-	"NNpAWpOBG5WHJ2C/Mc3/ktBxhWJvplHG8Timg+iMHU26D+OTafdk8ph2z6I+61rUuNP4IWvACTItHwq4",
-	"9qtKF3drcucn2jdhfOmIev+U8XemTgTaPQG819Xc25lCbgQYL+t7xF3adxXivsBU3pX4jV8CtE0Hi+xB",
-	"WncVIB9AWQNX/43KnYD3ge1ixM1c2+htqo6gyCrX+hnC3loc3IzFHUSQRkCIgNA03QpB2wP4cemwI7bK",
-	"agEmeINOaVK+A1uJt7IlspxlbqfUAMhsazYiOr+HSF5U+LVO5Qw73Eh+192Biy9fGFt5osVd+0bbLl2c",
-	"s0rVFFv2anHufHtyTjNTkc8hMem3O+cjXs2Br2KJiwxLMfXIRQEEV1mb8KR/Em5zF+qF+UW9hd7yan7f",
-	"f3xy2u9BZXqPge99EfhJ9q8u33T7/X5/cHz0cDA4Oh70B7YE/uDXlHKPm3CXb38nof7q8u3L2OemJNQO",
-	"1PPGtHu/dkSjSLujJsU2IXdI/PITdtQyGHFXLUJMa+tEyKLmgymhgNXn/Zi6mkIPgV+1ASo1kHKhhrZk",
-	"rFR1o9MjFcToJmhN/OoK1mofUE1o3pXMv054XNhdaJo2omnqN1v7w7XZQX2rP6tB3jVghm0vWgUhBy1e",
-	"GpQzQqw6/dwiER6C9rlRJRtb9ip270JPLq1VoYH4+937vFrF1oEYa76Jxmzq2fy892a9Mu//5pBOCyo7",
-	"RFXKvGN2py/toy/5K+YxbVz+OqZ9W2hTryMLoaXZzr4ApyPuI5ySzwBwOuIbCKekBPXgaTa2YjeMHgK+",
-	"8O9UzHrkAh6P+OGYqOelmtCu7saIb5aobqoJDaU0LtzNBQM06F/lgohQO1zrX3pwCMXlLz3+C0tkW4t6",
-	"Ret1ZUFM1YR28XlRscF75mnAG/W8AlNIpL6oV8eUR02pYu4Oh6INoalnBaVfuCBadbPljQxROMRTTUZ6",
-	"hR3UdbVGJBbygiX7Wy6VqcfU8ykHCj9UFncXcNlQU71dw3KxsES6yw6qWzXXiNpd0atnhAqQxspo33tU",
-	"QTO1pzSdAKa4nSMYGZyohHfTZgkodxa3oPoWHHwfPF+PPdwh+fpIvv+OmLwF6ezyB8GRvIPivVOgf71Q",
-	"vD5ra5SwSrpzk1p8Vb4jZGGftrp4wqEE3oyFpO1+RO3JGDLNr/oWE1g8uxMgjh4WEG7ry48qFo+pCgMS",
-	"Qs3LaoEl/aJR7MqJNyOOdt1S7TUU637KWc5ADpEK9O84ZyRRbIFfmtJwPC5p8xAehGFLdoppIlWPhD+F",
-	"ZJqAwFK6NidrgrUgiaFCopLominyUy6UvtuN5j3i1WJNTTo4lJrbdYN9D3WppGLLexipRRRWsTyvcSDA",
-	"RpjF36LxQq/78UscY42CeUEWLNPimvJM++0ELegpU1BLnErWCbzqgq6MCN2UrEcc8mCgAqarugil+0rC",
-	"YnxeJlQwyGAdNBtbvsAFL+54xEKFwjv9fh8RUeuW5qfSsizo+xeMz9S8NTw6PQ1ai4Tbvwd7aOAhknWd",
-	"scJSrwlol8yWS9ciMJJ5BBpz2LSJcApKozUdgCK/Qsx9a8hwD7DfBkPGL+KUrZpEfknPbMOAS1zxK5hS",
-	"do3BMNHfSJWsLUP/tyiZZZOvr4p1OLSAFjDsO5PTXiirGZGMZtG8qvRKvFfs3WclpStfNtoUl0CxbZSZ",
-	"Lgqo9jInC2wRUz8zWTLQiU21Sbi6Tf1OK0+MuL4vCWcslkNQn10lK1ot3lX4+bH2yj1Z3K26AShvC6W6",
-	"XPlfNO+kaWA+sxWIAz8sAdvVXZramAnY0zrOaT/N03TEjdxnjTAbQQfu9UI0sEWXm0Oxv2Gq5rQc7Dz2",
-	"vv3SEdM1w30KPvWdumXZ/IWO+Lvkrs/NE75hqio+2sU+kAkY01izUfoFU2iSdsX+S3J5fXnwovg/xsjE",
-	"jMZQsndJpWSxUXlouUZ8h4Aii5Zj0EjQSIF1t4fkX//P/yD1JbtdzeWa6v+bRziJbegQlZqnaanVxak8",
-	"IFq8dX+2X33zytYg169VikOYtytPEw6MZsEUjamivY2aEhMWiQUzNcewPn5RcF935UXNZKy7zJIIhYsK",
-	"8zeVl7E+xYi3y/2Q//U/IQU+DFzpihgiXTC25lpMBDB0o22Ja8Zt2JIWZaHTTo98r1UvTyObap1ZFqb7",
-	"ogKI8ko9maey3ghu3uoVZeRN6f0RVyxNZSn4x8az21XpnBOWSq0IF73YXV6gP6K0RiNestb6TpVEolEX",
-	"QoHWBB0dWFXxVmHxF0B273RHb9B8/alc/usaU/FItIatJ6bUWWV32XuzhVPGzgs9mc4yhgXT0MGzYpmh",
-	"pP2tp7h0nzuYx15kWKD3Lqrnzih5eMYiEKaWZn231KHX7FRfzY2XbN21hgaVLGbZ2FY/ghtQt1S62Er+",
-	"QPsruAqHNe5E9/k8SVmJZSeS5Nyd9wCZrK2/hF/V8bznNEk/o1j7CzG8omLbMhM3ScwykrG/sUgZzod2",
-	"qb252XOQle942R0v+1XxMk2WZcXhYD6WbEuGxAhIE/OH2jiUOdPHCewUm+XitIyP/G1YyO8lPtje1C8K",
-	"ubGDTLHEJ32FYLN8XFUZAIm7UOc3hPeruVeoTsvTqA74Qf4Zq1pF7tk4GNIOdeehi4bxIm4Cg/gCeXkj",
-	"Xo55tyXqnC4AigFWoosFAkuDLFbLk5M0fW0s6b8hblwOaR+cnpwNTEj7IUXh9mfSX6Ba2x2TvmPSnyeM",
-	"XPl8R9L0UPOuSVtqZtYXxMv1qZgVjNXUxgC2IWl4SBrTs1xmVH2e1bm196tc6v+spd93HQfDzLJbptn8",
-	"wiLlnpk0BwQWmRbvmNUds/r1MistERm+URZlDmVcaKHboi0bbRSiKAq7tLEpuxALEAyLaN16fdn9PuKG",
-	"U23ETG8EdKB4W0TNugDs+shOiMv7rSrIfijlaXTaP2HxyfFRNDkdDI4fT6Jp/4zSU/aYngz6cXxCB+yo",
-	"f8Kmj08mUxYPJmzwMJ5O6GBydNR/2D+I4+U8vmN3d+zu18vujB/BD+s6lNGhkLSF0dWY//z07EqRdCtz",
-	"WfeWQUEWK08883mfJ/2ZbPiEk8Y09EYh7TeoaFa0x3fPrq5ePHv57NVV10bkHKJH3slndwzrN8CwtA55",
-	"T3oBMlvYlW6DRXmmZ64Ps1f45yJX89bwhx/1AUS09rro3ncIyt4KWnmWtoatuVJLOXzwwIC394xoGPfM",
-	"qdTM6AFdJg9uBq40U02o5RuHA7/RMl0mt231gqQioqkBn9cKaqYc3saCXjOS5Tws9Th88AC+mQupho/7",
-	"j/ub3fzolrfa3/OEl9OoyWSNIVzAqRfiBgyKC6LmmchnJh5KseVm9JVYYXypiRIs7ePmRJ/auCuQYE3K",
-	"N+EC85l8bl80ab+paW5Hzjlpu7RyL6ucYKKUAQ4uPGoyIHEuVcfr2sb7b/Z8ZaPjg5rKKzZGy1RSkX7x",
-	"DK91Vzxjs/nv54LESQxRKN4XAMBZGwBcwN9ktfX2axP+vZZtwn8NxVvI/AgS9qRXnsYiOnvtOBysmkG6",
-	"ELa9WiqK63z88eP/DgAA//8=",
+	"7L3rkts4tib6KgjtHWHJTSmlvNhOZXT0zq6yq3OXb21nnZqeVh0RIiEJnRSgIsCU1VWO6F8nzu85J2Le",
+	"YL/IfpN+kgmsBZAgRUlU+lKu6uyY2eWkSFwXFtb1Wz+1IrlYSsGEVq3hT605ozFL4Z9XMVsspWZCv2HL",
+	"hK5ZbJ7GTEUpX2ouRWvYCnWasZCs5kwQPeeKpEwtpVCMcEX0nBGlZcpiQoVasZRoSaggjKYJZylJ2Y8Z",
+	"U5qsuJ7jy3TBRiLMO47W3W/ZOuyRVyJZE0pSGAeJaJpypgjXQ0LJlKdKuw7mVBEhicqiOcGp9EaiFbRU",
+	"NGcLasbPRLZoDf/aMgNv/RC09HrJWsOW0ikXs9b790HrDdXsOV9w/VomPFpvTvp6zsgki2dMuznjPCKZ",
+	"CW0mO6NcKE3aV0+vn5G8OTLlLIlVZzgS4ag1yvr9kyhKqFLwTzZqXfz4e3xqG7Q/XKzsY8UiKWL7NAwI",
+	"fEzClNFYhUSmJFylXDMV9sjrlCkmNJGCsFuWrkci3xiz0CnVjCRmUCx1w74gdALfwGZyTWIeEyE1aZuF",
+	"n2aKxeSGrQPTkZ6zkXDfTxgXM5IJekt5QicJ6+Cas3d0sUzM4o5aMEaY4aN+/2L1+0f90qbUbAIuwVVc",
+	"v/x2hR4owmPSpomSJGRpKtOe/WXM45BwYeiD8iRLGZnIeN25ID9mUjMzPZjmWmYkkkLTSJNM9Uqj7sen",
+	"0YA+ZueT4+kpe0SfRCfx2fQxPZ8MouP4hLWClumMp+ZgGHLyZ7Tg4jkTMz1vDQe1RMZ0ur6capZuTvAt",
+	"7rM5LSvKNZmwqUzNnHW65mLWa1U64gtD0kU3XGg2Y2nrveloSVO6YNqe6a+yVMm0fk1Dwd7pcQRvhERO",
+	"gVKWKbvlMlNkSWcsIJmI5lTMDLUoJuL81JIpT0wfeJa5Lq8kW/9n/+pvkr/42+X6Je+/e/G2v34x+PO7",
+	"F1/L1YtruXrxTPLpn3vRcWLohpsB/ZixdN0KWoIuTAs4qvLE6bt8hfvHp8HeJffYyres5lhfkkzwHzNm",
+	"qJwsWUoSOeMRTfLz3abku++uvjasjZKZlDGJ5pJHrHMBe2NYUsoyw/t0j3zLlppMZUqoJgmjSpPjUzKX",
+	"WVqhsrP4eHJCz1m3Hw2m3dPpY9o9nzxh3cf0UXQWn7KT6fHALQpytGJVKoxyN0EWy3V8dnboar2CRaLJ",
+	"5qq5X4a49RR5BEVqRSryWCRycLwaSoy7XfD/NEuYIlSZE5oivzI7Ylsxs+tcQGcyMwyOBcjSXA+ZUMjz",
+	"iOYLOOlcjQRwtnbKbuWN4VZcEUWnzByxlC0Z1UPzIo5F2fZu5Q2yPGTondKejkRlUyss7+Nu69238Vu2",
+	"3sZDL19fmdkBD63Q5ORR9Dh+wrrn0z7tnk4GUfdJfMy6J9NT6n5zg19SPS+GfsPWYx7vJMSpTBdUt4at",
+	"LIM3N8cMt+XmmF/TGSOK/50FZGA2btDvl4Z91q/nHXBPlRYxZlOaJbo1PO4HZkUtA+33g93sNGi9WrKU",
+	"apluW1Npf69Z1MfxYNqPjmn3ZHLKuqfTM9p9MnkUdc/jPhtMj+nJ5DSqX9QPXtDXNNWCbR30En+uGfMJ",
+	"HUTn7HjSfRSfTrunkye0ex71WdeN9yx+xD7RmK9TKhSNzDC3jVsXr2yMvD95zB5Pz6LuSTQwq/3orEtP",
+	"6JPu6fRkejZ5Ep3Hg/4nGfl78zGKWnDj/pHGVpYxfxlZgwn4J10uEx5RM/qjvykzqZ+8bv49ZdPWsPVv",
+	"R4V4foS/qqOnRtDBrrZKRobDLWhiRsviIQm5uKUJj8f25zAgIS/YzNic2wVXiosZSpLufSsO9Frvg9Yf",
+	"qY7mr779aPOA9t7Yxdo2n4l5iayo4f6RTGMGG12rpnR9PaWuY/vVUY1mA71/JcU04dFn2ilLuZHtVBV6",
+	"UJSlqbmvlKaaeZsHf4+B7Ln51m6Vt4+59CvGy1TOUqYU7t2V0CwVNMERffL5vZULpueoF7B3SxYZvchI",
+	"4iw2OonMUqJ4jHPDgY1BfA975M8goPtXujnb74PWS6mfyUzEn370L60G6TMYmZKYLaUySmcopB5PzVhw",
+	"cd2tcAmvfsQT4hr2mOG+82KH6x+YC1hNfzJUoVxEhFx9uuP0mq4TSeNrKZ/TdMY+L/8z6p6ZobxlKXl0",
+	"Sr7lfxyScIlDGmspx4kZFG7gW5be8oh9V+iwn2ewMdV0QtFa4inQpB0qHNHYexp2hkYfh1NltjfXxFDU",
+	"pkaZJCEoll3QLENiLQaVLfZe2be1npoKU7iW8gUVa3ujqc+wSlKSBRVrt6+KTFO5QKXCCVtGih2SMDXM",
+	"EY0Scdgjbz7fqnwnaKbnMuV/Z/HnIRx/6nDV491tuJS9LIy2agU7fElESRazuDMkYeaNFw/Ad2KZyogp",
+	"ZQjtqdBcrz/PRMB4sGHxc7pkzKdTBleh3f7hptgCKnc+DZUtlzLVLH7BYk6vQTj7JdiOkJqE1b5CWPt8",
+	"iOOFGePYSJBm+O+dmAnkeBlFbKk90ZHGMUdV+3Vqtl9zI2BOaaJYdUDfz9eEEjWXqSZLul6YBeSKUGgS",
+	"Bail18ZPrZRRuxSbDVXvDiAUFitzj6/mVLurhvFbZqgui80B7JTF8RcsNexKEzpLGYuN+mbaTaTR/elC",
+	"ZsJoaJ5ye2aVsZ3KbSGl/9VNobDoysnfWKQNVVwueb3BRzgd2FyI1lLdFszcGLnVQSuWTDubSxaljJo9",
+	"pLpu2dCCalaGK5XhkueaQ0w162q+YJvqg1mzJU+Z2tmu0nKpyEqmYMtoK6bJBOzjMkk6F0RkSQJmCiEJ",
+	"E9v7Nu/hXYdKzsZY+BbFy7ca7NGHglZClR6bI7pzSuYtYrgSE9ocGbMTlkgWXGSaXfjcTDkC8r4AWZpG",
+	"c/ZAkYRPmZlk5+5zX6Zsyt/tmj/ar6I5TWmkWaoCGBRLEhwhNeMtnwJ1M074LRtfTr6qXSprc9pLU/a9",
+	"u0/OKBKZ2sfw8Ny8xXer5w022y5S3mDgH4vK1pdIuzTX7Wf2OVc6F3g3luSpuGWJXDIip7Dkm4fUyFdb",
+	"t1AFRLCVYdqwk+Zrrtmi4bKYQdpR0zSl8PfCXKAzVstppLWTknm2oKKbMhqDqCekZr1Ge5ZF5oKuaTxZ",
+	"gUk1zZjhyfa9XkFgEykTRsXGFsLqFA1v34ZmWwCm3+170GxJf6tL+DY/cRUHqrlVb1kYkBCOBxhg2oaR",
+	"szjIWXwmNE/sG3CAwo77gMVoBbDnKQSOY32c2LY7eWYR3CGMixNY4wQNWpfmFkd1to4VUQ3cN5dCYx4P",
+	"CS2rmPifdjjlSWKmp5jWCUx0SdcyAxMUSiRhMBLhlHJ4LWVTo1d30Idg/k00VTcPwLUsk8y2Cn/csjG+",
+	"wmJowz2MUgZCCLaCFqR2CP8dF53j3zA8854ZMrhCCYrVI+vqAocnFUau5hqvGS0J9aymmtEFaYf2gWF4",
+	"6RjeNsOChTKPCFUjoTKgC3xK4zhlClwdKQM5N2KdHnn40DCohCtNZqlcqYcPC8vQhEY3RE6nPGKEC3M1",
+	"ypTcslRxKRRpU3NImCCKabMe77rsnWZC8UnCuoYowgAEU0qiRCoWkxAedoZGVlzhEsAEzUtmACwm4INx",
+	"9oLeSFwq8LknRq1qh988vSZHIPL9AT/9Pa75LU0y5jfDFQlP+31StUNW/Sa4PRuXY9DamIshcLN55vgB",
+	"aRnO475GwjL3I+UJ0LohE/hHmW68R45qWkHLJ5X8T9uZ22Z707WCljsG3iOjmJT/wiPt/rBHr2jNJ5rW",
+	"D94JrPPWfj83SnHMzEYCjQ5J6AYRAinnJ1PPU5nN5qgwG2kXvfckkkLJhI1EO/8SXOZUxEVbY0EXLCTm",
+	"/5qPFp0LEkYJt0TtCD4OSSQXC/NlmomRMIefKJbeAoW4l9x5UQTXBRlB9TeQnMxS/YxLBMd68zWzWgpP",
+	"ZLkhN/K8l05AVnMezQ1lw0kTciTcWz1yWRwYsxSbByY/G5skXT0ZJTp2XTSlZO/9KOEFBTwVOq1RXV4J",
+	"Z+krbfcDVewv7kjChRGI2+aekWlYo8jQnMvvvKG9C+G9OV+WMJt8Y7Rmd4i2qRTIpPHEmTmYw4ZMEjnS",
+	"hCVSzIzcX6d07L35m2prsRSsua62bTLMbFpzDck7gLu9imQ1l2ZBWIzRK3ZTgbnm5x+tvYInEKxgqLpv",
+	"/9et+T/uf2EHHdtiTaSem9vKNI1U3XwC6ELb4xgFdrJr/DCAFbexSvCO1cNJG/hPp1c3CsdK+W43p09V",
+	"kRQRS4UaVq0cD5SLKvAkkADjnnxSde+5ti2duSApIlfmqY2luWFrq5zD7IUUhv86AQUoXi2pUDmfK7Ny",
+	"J55gjJtwYVYHnwW3Tts2i2pPtjEvuUEbISQsVjlsJHPnks22QC77c0DQgmNWLppTLsw852TGb5loKNyD",
+	"aLVv+4N8QYPc+iPTfANRUoMjZuRMu+YBGokMJRhZD2lEde7Eitw4t58VOCAu/sqOS6Y+IeDwAkdVDxRB",
+	"TTynO386D5STNL2NNGyWEjuWRuvrnY6ta1xRAOwiSmFZIkRVlZxqUyef320tM7EwH7N4bH1zW0eWv+m8",
+	"ePn47tBxnSkEb8QyM69yxsBdthuruWUq3q1ZIvAKFZV4X+WA+yewdA/W6qrmxn5dq38biWNJZzlhgtBP",
+	"Ejk7xOpiD04eFoZBhXezwhTSUY0lZk7VeCHTugNmdHzgv1TgTQezmsokkatalT+wEURbuIoNSiJg7Eej",
+	"XDVwKGh5oZV1gU2oBIYu9nJqT7H5CnqwB9eonkY1pAof9w4mVWuvyJcnyKOj/BHuJI2GxiBhKcSN8w5G",
+	"oZwYf5N2IYh+qYtCrROF7+5/8KNmmkm1Ubpeajm2Xpl9fF49IFpqmhAtb8yhgq9I+xGJWcQXNFEVT9Bx",
+	"v99DkbOu7ymn2uuZJsmraWv4192E8oxTfYnfvP+hzjn38puXOOQpS8HHg4urOmZ5c9eVO3WKJoy0zaqb",
+	"se8Q82Gjmov5N1zEdfttd7odvn719poc2bGFMDiKYqH7DQaF4q9THHMjBZgnfjhUvfh+LnMSsXHbeyfS",
+	"VNBeUu6tteeXgmnc6cJPqd4iNLF3LMrMjQ65DXb7vD7tMMrEODg7Pe9BIOCHyrETKm5yGivU8IT/mPGY",
+	"ayNjxvBD3k6tDlMWC9T+0xcQjpcCtF+Iy/kdunc3y1dnnWgDhFuRMXyhAjalfHarXGRzZlVJaY9kAtzy",
+	"GU+Su3nEjfRS2YsaL7glrmZc5415u57flGgxAPYDkq/hkL0NYtrZSf5iPXHs+rYUQbvpwNvcELuPxeC2",
+	"bsR+ERF4IzvIJWc/+RjCId6t93LhZ5ALc3po6iR04s1dxcKCAH+7YuFBa/kBy/jbXMKv5pSLP1FVK12j",
+	"bck3QoCdqd1/B/adR6dkzt6RmM+4hhCnp//XC/xGBZs/XqdSVOTb/ruz6Kx/yuLTk+NocjYYnDyZRNP+",
+	"OaVn7Ak9HfTj+JQO2HH/lE2fnE6mLB5M2OBRPJ3QweT4uA+ZkUuqNUvNgP/vdv9d5w9/7XfPaXd62X32",
+	"w0+PTt//e909DrN+ncpbHtclFRrm/J9vX73svnn9FVna15CKBNMrmd5s0hFzweLlpq60Ql5jUysDYEzg",
+	"weViBk5cPxQzIGFCZzPwbIN7SchxImcqdNzLmXsbUdSc0Xg8SWR0s4Xx2qk9UJAATOBVZOwwZkPDtmOb",
+	"V2n2EmN5zG+l3Tw9HRz3zwbHnqTKhX50un2gPm/fauDzxgjHkcG6zKXSF+gB4wJGtaR6biRJSGgiNDWc",
+	"/5al4JESZbKba71Uw6OjiYq65ogoxuLeREyAdHsyndUK8lndGYGbEJwBBZ1osApnytzPgq1gaRVpUxKu",
+	"TK82+1jhv1U2ydvr1N+citdK0t9jHnmxQoQJzYzKFkLuQ9hci4X39zFBd1zewstVVmPtZ9hSifICezTs",
+	"Err51DGjr9Gad21Vg/qDibqzUx9ccFtuqUTrbY3rbpeK3kwdH+xUx2G2Y5EtJmxL0jAeLyCPuUxiRbje",
+	"sDJ7LHeKcvcdTtM0lYuxXYn6oSgmYt/aTdqYQJrHkcwky1VCYAiZuBH2JO3lO4mcjbmI2bsdOhmqfomc",
+	"EXizwULsn7diTOw18iD7Mq/e4YBUApKWTMSWjUdSTHm6QB6eMpnOXLRRbq0OLacoT+3CPs0pGnxHQtrX",
+	"0OBA2oovssRofZ1SZ9CDG0aZXPOXajXZd+N57a1vNqj+3u+19knGrlGfAirUGLRyLbd0YArW4TaxjkE8",
+	"XSz1+m5a7UtpMSW8aXgN19/ecGplDLnZmCftEBLavufo8vXVA9XZIRPsDZW/ElO5W8CsipXs3TKhAmKs",
+	"aq0j+6RJWCQjl9kZlWjHruAe8dJ1UQzb8fofti3xVzKunZzSMKkFjeZcMBLJmF2QjSUm0DrBd1FXVL59",
+	"rxIwZTTg+rxNyGb1kzbBqeQlpgStPG0NpqfnMh6bR9SouPBCnGHCAhsvbMD+2Df0bMtDrAyqJgmxFbQA",
+	"eGNME7Pba4gKxoCtcj4WDLouQ6Jm4pj5kTddRDbi3wuugElVmlxSnuZHdiwzPZbTcUoF9L1ik7mUN+Ms",
+	"TSpL44u0sBR+2qL9XfnpWnDsN5K4DBkV7GxzczdoHkjsa6YpT7ZYXFI5SdgCWawUDFmC9Wkj9MfmKYZ3",
+	"6ojWqAhkKWF6hAsriSC/SDHqEds0f2I+FPira8/r1pMPEaRckVUqxczHDNnNi3HURbtbjySwno1eX+BJ",
+	"LPjNFILCrEPT4xkVT4s933sZHjACyA4yu1XDpl6ztIu7YzdNkfaCrsmEEWZugU5jA5dPFTVmrgIEZyd8",
+	"TgGeY43I4f/o2puoexWHdn87+zcGlqiYeGkAdZv0jPLk7qlN1YwkzCtuntVk7x3/ugnIDVtqtwxzrrRM",
+	"12TBNDXKVFkGeZ7bkXMtJWV/wxTn3BL/6bKZnqGa/T1yqnqHEt4vq7lUjFiWRpiI4Vybc2dV9Rq+gD+M",
+	"2a0DBKuYn+A5uhlItiQY4Q3rH1pvGoIU2cRL6pK+qdaGxOutoA0dSgc5p+q17yuttrOrLE3qv3BLt/8g",
+	"7IrDMM0H1RWu3eHCn1lnlHv5zUun11FFqNPsCA4JuSl7RyOdrMlx/usyoRFTYGigmiyk0mTwhNhNcCat",
+	"9sqF9icsNs8hKW5DZzw7PT4+6/U3LFU//3XQPf/hr/3u+Q8/9YPB4/ed0aiHfx7XG63u7tEp+VkUTVjd",
+	"JVdyJjd1IRdexv3un7u5cqqHvc5/ttsLcwWhzxbX5TvF0rtyU7kgWtpI6gCpQ0FaZ43kv6iVQeCAslRJ",
+	"4aveFkpryVKPHVEN5itDaRFVrEJWNKb/QaMF67lHQRntqAzxdVLno5XJfpOPt2bm9epm4CxtW3VL/5Iu",
+	"2N1W+zJnPeWF3W4ojLkCxEP3nb8eh14p0EvthND8uzkCa7py9uGAsN6sR8IJWx73UUnXaXTcr6jo8HOZ",
+	"M/yVdv+OXCAYPKpnBHYQr52+sDGYP8kVmVIb3A66/AosEIj5aEQ6EH6dLZuY5XNv+FZuBAiTgkD0LRdK",
+	"UxExwxMpAoaBFmyamsskBqwwrYiKqBAACRfddC7Q3pV/i0wSk6G5HgkAO0ScAvOtkDFzkkUO+NB2TFhC",
+	"7xaTAA6gFMnaDNClH2Eu/EjMGU31hFFt1fZBn5hOeYJwhug97QRESftCMTkP10wZUiJhtoytuz0cCWqR",
+	"/NDvaVYBr3jCaDTHxAdztmdsSKgofUtkYs3DVnLKxwishCxlkphV1iy9pQlZMCoAoDMfGm4eqmbOj+l2",
+	"CoyqpF2ZjNJyuWSxDcZ2W6xWHMM75XQKUbBCOmi50kbYoOnqRSFoYiEPaoTlLMltsQrHyFU+SGuRIpN1",
+	"2augPfpz3gUzTTUSXPdIqOksHBbNAtBj7t+VMYMEYzOsvzPnxDCcmSWJ+a9N4TE9g/yqeiMRlh6EQzJZ",
+	"I7YnoYmh5/aSC2EaW5Pwqz9dXr0cP7t6efn86vovY8QXffn0+vtXb75FfNHfl1sLRgL0PyBmIP9YMoQ5",
+	"gFQfFMrprGNoC82q4TCfDL6j3EtkkkEY+0hANhpsE4QfkYRqlqzxInJYJ3YgqkoemBTJcSR44BOu9Ehw",
+	"ZfPbhnDsV7iDK5klsVG18JlNmsujDSIpdEojbRN5HEosnbWCVmkpwJwAE2wFZsNLCj2+v9uYHLTedWey",
+	"WxP7hlQ43uUcCd1bIbqzLAgMXOJa4Vn14/UrIV0HZYnn9Lfd/hwW7wCNhjbmkMYOpwUJ4OMPaYcLcPvx",
+	"AQZoWDnwdcdRcr+gIaY2/CMH7bTsGTEIOptHvHAcAs1Otx0SB4BslOx8YKE5DJsOx9Pz/p1cJOCg2r5V",
+	"hf9q2y6RtgXBMPvEBd4wcorXgHm9U0oF8Rq8+47u8+fazTSMQelDdnKXk5e0ZVok1VqG8kB5AsO08/Ec",
+	"wQmdbc6tmDf55//7v6yA4Z60+w5SG8DglEQpZ0mVskYGu1Fzf1PMF4zDHQ54UrlzK5/Gyd0c2YWAuEuy",
+	"dnIkgGegYaTOgmBoqTYQweftu3dY0RUcVXuNvXn9Vd0NFgbOjw4Wmc4FGtnqTq+5mBvb3sqBFjXWN7eX",
+	"W4+it60wn4W8RRYelsgg/Fhcs9Rq/TGDcSDxTbMkWROLBwU4LIUo80DZgW9lhaavmqPTP78T6RWi5o6l",
+	"3EYleEQMAZgzD1A5cD+qPE2qmUhdTtoregFldk7VXTemqqDZ81OJNHBcvbqNJTrbvBkr1zdyoULIaG3I",
+	"G/6pLS18vc64KlCVmsXL5hgfP1Wk7xu23glQfIE7aXZEyFVg/msmLrUR5iAUBgGa91vnTE+bs/mhRk9n",
+	"K8SxLkoTsChl2naH6HMQw+2vRdOoPdv63eL2ipX/TcbuOcTLLVOyefuHZ8Ng0i+qQwCeiB98eK73BuLz",
+	"Xgv1VnMP3+pKq4vKt1blPXHzZWjSnatqVHyblgnWkZKPxWWg+LkHRz/x+P0R3rz4yF68FznGC6R2b/ty",
+	"Awdm59v2nVLyy6H4HyVdzX68sT9uyb6y+B01HhZzgot0XLSecKfn1x5ty+Qan2zpnYMmCLEbNOIBStSz",
+	"vY2JHsK+tp/EJjysusK/aU72J3Qm7gDyQPC0sr1vNZdQgIXXGOKtzr8zKsy+05y/QUST2oJSBeF1OEor",
+	"8LXzxCoQZs1GumjPvdvh3Krbzef44YbrEWKVIl0krBWI2TDd2jCow9A1AFanaNEX/UAMWCvNFmZn7pS+",
+	"thcog+oqUkbgmfuUTFDi8cMs64dWsLnLmJK2ThlVWbruNEt1q/ebI1zHELlymA/M+XcUg5pM5d5B9Roa",
+	"Vsu2QB5+EDxECYVsRm+b8QMtm1A6eLAbBKV4B8dvOl/HwD+w+wAC/HCr/JzsYi/NIRJzbKRDkrLyjwIw",
+	"9R+ciVXcT/8KcIk1eO114kMFir0K7OYdpG3x3h8xMdqGEshVAcubx1u8r9q+Nybzlf9zHoG8X7HPA3l3",
+	"i+wuBB5EdvfJ3Q0hjdQEf3fupCo0SaD3o/PzAgl3DdO3HWLZiLqKdc/liqXdiCrXs1ovJjIp95GpuDYC",
+	"0eGR7Ay+r8lV2N5Q04UpUKWbLcze/Xcj2B4mbt94oHYEjDfuZpvEUXTCXS4SOrNovo7sHVeYrd64t11X",
+	"WtEjxO6WQ72d6+uB9R/lFq/tgyrQB1LNaVL4yNDB5YfpZyJm6ZLCbYfBYLk+Zv5pXWh3c5ntAst20Qsx",
+	"o3HCD4F1A8Vw371m5Jpn5sUdtoHNAkV7jQM1cdd7ajbtBhS4g+2+MYyaEVZXQh0KG9EYdwwkzMSQnNOx",
+	"S0Lwhqx5GS0YeU3X9Z2vZabHaCnYcwFAvj6Cctj3S+dBz3ek2TRGsPhgkAGPAqhmvZYnrYwPurTdVw3z",
+	"kRpBh3sCkMMPb2DMdzjwByqvtcjkOwIxcwG9NsmhMMNXr9VNUIsiWg9D+KpXZQUP3VuAChp6CfOrwtAr",
+	"19bGPboZn7CFDipSV9DKEW2rZ6OhbFukJTSj5jrxeNMfYHMuxtb6txtJTFt9rcizgc+LOB2fB6P7wNnv",
+	"QTMdCQSoJm1aCJie2Mk1FzOwc0AYGE1Yp8CyNh+hamtdjIhWi5bPtlmAhAEapJAa0XAMT1kz3fFsnm2b",
+	"t2LjvATJL8yRsOMwrwM+tunQja24cB1CNULAmL7WLGddnQJTeyTaeAHDB+VuXbOdHoGEtAKi0iUl4QrZ",
+	"KRmGPBJuSgFx93lAIioiZpeEZPiK68rbi06PXPpYo1yKkXBxauFp/5xsL3pmLgNkEcoFCWHUzkEaaQFm",
+	"W9VLXVDW7kxP1HZsoB4XW5J2y2ozaTuLFVQkRa90saUlu5YhlXJWpXJVUkU8ke+IzZ6UaWck8JaEOA1X",
+	"hdp9tWGnwbSz0M0yxCCVNiWDPkbtjcR5n3z39uvrIn+TpozolSSpXCkkZ0MZckoG/X7HhShaj3Aio5sD",
+	"9qOaIF2H2oIm1Np0hHRdtZ9+kJ2iZK2tGYr1MOwNMjZvvYHtxCRecxYXbH8g+tv8Tfd11QrhiLPUquf6",
+	"cIsVbDDSRq7PkswqCKb0OKT3Da9M2OntvBua+hRqe/0w58LmPfWvYnJqAODp7eMh1kD/u4+B01QvENyj",
+	"Nn1y1KYtVHOX43p3JKdtpPuvck7vsNofbaF/o4ucW2V2Y0QCxKePre5SEDYUfdJ2Yb05WAVx0KCbq/CR",
+	"8s9Qp/gE0K6H+ULzvIyGBp4vK22u6mkrFrWWcm5ZesvZahs0YeGdgUyhWUKtxa0+f9Ym3dblgLsaJk7d",
+	"Y8JQUFzk5yKYDs2zdAmmija+VCsJwjX3qTVxqG0CNaiWs8yobB42WKPOq3lcNb3LJRO2/s5YU1U3jDcI",
+	"2AOhwL4O7h1ZTC5R2cLwSKvhjs0H4QOFOpAibdPVSHhFHFSBenLDRUyWSabKUg0XJE9oRi1m8/6HGWwA",
+	"ttfM49WSCVLtHjr2EXTa/vB7xQ+deunDe7nB4clE/L217CpNZ0zt0KKMHGcT1d6avwgT2eKBKvBSG5EA",
+	"fPo2WyxonQpVxVvBMXk0WUcg25e8vBzB5gHcddibXcAQY2C/uOP965jLb/LStRxtBxLB3dHLD/a9MnHL",
+	"Uymcqr3Rsk0FAZQ9x9icM8saVnCwcYZyUh2i9pSx8XYk6mVCtRksmTIWEEqmaVHtwlpocisaXFsVAMle",
+	"f7DN0bvHJ/OhMag70RHUnKY7p52PAd7MYVXKi1Cd6/EWp/aOiFd/i729KI1wb1ysJdo9MZ7OZGZkwCKD",
+	"6KMEeC6LU9MgXX0b0MSO6M7yDA8J7tx6apvwusrC/pY53lVeEbJ2bl7ByISLm8AmD8hawXFv2WdEkxc3",
+	"1eLPj4/JXGapDVeD14qOOwfEtwMExLgWA+Xa9v3AQZJaFwoW+XugSEzVfCJpGgckPMr/OMI2j36CoI73",
+	"4XAk3BIkayLkCu3Z8OsDhQF9XBEKld8QIApzeDo9cqVhyjbtolJsb7PLPx/P55NFnFx9M0he8T/26TfJ",
+	"36/g/5/dxl/9cX71p/9M/vL9ahZ/c57+z+9P9/OfYnVKnrsd1NE8MM+V+zrEEleUCLuTuTtnK/8KUXke",
+	"5EetkALgJcj+POgkovgM9QHn2XFE5tWI56nNDFKdOyalQMGxAsPTlgBtfm5jrkB/bNiLez2PHua4fXcP",
+	"aNgBC+MVuEXEKAsuVDCovQgwjUUgW+msofzTNMgFIbSg6Fu+jJD71cwgchc8mqYhFt6HRYiFlno5thaF",
+	"WnIAG7mh7C4XBDRSTFm3+CNTrLbYvn51/bqDye/oOlRqJVMo45vy2VzXW9YbZWvCGn6SMI8SdI8X5lFa",
+	"lF0hGf5Z2sNIrmyp3q0XP4ttLcE8O6hM9WVWwUuiRINt92QPs/CqsSQJXLC6lvB94I+i2fQb1wLbNfcD",
+	"pEp/5X/rV1Vz+cGvRQ6VkQ8RJOCDD5MikKT+xSSJN5a31wCbVveDLOiaxNI5/HI54sJaIg2/IggaVXLM",
+	"jkRI4wV3QDrmFsprlqrAATuqCxLGDKkhDYf544AkcmbL01rLxgVEOwkqImbaLJWRsvWxAsLeAUxRQFJ2",
+	"y0TGyoA4MCCIQbM92kRyC1Tn3+X44sbGbd5bm4lGrno+aQtZXD5rpocV+cFcSBYpHGOqNL9lIWk72Q0i",
+	"shxbD0nb4bFc5MKbwtL5TMRGzyjN1ZVjx7Kdt8y7ITZgfO2LNbP1IkFqD6AXbdp2wKM2iGxoY7jCTm0A",
+	"6m7v0yFl37w6adRzdOEoencrMgwxhRUX2O4MlCmqfau5OQ+lgmoB4eYaWZfFxZP+k9Ozfq9Z6L8dUKP6",
+	"4zAMu/YINFIpzeeP5/AadodVkstf37tJ+3nmvuhnnk/7jkLZdveb17e/GbWUUs968SDdtfpbaVmNSke3",
+	"27k+SxXKC7LIlCbsx4wmvi9Lb9TXDHEoYe/Q4ovNlJQvoBZdSYyvKUznUdVeOimVdKlT973iO+adXn5t",
+	"DMulZ3wEP7ydhVz1oBKNiCfrcEjmjCZ6vg4Q8nFtj+aU8qQrb1naK2oiDcF8jFoPTRLlYJHbAB9vbmm+",
+	"YFAm09z6pfJJ5lOjqVngJzciLcEz2iuKK2EfUPSIKzJhc+7DOo5EDu/ygEzWZIGwPVSYEbMVhm2qXlGd",
+	"aeig9TyQv5Dp+XjG9HPzwki0Nb1hAoKaLeGm0t7LGDHd6ZGHDx0wH4hBs1SuHj4kRvkkCy5kmgPxtbkm",
+	"XI0E+niFYUQBCd912TvNhOKThHXNxRxi+Cm1EH8khIcdI84A7KSNBjfvmE4BIytlIwFQyfnemp+5MNJZ",
+	"1ZaYX/WbGUiVkYA45N62RFF4IDdLBth9gjoMsMStH94HrTe1ZOpKRsq8ONAvB/XcOz77cKDnN/suvTzA",
+	"wr/y8tg5h0ICnuiAFJGvRKYV1s7jyhyev+6+evP10zfdJ08GxydVVOGzPSi63tDvDlS9bXr21CjNlnXw",
+	"9R8eIrMTRBqjA+4+K/S816VKbk7Gq82zF1sNSvdtq8OzfSLXVNWAm72Qgq0NtwRAW9yIFI5KzEjdSBtn",
+	"p5ba3JGh2jvbkbj7qYp47y+X5YyzhgAXsEgRXTAEhGxDQT81l6kOrQYJ2QqOYPEiqyQadC5ITcGt3iFG",
+	"XE3VDRhx7Qi8IBkIBMGx5E9LibSdg4pw74+aMeT0rXn7bsW/MJCG6vrDseCCL8wV0v9IgIs7pULD6Iv+",
+	"wYsHr+/AF2yuzCiZZCCrCbktNMCHNGlq3/Ea3lnXazsTCtB+7VKTmvd62+hE4osfkAjqupqsG8Vi4tt3",
+	"3admPoXv3MmySTm+Y+Gg/H8k/Tx/v7a4T1XSb5BDbZoEJFiiZUkdLil2Ih+FkKXv5Urcrez8HSrLWQ7G",
+	"3kVMKVv41DFUX8ubulRqLeUNPpaaJhBxBnl6O1luQ6w4W8G9SG3N42Urhey8bQ62lL6rbFrFB+OB32yc",
+	"301uUT4F5eO3N4SnwqY3rYh+iCWtrPaEJVLMDB0ZIgGFw89ODIqda+dUTCfS6EClJOAQ0kFhXwtQBW40",
+	"etzFarYEdO7yIeE700CcKV0epBnfioQvrl6Ov376+tXbq+uwgijtosisg25tpOESOF4+fRBHbFU76BIq",
+	"vSldNmLmr9QJwHah92cW+cGuB2UWuejYD00p8mTB+0yiz5BJVCaOpg4rj0w+IIGoQpi/SZdTMcc7rO2H",
+	"LutveUm/r615U4iUO7MPAjLBDIIeeZonXROurEFFzPScyOlIaGf74pqAiQjiLYYOt24zOQB4vGl4JGzO",
+	"Lb7RhTf+YH75/T//8V9GiDCfT9YkZlOaJeYacSAp1XwGiLEfCZfWUJfM+wd45/flxIcK5WRKH5ThAJfa",
+	"fmXH3juHtGyv5v1tW7yhGmZfs0KkWCAtXc8ytcYms9RzKlDN3N0r3rGHTAgFiP0tF1f63VJN9vVQDQvZ",
+	"K0HkS1x/zkCau5uB6U9yhWAYFV1/Q/uqWG+2gO6FTg0MiWAsViS0Uml4YSQ6FqO/2f5m+Ffoy1IFXlXL",
+	"vVybGVCvA0NUAETfAZ6G4S3zii/zK9uqEUhzoIZowYzKjLe9Te/3jJeD/t4aYMGHG95otDUg6I28a/U+",
+	"s7tGALdOA8ALuWFrcsNYEdy8ubtGKUroElcY2F5r2Do+RVCcspsnzlL0RKgsmoMUdXw6DwMSnvcXWLys",
+	"b4R7ZyB/fNyfVwx32K633ifHZTM4GLx/13am7991/tCe/7z4Wf28UJ3O7/69VjXbWMMNwId6SFKaGFLw",
+	"7N5FrAAC2fzCoQLFyD6FT9wzIO1zh5cH8lFc4nexwN7FL153xCCZrr66OFs+wKNCfsxYxi6IYjZvT7ks",
+	"Pi50nsnkszNqxZqxRYDK/y5BiuRPc+aT4/cV4ENYuluKWSX8p9LDxsKXsgS3wWLPDNHD7OrKMtea6Q1n",
+	"WVCxLktBNGVYDKZeDduP2MlTq9GjC6D93duvrzvOE7DD+H98tgu4c194TN7ry29e5mEApH28tbvz47N+",
+	"34bE1NkAZ6xR9mZ9mibsu0UcqwCh7fPKV/z/e8FFAsyUc7kyuea/Hz+RvrvClwf2cnR/VowBRpjiP2bM",
+	"/mzYQ3mcb3fAaZat6TWQmoixlPApi9ZRwjq1h89KNB6iWwlEE/j6OIfOzrMGzb8dyJZ/Jov697m08sMG",
+	"FPd4OxR31fhbx3WcEAZqipPMagxoH+BW236YoObwtqME8QtjkS0mdVke4ISF6kaYXS+TeAO30lUl2i2C",
+	"fzqX3dbMhlp3VyNv14f4rT6xxyqlq52BgVJ00bDu4hbw5TxB3WWNqQVNEqY0yUQVD/QYHa+l/7XufVj3",
+	"Pqy9HvFP4LuybpwcFnBlN8JzRECwj+lbSFCOWEo0vWEqrxL78X1XTeCum2Rm546lLT4j363kgaauCgmi",
+	"xL9rvEyf0bFUpaD9Xo8NFn2Q76OoLfzh7o+NS/zeCfIZnCB1FNM4N2rTxHV3j0gt6f4mjfjVmd59uT/O",
+	"Sv9rrPLWjB2jAITW6OSYbYAIap7pVaaesdXXicznpbIAJTOrp8Pge5vnWLEoS7levzXbg7voUO++ZevL",
+	"TM931r4D42M7VDdjuRz/8x//FXZ6xCYqIVYMTVEKU8jEuCvhC5cVoqm0/kf38vVV99unfylGSC3ex3tA",
+	"WJhKNFwITSNgmTZ32pqEjOL7H1aDjF0OdC+Si6IL9yspvkDE4l2IZQXEQGxD3JlcJgyKIGPVKNVxOS8J",
+	"5iLk0g/AABuW+/Kbl8FIWF+ItiZJSBvLMfMhdaZUQQZ9UnMq4sTcK1RDSCBZpVLMANMBSt0AHHIVWhRT",
+	"41yKBrkuK9ekHR7RJT+6HRzZp2GApX5XIq9n0YF48kzQ6RTrq0zWWFct5bdMQag4Ww5zKAWwn+HMFq4I",
+	"FFMBcYZWLOekEPraZtlZbDaymvNoDqAANKZLzVJX07csBfZGYiT+7d/IV1KY78xczZOH5OFDQ6LmUYRZ",
+	"sg8fEoTlyjfayoJ0B9EGDi8JQvpGgpCwQjAydZhKpNs1NEVeXr54GnYA9iyn37BHcuwm6MSsIyHhaX9A",
+	"MkEzPZcp1i+fs5ThJlfHxQHGexC6e9nbvB7O2PHlgLgkiBR9CYTHKsCYVEyMgPTEGRewDg8fwmF0Ye9e",
+	"22aMYHgZOiZIJjLmDE9v+NMION6oNST//Md/BWTkOJ95AkyXjBwLty+9DwPI1MhSR6aEhE/NaEOCF4FX",
+	"IdZSjWHqkYxtAH5BRijp4ljKcfzKLshVzBZLqZmI1sX+Q+pZSNqsSg02thRQ0JVcMMBB77hqDqZ3GK3X",
+	"aPdbtg5Je2AO6fHZmfnaHBOWqk5g3lWRXBZFoKr1LYu+vbK4ZXuXYgtqSFgNIQxBp+ucEPMVMrRhWnR7",
+	"nbJlAtdXXkHalsrHGvP58HX3DbzJYtys0LTazhE9kYQKZ89uBHkuoiSLWdy5KA/MjdZJvzlBmhaPjwkv",
+	"FnN8w9bjlJkLIbwopgt4GsVcuLKgo1Ce2p2i81JDtpMxF+OlhU0MLxywfQGCYz0d4Wm/HwbubKUkPHv3",
+	"Luw5HhJzXZCOq2GVco3kWy5Wm28sYnMUWQltAES11fbMkIuCe4ZRWPpAyu467uiK1TlF16GxA28A8xIU",
+	"4bGUniRsRhNXxeHhQ4tsXyrkkEe6AY65aXTRMaenWMQGFQK8AgGm4zemA5DqleUjkGXjMa6txD3J4hnT",
+	"sIXt8M3l9dPx86sXV9fjN08vv36Lakn4zdNrszfer9+/ubp++rbQWlKmdAdvRZAeXHtUs+dmWN3XMuHR",
+	"Glpxz8LOBYSDYqE4GAbaEvCgOLI6PielxDF7gt4YwuxeTjVLHZ1cs3c6AOYTQc0dZQgNqMGs4VKmurxG",
+	"G4sxtNezzUNSTGiYx0TGazLlLImR+1mxeg2ocsDFAfM0Jj9m9nanC6YBgGCDUXUwP3IC+w0bTb67ftZ9",
+	"UhRHMNe8TDw2Rtrf/a7f7/f/+Y//z/xj8Cwg5r+Pn9kH58865sh897tnz559HRCWKEdM/ZyY7GkMzZC5",
+	"dVDDjMwhh/kB/gsj//n21Uusl4UL7Q4s4nBxfUGoabwy0+KeNEczJ/GYRQn4qNTu0ZhmzSKalovVc4Qc",
+	"GTYZM3P7xA4oy+y3RSUAVkEWjAqH+mLLpj58SC4FcRZHyCJ0Mg8WXFco5zgcPLgskClZGozkYsGN9DdD",
+	"hBmJKXYUDm9AlITu+33LsvonIREyXdAkWdsB2eWz7AZwYQjagc1dHzEQbodFudNICsFsTK3DZ9J0QhUs",
+	"YiKV9pgxtghtw0AdLAJLb42AbMvJ3wi5Mh3ADLAPmFVCjU5ir3OeJCSvU2Im0jPNXkPyIR4KXGYbiJ4X",
+	"eRy1MmE6EKOWvf/c9QhdPXxoLqGHD2vvbHOd4lgANBLbdBcnh/JYZkBBYUGMeeyChBc2r5KQiKYpZ1Cx",
+	"pQdjdwswzgS9pRz0z9B8w1Q98wDh9RIl3KIoV+7mMi9cryQBAAmQgCvRz+5s5CZNs1d52R3r9HPAyE6S",
+	"juZSQagbqh9GYBqS8PnVn7+7+vrq+i8haRu1xZ1VX2EZ2tMLWxbbLXcObuTC4evLv7z67jocifaSrl0j",
+	"kKpd0mQ6SI2huyrCfHjtAiz0gcqj8SBwEI4ZBgFi1i9EdaPMEeYhC15TShsxd+a3A2Dj5iCBIwBTNkva",
+	"ki0AhjctTs8yX0MdhlEWJYKrlWOIMu8oORLt8O3T6+vnT188fXk9fvHq66e/z18KgWlO1mbfWDIl4dur",
+	"F989v7x++vXY++brp88v/xJ6KIRm4HXt0kxLiDAciZ8x2+xnUMTIz2bJf66oW+RnUlK1yM9Ws5qsyc8j",
+	"8XO32639/6bxcNOtGpKf83pnJKqUQaNgFdryXTssl+UKSZgTbtjxvhoWj72nvdJTnaeNtK1cUBTzIdvH",
+	"vncMoL9jGShbl+pnGx9k/b5h/mBYPGgLKRhMoThUwzKB6tJiXfjnYLLeXrMfS2vhhKrDAAx+B7Lxs5mJ",
+	"9W9DygVAz5jrB8RXzUSnGLkLdTJPfOXaa2HHXCbr8oLDjQRE2XharvwXTqzULaK52Epf1R+rsC7Fo57/",
+	"yLKkjz5sV5ls1+Gw2q4ZhouG9Ug7D5B17BvvGEuCwCccdbk3Pe4OO44/dKp7V3TmGxLa2ymL8gQZU3lV",
+	"6mmtflblkTYa0Jb+7MuQNQRBGKGt9FXUVQPGA9G5P/sWUW9xSw/9ofg/NFsdW/Bt6/oUo9zkKHn5OeQo",
+	"c6MN2PQigjXrdjHJcnKUl8/mLIpBEceUsu4y5ZGlBrcMro8SZ2o2bVtSD1goiCpvvHho82hPMrgT7ROu",
+	"dEA2w+8xdW8qsxQiq9VwJD4gySwgNFHSoVQY8QZ7dO7AI68SgJ+PBnZUsyC3uE8lCauSrAbCemVTbExB",
+	"cWzvnsEGgL6pUXVg5Z34VK7mpTSjMcJ1oBXCrKWVvrYkvo1Eo8w36ggzQAMsQVxWW/1ByxVNY0QhgSQN",
+	"XoQ8wBIEhJrVKY5XXp2vGpGBpo+S9yI/4EJq1nGyMYZfmj+25lj88x//FdqqtoDnItObHBkeDdJhKXiy",
+	"XJoyrwkZABANHtm6o4jy+y55IRiJsCbw05ziEv8EYLVyKCic9Pxmc+BxFigGy06OBGxwfg+4FvIEJZuw",
+	"EtaEkoLC464YVLmKt4xMWTPhgGy5k/ITkSPejET41auXz67evLh6+c34+tWr8fNXL78ZXz67fvomJHQm",
+	"zf0G4jcJT/qLMLABpXwBkvXaFUV5oPLS7SPhy0fwaof88x//PzgZsujG0pED7wHlW8jYamtKy+USLHxJ",
+	"IlfuFMEnvZGwIb0RFWTCHLsoV5XEDfs9Pgw7F5Z3uaoVoTsSoAWZYw20t3BU+0cYFpDtJlRWpjJQ00Gd",
+	"KBCSjYpVE2crYstBf8x4zPUapdGRQDXGfDAkFTQ1q4fBM3gttMFzMEZ7UkGjq4SIcjGCAqW54u/znTYF",
+	"URhKmHasZun/PkNVsrD/Wr1jJJgwmrkZlDV62CqzXMwSh0TTsytcngM8slOArC9/kcE4a/5ty62g72Ga",
+	"JZ6l3Q7ddgXQNjqaG4ZdYcKYjZZfEEWlWARQV2h8MD2iCccK0S54Ltcc5UrULt/QMTBow+NXix65dI5Q",
+	"N95KLVZYi4TRW3gEMnwb7iFnBEatczVf2zyzhEfMeu6tm/N1KpcpZ5pCHUvApG/NtV6q4dFRnYP0SLN0",
+	"gTFeXCclR6nzApPL11etoGXRplrD1nHvUa/vqvnQJW8NWye9fu8EsY7m4ELG6Zt/zZjeWjhn+04aDrCa",
+	"ywB8n7CNeE+VpADHt2Q6Ena/gXnjq7lZ3oaMmSb9yKAA/NNMd5d0ZqQrS7dg/odTPxLWI2cN4gsas8Lu",
+	"lDsIwe6zwPMLeNCpuUrbIQBCm4sj4aC1P+MJGH8iuZiYvYSWLl9+7WkhYx6HRhVlkUZ5ynM75IdXSWKO",
+	"g6UTRF1k+RgMmTxQSB65ufQqbg1bz7nScJQQecBaQLei8xWvHH2F8Tvvg71vgtUdXqyGfIHD0UiJGzMq",
+	"h54+jgfTfnRMuyeTU9Y9nZ7R7pPJo6h7HvfZYHpMTyankQsjAAtx4eKvpIeAl7FB6PuW0eYe9Zpy2O0J",
+	"8v3CHVapzjJ5zB5Pz6LuSTQwk3h01qUn9En3dHoyPZs8ic7jQX/LJDbD9z5wHjD4Ihq5rk+bqOb3tSuA",
+	"B4jIFYHes3oUcMacbcssI18w0oZ1U/yWVQPV+8ePuoNBtz+47veH8P/+55ZBT1MI76hZnp3JRQ1GO2FT",
+	"FHgaD/ekf318Mjw7H56dbxuulocP9gcIv4TgLGCqx/2+C4OxVZogOhADH47+pjB984BNLEXbQajNjsq3",
+	"5vaDezGRMwDUPMXh1PWSD/vojzTHSYNPBvs/+c4LlICPjs/3f3Qt5Qsq1rYvuNHOmozvSmiWCppAbAJ+",
+	"dbL/q7do/v+usP5jLJXLygJmW73UACKEzgzLbSEj/sF8VKO2br03v3YBr5UK6nuSSkgbZB7wonj11VNC",
+	"SwZxQhOE47SqSKUmvVP3OsGOe3TbzVONh1Obt1DNwcwDfLkrnIMZQ7mWAdFznW2MLQ99bnYmtgXAN7j4",
+	"Dr4iP+XZ3hlUu+eY1wVk35/1/Wd9c928057TfOXAW5MjWFbMQJayDiniKzQAUUHyYNFKX0PfMFqUhlJk",
+	"xVJAINRgsrsocvfBsal3ZtBsmG2cy8HF+Kzo+sJm/KNiMpcrI+gWyW6OnxT5K/sCjOrYh0VD2Igb3sNA",
+	"dmeAFZf4eXTMTqcD2n08OYm7p+xs2n1CH026/WgQH7OT6Sk9mzj+YvSbgr1wTBl0ccEYfnyQvLaHV3ju",
+	"bAiG/QG7Y0r/UcbrBvwin2WB7+CHCmPSVusN01kqMIDNwlVahNsoU1ouLJo6nmwvL6bVf/eYDuJ+dDI5",
+	"Y8fTU/oofhKdT/p0wI6nJ/FpdDZ5RB+zJ9PzuB8NJsf0hJ1Oz+JH0ePJE3rO+tMBnPlmTK2CifG+HJNt",
+	"s1A/G0vdxU59VL9qtpiNXTLd1QTobRuF/aqgB51/Af1/Nu7cP93/0Uupn8lM2A8asPOvpJgmHMPmTwcN",
+	"OPJruk4kja+lfE5TTNM4HZw1mY7KlliZ+wWLOb02BxIuneMmHy9TGTEFZSyeCs31+td6YdmjVJvTsf3W",
+	"AvPcVsn0edluWaTxWnu6b6XcKT/WSo/PoO9Pbrf4lEIZmIoPkcRgre6FrybCF9YgmVoicfRrjfMAFl8v",
+	"WQFZWaNf2fVW8iOPeaxC0gZLuOdRKsQc56EBY60ZRoApU3kaRgfjkBjJw66hVEE4RPP6jHmRg5UoE4ys",
+	"9mOQA+dos1HHLkILV4FbUyZW3U0SexADW5GvKBszEhxj4Kqu5//+33Z0JJUgKZA5TaZmlmsMO/o7S6WR",
+	"FW7kRF4UXT9QUCUpx7MILawbT4nKFj1yWfgVhqTiAMGgR28dcexGSt0TsdwOY6YpT1SIsbKE2wA1Z1S3",
+	"RvY6yRJr7T5DoJXDeMvHFM2wNHRrcHZ63gPDoAfqswnCv1FA5K9N7Y2D6Mn0CX0Ud0/j42n3lD5+1J2c",
+	"Ts67Z/SUPorOY8qOB3BaDuBoZvEOl8n2sTIdzV9927qXbO4lm0MlG3B/1jhS0UZmY/s23K+1t4YRevLk",
+	"rz2urII3V+sBbgozr/I2P6G44TopFUPcoqzkk7yXNg4x6/pUU+zpdmkDbxtFaDlDrCiPbysU+vXOQRS5",
+	"YeveDWSgQf1vSDPAkt8j4ep8b73d3Mh+0RvOGkwuY0qey1uWUKyF1YyUX9LFL6X2u8WzRfmbHqTKvkK2",
+	"abGnnd+CIeD+9vvyuBNSqcdftjCo0sWGRmijgu+54gwVWz9gcdul7Fbe2BQfB84vhecZL+v6FyQvAI+5",
+	"zpAYsfua/NYM7VDm5T6+ij+tVn8JMAVNLlmzwr0vW6T9tV7I1I8qcWV+D7ycLw2dAk1OmOIxZr+xd1yB",
+	"QmpIuu5aDnt7bl1zc34I7X4GH0EzQn+6WOq1dwt/ylv3JVvhudp3ptyW/dYu13td9DdwG1/GgO1h+dFh",
+	"V/HRTzdsPebxe2RUCdsGrmioX2lZQH8P84xHF7jGhdJUQP1EF7DqBTti4bkV13Mu0MxIS3gqJKLRnFlI",
+	"VoyGOukTxSIpYnVRAgDAbGoIIoeEwE6PvDHiAYSe6xWPWJ7/iwZMFB0A12JGuehhpC+LScJvWB6LaeFf",
+	"atzC5vsPYbRl1vnK4kw1YbqHsehv2frzyCH7+KW35F+4KPLLMKhfo8HL7OiH85mjVCbJ9hCUK6UysFzU",
+	"3Li5LNSx8es2P8cWJ5CCQXECx6Awszu0BQlCL5br+BRqSvRVaFka146ZdRDOiGhJYrZM5NoCGa5M872R",
+	"eCMxj53mJC7TXB8pQJUODTyRSfL5BDnLJT5vVEheFwKKNjQPxpAlq/8XKwxeVCkRaUJ52fZ2Be7Fxnux",
+	"8Qvh6FCFvCFLt3lqW003r6E+OaDizmvrO6wo186DzFMEATF/IpCHpom6AKQnm7kXjIRpZ0pTD4rBJefN",
+	"IdiJxhdeJqhN01wycZE7qnPcQHBJe5CAIl5KjuXAbDH4HvnKVu5EcF2o5t8WEkXMWrP3N0y/csvyKU3D",
+	"to+9NmH73r1vZQ/hV8E3AXlpllCs/ZKfALe1eAAcKe2xXeaomvu9c69di5+QdmwfTcyGboL35NPEErgs",
+	"Ns8RTL6fTRxzLkf34/nlfPzVB4owcctTKQATwhY9xITBB4q0E36LdmLTegGOFOTwQ+43i3bUyceZw75Q",
+	"B1hopeodYS92Yb4Iv2C0YOQ1Yqx/8T5Bu24NXYL1FHXvEbwXJj+rR3CZH/YavuhfpHdxB+a36yf0Btrh",
+	"3skZaL+99wX+S/gCi8u2xhXYQBr4yJ7AgnA/hG7v/YD3fsB7g85vyw+49wb+lXgBAVllWa35gT5AsB25",
+	"vj+LQ/AD+O3d/YEHcep7d+C9O/AXcAc2Zzf3zsAtzsDPJcvduwLvXYH3kuO9K3CXK3AnO8/ULp/IdVHJ",
+	"rGzBgSJfis8Q7tAVh1DziaRpTNpOnyZK0zWybjReq07ZsxIY1gqCW8n64+w9RkdXagVZqShDdqeAlmfa",
+	"i1IGKFzQggUFlTdMbAMWsuvwnUKz/xdpGfLG2MQ8BLt3bx/65PahTB3sKroCulYkhAKEYaXWxQNFNKML",
+	"C3mQyoSFpK3XSx4BEGz5TTgpI0HjBReQnY1FH7ntwdU8wpTr0km0XiVXQQaKk9gqa96pSbi4eaCg6E1A",
+	"Qmx2nKVJSNrhUd7WEf5w9BMcsvdhJyAPH+K1afTGkTCX58OH1sXl1w+3ri5bz6YzhGqFhBeVDFmqpJ2Z",
+	"MnIgHQl37s0LKXNIexZVXY2pDkn78TGZyyxV9sY20wBxUWFhHvJSErP26GVjQvcIbArip+alqBH82LGh",
+	"FDkp5rsvmYjN29ByG0rKyIR1LkbC+95BFxl18xYQZWMOV0rs6vLBTm8rOzQS7fAIaaTTI5fYqK2nlwn+",
+	"Y4b1swq+S7UzhXOzpYoZXdkiaBQ6uYXfg0Jt9tuxoeKxnWit5Io06/GgL9wQ6cmkrswnjel/0GjBHHRt",
+	"K2iZPYNfFlw0l1Y31uIgJ+LgU9wIOKS9jkRHyma780ga77i3DWkDSd8bQe9F2S/t7kUi37h9d8mzgA++",
+	"VYaFNH0Ln68OBxR6bZv/JaGQi6Ww0yjj0p3QQXTOjifdR/HptHs6eUK751GfdR0K8ln8iG3BvXRXw4EA",
+	"wl8U/FG+JvdxT00BkJY5UTeHQHpr656hbArFKPIa0nshkaxBzkMxGokcxqhasqmoEbIPyAi/BKjGDhaN",
+	"BpiiasEnKDIQ5PWMjUy0p4BT4LowkijMtY3RU9URFChJRgDEMg6uroMRdrEiCopnAaEgaW4vqdCDcjoq",
+	"x0LbaXsMELAIfCQWwsgC2Fchk7gqoya5KW0pMOJqkGO1Ka/CjsPzLIIkU+xwA8zJdAcha9nCWg54OhJ5",
+	"WaK2W7o4YxXNyJVxXVzksWpqTlMrEefIouZtI4hXMZ2qtXFkiqVFe+SyADaurE142j8Nd4W/mYX5RaPf",
+	"vOU1/L7/5PSs3+v3cUyOgTe+CHzQqJdXr7v9fr8/ODl+NBgcnwz6g7M+/m/wJUFI4Sbc40fdi6lfHH5U",
+	"uZaPLXG6p4rPVhgpvxbaVpF2T421XULukPjl1NyoVTASefUzOa2te6aKGma2JJgC1u7niNQULgv8KmRQ",
+	"eYyUC4+1FWOlKnKdHqlUQNlm0cWvrmGtmoDEQ/N4H3EF9eUKPyJNkq3o8ObNVnP4YTeob81nNZUkLDh3",
+	"24u+Rghth/8L5TkRe9k8d8jah6DXM5EtDHWZrjBBAVpu/dC4GkhprTyzpbffvY+rVewciI1OsdlF23q2",
+	"PzferJf2/V8dcn9BZYeoSql3zO71pSb6kr9iHtPG5a9j2neF6vc6cpCwhu00BewfCR+xn3wEwP6R2EDs",
+	"JyXoMk+zyS3dZvRg3Me/EznrkUt4PBKHY/xfQGRGqYi7ogs2Ehvl2/NS7VgWO1XaOj2gNNxlfnPBAC2a",
+	"bbnA98LcqUb/MoNDaFl/6fFfZsNGwkWIVLTevMydrQLWLj4vKpB5zzwNeKM+bWAL49UXqe3Ycv8J1Sy/",
+	"w6EIWWjrs0IpQyGJUd1cuU5LFDmCvyEjs8J56ZZqzXMsTAtL9rdMaVtftOdTDhQyqyzuPiDeoaF6t4bl",
+	"4rdc5ZcdVGvdXvN0f4XanhUqQBorV69pUNXX1lI1dAI1ctwcwciQi0p4N22WNM3P4o4qFQUHb1KfwmMP",
+	"95Up/MoU/4o1JgrS2ecLgiN5X1riXoH+cktL+Kxtq4RV0p13RSuV1NHcPu10cS6gpPOMhaSd/4jakzVk",
+	"2l8hnmHBtYYiZoALDVcSlF+HdM4x1WFAQqjhXi0Yal60il053Gkk0K5bqiWMYt2PGcsYyCFKg/4dZ4xw",
+	"zRb4pS11LOKSNg/h7ujyd1NMuNI9Ev4YkikHgaV0bU7WBGubE0uFRPPohmnyYya1udut5j0S1eKj23Rw",
+	"KJ287wb7HuqsKs2WDzDzgGisyn5R40CAjbCLv0PjhV6b8UscY42CeUkWLDXimvZM+22OFvSEac0wxKIT",
+	"eNWy87J4dFOyHgkIdoGK7nkVcShFXRIW44syoYJBBuNSXK7kAhe8uOMR2x8KSfb7fUT4r1uaH0vLsqDv",
+	"njMx0/PW8PjsLGgtuHB/Dxpo4CGSdZ2xwlGvTdBUzHpEQARGMo9AYw63bSKcgtJobQegyK+whpQzZOQP",
+	"sN8thoxfxClbNYn8kp7ZLQMuccXPYErZNwbLRH8lVV93DP1fogSsAxO6Ltbh0IKwwLDvTU6NqgakRDGa",
+	"RvOq0qvwXnF3n5OUrn3ZaFNcAsV2q8x0WZQeKnOywBXl95F2FAOd2FZPh6vb1qN38sRImPuSCMZiNQT1",
+	"Oa/MSqvFaAs/P9YSfKCKu9U0wGJwntCRQBGxE1jzTpIE9jOtE7YA574XloDtmi5trXcO9rRO7rSfZkky",
+	"Elbuc0aYjaCD/PVCNDAyI9R22ppa+A3TNaflYOex9+2nDjmvGe7X4FPfq1uWzV/oiL8PRv/YPOEbpqvi",
+	"o1vsA5mANY1tN0o/h+Br4cKsnYPQyeUg09njPMbTE5IwM0d3SXkcYoxMzGiccGD/SrHYqjzoD+U0Qay4",
+	"DgFFFi3HoJGgkSJi/JbFQ/LP/+d/FV3ZOmpczMLAHVeI/ECjKc7KVUArH2Eeu9AhCiHmRmrN41SOiBFv",
+	"8z/bL7952RkJcFea1yrFzuzbladcAKNZME1jqmlvo0bahEVywWwNXZh7Pk30jHpRMynrLlMeoXBRYf4P",
+	"FJErYeutjUS73A/57/8NkE5hkJdiiyHSBWNrbuREAkO32pa8YcKFLRlRFjrt9Mj3RvXyNLKp0ZlVYbov",
+	"Ktppr3SpfarqjeD2rV7+bRiQldEHR0KzJFGl4B+Xn+lWpXNBWKKMIlz04nZ5gf6I0hqNRMla6ztVuEKj",
+	"LoQCrQk6OrBK+J3SPC+B7N6ajl6j+fpDufznNabikWgNW1/Z0r2V3WXv7BZOGbso9GQ6SxkWAEYHz4ql",
+	"lpKaW09x6T52MI+7yC5hQe+jeu6NkocjcABhGmnWd0sdes1OIRVl2yVbd62hQSWNWTp21TzhBjQtlS62",
+	"kj/Q/QquwmGNOzH/fM4TVmLZXJFM5Oc9QCbr6oniV3U87xnlyUcUa38hhldUIF6m8pbHLCUp+xuLtOV8",
+	"aJdqzM2egax8z8vuedkXxcsMWZYVh4P5GN8F7oERkDbmD7VxKNtrjhPYKTbLHxsZH/nbsJDfS3ywvalf",
+	"FHJjB5liiU/6CsFmOeSqMgASd6HObwjv13Ov8LKRp1Ed8IP8U1a1ijxwcTCkHZrOwzwaxou4CWxGO6Tc",
+	"jUQ55t2VXM51AVAMsLJyLLFQCshitTyZJ8kra0n/FXHjckj74Oz0fGBD2g8pctycSX+C6sP3TPqeSX+c",
+	"MHLt8x1Fk0PNuzZtaTuzviRerk/FrGCtpi4GsA35wEOyNT0rz4yqz7O6cPZ+nSH+h/L7ruNgmFl2xzSb",
+	"X1ikbJhJc0BgkW3xnlndM6svl1kZicjyjbIocyjjQgvdDm3ZaqMQRVHYpa1NOQ+xAMGwiNat15fz30fC",
+	"cqqNmOmNgA4Ub4uo2TwAuz6yE+Lyfq0Ksh9KeRad9U9ZfHpyHE3OBoOTJ5No2j+n9Iw9oaeDfhyf0gE7",
+	"7p+y6ZPTyZTFgwkbPIqnEzqYHB/3H/UP4niZiO/Z3T27+3LZnfUj+GFdhzI6FJJ2MLoa85+fnp2LY6jl",
+	"OpnLubdsVQ+58sQzn/d50p/NhueCbE1D3yqk/QoVzYr2+Pbp9fXzpy+evrzuuoicQ/TIe/nsnmH9ChiW",
+	"0SEfKC9AZge7Mm2wKEvNzM1h9gpZXmZ63hr+9QdzAC2AY01071ssMtQKWlmatIatudZLNTw6ssWIelY0",
+	"jB0ml2FGR3TJj24HeanRmlDL13ldo42W6ZLftdVLksiIJraYklFQU53jbSzoDSNpJsJSj8OjI/hmLpUe",
+	"Puk/6W9280O+vNX+nnFRTqMmkzWGcAGnXshbMCguiJ6nMpvZeCjNlpvRV3KF8aU2SrC0j5sT/drFXYEE",
+	"a1O+iZCYz+Rz+6JJ901Nc3tyzkk7Tyv3ssoJJkrZQhiFR00FJM6U7nhdu3j/zZ6vXXR8UFNJ0MVo2cqA",
+	"yi8G57WeF4PbbP77uSQxjyEKxfsCAOVrA4AL+JsUbtAkdyeh8bs24d9r2SX811C8KwEVQcKeCizKXw6n",
+	"muPeICbrJggrTwvwR6/LHDKrZj55tJvt1Kvx6Pr1FzKvK/n+h/f/JwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -186,6 +186,48 @@ func (e PartnerEnvironment) Valid() bool {
 	}
 }
 
+// Defines values for PartnerUserRole.
+const (
+	Admin     PartnerUserRole = "admin"
+	Developer PartnerUserRole = "developer"
+	Finance   PartnerUserRole = "finance"
+)
+
+// Valid indicates whether the value is a known member of the PartnerUserRole enum.
+func (e PartnerUserRole) Valid() bool {
+	switch e {
+	case Admin:
+		return true
+	case Developer:
+		return true
+	case Finance:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PartnerUserStatus.
+const (
+	PartnerUserStatusActive   PartnerUserStatus = "active"
+	PartnerUserStatusDisabled PartnerUserStatus = "disabled"
+	PartnerUserStatusInvited  PartnerUserStatus = "invited"
+)
+
+// Valid indicates whether the value is a known member of the PartnerUserStatus enum.
+func (e PartnerUserStatus) Valid() bool {
+	switch e {
+	case PartnerUserStatusActive:
+		return true
+	case PartnerUserStatusDisabled:
+		return true
+	case PartnerUserStatusInvited:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RefundTaskKind.
 const (
 	Dust      RefundTaskKind = "dust"
@@ -411,8 +453,9 @@ type ApiKeyStatus string
 
 // AuditAction What the operator did: a transaction action (`fill`, `settle`, `payout`, `accept`,
 // `fail`, `refund`), a refund task's resolution (`resolve_refunded`,
-// `resolve_credited`), a batch (`batch_payout`, `batch_fill`), or an account or key
-// change. **The list grows** with the back office in minor versions (an open set,
+// `resolve_credited`), a batch (`batch_payout`, `batch_fill`), an account or key
+// change, or an invitation to a partner's team (`partner_user_invited`, the user as
+// subject, the address as reference). **The list grows** with the back office in minor versions (an open set,
 // `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 // As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 //
@@ -422,7 +465,8 @@ type AuditAction = string
 // AuditActor Who made a change: `operator`, an operator through this API or the console
 // (`operator_id` and `operator_name` name them); `cli`, the `partnerd` command run
 // on a server (`partnerd partners create`, `partnerd partners keys roll|revoke`,
-// `partnerd operators create`), which acts as no operator. An open set
+// `partnerd partners users invite`, `partnerd operators create`), which acts as no
+// operator. An open set
 // (`x-extensible-enum`): show a value not listed here as it is.
 //
 // Example: operator
@@ -432,8 +476,9 @@ type AuditActor = string
 type AuditEntry struct {
 	// Action What the operator did: a transaction action (`fill`, `settle`, `payout`, `accept`,
 	// `fail`, `refund`), a refund task's resolution (`resolve_refunded`,
-	// `resolve_credited`), a batch (`batch_payout`, `batch_fill`), or an account or key
-	// change. **The list grows** with the back office in minor versions (an open set,
+	// `resolve_credited`), a batch (`batch_payout`, `batch_fill`), an account or key
+	// change, or an invitation to a partner's team (`partner_user_invited`, the user as
+	// subject, the address as reference). **The list grows** with the back office in minor versions (an open set,
 	// `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 	// As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 	//
@@ -444,7 +489,8 @@ type AuditEntry struct {
 	// Actor Who made a change: `operator`, an operator through this API or the console
 	// (`operator_id` and `operator_name` name them); `cli`, the `partnerd` command run
 	// on a server (`partnerd partners create`, `partnerd partners keys roll|revoke`,
-	// `partnerd operators create`), which acts as no operator. An open set
+	// `partnerd partners users invite`, `partnerd operators create`), which acts as no
+	// operator. An open set
 	// (`x-extensible-enum`): show a value not listed here as it is.
 	//
 	//
@@ -478,10 +524,10 @@ type AuditEntry struct {
 	// Reference The reference, reason or chain hash given.
 	Reference *string `json:"reference"`
 
-	// SubjectId The partner, operator or API key acted on (account and key actions).
+	// SubjectId The partner, operator, API key or partner user acted on (account, key and team actions).
 	SubjectId *openapi_types.UUID `json:"subject_id"`
 
-	// SubjectName The name of the partner or operator acted on, or the key's prefix; null without a subject.
+	// SubjectName The name of the partner or operator acted on, the key's prefix, or the partner user's address; null without a subject.
 	SubjectName *string `json:"subject_name"`
 
 	// TransactionId The transaction acted on (one entry per transaction of a batch).
@@ -767,6 +813,22 @@ type FillRequest struct {
 	//
 	// Example: LP-ORDER-88123
 	Reference Reference `json:"reference"`
+}
+
+// InvitePartnerUserRequest Whom to invite, and as what.
+type InvitePartnerUserRequest struct {
+	// Email The person's address (unique per partner whatever its case).
+	//
+	// Example: ada@acme.example
+	Email string `json:"email"`
+
+	// Role What a partner's user may do on the dashboard; every role reads transactions.
+	// `admin`: the team, API keys, webhooks; `developer`: webhooks, logs, the sandbox;
+	// `finance`: transactions, payouts, exports, revenue.
+	//
+	//
+	// Example: admin
+	Role PartnerUserRole `json:"role"`
 }
 
 // NameRequest A name.
@@ -1318,6 +1380,19 @@ type PartnerCreatedResponse struct {
 	Success bool `json:"success"`
 }
 
+// PartnerInvitation An invitation link, shown once.
+type PartnerInvitation struct {
+	// ExpiresAt When the link stops working (72 hours after the invitation).
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// InviteUrl The link's path on this server's dashboard, `/dashboard/invite/{token}`:
+	// shown only now (the token's hash is all that is stored). It works once.
+	//
+	//
+	// Example: /dashboard/invite/Q2hhbmdlIG1lOiB0aGlzIGlzIG5vdCBhIHJlYWwgdG9rZW4
+	InviteUrl string `json:"invite_url"`
+}
+
 // PartnerListResponse Envelope of partners.
 type PartnerListResponse struct {
 	// Data The partners, oldest first.
@@ -1329,6 +1404,93 @@ type PartnerListResponse struct {
 	// Success Always true on success.
 	Success bool `json:"success"`
 }
+
+// PartnerUser A person of a partner who signs in to the dashboard (never their secrets).
+type PartnerUser struct {
+	// CreatedAt When the user was first invited.
+	CreatedAt time.Time `json:"created_at"`
+
+	// DisabledAt When the user was disabled; null while not.
+	DisabledAt *time.Time `json:"disabled_at"`
+
+	// Email The address as given at the invitation.
+	//
+	// Example: ada@acme.example
+	Email string `json:"email"`
+
+	// Id The user's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// PartnerId The partner whose team the user is on.
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// Role What a partner's user may do on the dashboard; every role reads transactions.
+	// `admin`: the team, API keys, webhooks; `developer`: webhooks, logs, the sandbox;
+	// `finance`: transactions, payouts, exports, revenue.
+	//
+	//
+	// Example: admin
+	Role PartnerUserRole `json:"role"`
+
+	// Status `invited` (no password yet: the invitation is pending), `active` (signs in),
+	// `disabled` (does not; their sessions ended).
+	//
+	//
+	// Example: invited
+	Status PartnerUserStatus `json:"status"`
+
+	// TotpEnabled Whether sign-in asks for a second factor (TOTP) once the password is right.
+	TotpEnabled bool `json:"totp_enabled"`
+
+	// UpdatedAt When the user last changed.
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// PartnerUserInvited An invited user and their invitation.
+type PartnerUserInvited struct {
+	// Invitation An invitation link, shown once.
+	Invitation PartnerInvitation `json:"invitation"`
+
+	// User A person of a partner who signs in to the dashboard (never their secrets).
+	User PartnerUser `json:"user"`
+}
+
+// PartnerUserInvitedResponse Envelope of an invitation.
+type PartnerUserInvitedResponse struct {
+	// Data An invited user and their invitation.
+	Data PartnerUserInvited `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// PartnerUserListResponse Envelope of a partner's users.
+type PartnerUserListResponse struct {
+	// Data The users, oldest first.
+	Data []PartnerUser `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// PartnerUserRole What a partner's user may do on the dashboard; every role reads transactions.
+// `admin`: the team, API keys, webhooks; `developer`: webhooks, logs, the sandbox;
+// `finance`: transactions, payouts, exports, revenue.
+//
+// Example: admin
+type PartnerUserRole string
+
+// PartnerUserStatus `invited` (no password yet: the invitation is pending), `active` (signs in),
+// `disabled` (does not; their sessions ended).
+//
+// Example: invited
+type PartnerUserStatus string
 
 // PayoutRecord The NGN payout (history `payout:settled`); null until then.
 type PayoutRecord struct {
@@ -1872,6 +2034,12 @@ type RollPartnerKeyParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// InvitePartnerUserParams defines parameters for InvitePartnerUser.
+type InvitePartnerUserParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // ListPayoutsParams defines parameters for ListPayouts.
 type ListPayoutsParams struct {
 	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
@@ -2013,6 +2181,9 @@ type CreatePartnerKeyJSONRequestBody = EmptyRequest
 
 // RollPartnerKeyJSONRequestBody defines body for RollPartnerKey for application/json ContentType.
 type RollPartnerKeyJSONRequestBody = RollRequest
+
+// InvitePartnerUserJSONRequestBody defines body for InvitePartnerUser for application/json ContentType.
+type InvitePartnerUserJSONRequestBody = InvitePartnerUserRequest
 
 // CreatePayoutJSONRequestBody defines body for CreatePayout for application/json ContentType.
 type CreatePayoutJSONRequestBody = PayoutRequest
@@ -2362,6 +2533,49 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
 	RollPartnerKey(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, body RollPartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPartnerUsers List a partner's users
+	//
+	// The people of the partner who sign in to the dashboard (API keys stay for
+	// servers), oldest first, invited ones included; never a password, second-factor
+	// secret or invitation token.
+	//
+	// Corresponds with GET /partners/{id}/users (the `ListPartnerUsers` operationId).
+	ListPartnerUsers(ctx context.Context, id PartnerId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InvitePartnerUserWithBody Invite a partner's user
+	//
+	// Invites `email` to the partner's team with `role` (typically the partner's first
+	// admin, who then invites the rest from the dashboard). The answer carries the
+	// invitation link's path, `invite_url` (`/dashboard/invite/{token}`), **shown this
+	// once** (only the token's hash is stored): hand it to the person, who sets a
+	// password there before `expires_at` (72 hours); the link works once. No mail is
+	// sent. Inviting an address still invited replaces its pending link (and role);
+	// an address already active or disabled on the team is `400 invalid_request`
+	// (`/email`). Addresses are unique per partner whatever their case. Recorded in
+	// the audit log as `partner_user_invited`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /partners/{id}/users (the `InvitePartnerUser` operationId).
+	InvitePartnerUserWithBody(ctx context.Context, id PartnerId, params *InvitePartnerUserParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// InvitePartnerUser Invite a partner's user
+	//
+	// Invites `email` to the partner's team with `role` (typically the partner's first
+	// admin, who then invites the rest from the dashboard). The answer carries the
+	// invitation link's path, `invite_url` (`/dashboard/invite/{token}`), **shown this
+	// once** (only the token's hash is stored): hand it to the person, who sets a
+	// password there before `expires_at` (72 hours); the link works once. No mail is
+	// sent. Inviting an address still invited replaces its pending link (and role);
+	// an address already active or disabled on the team is `400 invalid_request`
+	// (`/email`). Addresses are unique per partner whatever their case. Recorded in
+	// the audit log as `partner_user_invited`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /partners/{id}/users (the `InvitePartnerUser` operationId).
+	InvitePartnerUser(ctx context.Context, id PartnerId, params *InvitePartnerUserParams, body InvitePartnerUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListPayouts List batch payouts
 	//
@@ -3122,6 +3336,79 @@ func (c *Client) RollPartnerKeyWithBody(ctx context.Context, id PartnerId, keyId
 // Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
 func (c *Client) RollPartnerKey(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, body RollPartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRollPartnerKeyRequest(c.Server, id, keyId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPartnerUsers List a partner's users
+//
+// The people of the partner who sign in to the dashboard (API keys stay for
+// servers), oldest first, invited ones included; never a password, second-factor
+// secret or invitation token.
+//
+// Corresponds with GET /partners/{id}/users (the `ListPartnerUsers` operationId).
+func (c *Client) ListPartnerUsers(ctx context.Context, id PartnerId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPartnerUsersRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InvitePartnerUserWithBody Invite a partner's user
+//
+// Invites `email` to the partner's team with `role` (typically the partner's first
+// admin, who then invites the rest from the dashboard). The answer carries the
+// invitation link's path, `invite_url` (`/dashboard/invite/{token}`), **shown this
+// once** (only the token's hash is stored): hand it to the person, who sets a
+// password there before `expires_at` (72 hours); the link works once. No mail is
+// sent. Inviting an address still invited replaces its pending link (and role);
+// an address already active or disabled on the team is `400 invalid_request`
+// (`/email`). Addresses are unique per partner whatever their case. Recorded in
+// the audit log as `partner_user_invited`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /partners/{id}/users (the `InvitePartnerUser` operationId).
+func (c *Client) InvitePartnerUserWithBody(ctx context.Context, id PartnerId, params *InvitePartnerUserParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInvitePartnerUserRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// InvitePartnerUser Invite a partner's user
+//
+// Invites `email` to the partner's team with `role` (typically the partner's first
+// admin, who then invites the rest from the dashboard). The answer carries the
+// invitation link's path, `invite_url` (`/dashboard/invite/{token}`), **shown this
+// once** (only the token's hash is stored): hand it to the person, who sets a
+// password there before `expires_at` (72 hours); the link works once. No mail is
+// sent. Inviting an address still invited replaces its pending link (and role);
+// an address already active or disabled on the team is `400 invalid_request`
+// (`/email`). Addresses are unique per partner whatever their case. Recorded in
+// the audit log as `partner_user_invited`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /partners/{id}/users (the `InvitePartnerUser` operationId).
+func (c *Client) InvitePartnerUser(ctx context.Context, id PartnerId, params *InvitePartnerUserParams, body InvitePartnerUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInvitePartnerUserRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4593,6 +4880,100 @@ func NewRollPartnerKeyRequestWithBody(server string, id PartnerId, keyId KeyId, 
 	return req, nil
 }
 
+// NewListPartnerUsersRequest constructs an http.Request for the ListPartnerUsers method
+func NewListPartnerUsersRequest(server string, id PartnerId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/partners/%s/users", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewInvitePartnerUserRequest calls the generic InvitePartnerUser builder with application/json body
+func NewInvitePartnerUserRequest(server string, id PartnerId, params *InvitePartnerUserParams, body InvitePartnerUserJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewInvitePartnerUserRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewInvitePartnerUserRequestWithBody constructs an http.Request for the InvitePartnerUser method, with any body, and a specified content type
+func NewInvitePartnerUserRequestWithBody(server string, id PartnerId, params *InvitePartnerUserParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/partners/%s/users", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewListPayoutsRequest constructs an http.Request for the ListPayouts method
 func NewListPayoutsRequest(server string, params *ListPayoutsParams) (*http.Request, error) {
 	var err error
@@ -5756,6 +6137,51 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /partners/{id}/keys/{key_id}/roll (the `RollPartnerKey` operationId).
 	RollPartnerKeyWithResponse(ctx context.Context, id PartnerId, keyId KeyId, params *RollPartnerKeyParams, body RollPartnerKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RollPartnerKeyResponse, error)
+
+	// ListPartnerUsersWithResponse List a partner's users
+	//
+	// The people of the partner who sign in to the dashboard (API keys stay for
+	// servers), oldest first, invited ones included; never a password, second-factor
+	// secret or invitation token.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /partners/{id}/users (the `ListPartnerUsers` operationId).
+	ListPartnerUsersWithResponse(ctx context.Context, id PartnerId, reqEditors ...RequestEditorFn) (*ListPartnerUsersResponse, error)
+
+	// InvitePartnerUserWithBodyWithResponse Invite a partner's user
+	//
+	// Invites `email` to the partner's team with `role` (typically the partner's first
+	// admin, who then invites the rest from the dashboard). The answer carries the
+	// invitation link's path, `invite_url` (`/dashboard/invite/{token}`), **shown this
+	// once** (only the token's hash is stored): hand it to the person, who sets a
+	// password there before `expires_at` (72 hours); the link works once. No mail is
+	// sent. Inviting an address still invited replaces its pending link (and role);
+	// an address already active or disabled on the team is `400 invalid_request`
+	// (`/email`). Addresses are unique per partner whatever their case. Recorded in
+	// the audit log as `partner_user_invited`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /partners/{id}/users (the `InvitePartnerUser` operationId).
+	InvitePartnerUserWithBodyWithResponse(ctx context.Context, id PartnerId, params *InvitePartnerUserParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InvitePartnerUserResponse, error)
+
+	// InvitePartnerUserWithResponse Invite a partner's user
+	//
+	// Invites `email` to the partner's team with `role` (typically the partner's first
+	// admin, who then invites the rest from the dashboard). The answer carries the
+	// invitation link's path, `invite_url` (`/dashboard/invite/{token}`), **shown this
+	// once** (only the token's hash is stored): hand it to the person, who sets a
+	// password there before `expires_at` (72 hours); the link works once. No mail is
+	// sent. Inviting an address still invited replaces its pending link (and role);
+	// an address already active or disabled on the team is `400 invalid_request`
+	// (`/email`). Addresses are unique per partner whatever their case. Recorded in
+	// the audit log as `partner_user_invited`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /partners/{id}/users (the `InvitePartnerUser` operationId).
+	InvitePartnerUserWithResponse(ctx context.Context, id PartnerId, params *InvitePartnerUserParams, body InvitePartnerUserJSONRequestBody, reqEditors ...RequestEditorFn) (*InvitePartnerUserResponse, error)
 
 	// ListPayoutsWithResponse List batch payouts
 	//
@@ -9143,6 +9569,367 @@ func (r RollPartnerKeyResponse) ContentType() string {
 	return ""
 }
 
+// ListPartnerUsersResponse200Headers the declared response headers of an HTTP 200 response for ListPartnerUsers
+type ListPartnerUsersResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ListPartnerUsersResponse400Headers the declared response headers of an HTTP 400 response for ListPartnerUsers
+type ListPartnerUsersResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ListPartnerUsersResponse401Headers the declared response headers of an HTTP 401 response for ListPartnerUsers
+type ListPartnerUsersResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ListPartnerUsersResponse404Headers the declared response headers of an HTTP 404 response for ListPartnerUsers
+type ListPartnerUsersResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ListPartnerUsersResponse429Headers the declared response headers of an HTTP 429 response for ListPartnerUsers
+type ListPartnerUsersResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+// ListPartnerUsersResponse500Headers the declared response headers of an HTTP 500 response for ListPartnerUsers
+type ListPartnerUsersResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ListPartnerUsersResponse503Headers the declared response headers of an HTTP 503 response for ListPartnerUsers
+type ListPartnerUsersResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+type ListPartnerUsersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PartnerUserListResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListPartnerUsersResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListPartnerUsersResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListPartnerUsersResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListPartnerUsersResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPartnerUsersResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListPartnerUsersResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPartnerUsersResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPartnerUsersResponse) GetJSON200() *PartnerUserListResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListPartnerUsersResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListPartnerUsersResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListPartnerUsersResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListPartnerUsersResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListPartnerUsersResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListPartnerUsersResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPartnerUsersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPartnerUsersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPartnerUsersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPartnerUsersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// InvitePartnerUserResponse201Headers the declared response headers of an HTTP 201 response for InvitePartnerUser
+type InvitePartnerUserResponse201Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
+// InvitePartnerUserResponse400Headers the declared response headers of an HTTP 400 response for InvitePartnerUser
+type InvitePartnerUserResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// InvitePartnerUserResponse401Headers the declared response headers of an HTTP 401 response for InvitePartnerUser
+type InvitePartnerUserResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// InvitePartnerUserResponse404Headers the declared response headers of an HTTP 404 response for InvitePartnerUser
+type InvitePartnerUserResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// InvitePartnerUserResponse409Headers the declared response headers of an HTTP 409 response for InvitePartnerUser
+type InvitePartnerUserResponse409Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// InvitePartnerUserResponse413Headers the declared response headers of an HTTP 413 response for InvitePartnerUser
+type InvitePartnerUserResponse413Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// InvitePartnerUserResponse415Headers the declared response headers of an HTTP 415 response for InvitePartnerUser
+type InvitePartnerUserResponse415Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// InvitePartnerUserResponse422Headers the declared response headers of an HTTP 422 response for InvitePartnerUser
+type InvitePartnerUserResponse422Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// InvitePartnerUserResponse429Headers the declared response headers of an HTTP 429 response for InvitePartnerUser
+type InvitePartnerUserResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+// InvitePartnerUserResponse500Headers the declared response headers of an HTTP 500 response for InvitePartnerUser
+type InvitePartnerUserResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// InvitePartnerUserResponse503Headers the declared response headers of an HTTP 503 response for InvitePartnerUser
+type InvitePartnerUserResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+type InvitePartnerUserResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *PartnerUserInvitedResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *InvitePartnerUserResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *InvitePartnerUserResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *InvitePartnerUserResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *InvitePartnerUserResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *InvitePartnerUserResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *InvitePartnerUserResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *InvitePartnerUserResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *InvitePartnerUserResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *InvitePartnerUserResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *InvitePartnerUserResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *InvitePartnerUserResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r InvitePartnerUserResponse) GetJSON201() *PartnerUserInvitedResponse {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r InvitePartnerUserResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r InvitePartnerUserResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r InvitePartnerUserResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r InvitePartnerUserResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r InvitePartnerUserResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r InvitePartnerUserResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r InvitePartnerUserResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r InvitePartnerUserResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r InvitePartnerUserResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r InvitePartnerUserResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r InvitePartnerUserResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r InvitePartnerUserResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r InvitePartnerUserResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r InvitePartnerUserResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListPayoutsResponse200Headers the declared response headers of an HTTP 200 response for ListPayouts
 type ListPayoutsResponse200Headers struct {
 	RateLimit       *string
@@ -11816,6 +12603,69 @@ func (c *ClientWithResponses) RollPartnerKeyWithResponse(ctx context.Context, id
 		return nil, err
 	}
 	return ParseRollPartnerKeyResponse(rsp)
+}
+
+// ListPartnerUsersWithResponse List a partner's users
+//
+// The people of the partner who sign in to the dashboard (API keys stay for
+// servers), oldest first, invited ones included; never a password, second-factor
+// secret or invitation token.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /partners/{id}/users (the `ListPartnerUsers` operationId).
+func (c *ClientWithResponses) ListPartnerUsersWithResponse(ctx context.Context, id PartnerId, reqEditors ...RequestEditorFn) (*ListPartnerUsersResponse, error) {
+	rsp, err := c.ListPartnerUsers(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPartnerUsersResponse(rsp)
+}
+
+// InvitePartnerUserWithBodyWithResponse Invite a partner's user
+//
+// Invites `email` to the partner's team with `role` (typically the partner's first
+// admin, who then invites the rest from the dashboard). The answer carries the
+// invitation link's path, `invite_url` (`/dashboard/invite/{token}`), **shown this
+// once** (only the token's hash is stored): hand it to the person, who sets a
+// password there before `expires_at` (72 hours); the link works once. No mail is
+// sent. Inviting an address still invited replaces its pending link (and role);
+// an address already active or disabled on the team is `400 invalid_request`
+// (`/email`). Addresses are unique per partner whatever their case. Recorded in
+// the audit log as `partner_user_invited`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /partners/{id}/users (the `InvitePartnerUser` operationId).
+func (c *ClientWithResponses) InvitePartnerUserWithBodyWithResponse(ctx context.Context, id PartnerId, params *InvitePartnerUserParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InvitePartnerUserResponse, error) {
+	rsp, err := c.InvitePartnerUserWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInvitePartnerUserResponse(rsp)
+}
+
+// InvitePartnerUserWithResponse Invite a partner's user
+//
+// Invites `email` to the partner's team with `role` (typically the partner's first
+// admin, who then invites the rest from the dashboard). The answer carries the
+// invitation link's path, `invite_url` (`/dashboard/invite/{token}`), **shown this
+// once** (only the token's hash is stored): hand it to the person, who sets a
+// password there before `expires_at` (72 hours); the link works once. No mail is
+// sent. Inviting an address still invited replaces its pending link (and role);
+// an address already active or disabled on the team is `400 invalid_request`
+// (`/email`). Addresses are unique per partner whatever their case. Recorded in
+// the audit log as `partner_user_invited`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /partners/{id}/users (the `InvitePartnerUser` operationId).
+func (c *ClientWithResponses) InvitePartnerUserWithResponse(ctx context.Context, id PartnerId, params *InvitePartnerUserParams, body InvitePartnerUserJSONRequestBody, reqEditors ...RequestEditorFn) (*InvitePartnerUserResponse, error) {
+	rsp, err := c.InvitePartnerUser(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseInvitePartnerUserResponse(rsp)
 }
 
 // ListPayoutsWithResponse List batch payouts
@@ -17647,6 +18497,643 @@ func ParseRollPartnerKeyResponse(rsp *http.Response) (*RollPartnerKeyResponse, e
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers RollPartnerKeyResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListPartnerUsersResponse parses an HTTP response from a ListPartnerUsersWithResponse call
+func ParseListPartnerUsersResponse(rsp *http.Response) (*ListPartnerUsersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPartnerUsersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PartnerUserListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListPartnerUsersResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListPartnerUsersResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListPartnerUsersResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListPartnerUsersResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListPartnerUsersResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListPartnerUsersResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPartnerUsersResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseInvitePartnerUserResponse parses an HTTP response from a InvitePartnerUserWithResponse call
+func ParseInvitePartnerUserResponse(rsp *http.Response) (*InvitePartnerUserResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &InvitePartnerUserResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest PartnerUserInvitedResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers InvitePartnerUserResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers InvitePartnerUserResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers InvitePartnerUserResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers InvitePartnerUserResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers InvitePartnerUserResponse409Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers InvitePartnerUserResponse413Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers InvitePartnerUserResponse415Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers InvitePartnerUserResponse422Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers InvitePartnerUserResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers InvitePartnerUserResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers InvitePartnerUserResponse503Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

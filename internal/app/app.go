@@ -38,6 +38,7 @@ import (
 	"partnerd/internal/metrics"
 	"partnerd/internal/operators"
 	"partnerd/internal/partners"
+	"partnerd/internal/partnerusers"
 	"partnerd/internal/payouts"
 	"partnerd/internal/pricing"
 	"partnerd/internal/quotes"
@@ -84,6 +85,8 @@ type App struct {
 	backoffice *backoffice.Service
 	keys       *apikeys.Service
 	actions    *actions.Service
+	// partnerUsers are the people of partners who sign in to the dashboard.
+	partnerUsers *partnerusers.Service
 }
 
 // Open connects to the database, applies pending migrations and builds the services.

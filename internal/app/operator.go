@@ -20,6 +20,7 @@ import (
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/operatorapi"
 	"partnerd/internal/operators"
+	"partnerd/internal/partnerusers"
 	"partnerd/internal/ratelimit"
 	"partnerd/internal/store"
 	"partnerd/internal/transactions"
@@ -57,23 +58,26 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	sort.Strings(networks)
 	a.backoffice = backoffice.New(st, stages, a.batches, networks)
 	a.keys = apikeys.New(st, store.Now)
+	a.partnerUsers = partnerusers.New(partnerusers.Deps{Store: store.For[partnerusers.Tx](st), Partners: a.partners,
+		Audit: a.audit, Now: store.Now, Logger: a.log})
 	a.actions = actions.New(actions.Deps{Lifecycle: a.lifecycle, Audit: a.audit, Unmatched: a.unmatched, Batches: a.batches,
 		Partners: a.partners, Operators: a.operators, Keys: a.keys, Logger: a.log})
 	if err := operatorapi.Register(e, operatorapi.Deps{
-		Operators:   a.operators,
-		Stages:      stages,
-		Backoffice:  a.backoffice,
-		Audit:       a.audit,
-		Batches:     a.batches,
-		Partners:    a.partners,
-		Keys:        a.keys,
-		Fills:       st,
-		Unmatched:   a.unmatched,
-		Actions:     a.actions,
-		Idempotency: a.operatorKeys,
-		Limiter:     a.limiter,
-		Limits:      map[ratelimit.Class]ratelimit.Limit{ratelimit.Reads: a.cfg.RateLimitReads, ratelimit.Writes: a.cfg.RateLimitWrites},
-		Logger:      a.log,
+		Operators:    a.operators,
+		Stages:       stages,
+		Backoffice:   a.backoffice,
+		Audit:        a.audit,
+		Batches:      a.batches,
+		Partners:     a.partners,
+		Keys:         a.keys,
+		PartnerUsers: a.partnerUsers,
+		Fills:        st,
+		Unmatched:    a.unmatched,
+		Actions:      a.actions,
+		Idempotency:  a.operatorKeys,
+		Limiter:      a.limiter,
+		Limits:       map[ratelimit.Class]ratelimit.Limit{ratelimit.Reads: a.cfg.RateLimitReads, ratelimit.Writes: a.cfg.RateLimitWrites},
+		Logger:       a.log,
 	}); err != nil {
 		return err
 	}
@@ -109,6 +113,10 @@ func (a *App) Keys() *apikeys.Service { return a.keys }
 // Actions returns the operators' use cases: the command line's account and key
 // changes run through them too (as audit.CLI), so they are audited alike.
 func (a *App) Actions() *actions.Service { return a.actions }
+
+// PartnerUsers returns the partners' dashboard users (the partners users command
+// invites through it, as audit.CLI).
+func (a *App) PartnerUsers() *partnerusers.Service { return a.partnerUsers }
 
 // Unmatched returns the unmatched-deposit service (the chain watcher records into it).
 func (a *App) Unmatched() *unmatched.Service { return a.unmatched }

@@ -35,12 +35,14 @@ const (
 	KeyCreated      Action = "key_created"
 	KeyRolled       Action = "key_rolled"
 	KeyRevoked      Action = "key_revoked"
+	// PartnerUserInvited is an invitation to a partner's team (the subject is the user).
+	PartnerUserInvited Action = "partner_user_invited"
 )
 
 // Actions lists every action the audit log records (the contract's AuditAction
 // lists the same; a test keeps them equal).
 var Actions = []Action{Fill, Settle, Payout, Accept, Fail, Refund, ResolveRefunded, ResolveCredited, BatchPayout, BatchFill,
-	PartnerCreated, OperatorCreated, KeyCreated, KeyRolled, KeyRevoked}
+	PartnerCreated, OperatorCreated, KeyCreated, KeyRolled, KeyRevoked, PartnerUserInvited}
 
 // Known reports whether a is one of Actions.
 func Known(a Action) bool {
@@ -83,7 +85,7 @@ type Entry struct {
 	TransactionID      *uuid.UUID
 	UnmatchedDepositID *uuid.UUID
 	BatchID            *uuid.UUID
-	// SubjectID is the partner, operator or key of an account or key action.
+	// SubjectID is the partner, operator, key or partner user of an account or key action.
 	SubjectID *uuid.UUID
 	Reference *string
 	CreatedAt time.Time

@@ -26,10 +26,10 @@ func ptr[T any](v T) *T { return &v }
 func TestKnown(t *testing.T) {
 	t.Parallel()
 	for _, a := range []audit.Action{"fill", "settle", "payout", "fail", "refund", "accept", "resolve_refunded",
-		"resolve_credited", "batch_payout", "batch_fill", "partner_created", "operator_created", "key_created", "key_rolled", "key_revoked"} {
+		"resolve_credited", "batch_payout", "batch_fill", "partner_created", "operator_created", "key_created", "key_rolled", "key_revoked", "partner_user_invited"} {
 		require.True(t, audit.Known(a), a)
 	}
-	require.Len(t, audit.Actions, 15)
+	require.Len(t, audit.Actions, 16)
 	for _, a := range []audit.Action{"", "Fill", "delete", "cancel"} {
 		require.False(t, audit.Known(a), a)
 	}

@@ -30,6 +30,7 @@ import (
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/operators"
 	"partnerd/internal/partners"
+	"partnerd/internal/partnerusers"
 	"partnerd/internal/ratelimit"
 	"partnerd/internal/transactions"
 	"partnerd/internal/unmatched"
@@ -53,6 +54,9 @@ type Deps struct {
 	// Partners and Keys manage the accounts and their API keys (Operators above).
 	Partners *partners.Service
 	Keys     *apikeys.Service
+	// PartnerUsers invites and lists the people of a partner who sign in to the
+	// dashboard.
+	PartnerUsers *partnerusers.Service
 	// Actions are the operators' state-changing use cases; the handlers translate
 	// to them.
 	Actions *actions.Service
@@ -108,7 +112,7 @@ func Register(e *echo.Echo, d Deps) error {
 	}
 	srv := &Server{actions: d.Actions, stages: d.Stages, fills: d.Fills, unmatched: d.Unmatched,
 		backoffice: d.Backoffice, audit: d.Audit, batches: d.Batches,
-		partners: d.Partners, operators: d.Operators, keys: d.Keys, now: time.Now}
+		partners: d.Partners, operators: d.Operators, keys: d.Keys, partnerUsers: d.PartnerUsers, now: time.Now}
 	operatorapi.RegisterHandlersWithOptions(e, operatorapi.NewStrictHandler(srv, []operatorapi.StrictMiddlewareFunc{func(f operatorapi.StrictHandlerFunc, op string) operatorapi.StrictHandlerFunc {
 		return httpkit.MustRun(f, op)
 	}}), operatorapi.RegisterHandlersOptions{

@@ -19,6 +19,7 @@ import (
 	"partnerd/internal/money"
 	"partnerd/internal/operators"
 	"partnerd/internal/partners"
+	"partnerd/internal/partnerusers"
 	"partnerd/internal/transactions"
 	"partnerd/internal/unmatched"
 )
@@ -38,7 +39,9 @@ type Server struct {
 	partners   *partners.Service
 	operators  *operators.Service
 	keys       *apikeys.Service
-	now        func() time.Time
+	// partnerUsers are the partners' dashboard users and their invitations.
+	partnerUsers *partnerusers.Service
+	now          func() time.Time
 }
 
 var _ operatorapi.StrictServerInterface = (*Server)(nil)

@@ -275,8 +275,9 @@ func (s *Store) FailingWebhooks(ctx context.Context) ([]backoffice.FailingWebhoo
 
 // AuditParties returns, for each of the audit entries ids, the partner it
 // concerns (its transaction's, refund task's or batch payout's, the partner acted
-// on, or the owner of the key acted on) and its subject's name (the partner's or
-// operator's name, or the key's prefix). Entries with neither are absent.
+// on, the owner of the key acted on, or the partner of the user acted on) and its
+// subject's name (the partner's or operator's name, the key's prefix, or the
+// user's address). Entries with neither are absent.
 func (s *Store) AuditParties(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]backoffice.AuditParty, error) {
 	out := map[uuid.UUID]backoffice.AuditParty{}
 	if len(ids) == 0 {
@@ -289,8 +290,8 @@ func (s *Store) AuditParties(ctx context.Context, ids []uuid.UUID) (map[uuid.UUI
 		SubjectName *string
 	}
 	err := s.read(ctx).Raw(`SELECT x.id, x.partner_id, p.name AS partner_name, x.subject_name FROM (
-		SELECT a.id, COALESCE(t.partner_id, u.partner_id, b.partner_id, sp.id, kp.id) AS partner_id,
-			COALESCE(sp.name, so.name, k.prefix) AS subject_name
+		SELECT a.id, COALESCE(t.partner_id, u.partner_id, b.partner_id, sp.id, kp.id, pu.partner_id) AS partner_id,
+			COALESCE(sp.name, so.name, k.prefix, pu.email) AS subject_name
 		FROM operator_audit a
 		LEFT JOIN transactions t ON t.id = a.transaction_id
 		LEFT JOIN refund_tasks u ON u.id = a.unmatched_deposit_id
@@ -299,6 +300,7 @@ func (s *Store) AuditParties(ctx context.Context, ids []uuid.UUID) (map[uuid.UUI
 		LEFT JOIN operators so ON so.id = a.subject_id
 		LEFT JOIN api_keys k ON k.id = a.subject_id
 		LEFT JOIN partners kp ON k.owner_kind = 'partner' AND kp.id = k.owner_id
+		LEFT JOIN partner_users pu ON pu.id = a.subject_id
 		WHERE a.id IN ?) x
 		LEFT JOIN partners p ON p.id = x.partner_id`, ids).Scan(&rows).Error
 	if err != nil {

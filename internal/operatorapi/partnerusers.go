@@ -1,0 +1,47 @@
+package operatorapi
+
+import (
+	"context"
+
+	"partnerd/gen/operatorapi"
+	"partnerd/internal/httpkit"
+	"partnerd/internal/partnerusers"
+)
+
+// ListPartnerUsers lists a partner's team (GET /partners/{id}/users).
+func (s *Server) ListPartnerUsers(ctx context.Context, req operatorapi.ListPartnerUsersRequestObject) (operatorapi.ListPartnerUsersResponseObject, error) {
+	us, err := s.partnerUsers.List(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]operatorapi.PartnerUser, len(us))
+	for i, u := range us {
+		out[i] = partnerUserOut(u)
+	}
+	return operatorapi.ListPartnerUsers200JSONResponse{Success: true, Data: out}, nil
+}
+
+// InvitePartnerUser invites a person to a partner's team (POST /partners/{id}/users).
+func (s *Server) InvitePartnerUser(ctx context.Context, req operatorapi.InvitePartnerUserRequestObject) (operatorapi.InvitePartnerUserResponseObject, error) {
+	o, err := operatorFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, n *partnerusers.NewInvitation) (operatorapi.InvitePartnerUserResponseObject, error) {
+		msg := "User invited; the invitation link is shown once and works once, until its expires_at."
+		return operatorapi.InvitePartnerUser201JSONResponse{Body: operatorapi.PartnerUserInvitedResponse{Success: true, Message: &msg,
+			Data: operatorapi.PartnerUserInvited{User: partnerUserOut(n.User),
+				Invitation: operatorapi.PartnerInvitation{InviteUrl: n.Path(), ExpiresAt: n.Invitation.ExpiresAt}}}}, nil
+	})
+	n, err := s.partnerUsers.Invite(ctx, req.Id, req.Body.Email, partnerusers.Role(req.Body.Role), partnerusers.ByOperatorID(o.ID))
+	if err != nil {
+		return nil, err
+	}
+	return respond(ctx, n)
+}
+
+func partnerUserOut(u *partnerusers.User) operatorapi.PartnerUser {
+	return operatorapi.PartnerUser{Id: u.ID, PartnerId: u.PartnerID, Email: u.Email, Role: operatorapi.PartnerUserRole(u.Role),
+		Status: operatorapi.PartnerUserStatus(u.Status), TotpEnabled: u.TOTPEnabled(), CreatedAt: u.CreatedAt,
+		UpdatedAt: u.UpdatedAt, DisabledAt: u.DisabledAt}
+}
