@@ -53,6 +53,8 @@ func (w *walk) operatorReadsOf(ctx context.Context, tx uuid.UUID) {
 	if d := w.operatorTx(ctx, tx); d != nil {
 		keys, err := w.oc.ListPartnerKeysWithResponse(ctx, d.PartnerId)
 		w.expect(w.o, "listPartnerKeys", keys, err, 200)
+		users, err := w.oc.ListPartnerUsersWithResponse(ctx, d.PartnerId)
+		w.expect(w.o, "listPartnerUsers", users, err, 200)
 		payouts, err := w.oc.ListPayoutsWithResponse(ctx, &operatorclient.ListPayoutsParams{PartnerId: &d.PartnerId})
 		w.expect(w.o, "listPayouts", payouts, err, 200)
 	}

@@ -64,6 +64,7 @@ var (
 			"createOperatorKey":       accountsReason,
 			"rollOperatorKey":         accountsReason,
 			"revokeOperatorKey":       accountsReason,
+			"invitePartnerUser":       accountsReason,
 			"resolveUnmatchedDeposit": "needs an unmatched transfer seen on a real chain (the simulator cannot make one), and the check touches no deposit it did not make",
 		},
 	}

@@ -243,6 +243,9 @@ func operatorOps(txID, partnerID, operatorID string) ([]hostileOp, map[string]st
 		{name: "createPartner", method: "POST", path: "/partners", idempotent: true, body: map[string]any{"name": "Hostile Pay"}},
 		{name: "listPartnerKeys", method: "GET", path: "/partners/" + partnerID + "/keys"},
 		{name: "createPartnerKey", method: "POST", path: "/partners/" + unknownAccount + "/keys", idempotent: true, body: map[string]any{}},
+		{name: "listPartnerUsers", method: "GET", path: "/partners/" + partnerID + "/users"},
+		{name: "invitePartnerUser", method: "POST", path: "/partners/" + unknownAccount + "/users", idempotent: true,
+			body: map[string]any{"email": "ada@example.com", "role": "admin"}},
 		{name: "rollPartnerKey", method: "POST", path: "/partners/" + partnerID + "/keys/" + unknownKey + "/roll", idempotent: true,
 			body: map[string]any{"overlap": "24h"}},
 		{name: "revokePartnerKey", method: "DELETE", path: "/partners/" + partnerID + "/keys/" + unknownKey, idempotent: true},
@@ -268,6 +271,8 @@ func operatorOps(txID, partnerID, operatorID string) ([]hostileOp, map[string]st
 		// so the key id itself is what is judged) on rolls and revocations.
 		"listPartnerKeys":   "/partners/%s/keys",
 		"createPartnerKey":  "/partners/%s/keys",
+		"listPartnerUsers":  "/partners/%s/users",
+		"invitePartnerUser": "/partners/%s/users",
 		"rollPartnerKey":    "/partners/" + partnerID + "/keys/%s/roll",
 		"revokePartnerKey":  "/partners/" + partnerID + "/keys/%s",
 		"listOperatorKeys":  "/operators/%s/keys",
