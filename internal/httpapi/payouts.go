@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"partnerd/gen/api"
@@ -68,7 +69,10 @@ func (s *Server) ExportTransactions(ctx context.Context, req api.ExportTransacti
 		return nil, err
 	}
 	from, to := csvexport.Window(req.Params.From, req.Params.To, time.Now())
-	body := s.stream(ctx, func(w io.Writer) error { return s.lister.WriteCSV(ctx, w, p.ID, from, to) })
+	body, err := s.stream(ctx, func(w io.Writer) error { return s.lister.WriteCSV(ctx, w, p.ID, from, to) })
+	if err != nil {
+		return nil, err
+	}
 	return api.ExportTransactions200TextcsvResponse{Body: body,
 		Headers: api.ExportTransactions200ResponseHeaders{ContentDisposition: csvexport.Disposition("transactions", from, to)}}, nil
 }
@@ -81,20 +85,28 @@ func (s *Server) ExportPayouts(ctx context.Context, req api.ExportPayoutsRequest
 		return nil, err
 	}
 	from, to := csvexport.Window(req.Params.From, req.Params.To, time.Now())
-	body := s.stream(ctx, func(w io.Writer) error { return s.payouts.WriteCSV(ctx, w, p.ID, from, to) })
+	body, err := s.stream(ctx, func(w io.Writer) error { return s.payouts.WriteCSV(ctx, w, p.ID, from, to) })
+	if err != nil {
+		return nil, err
+	}
 	return api.ExportPayouts200TextcsvResponse{Body: body,
 		Headers: api.ExportPayouts200ResponseHeaders{ContentDisposition: csvexport.Disposition("payouts", from, to)}}, nil
 }
 
 // stream runs write in its own goroutine into a pipe the response copies from,
-// so an export of any size is sent as it is read. An error after the first
-// bytes cannot change the status any more: it ends the body early (the client
-// sees a truncated transfer, never a short file that looks whole) and is logged.
-func (s *Server) stream(ctx context.Context, write func(io.Writer) error) io.ReadCloser {
+// so an export of any size is sent as it is read. It returns once write has
+// produced its first bytes: a failure before them (the database out of reach at
+// the first query) is returned, so the answer is the error body, not a 200. An
+// error after the first bytes cannot change the status any more: it ends the
+// body early (the client sees a cut transfer, never a short file that looks
+// whole) and is logged.
+func (s *Server) stream(ctx context.Context, write func(io.Writer) error) (io.ReadCloser, error) {
 	r, w := io.Pipe()
+	first := &firstWrite{w: w, began: make(chan error, 1)}
 	started := time.Now()
 	go func() {
-		err := write(w)
+		err := write(first)
+		first.signal(err)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("export failed", "error", err, "after", time.Since(started).String())
@@ -103,5 +115,23 @@ func (s *Server) stream(ctx context.Context, write func(io.Writer) error) io.Rea
 		}
 		w.CloseWithError(err)
 	}()
-	return r
+	if err := <-first.began; err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// firstWrite tells, once, whether its writer began (nil) or failed first.
+type firstWrite struct {
+	w     io.Writer
+	once  sync.Once
+	began chan error
+}
+
+func (f *firstWrite) signal(err error) { f.once.Do(func() { f.began <- err }) }
+
+func (f *firstWrite) Write(p []byte) (int, error) {
+	f.signal(nil)
+	return f.w.Write(p)
 }
