@@ -959,6 +959,12 @@ type WebhookAttempt struct {
 	// Error Why the attempt failed (timeout, connection refused, non-2xx); null on success.
 	Error *string `json:"error"`
 
+	// ResponseExcerpt The first 256 bytes of the receiver's response body, as text (a character cut
+	// at the end is dropped; bytes that are not UTF-8, and NUL, are shown as U+FFFD);
+	// empty when the body was; null when no response arrived, and for attempts made
+	// before version 1.4.0.
+	ResponseExcerpt *string `json:"response_excerpt"`
+
 	// StatusCode The receiver's HTTP status; null when no response arrived.
 	StatusCode *int `json:"status_code"`
 }
@@ -1011,7 +1017,7 @@ type WebhookEndpointResponse struct {
 
 // WebhookEvent A webhook event in the event log.
 type WebhookEvent struct {
-	// AggregateId The transaction the event belongs to.
+	// AggregateId The transaction the event belongs to; the nil UUID for a test event.
 	AggregateId openapi_types.UUID `json:"aggregate_id"`
 
 	// Attempts Delivery attempts so far.
@@ -1038,11 +1044,14 @@ type WebhookEvent struct {
 	//
 	// Example: pending
 	PublishStatus PublishStatus `json:"publish_status"`
+
+	// Test True for a test event (`POST /webhooks/endpoint/test`), which belongs to no transaction.
+	Test bool `json:"test"`
 }
 
 // WebhookEventDetail A webhook event with its payload and attempts.
 type WebhookEventDetail struct {
-	// AggregateId The transaction the event belongs to.
+	// AggregateId The transaction the event belongs to; the nil UUID for a test event.
 	AggregateId openapi_types.UUID `json:"aggregate_id"`
 
 	// Attempts Delivery attempts so far.
@@ -1083,6 +1092,9 @@ type WebhookEventDetail struct {
 	//
 	// Example: pending
 	PublishStatus PublishStatus `json:"publish_status"`
+
+	// Test True for a test event (`POST /webhooks/endpoint/test`), which belongs to no transaction.
+	Test bool `json:"test"`
 }
 
 // WebhookEventDetailResponse Envelope of a webhook event.
@@ -1124,6 +1136,18 @@ type WebhookEventPageResponse struct {
 	Success bool `json:"success"`
 }
 
+// WebhookEventResponse Envelope of a webhook event.
+type WebhookEventResponse struct {
+	// Data A webhook event in the event log.
+	Data WebhookEvent `json:"data"`
+
+	// Message A human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
 // WebhookEventType The type of a webhook event.
 //
 // Example: transaction.created
@@ -1154,6 +1178,10 @@ type WebhookPayload struct {
 	// its `payout.settled` events carries the same `payout_id`, `reference` and `amount`,
 	// so a partner reconciles one bank credit with one set of events.
 	Payout *WebhookPayout `json:"payout,omitempty"`
+
+	// Test Present and true only on a test event (`POST /webhooks/endpoint/test`): its
+	// `data` is a sample, not a transaction. Acknowledge it and change nothing.
+	Test *bool `json:"test,omitempty"`
 
 	// Type The type of a webhook event.
 	//
@@ -1424,6 +1452,12 @@ type RotateWebhookSecretParams struct {
 	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
 }
 
+// SendTestWebhookEventParams defines parameters for SendTestWebhookEvent.
+type SendTestWebhookEventParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // ListWebhookEventsParams defines parameters for ListWebhookEvents.
 type ListWebhookEventsParams struct {
 	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
@@ -1520,6 +1554,9 @@ type ServerInterface interface {
 	// RotateWebhookSecret Rotate the webhook signing secret
 	// (POST /webhooks/endpoint/rotate-secret)
 	RotateWebhookSecret(ctx echo.Context, params RotateWebhookSecretParams) error
+	// SendTestWebhookEvent Send a test webhook event
+	// (POST /webhooks/endpoint/test)
+	SendTestWebhookEvent(ctx echo.Context, params SendTestWebhookEventParams) error
 	// ListWebhookEvents List webhook events
 	// (GET /webhooks/events)
 	ListWebhookEvents(ctx echo.Context, params ListWebhookEventsParams) error
@@ -2024,6 +2061,37 @@ func (w *ServerInterfaceWrapper) RotateWebhookSecret(ctx echo.Context) error {
 	return err
 }
 
+// SendTestWebhookEvent converts echo context to params.
+func (w *ServerInterfaceWrapper) SendTestWebhookEvent(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SendTestWebhookEventParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SendTestWebhookEvent(ctx, params)
+	return err
+}
+
 // ListWebhookEvents converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebhookEvents(ctx echo.Context) error {
 	var err error
@@ -2199,6 +2267,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/webhooks/endpoint", wrapper.GetWebhookEndpoint, options.OperationMiddlewares["getWebhookEndpoint"]...)
 	router.PUT(options.BaseURL+"/webhooks/endpoint", wrapper.PutWebhookEndpoint, options.OperationMiddlewares["putWebhookEndpoint"]...)
 	router.POST(options.BaseURL+"/webhooks/endpoint/rotate-secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
+	router.POST(options.BaseURL+"/webhooks/endpoint/test", wrapper.SendTestWebhookEvent, options.OperationMiddlewares["sendTestWebhookEvent"]...)
 	router.GET(options.BaseURL+"/webhooks/events", wrapper.ListWebhookEvents, options.OperationMiddlewares["listWebhookEvents"]...)
 	router.GET(options.BaseURL+"/webhooks/events/:event_id", wrapper.GetWebhookEvent, options.OperationMiddlewares["getWebhookEvent"]...)
 	router.POST(options.BaseURL+"/webhooks/events/:event_id/replay", wrapper.ReplayWebhookEvent, options.OperationMiddlewares["replayWebhookEvent"]...)
@@ -4351,6 +4420,188 @@ func (response RotateWebhookSecret503JSONResponse) VisitRotateWebhookSecretRespo
 	return err
 }
 
+type SendTestWebhookEventRequestObject struct {
+	Params SendTestWebhookEventParams
+}
+
+type SendTestWebhookEventResponseObject interface {
+	VisitSendTestWebhookEventResponse(w http.ResponseWriter) error
+}
+
+type SendTestWebhookEvent202ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type SendTestWebhookEvent202JSONResponse struct {
+	Body    WebhookEventResponse
+	Headers SendTestWebhookEvent202ResponseHeaders
+}
+
+func (response SendTestWebhookEvent202JSONResponse) VisitSendTestWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhookEvent400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SendTestWebhookEvent400JSONResponse) VisitSendTestWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhookEvent401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SendTestWebhookEvent401JSONResponse) VisitSendTestWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhookEvent404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SendTestWebhookEvent404JSONResponse) VisitSendTestWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhookEvent409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SendTestWebhookEvent409JSONResponse) VisitSendTestWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhookEvent413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SendTestWebhookEvent413JSONResponse) VisitSendTestWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhookEvent415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SendTestWebhookEvent415JSONResponse) VisitSendTestWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhookEvent422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response SendTestWebhookEvent422JSONResponse) VisitSendTestWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhookEvent429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SendTestWebhookEvent429JSONResponse) VisitSendTestWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhookEvent500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SendTestWebhookEvent500JSONResponse) VisitSendTestWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhookEvent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SendTestWebhookEvent503JSONResponse) VisitSendTestWebhookEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookEventsRequestObject struct {
 	Params ListWebhookEventsParams
 }
@@ -4784,6 +5035,9 @@ type StrictServerInterface interface {
 	// RotateWebhookSecret Rotate the webhook signing secret
 	// (POST /webhooks/endpoint/rotate-secret)
 	RotateWebhookSecret(ctx context.Context, request RotateWebhookSecretRequestObject) (RotateWebhookSecretResponseObject, error)
+	// SendTestWebhookEvent Send a test webhook event
+	// (POST /webhooks/endpoint/test)
+	SendTestWebhookEvent(ctx context.Context, request SendTestWebhookEventRequestObject) (SendTestWebhookEventResponseObject, error)
 	// ListWebhookEvents List webhook events
 	// (GET /webhooks/events)
 	ListWebhookEvents(ctx context.Context, request ListWebhookEventsRequestObject) (ListWebhookEventsResponseObject, error)
@@ -5298,6 +5552,31 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, params RotateWebh
 	return nil
 }
 
+// SendTestWebhookEvent operation middleware
+func (sh *strictHandler) SendTestWebhookEvent(ctx echo.Context, params SendTestWebhookEventParams) error {
+	var request SendTestWebhookEventRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SendTestWebhookEvent(ctx.Request().Context(), request.(SendTestWebhookEventRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SendTestWebhookEvent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SendTestWebhookEventResponseObject); ok {
+		return validResponse.VisitSendTestWebhookEventResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListWebhookEvents operation middleware
 func (sh *strictHandler) ListWebhookEvents(ctx echo.Context, params ListWebhookEventsParams) error {
 	var request ListWebhookEventsRequestObject
@@ -5379,386 +5658,398 @@ func (sh *strictHandler) ReplayWebhookEvent(ctx echo.Context, eventId EventId, p
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchs5miD6KgjuTph0J2mSImWJioqzKlvu9pRvZctT3V2qwwQzQTHLSYCVQFrilB0xv07s790f8wb7",
-	"CucB5k36SU7g+wAk8sKLZNldVccdu1NWMhOXDx++++XXViSWK8EZV7I1+bW1YDRmGfzzacyWK6EYV6/Z",
-	"KqVrFuunMZNRlqxUInhr0gpVlrOQXC0YJ2qRSJIxuRJcMpJIohaMSCUyFhPK5RXLiBKEcsJoliYsIxn7",
-	"JWdSkatELfBlumQXPHQTR+vud2wd9shLnq4JJRmsg0Q0yxImSaImhJJ5kkllJ1hQSbggMo8WBLfSu+Ct",
-	"oCWjBVtSvX7G82Vr8mNLL7z1U9BS6xVrTVpSZQm/bH38GLReU8WeJctEvRJpEq3rmz5fMDLL40um7J5x",
-	"H5HIudKbvaQJl4q0n56dPyFuODJPWBrLzuSChxeti7zfP4iilEoJ/2QXrZNfvsGnZkDzw8mVeSxZJHhs",
-	"noYBgY9JmDEay5CIjIRXWaKYDHvkVcYk44oITth7lq0vuDsYDeiMKkZSvSiW2WWfEDqDb+AwE0XiJCZc",
-	"KNLWgJ/nksXkHVsHeiK1YBfcfj9jCb8kOafvaZLSWco6CHN2TZerVAP3ogVrhB0e9vsnV98c9kuH0nAI",
-	"CIKncTP4DYTuSZLEpE1TKUjIskxkPfPLNIlDknCNHzRJ84yRmYjXnRPySy4U09uDba5FTiLBFY0UyWWv",
-	"tOp+PIoG9CE7ng3nI3ZIj6KDeDx/SI9ng2gYH7BW0NKTJZm+GBqd/B0tE/6M8Uu1aE0GjUjGVLY+nSuW",
-	"1Tf4Bs9Z35YrmigyY3OR6T2rbJ3wy16rMlGy1ChdTJNwxS5Z1vqoJ1rRjC6ZMnf6UZ5JkTXDNOTsWk0j",
-	"eCMkYg6YssrY+0TkkqzoJQtIzqMF5ZcaWyTjsbu1ZJ6keg68y4kqQ5Kt/7X/9GeRPP/5dP0i6V8/f9Nf",
-	"Px98f/38sbh6fi6unj8Ryfz7XjRMNd4kekG/5Cxbt4IWp0s9Aq6qvHF67SDcH46CnSA/e8/4RoS6YrOF",
-	"EO/0beEKkEpvLdRYZCBh31jRdSpo3Clv8WE8mPfpEeuOZ8OoO4pGrHtMHz7sDuZDdhCPovHskNq9raha",
-	"FFuDGadJvBWd5iJbUtWatPIc3qzvziOa37EGonVKcp78kjN9h8mKZSQVl0lEU0e92pS8ffv0sSbclFwK",
-	"EZNoIZKIdU4A8zTBzViuKbvqke/YSpG5yAhVJGVUKjIckYXIs8odGsfD2QE9Zt1+NJh3R/OHtHs8O2Ld",
-	"h/QwGscjdjAfDixYkF4XgKmwge3XrUCG4Xi8GxfK0HoJQKJpHWr2lwkiNkUKSPEuImZ4DCCRRNI5Q9wp",
-	"8SV4CZlocMFLDI9kecokoVJTpAzpsz4jM67eb+cEphe5JugsQBJu5sxyLi84EHmikiWQNr0OxlWPfMKh",
-	"a45xg1Mnp26Dds+GTfsMXXWtKDEhIDlUOcXd4svt8QMYdh0dXtFLRmTy7ywgA02eB/1+Cd/H/WbyBayy",
-	"tKCYzWmeqtZk2A/06gwN7/eD7RQ9aJ1nlEsa6RVtImaqeIUkcYWrzR6yh/Nx1D2IBqw7mh+Ou/SAHnVH",
-	"84P5eHYUHceDfjOh+kQS9VF/jDIIsKJvaWyYvP5LM2HG4Z90tUqTiOrVP/hZ6k39Wqz/1xawefwkRti8",
-	"p2kSTw1Kt4JWzBRNUtma/PhrC2Su1qT1YJ5QNaVLLeu0gtaSSUkvi/WRWDDJ7ymypCpamAt2mac0I+x6",
-	"lTEpNXQ//oQAQPmiNWkdzlEUGM3G9PD44dHRw+NDOp6NooN4yAbzfuujP5UnuOgLZxYO7DyPIiZlazKn",
-	"qWQffbD+94zNW5PWf3tQyOkP8Ff54AxAAaDdKCLpmZY01aejb11YAVcYaCbnLs70HVtPl4mUCb9EkdK+",
-	"b+SCnt7SI8HnaRJ94sHFOb7OpkuWabFCTTM2ZxnjEdt0io1vFhCmqRY01wSE1dkaqfOKZoqzjLQjKlk3",
-	"4ZJxmajkPet86oGelm6aoeoa3rVVErsydp1IJT/3mUfmgGShW0V5lmnRRiqq2ISE26APSGHOHd6fwj4T",
-	"PVMVYRz4+HSViUt9VRBxQNCemn1P9Ykg8jzlimWcpmcFOtz+6uNQU/zBx5lPO1i7RoI6xWc4rTdiydQC",
-	"FSd2vWKRVhy1qsJirbSJPCMyiRlcWH+TYY98DxqMLwNoIvIxaL0Q6onIefxpQOVCTecwzN3Bs8qUrkBN",
-	"17JEzj8LAXxhbAAZkyLPIgZSi08NJiR0G0W8fIVy/bkQz2h2yT4NiEZJmCohpikMd7fAtCevlVowtQhB",
-	"YJ7PTVnshOI9y8jhiHyXfDshYW27CNI3LHufROxtYRr4NKhmVDE59SwNdwjV13psQrUArolbRrMkXftW",
-	"jc8B2WJSbyJNPaWiKSPtsLbjsGMNMCSmis4omtraoURYl9/tEbAzEDpXLCMh/NEFq0NIjDUJ7SCXyXvG",
-	"9Q49+5/39qYNmrcfeNYM2OW5EM8pXxv5Tn76qU/R2HSnNEkIsqR8bVFbnhitLqWKfRaaX5txQkJ/c+Ee",
-	"x3WHZ1TQ48cA0pff3eycNP7BayhUT1qD8Wg4HPf6Wn/QEkiiFYJEcAmqjHnC4qnWEniepkEryhhV5klr",
-	"2B8edgeD7vDgfNCf9AeTfv/veqRsvVJiWszS7/f68L/iRxRuorXWPmSMOsBKyERNaRxncIat/vXx0fjo",
-	"bP7k8fBg+O2of3BwNnoYH/f7/YPHo8HZo4PRWUTPYno88j9vnNX+ClgXs9X0YH5MB5H3i5aacj2r2bVW",
-	"gYpf1fV0QeUCFjWOxv0Ri0cHw2g2HgwOjmbRvH9M6Zgd0dGgH8cjOmDD/ojNj0azOYsHMzY4jOczOpgN",
-	"h/1DbzkoKjeveJaK6F1rMhqNh4O+VjL3O5/6BlNxOU14zK5bk76+fhFL3m84wLE5QKsyTqtzjoPWnUJC",
-	"S/PsepVkTDYt6MBiFOxqTz3YCcfw0fOz14/+cvrivPvQ/6nQRSatl68fn73uahgPtObM1JXI3rUmrRlb",
-	"DfV4+r6bq9Ibjlt3AEKHaha7SiinmP4XTXH9r16+6Q6GraCVr+KNFw8n/ejRP63q703+anTltdH6N4kW",
-	"SNBZXJIQJacruRAK5Ii3nOZqIbLk39knCre5P9Ld8ZJTAsoS+Wv39NXT7ndnfzPOJ9+I97kks9NXT629",
-	"0CjugTUtgKhgzNdCLVhGGH+fZIIvGVcTEvrQCA2kV5nQS9TywxlXiVp/GsCRHE1FrqZiPs0ov2Q3tdAs",
-	"cy13MjJj6ooxTvTl6vX7hPKYjJHCwd8v/vziLiw0uAKQcXOldTAAH01TccViAjsAbUIzGq2qwc3+Akac",
-	"K5amBM04ZJYrElGuVagZM4bWWK93UrfmgPk21mo7auRIIb0Hy0SC1Us/ybnMVyuRadqwokmmnzUcofE2",
-	"okdkmmfpVCtTBkYWk9xIz1mc0HMwB37a3S3WttRDTsHEeIcqQKHjJEwSi3fVZX4pFUufblidPJyUD6kA",
-	"BIL9BzyTMx6vRMLVbWW6TYJZ/3jS7xumxLgmEs4SbD2FU8mijKmpz4lRmpDJJU/4pXmhNWldLSSLps/n",
-	"331/nB39+bu//ZKdX/389tXjo6fPXv39qRg+o8/om6st7MpfTp6lrUlrodRKTh48MGp+z+ytF4nlAw0Y",
-	"aX+Jb8/hKjDexd+ca9G83wMzvhkMnLIAbI9venZxGscJuqBeZWLFMpUwi3XVuc6uaaTSNRGckVWWRAm/",
-	"JEsBNiS86Ekckjb6v/XzDlxij+qGpB0nGYsU/qzxfOVN+mtd2t4Op0fw+iP79seg5ZP4muficTF3j2jA",
-	"vfjzC0uN25TELEqWNCXGYI/+OP26VGTofl2lNGKyEwAEWKzf8K2fNP45lwrouGJlx8hgbBiJltvy1Jgr",
-	"DG5TpVimF/l/t/sffhx0j3/6sd89/unXfjAYfey0Ly56+PcgGH7s/F//veb+CFrXXTNIt87Ztm9uMCbG",
-	"/0Pi5DJREjhfdcsBYb3LHrko9nHRQvLmCbB1fxbchS6wOfsmSWLGVTJPUAsuIFSWfisetSrIKu6fZnG5",
-	"yXll7uc9qTmc4MZdaT45sQ7NFcucYT/hRGvVKVMQzkJl5WTLMvmNXIGeCL8d11+Y1z4GLXvZ6tv73t09",
-	"RPAkJhlTecbRWxG+evnmnDyA72V4QvRRK/GOcThwsxBkS+yXnKYl5/O9iud9OO/PD6Mh6x7HR7Q7ouOD",
-	"7tF8NO8OZ0M6mB/P+/FAQ6Pqtdt5jJKlKcumq4XgbLO/nOBrBF4DcSlN+Dt6yWArGYsEj5I0AT50QsB9",
-	"TSj57m+PyGXtYv5peDA66g+GB6Px4cOj8gkeDPdYckkH2noF7Jsbr4BToG6I/h99z+mPrUY3VpW6FrhX",
-	"hKmJ2c8sUuCDg7dPN9DSU4s4SD6p3EBjmOEZhxVqUiGNvilhEy2833FU8PBjnQK6JT/yuEd50c/EFcu6",
-	"+v6a1cv1cibSHnljxR19S4znXMtBMlZheaXG+uOt8Ufa/XdY1DAY9D/elDIP0ctP0mJpSGakZp5Ijg3l",
-	"BX2gnes3xJWhQx297ceolwN/nzfFe73kxjsyL6LxiBJXNIsJ9bXie5IYJb/OmzdxVXC9+Lhgg1bcjO3D",
-	"GivJRM5jFpNYXPFOFRfuAhWMPaoxslL/RBYijTWWJoq0+0BAZLLMU6qsnWDOMglLcxQs4epw1PLiJ/r1",
-	"+Ima4au6gqdKktIrRAoyp0AG9hrYSKnVcX8wQZUZo9GCxUDbLUUoT3hCNC0hOVeJpvBolneb1HJwVyVL",
-	"tg+tTrbFh8yBxyZxUEQiNUQR4fS1kT0zYBMEU3FJ4GfNm9WCKhItqP6nZ+HZcazbgV2ymm2C9RXVMMYX",
-	"MSYLcOuexC0KjqvqbARwbdub7HDVFTwqYZA7Z2GCpA1dL21z0LRNZx5tRNMaSPW7vdYu5oPROWZk/yiD",
-	"lrO+4P2s3paNACgfSOUuNHEv5/xvuP9a/RVzg4wmerdO75x1YKe+/ZTPRUnRrzPLRb6kvJsxGoMDjl2v",
-	"Usphb43Y79TG2kjpFV1LAuqZPm1v9Y6CGt3NDDoTImWU1w7JTlEsOzBb3gjOR2AmqW9OKtjUkkaLhDMS",
-	"iZid6JsN9x7GJPgG3FX9H5WJOI/s9m3EfD3QakPgEISP+VFDWjsvG179IIMlUwsR+xakVrArOGhTdEpl",
-	"UQ3BKS0roPuRKcDL6h77jRanZhubG9qY2Nzf1sJWGXJFk8xduqqJdINxzbgQPH9oLQimyUve4B1u/eSz",
-	"9frh1rAekAxN+s0yzCoTs5QtUbIEuT9haawFJReEXr/HxvxbR9t/ffPyBQGDCah4SgByAnVog8AV+hbj",
-	"EKwZtJhJ/2mM8JwuWeM93kgRftAsK5HkKhNWUkaZaztlxb0U4268qkCSarM+xxta0KE5jZS0BvyNlDAy",
-	"934nIQQC8dGzl9Z0IZZ18czMUUrSXtK1FoTZcqXWwCkTxZZyr/kMrnx0UKBZRteWj1oj7a/bzN42ucOQ",
-	"pvCvXWMb6z6NQ3O+nd0HAyAqNl5aQNMhPUmo2qhacd8wtVOzGm7XrDyX+R7S9LBZmn5R2CgqJjXUFpzA",
-	"0ahJgRiGytSEhODOCEn72xffkjdLminyCIQkUNxDlUXw63kmqoqB9XBu0L0Ob6l7He6je8HcjcrXK7oW",
-	"uWqmVzPK3xVqEIipK5pgUou1LWnYaFImMrIUmeaeeruq7K2U29QxmqYv5+Dp2nZhPIz7+FOTFdnDOUMQ",
-	"SstHKR6Qjsh8qd8B85G3yHvWlYOeAt/E3yhBg9dwxTKqRAaCtMi0Tqg8BYK0KfeeuIlWAHWtPyiVsvgG",
-	"EvYmioAjmnyvEP8Cg7bgDfObF3pm/hDTeir6YnOcuqYNW+2TJbDfk8SL8ZWbYFZNiHrx9FVX69CDg+Hh",
-	"YDA8GPQH1pM5aFqSt7tp1EyW/iKuMLjIh4TWgjRK79I0mjQEX9xyekF9ISVEaqKleAMLuWG/+2Du7cfg",
-	"18rF8re3M/vBASCwHESfR7YFtZd7szhcoee1qTO6ClhLS6+DqnbtTw3WF0HczWdbAbLzR9Wgc8bfs1Ss",
-	"mKYO1AxeJ13WB7h78wWD36xbcSKsTbiiZXGBlt7dJucd6pb+TNMB854nDmzSrmCLxcCb0fZV46ZA2KWX",
-	"AEdD6jaDcRMtk84Sh6mVnF1pkQfSxm6IhE0i1oLKqeZYDUvQ4IKoT8oxKgT2Mhdaw2iEXmASmDbsxuRE",
-	"oaMcA13qpgwvubTJCC8hAy602adzE+Oqv4IZjFXMUPuUSny8B/40H70DT+CSs/wVbseIm90wt9DbXjNA",
-	"wj/wJfNp6GbjuLFxeVBFvvbl5C4QDjVmJspIUKXI1H2nLHlumict2/x9870/8e398Pv6YsvrcA5i91Wj",
-	"Vn1zj6kvVSS7cxr3kOI2c17MtG40KtmFN7niymftJKJGpM5naSIXb0xc5q+NIY9pAuZNsF8hsShloE9I",
-	"uGI8hiy89hVNlNYrNeq5L8HaAQHrnYCE5rEWdduUDK+vS8ZvE+kBUZYhaaNlVetdy5UySUcd39JnpgaN",
-	"2YyrQQ4vls1GxZs1NABnd5NhByIzMI247JlKQLMOTCylfmEw7Ls8Ba1p5BCXqHVXwWsoUSEEJtJjihG3",
-	"+17O1/rt5kvJrlmUo6UU6me0wxmVDMYPTcg+eFJWmvh24KJ+AS0Q43naFKm0iQsQ5biegFwtkmiBXnb8",
-	"GtEDjCDMLNbtZtfNRRjtqUHi+vR05vX9dcHPSF99tGv7oICQWT1oDgl5mVhWQqQgfsG4R/NV527osR8r",
-	"10QvTNCWMYxgdisWBUFXbrJkpF26LICOAPFE3MTDVYnQunu03Qnt0qmX4W3c0XcclQPCJ8BRS6BFqByI",
-	"yAhCfll2xN+cA7npt8V5+HcwqFAwTwmv8qJy4LR3K0uI1cSqgEZ/erShmDceW/ni2KIUm6IK9w5gUAJZ",
-	"SLAjbq4a1nBCxDJRGuNAlYDj3bjEcvDL+IYxgYNyTODh3ccEDptiAg83xgTqPWA84OeN4axc9n2ParjP",
-	"UVUwrPmw/phBnDcld1X3x40iywxR2E/FBbp2O+UWBcQ/pF77mjaJvvpirBj6EwxF+3TvEWaR3d539Frr",
-	"GznbbejK8EWSGSPRvtYu/f5dmLrMQl+Lq6/mrh0Yv1zSbL0nPN+Yt+/OTuZh1L5UxOLW7S1lPhr/MUlK",
-	"gf4bXOYIQjEH+tLop/yi5rLel1Ph7tgodttMiTtLgfhCZrdVSpXWYqZzxu4IBayHmfzXf/pu9HuSzBma",
-	"TYrg4gVN512NtVpMdIxOwmHKBc3YHaJlsQ4YeUJCf/MNy4XXbrDgT84x2J3FsIeRdOOt3+n0VnKLDce3",
-	"v7sp9rUp3MoU69/FMnBvZaat4LrFL9j2FmL7puCk1UoeiqamCA7UBl2IlBHJUqzjdJXwWFyRNk1TYGmy",
-	"IZdunoll8yGy+ZxFKnnPiFQ0c4Y+O2jCozSXyXt2A6uOErumYjy+m4kUTafmGk3v+haXwltCGD30DgHW",
-	"3dszXkKPx/PljEGGPAipJkTAjrM9Br0a+qePEwDdDISmNTVh3hsTDn87o8ypF06fJnMWraOUoUdh/4yR",
-	"0OaYxEwBPodE8HQ9QVJQSyVhDSH8pH0zQ8UJFq+CegnhqN8n1SqFnR55bPN+rkxwplRJmpI4Z7UElW0a",
-	"0W/TPGOtMxB3D4H9GwL/XTi3RvtM85PaIZjju7ctQ8CrB3oXFWj8WszDo505lX79nNtvsFbatFSo5oZL",
-	"gjuygUhCSWgl3Ap8V1n1rhTleHouCaJ8+XuOg1aeG/9a+WERSu4/zdgcRBKMW/ci3creuYbF3VisOOVY",
-	"s1LjuI9Jtj44UrkT/4hEZjI60RQta6GSNzOd49HUVtpIPcHn+pdEKpE11sAuS9ZYOocs8P06hVxsGujM",
-	"OW9zuGX8kgVEpPHNrRqlFZ9xla2brBvJ3oV+dwp60rml9yziY/zYjTGCZrDAQWrnoeAWGw1NJXA2uAmw",
-	"8Px2byO+RBZ0tWL8Jr5Gzb+ncovL3qzOud3cXG1Kwhq4wo6x4FjLjnXFEaYB4FMQatz7U3NbvTphpUpO",
-	"ELk4nScpEgmfikSUR8w8d1SkoBwFtdBL+mmXrqEZ36XomocNmAApO9SVf2sUT3DgMhif+OkMBnpY8zxR",
-	"0LlDLdiStDXIDA3DOoeO3AMXLWWedQLCUskA1lu0qAIZM0ZlU5jRD4t1ACY5GimRTXDDYUD8xYRwBBMb",
-	"VFxmPqXfmkXj6V3dPe8qlDHXn8Xt1TuunddzX4PdLsq5j8muTKz/kEa7rZFtVQJuS56VakIgC0XEh1v+",
-	"R7XhmTItUomllppNScO7sezVikE2HYX5UeNAaEwMYfOitCzYPnv6qjseY+4M5swEZEYlGx/hM8yU6TSa",
-	"6raFe9iUnZjROE04I+2DPlkmPIdKsbcN67hDAeK3YybdWikGqLntgYS36I7MpnccUGaKEZG2dQ/CrcAw",
-	"l1szjM9vkNwqDn4Zm56Ji6ne7p1RL7UKlZuCNLfVpSTnnmiCnb2gkLNXvIG634uq/1+WdDvZcq5BbYo5",
-	"NrpHk4qwpcUxTerC5oz/EEoQ6tGl2az+F1gvEAwwofVf2tJFbckYeWKWQrRMmpHHlqi6cgwnNn9eLVh2",
-	"lUh9lXlMqJ9bb8TwKoThRcEjW7/CqeA9gipbuTUNSdRJOe5WErZMlPLj62waM8wAQWha6Gj2G9+oLIRk",
-	"jJ/swhffBLnhRt6sBol/yF+0GMle0aLVJgG/1ZjR35Ww0sj3qhWum8PuFEQText39VSc2d0VLLLlW0jb",
-	"WpBleEI0ilmFLymG8SI6tThVNY12tl8M8lSRJV2TOJnPWdYYOLqlgtW+gWG7yxhtM2R6/AHSVnde9Z03",
-	"qFpcfPuMttGLlpISmoYekcdzdUeZSCIXAj1NFSgGJCyMEKFPWhUo7rgbUzfIGv+NKr+BpECmMnfjsjg8",
-	"ISHwghV1YbdVWmCMGbYLm9kTbuSkSG3Qgre1doSunxpVJlZHbj0DZE91flTKjMCJixI3aDDxTb1uK74x",
-	"5pNMMHUM2FgX6NxdtKrV39pdwD+hj56r2tUl7bB/jbG7hyOyYNfWe2HLHAf156Dn7LquZyUEuSdxRdAD",
-	"ixTE4iaXQG5ygFeJkakbYldkCGfZWnuC5S02Lv9xDp38SsNqrEJRgMxYKvilnamUrJaBhYKkIDrsbRSu",
-	"VoxrsAh/VSG/qpB7qZC7K6X510PLXNZbtJNh3U4OvNsaajsIzw+upabVQaCcDCouc5ERqxiVoKBFC85Y",
-	"jCU/jFajFtRMDXwirOlWYadaZmG3wP4bVvDLVbf3ktghTtUYp28ZHvRbtSNU8mo80JSkwJqQdjcl9Gri",
-	"el0U8DjjXjaPfS39O7pz3MbwX7e//NGN/88SqZ4qttzhkrYRSFpc+GfY+f84CvrnT8usCllfBanNgtQd",
-	"SU1fmeVvgFluZoP7W913JxttL662OdmoVCDpDpKOmmj41+yjL1Bsp4It+0or/gW7fTJRFVX/6OLJbaB7",
-	"ZyLgHx662wrB1OMRvdrMRQT3XvWZv2AgWSnKtGHe2hmYlkmnWHOmmfa70jamMk2DBIw/7OKytrINpE/c",
-	"RDaN8wy0selSNhdYRDufN4US4h3UFlwmaZp4PVq3l69nzeXPf1isS6ObfuBtvV6Rq4BEgnOG90+fhWRx",
-	"QLjg3eH1dacg2h4i774cgJzTqLF2OOYVglaqJbu/nJ+/MpFfJ15iPhckMwSE0CzTKuyWqTclUJTOtryu",
-	"8sFsq4Ne6cy1S1Std+aq16bYQyeyn4NCBPIFydhlIhXLboJ9rp9aw0TYvBE91DRzd6XE/z0JYlsvtvro",
-	"ScoIJZnQ1CfuilwR/MxkWMjkkksyY64Xom2mJTgLEAUS/a5YyZNyNObtDITVNnG1/BRsGxeSP0HA1eFI",
-	"M6eDIckoj8WSzNaKyR55sxBXHBJXLN00vn9sR4HnCu1F/BNDNCMiQ3Akgrt7ZaMR7k4bcHhzG1XANLxr",
-	"GDxjPqa8evnmvIQmG0Q1PVqBg7VT2IpTm7WCPS7p7TKdmhrrQbnhhF82aAy3u1vkDJ9abEEPapxAFbIY",
-	"rMjgFroURN8a8I6amUru5xKSeNf0JidI2gulVlDVXqkVeM6kopfQ7nWVz9IkKn5YOfmgUqP7Bt0RfetD",
-	"llQ6XvVHRzfDp73wYB8hVDU2VLyNCFrlFX9IMdRusjm76bQc/GQJJf6RissGCezyMmOXdEMlraoVqxgM",
-	"XaQ2GGWnXcsIA7LJ7FYWEm/Qn2kvVg6rvXn6CHy3ESYGuvEJybkh82S2huqNCZOmJd4qpWu5F3RwMmUa",
-	"6u6D4/oDaMD7MWhpZjM10NsODGBLVhbVss2SxtY2UAqPMxaV27F7sATstR6wT9j1JJLEOSvLoZxBLEu0",
-	"YHGebjm+nWtaYQnPPRM2ygU/G9PX0ODmHVxQvkoVDurwv7aU+vnVIbiLEGwKeq2SA9P3RBLTGwfDMM3S",
-	"vtKGvbVKs6zp5pVjfExVAb5lSmFF124KHvlKrf5Q1Aqv557gfWXe/t2TuWLjTXdsPyK4r+WzRBg/Td70",
-	"KPAfXuTc7egpR9/fxNVjNKQ7cPKUhOSv3p0v4N2p4sitruEnOHhqOPqHv4nnhv82CGXrjUTOehZK1SuQ",
-	"gG+paXGLkhh3X/piw5I3+CVeFRy0DiBoRFjuSmoh5SS2NvRuD20McGFitjaKTo/8BbrVyckFD//afYMN",
-	"GbtmAdDOrq086SvwpC8aZULKJglsQmLmWmVe8NmaJKoTkIYJzpMlk4ouVyFp5zy5dqXCLQE1nBMavTUu",
-	"8U1yyanKMxaSdvh+EFzk/f5BZEywf3l++qj75i+nw/FhGw2EAblo4StJDP9lPfxT2ZWUnmoA44OLVgf/",
-	"EQYXXF0JIlc0Yl3JVjQDM5y0C5HGIueM19ZwLd6zLKUr2Qk0oNB4h+lmasEu+BtFeUyzmJitSWgRKUlo",
-	"zrWbxGFQ/KUK0EFZa/vcrSPsXfDXTF87Qol7G6NHIWx07MKvIVWFi6seOUVzNOVr7NeQqEXCyWBsD+bk",
-	"glO+1g8v0aqeWAyITRD3mMgAhw4IRngHZEgW+tkiIIM+WcB64R9tPf4F/zlRimUnJHzNVLbunupxoJTy",
-	"QnCRm/ja0fAYPhz3D07IaNC3Fk9Zslp3ehf8lv6S2ypSt40t3KXp4M0rbpLWT9+x9X7t4lauw+B+wnep",
-	"X9NNFaLGVs4oaJck643VHsrrqEsPGbMB7xt66Hm1wCDaHJvxgFPFvAnk5IL7FJjU2y0u6Vp/TKSmqDRt",
-	"iNwpmjBStK2fXHBMHfJKgMPEXmIJpjbBeZo6cWrBksx9g30skYpj6foLDnmuG3ZrM0Vdj3Sv92AAyUYY",
-	"amVIg02buuBSmDwlvYFMX+ko0VdIWEhEGYsTVTTLlUwZBqMF4Ya7tWfN9abukKQ9rCfYqVr8gbjygHvl",
-	"dVGHzkeCgzFIXPGyU2E4HPf7vYefVobaQXVT00UVLfwmkL4qjT0wKoGpDUuuXuU9UhU+QydIrzBQUdIM",
-	"LGu5EkuqksjvKbd3z8ibie4FuBsbPW6hHK9B8NgUK6B/M5u1lZ1/yVnO4o1FCH+/RsNbWdGUA9MXMJ55",
-	"bc+nMmnE4zdMWQXWGasMBTFGYCpJlnMOPVCUt/6J5/rHOJsLjkjgpOIizSaBAnqMx4EGL+UWPNJUinM+",
-	"V6KuEn2B1AXXJB/p4D/BiK+vhd7l1Nnntss03q59o95Ey3oBEVlgRVXu2wTRVwsHFABzI5ocSIUdfSxo",
-	"JfIz+x0DqT0LoMRkluUr086ZkiijchEQzX0zJqPcoRzvbAHkHtX3dtv1tpnymiC5k8LsXzreozmfZA0w",
-	"lG2rKeD3ZADQs7IozxK1fqN3igA5XSXfsfVprha7oqOMLnX66qkWhkk7lO+mkvJ4Jq6n//iP/xOWQhD0",
-	"jxr/3S+VGIREj4/92jW46FKv9K/d01dPu9+d/a3YLYXltT5+BPKFXfIjwRWN4PaxJXiukAxjsI78HzZm",
-	"wQ9nKCaxvxL/G/TLbNg7bNmWOZulLBIJ7yrRnScg5IJW3COn7nVocSMJJW/fPD4vN7O74GgZIA+gUYoM",
-	"O4GrilmOp7Xv+XKwkVZNCJ4k9IKvWNb1P6vkNWsUqnRuJ21Tnwq6AJ5nMJepThXoJWByIytJ7EQtMpFf",
-	"Luz4QSmHPyCSpliUDOXlJeMqKNapFWMWWyuJDNCk4AnBrqHxil5WUsvSxOZae00NUhZfsqx3wS/4f/tv",
-	"5JHgmhJpCOkn98n9+xqf9SNU3nr375uUc5TAYEP0nRHjCwy3qJ1wEjpcDHvkDWL1BSeERhFbGa2H1G7A",
-	"O7aWgYfqxWvFXdDvnBAKExnOCqZiPTrj75NM8KXhheGoPyA5p7laiCz5dxaHJnUerQDAWMRKA6xkZkIl",
-	"SFxx3N87tp7A0p1J2u43Y1LkWWRD4WDCkaZh07nIuVZobN+ZNHkHvCrn77jWChLN3TWgLfEtQGwIEFrI",
-	"9CZ+vQDadNGakH/8x/8JyIWlUfoJkEdyYUmseelj2NMrxgHnNEnzjLkB9Z7CsywTWUiQZE9IaIacYD2g",
-	"MCAUSTMJzcihqRrE9cAhw8+RNNoqEqbQ8JJGi4QzEkYi1p9huZ8QEx9l6JAxNMWotepnoGFi10gSywIg",
-	"LhjW6o7hX7vmxe7TODwx3fwSI3itRU4MhSO5tANTxQhY03FgGi0ctkJ5jStBZnl8yZQELZTGMiTtP5+d",
-	"d4yJKks0tQHBQQMgY1KBMSyl11oLcZQb1WE+F1mEzwtktmUbYBksru1Lj6vh8vTs/ImtgBXqhT/TH3Rf",
-	"iTSJ1hNnBYxSKqW18J388g0+NTA1P5xcmcfGBmbsgEg/iDf6pmEzN+ySJlpmNeOq8rgmX3yep6mZ4qQo",
-	"aINw9UJG9dRwO4fHkGc/NRAJEZHKtrS2maJjTvK54GytzxBzF22IoV87XAZGCgZLMxallz3yRLMb6n2l",
-	"lXw045GNDaKCUhqkJAv6nrmXDwNYv6wWCihGs+inyYHGjixPmbx/n7SNhSKwnik0oUCFlQ5Qm0GP+P1Q",
-	"zb2FsgRIdO5JvYEuMDBYIvxW6q2RryqdNfTAwx4JS60QQ/JNaar/+k/SHpB//M//ZVuvFh077t+PxRW/",
-	"f788rLsVhJhPyJXI3klCL2nCpfJp64TM2RXLSKWygv76QMsA8+KQKo0s4U1JvrH/+K//rO5jwzrNykpA",
-	"GOm5SoWYypPBMr7B//zX/7ttonyF0xw2TTOuYB3YAo3WapnNkq4Rq2rN+2rI5zoxnpjJwCK+qcY/aWuG",
-	"ZRidXbBMUsZVukaQH/aqjVu+IbtbziBJNO0ivmlu/WIW2NwABmpY7eoCgzcH3Cz378N9ff3kETk4ODjW",
-	"ZPXt+SP7BrtWHvfE7gGaCUjGY9IGrmfrCfKYGHVmjS6KgKyoQrP+LznL1nrZK5rRJVOanxtWlWT2bcu7",
-	"UPLWL3giUcyilGb6NZlHC0KBoodPY7ZcCcV4tO5+x9Zhx/Wdxb7Mb8+fdI+ADolcAefKREqiBc1oBIto",
-	"v/1Tv9/v/+M//rf+x+CJ6T4MVJRHaR5bR4KM6IoVXxJ4/VtctP73wydmjOMnJ3oMTUpWNGJkxtQVYxzp",
-	"JV4vQ6O5UMDYM8vaNLbONAYYGQo+oeCeR1ZpN/L2T0+ePHl8YqjWFaYRgBaghy58gPpgowWL3hU1AmMW",
-	"CU0te+SlTRLwEw424bsel9NlYlKK4Mxx8949kEpkLCZtWhJRySxj9B28gkYU4aS+ugzZ6aH8AAhTYAty",
-	"fv0DSKVCFliSSHKZaAw3F1iPC9YYKHpprZogkJhQh8I+rjmGJlZml+QKRjZ/6YGgIpHI3GQLkcYG2pBg",
-	"lCjJ0jmZi2yWxJK0KRzHi7fP9Eco0Vqk0191wNxBbD6UPRNX3RCXdvrq6WQD1UmMAZkZyTZwPNaKgD/+",
-	"1IPDCZ0IaOU/8DatRKY8Wc3KhDMRg7M2Kyjl4Yh8l3xL2uFocGCDKqdKiCl0PzHanrltsABgtqjTPPhZ",
-	"Ch7Ct2OSc5mv9Lwsni5ZnFCwyoSdEzurmJPwz2fnoQU8riO55BqbgJSGL1+dP3354k1o8HNMlkwtRDzV",
-	"6gBcEGZd0vqctdrLANFmmbiSLJOdntuqPUotQoEsQJ4n3wJgwRsDhNQeDzITTCXTY2b2wFGWGh0MUOKm",
-	"WqDReje7BliuAz2yva1AP7RM744Nar+VBG1zRh49a9QLIR0IDLSSSKGBALTD6H363lUpol5IewDkfzz2",
-	"KF8n2KCfWSrsZu2RJm3fibn13x78msQfH2B6ZmiLIYEzQXBStjAEJHz19pw8sNr3A+uwDQNv8NqvD9CF",
-	"3kWrD4xSeREcUw9+tQbBjw/Q9FZdtlGQH1jnRmholIuhafuGGKI1FcW4F6K5hqxK0JvJO8ZWcO4i0+Tu",
-	"xCEA6NOWcTlik+Vc2mqExoJq2gR3gsLo4OgUEA5QwoDc9ch3ek6Nru/YSoHhmiqSMqqlnBFZiFzL5afg",
-	"hl9XxtOamT1n/QBpklkWBmsU8aeFLqVJGEyk/2HWWCCc6qJRksWoOYcgSAHiS6OpubQkLAWmcbfUQSEc",
-	"9Y+JCxGZ1otEhERkyDiGQ1RNTWpXrAlSZs39gNWiR17UeBOAye0VC+MlwMRQUYEKZRNCgTWBWr4GUhyS",
-	"NpBiTLMjMEo4vr4OA8JF5oad55KmEMzr4Yge2XSQsCZyWL9PGFc0yYxbVv+EYuJU5Goq5tNMf2trYq6y",
-	"JEr4ZeDAYJB+mmdpiR52JrCk5tNPpBMMQJEwBghYqsgybA2n9SgDEg+VCleZhSDYNxhIwJCEaVEIe0lp",
-	"uQJWC3IobsJcBVgCuRJ5qo/gCqwppI1qX87pe5qAoTogkq47yNDdDoxdBKuqMqj2iktqW1sSEGKv5R2I",
-	"RKboYqfQk4ckKWjm9B1bTzOmyX94UsDPVSO1N8KYUmxjrwKfkcEDIvvDOnNM4eUKEaQGX8MySSNQ7k3P",
-	"pQlkaNosODMGQMFkPVrbN/XvLILdcJUfoKoo4itZMsqlQVjTvkYr/HZP94oeQfr4TNMMwA79N14jtNhh",
-	"dWqxXILD7BJzE0WGcq3Sgis60Eg41hdI87xx/yDUF2ZJ03RtlmIEyOKWxEZ0A+zTnC0RfFKUWvXyym29",
-	"TKqo1rH1eaQC5Dh7XjgiorVeKFZ0tYZxElGuV/tOI9+Vya7EOWBXKQUtCmzHcM7OFqk3AqLJecaoMmQc",
-	"AayEg6w+k4uWsUtetIyBvHQj79/XZ3n/fp1zg4SczMutgmKzNMXiwFidFZjxqjeOtLdQ5s6JGZsL5Q9T",
-	"lBonIlc98kOZgYH1QZn+Qo7CwaeWlBtzD1LzP59VJQNHyB/8WifuH0MTK0aN26FT3BAQY/bm8h0Cjnxp",
-	"CiUaX2cRYKFVZTxqyknC8VZRRXKegEdZc3DEXbMePFlTbREMCjOt02G4wIlZI4himphCjBrNlimTcGPB",
-	"IFUsY174lEEGoDYSz5rh3qgsiZSWyKTW1OB6WgOzHgoUvPc0zRnikVXBcLWJwnr3hQ6KwPv1H//xfz6S",
-	"S5rN6CULN2p6QZMqoWfXEjutKWaGv3mKumCo2hqNfbMJxeiTiSbZZJlIuWKpIvMk1eOCkRGl6JhpIIGz",
-	"pXOCNgXfjJAxsmJZpNEclFsWOxMhJDm3KQkfgOpEXWUxo4SZCBgjdkEk+r8Mn4CBPk0UhHqF/xKa5+PQ",
-	"ns8replw57x5lliVRUuBTHXBT1QJ7yehF2YeoohJf8nR3DMTuRbGhKXuCAJpA5oSKXNTTlpvX8IPMxq9",
-	"86I1yhzeDKCvD84I6A3QpJLQFIo9aIJsd46BXXAn3OSVYzNL75EQ1EfYA+gVg34f2HuMPS/JsI/02wXr",
-	"gxMgtJH31guCwo4HlQnEGllNCHwooKOiP6QHDg/Eet92hI57JicXcI0/2G5PH8rffUD+8QHe6Xa77v/j",
-	"R3qjH0hYQ9EPZEnTuciWLIZbFxinjoZdcQfeJyI1vsaZ0IDU6JugPwulNbIUMQvIjMbWJIrRDaQyf0UQ",
-	"0ZcCapl/qLMHYn40lcNdzdnmHVnE+6CJa4ESVXwoIpUq2OBGHehRSyYbDSSzFI1ROKFvAApQXK76FEsO",
-	"RdDdjTdMS3sS7XCB06Ey9p7R1OwXPscRsXhup1jgSC+wcBOSD84vmIlcqy1JHHh3X5hyCrjImhfSDTvW",
-	"wzZZHTREcXygTEYsxTf1RXX00Aj7xZDHesjt2g7MWX9MU82K16SwUkBSESrwba2zpExB6WwqWacyo0UJ",
-	"YOJTYM9QyELPpprLPBWbgG2jwRBFsMrYO0ReMwUGp9Yw2onTM6YPepWJiEnp4zRMgnqfgcEURHUzLjor",
-	"EafLECrHL9jxBgd6vLpxi3xwIj7mUrxnmTWIuW/HeBMajVuAFfCpMg2ANfAaTGR2tOGw6f4bRWQ71DYq",
-	"QuWxy9qyD7B7koRFgZQQyLVmMx7g/SGWiVxSFS2qY6A7BWgfVq/GFZk0AttjAVWM8rh1RfhD0b/5gR1O",
-	"/2Ih6d6vjNSoN38wTLVwfiUSKN2VMXwl+qab+EkgAzPxnoGsuKTX8LA8yyaNG07dptu8ff3M2WodmSvu",
-	"EZjsinEBscv+2g9ECUGW+jZbwyiWWyv7cM0QY0vvFcs4TacmiOBD4U3IObteoWLf5oLYN1F0kQtxxa23",
-	"3zsrksSdYooDu0o59dRzC2HPf6oh7L0BjEFJfANuOU1ZZVijkjUN7Ot33s8nRmtBsbcMFes7h/LnF60d",
-	"GvBFCzYJATv/xjIJxj5oY4i2Vv1TmPC56L3HX0PnS5BsSblKImJ+gQCzImw/Yymj+iaZn/UW3rGVuuDt",
-	"UKwYp6vkgX3H1rPpvv9r72+9v/fWdJmGts5JhrFNIlufeBphKsC4pWW78EEsIvnAPQdp1bj16c8iu3+f",
-	"tIe9fq8PdiHnk7HKvlaEcx6hPdgsRBYWxeM+iTVXpgtGjfofo0089qtt2bpLZKmn9FsxkW+dF0gWOElJ",
-	"lCYM5fFLxhnmTDmC4Yaz0IvAVKSyZEUER/vWUrxH2SVjnGo5zakiIJUaT1UhrInMlYWjJnymJMwBwZ6x",
-	"SCyZV8kftAdzJ0B5poTTLBNXkDBhDboaJykmKSJcTwBO9+9TrQ0Ylc0MZWyqjOfL+/dt/EXC8aAGvQEe",
-	"lCkypfWfAj4IM+MhkUTSOUvXGhp6kmL7Jp7I2bLtOq3zDl53Cyk9RXeFEaUFL7lirWsDr6aIck3ZWOzC",
-	"njTbc4qSiha4n35v0JkQL4wRL5ixFWDMGiAs+jyMwQMMPIl00xB92qjWG5Qo3MazPEljNClKlMON2byN",
-	"hmpBpeZIYSlyApQUcwE7PfIIIAsthjSiIYQrMJIQ/Ly2DVW07GeD/c5LsYGmIKb+zbaMLgK4LrVMUTgA",
-	"/PwjpzxFIs2X3IrD1O4e/KBSsdXJBUfaV+o87HWSg9ArzSiliQtAWYETGtOVYllAYjEh4bOn3799+vjp",
-	"+d+MDw0CJsUcg7xNRIgmly/+/MKEbL06/dvLt+fmdUytSqqepE6PvCqCDbWOhsaC0PpkQ7sMOSEiz1Cl",
-	"FfN5EiG5y5S3Vxfo6EYioUtJCYngoAK61c+TNJU2F8vmApQl29CEm5QjQzGOARPFMOsPNEc7NLiLvN7x",
-	"cDZSgPaA7sKlZCnEv5I5u3J8qDgnvTJnzLzgNrTN+BfBIIT4+ubs/PzZ2fOzF+fT5y8fn31DcyVCYwQ3",
-	"Si+Y5KS7S0UZNhxay4ugRkHAlgE2QYKJZjy2AtT9gCT3g6asl5csA9mDfHDWX5xFK9GlnPYPZqzZWnPP",
-	"klpdVrE/aImDa03E9gj+4PUkMZgL2o53RBOTJFh93vOe+47LDUHJMH3jZOih1Ku3Q3wgoasqG6JqgIFV",
-	"paduL7tmLzlCt63Ea3lU+AzneZq6W/3BiuhxWLSsM1kLYb0lmV6VyyzrgHi1lootJ578HzbkrztVA4Wx",
-	"exKbma2JvGJshYm5mn/NcImI3eDA9xQIu9P9FmwB6d9+69CGpUC3txVdLxHlwnqdYD2DDazKWBdC3HHX",
-	"5t0JDugd36QoM4G47OdOag5Y5GDWl7f5IGmRxQhyRMqo5VcYXrCpdx1pp0zaF1OWaZzpNN6SgNSh6drm",
-	"eVtueOaqHNhjxu5rbUODJthvCIBuCdxGrA38802p9QcnnITPTs/Ppq9O/wak64enLx6//AHAWAXODOJJ",
-	"PeAosTdYmpDA27y/0TvYfbFTOL99tqpBUtkv2jY2oIQ3S9MJexf8s51xM0xRQKl137M9d5v7Jm44oqad",
-	"Fa0V/Z01Pu2Vnn765tqWurpx9dlJlqYE6o4TrDuuV+DXIQ/dg0nxwDEFT5qalEQUo8gBVy7cg8aj6UB3",
-	"Qjz5yPk8m0QjJ0y0CzWr1rhDKi2gNO4epYwt52FBV927JyxphmmrqXhgcYnpVc5dencToEzYVSFktTcM",
-	"0jGZhSQE2cga2dcmSqsESjNonYw3o2l1zzbP40PRv9PDVvvIIZRWDDykEplDGPsmSqnwV6cKpmKG6pJv",
-	"f41Vqd8qtInDdFkmskvKE8liQq/omrS9+nO2X1Bno7xmIQDDNIhHeEHvZmErapS20rJ8ieYmqzFALvEx",
-	"a0rFYTpgBp7nHChA0aq1NJH3sKnyT8MhmhBjG9JBPCVrn+Mt3SGjqNhiFuWf28492DFmbpGr0t2s1pH4",
-	"4DS7nTey8umnX0WtJKfrJjRLpBHVwerXI6d8bTxIhsjp22aoq2k+IS84huBs9HV41j3rP7dafK2rrn7+",
-	"xktB8nLowM6g6Dut2CecM+V6WU9KgSaQ9YRaq+2UGl7wVFy6+iFwKy6hrA2kZkLcMI3U9ixJvZxymiTs",
-	"4tT11r4nney8pGvT8wB7hXq1TOaghFMC+dzGSG7sKtb8KFVwwalL6UCpZbaGWIZrhOQ9VF/ijF7RlMwZ",
-	"C9CEnUcLUJA1NqECC5aZibVPnrtOtTSOSb4qQl+duGGAVNbg0eOghEYyEwNd6opYaiPtNyyTTWjW1lTa",
-	"0QKU8KxHHqS5q4TH4ipA10HHBmOIOchB9tgD0z+33C24KE8rrjDJD0uymIaI+p+puJwmPGbX+o+iozUQ",
-	"RK+1NcpXYY+ASTvC3JVE2jiM+/fL/bLv3/dkLtttHEPsHWzZEorK1ARIiG/6odKIe0v/7WZhvVEiwYDx",
-	"2hFsEEmcmNu2BomaBIzhkEumaEwV7dnth76cDaUyAu8t2MicptBvnHrhfHHOMNwQzv9ulBa03UGoXAlX",
-	"SwJpbX/uMDq94hOtBSR+tJ+Rzv3VQuEZSLd0jTpDQECVLBkavcJKW87Q45FeF25EK68V9/37NXWgV8oY",
-	"dBxNM3QqGcRVgVnyPcvMOk2ITrCzu74xJfsddl2WqbfZyv0gWSJt7jZqMChZtBeMxuQf//N/QQCcsgLH",
-	"n8jAFBkqRJHqiAbi6A9B0CyhaS8v60glnIHQl+Yuqsb0CFnYptH1gkXvMMUGLZZJZhv60gzOAdHTFJcp",
-	"mhfCmQUlM7CZShbGF097gsA6u0YYlzFuYtcqTPEEoJTEdvugvhRR6+Z0npi2wvpkam2M7+nBYmbTMqjp",
-	"Y/zvLLaHUuFv94A+zCn4KnDggKj1Su81XZPhP/7jfx9YwMzYIvHyxk6AG96TRIo0iZN5YicBAlGMMTg2",
-	"AwTOmIUWuE7gdWb2+i87HctOjHTfP2xEflhxYIOdGd94/EBuljRN9fVBMpsoq1fbiPwG1RqC+2o9oYOm",
-	"Js/A6SDi0+U9VNbwjrGV1JcFUsKeIpfF01JiJYliqQm60SIrHlcizSYhKczEHjp8Q0CZwJeJB0xXP6dw",
-	"TwgODnP6DizfKRYgtDzXYY/NX7K0FAMid9jTZmvChVfVsGTV1FMYiwqKRo5Ok3b49sXjs9fWpnP+8tnZ",
-	"69MXj85CvRUTZ2jKAVemhHuEuYkk7PfG/2IDn0qpsO6NQa/fD09I2A9JzoFhFBJgxzJ2THME50rCwSI8",
-	"qTFUCJNhsY1stjwNSzDaSl4IAMNe9JiWCZJ2Ez9EwdK5nv3CFoXD7cWfXxQJrfq0DT7YsHI8tse5VObE",
-	"LFEsYi9s0IXFkXb4/OmL6eOzVy/fPD3XUg9AyUAQwYSx3AWkMIfDxlVY9cfY5tflqAuAKlHiimaxx8LN",
-	"3ahQvpJ5XzImIWzCBItxYYFp+EZhMXeF1PAOayWPJKpH2qd43Y1tyT9Uja2QtA6/OziZYJdYQ7BjQoMB",
-	"36kydnkPsLacHKQwWg0Z43ikjREy0pLZtnFyY80JX+7dan9EhrAUHLNIcINFslzpjjlQaJ1XgAKScKk0",
-	"C75/H23y9+/Xrfx1HAc9BCQooA5iX/HJ2f19sU+ksSMTliy6Hzm7sj92gjpVMXEBBe5Y+apUUtGleRpf",
-	"RLMDEioYYlmAdnki8l//SSrJ8FY8MgLZOzETgaYjhhX7JCaRxLhAUNmyOJwyau0NvoejCLfg7FrZRB21",
-	"QXBANHz53tFOnxpj4FQVaJZA+aSGXUegoGE4QYPd3hdQPWuwuW010uPRHUufUMqEci8+nqK6CAnsLKth",
-	"bYGyZqfPtOZntiordMwEHvmxc8Cc0Tlg9cauJUOoP2IwfpPjIAAasBB51sQRMtYVK2btRd7d0IoLCgwl",
-	"hHI3+h//z//aYAA2JfEszfTQWguIcy+8H5deTK13zwW0mGSlqOHK4iYwfoWueufTAHefZL40BhhM4sI1",
-	"JJIsGZVgKDGnV6gBekwUUlDN0VgxWxd29LI5JjFxx86udU9WhLkljZnLu3QGsY6rqGNMlChNIXbUPCVI",
-	"kXFVnvOnIr2bbBpUSwppqgAySgQAUDOKZ16wLBkOr9fEEpBu6kuqGbxV4lHkd5ZIsckuon9xCAV2WINy",
-	"hSkWGIcJFKgZYk9sokoBlpTNVUljsXUkEAhQdxSW58RSUD3c9xmjqxWjmcSAKn0wmRVQTRQMHoTJb7SJ",
-	"8m4kVybqLYd4Vk1kDUAr91wJjJnBqmV4nj6Ai0OCwl0IF2NDbO/jYAh8u23gByEEhaEaCKWzK4NsWTmT",
-	"iqWqU4jckBUH1RpQAjc3UnkWDu/CmhhF142h4ZYiQ0frL7GVgT2ByeTG2bsk5sZiawzdgK/CgtSWLDaX",
-	"0yTkYt5LpRaAPq+adIJJIZArUpiKiotsWXTgG4OwW6i+BJ3AV4xQkCjZu/TCWUDMxQColLSoTlDyYrbd",
-	"v7GKCEh4cFweYygMQ0HJuds2J9oosZmVOh9SlROYFry1mLBO4Lsv2j4rtOnJxlrccaWKjdUP87e4sENZ",
-	"G7ktRm8i9mrtKIvIUcEjFpgqe4HLgEzsFmc0eifm8xMjyJSz5C54PTjDGiBM4wFUTJNqtbxaffQeccVz",
-	"Uf7WIprGssucZpQrxuIJ1ItaY51OjC53EZCpx0RsNoMxJWO+i4DiaBmRSczAUB6TOVPRoikL8tck/mjZ",
-	"LyexyGfKSmrYu8wWkit3fLAV5XoX/IdSJ5pyFYADDNXtNYUEoPlfYlTcynIVj1td8PYOLwBa+K5Ex4QU",
-	"6rNZW3XJt7RCYmXV9uyFRhdqjm8pPyGhvdYm7rHIyrU3EoLxMtZMWzsY4euuN2nvE0NzwR3pMOVn0yRi",
-	"pqSrKc75KhOrLGGKZuuW6YdabVJaKuv5QLFsCdU7VaLSUnnPV0XxzlbQMqGsrUlr0Dvo9fUXJja8NWkd",
-	"9Pq9AyxXvoCiqA/YNQQAPDCVt/Wzy6bew+hCMS5CLEpeqVVftQ+sWJaIGLQRW58/dAWMQq0nhIjaoRKh",
-	"SXaDMkkyea8pmZZfM3GFxcd8h4sCdRdSak19qiuvzvwF9BcriSyWnZQrw4Ouj4qzMtWPxBVyF9B115gp",
-	"tmJUlSrl1wrgB+4XHy9DPbTes6kOPQebnITaWKPBUZ88evNvWB/rSfeItKmpJaMXEZBHr589wXpBjMcy",
-	"sOIMZFTERQzpGmsIUcjjpoHJuBAZfgph+Z2ASJUxCGYvwgE1yCA3pJJZesF90zuY1asl+7SeaE4YUodP",
-	"Xz3FqnoA5lpJNGlkpcNOgA1CqsXBAhCHZpA5ijHtlBO2XClTDAwEUHZtRDo8NXrBsXydXDCmTM2HLOd6",
-	"bRSyIfOUggM8Ay6Ldohv9En9Sf+frv4//wNScxWdgWHtggNfoJfMSLAdVH3ZPLm27CW8F54UJd40LYMN",
-	"oRhEMwb87BHEWcvAlVfCWI39sScoUCe44H4ggPm2IYkvIKGxcIaFnQG7lUdrGKasRhdeQaRPLh7/aazv",
-	"OtCEV4YiaGphE6Rbkx/rPc1SW4QaY6QzJzMk6CAi7eJaa86Jmb2D44f9bn/Q7Q/O+/0J/L+/V9or9IeH",
-	"3UH5DVtQGTLHi1LHmpq0ghayNE289qv3vcdeXADL1s0AQ9G/GpposiOa93PQPx8eTMbHk/Hxpv0ocfPd",
-	"/BS0bG4BkPFhv29rSJseyPoaPYjke6gn7Zbl8DJw+BSUMDIw6BiUUTGo42FgkDCoYGBQwr4A/3PBx/HD",
-	"aECP+93hbMC6o2g87h7T/rzbZ0fRcD6aPaSHg2Bb94fgoH80Gvd7/X5ggTs8OB+MDbIE/dlD9nA+jroH",
-	"kZ5gfjju0gN61B3ND+bj2VF0HA/6wcvXj89edwcwHkRCBLmMVTDo63H1/4LBeDQcjnv9/hdY8kM6iA+i",
-	"IeuO56NZd8SOaPc4Ooy7g9mQHsxHbBwfRt6ShwFEamxbcgmTqkjTWA1ccybNrjT6mgpn+ttHiEndx4kE",
-	"cQc+qF6hkCpFo8WSceWySYH1acz2q/6h4OGMDSgtlC9MMdQJjKGH+ObCIKycavgNBkAd9P/+bh7A9Rof",
-	"j4//3ovk+4tWy68ej0Xqt8DjY9Aa4cVpKpzvLtiDb2ls+/fDJ4Pdn7z1Et3ho+Hx7o/OhXhO+drMBQLg",
-	"eJ/1PTUZmZBHhV8d7P7KdD57W+RFYjX9fLnUgqplDbZPi+a3j978myZG9FIzB/O7bP2kP3PCpa+w7JAw",
-	"fcGtImAaOfKu5UstQ36V0b7KaFpG21fYck+TGIU0pvVFmpqPjB64QyojG4UyPaRx2dTC0OAzh/ABCfNV",
-	"7P3l+Q8C0EOBkZvISrgibWd78NqYmRdOzKkWQeCdzQLiuX+rv0qJf2wpcbfs592JwLsPAV6GG4mGAVSf",
-	"rmB+UKB9UOB8UCB8UEP2C35jCfD52etHfzl9cd59GLx6+aY7GAbOmL5LOoR/9YbjoH99NKOD+aB/PB4P",
-	"ZvHoYHjUP+gPhoejMY0GB4dxHB+O4hl9OCzJgBZ7mwXD8psHm9/8A0p8vvzwVez754l9pVaVO2S/XQZF",
-	"Y6J25kQmPYucX4OoLP6U5b0AYp8vuB6aQeOGTlCqnEZma9cQHJtxmjkTryGl75vzBE4tvnnNPQVW74Yo",
-	"MEcTSiDBaJZyk04rofk9OS94WI6ednXI/dHu7d2as+DzW3tzVl25lUaR0IUA/Z9wIJ0L7urK2xx2ljHc",
-	"pBUbFmAyraeK2RKf1S0YJ0yTUPEskV9tTr8zaSJopizF4T14hL3w93gT2tu09hBQqoWvSoJK0fgO//tj",
-	"0T625Uwv5abBBZR8NtrC7smtfSw+pV6iOxuW+qJUhEsb6m3booatCRQ1DFqg/bUmw37Q8kobtiY8T1O/",
-	"s57mbh/9s9va7hGu2Ct6yVyjwQahACklhqa6pqxfmeRWJqkJmA0VBeuIz88cV/EYpqV2JYYJDt2NXNPj",
-	"YJ4TzivY55xdJV7tfGbGKoBea/DXN7TqxWSE01r9QpzYFDf0OqQFNkfOb6nWROL/zAyF30XgC+EAUk9c",
-	"iiBkq2xu0d0pE789ry4QwxVVi4IWmvbAm8THHd1r746G/R5IV+mpLFNcpxvBsj1FT//mVKjiR6sVatDK",
-	"WKNJXdHUt6BQ2PSZoWbZmrRAQassEyCxjxoIPOrLrXxYWjlY8ZtWvo8/oPXxp09kB4+hSPM2huCJ61a2",
-	"84/9yzKH/mj3Ry+EeqIJ0e+Vm/yZeYK3y/hUZZtbMyfBfih6DSshG5jIK9u2tRzpDX1bLXX3+upDO5t3",
-	"jMseecO4XxAbC3tVQ7RB55gn1MsRPXf1VF2M01xkZDDsF0WteEwiysmM2Tqr9UiOtqkaarlAU42mInsQ",
-	"qyqayA6/rd8FN2ww4apo+tjArx4Bpf1ez1nnWDvEWa+06nds/dLUzTPyLaDYtyJe788W4Dxn6ycJduMu",
-	"EOUv4goLe0KmN4B13A/6/T6coeCQxNYKWmC4h/k2USzvzIACagqHFLBKqDSazdbnGivKiwHUIoN+H1dT",
-	"TzdvWIhPV7cR1CqdByq1H5WDI3Rkp9xQ2pDLCsMe3JJh++0HDRvpDcetoJmzuGaO8Hwng/c00tvxpMJY",
-	"Wh95aEauYkGx2jqjtddRjzbvzw81ozqOj2h3RMcH3aP5aN4dzoZ0MD+e9+PBoHVrNmUOcDt/Kio2Gwh+",
-	"Ya60B5N5JPg8TbDr+2iwB58w4ZrnQjyj2SXD78b7rM6VNX7O4oSeaxEVWOFwn49NuWzNl864StT698pG",
-	"kYRDrwmk4pZlfo9MEjmmyUrcYawsukljDmMmriT6kTH6tcEmGKCqhYbIdqhkU0xXhxT2S+CDmy2YP4Cj",
-	"NjTtJKdmn99gWq7tK46pxq4Js3kpDIrWqa7lLzQzuuCSpVjM2eTFtJkJ97w0NSk6mP4CsctG34SkzEYr",
-	"3msDzb2seOLK1qiE3JM/gjGvaUu/K5teeVNQlQDblzsMqyGXl99RQqXS0lGPblpoBaFLqza9QJxZzCx4",
-	"JkTKKP88VsgtJ2stLig8t1NxxbJuRCUjcr2cibRihDCct2nTVTa9LzN8BN89sp993Ge1hneX12bZeNPi",
-	"LLPfd1EvzPsfP6cF9w61chBaCm/vbU0NfkvlkrwHbZS1Av9w0BtoZd/ziWtBGZzLt7ZVBC0layLcECnc",
-	"jW3JHr/8FSnhRtqpxGYCBBkVU8Mmp/X9121Hg4+3FggNj7mJHdtn21+N2fsYs32IeaKT5e8oO1Xbnm62",
-	"OzzGfCFalDM3uVe2iDqU/0okxINtDgTUbCgT+eXCq0xt0v3AK50xmtp+L1CJ5LnJSwLpReQKOgwUdddO",
-	"SML9MmwwKvT3KbLBYVmkXbFxd3rk1HZfK1rZ2arslT43t6wjB7YTNG+bGmf1VKwJcZYSz43tCs+YXNP2",
-	"oFoc1KsBZdswYI0wyCI2dZyo6YkdEJZK5nUOMEaUojCPXNAV60A1E6+MiS1HaNj4pF4eq14awat5VaqL",
-	"gMlg2BL/qSr14I6w2A9aeLBVR632XgeShkznvRnDdmWmdh0sNVlimZm9Ci9juZt6Qhgm5W8sPNY5wdPC",
-	"kms2Wz5RWyp9bahwVkrabVcqBbi83Q0FLmAVcOqmQQ320gDVwBQZwIVigZVSLRX9apybLOBqjSfsmc6w",
-	"dWW57gZV1fRmL7cZWvdivmopAbkoGdAxfeRueIVIW/ip/7ZHsTvj6uum2xqYuXcnL3fQKmqajtJyYTXb",
-	"OcpkRgbY0bQIEWmGkS2HPM/T1Mv/DuobC4f9vqmj0VBgY0IkU/WqwCAUVtIm3Q0r0niLe21sZdhbzVSL",
-	"JINxQEyZSCiAtbY9+zqmjlk97Rkz5oueErJMpnhsOi0YNcIWt2mX89s7JyajGFC2KGRWpGv7ZRwwSrqo",
-	"EuWKG3hAx4vspWTb1P6MQbz1/U2FhycmOAi7pZfL/Jbt1n6dYVMm5ipL8OKXDAr16UyG9gQysqWPYY3l",
-	"p01xYa9OsF0Sdg/FWtT2JX+i2syWtkzMxcRt1ulQuXwBFLUEZbdS1qE+gcsjn5jauGWMgObQLkO9YlWx",
-	"Sd1+vSFHVxcQZF6kmd+veYwnLuam8NibCb2qt6VDFJogN9k83hjJ5w1KQpDC/k/3F8A/YSWTVlVg+AQX",
-	"6Z7iuQXJjWzue0i7Xsw5+ixffvfb9jx+NQr/BpUbi50NqkibC971lAGtM3Q83cfccaP77JXYVDYel+Jy",
-	"SsbhWlyrbxeuhbVecM8qTFMo9elZbW0ZHuZKm/oSBqgzRSkxU/iVanHDb3cc+G32oR8YZ4ahGgcLeWJ6",
-	"ukZiOdNKD9g9T1883mQb3p408mXMeOXQKG4rL6sFk0U7JNKGhK2uZHpYKNTk285+bFX5YCto1Rlz6ydw",
-	"uqUiLkwxTdY2nLVkbEsUW8pddNYD5xsc4mPQWtLrp/jxUdBaJtz8MXCmU5plFC6vVGswBM5FttwLWia8",
-	"rAg464IybU1nJIkZV8k80WIbYFLFGloyuDUBwrfP+dBY0utnjF+qRWsyHI9hW/bvwb6G+X12Yq10O3fi",
-	"DHiNdnfP1nfnu1g0lreAUmbmFIqOxO2IStZNuGSgIb234ehQpKqyo7Kpc+vhFBbSz7077NhXsWR4jcyV",
-	"MMdzQigB1eSC29eWJq8g4aTSxjggMoFm7RBNj81AsXay6fmXL42kV4Cnf318ND5i83k8PBjORv2DAzZ6",
-	"GB/3+/2DeDRg0cGIRZTF9Hi0AXqVfKZNoBsMj+4KvYt6ueXa91oFQ33Yg/SCysUFL4AZ9q9DhCgW8N4M",
-	"zU5jZkHCL3itLwDU+4UO9VDtf+1yImAOKNBdAfo4GvdHLB4dDKPZeDA4OJpF8/4xpWN2REeDfhyP6IAN",
-	"+yM2PxrN5iwezNjgMJ7P6GA2HPYPN7k3TJnyz3sINmN5t1fzt+C33LL0rd7L31b64h35ljZH4Aw+VwTO",
-	"wcAP3t3TDXTX/iwjiEyaxJsNHqwiGXMTsMoeKfQCG4fUoOKParH1v/af/iyS5z+frl8k/evnb/rr54Pv",
-	"r58/FlfPz8XV8ycimX/fi4Ypv304kSc23cSD9M+LeP3dpkM0x6uWtICfPgYbHEYYvCMrNlJPYr8SUJ1Y",
-	"6z5LETM5IffvYxSY/vP+/XLEKBqMoHV5krE4IDmHUFNTksEvDIqBsVDjEm4ImNPu34+TjGnpCQa/4O1S",
-	"mGtAygWa8fJrqQVjAqEKc2EuxooU0OIeDc7GQdR31m1j9wlPbCFecNBUo20zZqsbmPrU6DLyIAaNYTMl",
-	"saVSc6MUSuYZk4uaqGXbQyyEZNx14wcTZqlWsdd11PSf0GcHLYibaihg9/Xklxxjp2z2CsoWF9wTLk7M",
-	"eBQYT9wVuTLMKSCpEO9qEmO+MuUsGoolugU8+LW+qI8hdv5W2bpIozH5lZ51rvsdW4ebo4U91P5EG+An",
-	"xgojrj4HzdMP0X1c4PAnRgXfKsNBsjRl2XS1EFy//qfhweioPxgejMaHD4+AhMB1rK/7e3ev91r2XTPG",
-	"m4a6bmCXNwharuHTFwlgvrtQm6q+Y1Wos/mTx8OD4bdahTqzKtTj0eDs0cHoLKJnRoX6rUtKtQjvG4tO",
-	"dyG+7IqJLlkKqCfXc+iECP14io5jlfoPjh6p7mu2Sulao1vz0sxXBQlT7osvW13hq4X+DxW2rUrsdIP8",
-	"WDXF7+DzGy31z4R4V5U285XpPNlgXgsajCE98lYybM0GLsb3LLvg5SGtQGPa1xsWj/INEbnqkVfYG6jL",
-	"eCRiZnzR1qaXmBClFVUL0qYkfIC9mf5l+CTsbEi79QD27fq1Z73bIw3Xei72MS92AtvXyKw93mljLGfe",
-	"NpoYN2fi3szk+NP/L1yOv9tkR/+OzNYN+HYDCrA1i/7chBZJZUL2wPFfCjBwGZdWIbIVphOsAo/V/no7",
-	"7tqNNQDv26dx6yvC/m4Q9oao+QC7cmyOlX0EvzeYPpqaqkBJB56u/dbGiNkdr8MxmAEwBfc2cagvhONU",
-	"MxGve+QUdeULXlKWSU1XJhlIgn6PUcrlFfT1uOCndWdW0anCdjuqhlNOiIumtEnDrs3JBVdCTPxO2EVb",
-	"rYxhb6eMxYmzlNgbjmFgkGVtO7nVS2RAB2/k7himBp2f2q52hokUXNp2/OUuXSFEjoYX3AykqHzX0Mu/",
-	"0/PanUCbBcgMc6047DGjNJGxC+6iFM3AVJIrlqaNZgr4+A6JVHA7u8ad1sf4qq3eWlt1F2eLmrrUSsWl",
-	"HsA7++LKaTb45TVZf/avSutXpfWfr7QCRn6aXIDXsmuaT+4olm06CplWhfW29gERaVxUjt4hrGIA0V/M",
-	"zJ9Hcr05iXeQ+PHXFm50u1t2nonl1BI3zG6zjSLt39hYrlzUdmIMY5DHNt1sytPcbtsyxk3LaLIIFosC",
-	"qBTR+aC5FkkEGDgyPZgf00HU+uitvtrnsrL0hmA0fSo3YUJbx7otyS+h2S6ibzDcIMHXKkOfXY+5Jysw",
-	"307ArkzrtgeMxyuR4M3eIwr2yvYcM5+Rti2jYN4x7WZlcsm17CtZlDGv7bdciCsO9UgbqZppaXZmF3Ub",
-	"Nboyxlcl+rMgHxShqCCDh3K2NSAGCeQNePXGpji9ff0MVDbb5M10/0tMxDLjegVG5UMtNGOXiVSIOcYY",
-	"a9pYVtDONBqEgOoEuxCCKm5em+Jr4YlpHIoBMRIUSqMl6t9Nk4mFkIosc5hfivQ9ZMqt8lmaREUPywlZ",
-	"Zcl76+RezWj0LiBpwt91UxHRFFX+KBV5fMFd93XrszfFFOJOYHzs5iO9jZzLFYuSeaLVYdcxUwNIa45S",
-	"q8/tcDQc2kOZ5lk65UJNIYkV8pcSbgLNGX+fZIIvoYk5xE3aDqnQVLzUg7GnNX1chmSZvsJLujaZsaAv",
-	"z6G9vVHVMxt3AEqxSajVK/vh7Nu/vHz53fT02bOXP0xfvX76b6fnZ9O3r5+9wRooAZEMuvSGS/qOkSzn",
-	"YadHXhXx/FAaxdiTJQmh5V6jN/9V3kBFfgMpPYjG1hLe2Diw1DcQybNtFrh/Bk9l83edyPNPpq5f1aff",
-	"Hjt4DeRY331LQm/AHRqFkQeZUFSxLtLfLcZWF2fG2RXZTfxNg9WMvU9ELu2LaD80X1/wGcOEgoVLnQEa",
-	"NxxBV3ZJ2upKwNtU5RlzDXvcE9NsCHPWLV2UFzyinMirREUL1yxomUClA4j3duS2RtFeAzAMzN4gSO6U",
-	"pP3BJayvROO3SDQAqUuEonx/9yEXUF3jppoLfFRuTrGt98TZlu7KjZly9nbg4v5JqXKm44SrebVesbJD",
-	"v5QY70woTeH+MNQUXPI3lUH0l4jgey7TW1Q5nWQ/u0djtkI5Yfom5cC3rjlxOU6moziq3+V1Yw78hpWB",
-	"7iAX04Ycwq2Vn/Ezmza4fZW/r0yWxkX/kXNYLi8zdkltfOqeWE6VYsuVQoPjPhkveIOxLHk8mPfpEeuO",
-	"Z8OoO4pGrHtMHz7sDuZDdhCPovHskLovDACaSUVKpZqapWyaffD3lkkT8V9EY24F+yctc5FY3PpyTTV8",
-	"QnWThJIyM/maUrJPSkkZZnuz9we/WvTd3l0DywC4kAZMl12hlIbJ84nEwlFaMSgbOYhBz602yVtVB4Gv",
-	"7tSv8oVohgXNtPhSEyz8Y/O3cOPjHCE4hVT2UdBigE62ZiFc+GkEiQLDfl+D5rdJoRB5MFthD4htjW0o",
-	"e4pwAlfdyJv082UwfmKghPvczIrL9f1d5SdlV559atN3y481cv30mWMxrEvxLmIwbGCSd27WtDZtPOm9",
-	"Uwzw9T0yMw0k9rwtW+7Jx+2s+C44635dSkr84avH8PN4DEtAvg0PfoBBgZttcrDfHGuOuaKgyJy16uxY",
-	"LhQcK0cg4ltJUewNk/gMHT4hXIBFLhWXSURT+3rRNaAW6ghxiooshVRgx3OTQ0qpGSDLOTTww0RFUwSP",
-	"cisT2PAMOxs0IVll4hJ625oQfw0SUxiRzecsMr4mbKhtxmE8lhjeiFGURNK1JFJc8HZo4rTCAFNFEz61",
-	"M0yh4EVYQMoMh/7eTJmydCGuYaqvX5zbltGmk6UJmQblCdfrK62ZklAO1Qys96dYluWazUO1BxJlVC5c",
-	"ni0imh47YypLoD4rlOSA6m1Zzl2hyAXFVuoF3PUSRK7IKs0loWRJs8uEk3b4ry+/nb4+e/Po7dn09Mn5",
-	"2eswIKOixYxXozDAqNWEEzrDduuYvVoUXocdBQ6FzNmYsPBG8yq88UlS3ibravAp8uHwnyMfHtytNGZr",
-	"8rUa2MwKE6qBodawt8L5BtYKUYpqBPARIDixCaN1lvTWJ7IuxItdXMsRocZFIJUTWUCuKlQlkcSnIxc8",
-	"Sy4XylloPLrRbiIHkilIGfpqeP9qeL+ptw4I4n6igP6SRXmm96vp4Okq+Y6tT3O10BK7JloYFNCUhPZG",
-	"0UsodmsKjYONPSC23Hhs220GxL5gfoJmzVB3t9OqesrNqz3rFy+5zOkqefB+YH3mDaZxL56grS+oWRIW",
-	"HsfV1Kekq+SW01UCJ4AzQYMNtfDiHEoTTh48gG8WQqrJUf+oX5vlJ3dSje3hmrvDWSMqFncAj2PF1m7s",
-	"oqa7Tn0vj0zpBpVBSEtkQmZ5TNIE07FmKYtEwrtKdOcJVZWiK26GUjBafZ5z4NlYVjdlsZYjkKT6WVze",
-	"cLamffNIpTbhkrTLjcs7zZ1e78kNfcK9aW3jvgZAvfk30zFfVkvPALhsk1mMm8Fm+gH8NU84BamR0aU/",
-	"l+3P3rzFqps98KTVVFwaN7i+896Q7o7Xx4Ri/9XymsCsKhU2vSgif7W20ObHnz7+fwEAAP//",
+	"7L3bcttItiD6Kxmc2WHSDdIkdbFERccZlS13e5dvbcm7+sI6RBJIimiDmSxkwhJ32RH76cQ8zzzsP5hf",
+	"OB+w/6S/5ESutRJIgKBIybKruo47ZnZZIJCXlSvX/fJzK1KLpZJCGt0a/dyaCx6LDP75PBaLpTJCmrdi",
+	"mfKViO3TWOgoS5YmUbI1aoUmy0XIruZCMjNPNMuEXiqpBUs0M3PBtFGZiBmX+kpkzCjGJRM8SxORsUz8",
+	"lAtt2FVi5vgyX4ixDIuJo1X3e7EKe+y1TFeMswzWwSKeZYnQLDEjxtksybRxE8y5ZlIxnUdzhlvpjWUr",
+	"aOloLhbcrl/IfNEa/a1lF976MWiZ1VK0Ri1tskRetj59ClpvuREvkkVi3qg0iVbrm76YCzbN40th3J5x",
+	"H5HKpbGbveSJ1Ia1n59dPGPFcGyWiDTWndFYhuPWOO/396Io5VrDP8W4dfLT7/EpDUg/nFzRYy0iJWN6",
+	"GgYMPmZhJnisQ6YyFl5liRE67LE3mdBCGqYkEx9EthrL4mAsoDNuBEvtokTmln3C+BS+gcNMDIuTmEll",
+	"WNsCfpZrEbP3YhXYicxcjKX7fioSeclyyT/wJOXTVHQQ5uKaL5apBe64BWuEHR72+ydXvz/sVw6l4RAQ",
+	"BM/jZvAThB5olsSszVOtWCiyTGU9+mWSxCFLpMUPnqR5JthUxavOCfspV0bY7cE2VypnkZKGR4bluldZ",
+	"dT/ejwb8sTieDmf74pAfRXvxwewxP54OomG8J1pBy06WZPZiWHTyd7RI5AshL828NRo0Ipkw2ep0ZkS2",
+	"vsFzPGd7W654YthUzFRm92yyVSIve63aRMnConQ5TSKNuBRZ65OdaMkzvhCG7vSTPNMqa4ZpKMW1mUTw",
+	"RsjUDDBlmYkPico1W/JLEbBcRnMuLy22aCHj4tayWZLaOfAuJ6YKSbH61/7zv6vk5d9PV6+S/vXL8/7q",
+	"5eBP1y+fqquXF+rq5TOVzP7Ui4apxZvELuinXGSrVtCSfGFHwFVVN86vCwj3h/vBVpCffRByI0Jdielc",
+	"qff2tkgDSGW3FlosIki4N5Z8lSoed6pbfBwPZn1+JLoH02HU3Y/2RfeYP37cHcyGYi/ejw6mh9ztbcnN",
+	"vNwazDhJ4hvRaaayBTetUSvP4c313XlE83vRQLROWS6Tn3Jh7zBbioyl6jKJeFpQrzZn7949f2oJN2eX",
+	"SsUsmqskEp0TwDxLcDORW8pueux7sTRspjLGDUsF14YN99lc5VntDh3Ew+kePxbdfjSYdfdnj3n3eHok",
+	"uo/5YXQQ74u92XDgwIL0ugRMjQ3cfN1KZBgeHGzHhSq0XgOQeLoONffLCBGbIwXkeBcRMzwGkGim+Uwg",
+	"7lT4EryETDQYywrDY1meCs24thQpQ/psz4jGtfvtnMD0KrcEXQRIwmnOLJd6LIHIM5MsgLTZdQhpeuwz",
+	"Dt1yjFucOjstNuj2TGzaZ+im60SJEQPJoc4p7hdf7o4fwLDX0eENvxRMJ/8uAjaw5HnQ71fw/aDfTL6A",
+	"VVYWFIsZz1PTGg37gV0d0fB+P7iZogeti4xLzSO7ok3EzJSvsCSucbXpY/F4dhB196KB6O7PDg+6fI8f",
+	"dfdne7OD6VF0HA/6zYTqM0nUJ/sxyiDAir7jMTF5+5dlwkLCP/lymSYRt6t/9HdtN/Vzuf6fW8Dm8ZMY",
+	"YfOBp0k8IZRuBa1YGJ6kujX6288tkLlao9ajWcLNhC+srNMKWguhNb8s18diJbR8YNiCm2hOF+wyT3nG",
+	"xPUyE1pb6H76EQGA8kVr1DqcoSiwPz3gh8ePj44eHx/yg+l+tBcPxWDWb33yp/IEF3vhaOHAzvMoElq3",
+	"RjOeavHJB+t/z8SsNWr9t0elnP4If9WPzgAUANqNIpKdacFTezr21oU1cIWBZXLFxZm8F6vJItE6kZco",
+	"Urr3SS7o2S09UXKWJtFnHlyc4+tishCZFSvMJBMzkQkZiU2n2PhmCWGeWkFzxUBYna6QOi95ZqTIWDvi",
+	"WnQTqYXUiUk+iM7nHuhp5aYRVbfwXlslcysT14k2+kufeUQHpEvdKsqzzIo22nAjRiy8CfqAFHTu8P4E",
+	"9pnYmeoIU4BPTpaZurRXBREHBO0J7XtiTwSR57k0IpM8PSvR4e5XH4ea4A8+znzewbo1MtQpvsBpnauF",
+	"MHNUnMT1UkRWcbSqioit0qbyjOkkFnBh/U2GPfYn0GB8GcASkU9B65Uyz1Qu488DqlRmMoNh7g+edaZ0",
+	"BWq6lSVy+UUI4CuyAWRCqzyLBEgtPjUYsbDYKOLlG5TrL5R6wbNL8XlAJCVhYpSapDDc/QLTnbxVasHU",
+	"ohSDeb40ZXETqg8iY4f77PvkuxEL17aLID0X2YckEu9K08DnQTXjRuiJZ2m4R6i+tWMzbgVwS9wyniXp",
+	"yrdqfAnIlpN6E1nqqQ1PBWuHazsOO84Aw2Ju+JSjqa0daoR19d0eAzsD4zMjMhbCH12wOoSMrEloB7lM",
+	"Pghpd+jZ/7y3N22Q3n7kWTNglxdKveRyRfKd/vxTn6Cx6V5pklJsweXKobY+Ia0u5UZ8EZq/NuOIhf7m",
+	"wh2O6x7PqKTHTwGkr7+/3TlZ/IPXUKgetQYH+8PhQa9v9QcrgSRWIUiU1KDK0BMRT6yWIPM0DVpRJrih",
+	"J61hf3jYHQy6w72LQX/UH4z6/b/akbLV0qhJOUu/3+vD/8ofUbiJVlb70DHqAEulEzPhcZzBGbb618dH",
+	"B0dns2dPh3vD7/b7e3tn+4/j436/v/d0f3D2ZG//LOJnMT/e9z9vnNX9ClgXi+Vkb3bMB5H3i5Wacjsr",
+	"7dqqQOWv5noy53oOizqIDvr7It7fG0bTg8Fg72gazfrHnB+II74/6MfxPh+IYX9fzI72pzMRD6ZicBjP",
+	"pnwwHQ77h95yUFRuXvE0VdH71mh//2A46Fslc7fzWd9gqi4niYzFdWvUt9cvEsmHDQd4QAfoVMZJfc6D",
+	"oHWvkLDSvLheJpnQTQvacxgFu9pRDy6EY/jo5dnbJ388fXXRfez/VOoio9brt0/P3nYtjAdWcxbmSmXv",
+	"W6PWVCyHdjx73+mq9IYHrXsAYYFqDrsqKGeE/RdPcf1vXp93B8NW0MqX8caLh5N+8uifVfV3Jn9rdOUt",
+	"af2bRAsk6CKuSIha8qWeKwNyxDvJczNXWfLv4jOF29wf6f54ySkDZYn9uXv65nn3+7O/kPPJN+J9Kcns",
+	"9M1zZy8kxT1wpgUQFch8rcxcZEzID0mm5EJIM2KhD42QIL3MlF2ilR/OpEnM6vMAjuRoonIzUbNJxuWl",
+	"uK2FZpFbuVOwqTBXQkhmL1ev32dcxuwAKRz8/eoPr+7DQoMrABk3N1YHA/DxNFVXImawA9AmLKOxqhrc",
+	"7K9gxLkSacrQjMOmuWERl1aFmgoytMZ2vaN1aw6Yb2OrtqNGjhTSe7BINFi97JNc6ny5VJmlDUueZPZZ",
+	"wxGStxE9IpM8SydWmSIYOUwqRnop4oRfgDnw8+5uubaFHXICJsZ7VAFKHScRmjm8qy/za6lY9nTD+uTh",
+	"qHpIJSAQ7D/gmZzJeKkSae4q020SzPrHo36fmJKQlkgUlmDnKZxoEWXCTHxOjNKETi5lIi/phdaodTXX",
+	"Ipq8nH3/p+Ps6A/f/+Wn7OLq7+/ePD16/uLNX5+r4Qv+gp9f3cCu/OXkWdoatebGLPXo0SNS83u0t16k",
+	"Fo8sYLT7Jb47h6vBeBt/K1yL9H4PzPg0GDhlAdge3/Ts4jyOE3RBvcnUUmQmEQ7r6nOdXfPIpCumpGDL",
+	"LIkSeckWCmxIeNGTOGRt9H/b5x24xB7VDVk7TjIRGfzZ4vnSm/TndWn7Zjg9gdefuLc/BS2fxK95Lp6W",
+	"c/eYBdyrP7xy1LjNWSyiZMFTRgZ79MfZ17Vhw+LXZcojoTsBQEDE9g3f+snjv+faAB03ouoYGRwQI7Fy",
+	"W56SuYJwmxsjMrvI/7vd//i3Qff4x7/1u8c//twPBvufOu3xuId/D4Lhp87/9d/X3B9B67pLg3TXOdvN",
+	"mxscMPL/sDi5TIwGzlffcsBE77LHxuU+xi0kb54Au+7PgrvQBTbn3mRJLKRJZglqwSWEqtJvzaNWB1nN",
+	"/dMsLjc5r+h+PtCWwylJ7kr65MQ5NJciKwz7iWRWq06FgXAWrmsnW5XJb+UK9ET4m3H9Fb32KWi5y7a+",
+	"vT8Vdw8RPIlZJkyeSfRWhG9en1+wR/C9Dk+YPWqj3gsJB04LQbYkfsp5WnE+P6h53oez/uwwGorucXzE",
+	"u/v8YK97NNufdYfTIR/Mjmf9eGChUffabT1GLdJUZJPlXEmx2V/O8DUGr4G4lCbyPb8UsJVMREpGSZoA",
+	"Hzph4L5mnH3/lyfscu1i/m64t3/UHwz39g8OHx9VT3BvuMOSKzrQjVfAvbnxChQK1C3R/5PvOf1bq9GN",
+	"VaeuJe6VYWpq+ncRGfDBwdunG2jpqUMcJJ9cb6AxgnjGYY2a1Eijb0rYRAsfdgoqePhpnQIWS37icY/q",
+	"ol+oK5F17f2l1evVYqrSHjt34o69JeQ5t3KQjk1YXSlZf7w1/o13/x0WNQwG/U+3pcxD9PKztFwakhlt",
+	"mSeSY6K8oA+0c/uGuiI61LHbfop6OfD3WVO812tJ3pFZGY3HjLriWcy4rxU/0IyU/HXevImrguvFxwUX",
+	"tFLM2D5cYyWZymUsYharK9mp48J9oALZoxojK+1PbK7S2GJpYli7DwREJ4s85cbZCWYi07C0goIl0hzu",
+	"t7z4if56/MSa4au+gudGs8orTCs240AGdhqYpNT6uD9QUGUmeDQXMdB2RxGqE54wS0tYLk1iKTya5YtN",
+	"Wjm4a5KF2IVWJzfFh8yAxyZxUEYiNUQR4fRrI3tmwCYIpuqSwc+WN5s5Nyyac/tPz8Kz5VhvBnbFarYJ",
+	"1lfcwhhfxJgswK0HGreoJK6qsxHAa9veZIerr+BJBYOKc1YUJE10vbLNQdM2C/NoI5qugdS+22ttYz4Y",
+	"nUMj+0cZtArrC97P+m3ZCIDqgdTuQhP3Kpz/Dfffqr9qRshI0bvr9K6wDmzVt5/Lmaoo+uvMcp4vuOxm",
+	"gsfggBPXy5RL2Fsj9hdq49pI6RVfaQbqmT1tb/UFBSXdjQadKpUKLtcOyU1RLjugLW8E5xMwk6xvThvY",
+	"1IJH80QKFqlYnNibDfcexmT4BtxV+x+TqTiP3PZdxPx6oNWGwCEIH/Ojhqx2XjW8+kEGC2HmKvYtSK1g",
+	"W3DQpuiU2qIaglNaTkD3I1OAl6177DdanJptbMXQZGIr/nYWttqQS55kxaWrm0g3GNfIheD5Q9eCYJq8",
+	"5A3e4daPPltfP9w1rAckQ5N+swyzzNQ0FQuULEHuT0QaW0GpCEJfv8dk/l1H2389f/2KgcEEVDyjADmB",
+	"OrRB4Ap9i3EI1gxezmT/JCO85AvReI83UoQfLMtKNLvKlJOUUea6mbLiXspxN15VIElrs77EG1rSoRmP",
+	"jHYG/I2UMKJ7v5UQAoH45NlL13QhkXXxzOgoNWsv+MoKwmKxNCvglIkRC73TfIQrnwoo8CzjK8dHnZH2",
+	"55vM3i65g0hT+Ocu2ca6z+OQzrez/WAAROXGKwtoOqRnCTcbVSvpG6a2albDmzUrz2W+gzQ9bJamX5U2",
+	"ippJDbWFQuBo1KRADENlasRCcGeErP3dq+/Y+YJnhj0BIQkU99BkEfx6kam6YuA8nBt0r8M76l6Hu+he",
+	"MHej8vWGr1RumunVlMv3pRoEYuqSJ5jU4mxLFjaWlKmMLVRmuafdrql6K/VN6hhP09cz8HTddGE8jPv0",
+	"Y5MV2cM5IgiV5aMUD0jHdL6w74D5yFvkA+fKQU+Bb+JvlKDBa7gUGTcqA0FaZVYnNJ4Cwdpcek+KiZYA",
+	"das/GJOK+BYS9iaKgCNSvleIf4FBW8mG+emFHs0fYlpPTV9sjlO3tOFG+2QF7A8082J89SaY1ROiXj1/",
+	"07U69GBveDgYDPcG/YHzZA6aluTtbhI1k6U/qisMLvIhYbUgi9LbNI0mDcEXtwq9YH0hFURqoqV4A0u5",
+	"Ybf7QPf2U/Bz7WL529ua/VAAIHAcxJ5HdgNqL3ZmcbhCz2uzzuhqYK0sfR1Ua9f+lLC+DOJuPtsakAt/",
+	"1Bp0zuQHkaqlsNSB0+DrpMv5ALdvvmTwm3UryZSzCde0LKnQ0rvd5LxF3bKfWTpA73niwCbtCrZYDrwZ",
+	"bd80bgqEXX4JcCRStxmMm2iZLixxmFopxZUVeSBt7JZI2CRizbmeWI7VsAQLLoj65BKjQmAvM2U1jEbo",
+	"BZTAtGE3lBOFjnIMdFk3ZXjJpU1GeA0ZcKHLPp1RjKv9CmYgqxhR+5RrfLwD/jQffQGeoEjO8ld4M0bc",
+	"7oYVC73rNQMk/A1fMp+GbjaOk43Lgyryta8nd4FwaDEzMSRBVSJTd52y4rlpnrRq8/fN9/7Ed/fD7+qL",
+	"ra6jcBAXXzVq1bf3mPpSRbI9p3EHKW4z58VM60ajklt4kyuuetaFRNSI1Pk0TfT8nOIyf24MeUwTMG+C",
+	"/QqJRSUDfcTCpZAxZOG1r3hirF5pUa/4EqwdELDeCVhIj62o2+ZseH1dMX5TpAdEWYasjZZVq3ctloaS",
+	"jjq+pY+mBo2ZxrUghxerZqPyzTU0AGd3k2EHIjMwjbjqmUpAsw4oltK+MBj2izwFq2nkEJdodVcl11Ci",
+	"Rggo0mOCEbe7Xs639u3mSymuRZSjpRTqZ7TDKdcCxg8pZB88KUtLfDtwUb+CFojxPG2OVJriAlQ1ridg",
+	"V/MkmqOXHb9G9AAjiKDFFrvZdnMRRjtqkLg+Ox29vrsu+AXpq492bR8UEDJrB80hIS9Ti1qIFMQvkHs0",
+	"X3buhx77sXJN9IKCtsgwgtmtWBQEXbnJQrB25bIAOgLEE3UbD1ctQuv+0XYrtCunXoU3uaPvOSoHhE+A",
+	"o5VAy1A5EJERhPKy6oi/PQcqpr8pzsO/g0GNgnlKeJ0XVQOnvVtZQawmVgU0+vOjDdWs8diqF8cVpdgU",
+	"VbhzAINRyEKCLXFz9bCGE6YWibEYB6oEHO/GJVaDXw5uGRM4qMYEHt5/TOCwKSbwcGNMoN0DxgN+2RjO",
+	"2mXf9aiGuxxVDcOaD+u3GcR5W3JXd3/cKrKMiMJuKi7Qtbsptygg/ib12re8SfS1F2Mp0J9AFO3zvUeY",
+	"RXZ339Fbq2/kYruhK8MXWUZGol2tXfb9+zB10ULfqqtv5q4tGL9Y8Gy1IzzP6e37s5N5GLUrFXG4dXdL",
+	"mY/Gv02SUqL/Bpc5glDNgL40+im/qrms9/VUuHs2it01U+LeUiC+ktltmXJjtZjJTIh7QgHnYWb/9Z++",
+	"G/2BZjOBZpMyuHjO01nXYq0VEwtGp+Ew9Zxn4h7RslwHjDxiob/5huXCa7dY8GfnGGzPYtjBSLrx1m91",
+	"eht9gw3Ht78XU+xqU7iTKda/i1Xg3slMW8N1h1+w7RuI7XnJSeuVPAxPqQgO1Aadq1QwLVKs43SVyFhd",
+	"sTZPU2BpuiGXbpapRfMhitlMRCb5IJg2PCsMfW7QREZprpMP4hZWHaO2TSVkfD8TGZ5O6BpN7vsWV8Jb",
+	"Qhg99A4B1t3bMV7CjifzxVRAhjwIqRQi4Ma5OQa9HvpnjxMA3QyEpjU1Yd45hcPfzShz6oXTp8lMRKso",
+	"FehR2D1jJHQ5JrEwgM8hUzJdjZAUrKWSiIYQfta+naHiBItXQb2EcL/fZ/UqhZ0ee+ryfq4oOFObJE1Z",
+	"nIu1BJWbNKJfp3nGWWcg7h4C+zcE/hfh3BbtM8tP1g6Bju/BTRkCXj3Q+6hA49diHh5tzan06+fcfYNr",
+	"pU0rhWpuuSS4IxuIJJSENqpYge8qq9+VshxPr0iCqF7+XsFBa8/Jv1Z9WIaS+08zMQORBOPWvUi3qneu",
+	"YXG3FitOJdastDjuY5KrD45U7sQ/IpVRRieaovVaqOTtTOd4NGsrbaSe4HP9Y6KNyhprYFclayydw+b4",
+	"/jqFnG8a6Kxw3uZwy+SlCJhK49tbNSorPpMmWzVZN5KdC/1uFfR04ZbesYgP+bEbYwRpsKCA1NZDwS02",
+	"Gpoq4GxwE2Dh+Zu9jfgSm/PlUsjb+Bot/57oG1z2tLrC7VbM1eYsXANX2CELjrPsOFccExYAPgXh5N6f",
+	"0G316oRVKjlB5OJklqRIJHwqEnEZCXpeUJGScpTUwi7px226hmV8l6pLDxswAVJ2eFH+rVE8wYGrYHzm",
+	"pzMQ9LDmeWKgc4eZiwVrW5ARDcM6hwW5By5ayTzrBEykWgCsb9CiSmTMBNdNYUY/zFcBmOR4ZFQ2wg2H",
+	"AfMXE8IRjFxQcZX5VH5rFo0n93X3vKtQxVx/lmKv3nFtvZ67Guy2Uc5dTHZVYv2bNNrdGNlWJ+Cu5Fml",
+	"JgSyUER8uOW/VRselWnRRi2s1EwlDe/HsrdWDLLpKOhHiwMhmRjC5kVZWbB99vxN9+AAc2cwZyZgU67F",
+	"wRE+w0yZTqOp7qZwD5eyEwsep4kUrL3XZ4tE5lAp9q5hHfcoQPx6zKQ3VooBau56IOEtuiez6T0HlFEx",
+	"ItZ27kG4FRjmcmeG8eUNkjeKg1/HpkdxMfXbvTXqZa1C5aYgzZvqUrILTzTBzl5QyNkr3sCL38uq/1+X",
+	"dBey5cyCmoo5NrpHk5qwZcUxS+rC5oz/EEoQ2tE1bdb+C6wXCAaY0PkvXemithaCPaOlMCuTZuypI6pF",
+	"OYYTlz9v5iK7SrS9yjJm3M+tJzG8DmF4UcnI1a8oVPAeQ5Wt2pqGJeakGnermVgkxvjxdS6NGWaAIDQr",
+	"dDT7jW9VFkILIU+24YtvgtxwI29Xg8Q/5K9ajGSnaNF6k4Bfa8zoP5Ww0sj36hWum8PuDEQTexsv6qkU",
+	"ZveiYJEr38LazoKswxNmUcwpfEk5jBfRacWpumm0c/PFYM8NW/AVi5PZTGSNgaM3VLDaNTBsexmjmwyZ",
+	"Hn+AtNWtV33rDaoXF795RtfoxUpJCU9Dj8jjuRZHmWim5wo9TTUoBiwsjRChT1oNKO64G6ob5Iz/pMpv",
+	"ICmQqSyLcUUcnrAQeMGSF2G3dVpAxgzXhY32hBs5KVMbrODtrB1h0U+NG4rV0TeeAbKndX5UyYzAicsS",
+	"N2gw8U29xVZ8Y8xnmWDWMWBjXaCL4qLVrf7O7gL+CXv00qxdXdYO+9cYu3u4z+bi2nkvXJnjYP056Dnb",
+	"rutZBUEeaFwR9MBiJbG4zSXQmxzgdWJEdUPciohwVq21J1jeYuPyn+bQya8yrMUqFAXYVKRKXrqZKslq",
+	"GVgoWAqiw85G4XrFuAaL8DcV8psKuZMKub1Smn89rMzlvEVbGdbd5MD7raG2hfD8ULTUdDoIlJNBxWWm",
+	"MuYUowoUrGghhYix5AdpNWbOaWrgE+GabhV26mUWtgvsv2IFv1p1eyeJHeJUyTh9x/CgX6sdoZZX44Gm",
+	"IgWuCWn3U0JvTVxfFwU8zriTzWNXS/+W7hx3Mfyv219+68b/F4k2z41YbHFJuwgkKy78Enb+346C/uXT",
+	"MutC1jdBarMgdU9S0zdm+StglpvZ4O5W9+3JRjcXV9ucbFQpkHQPSUdNNPxb9tFXKLZTw5ZdpRX/gt09",
+	"maiOqr918eQu0L03EfA3D92bCsGsxyN6tZnLCO6d6jN/xUCySpRpw7xrZ0Atk06x5kwz7S9K21BlmgYJ",
+	"GH/YxmVdZRtIn7iNbBrnGWhjk4VuLrCIdj5vCqPUe6gtuEjSNPF6tN5cvl40lz//Yb6qjE79wNt2vSo3",
+	"AYuUlALvnz0LLeKASSW7w+vrTkm0PUTewRqDV38iriORLTewHWCabHhwyKYrI4oYPtJYsQomjgMFmsFw",
+	"Ziw3aXMr4mQ8AqNjbsaSGjIJCX6HOFPLpYhPaFy01ZPR9N3Fs+4R+n5fvXsRwHM9V1eQNv3ud8+ePXva",
+	"ORlLNN0WXgMoEH3FnakfnktVro9nmVWycVwoQoTA1mzBYzGW5Pf9IDJtwTzo7ff6vbGsRZT3h/u7UB64",
+	"+ZOosTD7RRWAf7y4eENhdVuWfsO5bspOqVyc6rqqWO9QswExmqhcrRPaNtVgvRPaei2QHXRQ9zkooIia",
+	"mbhMtBHZbW570b+uYSJslokRARbvijpYzRLbTb3v1kdPUsE4y5Sl9nFX5YbhZ5TRopNLqdlUFL0nXfMy",
+	"JUWAWJHYd9VSn1SjX+9mkK235VvLB8I2fSH7HQS4He7b6783ZBmXsVrgze2xc7iZSqYrx6co1gLbf+C5",
+	"QjsX/8QQ85jKEByJkgUdc9Ef96d9FXhzF9WLGgw2DJ4JH1PevD6/qKDJBtHYjlbi4Nop3IhTm7WwHS7p",
+	"3TLLmhoZQnnnRF42aGh3u1vsDJ86bEGPdZxA1bcYrPZAti8Vs7cGvNE0U8XdX0ES75re5gRZe27MEroI",
+	"GLMET6U2/BLa6y7zaZpE5Q/LQh6r1US/RTdK39qTJbUOY/39o9vh0054sIvQbxobWN5F5K/zit+k2O82",
+	"2ZxNdloNNnOEEv9I1WWDxHt5mYlLvqFyWd1qWA6GLmnNjMLMLJmk7N27509d2UWhTZkWutXM6ESkJito",
+	"VWa/RbusnTg9bOb22Tzw3UaQEfDjE5ZL4gJsuoJimonQ1KFwmfKV3gk6OJmh/sa7XAH7AfRD/hS0LC+a",
+	"EPRuBgZwLacaWNHHCqzELSvRimTgups0AIaZndYD5iK3HivL56IquUoBoUXRXMR5esPxbV3TEiuq7pg/",
+	"U62/CsZfbTZY5urXgbWpCSddVP3IEb1HBvKQqZSmd8GsiF6rtrCFjhTYWcGdoHrZazy+uIJr0FhHofVD",
+	"JBhso1iboqHrdIsa4mhGTZMwPpdW+I2I3RMRc/aQyeaVY1xV3XByx1TUmo2mKejoG1n9TZFVvL07gvcN",
+	"vf2NHt8bPS6PoOm270atd7XdVyj450nwHqv4zQvx212V1fyR2zgrSee8BzdlRe345p/8Cv7JOo7c6Rp+",
+	"hotyDUd/8zfxFyJ0t+sc+88DzgsSrBqE8dVGUDpXY6WcDbLFG4rc3KFGzv3Xwtmw5A2OyjelaLQOIOhM",
+	"Wm1T7CBViOIot4QuKaD0gTj5pdNjf4T2lXo0luGfu+fYobVLC4D+lm3jidWBJ1bzKFNaN4nWIxaLonfu",
+	"WE5XLDGdgDVMcJEshDZ8sQxZO5fJddE7wPEjEkSg82PjEs+TS8lNnomQtcMPg2Cc9/t7EfkI/vjy9En3",
+	"/I+nw4PDNlqwAzZu4StJDP8VPfzTuJVUnloA44Nxq4P/CIOxNFeK6SWPRFeLJc/ATqzdQjSZjAvvivOs",
+	"qA8iS/lSdwILKLQuY/6pmYuxPDdcxjyLGW1NQ89YzUI6124Sh0H5lylBB3Xu3fNiHWFvLN8Ke+2sNOve",
+	"xnByiCM/KPIxIHdNqqseO0V/CZcrbOCSmHki2eDAHczJWHK5sg8v0e2TOAyIKavjgOkAhw4YpnwEbMjm",
+	"9tk8YIM+m8N64R9tO/5Y/j0xRmQnLHwrTLbqntpxoLb6XEmVU8D9/vAYPjzo752w/UHfmeR1xa3SQTfp",
+	"XRx6d9WQ7xpsvE2FxZtX3qRESfZerHbrH7ksWo7uplW5Bm6NWtGbTEAGCmYfAU+Apgu305JGLDF6LEML",
+	"MDhdzjQQxgA87dXeFuw0ei/VVSriS0j2g9ojWK3HioiJvMSDXhcM76asN7anRw2sonJtrGBTBeVGECq5",
+	"qS+oV98QMmiwwRg4LulNoIhjWQHTegvZBV/Zj5m2TIGnDdGIZWNZjv6rk7HEdEivrQFM7CXLYbomoCTV",
+	"vjRzkWTFN9ibFxkRtuMYS8jd37Bbl/0OA/KFYF4/1QASKDF8lKibSwUdS60o99JuILNUKUosFVAOElEm",
+	"4sSUDcC1MMQjrWrUQB527CPR1PGWtYfrScNmLaZKXXnAdc7zK66xm5uSYMdUV7LquBsOD/r93uPPK61f",
+	"QHVTI1kTzf3Gtr6ZB/v61ILtG5Zcp0Y7BPx8ge62XrGzskwjGIVzoxbcJJHfJ3PnPri3U+ZKcDc2r72B",
+	"crwF2WlTiI79jTbrqtX/lItcxBsLq362vfsXM2jfycJrCjB9BcNuIifLTF1mQuuJThrx+FwYZ9IoDKlE",
+	"Qch/wTXLcimhr5Px1j/ywmswdnAsEQkKwb5MHUygKKiQcWDBy6UDj6bql0VcAzNXib1AZiwtyUc6+It4",
+	"wnCXk8J2fLNY5u3aNziPrLgaMJUFTtqWvr0a4yHggAJgbsySA22wS5kDrUZ+5r4ToHhkAZTNzbJ8SS3q",
+	"OYsyrucBs9w3EzrKC5STnRsAuUNF0e0G35tsvE2Q3Ephdm+H4dGczzJhEGX7zdgw7KwiyrPErM7tThEg",
+	"p8vke7E6zc18WwQiqYOnb55beZ61Q/1+ormMp+p68o//+D9hJczH/mjxv/ilFueT2PHnoMRbcPGFXemf",
+	"u6dvnne/P/tLuVsOy2t9+gTkawa12CMlDY/g9okFOF2RDGNAnP4fLi7IDxkqJ3G/Mv8b9Blu2Dts2ZVu",
+	"nKYiUonsGtWdJSDkgmLfY6fF69C2y+oJ786fXlQbdI6lUzeg+ZMOO0FR6beaI+De8+VgklYp8lUzPpZL",
+	"kXX9z2q1GiwKfffqO3a+4JlhT6C6RZtq7kFn04sM5qKKe4FdAiZsi4rEzsw8U/nl3I0fVOqSBEzzFAst",
+	"ory8ENIE5Tqtbi9iZ+jRAVpFPCG4aNK+5Je1dNk0cfUjvEYtoF9lvbEcy//239gTJS0lshCyTx6yhw8t",
+	"PttHqH/2Hj6kMhoogcGG+HsS40sMd6idSBYWuBj22Dli9VgyxqNILEnrYWs34L1Y6cBD9fK18i7Yd04Y",
+	"h4mIs4LzwI4u5IckU3JBvDDc7w9YLnlu5ipL/l3EIZUDQUMGMBa1tACrWMpQCVJXEvf3XqxGsPTCSeH2",
+	"mwmt8ixy4aYw4b6lYZOZyqVVaFwvrTR5D7wql1a9hRxLBLQjviWIiQChkc9u4ucx0KZxa8T+8R//J2Bj",
+	"R6PsEyCPbOxILL30KezZFeOAM56keSaKAe2ewrMsU1nIkGSPWEhDjrDGWRgwjqSZhTRySJXQpB04FPg5",
+	"kkZXGYeKpy94NE+kYGGkYvsZljALMZlbhwUyhlRg36p+BA2KD2VJrEuAFDHoTncM/9ylF7vP4/CEOpQm",
+	"JHitVM6IwrFcu4G5EQz8Kzgwj+YFtkLJoCvFpnl8KYwGLZTHOmTtP5xddMjKliWW2oDgYAGQCW3Anpfy",
+	"a6uFFJQb1WE5U1mEz0tkdqVoYBkiXtuXHdfC5fnZxTNX1S+0C39hP+i+UWkSrUaFITNKudbOSHny0+/x",
+	"KcGUfji5osdkxiNTJtIP5o2+adisGHbBEyuz0rimOi7VwJjlaUpTnJRFuhCuXli2nRpu5/AYaodMCCIh",
+	"IlLVHNimKTp0ki+VFCt7hpiP7cJ4/X4IOiApGIzl2GhD99gzy26495VV8tESyTY2vQsqqd2azfkHUbx8",
+	"GMD6db34STmaQz9LDix2ZHkq9MOHrE0WisD5KtGEAlWjOkBtBj3m93imewulVpDoPNB2A11gYLBE+K3S",
+	"Lyhf1roF2YGHPRZW2ruG7PeVqf7rP1l7wP7xP/+XaydddiF6+DBWV/Lhw+qwxa1gjD5hVyp7rxm/5InU",
+	"xqetIzYTVyJjtWox9us9KwPMykOqNeeFNzX7vfvHf/1nfR8b1kkrqwBh385VKS5XnQyW8Xv8z3/9vzdN",
+	"lC9xmsOmaQ5qWAe2QNJaHbNZ8BVi1VpD0jXkK7rLntBkYNTf1LeEtclkCsZ6WrBOUiFNukKQH/bqzah+",
+	"z7a30UKSSC1wft/czooW2NzUCurybetshTcHPEUPH8J9ffvsCdvb2zu2ZPXdxRP3hrg2HvfEjiiWCWgh",
+	"Y9YGrudqpMqYkTqzQi9LwJbcoGfip1xkK7vsJc/4QhjLz4lVJZl72/EulLztC55IFIso5Zl9TefRnHGg",
+	"6OHzWCyWyggZrbrfi1XYKXppY695SDUDOqRyA5wrU2mZuaZZ+93v+v1+/x//8b/tPwbPKOwIqKiM0jx2",
+	"vhAd8aXwct7g9e9w0fbfj5/RGMfPTuwYlpQseSTYVJgrISTSS7xeRKPRQk9AteNYbJ1aDCAZCj7hELCB",
+	"rNJtBJPkTohqXZXJe9wOXbox7cFGcxG9L+uexiJSllr22GuXiOMn9WzCdzuu5IuE0iThzHHz3j3QRmUi",
+	"Zm1eEVHZNBP8PbyCRhRVSH3rMmSnh/IDIEyJLcj57Q8glSpdYkmi2WViMZwusB0XrDFQyNdZNUEgoeCX",
+	"0j5uOYYlVrRLdgUj0192IKiyprJisrlKY4I25PUlRot0xmYqmyaxZm0Ox/Hq3Qv7EUq0DunsVx0wdzCX",
+	"4+nOpKjYiks7ffN8tIHqJGRAFiTZBgWPdSLg337sweGEhQjo5D9wmC1VZjxZzcmEUxWDvzkrKeXhPvs+",
+	"+Y61w/3BnosHnhilJtDRibQ9um2wAGC2qNM8+rtWMoRvD1gudb6084p4shBxwsEqE3ZO3KxqxsI/nF2E",
+	"DvC4juRSWmwCUhq+fnPx/PWr85Dw84AthJmreGLVAbggwnnV7TlbtVcAok0zdaVFpju9YqvuKK0IBbIA",
+	"e5l8B4AFbwwQUnc8yEwwg9OOmbkDR1lqf2+AEje3Ao3Vu8W1wURZO7K7rUA/rExfHBvUs6wI2nRGHj1r",
+	"1Ash5Q4MtJppZYEAtIP0Pnvv6hTRLqQ9APJ/cOBRvk6wQT9zVLiYtceatP1CzF3/7dHPSfzpEaach67A",
+	"GzgTlGRVC0PAwjfvmvybYeANvu79xCiALlp9YJTai+CYevSzMwh+eoSmt/qySUF+5JwbIdGoIqqq7Rti",
+	"mNVUjJBe+PAKMsVBb2bvhVjCuavMkruTAgFAn3aMqyA2WS61q7BKFlRqfd4JSqNDQaeAcIASBuSux763",
+	"c1p0fS+WhjKeWSq4lXL22VzlVi4/hUiCVW08q5m5c7YPkCbRsjDepIyN9lLAVwYjee0/aI0lwpkuGiVF",
+	"jJpzCIIUIL4mTa1I/cPyhhZ3K11hwv3+MSuiXCbrhW9CpjJkHMMhqqaUPhlbgpQ5cz9gteqxV2u8CeOQ",
+	"3V6x2GcCTAwVFai6OGIcWBOo5SsgxSFrAynGVFYGo4QH19dhwKTKimFnueYpBJp7OGJHJj+7M5HD+n3C",
+	"uORJRm5Z+xOKiROVm4maTTL7ravzu8ySKJGXQQEGQvpJnqUVetgZwZKaTz/RhWAAigQZIGCpKsuw3aXV",
+	"owgkHiqVrjIHQbBvCJCAIdHZoRD2x7NyBawW5FDcBF0FWAK7Unlqj+AKrCmsjWpfLvkHnoChOmCarzrI",
+	"0IsdkF0EK0ULqGCNS2o7WxJWLCjbeIJIRIVkO6WePGRJSTMn78VqkglL/sOTEn5FhWV3I8iU4poVlviM",
+	"DB4Q2R+2MMeUXq4QQUr4GlZJGoMSlnYuSyBDah1TmDEACpRZ7Gzf3L+zCHbiKj9A9QXEV7YQXGpCWGrJ",
+	"ZRV+t6cHZd8ze3zUCAiww/6N1wgtdlhxXy0W4DC7xPxflaFca6zgig40Fh7YC2R53kF/L7QXZsHTdEVL",
+	"IQGyvCUxiW6AfZazJUqOykIQXq0MVwOYG251bHseqQI5zp0XjohobReKVaqdYZxFXNrVvrfId0UZzDgH",
+	"7CrloEWB7RjOubBF2o2AaHKRCW6IjCOAjSoga89k3CK75LhFBvLKjXz40J7lw4frnBsk5GRWbX8W09KM",
+	"iAOyOhsw49VvHGvfQJk7JzS2VMYfpmyfwFRueuyHKgMD64OhnmkFhYNPHSkncw9S8z+c1SWDgpA/+nmd",
+	"uH8KKdyNk9uhU94QEGN25vIdBo58TcVfyddZBlhYVRmPmkuWSLxV3LBcJuBRthwccZfWgydLFWTBoDC1",
+	"Oh2GC5zQGkEUs8QUwux4tkiFhhsLBqlyGbPSpwwyAHfBhM4Md26yJDJWItNWU4Pr6QzMdihQ8D7wNBeI",
+	"R04Fw9UmBnt4lDooAu/nf/zH//nELnk25Zci3KjpBU2qhJ3dSux8TTEj/uYp6kqgaksa+2YTCumTCVST",
+	"WSRaL0Vq2CxJ7bhgZEQpOhYWSOBs6ZygTcE3I2SCLUUWWTQH5VbEhYkQCgm0OQsfgerEi2qJpIRRBAyJ",
+	"XZCb8C/DZ2CgTxMDoV7hv4T0/CB05/OGXyaycN68SJzKYqVAYbrgJ6olfLDQSzwIUcTkP+Vo7pmq3Apj",
+	"ylF3BIF2AU2J1jmVyLfb1/DDlEfvvWiNKoenAez1wRkBvQGaXDOeQkEVS5DdzjGwC+5EMXnt2GjpPRaC",
+	"+gh7AL1i0O8De4+xjy8b9pF+F+kb4AQIXS6G84KgsONBZQSxRk4TAh8K6KjoD+mBwwOx3rcdoeNe6NEY",
+	"rvFH18HuY/W7j8g/PsI73W63+P/4kd3oRxauoehHtuDpTGULEcOtC8ipY2FX3oEPiUrJ1zhVFpAWfRP0",
+	"Z6G0xhYqFgGb8tiZRDG6gdXmrwki9lJAf4aP6+yB0Y/UDaGoo928I4d4Hy1xLVGijg9etl0VG4pRB3bU",
+	"isnGAomWYjEKJ/QNQAGKy3WfYsWhCLo7ecOstKfRDhcUOlQmPgie0n7hcxwRC4J3ygXu2wWWbkL2sfAL",
+	"Ziq3aksSB97dV1SyBBe55oUshj2wwzZZHSxEcXygTCSW4pv2ohb0kIT9cshjO+TN2g7Muf6Yp5YVr1hp",
+	"pYA0M1Tg21ZnSYWBylxci05tRocSwMQnwJ6hWIydzTSXris3AdtGgyGKYLWxt4i8NAUGp65hdCFOT4U9",
+	"6GWmIqG1j9MwCep9BIMJiOo0LjorEaerEKrGL7jxBnt2vHXjFvtYiPiYDvJBZM4gVnx7gDeh0bgFWAGf",
+	"GmpqboHXYCJzow2HTfefFJGbobZREaqOXdWWfYA90CwsixCFQK4tm/EA7w+xSPSCm2heHwPdKUD7sCI/",
+	"rogyIVzfGFQxquOuK8Ify570j9xw9hcHyeL92kiNevNHYqql8yvRQOmuyPCV2JtO8ZNABqbqgwBZccGv",
+	"4WF1lk0aN5y6yxh69/ZFYastyFx5j8BkV44LiF31135kRim2sLfZGUaxhGTVh0tDHDh6b0QmeTqhIIKP",
+	"pTchl+J6iYp9Wyrm3tRl/T3n7ffOiiVxp5xiz61STzz13EHY859aCHtvAGMwGt+AW85TURuWVLKmgX39",
+	"zvv5hLQWFHurUHG+c2jpMG5t0YDHLdgkBOz8GxYI1F56BETuhImcqR6VDwwLX4IWCy5NErnCghBgVobt",
+	"ZyIV3N4kV3cw0WCvG8t2qJZC8mXyyL3jakZ1P/y595feX3srvkhDV0sow9gmla1OPI0wVWDcsrJd+ChW",
+	"kX5UPAdpldz6/O8qe/iQtYe9fq8PdqHCJ+OUfasI5zJCezAtRJcWxeM+iy1X5nPBSf2P0SYe+xXtXG0z",
+	"trBT+u3l2HeFF0iXOMlZlCYC5fFLIQWmfRUEoxjOQS8CU5HJkiVTEu1bC/UBZZdMSG7ltEIVAamUPFWl",
+	"sKayohojp/CZijAHBHsqIrUQXncS0B7oToDyzJnkWaauIGHCGXQtTnLMs0S4ngCcHj7kVhsglY2GIpuq",
+	"kPni4UMXf5FIPKhBb4AHRYXcrP5TwgdhRh4SzTSfiXRloWEnKbdP8USFLdut0znv4PViIZWn6K4gUVrJ",
+	"iivWuTbwaqoot5RNxEXYk2V7haJkojnup98bdEbMC2PEC0a2AoxZA4RFnwcZPMDAk+hiGmZPG9V6QonS",
+	"bTzNkzRGk6JGOZzM5m00VCuuLUcKK5EToKTQBez02BOALLRNs4iGEK7BSEPw88o1ibKynwv2u6jEBlKR",
+	"X/uba4NfBnBdWpmidAD4+UeF8hSpNF9IJw5zt3vwg2ojlidjibSv0k3d644JoVeWUWqKC0BZQTIe86UR",
+	"WcBiNWLhi+d/evf86fOLv5APDQIm1QyDvCkixJLLV394RSFbb07/8vrdBb2OqVVJ3ZPU6bE3ZbCh1dHQ",
+	"WBA6n2zolqFHTOUZqrRqNksiJHeZ8fZaBDoWI7GwSEkJmZKgAharnyVpql0ulssFqEq2IYWbVCNDMY4B",
+	"E8UwcRE0Rzc0uItcLoy9IvZstALtAd2FCy1SiH9lM3FV8KHynOzKCmPmWLrQNvIvgkEI8fX87OLixdnL",
+	"s1cXk5evn579nudGhWQEJ6UXTHK6uEtlqUMc2sqLoEZBwBYBmyHBRDOeWALqfkSS+9FS1stLkYHswT4W",
+	"1l+cxSrRlSoHH2ms6cpyz4paXVWxP1qJQ1pNxPU9/+j1WSLMBW3HO6IRJQnWn/e8577jckNQMkzfOBl6",
+	"KO3q3RAfWVhUyg5RNcDAqsrTYi/bZq84Qm9aidfGrfQZzvI0LW71Ryeix2HZhpOyFsL1Not2VUVmWQfE",
+	"q5U2YjHy5P+wIQW/UDVQGHugsUHjiukrIZaYW2z51xSXiNgNDnxPgXA73W3BDpD+7XcObVgKdLBc8tUC",
+	"US5cr31uZ3CBVZnoQog77preHeGA3vGNysIjiMt+7qTlgGUO5vryNh8kL7MYQY5IBXf8CsMLNvXjZO1U",
+	"aPdiKjKLM53GWxKwdWgWrUC9LTc8Kwo1uGPGjpJtokEj7KEGQHcEbiPWBv75ptz5gxPJwhenF2eTN6d/",
+	"AdL1w/NXT1//AGCsA2cK8aQecIzaGSxNSOBt3t/oPey+3Cmc3y5btSCp7RdtGxtQwpul6YS9C/7FzrgZ",
+	"piigrHUUdX3Em3vBbjiipp2V7WL9nTU+7VWefv7m2o66FuPas9MiTRn0UmDYS8GuwO+tEBYPRuWDgil4",
+	"0tSoIqKQIgdcuXQPkkezAN0J8+Sjsvh9g2hUCBPtUs1aa0akjRVQGnePUsYN5+FAV9+7JyxZhukKwnhg",
+	"KRLT65y78u4mQFHYVSlktTcM0qHMQhaCbOSM7CuK0qqAkgZdJ+PNaFrfs8vz+Fj2JPaw1T0qEMoqBh5S",
+	"qaxAGPcmSqnwV6cOpnKG+pLvfo1NpYc0tL7EdFmhsksuEy1ixq/4irW92oiuB1pno7zmIADDNIhHeEHv",
+	"Z2FLTkpbZVm+RHOb1RCQK3zMmVJxmA6YgWe5BApQtp+uTOQ9bCpe1HCIrrIhhXQwT8na5Xgrd4gUFVfM",
+	"ovpzu3APdsjMrXJTuZv1OhIfC81u642sffr5V9EqyemqCc0STaI6WP167FSuyINERM7eNqKu1FBHjyWG",
+	"4Gz0dXjWPa/6CWjxa53C7fNzLwXJy6EDO4Ph761in0gpTNGff1QJNIGsJ9RaXffncCxTdVnUD4FbcQmV",
+	"eSA1E+KGeWRuzpK0y6mmScIuTlmUa6MW4MNysvOCr6jVCPY/9mqZzEAJp9IzZCQnu4ozP2oTjCUvUjpQ",
+	"apmuIJbhGiH5ANWXOONXPGUzIQI0YefRHBRki02owIJlZuTskxdF920exyxflqGvhbhBQKpq8OhxMAqL",
+	"4LCSwlCCaaU1vt+EUTehWdtS6YIWoITnPPIgzV0lMlZXAboOOi4YQ81ADnLHHlBP8GoH9LKysrrCJD8s",
+	"yUJNXu0/U3U5SWQsru0fZZd+IIheu36Ur8IeA5N2hLkriXZxGA8folDpes4+fOjJXDQqhdgXsBULKCqz",
+	"JkBCfNMPJQRh4ETfUodplEgwYHztCDaIJIWY23YGiTUJGMMhF8LwmBvec9sPfTkbSmUE3luwkRlP0xDN",
+	"a4X/Mc4FhhvC+d+P0oK2OwiVq+BqRSBd219xGJ1e+YnVAhI/2o+kc3+1UHgG0i2L5sMhIKBJFgKNXmGt",
+	"1XDo8Ujo44+XDtEKcgLsYNI8fLimDvQqGYMFR7MMnWsBcVVglvwgMlonheiU2V6xuoK7fFhLEiRTst81",
+	"vMgy9TZbux8sS7TL3UYNBiWL9lzwmP3jf/4vCIAzTuD4HRtQkaFSFKmPSBBHfwiCZgGNyGVVR6rgDIS+",
+	"NHeGJtMjZGFT8/65iN5jig1aLJPMNSnnGZwDoicVlykbssKZBRUzME2lS+OLpz1BYJ1bI4wrhKTYtRpT",
+	"PAEoJbHbPqgvZdQ6nc4zapVuT2atNfsDO1gsXFoGp97s/y5idyg1/vYA6MOMg68CBw6YWS3tXtMVG/7j",
+	"P/73ngPMVMwTL2/sBLjhA820SpM4mSVuEiAQ5RiDYxogKIxZaIHrBF63ea+nfKFjuYmR7vuHjcgPKw5c",
+	"sLOQG48fyM2Cp6m9PkhmE+P0aheR36BaQ3DfWp/7oKlxPXA6iPgs8h5qa3gvxFLbywIpYc+Ry+JpGbXU",
+	"zIiUgm6gGDccV6Jpk5AURrGHBb4hoCjwZeQBs6ifU7onoNzdleDvwfKdYg1Fx3ML7HH5S46WYkDkFnva",
+	"dMWk8gozVqyadgqyqKBoVNBp1g7fvXp69tbZdC5evzh7e/rqyVlot0JxhlQgujYl3CPMTWRhv3fwLy7w",
+	"qZIKW7wx6PX74QkL+yHLJTCMUgLsOMaOaY7gXEkkWIRHawwVwmRE7CKbHU/DKpKukhcCgNiLHdMxQdZu",
+	"4ocoWBauZ7+wRelwe/WHV2VCqz1twgcXVo7H9jTXhk7MEcUy9sIFXTgcaYcvn7+aPD178/r8+YWVegBK",
+	"BEEEE8Zyl5DCHA4XV+HUH7LNr6pRFwBVZtQVz2KPhdPdqFG+inlfC6EhbIKCxaRywCS+UVrMi0JqeIet",
+	"kscS02PtU7zuZFvyD9ViKyStw+8FnCjYJbYQ7FBoMOA7N2SX9wDryslBCqPTkDGOR7sYIZKWaNvk5Maa",
+	"E77ce6P9ERnCQknMIsENlslylTtWgMLqvAoUkERqY1nww4dok3/4cN3Kv47joIeABAXUQe0qPhV2f1/s",
+	"U2lckAlHFosfpbhyP3aCdapCcQEl7jj5qlJSsUjzJF9EswMSKhhiWYB2dSL2X//JasnwTjwigey9miro",
+	"xkms2CcxiWbkAkFly+FwKrizN/gejjLcQopr4xJ1zAbBAdHw9YeCdvrUGAOn6kBzBMonNeI6AgUNwwka",
+	"7Pa+gOpZg+m2rZEej+44+oRSJpR78fEU1UVIYBfZGtaWKEs7fWE1P9qqrtExCjzyY+eAOaNzwOmNXUeG",
+	"UH/EYPwmx0EANGCu8qyJI2Siq5bC2Yu8u2EVFxQYKghV3Oh//D//a4MBmEriOZrpobUVEGdeeD8uvZza",
+	"7l4qaJsrKlHDtcWNYPwaXfXOpwHuPsl8TQYYTOLCNSSaLQTXYCih0yvVADsmCimo5lismHpNZKvmmITi",
+	"jgu71gNdE+awdSzlXRYGsU5RUYdMlChNIXaseUqQIuOqPOdPTXqnbBpUS0ppqgQySgQAUBrFMy84lgyH",
+	"12tiCUg37SW1DN4p8SjyF5ZItckuYn8pEArssIRypSkWGAcFCqwZYk9cokoJllTMTEVjcXUkEAhQdxSW",
+	"V4iloHoU32eCL5eCZxoDquzBZE5ApSgYPAjKb3SJ8sVIRZmodxLiWS2RJYDW7rlRGDODVcvwPH0Al4cE",
+	"hbsQLmRDbO/iYAh8u23gByEEpaEaCGVhVwbZsnYmNUtVpxS5ISsOqjWgBE430ngWDu/CUoxi0Z+j4ZYi",
+	"Q0frL3OVgT2BiXLj3F1SM7LYkqEb8FU5kLqSxXQ5KSEX815qtQDsea1JJ5gUArkipamovMiORQe+MQg7",
+	"8tpL0Al8xQgFiYq9yy5cBIwuBkClokV1gooXs138G6uIgIQHx+UxhtIwFFScu2060UaJjVZa+JDqnIDa",
+	"iq/FhHUC333R9lmhS08ma3GnKFVMVj/M35LKDeVs5K6ePkXsrbV8LSNHlYxEQFX2giIDMnFbnPLovZrN",
+	"TkiQqWbJjeV6cIYzQFDvBFRMk3q1vLUS7z1WFM9F+duKaBbLLnOecWmEiEdQL2qFdToxuryIgEw9JuKy",
+	"GciUjPkuCoqjZUwnsQBDecxmwkTzpizIn5P4k2O/ksUqnxonqWHbPVdIrtq0wlWU643lD5XeRNUqAHsY",
+	"qttrCglA87/GqLil4yoetxrL9hYvAFr4rlSHQgrt2aycuuRbWiGxsm579kKjSzXHt5SfsNBda4p7LLNy",
+	"3Y2EYLxMNNPWDkb4FtebtXeJoRnLgnRQ+dk0iQSVdKXinG8ytcwSYXi2alHP4Xoj4EpZz0dGZAtsjJaY",
+	"tFLe801ZvLMVtCiUtTVqQVd6+wXFhrdGrb1ev7eH5crnUBT1kbiGAIBHVHnbPrts6u+NLhRyEWJR8lqt",
+	"+rp9YCmyRMWgjbj6/GFRwCi0ekKIqB0aFVKyG5RJ0skHS8ms/JqpKyw+5jtcDKi7kFJL9amuvDrzY+h9",
+	"VxFZHDupVoYHXR8VZ0PVj9QVchfQdVeYKbYU3FQq5a8VwA+KX3y8DO3Qds9UHXoGNjkNtbH2B0d99uT8",
+	"37A+1rPuEWtzqiVjFxGwJ29fPMN6QULGOnDiDGRUxGUM6QprCHHI4+YBZVyoDD+FsPxOwLTJBASzl+GA",
+	"FmSQG1LLLB1L3/QOZvV6yT6rJ9IJQ+rw6ZvnWFUPwLxWEk2TrHTYCbDHSb04WADi0BQyRzGmnUsmFktD",
+	"xcBAABXXJNLhqfGxxPJ1ei6EoZoPWS7t2jhkQ+YpBwd4BlwW7RC/tyf1O/t/uvb//A9IzTV8Coa1sQS+",
+	"wC8FSbAdVH3FLLl27CV8EJ6UJd4sLYMNoRjEMwH87AnEWeugKK+EsRq7Y09Qok4wln4gAH3bkMQXsJAs",
+	"nGFpZ4jyzP66gmGqanTpFUT6VMTjP4/tXQea8IYogqUWLkG6Nfrbepe71BWhxhjprJAZEnQQsXZ5rS3n",
+	"xMzewfHjfrc/6PYHF/3+CP7fX2vtFfrDw+6g+oYrqAyZ42WpY0tNWkELWZolXrvV+95hL0UAy42bAYZi",
+	"fyWaSNkRzfvZ618M90YHx6OD4037Mer2u/kxaLncAiDjw37f1ZCmPuP2Gj2K9AeoJ10sq8DLoMCnoIKR",
+	"AaFjUEXFYB0PA0LCoIaBQQX7AvzPWB7Ej6MBP+53h9OB6O5HBwfdY96fdfviKBrO9qeP+eEguKn7Q7DX",
+	"P9o/6Pf6/cABd7h3MTggZAn608fi8ewg6u5FdoLZ4UGX7/Gj7v5sb3YwPYqO40E/eP326dnb7gDGg0iI",
+	"INexCQZ9O679XzA42B8OD3r9/ldY8mM+iPeioegezPan3X1xxLvH0WHcHUyHfG+2Lw7iw8hb8jCASI2b",
+	"llzBpDrSNFYDt5zJsiuLvlThzH77BDGp+zTRIO7AB/UrFHJjeDRfCGmKbFJgfRaz/ap/KHgUxgaUFqoX",
+	"phzqBMawQ/x+TAirJxZ+gwFQB/u/v9IDuF4HxwfHf+1F+sO41fKrx2OR+hvg8Slo7ePFaSqcX1ywR9/x",
+	"mCquteCTwfZP3nmJ7vDR8Hj7RxdKveRyRXOBAHiwy/qeU0Ym5FHhV3vbv6Lmbe/KvEispp8vFlZQdazB",
+	"9Wmx/PbJ+b9ZYsQvLXOg33XrR/tZIVz6CssWCdMX3GoCJsmR9y1fWhnym4z2TUazMtquwlbxNIlRSBNW",
+	"X+QpfUR64BapjG0UyuyQ5LJZC0ODzwqED1iYL2PvL89/EIAeCoycIivhirQL24PXxoxeOKFTLYPAO5sF",
+	"xAv/Vn+TEn/bUuJ22c+7E4F3HwK8DLcSDQOoPl3D/KBE+6DE+aBE+GAN2cfy1hLgy7O3T/54+uqi+zh4",
+	"8/q8OxgGhTF9m3QI/+oND4L+9dGUD2aD/vHBwWAa7+8Nj/p7/cHwcP+AR4O9wziOD/fjKX88rMiADnub",
+	"BcPqm3ub3/wNSny+/PBN7PvlxL5Kq8otst82gyKZqAtzotCeRc6vQVQVf6ryXgCxz2NphxbQuKETVCqn",
+	"semqaBGPzThpzsRrSOn75jyB04pvXnNPhdW7IQqsoAkVkGA0S7VJp5PQ/J6cYxlWo6eLOuT+aA92bs1Z",
+	"8vkbe3PWXbm1RpHQhQD9n3AgnbEs6sq7HHaRCdykExvmYDJdTxVzJT7rWyAnTJNQ8SLR32xO/2TSRNBM",
+	"WcrDe/QE7l5rhzehvU1rBwGlXviqIqiUje/wv38r28e2CtNLtWlwCSWfjbawAXRrF4tPpZfo1oalvigV",
+	"4dKGdtuuqGFrBEUNgxZof63RsB+0vNKGrZHM09TvrGe52yf/7G5s9whX7A2/FEWjwQahACklhqYWTVm/",
+	"MckbmaQlYC5UFKwjPj8ruIrHMB21qzBMcOhu5JoeB/OccF7BvsLZVeHVhc+MrALotQZ/fUOrXkxGOF2r",
+	"X4gTU3FDr0Na4HLk/JZqTST+D4Io/DYCXwoHkHpSpAhCtsrmFt2dKvHb8eoCMVxyMy9pIbUH3iQ+bule",
+	"e3807J+BdFWe6irFLXQjWLan6NnfChWq/NFphRa0OrZosq5o2ltQKmz2zFCzbI1aoKDVlgmQ2EUNBB71",
+	"9VY+rKwcrPhNK9/FH9D69ONnsoOnUKT5JobgietOtvOP/esyh/7+9o9eKfPMEqJ/Vm7yB+EJ3kXGp6na",
+	"3Jo5CfZDsWtYKt3ARN64tq3VSG/o2+qou9dXH9rZvBdS99i5kH5BbCzsVQ/RBp1jlnAvR/SiqKdaxDjN",
+	"VMYGw35Z1ErGLOKSTYWrs7oeydGmqqGOCzTVaCqzB7GqIkV2+G39xpLYYCJN2fSxgV89AUr7JzvnOsfa",
+	"Is56pVW/F6vXVDeP5FtAse9UvNqdLcB5TlfPEuzGXSLKH9UVFvaETG8A60E/6Pf7cIZKQhJbK2iB4R7m",
+	"20SxvDMDCmgpHFLAOqGyaDZdXVisqC4GUIsN+n1czXq6ecNCfLp6E0Gt03mgUrtROTjCguxUG0oTuawx",
+	"7MEdGbbffpDYSG940AqaOUvRzBGeb2XwnkZ6N55UGkvXRx7SyHUsKFe7zmjddbSjzfqzQ8uojuMj3t3n",
+	"B3vdo9n+rDucDvlgdjzrx4NB685sig7wZv5UVmwmCH5lrrQDk3mi5CxNsOv7/mAHPkHhmhdKveDZpcDv",
+	"DnZZXVHW+KWIE35hRVRghcNdPqZy2ZYvnUmTmNU/KxtFEg69JpCKO5b5J2SSyDEpK3GLsbLsJo05jJm6",
+	"0uhHxujXBptggKoWGiLbodFNMV0dVtovgQ9utmD+AI7akNpJTmifv8e0XNdXHFONiybM9FIYlK1Ti5a/",
+	"0MxoLLVIsZgz5cW0BYV7XlJNig6mv0DsMumbkJTZaMV7S9DcyYqnrlyNSsg9+S0Y85q29E9l06tuCqoS",
+	"YPvyAsPWkMvL76igUmXpqEc3LbSG0JVVUy+QwixGC54qlQouv4wV8oaTdRYXFJ7bqboSWTfiWjC9WkxV",
+	"WjNCEOdt2nSdTe/KDJ/Ad0/cZ592WS3x7uraHBtvWpxj9rsu6hW9/+lLWnDvUSsHoaX09t7V1OC3VK7I",
+	"e9BG2Srwjwe9gVX2PZ+4FZTBuXxnW0XQMnpNhBsihbu1Ldnjlz8jJdxIO43aTIAgo2JCbHKyvv9129Hg",
+	"050FQuIxt7Fj+2z7mzF7F2O2DzFPdHL8HWWnetvTzXaHp5gvxMty5pR75YqoQ/mvREM82OZAQMuGMpVf",
+	"zr3K1JTuB17pTPDU9XuBSiQvKS8JpBeVG+gwUNZdO2GJ9MuwwajQ36fMBodlsXbNxt3psVPXfa1sZeeq",
+	"stf63NyxjhzYTtC8TTXO1lOxRqywlHhu7KLwDOWatgf14qBeDSjXhgFrhEEWMdVx4tQTO2Ai1cLrHEBG",
+	"lLIwj57zpehANROvjIkrR0hsfLReHmu9NIJX86pSFwGTwbAl/nNT6cEdYbEftPBgq4612nsdSBqizntT",
+	"ge3KqHYdLDVZYJmZnQovY7mb9YQwTMrfWHisc4KnhSXXXLZ8Ym6o9LWhwlklabddqxRQ5O1uKHABq4BT",
+	"pwY12EsDVAMqMoALxQIrlVoq9tU4pyzgeo0n7JkusHVlte4GN/X0Zi+3GVr3Yr5qJQG5LBnQoT5yt7xC",
+	"rK381H/Xo7g44/rr1G0NzNzbk5c7aBWlpqO8WljNdY6izMgAO5qWISLNMHLlkGd5mnr538H6xsJhv091",
+	"NBoKbIyYFma9KjAIhbW0yeKGlWm85b0mWxn2VqNqkWxwEDAqEwkFsFauZ1+H6pitpz1jxnzZU0JXyZSM",
+	"qdMCqRGuuE27mt/eOaGMYkDZspBZma7tl3HAKOmySlRR3MADOl5kLyXbpfZnAuKtH24qPDyi4CDsll4t",
+	"81u1W/t1hqlMzFWW4MWvGBTWp6MM7RFkZGsfwxrLT1NxYa9OsFsSdg/FWtTuJX+itZkdbRnRxcRtrtOh",
+	"avkCKGoJym6trMP6BEUe+Yhq41YxAppDFxnqNauKS+r26w0VdHUOQeZlmvnDNY/xqIi5KT32NKFX9bZy",
+	"iMoS5CabxzlJPucoCUEK+y/uL4B/wkpGrbrA8Bku0h3FcweSW9ncd5B2vZhz9Fm+/v7X7Xn8ZhT+FSo3",
+	"DjsbVJG2VLLrKQNWZ+h4ug/dcdJ9dkpsqhqPK3E5FePwWlyrbxdeC2sdS88qzFMo9elZbV0ZHlGUNvUl",
+	"DFBnylJiVPiVW3HDb3cc+G32oR+YFMRQycHCnlFP10gtplbpAbvn6aunm2zDNyeNfB0zXjU0SrrKy2Yu",
+	"dNkOibUhYaurhR0WCjX5trO/tep8sBW01hlz60dwuqUqLk0xTdY2nLVibEuMWOhtdNYD5zkO8SloLfj1",
+	"c/z4KGgtEkl/DArTKc8yDpdXmxUYAmcqW+wELQovKwPOuqBMO9MZS2IhTTJLrNgGmFSzhlYMbk2A8O1z",
+	"PjQW/PqFkJdm3hoNDw5gW+7vwa6G+V124qx0W3dSGPAa7e6ere/edzFvLG8BpczoFMqOxO2Ia9FNpBag",
+	"IX1w4ehQpKq2o6qp88bDKS2kX3p32LGvZsnwGpkbRcdzwjgD1WQs3WsLyitIJKu1MQ6YTqBZO0TTYzNQ",
+	"rJ1MPf/yBUl6JXj618dHB0diNouHe8Ppfn9vT+w/jo/7/f5evD8Q0d6+iLiI+fH+BujV8pk2gW4wPLov",
+	"9C7r5VZr31sVDPVhD9JzrudjWQIz7F+HCFEs4L0Zmp3GzIJEjuVaXwCo9wsd6qHa/6rIiYA5oEB3DegH",
+	"0UF/X8T7e8NoejAY7B1No1n/mPMDccT3B/043ucDMezvi9nR/nQm4sFUDA7j2ZQPpsNh/3CTe4PKlH/Z",
+	"Q3AZy9u9mr8Gv+UNS7/Re/nrSl+8J9/S5gicwZeKwNkb+MG7O7qB7tufRYLIqEm82eDBKpMxNwGr6pFC",
+	"LzA5pAY1f1RLrP61//zvKnn599PVq6R//fK8v3o5+NP1y6fq6uWFunr5TCWzP/WiYSrvHk7kiU238SD9",
+	"chGv/7TpEM3xqhUt4MdPwQaHEQbv6JqN1JPYrxRUJ7a6z0LFQo/Yw4cYBWb/fPiwGjGKBiNoXZ5kIg5Y",
+	"LiHUlEoy+IVBMTAWalzCDQFz2sOHcZIJKz3B4GPZroS5BqxaoBkvv5VaMCYQqjCX5mKsSAEt7tHgTA6i",
+	"fmHdJrtPeOIK8YKDph5tmwlX3YDqU6PLyIMYNIbNjMaWSs2NUjibZULP10Qt1x5irrSQRTd+MGFWahV7",
+	"XUep/4Q9O2hB3FRDAbuvJz/lGDvlsldQthhLT7g4ofE4MJ64q3JDzClgqVLv1yTGfEnlLBqKJRYLePTz",
+	"+qI+hdj522SrMo2G8is961z3e7EKN0cLe6j9mTbAz4wVRlx9CZqnH6L7tMThz4wKvlOGgxZpKrLJcq6k",
+	"ff13w739o/5guLd/cPj4CEgIXMf1df+puNc7Lfu+GeNtQ103sMtbBC2v4dNXCWC+v1Cbur7jVKiz2bOn",
+	"w73hd1aFOnMq1NP9wdmTvf2ziJ+RCvVrl5TWIrxvLTrdh/iyLSa6YingnlwvoRMi9OMpO47V6j8U9Mh0",
+	"34plylcW3ZqXRl+VJMwUX3zd6grfLPS/qbBtU2GnG+THuil+C5/faKl/odT7urSZL6nzZIN5LWgwhvTY",
+	"Oy2wNRu4GD+IbCyrQzqBhtrXE4tH+Yap3PTYG+wN1BUyUrEgX7Sz6SUUorTkZs7anIWPsDfTvwyfhZ0N",
+	"abcewL5bvfWsdzuk4TrPxS7mxU7g+hrR2uOtNsZq5m2jiXFzJu7tTI4//v/C5fhPm+zo35HpqgHfbkEB",
+	"bsyiv6DQIm0oZA8c/5UAgyLj0ilErsJ0glXgsdpfb8tdu7UG4H37PG59Q9h/GoS9JWo+wq4cm2Nln8Dv",
+	"DaaPpqYqUNJBpiu/tTFidsfrcAxmAEzBvUsc6itVcKqpilc9doq68lhWlGW2piuzDCRBv8col/oK+nqM",
+	"5em6M6vsVOG6HdXDKUesiKZ0ScNFm5OxNEqN/E7YZVutTGBvp0zESWEpcTccw8Agy9p1clsvkQEdvJG7",
+	"Y5gadH5qF7UzKFJw4drxV7t0hRA5Go4lDWS4ft/Qy7/T89qdQJsFyAwrWnG4Y0ZpIhNjWUQp0sBcsyuR",
+	"po1mCvj4HolUcDe7xr3Wx/imrd5ZWy0uzg1q6sIqFZd2AO/syytn2eDX12T92b8prd+U1l9eaQWM/Dy5",
+	"AK9ll5pPbimWTR2FqFXhelv7gKk0LitHbxFWMYDojzTzl5Fcb0/iC0j87ecWbvRmt+wsU4uJI26Y3eYa",
+	"Rbq/sbFctajtiAxjkMc22WzKs9zupmUcNC2jySJYLgqgUkbng+ZaJhFg4Mhkb3bMB1Hrk7f6ep/L2tIb",
+	"gtHsqdyGCd041l1JfgXNthF9wnBCgm9Vhr64HvNA12B+MwG7otZtj4SMlyrBm71DFOyV6zlGn7G2K6NA",
+	"71C7WZ1cSiv7ahFlwmv7refqSkI90kaqRi3Nztyi7qJG18b4pkR/EeSDIhQ1ZPBQzrUGxCCBvAGvzl2K",
+	"07u3L0Blc03eqPtfQhHLQtoVkMqHWmgmLhNtEHPIGEttLGtoR40GIaA6wS6EoIrTaxN8LTyhxqEYEKNB",
+	"oSQt0f5OTSbmShu2yGF+rdIPkCm3zKdpEpU9LEdsmSUfnJN7OeXR+4CliXzfTVXEU1T5o1Tl8VgW3ded",
+	"z56KKcSdgHzs9JHdRi71UkTJLLHqcNEx0wLIao7aqs/tcH84dIcyybN0IpWZQBIr5C8lkgLNhfyQZEou",
+	"oIk5xE26DqnQVLzSg7FnNX1chhaZvcILvqLMWNCXZ9DenlT1zMUdgFJMCbV2ZT+cfffH16+/n5y+ePH6",
+	"h8mbt8//7fTibPLu7YtzrIESMC2gS2+44O8Fy3IZdnrsTRnPD6VRyJ6sWQgt9xq9+W/yBiryK0jpQTR2",
+	"lvDGxoGVvoFInl2zwN0zeGqbv+9Enl+Yun5Tn3597OAtkGN79x0JvQV3aBRGHmXKcCO6SH9vMLYWcWZS",
+	"XLHtxJ8arGbiQ6Jy7V5E+yF9PZZTgQkF8yJ1BmjccB+6smvWNlcK3uYmz0TRsKd4Qs2GMGfd0UU9lhGX",
+	"TF8lJpoXzYIWCVQ6gHjvgtyuUbS3AAyC2TmC5F5J2m9cwvpGNH6NRAOQukIoqvf3NuTCCH0DlThbJAYc",
+	"MkIbV/RDkW8eKZeICypVKVKCYozKzVRdB259wVhi82rt+hhLw1J1ybh28tUHkKy08gUj5+4gcUtg83Mh",
+	"Y/TDYO8wP8l6zXFTtNlmZrUk4Y9bYVKL2IpPNKO3zdx1Vbcf1JLh0WxCrdagyzKVkoABRq5bBLSinnPN",
+	"wnHL/jBujRhWrcPvrLzCQivGhtQUHzt7UBMNmaTs3bvnT1lI1aj73Yb/4/4XkiKgtBjLTeGnTpbsXpyd",
+	"X4Qnjv6W54DNPC4vM3HJKYQ4If2gWA72lxOa2n1kuUC/GB2WnkPbMx69l+oqFfElRIa0uVyx4fV1x3O0",
+	"Qf9wdLT94Pqll9pxolmcwG2NvUVC+FZQwxcoOxNgB6+xxLModJ9XqjLmDiXbz4WML4QuZOF7yG1v4hbD",
+	"O/p/vNNpjVq74EYraHFjxGJpdGvUvznVwxnzALA4xV50PB3EB8PukejPuvv8cNqdPo73u8PZQPSjY340",
+	"fRwXX1D8ScN9aQWtlGszoaXA7GichGyI9cegIOp5ad5bYhQ5OG0stSJJ3PPUlPf3p1zk5JssBIQ7u2x8",
+	"TNjqsynXkOimZTCJJQK/+W++yRK/fFkAy0yJ8RVaBxG8rTIEVOi6rfUTPqo2uLqpf9UZ9n+yDLtw+O/1",
+	"WcxXDZFIL5Iq1f7F0u2pa1VRN3O1FNWgwGb62JQy6JHVu5ArROwdl+ktqpqSupvvpDHjsVp05TYtRW5c",
+	"c1LkSRNVRS5RXTfW0dmwshp72bl7BH7mSg/cvMp/rmzYxkX/lvNga6LUblheilKD3bJmPVHqcTyY9fmR",
+	"6B5Mh1F3P9oX3WP++HF3MBuKvXg/Opge8juKUg2zD/7a2l24ootEMTHa1R7+el26fKp1mwzVKmf5lqO6",
+	"S45qFWY78/pHPztcvrldF+lqLkYS6284jdi4WpiQKIpmAM9rwghXb3Ry3kklg6/uNVDjKxEQB5pJ+aWl",
+	"XvjH5m/h+sc5QnACtXH2g5YAdCrCQhAME3EdiWxpx/l53HLBo2O6wUVYxCSCFMVhv29h+Ouka4hlmCe5",
+	"A2hvjKqsxqjgBEVdRW/SL1c74TNDNIvPaVZcrh9pU31SDSJyT13hkOpji4U/fuEoUBfMdB/Rnw6rvXNz",
+	"Tr1J40nvnNyIr+9QE4IgseNtueGefLoFA78Pfrxbs7QKV/kWuPRlApfupqV7nPsR5iZsNvrDfnMsfVrU",
+	"JkeWXrdjBdWqAc7uVdacxVoCRJRPmFTgGEzVZRLxtDSTFbX1mgz3p4YtlDbgTiwmh8oWNECWS+gjjPUS",
+	"qBYvl06ScFGibjbohbbM1CW02CdvhgUJ1WcWs5mIKOQFhBU3jpCxxiwLTOZA279WY9kOyQgZBmgfT+TE",
+	"zTCBulthCSkaDsPOMkPVcUNcw8RevzjHZv5FQ23K3AL9C9fr672Z0VCVnQa2+zMiy3IrHEDRKRZlXM+L",
+	"ch+IaHZs9MbEFN6DRWSzXBb1qudcjiXWp6Xp7BJUbtgyzTXjbMGzy0Sydvivr7+bvD07f/LubHL67OLs",
+	"bRiw/bLTnVcqOUCnTSIZn6LnBotolP1fYEdBgUJ0NpSd1ujlhTfu0VxfOnmDz5Eqh7+MVLl3v6KZKw3c",
+	"utEi34C9NTY4cIaMisn+rG6tL1H7s+31iBfbuFaTrd67X0DlVBawqxpVSTTz6chYZsnl3BRGHo9utJvI",
+	"gRYGMpe/2ey/2exvGzQEBHE3UcB+KaI8s/u1dPB0mXwvVqe5mVvx3RItjE1syoU/N/wSau5TvxMw0wfM",
+	"dT2JXdfvgLkX6CeVsQWW/++06gF79GrPhedVIvf4Mnn0YeBC9xqs615YY9teUFoS9j/B1axPyZfJHaer",
+	"xW8CZ4I+X2buhVtWJhw9egTfzJU2o6P+UX9tlh+Lk2rsUtvcpNbZYbHGFAQ+1cz1ZFqlJn/re3lCFaRM",
+	"BpG1EWXuyJilCWaFT1MRqUR2jerOEm5qtd+KGSox8evzXADPxur+4P/PiKT6yeTecK61TvNIUy7fe7U0",
+	"234neKE7zQ3nH+jm1oT+Llz/4AZAnf8bE9eW0Oh6BTwAl+t1j+G7S5ElKg7gr1kiOUiNgi/8uc5wtA1b",
+	"rEf7BbWgDIzGs3feG7K44+tjQs+hepVvYFa1Qt9eMLO/Wlfv+9OPn/6/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

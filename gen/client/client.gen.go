@@ -954,6 +954,12 @@ type WebhookAttempt struct {
 	// Error Why the attempt failed (timeout, connection refused, non-2xx); null on success.
 	Error *string `json:"error"`
 
+	// ResponseExcerpt The first 256 bytes of the receiver's response body, as text (a character cut
+	// at the end is dropped; bytes that are not UTF-8, and NUL, are shown as U+FFFD);
+	// empty when the body was; null when no response arrived, and for attempts made
+	// before version 1.4.0.
+	ResponseExcerpt *string `json:"response_excerpt"`
+
 	// StatusCode The receiver's HTTP status; null when no response arrived.
 	StatusCode *int `json:"status_code"`
 }
@@ -1006,7 +1012,7 @@ type WebhookEndpointResponse struct {
 
 // WebhookEvent A webhook event in the event log.
 type WebhookEvent struct {
-	// AggregateId The transaction the event belongs to.
+	// AggregateId The transaction the event belongs to; the nil UUID for a test event.
 	AggregateId openapi_types.UUID `json:"aggregate_id"`
 
 	// Attempts Delivery attempts so far.
@@ -1033,11 +1039,14 @@ type WebhookEvent struct {
 	//
 	// Example: pending
 	PublishStatus PublishStatus `json:"publish_status"`
+
+	// Test True for a test event (`POST /webhooks/endpoint/test`), which belongs to no transaction.
+	Test bool `json:"test"`
 }
 
 // WebhookEventDetail A webhook event with its payload and attempts.
 type WebhookEventDetail struct {
-	// AggregateId The transaction the event belongs to.
+	// AggregateId The transaction the event belongs to; the nil UUID for a test event.
 	AggregateId openapi_types.UUID `json:"aggregate_id"`
 
 	// Attempts Delivery attempts so far.
@@ -1078,6 +1087,9 @@ type WebhookEventDetail struct {
 	//
 	// Example: pending
 	PublishStatus PublishStatus `json:"publish_status"`
+
+	// Test True for a test event (`POST /webhooks/endpoint/test`), which belongs to no transaction.
+	Test bool `json:"test"`
 }
 
 // WebhookEventDetailResponse Envelope of a webhook event.
@@ -1119,6 +1131,18 @@ type WebhookEventPageResponse struct {
 	Success bool `json:"success"`
 }
 
+// WebhookEventResponse Envelope of a webhook event.
+type WebhookEventResponse struct {
+	// Data A webhook event in the event log.
+	Data WebhookEvent `json:"data"`
+
+	// Message A human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
 // WebhookEventType The type of a webhook event.
 //
 // Example: transaction.created
@@ -1149,6 +1173,10 @@ type WebhookPayload struct {
 	// its `payout.settled` events carries the same `payout_id`, `reference` and `amount`,
 	// so a partner reconciles one bank credit with one set of events.
 	Payout *WebhookPayout `json:"payout,omitempty"`
+
+	// Test Present and true only on a test event (`POST /webhooks/endpoint/test`): its
+	// `data` is a sample, not a transaction. Acknowledge it and change nothing.
+	Test *bool `json:"test,omitempty"`
 
 	// Type The type of a webhook event.
 	//
@@ -1417,6 +1445,12 @@ type RotateWebhookSecretParams struct {
 	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
 	// `Idempotent-Replayed: true`.
 	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
+
+// SendTestWebhookEventParams defines parameters for SendTestWebhookEvent.
+type SendTestWebhookEventParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
 // ListWebhookEventsParams defines parameters for ListWebhookEvents.
@@ -1840,6 +1874,23 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /webhooks/endpoint/rotate-secret (the `RotateWebhookSecret` operationId).
 	RotateWebhookSecret(ctx context.Context, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SendTestWebhookEvent Send a test webhook event
+	//
+	// Emits a test event to the registered endpoint, through the same outbox, signing,
+	// retries and event log as every event, so a receiver can be checked end to end
+	// without a transaction. No request body.
+	//
+	// Event types are a closed set, so a test event uses the type `transaction.created`
+	// and says it is a test: its payload has `"test": true` and sample `data` whose `id`
+	// is the nil UUID `00000000-0000-0000-0000-000000000000` and whose
+	// `merchant_reference` is `WEBHOOK-TEST`; in the event log its `aggregate_id` is the
+	// nil UUID and `test` is true. A receiver should acknowledge it (any 2xx) and change
+	// nothing. While the endpoint is disabled the event waits, as every event does, until
+	// it is enabled. No endpoint is `404 not_found`.
+	//
+	// Corresponds with POST /webhooks/endpoint/test (the `SendTestWebhookEvent` operationId).
+	SendTestWebhookEvent(ctx context.Context, params *SendTestWebhookEventParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWebhookEvents List webhook events
 	//
@@ -2364,6 +2415,33 @@ func (c *Client) PutWebhookEndpoint(ctx context.Context, params *PutWebhookEndpo
 // Corresponds with POST /webhooks/endpoint/rotate-secret (the `RotateWebhookSecret` operationId).
 func (c *Client) RotateWebhookSecret(ctx context.Context, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRotateWebhookSecretRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SendTestWebhookEvent Send a test webhook event
+//
+// Emits a test event to the registered endpoint, through the same outbox, signing,
+// retries and event log as every event, so a receiver can be checked end to end
+// without a transaction. No request body.
+//
+// Event types are a closed set, so a test event uses the type `transaction.created`
+// and says it is a test: its payload has `"test": true` and sample `data` whose `id`
+// is the nil UUID `00000000-0000-0000-0000-000000000000` and whose
+// `merchant_reference` is `WEBHOOK-TEST`; in the event log its `aggregate_id` is the
+// nil UUID and `test` is true. A receiver should acknowledge it (any 2xx) and change
+// nothing. While the endpoint is disabled the event waits, as every event does, until
+// it is enabled. No endpoint is `404 not_found`.
+//
+// Corresponds with POST /webhooks/endpoint/test (the `SendTestWebhookEvent` operationId).
+func (c *Client) SendTestWebhookEvent(ctx context.Context, params *SendTestWebhookEventParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendTestWebhookEventRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3414,6 +3492,46 @@ func NewRotateWebhookSecretRequest(server string, params *RotateWebhookSecretPar
 	return req, nil
 }
 
+// NewSendTestWebhookEventRequest constructs an http.Request for the SendTestWebhookEvent method
+func NewSendTestWebhookEventRequest(server string, params *SendTestWebhookEventParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhooks/endpoint/test")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewListWebhookEventsRequest constructs an http.Request for the ListWebhookEvents method
 func NewListWebhookEventsRequest(server string, params *ListWebhookEventsParams) (*http.Request, error) {
 	var err error
@@ -3992,6 +4110,25 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /webhooks/endpoint/rotate-secret (the `RotateWebhookSecret` operationId).
 	RotateWebhookSecretWithResponse(ctx context.Context, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+
+	// SendTestWebhookEventWithResponse Send a test webhook event
+	//
+	// Emits a test event to the registered endpoint, through the same outbox, signing,
+	// retries and event log as every event, so a receiver can be checked end to end
+	// without a transaction. No request body.
+	//
+	// Event types are a closed set, so a test event uses the type `transaction.created`
+	// and says it is a test: its payload has `"test": true` and sample `data` whose `id`
+	// is the nil UUID `00000000-0000-0000-0000-000000000000` and whose
+	// `merchant_reference` is `WEBHOOK-TEST`; in the event log its `aggregate_id` is the
+	// nil UUID and `test` is true. A receiver should acknowledge it (any 2xx) and change
+	// nothing. While the endpoint is disabled the event waits, as every event does, until
+	// it is enabled. No endpoint is `404 not_found`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhooks/endpoint/test (the `SendTestWebhookEvent` operationId).
+	SendTestWebhookEventWithResponse(ctx context.Context, params *SendTestWebhookEventParams, reqEditors ...RequestEditorFn) (*SendTestWebhookEventResponse, error)
 
 	// ListWebhookEventsWithResponse List webhook events
 	//
@@ -6660,6 +6797,219 @@ func (r RotateWebhookSecretResponse) ContentType() string {
 	return ""
 }
 
+// SendTestWebhookEventResponse202Headers the declared response headers of an HTTP 202 response for SendTestWebhookEvent
+type SendTestWebhookEventResponse202Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
+// SendTestWebhookEventResponse400Headers the declared response headers of an HTTP 400 response for SendTestWebhookEvent
+type SendTestWebhookEventResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SendTestWebhookEventResponse401Headers the declared response headers of an HTTP 401 response for SendTestWebhookEvent
+type SendTestWebhookEventResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SendTestWebhookEventResponse404Headers the declared response headers of an HTTP 404 response for SendTestWebhookEvent
+type SendTestWebhookEventResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SendTestWebhookEventResponse409Headers the declared response headers of an HTTP 409 response for SendTestWebhookEvent
+type SendTestWebhookEventResponse409Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SendTestWebhookEventResponse413Headers the declared response headers of an HTTP 413 response for SendTestWebhookEvent
+type SendTestWebhookEventResponse413Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SendTestWebhookEventResponse415Headers the declared response headers of an HTTP 415 response for SendTestWebhookEvent
+type SendTestWebhookEventResponse415Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SendTestWebhookEventResponse422Headers the declared response headers of an HTTP 422 response for SendTestWebhookEvent
+type SendTestWebhookEventResponse422Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SendTestWebhookEventResponse429Headers the declared response headers of an HTTP 429 response for SendTestWebhookEvent
+type SendTestWebhookEventResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+// SendTestWebhookEventResponse500Headers the declared response headers of an HTTP 500 response for SendTestWebhookEvent
+type SendTestWebhookEventResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SendTestWebhookEventResponse503Headers the declared response headers of an HTTP 503 response for SendTestWebhookEvent
+type SendTestWebhookEventResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+type SendTestWebhookEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *WebhookEventResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *SendTestWebhookEventResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SendTestWebhookEventResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SendTestWebhookEventResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SendTestWebhookEventResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SendTestWebhookEventResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SendTestWebhookEventResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *SendTestWebhookEventResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *SendTestWebhookEventResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SendTestWebhookEventResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SendTestWebhookEventResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SendTestWebhookEventResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r SendTestWebhookEventResponse) GetJSON202() *WebhookEventResponse {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SendTestWebhookEventResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SendTestWebhookEventResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SendTestWebhookEventResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SendTestWebhookEventResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SendTestWebhookEventResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SendTestWebhookEventResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r SendTestWebhookEventResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SendTestWebhookEventResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SendTestWebhookEventResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SendTestWebhookEventResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SendTestWebhookEventResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SendTestWebhookEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SendTestWebhookEventResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SendTestWebhookEventResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWebhookEventsResponse200Headers the declared response headers of an HTTP 200 response for ListWebhookEvents
 type ListWebhookEventsResponse200Headers struct {
 	RateLimit       *string
@@ -7596,6 +7946,31 @@ func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseRotateWebhookSecretResponse(rsp)
+}
+
+// SendTestWebhookEventWithResponse Send a test webhook event
+//
+// Emits a test event to the registered endpoint, through the same outbox, signing,
+// retries and event log as every event, so a receiver can be checked end to end
+// without a transaction. No request body.
+//
+// Event types are a closed set, so a test event uses the type `transaction.created`
+// and says it is a test: its payload has `"test": true` and sample `data` whose `id`
+// is the nil UUID `00000000-0000-0000-0000-000000000000` and whose
+// `merchant_reference` is `WEBHOOK-TEST`; in the event log its `aggregate_id` is the
+// nil UUID and `test` is true. A receiver should acknowledge it (any 2xx) and change
+// nothing. While the endpoint is disabled the event waits, as every event does, until
+// it is enabled. No endpoint is `404 not_found`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhooks/endpoint/test (the `SendTestWebhookEvent` operationId).
+func (c *ClientWithResponses) SendTestWebhookEventWithResponse(ctx context.Context, params *SendTestWebhookEventParams, reqEditors ...RequestEditorFn) (*SendTestWebhookEventResponse, error) {
+	rsp, err := c.SendTestWebhookEvent(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendTestWebhookEventResponse(rsp)
 }
 
 // ListWebhookEventsWithResponse List webhook events
@@ -12207,6 +12582,390 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers RotateWebhookSecretResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSendTestWebhookEventResponse parses an HTTP response from a SendTestWebhookEventWithResponse call
+func ParseSendTestWebhookEventResponse(rsp *http.Response) (*SendTestWebhookEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SendTestWebhookEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest WebhookEventResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers SendTestWebhookEventResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers SendTestWebhookEventResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SendTestWebhookEventResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers SendTestWebhookEventResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SendTestWebhookEventResponse409Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers SendTestWebhookEventResponse413Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers SendTestWebhookEventResponse415Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers SendTestWebhookEventResponse422Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers SendTestWebhookEventResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SendTestWebhookEventResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SendTestWebhookEventResponse503Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -105,10 +105,12 @@ func (w *walk) webhookEndpoint(ctx context.Context) {
 	if !w.expect(w.p, "getWebhookEndpoint", res, err, 200, 404) {
 		w.p.skip("putWebhookEndpoint", "the endpoint could not be read, so it could not be restored")
 		w.p.skip("rotateWebhookSecret", "the endpoint could not be read")
+		w.p.skip("sendTestWebhookEvent", "the endpoint could not be read")
 		return
 	}
 	if !w.cfg.IncludeWebhooks {
 		w.p.skip("putWebhookEndpoint", "changes the partner's webhook endpoint: pass --include-webhooks (it puts the endpoint back as found)")
+		w.p.skip("sendTestWebhookEvent", "sends a test event to the partner's receiver: pass --include-webhooks")
 	}
 	if !w.cfg.RotateWebhookSecret {
 		w.p.skip("rotateWebhookSecret", "rotates the partner's signing secret, which cannot be undone: pass --rotate-webhook-secret")
@@ -117,6 +119,7 @@ func (w *walk) webhookEndpoint(ctx context.Context) {
 		reason := "the partner has no webhook endpoint, and registering one could not be undone (the API has no delete)"
 		if w.cfg.IncludeWebhooks {
 			w.p.skip("putWebhookEndpoint", reason)
+			w.p.skip("sendTestWebhookEvent", reason)
 		}
 		if w.cfg.RotateWebhookSecret {
 			w.p.skip("rotateWebhookSecret", reason)
@@ -132,6 +135,9 @@ func (w *walk) webhookEndpoint(ctx context.Context) {
 			w.p.problem("putWebhookEndpoint", "the endpoint answered is not the one put back")
 		}
 	}
+	if w.cfg.IncludeWebhooks {
+		w.sendTestEvent(ctx)
+	}
 	if w.cfg.RotateWebhookSecret {
 		rot, err := w.pc.RotateWebhookSecretWithResponse(ctx, &client.RotateWebhookSecretParams{IdempotencyKey: idemKeyPtr()})
 		if w.expect(w.p, "rotateWebhookSecret", rot, err, 200) {
@@ -141,6 +147,22 @@ func (w *walk) webhookEndpoint(ctx context.Context) {
 				w.cfg.OnNewSecret(*rot.JSON200.Data.SigningSecret)
 			}
 		}
+	}
+}
+
+// sendTestEvent emits a test event (which a receiver acknowledges and ignores)
+// and reads it back from the event log.
+func (w *walk) sendTestEvent(ctx context.Context) {
+	sent, err := w.pc.SendTestWebhookEventWithResponse(ctx, &client.SendTestWebhookEventParams{IdempotencyKey: idemKey()})
+	if !w.expect(w.p, "sendTestWebhookEvent", sent, err, 202) {
+		return
+	}
+	if !sent.JSON202.Data.Test || sent.JSON202.Data.AggregateId != uuid.Nil {
+		w.p.problem("sendTestWebhookEvent", "the event answered is not marked as a test of no transaction")
+	}
+	got, err := w.pc.GetWebhookEventWithResponse(ctx, sent.JSON202.Data.EventId)
+	if w.expect(w.p, "getWebhookEvent", got, err, 200) && !got.JSON200.Data.Test {
+		w.p.problem("getWebhookEvent", "the test event is not marked as a test in the event log")
 	}
 }
 

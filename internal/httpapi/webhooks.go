@@ -91,11 +91,7 @@ func (s *Server) ListWebhookEvents(ctx context.Context, req api.ListWebhookEvent
 	}
 	items := make([]api.WebhookEvent, len(page.Events))
 	for i, ev := range page.Events {
-		items[i] = api.WebhookEvent{
-			EventId: ev.ID, EventType: api.WebhookEventType(ev.Type), AggregateId: ev.TransactionID, CreatedAt: ev.CreatedAt,
-			Attempts: ev.Attempts, PublishStatus: api.PublishStatus(ev.PublishStatus),
-			LastAttemptAt: ev.LastAttemptAt, NextAttemptAt: ev.NextAttemptAt,
-		}
+		items[i] = eventOut(ev)
 	}
 	return api.ListWebhookEvents200JSONResponse{Success: true, Data: api.WebhookEventPage{
 		Data: items, HasMore: page.HasMore, Limit: page.Limit, NextCursor: page.NextCursor,
@@ -119,11 +115,12 @@ func (s *Server) GetWebhookEvent(ctx context.Context, req api.GetWebhookEventReq
 	out := api.WebhookEventDetail{
 		EventId: ev.ID, EventType: api.WebhookEventType(ev.Type), AggregateId: ev.TransactionID, CreatedAt: ev.CreatedAt,
 		Attempts: ev.Attempts, PublishStatus: api.PublishStatus(ev.PublishStatus),
-		LastAttemptAt: ev.LastAttemptAt, NextAttemptAt: ev.NextAttemptAt, Payload: payload,
+		LastAttemptAt: ev.LastAttemptAt, NextAttemptAt: ev.NextAttemptAt, Test: ev.Test(), Payload: payload,
 		DeliveryAttempts: make([]api.WebhookAttempt, len(attempts)),
 	}
 	for i, a := range attempts {
-		out.DeliveryAttempts[i] = api.WebhookAttempt{AttemptedAt: a.AttemptedAt, StatusCode: a.StatusCode, DurationMs: a.DurationMS, Error: a.Error}
+		out.DeliveryAttempts[i] = api.WebhookAttempt{AttemptedAt: a.AttemptedAt, StatusCode: a.StatusCode, DurationMs: a.DurationMS,
+			Error: a.Error, ResponseExcerpt: a.ResponseExcerpt}
 	}
 	return api.GetWebhookEvent200JSONResponse{Success: true, Data: out}, nil
 }

@@ -277,8 +277,8 @@ WITH u AS (
   WHERE id = $1
   RETURNING id, requeued
 ), a AS (
-  INSERT INTO webhook_attempts (event_id, attempted_at, status_code, duration_ms, error)
-  SELECT id, $8::timestamptz, $9::integer, $10::integer, $11::text FROM u WHERE $12::boolean
+  INSERT INTO webhook_attempts (event_id, attempted_at, status_code, duration_ms, error, response_excerpt)
+  SELECT id, $8::timestamptz, $9::integer, $10::integer, $11::text, $13::text FROM u WHERE $12::boolean
 )
 SELECT requeued FROM u`
 
@@ -287,13 +287,13 @@ func (*postgresEngine) saveEventState(ctx context.Context, s *Store, e *webhook.
 	var at *time.Time
 	var status *int
 	var dur int
-	var msg *string
+	var msg, excerpt *string
 	if a != nil {
-		at, status, dur, msg = &a.AttemptedAt, a.StatusCode, a.DurationMS, a.Error
+		at, status, dur, msg, excerpt = &a.AttemptedAt, a.StatusCode, a.DurationMS, a.Error, a.ResponseExcerpt
 	}
 	var requeued bool
 	err := s.wsql.QueryRowContext(ctx, saveEventStateSQL, e.ID, e.PublishStatus, e.Attempts, e.CycleAttempts,
-		e.LastAttemptAt, e.NextAttemptAt, requeueAt, at, status, dur, msg, a != nil).Scan(&requeued)
+		e.LastAttemptAt, e.NextAttemptAt, requeueAt, at, status, dur, msg, a != nil, excerpt).Scan(&requeued)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, true, apperr.New(apperr.NotFound, "The webhook event was not found.")
 	}

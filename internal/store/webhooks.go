@@ -3,6 +3,8 @@ package store
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"fmt"
 	"slices"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/jobs"
 	"partnerd/internal/webhook"
 )
 
@@ -127,12 +130,13 @@ func (s *Store) EventByID(ctx context.Context, partnerID *uuid.UUID, id uuid.UUI
 }
 
 type attemptRow struct {
-	ID          int64 `gorm:"primaryKey"`
-	EventID     uuid.UUID
-	AttemptedAt time.Time
-	StatusCode  *int
-	DurationMS  int `gorm:"column:duration_ms"`
-	Error       *string
+	ID              int64 `gorm:"primaryKey"`
+	EventID         uuid.UUID
+	AttemptedAt     time.Time
+	StatusCode      *int
+	DurationMS      int `gorm:"column:duration_ms"`
+	Error           *string
+	ResponseExcerpt *string
 }
 
 func (attemptRow) TableName() string { return "webhook_attempts" }
@@ -155,10 +159,17 @@ func (s *Store) SaveEventState(ctx context.Context, e *webhook.Event, a *webhook
 func (s *Store) saveEventStateSteps(ctx context.Context, e *webhook.Event, a *webhook.Attempt, requeueAt time.Time) (bool, error) {
 	var requeued bool
 	err := s.Transact(ctx, func(ctx context.Context, tx *Tx) error {
+		// PostgreSQL types a CASE of bare parameters as text, which a timestamptz
+		// column refuses: there the parameters are cast (SQLite keeps times as
+		// text and must not cast them).
+		next := gorm.Expr("CASE WHEN requeued THEN ? ELSE ? END", requeueAt, e.NextAttemptAt)
+		if s.eng.dialect() == Postgres {
+			next = gorm.Expr("CASE WHEN requeued THEN ?::timestamptz ELSE ?::timestamptz END", requeueAt, e.NextAttemptAt)
+		}
 		res := tx.db.Model(&webhookEventRow{}).Where("id = ?", e.ID).Updates(map[string]any{
 			"publish_status": gorm.Expr("CASE WHEN requeued THEN ? ELSE ? END", webhook.Pending, e.PublishStatus),
 			"attempts":       e.Attempts, "cycle_attempts": e.CycleAttempts, "last_attempt_at": e.LastAttemptAt,
-			"next_attempt_at": gorm.Expr("CASE WHEN requeued THEN ? ELSE ? END", requeueAt, e.NextAttemptAt),
+			"next_attempt_at": next,
 		})
 		if res.Error != nil {
 			return res.Error
@@ -174,7 +185,8 @@ func (s *Store) saveEventStateSteps(ctx context.Context, e *webhook.Event, a *we
 		if a == nil {
 			return nil
 		}
-		return tx.db.Create(&attemptRow{EventID: e.ID, AttemptedAt: a.AttemptedAt, StatusCode: a.StatusCode, DurationMS: a.DurationMS, Error: a.Error}).Error
+		return tx.db.Create(&attemptRow{EventID: e.ID, AttemptedAt: a.AttemptedAt, StatusCode: a.StatusCode, DurationMS: a.DurationMS,
+			Error: a.Error, ResponseExcerpt: a.ResponseExcerpt}).Error
 	})
 	return requeued, err
 }
@@ -263,6 +275,27 @@ func (s *Store) ListEvents(ctx context.Context, partnerID uuid.UUID, q webhook.L
 	return out, nil
 }
 
+// AppendTestEvent writes e, a test event of no transaction (transaction_id
+// NULL), and, when the partner's endpoint is enabled, its delivery job, in one
+// unit of work (the one ctx carries, if any), as AppendEvent does for a
+// transaction's events.
+func (s *Store) AppendTestEvent(ctx context.Context, e *webhook.Event) error {
+	return s.Transact(ctx, func(ctx context.Context, tx *Tx) error {
+		var enabled sql.NullBool
+		err := tx.db.WithContext(ctx).Raw(`INSERT INTO events (id, partner_id, transaction_id, type, payload, created_at)
+		VALUES (?, ?, NULL, ?, ?, ?)
+		RETURNING (SELECT w.enabled FROM webhook_endpoints w WHERE w.partner_id = events.partner_id)`,
+			e.ID, e.PartnerID, e.Type, string(e.Payload), e.CreatedAt).Row().Scan(&enabled)
+		if err != nil {
+			return fmt.Errorf("append test event: %w", err)
+		}
+		if !enabled.Bool {
+			return nil
+		}
+		return tx.Enqueue(ctx, jobs.DeliverEventArgs{EventID: e.ID}, nil)
+	})
+}
+
 // AttemptsOf returns an event's attempts, oldest first.
 func (s *Store) AttemptsOf(ctx context.Context, eventID uuid.UUID) ([]webhook.Attempt, error) {
 	var rows []attemptRow
@@ -271,7 +304,8 @@ func (s *Store) AttemptsOf(ctx context.Context, eventID uuid.UUID) ([]webhook.At
 	}
 	out := make([]webhook.Attempt, len(rows))
 	for i, r := range rows {
-		out[i] = webhook.Attempt{AttemptedAt: r.AttemptedAt.UTC(), StatusCode: r.StatusCode, DurationMS: r.DurationMS, Error: r.Error}
+		out[i] = webhook.Attempt{AttemptedAt: r.AttemptedAt.UTC(), StatusCode: r.StatusCode, DurationMS: r.DurationMS, Error: r.Error,
+			ResponseExcerpt: r.ResponseExcerpt}
 	}
 	return out, nil
 }

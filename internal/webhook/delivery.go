@@ -119,10 +119,12 @@ func (d *Deliverer) attempt(ctx context.Context, ev *Event, ep *Endpoint) (outco
 	}
 
 	start := d.now()
-	status, retryAfter, sendErr := d.send(ctx, ep, ev, start)
+	status, retryAfter, body, sendErr := d.send(ctx, ep, ev, start)
 	a := &Attempt{AttemptedAt: start, DurationMS: int(d.now().Sub(start).Milliseconds())}
 	if status > 0 {
 		a.StatusCode = &status
+		excerpt := Excerpt(body)
+		a.ResponseExcerpt = &excerpt
 	}
 	ev.Attempts++
 	ev.CycleAttempts++
@@ -174,22 +176,23 @@ func (d *Deliverer) attempt(ctx context.Context, ev *Event, ep *Endpoint) (outco
 }
 
 // send POSTs the event's stored payload, signed with every active secret. It
-// returns the response status (0 when none arrived) and any Retry-After.
-func (d *Deliverer) send(ctx context.Context, ep *Endpoint, ev *Event, at time.Time) (int, time.Duration, error) {
+// returns the response status (0 when none arrived), any Retry-After and the
+// first ExcerptBytes of the response body.
+func (d *Deliverer) send(ctx context.Context, ep *Endpoint, ev *Event, at time.Time) (int, time.Duration, []byte, error) {
 	// The URL is checked again at delivery (the policy's dialer re-checks every
 	// address actually dialed, which defeats DNS rebinding).
 	if err := d.policy.Check(ctx, ep.URL); err != nil {
-		return 0, 0, fmt.Errorf("endpoint refused: %w", err)
+		return 0, 0, nil, fmt.Errorf("endpoint refused: %w", err)
 	}
 	h, err := sign.Headers(ep.Secrets(at), ev.ID.String(), at, ev.Payload)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(ev.Payload))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	req.Header = h
 	req.Header.Set("Content-Type", "application/json")
@@ -197,17 +200,22 @@ func (d *Deliverer) send(ctx context.Context, ep *Endpoint, ev *Event, at time.T
 	res, err := d.client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return 0, 0, fmt.Errorf("no answer within %s: %w", Timeout, err)
+			return 0, 0, nil, fmt.Errorf("no answer within %s: %w", Timeout, err)
 		}
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	defer res.Body.Close()
+	// The start is kept for the attempt's record (a partner debugging a failing
+	// receiver reads what it answered); the rest, up to a limit, is drained so
+	// the connection can be reused. A body cut short by the timeout keeps what
+	// arrived.
+	head, _ := io.ReadAll(io.LimitReader(res.Body, ExcerptBytes))
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
 	var retryAfter time.Duration
 	if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s > 0 {
 		retryAfter = time.Duration(s) * time.Second
 	}
-	return res.StatusCode, retryAfter, nil
+	return res.StatusCode, retryAfter, head, nil
 }
 
 // jitter spreads retries over ±10 % so failing receivers are not hit in lockstep.

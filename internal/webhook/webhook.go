@@ -106,12 +106,19 @@ type Event struct {
 	NextAttemptAt *time.Time
 }
 
+// Test reports whether e is a test event (SendTest), which belongs to no
+// transaction: its TransactionID is uuid.Nil.
+func (e *Event) Test() bool { return e.TransactionID == uuid.Nil }
+
 // Attempt is one delivery attempt.
 type Attempt struct {
 	AttemptedAt time.Time
 	StatusCode  *int
 	DurationMS  int
 	Error       *string
+	// ResponseExcerpt is the start of the receiver's response body (Excerpt);
+	// nil when no response arrived.
+	ResponseExcerpt *string
 }
 
 // Store persists endpoints, event delivery state and attempts.
@@ -151,6 +158,10 @@ type Store interface {
 	TakeRequeue(ctx context.Context, id uuid.UUID) (bool, error)
 	// ListEvents returns a page of the partner's events.
 	ListEvents(ctx context.Context, partnerID uuid.UUID, q ListQuery) ([]*Event, error)
+	// AppendTestEvent writes e, an event of no transaction, and queues its
+	// delivery when the partner's endpoint is enabled, in the unit of work ctx
+	// carries (or one of its own).
+	AppendTestEvent(ctx context.Context, e *Event) error
 	// AttemptsOf returns an event's attempts, oldest first.
 	AttemptsOf(ctx context.Context, eventID uuid.UUID) ([]Attempt, error)
 	// PurgeEvents deletes events created before t (and their attempts).

@@ -167,3 +167,69 @@ func TestEventDelivery(t *testing.T) {
 		require.Empty(t, attempts, "attempts go with their event")
 	})
 }
+
+// A test event belongs to no transaction: it is stored, listed, taken for
+// delivery and purged as the others, its attempts keep what the receiver
+// answered, and its delivery job is queued only while the endpoint is enabled.
+func TestTestEventsAndResponseExcerpts(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
+		ctx := context.Background()
+		p, other := newPartner(t, s), newPartner(t, s)
+		now := store.Now()
+		ev := &webhook.Event{ID: uuid.New(), PartnerID: p.ID, Type: webhook.TestType, Payload: []byte(`{"test":true}`), CreatedAt: now}
+		require.NoError(t, s.AppendTestEvent(ctx, ev))
+		require.Zero(t, deliveryJobs(t, s), "no delivery job without an enabled endpoint")
+		got, err := s.EventByID(ctx, &p.ID, ev.ID)
+		require.NoError(t, err)
+		require.Equal(t, uuid.Nil, got.TransactionID)
+		require.True(t, got.Test())
+		require.Equal(t, webhook.Pending, got.PublishStatus)
+		_, err = s.EventByID(ctx, &other.ID, ev.ID)
+		require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
+		listed, err := s.ListEvents(ctx, p.ID, webhook.ListQuery{Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, listed, 1)
+		require.True(t, listed[0].Test())
+		taken, _, _, err := s.TakeDelivery(ctx, ev.ID)
+		require.NoError(t, err)
+		require.True(t, taken.Test())
+
+		// Each attempt keeps its excerpt (none when no response arrived); the
+		// one-statement path (outside a unit of work) and the stepwise one both.
+		taken.Attempts, taken.CycleAttempts, taken.LastAttemptAt = 1, 1, &now
+		_, err = s.SaveEventState(ctx, taken, &webhook.Attempt{AttemptedAt: now, StatusCode: ptr(502), DurationMS: 3,
+			Error: ptr("HTTP 502"), ResponseExcerpt: ptr("<h1>Bad gateway</h1> é")}, now)
+		require.NoError(t, err)
+		require.NoError(t, s.Transact(ctx, func(ctx context.Context, _ *store.Tx) error {
+			taken.Attempts, taken.CycleAttempts = 2, 2
+			_, err := s.SaveEventState(ctx, taken, &webhook.Attempt{AttemptedAt: now, DurationMS: 15000, Error: ptr("timeout")}, now)
+			return err
+		}))
+		attempts, err := s.AttemptsOf(ctx, ev.ID)
+		require.NoError(t, err)
+		require.Len(t, attempts, 2)
+		require.Equal(t, "<h1>Bad gateway</h1> é", *attempts[0].ResponseExcerpt)
+		require.Nil(t, attempts[1].ResponseExcerpt)
+
+		// With an enabled endpoint the delivery job commits with the event.
+		_, err = s.InsertEndpoint(ctx, &webhook.Endpoint{PartnerID: other.ID, URL: "https://example.com/", Enabled: true, Secret: "whsec", CreatedAt: now, UpdatedAt: now})
+		require.NoError(t, err)
+		queued := &webhook.Event{ID: uuid.New(), PartnerID: other.ID, Type: webhook.TestType, Payload: []byte(`{"test":true}`), CreatedAt: now}
+		require.NoError(t, s.AppendTestEvent(ctx, queued))
+		require.Equal(t, 1, deliveryJobs(t, s), "queued for the enabled endpoint only")
+
+		n, err := s.PurgeEvents(ctx, store.Now().Add(time.Second))
+		require.NoError(t, err)
+		require.EqualValues(t, 2, n)
+	})
+}
+
+// deliveryJobs counts the webhook delivery jobs in the queue.
+func deliveryJobs(t *testing.T, s *store.Store) int {
+	t.Helper()
+	var n int
+	require.NoError(t, s.SQL().QueryRowContext(context.Background(),
+		"SELECT count(*) FROM river_job WHERE kind = 'deliver_webhook_event'").Scan(&n))
+	return n
+}

@@ -1,0 +1,36 @@
+package httpapi
+
+import (
+	"context"
+
+	"partnerd/gen/api"
+	"partnerd/internal/httpkit"
+	"partnerd/internal/webhook"
+)
+
+// SendTestWebhookEvent emits a test event to the partner's endpoint (202): a
+// receiver is checked end to end, through the outbox, without a transaction.
+func (s *Server) SendTestWebhookEvent(ctx context.Context, _ api.SendTestWebhookEventRequestObject) (api.SendTestWebhookEventResponseObject, error) {
+	p, err := partnerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	respond := httpkit.AnswerWith(ctx, func(_ context.Context, ev *webhook.Event) (api.SendTestWebhookEventResponseObject, error) {
+		msg := "Test event queued for delivery."
+		return api.SendTestWebhookEvent202JSONResponse{Body: api.WebhookEventResponse{Success: true, Message: &msg, Data: eventOut(ev)}}, nil
+	})
+	ev, err := s.endpoints.SendTest(ctx, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	return respond(ctx, ev)
+}
+
+// eventOut maps an event to its event-log entry.
+func eventOut(ev *webhook.Event) api.WebhookEvent {
+	return api.WebhookEvent{
+		EventId: ev.ID, EventType: api.WebhookEventType(ev.Type), AggregateId: ev.TransactionID, CreatedAt: ev.CreatedAt,
+		Attempts: ev.Attempts, PublishStatus: api.PublishStatus(ev.PublishStatus),
+		LastAttemptAt: ev.LastAttemptAt, NextAttemptAt: ev.NextAttemptAt, Test: ev.Test(),
+	}
+}

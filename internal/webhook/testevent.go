@@ -1,0 +1,67 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"partnerd/internal/idempotency"
+	"partnerd/internal/lifecycle"
+)
+
+// TestReference is the merchant reference of a test event's sample transaction.
+const TestReference = "WEBHOOK-TEST"
+
+// TestType is a test event's type. The contract's event types are a closed set
+// (a new value would break receivers generated from it), so a test event takes
+// the most harmless real type, transaction.created, and says it is a test in its
+// payload ("test": true) and by its sample's nil id.
+const TestType = string(lifecycle.EventCreated)
+
+// testPayload is a test event's body: the shape of every event's, plus "test".
+type testPayload struct {
+	lifecycle.Payload
+	Test bool `json:"test"`
+}
+
+// SendTest emits a test event to the partner's endpoint through the outbox, so
+// that it is signed, delivered, retried and logged as every event is: a partner
+// checks a receiver end to end without a transaction. The event and its delivery
+// job commit together (with the request's stored answer under an
+// Idempotency-Key, so a retried request sends one event). While the endpoint is
+// disabled the event waits, as every event does. Errors: NotFound (no endpoint).
+func (s *Endpoints) SendTest(ctx context.Context, partnerID uuid.UUID) (*Event, error) {
+	return idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, _ Tx) (*Event, error) {
+		if _, err := s.Get(ctx, partnerID); err != nil {
+			return nil, err
+		}
+		at := s.now().UTC()
+		ev := &Event{ID: uuid.New(), PartnerID: partnerID, Type: TestType, CreatedAt: at, PublishStatus: Pending}
+		body, err := json.Marshal(testPayload{
+			Payload: lifecycle.Payload{ID: ev.ID, Type: TestType, CreatedAt: at, Data: sampleTransaction(at).Snapshot()},
+			Test:    true,
+		})
+		if err != nil {
+			return nil, err
+		}
+		ev.Payload = body
+		if err := s.store.AppendTestEvent(ctx, ev); err != nil {
+			return nil, err
+		}
+		return ev, nil
+	})
+}
+
+// sampleTransaction is the transaction a test event describes: none of the
+// partner's (its id is the nil UUID), in the shape of a new one.
+func sampleTransaction(at time.Time) *lifecycle.Transaction {
+	return &lifecycle.Transaction{
+		ID: uuid.Nil, MerchantReference: TestReference, Token: "usdt", Network: "bep20",
+		CryptoAmount: decimal.RequireFromString("100"), FiatAmount: decimal.RequireFromString("154225"),
+		Rate: decimal.RequireFromString("1542.25"), DepositAddress: "0x0000000000000000000000000000000000000000",
+		Status: lifecycle.AwaitingDeposit, CreatedAt: at, UpdatedAt: at, ExpiresAt: at.Add(30 * time.Minute),
+	}
+}
