@@ -455,6 +455,13 @@ func (s *Service) Get(ctx context.Context, partnerID, id uuid.UUID) (*User, erro
 	return s.store.PartnerUser(ctx, partnerID, id)
 }
 
+// UserByID returns user id of whichever partner: for a sign-in between its
+// password and its second factor, which knows the user, not yet a partner.
+// Errors: NotFound.
+func (s *Service) UserByID(ctx context.Context, id uuid.UUID) (*User, error) {
+	return s.store.PartnerUserByID(ctx, id)
+}
+
 // List returns partner's users, oldest first. Errors: NotFound (no such partner).
 func (s *Service) List(ctx context.Context, partnerID uuid.UUID) ([]*User, error) {
 	if _, err := s.partners.Get(ctx, partnerID); err != nil {
