@@ -115,6 +115,7 @@ func (c *Console) routes() http.Handler {
 	mux.HandleFunc("POST "+b+"/partners", c.auth(c.createPartner))
 	mux.HandleFunc("GET "+b+"/partners/{id}", c.auth(c.partner))
 	mux.HandleFunc("POST "+b+"/partners/{id}/keys/{kid}/{op}", c.auth(c.keyAction))
+	mux.HandleFunc("POST "+b+"/partners/{id}/users", c.auth(c.inviteUser))
 	mux.HandleFunc("GET "+b+"/audit", c.auth(c.audit))
 	mux.HandleFunc("GET "+b+"/transactions.csv", c.auth(c.transactionsCSV))
 	mux.HandleFunc("GET "+b+"/refund-tasks.csv", c.auth(c.refundTasksCSV))

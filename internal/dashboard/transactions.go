@@ -145,7 +145,6 @@ func (d *Dashboard) transactions(w http.ResponseWriter, r *http.Request, ss *ses
 
 func words(s string) string { return strings.ReplaceAll(s, "_", " ") }
 
-
 func (d *Dashboard) transaction(w http.ResponseWriter, r *http.Request, ss *session) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
