@@ -1371,6 +1371,15 @@ type ListTransactionsParams struct {
 	// MerchantReference Only the transaction with this merchant reference (case-insensitive exact match).
 	MerchantReference *string `form:"merchant_reference,omitempty" json:"merchant_reference,omitempty"`
 
+	// DepositAddress Only the transaction this deposit address was issued to (exact; a bep20
+	// address matches in any letter case, since its case is only a checksum).
+	DepositAddress *string `form:"deposit_address,omitempty" json:"deposit_address,omitempty"`
+
+	// TxHash Only transactions with a deposit transfer of this chain transaction hash
+	// (exact; a `0x` bep20 hash matches in any letter case). A transaction paid in
+	// several transfers is found by any of their hashes.
+	TxHash *string `form:"tx_hash,omitempty" json:"tx_hash,omitempty"`
+
 	// From Only transactions created at or after this time (inclusive).
 	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
 
@@ -3008,6 +3017,30 @@ func NewListTransactionsRequest(server string, params *ListTransactionsParams) (
 		if params.MerchantReference != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "merchant_reference", *params.MerchantReference, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DepositAddress != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "deposit_address", *params.DepositAddress, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TxHash != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tx_hash", *params.TxHash, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

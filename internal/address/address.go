@@ -211,6 +211,21 @@ func eip55(acct []byte) string {
 	return string(out)
 }
 
+// Canonical returns addr in the form deposit addresses are stored, so a search
+// finds an address however it was typed: an EVM hex address (0x and 40 hex
+// digits, any letter case, whose case is only a checksum) in its EIP-55 form;
+// anything else (a Tron address, whose base58 is case-sensitive) unchanged.
+func Canonical(addr string) string {
+	if len(addr) != 42 || (addr[:2] != "0x" && addr[:2] != "0X") {
+		return addr
+	}
+	acct, err := hex.DecodeString(addr[2:])
+	if err != nil {
+		return addr
+	}
+	return eip55(acct)
+}
+
 func validEVM(addr string) bool {
 	digits, ok := strings.CutPrefix(addr, "0x")
 	if !ok || len(digits) != 40 {

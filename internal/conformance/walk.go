@@ -173,6 +173,17 @@ func (w *walk) simulate(ctx context.Context, tx uuid.UUID, event client.Simulate
 	return &res.JSON200.Data
 }
 
+// searchBy lists transactions with one search filter (named filter), which
+// must find exactly tx.
+func (w *walk) searchBy(ctx context.Context, tx uuid.UUID, filter string, p client.ListTransactionsParams) {
+	p.Limit = ptr(5)
+	list, err := w.pc.ListTransactionsWithResponse(ctx, &p)
+	if w.expect(w.p, "listTransactions", list, err, 200) &&
+		(len(list.JSON200.Data.Data) != 1 || list.JSON200.Data.Data[0].Id != tx) {
+		w.p.problem("listTransactions", "the "+filter+" filter did not list exactly the run's transaction")
+	}
+}
+
 // get reads tx through the partner API.
 func (w *walk) get(ctx context.Context, tx uuid.UUID) *client.TransactionDetail {
 	res, err := w.pc.GetTransactionWithResponse(ctx, tx)
@@ -207,9 +218,14 @@ func (w *walk) happyPath(ctx context.Context) *uuid.UUID {
 	}
 	list, err = w.pc.ListTransactionsWithResponse(ctx, &client.ListTransactionsParams{Limit: ptr(3), From: &w.started})
 	w.expect(w.p, "listTransactions", list, err, 200)
+	w.searchBy(ctx, tx.Id, "deposit_address", client.ListTransactionsParams{DepositAddress: ptr(strings.ToLower(tx.DepositAddress))})
 
-	if w.simulate(ctx, tx.Id, "deposit.detected", "") == nil {
+	detected := w.simulate(ctx, tx.Id, "deposit.detected", "")
+	if detected == nil {
 		return &tx.Id
+	}
+	if detected.DepositTxHash != nil {
+		w.searchBy(ctx, tx.Id, "tx_hash", client.ListTransactionsParams{TxHash: detected.DepositTxHash})
 	}
 	after := w.simulate(ctx, tx.Id, "deposit.confirmed", "")
 	if after == nil {

@@ -70,7 +70,8 @@ func (s *Server) ListTransactions(ctx context.Context, req api.ListTransactionsR
 		return nil, err
 	}
 	q := req.Params
-	f := transactions.Filter{MerchantID: q.MerchantId, TerminalID: q.TerminalId, Reference: q.MerchantReference, From: q.From, To: q.To}
+	f := transactions.Filter{MerchantID: q.MerchantId, TerminalID: q.TerminalId, Reference: q.MerchantReference,
+		DepositAddress: q.DepositAddress, TxHash: q.TxHash, From: q.From, To: q.To}
 	if q.Status != nil {
 		for _, st := range *q.Status {
 			f.Statuses = append(f.Statuses, lifecycle.Status(st))

@@ -600,3 +600,77 @@ func TestCreateWritesHistoryAndEventTogether(t *testing.T) {
 		require.Len(t, list.JSON200.Data.Data, 1)
 	})
 }
+
+func TestListTransactionsByDepositAddressAndTxHash(t *testing.T) {
+	t.Parallel()
+	onBoth(t, nil, func(t *testing.T, env *apitest.Env) {
+		c := env.Client(t, env.NewPartner(t))
+		other := env.Client(t, env.NewPartner(t))
+		ctx := context.Background()
+		bep := create(t, c, direct("SEARCH-1", "bep20", "2000"))
+		trc := create(t, c, direct("SEARCH-2", "trc20", "2000"))
+		create(t, c, direct("SEARCH-3", "bep20", "2000"))
+		theirs := create(t, other, direct("SEARCH-1", "bep20", "2000"))
+		require.NotEqual(t, strings.ToLower(bep.DepositAddress), bep.DepositAddress, "the address carries a checksum")
+
+		const hash = "0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060"
+		res, err := c.SimulateSandboxEventWithResponse(ctx, nil, client.SimulateRequest{
+			Event: client.SimulateRequestEventDepositDetected, TransactionId: bep.Id, BlockchainHash: ptr(hash),
+		})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+		tronHash := strings.Repeat("ab", 32)
+		res, err = c.SimulateSandboxEventWithResponse(ctx, nil, client.SimulateRequest{
+			Event: client.SimulateRequestEventDepositDetected, TransactionId: trc.Id, BlockchainHash: ptr(tronHash),
+		})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+
+		ids := func(c *client.ClientWithResponses, p client.ListTransactionsParams) []uuid.UUID {
+			t.Helper()
+			res, err := c.ListTransactionsWithResponse(ctx, &p)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+			var out []uuid.UUID
+			for _, it := range res.JSON200.Data.Data {
+				out = append(out, it.Id)
+			}
+			return out
+		}
+		one := []uuid.UUID{bep.Id}
+		for _, a := range []string{bep.DepositAddress, strings.ToLower(bep.DepositAddress), "0X" + strings.ToUpper(bep.DepositAddress[2:])} {
+			require.Equal(t, one, ids(c, client.ListTransactionsParams{DepositAddress: ptr(a)}), a)
+		}
+		require.Equal(t, []uuid.UUID{trc.Id}, ids(c, client.ListTransactionsParams{DepositAddress: ptr(trc.DepositAddress)}))
+		// base58 is case-sensitive: another case is another address.
+		require.Empty(t, ids(c, client.ListTransactionsParams{DepositAddress: ptr(strings.ToLower(trc.DepositAddress))}))
+		require.Empty(t, ids(c, client.ListTransactionsParams{DepositAddress: ptr(bep.DepositAddress[:41])}))
+
+		require.Equal(t, one, ids(c, client.ListTransactionsParams{TxHash: ptr(hash)}))
+		require.Equal(t, one, ids(c, client.ListTransactionsParams{TxHash: ptr("0x" + strings.ToUpper(hash[2:]))}))
+		require.Equal(t, []uuid.UUID{trc.Id}, ids(c, client.ListTransactionsParams{TxHash: ptr(strings.ToUpper(tronHash))}))
+		require.Empty(t, ids(c, client.ListTransactionsParams{TxHash: ptr(hash[:64])}))
+		// The filters combine with the others (AND).
+		require.Equal(t, one, ids(c, client.ListTransactionsParams{TxHash: ptr(hash), DepositAddress: ptr(bep.DepositAddress)}))
+		require.Empty(t, ids(c, client.ListTransactionsParams{TxHash: ptr(hash), DepositAddress: ptr(trc.DepositAddress)}))
+		require.Empty(t, ids(c, client.ListTransactionsParams{TxHash: ptr(hash), MerchantReference: ptr("SEARCH-3")}))
+
+		// Another partner's transaction is never found, by its address or by ours.
+		require.Empty(t, ids(other, client.ListTransactionsParams{DepositAddress: ptr(bep.DepositAddress)}))
+		require.Empty(t, ids(other, client.ListTransactionsParams{TxHash: ptr(hash)}))
+		require.Empty(t, ids(c, client.ListTransactionsParams{DepositAddress: ptr(theirs.DepositAddress)}))
+
+		// A cursor is bound to the search: another address is 400 invalid_cursor.
+		page, err := c.ListTransactionsWithResponse(ctx, &client.ListTransactionsParams{Limit: ptr(1)})
+		require.NoError(t, err)
+		require.NotNil(t, page.JSON200.Data.NextCursor)
+		bad, err := c.ListTransactionsWithResponse(ctx, &client.ListTransactionsParams{Cursor: page.JSON200.Data.NextCursor, DepositAddress: ptr(bep.DepositAddress)})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusBadRequest, bad.StatusCode())
+		require.Equal(t, client.ErrorCodeInvalidCursor, bad.JSON400.Error.Code)
+		// Out-of-bounds values are 400 with the field named.
+		long, err := c.ListTransactionsWithResponse(ctx, &client.ListTransactionsParams{TxHash: ptr(strings.Repeat("a", 129))})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusBadRequest, long.StatusCode(), string(long.Body))
+	})
+}

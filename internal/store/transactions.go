@@ -429,6 +429,10 @@ func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q tra
 	db = whereEq(db, "merchant_id", q.MerchantID)
 	db = whereEq(db, "terminal_id", q.TerminalID)
 	db = whereEq(db, "reference_key", q.ReferenceKey)
+	db = whereEq(db, "deposit_address", q.AddressKey)
+	if len(q.HashKeys) > 0 {
+		db = db.Where("EXISTS (SELECT 1 FROM deposit_transfers dt WHERE dt.transaction_id = transactions.id AND dt.tx_hash IN ?)", q.HashKeys)
+	}
 	db = within(db, "created_at", q.From, q.To)
 	db, err := afterPosition(db, "created_at", "id", q.After)
 	if err != nil {

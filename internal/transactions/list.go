@@ -2,13 +2,16 @@ package transactions
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
+	"partnerd/internal/address"
 	"partnerd/internal/csvexport"
 	"partnerd/internal/cursor"
 	"partnerd/internal/lifecycle"
@@ -22,7 +25,13 @@ type Filter struct {
 	TerminalID *string
 	// Reference matches the merchant reference case-insensitively.
 	Reference *string
-	From, To  *time.Time
+	// DepositAddress matches the address issued to the transaction (EVM hex in
+	// any letter case).
+	DepositAddress *string
+	// TxHash matches the chain hash of any of the deposit's transfers (hex in
+	// any letter case).
+	TxHash   *string
+	From, To *time.Time
 }
 
 // ListQuery is what the store needs for one page.
@@ -30,6 +39,10 @@ type ListQuery struct {
 	Filter
 	// ReferenceKey is the folded Reference, when set.
 	ReferenceKey *string
+	// AddressKey is DepositAddress in its stored form, when set.
+	AddressKey *string
+	// HashKeys are the stored forms TxHash may have, when set.
+	HashKeys []string
 	// After is the position of the last item of the previous page, if any.
 	After *cursor.Position
 	// Limit is how many rows to return at most.
@@ -64,6 +77,13 @@ func (l *Lister) List(ctx context.Context, partnerID uuid.UUID, f Filter, limit 
 		k := ReferenceKey(*f.Reference)
 		q.ReferenceKey = &k
 	}
+	if f.DepositAddress != nil {
+		k := address.Canonical(*f.DepositAddress)
+		q.AddressKey = &k
+	}
+	if f.TxHash != nil {
+		q.HashKeys = HashKeys(*f.TxHash)
+	}
 	var err error
 	if q.After, err = l.codec.After(after, scope); err != nil {
 		return nil, err
@@ -87,10 +107,18 @@ func scopeOf(partnerID uuid.UUID, f Filter) string {
 		st[i] = string(s)
 	}
 	sort.Strings(st)
-	var ref *string
+	var ref, addr, hash *string
 	if f.Reference != nil {
 		k := ReferenceKey(*f.Reference)
 		ref = &k
+	}
+	if f.DepositAddress != nil {
+		k := address.Canonical(*f.DepositAddress)
+		addr = &k
+	}
+	if f.TxHash != nil {
+		k := HashKeys(*f.TxHash)[0]
+		hash = &k
 	}
 	b, _ := json.Marshal(struct {
 		List       string     `json:"list"`
@@ -99,10 +127,31 @@ func scopeOf(partnerID uuid.UUID, f Filter) string {
 		MerchantID *string    `json:"merchant_id"`
 		TerminalID *string    `json:"terminal_id"`
 		Reference  *string    `json:"reference"`
+		Address    *string    `json:"deposit_address,omitempty"`
+		Hash       *string    `json:"tx_hash,omitempty"`
 		From       *time.Time `json:"from"`
 		To         *time.Time `json:"to"`
-	}{"transactions", partnerID, st, f.MerchantID, f.TerminalID, ref, cursor.UTC(f.From), cursor.UTC(f.To)})
+	}{"transactions", partnerID, st, f.MerchantID, f.TerminalID, ref, addr, hash, cursor.UTC(f.From), cursor.UTC(f.To)})
 	return string(b)
+}
+
+// HashKeys are the stored forms a searched chain hash may have, the folded one
+// first: hashes the service records from a chain are lower-case hex (0x-prefixed
+// on EVM networks), so hex typed in upper case is folded; the text as typed is
+// kept too, for a simulated deposit's hash, which is stored as it was given.
+func HashKeys(h string) []string {
+	folded := h
+	digits := h
+	if len(h) > 2 && (h[:2] == "0x" || h[:2] == "0X") {
+		digits = h[2:]
+	}
+	if _, err := hex.DecodeString(digits); err == nil && len(digits)%2 == 0 {
+		folded = strings.ToLower(h)
+	}
+	if folded == h {
+		return []string{h}
+	}
+	return []string{folded, h}
 }
 
 // ExportColumns are the transactions export's columns (documented in the
