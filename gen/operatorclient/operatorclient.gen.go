@@ -454,8 +454,9 @@ type ApiKeyStatus string
 // AuditAction What the operator did: a transaction action (`fill`, `settle`, `payout`, `accept`,
 // `fail`, `refund`), a refund task's resolution (`resolve_refunded`,
 // `resolve_credited`), a batch (`batch_payout`, `batch_fill`), an account or key
-// change, or an invitation to a partner's team (`partner_user_invited`, the user as
-// subject, the address as reference). **The list grows** with the back office in minor versions (an open set,
+// change, or a change of a partner's team (`partner_user_invited`, the address as
+// reference; `partner_user_role_changed`, the new role as reference;
+// `partner_user_disabled`; the user acted on as subject). **The list grows** with the back office in minor versions (an open set,
 // `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 // As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 //
@@ -466,19 +467,21 @@ type AuditAction = string
 // (`operator_id` and `operator_name` name them); `cli`, the `partnerd` command run
 // on a server (`partnerd partners create`, `partnerd partners keys roll|revoke`,
 // `partnerd partners users invite`, `partnerd operators create`), which acts as no
-// operator. An open set
+// operator; `partner_user`, a partner's user on the partner dashboard (their team
+// and API key changes; `partner_user_id` and `operator_name` name them). An open set
 // (`x-extensible-enum`): show a value not listed here as it is.
 //
 // Example: operator
 type AuditActor = string
 
-// AuditEntry One action, an operator's or the command line's (`actor`).
+// AuditEntry One action, an operator's, the command line's or a partner user's (`actor`).
 type AuditEntry struct {
 	// Action What the operator did: a transaction action (`fill`, `settle`, `payout`, `accept`,
 	// `fail`, `refund`), a refund task's resolution (`resolve_refunded`,
 	// `resolve_credited`), a batch (`batch_payout`, `batch_fill`), an account or key
-	// change, or an invitation to a partner's team (`partner_user_invited`, the user as
-	// subject, the address as reference). **The list grows** with the back office in minor versions (an open set,
+	// change, or a change of a partner's team (`partner_user_invited`, the address as
+	// reference; `partner_user_role_changed`, the new role as reference;
+	// `partner_user_disabled`; the user acted on as subject). **The list grows** with the back office in minor versions (an open set,
 	// `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 	// As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 	//
@@ -490,7 +493,8 @@ type AuditEntry struct {
 	// (`operator_id` and `operator_name` name them); `cli`, the `partnerd` command run
 	// on a server (`partnerd partners create`, `partnerd partners keys roll|revoke`,
 	// `partnerd partners users invite`, `partnerd operators create`), which acts as no
-	// operator. An open set
+	// operator; `partner_user`, a partner's user on the partner dashboard (their team
+	// and API key changes; `partner_user_id` and `operator_name` name them). An open set
 	// (`x-extensible-enum`): show a value not listed here as it is.
 	//
 	//
@@ -510,16 +514,22 @@ type AuditEntry struct {
 	// (`00000000-0000-0000-0000-000000000000`) for any other actor.
 	OperatorId openapi_types.UUID `json:"operator_id"`
 
-	// OperatorName The operator's name when `actor` is `operator`; otherwise the actor itself (`cli`).
+	// OperatorName Who acted, as a person reads it: the operator's name when `actor` is
+	// `operator`, the user's address when `partner_user`; otherwise the actor
+	// itself (`cli`).
 	OperatorName string `json:"operator_name"`
 
 	// PartnerId The partner the action concerns: the transaction's, the refund task's, the
-	// batch payout's, the partner created, or the owner of the key; null when none
+	// batch payout's, the partner created, the owner of the key, or the partner of
+	// the user acted on or acting; null when none
 	// (a batch fill spans partners, an operator account has none).
 	PartnerId *openapi_types.UUID `json:"partner_id"`
 
 	// PartnerName That partner's name; null with `partner_id`.
 	PartnerName *string `json:"partner_name"`
+
+	// PartnerUserId The partner's user who acted when `actor` is `partner_user` (their partner is `partner_id`); null otherwise.
+	PartnerUserId *openapi_types.UUID `json:"partner_user_id"`
 
 	// Reference The reference, reason or chain hash given.
 	Reference *string `json:"reference"`

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,12 +99,14 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 	return &Env{BaseURL: root + httpapi.BasePath, Root: root, App: a, Store: st, check: check, stop: stop}
 }
 
-// checkedInProcess returns the wrapper of the console's in-process calls to the
-// operator API: each answer is checked against the operator contract like a
-// client's, so a console page's call that drifts from the contract fails the
-// test that provoked it.
+// checkedInProcess returns the wrapper of the sites' in-process calls (the
+// console's to the operator API, the dashboard's to the partner API): each answer
+// is checked against its contract like a client's, so a page's call that drifts
+// from the contract fails the test that provoked it.
 func checkedInProcess(t *testing.T) func(http.Handler) http.Handler {
-	check, err := contractcheck.Operator(contractcheck.AsDeclared)
+	operator, err := contractcheck.Operator(contractcheck.AsDeclared)
+	require.NoError(t, err)
+	partner, err := contractcheck.Partner(contractcheck.AsDeclared)
 	require.NoError(t, err)
 	return func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -116,8 +119,12 @@ func checkedInProcess(t *testing.T) func(http.Handler) http.Handler {
 			h.ServeHTTP(rec, r)
 			res := rec.Result()
 			body := rec.Body.Bytes()
+			check, contract := operator, "operator"
+			if strings.HasPrefix(r.URL.Path, httpapi.BasePath+"/") { // the dashboard's calls
+				check, contract = partner, "partner"
+			}
 			if _, err := check.Check(r.Clone(r.Context()), reqBody, res, body); err != nil {
-				t.Errorf("the console's call %s %s breaks the operator contract: %v", r.Method, r.URL.Path, err)
+				t.Errorf("the in-process call %s %s breaks the %s contract: %v", r.Method, r.URL.Path, contract, err)
 			}
 			for k, v := range res.Header {
 				w.Header()[k] = v

@@ -83,10 +83,13 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	}
 	docs.RegisterOperator(e, openapi.OperatorYAML)
 	// The console calls the operator API in process, through the finished handler.
-	return console.Register(e, console.Deps{
+	if err := console.Register(e, console.Deps{
 		Operators: a.operators, API: a.inProcessHandler, OperatorBase: operatorapi.BasePath,
 		Secure: a.cfg.Env == config.Production, Logger: a.log, Now: store.Now,
-	})
+	}); err != nil {
+		return err
+	}
+	return a.openDashboard(e, networks)
 }
 
 // inProcessHandler is the handler the console calls in process: the finished

@@ -1,8 +1,9 @@
-// Package audit is the back office's record of who did what: one row per
-// successful operator action (one per transaction of a batch), and per account or
-// key change made with the partnerd command on a server, written in the change's
-// own unit of work so the row exists exactly when the change does. Refused actions
-// leave no row; their log line says why.
+// Package audit is the record of who did what: one row per successful operator
+// action (one per transaction of a batch), per account or key change made with the
+// partnerd command on a server, and per team or key change a partner's user made
+// on the dashboard, written in the change's own unit of work so the row exists
+// exactly when the change does. Refused actions leave no row; their log line says
+// why.
 package audit
 
 import (
@@ -37,12 +38,17 @@ const (
 	KeyRevoked      Action = "key_revoked"
 	// PartnerUserInvited is an invitation to a partner's team (the subject is the user).
 	PartnerUserInvited Action = "partner_user_invited"
+	// PartnerUserRoleChanged gives a partner's user another role (the subject is
+	// the user, the reference the new role).
+	PartnerUserRoleChanged Action = "partner_user_role_changed"
+	// PartnerUserDisabled stops a partner's user signing in (the subject is the user).
+	PartnerUserDisabled Action = "partner_user_disabled"
 )
 
 // Actions lists every action the audit log records (the contract's AuditAction
 // lists the same; a test keeps them equal).
 var Actions = []Action{Fill, Settle, Payout, Accept, Fail, Refund, ResolveRefunded, ResolveCredited, BatchPayout, BatchFill,
-	PartnerCreated, OperatorCreated, KeyCreated, KeyRolled, KeyRevoked, PartnerUserInvited}
+	PartnerCreated, OperatorCreated, KeyCreated, KeyRolled, KeyRevoked, PartnerUserInvited, PartnerUserRoleChanged, PartnerUserDisabled}
 
 // Known reports whether a is one of Actions.
 func Known(a Action) bool {
@@ -64,10 +70,13 @@ const (
 	// ByCLI is the partnerd command run on a server: a shell there is trusted
 	// without an operator key, so no operator is recorded.
 	ByCLI Actor = "cli"
+	// ByPartnerUser is a partner's user on the dashboard (PartnerUserID names
+	// them): their team and key changes are audited like an operator's.
+	ByPartnerUser Actor = "partner_user"
 )
 
 // Actors lists every actor.
-var Actors = []Actor{ByOperator, ByCLI}
+var Actors = []Actor{ByOperator, ByCLI, ByPartnerUser}
 
 // CLI is the operator id the command line acts under: none (the nil UUID, as
 // GET /audit shows it). An entry recorded with it is the command line's.
@@ -76,11 +85,17 @@ var CLI = uuid.Nil
 // Entry is one action.
 type Entry struct {
 	ID uuid.UUID
-	// Actor is filled by reads; it is written from OperatorID (ActorOf).
+	// Actor is filled by reads; it is written from PartnerUserID and OperatorID
+	// (Acting).
 	Actor Actor
-	// OperatorID is the operator who acted, CLI (the nil UUID) for the command line.
-	OperatorID         uuid.UUID
-	OperatorName       string // filled by reads; empty when no operator acted (see Who)
+	// OperatorID is the operator who acted, CLI (the nil UUID) for the command
+	// line and for a partner's user.
+	OperatorID   uuid.UUID
+	OperatorName string // filled by reads; empty when no operator acted (see Who)
+	// PartnerUserID is the partner's user who acted on the dashboard, nil for
+	// anyone else; PartnerUserEmail (filled by reads) is their address.
+	PartnerUserID      *uuid.UUID
+	PartnerUserEmail   string
 	Action             Action
 	TransactionID      *uuid.UUID
 	UnmatchedDepositID *uuid.UUID
@@ -91,21 +106,38 @@ type Entry struct {
 	CreatedAt time.Time
 }
 
-// Who names who acted, as the log shows it: the operator's name, or the actor
-// itself ("cli") for a change no operator made.
+// Who names who acted, as the log shows it: the operator's name, the partner
+// user's address, or the actor itself ("cli") for the command line.
 func (e *Entry) Who() string {
-	if e.Actor != ByOperator {
-		return string(e.Actor)
+	switch e.Actor {
+	case ByOperator:
+		return e.OperatorName
+	case ByPartnerUser:
+		if e.PartnerUserEmail != "" {
+			return e.PartnerUserEmail
+		}
 	}
-	return e.OperatorName
+	return string(e.Actor)
+}
+
+// Acting is who acted in e as written: a partner's user when PartnerUserID is
+// set, else ActorOf(OperatorID).
+func (e *Entry) Acting() Actor {
+	if e.PartnerUserID != nil {
+		return ByPartnerUser
+	}
+	return ActorOf(e.OperatorID)
 }
 
 // Filter selects entries; zero fields select everything.
 type Filter struct {
 	OperatorID    *uuid.UUID
 	TransactionID *uuid.UUID
-	Action        *Action
-	From, To      *time.Time
+	// UsersOf selects the actions of partner's users (actor partner_user): a
+	// partner's activity on the dashboard.
+	UsersOf  *uuid.UUID
+	Action   *Action
+	From, To *time.Time
 }
 
 // Store persists the log.
@@ -113,7 +145,8 @@ type Store interface {
 	// InsertAudit writes e, in the unit of work ctx carries when it carries one.
 	InsertAudit(ctx context.Context, e *Entry) error
 	// ListAudit returns up to limit entries matching f, newest first (created_at,
-	// id descending), after pos when set, with the operators' names.
+	// id descending), after pos when set, with the operators' names and the
+	// partner users' addresses.
 	ListAudit(ctx context.Context, f Filter, after *cursor.Position, limit int) ([]*Entry, error)
 }
 
@@ -152,10 +185,11 @@ func (l *Log) List(ctx context.Context, f Filter, limit int, after string) (*Pag
 		List     string     `json:"list"`
 		Operator *uuid.UUID `json:"operator"`
 		Tx       *uuid.UUID `json:"tx"`
+		UsersOf  *uuid.UUID `json:"users_of,omitempty"`
 		Action   *Action    `json:"action"`
 		From     *time.Time `json:"from"`
 		To       *time.Time `json:"to"`
-	}{"audit", f.OperatorID, f.TransactionID, f.Action, cursor.UTC(f.From), cursor.UTC(f.To)})
+	}{"audit", f.OperatorID, f.TransactionID, f.UsersOf, f.Action, cursor.UTC(f.From), cursor.UTC(f.To)})
 	scope := string(b)
 	pos, err := l.codec.After(after, scope)
 	if err != nil {

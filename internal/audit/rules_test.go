@@ -26,10 +26,11 @@ func ptr[T any](v T) *T { return &v }
 func TestKnown(t *testing.T) {
 	t.Parallel()
 	for _, a := range []audit.Action{"fill", "settle", "payout", "fail", "refund", "accept", "resolve_refunded",
-		"resolve_credited", "batch_payout", "batch_fill", "partner_created", "operator_created", "key_created", "key_rolled", "key_revoked", "partner_user_invited"} {
+		"resolve_credited", "batch_payout", "batch_fill", "partner_created", "operator_created", "key_created", "key_rolled", "key_revoked", "partner_user_invited",
+		"partner_user_role_changed", "partner_user_disabled"} {
 		require.True(t, audit.Known(a), a)
 	}
-	require.Len(t, audit.Actions, 16)
+	require.Len(t, audit.Actions, 18)
 	for _, a := range []audit.Action{"", "Fill", "delete", "cancel"} {
 		require.False(t, audit.Known(a), a)
 	}

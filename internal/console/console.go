@@ -14,14 +14,11 @@
 package console
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"html/template"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -87,29 +84,12 @@ func Register(e *echo.Echo, d Deps) error {
 // client is the operator API as the session's operator.
 func (c *Console) client(ss *session) *oc.ClientWithResponses {
 	cl, _ := oc.NewClientWithResponses("http://in-process"+c.d.OperatorBase,
-		oc.WithHTTPClient(&http.Client{Transport: inProcess{c.d.API}}),
+		oc.WithHTTPClient(&http.Client{Transport: webkit.InProcess{Handler: c.d.API}}),
 		oc.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
 			r.Header.Set("X-API-KEY", ss.Data.key)
 			return nil
 		}))
 	return cl
-}
-
-// inProcess serves a request with the service's handler, without a socket.
-type inProcess struct{ h func() http.Handler }
-
-func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	if r.Body == nil {
-		r.Body = http.NoBody
-	}
-	r.RemoteAddr = "127.0.0.1:0"
-	r.RequestURI = r.URL.RequestURI()
-	t.h().ServeHTTP(rec, r)
-	res := rec.Result()
-	body, _ := io.ReadAll(res.Body)
-	res.Body = io.NopCloser(bytes.NewReader(body))
-	return res, nil
 }
 
 func (c *Console) routes() http.Handler {
@@ -135,6 +115,7 @@ func (c *Console) routes() http.Handler {
 	mux.HandleFunc("POST "+b+"/partners", c.auth(c.createPartner))
 	mux.HandleFunc("GET "+b+"/partners/{id}", c.auth(c.partner))
 	mux.HandleFunc("POST "+b+"/partners/{id}/keys/{kid}/{op}", c.auth(c.keyAction))
+	mux.HandleFunc("POST "+b+"/partners/{id}/users", c.auth(c.inviteUser))
 	mux.HandleFunc("GET "+b+"/audit", c.auth(c.audit))
 	mux.HandleFunc("GET "+b+"/transactions.csv", c.auth(c.transactionsCSV))
 	mux.HandleFunc("GET "+b+"/refund-tasks.csv", c.auth(c.refundTasksCSV))

@@ -424,7 +424,8 @@ func (c *Console) partner(w http.ResponseWriter, r *http.Request, ss *session) {
 	c.showPartner(w, r, ss, id, nil, "")
 }
 
-func (c *Console) showPartner(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, newKey *oc.NewApiKey, notice string) {
+func (c *Console) showPartner(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, newKey *oc.NewApiKey, notice string,
+	extra ...map[string]any) {
 	res, err := c.client(ss).ListPartnerKeysWithResponse(r.Context(), id)
 	if err != nil || res.JSON200 == nil {
 		c.fail(w, ss, statusOf(res, err), bodyOf(res))
@@ -438,8 +439,51 @@ func (c *Console) showPartner(w http.ResponseWriter, r *http.Request, ss *sessio
 			}
 		}
 	}
-	c.render(w, http.StatusOK, "partner", ss, map[string]any{"Title": "Partner " + name, "Name": name, "ID": id,
-		"Keys": res.JSON200.Data, "NewKey": newKey, "Notice": notice, "Key": uuid.NewString()})
+	users, err := c.client(ss).ListPartnerUsersWithResponse(r.Context(), id)
+	if err != nil || users.JSON200 == nil {
+		c.fail(w, ss, statusOf(users, err), bodyOf(users))
+		return
+	}
+	data := map[string]any{"Title": "Partner " + name, "Name": name, "ID": id,
+		"Keys": res.JSON200.Data, "NewKey": newKey, "Notice": notice, "Key": uuid.NewString(), "Users": users.JSON200.Data}
+	status := http.StatusOK
+	for _, e := range extra {
+		for k, v := range e {
+			data[k] = v
+		}
+		if s, ok := e["Status"].(int); ok {
+			status = s
+		}
+	}
+	c.render(w, status, "partner", ss, data)
+}
+
+// inviteUser invites a person to the partner's team (the first admin, usually)
+// through the operator API, and shows the invitation link once.
+func (c *Console) inviteUser(w http.ResponseWriter, r *http.Request, ss *session) {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	res, err := c.client(ss).InvitePartnerUserWithResponse(r.Context(), id, &oc.InvitePartnerUserParams{IdempotencyKey: r.PostFormValue("idempotency_key")},
+		oc.InvitePartnerUserRequest{Email: strings.TrimSpace(r.PostFormValue("email")), Role: oc.PartnerUserRole(r.PostFormValue("role"))})
+	if err != nil || res.JSON201 == nil {
+		status := statusOf(res, err)
+		if status == http.StatusBadRequest {
+			c.showPartner(w, r, ss, id, nil, "", map[string]any{"Status": status, "InviteError": apiError(status, bodyOf(res))})
+			return
+		}
+		c.fail(w, ss, status, bodyOf(res))
+		return
+	}
+	scheme := "http"
+	if c.d.Secure || r.TLS != nil {
+		scheme = "https"
+	}
+	inv := res.JSON201.Data
+	c.showPartner(w, r, ss, id, nil, "", map[string]any{"Invited": inv.User.Email, "InviteLink": scheme + "://" + r.Host + inv.Invitation.InviteUrl,
+		"InviteExpires": inv.Invitation.ExpiresAt})
 }
 
 // keyAction rolls or revokes a partner key.

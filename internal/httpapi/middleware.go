@@ -38,11 +38,20 @@ func partnerIDOf(ctx context.Context) (uuid.UUID, error) {
 	return p.ID, nil
 }
 
-// authenticate resolves X-API-KEY to the partner and stores it in the request
-// context; a missing, unknown or other-environment key is 401.
+// authenticate resolves X-API-KEY (or the dashboard's in-process Principal) to
+// the partner and stores it in the request context; a missing, unknown or
+// other-environment key is 401.
 func authenticate(svc *partners.Service) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
+			if pr, ok := principalFrom(c.Request().Context()); ok { // the dashboard, in process
+				p, err := authenticatePrincipal(c, svc, pr)
+				if err != nil {
+					return err
+				}
+				c.SetRequest(c.Request().WithContext(withPartner(c.Request().Context(), p)))
+				return next(c)
+			}
 			key := c.Request().Header.Get("X-API-KEY")
 			p, err := svc.Authenticate(c.Request().Context(), key)
 			if err != nil {

@@ -97,7 +97,8 @@ func (s *Server) ListAudit(ctx context.Context, req operatorapi.ListAuditRequest
 	for i, e := range page.Items {
 		p := parties[e.ID]
 		items[i] = operatorapi.AuditEntry{Id: e.ID, Actor: operatorapi.AuditActor(e.Actor), OperatorId: e.OperatorID, OperatorName: e.Who(),
-			Action: operatorapi.AuditAction(e.Action), TransactionId: e.TransactionID, UnmatchedDepositId: e.UnmatchedDepositID,
+			PartnerUserId: e.PartnerUserID,
+			Action:        operatorapi.AuditAction(e.Action), TransactionId: e.TransactionID, UnmatchedDepositId: e.UnmatchedDepositID,
 			BatchId: e.BatchID, SubjectId: e.SubjectID, SubjectName: p.SubjectName, PartnerId: p.PartnerID, PartnerName: p.PartnerName,
 			Reference: e.Reference, CreatedAt: e.CreatedAt}
 	}

@@ -262,9 +262,9 @@ func newToken() (string, error) {
 // Invite invites email to partnerID's team with role, on behalf of by, and
 // returns the user and the invitation's token (shown once; only its hash is
 // stored). Inviting the address of a user still invited replaces their pending
-// invitation (and role): the way to send a new link. Invitations by an operator
-// or the command line are audited (partner_user_invited) in the same unit of
-// work; the dashboard records its own users' actions. Errors: NotFound (no such
+// invitation (and role): the way to send a new link. Every invitation is audited
+// (partner_user_invited, naming the operator, the command line or the partner's
+// user) in the same unit of work. Errors: NotFound (no such
 // partner, or an inviting user not of it), InvalidRequest (the email, the role,
 // an address already active or disabled on the team), Unauthorized (an inviting
 // user who is not an active admin).
@@ -280,14 +280,8 @@ func (s *Service) Invite(ctx context.Context, partnerID uuid.UUID, email string,
 		if _, err := s.partners.Get(ctx, partnerID); err != nil {
 			return nil, err
 		}
-		if by.Kind == ByPartnerUser {
-			inviter, err := s.store.PartnerUser(ctx, partnerID, by.ID)
-			if err != nil {
-				return nil, err
-			}
-			if inviter.Status != Active || inviter.Role != Admin {
-				return nil, apperr.New(apperr.Unauthorized, "Only an active admin of the partner invites users.")
-			}
+		if err := s.mayManage(ctx, partnerID, by, "invites users"); err != nil {
+			return nil, err
 		}
 		now := s.now()
 		u, err := s.store.PartnerUserByEmail(ctx, partnerID, EmailKey(email))
@@ -319,11 +313,8 @@ func (s *Service) Invite(ctx context.Context, partnerID uuid.UUID, email string,
 		if err := s.store.InsertPartnerInvitation(ctx, inv); err != nil {
 			return nil, err
 		}
-		if by.Kind != ByPartnerUser && s.audit != nil {
-			ref := u.Email
-			if err := s.audit.Record(ctx, audit.Entry{OperatorID: by.ID, Action: audit.PartnerUserInvited, SubjectID: &u.ID, Reference: &ref}); err != nil {
-				return nil, err
-			}
+		if err := s.record(ctx, by, audit.PartnerUserInvited, u, u.Email); err != nil {
+			return nil, err
 		}
 		tx.AfterCommit(func() {
 			s.log.Info("partner user invited", "actor", string(by.Kind), "by", by.ID.String(), "partner_id", partnerID.String(),
@@ -331,6 +322,40 @@ func (s *Service) Invite(ctx context.Context, partnerID uuid.UUID, email string,
 		})
 		return &NewInvitation{User: u, Invitation: inv, Token: token}, nil
 	})
+}
+
+// mayManage refuses a partner's user acting on partnerID's team unless they are
+// an active admin of it (operators and the command line may). Errors: NotFound
+// (a user of another partner), Unauthorized.
+func (s *Service) mayManage(ctx context.Context, partnerID uuid.UUID, by Inviter, what string) error {
+	if by.Kind != ByPartnerUser {
+		return nil
+	}
+	actor, err := s.store.PartnerUser(ctx, partnerID, by.ID)
+	if err != nil {
+		return err
+	}
+	if actor.Status != Active || actor.Role != Admin {
+		return apperr.New(apperr.Unauthorized, "Only an active admin of the partner "+what+".")
+	}
+	return nil
+}
+
+// record writes the audit row of action by on user u, in ctx's unit of work. An
+// Inviter without a kind (a change no one is named for) and a service without
+// an audit log record nothing.
+func (s *Service) record(ctx context.Context, by Inviter, action audit.Action, u *User, reference string) error {
+	if s.audit == nil || by.Kind == "" {
+		return nil
+	}
+	e := audit.Entry{OperatorID: by.ID, Action: action, SubjectID: &u.ID, Reference: &reference}
+	switch by.Kind {
+	case ByCLI:
+		e.OperatorID = audit.CLI
+	case ByPartnerUser:
+		e.OperatorID, e.PartnerUserID = audit.CLI, &by.ID
+	}
+	return s.audit.Record(ctx, e)
 }
 
 // Invitation returns the pending invitation of token and its user, for the page
@@ -455,6 +480,13 @@ func (s *Service) Get(ctx context.Context, partnerID, id uuid.UUID) (*User, erro
 	return s.store.PartnerUser(ctx, partnerID, id)
 }
 
+// UserByID returns user id of whichever partner: for a sign-in between its
+// password and its second factor, which knows the user, not yet a partner.
+// Errors: NotFound.
+func (s *Service) UserByID(ctx context.Context, id uuid.UUID) (*User, error) {
+	return s.store.PartnerUserByID(ctx, id)
+}
+
 // List returns partner's users, oldest first. Errors: NotFound (no such partner).
 func (s *Service) List(ctx context.Context, partnerID uuid.UUID) ([]*User, error) {
 	if _, err := s.partners.Get(ctx, partnerID); err != nil {
@@ -500,13 +532,25 @@ func (s *Service) keepsAnAdmin(ctx context.Context, u *User) error {
 	return apperr.New(apperr.InvalidStateTransition, "This is the partner's last active admin; make another user admin first.")
 }
 
-// ChangeRole gives partner's user id role. Errors: NotFound, InvalidRequest (the
-// role), InvalidStateTransition (a disabled user, or the last active admin).
+// ChangeRole gives partner's user id role, unaudited (ChangeRoleBy names who
+// did it). Errors: as ChangeRoleBy's.
 func (s *Service) ChangeRole(ctx context.Context, partnerID, id uuid.UUID, role Role) (*User, error) {
+	return s.ChangeRoleBy(ctx, partnerID, id, role, Inviter{})
+}
+
+// ChangeRoleBy gives partner's user id role on behalf of by, audited
+// (partner_user_role_changed, the new role as reference) when the role changes.
+// Errors: NotFound, InvalidRequest (the role), InvalidStateTransition (a
+// disabled user, or the last active admin), Unauthorized (by a user who is not
+// an active admin of the partner).
+func (s *Service) ChangeRoleBy(ctx context.Context, partnerID, id uuid.UUID, role Role, by Inviter) (*User, error) {
 	if _, err := ParseRole(string(role)); err != nil {
 		return nil, err
 	}
 	return s.change(ctx, partnerID, id, func(ctx context.Context, u *User, _ time.Time) error {
+		if err := s.mayManage(ctx, partnerID, by, "changes roles"); err != nil {
+			return err
+		}
 		if u.Status == Disabled {
 			return apperr.New(apperr.InvalidStateTransition, "This user is disabled.")
 		}
@@ -515,16 +559,30 @@ func (s *Service) ChangeRole(ctx context.Context, partnerID, id uuid.UUID, role 
 				return err
 			}
 		}
+		if u.Role == role {
+			return nil
+		}
 		u.Role = role
-		return nil
+		return s.record(ctx, by, audit.PartnerUserRoleChanged, u, string(role))
 	})
 }
 
-// Disable stops partner's user id signing in and ends their sessions (the epoch
-// grows); their pending invitation goes. Disabling a disabled user changes
-// nothing. Errors: NotFound, InvalidStateTransition (the last active admin).
+// Disable stops partner's user id signing in, unaudited (DisableBy names who
+// did it). Errors: as DisableBy's.
 func (s *Service) Disable(ctx context.Context, partnerID, id uuid.UUID) (*User, error) {
+	return s.DisableBy(ctx, partnerID, id, Inviter{})
+}
+
+// DisableBy stops partner's user id signing in on behalf of by and ends their
+// sessions (the epoch grows); their pending invitation goes; audited
+// (partner_user_disabled). Disabling a disabled user changes nothing. Errors:
+// NotFound, InvalidStateTransition (the last active admin), Unauthorized (by a
+// user who is not an active admin of the partner).
+func (s *Service) DisableBy(ctx context.Context, partnerID, id uuid.UUID, by Inviter) (*User, error) {
 	return s.change(ctx, partnerID, id, func(ctx context.Context, u *User, now time.Time) error {
+		if err := s.mayManage(ctx, partnerID, by, "disables users"); err != nil {
+			return err
+		}
 		if u.Status == Disabled {
 			return nil
 		}
@@ -533,7 +591,10 @@ func (s *Service) Disable(ctx context.Context, partnerID, id uuid.UUID) (*User, 
 		}
 		u.Status, u.DisabledAt = Disabled, &now
 		u.SessionEpoch++
-		return s.store.DeletePartnerInvitations(ctx, u.ID)
+		if err := s.store.DeletePartnerInvitations(ctx, u.ID); err != nil {
+			return err
+		}
+		return s.record(ctx, by, audit.PartnerUserDisabled, u, u.Email)
 	})
 }
 

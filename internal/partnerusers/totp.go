@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"encoding/base32"
 	"strings"
 	"time"
 
@@ -64,6 +65,29 @@ func (s *Service) EnrollTOTP(ctx context.Context, partnerID, id uuid.UUID) (*Enr
 		return nil, err
 	}
 	return &e, nil
+}
+
+// PendingTOTP returns the second factor partner's user id is setting up (the
+// secret EnrollTOTP made, not yet confirmed), to show again after a wrong first
+// code. Errors: NotFound, InvalidStateTransition (none pending).
+func (s *Service) PendingTOTP(ctx context.Context, partnerID, id uuid.UUID) (*Enrollment, error) {
+	u, err := s.store.PartnerUser(ctx, partnerID, id)
+	if err != nil {
+		return nil, err
+	}
+	if u.TOTPSecret == nil || u.TOTPEnabled() {
+		return nil, apperr.New(apperr.InvalidStateTransition, "No second factor is being set up; start again.")
+	}
+	raw, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(*u.TOTPSecret)
+	if err != nil {
+		return nil, err
+	}
+	key, err := totp.Generate(totp.GenerateOpts{Issuer: s.issuer, AccountName: u.Email, Period: totpPeriod,
+		Secret: raw, Digits: totpDigits, Algorithm: otp.AlgorithmSHA1})
+	if err != nil {
+		return nil, err
+	}
+	return &Enrollment{Secret: key.Secret(), URL: key.URL()}, nil
 }
 
 // ConfirmTOTP turns the second factor on with a first code from the app and

@@ -139,7 +139,8 @@ func (s *Store) batchesOf(ctx context.Context, rows []batchRow) ([]*batches.Batc
 type auditRow struct {
 	ID                 uuid.UUID `gorm:"primaryKey"`
 	Actor              string
-	OperatorID         *uuid.UUID // NULL for a change no operator made (the command line's)
+	OperatorID         *uuid.UUID // NULL for a change no operator made (the command line's, a partner user's)
+	PartnerUserID      *uuid.UUID // the partner's user who acted (actor partner_user), else NULL
 	Action             string
 	TransactionID      *uuid.UUID
 	UnmatchedDepositID *uuid.UUID
@@ -157,6 +158,8 @@ type auditListRow struct {
 	Actor              string
 	OperatorID         *uuid.UUID
 	OperatorName       *string
+	PartnerUserID      *uuid.UUID
+	PartnerUserEmail   *string
 	Action             string
 	TransactionID      *uuid.UUID
 	UnmatchedDepositID *uuid.UUID
@@ -167,23 +170,28 @@ type auditListRow struct {
 }
 
 // InsertAudit writes e (in the unit of work ctx carries, if any); its actor follows
-// from its operator (audit.ActorOf), NULL for the command line's.
+// from its partner user and operator (Entry.Acting), the operator NULL unless an
+// operator acted.
 func (s *Store) InsertAudit(ctx context.Context, e *audit.Entry) error {
-	actor := audit.ActorOf(e.OperatorID)
+	actor := e.Acting()
 	var operator *uuid.UUID
 	if actor == audit.ByOperator {
 		operator = &e.OperatorID
 	}
-	return s.write(ctx).Create(&auditRow{ID: e.ID, Actor: string(actor), OperatorID: operator, Action: string(e.Action), TransactionID: e.TransactionID,
+	return s.write(ctx).Create(&auditRow{ID: e.ID, Actor: string(actor), OperatorID: operator, PartnerUserID: e.PartnerUserID,
+		Action: string(e.Action), TransactionID: e.TransactionID,
 		UnmatchedDepositID: e.UnmatchedDepositID, BatchID: e.BatchID, SubjectID: e.SubjectID, Reference: e.Reference, CreatedAt: e.CreatedAt}).Error
 }
 
 // ListAudit returns up to limit entries matching f, newest first, after pos; an
-// entry no operator made (the command line's) is listed too, without a name.
+// entry no operator made (the command line's) is listed too, without a name, and
+// a partner user's with their address.
 func (s *Store) ListAudit(ctx context.Context, f audit.Filter, pos *cursor.Position, limit int) ([]*audit.Entry, error) {
-	db := s.read(ctx).Table("operator_audit AS a").Select("a.*, o.name AS operator_name").
-		Joins("LEFT JOIN operators o ON o.id = a.operator_id")
+	db := s.read(ctx).Table("operator_audit AS a").Select("a.*, o.name AS operator_name, pu.email AS partner_user_email").
+		Joins("LEFT JOIN operators o ON o.id = a.operator_id").
+		Joins("LEFT JOIN partner_users pu ON pu.id = a.partner_user_id")
 	db = whereEq(db, "a.operator_id", f.OperatorID)
+	db = whereEq(db, "pu.partner_id", f.UsersOf)
 	db = whereEq(db, "a.transaction_id", f.TransactionID)
 	if f.Action != nil {
 		db = db.Where("a.action = ?", string(*f.Action))
@@ -207,7 +215,12 @@ func (s *Store) ListAudit(ctx context.Context, f audit.Filter, pos *cursor.Posit
 		if r.OperatorName != nil {
 			name = *r.OperatorName
 		}
-		out[i] = &audit.Entry{ID: r.ID, Actor: audit.Actor(r.Actor), OperatorID: operator, OperatorName: name, Action: audit.Action(r.Action),
+		var email string
+		if r.PartnerUserEmail != nil {
+			email = *r.PartnerUserEmail
+		}
+		out[i] = &audit.Entry{ID: r.ID, Actor: audit.Actor(r.Actor), OperatorID: operator, OperatorName: name,
+			PartnerUserID: r.PartnerUserID, PartnerUserEmail: email, Action: audit.Action(r.Action),
 			TransactionID: r.TransactionID, UnmatchedDepositID: r.UnmatchedDepositID, BatchID: r.BatchID, SubjectID: r.SubjectID,
 			Reference: r.Reference, CreatedAt: r.CreatedAt.UTC()}
 	}
@@ -275,7 +288,8 @@ func (s *Store) FailingWebhooks(ctx context.Context) ([]backoffice.FailingWebhoo
 
 // AuditParties returns, for each of the audit entries ids, the partner it
 // concerns (its transaction's, refund task's or batch payout's, the partner acted
-// on, the owner of the key acted on, or the partner of the user acted on) and its
+// on, the owner of the key acted on, the partner of the user acted on, or of the
+// user who acted) and its
 // subject's name (the partner's or operator's name, the key's prefix, or the
 // user's address). Entries with neither are absent.
 func (s *Store) AuditParties(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]backoffice.AuditParty, error) {
@@ -290,7 +304,7 @@ func (s *Store) AuditParties(ctx context.Context, ids []uuid.UUID) (map[uuid.UUI
 		SubjectName *string
 	}
 	err := s.read(ctx).Raw(`SELECT x.id, x.partner_id, p.name AS partner_name, x.subject_name FROM (
-		SELECT a.id, COALESCE(t.partner_id, u.partner_id, b.partner_id, sp.id, kp.id, pu.partner_id) AS partner_id,
+		SELECT a.id, COALESCE(t.partner_id, u.partner_id, b.partner_id, sp.id, kp.id, pu.partner_id, au.partner_id) AS partner_id,
 			COALESCE(sp.name, so.name, k.prefix, pu.email) AS subject_name
 		FROM operator_audit a
 		LEFT JOIN transactions t ON t.id = a.transaction_id
@@ -301,6 +315,7 @@ func (s *Store) AuditParties(ctx context.Context, ids []uuid.UUID) (map[uuid.UUI
 		LEFT JOIN api_keys k ON k.id = a.subject_id
 		LEFT JOIN partners kp ON k.owner_kind = 'partner' AND kp.id = k.owner_id
 		LEFT JOIN partner_users pu ON pu.id = a.subject_id
+		LEFT JOIN partner_users au ON au.id = a.partner_user_id
 		WHERE a.id IN ?) x
 		LEFT JOIN partners p ON p.id = x.partner_id`, ids).Scan(&rows).Error
 	if err != nil {

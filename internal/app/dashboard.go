@@ -1,0 +1,20 @@
+package app
+
+import (
+	"github.com/labstack/echo/v4"
+
+	"partnerd/internal/config"
+	"partnerd/internal/dashboard"
+	"partnerd/internal/httpapi"
+	"partnerd/internal/store"
+)
+
+// openDashboard mounts the partners' dashboard: it calls the partner API in
+// process, through the finished handler, as the signed-in user's partner.
+func (a *App) openDashboard(e *echo.Echo, networks []string) error {
+	return dashboard.Register(e, dashboard.Deps{
+		Users: a.partnerUsers, Partners: a.partners, Audit: a.audit, API: a.inProcessHandler,
+		PartnerBase: httpapi.BasePath, Networks: networks, Production: a.cfg.Env == config.Production,
+		Logger: a.log, Now: store.Now,
+	})
+}

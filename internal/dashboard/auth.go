@@ -1,0 +1,264 @@
+package dashboard
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"partnerd/internal/apperr"
+	"partnerd/internal/partnerusers"
+	"partnerd/internal/webkit"
+)
+
+// handler is a page or form handler of a signed-in user.
+type handler func(w http.ResponseWriter, r *http.Request, ss *session)
+
+// allow wraps h: a session is required (GET → the sign-in page; else 401), on
+// POST its CSRF token (else 403, nothing done), the user still active under the
+// session's epoch (else the session ends: a disabled user, a changed password),
+// in production a second factor on (else the enrolment page first), and the
+// user's role one of roles (else the 403 page, nothing done). No roles: every
+// role.
+func (d *Dashboard) allow(h handler, roles ...partnerusers.Role) http.HandlerFunc {
+	return d.guard(h, false, roles...)
+}
+
+// guard is allow; enrolling lets a user without a second factor through (the
+// enrolment pages themselves).
+func (d *Dashboard) guard(h handler, enrolling bool, roles ...partnerusers.Role) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ss := d.sessions.Get(r)
+		if ss == nil {
+			d.signInFirst(w, r)
+			return
+		}
+		if r.Method == http.MethodPost && !ss.ValidCSRF(r) {
+			d.message(w, http.StatusForbidden, ss, "Refused",
+				"This form was not sent from a dashboard page of your session (missing or wrong CSRF token). Nothing was changed; reload the page and try again.")
+			return
+		}
+		u, err := d.d.Users.Get(r.Context(), ss.Data.PartnerID, ss.Data.UserID)
+		if err != nil && apperr.CodeOf(err) != apperr.NotFound {
+			d.d.Logger.Error("dashboard: read the signed-in user", "error", err.Error())
+			d.message(w, http.StatusServiceUnavailable, nil, "Unavailable", "The dashboard cannot reach its database; try again in a moment.")
+			return
+		}
+		if err != nil || u.Status != partnerusers.Active || u.SessionEpoch != ss.Data.Epoch {
+			d.sessions.End(w, ss.ID)
+			d.d.Logger.Info("dashboard session ended", "user_id", ss.Data.UserID.String(), "reason", "user disabled or password changed")
+			d.signInFirst(w, r)
+			return
+		}
+		cur := *ss // the role and address as they are now
+		cur.Data.Role, cur.Data.Email = u.Role, u.Email
+		if d.d.Production && !u.TOTPEnabled() && !enrolling {
+			if r.Method != http.MethodGet {
+				d.message(w, http.StatusForbidden, &cur, "Second factor first", "Set up your second factor before anything else. Nothing was changed.")
+				return
+			}
+			http.Redirect(w, r, BasePath+"/enroll", http.StatusSeeOther)
+			return
+		}
+		if !permits(u.Role, roles) {
+			d.forbidden(w, &cur)
+			return
+		}
+		h(w, r, &cur)
+	}
+}
+
+// signInFirst sends a request without a (live) session to the sign-in page, or
+// refuses a form.
+func (d *Dashboard) signInFirst(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		http.Error(w, "Sign in first.", http.StatusUnauthorized)
+		return
+	}
+	http.Redirect(w, r, BasePath+"/signin", http.StatusSeeOther)
+}
+
+func (d *Dashboard) signInPage(w http.ResponseWriter, r *http.Request) {
+	if d.sessions.Get(r) != nil {
+		http.Redirect(w, r, BasePath, http.StatusSeeOther)
+		return
+	}
+	d.render(w, http.StatusOK, "signin", nil, map[string]any{"Title": "Sign in"})
+}
+
+// blocked reports whether sign-in is refused for the client's address or the
+// account, and renders the refusal.
+func (d *Dashboard) blocked(w http.ResponseWriter, page string, data map[string]any, keys ...string) bool {
+	for _, k := range keys {
+		if d.byAddress.Blocked(k) || d.byAccount.Blocked(k) {
+			data["Error"] = "Too many failed sign-ins; wait a few minutes and try again."
+			d.render(w, http.StatusTooManyRequests, page, nil, data)
+			return true
+		}
+	}
+	return false
+}
+
+// failure counts one failed sign-in of addr and of account.
+func (d *Dashboard) failure(addr, account string) {
+	d.byAddress.Fail(addr)
+	d.byAccount.Fail(account)
+}
+
+// accountKey is the limiter's key of an address typed at sign-in.
+func accountKey(email string) string { return "email:" + partnerusers.EmailKey(email) }
+
+// userKey is the limiter's key of a user (the second factor's failures).
+func userKey(id uuid.UUID) string { return "user:" + id.String() }
+
+func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
+	addr := webkit.ClientAddr(r)
+	email := strings.TrimSpace(r.PostFormValue("email"))
+	data := map[string]any{"Title": "Sign in", "Email": email}
+	if d.byAddress.Blocked(addr) || d.byAccount.Blocked(accountKey(email)) {
+		d.blocked(w, "signin", data, addr, accountKey(email))
+		return
+	}
+	users, err := d.d.Users.Authenticate(r.Context(), email, r.PostFormValue("password"))
+	if apperr.CodeOf(err) == apperr.Unauthorized {
+		d.failure(addr, accountKey(email))
+		d.d.Logger.Info("dashboard sign-in refused", "client", addr)
+		data["Error"] = "The email or password is wrong."
+		d.render(w, http.StatusUnauthorized, "signin", nil, data)
+		return
+	}
+	if err != nil {
+		d.unavailable(w, err)
+		return
+	}
+	if len(users) > 1 {
+		ids := make([]uuid.UUID, len(users))
+		for i, u := range users {
+			ids[i] = u.ID
+		}
+		d.pending.Create(w, pendingSignIn{Candidates: ids, Email: email})
+		d.choosePage(w, r.Context(), users)
+		return
+	}
+	d.passwordRight(w, r, users[0])
+}
+
+// choosePage asks which partner's dashboard to open.
+func (d *Dashboard) choosePage(w http.ResponseWriter, ctx context.Context, users []*partnerusers.User) {
+	type choice struct {
+		UserID  uuid.UUID
+		Partner string
+		Role    string
+	}
+	var choices []choice
+	for _, u := range users {
+		name := u.PartnerID.String()
+		if p, err := d.d.Partners.Get(ctx, u.PartnerID); err == nil {
+			name = p.Name
+		}
+		choices = append(choices, choice{UserID: u.ID, Partner: name, Role: string(u.Role)})
+	}
+	d.render(w, http.StatusOK, "choose", nil, map[string]any{"Title": "Choose a partner", "Choices": choices})
+}
+
+// choose takes the partner chosen after a right password.
+func (d *Dashboard) choose(w http.ResponseWriter, r *http.Request) {
+	p := d.pending.Get(r)
+	id, err := uuid.Parse(r.PostFormValue("user"))
+	if p == nil || err != nil || !slices.Contains(p.Data.Candidates, id) {
+		http.Redirect(w, r, BasePath+"/signin", http.StatusSeeOther)
+		return
+	}
+	d.pending.End(w, p.ID)
+	u, err := d.d.Users.UserByID(r.Context(), id)
+	if err != nil || u.Status != partnerusers.Active {
+		http.Redirect(w, r, BasePath+"/signin", http.StatusSeeOther)
+		return
+	}
+	d.passwordRight(w, r, u)
+}
+
+// passwordRight goes on with a user whose password was right: to the second
+// factor when it is on, else straight in.
+func (d *Dashboard) passwordRight(w http.ResponseWriter, r *http.Request, u *partnerusers.User) {
+	if u.TOTPEnabled() {
+		d.pending.Create(w, pendingSignIn{UserID: u.ID, PartnerID: u.PartnerID, Email: u.Email})
+		http.Redirect(w, r, BasePath+"/signin/code", http.StatusSeeOther)
+		return
+	}
+	d.start(w, r, u)
+}
+
+// start begins u's session and opens the dashboard.
+func (d *Dashboard) start(w http.ResponseWriter, r *http.Request, u *partnerusers.User) {
+	name := ""
+	if p, err := d.d.Partners.Get(r.Context(), u.PartnerID); err == nil {
+		name = p.Name
+	}
+	d.sessions.Create(w, visitor{UserID: u.ID, PartnerID: u.PartnerID, Email: u.Email, Role: u.Role, Epoch: u.SessionEpoch, PartnerName: name})
+	d.d.Logger.Info("dashboard sign-in", "partner_id", u.PartnerID.String(), "user_id", u.ID.String())
+	http.Redirect(w, r, BasePath, http.StatusSeeOther)
+}
+
+func (d *Dashboard) codePage(w http.ResponseWriter, r *http.Request) {
+	p := d.pending.Get(r)
+	if p == nil || p.Data.UserID == uuid.Nil {
+		http.Redirect(w, r, BasePath+"/signin", http.StatusSeeOther)
+		return
+	}
+	d.render(w, http.StatusOK, "code", nil, map[string]any{"Title": "Second factor", "PendingCSRF": p.CSRF})
+}
+
+// code checks the second factor: a code of the authenticator app, or one of the
+// recovery codes (which then stops working).
+func (d *Dashboard) code(w http.ResponseWriter, r *http.Request) {
+	p := d.pending.Get(r)
+	if p == nil || p.Data.UserID == uuid.Nil || !p.ValidCSRF(r) {
+		http.Redirect(w, r, BasePath+"/signin", http.StatusSeeOther)
+		return
+	}
+	addr := webkit.ClientAddr(r)
+	data := map[string]any{"Title": "Second factor", "PendingCSRF": p.CSRF}
+	if d.blocked(w, "code", data, addr, userKey(p.Data.UserID), accountKey(p.Data.Email)) {
+		return
+	}
+	u, err := d.d.Users.UserByID(r.Context(), p.Data.UserID)
+	if err != nil && apperr.CodeOf(err) != apperr.NotFound {
+		d.unavailable(w, err)
+		return
+	}
+	code := strings.TrimSpace(r.PostFormValue("code"))
+	if err == nil {
+		if len(code) == 6 && strings.Trim(code, "0123456789") == "" {
+			err = d.d.Users.VerifyTOTP(r.Context(), u, code)
+		} else {
+			err = d.d.Users.UseRecoveryCode(r.Context(), u, code)
+		}
+	}
+	if err != nil {
+		if c := apperr.CodeOf(err); c != apperr.Unauthorized && c != apperr.NotFound {
+			d.unavailable(w, err)
+			return
+		}
+		d.failure(addr, userKey(p.Data.UserID))
+		d.d.Logger.Info("dashboard second factor refused", "client", addr, "user_id", p.Data.UserID.String())
+		data["Error"] = "The code is wrong or was already used."
+		d.render(w, http.StatusUnauthorized, "code", nil, data)
+		return
+	}
+	d.pending.End(w, p.ID)
+	d.start(w, r, u)
+}
+
+func (d *Dashboard) signOut(w http.ResponseWriter, r *http.Request, ss *session) {
+	d.sessions.End(w, ss.ID)
+	http.Redirect(w, r, BasePath+"/signin", http.StatusSeeOther)
+}
+
+// unavailable answers a failure of the service itself (the database out of reach).
+func (d *Dashboard) unavailable(w http.ResponseWriter, err error) {
+	d.d.Logger.Error("dashboard", "error", err.Error())
+	d.message(w, http.StatusServiceUnavailable, nil, "Unavailable", "The dashboard cannot do this now; try again in a moment.")
+}

@@ -1,0 +1,55 @@
+package dashboard
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"partnerd/internal/partnerusers"
+	"partnerd/internal/webkit"
+)
+
+// Session lifetimes: an idle session ends after IdleTimeout, any session after
+// AbsoluteTimeout; a sign-in waiting for its second factor after PendingTimeout.
+const (
+	IdleTimeout       = 30 * time.Minute
+	AbsoluteTimeout   = 12 * time.Hour
+	PendingTimeout    = 5 * time.Minute
+	cookieName        = "dashboard_session"
+	pendingCookieName = "dashboard_signin"
+)
+
+// Failed sign-ins (wrong passwords and wrong codes) are counted per client
+// address and per account (the address typed, then the user): after the maximum
+// within failureWindow, sign-in is refused there until the window passes. An
+// account's limit is the lower: guessing one person's password from many
+// addresses stops as soon as guessing many from one.
+const (
+	maxAddressFailures = 20
+	maxAccountFailures = 5
+	failureWindow      = 15 * time.Minute
+)
+
+// visitor is what a dashboard session holds: the user, their partner and the
+// session epoch it was made under. Role and Email are refreshed from the user on
+// every request (a changed role applies at once).
+type visitor struct {
+	UserID, PartnerID uuid.UUID
+	Email             string
+	Role              partnerusers.Role
+	Epoch             int64
+	PartnerName       string
+}
+
+// session is one signed-in user's session.
+type session = webkit.Session[visitor]
+
+// pendingSignIn is a sign-in whose password was right, waiting for the choice of
+// partner (Candidates, when the address is on several teams) or for the second
+// factor (UserID set).
+type pendingSignIn struct {
+	Candidates []uuid.UUID
+	UserID     uuid.UUID
+	PartnerID  uuid.UUID
+	Email      string
+}
