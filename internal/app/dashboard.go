@@ -13,7 +13,7 @@ import (
 // process, through the finished handler, as the signed-in user's partner.
 func (a *App) openDashboard(e *echo.Echo, networks []string) error {
 	return dashboard.Register(e, dashboard.Deps{
-		Users: a.partnerUsers, Partners: a.partners, Audit: a.audit, API: a.inProcessHandler,
+		Users: a.partnerUsers, Partners: a.partners, Audit: a.audit, Keys: a.actions, API: a.inProcessHandler,
 		PartnerBase: httpapi.BasePath, Networks: networks, Production: a.cfg.Env == config.Production,
 		Logger: a.log, Now: store.Now,
 	})

@@ -28,6 +28,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	pc "partnerd/gen/client"
+	"partnerd/internal/actions"
 	"partnerd/internal/audit"
 	"partnerd/internal/httpapi"
 	"partnerd/internal/partners"
@@ -49,6 +50,8 @@ type Deps struct {
 	Partners *partners.Service
 	// Audit records and lists the team's actions (actor partner_user).
 	Audit *audit.Log
+	// Keys runs the API key actions (the operators' rules, audited naming the user).
+	Keys *actions.Service
 	// API serves the partner API in process (the service's own handler, set once
 	// it is built).
 	API func() http.Handler

@@ -1,0 +1,85 @@
+package actions
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"partnerd/internal/apikeys"
+	"partnerd/internal/audit"
+	"partnerd/internal/idempotency"
+	"partnerd/internal/partners"
+)
+
+// A partner's admin manages the partner's own API keys on the dashboard with the
+// rules an operator's key actions follow (IssueKey, RollKey, RevokeKey): the
+// same minting, overlap bounds and cache eviction, in one unit of work with an
+// audit row naming the user (actor partner_user). The partner API has no key
+// operations on purpose: a leaked server key must not mint keys.
+
+// IssuePartnerKey adds a key to partnerID, by its user user.
+func (s *Service) IssuePartnerKey(ctx context.Context, user, partnerID uuid.UUID) (*apikeys.Issued, error) {
+	return run(ctx, s, func(ctx context.Context) (*apikeys.Issued, error) {
+		mint, err := s.MintFor(ctx, apikeys.Partner, partnerID)
+		if err != nil {
+			return nil, err
+		}
+		k, err := s.keys.Issue(ctx, apikeys.Partner, partnerID, mint, partners.HashKey)
+		if err != nil {
+			return nil, err
+		}
+		return k, s.auditedByUser(ctx, user, audit.KeyCreated, k.Key.ID, k.Key.Prefix)
+	})
+}
+
+// RollPartnerKey replaces partnerID's key keyID, by its user user; the old key
+// works for overlap more. Errors: NotFound (another partner's key included),
+// InvalidRequest (overlap), InvalidStateTransition (a key that no longer works).
+func (s *Service) RollPartnerKey(ctx context.Context, user, partnerID, keyID uuid.UUID, overlap time.Duration) (*apikeys.Issued, error) {
+	return run(ctx, s, func(ctx context.Context) (*apikeys.Issued, error) {
+		mint, err := s.MintFor(ctx, apikeys.Partner, partnerID)
+		if err != nil {
+			return nil, err
+		}
+		k, err := s.keys.Roll(ctx, apikeys.Partner, partnerID, keyID, overlap, mint, partners.HashKey)
+		if err != nil {
+			return nil, err
+		}
+		s.forget(ctx, apikeys.Partner, partnerID, keyID)
+		return k, s.auditedByUser(ctx, user, audit.KeyRolled, keyID, k.Key.Prefix)
+	})
+}
+
+// RevokePartnerKey revokes partnerID's key keyID, by its user user. Errors:
+// NotFound (another partner's key included).
+func (s *Service) RevokePartnerKey(ctx context.Context, user, partnerID, keyID uuid.UUID) (*apikeys.Key, error) {
+	return run(ctx, s, func(ctx context.Context) (*apikeys.Key, error) {
+		k, err := s.keys.Revoke(ctx, apikeys.Partner, partnerID, keyID)
+		if err != nil {
+			return nil, err
+		}
+		s.forget(ctx, apikeys.Partner, partnerID, keyID)
+		return k, s.auditedByUser(ctx, user, audit.KeyRevoked, keyID, k.Prefix)
+	})
+}
+
+// PartnerKeys lists partnerID's keys, newest first.
+func (s *Service) PartnerKeys(ctx context.Context, partnerID uuid.UUID) ([]*apikeys.Key, error) {
+	return s.keys.List(ctx, apikeys.Partner, partnerID)
+}
+
+// auditedByUser records a key action on subject by a partner's user.
+func (s *Service) auditedByUser(ctx context.Context, user uuid.UUID, a audit.Action, subject uuid.UUID, reference string) error {
+	if s.audit != nil {
+		if err := s.audit.Record(ctx, audit.Entry{OperatorID: audit.CLI, PartnerUserID: &user, Action: a,
+			SubjectID: &subject, Reference: &reference}); err != nil {
+			return err
+		}
+	}
+	idempotency.OnCommit(ctx, func() {
+		s.log.Info("partner user action", "actor", string(audit.ByPartnerUser), "partner_user_id", user.String(),
+			"action", string(a), "subject_id", subject.String(), "reference", reference)
+	})
+	return nil
+}
