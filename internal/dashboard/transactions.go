@@ -223,7 +223,15 @@ func (d *Dashboard) simulate(w http.ResponseWriter, r *http.Request, ss *session
 	http.Redirect(w, r, BasePath+"/transactions/"+id.String()+"?simulated="+url.QueryEscape(string(body.Event)), http.StatusSeeOther)
 }
 
-// searchBy narrows p to the search term q, by what q looks like.
+// searchBy narrows p to the search term q, by what q looks like: a chain hash,
+// a deposit address, else a merchant reference.
 func searchBy(p *pc.ListTransactionsParams, q string) {
-	p.MerchantReference = &q
+	switch searchKind(q) {
+	case "tx_hash":
+		p.TxHash = &q
+	case "deposit_address":
+		p.DepositAddress = &q
+	default:
+		p.MerchantReference = &q
+	}
 }
