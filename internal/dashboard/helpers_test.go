@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"regexp"
 	"testing"
 
 	"github.com/chromedp/cdproto/network"
@@ -128,3 +129,6 @@ func sessionCookie(t *testing.T, ctx context.Context) *http.Cookie {
 	t.Fatal("no dashboard_session cookie")
 	return nil
 }
+
+// secretField finds the enrolment page's secret.
+var secretField = regexp.MustCompile(`id="secret">([A-Z2-7]+)<`)
