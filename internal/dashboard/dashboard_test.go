@@ -285,9 +285,13 @@ func dashboardFlow(t *testing.T, db testdb.Database) {
 	require.Contains(t, text(t, fin, "#history"), "deposit confirming")
 	require.Contains(t, text(t, fin, "#events"), "deposit.detected")
 
-	// The sandbox simulator, on the transaction's page.
+	// The sandbox simulator, on the transaction's page: not finance's.
+	require.Equal(t, http.StatusOK, open(t, fin, base+"/transactions/"+txs[2].Id.String()))
+	var forms int
+	require.NoError(t, chromedp.Run(fin, chromedp.Evaluate(`document.querySelectorAll('#simulate').length`, &forms)))
+	require.Zero(t, forms)
 	var status2 string
-	require.NoError(t, chromedp.Run(fin,
+	require.NoError(t, chromedp.Run(admin,
 		chromedp.Navigate(base+"/transactions/"+txs[2].Id.String()),
 		chromedp.WaitVisible("#no-deposits", chromedp.ByID),
 		chromedp.SetValue("#sim-event", "deposit.detected", chromedp.ByID),

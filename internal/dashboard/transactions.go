@@ -16,7 +16,7 @@ func (d *Dashboard) transactionRoutes(mux *http.ServeMux) {
 	b := BasePath
 	mux.HandleFunc("GET "+b+"/transactions", d.allow(d.transactions, transactionRoles...))
 	mux.HandleFunc("GET "+b+"/transactions/{id}", d.allow(d.transaction, transactionRoles...))
-	mux.HandleFunc("POST "+b+"/transactions/{id}/simulate", d.allow(d.simulate, transactionRoles...))
+	mux.HandleFunc("POST "+b+"/transactions/{id}/simulate", d.allow(d.simulate, sandboxRoles...))
 }
 
 // statuses are the transaction statuses the list filters by.
@@ -178,7 +178,7 @@ func (d *Dashboard) showTransaction(w http.ResponseWriter, r *http.Request, ss *
 	data := map[string]any{"Title": "Transaction " + tx.JSON200.Data.MerchantReference, "Section": "transactions",
 		"T": tx.JSON200.Data, "History": hist.JSON200.Data.History, "Events": events.JSON200.Data.Data,
 		"EventsMore": events.JSON200.Data.HasMore}
-	if !d.d.Production {
+	if !d.d.Production && permits(ss.Data.Role, sandboxRoles) {
 		data["Simulations"] = simulations
 		data["FormKey"] = formKey()
 	}
