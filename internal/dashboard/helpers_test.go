@@ -132,3 +132,6 @@ func sessionCookie(t *testing.T, ctx context.Context) *http.Cookie {
 
 // secretField finds the enrolment page's secret.
 var secretField = regexp.MustCompile(`id="secret">([A-Z2-7]+)<`)
+
+// recoveryField finds the recovery codes on the page that shows them.
+var recoveryField = regexp.MustCompile(`<li><code>([a-z2-9]{5}-[a-z2-9]{5})</code></li>`)

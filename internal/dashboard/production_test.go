@@ -103,6 +103,19 @@ func TestProductionRequiresSecondFactor(t *testing.T) {
 			status, page, _ = a.post("/enroll", url.Values{"csrf": {csrf}, "code": {code}})
 			require.Equal(t, http.StatusOK, status)
 			require.Equal(t, partnerusers.RecoveryCodes, strings.Count(page, "<li><code>"))
+			codes := recoveryField.FindAllStringSubmatch(page, -1)
+			require.Len(t, codes, partnerusers.RecoveryCodes)
+
+			// A recovery code signs in once, in place of the app's code.
+			for i, want := range []int{http.StatusSeeOther, http.StatusUnauthorized} {
+				b := newAgent(t, a.base)
+				b.c.Jar = &looseJar{cookies: map[string]*http.Cookie{}, secure: map[string]bool{}}
+				status, _, loc = b.post("/signin", url.Values{"email": {u.Email}, "password": {testPassword}})
+				require.Equal(t, "/dashboard/signin/code", loc, i)
+				_, codePage, _ := b.get("/signin/code")
+				status, _, _ = b.post("/signin/code", url.Values{"csrf": {csrfOf(t, codePage)}, "code": {strings.ToUpper(codes[0][1])}})
+				require.Equal(t, want, status, "use %d of one recovery code", i+1)
+			}
 
 			status, page, _ = a.get("/transactions/" + tx.Id.String())
 			require.Equal(t, http.StatusOK, status)
