@@ -63,7 +63,7 @@ func (a *agent) get(path string) (int, string, string) {
 	a.t.Helper()
 	res, err := a.c.Get(a.base + path)
 	require.NoError(a.t, err)
-	return read(a.t, res)
+	return readAnswer(a.t, res)
 }
 
 // post answers a form POST to path.
@@ -71,10 +71,10 @@ func (a *agent) post(path string, form url.Values) (int, string, string) {
 	a.t.Helper()
 	res, err := a.c.PostForm(a.base+path, form)
 	require.NoError(a.t, err)
-	return read(a.t, res)
+	return readAnswer(a.t, res)
 }
 
-func read(t *testing.T, res *http.Response) (int, string, string) {
+func readAnswer(t *testing.T, res *http.Response) (int, string, string) {
 	t.Helper()
 	defer func() { _ = res.Body.Close() }()
 	b, err := io.ReadAll(res.Body)

@@ -24,6 +24,10 @@ var statuses = []pc.TransactionStatus{pc.TransactionStatusAwaitingDeposit, pc.Tr
 	pc.TransactionStatusOrderFilled, pc.TransactionStatusCompleted, pc.TransactionStatusExpired, pc.TransactionStatusFailed,
 	pc.TransactionStatusRefunded, pc.TransactionStatusCancelled}
 
+// networkPages is how many of the API's pages one page of the list reads at most
+// when it keeps one network's transactions.
+const networkPages = 5
+
 // dayLayout is how the date filters are typed (an <input type="date">).
 const dayLayout = "2006-01-02"
 
@@ -109,31 +113,37 @@ func (d *Dashboard) transactions(w http.ResponseWriter, r *http.Request, ss *ses
 	if c := r.URL.Query().Get("cursor"); c != "" {
 		p.Cursor = &c
 	}
-	res, err := d.client(ss).ListTransactionsWithResponse(r.Context(), p)
-	if err != nil || res.JSON200 == nil {
-		status := statusOf(res, err)
-		if status == http.StatusBadRequest {
-			data["Error"] = apiError(status, res.Body)
-			d.render(w, status, "transactions", ss, data)
+	// The API lists every network: with a network chosen, up to networkPages of
+	// its pages are read and only that network's transactions kept.
+	var items []pc.TransactionListItem
+	var next *string
+	for range networkPages {
+		res, err := d.client(ss).ListTransactionsWithResponse(r.Context(), p)
+		if err != nil || res.JSON200 == nil {
+			status := statusOf(res, err)
+			if status == http.StatusBadRequest {
+				data["Error"] = apiError(status, res.Body)
+				d.render(w, status, "transactions", ss, data)
+				return
+			}
+			d.failed(w, ss, status, bodyOf(res))
 			return
 		}
-		d.failed(w, ss, status, bodyOf(res))
-		return
-	}
-	page := res.JSON200.Data
-	items := page.Data
-	if f.Network != "" { // the API lists every network: this page keeps the one asked for
-		kept := items[:0:0]
-		for _, it := range items {
-			if it.Network == f.Network {
-				kept = append(kept, it)
+		page := res.JSON200.Data
+		for _, it := range page.Data {
+			if f.Network == "" || it.Network == f.Network {
+				items = append(items, it)
 			}
 		}
-		items = kept
+		next = page.NextCursor
+		if f.Network == "" || next == nil || len(items) >= *p.Limit {
+			break
+		}
+		p.Cursor = next
 	}
-	if page.NextCursor != nil {
+	if next != nil {
 		v := f.values()
-		v.Set("cursor", *page.NextCursor)
+		v.Set("cursor", *next)
 		data["Next"] = BasePath + "/transactions?" + v.Encode()
 	}
 	if f.Q != "" {
