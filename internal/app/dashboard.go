@@ -3,6 +3,7 @@ package app
 import (
 	"github.com/labstack/echo/v4"
 
+	"partnerd/internal/audit"
 	"partnerd/internal/config"
 	"partnerd/internal/dashboard"
 	"partnerd/internal/httpapi"
@@ -18,3 +19,6 @@ func (a *App) openDashboard(e *echo.Echo, networks []string) error {
 		Logger: a.log, Now: store.Now,
 	})
 }
+
+// Audit returns the audit log (tests build a dashboard of their own over it).
+func (a *App) Audit() *audit.Log { return a.audit }

@@ -84,7 +84,7 @@ func Register(e *echo.Echo, d Deps) error {
 	if err != nil {
 		return err
 	}
-	h := dash.routes()
+	h := dash.Handler()
 	e.Any(BasePath, echo.WrapHandler(h))
 	e.Any(BasePath+"/*", echo.WrapHandler(h))
 	return nil
@@ -110,6 +110,9 @@ func New(d Deps) (*Dashboard, error) {
 	}
 	return dash, nil
 }
+
+// Handler serves the dashboard's pages (under BasePath).
+func (d *Dashboard) Handler() http.Handler { return d.routes() }
 
 // client is the partner API in process as ss's partner and user.
 func (d *Dashboard) client(ss *session) *pc.ClientWithResponses {

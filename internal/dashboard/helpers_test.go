@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"regexp"
 	"testing"
 
 	"github.com/chromedp/cdproto/network"
@@ -128,3 +129,9 @@ func sessionCookie(t *testing.T, ctx context.Context) *http.Cookie {
 	t.Fatal("no dashboard_session cookie")
 	return nil
 }
+
+// secretField finds the enrolment page's secret.
+var secretField = regexp.MustCompile(`id="secret">([A-Z2-7]+)<`)
+
+// recoveryField finds the recovery codes on the page that shows them.
+var recoveryField = regexp.MustCompile(`<li><code>([a-z2-9]{5}-[a-z2-9]{5})</code></li>`)

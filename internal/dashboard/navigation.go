@@ -8,7 +8,8 @@ import (
 
 // Who opens which section. Every role reads transactions; admins run the team,
 // the keys and everything else; developers the webhooks (and the sandbox);
-// finance the payouts, statements and exports. The routes (allow) and the
+// finance the payouts, statements and exports (and reads the rest of the
+// transactions' story, never moving one in the sandbox). The routes (allow) and the
 // navigation read the same lists.
 var (
 	transactionRoles = []partnerusers.Role{}
@@ -17,6 +18,8 @@ var (
 	payoutRoles      = []partnerusers.Role{partnerusers.Admin, partnerusers.Finance}
 	teamRoles        = []partnerusers.Role{partnerusers.Admin}
 	activityRoles    = []partnerusers.Role{partnerusers.Admin}
+	// sandboxRoles run the sandbox simulator on a transaction's page.
+	sandboxRoles = []partnerusers.Role{partnerusers.Admin, partnerusers.Developer}
 )
 
 // navEntry is one link of the navigation.

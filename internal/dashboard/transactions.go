@@ -16,13 +16,17 @@ func (d *Dashboard) transactionRoutes(mux *http.ServeMux) {
 	b := BasePath
 	mux.HandleFunc("GET "+b+"/transactions", d.allow(d.transactions, transactionRoles...))
 	mux.HandleFunc("GET "+b+"/transactions/{id}", d.allow(d.transaction, transactionRoles...))
-	mux.HandleFunc("POST "+b+"/transactions/{id}/simulate", d.allow(d.simulate, transactionRoles...))
+	mux.HandleFunc("POST "+b+"/transactions/{id}/simulate", d.allow(d.simulate, sandboxRoles...))
 }
 
 // statuses are the transaction statuses the list filters by.
 var statuses = []pc.TransactionStatus{pc.TransactionStatusAwaitingDeposit, pc.TransactionStatusDepositConfirming,
 	pc.TransactionStatusOrderFilled, pc.TransactionStatusCompleted, pc.TransactionStatusExpired, pc.TransactionStatusFailed,
 	pc.TransactionStatusRefunded, pc.TransactionStatusCancelled}
+
+// networkPages is how many of the API's pages one page of the list reads at most
+// when it keeps one network's transactions.
+const networkPages = 5
 
 // dayLayout is how the date filters are typed (an <input type="date">).
 const dayLayout = "2006-01-02"
@@ -109,31 +113,37 @@ func (d *Dashboard) transactions(w http.ResponseWriter, r *http.Request, ss *ses
 	if c := r.URL.Query().Get("cursor"); c != "" {
 		p.Cursor = &c
 	}
-	res, err := d.client(ss).ListTransactionsWithResponse(r.Context(), p)
-	if err != nil || res.JSON200 == nil {
-		status := statusOf(res, err)
-		if status == http.StatusBadRequest {
-			data["Error"] = apiError(status, res.Body)
-			d.render(w, status, "transactions", ss, data)
+	// The API lists every network: with a network chosen, up to networkPages of
+	// its pages are read and only that network's transactions kept.
+	var items []pc.TransactionListItem
+	var next *string
+	for range networkPages {
+		res, err := d.client(ss).ListTransactionsWithResponse(r.Context(), p)
+		if err != nil || res.JSON200 == nil {
+			status := statusOf(res, err)
+			if status == http.StatusBadRequest {
+				data["Error"] = apiError(status, res.Body)
+				d.render(w, status, "transactions", ss, data)
+				return
+			}
+			d.failed(w, ss, status, bodyOf(res))
 			return
 		}
-		d.failed(w, ss, status, bodyOf(res))
-		return
-	}
-	page := res.JSON200.Data
-	items := page.Data
-	if f.Network != "" { // the API lists every network: this page keeps the one asked for
-		kept := items[:0:0]
-		for _, it := range items {
-			if it.Network == f.Network {
-				kept = append(kept, it)
+		page := res.JSON200.Data
+		for _, it := range page.Data {
+			if f.Network == "" || it.Network == f.Network {
+				items = append(items, it)
 			}
 		}
-		items = kept
+		next = page.NextCursor
+		if f.Network == "" || next == nil || len(items) >= *p.Limit {
+			break
+		}
+		p.Cursor = next
 	}
-	if page.NextCursor != nil {
+	if next != nil {
 		v := f.values()
-		v.Set("cursor", *page.NextCursor)
+		v.Set("cursor", *next)
 		data["Next"] = BasePath + "/transactions?" + v.Encode()
 	}
 	if f.Q != "" {
@@ -178,7 +188,7 @@ func (d *Dashboard) showTransaction(w http.ResponseWriter, r *http.Request, ss *
 	data := map[string]any{"Title": "Transaction " + tx.JSON200.Data.MerchantReference, "Section": "transactions",
 		"T": tx.JSON200.Data, "History": hist.JSON200.Data.History, "Events": events.JSON200.Data.Data,
 		"EventsMore": events.JSON200.Data.HasMore}
-	if !d.d.Production {
+	if !d.d.Production && permits(ss.Data.Role, sandboxRoles) {
 		data["Simulations"] = simulations
 		data["FormKey"] = formKey()
 	}
@@ -223,7 +233,15 @@ func (d *Dashboard) simulate(w http.ResponseWriter, r *http.Request, ss *session
 	http.Redirect(w, r, BasePath+"/transactions/"+id.String()+"?simulated="+url.QueryEscape(string(body.Event)), http.StatusSeeOther)
 }
 
-// searchBy narrows p to the search term q, by what q looks like.
+// searchBy narrows p to the search term q, by what q looks like: a chain hash,
+// a deposit address, else a merchant reference.
 func searchBy(p *pc.ListTransactionsParams, q string) {
-	p.MerchantReference = &q
+	switch searchKind(q) {
+	case "tx_hash":
+		p.TxHash = &q
+	case "deposit_address":
+		p.DepositAddress = &q
+	default:
+		p.MerchantReference = &q
+	}
 }

@@ -456,6 +456,64 @@ func TestTeamChanges(t *testing.T) {
 	}
 }
 
+// TestTeamChangesByUsers: a partner's admin invites, changes roles and disables
+// through the By variants, each audited in the change's unit of work naming the
+// user (actor partner_user) and listed as the partner's activity; a user who is
+// not an active admin of the partner changes nothing and leaves no row; an
+// unchanged role leaves no row.
+func TestTeamChangesByUsers(t *testing.T) {
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, db.URL)
+			ctx := context.Background()
+			ada := e.active(t, e.p, "ada@example.com", partnerusers.Admin)
+			dev := e.active(t, e.p, "dev@example.com", partnerusers.Developer)
+			out := e.active(t, e.q, "out@example.com", partnerusers.Admin)
+			by := partnerusers.Inviter{Kind: partnerusers.ByPartnerUser, ID: ada.ID}
+
+			inv, err := e.users.Invite(ctx, e.p.ID, "fin@example.com", partnerusers.Finance, by)
+			require.NoError(t, err)
+			_, err = e.users.ChangeRoleBy(ctx, e.p.ID, dev.ID, partnerusers.Admin, partnerusers.Inviter{Kind: partnerusers.ByPartnerUser, ID: dev.ID})
+			require.Equal(t, apperr.Unauthorized, code(t, err), "a developer changes no role")
+			_, err = e.users.DisableBy(ctx, e.p.ID, dev.ID, partnerusers.Inviter{Kind: partnerusers.ByPartnerUser, ID: out.ID})
+			require.Equal(t, apperr.NotFound, code(t, err), "another partner's admin")
+			_, err = e.users.ChangeRoleBy(ctx, e.p.ID, dev.ID, partnerusers.Developer, by)
+			require.NoError(t, err, "unchanged: no row")
+			e.clk.Add(time.Second)
+			dev, err = e.users.ChangeRoleBy(ctx, e.p.ID, dev.ID, partnerusers.Finance, by)
+			require.NoError(t, err)
+			require.Equal(t, partnerusers.Finance, dev.Role)
+			e.clk.Add(time.Second)
+			_, err = e.users.DisableBy(ctx, e.p.ID, dev.ID, by)
+			require.NoError(t, err)
+
+			page, err := e.audit.List(ctx, audit.Filter{UsersOf: &e.p.ID}, 10, "")
+			require.NoError(t, err)
+			require.Len(t, page.Items, 3)
+			want := []struct {
+				action  audit.Action
+				subject uuid.UUID
+				ref     string
+			}{{audit.PartnerUserDisabled, dev.ID, "dev@example.com"}, {audit.PartnerUserRoleChanged, dev.ID, "finance"},
+				{audit.PartnerUserInvited, inv.User.ID, "fin@example.com"}}
+			for i, w := range want {
+				got := page.Items[i]
+				require.Equal(t, w.action, got.Action)
+				require.Equal(t, audit.ByPartnerUser, got.Actor)
+				require.Equal(t, ada.ID, *got.PartnerUserID)
+				require.Equal(t, "ada@example.com", got.Who())
+				require.Equal(t, audit.CLI, got.OperatorID)
+				require.Equal(t, w.subject, *got.SubjectID)
+				require.Equal(t, w.ref, *got.Reference)
+			}
+			other, err := e.audit.List(ctx, audit.Filter{UsersOf: &e.q.ID}, 10, "")
+			require.NoError(t, err)
+			require.Empty(t, other.Items, "another partner's activity")
+		})
+	}
+}
+
 // TestOnceUnderConcurrency: an invitation link and a TOTP code used by several
 // requests at once work for exactly one of them.
 func TestOnceUnderConcurrency(t *testing.T) {

@@ -23,6 +23,13 @@ import (
 // installs it).
 func Browser(t *testing.T) context.Context {
 	t.Helper()
+	return BrowserWithin(t, 90*time.Second)
+}
+
+// BrowserWithin is Browser bounding the test's browsing to limit: a flow of many
+// pages (the dashboard's, end to end) needs more than one page's 90 s.
+func BrowserWithin(t *testing.T, limit time.Duration) context.Context {
+	t.Helper()
 	path, err := exec.LookPath("chromium")
 	require.NoError(t, err, "the browser tests need Debian's chromium package (make test installs it)")
 	opts := []chromedp.ExecAllocatorOption{
@@ -35,7 +42,7 @@ func Browser(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	ctx, cancel2 := chromedp.NewContext(actx)
 	t.Cleanup(cancel2)
-	ctx, cancel3 := context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancel3 := context.WithTimeout(ctx, limit)
 	t.Cleanup(cancel3)
 	return ctx
 }
