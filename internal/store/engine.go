@@ -44,6 +44,9 @@ type engine interface {
 	// locksRows reports whether TransactionForUpdate must lock the row it reads
 	// (where the database does not serialize units of work already).
 	locksRows() bool
+	// timeParam is the placeholder of a time parameter whose type the statement
+	// does not give (a CASE branch): PostgreSQL types a bare one as text.
+	timeParam() string
 	// sumDecimal is the exact sum of column over the rows q selects.
 	sumDecimal(q *gorm.DB, column string) (decimal.Decimal, error)
 	// saveEventState and takeDelivery are SaveEventState and TakeDelivery outside a

@@ -254,6 +254,10 @@ func (p *postgresEngine) releaseAddressIndex(_ context.Context, _ *Tx, network s
 // transaction waits and then reads the committed state.
 func (*postgresEngine) locksRows() bool { return true }
 
+// timeParam casts: a bare parameter in a CASE branch would be typed text, which a
+// timestamptz column refuses.
+func (*postgresEngine) timeParam() string { return "?::timestamptz" }
+
 // sumDecimal sums the numeric column in the database (no rows are loaded).
 func (*postgresEngine) sumDecimal(q *gorm.DB, column string) (decimal.Decimal, error) {
 	var sum decimal.NullDecimal

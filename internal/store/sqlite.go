@@ -141,6 +141,9 @@ func (*sqliteEngine) releaseAddressIndex(ctx context.Context, tx *Tx, network st
 // locksRows: the one writer serialises the units of work already.
 func (*sqliteEngine) locksRows() bool { return false }
 
+// timeParam: SQLite keeps times as text; a cast would change them.
+func (*sqliteEngine) timeParam() string { return "?" }
+
 // sumDecimal streams the values and adds them in Go: SQLite keeps amounts as
 // decimal text, which its SUM would turn into a float.
 func (*sqliteEngine) sumDecimal(q *gorm.DB, column string) (decimal.Decimal, error) {

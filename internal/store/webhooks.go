@@ -159,13 +159,10 @@ func (s *Store) SaveEventState(ctx context.Context, e *webhook.Event, a *webhook
 func (s *Store) saveEventStateSteps(ctx context.Context, e *webhook.Event, a *webhook.Attempt, requeueAt time.Time) (bool, error) {
 	var requeued bool
 	err := s.Transact(ctx, func(ctx context.Context, tx *Tx) error {
-		// PostgreSQL types a CASE of bare parameters as text, which a timestamptz
-		// column refuses: there the parameters are cast (SQLite keeps times as
-		// text and must not cast them).
-		next := gorm.Expr("CASE WHEN requeued THEN ? ELSE ? END", requeueAt, e.NextAttemptAt)
-		if s.eng.dialect() == Postgres {
-			next = gorm.Expr("CASE WHEN requeued THEN ?::timestamptz ELSE ?::timestamptz END", requeueAt, e.NextAttemptAt)
-		}
+		// The times in the CASE are typed by the engine (PostgreSQL would take
+		// bare parameters for text).
+		at := s.eng.timeParam()
+		next := gorm.Expr("CASE WHEN requeued THEN "+at+" ELSE "+at+" END", requeueAt, e.NextAttemptAt)
 		res := tx.db.Model(&webhookEventRow{}).Where("id = ?", e.ID).Updates(map[string]any{
 			"publish_status": gorm.Expr("CASE WHEN requeued THEN ? ELSE ? END", webhook.Pending, e.PublishStatus),
 			"attempts":       e.Attempts, "cycle_attempts": e.CycleAttempts, "last_attempt_at": e.LastAttemptAt,
