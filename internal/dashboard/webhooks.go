@@ -205,8 +205,9 @@ func (d *Dashboard) replaySelection(w http.ResponseWriter, r *http.Request, ss *
 	http.Redirect(w, r, BasePath+"/webhooks?replayed="+strconv.Itoa(len(picked)), http.StatusSeeOther)
 }
 
-// webhookEvent shows one event: its payload exactly as delivered and every
-// delivery attempt (time, status, latency, the start of the receiver's answer).
+// webhookEvent shows one event: its payload (the JSON delivered, its fields in
+// the API's order) and every delivery attempt (time, status, latency, the start
+// of the receiver's answer).
 func (d *Dashboard) webhookEvent(w http.ResponseWriter, r *http.Request, ss *session) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -176,6 +177,23 @@ func TestWebhookPages(t *testing.T) {
 			require.Equal(t, http.StatusNotFound, open(t, ctx, s.Base+"/webhooks/events/"+theirs.JSON202.Data.EventId.String()))
 			require.Contains(t, text(t, ctx, "#notfound"), "Not found")
 			require.Equal(t, http.StatusNotFound, open(t, ctx, s.Base+"/webhooks/events/not-an-id"))
+			// Their event slipped into a replayed selection: 404, and it is not replayed.
+			require.Equal(t, http.StatusOK, open(t, ctx, s.Base+"/webhooks"))
+			var csrf string
+			require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`document.querySelector('#replay-form input[name=csrf]').value`, &csrf)))
+			form := url.Values{"csrf": {csrf}, "idempotency_key": {uuid.NewString()}, "event_id": {theirs.JSON202.Data.EventId.String()}}
+			req, err := http.NewRequest(http.MethodPost, s.Base+"/webhooks/replay", strings.NewReader(form.Encode()))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.AddCookie(sessionCookie(t, ctx))
+			res, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			_ = res.Body.Close()
+			require.Equal(t, http.StatusNotFound, res.StatusCode)
+			after, err := other.GetWebhookEventWithResponse(c, theirs.JSON202.Data.EventId)
+			require.NoError(t, err)
+			require.Zero(t, after.JSON200.Data.Attempts)
+			require.Nil(t, after.JSON200.Data.NextAttemptAt, "not requeued")
 
 			// A finance user does not open the webhooks.
 			fin := newUser(t, s.Env, s.PartnerID, partnerusers.Finance)
