@@ -52,7 +52,9 @@ func (d *Dashboard) guard(h handler, enrolling bool, roles ...partnerusers.Role)
 			d.signInFirst(w, r)
 			return
 		}
-		cur := *ss // the role and address as they are now
+		// A copy with the role and address as they are now (Seen, which other
+		// requests of the session write, is left out).
+		cur := session{ID: ss.ID, CSRF: ss.CSRF, Data: ss.Data, Created: ss.Created}
 		cur.Data.Role, cur.Data.Email = u.Role, u.Email
 		if d.d.Production && !u.TOTPEnabled() && !enrolling {
 			if r.Method != http.MethodGet {

@@ -352,7 +352,7 @@ func dashboardFlow(t *testing.T, db testdb.Database) {
 	require.Equal(t, http.StatusOK, open(t, admin, base+"/activity"))
 	require.Contains(t, text(t, admin, "#activity"), "partner user disabled")
 
-	// The operators' audit names the admin as a partner's user.
+	// The operators' audit (the API and the console) names the admin as a partner's user.
 	adminMember := memberByEmail(t, users, partnerA, adminEmail)
 	au, err := ops.ListAuditWithResponse(bg, &oc.ListAuditParams{})
 	require.NoError(t, err)
@@ -368,6 +368,8 @@ func dashboardFlow(t *testing.T, db testdb.Database) {
 		}
 	}
 	require.True(t, found, "the disable is audited")
+	require.Equal(t, http.StatusOK, open(t, admin, env.Root+"/console/audit"), "the operator's console session, in the same browser")
+	require.Contains(t, text(t, admin, "#audit .partner-user"), adminEmail)
 
 	// Wrong codes are rate-limited per account: after five, even a right code is refused.
 	coder := newAgent(t, base)
