@@ -141,9 +141,7 @@ func New(d Deps) (*echo.Echo, error) {
 	// In production the simulator route must look absent: its 404 comes before any
 	// key or body check.
 	opMW["simulateSandboxEvent"] = append([]echo.MiddlewareFunc{hideInProduction(d.Production)}, opMW["simulateSandboxEvent"]...)
-	api.RegisterHandlersWithOptions(e, api.NewStrictHandler(srv, []api.StrictMiddlewareFunc{func(f api.StrictHandlerFunc, op string) api.StrictHandlerFunc {
-		return httpkit.MustRun(f, op)
-	}}), api.RegisterHandlersOptions{
+	api.RegisterHandlersWithOptions(e, api.NewStrictHandler(srv, nil), api.RegisterHandlersOptions{
 		BaseURL: BasePath, OperationMiddlewares: opMW,
 	})
 	return e, nil

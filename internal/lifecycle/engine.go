@@ -107,7 +107,12 @@ func errTransition(t *Transaction, action string) error {
 // and recorded. Called inside another use case's unit of work (an operator
 // action, a simulated event), the change joins it.
 func (l *Engine) change(ctx context.Context, id uuid.UUID, fn func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error)) (*Transaction, error) {
-	return idempotency.Run(ctx, l.store.WithTx, func(ctx context.Context, tx Tx) (*Transaction, error) {
+	return l.changeUnder(ctx, idempotency.Request[*Transaction]{}, id, fn)
+}
+
+// changeUnder is change under the caller's request key.
+func (l *Engine) changeUnder(ctx context.Context, key idempotency.Request[*Transaction], id uuid.UUID, fn func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error)) (*Transaction, error) {
+	return idempotency.Run(ctx, l.store.WithTx, key, func(ctx context.Context, tx Tx) (*Transaction, error) {
 		t, err := tx.TransactionForUpdate(ctx, id)
 		if err != nil {
 			return nil, err
@@ -174,8 +179,9 @@ func move(t *Transaction, trigger Trigger, action string, meta map[string]any) (
 // A partial payment already received stays with the operators: its total is
 // recorded as the transaction's short refund task in the same unit of work.
 // Errors: NotFound, InvalidStateTransition.
-func (l *Engine) Cancel(ctx context.Context, partnerID, id uuid.UUID) (*Transaction, error) {
-	return l.change(ctx, id, func(ctx context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
+// key is the caller's request (the zero Request for none).
+func (l *Engine) Cancel(ctx context.Context, key idempotency.Request[*Transaction], partnerID, id uuid.UUID) (*Transaction, error) {
+	return l.changeUnder(ctx, key, id, func(ctx context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
 		if t.PartnerID != partnerID { // another partner's transaction does not exist for this one
 			return nil, apperr.New(apperr.NotFound, "The transaction was not found.")
 		}

@@ -71,18 +71,20 @@ func NewService(pricer *pricing.Pricer, store Store, now func() time.Time) *Serv
 
 // Create prices req for partnerID and stores the quote. Errors: InvalidRequest (both
 // or neither amount, bad format), UnsupportedPair, AmountOutOfRange, RatesUnavailable.
-func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req Request) (*Quote, error) {
+// key is the caller's request (the zero Request for none): a failure while
+// pricing still replays the answer stored for an earlier success.
+func (s *Service) Create(ctx context.Context, key idempotency.Request[*Quote], partnerID uuid.UUID, req Request) (*Quote, error) {
 	amt, err := parseAmount(req)
 	if err != nil {
 		return nil, err
 	}
 	price, err := s.pricer.Price(ctx, req.Token, req.Network, amt)
 	if err != nil {
-		return nil, err
+		return nil, idempotency.Before(ctx, key, err)
 	}
 	// The unit of work begins once the amount is priced: the quote and, under an
 	// Idempotency-Key, the stored answer commit together.
-	return idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, _ Tx) (*Quote, error) {
+	return idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, _ Tx) (*Quote, error) {
 		return s.insert(ctx, partnerID, price)
 	})
 }

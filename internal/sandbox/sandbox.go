@@ -55,8 +55,9 @@ var maxSimulatedAmount = decimal.New(1, 12)
 //
 // A simulated event is one unit of work, begun here: every change it makes (and,
 // under an Idempotency-Key, the stored answer) commits together.
-func (s *Simulator) Simulate(ctx context.Context, partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
-	return idempotency.Run(ctx, s.lifecycle.Begin, func(ctx context.Context, _ lifecycle.Tx) (*lifecycle.Transaction, error) {
+// key is the caller's request (the zero Request for none).
+func (s *Simulator) Simulate(ctx context.Context, key idempotency.Request[*lifecycle.Transaction], partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
+	return idempotency.Run(ctx, s.lifecycle.Begin, key, func(ctx context.Context, _ lifecycle.Tx) (*lifecycle.Transaction, error) {
 		return s.simulate(ctx, partnerID, e)
 	})
 }

@@ -58,16 +58,19 @@ func (s *Endpoints) Get(ctx context.Context, partnerID uuid.UUID) (*Endpoint, er
 // that waited while no endpoint was enabled. Each step is one conditional write, so
 // of two concurrent first registrations exactly one creates the secret and the
 // other updates the endpoint it created. Errors: WebhookURLNotAllowed.
-func (s *Endpoints) Put(ctx context.Context, partnerID uuid.UUID, url string, enabled bool) (*Endpoint, string, error) {
+//
+// key is the caller's request (the zero Request for none).
+func (s *Endpoints) Put(ctx context.Context, key idempotency.Request[Registered], partnerID uuid.UUID, url string, enabled bool) (*Endpoint, string, error) {
 	if err := s.policy.Check(ctx, url); err != nil {
-		return nil, "", apperr.Field(apperr.WebhookURLNotAllowed, "This webhook URL is not accepted here.", "/url", err.Error())
+		return nil, "", idempotency.Before(ctx, key,
+			apperr.Field(apperr.WebhookURLNotAllowed, "This webhook URL is not accepted here.", "/url", err.Error()))
 	}
 	// The unit of work begins once the URL passed (its check may resolve DNS). The
 	// waiting events are released after it: their jobs are queued through the
 	// job queue's own connection (on SQLite that waits for the write lock a unit
 	// of work holds), and a release is safe to repeat.
 	var switchedOn bool
-	out, err := idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, _ Tx) (Registered, error) {
+	out, err := idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, _ Tx) (Registered, error) {
 		e, secret, on, err := s.put(ctx, partnerID, url, enabled)
 		switchedOn = on
 		return Registered{Endpoint: e, Secret: secret}, err
@@ -133,8 +136,9 @@ func (s *Endpoints) release(ctx context.Context, partnerID uuid.UUID) error {
 // The old secret keeps signing beside it for SecretOverlap. The replacement is one
 // write that reads the secret it replaces, so concurrent rotations each take
 // effect in turn. Errors: NotFound.
-func (s *Endpoints) Rotate(ctx context.Context, partnerID uuid.UUID) (*Endpoint, string, error) {
-	out, err := idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, _ Tx) (Registered, error) {
+// key is the caller's request (the zero Request for none).
+func (s *Endpoints) Rotate(ctx context.Context, key idempotency.Request[Registered], partnerID uuid.UUID) (*Endpoint, string, error) {
+	out, err := idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, _ Tx) (Registered, error) {
 		e, secret, err := s.rotate(ctx, partnerID)
 		return Registered{Endpoint: e, Secret: secret}, err
 	})
