@@ -71,9 +71,12 @@ type Tx interface {
 
 // Store opens units of work and keeps keys.
 type Store interface {
-	// WithTx runs fn in a unit of work (see store.Transact): fn's ctx carries it,
-	// so the request's domain services join it.
+	// WithTx runs fn in a unit of work of its own: the key's look-ups and the
+	// stored answers of requests that ran apart (DoApart) or failed (Do).
 	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// KeysIn returns the keys in tx, a unit of work opened by this store (through
+	// any domain's Begin): a use case's answer is stored in its own unit of work.
+	KeysIn(tx any) (Tx, error)
 	// PurgeKeys deletes keys that expired before t and returns how many.
 	PurgeKeys(ctx context.Context, t time.Time) (int64, error)
 }
@@ -146,8 +149,15 @@ func Stored(status int) bool { return status < 500 && status != 400 }
 // ever committed without its answer, so a request that crashes, or whose server
 // dies mid-way, leaves nothing behind: a retry executes at once.
 func (s *Service) Do(ctx context.Context, k Key, fp string, fn func(ctx context.Context) (Response, error)) (Response, error) {
+	return s.do(ctx, s.store.WithTx, k, fp, fn)
+}
+
+// do is Do with the unit of work opened by open, which hands its body the keys in
+// that unit of work.
+func (s *Service) do(ctx context.Context, open func(ctx context.Context, body func(ctx context.Context, keys Tx) error) error,
+	k Key, fp string, fn func(ctx context.Context) (Response, error)) (Response, error) {
 	var out Response
-	err := s.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+	err := open(ctx, func(ctx context.Context, tx Tx) error {
 		if replay, err := s.lookup(ctx, tx, k, fp); err != nil || replay != nil {
 			if replay != nil {
 				out = *replay
@@ -381,16 +391,23 @@ func Run[T, X any](ctx context.Context, begin Begin[X], req Request[T], fn func(
 		}
 		return out, nil
 	}
+	// One unit of work, opened by the use case's own begin: the key is looked up,
+	// fn runs and the answer is stored in it, and commit together.
 	var out T
 	var failed error
-	resp, err := req.Service.Do(ctx, req.Key, req.Fingerprint, func(ctx context.Context) (Response, error) {
-		out, failed = zero, nil
-		if err := begin(ctx, func(ctx context.Context, tx X) error {
-			out, failed = fn(ctx, tx)
-			return failed
-		}); err != nil && failed == nil {
-			return Response{}, err // the unit of work itself failed
-		}
+	var unit X
+	open := func(ctx context.Context, body func(ctx context.Context, keys Tx) error) error {
+		return begin(ctx, func(ctx context.Context, tx X) error {
+			keys, err := req.Service.store.KeysIn(tx)
+			if err != nil {
+				return err
+			}
+			unit = tx
+			return body(ctx, keys)
+		})
+	}
+	resp, err := req.Service.do(ctx, open, req.Key, req.Fingerprint, func(ctx context.Context) (Response, error) {
+		out, failed = fn(ctx, unit)
 		return req.answer(out, failed)
 	})
 	return outcome(resp, err, out, failed)

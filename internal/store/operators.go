@@ -94,6 +94,15 @@ func (k operatorKeyStore) WithTx(ctx context.Context, fn func(ctx context.Contex
 	return k.s.Transact(ctx, func(ctx context.Context, tx *Tx) error { return fn(ctx, keyTx{tx, operatorKeyTable}) })
 }
 
+// KeysIn is the operator keys in unit of work tx (one this store opened).
+func (k operatorKeyStore) KeysIn(tx any) (idempotency.Tx, error) {
+	t, err := k.s.unitOf(tx)
+	if err != nil {
+		return nil, err
+	}
+	return keyTx{t, operatorKeyTable}, nil
+}
+
 func (k operatorKeyStore) PurgeKeys(ctx context.Context, t time.Time) (int64, error) {
 	return operatorKeyTable.purge(k.s.write(ctx), t)
 }
