@@ -3,7 +3,6 @@ package httpkit
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -12,11 +11,6 @@ import (
 	"partnerd/internal/apperr"
 	"partnerd/internal/idempotency"
 )
-
-// bodyKey holds, in the echo context, the request body as the request checks read
-// it: the body is read from the connection once, and the idempotency layer
-// fingerprints those bytes.
-const bodyKey = "partnerd.body"
 
 // idempotent names the request of one operation that declares an Idempotency-Key,
 // for the handler to hand its use case (Keyed): the key (owned by the
@@ -44,17 +38,21 @@ func idempotent(op *operation, svc *idempotency.Service, ownerOf func(context.Co
 			if err != nil {
 				return err
 			}
-			body, ok := c.Get(bodyKey).([]byte)
-			if !ok {
-				if body, err = io.ReadAll(req.Body); err != nil {
-					return apperr.New(apperr.InvalidRequest, "The request body could not be read.")
-				}
-				req.Body = io.NopCloser(bytes.NewReader(body))
+			// The fingerprint of the body as decoded once by the request checks (its
+			// canonical JSON), or of the bytes as sent when they are no JSON value.
+			var fp string
+			switch d, _ := c.Get(decodedKey).(*decodedBody); {
+			case d != nil && d.canon != nil:
+				fp = idempotency.FingerprintCanonical(req.Method, req.URL.Path, d.canon)
+			case d != nil:
+				fp = idempotency.Fingerprint(req.Method, req.URL.Path, d.raw)
+			default:
+				fp = idempotency.Fingerprint(req.Method, req.URL.Path, nil)
 			}
 			k := &keyed{
 				svc:         svc,
 				key:         idempotency.Key{PartnerID: owner, Operation: op.id, Key: keyValue},
-				fingerprint: idempotency.Fingerprint(req.Method, req.URL.Path, body),
+				fingerprint: fp,
 				requestID:   c.Response().Header().Get(echo.HeaderXRequestID),
 			}
 			c.SetRequest(req.WithContext(context.WithValue(req.Context(), keyedKey{}, k)))

@@ -109,6 +109,12 @@ func Fingerprint(method, path string, body []byte) string {
 			}
 		}
 	}
+	return FingerprintCanonical(method, path, canon)
+}
+
+// FingerprintCanonical is Fingerprint of a body already in canonical JSON (the
+// transport's one decode, marshalled back): no second decode.
+func FingerprintCanonical(method, path string, canon []byte) string {
 	h := sha256.New()
 	h.Write([]byte(method))
 	h.Write([]byte{0})
