@@ -88,42 +88,42 @@ func run[T any](ctx context.Context, s *Service, key idempotency.Request[T], fn 
 // Fill records operator's executed sale of transaction id.
 func (s *Service) Fill(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, rate, fiat decimal.Decimal, reference string) (*Acted, error) {
 	return s.act(ctx, key, operator, audit.Fill, id, reference, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.FillOrder(ctx, id, by, rate, fiat, reference)
+		return s.lifecycle.FillOrder(ctx, tx, id, by, rate, fiat, reference)
 	})
 }
 
 // Settle records the sale's settlement.
 func (s *Service) Settle(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, reference string) (*Acted, error) {
 	return s.act(ctx, key, operator, audit.Settle, id, reference, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.SettleOrder(ctx, id, by, reference)
+		return s.lifecycle.SettleOrder(ctx, tx, id, by, reference)
 	})
 }
 
 // PayOut records the NGN payout of transaction id.
 func (s *Service) PayOut(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, reference string) (*Acted, error) {
 	return s.act(ctx, key, operator, audit.Payout, id, reference, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.PayOut(ctx, id, by, reference, nil)
+		return s.lifecycle.PayOut(ctx, tx, id, by, reference, nil)
 	})
 }
 
 // Fail fails transaction id for reason.
 func (s *Service) Fail(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, reason string) (*Acted, error) {
 	return s.act(ctx, key, operator, audit.Fail, id, reason, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.FailBy(ctx, id, by, reason)
+		return s.lifecycle.FailBy(ctx, tx, id, by, reason)
 	})
 }
 
 // Refund records the refund of transaction id's deposit (chain transaction txHash).
 func (s *Service) Refund(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, txHash string) (*Acted, error) {
 	return s.act(ctx, key, operator, audit.Refund, id, txHash, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.RefundBy(ctx, id, by, txHash)
+		return s.lifecycle.RefundBy(ctx, tx, id, by, txHash)
 	})
 }
 
 // Accept lets an expired, short-paid transaction proceed on what was received.
 func (s *Service) Accept(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, reason string) (*Acted, error) {
 	return s.act(ctx, key, operator, audit.Accept, id, reason, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.Accept(ctx, id, by, reason)
+		return s.lifecycle.Accept(ctx, tx, id, by, reason)
 	})
 }
 
@@ -227,7 +227,7 @@ func (s *Service) ResolveDeposit(ctx context.Context, key idempotency.Request[*u
 // payment is credited by accepting the transaction). Other kinds close on their own.
 func (s *Service) ResolveTask(ctx context.Context, key idempotency.Request[*unmatched.Deposit], operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
 	return run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (*unmatched.Deposit, error) {
-		d, err := s.resolveTask(ctx, operator, id, r)
+		d, err := s.resolveTask(ctx, tx, operator, id, r)
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +246,7 @@ func (s *Service) ResolveTask(ctx context.Context, key idempotency.Request[*unma
 	})
 }
 
-func (s *Service) resolveTask(ctx context.Context, operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
+func (s *Service) resolveTask(ctx context.Context, tx lifecycle.Tx, operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
 	d, err := s.unmatched.Task(ctx, id)
 	if err != nil {
 		return nil, err
@@ -261,7 +261,7 @@ func (s *Service) resolveTask(ctx context.Context, operator, id uuid.UUID, r Res
 	case r.TxHash == nil:
 		return nil, apperr.Field(apperr.InvalidRequest, "A refund needs the refund's chain transaction.", "/tx_hash", "is required when action is refunded")
 	}
-	if _, err := s.lifecycle.RefundShort(ctx, *d.TransactionID, lifecycle.Actor{OperatorID: operator}, *r.TxHash); err != nil {
+	if _, err := s.lifecycle.RefundShort(ctx, tx, *d.TransactionID, lifecycle.Actor{OperatorID: operator}, *r.TxHash); err != nil {
 		return nil, err
 	}
 	return s.unmatched.Task(ctx, id)

@@ -121,10 +121,10 @@ var ErrCursorMoved = errors.New("chain cursor moved by another scanner")
 // cursor moves from prev to next, all in one database transaction.
 func (d *Deposits) Record(ctx context.Context, network string, prev *chain.Cursor, next chain.Cursor, transfers []chain.Transfer) error {
 	var found []*ChainTransfer
-	err := d.st.WithTx(ctx, func(ctx context.Context, _ lifecycle.Tx) error {
+	err := d.st.WithTx(ctx, func(ctx context.Context, tx lifecycle.Tx) error {
 		found = found[:0]
 		for _, tr := range transfers {
-			row, err := d.record(ctx, tr)
+			row, err := d.record(ctx, tx, tr)
 			if err != nil {
 				return err
 			}
@@ -149,7 +149,7 @@ func (d *Deposits) Record(ctx context.Context, network string, prev *chain.Curso
 	return err
 }
 
-func (d *Deposits) record(ctx context.Context, tr chain.Transfer) (*ChainTransfer, error) {
+func (d *Deposits) record(ctx context.Context, tx lifecycle.Tx, tr chain.Transfer) (*ChainTransfer, error) {
 	hash := chain.FormatHash(tr.Network, tr.TxHash)
 	old, err := d.st.ChainTransfer(ctx, tr.Network, hash, tr.LogIndex)
 	if err != nil {
@@ -174,7 +174,7 @@ func (d *Deposits) record(ctx context.Context, tr chain.Transfer) (*ChainTransfe
 	}
 	// Never confirmed here, even when already deep enough (a catch-up): the next
 	// poll re-checks the block against the canonical chain first.
-	o, note, err := d.l.ReceiveTransfer(ctx, id, lifecycle.Incoming{
+	o, note, err := d.l.ReceiveTransfer(ctx, tx, id, lifecycle.Incoming{
 		ID: row.DepositID, Token: row.Token, Hash: row.TxHash, LogIndex: int(row.LogIndex), Block: int64(row.Block),
 		From: row.From, To: row.To, Amount: row.Amount, Raw: row.Raw.String(),
 		Confirmations: max(tr.Confirmations, 1), ReceivedAt: row.BlockTime,
@@ -220,8 +220,8 @@ func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations i
 			return true
 		})
 	}
-	return d.onPending(ctx, p, func(ctx context.Context, row *ChainTransfer) error {
-		fate, err := d.l.ConfirmTransfer(ctx, *row.TransactionID, row.DepositID, confirmations, final)
+	return d.onPending(ctx, p, func(ctx context.Context, tx lifecycle.Tx, row *ChainTransfer) error {
+		fate, err := d.l.ConfirmTransfer(ctx, tx, *row.TransactionID, row.DepositID, confirmations, final)
 		if err != nil {
 			return err
 		}
@@ -240,8 +240,8 @@ func (d *Deposits) Drop(ctx context.Context, p chain.Pending) error {
 			return true
 		})
 	}
-	return d.onPending(ctx, p, func(ctx context.Context, row *ChainTransfer) error {
-		fate, emptied, err := d.l.DropTransfer(ctx, *row.TransactionID, row.DepositID, map[string]any{
+	return d.onPending(ctx, p, func(ctx context.Context, tx lifecycle.Tx, row *ChainTransfer) error {
+		fate, emptied, err := d.l.DropTransfer(ctx, tx, *row.TransactionID, row.DepositID, map[string]any{
 			"deposit_id": row.DepositID, "blockchain_hash": row.TxHash, "block": row.Block, "block_hash": row.BlockHash,
 		})
 		if err != nil {
@@ -269,8 +269,8 @@ func (d *Deposits) settle(row *ChainTransfer, fate lifecycle.Fate) {
 
 // onPending runs fn on pending transfer p, when it is still pending, and saves
 // the transfer's new state, in one unit of work with the change fn makes.
-func (d *Deposits) onPending(ctx context.Context, p chain.Pending, fn func(ctx context.Context, row *ChainTransfer) error) error {
-	return d.st.WithTx(ctx, func(ctx context.Context, _ lifecycle.Tx) error {
+func (d *Deposits) onPending(ctx context.Context, p chain.Pending, fn func(ctx context.Context, tx lifecycle.Tx, row *ChainTransfer) error) error {
+	return d.st.WithTx(ctx, func(ctx context.Context, tx lifecycle.Tx) error {
 		row, err := d.st.ChainTransfer(ctx, p.Network, chain.FormatHash(p.Network, p.TxHash), p.LogIndex)
 		if err != nil {
 			return err
@@ -278,7 +278,7 @@ func (d *Deposits) onPending(ctx context.Context, p chain.Pending, fn func(ctx c
 		if row == nil || row.State != TransferPending || row.TransactionID == nil {
 			return nil
 		}
-		if err := fn(ctx, row); err != nil {
+		if err := fn(ctx, tx, row); err != nil {
 			return err
 		}
 		if row.State != TransferPending {

@@ -290,9 +290,9 @@ func addAmountFacts(meta map[string]any, expected, received decimal.Decimal) {
 // Receive applies a transfer to transaction id by the payment rules (the
 // simulator's deposit.detected): counted, dust or kept for the operators. A
 // counted transfer with its required confirmations confirms at once.
-func (l *Engine) Receive(ctx context.Context, id uuid.UUID, in Incoming) (*Transaction, Outcome, error) {
+func (l *Engine) Receive(ctx context.Context, tx Tx, id uuid.UUID, in Incoming) (*Transaction, Outcome, error) {
 	var out Outcome
-	t, err := l.change(ctx, id, func(ctx context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
+	t, err := l.change(ctx, tx, id, func(ctx context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
 		if in.ReceivedAt.IsZero() {
 			in.ReceivedAt = now
 		}
@@ -320,8 +320,8 @@ func Due(t *Transaction) decimal.Decimal {
 // ConfirmAll gives every counted transfer of transaction id its required
 // confirmations (the simulator's deposit.confirmed): a deposit_confirming
 // transaction confirms; a partial one keeps waiting for the rest.
-func (l *Engine) ConfirmAll(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
+func (l *Engine) ConfirmAll(ctx context.Context, tx Tx, id uuid.UUID) (*Transaction, error) {
+	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		d := t.Deposit
 		if d == nil || (t.Status != DepositConfirming && d.Status != DepositStatusPartial && d.Status != DepositStatusUnderpaid) {
 			return nil, errTransition(t, "confirmed")

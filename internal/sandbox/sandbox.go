@@ -57,12 +57,12 @@ var maxSimulatedAmount = decimal.New(1, 12)
 // under an Idempotency-Key, the stored answer) commits together.
 // key is the caller's request (the zero Request for none).
 func (s *Simulator) Simulate(ctx context.Context, key idempotency.Request[*lifecycle.Transaction], partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
-	return idempotency.Run(ctx, s.lifecycle.Begin, key, func(ctx context.Context, _ lifecycle.Tx) (*lifecycle.Transaction, error) {
-		return s.simulate(ctx, partnerID, e)
+	return idempotency.Run(ctx, s.lifecycle.Begin, key, func(ctx context.Context, tx lifecycle.Tx) (*lifecycle.Transaction, error) {
+		return s.simulate(ctx, tx, partnerID, e)
 	})
 }
 
-func (s *Simulator) simulate(ctx context.Context, partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
+func (s *Simulator) simulate(ctx context.Context, tx lifecycle.Tx, partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
 	t, err := s.reader.Get(ctx, partnerID, e.TransactionID)
 	if err != nil {
 		return nil, err
@@ -84,25 +84,25 @@ func (s *Simulator) simulate(ctx context.Context, partnerID uuid.UUID, e Event) 
 			in.Hash = SimulatedHash(t.Network)
 		}
 		if in.ID != "" {
-			return l.DetectDeposit(ctx, id, in)
+			return l.DetectDeposit(ctx, tx, id, in)
 		}
 		in.ID = "dep_" + randomHex(12)
-		return l.DetectGenerated(ctx, id, in)
+		return l.DetectGenerated(ctx, tx, id, in)
 	case lifecycle.EventDepositConfirmed:
 		if t.Deposit == nil {
 			return nil, apperr.New(apperr.InvalidStateTransition, "The transaction has no deposit to confirm.")
 		}
-		return l.ConfirmAll(ctx, id)
+		return l.ConfirmAll(ctx, tx, id)
 	case lifecycle.EventCompleted:
-		return l.Settle(ctx, id)
+		return l.Settle(ctx, tx, id)
 	case lifecycle.EventFailed:
-		return l.Fail(ctx, id)
+		return l.Fail(ctx, tx, id)
 	case lifecycle.EventExpired:
-		return l.Expire(ctx, id, true)
+		return l.Expire(ctx, tx, id, true)
 	case lifecycle.EventRefunded:
-		return l.Refund(ctx, id)
+		return l.Refund(ctx, tx, id)
 	case lifecycle.EventPayoutSettled:
-		return l.SettlePayout(ctx, id)
+		return l.SettlePayout(ctx, tx, id)
 	}
 	return nil, apperr.Field(apperr.InvalidRequest, "Unknown event.", "/event", "not a simulated event")
 }

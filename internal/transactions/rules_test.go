@@ -297,7 +297,9 @@ func TestStages(t *testing.T) {
 				return tr
 			}
 			detect := func(id uuid.UUID, hash string) {
-				_, err := engine.DetectGenerated(ctx, id, lifecycle.DepositInput{ID: "dep_" + uuid.NewString(), Hash: hash, From: "0xfrom", Confirmations: 1})
+				_, err := engine.Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+					return engine.DetectGenerated(ctx, unit, id, lifecycle.DepositInput{ID: "dep_" + uuid.NewString(), Hash: hash, From: "0xfrom", Confirmations: 1})
+				})
 				require.NoError(t, err)
 			}
 			a := create(b.partner, "Ticket-A", time.Second)
