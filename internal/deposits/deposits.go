@@ -57,7 +57,8 @@ const (
 // ChainStore is what the deposit watcher keeps in the database. Its writes run
 // inside the batch's unit of work (WithTx): the ctx they are given carries it.
 type ChainStore interface {
-	// WithTx runs fn in a unit of work; the lifecycle changes of a batch join it.
+	// WithTx runs fn in a unit of work; the lifecycle changes of a batch are made
+	// in the tx fn is handed.
 	WithTx(ctx context.Context, fn func(ctx context.Context, tx lifecycle.Tx) error) error
 	ChainCursor(ctx context.Context, network string) (*chain.Cursor, error)
 	// MoveChainCursor sets the cursor to next if it is still prev (nil: unset) and

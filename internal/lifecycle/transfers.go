@@ -10,9 +10,9 @@ import (
 )
 
 // The payment rules as the chain watcher (package deposits) applies them, one
-// transfer at a time. Each method is one change of the transaction (joining the
-// unit of work ctx carries, so the watcher's own bookkeeping of the transfer
-// commits with it) and reports what became of the transfer.
+// transfer at a time. Each method is one change of the transaction, made in the
+// unit of work tx the watcher hands it (so the watcher's own bookkeeping of the
+// transfer commits with it), and reports what became of the transfer.
 
 // Fate is what a change made of a chain transfer.
 type Fate int
