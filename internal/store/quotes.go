@@ -42,12 +42,21 @@ func (r quoteRow) domain() *quotes.Quote {
 
 // CreateQuote inserts q.
 func (s *Store) CreateQuote(ctx context.Context, q *quotes.Quote) error {
+	return createQuote(s.write(ctx), q)
+}
+
+// CreateQuote inserts q in the unit of work.
+func (tx *Tx) CreateQuote(ctx context.Context, q *quotes.Quote) error {
+	return createQuote(tx.db.WithContext(ctx), q)
+}
+
+func createQuote(db *gorm.DB, q *quotes.Quote) error {
 	row := quoteRow{
 		ID: q.ID, PartnerID: q.PartnerID, CryptoCurrency: q.Token, Network: q.Network,
 		BaseRate: q.BaseRate, AdjustedRate: q.AdjustedRate, CryptoAmount: q.CryptoAmount, FiatAmount: q.FiatAmount,
 		CreatedAt: q.CreatedAt, ExpiresAt: q.ExpiresAt, UsedAt: q.UsedAt,
 	}
-	return s.write(ctx).Create(&row).Error
+	return db.Create(&row).Error
 }
 
 // QuoteByID returns partnerID's quote id, or apperr NotFound (also for another
