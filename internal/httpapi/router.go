@@ -114,7 +114,7 @@ func New(d Deps) (*echo.Echo, error) {
 
 	srv := &Server{partners: d.Partners, quotes: d.Quotes, transactions: d.Transactions, lister: d.Lister,
 		lifecycle: d.Lifecycle, ledger: d.Ledger, payouts: d.Payouts, history: d.History, endpoints: d.Endpoints, events: d.Events, log: log,
-		simulator: sandbox.New(d.Lifecycle, d.Transactions)}
+		simulator: sandbox.New(d.Lifecycle)}
 	// The partner API's checks are route middleware of each operation, built from
 	// the contract the same way as the operator API's (httpkit.OperationMiddlewares):
 	// an unknown path or method under BasePath gets Echo's own 404/405 (in the

@@ -75,8 +75,7 @@ func newBed(t *testing.T, url string) *bed {
 		FeeRate: d("0.01"), ShareRate: d("0.5"), CreatedAt: store.Now()}
 	require.NoError(t, st.CreatePartner(ctx, p))
 	engine := lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{Required: map[string]int{chain.BEP20: 3}, Now: store.Now})
-	reader := transactions.NewService(store.For[transactions.Tx](st), nil, nil, time.Hour, store.Now, nil)
-	return &bed{st: st, partner: p.ID, sim: sandbox.New(engine, reader)}
+	return &bed{st: st, partner: p.ID, sim: sandbox.New(engine)}
 }
 
 // awaiting inserts the partner's transaction of 10 USDT awaiting its deposit.

@@ -20,19 +20,13 @@ import (
 	"partnerd/internal/lifecycle"
 )
 
-// Reader finds the caller's own transaction (transactions.Service).
-type Reader interface {
-	Get(ctx context.Context, partnerID, id uuid.UUID) (*lifecycle.Transaction, error)
-}
-
 // Simulator runs simulated events.
 type Simulator struct {
 	lifecycle *lifecycle.Engine
-	reader    Reader
 }
 
-// New returns a Simulator over l, finding transactions with r.
-func New(l *lifecycle.Engine, r Reader) *Simulator { return &Simulator{lifecycle: l, reader: r} }
+// New returns a Simulator over l.
+func New(l *lifecycle.Engine) *Simulator { return &Simulator{lifecycle: l} }
 
 // Event is a simulation request: the event, the partner's transaction, and the
 // optional deposit id, chain hash and amount of a simulated transfer.
@@ -63,9 +57,14 @@ func (s *Simulator) Simulate(ctx context.Context, key idempotency.Request[*lifec
 }
 
 func (s *Simulator) simulate(ctx context.Context, tx lifecycle.Tx, partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
-	t, err := s.reader.Get(ctx, partnerID, e.TransactionID)
+	// Read in the event's unit of work (and locked there, as the change that
+	// follows locks it): the partner's own transaction, another's does not exist.
+	t, err := tx.TransactionForUpdate(ctx, e.TransactionID)
 	if err != nil {
 		return nil, err
+	}
+	if t.PartnerID != partnerID {
+		return nil, apperr.New(apperr.NotFound, "The transaction was not found.")
 	}
 	l, id := s.lifecycle, e.TransactionID
 	switch e.Type {
