@@ -54,25 +54,30 @@ const (
 	TransferUnmatched = "unmatched"
 )
 
-// ChainStore is what the deposit watcher keeps in the database. Its writes run
-// inside the batch's unit of work (WithTx): the ctx they are given carries it.
-type ChainStore interface {
-	// WithTx runs fn in a unit of work; the lifecycle changes of a batch are made
-	// in the tx fn is handed.
-	WithTx(ctx context.Context, fn func(ctx context.Context, tx lifecycle.Tx) error) error
-	ChainCursor(ctx context.Context, network string) (*chain.Cursor, error)
+// Tx is the unit of work of a batch of transfers: the lifecycle's changes and the
+// watcher's own bookkeeping of each transfer, committed together.
+type Tx interface {
+	lifecycle.Tx
 	// MoveChainCursor sets the cursor to next if it is still prev (nil: unset) and
 	// reports whether it did.
 	MoveChainCursor(ctx context.Context, network string, prev *chain.Cursor, next chain.Cursor) (bool, error)
 	// ChainTransfer returns the transfer with that key, or nil.
 	ChainTransfer(ctx context.Context, network, txHash string, logIndex uint) (*ChainTransfer, error)
 	SaveChainTransfer(ctx context.Context, t *ChainTransfer) error
-	PendingChainTransfers(ctx context.Context, network string) ([]ChainTransfer, error)
-	// WatchedAddresses returns which of addrs are deposit addresses of network.
-	WatchedAddresses(ctx context.Context, network string, addrs []string) (map[string]bool, error)
 	// TransactionIDByAddress returns the transaction whose deposit address on network is addr.
 	TransactionIDByAddress(ctx context.Context, network, addr string) (uuid.UUID, error)
 	DeleteDeposit(ctx context.Context, transactionID uuid.UUID) error
+}
+
+// ChainStore is what the deposit watcher keeps in the database: reads outside a
+// unit of work, and the unit of work (WithTx) in which a batch's writes are made.
+type ChainStore interface {
+	// WithTx runs fn in a unit of work of its own, handing fn its tx.
+	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	ChainCursor(ctx context.Context, network string) (*chain.Cursor, error)
+	PendingChainTransfers(ctx context.Context, network string) ([]ChainTransfer, error)
+	// WatchedAddresses returns which of addrs are deposit addresses of network.
+	WatchedAddresses(ctx context.Context, network string, addrs []string) (map[string]bool, error)
 }
 
 // UnmatchedRecorder is the operators' refund list (unmatched.Service) as the
@@ -122,7 +127,7 @@ var ErrCursorMoved = errors.New("chain cursor moved by another scanner")
 // cursor moves from prev to next, all in one database transaction.
 func (d *Deposits) Record(ctx context.Context, network string, prev *chain.Cursor, next chain.Cursor, transfers []chain.Transfer) error {
 	var found []*ChainTransfer
-	err := d.st.WithTx(ctx, func(ctx context.Context, tx lifecycle.Tx) error {
+	err := d.st.WithTx(ctx, func(ctx context.Context, tx Tx) error {
 		found = found[:0]
 		for _, tr := range transfers {
 			row, err := d.record(ctx, tx, tr)
@@ -133,7 +138,7 @@ func (d *Deposits) Record(ctx context.Context, network string, prev *chain.Curso
 				found = append(found, row)
 			}
 		}
-		ok, err := d.st.MoveChainCursor(ctx, network, prev, next)
+		ok, err := tx.MoveChainCursor(ctx, network, prev, next)
 		if err != nil {
 			return err
 		}
@@ -150,16 +155,16 @@ func (d *Deposits) Record(ctx context.Context, network string, prev *chain.Curso
 	return err
 }
 
-func (d *Deposits) record(ctx context.Context, tx lifecycle.Tx, tr chain.Transfer) (*ChainTransfer, error) {
+func (d *Deposits) record(ctx context.Context, tx Tx, tr chain.Transfer) (*ChainTransfer, error) {
 	hash := chain.FormatHash(tr.Network, tr.TxHash)
-	old, err := d.st.ChainTransfer(ctx, tr.Network, hash, tr.LogIndex)
+	old, err := tx.ChainTransfer(ctx, tr.Network, hash, tr.LogIndex)
 	if err != nil {
 		return nil, err
 	}
 	if old != nil && old.State != TransferReorged {
 		return nil, nil // seen before: a no-op
 	}
-	id, err := d.st.TransactionIDByAddress(ctx, tr.Network, tr.ToAddress)
+	id, err := tx.TransactionIDByAddress(ctx, tr.Network, tr.ToAddress)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +194,7 @@ func (d *Deposits) record(ctx context.Context, tx lifecycle.Tx, tr chain.Transfe
 	default: // dust and transfers the transaction does not take: kept for the operators
 		row.State, row.Note = TransferUnmatched, note
 	}
-	return row, d.st.SaveChainTransfer(ctx, row)
+	return row, tx.SaveChainTransfer(ctx, row)
 }
 
 // Pending returns network's detected deposits that have not confirmed yet.
@@ -221,7 +226,7 @@ func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations i
 			return true
 		})
 	}
-	return d.onPending(ctx, p, func(ctx context.Context, tx lifecycle.Tx, row *ChainTransfer) error {
+	return d.onPending(ctx, p, func(ctx context.Context, tx Tx, row *ChainTransfer) error {
 		fate, err := d.l.ConfirmTransfer(ctx, tx, *row.TransactionID, row.DepositID, confirmations, final)
 		if err != nil {
 			return err
@@ -241,7 +246,7 @@ func (d *Deposits) Drop(ctx context.Context, p chain.Pending) error {
 			return true
 		})
 	}
-	return d.onPending(ctx, p, func(ctx context.Context, tx lifecycle.Tx, row *ChainTransfer) error {
+	return d.onPending(ctx, p, func(ctx context.Context, tx Tx, row *ChainTransfer) error {
 		fate, emptied, err := d.l.DropTransfer(ctx, tx, *row.TransactionID, row.DepositID, map[string]any{
 			"deposit_id": row.DepositID, "blockchain_hash": row.TxHash, "block": row.Block, "block_hash": row.BlockHash,
 		})
@@ -250,7 +255,7 @@ func (d *Deposits) Drop(ctx context.Context, p chain.Pending) error {
 		}
 		d.settle(row, fate)
 		if emptied {
-			return d.st.DeleteDeposit(ctx, *row.TransactionID)
+			return tx.DeleteDeposit(ctx, *row.TransactionID)
 		}
 		return nil
 	})
@@ -270,9 +275,9 @@ func (d *Deposits) settle(row *ChainTransfer, fate lifecycle.Fate) {
 
 // onPending runs fn on pending transfer p, when it is still pending, and saves
 // the transfer's new state, in one unit of work with the change fn makes.
-func (d *Deposits) onPending(ctx context.Context, p chain.Pending, fn func(ctx context.Context, tx lifecycle.Tx, row *ChainTransfer) error) error {
-	return d.st.WithTx(ctx, func(ctx context.Context, tx lifecycle.Tx) error {
-		row, err := d.st.ChainTransfer(ctx, p.Network, chain.FormatHash(p.Network, p.TxHash), p.LogIndex)
+func (d *Deposits) onPending(ctx context.Context, p chain.Pending, fn func(ctx context.Context, tx Tx, row *ChainTransfer) error) error {
+	return d.st.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+		row, err := tx.ChainTransfer(ctx, p.Network, chain.FormatHash(p.Network, p.TxHash), p.LogIndex)
 		if err != nil {
 			return err
 		}
@@ -283,7 +288,7 @@ func (d *Deposits) onPending(ctx context.Context, p chain.Pending, fn func(ctx c
 			return err
 		}
 		if row.State != TransferPending {
-			return d.st.SaveChainTransfer(ctx, row)
+			return tx.SaveChainTransfer(ctx, row)
 		}
 		return nil
 	})
@@ -293,8 +298,8 @@ func (d *Deposits) onPending(ctx context.Context, p chain.Pending, fn func(ctx c
 // in one unit of work; a transfer dropped by a reorganisation also leaves the
 // operators' list (it never arrived), and is recorded again if it reappears.
 func (d *Deposits) onUnmatched(ctx context.Context, p chain.Pending, fn func(row *ChainTransfer) bool) error {
-	return d.st.WithTx(ctx, func(ctx context.Context, _ lifecycle.Tx) error {
-		row, err := d.st.ChainTransfer(ctx, p.Network, chain.FormatHash(p.Network, p.TxHash), p.LogIndex)
+	return d.st.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+		row, err := tx.ChainTransfer(ctx, p.Network, chain.FormatHash(p.Network, p.TxHash), p.LogIndex)
 		if err != nil || row == nil || row.State != TransferUnmatched || row.Final {
 			return err
 		}
@@ -306,6 +311,6 @@ func (d *Deposits) onUnmatched(ctx context.Context, p chain.Pending, fn func(row
 				return err
 			}
 		}
-		return d.st.SaveChainTransfer(ctx, row)
+		return tx.SaveChainTransfer(ctx, row)
 	})
 }

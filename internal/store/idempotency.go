@@ -7,6 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"partnerd/internal/deposits"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/quotes"
@@ -34,6 +35,7 @@ var (
 	_ idempotency.Tx  = (*Tx)(nil)
 	_ idempotency.Tx  = keyTx{}
 	_ lifecycle.Tx    = (*Tx)(nil)
+	_ deposits.Tx     = (*Tx)(nil)
 	_ quotes.Tx       = (*Tx)(nil)
 	_ transactions.Tx = (*Tx)(nil)
 	_ webhook.Tx      = (*Tx)(nil)
