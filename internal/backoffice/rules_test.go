@@ -161,7 +161,7 @@ func TestOverviewAndCase(t *testing.T) {
 			require.NoError(t, err)
 			b.detected(t, "5", "7500", 1) // still confirming
 			for i, hash := range []string{"0x01", "0x02", "0x03"} {
-				task, err := b.tasks.Record(ctx, unmatched.Deposit{Network: chain.BEP20, TxHash: hash, FromAddress: "0xf", ToAddress: "0xt",
+				task, err := b.tasks.Record(ctx, b.st, unmatched.Deposit{Network: chain.BEP20, TxHash: hash, FromAddress: "0xf", ToAddress: "0xt",
 					Amount: d("1"), RawAmount: "1000000000000000000", BlockNumber: 1})
 				require.NoError(t, err)
 				if i == 0 {

@@ -16,6 +16,7 @@ import (
 
 	"partnerd/internal/chain"
 	"partnerd/internal/lifecycle"
+	"partnerd/internal/unmatched"
 )
 
 // ChainTransfer is a token transfer to one of our deposit addresses, identified by
@@ -87,7 +88,7 @@ type ChainStore interface {
 type UnmatchedRecorder interface {
 	// Forget removes the still-open record of a transfer whose block was
 	// reorganised away (nothing arrived: nothing to refund).
-	Forget(ctx context.Context, network, txHash string, logIndex int) error
+	Forget(ctx context.Context, tx unmatched.Tx, network, txHash string, logIndex int) error
 }
 
 // UnmatchedObserver hears of transfers stored as unmatched (for the log and metrics).
@@ -307,7 +308,7 @@ func (d *Deposits) onUnmatched(ctx context.Context, p chain.Pending, fn func(row
 			return nil
 		}
 		if row.State == TransferReorged && d.unmatched != nil {
-			if err := d.unmatched.Forget(ctx, row.Network, row.TxHash, int(row.LogIndex)); err != nil {
+			if err := d.unmatched.Forget(ctx, tx, row.Network, row.TxHash, int(row.LogIndex)); err != nil {
 				return err
 			}
 		}

@@ -188,7 +188,7 @@ func (l *Engine) Cancel(ctx context.Context, key idempotency.Request[*Transactio
 
 // cancel is Cancel in unit of work tx.
 func (l *Engine) cancel(ctx context.Context, tx Tx, partnerID, id uuid.UUID) (*Transaction, error) {
-	return l.change(ctx, tx, id, func(ctx context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
+	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, _ time.Time) ([]step, error) {
 		if t.PartnerID != partnerID { // another partner's transaction does not exist for this one
 			return nil, apperr.New(apperr.NotFound, "The transaction was not found.")
 		}
@@ -196,7 +196,7 @@ func (l *Engine) cancel(ctx context.Context, tx Tx, partnerID, id uuid.UUID) (*T
 		if d := t.Deposit; d != nil && t.Status == AwaitingDeposit && len(d.Transfers) > 0 {
 			meta = map[string]any{"expected": t.CryptoAmount.String(), "received": d.Amount.String()}
 			addAmountFacts(meta, t.CryptoAmount, d.Amount)
-			if err := l.refreshShort(ctx, t); err != nil {
+			if err := l.refreshShort(ctx, tx, t); err != nil {
 				return nil, err
 			}
 		}
@@ -210,7 +210,7 @@ func (l *Engine) cancel(ctx context.Context, tx Tx, partnerID, id uuid.UUID) (*T
 // It is idempotent: a transaction no longer awaiting deposit is left alone and
 // ErrNoLongerAwaiting is returned; one whose deadline is still ahead gets ErrTooEarly.
 func (l *Engine) Expire(ctx context.Context, tx Tx, id uuid.UUID, force bool) (*Transaction, error) {
-	return l.change(ctx, tx, id, func(ctx context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
+	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if !force {
 			if t.Status != AwaitingDeposit {
 				return nil, ErrNoLongerAwaiting
@@ -224,7 +224,7 @@ func (l *Engine) Expire(ctx context.Context, tx Tx, id uuid.UUID, force bool) (*
 			d.Status = DepositStatusUnderpaid
 			meta = map[string]any{"expected": t.CryptoAmount.String(), "received": d.Amount.String()}
 			addAmountFacts(meta, t.CryptoAmount, d.Amount)
-			if err := l.refreshShort(ctx, t); err != nil {
+			if err := l.refreshShort(ctx, tx, t); err != nil {
 				return nil, err
 			}
 		}
@@ -275,7 +275,7 @@ func (l *Engine) DetectDeposit(ctx context.Context, tx Tx, id uuid.UUID, in Depo
 
 // receiveSimulated is DetectDeposit; named says the caller chose the id.
 func (l *Engine) receiveSimulated(ctx context.Context, tx Tx, id uuid.UUID, in DepositInput, generated bool) (*Transaction, error) {
-	return l.change(ctx, tx, id, func(ctx context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
+	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if !l.open(t, now) && t.Deposit != nil && (generated || t.Deposit.Transfer(in.ID) != nil) && !in.Amount.IsPositive() {
 			return nil, nil // the deposit is there: reused, nothing changes
 		}
@@ -284,7 +284,7 @@ func (l *Engine) receiveSimulated(ctx context.Context, tx Tx, id uuid.UUID, in D
 			amount = Due(t)
 		}
 		inc := Incoming{ID: in.ID, Hash: in.Hash, Amount: amount, Confirmations: in.Confirmations, From: in.From, ReceivedAt: now}
-		o, note, steps, err := l.receive(ctx, t, inc, now)
+		o, note, steps, err := l.receive(ctx, tx, t, inc, now)
 		switch {
 		case err != nil:
 			return nil, err
@@ -294,7 +294,7 @@ func (l *Engine) receiveSimulated(ctx context.Context, tx Tx, id uuid.UUID, in D
 		case o != Counted:
 			return nil, nil
 		}
-		more, err := l.confirmTransfer(ctx, t, in.ID, in.Confirmations, true, now)
+		more, err := l.confirmTransfer(ctx, tx, t, in.ID, in.Confirmations, true, now)
 		return append(steps, more...), err
 	})
 }
@@ -322,7 +322,7 @@ func (l *Engine) Confirm(ctx context.Context, tx Tx, id uuid.UUID, confirmations
 		}
 		var steps []step
 		for _, tr := range t.Deposit.Transfers {
-			more, err := l.confirmTransfer(ctx, t, tr.ID, confirmations, true, now)
+			more, err := l.confirmTransfer(ctx, tx, t, tr.ID, confirmations, true, now)
 			if err != nil {
 				return nil, err
 			}
@@ -402,7 +402,7 @@ func (l *Engine) Refund(ctx context.Context, tx Tx, id uuid.UUID) (*Transaction,
 // refund is Refund with extra facts in the history metadata.
 func (l *Engine) refund(ctx context.Context, tx Tx, id uuid.UUID, extra map[string]any, op *uuid.UUID, txHash string) (*Transaction, error) {
 	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, _ time.Time) ([]step, error) {
-		return l.refundIn(ctx, t, extra, op, txHash)
+		return l.refundIn(ctx, tx, t, extra, op, txHash)
 	})
 }
 
@@ -410,7 +410,7 @@ func (l *Engine) refund(ctx context.Context, tx Tx, id uuid.UUID, extra map[stri
 // back, so its open short and excess refund tasks close with it (by operator op,
 // nil for the simulator; txHash the refund's chain transaction), whatever state t
 // came from.
-func (l *Engine) refundIn(ctx context.Context, t *Transaction, extra map[string]any, op *uuid.UUID, txHash string) ([]step, error) {
+func (l *Engine) refundIn(ctx context.Context, tx Tx, t *Transaction, extra map[string]any, op *uuid.UUID, txHash string) ([]step, error) {
 	if err := Check(t, ActionRefund); err != nil {
 		return nil, err
 	}
@@ -420,7 +420,7 @@ func (l *Engine) refundIn(ctx context.Context, t *Transaction, extra map[string]
 	}
 	if l.tasks != nil {
 		for _, kind := range []unmatched.Kind{unmatched.Short, unmatched.Excess} {
-			if err := l.tasks.CloseOpen(ctx, t.ID, kind, op, txHash, "refunded with the transaction"); err != nil {
+			if err := l.tasks.CloseOpen(ctx, tx, t.ID, kind, op, txHash, "refunded with the transaction"); err != nil {
 				return nil, err
 			}
 		}

@@ -205,12 +205,12 @@ func (l *Engine) RefundBy(ctx context.Context, tx Tx, id uuid.UUID, by Actor, tx
 // NotFound, InvalidStateTransition (no open short task to refund).
 func (l *Engine) RefundShort(ctx context.Context, tx Tx, id uuid.UUID, by Actor, txHash string) (*Transaction, error) {
 	op := by.OperatorID
-	return l.change(ctx, tx, id, func(ctx context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
+	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, _ time.Time) ([]step, error) {
 		switch {
 		case t.Status == Expired && t.Deposit != nil:
-			return l.refundIn(ctx, t, by.meta("reference", txHash, "refund_tx_hash", txHash), &op, txHash)
+			return l.refundIn(ctx, tx, t, by.meta("reference", txHash, "refund_tx_hash", txHash), &op, txHash)
 		case t.Status == Cancelled && l.tasks != nil:
-			return nil, l.tasks.CloseOpen(ctx, t.ID, unmatched.Short, &op, txHash, "refunded after the cancellation")
+			return nil, l.tasks.CloseOpen(ctx, tx, t.ID, unmatched.Short, &op, txHash, "refunded after the cancellation")
 		}
 		return nil, apperr.New(apperr.InvalidStateTransition,
 			fmt.Sprintf("A short payment of a transaction in %s cannot be refunded on its own.", t.Status))
@@ -226,7 +226,7 @@ func (l *Engine) RefundShort(ctx context.Context, tx Tx, id uuid.UUID, by Actor,
 // change, and that event tells the partner the new amount. Errors: NotFound,
 // InvalidStateTransition.
 func (l *Engine) Accept(ctx context.Context, tx Tx, id uuid.UUID, by Actor, reason string) (*Transaction, error) {
-	return l.change(ctx, tx, id, func(ctx context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
+	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if err := Check(t, ActionAccept); err != nil {
 			return nil, err
 		}
@@ -242,11 +242,11 @@ func (l *Engine) Accept(ctx context.Context, tx Tx, id uuid.UUID, by Actor, reas
 		}
 		if l.tasks != nil {
 			op := by.OperatorID
-			if err := l.tasks.CloseOpen(ctx, t.ID, unmatched.Short, &op, "", "accepted: "+reason); err != nil {
+			if err := l.tasks.CloseOpen(ctx, tx, t.ID, unmatched.Short, &op, "", "accepted: "+reason); err != nil {
 				return nil, err
 			}
 		}
-		more, err := l.confirmIfDue(ctx, t, now)
+		more, err := l.confirmIfDue(ctx, tx, t, now)
 		return append([]step{s}, more...), err
 	})
 }

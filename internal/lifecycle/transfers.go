@@ -38,8 +38,8 @@ const (
 func (l *Engine) ReceiveTransfer(ctx context.Context, tx Tx, id uuid.UUID, in Incoming) (Outcome, string, error) {
 	var out Outcome
 	var why string
-	_, err := l.change(ctx, tx, id, func(ctx context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
-		o, note, steps, err := l.receive(ctx, t, in, now)
+	_, err := l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
+		o, note, steps, err := l.receive(ctx, tx, t, in, now)
 		out, why = o, note
 		return steps, err
 	})
@@ -62,7 +62,7 @@ func (l *Engine) ConfirmTransfer(ctx context.Context, tx Tx, id uuid.UUID, depos
 			fate = Settled
 			return nil, nil
 		}
-		steps, err := l.confirmTransfer(ctx, t, depositID, confirmations, final, now)
+		steps, err := l.confirmTransfer(ctx, tx, t, depositID, confirmations, final, now)
 		if err != nil {
 			return nil, err
 		}
@@ -106,10 +106,10 @@ func (l *Engine) DropTransfer(ctx context.Context, tx Tx, id uuid.UUID, depositI
 		dep.sum()
 		if t.Status == Expired && l.tasks != nil { // short past the deadline: the short task follows the total
 			if len(kept) > 0 {
-				if err := l.refreshShort(ctx, t); err != nil {
+				if err := l.refreshShort(ctx, tx, t); err != nil {
 					return nil, err
 				}
-			} else if err := l.tasks.DropOpen(ctx, t.ID, unmatched.Short); err != nil {
+			} else if err := l.tasks.DropOpen(ctx, tx, t.ID, unmatched.Short); err != nil {
 				return nil, err
 			}
 		}
@@ -127,7 +127,7 @@ func (l *Engine) DropTransfer(ctx context.Context, tx Tx, id uuid.UUID, depositI
 			dep.Status = DepositStatusPartial
 			if t.Status == Expired && len(dep.Transfers) > 0 { // short past the deadline
 				dep.Status = DepositStatusUnderpaid
-				if err := l.refreshShort(ctx, t); err != nil {
+				if err := l.refreshShort(ctx, tx, t); err != nil {
 					return nil, err
 				}
 			}

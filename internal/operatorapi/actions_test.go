@@ -322,7 +322,7 @@ func TestUnmatchedDeposits(t *testing.T) {
 		done := create(t, pc, "UNM-"+uuid.NewString(), "2000.00")
 
 		rec := func(i int, txID *uuid.UUID) *unmatched.Deposit {
-			d, err := env.App.Unmatched().Record(ctx, unmatched.Deposit{
+			d, err := env.App.Unmatched().Record(ctx, env.Store, unmatched.Deposit{
 				Network: "bep20", TxHash: "0x" + strings.Repeat("0", 63) + string(rune('1'+i)), LogIndex: i, ToAddress: "0xabc",
 				Amount: decimal.RequireFromString("25.5"), RawAmount: "25500000000000000000", BlockNumber: 100 + int64(i), TransactionID: txID,
 			})

@@ -409,3 +409,26 @@ func (s *Store) DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash 
 	return s.write(ctx).Where("kind IN ? AND network = ? AND tx_hash = ? AND log_index = ? AND status = ?",
 		[]string{string(unmatched.Unmatched), string(unmatched.Dust)}, network, txHash, logIndex, string(unmatched.Open)).Delete(&unmatchedRow{}).Error
 }
+
+// Refund tasks recorded or closed in the unit of work of the change that found the
+// money (unmatched.Tx), one line over the Store's statements bound to it.
+
+// InsertUnmatchedDeposit is Store.InsertUnmatchedDeposit in the unit of work.
+func (tx *Tx) InsertUnmatchedDeposit(ctx context.Context, d *unmatched.Deposit) (*unmatched.Deposit, error) {
+	return tx.store().InsertUnmatchedDeposit(ctx, d)
+}
+
+// DeleteOpenUnmatchedDeposit is Store.DeleteOpenUnmatchedDeposit in the unit of work.
+func (tx *Tx) DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error {
+	return tx.store().DeleteOpenUnmatchedDeposit(ctx, network, txHash, logIndex)
+}
+
+// DeleteOpenRefundTasks is Store.DeleteOpenRefundTasks in the unit of work.
+func (tx *Tx) DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind unmatched.Kind) error {
+	return tx.store().DeleteOpenRefundTasks(ctx, transactionID, kind)
+}
+
+// ResolveOpenRefundTasks is Store.ResolveOpenRefundTasks in the unit of work.
+func (tx *Tx) ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind unmatched.Kind, r unmatched.Resolution) error {
+	return tx.store().ResolveOpenRefundTasks(ctx, transactionID, kind, r)
+}
