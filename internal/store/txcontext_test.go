@@ -65,10 +65,12 @@ func txInContext(fset *token.FileSet, f *ast.File) []string {
 // stillJoinedThroughContext are the places left (function: file of
 // internal/store) where a unit of work travels in a context: the store's Transact (a Transact inside another joins it) and its
 // read/write pools (a query with such a ctx runs in it), which the domain services
-// that do not take their unit of work as a parameter yet (partners, operators,
-// apikeys, audit, unmatched, batches, webhook endpoints, partner users) still rely
-// on. The list may only shrink: the idempotency layer, the lifecycle engine and the
-// actions hand their unit of work on as a parameter.
+// that do not take their unit of work as a parameter yet still rely on when an
+// operator action or a partner-user change calls them inside one (partners,
+// operators, apikeys, audit, the resolution of refund tasks, batches, partner
+// users). The list may only shrink: the idempotency layer, the lifecycle engine,
+// quotes, webhook endpoint changes, the simulator, the deposit watcher and refund
+// tasks' recording hand their unit of work on as a parameter.
 var stillJoinedThroughContext = map[string]string{"Transact": "tx.go", "read": "tx.go", "write": "tx.go",
 	// The webhook delivery's single-statement paths, taken only outside a unit of work.
 	"SaveEventState": "webhooks.go", "TakeDelivery": "webhooks.go"}
