@@ -53,7 +53,9 @@ func TestAddressesExport(t *testing.T) {
 			}
 			_, status := createTx("EXPORT-TRON-"+uuid.NewString(), "trc20")
 			require.Equal(t, http.StatusCreated, status)
-			_, err := env.App.Lifecycle().DetectDeposit(ctx, issued[1].Id, lifecycle.DepositInput{ID: "dep_" + uuid.NewString(), Hash: "0x" + strings.Repeat("ab", 32), Confirmations: 1})
+			_, err := env.App.Lifecycle().Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+				return env.App.Lifecycle().DetectDeposit(ctx, unit, issued[1].Id, lifecycle.DepositInput{ID: "dep_" + uuid.NewString(), Hash: "0x" + strings.Repeat("ab", 32), Confirmations: 1})
+			})
 			require.NoError(t, err)
 
 			for k, v := range settings {

@@ -16,6 +16,7 @@ import (
 	"partnerd/internal/app"
 	"partnerd/internal/audit"
 	"partnerd/internal/config"
+	"partnerd/internal/idempotency"
 	"partnerd/internal/partners"
 )
 
@@ -51,7 +52,7 @@ func partnerKeys(action string, args []string, log *slog.Logger, stdout, stderr 
 	}
 	defer a.Close()
 	if action == "revoke" {
-		k, err := a.Actions().RevokeKey(ctx, audit.CLI, apikeys.Partner, pid, kid)
+		k, err := a.Actions().RevokeKey(ctx, idempotency.Request[*apikeys.Key]{}, audit.CLI, apikeys.Partner, pid, kid)
 		if err != nil {
 			return err
 		}
@@ -59,7 +60,7 @@ func partnerKeys(action string, args []string, log *slog.Logger, stdout, stderr 
 			k.ID, k.Prefix, k.RevokedAt.Format(time.RFC3339), partners.KeyCacheTTL)
 		return nil
 	}
-	k, err := a.Actions().RollKey(ctx, audit.CLI, apikeys.Partner, pid, kid, *overlap)
+	k, err := a.Actions().RollKey(ctx, idempotency.Request[*apikeys.Issued]{}, audit.CLI, apikeys.Partner, pid, kid, *overlap)
 	if err != nil {
 		return err
 	}

@@ -37,9 +37,11 @@ import (
 	"os/signal"
 	"syscall"
 
+	"partnerd/internal/actions"
 	"partnerd/internal/app"
 	"partnerd/internal/audit"
 	"partnerd/internal/config"
+	"partnerd/internal/idempotency"
 	"partnerd/internal/listener"
 	"partnerd/internal/store"
 )
@@ -185,7 +187,7 @@ func migrate(stdout io.Writer) error {
 
 func createPartner(args []string, log *slog.Logger, stdout, stderr io.Writer) error {
 	return withNamedApp("partners create", "partner", args, log, stderr, func(ctx context.Context, a *app.App, name string, asJSON bool) error {
-		created, err := a.Actions().CreatePartner(ctx, audit.CLI, name)
+		created, err := a.Actions().CreatePartner(ctx, idempotency.Request[actions.NewPartner]{}, audit.CLI, name)
 		if err != nil {
 			return err
 		}

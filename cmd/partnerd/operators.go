@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 
+	"partnerd/internal/actions"
 	"partnerd/internal/app"
 	"partnerd/internal/audit"
+	"partnerd/internal/idempotency"
 )
 
 // createOperator creates a back-office operator and prints its key once; with
@@ -16,7 +18,7 @@ import (
 // records it as the command line's.
 func createOperator(args []string, log *slog.Logger, stdout, stderr io.Writer) error {
 	return withNamedApp("operators create", "operator", args, log, stderr, func(ctx context.Context, a *app.App, name string, asJSON bool) error {
-		created, err := a.Actions().CreateOperator(ctx, audit.CLI, name)
+		created, err := a.Actions().CreateOperator(ctx, idempotency.Request[actions.NewOperator]{}, audit.CLI, name)
 		if err != nil {
 			return err
 		}

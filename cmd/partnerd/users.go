@@ -16,6 +16,7 @@ import (
 	"partnerd/internal/app"
 	"partnerd/internal/audit"
 	"partnerd/internal/config"
+	"partnerd/internal/idempotency"
 	"partnerd/internal/partnerusers"
 )
 
@@ -55,7 +56,7 @@ func partnerUsers(action string, args []string, log *slog.Logger, stdout, stderr
 		return err
 	}
 	defer a.Close()
-	n, err := a.PartnerUsers().Invite(ctx, pid, *email, r, partnerusers.ByOperatorID(audit.CLI))
+	n, err := a.PartnerUsers().Invite(ctx, idempotency.Request[*partnerusers.NewInvitation]{}, pid, *email, r, partnerusers.ByOperatorID(audit.CLI))
 	if err != nil {
 		return err
 	}

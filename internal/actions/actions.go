@@ -38,7 +38,22 @@ type Service struct {
 	partners  *partners.Service
 	operators *operators.Service
 	keys      *apikeys.Service
+	fills     Fills
 	log       *slog.Logger
+}
+
+// Fills reads the fills of transactions (the store).
+type Fills interface {
+	FillsOf(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*lifecycle.Fill, error)
+}
+
+// Acted is a transaction as an action left it, with what an answer about it
+// shows beside it (its fill, its partner's name), read in the action's unit of
+// work: the caller renders its answer from this alone, with no database.
+type Acted struct {
+	Transaction *lifecycle.Transaction
+	Fill        *lifecycle.Fill
+	PartnerName string
 }
 
 // Deps are the services the actions call. Audit may be nil (no audit rows).
@@ -50,6 +65,7 @@ type Deps struct {
 	Partners  *partners.Service
 	Operators *operators.Service
 	Keys      *apikeys.Service
+	Fills     Fills
 	Logger    *slog.Logger
 }
 
@@ -60,62 +76,63 @@ func New(d Deps) *Service {
 		log = slog.Default()
 	}
 	return &Service{lifecycle: d.Lifecycle, audit: d.Audit, unmatched: d.Unmatched, batches: d.Batches,
-		partners: d.Partners, operators: d.Operators, keys: d.Keys, log: log}
+		partners: d.Partners, operators: d.Operators, keys: d.Keys, fills: d.Fills, log: log}
 }
 
-// run is the unit of work of one action: it begins here.
-func run[T any](ctx context.Context, s *Service, fn func(ctx context.Context) (T, error)) (T, error) {
-	return idempotency.Run(ctx, s.lifecycle.Begin, func(ctx context.Context, _ lifecycle.Tx) (T, error) { return fn(ctx) })
+// run is the unit of work of one action, under the caller's request key (the
+// zero Request for none): it begins here, and fn is handed it.
+func run[T any](ctx context.Context, s *Service, key idempotency.Request[T], fn func(ctx context.Context, tx lifecycle.Tx) (T, error)) (T, error) {
+	return idempotency.Run(ctx, s.lifecycle.Begin, key, fn)
 }
 
 // Fill records operator's executed sale of transaction id.
-func (s *Service) Fill(ctx context.Context, operator, id uuid.UUID, rate, fiat decimal.Decimal, reference string) (*lifecycle.Transaction, error) {
-	return s.act(ctx, operator, audit.Fill, id, reference, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.FillOrder(ctx, id, by, rate, fiat, reference)
+func (s *Service) Fill(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, rate, fiat decimal.Decimal, reference string) (*Acted, error) {
+	return s.act(ctx, key, operator, audit.Fill, id, reference, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+		return s.lifecycle.FillOrder(ctx, tx, id, by, rate, fiat, reference)
 	})
 }
 
 // Settle records the sale's settlement.
-func (s *Service) Settle(ctx context.Context, operator, id uuid.UUID, reference string) (*lifecycle.Transaction, error) {
-	return s.act(ctx, operator, audit.Settle, id, reference, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.SettleOrder(ctx, id, by, reference)
+func (s *Service) Settle(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, reference string) (*Acted, error) {
+	return s.act(ctx, key, operator, audit.Settle, id, reference, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+		return s.lifecycle.SettleOrder(ctx, tx, id, by, reference)
 	})
 }
 
 // PayOut records the NGN payout of transaction id.
-func (s *Service) PayOut(ctx context.Context, operator, id uuid.UUID, reference string) (*lifecycle.Transaction, error) {
-	return s.act(ctx, operator, audit.Payout, id, reference, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.PayOut(ctx, id, by, reference, nil)
+func (s *Service) PayOut(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, reference string) (*Acted, error) {
+	return s.act(ctx, key, operator, audit.Payout, id, reference, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+		return s.lifecycle.PayOut(ctx, tx, id, by, reference, nil)
 	})
 }
 
 // Fail fails transaction id for reason.
-func (s *Service) Fail(ctx context.Context, operator, id uuid.UUID, reason string) (*lifecycle.Transaction, error) {
-	return s.act(ctx, operator, audit.Fail, id, reason, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.FailBy(ctx, id, by, reason)
+func (s *Service) Fail(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, reason string) (*Acted, error) {
+	return s.act(ctx, key, operator, audit.Fail, id, reason, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+		return s.lifecycle.FailBy(ctx, tx, id, by, reason)
 	})
 }
 
 // Refund records the refund of transaction id's deposit (chain transaction txHash).
-func (s *Service) Refund(ctx context.Context, operator, id uuid.UUID, txHash string) (*lifecycle.Transaction, error) {
-	return s.act(ctx, operator, audit.Refund, id, txHash, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.RefundBy(ctx, id, by, txHash)
+func (s *Service) Refund(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, txHash string) (*Acted, error) {
+	return s.act(ctx, key, operator, audit.Refund, id, txHash, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+		return s.lifecycle.RefundBy(ctx, tx, id, by, txHash)
 	})
 }
 
 // Accept lets an expired, short-paid transaction proceed on what was received.
-func (s *Service) Accept(ctx context.Context, operator, id uuid.UUID, reason string) (*lifecycle.Transaction, error) {
-	return s.act(ctx, operator, audit.Accept, id, reason, func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.Accept(ctx, id, by, reason)
+func (s *Service) Accept(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, reason string) (*Acted, error) {
+	return s.act(ctx, key, operator, audit.Accept, id, reason, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+		return s.lifecycle.Accept(ctx, tx, id, by, reason)
 	})
 }
 
 // act runs one audited transaction action in its unit of work and logs it once
 // it committed (the history entry carries the same facts).
-func (s *Service) act(ctx context.Context, operator uuid.UUID, action audit.Action, id uuid.UUID, reference string,
-	fn func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error)) (*lifecycle.Transaction, error) {
-	t, err := run(ctx, s, func(ctx context.Context) (*lifecycle.Transaction, error) {
-		t, err := fn(ctx, lifecycle.Actor{OperatorID: operator})
+func (s *Service) act(ctx context.Context, key idempotency.Request[*Acted], operator uuid.UUID, action audit.Action, id uuid.UUID, reference string,
+	fn func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error)) (*Acted, error) {
+	a, err := run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (*Acted, error) {
+		t, err := fn(ctx, tx, lifecycle.Actor{OperatorID: operator})
 		if err != nil {
 			return nil, err
 		}
@@ -125,16 +142,36 @@ func (s *Service) act(ctx context.Context, operator uuid.UUID, action audit.Acti
 				return nil, err
 			}
 		}
-		idempotency.OnCommit(ctx, func() {
+		tx.AfterCommit(func() {
 			s.log.Info("operator action", "operator_id", operator.String(), "action", string(action), "transaction_id", t.ID.String(),
 				"partner_id", t.PartnerID.String(), "reference", reference, "status", string(t.Status))
 		})
-		return t, nil
+		return s.acted(ctx, t)
 	})
 	if err != nil {
 		s.refused(operator, string(action), reference, err, "transaction_id", id.String())
 	}
-	return t, err
+	return a, err
+}
+
+// acted reads what an answer about t shows beside it, in the action's unit of work.
+func (s *Service) acted(ctx context.Context, t *lifecycle.Transaction) (*Acted, error) {
+	a := &Acted{Transaction: t}
+	if s.partners != nil {
+		p, err := s.partners.Get(ctx, t.PartnerID)
+		if err != nil {
+			return nil, err
+		}
+		a.PartnerName = p.Name
+	}
+	if s.fills != nil {
+		fills, err := s.fills.FillsOf(ctx, []uuid.UUID{t.ID})
+		if err != nil {
+			return nil, err
+		}
+		a.Fill = fills[t.ID]
+	}
+	return a, nil
 }
 
 // refused logs an action the rules refused (replays of stored answers aside).
@@ -162,8 +199,8 @@ func (r Resolution) reference() string {
 }
 
 // ResolveDeposit closes open unmatched deposit id.
-func (s *Service) ResolveDeposit(ctx context.Context, operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
-	return run(ctx, s, func(ctx context.Context) (*unmatched.Deposit, error) {
+func (s *Service) ResolveDeposit(ctx context.Context, key idempotency.Request[*unmatched.Deposit], operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
+	return run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (*unmatched.Deposit, error) {
 		d, err := s.unmatched.ResolveUnmatched(ctx, id, operator, r.Action, r.TxHash, r.Note)
 		if err != nil {
 			return nil, err
@@ -175,7 +212,7 @@ func (s *Service) ResolveDeposit(ctx context.Context, operator, id uuid.UUID, r 
 				return nil, err
 			}
 		}
-		idempotency.OnCommit(ctx, func() {
+		tx.AfterCommit(func() {
 			s.log.Info("operator action", "operator_id", operator.String(), "action", "resolve_"+string(r.Action),
 				"unmatched_deposit_id", d.ID.String(), "reference", r.reference())
 		})
@@ -188,9 +225,9 @@ func (s *Service) ResolveDeposit(ctx context.Context, operator, id uuid.UUID, r 
 // expired transaction is refunded in the same unit of work, so the returned money
 // cannot be counted or accepted later); credited is refused (an expired short
 // payment is credited by accepting the transaction). Other kinds close on their own.
-func (s *Service) ResolveTask(ctx context.Context, operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
-	return run(ctx, s, func(ctx context.Context) (*unmatched.Deposit, error) {
-		d, err := s.resolveTask(ctx, operator, id, r)
+func (s *Service) ResolveTask(ctx context.Context, key idempotency.Request[*unmatched.Deposit], operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
+	return run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (*unmatched.Deposit, error) {
+		d, err := s.resolveTask(ctx, tx, operator, id, r)
 		if err != nil {
 			return nil, err
 		}
@@ -201,7 +238,7 @@ func (s *Service) ResolveTask(ctx context.Context, operator, id uuid.UUID, r Res
 				return nil, err
 			}
 		}
-		idempotency.OnCommit(ctx, func() {
+		tx.AfterCommit(func() {
 			s.log.Info("operator action", "operator_id", operator.String(), "action", "resolve_"+string(r.Action),
 				"refund_task_id", d.ID.String(), "kind", string(d.Kind), "reference", r.reference())
 		})
@@ -209,7 +246,7 @@ func (s *Service) ResolveTask(ctx context.Context, operator, id uuid.UUID, r Res
 	})
 }
 
-func (s *Service) resolveTask(ctx context.Context, operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
+func (s *Service) resolveTask(ctx context.Context, tx lifecycle.Tx, operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
 	d, err := s.unmatched.Task(ctx, id)
 	if err != nil {
 		return nil, err
@@ -224,18 +261,18 @@ func (s *Service) resolveTask(ctx context.Context, operator, id uuid.UUID, r Res
 	case r.TxHash == nil:
 		return nil, apperr.Field(apperr.InvalidRequest, "A refund needs the refund's chain transaction.", "/tx_hash", "is required when action is refunded")
 	}
-	if _, err := s.lifecycle.RefundShort(ctx, *d.TransactionID, lifecycle.Actor{OperatorID: operator}, *r.TxHash); err != nil {
+	if _, err := s.lifecycle.RefundShort(ctx, tx, *d.TransactionID, lifecycle.Actor{OperatorID: operator}, *r.TxHash); err != nil {
 		return nil, err
 	}
 	return s.unmatched.Task(ctx, id)
 }
 
 // BatchPayout records one bank transfer of fiat to partner for the transactions ids.
-func (s *Service) BatchPayout(ctx context.Context, operator, partner uuid.UUID, ids []uuid.UUID, reference string, fiat decimal.Decimal) (*batches.Batch, error) {
-	b, err := run(ctx, s, func(ctx context.Context) (*batches.Batch, error) {
+func (s *Service) BatchPayout(ctx context.Context, key idempotency.Request[*batches.Batch], operator, partner uuid.UUID, ids []uuid.UUID, reference string, fiat decimal.Decimal) (*batches.Batch, error) {
+	b, err := run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (*batches.Batch, error) {
 		b, err := s.batches.CreatePayout(ctx, lifecycle.Actor{OperatorID: operator}, partner, ids, reference, fiat)
 		if err == nil {
-			s.batchLogged(ctx, operator, b)
+			s.batchLogged(tx, operator, b)
 		}
 		return b, err
 	})
@@ -246,11 +283,11 @@ func (s *Service) BatchPayout(ctx context.Context, operator, partner uuid.UUID, 
 }
 
 // BatchFill records one liquidity order at rate for the transactions ids.
-func (s *Service) BatchFill(ctx context.Context, operator uuid.UUID, ids []uuid.UUID, rate decimal.Decimal, reference string) (*batches.Batch, error) {
-	b, err := run(ctx, s, func(ctx context.Context) (*batches.Batch, error) {
+func (s *Service) BatchFill(ctx context.Context, key idempotency.Request[*batches.Batch], operator uuid.UUID, ids []uuid.UUID, rate decimal.Decimal, reference string) (*batches.Batch, error) {
+	b, err := run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (*batches.Batch, error) {
 		b, err := s.batches.CreateFill(ctx, lifecycle.Actor{OperatorID: operator}, ids, rate, reference)
 		if err == nil {
-			s.batchLogged(ctx, operator, b)
+			s.batchLogged(tx, operator, b)
 		}
 		return b, err
 	})
@@ -260,8 +297,8 @@ func (s *Service) BatchFill(ctx context.Context, operator uuid.UUID, ids []uuid.
 	return b, err
 }
 
-func (s *Service) batchLogged(ctx context.Context, operator uuid.UUID, b *batches.Batch) {
-	idempotency.OnCommit(ctx, func() {
+func (s *Service) batchLogged(tx lifecycle.Tx, operator uuid.UUID, b *batches.Batch) {
+	tx.AfterCommit(func() {
 		s.log.Info("operator action", "operator_id", operator.String(), "action", "batch_"+string(b.Kind),
 			"batch_id", b.ID.String(), "transactions", len(b.TransactionIDs), "reference", b.Reference,
 			"fiat_amount", money.FormatFiat(b.FiatAmount))
@@ -275,13 +312,13 @@ type NewPartner struct {
 }
 
 // CreatePartner creates a partner named name and its first key.
-func (s *Service) CreatePartner(ctx context.Context, operator uuid.UUID, name string) (NewPartner, error) {
-	return run(ctx, s, func(ctx context.Context) (NewPartner, error) {
+func (s *Service) CreatePartner(ctx context.Context, key idempotency.Request[NewPartner], operator uuid.UUID, name string) (NewPartner, error) {
+	return run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (NewPartner, error) {
 		p, key, err := s.partners.Create(ctx, name)
 		if err != nil {
 			return NewPartner{}, err
 		}
-		return NewPartner{Partner: p, Secret: key}, s.audited(ctx, operator, audit.PartnerCreated, p.ID, p.Name)
+		return NewPartner{Partner: p, Secret: key}, s.audited(ctx, tx, operator, audit.PartnerCreated, p.ID, p.Name)
 	})
 }
 
@@ -292,13 +329,13 @@ type NewOperator struct {
 }
 
 // CreateOperator creates an operator named name and their first key.
-func (s *Service) CreateOperator(ctx context.Context, operator uuid.UUID, name string) (NewOperator, error) {
-	return run(ctx, s, func(ctx context.Context) (NewOperator, error) {
+func (s *Service) CreateOperator(ctx context.Context, key idempotency.Request[NewOperator], operator uuid.UUID, name string) (NewOperator, error) {
+	return run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (NewOperator, error) {
 		o, key, err := s.operators.Create(ctx, name)
 		if err != nil {
 			return NewOperator{}, err
 		}
-		return NewOperator{Operator: o, Secret: key}, s.audited(ctx, operator, audit.OperatorCreated, o.ID, o.Name)
+		return NewOperator{Operator: o, Secret: key}, s.audited(ctx, tx, operator, audit.OperatorCreated, o.ID, o.Name)
 	})
 }
 
@@ -319,8 +356,8 @@ func (s *Service) MintFor(ctx context.Context, owner apikeys.Owner, id uuid.UUID
 }
 
 // IssueKey adds a key to account id of kind owner.
-func (s *Service) IssueKey(ctx context.Context, operator uuid.UUID, owner apikeys.Owner, id uuid.UUID) (*apikeys.Issued, error) {
-	return run(ctx, s, func(ctx context.Context) (*apikeys.Issued, error) {
+func (s *Service) IssueKey(ctx context.Context, key idempotency.Request[*apikeys.Issued], operator uuid.UUID, owner apikeys.Owner, id uuid.UUID) (*apikeys.Issued, error) {
+	return run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (*apikeys.Issued, error) {
 		mint, err := s.MintFor(ctx, owner, id)
 		if err != nil {
 			return nil, err
@@ -329,14 +366,14 @@ func (s *Service) IssueKey(ctx context.Context, operator uuid.UUID, owner apikey
 		if err != nil {
 			return nil, err
 		}
-		return k, s.audited(ctx, operator, audit.KeyCreated, k.Key.ID, k.Key.Prefix)
+		return k, s.audited(ctx, tx, operator, audit.KeyCreated, k.Key.ID, k.Key.Prefix)
 	})
 }
 
 // RollKey replaces key keyID of account id with a new one; the old key works for
 // overlap more.
-func (s *Service) RollKey(ctx context.Context, operator uuid.UUID, owner apikeys.Owner, id, keyID uuid.UUID, overlap time.Duration) (*apikeys.Issued, error) {
-	return run(ctx, s, func(ctx context.Context) (*apikeys.Issued, error) {
+func (s *Service) RollKey(ctx context.Context, key idempotency.Request[*apikeys.Issued], operator uuid.UUID, owner apikeys.Owner, id, keyID uuid.UUID, overlap time.Duration) (*apikeys.Issued, error) {
+	return run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (*apikeys.Issued, error) {
 		mint, err := s.MintFor(ctx, owner, id)
 		if err != nil {
 			return nil, err
@@ -345,14 +382,14 @@ func (s *Service) RollKey(ctx context.Context, operator uuid.UUID, owner apikeys
 		if err != nil {
 			return nil, err
 		}
-		s.forget(ctx, owner, id, keyID)
-		return k, s.audited(ctx, operator, audit.KeyRolled, keyID, k.Key.Prefix)
+		s.forget(ctx, tx, owner, id, keyID)
+		return k, s.audited(ctx, tx, operator, audit.KeyRolled, keyID, k.Key.Prefix)
 	})
 }
 
 // RevokeKey revokes key keyID of account id.
-func (s *Service) RevokeKey(ctx context.Context, operator uuid.UUID, owner apikeys.Owner, id, keyID uuid.UUID) (*apikeys.Key, error) {
-	return run(ctx, s, func(ctx context.Context) (*apikeys.Key, error) {
+func (s *Service) RevokeKey(ctx context.Context, key idempotency.Request[*apikeys.Key], operator uuid.UUID, owner apikeys.Owner, id, keyID uuid.UUID) (*apikeys.Key, error) {
+	return run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (*apikeys.Key, error) {
 		if _, err := s.MintFor(ctx, owner, id); err != nil {
 			return nil, err
 		}
@@ -360,31 +397,31 @@ func (s *Service) RevokeKey(ctx context.Context, operator uuid.UUID, owner apike
 		if err != nil {
 			return nil, err
 		}
-		s.forget(ctx, owner, id, keyID)
-		return k, s.audited(ctx, operator, audit.KeyRevoked, keyID, k.Prefix)
+		s.forget(ctx, tx, owner, id, keyID)
+		return k, s.audited(ctx, tx, operator, audit.KeyRevoked, keyID, k.Prefix)
 	})
 }
 
 // forget drops a partner key from this instance's cache once the change committed,
 // so its new expiry or revocation holds here at once.
-func (s *Service) forget(ctx context.Context, owner apikeys.Owner, id, keyID uuid.UUID) {
+func (s *Service) forget(ctx context.Context, tx lifecycle.Tx, owner apikeys.Owner, id, keyID uuid.UUID) {
 	if owner != apikeys.Partner {
 		return // operator keys are not cached
 	}
 	if k, err := s.keys.Get(ctx, owner, id, keyID); err == nil {
-		idempotency.OnCommit(ctx, func() { s.partners.Forget(k.Hash) })
+		tx.AfterCommit(func() { s.partners.Forget(k.Hash) })
 	}
 }
 
 // audited records an account or key action on subject by operator (audit.CLI: the
 // command line).
-func (s *Service) audited(ctx context.Context, operator uuid.UUID, a audit.Action, subject uuid.UUID, reference string) error {
+func (s *Service) audited(ctx context.Context, tx lifecycle.Tx, operator uuid.UUID, a audit.Action, subject uuid.UUID, reference string) error {
 	if s.audit != nil {
 		if err := s.audit.Record(ctx, audit.Entry{OperatorID: operator, Action: a, SubjectID: &subject, Reference: &reference}); err != nil {
 			return err
 		}
 	}
-	idempotency.OnCommit(ctx, func() {
+	tx.AfterCommit(func() {
 		s.log.Info("operator action", "actor", string(audit.ActorOf(operator)), "operator_id", operator.String(), "action", string(a),
 			"subject_id", subject.String(), "reference", reference)
 	})

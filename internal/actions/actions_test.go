@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/store"
 	"partnerd/internal/testdb"
@@ -35,13 +36,13 @@ func TestActionsAreLogged(t *testing.T) {
 		Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
 	op, id := uuid.New(), uuid.New()
 
-	_, err = s.act(ctx, op, "settle", id, "LP-7", func(ctx context.Context, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+	_, err = s.act(ctx, idempotency.Request[*Acted]{}, op, "settle", id, "LP-7", func(ctx context.Context, _ lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		require.Equal(t, op, by.OperatorID)
 		require.Zero(t, buf.Len(), "nothing is logged before the commit")
 		return &lifecycle.Transaction{ID: id, PartnerID: uuid.New(), Status: lifecycle.Completed}, nil
 	})
 	require.NoError(t, err)
-	_, err = s.act(ctx, op, "payout", id, "NIP-1", func(context.Context, lifecycle.Actor) (*lifecycle.Transaction, error) {
+	_, err = s.act(ctx, idempotency.Request[*Acted]{}, op, "payout", id, "NIP-1", func(context.Context, lifecycle.Tx, lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return nil, apperr.New(apperr.InvalidStateTransition, "no")
 	})
 	require.Error(t, err)

@@ -392,7 +392,9 @@ type expirer struct{ l *lifecycle.Engine }
 // Expire expires id at its deadline. A transaction that moved on, or is gone, is
 // done with; one whose deadline is ahead returns an error so River retries it.
 func (e expirer) Expire(ctx context.Context, id uuid.UUID) error {
-	_, err := e.l.Expire(ctx, id, false)
+	_, err := e.l.Run(ctx, func(ctx context.Context, tx lifecycle.Tx) (*lifecycle.Transaction, error) {
+		return e.l.Expire(ctx, tx, id, false)
+	})
 	switch {
 	case err == nil, errors.Is(err, lifecycle.ErrNoLongerAwaiting),
 		apperr.CodeOf(err) == apperr.InvalidStateTransition, apperr.CodeOf(err) == apperr.NotFound:

@@ -61,7 +61,7 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	a.partnerUsers = partnerusers.New(partnerusers.Deps{Store: store.For[partnerusers.Tx](st), Partners: a.partners,
 		Audit: a.audit, Now: store.Now, Logger: a.log})
 	a.actions = actions.New(actions.Deps{Lifecycle: a.lifecycle, Audit: a.audit, Unmatched: a.unmatched, Batches: a.batches,
-		Partners: a.partners, Operators: a.operators, Keys: a.keys, Logger: a.log})
+		Partners: a.partners, Operators: a.operators, Keys: a.keys, Fills: st, Logger: a.log})
 	if err := operatorapi.Register(e, operatorapi.Deps{
 		Operators:    a.operators,
 		Stages:       stages,

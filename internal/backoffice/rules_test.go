@@ -118,7 +118,9 @@ func (b *bed) detected(t *testing.T, crypto, fiat string, confirmations int) uui
 		}
 		return lifecycle.Record(ctx, tx, tr, lifecycle.MustLookup(lifecycle.None, lifecycle.Create), nil, now)
 	}))
-	_, err := b.engine.DetectGenerated(ctx, tr.ID, lifecycle.DepositInput{ID: "dep_" + uuid.NewString(), Hash: "0xhash-" + tr.ID.String(), From: "0xfrom", Confirmations: confirmations})
+	_, err := b.engine.Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+		return b.engine.DetectGenerated(ctx, unit, tr.ID, lifecycle.DepositInput{ID: "dep_" + uuid.NewString(), Hash: "0xhash-" + tr.ID.String(), From: "0xfrom", Confirmations: confirmations})
+	})
 	require.NoError(t, err)
 	return tr.ID
 }
@@ -139,19 +141,27 @@ func TestOverviewAndCase(t *testing.T) {
 
 			b.detected(t, "10", "15000", 3) // awaiting its fill
 			filled := b.detected(t, "2", "3000", 3)
-			_, err := b.engine.FillOrder(ctx, filled, b.by, d("1510"), d("3020"), "LQ-1")
+			_, err := b.engine.Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+				return b.engine.FillOrder(ctx, unit, filled, b.by, d("1510"), d("3020"), "LQ-1")
+			})
 			require.NoError(t, err)
 			paid := b.detected(t, "1", "1500.50", 3)
-			_, err = b.engine.FillOrder(ctx, paid, b.by, d("1500"), d("1500.50"), "LQ-2")
+			_, err = b.engine.Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+				return b.engine.FillOrder(ctx, unit, paid, b.by, d("1500"), d("1500.50"), "LQ-2")
+			})
 			require.NoError(t, err)
-			_, err = b.engine.SettleOrder(ctx, paid, b.by, "ST-2")
+			_, err = b.engine.Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+				return b.engine.SettleOrder(ctx, unit, paid, b.by, "ST-2")
+			})
 			require.NoError(t, err)
 			failed := b.detected(t, "4", "6000", 1)
-			_, err = b.engine.FailBy(ctx, failed, b.by, "the node lost it")
+			_, err = b.engine.Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+				return b.engine.FailBy(ctx, unit, failed, b.by, "the node lost it")
+			})
 			require.NoError(t, err)
 			b.detected(t, "5", "7500", 1) // still confirming
 			for i, hash := range []string{"0x01", "0x02", "0x03"} {
-				task, err := b.tasks.Record(ctx, unmatched.Deposit{Network: chain.BEP20, TxHash: hash, FromAddress: "0xf", ToAddress: "0xt",
+				task, err := b.tasks.Record(ctx, b.st, unmatched.Deposit{Network: chain.BEP20, TxHash: hash, FromAddress: "0xf", ToAddress: "0xt",
 					Amount: d("1"), RawAmount: "1000000000000000000", BlockNumber: 1})
 				require.NoError(t, err)
 				if i == 0 {

@@ -58,6 +58,8 @@ type Query struct {
 
 // Tx is the unit of work a batch is written in.
 type Tx interface {
+	// The lifecycle's changes of the batch's transactions are made in it.
+	lifecycle.Tx
 	// InsertBatch writes b and its items (a transaction already in a batch of the
 	// kind fails the unit of work).
 	InsertBatch(ctx context.Context, b *Batch) error
@@ -163,7 +165,7 @@ func (s *Service) CreatePayout(ctx context.Context, by lifecycle.Actor, partnerI
 			return err
 		}
 		for _, t := range ts {
-			if _, err := s.engine.PayOut(ctx, t.ID, by, reference, &lifecycle.PayoutBatch{ID: b.ID, Amount: fiat}); err != nil {
+			if _, err := s.engine.PayOut(ctx, tx, t.ID, by, reference, &lifecycle.PayoutBatch{ID: b.ID, Amount: fiat}); err != nil {
 				return err
 			}
 			if err := s.record(ctx, by, audit.BatchPayout, t.ID, b); err != nil {
@@ -217,7 +219,7 @@ func (s *Service) CreateFill(ctx context.Context, by lifecycle.Actor, ids []uuid
 			return err
 		}
 		for i, t := range ts {
-			if _, err := s.engine.FillOrder(ctx, t.ID, by, rate, amounts[i], reference); err != nil {
+			if _, err := s.engine.FillOrder(ctx, tx, t.ID, by, rate, amounts[i], reference); err != nil {
 				return err
 			}
 			if err := s.record(ctx, by, audit.BatchFill, t.ID, b); err != nil {

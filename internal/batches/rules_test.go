@@ -83,7 +83,9 @@ func (b *bed) awaitingFill(t *testing.T, partner uuid.UUID, crypto, fiat string)
 		}
 		return lifecycle.Record(ctx, tx, tr, lifecycle.MustLookup(lifecycle.None, lifecycle.Create), nil, now)
 	}))
-	got, err := b.engine.DetectGenerated(ctx, tr.ID, lifecycle.DepositInput{ID: "dep_" + uuid.NewString(), Hash: "0x" + uuid.NewString(), From: "0xfrom", Confirmations: 1})
+	got, err := b.engine.Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+		return b.engine.DetectGenerated(ctx, unit, tr.ID, lifecycle.DepositInput{ID: "dep_" + uuid.NewString(), Hash: "0x" + uuid.NewString(), From: "0xfrom", Confirmations: 1})
+	})
 	require.NoError(t, err)
 	require.Equal(t, lifecycle.DepositConfirming, got.Status)
 	require.Equal(t, lifecycle.DepositStatusConfirmed, got.Deposit.Status)
@@ -202,9 +204,13 @@ func TestPayout(t *testing.T) {
 			p, q := b.partner(t), b.partner(t)
 			completed := func(partner uuid.UUID, crypto, fiat string) uuid.UUID {
 				id := b.awaitingFill(t, partner, crypto, fiat)
-				_, err := b.engine.FillOrder(ctx, id, b.by, d("1500"), d(fiat), "LQ")
+				_, err := b.engine.Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+					return b.engine.FillOrder(ctx, unit, id, b.by, d("1500"), d(fiat), "LQ")
+				})
 				require.NoError(t, err)
-				tr, err := b.engine.SettleOrder(ctx, id, b.by, "ST")
+				tr, err := b.engine.Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+					return b.engine.SettleOrder(ctx, unit, id, b.by, "ST")
+				})
 				require.NoError(t, err)
 				require.Equal(t, lifecycle.Completed, tr.Status)
 				return id

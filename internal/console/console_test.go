@@ -34,9 +34,13 @@ func create(t *testing.T, c *client.ClientWithResponses, ref, fiat string) clien
 func confirmed(t *testing.T, env *apitest.Env, id uuid.UUID, hash string) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := env.App.Lifecycle().DetectDeposit(ctx, id, lifecycle.DepositInput{ID: "dep_" + uuid.NewString(), Hash: hash, Confirmations: 1})
+	_, err := env.App.Lifecycle().Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+		return env.App.Lifecycle().DetectDeposit(ctx, unit, id, lifecycle.DepositInput{ID: "dep_" + uuid.NewString(), Hash: hash, Confirmations: 1})
+	})
 	require.NoError(t, err)
-	_, err = env.App.Lifecycle().Confirm(ctx, id, 15)
+	_, err = env.App.Lifecycle().Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+		return env.App.Lifecycle().Confirm(ctx, unit, id, 15)
+	})
 	require.NoError(t, err)
 }
 

@@ -41,9 +41,15 @@ func TestConsoleOverviewCountsAddUp(t *testing.T) {
 // pay sends one transfer of amount to tx, confirmed at once.
 func pay(t *testing.T, env *apitest.Env, tx client.Transaction, amount string, i int) lifecycle.Outcome {
 	t.Helper()
-	_, out, err := env.App.Lifecycle().Receive(context.Background(), tx.Id, lifecycle.Incoming{ID: "dep_" + uuid.NewString(),
-		Hash: "0x" + strings.Repeat("0", 62) + strconv.Itoa(10+i), From: "0x" + strings.Repeat("5e", 20), To: tx.DepositAddress,
-		Amount: decimal.RequireFromString(amount), Confirmations: 100})
+	var out lifecycle.Outcome
+	l := env.App.Lifecycle()
+	_, err := l.Run(context.Background(), func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+		t, o, err := l.Receive(ctx, unit, tx.Id, lifecycle.Incoming{ID: "dep_" + uuid.NewString(),
+			Hash: "0x" + strings.Repeat("0", 62) + strconv.Itoa(10+i), From: "0x" + strings.Repeat("5e", 20), To: tx.DepositAddress,
+			Amount: decimal.RequireFromString(amount), Confirmations: 100})
+		out = o
+		return t, err
+	})
 	require.NoError(t, err)
 	return out
 }
@@ -69,7 +75,9 @@ func overviewCountsFlow(t *testing.T, db testdb.Database) {
 	require.Equal(t, http.StatusOK, f.StatusCode(), string(f.Body))
 	short := create(t, pc, "SHORT-"+uuid.NewString()[:8], "4000.00")
 	require.Equal(t, lifecycle.Counted, pay(t, env, short, "1.5", 4))
-	_, err = env.App.Lifecycle().Expire(bg, short.Id, true)
+	_, err = env.App.Lifecycle().Run(bg, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+		return env.App.Lifecycle().Expire(ctx, unit, short.Id, true)
+	})
 	require.NoError(t, err)
 	dusty := create(t, pc, "DUST-"+uuid.NewString()[:8], "2000.00")
 	for i, a := range []string{"0.25", "0.5", "0.75"} {

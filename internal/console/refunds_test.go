@@ -41,8 +41,13 @@ func refundsAndFillFlow(t *testing.T, db testdb.Database) {
 	dusty := create(t, pc, "DUST-"+uuid.NewString()[:8], "5000.00")
 	dustHash := "0x" + strings.Repeat("d1", 32)
 	sender := "0x" + strings.Repeat("5e", 20)
-	_, out, err := env.App.Lifecycle().Receive(bg, dusty.Id, lifecycle.Incoming{ID: "dep_" + uuid.NewString(), Hash: dustHash, From: sender,
-		To: dusty.DepositAddress, Amount: decimal.RequireFromString("0.25"), Confirmations: 1})
+	var out lifecycle.Outcome
+	_, err := env.App.Lifecycle().Run(bg, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+		t, o, err := env.App.Lifecycle().Receive(ctx, unit, dusty.Id, lifecycle.Incoming{ID: "dep_" + uuid.NewString(), Hash: dustHash, From: sender,
+			To: dusty.DepositAddress, Amount: decimal.RequireFromString("0.25"), Confirmations: 1})
+		out = o
+		return t, err
+	})
 	require.NoError(t, err)
 	require.Equal(t, lifecycle.Dust, out)
 

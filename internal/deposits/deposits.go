@@ -16,6 +16,7 @@ import (
 
 	"partnerd/internal/chain"
 	"partnerd/internal/lifecycle"
+	"partnerd/internal/unmatched"
 )
 
 // ChainTransfer is a token transfer to one of our deposit addresses, identified by
@@ -54,24 +55,30 @@ const (
 	TransferUnmatched = "unmatched"
 )
 
-// ChainStore is what the deposit watcher keeps in the database. Its writes run
-// inside the batch's unit of work (WithTx): the ctx they are given carries it.
-type ChainStore interface {
-	// WithTx runs fn in a unit of work; the lifecycle changes of a batch join it.
-	WithTx(ctx context.Context, fn func(ctx context.Context, tx lifecycle.Tx) error) error
-	ChainCursor(ctx context.Context, network string) (*chain.Cursor, error)
+// Tx is the unit of work of a batch of transfers: the lifecycle's changes and the
+// watcher's own bookkeeping of each transfer, committed together.
+type Tx interface {
+	lifecycle.Tx
 	// MoveChainCursor sets the cursor to next if it is still prev (nil: unset) and
 	// reports whether it did.
 	MoveChainCursor(ctx context.Context, network string, prev *chain.Cursor, next chain.Cursor) (bool, error)
 	// ChainTransfer returns the transfer with that key, or nil.
 	ChainTransfer(ctx context.Context, network, txHash string, logIndex uint) (*ChainTransfer, error)
 	SaveChainTransfer(ctx context.Context, t *ChainTransfer) error
-	PendingChainTransfers(ctx context.Context, network string) ([]ChainTransfer, error)
-	// WatchedAddresses returns which of addrs are deposit addresses of network.
-	WatchedAddresses(ctx context.Context, network string, addrs []string) (map[string]bool, error)
 	// TransactionIDByAddress returns the transaction whose deposit address on network is addr.
 	TransactionIDByAddress(ctx context.Context, network, addr string) (uuid.UUID, error)
 	DeleteDeposit(ctx context.Context, transactionID uuid.UUID) error
+}
+
+// ChainStore is what the deposit watcher keeps in the database: reads outside a
+// unit of work, and the unit of work (WithTx) in which a batch's writes are made.
+type ChainStore interface {
+	// WithTx runs fn in a unit of work of its own, handing fn its tx.
+	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	ChainCursor(ctx context.Context, network string) (*chain.Cursor, error)
+	PendingChainTransfers(ctx context.Context, network string) ([]ChainTransfer, error)
+	// WatchedAddresses returns which of addrs are deposit addresses of network.
+	WatchedAddresses(ctx context.Context, network string, addrs []string) (map[string]bool, error)
 }
 
 // UnmatchedRecorder is the operators' refund list (unmatched.Service) as the
@@ -81,7 +88,7 @@ type ChainStore interface {
 type UnmatchedRecorder interface {
 	// Forget removes the still-open record of a transfer whose block was
 	// reorganised away (nothing arrived: nothing to refund).
-	Forget(ctx context.Context, network, txHash string, logIndex int) error
+	Forget(ctx context.Context, tx unmatched.Tx, network, txHash string, logIndex int) error
 }
 
 // UnmatchedObserver hears of transfers stored as unmatched (for the log and metrics).
@@ -121,10 +128,10 @@ var ErrCursorMoved = errors.New("chain cursor moved by another scanner")
 // cursor moves from prev to next, all in one database transaction.
 func (d *Deposits) Record(ctx context.Context, network string, prev *chain.Cursor, next chain.Cursor, transfers []chain.Transfer) error {
 	var found []*ChainTransfer
-	err := d.st.WithTx(ctx, func(ctx context.Context, _ lifecycle.Tx) error {
+	err := d.st.WithTx(ctx, func(ctx context.Context, tx Tx) error {
 		found = found[:0]
 		for _, tr := range transfers {
-			row, err := d.record(ctx, tr)
+			row, err := d.record(ctx, tx, tr)
 			if err != nil {
 				return err
 			}
@@ -132,7 +139,7 @@ func (d *Deposits) Record(ctx context.Context, network string, prev *chain.Curso
 				found = append(found, row)
 			}
 		}
-		ok, err := d.st.MoveChainCursor(ctx, network, prev, next)
+		ok, err := tx.MoveChainCursor(ctx, network, prev, next)
 		if err != nil {
 			return err
 		}
@@ -149,16 +156,16 @@ func (d *Deposits) Record(ctx context.Context, network string, prev *chain.Curso
 	return err
 }
 
-func (d *Deposits) record(ctx context.Context, tr chain.Transfer) (*ChainTransfer, error) {
+func (d *Deposits) record(ctx context.Context, tx Tx, tr chain.Transfer) (*ChainTransfer, error) {
 	hash := chain.FormatHash(tr.Network, tr.TxHash)
-	old, err := d.st.ChainTransfer(ctx, tr.Network, hash, tr.LogIndex)
+	old, err := tx.ChainTransfer(ctx, tr.Network, hash, tr.LogIndex)
 	if err != nil {
 		return nil, err
 	}
 	if old != nil && old.State != TransferReorged {
 		return nil, nil // seen before: a no-op
 	}
-	id, err := d.st.TransactionIDByAddress(ctx, tr.Network, tr.ToAddress)
+	id, err := tx.TransactionIDByAddress(ctx, tr.Network, tr.ToAddress)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +181,7 @@ func (d *Deposits) record(ctx context.Context, tr chain.Transfer) (*ChainTransfe
 	}
 	// Never confirmed here, even when already deep enough (a catch-up): the next
 	// poll re-checks the block against the canonical chain first.
-	o, note, err := d.l.ReceiveTransfer(ctx, id, lifecycle.Incoming{
+	o, note, err := d.l.ReceiveTransfer(ctx, tx, id, lifecycle.Incoming{
 		ID: row.DepositID, Token: row.Token, Hash: row.TxHash, LogIndex: int(row.LogIndex), Block: int64(row.Block),
 		From: row.From, To: row.To, Amount: row.Amount, Raw: row.Raw.String(),
 		Confirmations: max(tr.Confirmations, 1), ReceivedAt: row.BlockTime,
@@ -188,7 +195,7 @@ func (d *Deposits) record(ctx context.Context, tr chain.Transfer) (*ChainTransfe
 	default: // dust and transfers the transaction does not take: kept for the operators
 		row.State, row.Note = TransferUnmatched, note
 	}
-	return row, d.st.SaveChainTransfer(ctx, row)
+	return row, tx.SaveChainTransfer(ctx, row)
 }
 
 // Pending returns network's detected deposits that have not confirmed yet.
@@ -220,8 +227,8 @@ func (d *Deposits) Confirm(ctx context.Context, p chain.Pending, confirmations i
 			return true
 		})
 	}
-	return d.onPending(ctx, p, func(ctx context.Context, row *ChainTransfer) error {
-		fate, err := d.l.ConfirmTransfer(ctx, *row.TransactionID, row.DepositID, confirmations, final)
+	return d.onPending(ctx, p, func(ctx context.Context, tx Tx, row *ChainTransfer) error {
+		fate, err := d.l.ConfirmTransfer(ctx, tx, *row.TransactionID, row.DepositID, confirmations, final)
 		if err != nil {
 			return err
 		}
@@ -240,8 +247,8 @@ func (d *Deposits) Drop(ctx context.Context, p chain.Pending) error {
 			return true
 		})
 	}
-	return d.onPending(ctx, p, func(ctx context.Context, row *ChainTransfer) error {
-		fate, emptied, err := d.l.DropTransfer(ctx, *row.TransactionID, row.DepositID, map[string]any{
+	return d.onPending(ctx, p, func(ctx context.Context, tx Tx, row *ChainTransfer) error {
+		fate, emptied, err := d.l.DropTransfer(ctx, tx, *row.TransactionID, row.DepositID, map[string]any{
 			"deposit_id": row.DepositID, "blockchain_hash": row.TxHash, "block": row.Block, "block_hash": row.BlockHash,
 		})
 		if err != nil {
@@ -249,7 +256,7 @@ func (d *Deposits) Drop(ctx context.Context, p chain.Pending) error {
 		}
 		d.settle(row, fate)
 		if emptied {
-			return d.st.DeleteDeposit(ctx, *row.TransactionID)
+			return tx.DeleteDeposit(ctx, *row.TransactionID)
 		}
 		return nil
 	})
@@ -269,20 +276,20 @@ func (d *Deposits) settle(row *ChainTransfer, fate lifecycle.Fate) {
 
 // onPending runs fn on pending transfer p, when it is still pending, and saves
 // the transfer's new state, in one unit of work with the change fn makes.
-func (d *Deposits) onPending(ctx context.Context, p chain.Pending, fn func(ctx context.Context, row *ChainTransfer) error) error {
-	return d.st.WithTx(ctx, func(ctx context.Context, _ lifecycle.Tx) error {
-		row, err := d.st.ChainTransfer(ctx, p.Network, chain.FormatHash(p.Network, p.TxHash), p.LogIndex)
+func (d *Deposits) onPending(ctx context.Context, p chain.Pending, fn func(ctx context.Context, tx Tx, row *ChainTransfer) error) error {
+	return d.st.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+		row, err := tx.ChainTransfer(ctx, p.Network, chain.FormatHash(p.Network, p.TxHash), p.LogIndex)
 		if err != nil {
 			return err
 		}
 		if row == nil || row.State != TransferPending || row.TransactionID == nil {
 			return nil
 		}
-		if err := fn(ctx, row); err != nil {
+		if err := fn(ctx, tx, row); err != nil {
 			return err
 		}
 		if row.State != TransferPending {
-			return d.st.SaveChainTransfer(ctx, row)
+			return tx.SaveChainTransfer(ctx, row)
 		}
 		return nil
 	})
@@ -292,8 +299,8 @@ func (d *Deposits) onPending(ctx context.Context, p chain.Pending, fn func(ctx c
 // in one unit of work; a transfer dropped by a reorganisation also leaves the
 // operators' list (it never arrived), and is recorded again if it reappears.
 func (d *Deposits) onUnmatched(ctx context.Context, p chain.Pending, fn func(row *ChainTransfer) bool) error {
-	return d.st.WithTx(ctx, func(ctx context.Context, _ lifecycle.Tx) error {
-		row, err := d.st.ChainTransfer(ctx, p.Network, chain.FormatHash(p.Network, p.TxHash), p.LogIndex)
+	return d.st.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+		row, err := tx.ChainTransfer(ctx, p.Network, chain.FormatHash(p.Network, p.TxHash), p.LogIndex)
 		if err != nil || row == nil || row.State != TransferUnmatched || row.Final {
 			return err
 		}
@@ -301,10 +308,10 @@ func (d *Deposits) onUnmatched(ctx context.Context, p chain.Pending, fn func(row
 			return nil
 		}
 		if row.State == TransferReorged && d.unmatched != nil {
-			if err := d.unmatched.Forget(ctx, row.Network, row.TxHash, int(row.LogIndex)); err != nil {
+			if err := d.unmatched.Forget(ctx, tx, row.Network, row.TxHash, int(row.LogIndex)); err != nil {
 				return err
 			}
 		}
-		return d.st.SaveChainTransfer(ctx, row)
+		return tx.SaveChainTransfer(ctx, row)
 	})
 }

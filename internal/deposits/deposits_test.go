@@ -45,7 +45,7 @@ func newBed(t *testing.T, url string) *bed {
 		FeeRate: decimal.RequireFromString("0.01"), ShareRate: decimal.RequireFromString("0.5"), CreatedAt: store.Now()}
 	require.NoError(t, st.CreatePartner(ctx, p))
 	engine := lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{Required: map[string]int{chain.BEP20: 2}, Now: store.Now})
-	return &bed{st: st, partner: p.ID, d: deposits.New(engine, store.For[lifecycle.Tx](st), nil, nil), block: 100}
+	return &bed{st: st, partner: p.ID, d: deposits.New(engine, store.For[deposits.Tx](st), nil, nil), block: 100}
 }
 
 // awaiting inserts a transaction of 10 USDT awaiting its deposit at addr.

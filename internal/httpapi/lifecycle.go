@@ -22,15 +22,16 @@ func (s *Server) CancelTransaction(ctx context.Context, req api.CancelTransactio
 	if err != nil {
 		return nil, err
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, t *lifecycle.Transaction) (api.CancelTransactionResponseObject, error) {
+	answer := func(t *lifecycle.Transaction) api.CancelTransactionResponseObject {
 		msg := "Transaction cancelled."
-		return api.CancelTransaction200JSONResponse{Body: api.TransactionResponse{Success: true, Message: &msg, Data: transactionOut(t)}}, nil
-	})
-	t, err := s.lifecycle.Cancel(ctx, p.ID, req.Id)
+		return api.CancelTransaction200JSONResponse{Body: api.TransactionResponse{Success: true, Message: &msg, Data: transactionOut(t)}}
+	}
+	key := httpkit.KeyedBy(ctx, answer, api.CancelTransactionResponseObject.VisitCancelTransactionResponse)
+	t, err := s.lifecycle.Cancel(ctx, key, p.ID, req.Id)
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, t)
+	return answer(t), nil
 }
 
 // GetTransactionStatusHistory returns every status change, oldest first.
@@ -72,9 +73,10 @@ func (s *Server) SimulateSandboxEvent(ctx context.Context, req api.SimulateSandb
 	if err != nil {
 		return nil, err
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, t *lifecycle.Transaction) (api.SimulateSandboxEventResponseObject, error) {
-		return api.SimulateSandboxEvent200JSONResponse{TransactionDetailOKJSONResponse: detailResponse(t)}, nil
-	})
+	answer := func(t *lifecycle.Transaction) api.SimulateSandboxEventResponseObject {
+		return api.SimulateSandboxEvent200JSONResponse{TransactionDetailOKJSONResponse: detailResponse(t)}
+	}
+	key := httpkit.KeyedBy(ctx, answer, api.SimulateSandboxEventResponseObject.VisitSimulateSandboxEventResponse)
 	b := req.Body
 	ev := sandbox.Event{
 		Type: lifecycle.EventType(b.Event), TransactionID: b.TransactionId, DepositID: b.DepositId, Hash: b.BlockchainHash,
@@ -86,11 +88,11 @@ func (s *Server) SimulateSandboxEvent(ctx context.Context, req api.SimulateSandb
 		}
 		ev.Amount = &amount
 	}
-	t, err := s.simulator.Simulate(ctx, p.ID, ev)
+	t, err := s.simulator.Simulate(ctx, key, p.ID, ev)
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, t)
+	return answer(t), nil
 }
 
 // ListRevenue returns a page of the revenue ledger (GET /revenue).

@@ -114,7 +114,7 @@ func New(d Deps) (*echo.Echo, error) {
 
 	srv := &Server{partners: d.Partners, quotes: d.Quotes, transactions: d.Transactions, lister: d.Lister,
 		lifecycle: d.Lifecycle, ledger: d.Ledger, payouts: d.Payouts, history: d.History, endpoints: d.Endpoints, events: d.Events, log: log,
-		simulator: sandbox.New(d.Lifecycle, d.Transactions)}
+		simulator: sandbox.New(d.Lifecycle)}
 	// The partner API's checks are route middleware of each operation, built from
 	// the contract the same way as the operator API's (httpkit.OperationMiddlewares):
 	// an unknown path or method under BasePath gets Echo's own 404/405 (in the
@@ -141,9 +141,7 @@ func New(d Deps) (*echo.Echo, error) {
 	// In production the simulator route must look absent: its 404 comes before any
 	// key or body check.
 	opMW["simulateSandboxEvent"] = append([]echo.MiddlewareFunc{hideInProduction(d.Production)}, opMW["simulateSandboxEvent"]...)
-	api.RegisterHandlersWithOptions(e, api.NewStrictHandler(srv, []api.StrictMiddlewareFunc{func(f api.StrictHandlerFunc, op string) api.StrictHandlerFunc {
-		return httpkit.MustRun(f, op)
-	}}), api.RegisterHandlersOptions{
+	api.RegisterHandlersWithOptions(e, api.NewStrictHandler(srv, nil), api.RegisterHandlersOptions{
 		BaseURL: BasePath, OperationMiddlewares: opMW,
 	})
 	return e, nil

@@ -54,10 +54,11 @@ func (s *Server) CreateQuote(ctx context.Context, req api.CreateQuoteRequestObje
 	if err != nil {
 		return nil, err
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, q *quotes.Quote) (api.CreateQuoteResponseObject, error) {
-		return api.CreateQuote201JSONResponse{Success: true, Data: quoteOut(q)}, nil
-	})
-	q, err := s.quotes.Create(ctx, p.ID, quotes.Request{
+	answer := func(q *quotes.Quote) api.CreateQuoteResponseObject {
+		return api.CreateQuote201JSONResponse{Success: true, Data: quoteOut(q)}
+	}
+	key := httpkit.KeyedBy(ctx, answer, api.CreateQuoteResponseObject.VisitCreateQuoteResponse)
+	q, err := s.quotes.Create(ctx, key, p.ID, quotes.Request{
 		Token:        req.Body.CryptoCurrency,
 		Network:      req.Body.Network,
 		CryptoAmount: req.Body.CryptoAmount,
@@ -66,7 +67,7 @@ func (s *Server) CreateQuote(ctx context.Context, req api.CreateQuoteRequestObje
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, q)
+	return answer(q), nil
 }
 
 func quoteOut(q *quotes.Quote) api.Quote {

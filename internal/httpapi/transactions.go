@@ -16,11 +16,12 @@ func (s *Server) CreateTransaction(ctx context.Context, req api.CreateTransactio
 	if err != nil {
 		return nil, err
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, t *lifecycle.Transaction) (api.CreateTransactionResponseObject, error) {
-		return api.CreateTransaction201JSONResponse{Body: api.TransactionResponse{Success: true, Data: transactionOut(t)}}, nil
-	})
+	answer := func(t *lifecycle.Transaction) api.CreateTransactionResponseObject {
+		return api.CreateTransaction201JSONResponse{Body: api.TransactionResponse{Success: true, Data: transactionOut(t)}}
+	}
+	key := httpkit.KeyedBy(ctx, answer, api.CreateTransactionResponseObject.VisitCreateTransactionResponse)
 	b := req.Body
-	t, err := s.transactions.Create(ctx, p.ID, transactions.CreateRequest{
+	t, err := s.transactions.Create(ctx, key, p.ID, transactions.CreateRequest{
 		MerchantReference: b.MerchantReference,
 		Token:             b.CryptoCurrency,
 		Network:           b.Network,
@@ -33,7 +34,7 @@ func (s *Server) CreateTransaction(ctx context.Context, req api.CreateTransactio
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, t)
+	return answer(t), nil
 }
 
 // GetTransaction returns the detailed snapshot (GET /transactions/{id}).

@@ -31,14 +31,15 @@ func (s *Server) PutWebhookEndpoint(ctx context.Context, req api.PutWebhookEndpo
 	if err != nil {
 		return nil, err
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, r webhook.Registered) (api.PutWebhookEndpointResponseObject, error) {
-		return api.PutWebhookEndpoint200JSONResponse{WebhookEndpointOKJSONResponse: endpointOut(r.Endpoint, r.Secret)}, nil
-	})
-	e, secret, err := s.endpoints.Put(ctx, p.ID, req.Body.Url, req.Body.Enabled)
+	answer := func(r webhook.Registered) api.PutWebhookEndpointResponseObject {
+		return api.PutWebhookEndpoint200JSONResponse{WebhookEndpointOKJSONResponse: endpointOut(r.Endpoint, r.Secret)}
+	}
+	key := httpkit.KeyedBy(ctx, answer, api.PutWebhookEndpointResponseObject.VisitPutWebhookEndpointResponse)
+	e, secret, err := s.endpoints.Put(ctx, key, p.ID, req.Body.Url, req.Body.Enabled)
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, webhook.Registered{Endpoint: e, Secret: secret})
+	return answer(webhook.Registered{Endpoint: e, Secret: secret}), nil
 }
 
 // RotateWebhookSecret replaces the signing secret and returns the new one, once.
@@ -47,14 +48,15 @@ func (s *Server) RotateWebhookSecret(ctx context.Context, _ api.RotateWebhookSec
 	if err != nil {
 		return nil, err
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, r webhook.Registered) (api.RotateWebhookSecretResponseObject, error) {
-		return api.RotateWebhookSecret200JSONResponse{WebhookEndpointOKJSONResponse: endpointOut(r.Endpoint, r.Secret)}, nil
-	})
-	e, secret, err := s.endpoints.Rotate(ctx, p.ID)
+	answer := func(r webhook.Registered) api.RotateWebhookSecretResponseObject {
+		return api.RotateWebhookSecret200JSONResponse{WebhookEndpointOKJSONResponse: endpointOut(r.Endpoint, r.Secret)}
+	}
+	key := httpkit.KeyedBy(ctx, answer, api.RotateWebhookSecretResponseObject.VisitRotateWebhookSecretResponse)
+	e, secret, err := s.endpoints.Rotate(ctx, key, p.ID)
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, webhook.Registered{Endpoint: e, Secret: secret})
+	return answer(webhook.Registered{Endpoint: e, Secret: secret}), nil
 }
 
 func endpointOut(e *webhook.Endpoint, secret string) api.WebhookEndpointOKJSONResponse {
@@ -131,14 +133,15 @@ func (s *Server) ReplayWebhookEvent(ctx context.Context, req api.ReplayWebhookEv
 	if err != nil {
 		return nil, err
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, q webhook.Requeued) (api.ReplayWebhookEventResponseObject, error) {
-		return replayOut(q.Event, q.Replayed), nil
-	})
-	ev, r, err := s.events.Replay(ctx, p.ID, req.EventId)
+	answer := func(q webhook.Requeued) api.ReplayWebhookEventResponseObject {
+		return replayOut(q.Event, q.Replayed)
+	}
+	key := httpkit.KeyedBy(ctx, answer, api.ReplayWebhookEventResponseObject.VisitReplayWebhookEventResponse)
+	ev, r, err := s.events.Replay(ctx, key, p.ID, req.EventId)
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, webhook.Requeued{Event: ev, Replayed: r})
+	return answer(webhook.Requeued{Event: ev, Replayed: r}), nil
 }
 
 // replayOut is the answer to a replay: the event, and when its redelivery is due.

@@ -123,11 +123,13 @@ func CheckRequest(ct Contract) echo.MiddlewareFunc {
 					return apperr.New(apperr.InvalidRequest, "The request body could not be read.")
 				}
 				r.Body = io.NopCloser(bytes.NewReader(body))
-				c.Set(bodyKey, body)
-				if field, p := jsonTextProblem(body); p != "" {
+				// The one decode of the body (see body.go); its canonical form is
+				// kept for an operation that takes a key and was sent one.
+				keyed := op != nil && op.idempotency != nil && r.Header.Get("Idempotency-Key") != ""
+				d, field, p := decodeBody(body, keyed)
+				c.Set(decodedKey, d)
+				if p != "" {
 					bad(field, p)
-				} else if trailingData(body) {
-					bad("body", "must be one JSON value with nothing after it")
 				}
 			}
 			if len(details) > 0 {
@@ -136,22 +138,6 @@ func CheckRequest(ct Contract) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
-}
-
-// trailingData reports whether body holds a well-formed JSON value followed by
-// anything but white space. Decoders stop after the first value and would
-// ignore the rest; a body that is not JSON at all is left to the validator.
-func trailingData(body []byte) bool {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return false
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var v json.RawMessage
-	if err := dec.Decode(&v); err != nil {
-		return false
-	}
-	_, err := dec.Token()
-	return err != io.EOF
 }
 
 // jsonTextProblem walks a JSON document's tokens and returns the JSON pointer and

@@ -1,6 +1,8 @@
 package httpkit
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -101,25 +103,37 @@ func ErrorHandler(log *slog.Logger, unavailable func(error) bool) echo.HTTPError
 		if e.RetryAfterSeconds > 0 {
 			c.Response().Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
 		}
-		details := make([]api.ErrorDetail, 0, len(e.Details))
-		for _, d := range e.Details {
-			details = append(details, api.ErrorDetail{Field: d.Field, Message: d.Message})
-		}
-		body := api.Error{
-			Success: false,
-			Message: e.Message,
-			Error:   api.ErrorInfo{Code: api.ErrorCode(e.Code), Details: details, RequestId: reqID},
-		}
 		var werr error
 		if c.Request().Method == http.MethodHead {
 			werr = c.NoContent(status)
 		} else {
-			werr = c.JSON(status, body)
+			werr = c.JSONBlob(status, errorBody(e, reqID))
 		}
 		if werr != nil {
 			log.Error("write error response", "request_id", reqID, "error", werr.Error())
 		}
 	}
+}
+
+// errorBody is the spec's Error body of e for request reqID, as JSON: the one
+// rendering of an error, written by the error handler and stored with a key
+// (ErrorAnswer), so a replayed error is byte for byte the first one.
+func errorBody(e *apperr.Error, reqID string) []byte {
+	details := make([]api.ErrorDetail, 0, len(e.Details))
+	for _, d := range e.Details {
+		details = append(details, api.ErrorDetail{Field: d.Field, Message: d.Message})
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf) // as echo's c.JSON writes it (a newline after the value)
+	if err := enc.Encode(api.Error{
+		Success: false,
+		Message: e.Message,
+		Error:   api.ErrorInfo{Code: api.ErrorCode(e.Code), Details: details, RequestId: reqID},
+	}); err != nil {
+		// Strings, a bool and a slice of strings: encoding cannot fail.
+		panic(err)
+	}
+	return buf.Bytes()
 }
 
 // toAppError classifies any error into an *apperr.Error safe to show.

@@ -3,11 +3,7 @@ package httpkit
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"io"
 	"net/http"
-	"reflect"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
@@ -16,19 +12,13 @@ import (
 	"partnerd/internal/idempotency"
 )
 
-// bodyKey holds, in the echo context, the request body as the request checks read
-// it: the body is read from the connection once, and the idempotency layer
-// fingerprints those bytes.
-const bodyKey = "partnerd.body"
-
 // idempotent names the request of one operation that declares an Idempotency-Key,
-// for the use case the handler calls: the key (owned by the authenticated owner
-// ownerOf returns: the partner on the partner API, the operator on the operator
-// API), the fingerprint of the body as read once by the request checks, and how an
-// outcome is rendered as the answer stored for retries (see AnswerWith). It opens
-// no unit of work: the use case does, with idempotency.Run, and stores its answer
-// there beside its effects. It runs after authentication and validation, so
-// rejected requests never reach a key.
+// for the handler to hand its use case (Keyed): the key (owned by the
+// authenticated owner ownerOf returns: the partner on the partner API, the
+// operator on the operator API), the fingerprint of the body as read once by the
+// request checks, and the request id the error body names. It opens no unit of
+// work and stores nothing: the use case does, with idempotency.Run. It runs after
+// authentication and validation, so rejected requests never reach a key.
 //
 // An operation whose contract makes the key optional runs unprotected without one
 // (as it did before it took keys), and exactly like a required one with one.
@@ -48,149 +38,83 @@ func idempotent(op *operation, svc *idempotency.Service, ownerOf func(context.Co
 			if err != nil {
 				return err
 			}
-			body, ok := c.Get(bodyKey).([]byte)
-			if !ok {
-				if body, err = io.ReadAll(req.Body); err != nil {
-					return apperr.New(apperr.InvalidRequest, "The request body could not be read.")
-				}
-				req.Body = io.NopCloser(bytes.NewReader(body))
+			// The fingerprint of the body as decoded once by the request checks (its
+			// canonical JSON), or of the bytes as sent when they are no JSON value.
+			var fp string
+			switch d, _ := c.Get(decodedKey).(*decodedBody); {
+			case d != nil && d.canon != nil:
+				fp = idempotency.FingerprintCanonical(req.Method, req.URL.Path, d.canon)
+			case d != nil:
+				fp = idempotency.Fingerprint(req.Method, req.URL.Path, d.raw)
+			default:
+				fp = idempotency.Fingerprint(req.Method, req.URL.Path, nil)
 			}
-			r := &idempotency.Request{
-				Service:     svc,
-				Key:         idempotency.Key{PartnerID: owner, Operation: op.id, Key: keyValue},
-				Fingerprint: idempotency.Fingerprint(req.Method, req.URL.Path, body),
-				Answer: func(context.Context, any, error) (idempotency.Response, error) {
-					return idempotency.Response{}, fmt.Errorf("operation %s renders no answer for its stored key (AnswerWith)", op.id)
-				},
+			k := &keyed{
+				svc:         svc,
+				key:         idempotency.Key{PartnerID: owner, Operation: op.id, Key: keyValue},
+				fingerprint: fp,
+				requestID:   c.Response().Header().Get(echo.HeaderXRequestID),
 			}
-			r.Answer = errorAnswer(c, r.Answer)
-			c.SetRequest(req.WithContext(idempotency.WithRequest(req.Context(), r)))
-			c.Set(requestKey, r)
-			err = next(c)
-			if err == nil || r.Ran() {
-				return err
-			}
-			// The use case failed before its unit of work (while pricing, say): a
-			// retry of a request that once succeeded still gets its stored answer.
-			if stored, lerr := svc.Lookup(c.Request().Context(), r.Key, r.Fingerprint); lerr != nil || stored != nil {
-				if stored != nil {
-					return &idempotency.Replayed{Response: *stored}
-				}
-				if apperr.CodeOf(lerr) == apperr.IdempotencyKeyReused {
-					return lerr
-				}
-			}
-			return err
+			c.SetRequest(req.WithContext(context.WithValue(req.Context(), keyedKey{}, k)))
+			return next(c)
 		}
 	}
 }
 
-// requestKey holds, in the echo context, the operation's idempotency.Request.
-const requestKey = "partnerd.idempotency_request"
-
-// errorAnswer renders an error outcome the way the error handler answers it, so a
-// stored 4xx replays byte for byte; success outcomes go to success. Errors that
-// are never stored (400, 5xx: idempotency.Stored) are not rendered here (the
-// error handler logs what it renders).
-func errorAnswer(c echo.Context, success func(context.Context, any, error) (idempotency.Response, error)) func(context.Context, any, error) (idempotency.Response, error) {
-	return func(ctx context.Context, result any, err error) (idempotency.Response, error) {
-		if err == nil {
-			return success(ctx, result, nil)
-		}
-		e, ok := apperr.As(err)
-		if !ok {
-			return idempotency.Response{Status: http.StatusInternalServerError}, nil
-		}
-		status := StatusOf(e.Code)
-		if !idempotency.Stored(status) {
-			return idempotency.Response{Status: status}, nil
-		}
-		resp := c.Response()
-		orig, buf := resp.Writer, &bufferedWriter{header: resp.Header()}
-		resp.Writer = buf
-		defer func() {
-			resp.Writer = orig
-			resp.Committed = false // nothing has reached the client yet
-		}()
-		c.Echo().HTTPErrorHandler(err, c)
-		return idempotency.Response{Status: buf.status, Body: bytes.Clone(buf.body.Bytes())}, nil
-	}
+// keyed is what the transport knows of a keyed request: the handler turns it into
+// the use case's idempotency.Request (Keyed).
+type keyed struct {
+	svc         *idempotency.Service
+	key         idempotency.Key
+	fingerprint string
+	requestID   string
 }
 
-// AnswerWith makes render the success answer of the request ctx carries, if any:
-// the use case's unit of work stores it for retries (render runs there, before
-// the commit). It returns what the handler answers with: the response rendered in
-// the unit of work when there was one, so the client gets exactly what a retry
-// will, else render's answer now. T is the use case's result, R the operation's
-// generated response object.
-func AnswerWith[T, R any](ctx context.Context, render func(ctx context.Context, t T) (R, error)) func(ctx context.Context, t T) (R, error) {
-	var rendered R
-	var done bool
-	if r := idempotency.RequestOf(ctx); r != nil {
-		base := r.Answer
-		r.Answer = func(ctx context.Context, result any, err error) (idempotency.Response, error) {
-			if err != nil {
-				return base(ctx, nil, err)
-			}
-			t, ok := result.(T)
-			if !ok {
-				return idempotency.Response{}, fmt.Errorf("the use case answered %T, the handler renders %T", result, t)
-			}
-			out, err := render(ctx, t)
-			if err != nil {
-				return idempotency.Response{}, err
-			}
-			rendered, done = out, true
-			return visit(out)
-		}
+type keyedKey struct{}
+
+// Keyed returns the idempotency.Request the handler hands its use case: the key
+// and fingerprint the request came with (the zero Request when it came without
+// a key), render for the answer to a success (pure: the generated response
+// object the handler answers with, written by Answer), and the error body the
+// error handler writes for a failure (ErrorAnswer), so a stored answer replays
+// byte for byte as the first request got it.
+func Keyed[T any](ctx context.Context, render func(T) (idempotency.Response, error)) idempotency.Request[T] {
+	k, _ := ctx.Value(keyedKey{}).(*keyed)
+	if k == nil {
+		return idempotency.Request[T]{}
 	}
-	return func(ctx context.Context, t T) (R, error) {
-		if done {
-			return rendered, nil
-		}
-		return render(ctx, t)
-	}
+	return idempotency.Request[T]{Service: k.svc, Key: k.key, Fingerprint: k.fingerprint, Render: render,
+		RenderError: func(err error) idempotency.Response { return ErrorAnswer(k.requestID, err) }}
 }
 
-// visit writes a generated response object (whose one method Visit…Response
-// writes it) into a buffer and returns the status and body written.
-func visit(obj any) (idempotency.Response, error) {
-	v := reflect.ValueOf(obj)
-	if !v.IsValid() {
-		return idempotency.Response{}, fmt.Errorf("no response to store")
+// Answer writes a generated response object (visit is its Visit…Response method)
+// into a buffer and returns the status and body written: the answer stored for
+// retries is exactly what the handler's answer writes.
+func Answer(visit func(http.ResponseWriter) error) (idempotency.Response, error) {
+	buf := &bufferedWriter{header: http.Header{}}
+	if err := visit(buf); err != nil {
+		return idempotency.Response{}, err
 	}
-	for i := 0; i < v.NumMethod(); i++ {
-		name := v.Type().Method(i).Name
-		if !strings.HasPrefix(name, "Visit") || !strings.HasSuffix(name, "Response") {
-			continue
-		}
-		buf := &bufferedWriter{header: http.Header{}}
-		out := v.Method(i).Call([]reflect.Value{reflect.ValueOf(http.ResponseWriter(buf))})
-		if err, _ := out[0].Interface().(error); err != nil {
-			return idempotency.Response{}, err
-		}
-		status := buf.status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		return idempotency.Response{Status: status, Body: bytes.Clone(buf.body.Bytes())}, nil
+	status := buf.status
+	if status == 0 {
+		status = http.StatusOK
 	}
-	return idempotency.Response{}, fmt.Errorf("%T is not a generated response object", obj)
+	return idempotency.Response{Status: status, Body: buf.body.Bytes()}, nil
 }
 
-// MustRun is the strict-handler middleware of both APIs that holds every
-// state-changing operation to the rule of idempotency.Run: an operation called
-// with an Idempotency-Key whose use case answered without running under it (its
-// key unstored, its effects unprotected) is a defect, answered as an internal
-// error rather than passed off as safe to retry.
-func MustRun(f func(echo.Context, any) (any, error), operationID string) func(echo.Context, any) (any, error) {
-	return func(c echo.Context, request any) (any, error) {
-		out, err := f(c, request)
-		if r, ok := c.Get(requestKey).(*idempotency.Request); ok && err == nil && !r.Ran() {
-			return nil, fmt.Errorf("operation %s answered without running its use case under idempotency.Run", operationID)
-		}
-		return out, err
+// ErrorAnswer is the answer to a use case's failure as the error handler writes
+// it (the same status and errorBody), for storing with the key; answers that are
+// never stored (400, 5xx: idempotency.Stored) carry only their status.
+func ErrorAnswer(requestID string, err error) idempotency.Response {
+	e, ok := apperr.As(err)
+	if !ok {
+		return idempotency.Response{Status: http.StatusInternalServerError}
 	}
+	status := StatusOf(e.Code)
+	if !idempotency.Stored(status) {
+		return idempotency.Response{Status: status}
+	}
+	return idempotency.Response{Status: status, Body: errorBody(e, requestID)}
 }
 
 // writeReplay sends a stored answer as it was stored, marked as a replay.
@@ -223,4 +147,15 @@ func (b *bufferedWriter) Write(p []byte) (int, error) {
 		b.status = http.StatusOK
 	}
 	return b.body.Write(p)
+}
+
+// KeyedBy is Keyed for a handler whose answer to the use case's result is
+// answer(t), a generated response object written by its Visit…Response method
+// (visit, as a method expression: api.XResponseObject.VisitXResponse). The
+// handler answers with answer of the result the use case returns, so the client
+// gets exactly what a retry will.
+func KeyedBy[T, R any](ctx context.Context, answer func(T) R, visit func(R, http.ResponseWriter) error) idempotency.Request[T] {
+	return Keyed(ctx, func(t T) (idempotency.Response, error) {
+		return Answer(func(w http.ResponseWriter) error { return visit(answer(t), w) })
+	})
 }

@@ -11,34 +11,65 @@ package httpkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
-	echomw "github.com/oapi-codegen/echo-middleware"
 
 	"partnerd/internal/idempotency"
 )
 
 // RouteValidator validates requests against spec (paths carrying their base path)
 // and turns findings into the partner API's invalid_request or
-// idempotency_key_missing errors. Authentication is the caller's.
+// idempotency_key_missing errors. Parameters and headers go through kin-openapi's
+// openapi3filter as they come; the body is the value CheckRequest decoded once,
+// validated in place (validateBody) rather than decoded again. Every finding of
+// both is reported together. Authentication is the caller's.
 func RouteValidator(spec *openapi3.T) echo.MiddlewareFunc {
-	return echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
-		Options: openapi3filter.Options{
-			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
-			MultiError:         true,
-		},
-		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError { return wrapValidation(me) },
-		ErrorHandler: func(c echo.Context, he *echo.HTTPError) error {
-			if he.Internal != nil && he.Code == 400 {
-				return validationError(he.Internal)
+	router, err := gorillamux.NewRouter(spec)
+	if err != nil {
+		panic(fmt.Sprintf("route validator: %v", err))
+	}
+	opts := &openapi3filter.Options{
+		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+		MultiError:         true,
+		ExcludeRequestBody: true,
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			route, pathParams, err := router.FindRoute(req)
+			if err != nil {
+				var re *routers.RouteError
+				if errors.As(err, &re) {
+					return echo.NewHTTPError(http.StatusNotFound, re.Reason)
+				}
+				return fmt.Errorf("find route: %w", err)
 			}
-			return he
-		},
-	})
+			input := &openapi3filter.RequestValidationInput{Request: req, PathParams: pathParams, Route: route, Options: opts}
+			var found openapi3.MultiError
+			if err := openapi3filter.ValidateRequest(req.Context(), input); err != nil {
+				if !errors.As(err, &found) {
+					found = openapi3.MultiError{err}
+				}
+			}
+			if rb := route.Operation.RequestBody; rb != nil && rb.Value != nil {
+				if err := validateBody(c, input, rb.Value); err != nil {
+					found = append(found, err)
+				}
+			}
+			if len(found) > 0 {
+				return validationError(found)
+			}
+			return next(c)
+		}
+	}
 }
 
 // Deadline bounds a request's work by RequestDeadline.

@@ -13,6 +13,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -67,28 +69,14 @@ type Tx interface {
 	AfterCommit(f func())
 }
 
-type txKey struct{}
-
-// OnCommit runs f once the request's effects have committed: ctx is the one Do (or
-// Run) hands its work, and f runs after that unit of work commits, or never if it
-// rolls back. Outside one it runs f at once. Audit lines of actions use it, so they never
-// report a change that did not happen.
-func OnCommit(ctx context.Context, f func()) {
-	if tx, ok := ctx.Value(txKey{}).(committer); ok {
-		tx.AfterCommit(f)
-		return
-	}
-	f()
-}
-
-// committer is a unit of work that runs hooks after its commit.
-type committer interface{ AfterCommit(f func()) }
-
 // Store opens units of work and keeps keys.
 type Store interface {
-	// WithTx runs fn in a unit of work (see store.Transact): fn's ctx carries it,
-	// so the request's domain services join it.
+	// WithTx runs fn in a unit of work of its own: the key's look-ups and the
+	// stored answers of requests that ran apart (DoApart) or failed (Do).
 	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// KeysIn returns the keys in tx, a unit of work opened by this store (through
+	// any domain's Begin): a use case's answer is stored in its own unit of work.
+	KeysIn(tx any) (Tx, error)
 	// PurgeKeys deletes keys that expired before t and returns how many.
 	PurgeKeys(ctx context.Context, t time.Time) (int64, error)
 }
@@ -121,6 +109,12 @@ func Fingerprint(method, path string, body []byte) string {
 			}
 		}
 	}
+	return FingerprintCanonical(method, path, canon)
+}
+
+// FingerprintCanonical is Fingerprint of a body already in canonical JSON (the
+// transport's one decode, marshalled back): no second decode.
+func FingerprintCanonical(method, path string, canon []byte) string {
 	h := sha256.New()
 	h.Write([]byte(method))
 	h.Write([]byte{0})
@@ -149,7 +143,7 @@ func Stored(status int) bool { return status < 500 && status != 400 }
 //  1. look the key up: a key done with the same fingerprint returns its stored
 //     answer (Replayed) without running fn; another fingerprint is
 //     IdempotencyKeyReused;
-//  2. run fn with a ctx that carries the unit of work, so its effects join it;
+//  2. run fn, whose effects join the unit of work (Run hands it to the use case);
 //  3. store fn's answer under the key beside the effects and commit both at once
 //     if it is a 2xx. Any other answer rolls the effects back, and a stored 4xx
 //     (see Stored) is then recorded on its own.
@@ -161,8 +155,15 @@ func Stored(status int) bool { return status < 500 && status != 400 }
 // ever committed without its answer, so a request that crashes, or whose server
 // dies mid-way, leaves nothing behind: a retry executes at once.
 func (s *Service) Do(ctx context.Context, k Key, fp string, fn func(ctx context.Context) (Response, error)) (Response, error) {
+	return s.do(ctx, s.store.WithTx, k, fp, fn)
+}
+
+// do is Do with the unit of work opened by open, which hands its body the keys in
+// that unit of work.
+func (s *Service) do(ctx context.Context, open func(ctx context.Context, body func(ctx context.Context, keys Tx) error) error,
+	k Key, fp string, fn func(ctx context.Context) (Response, error)) (Response, error) {
 	var out Response
-	err := s.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+	err := open(ctx, func(ctx context.Context, tx Tx) error {
 		if replay, err := s.lookup(ctx, tx, k, fp); err != nil || replay != nil {
 			if replay != nil {
 				out = *replay
@@ -170,7 +171,7 @@ func (s *Service) Do(ctx context.Context, k Key, fp string, fn func(ctx context.
 			return err
 		}
 		var err error
-		if out, err = fn(context.WithValue(ctx, txKey{}, tx)); err != nil {
+		if out, err = fn(ctx); err != nil {
 			return err
 		}
 		if out.Status < 200 || out.Status > 299 {
@@ -319,44 +320,40 @@ func (s *Service) Purge(ctx context.Context) (int64, error) {
 	return s.store.PurgeKeys(ctx, s.now())
 }
 
-// Request is a state-changing call as its caller made it: the key it came with
-// and the request's fingerprint, the Service keeping that caller's keys, and how
-// to turn the use case's outcome into the answer a retry gets back (Answer). The
-// transport builds it (the HTTP layer, from the Idempotency-Key header and the
-// body) and hands it to the use case in the call's context (WithRequest); the use
-// case's Run consumes it.
-type Request struct {
+// Request is a state-changing call as its caller made it, handed to the use case
+// as a parameter: the Service keeping that caller's keys, the key it came with and
+// the request's fingerprint, and how the use case's outcome becomes the answer a
+// retry gets back. Both renders are pure (no database, no I/O beyond encoding):
+// they run inside the unit of work, before the commit, so the answer is stored
+// with the effects. The transport builds it (the HTTP layer, from the
+// Idempotency-Key header and the body it decoded once). The zero Request is a
+// call without a key: Run then opens a plain unit of work.
+type Request[T any] struct {
 	Service     *Service
 	Key         Key
 	Fingerprint string
-	// Answer renders the outcome of the use case, its result or its error, as the
-	// caller's answer. It runs inside the unit of work, before the commit, so the
-	// answer is stored with the effects (ctx carries the unit of work).
-	Answer func(ctx context.Context, result any, err error) (Response, error)
-
-	ran bool
+	// Render is the answer to a success: the use case's result as status and body.
+	Render func(T) (Response, error)
+	// RenderError is the answer to a failure, as the transport answers it; only
+	// answers that Stored keeps need a body.
+	RenderError func(error) Response
 }
 
-// Ran reports whether a use case ran under the request (Run or RunApart took
-// it): the transport checks it, so a state-changing operation whose use case
-// forgot its Run fails loudly instead of running unprotected.
-func (r *Request) Ran() bool { return r.ran }
+// Keyed reports whether the call came with a key.
+func (r Request[T]) Keyed() bool { return r.Service != nil && r.Key.Key != "" }
 
-type requestKey struct{}
-
-// WithRequest returns ctx carrying r for the use case the caller calls next.
-func WithRequest(ctx context.Context, r *Request) context.Context {
-	return context.WithValue(ctx, requestKey{}, r)
-}
-
-// takeRequest returns the request ctx carries, nil for none, and ctx without it:
-// a use case that another calls inside its unit of work runs as part of it.
-func takeRequest(ctx context.Context) (*Request, context.Context) {
-	r := RequestOf(ctx)
-	if r == nil {
-		return nil, ctx
+// answer renders the outcome of the use case.
+func (r Request[T]) answer(out T, failed error) (Response, error) {
+	if failed != nil {
+		if r.RenderError == nil {
+			return Response{Status: http.StatusInternalServerError}, nil
+		}
+		return r.RenderError(failed), nil
 	}
-	return r, context.WithValue(ctx, requestKey{}, (*Request)(nil))
+	if r.Render == nil {
+		return Response{}, fmt.Errorf("idempotency: operation %s renders no answer for its stored key", r.Key.Operation)
+	}
+	return r.Render(out)
 }
 
 // Replayed is what Run returns, as its error, instead of running the use case
@@ -375,29 +372,23 @@ func ReplayOf(err error) (Response, bool) {
 	return Response{}, false
 }
 
-// Begin opens a unit of work and runs fn in it, or joins the one ctx carries:
-// every domain package's store has one (WithTx), typed with its own transaction
-// interface X.
+// Begin opens a unit of work and runs fn in it: every domain package's store has
+// one (WithTx), typed with its own transaction interface X.
 type Begin[X any] func(ctx context.Context, fn func(ctx context.Context, tx X) error) error
 
 // Run is where a state-changing use case's unit of work begins: the one rule of
 // the house is that a use case opens it itself, in its own code, with Run, and
 // nothing before it (no middleware) does. Run opens it with begin and runs fn in
-// it; fn's result is returned once it committed. Under a Request (the caller's
-// key, see WithRequest) the key's rules hold as Do states them: a stored answer
+// it, handing fn the unit of work; fn's result is returned once it committed.
+// Under a keyed Request the key's rules hold as Do states them: a stored answer
 // is returned as *Replayed without running fn, another request's key is refused,
-// and the answer (Request.Answer of fn's outcome) is stored beside fn's effects in
-// the same commit. Without a Request, or inside another use case's unit of work,
-// fn simply runs in a unit of work (joined when ctx carries one).
-func Run[T, X any](ctx context.Context, begin Begin[X], fn func(ctx context.Context, tx X) (T, error)) (T, error) {
+// and req's answer to fn's outcome is stored beside fn's effects in the same
+// commit. With the zero Request fn simply runs in a unit of work.
+func Run[T, X any](ctx context.Context, begin Begin[X], req Request[T], fn func(ctx context.Context, tx X) (T, error)) (T, error) {
 	var zero T
-	req, ctx := takeRequest(ctx)
-	if req == nil || req.Key.Key == "" {
+	if !req.Keyed() {
 		var out T
 		if err := begin(ctx, func(ctx context.Context, tx X) error {
-			if c, ok := any(tx).(committer); ok {
-				ctx = context.WithValue(ctx, txKey{}, c)
-			}
 			var err error
 			out, err = fn(ctx, tx)
 			return err
@@ -406,39 +397,61 @@ func Run[T, X any](ctx context.Context, begin Begin[X], fn func(ctx context.Cont
 		}
 		return out, nil
 	}
-	req.ran = true
+	// One unit of work, opened by the use case's own begin: the key is looked up,
+	// fn runs and the answer is stored in it, and commit together.
 	var out T
 	var failed error
-	resp, err := req.Service.Do(ctx, req.Key, req.Fingerprint, func(ctx context.Context) (Response, error) {
-		out, failed = zero, nil
-		if err := begin(ctx, func(ctx context.Context, tx X) error {
-			out, failed = fn(ctx, tx)
-			return failed
-		}); err != nil && failed == nil {
-			return Response{}, err // the unit of work itself failed
-		}
-		return req.Answer(ctx, out, failed)
+	var unit X
+	open := func(ctx context.Context, body func(ctx context.Context, keys Tx) error) error {
+		return begin(ctx, func(ctx context.Context, tx X) error {
+			keys, err := req.Service.store.KeysIn(tx)
+			if err != nil {
+				return err
+			}
+			unit = tx
+			return body(ctx, keys)
+		})
+	}
+	resp, err := req.Service.do(ctx, open, req.Key, req.Fingerprint, func(ctx context.Context) (Response, error) {
+		out, failed = fn(ctx, unit)
+		return req.answer(out, failed)
 	})
 	return outcome(resp, err, out, failed)
 }
 
 // RunApart is Run for a use case whose effects cannot join a unit of work opened
 // for them (they commit on their own, such as a job queued through the queue's own
-// connection): under a Request, the key's rules hold as DoApart states them. Use
-// it only where running the use case twice is harmless.
-func RunApart[T any](ctx context.Context, fn func(ctx context.Context) (T, error)) (T, error) {
-	req, ctx := takeRequest(ctx)
-	if req == nil || req.Key.Key == "" {
+// connection): under a keyed Request, the key's rules hold as DoApart states them.
+// Use it only where running the use case twice is harmless.
+func RunApart[T any](ctx context.Context, req Request[T], fn func(ctx context.Context) (T, error)) (T, error) {
+	if !req.Keyed() {
 		return fn(ctx)
 	}
-	req.ran = true
 	var out T
 	var failed error
 	resp, err := req.Service.DoApart(ctx, req.Key, req.Fingerprint, func(ctx context.Context) (Response, error) {
 		out, failed = fn(ctx)
-		return req.Answer(ctx, out, failed)
+		return req.answer(out, failed)
 	})
 	return outcome(resp, err, out, failed)
+}
+
+// Before is what a use case returns when it fails before its unit of work (while
+// pricing against a rates source that is down, say): a retry of a request that
+// once succeeded still gets its stored answer (as *Replayed), and another
+// request's key is still refused; otherwise err.
+func Before[T any](ctx context.Context, req Request[T], err error) error {
+	if !req.Keyed() {
+		return err
+	}
+	stored, lerr := req.Service.Lookup(ctx, req.Key, req.Fingerprint)
+	switch {
+	case stored != nil:
+		return &Replayed{Response: *stored}
+	case apperr.CodeOf(lerr) == apperr.IdempotencyKeyReused:
+		return lerr
+	}
+	return err
 }
 
 // outcome is what Run returns: the stored answer of another request as
@@ -454,10 +467,4 @@ func outcome[T any](resp Response, err error, out T, failed error) (T, error) {
 		return zero, failed
 	}
 	return out, nil
-}
-
-// RequestOf returns the request ctx carries for the next use case, nil for none.
-func RequestOf(ctx context.Context) *Request {
-	r, _ := ctx.Value(requestKey{}).(*Request)
-	return r
 }

@@ -29,7 +29,7 @@ type DepositInput struct {
 
 // Store is what the engine reads and opens its units of work on.
 type Store interface {
-	// WithTx runs fn in a unit of work, joining the one ctx carries, if any.
+	// WithTx runs fn in a unit of work of its own.
 	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 	// DueForExpiry returns up to limit transactions awaiting deposit past their deadline.
 	DueForExpiry(ctx context.Context, now time.Time, limit int) ([]uuid.UUID, error)
@@ -88,10 +88,17 @@ func NewEngine(store Store, c Config) *Engine {
 		payments: payments, tasks: c.Tasks, observer: c.Observer}
 }
 
-// Begin opens the engine's unit of work (or joins the one ctx carries), for a use
-// case that makes several changes as one: each change made with fn's ctx joins it.
+// Begin opens the engine's unit of work, for a use case that makes several
+// changes as one: it hands each change the tx fn receives.
 func (l *Engine) Begin(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
 	return l.store.WithTx(ctx, fn)
+}
+
+// Run is a use case that is one change and nothing more (a job's step, an expiry,
+// a test's deposit): it opens a unit of work of its own, hands fn its tx, and
+// returns fn's transaction once it committed.
+func (l *Engine) Run(ctx context.Context, fn func(ctx context.Context, tx Tx) (*Transaction, error)) (*Transaction, error) {
+	return idempotency.Run(ctx, l.store.WithTx, idempotency.Request[*Transaction]{}, fn)
 }
 
 // ErrTransition is the answer to an action the state machine does not allow.
@@ -100,57 +107,55 @@ func errTransition(t *Transaction, action string) error {
 		fmt.Sprintf("A transaction in %s cannot be %s.", t.Status, action))
 }
 
-// change is the unit of work of every lifecycle use case: it begins here
-// (idempotency.Run, under the caller's Idempotency-Key when it has one), loads
-// transaction id, lets fn apply transitions to it, and commits. fn returns the
-// transitions it made (with their metadata); each is checked against the table
-// and recorded. Called inside another use case's unit of work (an operator
-// action, a simulated event), the change joins it.
-func (l *Engine) change(ctx context.Context, id uuid.UUID, fn func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error)) (*Transaction, error) {
-	return idempotency.Run(ctx, l.store.WithTx, func(ctx context.Context, tx Tx) (*Transaction, error) {
-		t, err := tx.TransactionForUpdate(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		now := l.now()
-		steps, err := fn(ctx, tx, t, now)
-		if err != nil {
-			return nil, err
-		}
-		if len(steps) == 0 {
-			return t, nil
-		}
-		t.UpdatedAt = now
-		ok, err := tx.UpdateTransaction(ctx, t)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, apperr.New(apperr.InvalidStateTransition, "The transaction changed concurrently; fetch it and retry.")
-		}
-		t.Version++
-		if t.Deposit != nil {
-			if err := tx.SaveDeposit(ctx, t.ID, t.Deposit); err != nil {
-				return nil, err
-			}
-		}
-		for _, s := range steps {
-			if err := record(ctx, tx, t, s, now); err != nil {
-				return nil, err
-			}
-			if err := l.scheduleNext(ctx, tx, t, s.tr, now); err != nil {
-				return nil, err
-			}
-		}
-		if l.observer != nil {
-			tx.AfterCommit(func() {
-				for _, s := range steps {
-					l.observer.Transitioned(t, s.tr)
-				}
-			})
-		}
+// change is every change of a transaction, made in the unit of work tx its caller
+// opened and handed it (the use case: an operator action, a simulated event, the
+// chain's bookkeeping, a job; Run for one that is no more than this change): it
+// loads transaction id for update, lets fn apply transitions to it, and writes it.
+// fn returns the transitions it made (with their metadata); each is checked
+// against the table and recorded in tx, so they commit with the rest of the use case.
+func (l *Engine) change(ctx context.Context, tx Tx, id uuid.UUID, fn func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error)) (*Transaction, error) {
+	t, err := tx.TransactionForUpdate(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	now := l.now()
+	steps, err := fn(ctx, tx, t, now)
+	if err != nil {
+		return nil, err
+	}
+	if len(steps) == 0 {
 		return t, nil
-	})
+	}
+	t.UpdatedAt = now
+	ok, err := tx.UpdateTransaction(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, apperr.New(apperr.InvalidStateTransition, "The transaction changed concurrently; fetch it and retry.")
+	}
+	t.Version++
+	if t.Deposit != nil {
+		if err := tx.SaveDeposit(ctx, t.ID, t.Deposit); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range steps {
+		if err := record(ctx, tx, t, s, now); err != nil {
+			return nil, err
+		}
+		if err := l.scheduleNext(ctx, tx, t, s.tr, now); err != nil {
+			return nil, err
+		}
+	}
+	if l.observer != nil {
+		tx.AfterCommit(func() {
+			for _, s := range steps {
+				l.observer.Transitioned(t, s.tr)
+			}
+		})
+	}
+	return t, nil
 }
 
 type step struct {
@@ -174,8 +179,16 @@ func move(t *Transaction, trigger Trigger, action string, meta map[string]any) (
 // A partial payment already received stays with the operators: its total is
 // recorded as the transaction's short refund task in the same unit of work.
 // Errors: NotFound, InvalidStateTransition.
-func (l *Engine) Cancel(ctx context.Context, partnerID, id uuid.UUID) (*Transaction, error) {
-	return l.change(ctx, id, func(ctx context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
+// key is the caller's request (the zero Request for none).
+func (l *Engine) Cancel(ctx context.Context, key idempotency.Request[*Transaction], partnerID, id uuid.UUID) (*Transaction, error) {
+	return idempotency.Run(ctx, l.store.WithTx, key, func(ctx context.Context, tx Tx) (*Transaction, error) {
+		return l.cancel(ctx, tx, partnerID, id)
+	})
+}
+
+// cancel is Cancel in unit of work tx.
+func (l *Engine) cancel(ctx context.Context, tx Tx, partnerID, id uuid.UUID) (*Transaction, error) {
+	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, _ time.Time) ([]step, error) {
 		if t.PartnerID != partnerID { // another partner's transaction does not exist for this one
 			return nil, apperr.New(apperr.NotFound, "The transaction was not found.")
 		}
@@ -183,7 +196,7 @@ func (l *Engine) Cancel(ctx context.Context, partnerID, id uuid.UUID) (*Transact
 		if d := t.Deposit; d != nil && t.Status == AwaitingDeposit && len(d.Transfers) > 0 {
 			meta = map[string]any{"expected": t.CryptoAmount.String(), "received": d.Amount.String()}
 			addAmountFacts(meta, t.CryptoAmount, d.Amount)
-			if err := l.refreshShort(ctx, t); err != nil {
+			if err := l.refreshShort(ctx, tx, t); err != nil {
 				return nil, err
 			}
 		}
@@ -196,8 +209,8 @@ func (l *Engine) Cancel(ctx context.Context, partnerID, id uuid.UUID) (*Transact
 // also requires the deadline to have passed (the job path); the simulator forces.
 // It is idempotent: a transaction no longer awaiting deposit is left alone and
 // ErrNoLongerAwaiting is returned; one whose deadline is still ahead gets ErrTooEarly.
-func (l *Engine) Expire(ctx context.Context, id uuid.UUID, force bool) (*Transaction, error) {
-	return l.change(ctx, id, func(ctx context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
+func (l *Engine) Expire(ctx context.Context, tx Tx, id uuid.UUID, force bool) (*Transaction, error) {
+	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if !force {
 			if t.Status != AwaitingDeposit {
 				return nil, ErrNoLongerAwaiting
@@ -211,7 +224,7 @@ func (l *Engine) Expire(ctx context.Context, id uuid.UUID, force bool) (*Transac
 			d.Status = DepositStatusUnderpaid
 			meta = map[string]any{"expected": t.CryptoAmount.String(), "received": d.Amount.String()}
 			addAmountFacts(meta, t.CryptoAmount, d.Amount)
-			if err := l.refreshShort(ctx, t); err != nil {
+			if err := l.refreshShort(ctx, tx, t); err != nil {
 				return nil, err
 			}
 		}
@@ -236,7 +249,7 @@ func (l *Engine) ExpireDue(ctx context.Context, now time.Time, limit int) (int, 
 	}
 	n := 0
 	for _, id := range ids {
-		_, err := l.Expire(ctx, id, false)
+		_, err := l.Run(ctx, func(ctx context.Context, tx Tx) (*Transaction, error) { return l.Expire(ctx, tx, id, false) })
 		switch {
 		case err == nil:
 			n++
@@ -253,16 +266,16 @@ func (l *Engine) ExpireDue(ctx context.Context, now time.Time, limit int) (int, 
 // is still due when zero. The same deposit id again changes nothing; a transfer to a
 // transaction that takes none is InvalidStateTransition (nothing recorded), except
 // an unnamed one to a transaction that has its deposit, which changes nothing.
-func (l *Engine) DetectDeposit(ctx context.Context, id uuid.UUID, in DepositInput) (*Transaction, error) {
+func (l *Engine) DetectDeposit(ctx context.Context, tx Tx, id uuid.UUID, in DepositInput) (*Transaction, error) {
 	if in.ID == "" {
 		return nil, apperr.Field(apperr.InvalidRequest, "A deposit needs its id.", "/deposit_id", "required")
 	}
-	return l.receiveSimulated(ctx, id, in, false)
+	return l.receiveSimulated(ctx, tx, id, in, false)
 }
 
 // receiveSimulated is DetectDeposit; named says the caller chose the id.
-func (l *Engine) receiveSimulated(ctx context.Context, id uuid.UUID, in DepositInput, generated bool) (*Transaction, error) {
-	return l.change(ctx, id, func(ctx context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
+func (l *Engine) receiveSimulated(ctx context.Context, tx Tx, id uuid.UUID, in DepositInput, generated bool) (*Transaction, error) {
+	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if !l.open(t, now) && t.Deposit != nil && (generated || t.Deposit.Transfer(in.ID) != nil) && !in.Amount.IsPositive() {
 			return nil, nil // the deposit is there: reused, nothing changes
 		}
@@ -271,7 +284,7 @@ func (l *Engine) receiveSimulated(ctx context.Context, id uuid.UUID, in DepositI
 			amount = Due(t)
 		}
 		inc := Incoming{ID: in.ID, Hash: in.Hash, Amount: amount, Confirmations: in.Confirmations, From: in.From, ReceivedAt: now}
-		o, note, steps, err := l.receive(ctx, t, inc, now)
+		o, note, steps, err := l.receive(ctx, tx, t, inc, now)
 		switch {
 		case err != nil:
 			return nil, err
@@ -281,7 +294,7 @@ func (l *Engine) receiveSimulated(ctx context.Context, id uuid.UUID, in DepositI
 		case o != Counted:
 			return nil, nil
 		}
-		more, err := l.confirmTransfer(ctx, t, in.ID, in.Confirmations, true, now)
+		more, err := l.confirmTransfer(ctx, tx, t, in.ID, in.Confirmations, true, now)
 		return append(steps, more...), err
 	})
 }
@@ -289,8 +302,8 @@ func (l *Engine) receiveSimulated(ctx context.Context, id uuid.UUID, in DepositI
 // DetectGenerated is DetectDeposit for a deposit whose id the simulator made up:
 // on a transaction that no longer takes deposits but has one, it changes nothing
 // (a repeated detection reuses the deposit).
-func (l *Engine) DetectGenerated(ctx context.Context, id uuid.UUID, in DepositInput) (*Transaction, error) {
-	return l.receiveSimulated(ctx, id, in, true)
+func (l *Engine) DetectGenerated(ctx context.Context, tx Tx, id uuid.UUID, in DepositInput) (*Transaction, error) {
+	return l.receiveSimulated(ctx, tx, id, in, true)
 }
 
 // Confirm gives every counted transfer of transaction id at least confirmations
@@ -299,8 +312,8 @@ func (l *Engine) DetectGenerated(ctx context.Context, id uuid.UUID, in DepositIn
 // simulated liquidity adapter, the sell order fills at once (→ order_filled,
 // history order:filled); with the operator adapter the transaction waits in
 // deposit_confirming, deposit confirmed, for FillOrder. Fewer only update the counts.
-func (l *Engine) Confirm(ctx context.Context, id uuid.UUID, confirmations int) (*Transaction, error) {
-	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
+func (l *Engine) Confirm(ctx context.Context, tx Tx, id uuid.UUID, confirmations int) (*Transaction, error) {
+	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if t.Deposit == nil || t.Status != DepositConfirming {
 			return nil, errTransition(t, "confirmed")
 		}
@@ -309,7 +322,7 @@ func (l *Engine) Confirm(ctx context.Context, id uuid.UUID, confirmations int) (
 		}
 		var steps []step
 		for _, tr := range t.Deposit.Transfers {
-			more, err := l.confirmTransfer(ctx, t, tr.ID, confirmations, true, now)
+			more, err := l.confirmTransfer(ctx, tx, t, tr.ID, confirmations, true, now)
 			if err != nil {
 				return nil, err
 			}
@@ -342,13 +355,13 @@ func confirm(t *Transaction, now time.Time, fill bool) ([]step, error) {
 
 // Settle completes an order_filled transaction and writes its revenue row in the
 // same database transaction.
-func (l *Engine) Settle(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	return l.settle(ctx, id, nil)
+func (l *Engine) Settle(ctx context.Context, tx Tx, id uuid.UUID) (*Transaction, error) {
+	return l.settle(ctx, tx, id, nil)
 }
 
 // settle is Settle with meta in the history entry.
-func (l *Engine) settle(ctx context.Context, id uuid.UUID, meta map[string]any) (*Transaction, error) {
-	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
+func (l *Engine) settle(ctx context.Context, tx Tx, id uuid.UUID, meta map[string]any) (*Transaction, error) {
+	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		s, err := move(t, Settle, "settled", meta)
 		if err != nil {
 			return nil, err
@@ -376,20 +389,20 @@ func (l *Engine) settle(ctx context.Context, id uuid.UUID, meta map[string]any) 
 
 // Fail fails a transaction whose deposit (deposit_confirming, unconfirmed) or sell
 // order (confirmed and waiting for its fill, or order_filled) failed.
-func (l *Engine) Fail(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	return l.fail(ctx, id, nil)
+func (l *Engine) Fail(ctx context.Context, tx Tx, id uuid.UUID) (*Transaction, error) {
+	return l.fail(ctx, tx, id, nil)
 }
 
 // Refund refunds the deposit of a failed transaction, or of an expired one that has
 // a deposit.
-func (l *Engine) Refund(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	return l.refund(ctx, id, nil, nil, "")
+func (l *Engine) Refund(ctx context.Context, tx Tx, id uuid.UUID) (*Transaction, error) {
+	return l.refund(ctx, tx, id, nil, nil, "")
 }
 
 // refund is Refund with extra facts in the history metadata.
-func (l *Engine) refund(ctx context.Context, id uuid.UUID, extra map[string]any, op *uuid.UUID, txHash string) (*Transaction, error) {
-	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, _ time.Time) ([]step, error) {
-		return l.refundIn(ctx, t, extra, op, txHash)
+func (l *Engine) refund(ctx context.Context, tx Tx, id uuid.UUID, extra map[string]any, op *uuid.UUID, txHash string) (*Transaction, error) {
+	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, _ time.Time) ([]step, error) {
+		return l.refundIn(ctx, tx, t, extra, op, txHash)
 	})
 }
 
@@ -397,7 +410,7 @@ func (l *Engine) refund(ctx context.Context, id uuid.UUID, extra map[string]any,
 // back, so its open short and excess refund tasks close with it (by operator op,
 // nil for the simulator; txHash the refund's chain transaction), whatever state t
 // came from.
-func (l *Engine) refundIn(ctx context.Context, t *Transaction, extra map[string]any, op *uuid.UUID, txHash string) ([]step, error) {
+func (l *Engine) refundIn(ctx context.Context, tx Tx, t *Transaction, extra map[string]any, op *uuid.UUID, txHash string) ([]step, error) {
 	if err := Check(t, ActionRefund); err != nil {
 		return nil, err
 	}
@@ -407,7 +420,7 @@ func (l *Engine) refundIn(ctx context.Context, t *Transaction, extra map[string]
 	}
 	if l.tasks != nil {
 		for _, kind := range []unmatched.Kind{unmatched.Short, unmatched.Excess} {
-			if err := l.tasks.CloseOpen(ctx, t.ID, kind, op, txHash, "refunded with the transaction"); err != nil {
+			if err := l.tasks.CloseOpen(ctx, tx, t.ID, kind, op, txHash, "refunded with the transaction"); err != nil {
 				return nil, err
 			}
 		}
@@ -417,15 +430,15 @@ func (l *Engine) refundIn(ctx context.Context, t *Transaction, extra map[string]
 }
 
 // SettlePayout records that a completed transaction's fiat payout settled (once).
-func (l *Engine) SettlePayout(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	return l.settlePayout(ctx, id, nil, nil)
+func (l *Engine) SettlePayout(ctx context.Context, tx Tx, id uuid.UUID) (*Transaction, error) {
+	return l.settlePayout(ctx, tx, id, nil, nil)
 }
 
 // settlePayout is SettlePayout with extra facts in the history metadata and, when
 // the payout paid several transactions at once, its batch (the event carries the
 // batch's id, reference and total; else the transaction's own amount).
-func (l *Engine) settlePayout(ctx context.Context, id uuid.UUID, extra map[string]any, batch *PayoutBatch) (*Transaction, error) {
-	return l.change(ctx, id, func(_ context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
+func (l *Engine) settlePayout(ctx context.Context, tx Tx, id uuid.UUID, extra map[string]any, batch *PayoutBatch) (*Transaction, error) {
+	return l.change(ctx, tx, id, func(_ context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if err := Check(t, ActionPayout); err != nil {
 			return nil, err
 		}

@@ -73,15 +73,15 @@ func (l *Engine) scheduleNext(ctx context.Context, tx Tx, t *Transaction, tr Tra
 // transaction failed) is done: it returns nil so the job is not retried.
 func (l *Engine) RunStep(ctx context.Context, id uuid.UUID, step string) error {
 	meta := map[string]any{"by": "auto"}
-	var err error
-	switch step {
-	case StepSettle:
-		_, err = l.settle(ctx, id, meta)
-	case StepPayout:
-		_, err = l.settlePayout(ctx, id, meta, nil)
-	default:
+	if step != StepSettle && step != StepPayout {
 		return nil
 	}
+	_, err := l.Run(ctx, func(ctx context.Context, tx Tx) (*Transaction, error) {
+		if step == StepSettle {
+			return l.settle(ctx, tx, id, meta)
+		}
+		return l.settlePayout(ctx, tx, id, meta, nil)
+	})
 	if c := apperr.CodeOf(err); c == apperr.InvalidStateTransition || c == apperr.NotFound {
 		return nil
 	}
@@ -132,14 +132,14 @@ func CheckFiat(fiat decimal.Decimal) error {
 // operator and reference), and the Fill with the executed rate and NGN amount, in
 // one database transaction. The partner's amount and rate do not change. Errors:
 // InvalidRequest (CheckRate, CheckFiat), NotFound, InvalidStateTransition.
-func (l *Engine) FillOrder(ctx context.Context, id uuid.UUID, by Actor, rate, fiat decimal.Decimal, reference string) (*Transaction, error) {
+func (l *Engine) FillOrder(ctx context.Context, tx Tx, id uuid.UUID, by Actor, rate, fiat decimal.Decimal, reference string) (*Transaction, error) {
 	if err := CheckRate(rate); err != nil {
 		return nil, err
 	}
 	if err := CheckFiat(fiat); err != nil {
 		return nil, err
 	}
-	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
+	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if err := Check(t, ActionFill); err != nil {
 			return nil, err
 		}
@@ -155,28 +155,28 @@ func (l *Engine) FillOrder(ctx context.Context, id uuid.UUID, by Actor, rate, fi
 
 // SettleOrder completes a filled order for an operator: order:settled, the revenue
 // row and transaction.completed. Errors: NotFound, InvalidStateTransition.
-func (l *Engine) SettleOrder(ctx context.Context, id uuid.UUID, by Actor, reference string) (*Transaction, error) {
-	return l.settle(ctx, id, by.meta("reference", reference))
+func (l *Engine) SettleOrder(ctx context.Context, tx Tx, id uuid.UUID, by Actor, reference string) (*Transaction, error) {
+	return l.settle(ctx, tx, id, by.meta("reference", reference))
 }
 
 // PayOut records a completed transaction's NGN payout for an operator (once);
 // batch is the batch payout it is part of, nil when it was paid on its own.
 // Errors: NotFound, InvalidStateTransition.
-func (l *Engine) PayOut(ctx context.Context, id uuid.UUID, by Actor, reference string, batch *PayoutBatch) (*Transaction, error) {
-	return l.settlePayout(ctx, id, by.meta("reference", reference), batch)
+func (l *Engine) PayOut(ctx context.Context, tx Tx, id uuid.UUID, by Actor, reference string, batch *PayoutBatch) (*Transaction, error) {
+	return l.settlePayout(ctx, tx, id, by.meta("reference", reference), batch)
 }
 
 // FailBy fails a transaction for an operator (see fail). Errors: NotFound,
 // InvalidStateTransition.
-func (l *Engine) FailBy(ctx context.Context, id uuid.UUID, by Actor, reason string) (*Transaction, error) {
-	return l.fail(ctx, id, by.meta("reason", reason))
+func (l *Engine) FailBy(ctx context.Context, tx Tx, id uuid.UUID, by Actor, reason string) (*Transaction, error) {
+	return l.fail(ctx, tx, id, by.meta("reason", reason))
 }
 
 // fail fails transaction id: deposit:failed while its deposit is unconfirmed (the
 // deposit is marked failed), order:failed once the deposit is confirmed or the
 // order filled (the tokens are here, to be refunded).
-func (l *Engine) fail(ctx context.Context, id uuid.UUID, meta map[string]any) (*Transaction, error) {
-	return l.change(ctx, id, func(_ context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
+func (l *Engine) fail(ctx context.Context, tx Tx, id uuid.UUID, meta map[string]any) (*Transaction, error) {
+	return l.change(ctx, tx, id, func(_ context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
 		if err := Check(t, ActionFail); err != nil {
 			return nil, err
 		}
@@ -192,9 +192,9 @@ func (l *Engine) fail(ctx context.Context, id uuid.UUID, meta map[string]any) (*
 // RefundBy records for an operator that a failed (or expired) transaction's deposit
 // was sent back in chain transaction txHash. An expired transaction's open short
 // refund task is closed with it. Errors: NotFound, InvalidStateTransition.
-func (l *Engine) RefundBy(ctx context.Context, id uuid.UUID, by Actor, txHash string) (*Transaction, error) {
+func (l *Engine) RefundBy(ctx context.Context, tx Tx, id uuid.UUID, by Actor, txHash string) (*Transaction, error) {
 	op := by.OperatorID
-	return l.refund(ctx, id, by.meta("reference", txHash, "refund_tx_hash", txHash), &op, txHash)
+	return l.refund(ctx, tx, id, by.meta("reference", txHash, "refund_tx_hash", txHash), &op, txHash)
 }
 
 // RefundShort records for an operator that transaction id's short payment went
@@ -203,14 +203,14 @@ func (l *Engine) RefundBy(ctx context.Context, id uuid.UUID, by Actor, txHash st
 // event in the same unit of work), so neither a late transfer nor Accept can count
 // the returned money again; a cancelled one only has its short task closed. Errors:
 // NotFound, InvalidStateTransition (no open short task to refund).
-func (l *Engine) RefundShort(ctx context.Context, id uuid.UUID, by Actor, txHash string) (*Transaction, error) {
+func (l *Engine) RefundShort(ctx context.Context, tx Tx, id uuid.UUID, by Actor, txHash string) (*Transaction, error) {
 	op := by.OperatorID
-	return l.change(ctx, id, func(ctx context.Context, _ Tx, t *Transaction, _ time.Time) ([]step, error) {
+	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, _ time.Time) ([]step, error) {
 		switch {
 		case t.Status == Expired && t.Deposit != nil:
-			return l.refundIn(ctx, t, by.meta("reference", txHash, "refund_tx_hash", txHash), &op, txHash)
+			return l.refundIn(ctx, tx, t, by.meta("reference", txHash, "refund_tx_hash", txHash), &op, txHash)
 		case t.Status == Cancelled && l.tasks != nil:
-			return nil, l.tasks.CloseOpen(ctx, t.ID, unmatched.Short, &op, txHash, "refunded after the cancellation")
+			return nil, l.tasks.CloseOpen(ctx, tx, t.ID, unmatched.Short, &op, txHash, "refunded after the cancellation")
 		}
 		return nil, apperr.New(apperr.InvalidStateTransition,
 			fmt.Sprintf("A short payment of a transaction in %s cannot be refunded on its own.", t.Status))
@@ -225,8 +225,8 @@ func (l *Engine) RefundShort(ctx context.Context, id uuid.UUID, by Actor, txHash
 // closed; when every transfer is already confirmed the deposit confirms in the same
 // change, and that event tells the partner the new amount. Errors: NotFound,
 // InvalidStateTransition.
-func (l *Engine) Accept(ctx context.Context, id uuid.UUID, by Actor, reason string) (*Transaction, error) {
-	return l.change(ctx, id, func(ctx context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
+func (l *Engine) Accept(ctx context.Context, tx Tx, id uuid.UUID, by Actor, reason string) (*Transaction, error) {
+	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if err := Check(t, ActionAccept); err != nil {
 			return nil, err
 		}
@@ -242,11 +242,11 @@ func (l *Engine) Accept(ctx context.Context, id uuid.UUID, by Actor, reason stri
 		}
 		if l.tasks != nil {
 			op := by.OperatorID
-			if err := l.tasks.CloseOpen(ctx, t.ID, unmatched.Short, &op, "", "accepted: "+reason); err != nil {
+			if err := l.tasks.CloseOpen(ctx, tx, t.ID, unmatched.Short, &op, "", "accepted: "+reason); err != nil {
 				return nil, err
 			}
 		}
-		more, err := l.confirmIfDue(ctx, t, now)
+		more, err := l.confirmIfDue(ctx, tx, t, now)
 		return append([]step{s}, more...), err
 	})
 }

@@ -52,12 +52,12 @@ var DefaultPayments = Payments{MinDeposit: decimal.NewFromInt(1), LateWindow: ti
 // RefundTasks keeps money to give back or decide on for the operators
 // (unmatched.Service). Its writes join the unit of work ctx carries.
 type RefundTasks interface {
-	Record(ctx context.Context, d unmatched.Deposit) (*unmatched.Deposit, error)
+	Record(ctx context.Context, tx unmatched.Tx, d unmatched.Deposit) (*unmatched.Deposit, error)
 	// Forget removes the still-open record of a transfer whose block was
 	// reorganised away (nothing arrived: nothing to refund).
-	Forget(ctx context.Context, network, txHash string, logIndex int) error
-	DropOpen(ctx context.Context, transactionID uuid.UUID, kind unmatched.Kind) error
-	CloseOpen(ctx context.Context, transactionID uuid.UUID, kind unmatched.Kind, operatorID *uuid.UUID, txHash, note string) error
+	Forget(ctx context.Context, tx unmatched.Tx, network, txHash string, logIndex int) error
+	DropOpen(ctx context.Context, tx unmatched.Tx, transactionID uuid.UUID, kind unmatched.Kind) error
+	CloseOpen(ctx context.Context, tx unmatched.Tx, transactionID uuid.UUID, kind unmatched.Kind, operatorID *uuid.UUID, txHash, note string) error
 }
 
 // Incoming is one transfer to a transaction's deposit address, as the chain (or the
@@ -124,13 +124,13 @@ func (l *Engine) completes(t *Transaction, amount decimal.Decimal) bool {
 // payment rules and returns the outcome, a note for one that did not count, and the
 // transitions it made. Dust and transfers t does not take are recorded as refund
 // tasks in the same unit of work.
-func (l *Engine) receive(ctx context.Context, t *Transaction, in Incoming, now time.Time) (Outcome, string, []step, error) {
+func (l *Engine) receive(ctx context.Context, tx Tx, t *Transaction, in Incoming, now time.Time) (Outcome, string, []step, error) {
 	if t.Deposit != nil && t.Deposit.Transfer(in.ID) != nil {
 		return Known, "", nil, nil
 	}
 	if in.Amount.LessThan(l.payments.MinDeposit) && !l.completes(t, in.Amount) {
 		note := fmt.Sprintf("dust: below the minimum deposit of %s", l.payments.MinDeposit.String())
-		return Dust, note, nil, l.recordTask(ctx, t, unmatched.Dust, in, in.Amount)
+		return Dust, note, nil, l.recordTask(ctx, tx, t, unmatched.Dust, in, in.Amount)
 	}
 	// Late or not, within the window or not, is the transfer's own time (its
 	// block's, on chain), not when it is processed.
@@ -151,7 +151,7 @@ func (l *Engine) receive(ctx context.Context, t *Transaction, in Incoming, now t
 		note = fmt.Sprintf("transaction is %s", t.Status)
 	}
 	if note != "" {
-		return NotOpen, note, nil, l.recordTask(ctx, t, unmatched.Unmatched, in, in.Amount)
+		return NotOpen, note, nil, l.recordTask(ctx, tx, t, unmatched.Unmatched, in, in.Amount)
 	}
 
 	from := t.Status
@@ -176,7 +176,7 @@ func (l *Engine) receive(ctx context.Context, t *Transaction, in Incoming, now t
 		d.Status = DepositStatusPartial
 		if from == Expired { // late and still short: the short task now covers the new total
 			d.Status = DepositStatusUnderpaid
-			if err := l.refreshShort(ctx, t); err != nil {
+			if err := l.refreshShort(ctx, tx, t); err != nil {
 				return Counted, "", nil, err
 			}
 		}
@@ -189,7 +189,7 @@ func (l *Engine) receive(ctx context.Context, t *Transaction, in Incoming, now t
 		return Counted, "", nil, err
 	}
 	if from == Expired && l.tasks != nil {
-		if err := l.tasks.CloseOpen(ctx, t.ID, unmatched.Short, nil, "", "paid in full within the late-payment window"); err != nil {
+		if err := l.tasks.CloseOpen(ctx, tx, t.ID, unmatched.Short, nil, "", "paid in full within the late-payment window"); err != nil {
 			return Counted, "", nil, err
 		}
 	}
@@ -200,7 +200,7 @@ func (l *Engine) receive(ctx context.Context, t *Transaction, in Incoming, now t
 // met and its block final (always so for the simulator and operators) the transfer
 // is confirmed. When t is deposit_confirming and every counted transfer is
 // confirmed, the deposit confirms.
-func (l *Engine) confirmTransfer(ctx context.Context, t *Transaction, id string, confirmations int, final bool, now time.Time) ([]step, error) {
+func (l *Engine) confirmTransfer(ctx context.Context, tx Tx, t *Transaction, id string, confirmations int, final bool, now time.Time) ([]step, error) {
 	tr := t.Deposit.Transfer(id)
 	if tr == nil {
 		return nil, nil
@@ -212,13 +212,13 @@ func (l *Engine) confirmTransfer(ctx context.Context, t *Transaction, id string,
 		tr.ConfirmedAt = &now
 	}
 	t.Deposit.sum()
-	return l.confirmIfDue(ctx, t, now)
+	return l.confirmIfDue(ctx, tx, t, now)
 }
 
 // confirmIfDue confirms t's deposit when t is deposit_confirming with every
 // transfer confirmed: deposit:confirmed (with the excess or accepted shortfall),
 // the fill with simulated liquidity, and an excess refund task.
-func (l *Engine) confirmIfDue(ctx context.Context, t *Transaction, now time.Time) ([]step, error) {
+func (l *Engine) confirmIfDue(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 	d := t.Deposit
 	if t.Status != DepositConfirming || d.Status != DepositStatusConfirming || !d.allConfirmed() {
 		return nil, nil
@@ -239,7 +239,7 @@ func (l *Engine) confirmIfDue(ctx context.Context, t *Transaction, now time.Time
 			}
 		}
 		in := Incoming{ID: over.ID, Hash: over.Hash, LogIndex: over.LogIndex, Block: over.Block, From: over.From, To: t.DepositAddress}
-		if err := l.recordTask(ctx, t, unmatched.Excess, in, excess); err != nil {
+		if err := l.recordTask(ctx, tx, t, unmatched.Excess, in, excess); err != nil {
 			return nil, err
 		}
 	}
@@ -248,20 +248,20 @@ func (l *Engine) confirmIfDue(ctx context.Context, t *Transaction, now time.Time
 
 // refreshShort records t's partial total as its short refund task (replacing an
 // open one, which covered less).
-func (l *Engine) refreshShort(ctx context.Context, t *Transaction) error {
+func (l *Engine) refreshShort(ctx context.Context, tx Tx, t *Transaction) error {
 	if l.tasks == nil {
 		return nil
 	}
-	if err := l.tasks.DropOpen(ctx, t.ID, unmatched.Short); err != nil {
+	if err := l.tasks.DropOpen(ctx, tx, t.ID, unmatched.Short); err != nil {
 		return err
 	}
 	last := t.Deposit.last()
 	in := Incoming{ID: last.ID, Hash: last.Hash, LogIndex: last.LogIndex, Block: last.Block, From: last.From, To: t.DepositAddress}
-	return l.recordTask(ctx, t, unmatched.Short, in, t.Deposit.Amount)
+	return l.recordTask(ctx, tx, t, unmatched.Short, in, t.Deposit.Amount)
 }
 
 // recordTask records amount of transfer in as a refund task of kind for t.
-func (l *Engine) recordTask(ctx context.Context, t *Transaction, kind unmatched.Kind, in Incoming, amount decimal.Decimal) error {
+func (l *Engine) recordTask(ctx context.Context, tx Tx, t *Transaction, kind unmatched.Kind, in Incoming, amount decimal.Decimal) error {
 	if l.tasks == nil {
 		return nil
 	}
@@ -270,7 +270,7 @@ func (l *Engine) recordTask(ctx context.Context, t *Transaction, kind unmatched.
 		to = t.DepositAddress
 	}
 	id, partner := t.ID, t.PartnerID
-	_, err := l.tasks.Record(ctx, unmatched.Deposit{
+	_, err := l.tasks.Record(ctx, tx, unmatched.Deposit{
 		Kind: kind, Network: t.Network, TxHash: in.Hash, LogIndex: in.LogIndex, FromAddress: in.From, ToAddress: to,
 		Amount: amount, RawAmount: in.Raw, BlockNumber: in.Block, TransactionID: &id, PartnerID: &partner,
 	})
@@ -290,18 +290,18 @@ func addAmountFacts(meta map[string]any, expected, received decimal.Decimal) {
 // Receive applies a transfer to transaction id by the payment rules (the
 // simulator's deposit.detected): counted, dust or kept for the operators. A
 // counted transfer with its required confirmations confirms at once.
-func (l *Engine) Receive(ctx context.Context, id uuid.UUID, in Incoming) (*Transaction, Outcome, error) {
+func (l *Engine) Receive(ctx context.Context, tx Tx, id uuid.UUID, in Incoming) (*Transaction, Outcome, error) {
 	var out Outcome
-	t, err := l.change(ctx, id, func(ctx context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
+	t, err := l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if in.ReceivedAt.IsZero() {
 			in.ReceivedAt = now
 		}
-		o, _, steps, err := l.receive(ctx, t, in, now)
+		o, _, steps, err := l.receive(ctx, tx, t, in, now)
 		out = o
 		if err != nil || o != Counted {
 			return steps, err
 		}
-		more, err := l.confirmTransfer(ctx, t, in.ID, in.Confirmations, true, now)
+		more, err := l.confirmTransfer(ctx, tx, t, in.ID, in.Confirmations, true, now)
 		return append(steps, more...), err
 	})
 	return t, out, err
@@ -320,8 +320,8 @@ func Due(t *Transaction) decimal.Decimal {
 // ConfirmAll gives every counted transfer of transaction id its required
 // confirmations (the simulator's deposit.confirmed): a deposit_confirming
 // transaction confirms; a partial one keeps waiting for the rest.
-func (l *Engine) ConfirmAll(ctx context.Context, id uuid.UUID) (*Transaction, error) {
-	return l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
+func (l *Engine) ConfirmAll(ctx context.Context, tx Tx, id uuid.UUID) (*Transaction, error) {
+	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		d := t.Deposit
 		if d == nil || (t.Status != DepositConfirming && d.Status != DepositStatusPartial && d.Status != DepositStatusUnderpaid) {
 			return nil, errTransition(t, "confirmed")
@@ -336,7 +336,7 @@ func (l *Engine) ConfirmAll(ctx context.Context, id uuid.UUID) (*Transaction, er
 			}
 		}
 		d.sum()
-		steps, err := l.confirmIfDue(ctx, t, now)
+		steps, err := l.confirmIfDue(ctx, tx, t, now)
 		if err != nil || len(steps) > 0 {
 			return steps, err
 		}

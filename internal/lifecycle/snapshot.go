@@ -1,8 +1,9 @@
 package lifecycle
 
 import (
-	"github.com/shopspring/decimal"
 	"time"
+
+	"github.com/shopspring/decimal"
 
 	"github.com/google/uuid"
 

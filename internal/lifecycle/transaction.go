@@ -9,6 +9,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/revenue"
+	"partnerd/internal/unmatched"
 )
 
 // Transaction is one stablecoin-to-fiat transaction.
@@ -170,6 +171,8 @@ type Recorder interface {
 // (package transactions) asks its unit of work for quotes and addresses instead.
 type Tx interface {
 	Recorder
+	// The refund tasks a change records or closes are written in it.
+	unmatched.Tx
 	// TransactionForUpdate returns transaction id of any partner, with its deposit.
 	TransactionForUpdate(ctx context.Context, id uuid.UUID) (*Transaction, error)
 	// UpdateTransaction writes t's status, updated_at, payout_settled_at and amounts

@@ -10,9 +10,9 @@ import (
 )
 
 // The payment rules as the chain watcher (package deposits) applies them, one
-// transfer at a time. Each method is one change of the transaction (joining the
-// unit of work ctx carries, so the watcher's own bookkeeping of the transfer
-// commits with it) and reports what became of the transfer.
+// transfer at a time. Each method is one change of the transaction, made in the
+// unit of work tx the watcher hands it (so the watcher's own bookkeeping of the
+// transfer commits with it), and reports what became of the transfer.
 
 // Fate is what a change made of a chain transfer.
 type Fate int
@@ -35,11 +35,11 @@ const (
 // and reports whether it counts (Counted, Known) and, when it does not, why
 // (note). It is never confirmed here, even when already deep enough (a
 // catch-up): the next poll re-checks its block against the canonical chain first.
-func (l *Engine) ReceiveTransfer(ctx context.Context, id uuid.UUID, in Incoming) (Outcome, string, error) {
+func (l *Engine) ReceiveTransfer(ctx context.Context, tx Tx, id uuid.UUID, in Incoming) (Outcome, string, error) {
 	var out Outcome
 	var why string
-	_, err := l.change(ctx, id, func(ctx context.Context, _ Tx, t *Transaction, now time.Time) ([]step, error) {
-		o, note, steps, err := l.receive(ctx, t, in, now)
+	_, err := l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
+		o, note, steps, err := l.receive(ctx, tx, t, in, now)
 		out, why = o, note
 		return steps, err
 	})
@@ -51,9 +51,9 @@ func (l *Engine) ReceiveTransfer(ctx context.Context, id uuid.UUID, in Incoming)
 // block; always on a node without one), the transfer is confirmed (Settled); when
 // the transaction is deposit_confirming and every counted transfer is confirmed,
 // the deposit confirms (payments.go: the excess becomes a refund task).
-func (l *Engine) ConfirmTransfer(ctx context.Context, id uuid.UUID, depositID string, confirmations int, final bool) (Fate, error) {
+func (l *Engine) ConfirmTransfer(ctx context.Context, tx Tx, id uuid.UUID, depositID string, confirmations int, final bool) (Fate, error) {
 	fate := StillPending
-	_, err := l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
+	_, err := l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if t.Deposit == nil || t.Deposit.Transfer(depositID) == nil {
 			fate = Gone
 			return nil, nil
@@ -62,7 +62,7 @@ func (l *Engine) ConfirmTransfer(ctx context.Context, id uuid.UUID, depositID st
 			fate = Settled
 			return nil, nil
 		}
-		steps, err := l.confirmTransfer(ctx, t, depositID, confirmations, final, now)
+		steps, err := l.confirmTransfer(ctx, tx, t, depositID, confirmations, final, now)
 		if err != nil {
 			return nil, err
 		}
@@ -85,9 +85,9 @@ func (l *Engine) ConfirmTransfer(ctx context.Context, id uuid.UUID, depositID st
 // is left: the caller removes the deposit in the same unit of work. The transfer
 // is counted again if it reappears. where says where it was (the history entry's
 // facts).
-func (l *Engine) DropTransfer(ctx context.Context, id uuid.UUID, depositID string, where map[string]any) (fate Fate, emptied bool, err error) {
+func (l *Engine) DropTransfer(ctx context.Context, tx Tx, id uuid.UUID, depositID string, where map[string]any) (fate Fate, emptied bool, err error) {
 	fate = Dropped
-	_, err = l.change(ctx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
+	_, err = l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if t.Deposit == nil || t.Deposit.Transfer(depositID) == nil {
 			fate = Gone
 			return nil, nil
@@ -106,10 +106,10 @@ func (l *Engine) DropTransfer(ctx context.Context, id uuid.UUID, depositID strin
 		dep.sum()
 		if t.Status == Expired && l.tasks != nil { // short past the deadline: the short task follows the total
 			if len(kept) > 0 {
-				if err := l.refreshShort(ctx, t); err != nil {
+				if err := l.refreshShort(ctx, tx, t); err != nil {
 					return nil, err
 				}
-			} else if err := l.tasks.DropOpen(ctx, t.ID, unmatched.Short); err != nil {
+			} else if err := l.tasks.DropOpen(ctx, tx, t.ID, unmatched.Short); err != nil {
 				return nil, err
 			}
 		}
@@ -127,7 +127,7 @@ func (l *Engine) DropTransfer(ctx context.Context, id uuid.UUID, depositID strin
 			dep.Status = DepositStatusPartial
 			if t.Status == Expired && len(dep.Transfers) > 0 { // short past the deadline
 				dep.Status = DepositStatusUnderpaid
-				if err := l.refreshShort(ctx, t); err != nil {
+				if err := l.refreshShort(ctx, tx, t); err != nil {
 					return nil, err
 				}
 			}

@@ -2,6 +2,7 @@ package operatorapi
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,18 +34,19 @@ func (s *Server) CreatePartner(ctx context.Context, req operatorapi.CreatePartne
 	if err != nil {
 		return nil, err
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, n actions.NewPartner) (operatorapi.CreatePartnerResponseObject, error) {
+	answer := func(n actions.NewPartner) operatorapi.CreatePartnerResponseObject {
 		p := n.Partner
 		k := &apikeys.Key{ID: p.KeyID, Prefix: p.KeyPrefix, CreatedAt: p.CreatedAt}
 		msg := "Partner created; its key is shown once."
 		return operatorapi.CreatePartner200JSONResponse{Body: operatorapi.PartnerCreatedResponse{Success: true, Message: &msg,
-			Data: operatorapi.PartnerCreated{Partner: partnerOut(p), Key: newKeyOut(k, n.Secret, s.now())}}}, nil
-	})
-	n, err := s.actions.CreatePartner(ctx, o.ID, req.Body.Name)
+			Data: operatorapi.PartnerCreated{Partner: partnerOut(p), Key: newKeyOut(k, n.Secret, s.now())}}}
+	}
+	key := httpkit.KeyedBy(ctx, answer, operatorapi.CreatePartnerResponseObject.VisitCreatePartnerResponse)
+	n, err := s.actions.CreatePartner(ctx, key, o.ID, req.Body.Name)
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, n)
+	return answer(n), nil
 }
 
 // ListOperators lists every operator (GET /operators).
@@ -66,18 +68,19 @@ func (s *Server) CreateOperator(ctx context.Context, req operatorapi.CreateOpera
 	if err != nil {
 		return nil, err
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, n actions.NewOperator) (operatorapi.CreateOperatorResponseObject, error) {
+	answer := func(n actions.NewOperator) operatorapi.CreateOperatorResponseObject {
 		o := n.Operator
 		k := &apikeys.Key{ID: o.KeyID, Prefix: o.KeyPrefix, CreatedAt: o.CreatedAt}
 		msg := "Operator created; their key is shown once."
 		return operatorapi.CreateOperator200JSONResponse{Body: operatorapi.OperatorCreatedResponse{Success: true, Message: &msg,
-			Data: operatorapi.OperatorCreated{Operator: operatorapi.Operator{Id: o.ID, Name: o.Name, CreatedAt: o.CreatedAt}, Key: newKeyOut(k, n.Secret, s.now())}}}, nil
-	})
-	n, err := s.actions.CreateOperator(ctx, by.ID, req.Body.Name)
+			Data: operatorapi.OperatorCreated{Operator: operatorapi.Operator{Id: o.ID, Name: o.Name, CreatedAt: o.CreatedAt}, Key: newKeyOut(k, n.Secret, s.now())}}}
+	}
+	key := httpkit.KeyedBy(ctx, answer, operatorapi.CreateOperatorResponseObject.VisitCreateOperatorResponse)
+	n, err := s.actions.CreateOperator(ctx, key, by.ID, req.Body.Name)
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, n)
+	return answer(n), nil
 }
 
 func (s *Server) listKeys(ctx context.Context, owner apikeys.Owner, id uuid.UUID) (operatorapi.ApiKeyListResponse, error) {
@@ -109,21 +112,21 @@ func (s *Server) ListPartnerKeys(ctx context.Context, req operatorapi.ListPartne
 func (s *Server) CreatePartnerKey(ctx context.Context, req operatorapi.CreatePartnerKeyRequestObject) (operatorapi.CreatePartnerKeyResponseObject, error) {
 	return issueKey(ctx, s, apikeys.Partner, req.Id, func(r operatorapi.NewApiKeyResponse) operatorapi.CreatePartnerKeyResponseObject {
 		return operatorapi.CreatePartnerKey200JSONResponse{Body: r}
-	})
+	}, operatorapi.CreatePartnerKeyResponseObject.VisitCreatePartnerKeyResponse)
 }
 
 // RollPartnerKey rolls a partner key (POST /partners/{id}/keys/{key_id}/roll).
 func (s *Server) RollPartnerKey(ctx context.Context, req operatorapi.RollPartnerKeyRequestObject) (operatorapi.RollPartnerKeyResponseObject, error) {
 	return rollKey(ctx, s, apikeys.Partner, req.Id, req.KeyId, req.Body, func(r operatorapi.NewApiKeyResponse) operatorapi.RollPartnerKeyResponseObject {
 		return operatorapi.RollPartnerKey200JSONResponse{Body: r}
-	})
+	}, operatorapi.RollPartnerKeyResponseObject.VisitRollPartnerKeyResponse)
 }
 
 // RevokePartnerKey revokes a partner key (DELETE /partners/{id}/keys/{key_id}).
 func (s *Server) RevokePartnerKey(ctx context.Context, req operatorapi.RevokePartnerKeyRequestObject) (operatorapi.RevokePartnerKeyResponseObject, error) {
 	return revokeKey(ctx, s, apikeys.Partner, req.Id, req.KeyId, func(r operatorapi.ApiKeyResponse) operatorapi.RevokePartnerKeyResponseObject {
 		return operatorapi.RevokePartnerKey200JSONResponse(r)
-	})
+	}, operatorapi.RevokePartnerKeyResponseObject.VisitRevokePartnerKeyResponse)
 }
 
 // ListOperatorKeys lists an operator's keys (GET /operators/{id}/keys).
@@ -139,21 +142,21 @@ func (s *Server) ListOperatorKeys(ctx context.Context, req operatorapi.ListOpera
 func (s *Server) CreateOperatorKey(ctx context.Context, req operatorapi.CreateOperatorKeyRequestObject) (operatorapi.CreateOperatorKeyResponseObject, error) {
 	return issueKey(ctx, s, apikeys.Operator, req.Id, func(r operatorapi.NewApiKeyResponse) operatorapi.CreateOperatorKeyResponseObject {
 		return operatorapi.CreateOperatorKey200JSONResponse{Body: r}
-	})
+	}, operatorapi.CreateOperatorKeyResponseObject.VisitCreateOperatorKeyResponse)
 }
 
 // RollOperatorKey rolls an operator key (POST /operators/{id}/keys/{key_id}/roll).
 func (s *Server) RollOperatorKey(ctx context.Context, req operatorapi.RollOperatorKeyRequestObject) (operatorapi.RollOperatorKeyResponseObject, error) {
 	return rollKey(ctx, s, apikeys.Operator, req.Id, req.KeyId, req.Body, func(r operatorapi.NewApiKeyResponse) operatorapi.RollOperatorKeyResponseObject {
 		return operatorapi.RollOperatorKey200JSONResponse{Body: r}
-	})
+	}, operatorapi.RollOperatorKeyResponseObject.VisitRollOperatorKeyResponse)
 }
 
 // RevokeOperatorKey revokes an operator key (DELETE /operators/{id}/keys/{key_id}).
 func (s *Server) RevokeOperatorKey(ctx context.Context, req operatorapi.RevokeOperatorKeyRequestObject) (operatorapi.RevokeOperatorKeyResponseObject, error) {
 	return revokeKey(ctx, s, apikeys.Operator, req.Id, req.KeyId, func(r operatorapi.ApiKeyResponse) operatorapi.RevokeOperatorKeyResponseObject {
 		return operatorapi.RevokeOperatorKey200JSONResponse(r)
-	})
+	}, operatorapi.RevokeOperatorKeyResponseObject.VisitRevokeOperatorKeyResponse)
 }
 
 func partnerOut(p *partners.Partner) operatorapi.Partner {
@@ -173,25 +176,27 @@ func newKeyOut(k *apikeys.Key, secret string, now time.Time) operatorapi.NewApiK
 }
 
 // issueKey adds a key to account id of kind owner; as wraps the answer.
-func issueKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id uuid.UUID, as func(operatorapi.NewApiKeyResponse) R) (R, error) {
+func issueKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id uuid.UUID, as func(operatorapi.NewApiKeyResponse) R, visit func(R, http.ResponseWriter) error) (R, error) {
 	var zero R
 	o, err := operatorFrom(ctx)
 	if err != nil {
 		return zero, err
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, k *apikeys.Issued) (R, error) {
+	now := s.now() // one clock reading: the stored answer and this one say the same
+	answer := func(k *apikeys.Issued) R {
 		msg := "Key created; it is shown once."
-		return as(operatorapi.NewApiKeyResponse{Success: true, Message: &msg, Data: newKeyOut(k.Key, k.Secret, s.now())}), nil
-	})
-	k, err := s.actions.IssueKey(ctx, o.ID, owner, id)
+		return as(operatorapi.NewApiKeyResponse{Success: true, Message: &msg, Data: newKeyOut(k.Key, k.Secret, now)})
+	}
+	key := httpkit.KeyedBy(ctx, answer, visit)
+	k, err := s.actions.IssueKey(ctx, key, o.ID, owner, id)
 	if err != nil {
 		return zero, err
 	}
-	return respond(ctx, k)
+	return answer(k), nil
 }
 
 // rollKey replaces key keyID of account id; as wraps the answer.
-func rollKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id, keyID uuid.UUID, body *operatorapi.RollRequest, as func(operatorapi.NewApiKeyResponse) R) (R, error) {
+func rollKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id, keyID uuid.UUID, body *operatorapi.RollRequest, as func(operatorapi.NewApiKeyResponse) R, visit func(R, http.ResponseWriter) error) (R, error) {
 	var zero R
 	o, err := operatorFrom(ctx)
 	if err != nil {
@@ -205,31 +210,35 @@ func rollKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id, key
 		}
 		overlap = d
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, k *apikeys.Issued) (R, error) {
+	now := s.now() // one clock reading: the stored answer and this one say the same
+	answer := func(k *apikeys.Issued) R {
 		msg := "Key rolled; the old key works until its expires_at. The new key is shown once."
-		return as(operatorapi.NewApiKeyResponse{Success: true, Message: &msg, Data: newKeyOut(k.Key, k.Secret, s.now())}), nil
-	})
-	k, err := s.actions.RollKey(ctx, o.ID, owner, id, keyID, overlap)
+		return as(operatorapi.NewApiKeyResponse{Success: true, Message: &msg, Data: newKeyOut(k.Key, k.Secret, now)})
+	}
+	key := httpkit.KeyedBy(ctx, answer, visit)
+	k, err := s.actions.RollKey(ctx, key, o.ID, owner, id, keyID, overlap)
 	if err != nil {
 		return zero, err
 	}
-	return respond(ctx, k)
+	return answer(k), nil
 }
 
 // revokeKey revokes key keyID of account id; as wraps the answer.
-func revokeKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id, keyID uuid.UUID, as func(operatorapi.ApiKeyResponse) R) (R, error) {
+func revokeKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id, keyID uuid.UUID, as func(operatorapi.ApiKeyResponse) R, visit func(R, http.ResponseWriter) error) (R, error) {
 	var zero R
 	o, err := operatorFrom(ctx)
 	if err != nil {
 		return zero, err
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, k *apikeys.Key) (R, error) {
+	now := s.now() // one clock reading: the stored answer and this one say the same
+	answer := func(k *apikeys.Key) R {
 		msg := "Key revoked."
-		return as(operatorapi.ApiKeyResponse{Success: true, Message: &msg, Data: keyOut(k, s.now())}), nil
-	})
-	k, err := s.actions.RevokeKey(ctx, o.ID, owner, id, keyID)
+		return as(operatorapi.ApiKeyResponse{Success: true, Message: &msg, Data: keyOut(k, now)})
+	}
+	key := httpkit.KeyedBy(ctx, answer, visit)
+	k, err := s.actions.RevokeKey(ctx, key, o.ID, owner, id, keyID)
 	if err != nil {
 		return zero, err
 	}
-	return respond(ctx, k)
+	return answer(k), nil
 }

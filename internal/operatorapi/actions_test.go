@@ -13,6 +13,7 @@ import (
 	"partnerd/gen/client"
 	oc "partnerd/gen/operatorclient"
 	"partnerd/internal/apitest"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/testdb"
 	"partnerd/internal/unmatched"
 )
@@ -110,7 +111,9 @@ func TestIllegalActionsConflict(t *testing.T) {
 		conflict("awaiting_deposit fail", fl, fl.Body, fl.JSON409)
 
 		// A deposit that is not yet confirmed cannot be filled.
-		_, err = env.App.Lifecycle().DetectDeposit(ctx, tx.Id, depositOf(1))
+		_, err = env.App.Lifecycle().Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+			return env.App.Lifecycle().DetectDeposit(ctx, unit, tx.Id, depositOf(1))
+		})
 		require.NoError(t, err)
 		tryAll("confirming")
 
@@ -120,7 +123,9 @@ func TestIllegalActionsConflict(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, nf.StatusCode())
 
 		// A second payout is refused.
-		_, err = env.App.Lifecycle().Confirm(ctx, tx.Id, 15)
+		_, err = env.App.Lifecycle().Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+			return env.App.Lifecycle().Confirm(ctx, unit, tx.Id, 15)
+		})
 		require.NoError(t, err)
 		for _, step := range []func() int{
 			func() int {
@@ -244,7 +249,9 @@ func TestFailAndRefund(t *testing.T) {
 
 		// An unconfirmed deposit fails as a deposit failure.
 		tx2 := create(t, pc, "FAIL-"+uuid.NewString(), "5000.00")
-		_, err = env.App.Lifecycle().DetectDeposit(ctx, tx2.Id, depositOf(1))
+		_, err = env.App.Lifecycle().Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+			return env.App.Lifecycle().DetectDeposit(ctx, unit, tx2.Id, depositOf(1))
+		})
 		require.NoError(t, err)
 		f2, err := ops.FailTransactionWithResponse(ctx, tx2.Id, &oc.FailTransactionParams{IdempotencyKey: key()}, oc.FailRequest{Reason: "dust"})
 		require.NoError(t, err)
@@ -315,7 +322,7 @@ func TestUnmatchedDeposits(t *testing.T) {
 		done := create(t, pc, "UNM-"+uuid.NewString(), "2000.00")
 
 		rec := func(i int, txID *uuid.UUID) *unmatched.Deposit {
-			d, err := env.App.Unmatched().Record(ctx, unmatched.Deposit{
+			d, err := env.App.Unmatched().Record(ctx, env.Store, unmatched.Deposit{
 				Network: "bep20", TxHash: "0x" + strings.Repeat("0", 63) + string(rune('1'+i)), LogIndex: i, ToAddress: "0xabc",
 				Amount: decimal.RequireFromString("25.5"), RawAmount: "25500000000000000000", BlockNumber: 100 + int64(i), TransactionID: txID,
 			})

@@ -117,17 +117,18 @@ func (s *Server) CreatePayout(ctx context.Context, req operatorapi.CreatePayoutR
 	if err != nil { // the contract's pattern admits decimals only; batches checks the rest
 		return nil, apperr.Field(apperr.InvalidRequest, "The NGN amount is not a decimal.", "/fiat_amount", "must be a decimal")
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, b *batches.Batch) (operatorapi.CreatePayoutResponseObject, error) {
+	answer := func(b *batches.Batch) operatorapi.CreatePayoutResponseObject {
 		msg := "Payout recorded."
 		return operatorapi.CreatePayout200JSONResponse{BatchOKJSONResponse: operatorapi.BatchOKJSONResponse{Body: operatorapi.BatchResponse{
 			Success: true, Message: &msg, Data: batchOut(b),
-		}}}, nil
-	})
-	b, err := s.actions.BatchPayout(ctx, o.ID, req.Body.PartnerId, req.Body.TransactionIds, req.Body.Reference, fiat)
+		}}}
+	}
+	key := httpkit.KeyedBy(ctx, answer, operatorapi.CreatePayoutResponseObject.VisitCreatePayoutResponse)
+	b, err := s.actions.BatchPayout(ctx, key, o.ID, req.Body.PartnerId, req.Body.TransactionIds, req.Body.Reference, fiat)
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, b)
+	return answer(b), nil
 }
 
 // CreateFill records one liquidity order for many transactions (POST /fills).
@@ -140,17 +141,18 @@ func (s *Server) CreateFill(ctx context.Context, req operatorapi.CreateFillReque
 	if err != nil { // the contract's pattern admits decimals only; the lifecycle checks the rest
 		return nil, apperr.Field(apperr.InvalidRequest, "The rate is not a decimal.", "/rate", "must be a decimal")
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, b *batches.Batch) (operatorapi.CreateFillResponseObject, error) {
+	answer := func(b *batches.Batch) operatorapi.CreateFillResponseObject {
 		msg := "Fill recorded."
 		return operatorapi.CreateFill200JSONResponse{BatchOKJSONResponse: operatorapi.BatchOKJSONResponse{Body: operatorapi.BatchResponse{
 			Success: true, Message: &msg, Data: batchOut(b),
-		}}}, nil
-	})
-	b, err := s.actions.BatchFill(ctx, o.ID, req.Body.TransactionIds, rate, req.Body.Reference)
+		}}}
+	}
+	key := httpkit.KeyedBy(ctx, answer, operatorapi.CreateFillResponseObject.VisitCreateFillResponse)
+	b, err := s.actions.BatchFill(ctx, key, o.ID, req.Body.TransactionIds, rate, req.Body.Reference)
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, b)
+	return answer(b), nil
 }
 
 // ListPayouts pages through batch payouts (GET /payouts).

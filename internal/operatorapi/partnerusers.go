@@ -27,17 +27,18 @@ func (s *Server) InvitePartnerUser(ctx context.Context, req operatorapi.InvitePa
 	if err != nil {
 		return nil, err
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, n *partnerusers.NewInvitation) (operatorapi.InvitePartnerUserResponseObject, error) {
+	answer := func(n *partnerusers.NewInvitation) operatorapi.InvitePartnerUserResponseObject {
 		msg := "User invited; the invitation link is shown once and works once, until its expires_at."
 		return operatorapi.InvitePartnerUser201JSONResponse{Body: operatorapi.PartnerUserInvitedResponse{Success: true, Message: &msg,
 			Data: operatorapi.PartnerUserInvited{User: partnerUserOut(n.User),
-				Invitation: operatorapi.PartnerInvitation{InviteUrl: n.Path(), ExpiresAt: n.Invitation.ExpiresAt}}}}, nil
-	})
-	n, err := s.partnerUsers.Invite(ctx, req.Id, req.Body.Email, partnerusers.Role(req.Body.Role), partnerusers.ByOperatorID(o.ID))
+				Invitation: operatorapi.PartnerInvitation{InviteUrl: n.Path(), ExpiresAt: n.Invitation.ExpiresAt}}}}
+	}
+	key := httpkit.KeyedBy(ctx, answer, operatorapi.InvitePartnerUserResponseObject.VisitInvitePartnerUserResponse)
+	n, err := s.partnerUsers.Invite(ctx, key, req.Id, req.Body.Email, partnerusers.Role(req.Body.Role), partnerusers.ByOperatorID(o.ID))
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, n)
+	return answer(n), nil
 }
 
 func partnerUserOut(u *partnerusers.User) operatorapi.PartnerUser {

@@ -17,14 +17,14 @@ func (s *Server) AcceptShortPayment(ctx context.Context, req operatorapi.AcceptS
 	if err != nil {
 		return nil, err
 	}
-	respond := actionAnswerOf(ctx, s, "Short payment accepted.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.AcceptShortPaymentResponseObject {
+	key, answer := actionAnswerOf(ctx, "Short payment accepted.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.AcceptShortPaymentResponseObject {
 		return operatorapi.AcceptShortPayment200JSONResponse{OperatorActionOKJSONResponse: ok}
-	})
-	t, err := s.actions.Accept(ctx, o.ID, req.Id, req.Body.Reason)
+	}, operatorapi.AcceptShortPaymentResponseObject.VisitAcceptShortPaymentResponse)
+	t, err := s.actions.Accept(ctx, key, o.ID, req.Id, req.Body.Reason)
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, t)
+	return answer(t), nil
 }
 
 // ListRefundTasks pages through the refund tasks (GET /refund-tasks).
@@ -56,18 +56,19 @@ func (s *Server) ResolveRefundTask(ctx context.Context, req operatorapi.ResolveR
 	if err != nil {
 		return nil, err
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, d *unmatched.Deposit) (operatorapi.ResolveRefundTaskResponseObject, error) {
+	answer := func(d *unmatched.Deposit) operatorapi.ResolveRefundTaskResponseObject {
 		msg := "Refund task resolved."
 		return operatorapi.ResolveRefundTask200JSONResponse{Body: operatorapi.RefundTaskResponse{
 			Success: true, Message: &msg, Data: taskOut(d),
-		}}, nil
-	})
+		}}
+	}
+	key := httpkit.KeyedBy(ctx, answer, operatorapi.ResolveRefundTaskResponseObject.VisitResolveRefundTaskResponse)
 	b := req.Body
-	d, err := s.actions.ResolveTask(ctx, o.ID, req.Id, actions.Resolution{Action: unmatched.Status(b.Action), TxHash: b.TxHash, Note: b.Note})
+	d, err := s.actions.ResolveTask(ctx, key, o.ID, req.Id, actions.Resolution{Action: unmatched.Status(b.Action), TxHash: b.TxHash, Note: b.Note})
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, d)
+	return answer(d), nil
 }
 
 func taskOut(d *unmatched.Deposit) operatorapi.RefundTask {

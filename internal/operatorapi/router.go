@@ -113,9 +113,7 @@ func Register(e *echo.Echo, d Deps) error {
 	srv := &Server{actions: d.Actions, stages: d.Stages, fills: d.Fills, unmatched: d.Unmatched,
 		backoffice: d.Backoffice, audit: d.Audit, batches: d.Batches,
 		partners: d.Partners, operators: d.Operators, keys: d.Keys, partnerUsers: d.PartnerUsers, now: time.Now}
-	operatorapi.RegisterHandlersWithOptions(e, operatorapi.NewStrictHandler(srv, []operatorapi.StrictMiddlewareFunc{func(f operatorapi.StrictHandlerFunc, op string) operatorapi.StrictHandlerFunc {
-		return httpkit.MustRun(f, op)
-	}}), operatorapi.RegisterHandlersOptions{
+	operatorapi.RegisterHandlersWithOptions(e, operatorapi.NewStrictHandler(srv, nil), operatorapi.RegisterHandlersOptions{
 		BaseURL: BasePath, OperationMiddlewares: mw,
 	})
 	return nil

@@ -2,6 +2,7 @@ package operatorapi
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,6 +16,7 @@ import (
 	"partnerd/internal/backoffice"
 	"partnerd/internal/batches"
 	"partnerd/internal/httpkit"
+	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/money"
 	"partnerd/internal/operators"
@@ -97,14 +99,14 @@ func (s *Server) FillOrder(ctx context.Context, req operatorapi.FillOrderRequest
 	if err != nil {
 		return nil, apperr.Field(apperr.InvalidRequest, "The NGN amount is not a decimal.", "/fiat_amount", "must be a decimal")
 	}
-	respond := actionAnswerOf(ctx, s, "Order filled.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.FillOrderResponseObject {
+	key, answer := actionAnswerOf(ctx, "Order filled.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.FillOrderResponseObject {
 		return operatorapi.FillOrder200JSONResponse{OperatorActionOKJSONResponse: ok}
-	})
-	t, err := s.actions.Fill(ctx, o.ID, req.Id, rate, fiat, req.Body.Reference)
+	}, operatorapi.FillOrderResponseObject.VisitFillOrderResponse)
+	t, err := s.actions.Fill(ctx, key, o.ID, req.Id, rate, fiat, req.Body.Reference)
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, t)
+	return answer(t), nil
 }
 
 // SettleOrder is POST /transactions/{id}/…: operator action Settle.
@@ -113,14 +115,14 @@ func (s *Server) SettleOrder(ctx context.Context, req operatorapi.SettleOrderReq
 	if err != nil {
 		return nil, err
 	}
-	respond := actionAnswerOf(ctx, s, "Order settled; the transaction is completed.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.SettleOrderResponseObject {
+	key, answer := actionAnswerOf(ctx, "Order settled; the transaction is completed.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.SettleOrderResponseObject {
 		return operatorapi.SettleOrder200JSONResponse{OperatorActionOKJSONResponse: ok}
-	})
-	t, err := s.actions.Settle(ctx, o.ID, req.Id, req.Body.Reference)
+	}, operatorapi.SettleOrderResponseObject.VisitSettleOrderResponse)
+	t, err := s.actions.Settle(ctx, key, o.ID, req.Id, req.Body.Reference)
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, t)
+	return answer(t), nil
 }
 
 // SettlePayout is POST /transactions/{id}/…: operator action PayOut.
@@ -129,14 +131,14 @@ func (s *Server) SettlePayout(ctx context.Context, req operatorapi.SettlePayoutR
 	if err != nil {
 		return nil, err
 	}
-	respond := actionAnswerOf(ctx, s, "Payout settled.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.SettlePayoutResponseObject {
+	key, answer := actionAnswerOf(ctx, "Payout settled.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.SettlePayoutResponseObject {
 		return operatorapi.SettlePayout200JSONResponse{OperatorActionOKJSONResponse: ok}
-	})
-	t, err := s.actions.PayOut(ctx, o.ID, req.Id, req.Body.Reference)
+	}, operatorapi.SettlePayoutResponseObject.VisitSettlePayoutResponse)
+	t, err := s.actions.PayOut(ctx, key, o.ID, req.Id, req.Body.Reference)
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, t)
+	return answer(t), nil
 }
 
 // FailTransaction is POST /transactions/{id}/…: operator action Fail.
@@ -145,14 +147,14 @@ func (s *Server) FailTransaction(ctx context.Context, req operatorapi.FailTransa
 	if err != nil {
 		return nil, err
 	}
-	respond := actionAnswerOf(ctx, s, "Transaction failed.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.FailTransactionResponseObject {
+	key, answer := actionAnswerOf(ctx, "Transaction failed.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.FailTransactionResponseObject {
 		return operatorapi.FailTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}
-	})
-	t, err := s.actions.Fail(ctx, o.ID, req.Id, req.Body.Reason)
+	}, operatorapi.FailTransactionResponseObject.VisitFailTransactionResponse)
+	t, err := s.actions.Fail(ctx, key, o.ID, req.Id, req.Body.Reason)
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, t)
+	return answer(t), nil
 }
 
 // RefundTransaction is POST /transactions/{id}/…: operator action Refund.
@@ -161,14 +163,14 @@ func (s *Server) RefundTransaction(ctx context.Context, req operatorapi.RefundTr
 	if err != nil {
 		return nil, err
 	}
-	respond := actionAnswerOf(ctx, s, "Deposit refunded.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.RefundTransactionResponseObject {
+	key, answer := actionAnswerOf(ctx, "Deposit refunded.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.RefundTransactionResponseObject {
 		return operatorapi.RefundTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}
-	})
-	t, err := s.actions.Refund(ctx, o.ID, req.Id, req.Body.TxHash)
+	}, operatorapi.RefundTransactionResponseObject.VisitRefundTransactionResponse)
+	t, err := s.actions.Refund(ctx, key, o.ID, req.Id, req.Body.TxHash)
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, t)
+	return answer(t), nil
 }
 
 // ListUnmatchedDeposits pages through unmatched deposits (GET /deposits/unmatched).
@@ -198,43 +200,34 @@ func (s *Server) ResolveUnmatchedDeposit(ctx context.Context, req operatorapi.Re
 	if err != nil {
 		return nil, err
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, d *unmatched.Deposit) (operatorapi.ResolveUnmatchedDepositResponseObject, error) {
+	answer := func(d *unmatched.Deposit) operatorapi.ResolveUnmatchedDepositResponseObject {
 		msg := "Deposit resolved."
 		return operatorapi.ResolveUnmatchedDeposit200JSONResponse{Body: operatorapi.UnmatchedDepositResponse{
 			Success: true, Message: &msg, Data: depositOut(d),
-		}}, nil
-	})
+		}}
+	}
+	key := httpkit.KeyedBy(ctx, answer, operatorapi.ResolveUnmatchedDepositResponseObject.VisitResolveUnmatchedDepositResponse)
 	b := req.Body
-	d, err := s.actions.ResolveDeposit(ctx, o.ID, req.Id, actions.Resolution{Action: unmatched.Status(b.Action), TxHash: b.TxHash, Note: b.Note})
+	d, err := s.actions.ResolveDeposit(ctx, key, o.ID, req.Id, actions.Resolution{Action: unmatched.Status(b.Action), TxHash: b.TxHash, Note: b.Note})
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, d)
+	return answer(d), nil
 }
 
 // actionAnswerOf is how an action on a transaction answers: the transaction as the
-// operator sees it (with its fill) and msg, wrapped by as in the operation's
-// response. It is rendered in the action's unit of work (httpkit.AnswerWith), so
-// a retry gets exactly this answer.
-func actionAnswerOf[R any](ctx context.Context, s *Server, msg string, as func(operatorapi.OperatorActionOKJSONResponse) R) func(context.Context, *lifecycle.Transaction) (R, error) {
-	return httpkit.AnswerWith(ctx, func(ctx context.Context, t *lifecycle.Transaction) (R, error) {
-		ok, err := s.actionOK(ctx, t, msg)
-		if err != nil {
-			var zero R
-			return zero, err
-		}
-		return as(ok), nil
-	})
-}
-
-func (s *Server) actionOK(ctx context.Context, t *lifecycle.Transaction, msg string) (operatorapi.OperatorActionOKJSONResponse, error) {
-	out, err := s.out(ctx, t)
-	if err != nil {
-		return operatorapi.OperatorActionOKJSONResponse{}, err
+// operator sees it (with its fill and its partner's name, which the action read in
+// its unit of work) and msg, wrapped by as in the operation's response written by
+// visit. It returns the request the action runs under and the answer the handler
+// gives: the same pure rendering, so a retry gets exactly this answer.
+func actionAnswerOf[R any](ctx context.Context, msg string, as func(operatorapi.OperatorActionOKJSONResponse) R,
+	visit func(R, http.ResponseWriter) error) (idempotency.Request[*actions.Acted], func(*actions.Acted) R) {
+	answer := func(a *actions.Acted) R {
+		return as(operatorapi.OperatorActionOKJSONResponse{Body: operatorapi.OperatorTransactionResponse{
+			Success: true, Message: &msg, Data: operatorOut(a.Transaction, a.Fill, a.PartnerName),
+		}})
 	}
-	return operatorapi.OperatorActionOKJSONResponse{Body: operatorapi.OperatorTransactionResponse{
-		Success: true, Message: &msg, Data: out[0],
-	}}, nil
+	return httpkit.KeyedBy(ctx, answer, visit), answer
 }
 
 // out maps transactions to the operator's view, with their fills.
@@ -250,7 +243,6 @@ func (s *Server) out(ctx context.Context, ts ...*lifecycle.Transaction) ([]opera
 	out := make([]operatorapi.OperatorTransaction, len(ts))
 	names := map[uuid.UUID]string{}
 	for i, t := range ts {
-		out[i] = transactionOut(t)
 		name, ok := names[t.PartnerID]
 		if !ok {
 			p, err := s.partners.Get(ctx, t.PartnerID)
@@ -259,13 +251,21 @@ func (s *Server) out(ctx context.Context, ts ...*lifecycle.Transaction) ([]opera
 			}
 			name, names[t.PartnerID] = p.Name, p.Name
 		}
-		out[i].PartnerName = name
-		if f := fills[t.ID]; f != nil {
-			out[i].Fill = &operatorapi.OrderFill{Rate: money.FormatRate(f.Rate), FiatAmount: money.FormatFiat(f.FiatAmount),
-				Reference: f.Reference, OperatorId: f.OperatorID, FilledAt: f.FilledAt}
-		}
+		out[i] = operatorOut(t, fills[t.ID], name)
 	}
 	return out, nil
+}
+
+// operatorOut is t as the operator sees it, with its fill (nil for none) and its
+// partner's name.
+func operatorOut(t *lifecycle.Transaction, f *lifecycle.Fill, partnerName string) operatorapi.OperatorTransaction {
+	out := transactionOut(t)
+	out.PartnerName = partnerName
+	if f != nil {
+		out.Fill = &operatorapi.OrderFill{Rate: money.FormatRate(f.Rate), FiatAmount: money.FormatFiat(f.FiatAmount),
+			Reference: f.Reference, OperatorId: f.OperatorID, FilledAt: f.FilledAt}
+	}
+	return out
 }
 
 func transactionOut(t *lifecycle.Transaction) operatorapi.OperatorTransaction {

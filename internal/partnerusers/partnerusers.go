@@ -268,7 +268,10 @@ func newToken() (string, error) {
 // partner, or an inviting user not of it), InvalidRequest (the email, the role,
 // an address already active or disabled on the team), Unauthorized (an inviting
 // user who is not an active admin).
-func (s *Service) Invite(ctx context.Context, partnerID uuid.UUID, email string, role Role, by Inviter) (*NewInvitation, error) {
+//
+// key is the caller's request (its Idempotency-Key and how the answer renders;
+// the zero Request for none).
+func (s *Service) Invite(ctx context.Context, key idempotency.Request[*NewInvitation], partnerID uuid.UUID, email string, role Role, by Inviter) (*NewInvitation, error) {
 	email, err := checkEmail(email)
 	if err != nil {
 		return nil, err
@@ -276,7 +279,7 @@ func (s *Service) Invite(ctx context.Context, partnerID uuid.UUID, email string,
 	if _, err := ParseRole(string(role)); err != nil {
 		return nil, err
 	}
-	return idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, tx Tx) (*NewInvitation, error) {
+	return idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, tx Tx) (*NewInvitation, error) {
 		if _, err := s.partners.Get(ctx, partnerID); err != nil {
 			return nil, err
 		}
@@ -407,7 +410,7 @@ func (s *Service) Accept(ctx context.Context, token, password string) (*User, er
 	if err != nil {
 		return nil, err
 	}
-	return idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, _ Tx) (*User, error) {
+	return idempotency.Run(ctx, s.store.WithTx, idempotency.Request[*User]{}, func(ctx context.Context, _ Tx) (*User, error) {
 		now := s.now()
 		ok, err := s.store.UsePartnerInvitation(ctx, inv.ID, now)
 		if err != nil {
@@ -497,7 +500,7 @@ func (s *Service) List(ctx context.Context, partnerID uuid.UUID) ([]*User, error
 
 // change runs fn on partner's user id in a unit of work and writes the user.
 func (s *Service) change(ctx context.Context, partnerID, id uuid.UUID, fn func(ctx context.Context, u *User, now time.Time) error) (*User, error) {
-	return idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, _ Tx) (*User, error) {
+	return idempotency.Run(ctx, s.store.WithTx, idempotency.Request[*User]{}, func(ctx context.Context, _ Tx) (*User, error) {
 		u, err := s.store.PartnerUser(ctx, partnerID, id)
 		if err != nil {
 			return nil, err

@@ -38,14 +38,14 @@ type Quote struct {
 type Tx interface {
 	// AfterCommit runs f once the unit of work has committed.
 	AfterCommit(f func())
+	// CreateQuote inserts q.
+	CreateQuote(ctx context.Context, q *Quote) error
 }
 
 // Store persists quotes.
 type Store interface {
-	// WithTx runs fn in a unit of work, joining the one ctx carries, if any.
+	// WithTx runs fn in a unit of work of its own.
 	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
-	// CreateQuote inserts q (inside the unit of work ctx carries, if any).
-	CreateQuote(ctx context.Context, q *Quote) error
 }
 
 // Request asks for a quote: exactly one of CryptoAmount and FiatAmount, as the
@@ -71,24 +71,26 @@ func NewService(pricer *pricing.Pricer, store Store, now func() time.Time) *Serv
 
 // Create prices req for partnerID and stores the quote. Errors: InvalidRequest (both
 // or neither amount, bad format), UnsupportedPair, AmountOutOfRange, RatesUnavailable.
-func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req Request) (*Quote, error) {
+// key is the caller's request (the zero Request for none): a failure while
+// pricing still replays the answer stored for an earlier success.
+func (s *Service) Create(ctx context.Context, key idempotency.Request[*Quote], partnerID uuid.UUID, req Request) (*Quote, error) {
 	amt, err := parseAmount(req)
 	if err != nil {
 		return nil, err
 	}
 	price, err := s.pricer.Price(ctx, req.Token, req.Network, amt)
 	if err != nil {
-		return nil, err
+		return nil, idempotency.Before(ctx, key, err)
 	}
 	// The unit of work begins once the amount is priced: the quote and, under an
 	// Idempotency-Key, the stored answer commit together.
-	return idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, _ Tx) (*Quote, error) {
-		return s.insert(ctx, partnerID, price)
+	return idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, tx Tx) (*Quote, error) {
+		return s.insert(ctx, tx, partnerID, price)
 	})
 }
 
 // insert stores a quote of price for partnerID.
-func (s *Service) insert(ctx context.Context, partnerID uuid.UUID, price pricing.Price) (*Quote, error) {
+func (s *Service) insert(ctx context.Context, tx Tx, partnerID uuid.UUID, price pricing.Price) (*Quote, error) {
 	now := s.now()
 	q := &Quote{
 		ID:           uuid.New(),
@@ -102,7 +104,7 @@ func (s *Service) insert(ctx context.Context, partnerID uuid.UUID, price pricing
 		CreatedAt:    now,
 		ExpiresAt:    now.Add(TTL),
 	}
-	if err := s.store.CreateQuote(ctx, q); err != nil {
+	if err := tx.CreateQuote(ctx, q); err != nil {
 		return nil, err
 	}
 	return q, nil

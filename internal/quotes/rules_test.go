@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/idempotency"
 	"partnerd/internal/partners"
 	"partnerd/internal/pricing"
 	"partnerd/internal/quotes"
@@ -74,7 +75,7 @@ func TestCreate(t *testing.T) {
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
 					t.Parallel()
-					q, err := svc.Create(ctx, p.ID, c.req)
+					q, err := svc.Create(ctx, idempotency.Request[*quotes.Quote]{}, p.ID, c.req)
 					if c.code != "" {
 						e, ok := apperr.As(err)
 						require.True(t, ok, "%v", err)

@@ -66,10 +66,14 @@ func (b *bed) settled(t *testing.T, network, fiat string, at time.Time) uuid.UUI
 		}
 		return lifecycle.Record(ctx, tx, tr, lifecycle.MustLookup(lifecycle.None, lifecycle.Create), nil, at)
 	}))
-	got, err := b.engine.DetectGenerated(ctx, tr.ID, lifecycle.DepositInput{ID: "dep_" + uuid.NewString(), Hash: "0x" + uuid.NewString(), From: "0xfrom", Confirmations: 1})
+	got, err := b.engine.Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+		return b.engine.DetectGenerated(ctx, unit, tr.ID, lifecycle.DepositInput{ID: "dep_" + uuid.NewString(), Hash: "0x" + uuid.NewString(), From: "0xfrom", Confirmations: 1})
+	})
 	require.NoError(t, err)
 	require.Equal(t, lifecycle.OrderFilled, got.Status)
-	got, err = b.engine.Settle(ctx, tr.ID)
+	got, err = b.engine.Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+		return b.engine.Settle(ctx, unit, tr.ID)
+	})
 	require.NoError(t, err)
 	require.Equal(t, lifecycle.Completed, got.Status)
 	return tr.ID

@@ -20,19 +20,13 @@ import (
 	"partnerd/internal/lifecycle"
 )
 
-// Reader finds the caller's own transaction (transactions.Service).
-type Reader interface {
-	Get(ctx context.Context, partnerID, id uuid.UUID) (*lifecycle.Transaction, error)
-}
-
 // Simulator runs simulated events.
 type Simulator struct {
 	lifecycle *lifecycle.Engine
-	reader    Reader
 }
 
-// New returns a Simulator over l, finding transactions with r.
-func New(l *lifecycle.Engine, r Reader) *Simulator { return &Simulator{lifecycle: l, reader: r} }
+// New returns a Simulator over l.
+func New(l *lifecycle.Engine) *Simulator { return &Simulator{lifecycle: l} }
 
 // Event is a simulation request: the event, the partner's transaction, and the
 // optional deposit id, chain hash and amount of a simulated transfer.
@@ -55,16 +49,22 @@ var maxSimulatedAmount = decimal.New(1, 12)
 //
 // A simulated event is one unit of work, begun here: every change it makes (and,
 // under an Idempotency-Key, the stored answer) commits together.
-func (s *Simulator) Simulate(ctx context.Context, partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
-	return idempotency.Run(ctx, s.lifecycle.Begin, func(ctx context.Context, _ lifecycle.Tx) (*lifecycle.Transaction, error) {
-		return s.simulate(ctx, partnerID, e)
+// key is the caller's request (the zero Request for none).
+func (s *Simulator) Simulate(ctx context.Context, key idempotency.Request[*lifecycle.Transaction], partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
+	return idempotency.Run(ctx, s.lifecycle.Begin, key, func(ctx context.Context, tx lifecycle.Tx) (*lifecycle.Transaction, error) {
+		return s.simulate(ctx, tx, partnerID, e)
 	})
 }
 
-func (s *Simulator) simulate(ctx context.Context, partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
-	t, err := s.reader.Get(ctx, partnerID, e.TransactionID)
+func (s *Simulator) simulate(ctx context.Context, tx lifecycle.Tx, partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
+	// Read in the event's unit of work (and locked there, as the change that
+	// follows locks it): the partner's own transaction, another's does not exist.
+	t, err := tx.TransactionForUpdate(ctx, e.TransactionID)
 	if err != nil {
 		return nil, err
+	}
+	if t.PartnerID != partnerID {
+		return nil, apperr.New(apperr.NotFound, "The transaction was not found.")
 	}
 	l, id := s.lifecycle, e.TransactionID
 	switch e.Type {
@@ -83,25 +83,25 @@ func (s *Simulator) simulate(ctx context.Context, partnerID uuid.UUID, e Event) 
 			in.Hash = SimulatedHash(t.Network)
 		}
 		if in.ID != "" {
-			return l.DetectDeposit(ctx, id, in)
+			return l.DetectDeposit(ctx, tx, id, in)
 		}
 		in.ID = "dep_" + randomHex(12)
-		return l.DetectGenerated(ctx, id, in)
+		return l.DetectGenerated(ctx, tx, id, in)
 	case lifecycle.EventDepositConfirmed:
 		if t.Deposit == nil {
 			return nil, apperr.New(apperr.InvalidStateTransition, "The transaction has no deposit to confirm.")
 		}
-		return l.ConfirmAll(ctx, id)
+		return l.ConfirmAll(ctx, tx, id)
 	case lifecycle.EventCompleted:
-		return l.Settle(ctx, id)
+		return l.Settle(ctx, tx, id)
 	case lifecycle.EventFailed:
-		return l.Fail(ctx, id)
+		return l.Fail(ctx, tx, id)
 	case lifecycle.EventExpired:
-		return l.Expire(ctx, id, true)
+		return l.Expire(ctx, tx, id, true)
 	case lifecycle.EventRefunded:
-		return l.Refund(ctx, id)
+		return l.Refund(ctx, tx, id)
 	case lifecycle.EventPayoutSettled:
-		return l.SettlePayout(ctx, id)
+		return l.SettlePayout(ctx, tx, id)
 	}
 	return nil, apperr.Field(apperr.InvalidRequest, "Unknown event.", "/event", "not a simulated event")
 }

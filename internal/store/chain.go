@@ -213,3 +213,30 @@ func (s *Store) DeleteDeposit(ctx context.Context, transactionID uuid.UUID) erro
 	}
 	return s.write(ctx).Where("transaction_id = ?", transactionID).Delete(&depositRow{}).Error
 }
+
+// The deposit watcher's bookkeeping in its unit of work (deposits.Tx).
+
+// MoveChainCursor is Store.MoveChainCursor in the unit of work.
+func (tx *Tx) MoveChainCursor(ctx context.Context, network string, prev *chain.Cursor, next chain.Cursor) (bool, error) {
+	return tx.store().MoveChainCursor(ctx, network, prev, next)
+}
+
+// ChainTransfer is Store.ChainTransfer in the unit of work.
+func (tx *Tx) ChainTransfer(ctx context.Context, network, txHash string, logIndex uint) (*deposits.ChainTransfer, error) {
+	return tx.store().ChainTransfer(ctx, network, txHash, logIndex)
+}
+
+// SaveChainTransfer is Store.SaveChainTransfer in the unit of work.
+func (tx *Tx) SaveChainTransfer(ctx context.Context, t *deposits.ChainTransfer) error {
+	return tx.store().SaveChainTransfer(ctx, t)
+}
+
+// TransactionIDByAddress is Store.TransactionIDByAddress in the unit of work.
+func (tx *Tx) TransactionIDByAddress(ctx context.Context, network, addr string) (uuid.UUID, error) {
+	return tx.store().TransactionIDByAddress(ctx, network, addr)
+}
+
+// DeleteDeposit is Store.DeleteDeposit in the unit of work.
+func (tx *Tx) DeleteDeposit(ctx context.Context, transactionID uuid.UUID) error {
+	return tx.store().DeleteDeposit(ctx, transactionID)
+}

@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"gorm.io/gorm"
 
+	"partnerd/internal/deposits"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/quotes"
@@ -33,10 +35,25 @@ var (
 	_ idempotency.Tx  = (*Tx)(nil)
 	_ idempotency.Tx  = keyTx{}
 	_ lifecycle.Tx    = (*Tx)(nil)
+	_ deposits.Tx     = (*Tx)(nil)
 	_ quotes.Tx       = (*Tx)(nil)
 	_ transactions.Tx = (*Tx)(nil)
 	_ webhook.Tx      = (*Tx)(nil)
 )
+
+// KeysIn is the partner keys in unit of work tx (one this store opened, whatever
+// domain interface it is seen through): the idempotency layer stores a use case's
+// answer in the use case's own unit of work.
+func (s *Store) KeysIn(tx any) (idempotency.Tx, error) { return s.unitOf(tx) }
+
+// unitOf returns the unit of work tx is, if this store opened it.
+func (s *Store) unitOf(tx any) (*Tx, error) {
+	t, ok := tx.(*Tx)
+	if !ok || t.s != s {
+		return nil, fmt.Errorf("store: %T is not a unit of work of this store", tx)
+	}
+	return t, nil
+}
 
 // GetKey returns the partner key's record (see keyTx.GetKey).
 func (tx *Tx) GetKey(ctx context.Context, k idempotency.Key) (*idempotency.Record, error) {

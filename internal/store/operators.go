@@ -94,6 +94,15 @@ func (k operatorKeyStore) WithTx(ctx context.Context, fn func(ctx context.Contex
 	return k.s.Transact(ctx, func(ctx context.Context, tx *Tx) error { return fn(ctx, keyTx{tx, operatorKeyTable}) })
 }
 
+// KeysIn is the operator keys in unit of work tx (one this store opened).
+func (k operatorKeyStore) KeysIn(tx any) (idempotency.Tx, error) {
+	t, err := k.s.unitOf(tx)
+	if err != nil {
+		return nil, err
+	}
+	return keyTx{t, operatorKeyTable}, nil
+}
+
 func (k operatorKeyStore) PurgeKeys(ctx context.Context, t time.Time) (int64, error) {
 	return operatorKeyTable.purge(k.s.write(ctx), t)
 }
@@ -399,4 +408,27 @@ func (tx *Tx) ScheduleStep(ctx context.Context, id uuid.UUID, step string, at ti
 func (s *Store) DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error {
 	return s.write(ctx).Where("kind IN ? AND network = ? AND tx_hash = ? AND log_index = ? AND status = ?",
 		[]string{string(unmatched.Unmatched), string(unmatched.Dust)}, network, txHash, logIndex, string(unmatched.Open)).Delete(&unmatchedRow{}).Error
+}
+
+// Refund tasks recorded or closed in the unit of work of the change that found the
+// money (unmatched.Tx), one line over the Store's statements bound to it.
+
+// InsertUnmatchedDeposit is Store.InsertUnmatchedDeposit in the unit of work.
+func (tx *Tx) InsertUnmatchedDeposit(ctx context.Context, d *unmatched.Deposit) (*unmatched.Deposit, error) {
+	return tx.store().InsertUnmatchedDeposit(ctx, d)
+}
+
+// DeleteOpenUnmatchedDeposit is Store.DeleteOpenUnmatchedDeposit in the unit of work.
+func (tx *Tx) DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error {
+	return tx.store().DeleteOpenUnmatchedDeposit(ctx, network, txHash, logIndex)
+}
+
+// DeleteOpenRefundTasks is Store.DeleteOpenRefundTasks in the unit of work.
+func (tx *Tx) DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind unmatched.Kind) error {
+	return tx.store().DeleteOpenRefundTasks(ctx, transactionID, kind)
+}
+
+// ResolveOpenRefundTasks is Store.ResolveOpenRefundTasks in the unit of work.
+func (tx *Tx) ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind unmatched.Kind, r unmatched.Resolution) error {
+	return tx.store().ResolveOpenRefundTasks(ctx, transactionID, kind, r)
 }

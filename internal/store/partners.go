@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
+	"gorm.io/gorm"
 
 	"partnerd/internal/apikeys"
 	"partnerd/internal/partners"
@@ -85,8 +86,12 @@ func (s *Store) Partners(ctx context.Context) ([]*partners.Partner, error) {
 
 // PartnerByID returns the partner with id, or apperr NotFound.
 func (s *Store) PartnerByID(ctx context.Context, id uuid.UUID) (*partners.Partner, error) {
+	return partnerByID(s.read(ctx), id)
+}
+
+func partnerByID(db *gorm.DB, id uuid.UUID) (*partners.Partner, error) {
 	var row partnerRow
-	if err := s.read(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+	if err := db.Where("id = ?", id).Take(&row).Error; err != nil {
 		return nil, notFound(err, "partner")
 	}
 	return row.domain(), nil

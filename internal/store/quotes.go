@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
+	"gorm.io/gorm"
 
 	"partnerd/internal/quotes"
 )
@@ -41,19 +42,32 @@ func (r quoteRow) domain() *quotes.Quote {
 
 // CreateQuote inserts q.
 func (s *Store) CreateQuote(ctx context.Context, q *quotes.Quote) error {
+	return createQuote(s.write(ctx), q)
+}
+
+// CreateQuote inserts q in the unit of work.
+func (tx *Tx) CreateQuote(ctx context.Context, q *quotes.Quote) error {
+	return createQuote(tx.db.WithContext(ctx), q)
+}
+
+func createQuote(db *gorm.DB, q *quotes.Quote) error {
 	row := quoteRow{
 		ID: q.ID, PartnerID: q.PartnerID, CryptoCurrency: q.Token, Network: q.Network,
 		BaseRate: q.BaseRate, AdjustedRate: q.AdjustedRate, CryptoAmount: q.CryptoAmount, FiatAmount: q.FiatAmount,
 		CreatedAt: q.CreatedAt, ExpiresAt: q.ExpiresAt, UsedAt: q.UsedAt,
 	}
-	return s.write(ctx).Create(&row).Error
+	return db.Create(&row).Error
 }
 
 // QuoteByID returns partnerID's quote id, or apperr NotFound (also for another
 // partner's quote, so existence never leaks).
 func (s *Store) QuoteByID(ctx context.Context, partnerID, id uuid.UUID) (*quotes.Quote, error) {
+	return quoteByID(s.read(ctx), partnerID, id)
+}
+
+func quoteByID(db *gorm.DB, partnerID, id uuid.UUID) (*quotes.Quote, error) {
 	var row quoteRow
-	err := s.read(ctx).Where("id = ? AND partner_id = ?", id, partnerID).Take(&row).Error
+	err := db.Where("id = ? AND partner_id = ?", id, partnerID).Take(&row).Error
 	if err != nil {
 		return nil, notFound(err, "quote")
 	}
@@ -62,5 +76,5 @@ func (s *Store) QuoteByID(ctx context.Context, partnerID, id uuid.UUID) (*quotes
 
 // QuoteByID is Store.QuoteByID inside the unit of work.
 func (tx *Tx) QuoteByID(ctx context.Context, partnerID, id uuid.UUID) (*quotes.Quote, error) {
-	return tx.s.QuoteByID(context.WithValue(ctx, txKey{}, tx), partnerID, id)
+	return quoteByID(tx.db.WithContext(ctx), partnerID, id)
 }

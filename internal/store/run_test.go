@@ -18,8 +18,7 @@ import (
 // without a key it is a plain unit of work; under a key the answer it renders is
 // stored with the effects, a retry gets it back as *Replayed without running the
 // use case, another request's key is refused, a stored 4xx replays and a 400 does
-// not; a use case called inside another joins its unit of work and the key is
-// taken once.
+// not; a failure before the unit of work still replays the stored answer.
 func TestRunIsTheUseCasesUnitOfWork(t *testing.T) {
 	t.Parallel()
 	eachDatabase(t, func(t *testing.T, s *store.Store) {
@@ -47,30 +46,31 @@ func TestRunIsTheUseCasesUnitOfWork(t *testing.T) {
 		}
 		// request names a call under key with fingerprint fp; its answers render
 		// the result as the body, and errors by their status.
-		request := func(key, fp string) context.Context {
-			return idempotency.WithRequest(ctx, &idempotency.Request{
+		request := func(key, fp string) idempotency.Request[string] {
+			return idempotency.Request[string]{
 				Service: svc, Key: idempotency.Key{PartnerID: p.ID, Operation: "op", Key: key}, Fingerprint: fp,
-				Answer: func(_ context.Context, result any, err error) (idempotency.Response, error) {
+				Render: func(result string) (idempotency.Response, error) {
+					return idempotency.Response{Status: 201, Body: []byte(result)}, nil
+				},
+				RenderError: func(err error) idempotency.Response {
 					if e, ok := apperr.As(err); ok {
 						status := map[apperr.Code]int{apperr.InvalidRequest: 400, apperr.InvalidStateTransition: 409}[e.Code]
-						return idempotency.Response{Status: status, Body: []byte(e.Message)}, nil
+						return idempotency.Response{Status: status, Body: []byte(e.Message)}
 					}
-					if err != nil {
-						return idempotency.Response{Status: 500}, nil
-					}
-					return idempotency.Response{Status: 201, Body: []byte(result.(string))}, nil
+					return idempotency.Response{Status: 500}
 				},
-			})
+			}
 		}
+		none := idempotency.Request[string]{}
 
 		// No key: a plain unit of work, rolled back by an error; hooks after the commit.
 		before := count()
-		_, err := idempotency.Run(ctx, begin, effect(errors.New("boom")))
+		_, err := idempotency.Run(ctx, begin, none, effect(errors.New("boom")))
 		require.EqualError(t, err, "boom")
 		require.Equal(t, before, count(), "the failed use case's write rolled back")
 		var hooked []string
-		id, err := idempotency.Run(ctx, begin, func(ctx context.Context, tx idempotency.Tx) (string, error) {
-			idempotency.OnCommit(ctx, func() { hooked = append(hooked, "after") })
+		id, err := idempotency.Run(ctx, begin, none, func(ctx context.Context, tx idempotency.Tx) (string, error) {
+			tx.AfterCommit(func() { hooked = append(hooked, "after") })
 			require.Empty(t, hooked, "not before the commit")
 			return effect(nil)(ctx, tx)
 		})
@@ -81,54 +81,46 @@ func TestRunIsTheUseCasesUnitOfWork(t *testing.T) {
 
 		// Under a key: run once, stored with the effects, replayed after.
 		runs = 0
-		first, err := idempotency.Run(request("k1", "fp"), begin, effect(nil))
+		first, err := idempotency.Run(ctx, begin, request("k1", "fp"), effect(nil))
 		require.NoError(t, err)
 		require.Equal(t, before+2, count())
-		_, err = idempotency.Run(request("k1", "fp"), begin, effect(nil))
+		_, err = idempotency.Run(ctx, begin, request("k1", "fp"), effect(nil))
 		stored, ok := idempotency.ReplayOf(err)
 		require.True(t, ok, "a retry gets the stored answer: %v", err)
 		require.Equal(t, idempotency.Response{Status: 201, Body: []byte(first), Replayed: true}, stored)
 		require.Equal(t, 1, runs, "a replay does not run the use case")
 		require.Equal(t, before+2, count())
-		_, err = idempotency.Run(request("k1", "another request"), begin, effect(nil))
+		_, err = idempotency.Run(ctx, begin, request("k1", "another request"), effect(nil))
 		require.Equal(t, apperr.IdempotencyKeyReused, apperr.CodeOf(err))
 
 		// A 409 rolls its effects back and is stored; a 400 is not.
 		conflict := apperr.New(apperr.InvalidStateTransition, "no")
-		_, err = idempotency.Run(request("k409", "fp"), begin, effect(conflict))
+		_, err = idempotency.Run(ctx, begin, request("k409", "fp"), effect(conflict))
 		require.Equal(t, apperr.InvalidStateTransition, apperr.CodeOf(err))
 		require.Equal(t, before+2, count(), "the 409's write rolled back")
-		_, err = idempotency.Run(request("k409", "fp"), begin, effect(nil))
+		_, err = idempotency.Run(ctx, begin, request("k409", "fp"), effect(nil))
 		stored, ok = idempotency.ReplayOf(err)
 		require.True(t, ok)
 		require.Equal(t, 409, stored.Status)
-		_, err = idempotency.Run(request("k400", "fp"), begin, effect(apperr.New(apperr.InvalidRequest, "bad")))
+		_, err = idempotency.Run(ctx, begin, request("k400", "fp"), effect(apperr.New(apperr.InvalidRequest, "bad")))
 		require.Equal(t, apperr.InvalidRequest, apperr.CodeOf(err))
-		_, err = idempotency.Run(request("k400", "fp"), begin, effect(nil))
+		_, err = idempotency.Run(ctx, begin, request("k400", "fp"), effect(nil))
 		require.NoError(t, err, "after a 400 the key is free")
 
-		// A use case inside another joins its unit of work; the key is taken once.
-		ctx2 := request("nested", "fp")
-		r := idempotency.RequestOf(ctx2)
-		n := count()
-		_, err = idempotency.Run(ctx2, begin, func(ctx context.Context, tx idempotency.Tx) (string, error) {
-			require.Nil(t, idempotency.RequestOf(ctx), "the outer use case took the request")
-			if _, err := idempotency.Run(ctx, begin, effect(nil)); err != nil {
-				return "", err
-			}
-			return effect(conflict)(ctx, tx)
-		})
-		require.Equal(t, apperr.InvalidStateTransition, apperr.CodeOf(err))
-		require.True(t, r.Ran())
-		require.Equal(t, n, count(), "the inner use case's write rolled back with the outer's")
+		// A failure before the unit of work still replays the stored answer.
+		err = idempotency.Before(ctx, request("k1", "fp"), errors.New("rates down"))
+		stored, ok = idempotency.ReplayOf(err)
+		require.True(t, ok)
+		require.Equal(t, first, string(stored.Body))
+		require.EqualError(t, idempotency.Before(ctx, request("fresh", "fp"), errors.New("rates down")), "rates down")
 
 		// RunApart: no unit of work of its own, the key's answer stored after.
 		apart := 0
 		fn := func(context.Context) (string, error) { apart++; return "queued", nil }
-		out, err := idempotency.RunApart(request("apart", "fp"), fn)
+		out, err := idempotency.RunApart(ctx, request("apart", "fp"), fn)
 		require.NoError(t, err)
 		require.Equal(t, "queued", out)
-		_, err = idempotency.RunApart(request("apart", "fp"), fn)
+		_, err = idempotency.RunApart(ctx, request("apart", "fp"), fn)
 		_, ok = idempotency.ReplayOf(err)
 		require.True(t, ok)
 		require.Equal(t, 1, apart)

@@ -355,7 +355,7 @@ func (s *Store) DueForExpiry(ctx context.Context, now time.Time, limit int) ([]u
 
 // PartnerRates returns the partner's fee and share rates.
 func (tx *Tx) PartnerRates(ctx context.Context, partnerID uuid.UUID) (decimal.Decimal, decimal.Decimal, error) {
-	p, err := tx.s.PartnerByID(context.WithValue(ctx, txKey{}, tx), partnerID)
+	p, err := partnerByID(tx.db.WithContext(ctx), partnerID)
 	if err != nil {
 		return decimal.Decimal{}, decimal.Decimal{}, err
 	}

@@ -220,21 +220,30 @@ func TestIdempotencyKeys(t *testing.T) {
 		require.Equal(t, int32(2), ref.Load())
 		require.Equal(t, before+1, after, "the 404's write rolled back, the 201's committed")
 
-		// OnCommit hooks run after a 2xx commits, never for an answer that rolled back.
+		// AfterCommit hooks of a keyed use case run after a 2xx commits, never for
+		// an answer that rolled back.
 		var hooks []int
+		begin := store.For[idempotency.Tx](s).WithTx
 		for _, status := range []int{404, 201} {
-			_, err := svc.Do(ctx, idempotency.Key{PartnerID: p.ID, Operation: "x", Key: fmt.Sprintf("hook-%d", status)}, "fp",
-				func(ctx context.Context) (idempotency.Response, error) {
-					idempotency.OnCommit(ctx, func() { hooks = append(hooks, status) })
-					require.Empty(t, hooks, "not before the commit")
-					return idempotency.Response{Status: status}, nil
-				})
-			require.NoError(t, err)
+			req := idempotency.Request[int]{Service: svc, Key: idempotency.Key{PartnerID: p.ID, Operation: "x", Key: fmt.Sprintf("hook-%d", status)},
+				Fingerprint: "fp",
+				Render:      func(int) (idempotency.Response, error) { return idempotency.Response{Status: status}, nil },
+				RenderError: func(error) idempotency.Response { return idempotency.Response{Status: status} }}
+			_, err := idempotency.Run(ctx, begin, req, func(ctx context.Context, tx idempotency.Tx) (int, error) {
+				tx.AfterCommit(func() { hooks = append(hooks, status) })
+				require.Empty(t, hooks, "not before the commit")
+				if status == 404 {
+					return 0, apperr.New(apperr.NotFound, "no")
+				}
+				return status, nil
+			})
+			if status == 404 {
+				require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
+			} else {
+				require.NoError(t, err)
+			}
 		}
 		require.Equal(t, []int{201}, hooks)
-		ran := false
-		idempotency.OnCommit(ctx, func() { ran = true })
-		require.True(t, ran, "outside Do: at once")
 
 		// After the retention the key is forgotten: purged, or replaced if still there.
 		clk.add(idempotency.Retention)

@@ -72,6 +72,17 @@ func (s *Store) Transact(ctx context.Context, fn func(ctx context.Context, tx *T
 	return nil
 }
 
+// store is the Store's statements bound to this unit of work: its pools are the
+// transaction. The Tx methods that are a Store query or write made inside a unit
+// of work (the deposit watcher's bookkeeping, say) are one line over it, so the
+// statement is written once and the transaction is handed on, never looked up.
+func (tx *Tx) store() *Store {
+	c := *tx.s
+	c.db, c.wdb = tx.db, tx.db
+	c.sql, c.wsql = nil, nil
+	return &c
+}
+
 // AfterCommit runs f once the unit of work has committed (never if it rolls
 // back). Hooks run in the order they were added.
 func (tx *Tx) AfterCommit(f func()) { tx.after = append(tx.after, f) }

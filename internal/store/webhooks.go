@@ -32,8 +32,17 @@ func (endpointRow) TableName() string { return "webhook_endpoints" }
 
 // EndpointOf returns the partner's webhook endpoint, or apperr NotFound.
 func (s *Store) EndpointOf(ctx context.Context, partnerID uuid.UUID) (*webhook.Endpoint, error) {
+	return endpointOf(s.read(ctx), partnerID)
+}
+
+// EndpointOf is Store.EndpointOf in the unit of work.
+func (tx *Tx) EndpointOf(ctx context.Context, partnerID uuid.UUID) (*webhook.Endpoint, error) {
+	return endpointOf(tx.db.WithContext(ctx), partnerID)
+}
+
+func endpointOf(db *gorm.DB, partnerID uuid.UUID) (*webhook.Endpoint, error) {
 	var r endpointRow
-	if err := s.read(ctx).Where("partner_id = ?", partnerID).Take(&r).Error; err != nil {
+	if err := db.Where("partner_id = ?", partnerID).Take(&r).Error; err != nil {
 		return nil, notFound(err, "webhook endpoint")
 	}
 	return &webhook.Endpoint{
@@ -45,7 +54,16 @@ func (s *Store) EndpointOf(ctx context.Context, partnerID uuid.UUID) (*webhook.E
 // InsertEndpoint inserts e unless the partner already has an endpoint, and reports
 // whether it did: of two concurrent first registrations exactly one inserts.
 func (s *Store) InsertEndpoint(ctx context.Context, e *webhook.Endpoint) (bool, error) {
-	res := s.write(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&endpointRow{
+	return insertEndpoint(s.write(ctx), e)
+}
+
+// InsertEndpoint is Store.InsertEndpoint in the unit of work.
+func (tx *Tx) InsertEndpoint(ctx context.Context, e *webhook.Endpoint) (bool, error) {
+	return insertEndpoint(tx.db.WithContext(ctx), e)
+}
+
+func insertEndpoint(db *gorm.DB, e *webhook.Endpoint) (bool, error) {
+	res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&endpointRow{
 		PartnerID: e.PartnerID, URL: e.URL, Enabled: e.Enabled, Secret: e.Secret, PreviousSecret: e.PreviousSecret,
 		PreviousSecretExpiresAt: e.PreviousSecretExpiresAt, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 	})
@@ -57,14 +75,23 @@ func (s *Store) InsertEndpoint(ctx context.Context, e *webhook.Endpoint) (bool, 
 // a conditional UPDATE, so of concurrent enablers exactly one sees the switch.
 // Errors: NotFound.
 func (s *Store) UpdateEndpoint(ctx context.Context, partnerID uuid.UUID, url string, enabled bool, at time.Time) (bool, error) {
+	return updateEndpoint(s.write(ctx), partnerID, url, enabled, at)
+}
+
+// UpdateEndpoint is Store.UpdateEndpoint in the unit of work.
+func (tx *Tx) UpdateEndpoint(ctx context.Context, partnerID uuid.UUID, url string, enabled bool, at time.Time) (bool, error) {
+	return updateEndpoint(tx.db.WithContext(ctx), partnerID, url, enabled, at)
+}
+
+func updateEndpoint(db *gorm.DB, partnerID uuid.UUID, url string, enabled bool, at time.Time) (bool, error) {
 	set := map[string]any{"url": url, "enabled": enabled, "updated_at": at}
 	if enabled {
-		res := s.write(ctx).Model(&endpointRow{}).Where("partner_id = ? AND enabled = ?", partnerID, false).Updates(set)
+		res := db.Model(&endpointRow{}).Where("partner_id = ? AND enabled = ?", partnerID, false).Updates(set)
 		if res.Error != nil || res.RowsAffected == 1 {
 			return res.RowsAffected == 1, res.Error
 		}
 	}
-	res := s.write(ctx).Model(&endpointRow{}).Where("partner_id = ?", partnerID).Updates(set)
+	res := db.Model(&endpointRow{}).Where("partner_id = ?", partnerID).Updates(set)
 	if res.Error == nil && res.RowsAffected == 0 {
 		return false, apperr.New(apperr.NotFound, "The webhook endpoint was not found.")
 	}
@@ -83,7 +110,16 @@ func (s *Store) DisableEndpoint(ctx context.Context, partnerID uuid.UUID, at tim
 // row as it was), so concurrent rotations each take effect in turn and none is
 // silently lost. Errors: NotFound.
 func (s *Store) RotateSecret(ctx context.Context, partnerID uuid.UUID, secret string, oldUntil, at time.Time) error {
-	res := s.write(ctx).Model(&endpointRow{}).Where("partner_id = ?", partnerID).
+	return rotateSecret(s.write(ctx), partnerID, secret, oldUntil, at)
+}
+
+// RotateSecret is Store.RotateSecret in the unit of work.
+func (tx *Tx) RotateSecret(ctx context.Context, partnerID uuid.UUID, secret string, oldUntil, at time.Time) error {
+	return rotateSecret(tx.db.WithContext(ctx), partnerID, secret, oldUntil, at)
+}
+
+func rotateSecret(db *gorm.DB, partnerID uuid.UUID, secret string, oldUntil, at time.Time) error {
+	res := db.Model(&endpointRow{}).Where("partner_id = ?", partnerID).
 		Updates(map[string]any{"previous_secret": gorm.Expr("secret"), "secret": secret, "previous_secret_expires_at": oldUntil, "updated_at": at})
 	if res.Error == nil && res.RowsAffected == 0 {
 		return apperr.New(apperr.NotFound, "The webhook endpoint was not found.")

@@ -108,7 +108,11 @@ func NewService(store Store, pricer *pricing.Pricer, addresses Addresses, window
 // neither pricing mode, bad amount or reference), NotFound (unknown quote),
 // QuoteMismatch, QuoteAlreadyUsed, QuoteExpired, UnsupportedPair,
 // AmountOutOfRange, RatesUnavailable, DuplicateMerchantReference.
-func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateRequest) (*lifecycle.Transaction, error) {
+//
+// key is the caller's request (its Idempotency-Key and how the answer renders; the
+// zero Request for none): a failure before the unit of work (the rates source
+// down) still replays the answer stored for an earlier success.
+func (s *Service) Create(ctx context.Context, key idempotency.Request[*lifecycle.Transaction], partnerID uuid.UUID, req CreateRequest) (*lifecycle.Transaction, error) {
 	if (req.QuoteID == nil) == (req.FiatAmount == nil) {
 		return nil, apperr.New(apperr.InvalidRequest, "Send exactly one pricing mode: quote_id (quote mode) or fiat_amount (direct mode).")
 	}
@@ -122,16 +126,16 @@ func (s *Service) Create(ctx context.Context, partnerID uuid.UUID, req CreateReq
 			return nil, apperr.Field(apperr.InvalidRequest, "The fiat_amount is invalid.", "/fiat_amount", err.Error())
 		}
 		if direct, err = s.pricer.Price(ctx, req.Token, req.Network, pricing.Amount{Fiat: &fiat}); err != nil {
-			return nil, err
+			return nil, idempotency.Before(ctx, key, err)
 		}
 	} else if _, err := s.pricer.Pair(req.Token, req.Network); err != nil {
-		return nil, err
+		return nil, idempotency.Before(ctx, key, err)
 	}
 
 	// The unit of work begins here, after the pricing (the rate source may be
 	// slow): the key's claim, the transaction, its history, event and stored answer
 	// commit together.
-	return idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, tx Tx) (*lifecycle.Transaction, error) {
+	return idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, tx Tx) (*lifecycle.Transaction, error) {
 		now := s.now()
 		t := &lifecycle.Transaction{
 			ID:                uuid.New(),

@@ -70,7 +70,7 @@ func TestRefundTasks(t *testing.T) {
 			c := &clock{now: store.Now().Add(-time.Hour)}
 			svc := unmatched.NewService(st, cursor.NewCodec([]byte("s")), c.Now)
 
-			first, err := svc.Record(ctx, transfer("0xaa", 0, "12.5"))
+			first, err := svc.Record(ctx, st, transfer("0xaa", 0, "12.5"))
 			require.NoError(t, err)
 			require.Equal(t, unmatched.Unmatched, first.Kind, "the default kind")
 			require.Equal(t, unmatched.Open, first.Status)
@@ -78,7 +78,7 @@ func TestRefundTasks(t *testing.T) {
 			c.Add(time.Minute)
 			again := transfer("0xaa", 0, "99")
 			again.Status = unmatched.Refunded // a caller's status is ignored
-			dup, err := svc.Record(ctx, again)
+			dup, err := svc.Record(ctx, st, again)
 			require.NoError(t, err)
 			require.Equal(t, first.ID, dup.ID, "the same transfer is recorded once")
 			require.Equal(t, "12.5", dup.Amount.String(), "the first record is unchanged")
@@ -87,14 +87,14 @@ func TestRefundTasks(t *testing.T) {
 			c.Add(time.Minute)
 			dustIn := transfer("0xaa", 0, "0.1")
 			dustIn.Kind = unmatched.Dust
-			dust, err := svc.Record(ctx, dustIn)
+			dust, err := svc.Record(ctx, st, dustIn)
 			require.NoError(t, err)
 			require.NotEqual(t, first.ID, dust.ID, "another kind of the same transfer is another task")
 			c.Add(time.Minute)
-			second, err := svc.Record(ctx, transfer("0xaa", 1, "3"))
+			second, err := svc.Record(ctx, st, transfer("0xaa", 1, "3"))
 			require.NoError(t, err, "another log of the same chain transaction")
 			c.Add(time.Minute)
-			third, err := svc.Record(ctx, transfer("0xbb", 0, "4"))
+			third, err := svc.Record(ctx, st, transfer("0xbb", 0, "4"))
 			require.NoError(t, err)
 
 			bad := []struct {
@@ -132,10 +132,10 @@ func TestRefundTasks(t *testing.T) {
 			require.Equal(t, "kept as credit", *credited.ResolutionNote)
 
 			// A reorganised transfer: the open record goes, the resolved one stays.
-			require.NoError(t, svc.Forget(ctx, "bep20", "0xaa", 1))
+			require.NoError(t, svc.Forget(ctx, st, "bep20", "0xaa", 1))
 			_, err = svc.Task(ctx, second.ID)
 			requireCode(t, err, apperr.NotFound, "")
-			require.NoError(t, svc.Forget(ctx, "bep20", "0xaa", 0))
+			require.NoError(t, svc.Forget(ctx, st, "bep20", "0xaa", 0))
 			kept, err := svc.Task(ctx, first.ID)
 			require.NoError(t, err)
 			require.Equal(t, unmatched.Refunded, kept.Status)
@@ -168,7 +168,7 @@ func TestRefundTasks(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, []uuid.UUID{dust.ID, first.ID}, ids(p), "every resolved task, newest created first")
 
-			fourth, err := svc.Record(ctx, transfer("0xcc", 0, "5"))
+			fourth, err := svc.Record(ctx, st, transfer("0xcc", 0, "5"))
 			require.NoError(t, err)
 			page, err := svc.List(ctx, unmatched.Open, 1, "")
 			require.NoError(t, err)

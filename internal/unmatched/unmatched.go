@@ -117,6 +117,16 @@ type Store interface {
 	ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind, r Resolution) error
 }
 
+// Tx is where a task is recorded or closed: the unit of work of the change that
+// finds the money (the lifecycle's, the deposit watcher's), which store.Tx is; the
+// Store itself for a caller outside any.
+type Tx interface {
+	InsertUnmatchedDeposit(ctx context.Context, d *Deposit) (*Deposit, error)
+	DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error
+	DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind) error
+	ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind, r Resolution) error
+}
+
 // Service records, lists and resolves unmatched deposits.
 type Service struct {
 	store Store
@@ -131,7 +141,7 @@ func NewService(store Store, codec *cursor.Codec, now func() time.Time) *Service
 
 // Record stores an unmatched transfer as open and returns it; recording the same
 // transfer again returns the first record unchanged (the watcher may rescan blocks).
-func (s *Service) Record(ctx context.Context, d Deposit) (*Deposit, error) {
+func (s *Service) Record(ctx context.Context, tx Tx, d Deposit) (*Deposit, error) {
 	d.ID = uuid.New()
 	if d.Kind == "" {
 		d.Kind = Unmatched
@@ -139,26 +149,26 @@ func (s *Service) Record(ctx context.Context, d Deposit) (*Deposit, error) {
 	d.Status = Open
 	d.CreatedAt = s.now()
 	d.ResolutionTxHash, d.ResolutionNote, d.ResolvedBy, d.ResolvedAt = nil, nil, nil, nil
-	return s.store.InsertUnmatchedDeposit(ctx, &d)
+	return tx.InsertUnmatchedDeposit(ctx, &d)
 }
 
 // Forget removes the open record of a transfer whose block was reorganised away
 // (nothing arrived); a resolved one is kept, for its audit trail.
-func (s *Service) Forget(ctx context.Context, network, txHash string, logIndex int) error {
-	return s.store.DeleteOpenUnmatchedDeposit(ctx, network, txHash, logIndex)
+func (s *Service) Forget(ctx context.Context, tx Tx, network, txHash string, logIndex int) error {
+	return tx.DeleteOpenUnmatchedDeposit(ctx, network, txHash, logIndex)
 }
 
 // DropOpen deletes transaction id's open task of kind: one superseded by a newer
 // record of the same money.
-func (s *Service) DropOpen(ctx context.Context, transactionID uuid.UUID, kind Kind) error {
-	return s.store.DeleteOpenRefundTasks(ctx, transactionID, kind)
+func (s *Service) DropOpen(ctx context.Context, tx Tx, transactionID uuid.UUID, kind Kind) error {
+	return tx.DeleteOpenRefundTasks(ctx, transactionID, kind)
 }
 
 // CloseOpen resolves transaction id's open tasks of kind with the transaction: as
 // Refunded in chain transaction txHash when it is given, else as Credited (the
 // money stayed with the transaction), with note, by operatorID when an operator
 // decided (nil: the system).
-func (s *Service) CloseOpen(ctx context.Context, transactionID uuid.UUID, kind Kind, operatorID *uuid.UUID, txHash, note string) error {
+func (s *Service) CloseOpen(ctx context.Context, tx Tx, transactionID uuid.UUID, kind Kind, operatorID *uuid.UUID, txHash, note string) error {
 	r := Resolution{Status: Credited, Note: &note, At: s.now()}
 	if txHash != "" {
 		r.Status, r.TxHash = Refunded, &txHash
@@ -166,7 +176,7 @@ func (s *Service) CloseOpen(ctx context.Context, transactionID uuid.UUID, kind K
 	if operatorID != nil {
 		r.OperatorID = *operatorID
 	}
-	return s.store.ResolveOpenRefundTasks(ctx, transactionID, kind, r)
+	return tx.ResolveOpenRefundTasks(ctx, transactionID, kind, r)
 }
 
 // Page is one page of unmatched deposits.

@@ -13,18 +13,28 @@ import (
 	"partnerd/internal/webhook/sign"
 )
 
-// Tx is the unit of work an endpoint change runs in: the store's writes made
-// with its ctx join it.
+// Tx is the unit of work an endpoint change runs in: the change reads and writes
+// the endpoint through it.
 type Tx interface {
 	// AfterCommit runs f once the unit of work has committed.
 	AfterCommit(f func())
+	// EndpointOf returns the partner's endpoint, or apperr NotFound.
+	EndpointOf(ctx context.Context, partnerID uuid.UUID) (*Endpoint, error)
+	// InsertEndpoint inserts e unless the partner has an endpoint; it reports whether it did.
+	InsertEndpoint(ctx context.Context, e *Endpoint) (bool, error)
+	// UpdateEndpoint sets the URL and enabled flag; it reports whether this write
+	// turned deliveries on. Errors: NotFound.
+	UpdateEndpoint(ctx context.Context, partnerID uuid.UUID, url string, enabled bool, at time.Time) (bool, error)
+	// RotateSecret makes secret the signing secret and the current one the
+	// previous until oldUntil. Errors: NotFound.
+	RotateSecret(ctx context.Context, partnerID uuid.UUID, secret string, oldUntil, at time.Time) error
 }
 
 // EndpointStore is the store of endpoint changes: the event store, and the unit
 // of work they begin.
 type EndpointStore interface {
 	Store
-	// WithTx runs fn in a unit of work, joining the one ctx carries, if any.
+	// WithTx runs fn in a unit of work of its own.
 	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 }
 
@@ -58,17 +68,20 @@ func (s *Endpoints) Get(ctx context.Context, partnerID uuid.UUID) (*Endpoint, er
 // that waited while no endpoint was enabled. Each step is one conditional write, so
 // of two concurrent first registrations exactly one creates the secret and the
 // other updates the endpoint it created. Errors: WebhookURLNotAllowed.
-func (s *Endpoints) Put(ctx context.Context, partnerID uuid.UUID, url string, enabled bool) (*Endpoint, string, error) {
+//
+// key is the caller's request (the zero Request for none).
+func (s *Endpoints) Put(ctx context.Context, key idempotency.Request[Registered], partnerID uuid.UUID, url string, enabled bool) (*Endpoint, string, error) {
 	if err := s.policy.Check(ctx, url); err != nil {
-		return nil, "", apperr.Field(apperr.WebhookURLNotAllowed, "This webhook URL is not accepted here.", "/url", err.Error())
+		return nil, "", idempotency.Before(ctx, key,
+			apperr.Field(apperr.WebhookURLNotAllowed, "This webhook URL is not accepted here.", "/url", err.Error()))
 	}
 	// The unit of work begins once the URL passed (its check may resolve DNS). The
 	// waiting events are released after it: their jobs are queued through the
 	// job queue's own connection (on SQLite that waits for the write lock a unit
 	// of work holds), and a release is safe to repeat.
 	var switchedOn bool
-	out, err := idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, _ Tx) (Registered, error) {
-		e, secret, on, err := s.put(ctx, partnerID, url, enabled)
+	out, err := idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, tx Tx) (Registered, error) {
+		e, secret, on, err := s.put(ctx, tx, partnerID, url, enabled)
 		switchedOn = on
 		return Registered{Endpoint: e, Secret: secret}, err
 	})
@@ -90,13 +103,13 @@ type Registered struct {
 	Secret   string
 }
 
-func (s *Endpoints) put(ctx context.Context, partnerID uuid.UUID, url string, enabled bool) (*Endpoint, string, bool, error) {
+func (s *Endpoints) put(ctx context.Context, tx Tx, partnerID uuid.UUID, url string, enabled bool) (*Endpoint, string, bool, error) {
 	now := s.now()
 	secret, err := sign.NewSecret()
 	if err != nil {
 		return nil, "", false, err
 	}
-	created, err := s.store.InsertEndpoint(ctx, &Endpoint{
+	created, err := tx.InsertEndpoint(ctx, &Endpoint{
 		PartnerID: partnerID, URL: url, Enabled: enabled, Secret: secret, CreatedAt: now, UpdatedAt: now,
 	})
 	if err != nil {
@@ -105,11 +118,11 @@ func (s *Endpoints) put(ctx context.Context, partnerID uuid.UUID, url string, en
 	switchedOn := created && enabled
 	if !created {
 		secret = ""
-		if switchedOn, err = s.store.UpdateEndpoint(ctx, partnerID, url, enabled, now); err != nil {
+		if switchedOn, err = tx.UpdateEndpoint(ctx, partnerID, url, enabled, now); err != nil {
 			return nil, "", false, err
 		}
 	}
-	e, err := s.store.EndpointOf(ctx, partnerID)
+	e, err := tx.EndpointOf(ctx, partnerID)
 	if err != nil {
 		return nil, "", false, err
 	}
@@ -133,27 +146,28 @@ func (s *Endpoints) release(ctx context.Context, partnerID uuid.UUID) error {
 // The old secret keeps signing beside it for SecretOverlap. The replacement is one
 // write that reads the secret it replaces, so concurrent rotations each take
 // effect in turn. Errors: NotFound.
-func (s *Endpoints) Rotate(ctx context.Context, partnerID uuid.UUID) (*Endpoint, string, error) {
-	out, err := idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, _ Tx) (Registered, error) {
-		e, secret, err := s.rotate(ctx, partnerID)
+// key is the caller's request (the zero Request for none).
+func (s *Endpoints) Rotate(ctx context.Context, key idempotency.Request[Registered], partnerID uuid.UUID) (*Endpoint, string, error) {
+	out, err := idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, tx Tx) (Registered, error) {
+		e, secret, err := s.rotate(ctx, tx, partnerID)
 		return Registered{Endpoint: e, Secret: secret}, err
 	})
 	return out.Endpoint, out.Secret, err
 }
 
-func (s *Endpoints) rotate(ctx context.Context, partnerID uuid.UUID) (*Endpoint, string, error) {
+func (s *Endpoints) rotate(ctx context.Context, tx Tx, partnerID uuid.UUID) (*Endpoint, string, error) {
 	secret, err := sign.NewSecret()
 	if err != nil {
 		return nil, "", err
 	}
 	now := s.now()
-	if err := s.store.RotateSecret(ctx, partnerID, secret, now.Add(SecretOverlap), now); err != nil {
+	if err := tx.RotateSecret(ctx, partnerID, secret, now.Add(SecretOverlap), now); err != nil {
 		if apperr.CodeOf(err) == apperr.NotFound {
 			err = errNoEndpoint
 		}
 		return nil, "", err
 	}
-	e, err := s.Get(ctx, partnerID)
+	e, err := tx.EndpointOf(ctx, partnerID)
 	if err != nil {
 		return nil, "", err
 	}

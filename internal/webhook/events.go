@@ -96,8 +96,9 @@ type Replayed struct {
 // It runs in no unit of work of its own (idempotency.RunApart): the delivery job
 // is queued through the job queue's own connection (on SQLite it would wait for
 // the write lock a unit of work holds), and replaying twice is harmless.
-func (l *Log) Replay(ctx context.Context, partnerID, id uuid.UUID) (*Event, Replayed, error) {
-	out, err := idempotency.RunApart(ctx, func(ctx context.Context) (Requeued, error) {
+// key is the caller's request (the zero Request for none).
+func (l *Log) Replay(ctx context.Context, key idempotency.Request[Requeued], partnerID, id uuid.UUID) (*Event, Replayed, error) {
+	out, err := idempotency.RunApart(ctx, key, func(ctx context.Context) (Requeued, error) {
 		ev, r, err := l.replay(ctx, partnerID, id)
 		return Requeued{Event: ev, Replayed: r}, err
 	})
