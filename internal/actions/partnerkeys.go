@@ -9,6 +9,7 @@ import (
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
 )
 
@@ -20,7 +21,7 @@ import (
 
 // IssuePartnerKey adds a key to partnerID, by its user user.
 func (s *Service) IssuePartnerKey(ctx context.Context, user, partnerID uuid.UUID) (*apikeys.Issued, error) {
-	return run(ctx, s, func(ctx context.Context) (*apikeys.Issued, error) {
+	return run(ctx, s, idempotency.Request[*apikeys.Issued]{}, func(ctx context.Context, tx lifecycle.Tx) (*apikeys.Issued, error) {
 		mint, err := s.MintFor(ctx, apikeys.Partner, partnerID)
 		if err != nil {
 			return nil, err
@@ -29,7 +30,7 @@ func (s *Service) IssuePartnerKey(ctx context.Context, user, partnerID uuid.UUID
 		if err != nil {
 			return nil, err
 		}
-		return k, s.auditedByUser(ctx, user, audit.KeyCreated, k.Key.ID, k.Key.Prefix)
+		return k, s.auditedByUser(ctx, tx, user, audit.KeyCreated, k.Key.ID, k.Key.Prefix)
 	})
 }
 
@@ -37,7 +38,7 @@ func (s *Service) IssuePartnerKey(ctx context.Context, user, partnerID uuid.UUID
 // works for overlap more. Errors: NotFound (another partner's key included),
 // InvalidRequest (overlap), InvalidStateTransition (a key that no longer works).
 func (s *Service) RollPartnerKey(ctx context.Context, user, partnerID, keyID uuid.UUID, overlap time.Duration) (*apikeys.Issued, error) {
-	return run(ctx, s, func(ctx context.Context) (*apikeys.Issued, error) {
+	return run(ctx, s, idempotency.Request[*apikeys.Issued]{}, func(ctx context.Context, tx lifecycle.Tx) (*apikeys.Issued, error) {
 		mint, err := s.MintFor(ctx, apikeys.Partner, partnerID)
 		if err != nil {
 			return nil, err
@@ -46,21 +47,21 @@ func (s *Service) RollPartnerKey(ctx context.Context, user, partnerID, keyID uui
 		if err != nil {
 			return nil, err
 		}
-		s.forget(ctx, apikeys.Partner, partnerID, keyID)
-		return k, s.auditedByUser(ctx, user, audit.KeyRolled, keyID, k.Key.Prefix)
+		s.forget(ctx, tx, apikeys.Partner, partnerID, keyID)
+		return k, s.auditedByUser(ctx, tx, user, audit.KeyRolled, keyID, k.Key.Prefix)
 	})
 }
 
 // RevokePartnerKey revokes partnerID's key keyID, by its user user. Errors:
 // NotFound (another partner's key included).
 func (s *Service) RevokePartnerKey(ctx context.Context, user, partnerID, keyID uuid.UUID) (*apikeys.Key, error) {
-	return run(ctx, s, func(ctx context.Context) (*apikeys.Key, error) {
+	return run(ctx, s, idempotency.Request[*apikeys.Key]{}, func(ctx context.Context, tx lifecycle.Tx) (*apikeys.Key, error) {
 		k, err := s.keys.Revoke(ctx, apikeys.Partner, partnerID, keyID)
 		if err != nil {
 			return nil, err
 		}
-		s.forget(ctx, apikeys.Partner, partnerID, keyID)
-		return k, s.auditedByUser(ctx, user, audit.KeyRevoked, keyID, k.Prefix)
+		s.forget(ctx, tx, apikeys.Partner, partnerID, keyID)
+		return k, s.auditedByUser(ctx, tx, user, audit.KeyRevoked, keyID, k.Prefix)
 	})
 }
 
@@ -70,14 +71,14 @@ func (s *Service) PartnerKeys(ctx context.Context, partnerID uuid.UUID) ([]*apik
 }
 
 // auditedByUser records a key action on subject by a partner's user.
-func (s *Service) auditedByUser(ctx context.Context, user uuid.UUID, a audit.Action, subject uuid.UUID, reference string) error {
+func (s *Service) auditedByUser(ctx context.Context, tx lifecycle.Tx, user uuid.UUID, a audit.Action, subject uuid.UUID, reference string) error {
 	if s.audit != nil {
 		if err := s.audit.Record(ctx, audit.Entry{OperatorID: audit.CLI, PartnerUserID: &user, Action: a,
 			SubjectID: &subject, Reference: &reference}); err != nil {
 			return err
 		}
 	}
-	idempotency.OnCommit(ctx, func() {
+	tx.AfterCommit(func() {
 		s.log.Info("partner user action", "actor", string(audit.ByPartnerUser), "partner_user_id", user.String(),
 			"action", string(a), "subject_id", subject.String(), "reference", reference)
 	})

@@ -40,10 +40,15 @@ func newTx(t *testing.T, api *client.ClientWithResponses, ref, fiat string) clie
 func complete(t *testing.T, s *site, ops *oc.ClientWithResponses, tx client.Transaction) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := s.Env.App.Lifecycle().DetectDeposit(ctx, tx.Id, lifecycle.DepositInput{ID: "dep_" + uuid.NewString(),
-		Hash: strings.ReplaceAll(uuid.NewString()+uuid.NewString(), "-", ""), Confirmations: 1})
+	engine := s.Env.App.Lifecycle()
+	_, err := engine.Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+		return engine.DetectDeposit(ctx, unit, tx.Id, lifecycle.DepositInput{ID: "dep_" + uuid.NewString(),
+			Hash: strings.ReplaceAll(uuid.NewString()+uuid.NewString(), "-", ""), Confirmations: 1})
+	})
 	require.NoError(t, err)
-	_, err = s.Env.App.Lifecycle().Confirm(ctx, tx.Id, 20)
+	_, err = engine.Run(ctx, func(ctx context.Context, unit lifecycle.Tx) (*lifecycle.Transaction, error) {
+		return engine.Confirm(ctx, unit, tx.Id, 20)
+	})
 	require.NoError(t, err)
 	f, err := ops.FillOrderWithResponse(ctx, tx.Id, &oc.FillOrderParams{IdempotencyKey: uuid.NewString()},
 		oc.FillRequest{Rate: "1549.10", FiatAmount: tx.Amount, Reference: "LP-" + tx.MerchantReference})

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/idempotency"
 	"partnerd/internal/partnerusers"
 )
 
@@ -66,7 +67,7 @@ func (d *Dashboard) teamRefused(w http.ResponseWriter, r *http.Request, ss *sess
 // invite invites an address to the team with a role and shows the link once.
 func (d *Dashboard) invite(w http.ResponseWriter, r *http.Request, ss *session) {
 	email := strings.TrimSpace(r.PostFormValue("email"))
-	inv, err := d.d.Users.Invite(background(r.Context()), ss.Data.PartnerID, email, partnerusers.Role(r.PostFormValue("role")), me(ss))
+	inv, err := d.d.Users.Invite(background(r.Context()), idempotency.Request[*partnerusers.NewInvitation]{}, ss.Data.PartnerID, email, partnerusers.Role(r.PostFormValue("role")), me(ss))
 	if d.teamRefused(w, r, ss, err) {
 		return
 	}

@@ -15,15 +15,16 @@ func (s *Server) SendTestWebhookEvent(ctx context.Context, _ api.SendTestWebhook
 	if err != nil {
 		return nil, err
 	}
-	respond := httpkit.AnswerWith(ctx, func(_ context.Context, ev *webhook.Event) (api.SendTestWebhookEventResponseObject, error) {
+	answer := func(ev *webhook.Event) api.SendTestWebhookEventResponseObject {
 		msg := "Test event queued for delivery."
-		return api.SendTestWebhookEvent202JSONResponse{Body: api.WebhookEventResponse{Success: true, Message: &msg, Data: eventOut(ev)}}, nil
-	})
-	ev, err := s.endpoints.SendTest(ctx, p.ID)
+		return api.SendTestWebhookEvent202JSONResponse{Body: api.WebhookEventResponse{Success: true, Message: &msg, Data: eventOut(ev)}}
+	}
+	key := httpkit.KeyedBy(ctx, answer, api.SendTestWebhookEventResponseObject.VisitSendTestWebhookEventResponse)
+	ev, err := s.endpoints.SendTest(ctx, key, p.ID)
 	if err != nil {
 		return nil, err
 	}
-	return respond(ctx, ev)
+	return answer(ev), nil
 }
 
 // eventOut maps an event to its event-log entry.

@@ -473,7 +473,7 @@ func TestTeamChangesByUsers(t *testing.T) {
 			out := e.active(t, e.q, "out@example.com", partnerusers.Admin)
 			by := partnerusers.Inviter{Kind: partnerusers.ByPartnerUser, ID: ada.ID}
 
-			inv, err := e.users.Invite(ctx, e.p.ID, "fin@example.com", partnerusers.Finance, by)
+			inv, err := e.users.Invite(ctx, idempotency.Request[*partnerusers.NewInvitation]{}, e.p.ID, "fin@example.com", partnerusers.Finance, by)
 			require.NoError(t, err)
 			_, err = e.users.ChangeRoleBy(ctx, e.p.ID, dev.ID, partnerusers.Admin, partnerusers.Inviter{Kind: partnerusers.ByPartnerUser, ID: dev.ID})
 			require.Equal(t, apperr.Unauthorized, code(t, err), "a developer changes no role")

@@ -309,24 +309,21 @@ func (s *Store) ListEvents(ctx context.Context, partnerID uuid.UUID, q webhook.L
 }
 
 // AppendTestEvent writes e, a test event of no transaction (transaction_id
-// NULL), and, when the partner's endpoint is enabled, its delivery job, in one
-// unit of work (the one ctx carries, if any), as AppendEvent does for a
-// transaction's events.
-func (s *Store) AppendTestEvent(ctx context.Context, e *webhook.Event) error {
-	return s.Transact(ctx, func(ctx context.Context, tx *Tx) error {
-		var enabled sql.NullBool
-		err := tx.db.WithContext(ctx).Raw(`INSERT INTO events (id, partner_id, transaction_id, type, payload, created_at)
-		VALUES (?, ?, NULL, ?, ?, ?)
-		RETURNING (SELECT w.enabled FROM webhook_endpoints w WHERE w.partner_id = events.partner_id)`,
-			e.ID, e.PartnerID, e.Type, string(e.Payload), e.CreatedAt).Row().Scan(&enabled)
-		if err != nil {
-			return fmt.Errorf("append test event: %w", err)
-		}
-		if !enabled.Bool {
-			return nil
-		}
-		return tx.Enqueue(ctx, jobs.DeliverEventArgs{EventID: e.ID}, nil)
-	})
+// NULL), and, when the partner's endpoint is enabled, its delivery job, in this
+// unit of work, as AppendEvent does for a transaction's events.
+func (tx *Tx) AppendTestEvent(ctx context.Context, e *webhook.Event) error {
+	var enabled sql.NullBool
+	err := tx.db.WithContext(ctx).Raw(`INSERT INTO events (id, partner_id, transaction_id, type, payload, created_at)
+	VALUES (?, ?, NULL, ?, ?, ?)
+	RETURNING (SELECT w.enabled FROM webhook_endpoints w WHERE w.partner_id = events.partner_id)`,
+		e.ID, e.PartnerID, e.Type, string(e.Payload), e.CreatedAt).Row().Scan(&enabled)
+	if err != nil {
+		return fmt.Errorf("append test event: %w", err)
+	}
+	if !enabled.Bool {
+		return nil
+	}
+	return tx.Enqueue(ctx, jobs.DeliverEventArgs{EventID: e.ID}, nil)
 }
 
 // AttemptsOf returns an event's attempts, oldest first.

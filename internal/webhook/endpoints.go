@@ -28,6 +28,9 @@ type Tx interface {
 	// RotateSecret makes secret the signing secret and the current one the
 	// previous until oldUntil. Errors: NotFound.
 	RotateSecret(ctx context.Context, partnerID uuid.UUID, secret string, oldUntil, at time.Time) error
+	// AppendTestEvent writes e, an event of no transaction, and queues its
+	// delivery when the partner's endpoint is enabled.
+	AppendTestEvent(ctx context.Context, e *Event) error
 }
 
 // EndpointStore is the store of endpoint changes: the event store, and the unit

@@ -33,9 +33,9 @@ type testPayload struct {
 // job commit together (with the request's stored answer under an
 // Idempotency-Key, so a retried request sends one event). While the endpoint is
 // disabled the event waits, as every event does. Errors: NotFound (no endpoint).
-func (s *Endpoints) SendTest(ctx context.Context, partnerID uuid.UUID) (*Event, error) {
-	return idempotency.Run(ctx, s.store.WithTx, func(ctx context.Context, _ Tx) (*Event, error) {
-		if _, err := s.Get(ctx, partnerID); err != nil {
+func (s *Endpoints) SendTest(ctx context.Context, key idempotency.Request[*Event], partnerID uuid.UUID) (*Event, error) {
+	return idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, tx Tx) (*Event, error) {
+		if _, err := tx.EndpointOf(ctx, partnerID); err != nil {
 			return nil, err
 		}
 		at := s.now().UTC()
@@ -48,7 +48,7 @@ func (s *Endpoints) SendTest(ctx context.Context, partnerID uuid.UUID) (*Event, 
 			return nil, err
 		}
 		ev.Payload = body
-		if err := s.store.AppendTestEvent(ctx, ev); err != nil {
+		if err := tx.AppendTestEvent(ctx, ev); err != nil {
 			return nil, err
 		}
 		return ev, nil

@@ -158,10 +158,6 @@ type Store interface {
 	TakeRequeue(ctx context.Context, id uuid.UUID) (bool, error)
 	// ListEvents returns a page of the partner's events.
 	ListEvents(ctx context.Context, partnerID uuid.UUID, q ListQuery) ([]*Event, error)
-	// AppendTestEvent writes e, an event of no transaction, and queues its
-	// delivery when the partner's endpoint is enabled, in the unit of work ctx
-	// carries (or one of its own).
-	AppendTestEvent(ctx context.Context, e *Event) error
 	// AttemptsOf returns an event's attempts, oldest first.
 	AttemptsOf(ctx context.Context, eventID uuid.UUID) ([]Attempt, error)
 	// PurgeEvents deletes events created before t (and their attempts).

@@ -178,7 +178,7 @@ func TestTestEventsAndResponseExcerpts(t *testing.T) {
 		p, other := newPartner(t, s), newPartner(t, s)
 		now := store.Now()
 		ev := &webhook.Event{ID: uuid.New(), PartnerID: p.ID, Type: webhook.TestType, Payload: []byte(`{"test":true}`), CreatedAt: now}
-		require.NoError(t, s.AppendTestEvent(ctx, ev))
+		require.NoError(t, s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error { return tx.AppendTestEvent(ctx, ev) }))
 		require.Zero(t, deliveryJobs(t, s), "no delivery job without an enabled endpoint")
 		got, err := s.EventByID(ctx, &p.ID, ev.ID)
 		require.NoError(t, err)
@@ -216,7 +216,7 @@ func TestTestEventsAndResponseExcerpts(t *testing.T) {
 		_, err = s.InsertEndpoint(ctx, &webhook.Endpoint{PartnerID: other.ID, URL: "https://example.com/", Enabled: true, Secret: "whsec", CreatedAt: now, UpdatedAt: now})
 		require.NoError(t, err)
 		queued := &webhook.Event{ID: uuid.New(), PartnerID: other.ID, Type: webhook.TestType, Payload: []byte(`{"test":true}`), CreatedAt: now}
-		require.NoError(t, s.AppendTestEvent(ctx, queued))
+		require.NoError(t, s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error { return tx.AppendTestEvent(ctx, queued) }))
 		require.Equal(t, 1, deliveryJobs(t, s), "queued for the enabled endpoint only")
 
 		n, err := s.PurgeEvents(ctx, store.Now().Add(time.Second))
