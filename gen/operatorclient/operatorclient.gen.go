@@ -456,7 +456,11 @@ type ApiKeyStatus string
 // `resolve_credited`), a batch (`batch_payout`, `batch_fill`), an account or key
 // change, or a change of a partner's team (`partner_user_invited`, the address as
 // reference; `partner_user_role_changed`, the new role as reference;
-// `partner_user_disabled`; the user acted on as subject). **The list grows** with the back office in minor versions (an open set,
+// `partner_user_disabled`; the user acted on as subject), or a partner user's change
+// of the partner's webhooks or sandbox on the dashboard (`webhook_endpoint_updated`,
+// the URL as reference; `webhook_secret_rotated`; `webhook_event_replayed` and
+// `webhook_test_sent`, the event as subject; `sandbox_simulated`, the transaction
+// and the simulated event's type as reference). **The list grows** with the back office in minor versions (an open set,
 // `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 // As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 //
@@ -467,8 +471,8 @@ type AuditAction = string
 // (`operator_id` and `operator_name` name them); `cli`, the `partnerd` command run
 // on a server (`partnerd partners create`, `partnerd partners keys roll|revoke`,
 // `partnerd partners users invite`, `partnerd operators create`), which acts as no
-// operator; `partner_user`, a partner's user on the partner dashboard (their team
-// and API key changes; `partner_user_id` and `operator_name` name them). An open set
+// operator; `partner_user`, a partner's user on the partner dashboard (their team,
+// API key, webhook and sandbox changes; `partner_user_id` and `operator_name` name them). An open set
 // (`x-extensible-enum`): show a value not listed here as it is.
 //
 // Example: operator
@@ -481,7 +485,11 @@ type AuditEntry struct {
 	// `resolve_credited`), a batch (`batch_payout`, `batch_fill`), an account or key
 	// change, or a change of a partner's team (`partner_user_invited`, the address as
 	// reference; `partner_user_role_changed`, the new role as reference;
-	// `partner_user_disabled`; the user acted on as subject). **The list grows** with the back office in minor versions (an open set,
+	// `partner_user_disabled`; the user acted on as subject), or a partner user's change
+	// of the partner's webhooks or sandbox on the dashboard (`webhook_endpoint_updated`,
+	// the URL as reference; `webhook_secret_rotated`; `webhook_event_replayed` and
+	// `webhook_test_sent`, the event as subject; `sandbox_simulated`, the transaction
+	// and the simulated event's type as reference). **The list grows** with the back office in minor versions (an open set,
 	// `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 	// As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 	//
@@ -493,8 +501,8 @@ type AuditEntry struct {
 	// (`operator_id` and `operator_name` name them); `cli`, the `partnerd` command run
 	// on a server (`partnerd partners create`, `partnerd partners keys roll|revoke`,
 	// `partnerd partners users invite`, `partnerd operators create`), which acts as no
-	// operator; `partner_user`, a partner's user on the partner dashboard (their team
-	// and API key changes; `partner_user_id` and `operator_name` name them). An open set
+	// operator; `partner_user`, a partner's user on the partner dashboard (their team,
+	// API key, webhook and sandbox changes; `partner_user_id` and `operator_name` name them). An open set
 	// (`x-extensible-enum`): show a value not listed here as it is.
 	//
 	//

@@ -43,12 +43,25 @@ const (
 	PartnerUserRoleChanged Action = "partner_user_role_changed"
 	// PartnerUserDisabled stops a partner's user signing in (the subject is the user).
 	PartnerUserDisabled Action = "partner_user_disabled"
+	// WebhookEndpointUpdated registers or changes the partner's webhook endpoint
+	// (the reference is its URL).
+	WebhookEndpointUpdated Action = "webhook_endpoint_updated"
+	// WebhookSecretRotated replaces the endpoint's signing secret.
+	WebhookSecretRotated Action = "webhook_secret_rotated"
+	// WebhookEventReplayed sends an event again (the subject is the event).
+	WebhookEventReplayed Action = "webhook_event_replayed"
+	// WebhookTestSent sends a test event (the subject is the event).
+	WebhookTestSent Action = "webhook_test_sent"
+	// SandboxSimulated plays a chain or desk event on a sandbox transaction (the
+	// reference is the event's type).
+	SandboxSimulated Action = "sandbox_simulated"
 )
 
 // Actions lists every action the audit log records (the contract's AuditAction
 // lists the same; a test keeps them equal).
 var Actions = []Action{Fill, Settle, Payout, Accept, Fail, Refund, ResolveRefunded, ResolveCredited, BatchPayout, BatchFill,
-	PartnerCreated, OperatorCreated, KeyCreated, KeyRolled, KeyRevoked, PartnerUserInvited, PartnerUserRoleChanged, PartnerUserDisabled}
+	PartnerCreated, OperatorCreated, KeyCreated, KeyRolled, KeyRevoked, PartnerUserInvited, PartnerUserRoleChanged, PartnerUserDisabled,
+	WebhookEndpointUpdated, WebhookSecretRotated, WebhookEventReplayed, WebhookTestSent, SandboxSimulated}
 
 // Known reports whether a is one of Actions.
 func Known(a Action) bool {
@@ -212,4 +225,31 @@ func ActorOf(operator uuid.UUID) Actor {
 		return ByCLI
 	}
 	return ByOperator
+}
+
+// userKey carries, in a request's context, the partner's user a partner-API call
+// is made for (the dashboard's in-process calls): who acts, not a unit of work.
+type userKey struct{}
+
+// WithPartnerUser returns ctx naming user as the person acting: the partner API's
+// use cases then audit their changes under that user (ByUser).
+func WithPartnerUser(ctx context.Context, user uuid.UUID) context.Context {
+	return context.WithValue(ctx, userKey{}, user)
+}
+
+// Writer writes an entry, in the unit of work it is (or the store's own).
+type Writer interface {
+	InsertAudit(ctx context.Context, e *Entry) error
+}
+
+// ByUser records e as the change of the partner's user ctx names
+// (WithPartnerUser), through w, at now; without one it records nothing: the
+// partner API's changes made with an API key are a server's, not a person's.
+func ByUser(ctx context.Context, w Writer, now time.Time, e Entry) error {
+	user, ok := ctx.Value(userKey{}).(uuid.UUID)
+	if !ok {
+		return nil
+	}
+	e.ID, e.CreatedAt, e.OperatorID, e.PartnerUserID = uuid.New(), now, CLI, &user
+	return w.InsertAudit(ctx, &e)
 }

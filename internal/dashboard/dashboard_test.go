@@ -300,6 +300,8 @@ func dashboardFlow(t *testing.T, db testdb.Database) {
 		chromedp.Text("#status", &status2, chromedp.ByID),
 	))
 	require.NotEqual(t, "awaiting deposit", status2)
+	require.Equal(t, http.StatusOK, open(t, admin, base+"/activity"))
+	require.Contains(t, text(t, admin, "#activity"), "sandbox simulated", "the admin's simulation is in the activity")
 
 	// Another partner's transaction and user, by URL: 404, nothing changed.
 	require.Equal(t, http.StatusNotFound, open(t, admin, base+"/transactions/"+txB.Id.String()))

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
+	oc "partnerd/gen/operatorclient"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/testdb"
 	"partnerd/internal/webkit/webtest"
@@ -194,6 +195,25 @@ func TestWebhookPages(t *testing.T) {
 			require.NoError(t, err)
 			require.Zero(t, after.JSON200.Data.Attempts)
 			require.Nil(t, after.JSON200.Data.NextAttemptAt, "not requeued")
+
+			// The operators' audit and the activity name the user for each change;
+			// the other partner's changes, made with an API key, are a server's and
+			// are not audited.
+			ops := s.Env.OperatorClient(t, s.Env.NewOperator(t))
+			log, err := ops.ListAuditWithResponse(c, &oc.ListAuditParams{})
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, log.StatusCode(), string(log.Body))
+			var mine []string
+			for _, e := range log.JSON200.Data.Data {
+				if strings.HasPrefix(string(e.Action), "webhook_") {
+					require.NotNil(t, e.PartnerUserId, "a webhook change is audited only for a person: %s", e.Action)
+					require.Equal(t, s.User.ID, *e.PartnerUserId)
+					require.Equal(t, oc.AuditActor("partner_user"), e.Actor)
+					mine = append(mine, string(e.Action))
+				}
+			}
+			require.Equal(t, []string{"webhook_secret_rotated", "webhook_event_replayed", "webhook_event_replayed",
+				"webhook_test_sent", "webhook_event_replayed", "webhook_endpoint_updated"}, mine)
 
 			// A finance user does not open the webhooks.
 			fin := newUser(t, s.Env, s.PartnerID, partnerusers.Finance)

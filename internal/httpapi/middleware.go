@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/audit"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/partners"
 )
@@ -49,7 +50,9 @@ func authenticate(svc *partners.Service) echo.MiddlewareFunc {
 				if err != nil {
 					return err
 				}
-				c.SetRequest(c.Request().WithContext(withPartner(c.Request().Context(), p)))
+				// The user is who acts: the use cases audit their changes under them.
+				ctx := audit.WithPartnerUser(withPartner(c.Request().Context(), p), pr.UserID)
+				c.SetRequest(c.Request().WithContext(ctx))
 				return next(c)
 			}
 			key := c.Request().Header.Get("X-API-KEY")

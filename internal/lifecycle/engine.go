@@ -465,3 +465,7 @@ func (l *Engine) requiredFor(network string) int {
 	}
 	return 1
 }
+
+// Now is the engine's clock: a use case built on the engine (the simulator's
+// audit row) dates what it records as the engine dates its changes.
+func (l *Engine) Now() time.Time { return l.now() }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"partnerd/internal/audit"
 	"partnerd/internal/revenue"
 	"partnerd/internal/unmatched"
 )
@@ -188,6 +189,9 @@ type Tx interface {
 	InsertFill(ctx context.Context, f *Fill) error
 	// ScheduleStep inserts the job that runs Engine.RunStep(id, step) at at.
 	ScheduleStep(ctx context.Context, id uuid.UUID, step string, at time.Time) error
+	// A partner user's change made through a use case on the engine (the
+	// sandbox's simulator) is audited in the unit of work that makes it.
+	audit.Writer
 }
 
 // Record writes the history entry of transition tr of t and, when tr has one, its

@@ -15,6 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/audit"
 	"partnerd/internal/chain"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
@@ -52,7 +53,12 @@ var maxSimulatedAmount = decimal.New(1, 12)
 // key is the caller's request (the zero Request for none).
 func (s *Simulator) Simulate(ctx context.Context, key idempotency.Request[*lifecycle.Transaction], partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
 	return idempotency.Run(ctx, s.lifecycle.Begin, key, func(ctx context.Context, tx lifecycle.Tx) (*lifecycle.Transaction, error) {
-		return s.simulate(ctx, tx, partnerID, e)
+		t, err := s.simulate(ctx, tx, partnerID, e)
+		if err != nil {
+			return nil, err
+		}
+		ref := string(e.Type)
+		return t, audit.ByUser(ctx, tx, s.lifecycle.Now(), audit.Entry{Action: audit.SandboxSimulated, TransactionID: &t.ID, Reference: &ref})
 	})
 }
 

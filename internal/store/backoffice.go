@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
+	"gorm.io/gorm"
 
 	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
@@ -173,12 +174,22 @@ type auditListRow struct {
 // from its partner user and operator (Entry.Acting), the operator NULL unless an
 // operator acted.
 func (s *Store) InsertAudit(ctx context.Context, e *audit.Entry) error {
+	return insertAudit(s.write(ctx), e)
+}
+
+// InsertAudit writes e in this unit of work: the entry commits with the change
+// it records, or not at all.
+func (tx *Tx) InsertAudit(ctx context.Context, e *audit.Entry) error {
+	return insertAudit(tx.db.WithContext(ctx), e)
+}
+
+func insertAudit(db *gorm.DB, e *audit.Entry) error {
 	actor := e.Acting()
 	var operator *uuid.UUID
 	if actor == audit.ByOperator {
 		operator = &e.OperatorID
 	}
-	return s.write(ctx).Create(&auditRow{ID: e.ID, Actor: string(actor), OperatorID: operator, PartnerUserID: e.PartnerUserID,
+	return db.Create(&auditRow{ID: e.ID, Actor: string(actor), OperatorID: operator, PartnerUserID: e.PartnerUserID,
 		Action: string(e.Action), TransactionID: e.TransactionID,
 		UnmatchedDepositID: e.UnmatchedDepositID, BatchID: e.BatchID, SubjectID: e.SubjectID, Reference: e.Reference, CreatedAt: e.CreatedAt}).Error
 }

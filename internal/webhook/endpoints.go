@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/audit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/safeurl"
 	"partnerd/internal/webhook/sign"
@@ -28,6 +29,8 @@ type Tx interface {
 	// RotateSecret makes secret the signing secret and the current one the
 	// previous until oldUntil. Errors: NotFound.
 	RotateSecret(ctx context.Context, partnerID uuid.UUID, secret string, oldUntil, at time.Time) error
+	// A partner user's change is audited in the unit of work that makes it.
+	audit.Writer
 	// AppendTestEvent writes e, an event of no transaction, and queues its
 	// delivery when the partner's endpoint is enabled.
 	AppendTestEvent(ctx context.Context, e *Event) error
@@ -85,8 +88,11 @@ func (s *Endpoints) Put(ctx context.Context, key idempotency.Request[Registered]
 	var switchedOn bool
 	out, err := idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, tx Tx) (Registered, error) {
 		e, secret, on, err := s.put(ctx, tx, partnerID, url, enabled)
+		if err != nil {
+			return Registered{}, err
+		}
 		switchedOn = on
-		return Registered{Endpoint: e, Secret: secret}, err
+		return Registered{Endpoint: e, Secret: secret}, audit.ByUser(ctx, tx, s.now(), audit.Entry{Action: audit.WebhookEndpointUpdated, Reference: &url})
 	})
 	if err != nil {
 		return nil, "", err
@@ -153,7 +159,10 @@ func (s *Endpoints) release(ctx context.Context, partnerID uuid.UUID) error {
 func (s *Endpoints) Rotate(ctx context.Context, key idempotency.Request[Registered], partnerID uuid.UUID) (*Endpoint, string, error) {
 	out, err := idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, tx Tx) (Registered, error) {
 		e, secret, err := s.rotate(ctx, tx, partnerID)
-		return Registered{Endpoint: e, Secret: secret}, err
+		if err != nil {
+			return Registered{}, err
+		}
+		return Registered{Endpoint: e, Secret: secret}, audit.ByUser(ctx, tx, s.now(), audit.Entry{Action: audit.WebhookSecretRotated})
 	})
 	return out.Endpoint, out.Secret, err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/audit"
 	"partnerd/internal/cursor"
 	"partnerd/internal/idempotency"
 )
@@ -100,7 +101,12 @@ type Replayed struct {
 func (l *Log) Replay(ctx context.Context, key idempotency.Request[Requeued], partnerID, id uuid.UUID) (*Event, Replayed, error) {
 	out, err := idempotency.RunApart(ctx, key, func(ctx context.Context) (Requeued, error) {
 		ev, r, err := l.replay(ctx, partnerID, id)
-		return Requeued{Event: ev, Replayed: r}, err
+		if err != nil {
+			return Requeued{}, err
+		}
+		// A replay runs apart from a unit of work (its job goes through the
+		// queue's own connection), so a user's replay is recorded once it is queued.
+		return Requeued{Event: ev, Replayed: r}, audit.ByUser(ctx, l.store, l.now(), audit.Entry{Action: audit.WebhookEventReplayed, SubjectID: &id})
 	})
 	return out.Event, out.Replayed, err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"partnerd/internal/audit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 )
@@ -51,7 +52,7 @@ func (s *Endpoints) SendTest(ctx context.Context, key idempotency.Request[*Event
 		if err := tx.AppendTestEvent(ctx, ev); err != nil {
 			return nil, err
 		}
-		return ev, nil
+		return ev, audit.ByUser(ctx, tx, at, audit.Entry{Action: audit.WebhookTestSent, SubjectID: &ev.ID})
 	})
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"partnerd/internal/audit"
 )
 
 // Publish statuses of an event.
@@ -123,6 +125,8 @@ type Attempt struct {
 
 // Store persists endpoints, event delivery state and attempts.
 type Store interface {
+	// A partner user's replay is audited through it.
+	audit.Writer
 	// EndpointOf returns the partner's endpoint, or apperr NotFound.
 	EndpointOf(ctx context.Context, partnerID uuid.UUID) (*Endpoint, error)
 	// InsertEndpoint inserts e unless the partner has an endpoint; it reports
