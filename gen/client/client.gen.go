@@ -1408,6 +1408,9 @@ type ListTransactionsParams struct {
 	// several transfers is found by any of their hashes.
 	TxHash *string `form:"tx_hash,omitempty" json:"tx_hash,omitempty"`
 
+	// Network Only transactions on this deposit network (exact, lower case).
+	Network *Network `form:"network,omitempty" json:"network,omitempty"`
+
 	// From Only transactions created at or after this time (inclusive).
 	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
 
@@ -3119,6 +3122,18 @@ func NewListTransactionsRequest(server string, params *ListTransactionsParams) (
 		if params.TxHash != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tx_hash", *params.TxHash, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Network != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "network", *params.Network, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

@@ -24,10 +24,6 @@ var statuses = []pc.TransactionStatus{pc.TransactionStatusAwaitingDeposit, pc.Tr
 	pc.TransactionStatusOrderFilled, pc.TransactionStatusCompleted, pc.TransactionStatusExpired, pc.TransactionStatusFailed,
 	pc.TransactionStatusRefunded, pc.TransactionStatusCancelled}
 
-// networkPages is how many of the API's pages one page of the list reads at most
-// when it keeps one network's transactions.
-const networkPages = 5
-
 // dayLayout is how the date filters are typed (an <input type="date">).
 const dayLayout = "2006-01-02"
 
@@ -59,6 +55,10 @@ func (f listFilter) params() (*pc.ListTransactionsParams, string) {
 	p := &pc.ListTransactionsParams{Limit: &limit}
 	if f.Status != "" {
 		p.Status = &[]pc.TransactionStatus{pc.TransactionStatus(f.Status)}
+	}
+	if f.Network != "" {
+		n := f.Network
+		p.Network = &n
 	}
 	if f.From != "" {
 		t, err := time.Parse(dayLayout, f.From)
@@ -113,34 +113,18 @@ func (d *Dashboard) transactions(w http.ResponseWriter, r *http.Request, ss *ses
 	if c := r.URL.Query().Get("cursor"); c != "" {
 		p.Cursor = &c
 	}
-	// The API lists every network: with a network chosen, up to networkPages of
-	// its pages are read and only that network's transactions kept.
-	var items []pc.TransactionListItem
-	var next *string
-	for range networkPages {
-		res, err := d.client(ss).ListTransactionsWithResponse(r.Context(), p)
-		if err != nil || res.JSON200 == nil {
-			status := statusOf(res, err)
-			if status == http.StatusBadRequest {
-				data["Error"] = apiError(status, res.Body)
-				d.render(w, status, "transactions", ss, data)
-				return
-			}
-			d.failed(w, ss, status, bodyOf(res))
+	res, err := d.client(ss).ListTransactionsWithResponse(r.Context(), p)
+	if err != nil || res.JSON200 == nil {
+		status := statusOf(res, err)
+		if status == http.StatusBadRequest {
+			data["Error"] = apiError(status, res.Body)
+			d.render(w, status, "transactions", ss, data)
 			return
 		}
-		page := res.JSON200.Data
-		for _, it := range page.Data {
-			if f.Network == "" || it.Network == f.Network {
-				items = append(items, it)
-			}
-		}
-		next = page.NextCursor
-		if f.Network == "" || next == nil || len(items) >= *p.Limit {
-			break
-		}
-		p.Cursor = next
+		d.failed(w, ss, status, bodyOf(res))
+		return
 	}
+	items, next := res.JSON200.Data.Data, res.JSON200.Data.NextCursor
 	if next != nil {
 		v := f.values()
 		v.Set("cursor", *next)

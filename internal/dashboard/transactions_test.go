@@ -17,7 +17,7 @@ import (
 )
 
 // The transactions list's filters: the network keeps one chain's transactions
-// (reading further pages of the API's list to fill the page); the dates are whole
+// (the API's network filter, so a page is full); the dates are whole
 // UTC days; bad filters and cursors are a 400 page saying what is wrong, never a
 // 500.
 func TestTransactionFilters(t *testing.T) {
@@ -58,6 +58,7 @@ func TestTransactionFilters(t *testing.T) {
 
 			for q, want := range map[string]string{
 				"status=bogus":                  "status",
+				"network=BEP20":                 "network",
 				"from=yesterday":                "The from date is not a date",
 				"to=2026-13-01":                 "The to date is not a date",
 				"cursor=not-a-cursor":           "cursor",

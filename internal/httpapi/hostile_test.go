@@ -398,7 +398,7 @@ func partnerOps(fx fixtures) ([]hostileOp, map[string]string) {
 		{name: "createTransaction", method: "POST", path: "/transactions", idempotent: true,
 			body:  map[string]any{"merchant_reference": "REF", "crypto_currency": "usdt", "network": "trc20", "fiat_amount": "2000", "merchant_id": "M-1", "terminal_id": "T-1", "seller_phone": "+2348012345678"},
 			fresh: func(m map[string]any, n int) { m["merchant_reference"] = fmt.Sprintf("HOSTILE-%05d", n) }},
-		{name: "listTransactions", method: "GET", path: "/transactions", query: []string{"cursor", "limit", "status", "merchant_id", "terminal_id", "merchant_reference", "deposit_address", "tx_hash", "from", "to"}},
+		{name: "listTransactions", method: "GET", path: "/transactions", query: []string{"cursor", "limit", "status", "merchant_id", "terminal_id", "merchant_reference", "deposit_address", "tx_hash", "network", "from", "to"}},
 		{name: "getTransaction", method: "GET", path: "/transactions/" + fx.txID},
 		{name: "getTransactionByReference", method: "GET", path: "/transactions/reference/HOSTILE-BASE"},
 		{name: "cancelTransaction", method: "POST", path: "/transactions/" + unknown + "/cancel", idempotent: true},

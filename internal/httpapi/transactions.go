@@ -72,7 +72,7 @@ func (s *Server) ListTransactions(ctx context.Context, req api.ListTransactionsR
 	}
 	q := req.Params
 	f := transactions.Filter{MerchantID: q.MerchantId, TerminalID: q.TerminalId, Reference: q.MerchantReference,
-		DepositAddress: q.DepositAddress, TxHash: q.TxHash, From: q.From, To: q.To}
+		DepositAddress: q.DepositAddress, TxHash: q.TxHash, Network: q.Network, From: q.From, To: q.To}
 	if q.Status != nil {
 		for _, st := range *q.Status {
 			f.Statuses = append(f.Statuses, lifecycle.Status(st))

@@ -655,6 +655,16 @@ func TestListTransactionsByDepositAddressAndTxHash(t *testing.T) {
 		require.Empty(t, ids(c, client.ListTransactionsParams{TxHash: ptr(hash), DepositAddress: ptr(trc.DepositAddress)}))
 		require.Empty(t, ids(c, client.ListTransactionsParams{TxHash: ptr(hash), MerchantReference: ptr("SEARCH-3")}))
 
+		// The network filter: each network's own, with the others by AND; a
+		// malformed network is 400.
+		require.ElementsMatch(t, []uuid.UUID{trc.Id}, ids(c, client.ListTransactionsParams{Network: ptr("trc20")}))
+		require.Len(t, ids(c, client.ListTransactionsParams{Network: ptr("bep20")}), 2)
+		require.Empty(t, ids(c, client.ListTransactionsParams{Network: ptr("trc20"), TxHash: ptr(hash)}))
+		require.Empty(t, ids(other, client.ListTransactionsParams{Network: ptr("trc20")}))
+		badNet, err := c.ListTransactionsWithResponse(ctx, &client.ListTransactionsParams{Network: ptr("BEP20")})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusBadRequest, badNet.StatusCode(), string(badNet.Body))
+
 		// Another partner's transaction is never found, by its address or by ours.
 		require.Empty(t, ids(other, client.ListTransactionsParams{DepositAddress: ptr(bep.DepositAddress)}))
 		require.Empty(t, ids(other, client.ListTransactionsParams{TxHash: ptr(hash)}))

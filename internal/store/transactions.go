@@ -430,6 +430,7 @@ func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q tra
 	db = whereEq(db, "terminal_id", q.TerminalID)
 	db = whereEq(db, "reference_key", q.ReferenceKey)
 	db = whereEq(db, "deposit_address", q.AddressKey)
+	db = whereEq(db, "network", q.Network)
 	if len(q.HashKeys) > 0 {
 		db = db.Where("EXISTS (SELECT 1 FROM deposit_transfers dt WHERE dt.transaction_id = transactions.id AND dt.tx_hash IN ?)", q.HashKeys)
 	}

@@ -30,7 +30,9 @@ type Filter struct {
 	DepositAddress *string
 	// TxHash matches the chain hash of any of the deposit's transfers (hex in
 	// any letter case).
-	TxHash   *string
+	TxHash *string
+	// Network matches the deposit network exactly.
+	Network  *string
 	From, To *time.Time
 }
 
@@ -129,9 +131,10 @@ func scopeOf(partnerID uuid.UUID, f Filter) string {
 		Reference  *string    `json:"reference"`
 		Address    *string    `json:"deposit_address,omitempty"`
 		Hash       *string    `json:"tx_hash,omitempty"`
+		Network    *string    `json:"network,omitempty"`
 		From       *time.Time `json:"from"`
 		To         *time.Time `json:"to"`
-	}{"transactions", partnerID, st, f.MerchantID, f.TerminalID, ref, addr, hash, cursor.UTC(f.From), cursor.UTC(f.To)})
+	}{"transactions", partnerID, st, f.MerchantID, f.TerminalID, ref, addr, hash, f.Network, cursor.UTC(f.From), cursor.UTC(f.To)})
 	return string(b)
 }
 
