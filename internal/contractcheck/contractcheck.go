@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -51,29 +52,49 @@ const (
 )
 
 // Partner returns a checker of the partner API's contract (paths under
-// httpapi.BasePath).
+// httpapi.BasePath). The contract is parsed once per process and reading: a
+// Checker is read-only, so every test service of a run shares it.
 func Partner(r Reading) (*Checker, error) {
-	spec, err := load(openapi.PartnerYAML, httpapi.BasePath)
-	if err != nil {
-		return nil, err
-	}
 	if r == Closed {
-		Close(spec)
+		return partnerClosed()
 	}
-	return New("the partner contract", spec)
+	return partnerDeclared()
 }
 
 // Operator returns a checker of the operator API's contract (paths under
-// operatorapi.BasePath).
+// operatorapi.BasePath), parsed once per process and reading as Partner's.
 func Operator(r Reading) (*Checker, error) {
-	spec, err := load(openapi.OperatorYAML, operatorapi.BasePath)
+	if r == Closed {
+		return operatorClosed()
+	}
+	return operatorDeclared()
+}
+
+var (
+	partnerDeclared = sync.OnceValues(func() (*Checker, error) {
+		return build("the partner contract", openapi.PartnerYAML, httpapi.BasePath, AsDeclared)
+	})
+	partnerClosed = sync.OnceValues(func() (*Checker, error) {
+		return build("the partner contract", openapi.PartnerYAML, httpapi.BasePath, Closed)
+	})
+	operatorDeclared = sync.OnceValues(func() (*Checker, error) {
+		return build("the operator contract", openapi.OperatorYAML, operatorapi.BasePath, AsDeclared)
+	})
+	operatorClosed = sync.OnceValues(func() (*Checker, error) {
+		return build("the operator contract", openapi.OperatorYAML, operatorapi.BasePath, Closed)
+	})
+)
+
+// build parses a contract as served, rebased on base, read as r.
+func build(name string, yaml []byte, base string, r Reading) (*Checker, error) {
+	spec, err := load(yaml, base)
 	if err != nil {
 		return nil, err
 	}
 	if r == Closed {
 		Close(spec)
 	}
-	return New("the operator contract", spec)
+	return New(name, spec)
 }
 
 // New returns a checker of spec, whose paths must already carry the API's base

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -122,13 +123,18 @@ func Register(e *echo.Echo, d Deps) error {
 // Spec returns the embedded operator contract with BasePath on every path and no
 // servers, for routing requests as the server receives them (tests validate
 // responses with it too).
-func Spec() (*openapi3.T, error) {
-	spec, err := operatorapi.GetSwagger()
+func Spec() (*openapi3.T, error) { return spec() }
+
+// spec parses the embedded contract once per process: the document is only read
+// after that (routing, validation), so every server built in the process (a test
+// run builds hundreds) shares it.
+var spec = sync.OnceValues(func() (*openapi3.T, error) {
+	s, err := operatorapi.GetSwagger()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded operator spec: %w", err)
 	}
-	return httpkit.Rebase(spec, BasePath), nil
-}
+	return httpkit.Rebase(s, BasePath), nil
+})
 
 type operatorKey struct{}
 
