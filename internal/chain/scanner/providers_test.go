@@ -19,6 +19,7 @@ import (
 // spread over many blocks is still detected through the second, recorded once,
 // and confirmed; the second provider answered eth_getLogs.
 func TestFailoverToSecondProvider(t *testing.T) {
+	t.Parallel()
 	faults := []struct {
 		name  string
 		extra map[string]string
@@ -87,6 +88,7 @@ func TestFailoverToSecondProvider(t *testing.T) {
 // answer) is taken out of the rotation for it with an error logged once, and the
 // deposits are read through the other provider.
 func TestProviderWithoutLogs(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"refused", "limit exceeded"} {
 		for _, db := range testdb.Both(t) {
 			t.Run(how+"/"+db.Name, func(t *testing.T) {
@@ -143,6 +145,7 @@ func TestProviderWithoutLogs(t *testing.T) {
 // seen making no call until the pushed head wakes it; with the ws:// provider
 // alone every call goes over the WebSocket.
 func TestPushWakesTheScanner(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"http+ws", "ws"} {
 		for _, db := range testdb.Both(t) {
 			t.Run(mode+"/"+db.Name, func(t *testing.T) {
