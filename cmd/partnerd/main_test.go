@@ -13,7 +13,10 @@ import (
 	"partnerd/internal/testdb"
 )
 
-func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+// TestMain drops the test databases. The tests marked parallel mostly wait on a
+// real binary (River's rescuer, a chain scanned after a kill, the README's loop),
+// so six of them run at once rather than go test's default of one per core.
+func TestMain(m *testing.M) { os.Exit(testdb.MainParallel(m, 6)) }
 
 func TestPartnersCreateJSON(t *testing.T) {
 	for _, db := range testdb.Both(t) {
