@@ -161,8 +161,15 @@ func TestPushWakesTheScanner(t *testing.T) {
 				tx := r.create("15500")
 				// The scanner's start polls until caught up; the subscription comes up
 				// beside it. Until a pushed head has woken the scanner once, mine again.
+				// With the http provider the scanner is first seen idle (no call for
+				// 300 ms), so a block read after the commit was read because a push woke
+				// it, not by a start-up poll still catching up (a busy machine makes
+				// that poll outlast the first commit, the subscription not yet up).
 				woken := false
 				for i := 0; i < 20 && !woken; i++ {
+					if mode == "http+ws" {
+						waitIdle(t, ch)
+					}
 					head := ch.Backend.Commit()
 					hdr, err := ch.Backend.Client().HeaderByHash(context.Background(), head)
 					require.NoError(t, err)
@@ -192,4 +199,14 @@ func TestPushWakesTheScanner(t *testing.T) {
 			})
 		}
 	}
+}
+
+// waitIdle waits until the scanner makes no call through ch's proxy for 300 ms.
+func waitIdle(t *testing.T, ch *devnet.Chain) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		before := ch.Proxy.Calls("")
+		time.Sleep(300 * time.Millisecond)
+		return ch.Proxy.Calls("") == before
+	}, 20*time.Second, 10*time.Millisecond, "the scanner goes idle")
 }
