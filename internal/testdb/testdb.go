@@ -161,11 +161,16 @@ func Main(m *testing.M) int {
 // package idle most of its run; a -parallel given on the command line still wins.
 // n also bounds the package's PostgreSQL connections (each test holds a few pools
 // of PoolSize), so keep it well under max_connections / (3 × PoolSize).
+//
+// Under the race detector the default stays: instrumented, the same tests compute
+// several times as much and no longer mostly wait, and six at once on two cores
+// starved the scanner's timing-bound tests (a 1,500-block catch-up not done in time,
+// a healthy provider taken for a hung one).
 func MainParallel(m *testing.M, n int) int {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
-	given := false
+	given := raceDetector
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
 	if !given {
 		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
