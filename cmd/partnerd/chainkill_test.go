@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,12 +25,11 @@ import (
 // moments while it scans a backlog of blocks holding deposits, restarts it, and
 // checks every deposit was applied exactly once.
 func TestSIGKILLMidChainScan(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "partnerd")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	t.Parallel()
+	bin := buildBinary(t)
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			ch, err := devnet.Start(0)
 			require.NoError(t, err)

@@ -13,7 +13,19 @@ import (
 	"partnerd/internal/testdb"
 )
 
-func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+// TestMain drops the test databases. The tests marked parallel mostly wait on a
+// real binary (River's rescuer, a chain scanned after a kill, the README's loop),
+// so six of them run at once rather than go test's default of one per core. The
+// binaries built for the run (about 100 MB each) are removed after it.
+func TestMain(m *testing.M) {
+	code := testdb.MainParallel(m, 6)
+	for _, bin := range []string{builtBin, devchainBin} {
+		if bin != "" {
+			_ = os.RemoveAll(filepath.Dir(bin))
+		}
+	}
+	os.Exit(code)
+}
 
 func TestPartnersCreateJSON(t *testing.T) {
 	for _, db := range testdb.Both(t) {

@@ -283,7 +283,7 @@ func buildDevchain(t *testing.T) string {
 			return
 		}
 		devchainBin = filepath.Join(dir, "devchain")
-		build := exec.Command("go", "build", "-o", devchainBin, "../devchain")
+		build := exec.Command("go", "build", "-ldflags=-w", "-o", devchainBin, "../devchain")
 		build.Stderr = os.Stderr
 		devchainErr = build.Run()
 	})

@@ -83,7 +83,7 @@ func buildBinary(t *testing.T) string {
 			return
 		}
 		builtBin = filepath.Join(dir, "partnerd")
-		build := exec.Command("go", "build", "-o", builtBin, ".")
+		build := exec.Command("go", "build", "-ldflags=-w", "-o", builtBin, ".")
 		build.Stderr = os.Stderr
 		buildErr = build.Run()
 	})
@@ -95,6 +95,7 @@ func buildBinary(t *testing.T) string {
 // process exits cleanly, and the expiry jobs of the transactions it created survive
 // the restart and run.
 func TestSIGTERMDuringLoad(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	dbURL := "sqlite:" + filepath.Join(t.TempDir(), "p.db")
 	env := []string{"DATABASE_URL=" + dbURL, "APP_ENV=staging", "DEPOSIT_WINDOW=3s", "EXPIRY_SWEEP_INTERVAL=1s", "JOB_POLL_INTERVAL=100ms"}

@@ -17,6 +17,7 @@ import (
 // Amounts larger than the ledger holds are a 400 on both databases, never a 500
 // (PostgreSQL's numeric columns) nor a silent 200 (SQLite's).
 func TestOversizedAmountsAreRefused(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()

@@ -28,7 +28,10 @@ import (
 	"partnerd/internal/testdb"
 )
 
-func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+// TestMain drops the test databases. Every test runs in parallel with the others
+// (each starts its own chain and service): they mostly wait for blocks, jobs and
+// deadlines, so six at a time keep the CPU busy instead of idling between waits.
+func TestMain(m *testing.M) { os.Exit(testdb.MainParallel(m, 6)) }
 
 const (
 	network  = chain.BEP20
@@ -260,6 +263,7 @@ func twins(t *testing.T, extra map[string]string, fn func(t *testing.T, e *env, 
 // A test amount first, then the rest: two deposits, two deposit.detected, and the
 // transaction proceeds as if paid at once.
 func TestTestThenRest(t *testing.T) {
+	t.Parallel()
 	twins(t, nil, func(t *testing.T, e *env, p payer) uuid.UUID {
 		tx := e.create("31000")
 		due := dec(tx.CryptoAmount)
@@ -296,6 +300,7 @@ func TestTestThenRest(t *testing.T) {
 // Short by an exchange's fee, within the 0.5 % tolerance: paid in full, the
 // shortfall in the history and the revenue row, the NGN amount unchanged.
 func TestFeeShortWithinTolerance(t *testing.T) {
+	t.Parallel()
 	twins(t, nil, func(t *testing.T, e *env, p payer) uuid.UUID {
 		tx := e.create("31000")
 		shortfall := dec(tx.CryptoAmount).Mul(dec("0.004")).RoundDown(6) // 0.4 %
@@ -318,6 +323,7 @@ func TestFeeShortWithinTolerance(t *testing.T) {
 // with a short refund task; the operator accepts it, the NGN amount is re-priced
 // and the transaction completes.
 func TestShortAtExpiryThenAccepted(t *testing.T) {
+	t.Parallel()
 	twins(t, nil, func(t *testing.T, e *env, p payer) uuid.UUID {
 		ctx := context.Background()
 		tx := e.create("31000")
@@ -383,6 +389,7 @@ func TestShortAtExpiryThenAccepted(t *testing.T) {
 
 // Dust counts for nothing and tells the partner nothing; the operators see it.
 func TestDust(t *testing.T) {
+	t.Parallel()
 	twins(t, nil, func(t *testing.T, e *env, p payer) uuid.UUID {
 		tx := e.create("31000")
 		d := p.pay(tx, "0.5")
@@ -400,6 +407,7 @@ func TestDust(t *testing.T) {
 
 // An overpayment completes; the excess is a refund task, resolved once.
 func TestOverpayment(t *testing.T) {
+	t.Parallel()
 	twins(t, nil, func(t *testing.T, e *env, p payer) uuid.UUID {
 		ctx := context.Background()
 		tx := e.create("31000")
@@ -440,6 +448,7 @@ func TestOverpayment(t *testing.T) {
 // A payment within the late window re-opens the expired transaction; one after it
 // is unmatched and changes nothing.
 func TestLatePayments(t *testing.T) {
+	t.Parallel()
 	const window = 5 * time.Second
 	late := map[string]string{"DEPOSIT_WINDOW": "1s", "EXPIRY_SWEEP_INTERVAL": "100ms", "LATE_PAYMENT_WINDOW": window.String()}
 	for _, db := range testdb.Both(t) {
@@ -501,6 +510,7 @@ func TestLatePayments(t *testing.T) {
 // transfer no longer counts, and the transaction waits for the rest again with the
 // test amount still counted.
 func TestReorgOfTheCompletingTransfer(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()

@@ -19,6 +19,7 @@ import (
 // apart, resolution once, a short task closed by the transaction's refund, and the
 // simulator's amount checked.
 func TestRefundTaskList(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -135,6 +136,7 @@ func TestRefundTaskList(t *testing.T) {
 // short keeps it expired (its short task now covers the new total); the one that
 // completes it re-opens it and closes the task.
 func TestLateTopUp(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -168,6 +170,7 @@ func TestLateTopUp(t *testing.T) {
 // The operators' overview shows how far the chain watcher has read: the node's
 // head as the watcher last saw it, the scanned block and the lag between them.
 func TestOverviewShowsTheWatcher(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()

@@ -15,6 +15,7 @@ import (
 // An expired short transaction's transfers reorganised away: its open short task
 // follows what still counts (the smaller total), and goes with the last transfer.
 func TestReorgOfAnExpiredShortPayment(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -64,6 +65,7 @@ func TestReorgOfAnExpiredShortPayment(t *testing.T) {
 // reorganised away: the transaction is short again and the short task, recorded
 // under the same transfer as the closed one, is open again for the total.
 func TestReorgOfALateCompletion(t *testing.T) {
+	t.Parallel()
 	late := map[string]string{"DEPOSIT_WINDOW": "1s", "EXPIRY_SWEEP_INTERVAL": "100ms", "LATE_PAYMENT_WINDOW": "10m"}
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
@@ -100,6 +102,7 @@ func TestReorgOfALateCompletion(t *testing.T) {
 // service processes it: a transfer mined after the window is kept for refund even
 // when it is read within it.
 func TestLateWindowByBlockTime(t *testing.T) {
+	t.Parallel()
 	late := map[string]string{"DEPOSIT_WINDOW": "1s", "EXPIRY_SWEEP_INTERVAL": "100ms", "LATE_PAYMENT_WINDOW": "10m"}
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {

@@ -25,6 +25,7 @@ func (e *env) resolveTask(id uuid.UUID, req operatorclient.ResolveRequest) *oper
 // transaction is refunded with it, so accept can no longer credit the returned
 // tokens; credited on a short task is refused (accept is the way to credit it).
 func TestShortTaskRefundedRefundsTheTransaction(t *testing.T) {
+	t.Parallel()
 	twins(t, nil, func(t *testing.T, e *env, p payer) uuid.UUID {
 		ctx := context.Background()
 		tx := e.create("31000")
@@ -61,6 +62,7 @@ func TestShortTaskRefundedRefundsTheTransaction(t *testing.T) {
 // Refunding a failed, overpaid transaction sends everything back: its excess task
 // closes with the refund's hash.
 func TestRefundClosesTheExcessTask(t *testing.T) {
+	t.Parallel()
 	twins(t, nil, func(t *testing.T, e *env, p payer) uuid.UUID {
 		tx := e.create("31000")
 		p.pay(tx, dec(tx.CryptoAmount).Add(dec("3")).String())
@@ -92,6 +94,7 @@ func TestRefundClosesTheExcessTask(t *testing.T) {
 // A partner cancels a partially paid transaction: the tokens received become the
 // operators' short refund task, which they resolve as refunded.
 func TestCancelWithPartialPayment(t *testing.T) {
+	t.Parallel()
 	twins(t, nil, func(t *testing.T, e *env, p payer) uuid.UUID {
 		tx := e.create("31000")
 		p.pay(tx, "2")

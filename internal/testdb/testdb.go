@@ -9,10 +9,12 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -151,6 +153,31 @@ func Main(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// MainParallel is Main for a package whose tests mostly wait (on a chain, a server,
+// a timer) rather than compute: up to n of its tests marked t.Parallel run at once.
+// go test's default is GOMAXPROCS (2 on a small machine), which leaves such a
+// package idle most of its run; a -parallel given on the command line still wins.
+// n also bounds the package's PostgreSQL connections (each test holds a few pools
+// of PoolSize), so keep it well under max_connections / (3 × PoolSize).
+//
+// Under the race detector the default stays: instrumented, the same tests compute
+// several times as much and no longer mostly wait, and six at once on two cores
+// starved the scanner's timing-bound tests (a 1,500-block catch-up not done in time,
+// a healthy provider taken for a hung one).
+func MainParallel(m *testing.M, n int) int {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := raceDetector
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+			fmt.Fprintf(os.Stderr, "testdb: -test.parallel: %v\n", err)
+		}
+	}
+	return Main(m)
 }
 
 func createDatabase() (string, error) {

@@ -23,6 +23,7 @@ import (
 // overpayment, underpayment (partial), a second transfer (unmatched), other
 // contracts and unknown addresses (ignored).
 func TestDepositsOnChain(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()

@@ -72,6 +72,7 @@ func errSeries(network, kind string) string {
 // block is above the node's finalized (solidified) block, and confirms once it is
 // final; its confirmations keep rising meanwhile.
 func TestTronFinality(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -108,6 +109,7 @@ func TestTronFinality(t *testing.T) {
 // at (scaled down) 10 blocks and 10,000 results. Caught up with every deposit
 // recorded once, and no request refused for a cap after the first.
 func TestDenseBacklogUnderCaps(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		for _, c := range []struct {
 			network        string
@@ -173,6 +175,7 @@ func TestDenseBacklogUnderCaps(t *testing.T) {
 // TestRateLimitBackOff: an episode of HTTP 429 with Retry-After is answered with
 // back-off (a handful of calls, not one every poll) and then catch-up.
 func TestRateLimitBackOff(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -196,6 +199,7 @@ func TestRateLimitBackOff(t *testing.T) {
 // TestHangingNode: calls that hang longer than CHAIN_RPC_TIMEOUT are abandoned; the
 // watcher goes on (without the timeout these calls would never return).
 func TestHangingNode(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -215,6 +219,7 @@ func TestHangingNode(t *testing.T) {
 // public BNB Smart Chain endpoints) is a rate limit, shown in the log and the
 // metrics; a node refusing eth_getLogs outright is an error line naming its answer.
 func TestLimitExceededAndRefusalVisible(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -243,6 +248,7 @@ func TestLimitExceededAndRefusalVisible(t *testing.T) {
 // TestHeadersOnEveryCall: CHAIN_RPC_HEADERS_TRC20 goes with every call to the node
 // and never into the log.
 func TestHeadersOnEveryCall(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -272,6 +278,7 @@ func TestHeadersOnEveryCall(t *testing.T) {
 // start in production, and switches that network's watcher off (an error line) in
 // staging.
 func TestWrongChainID(t *testing.T) {
+	t.Parallel()
 	ch, token := newChain(t, 18) // reports 1337; the default CHAIN_ID_BEP20 is 56
 	feed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, `{"usdt":"1550.00"}`)
@@ -326,6 +333,7 @@ func discardLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard,
 // TestFinalityRuleLogged: the start-up line names each network's rule; a node
 // without the finalized tag confirms by confirmations alone.
 func TestFinalityRuleLogged(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		for _, tagged := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/finalized=%v", db.Name, tagged), func(t *testing.T) {

@@ -78,6 +78,7 @@ func startInstanceLog(t *testing.T, dbURL string, settings map[string]string, lo
 // moments while they work through a backlog of blocks holding deposits, starts
 // new ones, and checks every deposit was applied exactly once.
 func TestRestartMidScanMissesAndDoublesNothing(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -148,6 +149,7 @@ func newProxy(t *testing.T, target string) *proxy {
 // TestRPCOutageThenCatchUp: while the node cannot be reached the scanner backs off
 // and counts errors, the API keeps answering; afterwards it catches up.
 func TestRPCOutageThenCatchUp(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -205,6 +207,7 @@ func rpcErrors(t *testing.T, r *rig, kinds ...string) int {
 // TestTwoInstancesOneScanner: two servers on one PostgreSQL database; one scans,
 // the other waits on the advisory lock and takes over when the first stops.
 func TestTwoInstancesOneScanner(t *testing.T) {
+	t.Parallel()
 	dbURL := testdb.PostgresSchema(t)
 	ch, token := newChain(t, 18)
 	settings := chainSettings(chain.BEP20, ch.URL, token, 18)
@@ -242,6 +245,7 @@ func TestTwoInstancesOneScanner(t *testing.T) {
 // addresses, 6 decimals) against a node answering as java-tron does (stateRoot
 // "0x", BlockId hashes that no local recomputation matches), paid after expiry.
 func TestTronLateDeposit(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -280,6 +284,7 @@ func TestTronLateDeposit(t *testing.T) {
 // TestProviderRangeLimit: a provider that refuses eth_getLogs over more than 100
 // blocks (as hosted nodes do) makes the scanner shrink its batches; nothing is missed.
 func TestProviderRangeLimit(t *testing.T) {
+	t.Parallel()
 	ch, token := newChain(t, 18)
 	u, err := url.Parse(ch.URL)
 	require.NoError(t, err)

@@ -19,6 +19,7 @@ import (
 // spread over many blocks is still detected through the second, recorded once,
 // and confirmed; the second provider answered eth_getLogs.
 func TestFailoverToSecondProvider(t *testing.T) {
+	t.Parallel()
 	faults := []struct {
 		name  string
 		extra map[string]string
@@ -87,6 +88,7 @@ func TestFailoverToSecondProvider(t *testing.T) {
 // answer) is taken out of the rotation for it with an error logged once, and the
 // deposits are read through the other provider.
 func TestProviderWithoutLogs(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"refused", "limit exceeded"} {
 		for _, db := range testdb.Both(t) {
 			t.Run(how+"/"+db.Name, func(t *testing.T) {
@@ -143,6 +145,7 @@ func TestProviderWithoutLogs(t *testing.T) {
 // seen making no call until the pushed head wakes it; with the ws:// provider
 // alone every call goes over the WebSocket.
 func TestPushWakesTheScanner(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"http+ws", "ws"} {
 		for _, db := range testdb.Both(t) {
 			t.Run(mode+"/"+db.Name, func(t *testing.T) {
@@ -158,8 +161,15 @@ func TestPushWakesTheScanner(t *testing.T) {
 				tx := r.create("15500")
 				// The scanner's start polls until caught up; the subscription comes up
 				// beside it. Until a pushed head has woken the scanner once, mine again.
+				// With the http provider the scanner is first seen idle (no call for
+				// 300 ms), so a block read after the commit was read because a push woke
+				// it, not by a start-up poll still catching up (a busy machine makes
+				// that poll outlast the first commit, the subscription not yet up).
 				woken := false
 				for i := 0; i < 20 && !woken; i++ {
+					if mode == "http+ws" {
+						waitIdle(t, ch)
+					}
 					head := ch.Backend.Commit()
 					hdr, err := ch.Backend.Client().HeaderByHash(context.Background(), head)
 					require.NoError(t, err)
@@ -189,4 +199,14 @@ func TestPushWakesTheScanner(t *testing.T) {
 			})
 		}
 	}
+}
+
+// waitIdle waits until the scanner makes no call through ch's proxy for 300 ms.
+func waitIdle(t *testing.T, ch *devnet.Chain) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		before := ch.Proxy.Calls("")
+		time.Sleep(300 * time.Millisecond)
+		return ch.Proxy.Calls("") == before
+	}, 20*time.Second, 10*time.Millisecond, "the scanner goes idle")
 }

@@ -21,6 +21,7 @@ import (
 // confirms on the dropped block. On both dialects: BNB Smart Chain's hashes, and
 // java-tron's BlockIds (the reorg is noticed by the hashes the node reports).
 func TestReorgBeforeConfirmation(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		for _, network := range []string{chain.BEP20, chain.TRC20} {
 			t.Run(db.Name+"/"+network, func(t *testing.T) {
@@ -81,6 +82,7 @@ func TestReorgBeforeConfirmation(t *testing.T) {
 // operators' list (nothing arrived, nothing to refund); it is never kept on the
 // dropped block, and is recorded again where it reappears.
 func TestUnmatchedReorg(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()

@@ -78,6 +78,7 @@ func (w *watched) commit(n int) {
 // read): the span is halved until it is served, the smaller span is kept, and a
 // backlog holding deposits is caught up with every deposit recorded once.
 func TestUnnamedLogsFailureShrinksSpan(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -119,6 +120,7 @@ func TestUnnamedLogsFailureShrinksSpan(t *testing.T) {
 // good: after 32 requests served at it, a request of twice the span is tried, and
 // once served the learnt span is dropped.
 func TestLearntSpanProbed(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -150,6 +152,7 @@ func TestLearntSpanProbed(t *testing.T) {
 // named reason, the operator sees an error naming the block, the request is
 // retried with backoff (not in a loop), and once served the deposit is detected.
 func TestUnnamedLogsFailureOnOneBlock(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -191,6 +194,7 @@ func finalitySeries(network, state string) string {
 // not confirm, the finality state is unknown (WARN, metric); once the node answers
 // again it confirms, and the rule is the tag's again (never the count).
 func TestFinalizedNotFoundWhileNodeRestarts(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -243,6 +247,7 @@ func TestFinalizedNotFoundWhileNodeRestarts(t *testing.T) {
 // found" when the watcher starts: that is no node without the tag, so nothing
 // confirms (unknown) until the node answers, then the tag rule holds.
 func TestFinalizedNotFoundAtStart(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -271,6 +276,7 @@ func TestFinalizedNotFoundAtStart(t *testing.T) {
 // TestFinalityPinnedToConfirmations: CHAIN_FINALITY_BEP20=confirmations confirms by
 // the count alone and never asks for the finalized block.
 func TestFinalityPinnedToConfirmations(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -294,6 +300,7 @@ func TestFinalityPinnedToConfirmations(t *testing.T) {
 // finalized not supported": nothing confirms (unknown, not the count) until the
 // node serves the tag; then the deposit confirms once final.
 func TestFinalityPinnedToTag(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -321,6 +328,7 @@ func TestFinalityPinnedToTag(t *testing.T) {
 // TestFinalityTagGained: a node that does not answer the tag at start confirms by
 // count; asked again periodically, once it serves the tag the tag rule is back.
 func TestFinalityTagGained(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -354,6 +362,7 @@ func TestFinalityTagGained(t *testing.T) {
 // provider does not serve eth_getLogs (ERROR, the refused kind); the watcher keeps
 // asking at its longest backoff, and once the answers end the deposit is detected.
 func TestLogsDisabledReadAsRateLimit(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
@@ -389,6 +398,7 @@ func TestLogsDisabledReadAsRateLimit(t *testing.T) {
 // suspended for 30s"} (no Retry-After header): the watcher waits the 30 s it names
 // (a handful of calls, not one every poll), and the deposit is detected after.
 func TestTronGridSuspension(t *testing.T) {
+	t.Parallel()
 	const body = `{"Error":"The key exceeds the frequency limit(15), and the query server is suspended for 30s"}`
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
