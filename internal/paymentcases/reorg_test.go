@@ -34,9 +34,11 @@ func TestReorgOfAnExpiredShortPayment(t *testing.T) {
 			require.Len(t, short, 1)
 			require.Equal(t, "3.000000", short[0].Amount)
 			require.NoError(t, e.chain.Backend.Fork(parent.Hash()))
+			// The reorganisation is read block by block, each in its own unit of
+			// work: wait for the state it ends in, then check all of it.
 			require.Eventually(t, func() bool {
 				d := e.get(two.Id)
-				return d.DepositAmount != nil && *d.DepositAmount == "1.000000"
+				return d.DepositAmount != nil && *d.DepositAmount == "1.000000" && d.DepositStatus != nil && *d.DepositStatus == "underpaid"
 			}, 20*time.Second, 50*time.Millisecond)
 			d := e.get(two.Id)
 			require.Equal(t, client.TransactionStatusExpired, d.Status)
