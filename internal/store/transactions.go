@@ -269,15 +269,23 @@ const transactionWithDepositColumns = `t.*, d.deposit_id AS dep_deposit_id, d.st
 	d.confirmed_at AS dep_confirmed_at`
 
 // loadTransaction reads one transaction and its deposit in a single query (and the
-// deposit's transfers in a second); lock takes the transaction's row lock (FOR
-// UPDATE OF t, PostgreSQL only) with the first.
+// deposit's transfers in a second); lock first takes the transaction's row lock
+// (SELECT … FOR UPDATE, PostgreSQL only) in a statement of its own. Locking in the
+// joined read instead would lose updates: under READ COMMITTED a FOR UPDATE that
+// waited for a concurrent change re-reads only the locked row, so the deposit
+// joined to it would be the one from before that change (an expiry's "underpaid"
+// read back as "partial" by a confirmation that waited for it, then written
+// over). A statement after the lock reads everything as committed.
 func loadTransaction(db *gorm.DB, lock bool, where string, args ...any) (*lifecycle.Transaction, error) {
 	var row transactionWithDeposit
-	q := db
 	if lock {
-		q = db.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: "t"}})
+		var ids []string
+		if err := db.Table("transactions AS t").Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate}).
+			Where(where, args...).Pluck("t.id", &ids).Error; err != nil {
+			return nil, fmt.Errorf("lock transaction: %w", err)
+		}
 	}
-	err := q.Table("transactions AS t").Select(transactionWithDepositColumns).
+	err := db.Table("transactions AS t").Select(transactionWithDepositColumns).
 		Joins("LEFT JOIN deposits d ON d.transaction_id = t.id").Where(where, args...).Take(&row).Error
 	if err != nil {
 		return nil, notFound(err, "transaction")

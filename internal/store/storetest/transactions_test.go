@@ -368,3 +368,53 @@ func TestAddressIndexesAreHandedBack(t *testing.T) {
 		require.Nil(t, got[0].Received, "no deposit yet")
 	})
 }
+
+// TestALockedReadSeesTheDepositAsCommitted: a unit of work that waited for the
+// transaction's lock reads its deposit as the unit it waited for left it (on
+// PostgreSQL a FOR UPDATE re-reads only the locked row after a wait: a deposit
+// read in the same statement would be the one from before, and written back
+// over the change).
+func TestALockedReadSeesTheDepositAsCommitted(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
+		ctx := context.Background()
+		p := newPartner(t, s)
+		tr := newTransaction(t, s, p, txOpts{})
+		dep := &lifecycle.Deposit{ID: "dep-1", Status: lifecycle.DepositStatusPartial, Confirmations: 1, RequiredConfirmations: 3,
+			Hash: "0xabc", Amount: dec("3"), ReceivedAt: store.Now()}
+		require.NoError(t, s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error { return tx.SaveDeposit(ctx, tr.ID, dep) }))
+		// Both read the deposit once first, so neither statement is the first of its
+		// unit of work when it locks (the snapshot, if any, is already taken).
+		locked, release := make(chan struct{}), make(chan struct{})
+		first := make(chan error, 1)
+		go func() {
+			first <- s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+				cur, err := tx.TransactionForUpdate(ctx, tr.ID)
+				if err != nil {
+					return err
+				}
+				close(locked)
+				<-release
+				cur.Deposit.Status = lifecycle.DepositStatusUnderpaid
+				return tx.SaveDeposit(ctx, tr.ID, cur.Deposit)
+			})
+		}()
+		<-locked
+		var seen string
+		second := make(chan error, 1)
+		go func() {
+			second <- s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+				cur, err := tx.TransactionForUpdate(ctx, tr.ID) // waits for the first
+				if err == nil {
+					seen = cur.Deposit.Status
+				}
+				return err
+			})
+		}()
+		time.Sleep(100 * time.Millisecond) // let the second reach the lock (on SQLite, the writer)
+		close(release)
+		require.NoError(t, <-first)
+		require.NoError(t, <-second)
+		require.Equal(t, lifecycle.DepositStatusUnderpaid, seen, "the deposit as the first unit of work committed it")
+	})
+}
