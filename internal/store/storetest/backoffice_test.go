@@ -363,8 +363,8 @@ func TestAuditLog(t *testing.T) {
 		}
 		// Written within a unit of work, it is rolled back with it.
 		rolled := &audit.Entry{ID: uuid.New(), OperatorID: o2.ID, Action: audit.Refund, CreatedAt: base.Add(4 * time.Minute)}
-		err := s.Transact(ctx, func(ctx context.Context, _ *store.Tx) error {
-			if err := s.InsertAudit(ctx, rolled); err != nil {
+		err := s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+			if err := tx.InsertAudit(ctx, rolled); err != nil {
 				return err
 			}
 			return fmt.Errorf("abandon")
