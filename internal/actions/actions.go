@@ -29,8 +29,22 @@ import (
 	"partnerd/internal/unmatched"
 )
 
+// Tx is the unit of work of an action (store.Tx): the lifecycle's change, the
+// batch, the refund task, the account or key it writes, its audit row and what
+// its answer reads all go through it, so they see one another and commit as one.
+type Tx interface {
+	batches.Tx
+	unmatched.ResolveTx
+	partners.Tx
+	operators.Tx
+	apikeys.Tx
+	// FillsOf returns the fills of the transactions ids as the unit sees them.
+	FillsOf(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*lifecycle.Fill, error)
+}
+
 // Service runs the operators' actions.
 type Service struct {
+	begin     idempotency.Begin[Tx]
 	lifecycle *lifecycle.Engine
 	audit     *audit.Log
 	unmatched *unmatched.Service
@@ -57,7 +71,9 @@ type Acted struct {
 }
 
 // Deps are the services the actions call. Audit may be nil (no audit rows).
+// Begin opens an action's unit of work (the store's WithTx as Tx).
 type Deps struct {
+	Begin     idempotency.Begin[Tx]
 	Lifecycle *lifecycle.Engine
 	Audit     *audit.Log
 	Unmatched *unmatched.Service
@@ -75,14 +91,14 @@ func New(d Deps) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{lifecycle: d.Lifecycle, audit: d.Audit, unmatched: d.Unmatched, batches: d.Batches,
+	return &Service{begin: d.Begin, lifecycle: d.Lifecycle, audit: d.Audit, unmatched: d.Unmatched, batches: d.Batches,
 		partners: d.Partners, operators: d.Operators, keys: d.Keys, fills: d.Fills, log: log}
 }
 
 // run is the unit of work of one action, under the caller's request key (the
 // zero Request for none): it begins here, and fn is handed it.
-func run[T any](ctx context.Context, s *Service, key idempotency.Request[T], fn func(ctx context.Context, tx lifecycle.Tx) (T, error)) (T, error) {
-	return idempotency.Run(ctx, s.lifecycle.Begin, key, fn)
+func run[T any](ctx context.Context, s *Service, key idempotency.Request[T], fn func(ctx context.Context, tx Tx) (T, error)) (T, error) {
+	return idempotency.Run(ctx, s.begin, key, fn)
 }
 
 // Fill records operator's executed sale of transaction id.
@@ -131,14 +147,14 @@ func (s *Service) Accept(ctx context.Context, key idempotency.Request[*Acted], o
 // it committed (the history entry carries the same facts).
 func (s *Service) act(ctx context.Context, key idempotency.Request[*Acted], operator uuid.UUID, action audit.Action, id uuid.UUID, reference string,
 	fn func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error)) (*Acted, error) {
-	a, err := run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (*Acted, error) {
+	a, err := run(ctx, s, key, func(ctx context.Context, tx Tx) (*Acted, error) {
 		t, err := fn(ctx, tx, lifecycle.Actor{OperatorID: operator})
 		if err != nil {
 			return nil, err
 		}
 		if s.audit != nil {
 			tid, ref := t.ID, reference
-			if err := s.audit.Record(ctx, audit.Entry{OperatorID: operator, Action: action, TransactionID: &tid, Reference: &ref}); err != nil {
+			if err := s.audit.Record(ctx, tx, audit.Entry{OperatorID: operator, Action: action, TransactionID: &tid, Reference: &ref}); err != nil {
 				return nil, err
 			}
 		}
@@ -146,7 +162,7 @@ func (s *Service) act(ctx context.Context, key idempotency.Request[*Acted], oper
 			s.log.Info("operator action", "operator_id", operator.String(), "action", string(action), "transaction_id", t.ID.String(),
 				"partner_id", t.PartnerID.String(), "reference", reference, "status", string(t.Status))
 		})
-		return s.acted(ctx, t)
+		return s.acted(ctx, tx, t)
 	})
 	if err != nil {
 		s.refused(operator, string(action), reference, err, "transaction_id", id.String())
@@ -155,17 +171,17 @@ func (s *Service) act(ctx context.Context, key idempotency.Request[*Acted], oper
 }
 
 // acted reads what an answer about t shows beside it, in the action's unit of work.
-func (s *Service) acted(ctx context.Context, t *lifecycle.Transaction) (*Acted, error) {
+func (s *Service) acted(ctx context.Context, tx Tx, t *lifecycle.Transaction) (*Acted, error) {
 	a := &Acted{Transaction: t}
 	if s.partners != nil {
-		p, err := s.partners.Get(ctx, t.PartnerID)
+		p, err := tx.PartnerByID(ctx, t.PartnerID)
 		if err != nil {
 			return nil, err
 		}
 		a.PartnerName = p.Name
 	}
 	if s.fills != nil {
-		fills, err := s.fills.FillsOf(ctx, []uuid.UUID{t.ID})
+		fills, err := tx.FillsOf(ctx, []uuid.UUID{t.ID})
 		if err != nil {
 			return nil, err
 		}
@@ -200,14 +216,14 @@ func (r Resolution) reference() string {
 
 // ResolveDeposit closes open unmatched deposit id.
 func (s *Service) ResolveDeposit(ctx context.Context, key idempotency.Request[*unmatched.Deposit], operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
-	return run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (*unmatched.Deposit, error) {
-		d, err := s.unmatched.ResolveUnmatched(ctx, id, operator, r.Action, r.TxHash, r.Note)
+	return run(ctx, s, key, func(ctx context.Context, tx Tx) (*unmatched.Deposit, error) {
+		d, err := s.unmatched.ResolveUnmatched(ctx, tx, id, operator, r.Action, r.TxHash, r.Note)
 		if err != nil {
 			return nil, err
 		}
 		if s.audit != nil {
 			did := d.ID
-			if err := s.audit.Record(ctx, audit.Entry{OperatorID: operator, Action: audit.Action("resolve_" + string(r.Action)),
+			if err := s.audit.Record(ctx, tx, audit.Entry{OperatorID: operator, Action: audit.Action("resolve_" + string(r.Action)),
 				UnmatchedDepositID: &did, Reference: r.TxHash}); err != nil {
 				return nil, err
 			}
@@ -226,14 +242,14 @@ func (s *Service) ResolveDeposit(ctx context.Context, key idempotency.Request[*u
 // cannot be counted or accepted later); credited is refused (an expired short
 // payment is credited by accepting the transaction). Other kinds close on their own.
 func (s *Service) ResolveTask(ctx context.Context, key idempotency.Request[*unmatched.Deposit], operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
-	return run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (*unmatched.Deposit, error) {
+	return run(ctx, s, key, func(ctx context.Context, tx Tx) (*unmatched.Deposit, error) {
 		d, err := s.resolveTask(ctx, tx, operator, id, r)
 		if err != nil {
 			return nil, err
 		}
 		if s.audit != nil {
 			did := d.ID
-			if err := s.audit.Record(ctx, audit.Entry{OperatorID: operator, Action: audit.Action("resolve_" + string(r.Action)),
+			if err := s.audit.Record(ctx, tx, audit.Entry{OperatorID: operator, Action: audit.Action("resolve_" + string(r.Action)),
 				TransactionID: d.TransactionID, UnmatchedDepositID: &did, Reference: r.TxHash}); err != nil {
 				return nil, err
 			}
@@ -246,13 +262,13 @@ func (s *Service) ResolveTask(ctx context.Context, key idempotency.Request[*unma
 	})
 }
 
-func (s *Service) resolveTask(ctx context.Context, tx lifecycle.Tx, operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
-	d, err := s.unmatched.Task(ctx, id)
+func (s *Service) resolveTask(ctx context.Context, tx Tx, operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
+	d, err := tx.UnmatchedDeposit(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if d.Kind != unmatched.Short || d.TransactionID == nil || d.Status != unmatched.Open {
-		return s.unmatched.Resolve(ctx, id, operator, r.Action, r.TxHash, r.Note)
+		return s.unmatched.Resolve(ctx, tx, id, operator, r.Action, r.TxHash, r.Note)
 	}
 	switch {
 	case r.Action == unmatched.Credited:
@@ -264,13 +280,13 @@ func (s *Service) resolveTask(ctx context.Context, tx lifecycle.Tx, operator, id
 	if _, err := s.lifecycle.RefundShort(ctx, tx, *d.TransactionID, lifecycle.Actor{OperatorID: operator}, *r.TxHash); err != nil {
 		return nil, err
 	}
-	return s.unmatched.Task(ctx, id)
+	return tx.UnmatchedDeposit(ctx, id)
 }
 
 // BatchPayout records one bank transfer of fiat to partner for the transactions ids.
 func (s *Service) BatchPayout(ctx context.Context, key idempotency.Request[*batches.Batch], operator, partner uuid.UUID, ids []uuid.UUID, reference string, fiat decimal.Decimal) (*batches.Batch, error) {
-	b, err := run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (*batches.Batch, error) {
-		b, err := s.batches.CreatePayout(ctx, lifecycle.Actor{OperatorID: operator}, partner, ids, reference, fiat)
+	b, err := run(ctx, s, key, func(ctx context.Context, tx Tx) (*batches.Batch, error) {
+		b, err := s.batches.CreatePayout(ctx, tx, lifecycle.Actor{OperatorID: operator}, partner, ids, reference, fiat)
 		if err == nil {
 			s.batchLogged(tx, operator, b)
 		}
@@ -284,8 +300,8 @@ func (s *Service) BatchPayout(ctx context.Context, key idempotency.Request[*batc
 
 // BatchFill records one liquidity order at rate for the transactions ids.
 func (s *Service) BatchFill(ctx context.Context, key idempotency.Request[*batches.Batch], operator uuid.UUID, ids []uuid.UUID, rate decimal.Decimal, reference string) (*batches.Batch, error) {
-	b, err := run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (*batches.Batch, error) {
-		b, err := s.batches.CreateFill(ctx, lifecycle.Actor{OperatorID: operator}, ids, rate, reference)
+	b, err := run(ctx, s, key, func(ctx context.Context, tx Tx) (*batches.Batch, error) {
+		b, err := s.batches.CreateFill(ctx, tx, lifecycle.Actor{OperatorID: operator}, ids, rate, reference)
 		if err == nil {
 			s.batchLogged(tx, operator, b)
 		}
@@ -297,7 +313,7 @@ func (s *Service) BatchFill(ctx context.Context, key idempotency.Request[*batche
 	return b, err
 }
 
-func (s *Service) batchLogged(tx lifecycle.Tx, operator uuid.UUID, b *batches.Batch) {
+func (s *Service) batchLogged(tx Tx, operator uuid.UUID, b *batches.Batch) {
 	tx.AfterCommit(func() {
 		s.log.Info("operator action", "operator_id", operator.String(), "action", "batch_"+string(b.Kind),
 			"batch_id", b.ID.String(), "transactions", len(b.TransactionIDs), "reference", b.Reference,
@@ -313,8 +329,8 @@ type NewPartner struct {
 
 // CreatePartner creates a partner named name and its first key.
 func (s *Service) CreatePartner(ctx context.Context, key idempotency.Request[NewPartner], operator uuid.UUID, name string) (NewPartner, error) {
-	return run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (NewPartner, error) {
-		p, key, err := s.partners.Create(ctx, name)
+	return run(ctx, s, key, func(ctx context.Context, tx Tx) (NewPartner, error) {
+		p, key, err := s.partners.Create(ctx, tx, name)
 		if err != nil {
 			return NewPartner{}, err
 		}
@@ -330,8 +346,8 @@ type NewOperator struct {
 
 // CreateOperator creates an operator named name and their first key.
 func (s *Service) CreateOperator(ctx context.Context, key idempotency.Request[NewOperator], operator uuid.UUID, name string) (NewOperator, error) {
-	return run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (NewOperator, error) {
-		o, key, err := s.operators.Create(ctx, name)
+	return run(ctx, s, key, func(ctx context.Context, tx Tx) (NewOperator, error) {
+		o, key, err := s.operators.Create(ctx, tx, name)
 		if err != nil {
 			return NewOperator{}, err
 		}
@@ -340,29 +356,42 @@ func (s *Service) CreateOperator(ctx context.Context, key idempotency.Request[Ne
 }
 
 // MintFor resolves account id of kind owner to the way its keys are minted
-// (apperr NotFound for no such account).
+// (apperr NotFound for no such account), outside any unit of work.
 func (s *Service) MintFor(ctx context.Context, owner apikeys.Owner, id uuid.UUID) (func() (string, error), error) {
+	return mintFor(ctx, owner, id, s.partners.Get, s.operators.Get)
+}
+
+// mintFor is MintFor reading the account with partner or operator: the
+// services outside a unit of work, the unit's own reads inside one.
+func mintFor(ctx context.Context, owner apikeys.Owner, id uuid.UUID,
+	partner func(context.Context, uuid.UUID) (*partners.Partner, error),
+	operator func(context.Context, uuid.UUID) (*operators.Operator, error)) (func() (string, error), error) {
 	if owner == apikeys.Partner {
-		p, err := s.partners.Get(ctx, id)
+		p, err := partner(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		return func() (string, error) { return partners.NewKey(p.Environment) }, nil
 	}
-	if _, err := s.operators.Get(ctx, id); err != nil {
+	if _, err := operator(ctx, id); err != nil {
 		return nil, err
 	}
 	return operators.NewKey, nil
 }
 
+// mintIn is MintFor in the unit of work tx.
+func mintIn(ctx context.Context, tx Tx, owner apikeys.Owner, id uuid.UUID) (func() (string, error), error) {
+	return mintFor(ctx, owner, id, tx.PartnerByID, tx.OperatorByID)
+}
+
 // IssueKey adds a key to account id of kind owner.
 func (s *Service) IssueKey(ctx context.Context, key idempotency.Request[*apikeys.Issued], operator uuid.UUID, owner apikeys.Owner, id uuid.UUID) (*apikeys.Issued, error) {
-	return run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (*apikeys.Issued, error) {
-		mint, err := s.MintFor(ctx, owner, id)
+	return run(ctx, s, key, func(ctx context.Context, tx Tx) (*apikeys.Issued, error) {
+		mint, err := mintIn(ctx, tx, owner, id)
 		if err != nil {
 			return nil, err
 		}
-		k, err := s.keys.Issue(ctx, owner, id, mint, partners.HashKey)
+		k, err := s.keys.Issue(ctx, tx, owner, id, mint, partners.HashKey)
 		if err != nil {
 			return nil, err
 		}
@@ -373,12 +402,12 @@ func (s *Service) IssueKey(ctx context.Context, key idempotency.Request[*apikeys
 // RollKey replaces key keyID of account id with a new one; the old key works for
 // overlap more.
 func (s *Service) RollKey(ctx context.Context, key idempotency.Request[*apikeys.Issued], operator uuid.UUID, owner apikeys.Owner, id, keyID uuid.UUID, overlap time.Duration) (*apikeys.Issued, error) {
-	return run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (*apikeys.Issued, error) {
-		mint, err := s.MintFor(ctx, owner, id)
+	return run(ctx, s, key, func(ctx context.Context, tx Tx) (*apikeys.Issued, error) {
+		mint, err := mintIn(ctx, tx, owner, id)
 		if err != nil {
 			return nil, err
 		}
-		k, err := s.keys.Roll(ctx, owner, id, keyID, overlap, mint, partners.HashKey)
+		k, err := s.keys.Roll(ctx, tx, owner, id, keyID, overlap, mint, partners.HashKey)
 		if err != nil {
 			return nil, err
 		}
@@ -389,11 +418,11 @@ func (s *Service) RollKey(ctx context.Context, key idempotency.Request[*apikeys.
 
 // RevokeKey revokes key keyID of account id.
 func (s *Service) RevokeKey(ctx context.Context, key idempotency.Request[*apikeys.Key], operator uuid.UUID, owner apikeys.Owner, id, keyID uuid.UUID) (*apikeys.Key, error) {
-	return run(ctx, s, key, func(ctx context.Context, tx lifecycle.Tx) (*apikeys.Key, error) {
-		if _, err := s.MintFor(ctx, owner, id); err != nil {
+	return run(ctx, s, key, func(ctx context.Context, tx Tx) (*apikeys.Key, error) {
+		if _, err := mintIn(ctx, tx, owner, id); err != nil {
 			return nil, err
 		}
-		k, err := s.keys.Revoke(ctx, owner, id, keyID)
+		k, err := s.keys.Revoke(ctx, tx, owner, id, keyID)
 		if err != nil {
 			return nil, err
 		}
@@ -404,20 +433,20 @@ func (s *Service) RevokeKey(ctx context.Context, key idempotency.Request[*apikey
 
 // forget drops a partner key from this instance's cache once the change committed,
 // so its new expiry or revocation holds here at once.
-func (s *Service) forget(ctx context.Context, tx lifecycle.Tx, owner apikeys.Owner, id, keyID uuid.UUID) {
+func (s *Service) forget(ctx context.Context, tx Tx, owner apikeys.Owner, id, keyID uuid.UUID) {
 	if owner != apikeys.Partner {
 		return // operator keys are not cached
 	}
-	if k, err := s.keys.Get(ctx, owner, id, keyID); err == nil {
+	if k, err := tx.APIKey(ctx, owner, id, keyID); err == nil {
 		tx.AfterCommit(func() { s.partners.Forget(k.Hash) })
 	}
 }
 
 // audited records an account or key action on subject by operator (audit.CLI: the
 // command line).
-func (s *Service) audited(ctx context.Context, tx lifecycle.Tx, operator uuid.UUID, a audit.Action, subject uuid.UUID, reference string) error {
+func (s *Service) audited(ctx context.Context, tx Tx, operator uuid.UUID, a audit.Action, subject uuid.UUID, reference string) error {
 	if s.audit != nil {
-		if err := s.audit.Record(ctx, audit.Entry{OperatorID: operator, Action: a, SubjectID: &subject, Reference: &reference}); err != nil {
+		if err := s.audit.Record(ctx, tx, audit.Entry{OperatorID: operator, Action: a, SubjectID: &subject, Reference: &reference}); err != nil {
 			return err
 		}
 	}

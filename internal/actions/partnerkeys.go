@@ -9,7 +9,6 @@ import (
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
 	"partnerd/internal/idempotency"
-	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
 )
 
@@ -21,12 +20,12 @@ import (
 
 // IssuePartnerKey adds a key to partnerID, by its user user.
 func (s *Service) IssuePartnerKey(ctx context.Context, user, partnerID uuid.UUID) (*apikeys.Issued, error) {
-	return run(ctx, s, idempotency.Request[*apikeys.Issued]{}, func(ctx context.Context, tx lifecycle.Tx) (*apikeys.Issued, error) {
-		mint, err := s.MintFor(ctx, apikeys.Partner, partnerID)
+	return run(ctx, s, idempotency.Request[*apikeys.Issued]{}, func(ctx context.Context, tx Tx) (*apikeys.Issued, error) {
+		mint, err := mintIn(ctx, tx, apikeys.Partner, partnerID)
 		if err != nil {
 			return nil, err
 		}
-		k, err := s.keys.Issue(ctx, apikeys.Partner, partnerID, mint, partners.HashKey)
+		k, err := s.keys.Issue(ctx, tx, apikeys.Partner, partnerID, mint, partners.HashKey)
 		if err != nil {
 			return nil, err
 		}
@@ -38,12 +37,12 @@ func (s *Service) IssuePartnerKey(ctx context.Context, user, partnerID uuid.UUID
 // works for overlap more. Errors: NotFound (another partner's key included),
 // InvalidRequest (overlap), InvalidStateTransition (a key that no longer works).
 func (s *Service) RollPartnerKey(ctx context.Context, user, partnerID, keyID uuid.UUID, overlap time.Duration) (*apikeys.Issued, error) {
-	return run(ctx, s, idempotency.Request[*apikeys.Issued]{}, func(ctx context.Context, tx lifecycle.Tx) (*apikeys.Issued, error) {
-		mint, err := s.MintFor(ctx, apikeys.Partner, partnerID)
+	return run(ctx, s, idempotency.Request[*apikeys.Issued]{}, func(ctx context.Context, tx Tx) (*apikeys.Issued, error) {
+		mint, err := mintIn(ctx, tx, apikeys.Partner, partnerID)
 		if err != nil {
 			return nil, err
 		}
-		k, err := s.keys.Roll(ctx, apikeys.Partner, partnerID, keyID, overlap, mint, partners.HashKey)
+		k, err := s.keys.Roll(ctx, tx, apikeys.Partner, partnerID, keyID, overlap, mint, partners.HashKey)
 		if err != nil {
 			return nil, err
 		}
@@ -55,8 +54,8 @@ func (s *Service) RollPartnerKey(ctx context.Context, user, partnerID, keyID uui
 // RevokePartnerKey revokes partnerID's key keyID, by its user user. Errors:
 // NotFound (another partner's key included).
 func (s *Service) RevokePartnerKey(ctx context.Context, user, partnerID, keyID uuid.UUID) (*apikeys.Key, error) {
-	return run(ctx, s, idempotency.Request[*apikeys.Key]{}, func(ctx context.Context, tx lifecycle.Tx) (*apikeys.Key, error) {
-		k, err := s.keys.Revoke(ctx, apikeys.Partner, partnerID, keyID)
+	return run(ctx, s, idempotency.Request[*apikeys.Key]{}, func(ctx context.Context, tx Tx) (*apikeys.Key, error) {
+		k, err := s.keys.Revoke(ctx, tx, apikeys.Partner, partnerID, keyID)
 		if err != nil {
 			return nil, err
 		}
@@ -71,9 +70,9 @@ func (s *Service) PartnerKeys(ctx context.Context, partnerID uuid.UUID) ([]*apik
 }
 
 // auditedByUser records a key action on subject by a partner's user.
-func (s *Service) auditedByUser(ctx context.Context, tx lifecycle.Tx, user uuid.UUID, a audit.Action, subject uuid.UUID, reference string) error {
+func (s *Service) auditedByUser(ctx context.Context, tx Tx, user uuid.UUID, a audit.Action, subject uuid.UUID, reference string) error {
 	if s.audit != nil {
-		if err := s.audit.Record(ctx, audit.Entry{OperatorID: audit.CLI, PartnerUserID: &user, Action: a,
+		if err := s.audit.Record(ctx, tx, audit.Entry{OperatorID: audit.CLI, PartnerUserID: &user, Action: a,
 			SubjectID: &subject, Reference: &reference}); err != nil {
 			return err
 		}

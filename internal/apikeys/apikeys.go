@@ -65,16 +65,23 @@ func (k *Key) Usable(now time.Time) bool {
 	return k.RevokedAt == nil && (k.ExpiresAt == nil || k.ExpiresAt.After(now))
 }
 
-// Store persists keys.
-type Store interface {
+// Tx is the unit of work a key is issued, rolled or revoked in (store.Tx), with
+// the change's audit row: it reads the keys as that unit sees them.
+type Tx interface {
 	// InsertAPIKey stores k.
 	InsertAPIKey(ctx context.Context, k *Key) error
-	// APIKeys returns the keys of an owner, newest first.
-	APIKeys(ctx context.Context, owner Owner, ownerID uuid.UUID) ([]*Key, error)
 	// APIKey returns key id of the owner, or apperr NotFound.
 	APIKey(ctx context.Context, owner Owner, ownerID, id uuid.UUID) (*Key, error)
 	// UpdateAPIKey writes k's expires_at and revoked_at.
 	UpdateAPIKey(ctx context.Context, k *Key) error
+}
+
+// Store reads keys outside any unit of work.
+type Store interface {
+	// APIKeys returns the keys of an owner, newest first.
+	APIKeys(ctx context.Context, owner Owner, ownerID uuid.UUID) ([]*Key, error)
+	// APIKey returns key id of the owner, or apperr NotFound.
+	APIKey(ctx context.Context, owner Owner, ownerID, id uuid.UUID) (*Key, error)
 }
 
 // Service issues, rolls and revokes keys.
@@ -95,14 +102,14 @@ type Issued struct {
 // Hash returns the stored form of a secret (the partners package's SHA-256).
 type Hash func(secret string) string
 
-// Issue stores a new key for the owner; mint makes the secret.
-func (s *Service) Issue(ctx context.Context, owner Owner, ownerID uuid.UUID, mint func() (string, error), hash Hash) (*Issued, error) {
+// Issue stores a new key for the owner in tx; mint makes the secret.
+func (s *Service) Issue(ctx context.Context, tx Tx, owner Owner, ownerID uuid.UUID, mint func() (string, error), hash Hash) (*Issued, error) {
 	secret, err := mint()
 	if err != nil {
 		return nil, err
 	}
 	k := &Key{ID: uuid.New(), Owner: owner, OwnerID: ownerID, Hash: hash(secret), Prefix: prefix(secret), CreatedAt: s.now()}
-	if err := s.store.InsertAPIKey(ctx, k); err != nil {
+	if err := tx.InsertAPIKey(ctx, k); err != nil {
 		return nil, err
 	}
 	return &Issued{Key: k, Secret: secret}, nil
@@ -129,13 +136,13 @@ func (s *Service) Get(ctx context.Context, owner Owner, ownerID, id uuid.UUID) (
 }
 
 // Roll issues a new key and makes key id expire overlap from now (keeping an
-// earlier expiry). Errors: NotFound, InvalidRequest (overlap out of range),
+// earlier expiry), in tx. Errors: NotFound, InvalidRequest (overlap out of range),
 // InvalidStateTransition (the key no longer works).
-func (s *Service) Roll(ctx context.Context, owner Owner, ownerID, id uuid.UUID, overlap time.Duration, mint func() (string, error), hash Hash) (*Issued, error) {
+func (s *Service) Roll(ctx context.Context, tx Tx, owner Owner, ownerID, id uuid.UUID, overlap time.Duration, mint func() (string, error), hash Hash) (*Issued, error) {
 	if overlap < 0 || overlap > MaxOverlap {
 		return nil, apperr.Field(apperr.InvalidRequest, "The overlap must be between 0s and 720h.", "/overlap", "0s to 720h")
 	}
-	old, err := s.store.APIKey(ctx, owner, ownerID, id)
+	old, err := tx.APIKey(ctx, owner, ownerID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -147,22 +154,22 @@ func (s *Service) Roll(ctx context.Context, owner Owner, ownerID, id uuid.UUID, 
 	if old.ExpiresAt == nil || until.Before(*old.ExpiresAt) {
 		old.ExpiresAt = &until
 	}
-	if err := s.store.UpdateAPIKey(ctx, old); err != nil {
+	if err := tx.UpdateAPIKey(ctx, old); err != nil {
 		return nil, err
 	}
-	return s.Issue(ctx, owner, ownerID, mint, hash)
+	return s.Issue(ctx, tx, owner, ownerID, mint, hash)
 }
 
-// Revoke stops key id now (a revoked key stays revoked). Errors: NotFound.
-func (s *Service) Revoke(ctx context.Context, owner Owner, ownerID, id uuid.UUID) (*Key, error) {
-	k, err := s.store.APIKey(ctx, owner, ownerID, id)
+// Revoke stops key id now, in tx (a revoked key stays revoked). Errors: NotFound.
+func (s *Service) Revoke(ctx context.Context, tx Tx, owner Owner, ownerID, id uuid.UUID) (*Key, error) {
+	k, err := tx.APIKey(ctx, owner, ownerID, id)
 	if err != nil {
 		return nil, err
 	}
 	if k.RevokedAt == nil {
 		now := s.now()
 		k.RevokedAt = &now
-		if err := s.store.UpdateAPIKey(ctx, k); err != nil {
+		if err := tx.UpdateAPIKey(ctx, k); err != nil {
 			return nil, err
 		}
 	}

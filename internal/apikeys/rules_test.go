@@ -109,7 +109,7 @@ func TestIssueRollRevoke(t *testing.T) {
 			mint := minter()
 			owner := uuid.New()
 
-			first, err := svc.Issue(ctx, apikeys.Operator, owner, mint, sha)
+			first, err := svc.Issue(ctx, st, apikeys.Operator, owner, mint, sha)
 			require.NoError(t, err)
 			require.Equal(t, first.Secret[:14], first.Key.Prefix)
 			stored, err := svc.Get(ctx, apikeys.Operator, owner, first.Key.ID)
@@ -125,7 +125,7 @@ func TestIssueRollRevoke(t *testing.T) {
 			require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
 
 			for _, bad := range []time.Duration{-time.Second, apikeys.MaxOverlap + time.Second} {
-				_, err = svc.Roll(ctx, apikeys.Operator, owner, first.Key.ID, bad, mint, sha)
+				_, err = svc.Roll(ctx, st, apikeys.Operator, owner, first.Key.ID, bad, mint, sha)
 				e, ok := apperr.As(err)
 				require.True(t, ok, bad)
 				require.Equal(t, apperr.InvalidRequest, e.Code)
@@ -135,7 +135,7 @@ func TestIssueRollRevoke(t *testing.T) {
 			// Roll with a 10 h overlap: the old key expires 10 h from now.
 			t0 := c.Now()
 			c.Add(time.Minute)
-			second, err := svc.Roll(ctx, apikeys.Operator, owner, first.Key.ID, 10*time.Hour, mint, sha)
+			second, err := svc.Roll(ctx, st, apikeys.Operator, owner, first.Key.ID, 10*time.Hour, mint, sha)
 			require.NoError(t, err)
 			require.NotEqual(t, first.Secret, second.Secret)
 			old, err := svc.Get(ctx, apikeys.Operator, owner, first.Key.ID)
@@ -144,13 +144,13 @@ func TestIssueRollRevoke(t *testing.T) {
 			require.Equal(t, "expiring", old.Status(c.Now()))
 
 			// Rolling it again with a longer overlap keeps the earlier expiry...
-			third, err := svc.Roll(ctx, apikeys.Operator, owner, first.Key.ID, apikeys.MaxOverlap, mint, sha)
+			third, err := svc.Roll(ctx, st, apikeys.Operator, owner, first.Key.ID, apikeys.MaxOverlap, mint, sha)
 			require.NoError(t, err)
 			old, err = svc.Get(ctx, apikeys.Operator, owner, first.Key.ID)
 			require.NoError(t, err)
 			require.True(t, old.ExpiresAt.Equal(t0.Add(time.Minute+10*time.Hour)), "a roll never extends a key: %v", old.ExpiresAt)
 			// ...and a shorter one brings it forward.
-			_, err = svc.Roll(ctx, apikeys.Operator, owner, first.Key.ID, time.Hour, mint, sha)
+			_, err = svc.Roll(ctx, st, apikeys.Operator, owner, first.Key.ID, time.Hour, mint, sha)
 			require.NoError(t, err)
 			old, err = svc.Get(ctx, apikeys.Operator, owner, first.Key.ID)
 			require.NoError(t, err)
@@ -158,7 +158,7 @@ func TestIssueRollRevoke(t *testing.T) {
 
 			// Past its expiry it can no longer be rolled.
 			c.Add(time.Hour)
-			_, err = svc.Roll(ctx, apikeys.Operator, owner, first.Key.ID, time.Hour, mint, sha)
+			_, err = svc.Roll(ctx, st, apikeys.Operator, owner, first.Key.ID, time.Hour, mint, sha)
 			e, ok := apperr.As(err)
 			require.True(t, ok)
 			require.Equal(t, apperr.InvalidStateTransition, e.Code)
@@ -167,16 +167,16 @@ func TestIssueRollRevoke(t *testing.T) {
 			// Revoke: once, then unchanged.
 			c.Add(time.Second)
 			revokedAt := c.Now()
-			r, err := svc.Revoke(ctx, apikeys.Operator, owner, second.Key.ID)
+			r, err := svc.Revoke(ctx, st, apikeys.Operator, owner, second.Key.ID)
 			require.NoError(t, err)
 			require.True(t, r.RevokedAt.Equal(revokedAt))
 			c.Add(time.Hour)
-			r, err = svc.Revoke(ctx, apikeys.Operator, owner, second.Key.ID)
+			r, err = svc.Revoke(ctx, st, apikeys.Operator, owner, second.Key.ID)
 			require.NoError(t, err)
 			require.True(t, r.RevokedAt.Equal(revokedAt), "a revoked key stays revoked at its first revocation")
-			_, err = svc.Roll(ctx, apikeys.Operator, owner, second.Key.ID, 0, mint, sha)
+			_, err = svc.Roll(ctx, st, apikeys.Operator, owner, second.Key.ID, 0, mint, sha)
 			require.Equal(t, apperr.InvalidStateTransition, apperr.CodeOf(err))
-			_, err = svc.Revoke(ctx, apikeys.Operator, uuid.New(), third.Key.ID)
+			_, err = svc.Revoke(ctx, st, apikeys.Operator, uuid.New(), third.Key.ID)
 			require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
 
 			list, err := svc.List(ctx, apikeys.Operator, owner)

@@ -148,7 +148,7 @@ func Remote(t *testing.T, root string) *Env {
 // NewPartner creates a partner of the service's environment and returns its API key.
 func (e *Env) NewPartner(t *testing.T) string {
 	t.Helper()
-	_, key, err := e.App.Partners().Create(context.Background(), "Test partner "+t.Name())
+	_, key, err := e.App.Partners().CreateAlone(context.Background(), "Test partner "+t.Name())
 	require.NoError(t, err)
 	return key
 }
@@ -157,8 +157,8 @@ func (e *Env) NewPartner(t *testing.T) string {
 // itself only creates partners of its own environment) and returns its key.
 func (e *Env) NewPartnerIn(t *testing.T, env partners.Environment) string {
 	t.Helper()
-	svc := partners.NewService(e.Store, env, partners.Defaults{}, store.Now)
-	_, key, err := svc.Create(context.Background(), "Other environment "+t.Name())
+	svc := partners.NewService(store.For[partners.Tx](e.Store), env, partners.Defaults{}, store.Now)
+	_, key, err := svc.CreateAlone(context.Background(), "Other environment "+t.Name())
 	require.NoError(t, err)
 	return key
 }

@@ -3,6 +3,7 @@ package apitest
 import (
 	"context"
 	"net/http"
+	"partnerd/internal/store"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,7 +23,11 @@ func (e *Env) OperatorURL() string { return e.Root + operatorapi.BasePath }
 // NewOperator creates an operator and returns its API key.
 func (e *Env) NewOperator(t *testing.T) string {
 	t.Helper()
-	_, key, err := e.App.Operators().Create(context.Background(), "Test operator "+t.Name())
+	var key string
+	err := e.Store.Transact(context.Background(), func(ctx context.Context, tx *store.Tx) (err error) {
+		_, key, err = e.App.Operators().Create(ctx, tx, "Test operator "+t.Name())
+		return err
+	})
 	require.NoError(t, err)
 	return key
 }

@@ -104,7 +104,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *App, er
 		return nil, err
 	}
 	a := &App{cfg: cfg, log: log, store: st, metrics: metrics.New(), codec: cursor.NewCodec(cfg.CursorSecret)}
-	a.partners = partners.NewService(st, partnerEnv(cfg.Env), partners.Defaults{
+	a.partners = partners.NewService(store.For[partners.Tx](st), partnerEnv(cfg.Env), partners.Defaults{
 		FeeRate: cfg.PartnerFeeRate, ShareRate: cfg.PartnerShareRate,
 	}, store.Now)
 	a.unmatched = unmatched.NewService(st, a.codec, store.Now)

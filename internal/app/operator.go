@@ -40,6 +40,10 @@ func settlementOf(cfg *config.Config, st *store.Store) lifecycle.Settlement {
 	return s
 }
 
+// An action's unit of work is the store's (actions.Tx gathers the transaction
+// interfaces the store keeps a check for, and the fills an answer reads).
+var _ actions.Tx = (*store.Tx)(nil)
+
 // openOperatorAPI builds the operator services and mounts the operator API and its
 // reference page on e.
 func (a *App) openOperatorAPI(e *echo.Echo) error {
@@ -60,7 +64,7 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	a.keys = apikeys.New(st, store.Now)
 	a.partnerUsers = partnerusers.New(partnerusers.Deps{Store: store.For[partnerusers.Tx](st), Partners: a.partners,
 		Audit: a.audit, Now: store.Now, Logger: a.log})
-	a.actions = actions.New(actions.Deps{Lifecycle: a.lifecycle, Audit: a.audit, Unmatched: a.unmatched, Batches: a.batches,
+	a.actions = actions.New(actions.Deps{Begin: store.For[actions.Tx](st).WithTx, Lifecycle: a.lifecycle, Audit: a.audit, Unmatched: a.unmatched, Batches: a.batches,
 		Partners: a.partners, Operators: a.operators, Keys: a.keys, Fills: st, Logger: a.log})
 	if err := operatorapi.Register(e, operatorapi.Deps{
 		Operators:    a.operators,

@@ -15,8 +15,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"partnerd/internal/actions"
 	"partnerd/internal/app"
+	"partnerd/internal/audit"
 	"partnerd/internal/config"
+	"partnerd/internal/idempotency"
 	"partnerd/internal/testdb"
 )
 
@@ -53,7 +56,8 @@ func TestOpenServeClose(t *testing.T) {
 			p, err := a.Partners().Authenticate(ctx, key)
 			require.NoError(t, err)
 			require.Equal(t, "Demo partner", p.Name)
-			op, opKey, err := a.Operators().Create(ctx, "Ada")
+			created, err := a.Actions().CreateOperator(ctx, idempotency.Request[actions.NewOperator]{}, audit.CLI, "Ada")
+			op, opKey := created.Operator, created.Secret
 			require.NoError(t, err)
 			got, err := a.Operators().Authenticate(ctx, opKey)
 			require.NoError(t, err)

@@ -153,10 +153,15 @@ type Filter struct {
 	From, To *time.Time
 }
 
+// Tx is the unit of work of the change an entry records (store.Tx): the row is
+// written in it, so it exists exactly when the change does.
+type Tx interface {
+	// InsertAudit writes e in the unit of work.
+	InsertAudit(ctx context.Context, e *Entry) error
+}
+
 // Store persists the log.
 type Store interface {
-	// InsertAudit writes e, in the unit of work ctx carries when it carries one.
-	InsertAudit(ctx context.Context, e *Entry) error
 	// ListAudit returns up to limit entries matching f, newest first (created_at,
 	// id descending), after pos when set, with the operators' names and the
 	// partner users' addresses.
@@ -175,12 +180,12 @@ func New(store Store, codec *cursor.Codec, now func() time.Time) *Log {
 	return &Log{store: store, codec: codec, now: now}
 }
 
-// Record writes one action; call it with the ctx of the action's unit of work. An
-// entry whose OperatorID is CLI is the command line's.
-func (l *Log) Record(ctx context.Context, e Entry) error {
+// Record writes one action in tx, the action's unit of work. An entry whose
+// OperatorID is CLI is the command line's.
+func (l *Log) Record(ctx context.Context, tx Tx, e Entry) error {
 	e.ID = uuid.New()
 	e.CreatedAt = l.now()
-	return l.store.InsertAudit(ctx, &e)
+	return tx.InsertAudit(ctx, &e)
 }
 
 // Page is one page of the log.

@@ -63,9 +63,21 @@ func TestRecordAndList(t *testing.T) {
 			_, err = st.Migrate(ctx)
 			require.NoError(t, err)
 			ops := operators.NewService(st, store.Now)
-			ada, _, err := ops.Create(ctx, "Ada")
+			ada, _, err := func() (x *operators.Operator, key string, err error) {
+				err = st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
+					x, key, err = ops.Create(ctx, tx, "Ada")
+					return err
+				})
+				return x, key, err
+			}()
 			require.NoError(t, err)
-			bob, _, err := ops.Create(ctx, "Bob")
+			bob, _, err := func() (x *operators.Operator, key string, err error) {
+				err = st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
+					x, key, err = ops.Create(ctx, tx, "Bob")
+					return err
+				})
+				return x, key, err
+			}()
 			require.NoError(t, err)
 
 			t0 := time.Date(2026, 2, 1, 10, 0, 0, 0, time.UTC)
@@ -81,13 +93,13 @@ func TestRecordAndList(t *testing.T) {
 			for i, r := range recs {
 				c.Set(t0.Add(time.Duration(i) * time.Minute))
 				subjects[i] = uuid.New()
-				require.NoError(t, log.Record(ctx, audit.Entry{OperatorID: r.by, Action: r.action, SubjectID: &subjects[i], Reference: ptr("ref")}))
+				require.NoError(t, log.Record(ctx, st, audit.Entry{OperatorID: r.by, Action: r.action, SubjectID: &subjects[i], Reference: ptr("ref")}))
 			}
 			// An action whose unit of work rolls back leaves no row.
 			c.Set(t0.Add(time.Hour))
 			refused := errors.New("refused")
-			require.ErrorIs(t, st.Transact(ctx, func(ctx context.Context, _ *store.Tx) error {
-				if err := log.Record(ctx, audit.Entry{OperatorID: ada.ID, Action: audit.KeyRevoked}); err != nil {
+			require.ErrorIs(t, st.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+				if err := log.Record(ctx, tx, audit.Entry{OperatorID: ada.ID, Action: audit.KeyRevoked}); err != nil {
 					return err
 				}
 				return refused

@@ -81,7 +81,13 @@ func newBed(t *testing.T, url string) *bed {
 	_, err = st.Migrate(ctx)
 	require.NoError(t, err)
 	require.NoError(t, st.EnsureAddressSequences(ctx, []string{chain.BEP20}))
-	op, _, err := operators.NewService(st, store.Now).Create(ctx, "Ada")
+	op, _, err := func() (x *operators.Operator, key string, err error) {
+		err = st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
+			x, key, err = operators.NewService(st, store.Now).Create(ctx, tx, "Ada")
+			return err
+		})
+		return x, key, err
+	}()
 	require.NoError(t, err)
 	p := &partners.Partner{ID: uuid.New(), Name: "P", Environment: partners.Sandbox, KeyHash: uuid.NewString(),
 		FeeRate: d("0.01"), ShareRate: d("0.5"), CreatedAt: store.Now()}
@@ -165,7 +171,7 @@ func TestOverviewAndCase(t *testing.T) {
 					Amount: d("1"), RawAmount: "1000000000000000000", BlockNumber: 1})
 				require.NoError(t, err)
 				if i == 0 {
-					_, err = b.tasks.Resolve(ctx, task.ID, b.by.OperatorID, unmatched.Credited, nil, ptr("credited"))
+					_, err = b.tasks.Resolve(ctx, b.st, task.ID, b.by.OperatorID, unmatched.Credited, nil, ptr("credited"))
 					require.NoError(t, err)
 				}
 			}
@@ -215,7 +221,11 @@ func TestOverviewAndCase(t *testing.T) {
 				{transactions.ConfirmingTooLong, 1, "5", "7500.00"},
 			})
 
-			batch, err := b.batches.CreatePayout(ctx, b.by, b.partner, []uuid.UUID{paid}, "BANK-9", d("1500.50"))
+			var batch *batches.Batch
+			err = b.st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
+				batch, err = b.batches.CreatePayout(ctx, tx, b.by, b.partner, []uuid.UUID{paid}, "BANK-9", d("1500.50"))
+				return err
+			})
 			require.NoError(t, err)
 			c, err := b.svc.Case(ctx, paid)
 			require.NoError(t, err)

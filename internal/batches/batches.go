@@ -60,17 +60,18 @@ type Query struct {
 type Tx interface {
 	// The lifecycle's changes of the batch's transactions are made in it.
 	lifecycle.Tx
+	// The audit row of each transaction is written in it.
+	audit.Tx
 	// InsertBatch writes b and its items (a transaction already in a batch of the
 	// kind fails the unit of work).
 	InsertBatch(ctx context.Context, b *Batch) error
+	// Transaction returns transaction id of any partner as the unit of work sees
+	// it, or apperr NotFound.
+	Transaction(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error)
 }
 
 // Store reads batches and transactions and opens units of work.
 type Store interface {
-	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
-	// Transaction returns transaction id of any partner (in the unit of work ctx
-	// carries), or apperr NotFound.
-	Transaction(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error)
 	// ListBatches returns up to q.Limit batches of q's kind (and partner, and
 	// window, when set), newest first, after q.After when set.
 	ListBatches(ctx context.Context, q Query) ([]*Batch, error)
@@ -101,7 +102,7 @@ func conflict(msg, field, problem string) error {
 
 // load reads the batch's transactions in the unit of work, refusing unknown ones
 // and, through ok, those not in the right state.
-func (s *Service) load(ctx context.Context, ids []uuid.UUID, ok func(i int, t *lifecycle.Transaction) error) ([]*lifecycle.Transaction, error) {
+func (s *Service) load(ctx context.Context, tx Tx, ids []uuid.UUID, ok func(i int, t *lifecycle.Transaction) error) ([]*lifecycle.Transaction, error) {
 	if len(ids) == 0 || len(ids) > 100 {
 		return nil, apperr.Field(apperr.InvalidRequest, "A batch holds 1 to 100 transactions.", "/transaction_ids", "1 to 100 items")
 	}
@@ -112,7 +113,7 @@ func (s *Service) load(ctx context.Context, ids []uuid.UUID, ok func(i int, t *l
 			return nil, apperr.Field(apperr.InvalidRequest, "A transaction is listed twice.", fmt.Sprintf("/transaction_ids/%d", i), "duplicate")
 		}
 		seen[id] = true
-		t, err := s.store.Transaction(ctx, id)
+		t, err := tx.Transaction(ctx, id)
 		if err != nil {
 			if apperr.CodeOf(err) == apperr.NotFound {
 				return nil, apperr.Field(apperr.NotFound, fmt.Sprintf("No transaction %s.", id), fmt.Sprintf("/transaction_ids/%d", i), "unknown transaction")
@@ -131,51 +132,46 @@ func (s *Service) load(ctx context.Context, ids []uuid.UUID, ok func(i int, t *l
 // transactions ids: each must be awaiting payout (completed, payout not settled)
 // and belong to partnerID, and fiat must equal the sum of their amounts; otherwise
 // InvalidStateTransition and nothing changes. Errors: InvalidRequest, NotFound,
-// InvalidStateTransition.
-func (s *Service) CreatePayout(ctx context.Context, by lifecycle.Actor, partnerID uuid.UUID, ids []uuid.UUID, reference string, fiat decimal.Decimal) (*Batch, error) {
+// InvalidStateTransition. The batch is written in tx, the caller's unit of work.
+func (s *Service) CreatePayout(ctx context.Context, tx Tx, by lifecycle.Actor, partnerID uuid.UUID, ids []uuid.UUID, reference string, fiat decimal.Decimal) (*Batch, error) {
 	if err := lifecycle.CheckFiat(fiat); err != nil {
 		return nil, err
 	}
-	var out *Batch
-	err := s.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {
-		ts, err := s.load(ctx, ids, func(i int, t *lifecycle.Transaction) error {
-			field := fmt.Sprintf("/transaction_ids/%d", i)
-			if t.PartnerID != partnerID {
-				return conflict(fmt.Sprintf("Transaction %s belongs to another partner.", t.ID), field, "another partner's transaction")
-			}
-			if t.Status != lifecycle.Completed || t.PayoutSettledAt != nil {
-				return conflict(fmt.Sprintf("Transaction %s is not awaiting payout (it is %s%s).", t.ID, t.Status, paidNote(t)), field, "not awaiting payout")
-			}
-			return nil
-		})
-		if err != nil {
-			return err
+	ts, err := s.load(ctx, tx, ids, func(i int, t *lifecycle.Transaction) error {
+		field := fmt.Sprintf("/transaction_ids/%d", i)
+		if t.PartnerID != partnerID {
+			return conflict(fmt.Sprintf("Transaction %s belongs to another partner.", t.ID), field, "another partner's transaction")
 		}
-		var sum, crypto decimal.Decimal
-		for _, t := range ts {
-			sum, crypto = sum.Add(t.FiatAmount), crypto.Add(t.CryptoAmount)
+		if t.Status != lifecycle.Completed || t.PayoutSettledAt != nil {
+			return conflict(fmt.Sprintf("Transaction %s is not awaiting payout (it is %s%s).", t.ID, t.Status, paidNote(t)), field, "not awaiting payout")
 		}
-		if !sum.Equal(fiat) {
-			return conflict(fmt.Sprintf("The payout's fiat_amount %s is not the sum of the transactions' amounts, %s.", fiat.StringFixed(2), sum.StringFixed(2)),
-				"/fiat_amount", "must equal "+sum.StringFixed(2))
-		}
-		b := &Batch{ID: uuid.New(), Kind: Payout, PartnerID: &partnerID, Reference: reference, FiatAmount: fiat, CryptoAmount: crypto,
-			TransactionIDs: ids, OperatorID: by.OperatorID, CreatedAt: s.now()}
-		if err := tx.InsertBatch(ctx, b); err != nil {
-			return err
-		}
-		for _, t := range ts {
-			if _, err := s.engine.PayOut(ctx, tx, t.ID, by, reference, &lifecycle.PayoutBatch{ID: b.ID, Amount: fiat}); err != nil {
-				return err
-			}
-			if err := s.record(ctx, by, audit.BatchPayout, t.ID, b); err != nil {
-				return err
-			}
-		}
-		out = b
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	var sum, crypto decimal.Decimal
+	for _, t := range ts {
+		sum, crypto = sum.Add(t.FiatAmount), crypto.Add(t.CryptoAmount)
+	}
+	if !sum.Equal(fiat) {
+		return nil, conflict(fmt.Sprintf("The payout's fiat_amount %s is not the sum of the transactions' amounts, %s.", fiat.StringFixed(2), sum.StringFixed(2)),
+			"/fiat_amount", "must equal "+sum.StringFixed(2))
+	}
+	b := &Batch{ID: uuid.New(), Kind: Payout, PartnerID: &partnerID, Reference: reference, FiatAmount: fiat, CryptoAmount: crypto,
+		TransactionIDs: ids, OperatorID: by.OperatorID, CreatedAt: s.now()}
+	if err := tx.InsertBatch(ctx, b); err != nil {
+		return nil, err
+	}
+	for _, t := range ts {
+		if _, err := s.engine.PayOut(ctx, tx, t.ID, by, reference, &lifecycle.PayoutBatch{ID: b.ID, Amount: fiat}); err != nil {
+			return nil, err
+		}
+		if err := s.record(ctx, tx, by, audit.BatchPayout, t.ID, b); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 func paidNote(t *lifecycle.Transaction) string {
@@ -189,47 +185,43 @@ func paidNote(t *lifecycle.Transaction) string {
 // transactions ids at rate: each must be awaiting its fill (a confirmed deposit);
 // each fill's NGN amount is its received token amount × rate, rounded to kobo, and
 // the batch's is their sum. Errors: InvalidRequest, NotFound, InvalidStateTransition.
-func (s *Service) CreateFill(ctx context.Context, by lifecycle.Actor, ids []uuid.UUID, rate decimal.Decimal, reference string) (*Batch, error) {
+// The batch is written in tx, the caller's unit of work.
+func (s *Service) CreateFill(ctx context.Context, tx Tx, by lifecycle.Actor, ids []uuid.UUID, rate decimal.Decimal, reference string) (*Batch, error) {
 	if err := lifecycle.CheckRate(rate); err != nil {
 		return nil, err
 	}
-	var out *Batch
-	err := s.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {
-		ts, err := s.load(ctx, ids, func(i int, t *lifecycle.Transaction) error {
-			if t.Status != lifecycle.DepositConfirming || t.Deposit == nil || t.Deposit.Status != lifecycle.DepositStatusConfirmed {
-				return conflict(fmt.Sprintf("Transaction %s is not awaiting its fill (it is %s).", t.ID, t.Status),
-					fmt.Sprintf("/transaction_ids/%d", i), "not awaiting its fill")
-			}
-			return nil
-		})
-		if err != nil {
-			return err
+	ts, err := s.load(ctx, tx, ids, func(i int, t *lifecycle.Transaction) error {
+		if t.Status != lifecycle.DepositConfirming || t.Deposit == nil || t.Deposit.Status != lifecycle.DepositStatusConfirmed {
+			return conflict(fmt.Sprintf("Transaction %s is not awaiting its fill (it is %s).", t.ID, t.Status),
+				fmt.Sprintf("/transaction_ids/%d", i), "not awaiting its fill")
 		}
-		var fiat, crypto decimal.Decimal
-		amounts := make([]decimal.Decimal, len(ts))
-		for i, t := range ts {
-			sold := SoldAmount(t)
-			amounts[i] = sold.Mul(rate).Round(2)
-			fiat, crypto = fiat.Add(amounts[i]), crypto.Add(sold)
-		}
-		r := rate
-		b := &Batch{ID: uuid.New(), Kind: Fill, Reference: reference, Rate: &r, FiatAmount: fiat, CryptoAmount: crypto,
-			TransactionIDs: ids, OperatorID: by.OperatorID, CreatedAt: s.now()}
-		if err := tx.InsertBatch(ctx, b); err != nil {
-			return err
-		}
-		for i, t := range ts {
-			if _, err := s.engine.FillOrder(ctx, tx, t.ID, by, rate, amounts[i], reference); err != nil {
-				return err
-			}
-			if err := s.record(ctx, by, audit.BatchFill, t.ID, b); err != nil {
-				return err
-			}
-		}
-		out = b
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	var fiat, crypto decimal.Decimal
+	amounts := make([]decimal.Decimal, len(ts))
+	for i, t := range ts {
+		sold := SoldAmount(t)
+		amounts[i] = sold.Mul(rate).Round(2)
+		fiat, crypto = fiat.Add(amounts[i]), crypto.Add(sold)
+	}
+	r := rate
+	b := &Batch{ID: uuid.New(), Kind: Fill, Reference: reference, Rate: &r, FiatAmount: fiat, CryptoAmount: crypto,
+		TransactionIDs: ids, OperatorID: by.OperatorID, CreatedAt: s.now()}
+	if err := tx.InsertBatch(ctx, b); err != nil {
+		return nil, err
+	}
+	for i, t := range ts {
+		if _, err := s.engine.FillOrder(ctx, tx, t.ID, by, rate, amounts[i], reference); err != nil {
+			return nil, err
+		}
+		if err := s.record(ctx, tx, by, audit.BatchFill, t.ID, b); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // SoldAmount is the token amount a fill sells: the deposit received, or the
@@ -241,9 +233,9 @@ func SoldAmount(t *lifecycle.Transaction) decimal.Decimal {
 	return t.CryptoAmount
 }
 
-func (s *Service) record(ctx context.Context, by lifecycle.Actor, a audit.Action, id uuid.UUID, b *Batch) error {
+func (s *Service) record(ctx context.Context, tx Tx, by lifecycle.Actor, a audit.Action, id uuid.UUID, b *Batch) error {
 	tid, bid, ref := id, b.ID, b.Reference
-	return s.audit.Record(ctx, audit.Entry{OperatorID: by.OperatorID, Action: a, TransactionID: &tid, BatchID: &bid, Reference: &ref})
+	return s.audit.Record(ctx, tx, audit.Entry{OperatorID: by.OperatorID, Action: a, TransactionID: &tid, BatchID: &bid, Reference: &ref})
 }
 
 // Page is one page of batches.

@@ -34,6 +34,25 @@ type bed struct {
 	by     lifecycle.Actor
 }
 
+// createFill runs CreateFill in a unit of work of its own, as an operator's
+// action does.
+func (b *bed) createFill(ctx context.Context, by lifecycle.Actor, ids []uuid.UUID, rate decimal.Decimal, ref string) (out *batches.Batch, err error) {
+	err = b.st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
+		out, err = b.svc.CreateFill(ctx, tx, by, ids, rate, ref)
+		return err
+	})
+	return out, err
+}
+
+// createPayout runs CreatePayout in a unit of work of its own.
+func (b *bed) createPayout(ctx context.Context, by lifecycle.Actor, partner uuid.UUID, ids []uuid.UUID, ref string, fiat decimal.Decimal) (out *batches.Batch, err error) {
+	err = b.st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
+		out, err = b.svc.CreatePayout(ctx, tx, by, partner, ids, ref, fiat)
+		return err
+	})
+	return out, err
+}
+
 func newBed(t *testing.T, url string) *bed {
 	t.Helper()
 	ctx := context.Background()
@@ -43,7 +62,13 @@ func newBed(t *testing.T, url string) *bed {
 	_, err = st.Migrate(ctx)
 	require.NoError(t, err)
 	require.NoError(t, st.EnsureAddressSequences(ctx, []string{"bep20"}))
-	op, _, err := operators.NewService(st, store.Now).Create(ctx, "Ada")
+	op, _, err := func() (x *operators.Operator, key string, err error) {
+		err = st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
+			x, key, err = operators.NewService(st, store.Now).Create(ctx, tx, "Ada")
+			return err
+		})
+		return x, key, err
+	}()
 	require.NoError(t, err)
 	engine := lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{Required: map[string]int{"bep20": 1}, Now: store.Now,
 		Settlement: lifecycle.Settlement{OperatorLiquidity: true, OperatorPayout: true}})
@@ -125,7 +150,7 @@ func TestFill(t *testing.T) {
 			y := b.awaitingFill(t, p, "3.333333", "5000")
 
 			for _, rate := range []string{"0", "-1500"} {
-				_, err := b.svc.CreateFill(ctx, b.by, []uuid.UUID{x}, d(rate), "LQ-0")
+				_, err := b.createFill(ctx, b.by, []uuid.UUID{x}, d(rate), "LQ-0")
 				requireCode(t, err, apperr.InvalidRequest, "/rate")
 			}
 			tooMany := make([]uuid.UUID, 101)
@@ -144,13 +169,13 @@ func TestFill(t *testing.T) {
 				{"unknown", []uuid.UUID{x, uuid.New()}, apperr.NotFound, "/transaction_ids/1"},
 			}
 			for _, r := range refusals {
-				_, err := b.svc.CreateFill(ctx, b.by, r.ids, d("1501.5"), "LQ-0")
+				_, err := b.createFill(ctx, b.by, r.ids, d("1501.5"), "LQ-0")
 				requireCode(t, err, r.code, r.field)
 			}
 			require.Equal(t, lifecycle.DepositConfirming, b.status(t, x).Status, "a refused batch changes nothing")
 
 			// 10.123457 × 1501.5 = 15200.3706855 → 15200.37; 3.333333 × 1501.5 = 5004.9994995 → 5005.00.
-			batch, err := b.svc.CreateFill(ctx, b.by, []uuid.UUID{x, y}, d("1501.5"), "LQ-1")
+			batch, err := b.createFill(ctx, b.by, []uuid.UUID{x, y}, d("1501.5"), "LQ-1")
 			require.NoError(t, err)
 			require.Equal(t, batches.Fill, batch.Kind)
 			require.Equal(t, "20205.37", batch.FiatAmount.StringFixed(2))
@@ -179,7 +204,7 @@ func TestFill(t *testing.T) {
 			// All or none: a filled transaction in a new batch refuses the batch,
 			// and the waiting one in it stays waiting.
 			z := b.awaitingFill(t, p, "2", "3000")
-			_, err = b.svc.CreateFill(ctx, b.by, []uuid.UUID{z, x}, d("1500"), "LQ-2")
+			_, err = b.createFill(ctx, b.by, []uuid.UUID{z, x}, d("1500"), "LQ-2")
 			requireCode(t, err, apperr.InvalidStateTransition, "/transaction_ids/1")
 			require.Equal(t, lifecycle.DepositConfirming, b.status(t, z).Status)
 			none, err := b.svc.Of(ctx, batches.Fill, z)
@@ -221,18 +246,18 @@ func TestPayout(t *testing.T) {
 			waiting := b.awaitingFill(t, p, "1", "1500")
 
 			e := requireCode(t, func() error {
-				_, err := b.svc.CreatePayout(ctx, b.by, p, []uuid.UUID{x, y}, "BANK-1", d("19500.74"))
+				_, err := b.createPayout(ctx, b.by, p, []uuid.UUID{x, y}, "BANK-1", d("19500.74"))
 				return err
 			}(), apperr.InvalidStateTransition, "/fiat_amount")
 			require.Contains(t, e.Message, "19500.74")
 			require.Contains(t, e.Message, "19500.75")
-			_, err := b.svc.CreatePayout(ctx, b.by, p, []uuid.UUID{x, other}, "BANK-1", d("18000.25"))
+			_, err := b.createPayout(ctx, b.by, p, []uuid.UUID{x, other}, "BANK-1", d("18000.25"))
 			requireCode(t, err, apperr.InvalidStateTransition, "/transaction_ids/1")
-			_, err = b.svc.CreatePayout(ctx, b.by, p, []uuid.UUID{waiting}, "BANK-1", d("1500"))
+			_, err = b.createPayout(ctx, b.by, p, []uuid.UUID{waiting}, "BANK-1", d("1500"))
 			requireCode(t, err, apperr.InvalidStateTransition, "/transaction_ids/0")
 			require.Nil(t, b.status(t, x).PayoutSettledAt, "a refused payout changes nothing")
 
-			batch, err := b.svc.CreatePayout(ctx, b.by, p, []uuid.UUID{x, y}, "BANK-1", d("19500.750"))
+			batch, err := b.createPayout(ctx, b.by, p, []uuid.UUID{x, y}, "BANK-1", d("19500.750"))
 			require.NoError(t, err, "the same amount at another scale")
 			require.Equal(t, batches.Payout, batch.Kind)
 			require.Equal(t, p, *batch.PartnerID)
@@ -242,11 +267,11 @@ func TestPayout(t *testing.T) {
 				require.NotNil(t, tr.PayoutSettledAt)
 				require.Equal(t, lifecycle.Completed, tr.Status)
 			}
-			_, err = b.svc.CreatePayout(ctx, b.by, p, []uuid.UUID{y}, "BANK-2", d("4500.50"))
+			_, err = b.createPayout(ctx, b.by, p, []uuid.UUID{y}, "BANK-2", d("4500.50"))
 			e = requireCode(t, err, apperr.InvalidStateTransition, "/transaction_ids/0")
 			require.Contains(t, e.Message, "already settled")
 
-			second, err := b.svc.CreatePayout(ctx, b.by, q, []uuid.UUID{other}, "BANK-3", d("3000"))
+			second, err := b.createPayout(ctx, b.by, q, []uuid.UUID{other}, "BANK-3", d("3000"))
 			require.NoError(t, err)
 			all, err := b.svc.List(ctx, batches.Payout, nil, 1, "")
 			require.NoError(t, err)

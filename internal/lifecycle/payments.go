@@ -50,7 +50,7 @@ func (t Tolerance) Of(expected decimal.Decimal) decimal.Decimal {
 var DefaultPayments = Payments{MinDeposit: decimal.NewFromInt(1), LateWindow: time.Hour}
 
 // RefundTasks keeps money to give back or decide on for the operators
-// (unmatched.Service). Its writes join the unit of work ctx carries.
+// (unmatched.Service). Its writes go through the unit of work it is handed.
 type RefundTasks interface {
 	Record(ctx context.Context, tx unmatched.Tx, d unmatched.Deposit) (*unmatched.Deposit, error)
 	// Forget removes the still-open record of a transfer whose block was

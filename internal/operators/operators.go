@@ -35,9 +35,17 @@ type Operator struct {
 	KeyPrefix string
 }
 
-// Store persists operators.
-type Store interface {
+// Tx is the unit of work an operator is created in (store.Tx), with its audit
+// row; it reads operators as that unit sees them.
+type Tx interface {
+	// CreateOperator inserts o and its first key.
 	CreateOperator(ctx context.Context, o *Operator) error
+	// OperatorByID returns operator id, or apperr NotFound.
+	OperatorByID(ctx context.Context, id uuid.UUID) (*Operator, error)
+}
+
+// Store reads operators outside any unit of work.
+type Store interface {
 	// OperatorByKeyHash returns the operator whose key hashes to hash, or apperr NotFound.
 	OperatorByKeyHash(ctx context.Context, hash string) (*Operator, error)
 	// Operators returns every operator, oldest first.
@@ -65,7 +73,7 @@ func NewService(store Store, now func() time.Time) *Service { return &Service{st
 
 // Create makes an operator named name and returns it with its API key, which is not
 // stored and cannot be shown again. Errors: InvalidRequest for an empty name.
-func (s *Service) Create(ctx context.Context, name string) (*Operator, string, error) {
+func (s *Service) Create(ctx context.Context, tx Tx, name string) (*Operator, string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 200 {
 		return nil, "", apperr.Field(apperr.InvalidRequest, "An operator name is required.", "name", "1 to 200 characters")
@@ -76,7 +84,7 @@ func (s *Service) Create(ctx context.Context, name string) (*Operator, string, e
 	}
 	id := uuid.New() // also the first key's id
 	o := &Operator{ID: id, Name: name, KeyHash: partners.HashKey(key), CreatedAt: s.now(), KeyID: id, KeyPrefix: apikeys.Prefix(key)}
-	if err := s.store.CreateOperator(ctx, o); err != nil {
+	if err := tx.CreateOperator(ctx, o); err != nil {
 		return nil, "", fmt.Errorf("create operator: %w", err)
 	}
 	return o, key, nil

@@ -66,21 +66,39 @@ func TestOperatorsOnTheStore(t *testing.T) {
 			svc := operators.NewService(st, store.Now)
 
 			for _, name := range []string{"", "   ", strings.Repeat("x", 201)} {
-				_, _, err := svc.Create(ctx, name)
+				_, _, err := func() (x *operators.Operator, key string, err error) {
+					err = st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
+						x, key, err = svc.Create(ctx, tx, name)
+						return err
+					})
+					return x, key, err
+				}()
 				e, ok := apperr.As(err)
 				require.True(t, ok, "%q", name)
 				require.Equal(t, apperr.InvalidRequest, e.Code)
 				require.Equal(t, "name", e.Details[0].Field)
 			}
 
-			ada, adaKey, err := svc.Create(ctx, "  Ada Ops \t")
+			ada, adaKey, err := func() (x *operators.Operator, key string, err error) {
+				err = st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
+					x, key, err = svc.Create(ctx, tx, "  Ada Ops \t")
+					return err
+				})
+				return x, key, err
+			}()
 			require.NoError(t, err)
 			require.Equal(t, "Ada Ops", ada.Name, "the name is trimmed")
 			require.Equal(t, partners.HashKey(adaKey), ada.KeyHash)
 			require.Equal(t, ada.ID, ada.KeyID, "the first key's id is the operator's")
 			require.Equal(t, adaKey[:apikeys.PrefixLen], ada.KeyPrefix)
 			long := strings.Repeat("y", 200)
-			bob, bobKey, err := svc.Create(ctx, long)
+			bob, bobKey, err := func() (x *operators.Operator, key string, err error) {
+				err = st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
+					x, key, err = svc.Create(ctx, tx, long)
+					return err
+				})
+				return x, key, err
+			}()
 			require.NoError(t, err)
 			require.Equal(t, long, bob.Name, "200 characters is allowed")
 
@@ -107,19 +125,19 @@ func TestOperatorsOnTheStore(t *testing.T) {
 
 			// A rolled key works beside the new one during the overlap; a revoked one stops.
 			keys := apikeys.New(st, store.Now)
-			rolled, err := keys.Roll(ctx, apikeys.Operator, ada.ID, ada.KeyID, time.Hour, operators.NewKey, partners.HashKey)
+			rolled, err := keys.Roll(ctx, st, apikeys.Operator, ada.ID, ada.KeyID, time.Hour, operators.NewKey, partners.HashKey)
 			require.NoError(t, err)
 			for _, k := range []string{adaKey, rolled.Secret} {
 				got, err := svc.Authenticate(ctx, k)
 				require.NoError(t, err)
 				require.Equal(t, ada.ID, got.ID)
 			}
-			_, err = keys.Revoke(ctx, apikeys.Operator, ada.ID, ada.KeyID)
+			_, err = keys.Revoke(ctx, st, apikeys.Operator, ada.ID, ada.KeyID)
 			require.NoError(t, err)
 			_, err = svc.Authenticate(ctx, adaKey)
 			require.ErrorIs(t, err, operators.ErrUnauthorized)
 			// A zero overlap ends the old key at once.
-			again, err := keys.Roll(ctx, apikeys.Operator, ada.ID, rolled.Key.ID, 0, operators.NewKey, partners.HashKey)
+			again, err := keys.Roll(ctx, st, apikeys.Operator, ada.ID, rolled.Key.ID, 0, operators.NewKey, partners.HashKey)
 			require.NoError(t, err)
 			_, err = svc.Authenticate(ctx, rolled.Secret)
 			require.ErrorIs(t, err, operators.ErrUnauthorized)

@@ -61,10 +61,20 @@ type Partner struct {
 	KeyExpiresAt *time.Time
 }
 
-// Store persists partners.
-type Store interface {
+// Tx is the unit of work a partner is created in (store.Tx), with its audit row;
+// it reads partners as that unit sees them.
+type Tx interface {
 	// CreatePartner inserts p.
 	CreatePartner(ctx context.Context, p *Partner) error
+	// PartnerByID returns partner id, or apperr NotFound.
+	PartnerByID(ctx context.Context, id uuid.UUID) (*Partner, error)
+}
+
+// Store reads partners outside any unit of work, and opens one (WithTx) for a
+// partner created alone (CreateAlone).
+type Store interface {
+	// WithTx runs fn in a unit of work.
+	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 	// PartnerByKeyHash returns the partner whose key hashes to hash, or apperr NotFound.
 	PartnerByKeyHash(ctx context.Context, hash string) (*Partner, error)
 	// CountPartners returns how many partners exist.
@@ -111,8 +121,8 @@ func NewService(store Store, env Environment, defaults Defaults, now func() time
 }
 
 // Create makes a partner named name and returns it with its API key. The key is not
-// stored and cannot be shown again.
-func (s *Service) Create(ctx context.Context, name string) (*Partner, string, error) {
+// stored and cannot be shown again. The partner is written in tx.
+func (s *Service) Create(ctx context.Context, tx Tx, name string) (*Partner, string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 200 {
 		return nil, "", apperr.Field(apperr.InvalidRequest, "A partner name is required.", "name", "1 to 200 characters")
@@ -133,7 +143,7 @@ func (s *Service) Create(ctx context.Context, name string) (*Partner, string, er
 		ShareRate:   s.defaults.ShareRate,
 		CreatedAt:   s.now(),
 	}
-	if err := s.store.CreatePartner(ctx, p); err != nil {
+	if err := tx.CreatePartner(ctx, p); err != nil {
 		return nil, "", fmt.Errorf("create partner: %w", err)
 	}
 	return p, key, nil
@@ -213,8 +223,23 @@ func (s *Service) EnsureDemo(ctx context.Context) (string, error) {
 	if n > 0 {
 		return "", nil
 	}
-	_, key, err := s.Create(ctx, "Demo partner")
+	_, key, err := s.CreateAlone(ctx, "Demo partner")
 	return key, err
+}
+
+// CreateAlone is Create in a unit of work of its own, for a caller outside any
+// (staging's demo partner, tests, benchmarks): no audit row.
+func (s *Service) CreateAlone(ctx context.Context, name string) (*Partner, string, error) {
+	var (
+		p   *Partner
+		key string
+	)
+	err := s.store.WithTx(ctx, func(ctx context.Context, tx Tx) error {
+		var err error
+		p, key, err = s.Create(ctx, tx, name)
+		return err
+	})
+	return p, key, err
 }
 
 // keyBytes is the entropy of an API key: 32 bytes = 256 bits.

@@ -30,6 +30,11 @@ func (m *memStore) CreatePartner(_ context.Context, p *Partner) error {
 	return nil
 }
 
+// WithTx runs fn with the store itself as the unit of work.
+func (m *memStore) WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
+	return fn(ctx, m)
+}
+
 func (m *memStore) PartnerByKeyHash(_ context.Context, h string) (*Partner, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -89,7 +94,7 @@ func TestAuthenticate(t *testing.T) {
 	live := NewService(st, Production, Defaults{}, now)
 	ctx := context.Background()
 
-	p, key, err := sandbox.Create(ctx, "  Acme  ")
+	p, key, err := sandbox.Create(ctx, st, "  Acme  ")
 	require.NoError(t, err)
 	require.Equal(t, "Acme", p.Name)
 	require.Equal(t, "0.01", p.FeeRate.String())
@@ -101,7 +106,7 @@ func TestAuthenticate(t *testing.T) {
 
 	// A sandbox key against production, a live key against staging, an unknown key
 	// and an empty one are all the same 401.
-	_, liveKey, err := live.Create(ctx, "Live")
+	_, liveKey, err := live.Create(ctx, st, "Live")
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		svc *Service
@@ -111,7 +116,7 @@ func TestAuthenticate(t *testing.T) {
 		require.Equal(t, apperr.Unauthorized, apperr.CodeOf(err))
 	}
 
-	_, _, err = sandbox.Create(ctx, " ")
+	_, _, err = sandbox.Create(ctx, st, " ")
 	require.Equal(t, apperr.InvalidRequest, apperr.CodeOf(err))
 }
 

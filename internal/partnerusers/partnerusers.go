@@ -154,16 +154,32 @@ func HashToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Tx is the unit of work as this package sees it.
+// Tx is the unit of work of a team change (store.Tx): the users, invitations,
+// recovery codes and audit row it writes, and what it reads of them, go through
+// it, so the change sees its own writes and commits as one.
 type Tx interface {
 	// AfterCommit runs f once the unit of work has committed.
 	AfterCommit(f func())
+	// The change's audit row is written in it.
+	audit.Tx
+	// PartnerByID returns partner id, or apperr NotFound.
+	PartnerByID(ctx context.Context, id uuid.UUID) (*partners.Partner, error)
+	InsertPartnerUser(ctx context.Context, u *User) error
+	PartnerUser(ctx context.Context, partnerID, id uuid.UUID) (*User, error)
+	PartnerUserByEmail(ctx context.Context, partnerID uuid.UUID, key string) (*User, error)
+	PartnerUsers(ctx context.Context, partnerID uuid.UUID) ([]*User, error)
+	UpdatePartnerUser(ctx context.Context, u *User) error
+	InsertPartnerInvitation(ctx context.Context, inv *Invitation) error
+	UsePartnerInvitation(ctx context.Context, id uuid.UUID, at time.Time) (bool, error)
+	DeletePartnerInvitations(ctx context.Context, userID uuid.UUID) error
+	ReplacePartnerRecoveryCodes(ctx context.Context, userID uuid.UUID, hashes []string, at time.Time) error
 }
 
-// Store persists users, invitations and recovery codes. Writes made with the ctx
-// of a unit of work (WithTx) join it.
+// Store persists users, invitations and recovery codes: its methods are the
+// statements outside any unit of work (a sign-in's reads, a TOTP step), WithTx
+// opens one for a change, whose statements go through its Tx.
 type Store interface {
-	// WithTx runs fn in a unit of work (joining the one ctx carries).
+	// WithTx runs fn in a unit of work.
 	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 	// InsertPartnerUser stores u; a second user of a partner with the same
 	// EmailKey is gorm's duplicated-key error.
@@ -280,18 +296,18 @@ func (s *Service) Invite(ctx context.Context, key idempotency.Request[*NewInvita
 		return nil, err
 	}
 	return idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, tx Tx) (*NewInvitation, error) {
-		if _, err := s.partners.Get(ctx, partnerID); err != nil {
+		if _, err := tx.PartnerByID(ctx, partnerID); err != nil {
 			return nil, err
 		}
-		if err := s.mayManage(ctx, partnerID, by, "invites users"); err != nil {
+		if err := s.mayManage(ctx, tx, partnerID, by, "invites users"); err != nil {
 			return nil, err
 		}
 		now := s.now()
-		u, err := s.store.PartnerUserByEmail(ctx, partnerID, EmailKey(email))
+		u, err := tx.PartnerUserByEmail(ctx, partnerID, EmailKey(email))
 		switch {
 		case apperr.CodeOf(err) == apperr.NotFound:
 			u = &User{ID: uuid.New(), PartnerID: partnerID, Email: email, Role: role, Status: Invited, CreatedAt: now, UpdatedAt: now}
-			if err := s.store.InsertPartnerUser(ctx, u); err != nil {
+			if err := tx.InsertPartnerUser(ctx, u); err != nil {
 				return nil, err
 			}
 		case err != nil:
@@ -301,10 +317,10 @@ func (s *Service) Invite(ctx context.Context, key idempotency.Request[*NewInvita
 				"/email", "an address not yet on the team")
 		default: // still invited: a new link replaces the pending one
 			u.Role, u.Email, u.UpdatedAt = role, email, now
-			if err := s.store.UpdatePartnerUser(ctx, u); err != nil {
+			if err := tx.UpdatePartnerUser(ctx, u); err != nil {
 				return nil, err
 			}
-			if err := s.store.DeletePartnerInvitations(ctx, u.ID); err != nil {
+			if err := tx.DeletePartnerInvitations(ctx, u.ID); err != nil {
 				return nil, err
 			}
 		}
@@ -313,10 +329,10 @@ func (s *Service) Invite(ctx context.Context, key idempotency.Request[*NewInvita
 			return nil, err
 		}
 		inv := &Invitation{ID: uuid.New(), UserID: u.ID, TokenHash: HashToken(token), By: by, ExpiresAt: now.Add(InvitationTTL), CreatedAt: now}
-		if err := s.store.InsertPartnerInvitation(ctx, inv); err != nil {
+		if err := tx.InsertPartnerInvitation(ctx, inv); err != nil {
 			return nil, err
 		}
-		if err := s.record(ctx, by, audit.PartnerUserInvited, u, u.Email); err != nil {
+		if err := s.record(ctx, tx, by, audit.PartnerUserInvited, u, u.Email); err != nil {
 			return nil, err
 		}
 		tx.AfterCommit(func() {
@@ -330,11 +346,11 @@ func (s *Service) Invite(ctx context.Context, key idempotency.Request[*NewInvita
 // mayManage refuses a partner's user acting on partnerID's team unless they are
 // an active admin of it (operators and the command line may). Errors: NotFound
 // (a user of another partner), Unauthorized.
-func (s *Service) mayManage(ctx context.Context, partnerID uuid.UUID, by Inviter, what string) error {
+func (s *Service) mayManage(ctx context.Context, tx Tx, partnerID uuid.UUID, by Inviter, what string) error {
 	if by.Kind != ByPartnerUser {
 		return nil
 	}
-	actor, err := s.store.PartnerUser(ctx, partnerID, by.ID)
+	actor, err := tx.PartnerUser(ctx, partnerID, by.ID)
 	if err != nil {
 		return err
 	}
@@ -344,10 +360,10 @@ func (s *Service) mayManage(ctx context.Context, partnerID uuid.UUID, by Inviter
 	return nil
 }
 
-// record writes the audit row of action by on user u, in ctx's unit of work. An
+// record writes the audit row of action by on user u, in tx. An
 // Inviter without a kind (a change no one is named for) and a service without
 // an audit log record nothing.
-func (s *Service) record(ctx context.Context, by Inviter, action audit.Action, u *User, reference string) error {
+func (s *Service) record(ctx context.Context, tx Tx, by Inviter, action audit.Action, u *User, reference string) error {
 	if s.audit == nil || by.Kind == "" {
 		return nil
 	}
@@ -358,7 +374,7 @@ func (s *Service) record(ctx context.Context, by Inviter, action audit.Action, u
 	case ByPartnerUser:
 		e.OperatorID, e.PartnerUserID = audit.CLI, &by.ID
 	}
-	return s.audit.Record(ctx, e)
+	return s.audit.Record(ctx, tx, e)
 }
 
 // Invitation returns the pending invitation of token and its user, for the page
@@ -410,16 +426,16 @@ func (s *Service) Accept(ctx context.Context, token, password string) (*User, er
 	if err != nil {
 		return nil, err
 	}
-	return idempotency.Run(ctx, s.store.WithTx, idempotency.Request[*User]{}, func(ctx context.Context, _ Tx) (*User, error) {
+	return idempotency.Run(ctx, s.store.WithTx, idempotency.Request[*User]{}, func(ctx context.Context, tx Tx) (*User, error) {
 		now := s.now()
-		ok, err := s.store.UsePartnerInvitation(ctx, inv.ID, now)
+		ok, err := tx.UsePartnerInvitation(ctx, inv.ID, now)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			return nil, apperr.New(apperr.InvalidStateTransition, "This invitation was already used or has expired; ask for a new one.")
 		}
-		u, err := s.store.PartnerUser(ctx, u.PartnerID, u.ID)
+		u, err := tx.PartnerUser(ctx, u.PartnerID, u.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -427,7 +443,7 @@ func (s *Service) Accept(ctx context.Context, token, password string) (*User, er
 			return nil, apperr.New(apperr.InvalidStateTransition, "This user is "+string(u.Status)+"; the invitation no longer applies.")
 		}
 		u.Status, u.PasswordHash, u.PasswordChangedAt, u.UpdatedAt = Active, hash, &now, now
-		if err := s.store.UpdatePartnerUser(ctx, u); err != nil {
+		if err := tx.UpdatePartnerUser(ctx, u); err != nil {
 			return nil, err
 		}
 		return u, nil
@@ -498,19 +514,20 @@ func (s *Service) List(ctx context.Context, partnerID uuid.UUID) ([]*User, error
 	return s.store.PartnerUsers(ctx, partnerID)
 }
 
-// change runs fn on partner's user id in a unit of work and writes the user.
-func (s *Service) change(ctx context.Context, partnerID, id uuid.UUID, fn func(ctx context.Context, u *User, now time.Time) error) (*User, error) {
-	return idempotency.Run(ctx, s.store.WithTx, idempotency.Request[*User]{}, func(ctx context.Context, _ Tx) (*User, error) {
-		u, err := s.store.PartnerUser(ctx, partnerID, id)
+// change runs fn on partner's user id in a unit of work (fn is handed it) and
+// writes the user.
+func (s *Service) change(ctx context.Context, partnerID, id uuid.UUID, fn func(ctx context.Context, tx Tx, u *User, now time.Time) error) (*User, error) {
+	return idempotency.Run(ctx, s.store.WithTx, idempotency.Request[*User]{}, func(ctx context.Context, tx Tx) (*User, error) {
+		u, err := tx.PartnerUser(ctx, partnerID, id)
 		if err != nil {
 			return nil, err
 		}
 		now := s.now()
-		if err := fn(ctx, u, now); err != nil {
+		if err := fn(ctx, tx, u, now); err != nil {
 			return nil, err
 		}
 		u.UpdatedAt = now
-		if err := s.store.UpdatePartnerUser(ctx, u); err != nil {
+		if err := tx.UpdatePartnerUser(ctx, u); err != nil {
 			return nil, err
 		}
 		return u, nil
@@ -519,11 +536,11 @@ func (s *Service) change(ctx context.Context, partnerID, id uuid.UUID, fn func(c
 
 // keepsAnAdmin refuses a change that would leave partner without an active admin
 // (u stops being one).
-func (s *Service) keepsAnAdmin(ctx context.Context, u *User) error {
+func (s *Service) keepsAnAdmin(ctx context.Context, tx Tx, u *User) error {
 	if u.Role != Admin || u.Status != Active {
 		return nil
 	}
-	users, err := s.store.PartnerUsers(ctx, u.PartnerID)
+	users, err := tx.PartnerUsers(ctx, u.PartnerID)
 	if err != nil {
 		return err
 	}
@@ -550,15 +567,15 @@ func (s *Service) ChangeRoleBy(ctx context.Context, partnerID, id uuid.UUID, rol
 	if _, err := ParseRole(string(role)); err != nil {
 		return nil, err
 	}
-	return s.change(ctx, partnerID, id, func(ctx context.Context, u *User, _ time.Time) error {
-		if err := s.mayManage(ctx, partnerID, by, "changes roles"); err != nil {
+	return s.change(ctx, partnerID, id, func(ctx context.Context, tx Tx, u *User, _ time.Time) error {
+		if err := s.mayManage(ctx, tx, partnerID, by, "changes roles"); err != nil {
 			return err
 		}
 		if u.Status == Disabled {
 			return apperr.New(apperr.InvalidStateTransition, "This user is disabled.")
 		}
 		if role != Admin {
-			if err := s.keepsAnAdmin(ctx, u); err != nil {
+			if err := s.keepsAnAdmin(ctx, tx, u); err != nil {
 				return err
 			}
 		}
@@ -566,7 +583,7 @@ func (s *Service) ChangeRoleBy(ctx context.Context, partnerID, id uuid.UUID, rol
 			return nil
 		}
 		u.Role = role
-		return s.record(ctx, by, audit.PartnerUserRoleChanged, u, string(role))
+		return s.record(ctx, tx, by, audit.PartnerUserRoleChanged, u, string(role))
 	})
 }
 
@@ -582,22 +599,22 @@ func (s *Service) Disable(ctx context.Context, partnerID, id uuid.UUID) (*User, 
 // NotFound, InvalidStateTransition (the last active admin), Unauthorized (by a
 // user who is not an active admin of the partner).
 func (s *Service) DisableBy(ctx context.Context, partnerID, id uuid.UUID, by Inviter) (*User, error) {
-	return s.change(ctx, partnerID, id, func(ctx context.Context, u *User, now time.Time) error {
-		if err := s.mayManage(ctx, partnerID, by, "disables users"); err != nil {
+	return s.change(ctx, partnerID, id, func(ctx context.Context, tx Tx, u *User, now time.Time) error {
+		if err := s.mayManage(ctx, tx, partnerID, by, "disables users"); err != nil {
 			return err
 		}
 		if u.Status == Disabled {
 			return nil
 		}
-		if err := s.keepsAnAdmin(ctx, u); err != nil {
+		if err := s.keepsAnAdmin(ctx, tx, u); err != nil {
 			return err
 		}
 		u.Status, u.DisabledAt = Disabled, &now
 		u.SessionEpoch++
-		if err := s.store.DeletePartnerInvitations(ctx, u.ID); err != nil {
+		if err := tx.DeletePartnerInvitations(ctx, u.ID); err != nil {
 			return err
 		}
-		return s.record(ctx, by, audit.PartnerUserDisabled, u, u.Email)
+		return s.record(ctx, tx, by, audit.PartnerUserDisabled, u, u.Email)
 	})
 }
 
@@ -624,7 +641,7 @@ func (s *Service) ChangePassword(ctx context.Context, partnerID, id uuid.UUID, c
 	if err != nil {
 		return nil, err
 	}
-	return s.change(ctx, partnerID, id, func(_ context.Context, u *User, now time.Time) error {
+	return s.change(ctx, partnerID, id, func(_ context.Context, _ Tx, u *User, now time.Time) error {
 		if u.Status != Active {
 			return apperr.New(apperr.InvalidStateTransition, "This user is "+string(u.Status)+".")
 		}

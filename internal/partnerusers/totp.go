@@ -44,7 +44,7 @@ type Enrollment struct {
 // factor already on).
 func (s *Service) EnrollTOTP(ctx context.Context, partnerID, id uuid.UUID) (*Enrollment, error) {
 	var e Enrollment
-	_, err := s.change(ctx, partnerID, id, func(_ context.Context, u *User, _ time.Time) error {
+	_, err := s.change(ctx, partnerID, id, func(_ context.Context, _ Tx, u *User, _ time.Time) error {
 		if u.Status != Active {
 			return apperr.New(apperr.InvalidStateTransition, "This user is "+string(u.Status)+".")
 		}
@@ -96,7 +96,7 @@ func (s *Service) PendingTOTP(ctx context.Context, partnerID, id uuid.UUID) (*En
 // enrolment pending), Unauthorized (a wrong code).
 func (s *Service) ConfirmTOTP(ctx context.Context, partnerID, id uuid.UUID, code string) ([]string, error) {
 	var codes []string
-	_, err := s.change(ctx, partnerID, id, func(ctx context.Context, u *User, now time.Time) error {
+	_, err := s.change(ctx, partnerID, id, func(ctx context.Context, tx Tx, u *User, now time.Time) error {
 		if u.Status != Active || u.TOTPSecret == nil || u.TOTPEnabled() {
 			return apperr.New(apperr.InvalidStateTransition, "No second factor is being set up; start again.")
 		}
@@ -106,7 +106,7 @@ func (s *Service) ConfirmTOTP(ctx context.Context, partnerID, id uuid.UUID, code
 		}
 		u.TOTPEnabledAt, u.TOTPLastStep = &now, &step
 		var err error
-		codes, err = s.newRecoveryCodes(ctx, u.ID, now)
+		codes, err = s.newRecoveryCodes(ctx, tx, u.ID, now)
 		return err
 	})
 	if err != nil {
@@ -120,12 +120,12 @@ func (s *Service) ConfirmTOTP(ctx context.Context, partnerID, id uuid.UUID, code
 // InvalidStateTransition (no second factor).
 func (s *Service) RegenerateRecoveryCodes(ctx context.Context, partnerID, id uuid.UUID) ([]string, error) {
 	var codes []string
-	_, err := s.change(ctx, partnerID, id, func(ctx context.Context, u *User, now time.Time) error {
+	_, err := s.change(ctx, partnerID, id, func(ctx context.Context, tx Tx, u *User, now time.Time) error {
 		if !u.TOTPEnabled() {
 			return apperr.New(apperr.InvalidStateTransition, "The second factor is off.")
 		}
 		var err error
-		codes, err = s.newRecoveryCodes(ctx, u.ID, now)
+		codes, err = s.newRecoveryCodes(ctx, tx, u.ID, now)
 		return err
 	})
 	return codes, err
@@ -202,7 +202,7 @@ const recoveryAlphabet = "abcdefghjkmnpqrstuvwxyz23456789"
 
 // newRecoveryCodes replaces the user's codes with RecoveryCodes new ones: 10
 // characters of recoveryAlphabet each (about 49 bits), shown as xxxxx-xxxxx.
-func (s *Service) newRecoveryCodes(ctx context.Context, userID uuid.UUID, now time.Time) ([]string, error) {
+func (s *Service) newRecoveryCodes(ctx context.Context, tx Tx, userID uuid.UUID, now time.Time) ([]string, error) {
 	codes := make([]string, RecoveryCodes)
 	hashes := make([]string, RecoveryCodes)
 	for i := range codes {
@@ -213,7 +213,7 @@ func (s *Service) newRecoveryCodes(ctx context.Context, userID uuid.UUID, now ti
 		codes[i] = string(b[:5]) + "-" + string(b[5:])
 		hashes[i] = HashToken(normalCode(codes[i]))
 	}
-	if err := s.store.ReplacePartnerRecoveryCodes(ctx, userID, hashes, now); err != nil {
+	if err := tx.ReplacePartnerRecoveryCodes(ctx, userID, hashes, now); err != nil {
 		return nil, err
 	}
 	return codes, nil

@@ -43,7 +43,13 @@ func newBed(t *testing.T, url string) *bed {
 	_, err = st.Migrate(ctx)
 	require.NoError(t, err)
 	require.NoError(t, st.EnsureAddressSequences(ctx, []string{"bep20"}))
-	op, _, err := operators.NewService(st, store.Now).Create(ctx, "Ada")
+	op, _, err := func() (x *operators.Operator, key string, err error) {
+		err = st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
+			x, key, err = operators.NewService(st, store.Now).Create(ctx, tx, "Ada")
+			return err
+		})
+		return x, key, err
+	}()
 	require.NoError(t, err)
 	return &bed{st: st, svc: payouts.New(st, cursor.NewCodec([]byte("s"))), op: op.ID}
 }

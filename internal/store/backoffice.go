@@ -170,7 +170,7 @@ type auditListRow struct {
 	CreatedAt          time.Time
 }
 
-// InsertAudit writes e (in the unit of work ctx carries, if any); its actor follows
+// InsertAudit writes e (Tx.InsertAudit in a unit of work); its actor follows
 // from its partner user and operator (Entry.Acting), the operator NULL unless an
 // operator acted.
 func (s *Store) InsertAudit(ctx context.Context, e *audit.Entry) error {

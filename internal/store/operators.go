@@ -36,7 +36,8 @@ func (operatorRow) TableName() string { return "operators" }
 // CreateOperator inserts o and its first API key (o.KeyHash, o.KeyPrefix), whose id
 // is the account's own (as for the keys the migration carried over).
 func (s *Store) CreateOperator(ctx context.Context, o *operators.Operator) error {
-	return s.Transact(ctx, func(ctx context.Context, _ *Tx) error {
+	return s.Transact(ctx, func(ctx context.Context, tx *Tx) error {
+		s := tx.store()
 		if err := s.write(ctx).Create(&operatorRow{ID: o.ID, Name: o.Name, KeyHash: o.KeyHash, CreatedAt: o.CreatedAt}).Error; err != nil {
 			return err
 		}

@@ -38,7 +38,8 @@ func (s *Store) CreatePartner(ctx context.Context, p *partners.Partner) error {
 		ID: p.ID, Name: p.Name, Environment: string(p.Environment), KeyHash: p.KeyHash,
 		FeeRate: p.FeeRate, ShareRate: p.ShareRate, CreatedAt: p.CreatedAt,
 	}
-	return s.Transact(ctx, func(ctx context.Context, _ *Tx) error {
+	return s.Transact(ctx, func(ctx context.Context, tx *Tx) error {
+		s := tx.store()
 		if err := s.write(ctx).Create(&row).Error; err != nil {
 			return err
 		}

@@ -215,7 +215,8 @@ func (recoveryCodeRow) TableName() string { return "partner_user_recovery_codes"
 // ReplacePartnerRecoveryCodes replaces the user's recovery codes with the codes
 // hashing to hashes, in one unit of work.
 func (s *Store) ReplacePartnerRecoveryCodes(ctx context.Context, userID uuid.UUID, hashes []string, at time.Time) error {
-	return s.Transact(ctx, func(ctx context.Context, _ *Tx) error {
+	return s.Transact(ctx, func(ctx context.Context, tx *Tx) error {
+		s := tx.store()
 		if err := s.write(ctx).Where("user_id = ?", userID).Delete(&recoveryCodeRow{}).Error; err != nil {
 			return err
 		}

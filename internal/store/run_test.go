@@ -25,20 +25,20 @@ func TestRunIsTheUseCasesUnitOfWork(t *testing.T) {
 		ctx := context.Background()
 		p := newPartner(t, s)
 		svc := idempotency.NewService(store.For[idempotency.Tx](s), store.Now)
-		begin := store.For[idempotency.Tx](s).WithTx
+		begin := idempotency.Begin[*store.Tx](s.Transact)
 		count := func() int64 {
 			n, err := s.CountPartners(ctx)
 			require.NoError(t, err)
 			return n
 		}
-		// effect adds a partner in the unit of work ctx carries, and fails with fail.
+		// effect adds a partner in the unit of work it is handed, and fails with fail.
 		runs := 0
-		effect := func(fail error) func(ctx context.Context, _ idempotency.Tx) (string, error) {
-			return func(ctx context.Context, _ idempotency.Tx) (string, error) {
+		effect := func(fail error) func(ctx context.Context, tx *store.Tx) (string, error) {
+			return func(ctx context.Context, tx *store.Tx) (string, error) {
 				runs++
 				other := *p
 				other.ID, other.KeyHash = uuid.New(), uuid.NewString()
-				if err := s.CreatePartner(ctx, &other); err != nil {
+				if err := tx.CreatePartner(ctx, &other); err != nil {
 					return "", err
 				}
 				return other.ID.String(), fail
@@ -69,7 +69,7 @@ func TestRunIsTheUseCasesUnitOfWork(t *testing.T) {
 		require.EqualError(t, err, "boom")
 		require.Equal(t, before, count(), "the failed use case's write rolled back")
 		var hooked []string
-		id, err := idempotency.Run(ctx, begin, none, func(ctx context.Context, tx idempotency.Tx) (string, error) {
+		id, err := idempotency.Run(ctx, begin, none, func(ctx context.Context, tx *store.Tx) (string, error) {
 			tx.AfterCommit(func() { hooked = append(hooked, "after") })
 			require.Empty(t, hooked, "not before the commit")
 			return effect(nil)(ctx, tx)

@@ -62,6 +62,9 @@ type Store struct {
 	eng engine
 	// jobs inserts River jobs on a unit of work's *sql.Tx (see Tx.Enqueue).
 	jobs *river.Client[*sql.Tx]
+	// in is the unit of work this copy is bound to (Tx.store), nil for the
+	// Store itself: a Transact on a bound copy runs in it and opens nothing.
+	in *Tx
 }
 
 // Now is the clock every stored time comes from: UTC, truncated to microseconds,

@@ -92,19 +92,15 @@ func TestUnitOfWork(t *testing.T) {
 			return &other
 		}
 
-		// A nested Transact joins the outer unit of work: both roll back together,
-		// and AfterCommit hooks never run.
+		// The unit's writes go through the tx it hands fn: an error rolls them all
+		// back, and AfterCommit hooks never run.
 		var hooks []string
 		boom := errors.New("boom")
 		err = s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
 			tx.AfterCommit(func() { hooks = append(hooks, "outer") })
-			require.NoError(t, s.CreatePartner(ctx, newOne()))
-			return s.Transact(ctx, func(ctx context.Context, inner *store.Tx) error {
-				require.Same(t, tx, inner, "joined")
-				inner.AfterCommit(func() { hooks = append(hooks, "inner") })
-				require.NoError(t, s.CreatePartner(ctx, newOne()))
-				return boom
-			})
+			require.NoError(t, tx.CreatePartner(ctx, newOne()))
+			require.NoError(t, tx.CreatePartner(ctx, newOne()))
+			return boom
 		})
 		require.ErrorIs(t, err, boom)
 		n, err := s.CountPartners(ctx)
@@ -121,8 +117,8 @@ func TestUnitOfWork(t *testing.T) {
 				hooks = append(hooks, "first")
 			})
 			tx.AfterCommit(func() { hooks = append(hooks, "second") })
-			require.NoError(t, s.CreatePartner(ctx, newOne()))
-			return s.CreatePartner(ctx, newOne())
+			require.NoError(t, tx.CreatePartner(ctx, newOne()))
+			return tx.CreatePartner(ctx, newOne())
 		})
 		require.NoError(t, err)
 		require.Equal(t, []string{"first", "second"}, hooks)
@@ -198,23 +194,23 @@ func TestIdempotencyKeys(t *testing.T) {
 
 		// Effects commit only with a 2xx answer.
 		var ref atomic.Int32
-		effect := func(status int) func(ctx context.Context) (idempotency.Response, error) {
-			return func(ctx context.Context) (idempotency.Response, error) {
-				err := s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+		inUnit := idempotency.Begin[*store.Tx](s.Transact)
+		effect := func(ctx context.Context, key string, status int) error {
+			_, err := idempotency.Run(ctx, inUnit, idempotency.Request[int]{Service: svc, Key: idempotency.Key{PartnerID: p.ID, Operation: "x", Key: key},
+				Fingerprint: "fp", Render: func(status int) (idempotency.Response, error) { return idempotency.Response{Status: status}, nil },
+				RenderError: func(error) idempotency.Response { return idempotency.Response{Status: 500} }},
+				func(ctx context.Context, tx *store.Tx) (int, error) {
 					other := *p
 					other.ID, other.KeyHash = uuid.New(), uuid.NewString()
 					ref.Add(1)
-					return s.CreatePartner(ctx, &other)
+					return status, tx.CreatePartner(ctx, &other)
 				})
-				return idempotency.Response{Status: status}, err
-			}
+			return err
 		}
 		before, err := s.CountPartners(ctx)
 		require.NoError(t, err)
-		_, err = svc.Do(ctx, idempotency.Key{PartnerID: p.ID, Operation: "x", Key: "e1"}, "fp", effect(404))
-		require.NoError(t, err)
-		_, err = svc.Do(ctx, idempotency.Key{PartnerID: p.ID, Operation: "x", Key: "e2"}, "fp", effect(201))
-		require.NoError(t, err)
+		require.NoError(t, effect(ctx, "e1", 404))
+		require.NoError(t, effect(ctx, "e2", 201))
 		after, err := s.CountPartners(ctx)
 		require.NoError(t, err)
 		require.Equal(t, int32(2), ref.Load())
@@ -274,15 +270,22 @@ func TestIdempotencyConcurrentDuplicateWaitsAndReplays(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				out, err := svc.Do(ctx, k, "fp", func(ctx context.Context) (idempotency.Response, error) {
-					other := *p
-					other.ID, other.KeyHash, other.Name = uuid.New(), uuid.NewString(), name
-					if err := s.CreatePartner(ctx, &other); err != nil {
-						return idempotency.Response{}, err
-					}
-					time.Sleep(100 * time.Millisecond)
-					return idempotency.Response{Status: 201, Body: []byte(`{"once":true}`)}, nil
-				})
+				var out idempotency.Response
+				_, err := idempotency.Run(ctx, idempotency.Begin[*store.Tx](s.Transact), idempotency.Request[idempotency.Response]{Service: svc, Key: k,
+					Fingerprint: "fp", Render: func(r idempotency.Response) (idempotency.Response, error) { out = r; return r, nil },
+					RenderError: func(error) idempotency.Response { return idempotency.Response{Status: 500} }},
+					func(ctx context.Context, tx *store.Tx) (idempotency.Response, error) {
+						other := *p
+						other.ID, other.KeyHash, other.Name = uuid.New(), uuid.NewString(), name
+						if err := tx.CreatePartner(ctx, &other); err != nil {
+							return idempotency.Response{}, err
+						}
+						time.Sleep(100 * time.Millisecond)
+						return idempotency.Response{Status: 201, Body: []byte(`{"once":true}`)}, nil
+					})
+				if r, ok := idempotency.ReplayOf(err); ok {
+					out, err = r, nil
+				}
 				if err != nil {
 					t.Error(err)
 				}

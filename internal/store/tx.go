@@ -26,17 +26,15 @@ type Tx struct {
 	after []func()
 }
 
-type txKey struct{}
-
 // Transact runs fn in a unit of work and commits it when fn returns nil; an error
-// or a panic rolls everything back. The ctx fn receives carries the unit of work:
-// a Transact called with it (a domain service called from inside the idempotency
-// layer's unit of work, say) joins the enclosing one instead of opening another,
-// so the request's effects and its stored response commit together. AfterCommit
-// hooks run after the outermost commit.
+// or a panic rolls everything back. fn is handed the unit of work; whatever must
+// happen in it is given that tx as a parameter (nothing finds it in ctx). A
+// Transact on the Store bound to a unit of work (Tx.store: a Store statement made
+// in one) runs fn in that unit and opens nothing. AfterCommit hooks run after the
+// commit.
 func (s *Store) Transact(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) (err error) {
-	if outer, ok := ctx.Value(txKey{}).(*Tx); ok && outer.s == s {
-		return fn(ctx, outer)
+	if s.in != nil {
+		return fn(ctx, s.in)
 	}
 	sqlTx, err := s.wsql.BeginTx(ctx, nil)
 	if err != nil {
@@ -60,7 +58,7 @@ func (s *Store) Transact(ctx context.Context, fn func(ctx context.Context, tx *T
 			_ = sqlTx.Rollback()
 		}
 	}()
-	if err = fn(context.WithValue(ctx, txKey{}, tx), tx); err != nil {
+	if err = fn(ctx, tx); err != nil {
 		return err
 	}
 	if err = sqlTx.Commit(); err != nil {
@@ -80,6 +78,7 @@ func (tx *Tx) store() *Store {
 	c := *tx.s
 	c.db, c.wdb = tx.db, tx.db
 	c.sql, c.wsql = nil, nil
+	c.in = tx
 	return &c
 }
 
@@ -99,25 +98,13 @@ func (tx *Tx) Enqueue(ctx context.Context, args river.JobArgs, opts *river.Inser
 // Dialect returns the database behind the unit of work.
 func (tx *Tx) Dialect() Dialect { return tx.s.eng.dialect() }
 
-// read returns the pool for queries outside a unit of work. A query made with a
-// ctx that carries one runs inside it instead, so it sees the unit's own writes.
-func (s *Store) read(ctx context.Context) *gorm.DB {
-	if tx, ok := ctx.Value(txKey{}).(*Tx); ok && tx.s == s {
-		return tx.db
-	}
-	return s.db.WithContext(ctx)
-}
+// read returns where the Store's queries go: the read pool, or the unit of work
+// this Store is bound to (Tx.store), so a query made in a unit sees its writes.
+func (s *Store) read(ctx context.Context) *gorm.DB { return s.db.WithContext(ctx) }
 
-// write returns where a single-statement write outside a unit of work goes: the
-// write pool (SQLite's one writer), or the enclosing unit of work when ctx carries
-// one (on SQLite, waiting for the writer connection that unit already holds would
-// never end).
-func (s *Store) write(ctx context.Context) *gorm.DB {
-	if tx, ok := ctx.Value(txKey{}).(*Tx); ok && tx.s == s {
-		return tx.db
-	}
-	return s.wdb.WithContext(ctx)
-}
+// write returns where the Store's single-statement writes go: the write pool
+// (SQLite's one writer), or the unit of work this Store is bound to (Tx.store).
+func (s *Store) write(ctx context.Context) *gorm.DB { return s.wdb.WithContext(ctx) }
 
 // Scoped is the store as one domain package sees it: every read of the Store,
 // and WithTx handing fn the unit of work as that package's transaction interface

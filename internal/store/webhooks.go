@@ -182,46 +182,47 @@ func (attemptRow) TableName() string { return "webhook_attempts" }
 // or an endpoint enabled during the attempt); the mark is left set, and the event
 // then stays pending, due at requeueAt.
 func (s *Store) SaveEventState(ctx context.Context, e *webhook.Event, a *webhook.Attempt, requeueAt time.Time) (bool, error) {
-	if _, inTx := ctx.Value(txKey{}).(*Tx); !inTx {
-		if requeued, done, err := s.eng.saveEventState(ctx, s, e, a, requeueAt); done {
-			return requeued, err
-		}
+	if requeued, done, err := s.eng.saveEventState(ctx, s, e, a, requeueAt); done {
+		return requeued, err
 	}
-	return s.saveEventStateSteps(ctx, e, a, requeueAt)
-}
-
-// saveEventStateSteps is SaveEventState in a unit of work of several statements
-// (SQLite, or inside a unit of work).
-func (s *Store) saveEventStateSteps(ctx context.Context, e *webhook.Event, a *webhook.Attempt, requeueAt time.Time) (bool, error) {
 	var requeued bool
 	err := s.Transact(ctx, func(ctx context.Context, tx *Tx) error {
-		// The times in the CASE are typed by the engine (PostgreSQL would take
-		// bare parameters for text).
-		at := s.eng.timeParam()
-		next := gorm.Expr("CASE WHEN requeued THEN "+at+" ELSE "+at+" END", requeueAt, e.NextAttemptAt)
-		res := tx.db.Model(&webhookEventRow{}).Where("id = ?", e.ID).Updates(map[string]any{
-			"publish_status": gorm.Expr("CASE WHEN requeued THEN ? ELSE ? END", webhook.Pending, e.PublishStatus),
-			"attempts":       e.Attempts, "cycle_attempts": e.CycleAttempts, "last_attempt_at": e.LastAttemptAt,
-			"next_attempt_at": next,
-		})
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			return apperr.New(apperr.NotFound, "The webhook event was not found.")
-		}
-		var marks []bool
-		if err := tx.db.Model(&webhookEventRow{}).Where("id = ?", e.ID).Pluck("requeued", &marks).Error; err != nil {
-			return err
-		}
-		requeued = len(marks) == 1 && marks[0]
-		if a == nil {
-			return nil
-		}
-		return tx.db.Create(&attemptRow{EventID: e.ID, AttemptedAt: a.AttemptedAt, StatusCode: a.StatusCode, DurationMS: a.DurationMS,
-			Error: a.Error, ResponseExcerpt: a.ResponseExcerpt}).Error
+		var err error
+		requeued, err = tx.SaveEventState(ctx, e, a, requeueAt)
+		return err
 	})
 	return requeued, err
+}
+
+// SaveEventState is Store.SaveEventState in the unit of work, statement by
+// statement.
+func (tx *Tx) SaveEventState(ctx context.Context, e *webhook.Event, a *webhook.Attempt, requeueAt time.Time) (bool, error) {
+	db := tx.db.WithContext(ctx)
+	// The times in the CASE are typed by the engine (PostgreSQL would take
+	// bare parameters for text).
+	at := tx.s.eng.timeParam()
+	next := gorm.Expr("CASE WHEN requeued THEN "+at+" ELSE "+at+" END", requeueAt, e.NextAttemptAt)
+	res := db.Model(&webhookEventRow{}).Where("id = ?", e.ID).Updates(map[string]any{
+		"publish_status": gorm.Expr("CASE WHEN requeued THEN ? ELSE ? END", webhook.Pending, e.PublishStatus),
+		"attempts":       e.Attempts, "cycle_attempts": e.CycleAttempts, "last_attempt_at": e.LastAttemptAt,
+		"next_attempt_at": next,
+	})
+	if res.Error != nil {
+		return false, res.Error
+	}
+	if res.RowsAffected == 0 {
+		return false, apperr.New(apperr.NotFound, "The webhook event was not found.")
+	}
+	var marks []bool
+	if err := db.Model(&webhookEventRow{}).Where("id = ?", e.ID).Pluck("requeued", &marks).Error; err != nil {
+		return false, err
+	}
+	requeued := len(marks) == 1 && marks[0]
+	if a == nil {
+		return requeued, nil
+	}
+	return requeued, db.Create(&attemptRow{EventID: e.ID, AttemptedAt: a.AttemptedAt, StatusCode: a.StatusCode, DurationMS: a.DurationMS,
+		Error: a.Error, ResponseExcerpt: a.ResponseExcerpt}).Error
 }
 
 // TakeDelivery is what a delivery attempt starts from: it clears the event's
@@ -229,17 +230,25 @@ func (s *Store) saveEventStateSteps(ctx context.Context, e *webhook.Event, a *we
 // partner's endpoint (nil when the partner has none). apperr NotFound when the
 // event is gone.
 func (s *Store) TakeDelivery(ctx context.Context, id uuid.UUID) (*webhook.Event, *webhook.Endpoint, bool, error) {
-	if _, inTx := ctx.Value(txKey{}).(*Tx); !inTx {
-		if ev, ep, requeued, done, err := s.eng.takeDelivery(ctx, s, id); done {
-			return ev, ep, requeued, err
-		}
+	if ev, ep, requeued, done, err := s.eng.takeDelivery(ctx, s, id); done {
+		return ev, ep, requeued, err
 	}
-	return s.takeDeliverySteps(ctx, id)
+	var (
+		ev       *webhook.Event
+		ep       *webhook.Endpoint
+		requeued bool
+	)
+	err := s.Transact(ctx, func(ctx context.Context, tx *Tx) error {
+		var err error
+		ev, ep, requeued, err = tx.TakeDelivery(ctx, id)
+		return err
+	})
+	return ev, ep, requeued, err
 }
 
-// takeDeliverySteps is TakeDelivery in three statements (SQLite, or inside a unit
-// of work).
-func (s *Store) takeDeliverySteps(ctx context.Context, id uuid.UUID) (*webhook.Event, *webhook.Endpoint, bool, error) {
+// TakeDelivery is Store.TakeDelivery in the unit of work, in three statements.
+func (tx *Tx) TakeDelivery(ctx context.Context, id uuid.UUID) (*webhook.Event, *webhook.Endpoint, bool, error) {
+	s := tx.store()
 	requeued, err := s.TakeRequeue(ctx, id)
 	if err != nil {
 		return nil, nil, false, err

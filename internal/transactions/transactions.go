@@ -56,7 +56,7 @@ type Tx interface {
 
 // Store reads transactions and opens units of work.
 type Store interface {
-	// WithTx runs fn in a unit of work, joining the one ctx carries, if any.
+	// WithTx runs fn in a unit of work, which fn is handed.
 	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 	// TransactionByID and TransactionByReference return apperr NotFound for an
 	// unknown or another partner's transaction.

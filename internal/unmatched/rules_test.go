@@ -65,7 +65,13 @@ func TestRefundTasks(t *testing.T) {
 			t.Cleanup(func() { _ = st.Close() })
 			_, err = st.Migrate(ctx)
 			require.NoError(t, err)
-			op, _, err := operators.NewService(st, store.Now).Create(ctx, "Ada")
+			op, _, err := func() (x *operators.Operator, key string, err error) {
+				err = st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
+					x, key, err = operators.NewService(st, store.Now).Create(ctx, tx, "Ada")
+					return err
+				})
+				return x, key, err
+			}()
 			require.NoError(t, err)
 			c := &clock{now: store.Now().Add(-time.Hour)}
 			svc := unmatched.NewService(st, cursor.NewCodec([]byte("s")), c.Now)
@@ -110,24 +116,24 @@ func TestRefundTasks(t *testing.T) {
 				{"unknown action", "ignored", ptr("0x1"), ptr("n"), "/action"},
 			}
 			for _, b := range bad {
-				_, err := svc.Resolve(ctx, first.ID, op.ID, b.action, b.hash, b.note)
+				_, err := svc.Resolve(ctx, st, first.ID, op.ID, b.action, b.hash, b.note)
 				requireCode(t, err, apperr.InvalidRequest, b.field)
 			}
-			_, err = svc.Resolve(ctx, uuid.New(), op.ID, unmatched.Credited, nil, ptr("n"))
+			_, err = svc.Resolve(ctx, st, uuid.New(), op.ID, unmatched.Credited, nil, ptr("n"))
 			requireCode(t, err, apperr.NotFound, "")
-			_, err = svc.ResolveUnmatched(ctx, dust.ID, op.ID, unmatched.Credited, nil, ptr("n"))
+			_, err = svc.ResolveUnmatched(ctx, st, dust.ID, op.ID, unmatched.Credited, nil, ptr("n"))
 			requireCode(t, err, apperr.NotFound, "")
 
 			c.Add(time.Minute)
-			refunded, err := svc.ResolveUnmatched(ctx, first.ID, op.ID, unmatched.Refunded, ptr("0xrefund"), nil)
+			refunded, err := svc.ResolveUnmatched(ctx, st, first.ID, op.ID, unmatched.Refunded, ptr("0xrefund"), nil)
 			require.NoError(t, err)
 			require.Equal(t, unmatched.Refunded, refunded.Status)
 			require.Equal(t, "0xrefund", *refunded.ResolutionTxHash)
 			require.Equal(t, op.ID, *refunded.ResolvedBy)
 			require.True(t, refunded.ResolvedAt.Equal(c.Now()))
-			_, err = svc.Resolve(ctx, first.ID, op.ID, unmatched.Credited, nil, ptr("again"))
+			_, err = svc.Resolve(ctx, st, first.ID, op.ID, unmatched.Credited, nil, ptr("again"))
 			requireCode(t, err, apperr.InvalidStateTransition, "")
-			credited, err := svc.Resolve(ctx, dust.ID, op.ID, unmatched.Credited, nil, ptr("kept as credit"))
+			credited, err := svc.Resolve(ctx, st, dust.ID, op.ID, unmatched.Credited, nil, ptr("kept as credit"))
 			require.NoError(t, err, "Resolve closes a task of any kind")
 			require.Equal(t, "kept as credit", *credited.ResolutionNote)
 

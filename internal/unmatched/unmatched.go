@@ -107,8 +107,6 @@ type Store interface {
 	// ListRefundTasks returns up to limit tasks matching f, newest first
 	// (created_at, id descending), after pos when set.
 	ListRefundTasks(ctx context.Context, f Filter, after *cursor.Position, limit int) ([]*Deposit, error)
-	// ResolveUnmatchedDeposit closes task id if it is still open, reporting whether it did.
-	ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r Resolution) (bool, error)
 	// DeleteOpenUnmatchedDeposit deletes the transfer's open unmatched or dust task.
 	DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error
 	// DeleteOpenRefundTasks deletes transaction id's open tasks of kind.
@@ -125,6 +123,15 @@ type Tx interface {
 	DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error
 	DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind) error
 	ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind, r Resolution) error
+}
+
+// ResolveTx is the unit of work an operator closes a task in (store.Tx), with
+// the action's audit row: the task is read and closed as that unit sees it.
+type ResolveTx interface {
+	// UnmatchedDeposit returns task id, or apperr NotFound.
+	UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*Deposit, error)
+	// ResolveUnmatchedDeposit closes task id if it is still open, reporting whether it did.
+	ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r Resolution) (bool, error)
 }
 
 // Service records, lists and resolves unmatched deposits.
@@ -228,19 +235,19 @@ func (s *Service) Task(ctx context.Context, id uuid.UUID) (*Deposit, error) {
 
 // Resolve closes an open task of any kind as refunded (txHash required: the refund's chain
 // transaction) or credited (note required). Errors: NotFound, InvalidRequest,
-// InvalidStateTransition when it is no longer open.
-func (s *Service) Resolve(ctx context.Context, id uuid.UUID, operatorID uuid.UUID, action Status, txHash, note *string) (*Deposit, error) {
-	return s.resolve(ctx, id, nil, operatorID, action, txHash, note)
+// InvalidStateTransition when it is no longer open. The task is closed in tx.
+func (s *Service) Resolve(ctx context.Context, tx ResolveTx, id uuid.UUID, operatorID uuid.UUID, action Status, txHash, note *string) (*Deposit, error) {
+	return s.resolve(ctx, tx, id, nil, operatorID, action, txHash, note)
 }
 
 // ResolveUnmatched is Resolve for unmatched deposits only: a task of another kind
 // is NotFound (the unmatched deposits' view).
-func (s *Service) ResolveUnmatched(ctx context.Context, id uuid.UUID, operatorID uuid.UUID, action Status, txHash, note *string) (*Deposit, error) {
+func (s *Service) ResolveUnmatched(ctx context.Context, tx ResolveTx, id uuid.UUID, operatorID uuid.UUID, action Status, txHash, note *string) (*Deposit, error) {
 	kind := Unmatched
-	return s.resolve(ctx, id, &kind, operatorID, action, txHash, note)
+	return s.resolve(ctx, tx, id, &kind, operatorID, action, txHash, note)
 }
 
-func (s *Service) resolve(ctx context.Context, id uuid.UUID, kind *Kind, operatorID uuid.UUID, action Status, txHash, note *string) (*Deposit, error) {
+func (s *Service) resolve(ctx context.Context, tx ResolveTx, id uuid.UUID, kind *Kind, operatorID uuid.UUID, action Status, txHash, note *string) (*Deposit, error) {
 	switch action {
 	case Refunded:
 		if txHash == nil {
@@ -253,7 +260,7 @@ func (s *Service) resolve(ctx context.Context, id uuid.UUID, kind *Kind, operato
 	default:
 		return nil, apperr.Field(apperr.InvalidRequest, "Unknown action.", "/action", "refunded or credited")
 	}
-	d, err := s.store.UnmatchedDeposit(ctx, id)
+	d, err := tx.UnmatchedDeposit(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -263,12 +270,12 @@ func (s *Service) resolve(ctx context.Context, id uuid.UUID, kind *Kind, operato
 	if d.Status != Open {
 		return nil, apperr.New(apperr.InvalidStateTransition, fmt.Sprintf("The deposit is already %s.", d.Status))
 	}
-	ok, err := s.store.ResolveUnmatchedDeposit(ctx, id, Resolution{Status: action, TxHash: txHash, Note: note, OperatorID: operatorID, At: s.now()})
+	ok, err := tx.ResolveUnmatchedDeposit(ctx, id, Resolution{Status: action, TxHash: txHash, Note: note, OperatorID: operatorID, At: s.now()})
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, apperr.New(apperr.InvalidStateTransition, "The deposit was resolved concurrently.")
 	}
-	return s.store.UnmatchedDeposit(ctx, id)
+	return tx.UnmatchedDeposit(ctx, id)
 }

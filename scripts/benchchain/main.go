@@ -203,7 +203,7 @@ func sparse(ctx context.Context, url string, open, blocks, transfers, samples in
 	if err != nil {
 		return err
 	}
-	_, key, err := srv.app.Partners().Create(ctx, "bench")
+	_, key, err := srv.app.Partners().CreateAlone(ctx, "bench")
 	if err != nil {
 		return err
 	}
@@ -356,7 +356,7 @@ func startWithPartner(ctx context.Context, vars map[string]string) (*server, *cl
 	if err != nil {
 		return nil, nil, err
 	}
-	_, key, err := srv.app.Partners().Create(ctx, "bench")
+	_, key, err := srv.app.Partners().CreateAlone(ctx, "bench")
 	if err != nil {
 		srv.stop()
 		return nil, nil, err

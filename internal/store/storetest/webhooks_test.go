@@ -201,9 +201,9 @@ func TestTestEventsAndResponseExcerpts(t *testing.T) {
 		_, err = s.SaveEventState(ctx, taken, &webhook.Attempt{AttemptedAt: now, StatusCode: ptr(502), DurationMS: 3,
 			Error: ptr("HTTP 502"), ResponseExcerpt: ptr("<h1>Bad gateway</h1> é")}, now)
 		require.NoError(t, err)
-		require.NoError(t, s.Transact(ctx, func(ctx context.Context, _ *store.Tx) error {
+		require.NoError(t, s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
 			taken.Attempts, taken.CycleAttempts = 2, 2
-			_, err := s.SaveEventState(ctx, taken, &webhook.Attempt{AttemptedAt: now, DurationMS: 15000, Error: ptr("timeout")}, now)
+			_, err := tx.SaveEventState(ctx, taken, &webhook.Attempt{AttemptedAt: now, DurationMS: 15000, Error: ptr("timeout")}, now)
 			return err
 		}))
 		attempts, err := s.AttemptsOf(ctx, ev.ID)
