@@ -27,10 +27,11 @@ func TestKnown(t *testing.T) {
 	t.Parallel()
 	for _, a := range []audit.Action{"fill", "settle", "payout", "fail", "refund", "accept", "resolve_refunded",
 		"resolve_credited", "batch_payout", "batch_fill", "partner_created", "operator_created", "key_created", "key_rolled", "key_revoked", "partner_user_invited",
-		"partner_user_role_changed", "partner_user_disabled"} {
+		"partner_user_role_changed", "partner_user_disabled", "webhook_endpoint_updated", "webhook_secret_rotated", "webhook_event_replayed",
+		"webhook_test_sent", "sandbox_simulated"} {
 		require.True(t, audit.Known(a), a)
 	}
-	require.Len(t, audit.Actions, 18)
+	require.Len(t, audit.Actions, 23)
 	for _, a := range []audit.Action{"", "Fill", "delete", "cancel"} {
 		require.False(t, audit.Known(a), a)
 	}
@@ -171,4 +172,33 @@ func TestRecordAndList(t *testing.T) {
 			require.Equal(t, []uuid.UUID{subjects[4], subjects[3], subjects[2], subjects[1], subjects[0]}, got)
 		})
 	}
+}
+
+type writes []*audit.Entry
+
+func (w *writes) InsertAudit(_ context.Context, e *audit.Entry) error {
+	*w = append(*w, e)
+	return nil
+}
+
+// TestByUser: a change made for a partner's user (the dashboard's in-process
+// calls) is recorded under them; the same change made with an API key (no user
+// in ctx) is a server's and records nothing.
+func TestByUser(t *testing.T) {
+	t.Parallel()
+	var w writes
+	at := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	ref := "https://example.com/hooks"
+	require.NoError(t, audit.ByUser(context.Background(), &w, at, audit.Entry{Action: audit.WebhookEndpointUpdated, Reference: &ref}))
+	require.Empty(t, w, "no user, no entry")
+	user := uuid.New()
+	ctx := audit.WithPartnerUser(context.Background(), user)
+	require.NoError(t, audit.ByUser(ctx, &w, at, audit.Entry{Action: audit.WebhookEndpointUpdated, Reference: &ref}))
+	require.Len(t, w, 1)
+	e := w[0]
+	require.Equal(t, user, *e.PartnerUserID)
+	require.Equal(t, audit.ByPartnerUser, e.Acting())
+	require.Equal(t, at, e.CreatedAt)
+	require.NotEqual(t, uuid.Nil, e.ID)
+	require.Equal(t, ref, *e.Reference)
 }

@@ -177,12 +177,6 @@ func (s *Store) InsertAudit(ctx context.Context, e *audit.Entry) error {
 	return insertAudit(s.write(ctx), e)
 }
 
-// InsertAudit writes e in this unit of work: the entry commits with the change
-// it records, or not at all.
-func (tx *Tx) InsertAudit(ctx context.Context, e *audit.Entry) error {
-	return insertAudit(tx.db.WithContext(ctx), e)
-}
-
 func insertAudit(db *gorm.DB, e *audit.Entry) error {
 	actor := e.Acting()
 	var operator *uuid.UUID
