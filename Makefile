@@ -116,7 +116,9 @@ test: chromium ## Run every test against PostgreSQL and SQLite (starts a throwaw
 
 .PHONY: test-race
 test-race: ## The same tests under the race detector (CI runs it beside make test)
-	@$(MAKE) --no-print-directory test TEST_FLAGS="-race $(TEST_FLAGS)"
+	@# Three packages at once: the end-to-end packages wait for blocks, jobs and
+	@# restarts, and with two at once the cores idled through those waits (README → Performance).
+	@$(MAKE) --no-print-directory test TEST_FLAGS="-race -p 3 $(TEST_FLAGS)"
 
 .PHONY: lint
 lint: ## gofmt, go vet and the Redocly lint of both contracts
