@@ -14,46 +14,14 @@ import (
 	"github.com/shopspring/decimal"
 
 	oc "partnerd/gen/operatorclient"
+	"partnerd/internal/webkit"
 )
 
 func (c *Console) parse() error {
-	funcs := template.FuncMap{
-		"utc": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-		"ago": func(t time.Time) string { return ago(c.d.Now().Sub(t)) },
-		"age": func(t any) string { return age(c.d.Now(), t) },
-		"deref": func(p any) any {
-			switch v := p.(type) {
-			case *string:
-				if v == nil {
-					return ""
-				}
-				return *v
-			case *uuid.UUID:
-				if v == nil {
-					return ""
-				}
-				return v.String()
-			case *time.Time:
-				if v == nil {
-					return ""
-				}
-				return v.UTC().Format("2006-01-02 15:04:05 UTC")
-			case *int64:
-				if v == nil {
-					return "—"
-				}
-				return fmt.Sprint(*v)
-			}
-			return p
-		},
-		"short": func(s string) string {
-			if len(s) > 14 {
-				return s[:8] + "…" + s[len(s)-4:]
-			}
-			return s
-		},
-		"stagename": func(s any) string { return strings.ReplaceAll(fmt.Sprint(s), "_", " ") },
-	}
+	funcs := webkit.Funcs()
+	funcs["ago"] = func(t time.Time) string { return ago(c.d.Now().Sub(t)) }
+	funcs["age"] = func(t any) string { return age(c.d.Now(), t) }
+	funcs["stagename"] = funcs["words"]
 	layout, err := fs.ReadFile(web, "web/layout.html")
 	if err != nil {
 		return err

@@ -8,66 +8,14 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
-	"time"
-
-	"github.com/google/uuid"
 
 	pc "partnerd/gen/client"
+	"partnerd/internal/webkit"
 )
 
 func (d *Dashboard) parse() error {
-	funcs := template.FuncMap{
-		"utc": func(t any) string {
-			switch v := t.(type) {
-			case time.Time:
-				return v.UTC().Format("2006-01-02 15:04:05 UTC")
-			case *time.Time:
-				if v == nil {
-					return "—"
-				}
-				return v.UTC().Format("2006-01-02 15:04:05 UTC")
-			}
-			return fmt.Sprint(t)
-		},
-		"deref": func(p any) any {
-			switch v := p.(type) {
-			case *string:
-				if v == nil {
-					return ""
-				}
-				return *v
-			case *uuid.UUID:
-				if v == nil {
-					return ""
-				}
-				return v.String()
-			case *time.Time:
-				if v == nil {
-					return ""
-				}
-				return v.UTC().Format("2006-01-02 15:04:05 UTC")
-			case *int:
-				if v == nil {
-					return "—"
-				}
-				return fmt.Sprint(*v)
-			case *int64:
-				if v == nil {
-					return "—"
-				}
-				return fmt.Sprint(*v)
-			}
-			return p
-		},
-		"short": func(s string) string {
-			if len(s) > 14 {
-				return s[:8] + "…" + s[len(s)-4:]
-			}
-			return s
-		},
-		"words": func(s any) string { return strings.ReplaceAll(fmt.Sprint(s), "_", " ") },
-		"str":   func(s any) string { return fmt.Sprint(s) },
-	}
+	funcs := webkit.Funcs()
+	funcs["str"] = func(s any) string { return fmt.Sprint(s) }
 	layout, err := fs.ReadFile(web, "web/layout.html")
 	if err != nil {
 		return err

@@ -1,0 +1,72 @@
+package webkit
+
+import (
+	"fmt"
+	"html/template"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// timeLayout is how both sites show an instant: UTC, to the second.
+const timeLayout = "2006-01-02 15:04:05 UTC"
+
+// Funcs returns the template functions both sites' pages use, so a value reads
+// the same on the console and on the dashboard: utc (a time or a pointer to one,
+// "—" for none), deref (an optional value, empty or "—" for none), short (a long
+// id or hash shortened to its ends) and words (an identifier with its
+// underscores as spaces). A site adds its own to the map it gets.
+func Funcs() template.FuncMap {
+	return template.FuncMap{
+		"utc": func(t any) string {
+			switch v := t.(type) {
+			case time.Time:
+				return v.UTC().Format(timeLayout)
+			case *time.Time:
+				if v == nil {
+					return "—"
+				}
+				return v.UTC().Format(timeLayout)
+			}
+			return fmt.Sprint(t)
+		},
+		"deref": func(p any) any {
+			switch v := p.(type) {
+			case *string:
+				if v == nil {
+					return ""
+				}
+				return *v
+			case *uuid.UUID:
+				if v == nil {
+					return ""
+				}
+				return v.String()
+			case *time.Time:
+				if v == nil {
+					return ""
+				}
+				return v.UTC().Format(timeLayout)
+			case *int:
+				if v == nil {
+					return "—"
+				}
+				return fmt.Sprint(*v)
+			case *int64:
+				if v == nil {
+					return "—"
+				}
+				return fmt.Sprint(*v)
+			}
+			return p
+		},
+		"short": func(s string) string {
+			if len(s) > 14 {
+				return s[:8] + "…" + s[len(s)-4:]
+			}
+			return s
+		},
+		"words": func(s any) string { return strings.ReplaceAll(fmt.Sprint(s), "_", " ") },
+	}
+}
