@@ -1,6 +1,7 @@
 // Package rpc is the deposit watcher's JSON-RPC client: the few Ethereum methods it
-// needs (eth_chainId, eth_blockNumber, eth_getBlockByNumber, eth_getLogs), read as
-// the node answers them rather than as go-ethereum's types expect.
+// needs (eth_chainId, eth_blockNumber, eth_getBlockByNumber, eth_getLogs, and
+// eth_call for the sanctions oracle), read as the node answers them rather than as
+// go-ethereum's types expect.
 //
 // Real nodes are not geth. java-tron's /jsonrpc reports blocks with stateRoot "0x"
 // and a block hash that is Tron's BlockId (8-byte block number ‖ 24 bytes of a
@@ -269,6 +270,39 @@ func (c *Client) Finalized(ctx context.Context) (*Block, error) {
 		return nil, &Error{Kind: KindUnsupported, Method: "eth_getBlockByNumber", Message: "no finalized block"}
 	}
 	return b, err
+}
+
+// Call runs eth_call: data sent to contract to as a call (no transaction), at
+// block number block, and returns what the contract returned. A view function is
+// read at a pinned block so the answer names the state it came from. A revert is
+// an error of kind KindReverted (about the call, not the node); a contract that
+// returned nothing (an address without code) answers an empty result, for the
+// caller to judge.
+func (c *Client) Call(ctx context.Context, to common.Address, data []byte, block uint64) ([]byte, error) {
+	msg := map[string]string{"to": c.dialect.filterAddress(to), "data": "0x" + hex.EncodeToString(data)}
+	var s string
+	if err := c.call(ctx, &s, "eth_call", msg, "0x"+strconv.FormatUint(block, 16)); err != nil {
+		var e *Error
+		if errors.As(err, &e) && reverted(e) {
+			e.Kind = KindReverted
+		}
+		return nil, err
+	}
+	out, err := hexBytes(s)
+	if err != nil {
+		return nil, &Error{Kind: KindDecode, Method: "eth_call", Message: err.Error()}
+	}
+	return out, nil
+}
+
+// reverted reports whether an eth_call error is the contract reverting: geth and
+// its forks answer code 3 ("execution reverted" with the revert data, whatever
+// the reason's text says), others only the text.
+func reverted(e *Error) bool {
+	if e.Status != 0 {
+		return false // an HTTP error: the gateway's, not the contract's
+	}
+	return e.Code == 3 || e.Kind == KindRPC && strings.Contains(strings.ToLower(e.Message), "revert")
 }
 
 // rawBlock holds the fields the watcher reads; the rest of whatever the node sends

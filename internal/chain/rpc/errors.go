@@ -23,6 +23,9 @@ const (
 	KindNotReady = "not_ready"
 	// KindUnsupported: the node does not answer the "finalized" block tag.
 	KindUnsupported = "unsupported"
+	// KindReverted: an eth_call's contract reverted: about the call (a wrong
+	// contract, wrong arguments), not the node, so no other provider is asked.
+	KindReverted = "reverted"
 	// KindTimeout: no answer within CHAIN_RPC_TIMEOUT.
 	KindTimeout = "timeout"
 	// KindTransport: the connection failed.
