@@ -177,19 +177,44 @@ func (c *Chain) Deploy(ctx context.Context, decimals uint8) (common.Address, err
 	if err != nil {
 		return common.Address{}, err
 	}
-	tx, err := c.send(ctx, nil, append(code, args...))
+	return c.DeployCode(ctx, append(code, args...))
+}
+
+// DeployCode deploys a contract from its creation bytecode (with its constructor's
+// arguments appended) from the funded account, mines the block, and returns the
+// contract's address: the tests of other contracts than the token (the sanctions
+// oracle) deploy theirs with it.
+func (c *Chain) DeployCode(ctx context.Context, code []byte) (common.Address, error) {
+	rc, err := c.mined(ctx, nil, code)
 	if err != nil {
-		return common.Address{}, err
+		return common.Address{}, fmt.Errorf("deploy: %w", err)
+	}
+	return rc.ContractAddress, nil
+}
+
+// Execute sends data to contract to from the funded account (the contract's
+// owner when it deployed it) and mines the block; an error when the transaction
+// reverted.
+func (c *Chain) Execute(ctx context.Context, to common.Address, data []byte) error {
+	_, err := c.mined(ctx, &to, data)
+	return err
+}
+
+// mined sends a transaction, mines its block and returns its successful receipt.
+func (c *Chain) mined(ctx context.Context, to *common.Address, data []byte) (*types.Receipt, error) {
+	tx, err := c.send(ctx, to, data)
+	if err != nil {
+		return nil, err
 	}
 	c.Backend.Commit()
 	rc, err := c.Backend.Client().TransactionReceipt(ctx, tx.Hash())
 	if err != nil {
-		return common.Address{}, err
+		return nil, err
 	}
 	if rc.Status != types.ReceiptStatusSuccessful {
-		return common.Address{}, errors.New("token deployment failed")
+		return nil, errors.New("the transaction reverted")
 	}
-	return rc.ContractAddress, nil
+	return rc, nil
 }
 
 // Transfer sends raw base units of token to to. The transfer is in the next block

@@ -20,8 +20,8 @@
 //   - one whose head lags the best known head by more than MaxLag blocks is
 //     asked only when no provider that does not lag can answer (its view of the
 //     latest blocks may be a branch the others left);
-//   - eth_getLogs(from, to) and a block read go only to a provider whose known
-//     head is at least the block asked for, while any provider has reported it: a
+//   - eth_getLogs(from, to), a block read and an eth_call at a block go only to
+//     a provider whose known head is at least the block asked for, while any provider has reported it: a
 //     node behind answers an empty log list or no block, and the scanner would
 //     skip a block or take it for a reorganisation (a block no provider has
 //     reported is asked of them all: a reorganisation may have shortened the chain);
@@ -89,6 +89,13 @@ import (
 // Client is one provider's JSON-RPC client (rpc.Client), the same methods the
 // scanner reads the chain with.
 type Client = rpc.Reader
+
+// Caller is a client that runs eth_call (rpc.Client). It is not part of Client
+// (rpc.Reader), which the scanner's own clients implement without it: the pool
+// asks a provider for it when a caller (the sanctions oracle) needs it.
+type Caller interface {
+	Call(ctx context.Context, to common.Address, data []byte, block uint64) ([]byte, error)
+}
 
 // Pusher is a client that can push new heads (rpc.Client over ws(s)://).
 type Pusher interface {
@@ -274,6 +281,7 @@ const (
 	mHead    = "eth_blockNumber"
 	mBlock   = "eth_getBlockByNumber"
 	mLogs    = "eth_getLogs"
+	mCall    = "eth_call"
 )
 
 // errDisagree is a provider failing the cross-check.
@@ -501,7 +509,7 @@ func (p *Pool) failed(m *member, method string, err error) bool {
 		return true // the cross-check's verdict, recorded already
 	}
 	switch kind {
-	case rpc.KindRange, rpc.KindResults, rpc.KindUnsupported:
+	case rpc.KindRange, rpc.KindResults, rpc.KindUnsupported, rpc.KindReverted:
 		// About the request, not the provider.
 		return false
 	case rpc.KindNotReady:
@@ -619,5 +627,20 @@ func (p *Pool) Finalized(ctx context.Context) (*rpc.Block, error) {
 func (p *Pool) Logs(ctx context.Context, from, to uint64, contracts []common.Address, topic common.Hash) ([]rpc.Log, error) {
 	return do(ctx, p, mLogs, to, func(ctx context.Context, m *member) ([]rpc.Log, error) {
 		return m.c.Logs(ctx, from, to, contracts, topic)
+	})
+}
+
+// Call runs eth_call (data to contract to, at block) on a provider whose head has
+// reached block, with the failover of every other call: the sanctions oracle reads
+// its answer through the network's providers. A revert is about the call and is
+// returned without asking another provider; so is a provider's client that does
+// not run eth_call (an error of kind unsupported).
+func (p *Pool) Call(ctx context.Context, to common.Address, data []byte, block uint64) ([]byte, error) {
+	return do(ctx, p, mCall, block, func(ctx context.Context, m *member) ([]byte, error) {
+		c, ok := m.c.(Caller)
+		if !ok {
+			return nil, &rpc.Error{Kind: rpc.KindUnsupported, Method: mCall, Message: "the provider's client does not run eth_call"}
+		}
+		return c.Call(ctx, to, data, block)
 	})
 }
