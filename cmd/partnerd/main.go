@@ -18,6 +18,8 @@
 //	                                          chain transfers to deposit addresses
 //	partnerd addresses export --network N [--json] [--account-path P]
 //	                                          every issued deposit address with its derivation path
+//	partnerd screening import --source NAME --published YYYY-MM-DD FILE [--json]
+//	                                          an address list deposit senders are screened against
 //	partnerd conformance --base-url URL --api-key KEY [--operator-key KEY] [--json]
 //	                                          check a running deployment against its contracts
 //
@@ -70,6 +72,9 @@ const usage = `usage:
   partnerd deposits list [--unmatched] [--json] chain transfers to deposit addresses (unmatched ones for operators)
   partnerd addresses export --network N [--json] [--account-path P]
                                                 every issued deposit address: index, derivation path, transaction, status, amount received
+  partnerd screening import --source NAME --published YYYY-MM-DD FILE [--json]
+                                                import an address list (one address per line) to screen deposit senders against;
+                                                waiting transactions are screened again
   partnerd conformance --base-url URL --api-key KEY [--operator-key KEY] [--include-webhooks] [--rotate-webhook-secret] [--json]
                                                 exercise every operation of both contracts against a running deployment
                                                 and check every answer; fails on any violation`
@@ -113,6 +118,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return errors.New(usage)
 		}
 		return exportAddresses(args[1:], stdout, stderr)
+	case "screening":
+		if len(args) == 0 || args[0] != "import" {
+			return errors.New(usage)
+		}
+		return importScreeningList(args[1:], stdout, stderr)
 	case "conformance":
 		return checkConformance(args, stdout, stderr)
 	case "help", "-h", "--help":

@@ -838,6 +838,9 @@ type TransactionDetail struct {
 	// TerminalId Partner-side terminal identifier.
 	TerminalId *string `json:"terminal_id"`
 
+	// UnderReview True while the deposit's funds wait on a review by the service before the sale (the status stays `awaiting_deposit` or `deposit_confirming`; the deposit may confirm meanwhile). A review ends with the transaction proceeding as usual (`under_review` false again) or failing (`transaction.failed`, history reason `review:failed`, deposit_status `failed`; the funds are not returned). The service never says why a transaction is reviewed. Every answer carries it; webhook events emitted before the field existed do not.
+	UnderReview *bool `json:"under_review,omitempty"`
+
 	// UpdatedAt When the transaction last changed.
 	UpdatedAt time.Time `json:"updated_at"`
 }

@@ -276,6 +276,66 @@ func (e ResolveRequestAction) Valid() bool {
 	}
 }
 
+// Defines values for ReviewRequestDecision.
+const (
+	Block   ReviewRequestDecision = "block"
+	Release ReviewRequestDecision = "release"
+)
+
+// Valid indicates whether the value is a known member of the ReviewRequestDecision enum.
+func (e ReviewRequestDecision) Valid() bool {
+	switch e {
+	case Block:
+		return true
+	case Release:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ScreeningResultVerdict.
+const (
+	ScreeningResultVerdictClear   ScreeningResultVerdict = "clear"
+	ScreeningResultVerdictHit     ScreeningResultVerdict = "hit"
+	ScreeningResultVerdictUnknown ScreeningResultVerdict = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the ScreeningResultVerdict enum.
+func (e ScreeningResultVerdict) Valid() bool {
+	switch e {
+	case ScreeningResultVerdictClear:
+		return true
+	case ScreeningResultVerdictHit:
+		return true
+	case ScreeningResultVerdictUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ScreeningReviewScreening.
+const (
+	ScreeningReviewScreeningHeld    ScreeningReviewScreening = "held"
+	ScreeningReviewScreeningPending ScreeningReviewScreening = "pending"
+	ScreeningReviewScreeningUnknown ScreeningReviewScreening = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the ScreeningReviewScreening enum.
+func (e ScreeningReviewScreening) Valid() bool {
+	switch e {
+	case ScreeningReviewScreeningHeld:
+		return true
+	case ScreeningReviewScreeningPending:
+		return true
+	case ScreeningReviewScreeningUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Stage.
 const (
 	StageAwaitingFill       Stage = "awaiting_fill"
@@ -378,6 +438,24 @@ func (e ListRefundTasksParamsStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListScreeningReviewsParamsState.
+const (
+	All    ListScreeningReviewsParamsState = "all"
+	Review ListScreeningReviewsParamsState = "review"
+)
+
+// Valid indicates whether the value is a known member of the ListScreeningReviewsParamsState enum.
+func (e ListScreeningReviewsParamsState) Valid() bool {
+	switch e {
+	case All:
+		return true
+	case Review:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListStageParamsOrder.
 const (
 	Newest ListStageParamsOrder = "newest"
@@ -466,7 +544,8 @@ type ApiKeyStatus string
 // of the partner's webhooks or sandbox on the dashboard (`webhook_endpoint_updated`,
 // the URL as reference; `webhook_secret_rotated`; `webhook_event_replayed` and
 // `webhook_test_sent`, the event as subject; `sandbox_simulated`, the transaction
-// and the simulated event's type as reference). **The list grows** with the back office in minor versions (an open set,
+// and the simulated event's type as reference), or a decision on a transaction held by
+// screening (`screening_released`, `screening_blocked`, the note as reference). **The list grows** with the back office in minor versions (an open set,
 // `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 // As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 //
@@ -495,7 +574,8 @@ type AuditEntry struct {
 	// of the partner's webhooks or sandbox on the dashboard (`webhook_endpoint_updated`,
 	// the URL as reference; `webhook_secret_rotated`; `webhook_event_replayed` and
 	// `webhook_test_sent`, the event as subject; `sandbox_simulated`, the transaction
-	// and the simulated event's type as reference). **The list grows** with the back office in minor versions (an open set,
+	// and the simulated event's type as reference), or a decision on a transaction held by
+	// screening (`screening_released`, `screening_blocked`, the note as reference). **The list grows** with the back office in minor versions (an open set,
 	// `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 	// As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 	//
@@ -1733,12 +1813,118 @@ type ResolveRequest struct {
 // ResolveRequestAction `refunded` needs `tx_hash`; `credited` needs `note`.
 type ResolveRequestAction string
 
+// ReviewRequest An operator's decision on a transaction under review.
+type ReviewRequest struct {
+	// Decision `release` (a false positive: proceed as if clear) or `block` (the funds are blocked for good).
+	Decision ReviewRequestDecision `json:"decision"`
+
+	// Note Why (audited; never shown to the partner).
+	Note string `json:"note"`
+}
+
+// ReviewRequestDecision `release` (a false positive: proceed as if clear) or `block` (the funds are blocked for good).
+type ReviewRequestDecision string
+
 // RollRequest How long the rolled key keeps working.
 type RollRequest struct {
 	// Overlap A duration such as `24h`, `90m` or `0s` (at most 720h).
 	//
 	// Example: 24h
 	Overlap *string `json:"overlap,omitempty"`
+}
+
+// ScreeningFinding One screener's answer about one address.
+type ScreeningFinding struct {
+	Category    *string `json:"category,omitempty"`
+	Description *string `json:"description,omitempty"`
+
+	// Error Why the screener could not answer (the result is then unknown).
+	Error *string `json:"error,omitempty"`
+
+	// Hit Whether this screener names the address.
+	Hit  bool    `json:"hit"`
+	Name *string `json:"name,omitempty"`
+
+	// Screener `list`, `oracle` or `api`.
+	Screener string `json:"screener"`
+
+	// Source What was asked (a list's source, an oracle's network and contract, a service's host).
+	Source string  `json:"source"`
+	Url    *string `json:"url,omitempty"`
+
+	// Version What pins the answer (the list's published date and import, the oracle's block, the answer's time).
+	Version *string `json:"version,omitempty"`
+}
+
+// ScreeningList One imported address list.
+type ScreeningList struct {
+	// Active Screened against (the latest import of its source).
+	Active     bool               `json:"active"`
+	Id         openapi_types.UUID `json:"id"`
+	ImportedAt time.Time          `json:"imported_at"`
+	Published  openapi_types.Date `json:"published"`
+
+	// Size How many addresses it names.
+	Size   int    `json:"size"`
+	Source string `json:"source"`
+}
+
+// ScreeningListsResponse defines model for ScreeningListsResponse.
+type ScreeningListsResponse struct {
+	Data    []ScreeningList `json:"data"`
+	Success bool            `json:"success"`
+}
+
+// ScreeningResult One screening of one sender.
+type ScreeningResult struct {
+	Address   string             `json:"address"`
+	CheckedAt time.Time          `json:"checked_at"`
+	Findings  []ScreeningFinding `json:"findings"`
+
+	// Released An operator released this hit (a false positive).
+	Released bool                   `json:"released"`
+	Verdict  ScreeningResultVerdict `json:"verdict"`
+}
+
+// ScreeningResultVerdict defines model for ScreeningResult.Verdict.
+type ScreeningResultVerdict string
+
+// ScreeningReview A transaction whose funds wait on screening.
+type ScreeningReview struct {
+	CryptoCurrency string `json:"crypto_currency"`
+	DepositAddress string `json:"deposit_address"`
+
+	// Network Deposit network, e.g. `bep20` or `trc20`.
+	//
+	// Example: bep20
+	Network   Network            `json:"network"`
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// Received The token amount received (6 decimal places).
+	Received string `json:"received"`
+
+	// Results Every screening of the senders, oldest first.
+	Results []ScreeningResult `json:"results"`
+
+	// Screening `held`: a sender was named; `unknown`: a screener cannot answer; `pending`: being asked.
+	Screening ScreeningReviewScreening `json:"screening"`
+
+	// Senders The deposit's senders.
+	Senders []string `json:"senders"`
+
+	// Status The transaction's status.
+	Status        string             `json:"status"`
+	TransactionId openapi_types.UUID `json:"transaction_id"`
+	UpdatedAt     time.Time          `json:"updated_at"`
+}
+
+// ScreeningReviewScreening `held`: a sender was named; `unknown`: a screener cannot answer; `pending`: being asked.
+type ScreeningReviewScreening string
+
+// ScreeningReviewsResponse defines model for ScreeningReviewsResponse.
+type ScreeningReviewsResponse struct {
+	Data    []ScreeningReview `json:"data"`
+	Success bool              `json:"success"`
 }
 
 // SettlementRecord The sale's settlement (history `order:settled`); null until then.
@@ -2112,6 +2298,15 @@ type ResolveRefundTaskParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// ListScreeningReviewsParams defines parameters for ListScreeningReviews.
+type ListScreeningReviewsParams struct {
+	// State `review` (the default: held and unknown) or `all` (pending too).
+	State *ListScreeningReviewsParamsState `form:"state,omitempty" json:"state,omitempty"`
+}
+
+// ListScreeningReviewsParamsState defines parameters for ListScreeningReviews.
+type ListScreeningReviewsParamsState string
+
 // ListStageParams defines parameters for ListStage.
 type ListStageParams struct {
 	// Stage Which step's work to list; every transaction when omitted.
@@ -2176,6 +2371,12 @@ type RefundTransactionParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// ReviewTransactionParams defines parameters for ReviewTransaction.
+type ReviewTransactionParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // SettleOrderParams defines parameters for SettleOrder.
 type SettleOrderParams struct {
 	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
@@ -2229,6 +2430,9 @@ type SettlePayoutJSONRequestBody = ReferenceRequest
 
 // RefundTransactionJSONRequestBody defines body for RefundTransaction for application/json ContentType.
 type RefundTransactionJSONRequestBody = RefundRequest
+
+// ReviewTransactionJSONRequestBody defines body for ReviewTransaction for application/json ContentType.
+type ReviewTransactionJSONRequestBody = ReviewRequest
 
 // SettleOrderJSONRequestBody defines body for SettleOrder for application/json ContentType.
 type SettleOrderJSONRequestBody = ReferenceRequest
@@ -2307,6 +2511,15 @@ type ServerInterface interface {
 	// ResolveRefundTask Resolve a refund task
 	// (POST /refund-tasks/{id}/resolve)
 	ResolveRefundTask(ctx echo.Context, id openapi_types.UUID, params ResolveRefundTaskParams) error
+	// BlockedPropertyReport The blocked-property report (CSV)
+	// (GET /screening/blocked)
+	BlockedPropertyReport(ctx echo.Context) error
+	// ListScreeningLists The imported address lists
+	// (GET /screening/lists)
+	ListScreeningLists(ctx echo.Context) error
+	// ListScreeningReviews The review queue
+	// (GET /screening/reviews)
+	ListScreeningReviews(ctx echo.Context, params ListScreeningReviewsParams) error
 	// ListStage List or search the transactions of a stage
 	// (GET /transactions)
 	ListStage(ctx echo.Context, params ListStageParams) error
@@ -2328,6 +2541,9 @@ type ServerInterface interface {
 	// RefundTransaction Record the refund of a deposit
 	// (POST /transactions/{id}/refund)
 	RefundTransaction(ctx echo.Context, id TransactionId, params RefundTransactionParams) error
+	// ReviewTransaction Decide on a transaction held by screening
+	// (POST /transactions/{id}/review)
+	ReviewTransaction(ctx echo.Context, id TransactionId, params ReviewTransactionParams) error
 	// SettleOrder Record the sale's settlement
 	// (POST /transactions/{id}/settle)
 	SettleOrder(ctx echo.Context, id TransactionId, params SettleOrderParams) error
@@ -3109,6 +3325,42 @@ func (w *ServerInterfaceWrapper) ResolveRefundTask(ctx echo.Context) error {
 	return err
 }
 
+// BlockedPropertyReport converts echo context to params.
+func (w *ServerInterfaceWrapper) BlockedPropertyReport(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.BlockedPropertyReport(ctx)
+	return err
+}
+
+// ListScreeningLists converts echo context to params.
+func (w *ServerInterfaceWrapper) ListScreeningLists(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListScreeningLists(ctx)
+	return err
+}
+
+// ListScreeningReviews converts echo context to params.
+func (w *ServerInterfaceWrapper) ListScreeningReviews(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListScreeningReviewsParams
+	// ------------- Optional query parameter "state" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "state", ctx.QueryParams(), &params.State, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter state: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListScreeningReviews(ctx, params)
+	return err
+}
+
 // ListStage converts echo context to params.
 func (w *ServerInterfaceWrapper) ListStage(ctx echo.Context) error {
 	var err error
@@ -3389,6 +3641,44 @@ func (w *ServerInterfaceWrapper) RefundTransaction(ctx echo.Context) error {
 	return err
 }
 
+// ReviewTransaction converts echo context to params.
+func (w *ServerInterfaceWrapper) ReviewTransaction(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id TransactionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ReviewTransactionParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ReviewTransaction(ctx, id, params)
+	return err
+}
+
 // SettleOrder converts echo context to params.
 func (w *ServerInterfaceWrapper) SettleOrder(ctx echo.Context) error {
 	var err error
@@ -3498,6 +3788,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/payouts", wrapper.CreatePayout, options.OperationMiddlewares["createPayout"]...)
 	router.GET(options.BaseURL+"/refund-tasks", wrapper.ListRefundTasks, options.OperationMiddlewares["listRefundTasks"]...)
 	router.POST(options.BaseURL+"/refund-tasks/:id/resolve", wrapper.ResolveRefundTask, options.OperationMiddlewares["resolveRefundTask"]...)
+	router.GET(options.BaseURL+"/screening/blocked", wrapper.BlockedPropertyReport, options.OperationMiddlewares["blockedPropertyReport"]...)
+	router.GET(options.BaseURL+"/screening/lists", wrapper.ListScreeningLists, options.OperationMiddlewares["listScreeningLists"]...)
+	router.GET(options.BaseURL+"/screening/reviews", wrapper.ListScreeningReviews, options.OperationMiddlewares["listScreeningReviews"]...)
 	router.GET(options.BaseURL+"/transactions", wrapper.ListStage, options.OperationMiddlewares["listStage"]...)
 	router.GET(options.BaseURL+"/transactions/:id", wrapper.GetOperatorTransaction, options.OperationMiddlewares["getOperatorTransaction"]...)
 	router.POST(options.BaseURL+"/transactions/:id/accept", wrapper.AcceptShortPayment, options.OperationMiddlewares["acceptShortPayment"]...)
@@ -3505,6 +3798,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/transactions/:id/fill", wrapper.FillOrder, options.OperationMiddlewares["fillOrder"]...)
 	router.POST(options.BaseURL+"/transactions/:id/payout", wrapper.SettlePayout, options.OperationMiddlewares["settlePayout"]...)
 	router.POST(options.BaseURL+"/transactions/:id/refund", wrapper.RefundTransaction, options.OperationMiddlewares["refundTransaction"]...)
+	router.POST(options.BaseURL+"/transactions/:id/review", wrapper.ReviewTransaction, options.OperationMiddlewares["reviewTransaction"]...)
 	router.POST(options.BaseURL+"/transactions/:id/settle", wrapper.SettleOrder, options.OperationMiddlewares["settleOrder"]...)
 
 }
@@ -6946,6 +7240,276 @@ func (response ResolveRefundTask503JSONResponse) VisitResolveRefundTaskResponse(
 	return err
 }
 
+type BlockedPropertyReportRequestObject struct {
+}
+
+type BlockedPropertyReportResponseObject interface {
+	VisitBlockedPropertyReportResponse(w http.ResponseWriter) error
+}
+
+type BlockedPropertyReport200TextcsvResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response BlockedPropertyReport200TextcsvResponse) VisitBlockedPropertyReportResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type BlockedPropertyReport401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response BlockedPropertyReport401JSONResponse) VisitBlockedPropertyReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BlockedPropertyReport429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response BlockedPropertyReport429JSONResponse) VisitBlockedPropertyReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BlockedPropertyReport500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response BlockedPropertyReport500JSONResponse) VisitBlockedPropertyReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BlockedPropertyReport503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response BlockedPropertyReport503JSONResponse) VisitBlockedPropertyReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListScreeningListsRequestObject struct {
+}
+
+type ListScreeningListsResponseObject interface {
+	VisitListScreeningListsResponse(w http.ResponseWriter) error
+}
+
+type ListScreeningLists200JSONResponse ScreeningListsResponse
+
+func (response ListScreeningLists200JSONResponse) VisitListScreeningListsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListScreeningLists401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListScreeningLists401JSONResponse) VisitListScreeningListsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListScreeningLists429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListScreeningLists429JSONResponse) VisitListScreeningListsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListScreeningLists500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListScreeningLists500JSONResponse) VisitListScreeningListsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListScreeningLists503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListScreeningLists503JSONResponse) VisitListScreeningListsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListScreeningReviewsRequestObject struct {
+	Params ListScreeningReviewsParams
+}
+
+type ListScreeningReviewsResponseObject interface {
+	VisitListScreeningReviewsResponse(w http.ResponseWriter) error
+}
+
+type ListScreeningReviews200JSONResponse ScreeningReviewsResponse
+
+func (response ListScreeningReviews200JSONResponse) VisitListScreeningReviewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListScreeningReviews400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListScreeningReviews400JSONResponse) VisitListScreeningReviewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListScreeningReviews401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListScreeningReviews401JSONResponse) VisitListScreeningReviewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListScreeningReviews429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListScreeningReviews429JSONResponse) VisitListScreeningReviewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListScreeningReviews500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListScreeningReviews500JSONResponse) VisitListScreeningReviewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListScreeningReviews503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListScreeningReviews503JSONResponse) VisitListScreeningReviewsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListStageRequestObject struct {
 	Params ListStageParams
 }
@@ -8041,6 +8605,183 @@ func (response RefundTransaction503JSONResponse) VisitRefundTransactionResponse(
 	return err
 }
 
+type ReviewTransactionRequestObject struct {
+	Id     TransactionId `json:"id"`
+	Params ReviewTransactionParams
+	Body   *ReviewTransactionJSONRequestBody
+}
+
+type ReviewTransactionResponseObject interface {
+	VisitReviewTransactionResponse(w http.ResponseWriter) error
+}
+
+type ReviewTransaction200JSONResponse struct{ OperatorActionOKJSONResponse }
+
+func (response ReviewTransaction200JSONResponse) VisitReviewTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReviewTransaction400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ReviewTransaction400JSONResponse) VisitReviewTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReviewTransaction401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ReviewTransaction401JSONResponse) VisitReviewTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReviewTransaction404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ReviewTransaction404JSONResponse) VisitReviewTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReviewTransaction409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ReviewTransaction409JSONResponse) VisitReviewTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReviewTransaction413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ReviewTransaction413JSONResponse) VisitReviewTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReviewTransaction415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ReviewTransaction415JSONResponse) VisitReviewTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReviewTransaction422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response ReviewTransaction422JSONResponse) VisitReviewTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReviewTransaction429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ReviewTransaction429JSONResponse) VisitReviewTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReviewTransaction500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ReviewTransaction500JSONResponse) VisitReviewTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReviewTransaction503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ReviewTransaction503JSONResponse) VisitReviewTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SettleOrderRequestObject struct {
 	Id     TransactionId `json:"id"`
 	Params SettleOrderParams
@@ -8292,6 +9033,15 @@ type StrictServerInterface interface {
 	// ResolveRefundTask Resolve a refund task
 	// (POST /refund-tasks/{id}/resolve)
 	ResolveRefundTask(ctx context.Context, request ResolveRefundTaskRequestObject) (ResolveRefundTaskResponseObject, error)
+	// BlockedPropertyReport The blocked-property report (CSV)
+	// (GET /screening/blocked)
+	BlockedPropertyReport(ctx context.Context, request BlockedPropertyReportRequestObject) (BlockedPropertyReportResponseObject, error)
+	// ListScreeningLists The imported address lists
+	// (GET /screening/lists)
+	ListScreeningLists(ctx context.Context, request ListScreeningListsRequestObject) (ListScreeningListsResponseObject, error)
+	// ListScreeningReviews The review queue
+	// (GET /screening/reviews)
+	ListScreeningReviews(ctx context.Context, request ListScreeningReviewsRequestObject) (ListScreeningReviewsResponseObject, error)
 	// ListStage List or search the transactions of a stage
 	// (GET /transactions)
 	ListStage(ctx context.Context, request ListStageRequestObject) (ListStageResponseObject, error)
@@ -8313,6 +9063,9 @@ type StrictServerInterface interface {
 	// RefundTransaction Record the refund of a deposit
 	// (POST /transactions/{id}/refund)
 	RefundTransaction(ctx context.Context, request RefundTransactionRequestObject) (RefundTransactionResponseObject, error)
+	// ReviewTransaction Decide on a transaction held by screening
+	// (POST /transactions/{id}/review)
+	ReviewTransaction(ctx context.Context, request ReviewTransactionRequestObject) (ReviewTransactionResponseObject, error)
 	// SettleOrder Record the sale's settlement
 	// (POST /transactions/{id}/settle)
 	SettleOrder(ctx context.Context, request SettleOrderRequestObject) (SettleOrderResponseObject, error)
@@ -9202,6 +9955,77 @@ func (sh *strictHandler) ResolveRefundTask(ctx echo.Context, id openapi_types.UU
 	return nil
 }
 
+// BlockedPropertyReport operation middleware
+func (sh *strictHandler) BlockedPropertyReport(ctx echo.Context) error {
+	var request BlockedPropertyReportRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.BlockedPropertyReport(ctx.Request().Context(), request.(BlockedPropertyReportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "BlockedPropertyReport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(BlockedPropertyReportResponseObject); ok {
+		return validResponse.VisitBlockedPropertyReportResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListScreeningLists operation middleware
+func (sh *strictHandler) ListScreeningLists(ctx echo.Context) error {
+	var request ListScreeningListsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListScreeningLists(ctx.Request().Context(), request.(ListScreeningListsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListScreeningLists")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListScreeningListsResponseObject); ok {
+		return validResponse.VisitListScreeningListsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListScreeningReviews operation middleware
+func (sh *strictHandler) ListScreeningReviews(ctx echo.Context, params ListScreeningReviewsParams) error {
+	var request ListScreeningReviewsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListScreeningReviews(ctx.Request().Context(), request.(ListScreeningReviewsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListScreeningReviews")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListScreeningReviewsResponseObject); ok {
+		return validResponse.VisitListScreeningReviewsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListStage operation middleware
 func (sh *strictHandler) ListStage(ctx echo.Context, params ListStageParams) error {
 	var request ListStageRequestObject
@@ -9497,6 +10321,55 @@ func (sh *strictHandler) RefundTransaction(ctx echo.Context, id TransactionId, p
 	return nil
 }
 
+// ReviewTransaction operation middleware
+func (sh *strictHandler) ReviewTransaction(ctx echo.Context, id TransactionId, params ReviewTransactionParams) error {
+	var request ReviewTransactionRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body ReviewTransactionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ReviewTransaction(ctx.Request().Context(), request.(ReviewTransactionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReviewTransaction")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ReviewTransactionResponseObject); ok {
+		return validResponse.VisitReviewTransactionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // SettleOrder operation middleware
 func (sh *strictHandler) SettleOrder(ctx echo.Context, id TransactionId, params SettleOrderParams) error {
 	var request SettleOrderRequestObject
@@ -9551,338 +10424,372 @@ func (sh *strictHandler) SettleOrder(ctx echo.Context, id TransactionId, params 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rkhu5tSb6KgjuHSFSTlJkXSQVKxzeZbXUrt26WSqdHo/ZhwlmgiRcSYCdAIuiuxXhXyfO7zknYt5g",
-	"v8h+Ez/JBNYCkMhk8la6tLpdjpndqmQmrgsL6/qtnxqJnM2lYEKrRv+nxpTRlOXwz8uUzeZSM6HfsHlG",
-	"Vyw1T1OmkpzPNZei0W/EOl+wmCynTBA95YrkTM2lUIxwRfSUEaVlzlJChVqynGhJqCCM5hlnOcnZjwum",
-	"NFlyPcWX6YwNROw7Tlbt79gq7pBXIlsRSnIYB0lonnOmCNd9QsmY50q7DqZUESGJWiRTglPpDEQjaqhk",
-	"ymbUjJ+JxazR/2vDDLzxQ9TQqzlr9BtK51xMGh8+RI03VLPnfMb1a5nxZLU+6aspI6NFOmHazRnnkciF",
-	"0GayE8qF0qR5+fTqGfHNkTFnWapa/YGIB43Bots9TpKMKgX/ZIPG+Y+/x6e2QfvD+dI+ViyRIrVP44jA",
-	"xyTOGU1VTGRO4mXONVNxh7zOmWJCEykIu2H5aiD8xpiFzqlmJDODYrkb9jmhI/gGNpNrkvKUCKlJ0yz8",
-	"eKFYSq7ZKjId6SkbCPf9iHExIQtBbyjP6ChjLVxz9p7O5plZ3EEDxggzfNjtni9//7Bb2pSaTcAluEzr",
-	"l9+u0D1FeEqaNFOSxCzPZd6xvwx5GhMuDH1Qni1yRkYyXbXOyY8LqZmZHkxzJRckkULTRJOF6pRG3U1P",
-	"kh59xM5GR+MT9pA+To7T0/EjejbqJUfpMWtEDdMZz83BMOQUzmjGxXMmJnra6PdqiYzpfHUx1ixfn+Bb",
-	"3GdzWpaUazJiY5mbOet8xcWk06h0xGeGpItuuNBswvLGB9PRnOZ0xrQ9008WuZJ5/ZrGgr3XwwTeiIkc",
-	"A6XMc3bD5UKROZ2wiCxEMqViYqhFMZH6U0vGPDN94FnmurySbPWf3cu/Sf7ibxerl7z7/sXb7upF78/v",
-	"X3wjly+u5PLFM8nHf+4kR5mhG24G9OOC5atG1BB0ZlrAUZUnTt/7Fe4enUQ7lzxgK9+xmmN9QRaC/7hg",
-	"hsrJnOUkkxOe0Myf7yYl795dfmNYGyUTKVOSTCVPWOsc9sawpJwtDO/THfIdm2syljmhmmSMKk2OTshU",
-	"LvIKlZ2mR6Njesba3aQ3bp+MH9H22egxaz+iD5PT9IQdj496blGQoxWrUmGU2wmyWK6j09NDV+sVLBLN",
-	"1lfN/dLHrafIIyhSK1JRwCKRg+PVUGLczYL/54uMKUKVOaE58iuzI7YVM7vWOXQmF4bBsQhZmuthIRTy",
-	"PKL5DE46VwMBnK2Zsxt5bbgVV0TRMTNHLGdzRnXfvIhjUba9G3mNLA8Zequ0pwNR2dQKy/u023r7bfyO",
-	"rTbx0IvXl2Z2wEMrNDl6mDxKH7P22bhL2yejXtJ+nB6x9vH4hLrf3ODnVE+LoV+z1ZCnWwlxLPMZ1Y1+",
-	"Y7GAN9fHDLfl+phf0wkjiv+dRaRnNq7X7ZaGfdqt5x1wT5UWMWVjush0o3/UjcyKWgba7Ubb2WnUeDVn",
-	"OdUy37Sm0v5es6iP0t64mxzR9vHohLVPxqe0/Xj0MGmfpV3WGx/R49FJUr+oH72gr2muBds46Dn+XDPm",
-	"Y9pLztjRqP0wPRm3T0aPafss6bK2G+9p+pB9pjFf5VQomphhbhq3Ll5ZG3l39Ig9Gp8m7eOkZ1b74Wmb",
-	"HtPH7ZPx8fh09Dg5S3vdzzLyD+ZjFLXgxv0jTa0sY/4ysgYT8E86n2c8oWb0D/6mzKR+Crr595yNG/3G",
-	"vz0oxPMH+Kt68NQIOtjVRsnIcLgZzcxoWdonMRc3NOPp0P4cRyTmBZsZmnM740pxMUFJ0r1vxYFO40PU",
-	"+CPVyfTVd59sHtDeG7tYm+YzMi+RJTXcP5F5ymCja9WUdqin1HVsv3pQo9lA70+kGGc8+UI7ZSk3sZ2q",
-	"Qg9KFnlu7iulqWbB5sHfQyB7br61WxXso5d+xXCey0nOlMK9uxSa5YJmOKLPPr+3csb0FPUC9n7OEqMX",
-	"GUmcpUYnkYucKJ7i3HBgQxDf4w75Mwjo4ZVuzvaHqPFS6mdyIdLPP/qXVoMMGYzMScrmUhmlMxZSD8dm",
-	"LLi47la4gFc/4QlxDQfMcNd5scMND8w5rGY4GapQLiJCLj/fcXpNV5mk6ZWUz2k+YV+W/xl1z8xQ3rCc",
-	"PDwh3/E/9kk8xyENtZTDzAwKN/Aty294wt4VOuyXGWxKNR1RtJYECjRpxgpHNAyexq2+0cfhVJnt9ZoY",
-	"itrUKJMkBsWyDZplTKzFoLLFwSu7tjZQU2EKV1K+oGJlbzT1BVZJSjKjYuX2VZFxLmeoVDhhy0ixfRLn",
-	"hjmiUSKNO+TNl1uVd4Iu9FTm/O8s/TKEE04drnq8uw2XspeF0VatYIcviSRbpCxt9Um8CMaLB+CdmOcy",
-	"YUoZQnsqNNerLzMRMB6sWfycLpny8ZjBVWi3v78utoDK7aehFvO5zDVLX7CU0ysQzn4JtiOkJnG1rxjW",
-	"3g9xODNjHBoJ0gz/gxMzgRwvkoTNdSA60jTlqGq/zs32a24EzDHNFKsO6PvpilCipjLXZE5XM7OAXBEK",
-	"TaIANQ/a+KmRM2qXYr2h6t0BhMJSZe7x5ZRqd9UwfsMM1S1ScwBbZXH8BcsNu9KETnLGUqO+mXYzaXR/",
-	"OpMLYTS0QLk9tcrYVuW2kNL/6qZQWHTl6G8s0YYqLua83uAjnA5sLkRrqW4KZm4Mb3XQimXj1vqSJTmj",
-	"Zg+prls2tKCaleFKLXDJveaQUs3ams/Yuvpg1mzOc6a2tqu0nCuylDnYMpqKaTIC+7jMstY5EYssAzOF",
-	"kISJzX2b9/CuQyVnbSx8g+IVWg126ENRI6NKD80R3Tol8xYxXIkJbY6M2QlLJDMuFpqdh9xMOQIKvgBZ",
-	"miZTdk+RjI+ZmWTr9nOf52zM32+bP9qvkinNaaJZriIYFMsyHCE14y2fAnU9zPgNG16MntQulbU57aQp",
-	"+97tJ2cUiYXaxfDw3LzFd6vnDTbbLpJvMAqPRWXrS6RdmuvmM/ucK+0F3rUleSpuWCbnjMgxLPn6ITXy",
-	"1cYtVBERbGmYNuyk+ZprNttzWcwg7ahpnlP4e2Yu0Amr5TTS2knJdDGjop0zmoKoJ6Rmnb32bJGYC7qm",
-	"8WwJJtV8wQxPtu91CgIbSZkxKta2EFanaHjzNuy3BWD63bwH+y3pb3UJ3/oTV3Ggmlv1hsURieF4gAGm",
-	"aRg5SyPP4hdC88y+AQcobrkPWIpWAHueYuA41seJbbuTZxbBHcK0OIE1TtCocWFucVRn61gR1cB9vRSa",
-	"8rRPaFnFxP804zHPMjM9xbTOYKJzupILMEGhRBJHAxGPKYfXcjY2enULfQjm30RTdX0PXMsyW9hW4Y8b",
-	"NsRXWAptuIdJzkAIwVbQgtSM4b/DonP8G4Zn3jNDBlcoQbF6YF1d4PCkVttCOi8MpprRGWnG9oHhdfmQ",
-	"ixvoHP0SNE1zphShaiByBtJsws5J+ZNcZmxo9Tn7nWBLc58zAvzefTcQ5Q9TDhJ7GqOOb56ZlUcrixFq",
-	"FkCHLTsJd4Wa9+45DXIgnK/PT2vJRlMpr5X5SlGRjuR706AGlVVNR5LmKWnG9rUhE+lccqGHi7m5hmAz",
-	"zLvv3jwvD5/4TxRLcqaHudTwQfALu2FCD3NrSYgJFelA+F81U3qomNB2meDtYKbnJLYDHio+W2S02ImA",
-	"OgeCOuelewlbMlu6mpcXvdUh9++bOyPjSpNJLpfq/v3CWDeiyTWR4zFPGOHCSCsyJzcsV1wKRZrU8C0m",
-	"iGLakOj7NnuvmVB8lLG2OadxBLoCJUkmFUtJDA9bfSO+L5EqgeTNS2YALCXgFnMmnM5AXCgIg8iMptuM",
-	"v316RR6AFP4H/PT3eAxuaLZgYTNckfik2yVV03DVlYUnZk1eiRprczE8x5wnwxHhtJvLwH2NZ92ILJRn",
-	"wH7MyYV/lI9y8Mgd5EbUCE+v/9N25o6EFT4aUcNxpuCR0RXLfyGXdX9Ybli0Fh7m6uPwwFZ/c2eyETU2",
-	"HZDgp/JBCL8pnYPgB38EzDJXab3xQ8C96zz9308lmdGUeZbWJ7FbrRjYoOfqeprLxWSKxhajKWHkB0mk",
-	"UDJjA9H0X0K4hTlTxRNBZywm5v+aj2atcxInGbdn0XGxNCaJnM3Ml/lCDIThWkSx/AZI2b3kOJMiuIF4",
-	"iVR/A6nb7OnPuJdwJay/ZvZIEdzXUkNu5L6XVkSWU55MzREEh7SQA+HeqrBws3QBAwVGbDmmY7oB59RT",
-	"xnO4PKKBsDpo5LgurKPjurhHqnph7F7uDrkoOI/ZqnXO45nMOm+ospgSQ3B97ssSgveTjFeOS0GwT4XO",
-	"a7T0V8IZtUvUeU9FlhiRfDIujOZXd801jZAl87hGi6dexNkqngbS0AfDyezJ2ucbmZtPkF1t0qdRQkHe",
-	"ZmZg2BoKD8j7RyyTYmKU3jqNe6fYu6+pIpWC7W+o2DQZZrZxf/NAwEG2u9TJciqtbAOhW3ZT4RrzDAzF",
-	"IMEziNQxZN+1/2vX/B/3v7iFUR1iRaSeogglbeTg/hNA/3Edv4VRR+Y8UTJnuZKCQEAcRDDqctgAnODK",
-	"BAciZNFO0LunvHCJ75f40TlOZcltyB80NhBozyJN4MU2UG/d9mEb4tsDBkISTaRIWC5UvypquXNakuUj",
-	"jCAM6d6959q2RIsP5dI8smJqEITo35ZjlDjLArCEf3MxsTYxWCYhhbm6nF4AZ03NqVD+iijfgk4rwNBS",
-	"4aIbDz6FblHryeTK6FTF/WFecoM2gmZcbEncOaQ3e1vsCvyAddtywEqk5e4vt/jhCzyNnQXS09+tmJYX",
-	"vzcFgNqfI4KWX7PZyZRyYTZqSib8hok9jQKgOOxapMhTROStxjIvXTUF4TUt0URoXDZ0bxRFPBGqdasF",
-	"cePcRD8MWUdZlzNDDCgZhxe5Y3RPEbTgrZ2nMn8JKNHcUNQpW3utb8ALNq5xxXBgF1EKe5tANGbJGT92",
-	"ev3t1nIhZuZjlg6tT3/jyPybzvvvx3eLjutMqChMlO/B6qWyfpwjJ7msre+GyQUiSInkK3RV4v0VnhWe",
-	"yZJQUWv1MuLP61pLnhHo5nTiSRV0VZLJySH2W3uUfIAphiffzp5bCJ81Nt0pVcOZzOuOXL6wNzUVKDbA",
-	"rMYyy+Sy1ngY2VjEDXzGhjcScBuieb8aghg1giDtuhBJsDSR2EVxj+25Nl9BD443o2oCXhfzuHMw8VrL",
-	"p1+eyMdZhiPcShp7mpWFpRA3zluYlz0x/iYtzBBHVxfPXqdX3N6TGcbf7aciJPlqruXQ+nd3cX51j2ip",
-	"aUa0vDaHCr4izYckZQmf0UxVfMpH3W4H5fe6vsec6qBnmmWvxo3+X7cTyjNO9QV+8+GHOjf/y29f4pDH",
-	"LAdvMS6uapnl9U5wd+oUzRhpmlU3Y9+iM8FG7a8zXXOR1u233elm/PrV2yvywI4tbqFWDJKu+w0GhRqx",
-	"U9O9bQ2saj8cqqsZRceRiM0A2TmRfRWNOeXBWgcebpjG7eRLqjeIUew9SxbmjocsKbt9QZ92GGVi7J2e",
-	"nHUgpPhjJdsRFdeextCiAaya/7jgKddG6kzhB99Op7FT7FK7T19EOF4K0H4hQPs7dOdulq/OOmEHCLci",
-	"Y4RCBWxK+exWucj6zKqy0w7JBLjlM55lt4utMdJLZS9q4mksce3Hdd6Yt+v5TYkWI2A/IAsbDtlZI6at",
-	"nfgX64lj27elWPz1UID1DbH7WAxu40bsFhGBN7KDnPv2k08hHOLdeicXfgG50NPDvuEGTry5rVhYEOBv",
-	"Vyw8aC0/Yhl/m0v4ZEq5+BNVtdI1WptCswRYnprd92DxeXhCpuw9SfmEawiWfPp/vcBvVLT+41UuRUW+",
-	"7b4/TU67Jyw9OT5KRqe93vHjUTLunlF6yh7Tk143TU9ojx11T9j48clozNLeiPUepuMR7Y2OjrqQYz2n",
-	"WrPcDPj/bnbft/7w1277jLbHF+1nP/z08OTDv9fd4zDr17m84WlderJhzv/59tXL9pvXT8jcvoZUJJhe",
-	"yvx6nY6YSzspN3WpFfIam6QdAWOCWBAuJhAOEgZ1RyTO6GQCMTLg/RJymMmJiussjjspaspoOhxlMrne",
-	"wHjt1O4pgBIg8CoydhizoWHbsc3QNnuJUYHmt9Junpz0jrqnvaNAUuVCPzzZPNCQt280+QVjhOPIYF2m",
-	"Uulz9IdyAaOaUz01kiSkRhKaG85/w3Lw/4ky2U21nqv+gwcjlbTNEVGMpZ2RGAHpdmQ+qRXkF3VnBG7C",
-	"MbrkHJ1oMHQvlLmfBVvC0irSpCReml4tjoHCf6vFyLfXqr85Fa+VpL9HRIpihQgTmhmVLYYsqnh/LRbe",
-	"38UE3XF5Cy9XWY21n2FLJcqL7NGwS+jmU8eMvkFr3pVVDeoPJurOTn1wYbLedon23Bo/6DYVfT91vLdV",
-	"HYfZDsViNmIb4AfweAF5TGUGzrE1u3PAcscod9/iNI1zORvalagfimIiLfnXmpiK7iPSJpJ5lRAYwkJc",
-	"C3uSdvKdTE6GXKTs/RadDFW/TE4IvLnHQuyet2JM7DTyIPsyr97igFRCG+dMpJaNJ1KMeT5DHp4zmU9c",
-	"3KK3VseWU5Sndm6feooGd5iQ9jU0OJCmj39plTqDHtwwyuTqX6rVZN8Pp7W3vtmg+nu/09glGbtGQwqo",
-	"UGPU8Fpu6cAUrMNtYh2DeDqb69XttNqX0qLTBNMIGq6/veHUyhRQHhBxwWGtNENf0sXry3uqtUUm2Jl0",
-	"cynGcruAWRUr2ft5RgUkBdRaR3ZJk7BIRi6zMyrRjl3BHeKl66IYtuP1P2xa4icyrZ2c0jCpGU2mXDCS",
-	"yJSdk7UlJtA6wXdRV1Shfa8S52c04PoMcMiLD9O/wakUpLhFDZ8AC9PTU5kOzSNqVFx4IV1g6hMbzmzq",
-	"zzA09GzKaK4MqiaduRE1AMJnSDOz2yvIL8A4w3JmJwy6LteqZuKYQ+abLmKk8e8ZV8CkKk3OKc/9kR3K",
-	"hR7K8TCnAvp20XqLPKssTSjSwlKECdD2dxUmfsKxX0sHNWRUsLP1zV2jeSCxb5imPNtgccnlKGMzZLFS",
-	"MGQJ1suNIELrpxjeqSNaoyIQiHpkOeHCSiLIL2yQFrZp/sTMSvBg157XjScfYtG5IstcikmIPrSdF+Oo",
-	"i3Y3HklgPWu9vsCTWPCbMYQIWodmwDMqnhZ7vncyPGAEkGdodquGTb1meRt3x26aIs0ZXZERI8zcAq29",
-	"DVwhVdSYuQo4ra1AXAUMlzUix/+jbW+i9mUa2/1t7d4YWKJi4qUB1G3SM8qz2ydJVnMbEaFg//xIe++E",
-	"101Ertlcu2WYcqVlviIzpqlRpsoyyHNvR/ZaSs7+hmAJ3hL/+fIin6Ga/T1yqnqHEt4vy6lUzMenumhm",
-	"c+6sql7DF/AHDGOuoeCn8BzdDGQxJ5grAusfW28awp3ZFG7q4COo1obE662gezqUDnJO1Wvfl1ptZleL",
-	"PKv/wi3d7oOwLQ7DNB9VV7h2hwt/Zp1R7uW3L51eB7GJVrMjOCTkpuw9TXS2Ikf+13lGE6bA0EA1mUml",
-	"Se8xsZvgTFrNpUsSylhqnkN67ZrOeHpydHTa6a5Zqn7+a6999sNfu+2zH37qRr1HH1qDQQf/PKo3Wt3e",
-	"o1PysyiasbpLruRM3teFXHgZd7t/bufKqR72Ov/Zdi/MJQTCW4Sod4rlt+Wmcka0tHH1EVKHggTxGsl/",
-	"ViuDwAGF8NhQ9bagfHOWB+yIajBfGUpLqGIVsqIp/Q+azFjHPYrKuGllsMDjOh+tzHabfII1M69XNwNn",
-	"aduqW/qXdMZut9oXnvWUF3azoTDlCrBT3Xfhehx6pUAvtRNC8+/6CKzpytmHI8I6kw6JR2x+1EUlXefJ",
-	"UbeiosPPZc7wV9r+O3KBqPewnhHYQbx2+sLaYP4kl2RMbSoL6PJLsEAgeqwR6UD4dbZsYpbPvRFauRFq",
-	"UAoCAcVcKE1FwgxPpAg9CFqwaWoqsxRQB7UiKqFCALhkct06R3uX/xaZJMIqcD0QGCUOiCfmWyFT5iQL",
-	"Dx3TdExYQu8W3QQOoBTZygzQJTIiqsZATBnN9YhRbdX2XpeYTnmGwKjoPW1FREn7QjG5ACFRGVIisU1p",
-	"GlIdF2l16Pc0q4BXPGE0mWKaiTnbE9YnVJS+JTKz5mErOfkxAishc5llZpU1y29oRmaMCoD69UPDzUPV",
-	"zPkx3U6BUZU0K5NRWs7nNsR8INwWqyXHgE85HkNcrJAOpLK0ETYOvHpRCJpZ8JQaYXmReVuswjFy5Qdp",
-	"LVJktCp7FXRAf867YKapBoLrDok1ncT9olmAjPX+XZkygCoww/o7c04Mw5lZlpn/2oQu0zPIr6ozEHHp",
-	"QdwnoxWiBBOaGXpuzrkQprEViZ/86eLy5fDZ5cuL55dXfxkiUvHLp1ffv3rzHSIV/77cWjQQoP8BMQP5",
-	"p5IhYAokfqFQTictQ1toVo37fjL4jnIvkdECIvMHApIoYZsg/IhkVLNshReRQ02yA1FV8sD0ao4jwQOf",
-	"caUHgiubltmHY7/EHVzKRZYaVQuf2VxPH22QSKFzmmibNuXwpumkETVKSwHmBJhgIzIbXlLo8f3txuSo",
-	"8b49ke2a2DekwuE250js3orRnWWzGeES1wrPapiCUAnpOghvwtPfZvtzXLwDNBrbmEOaOsQnJIBPP6Qt",
-	"LsDNxwcYoGHlwNcdR/F+QUNMTfiHh/+17BnRTFrrR7xwHALNjjcdEgelbpRsP7DYHIZ1h+PJWfdWLhJw",
-	"UG3eqsJ/tWmXSNPC6Zh94gJvGDnGa8C83ipltwQN3n5Hd/lz7WYaxqD0ITu5zclLmjIvcsEtQ7mnAoFh",
-	"3Pp0juCMTtbnVsyb/PP//V9WwHBPml0Hzg+wkkqilDOnSlkjg92oabgp5gvG4Q4HZDrv3PLTOL6dI7sQ",
-	"ELdJ1k6OBBgeNIzUWRAMLdUGIoS8ffsOK7qEo2qvsTevn9TdYHHk/OhgkWmdo5Gt7vSai3lv21s50KLG",
-	"+ub2cuNRDLYV5jOTN8jC4xIZxJ+Ka5ZarT9mMA4kvvEiy1bEIssxzHt2J+OesgPfyApNXzVHp3t2K9Ir",
-	"RM0tS7mJSvCIGAIwZx5At+B+VD5xaj+RupyHWPQCyuyUqttuTFVBs+enEmnguHp1G0t0tn4zVq5v5EKF",
-	"kNFYkzfCU1ta+HqdcVngs+0XL+vRgn6qSN/XbLUV6vwcd9LsiJDLyPzXTFxqI8xBKAxCve+2zpme1mfz",
-	"Q42ezpY2ud8XOQHAB9sd4lhCDHe4FvtG7dnWbxe3V6z8bzJ2z2HnbpgS/niLbBhMekZ1CGBY8YOPT5xf",
-	"w47faaHeaO7hG11pdVH51qq8I26+DHK8dVWNim8TNcE6UvKxuAyUMPfgwU88/fAAb16L0IMX77lHi4Is",
-	"401friFKbX3bvlNKfjkUtqakq9mP1/bHLdkTCztT42ExJ7hI0EXrCXd6fu3Rtkxu75Mtg3OwD9b0Go0E",
-	"8B31bG9tooewr80ncR8eVl3h3zQn+xM6E7fgpCAMY9net5xKKOXEawzxVuffGhVm39mfv0FEk9qAdwfh",
-	"dThKK/A1fWIVCLNmI120587tcG7VzeZz/HDN9QixSokuEtYK7H2Ybm0Y1GFQJQCyVLQYin4gBqyUZjOz",
-	"M7dKX9uBOgJwEhVUkSgw9ymZocQThlnWD61gcxcpJU2dM6oW+aq1X6pbvd8coSX6yJVjPzDn31EMqruV",
-	"ewfVq29YLdsAnvpRgBElPMMJvdmPH2i5D6WDB3uPoJTg4IRN+3WMwgO7CzIgDLfy52Qbe9kfbNUjZR2S",
-	"lOU/isDUf3AmVnE//SsAr9ZUfqgTHypFHap4hMFB2hTv/QkTo20ogVwWAN8+3uJD1fa9Npkn4c8+Anm3",
-	"Yu8DebeL7C4EHkR298ntDSF7qQnh7txKVdgngT6MzvelVm4bpm87xAI0dbUvn8sly9sJVa5ntZqNZFbu",
-	"Y6HS2ghEh0eyNfi+Jldhc0P7LkyBT7/fwuzcfzeCzWHi9g2EWd0QML53N5skjqIT7nKR0JlF/Tqy91xh",
-	"tvrevW270ooeIXa3HOrtXF/3rP/IW7w2D6pAH8g1p1nhI0MHVximvxApy+cUbjsMBvP6mPmndaHdzmW2",
-	"DXbfRS+kjKYZPwQjDxTDXfeakWuemRe32AbWS53tNA7UxF3vAAHbDihwC9v93jByRlhdCnUobMTeUGog",
-	"YWaG5JyOXRKC12TNi2TGyGu6qu98JRd6iJaCHRcA5OsjKId9v3Qe9HRLms3eCBYfDTIQUADVrNMIpJXh",
-	"QZe2+2rPfKS9ihAEApCrRLCHMd9VlDhQea2tcbAlENML6LVJDoUZvnqtroNaFNF6GMJXvSorlRWCBajU",
-	"VShhflUYeuXaWrtH1+MTNtBBReqKGh6IuXo29pRti7SE/ai5Tjxe9wfYnIuhtf5tRxLTVl8r8mzg8yJO",
-	"J+TB6D5w9nvQTAcCoe5JkxYCZiB2cs3FBOwcEAZGM9YqUPHNR6jaWhcjYhej5bNpFiBjgIYppEY0HMNT",
-	"Vky3Aptn0+at2DgvQfyFORB2HOZ1QNo3HbqxFRcuwsQLCwFj+loxz7paBTr/QDTxAoYPyt26ZlsdAglp",
-	"BeqmS0rCFbJTQnx3N6WIuPs8IgkVCbNLQhb4iusq2AtAOg6AWy28O8apxSfdM7K5fKK5DCzCsgsSwqid",
-	"gzTSAhm4qpe6oKztmZ6o7dhAPUNUtUm7ZbWZNJ3FCmobo1e62NKSXcuQSjmrUrl6ywgybbMnZd4aCLwl",
-	"IU7D1bN3X63ZaTDtLHazjDFIpUlJr4tRewNx1iXv3n5zVeRv0pwRvZQkl0uF5GwoQ45Jr9ttuRBF6xHO",
-	"ZHJ9wH5UE6TrUFvQhFqbjpCvqvbTj7JTlKy1NUOxHoadQcbmrTewnZjEa87ijO0ORH/r33RfV60QjjhL",
-	"rQauD7dY0Roj3cv1WZJZBcGUHlegYM0rE7c6W++GfX0Ktb1+nHNh/Z76VzE57QHgGezjIdbA8LtPgdNU",
-	"LxDcoTZ9dtSmDVRzm+N6eySnTaT7r3JOb7Han2yhf6OL7K0y2zEiAeIzhIt3KQhrij5purDeouaQgwZd",
-	"X4VPlH+GOsVngHY9zBfq8zL2NPB8XWlzVU9bsai1lHPD8hvOlpugCQvvDGQKTTJqLW71+bOuFFfd9WAr",
-	"2jh1jwmoO1Tk5yKYDvVZuljjSu19qVYShGvuU2viUJsEalAtJwujsgXYYHt1Xs3jquldzpmwZaOGmqq6",
-	"YbxBwB4IBQ518ODIYnKJWswMj7Qa7tB8EN9TqAMp0jRdQQE3V8RCFagn11ykZJ4tVFmq4YL4hOZSoY3g",
-	"/ocZrAG218zj1ZwJUu0eOg4RdJrh8DvFD6166SN4eY/DsxDp99ayqzSdMLVFizJynE1Ue2v+IkwsZvdU",
-	"gZe6FwnAp28XsxmtU6GqeCs4poAm6whk85KXlyNaP4DbDvt+FzDEGNgvbnn/Oubym7x0LUfbgkRwe/Ty",
-	"g32vTNzwXAqnaq+1bFNBAGXPMTbnzLKGFRxsukA5qQ5Re8zYcDMS9Tyj2gyWjBmLCCXjvKh/YS003ooG",
-	"11YFQLLT7W1y9O4uCfNRMahb0RHUlOZbp+3HAG96WJXyIlTnerTBqb0l4jXc4mAvSiPcGRdriXZHjKcz",
-	"mRkZsMgg+iQBnvPi1OyRrr4JaGJLdGd5hocEd248tfvwusrC/pY5HoAw0I1x1dz/TDIuriObPCBrBced",
-	"BeQRTV5cV8vIPzoiU7nIbbgavFZ03Dogvh0gIIa1GChXtu97DpLUulCw5OM9VRRJjEj8wP/xANt88BME",
-	"dXyI+wPhliBbESGXaM+GX+8pDOjjilAoo4cAUZjD0+qQSw1TtmkXldKG613++Wg6Hc3S7PLbXvaK/7FL",
-	"v83+fgn///QmffLH6eWf/jP7y/fLSfrtWf4/vz/ZzX+K1Sl57rZQx/6Bea6C2SGWuKLq2a3M3Z6t/CtE",
-	"5QWQH7VCCtb2C2tEg/qr+AT1AefZKSqBIgwvBv1jZlAdVOJe0WZYw81jeNrKtfufW1e3ds9e3Os+epjj",
-	"9t0+oGELLExRRdsiRllwoYJB7USA2VsEsrXP9pR/9g1yQQgtKAPnlxFyv/YziNwGj2bfEIvgwyLEQks9",
-	"H1qLQi05gI3cUHabCwIaKaasW/yRMYR4k+bVq6vXLUx+R9ehUkuZQ/XpnE+mut6yvle2JqzhZwnzKEH3",
-	"BGEepUXZFpIRnqUdjOTSVpjeePGz1FYX9NlBZaovswpeEiX22PZA9jALr/aWJIELVtcSvo/CUew3/b1r",
-	"gW2b+wFSZbjyv/Wran/5oVrC+iBBAj74OCkCSepfTJJ4Y3l7DbDpWknxGV2RVDqHn5cjzq0l0vArW1q4",
-	"5JgdiJimM+6AdKDwuEuKVr7wuDonccqQGvK47x9HJJMTW57XWjbOIdpJUJEw02apjJStjxUR9h5giiKS",
-	"sxsmFqwMiAMDghg026NNJLdAdeFdji+ubdz6vbWeaGQ5aEyaQhaXz4rZwsuBZsUVsUjhGFOl+Q2LSdPJ",
-	"bhCR5dh6TJoOj+XcC29KgdmXidToGaW52lHYsp03LLgh1mB87Ys1sw0iQWoPYBBt2nTAozaIrG9juOJW",
-	"bQDqdu/TIWXfgjppNHB04Sg6t6ubDDGFFRfY9gyUMap9y6k5D6WCahHh5hpZlcXF4+7jk9NuZ7/Qfzug",
-	"vYq5wzDs2iPQSKU0XzieT10juVpJzr++c5N288xd0c/cT/uWQtlm91vQd7gZtZRSz3rxIN22+ltpWY1K",
-	"Rzfbub5IFcpzMlsoTdiPC5qFviy9Vl8zxqHEnUOLL+6npHwFtehKYnxNYbqAqnbSSamkS526HxTfMe90",
-	"/LXRL5eeCRH88HYWctmBSjQiHa3iPpkymunpKkLIx5U9mmPKs7a8YXmnqInUB/Mxaj00y5SDRW4CfLy5",
-	"pfmMQZlMc+uXyieZT42mZoGf3Ii0BM9opyiuhH1A0SOuyIhNeQjrOBAe3uUeGa3IDGF7qDAjZksM21Sd",
-	"ojpT30HrBSB/MdPT4YTp5+aFgWhqes0EBDVbws2lvZcxYrrVIffvO2A+EIMmuVzev0+M8klmXMjcA/E1",
-	"uSZcDQT6eIVhRBGJ37fZe82E4qOMtc3FHGP4KbUQfySGhy0jzgDspI0GN++YTgEjK2cDAVDJfm/Nz1wY",
-	"6axqS/RX/XoGUmUkIA65ty1RFB7I9ZIBdp+gDgMsceOHD1HjTS2ZupKR0hcH+uWgnjtHpx8P9Pxm16Xn",
-	"AyzCK8/HzjkUEvBER6SIfCUyr7B2nlbm8Px1+9Wbb56+aT9+3Ds6rqIKn+5A0Q2Gfnug6k3Ts6dGaTav",
-	"g6//+BCZrSDSGB1w+1mh570uVXJ9MkFtnp3YalC6b1Mdns0TuaKqBtzshRRsZbglANriRuRwVFJG6ka6",
-	"d3Zqqc0tGaqd0y2Ju5+riPfuclnOOGsIcAaLlNAZQ0DIJhT0U1OZ69hqkJCt4AgWL7JKokHrnNQU3Ooc",
-	"YsTVVF2DEdeOIAiSgUAQHIt/WkqkbR1UhHt31Iwhp+/M27cr/oWBNFTXH44ZF3xmrpDuJwJc3CoVGkZf",
-	"9A9ePHh9C77g/sqMktkCZDUhN4UGhJAm+9p3goa31vXazIQitF+71KT9e73Z60Tiix+RCOq6Gq32isXE",
-	"t2+7T/v5FN65k2WTckLHwkH5/0j6Pn+/trhPVdLfI4faNAlIsETLkjpcUuyEH4WQpe/lUtyu7PwtKstZ",
-	"DsbeJ0wpW/jUMdRQyxu7VGot5TU+lppmEHEGeXpbWe6eWHG2gnuR2urjZSuF7IJtjjaUvqtsWsUHE4Df",
-	"rJ3fdW5RPgXl47czhKfCptetiGGIJa2s9ohlUkwMHRkiAYUjzE6Mip1reiqmI2l0oFIScAzpoLCvBagC",
-	"Nxo97mI1WwI6d/mQ8J1pIF0oXR6kGd+SxC8uXw6/efr61dvLq7iCKO2iyKyDbmWk4RI4np8+iCO2qh10",
-	"CZXelC4bMf0rdQKwXejdmUVhsOtBmUUuOvZjU4oCWfAuk+gLZBKViWNfh1VAJh+RQFQhzN+ky6mY4y3W",
-	"9mOX9be8pN/X1rwpRMqt2QcRGWEGQYc89UnXhCtrUBETPSVyPBDa2b64JmAigniLvsOtW08OAB5vGh4I",
-	"m3OLb7ThjT+YX37/z3/8lxEizOejFUnZmC4yc404kJRqPgPE2A+ES2uoS+b9A7zz+3LiQ4VyFkoflOEA",
-	"l9puZcfeO4e0bK/m3W1bvKEaZl+zQqRYIC1dzzK3xiaz1FMqUM3c3ivesYdMCAWI3S0XV/rtUk129VAN",
-	"C9kpQfglrj9nIM3dzsD0J7lEMIyKrr+mfVWsNxtA92KnBsZEMJYqElupND43Eh1L0d9sfzP8Kw5lqQKv",
-	"quFers0MqNeBISoAou8AT8PwlmnFl/nEtmoEUg/UkMyYUZnxtrfp/YHxstfdWQMs+njDG002BgS9kbet",
-	"3md21wjg1mkAeCHXbEWuGSuCm9d31yhFGZ3jCgPba/QbRycIilN286SLHD0RapFMQYo6OpnGEYnPujMs",
-	"XtY1wr0zkD866k4rhjtsN1jv46OyGRwM3r9rOtP371p/aE5/nv2sfp6pVut3/16rmq2t4RrgQz0kKc0M",
-	"KQR27yJWAIFsfuFQgWJkn8MnHhiQdrnDywP5JC7x21hgb+MXrztikExXX12cze/hUSE/LtiCnRPFbN6e",
-	"cll8XGifyRSyM2rFmqFFgPJ/lyBF/FPPfDx+XwE+hKW7pZhUwn8qPawtfClLcBMs9sQQPcyurixzrZne",
-	"cJYZFauyFERzhsVg6tWw3YidPLcaPboAmu/efnPVcp6ALcb/o9NtwJ27wmN8ry+/fenDAEjzaGN3Z0en",
-	"3a4NiamzAU7YXtmb9WmasO8WcawChLbLK1/x/+8EF4kwU87lynjNfzd+In1/iS/37OXo/qwYA4wwxX9c",
-	"MPuzYQ/lcb7dAqdZtqbXQGoixlLGxyxZJRlr1R4+K9EEiG4lEE3g60MPne2zBs2/HchWeCaL+vdeWvlh",
-	"DYp7uBmKu2r8reM6TggDNcVJZjUGtI9wq20+TFBzeNNRgviFoVjMRnVZHuCEhepGmF0vs3QNt9JVJdou",
-	"gn8+l93GzIZad9de3q6P8Vt9Zo9VTpdbAwOlaKNh3cUt4Ms+Qd1ljakZzTKmNFmIKh7oETpeS/9r3Pmw",
-	"7nxYOz3in8F3Zd04HhZwaTcicERAsI/pW0hQjlhONL1myleJ/fS+q33grvfJzPaOpQ0+o9CtFICmLgsJ",
-	"osS/a7xMX9CxVKWg3V6PNRZ9kO+jqC388e6PtUv8zgnyBZwgdRSzd27Uuonr9h6RWtL9TRrxqzO9/XJ/",
-	"mpX+11jljRk7RgGIrdHJMdsIEdQC06vMA2NrqBOZz0tlAUpm1kCHwffWz7FiySLnevXWbA/uokO9+46t",
-	"LhZ6urX2HRgfm7G6Hsr58J//+K+41SE2UQmxYmiOUphCJsZdCV+4rBBNpfE/2hevL9vfPf1LMUJq8T4+",
-	"AMLCWKLhQmiaAMu0udPWJGQU3/+wGmTqcqA7iZwVXbhfSfEFIhZvQywrIAZSG+LO5DxjUAQZq0aplst5",
-	"yTAXwUs/AANsWO7Lb19GA2F9IdqaJCFtzGPmQ+pMqYIM+qSmVKSZuVeohpBAssylmACmA5S6ATjkKrQo",
-	"psa5FA1yVVauSTN+QOf8wU3vgX0aR1jqdyl8PYsWxJMvBB2Psb7KaIV11XJ+wxSEirN530MpgP0MZzZz",
-	"RaCYiogztGI5J4XQ1zbLzmKzkeWUJ1MABaApnWuWu5q+ZSmwMxAD8W//Rp5IYb4zczVP7pP79w2JmkcJ",
-	"Zsnev08QlstvtJUF6RaijRxeEoT0DQQhcYVgZO4wlUi7bWiKvLx48TRuAeyZp9+4Qzx2E3Ri1pGQ+KTb",
-	"IwtBF3oqc6xfPmU5w02ujosDjHcvdvdysHkdnLHjyxFxSRA5+hIIT1WEMamYGAHpiRMuYB3u34fD6MLe",
-	"g7bNGMHw0ndMkIxkyhme3vinAXC8QaNP/vmP/4rIwHE+8wSYLhk4Fm5f+hBHkKmxyB2ZEhI/NaONCV4E",
-	"QYVYSzWGqScytQH4BRmhpItjKcfxK7sglymbzaVmIlkV+w+pZzFpsio12NhSQEFXcsYAB73lqjmY3mG0",
-	"QaPt79gqJs2eOaRHp6fma3NMWK5akXlXJXJeFIGq1rcs+g7K4pbtXYrNqCFh1YcwBJ2vPCH6FTK0YVp0",
-	"e52zeQbXl68gbUvlY415P3zdfgNvshQ3KzatNj2iJ5JQ4ezZjiDPRZItUpa2zssDc6N10q8nSNPi0RHh",
-	"xWIOr9lqmDNzIcTnxXQBT6OYC1cWdBTKU7tTdFZqyHYy5GI4t7CJ8bkDti9AcKynIz7pduPIna2cxKfv",
-	"38cdx0NSrgvScTWscq6RfMvFav3GIjZHkZXQBEBUW23PDLkouGcYhaUPpOy2446uWJ1TdB0aO/AGMC9B",
-	"ER5L6VnGJjRzVRzu37fI9qVCDj7SDXDMTaOzljk9xSLuUSEgKBBgOn5jOgCpXlk+Alk2AePaSNyjRTph",
-	"GrawGb+5uHo6fH754vJq+ObpxTdvUS2Jv316ZfYm+PX7N5dXT98WWkvOlG7hrQjSg2uPavbcDKv9WmY8",
-	"WUEr7lncOodwUCwUB8NAWwIeFEdWR2eklDhmT9AbQ5jti7FmuaOTK/ZeR8B8Eqi5owyhATWYNZzLXJfX",
-	"aG0x+vZ6tnlIigkN8xjJdEXGnGUpcj8rVq8AVQ64OGCepuTHhb3d6YxpACBYY1QtzI8cwX7DRpN3V8/a",
-	"j4viCOaal1nAxkjz3e+63W73n//4/8w/es8iYv776Jl9cPasZY7Mu989e/bsm4iwTDli6npisqcxNkPm",
-	"1kENMzKHHOYH+C+M/OfbVy+xXhYutDuwiMPF9TmhpvHKTIt70hxNT+IpSzLwUantozHNmkU0LRer5wg5",
-	"MWwyZeb2SR1Qltlvi0oArILMGBUO9cWWTb1/n1wI4iyOkEXoZB4suK5QznE4eHBZIFOyNJjI2Ywb6W+C",
-	"CDMSU+woHN6IKAndd7uWZXWPYyJkPqNZtrIDsstn2Q3gwhC0A5u7PmEg3PaLcqeJFILZmFqHz6TpiCpY",
-	"xEwqHTBjbBHahoE6WASW3xgB2ZaTvxZyaTqAGWAfMKuMGp3EXuc8y4ivU2Im0jHNXkHyIR4KXGYbiO6L",
-	"PA4aC2E6EIOGvf/c9Qhd3b9vLqH792vvbHOd4lgANBLbdBcnh/JYZkBRYUFMeeqChGc2r5KQhOY5Z1Cx",
-	"pQNjdwswXAh6Qznon7H5hql65gHC6wVKuEVRLu/mMi9cLSUBAAmQgCvRz+5seJOm2Stfdsc6/RwwspOk",
-	"k6lUEOqG6ocRmPokfn7553eX31xe/SUmTaO2uLMaKix9e3phy1K75c7BjVw4fn3xl1fvruKBaM7pyjUC",
-	"qdolTaaF1Bi7qyL2w2sWYKH3lI/Gg8BBOGYYBIhZvxDVjTJH7EMWgqaUNmLuJGwHwMbNQQJHAKZslrQl",
-	"WwAMb1qcnmW+hjoMoyxKBFcrxxBl3lFyIJrx26dXV8+fvnj68mr44tU3T3/vX4qBaY5WZt9YNibx28sX",
-	"755fXD39Zhh8883T5xd/iQMUQjPwunbpQkuIMByInzHb7GdQxMjPZsl/rqhb5GdSUrXIz1azGq3IzwPx",
-	"c7vdrv3/pvF43a0ak599vTOSVMqgUbAKbfiuGZfLcsUk9oQbt4Kv+sXj4Gmn9FT7tJGmlQuKYj5k89h3",
-	"jgH0dywDZetS/Wzjg6zfN/YP+sWDppCCwRSKQ9UvE6guLdZ5eA5Gq801+7G0Fk6oOgzA4HcgGz+bmVj/",
-	"NqRcAPSMuX5AfNVMtIqRu1An8yRUroMWtsxltCovONxIQJR7T8uV/8KJlbpFNBdb6av6YxXWpXjUCR9Z",
-	"lvTJh+0qk207HFbbNcNw0bABafsAWce+8Y6xJAh8wlGXezPg7rDj+EOrundFZ6EhobmZsijPkDGVV6We",
-	"1upnVR7pXgPa0J99GbKGIAgjtpW+irpqwHggOvfn0CIaLG7pYTiU8If9VscWfNu4PsUo1zmKLz+HHGVq",
-	"tAGbXkSwZt02JllOjgry2ZxFMSrimHLWnuc8sdTglsH1UeJM+03bltQDFgqiypsgHto82pEM7kT7jCsd",
-	"kfXwe0zdG8tFDpHVqj8QH5FkFhGaKelQKox4gz06d+CDoBJAmI8GdlSzIDe4TyUJq5KsBsJ6ZVNsTEFx",
-	"bG+fwQaAvrlRdWDlnfhUrualNKMpwnWgFcKspZW+NiS+DcRemW/UEWaEBliCuKy2+oOWS5qniEICSRq8",
-	"CHmAJYgINatTHC9fna8akYGmj5L3wh9wITVrOdkYwy/NHxtzLP75j/+KbVVbwHOR+bVHhkeDdFwKniyX",
-	"pvQ1ISMAosEjW3cUUX7fJi9EAxHXBH6aU1zinwCsVg4FhZPubzYHHmeBYrDs5EDABvt7wLXgE5Rswkpc",
-	"E0oKCo+7YlDlKt4yMmXNhCOy4U7yJ8Ij3gxE/OTVy2eXb15cvvx2ePXq1fD5q5ffDi+eXT19ExM6keZ+",
-	"A/GbxMfdWRzZgFI+A8l65Yqi3FO+dPtAhPIRvNoi//zH/w9OhkVybenIgfeA8i1karU1peV8Dha+LJNL",
-	"d4rgk85A2JDehAoyYo5dlKtK4ob9Hh/GrXPLu1zVitgdCdCCzLEG2ps5qv0jDAvIdh0qa6EWoKaDOlEg",
-	"JBsVqybOVqSWg/644CnXK5RGBwLVGPNBn1TQ1KweBs/gtdgGz8EY7UkFja4SIsrFAAqUesU/5DtNCqIw",
-	"lDBtWc0y/H2CqmRh/7V6x0AwYTRzMyhr9LBVZrmYZA6JpmNXuDwHeGSnAFlf4SKDcdb825ZbQd/DeJEF",
-	"lnY7dNsVQNvoZGoYdoUJYzaavyCKSrEIoK7Q+GB6RBOOFaJd8JzXHOVS1C5f3zEwaCPgV7MOuXCOUDfe",
-	"Si1WWIuM0Rt4BDJ8E+4hZwRGrXM5Xdk8s4wnzHrurZvzdS7nOWeaQh1LwKRvTLWeq/6DB3UO0gea5TOM",
-	"8eI6KzlKnReYXLy+bEQNizbV6DeOOo87XVfNh855o9847nQ7x4h1NAUXMk7f/GvC9MbCOZt30nCA5VRG",
-	"4PuEbcR7qiQFOL4l84Gw+w3MG1/1ZnkbMmaaDCODIvBPM92e04mRrizdgvkfTv1AWI+cNYjPaMoKu5N3",
-	"EILdZ4bnF/Cgc3OVNmMAhDYXR8ZBa3/GMzD+JHI2MnsJLV28/CbQQoY8jY0qyhKN8lTgdvCHV0lijoOl",
-	"E0RdZH4MhkzuKSQPby69TBv9xnOuNBwlRB6wFtCN6HzFKw+eYPzOh2jnm2B1hxerIV/gcDRS4tqMyqGn",
-	"j9LeuJsc0fbx6IS1T8antP149DBpn6Vd1hsf0ePRSeLCCMBCXLj4K+kh4GXcI/R9w2i9R72mHHZzhHy/",
-	"cIdVqrOMHrFH49OkfZz0zCQenrbpMX3cPhkfj09Hj5OztNfdMIn18L2PnAcMvohGruvTJqqFfW0L4AEi",
-	"ckWgd6weBZwxZ9syy8hnjDRh3RS/YdVA9e7Rw3av1+72rrrdPvy//7lh0OMcwjtqlmdrctEeox2xMQo8",
-	"ew/3uHt1dNw/Peufnm0arpaHD/YHCL+E4CxgqkfdrguDsVWaIDoQAx8e/E1h+uYBm1iKtoNQmy2Vb83t",
-	"B/diJicAqHmCw6nrxQ/7wR+px0mDT3q7P3kXBErAR0dnuz+6kvIFFSvbF9xop/uM71JolguaQWwCfnW8",
-	"+6u3aP5/V1j/MZbKZWUBs61eagARQieG5TaQEf9gPqpRWzfem9+4gNdKBfUdSSWkCTIPeFGC+uo5oSWD",
-	"OKEZwnFaVaRSk96pe61oyz266eapxsOp9Vuo5mD6AF/uCudgxpDXMiB6rrWJsfnQ5/3OxKYA+D0uvoOv",
-	"yM95trcG1e445nUB2XdnffdZX1+34LR7mq8ceGtyBMuKGchc1iFFPEEDEBXEB4tW+uqHhtGiNJQiS5YD",
-	"AqEGk915kbsPjk29NYNmzWzjXA4uxmdJV+c24x8Vk6lcGkG3SHZz/KTIX9kVYFTHPiwawlrc8A4Gsj0D",
-	"rLjEz5IjdjLu0faj0XHaPmGn4/Zj+nDU7ia99Igdj0/o6cjxF6PfFOyFY8qgiwvG8OOD5LUdvCJwZ0Mw",
-	"7A/YHVP6jzJd7cEv/CwLfIcwVBiTthpvmF7kAgPYLFylRbhNFkrLmUVTx5Md5MU0uu8f0V7aTY5Hp+xo",
-	"fEIfpo+Ts1GX9tjR+Dg9SU5HD+kj9nh8lnaT3uiIHrOT8Wn6MHk0ekzPWHfcgzO/H1OrYGJ8KMdk2yzU",
-	"L8ZSt7HTENWvmi1mY5dMdzUBeptGYb8q6EH7L6D/L8aduye7P3op9TO5EPaDPdj5EynGGcew+ZPeHhz5",
-	"NV1lkqZXUj6nOaZpnPRO95mOWsyxMvcLlnJ6ZQ4kXDpH+3w8z2XCFJSxeCo016tf64Vlj1JtTsfmWwvM",
-	"cxsl0+dlu2WRxmvt6aGVcqv8WCs9PoO+P7vd4nMKZWAqPkQSg7W6E772Eb6wBsnYEomjX2ucB7D4eskK",
-	"yMoa/cqut5IfechTFZMmWMIDj1Ih5jgPDRhrzTAiTJnyaRgtjENixIddQ6mCuI/m9QkLIgcrUSYYWR3G",
-	"IEfO0Wajjl2EFq4Ct6ZMrLqbZfYgRrYiX1E2ZiA4xsBVXc///b/t6EguQVIgU5qNzSxXGHb0d5ZLIytc",
-	"y5E8L7q+p6BKkseziC2sG8+JWsw65KLwK/RJxQGCQY/BOuLYjZS6I2K5GadMU56pGGNlCbcBas6obo3s",
-	"dZIl1tp9hkArh/GWTymaYWnoRu/05KwDhsEA1GcdhH+tgMhf97U39pLH48f0Ydo+SY/G7RP66GF7dDI6",
-	"a5/SE/owOUspO+rBaTmAo5nFO1wm28XKdDJ99V3jTrK5k2wOlWzA/VnjSEUbmY3tW3O/1t4aRujxyV87",
-	"XFkFb67WA1wXZl75Nj+juOE6KRVD3KCs+EneSRuHmHVDqin2dLO0gbeNIrScIVaUx7cVCsN65yCKXLNV",
-	"5xoy0KD+N6QZYMnvgXB1vjfebm5kv+gNZw0mFyklz+UNyyjWwtqPlF/S2S+l9rvFs0X59z1IlX2FbNNi",
-	"T1u/BUPA3e339XEnpNKAv2xgUKWLDY3QRgXfccUZKrZ+wOK2y9mNvLYpPg6cX4rAM17W9c+JLwCPuc6Q",
-	"GLH9mvzODO1Q5uU+vkw/r1Z/ATAF+1yyZoU7X7dI+2u9kGkYVeLK/B54OV8YOgWaHDHFU8x+Y++5AoXU",
-	"kHTdtRx3dty65ub8GNr9Aj6C/Qj96WyuV8Et/Dlv3Zdsiedq15lyW/Zbu1zvdNHfwG18kQK2h+VHh13F",
-	"D366ZqshTz8go8rYJnBFQ/1KywL6u+8zHl3gGhdKUwH1E13AahDsiIXnllxPuUAzIy3hqZCEJlNmIVkx",
-	"Guq4SxRLpEjVeQkAALOpIYgcEgJbHfLGiAcQeq6XPGE+/xcNmCg6AK7FhHLRwUhflpKMXzMfi2nhX2rc",
-	"wub7j2G0Zdb5yuJM7cN0D2PR37HVl5FDdvHLYMm/clHkl2FQv0aDl9nRj+czD3KZZZtDUC6VWoDloubG",
-	"9bJQy8av2/wcW5xACgbFCRyDwszu2BYkiINYrqMTqCnRVbFlaVw7ZtZCOCOiJUnZPJMrC2S4NM13BuKN",
-	"xDx26klc5l4fKUCVDg08kVn25QQ5yyW+bFSIrwsBRRv2D8aQJav/VysMnlcpEWlCBdn2dgXuxMY7sfEr",
-	"4ehQhXxPlm7z1Daabl5DfXJAxZ3W1ndYUq6dB5nnCAJi/kQgD00zdQ5ITzZzLxoI086Y5gEUg0vOm0Kw",
-	"E03Pg0xQm6Y5Z+LcO6o9biC4pANIQJHOJcdyYLYYfIc8sZU7EVwXqvk3hUQRs9bs/S3Tr9yyfE7TsO1j",
-	"p03YvnfnW9lB+FXwTUBemmQUa7/4E+C2Fg+AI6UdtkuPqrnbO/fatfgZacf2sY/Z0E3wjnz2sQTOi81z",
-	"BOP3cx/HnMvR/XR+uRB/9Z4iTNzwXArAhLBFDzFh8J4izYzfoJ3YtF6AI0Uefsj9ZtGOWn6cHvaFOsBC",
-	"K1VvCXuxC/NV+AWTGSOvEWP9q/cJ2nXb0yVYT1F3HsE7YfKLegTn/rDX8MXwIr2NO9Dfrp/RG2iHeytn",
-	"oP32zhf4L+ELLC7bGlfgHtLAJ/YEFoT7MXR75we88wPeGXR+W37AnTfwr8QLCMgq82rND/QBgu3I9f1F",
-	"HIIfwW9v7w88iFPfuQPv3IG/gDtwf3Zz5wzc4Az8UrLcnSvwzhV4JzneuQK3uQK3svOF2uYTuSoqmZUt",
-	"OFDkS/EJwh264hBqOpI0T0nT6dNEabpC1o3Ga9Uqe1Yiw1pBcCtZf5y9x+joSi0hKxVlyPYY0PJMe0nO",
-	"AIULWrCgoPKaiU3AQnYd3ik0+3+VlqFgjPuYh2D37uxDn90+tFAHu4ouga4ViaEAYVypdXFPEc3ozEIe",
-	"5DJjMWnq1ZwnAARbfhNOykDQdMYFZGdj0Udue3A1jzDlunQSrVfJVZCB4iS2ylpwajIuru8pKHoTkRib",
-	"HS7yLCbN+IFv6wH+8OAnOGQf4lZE7t/Ha9PojQNhLs/7962LK6wfbl1dtp5Nqw/VCgkvKhmyXEk7M2Xk",
-	"QDoQ7tybF3LmkPYsqroaUh2T5qMjMpWLXNkb20wDxEWFhXnIS0nM2qOXjQndIbApiJ/qS1Ej+LFjQzly",
-	"Usx3nzORmreh5SaUlJEZa50PRPC9gy4y6uYNIMqmHK6U1NXlg53eVHZoIJrxA6SRVodcYKO2nt5C8B8X",
-	"WD+r4LtUO1M4N1uqmNGVLYJGoZNb+D0o1Ga/HRoqHtqJ1kquSLMBD/rKDZGBTOrKfNKU/gdNZsxB1zai",
-	"htkz+GXGxf7S6tpaHORE7H2OGwGHtNOR6EjZbLePpAmOe9OQNpD0nRH0TpT92u5eJPK123ebPAv44Btl",
-	"WEjTt/D56nBAode2+V8SCrlYCjuNMi7dMe0lZ+xo1H6YnozbJ6PHtH2WdFnboSCfpg/ZBtxLdzUcCCD8",
-	"VcEf+TW5i3vaFwBp7ol6fwikt7buGcqmUIzC15DeCYlkDXIBitFAeBijasmmokbILiAj/BKgGltYNBpg",
-	"iqoFn6DIQOTrGRuZaEcBp8h1YSRRmGsTo6eqIyhQkowAiGUcXF0HI+xiRRQUzyJCQdLcXFKhA+V0lMdC",
-	"22p7jBCwCHwkFsLIAthXIZO4KqMmuSltKDDiapBjtamgwo7D8yyCJHPscA3MyXQHIWuLmbUc8HwgfFmi",
-	"plu6dMEqmpEr4zo797FqakpzKxF7ZFHzthHEq5hO1do4MsfSoh1yUQAbV9YmPumexNvC38zC/KLRb8Hy",
-	"Gn7ffXxy2u10uzgmx8D3vghC0KiXl6/b3W632zs+etjrHR33ur3TLv6v9zVBSOEm3OFH3YmpXx1+VLmW",
-	"jy1xuqOKz0YYqbAW2kaRdkeNtW1Cbp+E5dTcqFU0EL76mRzX1j1TRQ0zWxJMAWsPc0RqCpdFYRUyqDxG",
-	"yoXHmoqxUhW5VodUKqBssujiV1ewVvuAxEPzeB9xBfXlCj8izbKN6PDmzcb+8MNuUN+Zz2oqSVhw7mYQ",
-	"fY0Q2g7/F8pzIvayee6QtQ9Br2diMTPUZbrCBAVoufHD3tVASmsVmC2D/e58Wq1i60BsdIrNLtrUs/15",
-	"7816ad//1SH3F1R2iKqUB8fsTl/aR18KVyxg2rj8dUz7tlD9QUcOEtawnX0B+wciROwnnwCwfyDWEPtJ",
-	"Cbos0Gy8pduMHoz7+HcmJx1yAY8H4nCM/3OIzCgVcVd0xgZirXy7L9WOZbFzpa3TA0rDXfibCwZo0WzL",
-	"Bb5n5k41+pcZHELLhkuP/zIbNhAuQqSi9foyd7YKWLP4vKhAFjwLNOC1+rSRLYxXX6S2Zcv9Z1Qzf4dD",
-	"EbLY1meFUoZCEqO6uXKdlig8gr8hI7PCvnRLteY5FqaFJfvbQmlbX7QTUg4UMqss7i4g3r6hereG5eK3",
-	"XPnLDqq1bq55urtCbccKFSCNlavX7FHV19ZSNXQCNXLcHMHI4EUlvJvWS5r6s7ilSkXBwfepTxGwh7vK",
-	"FGFlin/FGhMF6ezyBcGRvCstcadAf72lJULWtlHCKunO26KVSuqot087XZwLKOk8YTFp+h9Re7KGTPsr",
-	"xDPMuNZQxAxwoeFKgvLrkM45pDqOSAw13KsFQ82LVrErhzsNBNp1S7WEUaz7ccEWDOQQpUH/TheMcM1m",
-	"+KUtdSzSkjYP4e7o8ndTzLjSHRL/GJMxB4GldG2OVgRrmxNLhUTz5Jpp8uNCanO3W817IKrFRzfp4FA6",
-	"edcN9j3UWVWaze9h5gHRWJX9vMaBABthF3+Lxgu97scvcYw1CuYFmbHciGs6MO03OVrQM6Y1wxCLVhRU",
-	"y/Zl8ei6ZD0QEOwCFd19FXEoRV0SFtPzMqGCQQbjUlyu5AwXvLjjEdsfCkl2u11E+K9bmh9LyzKj758z",
-	"MdHTRv/o9DRqzLhwf/f20MBjJOs6Y4WjXpugqZj1iIAIjGSegMYcb9pEOAWl0doOQJFfYg0pZ8jwD7Df",
-	"DYaMX8QpWzWJ/JKe2Q0DLnHFL2BK2TUGy0R/JVVftwz9X6IErAMTuirW4dCCsMCw70xOe1UNyIliNE+m",
-	"VaVX4b3i7j4nKV2FstG6uASK7UaZ6aIoPVTmZJEryh8i7SgGOrGtng5Xt61H7+SJgTD3JRGMpaoP6rOv",
-	"zEqrxWgLPz/WErynirvVNMBScJ7QgUARsRVZ806WRfYzrTM2A+d+EJaA7Zouba13Dva0lnfajxdZNhBW",
-	"7nNGmLWgA/96IRoYmRFqO21MLfyW6ZrTcrDzOPj2c4ec1wz3G/Cp79Qty+YvdMTfBaN/ap7wLdNV8dEt",
-	"9oFMwJrGNhuln0PwtXBh1s5B6ORykOnscR7i6YlJvDBHd055GmOMTMpomnFg/0qx1Ko86A/lNEOsuBYB",
-	"RRYtx6CRoJEiYfyGpX3yz//nfxVd2TpqXEziyB1XiPxAoynOylVAKx9hnrrQIQoh5kZq9XEqD4gRb/2f",
-	"zZffvmwNBLgrzWuVYmf27cpTLoDRzJimKdW0s1YjbcQSOWO2hi7M3U8TPaNB1EzO2vOcJyhcVJj/PUXk",
-	"Uth6awPRLPdD/vt/A6RTHPlSbClEumBszbUcSWDoVtuS10y4sCUjykKnrQ753qhegUY2NjqzKkz3RUU7",
-	"HZQutU9VvRHcvtXx38YRWRp9cCA0yzJVCv5x+ZluVVrnhGXKKMJFL26XZ+iPKK3RQJSstaFThSs06kIo",
-	"0IqgowOrhN8qzfMCyO6t6eg1mq8/lst/WWMqHolGv/HElu6t7C57b7dwzNh5oSfTSc6wADA6eJYst5S0",
-	"v/UUl+5TB/O4i+wCFvQuqufOKHk4AgcQppFmQ7fUodfsGFJRNl2yddcaGlTylOVDV80TbkDTUuliK/kD",
-	"3a/gKuzXuBP951OesRLL5ooshD/vETJZV08Uv6rjec8ozz6hWPsLMbyiAvE8lzc8ZTnJ2d9Yoi3nQ7vU",
-	"3tzsGcjKd7zsjpd9VbzMkGVZcTiYj/Ft4B4YAWlj/lAbh7K95jiBnWK9/LGR8ZG/9Qv5vcQHm+v6RSE3",
-	"tpAplvhkqBCsl0OuKgMgcRfq/JrwfjUNCi8beRrVgTDIP2dVq8g9FwdDmrHpPPbRMEHETWQz2iHlbiDK",
-	"Me+u5LLXBUAxwMrKqcRCKSCL1fJknmWvrCX9V8SNyyHtvdOTs54NaT+kyPH+TPozVB++Y9J3TPrThJHr",
-	"kO8omh1q3rVpS5uZ9QUJcn0qZgVrNXUxgE3IB+6TjelZPjOqPs/q3Nn79QLxP1TYdx0Hw8yyW6bZ/MIi",
-	"5Z6ZNAcEFtkW75jVHbP6epmVkYgs3yiLMocyLrTQbdGWrTYKURSFXdralH2IBQiGRbRuvb7sfx8Iy6nW",
-	"YqbXAjpQvC2iZn0Adn1kJ8Tl/VoV5DCU8jQ57Z6w9OT4KBmd9nrHj0fJuHtG6Sl7TE963TQ9oT121D1h",
-	"48cnozFLeyPWe5iOR7Q3OjrqPuwexPEWIr1jd3fs7utld9aPEIZ1HcroUEjawuhqzH9herYXx1DLdTKX",
-	"c2/Zqh5yGYhnIe8LpD+bDc8F2ZiGvlFI+xUqmhXt8e3Tq6vnT188fXnVdhE5h+iRd/LZHcP6FTAso0Pe",
-	"U0GAzBZ2ZdpgySI3MzeHOShkebHQ00b/rz+YA2gBHGuie99ikaFG1FjkWaPfmGo9V/0HD2wxoo4VDVOH",
-	"yWWY0QM65w9uer7UaE2o5Wtf12itZTrnt231gmQyoZktpmQU1Fx7vI0ZvWYkX4i41GP/wQP4ZiqV7j/u",
-	"Pu6ud/ODX95qf8+4KKdRk9EKQ7iAU8/kDRgUZ0RPc7mY2Hgozebr0VdyifGlNkqwtI/rE/3GxV2BBGtT",
-	"vomQmM8UcvuiSfdNTXM7cs5J06eVB1nlBBOlbCGMwqOmIpIulG4FXbt4//Wer1x0fFRTSdDFaNnKgCos",
-	"Bhe07ovBrTf//VSSlKcQhRJ8AYDytQHABfxNDjdo5t1JaPyuTfgPWnYJ/zUU70pAJZCwpyKL8ufhVD3u",
-	"DWKyroOw8rwAfwy69JBZNfPx0W6206DGo+s3XEhfV/LDDx/+TwAAAP//",
+	"7L3rkhu5lS76KgjuiRCpSVJkXdQqVjhmyupSu6Z1s1Q9vT2mDhPMBEm4kgA7ARZFdyvCv06c3/uciP0G",
+	"8yL7TfwkJ7AWgEQmk7fSpeV2OWZsVTITd6z7+tbPjUTO5lIwoVWj/3NjymjKcvjnVcpmc6mZ0G/YPKMr",
+	"lpqnKVNJzueaS9HoN2KdL1hMllMmiJ5yRXKm5lIoRrgiesqI0jJnKaFCLVlOtCRUEEbzjLOc5OynBVOa",
+	"LLme4st0xgYi9h0nq/b3bBV3yCuRrQglOYyDJDTPOVOE6z6hZMxzpV0HU6qIkEQtkinBqXQGohE1VDJl",
+	"M2rGz8Ri1uj/uWEG3ngXNfRqzhr9htI5F5PGhw9R4w3V7Dmfcf1aZjxZrU/6esrIaJFOmHZzxnkkciG0",
+	"meyEcqE0aV5dXj8jvjky5ixLVas/EPGgMVh0u8dJklGl4J9s0Dj/6Xf41DZofzhf2seKJVKk9mkcEfiY",
+	"xDmjqYqJzEm8zLlmKu6Q1zlTTGgiBWG3LF8NhN8Ys9A51YxkZlAsd8M+J3QE38Bmck1SnhIhNWmahR8v",
+	"FEvJDVtFpiM9ZQPhvh8xLiZkIegt5RkdZayFa87e09k8M4s7aMAYYYaPu93z5e8ed0ubUrMJuARXaf3y",
+	"2xV6oAhPSZNmSpKY5bnMO/aXIU9jwoU5H5Rni5yRkUxXrXPy00JqZqYH01zJBUmk0DTRZKE6pVF305Ok",
+	"R79hZ6Oj8Ql7TJ8kx+np+Bt6NuolR+kxa0QN0xnPzcUwxymc0YyL50xM9LTR79UeMqbz1cVYs3x9gm9x",
+	"n81tWVKuyYiNZW7mrPMVF5NOo9IRn5kjXXTDhWYTljc+mI7mNKczpu2dfrrIlczr1zQW7L0eJvBGTOQY",
+	"Tso8Z7dcLhSZ0wmLyEIkUyom5rQoJlJ/a8mYZ6YPvMtcl1eSrf6je/UXyV/85WL1knffv3jbXb3o/fH9",
+	"i2/l8sW1XL54Jvn4j53kKDPnhpsB/bRg+aoRNQSdmRZwVOWJ0/d+hbtHJ9HOJQ/Iyves5lpfkIXgPy2Y",
+	"OeVkznKSyQlPaObvd5OSH364+taQNkomUqYkmUqesNY57I0hSTlbGNqnO+R7NtdkLHNCNckYVZocnZCp",
+	"XOSVU3aaHo2O6Rlrd5PeuH0y/oa2z0ZPWPsb+jg5TU/Y8fio5xYFKVqxKhVCuf1AFst1dHp66Gq9gkWi",
+	"2fqquV/6uPUUaQTF04qnKCCRSMGRNZQId7Og//kiY4pQZW5ojvTK7IhtxcyudQ6dyYUhcCxCkuZ6WAiF",
+	"NI9oPoObztVAAGVr5uxW3hhqxRVRdMzMFcvZnFHdNy/iWJRt71beIMlDgt4q7elAVDa1QvI+7bbefRu/",
+	"Z6tNNPTi9ZWZHdDQypkcPU6+SZ+w9tm4S9sno17SfpIesfbx+IS639zg51RPi6HfsNWQp1sP4ljmM6ob",
+	"/cZiAW+ujxm45fqYX9MJI4r/lUWkZzau1+2Whn3aracdwKdKi5iyMV1kutE/6kZmRS0B7Xaj7eQ0arya",
+	"s5xqmW9aU2l/r1nUb9LeuJsc0fbx6IS1T8antP1k9Dhpn6Vd1hsf0ePRSVK/qB+9oK9prgXbOOg5/lwz",
+	"5mPaS87Y0aj9OD0Zt09GT2j7LOmythvvafqYfaYxX+dUKJqYYW4aty5eWRt5d/QN+2Z8mrSPk55Z7cen",
+	"bXpMn7RPxsfj09GT5CztdT/LyD+Yj1HUAo77e5paWcb8ZWQNJuCfdD7PeELN6B/9RZlJ/Rx08y85Gzf6",
+	"jf/xqBDPH+Gv6tGlEXSwq42SkaFwM5qZ0bK0T2IubmnG06H9OY5IzAsyMzT3dsaV4mKCkqR734oDncaH",
+	"qPF7qpPpq+8/2TygvTd2sTbNZ2ReIktqqH8i85TBRteqKe1QT6nr2H71qEazgd6fSjHOePKFdsqe3MR2",
+	"qgo9KFnkueFXSlPNgs2Dv4dw7Ln51m5VsI9e+hXDeS4nOVMK9+5KaJYLmuGIPvv83soZ01PUC9j7OUuM",
+	"XmQkcZYanUQucqJ4inPDgQ1BfI875I8goIcs3dztD1HjpdTP5EKkn3/0L60GGRIYmZOUzaUySmcspB6O",
+	"zVhwcR1XuIBXP+ENcQ0HxHDXfbHDDS/MOaxmOBmqUC4iQi4/33V6TVeZpOm1lM9pPmFflv4Zdc/MUN6y",
+	"nDw+Id/z3/dJPMchDbWUw8wMCjfwLctvecJ+KHTYLzPYlGo6omgtCRRo0owVjmgYPI1bfaOPw60y2+s1",
+	"MRS1qVEmSQyKZRs0y5hYi0Fli4NXdm1toKbCFK6lfEHFynI09QVWSUoyo2Ll9lWRcS5nqFQ4YctIsX0S",
+	"54Y4olEijTvkzZdblR8EXeipzPlfWfplDk44dWD1yLsNlbLMwmirVrDDl0SSLVKWtvokXgTjxQvwg5jn",
+	"MmFKmYN2KTTXqy8zETAerFn8nC6Z8vGYASu0299fF1tA5fbTUIv5XOaapS9Yyuk1CGe/BtkRUpO42lcM",
+	"a++HOJyZMQ6NBGmG/8GJmXAcL5KEzXUgOtI05ahqv87N9mtuBMwxzRSrDujH6YpQoqYy12ROVzOzgFwR",
+	"Ck2iADUP2vi5kTNql2K9oSrvgIPCUmX4+HJKtWM1jN8yc+oWqbmArbI4/oLlhlxpQic5Y6lR30y7mTS6",
+	"P53JhTAaWqDcnlplbKtyW0jpf3ZTKCy6cvQXlmhzKi7mvN7gI5wObBiitVQ3BTMcw1sdtGLZuLW+ZEnO",
+	"qNlDquuWDS2oZmW4Ugtccq85pFSztuYztq4+mDWb85ypre0qLeeKLGUOtoymYpqMwD4us6x1TsQiy8BM",
+	"ISRhYnPf5j3kdajkrI2Fb1C8QqvBDn0oamRU6aG5olunZN4ihioxoc2VMTthD8mMi4Vm5yE1U+4ABV+A",
+	"LE2TKXugSMbHzEyydfe5z3M25u+3zR/tV8mU5jTRLFcRDIplGY6QmvGWb4G6GWb8lg0vRk9rl8ranHae",
+	"Kfve3SdnFImF2kXw8N68xXer9w022y6SbzAKr0Vl60tHuzTXzXf2OVfaC7xrS3Ipblkm54zIMSz5+iU1",
+	"8tXGLVQREWxpiDbspPmaazbbc1nMIO2oaZ5T+HtmGOiE1VIaae2kZLqYUdHOGU1B1BNSs85ee7ZIDIOu",
+	"aTxbgkk1XzBDk+17neKAjaTMGBVrWwirUzS8eRv22wIw/W7eg/2W9Le6hG/9jas4UA1XvWVxRGK4HmCA",
+	"aRpCztLIk/iF0Dyzb8AFilvuA5aiFcDepxgojvVxYtvu5plFcJcwLW5gjRM0alwYLo7qbB0pohqor5dC",
+	"U572CS2rmPg/zXjMs8xMTzGtM5jonK7kAkxQKJHE0UDEY8rhtZyNjV7dQh+C+TfRVN08ANeyzBa2Vfjj",
+	"lg3xFZZCG+5hkjMQQrAVtCA1Y/jfYdE5/g3DM++ZIYMrlKBYPbCuLnB4Uqtt4TkvDKaa0RlpxvaBoXX5",
+	"kItb6Bz9EjRNc6YUoWogcgbSbMLOSfmTXGZsaPU5+51gS8PPGQF6774biPKHKQeJPY1RxzfPzMqjlcUI",
+	"NQs4hy07CcdCzXsPnAY5EM7X56e1ZKOplDfKfKWoSEfyvWlQg8qqpiNJ85Q0Y/vakIl0LrnQw8XcsCHY",
+	"DPPuD2+el4dP/CeKJTnTw1xq+CD4hd0yoYe5tSTEhIp0IPyvmik9VExou0zwdjDTcxLbAQ8Vny0yWuxE",
+	"cDoHgjrnpXsJWzJbupqXF90tXsoSrsAUJCpnfcqylIxWA6GSnDEBQlns/z3MWcaognEET0eZTG6K7Za6",
+	"0muHPHxoOFXGlSaTXC7Vw4eFiXBEkxsix2OeMMKFkZFkTm5ZbgaoSJMaaskEUUybi/G+zd5rJhQfZaxt",
+	"qEMcgYZCSZJJxVISw8NW3ygNS7wLMDPzkhkASwk445zhqDMQFwqCLzKjXzfj7y6vySOQ/f8NP/0dXr5b",
+	"mi1Y2AxXJD7pdknVIF11oOE9XZOSosbaXAylM7fY0GGgMYYFua+RwhhBifIMiJ6hF/CPMgEJHjny0Yga",
+	"Ic3wf9rO3EW0Ik8jajh6GDwyGmr5L6Tt7g9Lg4vWQhJSfRySiepvjhI0osamaxn8VL5+4Tel2xf84C+e",
+	"WebqDQPvWvW4lx7a0954FzCXukCEH6eSzGjKPMXtk9gtawxU2jMdPc3lYjJFW5BR5DAwhSRSKJmxgWj6",
+	"LyEaxFz54omgMxYT89/mo1nrnMRJxu1tdEQ2jUkiZzPzZb4QAwE3X7H8Fs68e8kRTkVwp5HHVX8DpcBs",
+	"/i+46cCx1l8zm6kIHoBSQ27kvpdWRJZTnkzNXQV/uZAD4d6qcBizdAF9Bz5hCbrjCQFh11PGc+Bt0UBY",
+	"FTlyTAHW0TEF3CNV5We7l7tDLgoSZbZqnUR5arRORKq0qEQ5XJ/70o7g/STjlXtVHNhLofMaI8Ir4Wzu",
+	"pdP5QEX2MOLxybgwimkdF24aGVDmcY2RgXoJbKv0HAhrHwzJszdrn29kbj5BurZJ3UcBComgmYGhfyjb",
+	"IJMYsUyKidHJ6wwCO6XyfS0pqRRsfzvKpskws437Wy8CCrLd40+WU2lFL4gss5sK/M4TMJTSBM8gkMgc",
+	"+679T7vmv9x/4hYGnYgVkXqKEp60gY37TwDd23X0FkYdmftEyZzlSgoC8XoQYKnLUQ1wgysTHIiQRDs5",
+	"9IHysi++X6JH5ziVJbcRidDYQKC5jTSBFts4wnXTjG2Ib49nCI9oIkXCcqH6VUnQ3dOSqhFhgGN47t17",
+	"rm17aPGhXJpHVooOYiT923KMAnFZPpfwby4m1mQHyySkMKzLqS1w19ScCuVZRJkLOqUFI1+FC748+Ba6",
+	"Ra0/JtdG5Sv4h3nJDdpIpHGxJXHnkN4st9gVlwLrtuWClY6W419u8cMXeBo7A6k/f3ciWl5O3xSfan+O",
+	"CBqmzWYnU8qF2agpmfBbJva0WYBes2uRIn8iIm/UlnmJ1RQHr2kPTYS2b3PujR6LN0K17rQgbpybzg9D",
+	"0lFWNc0Qg5OMw4vcNXqgCBoY1+5Tmb4EJ9FwKOp0wb3WN6AFG9e4YtewiyiF5SYQLFqKFRg7s8Pd1nIh",
+	"ZuZjlg5tyMHGkfk3XXCCH98dOq6z8KIwUeaDVaayfp0jJ7msre+GyQUiSOnIV85VifZXaFZ4J0tCRa1R",
+	"zog/r2sNjUagm9OJP6qg1JJMTg4xL9ur5ONfMXr6bubmQvisMTlPqRrOZF535fKF5dRUoNgAsxrLLJPL",
+	"WttmZEMlN9AZG31JwKuJ3odqhGTUCGLI6yI4wRBGYhdkPrb32nwFPTjajKoJOIXM487Bh9caZv3yRD4M",
+	"NBzh1qOxp9Vb2BPixnkH67c/jL9JAziE+dWF29fpFXd3tIbhgfupCEm+mms5tO7nXZRfPSBaapoRLW/M",
+	"pYKvSPMx2AVnNFMVl/dRt9tB+b2u7zGnOuiZZtmrcaP/5+0H5Rmn+gK/+fCuLgrh5XcvcchjloMzGxdX",
+	"tczyeh+9u3WKZow0zaqbsW/RmWCj9teZbrhI6/bb7nQzfv3q7TV5ZMcWt1ArBknX/QaDQo3YqeneCAfm",
+	"t3eH6mpG0XFHxCao7JzIvorGnPJgrQMHPEzjbvIl1RvEKPaeJQvD4yGJy25f0KcdRvkw9k5PzjoQ8fyx",
+	"ku2Iiht/xtCiAaSa/7TgKddG6kzhB99Op7FT7FK7b19EODIFaL8QoD0P3bmbZdZZJ+zAwa3IGKFQAZtS",
+	"vrtVKrI+s6rstEMyAWr5jGfZ3UJ/jPRS2YuacB97uPajOm/M2/X0pnQWIyA/IAsbCtlZO0xbO/Ev1h+O",
+	"bd+WUgXWIxXWN8TuYzG4jRuxW0QE2sgOij2wn3wK4RB5671c+AXkQn8e9o2GcOLNXcXC4gD+dsXCg9by",
+	"I5bxt7mET6eUiz9QVStdo7Wp5Kamakqa3fdg8Xl8QqbsPUn5hGuI5bz8zxf4jYrWf7zOpajIt933p8lp",
+	"94SlJ8dHyei01zt+MkrG3TNKT9kTetLrpukJ7bGj7gkbPzkZjVnaG7He43Q8or3R0VEXUsDnVGuWmwH/",
+	"X83u+9a//bnbPqPt8UX72bufH598+Jc6Pg6zfp3LW57WZU8b4vwfb1+9bL95/ZTM7Wt4igTTS5nfrJ8j",
+	"5rJiyk1daYW0xuaQR0CYIFSFiwlEq4Qx5xGJMzqZQAgPeL+EHGZyouI6i+POEzVlNEW36QbCa6f2QAHS",
+	"AYFXkbDDmM0Zth3bBHKzlxi0aH4r7ebJSe+oe9o7CiRVLvTjk80DDWn7RpNfMEa4jgzWZSqVPkd/KBcw",
+	"qjnVUyNJQuYmobmh/LcsB/+fKB+7qdZz1X/0aKSStrkiirG0MxIjOLodmU9qBflF3R0BTjhGl5w7JxoM",
+	"3Qtl+LNgS1haRZqUxEvTq4VZUPhvtRj59lr1nFPxWkn6RwTMKFaIMKGZUdliSPKK99di4f1dRNBdl7fw",
+	"cpXUWPsZtlQ6eZG9GnYJ3XzqiNG3aM27tqpB/cVE3dmpDy6K19su0Z5b4wfdpqLvp473tqrjMNuhWMxG",
+	"bAM6Al4vOB5TmYFzbM3uHJDcMcrdd7hN41zOhnYl6oeimEhL/rUmZsr7gLmJZF4lBIKwEDfC3qSddCeT",
+	"kyEXKXu/RSdD1S+TEwJv7rEQu+etGBM7jTxIvsyrd7gglcjLOROpJeOJFGOez5CG50zmExdW6a3VsaUU",
+	"5amd26f+RIM7TEj7GhocSNMHyrRKnUEPbhjl4+pfqtVk3w+ntVzfbFA93+80dknGrtHwBFROY9TwWm7p",
+	"whSkw21iHYG4nM316m5a7UtpwXOCaQQN13NvuLUyBRAKBIRwUDDN0Jd08frqgWptkQl25gRdibHcLmBW",
+	"xUr2fp5RATkLtdaRXdIkLJKRy+yMSmfHruAO8dJ1UQzb0fp3m5b4qUxrJ6c0TGpGkykXjCQyZedkbYkJ",
+	"tE7wXdQVVWjfqwQEGg24PkEd0vbD7HRwKgUZeFHD5+fC9PRUpkPziBoVF15IF5iZxYYzm5k0DA09mxKu",
+	"K4OqybZuRA1AGBrSzOz2CtIfMCCxnHgKg65LBauZOKa4+aaLEG78e8YVEKlKk3PKc39lh3Khh3I8zKmA",
+	"vl1Y3yLPKksTirSwFGF+tv1dhXmpcO3XslXNMSrI2frmrp15OGLfMk15tsHikstRxmZIYqVgSBKslxsx",
+	"jtZvMbxTd2iNikAgPJLlhAsriSC9sEFa2Kb5ExM/wYNde1833nwIleeKLHMpJiE40nZajKMu2t14JYH0",
+	"rPX6Am9iQW/GECJoHZoBzah4Wuz93knwgBBAGqTZrRoy9Zrlbdwdu2mKNGd0RUaMMMMFWnsbuMJTUWPm",
+	"KtC+tuKEFShh1ogc/8+25UTtqzS2+9vavTGwRMXESwOo26RnlGd3z+Gspl4igML+6ZuW74TsJiI3bK7d",
+	"Mky50jJfkRnT1ChTZRnkubcjey0lZ39BLAdvif98aZvPUM3+ESlVvUMJ+ctyKhXz8aku7NncO6uq19AF",
+	"/AHjnWtO8CU8RzcDWcwJprLA+sfWm4ZobDbDnDp0C6q1OeL1VtA9HUoHOafqte8rrTaTq0We1X/hlm73",
+	"RdgWh2Gaj6orXLvDhT+zzij38ruXTq+D2ESr2REcElJT9p4mOluRI//rPKMJU2BooJrMpNKk94TYTXAm",
+	"rebS5TBlLDXPIft3TWc8PTk6Ou101yxVv/y51z579+du++zdz92o982H1mDQwT+P6o1Wd/folPwsimas",
+	"jsmVnMn7upALL+Nu98/dXDnVy17nP9vuhbmCQHgLYPWDYvldqamcES1tXH2Ep0NB/nqN5D+rlUHggkJ4",
+	"bKh6W8zAOcsDckQ1mK/MSUuoYpVjRVP67zSZsY57FJVh3cpYhsd1PlqZ7Tb5BGtmXq9uBs7StlW39C/p",
+	"jN1ttS886Skv7GZDYcoVQLu678L1OJSlQC+1E0Lz7/oIrOnK2YcjwjqTDolHbH7URSVd58lRt6Kiw89l",
+	"yvBn2v4rUoGo97ieENhBvHb6wtpg/iCXZExtKgvo8kuwQCC4rRHpQPh1tmxils+9EVq5EQkR0tXYQHCh",
+	"NBUJMzSRIjIiaMGmqanMUgBF1IqohAoB2JfJTesc7V3+WySSiPrA9UBglDgAsphvhUyZkyw8sk3TEWEJ",
+	"vVvwFbiAUmQrM0CXZ4mgHwMxZTTXI0a1Vdt7XWI65RnitqL3tBURJe0LxeQCAEdljhKJbe7TkOq4yPpD",
+	"v6dZBWTxhNFkimkm5m5PWJ9QUfqWyMyah63k5McIpITMZZaZVdYsv6UZmTEqAInYDw03D1Uz58d0OwVG",
+	"VdKsTEZpOZ/bEPOBcFuslhwDPuV4DHGxQjoMzdJG2DjwKqMQNLPYLjXC8iLztliFY+TKD9JapMhoVfYq",
+	"6OD8Oe+CmaYaCK47JNZ0EveLZgHR1vt3ZcoAScEM66/MOTEMZWZZZv7XJnSZnkF+VZ2BiEsP4j4ZrRDE",
+	"mNDMnOfmnAthGluR+OkfLq5eDp9dvbx4fnX9pyECKb+8vP7x1ZvvEUj5d+XWooEA/Q8OMxz/VDLEc4HE",
+	"LxTK6aRlzhaaVeO+nwy+o9xLZLSAyPyBgGxL2CYIPyIZ1SxbISNyoE52IKp6PDD7m+NI8MJnXOmB4Mrm",
+	"b/bh2i9xB5dykaVG1cJnNinURxskUuicJtqmTTk4bDppRI3SUoA5ASbYiMyGlxR6fH+7MTlqvG9PZLsm",
+	"9g1P4XCbcyR2b8XozrJpj8DEtcK7GqYgVEK6DoLD8Odvs/05Lt6BMxrbmEOaOkAqPACffkhbXICbrw8Q",
+	"QEPKga47iuL9guYwNeEfHp3YkmcEW2mtX/HCcQhndrzpkjikd6Nk+4HF5jKsOxxPzrp3cpGAg2rzVhX+",
+	"q027RJoW7cfsExfIYeQY2YB5vVXKbgkavPuO7vLn2s00hEHpQ3Zym5OXNGVeJI1bgvJABQLDuPXpHMEZ",
+	"nazPrZg3+fv/87+sgOGeNLuudgCgXiqJUs6cKmWNDHajpuGmmC8YBx4OwHneueWncXw3R3YhIG6TrJ0c",
+	"CShBaBipsyCYs1QbiBDS9u07rOgSrqplY29eP63jYHHk/OhgkWmdo5Gt7vYaxry37a0caFFjfXN7ufEq",
+	"BtsK85nJWyThcekYxJ+KapZarb9mMA48fONFlq2IBb5jmPfsbsYDZQe+kRSavmquTvfsTkevEDW3LOWm",
+	"U4JXxBwAc+cBfgL4o/KJU/uJ1OU8xKIXUGanVN11Y6oKmr0/lUgDR9Wr21g6Z+ucscK+kQoVQkZjTd4I",
+	"b21p4et1xmUBH7dfvKwHM/q5In3fsNVWJPZz3EmzI0IuI/O/ZuJSG2EOQmEQiX63dc70tD6bdzV6Olva",
+	"5H5fgwWQIWx3CLMJMdzhWuwbtWdbv1vcXrHyv8nYPQftu2FK+OMdsmEw6RnVIUCJxQ8+PnF+Ddp+p4V6",
+	"o7mHb3Sl1UXlW6vyjrj5Mgbz1lU1Kr5N1ATrSMnH4jJQwtyDRz/z9MMj5LwWQAgZ77kHs4Is401frgFe",
+	"bX3bvlNKfjkU36akq9mP1/bHLdlTi09T42ExN7hI0EXrCXd6fu3VtkRu75stg3uwDxT22hkJ4Dvqyd7a",
+	"RA8hX5tv4j40rLrCv2lK9gd0Jm7BSUGUyLK9bzmVUGmK1xjirc6/NSrMvrM/fYOIJrUBjg/C63CUVuBr",
+	"+sQqEGbNRrpoz53b4dyqm83n+OGa6xFilRJdJKwVpQFgurVhUIdBlQDIUtFiKPqBGLBSms3MztwpfW0H",
+	"6gjASVRQRaLA3KdkhhJPGGZZP7SCzF2klDR1zqha5KvWfqlu9X5zhJboI1WO/cCcf0cxKD5X7h1Ur74h",
+	"tWwDtutHAUaU4BYn9HY/eqDlPicdPNh7BKUEFyds2q9jFF7YXZABYbiVvyfbyMv+WLAeKeuQpCz/UQSm",
+	"/oMzsQr+9M+AC1tTmKJOfKjUnKgCFwYXaVO89ydMjLahBHJZ4I/7eIsPVdv32mSehj/7COTdir0P5N0u",
+	"srsQeBDZ3Sd3N4TspSaEu3MnVWGfBPowOt9XgrlrmL7tEOvj1JXmfC6XLG8nVLme1Wo2klm5j4VKayMQ",
+	"HR7J1uD7mlyFzQ3tuzAFfP5+C7Nz/90INoeJ2zcQBXZDwPje3WySOIpOuMtFQmcW9evI3nOF2ep797aN",
+	"pRU9QuxuOdTbub4eWP+Rt3htHlSBPpBrTrPCR4YOrjBMfyFSls8pcDsMBvP6mPmndaHdzWW2rSqAi15I",
+	"GU0zfghGHiiGu/iakWuemRe32AbWK7HtNA7UxF3vAAHbDihwB9v93jByRlhdCnUobMTeUGogYWbmyDkd",
+	"uyQEr8maF8mMkdd0Vd/5Si70EC0FOxgA5OsjKId9v3Qf9HRLms3eCBYfDTIQnACqWacRSCvDg5i2+2rP",
+	"fKS9aiQEApArlLCHMd8VvDhQea0twbAlENML6LVJDoUZvspW10Etimg9DOGrsspK4YdgASplH0qYXxWC",
+	"XmFba3x0PT5hwzmoSF1RwyM2V+/GnrJtkZaw32muE4/X/QE252JorX/bkcS01deKPBv4vIjTCWkwug+c",
+	"/R4004FAJH7SpIWAGYidXHMxATsHhIHRjLUK0H7zEaq21sWI2MVo+WyaBcgYoGEKqRENx9CUFdOtwObZ",
+	"tHkrNs5LEM8wB8KOw7wOhQBMh25sBcNFIHZhIWBMXyvmSVerKB4wEE1kwPBBuVvXbKtDICGtQN10SUm4",
+	"QnZKCD/vphQRx88jklCRMLskZIGvuK6CvQCk4wC41aLPY5xafNI9I5urOxpmYBGWXZAQRu0cpJEWyMBV",
+	"vdQFZW3P9ERtxwbqmUNVm7RbVptJ01msoPQyeqWLLS3ZtcxRKWdVKlcOGkGmbfakzFsDgVwS4jRcuX33",
+	"1ZqdBtPOYjfLGINUmpT0uhi1NxBnXfLD22+vi/xNmjOil5LkcqnwOJuTIcek1+22XIii9QhnMrk5YD+q",
+	"CdJ1qC1oQq1NR8hXVfvpR9kpStbamqFYD8POIGPz1hvYTkziNXdxxnYHor/1b7qvq1YIdzhLrQauD7dY",
+	"0Roh3cv1WZJZBcGUHlfJYM0rE7c6W3nDvj6F2l4/zrmwzqf+WUxOewB4Bvt4iDUw/O5T4DTVCwT3qE2f",
+	"HbVpw6m5y3W9O5LTpqP7z3JP77Dan2yhf6OL7K0y2zEiAeIzhIt3KQhrij5purDeoiSSgwZdX4VPlH+G",
+	"OsVngHY9zBfq8zL2NPB8XWlzVU9bsai1J+eW5becLTdBExbeGcgUmmTUWtzq82ddpbA69mAr2jh1jwko",
+	"UFTk5yKYDvVZuliCS+3NVCsJwjX81Jo41CaBGlTLycKobAE22F6dV/O4anqXcyZsfamhpqpuGG8QsAdC",
+	"gUMdPLiymFyiFjNDI62GOzQfxA8U6kCKNE1XUF/OFbFQBerJDRcpmWcLVZZquCA+oblUaCPg/zCDNcD2",
+	"mnm8mjNBqt1DxyGCTjMcfqf4oVUvfQQv73F5FiL90Vp2laYTprZoUUaOs4lqb81fhInF7IEq8FL3OgLw",
+	"6dvFbEbrVKgq3gqOKTiTdQdk85KXlyNav4DbLvt+DBhiDOwXd+S/jrj8JpmupWhbkAjujl5+sO+ViVue",
+	"S+FU7bWWbSoIoOw5wuacWdawgoNNFygn1SFqjxkbbkainmdUm8GSMWMRoWScF/UvrIXGW9GAbVUAJDvd",
+	"3iZH7+6SMB8Vg7oVHUFNab512n4M8KaHVSkvQnWuRxuc2lsiXsMtDvaiNMKdcbH20O6I8XQmMyMDFhlE",
+	"nyTAc17cmj3S1TcBTWyJ7izP8JDgzo23dh9aV1nY3zLFAxAGujGumvufScbFTWSTB2St4Lizvj2iyYub",
+	"apX7b47IVC5yG64GrxUdtw6IbwcIiGEtBsq17fuBgyS1LhQs+fhAFUUSIxI/8n88wjYf/QxBHR/i/kC4",
+	"JchWRMgl2rPh1wcKA/q4IhTK6CFAFObwtDrkSsOUbdpFpbThepd/PJpOR7M0u/qul73iv+/S77K/XsH/",
+	"n96mT38/vfrDf2R/+nE5Sb87y//rx5Pd9KdYnZLnbsvp2D8wz1UwO8QSV1Q9u5O525OVf4aovADyo1ZI",
+	"wdp+YQlrUH8Vn6A+4Dw7RSVQhOHFoH/MDKqDStwr2gxruHkMT1vidv976wrc7tmLe91HD3PcvrsHNGyB",
+	"hSmKfFvEKAsuVBConQgwe4tAtvbZnvLPvkEuCKEFZeD8MkLu134Gkbvg0ewbYhF8WIRYaKnnQ2tRqD0O",
+	"YCM3J7vNBQGNFFPWLf7IGEK8SfP61fXrFia/o+tQqaXMoUx1zidTXW9Z3ytbE9bws4R5lKB7gjCP0qJs",
+	"C8kI79IOQnJlS1FvZPwstdUFfXZQ+dSXSQUviRJ7bHsge5iFV3tLkkAFq2sJ30fhKPab/t61wLbN/QCp",
+	"Mlz53zqr2l9+qJawPkiQgA8+TorAI/VPJkm8sbS9Bth0raT4jK5IKp3Dz8sR59YSaeiVLS1ccswOREzT",
+	"GXdAOlB43CVFK194XJ2TOGV4GvK47x9HJJMTW57XWjbOIdpJUJEw02apjJStjxUR9h5giiKSs1smFqwM",
+	"iAMDghg026NNJLdAdSEvxxfXNm6db60nGlkKGpOmkAXzWTFbeDnQrLgiFikcY6o0v2UxaTrZDSKyHFmP",
+	"SdPhsZx74U0pMPsykRo9ozRXOwpbtvOWBRxiDcbXvlgz2yASpPYCBtGmTQc8aoPI+jaGK27VBqBu9z4d",
+	"UvYtqJNGA0cXjqJzt7rJEFNYcYFtz0AZo9q3nJr7UCqoFhFu2MiqLC4ed5+cnHY7+4X+2wHtVcwdhmHX",
+	"HoFGKqX5wvF86hrJ1Upy/vWdm7SbZu6KfuZ+2ncUyja734K+w82oPSn1pBcv0l2rv5WW1ah0dLOd64tU",
+	"oTwns4XShP20oFnoy9Jr9TVjHErcObT44n5KyldQi64kxtcUpgtO1c5zUirpUqfuB8V3zDsdzzb65dIz",
+	"IYIfcmchlx2oRCPS0SrukymjmZ6uIoR8XNmrOaY8a8tblneKmkh9MB+j1kOzTDlY5CbAxxsuzWcMymQa",
+	"rl8qn2Q+NZqaBX5yI9ISPKOdorgS9gFFj7giIzblIazjQHh4lwdktCIzhO2hwoyYLTFsU3WK6kx9B60X",
+	"gPzFTE+HE6afmxcGoqnpDRMQ1GwPbi4tX8aI6VaHPHzogPlADJrkcvnwITHKJ5lxIXMPxNfkmnA1EOjj",
+	"FYYQRSR+32bvNROKjzLWNow5xvBTaiH+SAwPW0acAdhJGw1u3jGdAkZWzgYCoJL93pqfuTDSWdWW6Fn9",
+	"egZSZSQgDrm37aEoPJDrJQPsPkEdBljixrsPUeNN7TF1JSOlLw7060E9d45OPx7o+c0upucDLEKW52Pn",
+	"HAoJeKIjUkS+EplXSDtPK3N4/rr96s23l2/aT570jo6rqMKnO1B0g6HfHah60/TsrVGazevg6z8+RGYr",
+	"iDRGB9x9Vuh5r0uVXJ9MUJtnJ7YalO7bVIdn80SuqaoBN3shBVsZagmAtrgROVyVlJG6ke6dnVpqc0uG",
+	"aud0S+Lu5yrivbtcljPOmgM4g0VK6IwhIGQTCvqpqcx1bDVIyFZwBxYZWSXRoHVOagpudQ4x4mqqbsCI",
+	"a0cQBMlAIAiOxT8tJdK2DirCvTtqxhyn783bdyv+hYE0VNdfjhkXfGZYSPcTAS5ulQoNoS/6By8evL4F",
+	"X3B/ZUbJbAGympCbQgNCSJN97TtBw1vrem0mQhHar11q0v693u51I/HFj0gEdV2NVnvFYuLbd92n/XwK",
+	"P7ibZZNyQsfCQfn/ePR9/n5tcZ+qpL9HDrVpEpBgiZYldbik2Ak/CiFL38uluFvZ+TtUlrMUjL1PmFK2",
+	"8KkjqKGWN3ap1FrKG3wsNc0g4gzy9LaS3D2x4mwF9yK11cfLVgrZBdscbSh9V9m0ig8mAL9Zu7/r1KJ8",
+	"C8rXb2cIT4VMr1sRwxBLWlntEcukmJhzZA4JKBxhdmJU7FzTn2I6kkYHKiUBx5AOCvtagCpwo9HjLlaz",
+	"JaBzlw8J35kG0oXS5UGa8S1J/OLq5fDby9ev3l5dxxVEaRdFZh10KyMNl8Dx/PRBHLFV7aBLqPSmdNmI",
+	"6V+pE4DtQu/OLAqDXQ/KLHLRsR+bUhTIgveZRF8gk6h8OPZ1WAXH5CMSiCoH8zfpcirmeIe1/dhl/S0v",
+	"6Y+1NW8KkXJr9kFERphB0CGXPumacGUNKmKip0SOB0I72xfXBExEEG/Rd7h168kBQONNwwNhc27xjTa8",
+	"8W/ml9/9/W//bYQI8/loRVI2povMsBEHklLNZ4AY+4FwaQ11ybz/Bu/8rpz4UDk5C6UPynAAprZb2bF8",
+	"55CWLWve3bbFG6oh9jUrRIoF0tL1LHNrbDJLPaUC1cztvSKPPWRCKEDsbrlg6XdLNdnVQzUsZKcE4Ze4",
+	"/p6BNHc3A9Mf5BLBMCq6/pr2VbHebADdi50aGBPBWKpIbKXS+NxIdCxFf7P9zdCvOJSlCryqhnu5NjOg",
+	"XgeGqACIvgM8DUNbphVf5lPbqhFIPVBDMmNGZUZub9P7A+Nlr7uzBlj08YY3mmwMCHrDMIvmTsXQSsDT",
+	"KUu4stDTZYEZ0FBIzjZk39jvajc8Y1RZkBYoDA3nh9+yPhY3YFDrjo9JkjGaQ/XK2JZHAUne7LgC5At4",
+	"yjANdCJl2iofDejHFf8+6FisSJMuYN/PCcaUWoD5Eg5jq3Pwvq+BRthlskOp3Ux511KM5qoabcp6gAD8",
+	"5YatyA1jRaT6+t4ZDTejc1wX4GGNfuPoBBGOyj67dJGjW0ktkimIxEcn0zgi8Vl3hpXoukZTc96Ob466",
+	"04oVFtsNFvH4qOzTAO/FvzadH+NfW//WnP4y+0X9MlOt1r/+S62evbaGb5OcMcHF5BmHmJQNeM/wFpgL",
+	"bVkgOgIfmmAhfmIlmJhqNrEgKDUQgEEfNb+z+lLwrpiuG5ARY7I0rFcEFyFnapE56Ua4wjKtWpPOlOvN",
+	"caeYNOA6E3RmS4Ktg0YGSpZLVaqpaoIN1dx9I3KZ4yFzmmQMTwid87g+sUku8mQb1Ubna5OCJPdAEfwg",
+	"Qsgl08GDohwcYBNZPMUI4mqhBPgDRaZS6da2urNrz61ndMPI5tzCX4VbZUc4X4wyroBrUo0ch8/mMteR",
+	"rVBsRw0UKwpaeaDAE72HXcmvvl9A3Px3267Fc14rQwpmh2dIsjXdmZnUs/fbmr3CHsznE8qF0nY1sGgU",
+	"tm3kIcDwgtG26g8bWiF3ehHcaK2ZeD+XjN+UtU9qTyX/K6uvgjmjYuWWCYCC8SbVGxiKw72HmdBvZDFU",
+	"O5DylH1A3M7NVqHSWq+J7pdTXDpBdTWXCkXy4xVE39sboHzbqLjRDeUYSDe6yGrObGE3X3cATpmRLA46",
+	"R2PkLerwxXNcqbZiPEgx6dYKIcS9hZR8yvW6cLXhYt2yPOUJzNIJTiB2WapR1FR8t4vwFPZp12ZpGYOp",
+	"BEu1Y5frkR/KYFiYCoJCIVTrNOKIa6Iu+WcNk3kfZOVPDuC6R/wXmrfvhsdsg03qGRsKDpsRB8IbVDiZ",
+	"7xqNXr21tZXZ7Cs1MsOUZWncB5YNKofh/IawpudhRVMaCEs0KF96TmIbhxz3yYhBBXwjNpTAkvGFsIBo",
+	"w/RaqzLYtdgJ54yvlRZpXQesLsMWpOiyoxjf3NN5t/OolfOD7hBeuqfvqdjm7XCu63Ct/jIUG1Ac451V",
+	"0SoU5ZMzP0uoPjv7q2IQ1lfJoCBCBqFYRfg6Yqv+ytHrxcg+R5h2YLzYFaFdHsgnidK+S1DQXUK1a4+H",
+	"rncHQBjbA1T4yU8LtmDnRDELJaMcsAwX2oNrhMSRWkv70IIS+79LKJf+qbeHeUj5Ag93qKUcZlJMKhkp",
+	"lR7WFr4EXLOpUtPEHHqYXQ3Pr48c80J7yTBPc4b1SesF991FJHhunczIo5s/vP32uuVY9ZZ4tKPTbbUk",
+	"dmVs+F5ffvfSR6aT5tHG7s6OTrtdm6VRF5YyYXsBCtUjB8G+WxDsCjb3rkDxSkj6TrzLCMFbHHyDp9y7",
+	"If3p+yt8uWftdu7PCh03cgH/acHsz4Y8lMf59iC+XanygLC/GR+zZJVkrFV7+SxHDHhjqa4D0PWhr+bk",
+	"gWzMvx3uc3gnbaBDWPDh3Vp1qOHm6lDVeKQ6quP8AuA5c86CmpiOj4j03HyZjk63XCWwrgzFYjaqM1JB",
+	"XDAU3EXAN5mla6UUXKHc7V6hzxdFujHZvjYCc68AzI8JpfzMQZQ5XW7NVZOijbFeLpQeX/aYaQ7IRM1o",
+	"lhn9ZSGqJSqOMBa49J/GfVjlfVjlziDtzxBOabVuj1S/tBsRxMZB/onpW0hw8bCcaHrDlLv3nyGccp8K",
+	"TPuAhXm9b0MYYxjpGNTxWBYSRIl+1wQ+fsFYx+oJ2h2It0aiDwrHc998ioi8NSZ+H5f3BeLy6k7M3nAd",
+	"61EXdw/Sqz26v8m4supM777cn2al/zlWeSOIhFEAYmt0csQ2Qhd2EA0k8yD+J9SJzOelSnWlyJ9Ah8H3",
+	"1u+xYski53r11mwP7qIDYv+erS4Werrd2XLDVqQZq5uhnA///rf/jlsdYrEzEL6U5iiFKSRi3Hw/ZTQF",
+	"ZoVe88b/bF+8vmp/f/mnYoTUQlB+ANC/sUTDhdDUemcQzsuahIzi++9Wg0wdLFcnkbOiC/crKb5YC0lY",
+	"A9EuUO9Sm3XN5DxjpClzW8hYtRwMQ4bp8V76gco0huS+/O5lNBA2PE9bkyQgmfgyboDmUAqmwTDJKRVp",
+	"ZvgK1ZClRpa5FBOAGYTqq1Chp1rtAtFaHGoAuS4r16QZP6Jz/ui298g+jSNwOMul8CEBLUhxXgg6HmPJ",
+	"z9EKS33n/JYpyF5m875H9wP7Gc5s5uoSMxURZ2jFCsMKqzFZ4BcLF06WU55MIaaIpnSuWU5m8patRYh2",
+	"BmIg/sf/IE+lMN+ZuZonD8nDh+aImkcJAjc9fEjQb+M32sqCdMuhjRyEL2SZDQQhceXAyNzB/JJ225wp",
+	"8vLixWXcAiRuf37jDvFwwtCJWUdC4pNujywEXeipzPlfzYWespzhJlfHxaGyVC92fDnYvA7O2NHliLi8",
+	"/BwjoghPVYRpkpirD4g5Ey5gHR4+hMvoMrGDts0YwfDSd0SQjGTKGd7e+OcBULxBo0/+/rf/jsjAUT7z",
+	"BIguGTgSbl/6EEcAHrDI3TElJL40o40JMoKiKro7NYaoJzK1OeHFMUJJF8dSTi1XdkGuUjabS81Esir2",
+	"H9BQYtJk1dNg0x2hMJeSMwaluVquwKDpHUYbNNr+nq1i0uyZS3p0emq+NteE5aoVmXdVIudFXWK/my7S",
+	"2fcdFZMu27sUm1FzhFUfIuN1vvIH0a+QORumRbfXOZtnwL6mzKIy2hAb6KMYvm6/gTdZipsVm1abvsgE",
+	"HqEiZG17UTMukmyRsrR1Xh6YG62Tfv2BNC0eHRFeLObwhq2GOTMMIT4vpgsQj8VcuLJ1MLiYFLforNSQ",
+	"7WTIxXBukfzjc1drrcBltZ6O+KTbjSN3t3ISn75/H3ccDUm5Lo6O86XnXNvYr8CIwVO/sQgXWSTKNyH4",
+	"wBaAN0MuasAbQmHPB57stqOOrn66U3RdgTCgDWBegrqw9qRnGZvQzBUWfPjQFlsr1Rb0yVdQWss0OmuZ",
+	"21Ms4h5F64KadabjN6YDkOqVpSMA/BAQro2He7RIJ0zDFjbjNxfXl8PnVy+urodvLi++fYtqSfzd5bXZ",
+	"m+DXH99cXV++LbSWnCndQq4I0oNrj2r23Ayr/VpmPFlBK+5Z3DqHDEWsXQ7DCGPR3LE6OiMlLBN7g96Y",
+	"g9m+GGuWu3Nyzd7rCIhPAmVgFXjQhU11hPit0hqtLUbfsmcLjaGY0DCPkUxXZMxZliL1s2L1CoOmIgQ0",
+	"Nj/8tLDcnc6YhiiENULVQsieEew3bDT54fpZ+0lRr8+weZkFZIw0f/jXbrfb/fvf/l/zj96ziJj//eaZ",
+	"fXD2DAKPf/jXZ8+efRsRlil3mLr+MNnbGJshcxtmCzMylxzmB5CkjPzH21cvsYQzLrS7sAgNzfU5oabx",
+	"ykwLPmmupj/iKUsy8FGp7aMxzZpFNC0Xq+cOcmLIZMoM90kddrPZbwuUB6SCzBgVDogU74ihGBeCOIsj",
+	"ANs4mQeKeGqFco6DZgdmgUTJnsFEzmbcSH8TDD6ViPpC4fJGREnovtu1JKt7HBMh8xnNspUdkF0+S24A",
+	"qpSgHdjw+oSBcNtH44QtTiyYTfN0kMGajqiCRcyk0gExxhahbRioQ+rDeFEXXHIj5NJ0YMNnmZtVRo1O",
+	"Ytk5zzLiS2eaiXRMs9eAh4OXApfZ5kbjCKkiAxeHMmhY/ufYI3T18KFhQg8f1vJsw05xLBC0iW06xsm1",
+	"i2yOCgtiylOXtzqzUD+EJDTPOYMioh0Yu1uA4ULQW8pB/4zNN0zVEw8QXi9Qwi3qRHs3l3nheikJYBqC",
+	"BFzJL3B3w5s0zV75SrDW6edq9ThJOplKBdlXqH4YgalP4udXf/zh6tur6z/FpGnUFndXQ4Wlb28vbFlq",
+	"t9w5uJEKx68v/vTqh+t4IJpzunKNAHpYJS0ATmPsWEXsh9cs6ldAbgUmiEHUGlwzzEtDICpINEaZI/Yh",
+	"C0FTShsxdxK2A/WvzEUCRwCiCJW0JVuTGjktTs8SX3M6DKH0d2atmClR5h0lB6IZv728vn5++eLy5fXw",
+	"xatvL3/nX4qBaI5WZt9YNibx26sXPzy/uL78dhh88+3l84s/xQEwvhl4Xbt0oSUkvQ3ELwiA8gsoYuQX",
+	"s+S/VNQt8gspqVrkF6tZjVbkl4H4pd1u1/6/aTxed6vG5BdfgpsklcrcFKxCG75rxuVK0TGJ/cGNW8FX",
+	"/eJx8LRTeqo9kkHTygVFfVmyeew7xwD6O1YmtqWSf7HxQdbvG/sH/eJBU0jBYArFpeqXD6guLdZ5eA9G",
+	"VkepKVj6CKs944Sqw4CycA738RczE+vfBhQAQEM17AfEV81Eqxi5C3UyT0LlOmhhy1xGq/KCY76COZR7",
+	"T8tVpMaJlbpFgFFbfLr6YxVptHjUCR9ZkvTJh+2KZW+7HFbbNcNwCZrB0fY5m458I4+xRxCzuuzpcm8G",
+	"1B12HH9oVfeu6Cw0JDQ3nyzKMyRM5VWpP2v1syqPdK8BbejPvgxAFhCEEdvi00WpbyA8kDD6S2gRDRa3",
+	"9DAcSvjDfqtja5BvXJ9ilOsUxVdER4oyNdqARbwgWEZ9G5Es43UEECvOohgVcUw5a89zntjT4JbB9VGi",
+	"TPtN21Z5BxIKosqbIEXXPNqBT+ZE+4wrHZH1jHBEkxnLRQ7Jvqo/EB+BexIRminpgBONeIM9Onfgo6A4",
+	"XQiRAnZUsyC3uE8lCauCnwLCemVTbExBcW3vDqoCNWZyo+rAyjvxqVxgWmlGU0SQRCuEWUsrfW3AYhmI",
+	"vcBYqDuYERpgbVqnLUio5ZLmKQJjAm4AL0IeYAkiQs3qFNfLF4yvRmSg6aPkvfAXXEjNWk42xvBL88fG",
+	"tP+//+2/Y4Il5AFiVOY3vlgZGqTjUvAkLI/frIGwxyMCbFS8snVXEeX3bfJCNBBxTeCnucUl+glY3+VQ",
+	"ULjpnrM5PHOLXQqMrDUQsMGeD7gWPGaGxVCIa0JJQeFxLAZVruItI1PWTDgiG3iSvxEehHUg4qevXj67",
+	"evPi6uV3w+tXr4bPX738bnjx7PryTUzoRBr+BuI3iY+7sziyAaV8BpL1yuUfPlDmHoBrYSBC+QjT+sjf",
+	"//b/gZNhkdzYc+TwZEH5FjK12prScj4HC1+WyaW7RfBJZyBsSG9CBRkxRy7CpA23Yb/Dh3Hr3NIuV0gx",
+	"dlcCtCBzreHszdyp/T0MC47tOnrzQi1ATQd1oijaY1SsmjhbkVoK+tOCp1yvUBodCFRjzAd9UgH4tnoY",
+	"PIPXYhs8B2O0NxU0ukqIKBcDwx8KxT+kO00KojABDmI1y/D3CaqShf3X6h0DwYTRzM2grNFDWR4qJpkD",
+	"R+3YFS7PAR7ZKQAQSbjIYJw1/7b5OOh7GC+ywNJuh267ArRVnUyj9UR9BEjxDMJThRbW9FJofDA9ognH",
+	"CtEueM5rjnIpapev7wgYtBHQq1mHXDhHqBuv80J4C5hIScboLTwCGb4JfMgZgVHrXE5XFvok4wmznnvr",
+	"5nydy3nOmaY5BOrmWaPfmGo9V/1Hj+ocpI80y2cY48V1VnKUOi8wuXh91QjSfBtHnbNO1xWYpXPe6DeO",
+	"O93OMcLvTsGFjNM3/5owvTGzavNOGgqwnMoIfJ+wjcinSlKAo1syHwi730C88VVvlrchY6bJMDIoAv80",
+	"0+05nRjpyp5bMP/DrR8I65GzBvEZTVlhd/IOQrD7zPD+2lRqZmQtqFFkGEfGQWt/xjMw/iRyNjJ7CS1d",
+	"vPw20EKGPI2NKsoSjfJU4Hbwl1dJYq6DPSdYCID5MZhj8kDh8fDm0qu00W8850rDVcKEJGsB3QgYX7zy",
+	"6CnG73yIdr4JVnd4sRryBQ5HIyWuzagcevpN2ht3kyPaPh6dsPbJ+JS2n4weJ+2ztMt64yN6PDpJXBgB",
+	"WIgLF38lPQS8jHuEvm8Yrfeo2yqCJRI5QrpfuMMqBUNH37BvxqdJ+zjpmUk8Pm3TY/qkfTI+Hp+OniRn",
+	"aa+7YRLr4XsfOQ8YfBGNXNenxU4J+9oWwAOH6MLW59+xehSgr51ti2PePmnCuimXhxsEHnePHrd7vXa3",
+	"d93t9uH//mvDoMc5hHfULM/W5KI9RjtiYxR49h7ucff66Lh/etY/Pds0XC0PH+w7CL+E4CwgqkfdrguD",
+	"sYWDIToQAx8e/UUhCMMBm1iKtoNQm82RmsD9gC9mcgI1Hk5wOHW9+GE/+j310N3wSW/3Jz8EgRLw0dHZ",
+	"7o+upXxBxcr2BRztdJ/xXQnNckEziE3Ar453f/UWzf8/FNZ/jKVyWVlAbKtMDVAr6cSQ3AYS4nfmoxq1",
+	"dSPf/NYFvCrGAIXIBh/vSCohTeoBUYpAajOwkkGc0AwrRFhVJCI+XYaAZxvVvVa0hY9u4jzVeDi1zoVq",
+	"LqYP8OWulitmDHktA6LnWpsIW5Bqu8+d2BQAvwfjO5hFfs67vTWodsc1rwvIvr/ru+/6+roFt92f+cqF",
+	"tyZHsKxA9rWsA555igYgKogPFq301Q8No0W1YkWWLAe8Ag0mu/MCTg4cm3prBs2a2ca5HFyMz5Kuzi0I",
+	"HSomU7k0gm6R7OboSZG/sivAqI58WIC+tbjhHQRkewZYwcTPkiN2Mu7R9jej47R9wk7H7Sf08ajdTXrp",
+	"ETsen9DTkaMvRr8pyAvHlEEXF4zhxwfJaztoReDOhmDYd9gdU/r3Ml3tQS/8LAvIwTBUGJO2Gm+YXuQC",
+	"A9gsrIQtupIslJYzW+ALb3aQF9Povv+G9tJucjw6ZUfjE/o4fZKcjbq0x47Gx+lJcjp6TL9hT8ZnaTfp",
+	"jY7oMTsZn6aPk29GT+gZ6457KcJd7EPUKjCNH8ox2TYL9YuR1G3kNASar2aL2dgl011NgN6mUdivivOg",
+	"/RfQ/xejzt2T3R+9lPqZXAj7wR7k/KkU44xj2PxJbw+K/JquMknTaymf0xzTNE56p/tMRy3miA/1gqWc",
+	"XpsLCUznaJ+PAY5RQWXFS6G5Xv2jMix7lWpzOjZzLTDPbZRMn5ftlkUar7Wnh1bKrfJjrfT4DPr+7HaL",
+	"zymUgan4EEkM1upe+NpH+MKymGN7SNz5tcZ5qF9WL1nBsbJGv7LrreRHHvJUxaQJlvDAo1SIOc5DA8Za",
+	"M4wIU6Z8GkYL45AY8WHXUD0v7qN5fcKCyMFKlAlGVocxyJFztNmoYxehhavArSkTgqh4ltmLGFlksKKS",
+	"6UBwjIGrup7/z/+2oyO5BEmBTGk2NrNcYdjRX1kujaxwI0fyvOj6gYLCvR7PIrZYnDwnajHrkIvCr9An",
+	"FQcIBj0G64hjN1LqjojlZpwyTXmmYgvVyW2AmjOqWyN7nWT5FBI6niHQymG05VOKZjkU12v0Tk/OOmAY",
+	"DEB91uvCrdW0/PO+9sZe8mT8hD5O2yfp0bh9Qr953B6djM7ap/SEPk7OUsqOenBbDqBoZvEOl8l2kTKd",
+	"TF9937iXbO4lm0MlG3B/1jhS0UZmY/vW3K+1XMMIPT75a4crq6DNVVDAdWHmlW/zM4obrpNSff4Nyoqf",
+	"5L20cYhZNzw1xZ5uljaQ2yhCyxliyOxypV3R/MjCq0OwkRFFbtiqcwMZaFJkK0wzoGoK3BGzCVqbuZsb",
+	"2a/K4azB5CKl5Lm8ZRnF8sz7HeWXdPZrqf1u8XAp030vUmVfIdu02NPWb8EQcM/9vj7qhKc0oC8bCFSJ",
+	"saER2qjgO1icOcXWD1hwu5zdyhub4uPqxUkReMbLur6rH2EagVxnSIzYzia/N0M7lHi5j6/Sz6vVXwBM",
+	"wT5M1qxw5+sWaf9RGTINo0osEz2UOV+YcwpncsQUTzH7jb3nChRSc6Tr2HLc2cF1Def8mLP7BXwE+x30",
+	"y9lcrwIu/Dm57ku2xHu16065LfutMdd7XfQ3wI0vUsD2sPToMFb86Ocbthry9AMSqoxtAlc0p19pWRQw",
+	"6vuMRxe4xoXSVEBxFxewGgQ7Yi30JddTLtDMSEt4KiShyZRZSFaMhjruEsUSKVJ1XgIAwGxqCCKHhMBW",
+	"h7wx4gGEnuslT5jP/0UDJooOgGsxoVx0MNKXpSTjN8zHYlr4lxq3sPn+YwhtmXS+sjhT+xDdw0j092z1",
+	"ZeSQXfQyWPKvXBT5dQjUP6LBy+zox9OZR7nMss0hKFdKLcByUcNxvSzUsvHrNj/HlliTgkGJNUegMLM7",
+	"tmXV4iCW6+gEyhx2VWxJGteOmLUQzohoSVI2z+TKAhkuTfOdgXgjMY+d+iMuc6+PFKBKhwaeyCz7coKc",
+	"pRJfNirEV7eD0nP7B2PIktX/qxUGz6snEc+ECrLt7Qrci433YuNXQtGhVtGeJN3mqW003bxmOZaDiMi0",
+	"tr4D1IiyHmSeIwiI+ROBPDTN1DkgPdnMvWggTDtjmgdQDC45bwrBTjQ9DzJBbZrmnIlz76j2uIHgkg4g",
+	"AUU6lxwrVI8pNxS9Q57KhQBgPgDXxRqHQqKIWWv2/o7pV25ZPqdp2Pax0yZs37v3rew4+FXwTUBemmQU",
+	"a7/4G+C2Fi+AO0o7bJceVXO3d+61a/Eznh3bxz5mQzfB++OzjyVwXmyeOzB+P/dxzLkc3U/nlwvxVx8o",
+	"wsQtz6UATAhbhx8TBh8o0sz4LdqJTesFOFLk4YfcbxbtqOXH6WFfqAMstFL1lrAXuzBfhV8wmTHy2hW/",
+	"+8p9gnbd9nQJ1p+oe4/gvTD5RT2Cc3/Za+hiyEjv4g703PUzegPtcO/kDLTf3vsC/yl8gQWzrXEF7iEN",
+	"fGJPYHFwP+bc3vsB7/2A9wad35YfcCcH/gfxAgKyyrxa8wN9gGA7cn1/EYfgR9Dbu/sDD6LU9+7Ae3fg",
+	"r+AO3J/c3DsDNzgDv5Qsd+8KvHcF3kuO967Aba7AreR8obb5RK6LSmZlCw4U+VJ8gnCHrjiEmo4kzVPS",
+	"dPo0UZqukHSj8Vq1yp6VyJBWENxK1h9n7zE6ulJLyEpFGbI9BrQ8016SM0DhghYsKKi8YWITsJBdhx8U",
+	"mv2/SstQMMZ9zEOwe/f2oc9uH1qog11FV3CuFYmhAGFcqXXxQBHN6MxCHuQyYzFp6tWcJwAEW34TbspA",
+	"0HTGBWRnY9FHbntwNY8w5bp0E61XyVWQgeIktspacGsyLm4eKCh6E5EYmx0u8iwmzfiRb+sR/vDoZ7hk",
+	"H+JWRB4+RLZp9MaBMMzz4UPr4grrh1tXl61n0+pDtULCi0qGLFfSzkwZOZAOhLv35oWcOaQ9i6quhlTH",
+	"pPnNEZnKRa4sxzbTAHFRYWEe8lISs/boZWNCdwhsCuKn+lLUCH7syFCOlBTz3edMpOZtaLkJJWVkxlrn",
+	"AxF876CLjLp5C4iyKQeWkrq6fLDTm8oODUQzfoRnpNUhF9iorae3EPynBdbPKugu1c4Uzs2WKmZ0ZYug",
+	"UejkFn4PCrXZb4fmFA/tRGslVzyzAQ36yg2RgUzqynzSlP47TWbMQdc2oobZM/hlxsX+0uraWhzkROx9",
+	"Do6AQ9rpSHRH2Wy3j6QJrnvTHG040vdG0HtR9mvjvXjI17jvNnkW8ME3yrCQpm/h89XhgEKvbfO/JhRy",
+	"sRR2GmVcumPaS87Y0aj9OD0Zt09GT2j7LOmytkNBPk0fsw24l441HAgg/FXBH/k1uY972hcAae4P9f4Q",
+	"SG9t3TOUTaEYha8hvRMSyRrkAhSjgfAwRtWSTUWNkF1ARvglQDW2sGg0wBRVCz5BkYHI1zM2MtGOAk6R",
+	"68JIojDXJkZPVUdQoCQZARDLOLi6DkbYxYooKJ5FhIKkubmkQgfK6SiPhbbV9hghYBH4SCyEkQWwr0Im",
+	"cVVGTXJT2lBgxNUgx2pTQYUdh+dZBEnm2OEamJPpDkLWFjNrOeD5QPiyRE23dOmCVTQjV8Z1du5j1dSU",
+	"5lYi9sii5m0jiFcxnaq1cWSOpUU75KIANq6sTXzSPYm3hb+ZhflVo9+C5TX0vvvk5LTb6XZxTI6A780I",
+	"QtCol1ev291ut9s7Pnrc6x0d97q90y7+p/c1QUjhJtzjR92LqV8dflS5lo8tcbqjis9GGKmwFtpGkXZH",
+	"jbVtQm6fhOXU3KhVNBC++pkc19Y9U0UNM1sSTAFpD3NEagqXRWEVMqg8RsqFx5qKsVIVuVaHVCqgbLLo",
+	"4lfXsFb7gMRD88iPuIL6coUfkWbZRnR482Zjf/hhN6jvzWc1lSQsOHcziL5GCG2H/wvlORF72Tx3yNqH",
+	"oNczsZiZ02W6wgQFaLnxbu9qIKW1CsyWwX53Pq1WsXUgNjrFZhdt6tn+vPdmvbTv/8Mh9xen7BBVKQ+u",
+	"2b2+tI++FK5YQLRx+euI9l2h+oOOHCSsITv7AvYPRIjYTz4BYP9ArCH2kxJ0WaDZeEu3GT0Y9/HvTE46",
+	"5AIeD8ThGP/nEJlRKuKu6IwNxFr5dl+qHcti50pbpweUhrvwnAsGaNFsywW+Z4anGv3LDA6hZcOlx3+Z",
+	"DRsIFyFS0Xp9mTtbBaxZfF5UIAueBRrwWn3ayBbGqy9S27Ll/jOqmefhUIQstvVZoZShkMSobq5cpz0U",
+	"HsHfHCOzwr50S7XmORamhSX7y0JpW1+0E54cKGRWWdxdQLx9c+rdGpaL33LlmR1Ua91c83R3hdqOFSpA",
+	"GitXr9mjqq+tpWrOCdTIcXMEI4MXlZA3rZc09XdxS5WKgoLvU58iIA/3lSnCyhT/jDUmiqOzyxcEV/K+",
+	"tMS9Av31lpYISdtGCUslOWOCi8mjUSaTmy2Fzy7XDNIIZ+/YdyG/2JYiZ3EkOZtgCfc+efPsKTnpPemS",
+	"p2//Eyy2P1w/az8hth41XgUsu1qxdcdR4W/Hv6xKYv4JPNcwfl9d2QYRxEXJdqNlQ2Ud8y+Q3IC+MXiH",
+	"3fKUiYSZf9vhD6mGFsPKoJEtttQ6t7ZpNJ6C/RvMBDOaEaThKAGwLEPdnRI1N1KamjKmB2IpF5nZmRsG",
+	"i0TNf88WGTWMep6zMX/vTdUPannd73GQr3PzWK/eMHPydyfMa/ZeP0rUbZkkVpnPhlB100Xnnw8QAVe6",
+	"PbdLbReCNJ++/c9WcK/eupu0drOgAPGOewUll/kM6ZfdeV8H2Ddl3yDttpKLPGHk5cWLS9JuzxejjKsp",
+	"S8m3F9eX5NnV80tzdl255FuGpWxdpXb8FqT5Pkhi+CQiRTsp1Swiiv8VPTK2X81nrDMQF8I98FE9IKND",
+	"Kw8UYTTPOMtxUs0bNtcEgo2oAqqExTAKIRqnZ8RkyDlRtnpEztr4i0vSF1DVptY3JqQmK+bQ5TeZtfwW",
+	"PYcd+YyCRLmnXcIEHJB/vpvlj7uL+Mrstuy+Ujm75Wy5Jb62BLAT8CkA25GiuFLlsNk+iacsM5o7dccy",
+	"BwdYalQdPIL9ErND47BqRSS2XrDyxwkV4CIEpblv4XPgnOMxHoj47dM3l5cvr15+N3xzef3mT8Orl9eX",
+	"b/7z4rlR04OeZnRle4P7YSttx6AG/o5mGXBIDKyLB6I5YqCgmf5aHXJpLj58YO675ZIRXn57sYrq2wW9",
+	"cSTDfTkQjlPuvGNv7Bbt0MFi3Mqy1bZPzC7AiOyiomXFzJI0XfSglnKr5ZbVGm6xv0bUoFlWZ7V99yXI",
+	"gl2cXYThpwVbMNKkmsyk0uS02y2ZiVv3psY9yAxuOK7lFuJS8iJti9svOWY8N3JeKS7gSk5YTJr+R/Qj",
+	"WJe+/RUie2dcayjnCxVSwDhDmnGCwCYggZKYp3FrrXS+edFeljIFGwgkC9Dg7/AXe7lgBcAipzR4otIF",
+	"I1yzGX6JnZg7F/q1IPETRQk3RUOmOyT+KSZjDrJ/iRWPVhBLayRe1MeI5skN0+SnhdRMeR/UQFTL8G8k",
+	"KWbBdtGRH6fciDaazR9gDi7REkZ6XiMuwEbYxd9CQSZsb38HjrHG1XJBZixPplToIMilyTGWJGNaMww2",
+	"bkWEFuXMXIFoum5jHggI+5bj4n0sJF02m6bn5YMKrkmM0HaoITNc8MLahVWuoKR6t9vFWld1S/NTaVlm",
+	"9P1zJiZ62ugfnZ5GjRkX7u/eHr6oGI91ndvOnV4LVWIYVWEMxmOegO8o3rSJcAtKo7UdgEtridVUHWfw",
+	"D7DfDS69XyU8seoc/DVjFDcMuEQVv4BTcdcYLBGFCLncpxhyhZmrTciIUvwWI7SL9YTT3+u1u73rbrcP",
+	"//dfG4Y/zuWsfuWM9tQ2/dxt+cpDtykaB4z9uHt9dNw/Peufnm0au5aHj/zdFyjzEwjuh/hfgSoYEnwv",
+	"Ee1VPysnitE8mVbdPwr5iuN9TlYK1akacQlcPBtlpouiCGeZkkWEKlu7ssCcVAy8Q1a7AdaNRSS9PDEQ",
+	"hl8SwViq+qE6o0x7ihnWLizfLCJeUct5oAreahpgKdrfBgKNpa3IOjqzLLKfaZ2xGYS5BgG6Ta9KQdxv",
+	"RDh4lls+fHW8yLKBsHKfc0euhd/61wvRwGlcm0E2vmO65rYcHEYZfPu5ky9rhvstRJfu9LKUHcEYknqf",
+	"lvmpacJ3TFfFR7fYBxIB6yTeHJ7xHNIQhUs4dKFyTi4Hmc7Z8PH2xCRemKs7pzyNMVo8ZTTNOJB/pVhq",
+	"VR6MDOQ0Q9TkFgGXDsZQgEaC7rqE8VuW9snf/+//VXRlKwpzMYkjd10Lb0IfZ+VqAZevME9dED2FZEsj",
+	"tfqI7UfEiLf+z+bL7162BgIC98xrlbK/9u3KUy6A0MyYpinVtLNWLXjEEjljCpU0mLufJsYIBvHjOWvP",
+	"c56gcFEh/g8UkUthKw8PRLPcD/k//xvATePIFyVOIeYbo8xv5EgCQbfalrxhwgXwg1PDdNrqkB+N6hVo",
+	"ZGOjM6siiKWo7ayDIv72qaoPB7Fvdfy3cUSWRh8cCM2yTJXC4B1SiVuV1jlhmTKKcNGL2+UZRuaU1mgg",
+	"SnELYXgRVxjeAEHxK4IhP2CJuhvgyQUcu7emo9cYyPGxVP7LhhXglWj0G08XSssZxMuEu8ve2y0cM3Ze",
+	"6Ml0kjMIpLGhTkuW25O0fxwBLt2nDmt3jOwCFvQ+vv3ePX84Fh0cTCPNhgFah7LZMSRlb2KydWwNDSp5",
+	"yvKhq2sPHNC0VGJspcg49ysEzfVrAuv851OesRLJ5ooshL/vERJZV1kfv6qjec8ozz6hWPsrEbznvvT1",
+	"PJe3HIIa2F9Yoi3lQ7vU3tTsGcjK97TsnpZ9VbTMHMuy4nAwHePbYO4wF8hmv6A2nmW2mDzYKQpxwlEd",
+	"I+MjfesH0UAhHWyu6xeF3NhColiik6FCYMmXJaB1yoANXXDq/Jrwfg1yD0sWAIpCNUN1IEx3zVnVKvLA",
+	"RYSTZmw6j31ceBB7HllsJwCfGIhy9mdkveBeFwDFAOR5kkosGQiyWC1N5ln2ylrS/4GocTm5s3d6ctaz",
+	"yZ1m3vZRB5Iqw8zN56/b6Ah58qR3dHwAkebZPZG+J9JfaUKlDumOotmh5l2bwL+ZWF+QIOu9YlawVlOX",
+	"DdMEZJw+2QhU4DEC6hEHzp29Xy8QCU+FfddRMMRYuGPC+a8sUu6ZU35AiL1t8Z5Y3ROrr5dYGYnI0o2y",
+	"KHMo4UIL3RZt2WqjEEVR2KWtTdmHWIBgWOSt1evL/veBsJRqLXtwLaADxdsif8ynItbnOEGGyj+qghwm",
+	"FZ0mp90Tlp4cHyWj017v+MkoGXfPKD1lT+hJr5umJ7THjronbPzkZDRmaW/Eeo/T8Yj2RkdH3cfdgyje",
+	"QqT35O6e3H295M76EcKwrsMJnStEukFCK4KJHygIJVaA5CMqzj9wt7mwyWbso4FjGxzdJ9S60426PRAY",
+	"Hz1akSLs+RxoqQuI7pMwIBpSX4qY6FbkSK27k+ZHNhBNaktPUEWKQQxzljGqDAl+FD62aRoxOuNMC4QG",
+	"uFKtzkDE9tMYEm+QGk+5dhk4NFOMwMLzW9ZfS4y13kQIMuBjkmSM5qRJB2LdCGFUdOXrf3hOQRdazqjm",
+	"Ccm8eZCmdK5Z3urYvKMY802sMw9i1teHYhiWgmFPpExJ08vRuGd9z9CABw1EnUk3IoJxcFAJOnOJwAld",
+	"QCSiheTyCfro1oqIRcMChx3YGtASEhG1ZHNNmkXKCvV4q+z9HBxlGaO3NvHXxfvLBQb6+Wz7CI0haD3O",
+	"uNLMZ7xvTMOJv7u8Jut5bAD66pxwGIlxRy8cxmr/w7Jcd88huxfOfyNqmPsBahHcYieZWC/dA1V45qZS",
+	"kyXNMqYdFrDShAmdQw0HB2vgNrSEJmAT2Q5h01jN955N37Ppr4pNf+sAoCqMEpJURkG+zJ7pBciu0aax",
+	"RS+p8daFuIKe6qNR2plIXDSKLUcrl4E1JeQDgbHGwjhyQTbiJ260qfwD2oUrxt63l9fXzy9fXL68brsA",
+	"2kPMvvfmlHvC9Q+gXyiasQcqiGfdol2YNliyyM3MzWV2J/F7trpY6Gmj/+d35gLayiM1yThvsTp2I2os",
+	"8qzRb0y1nqv+o0e2inbHiYkOTN4Qo0d0zh/d9h45FaUmM+K1L8i91jKd87u2ekEymdDMVgEnStMgB3tG",
+	"bxjJFyIu9dh/9Ai+mUql+0+6T7rr3bzzy1vt71sbrfzAZ166BGgX6k/FCvbLY8fK3Irj5464+4y2yItl",
+	"KtomKHeK2P+CNa0vxjMuyuCEwN80nWAe+EzegnNyRvQ0l4uJlfY0m69Hcssl5qrYXkuHbL1jtypoDbNA",
+	"ikRIRAkKWVHRpPumprkdSI6k6cEaA6xGgvBDtrxsEZ2jIpIulG4FXTsUjfWefd5mFJj7ltBXEe+9ZKOp",
+	"lDegJFIyyahIWND6q1tzs9mypvkfp5KkPIWI1uALKNNYm0zEgkNk2Huhe6IjvRZGM2jZwWjWXEdXWD0B",
+	"GCw8fzz3RX8LNGmsdLRe2ojnRUmVoEsPRF8zHx85bzt1nQT9hgtpX1eND+8+/P8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

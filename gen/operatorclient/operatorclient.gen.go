@@ -270,6 +270,66 @@ func (e ResolveRequestAction) Valid() bool {
 	}
 }
 
+// Defines values for ReviewRequestDecision.
+const (
+	Block   ReviewRequestDecision = "block"
+	Release ReviewRequestDecision = "release"
+)
+
+// Valid indicates whether the value is a known member of the ReviewRequestDecision enum.
+func (e ReviewRequestDecision) Valid() bool {
+	switch e {
+	case Block:
+		return true
+	case Release:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ScreeningResultVerdict.
+const (
+	ScreeningResultVerdictClear   ScreeningResultVerdict = "clear"
+	ScreeningResultVerdictHit     ScreeningResultVerdict = "hit"
+	ScreeningResultVerdictUnknown ScreeningResultVerdict = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the ScreeningResultVerdict enum.
+func (e ScreeningResultVerdict) Valid() bool {
+	switch e {
+	case ScreeningResultVerdictClear:
+		return true
+	case ScreeningResultVerdictHit:
+		return true
+	case ScreeningResultVerdictUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ScreeningReviewScreening.
+const (
+	ScreeningReviewScreeningHeld    ScreeningReviewScreening = "held"
+	ScreeningReviewScreeningPending ScreeningReviewScreening = "pending"
+	ScreeningReviewScreeningUnknown ScreeningReviewScreening = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the ScreeningReviewScreening enum.
+func (e ScreeningReviewScreening) Valid() bool {
+	switch e {
+	case ScreeningReviewScreeningHeld:
+		return true
+	case ScreeningReviewScreeningPending:
+		return true
+	case ScreeningReviewScreeningUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Stage.
 const (
 	StageAwaitingFill       Stage = "awaiting_fill"
@@ -372,6 +432,24 @@ func (e ListRefundTasksParamsStatus) Valid() bool {
 	}
 }
 
+// Defines values for ListScreeningReviewsParamsState.
+const (
+	All    ListScreeningReviewsParamsState = "all"
+	Review ListScreeningReviewsParamsState = "review"
+)
+
+// Valid indicates whether the value is a known member of the ListScreeningReviewsParamsState enum.
+func (e ListScreeningReviewsParamsState) Valid() bool {
+	switch e {
+	case All:
+		return true
+	case Review:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListStageParamsOrder.
 const (
 	Newest ListStageParamsOrder = "newest"
@@ -460,7 +538,8 @@ type ApiKeyStatus string
 // of the partner's webhooks or sandbox on the dashboard (`webhook_endpoint_updated`,
 // the URL as reference; `webhook_secret_rotated`; `webhook_event_replayed` and
 // `webhook_test_sent`, the event as subject; `sandbox_simulated`, the transaction
-// and the simulated event's type as reference). **The list grows** with the back office in minor versions (an open set,
+// and the simulated event's type as reference), or a decision on a transaction held by
+// screening (`screening_released`, `screening_blocked`, the note as reference). **The list grows** with the back office in minor versions (an open set,
 // `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 // As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 //
@@ -489,7 +568,8 @@ type AuditEntry struct {
 	// of the partner's webhooks or sandbox on the dashboard (`webhook_endpoint_updated`,
 	// the URL as reference; `webhook_secret_rotated`; `webhook_event_replayed` and
 	// `webhook_test_sent`, the event as subject; `sandbox_simulated`, the transaction
-	// and the simulated event's type as reference). **The list grows** with the back office in minor versions (an open set,
+	// and the simulated event's type as reference), or a decision on a transaction held by
+	// screening (`screening_released`, `screening_blocked`, the note as reference). **The list grows** with the back office in minor versions (an open set,
 	// `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 	// As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 	//
@@ -1727,12 +1807,118 @@ type ResolveRequest struct {
 // ResolveRequestAction `refunded` needs `tx_hash`; `credited` needs `note`.
 type ResolveRequestAction string
 
+// ReviewRequest An operator's decision on a transaction under review.
+type ReviewRequest struct {
+	// Decision `release` (a false positive: proceed as if clear) or `block` (the funds are blocked for good).
+	Decision ReviewRequestDecision `json:"decision"`
+
+	// Note Why (audited; never shown to the partner).
+	Note string `json:"note"`
+}
+
+// ReviewRequestDecision `release` (a false positive: proceed as if clear) or `block` (the funds are blocked for good).
+type ReviewRequestDecision string
+
 // RollRequest How long the rolled key keeps working.
 type RollRequest struct {
 	// Overlap A duration such as `24h`, `90m` or `0s` (at most 720h).
 	//
 	// Example: 24h
 	Overlap *string `json:"overlap,omitempty"`
+}
+
+// ScreeningFinding One screener's answer about one address.
+type ScreeningFinding struct {
+	Category    *string `json:"category,omitempty"`
+	Description *string `json:"description,omitempty"`
+
+	// Error Why the screener could not answer (the result is then unknown).
+	Error *string `json:"error,omitempty"`
+
+	// Hit Whether this screener names the address.
+	Hit  bool    `json:"hit"`
+	Name *string `json:"name,omitempty"`
+
+	// Screener `list`, `oracle` or `api`.
+	Screener string `json:"screener"`
+
+	// Source What was asked (a list's source, an oracle's network and contract, a service's host).
+	Source string  `json:"source"`
+	Url    *string `json:"url,omitempty"`
+
+	// Version What pins the answer (the list's published date and import, the oracle's block, the answer's time).
+	Version *string `json:"version,omitempty"`
+}
+
+// ScreeningList One imported address list.
+type ScreeningList struct {
+	// Active Screened against (the latest import of its source).
+	Active     bool               `json:"active"`
+	Id         openapi_types.UUID `json:"id"`
+	ImportedAt time.Time          `json:"imported_at"`
+	Published  openapi_types.Date `json:"published"`
+
+	// Size How many addresses it names.
+	Size   int    `json:"size"`
+	Source string `json:"source"`
+}
+
+// ScreeningListsResponse defines model for ScreeningListsResponse.
+type ScreeningListsResponse struct {
+	Data    []ScreeningList `json:"data"`
+	Success bool            `json:"success"`
+}
+
+// ScreeningResult One screening of one sender.
+type ScreeningResult struct {
+	Address   string             `json:"address"`
+	CheckedAt time.Time          `json:"checked_at"`
+	Findings  []ScreeningFinding `json:"findings"`
+
+	// Released An operator released this hit (a false positive).
+	Released bool                   `json:"released"`
+	Verdict  ScreeningResultVerdict `json:"verdict"`
+}
+
+// ScreeningResultVerdict defines model for ScreeningResult.Verdict.
+type ScreeningResultVerdict string
+
+// ScreeningReview A transaction whose funds wait on screening.
+type ScreeningReview struct {
+	CryptoCurrency string `json:"crypto_currency"`
+	DepositAddress string `json:"deposit_address"`
+
+	// Network Deposit network, e.g. `bep20` or `trc20`.
+	//
+	// Example: bep20
+	Network   Network            `json:"network"`
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// Received The token amount received (6 decimal places).
+	Received string `json:"received"`
+
+	// Results Every screening of the senders, oldest first.
+	Results []ScreeningResult `json:"results"`
+
+	// Screening `held`: a sender was named; `unknown`: a screener cannot answer; `pending`: being asked.
+	Screening ScreeningReviewScreening `json:"screening"`
+
+	// Senders The deposit's senders.
+	Senders []string `json:"senders"`
+
+	// Status The transaction's status.
+	Status        string             `json:"status"`
+	TransactionId openapi_types.UUID `json:"transaction_id"`
+	UpdatedAt     time.Time          `json:"updated_at"`
+}
+
+// ScreeningReviewScreening `held`: a sender was named; `unknown`: a screener cannot answer; `pending`: being asked.
+type ScreeningReviewScreening string
+
+// ScreeningReviewsResponse defines model for ScreeningReviewsResponse.
+type ScreeningReviewsResponse struct {
+	Data    []ScreeningReview `json:"data"`
+	Success bool              `json:"success"`
 }
 
 // SettlementRecord The sale's settlement (history `order:settled`); null until then.
@@ -2106,6 +2292,15 @@ type ResolveRefundTaskParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// ListScreeningReviewsParams defines parameters for ListScreeningReviews.
+type ListScreeningReviewsParams struct {
+	// State `review` (the default: held and unknown) or `all` (pending too).
+	State *ListScreeningReviewsParamsState `form:"state,omitempty" json:"state,omitempty"`
+}
+
+// ListScreeningReviewsParamsState defines parameters for ListScreeningReviews.
+type ListScreeningReviewsParamsState string
+
 // ListStageParams defines parameters for ListStage.
 type ListStageParams struct {
 	// Stage Which step's work to list; every transaction when omitted.
@@ -2170,6 +2365,12 @@ type RefundTransactionParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// ReviewTransactionParams defines parameters for ReviewTransaction.
+type ReviewTransactionParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // SettleOrderParams defines parameters for SettleOrder.
 type SettleOrderParams struct {
 	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
@@ -2223,6 +2424,9 @@ type SettlePayoutJSONRequestBody = ReferenceRequest
 
 // RefundTransactionJSONRequestBody defines body for RefundTransaction for application/json ContentType.
 type RefundTransactionJSONRequestBody = RefundRequest
+
+// ReviewTransactionJSONRequestBody defines body for ReviewTransaction for application/json ContentType.
+type ReviewTransactionJSONRequestBody = ReviewRequest
 
 // SettleOrderJSONRequestBody defines body for SettleOrder for application/json ContentType.
 type SettleOrderJSONRequestBody = ReferenceRequest
@@ -2691,6 +2895,38 @@ type ClientInterface interface {
 	// Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
 	ResolveRefundTask(ctx context.Context, id openapi_types.UUID, params *ResolveRefundTaskParams, body ResolveRefundTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// BlockedPropertyReport The blocked-property report (CSV)
+	//
+	// Every transaction whose funds an operator blocked, for the regulator: RFC 4180 CSV in
+	// UTF-8 with a header row (`transaction_id`, `partner_id`, `network`, `token`,
+	// `deposit_address`, `amount`, `sender`, `chain_hashes`, `evidence`, `blocked_at`,
+	// `operator_id`, `note`); amounts are exact decimal strings; a cell that a spreadsheet
+	// would take for a formula is prefixed with `'`.
+	//
+	// Corresponds with GET /screening/blocked (the `BlockedPropertyReport` operationId).
+	BlockedPropertyReport(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListScreeningLists The imported address lists
+	//
+	// Every list imported with `partnerd screening import --source NAME --published DATE FILE`,
+	// the active one of each source first: its source, published date, size and import time.
+	// An import replaces the source's earlier list (kept here as a record, no longer screened
+	// against) and re-screens the senders of every transaction not yet filled.
+	//
+	// Corresponds with GET /screening/lists (the `ListScreeningLists` operationId).
+	ListScreeningLists(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListScreeningReviews The review queue
+	//
+	// Transactions whose funds wait on screening, oldest first: `held` (a screener named a
+	// sender: an operator decides), `unknown` (a screener cannot answer: asked again every
+	// `SCREENING_RETRY_INTERVAL`; an operator may decide) and, with `state=all`, `pending`
+	// (being asked). Each with its deposit, its senders and every screening of each with its
+	// evidence.
+	//
+	// Corresponds with GET /screening/reviews (the `ListScreeningReviews` operationId).
+	ListScreeningReviews(ctx context.Context, params *ListScreeningReviewsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListStage List or search the transactions of a stage
 	//
 	// The transactions of every partner in `stage` (of every status when `stage` is
@@ -2831,6 +3067,42 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /transactions/{id}/refund (the `RefundTransaction` operationId).
 	RefundTransaction(ctx context.Context, id TransactionId, params *RefundTransactionParams, body RefundTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReviewTransactionWithBody Decide on a transaction held by screening
+	//
+	// An operator's decision on a transaction under review (`screening` `held`: a sender was
+	// named by a screener; or `unknown`: a screener could not answer), with a required note
+	// (audited as `screening_released` / `screening_blocked`, the note as reference).
+	// `release` takes the hit for a false positive: the transaction proceeds as if clear (a
+	// confirmed deposit fills at once with the automatic liquidity adapter). `block` blocks
+	// the funds: the transaction fails for good (history `review:failed`, event
+	// `transaction.failed`, neither naming the cause), its refund tasks close, nothing is
+	// ever filled, swept (`partnerd addresses export` leaves its address out) or sent back,
+	// and it is listed in the blocked-property report (`GET /screening/blocked`). Any other
+	// state is `409 invalid_state_transition`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /transactions/{id}/review (the `ReviewTransaction` operationId).
+	ReviewTransactionWithBody(ctx context.Context, id TransactionId, params *ReviewTransactionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReviewTransaction Decide on a transaction held by screening
+	//
+	// An operator's decision on a transaction under review (`screening` `held`: a sender was
+	// named by a screener; or `unknown`: a screener could not answer), with a required note
+	// (audited as `screening_released` / `screening_blocked`, the note as reference).
+	// `release` takes the hit for a false positive: the transaction proceeds as if clear (a
+	// confirmed deposit fills at once with the automatic liquidity adapter). `block` blocks
+	// the funds: the transaction fails for good (history `review:failed`, event
+	// `transaction.failed`, neither naming the cause), its refund tasks close, nothing is
+	// ever filled, swept (`partnerd addresses export` leaves its address out) or sent back,
+	// and it is listed in the blocked-property report (`GET /screening/blocked`). Any other
+	// state is `409 invalid_state_transition`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /transactions/{id}/review (the `ReviewTransaction` operationId).
+	ReviewTransaction(ctx context.Context, id TransactionId, params *ReviewTransactionParams, body ReviewTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SettleOrderWithBody Record the sale's settlement
 	//
@@ -3593,6 +3865,68 @@ func (c *Client) ResolveRefundTask(ctx context.Context, id openapi_types.UUID, p
 	return c.Client.Do(req)
 }
 
+// BlockedPropertyReport The blocked-property report (CSV)
+//
+// Every transaction whose funds an operator blocked, for the regulator: RFC 4180 CSV in
+// UTF-8 with a header row (`transaction_id`, `partner_id`, `network`, `token`,
+// `deposit_address`, `amount`, `sender`, `chain_hashes`, `evidence`, `blocked_at`,
+// `operator_id`, `note`); amounts are exact decimal strings; a cell that a spreadsheet
+// would take for a formula is prefixed with `'`.
+//
+// Corresponds with GET /screening/blocked (the `BlockedPropertyReport` operationId).
+func (c *Client) BlockedPropertyReport(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBlockedPropertyReportRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListScreeningLists The imported address lists
+//
+// Every list imported with `partnerd screening import --source NAME --published DATE FILE`,
+// the active one of each source first: its source, published date, size and import time.
+// An import replaces the source's earlier list (kept here as a record, no longer screened
+// against) and re-screens the senders of every transaction not yet filled.
+//
+// Corresponds with GET /screening/lists (the `ListScreeningLists` operationId).
+func (c *Client) ListScreeningLists(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListScreeningListsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListScreeningReviews The review queue
+//
+// Transactions whose funds wait on screening, oldest first: `held` (a screener named a
+// sender: an operator decides), `unknown` (a screener cannot answer: asked again every
+// `SCREENING_RETRY_INTERVAL`; an operator may decide) and, with `state=all`, `pending`
+// (being asked). Each with its deposit, its senders and every screening of each with its
+// evidence.
+//
+// Corresponds with GET /screening/reviews (the `ListScreeningReviews` operationId).
+func (c *Client) ListScreeningReviews(ctx context.Context, params *ListScreeningReviewsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListScreeningReviewsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListStage List or search the transactions of a stage
 //
 // The transactions of every partner in `stage` (of every status when `stage` is
@@ -3844,6 +4178,62 @@ func (c *Client) RefundTransactionWithBody(ctx context.Context, id TransactionId
 // Corresponds with POST /transactions/{id}/refund (the `RefundTransaction` operationId).
 func (c *Client) RefundTransaction(ctx context.Context, id TransactionId, params *RefundTransactionParams, body RefundTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRefundTransactionRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReviewTransactionWithBody Decide on a transaction held by screening
+//
+// An operator's decision on a transaction under review (`screening` `held`: a sender was
+// named by a screener; or `unknown`: a screener could not answer), with a required note
+// (audited as `screening_released` / `screening_blocked`, the note as reference).
+// `release` takes the hit for a false positive: the transaction proceeds as if clear (a
+// confirmed deposit fills at once with the automatic liquidity adapter). `block` blocks
+// the funds: the transaction fails for good (history `review:failed`, event
+// `transaction.failed`, neither naming the cause), its refund tasks close, nothing is
+// ever filled, swept (`partnerd addresses export` leaves its address out) or sent back,
+// and it is listed in the blocked-property report (`GET /screening/blocked`). Any other
+// state is `409 invalid_state_transition`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /transactions/{id}/review (the `ReviewTransaction` operationId).
+func (c *Client) ReviewTransactionWithBody(ctx context.Context, id TransactionId, params *ReviewTransactionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReviewTransactionRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReviewTransaction Decide on a transaction held by screening
+//
+// An operator's decision on a transaction under review (`screening` `held`: a sender was
+// named by a screener; or `unknown`: a screener could not answer), with a required note
+// (audited as `screening_released` / `screening_blocked`, the note as reference).
+// `release` takes the hit for a false positive: the transaction proceeds as if clear (a
+// confirmed deposit fills at once with the automatic liquidity adapter). `block` blocks
+// the funds: the transaction fails for good (history `review:failed`, event
+// `transaction.failed`, neither naming the cause), its refund tasks close, nothing is
+// ever filled, swept (`partnerd addresses export` leaves its address out) or sent back,
+// and it is listed in the blocked-property report (`GET /screening/blocked`). Any other
+// state is `409 invalid_state_transition`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /transactions/{id}/review (the `ReviewTransaction` operationId).
+func (c *Client) ReviewTransaction(ctx context.Context, id TransactionId, params *ReviewTransactionParams, body ReviewTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReviewTransactionRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5297,6 +5687,114 @@ func NewResolveRefundTaskRequestWithBody(server string, id openapi_types.UUID, p
 	return req, nil
 }
 
+// NewBlockedPropertyReportRequest constructs an http.Request for the BlockedPropertyReport method
+func NewBlockedPropertyReportRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/screening/blocked")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListScreeningListsRequest constructs an http.Request for the ListScreeningLists method
+func NewListScreeningListsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/screening/lists")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListScreeningReviewsRequest constructs an http.Request for the ListScreeningReviews method
+func NewListScreeningReviewsRequest(server string, params *ListScreeningReviewsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/screening/reviews")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.State != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListStageRequest constructs an http.Request for the ListStage method
 func NewListStageRequest(server string, params *ListStageParams) (*http.Request, error) {
 	var err error
@@ -5749,6 +6247,66 @@ func NewRefundTransactionRequestWithBody(server string, id TransactionId, params
 	}
 
 	operationPath := fmt.Sprintf("/transactions/%s/refund", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewReviewTransactionRequest calls the generic ReviewTransaction builder with application/json body
+func NewReviewTransactionRequest(server string, id TransactionId, params *ReviewTransactionParams, body ReviewTransactionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReviewTransactionRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewReviewTransactionRequestWithBody constructs an http.Request for the ReviewTransaction method, with any body, and a specified content type
+func NewReviewTransactionRequestWithBody(server string, id TransactionId, params *ReviewTransactionParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/transactions/%s/review", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -6301,6 +6859,44 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /refund-tasks/{id}/resolve (the `ResolveRefundTask` operationId).
 	ResolveRefundTaskWithResponse(ctx context.Context, id openapi_types.UUID, params *ResolveRefundTaskParams, body ResolveRefundTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveRefundTaskResponse, error)
 
+	// BlockedPropertyReportWithResponse The blocked-property report (CSV)
+	//
+	// Every transaction whose funds an operator blocked, for the regulator: RFC 4180 CSV in
+	// UTF-8 with a header row (`transaction_id`, `partner_id`, `network`, `token`,
+	// `deposit_address`, `amount`, `sender`, `chain_hashes`, `evidence`, `blocked_at`,
+	// `operator_id`, `note`); amounts are exact decimal strings; a cell that a spreadsheet
+	// would take for a formula is prefixed with `'`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /screening/blocked (the `BlockedPropertyReport` operationId).
+	BlockedPropertyReportWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*BlockedPropertyReportResponse, error)
+
+	// ListScreeningListsWithResponse The imported address lists
+	//
+	// Every list imported with `partnerd screening import --source NAME --published DATE FILE`,
+	// the active one of each source first: its source, published date, size and import time.
+	// An import replaces the source's earlier list (kept here as a record, no longer screened
+	// against) and re-screens the senders of every transaction not yet filled.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /screening/lists (the `ListScreeningLists` operationId).
+	ListScreeningListsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListScreeningListsResponse, error)
+
+	// ListScreeningReviewsWithResponse The review queue
+	//
+	// Transactions whose funds wait on screening, oldest first: `held` (a screener named a
+	// sender: an operator decides), `unknown` (a screener cannot answer: asked again every
+	// `SCREENING_RETRY_INTERVAL`; an operator may decide) and, with `state=all`, `pending`
+	// (being asked). Each with its deposit, its senders and every screening of each with its
+	// evidence.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /screening/reviews (the `ListScreeningReviews` operationId).
+	ListScreeningReviewsWithResponse(ctx context.Context, params *ListScreeningReviewsParams, reqEditors ...RequestEditorFn) (*ListScreeningReviewsResponse, error)
+
 	// ListStageWithResponse List or search the transactions of a stage
 	//
 	// The transactions of every partner in `stage` (of every status when `stage` is
@@ -6445,6 +7041,42 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /transactions/{id}/refund (the `RefundTransaction` operationId).
 	RefundTransactionWithResponse(ctx context.Context, id TransactionId, params *RefundTransactionParams, body RefundTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*RefundTransactionResponse, error)
+
+	// ReviewTransactionWithBodyWithResponse Decide on a transaction held by screening
+	//
+	// An operator's decision on a transaction under review (`screening` `held`: a sender was
+	// named by a screener; or `unknown`: a screener could not answer), with a required note
+	// (audited as `screening_released` / `screening_blocked`, the note as reference).
+	// `release` takes the hit for a false positive: the transaction proceeds as if clear (a
+	// confirmed deposit fills at once with the automatic liquidity adapter). `block` blocks
+	// the funds: the transaction fails for good (history `review:failed`, event
+	// `transaction.failed`, neither naming the cause), its refund tasks close, nothing is
+	// ever filled, swept (`partnerd addresses export` leaves its address out) or sent back,
+	// and it is listed in the blocked-property report (`GET /screening/blocked`). Any other
+	// state is `409 invalid_state_transition`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /transactions/{id}/review (the `ReviewTransaction` operationId).
+	ReviewTransactionWithBodyWithResponse(ctx context.Context, id TransactionId, params *ReviewTransactionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReviewTransactionResponse, error)
+
+	// ReviewTransactionWithResponse Decide on a transaction held by screening
+	//
+	// An operator's decision on a transaction under review (`screening` `held`: a sender was
+	// named by a screener; or `unknown`: a screener could not answer), with a required note
+	// (audited as `screening_released` / `screening_blocked`, the note as reference).
+	// `release` takes the hit for a false positive: the transaction proceeds as if clear (a
+	// confirmed deposit fills at once with the automatic liquidity adapter). `block` blocks
+	// the funds: the transaction fails for good (history `review:failed`, event
+	// `transaction.failed`, neither naming the cause), its refund tasks close, nothing is
+	// ever filled, swept (`partnerd addresses export` leaves its address out) or sent back,
+	// and it is listed in the blocked-property report (`GET /screening/blocked`). Any other
+	// state is `409 invalid_state_transition`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /transactions/{id}/review (the `ReviewTransaction` operationId).
+	ReviewTransactionWithResponse(ctx context.Context, id TransactionId, params *ReviewTransactionParams, body ReviewTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*ReviewTransactionResponse, error)
 
 	// SettleOrderWithBodyWithResponse Record the sale's settlement
 	//
@@ -10638,6 +11270,361 @@ func (r ResolveRefundTaskResponse) ContentType() string {
 	return ""
 }
 
+// BlockedPropertyReportResponse200Headers the declared response headers of an HTTP 200 response for BlockedPropertyReport
+type BlockedPropertyReportResponse200Headers struct {
+	XRequestId string
+}
+
+// BlockedPropertyReportResponse401Headers the declared response headers of an HTTP 401 response for BlockedPropertyReport
+type BlockedPropertyReportResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// BlockedPropertyReportResponse429Headers the declared response headers of an HTTP 429 response for BlockedPropertyReport
+type BlockedPropertyReportResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+// BlockedPropertyReportResponse500Headers the declared response headers of an HTTP 500 response for BlockedPropertyReport
+type BlockedPropertyReportResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// BlockedPropertyReportResponse503Headers the declared response headers of an HTTP 503 response for BlockedPropertyReport
+type BlockedPropertyReportResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+type BlockedPropertyReportResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *BlockedPropertyReportResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *BlockedPropertyReportResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *BlockedPropertyReportResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *BlockedPropertyReportResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *BlockedPropertyReportResponse503Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r BlockedPropertyReportResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r BlockedPropertyReportResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r BlockedPropertyReportResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BlockedPropertyReportResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r BlockedPropertyReportResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BlockedPropertyReportResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BlockedPropertyReportResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BlockedPropertyReportResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListScreeningListsResponse200Headers the declared response headers of an HTTP 200 response for ListScreeningLists
+type ListScreeningListsResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ListScreeningListsResponse401Headers the declared response headers of an HTTP 401 response for ListScreeningLists
+type ListScreeningListsResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ListScreeningListsResponse429Headers the declared response headers of an HTTP 429 response for ListScreeningLists
+type ListScreeningListsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+// ListScreeningListsResponse500Headers the declared response headers of an HTTP 500 response for ListScreeningLists
+type ListScreeningListsResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ListScreeningListsResponse503Headers the declared response headers of an HTTP 503 response for ListScreeningLists
+type ListScreeningListsResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+type ListScreeningListsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ScreeningListsResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListScreeningListsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListScreeningListsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListScreeningListsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListScreeningListsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListScreeningListsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListScreeningListsResponse) GetJSON200() *ScreeningListsResponse {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListScreeningListsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListScreeningListsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListScreeningListsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListScreeningListsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListScreeningListsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListScreeningListsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListScreeningListsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListScreeningListsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListScreeningReviewsResponse200Headers the declared response headers of an HTTP 200 response for ListScreeningReviews
+type ListScreeningReviewsResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ListScreeningReviewsResponse400Headers the declared response headers of an HTTP 400 response for ListScreeningReviews
+type ListScreeningReviewsResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ListScreeningReviewsResponse401Headers the declared response headers of an HTTP 401 response for ListScreeningReviews
+type ListScreeningReviewsResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ListScreeningReviewsResponse429Headers the declared response headers of an HTTP 429 response for ListScreeningReviews
+type ListScreeningReviewsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+// ListScreeningReviewsResponse500Headers the declared response headers of an HTTP 500 response for ListScreeningReviews
+type ListScreeningReviewsResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ListScreeningReviewsResponse503Headers the declared response headers of an HTTP 503 response for ListScreeningReviews
+type ListScreeningReviewsResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+type ListScreeningReviewsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ScreeningReviewsResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListScreeningReviewsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListScreeningReviewsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListScreeningReviewsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListScreeningReviewsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListScreeningReviewsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListScreeningReviewsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListScreeningReviewsResponse) GetJSON200() *ScreeningReviewsResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListScreeningReviewsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListScreeningReviewsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListScreeningReviewsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListScreeningReviewsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListScreeningReviewsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListScreeningReviewsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListScreeningReviewsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListScreeningReviewsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListScreeningReviewsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListStageResponse200Headers the declared response headers of an HTTP 200 response for ListStage
 type ListStageResponse200Headers struct {
 	RateLimit       *string
@@ -11983,6 +12970,219 @@ func (r RefundTransactionResponse) ContentType() string {
 	return ""
 }
 
+// ReviewTransactionResponse200Headers the declared response headers of an HTTP 200 response for ReviewTransaction
+type ReviewTransactionResponse200Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
+// ReviewTransactionResponse400Headers the declared response headers of an HTTP 400 response for ReviewTransaction
+type ReviewTransactionResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ReviewTransactionResponse401Headers the declared response headers of an HTTP 401 response for ReviewTransaction
+type ReviewTransactionResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ReviewTransactionResponse404Headers the declared response headers of an HTTP 404 response for ReviewTransaction
+type ReviewTransactionResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ReviewTransactionResponse409Headers the declared response headers of an HTTP 409 response for ReviewTransaction
+type ReviewTransactionResponse409Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ReviewTransactionResponse413Headers the declared response headers of an HTTP 413 response for ReviewTransaction
+type ReviewTransactionResponse413Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ReviewTransactionResponse415Headers the declared response headers of an HTTP 415 response for ReviewTransaction
+type ReviewTransactionResponse415Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ReviewTransactionResponse422Headers the declared response headers of an HTTP 422 response for ReviewTransaction
+type ReviewTransactionResponse422Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ReviewTransactionResponse429Headers the declared response headers of an HTTP 429 response for ReviewTransaction
+type ReviewTransactionResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+// ReviewTransactionResponse500Headers the declared response headers of an HTTP 500 response for ReviewTransaction
+type ReviewTransactionResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ReviewTransactionResponse503Headers the declared response headers of an HTTP 503 response for ReviewTransaction
+type ReviewTransactionResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+type ReviewTransactionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OperatorActionOK
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ReviewTransactionResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ReviewTransactionResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReviewTransactionResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ReviewTransactionResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ReviewTransactionResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ReviewTransactionResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *ReviewTransactionResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ReviewTransactionResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReviewTransactionResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ReviewTransactionResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReviewTransactionResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReviewTransactionResponse) GetJSON200() *OperatorActionOK {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ReviewTransactionResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReviewTransactionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ReviewTransactionResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ReviewTransactionResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ReviewTransactionResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ReviewTransactionResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ReviewTransactionResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ReviewTransactionResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ReviewTransactionResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ReviewTransactionResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReviewTransactionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReviewTransactionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReviewTransactionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReviewTransactionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // SettleOrderResponse200Headers the declared response headers of an HTTP 200 response for SettleOrder
 type SettleOrderResponse200Headers struct {
 	IdempotentReplayed *string
@@ -12822,6 +14022,62 @@ func (c *ClientWithResponses) ResolveRefundTaskWithResponse(ctx context.Context,
 	return ParseResolveRefundTaskResponse(rsp)
 }
 
+// BlockedPropertyReportWithResponse The blocked-property report (CSV)
+//
+// Every transaction whose funds an operator blocked, for the regulator: RFC 4180 CSV in
+// UTF-8 with a header row (`transaction_id`, `partner_id`, `network`, `token`,
+// `deposit_address`, `amount`, `sender`, `chain_hashes`, `evidence`, `blocked_at`,
+// `operator_id`, `note`); amounts are exact decimal strings; a cell that a spreadsheet
+// would take for a formula is prefixed with `'`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /screening/blocked (the `BlockedPropertyReport` operationId).
+func (c *ClientWithResponses) BlockedPropertyReportWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*BlockedPropertyReportResponse, error) {
+	rsp, err := c.BlockedPropertyReport(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBlockedPropertyReportResponse(rsp)
+}
+
+// ListScreeningListsWithResponse The imported address lists
+//
+// Every list imported with `partnerd screening import --source NAME --published DATE FILE`,
+// the active one of each source first: its source, published date, size and import time.
+// An import replaces the source's earlier list (kept here as a record, no longer screened
+// against) and re-screens the senders of every transaction not yet filled.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /screening/lists (the `ListScreeningLists` operationId).
+func (c *ClientWithResponses) ListScreeningListsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListScreeningListsResponse, error) {
+	rsp, err := c.ListScreeningLists(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListScreeningListsResponse(rsp)
+}
+
+// ListScreeningReviewsWithResponse The review queue
+//
+// Transactions whose funds wait on screening, oldest first: `held` (a screener named a
+// sender: an operator decides), `unknown` (a screener cannot answer: asked again every
+// `SCREENING_RETRY_INTERVAL`; an operator may decide) and, with `state=all`, `pending`
+// (being asked). Each with its deposit, its senders and every screening of each with its
+// evidence.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /screening/reviews (the `ListScreeningReviews` operationId).
+func (c *ClientWithResponses) ListScreeningReviewsWithResponse(ctx context.Context, params *ListScreeningReviewsParams, reqEditors ...RequestEditorFn) (*ListScreeningReviewsResponse, error) {
+	rsp, err := c.ListScreeningReviews(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListScreeningReviewsResponse(rsp)
+}
+
 // ListStageWithResponse List or search the transactions of a stage
 //
 // The transactions of every partner in `stage` (of every status when `stage` is
@@ -13037,6 +14293,54 @@ func (c *ClientWithResponses) RefundTransactionWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseRefundTransactionResponse(rsp)
+}
+
+// ReviewTransactionWithBodyWithResponse Decide on a transaction held by screening
+//
+// An operator's decision on a transaction under review (`screening` `held`: a sender was
+// named by a screener; or `unknown`: a screener could not answer), with a required note
+// (audited as `screening_released` / `screening_blocked`, the note as reference).
+// `release` takes the hit for a false positive: the transaction proceeds as if clear (a
+// confirmed deposit fills at once with the automatic liquidity adapter). `block` blocks
+// the funds: the transaction fails for good (history `review:failed`, event
+// `transaction.failed`, neither naming the cause), its refund tasks close, nothing is
+// ever filled, swept (`partnerd addresses export` leaves its address out) or sent back,
+// and it is listed in the blocked-property report (`GET /screening/blocked`). Any other
+// state is `409 invalid_state_transition`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /transactions/{id}/review (the `ReviewTransaction` operationId).
+func (c *ClientWithResponses) ReviewTransactionWithBodyWithResponse(ctx context.Context, id TransactionId, params *ReviewTransactionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReviewTransactionResponse, error) {
+	rsp, err := c.ReviewTransactionWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReviewTransactionResponse(rsp)
+}
+
+// ReviewTransactionWithResponse Decide on a transaction held by screening
+//
+// An operator's decision on a transaction under review (`screening` `held`: a sender was
+// named by a screener; or `unknown`: a screener could not answer), with a required note
+// (audited as `screening_released` / `screening_blocked`, the note as reference).
+// `release` takes the hit for a false positive: the transaction proceeds as if clear (a
+// confirmed deposit fills at once with the automatic liquidity adapter). `block` blocks
+// the funds: the transaction fails for good (history `review:failed`, event
+// `transaction.failed`, neither naming the cause), its refund tasks close, nothing is
+// ever filled, swept (`partnerd addresses export` leaves its address out) or sent back,
+// and it is listed in the blocked-property report (`GET /screening/blocked`). Any other
+// state is `409 invalid_state_transition`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /transactions/{id}/review (the `ReviewTransaction` operationId).
+func (c *ClientWithResponses) ReviewTransactionWithResponse(ctx context.Context, id TransactionId, params *ReviewTransactionParams, body ReviewTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*ReviewTransactionResponse, error) {
+	rsp, err := c.ReviewTransaction(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReviewTransactionResponse(rsp)
 }
 
 // SettleOrderWithBodyWithResponse Record the sale's settlement
@@ -20398,6 +21702,589 @@ func ParseResolveRefundTaskResponse(rsp *http.Response) (*ResolveRefundTaskRespo
 	return response, nil
 }
 
+// ParseBlockedPropertyReportResponse parses an HTTP response from a BlockedPropertyReportWithResponse call
+func ParseBlockedPropertyReportResponse(rsp *http.Response) (*BlockedPropertyReportResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BlockedPropertyReportResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers BlockedPropertyReportResponse200Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers BlockedPropertyReportResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers BlockedPropertyReportResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers BlockedPropertyReportResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers BlockedPropertyReportResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListScreeningListsResponse parses an HTTP response from a ListScreeningListsWithResponse call
+func ParseListScreeningListsResponse(rsp *http.Response) (*ListScreeningListsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListScreeningListsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ScreeningListsResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListScreeningListsResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListScreeningListsResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListScreeningListsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListScreeningListsResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListScreeningListsResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListScreeningReviewsResponse parses an HTTP response from a ListScreeningReviewsWithResponse call
+func ParseListScreeningReviewsResponse(rsp *http.Response) (*ListScreeningReviewsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListScreeningReviewsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ScreeningReviewsResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListScreeningReviewsResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListScreeningReviewsResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListScreeningReviewsResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListScreeningReviewsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListScreeningReviewsResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListScreeningReviewsResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListStageResponse parses an HTTP response from a ListStageWithResponse call
 func ParseListStageResponse(rsp *http.Response) (*ListStageResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -22759,6 +24646,390 @@ func ParseRefundTransactionResponse(rsp *http.Response) (*RefundTransactionRespo
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers RefundTransactionResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReviewTransactionResponse parses an HTTP response from a ReviewTransactionWithResponse call
+func ParseReviewTransactionResponse(rsp *http.Response) (*ReviewTransactionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReviewTransactionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OperatorActionOK
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ReviewTransactionResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ReviewTransactionResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ReviewTransactionResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ReviewTransactionResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ReviewTransactionResponse409Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ReviewTransactionResponse413Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers ReviewTransactionResponse415Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers ReviewTransactionResponse422Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReviewTransactionResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ReviewTransactionResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReviewTransactionResponse503Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -12,6 +12,7 @@ package actions
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -53,7 +54,15 @@ type Service struct {
 	operators *operators.Service
 	keys      *apikeys.Service
 	fills     Fills
+	screening RefundScreen
 	log       *slog.Logger
+}
+
+// RefundScreen screens a refund's destinations before money goes back on chain
+// (screening.Service.CheckRefund): a named address is refused, and one no
+// screener could answer for waits.
+type RefundScreen interface {
+	CheckRefund(ctx context.Context, network string, addresses []string) error
 }
 
 // Fills reads the fills of transactions (the store).
@@ -82,6 +91,8 @@ type Deps struct {
 	Operators *operators.Service
 	Keys      *apikeys.Service
 	Fills     Fills
+	// Screening checks refunds' destinations; nil when screening is off.
+	Screening RefundScreen
 	Logger    *slog.Logger
 }
 
@@ -92,7 +103,7 @@ func New(d Deps) *Service {
 		log = slog.Default()
 	}
 	return &Service{begin: d.Begin, lifecycle: d.Lifecycle, audit: d.Audit, unmatched: d.Unmatched, batches: d.Batches,
-		partners: d.Partners, operators: d.Operators, keys: d.Keys, fills: d.Fills, log: log}
+		partners: d.Partners, operators: d.Operators, keys: d.Keys, fills: d.Fills, screening: d.Screening, log: log}
 }
 
 // run is the unit of work of one action, under the caller's request key (the
@@ -132,8 +143,43 @@ func (s *Service) Fail(ctx context.Context, key idempotency.Request[*Acted], ope
 // Refund records the refund of transaction id's deposit (chain transaction txHash).
 func (s *Service) Refund(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, txHash string) (*Acted, error) {
 	return s.act(ctx, key, operator, audit.Refund, id, txHash, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+		t, err := tx.TransactionForUpdate(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := lifecycle.Check(t, lifecycle.ActionRefund); err != nil {
+			return nil, err
+		}
+		if err := s.checkRefund(ctx, t.Network, lifecycle.Senders(t)...); err != nil {
+			return nil, err
+		}
 		return s.lifecycle.RefundBy(ctx, tx, id, by, txHash)
 	})
+}
+
+// Review records an operator's decision on a transaction held by screening, with
+// its note (required): release lets it proceed, block fails it for good. The
+// decision and its audit row commit with the change. Errors: InvalidRequest (no
+// note), NotFound, InvalidStateTransition (not under review).
+func (s *Service) Review(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, decision lifecycle.ReviewDecision, note string) (*Acted, error) {
+	if strings.TrimSpace(note) == "" {
+		return nil, apperr.Field(apperr.InvalidRequest, "A decision needs a note saying why.", "/note", "required")
+	}
+	action := audit.ScreeningReleased
+	if decision == lifecycle.Block {
+		action = audit.ScreeningBlocked
+	}
+	return s.act(ctx, key, operator, action, id, note, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+		return s.lifecycle.Review(ctx, tx, id, by, decision, note)
+	})
+}
+
+// checkRefund screens a refund's destinations (nothing when screening is off).
+func (s *Service) checkRefund(ctx context.Context, network string, to ...string) error {
+	if s.screening == nil {
+		return nil
+	}
+	return s.screening.CheckRefund(ctx, network, to)
 }
 
 // Accept lets an expired, short-paid transaction proceed on what was received.
@@ -217,6 +263,9 @@ func (r Resolution) reference() string {
 // ResolveDeposit closes open unmatched deposit id.
 func (s *Service) ResolveDeposit(ctx context.Context, key idempotency.Request[*unmatched.Deposit], operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
 	return run(ctx, s, key, func(ctx context.Context, tx Tx) (*unmatched.Deposit, error) {
+		if err := s.screenTask(ctx, tx, id, r); err != nil {
+			return nil, err
+		}
 		d, err := s.unmatched.ResolveUnmatched(ctx, tx, id, operator, r.Action, r.TxHash, r.Note)
 		if err != nil {
 			return nil, err
@@ -262,7 +311,32 @@ func (s *Service) ResolveTask(ctx context.Context, key idempotency.Request[*unma
 	})
 }
 
+// screenTask screens the destination of a refund task resolved as refunded (its
+// sender), and refuses one whose transaction's funds are held or blocked.
+func (s *Service) screenTask(ctx context.Context, tx Tx, id uuid.UUID, r Resolution) error {
+	if r.Action != unmatched.Refunded {
+		return nil
+	}
+	d, err := tx.UnmatchedDeposit(ctx, id)
+	if err != nil {
+		return err
+	}
+	if d.TransactionID != nil {
+		t, err := tx.TransactionForUpdate(ctx, *d.TransactionID)
+		if err != nil {
+			return err
+		}
+		if !t.Screening.Proceeds() {
+			return apperr.New(apperr.InvalidStateTransition, "The transaction's funds are held for review or blocked; nothing is sent back until the review ends.")
+		}
+	}
+	return s.checkRefund(ctx, d.Network, d.FromAddress)
+}
+
 func (s *Service) resolveTask(ctx context.Context, tx Tx, operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
+	if err := s.screenTask(ctx, tx, id, r); err != nil {
+		return nil, err
+	}
 	d, err := tx.UnmatchedDeposit(ctx, id)
 	if err != nil {
 		return nil, err

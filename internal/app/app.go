@@ -46,6 +46,7 @@ import (
 	"partnerd/internal/rates"
 	"partnerd/internal/revenue"
 	"partnerd/internal/safeurl"
+	"partnerd/internal/screening"
 	"partnerd/internal/store"
 	"partnerd/internal/transactions"
 	"partnerd/internal/unmatched"
@@ -63,13 +64,15 @@ type App struct {
 
 	transactions *transactions.Service
 	lifecycle    *lifecycle.Engine
-	idempotency  *idempotency.Service
-	jobs         *jobs.Runner
-	events       *webhook.Log
-	metrics      *metrics.Metrics
-	watchers     *watchers
-	progress     *progressRecorder
-	handler      http.Handler
+	// screening screens deposits' senders; nil when SCREENING=off.
+	screening   *screening.Service
+	idempotency *idempotency.Service
+	jobs        *jobs.Runner
+	events      *webhook.Log
+	metrics     *metrics.Metrics
+	watchers    *watchers
+	progress    *progressRecorder
+	handler     http.Handler
 	// inProcessWrap wraps the console's in-process calls (CheckInProcess); nil in service.
 	inProcessWrap func(http.Handler) http.Handler
 	codec         *cursor.Codec
@@ -177,12 +180,25 @@ func (a *App) openTransactions(ctx context.Context, pricer *pricing.Pricer) erro
 	obs := observer{m: a.metrics, log: a.log}
 	a.transactions = transactions.NewService(store.For[transactions.Tx](st), pricer, book, cfg.DepositWindow, store.Now, obs)
 	payments := cfg.Payments
-	a.lifecycle = lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{
+	lc := lifecycle.Config{
 		Required: cfg.Confirmations, Now: store.Now, Settlement: settlementOf(cfg, st),
 		Payments: &payments, Tasks: a.unmatched, Observer: obs,
-	})
+	}
+	if err := a.openScreening(ctx); err != nil {
+		return err
+	}
+	if a.screening != nil {
+		lc.Screener, lc.ScreeningFailOpen = a.screening, cfg.Screening.FailOpen
+	}
+	a.lifecycle = lifecycle.NewEngine(store.For[lifecycle.Tx](st), lc)
+	if a.screening != nil {
+		a.screening.SetEngine(a.lifecycle)
+	}
 	a.progress = newProgressRecorder(st, a.metrics.Chain(), a.log, store.Now)
 	if a.watchers, err = openWatchers(ctx, cfg, st, a.lifecycle, a.unmatched, a.metrics, a.progress, a.log); err != nil {
+		return err
+	}
+	if err := a.addOracles(); err != nil {
 		return err
 	}
 	return nil
@@ -197,7 +213,7 @@ func (a *App) openJobs(policy safeurl.Policy) error {
 	a.jobs, err = jobs.NewRunner(st.JobDriver(), expirer{a.lifecycle}, jobs.Options{
 		Logger: a.log, SweepInterval: cfg.ExpirySweep, FetchPollInterval: cfg.JobPollInterval,
 		RescueAfter: cfg.JobRescueAfter, Deliverer: deliverer, Requeues: st,
-		Stepper: a.lifecycle,
+		Stepper: a.lifecycle, Screener: a.jobScreener(),
 	})
 	if err != nil {
 		return fmt.Errorf("job runner: %w", err)

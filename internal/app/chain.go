@@ -28,6 +28,17 @@ type watchers struct {
 	scanners []*scanner.Scanner
 	pools    []*providers.Pool
 	clients  []*rpc.Client
+	// byNetwork is each watched network's pool (the sanctions oracle is asked
+	// through it).
+	byNetwork map[string]*providers.Pool
+}
+
+// pool returns network's provider pool, nil when it is not watched.
+func (w *watchers) pool(network string) *providers.Pool {
+	if w == nil {
+		return nil
+	}
+	return w.byNetwork[network]
 }
 
 // openWatchers builds a scanner per watched network, reading through a pool of
@@ -38,7 +49,7 @@ type watchers struct {
 // use (the pool checks its chain id once it answers), never the start of the API.
 func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *lifecycle.Engine, u *unmatched.Service, m *metrics.Metrics, progress *progressRecorder, log *slog.Logger) (*watchers, error) {
 	cm := m.Chain()
-	w := &watchers{off: map[string]string{}}
+	w := &watchers{off: map[string]string{}, byNetwork: map[string]*providers.Pool{}}
 	off := func(network, reason string) {
 		w.off[network] = reason
 		cm.WatcherOff(network, true)
@@ -107,6 +118,7 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 			CheckDepth: uint64(max(cfg.Confirmations[network], 1)), HeadEvery: cfg.Chain.PollInterval,
 			Observer: progress, Log: log.With("component", "chain")}, members)
 		w.pools = append(w.pools, pool)
+		w.byNetwork[network] = pool
 		cm.Watch(network)
 		sc := scanner.Config{Network: network, Tokens: toks, Confirmations: cfg.Confirmations[network],
 			PollInterval: cfg.Chain.PollInterval, ChainID: want, Finality: cfg.Chain.Finality[network], Wake: pool.Wake()}

@@ -64,9 +64,14 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	a.keys = apikeys.New(st, store.Now)
 	a.partnerUsers = partnerusers.New(partnerusers.Deps{Store: store.For[partnerusers.Tx](st), Partners: a.partners,
 		Audit: a.audit, Now: store.Now, Logger: a.log})
-	a.actions = actions.New(actions.Deps{Begin: store.For[actions.Tx](st).WithTx, Lifecycle: a.lifecycle, Audit: a.audit, Unmatched: a.unmatched, Batches: a.batches,
-		Partners: a.partners, Operators: a.operators, Keys: a.keys, Fills: st, Logger: a.log})
+	deps := actions.Deps{Begin: store.For[actions.Tx](st).WithTx, Lifecycle: a.lifecycle, Audit: a.audit, Unmatched: a.unmatched, Batches: a.batches,
+		Partners: a.partners, Operators: a.operators, Keys: a.keys, Fills: st, Logger: a.log}
+	if a.screening != nil {
+		deps.Screening = a.screening
+	}
+	a.actions = actions.New(deps)
 	if err := operatorapi.Register(e, operatorapi.Deps{
+		Screening:    st,
 		Operators:    a.operators,
 		Stages:       stages,
 		Backoffice:   a.backoffice,

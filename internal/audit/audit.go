@@ -55,13 +55,18 @@ const (
 	// SandboxSimulated plays a chain or desk event on a sandbox transaction (the
 	// reference is the event's type).
 	SandboxSimulated Action = "sandbox_simulated"
+	// ScreeningReleased and ScreeningBlocked are an operator's decisions on a
+	// transaction held by screening (the note as reference).
+	ScreeningReleased Action = "screening_released"
+	ScreeningBlocked  Action = "screening_blocked"
 )
 
 // Actions lists every action the audit log records (the contract's AuditAction
 // lists the same; a test keeps them equal).
 var Actions = []Action{Fill, Settle, Payout, Accept, Fail, Refund, ResolveRefunded, ResolveCredited, BatchPayout, BatchFill,
 	PartnerCreated, OperatorCreated, KeyCreated, KeyRolled, KeyRevoked, PartnerUserInvited, PartnerUserRoleChanged, PartnerUserDisabled,
-	WebhookEndpointUpdated, WebhookSecretRotated, WebhookEventReplayed, WebhookTestSent, SandboxSimulated}
+	WebhookEndpointUpdated, WebhookSecretRotated, WebhookEventReplayed, WebhookTestSent, SandboxSimulated,
+	ScreeningReleased, ScreeningBlocked}
 
 // Known reports whether a is one of Actions.
 func Known(a Action) bool {

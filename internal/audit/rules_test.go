@@ -28,10 +28,10 @@ func TestKnown(t *testing.T) {
 	for _, a := range []audit.Action{"fill", "settle", "payout", "fail", "refund", "accept", "resolve_refunded",
 		"resolve_credited", "batch_payout", "batch_fill", "partner_created", "operator_created", "key_created", "key_rolled", "key_revoked", "partner_user_invited",
 		"partner_user_role_changed", "partner_user_disabled", "webhook_endpoint_updated", "webhook_secret_rotated", "webhook_event_replayed",
-		"webhook_test_sent", "sandbox_simulated"} {
+		"webhook_test_sent", "sandbox_simulated", "screening_released", "screening_blocked"} {
 		require.True(t, audit.Known(a), a)
 	}
-	require.Len(t, audit.Actions, 23)
+	require.Len(t, audit.Actions, 25)
 	for _, a := range []audit.Action{"", "Fill", "delete", "cancel"} {
 		require.False(t, audit.Known(a), a)
 	}

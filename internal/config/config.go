@@ -36,6 +36,9 @@ const (
 
 // Config is every setting.
 type Config struct {
+	// Screening is the screening of deposits' senders (screening.go).
+	Screening Screening
+
 	Env         Environment
 	DatabaseURL string
 	ListenAddr  string
@@ -140,6 +143,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	c.Settlement = loadSettlement(c.Env, r.get, r.bad)
 	r.cursorSecret(c)
 	r.webhooks(c)
+	r.screening(c)
 	if len(r.errs) > 0 {
 		return nil, fmt.Errorf("invalid configuration: %w", errors.Join(r.errs...))
 	}

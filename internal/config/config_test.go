@@ -45,6 +45,8 @@ func TestProductionRefusesDemoRates(t *testing.T) {
 	require.ErrorContains(t, err, "DATABASE_URL", "the SQLite default is refused")
 	require.ErrorContains(t, err, "CHAIN_RPC_BEP20")
 	require.ErrorContains(t, err, "CHAIN_RPC_TRC20")
+	require.ErrorContains(t, err, "SCREENING", "production refuses to start without screening")
+	prod["SCREENING"] = "off"
 	prod["CHAIN_RPC_BEP20"] = "https://bsc.example/rpc"
 	prod["CHAIN_RPC_TRC20"] = "https://tron.example/jsonrpc"
 	// Demo values given explicitly are refused too, each naming its setting.
@@ -98,7 +100,7 @@ func TestProductionRefusesDemoKeysInDisguise(t *testing.T) {
 		return map[string]string{"APP_ENV": "production", "RATE_FEED_URL": "https://rates.example/ngn", "RATE_FEED_FIELDS": "usdt=data.usdt",
 			"CHAIN_RPC_BEP20": "https://bsc.example/rpc", "CHAIN_RPC_TRC20": "https://tron.example/jsonrpc",
 			"CURSOR_SECRET": "0123456789abcdef0123456789abcdef", "DATABASE_URL": "postgres://partnerd@db.internal/partnerd",
-			"XPUB_BEP20": bep20, "XPUB_TRC20": trc20}
+			"XPUB_BEP20": bep20, "XPUB_TRC20": trc20, "SCREENING": "list"}
 	}
 	for name, tc := range map[string]struct {
 		bep20, trc20 string

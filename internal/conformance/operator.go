@@ -33,6 +33,12 @@ func (w *walk) operatorReads(ctx context.Context) {
 	w.expect(w.o, "listFills", fills, err, 200)
 	partners, err := w.oc.ListPartnersWithResponse(ctx)
 	w.expect(w.o, "listPartners", partners, err, 200)
+	reviews, err := w.oc.ListScreeningReviewsWithResponse(ctx, &operatorclient.ListScreeningReviewsParams{})
+	w.expect(w.o, "listScreeningReviews", reviews, err, 200)
+	lists, err := w.oc.ListScreeningListsWithResponse(ctx)
+	w.expect(w.o, "listScreeningLists", lists, err, 200)
+	blocked, err := w.oc.BlockedPropertyReportWithResponse(ctx)
+	w.expect(w.o, "blockedPropertyReport", blocked, err, 200)
 	ops, err := w.oc.ListOperatorsWithResponse(ctx)
 	if w.expect(w.o, "listOperators", ops, err, 200) && len(ops.JSON200.Data) > 0 {
 		keys, err := w.oc.ListOperatorKeysWithResponse(ctx, ops.JSON200.Data[0].Id)
@@ -50,6 +56,12 @@ func (w *walk) operatorReadsOf(ctx context.Context, tx uuid.UUID) {
 	}
 	audit, err := w.oc.ListAuditWithResponse(ctx, &operatorclient.ListAuditParams{TransactionId: &tx})
 	w.expect(w.o, "listAudit", audit, err, 200)
+	// The run's transaction was never held: a decision on it is refused.
+	review, err := w.oc.ReviewTransactionWithResponse(ctx, tx, &operatorclient.ReviewTransactionParams{IdempotencyKey: idemKey()},
+		operatorclient.ReviewRequest{Decision: operatorclient.Release, Note: "conformance check " + w.prefix})
+	if w.expect(w.o, "reviewTransaction", review, err, 409) {
+		w.o.note("reviewTransaction", "checked refused (409): the run's transaction is not under review")
+	}
 	if d := w.operatorTx(ctx, tx); d != nil {
 		keys, err := w.oc.ListPartnerKeysWithResponse(ctx, d.PartnerId)
 		w.expect(w.o, "listPartnerKeys", keys, err, 200)

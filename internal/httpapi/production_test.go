@@ -18,6 +18,7 @@ import (
 func productionSettings(t *testing.T) map[string]string {
 	return map[string]string{
 		"APP_ENV":          "production",
+		"SCREENING":        "list",
 		"RATE_SOURCE":      "http",
 		"RATE_FEED_URL":    newFeed(t, http.StatusOK, `{"usdt":"1550.00"}`),
 		"RATE_FEED_FIELDS": "usdt=usdt",

@@ -116,7 +116,7 @@ func detailOut(t *lifecycle.Transaction) api.TransactionDetail {
 		CryptoAmount: s.CryptoAmount, Amount: s.Amount, Rate: s.Rate, DepositAddress: s.DepositAddress, ExpiresAt: s.ExpiresAt,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		DepositId: s.DepositID, DepositStatus: s.DepositStatus, Confirmations: s.Confirmations,
-		RequiredConfirmations: s.RequiredConfirmations, AwaitingFinality: &s.AwaitingFinality, ReceivedAt: s.ReceivedAt, ConfirmedAt: s.ConfirmedAt,
+		RequiredConfirmations: s.RequiredConfirmations, AwaitingFinality: &s.AwaitingFinality, UnderReview: &s.UnderReview, ReceivedAt: s.ReceivedAt, ConfirmedAt: s.ConfirmedAt,
 		DepositAmount: s.DepositAmount, DepositTxHash: s.DepositTxHash, Deposits: transfersOut(s.Deposits),
 	}
 }

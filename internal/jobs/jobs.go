@@ -112,6 +112,9 @@ type Options struct {
 	Requeues Requeues
 	// Stepper performs automatic settlement steps (settlement.go); nil for none.
 	Stepper Stepper
+	// Screener screens deposit senders with remote screeners (screening.go); nil
+	// when screening needs no job.
+	Screener TransactionScreener
 
 	// noStagger starts the leader's maintenance services at once instead of each
 	// after a random delay of up to a second (River's TestOnly); tests set it.
@@ -164,6 +167,11 @@ func NewRunner(driver riverdriver.Driver[*sql.Tx], exp Expirer, opts Options) (*
 	}
 	if err := addStepWorker(workers, opts.Stepper); err != nil {
 		return nil, err
+	}
+	if opts.Screener != nil {
+		if err := river.AddWorkerSafely(workers, &screenWorker{s: opts.Screener}); err != nil {
+			return nil, err
+		}
 	}
 	r := &Runner{log: logger, rescueAfter: rescue}
 	requeueEvery := opts.RequeueInterval
@@ -242,6 +250,9 @@ var Timeouts = map[string]time.Duration{
 	DeliverEventArgs{}.Kind():      DeliveryTimeout,
 	ExpireTransactionArgs{}.Kind(): 10 * time.Second,
 	SettlementStepArgs{}.Kind():    10 * time.Second,
+	// A screening asks remote screeners for a few senders; what is not answered
+	// in time is unknown, asked again at the next run.
+	ScreenTransactionArgs{}.Kind(): 20 * time.Second,
 	SweepExpiredArgs{}.Kind():      20 * time.Second,
 	SweepRequeuesArgs{}.Kind():     20 * time.Second,
 }

@@ -17,6 +17,7 @@ func TestTimeoutsPerKind(t *testing.T) {
 		DeliverEventArgs{}.Kind():      (&deliverWorker{}).Timeout(&river.Job[DeliverEventArgs]{}),
 		ExpireTransactionArgs{}.Kind(): (&expireWorker{}).Timeout(&river.Job[ExpireTransactionArgs]{}),
 		SettlementStepArgs{}.Kind():    (&stepWorker{}).Timeout(&river.Job[SettlementStepArgs]{}),
+		ScreenTransactionArgs{}.Kind(): (&screenWorker{}).Timeout(&river.Job[ScreenTransactionArgs]{}),
 		SweepExpiredArgs{}.Kind():      (&sweepWorker{}).Timeout(&river.Job[SweepExpiredArgs]{}),
 		SweepRequeuesArgs{}.Kind():     (&requeueSweepWorker{}).Timeout(&river.Job[SweepRequeuesArgs]{}),
 	}

@@ -30,6 +30,9 @@ var OperatorActions = []OperatorAction{ActionFill, ActionSettle, ActionPayout, A
 // the InvalidStateTransition the action answers.
 var guards = map[OperatorAction]func(t *Transaction) error{
 	ActionFill: func(t *Transaction) error {
+		if !t.Screening.Proceeds() {
+			return errHeld
+		}
 		if t.Status == DepositConfirming && (t.Deposit == nil || t.Deposit.Status != DepositStatusConfirmed) {
 			return apperr.New(apperr.InvalidStateTransition, "The deposit is not confirmed yet; it cannot be filled.")
 		}
@@ -51,6 +54,9 @@ var guards = map[OperatorAction]func(t *Transaction) error{
 	},
 	ActionFail: func(t *Transaction) error { return allows(t, failTrigger(t), "failed") },
 	ActionRefund: func(t *Transaction) error {
+		if !t.Screening.Proceeds() {
+			return errHeld
+		}
 		if err := allows(t, Refund, "refunded"); err != nil {
 			return err
 		}
@@ -60,6 +66,13 @@ var guards = map[OperatorAction]func(t *Transaction) error{
 		return nil
 	},
 }
+
+// errHeld is what a sale or a refund answers while the screening of the deposit's
+// senders does not let the money proceed (screening.go).
+var errHeld = apperr.New(apperr.InvalidStateTransition, "The transaction is held for review; its funds cannot be sold or sent back until the review ends.")
+
+// errBlocked is what every action answers on a transaction whose funds were blocked.
+var errBlocked = apperr.New(apperr.InvalidStateTransition, "The transaction's funds are blocked; no action applies to it.")
 
 // allows is the table's word on trigger from t's status.
 func allows(t *Transaction, trigger Trigger, action string) error {
@@ -85,6 +98,9 @@ func Check(t *Transaction, action OperatorAction) error {
 	if !ok {
 		return fmt.Errorf("lifecycle: unknown operator action %q", action)
 	}
+	if t.Screening == ScreeningBlocked {
+		return errBlocked
+	}
 	return g(t)
 }
 
@@ -93,7 +109,7 @@ func Check(t *Transaction, action OperatorAction) error {
 func AllowedActions(t *Transaction) []OperatorAction {
 	out := []OperatorAction{}
 	for _, a := range OperatorActions {
-		if guards[a](t) == nil {
+		if Check(t, a) == nil {
 			out = append(out, a)
 		}
 	}

@@ -50,6 +50,10 @@ type Engine struct {
 	// money to give back is recorded for the operators.
 	payments Payments
 	tasks    RefundTasks
+	// screener screens deposits' senders (nil: screening off); failOpen lets an
+	// unknown answer proceed (staging only).
+	screener Screener
+	failOpen bool
 }
 
 // Observer hears of every committed status change (for logs and metrics), after
@@ -76,6 +80,10 @@ type Config struct {
 	Tasks RefundTasks
 	// Observer hears of committed transitions; nil for none.
 	Observer Observer
+	// Screener screens each deposit's sender (screening.go); nil when screening
+	// is off. ScreeningFailOpen lets an unknown answer proceed (staging only).
+	Screener          Screener
+	ScreeningFailOpen bool
 }
 
 // NewEngine returns an Engine over store built with c.
@@ -85,7 +93,8 @@ func NewEngine(store Store, c Config) *Engine {
 		payments = *c.Payments
 	}
 	return &Engine{store: store, required: c.Required, now: c.Now, settlement: c.Settlement,
-		payments: payments, tasks: c.Tasks, observer: c.Observer}
+		payments: payments, tasks: c.Tasks, observer: c.Observer,
+		screener: c.Screener, failOpen: c.ScreeningFailOpen}
 }
 
 // Begin opens the engine's unit of work, for a use case that makes several
@@ -119,11 +128,12 @@ func (l *Engine) change(ctx context.Context, tx Tx, id uuid.UUID, fn func(ctx co
 		return nil, err
 	}
 	now := l.now()
+	screening := t.Screening
 	steps, err := fn(ctx, tx, t, now)
 	if err != nil {
 		return nil, err
 	}
-	if len(steps) == 0 {
+	if len(steps) == 0 && t.Screening == screening {
 		return t, nil
 	}
 	t.UpdatedAt = now

@@ -59,6 +59,9 @@ const (
 	DetectPartial Trigger = "deposit_partial"
 	// Accept lets an operator proceed with an expired transaction's short payment.
 	Accept Trigger = "deposit_accepted"
+	// BlockFunds is an operator's decision to block a held transaction's funds
+	// (screening.go): it fails, for good.
+	BlockFunds Trigger = "funds_blocked"
 )
 
 // EventType is a webhook event type.
@@ -121,6 +124,12 @@ var Table = []Transition{
 	{Failed, Refund, Refunded, "deposit:refunded", EventRefunded},
 	{Expired, Refund, Refunded, "deposit:refunded", EventRefunded},
 	{Completed, SettlePayout, Completed, "payout:settled", EventPayoutSettled},
+	// Blocked funds (screening.go): the transaction fails and stays failed (the
+	// guards refuse every action on it); the reason names no cause, as the partner
+	// must not learn it.
+	{AwaitingDeposit, BlockFunds, Failed, "review:failed", EventFailed},
+	{DepositConfirming, BlockFunds, Failed, "review:failed", EventFailed},
+	{Expired, BlockFunds, Failed, "review:failed", EventFailed},
 }
 
 // Lookup returns the transition for trigger from status from, or false when the

@@ -164,6 +164,9 @@ func (l *Engine) receive(ctx context.Context, tx Tx, t *Transaction, in Incoming
 		Confirmations: in.Confirmations, RequiredConfirmations: d.RequiredConfirmations, ReceivedAt: in.ReceivedAt,
 	})
 	d.sum()
+	if err := l.screenSender(ctx, tx, t, in.From, now); err != nil {
+		return Counted, "", nil, err
+	}
 	meta := map[string]any{
 		"deposit_id": in.ID, "confirmations": in.Confirmations, "blockchain_hash": in.Hash,
 		"amount": in.Amount.String(), "received": d.Amount.String(), "expected": t.CryptoAmount.String(),
@@ -223,7 +226,7 @@ func (l *Engine) confirmIfDue(ctx context.Context, tx Tx, t *Transaction, now ti
 	if t.Status != DepositConfirming || d.Status != DepositStatusConfirming || !d.allConfirmed() {
 		return nil, nil
 	}
-	steps, err := confirm(t, now, l.fillsOnConfirm())
+	steps, err := confirm(t, now, l.fillsOnConfirm() && t.Screening.Proceeds())
 	if err != nil {
 		return nil, err
 	}

@@ -41,6 +41,8 @@ type Snapshot struct {
 	DepositTxHash    *string    `json:"deposit_tx_hash"`
 	// Deposits are the counted transfers (never null: empty without a deposit).
 	Deposits []SnapshotTransfer `json:"deposits"`
+	// UnderReview: the funds wait on a review before the sale (never why).
+	UnderReview bool `json:"under_review"`
 }
 
 // SnapshotTransfer is one counted transfer: the DepositTransfer schema.
@@ -99,6 +101,7 @@ func (t *Transaction) Snapshot() Snapshot {
 		CreatedAt:         t.CreatedAt,
 		UpdatedAt:         t.UpdatedAt,
 		Deposits:          []SnapshotTransfer{},
+		UnderReview:       t.Screening.UnderReview(),
 	}
 	if d := t.Deposit; d != nil {
 		id, status, conf, req, recv := d.ID, d.Status, d.Confirmations, d.RequiredConfirmations, d.ReceivedAt

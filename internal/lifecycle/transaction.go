@@ -39,6 +39,9 @@ type Transaction struct {
 	Deposit *Deposit
 	// PayoutSettledAt is when the fiat payout settled, after completion.
 	PayoutSettledAt *time.Time
+	// Screening is where the screening of its deposits' senders stands
+	// (screening.go): nothing proceeds unless it allows.
+	Screening Screening
 	// Version increases with every change; updates are conditional on it, so of two
 	// racing changes exactly one wins.
 	Version int64
@@ -174,6 +177,8 @@ type Tx interface {
 	Recorder
 	// The refund tasks a change records or closes are written in it.
 	unmatched.Tx
+	// The screenings of its deposits' senders too.
+	ScreeningTx
 	// TransactionForUpdate returns transaction id of any partner, with its deposit.
 	TransactionForUpdate(ctx context.Context, id uuid.UUID) (*Transaction, error)
 	// UpdateTransaction writes t's status, updated_at, payout_settled_at and amounts

@@ -44,6 +44,7 @@ func productionSettings(t *testing.T) map[string]string {
 	t.Cleanup(feed.Close)
 	return map[string]string{
 		"APP_ENV":          "production",
+		"SCREENING":        "list",
 		"RATE_SOURCE":      "http",
 		"RATE_FEED_URL":    feed.URL,
 		"RATE_FEED_FIELDS": "usdt=usdt",

@@ -61,6 +61,8 @@ type Deps struct {
 	// Actions are the operators' state-changing use cases; the handlers translate
 	// to them.
 	Actions *actions.Service
+	// Screening reads the review queue, the lists and the blocked report.
+	Screening Screening
 	// Idempotency works on the operators' own key table.
 	Idempotency *idempotency.Service
 	// Limiter and Limits rate-limit operator requests per operator key, with the
@@ -113,7 +115,7 @@ func Register(e *echo.Echo, d Deps) error {
 	}
 	srv := &Server{actions: d.Actions, stages: d.Stages, fills: d.Fills, unmatched: d.Unmatched,
 		backoffice: d.Backoffice, audit: d.Audit, batches: d.Batches,
-		partners: d.Partners, operators: d.Operators, keys: d.Keys, partnerUsers: d.PartnerUsers, now: time.Now}
+		partners: d.Partners, operators: d.Operators, keys: d.Keys, partnerUsers: d.PartnerUsers, screening: d.Screening, now: time.Now}
 	operatorapi.RegisterHandlersWithOptions(e, operatorapi.NewStrictHandler(srv, nil), operatorapi.RegisterHandlersOptions{
 		BaseURL: BasePath, OperationMiddlewares: mw,
 	})

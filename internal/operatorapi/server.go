@@ -43,6 +43,7 @@ type Server struct {
 	keys       *apikeys.Service
 	// partnerUsers are the partners' dashboard users and their invitations.
 	partnerUsers *partnerusers.Service
+	screening    Screening
 	now          func() time.Time
 }
 

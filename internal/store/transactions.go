@@ -40,6 +40,7 @@ type transactionRow struct {
 	ExpiresAt         time.Time
 	PayoutSettledAt   *time.Time
 	Version           int64
+	Screening         string
 }
 
 func (transactionRow) TableName() string { return "transactions" }
@@ -54,6 +55,7 @@ func (r *transactionRow) domain() *lifecycle.Transaction {
 		Status:    lifecycle.Status(r.Status),
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(),
 		PayoutSettledAt: utcPtr(r.PayoutSettledAt), Version: r.Version,
+		Screening: lifecycle.Screening(r.Screening),
 	}
 }
 
@@ -347,7 +349,7 @@ func deref[T any](p *T) T {
 func (tx *Tx) UpdateTransaction(ctx context.Context, t *lifecycle.Transaction) (bool, error) {
 	res := tx.db.WithContext(ctx).Model(&transactionRow{}).Where("id = ? AND version = ?", t.ID, t.Version).Updates(map[string]any{
 		"status": string(t.Status), "updated_at": t.UpdatedAt, "payout_settled_at": t.PayoutSettledAt, "version": t.Version + 1,
-		"crypto_amount": t.CryptoAmount, "fiat_amount": t.FiatAmount,
+		"crypto_amount": t.CryptoAmount, "fiat_amount": t.FiatAmount, "screening": string(t.Screening),
 	})
 	return res.RowsAffected == 1, res.Error
 }
@@ -478,11 +480,13 @@ type IssuedAddress struct {
 }
 
 // IssuedAddresses calls fn with every deposit address issued on network, by
-// index, reading the rows as they come (a network may have millions).
+// index, reading the rows as they come (a network may have millions). The
+// address of a transaction whose funds were blocked is left out: blocked
+// property is never swept.
 func (s *Store) IssuedAddresses(ctx context.Context, network string, fn func(IssuedAddress) error) error {
 	rows, err := s.read(ctx).Raw(`SELECT t.address_index, t.deposit_address, t.id, t.status, t.crypto_currency, d.amount
 		FROM transactions t LEFT JOIN deposits d ON d.transaction_id = t.id
-		WHERE t.network = ? ORDER BY t.address_index`, network).Rows()
+		WHERE t.network = ? AND t.screening <> 'blocked' ORDER BY t.address_index`, network).Rows()
 	if err != nil {
 		return fmt.Errorf("issued addresses of %s: %w", network, err)
 	}
