@@ -222,5 +222,3 @@ func TestNewListRescreensAndRefundsAreScreened(t *testing.T) {
 		})
 	}
 }
-
-
