@@ -11275,6 +11275,13 @@ type BlockedPropertyReportResponse200Headers struct {
 	XRequestId string
 }
 
+// BlockedPropertyReportResponse400Headers the declared response headers of an HTTP 400 response for BlockedPropertyReport
+type BlockedPropertyReportResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
 // BlockedPropertyReportResponse401Headers the declared response headers of an HTTP 401 response for BlockedPropertyReport
 type BlockedPropertyReportResponse401Headers struct {
 	RateLimit       *string
@@ -11308,6 +11315,8 @@ type BlockedPropertyReportResponse503Headers struct {
 type BlockedPropertyReportResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -11318,6 +11327,8 @@ type BlockedPropertyReportResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *BlockedPropertyReportResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *BlockedPropertyReportResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BlockedPropertyReportResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11326,6 +11337,11 @@ type BlockedPropertyReportResponse struct {
 	Headers500 *BlockedPropertyReportResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *BlockedPropertyReportResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r BlockedPropertyReportResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -11384,6 +11400,13 @@ type ListScreeningListsResponse200Headers struct {
 	XRequestId      string
 }
 
+// ListScreeningListsResponse400Headers the declared response headers of an HTTP 400 response for ListScreeningLists
+type ListScreeningListsResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
 // ListScreeningListsResponse401Headers the declared response headers of an HTTP 401 response for ListScreeningLists
 type ListScreeningListsResponse401Headers struct {
 	RateLimit       *string
@@ -11419,6 +11442,8 @@ type ListScreeningListsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ScreeningListsResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -11429,6 +11454,8 @@ type ListScreeningListsResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ListScreeningListsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListScreeningListsResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListScreeningListsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11442,6 +11469,11 @@ type ListScreeningListsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListScreeningListsResponse) GetJSON200() *ScreeningListsResponse {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListScreeningListsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -21716,6 +21748,13 @@ func ParseBlockedPropertyReportResponse(rsp *http.Response) (*BlockedPropertyRep
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21757,6 +21796,30 @@ func ParseBlockedPropertyReportResponse(rsp *http.Response) (*BlockedPropertyRep
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers BlockedPropertyReportResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers BlockedPropertyReportResponse401Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -21893,6 +21956,13 @@ func ParseListScreeningListsResponse(rsp *http.Response) (*ListScreeningListsRes
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21948,6 +22018,30 @@ func ParseListScreeningListsResponse(rsp *http.Response) (*ListScreeningListsRes
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListScreeningListsResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListScreeningListsResponse401Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
