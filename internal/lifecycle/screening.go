@@ -143,7 +143,8 @@ func ScreeningStateOf(t *Transaction, records []ScreeningRecord, failOpen bool) 
 		}
 	}
 	held, pending, unknown, anyReleased := false, false, false, false
-	for _, a := range Senders(t) {
+	from := Senders(t)
+	for _, a := range from {
 		r, ok := latest[a]
 		switch {
 		case !ok:
@@ -165,7 +166,7 @@ func ScreeningStateOf(t *Transaction, records []ScreeningRecord, failOpen bool) 
 		return ScreeningUnknown
 	case anyReleased:
 		return ScreeningReleased
-	case len(Senders(t)) == 0:
+	case len(from) == 0:
 		return t.Screening
 	}
 	return ScreeningClear

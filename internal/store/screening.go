@@ -86,6 +86,17 @@ type screeningListRow struct {
 
 func (screeningListRow) TableName() string { return "screening_lists" }
 
+// listsOf maps list rows to the screening package's lists (published is a date
+// stored as text on both databases).
+func listsOf(rows []screeningListRow) []ScreeningList {
+	out := make([]ScreeningList, len(rows))
+	for i, r := range rows {
+		p, _ := time.Parse(time.DateOnly, r.Published[:min(len(r.Published), 10)])
+		out[i] = ScreeningList{ID: r.ID, Source: r.Source, Published: p, Size: r.Size, ImportedAt: r.ImportedAt.UTC(), Active: r.Active}
+	}
+	return out
+}
+
 type screeningEntryRow struct {
 	ListID     uuid.UUID `gorm:"primaryKey"`
 	AddressKey string    `gorm:"primaryKey"`
@@ -153,12 +164,7 @@ func (s *Store) ScreeningLists(ctx context.Context) ([]ScreeningList, error) {
 	if err := s.read(ctx).Order("active DESC, imported_at DESC").Find(&rows).Error; err != nil {
 		return nil, err
 	}
-	out := make([]ScreeningList, len(rows))
-	for i, r := range rows {
-		p, _ := time.Parse(time.DateOnly, r.Published[:min(len(r.Published), 10)])
-		out[i] = ScreeningList{ID: r.ID, Source: r.Source, Published: p, Size: r.Size, ImportedAt: r.ImportedAt.UTC(), Active: r.Active}
-	}
-	return out, nil
+	return listsOf(rows), nil
 }
 
 // ListedIn returns the active lists naming key (empty when none does).
@@ -170,12 +176,7 @@ func (s *Store) ListedIn(ctx context.Context, key string) ([]ScreeningList, erro
 	if err != nil {
 		return nil, fmt.Errorf("look up %s in the screening lists: %w", key, err)
 	}
-	out := make([]ScreeningList, len(rows))
-	for i, r := range rows {
-		p, _ := time.Parse(time.DateOnly, r.Published[:min(len(r.Published), 10)])
-		out[i] = ScreeningList{ID: r.ID, Source: r.Source, Published: p, Size: r.Size, ImportedAt: r.ImportedAt.UTC(), Active: r.Active}
-	}
-	return out, nil
+	return listsOf(rows), nil
 }
 
 // Listings is ListedIn as the screeners read it.
