@@ -1413,6 +1413,11 @@ type Overview struct {
 	// `failed` (`GET /transactions?stage=failed`).
 	RefundWork RefundWork `json:"refund_work"`
 
+	// Screening Transactions whose funds wait on screening (`GET /screening/reviews?state=all`
+	// lists them). Nothing of theirs is sold, paid out or sent back until they are
+	// clear or released.
+	Screening ScreeningWork `json:"screening"`
+
 	// Stages Every stage, in the Stage enum's order.
 	Stages []StageSummary `json:"stages"`
 }
@@ -1919,6 +1924,21 @@ type ScreeningReviewScreening string
 type ScreeningReviewsResponse struct {
 	Data    []ScreeningReview `json:"data"`
 	Success bool              `json:"success"`
+}
+
+// ScreeningWork Transactions whose funds wait on screening (`GET /screening/reviews?state=all`
+// lists them). Nothing of theirs is sold, paid out or sent back until they are
+// clear or released.
+type ScreeningWork struct {
+	// Held A sender was named; an operator decides (`POST /transactions/{id}/review`).
+	Held int `json:"held"`
+
+	// Pending A sender is being asked (the screening job has not answered yet).
+	Pending int `json:"pending"`
+
+	// Unknown A screener cannot answer; asked again until it does (production waits: fail
+	// closed). `/readyz` reports `degraded` while this is above zero.
+	Unknown int `json:"unknown"`
 }
 
 // SettlementRecord The sale's settlement (history `order:settled`); null until then.

@@ -251,11 +251,12 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 		Idempotency:  a.idempotency,
 		Logger:       a.log,
 		Unavailable:  store.Unavailable,
-		Degraded: func() []string {
-			if a.watchers == nil {
-				return nil
+		Degraded: func(ctx context.Context) []string {
+			var out []string
+			if a.watchers != nil {
+				out = a.watchers.degraded()
 			}
-			return a.watchers.degraded()
+			return append(out, a.screeningDegraded(ctx)...)
 		},
 		Ready: func(r *http.Request) error {
 			if err := st.Ping(r.Context()); err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"partnerd/internal/backoffice"
 	"partnerd/internal/config"
 	"partnerd/internal/jobs"
 	"partnerd/internal/lifecycle"
@@ -44,8 +45,7 @@ func (a *App) openScreening(ctx context.Context) error {
 		Now: store.Now, Log: a.log.With("component", "screening"), Observer: a.metrics,
 	})
 	a.metrics.ScreeningWaiting(func() (map[string]float64, error) {
-		n, err := st.CountInScreening(context.Background(), []lifecycle.Screening{
-			lifecycle.ScreeningHeld, lifecycle.ScreeningUnknown, lifecycle.ScreeningPending})
+		n, err := st.CountInScreening(context.Background(), backoffice.WaitingScreening)
 		if err != nil {
 			return nil, err
 		}
@@ -98,4 +98,18 @@ func importSample(ctx context.Context, st *store.Store) error {
 	published, _ := time.Parse(time.DateOnly, screening.SamplePublished)
 	_, _, err = st.ImportScreeningList(ctx, screening.SampleSource, published, entries, store.Now())
 	return err
+}
+
+// screeningDegraded is /readyz's reason while transactions wait on a screener that
+// cannot answer (their funds are held until it does: production fails closed).
+func (a *App) screeningDegraded(ctx context.Context) []string {
+	if a.screening == nil {
+		return nil
+	}
+	n, err := a.store.CountInScreening(ctx, []lifecycle.Screening{lifecycle.ScreeningUnknown})
+	if err != nil || n[lifecycle.ScreeningUnknown] == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("screening: %d transaction(s) wait on a screener that cannot answer; their funds are held until it does",
+		n[lifecycle.ScreeningUnknown])}
 }

@@ -123,6 +123,9 @@ type Store interface {
 	// FailingWebhooks lists partners whose enabled endpoint has events that failed
 	// or are retrying after a failed attempt.
 	FailingWebhooks(ctx context.Context) ([]FailingWebhook, error)
+	// CountInScreening counts the transactions in each of states (states with none
+	// are absent).
+	CountInScreening(ctx context.Context, states []lifecycle.Screening) (map[lifecycle.Screening]int, error)
 }
 
 // Service reads for the back office.
@@ -245,7 +248,19 @@ type Overview struct {
 	// RefundWork is the refund work waiting for an operator, by kind.
 	RefundWork      RefundWork
 	FailingWebhooks []FailingWebhook
+	// Screening counts the transactions whose funds wait on screening.
+	Screening ScreeningWork
 }
+
+// ScreeningWork counts the transactions whose funds wait on screening, by state:
+// held (an operator decides), unknown (a screener cannot answer) and pending
+// (being asked).
+type ScreeningWork struct {
+	Held, Unknown, Pending int
+}
+
+// WaitingScreening lists the screening states the overview counts.
+var WaitingScreening = []lifecycle.Screening{lifecycle.ScreeningHeld, lifecycle.ScreeningUnknown, lifecycle.ScreeningPending}
 
 // RefundWork counts the refund work by kind. Each count is the length of the list
 // an operator opens from it: the open refund tasks of that kind, and the
@@ -289,5 +304,11 @@ func (s *Service) Overview(ctx context.Context) (*Overview, error) {
 	if o.FailingWebhooks, err = s.store.FailingWebhooks(ctx); err != nil {
 		return nil, err
 	}
+	waiting, err := s.store.CountInScreening(ctx, WaitingScreening)
+	if err != nil {
+		return nil, err
+	}
+	o.Screening = ScreeningWork{Held: waiting[lifecycle.ScreeningHeld], Unknown: waiting[lifecycle.ScreeningUnknown],
+		Pending: waiting[lifecycle.ScreeningPending]}
 	return o, nil
 }

@@ -250,13 +250,13 @@ type field struct{ Name, Label, Value string }
 var fieldLabels = map[string]string{
 	"action": "Action", "rate": "Executed rate (NGN per USDT)", "fiat_amount": "NGN amount", "reference": "Reference",
 	"reason": "Reason", "tx_hash": "Chain tx hash", "note": "Note", "partner_id": "Partner", "transaction_ids": "Transaction",
-	"prefix": "Key", "overlap": "Old key works for",
+	"prefix": "Key", "overlap": "Old key works for", "decision": "Decision",
 }
 
 // confirmFields are the action's fields, carried through the confirmation page.
 func confirmFields(f url.Values) []field {
 	var out []field
-	for _, n := range []string{"action", "rate", "fiat_amount", "reference", "reason", "tx_hash", "note", "partner_id", "prefix", "overlap"} {
+	for _, n := range []string{"action", "decision", "rate", "fiat_amount", "reference", "reason", "tx_hash", "note", "partner_id", "prefix", "overlap"} {
 		if v := f.Get(n); v != "" {
 			out = append(out, field{n, fieldLabels[n], v})
 		}

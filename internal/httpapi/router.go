@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -48,8 +49,9 @@ type Deps struct {
 	Ready func(*http.Request) error
 	// Degraded lists what works only in part (a network whose deposit watcher is
 	// off, with why): /readyz still answers 200, traffic is fine, but says
-	// "degraded" with the reasons so a newcomer and a probe both see it.
-	Degraded func() []string
+	// "degraded" with the reasons so a newcomer and a probe both see it (a
+	// network's watcher off, transactions waiting on a screener that cannot answer).
+	Degraded func(context.Context) []string
 	// Unavailable reports whether an error means the database is out of reach
 	// (store.Unavailable, where the database's errors are known): such a failure is
 	// a 503 service_unavailable with Retry-After, not a 500. nil classifies none.
@@ -105,7 +107,7 @@ func New(d Deps) (*echo.Echo, error) {
 			}
 		}
 		if d.Degraded != nil {
-			if reasons := d.Degraded(); len(reasons) > 0 {
+			if reasons := d.Degraded(c.Request().Context()); len(reasons) > 0 {
 				return c.JSON(http.StatusOK, map[string]any{"status": "degraded", "reasons": reasons})
 			}
 		}

@@ -26,7 +26,8 @@ func (s *Server) GetOverview(ctx context.Context, _ operatorapi.GetOverviewReque
 	w := o.RefundWork
 	out := operatorapi.Overview{OpenRefundTasks: w.Total(), OpenUnmatchedDeposits: w.Unmatched,
 		RefundWork: operatorapi.RefundWork{Unmatched: w.Unmatched, Excess: w.Excess, Short: w.Short, Dust: w.Dust, Failed: w.Failed},
-		Stages:     []operatorapi.StageSummary{}, Networks: []operatorapi.NetworkProgress{}, FailingWebhooks: []operatorapi.FailingWebhook{}}
+		Stages:     []operatorapi.StageSummary{}, Networks: []operatorapi.NetworkProgress{}, FailingWebhooks: []operatorapi.FailingWebhook{},
+		Screening: operatorapi.ScreeningWork{Held: o.Screening.Held, Unknown: o.Screening.Unknown, Pending: o.Screening.Pending}}
 	for _, st := range o.Stages {
 		out.Stages = append(out.Stages, operatorapi.StageSummary{Stage: operatorapi.Stage(st.Stage), Count: st.Count,
 			CryptoAmount: money.FormatTokens(st.Crypto), FiatAmount: money.FormatFiat(st.Fiat)})

@@ -48,6 +48,8 @@ func Funcs() template.FuncMap {
 					return ""
 				}
 				return v.UTC().Format(timeLayout)
+			case *bool:
+				return v != nil && *v
 			case *int:
 				if v == nil {
 					return "—"

@@ -1,0 +1,110 @@
+package console
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+
+	oc "partnerd/gen/operatorclient"
+)
+
+// screeningQueue is the review queue (GET /screening/reviews: held and unknown by
+// default, every waiting transaction with ?state=all), each transaction with its
+// deposit, its senders and every screening with its evidence, and the imported
+// lists (GET /screening/lists).
+func (c *Console) screeningQueue(w http.ResponseWriter, r *http.Request, ss *session) {
+	c.showScreening(w, r, ss, http.StatusOK, "", "")
+}
+
+func (c *Console) showScreening(w http.ResponseWriter, r *http.Request, ss *session, status int, notice, problem string) {
+	state := oc.ListScreeningReviewsParamsState(r.URL.Query().Get("state"))
+	if state != oc.All {
+		state = oc.Review
+	}
+	cl := c.client(ss)
+	reviews, err := cl.ListScreeningReviewsWithResponse(r.Context(), &oc.ListScreeningReviewsParams{State: &state})
+	if err != nil || reviews.JSON200 == nil {
+		c.fail(w, ss, statusOf(reviews, err), bodyOf(reviews))
+		return
+	}
+	lists, err := cl.ListScreeningListsWithResponse(r.Context())
+	if err != nil || lists.JSON200 == nil {
+		c.fail(w, ss, statusOf(lists, err), bodyOf(lists))
+		return
+	}
+	parts, err := cl.ListPartnersWithResponse(r.Context())
+	if err != nil || parts.JSON200 == nil {
+		c.fail(w, ss, statusOf(parts, err), bodyOf(parts))
+		return
+	}
+	names := map[string]string{}
+	for _, p := range parts.JSON200.Data {
+		names[p.Id.String()] = p.Name
+	}
+	c.render(w, status, "screening", ss, map[string]any{"Title": "Screening", "Items": reviews.JSON200.Data,
+		"State": string(state), "Lists": lists.JSON200.Data, "Names": names, "Notice": notice, "Problem": problem})
+}
+
+// review records an operator's decision on a held transaction (POST
+// /transactions/{id}/review: release or block, with a required note) after its
+// confirmation page, then shows the queue with the outcome.
+func (c *Console) review(w http.ResponseWriter, r *http.Request, ss *session) {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	f := r.PostForm
+	decision := f.Get("decision")
+	r.URL.RawQuery = ""
+	if strings.TrimSpace(f.Get("note")) == "" {
+		c.showScreening(w, r, ss, http.StatusBadRequest, "", "Write a note: why you "+decision+" this transaction (it is audited). Nothing was changed.")
+		return
+	}
+	if f.Get("confirmed") != "yes" {
+		subject := "Release: the transaction proceeds as if its senders were clear (a false positive)."
+		if decision == string(oc.Block) {
+			subject = "Block: the funds are never sold, swept or sent back; the transaction fails for good and is listed in the blocked-property report."
+		}
+		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": decision + " transaction " + id.String(),
+			"Subject": subject, "Fields": confirmFields(f), "Key": uuid.NewString(),
+			"Target": fmt.Sprintf("%s/screening/%s/review", BasePath, id), "Back": BasePath + "/screening"})
+		return
+	}
+	res, err := c.client(ss).ReviewTransactionWithResponse(r.Context(), id, &oc.ReviewTransactionParams{IdempotencyKey: f.Get("idempotency_key")},
+		oc.ReviewRequest{Decision: oc.ReviewRequestDecision(decision), Note: strings.TrimSpace(f.Get("note"))})
+	if err != nil || res.JSON200 == nil {
+		status := statusOf(res, err)
+		c.showScreening(w, r, ss, status, "", apiError(status, bodyOf(res)))
+		return
+	}
+	t := res.JSON200.Data
+	done := map[string]string{string(oc.Release): "released", string(oc.Block): "blocked"}[decision]
+	c.showScreening(w, r, ss, http.StatusOK, fmt.Sprintf("Transaction %s (%s) %s: it is now %s.", t.MerchantReference, t.Id, done,
+		strings.ReplaceAll(string(t.Status), "_", " ")), "")
+}
+
+// blockedReport passes the operator API's blocked-property report (CSV) through.
+func (c *Console) blockedReport(w http.ResponseWriter, r *http.Request, ss *session) {
+	res, err := c.client(ss).BlockedPropertyReport(r.Context())
+	if err != nil {
+		c.fail(w, ss, http.StatusBadGateway, nil)
+		return
+	}
+	defer func() { _ = res.Body.Close() }()
+	if res.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(res.Body)
+		c.fail(w, ss, res.StatusCode, body)
+		return
+	}
+	for _, h := range []string{"Content-Type", "Content-Disposition"} {
+		if v := res.Header.Get(h); v != "" {
+			w.Header().Set(h, v)
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(w, res.Body)
+}
