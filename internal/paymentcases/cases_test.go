@@ -7,8 +7,10 @@ package paymentcases_test
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -31,7 +33,29 @@ import (
 // TestMain drops the test databases. Every test runs in parallel with the others
 // (each starts its own chain and service): they mostly wait for blocks, jobs and
 // deadlines, so six at a time keep the CPU busy instead of idling between waits.
-func TestMain(m *testing.M) { os.Exit(testdb.MainParallel(m, 6)) }
+func TestMain(m *testing.M) {
+	trustTestTLS()
+	os.Exit(testdb.MainParallel(m, 6))
+}
+
+// trustTestTLS makes this process trust httptest's TLS servers (one built-in
+// certificate), so the service run as production, which calls screening
+// services over https only, can call one here.
+func trustTestTLS() {
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer srv.Close()
+	f, err := os.CreateTemp("", "httptest-ca-*.pem")
+	if err != nil {
+		panic(err)
+	}
+	if err := pem.Encode(f, &pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}); err != nil {
+		panic(err)
+	}
+	_ = f.Close()
+	if err := os.Setenv("SSL_CERT_FILE", f.Name()); err != nil {
+		panic(err)
+	}
+}
 
 const (
 	network  = chain.BEP20
@@ -54,6 +78,17 @@ type env struct {
 
 func start(t *testing.T, db testdb.Database, extra map[string]string) *env {
 	t.Helper()
+	return startWith(t, db, func(_ *devnet.Chain, settings map[string]string) {
+		for k, v := range extra {
+			settings[k] = v
+		}
+	})
+}
+
+// startWith is start with the settings changed by set once the chain runs (a
+// contract deployed on it, say).
+func startWith(t *testing.T, db testdb.Database, set func(ch *devnet.Chain, settings map[string]string)) *env {
+	t.Helper()
 	ch, err := devnet.Start(0)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ch.Close() })
@@ -68,9 +103,7 @@ func start(t *testing.T, db testdb.Database, extra map[string]string) *env {
 		"JOB_POLL_INTERVAL":      "50ms",
 		"UNDERPAYMENT_TOLERANCE": "0.5%",
 	}
-	for k, v := range extra {
-		settings[k] = v
-	}
+	set(ch, settings)
 	api := apitest.Start(t, db, settings)
 	key, err := crypto.HexToECDSA(devnet.DevKey)
 	require.NoError(t, err)

@@ -2,15 +2,12 @@ package screening_test
 
 import (
 	"context"
-	"encoding/hex"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/stretchr/testify/require"
 
@@ -19,6 +16,7 @@ import (
 	"partnerd/internal/chain/providers"
 	"partnerd/internal/chain/rpc"
 	"partnerd/internal/screening"
+	"partnerd/internal/screening/screeningtest"
 )
 
 // Both read the chain for an oracle: the pool (with failover) and one client.
@@ -31,12 +29,11 @@ var (
 // sanctionsDir holds the test oracle compiled by scripts/compile-token.sh.
 var sanctionsDir = filepath.Join("..", "..", "testdata", "sanctions")
 
-// oracleChain is a chain with the test sanctions oracle deployed and listed
-// sanctioned.
+// oracleChain is a chain with the test sanctions oracle deployed.
 type oracleChain struct {
 	*devnet.Chain
+	*screeningtest.Oracle
 	oracle common.Address
-	abi    abi.ABI
 }
 
 // startOracle runs a chain answering as BNB Smart Chain, deploys the test oracle
@@ -46,31 +43,8 @@ func startOracle(t *testing.T, listed ...common.Address) *oracleChain {
 	ch, err := devnet.Start(0)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ch.Close() })
-	f, err := os.Open(filepath.Join(sanctionsDir, "SanctionsOracle.abi"))
-	require.NoError(t, err)
-	defer f.Close()
-	parsed, err := abi.JSON(f)
-	require.NoError(t, err)
-	bin, err := os.ReadFile(filepath.Join(sanctionsDir, "SanctionsOracle.bin"))
-	require.NoError(t, err)
-	code, err := hex.DecodeString(strings.TrimSpace(string(bin)))
-	require.NoError(t, err)
-	ctx := context.Background()
-	oracle, err := ch.DeployCode(ctx, code)
-	require.NoError(t, err)
-	oc := &oracleChain{Chain: ch, oracle: oracle, abi: parsed}
-	if len(listed) > 0 {
-		oc.exec(t, "addToSanctionsList", listed)
-	}
-	return oc
-}
-
-// exec runs one of the oracle's owner functions and mines its block.
-func (oc *oracleChain) exec(t *testing.T, method string, args ...any) {
-	t.Helper()
-	data, err := oc.abi.Pack(method, args...)
-	require.NoError(t, err)
-	require.NoError(t, oc.Execute(context.Background(), oc.oracle, data))
+	o := screeningtest.Deploy(t, ch, sanctionsDir, listed...)
+	return &oracleChain{Chain: ch, Oracle: o, oracle: o.Address}
 }
 
 // pool is a provider pool over urls, in order, as the service builds one.
@@ -118,7 +92,7 @@ func TestOracleAnswers(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, screening.Finding{Screener: "oracle", Source: "bep20 oracle " + oc.oracle.Hex(), Version: "block " + itoa(head)}, f)
 
-	oc.exec(t, "removeFromSanctionsList", []common.Address{listed})
+	oc.Exec(t, "removeFromSanctionsList", []common.Address{listed})
 	f, err = o.Screen(ctx, chain.BEP20, listed.Hex())
 	require.NoError(t, err)
 	require.False(t, f.Hit, "removed from the list")

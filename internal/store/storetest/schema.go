@@ -55,6 +55,7 @@ type Kind string
 //	integer   integer, bigint, bigserial  INTEGER    SQLite integers are 64-bit
 //	bool      boolean                     INTEGER    0 / 1 (a predicate "NOT x" is "x = 0")
 //	bytes     bytea                       BLOB
+//	date      date                        TEXT       ISO 8601 yyyy-mm-dd, so text order is date order
 //
 // SQLite's TEXT alone cannot tell uuid, text and decimal apart, so a SQLite column
 // matches a PostgreSQL one when its spelling is the one the table above gives for
@@ -67,12 +68,13 @@ const (
 	KindInteger Kind = "integer"
 	KindBool    Kind = "bool"
 	KindBytes   Kind = "bytes"
+	KindDate    Kind = "date"
 )
 
 // sqliteSpelling is the SQLite declared type each kind must have.
 var sqliteSpelling = map[Kind]string{
 	KindUUID: "TEXT", KindText: "TEXT", KindDecimal: "TEXT", KindTime: "DATETIME",
-	KindInteger: "INTEGER", KindBool: "INTEGER", KindBytes: "BLOB",
+	KindInteger: "INTEGER", KindBool: "INTEGER", KindBytes: "BLOB", KindDate: "TEXT",
 }
 
 // postgresKind maps PostgreSQL's format_type spelling to a Kind ("" when unknown).
@@ -92,6 +94,8 @@ func postgresKind(typ string) Kind {
 		return KindBool
 	case typ == "bytea":
 		return KindBytes
+	case typ == "date":
+		return KindDate
 	}
 	return ""
 }
@@ -395,18 +399,20 @@ func Signature(name string, unique bool, cols []string, predicate string) string
 var (
 	castPattern   = regexp.MustCompile(`::[a-z ]+`)
 	notPattern    = regexp.MustCompile(`\bnot ([a-z_][a-z0-9_]*)\b`)
+	anyPattern    = regexp.MustCompile(`= any array\[([^\]]*)\]`)
 	spacesPattern = regexp.MustCompile(`\s+`)
 )
 
 // NormalPredicate puts a partial index's predicate in one form for both databases:
 // lower case, PostgreSQL's casts ('x'::text) and parentheses dropped, spaces
-// collapsed, and a boolean negation "not x" written as SQLite stores booleans,
-// "x = 0".
+// collapsed, a boolean negation "not x" written as SQLite stores booleans,
+// "x = 0", and PostgreSQL's "x = ANY (ARRAY[…])" written as it was, "x IN (…)".
 func NormalPredicate(p string) string {
 	p = strings.ToLower(p)
 	p = castPattern.ReplaceAllString(p, "")
 	p = strings.NewReplacer("(", "", ")", "").Replace(p)
 	p = notPattern.ReplaceAllString(p, "$1 = 0")
+	p = anyPattern.ReplaceAllString(p, "in $1")
 	return strings.TrimSpace(spacesPattern.ReplaceAllString(p, " "))
 }
 
