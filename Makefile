@@ -102,8 +102,22 @@ chromium: ## Make sure Debian's chromium is installed (the console's browser tes
 		echo "the console tests need the Debian package 'chromium' (apt-get install chromium, as root)" >&2; exit 1; \
 	fi
 
+.PHONY: prometheus
+prometheus: ## Make sure promtool (Debian's prometheus package) is installed: the alert rules' checks and tests; installs it as root with apt-get
+	@if command -v promtool >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "promtool is missing: installing Debian's prometheus package with apt-get"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus; \
+	else \
+		echo "the alert rules' tests need promtool from the Debian package 'prometheus' (apt-get install prometheus, as root)" >&2; exit 1; \
+	fi
+
+.PHONY: check-ops
+check-ops: prometheus ## promtool check and test of ops/alerts.yml, the dashboard linter, and every metric the rules and dashboard read is exported (part of make test)
+	$(GO) test $(TEST_FLAGS) ./ops/
+
 .PHONY: test
-test: chromium ## Run every test against PostgreSQL and SQLite (starts a throwaway PostgreSQL and Redis when none answers)
+test: chromium prometheus ## Run every test against PostgreSQL and SQLite (starts a throwaway PostgreSQL and Redis when none answers)
 	@set -euo pipefail; \
 	trap 'scripts/test-postgres.sh stop "$${TEST_PG_DIR:-}"; scripts/test-redis.sh stop "$${TEST_REDIS_DIR:-}"' EXIT; \
 	env_out=$$(scripts/test-postgres.sh); \

@@ -38,6 +38,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"partnerd/internal/actions"
 	"partnerd/internal/app"
@@ -46,6 +47,7 @@ import (
 	"partnerd/internal/idempotency"
 	"partnerd/internal/listener"
 	"partnerd/internal/store"
+	"partnerd/internal/tracing"
 )
 
 func main() {
@@ -84,7 +86,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	// Lines logged with a context carrying a span get its trace_id and span_id.
+	log := slog.New(tracing.LogHandler(slog.NewJSONHandler(stderr, nil)))
 	switch cmd {
 	case "serve":
 		return serve(log, stdout)
@@ -147,6 +150,22 @@ func serve(log *slog.Logger, stdout io.Writer) error {
 		return fmt.Errorf("LISTEN_ADDR %s: %w (is another partnerd running? set LISTEN_ADDR to another address)", cfg.ListenAddr, err)
 	}
 	defer ln.Close()
+	// Traces are exported only when OTEL_EXPORTER_OTLP_ENDPOINT (or its traces
+	// variant) is set; the shutdown flushes what is buffered after the server stops.
+	shutdownTracing, err := tracing.Setup(ctx, os.Getenv)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdownTracing(flush); err != nil {
+			log.Warn("flushing traces failed", "error", err.Error())
+		}
+	}()
+	if tracing.Enabled(os.Getenv) {
+		log.Info("traces exported over OTLP/HTTP")
+	}
 	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -220,6 +220,7 @@ func (a *App) openJobs(policy safeurl.Policy) error {
 	}
 	a.events = webhook.NewLog(st, a.jobs, a.codec, store.Now)
 	a.metrics.QueueDepth(func() (float64, error) { return st.QueueDepth(context.Background()) })
+	a.metrics.ObserveDatabase(st.SQL())
 	return nil
 }
 

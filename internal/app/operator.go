@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"net/http"
 	"sort"
 
@@ -18,6 +19,7 @@ import (
 	"partnerd/internal/docs"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
+	"partnerd/internal/metrics"
 	"partnerd/internal/operatorapi"
 	"partnerd/internal/operators"
 	"partnerd/internal/partnerusers"
@@ -61,6 +63,7 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	}
 	sort.Strings(networks)
 	a.backoffice = backoffice.New(st, stages, a.batches, networks)
+	a.metrics.ObserveOperations(operationsOf(a.backoffice))
 	a.keys = apikeys.New(st, store.Now)
 	a.partnerUsers = partnerusers.New(partnerusers.Deps{Store: store.For[partnerusers.Tx](st), Partners: a.partners,
 		Audit: a.audit, Now: store.Now, Logger: a.log})
@@ -135,3 +138,22 @@ func (a *App) Unmatched() *unmatched.Service { return a.unmatched }
 
 // Lifecycle returns the lifecycle engine (tests drive deposits through it).
 func (a *App) Lifecycle() *lifecycle.Engine { return a.lifecycle }
+
+// operationsOf reads the back office's overview for the metrics read at scrape
+// time, so the alert rules see the same counts an operator sees in the console.
+func operationsOf(b *backoffice.Service) func(context.Context) (metrics.Operations, error) {
+	return func(ctx context.Context) (metrics.Operations, error) {
+		o, err := b.Overview(ctx)
+		if err != nil {
+			return metrics.Operations{}, err
+		}
+		ops := metrics.Operations{Stages: map[string]float64{}, FailingWebhookEndpoints: float64(len(o.FailingWebhooks))}
+		for _, s := range o.Stages {
+			ops.Stages[string(s.Stage)] = float64(s.Count)
+		}
+		w := o.RefundWork
+		ops.RefundWork = map[string]float64{"unmatched": float64(w.Unmatched), "excess": float64(w.Excess),
+			"short": float64(w.Short), "dust": float64(w.Dust), "failed": float64(w.Failed)}
+		return ops, nil
+	}
+}

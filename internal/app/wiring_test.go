@@ -93,7 +93,17 @@ func TestOpenServeClose(t *testing.T) {
 			}
 			_, err = net.DialTimeout("tcp", ln.Addr().String(), time.Second)
 			require.Error(t, err, "the listener is closed")
+			// The scrape-time series read the database: the overview's counts, and
+			// database_up, which turns 0 (and the counts vanish) once it is closed.
+			body := scrapeBody(t, a)
+			for _, want := range []string{"partnerd_database_up 1", `partnerd_stage_transactions{stage="confirming_too_long"} 0`,
+				`partnerd_refund_work{kind="unmatched"} 0`, "partnerd_webhook_failing_endpoints 0", `go_sql_max_open_connections{db_name="partnerd"}`} {
+				require.Contains(t, body, want)
+			}
 			require.NoError(t, a.Close())
+			body = scrapeBody(t, a)
+			require.Contains(t, body, "partnerd_database_up 0")
+			require.NotContains(t, body, "partnerd_stage_transactions")
 
 			again, err := app.Open(ctx, stagingConfig(t, db.URL), quiet())
 			require.NoError(t, err)
@@ -105,6 +115,15 @@ func TestOpenServeClose(t *testing.T) {
 			require.NoError(t, err)
 		})
 	}
+}
+
+// scrapeBody is the app's /metrics answer.
+func scrapeBody(t *testing.T, a *app.App) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	a.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	return rec.Body.String()
 }
 
 // Open refuses a configuration it cannot serve, before serving anything.

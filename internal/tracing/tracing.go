@@ -1,0 +1,116 @@
+// Package tracing sets up OpenTelemetry traces from the standard OTEL_* settings
+// and puts the trace id on log lines.
+//
+// Traces are off unless an OTLP endpoint is configured
+// (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), or
+// OTEL_SDK_DISABLED=true turns them off outright: a service nobody collects
+// traces from should pay nothing for them. When on, the exporter is OTLP over
+// HTTP/protobuf and reads its own settings (headers, timeout, compression,
+// certificates), the sampler is OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG
+// (default parentbased_always_on, so a caller's sampling decision in traceparent
+// is kept), and the resource names the service from OTEL_SERVICE_NAME and
+// OTEL_RESOURCE_ATTRIBUTES ("partnerd" when unset). W3C traceparent and baggage
+// are read from requests and written to outbound calls either way, so a caller's
+// trace id still reaches the logs when we export nothing.
+package tracing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// DefaultServiceName names the service in traces when OTEL_SERVICE_NAME is unset.
+const DefaultServiceName = "partnerd"
+
+// Enabled reports whether getenv configures trace export: an OTLP endpoint is
+// set and the SDK is not disabled.
+func Enabled(getenv func(string) string) bool {
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return false
+	}
+	if v := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")); v == "none" {
+		return false
+	}
+	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}
+
+// Setup installs the global propagator (W3C trace context and baggage) and, when
+// Enabled, a tracer provider exporting over OTLP/HTTP. The returned shutdown
+// flushes spans still buffered; call it once on the way out. When traces are off
+// the global tracer provider stays OpenTelemetry's no-op one, which records
+// nothing, and shutdown does nothing.
+func Setup(ctx context.Context, getenv func(string) string) (shutdown func(context.Context) error, err error) {
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	if !Enabled(getenv) {
+		return func(context.Context) error { return nil }, nil
+	}
+	// The endpoint is read through getenv (the exporter's own options win over
+	// the process environment it reads for everything else), so the settings
+	// the service was given are the ones used.
+	var opts []otlptracehttp.Option
+	if u := getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"); u != "" {
+		opts = append(opts, otlptracehttp.WithEndpointURL(u))
+	} else if u := getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); u != "" {
+		opts = append(opts, otlptracehttp.WithEndpointURL(strings.TrimRight(u, "/")+"/v1/traces"))
+	}
+	exp, err := otlptracehttp.New(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("OTLP trace exporter: %w", err)
+	}
+	// The process's OTEL_RESOURCE_ATTRIBUTES win over the default name, and
+	// OTEL_SERVICE_NAME as given wins over both.
+	res, err := resource.Merge(resource.NewSchemaless(semconv.ServiceName(DefaultServiceName)), resource.Environment())
+	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
+	}
+	if name := getenv("OTEL_SERVICE_NAME"); name != "" {
+		if res, err = resource.Merge(res, resource.NewSchemaless(semconv.ServiceName(name))); err != nil {
+			return nil, err
+		}
+	}
+	// No WithSampler: the SDK reads OTEL_TRACES_SAMPLER and its argument itself.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	otel.SetTracerProvider(tp)
+	return tp.Shutdown, nil
+}
+
+// LogHandler wraps h so that every record logged with a context carrying a span
+// (a request's, a job's) gets trace_id and span_id attributes: an operator finds
+// the trace from a log line and the log lines from a trace.
+func LogHandler(h slog.Handler) slog.Handler { return logHandler{h} }
+
+type logHandler struct{ slog.Handler }
+
+func (l logHandler) Handle(ctx context.Context, r slog.Record) error {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		r = r.Clone()
+		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+	}
+	return l.Handler.Handle(ctx, r)
+}
+
+func (l logHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return logHandler{l.Handler.WithAttrs(as)}
+}
+
+func (l logHandler) WithGroup(name string) slog.Handler { return logHandler{l.Handler.WithGroup(name)} }
+
+// TraceID returns the trace id of ctx's span, or "" when it has none, for error
+// bodies and log lines written without a context-aware logger.
+func TraceID(ctx context.Context) string {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		return sc.TraceID().String()
+	}
+	return ""
+}
