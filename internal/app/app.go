@@ -278,6 +278,7 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 	}
 	docs.New(openapi.PartnerYAML).Register(handler)
 	docs.RegisterChangelog(handler, openapi.ChangelogMD)
+	docs.RegisterOps(handler)
 	return handler, nil
 }
 

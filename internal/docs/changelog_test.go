@@ -31,3 +31,20 @@ func TestChangelogServedVerbatim(t *testing.T) {
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.Empty(t, rec.Body.String())
 }
+
+// TestOpsFilesServed: the alert rules, the runbook and the dashboard are served
+// as the binary embeds them, each with its type.
+func TestOpsFilesServed(t *testing.T) {
+	t.Parallel()
+	e := echo.New()
+	docs.RegisterOps(e)
+	for name, typ := range map[string]string{"alerts.yml": "application/yaml", "runbook.md": "text/markdown; charset=utf-8", "dashboard.json": "application/json"} {
+		rec := do(e, http.MethodGet, docs.OpsPath+"/"+name, nil)
+		require.Equal(t, http.StatusOK, rec.Code, name)
+		require.Equal(t, typ, rec.Header().Get("Content-Type"), name)
+		want, err := os.ReadFile("ops/" + name)
+		require.NoError(t, err)
+		require.Equal(t, string(want), rec.Body.String(), name)
+	}
+	require.Equal(t, http.StatusNotFound, do(e, http.MethodGet, docs.OpsPath+"/ops.go", nil).Code)
+}

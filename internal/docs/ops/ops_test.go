@@ -22,8 +22,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"partnerd/internal/chain"
+	"partnerd/internal/docs/ops"
 	"partnerd/internal/metrics"
-	"partnerd/ops"
 )
 
 type rule struct {
