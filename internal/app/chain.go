@@ -132,12 +132,19 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 	return w, nil
 }
 
-// degraded lists, per network whose watcher is off, why ("network: reason"),
+// degraded lists, per network whose watcher is off, or whose every provider waits
+// for its operator (a key, a quota or plan, an endpoint), why ("network: reason"),
 // sorted; nil when every network is watched.
 func (w *watchers) degraded() []string {
 	var out []string
 	for n, reason := range w.off {
 		out = append(out, n+": deposit watcher is off: "+reason)
+	}
+	for n, pool := range w.byNetwork {
+		if why := pool.Stranded(); len(why) > 0 {
+			out = append(out, n+": no provider serves the deposit watcher until its operator acts (fix the key, plan or URL in CHAIN_RPC_"+
+				strings.ToUpper(n)+"): "+strings.Join(why, "; "))
+		}
 	}
 	sort.Strings(out)
 	return out

@@ -210,6 +210,10 @@ const (
 	ProviderLagging = "lagging"
 	// ProviderNoLogs: it does not serve eth_getLogs (taken out of the rotation for it).
 	ProviderNoLogs = "no_logs"
+	// ProviderActionNeeded: it refuses the watcher until a person acts (a bad or
+	// revoked key, an exhausted quota or plan, a retired endpoint, a method or
+	// history outside the plan); it is out of the rotation, tried again now and then.
+	ProviderActionNeeded = "action_needed"
 )
 
 // Finality states of a network's watcher, as the overview and metrics show them.

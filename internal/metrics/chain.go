@@ -110,7 +110,7 @@ func (c *Chain) ChainFinality(network, state string) {
 
 // providerStates are the chain.Provider* states, each a series per provider.
 var providerStates = []string{chain.ProviderActive, chain.ProviderStandby, chain.ProviderFailing,
-	chain.ProviderRateLimited, chain.ProviderLagging, chain.ProviderNoLogs}
+	chain.ProviderRateLimited, chain.ProviderLagging, chain.ProviderNoLogs, chain.ProviderActionNeeded}
 
 // ChainProviders records each provider's state: 1 on its current state's series,
 // 0 on the others (so an alert can match a state without knowing the rest).

@@ -38,7 +38,7 @@ func (p *Pool) refresh(except *member) {
 	ctx := p.ctx
 	var due []*member
 	for _, m := range p.members {
-		if m == except || m.wrongChain || m.checking || m.pushing || now.Before(m.coolUntil) || now.Sub(m.checkedAt) < p.opts.HeadEvery ||
+		if m == except || m.wrongChain || m.operator && now.Before(m.operatorRetry) || m.checking || m.pushing || now.Before(m.coolUntil) || now.Sub(m.checkedAt) < p.opts.HeadEvery ||
 			(m.failures > 0 && now.Before(m.retryAt)) {
 			continue
 		}

@@ -13,18 +13,22 @@
 //
 //   - one rate-limited is skipped until the wait it asked for (Retry-After, or
 //     the hint in its answer) is over; the pool does not call it at all;
+//
 //   - one whose calls failed or timed out is skipped while another is usable,
 //     and probed in the background (one eth_blockNumber a head check) until it
 //     answers again; with no other provider left it is still tried, so a lone
 //     provider behaves as a single client does;
+//
 //   - one whose head lags the best known head by more than MaxLag blocks is
 //     asked only when no provider that does not lag can answer (its view of the
 //     latest blocks may be a branch the others left);
+//
 //   - eth_getLogs(from, to), a block read and an eth_call at a block go only to
 //     a provider whose known head is at least the block asked for, while any provider has reported it: a
 //     node behind answers an empty log list or no block, and the scanner would
 //     skip a block or take it for a reorganisation (a block no provider has
 //     reported is asked of them all: a reorganisation may have shortened the chain);
+//
 //   - one that answers eth_getLogs with a refusal, or with a rate limit NoLogsAfter
 //     times in a row while its other methods answer (bsc-dataseed's disabled
 //     eth_getLogs says "limit exceeded"), is out of the rotation for eth_getLogs,
@@ -32,6 +36,17 @@
 //     tries it again. When no provider serves eth_getLogs they are all still
 //     asked (the scanner spaces its attempts to its longest backoff then), so a
 //     rate limit that ends is noticed.
+//
+//   - one whose answer says a person must act (rpc.KindOperator: a refused key,
+//     an exhausted quota or plan, a retired endpoint) is out of the rotation, with
+//     an ERROR naming it and the reason and the state action_needed, and is tried
+//     again every OperatorRetry; with none left, Stranded says why (/readyz);
+//
+//   - an eth_getLogs range refusal is a hint, never passed on: a request above the
+//     provider's own head (read again) or every provider's is the provider behind
+//     (not_ready, another is asked); otherwise the range is asked again in pieces
+//     of the cap named (or half the span), and the cap is believed for that
+//     provider alone once a piece is served, and forgotten after CapForget.
 //
 // With no usable provider the call fails with the last provider's error (or, for
 // providers skipped without a call, an error of the reason's kind: rate_limit with
@@ -75,6 +90,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -144,6 +160,13 @@ type Options struct {
 	// NoLogsRetry is how long such a provider stays out of eth_getLogs' rotation
 	// before it is tried again (default DefaultNoLogsRetry).
 	NoLogsRetry time.Duration
+	// OperatorRetry is how long a provider whose answer says a person must act
+	// (rpc.KindOperator) stays out of the rotation before one call tries it again
+	// (default DefaultOperatorRetry).
+	OperatorRetry time.Duration
+	// CapForget is how long a provider's eth_getLogs range cap, once confirmed, is
+	// kept before a full request probes it again (default DefaultCapForget).
+	CapForget time.Duration
 	// MaxBackoff caps the wait before a failing provider is tried again, and
 	// between reconnections of a push subscription (default 30s).
 	MaxBackoff time.Duration
@@ -156,6 +179,22 @@ type Options struct {
 // out of its rotation before one eth_getLogs tries it again (a plan changed, a
 // node fixed).
 const DefaultNoLogsRetry = 10 * time.Minute
+
+// DefaultOperatorRetry is how long a provider that needs its operator stays out
+// of the rotation before it is tried again (a key replaced, a plan renewed).
+const DefaultOperatorRetry = 10 * time.Minute
+
+// DefaultCapForget is how long a learnt range cap is kept: nothing learnt from an
+// answer is kept for good (a plan upgraded, a backend replaced), and a real cap
+// costs one refused request to learn again.
+const DefaultCapForget = 10 * time.Minute
+
+// ErrorObserver, when the Observer implements it, counts each failed call the
+// pool answers itself (by failing over, or by splitting a range): the caller sees
+// only the last error, and counts that one.
+type ErrorObserver interface {
+	ChainRPCError(network, kind string)
+}
 
 // DefaultMaxLag is the lag in blocks beyond which a provider is passed over, per
 // network: about two poll intervals of blocks at 3 s. BNB Smart Chain makes a
@@ -212,6 +251,14 @@ type member struct {
 	checking    bool
 	checkedAt   time.Time
 	pushing     bool
+	// operator: its answer said a person must act; out of the rotation until
+	// operatorRetry.
+	operator      bool
+	operatorRetry time.Time
+	// logsCap is its eth_getLogs range cap in blocks, believed once a request of
+	// that size was served (0: none); learnt at capAt, forgotten after CapForget.
+	logsCap uint64
+	capAt   time.Time
 
 	state string
 	since time.Time
@@ -254,6 +301,12 @@ func New(opts Options, providers []Provider) *Pool {
 	}
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
+	}
+	if opts.OperatorRetry <= 0 {
+		opts.OperatorRetry = DefaultOperatorRetry
+	}
+	if opts.CapForget <= 0 {
+		opts.CapForget = DefaultCapForget
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
@@ -300,11 +353,15 @@ func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*m
 		// reorganisation shortened it), and the providers' answer says so.
 		need = 0
 	}
-	limited, noLogs, short, other := 0, 0, 0, 0
+	limited, noLogs, short, other, fix := 0, 0, 0, 0, 0
+	fixErr := ""
 	for _, m := range p.members {
 		switch {
 		case m.wrongChain:
 			other++
+		case m.operator && now.Before(m.operatorRetry):
+			fix++ // past operatorRetry it has a second chance, in its turn
+			fixErr = m.name + ": " + m.lastErr
 		case method == mLogs && m.noLogs && now.Before(m.noLogsRetry):
 			noLogs++ // past noLogsRetry it has a second chance, in its turn
 			withoutLogs = append(withoutLogs, m)
@@ -344,6 +401,9 @@ func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*m
 		return withoutLogs, shorts, nil
 	}
 	switch {
+	case fix > 0 && fix+other == len(p.members):
+		return nil, shorts, &rpc.Error{Kind: rpc.KindOperator, Method: method,
+			Message: "every provider needs its operator (" + fixErr + ")"}
 	case limited > 0:
 		return nil, shorts, &rpc.Error{Kind: rpc.KindRateLimit, Method: method, RetryAfter: wait,
 			Message: fmt.Sprintf("every provider asked to wait (%d rate-limited)", limited)}
@@ -359,6 +419,17 @@ func do[T any](ctx context.Context, p *Pool, method string, need uint64, call fu
 	p.lastUse.Store(time.Now().UnixNano())
 	var zero T
 	var last error
+	// Each failed call is counted once: the one returned by the caller, the
+	// others (answered by failing over) here.
+	var kinds []string
+	defer func() {
+		if len(kinds) > 0 && last != nil && rpc.KindOf(last) == kinds[len(kinds)-1] {
+			kinds = kinds[:len(kinds)-1]
+		}
+		for _, k := range kinds {
+			p.countError(k)
+		}
+	}()
 	tried := map[*member]bool{}
 	reread := false
 	for {
@@ -388,10 +459,14 @@ func do[T any](ctx context.Context, p *Pool, method string, need uint64, call fu
 			v, err := call(ctx, m)
 			if err == nil {
 				p.succeeded(m, method)
+				last = nil
 				return v, nil
 			}
 			if ctx.Err() != nil {
 				return zero, err
+			}
+			if k := rpc.KindOf(err); k != "" {
+				kinds = append(kinds, k)
 			}
 			last = err
 			if !p.failed(m, method, err) {
@@ -442,15 +517,25 @@ func do[T any](ctx context.Context, p *Pool, method string, need uint64, call fu
 			v, err := call(ctx, capped)
 			if err == nil {
 				p.succeeded(capped, method)
+				last = nil
 				return v, nil
 			}
 			p.failed(capped, method, err)
+			last = err
 			return zero, err
 		}
 		if noneErr != nil && (last == nil || rpc.KindOf(noneErr) == rpc.KindRefused) {
+			last = noneErr
 			return zero, noneErr
 		}
 		return zero, last
+	}
+}
+
+// countError counts a failed call the caller does not see (see ErrorObserver).
+func (p *Pool) countError(kind string) {
+	if o, ok := p.opts.Observer.(ErrorObserver); ok {
+		o.ChainRPCError(p.opts.Network, kind)
 	}
 }
 
@@ -459,6 +544,10 @@ func (p *Pool) succeeded(m *member, method string) {
 	p.mu.Lock()
 	if m.failures > 0 {
 		p.log.Info("chain provider answers again", "provider", m.name, "method", method)
+	}
+	if m.operator {
+		m.operator = false
+		p.log.Info("chain provider serves the watcher again; back in the rotation", "provider", m.name, "method", method)
 	}
 	m.failures, m.lastErr = 0, ""
 	m.limits = 0
@@ -514,6 +603,16 @@ func (p *Pool) failed(m *member, method string, err error) bool {
 		return false
 	case rpc.KindNotReady:
 		// Transient on this node (behind its head, starting): another may have it.
+		return true
+	case rpc.KindOperator:
+		// No wait ends it: out of the rotation, and the operator is told once.
+		m.operatorRetry, m.lastErr = now.Add(p.opts.OperatorRetry), "needs its operator: "+err.Error()
+		if !m.operator {
+			m.operator = true
+			p.log.Error("chain provider refuses the watcher until its operator acts (a bad or revoked key, an exhausted quota or plan, a retired endpoint, a method or history outside the plan); it is out of the rotation: fix its key, plan or URL in CHAIN_RPC_"+
+				strings.ToUpper(p.opts.Network)+", or replace it",
+				"provider", m.name, "method", method, "error", err.Error(), "retry_in", p.opts.OperatorRetry.String())
+		}
 		return true
 	case rpc.KindRefused:
 		if method == mLogs {
@@ -623,11 +722,162 @@ func (p *Pool) Finalized(ctx context.Context) (*rpc.Block, error) {
 }
 
 // Logs returns the logs of blocks from..to from a provider that serves eth_getLogs
-// and whose head has reached to.
+// and whose head has reached to. A provider's range refusal is a hint, answered
+// here (see logsOn): the caller sees the whole range served, or the provider's
+// failure. When no provider serves eth_getLogs the error is of kind refused: the
+// rule that makes a run of rate limits a method not served lives here alone.
 func (p *Pool) Logs(ctx context.Context, from, to uint64, contracts []common.Address, topic common.Hash) ([]rpc.Log, error) {
-	return do(ctx, p, mLogs, to, func(ctx context.Context, m *member) ([]rpc.Log, error) {
-		return m.c.Logs(ctx, from, to, contracts, topic)
+	logs, err := do(ctx, p, mLogs, to, func(ctx context.Context, m *member) ([]rpc.Log, error) {
+		return p.logsOn(ctx, m, from, to, contracts, topic)
 	})
+	if err != nil && rpc.KindOf(err) == rpc.KindRateLimit && p.noneServesLogs() {
+		return nil, &rpc.Error{Kind: rpc.KindRefused, Method: mLogs, Message: "no provider serves eth_getLogs: " + err.Error()}
+	}
+	return logs, err
+}
+
+// noneServesLogs reports whether every provider is out of eth_getLogs' rotation.
+func (p *Pool) noneServesLogs() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.members {
+		if !m.noLogs && !m.wrongChain {
+			return false
+		}
+	}
+	return true
+}
+
+// logsOn asks m for the logs of from..to. Its text only suggests; its behaviour
+// confirms:
+//
+//   - a request above the provider's own head (read again) or above every
+//     provider's is the provider behind, not a cap: not_ready, and another
+//     provider is asked (its head, as read, keeps it from this block meanwhile);
+//   - otherwise a range refusal names a cap (or none: half the span), and the
+//     range is asked again in pieces of that size; the cap is believed (kept for
+//     m alone, for CapForget) once a piece is served. Refused again, the piece
+//     halves; refused on one block, it was no cap: m failed, and another
+//     provider is asked.
+//
+// So a range refusal never reaches the caller from a pool, and a provider's
+// words never shrink another provider's requests.
+func (p *Pool) logsOn(ctx context.Context, m *member, from, to uint64, contracts []common.Address, topic common.Hash) ([]rpc.Log, error) {
+	if c := p.capOf(m); c > 0 && to-from+1 > c {
+		return p.pieces(ctx, m, from, to, c, false, contracts, topic)
+	}
+	logs, err := m.c.Logs(ctx, from, to, contracts, topic)
+	switch rpc.KindOf(err) {
+	case rpc.KindNotReady:
+		p.mu.Lock()
+		if m.head >= to {
+			m.head = to - 1 // behind for this block, until its head is read again
+		}
+		p.mu.Unlock()
+		return nil, err
+	case rpc.KindRange:
+	default:
+		return logs, err
+	}
+	if behind := p.behindLogs(ctx, m, to, err); behind != nil {
+		return nil, behind
+	}
+	p.countError(rpc.KindRange)
+	span := to - from + 1
+	c := rpc.LimitOf(err)
+	if c < 1 || c >= span {
+		c = span / 2
+	}
+	if c < 1 {
+		return nil, notACap(err)
+	}
+	return p.pieces(ctx, m, from, to, c, true, contracts, topic)
+}
+
+// behindLogs reads m's head again after a range refusal of a request up to to:
+// an error of kind not_ready when to is above it, or above every provider's head.
+func (p *Pool) behindLogs(ctx context.Context, m *member, to uint64, refusal error) error {
+	head, err := m.c.BlockNumber(ctx)
+	if err == nil {
+		p.setHead(m, head)
+	}
+	p.mu.Lock()
+	if err != nil {
+		head = m.head
+	}
+	best := p.best
+	if to > head && m.head >= to {
+		m.head = to - 1
+	}
+	p.mu.Unlock()
+	if to <= head && to <= best {
+		return nil
+	}
+	return &rpc.Error{Kind: rpc.KindNotReady, Method: mLogs,
+		Message: fmt.Sprintf("behind its head (head %d, asked up to block %d), not a cap: %s", head, to, refusal.Error())}
+}
+
+// pieces asks m for from..to in pieces of c blocks; hint: c comes from a refusal
+// and is believed once a piece is served.
+func (p *Pool) pieces(ctx context.Context, m *member, from, to, c uint64, hint bool, contracts []common.Address, topic common.Hash) ([]rpc.Log, error) {
+	var out []rpc.Log
+	for lo := from; lo <= to; {
+		hi := min(to, lo+c-1)
+		logs, err := m.c.Logs(ctx, lo, hi, contracts, topic)
+		if rpc.KindOf(err) == rpc.KindRange {
+			if hi == lo {
+				// Refused on one block: what looked like a cap was not one (a
+				// backend behind, a refusal in a cap's words): nothing is learnt.
+				p.mu.Lock()
+				m.logsCap = 0
+				p.mu.Unlock()
+				return nil, notACap(err)
+			}
+			p.countError(rpc.KindRange)
+			next := rpc.LimitOf(err)
+			if next < 1 || next >= hi-lo+1 {
+				next = (hi - lo + 1) / 2
+			}
+			c, hint = next, true
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if hint {
+			hint = false
+			p.setCap(m, c)
+		}
+		out = append(out, logs...)
+		lo = hi + 1
+	}
+	return out, nil
+}
+
+// notACap is a range refusal of a single block: no span is the cause.
+func notACap(err error) error {
+	return &rpc.Error{Kind: rpc.KindRPC, Method: mLogs, Message: "refused for its range even on one block, so no cap: " + err.Error()}
+}
+
+// capOf returns m's believed range cap (0: none, or forgotten).
+func (p *Pool) capOf(m *member) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if m.logsCap > 0 && time.Since(m.capAt) > p.opts.CapForget {
+		p.log.Info("chain provider's eth_getLogs range cap forgotten; a full request probes it again", "provider", m.name, "max_blocks", m.logsCap)
+		m.logsCap = 0
+	}
+	return m.logsCap
+}
+
+// setCap believes m's range cap of c blocks (a request of c blocks was served).
+func (p *Pool) setCap(m *member, c uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if m.logsCap != c {
+		p.log.Info("chain provider caps eth_getLogs' block range; its requests are split", "provider", m.name, "max_blocks", c)
+	}
+	m.logsCap, m.capAt = c, time.Now()
 }
 
 // Call runs eth_call (data to contract to, at block) on a provider whose head has

@@ -32,6 +32,8 @@ func (p *Pool) updateLocked(now time.Time) {
 		switch {
 		case m.wrongChain:
 			s = chain.ProviderFailing
+		case m.operator:
+			s = chain.ProviderActionNeeded
 		case now.Before(m.coolUntil) || now.Before(m.logsCoolUntil):
 			s = chain.ProviderRateLimited
 		case m.failures > 0:
@@ -69,4 +71,20 @@ func (p *Pool) report() {
 	if changed {
 		p.opts.Observer.ChainProviders(p.opts.Network, states)
 	}
+}
+
+// Stranded reports, when no provider of the network can serve the watcher until
+// a person acts (each needs its operator, or is on another chain), why: one line
+// per provider. nil while any provider may still answer. /readyz says degraded then.
+func (p *Pool) Stranded() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, m := range p.members {
+		if !m.operator && !m.wrongChain {
+			return nil
+		}
+		out = append(out, m.name+": "+m.lastErr)
+	}
+	return out
 }

@@ -60,18 +60,23 @@ func classify(d Dialect, method string, status int, header http.Header, body []b
 	if !isObject {
 		// Not JSON: a gateway's text or HTML page.
 		v := Verdict{Message: snippet(body)}
+		text := strings.ToLower(string(body))
 		switch {
+		case rules.match(KindOperator, text) || operatorStatus(status):
+			v.Kind = KindOperator
 		case status == http.StatusTooManyRequests:
+			v.Kind = KindRateLimit
+		case rules.match(KindRateLimit, text) || sounds.MatchString(text):
+			// A CDN's or gateway's page, on any status: whatever speaks of a
+			// rate, a limit or too many is waited out, never hammered.
 			v.Kind = KindRateLimit
 		case ok:
 			v.Kind, v.Message = KindDecode, "not a JSON-RPC answer: "+v.Message
 			return v, nil
-		case rules.match(KindRateLimit, strings.ToLower(v.Message)):
-			v.Kind = KindRateLimit
 		default:
 			v.Kind = KindHTTP
 		}
-		v.Wait = waitOf(header, strings.ToLower(v.Message), nil)
+		v.Wait = waitOf(header, text, nil)
 		return v, nil
 	}
 
@@ -94,10 +99,18 @@ func classify(d Dialect, method string, status int, header http.Header, body []b
 		e.Message = jsonText(env.Message)
 	}
 	if !isError {
+		unknown := len(env.Result) == 0 && len(env.JSONRPC) == 0 && len(env.ID) == 0
+		text := strings.ToLower(string(body))
 		switch {
+		case (!ok || unknown) && (rules.match(KindOperator, text) || operatorStatus(status)):
+			return Verdict{Kind: KindOperator, Message: snippet(body)}, nil
+		case (!ok || unknown) && status == http.StatusTooManyRequests:
+			return Verdict{Kind: KindRateLimit, Message: snippet(body), Wait: waitOf(header, text, nil)}, nil
+		case (!ok || unknown) && (rules.match(KindRateLimit, text) || sounds.MatchString(text)):
+			return Verdict{Kind: KindRateLimit, Message: snippet(body), Wait: waitOf(header, text, nil)}, nil
 		case !ok:
 			return Verdict{Kind: KindHTTP, Message: snippet(body)}, nil
-		case len(env.Result) == 0 && len(env.JSONRPC) == 0 && len(env.ID) == 0:
+		case unknown:
 			return Verdict{Kind: KindDecode, Message: "not a JSON-RPC answer: " + snippet(body)}, nil
 		}
 		return Verdict{}, env.Result
@@ -114,8 +127,15 @@ func classify(d Dialect, method string, status int, header http.Header, body []b
 	text := strings.ToLower(normalizeNumbers(e.Message + " " + data))
 	v.Kind = rules.kind(text, v.Code)
 	switch {
-	case status == http.StatusTooManyRequests:
-		// The status is the provider's own word; a cap is never sent as 429.
+	case status == http.StatusTooManyRequests && v.Kind != KindOperator:
+		// The status is the provider's own word; a cap is never sent as 429 (a
+		// monthly quota is: Alchemy's, which no wait ends).
+		v.Kind = KindRateLimit
+	case v.Kind == "" && operatorStatus(status):
+		v.Kind = KindOperator
+	case v.Kind == "" && sounds.MatchString(text):
+		// No rule knows the text, but it speaks of a rate, a limit or too many:
+		// waited out (bounded), never read as a cap or hammered.
 		v.Kind = KindRateLimit
 	case v.Kind == "" && ok:
 		v.Kind = KindRPC
@@ -143,16 +163,32 @@ type rule struct {
 
 type ruleSet []rule
 
-// rules, in the order they are tried: a message that names a rate limit is one even
+// rules, in the order they are tried: an answer saying a person must act (a key
+// refused, a monthly quota or plan exhausted, a retired endpoint, history outside
+// the plan) is that first, whatever else it says, since no wait ends it; a
+// message that names a rate limit is one even
 // when it says "limit" near a number; a node that is not ready says "not found"
 // of a block, not of the method (geth's "invalid block range params" is a range
 // past its head: a node behind, not a cap); result caps are told before range caps because
-// Alchemy's result cap also names a block range; "limit exceeded" alone (bsc-dataseed,
+// Alchemy's result cap also names a block range; a request reaching beyond the
+// node's head ("extends beyond current head block", "could not be found") is a node
+// behind, not a cap; "limit exceeded" alone (bsc-dataseed,
 // Infura) is a rate limit, tried after the caps so "block range limit exceeded" is a
 // range. Infura's "query timeout exceeded" (-32005 too) is a query too heavy: a
 // range with no cap named, so the span shrinks instead of the same request waiting
 // and repeating. Codes decide only when no text did.
 var rules = ruleSet{
+	{kind: KindOperator, patterns: res(
+		`invalid (api[ _-]?)?key`, `(api[ _-]?)?key (is |was |has been )?(invalid|revoked|disabled|deactivated|suspended|expired|not (found|valid|recogni[sz]ed))`,
+		`(missing|no) (api[ _-]?)?key`, `(project|app|application|account|token) (id )?(is |has been )?(revoked|disabled|deactivated|suspended|banned|deleted|not found|invalid)`,
+		`invalid (project|app|application) id`, `unauthori[sz]ed`, `authentication (failed|required)`, `payment required`,
+		`monthly (quota|limit|capacity|usage|credits?|request)`, `(quota|credits?|plan|subscription) (is |has been |have been )?(exhausted|used up|depleted|expired|inactive|cancell?ed)`,
+		`exhausted (your|the|its) (quota|plan|credits?)`, `out of (credits|compute units)`, `upgrade (your|to a) (plan|tier|subscription) to (use|access|enable)`,
+		`(not|isn't) (available|supported|included|allowed|enabled) (on|in|for|with) (your|the|this) (current |free )?(plan|tier|subscription)`,
+		`requires? (a |an )?(paid|premium|archive|higher|pro|growth|enterprise) (plan|tier|node|subscription|access)`,
+		`archive (node|data|access|requests?) (is |are )?(required|not (available|enabled|supported))`,
+		`(endpoint|url|api|service) (has been |is |was )?(retired|deprecated|decommissioned|discontinued|sunset|removed|shut ?down)`,
+		`no longer (supported|available|served|active)`)},
 	{kind: KindRateLimit, patterns: res(
 		`\brate.?limit`, `usage limit`, `too many requests`, `frequency limit`, `suspended for`, `lack of computing resources`,
 		`request rate`, `allowed_rps`, `requests? per second`, `/second request limit`, `compute units`,
@@ -162,14 +198,17 @@ var rules = ruleSet{
 	{kind: KindNotReady, patterns: res(
 		`(finalized|safe|head|latest) (block|header) not (found|available)`, `header not found`,
 		`block not found`, `unknown block`, `not ready`, `still syncing`, `is syncing`,
-		`invalid block range params`)},
+		`invalid block range params`, `beyond (the )?(current |latest |chain )?head`, `past (the )?(current |latest |chain )?head`,
+		`ahead of (the )?(current |latest |chain )?(head|block)`, `after (the )?(last|latest) (accepted |known )?block`,
+		`(block|header|range)[^.]{0,60}could not be found`, `(block|header) [^.]{0,40}not (yet )?(available|known|synced)`)},
 	{kind: KindResults, patterns: res(
 		`query returned more than`, `more than \d+ (results|logs)`, `max(imum)? results`, `too many (results|logs)`,
 		`results exceed`, `returned too many`, `response (byte )?size`, `response too large`, `response is too (large|big)`,
-		`logs in the response`, `log response`, `logs matched by query exceeds`, `max_?(results|logs)`)},
+		`logs in the response`, `log response`, `logs matched by query exceeds`, `max_?(results|logs)`, `response exceeds`),
+		codes: []int{-32003}},
 	{kind: KindRange, patterns: res(
 		`block range`, `blocks range`, `range too (large|big|wide)`, `range is too (large|big|wide)`, `too wide`,
-		`range limit`, `max(imum)? range`, `range \d+ exceeds`, `exceeds? max(imum)? block`, `blocks distance`,
+		`range limit`, `max(imum)? range`, `range \d+ exceeds`, `range [^.]{0,30}exceeds? (the )?(max|limit)`, `exceeds? max(imum)? block`, `blocks distance`,
 		`limited to an? \d+ (blocks? )?range`, `limited to \d+ blocks?`, `ranges? over \d+ blocks`, `block span`,
 		`too many blocks`, `requested blocks`, `at most \d+ blocks`, `range allowed`, `smaller than size`,
 		`max_?blocks?_?range`, `range_?limit`, `query timeout`),
@@ -179,6 +218,17 @@ var rules = ruleSet{
 		`method not found`, `does not exist`, `is not available`, `not supported`, `is disabled`, `not enabled`,
 		`method not allowed`, `unsupported method`, `not whitelisted`, `not allowed on`),
 		codes: []int{-32601}},
+}
+
+// sounds reads an answer no rule names: one that speaks of a rate, a limit or too
+// many of anything (Cloudflare's 1015 page says "rate limited" in its own words) is
+// a rate limit, on any status and in any envelope or none.
+var sounds = regexp.MustCompile(`\brates?\b|rate.?limit|limit|too many|error code:? ?1015`)
+
+// operatorStatus: HTTP 401 and 402 are a key refused or a plan unpaid, whatever
+// the body says: only a person can fix them.
+func operatorStatus(status int) bool {
+	return status == http.StatusUnauthorized || status == http.StatusPaymentRequired
 }
 
 func res(ps ...string) []*regexp.Regexp {
@@ -245,8 +295,12 @@ var capPatterns = map[string][]*regexp.Regexp{
 		`blocks? distance:? (\d+)`,                            // Ankr: "maximum [from, to] blocks distance: 10000"
 		`block range (?:greater than|exceeds) (\d+)`,          // Swell, Somnia
 		`\(maximum (\d+)\)`,                                   // Moonbeam
+		// A text that names the refused size and the cap ("block range 2500 exceeds
+		// max 2000"): the number after a word of limit is the cap, tried before
+		// the number after "block range", which may be the refused size.
+		`(?:max|maximum|limit|allowed)(?: is| of)?:? (\d+)`,
+		`\b(?:max|maximum|limit|allowed|up to)\b[^\d]{0,20}?(\d+)`,
 		`(?:block range|range limit|block span)[^\d\[]{0,24}?(\d+)`,
-		`(?:max|maximum|limit)(?: is| of)?:? (\d+)`,
 	),
 	KindResults: res(
 		`more than (\d+) (?:results|logs)`,                  // geth forks, java-tron, Infura
@@ -295,7 +349,19 @@ var capKeys = map[string]bool{
 	"maxblocks": true, "blocklimit": true, "maxresults": true, "maxlogs": true, "resultlimit": true, "cap": true,
 }
 
+// spans are ranges written out ("0 - 50", "from 100 to 9000", "[100, 9000]"):
+// the refused request, never a cap.
+var spans = regexp.MustCompile(`\d+\s*(?:-|–|\.\.|to|,)\s*\d+`)
+
 func capIn(kind, text string) uint64 {
+	if kind == KindRange {
+		text = spans.ReplaceAllStringFunc(text, func(m string) string {
+			if strings.HasPrefix(m, "0x") {
+				return m
+			}
+			return "<span>"
+		})
+	}
 	for _, re := range capPatterns[kind] {
 		if g := re.FindStringSubmatch(text); g != nil {
 			if n, err := strconv.ParseUint(g[1], 10, 64); err == nil && n > 1 {

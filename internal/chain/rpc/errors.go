@@ -36,6 +36,12 @@ const (
 	KindDecode = "decode"
 	// KindRPC: any other JSON-RPC error.
 	KindRPC = "rpc"
+	// KindOperator: the provider will not serve the watcher until a person acts: a
+	// bad, revoked or missing key, an exhausted monthly quota or plan, a retired
+	// endpoint, a method or history outside the plan. Waiting does not help, so the
+	// provider leaves the rotation and the operator is told (an ERROR, the
+	// provider's state); it is tried again now and then, since a plan may be renewed.
+	KindOperator = "operator"
 )
 
 // Error is a failed call. Message is the node's own answer.

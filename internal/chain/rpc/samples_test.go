@@ -128,7 +128,7 @@ func TestSamples(t *testing.T) {
 		})
 		kinds[s.Expect.Kind]++
 	}
-	for _, k := range []string{"", KindRateLimit, KindRange, KindResults, KindRefused, KindNotReady, KindHTTP, KindDecode, KindRPC} {
+	for _, k := range []string{"", KindRateLimit, KindRange, KindResults, KindRefused, KindNotReady, KindHTTP, KindDecode, KindRPC, KindOperator} {
 		require.NotZero(t, kinds[k], "no sample of kind %q", k)
 	}
 }
@@ -186,4 +186,47 @@ func TestVerdictRules(t *testing.T) {
 func jsonNumber(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// TestAnswersNobodyRecorded: answers in no sample, built from parts, read safely:
+// whatever speaks of a rate, a limit or too many is a rate limit on any status and
+// in any envelope or none; a page that says nothing is unnamed (never a cap, never
+// ok); a cap is never the refused size written beside it.
+func TestAnswersNobodyRecorded(t *testing.T) {
+	t.Parallel()
+	statuses := []int{200, 400, 403, 500, 502, 503, 520}
+	hints := []string{"Rate exceeded", "slow down: request limit", "too many concurrent calls", "per-IP limit hit", "burst rate"}
+	wraps := []func(string) string{
+		func(s string) string { return s },
+		func(s string) string { return "<!DOCTYPE html><html><body><h2>" + s + "</h2></body></html>" },
+		func(s string) string { return `{"status":"fail","detail":"` + s + `"}` },
+		func(s string) string { return `{"jsonrpc":"2.0","id":1,"error":{"code":-32099,"message":"` + s + `"}}` },
+	}
+	for _, st := range statuses {
+		for _, h := range hints {
+			for i, w := range wraps {
+				v := Classify(BSC, "eth_getLogs", st, http.Header{}, []byte(w(h)))
+				require.Equal(t, KindRateLimit, v.Kind, "status %d, form %d: %s", st, i, w(h))
+			}
+		}
+		for i, w := range wraps[:3] {
+			v := Classify(BSC, "eth_getLogs", st, http.Header{}, []byte(w("something went wrong")))
+			require.Contains(t, []string{KindDecode, KindHTTP}, v.Kind, "status %d, form %d", st, i)
+			require.Zero(t, v.Cap)
+		}
+	}
+	for _, c := range []struct {
+		msg string
+		cap uint64
+	}{
+		{"requested block range 7500 is above the maximum of 3000", 3000},
+		{"range 0 - 9000 exceeds limit 1200", 1200},
+		{"block range 4000 not allowed, allowed: 1000", 1000},
+		{"blocks 10 - 5010 requested; block range too large", 0},
+	} {
+		body := `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"` + c.msg + `"}}`
+		v := Classify(BSC, "eth_getLogs", 200, http.Header{}, []byte(body))
+		require.Equal(t, KindRange, v.Kind, c.msg)
+		require.Equal(t, c.cap, v.Cap, c.msg)
+	}
 }

@@ -35,7 +35,8 @@
 // read by package rpc into Error.RetryAfter) is honoured: no call before it ends.
 // A provider that refuses eth_getLogs, or answers every eth_getLogs with a rate
 // limit while its other methods answer (bsc-dataseed's -32005 "limit exceeded":
-// the method is disabled there; reported after 5 such answers in a row), does not
+// the method is disabled there; the provider pool decides, after 5 such answers
+// in a row, and answers refused), does not
 // serve eth_getLogs: one ERROR line, the refused error kind on every answer, and
 // the method is tried again at MaxBackoff, so a rate limit that ends, or a
 // provider that enables the method, still recovers.
@@ -180,9 +181,6 @@ const (
 	// maxHonoured bounds a wait the node names (a garbled hint never parks the
 	// watcher for hours).
 	maxHonoured = 10 * time.Minute
-	// limitedLogsRun is how many rate-limit answers in a row on eth_getLogs, while
-	// the poll's other calls answer, make the method read as not served.
-	limitedLogsRun = 5
 	// probeAfter is how many requests served at a learnt ceiling precede the first
 	// probe of twice the ceiling; maxProbeAfter bounds its doubling.
 	probeAfter, maxProbeAfter = 32, 1024
@@ -211,11 +209,10 @@ type Scanner struct {
 	served     int
 	probeAfter int
 	probing    bool
-	// limitedLogs counts eth_getLogs rate-limited in a row; noLogs is set once
-	// that run reads as the provider not serving the method.
-	limitedLogs int
-	noLogs      bool
-	idOK        bool
+	// noLogs is set once eth_getLogs is refused (its ERROR is said once); the
+	// pool decides when a run of rate limits means the method is not served.
+	noLogs bool
+	idOK   bool
 	// finality is the rule in force (chain.Finality*); servedTag is set once the
 	// node has answered the finalized block; askedAt is when it was last asked
 	// (the metric is refreshed at least once a minute); started is set once the
@@ -344,27 +341,24 @@ func (s *Scanner) failed(err error, backoff *time.Duration) time.Duration {
 		wait = max(min(ra, maxHonoured), s.cfg.PollInterval)
 	}
 	logs := methodOf(err) == "eth_getLogs"
-	if logs && kind == rpc.KindRateLimit {
-		s.limitedLogs++
-	}
 	var single *blockError
 	switch {
-	case logs && (kind == rpc.KindRefused || kind == rpc.KindRateLimit && (s.noLogs || s.limitedLogs >= limitedLogsRun)):
-		// eth_getLogs refused, or only eth_getLogs rate-limited again and again:
-		// the method is disabled there (bsc-dataseed's "limit exceeded"), whatever
-		// the answer's words. Said once; asked again at the longest backoff.
-		kind = rpc.KindRefused
+	case logs && kind == rpc.KindRefused:
+		// eth_getLogs refused, or (the provider pool's rule, told here as a
+		// refusal) only eth_getLogs rate-limited again and again: the method is
+		// disabled there (bsc-dataseed's "limit exceeded"). Said once; asked
+		// again at the longest backoff.
 		wait = max(wait, s.cfg.MaxBackoff)
 		if !s.noLogs {
 			s.noLogs = true
 			s.log.Error("the provider does not serve eth_getLogs: it refuses it, or answers every request for logs with a rate limit while its other methods answer (a provider with eth_getLogs is required); retrying at the longest backoff",
-				"rate_limits_in_a_row", s.limitedLogs, "error", err.Error(), "retry_in", wait.String())
+				"error", err.Error(), "retry_in", wait.String())
 		}
+	case kind == rpc.KindOperator:
+		wait = max(wait, s.cfg.MaxBackoff)
+		s.log.Error("no provider of the network serves the watcher until its operator acts (a key, a quota or plan, an endpoint); retrying at the longest backoff",
+			"error", err.Error(), "retry_in", wait.String())
 	case kind == rpc.KindRateLimit:
-		if !logs {
-			// The provider limits its other methods too: a rate limit, not a disabled method.
-			s.limitedLogs = 0
-		}
 		wait = max(wait, time.Second)
 		s.log.Warn("chain node rate-limits the watcher; backing off", "error", err.Error(), "retry_in", wait.String())
 	case errors.As(err, &single):
@@ -759,7 +753,6 @@ func unnamed(kind string) bool {
 // (a run of rate limits ends), and a request at the learnt ceiling counts towards
 // the next probe, or, if it was the probe, drops the ceiling.
 func (s *Scanner) servedLogs(blocks uint64) {
-	s.limitedLogs = 0
 	if s.noLogs {
 		s.noLogs = false
 		s.log.Info("the provider serves eth_getLogs again")
