@@ -762,7 +762,7 @@ type ChainHash = string
 
 // ChainProvider One JSON-RPC provider of a network.
 type ChainProvider struct {
-	// Error Its last failure, for `failing`, `rate_limited`, `lagging` and `no_logs`; null otherwise.
+	// Error Its last failure, for `failing`, `rate_limited`, `lagging`, `no_logs` and `action_needed` (there, what to fix); null otherwise.
 	Error *string `json:"error"`
 
 	// HeadBlock The provider's head block when last read; null before its first read.
@@ -785,7 +785,10 @@ type ChainProvider struct {
 	// ready for a fail-over. `failing`: its last calls failed (errors, timeouts).
 	// `rate_limited`: it asked the watcher to wait. `lagging`: its head is behind the other
 	// providers' by more than a few blocks. `no_logs`: it does not serve `eth_getLogs`
-	// (taken out of the rotation for it). **The list may grow** in a minor version (it is
+	// (taken out of the rotation for it). `action_needed`: it refuses the watcher until a
+	// person acts (a bad or revoked key, an exhausted quota or plan, a retired endpoint,
+	// a method or history outside the plan): out of the rotation, tried again every ten
+	// minutes; `error` says what to fix. **The list may grow** in a minor version (it is
 	// an open set, `x-extensible-enum`, not a closed `enum`): treat a state not listed here
 	// as a provider not in use.
 	//
@@ -1636,7 +1639,10 @@ type PayoutRequest struct {
 // ready for a fail-over. `failing`: its last calls failed (errors, timeouts).
 // `rate_limited`: it asked the watcher to wait. `lagging`: its head is behind the other
 // providers' by more than a few blocks. `no_logs`: it does not serve `eth_getLogs`
-// (taken out of the rotation for it). **The list may grow** in a minor version (it is
+// (taken out of the rotation for it). `action_needed`: it refuses the watcher until a
+// person acts (a bad or revoked key, an exhausted quota or plan, a retired endpoint,
+// a method or history outside the plan): out of the rotation, tried again every ten
+// minutes; `error` says what to fix. **The list may grow** in a minor version (it is
 // an open set, `x-extensible-enum`, not a closed `enum`): treat a state not listed here
 // as a provider not in use.
 //
