@@ -14,8 +14,8 @@ import (
 // check-contract` runs in CI) on copies of the contracts with changes planted in
 // them: it passes on the tree as committed and fails on a change without a version
 // bump, on a breaking change under the same major version (a new value in a
-// response enum), and on a released contract edited afterwards; a new major version
-// lets the breaking change through.
+// response enum), and on a released contract edited afterwards, by a commit or by
+// a merge's own resolution; a new major version lets the breaking change through.
 func TestContractVersioningIsEnforced(t *testing.T) {
 	t.Parallel()
 	root, err := filepath.Abs("..")
@@ -101,6 +101,43 @@ func TestContractVersioningIsEnforced(t *testing.T) {
 		require.True(t, ok, out)
 		out, ok = check(t, dir)
 		require.True(t, ok, out)
+	})
+	t.Run("a release rewritten by a merge", func(t *testing.T) {
+		dir := tree(t)
+		git := func(args ...string) {
+			t.Helper()
+			cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"}, args...)...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null")
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "git %s: %s", strings.Join(args, " "), out)
+		}
+		git("init", "-q", "-b", "main")
+		git("add", ".")
+		git("commit", "-q", "-m", "releases")
+		git("checkout", "-q", "-b", "side")
+		edit(t, filepath.Join(dir, "openapi", "CHANGELOG.md"), "# API changelog", "# API changelog (side)")
+		git("commit", "-q", "-am", "side")
+		git("checkout", "-q", "main")
+		run := func() (string, bool) {
+			cmd := exec.Command(filepath.Join(root, "scripts", "check-contract.sh"))
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "CONTRACT_ROOT="+dir, "OASDIFF="+bin, "GIT_CONFIG_GLOBAL=/dev/null")
+			out, err := cmd.CombinedOutput()
+			return string(out), err == nil
+		}
+		out, ok := run()
+		require.True(t, ok, out)
+		// The merge's own resolution edits the release: no single commit does.
+		git("merge", "-q", "--no-ff", "--no-commit", "side")
+		released := filepath.Join("openapi", "released", "partner-v"+current(t, dir)+".yaml")
+		edit(t, filepath.Join(dir, released), "Confirmations seen;", "Confirmations seen so far;")
+		edit(t, filepath.Join(dir, "openapi", "partner.yaml"), "Confirmations seen;", "Confirmations seen so far;")
+		git("commit", "-q", "-am", "merge side")
+		out, ok = run()
+		require.False(t, ok, out)
+		require.Contains(t, out, "released contracts are never edited")
+		require.Contains(t, out, released)
 	})
 	t.Run("a released contract edited", func(t *testing.T) {
 		dir := tree(t)

@@ -60,8 +60,17 @@ for spec in openapi/partner.yaml openapi/operator.yaml; do
   fi
 done
 
+# A released file edited, renamed or removed by any commit, or by a merge into the
+# mainline (each merge compared with its first parent, so a conflict resolved
+# against an earlier release is seen too). grandfathered lists the one merge that
+# rewrote a release before merges were checked (partner 1.2.0, merged twice).
+grandfathered="2b24ca62e81d60c465cb6fc66acb0895559c6296:openapi/released/partner-v1.2.0.yaml"
 if [ "$mode" = check ] && git rev-parse --git-dir >/dev/null 2>&1; then
-  edited=$(git log --format= --name-only --diff-filter=MRD -- openapi/released | sort -u)
+  edited=$( {
+    git log --no-merges --format= --name-only --diff-filter=MRD -- openapi/released
+    git log --merges -m --first-parent --format='commit %H' --name-only --diff-filter=MRD -- openapi/released |
+      awk -v old="$grandfathered" '/^commit /{c=$2; next} NF && (c ":" $0) != old {print}'
+  } | sort -u)
   [ -z "$edited" ] || complain "released contracts are never edited, renamed or removed; these were: $edited"
 fi
 [ $fail -eq 0 ] && [ "$mode" = check ] && echo "contracts follow the versioning policy"

@@ -1849,6 +1849,8 @@ type ClientInterface interface {
 	// The host must resolve to public addresses: private, loopback, link-local (the cloud
 	// metadata address included), unique-local and unspecified addresses are refused
 	// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+	// Text that is not an absolute `http` or `https` URL with a valid host is
+	// `400 invalid_request` on `url`.
 	// A local server may allow them for a receiver on the same machine
 	// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 	//
@@ -1864,6 +1866,8 @@ type ClientInterface interface {
 	// The host must resolve to public addresses: private, loopback, link-local (the cloud
 	// metadata address included), unique-local and unspecified addresses are refused
 	// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+	// Text that is not an absolute `http` or `https` URL with a valid host is
+	// `400 invalid_request` on `url`.
 	// A local server may allow them for a receiver on the same machine
 	// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 	//
@@ -2369,6 +2373,8 @@ func (c *Client) GetWebhookEndpoint(ctx context.Context, reqEditors ...RequestEd
 // The host must resolve to public addresses: private, loopback, link-local (the cloud
 // metadata address included), unique-local and unspecified addresses are refused
 // (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+// Text that is not an absolute `http` or `https` URL with a valid host is
+// `400 invalid_request` on `url`.
 // A local server may allow them for a receiver on the same machine
 // (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 //
@@ -2394,6 +2400,8 @@ func (c *Client) PutWebhookEndpointWithBody(ctx context.Context, params *PutWebh
 // The host must resolve to public addresses: private, loopback, link-local (the cloud
 // metadata address included), unique-local and unspecified addresses are refused
 // (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+// Text that is not an absolute `http` or `https` URL with a valid host is
+// `400 invalid_request` on `url`.
 // A local server may allow them for a receiver on the same machine
 // (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 //
@@ -4095,6 +4103,8 @@ type ClientWithResponsesInterface interface {
 	// The host must resolve to public addresses: private, loopback, link-local (the cloud
 	// metadata address included), unique-local and unspecified addresses are refused
 	// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+	// Text that is not an absolute `http` or `https` URL with a valid host is
+	// `400 invalid_request` on `url`.
 	// A local server may allow them for a receiver on the same machine
 	// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 	//
@@ -4110,6 +4120,8 @@ type ClientWithResponsesInterface interface {
 	// The host must resolve to public addresses: private, loopback, link-local (the cloud
 	// metadata address included), unique-local and unspecified addresses are refused
 	// (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+	// Text that is not an absolute `http` or `https` URL with a valid host is
+	// `400 invalid_request` on `url`.
 	// A local server may allow them for a receiver on the same machine
 	// (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 	//
@@ -7914,6 +7926,8 @@ func (c *ClientWithResponses) GetWebhookEndpointWithResponse(ctx context.Context
 // The host must resolve to public addresses: private, loopback, link-local (the cloud
 // metadata address included), unique-local and unspecified addresses are refused
 // (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+// Text that is not an absolute `http` or `https` URL with a valid host is
+// `400 invalid_request` on `url`.
 // A local server may allow them for a receiver on the same machine
 // (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 //
@@ -7935,6 +7949,8 @@ func (c *ClientWithResponses) PutWebhookEndpointWithBodyWithResponse(ctx context
 // The host must resolve to public addresses: private, loopback, link-local (the cloud
 // metadata address included), unique-local and unspecified addresses are refused
 // (`422 webhook_url_not_allowed`) in every environment, checked again at every delivery.
+// Text that is not an absolute `http` or `https` URL with a valid host is
+// `400 invalid_request` on `url`.
 // A local server may allow them for a receiver on the same machine
 // (`WEBHOOK_ALLOW_PRIVATE_URLS=true`, set by `make run`). Production also requires `https`.
 //

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
@@ -185,5 +186,48 @@ func TestEveryStatusIsDeclared(t *testing.T) {
 		require.NoError(t, err)
 		_ = res.Body.Close()
 		require.Equal(t, http.StatusRequestHeaderFieldsTooLarge, res.StatusCode)
+	})
+}
+
+// TestHeadAndAllow: HEAD is answered wherever GET is (the GET's status and
+// headers, no body); a method a path does not serve, OPTIONS included, is 405
+// with the path's methods in Allow (HEAD beside GET, never OPTIONS); HEAD on a
+// path without GET is 405 too.
+func TestHeadAndAllow(t *testing.T) {
+	t.Parallel()
+	onBoth(t, nil, func(t *testing.T, env *apitest.Env) {
+		key := env.NewPartner(t)
+		send := func(method, path string) *http.Response {
+			req, err := http.NewRequest(method, env.BaseURL+path, nil)
+			require.NoError(t, err)
+			req.Header.Set("X-API-KEY", key)
+			res, err := env.HTTPClient(t).Do(req)
+			require.NoError(t, err)
+			body, err := io.ReadAll(res.Body)
+			require.NoError(t, err)
+			_ = res.Body.Close()
+			if method == http.MethodHead {
+				require.Empty(t, body, "%s %s has no body", method, path)
+			}
+			return res
+		}
+		for _, path := range []string{"/transactions", "/revenue", "/payouts", "/webhooks/events"} {
+			get, head := send(http.MethodGet, path), send(http.MethodHead, path)
+			require.Equal(t, http.StatusOK, get.StatusCode, path)
+			require.Equal(t, get.StatusCode, head.StatusCode, path)
+			require.Equal(t, get.Header.Get("Content-Type"), head.Header.Get("Content-Type"), path)
+			require.NotEmpty(t, head.Header.Get("X-Request-Id"), path)
+		}
+		require.Equal(t, http.StatusNotFound, send(http.MethodHead, "/transactions/"+uuid.NewString()).StatusCode, "HEAD answers as GET would")
+		for _, c := range []struct{ method, path, allow string }{
+			{http.MethodOptions, "/transactions", "GET, HEAD, POST"},
+			{http.MethodDelete, "/quotes", "POST"},
+			{http.MethodHead, "/quotes", "POST"},
+			{http.MethodPatch, "/webhooks/endpoint", "GET, HEAD, PUT"},
+		} {
+			res := send(c.method, c.path)
+			require.Equal(t, http.StatusMethodNotAllowed, res.StatusCode, "%s %s", c.method, c.path)
+			require.ElementsMatch(t, strings.Split(c.allow, ", "), strings.Split(res.Header.Get("Allow"), ", "), "%s %s", c.method, c.path)
+		}
 	})
 }

@@ -79,7 +79,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HTTPErrorHandler = httpkit.ErrorHandler(log, d.Unavailable)
 	// Never trust X-Forwarded-For unless a proxy setup says so.
 	e.IPExtractor = echo.ExtractIPDirect()
-	e.Pre(httpkit.RouteOnEscapedPath)
+	e.Pre(httpkit.RouteOnEscapedPath, httpkit.HeadAsGet)
 
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true,
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {

@@ -18,6 +18,7 @@ import (
 
 	"partnerd/gen/client"
 	"partnerd/internal/apitest"
+	"partnerd/internal/httpapi"
 )
 
 // errorBody decodes an error body.
@@ -205,5 +206,34 @@ func TestAbandonedRequestIs499(t *testing.T) {
 			require.NotContains(t, body, `partnerd_http_requests_total{code="`+code+`",host="",method="POST",url="/api/v1/partner/transactions"}`)
 		}
 		require.False(t, bytes.Contains([]byte(body), []byte(`code="5`)), "no server error counted")
+	})
+}
+
+// A merchant reference spelled like a word of the contract's paths ("cancel",
+// "status-history", …) is read by reference like any other: the route Echo
+// matched is the one validated, never a second match of the path.
+func TestReferenceNamedLikeAPathWord(t *testing.T) {
+	t.Parallel()
+	spec, err := httpapi.Spec()
+	require.NoError(t, err)
+	words := map[string]bool{}
+	for path := range spec.Paths.Map() {
+		for _, w := range strings.Split(path, "/") {
+			if w != "" && !strings.HasPrefix(w, "{") {
+				words[w] = true
+			}
+		}
+	}
+	require.True(t, words["cancel"] && words["status-history"], "the words come from the contract")
+	onBoth(t, nil, func(t *testing.T, env *apitest.Env) {
+		ctx := context.Background()
+		c := env.Client(t, env.NewPartner(t))
+		for w := range words {
+			tx := create(t, c, direct(w, "bep20", "2000"))
+			res, err := c.GetTransactionByReferenceWithResponse(ctx, w)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, res.StatusCode(), "%s: %s", w, res.Body)
+			require.Equal(t, tx.Id, res.JSON200.Data.Id, w)
+		}
 	})
 }

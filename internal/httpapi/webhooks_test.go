@@ -520,3 +520,24 @@ func bodyText(res interface{ GetBody() []byte }) string {
 	}
 	return string(res.GetBody())
 }
+
+// TestMalformedWebhookURLIsARequestError: text that is not an absolute http(s)
+// URL is 400 invalid_request on the url field (the error table's row for a schema
+// violation), even where private URLs are allowed; a well-formed URL the
+// environment refuses stays 422 webhook_url_not_allowed (TestPrivateWebhookURLsRefused).
+func TestMalformedWebhookURLIsARequestError(t *testing.T) {
+	t.Parallel()
+	onBoth(t, map[string]string{"WEBHOOK_ALLOW_PRIVATE_URLS": "true"}, func(t *testing.T, env *apitest.Env) {
+		c := env.Client(t, env.NewPartner(t))
+		for _, url := range []string{"not a url", "/hooks", "mailto:ops@example.com", "https://", "https://host:99999/", "https://bad_host!/"} {
+			res, err := c.PutWebhookEndpointWithResponse(context.Background(), nil, client.WebhookEndpointRequest{Url: url, Enabled: true})
+			require.NoError(t, err)
+			require.Equal(t, http.StatusBadRequest, res.StatusCode(), "%s: %s", url, res.Body)
+			require.Equal(t, client.ErrorCodeInvalidRequest, res.JSON400.Error.Code, url)
+			require.Equal(t, "/url", res.JSON400.Error.Details[0].Field, url)
+			get, err := c.GetWebhookEndpointWithResponse(context.Background())
+			require.NoError(t, err)
+			require.Equal(t, http.StatusNotFound, get.StatusCode(), "nothing was registered")
+		}
+	})
+}

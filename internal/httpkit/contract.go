@@ -1,6 +1,7 @@
 package httpkit
 
 import (
+	"github.com/getkin/kin-openapi/routers"
 	"net/http"
 	"regexp"
 	"sort"
@@ -27,6 +28,9 @@ type operation struct {
 	// idempotency is the operation's Idempotency-Key parameter, nil when it takes none.
 	idempotency *openapi3.Parameter
 	method      string
+	// route is the contract's route of the operation, for validating a request
+	// Echo routed to it (never routed a second time: Echo's match is the one).
+	route *routers.Route
 }
 
 var pathParam = regexp.MustCompile(`\{([^}]+)\}`)
@@ -46,7 +50,8 @@ func IndexContract(spec *openapi3.T) Contract {
 	for path, item := range spec.Paths.Map() {
 		route := pathParam.ReplaceAllString(path, ":$1")
 		for method, op := range item.Operations() {
-			o := &operation{id: operationID(op.OperationID), query: map[string]bool{}, method: method}
+			o := &operation{id: operationID(op.OperationID), query: map[string]bool{}, method: method,
+				route: &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: op}}
 			headers := map[string]bool{}
 			for _, h := range security {
 				headers[h] = true

@@ -103,6 +103,9 @@ func ErrorHandler(log *slog.Logger, unavailable func(error) bool) echo.HTTPError
 		if e.RetryAfterSeconds > 0 {
 			c.Response().Header().Set("Retry-After", strconv.Itoa(e.RetryAfterSeconds))
 		}
+		if status == http.StatusMethodNotAllowed {
+			c.Response().Header().Set(echo.HeaderAllow, allowOf(c))
+		}
 		var werr error
 		if c.Request().Method == http.MethodHead {
 			werr = c.NoContent(status)

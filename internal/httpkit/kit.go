@@ -13,44 +13,42 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"net/url"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"partnerd/internal/idempotency"
 )
 
-// RouteValidator validates requests against spec (paths carrying their base path)
-// and turns findings into the partner API's invalid_request or
-// idempotency_key_missing errors. Parameters and headers go through kin-openapi's
-// openapi3filter as they come; the body is the value CheckRequest decoded once,
-// validated in place (validateBody) rather than decoded again. Every finding of
-// both is reported together. Authentication is the caller's.
-func RouteValidator(spec *openapi3.T) echo.MiddlewareFunc {
-	router, err := gorillamux.NewRouter(spec)
-	if err != nil {
-		panic(fmt.Sprintf("route validator: %v", err))
-	}
+// validator validates requests Echo routed to op against the contract and turns
+// findings into the partner API's invalid_request or idempotency_key_missing
+// errors. The operation is the one Echo matched (its path parameters Echo's,
+// unescaped once): routing a second time could pick another path, as
+// /transactions/{id}/cancel for GET /transactions/reference/cancel. Parameters
+// and headers go through kin-openapi's openapi3filter as they come; the body is
+// the value CheckRequest decoded once, validated in place (validateBody) rather
+// than decoded again. Every finding of both is reported together.
+// Authentication is the caller's.
+func validator(op *operation) echo.MiddlewareFunc {
 	opts := &openapi3filter.Options{
 		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
 		MultiError:         true,
 		ExcludeRequestBody: true,
 	}
+	route := op.route
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
-			route, pathParams, err := router.FindRoute(req)
-			if err != nil {
-				var re *routers.RouteError
-				if errors.As(err, &re) {
-					return echo.NewHTTPError(http.StatusNotFound, re.Reason)
+			pathParams := make(map[string]string, len(c.ParamNames()))
+			for i, name := range c.ParamNames() {
+				v := c.ParamValues()[i]
+				if u, err := url.PathUnescape(v); err == nil {
+					v = u
 				}
-				return fmt.Errorf("find route: %w", err)
+				pathParams[name] = v
 			}
 			input := &openapi3filter.RequestValidationInput{Request: req, PathParams: pathParams, Route: route, Options: opts}
 			var found openapi3.MultiError
@@ -92,10 +90,10 @@ func OperationMiddlewares(spec *openapi3.T, first []echo.MiddlewareFunc, svc *id
 	if err := ct.RequireIdempotency(); err != nil {
 		return nil, err
 	}
-	checks := append(append([]echo.MiddlewareFunc{}, first...), CheckRequest(ct), RouteValidator(spec))
+	checks := append(append([]echo.MiddlewareFunc{}, first...), CheckRequest(ct))
 	out := map[string][]echo.MiddlewareFunc{}
 	for _, op := range ct.operations() {
-		mw := append([]echo.MiddlewareFunc{}, checks...)
+		mw := append(append([]echo.MiddlewareFunc{}, checks...), validator(op))
 		if op.idempotency != nil {
 			mw = append(mw, idempotent(op, svc, ownerOf))
 		}

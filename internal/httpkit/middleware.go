@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -88,8 +89,9 @@ func deadline(d time.Duration) echo.MiddlewareFunc {
 	}
 }
 
-// RefuseOptions answers OPTIONS with 405 in the error body. The API serves no
-// browsers (no CORS), and Echo's own answer, a bodiless 204, is not in the contract.
+// RefuseOptions answers OPTIONS with 405 in the error body, with the path's
+// methods in Allow. The API serves no browsers (no CORS), and Echo's own answer,
+// a bodiless 204, is not in the contract.
 func RefuseOptions(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if c.Request().Method == http.MethodOptions {
@@ -97,6 +99,52 @@ func RefuseOptions(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// HeadAsGet serves HEAD wherever GET is served (RFC 9110 §9.3.2): the request is
+// routed, authenticated, limited and answered as a GET, its body dropped. It is
+// a Pre middleware: Echo routes on the request's own method, so the method is
+// changed in place and put back once the handler has returned, before net/http
+// finishes the answer (which then sends no body, as for any HEAD).
+func HeadAsGet(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.Method != http.MethodHead {
+			return next(c)
+		}
+		r.Method = http.MethodGet
+		res := c.Response()
+		res.Writer = bodyless{res.Writer}
+		defer func() { r.Method = http.MethodHead }()
+		return next(c)
+	}
+}
+
+// bodyless passes the status and headers through and drops the body. Flush does
+// nothing: the answer goes out once the handler has returned, as a HEAD's.
+type bodyless struct{ http.ResponseWriter }
+
+func (b bodyless) Write(p []byte) (int, error) { return len(p), nil }
+
+func (b bodyless) Flush() {}
+
+// allowOf is the Allow header of a 405 answer: the methods the router found on
+// the path, OPTIONS left out (refused everywhere) and HEAD added beside GET
+// (HeadAsGet).
+func allowOf(c echo.Context) string {
+	found, _ := c.Get(echo.ContextKeyHeaderAllow).(string)
+	var out []string
+	for _, m := range strings.Split(found, ",") {
+		m = strings.TrimSpace(m)
+		if m == "" || m == http.MethodOptions || m == http.MethodHead {
+			continue
+		}
+		out = append(out, m)
+		if m == http.MethodGet {
+			out = append(out, http.MethodHead)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // BodyIgnored reports whether the request's body, if any, is never read: GET and

@@ -37,6 +37,17 @@ const defaultTimeout = 30 * time.Second
 // retrying) from transient failures with errors.Is.
 var ErrNotAllowed = errors.New("URL not allowed")
 
+// ErrMalformed is wrapped, besides ErrNotAllowed, by a refusal of text that is
+// not an absolute http(s) URL with a valid host at all (a request error, 400),
+// as opposed to a well-formed URL this environment does not accept (private,
+// http in production: 422).
+var ErrMalformed = errors.New("malformed")
+
+// malformed returns a refusal wrapping ErrNotAllowed and ErrMalformed.
+func malformed(reason string) error {
+	return fmt.Errorf("%w: %w", refuse(reason), ErrMalformed)
+}
+
 // refuse returns a refusal wrapping ErrNotAllowed. The reason must be fixed text: it
 // is shown to partners, so it never carries resolved addresses or resolver errors.
 func refuse(reason string) error {
@@ -79,14 +90,14 @@ func (p Policy) resolver() *net.Resolver {
 // while resolving, the error wraps ctx.Err() instead, since the URL was not judged.
 func (p Policy) Check(ctx context.Context, raw string) error {
 	if len(raw) > MaxURLLength {
-		return refuse("longer than " + strconv.Itoa(MaxURLLength) + " characters")
+		return malformed("longer than " + strconv.Itoa(MaxURLLength) + " characters")
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return refuse("not a valid URL")
+		return malformed("not a valid URL")
 	}
 	if !u.IsAbs() {
-		return refuse("must be an absolute URL starting with https://")
+		return malformed("must be an absolute URL starting with https://")
 	}
 	switch u.Scheme {
 	case "https":
@@ -98,25 +109,25 @@ func (p Policy) Check(ctx context.Context, raw string) error {
 		if p.RequireHTTPS {
 			return refuse("scheme must be https")
 		}
-		return refuse("scheme must be http or https")
+		return malformed("scheme must be http or https")
 	}
 	if u.User != nil {
 		return refuse("must not contain a user name or password")
 	}
 	host := u.Hostname()
 	if u.Opaque != "" || host == "" {
-		return refuse("missing host")
+		return malformed("missing host")
 	}
 	if port := u.Port(); port != "" {
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return refuse("invalid port")
+			return malformed("invalid port")
 		}
 	}
 
 	addr, err := netip.ParseAddr(host)
 	isIP := err == nil
 	if !isIP && !validHostname(host) {
-		return refuse("host is not a valid hostname or IP address")
+		return malformed("host is not a valid hostname or IP address")
 	}
 	if p.AllowPrivate {
 		return nil

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -73,11 +74,15 @@ func (s *Endpoints) Get(ctx context.Context, partnerID uuid.UUID) (*Endpoint, er
 // first registration only, its new signing secret. Enabling releases the events
 // that waited while no endpoint was enabled. Each step is one conditional write, so
 // of two concurrent first registrations exactly one creates the secret and the
-// other updates the endpoint it created. Errors: WebhookURLNotAllowed.
+// other updates the endpoint it created. Errors: InvalidRequest (not a URL), WebhookURLNotAllowed.
 //
 // key is the caller's request (the zero Request for none).
 func (s *Endpoints) Put(ctx context.Context, key idempotency.Request[Registered], partnerID uuid.UUID, url string, enabled bool) (*Endpoint, string, error) {
 	if err := s.policy.Check(ctx, url); err != nil {
+		if errors.Is(err, safeurl.ErrMalformed) {
+			return nil, "", idempotency.Before(ctx, key,
+				apperr.Field(apperr.InvalidRequest, "The webhook URL is not an absolute http(s) URL.", "/url", err.Error()))
+		}
 		return nil, "", idempotency.Before(ctx, key,
 			apperr.Field(apperr.WebhookURLNotAllowed, "This webhook URL is not accepted here.", "/url", err.Error()))
 	}
