@@ -24,7 +24,7 @@ import (
 func TestConformanceCommand(t *testing.T) {
 	t.Parallel()
 	env := apitest.Start(t, testdb.Database{Name: "sqlite", URL: testdb.SQLite(t)}, nil)
-	key, err := env.App.EnsureDemoPartner(context.Background())
+	_, key, err := env.App.EnsureDemoPartner(context.Background())
 	require.NoError(t, err)
 	opKey := env.NewOperator(t)
 

@@ -57,7 +57,7 @@ func main() {
 	}
 }
 
-const usage = `usage:
+const usage = `usage: partnerd [-v] COMMAND (-v: show a command's log lines, not only its result and errors)
   partnerd [serve]                              run the API
   partnerd migrate                              apply database migrations
   partnerd partners create --name NAME [--json] create a partner and print its API key once
@@ -82,12 +82,23 @@ const usage = `usage:
                                                 and check every answer; fails on any violation`
 
 func run(args []string, stdout, stderr io.Writer) error {
+	verbose := len(args) > 0 && args[0] == "-v"
+	if verbose {
+		args = args[1:]
+	}
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
+	// A command other than serve prints its result alone: its start-up warnings
+	// (demo keys, watchers off) belong to the service, so they show with -v only;
+	// errors always do.
+	level := slog.LevelInfo
+	if cmd != "serve" && !verbose {
+		level = slog.LevelError
+	}
 	// Lines logged with a context carrying a span get its trace_id and span_id.
-	log := slog.New(tracing.LogHandler(slog.NewJSONHandler(stderr, nil)))
+	log := slog.New(tracing.LogHandler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})))
 	switch cmd {
 	case "serve":
 		return serve(log, stdout)
@@ -150,6 +161,11 @@ func serve(log *slog.Logger, stdout io.Writer) error {
 		return fmt.Errorf("LISTEN_ADDR %s: %w (is another partnerd running? set LISTEN_ADDR to another address)", cfg.ListenAddr, err)
 	}
 	defer ln.Close()
+	release, err := lockSQLite(cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer release()
 	// Traces are exported only when OTEL_EXPORTER_OTLP_ENDPOINT (or its traces
 	// variant) is set; the shutdown flushes what is buffered after the server stops.
 	shutdownTracing, err := tracing.Setup(ctx, os.Getenv)
@@ -171,14 +187,17 @@ func serve(log *slog.Logger, stdout io.Writer) error {
 		return err
 	}
 	defer a.Close()
-	key, err := a.EnsureDemoPartner(ctx)
+	demo, key, err := a.EnsureDemoPartner(ctx)
 	if err != nil {
 		return err
 	}
-	if key != "" {
-		fmt.Fprintf(stdout, "\nCreated a demo partner. Its sandbox API key (shown only now):\n\n    %s\n\n", key)
+	if demo != nil {
+		fmt.Fprintf(stdout, "\nCreated a demo partner, id %s. Its sandbox API key (shown only now):\n\n    %s\n\n", demo.ID, key)
 	}
-	fmt.Fprintf(stdout, "partnerd (%s) listening on %s, API at http://%s/api/v1/partner\n", cfg.Env, ln.Addr(), displayAddr(ln.Addr()))
+	base := "http://" + displayAddr(ln.Addr())
+	fmt.Fprintf(stdout, "  API        %s/api/v1/partner   (header X-API-KEY)\n  Docs       %s/docs\n  Console    %s/console   (operators)\n  Dashboard  %s/dashboard   (partners' teams)\n",
+		base, base, base, base)
+	fmt.Fprintf(stdout, "partnerd (%s) listening on %s\n", cfg.Env, ln.Addr())
 	return a.Serve(ctx, ln)
 }
 

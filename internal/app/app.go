@@ -279,6 +279,8 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 	docs.New(openapi.PartnerYAML).Register(handler)
 	docs.RegisterChangelog(handler, openapi.ChangelogMD)
 	docs.RegisterOps(handler)
+	// The root leads a newcomer (or a browser) to the reference, which links the rest.
+	handler.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusFound, docs.PagePath) })
 	return handler, nil
 }
 
@@ -319,10 +321,10 @@ func (a *App) Handler() http.Handler { return a.handler }
 func (a *App) Partners() *partners.Service { return a.partners }
 
 // EnsureDemoPartner creates the demo partner in staging when the database has no
-// partner and returns its key ("" when none was created).
-func (a *App) EnsureDemoPartner(ctx context.Context) (string, error) {
+// partner and returns it and its key (nil and "" when none was created).
+func (a *App) EnsureDemoPartner(ctx context.Context) (*partners.Partner, string, error) {
 	if a.cfg.Env != config.Staging {
-		return "", nil
+		return nil, "", nil
 	}
 	return a.partners.EnsureDemo(ctx)
 }

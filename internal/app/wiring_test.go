@@ -50,12 +50,13 @@ func TestOpenServeClose(t *testing.T) {
 			a, err := app.Open(ctx, stagingConfig(t, db.URL), quiet())
 			require.NoError(t, err)
 
-			key, err := a.EnsureDemoPartner(ctx)
+			demo, key, err := a.EnsureDemoPartner(ctx)
 			require.NoError(t, err)
 			require.True(t, strings.HasPrefix(key, "sk_sandbox_"), key)
 			p, err := a.Partners().Authenticate(ctx, key)
 			require.NoError(t, err)
 			require.Equal(t, "Demo partner", p.Name)
+			require.Equal(t, demo.ID, p.ID)
 			created, err := a.Actions().CreateOperator(ctx, idempotency.Request[actions.NewOperator]{}, audit.CLI, "Ada")
 			op, opKey := created.Operator, created.Secret
 			require.NoError(t, err)
@@ -108,7 +109,7 @@ func TestOpenServeClose(t *testing.T) {
 			again, err := app.Open(ctx, stagingConfig(t, db.URL), quiet())
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = again.Close() })
-			key2, err := again.EnsureDemoPartner(ctx)
+			_, key2, err := again.EnsureDemoPartner(ctx)
 			require.NoError(t, err)
 			require.Empty(t, key2, "a database with a partner gets no second demo partner")
 			_, err = again.Partners().Authenticate(ctx, key)

@@ -36,7 +36,7 @@ func TestFreshServiceConforms(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			env := apitest.Start(t, db, nil)
-			key, err := env.App.EnsureDemoPartner(ctx)
+			_, key, err := env.App.EnsureDemoPartner(ctx)
 			require.NoError(t, err)
 			require.True(t, strings.HasPrefix(key, "sk_sandbox_"), "the demo partner's sandbox key")
 			opKey := env.NewOperator(t)

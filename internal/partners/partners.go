@@ -213,18 +213,18 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*Partner, error
 }
 
 // EnsureDemo creates a partner named "Demo partner" when none exists at all and
-// returns its key; otherwise it returns "" (the key of an existing partner cannot be
-// recovered). Staging calls it at start so a newcomer can call the API at once.
-func (s *Service) EnsureDemo(ctx context.Context) (string, error) {
+// returns it and its key; otherwise it returns nil and "" (the key of an existing
+// partner cannot be recovered). Staging calls it at start so a newcomer can call
+// the API at once.
+func (s *Service) EnsureDemo(ctx context.Context) (*Partner, string, error) {
 	n, err := s.store.CountPartners(ctx)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	if n > 0 {
-		return "", nil
+		return nil, "", nil
 	}
-	_, key, err := s.CreateAlone(ctx, "Demo partner")
-	return key, err
+	return s.CreateAlone(ctx, "Demo partner")
 }
 
 // CreateAlone is Create in a unit of work of its own, for a caller outside any

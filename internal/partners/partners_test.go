@@ -123,10 +123,12 @@ func TestAuthenticate(t *testing.T) {
 func TestEnsureDemo(t *testing.T) {
 	t.Parallel()
 	svc := NewService(&memStore{}, Sandbox, Defaults{}, time.Now)
-	key, err := svc.EnsureDemo(context.Background())
+	p, key, err := svc.EnsureDemo(context.Background())
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(key, "sk_sandbox_"))
-	again, err := svc.EnsureDemo(context.Background())
+	require.Equal(t, "Demo partner", p.Name)
+	none, again, err := svc.EnsureDemo(context.Background())
 	require.NoError(t, err)
 	require.Empty(t, again, "only an empty database gets a demo partner")
+	require.Nil(t, none)
 }
