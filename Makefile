@@ -34,6 +34,7 @@ run: build ## Run the service on the embedded SQLite database (prints a demo key
 NETWORK ?= bep20
 .PHONY: devchain
 devchain: build ## Run a development chain and the service watching it, on a fresh SQLite database (NETWORK=bep20|trc20; Ctrl-C stops both)
+	@[ -x bin/devchain ] || echo "Building bin/devchain (go-ethereum's simulated chain): the first build takes a few minutes on a fresh machine; later ones are quick."
 	$(GO) build -o bin/devchain ./cmd/devchain
 	@scripts/devchain.sh $(NETWORK)
 

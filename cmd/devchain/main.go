@@ -240,7 +240,7 @@ func send(args []string, stdout, stderr io.Writer) error {
 	}
 	nonce, err := cl.PendingNonceAt(ctx, from)
 	if err != nil {
-		return fmt.Errorf("is devchain running at %s? %w", *rpc, err)
+		return fmt.Errorf("cannot reach a devchain at %s (--rpc, or DEVCHAIN_PORT for the port; is make devchain running?): %w", *rpc, err)
 	}
 	// eth_gasPrice, not the head's base fee: a java-tron-shaped block does not
 	// decode as an Ethereum header.

@@ -122,3 +122,15 @@ func TestCommandsPrintTheirResultAlone(t *testing.T) {
 	_, errs = run("-v", "partners", "create", "--name", "Loud", "--json")
 	require.Contains(t, errs, "DEMO DEPOSIT KEYS")
 }
+
+// TestUnreachableDatabaseNamesTheSetting: a database that cannot be reached is
+// reported with the setting to change (its password hidden).
+func TestUnreachableDatabaseNamesTheSetting(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(buildBinary(t), "migrate")
+	cmd.Env = append(os.Environ(), "DATABASE_URL=postgres://postgres:hunter2@127.0.0.1:1/x")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), "DATABASE_URL postgres://postgres:***@127.0.0.1:1/x")
+	require.NotContains(t, string(out), "hunter2")
+}

@@ -161,7 +161,7 @@ func serve(log *slog.Logger, stdout io.Writer) error {
 		return fmt.Errorf("LISTEN_ADDR %s: %w (is another partnerd running? set LISTEN_ADDR to another address)", cfg.ListenAddr, err)
 	}
 	defer ln.Close()
-	release, err := lockSQLite(cfg.DatabaseURL)
+	release, err := store.LockServing(cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}

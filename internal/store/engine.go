@@ -44,6 +44,9 @@ type engine interface {
 	// locksRows reports whether TransactionForUpdate must lock the row it reads
 	// (where the database does not serialize units of work already).
 	locksRows() bool
+	// lockServing refuses a second serving process on the database where one
+	// process must serve alone (see LockServing); release ends the hold.
+	lockServing(url string) (release func(), err error)
 	// timeParam is the placeholder of a time parameter whose type the statement
 	// does not give (a CASE branch): PostgreSQL types a bare one as text.
 	timeParam() string

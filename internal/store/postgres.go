@@ -258,6 +258,9 @@ func (*postgresEngine) locksRows() bool { return true }
 // timestamptz column refuses.
 func (*postgresEngine) timeParam() string { return "?::timestamptz" }
 
+// lockServing holds nothing: instances share the work through the database.
+func (*postgresEngine) lockServing(string) (func(), error) { return func() {}, nil }
+
 // sumDecimal sums the numeric column in the database (no rows are loaded).
 func (*postgresEngine) sumDecimal(q *gorm.DB, column string) (decimal.Decimal, error) {
 	var sum decimal.NullDecimal

@@ -3,12 +3,14 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -143,6 +145,26 @@ func (*sqliteEngine) locksRows() bool { return false }
 
 // timeParam: SQLite keeps times as text; a cast would change them.
 func (*sqliteEngine) timeParam() string { return "?" }
+
+// lockServing holds an exclusive lock on a file beside the database
+// (PATH.serve.lock) until release or the process's end: two serving processes
+// would each run the chain watchers, job workers and sweeps on one writer, which
+// SQLite serialises into timeouts.
+func (*sqliteEngine) lockServing(url string) (func(), error) {
+	path := dburl.SQLitePath(url)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path+".serve.lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return nil, errors.New("another partnerd serve is using this SQLite file (one serving process per file: stop the other, set DATABASE_URL to another file, or use PostgreSQL for several instances)")
+	}
+	return func() { _ = f.Close() }, nil
+}
 
 // sumDecimal streams the values and adds them in Go: SQLite keeps amounts as
 // decimal text, which its SUM would turn into a float.

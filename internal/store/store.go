@@ -87,12 +87,13 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("no store for %s databases", dialect)
 	}
 	s := &Store{eng: newEngine()}
+	// A failure to connect names the setting, so a newcomer knows what to change.
 	if err := s.eng.connect(ctx, s, url, dsn); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("DATABASE_URL %s: %w", dburl.Redact(url), err)
 	}
 	if err := s.sql.PingContext(ctx); err != nil {
 		_ = s.Close()
-		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
+		return nil, fmt.Errorf("DATABASE_URL %s: connect to %s database: %w", dburl.Redact(url), dialect, err)
 	}
 	// An insert-only client (no queues, no workers): it writes jobs on a caller's
 	// transaction and, on PostgreSQL, the NOTIFY that wakes the workers at commit.
@@ -104,6 +105,25 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("job inserts: %w", err)
 	}
 	return s, nil
+}
+
+// LockServing is taken by a serving process before it opens the database: on
+// SQLite a second one is refused (one serving process per file); on PostgreSQL
+// instances share the work and nothing is held. The error names DATABASE_URL.
+func LockServing(url string) (release func(), err error) {
+	dialect, _, err := ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	newEngine, ok := engines[dialect]
+	if !ok {
+		return nil, fmt.Errorf("no store for %s databases", dialect)
+	}
+	release, err = newEngine().lockServing(url)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL %s: %w", dburl.Redact(url), err)
+	}
+	return release, nil
 }
 
 func gormOpen(dial gorm.Dialector, prepare bool) (*gorm.DB, error) {
