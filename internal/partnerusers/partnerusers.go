@@ -28,6 +28,7 @@ import (
 	"partnerd/internal/audit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/partners"
+	"partnerd/internal/textrule"
 )
 
 // Role is what a user may do on the dashboard; every role reads transactions.
@@ -260,7 +261,7 @@ func New(d Deps) *Service {
 func checkEmail(email string) (string, error) {
 	email = strings.TrimSpace(email)
 	a, err := mail.ParseAddress(email)
-	if err != nil || a.Address != email || a.Name != "" || len(email) > 254 || !strings.Contains(email[strings.LastIndex(email, "@")+1:], ".") {
+	if err != nil || textrule.Has(email) || a.Address != email || a.Name != "" || len(email) > 254 || !strings.Contains(email[strings.LastIndex(email, "@")+1:], ".") {
 		return "", apperr.Field(apperr.InvalidRequest, "The email is not an address.", "/email", "an address such as ada@example.com")
 	}
 	return email, nil
