@@ -1,9 +1,10 @@
 // Package webkit is what the service's server-rendered sites share (the
 // operators' console, the partners' dashboard): the security headers and the
 // Content-Security-Policy (no script, no frame, no external asset), one
-// stylesheet, sessions held in memory behind an HttpOnly, SameSite=Strict cookie
-// with idle and absolute expiry and a CSRF token per session, and the sign-in
-// rate limiter. Each site is a thin set of pages over the same use cases; the
+// stylesheet, sessions behind an HttpOnly, SameSite=Strict cookie with idle and
+// absolute expiry and a CSRF token per session, the sign-in limiter (attempts
+// reserved before the check) and the record of sent forms. All that state lives
+// in the database (State), so any instance serves any request. Each site is a thin set of pages over the same use cases; the
 // rules of a page's safety live here once.
 package webkit
 
@@ -63,4 +64,13 @@ func RandomToken() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// State is where a site keeps what a person's next request depends on
+// (sessions, attempt counts, sent forms): the database (store.Store), never one
+// process's memory, so any instance behind a load balancer serves any request.
+type State interface {
+	SessionStore
+	AttemptStore
+	FormStore
 }
