@@ -12,9 +12,10 @@ import (
 	"crypto/rand"
 	"embed"
 	"encoding/base64"
-	"net"
 	"net/http"
 	"strings"
+
+	"partnerd/internal/httpkit"
 )
 
 // CSP allows this origin's stylesheet and images and nothing else: no script, no
@@ -50,14 +51,9 @@ func Headers(next http.Handler, staticPrefix string) http.Handler {
 }
 
 // ClientAddr is the request's client address without the port (the key of the
-// sign-in limiter per address).
-func ClientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
+// sign-in limiter per address): the peer, or the client a trusted proxy names
+// (TRUSTED_PROXIES, httpkit.Proxies), as the server resolved it.
+func ClientAddr(r *http.Request) string { return httpkit.ClientAddrOf(r) }
 
 // RandomToken is 32 random bytes, base64url: session ids, CSRF tokens.
 func RandomToken() string {
