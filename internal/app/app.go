@@ -246,6 +246,7 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 		Endpoints:    webhook.NewEndpoints(store.For[webhook.Tx](st), policy, a.jobs, store.Now),
 		Events:       a.events,
 		Production:   cfg.Env == config.Production,
+		Proxies:      cfg.TrustedProxies,
 		Metrics:      a.metrics,
 		Limiter:      limiter,
 		Limits:       map[ratelimit.Class]ratelimit.Limit{ratelimit.Reads: cfg.RateLimitReads, ratelimit.Writes: cfg.RateLimitWrites},

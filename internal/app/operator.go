@@ -96,7 +96,7 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	docs.RegisterOperator(e, openapi.OperatorYAML)
 	// The console calls the operator API in process, through the finished handler.
 	if err := console.Register(e, console.Deps{
-		Operators: a.operators, API: a.inProcessHandler, OperatorBase: operatorapi.BasePath,
+		Operators: a.operators, API: a.inProcessHandler, OperatorBase: operatorapi.BasePath, State: a.store,
 		Secure: a.cfg.Env == config.Production, Logger: a.log, Now: store.Now,
 	}); err != nil {
 		return err

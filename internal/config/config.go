@@ -16,6 +16,7 @@ import (
 
 	"partnerd/internal/address"
 	"partnerd/internal/dburl"
+	"partnerd/internal/httpkit"
 	"partnerd/internal/jobs"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/pricing"
@@ -68,6 +69,10 @@ type Config struct {
 	WebhookSchedule []time.Duration
 	// RedisURL, when set, makes rate limits shared by every instance through Redis.
 	RedisURL string
+	// TrustedProxies (TRUSTED_PROXIES, comma-separated CIDRs) are the proxies
+	// whose X-Forwarded-For and Forwarded headers name the client; empty, the
+	// client is the peer and the headers are ignored.
+	TrustedProxies httpkit.Proxies
 	// PprofAddr, when set, serves net/http/pprof there (keep it on loopback):
 	// profiles of a running instance, for finding what a load costs.
 	PprofAddr string
@@ -291,6 +296,11 @@ func (r *reader) operations(c *Config) {
 	get, bad := r.get, r.bad
 	c.ExpirySweep = duration(get("EXPIRY_SWEEP_INTERVAL", "1s"), "EXPIRY_SWEEP_INTERVAL", bad)
 	c.RedisURL = get("REDIS_URL", "")
+	if p, err := httpkit.ParseProxies(get("TRUSTED_PROXIES", "")); err != nil {
+		bad("TRUSTED_PROXIES", err)
+	} else {
+		c.TrustedProxies = p
+	}
 	c.PprofAddr = get("PPROF_ADDR", "")
 	reads, writes := "1000/1s,burst=2000", "500/1s,burst=1000" // staging: relaxed
 	if c.Env == Production {

@@ -258,3 +258,16 @@ func TestJobRescueAfter(t *testing.T) {
 		require.ErrorContains(t, err, "JOB_RESCUE_AFTER", bad)
 	}
 }
+
+// TRUSTED_PROXIES: none by default; CIDRs and bare addresses read; nonsense refused.
+func TestTrustedProxies(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	require.NoError(t, err)
+	require.Empty(t, c.TrustedProxies)
+	c, err = Load(env(map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8, 127.0.0.1"}))
+	require.NoError(t, err)
+	require.Len(t, c.TrustedProxies, 2)
+	_, err = Load(env(map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,proxy.local"}))
+	require.ErrorContains(t, err, "TRUSTED_PROXIES")
+}

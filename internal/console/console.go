@@ -19,12 +19,16 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	oc "partnerd/gen/operatorclient"
+	"partnerd/internal/apperr"
+	"partnerd/internal/operatorapi"
 	"partnerd/internal/operators"
+	"partnerd/internal/partners"
 	"partnerd/internal/webkit"
 )
 
@@ -46,6 +50,9 @@ type Deps struct {
 	API func() http.Handler
 	// OperatorBase is the operator API's base path.
 	OperatorBase string
+	// State keeps the sessions and sign-in attempts (the database: every
+	// instance sees the same).
+	State webkit.State
 	// Secure marks the session cookie Secure (production).
 	Secure bool
 	Logger *slog.Logger
@@ -70,8 +77,8 @@ func Register(e *echo.Echo, d Deps) error {
 	}
 	c := &Console{d: d,
 		sessions: webkit.NewSessions[signedIn](webkit.SessionConfig{Cookie: cookieName, Path: BasePath, Secure: d.Secure,
-			Idle: IdleTimeout, Absolute: AbsoluteTimeout, Now: d.Now}),
-		limiter: webkit.NewLimiter(maxFailures, failureWindow, d.Now)}
+			Idle: IdleTimeout, Absolute: AbsoluteTimeout, Now: d.Now}, d.State),
+		limiter: webkit.NewLimiter(d.State, d.Now)}
 	if err := c.parse(); err != nil {
 		return err
 	}
@@ -84,11 +91,10 @@ func Register(e *echo.Echo, d Deps) error {
 // client is the operator API as the session's operator.
 func (c *Console) client(ss *session) *oc.ClientWithResponses {
 	cl, _ := oc.NewClientWithResponses("http://in-process"+c.d.OperatorBase,
-		oc.WithHTTPClient(&http.Client{Transport: webkit.InProcess{Handler: c.d.API}}),
-		oc.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-			r.Header.Set("X-API-KEY", ss.Data.key)
-			return nil
-		}))
+		oc.WithHTTPClient(&http.Client{Transport: webkit.InProcess{Handler: c.d.API,
+			Prepare: func(r *http.Request) *http.Request {
+				return r.WithContext(operatorapi.WithKeyHash(r.Context(), ss.Data.KeyHash))
+			}}}))
 	return cl
 }
 
@@ -167,24 +173,49 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	addr := webkit.ClientAddr(r)
-	if c.limiter.Blocked(addr) {
+	res, wait, err := c.limiter.Reserve(r.Context(), webkit.Key{Name: "console:address:" + addr, Limit: signInLimit})
+	if err != nil {
+		c.unavailable(w, err)
+		return
+	}
+	if res == nil {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())))
 		c.render(w, http.StatusTooManyRequests, "login", nil, map[string]any{"Error": "Too many failed sign-ins from your address; wait a few minutes and try again."})
 		return
 	}
 	key := r.PostFormValue("key")
 	o, err := c.d.Operators.Authenticate(r.Context(), key)
-	if err != nil {
-		c.limiter.Fail(addr)
+	if apperr.CodeOf(err) == apperr.Unauthorized {
 		c.d.Logger.Info("console sign-in refused", "client", addr)
 		c.render(w, http.StatusUnauthorized, "login", nil, map[string]any{"Error": "That operator key is not recognised."})
 		return
 	}
-	c.sessions.Create(w, signedIn{operatorID: o.ID, name: o.Name, key: key})
+	res.Release(context.WithoutCancel(r.Context()))
+	if err != nil {
+		c.unavailable(w, err)
+		return
+	}
+	if _, err := c.sessions.Create(r.Context(), w, "operator:"+o.ID.String(),
+		signedIn{OperatorID: o.ID, Name: o.Name, KeyHash: partners.HashKey(key)}); err != nil {
+		c.unavailable(w, err)
+		return
+	}
 	c.d.Logger.Info("console sign-in", "operator_id", o.ID.String())
 	http.Redirect(w, r, BasePath, http.StatusSeeOther)
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, ss *session) {
-	c.sessions.End(w, ss.ID)
+	if err := c.sessions.End(r.Context(), w, ss.ID); err != nil {
+		c.unavailable(w, err)
+		return
+	}
 	http.Redirect(w, r, BasePath+"/login", http.StatusSeeOther)
+}
+
+// unavailable answers a failure of the console itself (the database out of reach).
+func (c *Console) unavailable(w http.ResponseWriter, err error) {
+	c.d.Logger.Error("console", "error", err.Error())
+	w.Header().Set("Retry-After", "5")
+	c.render(w, http.StatusServiceUnavailable, "message", nil, map[string]any{"Title": "Unavailable",
+		"Message": "The console cannot do this now; try again in a moment."})
 }

@@ -17,7 +17,7 @@ func (c *Console) operators(w http.ResponseWriter, r *http.Request, ss *session)
 		c.fail(w, ss, statusOf(res, err), bodyOf(res))
 		return
 	}
-	c.render(w, http.StatusOK, "operators", ss, map[string]any{"Title": "Operators", "Items": res.JSON200.Data, "Self": ss.Data.operatorID})
+	c.render(w, http.StatusOK, "operators", ss, map[string]any{"Title": "Operators", "Items": res.JSON200.Data, "Self": ss.Data.OperatorID})
 }
 
 func (c *Console) operatorPage(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -51,7 +51,7 @@ func (c *Console) showOperator(w http.ResponseWriter, r *http.Request, ss *sessi
 	}
 	name := c.operatorName(r, ss, id)
 	c.render(w, http.StatusOK, "operator", ss, map[string]any{"Title": "Operator " + name, "Name": name, "ID": id,
-		"Self": id == ss.Data.operatorID, "Keys": res.JSON200.Data, "NewKey": newKey, "Notice": notice})
+		"Self": id == ss.Data.OperatorID, "Keys": res.JSON200.Data, "NewKey": newKey, "Notice": notice})
 }
 
 // operatorKeyAction adds, rolls or revokes an operator key, each after its
@@ -89,7 +89,7 @@ func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *
 		if op != "add" {
 			subject += ", key " + f.Get("prefix") + "…"
 		}
-		if id == ss.Data.operatorID && op == "revoke" {
+		if id == ss.Data.OperatorID && op == "revoke" {
 			subject += ". This is your own account: a revoked key you signed in with ends this session."
 		}
 		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": words, "Subject": subject,

@@ -85,7 +85,7 @@ func age(now time.Time, t any) string {
 // render writes page with data, the session's operator and CSRF token.
 func (c *Console) render(w http.ResponseWriter, status int, page string, ss *session, data map[string]any) {
 	if ss != nil {
-		data["Operator"] = ss.Data.name
+		data["Operator"] = ss.Data.Name
 		data["CSRF"] = ss.CSRF
 	}
 	data["Base"] = BasePath

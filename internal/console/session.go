@@ -16,20 +16,20 @@ const (
 	cookieName      = "console_session"
 )
 
-// Failed sign-ins per client address: after maxFailures within failureWindow,
-// sign-in is refused until the window passes.
-const (
-	maxFailures   = 5
-	failureWindow = 5 * time.Minute
-)
+// Sign-ins per client address: each attempt is reserved before the key is
+// checked, and after signInLimit.Max failures within its window sign-in is
+// refused there until the window passes (longer each time: back-off). Counted
+// in the database, so every instance's attempts add up.
+var signInLimit = webkit.Limit{Max: 5, Window: 5 * time.Minute, Backoff: true}
 
-// signedIn is what a console session holds: the operator and their key, which
-// stays in this process's memory (the console calls the operator API with it);
-// the browser holds only the random session id.
+// signedIn is what a console session holds (in the database, as JSON): the
+// operator and the hash of the key they signed in with (the console calls the
+// operator API in process as that key, operatorapi.WithKeyHash; the key itself
+// is kept nowhere). The browser holds only the random session token.
 type signedIn struct {
-	operatorID uuid.UUID
-	name       string
-	key        string
+	OperatorID uuid.UUID
+	Name       string
+	KeyHash    string
 }
 
 // session is one signed-in operator's session.

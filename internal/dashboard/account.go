@@ -2,11 +2,11 @@ package dashboard
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 
 	"partnerd/internal/apperr"
 	"partnerd/internal/partnerusers"
-	"partnerd/internal/webkit"
 )
 
 func (d *Dashboard) accountRoutes(mux *http.ServeMux) {
@@ -118,21 +118,32 @@ func (d *Dashboard) showAccount(w http.ResponseWriter, r *http.Request, ss *sess
 // browser goes on in a new session under the new epoch. Wrong current passwords
 // count as failed sign-ins.
 func (d *Dashboard) changePassword(w http.ResponseWriter, r *http.Request, ss *session) {
-	addr, key := webkit.ClientAddr(r), userKey(ss.Data.UserID)
-	if d.byAddress.Blocked(addr) || d.byAccount.Blocked(key) {
-		d.showAccount(w, r, ss, http.StatusTooManyRequests, map[string]any{"Error": "Too many wrong passwords; wait a few minutes and try again."})
-		return
-	}
 	password := r.PostFormValue("password")
 	if password != r.PostFormValue("confirm") {
 		d.showAccount(w, r, ss, http.StatusBadRequest, map[string]any{"Error": "The two new passwords differ."})
 		return
 	}
+	res, wait, err := d.limiter.Reserve(r.Context(), d.addressKey(r), userKey(ss.Data.UserID))
+	if err != nil {
+		d.unavailable(w, err)
+		return
+	}
+	if res == nil {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())))
+		d.showAccount(w, r, ss, http.StatusTooManyRequests, map[string]any{"Error": "Too many wrong passwords; wait a few minutes and try again."})
+		return
+	}
 	u, err := d.d.Users.ChangePassword(background(r.Context()), ss.Data.PartnerID, ss.Data.UserID, r.PostFormValue("current"), password)
+	if codeOf(err) != apperr.Unauthorized {
+		res.Release(background(r.Context()))
+	}
 	switch codeOf(err) {
 	case "":
+	case apperr.ServiceUnavailable:
+		w.Header().Set("Retry-After", "1")
+		d.showAccount(w, r, ss, http.StatusServiceUnavailable, map[string]any{"Error": problemOf(err)})
+		return
 	case apperr.Unauthorized:
-		d.failure(addr, key)
 		d.showAccount(w, r, ss, http.StatusUnauthorized, map[string]any{"Error": "The current password is wrong."})
 		return
 	case apperr.InvalidRequest:
@@ -142,10 +153,18 @@ func (d *Dashboard) changePassword(w http.ResponseWriter, r *http.Request, ss *s
 		d.unavailable(w, err)
 		return
 	}
-	ended := d.sessions.EndWhere(func(v visitor) bool { return v.UserID == u.ID })
+	ended, err := d.sessions.EndAll(background(r.Context()), subject(u.ID))
+	if err != nil {
+		d.unavailable(w, err)
+		return
+	}
 	v := ss.Data
 	v.Epoch = u.SessionEpoch
-	next := d.sessions.Create(w, v)
+	next, err := d.sessions.Create(background(r.Context()), w, subject(u.ID), v)
+	if err != nil {
+		d.unavailable(w, err)
+		return
+	}
 	d.d.Logger.Info("dashboard password changed", "partner_id", u.PartnerID.String(), "user_id", u.ID.String(), "sessions_ended", ended)
 	d.showAccount(w, r, next, http.StatusOK, map[string]any{"Notice": "Your password is changed; every other session of yours has ended."})
 }
@@ -168,7 +187,6 @@ func (d *Dashboard) enrollPage(w http.ResponseWriter, r *http.Request, ss *sessi
 // confirmEnrollment turns the second factor on with a first code and shows the
 // recovery codes, once.
 func (d *Dashboard) confirmEnrollment(w http.ResponseWriter, r *http.Request, ss *session) {
-	addr, key := webkit.ClientAddr(r), userKey(ss.Data.UserID)
 	again := func(status int, problem string) {
 		e, err := d.d.Users.PendingTOTP(r.Context(), ss.Data.PartnerID, ss.Data.UserID)
 		if err != nil {
@@ -177,15 +195,23 @@ func (d *Dashboard) confirmEnrollment(w http.ResponseWriter, r *http.Request, ss
 		}
 		d.render(w, status, "enroll", ss, map[string]any{"Title": "Second factor", "E": e, "Required": d.d.Production, "Error": problem})
 	}
-	if d.byAddress.Blocked(addr) || d.byAccount.Blocked(key) {
+	res, wait, err := d.limiter.Reserve(r.Context(), d.addressKey(r), userKey(ss.Data.UserID))
+	if err != nil {
+		d.unavailable(w, err)
+		return
+	}
+	if res == nil {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())))
 		again(http.StatusTooManyRequests, "Too many wrong codes; wait a few minutes and try again.")
 		return
 	}
 	codes, err := d.d.Users.ConfirmTOTP(background(r.Context()), ss.Data.PartnerID, ss.Data.UserID, strings.TrimSpace(r.PostFormValue("code")))
+	if codeOf(err) != apperr.Unauthorized {
+		res.Release(background(r.Context()))
+	}
 	switch codeOf(err) {
 	case "":
 	case apperr.Unauthorized:
-		d.failure(addr, key)
 		again(http.StatusUnauthorized, "The code is wrong; type the one your app shows now.")
 		return
 	case apperr.InvalidStateTransition:

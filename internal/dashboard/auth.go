@@ -2,8 +2,10 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -47,7 +49,7 @@ func (d *Dashboard) guard(h handler, enrolling bool, roles ...partnerusers.Role)
 			return
 		}
 		if err != nil || u.Status != partnerusers.Active || u.SessionEpoch != ss.Data.Epoch {
-			d.sessions.End(w, ss.ID)
+			_ = d.sessions.End(r.Context(), w, ss.ID)
 			d.d.Logger.Info("dashboard session ended", "user_id", ss.Data.UserID.String(), "reason", "user disabled or password changed")
 			d.signInFirst(w, r)
 			return
@@ -90,45 +92,71 @@ func (d *Dashboard) signInPage(w http.ResponseWriter, r *http.Request) {
 	d.render(w, http.StatusOK, "signin", nil, map[string]any{"Title": "Sign in"})
 }
 
-// blocked reports whether sign-in is refused for the client's address or the
-// account, and renders the refusal.
-func (d *Dashboard) blocked(w http.ResponseWriter, page string, data map[string]any, keys ...string) bool {
-	for _, k := range keys {
-		if d.byAddress.Blocked(k) || d.byAccount.Blocked(k) {
-			data["Error"] = "Too many failed sign-ins; wait a few minutes and try again."
-			d.render(w, http.StatusTooManyRequests, page, nil, data)
-			return true
-		}
+// reserve takes one attempt of each key before a password or code is checked,
+// or renders page refused (429 with Retry-After, or 503 when the database is out
+// of reach) and returns nil. The caller releases the reservation when the check
+// succeeds: only failures count.
+func (d *Dashboard) reserve(w http.ResponseWriter, r *http.Request, page string, ss *session, data map[string]any, keys ...webkit.Key) *webkit.Reservation {
+	res, wait, err := d.limiter.Reserve(r.Context(), keys...)
+	if err != nil {
+		d.unavailable(w, err)
+		return nil
 	}
-	return false
+	if res == nil {
+		d.d.Logger.Info("dashboard attempt refused by its limit", "client", d.addr(r))
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())))
+		data["Error"] = "Too many failed attempts; wait a few minutes and try again."
+		d.render(w, http.StatusTooManyRequests, page, ss, data)
+	}
+	return res
 }
 
-// failure counts one failed sign-in of addr and of account.
-func (d *Dashboard) failure(addr, account string) {
-	d.byAddress.Fail(addr)
-	d.byAccount.Fail(account)
+// busy answers a check refused for want of a hash slot (partnerusers.ErrBusy).
+func (d *Dashboard) busy(w http.ResponseWriter, r *http.Request, page string, ss *session, data map[string]any) {
+	w.Header().Set("Retry-After", "1")
+	data["Error"] = "Too many sign-ins at once; try again in a moment."
+	d.render(w, http.StatusServiceUnavailable, page, ss, data)
 }
 
-// accountKey is the limiter's key of an address typed at sign-in.
-func accountKey(email string) string { return "email:" + partnerusers.EmailKey(email) }
+// addressKey limits the attempts from one client address.
+func (d *Dashboard) addressKey(r *http.Request) webkit.Key {
+	return webkit.Key{Name: "dashboard:address:" + d.addr(r), Limit: addressLimit}
+}
 
-// userKey is the limiter's key of a user (the second factor's failures).
-func userKey(id uuid.UUID) string { return "user:" + id.String() }
+// accountKey limits the sign-ins of an address typed, per client address.
+func (d *Dashboard) accountKey(r *http.Request, email string) webkit.Key {
+	return webkit.Key{Name: "dashboard:account:" + d.addr(r) + ":" + partnerusers.EmailKey(email), Limit: accountLimit}
+}
+
+// userKey limits a user's second-factor codes and current passwords.
+func userKey(id uuid.UUID) webkit.Key {
+	return webkit.Key{Name: "dashboard:user:" + id.String(), Limit: accountLimit}
+}
+
+// addr is the request's client address (through the trusted proxies).
+func (d *Dashboard) addr(r *http.Request) string { return webkit.ClientAddr(r) }
+
+// subject names a user's sessions (EndAll ends them all).
+func subject(id uuid.UUID) string { return "user:" + id.String() }
 
 func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
-	addr := webkit.ClientAddr(r)
+	addr := d.addr(r)
 	email := strings.TrimSpace(r.PostFormValue("email"))
 	data := map[string]any{"Title": "Sign in", "Email": email}
-	if d.byAddress.Blocked(addr) || d.byAccount.Blocked(accountKey(email)) {
-		d.blocked(w, "signin", data, addr, accountKey(email))
+	res := d.reserve(w, r, "signin", nil, data, d.addressKey(r), d.accountKey(r, email))
+	if res == nil {
 		return
 	}
 	users, err := d.d.Users.Authenticate(r.Context(), email, r.PostFormValue("password"))
 	if apperr.CodeOf(err) == apperr.Unauthorized {
-		d.failure(addr, accountKey(email))
 		d.d.Logger.Info("dashboard sign-in refused", "client", addr)
 		data["Error"] = "The email or password is wrong."
 		d.render(w, http.StatusUnauthorized, "signin", nil, data)
+		return
+	}
+	res.Release(background(r.Context()))
+	if errors.Is(err, partnerusers.ErrBusy) {
+		d.busy(w, r, "signin", nil, data)
 		return
 	}
 	if err != nil {
@@ -140,7 +168,10 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 		for i, u := range users {
 			ids[i] = u.ID
 		}
-		d.pending.Create(w, pendingSignIn{Candidates: ids, Email: email})
+		if _, err := d.pending.Create(r.Context(), w, "pending", pendingSignIn{Candidates: ids, Email: email}); err != nil {
+			d.unavailable(w, err)
+			return
+		}
 		d.choosePage(w, r.Context(), users)
 		return
 	}
@@ -173,7 +204,7 @@ func (d *Dashboard) choose(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, BasePath+"/signin", http.StatusSeeOther)
 		return
 	}
-	d.pending.End(w, p.ID)
+	_ = d.pending.End(r.Context(), w, p.ID)
 	u, err := d.d.Users.UserByID(r.Context(), id)
 	if err != nil || u.Status != partnerusers.Active {
 		http.Redirect(w, r, BasePath+"/signin", http.StatusSeeOther)
@@ -186,7 +217,10 @@ func (d *Dashboard) choose(w http.ResponseWriter, r *http.Request) {
 // factor when it is on, else straight in.
 func (d *Dashboard) passwordRight(w http.ResponseWriter, r *http.Request, u *partnerusers.User) {
 	if u.TOTPEnabled() {
-		d.pending.Create(w, pendingSignIn{UserID: u.ID, PartnerID: u.PartnerID, Email: u.Email})
+		if _, err := d.pending.Create(r.Context(), w, "pending", pendingSignIn{UserID: u.ID, PartnerID: u.PartnerID, Email: u.Email}); err != nil {
+			d.unavailable(w, err)
+			return
+		}
 		http.Redirect(w, r, BasePath+"/signin/code", http.StatusSeeOther)
 		return
 	}
@@ -199,7 +233,11 @@ func (d *Dashboard) start(w http.ResponseWriter, r *http.Request, u *partneruser
 	if p, err := d.d.Partners.Get(r.Context(), u.PartnerID); err == nil {
 		name = p.Name
 	}
-	d.sessions.Create(w, visitor{UserID: u.ID, PartnerID: u.PartnerID, Email: u.Email, Role: u.Role, Epoch: u.SessionEpoch, PartnerName: name})
+	if _, err := d.sessions.Create(r.Context(), w, subject(u.ID),
+		visitor{UserID: u.ID, PartnerID: u.PartnerID, Email: u.Email, Role: u.Role, Epoch: u.SessionEpoch, PartnerName: name}); err != nil {
+		d.unavailable(w, err)
+		return
+	}
 	d.d.Logger.Info("dashboard sign-in", "partner_id", u.PartnerID.String(), "user_id", u.ID.String())
 	http.Redirect(w, r, BasePath, http.StatusSeeOther)
 }
@@ -221,13 +259,15 @@ func (d *Dashboard) code(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, BasePath+"/signin", http.StatusSeeOther)
 		return
 	}
-	addr := webkit.ClientAddr(r)
+	addr := d.addr(r)
 	data := map[string]any{"Title": "Second factor", "PendingCSRF": p.CSRF}
-	if d.blocked(w, "code", data, addr, userKey(p.Data.UserID), accountKey(p.Data.Email)) {
+	res := d.reserve(w, r, "code", nil, data, d.addressKey(r), userKey(p.Data.UserID))
+	if res == nil {
 		return
 	}
 	u, err := d.d.Users.UserByID(r.Context(), p.Data.UserID)
 	if err != nil && apperr.CodeOf(err) != apperr.NotFound {
+		res.Release(background(r.Context()))
 		d.unavailable(w, err)
 		return
 	}
@@ -241,21 +281,25 @@ func (d *Dashboard) code(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		if c := apperr.CodeOf(err); c != apperr.Unauthorized && c != apperr.NotFound {
+			res.Release(background(r.Context()))
 			d.unavailable(w, err)
 			return
 		}
-		d.failure(addr, userKey(p.Data.UserID))
 		d.d.Logger.Info("dashboard second factor refused", "client", addr, "user_id", p.Data.UserID.String())
 		data["Error"] = "The code is wrong or was already used."
 		d.render(w, http.StatusUnauthorized, "code", nil, data)
 		return
 	}
-	d.pending.End(w, p.ID)
+	res.Release(background(r.Context()))
+	_ = d.pending.End(r.Context(), w, p.ID)
 	d.start(w, r, u)
 }
 
 func (d *Dashboard) signOut(w http.ResponseWriter, r *http.Request, ss *session) {
-	d.sessions.End(w, ss.ID)
+	if err := d.sessions.End(r.Context(), w, ss.ID); err != nil {
+		d.unavailable(w, err)
+		return
+	}
 	http.Redirect(w, r, BasePath+"/signin", http.StatusSeeOther)
 }
 

@@ -59,6 +59,9 @@ type Deps struct {
 	PartnerBase string
 	// Networks are the chains served (the transactions' network filter).
 	Networks []string
+	// State keeps the sessions, sign-in attempts and sent key forms (the
+	// database: every instance sees the same).
+	State webkit.State
 	// Production requires the second factor, marks the cookie Secure and hides
 	// the sandbox simulator.
 	Production bool
@@ -72,10 +75,10 @@ type Dashboard struct {
 	sessions *webkit.Sessions[visitor]
 	// pending are sign-ins between the password and the second factor (or the
 	// choice of partner): a short-lived cookie of its own, never a session.
-	pending   *webkit.Sessions[pendingSignIn]
-	byAddress *webkit.Limiter
-	byAccount *webkit.Limiter
-	pages     map[string]*template.Template
+	pending *webkit.Sessions[pendingSignIn]
+	limiter *webkit.Limiter
+	forms   *webkit.Forms
+	pages   map[string]*template.Template
 }
 
 // Register mounts the dashboard on e.
@@ -100,11 +103,11 @@ func New(d Deps) (*Dashboard, error) {
 	}
 	dash := &Dashboard{d: d,
 		sessions: webkit.NewSessions[visitor](webkit.SessionConfig{Cookie: cookieName, Path: BasePath, Secure: d.Production,
-			Idle: IdleTimeout, Absolute: AbsoluteTimeout, Now: d.Now}),
+			Idle: IdleTimeout, Absolute: AbsoluteTimeout, Now: d.Now}, d.State),
 		pending: webkit.NewSessions[pendingSignIn](webkit.SessionConfig{Cookie: pendingCookieName, Path: BasePath, Secure: d.Production,
-			Idle: PendingTimeout, Absolute: PendingTimeout, Now: d.Now}),
-		byAddress: webkit.NewLimiter(maxAddressFailures, failureWindow, d.Now),
-		byAccount: webkit.NewLimiter(maxAccountFailures, failureWindow, d.Now)}
+			Idle: PendingTimeout, Absolute: PendingTimeout, Now: d.Now}, d.State),
+		limiter: webkit.NewLimiter(d.State, d.Now),
+		forms:   webkit.NewForms(d.State, d.Now)}
 	if err := dash.parse(); err != nil {
 		return nil, err
 	}

@@ -3,13 +3,13 @@ package dashboard
 import (
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
 	"partnerd/internal/apikeys"
 	"partnerd/internal/apperr"
+	"partnerd/internal/webkit"
 )
 
 // keyRoutes mounts the API key pages (list, create, roll, revoke): roles
@@ -83,7 +83,17 @@ func (d *Dashboard) keyRefused(w http.ResponseWriter, r *http.Request, ss *sessi
 // twice (a double click, a reload of the answer) creates or rolls one key, and
 // the second sending shows the list instead of a second secret.
 func (d *Dashboard) once(w http.ResponseWriter, r *http.Request, ss *session) bool {
-	if sentForms.first(r.PostFormValue("idempotency_key"), d.d.Now()) {
+	key := r.PostFormValue("idempotency_key")
+	if len(key) > webkit.MaxFormKey {
+		d.showKeys(w, r, ss, http.StatusBadRequest, map[string]any{"Error": "This form was not sent from the keys page. Nothing was done."})
+		return false
+	}
+	first, err := d.forms.First(r.Context(), ss.Data.PartnerID.String(), key)
+	if err != nil {
+		d.unavailable(w, err)
+		return false
+	}
+	if first {
 		return true
 	}
 	d.showKeys(w, r, ss, http.StatusConflict, map[string]any{
@@ -135,32 +145,4 @@ func (d *Dashboard) revokeKey(w http.ResponseWriter, r *http.Request, ss *sessio
 		return
 	}
 	d.showKeys(w, r, ss, http.StatusOK, map[string]any{"Notice": "Key " + k.Prefix + "… is revoked: it stops working now."})
-}
-
-// formLedger remembers the keys of the forms already acted on, for a day.
-type formLedger struct {
-	mu   sync.Mutex
-	seen map[string]time.Time
-}
-
-var sentForms = &formLedger{seen: map[string]time.Time{}}
-
-// first records key at now and reports whether it was new. An empty key (a form
-// without one) always acts.
-func (l *formLedger) first(key string, now time.Time) bool {
-	if key == "" {
-		return true
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for k, at := range l.seen {
-		if now.Sub(at) > 24*time.Hour {
-			delete(l.seen, k)
-		}
-	}
-	if _, ok := l.seen[key]; ok {
-		return false
-	}
-	l.seen[key] = now
-	return true
 }

@@ -58,7 +58,7 @@ func (j *looseJar) Cookies(*url.URL) []*http.Cookie {
 func productionDashboard(t *testing.T, env *apitest.Env) string {
 	t.Helper()
 	d, err := dashboard.New(dashboard.Deps{Users: env.App.PartnerUsers(), Partners: env.App.Partners(), Audit: env.App.Audit(),
-		API: env.App.Handler, PartnerBase: httpapi.BasePath, Networks: []string{"bep20"}, Production: true})
+		API: env.App.Handler, PartnerBase: httpapi.BasePath, Networks: []string{"bep20"}, Production: true, State: env.Store})
 	require.NoError(t, err)
 	srv := httptest.NewServer(d.Handler())
 	t.Cleanup(srv.Close)

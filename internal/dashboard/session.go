@@ -20,19 +20,21 @@ const (
 )
 
 // Failed sign-ins (wrong passwords and wrong codes) are counted per client
-// address and per account (the address typed, then the user): after the maximum
-// within failureWindow, sign-in is refused there until the window passes. An
-// account's limit is the lower: guessing one person's password from many
-// addresses stops as soon as guessing many from one.
-const (
-	maxAddressFailures = 20
-	maxAccountFailures = 5
-	failureWindow      = 15 * time.Minute
+// address and per account and address (the address typed and where from; then
+// the user, for the second factor and the account page), each attempt reserved
+// before its check (webkit.Limiter). An account is limited per address, with
+// back-off, so that a stranger guessing from elsewhere never locks its owner
+// out; the second factor, which only someone with the password reaches, per user.
+var (
+	addressLimit = webkit.Limit{Max: 20, Window: 15 * time.Minute}
+	accountLimit = webkit.Limit{Max: 5, Window: 15 * time.Minute, Backoff: true}
 )
 
 // visitor is what a dashboard session holds: the user, their partner and the
 // session epoch it was made under. Role and Email are refreshed from the user on
 // every request (a changed role applies at once).
+//
+// A session's data are stored (JSON) in the database with it.
 type visitor struct {
 	UserID, PartnerID uuid.UUID
 	Email             string

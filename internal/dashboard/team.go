@@ -111,7 +111,11 @@ func (d *Dashboard) disable(w http.ResponseWriter, r *http.Request, ss *session)
 	if d.teamRefused(w, r, ss, err) {
 		return
 	}
-	ended := d.sessions.EndWhere(func(v visitor) bool { return v.UserID == u.ID })
+	ended, err := d.sessions.EndAll(background(r.Context()), subject(u.ID))
+	if err != nil {
+		d.unavailable(w, err)
+		return
+	}
 	d.d.Logger.Info("dashboard user disabled", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String(),
 		"disabled_user_id", u.ID.String(), "sessions_ended", ended)
 	if u.ID == ss.Data.UserID {

@@ -48,7 +48,7 @@ func do(t *testing.T, env *apitest.Env, key, method, path string, body []byte, h
 	return res.StatusCode, e
 }
 
-// TestTextRule: NUL, control characters and invalid UTF-8 in any string a partner
+// TestTextRule: NUL, control characters, format controls (U+202E) and invalid UTF-8 in any string a partner
 // sends are 400 invalid_request naming the field, on both databases alike (before,
 // PostgreSQL failed with 500 and SQLite stored them), and nothing is stored.
 func TestTextRule(t *testing.T) {
@@ -82,6 +82,9 @@ func TestTextRule(t *testing.T) {
 			{"merchant_reference C1 control", "POST", "/transactions", createBody("merchant_reference", `"bb\u0085"`), []string{idem}, "/merchant_reference"},
 			{"merchant_reference lone surrogate", "POST", "/transactions", createBody("merchant_reference", `"bb\ud800"`), []string{idem}, "/merchant_reference"},
 			{"Idempotency-Key invalid UTF-8", "POST", "/transactions", createBody("merchant_id", `"M"`), []string{"Idempotency-Key: k\xff"}, "Idempotency-Key"},
+			{"merchant_reference right-to-left override", "POST", "/transactions", createBody("merchant_reference", `"bb\u202e00.000051"`), []string{idem}, "/merchant_reference"},
+			{"merchant_id isolate", "POST", "/transactions", createBody("merchant_id", `"M\u2066"`), []string{idem}, "/merchant_id"},
+			{"reference path override", "GET", "/transactions/reference/a%E2%80%AEb", nil, nil, "merchant_reference"},
 			{"deposit_id NUL", "POST", "/sandbox/simulate", []byte(`{"event":"deposit.detected","transaction_id":"0b7e7f5c-3c1e-4f65-a3a8-4f3f5b8c9d10","deposit_id":"d\u0000"}`), nil, "/deposit_id"},
 		} {
 			status, e := do(t, env, key, tc.method, tc.path, tc.body, tc.header...)
@@ -89,6 +92,10 @@ func TestTextRule(t *testing.T) {
 			require.Equal(t, client.ErrorCodeInvalidRequest, e.Error.Code, tc.name)
 			require.NotEmpty(t, e.Error.Details, tc.name)
 			require.Equal(t, tc.field, e.Error.Details[0].Field, tc.name)
+			if strings.Contains(tc.name, "override") || strings.Contains(tc.name, "isolate") {
+				// The error control characters always got: a format control is one to a reader.
+				require.Contains(t, e.Error.Details[0].Message, "must not contain control characters (found U+20", tc.name)
+			}
 		}
 		c := env.Client(t, key)
 		list, err := c.ListTransactionsWithResponse(context.Background(), &client.ListTransactionsParams{})

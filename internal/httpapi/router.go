@@ -39,6 +39,9 @@ type Deps struct {
 	Idempotency  *idempotency.Service
 	// Production hides the sandbox simulator.
 	Production bool
+	// Proxies are the trusted proxies (TRUSTED_PROXIES): the client address is
+	// read through them only (httpkit.Proxies.ClientIP), on the APIs and the sites.
+	Proxies httpkit.Proxies
 	// Metrics records HTTP metrics and serves /metrics; nil for none.
 	Metrics *metrics.Metrics
 	// Limiter and Limits rate-limit partner requests per API key.
@@ -77,8 +80,9 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = httpkit.ErrorHandler(log, d.Unavailable)
-	// Never trust X-Forwarded-For unless a proxy setup says so.
-	e.IPExtractor = echo.ExtractIPDirect()
+	// X-Forwarded-For and Forwarded are believed only through the trusted
+	// proxies (none by default: the peer is the client).
+	e.IPExtractor = d.Proxies.IPExtractor()
 	e.Pre(httpkit.RouteOnEscapedPath, httpkit.HeadAsGet)
 
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true,
@@ -87,6 +91,7 @@ func New(d Deps) (*echo.Echo, error) {
 			return err
 		}}))
 	e.Use(httpkit.RequestID())
+	e.Use(httpkit.ClientAddress)
 	if d.Metrics != nil {
 		e.Use(d.Metrics.HTTPMiddleware())
 		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()))

@@ -15,29 +15,18 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"partnerd/internal/apperr"
+	"partnerd/internal/textrule"
 )
 
 // textProblem returns why s breaks the contract's string rule, or "" when it keeps
-// it. The rule (stated once in the spec's introduction) holds for every string a
-// partner sends: valid UTF-8, no control characters (U+0000–U+001F, U+007F–U+009F),
-// and no U+FFFD, which only ever stands for bytes that were not text. PostgreSQL
-// refuses NUL and invalid UTF-8 while SQLite stores them, so without this rule the
-// two databases would disagree, and a partner's reference could be stored as
-// something other than what they sent.
-func textProblem(s string) string {
-	if !utf8.ValidString(s) {
-		return "must be valid UTF-8"
-	}
-	for _, r := range s {
-		switch {
-		case r < 0x20 || (r >= 0x7f && r <= 0x9f):
-			return "must not contain control characters (found U+" + strings.ToUpper(strconv.FormatInt(int64(r)+0x10000, 16)[1:]) + ")"
-		case r == utf8.RuneError:
-			return "must not contain U+FFFD (a byte sequence that was not text)"
-		}
-	}
-	return ""
-}
+// it. The rule (stated once in the spec's introduction, textrule holds it) is for
+// every string a partner sends: valid UTF-8, no control characters (U+0000–U+001F,
+// U+007F–U+009F) nor format controls (bidirectional overrides such as U+202E,
+// which make a page read text reversed), and no U+FFFD, which only ever stands
+// for bytes that were not text. PostgreSQL refuses NUL and invalid UTF-8 while
+// SQLite stores them, so without this rule the two databases would disagree, and
+// a partner's reference could be stored as something other than what they sent.
+func textProblem(s string) string { return textrule.Problem(s) }
 
 // CheckRequest enforces, on every request of an operation of ct before anything
 // reaches a database, the string rule and the strict parsing rules:

@@ -149,16 +149,32 @@ func operatorFrom(ctx context.Context) (*operators.Operator, error) {
 	return o, nil
 }
 
-// authenticate resolves X-API-KEY to an operator; anything else (a partner key
-// included) is 401.
+type keyHashKey struct{}
+
+// WithKeyHash returns ctx carrying the hash of an operator key (partners.HashKey):
+// requests served with it are authenticated by that key, as if it were sent in
+// X-API-KEY. It is how the console calls this API in process: its sessions, kept
+// in the database, hold the key's hash, never the key. A context value of an
+// unexported key: no header, cookie or body of a network request can carry it.
+func WithKeyHash(ctx context.Context, hash string) context.Context {
+	return context.WithValue(ctx, keyHashKey{}, hash)
+}
+
+// authenticate resolves X-API-KEY (or an in-process key hash, WithKeyHash) to an
+// operator; anything else (a partner key included) is 401.
 func authenticate(svc *operators.Service) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			key := c.Request().Header.Get("X-API-KEY")
-			if key == "" {
+			var o *operators.Operator
+			var err error
+			if hash, ok := c.Request().Context().Value(keyHashKey{}).(string); ok {
+				o, err = svc.AuthenticateKeyHash(c.Request().Context(), hash)
+			} else if key == "" {
 				return operators.ErrUnauthorized
+			} else {
+				o, err = svc.Authenticate(c.Request().Context(), key)
 			}
-			o, err := svc.Authenticate(c.Request().Context(), key)
 			if err != nil {
 				return err
 			}

@@ -108,6 +108,24 @@ func (s *Service) Authenticate(ctx context.Context, key string) (*Operator, erro
 	return o, nil
 }
 
+// AuthenticateKeyHash returns the operator owning the key whose hash
+// (partners.HashKey) is hash, or ErrUnauthorized: the console's in-process calls,
+// whose session keeps the hash of the key signed in with, never the key, so a
+// revoked key ends the console's session too.
+func (s *Service) AuthenticateKeyHash(ctx context.Context, hash string) (*Operator, error) {
+	if hash == "" {
+		return nil, ErrUnauthorized
+	}
+	o, err := s.store.OperatorByKeyHash(ctx, hash)
+	if err != nil {
+		if apperr.CodeOf(err) == apperr.NotFound {
+			return nil, ErrUnauthorized
+		}
+		return nil, err
+	}
+	return o, nil
+}
+
 // NewKey returns a fresh operator key: KeyPrefix and 32 random bytes in unpadded base64url.
 func NewKey() (string, error) {
 	b := make([]byte, 32)

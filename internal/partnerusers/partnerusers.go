@@ -28,6 +28,7 @@ import (
 	"partnerd/internal/audit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/partners"
+	"partnerd/internal/textrule"
 )
 
 // Role is what a user may do on the dashboard; every role reads transactions.
@@ -260,7 +261,7 @@ func New(d Deps) *Service {
 func checkEmail(email string) (string, error) {
 	email = strings.TrimSpace(email)
 	a, err := mail.ParseAddress(email)
-	if err != nil || a.Address != email || a.Name != "" || len(email) > 254 || !strings.Contains(email[strings.LastIndex(email, "@")+1:], ".") {
+	if err != nil || textrule.Has(email) || a.Address != email || a.Name != "" || len(email) > 254 || !strings.Contains(email[strings.LastIndex(email, "@")+1:], ".") {
 		return "", apperr.Field(apperr.InvalidRequest, "The email is not an address.", "/email", "an address such as ada@example.com")
 	}
 	return email, nil
@@ -422,7 +423,12 @@ func (s *Service) Accept(ctx context.Context, token, password string) (*User, er
 	if err := CheckPassword(password, u.Email); err != nil {
 		return nil, err
 	}
+	release, err := hashSlot(ctx)
+	if err != nil {
+		return nil, err
+	}
 	hash, err := HashPassword(password)
+	release()
 	if err != nil {
 		return nil, err
 	}
@@ -461,12 +467,18 @@ func errSignIn() error {
 // argon2id verification per candidate for an unknown address (a dummy hash), a
 // user not yet active, a disabled one and a wrong password, so the time taken
 // does not tell which. It does not check the second factor (VerifyTOTP,
-// UseRecoveryCode). Errors: Unauthorized.
+// UseRecoveryCode). The check runs in a hash slot (HashSlots). Errors:
+// Unauthorized, ServiceUnavailable (ErrBusy: no slot came free).
 func (s *Service) Authenticate(ctx context.Context, email, password string) ([]*User, error) {
 	users, err := s.store.PartnerUsersByEmail(ctx, EmailKey(email))
 	if err != nil {
 		return nil, err
 	}
+	release, err := hashSlot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if len(password) > 4*MaxPasswordLength { // longer than any password can be: no user's
 		users = nil
 	}
@@ -631,6 +643,11 @@ func (s *Service) ChangePassword(ctx context.Context, partnerID, id uuid.UUID, c
 	if u.Status != Active {
 		return nil, apperr.New(apperr.InvalidStateTransition, "This user is "+string(u.Status)+".")
 	}
+	release, err := hashSlot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if ok, err := VerifyPassword(u.PasswordHash, current); err != nil || !ok {
 		return nil, apperr.New(apperr.Unauthorized, "The current password is wrong.")
 	}

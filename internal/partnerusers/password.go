@@ -2,6 +2,7 @@ package partnerusers
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	_ "embed" // the common-password list
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -178,5 +180,39 @@ func randIntn(n int) int {
 		if int(b[0]) < limit {
 			return int(b[0]) % n
 		}
+	}
+}
+
+// HashSlots is how many argon2id computations (19 MiB each) run at once in this
+// process: sign-in is work any stranger can start, so its memory is bounded
+// (HashSlots × 19 MiB) whatever the number of parallel requests. A request waits
+// up to hashWait for a slot, then is refused with ErrBusy.
+const HashSlots = 4
+
+const hashWait = 2 * time.Second
+
+var hashSlots = make(chan struct{}, HashSlots)
+
+// ErrBusy answers a password check or change when every hash slot stayed taken:
+// the caller answers 503 with Retry-After, and nothing was checked.
+var ErrBusy = apperr.New(apperr.ServiceUnavailable, "Too many sign-ins at once; try again in a moment.")
+
+// hashSlot takes a hash slot (ErrBusy after hashWait, or ctx's error) and returns
+// its release.
+func hashSlot(ctx context.Context) (func(), error) {
+	select {
+	case hashSlots <- struct{}{}:
+		return func() { <-hashSlots }, nil
+	default:
+	}
+	t := time.NewTimer(hashWait)
+	defer t.Stop()
+	select {
+	case hashSlots <- struct{}{}:
+		return func() { <-hashSlots }, nil
+	case <-t.C:
+		return nil, ErrBusy
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }

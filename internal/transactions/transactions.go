@@ -22,6 +22,7 @@ import (
 	"partnerd/internal/money"
 	"partnerd/internal/pricing"
 	"partnerd/internal/quotes"
+	"partnerd/internal/textrule"
 )
 
 // DepositWindow is how long a new transaction waits for its deposit (the seed's
@@ -223,7 +224,7 @@ func checkReference(ref string) error {
 	if n < 1 || n > 255 {
 		return apperr.Field(apperr.InvalidRequest, "The merchant_reference is invalid.", "/merchant_reference", "1 to 255 characters")
 	}
-	if strings.IndexFunc(ref, unicode.IsControl) >= 0 {
+	if strings.IndexFunc(ref, unicode.IsControl) >= 0 || textrule.Has(ref) {
 		return apperr.Field(apperr.InvalidRequest, "The merchant_reference is invalid.", "/merchant_reference", "no control characters")
 	}
 	return nil

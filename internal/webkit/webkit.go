@@ -1,9 +1,10 @@
 // Package webkit is what the service's server-rendered sites share (the
 // operators' console, the partners' dashboard): the security headers and the
 // Content-Security-Policy (no script, no frame, no external asset), one
-// stylesheet, sessions held in memory behind an HttpOnly, SameSite=Strict cookie
-// with idle and absolute expiry and a CSRF token per session, and the sign-in
-// rate limiter. Each site is a thin set of pages over the same use cases; the
+// stylesheet, sessions behind an HttpOnly, SameSite=Strict cookie with idle and
+// absolute expiry and a CSRF token per session, the sign-in limiter (attempts
+// reserved before the check) and the record of sent forms. All that state lives
+// in the database (State), so any instance serves any request. Each site is a thin set of pages over the same use cases; the
 // rules of a page's safety live here once.
 package webkit
 
@@ -11,9 +12,10 @@ import (
 	"crypto/rand"
 	"embed"
 	"encoding/base64"
-	"net"
 	"net/http"
 	"strings"
+
+	"partnerd/internal/httpkit"
 )
 
 // CSP allows this origin's stylesheet and images and nothing else: no script, no
@@ -49,18 +51,22 @@ func Headers(next http.Handler, staticPrefix string) http.Handler {
 }
 
 // ClientAddr is the request's client address without the port (the key of the
-// sign-in limiter per address).
-func ClientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
+// sign-in limiter per address): the peer, or the client a trusted proxy names
+// (TRUSTED_PROXIES, httpkit.Proxies), as the server resolved it.
+func ClientAddr(r *http.Request) string { return httpkit.ClientAddrOf(r) }
 
 // RandomToken is 32 random bytes, base64url: session ids, CSRF tokens.
 func RandomToken() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// State is where a site keeps what a person's next request depends on
+// (sessions, attempt counts, sent forms): the database (store.Store), never one
+// process's memory, so any instance behind a load balancer serves any request.
+type State interface {
+	SessionStore
+	AttemptStore
+	FormStore
 }
