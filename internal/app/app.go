@@ -48,6 +48,7 @@ import (
 	"partnerd/internal/safeurl"
 	"partnerd/internal/screening"
 	"partnerd/internal/store"
+	"partnerd/internal/tracing"
 	"partnerd/internal/transactions"
 	"partnerd/internal/unmatched"
 	"partnerd/internal/webhook"
@@ -57,6 +58,7 @@ import (
 type App struct {
 	cfg      *config.Config
 	log      *slog.Logger
+	tracing  *tracing.Provider
 	store    *store.Store
 	partners *partners.Service
 	quotes   *quotes.Service
@@ -93,20 +95,31 @@ type App struct {
 }
 
 // Open connects to the database, applies pending migrations and builds the services.
+// Traces are exported only when the OTEL_* settings name an OTLP endpoint
+// (tracing.Setup); Close flushes what is buffered.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *App, err error) {
+	tp, err := tracing.Setup(ctx, func(k string) string { return cfg.Tracing[k] })
+	if err != nil {
+		return nil, err
+	}
+	if tp.Enabled() {
+		log.Info("traces exported over OTLP/HTTP")
+	}
 	st, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
+		_ = tp.Shutdown(ctx)
 		return nil, err
 	}
 	defer func() { // the one cleanup: any failure below closes the database
 		if err != nil {
 			_ = st.Close()
+			_ = tp.Shutdown(ctx)
 		}
 	}()
 	if _, err := st.Migrate(ctx); err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, log: log, store: st, metrics: metrics.New(), codec: cursor.NewCodec(cfg.CursorSecret)}
+	a := &App{cfg: cfg, log: log, tracing: tp, store: st, metrics: metrics.New(), codec: cursor.NewCodec(cfg.CursorSecret)}
 	a.partners = partners.NewService(store.For[partners.Tx](st), partnerEnv(cfg.Env), partners.Defaults{
 		FeeRate: cfg.PartnerFeeRate, ShareRate: cfg.PartnerShareRate,
 	}, store.Now)
@@ -251,6 +264,7 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 		Limits:       map[ratelimit.Class]ratelimit.Limit{ratelimit.Reads: cfg.RateLimitReads, ratelimit.Writes: cfg.RateLimitWrites},
 		Idempotency:  a.idempotency,
 		Logger:       a.log,
+		Tracing:      a.tracing,
 		Unavailable:  store.Unavailable,
 		Degraded: func(ctx context.Context) []string {
 			var out []string
@@ -306,9 +320,15 @@ func partnerEnv(env config.Environment) partners.Environment {
 	return partners.Sandbox
 }
 
-// Close releases the database.
+// Close releases the database and flushes the spans still buffered (for at most
+// 5 s: a collector out of reach must not hold up a shutdown).
 func (a *App) Close() error {
 	a.watchers.close()
+	flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.tracing.Shutdown(flush); err != nil {
+		a.log.Warn("flushing traces failed", "error", err.Error())
+	}
 	return a.store.Close()
 }
 

@@ -170,7 +170,7 @@ func (d *Deliverer) attempt(ctx context.Context, ev *Event, ep *Endpoint) (outco
 		}
 		d.observer.Attempted(status, sendErr, time.Duration(a.DurationMS)*time.Millisecond, lag)
 	}
-	d.log.Info("webhook attempt", "event_id", ev.ID.String(), "type", ev.Type, "partner_id", ev.PartnerID.String(),
+	d.log.InfoContext(ctx, "webhook attempt", "event_id", ev.ID.String(), "type", ev.Type, "partner_id", ev.PartnerID.String(),
 		"status_code", status, "duration_ms", a.DurationMS, "publish_status", ev.PublishStatus, "retry_in_ms", wait.Milliseconds())
 	return outcome{retry: retry, wait: wait, requeued: again}, nil
 }
