@@ -119,6 +119,11 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *App, er
 	if _, err := st.Migrate(ctx); err != nil {
 		return nil, err
 	}
+	if tp.Enabled() {
+		if err := st.Trace(tp); err != nil {
+			return nil, err
+		}
+	}
 	a := &App{cfg: cfg, log: log, tracing: tp, store: st, metrics: metrics.New(), codec: cursor.NewCodec(cfg.CursorSecret)}
 	a.partners = partners.NewService(store.For[partners.Tx](st), partnerEnv(cfg.Env), partners.Defaults{
 		FeeRate: cfg.PartnerFeeRate, ShareRate: cfg.PartnerShareRate,
