@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"partnerd/openapi"
 
@@ -227,11 +228,14 @@ func (a *App) openTransactions(ctx context.Context, pricer *pricing.Pricer) erro
 func (a *App) openJobs(policy safeurl.Policy) error {
 	cfg, st := a.cfg, a.store
 	deliverer := webhook.NewDeliverer(st, policy, cfg.WebhookSchedule, store.Now, a.log, observer{m: a.metrics, log: a.log})
+	if tp := a.tracedBy(); tp != nil {
+		deliverer.Trace(tp)
+	}
 	var err error
 	a.jobs, err = jobs.NewRunner(st.JobDriver(), expirer{a.lifecycle}, jobs.Options{
 		Logger: a.log, SweepInterval: cfg.ExpirySweep, FetchPollInterval: cfg.JobPollInterval,
 		RescueAfter: cfg.JobRescueAfter, Deliverer: deliverer, Requeues: st,
-		Stepper: a.lifecycle, Screener: a.jobScreener(),
+		Stepper: a.lifecycle, Screener: a.jobScreener(), Tracing: a.tracedBy(),
 	})
 	if err != nil {
 		return fmt.Errorf("job runner: %w", err)
@@ -240,6 +244,15 @@ func (a *App) openJobs(policy safeurl.Policy) error {
 	a.metrics.QueueDepth(func() (float64, error) { return st.QueueDepth(context.Background()) })
 	a.metrics.ObserveDatabase(st.SQL())
 	return nil
+}
+
+// tracedBy is the tracer provider of the work that is traced only while traces
+// are exported (jobs, statements, deliveries, chain calls), nil otherwise.
+func (a *App) tracedBy() trace.TracerProvider {
+	if !a.tracing.Enabled() {
+		return nil
+	}
+	return a.tracing
 }
 
 // openPartnerAPI builds the HTTP handler: the partner API, health, metrics and

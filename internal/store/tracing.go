@@ -12,13 +12,16 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
+
+	"partnerd/internal/jobs"
 )
 
 // Trace gives every statement the store runs through GORM, on either database,
 // a client span under the span of the context it runs with (a request's, a
 // job's, a scan's), named by operation and table ("SELECT transactions") with
 // OpenTelemetry's database attributes. Call it once, after Open, and only while
-// traces are exported: a statement then pays for its span.
+// traces are exported: a statement then pays for its span. Jobs enqueued
+// through a unit of work then carry the trace of the code that enqueued them.
 //
 // The SQL text is recorded without its values (they are amounts, addresses and
 // key hashes). This is GORM's callback API used the way gorm.io/plugin/opentelemetry
@@ -30,9 +33,12 @@ func (s *Store) Trace(tp trace.TracerProvider) error {
 		return err
 	}
 	if s.wdb != s.db { // SQLite's one-writer pool is a second *gorm.DB
-		return st.register(s.wdb)
+		if err := st.register(s.wdb); err != nil {
+			return err
+		}
 	}
-	return nil
+	// A job a unit of work enqueues carries its trace (jobs.TraceMiddleware).
+	return s.newJobClient(jobs.TraceMiddleware(tp))
 }
 
 type statementTracer struct {
@@ -105,6 +111,9 @@ func (st statementTracer) end(tx *gorm.DB) {
 			table = strings.Trim(name, `"`+"`")
 		}
 	}
+	if table == "" { // raw SQL: the table it names first
+		table = firstTable(query)
+	}
 	if table != "" {
 		name = op + " " + table
 		attrs = append(attrs, semconv.DBCollectionName(table), semconv.DBQuerySummary(name))
@@ -117,4 +126,21 @@ func (st statementTracer) end(tx *gorm.DB) {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 	}
+}
+
+// firstTable is the table a raw statement names after its first INTO, UPDATE or
+// FROM ("" when none), for the span's name.
+func firstTable(query string) string {
+	fields := strings.Fields(query)
+	for i, f := range fields[:max(len(fields)-1, 0)] {
+		switch strings.ToUpper(f) {
+		case "INTO", "UPDATE", "FROM":
+			name := strings.Trim(fields[i+1], `"`+"`(")
+			if name != "" && !strings.ContainsAny(name, "(),") {
+				return name
+			}
+			return ""
+		}
+	}
+	return ""
 }
