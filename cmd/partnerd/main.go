@@ -38,7 +38,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"partnerd/internal/actions"
 	"partnerd/internal/app"
@@ -166,22 +165,6 @@ func serve(log *slog.Logger, stdout io.Writer) error {
 		return err
 	}
 	defer release()
-	// Traces are exported only when OTEL_EXPORTER_OTLP_ENDPOINT (or its traces
-	// variant) is set; the shutdown flushes what is buffered after the server stops.
-	shutdownTracing, err := tracing.Setup(ctx, os.Getenv)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := shutdownTracing(flush); err != nil {
-			log.Warn("flushing traces failed", "error", err.Error())
-		}
-	}()
-	if tracing.Enabled(os.Getenv) {
-		log.Info("traces exported over OTLP/HTTP")
-	}
 	a, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -347,6 +347,14 @@ type ErrorInfo struct {
 
 	// RequestId The request id (also in the `X-Request-Id` header).
 	RequestId string `json:"request_id"`
+
+	// TraceId The W3C trace id of the request (32 lowercase hex digits): your `traceparent`'s
+	// when you sent one, else ours while the service exports traces. Absent when the
+	// request belongs to no trace.
+	//
+	//
+	// Example: 4bf92f3577b34da6a3ce929d0e0e4736
+	TraceId *string `json:"trace_id,omitempty"`
 }
 
 // FiatAmount An NGN amount as a decimal string with exactly 2 decimal places.
@@ -1081,6 +1089,10 @@ type WebhookEventDetail struct {
 	// `X-Service-Webhook-Signature` (`v1,<base64 HMAC-SHA256(secret, "<id>.<timestamp>.<body>")>`,
 	// two space-separated signatures while a rotated secret overlaps), repeated under the
 	// Standard Webhooks names `webhook-id`, `webhook-timestamp` and `webhook-signature`.
+	// While the service exports traces, each attempt also carries `traceparent` (W3C Trace
+	// Context) in the trace of the request that caused the event: yours when that request
+	// carried a `traceparent`, so the delivery can be found in your trace. It is not
+	// signed; ignore it if you do not trace.
 	// Reject a timestamp more than 5 minutes from now. Answer any 2xx within 15 seconds;
 	// anything else is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (with
 	// jitter; `Retry-After` is honoured on 429 and 503; 410 disables the endpoint).
@@ -1157,6 +1169,10 @@ type WebhookEventType string
 // `X-Service-Webhook-Signature` (`v1,<base64 HMAC-SHA256(secret, "<id>.<timestamp>.<body>")>`,
 // two space-separated signatures while a rotated secret overlaps), repeated under the
 // Standard Webhooks names `webhook-id`, `webhook-timestamp` and `webhook-signature`.
+// While the service exports traces, each attempt also carries `traceparent` (W3C Trace
+// Context) in the trace of the request that caused the event: yours when that request
+// carried a `traceparent`, so the delivery can be found in your trace. It is not
+// signed; ignore it if you do not trace.
 // Reject a timestamp more than 5 minutes from now. Answer any 2xx within 15 seconds;
 // anything else is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (with
 // jitter; `Retry-After` is honoured on 429 and 503; 410 disables the endpoint).

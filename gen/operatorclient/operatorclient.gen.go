@@ -868,6 +868,14 @@ type ErrorInfo struct {
 
 	// RequestId The request id (also in the `X-Request-Id` header).
 	RequestId string `json:"request_id"`
+
+	// TraceId The W3C trace id of the request (32 lowercase hex digits): the caller's `traceparent`'s
+	// when it sent one, else ours while the service exports traces. Absent when the
+	// request belongs to no trace.
+	//
+	//
+	// Example: 4bf92f3577b34da6a3ce929d0e0e4736
+	TraceId *string `json:"trace_id,omitempty"`
 }
 
 // FailRequest Why the transaction failed.

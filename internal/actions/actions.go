@@ -205,13 +205,13 @@ func (s *Service) act(ctx context.Context, key idempotency.Request[*Acted], oper
 			}
 		}
 		tx.AfterCommit(func() {
-			s.log.Info("operator action", "operator_id", operator.String(), "action", string(action), "transaction_id", t.ID.String(),
+			s.log.InfoContext(ctx, "operator action", "operator_id", operator.String(), "action", string(action), "transaction_id", t.ID.String(),
 				"partner_id", t.PartnerID.String(), "reference", reference, "status", string(t.Status))
 		})
 		return s.acted(ctx, tx, t)
 	})
 	if err != nil {
-		s.refused(operator, string(action), reference, err, "transaction_id", id.String())
+		s.refused(ctx, operator, string(action), reference, err, "transaction_id", id.String())
 	}
 	return a, err
 }
@@ -237,11 +237,11 @@ func (s *Service) acted(ctx context.Context, tx Tx, t *lifecycle.Transaction) (*
 }
 
 // refused logs an action the rules refused (replays of stored answers aside).
-func (s *Service) refused(operator uuid.UUID, action, reference string, err error, attrs ...any) {
+func (s *Service) refused(ctx context.Context, operator uuid.UUID, action, reference string, err error, attrs ...any) {
 	if _, replayed := idempotency.ReplayOf(err); replayed {
 		return
 	}
-	s.log.Info("operator action refused", append([]any{"operator_id", operator.String(), "action", action,
+	s.log.InfoContext(ctx, "operator action refused", append([]any{"operator_id", operator.String(), "action", action,
 		"reference", reference, "error_code", string(apperr.CodeOf(err))}, attrs...)...)
 }
 
@@ -278,7 +278,7 @@ func (s *Service) ResolveDeposit(ctx context.Context, key idempotency.Request[*u
 			}
 		}
 		tx.AfterCommit(func() {
-			s.log.Info("operator action", "operator_id", operator.String(), "action", "resolve_"+string(r.Action),
+			s.log.InfoContext(ctx, "operator action", "operator_id", operator.String(), "action", "resolve_"+string(r.Action),
 				"unmatched_deposit_id", d.ID.String(), "reference", r.reference())
 		})
 		return d, nil
@@ -304,7 +304,7 @@ func (s *Service) ResolveTask(ctx context.Context, key idempotency.Request[*unma
 			}
 		}
 		tx.AfterCommit(func() {
-			s.log.Info("operator action", "operator_id", operator.String(), "action", "resolve_"+string(r.Action),
+			s.log.InfoContext(ctx, "operator action", "operator_id", operator.String(), "action", "resolve_"+string(r.Action),
 				"refund_task_id", d.ID.String(), "kind", string(d.Kind), "reference", r.reference())
 		})
 		return d, nil
@@ -362,12 +362,12 @@ func (s *Service) BatchPayout(ctx context.Context, key idempotency.Request[*batc
 	b, err := run(ctx, s, key, func(ctx context.Context, tx Tx) (*batches.Batch, error) {
 		b, err := s.batches.CreatePayout(ctx, tx, lifecycle.Actor{OperatorID: operator}, partner, ids, reference, fiat)
 		if err == nil {
-			s.batchLogged(tx, operator, b)
+			s.batchLogged(ctx, tx, operator, b)
 		}
 		return b, err
 	})
 	if err != nil {
-		s.refused(operator, "batch_payout", reference, err)
+		s.refused(ctx, operator, "batch_payout", reference, err)
 	}
 	return b, err
 }
@@ -377,19 +377,19 @@ func (s *Service) BatchFill(ctx context.Context, key idempotency.Request[*batche
 	b, err := run(ctx, s, key, func(ctx context.Context, tx Tx) (*batches.Batch, error) {
 		b, err := s.batches.CreateFill(ctx, tx, lifecycle.Actor{OperatorID: operator}, ids, rate, reference)
 		if err == nil {
-			s.batchLogged(tx, operator, b)
+			s.batchLogged(ctx, tx, operator, b)
 		}
 		return b, err
 	})
 	if err != nil {
-		s.refused(operator, "batch_fill", reference, err)
+		s.refused(ctx, operator, "batch_fill", reference, err)
 	}
 	return b, err
 }
 
-func (s *Service) batchLogged(tx Tx, operator uuid.UUID, b *batches.Batch) {
+func (s *Service) batchLogged(ctx context.Context, tx Tx, operator uuid.UUID, b *batches.Batch) {
 	tx.AfterCommit(func() {
-		s.log.Info("operator action", "operator_id", operator.String(), "action", "batch_"+string(b.Kind),
+		s.log.InfoContext(ctx, "operator action", "operator_id", operator.String(), "action", "batch_"+string(b.Kind),
 			"batch_id", b.ID.String(), "transactions", len(b.TransactionIDs), "reference", b.Reference,
 			"fiat_amount", money.FormatFiat(b.FiatAmount))
 	})
@@ -525,7 +525,7 @@ func (s *Service) audited(ctx context.Context, tx Tx, operator uuid.UUID, a audi
 		}
 	}
 	tx.AfterCommit(func() {
-		s.log.Info("operator action", "actor", string(audit.ActorOf(operator)), "operator_id", operator.String(), "action", string(a),
+		s.log.InfoContext(ctx, "operator action", "actor", string(audit.ActorOf(operator)), "operator_id", operator.String(), "action", string(a),
 			"subject_id", subject.String(), "reference", reference)
 	})
 	return nil

@@ -78,7 +78,7 @@ func (s *Service) auditedByUser(ctx context.Context, tx Tx, user uuid.UUID, a au
 		}
 	}
 	tx.AfterCommit(func() {
-		s.log.Info("partner user action", "actor", string(audit.ByPartnerUser), "partner_user_id", user.String(),
+		s.log.InfoContext(ctx, "partner user action", "actor", string(audit.ByPartnerUser), "partner_user_id", user.String(),
 			"action", string(a), "subject_id", subject.String(), "reference", reference)
 	})
 	return nil

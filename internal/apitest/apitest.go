@@ -30,6 +30,7 @@ import (
 	"partnerd/internal/partners"
 	"partnerd/internal/store"
 	"partnerd/internal/testdb"
+	"partnerd/internal/tracing"
 )
 
 // TestXPub is a valid account xpub that is not one of the public demo keys
@@ -56,6 +57,13 @@ type Env struct {
 // service stops when the test ends.
 func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 	t.Helper()
+	return StartLogged(t, db, settings, testLogOutput())
+}
+
+// StartLogged is Start with the service's log lines (text, with trace_id and
+// span_id on lines logged in a traced context, as in production) written to w.
+func StartLogged(t *testing.T, db testdb.Database, settings map[string]string, w io.Writer) *Env {
+	t.Helper()
 	vars := map[string]string{"DATABASE_URL": db.URL, "LISTEN_ADDR": "127.0.0.1:0"}
 	if settings["APP_ENV"] != "production" {
 		// Test receivers listen on loopback; production refuses the setting.
@@ -68,7 +76,7 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	log := slog.New(slog.NewTextHandler(testLogOutput(), nil))
+	log := slog.New(tracing.LogHandler(slog.NewTextHandler(w, nil)))
 	a, err := app.Open(ctx, cfg, log)
 	require.NoError(t, err)
 	a.CheckInProcess(checkedInProcess(t))

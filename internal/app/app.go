@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"partnerd/openapi"
 
@@ -48,6 +49,7 @@ import (
 	"partnerd/internal/safeurl"
 	"partnerd/internal/screening"
 	"partnerd/internal/store"
+	"partnerd/internal/tracing"
 	"partnerd/internal/transactions"
 	"partnerd/internal/unmatched"
 	"partnerd/internal/webhook"
@@ -57,6 +59,7 @@ import (
 type App struct {
 	cfg      *config.Config
 	log      *slog.Logger
+	tracing  *tracing.Provider
 	store    *store.Store
 	partners *partners.Service
 	quotes   *quotes.Service
@@ -93,20 +96,36 @@ type App struct {
 }
 
 // Open connects to the database, applies pending migrations and builds the services.
+// Traces are exported only when the OTEL_* settings name an OTLP endpoint
+// (tracing.Setup); Close flushes what is buffered.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *App, err error) {
+	tp, err := tracing.Setup(ctx, func(k string) string { return cfg.Tracing[k] })
+	if err != nil {
+		return nil, err
+	}
+	if tp.Enabled() {
+		log.Info("traces exported over OTLP/HTTP")
+	}
 	st, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
+		_ = tp.Shutdown(ctx)
 		return nil, err
 	}
 	defer func() { // the one cleanup: any failure below closes the database
 		if err != nil {
 			_ = st.Close()
+			_ = tp.Shutdown(ctx)
 		}
 	}()
 	if _, err := st.Migrate(ctx); err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, log: log, store: st, metrics: metrics.New(), codec: cursor.NewCodec(cfg.CursorSecret)}
+	if tp.Enabled() {
+		if err := st.Trace(tp); err != nil {
+			return nil, err
+		}
+	}
+	a := &App{cfg: cfg, log: log, tracing: tp, store: st, metrics: metrics.New(), codec: cursor.NewCodec(cfg.CursorSecret)}
 	a.partners = partners.NewService(store.For[partners.Tx](st), partnerEnv(cfg.Env), partners.Defaults{
 		FeeRate: cfg.PartnerFeeRate, ShareRate: cfg.PartnerShareRate,
 	}, store.Now)
@@ -209,11 +228,14 @@ func (a *App) openTransactions(ctx context.Context, pricer *pricing.Pricer) erro
 func (a *App) openJobs(policy safeurl.Policy) error {
 	cfg, st := a.cfg, a.store
 	deliverer := webhook.NewDeliverer(st, policy, cfg.WebhookSchedule, store.Now, a.log, observer{m: a.metrics, log: a.log})
+	if tp := a.tracedBy(); tp != nil {
+		deliverer.Trace(tp)
+	}
 	var err error
 	a.jobs, err = jobs.NewRunner(st.JobDriver(), expirer{a.lifecycle}, jobs.Options{
 		Logger: a.log, SweepInterval: cfg.ExpirySweep, FetchPollInterval: cfg.JobPollInterval,
 		RescueAfter: cfg.JobRescueAfter, Deliverer: deliverer, Requeues: st,
-		Stepper: a.lifecycle, Screener: a.jobScreener(),
+		Stepper: a.lifecycle, Screener: a.jobScreener(), Tracing: a.tracedBy(),
 	})
 	if err != nil {
 		return fmt.Errorf("job runner: %w", err)
@@ -222,6 +244,15 @@ func (a *App) openJobs(policy safeurl.Policy) error {
 	a.metrics.QueueDepth(func() (float64, error) { return st.QueueDepth(context.Background()) })
 	a.metrics.ObserveDatabase(st.SQL())
 	return nil
+}
+
+// tracedBy is the tracer provider of the work that is traced only while traces
+// are exported (jobs, statements, deliveries, chain calls), nil otherwise.
+func (a *App) tracedBy() trace.TracerProvider {
+	if !a.tracing.Enabled() {
+		return nil
+	}
+	return a.tracing
 }
 
 // openPartnerAPI builds the HTTP handler: the partner API, health, metrics and
@@ -252,6 +283,7 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 		Limits:       map[ratelimit.Class]ratelimit.Limit{ratelimit.Reads: cfg.RateLimitReads, ratelimit.Writes: cfg.RateLimitWrites},
 		Idempotency:  a.idempotency,
 		Logger:       a.log,
+		Tracing:      a.tracing,
 		Unavailable:  store.Unavailable,
 		Degraded: func(ctx context.Context) []string {
 			var out []string
@@ -309,9 +341,15 @@ func partnerEnv(env config.Environment) partners.Environment {
 	return partners.Sandbox
 }
 
-// Close releases the database.
+// Close releases the database and flushes the spans still buffered (for at most
+// 5 s: a collector out of reach must not hold up a shutdown).
 func (a *App) Close() error {
 	a.watchers.close()
+	flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.tracing.Shutdown(flush); err != nil {
+		a.log.Warn("flushing traces failed", "error", err.Error())
+	}
 	return a.store.Close()
 }
 

@@ -22,6 +22,7 @@ import (
 	"partnerd/internal/pricing"
 	"partnerd/internal/ratelimit"
 	"partnerd/internal/rates"
+	"partnerd/internal/tracing"
 	"partnerd/internal/transactions"
 	"partnerd/internal/webhook"
 )
@@ -39,6 +40,10 @@ const (
 type Config struct {
 	// Screening is the screening of deposits' senders (screening.go).
 	Screening Screening
+
+	// Tracing holds the OTEL_* settings given (tracing.Settings; unset ones
+	// absent), read by tracing.Setup when the service opens.
+	Tracing map[string]string
 
 	Env         Environment
 	DatabaseURL string
@@ -149,6 +154,12 @@ func Load(getenv func(string) string) (*Config, error) {
 	r.cursorSecret(c)
 	r.webhooks(c)
 	r.screening(c)
+	c.Tracing = map[string]string{}
+	for _, k := range tracing.Settings {
+		if v := getenv(k); v != "" {
+			c.Tracing[k] = v
+		}
+	}
 	if len(r.errs) > 0 {
 		return nil, fmt.Errorf("invalid configuration: %w", errors.Join(r.errs...))
 	}

@@ -109,7 +109,7 @@ func (s *Server) stream(ctx context.Context, write func(io.Writer) error) (io.Re
 		first.signal(err)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.log.Error("export failed", "error", err, "after", time.Since(started).String())
+				s.log.ErrorContext(ctx, "export failed", "error", err, "after", time.Since(started).String())
 			}
 			err = fmt.Errorf("%w: %w", httpkit.ErrStreamBroken, err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"go.opentelemetry.io/otel/trace"
 
 	"partnerd/gen/api"
 	"partnerd/internal/httpkit"
@@ -48,6 +49,9 @@ type Deps struct {
 	Limiter ratelimit.Limiter
 	Limits  map[ratelimit.Class]ratelimit.Limit
 	Logger  *slog.Logger
+	// Tracing gives each API request (partner and operator) a server span,
+	// continuing the caller's traceparent; nil for OpenTelemetry's no-op provider.
+	Tracing trace.TracerProvider
 	// Ready reports whether the service can take traffic (database up, migrated).
 	Ready func(*http.Request) error
 	// Degraded lists what works only in part (a network whose deposit watcher is
@@ -62,7 +66,7 @@ type Deps struct {
 }
 
 // New returns the HTTP handler: the partner API under BasePath plus /healthz and
-// /readyz. Middleware order, outermost first: recover, request id, access log, body
+// /readyz. Middleware order, outermost first: recover, trace, request id, access log, body
 // limit; then, on partner routes: JSON content type, authentication, rate limit,
 // the request checks (CheckRequest: string rule, query parameters, trailing
 // data), validation against the contract, and the strict
@@ -87,9 +91,12 @@ func New(d Deps) (*echo.Echo, error) {
 
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true,
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-			log.Error("panic", "request_id", c.Response().Header().Get(echo.HeaderXRequestID), "error", err.Error(), "stack", string(stack))
+			log.ErrorContext(c.Request().Context(), "panic", "request_id", c.Response().Header().Get(echo.HeaderXRequestID), "error", err.Error(), "stack", string(stack))
 			return err
 		}}))
+	// The span is opened before the request id and the access log, so both the
+	// log line and an error body carry its trace id.
+	e.Use(httpkit.Trace(d.Tracing))
 	e.Use(httpkit.RequestID())
 	e.Use(httpkit.ClientAddress)
 	if d.Metrics != nil {
@@ -107,7 +114,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.GET("/readyz", func(c echo.Context) error {
 		if d.Ready != nil {
 			if err := d.Ready(c.Request()); err != nil {
-				log.Warn("not ready", "error", err.Error())
+				log.WarnContext(c.Request().Context(), "not ready", "error", err.Error())
 				return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"partnerd/gen/api"
 	"partnerd/internal/apperr"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/tracing"
 )
 
 // statusByCode is the one mapping from error code to HTTP status. The spec's error
@@ -80,10 +81,12 @@ func ErrorHandler(log *slog.Logger, unavailable func(error) bool) echo.HTTPError
 			}
 			return
 		}
+		// Logged with the request's context, so the lines carry its trace id.
+		ctx := c.Request().Context()
 		if stored, ok := idempotency.ReplayOf(err); ok {
 			// Not a failure: the use case found its key's stored answer.
 			if werr := writeReplay(c, stored); werr != nil {
-				log.Error("write replayed response", "request_id", c.Response().Header().Get(echo.HeaderXRequestID), "error", werr.Error())
+				log.ErrorContext(ctx, "write replayed response", "request_id", c.Response().Header().Get(echo.HeaderXRequestID), "error", werr.Error())
 			}
 			return
 		}
@@ -93,11 +96,11 @@ func ErrorHandler(log *slog.Logger, unavailable func(error) bool) echo.HTTPError
 		switch {
 		case clientGone(c):
 			// Not a failure of ours: the client abandoned the request (logged as 499).
-			log.Info("client closed request", "request_id", reqID, "route", c.Path(), "error", err.Error())
+			log.InfoContext(ctx, "client closed request", "request_id", reqID, "route", c.Path(), "error", err.Error())
 		case e.Code == apperr.ServiceUnavailable:
-			log.Warn("database unavailable", "request_id", reqID, "route", c.Path(), "error", err.Error())
+			log.WarnContext(ctx, "database unavailable", "request_id", reqID, "route", c.Path(), "error", err.Error())
 		case status >= 500 && status != http.StatusServiceUnavailable:
-			log.Error("request failed", "request_id", reqID, "method", c.Request().Method,
+			log.ErrorContext(ctx, "request failed", "request_id", reqID, "method", c.Request().Method,
 				"route", c.Path(), "error", err.Error())
 		}
 		if e.RetryAfterSeconds > 0 {
@@ -110,18 +113,19 @@ func ErrorHandler(log *slog.Logger, unavailable func(error) bool) echo.HTTPError
 		if c.Request().Method == http.MethodHead {
 			werr = c.NoContent(status)
 		} else {
-			werr = c.JSONBlob(status, errorBody(e, reqID))
+			werr = c.JSONBlob(status, errorBody(e, reqID, tracing.TraceID(ctx)))
 		}
 		if werr != nil {
-			log.Error("write error response", "request_id", reqID, "error", werr.Error())
+			log.ErrorContext(ctx, "write error response", "request_id", reqID, "error", werr.Error())
 		}
 	}
 }
 
-// errorBody is the spec's Error body of e for request reqID, as JSON: the one
-// rendering of an error, written by the error handler and stored with a key
-// (ErrorAnswer), so a replayed error is byte for byte the first one.
-func errorBody(e *apperr.Error, reqID string) []byte {
+// errorBody is the spec's Error body of e for request reqID in trace traceID
+// ("" for none: the field is left out), as JSON: the one rendering of an error,
+// written by the error handler and stored with a key (ErrorAnswer), so a
+// replayed error is byte for byte the first one.
+func errorBody(e *apperr.Error, reqID, traceID string) []byte {
 	details := make([]api.ErrorDetail, 0, len(e.Details))
 	for _, d := range e.Details {
 		details = append(details, api.ErrorDetail{Field: d.Field, Message: d.Message})
@@ -131,12 +135,20 @@ func errorBody(e *apperr.Error, reqID string) []byte {
 	if err := enc.Encode(api.Error{
 		Success: false,
 		Message: e.Message,
-		Error:   api.ErrorInfo{Code: api.ErrorCode(e.Code), Details: details, RequestId: reqID},
+		Error:   api.ErrorInfo{Code: api.ErrorCode(e.Code), Details: details, RequestId: reqID, TraceId: traceOf(traceID)},
 	}); err != nil {
 		// Strings, a bool and a slice of strings: encoding cannot fail.
 		panic(err)
 	}
 	return buf.Bytes()
+}
+
+// traceOf is the error body's trace_id: absent when the request is in no trace.
+func traceOf(id string) *string {
+	if id == "" {
+		return nil
+	}
+	return &id
 }
 
 // toAppError classifies any error into an *apperr.Error safe to show.

@@ -10,6 +10,7 @@ import (
 
 	"partnerd/internal/apperr"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/tracing"
 )
 
 // idempotent names the request of one operation that declares an Idempotency-Key,
@@ -54,6 +55,7 @@ func idempotent(op *operation, svc *idempotency.Service, ownerOf func(context.Co
 				key:         idempotency.Key{PartnerID: owner, Operation: op.id, Key: keyValue},
 				fingerprint: fp,
 				requestID:   c.Response().Header().Get(echo.HeaderXRequestID),
+				traceID:     tracing.TraceID(req.Context()),
 			}
 			c.SetRequest(req.WithContext(context.WithValue(req.Context(), keyedKey{}, k)))
 			return next(c)
@@ -68,6 +70,7 @@ type keyed struct {
 	key         idempotency.Key
 	fingerprint string
 	requestID   string
+	traceID     string
 }
 
 type keyedKey struct{}
@@ -84,7 +87,7 @@ func Keyed[T any](ctx context.Context, render func(T) (idempotency.Response, err
 		return idempotency.Request[T]{}
 	}
 	return idempotency.Request[T]{Service: k.svc, Key: k.key, Fingerprint: k.fingerprint, Render: render,
-		RenderError: func(err error) idempotency.Response { return ErrorAnswer(k.requestID, err) }}
+		RenderError: func(err error) idempotency.Response { return ErrorAnswer(k.requestID, k.traceID, err) }}
 }
 
 // Answer writes a generated response object (visit is its Visit…Response method)
@@ -105,7 +108,7 @@ func Answer(visit func(http.ResponseWriter) error) (idempotency.Response, error)
 // ErrorAnswer is the answer to a use case's failure as the error handler writes
 // it (the same status and errorBody), for storing with the key; answers that are
 // never stored (400, 5xx: idempotency.Stored) carry only their status.
-func ErrorAnswer(requestID string, err error) idempotency.Response {
+func ErrorAnswer(requestID, traceID string, err error) idempotency.Response {
 	e, ok := apperr.As(err)
 	if !ok {
 		return idempotency.Response{Status: http.StatusInternalServerError}
@@ -114,7 +117,7 @@ func ErrorAnswer(requestID string, err error) idempotency.Response {
 	if !idempotency.Stored(status) {
 		return idempotency.Response{Status: status}
 	}
-	return idempotency.Response{Status: status, Body: errorBody(e, requestID)}
+	return idempotency.Response{Status: status, Body: errorBody(e, requestID, traceID)}
 }
 
 // writeReplay sends a stored answer as it was stored, marked as a replay.

@@ -47,11 +47,11 @@ func TestStoredErrorIsWhatTheErrorHandlerWrites(t *testing.T) {
 		c := e.NewContext(httptest.NewRequest(http.MethodPost, "/x", nil), rec)
 		c.Response().Header().Set(echo.HeaderXRequestID, "req-1")
 		handler(err, c)
-		stored := ErrorAnswer("req-1", err)
+		stored := ErrorAnswer("req-1", "", err)
 		require.Equal(t, rec.Code, stored.Status)
 		require.Equal(t, rec.Body.Bytes(), stored.Body, "%v", err)
 	}
-	require.Equal(t, http.StatusBadRequest, ErrorAnswer("r", apperr.New(apperr.InvalidRequest, "bad")).Status)
-	require.Nil(t, ErrorAnswer("r", apperr.New(apperr.InvalidRequest, "bad")).Body)
-	require.Equal(t, http.StatusInternalServerError, ErrorAnswer("r", http.ErrAbortHandler).Status)
+	require.Equal(t, http.StatusBadRequest, ErrorAnswer("r", "", apperr.New(apperr.InvalidRequest, "bad")).Status)
+	require.Nil(t, ErrorAnswer("r", "", apperr.New(apperr.InvalidRequest, "bad")).Body)
+	require.Equal(t, http.StatusInternalServerError, ErrorAnswer("r", "", http.ErrAbortHandler).Status)
 }

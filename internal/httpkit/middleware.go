@@ -198,6 +198,8 @@ func AccessLog(log *slog.Logger) echo.MiddlewareFunc {
 				// this one) reads the status from here too.
 				c.Response().Status = StatusClientClosedRequest
 			}
+			// The trace_id (and span_id) come from the request's context, through
+			// the log handler (tracing.LogHandler), when the request is in a trace.
 			attrs := []any{
 				"request_id", c.Response().Header().Get(echo.HeaderXRequestID),
 				"method", c.Request().Method,
@@ -208,7 +210,7 @@ func AccessLog(log *slog.Logger) echo.MiddlewareFunc {
 			if who, ok := c.Get(logIdentityKey).([2]string); ok {
 				attrs = append(attrs, who[0], who[1])
 			}
-			log.Info("request", attrs...)
+			log.InfoContext(c.Request().Context(), "request", attrs...)
 			return nil
 		}
 	}

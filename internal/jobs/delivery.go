@@ -227,7 +227,7 @@ func (r *Runner) requeueAfter(ctx context.Context, job *rivertype.JobRow, eventI
 		time.Sleep(50 * time.Millisecond)
 	}
 	if _, _, err := r.redeliver(ctx, eventID, false); err != nil {
-		r.log.Warn("requeue webhook delivery", "event_id", eventID.String(), "error", err.Error())
+		r.log.WarnContext(ctx, "requeue webhook delivery", "event_id", eventID.String(), "error", err.Error())
 	}
 }
 

@@ -31,6 +31,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/rivertype"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults for Options.
@@ -116,6 +118,10 @@ type Options struct {
 	// when screening needs no job.
 	Screener TransactionScreener
 
+	// Tracing, when set, gives each job's work a span in the trace of the code
+	// that enqueued it (TraceMiddleware); nil while traces are not exported.
+	Tracing trace.TracerProvider
+
 	// noStagger starts the leader's maintenance services at once instead of each
 	// after a random delay of up to a second (River's TestOnly); tests set it.
 	noStagger bool
@@ -198,8 +204,13 @@ func NewRunner(driver riverdriver.Driver[*sql.Tx], exp Expirer, opts Options) (*
 			func() (river.JobArgs, *river.InsertOpts) { return SweepRequeuesArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "sweep_webhook_requeues"}))
 	}
+	var middleware []rivertype.Middleware
+	if opts.Tracing != nil {
+		middleware = TraceMiddleware(opts.Tracing)
+	}
 	client, err := river.NewClient(driver, &river.Config{
 		ID:                clientID(),
+		Middleware:        middleware,
 		Logger:            slog.New(quietInfo{logger.Handler()}),
 		Workers:           workers,
 		Queues:            queues,

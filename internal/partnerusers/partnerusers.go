@@ -337,7 +337,7 @@ func (s *Service) Invite(ctx context.Context, key idempotency.Request[*NewInvita
 			return nil, err
 		}
 		tx.AfterCommit(func() {
-			s.log.Info("partner user invited", "actor", string(by.Kind), "by", by.ID.String(), "partner_id", partnerID.String(),
+			s.log.InfoContext(ctx, "partner user invited", "actor", string(by.Kind), "by", by.ID.String(), "partner_id", partnerID.String(),
 				"user_id", u.ID.String(), "role", string(u.Role), "expires_at", inv.ExpiresAt)
 		})
 		return &NewInvitation{User: u, Invitation: inv, Token: token}, nil

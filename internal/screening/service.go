@@ -112,7 +112,7 @@ func (s *Service) Inline(ctx context.Context, tx lifecycle.Tx, network, address 
 	if f.Hit {
 		r.Verdict = Hit
 	}
-	s.observe(network, address, r)
+	s.observe(ctx, network, address, r)
 	rec, err := record(network, address, r)
 	return rec, true, err
 }
@@ -155,7 +155,7 @@ func (s *Service) ScreenTransaction(ctx context.Context, id uuid.UUID, rescreen 
 			continue
 		}
 		r := s.screeners.Screen(sctx, t.Network, a, s.now())
-		s.observe(t.Network, a, r)
+		s.observe(ctx, t.Network, a, r)
 		rec, err := record(t.Network, a, r)
 		if err != nil {
 			return 0, err
@@ -170,11 +170,11 @@ func (s *Service) ScreenTransaction(ctx context.Context, id uuid.UUID, rescreen 
 	}
 	switch after.Screening {
 	case lifecycle.ScreeningUnknown, lifecycle.ScreeningPending:
-		s.log.Warn("screening could not answer: the transaction's funds wait", "transaction_id", id.String(),
+		s.log.WarnContext(ctx, "screening could not answer: the transaction's funds wait", "transaction_id", id.String(),
 			"network", t.Network, "screening", string(after.Screening), "retry_in", s.retry.String())
 		return s.retry, nil
 	case lifecycle.ScreeningHeld:
-		s.log.Warn("deposit held for review", "transaction_id", id.String(), "network", t.Network)
+		s.log.WarnContext(ctx, "deposit held for review", "transaction_id", id.String(), "network", t.Network)
 	}
 	return 0, nil
 }
@@ -202,7 +202,7 @@ func (s *Service) CheckRefund(ctx context.Context, network string, addresses []s
 			continue
 		}
 		r := s.screeners.Screen(ctx, network, a, s.now())
-		s.observe(network, a, r)
+		s.observe(ctx, network, a, r)
 		switch r.Verdict {
 		case Hit:
 			return apperr.New(apperr.InvalidStateTransition,
@@ -217,13 +217,13 @@ func (s *Service) CheckRefund(ctx context.Context, network string, addresses []s
 	return nil
 }
 
-func (s *Service) observe(network, address string, r Result) {
+func (s *Service) observe(ctx context.Context, network, address string, r Result) {
 	if s.observer != nil {
 		s.observer.Screened(network, string(r.Verdict))
 	}
 	for _, f := range r.Findings {
 		if f.Error != "" {
-			s.log.Warn("screener could not answer", "screener", f.Screener, "network", network, "address", address, "error", f.Error)
+			s.log.WarnContext(ctx, "screener could not answer", "screener", f.Screener, "network", network, "address", address, "error", f.Error)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"go.opentelemetry.io/otel/attribute"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,6 +22,8 @@ import (
 // adding a method here and writing it twice.
 type engine interface {
 	dialect() Dialect
+	// dbSystem names the database in statement spans (OpenTelemetry's db.system.name).
+	dbSystem() attribute.KeyValue
 	// connect opens s's pools (db/sql for reads, wdb/wsql for writes) for dsn.
 	connect(ctx context.Context, s *Store, url, dsn string) error
 	// close releases what connect opened beyond s's pools.

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"hash/fnv"
 	"regexp"
 	"sync"
@@ -40,6 +42,8 @@ type postgresEngine struct {
 func init() { engines[Postgres] = func() engine { return &postgresEngine{} } }
 
 func (*postgresEngine) dialect() Dialect { return Postgres }
+
+func (*postgresEngine) dbSystem() attribute.KeyValue { return semconv.DBSystemNamePostgreSQL }
 
 // connect opens one pgx pool under both GORM (through pgx's database/sql adapter)
 // and River's listener, so the service holds one set of connections, of at most

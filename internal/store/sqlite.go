@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -38,6 +40,8 @@ type sqliteEngine struct {
 func init() { engines[SQLite] = func() engine { return &sqliteEngine{} } }
 
 func (*sqliteEngine) dialect() Dialect { return SQLite }
+
+func (*sqliteEngine) dbSystem() attribute.KeyValue { return semconv.DBSystemNameSQLite }
 
 // connect opens the one-writer pool and the read pool. Writers queue in Go for
 // the one writer connection instead of spinning on SQLITE_BUSY with backoff (the

@@ -22,6 +22,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -100,9 +101,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	// It notifies a queue at most once per FetchCooldown: jobs.WebhookFetchCooldown,
 	// so that a delivery committed just after a notification is not left for the
 	// next poll.
-	if s.jobs, err = river.NewClient(s.JobDriver(), &river.Config{Logger: quietLogger(), FetchCooldown: jobs.WebhookFetchCooldown}); err != nil {
+	if err := s.newJobClient(nil); err != nil {
 		_ = s.Close()
-		return nil, fmt.Errorf("job inserts: %w", err)
+		return nil, err
 	}
 	return s, nil
 }
@@ -124,6 +125,17 @@ func LockServing(url string) (release func(), err error) {
 		return nil, fmt.Errorf("DATABASE_URL %s: %w", dburl.Redact(url), err)
 	}
 	return release, nil
+}
+
+// newJobClient makes the store's insert-only River client with middleware
+// (Trace adds the tracing one).
+func (s *Store) newJobClient(middleware []rivertype.Middleware) error {
+	c, err := river.NewClient(s.JobDriver(), &river.Config{Logger: quietLogger(), FetchCooldown: jobs.WebhookFetchCooldown, Middleware: middleware})
+	if err != nil {
+		return fmt.Errorf("job inserts: %w", err)
+	}
+	s.jobs = c
+	return nil
 }
 
 func gormOpen(dial gorm.Dialector, prepare bool) (*gorm.DB, error) {

@@ -10,8 +10,9 @@
 // (default parentbased_always_on, so a caller's sampling decision in traceparent
 // is kept), and the resource names the service from OTEL_SERVICE_NAME and
 // OTEL_RESOURCE_ATTRIBUTES ("partnerd" when unset). W3C traceparent and baggage
-// are read from requests and written to outbound calls either way, so a caller's
-// trace id still reaches the logs when we export nothing.
+// are read from requests either way, so a caller's trace id still reaches the
+// logs and error bodies when we export nothing; traceparent is written to
+// outbound calls (webhook deliveries) while traces are exported.
 package tracing
 
 import (
@@ -28,6 +29,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // DefaultServiceName names the service in traces when OTEL_SERVICE_NAME is unset.
@@ -45,15 +47,56 @@ func Enabled(getenv func(string) string) bool {
 	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
 }
 
-// Setup installs the global propagator (W3C trace context and baggage) and, when
-// Enabled, a tracer provider exporting over OTLP/HTTP. The returned shutdown
-// flushes spans still buffered; call it once on the way out. When traces are off
-// the global tracer provider stays OpenTelemetry's no-op one, which records
-// nothing, and shutdown does nothing.
-func Setup(ctx context.Context, getenv func(string) string) (shutdown func(context.Context) error, err error) {
-	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+// Settings are the OTEL_* settings the service reads through its configuration
+// (config.Load keeps their values, so a test's settings are the ones used). The
+// exporter's other settings (headers, timeout, compression, certificates) and the
+// sampler's are read by the SDK from the process environment.
+var Settings = []string{
+	"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
+	"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SERVICE_NAME",
+}
+
+// Provider is one service instance's tracer provider, handed to each
+// instrumentation explicitly rather than installed globally, so two instances
+// in one process (tests) each export to their own collector.
+type Provider struct {
+	trace.TracerProvider
+	enabled  bool
+	shutdown func(context.Context) error
+}
+
+// Enabled reports whether spans are exported. Instrumentation that would cost
+// something on every unit of work (a chain call, a statement) is installed only
+// when it is.
+func (p *Provider) Enabled() bool { return p != nil && p.enabled }
+
+// Shutdown flushes the spans still buffered and stops the exporter; call it once
+// on the way out. It does nothing when traces are off.
+func (p *Provider) Shutdown(ctx context.Context) error {
+	if p == nil || p.shutdown == nil {
+		return nil
+	}
+	return p.shutdown(ctx)
+}
+
+// Off is the provider of a service that exports no traces: OpenTelemetry's
+// no-op provider, whose spans record nothing but carry a caller's trace context.
+func Off() *Provider { return &Provider{TracerProvider: noop.NewTracerProvider()} }
+
+// Propagator reads and writes W3C traceparent, tracestate and baggage. The
+// instrumentations are handed it explicitly (Setup also installs it globally),
+// so a handler built without Setup (a test's) still honours a caller's trace.
+var Propagator propagation.TextMapPropagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+
+// Setup installs the global propagator (W3C trace context and baggage), which
+// every instrumentation reads and writes traceparent with, and returns the
+// provider getenv configures: exporting over OTLP/HTTP when Enabled, else Off.
+// W3C traceparent is read from requests either way, so a caller's trace id still
+// reaches the logs and error bodies when we export nothing.
+func Setup(ctx context.Context, getenv func(string) string) (*Provider, error) {
+	otel.SetTextMapPropagator(Propagator)
 	if !Enabled(getenv) {
-		return func(context.Context) error { return nil }, nil
+		return Off(), nil
 	}
 	// The endpoint is read through getenv (the exporter's own options win over
 	// the process environment it reads for everything else), so the settings
@@ -81,8 +124,7 @@ func Setup(ctx context.Context, getenv func(string) string) (shutdown func(conte
 	}
 	// No WithSampler: the SDK reads OTEL_TRACES_SAMPLER and its argument itself.
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	otel.SetTracerProvider(tp)
-	return tp.Shutdown, nil
+	return &Provider{TracerProvider: tp, enabled: true, shutdown: tp.Shutdown}, nil
 }
 
 // LogHandler wraps h so that every record logged with a context carrying a span

@@ -80,20 +80,21 @@ func TestEnabled(t *testing.T) {
 func TestSetupExportsToOTLPReceiver(t *testing.T) {
 	rec := newReceiver(t)
 	ctx := context.Background()
-	shutdown, err := tracing.Setup(ctx, env(map[string]string{
+	tp, err := tracing.Setup(ctx, env(map[string]string{
 		"OTEL_EXPORTER_OTLP_ENDPOINT": rec.URL, "OTEL_SERVICE_NAME": "partnerd-test",
 	}))
 	require.NoError(t, err)
+	require.True(t, tp.Enabled())
 
 	const callerTrace, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	carrier := propagation.HeaderCarrier{"Traceparent": []string{"00-" + callerTrace + "-" + callerSpan + "-01"}}
 	ctx = otel.GetTextMapPropagator().Extract(ctx, carrier)
-	ctx, span := otel.Tracer("test").Start(ctx, "work")
+	ctx, span := tp.Tracer("test").Start(ctx, "work")
 	var logs bytes.Buffer
 	slog.New(tracing.LogHandler(slog.NewJSONHandler(&logs, nil))).InfoContext(ctx, "working")
 	require.Equal(t, callerTrace, tracing.TraceID(ctx))
 	span.End()
-	require.NoError(t, shutdown(ctx)) // flushes the batch
+	require.NoError(t, tp.Shutdown(ctx)) // flushes the batch
 
 	require.Contains(t, logs.String(), `"trace_id":"`+callerTrace+`"`)
 	rec.mu.Lock()

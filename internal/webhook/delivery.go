@@ -13,9 +13,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"partnerd/internal/apperr"
 	"partnerd/internal/safeurl"
+	"partnerd/internal/tracing"
 	"partnerd/internal/webhook/sign"
 )
 
@@ -58,6 +61,17 @@ func NewDeliverer(store Store, policy safeurl.Policy, schedule []time.Duration, 
 		t.MaxIdleConnsPerHost = maxIdleConnsPerHost
 	}
 	return &Deliverer{store: store, policy: policy, client: client, schedule: schedule, now: now, log: log, observer: observer}
+}
+
+// Trace makes each delivery attempt an outbound client span ("webhook POST", a
+// child of the delivery job's span) and sends its W3C traceparent to the
+// receiver, so a partner who traces finds the delivery in the trace of the
+// request that caused the event. Call it once, before the first delivery, and
+// only while traces are exported.
+func (d *Deliverer) Trace(tp trace.TracerProvider) {
+	d.client.Transport = otelhttp.NewTransport(d.client.Transport,
+		otelhttp.WithTracerProvider(tp), otelhttp.WithPropagators(tracing.Propagator),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "webhook " + r.Method }))
 }
 
 // The delivery client's pool of idle connections: per receiver host about the
@@ -170,7 +184,7 @@ func (d *Deliverer) attempt(ctx context.Context, ev *Event, ep *Endpoint) (outco
 		}
 		d.observer.Attempted(status, sendErr, time.Duration(a.DurationMS)*time.Millisecond, lag)
 	}
-	d.log.Info("webhook attempt", "event_id", ev.ID.String(), "type", ev.Type, "partner_id", ev.PartnerID.String(),
+	d.log.InfoContext(ctx, "webhook attempt", "event_id", ev.ID.String(), "type", ev.Type, "partner_id", ev.PartnerID.String(),
 		"status_code", status, "duration_ms", a.DurationMS, "publish_status", ev.PublishStatus, "retry_in_ms", wait.Milliseconds())
 	return outcome{retry: retry, wait: wait, requeued: again}, nil
 }
