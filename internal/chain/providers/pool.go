@@ -37,6 +37,13 @@
 //     asked (the scanner spaces its attempts to its longest backoff then), so a
 //     rate limit that ends is noticed.
 //
+//   - one whose eth_getLogs failed for a reason nobody names (an HTML page, a
+//     proxy's text, an unknown envelope, a timeout) is asked for logs only when
+//     no other provider can, for a wait that doubles with each such failure in a
+//     row (1 s up to MaxBackoff) and ends only when it serves eth_getLogs again:
+//     its head answering does not put it back, so it is never hammered; alone,
+//     it is still asked (the scanner's own backoff spaces the attempts);
+//
 //   - one whose answer says a person must act (rpc.KindOperator: a refused key,
 //     an exhausted quota or plan, a retired endpoint) is out of the rotation, with
 //     an ERROR naming it and the reason and the state action_needed, and is tried
@@ -234,11 +241,16 @@ type member struct {
 	coolUntil time.Time
 	// logsCoolUntil: eth_getLogs is not sent before (its own rate limit).
 	logsCoolUntil time.Time
-	limits        int
-	failures      int
-	retryAt       time.Time
-	lastErr       string
-	lagging       bool
+	// logsFailed counts eth_getLogs failures nobody names (a page, a text, a
+	// timeout) in a row, which only a served eth_getLogs ends (a head read does
+	// not); until logsRetryAt it is asked for logs only when no other provider can.
+	logsFailed  int
+	logsRetryAt time.Time
+	limits      int
+	failures    int
+	retryAt     time.Time
+	lastErr     string
+	lagging     bool
 	// agreed: it passed the cross-check; disagree: it failed it.
 	agreed   bool
 	disagree bool
@@ -341,9 +353,10 @@ const (
 var errDisagree = errors.New("the provider is on another branch")
 
 // order returns the members to try for a call needing block need (0: none), best
-// first, and the error to return when none is left. Members are healthy ones in
-// the configured order, lagging ones, then failing ones.
-func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*member, error) {
+// first, how many of them are not failing, the members whose head was last read
+// below need, and the error to return when none is left. Members are healthy ones
+// in the configured order, lagging ones, then failing ones.
+func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, int, []*member, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var healthy, behind, failing, shorts, withoutLogs []*member
@@ -381,7 +394,7 @@ func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*m
 			if m.failures == 0 {
 				shorts = append(shorts, m)
 			}
-		case m.failures > 0:
+		case m.failures > 0 || method == mLogs && now.Before(m.logsRetryAt):
 			failing = append(failing, m)
 		case m.lagging:
 			behind = append(behind, m)
@@ -391,26 +404,26 @@ func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*m
 	}
 	out := slices.Concat(healthy, behind, failing)
 	if len(out) > 0 {
-		return out, shorts, nil
+		return out, len(healthy) + len(behind), shorts, nil
 	}
 	if noLogs == len(p.members) {
 		// No provider serves eth_getLogs: ask them anyway rather than refuse
 		// without a call, so a rate limit that ends, or a provider that enables
 		// the method, is noticed at the scanner's next attempt (it asks once per
 		// its longest backoff then); a success clears the mark.
-		return withoutLogs, shorts, nil
+		return withoutLogs, len(withoutLogs), shorts, nil
 	}
 	switch {
 	case fix > 0 && fix+other == len(p.members):
-		return nil, shorts, &rpc.Error{Kind: rpc.KindOperator, Method: method,
+		return nil, 0, shorts, &rpc.Error{Kind: rpc.KindOperator, Method: method,
 			Message: "every provider needs its operator (" + fixErr + ")"}
 	case limited > 0:
-		return nil, shorts, &rpc.Error{Kind: rpc.KindRateLimit, Method: method, RetryAfter: wait,
+		return nil, 0, shorts, &rpc.Error{Kind: rpc.KindRateLimit, Method: method, RetryAfter: wait,
 			Message: fmt.Sprintf("every provider asked to wait (%d rate-limited)", limited)}
 	case short > 0:
-		return nil, shorts, &rpc.Error{Kind: rpc.KindNotReady, Method: method, Message: "no provider has reached block " + strconv.FormatUint(need, 10) + " yet"}
+		return nil, 0, shorts, &rpc.Error{Kind: rpc.KindNotReady, Method: method, Message: "no provider has reached block " + strconv.FormatUint(need, 10) + " yet"}
 	default:
-		return nil, shorts, &rpc.Error{Kind: rpc.KindRPC, Method: method, Message: "every provider is on another chain or branch than the blocks read so far"}
+		return nil, 0, shorts, &rpc.Error{Kind: rpc.KindRPC, Method: method, Message: "every provider is on another chain or branch than the blocks read so far"}
 	}
 }
 
@@ -434,12 +447,17 @@ func do[T any](ctx context.Context, p *Pool, method string, need uint64, call fu
 	reread := false
 	for {
 		now := time.Now()
-		cands, shorts, noneErr := p.order(method, need, now)
+		cands, preferred, shorts, noneErr := p.order(method, need, now)
 		var capped *member
 		progressed := false
-		for _, m := range cands {
+		for i, m := range cands {
 			if tried[m] {
 				continue
+			}
+			if i >= preferred && !reread && len(shorts) > 0 {
+				// A failing provider is asked only once the healthy ones whose
+				// head was below the block have been read again.
+				break
 			}
 			if m.limit != nil && !m.limit.AllowN(now, 1) {
 				if capped == nil {
@@ -549,10 +567,17 @@ func (p *Pool) succeeded(m *member, method string) {
 		m.operator = false
 		p.log.Info("chain provider serves the watcher again; back in the rotation", "provider", m.name, "method", method)
 	}
-	m.failures, m.lastErr = 0, ""
+	m.failures = 0
+	if method == mLogs || !time.Now().Before(m.logsRetryAt) {
+		m.lastErr = "" // an eth_getLogs failure still waited out stays shown
+	}
 	m.limits = 0
 	if method == mLogs {
 		m.logsLimited = 0
+		if m.logsFailed > 0 {
+			p.log.Info("chain provider serves eth_getLogs again", "provider", m.name)
+		}
+		m.logsFailed, m.logsRetryAt = 0, time.Time{}
 		if m.noLogs {
 			m.noLogs = false
 			p.log.Info("chain provider serves eth_getLogs again; back in its rotation", "provider", m.name)
@@ -652,9 +677,18 @@ func (p *Pool) failed(m *member, method string, err error) bool {
 		p.log.Warn("chain provider rate-limits the watcher; skipped until its wait is over", "provider", m.name, "wait", wait.String(), "error", err.Error())
 		return true
 	}
-	if method != mLogs {
-		m.otherOK = false
+	if method == mLogs {
+		// Only eth_getLogs failed: the provider still answers the rest, and is
+		// asked for logs after a wait that doubles while they keep failing.
+		m.logsFailed++
+		wait := min(time.Second<<min(m.logsFailed-1, 6), p.opts.MaxBackoff)
+		m.logsRetryAt, m.lastErr = now.Add(wait), err.Error()
+		if m.logsFailed == 1 {
+			p.log.Warn("chain provider fails eth_getLogs for a reason it does not name; other providers read the logs while it waits", "provider", m.name, "error", err.Error())
+		}
+		return true
 	}
+	m.otherOK = false
 	m.failures++
 	m.agreed = false
 	m.lastErr = err.Error()
