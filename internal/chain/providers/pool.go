@@ -124,9 +124,10 @@ type Caller interface {
 type Pusher interface {
 	// Push reports whether the client's transport pushes (WebSocket).
 	Push() bool
-	// SubscribeHeads calls onHead with each new head's number until ctx is done
-	// or the subscription fails (its error is returned).
-	SubscribeHeads(ctx context.Context, onHead func(uint64)) error
+	// SubscribeHeads calls onHead with each new head until ctx is done or the
+	// subscription fails (its error is returned); a head's Hash is zero when the
+	// node pushed its number alone.
+	SubscribeHeads(ctx context.Context, onHead func(*rpc.Block)) error
 }
 
 // Provider is one provider of the pool.
@@ -289,7 +290,14 @@ type Pool struct {
 	active int
 	best   uint64
 	// seen holds hashes of blocks the pool answered with (the cross-check's reference).
-	seen     map[uint64]common.Hash
+	seen map[uint64]common.Hash
+	// pushed holds the newest pushed headers by number (at most keepPushed), top
+	// the newest; fresh is set while top was pushed after the scanner last read
+	// the head (see pushedHead).
+	pushed   map[uint64]*rpc.Block
+	top      *rpc.Block
+	topBy    *member
+	fresh    bool
 	reported []chain.ProviderState
 	ctx      context.Context
 }
@@ -324,7 +332,7 @@ func New(opts Options, providers []Provider) *Pool {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	p := &Pool{opts: opts, log: opts.Log.With("network", opts.Network), wake: make(chan struct{}, 1),
-		seen: map[uint64]common.Hash{}, active: -1, ctx: context.Background()}
+		seen: map[uint64]common.Hash{}, pushed: map[uint64]*rpc.Block{}, active: -1, ctx: context.Background()}
 	now := time.Now()
 	for i, pr := range providers {
 		m := &member{i: i, name: Name(pr.URL), c: pr.Client, state: chain.ProviderStandby, since: now,
@@ -716,8 +724,16 @@ func (p *Pool) ChainID(ctx context.Context) (*big.Int, error) {
 }
 
 // BlockNumber returns the head of the first usable provider whose head does not
-// lag; the other providers' heads are read in the background.
+// lag; the other providers' heads are read in the background. A head pushed since
+// the last read by a provider in good standing is returned without a call (see
+// pushedHead).
 func (p *Pool) BlockNumber(ctx context.Context) (uint64, error) {
+	if h, by := p.pushedHead(); by != nil {
+		// Pushed since the last read: the head costs no call.
+		p.lastUse.Store(time.Now().UnixNano())
+		p.refresh(by)
+		return h, nil
+	}
 	var answered *member
 	head, err := do(ctx, p, mHead, 0, func(ctx context.Context, m *member) (uint64, error) {
 		h, err := m.c.BlockNumber(ctx)
@@ -739,8 +755,15 @@ func (p *Pool) BlockNumber(ctx context.Context) (uint64, error) {
 	return head, err
 }
 
-// BlockByNumber returns block number from a provider whose head has reached it.
+// BlockByNumber returns block number from a provider whose head has reached it,
+// or, without a call, from the headers pushed lately when they link it to the
+// newest pushed head (see pushedBlock).
 func (p *Pool) BlockByNumber(ctx context.Context, number uint64) (*rpc.Block, error) {
+	if b := p.pushedBlock(number); b != nil {
+		p.lastUse.Store(time.Now().UnixNano())
+		p.remember(b)
+		return b, nil
+	}
 	b, err := do(ctx, p, mBlock, number, func(ctx context.Context, m *member) (*rpc.Block, error) {
 		return m.c.BlockByNumber(ctx, number)
 	})
