@@ -82,10 +82,13 @@
 //
 // Run subscribes to newHeads on every ws(s):// provider while the pool is in use
 // (only the instance whose scanner holds the network's lock calls it), and each
-// new head signals Wake, which ends the scanner's wait for its next poll. A head
-// is only a wake-up call: the scanner still reads every block in order with
-// eth_getLogs, so a dropped subscription loses nothing and polling goes on
-// meanwhile; the subscription reconnects with a growing wait.
+// new head signals Wake, which ends the scanner's wait for its next poll. The
+// pushed header also answers the scanner's next head read and its reads of the
+// newest blocks (their hashes, linked parent to child from the newest pushed
+// head) without a call, so with push a block costs its eth_getLogs alone. The
+// scanner still reads every block's logs in order, so a dropped subscription
+// loses nothing and polling goes on meanwhile (its head read by a call); the
+// subscription reconnects with a growing wait.
 package providers
 
 import (
