@@ -65,6 +65,8 @@ func chainsFlow(t *testing.T, db testdb.Database) {
 			{Name: "https://api.trongrid.io", State: chain.ProviderRateLimited, Head: 71234567, Since: stale,
 				Error: `HTTP 403: {"Error":"The key exceeds the frequency limit(15), and the query server is suspended for 30s"}`},
 			{Name: "wss://tron-mainnet.a-provider-with-a-rather-long-host-name.example", State: chain.ProviderStandby, Head: 71234560, Push: true, Since: stale},
+			{Name: "https://tron-mainnet.infura.io", State: chain.ProviderActionNeeded, Head: 71234001, Since: stale,
+				Error: "needs its operator: eth_blockNumber: operator (HTTP 401): invalid project id"},
 		}}))
 
 	for range 3 {
@@ -111,6 +113,10 @@ func chainsFlow(t *testing.T, db testdb.Database) {
 	require.Contains(t, providers, "rate_limited https://api.trongrid.io")
 	require.Contains(t, providers, "suspended for 30s")
 	require.Contains(t, providers, "standby wss://tron-mainnet.a-provider-with-a-rather-long-host-name.example push head 71234560")
+	require.Contains(t, providers, "action_needed https://tron-mainnet.infura.io")
+	require.Contains(t, providers, "invalid project id", "its error names what is wrong")
+	require.Contains(t, providers, "To do: fix its key, plan or URL in this network's CHAIN_RPC_ setting")
+	require.Equal(t, 1, strings.Count(providers, "To do:"), "only beside the provider that needs its operator")
 	require.NotContains(t, metricsOf(t, other), `partnerd_chain_head_block{network="bep20"}`, "the console's instance does not scan")
 
 	// The table stays inside its card: at this width without scrolling, on a narrow

@@ -43,10 +43,10 @@ func (m *Metrics) newChain() *Chain {
 	c.finality = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "chain", Name: "finality_state",
 		Help: "1 for the network's finality state: tag (deposits wait for the node's finalized block), confirmations (count alone), unknown (the node serves the tag but has not answered it lately: nothing confirms)."}, []string{"network", "state"})
 	c.providers = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "chain", Name: "provider_state",
-		Help: "1 for each JSON-RPC provider's state, 0 for its other states: active (read now), standby (healthy, ready for a fail-over), failing, rate_limited, lagging (head behind the others), no_logs (does not serve eth_getLogs)."}, []string{"network", "provider", "state"})
+		Help: "1 for each JSON-RPC provider's state, 0 for its other states: active (read now), standby (healthy, ready for a fail-over), failing, rate_limited, lagging (head behind the others), no_logs (does not serve eth_getLogs), action_needed (refuses the watcher until a person fixes its key, plan or URL)."}, []string{"network", "provider", "state"})
 	c.watcherOff = gauge("watcher_off", "1 when the network's deposit watcher is off (no CHAIN_RPC_<NETWORK>, no token contract, no provider on the configured chain): deposits there arrive only through the simulator; /readyz says degraded with the reason.")
 	c.rpcErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "chain",
-		Name: "rpc_errors_total", Help: "Failed JSON-RPC calls of the deposit watcher, by network and kind (range, results, rate_limit, refused, timeout, transport, http, decode, rpc, unsupported)."}, []string{"network", "kind"})
+		Name: "rpc_errors_total", Help: "Failed JSON-RPC calls of the deposit watcher, by network and kind (range, results, rate_limit, refused, not_ready, operator, timeout, transport, http, decode, rpc, unsupported)."}, []string{"network", "kind"})
 	c.unmatched = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "chain",
 		Name: "unmatched_deposits_total", Help: "Transfers to deposit addresses stored as unmatched deposits for operators, by network."}, []string{"network"})
 	m.reg.MustRegister(c.head, c.scanned, c.lag, c.finalizedBlock, c.finality, c.watcherOff, c.providers, c.rpcErrors, c.unmatched)

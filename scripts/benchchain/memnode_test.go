@@ -143,7 +143,7 @@ func TestMemNodeAnswersAsTheNodes(t *testing.T) {
 			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			heads := make(chan uint64, 8)
-			go func() { _ = ws.SubscribeHeads(sctx, func(h uint64) { heads <- h }) }()
+			go func() { _ = ws.SubscribeHeads(sctx, func(h *rpc.Block) { heads <- h.Number }) }()
 			for r.Calls("eth_subscribe") == 0 && sctx.Err() == nil {
 				time.Sleep(5 * time.Millisecond)
 			}

@@ -37,6 +37,13 @@
 //     asked (the scanner spaces its attempts to its longest backoff then), so a
 //     rate limit that ends is noticed.
 //
+//   - one whose eth_getLogs failed for a reason nobody names (an HTML page, a
+//     proxy's text, an unknown envelope, a timeout) is asked for logs only when
+//     no other provider can, for a wait that doubles with each such failure in a
+//     row (1 s up to MaxBackoff) and ends only when it serves eth_getLogs again:
+//     its head answering does not put it back, so it is never hammered; alone,
+//     it is still asked (the scanner's own backoff spaces the attempts);
+//
 //   - one whose answer says a person must act (rpc.KindOperator: a refused key,
 //     an exhausted quota or plan, a retired endpoint) is out of the rotation, with
 //     an ERROR naming it and the reason and the state action_needed, and is tried
@@ -75,10 +82,13 @@
 //
 // Run subscribes to newHeads on every ws(s):// provider while the pool is in use
 // (only the instance whose scanner holds the network's lock calls it), and each
-// new head signals Wake, which ends the scanner's wait for its next poll. A head
-// is only a wake-up call: the scanner still reads every block in order with
-// eth_getLogs, so a dropped subscription loses nothing and polling goes on
-// meanwhile; the subscription reconnects with a growing wait.
+// new head signals Wake, which ends the scanner's wait for its next poll. The
+// pushed header also answers the scanner's next head read and its reads of the
+// newest blocks (their hashes, linked parent to child from the newest pushed
+// head) without a call, so with push a block costs its eth_getLogs alone. The
+// scanner still reads every block's logs in order, so a dropped subscription
+// loses nothing and polling goes on meanwhile (its head read by a call); the
+// subscription reconnects with a growing wait.
 package providers
 
 import (
@@ -117,9 +127,10 @@ type Caller interface {
 type Pusher interface {
 	// Push reports whether the client's transport pushes (WebSocket).
 	Push() bool
-	// SubscribeHeads calls onHead with each new head's number until ctx is done
-	// or the subscription fails (its error is returned).
-	SubscribeHeads(ctx context.Context, onHead func(uint64)) error
+	// SubscribeHeads calls onHead with each new head until ctx is done or the
+	// subscription fails (its error is returned); a head's Hash is zero when the
+	// node pushed its number alone.
+	SubscribeHeads(ctx context.Context, onHead func(*rpc.Block)) error
 }
 
 // Provider is one provider of the pool.
@@ -234,11 +245,16 @@ type member struct {
 	coolUntil time.Time
 	// logsCoolUntil: eth_getLogs is not sent before (its own rate limit).
 	logsCoolUntil time.Time
-	limits        int
-	failures      int
-	retryAt       time.Time
-	lastErr       string
-	lagging       bool
+	// logsFailed counts eth_getLogs failures nobody names (a page, a text, a
+	// timeout) in a row, which only a served eth_getLogs ends (a head read does
+	// not); until logsRetryAt it is asked for logs only when no other provider can.
+	logsFailed  int
+	logsRetryAt time.Time
+	limits      int
+	failures    int
+	retryAt     time.Time
+	lastErr     string
+	lagging     bool
 	// agreed: it passed the cross-check; disagree: it failed it.
 	agreed   bool
 	disagree bool
@@ -277,7 +293,14 @@ type Pool struct {
 	active int
 	best   uint64
 	// seen holds hashes of blocks the pool answered with (the cross-check's reference).
-	seen     map[uint64]common.Hash
+	seen map[uint64]common.Hash
+	// pushed holds the newest pushed headers by number (at most keepPushed), top
+	// the newest; fresh is set while top was pushed after the scanner last read
+	// the head (see pushedHead).
+	pushed   map[uint64]*rpc.Block
+	top      *rpc.Block
+	topBy    *member
+	fresh    bool
 	reported []chain.ProviderState
 	ctx      context.Context
 }
@@ -312,7 +335,7 @@ func New(opts Options, providers []Provider) *Pool {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	p := &Pool{opts: opts, log: opts.Log.With("network", opts.Network), wake: make(chan struct{}, 1),
-		seen: map[uint64]common.Hash{}, active: -1, ctx: context.Background()}
+		seen: map[uint64]common.Hash{}, pushed: map[uint64]*rpc.Block{}, active: -1, ctx: context.Background()}
 	now := time.Now()
 	for i, pr := range providers {
 		m := &member{i: i, name: Name(pr.URL), c: pr.Client, state: chain.ProviderStandby, since: now,
@@ -341,9 +364,10 @@ const (
 var errDisagree = errors.New("the provider is on another branch")
 
 // order returns the members to try for a call needing block need (0: none), best
-// first, and the error to return when none is left. Members are healthy ones in
-// the configured order, lagging ones, then failing ones.
-func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*member, error) {
+// first, how many of them are not failing, the members whose head was last read
+// below need, and the error to return when none is left. Members are healthy ones
+// in the configured order, lagging ones, then failing ones.
+func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, int, []*member, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var healthy, behind, failing, shorts, withoutLogs []*member
@@ -381,7 +405,7 @@ func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*m
 			if m.failures == 0 {
 				shorts = append(shorts, m)
 			}
-		case m.failures > 0:
+		case m.failures > 0 || method == mLogs && now.Before(m.logsRetryAt):
 			failing = append(failing, m)
 		case m.lagging:
 			behind = append(behind, m)
@@ -391,26 +415,26 @@ func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, []*m
 	}
 	out := slices.Concat(healthy, behind, failing)
 	if len(out) > 0 {
-		return out, shorts, nil
+		return out, len(healthy) + len(behind), shorts, nil
 	}
 	if noLogs == len(p.members) {
 		// No provider serves eth_getLogs: ask them anyway rather than refuse
 		// without a call, so a rate limit that ends, or a provider that enables
 		// the method, is noticed at the scanner's next attempt (it asks once per
 		// its longest backoff then); a success clears the mark.
-		return withoutLogs, shorts, nil
+		return withoutLogs, len(withoutLogs), shorts, nil
 	}
 	switch {
 	case fix > 0 && fix+other == len(p.members):
-		return nil, shorts, &rpc.Error{Kind: rpc.KindOperator, Method: method,
+		return nil, 0, shorts, &rpc.Error{Kind: rpc.KindOperator, Method: method,
 			Message: "every provider needs its operator (" + fixErr + ")"}
 	case limited > 0:
-		return nil, shorts, &rpc.Error{Kind: rpc.KindRateLimit, Method: method, RetryAfter: wait,
+		return nil, 0, shorts, &rpc.Error{Kind: rpc.KindRateLimit, Method: method, RetryAfter: wait,
 			Message: fmt.Sprintf("every provider asked to wait (%d rate-limited)", limited)}
 	case short > 0:
-		return nil, shorts, &rpc.Error{Kind: rpc.KindNotReady, Method: method, Message: "no provider has reached block " + strconv.FormatUint(need, 10) + " yet"}
+		return nil, 0, shorts, &rpc.Error{Kind: rpc.KindNotReady, Method: method, Message: "no provider has reached block " + strconv.FormatUint(need, 10) + " yet"}
 	default:
-		return nil, shorts, &rpc.Error{Kind: rpc.KindRPC, Method: method, Message: "every provider is on another chain or branch than the blocks read so far"}
+		return nil, 0, shorts, &rpc.Error{Kind: rpc.KindRPC, Method: method, Message: "every provider is on another chain or branch than the blocks read so far"}
 	}
 }
 
@@ -434,12 +458,17 @@ func do[T any](ctx context.Context, p *Pool, method string, need uint64, call fu
 	reread := false
 	for {
 		now := time.Now()
-		cands, shorts, noneErr := p.order(method, need, now)
+		cands, preferred, shorts, noneErr := p.order(method, need, now)
 		var capped *member
 		progressed := false
-		for _, m := range cands {
+		for i, m := range cands {
 			if tried[m] {
 				continue
+			}
+			if i >= preferred && !reread && len(shorts) > 0 {
+				// A failing provider is asked only once the healthy ones whose
+				// head was below the block have been read again.
+				break
 			}
 			if m.limit != nil && !m.limit.AllowN(now, 1) {
 				if capped == nil {
@@ -549,10 +578,17 @@ func (p *Pool) succeeded(m *member, method string) {
 		m.operator = false
 		p.log.Info("chain provider serves the watcher again; back in the rotation", "provider", m.name, "method", method)
 	}
-	m.failures, m.lastErr = 0, ""
+	m.failures = 0
+	if method == mLogs || !time.Now().Before(m.logsRetryAt) {
+		m.lastErr = "" // an eth_getLogs failure still waited out stays shown
+	}
 	m.limits = 0
 	if method == mLogs {
 		m.logsLimited = 0
+		if m.logsFailed > 0 {
+			p.log.Info("chain provider serves eth_getLogs again", "provider", m.name)
+		}
+		m.logsFailed, m.logsRetryAt = 0, time.Time{}
 		if m.noLogs {
 			m.noLogs = false
 			p.log.Info("chain provider serves eth_getLogs again; back in its rotation", "provider", m.name)
@@ -652,9 +688,18 @@ func (p *Pool) failed(m *member, method string, err error) bool {
 		p.log.Warn("chain provider rate-limits the watcher; skipped until its wait is over", "provider", m.name, "wait", wait.String(), "error", err.Error())
 		return true
 	}
-	if method != mLogs {
-		m.otherOK = false
+	if method == mLogs {
+		// Only eth_getLogs failed: the provider still answers the rest, and is
+		// asked for logs after a wait that doubles while they keep failing.
+		m.logsFailed++
+		wait := min(time.Second<<min(m.logsFailed-1, 6), p.opts.MaxBackoff)
+		m.logsRetryAt, m.lastErr = now.Add(wait), err.Error()
+		if m.logsFailed == 1 {
+			p.log.Warn("chain provider fails eth_getLogs for a reason it does not name; other providers read the logs while it waits", "provider", m.name, "error", err.Error())
+		}
+		return true
 	}
+	m.otherOK = false
 	m.failures++
 	m.agreed = false
 	m.lastErr = err.Error()
@@ -682,8 +727,16 @@ func (p *Pool) ChainID(ctx context.Context) (*big.Int, error) {
 }
 
 // BlockNumber returns the head of the first usable provider whose head does not
-// lag; the other providers' heads are read in the background.
+// lag; the other providers' heads are read in the background. A head pushed since
+// the last read by a provider in good standing is returned without a call (see
+// pushedHead).
 func (p *Pool) BlockNumber(ctx context.Context) (uint64, error) {
+	if h, by := p.pushedHead(); by != nil {
+		// Pushed since the last read: the head costs no call.
+		p.lastUse.Store(time.Now().UnixNano())
+		p.refresh(by)
+		return h, nil
+	}
 	var answered *member
 	head, err := do(ctx, p, mHead, 0, func(ctx context.Context, m *member) (uint64, error) {
 		h, err := m.c.BlockNumber(ctx)
@@ -705,8 +758,15 @@ func (p *Pool) BlockNumber(ctx context.Context) (uint64, error) {
 	return head, err
 }
 
-// BlockByNumber returns block number from a provider whose head has reached it.
+// BlockByNumber returns block number from a provider whose head has reached it,
+// or, without a call, from the headers pushed lately when they link it to the
+// newest pushed head (see pushedBlock).
 func (p *Pool) BlockByNumber(ctx context.Context, number uint64) (*rpc.Block, error) {
+	if b := p.pushedBlock(number); b != nil {
+		p.lastUse.Store(time.Now().UnixNano())
+		p.remember(b)
+		return b, nil
+	}
 	b, err := do(ctx, p, mBlock, number, func(ctx context.Context, m *member) (*rpc.Block, error) {
 		return m.c.BlockByNumber(ctx, number)
 	})

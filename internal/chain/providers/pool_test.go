@@ -429,3 +429,66 @@ func TestPushOnlyWhileScanning(t *testing.T) {
 		}
 	}, 10*time.Second, 200*time.Millisecond, "in use: a pushed head wakes the scanner")
 }
+
+// TestPushedHeadersAnswerAsTheNode: with a ws:// provider pushing new heads, the
+// head and the newest blocks come from the pushed headers, and they are the
+// node's own; after a reorganisation the blocks of the new branch are answered,
+// never a pushed header of the branch left.
+func TestPushedHeadersAnswerAsTheNode(t *testing.T) {
+	t.Parallel()
+	ch := startChain(t)
+	c := client(t, ch.WSURL)
+	pool := newPool(providers.Options{}, providers.Provider{URL: ch.WSURL, Client: c})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go pool.Run(ctx)
+	_, err := pool.BlockNumber(ctx) // in use: it subscribes
+	require.NoError(t, err)
+
+	node := ch.Backend.Client()
+	// same checks the pool's head and blocks against the node's.
+	same := func() bool {
+		head, err := pool.BlockNumber(ctx)
+		require.NoError(t, err)
+		want, err := node.BlockNumber(ctx)
+		require.NoError(t, err)
+		if head != want {
+			return false
+		}
+		for _, n := range []uint64{head, head - 1, head - 2} {
+			b, err := pool.BlockByNumber(ctx, n)
+			require.NoError(t, err)
+			h, err := node.HeaderByNumber(ctx, new(big.Int).SetUint64(n))
+			require.NoError(t, err)
+			require.Equal(t, h.Hash(), b.Hash, "block %d", n)
+			require.Equal(t, h.ParentHash, b.ParentHash)
+		}
+		return true
+	}
+	require.Eventually(t, func() bool {
+		ch.Backend.Commit()
+		select {
+		case <-pool.Wake():
+			return same()
+		case <-time.After(100 * time.Millisecond):
+			return false
+		}
+	}, 10*time.Second, 50*time.Millisecond, "pushed heads answer as the node")
+
+	// A reorganisation: the two newest blocks replaced by three others.
+	head, err := node.HeaderByNumber(ctx, nil)
+	require.NoError(t, err)
+	base, err := node.HeaderByNumber(ctx, new(big.Int).Sub(head.Number, big.NewInt(2)))
+	require.NoError(t, err)
+	require.NoError(t, ch.Backend.Fork(base.Hash()))
+	for i := 0; i < 3; i++ {
+		ch.Backend.Commit()
+	}
+	require.Eventually(t, func() bool {
+		select {
+		case <-pool.Wake():
+		default:
+		}
+		return same()
+	}, 10*time.Second, 50*time.Millisecond, "the new branch's blocks")
+}

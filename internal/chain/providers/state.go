@@ -36,7 +36,7 @@ func (p *Pool) updateLocked(now time.Time) {
 			s = chain.ProviderActionNeeded
 		case now.Before(m.coolUntil) || now.Before(m.logsCoolUntil):
 			s = chain.ProviderRateLimited
-		case m.failures > 0:
+		case m.failures > 0 || now.Before(m.logsRetryAt):
 			s = chain.ProviderFailing
 		case m.disagree || m.lagging:
 			s = chain.ProviderLagging

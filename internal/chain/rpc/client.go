@@ -322,9 +322,16 @@ func (c *Client) block(ctx context.Context, tag string) (*Block, error) {
 	if raw == nil {
 		return nil, nil
 	}
-	bad := func(err error) (*Block, error) {
+	b, err := raw.decode()
+	if err != nil {
 		return nil, &Error{Kind: KindDecode, Method: "eth_getBlockByNumber", Message: fmt.Sprintf("block %s: %v", tag, err)}
 	}
+	return b, nil
+}
+
+// decode reads the block's fields (a parent hash may be missing at genesis).
+func (raw *rawBlock) decode() (*Block, error) {
+	bad := func(err error) (*Block, error) { return nil, err }
 	n, err := quantity64(raw.Number)
 	if err != nil {
 		return bad(err)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/ethereum/go-ethereum/common"
 	gethrpc "github.com/ethereum/go-ethereum/rpc"
 )
 
@@ -107,12 +108,15 @@ func (c *Client) wsError(ctx context.Context, method string, err error) error {
 // Push reports whether the client can push new heads (a ws(s) endpoint).
 func (c *Client) Push() bool { return c.ws != nil }
 
-// SubscribeHeads calls onHead with each new head's number until ctx is done or the
+// SubscribeHeads calls onHead with each new head until ctx is done or the
 // subscription fails (returned error); ErrNoPush for an http(s) client. It returns
-// nil once ctx is done. A head is a wake-up call only: the watcher still reads
-// every block in order, so a dropped subscription loses nothing, and the caller
+// nil once ctx is done. A head carries its number, and its hash, parent hash and
+// time when the node pushes them (geth and bsc do; the Hash is zero when any of
+// them is missing or unreadable): with them the watcher needs no call to learn
+// the head or the newest blocks' hashes. The watcher still reads every block's
+// logs in order, so a dropped subscription loses nothing, and the caller
 // subscribes again after a failure.
-func (c *Client) SubscribeHeads(ctx context.Context, onHead func(number uint64)) error {
+func (c *Client) SubscribeHeads(ctx context.Context, onHead func(head *Block)) error {
 	if c.ws == nil {
 		return ErrNoPush
 	}
@@ -123,7 +127,7 @@ func (c *Client) SubscribeHeads(ctx context.Context, onHead func(number uint64))
 	if err != nil {
 		return err
 	}
-	heads := make(chan wsHead, 64)
+	heads := make(chan rawBlock, 64)
 	sub, err := cl.EthSubscribe(dialCtx, heads, "newHeads")
 	if err != nil {
 		return c.wsError(dialCtx, method, err)
@@ -143,12 +147,11 @@ func (c *Client) SubscribeHeads(ctx context.Context, onHead func(number uint64))
 			if err != nil {
 				return &Error{Kind: KindDecode, Method: method, Message: "newHeads number: " + err.Error()}
 			}
-			onHead(n)
+			b, err := h.decode()
+			if err != nil || b.Hash == (common.Hash{}) {
+				b = &Block{Number: n} // a wake-up call only
+			}
+			onHead(b)
 		}
 	}
-}
-
-// wsHead is what the watcher reads of a pushed head: its number.
-type wsHead struct {
-	Number string `json:"number"`
 }

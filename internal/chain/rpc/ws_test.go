@@ -87,11 +87,18 @@ func TestWebSocketNode(t *testing.T) {
 	require.Equal(t, KindRefused, KindOf(err), err)
 	require.Contains(t, err.Error(), "does not exist/is not available")
 
-	// Heads: each Commit after the subscription is up arrives, in order.
+	// Heads: each Commit after the subscription is up arrives, in order, with
+	// the block's own hash and parent hash.
 	heads := make(chan uint64, 64)
+	pushed := make(chan *Block, 64)
 	subCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- cl.SubscribeHeads(subCtx, func(n uint64) { heads <- n }) }()
+	go func() {
+		done <- cl.SubscribeHeads(subCtx, func(h *Block) {
+			heads <- h.Number
+			pushed <- h
+		})
+	}()
 	var first uint64
 	for tries := 0; first == 0; tries++ {
 		// Mine until the first head arrives (the subscription starts asynchronously).
@@ -112,6 +119,15 @@ func TestWebSocketNode(t *testing.T) {
 		select {
 		case n := <-heads:
 			require.Equal(t, first+i, n, "the head just mined")
+			var h *Block
+			for h == nil || h.Number != n {
+				h = <-pushed
+			}
+			b, err := cl.BlockByNumber(ctx, n)
+			require.NoError(t, err)
+			require.Equal(t, b.Hash, h.Hash, "the node's own hash")
+			require.Equal(t, b.ParentHash, h.ParentHash)
+			require.Equal(t, b.Time, h.Time)
 		case <-time.After(10 * time.Second):
 			t.Fatal("no head after Commit")
 		}
@@ -196,11 +212,11 @@ func TestWebSocketServer(t *testing.T) {
 	_, err = down.BlockNumber(ctx)
 	require.Equal(t, KindTransport, KindOf(err), err)
 	require.NotContains(t, err.Error(), "key-0c41d7")
-	err = down.SubscribeHeads(ctx, func(uint64) {})
+	err = down.SubscribeHeads(ctx, func(*Block) {})
 	require.Equal(t, KindTransport, KindOf(err))
 
 	plain, err := New(srv.URL, BSC, Options{})
 	require.NoError(t, err)
 	require.False(t, plain.Push())
-	require.True(t, errors.Is(plain.SubscribeHeads(ctx, func(uint64) {}), ErrNoPush))
+	require.True(t, errors.Is(plain.SubscribeHeads(ctx, func(*Block) {}), ErrNoPush))
 }

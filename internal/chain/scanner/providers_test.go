@@ -144,6 +144,12 @@ func TestProviderWithoutLogs(t *testing.T) {
 // first (which the scanner reads, and whose calls are counted) the idle scanner is
 // seen making no call until the pushed head wakes it; with the ws:// provider
 // alone every call goes over the WebSocket.
+//
+// The subscription comes up beside the scanner's first polls (once the pool is
+// in use), so the test waits for the watcher to say its provider pushes before it
+// mines the deposit's block: a start-up poll catching up on a loaded machine
+// could otherwise read the first blocks mined while no subscription is up yet,
+// and the deposit's block would then wait for the next poll, a minute away.
 func TestPushWakesTheScanner(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"http+ws", "ws"} {
@@ -155,45 +161,31 @@ func TestPushWakesTheScanner(t *testing.T) {
 				if mode == "http+ws" {
 					providers = ch.URL + "," + ch.WSURL
 				}
-				settings := chainSettings(chain.BEP20, providers, token, 18)
-				settings["CHAIN_POLL_INTERVAL"] = "1m"
-				r := rigOn(t, db, ch, token, chain.BEP20, 18, settings)
-				tx := r.create("15500")
-				// The scanner's start polls until caught up; the subscription comes up
-				// beside it. Until a pushed head has woken the scanner once, mine again.
-				// With the http provider the scanner is first seen idle (no call for
-				// 300 ms), so a block read after the commit was read because a push woke
-				// it, not by a start-up poll still catching up (a busy machine makes
-				// that poll outlast the first commit, the subscription not yet up).
-				woken := false
-				for i := 0; i < 20 && !woken; i++ {
-					if mode == "http+ws" {
-						waitIdle(t, ch)
-					}
-					head := ch.Backend.Commit()
-					hdr, err := ch.Backend.Client().HeaderByHash(context.Background(), head)
-					require.NoError(t, err)
-					deadline := time.Now().Add(time.Second)
-					for time.Now().Before(deadline) && !woken {
-						cur, err := r.env.Store.ChainCursor(context.Background(), chain.BEP20)
-						require.NoError(t, err)
-						woken = cur != nil && cur.Block >= hdr.Number.Uint64()
-						time.Sleep(20 * time.Millisecond)
-					}
-				}
-				require.True(t, woken, "a pushed head wakes the scanner")
-
+				w := watch(t, db, ch, token, chain.BEP20, 18)
+				tx := w.create("15500")
+				w.start(map[string]string{"CHAIN_RPC_BEP20": providers, "CHAIN_POLL_INTERVAL": "1m"})
+				require.Eventually(t, func() bool {
+					ch.Backend.Commit() // a head to push
+					return strings.Contains(w.logs.String(), "chain provider pushes new heads")
+				}, 30*time.Second, 200*time.Millisecond, "the subscription is up")
 				if mode == "http+ws" {
-					// Idle: no call for as long as the test looks.
-					time.Sleep(300 * time.Millisecond)
-					idle := ch.Proxy.Calls("")
-					time.Sleep(500 * time.Millisecond)
-					require.Equal(t, idle, ch.Proxy.Calls(""), "the caught-up scanner waits for its next poll, a minute away")
+					// Idle: no call through the http provider while the scanner waits
+					// for its next poll, a minute away.
+					waitIdle(t, ch)
 				}
+				head := ch.Backend.Commit()
+				hdr, err := ch.Backend.Client().HeaderByHash(context.Background(), head)
+				require.NoError(t, err)
+				require.Eventually(t, func() bool {
+					cur, err := w.env.Store.ChainCursor(context.Background(), chain.BEP20)
+					require.NoError(t, err)
+					return cur != nil && cur.Block >= hdr.Number.Uint64()
+				}, 30*time.Second, 20*time.Millisecond, "a pushed head wakes the scanner")
+
 				start := time.Now()
-				r.send(token, tx.DepositAddress, tx.CryptoAmount)
+				w.send(token, tx.DepositAddress, tx.CryptoAmount)
 				ch.Backend.Commit()
-				r.waitFor(tx.Id, "detection woken by the pushed head", status(client.TransactionStatusDepositConfirming))
+				w.waitFor(tx.Id, "detection woken by the pushed head", status(client.TransactionStatusDepositConfirming))
 				require.Less(t, time.Since(start), time.Minute, "before the poll interval was over: the push woke the scanner")
 				t.Logf("detected %s after the block", time.Since(start))
 			})

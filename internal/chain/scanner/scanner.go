@@ -26,7 +26,9 @@
 // waits twice as many requests (at most 1,024). When even one block fails, the span
 // was not the cause: the ceiling learnt in that sequence is forgotten, and the
 // failure is an error naming the block (log ERROR, partnerd_chain_rpc_errors_total)
-// retried with backoff. No failing request is repeated without a wait.
+// retried with backoff, each retry asking that block alone (one call, not the
+// halvings again) until it is served. No failing request is repeated without a
+// wait.
 //
 // # Waits and refusals
 //
@@ -209,6 +211,9 @@ type Scanner struct {
 	served     int
 	probeAfter int
 	probing    bool
+	// failing is the block whose eth_getLogs failed alone for a reason nobody
+	// names (nil: none): the next attempt asks it alone.
+	failing *uint64
 	// noLogs is set once eth_getLogs is refused (its ERROR is said once); the
 	// pool decides when a run of rate limits means the method is not served.
 	noLogs bool
@@ -665,9 +670,15 @@ func (s *Scanner) logs(ctx context.Context, first, head uint64, overlap bool) ([
 	// What this call's halvings change, restored if even one block fails.
 	halved := false
 	var ceiling, span uint64
+	// The block that failed alone last time is asked alone first: no halving
+	// again down to it, one call an attempt while it fails.
+	alone := s.failing != nil && *s.failing == first
 	for {
 		n := s.span
-		if s.ceiling > 0 && s.served >= s.probeAfter && head-first+1 >= 2*s.ceiling && !halved {
+		if alone {
+			n, overlap = 1, false
+		}
+		if s.ceiling > 0 && !alone && s.served >= s.probeAfter && head-first+1 >= 2*s.ceiling && !halved {
 			n, s.probing = min(2*s.ceiling, s.maxSpan), true
 		}
 		from, to := first, min(head, first+n-1)
@@ -677,6 +688,7 @@ func (s *Scanner) logs(ctx context.Context, first, head uint64, overlap bool) ([
 		logs, err := s.client.Logs(ctx, from, to, s.contracts(), chain.TransferTopic)
 		switch kind := rpc.KindOf(err); {
 		case err == nil:
+			s.failing = nil
 			s.servedLogs(to - first + 1)
 			n := 0
 			for _, lg := range logs {
@@ -698,11 +710,15 @@ func (s *Scanner) logs(ctx context.Context, first, head uint64, overlap bool) ([
 			s.maxSpan = max(1, limit-1)
 			s.span = min(s.span, s.maxSpan)
 			s.log.Info("the node caps eth_getLogs' block range; smaller requests", "max_span", s.maxSpan, "error", err.Error())
-		case kind == rpc.KindResults && s.span > 1:
+		case kind == rpc.KindResults && to > from:
 			s.metrics.ChainRPCError(s.cfg.Network, kind)
 			s.probing = false
 			if limit := rpc.LimitOf(err); limit > 1 {
 				s.target = max(1, int(limit/2))
+			}
+			if s.span == 1 {
+				// One new block and the cursor's are too many: the new block alone.
+				overlap = false
 			}
 			// The density is unknown past "more than the cap": measure it on one block.
 			s.span = 1
@@ -732,6 +748,7 @@ func (s *Scanner) logs(ctx context.Context, first, head uint64, overlap bool) ([
 				// Even one block fails: the span was not the cause.
 				s.ceiling, s.span = ceiling, span
 			}
+			s.failing = &first
 			return nil, 0, &blockError{block: first, err: err}
 		default:
 			return nil, 0, err
