@@ -160,7 +160,7 @@ func serve(log *slog.Logger, stdout io.Writer) error {
 		return fmt.Errorf("LISTEN_ADDR %s: %w (is another partnerd running? set LISTEN_ADDR to another address)", cfg.ListenAddr, err)
 	}
 	defer ln.Close()
-	release, err := store.LockServing(cfg.DatabaseURL)
+	release, err := app.LockServing(cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}

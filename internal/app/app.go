@@ -517,3 +517,10 @@ func (a *App) servePprof(ctx context.Context) {
 		a.log.Warn("pprof server", "error", err.Error())
 	}
 }
+
+// LockServing is taken by `serve` before Open: on SQLite a second serving
+// process on one file is refused (store.LockServing); the commands that only
+// read or add a row do not take it.
+func LockServing(databaseURL string) (release func(), err error) {
+	return store.LockServing(databaseURL)
+}

@@ -8,6 +8,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"partnerd/internal/webkit"
 )
 
 // The web sites' shared state (migration 00033): sessions, attempt counts and
@@ -17,19 +19,8 @@ import (
 // every instance already has it, both dialects carry it (a local run needs no
 // Redis), and a session ends in the same database whose user row disables it.
 
-// WebSession is one signed-in browser of a site (webkit.Sessions).
-type WebSession struct {
-	// TokenHash is the SHA-256 (hex) of the cookie's token: the token itself is
-	// never stored.
-	TokenHash string `gorm:"primaryKey"`
-	// Site is the site's session kind (its cookie name); Subject whose session it
-	// is (a user, an operator), so all of theirs can end at once.
-	Site, Subject string
-	CSRF          string `gorm:"column:csrf"`
-	// Data is the site's own data, encoded by the site (JSON).
-	Data                         string
-	CreatedAt, SeenAt, ExpiresAt time.Time
-}
+// WebSession is one signed-in browser of a site (webkit.Session's stored form).
+type WebSession = webkit.WebSession
 
 // sessions is the sessions' table.
 func (s *Store) sessions(db *gorm.DB) *gorm.DB { return db.Table("web_sessions") }
@@ -70,12 +61,7 @@ func (s *Store) DeleteWebSessionsOf(ctx context.Context, site, subject string) (
 }
 
 // AttemptWindow is a key's count of attempts in its current window.
-type AttemptWindow struct {
-	// Count is the attempts counted in the window; Strikes how many windows in a
-	// row ended full; End when the window ends (zero for a key never seen).
-	Count, Strikes int
-	End            time.Time
-}
+type AttemptWindow = webkit.AttemptWindow
 
 type webAttemptRow struct {
 	AttemptKey string `gorm:"primaryKey"`

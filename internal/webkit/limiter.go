@@ -3,8 +3,6 @@ package webkit
 import (
 	"context"
 	"time"
-
-	"partnerd/internal/store"
 )
 
 // Limit is how many attempts (sign-ins, codes) a key may make in a window.
@@ -22,13 +20,13 @@ const maxBackoff = 5
 
 // decide is the limit's rule over a key's window at now: the attempt is counted
 // in the current window, or opens a new one; refused when the window is full.
-func (l Limit) decide(w store.AttemptWindow, now time.Time) (store.AttemptWindow, bool) {
+func (l Limit) decide(w AttemptWindow, now time.Time) (AttemptWindow, bool) {
 	if w.End.IsZero() || !now.Before(w.End) { // a new window
 		strikes := 0
 		if l.Backoff && !w.End.IsZero() && w.Count >= l.Max {
 			strikes = min(w.Strikes+1, maxBackoff)
 		}
-		return store.AttemptWindow{Count: 1, Strikes: strikes, End: now.Add(l.Window << strikes)}, true
+		return AttemptWindow{Count: 1, Strikes: strikes, End: now.Add(l.Window << strikes)}, true
 	}
 	if w.Count >= l.Max {
 		return w, false
@@ -40,7 +38,7 @@ func (l Limit) decide(w store.AttemptWindow, now time.Time) (store.AttemptWindow
 // AttemptStore keeps the attempt counts: the database (store.Store), so a limit
 // counts the attempts made on every instance.
 type AttemptStore interface {
-	ReserveAttempt(ctx context.Context, key string, decide func(w store.AttemptWindow) (store.AttemptWindow, bool)) (store.AttemptWindow, bool, error)
+	ReserveAttempt(ctx context.Context, key string, decide func(w AttemptWindow) (AttemptWindow, bool)) (AttemptWindow, bool, error)
 	ReleaseAttempt(ctx context.Context, key string, end time.Time) error
 }
 
@@ -70,7 +68,7 @@ type Key struct {
 // Reservation is the attempts taken for one try; Release hands them back.
 type Reservation struct {
 	l     *Limiter
-	taken []store.AttemptWindow
+	taken []AttemptWindow
 	keys  []string
 }
 
@@ -80,7 +78,7 @@ func (l *Limiter) Reserve(ctx context.Context, keys ...Key) (*Reservation, time.
 	res := &Reservation{l: l}
 	for _, k := range keys {
 		now := l.now().UTC().Truncate(time.Microsecond)
-		w, ok, err := l.st.ReserveAttempt(ctx, k.Name, func(w store.AttemptWindow) (store.AttemptWindow, bool) { return k.Limit.decide(w, now) })
+		w, ok, err := l.st.ReserveAttempt(ctx, k.Name, func(w AttemptWindow) (AttemptWindow, bool) { return k.Limit.decide(w, now) })
 		if err != nil || !ok {
 			res.Release(context.WithoutCancel(ctx))
 			return nil, max(time.Second, w.End.Sub(now)).Round(time.Second), err

@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
-
-	"partnerd/internal/store"
 )
 
 // Session is one signed-in person; Data is the site's own (the console keeps the
@@ -45,8 +43,8 @@ type SessionConfig struct {
 // every instance, so a session made on one is served by the next and ended on
 // all at once.
 type SessionStore interface {
-	InsertWebSession(ctx context.Context, ws *store.WebSession) error
-	WebSession(ctx context.Context, tokenHash string, now time.Time) (*store.WebSession, error)
+	InsertWebSession(ctx context.Context, ws *WebSession) error
+	WebSession(ctx context.Context, tokenHash string, now time.Time) (*WebSession, error)
 	TouchWebSession(ctx context.Context, tokenHash string, seen, expires time.Time) error
 	DeleteWebSession(ctx context.Context, tokenHash string) error
 	DeleteWebSessionsOf(ctx context.Context, site, subject string) (int64, error)
@@ -89,7 +87,7 @@ func (s *Sessions[T]) Create(ctx context.Context, w http.ResponseWriter, subject
 		return nil, err
 	}
 	_, _ = s.st.PurgeWebState(ctx, now)
-	if err := s.st.InsertWebSession(ctx, &store.WebSession{TokenHash: tokenHash(ss.ID), Site: s.cfg.Cookie, Subject: subject,
+	if err := s.st.InsertWebSession(ctx, &WebSession{TokenHash: tokenHash(ss.ID), Site: s.cfg.Cookie, Subject: subject,
 		CSRF: ss.CSRF, Data: string(b), CreatedAt: now, SeenAt: now, ExpiresAt: s.expiry(now, now)}); err != nil {
 		return nil, err
 	}
