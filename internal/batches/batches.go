@@ -19,6 +19,7 @@ import (
 	"partnerd/internal/audit"
 	"partnerd/internal/cursor"
 	"partnerd/internal/lifecycle"
+	"partnerd/internal/money"
 )
 
 // Kind is a batch's kind.
@@ -142,7 +143,7 @@ func (s *Service) CreatePayout(ctx context.Context, tx Tx, by lifecycle.Actor, p
 		if t.PartnerID != partnerID {
 			return conflict(fmt.Sprintf("Transaction %s belongs to another partner.", t.ID), field, "another partner's transaction")
 		}
-		if t.Status != lifecycle.Completed || t.PayoutSettledAt != nil {
+		if !lifecycle.AwaitingPayout(t) {
 			return conflict(fmt.Sprintf("Transaction %s is not awaiting payout (it is %s%s).", t.ID, t.Status, paidNote(t)), field, "not awaiting payout")
 		}
 		return nil
@@ -191,7 +192,7 @@ func (s *Service) CreateFill(ctx context.Context, tx Tx, by lifecycle.Actor, ids
 		return nil, err
 	}
 	ts, err := s.load(ctx, tx, ids, func(i int, t *lifecycle.Transaction) error {
-		if t.Status != lifecycle.DepositConfirming || t.Deposit == nil || t.Deposit.Status != lifecycle.DepositStatusConfirmed {
+		if !lifecycle.AwaitingFill(t) {
 			return conflict(fmt.Sprintf("Transaction %s is not awaiting its fill (it is %s).", t.ID, t.Status),
 				fmt.Sprintf("/transaction_ids/%d", i), "not awaiting its fill")
 		}
@@ -204,7 +205,7 @@ func (s *Service) CreateFill(ctx context.Context, tx Tx, by lifecycle.Actor, ids
 	amounts := make([]decimal.Decimal, len(ts))
 	for i, t := range ts {
 		sold := SoldAmount(t)
-		amounts[i] = sold.Mul(rate).Round(2)
+		amounts[i] = money.Proceeds(sold, rate)
 		fiat, crypto = fiat.Add(amounts[i]), crypto.Add(sold)
 	}
 	r := rate

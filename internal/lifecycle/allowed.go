@@ -33,7 +33,7 @@ var guards = map[OperatorAction]func(t *Transaction) error{
 		if !t.Screening.Proceeds() {
 			return errHeld
 		}
-		if t.Status == DepositConfirming && (t.Deposit == nil || t.Deposit.Status != DepositStatusConfirmed) {
+		if t.Status == DepositConfirming && !depositConfirmed(t) {
 			return apperr.New(apperr.InvalidStateTransition, "The deposit is not confirmed yet; it cannot be filled.")
 		}
 		return allows(t, FillOrder, "filled")
@@ -85,7 +85,7 @@ func allows(t *Transaction, trigger Trigger, action string) error {
 // failTrigger is how t fails: deposit:failed while its deposit is unconfirmed,
 // order:failed once the deposit is confirmed or the order filled.
 func failTrigger(t *Transaction) Trigger {
-	if t.Status == DepositConfirming && (t.Deposit == nil || t.Deposit.Status != DepositStatusConfirmed) {
+	if t.Status == DepositConfirming && !depositConfirmed(t) {
 		return FailDeposit
 	}
 	return FailOrder

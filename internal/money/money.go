@@ -41,6 +41,14 @@ func FiatFromTokens(tokens, rate decimal.Decimal) decimal.Decimal {
 	return tokens.Mul(rate).RoundFloor(FiatScale)
 }
 
+// Proceeds is one transaction's share of a sale at rate, rounded half away from
+// zero to kobo, as the operator contract states for POST /fills: a batch fill
+// sells many deposits at one rate, and each transaction is credited its own
+// tokens at that rate, to the nearest kobo.
+func Proceeds(tokens, rate decimal.Decimal) decimal.Decimal {
+	return tokens.Mul(rate).Round(FiatScale)
+}
+
 // TokensFromFiat returns the token amount needed for fiat at rate, rounding up to
 // TokenScale (rule 4): the deposit always covers the fiat amount. rate must be positive.
 func TokensFromFiat(fiat, rate decimal.Decimal) decimal.Decimal {

@@ -162,6 +162,10 @@ func (s *Store) ListStage(ctx context.Context, q transactions.StageQuery) ([]*li
 	return out, nil
 }
 
+// proceeding are the screening states whose money may be sold (lifecycle's
+// Screening.Proceeds).
+var proceeding = []string{string(lifecycle.ScreeningNone), string(lifecycle.ScreeningClear), string(lifecycle.ScreeningReleased)}
+
 // stageWhere narrows a query on transactions to stage ("" leaves it whole): the
 // one definition of each stage, shared by the lists and the overview's totals.
 func stageWhere(db *gorm.DB, stage transactions.Stage, stuckBefore time.Time) (*gorm.DB, error) {
@@ -169,11 +173,12 @@ func stageWhere(db *gorm.DB, stage transactions.Stage, stuckBefore time.Time) (*
 	switch stage {
 	case "":
 		return db, nil
-	case transactions.AwaitingFill:
-		return db.Where("status = ?", string(lifecycle.DepositConfirming)).Where(deposit+")", lifecycle.DepositStatusConfirmed), nil
+	case transactions.AwaitingFill: // lifecycle.AwaitingFill
+		return db.Where("status = ? AND screening IN ?", string(lifecycle.DepositConfirming), proceeding).
+			Where(deposit+")", lifecycle.DepositStatusConfirmed), nil
 	case transactions.AwaitingSettlement:
 		return db.Where("status = ?", string(lifecycle.OrderFilled)), nil
-	case transactions.AwaitingPayout:
+	case transactions.AwaitingPayout: // lifecycle.AwaitingPayout
 		return db.Where("status = ? AND payout_settled_at IS NULL", string(lifecycle.Completed)), nil
 	case transactions.StageFailed:
 		return db.Where("status = ?", string(lifecycle.Failed)), nil

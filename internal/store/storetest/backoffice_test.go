@@ -744,3 +744,71 @@ func TestAuditParties(t *testing.T) {
 		require.Len(t, only, 1)
 	})
 }
+
+// TestStagesAreTheLifecyclePredicates holds the stage queries equal to their one
+// definition in lifecycle (AwaitingFill, AwaitingPayout): transactions in every
+// shape that matters (deposit confirming or confirmed, screening held or
+// released, completed with and without the payout) are listed by a stage exactly
+// when the predicate says so.
+func TestStagesAreTheLifecyclePredicates(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
+		ctx := context.Background()
+		p := newPartner(t, s)
+		shape := func(status lifecycle.Status, dep string, scr lifecycle.Screening, paid bool) uuid.UUID {
+			tr := newTransaction(t, s, p, txOpts{status: status})
+			require.NoError(t, s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+				if dep != "" {
+					d := &lifecycle.Deposit{ID: "dep-" + tr.ID.String(), Status: dep, Confirmations: 1, RequiredConfirmations: 3,
+						Hash: "0x" + tr.ID.String(), Amount: tr.CryptoAmount, ReceivedAt: store.Now()}
+					if err := tx.SaveDeposit(ctx, tr.ID, d); err != nil {
+						return err
+					}
+				}
+				cur, err := tx.TransactionForUpdate(ctx, tr.ID)
+				if err != nil {
+					return err
+				}
+				cur.Screening = scr
+				if paid {
+					cur.PayoutSettledAt = ptr(store.Now())
+				}
+				_, err = tx.UpdateTransaction(ctx, cur)
+				return err
+			}))
+			return tr.ID
+		}
+		shape(lifecycle.DepositConfirming, lifecycle.DepositStatusConfirming, lifecycle.ScreeningClear, false)
+		shape(lifecycle.DepositConfirming, lifecycle.DepositStatusConfirmed, lifecycle.ScreeningClear, false)
+		shape(lifecycle.DepositConfirming, lifecycle.DepositStatusConfirmed, lifecycle.ScreeningNone, false)
+		shape(lifecycle.DepositConfirming, lifecycle.DepositStatusConfirmed, lifecycle.ScreeningHeld, false)
+		shape(lifecycle.DepositConfirming, lifecycle.DepositStatusConfirmed, lifecycle.ScreeningUnknown, false)
+		shape(lifecycle.DepositConfirming, lifecycle.DepositStatusConfirmed, lifecycle.ScreeningReleased, false)
+		shape(lifecycle.OrderFilled, lifecycle.DepositStatusConfirmed, lifecycle.ScreeningClear, false)
+		shape(lifecycle.Completed, lifecycle.DepositStatusConfirmed, lifecycle.ScreeningClear, false)
+		shape(lifecycle.Completed, lifecycle.DepositStatusConfirmed, lifecycle.ScreeningClear, true)
+		shape(lifecycle.AwaitingDeposit, "", lifecycle.ScreeningNone, false)
+
+		all, err := s.ListStage(ctx, transactions.StageQuery{Limit: 100})
+		require.NoError(t, err)
+		require.Len(t, all, 10)
+		for stage, pred := range map[transactions.Stage]func(*lifecycle.Transaction) bool{
+			transactions.AwaitingFill:   lifecycle.AwaitingFill,
+			transactions.AwaitingPayout: lifecycle.AwaitingPayout,
+		} {
+			var want, got []uuid.UUID
+			for _, tr := range all {
+				if pred(tr) {
+					want = append(want, tr.ID)
+				}
+			}
+			listed, err := s.ListStage(ctx, transactions.StageQuery{StageFilter: transactions.StageFilter{Stage: stage}, Limit: 100})
+			require.NoError(t, err)
+			for _, tr := range listed {
+				got = append(got, tr.ID)
+			}
+			require.NotEmpty(t, want, stage)
+			require.ElementsMatch(t, want, got, "stage %s lists what lifecycle says", stage)
+		}
+	})
+}
