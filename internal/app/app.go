@@ -385,6 +385,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		go a.feed.Run(feedCtx)
 	}
 	go a.purge(feedCtx)
+	go a.partners.WatchKeys(feedCtx, partners.KeysWatchInterval)
 	if a.cfg.PprofAddr != "" {
 		go a.servePprof(feedCtx)
 	}

@@ -8,8 +8,8 @@ import (
 // KeyCacheTTL is how long an authenticated key is trusted without asking the
 // database again: every request needs its partner, and a database round trip per
 // request for a row that practically never changes is most of a read's cost. A
-// key removed from the database therefore keeps working on each instance for at
-// most this long.
+// key revoked or rolled empties every instance's cache at its next WatchKeys
+// read (KeysWatchInterval); the TTL bounds an entry when that read cannot run.
 const KeyCacheTTL = 30 * time.Second
 
 // KeyCacheSize bounds how many keys each instance remembers.
@@ -72,5 +72,12 @@ func (c *keyCache) put(hash string, p *Partner) {
 func (c *keyCache) forget(hash string) {
 	c.mu.Lock()
 	delete(c.entries, hash)
+	c.mu.Unlock()
+}
+
+// clear forgets every key (a key changed somewhere: WatchKeys).
+func (c *keyCache) clear() {
+	c.mu.Lock()
+	clear(c.entries)
 	c.mu.Unlock()
 }

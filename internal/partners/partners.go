@@ -83,6 +83,9 @@ type Store interface {
 	Partners(ctx context.Context) ([]*Partner, error)
 	// PartnerByID returns partner id, or apperr NotFound.
 	PartnerByID(ctx context.Context, id uuid.UUID) (*Partner, error)
+	// KeysVersion returns a value that changes whenever any API key is added,
+	// rolled or revoked, on any instance (WatchKeys compares it).
+	KeysVersion(ctx context.Context) (string, error)
 }
 
 // List returns every partner, oldest first.
@@ -94,8 +97,36 @@ func (s *Service) Get(ctx context.Context, id uuid.UUID) (*Partner, error) {
 }
 
 // Forget drops the key hashing to hash from this instance's key cache, so a key
-// revoked or rolled here stops at once here (other instances within KeyCacheTTL).
+// revoked or rolled here stops at once here (other instances at their next
+// WatchKeys read).
 func (s *Service) Forget(hash string) { s.keys.forget(hash) }
+
+// KeysWatchInterval is how often WatchKeys reads the keys' version: a key revoked
+// or rolled on one instance stops on every other within this (plus the read).
+const KeysWatchInterval = 250 * time.Millisecond
+
+// WatchKeys empties this instance's key cache whenever the keys' version in the
+// database changes (a key added, rolled or revoked by any instance), reading it
+// every interval until ctx is done: the cache saves a round trip per request
+// without serving a revoked key for longer than one interval. A failed read
+// empties the cache too (a version it cannot see may have changed).
+func (s *Service) WatchKeys(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	last, err := s.store.KeysVersion(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		v, verr := s.store.KeysVersion(ctx)
+		if verr != nil || err != nil || v != last {
+			s.keys.clear()
+		}
+		last, err = v, verr
+	}
+}
 
 // Environment is where this service's keys work.
 func (s *Service) Environment() Environment { return s.env }

@@ -2,6 +2,7 @@ package partners
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +32,12 @@ func (m *memStore) CreatePartner(_ context.Context, p *Partner) error {
 }
 
 // WithTx runs fn with the store itself as the unit of work.
+func (m *memStore) KeysVersion(context.Context) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return fmt.Sprint(len(m.byHash)), nil
+}
+
 func (m *memStore) WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
 	return fn(ctx, m)
 }

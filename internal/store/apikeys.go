@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -72,4 +73,30 @@ const usableKey = "k.key_hash = ? AND k.owner_kind = ? AND k.revoked_at IS NULL 
 func (s *Store) touchKey(ctx context.Context, hash string, now time.Time) error {
 	return s.write(ctx).Model(&apiKeyRow{}).Where("key_hash = ? AND (last_used_at IS NULL OR last_used_at < ?)", hash, now.Add(-time.Minute)).
 		Update("last_used_at", now).Error
+}
+
+// KeysVersion returns a value that changes whenever an API key is added, rolled
+// (a new key inserted, the old one's expiry set) or revoked: the keys' count, the
+// revoked count and the latest revocation and expiry, read in one statement over
+// the small api_keys table. Instances compare it to empty their key caches
+// (partners.WatchKeys).
+func (s *Store) KeysVersion(ctx context.Context) (string, error) {
+	// The times are read as text: each database spells its own (SQLite keeps
+	// text), and only a change matters.
+	var row struct {
+		N, Revoked              int64
+		LastRevoked, LastExpiry *string
+	}
+	if err := s.read(ctx).Model(&apiKeyRow{}).
+		Select("COUNT(*) AS n, COUNT(revoked_at) AS revoked, MAX(revoked_at) AS last_revoked, MAX(expires_at) AS last_expiry").
+		Scan(&row).Error; err != nil {
+		return "", err
+	}
+	text := func(p *string) string {
+		if p == nil {
+			return "-"
+		}
+		return *p
+	}
+	return fmt.Sprintf("%d/%d/%s/%s", row.N, row.Revoked, text(row.LastRevoked), text(row.LastExpiry)), nil
 }

@@ -812,3 +812,31 @@ func TestStagesAreTheLifecyclePredicates(t *testing.T) {
 		}
 	})
 }
+
+// TestKeysVersion: the keys' version changes when a key is added, rolled (its
+// expiry set) or revoked, and only then.
+func TestKeysVersion(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
+		ctx := context.Background()
+		version := func() string {
+			v, err := s.KeysVersion(ctx)
+			require.NoError(t, err)
+			return v
+		}
+		p := newPartner(t, s)
+		v0 := version()
+		require.Equal(t, v0, version(), "unchanged: the same version")
+		k := &apikeys.Key{ID: uuid.New(), Owner: apikeys.Partner, OwnerID: p.ID, Hash: "hash-" + uuid.NewString(), Prefix: "pk_sb_v", CreatedAt: store.Now()}
+		require.NoError(t, s.InsertAPIKey(ctx, k))
+		v1 := version()
+		require.NotEqual(t, v0, v1, "a key added")
+		k.ExpiresAt = ptr(store.Now().Add(time.Minute))
+		require.NoError(t, s.UpdateAPIKey(ctx, k))
+		v2 := version()
+		require.NotEqual(t, v1, v2, "a key rolled")
+		k.RevokedAt = ptr(store.Now())
+		require.NoError(t, s.UpdateAPIKey(ctx, k))
+		require.NotEqual(t, v2, version(), "a key revoked")
+	})
+}
