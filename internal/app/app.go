@@ -214,7 +214,7 @@ func (a *App) openTransactions(ctx context.Context, pricer *pricing.Pricer) erro
 		a.screening.SetEngine(a.lifecycle)
 	}
 	a.progress = newProgressRecorder(st, a.metrics.Chain(), a.log, store.Now)
-	if a.watchers, err = openWatchers(ctx, cfg, st, a.lifecycle, a.unmatched, a.metrics, a.progress, a.log); err != nil {
+	if a.watchers, err = openWatchers(ctx, cfg, st, a.lifecycle, a.unmatched, a.metrics, a.progress, a.tracedBy(), a.log); err != nil {
 		return err
 	}
 	if err := a.addOracles(); err != nil {

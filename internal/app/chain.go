@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/providers"
 	"partnerd/internal/chain/rpc"
@@ -47,7 +49,10 @@ func (w *watchers) pool(network string) *providers.Pool {
 // another is dropped; with none left, production refuses to start and staging
 // switches that network's watcher off. A provider that is down only delays its
 // use (the pool checks its chain id once it answers), never the start of the API.
-func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *lifecycle.Engine, u *unmatched.Service, m *metrics.Metrics, progress *progressRecorder, log *slog.Logger) (*watchers, error) {
+// With tp (nil while traces are off) each scan step is a span, and each call to a
+// provider a child of it.
+func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *lifecycle.Engine, u *unmatched.Service, m *metrics.Metrics,
+	progress *progressRecorder, tp trace.TracerProvider, log *slog.Logger) (*watchers, error) {
 	cm := m.Chain()
 	w := &watchers{off: map[string]string{}, byNetwork: map[string]*providers.Pool{}}
 	off := func(network, reason string) {
@@ -116,12 +121,13 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 		}
 		pool := providers.New(providers.Options{Network: network, ChainID: want, MaxLag: cfg.Chain.MaxLag[network],
 			CheckDepth: uint64(max(cfg.Confirmations[network], 1)), HeadEvery: cfg.Chain.PollInterval,
-			Observer: progress, Log: log.With("component", "chain")}, members)
+			Observer: progress, Log: log.With("component", "chain"), Tracing: tp}, members)
 		w.pools = append(w.pools, pool)
 		w.byNetwork[network] = pool
 		cm.Watch(network)
 		sc := scanner.Config{Network: network, Tokens: toks, Confirmations: cfg.Confirmations[network],
-			PollInterval: cfg.Chain.PollInterval, ChainID: want, Finality: cfg.Chain.Finality[network], Wake: pool.Wake()}
+			PollInterval: cfg.Chain.PollInterval, ChainID: want, Finality: cfg.Chain.Finality[network], Wake: pool.Wake(),
+			Tracing: tp}
 		if b, ok := cfg.Chain.StartBlocks[network]; ok {
 			sc.StartBlock = &b
 		}

@@ -106,6 +106,8 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"golang.org/x/time/rate"
 
 	"partnerd/internal/chain"
@@ -184,6 +186,12 @@ type Options struct {
 	// Observer, when set, hears every change of the providers' states.
 	Observer Observer
 	Log      *slog.Logger
+	// Tracing gives each call to a provider a client span under the span of the
+	// work that made it (a scan step, a sanctions check), named by its method,
+	// with the provider's Name, the network and the outcome, so a slow or failed
+	// scan shows which provider answered what. nil: the no-op provider, spans cost
+	// nothing (traces off).
+	Tracing trace.TracerProvider
 }
 
 // DefaultNoLogsRetry is how long a provider that does not serve eth_getLogs stays
@@ -230,9 +238,10 @@ func Name(endpoint string) string {
 
 // member is one provider and what the pool knows of it.
 type member struct {
-	i     int
-	name  string
-	c     Client
+	i    int
+	name string
+	// c is the provider's client, each call traced (see tracedClient).
+	c     *tracedClient
 	push  Pusher
 	limit *rate.Limiter
 
@@ -334,12 +343,17 @@ func New(opts Options, providers []Provider) *Pool {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
+	if opts.Tracing == nil {
+		opts.Tracing = noop.NewTracerProvider()
+	}
+	tracer := opts.Tracing.Tracer("partnerd/internal/chain/providers")
 	p := &Pool{opts: opts, log: opts.Log.With("network", opts.Network), wake: make(chan struct{}, 1),
 		seen: map[uint64]common.Hash{}, pushed: map[uint64]*rpc.Block{}, active: -1, ctx: context.Background()}
 	now := time.Now()
 	for i, pr := range providers {
-		m := &member{i: i, name: Name(pr.URL), c: pr.Client, state: chain.ProviderStandby, since: now,
-			idOK: pr.ChainIDChecked || opts.ChainID == nil}
+		name := Name(pr.URL)
+		m := &member{i: i, name: name, c: newTracedClient(pr.Client, tracer, opts.Network, name, pr.URL),
+			state: chain.ProviderStandby, since: now, idOK: pr.ChainIDChecked || opts.ChainID == nil}
 		if ps, ok := pr.Client.(Pusher); ok && ps.Push() {
 			m.push = ps
 		}
@@ -947,10 +961,6 @@ func (p *Pool) setCap(m *member, c uint64) {
 // not run eth_call (an error of kind unsupported).
 func (p *Pool) Call(ctx context.Context, to common.Address, data []byte, block uint64) ([]byte, error) {
 	return do(ctx, p, mCall, block, func(ctx context.Context, m *member) ([]byte, error) {
-		c, ok := m.c.(Caller)
-		if !ok {
-			return nil, &rpc.Error{Kind: rpc.KindUnsupported, Method: mCall, Message: "the provider's client does not run eth_call"}
-		}
-		return c.Call(ctx, to, data, block)
+		return m.c.Call(ctx, to, data, block)
 	})
 }

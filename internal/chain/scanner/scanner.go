@@ -83,6 +83,10 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/rpc"
@@ -177,6 +181,11 @@ type Config struct {
 	Finality string
 	// LagWarning is the lag in blocks beyond which a warning is logged (default 300).
 	LagWarning uint64
+	// Tracing gives each scan step (Poll) a span, "scan <network>", with the
+	// blocks it read and the transfers it found; the calls to the node and the
+	// statements it makes are its children, so a slow or failing step shows
+	// where its time went. nil: the no-op provider (traces off).
+	Tracing trace.TracerProvider
 }
 
 const (
@@ -196,6 +205,7 @@ type Scanner struct {
 	locker  Locker
 	metrics Metrics
 	log     *slog.Logger
+	tracer  trace.Tracer
 	byAddr  map[common.Address]chain.Token
 
 	// span is the next eth_getLogs' block count; density the logs per block the
@@ -253,6 +263,9 @@ func New(cfg Config, client Client, sink Sink, locker Locker, m Metrics, log *sl
 	if cfg.FinalityRecheck <= 0 {
 		cfg.FinalityRecheck = cfg.MaxBackoff
 	}
+	if cfg.Tracing == nil {
+		cfg.Tracing = noop.NewTracerProvider()
+	}
 	finality := chain.FinalityUnknown
 	if cfg.Finality == chain.FinalityConfirmations {
 		finality = chain.FinalityConfirmations
@@ -262,7 +275,7 @@ func New(cfg Config, client Client, sink Sink, locker Locker, m Metrics, log *sl
 		by[t.Contract] = t
 	}
 	return &Scanner{cfg: cfg, client: client, sink: sink, locker: locker, metrics: m,
-		log: log.With("network", cfg.Network), byAddr: by,
+		log: log.With("network", cfg.Network), tracer: cfg.Tracing.Tracer("partnerd/internal/chain/scanner"), byAddr: by,
 		span: min(cfg.FirstSpan, cfg.MaxSpan), maxSpan: cfg.MaxSpan, target: cfg.TargetLogs, density: -1,
 		probeAfter: probeAfter, finality: finality}
 }
@@ -541,13 +554,43 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
+// Attributes of a scan step's span.
+const (
+	attrNetwork   = attribute.Key("chain.network")
+	attrHead      = attribute.Key("chain.head_block")
+	attrFromBlock = attribute.Key("chain.from_block")
+	attrToBlock   = attribute.Key("chain.to_block")
+	attrLogs      = attribute.Key("chain.logs")
+	attrTransfers = attribute.Key("chain.transfers")
+	attrErrorKind = attribute.Key("error.type")
+)
+
 // Poll runs one step: re-check and confirm pending deposits, then scan one batch.
-// It reports whether blocks remain to scan (the caller polls again at once).
+// It reports whether blocks remain to scan (the caller polls again at once). The
+// step is a span (Config.Tracing).
 func (s *Scanner) Poll(ctx context.Context) (more bool, err error) {
+	ctx, span := s.tracer.Start(ctx, "scan "+s.cfg.Network, trace.WithAttributes(attrNetwork.String(s.cfg.Network)))
+	defer func() {
+		if err != nil {
+			kind := rpc.KindOf(err)
+			if kind == "" {
+				kind = "error"
+			}
+			span.SetAttributes(attrErrorKind.String(kind))
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}()
+	return s.poll(ctx)
+}
+
+func (s *Scanner) poll(ctx context.Context) (more bool, err error) {
 	head, err := s.client.BlockNumber(ctx)
 	if err != nil {
 		return false, err
 	}
+	trace.SpanFromContext(ctx).SetAttributes(attrHead.Int64(int64(head)))
 	s.metrics.ChainHead(s.cfg.Network, head)
 	cur, err := s.sink.Cursor(ctx, s.cfg.Network)
 	if err != nil {
@@ -820,6 +863,8 @@ func (s *Scanner) record(ctx context.Context, cur *chain.Cursor, logs []rpc.Log,
 	for i := range transfers {
 		transfers[i].Confirmations = int(head - transfers[i].Block + 1)
 	}
+	trace.SpanFromContext(ctx).SetAttributes(attrFromBlock.Int64(int64(from)), attrToBlock.Int64(int64(to)),
+		attrLogs.Int(len(logs)), attrTransfers.Int(len(transfers)))
 	if err := s.sink.Record(ctx, s.cfg.Network, cur, chain.Cursor{Block: to, Hash: end.Hash}, transfers); err != nil {
 		return false, err
 	}
