@@ -26,7 +26,7 @@ func TestTeamForms(t *testing.T) {
 			base := env.Root + "/dashboard"
 			admin, other := newAgent(t, base), newAgent(t, base)
 			for who, a := range map[string]*agent{ada.Email: admin, dev.Email: other} {
-				status, _, _ := a.post("/signin", url.Values{"email": {who}, "password": {testPassword}})
+				status, _, _ := a.signIn(who, testPassword)
 				require.Equal(t, http.StatusSeeOther, status)
 			}
 			_, page, _ := admin.get("/team")
