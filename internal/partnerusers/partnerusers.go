@@ -169,6 +169,10 @@ type Tx interface {
 	PartnerUser(ctx context.Context, partnerID, id uuid.UUID) (*User, error)
 	PartnerUserByEmail(ctx context.Context, partnerID uuid.UUID, key string) (*User, error)
 	PartnerUsers(ctx context.Context, partnerID uuid.UUID) ([]*User, error)
+	// LockPartnerTeam holds partner's team for the rest of the unit of work, so
+	// changes that count its admins run one after the other (apperr NotFound:
+	// no such partner).
+	LockPartnerTeam(ctx context.Context, partnerID uuid.UUID) error
 	UpdatePartnerUser(ctx context.Context, u *User) error
 	InsertPartnerInvitation(ctx context.Context, inv *Invitation) error
 	UsePartnerInvitation(ctx context.Context, id uuid.UUID, at time.Time) (bool, error)
@@ -527,9 +531,18 @@ func (s *Service) List(ctx context.Context, partnerID uuid.UUID) ([]*User, error
 }
 
 // change runs fn on partner's user id in a unit of work (fn is handed it) and
-// writes the user.
+// writes the user. The team is locked first (Tx.LockPartnerTeam), and the user
+// read under the lock: a change's rule that counts the team's admins
+// (keepsAnAdmin) sees every change committed before it, so parallel demotions
+// or disablings of the last admins leave one.
 func (s *Service) change(ctx context.Context, partnerID, id uuid.UUID, fn func(ctx context.Context, tx Tx, u *User, now time.Time) error) (*User, error) {
 	return idempotency.Run(ctx, s.store.WithTx, idempotency.Request[*User]{}, func(ctx context.Context, tx Tx) (*User, error) {
+		if err := tx.LockPartnerTeam(ctx, partnerID); err != nil {
+			if apperr.CodeOf(err) == apperr.NotFound {
+				return nil, apperr.New(apperr.NotFound, "The user was not found.")
+			}
+			return nil, err
+		}
 		u, err := tx.PartnerUser(ctx, partnerID, id)
 		if err != nil {
 			return nil, err
