@@ -424,7 +424,7 @@ func (s *Service) Accept(ctx context.Context, token, password string) (*User, er
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckPassword(password, u.Email); err != nil {
+	if err := CheckPassword(password, u.Email, s.partnerName(ctx, u.PartnerID)); err != nil {
 		return nil, err
 	}
 	release, err := hashSlot(ctx)
@@ -520,6 +520,16 @@ func (s *Service) Get(ctx context.Context, partnerID, id uuid.UUID) (*User, erro
 // Errors: NotFound.
 func (s *Service) UserByID(ctx context.Context, id uuid.UUID) (*User, error) {
 	return s.store.PartnerUserByID(ctx, id)
+}
+
+// partnerName is the name of partner id, which a new password must not be made
+// of (empty when it cannot be read: the other rules still hold).
+func (s *Service) partnerName(ctx context.Context, id uuid.UUID) string {
+	p, err := s.partners.Get(ctx, id)
+	if err != nil {
+		return ""
+	}
+	return p.Name
 }
 
 // List returns partner's users, oldest first. Errors: NotFound (no such partner).
@@ -664,7 +674,7 @@ func (s *Service) ChangePassword(ctx context.Context, partnerID, id uuid.UUID, c
 	if ok, err := VerifyPassword(u.PasswordHash, current); err != nil || !ok {
 		return nil, apperr.New(apperr.Unauthorized, "The current password is wrong.")
 	}
-	if err := CheckPassword(password, u.Email); err != nil {
+	if err := CheckPassword(password, u.Email, s.partnerName(ctx, u.PartnerID)); err != nil {
 		return nil, err
 	}
 	hash, err := HashPassword(password)
