@@ -60,6 +60,9 @@ func Start(t *testing.T, db testdb.Database, settings map[string]string) *Env {
 	if settings["APP_ENV"] != "production" {
 		// Test receivers listen on loopback; production refuses the setting.
 		vars["WEBHOOK_ALLOW_PRIVATE_URLS"] = "true"
+	} else {
+		// Production requires keys of its own for the sealed secrets.
+		vars["SECRETS_KEYS"] = "test:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 	}
 	for k, v := range settings {
 		vars[k] = v
