@@ -76,6 +76,7 @@ const usage = `usage: partnerd [-v] COMMAND (-v: show a command's log lines, not
   partnerd screening import --source NAME --published YYYY-MM-DD FILE [--json]
                                                 import an address list (one address per line) to screen deposit senders against;
                                                 waiting transactions are screened again
+  partnerd secrets rotate   (seal every TOTP and webhook signing secret again under SECRETS_KEYS' first key)
   partnerd conformance --base-url URL --api-key KEY [--operator-key KEY] [--include-webhooks] [--rotate-webhook-secret] [--json]
                                                 exercise every operation of both contracts against a running deployment
                                                 and check every answer; fails on any violation`
@@ -138,6 +139,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return importScreeningList(args[1:], stdout, stderr)
 	case "conformance":
 		return checkConformance(args, stdout, stderr)
+	case "secrets":
+		if len(args) != 1 || args[0] != "rotate" {
+			return errors.New(usage)
+		}
+		return rotateSecrets(stdout)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
@@ -198,7 +204,12 @@ func openStore(ctx context.Context) (*store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return store.Open(ctx, cfg.DatabaseURL)
+	st, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	st.UseSecrets(cfg.Secrets)
+	return st, nil
 }
 
 func migrate(stdout io.Writer) error {

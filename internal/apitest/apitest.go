@@ -68,6 +68,9 @@ func StartLogged(t *testing.T, db testdb.Database, settings map[string]string, w
 	if settings["APP_ENV"] != "production" {
 		// Test receivers listen on loopback; production refuses the setting.
 		vars["WEBHOOK_ALLOW_PRIVATE_URLS"] = "true"
+	} else {
+		// Production requires keys of its own for the sealed secrets.
+		vars["SECRETS_KEYS"] = "test:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 	}
 	for k, v := range settings {
 		vars[k] = v

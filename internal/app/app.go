@@ -111,6 +111,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *App, er
 		_ = tp.Shutdown(ctx)
 		return nil, err
 	}
+	if cfg.Secrets != nil {
+		st.UseSecrets(cfg.Secrets)
+	}
 	defer func() { // the one cleanup: any failure below closes the database
 		if err != nil {
 			_ = st.Close()
@@ -192,6 +195,9 @@ func (a *App) openTransactions(ctx context.Context, pricer *pricing.Pricer) erro
 	}
 	for _, n := range cfg.DemoXPubs {
 		a.log.Warn("DEMO DEPOSIT KEYS: deposit addresses of this network come from a public test mnemonic; anyone can spend from them. Set XPUB_"+strings.ToUpper(n)+" before taking real deposits.", "network", n)
+	}
+	if cfg.Secrets != nil && cfg.Secrets.IsDevelopment() {
+		a.log.Warn("SECRETS_KEYS is unset; TOTP and webhook signing secrets are sealed with the built-in development key (public)")
 	}
 	if cfg.DemoCursorSecret {
 		a.log.Warn("CURSOR_SECRET is unset; using the built-in staging secret for page cursors")

@@ -22,6 +22,7 @@ import (
 	"partnerd/internal/pricing"
 	"partnerd/internal/ratelimit"
 	"partnerd/internal/rates"
+	"partnerd/internal/secrets"
 	"partnerd/internal/tracing"
 	"partnerd/internal/transactions"
 	"partnerd/internal/webhook"
@@ -108,6 +109,13 @@ type Config struct {
 	CursorSecret []byte
 	// DemoCursorSecret is true when staging fell back to the built-in cursor secret.
 	DemoCursorSecret bool
+	// Secrets (SECRETS_KEYS: comma-separated id:base64-32-byte-key pairs, the
+	// first the current one) seal the TOTP and webhook signing secrets at rest,
+	// so the database alone never yields them; the older keys stay listed until
+	// partnerd secrets rotate has moved every secret to the current one.
+	// Production requires it; staging without it uses the built-in development
+	// key (public) and warns.
+	Secrets *secrets.Keyring
 
 	// WebhookAllowPrivate lets webhook endpoints and deliveries reach private,
 	// loopback and link-local addresses (WEBHOOK_ALLOW_PRIVATE_URLS=true): for a local
@@ -152,6 +160,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	r.operations(c)
 	c.Settlement = loadSettlement(c.Env, r.get, r.bad)
 	r.cursorSecret(c)
+	r.secretKeys(c)
 	r.webhooks(c)
 	r.screening(c)
 	c.Tracing = map[string]string{}
@@ -353,6 +362,28 @@ func (r *reader) cursorSecret(c *Config) {
 		bad("CURSOR_SECRET", errors.New("production needs a secret of at least 32 characters, shared by all instances"))
 	} else {
 		c.CursorSecret, c.DemoCursorSecret = []byte(demoCursorSecret), true
+	}
+}
+
+// secretKeys reads SECRETS_KEYS (the built-in development key in staging only;
+// staging keeps opening what that key sealed, so a staging database can move to
+// keys of its own and rotate onto them).
+func (r *reader) secretKeys(c *Config) {
+	get, bad := r.get, r.bad
+	if v := get("SECRETS_KEYS", ""); v != "" {
+		k, err := secrets.Parse(v)
+		if err != nil {
+			bad("SECRETS_KEYS", err)
+			return
+		}
+		if c.Env != Production {
+			k = k.WithDevelopment()
+		}
+		c.Secrets = k
+	} else if c.Env == Production {
+		bad("SECRETS_KEYS", errors.New("production needs id:key with a random 32-byte key in base64 (openssl rand -base64 32), shared by all instances"))
+	} else {
+		c.Secrets = secrets.Development()
 	}
 }
 

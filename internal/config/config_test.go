@@ -65,6 +65,7 @@ func TestProductionRefusesDemoRates(t *testing.T) {
 	prod["XPUB_BEP20"] = otherXPub
 	prod["XPUB_TRC20"] = otherXPub
 	prod["CURSOR_SECRET"] = "0123456789abcdef0123456789abcdef"
+	prod["SECRETS_KEYS"] = "k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 	prod["DATABASE_URL"] = "postgres://partnerd@db.internal/partnerd"
 	delete(prod, "WEBHOOK_ALLOW_PRIVATE_URLS")
 	c, err := Load(env(prod))
@@ -99,7 +100,7 @@ func TestProductionRefusesDemoKeysInDisguise(t *testing.T) {
 	prod := func(bep20, trc20 string) map[string]string {
 		return map[string]string{"APP_ENV": "production", "RATE_FEED_URL": "https://rates.example/ngn", "RATE_FEED_FIELDS": "usdt=data.usdt",
 			"CHAIN_RPC_BEP20": "https://bsc.example/rpc", "CHAIN_RPC_TRC20": "https://tron.example/jsonrpc",
-			"CURSOR_SECRET": "0123456789abcdef0123456789abcdef", "DATABASE_URL": "postgres://partnerd@db.internal/partnerd",
+			"CURSOR_SECRET": "0123456789abcdef0123456789abcdef", "SECRETS_KEYS": "k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "DATABASE_URL": "postgres://partnerd@db.internal/partnerd",
 			"XPUB_BEP20": bep20, "XPUB_TRC20": trc20, "SCREENING": "list"}
 	}
 	for name, tc := range map[string]struct {

@@ -3,7 +3,9 @@
 // under a strict Content-Security-Policy. An operator signs in with their key;
 // the browser then holds only a session cookie (HttpOnly, SameSite=Strict, Secure
 // in production) that ends after IdleTimeout idle or AbsoluteTimeout in all, and
-// every form carries the session's CSRF token. Failed sign-ins are rate-limited
+// every form carries the session's CSRF token (the sign-in form a token of its
+// own, webkit.FormToken), and forms from another origin are refused
+// (webkit.SameOrigin). Failed sign-ins are rate-limited
 // per client address.
 //
 // The console is a client of the operator API, not a second implementation:
@@ -64,7 +66,9 @@ type Console struct {
 	d        Deps
 	sessions *webkit.Sessions[signedIn]
 	limiter  *webkit.Limiter
-	pages    map[string]*template.Template
+	// formToken is the sign-in form's CSRF token (before there is a session).
+	formToken webkit.FormToken
+	pages     map[string]*template.Template
 }
 
 // Register mounts the console on e.
@@ -78,7 +82,8 @@ func Register(e *echo.Echo, d Deps) error {
 	c := &Console{d: d,
 		sessions: webkit.NewSessions[signedIn](webkit.SessionConfig{Cookie: cookieName, Path: BasePath, Secure: d.Secure,
 			Idle: IdleTimeout, Absolute: AbsoluteTimeout, Now: d.Now}, d.State),
-		limiter: webkit.NewLimiter(d.State, d.Now)}
+		limiter:   webkit.NewLimiter(d.State, d.Now),
+		formToken: webkit.FormToken{Cookie: formCookieName, Path: BasePath, Secure: d.Secure}}
 	if err := c.parse(); err != nil {
 		return err
 	}
@@ -136,7 +141,7 @@ func (c *Console) routes() http.Handler {
 	mux.HandleFunc("GET "+b+"/operators/{id}", c.auth(c.operatorPage))
 	mux.HandleFunc("POST "+b+"/operators/{id}/keys/add", c.auth(c.operatorKeyAction))
 	mux.HandleFunc("POST "+b+"/operators/{id}/keys/{kid}/{op}", c.auth(c.operatorKeyAction))
-	return webkit.Headers(mux, BasePath+"/static/")
+	return webkit.Headers(webkit.SameOrigin(mux), BasePath+"/static/")
 }
 
 type handler func(w http.ResponseWriter, r *http.Request, ss *session)
@@ -168,11 +173,18 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, BasePath, http.StatusSeeOther)
 		return
 	}
-	c.render(w, http.StatusOK, "login", nil, map[string]any{})
+	c.render(w, http.StatusOK, "login", nil, map[string]any{"FormCSRF": c.formToken.Issue(w, r)})
 }
 
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	addr := webkit.ClientAddr(r)
+	if !c.formToken.Valid(r) {
+		c.d.Logger.Info("console sign-in without its form's token refused", "client", addr)
+		c.render(w, http.StatusForbidden, "login", nil, map[string]any{"FormCSRF": c.formToken.Issue(w, r),
+			"Error": "This form was not sent from this console's sign-in page. Nothing was done; try again here."})
+		return
+	}
+	token := c.formToken.Issue(w, r)
 	res, wait, err := c.limiter.Reserve(r.Context(), webkit.Key{Name: "console:address:" + addr, Limit: signInLimit})
 	if err != nil {
 		c.unavailable(w, err)
@@ -180,14 +192,14 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if res == nil {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())))
-		c.render(w, http.StatusTooManyRequests, "login", nil, map[string]any{"Error": "Too many failed sign-ins from your address; wait a few minutes and try again."})
+		c.render(w, http.StatusTooManyRequests, "login", nil, map[string]any{"FormCSRF": token, "Error": "Too many failed sign-ins from your address; wait a few minutes and try again."})
 		return
 	}
 	key := r.PostFormValue("key")
 	o, err := c.d.Operators.Authenticate(r.Context(), key)
 	if apperr.CodeOf(err) == apperr.Unauthorized {
 		c.d.Logger.Info("console sign-in refused", "client", addr)
-		c.render(w, http.StatusUnauthorized, "login", nil, map[string]any{"Error": "That operator key is not recognised."})
+		c.render(w, http.StatusUnauthorized, "login", nil, map[string]any{"FormCSRF": token, "Error": "That operator key is not recognised."})
 		return
 	}
 	res.Release(context.WithoutCancel(r.Context()))

@@ -26,7 +26,7 @@ func (d *Dashboard) invitePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.render(w, http.StatusOK, "invite", nil, map[string]any{"Title": "Set your password", "Email": u.Email,
-		"Min": partnerusers.MinPasswordLength})
+		"Min": partnerusers.MinPasswordLength, "FormCSRF": d.formToken.Issue(w, r)})
 }
 
 // invitationRefused renders an unknown (404), used or expired (410) invitation,
@@ -54,6 +54,10 @@ func (d *Dashboard) accept(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := map[string]any{"Title": "Set your password", "Email": u.Email, "Min": partnerusers.MinPasswordLength}
+	if d.formRefused(w, r, "invite", data) {
+		return
+	}
+	data["FormCSRF"] = d.formToken.Issue(w, r)
 	password := r.PostFormValue("password")
 	if password != r.PostFormValue("confirm") {
 		data["Error"] = "The two passwords differ."
@@ -71,7 +75,7 @@ func (d *Dashboard) accept(w http.ResponseWriter, r *http.Request) {
 	}
 	d.d.Logger.Info("dashboard invitation accepted", "partner_id", u.PartnerID.String(), "user_id", u.ID.String())
 	d.render(w, http.StatusOK, "signin", nil, map[string]any{"Title": "Sign in", "Email": u.Email,
-		"Notice": "Your password is set. Sign in with it."})
+		"Notice": "Your password is set. Sign in with it.", "FormCSRF": d.formToken.Issue(w, r)})
 }
 
 // problemOf is an apperr's message with its fields' hints.

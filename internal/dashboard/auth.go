@@ -89,7 +89,21 @@ func (d *Dashboard) signInPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, BasePath, http.StatusSeeOther)
 		return
 	}
-	d.render(w, http.StatusOK, "signin", nil, map[string]any{"Title": "Sign in"})
+	d.render(w, http.StatusOK, "signin", nil, map[string]any{"Title": "Sign in", "FormCSRF": d.formToken.Issue(w, r)})
+}
+
+// formRefused answers a sign-in form without the token of the sign-in page it
+// came from (another site's form: login CSRF), with page again and a fresh
+// token, and reports whether it did. Nothing is checked or counted.
+func (d *Dashboard) formRefused(w http.ResponseWriter, r *http.Request, page string, data map[string]any) bool {
+	if d.formToken.Valid(r) {
+		return false
+	}
+	d.d.Logger.Info("dashboard form without its token refused", "client", d.addr(r), "path", r.URL.Path)
+	data["FormCSRF"] = d.formToken.Issue(w, r)
+	data["Error"] = "This form was not sent from this dashboard's page. Nothing was done; try again here."
+	d.render(w, http.StatusForbidden, page, nil, data)
+	return true
 }
 
 // reserve takes one attempt of each key before a password or code is checked,
@@ -143,6 +157,10 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 	addr := d.addr(r)
 	email := strings.TrimSpace(r.PostFormValue("email"))
 	data := map[string]any{"Title": "Sign in", "Email": email}
+	if d.formRefused(w, r, "signin", data) {
+		return
+	}
+	data["FormCSRF"] = d.formToken.Issue(w, r)
 	res := d.reserve(w, r, "signin", nil, data, d.addressKey(r), d.accountKey(r, email))
 	if res == nil {
 		return
@@ -168,18 +186,20 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 		for i, u := range users {
 			ids[i] = u.ID
 		}
-		if _, err := d.pending.Create(r.Context(), w, "pending", pendingSignIn{Candidates: ids, Email: email}); err != nil {
+		p, err := d.pending.Create(r.Context(), w, "pending", pendingSignIn{Candidates: ids, Email: email})
+		if err != nil {
 			d.unavailable(w, err)
 			return
 		}
-		d.choosePage(w, r.Context(), users)
+		d.choosePage(w, r.Context(), p.CSRF, users)
 		return
 	}
 	d.passwordRight(w, r, users[0])
 }
 
-// choosePage asks which partner's dashboard to open.
-func (d *Dashboard) choosePage(w http.ResponseWriter, ctx context.Context, users []*partnerusers.User) {
+// choosePage asks which partner's dashboard to open; its form carries the
+// pending sign-in's CSRF token.
+func (d *Dashboard) choosePage(w http.ResponseWriter, ctx context.Context, csrf string, users []*partnerusers.User) {
 	type choice struct {
 		UserID  uuid.UUID
 		Partner string
@@ -193,14 +213,14 @@ func (d *Dashboard) choosePage(w http.ResponseWriter, ctx context.Context, users
 		}
 		choices = append(choices, choice{UserID: u.ID, Partner: name, Role: string(u.Role)})
 	}
-	d.render(w, http.StatusOK, "choose", nil, map[string]any{"Title": "Choose a partner", "Choices": choices})
+	d.render(w, http.StatusOK, "choose", nil, map[string]any{"Title": "Choose a partner", "Choices": choices, "PendingCSRF": csrf})
 }
 
 // choose takes the partner chosen after a right password.
 func (d *Dashboard) choose(w http.ResponseWriter, r *http.Request) {
 	p := d.pending.Get(r)
 	id, err := uuid.Parse(r.PostFormValue("user"))
-	if p == nil || err != nil || !slices.Contains(p.Data.Candidates, id) {
+	if p == nil || !p.ValidCSRF(r) || err != nil || !slices.Contains(p.Data.Candidates, id) {
 		http.Redirect(w, r, BasePath+"/signin", http.StatusSeeOther)
 		return
 	}

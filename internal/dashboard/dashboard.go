@@ -78,7 +78,10 @@ type Dashboard struct {
 	pending *webkit.Sessions[pendingSignIn]
 	limiter *webkit.Limiter
 	forms   *webkit.Forms
-	pages   map[string]*template.Template
+	// formToken is the CSRF token of the forms sent before a session: sign-in
+	// and an invitation's password.
+	formToken webkit.FormToken
+	pages     map[string]*template.Template
 }
 
 // Register mounts the dashboard on e.
@@ -106,8 +109,9 @@ func New(d Deps) (*Dashboard, error) {
 			Idle: IdleTimeout, Absolute: AbsoluteTimeout, Now: d.Now}, d.State),
 		pending: webkit.NewSessions[pendingSignIn](webkit.SessionConfig{Cookie: pendingCookieName, Path: BasePath, Secure: d.Production,
 			Idle: PendingTimeout, Absolute: PendingTimeout, Now: d.Now}, d.State),
-		limiter: webkit.NewLimiter(d.State, d.Now),
-		forms:   webkit.NewForms(d.State, d.Now)}
+		limiter:   webkit.NewLimiter(d.State, d.Now),
+		forms:     webkit.NewForms(d.State, d.Now),
+		formToken: webkit.FormToken{Cookie: formCookieName, Path: BasePath, Secure: d.Production}}
 	if err := dash.parse(); err != nil {
 		return nil, err
 	}

@@ -74,6 +74,13 @@ func (a *agent) post(path string, form url.Values) (int, string, string) {
 	return readAnswer(a.t, res)
 }
 
+// signIn sends the sign-in form as its page does: with the page's token.
+func (a *agent) signIn(email, password string) (int, string, string) {
+	a.t.Helper()
+	_, page, _ := a.get("/signin")
+	return a.post("/signin", url.Values{"csrf": {csrfOf(a.t, page)}, "email": {email}, "password": {password}})
+}
+
 func readAnswer(t *testing.T, res *http.Response) (int, string, string) {
 	t.Helper()
 	defer func() { _ = res.Body.Close() }()
@@ -324,7 +331,7 @@ func dashboardFlow(t *testing.T, db testdb.Database) {
 	// A password change ends the user's other sessions; this browser goes on.
 	finMember := memberByEmail(t, users, partnerA, finEmail)
 	second := newAgent(t, base)
-	status, _, _ = second.post("/signin", url.Values{"email": {finEmail}, "password": {testPassword}})
+	status, _, _ = second.signIn(finEmail, testPassword)
 	require.Equal(t, http.StatusSeeOther, status)
 	status, _, _ = second.get("/transactions")
 	require.Equal(t, http.StatusOK, status)
@@ -375,7 +382,7 @@ func dashboardFlow(t *testing.T, db testdb.Database) {
 
 	// Wrong codes are rate-limited per account: after five, even a right code is refused.
 	coder := newAgent(t, base)
-	status, _, loc = coder.post("/signin", url.Values{"email": {adminEmail}, "password": {testPassword}})
+	status, _, loc = coder.signIn(adminEmail, testPassword)
 	require.Equal(t, http.StatusSeeOther, status)
 	require.Equal(t, "/dashboard/signin/code", loc)
 	_, page, _ := coder.get("/signin/code")
@@ -392,19 +399,19 @@ func dashboardFlow(t *testing.T, db testdb.Database) {
 	dev := newUser(t, env, partnerA, partnerusers.Developer)
 	guesser := newAgent(t, base)
 	for range 5 {
-		status, _, _ = guesser.post("/signin", url.Values{"email": {dev.Email}, "password": {"not-the-password"}})
+		status, _, _ = guesser.signIn(dev.Email, "not-the-password")
 		require.Equal(t, http.StatusUnauthorized, status)
 	}
-	status, _, _ = guesser.post("/signin", url.Values{"email": {dev.Email}, "password": {testPassword}})
+	status, _, _ = guesser.signIn(dev.Email, testPassword)
 	require.Equal(t, http.StatusTooManyRequests, status)
 	spare := newUser(t, env, partnerA, partnerusers.Developer)
-	status, _, _ = newAgent(t, base).post("/signin", url.Values{"email": {spare.Email}, "password": {testPassword}})
+	status, _, _ = newAgent(t, base).signIn(spare.Email, testPassword)
 	require.Equal(t, http.StatusSeeOther, status)
 
 	// And per address: many wrong guesses at many accounts block the address.
 	blocked := false
 	for range 25 {
-		status, _, _ = guesser.post("/signin", url.Values{"email": {uuid.NewString()[:8] + "@example.com"}, "password": {"not-the-password"}})
+		status, _, _ = guesser.signIn(uuid.NewString()[:8]+"@example.com", "not-the-password")
 		if status == http.StatusTooManyRequests {
 			blocked = true
 			break
@@ -412,7 +419,7 @@ func dashboardFlow(t *testing.T, db testdb.Database) {
 		require.Equal(t, http.StatusUnauthorized, status)
 	}
 	require.True(t, blocked)
-	status, _, _ = newAgent(t, base).post("/signin", url.Values{"email": {spare.Email}, "password": {testPassword}})
+	status, _, _ = newAgent(t, base).signIn(spare.Email, testPassword)
 	require.Equal(t, http.StatusTooManyRequests, status)
 }
 

@@ -54,13 +54,16 @@ func noRedirects(t *testing.T) *http.Client {
 // (empty: no header) and returns the status.
 func postSignIn(t *testing.T, c *http.Client, base, email, password, forwardedFor string) int {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, base+"/signin", strings.NewReader(url.Values{"email": {email}, "password": {password}}.Encode()))
+	res, err := c.Get(base + "/signin")
+	require.NoError(t, err)
+	_, page, _ := readAnswer(t, res)
+	req, err := http.NewRequest(http.MethodPost, base+"/signin", strings.NewReader(url.Values{"csrf": {csrfOf(t, page)}, "email": {email}, "password": {password}}.Encode()))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if forwardedFor != "" {
 		req.Header.Set("X-Forwarded-For", forwardedFor)
 	}
-	res, err := c.Do(req)
+	res, err = c.Do(req)
 	require.NoError(t, err)
 	_ = res.Body.Close()
 	return res.StatusCode

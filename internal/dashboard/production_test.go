@@ -80,7 +80,7 @@ func TestProductionRequiresSecondFactor(t *testing.T) {
 			a := newAgent(t, productionDashboard(t, env))
 			a.c.Jar = jar
 
-			status, _, loc := a.post("/signin", url.Values{"email": {u.Email}, "password": {testPassword}})
+			status, _, loc := a.signIn(u.Email, testPassword)
 			require.Equal(t, http.StatusSeeOther, status)
 			require.Equal(t, "/dashboard", loc)
 			require.True(t, jar.secure["dashboard_session"], "Secure in production")
@@ -111,7 +111,7 @@ func TestProductionRequiresSecondFactor(t *testing.T) {
 			for i, want := range []int{http.StatusSeeOther, http.StatusUnauthorized} {
 				b := newAgent(t, a.base)
 				b.c.Jar = &looseJar{cookies: map[string]*http.Cookie{}, secure: map[string]bool{}}
-				status, _, loc = b.post("/signin", url.Values{"email": {u.Email}, "password": {testPassword}})
+				status, _, loc = b.signIn(u.Email, testPassword)
 				require.Equal(t, "/dashboard/signin/code", loc, i)
 				_, codePage, _ := b.get("/signin/code")
 				status, _, _ = b.post("/signin/code", url.Values{"csrf": {csrfOf(t, codePage)}, "code": {strings.ToUpper(codes[0][1])}})
@@ -144,18 +144,23 @@ func TestSeveralPartnersChoose(t *testing.T) {
 
 			base := env.Root + dashboard.BasePath
 			a := newAgent(t, base)
-			status, page, _ := a.post("/signin", url.Values{"email": {ua.Email}, "password": {testPassword}})
+			status, page, _ := a.signIn(ua.Email, testPassword)
 			require.Equal(t, http.StatusOK, status)
 			require.Contains(t, page, "Choose a partner")
 			require.Contains(t, page, ua.ID.String())
 			require.Contains(t, page, ub.ID.String())
-			status, _, loc := a.post("/signin/partner", url.Values{"user": {newUser(t, env, pa, partnerusers.Admin).ID.String()}})
+			status, _, loc := a.post("/signin/partner", url.Values{"csrf": {csrfOf(t, page)}, "user": {newUser(t, env, pa, partnerusers.Admin).ID.String()}})
 			require.Equal(t, http.StatusSeeOther, status, "not a choice offered")
 			require.Equal(t, "/dashboard/signin", loc)
 
-			status, page, _ = a.post("/signin", url.Values{"email": {ua.Email}, "password": {testPassword}})
+			status, page, _ = a.signIn(ua.Email, testPassword)
 			require.Equal(t, http.StatusOK, status)
 			status, _, loc = a.post("/signin/partner", url.Values{"user": {ub.ID.String()}})
+			require.Equal(t, http.StatusSeeOther, status, "without the pending sign-in's token")
+			require.Equal(t, "/dashboard/signin", loc)
+			status, page, _ = a.signIn(ua.Email, testPassword)
+			require.Equal(t, http.StatusOK, status)
+			status, _, loc = a.post("/signin/partner", url.Values{"csrf": {csrfOf(t, page)}, "user": {ub.ID.String()}})
 			require.Equal(t, http.StatusSeeOther, status)
 			require.Equal(t, "/dashboard", loc)
 			status, page, _ = a.get("/account")

@@ -33,7 +33,7 @@ func (d *Dashboard) routes() http.Handler {
 	}
 	// Anything else under the base: the 404 page, in the layout when signed in.
 	mux.HandleFunc(b+"/", func(w http.ResponseWriter, r *http.Request) { d.notFound(w, d.sessions.Get(r)) })
-	return webkit.Headers(mux, BasePath+"/static/")
+	return webkit.Headers(webkit.SameOrigin(mux), BasePath+"/static/")
 }
 
 // home opens the transactions, which every role reads.

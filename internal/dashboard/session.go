@@ -17,6 +17,7 @@ const (
 	PendingTimeout    = 5 * time.Minute
 	cookieName        = "dashboard_session"
 	pendingCookieName = "dashboard_signin"
+	formCookieName    = "dashboard_form"
 )
 
 // Failed sign-ins (wrong passwords and wrong codes) are counted per client

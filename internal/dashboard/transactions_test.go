@@ -28,7 +28,7 @@ func TestTransactionFilters(t *testing.T) {
 			api := env.Client(t, key)
 			u := newUser(t, env, env.PartnerID(t, key), partnerusers.Finance)
 			a := newAgent(t, env.Root+"/dashboard")
-			status, _, _ := a.post("/signin", url.Values{"email": {u.Email}, "password": {testPassword}})
+			status, _, _ := a.signIn(u.Email, testPassword)
 			require.Equal(t, http.StatusSeeOther, status)
 
 			fiat := "3000.00"

@@ -50,7 +50,7 @@ func productionSettings(t *testing.T) map[string]string {
 		"RATE_FEED_FIELDS": "usdt=usdt",
 		"XPUB_BEP20":       apitest.TestXPub,
 		"XPUB_TRC20":       apitest.TestXPub,
-		"CURSOR_SECRET":    strings.Repeat("s", 32),
+		"CURSOR_SECRET":    strings.Repeat("s", 32), "SECRETS_KEYS": "k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		// Production needs its chain nodes; deposits here come through the lifecycle.
 		"CHAIN_RPC_BEP20": "http://127.0.0.1:9",
 		"CHAIN_RPC_TRC20": "http://127.0.0.1:9",

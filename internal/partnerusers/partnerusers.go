@@ -169,6 +169,10 @@ type Tx interface {
 	PartnerUser(ctx context.Context, partnerID, id uuid.UUID) (*User, error)
 	PartnerUserByEmail(ctx context.Context, partnerID uuid.UUID, key string) (*User, error)
 	PartnerUsers(ctx context.Context, partnerID uuid.UUID) ([]*User, error)
+	// LockPartnerTeam holds partner's team for the rest of the unit of work, so
+	// changes that count its admins run one after the other (apperr NotFound:
+	// no such partner).
+	LockPartnerTeam(ctx context.Context, partnerID uuid.UUID) error
 	UpdatePartnerUser(ctx context.Context, u *User) error
 	InsertPartnerInvitation(ctx context.Context, inv *Invitation) error
 	UsePartnerInvitation(ctx context.Context, id uuid.UUID, at time.Time) (bool, error)
@@ -420,7 +424,7 @@ func (s *Service) Accept(ctx context.Context, token, password string) (*User, er
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckPassword(password, u.Email); err != nil {
+	if err := CheckPassword(password, u.Email, s.partnerName(ctx, u.PartnerID)); err != nil {
 		return nil, err
 	}
 	release, err := hashSlot(ctx)
@@ -518,6 +522,16 @@ func (s *Service) UserByID(ctx context.Context, id uuid.UUID) (*User, error) {
 	return s.store.PartnerUserByID(ctx, id)
 }
 
+// partnerName is the name of partner id, which a new password must not be made
+// of (empty when it cannot be read: the other rules still hold).
+func (s *Service) partnerName(ctx context.Context, id uuid.UUID) string {
+	p, err := s.partners.Get(ctx, id)
+	if err != nil {
+		return ""
+	}
+	return p.Name
+}
+
 // List returns partner's users, oldest first. Errors: NotFound (no such partner).
 func (s *Service) List(ctx context.Context, partnerID uuid.UUID) ([]*User, error) {
 	if _, err := s.partners.Get(ctx, partnerID); err != nil {
@@ -527,9 +541,18 @@ func (s *Service) List(ctx context.Context, partnerID uuid.UUID) ([]*User, error
 }
 
 // change runs fn on partner's user id in a unit of work (fn is handed it) and
-// writes the user.
+// writes the user. The team is locked first (Tx.LockPartnerTeam), and the user
+// read under the lock: a change's rule that counts the team's admins
+// (keepsAnAdmin) sees every change committed before it, so parallel demotions
+// or disablings of the last admins leave one.
 func (s *Service) change(ctx context.Context, partnerID, id uuid.UUID, fn func(ctx context.Context, tx Tx, u *User, now time.Time) error) (*User, error) {
 	return idempotency.Run(ctx, s.store.WithTx, idempotency.Request[*User]{}, func(ctx context.Context, tx Tx) (*User, error) {
+		if err := tx.LockPartnerTeam(ctx, partnerID); err != nil {
+			if apperr.CodeOf(err) == apperr.NotFound {
+				return nil, apperr.New(apperr.NotFound, "The user was not found.")
+			}
+			return nil, err
+		}
 		u, err := tx.PartnerUser(ctx, partnerID, id)
 		if err != nil {
 			return nil, err
@@ -651,7 +674,7 @@ func (s *Service) ChangePassword(ctx context.Context, partnerID, id uuid.UUID, c
 	if ok, err := VerifyPassword(u.PasswordHash, current); err != nil || !ok {
 		return nil, apperr.New(apperr.Unauthorized, "The current password is wrong.")
 	}
-	if err := CheckPassword(password, u.Email); err != nil {
+	if err := CheckPassword(password, u.Email, s.partnerName(ctx, u.PartnerID)); err != nil {
 		return nil, err
 	}
 	hash, err := HashPassword(password)

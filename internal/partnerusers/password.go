@@ -16,6 +16,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	zxcvbn "github.com/ccojocar/zxcvbn-go"
+	"github.com/ccojocar/zxcvbn-go/match"
 	"golang.org/x/crypto/argon2"
 
 	"partnerd/internal/apperr"
@@ -58,9 +60,18 @@ func IsCommon(password string) bool {
 	return stem != "" && stem != p && common()[stem]
 }
 
+// MinPasswordScore is the least zxcvbn score (0 to 4) a new password must reach:
+// 3 is "safely unguessable" to zxcvbn (about 10^10 guesses against a slow hash
+// such as ours, offline), the level its authors advise for a site's floor.
+const MinPasswordScore = 3
+
 // CheckPassword applies the password rules to a new password of the user with
-// address email. Errors: InvalidRequest on /password saying which rule failed.
-func CheckPassword(password, email string) error {
+// address email, whose partner is named by the others (what a guesser who knows
+// the user tries first): the length, the common list, then its strength as
+// zxcvbn estimates it (github.com/ccojocar/zxcvbn-go, the maintained port gosec
+// uses) with the address's and the names' words as the user's own. Errors:
+// InvalidRequest on /password saying in words which rule failed.
+func CheckPassword(password, email string, others ...string) error {
 	bad := func(msg, hint string) error { return apperr.Field(apperr.InvalidRequest, msg, "/password", hint) }
 	if !utf8.ValidString(password) {
 		return bad("The password is not valid UTF-8 text.", "UTF-8 text")
@@ -82,7 +93,61 @@ func CheckPassword(password, email string) error {
 	if e := strings.ToLower(email); e != "" && (lp == e || lp == strings.SplitN(e, "@", 2)[0]) {
 		return bad("The password must not be the email address.", "not the email address")
 	}
+	inputs := userWords(email, others...)
+	strength := zxcvbn.PasswordStrength(password, inputs)
+	if strength.Score < MinPasswordScore {
+		return bad(weakness(strength.MatchSequence), "a longer passphrase of unrelated words")
+	}
 	return nil
+}
+
+// userWords are the words a guesser who knows the user tries: the address, its
+// parts, and each name and its words, in lower case.
+func userWords(email string, names ...string) []string {
+	var out []string
+	for _, s := range append([]string{email}, names...) {
+		s = strings.ToLower(strings.TrimSpace(s))
+		if s == "" {
+			continue
+		}
+		out = append(out, s)
+		for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+			if utf8.RuneCountInString(w) >= 3 {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
+// weakness says in words why a password is easy to guess: what the weakest part
+// zxcvbn found in it is.
+func weakness(seq []match.Match) string {
+	const advice = " Choose a longer passphrase of unrelated words."
+	var worst *match.Match
+	for i := range seq {
+		if seq[i].Pattern != "bruteforce" && (worst == nil || len(seq[i].Token) > len(worst.Token)) {
+			worst = &seq[i]
+		}
+	}
+	what := "This password is easy to guess."
+	if worst != nil {
+		switch {
+		case strings.HasPrefix(worst.DictionaryName, "user_inputs"):
+			what = "This password is easy to guess: it is made of your email address or your partner's name."
+		case worst.Pattern == "repeat":
+			what = "This password is easy to guess: it repeats the same characters."
+		case worst.Pattern == "sequence":
+			what = "This password is easy to guess: it is a sequence such as abcd or 1234."
+		case worst.Pattern == "spatial":
+			what = "This password is easy to guess: it follows the keyboard, as qwerty does."
+		case worst.Pattern == "date":
+			what = "This password is easy to guess: it is mostly a date."
+		case worst.Pattern == "dictionary":
+			what = "This password is easy to guess: it is mostly a common word or name."
+		}
+	}
+	return what + advice
 }
 
 // Argon2id parameters: OWASP's Password Storage Cheat Sheet's first recommended

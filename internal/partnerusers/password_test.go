@@ -25,7 +25,7 @@ func TestPasswordRules(t *testing.T) {
 		{strings.Repeat("é", 12), true},         // 12 characters, 24 bytes
 		{strings.Repeat("a", 11), false},        // too short
 		{strings.Repeat("x", 129), false},       // too long
-		{strings.Repeat("y", 128), true},        // at the ceiling
+		{strings.Repeat("y", 128), false},       // at the ceiling, but one character repeated
 		{strings.Repeat(" ", 14), false},        // only spaces
 		{"unbelievable", false},                 // on the list, 12 characters
 		{"UnBelievable", false},                 // whatever its case
@@ -33,10 +33,16 @@ func TestPasswordRules(t *testing.T) {
 		{"dragon123456!", false},                // a common one, digits and a symbol
 		{"ada@example.com", false},              // the address
 		{"ADA@example.com", false},              // the address, another case
-		{"password1234x", true},                 // not only digits after it
+		{"password1234x", false},                // not only digits after it, but still easy to guess
+		{"aaaaaaaaaaaa", false},                 // one character repeated
+		{"abcdefghijklmn", false},               // a sequence
+		{"qwertyuiopasdf", false},               // the keyboard
+		{"adaexample2024", false},               // the address's words
+		{"Lagos Remit 2024", false},             // the partner's name
+		{"orbit lantern plum 43", true},         // unrelated words
 		{"\xff\xfe not utf-8 text here", false}, // not UTF-8
 	} {
-		err := partnerusers.CheckPassword(c.password, email)
+		err := partnerusers.CheckPassword(c.password, email, "Lagos Remit")
 		if c.ok {
 			require.NoError(t, err, "%q", c.password)
 			continue
@@ -44,6 +50,16 @@ func TestPasswordRules(t *testing.T) {
 		require.Equal(t, apperr.InvalidRequest, apperr.CodeOf(err), "%q: %v", c.password, err)
 		e, _ := apperr.As(err)
 		require.NotEmpty(t, e.Details, "%q says which field", c.password)
+	}
+	for password, says := range map[string]string{
+		"aaaaaaaaaaaaaaaa":      "repeats the same characters",
+		"abcdefghijklmnop":      "a sequence",
+		"lagosremit-lagosremit": "your email address or your partner's name",
+		"ada.example.ada!":      "your email address or your partner's name",
+	} {
+		err := partnerusers.CheckPassword(password, email, "Lagos Remit")
+		require.Error(t, err, password)
+		require.Contains(t, err.Error(), says, password)
 	}
 	require.True(t, partnerusers.IsCommon("password"))
 	require.True(t, partnerusers.IsCommon("eyphed"), "the list's last entry is loaded")

@@ -164,6 +164,10 @@ func TestInviteAndAccept(t *testing.T) {
 			// A weak password is refused and leaves the link usable.
 			_, err = e.users.Accept(ctx, inv.Token, "password1234")
 			require.Equal(t, apperr.InvalidRequest, code(t, err))
+			// So is one made of the partner's name, in words.
+			_, err = e.users.Accept(ctx, inv.Token, "AcmePay-acmepay-2026")
+			require.Equal(t, apperr.InvalidRequest, code(t, err))
+			require.Contains(t, err.Error(), "your email address or your partner's name")
 			_, err = e.users.Accept(ctx, "no-such-token", goodPassword)
 			require.Equal(t, apperr.NotFound, code(t, err))
 

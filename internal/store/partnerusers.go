@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,6 +24,7 @@ type partnerUserRow struct {
 	Status            string
 	PasswordHash      *string
 	TOTPSecret        *string    `gorm:"column:totp_secret"`
+	TOTPSecretKey     *string    `gorm:"column:totp_secret_key"`
 	TOTPEnabledAt     *time.Time `gorm:"column:totp_enabled_at"`
 	TOTPLastStep      *int64     `gorm:"column:totp_last_step"`
 	SessionEpoch      int64
@@ -34,25 +36,31 @@ type partnerUserRow struct {
 
 func (partnerUserRow) TableName() string { return "partner_users" }
 
-func (r *partnerUserRow) domain() *partnerusers.User {
+// userDomain is the user of row r, its TOTP secret opened.
+func (s *Store) userDomain(r *partnerUserRow) (*partnerusers.User, error) {
+	secret, err := s.open(r.TOTPSecretKey, r.TOTPSecret, totpContext(r.ID))
+	if err != nil {
+		return nil, fmt.Errorf("user %s: %w", r.ID, err)
+	}
 	u := &partnerusers.User{ID: r.ID, PartnerID: r.PartnerID, Email: r.Email, Role: partnerusers.Role(r.Role),
-		Status: partnerusers.Status(r.Status), TOTPSecret: r.TOTPSecret, TOTPEnabledAt: utcPtr(r.TOTPEnabledAt),
+		Status: partnerusers.Status(r.Status), TOTPSecret: secret, TOTPEnabledAt: utcPtr(r.TOTPEnabledAt),
 		TOTPLastStep: r.TOTPLastStep, SessionEpoch: r.SessionEpoch, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 		DisabledAt: utcPtr(r.DisabledAt), PasswordChangedAt: utcPtr(r.PasswordChangedAt)}
 	if r.PasswordHash != nil {
 		u.PasswordHash = *r.PasswordHash
 	}
-	return u
+	return u, nil
 }
 
-// userColumns are the columns UpdatePartnerUser writes.
-func userColumns(u *partnerusers.User) map[string]any {
+// userColumns are the columns UpdatePartnerUser writes (the TOTP secret sealed).
+func (s *Store) userColumns(u *partnerusers.User) map[string]any {
 	var hash *string
 	if u.PasswordHash != "" {
 		hash = &u.PasswordHash
 	}
+	keyID, secret := s.seal(u.TOTPSecret, totpContext(u.ID))
 	return map[string]any{"email": u.Email, "email_key": partnerusers.EmailKey(u.Email), "role": string(u.Role),
-		"status": string(u.Status), "password_hash": hash, "totp_secret": u.TOTPSecret, "totp_enabled_at": u.TOTPEnabledAt,
+		"status": string(u.Status), "password_hash": hash, "totp_secret": secret, "totp_secret_key": keyID, "totp_enabled_at": u.TOTPEnabledAt,
 		"totp_last_step": u.TOTPLastStep, "session_epoch": u.SessionEpoch, "updated_at": u.UpdatedAt,
 		"disabled_at": u.DisabledAt, "password_changed_at": u.PasswordChangedAt}
 }
@@ -64,8 +72,9 @@ func errUserExists() error {
 // InsertPartnerUser stores u; an address already on the partner's team (in any
 // case) is apperr InvalidRequest on /email.
 func (s *Store) InsertPartnerUser(ctx context.Context, u *partnerusers.User) error {
+	keyID, secret := s.seal(u.TOTPSecret, totpContext(u.ID))
 	row := partnerUserRow{ID: u.ID, PartnerID: u.PartnerID, Email: u.Email, EmailKey: partnerusers.EmailKey(u.Email),
-		Role: string(u.Role), Status: string(u.Status), TOTPSecret: u.TOTPSecret, TOTPEnabledAt: u.TOTPEnabledAt,
+		Role: string(u.Role), Status: string(u.Status), TOTPSecret: secret, TOTPSecretKey: keyID, TOTPEnabledAt: u.TOTPEnabledAt,
 		TOTPLastStep: u.TOTPLastStep, SessionEpoch: u.SessionEpoch, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt,
 		DisabledAt: u.DisabledAt, PasswordChangedAt: u.PasswordChangedAt}
 	if u.PasswordHash != "" {
@@ -80,7 +89,7 @@ func (s *Store) InsertPartnerUser(ctx context.Context, u *partnerusers.User) err
 
 // UpdatePartnerUser writes u's address, role, status, secrets, epoch and times.
 func (s *Store) UpdatePartnerUser(ctx context.Context, u *partnerusers.User) error {
-	err := s.write(ctx).Model(&partnerUserRow{}).Where("id = ?", u.ID).Updates(userColumns(u)).Error
+	err := s.write(ctx).Model(&partnerUserRow{}).Where("id = ?", u.ID).Updates(s.userColumns(u)).Error
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
 		return errUserExists()
 	}
@@ -94,7 +103,7 @@ func (s *Store) PartnerUser(ctx context.Context, partnerID, id uuid.UUID) (*part
 	if err := s.read(ctx).Where("partner_id = ? AND id = ?", partnerID, id).Take(&row).Error; err != nil {
 		return nil, notFound(err, "user")
 	}
-	return row.domain(), nil
+	return s.userDomain(&row)
 }
 
 // PartnerUserByID returns user id of any partner, or apperr NotFound.
@@ -103,7 +112,7 @@ func (s *Store) PartnerUserByID(ctx context.Context, id uuid.UUID) (*partneruser
 	if err := s.read(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
 		return nil, notFound(err, "user")
 	}
-	return row.domain(), nil
+	return s.userDomain(&row)
 }
 
 // PartnerUserByEmail returns the partner's user whose address folds to key
@@ -113,7 +122,7 @@ func (s *Store) PartnerUserByEmail(ctx context.Context, partnerID uuid.UUID, key
 	if err := s.read(ctx).Where("partner_id = ? AND email_key = ?", partnerID, key).Take(&row).Error; err != nil {
 		return nil, notFound(err, "user")
 	}
-	return row.domain(), nil
+	return s.userDomain(&row)
 }
 
 // PartnerUsersByEmail returns every partner's user whose address folds to key,
@@ -134,7 +143,11 @@ func (s *Store) partnerUsers(db *gorm.DB) ([]*partnerusers.User, error) {
 	}
 	out := make([]*partnerusers.User, len(rows))
 	for i := range rows {
-		out[i] = rows[i].domain()
+		u, err := s.userDomain(&rows[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = u
 	}
 	return out, nil
 }

@@ -325,18 +325,18 @@ WITH ev AS (
 SELECT ev.id, ev.partner_id, ev.transaction_id, ev.type, ev.payload, ev.created_at, ev.publish_status,
        ev.attempts, ev.cycle_attempts, ev.last_attempt_at, ev.next_attempt_at, ev.requeued,
        w.partner_id IS NOT NULL, COALESCE(w.url, ''), COALESCE(w.enabled, false), COALESCE(w.secret, ''),
-       w.previous_secret, w.previous_secret_expires_at, w.created_at, w.updated_at
+       w.secret_key, w.previous_secret, w.previous_secret_key, w.previous_secret_expires_at, w.created_at, w.updated_at
   FROM ev LEFT JOIN webhook_endpoints w ON w.partner_id = ev.partner_id`
 
 // takeDelivery is TakeDelivery outside a unit of work, in one statement.
 func (*postgresEngine) takeDelivery(ctx context.Context, s *Store, id uuid.UUID) (*webhook.Event, *webhook.Endpoint, bool, bool, error) {
 	var r webhookEventRow
 	var requeued, hasEndpoint bool
-	var ep webhook.Endpoint
+	var ep endpointRow
 	var wCreated, wUpdated *time.Time
 	err := s.wsql.QueryRowContext(ctx, takeDeliverySQL, id).Scan(&r.ID, &r.PartnerID, &r.TransactionID, &r.Type, &r.Payload,
 		&r.CreatedAt, &r.PublishStatus, &r.Attempts, &r.CycleAttempts, &r.LastAttemptAt, &r.NextAttemptAt, &requeued,
-		&hasEndpoint, &ep.URL, &ep.Enabled, &ep.Secret, &ep.PreviousSecret, &ep.PreviousSecretExpiresAt, &wCreated, &wUpdated)
+		&hasEndpoint, &ep.URL, &ep.Enabled, &ep.Secret, &ep.SecretKey, &ep.PreviousSecret, &ep.PreviousSecretKey, &ep.PreviousSecretExpiresAt, &wCreated, &wUpdated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, false, true, apperr.New(apperr.NotFound, "The webhook event was not found.")
 	}
@@ -347,12 +347,15 @@ func (*postgresEngine) takeDelivery(ctx context.Context, s *Store, id uuid.UUID)
 		return r.domain(), nil, requeued, true, nil
 	}
 	ep.PartnerID = r.PartnerID
-	ep.PreviousSecretExpiresAt = utcPtr(ep.PreviousSecretExpiresAt)
 	if wCreated != nil {
-		ep.CreatedAt = wCreated.UTC()
+		ep.CreatedAt = *wCreated
 	}
 	if wUpdated != nil {
-		ep.UpdatedAt = wUpdated.UTC()
+		ep.UpdatedAt = *wUpdated
 	}
-	return r.domain(), &ep, requeued, true, nil
+	opened, err := s.endpointDomain(&ep)
+	if err != nil {
+		return nil, nil, false, true, fmt.Errorf("webhook endpoint of partner %s: %w", r.PartnerID, err)
+	}
+	return r.domain(), opened, requeued, true, nil
 }

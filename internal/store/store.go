@@ -29,6 +29,7 @@ import (
 	"partnerd/internal/apperr"
 	"partnerd/internal/dburl"
 	"partnerd/internal/jobs"
+	"partnerd/internal/secrets"
 )
 
 // Dialect names the database behind a Store (see dburl: the URL grammar).
@@ -66,6 +67,8 @@ type Store struct {
 	// in is the unit of work this copy is bound to (Tx.store), nil for the
 	// Store itself: a Transact on a bound copy runs in it and opens nothing.
 	in *Tx
+	// keys seal the stored secrets (UseSecrets; the development key until then).
+	keys *secrets.Keyring
 }
 
 // Now is the clock every stored time comes from: UTC, truncated to microseconds,
@@ -87,7 +90,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if !ok {
 		return nil, fmt.Errorf("no store for %s databases", dialect)
 	}
-	s := &Store{eng: newEngine()}
+	s := &Store{eng: newEngine(), keys: secrets.Development()}
 	// A failure to connect names the setting, so a newcomer knows what to change.
 	if err := s.eng.connect(ctx, s, url, dsn); err != nil {
 		return nil, fmt.Errorf("DATABASE_URL %s: %w", dburl.Redact(url), err)

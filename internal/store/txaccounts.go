@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"gorm.io/gorm/clause"
 
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
@@ -131,4 +132,23 @@ func (tx *Tx) DeletePartnerInvitations(ctx context.Context, userID uuid.UUID) er
 // ReplacePartnerRecoveryCodes is Store.ReplacePartnerRecoveryCodes in the unit of work.
 func (tx *Tx) ReplacePartnerRecoveryCodes(ctx context.Context, userID uuid.UUID, hashes []string, at time.Time) error {
 	return tx.store().ReplacePartnerRecoveryCodes(ctx, userID, hashes, at)
+}
+
+// LockPartnerTeam makes the unit of work the only one changing partnerID's team
+// until it ends: a change that must see the whole team (keeping an active
+// admin) decides on the team as it is, not on a snapshot another unit of work
+// is changing, so two admins demoting each other at once leave one. On
+// PostgreSQL the partner's row is locked (SELECT … FOR UPDATE, waited for); on
+// SQLite the one writer runs the units of work one after the other already.
+// Errors: apperr NotFound (no such partner).
+func (tx *Tx) LockPartnerTeam(ctx context.Context, partnerID uuid.UUID) error {
+	q := tx.db.WithContext(ctx).Table("partners").Select("id").Where("id = ?", partnerID)
+	if tx.s.eng.locksRows() {
+		q = q.Clauses(clause.Locking{Strength: clause.LockingStrengthUpdate})
+	}
+	var row struct{ ID uuid.UUID }
+	if err := q.Take(&row).Error; err != nil {
+		return notFound(err, "partner")
+	}
+	return nil
 }

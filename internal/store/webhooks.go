@@ -22,49 +22,67 @@ type endpointRow struct {
 	URL                     string    `gorm:"column:url"`
 	Enabled                 bool
 	Secret                  string
+	SecretKey               *string
 	PreviousSecret          *string
+	PreviousSecretKey       *string
 	PreviousSecretExpiresAt *time.Time
 	CreatedAt               time.Time
 	UpdatedAt               time.Time
+}
+
+// endpointDomain is the endpoint of row r, its secrets opened.
+func (s *Store) endpointDomain(r *endpointRow) (*webhook.Endpoint, error) {
+	ctx := webhookContext(r.PartnerID)
+	secret, err := s.open(r.SecretKey, &r.Secret, ctx)
+	if err != nil {
+		return nil, err
+	}
+	previous, err := s.open(r.PreviousSecretKey, r.PreviousSecret, ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &webhook.Endpoint{
+		PartnerID: r.PartnerID, URL: r.URL, Enabled: r.Enabled, Secret: *secret, PreviousSecret: previous,
+		PreviousSecretExpiresAt: utcPtr(r.PreviousSecretExpiresAt), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}, nil
 }
 
 func (endpointRow) TableName() string { return "webhook_endpoints" }
 
 // EndpointOf returns the partner's webhook endpoint, or apperr NotFound.
 func (s *Store) EndpointOf(ctx context.Context, partnerID uuid.UUID) (*webhook.Endpoint, error) {
-	return endpointOf(s.read(ctx), partnerID)
+	return s.endpointOf(s.read(ctx), partnerID)
 }
 
 // EndpointOf is Store.EndpointOf in the unit of work.
 func (tx *Tx) EndpointOf(ctx context.Context, partnerID uuid.UUID) (*webhook.Endpoint, error) {
-	return endpointOf(tx.db.WithContext(ctx), partnerID)
+	return tx.s.endpointOf(tx.db.WithContext(ctx), partnerID)
 }
 
-func endpointOf(db *gorm.DB, partnerID uuid.UUID) (*webhook.Endpoint, error) {
+func (s *Store) endpointOf(db *gorm.DB, partnerID uuid.UUID) (*webhook.Endpoint, error) {
 	var r endpointRow
 	if err := db.Where("partner_id = ?", partnerID).Take(&r).Error; err != nil {
 		return nil, notFound(err, "webhook endpoint")
 	}
-	return &webhook.Endpoint{
-		PartnerID: r.PartnerID, URL: r.URL, Enabled: r.Enabled, Secret: r.Secret, PreviousSecret: r.PreviousSecret,
-		PreviousSecretExpiresAt: utcPtr(r.PreviousSecretExpiresAt), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-	}, nil
+	return s.endpointDomain(&r)
 }
 
 // InsertEndpoint inserts e unless the partner already has an endpoint, and reports
 // whether it did: of two concurrent first registrations exactly one inserts.
 func (s *Store) InsertEndpoint(ctx context.Context, e *webhook.Endpoint) (bool, error) {
-	return insertEndpoint(s.write(ctx), e)
+	return s.insertEndpoint(s.write(ctx), e)
 }
 
 // InsertEndpoint is Store.InsertEndpoint in the unit of work.
 func (tx *Tx) InsertEndpoint(ctx context.Context, e *webhook.Endpoint) (bool, error) {
-	return insertEndpoint(tx.db.WithContext(ctx), e)
+	return tx.s.insertEndpoint(tx.db.WithContext(ctx), e)
 }
 
-func insertEndpoint(db *gorm.DB, e *webhook.Endpoint) (bool, error) {
+func (s *Store) insertEndpoint(db *gorm.DB, e *webhook.Endpoint) (bool, error) {
+	keyID, secret := s.seal(&e.Secret, webhookContext(e.PartnerID))
+	prevID, prev := s.seal(e.PreviousSecret, webhookContext(e.PartnerID))
 	res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&endpointRow{
-		PartnerID: e.PartnerID, URL: e.URL, Enabled: e.Enabled, Secret: e.Secret, PreviousSecret: e.PreviousSecret,
+		PartnerID: e.PartnerID, URL: e.URL, Enabled: e.Enabled, Secret: *secret, SecretKey: keyID, PreviousSecret: prev, PreviousSecretKey: prevID,
 		PreviousSecretExpiresAt: e.PreviousSecretExpiresAt, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 	})
 	return res.RowsAffected == 1, res.Error
@@ -110,17 +128,19 @@ func (s *Store) DisableEndpoint(ctx context.Context, partnerID uuid.UUID, at tim
 // row as it was), so concurrent rotations each take effect in turn and none is
 // silently lost. Errors: NotFound.
 func (s *Store) RotateSecret(ctx context.Context, partnerID uuid.UUID, secret string, oldUntil, at time.Time) error {
-	return rotateSecret(s.write(ctx), partnerID, secret, oldUntil, at)
+	return s.rotateSecret(s.write(ctx), partnerID, secret, oldUntil, at)
 }
 
 // RotateSecret is Store.RotateSecret in the unit of work.
 func (tx *Tx) RotateSecret(ctx context.Context, partnerID uuid.UUID, secret string, oldUntil, at time.Time) error {
-	return rotateSecret(tx.db.WithContext(ctx), partnerID, secret, oldUntil, at)
+	return tx.s.rotateSecret(tx.db.WithContext(ctx), partnerID, secret, oldUntil, at)
 }
 
-func rotateSecret(db *gorm.DB, partnerID uuid.UUID, secret string, oldUntil, at time.Time) error {
+func (s *Store) rotateSecret(db *gorm.DB, partnerID uuid.UUID, secret string, oldUntil, at time.Time) error {
+	keyID, sealed := s.seal(&secret, webhookContext(partnerID))
 	res := db.Model(&endpointRow{}).Where("partner_id = ?", partnerID).
-		Updates(map[string]any{"previous_secret": gorm.Expr("secret"), "secret": secret, "previous_secret_expires_at": oldUntil, "updated_at": at})
+		Updates(map[string]any{"previous_secret": gorm.Expr("secret"), "previous_secret_key": gorm.Expr("secret_key"),
+			"secret": *sealed, "secret_key": keyID, "previous_secret_expires_at": oldUntil, "updated_at": at})
 	if res.Error == nil && res.RowsAffected == 0 {
 		return apperr.New(apperr.NotFound, "The webhook endpoint was not found.")
 	}

@@ -2,6 +2,7 @@ package storetest_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,5 +138,72 @@ func TestPartnerUsers(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, p.ID, *parties[entry.ID].PartnerID)
 		require.Equal(t, u.Email, *parties[entry.ID].SubjectName)
+	})
+}
+
+// TestPartnerTeamLock: units of work that lock a partner's team and then count
+// its admins run one after the other, so of many parallel demotions of the last
+// two admins only one happens (without the lock, PostgreSQL's READ COMMITTED
+// lets two see the other still admin); an unknown partner is NotFound.
+func TestPartnerTeamLock(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
+		ctx := context.Background()
+		p := newPartner(t, s)
+		admins := []*partnerusers.User{newPartnerUser(t, s, p.ID, "one@example.com"), newPartnerUser(t, s, p.ID, "two@example.com")}
+		for _, u := range admins {
+			u.Status = partnerusers.Active
+			require.NoError(t, s.UpdatePartnerUser(ctx, u))
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 24)
+		start := make(chan struct{})
+		for i := range 24 {
+			wg.Go(func() {
+				<-start
+				errs <- s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+					if err := tx.LockPartnerTeam(ctx, p.ID); err != nil {
+						return err
+					}
+					team, err := tx.PartnerUsers(ctx, p.ID)
+					if err != nil {
+						return err
+					}
+					var target *partnerusers.User
+					left := 0
+					for _, u := range team {
+						if u.Role == partnerusers.Admin {
+							left++
+							if u.ID == admins[i%2].ID {
+								target = u
+							}
+						}
+					}
+					if left < 2 || target == nil {
+						return nil
+					}
+					target.Role = partnerusers.Developer
+					return tx.UpdatePartnerUser(ctx, target)
+				})
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		team, err := s.PartnerUsers(ctx, p.ID)
+		require.NoError(t, err)
+		left := 0
+		for _, u := range team {
+			if u.Role == partnerusers.Admin {
+				left++
+			}
+		}
+		require.Equal(t, 1, left)
+
+		err = s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error { return tx.LockPartnerTeam(ctx, uuid.New()) })
+		require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,4 +84,18 @@ func Shot(t *testing.T, ctx context.Context, name string) {
 	_, err = f.Write(png)
 	require.NoError(t, errors.Join(err, f.Close()))
 	require.NoError(t, os.Rename(f.Name(), filepath.Join("testdata", name)))
+}
+
+// OtherOrigin serves page (HTML) at the returned address, on a port of its own:
+// another origin of the same host, the same site for the browser's SameSite
+// rules, as a hostile page on another service of the machine would be. The
+// CSRF tests post the sites' forms from there.
+func OtherOrigin(t *testing.T, page string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(page))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -1,0 +1,98 @@
+package storetest_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"partnerd/internal/secrets"
+	"partnerd/internal/store"
+	"partnerd/internal/testdb"
+	"partnerd/internal/webhook"
+)
+
+// placeholder is the database's first bind parameter.
+func placeholder(db testdb.Database) string {
+	if db.Name == "postgres" {
+		return "$1"
+	}
+	return "?"
+}
+
+func newKey(t *testing.T) string {
+	b := make([]byte, 32)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// TestSealedSecrets: TOTP and webhook signing secrets are stored sealed (the
+// plaintext never in the column, the key's id beside it) and read back whole;
+// RotateSecrets moves them to a new current key, after which the old key can
+// go; a second rotation rewrites nothing.
+func TestSealedSecrets(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, db testdb.Database, s *store.Store) {
+		ctx := context.Background()
+		k1, k2 := newKey(t), newKey(t)
+		old, err := secrets.Parse("one:" + k1)
+		require.NoError(t, err)
+		s.UseSecrets(old)
+		p := newPartner(t, s)
+		u := newPartnerUser(t, s, p.ID, "sealed@example.com")
+		totp := "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
+		u.TOTPSecret = &totp
+		require.NoError(t, s.UpdatePartnerUser(ctx, u))
+		signing := "whsec_" + base64.StdEncoding.EncodeToString([]byte("a signing secret of 32 bytes!!!"))
+		now := store.Now()
+		ok, err := s.InsertEndpoint(ctx, &webhook.Endpoint{PartnerID: p.ID, URL: "https://example.com/hook", Enabled: true, Secret: signing, CreatedAt: now, UpdatedAt: now})
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NoError(t, s.RotateSecret(ctx, p.ID, signing+"2", now.Add(24*3600e9), now))
+
+		raw := openStore(t, db.URL) // the database as a reader sees it: nothing opens
+		check := func(keyID string) {
+			t.Helper()
+			var secret, key string
+			require.NoError(t, raw.SQL().QueryRowContext(ctx, "SELECT totp_secret, totp_secret_key FROM partner_users WHERE id = "+placeholder(db), u.ID.String()).Scan(&secret, &key))
+			require.NotContains(t, secret, totp)
+			require.NotContains(t, secret, totp[:16])
+			require.Equal(t, keyID, key)
+			var sec, secKey, prev, prevKey string
+			require.NoError(t, raw.SQL().QueryRowContext(ctx, "SELECT secret, secret_key, previous_secret, previous_secret_key FROM webhook_endpoints WHERE partner_id = "+placeholder(db), p.ID.String()).
+				Scan(&sec, &secKey, &prev, &prevKey))
+			require.NotContains(t, sec, "whsec_")
+			require.NotContains(t, prev, "whsec_")
+			require.Equal(t, keyID, secKey)
+			require.Equal(t, keyID, prevKey)
+			got2, err := s.PartnerUser(ctx, p.ID, u.ID)
+			require.NoError(t, err)
+			require.Equal(t, totp, *got2.TOTPSecret)
+			e, err := s.EndpointOf(ctx, p.ID)
+			require.NoError(t, err)
+			require.Equal(t, signing+"2", e.Secret)
+			require.Equal(t, signing, *e.PreviousSecret)
+		}
+		check("one")
+
+		ring, err := secrets.Parse("two:" + k2 + ",one:" + k1)
+		require.NoError(t, err)
+		s.UseSecrets(ring)
+		n, err := s.RotateSecrets(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
+		only, err := secrets.Parse("two:" + k2)
+		require.NoError(t, err)
+		s.UseSecrets(only)
+		check("two")
+		n, err = s.RotateSecrets(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n)
+		users, err := s.PartnerUsers(ctx, p.ID)
+		require.NoError(t, err)
+		require.Equal(t, []string{totp}, []string{*users[0].TOTPSecret})
+	})
+}
