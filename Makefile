@@ -114,8 +114,8 @@ prometheus: ## Make sure promtool (Debian's prometheus package) is installed: th
 	fi
 
 .PHONY: check-ops
-check-ops: prometheus ## promtool check and test of internal/docs/ops/alerts.yml, the dashboard linter, and every metric the rules and dashboard read is exported (part of make test)
-	$(GO) test $(TEST_FLAGS) ./internal/docs/ops/
+check-ops: prometheus ## promtool check and test of internal/contract/docs/ops/alerts.yml, the dashboard linter, and every metric the rules and dashboard read is exported (part of make test)
+	$(GO) test $(TEST_FLAGS) ./internal/contract/docs/ops/
 
 .PHONY: test
 test: chromium prometheus ## Run every test against PostgreSQL and SQLite (starts a throwaway PostgreSQL and Redis when none answers)

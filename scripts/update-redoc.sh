@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # update-redoc.sh VERSION — replaces the Redoc script that /docs serves.
 #
-# The API reference page works offline: internal/docs embeds Redoc's standalone
+# The API reference page works offline: internal/contract/docs embeds Redoc's standalone
 # bundle instead of loading it from a CDN. This script fetches the given 2.x
 # release with `npm pack` (npm checks the tarball's integrity against the
-# registry), and writes into internal/docs/assets/:
+# registry), and writes into internal/contract/docs/assets/:
 #   redoc.standalone.js  package/bundles/redoc.standalone.js
 #   redoc.standalone.js.LICENSE.txt
 #                        the notices of the libraries bundled into it
 #   LICENSE.redoc        package/LICENSE (the bundle is MIT: keep its notice)
 #   README.md            the version, license and checksum now embedded
-# Then run `go test ./internal/docs` and review the page before committing.
+# Then run `go test ./internal/contract/docs` and review the page before committing.
 set -euo pipefail
 
 if [[ $# -ne 1 || -z "$1" ]]; then
@@ -26,7 +26,7 @@ if [[ ! "$version" =~ ^2\.[0-9]+\.[0-9]+$ ]]; then
 fi
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-dest="$root/internal/docs/assets"
+dest="$root/internal/contract/docs/assets"
 work="$(mktemp -d "${TMPDIR:-/tmp}/update-redoc.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
@@ -57,7 +57,7 @@ cat >"$dest/README.md" <<EOF
 # Embedded Redoc
 
 \`redoc.standalone.js\` is Redoc's standalone bundle, embedded into the binary by
-\`internal/docs\` so that \`/docs\` renders the API reference without reaching any
+\`internal/contract/docs\` so that \`/docs\` renders the API reference without reaching any
 CDN.
 
 | | |
@@ -70,7 +70,7 @@ CDN.
 | sha256 | \`$sum\` |
 
 Do not edit these files by hand: run \`scripts/update-redoc.sh VERSION\` (a 2.x
-release; \`npm view redoc versions\` lists them), then \`go test ./internal/docs\`.
+release; \`npm view redoc versions\` lists them), then \`go test ./internal/contract/docs\`.
 EOF
 
 echo "update-redoc: redoc $version ($size bytes, sha256 $sum) -> ${dest#"$root"/}"

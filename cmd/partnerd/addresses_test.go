@@ -14,9 +14,9 @@ import (
 
 	"partnerd/gen/client"
 	"partnerd/internal/address"
-	"partnerd/internal/apitest"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // The export lists every issued deposit address of the network, by index, with its

@@ -18,7 +18,7 @@ import (
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/devnet"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // TestSIGKILLMidChainScan kills the binary (SIGKILL: no shutdown at all) at random

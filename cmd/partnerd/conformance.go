@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"partnerd/internal/conformance"
+	"partnerd/internal/contract/conformance"
 )
 
 // errNonConformant is returned (exit status 1) when the deployment failed the

@@ -13,9 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/apitest"
-	"partnerd/internal/conformance"
-	"partnerd/internal/testdb"
+	"partnerd/internal/contract/conformance"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // partnerd conformance passes a freshly started service (JSON report, exit 0)

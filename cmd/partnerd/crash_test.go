@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // A server killed (kill -9) in the middle of a create leaves nothing behind: the

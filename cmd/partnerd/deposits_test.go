@@ -13,7 +13,7 @@ import (
 
 	"partnerd/internal/deposits"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 func TestDepositsListUnmatched(t *testing.T) {

@@ -48,8 +48,8 @@ func TestServerLinksNoDevelopmentChain(t *testing.T) {
 // sees the database only through its own interfaces.
 var storeImporters = []string{
 	"partnerd/internal/app",
-	"partnerd/internal/testdb",
-	"partnerd/internal/apitest",
+	"partnerd/internal/testsupport/testdb",
+	"partnerd/internal/testsupport/apitest",
 	"partnerd/internal/store/",
 	"partnerd/cmd/",
 	"partnerd/scripts/",

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	oc "partnerd/gen/operatorclient"
-	"partnerd/internal/apitest"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // TestCLIChangesAreAudited: account and key changes made with the command line

@@ -39,9 +39,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"partnerd/internal/actions"
 	"partnerd/internal/app"
 	"partnerd/internal/audit"
+	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/config"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/listener"

@@ -7,9 +7,9 @@ import (
 	"io"
 	"log/slog"
 
-	"partnerd/internal/actions"
 	"partnerd/internal/app"
 	"partnerd/internal/audit"
+	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/idempotency"
 )
 

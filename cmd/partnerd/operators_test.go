@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/operators"
+	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 func TestOperatorsCreateJSON(t *testing.T) {

@@ -22,7 +22,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/apitest"
+	"partnerd/internal/testsupport/apitest"
 )
 
 // TestREADMEDevchainLoop runs the README's devchain loop as written, on both

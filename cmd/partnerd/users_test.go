@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	oc "partnerd/gen/operatorclient"
-	"partnerd/internal/apitest"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // TestPartnerUsersInvite: `partners users invite` prints the invitation link once

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/apperr"
+	"partnerd/internal/kit/apperr"
 )
 
 // Owner is the kind of account a key belongs to.

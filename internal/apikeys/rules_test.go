@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/internal/apikeys"
-	"partnerd/internal/apperr"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/providers"
 	"partnerd/internal/chain/rpc"
@@ -20,7 +21,6 @@ import (
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/metrics"
 	"partnerd/internal/store"
-	"partnerd/internal/unmatched"
 )
 
 // watchers is the deposit watcher of every network with a CHAIN_RPC_* URL.

@@ -5,9 +5,9 @@ import (
 
 	"partnerd/internal/audit"
 	"partnerd/internal/config"
-	"partnerd/internal/dashboard"
 	"partnerd/internal/httpapi"
 	"partnerd/internal/store"
+	"partnerd/internal/web/dashboard"
 )
 
 // openDashboard mounts the partners' dashboard: it calls the partner API in

@@ -9,24 +9,24 @@ import (
 
 	"partnerd/openapi"
 
-	"partnerd/internal/actions"
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
-	"partnerd/internal/batches"
+	"partnerd/internal/backoffice/actions"
+	"partnerd/internal/backoffice/batches"
+	"partnerd/internal/backoffice/operators"
+	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/config"
-	"partnerd/internal/console"
-	"partnerd/internal/docs"
+	"partnerd/internal/contract/docs"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/metrics"
 	"partnerd/internal/operatorapi"
-	"partnerd/internal/operators"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/ratelimit"
 	"partnerd/internal/store"
 	"partnerd/internal/transactions"
-	"partnerd/internal/unmatched"
+	"partnerd/internal/web/console"
 )
 
 // settlementOf turns the settings into the lifecycle's adapters: in staging's auto

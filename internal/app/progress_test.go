@@ -16,7 +16,7 @@ import (
 	"partnerd/internal/chain"
 	"partnerd/internal/metrics"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

@@ -15,12 +15,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/actions"
 	"partnerd/internal/app"
 	"partnerd/internal/audit"
+	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/config"
 	"partnerd/internal/idempotency"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

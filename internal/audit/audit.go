@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/cursor"
+	"partnerd/internal/kit/cursor"
 )
 
 // Action is what an operator did.

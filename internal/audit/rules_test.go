@@ -11,12 +11,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
-	"partnerd/internal/cursor"
-	"partnerd/internal/operators"
+	"partnerd/internal/backoffice/operators"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/cursor"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

@@ -13,11 +13,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/batches"
+	"partnerd/internal/backoffice/batches"
+	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/chain"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/transactions"
-	"partnerd/internal/unmatched"
 )
 
 // DepositTransfer is one transfer seen to a deposit address.

@@ -10,19 +10,19 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
-	"partnerd/internal/batches"
+	"partnerd/internal/backoffice/batches"
+	"partnerd/internal/backoffice/operators"
+	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/chain"
-	"partnerd/internal/cursor"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/cursor"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/operators"
 	"partnerd/internal/partners"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 	"partnerd/internal/transactions"
-	"partnerd/internal/unmatched"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

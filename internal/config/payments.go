@@ -7,7 +7,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/money"
+	"partnerd/internal/pricing/money"
 )
 
 // loadPayments reads the payment rules (lifecycle.Payments):

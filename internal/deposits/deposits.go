@@ -14,9 +14,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/chain"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/unmatched"
 )
 
 // ChainTransfer is a token transfer to one of our deposit addresses, identified by

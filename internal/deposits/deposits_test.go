@@ -17,7 +17,7 @@ import (
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 	"partnerd/internal/transactions"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"partnerd/gen/client"
 	"partnerd/internal/address"
-	"partnerd/internal/apitest"
+	"partnerd/internal/testsupport/apitest"
 )
 
 // A create that fails consumes no deposit-address index: after 25 creates refused

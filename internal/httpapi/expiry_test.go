@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/apitest"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // Expiry runs on its own: no request drives it. The deposit window is shortened by

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/apitest"
+	"partnerd/internal/testsupport/apitest"
 )
 
 // do sends a raw request through the contract-checking client and returns the

@@ -18,10 +18,10 @@ import (
 
 	"partnerd/gen/client"
 	"partnerd/gen/operatorclient"
-	"partnerd/internal/apitest"
 	"partnerd/internal/httpapi"
 	"partnerd/internal/operatorapi"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // hostileCase is one generated request: method, path (with query, already

@@ -7,11 +7,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"partnerd/gen/api"
-	"partnerd/internal/apperr"
+	"partnerd/internal/backoffice/revenue"
 	"partnerd/internal/httpkit"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/money"
-	"partnerd/internal/revenue"
+	"partnerd/internal/pricing/money"
 	"partnerd/internal/sandbox"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/apitest"
 	"partnerd/internal/store"
+	"partnerd/internal/testsupport/apitest"
 )
 
 type sim = client.SimulateRequestEvent

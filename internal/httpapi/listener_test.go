@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/apitest"
 	"partnerd/internal/listener"
+	"partnerd/internal/testsupport/apitest"
 )
 
 // syncBuffer is a goroutine-safe output sink.

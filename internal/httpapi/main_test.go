@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"partnerd/internal/apitest"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

@@ -7,9 +7,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
 	"partnerd/internal/httpkit"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partners"
 )
 

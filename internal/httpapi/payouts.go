@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"partnerd/gen/api"
-	"partnerd/internal/batches"
-	"partnerd/internal/csvexport"
+	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/httpkit"
-	"partnerd/internal/money"
+	"partnerd/internal/kit/csvexport"
+	"partnerd/internal/pricing/money"
 )
 
 // ListPayouts returns a page of the payouts that paid the partner (GET /payouts).

@@ -6,8 +6,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"partnerd/internal/apperr"
 	"partnerd/internal/httpkit"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partners"
 )
 

@@ -9,9 +9,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/apitest"
 	"partnerd/internal/httpapi"
 	"partnerd/internal/partners"
+	"partnerd/internal/testsupport/apitest"
 )
 
 // The dashboard's in-process principal: a request served with it is its

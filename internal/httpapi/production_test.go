@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/apitest"
 	"partnerd/internal/partners"
+	"partnerd/internal/testsupport/apitest"
 )
 
 func productionSettings(t *testing.T) map[string]string {

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/apitest"
+	"partnerd/internal/testsupport/apitest"
 )
 
 // The staging defaults: usdt at 1550.00 NGN, spread 0.5 %, so the adjusted rate is

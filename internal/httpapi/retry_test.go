@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/apitest"
+	"partnerd/internal/testsupport/apitest"
 )
 
 // The operations that took no Idempotency-Key take an optional one: with it a

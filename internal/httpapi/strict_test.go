@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/apitest"
 	"partnerd/internal/httpapi"
+	"partnerd/internal/testsupport/apitest"
 )
 
 // errorBody decodes an error body.

@@ -6,7 +6,7 @@ import (
 	"partnerd/gen/api"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/money"
+	"partnerd/internal/pricing/money"
 	"partnerd/internal/transactions"
 )
 

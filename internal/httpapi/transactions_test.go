@@ -17,9 +17,9 @@ import (
 
 	"partnerd/gen/client"
 	"partnerd/internal/address"
-	"partnerd/internal/apitest"
-	"partnerd/internal/quotes"
+	"partnerd/internal/pricing/quotes"
 	"partnerd/internal/store"
+	"partnerd/internal/testsupport/apitest"
 	"partnerd/internal/webhook"
 )
 

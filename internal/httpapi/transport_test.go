@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/apitest"
 	"partnerd/internal/partners"
+	"partnerd/internal/testsupport/apitest"
 )
 
 // errorOf returns the one non-nil error body among the typed ones, failing when the

@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/apitest"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/store"
+	"partnerd/internal/testsupport/apitest"
 )
 
 // A replay that arrives while the event's attempt is in flight is not lost: the

@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/apitest"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 	"partnerd/internal/webhook"
 	"partnerd/internal/webhook/sign"
 )

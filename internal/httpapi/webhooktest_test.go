@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/apitest"
+	"partnerd/internal/testsupport/apitest"
 	"partnerd/internal/webhook/sign"
 )
 

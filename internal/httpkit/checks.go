@@ -14,8 +14,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"partnerd/internal/apperr"
-	"partnerd/internal/textrule"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/textrule"
 )
 
 // textProblem returns why s breaks the contract's string rule, or "" when it keeps

@@ -14,8 +14,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"partnerd/gen/api"
-	"partnerd/internal/apperr"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/tracing"
 )
 

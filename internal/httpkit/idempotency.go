@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"partnerd/internal/apperr"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/tracing"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/api"
-	"partnerd/internal/apperr"
+	"partnerd/internal/kit/apperr"
 )
 
 // TestAnswerIsWhatTheResponseObjectWrites: the answer stored for a retry is what

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"partnerd/gen/api"
-	"partnerd/internal/apperr"
+	"partnerd/internal/kit/apperr"
 )
 
 // Listener wraps ln so that the answer net/http gives, before any handler runs,

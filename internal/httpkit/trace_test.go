@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"partnerd/gen/api"
-	"partnerd/internal/apperr"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/tracing"
 )
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/apperr"
+	"partnerd/internal/kit/apperr"
 )
 
 // Retention is how long a key is remembered (the spec promises at least 24 hours).

@@ -20,7 +20,7 @@ import (
 
 	"partnerd/internal/jobs"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 func TestMain(m *testing.M) {

@@ -3,7 +3,7 @@ package lifecycle
 import (
 	"fmt"
 
-	"partnerd/internal/apperr"
+	"partnerd/internal/kit/apperr"
 )
 
 // OperatorAction names an operator's action on one transaction, as the operator

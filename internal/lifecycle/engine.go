@@ -9,11 +9,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/apperr"
+	"partnerd/internal/backoffice/revenue"
+	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/idempotency"
-	"partnerd/internal/money"
-	"partnerd/internal/revenue"
-	"partnerd/internal/unmatched"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/pricing/money"
 )
 
 // DepositInput describes a simulated transfer: its id (required), chain hash, the

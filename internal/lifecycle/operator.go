@@ -8,9 +8,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/apperr"
-	"partnerd/internal/money"
-	"partnerd/internal/unmatched"
+	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/pricing/money"
 )
 
 // Settlement says who moves a transaction after its deposit is confirmed: the two

@@ -6,7 +6,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/apperr"
+	"partnerd/internal/kit/apperr"
 )
 
 // An executed rate and an operator's NGN amount are greater than zero: zero and

@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/apperr"
-	"partnerd/internal/unmatched"
+	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/kit/apperr"
 )
 
 // Screening is where a transaction stands in the screening of its deposits'

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/money"
+	"partnerd/internal/pricing/money"
 )
 
 // Snapshot is the detailed transaction snapshot as partners see it: the

@@ -9,8 +9,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/audit"
-	"partnerd/internal/revenue"
-	"partnerd/internal/unmatched"
+	"partnerd/internal/backoffice/revenue"
+	"partnerd/internal/backoffice/unmatched"
 )
 
 // Transaction is one stablecoin-to-fiat transaction.

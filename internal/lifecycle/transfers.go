@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/unmatched"
+	"partnerd/internal/backoffice/unmatched"
 )
 
 // The payment rules as the chain watcher (package deposits) applies them, one

@@ -8,10 +8,10 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/gen/operatorapi"
-	"partnerd/internal/actions"
 	"partnerd/internal/apikeys"
-	"partnerd/internal/apperr"
+	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/httpkit"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partners"
 )
 

@@ -12,10 +12,10 @@ import (
 
 	"partnerd/gen/client"
 	oc "partnerd/gen/operatorclient"
-	"partnerd/internal/apitest"
+	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/testdb"
-	"partnerd/internal/unmatched"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // Operator keys and partner keys are refused on each other's API.

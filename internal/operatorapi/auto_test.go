@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/apitest"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 func simulate(t *testing.T, c *client.ClientWithResponses, id uuid.UUID, ev client.SimulateRequestEvent) client.TransactionDetail {

@@ -8,13 +8,13 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/gen/operatorapi"
-	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
-	"partnerd/internal/batches"
+	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/httpkit"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/money"
+	"partnerd/internal/pricing/money"
 )
 
 // GetOverview returns the back office at a glance (GET /overview).

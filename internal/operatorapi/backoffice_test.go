@@ -14,9 +14,9 @@ import (
 
 	"partnerd/gen/client"
 	oc "partnerd/gen/operatorclient"
-	"partnerd/internal/apitest"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // uniqueHash is a fresh chain hash (each deposit its own, so a search by hash

@@ -14,9 +14,9 @@ import (
 
 	"partnerd/gen/client"
 	"partnerd/gen/operatorclient"
-	"partnerd/internal/apitest"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

@@ -11,9 +11,9 @@ import (
 	"partnerd/gen/client"
 	"partnerd/gen/operatorclient"
 	oc "partnerd/gen/operatorclient"
-	"partnerd/internal/apitest"
 	"partnerd/internal/partners"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // In production a confirmed deposit waits for the back office: fill, settle and

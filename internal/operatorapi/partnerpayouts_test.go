@@ -13,9 +13,9 @@ import (
 
 	"partnerd/gen/client"
 	oc "partnerd/gen/operatorclient"
-	"partnerd/internal/apitest"
-	"partnerd/internal/payouts"
-	"partnerd/internal/testdb"
+	"partnerd/internal/backoffice/payouts"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 	"partnerd/internal/transactions"
 )
 

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	oc "partnerd/gen/operatorclient"
-	"partnerd/internal/apitest"
 	"partnerd/internal/operatorapi"
 	"partnerd/internal/partnerusers"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // An operator invites a partner's first admin: 201 with the user and the link's

@@ -13,13 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	oc "partnerd/gen/operatorclient"
-	"partnerd/internal/apitest"
 	"partnerd/internal/audit"
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/devnet"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/operatorapi"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // watchedChain starts a chain answering as BNB Smart Chain (its finalized block 2

@@ -12,8 +12,8 @@ import (
 
 	"partnerd/gen/client"
 	oc "partnerd/gen/operatorclient"
-	"partnerd/internal/apitest"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // raceN is how many actions race for one transaction.

@@ -4,10 +4,10 @@ import (
 	"context"
 
 	"partnerd/gen/operatorapi"
-	"partnerd/internal/actions"
+	"partnerd/internal/backoffice/actions"
+	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/httpkit"
-	"partnerd/internal/money"
-	"partnerd/internal/unmatched"
+	"partnerd/internal/pricing/money"
 )
 
 // AcceptShortPayment lets an expired, short-paid transaction proceed on what was

@@ -20,21 +20,21 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"partnerd/gen/operatorapi"
-	"partnerd/internal/actions"
 	"partnerd/internal/apikeys"
-	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
-	"partnerd/internal/batches"
+	"partnerd/internal/backoffice/actions"
+	"partnerd/internal/backoffice/batches"
+	"partnerd/internal/backoffice/operators"
+	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/operators"
 	"partnerd/internal/partners"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/ratelimit"
 	"partnerd/internal/transactions"
-	"partnerd/internal/unmatched"
 )
 
 // BasePath is where the operator API is mounted; the spec's servers end in it.

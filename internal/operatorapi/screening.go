@@ -12,9 +12,9 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"partnerd/gen/operatorapi"
-	"partnerd/internal/csvexport"
+	"partnerd/internal/kit/csvexport"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/money"
+	"partnerd/internal/pricing/money"
 	"partnerd/internal/screening"
 )
 

@@ -9,21 +9,21 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/gen/operatorapi"
-	"partnerd/internal/actions"
 	"partnerd/internal/apikeys"
-	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
-	"partnerd/internal/batches"
+	"partnerd/internal/backoffice/actions"
+	"partnerd/internal/backoffice/batches"
+	"partnerd/internal/backoffice/operators"
+	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/money"
-	"partnerd/internal/operators"
 	"partnerd/internal/partners"
 	"partnerd/internal/partnerusers"
+	"partnerd/internal/pricing/money"
 	"partnerd/internal/transactions"
-	"partnerd/internal/unmatched"
 )
 
 // Server implements the generated StrictServerInterface.

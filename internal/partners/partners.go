@@ -19,7 +19,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/apikeys"
-	"partnerd/internal/apperr"
+	"partnerd/internal/kit/apperr"
 )
 
 // Environment is where a partner's key is valid. It follows APP_ENV: staging serves

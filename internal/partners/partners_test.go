@@ -12,7 +12,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/apperr"
+	"partnerd/internal/kit/apperr"
 )
 
 // memStore is an in-memory Store for the service's own rules.

@@ -24,11 +24,11 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/textrule"
 	"partnerd/internal/partners"
-	"partnerd/internal/textrule"
 )
 
 // Role is what a user may do on the dashboard; every role reads transactions.

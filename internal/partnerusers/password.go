@@ -20,7 +20,7 @@ import (
 	"github.com/ccojocar/zxcvbn-go/match"
 	"golang.org/x/crypto/argon2"
 
-	"partnerd/internal/apperr"
+	"partnerd/internal/kit/apperr"
 )
 
 // The password rules (NIST SP 800-63B §5.1.1.2: a length floor, a generous

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/argon2"
 
-	"partnerd/internal/apperr"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partnerusers"
 )
 

@@ -12,9 +12,9 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/apperr"
-	"partnerd/internal/money"
-	"partnerd/internal/rates"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/pricing/money"
+	"partnerd/internal/pricing/rates"
 )
 
 // Pair is a supported token/network pair with its per-transaction NGN limits.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"partnerd/internal/apperr"
+	"partnerd/internal/kit/apperr"
 )
 
 // The response fields of draft-ietf-httpapi-ratelimit-headers. Clients that know

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // newRedisClient connects to the tests' Redis (testdb.RedisURL), failing the test if

@@ -14,10 +14,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
 	"partnerd/internal/chain"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/lifecycle"
 )
 

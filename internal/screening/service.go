@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/apperr"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/lifecycle"
 )
 

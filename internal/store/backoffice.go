@@ -8,11 +8,11 @@ import (
 	"github.com/shopspring/decimal"
 	"gorm.io/gorm"
 
-	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
-	"partnerd/internal/batches"
-	"partnerd/internal/cursor"
+	"partnerd/internal/backoffice/batches"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/cursor"
 )
 
 var (

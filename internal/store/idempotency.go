@@ -10,7 +10,7 @@ import (
 	"partnerd/internal/deposits"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/quotes"
+	"partnerd/internal/pricing/quotes"
 	"partnerd/internal/transactions"
 	"partnerd/internal/webhook"
 )

@@ -6,8 +6,8 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
-	"partnerd/internal/apperr"
-	"partnerd/internal/cursor"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/cursor"
 )
 
 // afterPosition narrows a list ordered by (timeCol, idCol) descending to the rows

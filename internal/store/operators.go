@@ -14,14 +14,14 @@ import (
 	"gorm.io/gorm/clause"
 
 	"partnerd/internal/apikeys"
-	"partnerd/internal/apperr"
-	"partnerd/internal/cursor"
+	"partnerd/internal/backoffice/operators"
+	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/jobs"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/cursor"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/operators"
 	"partnerd/internal/transactions"
-	"partnerd/internal/unmatched"
 )
 
 type operatorRow struct {

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
-	"partnerd/internal/apperr"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partnerusers"
 )
 

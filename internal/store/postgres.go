@@ -22,8 +22,8 @@ import (
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 
-	"partnerd/internal/apperr"
-	"partnerd/internal/dburl"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/dburl"
 	"partnerd/internal/webhook"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/shopspring/decimal"
 	"gorm.io/gorm"
 
-	"partnerd/internal/quotes"
+	"partnerd/internal/pricing/quotes"
 )
 
 type quoteRow struct {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"partnerd/internal/revenue"
+	"partnerd/internal/backoffice/revenue"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"

@@ -88,7 +88,7 @@ func TestNoDialectBranchOutsideTheEngines(t *testing.T) {
 		fields := strings.Fields(line)
 		dir := fields[0]
 		rel := filepath.ToSlash(dir)
-		if strings.Contains(rel+"/", "/internal/store/") || strings.HasSuffix(rel, "/internal/dburl") ||
+		if strings.Contains(rel+"/", "/internal/store/") || strings.HasSuffix(rel, "/internal/kit/dburl") ||
 			strings.HasSuffix(rel, "/internal/config") || strings.Contains(rel, "/gen/") {
 			continue
 		}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/secrets"
+	"partnerd/internal/kit/secrets"
 )
 
 // UseSecrets makes k the keys that seal and open the stored secrets (TOTP

@@ -23,7 +23,7 @@ import (
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 
-	"partnerd/internal/dburl"
+	"partnerd/internal/kit/dburl"
 	"partnerd/internal/webhook"
 )
 

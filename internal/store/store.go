@@ -26,10 +26,10 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"partnerd/internal/apperr"
-	"partnerd/internal/dburl"
 	"partnerd/internal/jobs"
-	"partnerd/internal/secrets"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/dburl"
+	"partnerd/internal/kit/secrets"
 )
 
 // Dialect names the database behind a Store (see dburl: the URL grammar).

@@ -12,13 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
-	"partnerd/internal/apperr"
+	"partnerd/internal/backoffice/revenue"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
-	"partnerd/internal/quotes"
-	"partnerd/internal/revenue"
+	"partnerd/internal/pricing/quotes"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

@@ -9,7 +9,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"partnerd/internal/apperr"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/store"
 )
 

@@ -13,8 +13,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/apperr"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partners"
 	"partnerd/internal/store"
 )

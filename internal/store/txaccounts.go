@@ -9,11 +9,11 @@ import (
 
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
+	"partnerd/internal/backoffice/operators"
+	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/operators"
 	"partnerd/internal/partners"
 	"partnerd/internal/partnerusers"
-	"partnerd/internal/unmatched"
 )
 
 // The unit of work as the account, key, audit, refund-task and partner-user

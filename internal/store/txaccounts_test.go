@@ -10,14 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/internal/apikeys"
-	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
+	"partnerd/internal/backoffice/operators"
+	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/chain"
-	"partnerd/internal/operators"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partners"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/store"
-	"partnerd/internal/unmatched"
 	"partnerd/internal/webhook"
 )
 

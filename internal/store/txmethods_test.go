@@ -10,12 +10,12 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/apperr"
+	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/chain"
 	"partnerd/internal/deposits"
-	"partnerd/internal/quotes"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/pricing/quotes"
 	"partnerd/internal/store"
-	"partnerd/internal/unmatched"
 	"partnerd/internal/webhook"
 )
 

@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"partnerd/internal/webkit"
+	"partnerd/internal/web/webkit"
 )
 
 // The web sites' shared state (migration 00033): sessions, attempt counts and

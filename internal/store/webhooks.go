@@ -12,8 +12,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"partnerd/internal/apperr"
 	"partnerd/internal/jobs"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/webhook"
 )
 

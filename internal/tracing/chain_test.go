@@ -15,10 +15,10 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"partnerd/gen/client"
-	"partnerd/internal/apitest"
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/devnet"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // attrs is a span's attributes by key, as strings (ints in decimal).

@@ -19,8 +19,8 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"partnerd/gen/client"
-	"partnerd/internal/apitest"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

@@ -12,10 +12,10 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/internal/address"
-	"partnerd/internal/csvexport"
-	"partnerd/internal/cursor"
+	"partnerd/internal/kit/csvexport"
+	"partnerd/internal/kit/cursor"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/money"
+	"partnerd/internal/pricing/money"
 )
 
 // Filter selects transactions; zero fields select everything.

@@ -13,16 +13,16 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/apperr"
-	"partnerd/internal/cursor"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/cursor"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
 	"partnerd/internal/pricing"
-	"partnerd/internal/quotes"
-	"partnerd/internal/rates"
+	"partnerd/internal/pricing/quotes"
+	"partnerd/internal/pricing/rates"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 	"partnerd/internal/transactions"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/cursor"
+	"partnerd/internal/kit/cursor"
 	"partnerd/internal/lifecycle"
 )
 

@@ -16,13 +16,13 @@ import (
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
-	"partnerd/internal/apperr"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/textrule"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/money"
 	"partnerd/internal/pricing"
-	"partnerd/internal/quotes"
-	"partnerd/internal/textrule"
+	"partnerd/internal/pricing/money"
+	"partnerd/internal/pricing/quotes"
 )
 
 // DepositWindow is how long a new transaction waits for its deposit (the seed's

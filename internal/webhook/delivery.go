@@ -16,8 +16,8 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/trace"
 
-	"partnerd/internal/apperr"
-	"partnerd/internal/safeurl"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/safeurl"
 	"partnerd/internal/tracing"
 	"partnerd/internal/webhook/sign"
 )

@@ -8,10 +8,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
 	"partnerd/internal/idempotency"
-	"partnerd/internal/safeurl"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/safeurl"
 	"partnerd/internal/webhook/sign"
 )
 

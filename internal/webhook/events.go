@@ -7,10 +7,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
-	"partnerd/internal/cursor"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/cursor"
 )
 
 // Filter selects events.

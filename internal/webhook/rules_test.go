@@ -18,14 +18,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/api"
-	"partnerd/internal/apperr"
-	"partnerd/internal/cursor"
 	"partnerd/internal/idempotency"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/cursor"
+	"partnerd/internal/kit/safeurl"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
-	"partnerd/internal/safeurl"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 	"partnerd/internal/transactions"
 	"partnerd/internal/webhook"
 )

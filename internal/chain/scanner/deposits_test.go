@@ -15,7 +15,7 @@ import (
 	"partnerd/gen/operatorclient"
 	"partnerd/internal/chain"
 	"partnerd/internal/deposits"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // TestDepositsOnChain runs the deposit rules against a real node: detection and

@@ -21,11 +21,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/apitest"
 	"partnerd/internal/app"
 	"partnerd/internal/chain"
 	"partnerd/internal/config"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // logBuf is a log output tests read while the server writes.

@@ -30,7 +30,7 @@ import (
 	"partnerd/internal/config"
 	"partnerd/internal/deposits"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // instance is a server started and stopped by the test itself.

@@ -15,11 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/apitest"
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/devnet"
 	"partnerd/internal/deposits"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // TestMain drops the test databases. Every test runs in parallel with the others

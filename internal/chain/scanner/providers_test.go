@@ -11,7 +11,7 @@ import (
 	"partnerd/gen/client"
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/devnet"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // TestFailoverToSecondProvider: with two providers in front of the same chain,

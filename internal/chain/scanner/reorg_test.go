@@ -13,7 +13,7 @@ import (
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/devnet"
 	"partnerd/internal/deposits"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // TestReorgBeforeConfirmation: the block holding a detected deposit is

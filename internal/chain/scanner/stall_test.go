@@ -13,7 +13,7 @@ import (
 	"partnerd/gen/client"
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/devnet"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // A gateway's answer in words no classifier rule knows.

@@ -20,7 +20,7 @@ import (
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/devnet"
 	"partnerd/internal/chain/providers"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // speaker is a provider in front of a node that answers with its own bytes

@@ -11,13 +11,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/apperr"
+	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/chain"
 	"partnerd/internal/deposits"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
-	"partnerd/internal/unmatched"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // TestChainCursorCompareAndSet: of concurrent movers from one cursor exactly one

@@ -9,13 +9,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/apperr"
+	"partnerd/internal/backoffice/operators"
+	"partnerd/internal/backoffice/revenue"
+	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/operators"
-	"partnerd/internal/revenue"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
-	"partnerd/internal/unmatched"
+	"partnerd/internal/testsupport/testdb"
 )
 
 func newOperator(t *testing.T, s *store.Store) *operators.Operator {

@@ -9,11 +9,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/apperr"
 	"partnerd/internal/audit"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 func newPartnerUser(t *testing.T, s *store.Store, partnerID uuid.UUID, email string) *partnerusers.User {

@@ -11,7 +11,7 @@ import (
 	"partnerd/internal/backoffice"
 	"partnerd/internal/chain"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // TestChainProgress: a network's reading is stored beside its cursor, replaced

@@ -10,7 +10,7 @@ import (
 
 	"partnerd/internal/store"
 	"partnerd/internal/store/storetest"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

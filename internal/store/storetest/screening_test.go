@@ -12,7 +12,7 @@ import (
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/screening"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // TestScreeningLists: an import is active and names its addresses by key; a

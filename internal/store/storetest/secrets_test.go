@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/secrets"
+	"partnerd/internal/kit/secrets"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 	"partnerd/internal/webhook"
 )
 

@@ -13,7 +13,7 @@ import (
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // eachDatabase runs fn as a parallel subtest on a migrated PostgreSQL store (a fresh

@@ -11,14 +11,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/apperr"
-	"partnerd/internal/cursor"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/jobs"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/cursor"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/quotes"
+	"partnerd/internal/pricing/quotes"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 	"partnerd/internal/transactions"
 )
 

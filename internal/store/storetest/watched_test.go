@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 )
 
 // A catch-up asks about a whole eth_getLogs answer at once, more addresses than

@@ -10,9 +10,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/apperr"
+	"partnerd/internal/kit/apperr"
 	"partnerd/internal/store"
-	"partnerd/internal/testdb"
+	"partnerd/internal/testsupport/testdb"
 	"partnerd/internal/webhook"
 )
 

@@ -1,0 +1,149 @@
+// Package payouts is the partner's view of the bank transfers that paid it: the
+// payout batches the operators recorded (package batches), listed and read per
+// partner, and exported as CSV for reconciliation. A partner sees only its own
+// payouts; another partner's is NotFound, exactly like an unknown id.
+package payouts
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/google/uuid"
+
+	"partnerd/internal/backoffice/batches"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/csvexport"
+	"partnerd/internal/kit/cursor"
+	"partnerd/internal/lifecycle"
+	"partnerd/internal/pricing/money"
+)
+
+// Store reads payout batches and the partner's transactions.
+type Store interface {
+	// ListBatches returns one page of batches (see batches.Query).
+	ListBatches(ctx context.Context, q batches.Query) ([]*batches.Batch, error)
+	// Batch returns batch id of any kind and partner, or apperr NotFound.
+	Batch(ctx context.Context, id uuid.UUID) (*batches.Batch, error)
+	// TransactionByID returns partnerID's transaction id, or apperr NotFound.
+	TransactionByID(ctx context.Context, partnerID, id uuid.UUID) (*lifecycle.Transaction, error)
+}
+
+// Service lists, reads and exports a partner's payouts.
+type Service struct {
+	store Store
+	codec *cursor.Codec
+}
+
+// New returns a Service signing its cursors with codec.
+func New(store Store, codec *cursor.Codec) *Service { return &Service{store: store, codec: codec} }
+
+// Page is one page of payouts, newest first.
+type Page struct {
+	Items      []*batches.Batch
+	HasMore    bool
+	Limit      int
+	NextCursor *string
+}
+
+// Detail is a payout with the transactions it paid, in the batch's order.
+type Detail struct {
+	*batches.Batch
+	Transactions []*lifecycle.Transaction
+}
+
+// List returns one page of partnerID's payouts created within from and to (both
+// inclusive, each optional), newest first. Errors: InvalidCursor.
+func (s *Service) List(ctx context.Context, partnerID uuid.UUID, from, to *time.Time, limit int, after string) (*Page, error) {
+	limit = cursor.Limit(limit)
+	b, _ := json.Marshal(struct {
+		List    string     `json:"list"`
+		Partner uuid.UUID  `json:"partner"`
+		From    *time.Time `json:"from"`
+		To      *time.Time `json:"to"`
+	}{"payouts", partnerID, cursor.UTC(from), cursor.UTC(to)})
+	scope := string(b)
+	pos, err := s.codec.After(after, scope)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.store.ListBatches(ctx, batches.Query{Kind: batches.Payout, PartnerID: &partnerID, From: from, To: to, After: pos, Limit: limit + 1})
+	if err != nil {
+		return nil, err
+	}
+	p := &Page{Limit: limit}
+	p.Items, p.HasMore, p.NextCursor = cursor.Trim(s.codec, scope, rows, limit, func(b *batches.Batch) cursor.Position {
+		return cursor.Position{Time: b.CreatedAt, ID: b.ID.String()}
+	})
+	return p, nil
+}
+
+// Get returns partnerID's payout id with its transactions. Errors: NotFound (an
+// unknown id, a fill, or another partner's payout).
+func (s *Service) Get(ctx context.Context, partnerID, id uuid.UUID) (*Detail, error) {
+	b, err := s.store.Batch(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if b.Kind != batches.Payout || b.PartnerID == nil || *b.PartnerID != partnerID {
+		return nil, apperr.New(apperr.NotFound, "No such payout.")
+	}
+	return s.detail(ctx, partnerID, b)
+}
+
+func (s *Service) detail(ctx context.Context, partnerID uuid.UUID, b *batches.Batch) (*Detail, error) {
+	d := &Detail{Batch: b, Transactions: make([]*lifecycle.Transaction, len(b.TransactionIDs))}
+	for i, id := range b.TransactionIDs {
+		t, err := s.store.TransactionByID(ctx, partnerID, id)
+		if err != nil {
+			return nil, err
+		}
+		d.Transactions[i] = t
+	}
+	return d, nil
+}
+
+// Columns are the payouts export's columns (documented in the contract's
+// GET /exports/payouts): one row per transaction paid, its payout's columns first.
+var Columns = []string{"payout_id", "reference", "payout_amount", "paid_at",
+	"transaction_id", "merchant_reference", "network", "crypto_currency", "crypto_amount", "amount"}
+
+// exportPage is how many payouts the export reads per query.
+const exportPage = 100
+
+// WriteCSV writes every payout of partnerID created within from and to (both
+// inclusive) to w as CSV, newest first, one row per transaction paid, reading
+// the payouts a page at a time.
+func (s *Service) WriteCSV(ctx context.Context, w io.Writer, partnerID uuid.UUID, from, to time.Time) error {
+	out, err := csvexport.New(w, Columns...)
+	if err != nil {
+		return err
+	}
+	var pos *cursor.Position
+	for {
+		page, err := s.store.ListBatches(ctx, batches.Query{Kind: batches.Payout, PartnerID: &partnerID, From: &from, To: &to, After: pos, Limit: exportPage})
+		if err != nil {
+			return err
+		}
+		for _, b := range page {
+			d, err := s.detail(ctx, partnerID, b)
+			if err != nil {
+				return err
+			}
+			for _, t := range d.Transactions {
+				if err := out.Row(csvexport.Word(b.ID.String()), csvexport.Text(b.Reference), csvexport.Amount(money.FormatFiat(b.FiatAmount)),
+					csvexport.Time(b.CreatedAt), csvexport.Word(t.ID.String()), csvexport.Text(t.MerchantReference),
+					csvexport.Word(t.Network), csvexport.Word(t.Token), csvexport.Amount(money.FormatTokens(t.CryptoAmount)),
+					csvexport.Amount(money.FormatFiat(t.FiatAmount))); err != nil {
+					return err
+				}
+			}
+		}
+		if len(page) < exportPage {
+			return out.Close()
+		}
+		last := page[len(page)-1]
+		pos = &cursor.Position{Time: last.CreatedAt, ID: last.ID.String()}
+	}
+}

@@ -1,0 +1,137 @@
+// Package revenue is the partners' revenue ledger: one row per completed
+// transaction (written by the lifecycle's settlement, in its unit of work), paged
+// newest first with signed cursors, and an exact summary of a window (the fee and
+// share rules are in package money).
+package revenue
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"partnerd/internal/kit/cursor"
+)
+
+// Filter selects ledger rows: ts within [From, To] (both optional), and
+// optionally one token and one network.
+type Filter struct {
+	From, To *time.Time
+	Token    *string
+	Network  *string
+}
+
+// Query is one page request with the effective window.
+type Query struct {
+	From, To time.Time
+	Token    *string
+	Network  *string
+	After    *cursor.Position
+	Limit    int
+}
+
+// Store reads the ledger.
+type Store interface {
+	ListRevenue(ctx context.Context, partnerID uuid.UUID, q Query) ([]Row, error)
+	RevenueSummary(ctx context.Context, partnerID uuid.UUID, q Query) (int64, decimal.Decimal, error)
+}
+
+// Page is one page of the ledger, with the window's summary when asked.
+type Page struct {
+	Rows       []Row
+	HasMore    bool
+	Limit      int
+	NextCursor *string
+	Summary    *Summary
+}
+
+// Summary covers the whole window, every page of it.
+type Summary struct {
+	From, To          time.Time
+	TotalPartnerShare decimal.Decimal
+	Count             int64
+}
+
+// Row is the ledger row of a completed transaction.
+type Row struct {
+	TransactionID     uuid.UUID
+	PartnerID         uuid.UUID
+	MerchantReference string
+	MerchantID        *string
+	TerminalID        *string
+	Network           string
+	Token             string
+	CryptoAmount      decimal.Decimal
+	FiatAmount        decimal.Decimal
+	PlatformFee       decimal.Decimal
+	Share             decimal.Decimal
+	// Shortfall is what the deposit fell short of CryptoAmount by, accepted within
+	// the underpayment tolerance (zero when paid in full).
+	Shortfall decimal.Decimal
+	TS        time.Time
+}
+
+// EpochStart is the effective start of a revenue window given no from.
+var EpochStart = time.Unix(0, 0).UTC()
+
+// Ledger pages through the revenue ledger.
+type Ledger struct {
+	store Store
+	codec *cursor.Codec
+	now   func() time.Time
+}
+
+// NewLedger returns a Ledger.
+func NewLedger(store Store, codec *cursor.Codec, now func() time.Time) *Ledger {
+	return &Ledger{store: store, codec: codec, now: now}
+}
+
+// List returns a page of partnerID's ledger, newest first. The window is [from, to]
+// with from defaulting to the Unix epoch and to to now. Errors: InvalidCursor.
+func (l *Ledger) List(ctx context.Context, partnerID uuid.UUID, f Filter, limit int, after string, summary bool) (*Page, error) {
+	limit = cursor.Limit(limit)
+	q := Query{From: EpochStart, To: l.now(), Token: f.Token, Network: f.Network, Limit: limit + 1}
+	if f.From != nil {
+		q.From = f.From.UTC()
+	}
+	if f.To != nil {
+		q.To = f.To.UTC()
+	}
+	sc := scope(partnerID, f)
+	var err error
+	if q.After, err = l.codec.After(after, sc); err != nil {
+		return nil, err
+	}
+	rows, err := l.store.ListRevenue(ctx, partnerID, q)
+	if err != nil {
+		return nil, err
+	}
+	p := &Page{Limit: limit}
+	p.Rows, p.HasMore, p.NextCursor = cursor.Trim(l.codec, sc, rows, limit, func(r Row) cursor.Position {
+		return cursor.Position{Time: r.TS, ID: r.TransactionID.String()}
+	})
+	if summary {
+		wq := q
+		wq.After = nil
+		n, sum, err := l.store.RevenueSummary(ctx, partnerID, wq)
+		if err != nil {
+			return nil, err
+		}
+		p.Summary = &Summary{From: q.From, To: q.To, TotalPartnerShare: sum, Count: n}
+	}
+	return p, nil
+}
+
+func scope(partnerID uuid.UUID, f Filter) string {
+	b, _ := json.Marshal(struct {
+		List    string     `json:"list"`
+		Partner uuid.UUID  `json:"partner"`
+		From    *time.Time `json:"from"`
+		To      *time.Time `json:"to"`
+		Token   *string    `json:"token"`
+		Network *string    `json:"network"`
+	}{"revenue", partnerID, cursor.UTC(f.From), cursor.UTC(f.To), f.Token, f.Network})
+	return string(b)
+}

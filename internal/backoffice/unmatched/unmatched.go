@@ -1,0 +1,281 @@
+// Package unmatched keeps the operators' refund tasks: money to give back or decide
+// on. The first kind, and the package's name, is the unmatched deposit: a transfer to
+// an address no transaction owns, or to the address of a transaction that no longer
+// takes deposits. The others come from the payment rules of package lifecycle: the
+// excess of an overpaid transaction, the partial total of one that expired short,
+// and dust below the minimum deposit. The chain watcher and the lifecycle record
+// them (Record, idempotent per kind and transfer); an operator lists them and
+// resolves each one, by refunding it on chain or crediting it another way.
+package unmatched
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/cursor"
+)
+
+// Status of an unmatched deposit.
+type Status string
+
+// The statuses: Open until an operator resolves it as Refunded or Credited.
+const (
+	Open     Status = "open"
+	Refunded Status = "refunded"
+	Credited Status = "credited"
+)
+
+// Kind is what a refund task is for.
+type Kind string
+
+// The kinds of refund task.
+const (
+	// Unmatched is a transfer that belongs to no open transaction.
+	Unmatched Kind = "unmatched"
+	// Excess is what an overpaid transaction received above its expected amount.
+	Excess Kind = "excess"
+	// Short is the partial total of a transaction that expired short.
+	Short Kind = "short"
+	// Dust is a transfer below the minimum deposit, which never counts.
+	Dust Kind = "dust"
+)
+
+// Deposit is one refund task (an unmatched deposit when Kind is Unmatched).
+// (Kind, Network, TxHash, LogIndex) identify it: for Excess and Short the transfer
+// is the one that took the total over, or the last one counted.
+type Deposit struct {
+	ID       uuid.UUID
+	Kind     Kind
+	Network  string
+	TxHash   string
+	LogIndex int
+	// FromAddress is where the money came from (where a refund goes).
+	FromAddress string
+	ToAddress   string
+	// Amount is the token amount; RawAmount the on-chain integer in the token's
+	// smallest unit, as the log carried it.
+	Amount      decimal.Decimal
+	RawAmount   string
+	BlockNumber int64
+	// TransactionID is the transaction owning ToAddress, when one does.
+	TransactionID *uuid.UUID
+	// PartnerID is that transaction's partner.
+	PartnerID *uuid.UUID
+	Status    Status
+	// Resolution: the refund's chain hash, the operator's note, who and when.
+	ResolutionTxHash *string
+	ResolutionNote   *string
+	ResolvedBy       *uuid.UUID
+	ResolvedAt       *time.Time
+	CreatedAt        time.Time
+}
+
+// Resolution is how an operator closed a deposit.
+type Resolution struct {
+	Status     Status // Refunded or Credited
+	TxHash     *string
+	Note       *string
+	OperatorID uuid.UUID
+	At         time.Time
+}
+
+// Filter selects refund tasks: Open (or resolved), and optionally one kind, partner
+// and network.
+type Filter struct {
+	Open bool
+	// Resolved narrows the resolved tasks to one resolution (the unmatched view's
+	// status filter); empty for both.
+	Resolved  Status
+	Kind      *Kind
+	PartnerID *uuid.UUID
+	Network   *string
+}
+
+// Store persists refund tasks.
+type Store interface {
+	// InsertUnmatchedDeposit inserts d unless a task with its (kind, network,
+	// tx_hash, log_index) exists, and returns the stored one.
+	InsertUnmatchedDeposit(ctx context.Context, d *Deposit) (*Deposit, error)
+	// UnmatchedDeposit returns task id, or apperr NotFound.
+	UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*Deposit, error)
+	// ListRefundTasks returns up to limit tasks matching f, newest first
+	// (created_at, id descending), after pos when set.
+	ListRefundTasks(ctx context.Context, f Filter, after *cursor.Position, limit int) ([]*Deposit, error)
+	// DeleteOpenUnmatchedDeposit deletes the transfer's open unmatched or dust task.
+	DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error
+	// DeleteOpenRefundTasks deletes transaction id's open tasks of kind.
+	DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind) error
+	// ResolveOpenRefundTasks closes transaction id's open tasks of kind with r.
+	ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind, r Resolution) error
+}
+
+// Tx is where a task is recorded or closed: the unit of work of the change that
+// finds the money (the lifecycle's, the deposit watcher's), which store.Tx is; the
+// Store itself for a caller outside any.
+type Tx interface {
+	InsertUnmatchedDeposit(ctx context.Context, d *Deposit) (*Deposit, error)
+	DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error
+	DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind) error
+	ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind, r Resolution) error
+}
+
+// ResolveTx is the unit of work an operator closes a task in (store.Tx), with
+// the action's audit row: the task is read and closed as that unit sees it.
+type ResolveTx interface {
+	// UnmatchedDeposit returns task id, or apperr NotFound.
+	UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*Deposit, error)
+	// ResolveUnmatchedDeposit closes task id if it is still open, reporting whether it did.
+	ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r Resolution) (bool, error)
+}
+
+// Service records, lists and resolves unmatched deposits.
+type Service struct {
+	store Store
+	codec *cursor.Codec
+	now   func() time.Time
+}
+
+// NewService returns a Service signing list cursors with codec.
+func NewService(store Store, codec *cursor.Codec, now func() time.Time) *Service {
+	return &Service{store: store, codec: codec, now: now}
+}
+
+// Record stores an unmatched transfer as open and returns it; recording the same
+// transfer again returns the first record unchanged (the watcher may rescan blocks).
+func (s *Service) Record(ctx context.Context, tx Tx, d Deposit) (*Deposit, error) {
+	d.ID = uuid.New()
+	if d.Kind == "" {
+		d.Kind = Unmatched
+	}
+	d.Status = Open
+	d.CreatedAt = s.now()
+	d.ResolutionTxHash, d.ResolutionNote, d.ResolvedBy, d.ResolvedAt = nil, nil, nil, nil
+	return tx.InsertUnmatchedDeposit(ctx, &d)
+}
+
+// Forget removes the open record of a transfer whose block was reorganised away
+// (nothing arrived); a resolved one is kept, for its audit trail.
+func (s *Service) Forget(ctx context.Context, tx Tx, network, txHash string, logIndex int) error {
+	return tx.DeleteOpenUnmatchedDeposit(ctx, network, txHash, logIndex)
+}
+
+// DropOpen deletes transaction id's open task of kind: one superseded by a newer
+// record of the same money.
+func (s *Service) DropOpen(ctx context.Context, tx Tx, transactionID uuid.UUID, kind Kind) error {
+	return tx.DeleteOpenRefundTasks(ctx, transactionID, kind)
+}
+
+// CloseOpen resolves transaction id's open tasks of kind with the transaction: as
+// Refunded in chain transaction txHash when it is given, else as Credited (the
+// money stayed with the transaction), with note, by operatorID when an operator
+// decided (nil: the system).
+func (s *Service) CloseOpen(ctx context.Context, tx Tx, transactionID uuid.UUID, kind Kind, operatorID *uuid.UUID, txHash, note string) error {
+	r := Resolution{Status: Credited, Note: &note, At: s.now()}
+	if txHash != "" {
+		r.Status, r.TxHash = Refunded, &txHash
+	}
+	if operatorID != nil {
+		r.OperatorID = *operatorID
+	}
+	return tx.ResolveOpenRefundTasks(ctx, transactionID, kind, r)
+}
+
+// Page is one page of unmatched deposits.
+type Page struct {
+	Items      []*Deposit
+	HasMore    bool
+	Limit      int
+	NextCursor *string
+}
+
+// List returns a page of the unmatched deposits in status, newest first (open, or
+// resolved as refunded or credited). Errors: InvalidCursor.
+func (s *Service) List(ctx context.Context, status Status, limit int, after string) (*Page, error) {
+	kind := Unmatched
+	return s.list(ctx, fmt.Sprintf(`{"list":"unmatched_deposits","status":%q}`, status),
+		Filter{Open: status == Open, Kind: &kind, Resolved: status}, limit, after)
+}
+
+// Tasks returns a page of the refund tasks f selects, newest first. Errors: InvalidCursor.
+func (s *Service) Tasks(ctx context.Context, f Filter, limit int, after string) (*Page, error) {
+	scope, err := json.Marshal(map[string]any{"list": "refund_tasks", "open": f.Open, "kind": f.Kind, "partner_id": f.PartnerID, "network": f.Network})
+	if err != nil {
+		return nil, err
+	}
+	return s.list(ctx, string(scope), f, limit, after)
+}
+
+func (s *Service) list(ctx context.Context, scope string, f Filter, limit int, after string) (*Page, error) {
+	limit = cursor.Limit(limit)
+	pos, err := s.codec.After(after, scope)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.store.ListRefundTasks(ctx, f, pos, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	p := &Page{Limit: limit}
+	p.Items, p.HasMore, p.NextCursor = cursor.Trim(s.codec, scope, rows, limit, func(d *Deposit) cursor.Position {
+		return cursor.Position{Time: d.CreatedAt, ID: d.ID.String()}
+	})
+	return p, nil
+}
+
+// Task returns refund task id. Errors: NotFound.
+func (s *Service) Task(ctx context.Context, id uuid.UUID) (*Deposit, error) {
+	return s.store.UnmatchedDeposit(ctx, id)
+}
+
+// Resolve closes an open task of any kind as refunded (txHash required: the refund's chain
+// transaction) or credited (note required). Errors: NotFound, InvalidRequest,
+// InvalidStateTransition when it is no longer open. The task is closed in tx.
+func (s *Service) Resolve(ctx context.Context, tx ResolveTx, id uuid.UUID, operatorID uuid.UUID, action Status, txHash, note *string) (*Deposit, error) {
+	return s.resolve(ctx, tx, id, nil, operatorID, action, txHash, note)
+}
+
+// ResolveUnmatched is Resolve for unmatched deposits only: a task of another kind
+// is NotFound (the unmatched deposits' view).
+func (s *Service) ResolveUnmatched(ctx context.Context, tx ResolveTx, id uuid.UUID, operatorID uuid.UUID, action Status, txHash, note *string) (*Deposit, error) {
+	kind := Unmatched
+	return s.resolve(ctx, tx, id, &kind, operatorID, action, txHash, note)
+}
+
+func (s *Service) resolve(ctx context.Context, tx ResolveTx, id uuid.UUID, kind *Kind, operatorID uuid.UUID, action Status, txHash, note *string) (*Deposit, error) {
+	switch action {
+	case Refunded:
+		if txHash == nil {
+			return nil, apperr.Field(apperr.InvalidRequest, "A refund needs the refund's chain transaction.", "/tx_hash", "is required when action is refunded")
+		}
+	case Credited:
+		if note == nil {
+			return nil, apperr.Field(apperr.InvalidRequest, "A credit needs a note saying how it was credited.", "/note", "is required when action is credited")
+		}
+	default:
+		return nil, apperr.Field(apperr.InvalidRequest, "Unknown action.", "/action", "refunded or credited")
+	}
+	d, err := tx.UnmatchedDeposit(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if kind != nil && d.Kind != *kind {
+		return nil, apperr.New(apperr.NotFound, "The unmatched deposit was not found.")
+	}
+	if d.Status != Open {
+		return nil, apperr.New(apperr.InvalidStateTransition, fmt.Sprintf("The deposit is already %s.", d.Status))
+	}
+	ok, err := tx.ResolveUnmatchedDeposit(ctx, id, Resolution{Status: action, TxHash: txHash, Note: note, OperatorID: operatorID, At: s.now()})
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, apperr.New(apperr.InvalidStateTransition, "The deposit was resolved concurrently.")
+	}
+	return tx.UnmatchedDeposit(ctx, id)
+}

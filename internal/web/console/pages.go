@@ -1,0 +1,532 @@
+package console
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
+
+	oc "partnerd/gen/operatorclient"
+	"partnerd/internal/web/webkit"
+)
+
+func (c *Console) parse() error {
+	funcs := webkit.Funcs()
+	funcs["ago"] = func(t time.Time) string { return ago(c.d.Now().Sub(t)) }
+	funcs["age"] = func(t any) string { return age(c.d.Now(), t) }
+	funcs["stagename"] = funcs["words"]
+	layout, err := fs.ReadFile(web, "web/layout.html")
+	if err != nil {
+		return err
+	}
+	names, err := fs.Glob(web, "web/page_*.html")
+	if err != nil {
+		return err
+	}
+	c.pages = map[string]*template.Template{}
+	for _, n := range names {
+		body, err := fs.ReadFile(web, n)
+		if err != nil {
+			return err
+		}
+		t, err := template.New("layout").Funcs(funcs).Parse(string(layout))
+		if err != nil {
+			return err
+		}
+		if _, err := t.Parse(string(body)); err != nil {
+			return fmt.Errorf("%s: %w", n, err)
+		}
+		c.pages[strings.TrimSuffix(strings.TrimPrefix(n, "web/page_"), ".html")] = t
+	}
+	return nil
+}
+
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+	}
+}
+
+// age is how long ago t (a time.Time or *time.Time; nil is "never") was, to the
+// second under a minute: the chain progress is stored every few seconds, and an
+// age of 40 s against 3 s tells an operator no instance is watching.
+func age(now time.Time, t any) string {
+	var at time.Time
+	switch v := t.(type) {
+	case time.Time:
+		at = v
+	case *time.Time:
+		if v == nil {
+			return "never"
+		}
+		at = *v
+	}
+	d := now.Sub(at)
+	if d < time.Minute {
+		return fmt.Sprintf("%d s ago", max(int(d.Seconds()), 0))
+	}
+	return ago(d)
+}
+
+// render writes page with data, the session's operator and CSRF token.
+func (c *Console) render(w http.ResponseWriter, status int, page string, ss *session, data map[string]any) {
+	if ss != nil {
+		data["Operator"] = ss.Data.Name
+		data["CSRF"] = ss.CSRF
+	}
+	data["Base"] = BasePath
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := c.pages[page].ExecuteTemplate(w, "layout", data); err != nil {
+		c.d.Logger.Error("console render", "page", page, "error", err.Error())
+	}
+}
+
+// apiError turns an operator API failure into words.
+func apiError(status int, body []byte) string {
+	var e oc.Error
+	if json.Unmarshal(body, &e) == nil && e.Message != "" {
+		msg := e.Message
+		for _, d := range e.Error.Details {
+			msg += " (" + d.Field + ": " + d.Message + ")"
+		}
+		return fmt.Sprintf("%s — %s (HTTP %d)", msg, e.Error.Code, status)
+	}
+	return fmt.Sprintf("The operator API answered HTTP %d.", status)
+}
+
+func (c *Console) fail(w http.ResponseWriter, ss *session, status int, body []byte) {
+	c.render(w, status, "message", ss, map[string]any{"Title": "Not done", "Message": apiError(status, body)})
+}
+
+func (c *Console) overview(w http.ResponseWriter, r *http.Request, ss *session) {
+	res, err := c.client(ss).GetOverviewWithResponse(r.Context())
+	if err != nil || res.JSON200 == nil {
+		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		return
+	}
+	c.render(w, http.StatusOK, "overview", ss, map[string]any{"Title": "Overview", "O": res.JSON200.Data})
+}
+
+func (c *Console) list(w http.ResponseWriter, r *http.Request, ss *session) {
+	q := r.URL.Query()
+	p := oc.ListStageParams{Order: ptr(oc.Oldest), Limit: ptr(100)}
+	if s := q.Get("stage"); s != "" {
+		st := oc.Stage(s)
+		p.Stage = &st
+	}
+	if s := strings.TrimSpace(q.Get("q")); s != "" {
+		p.Q = &s
+	}
+	if s := q.Get("cursor"); s != "" {
+		p.Cursor = &s
+	}
+	res, err := c.client(ss).ListStageWithResponse(r.Context(), &p)
+	if err != nil || res.JSON200 == nil {
+		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		return
+	}
+	next := ""
+	if nc := res.JSON200.Data.NextCursor; nc != nil {
+		v := url.Values{"cursor": {*nc}, "stage": {q.Get("stage")}, "q": {q.Get("q")}}
+		next = BasePath + "/transactions?" + v.Encode()
+	}
+	csvq := url.Values{}
+	for _, k := range []string{"stage", "q"} {
+		if v := q.Get(k); v != "" {
+			csvq.Set(k, v)
+		}
+	}
+	c.render(w, http.StatusOK, "list", ss, map[string]any{"Title": "Transactions", "Stage": q.Get("stage"), "Q": q.Get("q"),
+		"Items": res.JSON200.Data.Data, "Next": next, "Stages": stages, "CSV": BasePath + "/transactions.csv?" + csvq.Encode()})
+}
+
+var stages = []oc.Stage{oc.StageAwaitingFill, oc.StageAwaitingSettlement, oc.StageAwaitingPayout, oc.StageFailed, oc.StageConfirmingTooLong}
+
+func (c *Console) transaction(w http.ResponseWriter, r *http.Request, ss *session) {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		c.render(w, http.StatusNotFound, "message", ss, map[string]any{"Title": "Not found", "Message": "No such transaction."})
+		return
+	}
+	c.showTransaction(w, r, ss, id, http.StatusOK, "", "")
+}
+
+func (c *Console) showTransaction(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, status int, notice, problem string) {
+	res, err := c.client(ss).GetOperatorTransactionWithResponse(r.Context(), id)
+	if err != nil || res.JSON200 == nil {
+		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		return
+	}
+	// Only the actions the state machine allows now are offered (the API refuses
+	// the rest anyway).
+	allowed := map[string]bool{}
+	for _, a := range res.JSON200.Data.AllowedActions {
+		allowed[string(a)] = true
+	}
+	c.render(w, status, "transaction", ss, map[string]any{"Title": "Transaction", "T": res.JSON200.Data, "Allowed": allowed,
+		"Notice": notice, "Problem": problem})
+}
+
+// action runs a transaction action after its confirmation page.
+func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	f := r.PostForm
+	act := f.Get("action")
+	if f.Get("confirmed") != "yes" {
+		// Say which transaction, whose, and how much, not only the form's values.
+		res, err := c.client(ss).GetOperatorTransactionWithResponse(r.Context(), id)
+		if err != nil || res.JSON200 == nil {
+			c.fail(w, ss, statusOf(res, err), bodyOf(res))
+			return
+		}
+		t := res.JSON200.Data
+		words, ok := actionWords[act]
+		if !ok {
+			words = act
+		}
+		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": words, "ID": id,
+			"Subject": fmt.Sprintf("%s · %s · %s USDT → %s NGN at %s · %s", t.MerchantReference, t.PartnerName, t.CryptoAmount, t.Amount, t.Rate, t.Status),
+			"Fields":  confirmFields(f), "Key": uuid.NewString(), "Target": fmt.Sprintf("%s/transactions/%s/action", BasePath, id),
+			"Back": fmt.Sprintf("%s/transactions/%s", BasePath, id)})
+		return
+	}
+	cl, ctx, ik := c.client(ss), r.Context(), f.Get("idempotency_key")
+	var status int
+	var body []byte
+	switch act {
+	case "fill":
+		res, err := cl.FillOrderWithResponse(ctx, id, &oc.FillOrderParams{IdempotencyKey: ik}, oc.FillRequest{Rate: f.Get("rate"), FiatAmount: f.Get("fiat_amount"), Reference: f.Get("reference")})
+		status, body = statusOf(res, err), bodyOf(res)
+	case "settle":
+		res, err := cl.SettleOrderWithResponse(ctx, id, &oc.SettleOrderParams{IdempotencyKey: ik}, oc.ReferenceRequest{Reference: f.Get("reference")})
+		status, body = statusOf(res, err), bodyOf(res)
+	case "payout":
+		res, err := cl.SettlePayoutWithResponse(ctx, id, &oc.SettlePayoutParams{IdempotencyKey: ik}, oc.ReferenceRequest{Reference: f.Get("reference")})
+		status, body = statusOf(res, err), bodyOf(res)
+	case "fail":
+		res, err := cl.FailTransactionWithResponse(ctx, id, &oc.FailTransactionParams{IdempotencyKey: ik}, oc.FailRequest{Reason: f.Get("reason")})
+		status, body = statusOf(res, err), bodyOf(res)
+	case "accept":
+		res, err := cl.AcceptShortPaymentWithResponse(ctx, id, &oc.AcceptShortPaymentParams{IdempotencyKey: ik}, oc.AcceptRequest{Reason: f.Get("reason")})
+		status, body = statusOf(res, err), bodyOf(res)
+	case "refund":
+		res, err := cl.RefundTransactionWithResponse(ctx, id, &oc.RefundTransactionParams{IdempotencyKey: ik}, oc.RefundRequest{TxHash: f.Get("tx_hash")})
+		status, body = statusOf(res, err), bodyOf(res)
+	default:
+		c.render(w, http.StatusBadRequest, "message", ss, map[string]any{"Title": "Not done", "Message": "Unknown action."})
+		return
+	}
+	if status != http.StatusOK {
+		c.showTransaction(w, r, ss, id, status, "", apiError(status, body))
+		return
+	}
+	c.showTransaction(w, r, ss, id, http.StatusOK, "Done: "+act+".", "")
+}
+
+// field is one value carried through a confirmation page: Name is the form's,
+// Label what the operator reads.
+type field struct{ Name, Label, Value string }
+
+// fieldLabels name the action forms' fields in words.
+var fieldLabels = map[string]string{
+	"action": "Action", "rate": "Executed rate (NGN per USDT)", "fiat_amount": "NGN amount", "reference": "Reference",
+	"reason": "Reason", "tx_hash": "Chain tx hash", "note": "Note", "partner_id": "Partner", "transaction_ids": "Transaction",
+	"prefix": "Key", "overlap": "Old key works for", "decision": "Decision",
+}
+
+// confirmFields are the action's fields, carried through the confirmation page.
+func confirmFields(f url.Values) []field {
+	var out []field
+	for _, n := range []string{"action", "decision", "rate", "fiat_amount", "reference", "reason", "tx_hash", "note", "partner_id", "prefix", "overlap"} {
+		if v := f.Get(n); v != "" {
+			out = append(out, field{n, fieldLabels[n], v})
+		}
+	}
+	for _, v := range f["transaction_ids"] {
+		out = append(out, field{"transaction_ids", fieldLabels["transaction_ids"], v})
+	}
+	return out
+}
+
+// actionWords says what a transaction action records, for its confirmation page.
+var actionWords = map[string]string{
+	"fill": "Record the executed sale (fill)", "settle": "Record the settlement", "payout": "Record the payout to the partner",
+	"accept": "Accept the short payment", "fail": "Fail the transaction", "refund": "Record the refund on chain",
+}
+
+func (c *Console) payoutForm(w http.ResponseWriter, r *http.Request, ss *session) {
+	p := oc.ListStageParams{Stage: ptr(oc.StageAwaitingPayout), Order: ptr(oc.Oldest), Limit: ptr(100)}
+	pid, _ := uuid.Parse(r.URL.Query().Get("partner_id"))
+	if pid != uuid.Nil {
+		p.PartnerId = &pid
+	}
+	res, err := c.client(ss).ListStageWithResponse(r.Context(), &p)
+	if err != nil || res.JSON200 == nil {
+		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		return
+	}
+	parts, err := c.client(ss).ListPartnersWithResponse(r.Context())
+	if err != nil || parts.JSON200 == nil {
+		c.fail(w, ss, statusOf(parts, err), bodyOf(parts))
+		return
+	}
+	var total decimal.Decimal
+	for _, t := range res.JSON200.Data.Data {
+		total = total.Add(decimal.RequireFromString(t.Amount))
+	}
+	all := r.URL.Query().Get("all") == "1"
+	c.render(w, http.StatusOK, "payout", ss, map[string]any{"Title": "Batch payout", "Items": res.JSON200.Data.Data,
+		"Partner": pid, "Partners": parts.JSON200.Data, "Total": total.StringFixed(2), "All": all,
+		"SelectAll": BasePath + "/payouts/new?" + url.Values{"partner_id": {pid.String()}, "all": {"1"}}.Encode(),
+		"Clear":     BasePath + "/payouts/new?" + url.Values{"partner_id": {pid.String()}}.Encode()})
+}
+
+func (c *Console) payout(w http.ResponseWriter, r *http.Request, ss *session) {
+	f := r.PostForm
+	pid, err := uuid.Parse(f.Get("partner_id"))
+	if err != nil {
+		c.render(w, http.StatusBadRequest, "message", ss, map[string]any{"Title": "Not done", "Message": "Choose a partner first."})
+		return
+	}
+	var ids []uuid.UUID
+	for _, v := range f["transaction_ids"] {
+		if id, err := uuid.Parse(v); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	if f.Get("confirmed") != "yes" {
+		// The ticked rows' sum must be the typed total before anything is asked
+		// of the operator (the API refuses a mismatch too; this says it first, with both).
+		sum := decimal.Zero
+		for _, id := range ids {
+			res, err := c.client(ss).GetOperatorTransactionWithResponse(r.Context(), id)
+			if err != nil || res.JSON200 == nil {
+				c.fail(w, ss, statusOf(res, err), bodyOf(res))
+				return
+			}
+			sum = sum.Add(decimal.RequireFromString(res.JSON200.Data.Amount))
+		}
+		typed, err := decimal.NewFromString(strings.TrimSpace(f.Get("fiat_amount")))
+		if err != nil || !typed.Equal(sum) {
+			c.render(w, http.StatusBadRequest, "message", ss, map[string]any{"Title": "Not done",
+				"Message": fmt.Sprintf("The typed total (%s NGN) is not the sum of the %d ticked transactions (%s NGN); nothing was recorded.",
+					f.Get("fiat_amount"), len(ids), sum.StringFixed(2))})
+			return
+		}
+		f.Set("fiat_amount", sum.StringFixed(2))
+		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm",
+			"Action": fmt.Sprintf("pay out %d transactions, %s NGN in all", len(ids), sum.StringFixed(2)),
+			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": BasePath + "/payouts",
+			"Back": BasePath + "/payouts/new?" + url.Values{"partner_id": {f.Get("partner_id")}}.Encode()})
+		return
+	}
+	res, err := c.client(ss).CreatePayoutWithResponse(r.Context(), &oc.CreatePayoutParams{IdempotencyKey: f.Get("idempotency_key")},
+		oc.PayoutRequest{PartnerId: pid, TransactionIds: ids, Reference: f.Get("reference"), FiatAmount: f.Get("fiat_amount")})
+	if err != nil || res.JSON200 == nil {
+		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		return
+	}
+	b := res.JSON200.Data
+	c.render(w, http.StatusOK, "message", ss, map[string]any{"Title": "Payout recorded",
+		"Message": fmt.Sprintf("Payout %s recorded: %d transactions, NGN %s, reference %s.", b.Id, len(b.TransactionIds), b.FiatAmount, b.Reference)})
+}
+
+func (c *Console) deposits(w http.ResponseWriter, r *http.Request, ss *session) {
+	res, err := c.client(ss).ListUnmatchedDepositsWithResponse(r.Context(), &oc.ListUnmatchedDepositsParams{Limit: ptr(100)})
+	if err != nil || res.JSON200 == nil {
+		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		return
+	}
+	c.render(w, http.StatusOK, "deposits", ss, map[string]any{"Title": "Unmatched deposits", "Items": res.JSON200.Data.Data,
+		"CSV": BasePath + "/deposits.csv"})
+}
+
+func (c *Console) partners(w http.ResponseWriter, r *http.Request, ss *session) {
+	c.showPartners(w, r, ss, nil)
+}
+
+func (c *Console) showPartners(w http.ResponseWriter, r *http.Request, ss *session, created *oc.PartnerCreated) {
+	res, err := c.client(ss).ListPartnersWithResponse(r.Context())
+	if err != nil || res.JSON200 == nil {
+		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		return
+	}
+	c.render(w, http.StatusOK, "partners", ss, map[string]any{"Title": "Partners", "Items": res.JSON200.Data, "Created": created, "Key": uuid.NewString()})
+}
+
+func (c *Console) createPartner(w http.ResponseWriter, r *http.Request, ss *session) {
+	res, err := c.client(ss).CreatePartnerWithResponse(r.Context(), &oc.CreatePartnerParams{IdempotencyKey: r.PostForm.Get("idempotency_key")},
+		oc.NameRequest{Name: r.PostForm.Get("name")})
+	if err != nil || res.JSON200 == nil {
+		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		return
+	}
+	c.showPartners(w, r, ss, &res.JSON200.Data)
+}
+
+func (c *Console) partner(w http.ResponseWriter, r *http.Request, ss *session) {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	c.showPartner(w, r, ss, id, nil, "")
+}
+
+func (c *Console) showPartner(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, newKey *oc.NewApiKey, notice string,
+	extra ...map[string]any) {
+	res, err := c.client(ss).ListPartnerKeysWithResponse(r.Context(), id)
+	if err != nil || res.JSON200 == nil {
+		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		return
+	}
+	var name string
+	if ps, err := c.client(ss).ListPartnersWithResponse(r.Context()); err == nil && ps.JSON200 != nil {
+		for _, p := range ps.JSON200.Data {
+			if p.Id == id {
+				name = p.Name
+			}
+		}
+	}
+	users, err := c.client(ss).ListPartnerUsersWithResponse(r.Context(), id)
+	if err != nil || users.JSON200 == nil {
+		c.fail(w, ss, statusOf(users, err), bodyOf(users))
+		return
+	}
+	data := map[string]any{"Title": "Partner " + name, "Name": name, "ID": id,
+		"Keys": res.JSON200.Data, "NewKey": newKey, "Notice": notice, "Key": uuid.NewString(), "Users": users.JSON200.Data}
+	status := http.StatusOK
+	for _, e := range extra {
+		for k, v := range e {
+			data[k] = v
+		}
+		if s, ok := e["Status"].(int); ok {
+			status = s
+		}
+	}
+	c.render(w, status, "partner", ss, data)
+}
+
+// inviteUser invites a person to the partner's team (the first admin, usually)
+// through the operator API, and shows the invitation link once.
+func (c *Console) inviteUser(w http.ResponseWriter, r *http.Request, ss *session) {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	res, err := c.client(ss).InvitePartnerUserWithResponse(r.Context(), id, &oc.InvitePartnerUserParams{IdempotencyKey: r.PostFormValue("idempotency_key")},
+		oc.InvitePartnerUserRequest{Email: strings.TrimSpace(r.PostFormValue("email")), Role: oc.PartnerUserRole(r.PostFormValue("role"))})
+	if err != nil || res.JSON201 == nil {
+		status := statusOf(res, err)
+		if status == http.StatusBadRequest {
+			c.showPartner(w, r, ss, id, nil, "", map[string]any{"Status": status, "InviteError": apiError(status, bodyOf(res))})
+			return
+		}
+		c.fail(w, ss, status, bodyOf(res))
+		return
+	}
+	scheme := "http"
+	if c.d.Secure || r.TLS != nil {
+		scheme = "https"
+	}
+	inv := res.JSON201.Data
+	c.showPartner(w, r, ss, id, nil, "", map[string]any{"Invited": inv.User.Email, "InviteLink": scheme + "://" + r.Host + inv.Invitation.InviteUrl,
+		"InviteExpires": inv.Invitation.ExpiresAt})
+}
+
+// keyAction rolls or revokes a partner key.
+func (c *Console) keyAction(w http.ResponseWriter, r *http.Request, ss *session) {
+	id, err1 := uuid.Parse(r.PathValue("id"))
+	kid, err2 := uuid.Parse(r.PathValue("kid"))
+	if err1 != nil || err2 != nil {
+		http.NotFound(w, r)
+		return
+	}
+	cl := c.client(ss)
+	switch r.PathValue("op") {
+	case "roll":
+		overlap := strings.TrimSpace(r.PostForm.Get("overlap"))
+		req := oc.RollRequest{}
+		if overlap != "" {
+			req.Overlap = &overlap
+		}
+		res, err := cl.RollPartnerKeyWithResponse(r.Context(), id, kid, &oc.RollPartnerKeyParams{IdempotencyKey: r.PostForm.Get("idempotency_key")}, req)
+		if err != nil || res.JSON200 == nil {
+			c.fail(w, ss, statusOf(res, err), bodyOf(res))
+			return
+		}
+		c.showPartner(w, r, ss, id, &res.JSON200.Data, "Key rolled.")
+	case "revoke":
+		res, err := cl.RevokePartnerKeyWithResponse(r.Context(), id, kid, nil)
+		if err != nil || res.JSON200 == nil {
+			c.fail(w, ss, statusOf(res, err), bodyOf(res))
+			return
+		}
+		c.showPartner(w, r, ss, id, nil, "Key "+res.JSON200.Data.Prefix+"… revoked.")
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (c *Console) audit(w http.ResponseWriter, r *http.Request, ss *session) {
+	p := oc.ListAuditParams{Limit: ptr(100)}
+	if s := r.URL.Query().Get("cursor"); s != "" {
+		p.Cursor = &s
+	}
+	res, err := c.client(ss).ListAuditWithResponse(r.Context(), &p)
+	if err != nil || res.JSON200 == nil {
+		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		return
+	}
+	next := ""
+	if nc := res.JSON200.Data.NextCursor; nc != nil {
+		next = BasePath + "/audit?" + url.Values{"cursor": {*nc}}.Encode()
+	}
+	c.render(w, http.StatusOK, "audit", ss, map[string]any{"Title": "Audit log", "Items": res.JSON200.Data.Data, "Next": next,
+		"CSV": BasePath + "/audit.csv"})
+}
+
+type response interface {
+	StatusCode() int
+}
+
+func statusOf(res response, err error) int {
+	if err != nil || res == nil {
+		return http.StatusBadGateway
+	}
+	return res.StatusCode()
+}
+
+// bodyOf returns a generated response's raw body.
+func bodyOf(res any) []byte {
+	switch v := res.(type) {
+	case interface{ Bytes() []byte }:
+		return v.Bytes()
+	}
+	b, _ := json.Marshal(res)
+	var raw struct{ Body []byte }
+	_ = json.Unmarshal(b, &raw)
+	return raw.Body
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,126 @@
+package dashboard
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"partnerd/internal/idempotency"
+	"partnerd/internal/kit/apperr"
+	"partnerd/internal/partnerusers"
+)
+
+func (d *Dashboard) teamRoutes(mux *http.ServeMux) {
+	b := BasePath
+	mux.HandleFunc("GET "+b+"/team", d.allow(d.team, teamRoles...))
+	mux.HandleFunc("POST "+b+"/team", d.allow(d.invite, teamRoles...))
+	mux.HandleFunc("POST "+b+"/team/{id}/role", d.allow(d.changeRole, teamRoles...))
+	mux.HandleFunc("POST "+b+"/team/{id}/disable", d.allow(d.disable, teamRoles...))
+	mux.HandleFunc("GET "+b+"/activity", d.allow(d.activity, activityRoles...))
+}
+
+// team lists the partner's users.
+func (d *Dashboard) team(w http.ResponseWriter, r *http.Request, ss *session) {
+	d.showTeam(w, r, ss, http.StatusOK, nil)
+}
+
+// showTeam renders the team page with extra data (an outcome, a link shown once).
+func (d *Dashboard) showTeam(w http.ResponseWriter, r *http.Request, ss *session, status int, extra map[string]any) {
+	users, err := d.d.Users.List(r.Context(), ss.Data.PartnerID)
+	if err != nil {
+		d.unavailable(w, err)
+		return
+	}
+	data := map[string]any{"Title": "Team", "Section": "team", "Users": users, "Roles": partnerusers.Roles, "Me": ss.Data.UserID}
+	for k, v := range extra {
+		data[k] = v
+	}
+	d.render(w, status, "team", ss, data)
+}
+
+// me is the signed-in user as the audit and the team's rules name them.
+func me(ss *session) partnerusers.Inviter {
+	return partnerusers.Inviter{Kind: partnerusers.ByPartnerUser, ID: ss.Data.UserID}
+}
+
+// teamRefused shows a refused team change on the team page (nothing changed),
+// or a failure; it reports whether err was one.
+func (d *Dashboard) teamRefused(w http.ResponseWriter, r *http.Request, ss *session, err error) bool {
+	switch codeOf(err) {
+	case "":
+		return false
+	case apperr.NotFound:
+		d.notFound(w, ss)
+	case apperr.InvalidRequest:
+		d.showTeam(w, r, ss, http.StatusBadRequest, map[string]any{"Error": problemOf(err)})
+	case apperr.InvalidStateTransition:
+		d.showTeam(w, r, ss, http.StatusConflict, map[string]any{"Error": problemOf(err)})
+	case apperr.Unauthorized:
+		d.forbidden(w, ss)
+	default:
+		d.unavailable(w, err)
+	}
+	return true
+}
+
+// invite invites an address to the team with a role and shows the link once.
+func (d *Dashboard) invite(w http.ResponseWriter, r *http.Request, ss *session) {
+	email := strings.TrimSpace(r.PostFormValue("email"))
+	inv, err := d.d.Users.Invite(background(r.Context()), idempotency.Request[*partnerusers.NewInvitation]{}, ss.Data.PartnerID, email, partnerusers.Role(r.PostFormValue("role")), me(ss))
+	if d.teamRefused(w, r, ss, err) {
+		return
+	}
+	d.d.Logger.Info("dashboard team invitation", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String(),
+		"invited_user_id", inv.User.ID.String())
+	d.showTeam(w, r, ss, http.StatusOK, map[string]any{"Invited": inv.User.Email, "Link": d.origin(r) + inv.Path(),
+		"Expires": inv.Invitation.ExpiresAt})
+}
+
+// origin is the scheme and host the browser reached the dashboard at, for a link
+// to hand on (HTTPS in production, behind its proxy).
+func (d *Dashboard) origin(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil || d.d.Production {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// teamMember is the user of the path's id, as a uuid (uuid.Nil when it is not one).
+func teamMember(r *http.Request) uuid.UUID {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		return uuid.Nil
+	}
+	return id
+}
+
+func (d *Dashboard) changeRole(w http.ResponseWriter, r *http.Request, ss *session) {
+	u, err := d.d.Users.ChangeRoleBy(background(r.Context()), ss.Data.PartnerID, teamMember(r),
+		partnerusers.Role(r.PostFormValue("role")), me(ss))
+	if d.teamRefused(w, r, ss, err) {
+		return
+	}
+	d.showTeam(w, r, ss, http.StatusOK, map[string]any{"Notice": u.Email + " is now " + string(u.Role) + "."})
+}
+
+// disable stops a user signing in; their sessions end at once.
+func (d *Dashboard) disable(w http.ResponseWriter, r *http.Request, ss *session) {
+	u, err := d.d.Users.DisableBy(background(r.Context()), ss.Data.PartnerID, teamMember(r), me(ss))
+	if d.teamRefused(w, r, ss, err) {
+		return
+	}
+	ended, err := d.sessions.EndAll(background(r.Context()), subject(u.ID))
+	if err != nil {
+		d.unavailable(w, err)
+		return
+	}
+	d.d.Logger.Info("dashboard user disabled", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String(),
+		"disabled_user_id", u.ID.String(), "sessions_ended", ended)
+	if u.ID == ss.Data.UserID {
+		http.Redirect(w, r, BasePath+"/signin", http.StatusSeeOther)
+		return
+	}
+	d.showTeam(w, r, ss, http.StatusOK, map[string]any{"Notice": u.Email + " is disabled; their sessions have ended."})
+}
