@@ -132,7 +132,7 @@ test: chromium prometheus ## Run every test against PostgreSQL and SQLite (start
 .PHONY: test-race
 test-race: ## The same tests under the race detector (CI runs it beside make test)
 	@# Three packages at once: the end-to-end packages wait for blocks, jobs and
-	@# restarts, and with two at once the cores idled through those waits (README → Performance).
+	@# restarts, and with two at once the cores idled through those waits (internal/contract/docs/guide/performance.md).
 	@$(MAKE) --no-print-directory test TEST_FLAGS="-race -p 3 $(TEST_FLAGS)"
 
 .PHONY: lint

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Enforces the contracts' versioning policy (README: "Contract versions"), for each
+# Enforces the contracts' versioning policy (internal/contract/docs/guide/development.md: "Contract versions"), for each
 # contract in openapi/ (partner, operator):
 #   1. openapi/released/<name>-v<info.version>.yaml exists and is the contract byte
 #      for byte: a change without a version bump fails here.

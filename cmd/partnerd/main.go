@@ -23,7 +23,7 @@
 //	partnerd conformance --base-url URL --api-key KEY [--operator-key KEY] [--json]
 //	                                          check a running deployment against its contracts
 //
-// Settings come from the environment; see README.md.
+// Settings come from the environment; see internal/contract/docs/guide/configuration.md.
 package main
 
 import (

@@ -25,20 +25,19 @@ import (
 	"partnerd/internal/testsupport/apitest"
 )
 
-// TestREADMEDevchainLoop runs the README's devchain loop as written, on both
-// networks: the shell blocks marked `<!-- readme-test: devchain -->`, the first
-// (make devchain) in the background, the second command by command. Built binaries
-// stand in for make's build, and the README's placeholders are filled the way a
-// reader fills them: `sk_sandbox_…` with the printed key, `<field>` with that field
-// of the last answer's data; the addresses move to free ports and NETWORK to the
-// network under test. Each substitution must apply (the README cannot drift from
-// the test silently). The transaction must then reach the status the README shows,
+// TestREADMEDevchainLoop runs the devchain loop of the chains guide
+// (internal/contract/docs/guide/chains.md) as written, on both networks: the shell blocks
+// marked `<!-- guide-test: devchain -->`, the first (make devchain) in the
+// background, the second whole in one bash session. Built binaries stand in for
+// make's build; the addresses move to free ports and NETWORK to the network under
+// test. Each substitution must apply (the guide cannot drift from the test
+// silently). The transaction must then reach the status the guide shows,
 // read through the generated client (answers checked against the contract), with the
 // sent transfer as its deposit; Ctrl-C stops the chain and the service.
 func TestREADMEDevchainLoop(t *testing.T) {
 	t.Parallel()
 	blocks := readmeBlocks(t, "devchain")
-	require.Len(t, blocks, 2, "the README marks two devchain blocks: make devchain, and the payment")
+	require.Len(t, blocks, 2, "the chains guide marks two devchain blocks: make devchain, and the payment")
 	makefile, err := os.ReadFile("../../Makefile")
 	require.NoError(t, err)
 	require.Contains(t, string(makefile), "scripts/devchain.sh $(NETWORK)", "make devchain runs the script the test runs")
@@ -112,50 +111,44 @@ func runDevchainLoop(t *testing.T, blocks []string, network, script, partnerd, d
 	require.NotEmpty(t, key, "make devchain prints the demo key:\n%s", printed.String())
 	require.Contains(t, printed.String(), "CHAIN_RPC_"+strings.ToUpper(network)+"=http://127.0.0.1:"+chainPort, "devchain printed the settings the service runs with")
 
-	// The second block, command by command; assignments carry to later commands.
-	second := subs.apply(blocks[1], "sk_sandbox_…", key, true)
-	second = subs.apply(second, "localhost:8080", listen, true)
+	// The second block, whole, in one bash session as a terminal runs it: the
+	// answers it prints are read back (the created transaction, the sent transfer).
+	second := subs.apply(blocks[1], "localhost:8080", listen, true)
 	second = subs.apply(second, "NETWORK=bep20", "NETWORK="+network, true)
-	var assigned []string
+	// After the block, the test asks for the key it made (the transaction's partner's).
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", second+"\necho \"guide-test-key=$KEY\"\n")
+	cmd.Dir, cmd.Env = work, env
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	out, err := cmd.Output()
+	require.NoError(t, err, "the guide's devchain block failed:\n%s%s", out, errOut.String())
 	data := map[string]any{}
 	var sent string
-	placeholder := regexp.MustCompile(`<([a-z_]+)>`)
-	for _, command := range shellCommands(second) {
-		if regexp.MustCompile(`^[A-Z_]+=\S+(\s+#.*)?$`).MatchString(command) {
-			assigned = append(assigned, command)
-			continue
-		}
-		command = placeholder.ReplaceAllStringFunc(command, func(p string) string {
-			field := p[1 : len(p)-1]
-			v, ok := data[field]
-			require.True(t, ok, "README placeholder %s: no field %q in the last answer %v", p, field, data)
-			return fmt.Sprint(v)
-		})
-		cmd := exec.Command("bash", "-euo", "pipefail", "-c", strings.Join(append(assigned, command), "\n"))
-		cmd.Dir, cmd.Env = work, env
-		var errOut bytes.Buffer
-		cmd.Stderr = &errOut
-		out, err := cmd.Output()
-		require.NoError(t, err, "README command failed: %s\n%s%s", command, out, errOut.String())
+	for _, line := range strings.Split(string(out), "\n") {
 		var answer struct {
 			Data map[string]any `json:"data"`
 		}
-		if json.Unmarshal(out, &answer) == nil && answer.Data != nil {
-			data = answer.Data
+		if json.Unmarshal([]byte(line), &answer) == nil && answer.Data["deposit_address"] != nil && len(data) == 0 {
+			data = answer.Data // the first answer: the created transaction
 		}
-		if m := regexp.MustCompile(`^sent .* tx (\S+) in block \d+`).FindStringSubmatch(string(out)); m != nil {
+		if k, ok := strings.CutPrefix(line, "guide-test-key="); ok {
+			key = k
+		}
+		if m := regexp.MustCompile(`^sent .* tx (\S+) in block \d+`).FindStringSubmatch(line); m != nil {
 			sent = m[1]
 		}
 	}
+	require.NotEmpty(t, data, "the block prints the created transaction:\n%s", out)
+	require.True(t, strings.HasPrefix(key, "sk_sandbox_"), "the block sets KEY to a sandbox key: %q", key)
 	subs.allApplied()
-	require.NotEmpty(t, sent, "the README's block sends a deposit with devchain")
+	require.NotEmpty(t, sent, "the guide's block sends a deposit with devchain")
 	require.Equal(t, network, data["network"])
 	id, err := uuid.Parse(fmt.Sprint(data["id"]))
 	require.NoError(t, err)
 	want, err := decimal.NewFromString(fmt.Sprint(data["crypto_amount"]))
 	require.NoError(t, err)
 
-	// The transaction reaches the state the README shows, read through the
+	// The transaction reaches the state the guide shows, read through the
 	// generated client (each answer checked against the contract).
 	c := apitest.Remote(t, "http://"+listen).Client(t, key)
 	deadline := time.Now().Add(45 * time.Second)
@@ -196,41 +189,24 @@ func runDevchainLoop(t *testing.T, blocks []string, network, script, partnerd, d
 	}
 }
 
-// readmeBlocks returns the README's shell blocks marked `<!-- readme-test: name -->`
-// (the marker on the line before the block's opening fence), in order.
+// devchainGuide is the guide whose devchain blocks this test runs.
+const devchainGuide = "../../internal/contract/docs/guide/chains.md"
+
+// readmeBlocks returns the chains guide's shell blocks marked
+// `<!-- guide-test: name … -->` (the marker on the line before the block's opening
+// fence), in order.
 func readmeBlocks(t *testing.T, name string) []string {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
-	require.NoError(t, err)
-	re := regexp.MustCompile("(?s)<!-- readme-test: " + regexp.QuoteMeta(name) + " -->\n```sh\n(.*?)```")
 	var out []string
-	for _, m := range re.FindAllStringSubmatch(string(readme), -1) {
-		out = append(out, m[1])
+	for _, b := range guideShellBlocks(t, devchainGuide) {
+		if b.kind == name {
+			out = append(out, b.text)
+		}
 	}
 	return out
 }
 
-// shellCommands splits a block into its commands: continuation lines joined,
-// blank and comment-only lines dropped.
-func shellCommands(block string) []string {
-	var out []string
-	var cur strings.Builder
-	for _, line := range strings.Split(block, "\n") {
-		if cur.Len() == 0 && (strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimSpace(line), "#")) {
-			continue
-		}
-		if strings.HasSuffix(line, `\`) {
-			cur.WriteString(strings.TrimSuffix(line, `\`))
-			continue
-		}
-		cur.WriteString(line)
-		out = append(out, strings.TrimSpace(cur.String()))
-		cur.Reset()
-	}
-	return out
-}
-
-// substitutions applies the README's placeholders and remembers each that must
+// substitutions applies the guide's placeholders and remembers each that must
 // have matched.
 type substitutions struct {
 	t       *testing.T
@@ -246,7 +222,7 @@ func (s *substitutions) apply(block, old, new string, required bool) string {
 }
 
 func (s *substitutions) allApplied() {
-	require.Empty(s.t, s.missing, "the README's devchain blocks no longer contain these; update the README or the test")
+	require.Empty(s.t, s.missing, "the chains guide's devchain blocks no longer contain these; update the guide or the test")
 }
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.

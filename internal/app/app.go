@@ -318,6 +318,7 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 	docs.New(openapi.PartnerYAML).Register(handler)
 	docs.RegisterChangelog(handler, openapi.ChangelogMD)
 	docs.RegisterOps(handler)
+	docs.RegisterGuides(handler)
 	// The root leads a newcomer (or a browser) to the reference, which links the rest.
 	handler.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusFound, docs.PagePath) })
 	return handler, nil

@@ -13,7 +13,7 @@ import (
 // schedule is the documented one, unchanged.
 func TestStagingRetriesWithinSeconds(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "5s,5m,30m,2h,5h,10h,10h", ScheduleString(ScheduleFor(true)), "production's schedule (README) unchanged")
+	require.Equal(t, "5s,5m,30m,2h,5h,10h,10h", ScheduleString(ScheduleFor(true)), "production's schedule (webhooks guide) unchanged")
 
 	staging := ScheduleFor(false)
 	var waited time.Duration
@@ -27,5 +27,5 @@ func TestStagingRetriesWithinSeconds(t *testing.T) {
 	// longer in staging than it would in production.
 	prod := ScheduleFor(true)
 	require.Equal(t, prod[1:], staging[len(staging)-len(prod)+1:])
-	require.Equal(t, "5s,10s,20s,30s,1m,5m,30m,2h,5h,10h,10h", ScheduleString(staging), "the README states it")
+	require.Equal(t, "5s,10s,20s,30s,1m,5m,30m,2h,5h,10h,10h", ScheduleString(staging), "the webhooks guide states it")
 }

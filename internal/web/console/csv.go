@@ -17,7 +17,7 @@ import (
 // (internal/kit/csvexport: RFC 4180, UTF-8, a header row, exact decimal strings, UTC
 // times, free text neutralised for spreadsheets): the same filter as the page,
 // every page of it (the export follows the operator API's cursor to the end,
-// writing each page as it arrives). The columns are listed in the README.
+// writing each page as it arrives). The columns are listed in internal/contract/docs/guide/operators.md.
 
 // csvOut writes one CSV download.
 type csvOut struct {
