@@ -36,14 +36,16 @@ for api in partner operator; do
   extra=$(grep -v -e '^✨ openapi-typescript ' -e '^🚀 ' <<<"$out" || true)
   [ -z "$extra" ] || { echo "$extra" >&2; complain "openapi-typescript warned on openapi/$api.yaml"; }
   # Code lines only (JSDoc comments hold prose), string literals removed (the
-  # finality enum has the value "unknown"); the metadata index is allowed only
-  # right under a `metadata: {` line.
+  # finality enum has the value "unknown") and a property's name too (the
+  # overview's screening counts have a property named unknown); the metadata
+  # index is allowed only right under a `metadata: {` line.
   untyped=$(awk '
     /^[[:space:]]*(\/\*\*|\*)/ { next }
     { line = $0; gsub(/"[^"]*"/, "\"\"", line) }
+    { typ = line; gsub(/^[[:space:]]*(readonly[[:space:]]+)?[A-Za-z0-9_$]+\??:/, "", typ) }
     line ~ /\[name: string\]: unknown;/ { prev = line; next }
     line ~ /\[key: string\]: unknown;/ && prev ~ /(^|[[:space:]])metadata: \{$/ { prev = line; next }
-    line ~ /(^|[^A-Za-z0-9_$])(any|unknown)([^A-Za-z0-9_$]|$)/ { printf "%d: %s\n", NR, $0 }
+    typ ~ /(^|[^A-Za-z0-9_$])(any|unknown)([^A-Za-z0-9_$]|$)/ { printf "%d: %s\n", NR, $0 }
     { prev = line }' "$tmp/$api.ts")
   [ -z "$untyped" ] || { echo "$untyped" >&2; complain "openapi-typescript typed values of openapi/$api.yaml as any/unknown (lines of the generated $api.ts above): name their types in the contract"; }
 done
