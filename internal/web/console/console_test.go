@@ -221,6 +221,8 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 	require.NoError(t, chromedp.Run(ctx,
 		chromedp.Navigate(base+"/partners/"+partnerID.String()),
 		chromedp.WaitVisible("#keys", chromedp.ByID),
+		chromedp.WaitReady("body", chromedp.ByQuery),
+		chromedp.WaitVisible("button.roll", chromedp.ByQuery),
 		chromedp.Click("button.roll", chromedp.ByQuery),
 		chromedp.Text("#secret", &text, chromedp.ByID),
 	))
