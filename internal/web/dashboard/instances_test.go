@@ -170,27 +170,33 @@ func TestTwoInstances(t *testing.T) {
 // Without it, X-Forwarded-For is ignored and every client is the proxy.
 func TestTrustedProxies(t *testing.T) {
 	t.Parallel()
-	for _, trusted := range []bool{true, false} {
-		t.Run(map[bool]string{true: "trusted", false: "untrusted"}[trusted], func(t *testing.T) {
-			t.Parallel()
-			settings := map[string]string{}
-			if trusted {
-				settings["TRUSTED_PROXIES"] = "127.0.0.0/8"
-			}
-			dbt := testdb.Database{Name: "sqlite", URL: testdb.SQLite(t)}
-			a, _, root := twoInstances(t, dbt, settings)
-			base := root + "/dashboard"
-			u := newUser(t, a, a.PartnerID(t, a.NewPartner(t)), partnerusers.Admin)
-			stranger, owner := noRedirects(t), noRedirects(t)
-			for range 5 {
-				require.Equal(t, http.StatusUnauthorized, postSignIn(t, stranger, base, u.Email, "guess", "203.0.113.9"))
-			}
-			require.Equal(t, http.StatusTooManyRequests, postSignIn(t, stranger, base, u.Email, "guess", "203.0.113.9"))
-			want := http.StatusSeeOther
-			if !trusted {
-				want = http.StatusTooManyRequests
-			}
-			require.Equal(t, want, postSignIn(t, owner, base, u.Email, testPassword, "198.51.100.4"))
-		})
+	for _, db := range testdb.Both(t) {
+		for _, trusted := range []bool{true, false} {
+			t.Run(db.Name+"/"+map[bool]string{true: "trusted", false: "untrusted"}[trusted], func(t *testing.T) {
+				t.Parallel()
+				trustedProxies(t, db, trusted)
+			})
+		}
 	}
+}
+
+// trustedProxies runs TestTrustedProxies's case on db.
+func trustedProxies(t *testing.T, db testdb.Database, trusted bool) {
+	settings := map[string]string{}
+	if trusted {
+		settings["TRUSTED_PROXIES"] = "127.0.0.0/8"
+	}
+	a, _, root := twoInstances(t, db, settings)
+	base := root + "/dashboard"
+	u := newUser(t, a, a.PartnerID(t, a.NewPartner(t)), partnerusers.Admin)
+	stranger, owner := noRedirects(t), noRedirects(t)
+	for range 5 {
+		require.Equal(t, http.StatusUnauthorized, postSignIn(t, stranger, base, u.Email, "guess", "203.0.113.9"))
+	}
+	require.Equal(t, http.StatusTooManyRequests, postSignIn(t, stranger, base, u.Email, "guess", "203.0.113.9"))
+	want := http.StatusSeeOther
+	if !trusted {
+		want = http.StatusTooManyRequests
+	}
+	require.Equal(t, want, postSignIn(t, owner, base, u.Email, testPassword, "198.51.100.4"))
 }
