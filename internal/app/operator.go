@@ -154,6 +154,8 @@ func operationsOf(b *backoffice.Service) func(context.Context) (metrics.Operatio
 		w := o.RefundWork
 		ops.RefundWork = map[string]float64{"unmatched": float64(w.Unmatched), "excess": float64(w.Excess),
 			"short": float64(w.Short), "dust": float64(w.Dust), "failed": float64(w.Failed)}
+		sw := o.Screening
+		ops.Screening = map[string]float64{"held": float64(sw.Held), "unknown": float64(sw.Unknown), "pending": float64(sw.Pending)}
 		return ops, nil
 	}
 }

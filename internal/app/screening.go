@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"partnerd/internal/backoffice"
 	"partnerd/internal/config"
 	"partnerd/internal/jobs"
 	"partnerd/internal/lifecycle"
@@ -43,14 +42,6 @@ func (a *App) openScreening(ctx context.Context) error {
 	a.screening = screening.New(st, screening.Config{
 		Screeners: screeners, FailOpen: cfg.Screening.FailOpen, Retry: cfg.Screening.Retry,
 		Now: store.Now, Log: a.log.With("component", "screening"), Observer: a.metrics,
-	})
-	a.metrics.ScreeningWaiting(func() (map[string]float64, error) {
-		n, err := st.CountInScreening(context.Background(), backoffice.WaitingScreening)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]float64{"held": float64(n[lifecycle.ScreeningHeld]), "unknown": float64(n[lifecycle.ScreeningUnknown]),
-			"pending": float64(n[lifecycle.ScreeningPending])}, nil
 	})
 	return nil
 }

@@ -70,7 +70,6 @@ type Metrics struct {
 	deliveryLag         prometheus.Histogram
 	queueDepth          *funcGauge
 	screenings          *prometheus.CounterVec
-	screeningWaiting    *funcGauge
 
 	chainOnce sync.Once
 	chain     *Chain
@@ -124,11 +123,6 @@ func New() *Metrics {
 		Name:      "screenings_total",
 		Help:      "Screenings of deposit senders and refund destinations, by network and verdict (clear, hit, unknown: a screener could not answer).",
 	}, []string{"network", "verdict"})
-	m.screeningWaiting = &funcGauge{desc: prometheus.NewDesc(
-		prometheus.BuildFQName(Namespace, "", "screening_waiting_transactions"),
-		"Transactions whose funds wait on screening, by state (held: for an operator's review; unknown: a screener cannot answer; pending: being asked), computed at scrape time.",
-		[]string{"state"}, nil,
-	)}
 	reg.MustRegister(m.transactionsCreated, m.transitions, m.webhookAttempts,
 		m.webhookDuration, m.deliveryLag, m.queueDepth, m.screenings)
 
@@ -216,30 +210,6 @@ func (m *Metrics) QueueDepth(f func() (float64, error)) {
 // Screened counts one screening's verdict (screening.Observer).
 func (m *Metrics) Screened(network, verdict string) {
 	m.screenings.WithLabelValues(network, verdict).Inc()
-}
-
-// ScreeningWaiting registers partnerd_screening_waiting_transactions, read from f
-// at scrape time (state → count); nothing is exported when f fails.
-func (m *Metrics) ScreeningWaiting(f func() (map[string]float64, error)) {
-	m.reg.MustRegister(labelledGauge{desc: m.screeningWaiting.desc, f: f})
-}
-
-// labelledGauge is a funcGauge with one label, read at scrape time.
-type labelledGauge struct {
-	desc *prometheus.Desc
-	f    func() (map[string]float64, error)
-}
-
-func (g labelledGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
-
-func (g labelledGauge) Collect(ch chan<- prometheus.Metric) {
-	vals, err := g.f()
-	if err != nil {
-		return
-	}
-	for label, v := range vals {
-		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, v, label)
-	}
 }
 
 // routeLabel is the route template of the request, or UnmatchedRoute. Echo

@@ -23,6 +23,9 @@ type Operations struct {
 	// FailingWebhookEndpoints is the number of enabled endpoints with events that
 	// failed or retry after a failed attempt.
 	FailingWebhookEndpoints float64
+	// Screening is the transactions whose funds wait on screening, by state
+	// (held, unknown, pending).
+	Screening map[string]float64
 }
 
 // ScrapeTimeout bounds each database read made at scrape time, so a scrape of a
@@ -33,8 +36,8 @@ const ScrapeTimeout = 3 * time.Second
 // opsCollector exports Operations, read at scrape time; nothing when the read
 // fails (the database being down is partnerd_database_up's job to say).
 type opsCollector struct {
-	stages, refunds, failing *prometheus.Desc
-	f                        func(context.Context) (Operations, error)
+	stages, refunds, failing, screening *prometheus.Desc
+	f                                   func(context.Context) (Operations, error)
 }
 
 // ObserveOperations registers partnerd_stage_transactions{stage},
@@ -52,6 +55,9 @@ func (m *Metrics) ObserveOperations(f func(context.Context) (Operations, error))
 		failing: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", "webhook_failing_endpoints"),
 			"Enabled webhook endpoints with events that failed or retry after a failed attempt, read from the database at scrape time.",
 			nil, nil),
+		screening: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", "screening_waiting_transactions"),
+			"Transactions whose funds wait on screening, by state (held: for an operator's review; unknown: a screener cannot answer; pending: being asked), computed at scrape time.",
+			[]string{"state"}, nil),
 		f: f,
 	})
 }
@@ -60,6 +66,7 @@ func (c *opsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.stages
 	ch <- c.refunds
 	ch <- c.failing
+	ch <- c.screening
 }
 
 func (c *opsCollector) Collect(ch chan<- prometheus.Metric) {
@@ -76,6 +83,9 @@ func (c *opsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.refunds, prometheus.GaugeValue, v, kind)
 	}
 	ch <- prometheus.MustNewConstMetric(c.failing, prometheus.GaugeValue, ops.FailingWebhookEndpoints)
+	for state, v := range ops.Screening {
+		ch <- prometheus.MustNewConstMetric(c.screening, prometheus.GaugeValue, v, state)
+	}
 }
 
 // dbUp exports 1 when ping succeeds at scrape time, else 0: always present, so

@@ -294,9 +294,9 @@ func exported(t *testing.T) map[string]bool {
 	m.DeliveryLag(time.Second)
 	m.QueueDepth(func() (float64, error) { return 1, nil })
 	m.Screened("bep20", "clear")
-	m.ScreeningWaiting(func() (map[string]float64, error) { return map[string]float64{"held": 1}, nil })
 	m.ObserveOperations(func(context.Context) (metrics.Operations, error) {
-		return metrics.Operations{Stages: map[string]float64{"failed": 1}, RefundWork: map[string]float64{"dust": 1}}, nil
+		return metrics.Operations{Stages: map[string]float64{"failed": 1}, RefundWork: map[string]float64{"dust": 1},
+			Screening: map[string]float64{"held": 1}}, nil
 	})
 	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "names.db"))
 	require.NoError(t, err)
