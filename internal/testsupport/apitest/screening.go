@@ -16,13 +16,15 @@ import (
 )
 
 // ListAddress imports a screening list of source naming addr, as `partnerd
-// screening import` does (published 2026-11-01).
-func (e *Env) ListAddress(t *testing.T, source, addr string) {
+// screening import` does (published 2026-11-01), and returns how many waiting
+// transactions it queued to be screened again.
+func (e *Env) ListAddress(t *testing.T, source, addr string) int {
 	t.Helper()
 	entries, err := screening.ParseList(strings.NewReader(addr + "\n"))
 	require.NoError(t, err)
-	_, _, err = e.Store.ImportScreeningList(context.Background(), source, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), entries, time.Now())
+	_, queued, err := e.Store.ImportScreeningList(context.Background(), source, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), entries, time.Now())
 	require.NoError(t, err)
+	return queued
 }
 
 // Deposit counts a confirmed transfer of tx's whole crypto amount from sender to

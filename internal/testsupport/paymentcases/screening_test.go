@@ -13,7 +13,6 @@ import (
 
 	"partnerd/gen/client"
 	"partnerd/gen/operatorclient"
-	"partnerd/internal/screening"
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/testdb"
 )
@@ -21,11 +20,7 @@ import (
 // listSender imports a list naming the chain's sender, as partnerd screening import does.
 func (e *env) listSender(source string) int {
 	e.t.Helper()
-	entries, err := screening.ParseList(strings.NewReader(e.sender + "\n"))
-	require.NoError(e.t, err)
-	_, queued, err := e.api.Store.ImportScreeningList(context.Background(), source, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), entries, time.Now())
-	require.NoError(e.t, err)
-	return queued
+	return e.api.ListAddress(e.t, source, e.sender)
 }
 
 // review posts an operator's decision.

@@ -88,21 +88,16 @@ func (c *Console) showRefundTasks(w http.ResponseWriter, r *http.Request, ss *se
 		c.fail(w, ss, statusOf(res, err), bodyOf(res))
 		return
 	}
-	parts, err := cl.ListPartnersWithResponse(r.Context())
-	if err != nil || parts.JSON200 == nil {
-		c.fail(w, ss, statusOf(parts, err), bodyOf(parts))
+	parts, names, ok := c.partnerDirectory(w, r, ss)
+	if !ok {
 		return
-	}
-	names := map[string]string{}
-	for _, p := range parts.JSON200.Data {
-		names[p.Id.String()] = p.Name
 	}
 	next := ""
 	if nc := res.JSON200.Data.NextCursor; nc != nil {
 		next = BasePath + "/refund-tasks?" + f.query("cursor", *nc)
 	}
 	c.render(w, status, "refunds", ss, map[string]any{"Title": "Refund tasks", "Items": res.JSON200.Data.Data, "F": f,
-		"Kind": f.Kind, "Status": f.Status, "Kinds": refundKinds, "Partners": parts.JSON200.Data, "Names": names,
+		"Kind": f.Kind, "Status": f.Status, "Kinds": refundKinds, "Partners": parts, "Names": names,
 		"Networks": networks, "Next": next, "Notice": notice, "Problem": problem,
 		"CSV": BasePath + "/refund-tasks.csv?" + f.query("", "")})
 }
@@ -142,4 +137,19 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request, ss *session) {
 	}
 	t := res.JSON200.Data
 	c.showRefundTasks(w, r, ss, http.StatusOK, fmt.Sprintf("Refund task %s (%s, %s USDT) resolved: %s.", t.Id, t.Kind, t.Amount, t.Status), "")
+}
+
+// partnerDirectory lists the partners for a page that names them, with each
+// name by id; when the operator API fails it shows the failure and reports false.
+func (c *Console) partnerDirectory(w http.ResponseWriter, r *http.Request, ss *session) ([]oc.Partner, map[string]string, bool) {
+	res, err := c.client(ss).ListPartnersWithResponse(r.Context())
+	if err != nil || res.JSON200 == nil {
+		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		return nil, nil, false
+	}
+	names := make(map[string]string, len(res.JSON200.Data))
+	for _, p := range res.JSON200.Data {
+		names[p.Id.String()] = p.Name
+	}
+	return res.JSON200.Data, names, true
 }

@@ -35,14 +35,9 @@ func (c *Console) showScreening(w http.ResponseWriter, r *http.Request, ss *sess
 		c.fail(w, ss, statusOf(lists, err), bodyOf(lists))
 		return
 	}
-	parts, err := cl.ListPartnersWithResponse(r.Context())
-	if err != nil || parts.JSON200 == nil {
-		c.fail(w, ss, statusOf(parts, err), bodyOf(parts))
+	_, names, ok := c.partnerDirectory(w, r, ss)
+	if !ok {
 		return
-	}
-	names := map[string]string{}
-	for _, p := range parts.JSON200.Data {
-		names[p.Id.String()] = p.Name
 	}
 	c.render(w, status, "screening", ss, map[string]any{"Title": "Screening", "Items": reviews.JSON200.Data,
 		"State": string(state), "Lists": lists.JSON200.Data, "Names": names, "Notice": notice, "Problem": problem})
