@@ -15,9 +15,10 @@ import (
 	"partnerd/internal/apikeys"
 	"partnerd/internal/app"
 	"partnerd/internal/audit"
+	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/config"
-	"partnerd/internal/idempotency"
 	"partnerd/internal/partners"
+	"partnerd/internal/uow"
 )
 
 // partnerKeys runs `partners keys roll|revoke`: the operator API's key actions for
@@ -52,7 +53,7 @@ func partnerKeys(action string, args []string, log *slog.Logger, stdout, stderr 
 	}
 	defer a.Close()
 	if action == "revoke" {
-		k, err := a.Actions().RevokeKey(ctx, idempotency.Request[*apikeys.Key]{}, audit.CLI, apikeys.Partner, pid, kid)
+		k, err := a.Actions().RevokeKey(ctx, uow.Plain[*apikeys.Key, actions.Tx](), audit.CLI, apikeys.Partner, pid, kid)
 		if err != nil {
 			return err
 		}
@@ -60,7 +61,7 @@ func partnerKeys(action string, args []string, log *slog.Logger, stdout, stderr 
 			k.ID, k.Prefix, k.RevokedAt.Format(time.RFC3339), partners.KeyCacheTTL)
 		return nil
 	}
-	k, err := a.Actions().RollKey(ctx, idempotency.Request[*apikeys.Issued]{}, audit.CLI, apikeys.Partner, pid, kid, *overlap)
+	k, err := a.Actions().RollKey(ctx, uow.Plain[*apikeys.Issued, actions.Tx](), audit.CLI, apikeys.Partner, pid, kid, *overlap)
 	if err != nil {
 		return err
 	}

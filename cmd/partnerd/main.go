@@ -43,10 +43,10 @@ import (
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/config"
-	"partnerd/internal/idempotency"
 	"partnerd/internal/listener"
 	"partnerd/internal/store"
 	"partnerd/internal/tracing"
+	"partnerd/internal/uow"
 )
 
 func main() {
@@ -229,7 +229,7 @@ func migrate(stdout io.Writer) error {
 
 func createPartner(args []string, log *slog.Logger, stdout, stderr io.Writer) error {
 	return withNamedApp("partners create", "partner", args, log, stderr, func(ctx context.Context, a *app.App, name string, asJSON bool) error {
-		created, err := a.Actions().CreatePartner(ctx, idempotency.Request[actions.NewPartner]{}, audit.CLI, name)
+		created, err := a.Actions().CreatePartner(ctx, uow.Plain[actions.NewPartner, actions.Tx](), audit.CLI, name)
 		if err != nil {
 			return err
 		}

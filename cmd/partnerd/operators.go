@@ -10,7 +10,7 @@ import (
 	"partnerd/internal/app"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice/actions"
-	"partnerd/internal/idempotency"
+	"partnerd/internal/uow"
 )
 
 // createOperator creates a back-office operator and prints its key once; with
@@ -18,7 +18,7 @@ import (
 // records it as the command line's.
 func createOperator(args []string, log *slog.Logger, stdout, stderr io.Writer) error {
 	return withNamedApp("operators create", "operator", args, log, stderr, func(ctx context.Context, a *app.App, name string, asJSON bool) error {
-		created, err := a.Actions().CreateOperator(ctx, idempotency.Request[actions.NewOperator]{}, audit.CLI, name)
+		created, err := a.Actions().CreateOperator(ctx, uow.Plain[actions.NewOperator, actions.Tx](), audit.CLI, name)
 		if err != nil {
 			return err
 		}

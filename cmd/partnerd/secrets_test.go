@@ -27,11 +27,11 @@ import (
 
 	"partnerd/gen/client"
 	"partnerd/internal/audit"
-	"partnerd/internal/idempotency"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/apitest"
 	"partnerd/internal/testsupport/testdb"
+	"partnerd/internal/uow"
 )
 
 // secretsKey is a fresh SECRETS_KEYS entry id:key (32 random bytes).
@@ -68,7 +68,7 @@ func sealUnder(t *testing.T, db testdb.Database, settings map[string]string, hoo
 	key := env.NewPartner(t)
 	f := sealedFixture{Key: key, PartnerID: env.PartnerID(t, key), Email: "second-factor-" + uuid.NewString()[:8] + "@example.com"}
 	users := env.App.PartnerUsers()
-	inv, err := users.Invite(ctx, idempotency.Request[*partnerusers.NewInvitation]{}, f.PartnerID, f.Email, partnerusers.Admin, partnerusers.ByOperatorID(audit.CLI))
+	inv, err := users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), f.PartnerID, f.Email, partnerusers.Admin, partnerusers.ByOperatorID(audit.CLI))
 	require.NoError(t, err)
 	u, err := users.Accept(ctx, inv.Token, fixturePassword)
 	require.NoError(t, err)

@@ -16,8 +16,8 @@ import (
 	"partnerd/internal/app"
 	"partnerd/internal/audit"
 	"partnerd/internal/config"
-	"partnerd/internal/idempotency"
 	"partnerd/internal/partnerusers"
+	"partnerd/internal/uow"
 )
 
 // partnerUsers runs `partners users invite`: the operator API's invitation for a
@@ -56,7 +56,7 @@ func partnerUsers(action string, args []string, log *slog.Logger, stdout, stderr
 		return err
 	}
 	defer a.Close()
-	n, err := a.PartnerUsers().Invite(ctx, idempotency.Request[*partnerusers.NewInvitation]{}, pid, *email, r, partnerusers.ByOperatorID(audit.CLI))
+	n, err := a.PartnerUsers().Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), pid, *email, r, partnerusers.ByOperatorID(audit.CLI))
 	if err != nil {
 		return err
 	}

@@ -270,7 +270,7 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 		return nil, err
 	}
 	a.limiter = limiter
-	a.idempotency = idempotency.NewService(store.For[idempotency.Tx](st), store.Now)
+	a.idempotency = idempotency.NewService(st.PartnerKeys(), store.Now)
 	handler, err := httpapi.New(httpapi.Deps{
 		Partners:     a.partners,
 		Quotes:       a.quotes,

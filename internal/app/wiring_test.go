@@ -19,8 +19,8 @@ import (
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/config"
-	"partnerd/internal/idempotency"
 	"partnerd/internal/testsupport/testdb"
+	"partnerd/internal/uow"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -57,7 +57,7 @@ func TestOpenServeClose(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "Demo partner", p.Name)
 			require.Equal(t, demo.ID, p.ID)
-			created, err := a.Actions().CreateOperator(ctx, idempotency.Request[actions.NewOperator]{}, audit.CLI, "Ada")
+			created, err := a.Actions().CreateOperator(ctx, uow.Plain[actions.NewOperator, actions.Tx](), audit.CLI, "Ada")
 			op, opKey := created.Operator, created.Secret
 			require.NoError(t, err)
 			got, err := a.Operators().Authenticate(ctx, opKey)

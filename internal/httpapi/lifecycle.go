@@ -26,7 +26,7 @@ func (s *Server) CancelTransaction(ctx context.Context, req api.CancelTransactio
 		msg := "Transaction cancelled."
 		return api.CancelTransaction200JSONResponse{Body: api.TransactionResponse{Success: true, Message: &msg, Data: transactionOut(t)}}
 	}
-	key := httpkit.KeyedBy(ctx, answer, api.CancelTransactionResponseObject.VisitCancelTransactionResponse)
+	key := httpkit.KeyedBy[lifecycle.Tx](ctx, s.keys, answer, api.CancelTransactionResponseObject.VisitCancelTransactionResponse)
 	t, err := s.lifecycle.Cancel(ctx, key, p.ID, req.Id)
 	if err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func (s *Server) SimulateSandboxEvent(ctx context.Context, req api.SimulateSandb
 	answer := func(t *lifecycle.Transaction) api.SimulateSandboxEventResponseObject {
 		return api.SimulateSandboxEvent200JSONResponse{TransactionDetailOKJSONResponse: detailResponse(t)}
 	}
-	key := httpkit.KeyedBy(ctx, answer, api.SimulateSandboxEventResponseObject.VisitSimulateSandboxEventResponse)
+	key := httpkit.KeyedBy[lifecycle.Tx](ctx, s.keys, answer, api.SimulateSandboxEventResponseObject.VisitSimulateSandboxEventResponse)
 	b := req.Body
 	ev := sandbox.Event{
 		Type: lifecycle.EventType(b.Event), TransactionID: b.TransactionId, DepositID: b.DepositId, Hash: b.BlockchainHash,

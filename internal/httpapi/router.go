@@ -127,7 +127,7 @@ func New(d Deps) (*echo.Echo, error) {
 	})
 
 	srv := &Server{partners: d.Partners, quotes: d.Quotes, transactions: d.Transactions, lister: d.Lister,
-		lifecycle: d.Lifecycle, ledger: d.Ledger, payouts: d.Payouts, history: d.History, endpoints: d.Endpoints, events: d.Events, log: log,
+		lifecycle: d.Lifecycle, ledger: d.Ledger, payouts: d.Payouts, history: d.History, endpoints: d.Endpoints, events: d.Events, keys: d.Idempotency, log: log,
 		simulator: sandbox.New(d.Lifecycle)}
 	// The partner API's checks are route middleware of each operation, built from
 	// the contract the same way as the operator API's (httpkit.OperationMiddlewares):
@@ -148,7 +148,7 @@ func New(d Deps) (*echo.Echo, error) {
 			return ""
 		}, log))
 	}
-	opMW, err := httpkit.OperationMiddlewares(spec, common, d.Idempotency, partnerIDOf)
+	opMW, err := httpkit.OperationMiddlewares(spec, common, partnerIDOf)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"partnerd/internal/backoffice/payouts"
 	"partnerd/internal/backoffice/revenue"
 	"partnerd/internal/httpkit"
+	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
 	"partnerd/internal/pricing/money"
@@ -38,7 +39,10 @@ type Server struct {
 	endpoints    *webhook.Endpoints
 	events       *webhook.Log
 	simulator    *sandbox.Simulator
-	log          *slog.Logger
+	// keys keeps the partners' idempotency keys: a keyed request's use case
+	// stores its answer among them (httpkit.KeyedBy).
+	keys *idempotency.Service
+	log  *slog.Logger
 }
 
 // HistoryReader reads status histories.
@@ -57,7 +61,7 @@ func (s *Server) CreateQuote(ctx context.Context, req api.CreateQuoteRequestObje
 	answer := func(q *quotes.Quote) api.CreateQuoteResponseObject {
 		return api.CreateQuote201JSONResponse{Success: true, Data: quoteOut(q)}
 	}
-	key := httpkit.KeyedBy(ctx, answer, api.CreateQuoteResponseObject.VisitCreateQuoteResponse)
+	key := httpkit.KeyedBy[quotes.Tx](ctx, s.keys, answer, api.CreateQuoteResponseObject.VisitCreateQuoteResponse)
 	q, err := s.quotes.Create(ctx, key, p.ID, quotes.Request{
 		Token:        req.Body.CryptoCurrency,
 		Network:      req.Body.Network,

@@ -19,7 +19,7 @@ func (s *Server) CreateTransaction(ctx context.Context, req api.CreateTransactio
 	answer := func(t *lifecycle.Transaction) api.CreateTransactionResponseObject {
 		return api.CreateTransaction201JSONResponse{Body: api.TransactionResponse{Success: true, Data: transactionOut(t)}}
 	}
-	key := httpkit.KeyedBy(ctx, answer, api.CreateTransactionResponseObject.VisitCreateTransactionResponse)
+	key := httpkit.KeyedBy[transactions.Tx](ctx, s.keys, answer, api.CreateTransactionResponseObject.VisitCreateTransactionResponse)
 	b := req.Body
 	t, err := s.transactions.Create(ctx, key, p.ID, transactions.CreateRequest{
 		MerchantReference: b.MerchantReference,

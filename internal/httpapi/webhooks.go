@@ -34,7 +34,7 @@ func (s *Server) PutWebhookEndpoint(ctx context.Context, req api.PutWebhookEndpo
 	answer := func(r webhook.Registered) api.PutWebhookEndpointResponseObject {
 		return api.PutWebhookEndpoint200JSONResponse{WebhookEndpointOKJSONResponse: endpointOut(r.Endpoint, r.Secret)}
 	}
-	key := httpkit.KeyedBy(ctx, answer, api.PutWebhookEndpointResponseObject.VisitPutWebhookEndpointResponse)
+	key := httpkit.KeyedBy[webhook.Tx](ctx, s.keys, answer, api.PutWebhookEndpointResponseObject.VisitPutWebhookEndpointResponse)
 	e, secret, err := s.endpoints.Put(ctx, key, p.ID, req.Body.Url, req.Body.Enabled)
 	if err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ func (s *Server) RotateWebhookSecret(ctx context.Context, _ api.RotateWebhookSec
 	answer := func(r webhook.Registered) api.RotateWebhookSecretResponseObject {
 		return api.RotateWebhookSecret200JSONResponse{WebhookEndpointOKJSONResponse: endpointOut(r.Endpoint, r.Secret)}
 	}
-	key := httpkit.KeyedBy(ctx, answer, api.RotateWebhookSecretResponseObject.VisitRotateWebhookSecretResponse)
+	key := httpkit.KeyedBy[webhook.Tx](ctx, s.keys, answer, api.RotateWebhookSecretResponseObject.VisitRotateWebhookSecretResponse)
 	e, secret, err := s.endpoints.Rotate(ctx, key, p.ID)
 	if err != nil {
 		return nil, err
@@ -136,7 +136,7 @@ func (s *Server) ReplayWebhookEvent(ctx context.Context, req api.ReplayWebhookEv
 	answer := func(q webhook.Requeued) api.ReplayWebhookEventResponseObject {
 		return replayOut(q.Event, q.Replayed)
 	}
-	key := httpkit.KeyedBy(ctx, answer, api.ReplayWebhookEventResponseObject.VisitReplayWebhookEventResponse)
+	key := httpkit.KeyedBy[webhook.Tx](ctx, s.keys, answer, api.ReplayWebhookEventResponseObject.VisitReplayWebhookEventResponse)
 	ev, r, err := s.events.Replay(ctx, key, p.ID, req.EventId)
 	if err != nil {
 		return nil, err

@@ -19,7 +19,7 @@ func (s *Server) SendTestWebhookEvent(ctx context.Context, _ api.SendTestWebhook
 		msg := "Test event queued for delivery."
 		return api.SendTestWebhookEvent202JSONResponse{Body: api.WebhookEventResponse{Success: true, Message: &msg, Data: eventOut(ev)}}
 	}
-	key := httpkit.KeyedBy(ctx, answer, api.SendTestWebhookEventResponseObject.VisitSendTestWebhookEventResponse)
+	key := httpkit.KeyedBy[webhook.Tx](ctx, s.keys, answer, api.SendTestWebhookEventResponseObject.VisitSendTestWebhookEventResponse)
 	ev, err := s.endpoints.SendTest(ctx, key, p.ID)
 	if err != nil {
 		return nil, err

@@ -1,11 +1,12 @@
 package httpkit
 
 import (
-	"github.com/getkin/kin-openapi/routers"
 	"net/http"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/getkin/kin-openapi/routers"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"

@@ -21,11 +21,11 @@ func TestContractRulesFollowTheSpec(t *testing.T) {
 		}}})
 		return spec
 	}
-	_, err := OperationMiddlewares(doc(nil), nil, nil, nil)
+	_, err := OperationMiddlewares(doc(nil), nil, nil)
 	require.ErrorContains(t, err, "pokeThing changes state but declares no Idempotency-Key")
 
 	key := &openapi3.ParameterRef{Value: &openapi3.Parameter{Name: "Idempotency-Key", In: "header"}}
-	mw, err := OperationMiddlewares(doc(openapi3.Parameters{key}), nil, nil, nil)
+	mw, err := OperationMiddlewares(doc(openapi3.Parameters{key}), nil, nil)
 	require.NoError(t, err)
 	require.Len(t, mw["listThings"], 2, "request checks and validation")
 	require.Len(t, mw["pokeThing"], 3, "request checks, validation and the idempotency layer")

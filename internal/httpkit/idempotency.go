@@ -11,6 +11,7 @@ import (
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/tracing"
+	"partnerd/internal/uow"
 )
 
 // idempotent names the request of one operation that declares an Idempotency-Key,
@@ -18,12 +19,14 @@ import (
 // authenticated owner ownerOf returns: the partner on the partner API, the
 // operator on the operator API), the fingerprint of the body as read once by the
 // request checks, and the request id the error body names. It opens no unit of
-// work and stores nothing: the use case does, with idempotency.Run. It runs after
+// work and stores nothing: the use case does, with idempotency.Run. It keeps no
+// service in the request's context: the handler names the one keeping its keys
+// (KeyedBy). It runs after
 // authentication and validation, so rejected requests never reach a key.
 //
 // An operation whose contract makes the key optional runs unprotected without one
 // (as it did before it took keys), and exactly like a required one with one.
-func idempotent(op *operation, svc *idempotency.Service, ownerOf func(context.Context) (uuid.UUID, error)) echo.MiddlewareFunc {
+func idempotent(op *operation, ownerOf func(context.Context) (uuid.UUID, error)) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
@@ -51,7 +54,6 @@ func idempotent(op *operation, svc *idempotency.Service, ownerOf func(context.Co
 				fp = idempotency.Fingerprint(req.Method, req.URL.Path, nil)
 			}
 			k := &keyed{
-				svc:         svc,
 				key:         idempotency.Key{PartnerID: owner, Operation: op.id, Key: keyValue},
 				fingerprint: fp,
 				requestID:   c.Response().Header().Get(echo.HeaderXRequestID),
@@ -66,7 +68,6 @@ func idempotent(op *operation, svc *idempotency.Service, ownerOf func(context.Co
 // keyed is what the transport knows of a keyed request: the handler turns it into
 // the use case's idempotency.Request (Keyed).
 type keyed struct {
-	svc         *idempotency.Service
 	key         idempotency.Key
 	fingerprint string
 	requestID   string
@@ -75,19 +76,20 @@ type keyed struct {
 
 type keyedKey struct{}
 
-// Keyed returns the idempotency.Request the handler hands its use case: the key
-// and fingerprint the request came with (the zero Request when it came without
-// a key), render for the answer to a success (pure: the generated response
-// object the handler answers with, written by Answer), and the error body the
-// error handler writes for a failure (ErrorAnswer), so a stored answer replays
-// byte for byte as the first request got it.
-func Keyed[T any](ctx context.Context, render func(T) (idempotency.Response, error)) idempotency.Request[T] {
+// Keyed returns how the handler has its use case run, whose unit of work is an
+// X: a request that came with an Idempotency-Key runs under it (idempotency.Keyed:
+// the key and fingerprint it came with, kept by svc, render for the answer to a
+// success, pure: the generated response object the handler answers with, written
+// by Answer, and the error body the error handler writes for a failure,
+// ErrorAnswer, so a stored answer replays byte for byte as the first request got
+// it); one without runs plainly (uow.Plain).
+func Keyed[X idempotency.Keeper, T any](ctx context.Context, svc *idempotency.Service, render func(T) (idempotency.Response, error)) uow.Runner[T, X] {
 	k, _ := ctx.Value(keyedKey{}).(*keyed)
 	if k == nil {
-		return idempotency.Request[T]{}
+		return uow.Plain[T, X]()
 	}
-	return idempotency.Request[T]{Service: k.svc, Key: k.key, Fingerprint: k.fingerprint, Render: render,
-		RenderError: func(err error) idempotency.Response { return ErrorAnswer(k.requestID, k.traceID, err) }}
+	return idempotency.Keyed[X](idempotency.Request[T]{Service: svc, Key: k.key, Fingerprint: k.fingerprint, Render: render,
+		RenderError: func(err error) idempotency.Response { return ErrorAnswer(k.requestID, k.traceID, err) }})
 }
 
 // Answer writes a generated response object (visit is its Visit…Response method)
@@ -157,8 +159,9 @@ func (b *bufferedWriter) Write(p []byte) (int, error) {
 // (visit, as a method expression: api.XResponseObject.VisitXResponse). The
 // handler answers with answer of the result the use case returns, so the client
 // gets exactly what a retry will.
-func KeyedBy[T, R any](ctx context.Context, answer func(T) R, visit func(R, http.ResponseWriter) error) idempotency.Request[T] {
-	return Keyed(ctx, func(t T) (idempotency.Response, error) {
+func KeyedBy[X idempotency.Keeper, T, R any](ctx context.Context, svc *idempotency.Service, answer func(T) R,
+	visit func(R, http.ResponseWriter) error) uow.Runner[T, X] {
+	return Keyed[X](ctx, svc, func(t T) (idempotency.Response, error) {
 		return Answer(func(w http.ResponseWriter) error { return visit(answer(t), w) })
 	})
 }

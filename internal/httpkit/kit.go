@@ -19,8 +19,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
-
-	"partnerd/internal/idempotency"
 )
 
 // validator validates requests Echo routed to op against the contract and turns
@@ -84,7 +82,7 @@ var InternalMessage = internalMessage
 // idempotency layer with keys owned by ownerOf. A new operation gets all of them
 // from its spec alone; a state-changing one that declares no Idempotency-Key is an
 // error, so the service does not start with a retry that would be unsafe.
-func OperationMiddlewares(spec *openapi3.T, first []echo.MiddlewareFunc, svc *idempotency.Service,
+func OperationMiddlewares(spec *openapi3.T, first []echo.MiddlewareFunc,
 	ownerOf func(context.Context) (uuid.UUID, error)) (map[string][]echo.MiddlewareFunc, error) {
 	ct := IndexContract(spec)
 	if err := ct.RequireIdempotency(); err != nil {
@@ -95,7 +93,7 @@ func OperationMiddlewares(spec *openapi3.T, first []echo.MiddlewareFunc, svc *id
 	for _, op := range ct.operations() {
 		mw := append(append([]echo.MiddlewareFunc{}, checks...), validator(op))
 		if op.idempotency != nil {
-			mw = append(mw, idempotent(op, svc, ownerOf))
+			mw = append(mw, idempotent(op, ownerOf))
 		}
 		out[op.id] = mw
 	}

@@ -40,7 +40,7 @@ func createServer(tb testing.TB, stub *createOnly) *echo.Echo {
 	require.NoError(tb, err)
 	e := echo.New()
 	e.HTTPErrorHandler = httpkit.ErrorHandler(nil, nil)
-	mw, err := httpkit.OperationMiddlewares(spec, []echo.MiddlewareFunc{httpkit.RequireJSON()}, nil,
+	mw, err := httpkit.OperationMiddlewares(spec, []echo.MiddlewareFunc{httpkit.RequireJSON()},
 		func(context.Context) (uuid.UUID, error) { return uuid.Nil, nil })
 	require.NoError(tb, err)
 	api.RegisterHandlersWithOptions(e, api.NewStrictHandler(stub, nil), api.RegisterHandlersOptions{

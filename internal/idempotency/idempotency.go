@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/internal/kit/apperr"
+	"partnerd/internal/uow"
 )
 
 // Retention is how long a key is remembered (the spec promises at least 24 hours).
@@ -69,14 +70,33 @@ type Tx interface {
 	AfterCommit(f func())
 }
 
+// Owner names whose keys a Store keeps: the partners' (Key.PartnerID is the
+// partner) or the operators' (it holds the operator's id).
+type Owner string
+
+// The owners of keys.
+const (
+	Partners  Owner = "partners"
+	Operators Owner = "operators"
+)
+
+// Keeper is a unit of work that keeps idempotency keys beside its effects: the
+// store's transaction, whatever domain interface a use case sees it through.
+// Run takes the use case's unit of work by this constraint, so a keyed use case
+// whose unit of work keeps no keys does not compile.
+type Keeper interface {
+	// Keys returns owner's keys in this unit of work.
+	Keys(owner Owner) Tx
+}
+
 // Store opens units of work and keeps keys.
 type Store interface {
 	// WithTx runs fn in a unit of work of its own: the key's look-ups and the
 	// stored answers of requests that ran apart (DoApart) or failed (Do).
 	WithTx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
-	// KeysIn returns the keys in tx, a unit of work opened by this store (through
-	// any domain's Begin): a use case's answer is stored in its own unit of work.
-	KeysIn(tx any) (Tx, error)
+	// Owner is whose keys the store keeps: a use case's answer is stored among
+	// them in the use case's own unit of work (Keeper.Keys).
+	Owner() Owner
 	// PurgeKeys deletes keys that expired before t and returns how many.
 	PurgeKeys(ctx context.Context, t time.Time) (int64, error)
 }
@@ -320,14 +340,15 @@ func (s *Service) Purge(ctx context.Context) (int64, error) {
 	return s.store.PurgeKeys(ctx, s.now())
 }
 
-// Request is a state-changing call as its caller made it, handed to the use case
-// as a parameter: the Service keeping that caller's keys, the key it came with and
-// the request's fingerprint, and how the use case's outcome becomes the answer a
+// Request is a state-changing call that came with an idempotency key, as its
+// caller made it: the Service keeping that caller's keys, the key and the
+// request's fingerprint, and how the use case's outcome becomes the answer a
 // retry gets back. Both renders are pure (no database, no I/O beyond encoding):
 // they run inside the unit of work, before the commit, so the answer is stored
 // with the effects. The transport builds it (the HTTP layer, from the
-// Idempotency-Key header and the body it decoded once). The zero Request is a
-// call without a key: Run then opens a plain unit of work.
+// Idempotency-Key header and the body it decoded once) and hands the use case
+// Keyed of it; a call without a key is run with uow.Run (uow.Plain), never with
+// a Request.
 type Request[T any] struct {
 	Service     *Service
 	Key         Key
@@ -339,8 +360,13 @@ type Request[T any] struct {
 	RenderError func(error) Response
 }
 
-// Keyed reports whether the call came with a key.
+// Keyed reports whether the call came with a key (the only calls Run, RunApart
+// and Before take).
 func (r Request[T]) Keyed() bool { return r.Service != nil && r.Key.Key != "" }
+
+// errUnkeyed is what Run, RunApart and Before return for a Request without a
+// key: such a call is run with uow.Run.
+var errUnkeyed = errors.New("idempotency: a request without a key is run with uow.Run, not under a key")
 
 // answer renders the outcome of the use case.
 func (r Request[T]) answer(out T, failed error) (Response, error) {
@@ -372,44 +398,26 @@ func ReplayOf(err error) (Response, bool) {
 	return Response{}, false
 }
 
-// Begin opens a unit of work and runs fn in it: every domain package's store has
-// one (WithTx), typed with its own transaction interface X.
-type Begin[X any] func(ctx context.Context, fn func(ctx context.Context, tx X) error) error
-
-// Run is where a state-changing use case's unit of work begins: the one rule of
-// the house is that a use case opens it itself, in its own code, with Run, and
-// nothing before it (no middleware) does. Run opens it with begin and runs fn in
-// it, handing fn the unit of work; fn's result is returned once it committed.
-// Under a keyed Request the key's rules hold as Do states them: a stored answer
-// is returned as *Replayed without running fn, another request's key is refused,
-// and req's answer to fn's outcome is stored beside fn's effects in the same
-// commit. With the zero Request fn simply runs in a unit of work.
-func Run[T, X any](ctx context.Context, begin Begin[X], req Request[T], fn func(ctx context.Context, tx X) (T, error)) (T, error) {
+// Run runs a keyed request's use case in one unit of work, begun once with begin
+// (uow.Run): the key is looked up in it, fn runs in it and the answer req renders
+// of fn's outcome is stored in it, and all commit together. The key's rules hold
+// as Do states them: a stored answer is returned as *Replayed without running
+// fn, another request's key is refused. The unit of work is handed to the key
+// store as the typed X it is (a Keeper), never looked at at run time. A Request
+// without a key is refused: a call without one uses uow.Run.
+func Run[T any, X Keeper](ctx context.Context, begin uow.Begin[X], req Request[T], fn func(ctx context.Context, tx X) (T, error)) (T, error) {
 	var zero T
 	if !req.Keyed() {
-		var out T
-		if err := begin(ctx, func(ctx context.Context, tx X) error {
-			var err error
-			out, err = fn(ctx, tx)
-			return err
-		}); err != nil {
-			return zero, err
-		}
-		return out, nil
+		return zero, errUnkeyed
 	}
-	// One unit of work, opened by the use case's own begin: the key is looked up,
-	// fn runs and the answer is stored in it, and commit together.
 	var out T
 	var failed error
 	var unit X
+	owner := req.Service.store.Owner()
 	open := func(ctx context.Context, body func(ctx context.Context, keys Tx) error) error {
-		return begin(ctx, func(ctx context.Context, tx X) error {
-			keys, err := req.Service.store.KeysIn(tx)
-			if err != nil {
-				return err
-			}
+		return uow.Do(ctx, begin, func(ctx context.Context, tx X) error {
 			unit = tx
-			return body(ctx, keys)
+			return body(ctx, tx.Keys(owner))
 		})
 	}
 	resp, err := req.Service.do(ctx, open, req.Key, req.Fingerprint, func(ctx context.Context) (Response, error) {
@@ -425,7 +433,8 @@ func Run[T, X any](ctx context.Context, begin Begin[X], req Request[T], fn func(
 // Use it only where running the use case twice is harmless.
 func RunApart[T any](ctx context.Context, req Request[T], fn func(ctx context.Context) (T, error)) (T, error) {
 	if !req.Keyed() {
-		return fn(ctx)
+		var zero T
+		return zero, errUnkeyed
 	}
 	var out T
 	var failed error
@@ -442,7 +451,7 @@ func RunApart[T any](ctx context.Context, req Request[T], fn func(ctx context.Co
 // request's key is still refused; otherwise err.
 func Before[T any](ctx context.Context, req Request[T], err error) error {
 	if !req.Keyed() {
-		return err
+		return errors.Join(errUnkeyed, err)
 	}
 	stored, lerr := req.Service.Lookup(ctx, req.Key, req.Fingerprint)
 	switch {
@@ -468,3 +477,19 @@ func outcome[T any](resp Response, err error, out T, failed error) (T, error) {
 	}
 	return out, nil
 }
+
+// Keyed returns the uow.Runner of req, a keyed request, for the use case it is
+// made to: Run, RunApart and Before under req's key.
+func Keyed[X Keeper, T any](req Request[T]) uow.Runner[T, X] { return keyed[T, X]{req} }
+
+type keyed[T any, X Keeper] struct{ req Request[T] }
+
+func (k keyed[T, X]) Run(ctx context.Context, begin uow.Begin[X], fn func(ctx context.Context, tx X) (T, error)) (T, error) {
+	return Run(ctx, begin, k.req, fn)
+}
+
+func (k keyed[T, X]) Apart(ctx context.Context, fn func(ctx context.Context) (T, error)) (T, error) {
+	return RunApart(ctx, k.req, fn)
+}
+
+func (k keyed[T, X]) Before(ctx context.Context, err error) error { return Before(ctx, k.req, err) }

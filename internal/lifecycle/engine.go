@@ -11,9 +11,9 @@ import (
 
 	"partnerd/internal/backoffice/revenue"
 	"partnerd/internal/backoffice/unmatched"
-	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/pricing/money"
+	"partnerd/internal/uow"
 )
 
 // DepositInput describes a simulated transfer: its id (required), chain hash, the
@@ -107,7 +107,7 @@ func (l *Engine) Begin(ctx context.Context, fn func(ctx context.Context, tx Tx) 
 // a test's deposit): it opens a unit of work of its own, hands fn its tx, and
 // returns fn's transaction once it committed.
 func (l *Engine) Run(ctx context.Context, fn func(ctx context.Context, tx Tx) (*Transaction, error)) (*Transaction, error) {
-	return idempotency.Run(ctx, l.store.WithTx, idempotency.Request[*Transaction]{}, fn)
+	return uow.Run(ctx, l.store.WithTx, fn)
 }
 
 // ErrTransition is the answer to an action the state machine does not allow.
@@ -189,9 +189,9 @@ func move(t *Transaction, trigger Trigger, action string, meta map[string]any) (
 // A partial payment already received stays with the operators: its total is
 // recorded as the transaction's short refund task in the same unit of work.
 // Errors: NotFound, InvalidStateTransition.
-// key is the caller's request (the zero Request for none).
-func (l *Engine) Cancel(ctx context.Context, key idempotency.Request[*Transaction], partnerID, id uuid.UUID) (*Transaction, error) {
-	return idempotency.Run(ctx, l.store.WithTx, key, func(ctx context.Context, tx Tx) (*Transaction, error) {
+// run is how its caller has it run: uow.Plain, or under its request's key (idempotency.Keyed).
+func (l *Engine) Cancel(ctx context.Context, run uow.Runner[*Transaction, Tx], partnerID, id uuid.UUID) (*Transaction, error) {
+	return run.Run(ctx, l.store.WithTx, func(ctx context.Context, tx Tx) (*Transaction, error) {
 		return l.cancel(ctx, tx, partnerID, id)
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice/revenue"
 	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/idempotency"
 )
 
 // Transaction is one stablecoin-to-fiat transaction.
@@ -175,6 +176,8 @@ type Recorder interface {
 // (package transactions) asks its unit of work for quotes and addresses instead.
 type Tx interface {
 	Recorder
+	// A keyed request's answer is stored in it (idempotency.Run).
+	idempotency.Keeper
 	// The refund tasks a change records or closes are written in it.
 	unmatched.Tx
 	// The screenings of its deposits' senders too.

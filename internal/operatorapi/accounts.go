@@ -41,7 +41,7 @@ func (s *Server) CreatePartner(ctx context.Context, req operatorapi.CreatePartne
 		return operatorapi.CreatePartner200JSONResponse{Body: operatorapi.PartnerCreatedResponse{Success: true, Message: &msg,
 			Data: operatorapi.PartnerCreated{Partner: partnerOut(p), Key: newKeyOut(k, n.Secret, s.now())}}}
 	}
-	key := httpkit.KeyedBy(ctx, answer, operatorapi.CreatePartnerResponseObject.VisitCreatePartnerResponse)
+	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.CreatePartnerResponseObject.VisitCreatePartnerResponse)
 	n, err := s.actions.CreatePartner(ctx, key, o.ID, req.Body.Name)
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func (s *Server) CreateOperator(ctx context.Context, req operatorapi.CreateOpera
 		return operatorapi.CreateOperator200JSONResponse{Body: operatorapi.OperatorCreatedResponse{Success: true, Message: &msg,
 			Data: operatorapi.OperatorCreated{Operator: operatorapi.Operator{Id: o.ID, Name: o.Name, CreatedAt: o.CreatedAt}, Key: newKeyOut(k, n.Secret, s.now())}}}
 	}
-	key := httpkit.KeyedBy(ctx, answer, operatorapi.CreateOperatorResponseObject.VisitCreateOperatorResponse)
+	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.CreateOperatorResponseObject.VisitCreateOperatorResponse)
 	n, err := s.actions.CreateOperator(ctx, key, by.ID, req.Body.Name)
 	if err != nil {
 		return nil, err
@@ -187,7 +187,7 @@ func issueKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id uui
 		msg := "Key created; it is shown once."
 		return as(operatorapi.NewApiKeyResponse{Success: true, Message: &msg, Data: newKeyOut(k.Key, k.Secret, now)})
 	}
-	key := httpkit.KeyedBy(ctx, answer, visit)
+	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, visit)
 	k, err := s.actions.IssueKey(ctx, key, o.ID, owner, id)
 	if err != nil {
 		return zero, err
@@ -215,7 +215,7 @@ func rollKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id, key
 		msg := "Key rolled; the old key works until its expires_at. The new key is shown once."
 		return as(operatorapi.NewApiKeyResponse{Success: true, Message: &msg, Data: newKeyOut(k.Key, k.Secret, now)})
 	}
-	key := httpkit.KeyedBy(ctx, answer, visit)
+	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, visit)
 	k, err := s.actions.RollKey(ctx, key, o.ID, owner, id, keyID, overlap)
 	if err != nil {
 		return zero, err
@@ -235,7 +235,7 @@ func revokeKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id, k
 		msg := "Key revoked."
 		return as(operatorapi.ApiKeyResponse{Success: true, Message: &msg, Data: keyOut(k, now)})
 	}
-	key := httpkit.KeyedBy(ctx, answer, visit)
+	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, visit)
 	k, err := s.actions.RevokeKey(ctx, key, o.ID, owner, id, keyID)
 	if err != nil {
 		return zero, err

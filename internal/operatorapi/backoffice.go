@@ -10,6 +10,7 @@ import (
 	"partnerd/gen/operatorapi"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
+	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/kit/apperr"
@@ -124,7 +125,7 @@ func (s *Server) CreatePayout(ctx context.Context, req operatorapi.CreatePayoutR
 			Success: true, Message: &msg, Data: batchOut(b),
 		}}}
 	}
-	key := httpkit.KeyedBy(ctx, answer, operatorapi.CreatePayoutResponseObject.VisitCreatePayoutResponse)
+	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.CreatePayoutResponseObject.VisitCreatePayoutResponse)
 	b, err := s.actions.BatchPayout(ctx, key, o.ID, req.Body.PartnerId, req.Body.TransactionIds, req.Body.Reference, fiat)
 	if err != nil {
 		return nil, err
@@ -148,7 +149,7 @@ func (s *Server) CreateFill(ctx context.Context, req operatorapi.CreateFillReque
 			Success: true, Message: &msg, Data: batchOut(b),
 		}}}
 	}
-	key := httpkit.KeyedBy(ctx, answer, operatorapi.CreateFillResponseObject.VisitCreateFillResponse)
+	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.CreateFillResponseObject.VisitCreateFillResponse)
 	b, err := s.actions.BatchFill(ctx, key, o.ID, req.Body.TransactionIds, rate, req.Body.Reference)
 	if err != nil {
 		return nil, err

@@ -33,7 +33,7 @@ func (s *Server) InvitePartnerUser(ctx context.Context, req operatorapi.InvitePa
 			Data: operatorapi.PartnerUserInvited{User: partnerUserOut(n.User),
 				Invitation: operatorapi.PartnerInvitation{InviteUrl: n.Path(), ExpiresAt: n.Invitation.ExpiresAt}}}}
 	}
-	key := httpkit.KeyedBy(ctx, answer, operatorapi.InvitePartnerUserResponseObject.VisitInvitePartnerUserResponse)
+	key := httpkit.KeyedBy[partnerusers.Tx](ctx, s.idem, answer, operatorapi.InvitePartnerUserResponseObject.VisitInvitePartnerUserResponse)
 	n, err := s.partnerUsers.Invite(ctx, key, req.Id, req.Body.Email, partnerusers.Role(req.Body.Role), partnerusers.ByOperatorID(o.ID))
 	if err != nil {
 		return nil, err

@@ -17,7 +17,7 @@ func (s *Server) AcceptShortPayment(ctx context.Context, req operatorapi.AcceptS
 	if err != nil {
 		return nil, err
 	}
-	key, answer := actionAnswerOf(ctx, "Short payment accepted.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.AcceptShortPaymentResponseObject {
+	key, answer := actionAnswerOf(ctx, s.idem, "Short payment accepted.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.AcceptShortPaymentResponseObject {
 		return operatorapi.AcceptShortPayment200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.AcceptShortPaymentResponseObject.VisitAcceptShortPaymentResponse)
 	t, err := s.actions.Accept(ctx, key, o.ID, req.Id, req.Body.Reason)
@@ -62,7 +62,7 @@ func (s *Server) ResolveRefundTask(ctx context.Context, req operatorapi.ResolveR
 			Success: true, Message: &msg, Data: taskOut(d),
 		}}
 	}
-	key := httpkit.KeyedBy(ctx, answer, operatorapi.ResolveRefundTaskResponseObject.VisitResolveRefundTaskResponse)
+	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.ResolveRefundTaskResponseObject.VisitResolveRefundTaskResponse)
 	b := req.Body
 	d, err := s.actions.ResolveTask(ctx, key, o.ID, req.Id, actions.Resolution{Action: unmatched.Status(b.Action), TxHash: b.TxHash, Note: b.Note})
 	if err != nil {

@@ -109,13 +109,13 @@ func Register(e *echo.Echo, d Deps) error {
 			return ""
 		}, log))
 	}
-	mw, err := httpkit.OperationMiddlewares(spec, common, d.Idempotency, operatorIDOf)
+	mw, err := httpkit.OperationMiddlewares(spec, common, operatorIDOf)
 	if err != nil {
 		return err
 	}
 	srv := &Server{actions: d.Actions, stages: d.Stages, fills: d.Fills, unmatched: d.Unmatched,
 		backoffice: d.Backoffice, audit: d.Audit, batches: d.Batches,
-		partners: d.Partners, operators: d.Operators, keys: d.Keys, partnerUsers: d.PartnerUsers, screening: d.Screening, now: time.Now}
+		partners: d.Partners, operators: d.Operators, keys: d.Keys, partnerUsers: d.PartnerUsers, screening: d.Screening, idem: d.Idempotency, now: time.Now}
 	operatorapi.RegisterHandlersWithOptions(e, operatorapi.NewStrictHandler(srv, nil), operatorapi.RegisterHandlersOptions{
 		BaseURL: BasePath, OperationMiddlewares: mw,
 	})

@@ -41,7 +41,7 @@ func (s *Server) ReviewTransaction(ctx context.Context, req operatorapi.ReviewTr
 	if req.Body.Decision == operatorapi.Block {
 		decision, message = lifecycle.Block, "Blocked: the transaction failed; its funds are kept."
 	}
-	key, answer := actionAnswerOf(ctx, message, func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.ReviewTransactionResponseObject {
+	key, answer := actionAnswerOf(ctx, s.idem, message, func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.ReviewTransactionResponseObject {
 		return operatorapi.ReviewTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.ReviewTransactionResponseObject.VisitReviewTransactionResponse)
 	t, err := s.actions.Review(ctx, key, o.ID, req.Id, decision, req.Body.Note)

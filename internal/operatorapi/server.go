@@ -24,6 +24,7 @@ import (
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/pricing/money"
 	"partnerd/internal/transactions"
+	"partnerd/internal/uow"
 )
 
 // Server implements the generated StrictServerInterface.
@@ -44,7 +45,10 @@ type Server struct {
 	// partnerUsers are the partners' dashboard users and their invitations.
 	partnerUsers *partnerusers.Service
 	screening    Screening
-	now          func() time.Time
+	// idem keeps the operators' idempotency keys: a keyed request's use case
+	// stores its answer among them (httpkit.KeyedBy).
+	idem *idempotency.Service
+	now  func() time.Time
 }
 
 var _ operatorapi.StrictServerInterface = (*Server)(nil)
@@ -100,7 +104,7 @@ func (s *Server) FillOrder(ctx context.Context, req operatorapi.FillOrderRequest
 	if err != nil {
 		return nil, apperr.Field(apperr.InvalidRequest, "The NGN amount is not a decimal.", "/fiat_amount", "must be a decimal")
 	}
-	key, answer := actionAnswerOf(ctx, "Order filled.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.FillOrderResponseObject {
+	key, answer := actionAnswerOf(ctx, s.idem, "Order filled.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.FillOrderResponseObject {
 		return operatorapi.FillOrder200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.FillOrderResponseObject.VisitFillOrderResponse)
 	t, err := s.actions.Fill(ctx, key, o.ID, req.Id, rate, fiat, req.Body.Reference)
@@ -116,7 +120,7 @@ func (s *Server) SettleOrder(ctx context.Context, req operatorapi.SettleOrderReq
 	if err != nil {
 		return nil, err
 	}
-	key, answer := actionAnswerOf(ctx, "Order settled; the transaction is completed.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.SettleOrderResponseObject {
+	key, answer := actionAnswerOf(ctx, s.idem, "Order settled; the transaction is completed.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.SettleOrderResponseObject {
 		return operatorapi.SettleOrder200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.SettleOrderResponseObject.VisitSettleOrderResponse)
 	t, err := s.actions.Settle(ctx, key, o.ID, req.Id, req.Body.Reference)
@@ -132,7 +136,7 @@ func (s *Server) SettlePayout(ctx context.Context, req operatorapi.SettlePayoutR
 	if err != nil {
 		return nil, err
 	}
-	key, answer := actionAnswerOf(ctx, "Payout settled.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.SettlePayoutResponseObject {
+	key, answer := actionAnswerOf(ctx, s.idem, "Payout settled.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.SettlePayoutResponseObject {
 		return operatorapi.SettlePayout200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.SettlePayoutResponseObject.VisitSettlePayoutResponse)
 	t, err := s.actions.PayOut(ctx, key, o.ID, req.Id, req.Body.Reference)
@@ -148,7 +152,7 @@ func (s *Server) FailTransaction(ctx context.Context, req operatorapi.FailTransa
 	if err != nil {
 		return nil, err
 	}
-	key, answer := actionAnswerOf(ctx, "Transaction failed.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.FailTransactionResponseObject {
+	key, answer := actionAnswerOf(ctx, s.idem, "Transaction failed.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.FailTransactionResponseObject {
 		return operatorapi.FailTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.FailTransactionResponseObject.VisitFailTransactionResponse)
 	t, err := s.actions.Fail(ctx, key, o.ID, req.Id, req.Body.Reason)
@@ -164,7 +168,7 @@ func (s *Server) RefundTransaction(ctx context.Context, req operatorapi.RefundTr
 	if err != nil {
 		return nil, err
 	}
-	key, answer := actionAnswerOf(ctx, "Deposit refunded.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.RefundTransactionResponseObject {
+	key, answer := actionAnswerOf(ctx, s.idem, "Deposit refunded.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.RefundTransactionResponseObject {
 		return operatorapi.RefundTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.RefundTransactionResponseObject.VisitRefundTransactionResponse)
 	t, err := s.actions.Refund(ctx, key, o.ID, req.Id, req.Body.TxHash)
@@ -207,7 +211,7 @@ func (s *Server) ResolveUnmatchedDeposit(ctx context.Context, req operatorapi.Re
 			Success: true, Message: &msg, Data: depositOut(d),
 		}}
 	}
-	key := httpkit.KeyedBy(ctx, answer, operatorapi.ResolveUnmatchedDepositResponseObject.VisitResolveUnmatchedDepositResponse)
+	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.ResolveUnmatchedDepositResponseObject.VisitResolveUnmatchedDepositResponse)
 	b := req.Body
 	d, err := s.actions.ResolveDeposit(ctx, key, o.ID, req.Id, actions.Resolution{Action: unmatched.Status(b.Action), TxHash: b.TxHash, Note: b.Note})
 	if err != nil {
@@ -221,14 +225,14 @@ func (s *Server) ResolveUnmatchedDeposit(ctx context.Context, req operatorapi.Re
 // its unit of work) and msg, wrapped by as in the operation's response written by
 // visit. It returns the request the action runs under and the answer the handler
 // gives: the same pure rendering, so a retry gets exactly this answer.
-func actionAnswerOf[R any](ctx context.Context, msg string, as func(operatorapi.OperatorActionOKJSONResponse) R,
-	visit func(R, http.ResponseWriter) error) (idempotency.Request[*actions.Acted], func(*actions.Acted) R) {
+func actionAnswerOf[R any](ctx context.Context, idem *idempotency.Service, msg string, as func(operatorapi.OperatorActionOKJSONResponse) R,
+	visit func(R, http.ResponseWriter) error) (uow.Runner[*actions.Acted, actions.Tx], func(*actions.Acted) R) {
 	answer := func(a *actions.Acted) R {
 		return as(operatorapi.OperatorActionOKJSONResponse{Body: operatorapi.OperatorTransactionResponse{
 			Success: true, Message: &msg, Data: operatorOut(a.Transaction, a.Fill, a.PartnerName),
 		}})
 	}
-	return httpkit.KeyedBy(ctx, answer, visit), answer
+	return httpkit.KeyedBy[actions.Tx](ctx, idem, answer, visit), answer
 }
 
 // out maps transactions to the operator's view, with their fills.

@@ -29,6 +29,7 @@ import (
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/textrule"
 	"partnerd/internal/partners"
+	"partnerd/internal/uow"
 )
 
 // Role is what a user may do on the dashboard; every role reads transactions.
@@ -159,6 +160,8 @@ func HashToken(token string) string {
 // recovery codes and audit row it writes, and what it reads of them, go through
 // it, so the change sees its own writes and commits as one.
 type Tx interface {
+	// A keyed request's answer is stored in it (idempotency.Run).
+	idempotency.Keeper
 	// AfterCommit runs f once the unit of work has committed.
 	AfterCommit(f func())
 	// The change's audit row is written in it.
@@ -290,9 +293,9 @@ func newToken() (string, error) {
 // an address already active or disabled on the team), Unauthorized (an inviting
 // user who is not an active admin).
 //
-// key is the caller's request (its Idempotency-Key and how the answer renders;
-// the zero Request for none).
-func (s *Service) Invite(ctx context.Context, key idempotency.Request[*NewInvitation], partnerID uuid.UUID, email string, role Role, by Inviter) (*NewInvitation, error) {
+// run is how its caller has it run: uow.Plain, or under its request's
+// Idempotency-Key (idempotency.Keyed).
+func (s *Service) Invite(ctx context.Context, run uow.Runner[*NewInvitation, Tx], partnerID uuid.UUID, email string, role Role, by Inviter) (*NewInvitation, error) {
 	email, err := checkEmail(email)
 	if err != nil {
 		return nil, err
@@ -300,7 +303,7 @@ func (s *Service) Invite(ctx context.Context, key idempotency.Request[*NewInvita
 	if _, err := ParseRole(string(role)); err != nil {
 		return nil, err
 	}
-	return idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, tx Tx) (*NewInvitation, error) {
+	return run.Run(ctx, s.store.WithTx, func(ctx context.Context, tx Tx) (*NewInvitation, error) {
 		if _, err := tx.PartnerByID(ctx, partnerID); err != nil {
 			return nil, err
 		}
@@ -436,7 +439,7 @@ func (s *Service) Accept(ctx context.Context, token, password string) (*User, er
 	if err != nil {
 		return nil, err
 	}
-	return idempotency.Run(ctx, s.store.WithTx, idempotency.Request[*User]{}, func(ctx context.Context, tx Tx) (*User, error) {
+	return uow.Run(ctx, s.store.WithTx, func(ctx context.Context, tx Tx) (*User, error) {
 		now := s.now()
 		ok, err := tx.UsePartnerInvitation(ctx, inv.ID, now)
 		if err != nil {
@@ -546,7 +549,7 @@ func (s *Service) List(ctx context.Context, partnerID uuid.UUID) ([]*User, error
 // (keepsAnAdmin) sees every change committed before it, so parallel demotions
 // or disablings of the last admins leave one.
 func (s *Service) change(ctx context.Context, partnerID, id uuid.UUID, fn func(ctx context.Context, tx Tx, u *User, now time.Time) error) (*User, error) {
-	return idempotency.Run(ctx, s.store.WithTx, idempotency.Request[*User]{}, func(ctx context.Context, tx Tx) (*User, error) {
+	return uow.Run(ctx, s.store.WithTx, func(ctx context.Context, tx Tx) (*User, error) {
 		if err := tx.LockPartnerTeam(ctx, partnerID); err != nil {
 			if apperr.CodeOf(err) == apperr.NotFound {
 				return nil, apperr.New(apperr.NotFound, "The user was not found.")

@@ -16,9 +16,9 @@ import (
 
 	"partnerd/internal/audit"
 	"partnerd/internal/chain"
-	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/lifecycle"
+	"partnerd/internal/uow"
 )
 
 // Simulator runs simulated events.
@@ -50,9 +50,9 @@ var maxSimulatedAmount = decimal.New(1, 12)
 //
 // A simulated event is one unit of work, begun here: every change it makes (and,
 // under an Idempotency-Key, the stored answer) commits together.
-// key is the caller's request (the zero Request for none).
-func (s *Simulator) Simulate(ctx context.Context, key idempotency.Request[*lifecycle.Transaction], partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
-	return idempotency.Run(ctx, s.lifecycle.Begin, key, func(ctx context.Context, tx lifecycle.Tx) (*lifecycle.Transaction, error) {
+// run is how its caller has it run: uow.Plain, or under its request's key (idempotency.Keyed).
+func (s *Simulator) Simulate(ctx context.Context, run uow.Runner[*lifecycle.Transaction, lifecycle.Tx], partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
+	return run.Run(ctx, s.lifecycle.Begin, func(ctx context.Context, tx lifecycle.Tx) (*lifecycle.Transaction, error) {
 		t, err := s.simulate(ctx, tx, partnerID, e)
 		if err != nil {
 			return nil, err

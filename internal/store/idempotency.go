@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"gorm.io/gorm"
@@ -32,27 +31,53 @@ type keyTx struct {
 
 // Compile-time checks: the unit of work is every domain package's transaction.
 var (
-	_ idempotency.Tx  = (*Tx)(nil)
-	_ idempotency.Tx  = keyTx{}
-	_ lifecycle.Tx    = (*Tx)(nil)
-	_ deposits.Tx     = (*Tx)(nil)
-	_ quotes.Tx       = (*Tx)(nil)
-	_ transactions.Tx = (*Tx)(nil)
-	_ webhook.Tx      = (*Tx)(nil)
+	_ idempotency.Tx     = (*Tx)(nil)
+	_ idempotency.Tx     = keyTx{}
+	_ idempotency.Keeper = (*Tx)(nil)
+	_ lifecycle.Tx       = (*Tx)(nil)
+	_ deposits.Tx        = (*Tx)(nil)
+	_ quotes.Tx          = (*Tx)(nil)
+	_ transactions.Tx    = (*Tx)(nil)
+	_ webhook.Tx         = (*Tx)(nil)
 )
 
-// KeysIn is the partner keys in unit of work tx (one this store opened, whatever
-// domain interface it is seen through): the idempotency layer stores a use case's
-// answer in the use case's own unit of work.
-func (s *Store) KeysIn(tx any) (idempotency.Tx, error) { return s.unitOf(tx) }
-
-// unitOf returns the unit of work tx is, if this store opened it.
-func (s *Store) unitOf(tx any) (*Tx, error) {
-	t, ok := tx.(*Tx)
-	if !ok || t.s != s {
-		return nil, fmt.Errorf("store: %T is not a unit of work of this store", tx)
+// Keys returns owner's idempotency keys in this unit of work: the idempotency
+// layer stores a use case's answer in the use case's own unit of work, which it
+// is handed as the domain interface the use case sees (idempotency.Keeper).
+func (tx *Tx) Keys(owner idempotency.Owner) idempotency.Tx {
+	if owner == idempotency.Operators {
+		return keyTx{tx, operatorKeyTable}
 	}
-	return t, nil
+	return keyTx{tx, partnerKeyTable}
+}
+
+// PartnerKeys returns the idempotency store of partner requests (idempotency_keys).
+func (s *Store) PartnerKeys() idempotency.Store {
+	return keyStore{s, idempotency.Partners, partnerKeyTable}
+}
+
+// OperatorKeys returns the idempotency store of operator requests: the same
+// rules as the partner keys', on the operator_idempotency_keys table, where
+// Key.PartnerID holds the operator's id.
+func (s *Store) OperatorKeys() idempotency.Store {
+	return keyStore{s, idempotency.Operators, operatorKeyTable}
+}
+
+// keyStore is one owner's keys, on its table.
+type keyStore struct {
+	s     *Store
+	owner idempotency.Owner
+	table keyTable
+}
+
+func (k keyStore) WithTx(ctx context.Context, fn func(ctx context.Context, tx idempotency.Tx) error) error {
+	return k.s.Transact(ctx, func(ctx context.Context, tx *Tx) error { return fn(ctx, keyTx{tx, k.table}) })
+}
+
+func (k keyStore) Owner() idempotency.Owner { return k.owner }
+
+func (k keyStore) PurgeKeys(ctx context.Context, t time.Time) (int64, error) {
+	return k.table.purge(k.s.write(ctx), t)
 }
 
 // GetKey returns the partner key's record (see keyTx.GetKey).
@@ -116,9 +141,4 @@ func (kt keyTx) SaveKey(ctx context.Context, r *idempotency.Record, now, staleBe
 func (t keyTable) purge(db *gorm.DB, before time.Time) (int64, error) {
 	res := db.Table(t.name).Where("expires_at < ?", before).Delete(map[string]any{})
 	return res.RowsAffected, res.Error
-}
-
-// PurgeKeys deletes partner keys that expired before t.
-func (s *Store) PurgeKeys(ctx context.Context, t time.Time) (int64, error) {
-	return partnerKeyTable.purge(s.write(ctx), t)
 }

@@ -16,7 +16,6 @@ import (
 	"partnerd/internal/apikeys"
 	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/backoffice/unmatched"
-	"partnerd/internal/idempotency"
 	"partnerd/internal/jobs"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
@@ -82,30 +81,6 @@ func (s *Store) OperatorByID(ctx context.Context, id uuid.UUID) (*operators.Oper
 		return nil, notFound(err, "operator")
 	}
 	return &operators.Operator{ID: row.ID, Name: row.Name, CreatedAt: row.CreatedAt.UTC()}, nil
-}
-
-// OperatorKeys returns the idempotency store of operator requests: the same
-// rules as the partner keys', on the operator_idempotency_keys table, where
-// Key.PartnerID holds the operator's id.
-func (s *Store) OperatorKeys() idempotency.Store { return operatorKeyStore{s} }
-
-type operatorKeyStore struct{ s *Store }
-
-func (k operatorKeyStore) WithTx(ctx context.Context, fn func(ctx context.Context, tx idempotency.Tx) error) error {
-	return k.s.Transact(ctx, func(ctx context.Context, tx *Tx) error { return fn(ctx, keyTx{tx, operatorKeyTable}) })
-}
-
-// KeysIn is the operator keys in unit of work tx (one this store opened).
-func (k operatorKeyStore) KeysIn(tx any) (idempotency.Tx, error) {
-	t, err := k.s.unitOf(tx)
-	if err != nil {
-		return nil, err
-	}
-	return keyTx{t, operatorKeyTable}, nil
-}
-
-func (k operatorKeyStore) PurgeKeys(ctx context.Context, t time.Time) (int64, error) {
-	return operatorKeyTable.purge(k.s.write(ctx), t)
 }
 
 // ListStage returns a page of every partner's transactions in q's stage (of every

@@ -11,11 +11,13 @@ import (
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/store"
+	"partnerd/internal/uow"
 )
 
 // TestRunIsTheUseCasesUnitOfWork holds idempotency.Run, where every
 // state-changing use case begins its unit of work, to its rules on the real store:
-// without a key it is a plain unit of work; under a key the answer it renders is
+// without a key it is a plain unit of work (uow.Run; the idempotency layer
+// refuses a request without one), nesting one is an error; under a key the answer it renders is
 // stored with the effects, a retry gets it back as *Replayed without running the
 // use case, another request's key is refused, a stored 4xx replays and a 400 does
 // not; a failure before the unit of work still replays the stored answer.
@@ -24,8 +26,8 @@ func TestRunIsTheUseCasesUnitOfWork(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		p := newPartner(t, s)
-		svc := idempotency.NewService(store.For[idempotency.Tx](s), store.Now)
-		begin := idempotency.Begin[*store.Tx](s.Transact)
+		svc := idempotency.NewService(s.PartnerKeys(), store.Now)
+		begin := uow.Begin[*store.Tx](s.Transact)
 		count := func() int64 {
 			n, err := s.CountPartners(ctx)
 			require.NoError(t, err)
@@ -61,15 +63,17 @@ func TestRunIsTheUseCasesUnitOfWork(t *testing.T) {
 				},
 			}
 		}
-		none := idempotency.Request[string]{}
-
-		// No key: a plain unit of work, rolled back by an error; hooks after the commit.
+		// No key: a plain unit of work (uow.Run), rolled back by an error; hooks
+		// after the commit. The idempotency layer refuses a request without a key.
 		before := count()
-		_, err := idempotency.Run(ctx, begin, none, effect(errors.New("boom")))
+		_, err := uow.Run(ctx, begin, effect(errors.New("boom")))
 		require.EqualError(t, err, "boom")
 		require.Equal(t, before, count(), "the failed use case's write rolled back")
+		_, err = idempotency.Run(ctx, begin, request("", "fp"), effect(nil))
+		require.ErrorContains(t, err, "without a key")
+		require.Equal(t, before, count(), "an unkeyed request is refused before its unit of work")
 		var hooked []string
-		id, err := idempotency.Run(ctx, begin, none, func(ctx context.Context, tx *store.Tx) (string, error) {
+		id, err := uow.Run(ctx, begin, func(ctx context.Context, tx *store.Tx) (string, error) {
 			tx.AfterCommit(func() { hooked = append(hooked, "after") })
 			require.Empty(t, hooked, "not before the commit")
 			return effect(nil)(ctx, tx)
@@ -77,6 +81,22 @@ func TestRunIsTheUseCasesUnitOfWork(t *testing.T) {
 		require.NoError(t, err)
 		require.NotEmpty(t, id)
 		require.Equal(t, []string{"after"}, hooked)
+		require.Equal(t, before+1, count())
+
+		// A unit of work begun inside another is an error, not a silent join:
+		// nothing of either commits.
+		_, err = uow.Run(ctx, begin, func(ctx context.Context, tx *store.Tx) (string, error) {
+			if _, err := effect(nil)(ctx, tx); err != nil {
+				return "", err
+			}
+			return uow.Run(ctx, begin, effect(nil))
+		})
+		require.ErrorIs(t, err, uow.ErrNested)
+		require.Equal(t, before+1, count(), "neither the outer nor the nested write committed")
+		_, err = idempotency.Run(ctx, begin, request("nested", "fp"), func(ctx context.Context, tx *store.Tx) (string, error) {
+			return idempotency.Run(ctx, begin, request("nested-inner", "fp"), effect(nil))
+		})
+		require.ErrorIs(t, err, uow.ErrNested, "a keyed unit of work nests no more than a plain one")
 		require.Equal(t, before+1, count())
 
 		// Under a key: run once, stored with the effects, replayed after.

@@ -17,6 +17,7 @@ import (
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partners"
 	"partnerd/internal/store"
+	"partnerd/internal/uow"
 )
 
 func TestAddressIndexesAreNeverHandedOutTwice(t *testing.T) {
@@ -144,7 +145,7 @@ func TestIdempotencyKeys(t *testing.T) {
 		ctx := context.Background()
 		p := newPartner(t, s)
 		clk := &clock{t: store.Now()}
-		svc := idempotency.NewService(store.For[idempotency.Tx](s), clk.now)
+		svc := idempotency.NewService(s.PartnerKeys(), clk.now)
 		k := idempotency.Key{PartnerID: p.ID, Operation: "createTransaction", Key: "k1"}
 		runs := 0
 		answer := func(status int, body string) func(context.Context) (idempotency.Response, error) {
@@ -194,7 +195,7 @@ func TestIdempotencyKeys(t *testing.T) {
 
 		// Effects commit only with a 2xx answer.
 		var ref atomic.Int32
-		inUnit := idempotency.Begin[*store.Tx](s.Transact)
+		inUnit := uow.Begin[*store.Tx](s.Transact)
 		effect := func(ctx context.Context, key string, status int) error {
 			_, err := idempotency.Run(ctx, inUnit, idempotency.Request[int]{Service: svc, Key: idempotency.Key{PartnerID: p.ID, Operation: "x", Key: key},
 				Fingerprint: "fp", Render: func(status int) (idempotency.Response, error) { return idempotency.Response{Status: status}, nil },
@@ -219,13 +220,13 @@ func TestIdempotencyKeys(t *testing.T) {
 		// AfterCommit hooks of a keyed use case run after a 2xx commits, never for
 		// an answer that rolled back.
 		var hooks []int
-		begin := store.For[idempotency.Tx](s).WithTx
+		begin := uow.Begin[*store.Tx](s.Transact)
 		for _, status := range []int{404, 201} {
 			req := idempotency.Request[int]{Service: svc, Key: idempotency.Key{PartnerID: p.ID, Operation: "x", Key: fmt.Sprintf("hook-%d", status)},
 				Fingerprint: "fp",
 				Render:      func(int) (idempotency.Response, error) { return idempotency.Response{Status: status}, nil },
 				RenderError: func(error) idempotency.Response { return idempotency.Response{Status: status} }}
-			_, err := idempotency.Run(ctx, begin, req, func(ctx context.Context, tx idempotency.Tx) (int, error) {
+			_, err := idempotency.Run(ctx, begin, req, func(ctx context.Context, tx *store.Tx) (int, error) {
 				tx.AfterCommit(func() { hooks = append(hooks, status) })
 				require.Empty(t, hooks, "not before the commit")
 				if status == 404 {
@@ -261,7 +262,7 @@ func TestIdempotencyConcurrentDuplicateWaitsAndReplays(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, s *store.Store) {
 		ctx := context.Background()
 		p := newPartner(t, s)
-		svc := idempotency.NewService(store.For[idempotency.Tx](s), store.Now)
+		svc := idempotency.NewService(s.PartnerKeys(), store.Now)
 		k := idempotency.Key{PartnerID: p.ID, Operation: "createTransaction", Key: "race"}
 		name := "race-" + uuid.NewString()
 		var wg sync.WaitGroup
@@ -271,7 +272,7 @@ func TestIdempotencyConcurrentDuplicateWaitsAndReplays(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				var out idempotency.Response
-				_, err := idempotency.Run(ctx, idempotency.Begin[*store.Tx](s.Transact), idempotency.Request[idempotency.Response]{Service: svc, Key: k,
+				_, err := idempotency.Run(ctx, uow.Begin[*store.Tx](s.Transact), idempotency.Request[idempotency.Response]{Service: svc, Key: k,
 					Fingerprint: "fp", Render: func(r idempotency.Response) (idempotency.Response, error) { out = r; return r, nil },
 					RenderError: func(error) idempotency.Response { return idempotency.Response{Status: 500} }},
 					func(ctx context.Context, tx *store.Tx) (idempotency.Response, error) {

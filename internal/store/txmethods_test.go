@@ -35,11 +35,6 @@ func TestTheUnitOfWorkWritesInItself(t *testing.T) {
 			CreatedAt: now, ExpiresAt: now.Add(quotes.TTL)}
 		hash := "0x" + strings.Repeat("7a", 32)
 		err := s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
-			_, err := s.KeysIn(tx)
-			require.NoError(t, err, "the partner keys in this unit of work")
-			_, err = s.KeysIn(42)
-			require.Error(t, err, "not a unit of work of this store")
-
 			require.NoError(t, tx.CreateQuote(ctx, q))
 			got, err := tx.QuoteByID(ctx, p.ID, q.ID)
 			require.NoError(t, err)

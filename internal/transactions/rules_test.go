@@ -13,7 +13,6 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
 	"partnerd/internal/lifecycle"
@@ -24,6 +23,7 @@ import (
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/testdb"
 	"partnerd/internal/transactions"
+	"partnerd/internal/uow"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
@@ -133,7 +133,7 @@ func TestCreate(t *testing.T) {
 			}
 
 			// Direct mode: 15000 NGN at 1500 is 10 USDT; the first bep20 address.
-			tr, err := b.svc.Create(ctx, idempotency.Request[*lifecycle.Transaction]{}, b.partner, direct("Order-Ä1"))
+			tr, err := b.svc.Create(ctx, uow.Plain[*lifecycle.Transaction, transactions.Tx](), b.partner, direct("Order-Ä1"))
 			require.NoError(t, err)
 			require.Equal(t, lifecycle.AwaitingDeposit, tr.Status)
 			require.Equal(t, "10", tr.CryptoAmount.String())
@@ -145,9 +145,9 @@ func TestCreate(t *testing.T) {
 
 			// The same reference in another case is taken for this partner (and the
 			// index it allocated goes back), free for another.
-			_, err = b.svc.Create(ctx, idempotency.Request[*lifecycle.Transaction]{}, b.partner, direct("ORDER-ä1"))
+			_, err = b.svc.Create(ctx, uow.Plain[*lifecycle.Transaction, transactions.Tx](), b.partner, direct("ORDER-ä1"))
 			requireCode(t, err, apperr.DuplicateMerchantReference, "/merchant_reference")
-			other, err := b.svc.Create(ctx, idempotency.Request[*lifecycle.Transaction]{}, b.other, direct("ORDER-ä1"))
+			other, err := b.svc.Create(ctx, uow.Plain[*lifecycle.Transaction, transactions.Tx](), b.other, direct("ORDER-ä1"))
 			require.NoError(t, err)
 			require.Equal(t, "bep20-address-1", other.DepositAddress, "the failed create left no gap")
 
@@ -178,37 +178,37 @@ func TestCreate(t *testing.T) {
 				{"unknown quote", transactions.CreateRequest{MerchantReference: "r", Token: "usdt", Network: "bep20", QuoteID: ptr(uuid.New())}, apperr.NotFound, "/quote_id"},
 			}
 			for _, c := range bad {
-				_, err := b.svc.Create(ctx, idempotency.Request[*lifecycle.Transaction]{}, b.partner, c.req)
+				_, err := b.svc.Create(ctx, uow.Plain[*lifecycle.Transaction, transactions.Tx](), b.partner, c.req)
 				requireCode(t, err, c.code, c.field)
 			}
-			long, err := b.svc.Create(ctx, idempotency.Request[*lifecycle.Transaction]{}, b.partner, direct(strings.Repeat("é", 255)))
+			long, err := b.svc.Create(ctx, uow.Plain[*lifecycle.Transaction, transactions.Tx](), b.partner, direct(strings.Repeat("é", 255)))
 			require.NoError(t, err, "255 characters (510 bytes) is allowed")
 			require.Equal(t, "bep20-address-2", long.DepositAddress, "no refused create took an address")
 
 			// Quote mode takes the quote's price and uses it up.
-			q, err := b.quotes.Create(ctx, idempotency.Request[*quotes.Quote]{}, b.partner, quotes.Request{Token: "usdt", Network: "bep20", CryptoAmount: ptr("7.5")})
+			q, err := b.quotes.Create(ctx, uow.Plain[*quotes.Quote, quotes.Tx](), b.partner, quotes.Request{Token: "usdt", Network: "bep20", CryptoAmount: ptr("7.5")})
 			require.NoError(t, err)
 			inQuote := func(ref, network string, id uuid.UUID) transactions.CreateRequest {
 				return transactions.CreateRequest{MerchantReference: ref, Token: "usdt", Network: network, QuoteID: &id}
 			}
-			_, err = b.svc.Create(ctx, idempotency.Request[*lifecycle.Transaction]{}, b.other, inQuote("q-other", "bep20", q.ID))
+			_, err = b.svc.Create(ctx, uow.Plain[*lifecycle.Transaction, transactions.Tx](), b.other, inQuote("q-other", "bep20", q.ID))
 			requireCode(t, err, apperr.NotFound, "/quote_id")
-			_, err = b.svc.Create(ctx, idempotency.Request[*lifecycle.Transaction]{}, b.partner, inQuote("q-mismatch", "trc20", q.ID))
+			_, err = b.svc.Create(ctx, uow.Plain[*lifecycle.Transaction, transactions.Tx](), b.partner, inQuote("q-mismatch", "trc20", q.ID))
 			requireCode(t, err, apperr.QuoteMismatch, "/quote_id")
 			b.clock.Set(b.t0.Add(quotes.TTL - time.Microsecond))
-			used, err := b.svc.Create(ctx, idempotency.Request[*lifecycle.Transaction]{}, b.partner, inQuote("q-1", "bep20", q.ID))
+			used, err := b.svc.Create(ctx, uow.Plain[*lifecycle.Transaction, transactions.Tx](), b.partner, inQuote("q-1", "bep20", q.ID))
 			require.NoError(t, err, "usable until just before expires_at")
 			require.Equal(t, q.ID, *used.QuoteID)
 			require.Equal(t, "7.5", used.CryptoAmount.String())
 			require.Equal(t, "11250", used.FiatAmount.String())
-			_, err = b.svc.Create(ctx, idempotency.Request[*lifecycle.Transaction]{}, b.partner, inQuote("q-2", "bep20", q.ID))
+			_, err = b.svc.Create(ctx, uow.Plain[*lifecycle.Transaction, transactions.Tx](), b.partner, inQuote("q-2", "bep20", q.ID))
 			requireCode(t, err, apperr.QuoteAlreadyUsed, "/quote_id")
 
 			b.clock.Set(b.t0)
-			q2, err := b.quotes.Create(ctx, idempotency.Request[*quotes.Quote]{}, b.partner, quotes.Request{Token: "usdt", Network: "bep20", FiatAmount: ptr("3000")})
+			q2, err := b.quotes.Create(ctx, uow.Plain[*quotes.Quote, quotes.Tx](), b.partner, quotes.Request{Token: "usdt", Network: "bep20", FiatAmount: ptr("3000")})
 			require.NoError(t, err)
 			b.clock.Set(b.t0.Add(quotes.TTL))
-			_, err = b.svc.Create(ctx, idempotency.Request[*lifecycle.Transaction]{}, b.partner, inQuote("q-3", "bep20", q2.ID))
+			_, err = b.svc.Create(ctx, uow.Plain[*lifecycle.Transaction, transactions.Tx](), b.partner, inQuote("q-3", "bep20", q2.ID))
 			requireCode(t, err, apperr.QuoteExpired, "/quote_id")
 		})
 	}
@@ -224,12 +224,12 @@ func TestList(t *testing.T) {
 			var ids []uuid.UUID
 			for i := range 5 {
 				b.clock.Set(b.t0.Add(time.Duration(i) * time.Second))
-				tr, err := b.svc.Create(ctx, idempotency.Request[*lifecycle.Transaction]{}, b.partner, transactions.CreateRequest{MerchantReference: fmt.Sprintf("L-%d", i),
+				tr, err := b.svc.Create(ctx, uow.Plain[*lifecycle.Transaction, transactions.Tx](), b.partner, transactions.CreateRequest{MerchantReference: fmt.Sprintf("L-%d", i),
 					Token: "usdt", Network: "bep20", FiatAmount: ptr("1500"), MerchantID: ptr(fmt.Sprintf("m%d", i%2))})
 				require.NoError(t, err)
 				ids = append(ids, tr.ID)
 			}
-			_, err := b.svc.Create(ctx, idempotency.Request[*lifecycle.Transaction]{}, b.other, transactions.CreateRequest{MerchantReference: "L-x", Token: "usdt", Network: "bep20", FiatAmount: ptr("1500")})
+			_, err := b.svc.Create(ctx, uow.Plain[*lifecycle.Transaction, transactions.Tx](), b.other, transactions.CreateRequest{MerchantReference: "L-x", Token: "usdt", Network: "bep20", FiatAmount: ptr("1500")})
 			require.NoError(t, err)
 
 			var seen []uuid.UUID
@@ -292,7 +292,7 @@ func TestStages(t *testing.T) {
 			stages := transactions.NewStageLister(b.st, cursor.NewCodec([]byte("s")))
 			create := func(partner uuid.UUID, ref string, at time.Duration) *lifecycle.Transaction {
 				b.clock.Set(b.t0.Add(at))
-				tr, err := b.svc.Create(ctx, idempotency.Request[*lifecycle.Transaction]{}, partner, transactions.CreateRequest{MerchantReference: ref, Token: "usdt", Network: "bep20", FiatAmount: ptr("3000")})
+				tr, err := b.svc.Create(ctx, uow.Plain[*lifecycle.Transaction, transactions.Tx](), partner, transactions.CreateRequest{MerchantReference: ref, Token: "usdt", Network: "bep20", FiatAmount: ptr("3000")})
 				require.NoError(t, err)
 				return tr
 			}

@@ -23,6 +23,7 @@ import (
 	"partnerd/internal/pricing"
 	"partnerd/internal/pricing/money"
 	"partnerd/internal/pricing/quotes"
+	"partnerd/internal/uow"
 )
 
 // DepositWindow is how long a new transaction waits for its deposit (the seed's
@@ -41,6 +42,8 @@ func ReferenceKey(ref string) string {
 // entry and event (lifecycle.Recorder) commit together.
 type Tx interface {
 	lifecycle.Recorder
+	// A keyed request's answer is stored in it (idempotency.Run).
+	idempotency.Keeper
 	// QuoteByID returns partnerID's quote id, or apperr NotFound.
 	QuoteByID(ctx context.Context, partnerID, id uuid.UUID) (*quotes.Quote, error)
 	// MarkQuoteUsed sets used_at if unset and reports whether it did.
@@ -110,10 +113,10 @@ func NewService(store Store, pricer *pricing.Pricer, addresses Addresses, window
 // QuoteMismatch, QuoteAlreadyUsed, QuoteExpired, UnsupportedPair,
 // AmountOutOfRange, RatesUnavailable, DuplicateMerchantReference.
 //
-// key is the caller's request (its Idempotency-Key and how the answer renders; the
-// zero Request for none): a failure before the unit of work (the rates source
-// down) still replays the answer stored for an earlier success.
-func (s *Service) Create(ctx context.Context, key idempotency.Request[*lifecycle.Transaction], partnerID uuid.UUID, req CreateRequest) (*lifecycle.Transaction, error) {
+// run is how its caller has it run (uow.Plain, or under its request's
+// Idempotency-Key: idempotency.Keyed): a failure before the unit of work (the
+// rates source down) still replays the answer stored for an earlier success.
+func (s *Service) Create(ctx context.Context, run uow.Runner[*lifecycle.Transaction, Tx], partnerID uuid.UUID, req CreateRequest) (*lifecycle.Transaction, error) {
 	if (req.QuoteID == nil) == (req.FiatAmount == nil) {
 		return nil, apperr.New(apperr.InvalidRequest, "Send exactly one pricing mode: quote_id (quote mode) or fiat_amount (direct mode).")
 	}
@@ -127,16 +130,16 @@ func (s *Service) Create(ctx context.Context, key idempotency.Request[*lifecycle
 			return nil, apperr.Field(apperr.InvalidRequest, "The fiat_amount is invalid.", "/fiat_amount", err.Error())
 		}
 		if direct, err = s.pricer.Price(ctx, req.Token, req.Network, pricing.Amount{Fiat: &fiat}); err != nil {
-			return nil, idempotency.Before(ctx, key, err)
+			return nil, run.Before(ctx, err)
 		}
 	} else if _, err := s.pricer.Pair(req.Token, req.Network); err != nil {
-		return nil, idempotency.Before(ctx, key, err)
+		return nil, run.Before(ctx, err)
 	}
 
 	// The unit of work begins here, after the pricing (the rate source may be
 	// slow): the key's claim, the transaction, its history, event and stored answer
 	// commit together.
-	return idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, tx Tx) (*lifecycle.Transaction, error) {
+	return run.Run(ctx, s.store.WithTx, func(ctx context.Context, tx Tx) (*lifecycle.Transaction, error) {
 		now := s.now()
 		t := &lifecycle.Transaction{
 			ID:                uuid.New(),

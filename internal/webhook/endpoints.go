@@ -12,12 +12,15 @@ import (
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/safeurl"
+	"partnerd/internal/uow"
 	"partnerd/internal/webhook/sign"
 )
 
 // Tx is the unit of work an endpoint change runs in: the change reads and writes
 // the endpoint through it.
 type Tx interface {
+	// A keyed request's answer is stored in it (idempotency.Run).
+	idempotency.Keeper
 	// AfterCommit runs f once the unit of work has committed.
 	AfterCommit(f func())
 	// EndpointOf returns the partner's endpoint, or apperr NotFound.
@@ -76,14 +79,14 @@ func (s *Endpoints) Get(ctx context.Context, partnerID uuid.UUID) (*Endpoint, er
 // of two concurrent first registrations exactly one creates the secret and the
 // other updates the endpoint it created. Errors: InvalidRequest (not a URL), WebhookURLNotAllowed.
 //
-// key is the caller's request (the zero Request for none).
-func (s *Endpoints) Put(ctx context.Context, key idempotency.Request[Registered], partnerID uuid.UUID, url string, enabled bool) (*Endpoint, string, error) {
+// run is how its caller has it run: uow.Plain, or under its request's key (idempotency.Keyed).
+func (s *Endpoints) Put(ctx context.Context, run uow.Runner[Registered, Tx], partnerID uuid.UUID, url string, enabled bool) (*Endpoint, string, error) {
 	if err := s.policy.Check(ctx, url); err != nil {
 		if errors.Is(err, safeurl.ErrMalformed) {
-			return nil, "", idempotency.Before(ctx, key,
+			return nil, "", run.Before(ctx,
 				apperr.Field(apperr.InvalidRequest, "The webhook URL is not an absolute http(s) URL.", "/url", err.Error()))
 		}
-		return nil, "", idempotency.Before(ctx, key,
+		return nil, "", run.Before(ctx,
 			apperr.Field(apperr.WebhookURLNotAllowed, "This webhook URL is not accepted here.", "/url", err.Error()))
 	}
 	// The unit of work begins once the URL passed (its check may resolve DNS). The
@@ -91,7 +94,7 @@ func (s *Endpoints) Put(ctx context.Context, key idempotency.Request[Registered]
 	// job queue's own connection (on SQLite that waits for the write lock a unit
 	// of work holds), and a release is safe to repeat.
 	var switchedOn bool
-	out, err := idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, tx Tx) (Registered, error) {
+	out, err := run.Run(ctx, s.store.WithTx, func(ctx context.Context, tx Tx) (Registered, error) {
 		e, secret, on, err := s.put(ctx, tx, partnerID, url, enabled)
 		if err != nil {
 			return Registered{}, err
@@ -160,9 +163,9 @@ func (s *Endpoints) release(ctx context.Context, partnerID uuid.UUID) error {
 // The old secret keeps signing beside it for SecretOverlap. The replacement is one
 // write that reads the secret it replaces, so concurrent rotations each take
 // effect in turn. Errors: NotFound.
-// key is the caller's request (the zero Request for none).
-func (s *Endpoints) Rotate(ctx context.Context, key idempotency.Request[Registered], partnerID uuid.UUID) (*Endpoint, string, error) {
-	out, err := idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, tx Tx) (Registered, error) {
+// run is how its caller has it run: uow.Plain, or under its request's key (idempotency.Keyed).
+func (s *Endpoints) Rotate(ctx context.Context, run uow.Runner[Registered, Tx], partnerID uuid.UUID) (*Endpoint, string, error) {
+	out, err := run.Run(ctx, s.store.WithTx, func(ctx context.Context, tx Tx) (Registered, error) {
 		e, secret, err := s.rotate(ctx, tx, partnerID)
 		if err != nil {
 			return Registered{}, err

@@ -8,9 +8,9 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/internal/audit"
-	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
+	"partnerd/internal/uow"
 )
 
 // Filter selects events.
@@ -94,12 +94,12 @@ type Replayed struct {
 // (or was interrupted by a crash and awaits its rescue) the redelivery follows it,
 // and the answer says so. Errors: NotFound.
 //
-// It runs in no unit of work of its own (idempotency.RunApart): the delivery job
+// It runs in no unit of work of its own (uow.Runner.Apart): the delivery job
 // is queued through the job queue's own connection (on SQLite it would wait for
 // the write lock a unit of work holds), and replaying twice is harmless.
-// key is the caller's request (the zero Request for none).
-func (l *Log) Replay(ctx context.Context, key idempotency.Request[Requeued], partnerID, id uuid.UUID) (*Event, Replayed, error) {
-	out, err := idempotency.RunApart(ctx, key, func(ctx context.Context) (Requeued, error) {
+// run is how its caller has it run: uow.Plain, or under its request's key (idempotency.Keyed).
+func (l *Log) Replay(ctx context.Context, run uow.Runner[Requeued, Tx], partnerID, id uuid.UUID) (*Event, Replayed, error) {
+	out, err := run.Apart(ctx, func(ctx context.Context) (Requeued, error) {
 		ev, r, err := l.replay(ctx, partnerID, id)
 		if err != nil {
 			return Requeued{}, err

@@ -9,8 +9,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/audit"
-	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
+	"partnerd/internal/uow"
 )
 
 // TestReference is the merchant reference of a test event's sample transaction.
@@ -34,8 +34,9 @@ type testPayload struct {
 // job commit together (with the request's stored answer under an
 // Idempotency-Key, so a retried request sends one event). While the endpoint is
 // disabled the event waits, as every event does. Errors: NotFound (no endpoint).
-func (s *Endpoints) SendTest(ctx context.Context, key idempotency.Request[*Event], partnerID uuid.UUID) (*Event, error) {
-	return idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, tx Tx) (*Event, error) {
+// run is how its caller has it run: uow.Plain, or under its request's key (idempotency.Keyed).
+func (s *Endpoints) SendTest(ctx context.Context, run uow.Runner[*Event, Tx], partnerID uuid.UUID) (*Event, error) {
+	return run.Run(ctx, s.store.WithTx, func(ctx context.Context, tx Tx) (*Event, error) {
 		if _, err := tx.EndpointOf(ctx, partnerID); err != nil {
 			return nil, err
 		}

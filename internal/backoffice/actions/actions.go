@@ -1,8 +1,8 @@
 // Package actions holds the operators' state-changing use cases: the actions on a
 // transaction (fill, settle, payout, fail, refund, accept), resolving refund
 // tasks and unmatched deposits, batch payouts and fills, and the accounts and
-// their API keys. Each begins its unit of work itself, with idempotency.Run
-// (under the operator's Idempotency-Key when the caller sent one): the domain
+// their API keys. Each begins its unit of work itself, through the uow.Runner its
+// caller picked (uow.Plain, or the operator's Idempotency-Key: idempotency.Keyed): the domain
 // change, its audit row and the stored answer commit together or not at all,
 // and the action's log line is written once it has committed. The operator API
 // (and through it the console) only translates requests to these calls and their
@@ -28,6 +28,7 @@ import (
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
 	"partnerd/internal/pricing/money"
+	"partnerd/internal/uow"
 )
 
 // Tx is the unit of work of an action (store.Tx): the lifecycle's change, the
@@ -45,7 +46,7 @@ type Tx interface {
 
 // Service runs the operators' actions.
 type Service struct {
-	begin     idempotency.Begin[Tx]
+	begin     uow.Begin[Tx]
 	lifecycle *lifecycle.Engine
 	audit     *audit.Log
 	unmatched *unmatched.Service
@@ -82,7 +83,7 @@ type Acted struct {
 // Deps are the services the actions call. Audit may be nil (no audit rows).
 // Begin opens an action's unit of work (the store's WithTx as Tx).
 type Deps struct {
-	Begin     idempotency.Begin[Tx]
+	Begin     uow.Begin[Tx]
 	Lifecycle *lifecycle.Engine
 	Audit     *audit.Log
 	Unmatched *unmatched.Service
@@ -106,43 +107,37 @@ func New(d Deps) *Service {
 		partners: d.Partners, operators: d.Operators, keys: d.Keys, fills: d.Fills, screening: d.Screening, log: log}
 }
 
-// run is the unit of work of one action, under the caller's request key (the
-// zero Request for none): it begins here, and fn is handed it.
-func run[T any](ctx context.Context, s *Service, key idempotency.Request[T], fn func(ctx context.Context, tx Tx) (T, error)) (T, error) {
-	return idempotency.Run(ctx, s.begin, key, fn)
-}
-
 // Fill records operator's executed sale of transaction id.
-func (s *Service) Fill(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, rate, fiat decimal.Decimal, reference string) (*Acted, error) {
-	return s.act(ctx, key, operator, audit.Fill, id, reference, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+func (s *Service) Fill(ctx context.Context, run uow.Runner[*Acted, Tx], operator, id uuid.UUID, rate, fiat decimal.Decimal, reference string) (*Acted, error) {
+	return s.act(ctx, run, operator, audit.Fill, id, reference, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.FillOrder(ctx, tx, id, by, rate, fiat, reference)
 	})
 }
 
 // Settle records the sale's settlement.
-func (s *Service) Settle(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, reference string) (*Acted, error) {
-	return s.act(ctx, key, operator, audit.Settle, id, reference, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+func (s *Service) Settle(ctx context.Context, run uow.Runner[*Acted, Tx], operator, id uuid.UUID, reference string) (*Acted, error) {
+	return s.act(ctx, run, operator, audit.Settle, id, reference, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.SettleOrder(ctx, tx, id, by, reference)
 	})
 }
 
 // PayOut records the NGN payout of transaction id.
-func (s *Service) PayOut(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, reference string) (*Acted, error) {
-	return s.act(ctx, key, operator, audit.Payout, id, reference, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+func (s *Service) PayOut(ctx context.Context, run uow.Runner[*Acted, Tx], operator, id uuid.UUID, reference string) (*Acted, error) {
+	return s.act(ctx, run, operator, audit.Payout, id, reference, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.PayOut(ctx, tx, id, by, reference, nil)
 	})
 }
 
 // Fail fails transaction id for reason.
-func (s *Service) Fail(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, reason string) (*Acted, error) {
-	return s.act(ctx, key, operator, audit.Fail, id, reason, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+func (s *Service) Fail(ctx context.Context, run uow.Runner[*Acted, Tx], operator, id uuid.UUID, reason string) (*Acted, error) {
+	return s.act(ctx, run, operator, audit.Fail, id, reason, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.FailBy(ctx, tx, id, by, reason)
 	})
 }
 
 // Refund records the refund of transaction id's deposit (chain transaction txHash).
-func (s *Service) Refund(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, txHash string) (*Acted, error) {
-	return s.act(ctx, key, operator, audit.Refund, id, txHash, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+func (s *Service) Refund(ctx context.Context, run uow.Runner[*Acted, Tx], operator, id uuid.UUID, txHash string) (*Acted, error) {
+	return s.act(ctx, run, operator, audit.Refund, id, txHash, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		t, err := tx.TransactionForUpdate(ctx, id)
 		if err != nil {
 			return nil, err
@@ -161,7 +156,7 @@ func (s *Service) Refund(ctx context.Context, key idempotency.Request[*Acted], o
 // its note (required): release lets it proceed, block fails it for good. The
 // decision and its audit row commit with the change. Errors: InvalidRequest (no
 // note), NotFound, InvalidStateTransition (not under review).
-func (s *Service) Review(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, decision lifecycle.ReviewDecision, note string) (*Acted, error) {
+func (s *Service) Review(ctx context.Context, run uow.Runner[*Acted, Tx], operator, id uuid.UUID, decision lifecycle.ReviewDecision, note string) (*Acted, error) {
 	if strings.TrimSpace(note) == "" {
 		return nil, apperr.Field(apperr.InvalidRequest, "A decision needs a note saying why.", "/note", "required")
 	}
@@ -169,7 +164,7 @@ func (s *Service) Review(ctx context.Context, key idempotency.Request[*Acted], o
 	if decision == lifecycle.Block {
 		action = audit.ScreeningBlocked
 	}
-	return s.act(ctx, key, operator, action, id, note, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+	return s.act(ctx, run, operator, action, id, note, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.Review(ctx, tx, id, by, decision, note)
 	})
 }
@@ -183,17 +178,17 @@ func (s *Service) checkRefund(ctx context.Context, network string, to ...string)
 }
 
 // Accept lets an expired, short-paid transaction proceed on what was received.
-func (s *Service) Accept(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, reason string) (*Acted, error) {
-	return s.act(ctx, key, operator, audit.Accept, id, reason, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+func (s *Service) Accept(ctx context.Context, run uow.Runner[*Acted, Tx], operator, id uuid.UUID, reason string) (*Acted, error) {
+	return s.act(ctx, run, operator, audit.Accept, id, reason, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.Accept(ctx, tx, id, by, reason)
 	})
 }
 
 // act runs one audited transaction action in its unit of work and logs it once
 // it committed (the history entry carries the same facts).
-func (s *Service) act(ctx context.Context, key idempotency.Request[*Acted], operator uuid.UUID, action audit.Action, id uuid.UUID, reference string,
+func (s *Service) act(ctx context.Context, run uow.Runner[*Acted, Tx], operator uuid.UUID, action audit.Action, id uuid.UUID, reference string,
 	fn func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error)) (*Acted, error) {
-	a, err := run(ctx, s, key, func(ctx context.Context, tx Tx) (*Acted, error) {
+	a, err := run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*Acted, error) {
 		t, err := fn(ctx, tx, lifecycle.Actor{OperatorID: operator})
 		if err != nil {
 			return nil, err
@@ -261,8 +256,8 @@ func (r Resolution) reference() string {
 }
 
 // ResolveDeposit closes open unmatched deposit id.
-func (s *Service) ResolveDeposit(ctx context.Context, key idempotency.Request[*unmatched.Deposit], operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
-	return run(ctx, s, key, func(ctx context.Context, tx Tx) (*unmatched.Deposit, error) {
+func (s *Service) ResolveDeposit(ctx context.Context, run uow.Runner[*unmatched.Deposit, Tx], operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
+	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*unmatched.Deposit, error) {
 		if err := s.screenTask(ctx, tx, id, r); err != nil {
 			return nil, err
 		}
@@ -290,8 +285,8 @@ func (s *Service) ResolveDeposit(ctx context.Context, key idempotency.Request[*u
 // expired transaction is refunded in the same unit of work, so the returned money
 // cannot be counted or accepted later); credited is refused (an expired short
 // payment is credited by accepting the transaction). Other kinds close on their own.
-func (s *Service) ResolveTask(ctx context.Context, key idempotency.Request[*unmatched.Deposit], operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
-	return run(ctx, s, key, func(ctx context.Context, tx Tx) (*unmatched.Deposit, error) {
+func (s *Service) ResolveTask(ctx context.Context, run uow.Runner[*unmatched.Deposit, Tx], operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
+	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*unmatched.Deposit, error) {
 		d, err := s.resolveTask(ctx, tx, operator, id, r)
 		if err != nil {
 			return nil, err
@@ -358,8 +353,8 @@ func (s *Service) resolveTask(ctx context.Context, tx Tx, operator, id uuid.UUID
 }
 
 // BatchPayout records one bank transfer of fiat to partner for the transactions ids.
-func (s *Service) BatchPayout(ctx context.Context, key idempotency.Request[*batches.Batch], operator, partner uuid.UUID, ids []uuid.UUID, reference string, fiat decimal.Decimal) (*batches.Batch, error) {
-	b, err := run(ctx, s, key, func(ctx context.Context, tx Tx) (*batches.Batch, error) {
+func (s *Service) BatchPayout(ctx context.Context, run uow.Runner[*batches.Batch, Tx], operator, partner uuid.UUID, ids []uuid.UUID, reference string, fiat decimal.Decimal) (*batches.Batch, error) {
+	b, err := run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*batches.Batch, error) {
 		b, err := s.batches.CreatePayout(ctx, tx, lifecycle.Actor{OperatorID: operator}, partner, ids, reference, fiat)
 		if err == nil {
 			s.batchLogged(ctx, tx, operator, b)
@@ -373,8 +368,8 @@ func (s *Service) BatchPayout(ctx context.Context, key idempotency.Request[*batc
 }
 
 // BatchFill records one liquidity order at rate for the transactions ids.
-func (s *Service) BatchFill(ctx context.Context, key idempotency.Request[*batches.Batch], operator uuid.UUID, ids []uuid.UUID, rate decimal.Decimal, reference string) (*batches.Batch, error) {
-	b, err := run(ctx, s, key, func(ctx context.Context, tx Tx) (*batches.Batch, error) {
+func (s *Service) BatchFill(ctx context.Context, run uow.Runner[*batches.Batch, Tx], operator uuid.UUID, ids []uuid.UUID, rate decimal.Decimal, reference string) (*batches.Batch, error) {
+	b, err := run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*batches.Batch, error) {
 		b, err := s.batches.CreateFill(ctx, tx, lifecycle.Actor{OperatorID: operator}, ids, rate, reference)
 		if err == nil {
 			s.batchLogged(ctx, tx, operator, b)
@@ -402,8 +397,8 @@ type NewPartner struct {
 }
 
 // CreatePartner creates a partner named name and its first key.
-func (s *Service) CreatePartner(ctx context.Context, key idempotency.Request[NewPartner], operator uuid.UUID, name string) (NewPartner, error) {
-	return run(ctx, s, key, func(ctx context.Context, tx Tx) (NewPartner, error) {
+func (s *Service) CreatePartner(ctx context.Context, run uow.Runner[NewPartner, Tx], operator uuid.UUID, name string) (NewPartner, error) {
+	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (NewPartner, error) {
 		p, key, err := s.partners.Create(ctx, tx, name)
 		if err != nil {
 			return NewPartner{}, err
@@ -419,8 +414,8 @@ type NewOperator struct {
 }
 
 // CreateOperator creates an operator named name and their first key.
-func (s *Service) CreateOperator(ctx context.Context, key idempotency.Request[NewOperator], operator uuid.UUID, name string) (NewOperator, error) {
-	return run(ctx, s, key, func(ctx context.Context, tx Tx) (NewOperator, error) {
+func (s *Service) CreateOperator(ctx context.Context, run uow.Runner[NewOperator, Tx], operator uuid.UUID, name string) (NewOperator, error) {
+	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (NewOperator, error) {
 		o, key, err := s.operators.Create(ctx, tx, name)
 		if err != nil {
 			return NewOperator{}, err
@@ -459,8 +454,8 @@ func mintIn(ctx context.Context, tx Tx, owner apikeys.Owner, id uuid.UUID) (func
 }
 
 // IssueKey adds a key to account id of kind owner.
-func (s *Service) IssueKey(ctx context.Context, key idempotency.Request[*apikeys.Issued], operator uuid.UUID, owner apikeys.Owner, id uuid.UUID) (*apikeys.Issued, error) {
-	return run(ctx, s, key, func(ctx context.Context, tx Tx) (*apikeys.Issued, error) {
+func (s *Service) IssueKey(ctx context.Context, run uow.Runner[*apikeys.Issued, Tx], operator uuid.UUID, owner apikeys.Owner, id uuid.UUID) (*apikeys.Issued, error) {
+	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*apikeys.Issued, error) {
 		mint, err := mintIn(ctx, tx, owner, id)
 		if err != nil {
 			return nil, err
@@ -475,8 +470,8 @@ func (s *Service) IssueKey(ctx context.Context, key idempotency.Request[*apikeys
 
 // RollKey replaces key keyID of account id with a new one; the old key works for
 // overlap more.
-func (s *Service) RollKey(ctx context.Context, key idempotency.Request[*apikeys.Issued], operator uuid.UUID, owner apikeys.Owner, id, keyID uuid.UUID, overlap time.Duration) (*apikeys.Issued, error) {
-	return run(ctx, s, key, func(ctx context.Context, tx Tx) (*apikeys.Issued, error) {
+func (s *Service) RollKey(ctx context.Context, run uow.Runner[*apikeys.Issued, Tx], operator uuid.UUID, owner apikeys.Owner, id, keyID uuid.UUID, overlap time.Duration) (*apikeys.Issued, error) {
+	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*apikeys.Issued, error) {
 		mint, err := mintIn(ctx, tx, owner, id)
 		if err != nil {
 			return nil, err
@@ -491,8 +486,8 @@ func (s *Service) RollKey(ctx context.Context, key idempotency.Request[*apikeys.
 }
 
 // RevokeKey revokes key keyID of account id.
-func (s *Service) RevokeKey(ctx context.Context, key idempotency.Request[*apikeys.Key], operator uuid.UUID, owner apikeys.Owner, id, keyID uuid.UUID) (*apikeys.Key, error) {
-	return run(ctx, s, key, func(ctx context.Context, tx Tx) (*apikeys.Key, error) {
+func (s *Service) RevokeKey(ctx context.Context, run uow.Runner[*apikeys.Key, Tx], operator uuid.UUID, owner apikeys.Owner, id, keyID uuid.UUID) (*apikeys.Key, error) {
+	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*apikeys.Key, error) {
 		if _, err := mintIn(ctx, tx, owner, id); err != nil {
 			return nil, err
 		}

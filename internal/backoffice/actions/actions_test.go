@@ -11,11 +11,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/testdb"
+	"partnerd/internal/uow"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
@@ -36,13 +36,13 @@ func TestActionsAreLogged(t *testing.T) {
 		Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
 	op, id := uuid.New(), uuid.New()
 
-	_, err = s.act(ctx, idempotency.Request[*Acted]{}, op, "settle", id, "LP-7", func(ctx context.Context, _ lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+	_, err = s.act(ctx, uow.Plain[*Acted, Tx](), op, "settle", id, "LP-7", func(ctx context.Context, _ lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
 		require.Equal(t, op, by.OperatorID)
 		require.Zero(t, buf.Len(), "nothing is logged before the commit")
 		return &lifecycle.Transaction{ID: id, PartnerID: uuid.New(), Status: lifecycle.Completed}, nil
 	})
 	require.NoError(t, err)
-	_, err = s.act(ctx, idempotency.Request[*Acted]{}, op, "payout", id, "NIP-1", func(context.Context, lifecycle.Tx, lifecycle.Actor) (*lifecycle.Transaction, error) {
+	_, err = s.act(ctx, uow.Plain[*Acted, Tx](), op, "payout", id, "NIP-1", func(context.Context, lifecycle.Tx, lifecycle.Actor) (*lifecycle.Transaction, error) {
 		return nil, apperr.New(apperr.InvalidStateTransition, "no")
 	})
 	require.Error(t, err)

@@ -8,8 +8,8 @@ import (
 
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
-	"partnerd/internal/idempotency"
 	"partnerd/internal/partners"
+	"partnerd/internal/uow"
 )
 
 // A partner's admin manages the partner's own API keys on the dashboard with the
@@ -20,7 +20,7 @@ import (
 
 // IssuePartnerKey adds a key to partnerID, by its user user.
 func (s *Service) IssuePartnerKey(ctx context.Context, user, partnerID uuid.UUID) (*apikeys.Issued, error) {
-	return run(ctx, s, idempotency.Request[*apikeys.Issued]{}, func(ctx context.Context, tx Tx) (*apikeys.Issued, error) {
+	return uow.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*apikeys.Issued, error) {
 		mint, err := mintIn(ctx, tx, apikeys.Partner, partnerID)
 		if err != nil {
 			return nil, err
@@ -37,7 +37,7 @@ func (s *Service) IssuePartnerKey(ctx context.Context, user, partnerID uuid.UUID
 // works for overlap more. Errors: NotFound (another partner's key included),
 // InvalidRequest (overlap), InvalidStateTransition (a key that no longer works).
 func (s *Service) RollPartnerKey(ctx context.Context, user, partnerID, keyID uuid.UUID, overlap time.Duration) (*apikeys.Issued, error) {
-	return run(ctx, s, idempotency.Request[*apikeys.Issued]{}, func(ctx context.Context, tx Tx) (*apikeys.Issued, error) {
+	return uow.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*apikeys.Issued, error) {
 		mint, err := mintIn(ctx, tx, apikeys.Partner, partnerID)
 		if err != nil {
 			return nil, err
@@ -54,7 +54,7 @@ func (s *Service) RollPartnerKey(ctx context.Context, user, partnerID, keyID uui
 // RevokePartnerKey revokes partnerID's key keyID, by its user user. Errors:
 // NotFound (another partner's key included).
 func (s *Service) RevokePartnerKey(ctx context.Context, user, partnerID, keyID uuid.UUID) (*apikeys.Key, error) {
-	return run(ctx, s, idempotency.Request[*apikeys.Key]{}, func(ctx context.Context, tx Tx) (*apikeys.Key, error) {
+	return uow.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*apikeys.Key, error) {
 		k, err := s.keys.Revoke(ctx, tx, apikeys.Partner, partnerID, keyID)
 		if err != nil {
 			return nil, err

@@ -13,6 +13,7 @@ import (
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/pricing"
 	"partnerd/internal/pricing/money"
+	"partnerd/internal/uow"
 )
 
 // TTL is how long a quote stays usable.
@@ -36,6 +37,8 @@ type Quote struct {
 
 // Tx is the unit of work a quote is stored in.
 type Tx interface {
+	// A keyed request's answer is stored in it (idempotency.Run).
+	idempotency.Keeper
 	// AfterCommit runs f once the unit of work has committed.
 	AfterCommit(f func())
 	// CreateQuote inserts q.
@@ -71,20 +74,21 @@ func NewService(pricer *pricing.Pricer, store Store, now func() time.Time) *Serv
 
 // Create prices req for partnerID and stores the quote. Errors: InvalidRequest (both
 // or neither amount, bad format), UnsupportedPair, AmountOutOfRange, RatesUnavailable.
-// key is the caller's request (the zero Request for none): a failure while
-// pricing still replays the answer stored for an earlier success.
-func (s *Service) Create(ctx context.Context, key idempotency.Request[*Quote], partnerID uuid.UUID, req Request) (*Quote, error) {
+// run is how its caller has it run (uow.Plain, or under its request's key:
+// idempotency.Keyed): a failure while pricing still replays the answer stored
+// for an earlier success.
+func (s *Service) Create(ctx context.Context, run uow.Runner[*Quote, Tx], partnerID uuid.UUID, req Request) (*Quote, error) {
 	amt, err := parseAmount(req)
 	if err != nil {
 		return nil, err
 	}
 	price, err := s.pricer.Price(ctx, req.Token, req.Network, amt)
 	if err != nil {
-		return nil, idempotency.Before(ctx, key, err)
+		return nil, run.Before(ctx, err)
 	}
 	// The unit of work begins once the amount is priced: the quote and, under an
 	// Idempotency-Key, the stored answer commit together.
-	return idempotency.Run(ctx, s.store.WithTx, key, func(ctx context.Context, tx Tx) (*Quote, error) {
+	return run.Run(ctx, s.store.WithTx, func(ctx context.Context, tx Tx) (*Quote, error) {
 		return s.insert(ctx, tx, partnerID, price)
 	})
 }

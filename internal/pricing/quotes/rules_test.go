@@ -10,7 +10,6 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partners"
 	"partnerd/internal/pricing"
@@ -19,6 +18,7 @@ import (
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/testdb"
 	"partnerd/internal/transactions"
+	"partnerd/internal/uow"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
@@ -75,7 +75,7 @@ func TestCreate(t *testing.T) {
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
 					t.Parallel()
-					q, err := svc.Create(ctx, idempotency.Request[*quotes.Quote]{}, p.ID, c.req)
+					q, err := svc.Create(ctx, uow.Plain[*quotes.Quote, quotes.Tx](), p.ID, c.req)
 					if c.code != "" {
 						e, ok := apperr.As(err)
 						require.True(t, ok, "%v", err)

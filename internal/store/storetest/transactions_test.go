@@ -306,7 +306,7 @@ func TestScopedUnitOfWork(t *testing.T) {
 			require.False(t, ok, "a live key is not overwritten")
 			return err
 		}))
-		n, err := s.PurgeKeys(ctx, now.Add(2*time.Hour))
+		n, err := s.PartnerKeys().PurgeKeys(ctx, now.Add(2*time.Hour))
 		require.NoError(t, err)
 		require.EqualValues(t, 1, n)
 
@@ -320,6 +320,18 @@ func TestScopedUnitOfWork(t *testing.T) {
 			require.True(t, ok)
 			return err
 		}))
+		// A use case's own unit of work hands each owner its own table
+		// (Tx.Keys, how idempotency.Run stores a keyed answer beside the effects).
+		require.NoError(t, s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+			got, err := tx.Keys(idempotency.Operators).GetKey(ctx, orec.Key)
+			require.NoError(t, err)
+			require.Equal(t, orec.ResponseBody, got.ResponseBody)
+			_, err = tx.Keys(idempotency.Partners).GetKey(ctx, orec.Key)
+			require.Equal(t, apperr.NotFound, apperr.CodeOf(err), "not among the partners' keys")
+			return nil
+		}))
+		require.Equal(t, idempotency.Operators, keys.Owner())
+		require.Equal(t, idempotency.Partners, s.PartnerKeys().Owner())
 		n, err = keys.PurgeKeys(ctx, now.Add(2*time.Hour))
 		require.NoError(t, err)
 		require.EqualValues(t, 1, n)

@@ -14,10 +14,10 @@ import (
 
 	"partnerd/gen/client"
 	"partnerd/internal/audit"
-	"partnerd/internal/idempotency"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/testsupport/apitest"
 	"partnerd/internal/testsupport/testdb"
+	"partnerd/internal/uow"
 	"partnerd/internal/web/webkit/webtest"
 )
 
@@ -58,7 +58,7 @@ func newUser(t *testing.T, env *apitest.Env, partnerID uuid.UUID, role partnerus
 	t.Helper()
 	ctx := context.Background()
 	email := string(role) + "-" + uuid.NewString()[:8] + "@example.com"
-	inv, err := env.App.PartnerUsers().Invite(ctx, idempotency.Request[*partnerusers.NewInvitation]{}, partnerID, email, role, partnerusers.ByOperatorID(audit.CLI))
+	inv, err := env.App.PartnerUsers().Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), partnerID, email, role, partnerusers.ByOperatorID(audit.CLI))
 	require.NoError(t, err)
 	u, err := env.App.PartnerUsers().Accept(ctx, inv.Token, testPassword)
 	require.NoError(t, err)

@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/internal/httpapi"
-	"partnerd/internal/idempotency"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/testsupport/apitest"
 	"partnerd/internal/testsupport/testdb"
+	"partnerd/internal/uow"
 	"partnerd/internal/web/dashboard"
 )
 
@@ -136,7 +136,7 @@ func TestSeveralPartnersChoose(t *testing.T) {
 			env := startSite(t, db, nil)
 			pa, pb := env.PartnerID(t, env.NewPartner(t)), env.PartnerID(t, env.NewPartner(t))
 			ua := newUser(t, env, pa, partnerusers.Finance)
-			inv, err := env.App.PartnerUsers().Invite(t.Context(), idempotency.Request[*partnerusers.NewInvitation]{}, pb, strings.ToUpper(ua.Email), partnerusers.Developer,
+			inv, err := env.App.PartnerUsers().Invite(t.Context(), uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), pb, strings.ToUpper(ua.Email), partnerusers.Developer,
 				partnerusers.Inviter{Kind: partnerusers.ByCLI})
 			require.NoError(t, err)
 			ub, err := env.App.PartnerUsers().Accept(t.Context(), inv.Token, testPassword)

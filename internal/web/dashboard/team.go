@@ -6,9 +6,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partnerusers"
+	"partnerd/internal/uow"
 )
 
 func (d *Dashboard) teamRoutes(mux *http.ServeMux) {
@@ -67,7 +67,7 @@ func (d *Dashboard) teamRefused(w http.ResponseWriter, r *http.Request, ss *sess
 // invite invites an address to the team with a role and shows the link once.
 func (d *Dashboard) invite(w http.ResponseWriter, r *http.Request, ss *session) {
 	email := strings.TrimSpace(r.PostFormValue("email"))
-	inv, err := d.d.Users.Invite(background(r.Context()), idempotency.Request[*partnerusers.NewInvitation]{}, ss.Data.PartnerID, email, partnerusers.Role(r.PostFormValue("role")), me(ss))
+	inv, err := d.d.Users.Invite(background(r.Context()), uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), ss.Data.PartnerID, email, partnerusers.Role(r.PostFormValue("role")), me(ss))
 	if d.teamRefused(w, r, ss, err) {
 		return
 	}
