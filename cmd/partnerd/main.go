@@ -39,8 +39,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/app"
-	"partnerd/internal/audit"
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/config"
 	"partnerd/internal/listener"
@@ -229,7 +229,7 @@ func migrate(stdout io.Writer) error {
 
 func createPartner(args []string, log *slog.Logger, stdout, stderr io.Writer) error {
 	return withNamedApp("partners create", "partner", args, log, stderr, func(ctx context.Context, a *app.App, name string, asJSON bool) error {
-		created, err := a.Actions().CreatePartner(ctx, uow.Plain[actions.NewPartner, actions.Tx](), audit.CLI, name)
+		created, err := a.Actions().CreatePartner(ctx, uow.Plain[actions.NewPartner, actions.Tx](), actor.CLI, name)
 		if err != nil {
 			return err
 		}

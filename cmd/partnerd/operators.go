@@ -7,8 +7,8 @@ import (
 	"io"
 	"log/slog"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/app"
-	"partnerd/internal/audit"
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/uow"
 )
@@ -18,7 +18,7 @@ import (
 // records it as the command line's.
 func createOperator(args []string, log *slog.Logger, stdout, stderr io.Writer) error {
 	return withNamedApp("operators create", "operator", args, log, stderr, func(ctx context.Context, a *app.App, name string, asJSON bool) error {
-		created, err := a.Actions().CreateOperator(ctx, uow.Plain[actions.NewOperator, actions.Tx](), audit.CLI, name)
+		created, err := a.Actions().CreateOperator(ctx, uow.Plain[actions.NewOperator, actions.Tx](), actor.CLI, name)
 		if err != nil {
 			return err
 		}

@@ -26,7 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/audit"
+	"partnerd/internal/actor"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/apitest"
@@ -68,7 +68,7 @@ func sealUnder(t *testing.T, db testdb.Database, settings map[string]string, hoo
 	key := env.NewPartner(t)
 	f := sealedFixture{Key: key, PartnerID: env.PartnerID(t, key), Email: "second-factor-" + uuid.NewString()[:8] + "@example.com"}
 	users := env.App.PartnerUsers()
-	inv, err := users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), f.PartnerID, f.Email, partnerusers.Admin, partnerusers.ByOperatorID(audit.CLI))
+	inv, err := users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), f.PartnerID, f.Email, partnerusers.Admin, actor.CLI)
 	require.NoError(t, err)
 	u, err := users.Accept(ctx, inv.Token, fixturePassword)
 	require.NoError(t, err)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/app"
-	"partnerd/internal/audit"
 	"partnerd/internal/config"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/uow"
@@ -56,7 +56,7 @@ func partnerUsers(action string, args []string, log *slog.Logger, stdout, stderr
 		return err
 	}
 	defer a.Close()
-	n, err := a.PartnerUsers().Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), pid, *email, r, partnerusers.ByOperatorID(audit.CLI))
+	n, err := a.PartnerUsers().Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), pid, *email, r, actor.CLI)
 	if err != nil {
 		return err
 	}

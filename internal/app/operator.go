@@ -126,11 +126,11 @@ func (a *App) Operators() *operators.Service { return a.operators }
 func (a *App) Keys() *apikeys.Service { return a.keys }
 
 // Actions returns the operators' use cases: the command line's account and key
-// changes run through them too (as audit.CLI), so they are audited alike.
+// changes run through them too (as actor.CLI), so they are audited alike.
 func (a *App) Actions() *actions.Service { return a.actions }
 
 // PartnerUsers returns the partners' dashboard users (the partners users command
-// invites through it, as audit.CLI).
+// invites through it, as actor.CLI).
 func (a *App) PartnerUsers() *partnerusers.Service { return a.partnerUsers }
 
 // Unmatched returns the unmatched-deposit service (the chain watcher records into it).

@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/app"
-	"partnerd/internal/audit"
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/config"
 	"partnerd/internal/testsupport/testdb"
@@ -57,7 +57,7 @@ func TestOpenServeClose(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "Demo partner", p.Name)
 			require.Equal(t, demo.ID, p.ID)
-			created, err := a.Actions().CreateOperator(ctx, uow.Plain[actions.NewOperator, actions.Tx](), audit.CLI, "Ada")
+			created, err := a.Actions().CreateOperator(ctx, uow.Plain[actions.NewOperator, actions.Tx](), actor.CLI, "Ada")
 			op, opKey := created.Operator, created.Secret
 			require.NoError(t, err)
 			got, err := a.Operators().Authenticate(ctx, opKey)

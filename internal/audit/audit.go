@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/kit/cursor"
 )
 
@@ -185,9 +186,11 @@ func New(store Store, codec *cursor.Codec, now func() time.Time) *Log {
 	return &Log{store: store, codec: codec, now: now}
 }
 
-// Record writes one action in tx, the action's unit of work. An entry whose
-// OperatorID is CLI is the command line's.
-func (l *Log) Record(ctx context.Context, tx Tx, e Entry) error {
+// Record writes one action of by in tx, the action's unit of work (an entry
+// whose OperatorID is CLI is not an operator's: the command line's, or a
+// partner's user's).
+func (l *Log) Record(ctx context.Context, tx Tx, by actor.Actor, e Entry) error {
+	e = e.By(by)
 	e.ID = uuid.New()
 	e.CreatedAt = l.now()
 	return tx.InsertAudit(ctx, &e)
@@ -237,29 +240,28 @@ func ActorOf(operator uuid.UUID) Actor {
 	return ByOperator
 }
 
-// userKey carries, in a request's context, the partner's user a partner-API call
-// is made for (the dashboard's in-process calls): who acts, not a unit of work.
-type userKey struct{}
-
-// WithPartnerUser returns ctx naming user as the person acting: the partner API's
-// use cases then audit their changes under that user (ByUser).
-func WithPartnerUser(ctx context.Context, user uuid.UUID) context.Context {
-	return context.WithValue(ctx, userKey{}, user)
-}
-
 // Writer writes an entry, in the unit of work it is (or the store's own).
 type Writer interface {
 	InsertAudit(ctx context.Context, e *Entry) error
 }
 
-// ByUser records e as the change of the partner's user ctx names
-// (WithPartnerUser), through w, at now; without one it records nothing: the
-// partner API's changes made with an API key are a server's, not a person's.
-func ByUser(ctx context.Context, w Writer, now time.Time, e Entry) error {
-	user, ok := ctx.Value(userKey{}).(uuid.UUID)
-	if !ok {
+// ByUser records e as the change of by through w, at now, when by is a
+// partner's user (the dashboard's calls of the partner API); for anyone else it
+// records nothing: the partner API's changes made with an API key are a
+// server's, not a person's.
+func ByUser(ctx context.Context, w Writer, by actor.Actor, now time.Time, e Entry) error {
+	if by.Kind != actor.PartnerUser {
 		return nil
 	}
-	e.ID, e.CreatedAt, e.OperatorID, e.PartnerUserID = uuid.New(), now, CLI, &user
+	e = e.By(by)
+	e.ID, e.CreatedAt = uuid.New(), now
 	return w.InsertAudit(ctx, &e)
+}
+
+// By returns e as by's change: the operator it names (CLI, the nil UUID, when
+// no operator acted) and the partner's user, if by is one. It is the one place
+// an actor becomes an audit row's columns.
+func (e Entry) By(by actor.Actor) Entry {
+	e.OperatorID, e.PartnerUserID = by.OperatorID(), by.PartnerUserID()
+	return e
 }

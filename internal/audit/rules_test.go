@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/kit/apperr"
@@ -94,13 +95,13 @@ func TestRecordAndList(t *testing.T) {
 			for i, r := range recs {
 				c.Set(t0.Add(time.Duration(i) * time.Minute))
 				subjects[i] = uuid.New()
-				require.NoError(t, log.Record(ctx, st, audit.Entry{OperatorID: r.by, Action: r.action, SubjectID: &subjects[i], Reference: ptr("ref")}))
+				require.NoError(t, log.Record(ctx, st, actor.OfOperator(r.by, ""), audit.Entry{Action: r.action, SubjectID: &subjects[i], Reference: ptr("ref")}))
 			}
 			// An action whose unit of work rolls back leaves no row.
 			c.Set(t0.Add(time.Hour))
 			refused := errors.New("refused")
 			require.ErrorIs(t, st.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
-				if err := log.Record(ctx, tx, audit.Entry{OperatorID: ada.ID, Action: audit.KeyRevoked}); err != nil {
+				if err := log.Record(ctx, tx, actor.OfOperator(ada.ID, "Ada"), audit.Entry{Action: audit.KeyRevoked}); err != nil {
 					return err
 				}
 				return refused
@@ -182,18 +183,20 @@ func (w *writes) InsertAudit(_ context.Context, e *audit.Entry) error {
 }
 
 // TestByUser: a change made for a partner's user (the dashboard's in-process
-// calls) is recorded under them; the same change made with an API key (no user
-// in ctx) is a server's and records nothing.
+// calls) is recorded under them; the same change made with an API key is a
+// server's and records nothing, as is one of an actor of no kind.
 func TestByUser(t *testing.T) {
 	t.Parallel()
 	var w writes
 	at := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 	ref := "https://example.com/hooks"
-	require.NoError(t, audit.ByUser(context.Background(), &w, at, audit.Entry{Action: audit.WebhookEndpointUpdated, Reference: &ref}))
+	ctx := context.Background()
+	partner := uuid.New()
+	require.NoError(t, audit.ByUser(ctx, &w, actor.OfPartnerKey(partner, "Shop"), at, audit.Entry{Action: audit.WebhookEndpointUpdated, Reference: &ref}))
+	require.NoError(t, audit.ByUser(ctx, &w, actor.Actor{}, at, audit.Entry{Action: audit.WebhookEndpointUpdated, Reference: &ref}))
 	require.Empty(t, w, "no user, no entry")
 	user := uuid.New()
-	ctx := audit.WithPartnerUser(context.Background(), user)
-	require.NoError(t, audit.ByUser(ctx, &w, at, audit.Entry{Action: audit.WebhookEndpointUpdated, Reference: &ref}))
+	require.NoError(t, audit.ByUser(ctx, &w, actor.OfPartnerUser(user, "ada@example.com"), at, audit.Entry{Action: audit.WebhookEndpointUpdated, Reference: &ref}))
 	require.Len(t, w, 1)
 	e := w[0]
 	require.Equal(t, user, *e.PartnerUserID)

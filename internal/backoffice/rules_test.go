@@ -10,6 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
 	"partnerd/internal/backoffice/batches"
@@ -68,7 +69,7 @@ type bed struct {
 	stages  *transactions.StageLister
 	svc     *backoffice.Service
 	tasks   *unmatched.Service
-	by      lifecycle.Actor
+	by      actor.Actor
 	partner uuid.UUID
 }
 
@@ -95,7 +96,7 @@ func newBed(t *testing.T, url string) *bed {
 	engine := lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{Required: map[string]int{chain.BEP20: 3}, Now: store.Now,
 		Settlement: lifecycle.Settlement{OperatorLiquidity: true, OperatorPayout: true}})
 	codec := cursor.NewCodec([]byte("s"))
-	b := &bed{st: st, engine: engine, by: lifecycle.Actor{OperatorID: op.ID}, partner: p.ID,
+	b := &bed{st: st, engine: engine, by: actor.OfOperator(op.ID, op.Name), partner: p.ID,
 		batches: batches.New(store.For[batches.Tx](st), engine, audit.New(st, codec, store.Now), codec, store.Now),
 		stages:  transactions.NewStageLister(st, codec), tasks: unmatched.NewService(st, codec, store.Now)}
 	b.svc = backoffice.New(st, b.stages, b.batches, []string{chain.BEP20, chain.TRC20})
@@ -171,7 +172,7 @@ func TestOverviewAndCase(t *testing.T) {
 					Amount: d("1"), RawAmount: "1000000000000000000", BlockNumber: 1})
 				require.NoError(t, err)
 				if i == 0 {
-					_, err = b.tasks.Resolve(ctx, b.st, task.ID, b.by.OperatorID, unmatched.Credited, nil, ptr("credited"))
+					_, err = b.tasks.Resolve(ctx, b.st, task.ID, b.by.OperatorID(), unmatched.Credited, nil, ptr("credited"))
 					require.NoError(t, err)
 				}
 			}
@@ -236,9 +237,9 @@ func TestOverviewAndCase(t *testing.T) {
 			require.Equal(t, "1500.50", c.Fill.FiatAmount.StringFixed(2))
 			require.Equal(t, "LQ-2", c.Fill.Reference)
 			require.Equal(t, "ST-2", *c.Settlement.Reference)
-			require.Equal(t, b.by.OperatorID, *c.Settlement.OperatorID)
+			require.Equal(t, b.by.OperatorID(), *c.Settlement.OperatorID)
 			require.Equal(t, "BANK-9", *c.Payout.Reference)
-			require.Equal(t, b.by.OperatorID, *c.Payout.OperatorID)
+			require.Equal(t, b.by.OperatorID(), *c.Payout.OperatorID)
 			require.Equal(t, batch.ID, c.PayoutBatch.ID)
 			var reasons []string
 			for _, h := range c.History {
@@ -260,7 +261,7 @@ func TestOverviewAndCase(t *testing.T) {
 			require.Nil(t, f.PayoutBatch)
 			last := f.History[len(f.History)-1]
 			require.Equal(t, "the node lost it", *last.Reference, "a failure's reason is its reference")
-			require.Equal(t, b.by.OperatorID, *last.OperatorID)
+			require.Equal(t, b.by.OperatorID(), *last.OperatorID)
 
 			_, err = b.svc.Case(ctx, uuid.New())
 			require.Equal(t, apperr.NotFound, apperr.CodeOf(err))

@@ -88,7 +88,7 @@ func (s *Server) SimulateSandboxEvent(ctx context.Context, req api.SimulateSandb
 		}
 		ev.Amount = &amount
 	}
-	t, err := s.simulator.Simulate(ctx, key, p.ID, ev)
+	t, err := s.simulator.Simulate(ctx, key, actorOf(ctx, p), p.ID, ev)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"partnerd/internal/audit"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partners"
@@ -50,9 +49,8 @@ func authenticate(svc *partners.Service) echo.MiddlewareFunc {
 				if err != nil {
 					return err
 				}
-				// The user is who acts: the use cases audit their changes under them.
-				ctx := audit.WithPartnerUser(withPartner(c.Request().Context(), p), pr.UserID)
-				c.SetRequest(c.Request().WithContext(ctx))
+				// The user is who acts: the handlers name them to the use cases (actorOf).
+				c.SetRequest(c.Request().WithContext(withPartner(c.Request().Context(), p)))
 				return next(c)
 			}
 			key := c.Request().Header.Get("X-API-KEY")

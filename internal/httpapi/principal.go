@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partners"
@@ -50,4 +51,14 @@ func authenticatePrincipal(c echo.Context, svc *partners.Service, pr Principal) 
 	cp.KeyHash = "partner_user:" + pr.UserID.String()
 	httpkit.SetLogIdentity(c, "partner_user_id", pr.UserID.String())
 	return &cp, nil
+}
+
+// actorOf is who makes the call of partner p, as its use cases take it: the
+// dashboard's user when the call is theirs (an in-process Principal), else the
+// partner's server with its API key.
+func actorOf(ctx context.Context, p *partners.Partner) actor.Actor {
+	if pr, ok := principalFrom(ctx); ok {
+		return actor.OfPartnerUser(pr.UserID, "")
+	}
+	return actor.OfPartnerKey(p.ID, p.Name)
 }

@@ -35,7 +35,7 @@ func (s *Server) PutWebhookEndpoint(ctx context.Context, req api.PutWebhookEndpo
 		return api.PutWebhookEndpoint200JSONResponse{WebhookEndpointOKJSONResponse: endpointOut(r.Endpoint, r.Secret)}
 	}
 	key := httpkit.KeyedBy[webhook.Tx](ctx, s.keys, answer, api.PutWebhookEndpointResponseObject.VisitPutWebhookEndpointResponse)
-	e, secret, err := s.endpoints.Put(ctx, key, p.ID, req.Body.Url, req.Body.Enabled)
+	e, secret, err := s.endpoints.Put(ctx, key, actorOf(ctx, p), p.ID, req.Body.Url, req.Body.Enabled)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func (s *Server) RotateWebhookSecret(ctx context.Context, _ api.RotateWebhookSec
 		return api.RotateWebhookSecret200JSONResponse{WebhookEndpointOKJSONResponse: endpointOut(r.Endpoint, r.Secret)}
 	}
 	key := httpkit.KeyedBy[webhook.Tx](ctx, s.keys, answer, api.RotateWebhookSecretResponseObject.VisitRotateWebhookSecretResponse)
-	e, secret, err := s.endpoints.Rotate(ctx, key, p.ID)
+	e, secret, err := s.endpoints.Rotate(ctx, key, actorOf(ctx, p), p.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func (s *Server) ReplayWebhookEvent(ctx context.Context, req api.ReplayWebhookEv
 		return replayOut(q.Event, q.Replayed)
 	}
 	key := httpkit.KeyedBy[webhook.Tx](ctx, s.keys, answer, api.ReplayWebhookEventResponseObject.VisitReplayWebhookEventResponse)
-	ev, r, err := s.events.Replay(ctx, key, p.ID, req.EventId)
+	ev, r, err := s.events.Replay(ctx, key, actorOf(ctx, p), p.ID, req.EventId)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ func (s *Server) SendTestWebhookEvent(ctx context.Context, _ api.SendTestWebhook
 		return api.SendTestWebhookEvent202JSONResponse{Body: api.WebhookEventResponse{Success: true, Message: &msg, Data: eventOut(ev)}}
 	}
 	key := httpkit.KeyedBy[webhook.Tx](ctx, s.keys, answer, api.SendTestWebhookEventResponseObject.VisitSendTestWebhookEventResponse)
-	ev, err := s.endpoints.SendTest(ctx, key, p.ID)
+	ev, err := s.endpoints.SendTest(ctx, key, actorOf(ctx, p), p.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -21,8 +21,8 @@ import (
 // request checks, and the request id the error body names. It opens no unit of
 // work and stores nothing: the use case does, with idempotency.Run. It keeps no
 // service in the request's context: the handler names the one keeping its keys
-// (KeyedBy). It runs after
-// authentication and validation, so rejected requests never reach a key.
+// (KeyedBy). It runs after authentication and validation, so rejected requests
+// never reach a key.
 //
 // An operation whose contract makes the key optional runs unprotected without one
 // (as it did before it took keys), and exactly like a required one with one.

@@ -4,7 +4,8 @@
 // log, the JSON body rule, the request checks every operation gets from its
 // contract (string rule, unknown query parameters, trailing data), validation
 // against the contract, the idempotency layer that names a request for its use
-// case (and the rule that every change runs under idempotency.Run), paging
+// case (a keyed request runs under idempotency.Keyed, any other under
+// uow.Plain), paging
 // parameters and the listener that keeps net/http's own 400 in the error body.
 // Authentication, routes and handlers are each API's own.
 package httpkit

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/pricing/money"
@@ -88,13 +89,10 @@ func (l *Engine) RunStep(ctx context.Context, id uuid.UUID, step string) error {
 	return err
 }
 
-// Actor is who performed an operator action, for the audit trail.
-type Actor struct {
-	OperatorID uuid.UUID
-}
-
-func (a Actor) meta(kv ...any) map[string]any {
-	m := map[string]any{"operator_id": a.OperatorID.String()}
+// meta is the history entry's metadata of a change by a: the operator who acted
+// (the nil UUID for anyone else), and kv.
+func meta(a actor.Actor, kv ...any) map[string]any {
+	m := map[string]any{"operator_id": a.OperatorID().String()}
 	for i := 0; i+1 < len(kv); i += 2 {
 		m[kv[i].(string)] = kv[i+1]
 	}
@@ -132,7 +130,7 @@ func CheckFiat(fiat decimal.Decimal) error {
 // operator and reference), and the Fill with the executed rate and NGN amount, in
 // one database transaction. The partner's amount and rate do not change. Errors:
 // InvalidRequest (CheckRate, CheckFiat), NotFound, InvalidStateTransition.
-func (l *Engine) FillOrder(ctx context.Context, tx Tx, id uuid.UUID, by Actor, rate, fiat decimal.Decimal, reference string) (*Transaction, error) {
+func (l *Engine) FillOrder(ctx context.Context, tx Tx, id uuid.UUID, by actor.Actor, rate, fiat decimal.Decimal, reference string) (*Transaction, error) {
 	if err := CheckRate(rate); err != nil {
 		return nil, err
 	}
@@ -143,33 +141,33 @@ func (l *Engine) FillOrder(ctx context.Context, tx Tx, id uuid.UUID, by Actor, r
 		if err := Check(t, ActionFill); err != nil {
 			return nil, err
 		}
-		s, err := move(t, FillOrder, "filled", by.meta("reference", reference))
+		s, err := move(t, FillOrder, "filled", meta(by, "reference", reference))
 		if err != nil {
 			return nil, err
 		}
 		return []step{s}, tx.InsertFill(ctx, &Fill{
-			TransactionID: t.ID, Rate: rate, FiatAmount: fiat, Reference: reference, OperatorID: by.OperatorID, FilledAt: now,
+			TransactionID: t.ID, Rate: rate, FiatAmount: fiat, Reference: reference, OperatorID: by.OperatorID(), FilledAt: now,
 		})
 	})
 }
 
 // SettleOrder completes a filled order for an operator: order:settled, the revenue
 // row and transaction.completed. Errors: NotFound, InvalidStateTransition.
-func (l *Engine) SettleOrder(ctx context.Context, tx Tx, id uuid.UUID, by Actor, reference string) (*Transaction, error) {
-	return l.settle(ctx, tx, id, by.meta("reference", reference))
+func (l *Engine) SettleOrder(ctx context.Context, tx Tx, id uuid.UUID, by actor.Actor, reference string) (*Transaction, error) {
+	return l.settle(ctx, tx, id, meta(by, "reference", reference))
 }
 
 // PayOut records a completed transaction's NGN payout for an operator (once);
 // batch is the batch payout it is part of, nil when it was paid on its own.
 // Errors: NotFound, InvalidStateTransition.
-func (l *Engine) PayOut(ctx context.Context, tx Tx, id uuid.UUID, by Actor, reference string, batch *PayoutBatch) (*Transaction, error) {
-	return l.settlePayout(ctx, tx, id, by.meta("reference", reference), batch)
+func (l *Engine) PayOut(ctx context.Context, tx Tx, id uuid.UUID, by actor.Actor, reference string, batch *PayoutBatch) (*Transaction, error) {
+	return l.settlePayout(ctx, tx, id, meta(by, "reference", reference), batch)
 }
 
 // FailBy fails a transaction for an operator (see fail). Errors: NotFound,
 // InvalidStateTransition.
-func (l *Engine) FailBy(ctx context.Context, tx Tx, id uuid.UUID, by Actor, reason string) (*Transaction, error) {
-	return l.fail(ctx, tx, id, by.meta("reason", reason))
+func (l *Engine) FailBy(ctx context.Context, tx Tx, id uuid.UUID, by actor.Actor, reason string) (*Transaction, error) {
+	return l.fail(ctx, tx, id, meta(by, "reason", reason))
 }
 
 // fail fails transaction id: deposit:failed while its deposit is unconfirmed (the
@@ -192,9 +190,9 @@ func (l *Engine) fail(ctx context.Context, tx Tx, id uuid.UUID, meta map[string]
 // RefundBy records for an operator that a failed (or expired) transaction's deposit
 // was sent back in chain transaction txHash. An expired transaction's open short
 // refund task is closed with it. Errors: NotFound, InvalidStateTransition.
-func (l *Engine) RefundBy(ctx context.Context, tx Tx, id uuid.UUID, by Actor, txHash string) (*Transaction, error) {
-	op := by.OperatorID
-	return l.refund(ctx, tx, id, by.meta("reference", txHash, "refund_tx_hash", txHash), &op, txHash)
+func (l *Engine) RefundBy(ctx context.Context, tx Tx, id uuid.UUID, by actor.Actor, txHash string) (*Transaction, error) {
+	op := by.OperatorID()
+	return l.refund(ctx, tx, id, meta(by, "reference", txHash, "refund_tx_hash", txHash), &op, txHash)
 }
 
 // RefundShort records for an operator that transaction id's short payment went
@@ -203,12 +201,12 @@ func (l *Engine) RefundBy(ctx context.Context, tx Tx, id uuid.UUID, by Actor, tx
 // event in the same unit of work), so neither a late transfer nor Accept can count
 // the returned money again; a cancelled one only has its short task closed. Errors:
 // NotFound, InvalidStateTransition (no open short task to refund).
-func (l *Engine) RefundShort(ctx context.Context, tx Tx, id uuid.UUID, by Actor, txHash string) (*Transaction, error) {
-	op := by.OperatorID
+func (l *Engine) RefundShort(ctx context.Context, tx Tx, id uuid.UUID, by actor.Actor, txHash string) (*Transaction, error) {
+	op := by.OperatorID()
 	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, _ time.Time) ([]step, error) {
 		switch {
 		case t.Status == Expired && t.Deposit != nil:
-			return l.refundIn(ctx, tx, t, by.meta("reference", txHash, "refund_tx_hash", txHash), &op, txHash)
+			return l.refundIn(ctx, tx, t, meta(by, "reference", txHash, "refund_tx_hash", txHash), &op, txHash)
 		case t.Status == Cancelled && l.tasks != nil:
 			return nil, l.tasks.CloseOpen(ctx, tx, t.ID, unmatched.Short, &op, txHash, "refunded after the cancellation")
 		}
@@ -225,7 +223,7 @@ func (l *Engine) RefundShort(ctx context.Context, tx Tx, id uuid.UUID, by Actor,
 // closed; when every transfer is already confirmed the deposit confirms in the same
 // change, and that event tells the partner the new amount. Errors: NotFound,
 // InvalidStateTransition.
-func (l *Engine) Accept(ctx context.Context, tx Tx, id uuid.UUID, by Actor, reason string) (*Transaction, error) {
+func (l *Engine) Accept(ctx context.Context, tx Tx, id uuid.UUID, by actor.Actor, reason string) (*Transaction, error) {
 	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if err := Check(t, ActionAccept); err != nil {
 			return nil, err
@@ -234,14 +232,14 @@ func (l *Engine) Accept(ctx context.Context, tx Tx, id uuid.UUID, by Actor, reas
 		t.CryptoAmount = t.Deposit.Amount
 		t.FiatAmount = money.FiatFromTokens(t.CryptoAmount, t.Rate)
 		t.Deposit.Status = DepositStatusConfirming
-		s, err := move(t, Accept, "accepted", by.meta("reason", reason,
+		s, err := move(t, Accept, "accepted", meta(by, "reason", reason,
 			"old_amount", money.FormatFiat(oldFiat), "new_amount", money.FormatFiat(t.FiatAmount),
 			"old_crypto_amount", money.FormatTokens(oldCrypto), "new_crypto_amount", money.FormatTokens(t.CryptoAmount)))
 		if err != nil {
 			return nil, err
 		}
 		if l.tasks != nil {
-			op := by.OperatorID
+			op := by.OperatorID()
 			if err := l.tasks.CloseOpen(ctx, tx, t.ID, unmatched.Short, &op, "", "accepted: "+reason); err != nil {
 				return nil, err
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/kit/apperr"
 )
@@ -262,14 +263,14 @@ const (
 // transaction.failed, which name no reason) and closes its refund tasks, whose
 // money is never sent back. The note is the operator's (kept in the audit trail,
 // never in what the partner reads). Errors: NotFound, InvalidStateTransition.
-func (l *Engine) Review(ctx context.Context, tx Tx, id uuid.UUID, by Actor, decision ReviewDecision, note string) (*Transaction, error) {
+func (l *Engine) Review(ctx context.Context, tx Tx, id uuid.UUID, by actor.Actor, decision ReviewDecision, note string) (*Transaction, error) {
 	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if !t.Screening.UnderReview() {
 			return nil, apperr.New(apperr.InvalidStateTransition,
 				fmt.Sprintf("The transaction is not under review (screening %s).", screeningWord(t.Screening)))
 		}
 		if err := tx.InsertScreeningDecision(ctx, ScreeningDecision{TransactionID: t.ID, Decision: decision, Note: note,
-			OperatorID: by.OperatorID, DecidedAt: now}); err != nil {
+			OperatorID: by.OperatorID(), DecidedAt: now}); err != nil {
 			return nil, err
 		}
 		switch decision {
@@ -298,7 +299,7 @@ func (l *Engine) Review(ctx context.Context, tx Tx, id uuid.UUID, by Actor, deci
 				t.Deposit.Status = DepositStatusFailed
 			}
 			if l.tasks != nil {
-				op := by.OperatorID
+				op := by.OperatorID()
 				for _, kind := range []unmatched.Kind{unmatched.Short, unmatched.Excess, unmatched.Dust, unmatched.Unmatched} {
 					if err := l.tasks.CloseOpen(ctx, tx, t.ID, kind, &op, "", "blocked: never sent back"); err != nil {
 						return nil, err

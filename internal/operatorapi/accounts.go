@@ -42,7 +42,7 @@ func (s *Server) CreatePartner(ctx context.Context, req operatorapi.CreatePartne
 			Data: operatorapi.PartnerCreated{Partner: partnerOut(p), Key: newKeyOut(k, n.Secret, s.now())}}}
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.CreatePartnerResponseObject.VisitCreatePartnerResponse)
-	n, err := s.actions.CreatePartner(ctx, key, o.ID, req.Body.Name)
+	n, err := s.actions.CreatePartner(ctx, key, actorOf(o), req.Body.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func (s *Server) CreateOperator(ctx context.Context, req operatorapi.CreateOpera
 			Data: operatorapi.OperatorCreated{Operator: operatorapi.Operator{Id: o.ID, Name: o.Name, CreatedAt: o.CreatedAt}, Key: newKeyOut(k, n.Secret, s.now())}}}
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.CreateOperatorResponseObject.VisitCreateOperatorResponse)
-	n, err := s.actions.CreateOperator(ctx, key, by.ID, req.Body.Name)
+	n, err := s.actions.CreateOperator(ctx, key, actorOf(by), req.Body.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func issueKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id uui
 		return as(operatorapi.NewApiKeyResponse{Success: true, Message: &msg, Data: newKeyOut(k.Key, k.Secret, now)})
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, visit)
-	k, err := s.actions.IssueKey(ctx, key, o.ID, owner, id)
+	k, err := s.actions.IssueKey(ctx, key, actorOf(o), owner, id)
 	if err != nil {
 		return zero, err
 	}
@@ -216,7 +216,7 @@ func rollKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id, key
 		return as(operatorapi.NewApiKeyResponse{Success: true, Message: &msg, Data: newKeyOut(k.Key, k.Secret, now)})
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, visit)
-	k, err := s.actions.RollKey(ctx, key, o.ID, owner, id, keyID, overlap)
+	k, err := s.actions.RollKey(ctx, key, actorOf(o), owner, id, keyID, overlap)
 	if err != nil {
 		return zero, err
 	}
@@ -236,7 +236,7 @@ func revokeKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id, k
 		return as(operatorapi.ApiKeyResponse{Success: true, Message: &msg, Data: keyOut(k, now)})
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, visit)
-	k, err := s.actions.RevokeKey(ctx, key, o.ID, owner, id, keyID)
+	k, err := s.actions.RevokeKey(ctx, key, actorOf(o), owner, id, keyID)
 	if err != nil {
 		return zero, err
 	}

@@ -126,7 +126,7 @@ func (s *Server) CreatePayout(ctx context.Context, req operatorapi.CreatePayoutR
 		}}}
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.CreatePayoutResponseObject.VisitCreatePayoutResponse)
-	b, err := s.actions.BatchPayout(ctx, key, o.ID, req.Body.PartnerId, req.Body.TransactionIds, req.Body.Reference, fiat)
+	b, err := s.actions.BatchPayout(ctx, key, actorOf(o), req.Body.PartnerId, req.Body.TransactionIds, req.Body.Reference, fiat)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func (s *Server) CreateFill(ctx context.Context, req operatorapi.CreateFillReque
 		}}}
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.CreateFillResponseObject.VisitCreateFillResponse)
-	b, err := s.actions.BatchFill(ctx, key, o.ID, req.Body.TransactionIds, rate, req.Body.Reference)
+	b, err := s.actions.BatchFill(ctx, key, actorOf(o), req.Body.TransactionIds, rate, req.Body.Reference)
 	if err != nil {
 		return nil, err
 	}

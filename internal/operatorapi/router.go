@@ -20,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"partnerd/gen/operatorapi"
+	"partnerd/internal/actor"
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
@@ -203,3 +204,6 @@ func operatorIDOf(ctx context.Context) (uuid.UUID, error) {
 	}
 	return o.ID, nil
 }
+
+// actorOf is the authenticated operator o as the use cases take who acts.
+func actorOf(o *operators.Operator) actor.Actor { return actor.OfOperator(o.ID, o.Name) }

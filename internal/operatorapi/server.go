@@ -107,7 +107,7 @@ func (s *Server) FillOrder(ctx context.Context, req operatorapi.FillOrderRequest
 	key, answer := actionAnswerOf(ctx, s.idem, "Order filled.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.FillOrderResponseObject {
 		return operatorapi.FillOrder200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.FillOrderResponseObject.VisitFillOrderResponse)
-	t, err := s.actions.Fill(ctx, key, o.ID, req.Id, rate, fiat, req.Body.Reference)
+	t, err := s.actions.Fill(ctx, key, actorOf(o), req.Id, rate, fiat, req.Body.Reference)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func (s *Server) SettleOrder(ctx context.Context, req operatorapi.SettleOrderReq
 	key, answer := actionAnswerOf(ctx, s.idem, "Order settled; the transaction is completed.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.SettleOrderResponseObject {
 		return operatorapi.SettleOrder200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.SettleOrderResponseObject.VisitSettleOrderResponse)
-	t, err := s.actions.Settle(ctx, key, o.ID, req.Id, req.Body.Reference)
+	t, err := s.actions.Settle(ctx, key, actorOf(o), req.Id, req.Body.Reference)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func (s *Server) SettlePayout(ctx context.Context, req operatorapi.SettlePayoutR
 	key, answer := actionAnswerOf(ctx, s.idem, "Payout settled.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.SettlePayoutResponseObject {
 		return operatorapi.SettlePayout200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.SettlePayoutResponseObject.VisitSettlePayoutResponse)
-	t, err := s.actions.PayOut(ctx, key, o.ID, req.Id, req.Body.Reference)
+	t, err := s.actions.PayOut(ctx, key, actorOf(o), req.Id, req.Body.Reference)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func (s *Server) FailTransaction(ctx context.Context, req operatorapi.FailTransa
 	key, answer := actionAnswerOf(ctx, s.idem, "Transaction failed.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.FailTransactionResponseObject {
 		return operatorapi.FailTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.FailTransactionResponseObject.VisitFailTransactionResponse)
-	t, err := s.actions.Fail(ctx, key, o.ID, req.Id, req.Body.Reason)
+	t, err := s.actions.Fail(ctx, key, actorOf(o), req.Id, req.Body.Reason)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func (s *Server) RefundTransaction(ctx context.Context, req operatorapi.RefundTr
 	key, answer := actionAnswerOf(ctx, s.idem, "Deposit refunded.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.RefundTransactionResponseObject {
 		return operatorapi.RefundTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.RefundTransactionResponseObject.VisitRefundTransactionResponse)
-	t, err := s.actions.Refund(ctx, key, o.ID, req.Id, req.Body.TxHash)
+	t, err := s.actions.Refund(ctx, key, actorOf(o), req.Id, req.Body.TxHash)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +213,7 @@ func (s *Server) ResolveUnmatchedDeposit(ctx context.Context, req operatorapi.Re
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.ResolveUnmatchedDepositResponseObject.VisitResolveUnmatchedDepositResponse)
 	b := req.Body
-	d, err := s.actions.ResolveDeposit(ctx, key, o.ID, req.Id, actions.Resolution{Action: unmatched.Status(b.Action), TxHash: b.TxHash, Note: b.Note})
+	d, err := s.actions.ResolveDeposit(ctx, key, actorOf(o), req.Id, actions.Resolution{Action: unmatched.Status(b.Action), TxHash: b.TxHash, Note: b.Note})
 	if err != nil {
 		return nil, err
 	}

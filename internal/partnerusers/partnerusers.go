@@ -24,6 +24,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/audit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
@@ -118,13 +119,15 @@ type Inviter struct {
 	ID   uuid.UUID
 }
 
-// ByOperatorID is the inviter acting under operator id as the audit log knows
-// it: audit.CLI (the nil id) is the command line.
-func ByOperatorID(id uuid.UUID) Inviter {
-	if id == audit.CLI {
-		return Inviter{Kind: ByCLI}
+// inviterOf is how an invitation records by, who made it.
+func inviterOf(by actor.Actor) Inviter {
+	switch by.Kind {
+	case actor.Operator:
+		return Inviter{Kind: ByOperator, ID: by.ID}
+	case actor.PartnerUser:
+		return Inviter{Kind: ByPartnerUser, ID: by.ID}
 	}
-	return Inviter{Kind: ByOperator, ID: id}
+	return Inviter{Kind: ByCLI}
 }
 
 // Invitation is a stored invitation (never its token).
@@ -295,7 +298,7 @@ func newToken() (string, error) {
 //
 // run is how its caller has it run: uow.Plain, or under its request's
 // Idempotency-Key (idempotency.Keyed).
-func (s *Service) Invite(ctx context.Context, run uow.Runner[*NewInvitation, Tx], partnerID uuid.UUID, email string, role Role, by Inviter) (*NewInvitation, error) {
+func (s *Service) Invite(ctx context.Context, run uow.Runner[*NewInvitation, Tx], partnerID uuid.UUID, email string, role Role, by actor.Actor) (*NewInvitation, error) {
 	email, err := checkEmail(email)
 	if err != nil {
 		return nil, err
@@ -336,7 +339,7 @@ func (s *Service) Invite(ctx context.Context, run uow.Runner[*NewInvitation, Tx]
 		if err != nil {
 			return nil, err
 		}
-		inv := &Invitation{ID: uuid.New(), UserID: u.ID, TokenHash: HashToken(token), By: by, ExpiresAt: now.Add(InvitationTTL), CreatedAt: now}
+		inv := &Invitation{ID: uuid.New(), UserID: u.ID, TokenHash: HashToken(token), By: inviterOf(by), ExpiresAt: now.Add(InvitationTTL), CreatedAt: now}
 		if err := tx.InsertPartnerInvitation(ctx, inv); err != nil {
 			return nil, err
 		}
@@ -354,35 +357,28 @@ func (s *Service) Invite(ctx context.Context, run uow.Runner[*NewInvitation, Tx]
 // mayManage refuses a partner's user acting on partnerID's team unless they are
 // an active admin of it (operators and the command line may). Errors: NotFound
 // (a user of another partner), Unauthorized.
-func (s *Service) mayManage(ctx context.Context, tx Tx, partnerID uuid.UUID, by Inviter, what string) error {
-	if by.Kind != ByPartnerUser {
+func (s *Service) mayManage(ctx context.Context, tx Tx, partnerID uuid.UUID, by actor.Actor, what string) error {
+	if by.Kind != actor.PartnerUser {
 		return nil
 	}
-	actor, err := tx.PartnerUser(ctx, partnerID, by.ID)
+	u, err := tx.PartnerUser(ctx, partnerID, by.ID)
 	if err != nil {
 		return err
 	}
-	if actor.Status != Active || actor.Role != Admin {
+	if u.Status != Active || u.Role != Admin {
 		return apperr.New(apperr.Unauthorized, "Only an active admin of the partner "+what+".")
 	}
 	return nil
 }
 
-// record writes the audit row of action by on user u, in tx. An
-// Inviter without a kind (a change no one is named for) and a service without
-// an audit log record nothing.
-func (s *Service) record(ctx context.Context, tx Tx, by Inviter, action audit.Action, u *User, reference string) error {
+// record writes the audit row of action by on user u, in tx. An actor
+// without a kind (a change no one is named for) and a service without an audit
+// log record nothing.
+func (s *Service) record(ctx context.Context, tx Tx, by actor.Actor, action audit.Action, u *User, reference string) error {
 	if s.audit == nil || by.Kind == "" {
 		return nil
 	}
-	e := audit.Entry{OperatorID: by.ID, Action: action, SubjectID: &u.ID, Reference: &reference}
-	switch by.Kind {
-	case ByCLI:
-		e.OperatorID = audit.CLI
-	case ByPartnerUser:
-		e.OperatorID, e.PartnerUserID = audit.CLI, &by.ID
-	}
-	return s.audit.Record(ctx, tx, e)
+	return s.audit.Record(ctx, tx, by, audit.Entry{Action: action, SubjectID: &u.ID, Reference: &reference})
 }
 
 // Invitation returns the pending invitation of token and its user, for the page
@@ -593,7 +589,7 @@ func (s *Service) keepsAnAdmin(ctx context.Context, tx Tx, u *User) error {
 // ChangeRole gives partner's user id role, unaudited (ChangeRoleBy names who
 // did it). Errors: as ChangeRoleBy's.
 func (s *Service) ChangeRole(ctx context.Context, partnerID, id uuid.UUID, role Role) (*User, error) {
-	return s.ChangeRoleBy(ctx, partnerID, id, role, Inviter{})
+	return s.ChangeRoleBy(ctx, partnerID, id, role, actor.Actor{})
 }
 
 // ChangeRoleBy gives partner's user id role on behalf of by, audited
@@ -601,7 +597,7 @@ func (s *Service) ChangeRole(ctx context.Context, partnerID, id uuid.UUID, role 
 // Errors: NotFound, InvalidRequest (the role), InvalidStateTransition (a
 // disabled user, or the last active admin), Unauthorized (by a user who is not
 // an active admin of the partner).
-func (s *Service) ChangeRoleBy(ctx context.Context, partnerID, id uuid.UUID, role Role, by Inviter) (*User, error) {
+func (s *Service) ChangeRoleBy(ctx context.Context, partnerID, id uuid.UUID, role Role, by actor.Actor) (*User, error) {
 	if _, err := ParseRole(string(role)); err != nil {
 		return nil, err
 	}
@@ -628,7 +624,7 @@ func (s *Service) ChangeRoleBy(ctx context.Context, partnerID, id uuid.UUID, rol
 // Disable stops partner's user id signing in, unaudited (DisableBy names who
 // did it). Errors: as DisableBy's.
 func (s *Service) Disable(ctx context.Context, partnerID, id uuid.UUID) (*User, error) {
-	return s.DisableBy(ctx, partnerID, id, Inviter{})
+	return s.DisableBy(ctx, partnerID, id, actor.Actor{})
 }
 
 // DisableBy stops partner's user id signing in on behalf of by and ends their
@@ -636,7 +632,7 @@ func (s *Service) Disable(ctx context.Context, partnerID, id uuid.UUID) (*User, 
 // (partner_user_disabled). Disabling a disabled user changes nothing. Errors:
 // NotFound, InvalidStateTransition (the last active admin), Unauthorized (by a
 // user who is not an active admin of the partner).
-func (s *Service) DisableBy(ctx context.Context, partnerID, id uuid.UUID, by Inviter) (*User, error) {
+func (s *Service) DisableBy(ctx context.Context, partnerID, id uuid.UUID, by actor.Actor) (*User, error) {
 	return s.change(ctx, partnerID, id, func(ctx context.Context, tx Tx, u *User, now time.Time) error {
 		if err := s.mayManage(ctx, tx, partnerID, by, "disables users"); err != nil {
 			return err

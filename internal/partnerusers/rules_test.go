@@ -18,6 +18,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/audit"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
@@ -90,7 +91,7 @@ const goodPassword = "correct horse battery staple"
 func (e *env) active(t *testing.T, p *partners.Partner, email string, role partnerusers.Role) *partnerusers.User {
 	t.Helper()
 	ctx := context.Background()
-	inv, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), p.ID, email, role, partnerusers.ByOperatorID(audit.CLI))
+	inv, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), p.ID, email, role, actor.CLI)
 	require.NoError(t, err)
 	u, err := e.users.Accept(ctx, inv.Token, goodPassword)
 	require.NoError(t, err)
@@ -114,7 +115,7 @@ func TestInviteAndAccept(t *testing.T) {
 			t.Parallel()
 			e := setup(t, db.URL)
 			ctx := context.Background()
-			inv, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, " Ada@Example.com ", partnerusers.Admin, partnerusers.ByOperatorID(audit.CLI))
+			inv, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, " Ada@Example.com ", partnerusers.Admin, actor.CLI)
 			require.NoError(t, err)
 			require.Equal(t, "Ada@Example.com", inv.User.Email)
 			require.Equal(t, partnerusers.Invited, inv.User.Status)
@@ -157,7 +158,7 @@ func TestInviteAndAccept(t *testing.T) {
 				{e.p.ID, "Bob <bob@example.com>", partnerusers.Admin, apperr.InvalidRequest},
 				{e.p.ID, "bob@example.com", "owner", apperr.InvalidRequest},
 			} {
-				_, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), c.partner, c.email, c.role, partnerusers.ByOperatorID(audit.CLI))
+				_, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), c.partner, c.email, c.role, actor.CLI)
 				require.Equal(t, c.want, code(t, err), "%s %s: %v", c.email, c.role, err)
 			}
 
@@ -172,7 +173,7 @@ func TestInviteAndAccept(t *testing.T) {
 			require.Equal(t, apperr.NotFound, code(t, err))
 
 			// A new invitation of the same address (any case) replaces the link.
-			again, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "ADA@example.com", partnerusers.Finance, partnerusers.ByOperatorID(audit.CLI))
+			again, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "ADA@example.com", partnerusers.Finance, actor.CLI)
 			require.NoError(t, err)
 			require.Equal(t, inv.User.ID, again.User.ID)
 			require.Equal(t, partnerusers.Finance, again.User.Role)
@@ -188,11 +189,11 @@ func TestInviteAndAccept(t *testing.T) {
 			require.Equal(t, apperr.InvalidStateTransition, code(t, err), "used once")
 			require.Contains(t, err.Error(), "already used")
 
-			_, err = e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "ada@example.com", partnerusers.Admin, partnerusers.ByOperatorID(audit.CLI))
+			_, err = e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "ada@example.com", partnerusers.Admin, actor.CLI)
 			require.Equal(t, apperr.InvalidRequest, code(t, err), "an active user is not invited again")
 
 			// Expiry: 72 hours.
-			late, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "late@example.com", partnerusers.Developer, partnerusers.ByOperatorID(audit.CLI))
+			late, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "late@example.com", partnerusers.Developer, actor.CLI)
 			require.NoError(t, err)
 			e.clk.Add(72 * time.Hour)
 			_, err = e.users.Accept(ctx, late.Token, goodPassword)
@@ -200,7 +201,7 @@ func TestInviteAndAccept(t *testing.T) {
 			require.Contains(t, err.Error(), "expired")
 
 			// The same address may be on another partner's team.
-			other, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.q.ID, "ada@example.com", partnerusers.Admin, partnerusers.ByOperatorID(audit.CLI))
+			other, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.q.ID, "ada@example.com", partnerusers.Admin, actor.CLI)
 			require.NoError(t, err)
 			require.NotEqual(t, u.ID, other.User.ID)
 			list, err := e.users.List(ctx, e.p.ID)
@@ -213,11 +214,11 @@ func TestInviteAndAccept(t *testing.T) {
 
 			// A partner's admin invites; a finance user does not, nor another partner's admin.
 			admin := e.active(t, e.p, "admin@example.com", partnerusers.Admin)
-			_, err = e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "dev@example.com", partnerusers.Developer, partnerusers.Inviter{Kind: partnerusers.ByPartnerUser, ID: admin.ID})
+			_, err = e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "dev@example.com", partnerusers.Developer, actor.OfPartnerUser(admin.ID, ""))
 			require.NoError(t, err)
-			_, err = e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "dev2@example.com", partnerusers.Developer, partnerusers.Inviter{Kind: partnerusers.ByPartnerUser, ID: u.ID})
+			_, err = e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "dev2@example.com", partnerusers.Developer, actor.OfPartnerUser(u.ID, ""))
 			require.Equal(t, apperr.Unauthorized, code(t, err), "finance does not invite")
-			_, err = e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.q.ID, "dev3@example.com", partnerusers.Developer, partnerusers.Inviter{Kind: partnerusers.ByPartnerUser, ID: admin.ID})
+			_, err = e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.q.ID, "dev3@example.com", partnerusers.Developer, actor.OfPartnerUser(admin.ID, ""))
 			require.Equal(t, apperr.NotFound, code(t, err), "not another partner's team")
 		})
 	}
@@ -265,7 +266,7 @@ func TestAuthenticate(t *testing.T) {
 			ctx := context.Background()
 			ada := e.active(t, e.p, "ada@example.com", partnerusers.Admin)
 			e.active(t, e.p, "second@example.com", partnerusers.Admin)
-			_, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "pending@example.com", partnerusers.Finance, partnerusers.ByOperatorID(audit.CLI))
+			_, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "pending@example.com", partnerusers.Finance, actor.CLI)
 			require.NoError(t, err)
 
 			got, err := e.users.Authenticate(ctx, "ADA@example.com", goodPassword)
@@ -291,7 +292,7 @@ func TestAuthenticate(t *testing.T) {
 
 			// The longest password (128 four-byte characters) signs in; with a byte more it does not.
 			longest := strings.Repeat("😀", partnerusers.MaxPasswordLength)
-			inv, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "long@example.com", partnerusers.Developer, partnerusers.ByOperatorID(audit.CLI))
+			inv, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "long@example.com", partnerusers.Developer, actor.CLI)
 			require.NoError(t, err)
 			_, err = e.users.Accept(ctx, inv.Token, longest)
 			require.NoError(t, err)
@@ -448,7 +449,7 @@ func TestTeamChanges(t *testing.T) {
 			require.NoError(t, err)
 
 			// A disabled user's pending invitation goes with them.
-			inv, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "carol@example.com", partnerusers.Finance, partnerusers.ByOperatorID(audit.CLI))
+			inv, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "carol@example.com", partnerusers.Finance, actor.CLI)
 			require.NoError(t, err)
 			_, err = e.users.Disable(ctx, e.p.ID, inv.User.ID)
 			require.NoError(t, err)
@@ -472,13 +473,13 @@ func TestTeamChangesByUsers(t *testing.T) {
 			ada := e.active(t, e.p, "ada@example.com", partnerusers.Admin)
 			dev := e.active(t, e.p, "dev@example.com", partnerusers.Developer)
 			out := e.active(t, e.q, "out@example.com", partnerusers.Admin)
-			by := partnerusers.Inviter{Kind: partnerusers.ByPartnerUser, ID: ada.ID}
+			by := actor.OfPartnerUser(ada.ID, "")
 
 			inv, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "fin@example.com", partnerusers.Finance, by)
 			require.NoError(t, err)
-			_, err = e.users.ChangeRoleBy(ctx, e.p.ID, dev.ID, partnerusers.Admin, partnerusers.Inviter{Kind: partnerusers.ByPartnerUser, ID: dev.ID})
+			_, err = e.users.ChangeRoleBy(ctx, e.p.ID, dev.ID, partnerusers.Admin, actor.OfPartnerUser(dev.ID, ""))
 			require.Equal(t, apperr.Unauthorized, code(t, err), "a developer changes no role")
-			_, err = e.users.DisableBy(ctx, e.p.ID, dev.ID, partnerusers.Inviter{Kind: partnerusers.ByPartnerUser, ID: out.ID})
+			_, err = e.users.DisableBy(ctx, e.p.ID, dev.ID, actor.OfPartnerUser(out.ID, ""))
 			require.Equal(t, apperr.NotFound, code(t, err), "another partner's admin")
 			_, err = e.users.ChangeRoleBy(ctx, e.p.ID, dev.ID, partnerusers.Developer, by)
 			require.NoError(t, err, "unchanged: no row")
@@ -524,7 +525,7 @@ func TestOnceUnderConcurrency(t *testing.T) {
 			t.Parallel()
 			e := setup(t, db.URL)
 			ctx := context.Background()
-			inv, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "ada@example.com", partnerusers.Admin, partnerusers.ByOperatorID(audit.CLI))
+			inv, err := e.users.Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), e.p.ID, "ada@example.com", partnerusers.Admin, actor.CLI)
 			require.NoError(t, err)
 			race := func(fn func() error) (ok int, codes []apperr.Code) {
 				var mu sync.Mutex

@@ -11,6 +11,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/chain"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/lifecycle"
@@ -136,10 +137,10 @@ func TestSimulate(t *testing.T) {
 			t.Run("the happy path", func(t *testing.T) {
 				id := b.awaiting(t)
 				ev := func(e lifecycle.EventType) sandbox.Event { return sandbox.Event{Type: e, TransactionID: id} }
-				_, err := b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), b.partner, ev(lifecycle.EventDepositConfirmed))
+				_, err := b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(b.partner, ""), b.partner, ev(lifecycle.EventDepositConfirmed))
 				requireCode(t, err, apperr.InvalidStateTransition, "")
 
-				tr, err := b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), b.partner, ev(lifecycle.EventDepositDetected))
+				tr, err := b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(b.partner, ""), b.partner, ev(lifecycle.EventDepositDetected))
 				require.NoError(t, err)
 				require.Equal(t, lifecycle.DepositConfirming, tr.Status)
 				require.Equal(t, "10", tr.Deposit.Amount.String(), "no amount: what is due")
@@ -147,22 +148,22 @@ func TestSimulate(t *testing.T) {
 				require.Regexp(t, `^dep_[0-9a-f]{24}$`, tr.Deposit.ID)
 				require.Regexp(t, `^0x[0-9a-f]{64}$`, tr.Deposit.Hash)
 
-				tr, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), b.partner, ev(lifecycle.EventDepositConfirmed))
+				tr, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(b.partner, ""), b.partner, ev(lifecycle.EventDepositConfirmed))
 				require.NoError(t, err)
 				require.Equal(t, lifecycle.OrderFilled, tr.Status, "the simulated liquidity fills with the confirmation")
 				require.Equal(t, lifecycle.DepositStatusConfirmed, tr.Deposit.Status)
 				require.Equal(t, 3, tr.Deposit.Confirmations)
 
-				tr, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), b.partner, ev(lifecycle.EventCompleted))
+				tr, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(b.partner, ""), b.partner, ev(lifecycle.EventCompleted))
 				require.NoError(t, err)
 				require.Equal(t, lifecycle.Completed, tr.Status)
 				require.Nil(t, tr.PayoutSettledAt)
-				tr, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), b.partner, ev(lifecycle.EventPayoutSettled))
+				tr, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(b.partner, ""), b.partner, ev(lifecycle.EventPayoutSettled))
 				require.NoError(t, err)
 				require.NotNil(t, tr.PayoutSettledAt)
-				_, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), b.partner, ev(lifecycle.EventPayoutSettled))
+				_, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(b.partner, ""), b.partner, ev(lifecycle.EventPayoutSettled))
 				requireCode(t, err, apperr.InvalidStateTransition, "")
-				_, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), b.partner, ev(lifecycle.EventRefunded))
+				_, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(b.partner, ""), b.partner, ev(lifecycle.EventRefunded))
 				requireCode(t, err, apperr.InvalidStateTransition, "")
 
 				require.Equal(t, []string{"transaction.created", "deposit.detected", "deposit.confirmed", "transaction.completed", "payout.settled"}, b.events(t, id))
@@ -170,51 +171,51 @@ func TestSimulate(t *testing.T) {
 
 			t.Run("transfers add up", func(t *testing.T) {
 				id := b.awaiting(t)
-				tr, err := b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), b.partner, sandbox.Event{Type: lifecycle.EventDepositDetected, TransactionID: id,
+				tr, err := b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(b.partner, ""), b.partner, sandbox.Event{Type: lifecycle.EventDepositDetected, TransactionID: id,
 					DepositID: ptr("dep_a"), Hash: ptr("0xabc"), Amount: ptr(d("4"))})
 				require.NoError(t, err)
 				require.Equal(t, lifecycle.AwaitingDeposit, tr.Status)
 				require.Equal(t, lifecycle.DepositStatusPartial, tr.Deposit.Status)
 				// The same deposit id again is the same transfer: nothing more is counted.
-				tr, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), b.partner, sandbox.Event{Type: lifecycle.EventDepositDetected, TransactionID: id,
+				tr, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(b.partner, ""), b.partner, sandbox.Event{Type: lifecycle.EventDepositDetected, TransactionID: id,
 					DepositID: ptr("dep_a"), Hash: ptr("0xabc"), Amount: ptr(d("4"))})
 				require.NoError(t, err)
 				require.Equal(t, "4", tr.Deposit.Amount.String())
 				// No amount: the 6 still due completes it.
-				tr, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), b.partner, sandbox.Event{Type: lifecycle.EventDepositDetected, TransactionID: id})
+				tr, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(b.partner, ""), b.partner, sandbox.Event{Type: lifecycle.EventDepositDetected, TransactionID: id})
 				require.NoError(t, err)
 				require.Equal(t, lifecycle.DepositConfirming, tr.Status)
 				require.Equal(t, "10", tr.Deposit.Amount.String())
 				require.Len(t, tr.Deposit.Transfers, 2)
-				tr, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), b.partner, sandbox.Event{Type: lifecycle.EventFailed, TransactionID: id})
+				tr, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(b.partner, ""), b.partner, sandbox.Event{Type: lifecycle.EventFailed, TransactionID: id})
 				require.NoError(t, err)
 				require.Equal(t, lifecycle.Failed, tr.Status)
-				tr, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), b.partner, sandbox.Event{Type: lifecycle.EventRefunded, TransactionID: id})
+				tr, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(b.partner, ""), b.partner, sandbox.Event{Type: lifecycle.EventRefunded, TransactionID: id})
 				require.NoError(t, err)
 				require.Equal(t, lifecycle.Refunded, tr.Status)
 			})
 
 			t.Run("expiry", func(t *testing.T) {
 				id := b.awaiting(t)
-				tr, err := b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), b.partner, sandbox.Event{Type: lifecycle.EventExpired, TransactionID: id})
+				tr, err := b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(b.partner, ""), b.partner, sandbox.Event{Type: lifecycle.EventExpired, TransactionID: id})
 				require.NoError(t, err, "the simulator expires before the deadline")
 				require.Equal(t, lifecycle.Expired, tr.Status)
-				_, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), b.partner, sandbox.Event{Type: lifecycle.EventCompleted, TransactionID: id})
+				_, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(b.partner, ""), b.partner, sandbox.Event{Type: lifecycle.EventCompleted, TransactionID: id})
 				requireCode(t, err, apperr.InvalidStateTransition, "")
 			})
 
 			t.Run("refusals", func(t *testing.T) {
 				id := b.awaiting(t)
-				_, err := b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), uuid.New(), sandbox.Event{Type: lifecycle.EventDepositDetected, TransactionID: id})
+				_, err := b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(uuid.Nil, ""), uuid.New(), sandbox.Event{Type: lifecycle.EventDepositDetected, TransactionID: id})
 				requireCode(t, err, apperr.NotFound, "")
-				_, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), b.partner, sandbox.Event{Type: lifecycle.EventDepositDetected, TransactionID: uuid.New()})
+				_, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(b.partner, ""), b.partner, sandbox.Event{Type: lifecycle.EventDepositDetected, TransactionID: uuid.New()})
 				requireCode(t, err, apperr.NotFound, "")
 				for _, e := range []lifecycle.EventType{lifecycle.EventCreated, "deposit.reorged", ""} {
-					_, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), b.partner, sandbox.Event{Type: e, TransactionID: id})
+					_, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(b.partner, ""), b.partner, sandbox.Event{Type: e, TransactionID: id})
 					requireCode(t, err, apperr.InvalidRequest, "/event")
 				}
 				for _, a := range []string{"1000000000000", "-1000000000000"} {
-					_, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), b.partner, sandbox.Event{Type: lifecycle.EventDepositDetected, TransactionID: id, Amount: ptr(d(a))})
+					_, err = b.sim.Simulate(ctx, uow.Plain[*lifecycle.Transaction, lifecycle.Tx](), actor.OfPartnerKey(b.partner, ""), b.partner, sandbox.Event{Type: lifecycle.EventDepositDetected, TransactionID: id, Amount: ptr(d(a))})
 					requireCode(t, err, apperr.InvalidRequest, "/amount")
 				}
 				tr, err := b.st.Transaction(ctx, id)

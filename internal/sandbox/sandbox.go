@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/audit"
 	"partnerd/internal/chain"
 	"partnerd/internal/kit/apperr"
@@ -50,15 +51,16 @@ var maxSimulatedAmount = decimal.New(1, 12)
 //
 // A simulated event is one unit of work, begun here: every change it makes (and,
 // under an Idempotency-Key, the stored answer) commits together.
-// run is how its caller has it run: uow.Plain, or under its request's key (idempotency.Keyed).
-func (s *Simulator) Simulate(ctx context.Context, run uow.Runner[*lifecycle.Transaction, lifecycle.Tx], partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
+// run is how its caller has it run: uow.Plain, or under its request's key
+// (idempotency.Keyed); by is who acts (a partner's user's change is audited).
+func (s *Simulator) Simulate(ctx context.Context, run uow.Runner[*lifecycle.Transaction, lifecycle.Tx], by actor.Actor, partnerID uuid.UUID, e Event) (*lifecycle.Transaction, error) {
 	return run.Run(ctx, s.lifecycle.Begin, func(ctx context.Context, tx lifecycle.Tx) (*lifecycle.Transaction, error) {
 		t, err := s.simulate(ctx, tx, partnerID, e)
 		if err != nil {
 			return nil, err
 		}
 		ref := string(e.Type)
-		return t, audit.ByUser(ctx, tx, s.lifecycle.Now(), audit.Entry{Action: audit.SandboxSimulated, TransactionID: &t.ID, Reference: &ref})
+		return t, audit.ByUser(ctx, tx, by, s.lifecycle.Now(), audit.Entry{Action: audit.SandboxSimulated, TransactionID: &t.ID, Reference: &ref})
 	})
 }
 

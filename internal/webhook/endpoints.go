@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/audit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
@@ -79,8 +80,9 @@ func (s *Endpoints) Get(ctx context.Context, partnerID uuid.UUID) (*Endpoint, er
 // of two concurrent first registrations exactly one creates the secret and the
 // other updates the endpoint it created. Errors: InvalidRequest (not a URL), WebhookURLNotAllowed.
 //
-// run is how its caller has it run: uow.Plain, or under its request's key (idempotency.Keyed).
-func (s *Endpoints) Put(ctx context.Context, run uow.Runner[Registered, Tx], partnerID uuid.UUID, url string, enabled bool) (*Endpoint, string, error) {
+// run is how its caller has it run: uow.Plain, or under its request's key
+// (idempotency.Keyed); by is who acts (a partner's user's change is audited).
+func (s *Endpoints) Put(ctx context.Context, run uow.Runner[Registered, Tx], by actor.Actor, partnerID uuid.UUID, url string, enabled bool) (*Endpoint, string, error) {
 	if err := s.policy.Check(ctx, url); err != nil {
 		if errors.Is(err, safeurl.ErrMalformed) {
 			return nil, "", run.Before(ctx,
@@ -100,7 +102,7 @@ func (s *Endpoints) Put(ctx context.Context, run uow.Runner[Registered, Tx], par
 			return Registered{}, err
 		}
 		switchedOn = on
-		return Registered{Endpoint: e, Secret: secret}, audit.ByUser(ctx, tx, s.now(), audit.Entry{Action: audit.WebhookEndpointUpdated, Reference: &url})
+		return Registered{Endpoint: e, Secret: secret}, audit.ByUser(ctx, tx, by, s.now(), audit.Entry{Action: audit.WebhookEndpointUpdated, Reference: &url})
 	})
 	if err != nil {
 		return nil, "", err
@@ -163,14 +165,15 @@ func (s *Endpoints) release(ctx context.Context, partnerID uuid.UUID) error {
 // The old secret keeps signing beside it for SecretOverlap. The replacement is one
 // write that reads the secret it replaces, so concurrent rotations each take
 // effect in turn. Errors: NotFound.
-// run is how its caller has it run: uow.Plain, or under its request's key (idempotency.Keyed).
-func (s *Endpoints) Rotate(ctx context.Context, run uow.Runner[Registered, Tx], partnerID uuid.UUID) (*Endpoint, string, error) {
+// run is how its caller has it run: uow.Plain, or under its request's key
+// (idempotency.Keyed); by is who acts (a partner's user's change is audited).
+func (s *Endpoints) Rotate(ctx context.Context, run uow.Runner[Registered, Tx], by actor.Actor, partnerID uuid.UUID) (*Endpoint, string, error) {
 	out, err := run.Run(ctx, s.store.WithTx, func(ctx context.Context, tx Tx) (Registered, error) {
 		e, secret, err := s.rotate(ctx, tx, partnerID)
 		if err != nil {
 			return Registered{}, err
 		}
-		return Registered{Endpoint: e, Secret: secret}, audit.ByUser(ctx, tx, s.now(), audit.Entry{Action: audit.WebhookSecretRotated})
+		return Registered{Endpoint: e, Secret: secret}, audit.ByUser(ctx, tx, by, s.now(), audit.Entry{Action: audit.WebhookSecretRotated})
 	})
 	return out.Endpoint, out.Secret, err
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/audit"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
@@ -97,8 +98,9 @@ type Replayed struct {
 // It runs in no unit of work of its own (uow.Runner.Apart): the delivery job
 // is queued through the job queue's own connection (on SQLite it would wait for
 // the write lock a unit of work holds), and replaying twice is harmless.
-// run is how its caller has it run: uow.Plain, or under its request's key (idempotency.Keyed).
-func (l *Log) Replay(ctx context.Context, run uow.Runner[Requeued, Tx], partnerID, id uuid.UUID) (*Event, Replayed, error) {
+// run is how its caller has it run: uow.Plain, or under its request's key
+// (idempotency.Keyed); by is who acts (a partner's user's change is audited).
+func (l *Log) Replay(ctx context.Context, run uow.Runner[Requeued, Tx], by actor.Actor, partnerID, id uuid.UUID) (*Event, Replayed, error) {
 	out, err := run.Apart(ctx, func(ctx context.Context) (Requeued, error) {
 		ev, r, err := l.replay(ctx, partnerID, id)
 		if err != nil {
@@ -106,7 +108,7 @@ func (l *Log) Replay(ctx context.Context, run uow.Runner[Requeued, Tx], partnerI
 		}
 		// A replay runs apart from a unit of work (its job goes through the
 		// queue's own connection), so a user's replay is recorded once it is queued.
-		return Requeued{Event: ev, Replayed: r}, audit.ByUser(ctx, l.store, l.now(), audit.Entry{Action: audit.WebhookEventReplayed, SubjectID: &id})
+		return Requeued{Event: ev, Replayed: r}, audit.ByUser(ctx, l.store, by, l.now(), audit.Entry{Action: audit.WebhookEventReplayed, SubjectID: &id})
 	})
 	return out.Event, out.Replayed, err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/audit"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/uow"
@@ -34,8 +35,9 @@ type testPayload struct {
 // job commit together (with the request's stored answer under an
 // Idempotency-Key, so a retried request sends one event). While the endpoint is
 // disabled the event waits, as every event does. Errors: NotFound (no endpoint).
-// run is how its caller has it run: uow.Plain, or under its request's key (idempotency.Keyed).
-func (s *Endpoints) SendTest(ctx context.Context, run uow.Runner[*Event, Tx], partnerID uuid.UUID) (*Event, error) {
+// run is how its caller has it run: uow.Plain, or under its request's key
+// (idempotency.Keyed); by is who acts (a partner's user's change is audited).
+func (s *Endpoints) SendTest(ctx context.Context, run uow.Runner[*Event, Tx], by actor.Actor, partnerID uuid.UUID) (*Event, error) {
 	return run.Run(ctx, s.store.WithTx, func(ctx context.Context, tx Tx) (*Event, error) {
 		if _, err := tx.EndpointOf(ctx, partnerID); err != nil {
 			return nil, err
@@ -53,7 +55,7 @@ func (s *Endpoints) SendTest(ctx context.Context, run uow.Runner[*Event, Tx], pa
 		if err := tx.AppendTestEvent(ctx, ev); err != nil {
 			return nil, err
 		}
-		return ev, audit.ByUser(ctx, tx, at, audit.Entry{Action: audit.WebhookTestSent, SubjectID: &ev.ID})
+		return ev, audit.ByUser(ctx, tx, by, at, audit.Entry{Action: audit.WebhookTestSent, SubjectID: &ev.ID})
 	})
 }
 

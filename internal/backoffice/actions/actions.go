@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice/batches"
@@ -108,36 +109,36 @@ func New(d Deps) *Service {
 }
 
 // Fill records operator's executed sale of transaction id.
-func (s *Service) Fill(ctx context.Context, run uow.Runner[*Acted, Tx], operator, id uuid.UUID, rate, fiat decimal.Decimal, reference string) (*Acted, error) {
-	return s.act(ctx, run, operator, audit.Fill, id, reference, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+func (s *Service) Fill(ctx context.Context, run uow.Runner[*Acted, Tx], by actor.Actor, id uuid.UUID, rate, fiat decimal.Decimal, reference string) (*Acted, error) {
+	return s.act(ctx, run, by, audit.Fill, id, reference, func(ctx context.Context, tx lifecycle.Tx, by actor.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.FillOrder(ctx, tx, id, by, rate, fiat, reference)
 	})
 }
 
 // Settle records the sale's settlement.
-func (s *Service) Settle(ctx context.Context, run uow.Runner[*Acted, Tx], operator, id uuid.UUID, reference string) (*Acted, error) {
-	return s.act(ctx, run, operator, audit.Settle, id, reference, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+func (s *Service) Settle(ctx context.Context, run uow.Runner[*Acted, Tx], by actor.Actor, id uuid.UUID, reference string) (*Acted, error) {
+	return s.act(ctx, run, by, audit.Settle, id, reference, func(ctx context.Context, tx lifecycle.Tx, by actor.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.SettleOrder(ctx, tx, id, by, reference)
 	})
 }
 
 // PayOut records the NGN payout of transaction id.
-func (s *Service) PayOut(ctx context.Context, run uow.Runner[*Acted, Tx], operator, id uuid.UUID, reference string) (*Acted, error) {
-	return s.act(ctx, run, operator, audit.Payout, id, reference, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+func (s *Service) PayOut(ctx context.Context, run uow.Runner[*Acted, Tx], by actor.Actor, id uuid.UUID, reference string) (*Acted, error) {
+	return s.act(ctx, run, by, audit.Payout, id, reference, func(ctx context.Context, tx lifecycle.Tx, by actor.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.PayOut(ctx, tx, id, by, reference, nil)
 	})
 }
 
 // Fail fails transaction id for reason.
-func (s *Service) Fail(ctx context.Context, run uow.Runner[*Acted, Tx], operator, id uuid.UUID, reason string) (*Acted, error) {
-	return s.act(ctx, run, operator, audit.Fail, id, reason, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+func (s *Service) Fail(ctx context.Context, run uow.Runner[*Acted, Tx], by actor.Actor, id uuid.UUID, reason string) (*Acted, error) {
+	return s.act(ctx, run, by, audit.Fail, id, reason, func(ctx context.Context, tx lifecycle.Tx, by actor.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.FailBy(ctx, tx, id, by, reason)
 	})
 }
 
 // Refund records the refund of transaction id's deposit (chain transaction txHash).
-func (s *Service) Refund(ctx context.Context, run uow.Runner[*Acted, Tx], operator, id uuid.UUID, txHash string) (*Acted, error) {
-	return s.act(ctx, run, operator, audit.Refund, id, txHash, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+func (s *Service) Refund(ctx context.Context, run uow.Runner[*Acted, Tx], by actor.Actor, id uuid.UUID, txHash string) (*Acted, error) {
+	return s.act(ctx, run, by, audit.Refund, id, txHash, func(ctx context.Context, tx lifecycle.Tx, by actor.Actor) (*lifecycle.Transaction, error) {
 		t, err := tx.TransactionForUpdate(ctx, id)
 		if err != nil {
 			return nil, err
@@ -156,7 +157,7 @@ func (s *Service) Refund(ctx context.Context, run uow.Runner[*Acted, Tx], operat
 // its note (required): release lets it proceed, block fails it for good. The
 // decision and its audit row commit with the change. Errors: InvalidRequest (no
 // note), NotFound, InvalidStateTransition (not under review).
-func (s *Service) Review(ctx context.Context, run uow.Runner[*Acted, Tx], operator, id uuid.UUID, decision lifecycle.ReviewDecision, note string) (*Acted, error) {
+func (s *Service) Review(ctx context.Context, run uow.Runner[*Acted, Tx], by actor.Actor, id uuid.UUID, decision lifecycle.ReviewDecision, note string) (*Acted, error) {
 	if strings.TrimSpace(note) == "" {
 		return nil, apperr.Field(apperr.InvalidRequest, "A decision needs a note saying why.", "/note", "required")
 	}
@@ -164,7 +165,7 @@ func (s *Service) Review(ctx context.Context, run uow.Runner[*Acted, Tx], operat
 	if decision == lifecycle.Block {
 		action = audit.ScreeningBlocked
 	}
-	return s.act(ctx, run, operator, action, id, note, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+	return s.act(ctx, run, by, action, id, note, func(ctx context.Context, tx lifecycle.Tx, by actor.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.Review(ctx, tx, id, by, decision, note)
 	})
 }
@@ -178,35 +179,35 @@ func (s *Service) checkRefund(ctx context.Context, network string, to ...string)
 }
 
 // Accept lets an expired, short-paid transaction proceed on what was received.
-func (s *Service) Accept(ctx context.Context, run uow.Runner[*Acted, Tx], operator, id uuid.UUID, reason string) (*Acted, error) {
-	return s.act(ctx, run, operator, audit.Accept, id, reason, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
+func (s *Service) Accept(ctx context.Context, run uow.Runner[*Acted, Tx], by actor.Actor, id uuid.UUID, reason string) (*Acted, error) {
+	return s.act(ctx, run, by, audit.Accept, id, reason, func(ctx context.Context, tx lifecycle.Tx, by actor.Actor) (*lifecycle.Transaction, error) {
 		return s.lifecycle.Accept(ctx, tx, id, by, reason)
 	})
 }
 
 // act runs one audited transaction action in its unit of work and logs it once
 // it committed (the history entry carries the same facts).
-func (s *Service) act(ctx context.Context, run uow.Runner[*Acted, Tx], operator uuid.UUID, action audit.Action, id uuid.UUID, reference string,
-	fn func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error)) (*Acted, error) {
+func (s *Service) act(ctx context.Context, run uow.Runner[*Acted, Tx], by actor.Actor, action audit.Action, id uuid.UUID, reference string,
+	fn func(ctx context.Context, tx lifecycle.Tx, by actor.Actor) (*lifecycle.Transaction, error)) (*Acted, error) {
 	a, err := run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*Acted, error) {
-		t, err := fn(ctx, tx, lifecycle.Actor{OperatorID: operator})
+		t, err := fn(ctx, tx, by)
 		if err != nil {
 			return nil, err
 		}
 		if s.audit != nil {
 			tid, ref := t.ID, reference
-			if err := s.audit.Record(ctx, tx, audit.Entry{OperatorID: operator, Action: action, TransactionID: &tid, Reference: &ref}); err != nil {
+			if err := s.audit.Record(ctx, tx, by, audit.Entry{Action: action, TransactionID: &tid, Reference: &ref}); err != nil {
 				return nil, err
 			}
 		}
 		tx.AfterCommit(func() {
-			s.log.InfoContext(ctx, "operator action", "operator_id", operator.String(), "action", string(action), "transaction_id", t.ID.String(),
+			s.log.InfoContext(ctx, "operator action", "operator_id", by.OperatorID().String(), "action", string(action), "transaction_id", t.ID.String(),
 				"partner_id", t.PartnerID.String(), "reference", reference, "status", string(t.Status))
 		})
 		return s.acted(ctx, tx, t)
 	})
 	if err != nil {
-		s.refused(ctx, operator, string(action), reference, err, "transaction_id", id.String())
+		s.refused(ctx, by, string(action), reference, err, "transaction_id", id.String())
 	}
 	return a, err
 }
@@ -232,11 +233,11 @@ func (s *Service) acted(ctx context.Context, tx Tx, t *lifecycle.Transaction) (*
 }
 
 // refused logs an action the rules refused (replays of stored answers aside).
-func (s *Service) refused(ctx context.Context, operator uuid.UUID, action, reference string, err error, attrs ...any) {
+func (s *Service) refused(ctx context.Context, by actor.Actor, action, reference string, err error, attrs ...any) {
 	if _, replayed := idempotency.ReplayOf(err); replayed {
 		return
 	}
-	s.log.InfoContext(ctx, "operator action refused", append([]any{"operator_id", operator.String(), "action", action,
+	s.log.InfoContext(ctx, "operator action refused", append([]any{"operator_id", by.OperatorID().String(), "action", action,
 		"reference", reference, "error_code", string(apperr.CodeOf(err))}, attrs...)...)
 }
 
@@ -256,24 +257,24 @@ func (r Resolution) reference() string {
 }
 
 // ResolveDeposit closes open unmatched deposit id.
-func (s *Service) ResolveDeposit(ctx context.Context, run uow.Runner[*unmatched.Deposit, Tx], operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
+func (s *Service) ResolveDeposit(ctx context.Context, run uow.Runner[*unmatched.Deposit, Tx], by actor.Actor, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
 	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*unmatched.Deposit, error) {
 		if err := s.screenTask(ctx, tx, id, r); err != nil {
 			return nil, err
 		}
-		d, err := s.unmatched.ResolveUnmatched(ctx, tx, id, operator, r.Action, r.TxHash, r.Note)
+		d, err := s.unmatched.ResolveUnmatched(ctx, tx, id, by.OperatorID(), r.Action, r.TxHash, r.Note)
 		if err != nil {
 			return nil, err
 		}
 		if s.audit != nil {
 			did := d.ID
-			if err := s.audit.Record(ctx, tx, audit.Entry{OperatorID: operator, Action: audit.Action("resolve_" + string(r.Action)),
+			if err := s.audit.Record(ctx, tx, by, audit.Entry{Action: audit.Action("resolve_" + string(r.Action)),
 				UnmatchedDepositID: &did, Reference: r.TxHash}); err != nil {
 				return nil, err
 			}
 		}
 		tx.AfterCommit(func() {
-			s.log.InfoContext(ctx, "operator action", "operator_id", operator.String(), "action", "resolve_"+string(r.Action),
+			s.log.InfoContext(ctx, "operator action", "operator_id", by.OperatorID().String(), "action", "resolve_"+string(r.Action),
 				"unmatched_deposit_id", d.ID.String(), "reference", r.reference())
 		})
 		return d, nil
@@ -285,21 +286,21 @@ func (s *Service) ResolveDeposit(ctx context.Context, run uow.Runner[*unmatched.
 // expired transaction is refunded in the same unit of work, so the returned money
 // cannot be counted or accepted later); credited is refused (an expired short
 // payment is credited by accepting the transaction). Other kinds close on their own.
-func (s *Service) ResolveTask(ctx context.Context, run uow.Runner[*unmatched.Deposit, Tx], operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
+func (s *Service) ResolveTask(ctx context.Context, run uow.Runner[*unmatched.Deposit, Tx], by actor.Actor, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
 	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*unmatched.Deposit, error) {
-		d, err := s.resolveTask(ctx, tx, operator, id, r)
+		d, err := s.resolveTask(ctx, tx, by, id, r)
 		if err != nil {
 			return nil, err
 		}
 		if s.audit != nil {
 			did := d.ID
-			if err := s.audit.Record(ctx, tx, audit.Entry{OperatorID: operator, Action: audit.Action("resolve_" + string(r.Action)),
+			if err := s.audit.Record(ctx, tx, by, audit.Entry{Action: audit.Action("resolve_" + string(r.Action)),
 				TransactionID: d.TransactionID, UnmatchedDepositID: &did, Reference: r.TxHash}); err != nil {
 				return nil, err
 			}
 		}
 		tx.AfterCommit(func() {
-			s.log.InfoContext(ctx, "operator action", "operator_id", operator.String(), "action", "resolve_"+string(r.Action),
+			s.log.InfoContext(ctx, "operator action", "operator_id", by.OperatorID().String(), "action", "resolve_"+string(r.Action),
 				"refund_task_id", d.ID.String(), "kind", string(d.Kind), "reference", r.reference())
 		})
 		return d, nil
@@ -328,7 +329,7 @@ func (s *Service) screenTask(ctx context.Context, tx Tx, id uuid.UUID, r Resolut
 	return s.checkRefund(ctx, d.Network, d.FromAddress)
 }
 
-func (s *Service) resolveTask(ctx context.Context, tx Tx, operator, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
+func (s *Service) resolveTask(ctx context.Context, tx Tx, by actor.Actor, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
 	if err := s.screenTask(ctx, tx, id, r); err != nil {
 		return nil, err
 	}
@@ -337,7 +338,7 @@ func (s *Service) resolveTask(ctx context.Context, tx Tx, operator, id uuid.UUID
 		return nil, err
 	}
 	if d.Kind != unmatched.Short || d.TransactionID == nil || d.Status != unmatched.Open {
-		return s.unmatched.Resolve(ctx, tx, id, operator, r.Action, r.TxHash, r.Note)
+		return s.unmatched.Resolve(ctx, tx, id, by.OperatorID(), r.Action, r.TxHash, r.Note)
 	}
 	switch {
 	case r.Action == unmatched.Credited:
@@ -346,45 +347,45 @@ func (s *Service) resolveTask(ctx context.Context, tx Tx, operator, id uuid.UUID
 	case r.TxHash == nil:
 		return nil, apperr.Field(apperr.InvalidRequest, "A refund needs the refund's chain transaction.", "/tx_hash", "is required when action is refunded")
 	}
-	if _, err := s.lifecycle.RefundShort(ctx, tx, *d.TransactionID, lifecycle.Actor{OperatorID: operator}, *r.TxHash); err != nil {
+	if _, err := s.lifecycle.RefundShort(ctx, tx, *d.TransactionID, by, *r.TxHash); err != nil {
 		return nil, err
 	}
 	return tx.UnmatchedDeposit(ctx, id)
 }
 
 // BatchPayout records one bank transfer of fiat to partner for the transactions ids.
-func (s *Service) BatchPayout(ctx context.Context, run uow.Runner[*batches.Batch, Tx], operator, partner uuid.UUID, ids []uuid.UUID, reference string, fiat decimal.Decimal) (*batches.Batch, error) {
+func (s *Service) BatchPayout(ctx context.Context, run uow.Runner[*batches.Batch, Tx], by actor.Actor, partner uuid.UUID, ids []uuid.UUID, reference string, fiat decimal.Decimal) (*batches.Batch, error) {
 	b, err := run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*batches.Batch, error) {
-		b, err := s.batches.CreatePayout(ctx, tx, lifecycle.Actor{OperatorID: operator}, partner, ids, reference, fiat)
+		b, err := s.batches.CreatePayout(ctx, tx, by, partner, ids, reference, fiat)
 		if err == nil {
-			s.batchLogged(ctx, tx, operator, b)
+			s.batchLogged(ctx, tx, by, b)
 		}
 		return b, err
 	})
 	if err != nil {
-		s.refused(ctx, operator, "batch_payout", reference, err)
+		s.refused(ctx, by, "batch_payout", reference, err)
 	}
 	return b, err
 }
 
 // BatchFill records one liquidity order at rate for the transactions ids.
-func (s *Service) BatchFill(ctx context.Context, run uow.Runner[*batches.Batch, Tx], operator uuid.UUID, ids []uuid.UUID, rate decimal.Decimal, reference string) (*batches.Batch, error) {
+func (s *Service) BatchFill(ctx context.Context, run uow.Runner[*batches.Batch, Tx], by actor.Actor, ids []uuid.UUID, rate decimal.Decimal, reference string) (*batches.Batch, error) {
 	b, err := run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*batches.Batch, error) {
-		b, err := s.batches.CreateFill(ctx, tx, lifecycle.Actor{OperatorID: operator}, ids, rate, reference)
+		b, err := s.batches.CreateFill(ctx, tx, by, ids, rate, reference)
 		if err == nil {
-			s.batchLogged(ctx, tx, operator, b)
+			s.batchLogged(ctx, tx, by, b)
 		}
 		return b, err
 	})
 	if err != nil {
-		s.refused(ctx, operator, "batch_fill", reference, err)
+		s.refused(ctx, by, "batch_fill", reference, err)
 	}
 	return b, err
 }
 
-func (s *Service) batchLogged(ctx context.Context, tx Tx, operator uuid.UUID, b *batches.Batch) {
+func (s *Service) batchLogged(ctx context.Context, tx Tx, by actor.Actor, b *batches.Batch) {
 	tx.AfterCommit(func() {
-		s.log.InfoContext(ctx, "operator action", "operator_id", operator.String(), "action", "batch_"+string(b.Kind),
+		s.log.InfoContext(ctx, "operator action", "operator_id", by.OperatorID().String(), "action", "batch_"+string(b.Kind),
 			"batch_id", b.ID.String(), "transactions", len(b.TransactionIDs), "reference", b.Reference,
 			"fiat_amount", money.FormatFiat(b.FiatAmount))
 	})
@@ -397,13 +398,13 @@ type NewPartner struct {
 }
 
 // CreatePartner creates a partner named name and its first key.
-func (s *Service) CreatePartner(ctx context.Context, run uow.Runner[NewPartner, Tx], operator uuid.UUID, name string) (NewPartner, error) {
+func (s *Service) CreatePartner(ctx context.Context, run uow.Runner[NewPartner, Tx], by actor.Actor, name string) (NewPartner, error) {
 	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (NewPartner, error) {
 		p, key, err := s.partners.Create(ctx, tx, name)
 		if err != nil {
 			return NewPartner{}, err
 		}
-		return NewPartner{Partner: p, Secret: key}, s.audited(ctx, tx, operator, audit.PartnerCreated, p.ID, p.Name)
+		return NewPartner{Partner: p, Secret: key}, s.audited(ctx, tx, by, audit.PartnerCreated, p.ID, p.Name)
 	})
 }
 
@@ -414,13 +415,13 @@ type NewOperator struct {
 }
 
 // CreateOperator creates an operator named name and their first key.
-func (s *Service) CreateOperator(ctx context.Context, run uow.Runner[NewOperator, Tx], operator uuid.UUID, name string) (NewOperator, error) {
+func (s *Service) CreateOperator(ctx context.Context, run uow.Runner[NewOperator, Tx], by actor.Actor, name string) (NewOperator, error) {
 	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (NewOperator, error) {
 		o, key, err := s.operators.Create(ctx, tx, name)
 		if err != nil {
 			return NewOperator{}, err
 		}
-		return NewOperator{Operator: o, Secret: key}, s.audited(ctx, tx, operator, audit.OperatorCreated, o.ID, o.Name)
+		return NewOperator{Operator: o, Secret: key}, s.audited(ctx, tx, by, audit.OperatorCreated, o.ID, o.Name)
 	})
 }
 
@@ -454,7 +455,7 @@ func mintIn(ctx context.Context, tx Tx, owner apikeys.Owner, id uuid.UUID) (func
 }
 
 // IssueKey adds a key to account id of kind owner.
-func (s *Service) IssueKey(ctx context.Context, run uow.Runner[*apikeys.Issued, Tx], operator uuid.UUID, owner apikeys.Owner, id uuid.UUID) (*apikeys.Issued, error) {
+func (s *Service) IssueKey(ctx context.Context, run uow.Runner[*apikeys.Issued, Tx], by actor.Actor, owner apikeys.Owner, id uuid.UUID) (*apikeys.Issued, error) {
 	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*apikeys.Issued, error) {
 		mint, err := mintIn(ctx, tx, owner, id)
 		if err != nil {
@@ -464,13 +465,13 @@ func (s *Service) IssueKey(ctx context.Context, run uow.Runner[*apikeys.Issued, 
 		if err != nil {
 			return nil, err
 		}
-		return k, s.audited(ctx, tx, operator, audit.KeyCreated, k.Key.ID, k.Key.Prefix)
+		return k, s.audited(ctx, tx, by, audit.KeyCreated, k.Key.ID, k.Key.Prefix)
 	})
 }
 
 // RollKey replaces key keyID of account id with a new one; the old key works for
 // overlap more.
-func (s *Service) RollKey(ctx context.Context, run uow.Runner[*apikeys.Issued, Tx], operator uuid.UUID, owner apikeys.Owner, id, keyID uuid.UUID, overlap time.Duration) (*apikeys.Issued, error) {
+func (s *Service) RollKey(ctx context.Context, run uow.Runner[*apikeys.Issued, Tx], by actor.Actor, owner apikeys.Owner, id, keyID uuid.UUID, overlap time.Duration) (*apikeys.Issued, error) {
 	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*apikeys.Issued, error) {
 		mint, err := mintIn(ctx, tx, owner, id)
 		if err != nil {
@@ -481,12 +482,12 @@ func (s *Service) RollKey(ctx context.Context, run uow.Runner[*apikeys.Issued, T
 			return nil, err
 		}
 		s.forget(ctx, tx, owner, id, keyID)
-		return k, s.audited(ctx, tx, operator, audit.KeyRolled, keyID, k.Key.Prefix)
+		return k, s.audited(ctx, tx, by, audit.KeyRolled, keyID, k.Key.Prefix)
 	})
 }
 
 // RevokeKey revokes key keyID of account id.
-func (s *Service) RevokeKey(ctx context.Context, run uow.Runner[*apikeys.Key, Tx], operator uuid.UUID, owner apikeys.Owner, id, keyID uuid.UUID) (*apikeys.Key, error) {
+func (s *Service) RevokeKey(ctx context.Context, run uow.Runner[*apikeys.Key, Tx], by actor.Actor, owner apikeys.Owner, id, keyID uuid.UUID) (*apikeys.Key, error) {
 	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*apikeys.Key, error) {
 		if _, err := mintIn(ctx, tx, owner, id); err != nil {
 			return nil, err
@@ -496,7 +497,7 @@ func (s *Service) RevokeKey(ctx context.Context, run uow.Runner[*apikeys.Key, Tx
 			return nil, err
 		}
 		s.forget(ctx, tx, owner, id, keyID)
-		return k, s.audited(ctx, tx, operator, audit.KeyRevoked, keyID, k.Prefix)
+		return k, s.audited(ctx, tx, by, audit.KeyRevoked, keyID, k.Prefix)
 	})
 }
 
@@ -511,17 +512,22 @@ func (s *Service) forget(ctx context.Context, tx Tx, owner apikeys.Owner, id, ke
 	}
 }
 
-// audited records an account or key action on subject by operator (audit.CLI: the
-// command line).
-func (s *Service) audited(ctx context.Context, tx Tx, operator uuid.UUID, a audit.Action, subject uuid.UUID, reference string) error {
+// audited records an account or key action on subject by by (an operator, the
+// command line, or a partner's user on the dashboard), and logs it once the
+// change committed.
+func (s *Service) audited(ctx context.Context, tx Tx, by actor.Actor, a audit.Action, subject uuid.UUID, reference string) error {
 	if s.audit != nil {
-		if err := s.audit.Record(ctx, tx, audit.Entry{OperatorID: operator, Action: a, SubjectID: &subject, Reference: &reference}); err != nil {
+		if err := s.audit.Record(ctx, tx, by, audit.Entry{Action: a, SubjectID: &subject, Reference: &reference}); err != nil {
 			return err
 		}
 	}
 	tx.AfterCommit(func() {
-		s.log.InfoContext(ctx, "operator action", "actor", string(audit.ActorOf(operator)), "operator_id", operator.String(), "action", string(a),
-			"subject_id", subject.String(), "reference", reference)
+		attrs := []any{"action", string(a), "subject_id", subject.String(), "reference", reference}
+		if by.Kind == actor.PartnerUser {
+			s.log.InfoContext(ctx, "partner user action", append([]any{"actor", string(audit.ByPartnerUser), "partner_user_id", by.ID.String()}, attrs...)...)
+			return
+		}
+		s.log.InfoContext(ctx, "operator action", append([]any{"actor", string(audit.ActorOf(by.OperatorID())), "operator_id", by.OperatorID().String()}, attrs...)...)
 	})
 	return nil
 }

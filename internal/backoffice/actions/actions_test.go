@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/store"
@@ -34,15 +35,15 @@ func TestActionsAreLogged(t *testing.T) {
 	var buf bytes.Buffer
 	s := New(Deps{Begin: store.For[Tx](st).WithTx, Lifecycle: lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{Now: store.Now}),
 		Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
-	op, id := uuid.New(), uuid.New()
+	op, id := actor.OfOperator(uuid.New(), "Ada"), uuid.New()
 
-	_, err = s.act(ctx, uow.Plain[*Acted, Tx](), op, "settle", id, "LP-7", func(ctx context.Context, _ lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		require.Equal(t, op, by.OperatorID)
+	_, err = s.act(ctx, uow.Plain[*Acted, Tx](), op, "settle", id, "LP-7", func(ctx context.Context, _ lifecycle.Tx, by actor.Actor) (*lifecycle.Transaction, error) {
+		require.Equal(t, op, by)
 		require.Zero(t, buf.Len(), "nothing is logged before the commit")
 		return &lifecycle.Transaction{ID: id, PartnerID: uuid.New(), Status: lifecycle.Completed}, nil
 	})
 	require.NoError(t, err)
-	_, err = s.act(ctx, uow.Plain[*Acted, Tx](), op, "payout", id, "NIP-1", func(context.Context, lifecycle.Tx, lifecycle.Actor) (*lifecycle.Transaction, error) {
+	_, err = s.act(ctx, uow.Plain[*Acted, Tx](), op, "payout", id, "NIP-1", func(context.Context, lifecycle.Tx, actor.Actor) (*lifecycle.Transaction, error) {
 		return nil, apperr.New(apperr.InvalidStateTransition, "no")
 	})
 	require.Error(t, err)
@@ -52,7 +53,7 @@ func TestActionsAreLogged(t *testing.T) {
 	require.NoError(t, dec.Decode(&ok))
 	require.NoError(t, dec.Decode(&refused))
 	require.Equal(t, "operator action", ok["msg"])
-	require.Equal(t, op.String(), ok["operator_id"])
+	require.Equal(t, op.ID.String(), ok["operator_id"])
 	require.Equal(t, "settle", ok["action"])
 	require.Equal(t, id.String(), ok["transaction_id"])
 	require.Equal(t, "LP-7", ok["reference"])

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
 	"partnerd/internal/partners"
@@ -18,8 +19,8 @@ import (
 // audit row naming the user (actor partner_user). The partner API has no key
 // operations on purpose: a leaked server key must not mint keys.
 
-// IssuePartnerKey adds a key to partnerID, by its user user.
-func (s *Service) IssuePartnerKey(ctx context.Context, user, partnerID uuid.UUID) (*apikeys.Issued, error) {
+// IssuePartnerKey adds a key to partnerID, by its user (by).
+func (s *Service) IssuePartnerKey(ctx context.Context, by actor.Actor, partnerID uuid.UUID) (*apikeys.Issued, error) {
 	return uow.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*apikeys.Issued, error) {
 		mint, err := mintIn(ctx, tx, apikeys.Partner, partnerID)
 		if err != nil {
@@ -29,14 +30,14 @@ func (s *Service) IssuePartnerKey(ctx context.Context, user, partnerID uuid.UUID
 		if err != nil {
 			return nil, err
 		}
-		return k, s.auditedByUser(ctx, tx, user, audit.KeyCreated, k.Key.ID, k.Key.Prefix)
+		return k, s.audited(ctx, tx, by, audit.KeyCreated, k.Key.ID, k.Key.Prefix)
 	})
 }
 
-// RollPartnerKey replaces partnerID's key keyID, by its user user; the old key
+// RollPartnerKey replaces partnerID's key keyID, by its user (by); the old key
 // works for overlap more. Errors: NotFound (another partner's key included),
 // InvalidRequest (overlap), InvalidStateTransition (a key that no longer works).
-func (s *Service) RollPartnerKey(ctx context.Context, user, partnerID, keyID uuid.UUID, overlap time.Duration) (*apikeys.Issued, error) {
+func (s *Service) RollPartnerKey(ctx context.Context, by actor.Actor, partnerID, keyID uuid.UUID, overlap time.Duration) (*apikeys.Issued, error) {
 	return uow.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*apikeys.Issued, error) {
 		mint, err := mintIn(ctx, tx, apikeys.Partner, partnerID)
 		if err != nil {
@@ -47,39 +48,24 @@ func (s *Service) RollPartnerKey(ctx context.Context, user, partnerID, keyID uui
 			return nil, err
 		}
 		s.forget(ctx, tx, apikeys.Partner, partnerID, keyID)
-		return k, s.auditedByUser(ctx, tx, user, audit.KeyRolled, keyID, k.Key.Prefix)
+		return k, s.audited(ctx, tx, by, audit.KeyRolled, keyID, k.Key.Prefix)
 	})
 }
 
-// RevokePartnerKey revokes partnerID's key keyID, by its user user. Errors:
+// RevokePartnerKey revokes partnerID's key keyID, by its user (by). Errors:
 // NotFound (another partner's key included).
-func (s *Service) RevokePartnerKey(ctx context.Context, user, partnerID, keyID uuid.UUID) (*apikeys.Key, error) {
+func (s *Service) RevokePartnerKey(ctx context.Context, by actor.Actor, partnerID, keyID uuid.UUID) (*apikeys.Key, error) {
 	return uow.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*apikeys.Key, error) {
 		k, err := s.keys.Revoke(ctx, tx, apikeys.Partner, partnerID, keyID)
 		if err != nil {
 			return nil, err
 		}
 		s.forget(ctx, tx, apikeys.Partner, partnerID, keyID)
-		return k, s.auditedByUser(ctx, tx, user, audit.KeyRevoked, keyID, k.Prefix)
+		return k, s.audited(ctx, tx, by, audit.KeyRevoked, keyID, k.Prefix)
 	})
 }
 
 // PartnerKeys lists partnerID's keys, newest first.
 func (s *Service) PartnerKeys(ctx context.Context, partnerID uuid.UUID) ([]*apikeys.Key, error) {
 	return s.keys.List(ctx, apikeys.Partner, partnerID)
-}
-
-// auditedByUser records a key action on subject by a partner's user.
-func (s *Service) auditedByUser(ctx context.Context, tx Tx, user uuid.UUID, a audit.Action, subject uuid.UUID, reference string) error {
-	if s.audit != nil {
-		if err := s.audit.Record(ctx, tx, audit.Entry{OperatorID: audit.CLI, PartnerUserID: &user, Action: a,
-			SubjectID: &subject, Reference: &reference}); err != nil {
-			return err
-		}
-	}
-	tx.AfterCommit(func() {
-		s.log.InfoContext(ctx, "partner user action", "actor", string(audit.ByPartnerUser), "partner_user_id", user.String(),
-			"action", string(a), "subject_id", subject.String(), "reference", reference)
-	})
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/audit"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
@@ -134,7 +135,7 @@ func (s *Service) load(ctx context.Context, tx Tx, ids []uuid.UUID, ok func(i in
 // and belong to partnerID, and fiat must equal the sum of their amounts; otherwise
 // InvalidStateTransition and nothing changes. Errors: InvalidRequest, NotFound,
 // InvalidStateTransition. The batch is written in tx, the caller's unit of work.
-func (s *Service) CreatePayout(ctx context.Context, tx Tx, by lifecycle.Actor, partnerID uuid.UUID, ids []uuid.UUID, reference string, fiat decimal.Decimal) (*Batch, error) {
+func (s *Service) CreatePayout(ctx context.Context, tx Tx, by actor.Actor, partnerID uuid.UUID, ids []uuid.UUID, reference string, fiat decimal.Decimal) (*Batch, error) {
 	if err := lifecycle.CheckFiat(fiat); err != nil {
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func (s *Service) CreatePayout(ctx context.Context, tx Tx, by lifecycle.Actor, p
 			"/fiat_amount", "must equal "+sum.StringFixed(2))
 	}
 	b := &Batch{ID: uuid.New(), Kind: Payout, PartnerID: &partnerID, Reference: reference, FiatAmount: fiat, CryptoAmount: crypto,
-		TransactionIDs: ids, OperatorID: by.OperatorID, CreatedAt: s.now()}
+		TransactionIDs: ids, OperatorID: by.OperatorID(), CreatedAt: s.now()}
 	if err := tx.InsertBatch(ctx, b); err != nil {
 		return nil, err
 	}
@@ -187,7 +188,7 @@ func paidNote(t *lifecycle.Transaction) string {
 // each fill's NGN amount is its received token amount × rate, rounded to kobo, and
 // the batch's is their sum. Errors: InvalidRequest, NotFound, InvalidStateTransition.
 // The batch is written in tx, the caller's unit of work.
-func (s *Service) CreateFill(ctx context.Context, tx Tx, by lifecycle.Actor, ids []uuid.UUID, rate decimal.Decimal, reference string) (*Batch, error) {
+func (s *Service) CreateFill(ctx context.Context, tx Tx, by actor.Actor, ids []uuid.UUID, rate decimal.Decimal, reference string) (*Batch, error) {
 	if err := lifecycle.CheckRate(rate); err != nil {
 		return nil, err
 	}
@@ -210,7 +211,7 @@ func (s *Service) CreateFill(ctx context.Context, tx Tx, by lifecycle.Actor, ids
 	}
 	r := rate
 	b := &Batch{ID: uuid.New(), Kind: Fill, Reference: reference, Rate: &r, FiatAmount: fiat, CryptoAmount: crypto,
-		TransactionIDs: ids, OperatorID: by.OperatorID, CreatedAt: s.now()}
+		TransactionIDs: ids, OperatorID: by.OperatorID(), CreatedAt: s.now()}
 	if err := tx.InsertBatch(ctx, b); err != nil {
 		return nil, err
 	}
@@ -234,9 +235,9 @@ func SoldAmount(t *lifecycle.Transaction) decimal.Decimal {
 	return t.CryptoAmount
 }
 
-func (s *Service) record(ctx context.Context, tx Tx, by lifecycle.Actor, a audit.Action, id uuid.UUID, b *Batch) error {
+func (s *Service) record(ctx context.Context, tx Tx, by actor.Actor, a audit.Action, id uuid.UUID, b *Batch) error {
 	tid, bid, ref := id, b.ID, b.Reference
-	return s.audit.Record(ctx, tx, audit.Entry{OperatorID: by.OperatorID, Action: a, TransactionID: &tid, BatchID: &bid, Reference: &ref})
+	return s.audit.Record(ctx, tx, by, audit.Entry{Action: a, TransactionID: &tid, BatchID: &bid, Reference: &ref})
 }
 
 // Page is one page of batches.

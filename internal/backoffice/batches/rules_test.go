@@ -10,6 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
@@ -31,12 +32,12 @@ type bed struct {
 	engine *lifecycle.Engine
 	svc    *batches.Service
 	log    *audit.Log
-	by     lifecycle.Actor
+	by     actor.Actor
 }
 
 // createFill runs CreateFill in a unit of work of its own, as an operator's
 // action does.
-func (b *bed) createFill(ctx context.Context, by lifecycle.Actor, ids []uuid.UUID, rate decimal.Decimal, ref string) (out *batches.Batch, err error) {
+func (b *bed) createFill(ctx context.Context, by actor.Actor, ids []uuid.UUID, rate decimal.Decimal, ref string) (out *batches.Batch, err error) {
 	err = b.st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
 		out, err = b.svc.CreateFill(ctx, tx, by, ids, rate, ref)
 		return err
@@ -45,7 +46,7 @@ func (b *bed) createFill(ctx context.Context, by lifecycle.Actor, ids []uuid.UUI
 }
 
 // createPayout runs CreatePayout in a unit of work of its own.
-func (b *bed) createPayout(ctx context.Context, by lifecycle.Actor, partner uuid.UUID, ids []uuid.UUID, ref string, fiat decimal.Decimal) (out *batches.Batch, err error) {
+func (b *bed) createPayout(ctx context.Context, by actor.Actor, partner uuid.UUID, ids []uuid.UUID, ref string, fiat decimal.Decimal) (out *batches.Batch, err error) {
 	err = b.st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
 		out, err = b.svc.CreatePayout(ctx, tx, by, partner, ids, ref, fiat)
 		return err
@@ -74,7 +75,7 @@ func newBed(t *testing.T, url string) *bed {
 		Settlement: lifecycle.Settlement{OperatorLiquidity: true, OperatorPayout: true}})
 	codec := cursor.NewCodec([]byte("s"))
 	log := audit.New(st, codec, store.Now)
-	return &bed{st: st, engine: engine, log: log, by: lifecycle.Actor{OperatorID: op.ID},
+	return &bed{st: st, engine: engine, log: log, by: actor.OfOperator(op.ID, op.Name),
 		svc: batches.New(store.For[batches.Tx](st), engine, log, codec, store.Now)}
 }
 

@@ -79,11 +79,11 @@ func TestPartnerUsers(t *testing.T) {
 
 		// Invitations: by hash only, used once, not after expiry, deleted when unused.
 		inv := &partnerusers.Invitation{ID: uuid.New(), UserID: u.ID, TokenHash: partnerusers.HashToken("tok"),
-			By: partnerusers.ByOperatorID(audit.CLI), ExpiresAt: now.Add(time.Hour), CreatedAt: now}
+			By: partnerusers.Inviter{Kind: partnerusers.ByCLI}, ExpiresAt: now.Add(time.Hour), CreatedAt: now}
 		require.NoError(t, s.InsertPartnerInvitation(ctx, inv))
 		op := newOperator(t, s)
 		byOp := &partnerusers.Invitation{ID: uuid.New(), UserID: u.ID, TokenHash: partnerusers.HashToken("tok2"),
-			By: partnerusers.ByOperatorID(op.ID), ExpiresAt: now.Add(time.Hour), CreatedAt: now}
+			By: partnerusers.Inviter{Kind: partnerusers.ByOperator, ID: op.ID}, ExpiresAt: now.Add(time.Hour), CreatedAt: now}
 		require.NoError(t, s.InsertPartnerInvitation(ctx, byOp))
 		gotInv, err := s.PartnerInvitationByHash(ctx, partnerusers.HashToken("tok"))
 		require.NoError(t, err)

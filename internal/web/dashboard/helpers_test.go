@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/audit"
+	"partnerd/internal/actor"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/testsupport/apitest"
 	"partnerd/internal/testsupport/testdb"
@@ -58,7 +58,7 @@ func newUser(t *testing.T, env *apitest.Env, partnerID uuid.UUID, role partnerus
 	t.Helper()
 	ctx := context.Background()
 	email := string(role) + "-" + uuid.NewString()[:8] + "@example.com"
-	inv, err := env.App.PartnerUsers().Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), partnerID, email, role, partnerusers.ByOperatorID(audit.CLI))
+	inv, err := env.App.PartnerUsers().Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), partnerID, email, role, actor.CLI)
 	require.NoError(t, err)
 	u, err := env.App.PartnerUsers().Accept(ctx, inv.Token, testPassword)
 	require.NoError(t, err)

@@ -105,7 +105,7 @@ func (d *Dashboard) createKey(w http.ResponseWriter, r *http.Request, ss *sessio
 	if !d.once(w, r, ss) {
 		return
 	}
-	k, err := d.d.Keys.IssuePartnerKey(background(r.Context()), ss.Data.UserID, ss.Data.PartnerID)
+	k, err := d.d.Keys.IssuePartnerKey(background(r.Context()), me(ss), ss.Data.PartnerID)
 	if d.keyRefused(w, r, ss, err) {
 		return
 	}
@@ -131,7 +131,7 @@ func (d *Dashboard) rollKey(w http.ResponseWriter, r *http.Request, ss *session)
 	if !d.once(w, r, ss) {
 		return
 	}
-	k, err := d.d.Keys.RollPartnerKey(background(r.Context()), ss.Data.UserID, ss.Data.PartnerID, keyOf(r), overlap)
+	k, err := d.d.Keys.RollPartnerKey(background(r.Context()), me(ss), ss.Data.PartnerID, keyOf(r), overlap)
 	if d.keyRefused(w, r, ss, err) {
 		return
 	}
@@ -140,7 +140,7 @@ func (d *Dashboard) rollKey(w http.ResponseWriter, r *http.Request, ss *session)
 }
 
 func (d *Dashboard) revokeKey(w http.ResponseWriter, r *http.Request, ss *session) {
-	k, err := d.d.Keys.RevokePartnerKey(background(r.Context()), ss.Data.UserID, ss.Data.PartnerID, keyOf(r))
+	k, err := d.d.Keys.RevokePartnerKey(background(r.Context()), me(ss), ss.Data.PartnerID, keyOf(r))
 	if d.keyRefused(w, r, ss, err) {
 		return
 	}

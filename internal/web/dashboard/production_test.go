@@ -12,6 +12,7 @@ import (
 	"github.com/pquerna/otp/totp"
 	"github.com/stretchr/testify/require"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/httpapi"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/testsupport/apitest"
@@ -137,7 +138,7 @@ func TestSeveralPartnersChoose(t *testing.T) {
 			pa, pb := env.PartnerID(t, env.NewPartner(t)), env.PartnerID(t, env.NewPartner(t))
 			ua := newUser(t, env, pa, partnerusers.Finance)
 			inv, err := env.App.PartnerUsers().Invite(t.Context(), uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), pb, strings.ToUpper(ua.Email), partnerusers.Developer,
-				partnerusers.Inviter{Kind: partnerusers.ByCLI})
+				actor.CLI)
 			require.NoError(t, err)
 			ub, err := env.App.PartnerUsers().Accept(t.Context(), inv.Token, testPassword)
 			require.NoError(t, err)

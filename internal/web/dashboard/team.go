@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/uow"
@@ -39,10 +40,9 @@ func (d *Dashboard) showTeam(w http.ResponseWriter, r *http.Request, ss *session
 	d.render(w, status, "team", ss, data)
 }
 
-// me is the signed-in user as the audit and the team's rules name them.
-func me(ss *session) partnerusers.Inviter {
-	return partnerusers.Inviter{Kind: partnerusers.ByPartnerUser, ID: ss.Data.UserID}
-}
+// me is the signed-in user as the use cases take who acts (the audit and the
+// team's rules name them).
+func me(ss *session) actor.Actor { return actor.OfPartnerUser(ss.Data.UserID, ss.Data.Email) }
 
 // teamRefused shows a refused team change on the team page (nothing changed),
 // or a failure; it reports whether err was one.
