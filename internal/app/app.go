@@ -129,7 +129,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *App, er
 		}
 	}
 	a := &App{cfg: cfg, log: log, tracing: tp, store: st, metrics: metrics.New(), codec: cursor.NewCodec(cfg.CursorSecret)}
-	a.partners = partners.NewService(store.For[partners.Tx](st), partnerEnv(cfg.Env), partners.Defaults{
+	a.partners = partners.NewService(store.For(st, func(tx *store.Tx) partners.Tx { return tx }), partnerEnv(cfg.Env), partners.Defaults{
 		FeeRate: cfg.PartnerFeeRate, ShareRate: cfg.PartnerShareRate,
 	}, store.Now)
 	a.unmatched = unmatched.NewService(st, a.codec, store.Now)
@@ -174,7 +174,7 @@ func (a *App) openPricing() (*pricing.Pricer, error) {
 	}
 	source = rates.WithMaxAge(source, cfg.RateMaxAge, time.Now)
 	pricer := pricing.NewPricer(source, cfg.Pairs, cfg.Spread)
-	a.quotes = quotes.NewService(pricer, store.For[quotes.Tx](a.store), store.Now)
+	a.quotes = quotes.NewService(pricer, store.For(a.store, func(tx *store.Tx) quotes.Tx { return tx }), store.Now)
 	return pricer, nil
 }
 
@@ -203,7 +203,7 @@ func (a *App) openTransactions(ctx context.Context, pricer *pricing.Pricer) erro
 		a.log.Warn("CURSOR_SECRET is unset; using the built-in staging secret for page cursors")
 	}
 	obs := observer{m: a.metrics, log: a.log}
-	a.transactions = transactions.NewService(store.For[transactions.Tx](st), pricer, book, cfg.DepositWindow, store.Now, obs)
+	a.transactions = transactions.NewService(store.For(st, func(tx *store.Tx) transactions.Tx { return tx }), pricer, book, cfg.DepositWindow, store.Now, obs)
 	payments := cfg.Payments
 	lc := lifecycle.Config{
 		Required: cfg.Confirmations, Now: store.Now, Settlement: settlementOf(cfg, st),
@@ -215,7 +215,7 @@ func (a *App) openTransactions(ctx context.Context, pricer *pricing.Pricer) erro
 	if a.screening != nil {
 		lc.Screener, lc.ScreeningFailOpen = a.screening, cfg.Screening.FailOpen
 	}
-	a.lifecycle = lifecycle.NewEngine(store.For[lifecycle.Tx](st), lc)
+	a.lifecycle = lifecycle.NewEngine(store.For(st, func(tx *store.Tx) lifecycle.Tx { return tx }), lc)
 	if a.screening != nil {
 		a.screening.SetEngine(a.lifecycle)
 	}
@@ -275,12 +275,12 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 		Partners:     a.partners,
 		Quotes:       a.quotes,
 		Transactions: a.transactions,
-		Lister:       transactions.NewLister(store.For[transactions.Tx](st), a.codec),
+		Lister:       transactions.NewLister(store.For(st, func(tx *store.Tx) transactions.Tx { return tx }), a.codec),
 		Lifecycle:    a.lifecycle,
 		Ledger:       revenue.NewLedger(st, a.codec, store.Now),
 		Payouts:      payouts.New(st, a.codec),
 		History:      st,
-		Endpoints:    webhook.NewEndpoints(store.For[webhook.Tx](st), policy, a.jobs, store.Now),
+		Endpoints:    webhook.NewEndpoints(store.For(st, func(tx *store.Tx) webhook.Tx { return tx }), policy, a.jobs, store.Now),
 		Events:       a.events,
 		Production:   cfg.Env == config.Production,
 		Proxies:      cfg.TrustedProxies,

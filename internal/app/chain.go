@@ -66,7 +66,7 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 	if len(cfg.Chain.Providers) == 0 {
 		return w, nil
 	}
-	sink := deposits.New(l, store.For[deposits.Tx](st), u, unmatchedLog{m: cm, log: log})
+	sink := deposits.New(l, store.For(st, func(tx *store.Tx) deposits.Tx { return tx }), u, unmatchedLog{m: cm, log: log})
 	for network, configured := range cfg.Chain.Providers {
 		var toks []chain.Token
 		for _, t := range cfg.Chain.Tokens {

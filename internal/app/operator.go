@@ -56,7 +56,7 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	stages := transactions.NewStageLister(st, codec)
 	stages.ConfirmingTooLong(a.cfg.ConfirmingTooLong, store.Now)
 	a.audit = audit.New(st, codec, store.Now)
-	a.batches = batches.New(store.For[batches.Tx](st), a.lifecycle, a.audit, codec, store.Now)
+	a.batches = batches.New(store.For(st, func(tx *store.Tx) batches.Tx { return tx }), a.lifecycle, a.audit, codec, store.Now)
 	networks := make([]string, 0, len(a.cfg.Confirmations))
 	for n := range a.cfg.Confirmations {
 		networks = append(networks, n)
@@ -65,9 +65,9 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	a.backoffice = backoffice.New(st, stages, a.batches, networks)
 	a.metrics.ObserveOperations(operationsOf(a.backoffice))
 	a.keys = apikeys.New(st, store.Now)
-	a.partnerUsers = partnerusers.New(partnerusers.Deps{Store: store.For[partnerusers.Tx](st), Partners: a.partners,
+	a.partnerUsers = partnerusers.New(partnerusers.Deps{Store: store.For(st, func(tx *store.Tx) partnerusers.Tx { return tx }), Partners: a.partners,
 		Audit: a.audit, Now: store.Now, Logger: a.log})
-	deps := actions.Deps{Begin: store.For[actions.Tx](st).WithTx, Lifecycle: a.lifecycle, Audit: a.audit, Unmatched: a.unmatched, Batches: a.batches,
+	deps := actions.Deps{Begin: store.For(st, func(tx *store.Tx) actions.Tx { return tx }).WithTx, Lifecycle: a.lifecycle, Audit: a.audit, Unmatched: a.unmatched, Batches: a.batches,
 		Partners: a.partners, Operators: a.operators, Keys: a.keys, Fills: st, Logger: a.log}
 	if a.screening != nil {
 		deps.Screening = a.screening

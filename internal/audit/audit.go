@@ -79,23 +79,24 @@ func Known(a Action) bool {
 	return false
 }
 
-// Actor is who made a change.
-type Actor string
+// ActorKind is the kind of actor an entry records (actor.Actor is who acts, as
+// the use cases take it; Entry.By turns one into the other).
+type ActorKind string
 
-// The actors (the contract's AuditActor lists the same; a test keeps them equal).
+// The kinds recorded (the contract's AuditActor lists the same; a test keeps them equal).
 const (
 	// ByOperator is an operator, through the operator API or the console.
-	ByOperator Actor = "operator"
+	ByOperator ActorKind = "operator"
 	// ByCLI is the partnerd command run on a server: a shell there is trusted
 	// without an operator key, so no operator is recorded.
-	ByCLI Actor = "cli"
+	ByCLI ActorKind = "cli"
 	// ByPartnerUser is a partner's user on the dashboard (PartnerUserID names
 	// them): their team and key changes are audited like an operator's.
-	ByPartnerUser Actor = "partner_user"
+	ByPartnerUser ActorKind = "partner_user"
 )
 
-// Actors lists every actor.
-var Actors = []Actor{ByOperator, ByCLI, ByPartnerUser}
+// Actors lists every kind recorded.
+var Actors = []ActorKind{ByOperator, ByCLI, ByPartnerUser}
 
 // CLI is the operator id the command line acts under: none (the nil UUID, as
 // GET /audit shows it). An entry recorded with it is the command line's.
@@ -106,7 +107,7 @@ type Entry struct {
 	ID uuid.UUID
 	// Actor is filled by reads; it is written from PartnerUserID and OperatorID
 	// (Acting).
-	Actor Actor
+	Actor ActorKind
 	// OperatorID is the operator who acted, CLI (the nil UUID) for the command
 	// line and for a partner's user.
 	OperatorID   uuid.UUID
@@ -141,7 +142,7 @@ func (e *Entry) Who() string {
 
 // Acting is who acted in e as written: a partner's user when PartnerUserID is
 // set, else ActorOf(OperatorID).
-func (e *Entry) Acting() Actor {
+func (e *Entry) Acting() ActorKind {
 	if e.PartnerUserID != nil {
 		return ByPartnerUser
 	}
@@ -233,7 +234,7 @@ func (l *Log) List(ctx context.Context, f Filter, limit int, after string) (*Pag
 }
 
 // ActorOf is who acted under operator id: the command line for CLI, else that operator.
-func ActorOf(operator uuid.UUID) Actor {
+func ActorOf(operator uuid.UUID) ActorKind {
 	if operator == CLI {
 		return ByCLI
 	}

@@ -93,11 +93,11 @@ func newBed(t *testing.T, url string) *bed {
 	p := &partners.Partner{ID: uuid.New(), Name: "P", Environment: partners.Sandbox, KeyHash: uuid.NewString(),
 		FeeRate: d("0.01"), ShareRate: d("0.5"), CreatedAt: store.Now()}
 	require.NoError(t, st.CreatePartner(ctx, p))
-	engine := lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{Required: map[string]int{chain.BEP20: 3}, Now: store.Now,
+	engine := lifecycle.NewEngine(store.For(st, func(tx *store.Tx) lifecycle.Tx { return tx }), lifecycle.Config{Required: map[string]int{chain.BEP20: 3}, Now: store.Now,
 		Settlement: lifecycle.Settlement{OperatorLiquidity: true, OperatorPayout: true}})
 	codec := cursor.NewCodec([]byte("s"))
 	b := &bed{st: st, engine: engine, by: actor.OfOperator(op.ID, op.Name), partner: p.ID,
-		batches: batches.New(store.For[batches.Tx](st), engine, audit.New(st, codec, store.Now), codec, store.Now),
+		batches: batches.New(store.For(st, func(tx *store.Tx) batches.Tx { return tx }), engine, audit.New(st, codec, store.Now), codec, store.Now),
 		stages:  transactions.NewStageLister(st, codec), tasks: unmatched.NewService(st, codec, store.Now)}
 	b.svc = backoffice.New(st, b.stages, b.batches, []string{chain.BEP20, chain.TRC20})
 	return b
@@ -114,7 +114,7 @@ func (b *bed) detected(t *testing.T, crypto, fiat string, confirmations int) uui
 		CryptoAmount: d(crypto), FiatAmount: d(fiat), DepositAddress: "addr-" + uuid.NewString(),
 		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	tr.ReferenceKey = transactions.ReferenceKey(tr.MerchantReference)
-	require.NoError(t, store.For[transactions.Tx](b.st).WithTx(ctx, func(ctx context.Context, tx transactions.Tx) error {
+	require.NoError(t, store.For(b.st, func(tx *store.Tx) transactions.Tx { return tx }).WithTx(ctx, func(ctx context.Context, tx transactions.Tx) error {
 		idx, err := tx.NextAddressIndex(ctx, tr.Network)
 		if err != nil {
 			return err

@@ -44,8 +44,8 @@ func newBed(t *testing.T, url string) *bed {
 	p := &partners.Partner{ID: uuid.New(), Name: "P", Environment: partners.Sandbox, KeyHash: uuid.NewString(),
 		FeeRate: decimal.RequireFromString("0.01"), ShareRate: decimal.RequireFromString("0.5"), CreatedAt: store.Now()}
 	require.NoError(t, st.CreatePartner(ctx, p))
-	engine := lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{Required: map[string]int{chain.BEP20: 2}, Now: store.Now})
-	return &bed{st: st, partner: p.ID, d: deposits.New(engine, store.For[deposits.Tx](st), nil, nil), block: 100}
+	engine := lifecycle.NewEngine(store.For(st, func(tx *store.Tx) lifecycle.Tx { return tx }), lifecycle.Config{Required: map[string]int{chain.BEP20: 2}, Now: store.Now})
+	return &bed{st: st, partner: p.ID, d: deposits.New(engine, store.For(st, func(tx *store.Tx) deposits.Tx { return tx }), nil, nil), block: 100}
 }
 
 // awaiting inserts a transaction of 10 USDT awaiting its deposit at addr.
@@ -57,7 +57,7 @@ func (b *bed) awaiting(t *testing.T, addr string) uuid.UUID {
 		CryptoAmount: decimal.RequireFromString("10"), FiatAmount: decimal.RequireFromString("15000"),
 		DepositAddress: addr, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	tr.ReferenceKey = transactions.ReferenceKey(tr.MerchantReference)
-	require.NoError(t, store.For[transactions.Tx](b.st).WithTx(context.Background(), func(ctx context.Context, tx transactions.Tx) error {
+	require.NoError(t, store.For(b.st, func(tx *store.Tx) transactions.Tx { return tx }).WithTx(context.Background(), func(ctx context.Context, tx transactions.Tx) error {
 		idx, err := tx.NextAddressIndex(ctx, tr.Network)
 		if err != nil {
 			return err

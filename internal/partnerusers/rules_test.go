@@ -62,7 +62,7 @@ func setup(t *testing.T, url string) *env {
 	_, err = st.Migrate(ctx)
 	require.NoError(t, err)
 	clk := &clock{now: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)}
-	ps := partners.NewService(store.For[partners.Tx](st), partners.Sandbox, partners.Defaults{FeeRate: decimal.RequireFromString("0.015"), ShareRate: decimal.RequireFromString("0.4")}, clk.Now)
+	ps := partners.NewService(store.For(st, func(tx *store.Tx) partners.Tx { return tx }), partners.Sandbox, partners.Defaults{FeeRate: decimal.RequireFromString("0.015"), ShareRate: decimal.RequireFromString("0.4")}, clk.Now)
 	p, _, err := func() (x *partners.Partner, key string, err error) {
 		err = st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
 			x, key, err = ps.Create(ctx, tx, "Acme Pay")
@@ -80,7 +80,7 @@ func setup(t *testing.T, url string) *env {
 	}()
 	require.NoError(t, err)
 	log := audit.New(st, cursor.NewCodec([]byte("s")), clk.Now)
-	users := partnerusers.New(partnerusers.Deps{Store: store.For[partnerusers.Tx](st), Partners: ps, Audit: log, Now: clk.Now, Issuer: "partnerd test",
+	users := partnerusers.New(partnerusers.Deps{Store: store.For(st, func(tx *store.Tx) partnerusers.Tx { return tx }), Partners: ps, Audit: log, Now: clk.Now, Issuer: "partnerd test",
 		Logger: slog.New(slog.DiscardHandler)})
 	return &env{st: st, users: users, audit: log, clk: clk, p: p, q: q}
 }

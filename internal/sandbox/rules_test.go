@@ -75,7 +75,7 @@ func newBed(t *testing.T, url string) *bed {
 	p := &partners.Partner{ID: uuid.New(), Name: "P", Environment: partners.Sandbox, KeyHash: uuid.NewString(),
 		FeeRate: d("0.01"), ShareRate: d("0.5"), CreatedAt: store.Now()}
 	require.NoError(t, st.CreatePartner(ctx, p))
-	engine := lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{Required: map[string]int{chain.BEP20: 3}, Now: store.Now})
+	engine := lifecycle.NewEngine(store.For(st, func(tx *store.Tx) lifecycle.Tx { return tx }), lifecycle.Config{Required: map[string]int{chain.BEP20: 3}, Now: store.Now})
 	return &bed{st: st, partner: p.ID, sim: sandbox.New(engine)}
 }
 
@@ -88,7 +88,7 @@ func (b *bed) awaiting(t *testing.T) uuid.UUID {
 		CryptoAmount: d("10"), FiatAmount: d("15000"), DepositAddress: "addr-" + uuid.NewString(),
 		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	tr.ReferenceKey = transactions.ReferenceKey(tr.MerchantReference)
-	require.NoError(t, store.For[transactions.Tx](b.st).WithTx(context.Background(), func(ctx context.Context, tx transactions.Tx) error {
+	require.NoError(t, store.For(b.st, func(tx *store.Tx) transactions.Tx { return tx }).WithTx(context.Background(), func(ctx context.Context, tx transactions.Tx) error {
 		idx, err := tx.NextAddressIndex(ctx, tr.Network)
 		if err != nil {
 			return err

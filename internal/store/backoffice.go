@@ -17,7 +17,7 @@ import (
 
 var (
 	_ batches.Tx       = (*Tx)(nil)
-	_ batches.Store    = For[batches.Tx](nil)
+	_ batches.Store    = For(nil, func(tx *Tx) batches.Tx { return tx })
 	_ audit.Store      = (*Store)(nil)
 	_ backoffice.Store = (*Store)(nil)
 )
@@ -224,7 +224,7 @@ func (s *Store) ListAudit(ctx context.Context, f audit.Filter, pos *cursor.Posit
 		if r.PartnerUserEmail != nil {
 			email = *r.PartnerUserEmail
 		}
-		out[i] = &audit.Entry{ID: r.ID, Actor: audit.Actor(r.Actor), OperatorID: operator, OperatorName: name,
+		out[i] = &audit.Entry{ID: r.ID, Actor: audit.ActorKind(r.Actor), OperatorID: operator, OperatorName: name,
 			PartnerUserID: r.PartnerUserID, PartnerUserEmail: email, Action: audit.Action(r.Action),
 			TransactionID: r.TransactionID, UnmatchedDepositID: r.UnmatchedDepositID, BatchID: r.BatchID, SubjectID: r.SubjectID,
 			Reference: r.Reference, CreatedAt: r.CreatedAt.UTC()}

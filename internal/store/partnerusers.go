@@ -13,7 +13,7 @@ import (
 	"partnerd/internal/partnerusers"
 )
 
-var _ partnerusers.Store = For[partnerusers.Tx](nil)
+var _ partnerusers.Store = For(nil, func(tx *Tx) partnerusers.Tx { return tx })
 
 type partnerUserRow struct {
 	ID                uuid.UUID `gorm:"primaryKey"`

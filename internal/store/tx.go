@@ -108,20 +108,18 @@ func (s *Store) write(ctx context.Context) *gorm.DB { return s.wdb.WithContext(c
 
 // Scoped is the store as one domain package sees it: every read of the Store,
 // and WithTx handing fn the unit of work as that package's transaction interface
-// T (which *Tx implements; each such package has a compile-time check in this
-// package). Build it with For.
-type Scoped[T any] struct{ *Store }
+// T. Build it with For.
+type Scoped[T any] struct {
+	*Store
+	as func(*Tx) T
+}
 
-// For returns s scoped to the transaction interface T.
-func For[T any](s *Store) Scoped[T] { return Scoped[T]{s} }
+// For returns s scoped to the transaction interface T, which as converts a unit
+// of work to (func(tx *store.Tx) T { return tx }): the compiler checks that *Tx
+// implements T, so no unit of work is type-checked at run time.
+func For[T any](s *Store, as func(*Tx) T) Scoped[T] { return Scoped[T]{s, as} }
 
 // WithTx runs fn in a unit of work (Transact), as T.
 func (s Scoped[T]) WithTx(ctx context.Context, fn func(ctx context.Context, tx T) error) error {
-	return s.Transact(ctx, func(ctx context.Context, tx *Tx) error {
-		t, ok := any(tx).(T)
-		if !ok {
-			return fmt.Errorf("store: *Tx does not implement %T", (*T)(nil))
-		}
-		return fn(ctx, t)
-	})
+	return s.Transact(ctx, func(ctx context.Context, tx *Tx) error { return fn(ctx, s.as(tx)) })
 }

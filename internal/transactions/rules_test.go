@@ -101,9 +101,9 @@ func newBed(t *testing.T, url string) *bed {
 	pairs, err := pricing.ParsePairs("usdt:bep20:1000:50000000,usdt:trc20:1000:50000000")
 	require.NoError(t, err)
 	pricer := pricing.NewPricer(src, pairs, decimal.Zero)
-	b.svc = transactions.NewService(store.For[transactions.Tx](st), pricer, addresses{}, 30*time.Minute, b.clock.Now, nil)
-	b.quotes = quotes.NewService(pricer, store.For[quotes.Tx](st), b.clock.Now)
-	b.lister = transactions.NewLister(store.For[transactions.Tx](st), cursor.NewCodec([]byte("test-secret")))
+	b.svc = transactions.NewService(store.For(st, func(tx *store.Tx) transactions.Tx { return tx }), pricer, addresses{}, 30*time.Minute, b.clock.Now, nil)
+	b.quotes = quotes.NewService(pricer, store.For(st, func(tx *store.Tx) quotes.Tx { return tx }), b.clock.Now)
+	b.lister = transactions.NewLister(store.For(st, func(tx *store.Tx) transactions.Tx { return tx }), cursor.NewCodec([]byte("test-secret")))
 	return b
 }
 
@@ -287,7 +287,7 @@ func TestStages(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			b := newBed(t, db.URL)
-			engine := lifecycle.NewEngine(store.For[lifecycle.Tx](b.st), lifecycle.Config{Required: map[string]int{"bep20": 1}, Now: store.Now,
+			engine := lifecycle.NewEngine(store.For(b.st, func(tx *store.Tx) lifecycle.Tx { return tx }), lifecycle.Config{Required: map[string]int{"bep20": 1}, Now: store.Now,
 				Settlement: lifecycle.Settlement{OperatorLiquidity: true, OperatorPayout: true}})
 			stages := transactions.NewStageLister(b.st, cursor.NewCodec([]byte("s")))
 			create := func(partner uuid.UUID, ref string, at time.Duration) *lifecycle.Transaction {

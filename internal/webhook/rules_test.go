@@ -177,7 +177,7 @@ func newBed(t *testing.T, url string) *bed {
 	require.NoError(t, st.EnsureAddressSequences(ctx, []string{"bep20"}))
 	q := &queue{}
 	local := safeurl.Policy{AllowPrivate: true}
-	return &bed{st: st, queue: q, local: local, endpoints: webhook.NewEndpoints(store.For[webhook.Tx](st), local, q, store.Now)}
+	return &bed{st: st, queue: q, local: local, endpoints: webhook.NewEndpoints(store.For(st, func(tx *store.Tx) webhook.Tx { return tx }), local, q, store.Now)}
 }
 
 // partnerWithEvent creates a partner and one transaction, whose creation writes
@@ -194,7 +194,7 @@ func (b *bed) partnerWithEvent(t *testing.T) (uuid.UUID, uuid.UUID) {
 		CryptoAmount: decimal.RequireFromString("10"), FiatAmount: decimal.RequireFromString("15000"),
 		DepositAddress: "addr-" + uuid.NewString(), CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	tr.ReferenceKey = transactions.ReferenceKey(tr.MerchantReference)
-	require.NoError(t, store.For[transactions.Tx](b.st).WithTx(ctx, func(ctx context.Context, tx transactions.Tx) error {
+	require.NoError(t, store.For(b.st, func(tx *store.Tx) transactions.Tx { return tx }).WithTx(ctx, func(ctx context.Context, tx transactions.Tx) error {
 		idx, err := tx.NextAddressIndex(ctx, tr.Network)
 		if err != nil {
 			return err
@@ -394,7 +394,7 @@ func TestEndpointsAndLog(t *testing.T) {
 			b := newBed(t, db.URL)
 			partner, id := b.partnerWithEvent(t)
 
-			strict := webhook.NewEndpoints(store.For[webhook.Tx](b.st), safeurl.Policy{RequireHTTPS: true}, b.queue, store.Now)
+			strict := webhook.NewEndpoints(store.For(b.st, func(tx *store.Tx) webhook.Tx { return tx }), safeurl.Policy{RequireHTTPS: true}, b.queue, store.Now)
 			for _, u := range []string{"http://8.8.8.8/hook", "https://127.0.0.1/hook", "https://10.0.0.1/hook", "ftp://8.8.8.8/x"} {
 				_, _, err := strict.Put(ctx, uow.Plain[webhook.Registered, webhook.Tx](), actor.OfPartnerKey(partner, ""), partner, u, true)
 				e, ok := apperr.As(err)

@@ -33,7 +33,7 @@ func TestActionsAreLogged(t *testing.T) {
 	_, err = st.Migrate(ctx)
 	require.NoError(t, err)
 	var buf bytes.Buffer
-	s := New(Deps{Begin: store.For[Tx](st).WithTx, Lifecycle: lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{Now: store.Now}),
+	s := New(Deps{Begin: store.For(st, func(tx *store.Tx) Tx { return tx }).WithTx, Lifecycle: lifecycle.NewEngine(store.For(st, func(tx *store.Tx) lifecycle.Tx { return tx }), lifecycle.Config{Now: store.Now}),
 		Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
 	op, id := actor.OfOperator(uuid.New(), "Ada"), uuid.New()
 

@@ -71,12 +71,12 @@ func newBed(t *testing.T, url string) *bed {
 		return x, key, err
 	}()
 	require.NoError(t, err)
-	engine := lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{Required: map[string]int{"bep20": 1}, Now: store.Now,
+	engine := lifecycle.NewEngine(store.For(st, func(tx *store.Tx) lifecycle.Tx { return tx }), lifecycle.Config{Required: map[string]int{"bep20": 1}, Now: store.Now,
 		Settlement: lifecycle.Settlement{OperatorLiquidity: true, OperatorPayout: true}})
 	codec := cursor.NewCodec([]byte("s"))
 	log := audit.New(st, codec, store.Now)
 	return &bed{st: st, engine: engine, log: log, by: actor.OfOperator(op.ID, op.Name),
-		svc: batches.New(store.For[batches.Tx](st), engine, log, codec, store.Now)}
+		svc: batches.New(store.For(st, func(tx *store.Tx) batches.Tx { return tx }), engine, log, codec, store.Now)}
 }
 
 func (b *bed) partner(t *testing.T) uuid.UUID {
@@ -98,7 +98,7 @@ func (b *bed) awaitingFill(t *testing.T, partner uuid.UUID, crypto, fiat string)
 		CryptoAmount: d(crypto), FiatAmount: d(fiat), DepositAddress: "addr-" + uuid.NewString(),
 		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	tr.ReferenceKey = transactions.ReferenceKey(tr.MerchantReference)
-	require.NoError(t, store.For[transactions.Tx](b.st).WithTx(ctx, func(ctx context.Context, tx transactions.Tx) error {
+	require.NoError(t, store.For(b.st, func(tx *store.Tx) transactions.Tx { return tx }).WithTx(ctx, func(ctx context.Context, tx transactions.Tx) error {
 		idx, err := tx.NextAddressIndex(ctx, tr.Network)
 		if err != nil {
 			return err

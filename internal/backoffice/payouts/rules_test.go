@@ -72,7 +72,7 @@ func (b *bed) completed(t *testing.T, partner uuid.UUID, ref, fiat string) *life
 		CryptoAmount: d(fiat).Div(d("1500")).RoundUp(6), FiatAmount: d(fiat), DepositAddress: "addr-" + uuid.NewString(),
 		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	tr.ReferenceKey = transactions.ReferenceKey(tr.MerchantReference)
-	require.NoError(t, store.For[transactions.Tx](b.st).WithTx(ctx, func(ctx context.Context, tx transactions.Tx) error {
+	require.NoError(t, store.For(b.st, func(tx *store.Tx) transactions.Tx { return tx }).WithTx(ctx, func(ctx context.Context, tx transactions.Tx) error {
 		idx, err := tx.NextAddressIndex(ctx, tr.Network)
 		if err != nil {
 			return err

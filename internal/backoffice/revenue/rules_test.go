@@ -55,7 +55,7 @@ func (b *bed) settled(t *testing.T, network, fiat string, at time.Time) uuid.UUI
 		CryptoAmount: decimal.RequireFromString("10"), FiatAmount: decimal.RequireFromString(fiat),
 		DepositAddress: "addr-" + uuid.NewString(), CreatedAt: at, UpdatedAt: at, ExpiresAt: at.Add(time.Hour)}
 	tr.ReferenceKey = transactions.ReferenceKey(tr.MerchantReference)
-	require.NoError(t, store.For[transactions.Tx](b.st).WithTx(ctx, func(ctx context.Context, tx transactions.Tx) error {
+	require.NoError(t, store.For(b.st, func(tx *store.Tx) transactions.Tx { return tx }).WithTx(ctx, func(ctx context.Context, tx transactions.Tx) error {
 		idx, err := tx.NextAddressIndex(ctx, tr.Network)
 		if err != nil {
 			return err
@@ -100,7 +100,7 @@ func TestLedger(t *testing.T) {
 			require.NoError(t, st.CreatePartner(ctx, p))
 			c := &clock{}
 			b := &bed{st: st, clock: c, partner: p.ID,
-				engine: lifecycle.NewEngine(store.For[lifecycle.Tx](st), lifecycle.Config{Required: map[string]int{"bep20": 1, "trc20": 1}, Now: c.Now})}
+				engine: lifecycle.NewEngine(store.For(st, func(tx *store.Tx) lifecycle.Tx { return tx }), lifecycle.Config{Required: map[string]int{"bep20": 1, "trc20": 1}, Now: c.Now})}
 
 			t0 := time.Date(2026, 1, 10, 8, 0, 0, 0, time.UTC)
 			// 12345.50 × 0.01 = 123.455 → 123.46 (half-even: 5 is odd, up); × 0.25 = 30.865 → 30.86 (6 is even, stays).

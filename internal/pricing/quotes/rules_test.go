@@ -48,7 +48,7 @@ func TestCreate(t *testing.T) {
 			src := rates.NewStatic(map[string]decimal.Decimal{"usdt": decimal.RequireFromString("1550.005")}, nil)
 			pairs, err := pricing.ParsePairs("usdt:bep20:1000:50000000,usdc:bep20:1000:50000000")
 			require.NoError(t, err)
-			svc := quotes.NewService(pricing.NewPricer(src, pairs, decimal.RequireFromString("0.005")), store.For[quotes.Tx](st), func() time.Time { return now })
+			svc := quotes.NewService(pricing.NewPricer(src, pairs, decimal.RequireFromString("0.005")), store.For(st, func(tx *store.Tx) quotes.Tx { return tx }), func() time.Time { return now })
 
 			cases := []struct {
 				name         string
@@ -96,7 +96,7 @@ func TestCreate(t *testing.T) {
 
 					// What was stored is what was answered.
 					var got *quotes.Quote
-					require.NoError(t, store.For[transactions.Tx](st).WithTx(ctx, func(ctx context.Context, tx transactions.Tx) error {
+					require.NoError(t, store.For(st, func(tx *store.Tx) transactions.Tx { return tx }).WithTx(ctx, func(ctx context.Context, tx transactions.Tx) error {
 						got, err = tx.QuoteByID(ctx, p.ID, q.ID)
 						return err
 					}))
@@ -107,7 +107,7 @@ func TestCreate(t *testing.T) {
 					require.True(t, q.ExpiresAt.Equal(got.ExpiresAt), got.ExpiresAt)
 					require.Nil(t, got.UsedAt)
 					// Another partner does not see it.
-					require.Error(t, store.For[transactions.Tx](st).WithTx(ctx, func(ctx context.Context, tx transactions.Tx) error {
+					require.Error(t, store.For(st, func(tx *store.Tx) transactions.Tx { return tx }).WithTx(ctx, func(ctx context.Context, tx transactions.Tx) error {
 						_, err := tx.QuoteByID(ctx, uuid.New(), q.ID)
 						require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
 						return err

@@ -293,7 +293,7 @@ func TestScopedUnitOfWork(t *testing.T) {
 		now := store.Now()
 		rec := &idempotency.Record{Key: idempotency.Key{PartnerID: p.ID, Operation: "op", Key: "k-1"}, Fingerprint: "f",
 			State: idempotency.Done, ResponseStatus: 201, ResponseBody: []byte(`{"ok":true}`), LockedAt: now, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-		require.NoError(t, store.For[idempotency.Tx](s).WithTx(ctx, func(ctx context.Context, tx idempotency.Tx) error {
+		require.NoError(t, store.For(s, func(tx *store.Tx) idempotency.Tx { return tx }).WithTx(ctx, func(ctx context.Context, tx idempotency.Tx) error {
 			ok, err := tx.SaveKey(ctx, rec, now, now.Add(-time.Minute))
 			require.True(t, ok)
 			return err

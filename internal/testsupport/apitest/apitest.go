@@ -168,7 +168,7 @@ func (e *Env) NewPartner(t *testing.T) string {
 // itself only creates partners of its own environment) and returns its key.
 func (e *Env) NewPartnerIn(t *testing.T, env partners.Environment) string {
 	t.Helper()
-	svc := partners.NewService(store.For[partners.Tx](e.Store), env, partners.Defaults{}, store.Now)
+	svc := partners.NewService(store.For(e.Store, func(tx *store.Tx) partners.Tx { return tx }), env, partners.Defaults{}, store.Now)
 	_, key, err := svc.CreateAlone(context.Background(), "Other environment "+t.Name())
 	require.NoError(t, err)
 	return key
