@@ -371,11 +371,10 @@ func (s *Service) mayManage(ctx context.Context, tx Tx, partnerID uuid.UUID, by 
 	return nil
 }
 
-// record writes the audit row of action by on user u, in tx. An actor
-// without a kind (a change no one is named for) and a service without an audit
-// log record nothing.
+// record writes the audit row of action by on user u, in tx (nothing for a
+// service without an audit log).
 func (s *Service) record(ctx context.Context, tx Tx, by actor.Actor, action audit.Action, u *User, reference string) error {
-	if s.audit == nil || by.Kind == "" {
+	if s.audit == nil {
 		return nil
 	}
 	return s.audit.Record(ctx, tx, by, audit.Entry{Action: action, SubjectID: &u.ID, Reference: &reference})
@@ -586,12 +585,6 @@ func (s *Service) keepsAnAdmin(ctx context.Context, tx Tx, u *User) error {
 	return apperr.New(apperr.InvalidStateTransition, "This is the partner's last active admin; make another user admin first.")
 }
 
-// ChangeRole gives partner's user id role, unaudited (ChangeRoleBy names who
-// did it). Errors: as ChangeRoleBy's.
-func (s *Service) ChangeRole(ctx context.Context, partnerID, id uuid.UUID, role Role) (*User, error) {
-	return s.ChangeRoleBy(ctx, partnerID, id, role, actor.Actor{})
-}
-
 // ChangeRoleBy gives partner's user id role on behalf of by, audited
 // (partner_user_role_changed, the new role as reference) when the role changes.
 // Errors: NotFound, InvalidRequest (the role), InvalidStateTransition (a
@@ -619,12 +612,6 @@ func (s *Service) ChangeRoleBy(ctx context.Context, partnerID, id uuid.UUID, rol
 		u.Role = role
 		return s.record(ctx, tx, by, audit.PartnerUserRoleChanged, u, string(role))
 	})
-}
-
-// Disable stops partner's user id signing in, unaudited (DisableBy names who
-// did it). Errors: as DisableBy's.
-func (s *Service) Disable(ctx context.Context, partnerID, id uuid.UUID) (*User, error) {
-	return s.DisableBy(ctx, partnerID, id, actor.Actor{})
 }
 
 // DisableBy stops partner's user id signing in on behalf of by and ends their

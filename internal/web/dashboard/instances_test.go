@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"partnerd/internal/actor"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/testsupport/apitest"
 	"partnerd/internal/testsupport/testdb"
@@ -115,7 +116,7 @@ func TestTwoInstances(t *testing.T) {
 			signIn(t, br, base, u.Email, testPassword)
 			cookie = sessionCookie(t, br)
 			require.True(t, signedInOn(t, b.Root, cookie))
-			_, err := a.App.PartnerUsers().Disable(context.Background(), partnerID, u.ID)
+			_, err := a.App.PartnerUsers().DisableBy(context.Background(), partnerID, u.ID, actor.CLI)
 			require.NoError(t, err)
 			require.False(t, signedInOn(t, a.Root, cookie))
 			require.False(t, signedInOn(t, b.Root, cookie))
