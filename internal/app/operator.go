@@ -15,7 +15,7 @@ import (
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/config"
 	"partnerd/internal/contract/docs"
 	"partnerd/internal/idempotency"
@@ -134,7 +134,7 @@ func (a *App) Actions() *actions.Service { return a.actions }
 func (a *App) PartnerUsers() *partnerusers.Service { return a.partnerUsers }
 
 // Unmatched returns the unmatched-deposit service (the chain watcher records into it).
-func (a *App) Unmatched() *unmatched.Service { return a.unmatched }
+func (a *App) Unmatched() *refunds.Service { return a.unmatched }
 
 // Lifecycle returns the lifecycle engine (tests drive deposits through it).
 func (a *App) Lifecycle() *lifecycle.Engine { return a.lifecycle }

@@ -14,7 +14,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/backoffice/batches"
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/chain"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/transactions"
@@ -114,7 +114,7 @@ type Store interface {
 	// ChainProgress returns each network's cursor and stored reading (networks
 	// never scanned nor read are absent).
 	ChainProgress(ctx context.Context) (map[string]NetworkProgress, error)
-	// OpenRefundTasksByKind counts the open refund tasks of each kind (unmatched.Kind
+	// OpenRefundTasksByKind counts the open refund tasks of each kind (refunds.Kind
 	// values; kinds with none are absent).
 	OpenRefundTasksByKind(ctx context.Context) (map[string]int, error)
 	// AuditParties returns, for each of the audit entries ids, the partner it
@@ -294,8 +294,8 @@ func (s *Service) Overview(ctx context.Context) (*Overview, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.RefundWork = RefundWork{Unmatched: kinds[string(unmatched.Unmatched)], Excess: kinds[string(unmatched.Excess)],
-		Short: kinds[string(unmatched.Short)], Dust: kinds[string(unmatched.Dust)]}
+	o.RefundWork = RefundWork{Unmatched: kinds[string(refunds.Unmatched)], Excess: kinds[string(refunds.Excess)],
+		Short: kinds[string(refunds.Short)], Dust: kinds[string(refunds.Dust)]}
 	for _, st := range o.Stages {
 		if st.Stage == transactions.StageFailed {
 			o.RefundWork.Failed = st.Count

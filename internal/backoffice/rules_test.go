@@ -14,7 +14,7 @@ import (
 	"partnerd/internal/backoffice"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/chain"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
@@ -67,7 +67,7 @@ type bed struct {
 	batches *batches.Service
 	stages  *transactions.StageLister
 	svc     *backoffice.Service
-	tasks   *unmatched.Service
+	tasks   *refunds.Service
 	by      lifecycle.Actor
 	partner uuid.UUID
 }
@@ -97,7 +97,7 @@ func newBed(t *testing.T, url string) *bed {
 	codec := cursor.NewCodec([]byte("s"))
 	b := &bed{st: st, engine: engine, by: lifecycle.Actor{OperatorID: op.ID}, partner: p.ID,
 		batches: batches.New(store.For[batches.Tx](st), engine, audit.New(st, codec, store.Now), codec, store.Now),
-		stages:  transactions.NewStageLister(st, codec), tasks: unmatched.NewService(st, codec, store.Now)}
+		stages:  transactions.NewStageLister(st, codec), tasks: refunds.NewService(st, codec, store.Now)}
 	b.svc = backoffice.New(st, b.stages, b.batches, []string{chain.BEP20, chain.TRC20})
 	return b
 }
@@ -167,11 +167,11 @@ func TestOverviewAndCase(t *testing.T) {
 			require.NoError(t, err)
 			b.detected(t, "5", "7500", 1) // still confirming
 			for i, hash := range []string{"0x01", "0x02", "0x03"} {
-				task, err := b.tasks.Record(ctx, b.st, unmatched.Deposit{Network: chain.BEP20, TxHash: hash, FromAddress: "0xf", ToAddress: "0xt",
+				task, err := b.tasks.Record(ctx, b.st, refunds.Deposit{Network: chain.BEP20, TxHash: hash, FromAddress: "0xf", ToAddress: "0xt",
 					Amount: d("1"), RawAmount: "1000000000000000000", BlockNumber: 1})
 				require.NoError(t, err)
 				if i == 0 {
-					_, err = b.tasks.Resolve(ctx, b.st, task.ID, b.by.OperatorID, unmatched.Credited, nil, ptr("credited"))
+					_, err = b.tasks.Resolve(ctx, b.st, task.ID, b.by.OperatorID, refunds.Credited, nil, ptr("credited"))
 					require.NoError(t, err)
 				}
 			}

@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/backoffice/revenue"
-	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/pricing/money"
@@ -429,7 +429,7 @@ func (l *Engine) refundIn(ctx context.Context, tx Tx, t *Transaction, extra map[
 		return nil, err
 	}
 	if l.tasks != nil {
-		for _, kind := range []unmatched.Kind{unmatched.Short, unmatched.Excess} {
+		for _, kind := range []refunds.Kind{refunds.Short, refunds.Excess} {
 			if err := l.tasks.CloseOpen(ctx, tx, t.ID, kind, op, txHash, "refunded with the transaction"); err != nil {
 				return nil, err
 			}

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/kit/apperr"
 )
 
@@ -299,7 +299,7 @@ func (l *Engine) Review(ctx context.Context, tx Tx, id uuid.UUID, by Actor, deci
 			}
 			if l.tasks != nil {
 				op := by.OperatorID
-				for _, kind := range []unmatched.Kind{unmatched.Short, unmatched.Excess, unmatched.Dust, unmatched.Unmatched} {
+				for _, kind := range []refunds.Kind{refunds.Short, refunds.Excess, refunds.Dust, refunds.Unmatched} {
 					if err := l.tasks.CloseOpen(ctx, tx, t.ID, kind, &op, "", "blocked: never sent back"); err != nil {
 						return nil, err
 					}

@@ -9,8 +9,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/audit"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/backoffice/revenue"
-	"partnerd/internal/backoffice/unmatched"
 )
 
 // Transaction is one stablecoin-to-fiat transaction.
@@ -176,7 +176,7 @@ type Recorder interface {
 type Tx interface {
 	Recorder
 	// The refund tasks a change records or closes are written in it.
-	unmatched.Tx
+	refunds.Tx
 	// The screenings of its deposits' senders too.
 	ScreeningTx
 	// TransactionForUpdate returns transaction id of any partner, with its deposit.

@@ -26,7 +26,7 @@ import (
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
@@ -46,7 +46,7 @@ type Deps struct {
 	Stages    *transactions.StageLister
 	// Fills reads the operators' executed sales.
 	Fills     Fills
-	Unmatched *unmatched.Service
+	Unmatched *refunds.Service
 	// Backoffice, Audit and Batches serve the overview and case files, the audit
 	// log, and batch payouts and fills.
 	Backoffice *backoffice.Service

@@ -15,7 +15,7 @@ import (
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
@@ -32,7 +32,7 @@ type Server struct {
 	actions   *actions.Service
 	stages    *transactions.StageLister
 	fills     Fills
-	unmatched *unmatched.Service
+	unmatched *refunds.Service
 	// backoffice, audit and batches serve the back-office reads, the audit log and
 	// the batches.
 	backoffice *backoffice.Service
@@ -177,9 +177,9 @@ func (s *Server) RefundTransaction(ctx context.Context, req operatorapi.RefundTr
 // ListUnmatchedDeposits pages through unmatched deposits (GET /deposits/unmatched).
 func (s *Server) ListUnmatchedDeposits(ctx context.Context, req operatorapi.ListUnmatchedDepositsRequestObject) (operatorapi.ListUnmatchedDepositsResponseObject, error) {
 	q := req.Params
-	status := unmatched.Open
+	status := refunds.Open
 	if q.Status != nil {
-		status = unmatched.Status(*q.Status)
+		status = refunds.Status(*q.Status)
 	}
 	limit, after := httpkit.PageParams(q.Limit, q.Cursor)
 	page, err := s.unmatched.List(ctx, status, limit, after)
@@ -201,7 +201,7 @@ func (s *Server) ResolveUnmatchedDeposit(ctx context.Context, req operatorapi.Re
 	if err != nil {
 		return nil, err
 	}
-	answer := func(d *unmatched.Deposit) operatorapi.ResolveUnmatchedDepositResponseObject {
+	answer := func(d *refunds.Deposit) operatorapi.ResolveUnmatchedDepositResponseObject {
 		msg := "Deposit resolved."
 		return operatorapi.ResolveUnmatchedDeposit200JSONResponse{Body: operatorapi.UnmatchedDepositResponse{
 			Success: true, Message: &msg, Data: depositOut(d),
@@ -209,7 +209,7 @@ func (s *Server) ResolveUnmatchedDeposit(ctx context.Context, req operatorapi.Re
 	}
 	key := httpkit.KeyedBy(ctx, answer, operatorapi.ResolveUnmatchedDepositResponseObject.VisitResolveUnmatchedDepositResponse)
 	b := req.Body
-	d, err := s.actions.ResolveDeposit(ctx, key, o.ID, req.Id, actions.Resolution{Action: unmatched.Status(b.Action), TxHash: b.TxHash, Note: b.Note})
+	d, err := s.actions.ResolveDeposit(ctx, key, o.ID, req.Id, actions.Resolution{Action: refunds.Status(b.Action), TxHash: b.TxHash, Note: b.Note})
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +285,7 @@ func transactionOut(t *lifecycle.Transaction) operatorapi.OperatorTransaction {
 	return out
 }
 
-func depositOut(d *unmatched.Deposit) operatorapi.UnmatchedDeposit {
+func depositOut(d *refunds.Deposit) operatorapi.UnmatchedDeposit {
 	return operatorapi.UnmatchedDeposit{
 		Id: d.ID, Network: d.Network, TxHash: d.TxHash, LogIndex: d.LogIndex, ToAddress: d.ToAddress,
 		Amount: money.FormatTokens(d.Amount), RawAmount: d.RawAmount, BlockNumber: d.BlockNumber,

@@ -1,12 +1,12 @@
-// Package unmatched keeps the operators' refund tasks: money to give back or decide
-// on. The first kind, and the package's name, is the unmatched deposit: a transfer to
-// an address no transaction owns, or to the address of a transaction that no longer
-// takes deposits. The others come from the payment rules of package lifecycle: the
+// Package refunds keeps the operators' refund tasks: money to give back or decide
+// on. The first kind is the unmatched deposit: a transfer to an address no
+// transaction owns, or to the address of a transaction that no longer takes
+// deposits. The others come from the payment rules of package lifecycle: the
 // excess of an overpaid transaction, the partial total of one that expired short,
 // and dust below the minimum deposit. The chain watcher and the lifecycle record
 // them (Record, idempotent per kind and transfer); an operator lists them and
 // resolves each one, by refunding it on chain or crediting it another way.
-package unmatched
+package refunds
 
 import (
 	"context"
