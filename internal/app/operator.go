@@ -25,7 +25,6 @@ import (
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/ratelimit"
 	"partnerd/internal/store"
-	"partnerd/internal/transactions"
 	"partnerd/internal/web/console"
 )
 
@@ -53,7 +52,7 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	a.operators = operators.NewService(st, store.Now)
 	codec := a.codec
 	a.operatorKeys = idempotency.NewService(st.OperatorKeys(), store.Now)
-	stages := transactions.NewStageLister(st, codec)
+	stages := backoffice.NewStageLister(st, codec)
 	stages.ConfirmingTooLong(a.cfg.ConfirmingTooLong, store.Now)
 	a.audit = audit.New(st, codec, store.Now)
 	a.batches = batches.New(store.For[batches.Tx](st), a.lifecycle, a.audit, codec, store.Now)

@@ -65,7 +65,7 @@ type bed struct {
 	st      *store.Store
 	engine  *lifecycle.Engine
 	batches *batches.Service
-	stages  *transactions.StageLister
+	stages  *backoffice.StageLister
 	svc     *backoffice.Service
 	tasks   *refunds.Service
 	by      lifecycle.Actor
@@ -97,7 +97,7 @@ func newBed(t *testing.T, url string) *bed {
 	codec := cursor.NewCodec([]byte("s"))
 	b := &bed{st: st, engine: engine, by: lifecycle.Actor{OperatorID: op.ID}, partner: p.ID,
 		batches: batches.New(store.For[batches.Tx](st), engine, audit.New(st, codec, store.Now), codec, store.Now),
-		stages:  transactions.NewStageLister(st, codec), tasks: refunds.NewService(st, codec, store.Now)}
+		stages:  backoffice.NewStageLister(st, codec), tasks: refunds.NewService(st, codec, store.Now)}
 	b.svc = backoffice.New(st, b.stages, b.batches, []string{chain.BEP20, chain.TRC20})
 	return b
 }
@@ -177,7 +177,7 @@ func TestOverviewAndCase(t *testing.T) {
 			}
 
 			type total struct {
-				stage        transactions.Stage
+				stage        backoffice.Stage
 				count        int
 				crypto, fiat string
 			}
@@ -205,20 +205,20 @@ func TestOverviewAndCase(t *testing.T) {
 				require.Empty(t, o.FailingWebhooks)
 			}
 			check([]total{
-				{transactions.AwaitingFill, 1, "10", "15000.00"},
-				{transactions.AwaitingSettlement, 1, "2", "3000.00"},
-				{transactions.AwaitingPayout, 1, "1", "1500.50"},
-				{transactions.StageFailed, 1, "4", "6000.00"},
-				{transactions.ConfirmingTooLong, 0, "0", "0.00"},
+				{backoffice.AwaitingFill, 1, "10", "15000.00"},
+				{backoffice.AwaitingSettlement, 1, "2", "3000.00"},
+				{backoffice.AwaitingPayout, 1, "1", "1500.50"},
+				{backoffice.StageFailed, 1, "4", "6000.00"},
+				{backoffice.ConfirmingTooLong, 0, "0", "0.00"},
 			})
 			// An hour later the confirming deposit is stuck.
 			b.stages.ConfirmingTooLong(30*time.Minute, func() time.Time { return store.Now().Add(time.Hour) })
 			check([]total{
-				{transactions.AwaitingFill, 1, "10", "15000.00"},
-				{transactions.AwaitingSettlement, 1, "2", "3000.00"},
-				{transactions.AwaitingPayout, 1, "1", "1500.50"},
-				{transactions.StageFailed, 1, "4", "6000.00"},
-				{transactions.ConfirmingTooLong, 1, "5", "7500.00"},
+				{backoffice.AwaitingFill, 1, "10", "15000.00"},
+				{backoffice.AwaitingSettlement, 1, "2", "3000.00"},
+				{backoffice.AwaitingPayout, 1, "1", "1500.50"},
+				{backoffice.StageFailed, 1, "4", "6000.00"},
+				{backoffice.ConfirmingTooLong, 1, "5", "7500.00"},
 			})
 
 			var batch *batches.Batch

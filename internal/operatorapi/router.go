@@ -34,7 +34,6 @@ import (
 	"partnerd/internal/partners"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/ratelimit"
-	"partnerd/internal/transactions"
 )
 
 // BasePath is where the operator API is mounted; the spec's servers end in it.
@@ -43,7 +42,7 @@ const BasePath = "/api/v1/operator"
 // Deps are the services the operator API calls.
 type Deps struct {
 	Operators *operators.Service
-	Stages    *transactions.StageLister
+	Stages    *backoffice.StageLister
 	// Fills reads the operators' executed sales.
 	Fills     Fills
 	Unmatched *refunds.Service

@@ -23,14 +23,13 @@ import (
 	"partnerd/internal/partners"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/pricing/money"
-	"partnerd/internal/transactions"
 )
 
 // Server implements the generated StrictServerInterface.
 type Server struct {
 	// actions are the state-changing use cases; the handlers translate to them.
 	actions   *actions.Service
-	stages    *transactions.StageLister
+	stages    *backoffice.StageLister
 	fills     Fills
 	unmatched *refunds.Service
 	// backoffice, audit and batches serve the back-office reads, the audit log and
@@ -53,10 +52,10 @@ var _ operatorapi.StrictServerInterface = (*Server)(nil)
 func (s *Server) ListStage(ctx context.Context, req operatorapi.ListStageRequestObject) (operatorapi.ListStageResponseObject, error) {
 	q := req.Params
 	limit, after := httpkit.PageParams(q.Limit, q.Cursor)
-	f := transactions.StageFilter{PartnerID: q.PartnerId, Network: q.Network, From: q.From, To: q.To, Search: q.Q,
+	f := backoffice.StageFilter{PartnerID: q.PartnerId, Network: q.Network, From: q.From, To: q.To, Search: q.Q,
 		Oldest: q.Order != nil && *q.Order == operatorapi.Oldest}
 	if q.Stage != nil {
-		f.Stage = transactions.Stage(*q.Stage)
+		f.Stage = backoffice.Stage(*q.Stage)
 	}
 	page, err := s.stages.List(ctx, f, limit, after)
 	if err != nil {

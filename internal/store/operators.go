@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"partnerd/internal/apikeys"
+	"partnerd/internal/backoffice"
 	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/idempotency"
@@ -21,7 +22,6 @@ import (
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/transactions"
 )
 
 type operatorRow struct {
@@ -112,7 +112,7 @@ func (k operatorKeyStore) PurgeKeys(ctx context.Context, t time.Time) (int64, er
 // status without one) matching q, newest first (oldest with q.Oldest), with their
 // deposits. The stage's status condition and the keyset match the (status,
 // created_at DESC, id DESC) index.
-func (s *Store) ListStage(ctx context.Context, q transactions.StageQuery) ([]*lifecycle.Transaction, error) {
+func (s *Store) ListStage(ctx context.Context, q backoffice.StageQuery) ([]*lifecycle.Transaction, error) {
 	db, err := stageWhere(s.read(ctx).Model(&transactionRow{}), q.Stage, q.StuckBefore)
 	if err != nil {
 		return nil, err
@@ -168,21 +168,21 @@ var proceeding = []string{string(lifecycle.ScreeningNone), string(lifecycle.Scre
 
 // stageWhere narrows a query on transactions to stage ("" leaves it whole): the
 // one definition of each stage, shared by the lists and the overview's totals.
-func stageWhere(db *gorm.DB, stage transactions.Stage, stuckBefore time.Time) (*gorm.DB, error) {
+func stageWhere(db *gorm.DB, stage backoffice.Stage, stuckBefore time.Time) (*gorm.DB, error) {
 	const deposit = "EXISTS (SELECT 1 FROM deposits d WHERE d.transaction_id = transactions.id AND d.status = ?"
 	switch stage {
 	case "":
 		return db, nil
-	case transactions.AwaitingFill: // lifecycle.AwaitingFill
+	case backoffice.AwaitingFill: // lifecycle.AwaitingFill
 		return db.Where("status = ? AND screening IN ?", string(lifecycle.DepositConfirming), proceeding).
 			Where(deposit+")", lifecycle.DepositStatusConfirmed), nil
-	case transactions.AwaitingSettlement:
+	case backoffice.AwaitingSettlement:
 		return db.Where("status = ?", string(lifecycle.OrderFilled)), nil
-	case transactions.AwaitingPayout: // lifecycle.AwaitingPayout
+	case backoffice.AwaitingPayout: // lifecycle.AwaitingPayout
 		return db.Where("status = ? AND payout_settled_at IS NULL", string(lifecycle.Completed)), nil
-	case transactions.StageFailed:
+	case backoffice.StageFailed:
 		return db.Where("status = ?", string(lifecycle.Failed)), nil
-	case transactions.ConfirmingTooLong:
+	case backoffice.ConfirmingTooLong:
 		return db.Where("status = ?", string(lifecycle.DepositConfirming)).
 			Where(deposit+" AND d.received_at <= ?)", lifecycle.DepositStatusConfirming, stuckBefore.UTC()), nil
 	default:
@@ -208,8 +208,8 @@ func search(db *gorm.DB, q, key string) *gorm.DB {
 
 // StageTotal counts stage's transactions and sums their token and NGN amounts
 // (exactly: the amounts are added as decimals here, the same on both databases).
-func (s *Store) StageTotal(ctx context.Context, stage transactions.Stage, stuckBefore time.Time) (transactions.StageTotal, error) {
-	out := transactions.StageTotal{Stage: stage}
+func (s *Store) StageTotal(ctx context.Context, stage backoffice.Stage, stuckBefore time.Time) (backoffice.StageTotal, error) {
+	out := backoffice.StageTotal{Stage: stage}
 	db, err := stageWhere(s.read(ctx).Model(&transactionRow{}), stage, stuckBefore)
 	if err != nil {
 		return out, err

@@ -12,6 +12,7 @@ import (
 
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
+	"partnerd/internal/backoffice"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/backoffice/refunds"
@@ -23,7 +24,6 @@ import (
 	"partnerd/internal/partners"
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/testdb"
-	"partnerd/internal/transactions"
 	"partnerd/internal/webhook"
 )
 
@@ -662,9 +662,9 @@ func TestStageTotal(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
 		ctx := context.Background()
 		p := newPartner(t, s)
-		empty, err := s.StageTotal(ctx, transactions.StageFailed, store.Now())
+		empty, err := s.StageTotal(ctx, backoffice.StageFailed, store.Now())
 		require.NoError(t, err)
-		require.Equal(t, transactions.StageFailed, empty.Stage)
+		require.Equal(t, backoffice.StageFailed, empty.Stage)
 		require.Zero(t, empty.Count)
 		require.True(t, empty.Crypto.IsZero())
 		require.True(t, empty.Fiat.IsZero())
@@ -675,13 +675,13 @@ func TestStageTotal(t *testing.T) {
 		newTransaction(t, s, p, txOpts{status: lifecycle.OrderFilled})
 		newTransaction(t, s, p, txOpts{})
 
-		failed, err := s.StageTotal(ctx, transactions.StageFailed, store.Now())
+		failed, err := s.StageTotal(ctx, backoffice.StageFailed, store.Now())
 		require.NoError(t, err)
-		require.Equal(t, transactions.StageFailed, failed.Stage)
+		require.Equal(t, backoffice.StageFailed, failed.Stage)
 		require.Equal(t, 3, failed.Count)
 		require.Equal(t, "300.000003", failed.Crypto.String(), "summed exactly")
 		require.Equal(t, "462676.11", failed.Fiat.String())
-		filled, err := s.StageTotal(ctx, transactions.AwaitingSettlement, store.Now())
+		filled, err := s.StageTotal(ctx, backoffice.AwaitingSettlement, store.Now())
 		require.NoError(t, err)
 		require.Equal(t, 1, filled.Count)
 		require.True(t, dec("100.000001").Equal(filled.Crypto))
@@ -789,12 +789,12 @@ func TestStagesAreTheLifecyclePredicates(t *testing.T) {
 		shape(lifecycle.Completed, lifecycle.DepositStatusConfirmed, lifecycle.ScreeningClear, true)
 		shape(lifecycle.AwaitingDeposit, "", lifecycle.ScreeningNone, false)
 
-		all, err := s.ListStage(ctx, transactions.StageQuery{Limit: 100})
+		all, err := s.ListStage(ctx, backoffice.StageQuery{Limit: 100})
 		require.NoError(t, err)
 		require.Len(t, all, 10)
-		for stage, pred := range map[transactions.Stage]func(*lifecycle.Transaction) bool{
-			transactions.AwaitingFill:   lifecycle.AwaitingFill,
-			transactions.AwaitingPayout: lifecycle.AwaitingPayout,
+		for stage, pred := range map[backoffice.Stage]func(*lifecycle.Transaction) bool{
+			backoffice.AwaitingFill:   lifecycle.AwaitingFill,
+			backoffice.AwaitingPayout: lifecycle.AwaitingPayout,
 		} {
 			var want, got []uuid.UUID
 			for _, tr := range all {
@@ -802,7 +802,7 @@ func TestStagesAreTheLifecyclePredicates(t *testing.T) {
 					want = append(want, tr.ID)
 				}
 			}
-			listed, err := s.ListStage(ctx, transactions.StageQuery{StageFilter: transactions.StageFilter{Stage: stage}, Limit: 100})
+			listed, err := s.ListStage(ctx, backoffice.StageQuery{StageFilter: backoffice.StageFilter{Stage: stage}, Limit: 100})
 			require.NoError(t, err)
 			for _, tr := range listed {
 				got = append(got, tr.ID)

@@ -1,4 +1,4 @@
-package transactions
+package backoffice
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"partnerd/internal/kit/cursor"
 	"partnerd/internal/lifecycle"
+	"partnerd/internal/transactions"
 )
 
 // Stage is a back-office work queue: the transactions waiting on one step.
@@ -125,11 +126,11 @@ func (l *StageLister) Totals(ctx context.Context, t StageTotaller) ([]StageTotal
 // List returns one page of stage f.Stage (every transaction when ""), newest
 // first unless f.Oldest; after is the previous page's next cursor or "". Errors:
 // InvalidCursor.
-func (l *StageLister) List(ctx context.Context, f StageFilter, limit int, after string) (*Page, error) {
+func (l *StageLister) List(ctx context.Context, f StageFilter, limit int, after string) (*transactions.Page, error) {
 	limit = cursor.Limit(limit)
 	q := StageQuery{StageFilter: f, StuckBefore: l.StuckBefore(), Limit: limit + 1}
 	if f.Search != nil {
-		k := ReferenceKey(*f.Search)
+		k := transactions.ReferenceKey(*f.Search)
 		q.SearchKey = &k
 	}
 	b, _ := json.Marshal(struct {
@@ -152,7 +153,7 @@ func (l *StageLister) List(ctx context.Context, f StageFilter, limit int, after 
 	if err != nil {
 		return nil, err
 	}
-	p := &Page{Limit: limit}
+	p := &transactions.Page{Limit: limit}
 	p.Items, p.HasMore, p.NextCursor = cursor.Trim(l.codec, scope, rows, limit, func(t *lifecycle.Transaction) cursor.Position {
 		return cursor.Position{Time: t.CreatedAt, ID: t.ID.String()}
 	})
