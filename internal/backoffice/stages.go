@@ -143,19 +143,10 @@ func (l *StageLister) List(ctx context.Context, f StageFilter, limit int, after 
 		Search  *string    `json:"q,omitempty"`
 		Oldest  bool       `json:"oldest,omitempty"`
 	}{"stage", f.Stage, f.PartnerID, f.Network, cursor.UTC(f.From), cursor.UTC(f.To), f.Search, f.Oldest})
-	scope := string(b)
-	pos, err := l.codec.After(after, scope)
-	if err != nil {
-		return nil, err
-	}
-	q.After = pos
-	rows, err := l.store.ListStage(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	p := &transactions.Page{Limit: limit}
-	p.Items, p.HasMore, p.NextCursor = cursor.Trim(l.codec, scope, rows, limit, func(t *lifecycle.Transaction) cursor.Position {
+	return cursor.Read(l.codec, string(b), after, limit, func(pos *cursor.Position, n int) ([]*lifecycle.Transaction, error) {
+		q.After, q.Limit = pos, n
+		return l.store.ListStage(ctx, q)
+	}, func(t *lifecycle.Transaction) cursor.Position {
 		return cursor.Position{Time: t.CreatedAt, ID: t.ID.String()}
 	})
-	return p, nil
 }

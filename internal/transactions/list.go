@@ -52,12 +52,7 @@ type ListQuery struct {
 }
 
 // Page is one page of the list.
-type Page struct {
-	Items      []*lifecycle.Transaction
-	HasMore    bool
-	Limit      int
-	NextCursor *string
-}
+type Page = cursor.Page[*lifecycle.Transaction]
 
 // Lister pages through transactions.
 type Lister struct {

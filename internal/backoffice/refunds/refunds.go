@@ -187,12 +187,7 @@ func (s *Service) CloseOpen(ctx context.Context, tx Tx, transactionID uuid.UUID,
 }
 
 // Page is one page of unmatched deposits.
-type Page struct {
-	Items      []*Deposit
-	HasMore    bool
-	Limit      int
-	NextCursor *string
-}
+type Page = cursor.Page[*Deposit]
 
 // List returns a page of the unmatched deposits in status, newest first (open, or
 // resolved as refunded or credited). Errors: InvalidCursor.
@@ -212,20 +207,9 @@ func (s *Service) Tasks(ctx context.Context, f Filter, limit int, after string) 
 }
 
 func (s *Service) list(ctx context.Context, scope string, f Filter, limit int, after string) (*Page, error) {
-	limit = cursor.Limit(limit)
-	pos, err := s.codec.After(after, scope)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := s.store.ListRefundTasks(ctx, f, pos, limit+1)
-	if err != nil {
-		return nil, err
-	}
-	p := &Page{Limit: limit}
-	p.Items, p.HasMore, p.NextCursor = cursor.Trim(s.codec, scope, rows, limit, func(d *Deposit) cursor.Position {
-		return cursor.Position{Time: d.CreatedAt, ID: d.ID.String()}
-	})
-	return p, nil
+	return cursor.Read(s.codec, scope, after, limit, func(pos *cursor.Position, n int) ([]*Deposit, error) {
+		return s.store.ListRefundTasks(ctx, f, pos, n)
+	}, func(d *Deposit) cursor.Position { return cursor.Position{Time: d.CreatedAt, ID: d.ID.String()} })
 }
 
 // Task returns refund task id. Errors: NotFound.

@@ -91,8 +91,7 @@ func NewLedger(store Store, codec *cursor.Codec, now func() time.Time) *Ledger {
 // List returns a page of partnerID's ledger, newest first. The window is [from, to]
 // with from defaulting to the Unix epoch and to to now. Errors: InvalidCursor.
 func (l *Ledger) List(ctx context.Context, partnerID uuid.UUID, f Filter, limit int, after string, summary bool) (*Page, error) {
-	limit = cursor.Limit(limit)
-	q := Query{From: EpochStart, To: l.now(), Token: f.Token, Network: f.Network, Limit: limit + 1}
+	q := Query{From: EpochStart, To: l.now(), Token: f.Token, Network: f.Network}
 	if f.From != nil {
 		q.From = f.From.UTC()
 	}
@@ -100,22 +99,17 @@ func (l *Ledger) List(ctx context.Context, partnerID uuid.UUID, f Filter, limit 
 		q.To = f.To.UTC()
 	}
 	sc := scope(partnerID, f)
-	var err error
-	if q.After, err = l.codec.After(after, sc); err != nil {
-		return nil, err
-	}
-	rows, err := l.store.ListRevenue(ctx, partnerID, q)
+	rows, err := cursor.Read(l.codec, sc, after, limit, func(pos *cursor.Position, n int) ([]Row, error) {
+		page := q
+		page.After, page.Limit = pos, n
+		return l.store.ListRevenue(ctx, partnerID, page)
+	}, func(r Row) cursor.Position { return cursor.Position{Time: r.TS, ID: r.TransactionID.String()} })
 	if err != nil {
 		return nil, err
 	}
-	p := &Page{Limit: limit}
-	p.Rows, p.HasMore, p.NextCursor = cursor.Trim(l.codec, sc, rows, limit, func(r Row) cursor.Position {
-		return cursor.Position{Time: r.TS, ID: r.TransactionID.String()}
-	})
+	p := &Page{Rows: rows.Items, HasMore: rows.HasMore, Limit: rows.Limit, NextCursor: rows.NextCursor}
 	if summary {
-		wq := q
-		wq.After = nil
-		n, sum, err := l.store.RevenueSummary(ctx, partnerID, wq)
+		n, sum, err := l.store.RevenueSummary(ctx, partnerID, q)
 		if err != nil {
 			return nil, err
 		}
