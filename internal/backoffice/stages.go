@@ -2,7 +2,6 @@ package backoffice
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -133,7 +132,7 @@ func (l *StageLister) List(ctx context.Context, f StageFilter, limit int, after 
 		k := transactions.ReferenceKey(*f.Search)
 		q.SearchKey = &k
 	}
-	b, _ := json.Marshal(struct {
+	scope := cursor.Scope(struct {
 		List    string     `json:"list"`
 		Stage   Stage      `json:"stage"`
 		Partner *uuid.UUID `json:"partner"`
@@ -143,7 +142,7 @@ func (l *StageLister) List(ctx context.Context, f StageFilter, limit int, after 
 		Search  *string    `json:"q,omitempty"`
 		Oldest  bool       `json:"oldest,omitempty"`
 	}{"stage", f.Stage, f.PartnerID, f.Network, cursor.UTC(f.From), cursor.UTC(f.To), f.Search, f.Oldest})
-	return cursor.Read(l.codec, string(b), after, limit, func(pos *cursor.Position, n int) ([]*lifecycle.Transaction, error) {
+	return cursor.Read(l.codec, scope, after, limit, func(pos *cursor.Position, n int) ([]*lifecycle.Transaction, error) {
 		q.After, q.Limit = pos, n
 		return l.store.ListStage(ctx, q)
 	}, func(t *lifecycle.Transaction) cursor.Position {

@@ -8,7 +8,6 @@ package batches
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -246,12 +245,11 @@ type Page = cursor.Page[*Batch]
 // Errors: InvalidCursor.
 func (s *Service) List(ctx context.Context, kind Kind, partnerID *uuid.UUID, limit int, after string) (*Page, error) {
 	limit = cursor.Limit(limit)
-	b, _ := json.Marshal(struct {
+	scope := cursor.Scope(struct {
 		List    string     `json:"list"`
 		Kind    Kind       `json:"kind"`
 		Partner *uuid.UUID `json:"partner"`
 	}{"batches", kind, partnerID})
-	scope := string(b)
 	return cursor.Read(s.codec, scope, after, limit, func(pos *cursor.Position, n int) ([]*Batch, error) {
 		return s.store.ListBatches(ctx, Query{Kind: kind, PartnerID: partnerID, After: pos, Limit: n})
 	}, (*Batch).Position)

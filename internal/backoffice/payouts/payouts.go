@@ -6,7 +6,6 @@ package payouts
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"time"
 
@@ -52,13 +51,12 @@ type Detail struct {
 // inclusive, each optional), newest first. Errors: InvalidCursor.
 func (s *Service) List(ctx context.Context, partnerID uuid.UUID, from, to *time.Time, limit int, after string) (*Page, error) {
 	limit = cursor.Limit(limit)
-	b, _ := json.Marshal(struct {
+	scope := cursor.Scope(struct {
 		List    string     `json:"list"`
 		Partner uuid.UUID  `json:"partner"`
 		From    *time.Time `json:"from"`
 		To      *time.Time `json:"to"`
 	}{"payouts", partnerID, cursor.UTC(from), cursor.UTC(to)})
-	scope := string(b)
 	return cursor.Read(s.codec, scope, after, limit, func(pos *cursor.Position, n int) ([]*batches.Batch, error) {
 		return s.store.ListBatches(ctx, batches.Query{Kind: batches.Payout, PartnerID: &partnerID, From: from, To: to, After: pos, Limit: n})
 	}, (*batches.Batch).Position)

@@ -10,7 +10,6 @@ package refunds
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -137,8 +136,10 @@ type ResolveTx interface {
 // Service records, lists and resolves unmatched deposits.
 type Service struct {
 	store Store
+	// codec signs the list cursors.
 	codec *cursor.Codec
-	now   func() time.Time
+	// now dates a recorded task and an operator's resolution.
+	now func() time.Time
 }
 
 // NewService returns a Service signing list cursors with codec.
@@ -199,11 +200,8 @@ func (s *Service) List(ctx context.Context, status Status, limit int, after stri
 
 // Tasks returns a page of the refund tasks f selects, newest first. Errors: InvalidCursor.
 func (s *Service) Tasks(ctx context.Context, f Filter, limit int, after string) (*Page, error) {
-	scope, err := json.Marshal(map[string]any{"list": "refund_tasks", "open": f.Open, "kind": f.Kind, "partner_id": f.PartnerID, "network": f.Network})
-	if err != nil {
-		return nil, err
-	}
-	return s.list(ctx, string(scope), f, limit, after)
+	scope := cursor.Scope(map[string]any{"list": "refund_tasks", "open": f.Open, "kind": f.Kind, "partner_id": f.PartnerID, "network": f.Network})
+	return s.list(ctx, scope, f, limit, after)
 }
 
 func (s *Service) list(ctx context.Context, scope string, f Filter, limit int, after string) (*Page, error) {

@@ -6,7 +6,6 @@ package revenue
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -119,7 +118,7 @@ func (l *Ledger) List(ctx context.Context, partnerID uuid.UUID, f Filter, limit 
 }
 
 func scope(partnerID uuid.UUID, f Filter) string {
-	b, _ := json.Marshal(struct {
+	scope := cursor.Scope(struct {
 		List    string     `json:"list"`
 		Partner uuid.UUID  `json:"partner"`
 		From    *time.Time `json:"from"`
@@ -127,5 +126,5 @@ func scope(partnerID uuid.UUID, f Filter) string {
 		Token   *string    `json:"token"`
 		Network *string    `json:"network"`
 	}{"revenue", partnerID, cursor.UTC(f.From), cursor.UTC(f.To), f.Token, f.Network})
-	return string(b)
+	return scope
 }

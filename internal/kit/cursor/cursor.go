@@ -100,6 +100,18 @@ func (c *Codec) After(cursor, scope string) (*Position, error) {
 	return &pos, nil
 }
 
+// Scope is the text a list's cursors are bound to: v, the list's name and its
+// filters, in JSON, which keeps it unambiguous whatever the filter values contain
+// (a cursor of one list or filter set is refused by another). v must marshal
+// (plain fields, maps of them).
+func Scope(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("cursor: a scope that cannot be marshalled: " + err.Error())
+	}
+	return string(b)
+}
+
 // Page is one page of a keyset-paged list: up to Limit items, and when HasMore the
 // cursor of the next page (signed to the list's scope).
 type Page[T any] struct {
