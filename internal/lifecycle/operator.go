@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/pricing/money"
 )
@@ -210,7 +209,7 @@ func (l *Engine) RefundShort(ctx context.Context, tx Tx, id uuid.UUID, by Actor,
 		case t.Status == Expired && t.Deposit != nil:
 			return l.refundIn(ctx, tx, t, by.meta("reference", txHash, "refund_tx_hash", txHash), &op, txHash)
 		case t.Status == Cancelled && l.tasks != nil:
-			return nil, l.tasks.CloseOpen(ctx, tx, t.ID, refunds.Short, &op, txHash, "refunded after the cancellation")
+			return nil, l.tasks.CloseOpen(ctx, tx, t.ID, TaskShort, &op, txHash, "refunded after the cancellation")
 		}
 		return nil, apperr.New(apperr.InvalidStateTransition,
 			fmt.Sprintf("A short payment of a transaction in %s cannot be refunded on its own.", t.Status))
@@ -242,7 +241,7 @@ func (l *Engine) Accept(ctx context.Context, tx Tx, id uuid.UUID, by Actor, reas
 		}
 		if l.tasks != nil {
 			op := by.OperatorID
-			if err := l.tasks.CloseOpen(ctx, tx, t.ID, refunds.Short, &op, "", "accepted: "+reason); err != nil {
+			if err := l.tasks.CloseOpen(ctx, tx, t.ID, TaskShort, &op, "", "accepted: "+reason); err != nil {
 				return nil, err
 			}
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/kit/apperr"
 )
 
@@ -299,7 +298,7 @@ func (l *Engine) Review(ctx context.Context, tx Tx, id uuid.UUID, by Actor, deci
 			}
 			if l.tasks != nil {
 				op := by.OperatorID
-				for _, kind := range []refunds.Kind{refunds.Short, refunds.Excess, refunds.Dust, refunds.Unmatched} {
+				for _, kind := range []TaskKind{TaskShort, TaskExcess, TaskDust, TaskUnmatched} {
 					if err := l.tasks.CloseOpen(ctx, tx, t.ID, kind, &op, "", "blocked: never sent back"); err != nil {
 						return nil, err
 					}

@@ -14,75 +14,38 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/shopspring/decimal"
 
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
+	"partnerd/internal/lifecycle"
 )
 
-// Status of an unmatched deposit.
-type Status string
+// The refund task's records are the lifecycle's, which finds the money (see
+// lifecycle.RefundTask); this package lists and resolves them.
+type (
+	// Status is where a task stands.
+	Status = lifecycle.TaskStatus
+	// Kind is what a task is for.
+	Kind = lifecycle.TaskKind
+	// Deposit is one refund task.
+	Deposit = lifecycle.RefundTask
+	// Resolution is how an operator closed a task.
+	Resolution = lifecycle.TaskResolution
+	// Tx is where a task is recorded or closed.
+	Tx = lifecycle.TaskTx
+)
 
-// The statuses: Open until an operator resolves it as Refunded or Credited.
+// The statuses and kinds, as the lifecycle names them.
 const (
-	Open     Status = "open"
-	Refunded Status = "refunded"
-	Credited Status = "credited"
+	Open     = lifecycle.TaskOpen
+	Refunded = lifecycle.TaskRefunded
+	Credited = lifecycle.TaskCredited
+
+	Unmatched = lifecycle.TaskUnmatched
+	Excess    = lifecycle.TaskExcess
+	Short     = lifecycle.TaskShort
+	Dust      = lifecycle.TaskDust
 )
-
-// Kind is what a refund task is for.
-type Kind string
-
-// The kinds of refund task.
-const (
-	// Unmatched is a transfer that belongs to no open transaction.
-	Unmatched Kind = "unmatched"
-	// Excess is what an overpaid transaction received above its expected amount.
-	Excess Kind = "excess"
-	// Short is the partial total of a transaction that expired short.
-	Short Kind = "short"
-	// Dust is a transfer below the minimum deposit, which never counts.
-	Dust Kind = "dust"
-)
-
-// Deposit is one refund task (an unmatched deposit when Kind is Unmatched).
-// (Kind, Network, TxHash, LogIndex) identify it: for Excess and Short the transfer
-// is the one that took the total over, or the last one counted.
-type Deposit struct {
-	ID       uuid.UUID
-	Kind     Kind
-	Network  string
-	TxHash   string
-	LogIndex int
-	// FromAddress is where the money came from (where a refund goes).
-	FromAddress string
-	ToAddress   string
-	// Amount is the token amount; RawAmount the on-chain integer in the token's
-	// smallest unit, as the log carried it.
-	Amount      decimal.Decimal
-	RawAmount   string
-	BlockNumber int64
-	// TransactionID is the transaction owning ToAddress, when one does.
-	TransactionID *uuid.UUID
-	// PartnerID is that transaction's partner.
-	PartnerID *uuid.UUID
-	Status    Status
-	// Resolution: the refund's chain hash, the operator's note, who and when.
-	ResolutionTxHash *string
-	ResolutionNote   *string
-	ResolvedBy       *uuid.UUID
-	ResolvedAt       *time.Time
-	CreatedAt        time.Time
-}
-
-// Resolution is how an operator closed a deposit.
-type Resolution struct {
-	Status     Status // Refunded or Credited
-	TxHash     *string
-	Note       *string
-	OperatorID uuid.UUID
-	At         time.Time
-}
 
 // Filter selects refund tasks: Open (or resolved), and optionally one kind, partner
 // and network.
@@ -111,16 +74,6 @@ type Store interface {
 	// DeleteOpenRefundTasks deletes transaction id's open tasks of kind.
 	DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind) error
 	// ResolveOpenRefundTasks closes transaction id's open tasks of kind with r.
-	ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind, r Resolution) error
-}
-
-// Tx is where a task is recorded or closed: the unit of work of the change that
-// finds the money (the lifecycle's, the deposit watcher's), which store.Tx is; the
-// Store itself for a caller outside any.
-type Tx interface {
-	InsertUnmatchedDeposit(ctx context.Context, d *Deposit) (*Deposit, error)
-	DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error
-	DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind) error
 	ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind, r Resolution) error
 }
 

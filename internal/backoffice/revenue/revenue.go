@@ -12,6 +12,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/kit/cursor"
+	"partnerd/internal/lifecycle"
 )
 
 // Filter selects ledger rows: ts within [From, To] (both optional), and
@@ -53,24 +54,8 @@ type Summary struct {
 	Count             int64
 }
 
-// Row is the ledger row of a completed transaction.
-type Row struct {
-	TransactionID     uuid.UUID
-	PartnerID         uuid.UUID
-	MerchantReference string
-	MerchantID        *string
-	TerminalID        *string
-	Network           string
-	Token             string
-	CryptoAmount      decimal.Decimal
-	FiatAmount        decimal.Decimal
-	PlatformFee       decimal.Decimal
-	Share             decimal.Decimal
-	// Shortfall is what the deposit fell short of CryptoAmount by, accepted within
-	// the underpayment tolerance (zero when paid in full).
-	Shortfall decimal.Decimal
-	TS        time.Time
-}
+// Row is one row of the ledger, as the lifecycle books it at settlement.
+type Row = lifecycle.RevenueRow
 
 // EpochStart is the effective start of a revenue window given no from.
 var EpochStart = time.Unix(0, 0).UTC()
