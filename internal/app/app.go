@@ -29,8 +29,8 @@ import (
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/backoffice/payouts"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/backoffice/revenue"
-	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/config"
 	"partnerd/internal/contract/docs"
 	"partnerd/internal/httpapi"
@@ -83,7 +83,7 @@ type App struct {
 
 	// The operator API (operator.go).
 	operators    *operators.Service
-	unmatched    *unmatched.Service
+	unmatched    *refunds.Service
 	operatorKeys *idempotency.Service
 	// audit, batches and backoffice serve the back office (the operator API and the console).
 	audit      *audit.Log
@@ -132,7 +132,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *App, er
 	a.partners = partners.NewService(store.For(st, func(tx *store.Tx) partners.Tx { return tx }), partnerEnv(cfg.Env), partners.Defaults{
 		FeeRate: cfg.PartnerFeeRate, ShareRate: cfg.PartnerShareRate,
 	}, store.Now)
-	a.unmatched = unmatched.NewService(st, a.codec, store.Now)
+	a.unmatched = refunds.NewService(st, a.codec, store.Now)
 	pricer, err := a.openPricing()
 	if err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/providers"
 	"partnerd/internal/chain/rpc"
@@ -51,7 +51,7 @@ func (w *watchers) pool(network string) *providers.Pool {
 // use (the pool checks its chain id once it answers), never the start of the API.
 // With tp (nil while traces are off) each scan step is a span, and each call to a
 // provider a child of it.
-func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *lifecycle.Engine, u *unmatched.Service, m *metrics.Metrics,
+func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *lifecycle.Engine, u *refunds.Service, m *metrics.Metrics,
 	progress *progressRecorder, tp trace.TracerProvider, log *slog.Logger) (*watchers, error) {
 	cm := m.Chain()
 	w := &watchers{off: map[string]string{}, byNetwork: map[string]*providers.Pool{}}

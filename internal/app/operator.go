@@ -15,7 +15,7 @@ import (
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/config"
 	"partnerd/internal/contract/docs"
 	"partnerd/internal/idempotency"
@@ -25,7 +25,6 @@ import (
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/ratelimit"
 	"partnerd/internal/store"
-	"partnerd/internal/transactions"
 	"partnerd/internal/web/console"
 )
 
@@ -53,7 +52,7 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	a.operators = operators.NewService(st, store.Now)
 	codec := a.codec
 	a.operatorKeys = idempotency.NewService(st.OperatorKeys(), store.Now)
-	stages := transactions.NewStageLister(st, codec)
+	stages := backoffice.NewStageLister(st, codec)
 	stages.ConfirmingTooLong(a.cfg.ConfirmingTooLong, store.Now)
 	a.audit = audit.New(st, codec, store.Now)
 	a.batches = batches.New(store.For(st, func(tx *store.Tx) batches.Tx { return tx }), a.lifecycle, a.audit, codec, store.Now)
@@ -134,7 +133,7 @@ func (a *App) Actions() *actions.Service { return a.actions }
 func (a *App) PartnerUsers() *partnerusers.Service { return a.partnerUsers }
 
 // Unmatched returns the unmatched-deposit service (the chain watcher records into it).
-func (a *App) Unmatched() *unmatched.Service { return a.unmatched }
+func (a *App) Unmatched() *refunds.Service { return a.unmatched }
 
 // Lifecycle returns the lifecycle engine (tests drive deposits through it).
 func (a *App) Lifecycle() *lifecycle.Engine { return a.lifecycle }

@@ -14,10 +14,9 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/backoffice/batches"
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/chain"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/transactions"
 )
 
 // DepositTransfer is one transfer seen to a deposit address.
@@ -110,11 +109,11 @@ type Store interface {
 	FillsOf(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*lifecycle.Fill, error)
 	// DepositTransfers returns the chain transfers of transaction id, oldest first.
 	DepositTransfers(ctx context.Context, id uuid.UUID) ([]DepositTransfer, error)
-	transactions.StageTotaller
+	StageTotaller
 	// ChainProgress returns each network's cursor and stored reading (networks
 	// never scanned nor read are absent).
 	ChainProgress(ctx context.Context) (map[string]NetworkProgress, error)
-	// OpenRefundTasksByKind counts the open refund tasks of each kind (unmatched.Kind
+	// OpenRefundTasksByKind counts the open refund tasks of each kind (refunds.Kind
 	// values; kinds with none are absent).
 	OpenRefundTasksByKind(ctx context.Context) (map[string]int, error)
 	// AuditParties returns, for each of the audit entries ids, the partner it
@@ -131,13 +130,13 @@ type Store interface {
 // Service reads for the back office.
 type Service struct {
 	store    Store
-	stages   *transactions.StageLister
+	stages   *StageLister
 	batches  *batches.Service
 	networks []string
 }
 
 // New returns a Service reporting on networks.
-func New(store Store, stages *transactions.StageLister, b *batches.Service, networks []string) *Service {
+func New(store Store, stages *StageLister, b *batches.Service, networks []string) *Service {
 	return &Service{store: store, stages: stages, batches: b, networks: networks}
 }
 
@@ -243,7 +242,7 @@ func countedTransfers(d *lifecycle.Deposit) []DepositTransfer {
 
 // Overview is the back office at a glance.
 type Overview struct {
-	Stages   []transactions.StageTotal
+	Stages   []StageTotal
 	Networks []NetworkProgress
 	// RefundWork is the refund work waiting for an operator, by kind.
 	RefundWork      RefundWork
@@ -294,10 +293,10 @@ func (s *Service) Overview(ctx context.Context) (*Overview, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.RefundWork = RefundWork{Unmatched: kinds[string(unmatched.Unmatched)], Excess: kinds[string(unmatched.Excess)],
-		Short: kinds[string(unmatched.Short)], Dust: kinds[string(unmatched.Dust)]}
+	o.RefundWork = RefundWork{Unmatched: kinds[string(refunds.Unmatched)], Excess: kinds[string(refunds.Excess)],
+		Short: kinds[string(refunds.Short)], Dust: kinds[string(refunds.Dust)]}
 	for _, st := range o.Stages {
-		if st.Stage == transactions.StageFailed {
+		if st.Stage == StageFailed {
 			o.RefundWork.Failed = st.Count
 		}
 	}

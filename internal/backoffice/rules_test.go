@@ -15,7 +15,7 @@ import (
 	"partnerd/internal/backoffice"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/chain"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
@@ -66,9 +66,9 @@ type bed struct {
 	st      *store.Store
 	engine  *lifecycle.Engine
 	batches *batches.Service
-	stages  *transactions.StageLister
+	stages  *backoffice.StageLister
 	svc     *backoffice.Service
-	tasks   *unmatched.Service
+	tasks   *refunds.Service
 	by      actor.Actor
 	partner uuid.UUID
 }
@@ -98,7 +98,7 @@ func newBed(t *testing.T, url string) *bed {
 	codec := cursor.NewCodec([]byte("s"))
 	b := &bed{st: st, engine: engine, by: actor.OfOperator(op.ID, op.Name), partner: p.ID,
 		batches: batches.New(store.For(st, func(tx *store.Tx) batches.Tx { return tx }), engine, audit.New(st, codec, store.Now), codec, store.Now),
-		stages:  transactions.NewStageLister(st, codec), tasks: unmatched.NewService(st, codec, store.Now)}
+		stages:  backoffice.NewStageLister(st, codec), tasks: refunds.NewService(st, codec, store.Now)}
 	b.svc = backoffice.New(st, b.stages, b.batches, []string{chain.BEP20, chain.TRC20})
 	return b
 }
@@ -168,17 +168,17 @@ func TestOverviewAndCase(t *testing.T) {
 			require.NoError(t, err)
 			b.detected(t, "5", "7500", 1) // still confirming
 			for i, hash := range []string{"0x01", "0x02", "0x03"} {
-				task, err := b.tasks.Record(ctx, b.st, unmatched.Deposit{Network: chain.BEP20, TxHash: hash, FromAddress: "0xf", ToAddress: "0xt",
+				task, err := b.tasks.Record(ctx, b.st, refunds.Deposit{Network: chain.BEP20, TxHash: hash, FromAddress: "0xf", ToAddress: "0xt",
 					Amount: d("1"), RawAmount: "1000000000000000000", BlockNumber: 1})
 				require.NoError(t, err)
 				if i == 0 {
-					_, err = b.tasks.Resolve(ctx, b.st, task.ID, b.by.OperatorID(), unmatched.Credited, nil, ptr("credited"))
+					_, err = b.tasks.Resolve(ctx, b.st, task.ID, b.by.OperatorID(), refunds.Credited, nil, ptr("credited"))
 					require.NoError(t, err)
 				}
 			}
 
 			type total struct {
-				stage        transactions.Stage
+				stage        backoffice.Stage
 				count        int
 				crypto, fiat string
 			}
@@ -206,20 +206,20 @@ func TestOverviewAndCase(t *testing.T) {
 				require.Empty(t, o.FailingWebhooks)
 			}
 			check([]total{
-				{transactions.AwaitingFill, 1, "10", "15000.00"},
-				{transactions.AwaitingSettlement, 1, "2", "3000.00"},
-				{transactions.AwaitingPayout, 1, "1", "1500.50"},
-				{transactions.StageFailed, 1, "4", "6000.00"},
-				{transactions.ConfirmingTooLong, 0, "0", "0.00"},
+				{backoffice.AwaitingFill, 1, "10", "15000.00"},
+				{backoffice.AwaitingSettlement, 1, "2", "3000.00"},
+				{backoffice.AwaitingPayout, 1, "1", "1500.50"},
+				{backoffice.StageFailed, 1, "4", "6000.00"},
+				{backoffice.ConfirmingTooLong, 0, "0", "0.00"},
 			})
 			// An hour later the confirming deposit is stuck.
 			b.stages.ConfirmingTooLong(30*time.Minute, func() time.Time { return store.Now().Add(time.Hour) })
 			check([]total{
-				{transactions.AwaitingFill, 1, "10", "15000.00"},
-				{transactions.AwaitingSettlement, 1, "2", "3000.00"},
-				{transactions.AwaitingPayout, 1, "1", "1500.50"},
-				{transactions.StageFailed, 1, "4", "6000.00"},
-				{transactions.ConfirmingTooLong, 1, "5", "7500.00"},
+				{backoffice.AwaitingFill, 1, "10", "15000.00"},
+				{backoffice.AwaitingSettlement, 1, "2", "3000.00"},
+				{backoffice.AwaitingPayout, 1, "1", "1500.50"},
+				{backoffice.StageFailed, 1, "4", "6000.00"},
+				{backoffice.ConfirmingTooLong, 1, "5", "7500.00"},
 			})
 
 			var batch *batches.Batch

@@ -15,6 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/address"
+	"partnerd/internal/backoffice"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/jobs"
 	"partnerd/internal/kit/dburl"
@@ -344,7 +345,7 @@ func (r *reader) operations(c *Config) {
 	loadChain(c, get, bad)
 	c.DepositWindow = duration(get("DEPOSIT_WINDOW", transactions.DepositWindow.String()), "DEPOSIT_WINDOW", bad)
 	c.Payments = loadPayments(get, bad)
-	c.ConfirmingTooLong = duration(get("CONFIRMING_TOO_LONG_AFTER", transactions.DefaultConfirmingTooLong.String()), "CONFIRMING_TOO_LONG_AFTER", bad)
+	c.ConfirmingTooLong = duration(get("CONFIRMING_TOO_LONG_AFTER", backoffice.DefaultConfirmingTooLong.String()), "CONFIRMING_TOO_LONG_AFTER", bad)
 }
 
 // cursorSecret reads the page cursors' HMAC key (the built-in one in staging only).

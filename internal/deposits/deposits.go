@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/chain"
 	"partnerd/internal/lifecycle"
 )
@@ -81,14 +81,14 @@ type ChainStore interface {
 	WatchedAddresses(ctx context.Context, network string, addrs []string) (map[string]bool, error)
 }
 
-// UnmatchedRecorder is the operators' refund list (unmatched.Service) as the
+// UnmatchedRecorder is the operators' refund list (refunds.Service) as the
 // deposit watcher needs it: transfers that did not count are recorded there by the
 // payment rules (payments.go), and forgotten here when their block is reorganised
 // away.
 type UnmatchedRecorder interface {
 	// Forget removes the still-open record of a transfer whose block was
 	// reorganised away (nothing arrived: nothing to refund).
-	Forget(ctx context.Context, tx unmatched.Tx, network, txHash string, logIndex int) error
+	Forget(ctx context.Context, tx refunds.Tx, network, txHash string, logIndex int) error
 }
 
 // UnmatchedObserver hears of transfers stored as unmatched (for the log and metrics).

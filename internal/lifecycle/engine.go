@@ -9,8 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/backoffice/revenue"
-	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/pricing/money"
 	"partnerd/internal/uow"
@@ -385,7 +383,7 @@ func (l *Engine) settle(ctx context.Context, tx Tx, id uuid.UUID, meta map[strin
 		if t.Deposit != nil && t.Deposit.Amount.LessThan(t.CryptoAmount) {
 			shortfall = t.CryptoAmount.Sub(t.Deposit.Amount)
 		}
-		if err := tx.InsertRevenue(ctx, &revenue.Row{
+		if err := tx.InsertRevenue(ctx, &RevenueRow{
 			TransactionID: t.ID, PartnerID: t.PartnerID, MerchantReference: t.MerchantReference,
 			MerchantID: t.MerchantID, TerminalID: t.TerminalID, Network: t.Network, Token: t.Token,
 			CryptoAmount: t.CryptoAmount, FiatAmount: t.FiatAmount,
@@ -429,7 +427,7 @@ func (l *Engine) refundIn(ctx context.Context, tx Tx, t *Transaction, extra map[
 		return nil, err
 	}
 	if l.tasks != nil {
-		for _, kind := range []unmatched.Kind{unmatched.Short, unmatched.Excess} {
+		for _, kind := range []TaskKind{TaskShort, TaskExcess} {
 			if err := l.tasks.CloseOpen(ctx, tx, t.ID, kind, op, txHash, "refunded with the transaction"); err != nil {
 				return nil, err
 			}

@@ -9,7 +9,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/actor"
-	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/pricing/money"
 )
@@ -208,7 +207,7 @@ func (l *Engine) RefundShort(ctx context.Context, tx Tx, id uuid.UUID, by actor.
 		case t.Status == Expired && t.Deposit != nil:
 			return l.refundIn(ctx, tx, t, meta(by, "reference", txHash, "refund_tx_hash", txHash), &op, txHash)
 		case t.Status == Cancelled && l.tasks != nil:
-			return nil, l.tasks.CloseOpen(ctx, tx, t.ID, unmatched.Short, &op, txHash, "refunded after the cancellation")
+			return nil, l.tasks.CloseOpen(ctx, tx, t.ID, TaskShort, &op, txHash, "refunded after the cancellation")
 		}
 		return nil, apperr.New(apperr.InvalidStateTransition,
 			fmt.Sprintf("A short payment of a transaction in %s cannot be refunded on its own.", t.Status))
@@ -240,7 +239,7 @@ func (l *Engine) Accept(ctx context.Context, tx Tx, id uuid.UUID, by actor.Actor
 		}
 		if l.tasks != nil {
 			op := by.OperatorID()
-			if err := l.tasks.CloseOpen(ctx, tx, t.ID, unmatched.Short, &op, "", "accepted: "+reason); err != nil {
+			if err := l.tasks.CloseOpen(ctx, tx, t.ID, TaskShort, &op, "", "accepted: "+reason); err != nil {
 				return nil, err
 			}
 		}

@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/pricing/money"
 )
@@ -50,14 +49,14 @@ func (t Tolerance) Of(expected decimal.Decimal) decimal.Decimal {
 var DefaultPayments = Payments{MinDeposit: decimal.NewFromInt(1), LateWindow: time.Hour}
 
 // RefundTasks keeps money to give back or decide on for the operators
-// (unmatched.Service). Its writes go through the unit of work it is handed.
+// (package backoffice/refunds). Its writes go through the unit of work it is handed.
 type RefundTasks interface {
-	Record(ctx context.Context, tx unmatched.Tx, d unmatched.Deposit) (*unmatched.Deposit, error)
+	Record(ctx context.Context, tx TaskTx, d RefundTask) (*RefundTask, error)
 	// Forget removes the still-open record of a transfer whose block was
 	// reorganised away (nothing arrived: nothing to refund).
-	Forget(ctx context.Context, tx unmatched.Tx, network, txHash string, logIndex int) error
-	DropOpen(ctx context.Context, tx unmatched.Tx, transactionID uuid.UUID, kind unmatched.Kind) error
-	CloseOpen(ctx context.Context, tx unmatched.Tx, transactionID uuid.UUID, kind unmatched.Kind, operatorID *uuid.UUID, txHash, note string) error
+	Forget(ctx context.Context, tx TaskTx, network, txHash string, logIndex int) error
+	DropOpen(ctx context.Context, tx TaskTx, transactionID uuid.UUID, kind TaskKind) error
+	CloseOpen(ctx context.Context, tx TaskTx, transactionID uuid.UUID, kind TaskKind, operatorID *uuid.UUID, txHash, note string) error
 }
 
 // Incoming is one transfer to a transaction's deposit address, as the chain (or the
@@ -130,7 +129,7 @@ func (l *Engine) receive(ctx context.Context, tx Tx, t *Transaction, in Incoming
 	}
 	if in.Amount.LessThan(l.payments.MinDeposit) && !l.completes(t, in.Amount) {
 		note := fmt.Sprintf("dust: below the minimum deposit of %s", l.payments.MinDeposit.String())
-		return Dust, note, nil, l.recordTask(ctx, tx, t, unmatched.Dust, in, in.Amount)
+		return Dust, note, nil, l.recordTask(ctx, tx, t, TaskDust, in, in.Amount)
 	}
 	// Late or not, within the window or not, is the transfer's own time (its
 	// block's, on chain), not when it is processed.
@@ -151,7 +150,7 @@ func (l *Engine) receive(ctx context.Context, tx Tx, t *Transaction, in Incoming
 		note = fmt.Sprintf("transaction is %s", t.Status)
 	}
 	if note != "" {
-		return NotOpen, note, nil, l.recordTask(ctx, tx, t, unmatched.Unmatched, in, in.Amount)
+		return NotOpen, note, nil, l.recordTask(ctx, tx, t, TaskUnmatched, in, in.Amount)
 	}
 
 	from := t.Status
@@ -192,7 +191,7 @@ func (l *Engine) receive(ctx context.Context, tx Tx, t *Transaction, in Incoming
 		return Counted, "", nil, err
 	}
 	if from == Expired && l.tasks != nil {
-		if err := l.tasks.CloseOpen(ctx, tx, t.ID, unmatched.Short, nil, "", "paid in full within the late-payment window"); err != nil {
+		if err := l.tasks.CloseOpen(ctx, tx, t.ID, TaskShort, nil, "", "paid in full within the late-payment window"); err != nil {
 			return Counted, "", nil, err
 		}
 	}
@@ -242,7 +241,7 @@ func (l *Engine) confirmIfDue(ctx context.Context, tx Tx, t *Transaction, now ti
 			}
 		}
 		in := Incoming{ID: over.ID, Hash: over.Hash, LogIndex: over.LogIndex, Block: over.Block, From: over.From, To: t.DepositAddress}
-		if err := l.recordTask(ctx, tx, t, unmatched.Excess, in, excess); err != nil {
+		if err := l.recordTask(ctx, tx, t, TaskExcess, in, excess); err != nil {
 			return nil, err
 		}
 	}
@@ -255,16 +254,16 @@ func (l *Engine) refreshShort(ctx context.Context, tx Tx, t *Transaction) error 
 	if l.tasks == nil {
 		return nil
 	}
-	if err := l.tasks.DropOpen(ctx, tx, t.ID, unmatched.Short); err != nil {
+	if err := l.tasks.DropOpen(ctx, tx, t.ID, TaskShort); err != nil {
 		return err
 	}
 	last := t.Deposit.last()
 	in := Incoming{ID: last.ID, Hash: last.Hash, LogIndex: last.LogIndex, Block: last.Block, From: last.From, To: t.DepositAddress}
-	return l.recordTask(ctx, tx, t, unmatched.Short, in, t.Deposit.Amount)
+	return l.recordTask(ctx, tx, t, TaskShort, in, t.Deposit.Amount)
 }
 
 // recordTask records amount of transfer in as a refund task of kind for t.
-func (l *Engine) recordTask(ctx context.Context, tx Tx, t *Transaction, kind unmatched.Kind, in Incoming, amount decimal.Decimal) error {
+func (l *Engine) recordTask(ctx context.Context, tx Tx, t *Transaction, kind TaskKind, in Incoming, amount decimal.Decimal) error {
 	if l.tasks == nil {
 		return nil
 	}
@@ -273,7 +272,7 @@ func (l *Engine) recordTask(ctx context.Context, tx Tx, t *Transaction, kind unm
 		to = t.DepositAddress
 	}
 	id, partner := t.ID, t.PartnerID
-	_, err := l.tasks.Record(ctx, tx, unmatched.Deposit{
+	_, err := l.tasks.Record(ctx, tx, RefundTask{
 		Kind: kind, Network: t.Network, TxHash: in.Hash, LogIndex: in.LogIndex, FromAddress: in.From, ToAddress: to,
 		Amount: amount, RawAmount: in.Raw, BlockNumber: in.Block, TransactionID: &id, PartnerID: &partner,
 	})

@@ -10,7 +10,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/actor"
-	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/kit/apperr"
 )
 
@@ -300,7 +299,7 @@ func (l *Engine) Review(ctx context.Context, tx Tx, id uuid.UUID, by actor.Actor
 			}
 			if l.tasks != nil {
 				op := by.OperatorID()
-				for _, kind := range []unmatched.Kind{unmatched.Short, unmatched.Excess, unmatched.Dust, unmatched.Unmatched} {
+				for _, kind := range []TaskKind{TaskShort, TaskExcess, TaskDust, TaskUnmatched} {
 					if err := l.tasks.CloseOpen(ctx, tx, t.ID, kind, &op, "", "blocked: never sent back"); err != nil {
 						return nil, err
 					}

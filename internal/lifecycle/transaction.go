@@ -9,8 +9,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/audit"
-	"partnerd/internal/backoffice/revenue"
-	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/idempotency"
 )
 
@@ -179,7 +177,7 @@ type Tx interface {
 	// A keyed request's answer is stored in it (idempotency.Run).
 	idempotency.Keeper
 	// The refund tasks a change records or closes are written in it.
-	unmatched.Tx
+	TaskTx
 	// The screenings of its deposits' senders too.
 	ScreeningTx
 	// TransactionForUpdate returns transaction id of any partner, with its deposit.
@@ -190,7 +188,7 @@ type Tx interface {
 	UpdateTransaction(ctx context.Context, t *Transaction) (bool, error)
 	// SaveDeposit inserts or updates the deposit of transaction id with its transfers.
 	SaveDeposit(ctx context.Context, id uuid.UUID, d *Deposit) error
-	InsertRevenue(ctx context.Context, r *revenue.Row) error
+	InsertRevenue(ctx context.Context, r *RevenueRow) error
 	// PartnerRates returns the fee and share rates of a partner.
 	PartnerRates(ctx context.Context, partnerID uuid.UUID) (fee, share decimal.Decimal, err error)
 	// InsertFill records an operator's executed sale.

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"partnerd/internal/backoffice/unmatched"
 )
 
 // The payment rules as the chain watcher (package deposits) applies them, one
@@ -109,7 +107,7 @@ func (l *Engine) DropTransfer(ctx context.Context, tx Tx, id uuid.UUID, depositI
 				if err := l.refreshShort(ctx, tx, t); err != nil {
 					return nil, err
 				}
-			} else if err := l.tasks.DropOpen(ctx, tx, t.ID, unmatched.Short); err != nil {
+			} else if err := l.tasks.DropOpen(ctx, tx, t.ID, TaskShort); err != nil {
 				return nil, err
 			}
 		}

@@ -27,7 +27,7 @@ import (
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
@@ -35,7 +35,6 @@ import (
 	"partnerd/internal/partners"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/ratelimit"
-	"partnerd/internal/transactions"
 )
 
 // BasePath is where the operator API is mounted; the spec's servers end in it.
@@ -44,10 +43,10 @@ const BasePath = "/api/v1/operator"
 // Deps are the services the operator API calls.
 type Deps struct {
 	Operators *operators.Service
-	Stages    *transactions.StageLister
+	Stages    *backoffice.StageLister
 	// Fills reads the operators' executed sales.
 	Fills     Fills
-	Unmatched *unmatched.Service
+	Unmatched *refunds.Service
 	// Backoffice, Audit and Batches serve the overview and case files, the audit
 	// log, and batch payouts and fills.
 	Backoffice *backoffice.Service

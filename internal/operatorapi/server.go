@@ -15,7 +15,7 @@ import (
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
@@ -23,7 +23,6 @@ import (
 	"partnerd/internal/partners"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/pricing/money"
-	"partnerd/internal/transactions"
 	"partnerd/internal/uow"
 )
 
@@ -31,9 +30,9 @@ import (
 type Server struct {
 	// actions are the state-changing use cases; the handlers translate to them.
 	actions   *actions.Service
-	stages    *transactions.StageLister
+	stages    *backoffice.StageLister
 	fills     Fills
-	unmatched *unmatched.Service
+	unmatched *refunds.Service
 	// backoffice, audit and batches serve the back-office reads, the audit log and
 	// the batches.
 	backoffice *backoffice.Service
@@ -57,10 +56,10 @@ var _ operatorapi.StrictServerInterface = (*Server)(nil)
 func (s *Server) ListStage(ctx context.Context, req operatorapi.ListStageRequestObject) (operatorapi.ListStageResponseObject, error) {
 	q := req.Params
 	limit, after := httpkit.PageParams(q.Limit, q.Cursor)
-	f := transactions.StageFilter{PartnerID: q.PartnerId, Network: q.Network, From: q.From, To: q.To, Search: q.Q,
+	f := backoffice.StageFilter{PartnerID: q.PartnerId, Network: q.Network, From: q.From, To: q.To, Search: q.Q,
 		Oldest: q.Order != nil && *q.Order == operatorapi.Oldest}
 	if q.Stage != nil {
-		f.Stage = transactions.Stage(*q.Stage)
+		f.Stage = backoffice.Stage(*q.Stage)
 	}
 	page, err := s.stages.List(ctx, f, limit, after)
 	if err != nil {
@@ -181,9 +180,9 @@ func (s *Server) RefundTransaction(ctx context.Context, req operatorapi.RefundTr
 // ListUnmatchedDeposits pages through unmatched deposits (GET /deposits/unmatched).
 func (s *Server) ListUnmatchedDeposits(ctx context.Context, req operatorapi.ListUnmatchedDepositsRequestObject) (operatorapi.ListUnmatchedDepositsResponseObject, error) {
 	q := req.Params
-	status := unmatched.Open
+	status := refunds.Open
 	if q.Status != nil {
-		status = unmatched.Status(*q.Status)
+		status = refunds.Status(*q.Status)
 	}
 	limit, after := httpkit.PageParams(q.Limit, q.Cursor)
 	page, err := s.unmatched.List(ctx, status, limit, after)
@@ -205,7 +204,7 @@ func (s *Server) ResolveUnmatchedDeposit(ctx context.Context, req operatorapi.Re
 	if err != nil {
 		return nil, err
 	}
-	answer := func(d *unmatched.Deposit) operatorapi.ResolveUnmatchedDepositResponseObject {
+	answer := func(d *refunds.Deposit) operatorapi.ResolveUnmatchedDepositResponseObject {
 		msg := "Deposit resolved."
 		return operatorapi.ResolveUnmatchedDeposit200JSONResponse{Body: operatorapi.UnmatchedDepositResponse{
 			Success: true, Message: &msg, Data: depositOut(d),
@@ -213,7 +212,7 @@ func (s *Server) ResolveUnmatchedDeposit(ctx context.Context, req operatorapi.Re
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.ResolveUnmatchedDepositResponseObject.VisitResolveUnmatchedDepositResponse)
 	b := req.Body
-	d, err := s.actions.ResolveDeposit(ctx, key, actorOf(o), req.Id, actions.Resolution{Action: unmatched.Status(b.Action), TxHash: b.TxHash, Note: b.Note})
+	d, err := s.actions.ResolveDeposit(ctx, key, actorOf(o), req.Id, actions.Resolution{Action: refunds.Status(b.Action), TxHash: b.TxHash, Note: b.Note})
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +288,7 @@ func transactionOut(t *lifecycle.Transaction) operatorapi.OperatorTransaction {
 	return out
 }
 
-func depositOut(d *unmatched.Deposit) operatorapi.UnmatchedDeposit {
+func depositOut(d *refunds.Deposit) operatorapi.UnmatchedDeposit {
 	return operatorapi.UnmatchedDeposit{
 		Id: d.ID, Network: d.Network, TxHash: d.TxHash, LogIndex: d.LogIndex, ToAddress: d.ToAddress,
 		Amount: money.FormatTokens(d.Amount), RawAmount: d.RawAmount, BlockNumber: d.BlockNumber,

@@ -14,13 +14,13 @@ import (
 	"gorm.io/gorm/clause"
 
 	"partnerd/internal/apikeys"
+	"partnerd/internal/backoffice"
 	"partnerd/internal/backoffice/operators"
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/jobs"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/transactions"
 )
 
 type operatorRow struct {
@@ -87,7 +87,7 @@ func (s *Store) OperatorByID(ctx context.Context, id uuid.UUID) (*operators.Oper
 // status without one) matching q, newest first (oldest with q.Oldest), with their
 // deposits. The stage's status condition and the keyset match the (status,
 // created_at DESC, id DESC) index.
-func (s *Store) ListStage(ctx context.Context, q transactions.StageQuery) ([]*lifecycle.Transaction, error) {
+func (s *Store) ListStage(ctx context.Context, q backoffice.StageQuery) ([]*lifecycle.Transaction, error) {
 	db, err := stageWhere(s.read(ctx).Model(&transactionRow{}), q.Stage, q.StuckBefore)
 	if err != nil {
 		return nil, err
@@ -143,21 +143,21 @@ var proceeding = []string{string(lifecycle.ScreeningNone), string(lifecycle.Scre
 
 // stageWhere narrows a query on transactions to stage ("" leaves it whole): the
 // one definition of each stage, shared by the lists and the overview's totals.
-func stageWhere(db *gorm.DB, stage transactions.Stage, stuckBefore time.Time) (*gorm.DB, error) {
+func stageWhere(db *gorm.DB, stage backoffice.Stage, stuckBefore time.Time) (*gorm.DB, error) {
 	const deposit = "EXISTS (SELECT 1 FROM deposits d WHERE d.transaction_id = transactions.id AND d.status = ?"
 	switch stage {
 	case "":
 		return db, nil
-	case transactions.AwaitingFill: // lifecycle.AwaitingFill
+	case backoffice.AwaitingFill: // lifecycle.AwaitingFill
 		return db.Where("status = ? AND screening IN ?", string(lifecycle.DepositConfirming), proceeding).
 			Where(deposit+")", lifecycle.DepositStatusConfirmed), nil
-	case transactions.AwaitingSettlement:
+	case backoffice.AwaitingSettlement:
 		return db.Where("status = ?", string(lifecycle.OrderFilled)), nil
-	case transactions.AwaitingPayout: // lifecycle.AwaitingPayout
+	case backoffice.AwaitingPayout: // lifecycle.AwaitingPayout
 		return db.Where("status = ? AND payout_settled_at IS NULL", string(lifecycle.Completed)), nil
-	case transactions.StageFailed:
+	case backoffice.StageFailed:
 		return db.Where("status = ?", string(lifecycle.Failed)), nil
-	case transactions.ConfirmingTooLong:
+	case backoffice.ConfirmingTooLong:
 		return db.Where("status = ?", string(lifecycle.DepositConfirming)).
 			Where(deposit+" AND d.received_at <= ?)", lifecycle.DepositStatusConfirming, stuckBefore.UTC()), nil
 	default:
@@ -183,8 +183,8 @@ func search(db *gorm.DB, q, key string) *gorm.DB {
 
 // StageTotal counts stage's transactions and sums their token and NGN amounts
 // (exactly: the amounts are added as decimals here, the same on both databases).
-func (s *Store) StageTotal(ctx context.Context, stage transactions.Stage, stuckBefore time.Time) (transactions.StageTotal, error) {
-	out := transactions.StageTotal{Stage: stage}
+func (s *Store) StageTotal(ctx context.Context, stage backoffice.Stage, stuckBefore time.Time) (backoffice.StageTotal, error) {
+	out := backoffice.StageTotal{Stage: stage}
 	db, err := stageWhere(s.read(ctx).Model(&transactionRow{}), stage, stuckBefore)
 	if err != nil {
 		return out, err
@@ -228,12 +228,12 @@ type unmatchedRow struct {
 // TableName: unmatched deposits are one kind of refund task.
 func (unmatchedRow) TableName() string { return "refund_tasks" }
 
-func (r *unmatchedRow) domain() *unmatched.Deposit {
-	return &unmatched.Deposit{
-		ID: r.ID, Kind: unmatched.Kind(r.Kind), Network: r.Network, TxHash: r.TxHash, LogIndex: r.LogIndex,
+func (r *unmatchedRow) domain() *refunds.Deposit {
+	return &refunds.Deposit{
+		ID: r.ID, Kind: refunds.Kind(r.Kind), Network: r.Network, TxHash: r.TxHash, LogIndex: r.LogIndex,
 		FromAddress: r.FromAddress, ToAddress: r.ToAddress,
 		Amount: r.Amount, RawAmount: r.RawAmount, BlockNumber: r.BlockNumber, TransactionID: r.TransactionID, PartnerID: r.PartnerID,
-		Status: unmatched.Status(r.Status), ResolutionTxHash: r.ResolutionTxHash, ResolutionNote: r.ResolutionNote,
+		Status: refunds.Status(r.Status), ResolutionTxHash: r.ResolutionTxHash, ResolutionNote: r.ResolutionNote,
 		ResolvedBy: r.ResolvedBy, ResolvedAt: utcPtr(r.ResolvedAt), CreatedAt: r.CreatedAt.UTC(),
 	}
 }
@@ -244,7 +244,7 @@ func (r *unmatchedRow) domain() *unmatched.Deposit {
 // one with the same identity exists (resolved by a payment that a reorganisation
 // since took back) it is re-opened with d's amount and sender instead, so the money
 // is never left without an open task.
-func (s *Store) InsertUnmatchedDeposit(ctx context.Context, d *unmatched.Deposit) (*unmatched.Deposit, error) {
+func (s *Store) InsertUnmatchedDeposit(ctx context.Context, d *refunds.Deposit) (*refunds.Deposit, error) {
 	row := unmatchedRow{
 		ID: d.ID, Kind: string(d.Kind), Network: d.Network, TxHash: d.TxHash, LogIndex: d.LogIndex,
 		FromAddress: d.FromAddress, ToAddress: d.ToAddress,
@@ -252,7 +252,7 @@ func (s *Store) InsertUnmatchedDeposit(ctx context.Context, d *unmatched.Deposit
 		Status: string(d.Status), CreatedAt: d.CreatedAt,
 	}
 	onConflict := clause.OnConflict{DoNothing: true}
-	if d.Kind == unmatched.Short {
+	if d.Kind == refunds.Short {
 		onConflict = clause.OnConflict{
 			Columns: []clause.Column{{Name: "kind"}, {Name: "network"}, {Name: "tx_hash"}, {Name: "log_index"}},
 			DoUpdates: clause.Assignments(map[string]any{
@@ -273,7 +273,7 @@ func (s *Store) InsertUnmatchedDeposit(ctx context.Context, d *unmatched.Deposit
 }
 
 // UnmatchedDeposit returns refund task id, or apperr NotFound.
-func (s *Store) UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*unmatched.Deposit, error) {
+func (s *Store) UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*refunds.Deposit, error) {
 	var row unmatchedRow
 	if err := s.read(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
 		return nil, notFound(err, "refund task")
@@ -282,15 +282,15 @@ func (s *Store) UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*unmatched.
 }
 
 // ListRefundTasks returns up to limit tasks matching f, newest first, after pos.
-func (s *Store) ListRefundTasks(ctx context.Context, f unmatched.Filter, pos *cursor.Position, limit int) ([]*unmatched.Deposit, error) {
+func (s *Store) ListRefundTasks(ctx context.Context, f refunds.Filter, pos *cursor.Position, limit int) ([]*refunds.Deposit, error) {
 	db := s.read(ctx)
 	switch {
 	case f.Open:
-		db = db.Where("status = ?", string(unmatched.Open))
+		db = db.Where("status = ?", string(refunds.Open))
 	case f.Resolved != "":
 		db = db.Where("status = ?", string(f.Resolved))
 	default:
-		db = db.Where("status <> ?", string(unmatched.Open))
+		db = db.Where("status <> ?", string(refunds.Open))
 	}
 	if f.Kind != nil {
 		db = db.Where("kind = ?", string(*f.Kind))
@@ -305,7 +305,7 @@ func (s *Store) ListRefundTasks(ctx context.Context, f unmatched.Filter, pos *cu
 	if err := db.Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, err
 	}
-	out := make([]*unmatched.Deposit, len(rows))
+	out := make([]*refunds.Deposit, len(rows))
 	for i := range rows {
 		out[i] = rows[i].domain()
 	}
@@ -314,8 +314,8 @@ func (s *Store) ListRefundTasks(ctx context.Context, f unmatched.Filter, pos *cu
 
 // ResolveUnmatchedDeposit closes task id if still open (a conditional update,
 // correct under concurrency on both databases), reporting whether it did.
-func (s *Store) ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r unmatched.Resolution) (bool, error) {
-	res := s.write(ctx).Model(&unmatchedRow{}).Where("id = ? AND status = ?", id, string(unmatched.Open)).Updates(resolution(r))
+func (s *Store) ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r refunds.Resolution) (bool, error) {
+	res := s.write(ctx).Model(&unmatchedRow{}).Where("id = ? AND status = ?", id, string(refunds.Open)).Updates(resolution(r))
 	if res.Error != nil && !errors.Is(res.Error, gorm.ErrRecordNotFound) {
 		return false, res.Error
 	}
@@ -323,18 +323,18 @@ func (s *Store) ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r unm
 }
 
 // ResolveOpenRefundTasks closes transaction id's open tasks of kind with r.
-func (s *Store) ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind unmatched.Kind, r unmatched.Resolution) error {
+func (s *Store) ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind refunds.Kind, r refunds.Resolution) error {
 	return s.write(ctx).Model(&unmatchedRow{}).Where("transaction_id = ? AND kind = ? AND status = ?",
-		transactionID, string(kind), string(unmatched.Open)).Updates(resolution(r)).Error
+		transactionID, string(kind), string(refunds.Open)).Updates(resolution(r)).Error
 }
 
 // DeleteOpenRefundTasks deletes transaction id's open tasks of kind.
-func (s *Store) DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind unmatched.Kind) error {
+func (s *Store) DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind refunds.Kind) error {
 	return s.write(ctx).Where("transaction_id = ? AND kind = ? AND status = ?",
-		transactionID, string(kind), string(unmatched.Open)).Delete(&unmatchedRow{}).Error
+		transactionID, string(kind), string(refunds.Open)).Delete(&unmatchedRow{}).Error
 }
 
-func resolution(r unmatched.Resolution) map[string]any {
+func resolution(r refunds.Resolution) map[string]any {
 	var by *uuid.UUID
 	if r.OperatorID != uuid.Nil {
 		by = &r.OperatorID
@@ -388,14 +388,14 @@ func (tx *Tx) ScheduleStep(ctx context.Context, id uuid.UUID, step string, at ti
 // it is open (its block was reorganised away).
 func (s *Store) DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error {
 	return s.write(ctx).Where("kind IN ? AND network = ? AND tx_hash = ? AND log_index = ? AND status = ?",
-		[]string{string(unmatched.Unmatched), string(unmatched.Dust)}, network, txHash, logIndex, string(unmatched.Open)).Delete(&unmatchedRow{}).Error
+		[]string{string(refunds.Unmatched), string(refunds.Dust)}, network, txHash, logIndex, string(refunds.Open)).Delete(&unmatchedRow{}).Error
 }
 
 // Refund tasks recorded or closed in the unit of work of the change that found the
-// money (unmatched.Tx), one line over the Store's statements bound to it.
+// money (refunds.Tx), one line over the Store's statements bound to it.
 
 // InsertUnmatchedDeposit is Store.InsertUnmatchedDeposit in the unit of work.
-func (tx *Tx) InsertUnmatchedDeposit(ctx context.Context, d *unmatched.Deposit) (*unmatched.Deposit, error) {
+func (tx *Tx) InsertUnmatchedDeposit(ctx context.Context, d *refunds.Deposit) (*refunds.Deposit, error) {
 	return tx.store().InsertUnmatchedDeposit(ctx, d)
 }
 
@@ -405,11 +405,11 @@ func (tx *Tx) DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash st
 }
 
 // DeleteOpenRefundTasks is Store.DeleteOpenRefundTasks in the unit of work.
-func (tx *Tx) DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind unmatched.Kind) error {
+func (tx *Tx) DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind refunds.Kind) error {
 	return tx.store().DeleteOpenRefundTasks(ctx, transactionID, kind)
 }
 
 // ResolveOpenRefundTasks is Store.ResolveOpenRefundTasks in the unit of work.
-func (tx *Tx) ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind unmatched.Kind, r unmatched.Resolution) error {
+func (tx *Tx) ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind refunds.Kind, r refunds.Resolution) error {
 	return tx.store().ResolveOpenRefundTasks(ctx, transactionID, kind, r)
 }

@@ -10,7 +10,7 @@ import (
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice/operators"
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
 	"partnerd/internal/partnerusers"
@@ -21,12 +21,12 @@ import (
 // to the transaction (Tx.store), so a use case hands its unit of work on and
 // every read in it sees the unit's own writes.
 var (
-	_ audit.Tx            = (*Tx)(nil)
-	_ apikeys.Tx          = (*Tx)(nil)
-	_ partners.Tx         = (*Tx)(nil)
-	_ operators.Tx        = (*Tx)(nil)
-	_ unmatched.ResolveTx = (*Tx)(nil)
-	_ partnerusers.Tx     = (*Tx)(nil)
+	_ audit.Tx          = (*Tx)(nil)
+	_ apikeys.Tx        = (*Tx)(nil)
+	_ partners.Tx       = (*Tx)(nil)
+	_ operators.Tx      = (*Tx)(nil)
+	_ refunds.ResolveTx = (*Tx)(nil)
+	_ partnerusers.Tx   = (*Tx)(nil)
 )
 
 // InsertAudit is Store.InsertAudit in the unit of work.
@@ -80,12 +80,12 @@ func (tx *Tx) FillsOf(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*life
 }
 
 // UnmatchedDeposit is Store.UnmatchedDeposit in the unit of work.
-func (tx *Tx) UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*unmatched.Deposit, error) {
+func (tx *Tx) UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*refunds.Deposit, error) {
 	return tx.store().UnmatchedDeposit(ctx, id)
 }
 
 // ResolveUnmatchedDeposit is Store.ResolveUnmatchedDeposit in the unit of work.
-func (tx *Tx) ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r unmatched.Resolution) (bool, error) {
+func (tx *Tx) ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r refunds.Resolution) (bool, error) {
 	return tx.store().ResolveUnmatchedDeposit(ctx, id, r)
 }
 

@@ -3,7 +3,6 @@ package transactions
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"sort"
 	"strings"
@@ -52,12 +51,7 @@ type ListQuery struct {
 }
 
 // Page is one page of the list.
-type Page struct {
-	Items      []*lifecycle.Transaction
-	HasMore    bool
-	Limit      int
-	NextCursor *string
-}
+type Page = cursor.Page[*lifecycle.Transaction]
 
 // Lister pages through transactions.
 type Lister struct {
@@ -122,7 +116,7 @@ func scopeOf(partnerID uuid.UUID, f Filter) string {
 		k := HashKeys(*f.TxHash)[0]
 		hash = &k
 	}
-	b, _ := json.Marshal(struct {
+	scope := cursor.Scope(struct {
 		List       string     `json:"list"`
 		Partner    uuid.UUID  `json:"partner"`
 		Statuses   []string   `json:"status"`
@@ -135,7 +129,7 @@ func scopeOf(partnerID uuid.UUID, f Filter) string {
 		From       *time.Time `json:"from"`
 		To         *time.Time `json:"to"`
 	}{"transactions", partnerID, st, f.MerchantID, f.TerminalID, ref, addr, hash, f.Network, cursor.UTC(f.From), cursor.UTC(f.To)})
-	return string(b)
+	return scope
 }
 
 // HashKeys are the stored forms a searched chain hash may have, the folded one

@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
+	"partnerd/internal/backoffice"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
 	"partnerd/internal/lifecycle"
@@ -289,7 +290,7 @@ func TestStages(t *testing.T) {
 			b := newBed(t, db.URL)
 			engine := lifecycle.NewEngine(store.For(b.st, func(tx *store.Tx) lifecycle.Tx { return tx }), lifecycle.Config{Required: map[string]int{"bep20": 1}, Now: store.Now,
 				Settlement: lifecycle.Settlement{OperatorLiquidity: true, OperatorPayout: true}})
-			stages := transactions.NewStageLister(b.st, cursor.NewCodec([]byte("s")))
+			stages := backoffice.NewStageLister(b.st, cursor.NewCodec([]byte("s")))
 			create := func(partner uuid.UUID, ref string, at time.Duration) *lifecycle.Transaction {
 				b.clock.Set(b.t0.Add(at))
 				tr, err := b.svc.Create(ctx, uow.Plain[*lifecycle.Transaction, transactions.Tx](), partner, transactions.CreateRequest{MerchantReference: ref, Token: "usdt", Network: "bep20", FiatAmount: ptr("3000")})
@@ -308,7 +309,7 @@ func TestStages(t *testing.T) {
 			detect(a.ID, "0xAAAA")
 			detect(bb.ID, "0xBBBB")
 
-			list := func(f transactions.StageFilter) []uuid.UUID {
+			list := func(f backoffice.StageFilter) []uuid.UUID {
 				t.Helper()
 				p, err := stages.List(ctx, f, 0, "")
 				require.NoError(t, err)
@@ -318,28 +319,28 @@ func TestStages(t *testing.T) {
 				}
 				return out
 			}
-			fill := transactions.AwaitingFill
-			require.Equal(t, []uuid.UUID{bb.ID, a.ID}, list(transactions.StageFilter{Stage: fill}), "every partner's, newest first")
-			require.Equal(t, []uuid.UUID{a.ID, bb.ID}, list(transactions.StageFilter{Stage: fill, Oldest: true}))
-			require.Equal(t, []uuid.UUID{a.ID}, list(transactions.StageFilter{Stage: fill, PartnerID: &b.partner}))
-			require.Equal(t, []uuid.UUID{c.ID, bb.ID, a.ID}, list(transactions.StageFilter{}), "no stage: every transaction")
+			fill := backoffice.AwaitingFill
+			require.Equal(t, []uuid.UUID{bb.ID, a.ID}, list(backoffice.StageFilter{Stage: fill}), "every partner's, newest first")
+			require.Equal(t, []uuid.UUID{a.ID, bb.ID}, list(backoffice.StageFilter{Stage: fill, Oldest: true}))
+			require.Equal(t, []uuid.UUID{a.ID}, list(backoffice.StageFilter{Stage: fill, PartnerID: &b.partner}))
+			require.Equal(t, []uuid.UUID{c.ID, bb.ID, a.ID}, list(backoffice.StageFilter{}), "no stage: every transaction")
 			for q, want := range map[string]uuid.UUID{
 				"ticket-a": a.ID, "TICKET-B": bb.ID, c.DepositAddress: c.ID, strings.ToUpper(c.DepositAddress): c.ID,
 				"0xaaaa": a.ID, "0xBBBB": bb.ID, c.ID.String(): c.ID,
 			} {
-				require.Equal(t, []uuid.UUID{want}, list(transactions.StageFilter{Search: ptr(q)}), q)
+				require.Equal(t, []uuid.UUID{want}, list(backoffice.StageFilter{Search: ptr(q)}), q)
 			}
-			require.Empty(t, list(transactions.StageFilter{Stage: fill, Search: ptr("ticket-c")}), "the search stays in the stage")
+			require.Empty(t, list(backoffice.StageFilter{Stage: fill, Search: ptr("ticket-c")}), "the search stays in the stage")
 
-			first, err := stages.List(ctx, transactions.StageFilter{Stage: fill}, 1, "")
+			first, err := stages.List(ctx, backoffice.StageFilter{Stage: fill}, 1, "")
 			require.NoError(t, err)
 			require.True(t, first.HasMore)
-			next, err := stages.List(ctx, transactions.StageFilter{Stage: fill}, 1, *first.NextCursor)
+			next, err := stages.List(ctx, backoffice.StageFilter{Stage: fill}, 1, *first.NextCursor)
 			require.NoError(t, err)
 			require.Equal(t, a.ID, next.Items[0].ID)
-			_, err = stages.List(ctx, transactions.StageFilter{Stage: fill, Oldest: true}, 1, *first.NextCursor)
+			_, err = stages.List(ctx, backoffice.StageFilter{Stage: fill, Oldest: true}, 1, *first.NextCursor)
 			requireCode(t, err, apperr.InvalidCursor, "")
-			_, err = stages.List(ctx, transactions.StageFilter{Stage: transactions.AwaitingPayout}, 1, *first.NextCursor)
+			_, err = stages.List(ctx, backoffice.StageFilter{Stage: backoffice.AwaitingPayout}, 1, *first.NextCursor)
 			requireCode(t, err, apperr.InvalidCursor, "")
 		})
 	}

@@ -23,7 +23,7 @@ import (
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/lifecycle"
@@ -37,7 +37,7 @@ import (
 // its answer reads all go through it, so they see one another and commit as one.
 type Tx interface {
 	batches.Tx
-	unmatched.ResolveTx
+	refunds.ResolveTx
 	partners.Tx
 	operators.Tx
 	apikeys.Tx
@@ -50,7 +50,7 @@ type Service struct {
 	begin     uow.Begin[Tx]
 	lifecycle *lifecycle.Engine
 	audit     *audit.Log
-	unmatched *unmatched.Service
+	unmatched *refunds.Service
 	batches   *batches.Service
 	partners  *partners.Service
 	operators *operators.Service
@@ -87,7 +87,7 @@ type Deps struct {
 	Begin     uow.Begin[Tx]
 	Lifecycle *lifecycle.Engine
 	Audit     *audit.Log
-	Unmatched *unmatched.Service
+	Unmatched *refunds.Service
 	Batches   *batches.Service
 	Partners  *partners.Service
 	Operators *operators.Service
@@ -243,7 +243,7 @@ func (s *Service) refused(ctx context.Context, by actor.Actor, action, reference
 
 // Resolution is how an operator closes a refund task or an unmatched deposit.
 type Resolution struct {
-	Action unmatched.Status
+	Action refunds.Status
 	// TxHash is the refund's chain transaction (required to refund a short payment).
 	TxHash *string
 	Note   *string
@@ -257,8 +257,8 @@ func (r Resolution) reference() string {
 }
 
 // ResolveDeposit closes open unmatched deposit id.
-func (s *Service) ResolveDeposit(ctx context.Context, run uow.Runner[*unmatched.Deposit, Tx], by actor.Actor, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
-	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*unmatched.Deposit, error) {
+func (s *Service) ResolveDeposit(ctx context.Context, run uow.Runner[*refunds.Deposit, Tx], by actor.Actor, id uuid.UUID, r Resolution) (*refunds.Deposit, error) {
+	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*refunds.Deposit, error) {
 		if err := s.screenTask(ctx, tx, id, r); err != nil {
 			return nil, err
 		}
@@ -286,8 +286,8 @@ func (s *Service) ResolveDeposit(ctx context.Context, run uow.Runner[*unmatched.
 // expired transaction is refunded in the same unit of work, so the returned money
 // cannot be counted or accepted later); credited is refused (an expired short
 // payment is credited by accepting the transaction). Other kinds close on their own.
-func (s *Service) ResolveTask(ctx context.Context, run uow.Runner[*unmatched.Deposit, Tx], by actor.Actor, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
-	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*unmatched.Deposit, error) {
+func (s *Service) ResolveTask(ctx context.Context, run uow.Runner[*refunds.Deposit, Tx], by actor.Actor, id uuid.UUID, r Resolution) (*refunds.Deposit, error) {
+	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*refunds.Deposit, error) {
 		d, err := s.resolveTask(ctx, tx, by, id, r)
 		if err != nil {
 			return nil, err
@@ -310,7 +310,7 @@ func (s *Service) ResolveTask(ctx context.Context, run uow.Runner[*unmatched.Dep
 // screenTask screens the destination of a refund task resolved as refunded (its
 // sender), and refuses one whose transaction's funds are held or blocked.
 func (s *Service) screenTask(ctx context.Context, tx Tx, id uuid.UUID, r Resolution) error {
-	if r.Action != unmatched.Refunded {
+	if r.Action != refunds.Refunded {
 		return nil
 	}
 	d, err := tx.UnmatchedDeposit(ctx, id)
@@ -329,7 +329,7 @@ func (s *Service) screenTask(ctx context.Context, tx Tx, id uuid.UUID, r Resolut
 	return s.checkRefund(ctx, d.Network, d.FromAddress)
 }
 
-func (s *Service) resolveTask(ctx context.Context, tx Tx, by actor.Actor, id uuid.UUID, r Resolution) (*unmatched.Deposit, error) {
+func (s *Service) resolveTask(ctx context.Context, tx Tx, by actor.Actor, id uuid.UUID, r Resolution) (*refunds.Deposit, error) {
 	if err := s.screenTask(ctx, tx, id, r); err != nil {
 		return nil, err
 	}
@@ -337,11 +337,11 @@ func (s *Service) resolveTask(ctx context.Context, tx Tx, by actor.Actor, id uui
 	if err != nil {
 		return nil, err
 	}
-	if d.Kind != unmatched.Short || d.TransactionID == nil || d.Status != unmatched.Open {
+	if d.Kind != refunds.Short || d.TransactionID == nil || d.Status != refunds.Open {
 		return s.unmatched.Resolve(ctx, tx, id, by.OperatorID(), r.Action, r.TxHash, r.Note)
 	}
 	switch {
-	case r.Action == unmatched.Credited:
+	case r.Action == refunds.Credited:
 		return nil, apperr.New(apperr.InvalidStateTransition,
 			"A short payment is not credited through its refund task; accept the transaction (POST /transactions/{id}/accept) or refund it.")
 	case r.TxHash == nil:

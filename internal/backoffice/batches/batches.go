@@ -8,7 +8,6 @@ package batches
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -241,36 +240,25 @@ func (s *Service) record(ctx context.Context, tx Tx, by actor.Actor, a audit.Act
 }
 
 // Page is one page of batches.
-type Page struct {
-	Items      []*Batch
-	HasMore    bool
-	Limit      int
-	NextCursor *string
-}
+type Page = cursor.Page[*Batch]
 
 // List returns one page of batches of kind (of partnerID when set), newest first.
 // Errors: InvalidCursor.
 func (s *Service) List(ctx context.Context, kind Kind, partnerID *uuid.UUID, limit int, after string) (*Page, error) {
 	limit = cursor.Limit(limit)
-	b, _ := json.Marshal(struct {
+	scope := cursor.Scope(struct {
 		List    string     `json:"list"`
 		Kind    Kind       `json:"kind"`
 		Partner *uuid.UUID `json:"partner"`
 	}{"batches", kind, partnerID})
-	scope := string(b)
-	pos, err := s.codec.After(after, scope)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := s.store.ListBatches(ctx, Query{Kind: kind, PartnerID: partnerID, After: pos, Limit: limit + 1})
-	if err != nil {
-		return nil, err
-	}
-	p := &Page{Limit: limit}
-	p.Items, p.HasMore, p.NextCursor = cursor.Trim(s.codec, scope, rows, limit, func(b *Batch) cursor.Position {
-		return cursor.Position{Time: b.CreatedAt, ID: b.ID.String()}
-	})
-	return p, nil
+	return cursor.Read(s.codec, scope, after, limit, func(pos *cursor.Position, n int) ([]*Batch, error) {
+		return s.store.ListBatches(ctx, Query{Kind: kind, PartnerID: partnerID, After: pos, Limit: n})
+	}, (*Batch).Position)
+}
+
+// Position is b's place in a keyset-paged list of batches (newest first).
+func (b *Batch) Position() cursor.Position {
+	return cursor.Position{Time: b.CreatedAt, ID: b.ID.String()}
 }
 
 // Of returns the batch of kind holding transaction id, or nil.

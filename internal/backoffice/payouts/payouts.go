@@ -6,7 +6,6 @@ package payouts
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"time"
 
@@ -40,12 +39,7 @@ type Service struct {
 func New(store Store, codec *cursor.Codec) *Service { return &Service{store: store, codec: codec} }
 
 // Page is one page of payouts, newest first.
-type Page struct {
-	Items      []*batches.Batch
-	HasMore    bool
-	Limit      int
-	NextCursor *string
-}
+type Page = cursor.Page[*batches.Batch]
 
 // Detail is a payout with the transactions it paid, in the batch's order.
 type Detail struct {
@@ -57,26 +51,15 @@ type Detail struct {
 // inclusive, each optional), newest first. Errors: InvalidCursor.
 func (s *Service) List(ctx context.Context, partnerID uuid.UUID, from, to *time.Time, limit int, after string) (*Page, error) {
 	limit = cursor.Limit(limit)
-	b, _ := json.Marshal(struct {
+	scope := cursor.Scope(struct {
 		List    string     `json:"list"`
 		Partner uuid.UUID  `json:"partner"`
 		From    *time.Time `json:"from"`
 		To      *time.Time `json:"to"`
 	}{"payouts", partnerID, cursor.UTC(from), cursor.UTC(to)})
-	scope := string(b)
-	pos, err := s.codec.After(after, scope)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := s.store.ListBatches(ctx, batches.Query{Kind: batches.Payout, PartnerID: &partnerID, From: from, To: to, After: pos, Limit: limit + 1})
-	if err != nil {
-		return nil, err
-	}
-	p := &Page{Limit: limit}
-	p.Items, p.HasMore, p.NextCursor = cursor.Trim(s.codec, scope, rows, limit, func(b *batches.Batch) cursor.Position {
-		return cursor.Position{Time: b.CreatedAt, ID: b.ID.String()}
-	})
-	return p, nil
+	return cursor.Read(s.codec, scope, after, limit, func(pos *cursor.Position, n int) ([]*batches.Batch, error) {
+		return s.store.ListBatches(ctx, batches.Query{Kind: batches.Payout, PartnerID: &partnerID, From: from, To: to, After: pos, Limit: n})
+	}, (*batches.Batch).Position)
 }
 
 // Get returns partnerID's payout id with its transactions. Errors: NotFound (an

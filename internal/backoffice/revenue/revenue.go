@@ -6,13 +6,13 @@ package revenue
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/kit/cursor"
+	"partnerd/internal/lifecycle"
 )
 
 // Filter selects ledger rows: ts within [From, To] (both optional), and
@@ -54,24 +54,8 @@ type Summary struct {
 	Count             int64
 }
 
-// Row is the ledger row of a completed transaction.
-type Row struct {
-	TransactionID     uuid.UUID
-	PartnerID         uuid.UUID
-	MerchantReference string
-	MerchantID        *string
-	TerminalID        *string
-	Network           string
-	Token             string
-	CryptoAmount      decimal.Decimal
-	FiatAmount        decimal.Decimal
-	PlatformFee       decimal.Decimal
-	Share             decimal.Decimal
-	// Shortfall is what the deposit fell short of CryptoAmount by, accepted within
-	// the underpayment tolerance (zero when paid in full).
-	Shortfall decimal.Decimal
-	TS        time.Time
-}
+// Row is one row of the ledger, as the lifecycle books it at settlement.
+type Row = lifecycle.RevenueRow
 
 // EpochStart is the effective start of a revenue window given no from.
 var EpochStart = time.Unix(0, 0).UTC()
@@ -91,8 +75,7 @@ func NewLedger(store Store, codec *cursor.Codec, now func() time.Time) *Ledger {
 // List returns a page of partnerID's ledger, newest first. The window is [from, to]
 // with from defaulting to the Unix epoch and to to now. Errors: InvalidCursor.
 func (l *Ledger) List(ctx context.Context, partnerID uuid.UUID, f Filter, limit int, after string, summary bool) (*Page, error) {
-	limit = cursor.Limit(limit)
-	q := Query{From: EpochStart, To: l.now(), Token: f.Token, Network: f.Network, Limit: limit + 1}
+	q := Query{From: EpochStart, To: l.now(), Token: f.Token, Network: f.Network}
 	if f.From != nil {
 		q.From = f.From.UTC()
 	}
@@ -100,22 +83,17 @@ func (l *Ledger) List(ctx context.Context, partnerID uuid.UUID, f Filter, limit 
 		q.To = f.To.UTC()
 	}
 	sc := scope(partnerID, f)
-	var err error
-	if q.After, err = l.codec.After(after, sc); err != nil {
-		return nil, err
-	}
-	rows, err := l.store.ListRevenue(ctx, partnerID, q)
+	rows, err := cursor.Read(l.codec, sc, after, limit, func(pos *cursor.Position, n int) ([]Row, error) {
+		page := q
+		page.After, page.Limit = pos, n
+		return l.store.ListRevenue(ctx, partnerID, page)
+	}, func(r Row) cursor.Position { return cursor.Position{Time: r.TS, ID: r.TransactionID.String()} })
 	if err != nil {
 		return nil, err
 	}
-	p := &Page{Limit: limit}
-	p.Rows, p.HasMore, p.NextCursor = cursor.Trim(l.codec, sc, rows, limit, func(r Row) cursor.Position {
-		return cursor.Position{Time: r.TS, ID: r.TransactionID.String()}
-	})
+	p := &Page{Rows: rows.Items, HasMore: rows.HasMore, Limit: rows.Limit, NextCursor: rows.NextCursor}
 	if summary {
-		wq := q
-		wq.After = nil
-		n, sum, err := l.store.RevenueSummary(ctx, partnerID, wq)
+		n, sum, err := l.store.RevenueSummary(ctx, partnerID, q)
 		if err != nil {
 			return nil, err
 		}
@@ -125,7 +103,7 @@ func (l *Ledger) List(ctx context.Context, partnerID uuid.UUID, f Filter, limit 
 }
 
 func scope(partnerID uuid.UUID, f Filter) string {
-	b, _ := json.Marshal(struct {
+	scope := cursor.Scope(struct {
 		List    string     `json:"list"`
 		Partner uuid.UUID  `json:"partner"`
 		From    *time.Time `json:"from"`
@@ -133,5 +111,5 @@ func scope(partnerID uuid.UUID, f Filter) string {
 		Token   *string    `json:"token"`
 		Network *string    `json:"network"`
 	}{"revenue", partnerID, cursor.UTC(f.From), cursor.UTC(f.To), f.Token, f.Network})
-	return string(b)
+	return scope
 }

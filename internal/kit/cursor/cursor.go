@@ -100,6 +100,47 @@ func (c *Codec) After(cursor, scope string) (*Position, error) {
 	return &pos, nil
 }
 
+// Scope is the text a list's cursors are bound to: v, the list's name and its
+// filters, in JSON, which keeps it unambiguous whatever the filter values contain
+// (a cursor of one list or filter set is refused by another). v must marshal
+// (plain fields, maps of them).
+func Scope(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("cursor: a scope that cannot be marshalled: " + err.Error())
+	}
+	return string(b)
+}
+
+// Page is one page of a keyset-paged list: up to Limit items, and when HasMore the
+// cursor of the next page (signed to the list's scope).
+type Page[T any] struct {
+	Items      []T
+	HasMore    bool
+	Limit      int
+	NextCursor *string
+}
+
+// Read reads one page of a list signed to scope, the ritual every keyset-paged
+// list shares: the page size (Limit), the previous page's cursor decoded against
+// scope ("" for the first page), limit+1 rows fetched after that position, and the
+// page trimmed to limit with the next cursor at the last row kept (at names a
+// row's position). Errors: ErrInvalid, and fetch's.
+func Read[T any](c *Codec, scope, after string, limit int, fetch func(after *Position, n int) ([]T, error), at func(T) Position) (*Page[T], error) {
+	limit = Limit(limit)
+	pos, err := c.After(after, scope)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := fetch(pos, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	p := &Page[T]{Limit: limit}
+	p.Items, p.HasMore, p.NextCursor = Trim(c, scope, rows, limit, at)
+	return p, nil
+}
+
 // Trim finishes a page read with limit+1 rows: it keeps limit rows and, when there
 // was one more, reports has-more and the cursor of the last kept row.
 func Trim[T any](c *Codec, scope string, rows []T, limit int, pos func(T) Position) ([]T, bool, *string) {

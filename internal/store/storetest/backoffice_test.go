@@ -12,9 +12,10 @@ import (
 
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
+	"partnerd/internal/backoffice"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/chain"
 	"partnerd/internal/deposits"
 	"partnerd/internal/kit/apperr"
@@ -23,7 +24,6 @@ import (
 	"partnerd/internal/partners"
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/testdb"
-	"partnerd/internal/transactions"
 	"partnerd/internal/webhook"
 )
 
@@ -573,7 +573,7 @@ func TestOpenRefundTasksByKind(t *testing.T) {
 			require.NoError(t, err)
 			ids = append(ids, d.ID)
 		}
-		for i, k := range []unmatched.Kind{unmatched.Excess, unmatched.Dust, unmatched.Dust} {
+		for i, k := range []refunds.Kind{refunds.Excess, refunds.Dust, refunds.Dust} {
 			d := unmatchedDeposit(3+i, now)
 			d.Kind, d.TransactionID, d.PartnerID = k, &tr.ID, &p.ID
 			_, err = s.InsertUnmatchedDeposit(ctx, d)
@@ -662,9 +662,9 @@ func TestStageTotal(t *testing.T) {
 	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
 		ctx := context.Background()
 		p := newPartner(t, s)
-		empty, err := s.StageTotal(ctx, transactions.StageFailed, store.Now())
+		empty, err := s.StageTotal(ctx, backoffice.StageFailed, store.Now())
 		require.NoError(t, err)
-		require.Equal(t, transactions.StageFailed, empty.Stage)
+		require.Equal(t, backoffice.StageFailed, empty.Stage)
 		require.Zero(t, empty.Count)
 		require.True(t, empty.Crypto.IsZero())
 		require.True(t, empty.Fiat.IsZero())
@@ -675,13 +675,13 @@ func TestStageTotal(t *testing.T) {
 		newTransaction(t, s, p, txOpts{status: lifecycle.OrderFilled})
 		newTransaction(t, s, p, txOpts{})
 
-		failed, err := s.StageTotal(ctx, transactions.StageFailed, store.Now())
+		failed, err := s.StageTotal(ctx, backoffice.StageFailed, store.Now())
 		require.NoError(t, err)
-		require.Equal(t, transactions.StageFailed, failed.Stage)
+		require.Equal(t, backoffice.StageFailed, failed.Stage)
 		require.Equal(t, 3, failed.Count)
 		require.Equal(t, "300.000003", failed.Crypto.String(), "summed exactly")
 		require.Equal(t, "462676.11", failed.Fiat.String())
-		filled, err := s.StageTotal(ctx, transactions.AwaitingSettlement, store.Now())
+		filled, err := s.StageTotal(ctx, backoffice.AwaitingSettlement, store.Now())
 		require.NoError(t, err)
 		require.Equal(t, 1, filled.Count)
 		require.True(t, dec("100.000001").Equal(filled.Crypto))
@@ -707,7 +707,7 @@ func TestAuditParties(t *testing.T) {
 		p := partnerAt(t, s, "Audited partner", store.Now())
 		tr := newTransaction(t, s, p, txOpts{status: lifecycle.Completed})
 		task := unmatchedDeposit(0, store.Now())
-		task.Kind, task.TransactionID, task.PartnerID = unmatched.Excess, &tr.ID, &p.ID
+		task.Kind, task.TransactionID, task.PartnerID = refunds.Excess, &tr.ID, &p.ID
 		task, err = s.InsertUnmatchedDeposit(ctx, task)
 		require.NoError(t, err)
 		key := &apikeys.Key{ID: uuid.New(), Owner: apikeys.Partner, OwnerID: p.ID, Hash: "hash-" + uuid.NewString(), Prefix: "sk_sandbox_ab12",
@@ -789,12 +789,12 @@ func TestStagesAreTheLifecyclePredicates(t *testing.T) {
 		shape(lifecycle.Completed, lifecycle.DepositStatusConfirmed, lifecycle.ScreeningClear, true)
 		shape(lifecycle.AwaitingDeposit, "", lifecycle.ScreeningNone, false)
 
-		all, err := s.ListStage(ctx, transactions.StageQuery{Limit: 100})
+		all, err := s.ListStage(ctx, backoffice.StageQuery{Limit: 100})
 		require.NoError(t, err)
 		require.Len(t, all, 10)
-		for stage, pred := range map[transactions.Stage]func(*lifecycle.Transaction) bool{
-			transactions.AwaitingFill:   lifecycle.AwaitingFill,
-			transactions.AwaitingPayout: lifecycle.AwaitingPayout,
+		for stage, pred := range map[backoffice.Stage]func(*lifecycle.Transaction) bool{
+			backoffice.AwaitingFill:   lifecycle.AwaitingFill,
+			backoffice.AwaitingPayout: lifecycle.AwaitingPayout,
 		} {
 			var want, got []uuid.UUID
 			for _, tr := range all {
@@ -802,7 +802,7 @@ func TestStagesAreTheLifecyclePredicates(t *testing.T) {
 					want = append(want, tr.ID)
 				}
 			}
-			listed, err := s.ListStage(ctx, transactions.StageQuery{StageFilter: transactions.StageFilter{Stage: stage}, Limit: 100})
+			listed, err := s.ListStage(ctx, backoffice.StageQuery{StageFilter: backoffice.StageFilter{Stage: stage}, Limit: 100})
 			require.NoError(t, err)
 			for _, tr := range listed {
 				got = append(got, tr.ID)

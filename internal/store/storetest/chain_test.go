@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/chain"
 	"partnerd/internal/deposits"
 	"partnerd/internal/kit/apperr"
@@ -183,7 +183,7 @@ func TestUnmatchedDeposits(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, stored[0], again.ID, "a transfer is recorded once")
 
-		open, err := s.ListRefundTasks(ctx, unmatched.Filter{Open: true}, nil, 2)
+		open, err := s.ListRefundTasks(ctx, refunds.Filter{Open: true}, nil, 2)
 		require.NoError(t, err)
 		require.Len(t, open, 2)
 		require.Equal(t, stored[2], open[0].ID, "newest first")
@@ -232,37 +232,37 @@ func TestRefundTasksOfATransaction(t *testing.T) {
 		op := newOperator(t, s)
 		p := newPartner(t, s)
 		tr := newTransaction(t, s, p, txOpts{})
-		task := func(kind unmatched.Kind, i int) *unmatched.Deposit {
+		task := func(kind refunds.Kind, i int) *refunds.Deposit {
 			d := unmatchedDeposit(i, store.Now())
 			d.Kind, d.TransactionID, d.PartnerID, d.ToAddress, d.FromAddress = kind, &tr.ID, &p.ID, tr.DepositAddress, "0xsender"
 			got, err := s.InsertUnmatchedDeposit(ctx, d)
 			require.NoError(t, err)
 			return got
 		}
-		short, excess, dust := task(unmatched.Short, 1), task(unmatched.Excess, 2), task(unmatched.Dust, 3)
+		short, excess, dust := task(refunds.Short, 1), task(refunds.Excess, 2), task(refunds.Dust, 3)
 
-		kind, network := unmatched.Short, "bep20"
-		list, err := s.ListRefundTasks(ctx, unmatched.Filter{Open: true, Kind: &kind, PartnerID: &p.ID, Network: &network}, nil, 10)
+		kind, network := refunds.Short, "bep20"
+		list, err := s.ListRefundTasks(ctx, refunds.Filter{Open: true, Kind: &kind, PartnerID: &p.ID, Network: &network}, nil, 10)
 		require.NoError(t, err)
 		require.Len(t, list, 1)
 		require.Equal(t, short.ID, list[0].ID)
 		require.Equal(t, "0xsender", list[0].FromAddress)
 		other := uuid.New()
-		list, err = s.ListRefundTasks(ctx, unmatched.Filter{Open: true, PartnerID: &other}, nil, 10)
+		list, err = s.ListRefundTasks(ctx, refunds.Filter{Open: true, PartnerID: &other}, nil, 10)
 		require.NoError(t, err)
 		require.Empty(t, list, "another partner's tasks are not listed")
 
-		require.NoError(t, s.ResolveOpenRefundTasks(ctx, tr.ID, unmatched.Short, resolution(op.ID)))
+		require.NoError(t, s.ResolveOpenRefundTasks(ctx, tr.ID, refunds.Short, resolution(op.ID)))
 		got, err := s.UnmatchedDeposit(ctx, short.ID)
 		require.NoError(t, err)
-		require.Equal(t, unmatched.Refunded, got.Status)
+		require.Equal(t, refunds.Refunded, got.Status)
 		require.Equal(t, op.ID, *got.ResolvedBy)
 		got, err = s.UnmatchedDeposit(ctx, excess.ID)
 		require.NoError(t, err)
-		require.Equal(t, unmatched.Open, got.Status, "another kind stays open")
+		require.Equal(t, refunds.Open, got.Status, "another kind stays open")
 
-		require.NoError(t, s.DeleteOpenRefundTasks(ctx, tr.ID, unmatched.Dust))
-		require.NoError(t, s.DeleteOpenRefundTasks(ctx, tr.ID, unmatched.Short))
+		require.NoError(t, s.DeleteOpenRefundTasks(ctx, tr.ID, refunds.Dust))
+		require.NoError(t, s.DeleteOpenRefundTasks(ctx, tr.ID, refunds.Short))
 		_, err = s.UnmatchedDeposit(ctx, dust.ID)
 		require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
 		_, err = s.UnmatchedDeposit(ctx, short.ID)
@@ -271,13 +271,13 @@ func TestRefundTasksOfATransaction(t *testing.T) {
 		// A short task recorded again under a resolved one's identity re-opens it
 		// with the new total.
 		again := unmatchedDeposit(1, store.Now())
-		again.Kind, again.TransactionID, again.PartnerID, again.ToAddress, again.FromAddress = unmatched.Short, &tr.ID, &p.ID, tr.DepositAddress, "0xsender"
+		again.Kind, again.TransactionID, again.PartnerID, again.ToAddress, again.FromAddress = refunds.Short, &tr.ID, &p.ID, tr.DepositAddress, "0xsender"
 		again.Amount = dec("7.5")
-		again.Status = unmatched.Open
+		again.Status = refunds.Open
 		reopened, err := s.InsertUnmatchedDeposit(ctx, again)
 		require.NoError(t, err)
 		require.Equal(t, short.ID, reopened.ID, "the same task")
-		require.Equal(t, unmatched.Open, reopened.Status)
+		require.Equal(t, refunds.Open, reopened.Status)
 		require.True(t, dec("7.5").Equal(reopened.Amount))
 		require.Nil(t, reopened.ResolvedBy)
 		require.Nil(t, reopened.ResolutionTxHash)

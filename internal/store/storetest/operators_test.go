@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/internal/backoffice/operators"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/backoffice/revenue"
-	"partnerd/internal/backoffice/unmatched"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/store"
@@ -25,13 +25,13 @@ func newOperator(t *testing.T, s *store.Store) *operators.Operator {
 	return o
 }
 
-func unmatchedDeposit(i int, at time.Time) *unmatched.Deposit {
-	return &unmatched.Deposit{ID: uuid.New(), Kind: unmatched.Unmatched, Network: "bep20", TxHash: fmt.Sprintf("0xu%d", i), LogIndex: i, ToAddress: "0xnobody",
-		Amount: dec("12.345678"), RawAmount: "12345678000000000000", BlockNumber: int64(100 + i), Status: unmatched.Open, CreatedAt: at}
+func unmatchedDeposit(i int, at time.Time) *refunds.Deposit {
+	return &refunds.Deposit{ID: uuid.New(), Kind: refunds.Unmatched, Network: "bep20", TxHash: fmt.Sprintf("0xu%d", i), LogIndex: i, ToAddress: "0xnobody",
+		Amount: dec("12.345678"), RawAmount: "12345678000000000000", BlockNumber: int64(100 + i), Status: refunds.Open, CreatedAt: at}
 }
 
-func resolution(op uuid.UUID) unmatched.Resolution {
-	return unmatched.Resolution{Status: unmatched.Refunded, TxHash: ptr("0xrefund"), OperatorID: op, At: store.Now()}
+func resolution(op uuid.UUID) refunds.Resolution {
+	return refunds.Resolution{Status: refunds.Refunded, TxHash: ptr("0xrefund"), OperatorID: op, At: store.Now()}
 }
 
 func TestOperatorsAndPartners(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"partnerd/internal/backoffice"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/jobs"
 	"partnerd/internal/kit/apperr"
@@ -218,10 +219,10 @@ func TestListsAndExpiry(t *testing.T) {
 
 		// The operators' stages.
 		filled := newTransaction(t, s, p, txOpts{status: lifecycle.OrderFilled})
-		stage, err := s.ListStage(ctx, transactions.StageQuery{StageFilter: transactions.StageFilter{Stage: transactions.AwaitingSettlement, PartnerID: &p.ID}, Limit: 10})
+		stage, err := s.ListStage(ctx, backoffice.StageQuery{StageFilter: backoffice.StageFilter{Stage: backoffice.AwaitingSettlement, PartnerID: &p.ID}, Limit: 10})
 		require.NoError(t, err)
 		require.Equal(t, []uuid.UUID{filled.ID}, ids(stage))
-		_, err = s.ListStage(ctx, transactions.StageQuery{StageFilter: transactions.StageFilter{Stage: "nope"}, Limit: 10})
+		_, err = s.ListStage(ctx, backoffice.StageQuery{StageFilter: backoffice.StageFilter{Stage: "nope"}, Limit: 10})
 		require.Equal(t, apperr.InvalidRequest, apperr.CodeOf(err))
 	})
 }

@@ -1,4 +1,4 @@
-package unmatched_test
+package refunds_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/internal/backoffice/operators"
-	"partnerd/internal/backoffice/unmatched"
+	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
 	"partnerd/internal/store"
@@ -35,8 +35,8 @@ func (c *clock) Add(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-func transfer(hash string, logIndex int, amount string) unmatched.Deposit {
-	return unmatched.Deposit{Network: "bep20", TxHash: hash, LogIndex: logIndex, FromAddress: "0xfrom", ToAddress: "0xto",
+func transfer(hash string, logIndex int, amount string) refunds.Deposit {
+	return refunds.Deposit{Network: "bep20", TxHash: hash, LogIndex: logIndex, FromAddress: "0xfrom", ToAddress: "0xto",
 		Amount: decimal.RequireFromString(amount), RawAmount: decimal.RequireFromString(amount).Shift(18).String(), BlockNumber: 7}
 }
 
@@ -74,25 +74,25 @@ func TestRefundTasks(t *testing.T) {
 			}()
 			require.NoError(t, err)
 			c := &clock{now: store.Now().Add(-time.Hour)}
-			svc := unmatched.NewService(st, cursor.NewCodec([]byte("s")), c.Now)
+			svc := refunds.NewService(st, cursor.NewCodec([]byte("s")), c.Now)
 
 			first, err := svc.Record(ctx, st, transfer("0xaa", 0, "12.5"))
 			require.NoError(t, err)
-			require.Equal(t, unmatched.Unmatched, first.Kind, "the default kind")
-			require.Equal(t, unmatched.Open, first.Status)
+			require.Equal(t, refunds.Unmatched, first.Kind, "the default kind")
+			require.Equal(t, refunds.Open, first.Status)
 			require.True(t, first.CreatedAt.Equal(c.Now()))
 			c.Add(time.Minute)
 			again := transfer("0xaa", 0, "99")
-			again.Status = unmatched.Refunded // a caller's status is ignored
+			again.Status = refunds.Refunded // a caller's status is ignored
 			dup, err := svc.Record(ctx, st, again)
 			require.NoError(t, err)
 			require.Equal(t, first.ID, dup.ID, "the same transfer is recorded once")
 			require.Equal(t, "12.5", dup.Amount.String(), "the first record is unchanged")
-			require.Equal(t, unmatched.Open, dup.Status)
+			require.Equal(t, refunds.Open, dup.Status)
 
 			c.Add(time.Minute)
 			dustIn := transfer("0xaa", 0, "0.1")
-			dustIn.Kind = unmatched.Dust
+			dustIn.Kind = refunds.Dust
 			dust, err := svc.Record(ctx, st, dustIn)
 			require.NoError(t, err)
 			require.NotEqual(t, first.ID, dust.ID, "another kind of the same transfer is another task")
@@ -105,35 +105,35 @@ func TestRefundTasks(t *testing.T) {
 
 			bad := []struct {
 				name   string
-				action unmatched.Status
+				action refunds.Status
 				hash   *string
 				note   *string
 				field  string
 			}{
-				{"refund without its hash", unmatched.Refunded, nil, ptr("n"), "/tx_hash"},
-				{"credit without a note", unmatched.Credited, ptr("0x1"), nil, "/note"},
-				{"reopen", unmatched.Open, ptr("0x1"), ptr("n"), "/action"},
+				{"refund without its hash", refunds.Refunded, nil, ptr("n"), "/tx_hash"},
+				{"credit without a note", refunds.Credited, ptr("0x1"), nil, "/note"},
+				{"reopen", refunds.Open, ptr("0x1"), ptr("n"), "/action"},
 				{"unknown action", "ignored", ptr("0x1"), ptr("n"), "/action"},
 			}
 			for _, b := range bad {
 				_, err := svc.Resolve(ctx, st, first.ID, op.ID, b.action, b.hash, b.note)
 				requireCode(t, err, apperr.InvalidRequest, b.field)
 			}
-			_, err = svc.Resolve(ctx, st, uuid.New(), op.ID, unmatched.Credited, nil, ptr("n"))
+			_, err = svc.Resolve(ctx, st, uuid.New(), op.ID, refunds.Credited, nil, ptr("n"))
 			requireCode(t, err, apperr.NotFound, "")
-			_, err = svc.ResolveUnmatched(ctx, st, dust.ID, op.ID, unmatched.Credited, nil, ptr("n"))
+			_, err = svc.ResolveUnmatched(ctx, st, dust.ID, op.ID, refunds.Credited, nil, ptr("n"))
 			requireCode(t, err, apperr.NotFound, "")
 
 			c.Add(time.Minute)
-			refunded, err := svc.ResolveUnmatched(ctx, st, first.ID, op.ID, unmatched.Refunded, ptr("0xrefund"), nil)
+			refunded, err := svc.ResolveUnmatched(ctx, st, first.ID, op.ID, refunds.Refunded, ptr("0xrefund"), nil)
 			require.NoError(t, err)
-			require.Equal(t, unmatched.Refunded, refunded.Status)
+			require.Equal(t, refunds.Refunded, refunded.Status)
 			require.Equal(t, "0xrefund", *refunded.ResolutionTxHash)
 			require.Equal(t, op.ID, *refunded.ResolvedBy)
 			require.True(t, refunded.ResolvedAt.Equal(c.Now()))
-			_, err = svc.Resolve(ctx, st, first.ID, op.ID, unmatched.Credited, nil, ptr("again"))
+			_, err = svc.Resolve(ctx, st, first.ID, op.ID, refunds.Credited, nil, ptr("again"))
 			requireCode(t, err, apperr.InvalidStateTransition, "")
-			credited, err := svc.Resolve(ctx, st, dust.ID, op.ID, unmatched.Credited, nil, ptr("kept as credit"))
+			credited, err := svc.Resolve(ctx, st, dust.ID, op.ID, refunds.Credited, nil, ptr("kept as credit"))
 			require.NoError(t, err, "Resolve closes a task of any kind")
 			require.Equal(t, "kept as credit", *credited.ResolutionNote)
 
@@ -144,9 +144,9 @@ func TestRefundTasks(t *testing.T) {
 			require.NoError(t, svc.Forget(ctx, st, "bep20", "0xaa", 0))
 			kept, err := svc.Task(ctx, first.ID)
 			require.NoError(t, err)
-			require.Equal(t, unmatched.Refunded, kept.Status)
+			require.Equal(t, refunds.Refunded, kept.Status)
 
-			ids := func(p *unmatched.Page) []uuid.UUID {
+			ids := func(p *refunds.Page) []uuid.UUID {
 				var out []uuid.UUID
 				for _, d := range p.Items {
 					out = append(out, d.ID)
@@ -154,38 +154,38 @@ func TestRefundTasks(t *testing.T) {
 				return out
 			}
 			views := []struct {
-				status unmatched.Status
+				status refunds.Status
 				want   []uuid.UUID
 			}{
-				{unmatched.Open, []uuid.UUID{third.ID}},
-				{unmatched.Refunded, []uuid.UUID{first.ID}},
-				{unmatched.Credited, nil}, // the credited task is dust, not an unmatched deposit
+				{refunds.Open, []uuid.UUID{third.ID}},
+				{refunds.Refunded, []uuid.UUID{first.ID}},
+				{refunds.Credited, nil}, // the credited task is dust, not an unmatched deposit
 			}
 			for _, v := range views {
 				p, err := svc.List(ctx, v.status, 0, "")
 				require.NoError(t, err)
 				require.Equal(t, v.want, ids(p), v.status)
 			}
-			dk := unmatched.Dust
-			p, err := svc.Tasks(ctx, unmatched.Filter{Kind: &dk}, 0, "")
+			dk := refunds.Dust
+			p, err := svc.Tasks(ctx, refunds.Filter{Kind: &dk}, 0, "")
 			require.NoError(t, err)
 			require.Equal(t, []uuid.UUID{dust.ID}, ids(p))
-			p, err = svc.Tasks(ctx, unmatched.Filter{}, 0, "")
+			p, err = svc.Tasks(ctx, refunds.Filter{}, 0, "")
 			require.NoError(t, err)
 			require.Equal(t, []uuid.UUID{dust.ID, first.ID}, ids(p), "every resolved task, newest created first")
 
 			fourth, err := svc.Record(ctx, st, transfer("0xcc", 0, "5"))
 			require.NoError(t, err)
-			page, err := svc.List(ctx, unmatched.Open, 1, "")
+			page, err := svc.List(ctx, refunds.Open, 1, "")
 			require.NoError(t, err)
 			require.Equal(t, []uuid.UUID{fourth.ID}, ids(page))
 			require.True(t, page.HasMore)
-			next, err := svc.List(ctx, unmatched.Open, 1, *page.NextCursor)
+			next, err := svc.List(ctx, refunds.Open, 1, *page.NextCursor)
 			require.NoError(t, err)
 			require.Equal(t, []uuid.UUID{third.ID}, ids(next))
-			_, err = svc.List(ctx, unmatched.Refunded, 1, *page.NextCursor)
+			_, err = svc.List(ctx, refunds.Refunded, 1, *page.NextCursor)
 			requireCode(t, err, apperr.InvalidCursor, "")
-			_, err = svc.Tasks(ctx, unmatched.Filter{Open: true}, 1, *page.NextCursor)
+			_, err = svc.Tasks(ctx, refunds.Filter{Open: true}, 1, *page.NextCursor)
 			requireCode(t, err, apperr.InvalidCursor, "")
 		})
 	}

@@ -1,89 +1,51 @@
-// Package unmatched keeps the operators' refund tasks: money to give back or decide
-// on. The first kind, and the package's name, is the unmatched deposit: a transfer to
-// an address no transaction owns, or to the address of a transaction that no longer
-// takes deposits. The others come from the payment rules of package lifecycle: the
+// Package refunds keeps the operators' refund tasks: money to give back or decide
+// on. The first kind is the unmatched deposit: a transfer to an address no
+// transaction owns, or to the address of a transaction that no longer takes
+// deposits. The others come from the payment rules of package lifecycle: the
 // excess of an overpaid transaction, the partial total of one that expired short,
 // and dust below the minimum deposit. The chain watcher and the lifecycle record
 // them (Record, idempotent per kind and transfer); an operator lists them and
 // resolves each one, by refunding it on chain or crediting it another way.
-package unmatched
+package refunds
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/shopspring/decimal"
 
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
+	"partnerd/internal/lifecycle"
 )
 
-// Status of an unmatched deposit.
-type Status string
+// The refund task's records are the lifecycle's, which finds the money (see
+// lifecycle.RefundTask); this package lists and resolves them.
+type (
+	// Status is where a task stands.
+	Status = lifecycle.TaskStatus
+	// Kind is what a task is for.
+	Kind = lifecycle.TaskKind
+	// Deposit is one refund task.
+	Deposit = lifecycle.RefundTask
+	// Resolution is how an operator closed a task.
+	Resolution = lifecycle.TaskResolution
+	// Tx is where a task is recorded or closed.
+	Tx = lifecycle.TaskTx
+)
 
-// The statuses: Open until an operator resolves it as Refunded or Credited.
+// The statuses and kinds, as the lifecycle names them.
 const (
-	Open     Status = "open"
-	Refunded Status = "refunded"
-	Credited Status = "credited"
+	Open     = lifecycle.TaskOpen
+	Refunded = lifecycle.TaskRefunded
+	Credited = lifecycle.TaskCredited
+
+	Unmatched = lifecycle.TaskUnmatched
+	Excess    = lifecycle.TaskExcess
+	Short     = lifecycle.TaskShort
+	Dust      = lifecycle.TaskDust
 )
-
-// Kind is what a refund task is for.
-type Kind string
-
-// The kinds of refund task.
-const (
-	// Unmatched is a transfer that belongs to no open transaction.
-	Unmatched Kind = "unmatched"
-	// Excess is what an overpaid transaction received above its expected amount.
-	Excess Kind = "excess"
-	// Short is the partial total of a transaction that expired short.
-	Short Kind = "short"
-	// Dust is a transfer below the minimum deposit, which never counts.
-	Dust Kind = "dust"
-)
-
-// Deposit is one refund task (an unmatched deposit when Kind is Unmatched).
-// (Kind, Network, TxHash, LogIndex) identify it: for Excess and Short the transfer
-// is the one that took the total over, or the last one counted.
-type Deposit struct {
-	ID       uuid.UUID
-	Kind     Kind
-	Network  string
-	TxHash   string
-	LogIndex int
-	// FromAddress is where the money came from (where a refund goes).
-	FromAddress string
-	ToAddress   string
-	// Amount is the token amount; RawAmount the on-chain integer in the token's
-	// smallest unit, as the log carried it.
-	Amount      decimal.Decimal
-	RawAmount   string
-	BlockNumber int64
-	// TransactionID is the transaction owning ToAddress, when one does.
-	TransactionID *uuid.UUID
-	// PartnerID is that transaction's partner.
-	PartnerID *uuid.UUID
-	Status    Status
-	// Resolution: the refund's chain hash, the operator's note, who and when.
-	ResolutionTxHash *string
-	ResolutionNote   *string
-	ResolvedBy       *uuid.UUID
-	ResolvedAt       *time.Time
-	CreatedAt        time.Time
-}
-
-// Resolution is how an operator closed a deposit.
-type Resolution struct {
-	Status     Status // Refunded or Credited
-	TxHash     *string
-	Note       *string
-	OperatorID uuid.UUID
-	At         time.Time
-}
 
 // Filter selects refund tasks: Open (or resolved), and optionally one kind, partner
 // and network.
@@ -115,16 +77,6 @@ type Store interface {
 	ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind, r Resolution) error
 }
 
-// Tx is where a task is recorded or closed: the unit of work of the change that
-// finds the money (the lifecycle's, the deposit watcher's), which store.Tx is; the
-// Store itself for a caller outside any.
-type Tx interface {
-	InsertUnmatchedDeposit(ctx context.Context, d *Deposit) (*Deposit, error)
-	DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error
-	DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind) error
-	ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind, r Resolution) error
-}
-
 // ResolveTx is the unit of work an operator closes a task in (store.Tx), with
 // the action's audit row: the task is read and closed as that unit sees it.
 type ResolveTx interface {
@@ -137,8 +89,10 @@ type ResolveTx interface {
 // Service records, lists and resolves unmatched deposits.
 type Service struct {
 	store Store
+	// codec signs the list cursors.
 	codec *cursor.Codec
-	now   func() time.Time
+	// now dates a recorded task and an operator's resolution.
+	now func() time.Time
 }
 
 // NewService returns a Service signing list cursors with codec.
@@ -187,12 +141,7 @@ func (s *Service) CloseOpen(ctx context.Context, tx Tx, transactionID uuid.UUID,
 }
 
 // Page is one page of unmatched deposits.
-type Page struct {
-	Items      []*Deposit
-	HasMore    bool
-	Limit      int
-	NextCursor *string
-}
+type Page = cursor.Page[*Deposit]
 
 // List returns a page of the unmatched deposits in status, newest first (open, or
 // resolved as refunded or credited). Errors: InvalidCursor.
@@ -204,28 +153,14 @@ func (s *Service) List(ctx context.Context, status Status, limit int, after stri
 
 // Tasks returns a page of the refund tasks f selects, newest first. Errors: InvalidCursor.
 func (s *Service) Tasks(ctx context.Context, f Filter, limit int, after string) (*Page, error) {
-	scope, err := json.Marshal(map[string]any{"list": "refund_tasks", "open": f.Open, "kind": f.Kind, "partner_id": f.PartnerID, "network": f.Network})
-	if err != nil {
-		return nil, err
-	}
-	return s.list(ctx, string(scope), f, limit, after)
+	scope := cursor.Scope(map[string]any{"list": "refund_tasks", "open": f.Open, "kind": f.Kind, "partner_id": f.PartnerID, "network": f.Network})
+	return s.list(ctx, scope, f, limit, after)
 }
 
 func (s *Service) list(ctx context.Context, scope string, f Filter, limit int, after string) (*Page, error) {
-	limit = cursor.Limit(limit)
-	pos, err := s.codec.After(after, scope)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := s.store.ListRefundTasks(ctx, f, pos, limit+1)
-	if err != nil {
-		return nil, err
-	}
-	p := &Page{Limit: limit}
-	p.Items, p.HasMore, p.NextCursor = cursor.Trim(s.codec, scope, rows, limit, func(d *Deposit) cursor.Position {
-		return cursor.Position{Time: d.CreatedAt, ID: d.ID.String()}
-	})
-	return p, nil
+	return cursor.Read(s.codec, scope, after, limit, func(pos *cursor.Position, n int) ([]*Deposit, error) {
+		return s.store.ListRefundTasks(ctx, f, pos, n)
+	}, func(d *Deposit) cursor.Position { return cursor.Position{Time: d.CreatedAt, ID: d.ID.String()} })
 }
 
 // Task returns refund task id. Errors: NotFound.

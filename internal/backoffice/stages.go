@@ -1,8 +1,7 @@
-package transactions
+package backoffice
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -10,6 +9,7 @@ import (
 
 	"partnerd/internal/kit/cursor"
 	"partnerd/internal/lifecycle"
+	"partnerd/internal/transactions"
 )
 
 // Stage is a back-office work queue: the transactions waiting on one step.
@@ -125,14 +125,14 @@ func (l *StageLister) Totals(ctx context.Context, t StageTotaller) ([]StageTotal
 // List returns one page of stage f.Stage (every transaction when ""), newest
 // first unless f.Oldest; after is the previous page's next cursor or "". Errors:
 // InvalidCursor.
-func (l *StageLister) List(ctx context.Context, f StageFilter, limit int, after string) (*Page, error) {
+func (l *StageLister) List(ctx context.Context, f StageFilter, limit int, after string) (*transactions.Page, error) {
 	limit = cursor.Limit(limit)
 	q := StageQuery{StageFilter: f, StuckBefore: l.StuckBefore(), Limit: limit + 1}
 	if f.Search != nil {
-		k := ReferenceKey(*f.Search)
+		k := transactions.ReferenceKey(*f.Search)
 		q.SearchKey = &k
 	}
-	b, _ := json.Marshal(struct {
+	scope := cursor.Scope(struct {
 		List    string     `json:"list"`
 		Stage   Stage      `json:"stage"`
 		Partner *uuid.UUID `json:"partner"`
@@ -142,19 +142,10 @@ func (l *StageLister) List(ctx context.Context, f StageFilter, limit int, after 
 		Search  *string    `json:"q,omitempty"`
 		Oldest  bool       `json:"oldest,omitempty"`
 	}{"stage", f.Stage, f.PartnerID, f.Network, cursor.UTC(f.From), cursor.UTC(f.To), f.Search, f.Oldest})
-	scope := string(b)
-	pos, err := l.codec.After(after, scope)
-	if err != nil {
-		return nil, err
-	}
-	q.After = pos
-	rows, err := l.store.ListStage(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	p := &Page{Limit: limit}
-	p.Items, p.HasMore, p.NextCursor = cursor.Trim(l.codec, scope, rows, limit, func(t *lifecycle.Transaction) cursor.Position {
+	return cursor.Read(l.codec, scope, after, limit, func(pos *cursor.Position, n int) ([]*lifecycle.Transaction, error) {
+		q.After, q.Limit = pos, n
+		return l.store.ListStage(ctx, q)
+	}, func(t *lifecycle.Transaction) cursor.Position {
 		return cursor.Position{Time: t.CreatedAt, ID: t.ID.String()}
 	})
-	return p, nil
 }
