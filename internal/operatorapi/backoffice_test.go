@@ -272,7 +272,8 @@ func TestCaseFileAndAudit(t *testing.T) {
 		require.Equal(t, "SETTLE-"+tx.MerchantReference, *d.Settlement.Reference)
 		require.NotNil(t, d.Payout)
 		require.Equal(t, "NIP-1", *d.Payout.Reference)
-		require.Nil(t, d.Payout.PayoutId, "a single payout is no batch")
+		require.NotNil(t, d.Payout.PayoutId, "a single payout is a payout of one")
+		require.Equal(t, "5000.00", *d.Payout.PayoutFiatAmount)
 		opID := *d.Payout.OperatorId
 		require.Equal(t, opID, *d.Settlement.OperatorId)
 		var reasons []string

@@ -126,11 +126,21 @@ func (s *Service) Settle(ctx context.Context, key idempotency.Request[*Acted], o
 	})
 }
 
-// PayOut records the NGN payout of transaction id.
+// PayOut records the NGN payout of transaction id, paid on its own: one bank
+// transfer, so a payout of one (batches.PayOne) that the partner finds among its
+// payouts; the action's audit row names it.
 func (s *Service) PayOut(ctx context.Context, key idempotency.Request[*Acted], operator, id uuid.UUID, reference string) (*Acted, error) {
-	return s.act(ctx, key, operator, audit.Payout, id, reference, func(ctx context.Context, tx lifecycle.Tx, by lifecycle.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.PayOut(ctx, tx, id, by, reference, nil)
+	a, err := run(ctx, s, key, func(ctx context.Context, tx Tx) (*Acted, error) {
+		t, b, err := s.batches.PayOne(ctx, tx, lifecycle.Actor{OperatorID: operator}, id, reference)
+		if err != nil {
+			return nil, err
+		}
+		return s.done(ctx, tx, operator, audit.Payout, t, reference, &b.ID)
 	})
+	if err != nil {
+		s.refused(ctx, operator, string(audit.Payout), reference, err, "transaction_id", id.String())
+	}
+	return a, err
 }
 
 // Fail fails transaction id for reason.
@@ -198,22 +208,28 @@ func (s *Service) act(ctx context.Context, key idempotency.Request[*Acted], oper
 		if err != nil {
 			return nil, err
 		}
-		if s.audit != nil {
-			tid, ref := t.ID, reference
-			if err := s.audit.Record(ctx, tx, audit.Entry{OperatorID: operator, Action: action, TransactionID: &tid, Reference: &ref}); err != nil {
-				return nil, err
-			}
-		}
-		tx.AfterCommit(func() {
-			s.log.InfoContext(ctx, "operator action", "operator_id", operator.String(), "action", string(action), "transaction_id", t.ID.String(),
-				"partner_id", t.PartnerID.String(), "reference", reference, "status", string(t.Status))
-		})
-		return s.acted(ctx, tx, t)
+		return s.done(ctx, tx, operator, action, t, reference, nil)
 	})
 	if err != nil {
 		s.refused(ctx, operator, string(action), reference, err, "transaction_id", id.String())
 	}
 	return a, err
+}
+
+// done audits the action that left t (batch: the batch it recorded, if any), logs
+// it once the unit of work committed, and reads the action's answer in it.
+func (s *Service) done(ctx context.Context, tx Tx, operator uuid.UUID, action audit.Action, t *lifecycle.Transaction, reference string, batch *uuid.UUID) (*Acted, error) {
+	if s.audit != nil {
+		tid, ref := t.ID, reference
+		if err := s.audit.Record(ctx, tx, audit.Entry{OperatorID: operator, Action: action, TransactionID: &tid, BatchID: batch, Reference: &ref}); err != nil {
+			return nil, err
+		}
+	}
+	tx.AfterCommit(func() {
+		s.log.InfoContext(ctx, "operator action", "operator_id", operator.String(), "action", string(action), "transaction_id", t.ID.String(),
+			"partner_id", t.PartnerID.String(), "reference", reference, "status", string(t.Status))
+	})
+	return s.acted(ctx, tx, t)
 }
 
 // acted reads what an answer about t shows beside it, in the action's unit of work.

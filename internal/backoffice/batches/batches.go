@@ -1,9 +1,9 @@
 // Package batches records the back office's batches: one bank transfer paying a
-// partner for many transactions (a payout) and one liquidity order filling many (a
-// fill). A batch is all or none: every transaction is checked first, then each
-// takes the engine's own per-transaction action (the same history entry and event
-// as the single action) in the one unit of work that also stores the batch and its
-// audit rows.
+// partner for many transactions or for one (a payout) and one liquidity order
+// filling many (a fill). A batch is all or none: every transaction is checked
+// first, then each takes the engine's own per-transaction action (the same history
+// entry and event as the single action) in the one unit of work that also stores
+// the batch and its audit rows.
 package batches
 
 import (
@@ -172,6 +172,27 @@ func (s *Service) CreatePayout(ctx context.Context, tx Tx, by lifecycle.Actor, p
 		}
 	}
 	return b, nil
+}
+
+// PayOne records one bank transfer paying transaction id alone: a payout of one
+// (its amount, the operator's reference), so the partner finds it among its
+// payouts and its payout.settled event names it like any batch's. The engine
+// checks the transaction first, so one not awaiting payout is refused as the single
+// action refuses it; the batch is dated when the payout settled and written in tx,
+// the caller's unit of work, with the change. Errors: NotFound,
+// InvalidStateTransition.
+func (s *Service) PayOne(ctx context.Context, tx Tx, by lifecycle.Actor, id uuid.UUID, reference string) (*lifecycle.Transaction, *Batch, error) {
+	t, err := tx.Transaction(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := &Batch{ID: uuid.New(), Kind: Payout, PartnerID: &t.PartnerID, Reference: reference, FiatAmount: t.FiatAmount,
+		CryptoAmount: t.CryptoAmount, TransactionIDs: []uuid.UUID{id}, OperatorID: by.OperatorID}
+	if t, err = s.engine.PayOut(ctx, tx, id, by, reference, &lifecycle.PayoutBatch{ID: b.ID, Amount: b.FiatAmount}); err != nil {
+		return nil, nil, err
+	}
+	b.CreatedAt = *t.PayoutSettledAt
+	return t, b, tx.InsertBatch(ctx, b)
 }
 
 func paidNote(t *lifecycle.Transaction) string {
