@@ -2,6 +2,7 @@ package operatorapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -142,4 +143,41 @@ func countOf(items []string, want string) int {
 		}
 	}
 	return n
+}
+
+// Payouts of one transaction racing, on its own and in batches, each with its own
+// Idempotency-Key and operator: exactly one records it, every other is 409
+// invalid_state_transition (never a 500 from the loser's payout or a deadlock
+// between the two orders of work), and the partner sees one payout.
+func TestConcurrentPayoutsOneWins(t *testing.T) {
+	t.Parallel()
+	onBoth(t, func(t *testing.T, db testdb.Database) {
+		env := apitest.Start(t, db, map[string]string{"LIQUIDITY": "operator", "PAYOUT": "operator"})
+		ctx := context.Background()
+		keyA := env.NewPartner(t)
+		pa, partnerA := env.Client(t, keyA), env.PartnerID(t, keyA)
+		ops := make([]*oc.ClientWithResponses, 4)
+		for i := range ops {
+			ops[i] = env.OperatorClient(t, env.NewOperator(t))
+		}
+		for round := range 3 {
+			tx := completed(t, env, pa, ops[0], "5000.00")
+			counts := race(t, "payout", func(i int) (int, string, []byte) {
+				op, ref := ops[i%len(ops)], fmt.Sprintf("NIP-%d-%d", round, i)
+				if i%2 == 0 {
+					res, err := op.SettlePayoutWithResponse(ctx, tx.Id, &oc.SettlePayoutParams{IdempotencyKey: key()}, oc.ReferenceRequest{Reference: ref})
+					require.NoError(t, err)
+					return res.StatusCode(), codeOf(res.JSON409), res.Body
+				}
+				res, err := op.CreatePayoutWithResponse(ctx, &oc.CreatePayoutParams{IdempotencyKey: key()},
+					oc.PayoutRequest{PartnerId: partnerA, TransactionIds: []uuid.UUID{tx.Id}, Reference: ref, FiatAmount: "5000.00"})
+				require.NoError(t, err)
+				return res.StatusCode(), codeOf(res.JSON409), res.Body
+			})
+			require.Equal(t, map[int]int{http.StatusOK: 1, http.StatusConflict: raceN - 1}, counts)
+		}
+		list, err := pa.ListPayoutsWithResponse(ctx, &client.ListPayoutsParams{})
+		require.NoError(t, err)
+		require.Len(t, list.JSON200.Data.Data, 3, "one payout per transaction")
+	})
 }

@@ -65,9 +65,6 @@ type Tx interface {
 	// InsertBatch writes b and its items (a transaction already in a batch of the
 	// kind fails the unit of work).
 	InsertBatch(ctx context.Context, b *Batch) error
-	// Transaction returns transaction id of any partner as the unit of work sees
-	// it, or apperr NotFound.
-	Transaction(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error)
 }
 
 // Store reads batches and transactions and opens units of work.
@@ -100,8 +97,12 @@ func conflict(msg, field, problem string) error {
 	return apperr.Field(apperr.InvalidStateTransition, msg, field, problem)
 }
 
-// load reads the batch's transactions in the unit of work, refusing unknown ones
-// and, through ok, those not in the right state.
+// load reads and locks the batch's transactions in the unit of work, refusing
+// unknown ones and, through ok, those not in the right state. Locking them before
+// the batch's items are written is the order every payout and fill of a transaction
+// takes (the engine's change locks first too), so concurrent ones wait for each
+// other and the losers see the winner's change (409), never a deadlock or the
+// batch items' unique key.
 func (s *Service) load(ctx context.Context, tx Tx, ids []uuid.UUID, ok func(i int, t *lifecycle.Transaction) error) ([]*lifecycle.Transaction, error) {
 	if len(ids) == 0 || len(ids) > 100 {
 		return nil, apperr.Field(apperr.InvalidRequest, "A batch holds 1 to 100 transactions.", "/transaction_ids", "1 to 100 items")
@@ -113,7 +114,7 @@ func (s *Service) load(ctx context.Context, tx Tx, ids []uuid.UUID, ok func(i in
 			return nil, apperr.Field(apperr.InvalidRequest, "A transaction is listed twice.", fmt.Sprintf("/transaction_ids/%d", i), "duplicate")
 		}
 		seen[id] = true
-		t, err := tx.Transaction(ctx, id)
+		t, err := tx.TransactionForUpdate(ctx, id)
 		if err != nil {
 			if apperr.CodeOf(err) == apperr.NotFound {
 				return nil, apperr.Field(apperr.NotFound, fmt.Sprintf("No transaction %s.", id), fmt.Sprintf("/transaction_ids/%d", i), "unknown transaction")
@@ -176,13 +177,13 @@ func (s *Service) CreatePayout(ctx context.Context, tx Tx, by lifecycle.Actor, p
 
 // PayOne records one bank transfer paying transaction id alone: a payout of one
 // (its amount, the operator's reference), so the partner finds it among its
-// payouts and its payout.settled event names it like any batch's. The engine
-// checks the transaction first, so one not awaiting payout is refused as the single
-// action refuses it; the batch is dated when the payout settled and written in tx,
-// the caller's unit of work, with the change. Errors: NotFound,
-// InvalidStateTransition.
+// payouts and its payout.settled event names it like any batch's. The transaction
+// is locked first (as load does) and the engine checks it, so one not awaiting
+// payout is refused as the single action refuses it; the batch is dated when the
+// payout settled and written in tx, the caller's unit of work, with the change.
+// Errors: NotFound, InvalidStateTransition.
 func (s *Service) PayOne(ctx context.Context, tx Tx, by lifecycle.Actor, id uuid.UUID, reference string) (*lifecycle.Transaction, *Batch, error) {
-	t, err := tx.Transaction(ctx, id)
+	t, err := tx.TransactionForUpdate(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
