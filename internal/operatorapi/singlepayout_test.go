@@ -156,10 +156,7 @@ func TestConcurrentPayoutsOneWins(t *testing.T) {
 		ctx := context.Background()
 		keyA := env.NewPartner(t)
 		pa, partnerA := env.Client(t, keyA), env.PartnerID(t, keyA)
-		ops := make([]*oc.ClientWithResponses, 4)
-		for i := range ops {
-			ops[i] = env.OperatorClient(t, env.NewOperator(t))
-		}
+		ops := racers(t, env)
 		for round := range 3 {
 			tx := completed(t, env, pa, ops[0], "5000.00")
 			counts := race(t, "payout", func(i int) (int, string, []byte) {
