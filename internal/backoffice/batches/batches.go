@@ -101,8 +101,9 @@ func conflict(msg, field, problem string) error {
 // unknown ones and, through ok, those not in the right state. Locking them before
 // the batch's items are written is the order every payout and fill of a transaction
 // takes (the engine's change locks first too), so concurrent ones wait for each
-// other and the losers see the winner's change (409), never a deadlock or the
-// batch items' unique key.
+// other and the losers see the winner's change (409), not the batch items' unique
+// key. (Two batches naming shared transactions in different orders can still
+// deadlock on PostgreSQL, which then fails one of them.)
 func (s *Service) load(ctx context.Context, tx Tx, ids []uuid.UUID, ok func(i int, t *lifecycle.Transaction) error) ([]*lifecycle.Transaction, error) {
 	if len(ids) == 0 || len(ids) > 100 {
 		return nil, apperr.Field(apperr.InvalidRequest, "A batch holds 1 to 100 transactions.", "/transaction_ids", "1 to 100 items")
