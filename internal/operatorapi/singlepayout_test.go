@@ -173,8 +173,22 @@ func TestConcurrentPayoutsOneWins(t *testing.T) {
 			})
 			require.Equal(t, map[int]int{http.StatusOK: 1, http.StatusConflict: raceN - 1}, counts)
 		}
+		// Batches naming the same two transactions in opposite orders: they lock
+		// them in one order, so they wait for each other instead of deadlocking.
+		t1, t2 := completed(t, env, pa, ops[0], "5000.00"), completed(t, env, pa, ops[0], "5000.00")
+		counts := race(t, "batch payout", func(i int) (int, string, []byte) {
+			ids := []uuid.UUID{t1.Id, t2.Id}
+			if i%2 == 1 {
+				ids = []uuid.UUID{t2.Id, t1.Id}
+			}
+			res, err := ops[i%len(ops)].CreatePayoutWithResponse(ctx, &oc.CreatePayoutParams{IdempotencyKey: key()},
+				oc.PayoutRequest{PartnerId: partnerA, TransactionIds: ids, Reference: fmt.Sprintf("NIP-both-%d", i), FiatAmount: "10000.00"})
+			require.NoError(t, err)
+			return res.StatusCode(), codeOf(res.JSON409), res.Body
+		})
+		require.Equal(t, map[int]int{http.StatusOK: 1, http.StatusConflict: raceN - 1}, counts, "batches in opposite orders")
 		list, err := pa.ListPayoutsWithResponse(ctx, &client.ListPayoutsParams{})
 		require.NoError(t, err)
-		require.Len(t, list.JSON200.Data.Data, 3, "one payout per transaction")
+		require.Len(t, list.JSON200.Data.Data, 4, "one payout per transaction, one for the pair")
 	})
 }

@@ -7,8 +7,10 @@
 package batches
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -102,19 +104,24 @@ func conflict(msg, field, problem string) error {
 // the batch's items are written is the order every payout and fill of a transaction
 // takes (the engine's change locks first too), so concurrent ones wait for each
 // other and the losers see the winner's change (409), not the batch items' unique
-// key. (Two batches naming shared transactions in different orders can still
-// deadlock on PostgreSQL, which then fails one of them.)
+// key. They are locked in id order, whatever order the request lists them in, so
+// two batches sharing transactions wait for each other instead of deadlocking.
 func (s *Service) load(ctx context.Context, tx Tx, ids []uuid.UUID, ok func(i int, t *lifecycle.Transaction) error) ([]*lifecycle.Transaction, error) {
 	if len(ids) == 0 || len(ids) > 100 {
 		return nil, apperr.Field(apperr.InvalidRequest, "A batch holds 1 to 100 transactions.", "/transaction_ids", "1 to 100 items")
 	}
-	seen := map[uuid.UUID]bool{}
-	out := make([]*lifecycle.Transaction, len(ids))
+	at := make(map[uuid.UUID]int, len(ids))
 	for i, id := range ids {
-		if seen[id] {
+		if _, dup := at[id]; dup {
 			return nil, apperr.Field(apperr.InvalidRequest, "A transaction is listed twice.", fmt.Sprintf("/transaction_ids/%d", i), "duplicate")
 		}
-		seen[id] = true
+		at[id] = i
+	}
+	locking := slices.Clone(ids)
+	slices.SortFunc(locking, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+	out := make([]*lifecycle.Transaction, len(ids))
+	for _, id := range locking {
+		i := at[id]
 		t, err := tx.TransactionForUpdate(ctx, id)
 		if err != nil {
 			if apperr.CodeOf(err) == apperr.NotFound {
