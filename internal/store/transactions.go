@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -266,26 +267,41 @@ type transactionWithDeposit struct {
 	DepConfirmedAt           *time.Time
 }
 
-// transactionWithDepositColumns are the joined read's columns, named one by one
-// in the order scanTransactionWithDeposit takes them.
-const transactionWithDepositColumns = `t.id, t.partner_id, t.merchant_reference, t.reference_key,
-	t.merchant_id, t.terminal_id, t.seller_phone, t.crypto_currency, t.network, t.crypto_amount,
-	t.fiat_amount, t.rate, t.quote_id, t.deposit_address, t.address_index, t.status, t.created_at,
-	t.updated_at, t.expires_at, t.payout_settled_at, t.version, t.screening,
-	d.deposit_id, d.status, d.confirmations, d.required_confirmations, d.chain_hash, d.amount,
+// transactionColumns are transactionRow's columns in the order of its fields
+// (transactionRow.fields), for the reads that scan rows by hand: the read by id
+// and the list are the API's hottest statements, and scanning their columns
+// directly instead of through GORM's reflection took a quarter to a third of
+// their CPU away.
+const transactionColumns = `id, partner_id, merchant_reference, reference_key, merchant_id, terminal_id,
+	seller_phone, crypto_currency, network, crypto_amount, fiat_amount, rate, quote_id, deposit_address,
+	address_index, status, created_at, updated_at, expires_at, payout_settled_at, version, screening`
+
+// fields are pointers to r's fields in the order of transactionColumns.
+func (r *transactionRow) fields() []any {
+	return []any{&r.ID, &r.PartnerID, &r.MerchantReference, &r.ReferenceKey, &r.MerchantID, &r.TerminalID,
+		&r.SellerPhone, &r.CryptoCurrency, &r.Network, &r.CryptoAmount, &r.FiatAmount, &r.Rate, &r.QuoteID, &r.DepositAddress,
+		&r.AddressIndex, &r.Status, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &r.PayoutSettledAt, &r.Version, &r.Screening}
+}
+
+// transactionWithDepositColumns are the joined read's columns, in the order of
+// transactionWithDeposit.fields.
+var transactionWithDepositColumns = qualified("t", transactionColumns) +
+	`, d.deposit_id, d.status, d.confirmations, d.required_confirmations, d.chain_hash, d.amount,
 	d.received_at, d.confirmed_at`
 
-// scanTransactionWithDeposit reads one row of transactionWithDepositColumns. The
-// read by id is the API's hottest statement; scanning its columns by hand instead
-// of through GORM's reflection took about a quarter of its CPU away.
-func scanTransactionWithDeposit(rows interface{ Scan(...any) error }, row *transactionWithDeposit) error {
-	r := &row.Row
-	return rows.Scan(&r.ID, &r.PartnerID, &r.MerchantReference, &r.ReferenceKey,
-		&r.MerchantID, &r.TerminalID, &r.SellerPhone, &r.CryptoCurrency, &r.Network, &r.CryptoAmount,
-		&r.FiatAmount, &r.Rate, &r.QuoteID, &r.DepositAddress, &r.AddressIndex, &r.Status, &r.CreatedAt,
-		&r.UpdatedAt, &r.ExpiresAt, &r.PayoutSettledAt, &r.Version, &r.Screening,
-		&row.DepDepositID, &row.DepStatus, &row.DepConfirmations, &row.DepRequiredConfirmations, &row.DepChainHash, &row.DepAmount,
-		&row.DepReceivedAt, &row.DepConfirmedAt)
+// qualified prefixes each of the comma-separated columns with table.
+func qualified(table, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = table + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}
+
+// fields are pointers to row's fields in the order of transactionWithDepositColumns.
+func (row *transactionWithDeposit) fields() []any {
+	return append(row.Row.fields(), &row.DepDepositID, &row.DepStatus, &row.DepConfirmations, &row.DepRequiredConfirmations,
+		&row.DepChainHash, &row.DepAmount, &row.DepReceivedAt, &row.DepConfirmedAt)
 }
 
 // loadTransaction reads one transaction and its deposit in a single query (and the
@@ -312,7 +328,7 @@ func loadTransaction(db *gorm.DB, lock bool, where string, args ...any) (*lifecy
 	}
 	found := rows.Next()
 	if found {
-		err = scanTransactionWithDeposit(rows, &row)
+		err = rows.Scan(row.fields()...)
 	}
 	err = errors.Join(err, rows.Err(), rows.Close())
 	switch {
@@ -478,15 +494,20 @@ func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q tra
 	if err != nil {
 		return nil, err
 	}
-	var rows []transactionRow
-	if err := db.Order("created_at DESC, id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {
+	rows, err := db.Table("transactions").Select(transactionColumns).Order("created_at DESC, id DESC").Limit(q.Limit).Rows()
+	if err != nil {
 		return nil, err
 	}
-	out := make([]*lifecycle.Transaction, len(rows))
-	for i := range rows {
-		out[i] = rows[i].domain()
+	defer rows.Close()
+	out := make([]*lifecycle.Transaction, 0, q.Limit)
+	for rows.Next() {
+		var r transactionRow
+		if err := rows.Scan(r.fields()...); err != nil {
+			return nil, err
+		}
+		out = append(out, r.domain())
 	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // Transaction returns transaction id of any partner with its deposit (the
