@@ -22,7 +22,9 @@
 #   BENCH_PROFILE=DIR    write a CPU profile (OP.cpu) and the allocations (OP.allocs,
 #                        a delta: go tool pprof -sample_index=alloc_space
 #                        -diff_base OP.allocs0 OP.allocs) of the server's last run of
-#                        each operation to DIR, and the binary (DIR/partnerd)
+#                        each operation to DIR, with the binary (DIR/partnerd) and
+#                        the runs (DIR/runs.jsonl): scripts/benchlayers.sh DIR
+#                        makes them a table of layers
 # Needs: go, psql, pgbench, jq, curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -158,6 +160,8 @@ api sqlite create
 api sqlite create_half -rate "$(half_rate sqlite)"
 api sqlite get
 stop_partnerd
+
+[ -n "$PROFILE" ] && cp "$WORK/runs.jsonl" "$PROFILE/runs.jsonl"
 
 # --- the table ------------------------------------------------------------------------
 # median FILTER FIELD: the median of FIELD over the runs that FILTER selects.
