@@ -24,6 +24,8 @@ const (
 	maxLease   = 64
 	// maxLeases bounds the lease table; past it, expired leases are dropped.
 	maxLeases = 10_000
+	// minLeaseLife is the least time a lease's tokens stay usable (see leaseLife).
+	minLeaseLife = 100 * time.Millisecond
 )
 
 // Redis is a Limiter whose buckets live in Redis, so every instance connected to
@@ -33,11 +35,11 @@ const (
 // bucket is one small string that expires by itself once it has refilled.
 //
 // Under a large budget an instance takes a lease of tokens at once (leaseSize) and
-// hands them out from memory until they are spent or the lease lapses, the time the
-// bucket takes to earn them back. Every token is still taken from the shared bucket
-// before a request uses it, so all instances together never exceed the budget; what
-// a lease costs is that up to a lease's worth per instance may be held where no
-// request arrives, and then lapses unused. One refill per key is in flight at a
+// hands them out from memory until they are spent or the lease lapses (leaseLife).
+// Every token is still taken from the shared bucket before a request uses it, so
+// all instances together spend one budget; what a lease costs is that up to a
+// lease's worth per instance may be held where no request arrives, and then lapses
+// unused, or be spent a moment after it was taken. One refill per key is in flight at a
 // time, and a refused refill is remembered until its Retry-After, so a partner over
 // budget costs no round trip per request either.
 //
@@ -76,6 +78,15 @@ func NewRedis(client *redis.Client) *Redis {
 // leaseSize is how many tokens one call to Redis takes for l.
 func leaseSize(l Limit) int {
 	return min(max(l.Burst/leaseShare, 1), maxLease)
+}
+
+// leaseLife is how long a lease of n tokens under l stays usable: the time the
+// bucket takes to earn them back, at least minLeaseLife. Holding tokens longer
+// would let an idle instance bank what others could use; a token spent up to that
+// long after it was taken shifts at most a lease per instance into the next
+// moment, so a burst may exceed Burst by that much (2 % per instance).
+func leaseLife(l Limit, n int) time.Duration {
+	return max(time.Duration(float64(l.Period)*float64(n)/float64(l.Rate)), minLeaseLife)
 }
 
 // Allow spends one request of key's budget for class under l. It fails for an
@@ -132,10 +143,8 @@ func (r *Redis) Allow(ctx context.Context, key string, class Class, l Limit) (Re
 			if got == 0 {
 				ls.tokens, ls.deniedUntil = 0, now.Add(res.RetryAfter)
 			} else {
-				// The bucket earns a lease back in n/Rate periods: holding tokens
-				// longer would let an idle instance bank what others could use.
 				ls.tokens = got - 1
-				ls.until = now.Add(time.Duration(float64(l.Period) * float64(n) / float64(l.Rate)))
+				ls.until = now.Add(leaseLife(l, n))
 				ls.remaining, ls.deniedUntil = res.Remaining, time.Time{}
 				res.Remaining = min(ls.remaining+ls.tokens, l.Burst)
 			}

@@ -208,7 +208,7 @@ func TestRedisLeaseLapses(t *testing.T) {
 	hook := &countingHook{}
 	client.AddHook(hook)
 	key := testPrefix(t, client) + "partner-a"
-	limit := Limit{Rate: 100, Burst: 200, Period: time.Second} // a lease of 4 lasts 40ms
+	limit := Limit{Rate: 100, Burst: 200, Period: time.Second} // a lease of 4, earned back in 40ms
 	clock := newFakeClock()
 	r := NewRedis(client)
 	r.now = clock.Now
@@ -229,9 +229,16 @@ func TestRedisLeaseLapses(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Allowed)
 	require.Equal(t, calls+1, hook.n.Load(), "a spent lease is refilled from Redis")
-	clock.Advance(41 * time.Millisecond)
+	require.Equal(t, minLeaseLife, leaseLife(limit, 4))
+	clock.Advance(minLeaseLife - time.Millisecond)
+	res, err = r.Allow(ctx, key, Reads, limit)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	require.Equal(t, calls+1, hook.n.Load(), "a lease lasts at least minLeaseLife")
+	clock.Advance(2 * time.Millisecond)
 	res, err = r.Allow(ctx, key, Reads, limit)
 	require.NoError(t, err)
 	require.True(t, res.Allowed)
 	require.Equal(t, calls+2, hook.n.Load(), "a lapsed lease is not used")
+	require.Equal(t, 2*time.Second, leaseLife(Limit{Rate: 1, Burst: 100, Period: time.Second}, 2), "a slow bucket's lease lasts until it is earned back")
 }
