@@ -137,8 +137,8 @@ api() { # DB OP [benchapi args…]
 	shift 2
 	measure "$db" "$op" -base "$BASE" -key "$KEY" -op "${op%_half}" -clients 16 -duration "$DURATION" "$@"
 }
-half_rate() { # half the median flat-out create rate of DB
-	jq -s --arg db "$1" '[.[] | select(.db == $db and .op == "create") | .rps] | sort | .[length / 2 | floor] / 2 | floor' "$WORK/runs.jsonl"
+half_rate() { # half the mean flat-out create rate of DB
+	jq -s --arg db "$1" '[.[] | select(.db == $db and .op == "create") | .rps] | add / length / 2 | floor' "$WORK/runs.jsonl"
 }
 
 psql "$ADMIN_URL" -qc "CREATE DATABASE $DB" >/dev/null
@@ -165,7 +165,7 @@ stop_partnerd
 
 # --- the table ------------------------------------------------------------------------
 # median FILTER FIELD: the median of FIELD over the runs that FILTER selects.
-median() { jq -s "[.[] | select($1) | .$2] | sort | if length == 0 then null else .[length / 2 | floor] end" "$WORK/runs.jsonl"; }
+median() { jq -s "[.[] | select($1) | .$2] | sort | if length == 0 then null elif length % 2 == 0 then (.[length / 2 - 1] + .[length / 2]) / 2 else .[length / 2 | floor] end" "$WORK/runs.jsonl"; }
 row() { # db op label [pgbench-op]
 	local sel=".db == \"$1\" and .op == \"$2\""
 	local rps p50 p99 errs cpu ratio="" base=""
