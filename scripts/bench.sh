@@ -165,7 +165,7 @@ stop_partnerd
 
 # --- the table ------------------------------------------------------------------------
 # median FILTER FIELD: the median of FIELD over the runs that FILTER selects.
-median() { jq -s "[.[] | select($1) | .$2] | sort | if length == 0 then null elif length % 2 == 0 then (.[length / 2 - 1] + .[length / 2]) / 2 else .[length / 2 | floor] end" "$WORK/runs.jsonl"; }
+median() { jq -s "[.[] | select($1) | .$2] | sort | if length == 0 then null elif length % 2 == 0 then (.[length / 2 - 1] + .[length / 2]) / 2 else .[length / 2 | floor] end | if . == null then . else (. * 100 | round) / 100 end" "$WORK/runs.jsonl"; }
 row() { # db op label [pgbench-op]
 	local sel=".db == \"$1\" and .op == \"$2\""
 	local rps p50 p99 errs cpu ratio="" base=""
