@@ -350,6 +350,39 @@ func TestMiddlewareWithRedisSharesBudgetAcrossInstances(t *testing.T) {
 	require.LessOrEqual(t, retry, 60)
 }
 
+// TestMiddlewareWithRedisLeasesSharesBudgetAcrossInstances: with a budget large
+// enough for leases, two instances still let through no more than the one bucket
+// holds, and refuse the rest with 429 and Retry-After.
+func TestMiddlewareWithRedisLeasesSharesBudgetAcrossInstances(t *testing.T) {
+	t.Parallel()
+	first, second := newRedisClient(t), newRedisClient(t)
+	prefix := testPrefix(t, first)
+	keyOf := func(c echo.Context) string { return prefix + c.Request().Header.Get("X-Test-Key") }
+	limits := map[Class]Limit{Writes: {Rate: 100, Burst: 200, Period: time.Hour}}
+	require.Greater(t, leaseSize(limits[Writes]), 1)
+	servers := []*testServer{
+		newTestServer(t, Middleware(NewRedis(first), limits, classify, keyOf, discardLogger())),
+		newTestServer(t, Middleware(NewRedis(second), limits, classify, keyOf, discardLogger())),
+	}
+	var allowed, refused int
+	for i := range 300 {
+		rec := servers[i%2].do(http.MethodPost, "/v1/things", "partner-a")
+		switch rec.Code {
+		case http.StatusOK:
+			allowed++
+		case http.StatusTooManyRequests:
+			refused++
+			require.NotEmpty(t, rec.Header().Get("Retry-After"))
+		default:
+			t.Fatalf("request %d: status %d", i, rec.Code)
+		}
+	}
+	require.LessOrEqual(t, allowed, 200, "never more than the shared bucket")
+	require.GreaterOrEqual(t, allowed, 198, "GCRA in floating point may leave a fraction unspent")
+	require.Equal(t, 300, allowed+refused)
+	require.Equal(t, allowed, servers[0].Calls()+servers[1].Calls())
+}
+
 func TestMiddlewarePanicsOnInvalidLimit(t *testing.T) {
 	t.Parallel()
 	require.Panics(t, func() {
