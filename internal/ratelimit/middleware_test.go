@@ -324,14 +324,21 @@ func TestMiddlewareFailsOpenWhenRedisIsDown(t *testing.T) {
 	require.Contains(t, logs.Lines()[0], "ratelimit: redis")
 }
 
-func TestMiddlewareWithRedisSharesBudgetAcrossInstances(t *testing.T) {
-	t.Parallel()
+// twoInstances returns two test servers limited under limits through Redis, each
+// with its own client, as two instances of the service are, sharing one budget
+// per key (the keys get a prefix of the test's own).
+func twoInstances(t *testing.T, limits map[Class]Limit) (a, b *testServer) {
+	t.Helper()
 	first, second := newRedisClient(t), newRedisClient(t)
 	prefix := testPrefix(t, first)
 	keyOf := func(c echo.Context) string { return prefix + c.Request().Header.Get("X-Test-Key") }
-	limits := map[Class]Limit{Writes: {Rate: 1, Burst: 2, Period: time.Minute}}
-	a := newTestServer(t, Middleware(NewRedis(first), limits, classify, keyOf, discardLogger()))
-	b := newTestServer(t, Middleware(NewRedis(second), limits, classify, keyOf, discardLogger()))
+	return newTestServer(t, Middleware(NewRedis(first), limits, classify, keyOf, discardLogger())),
+		newTestServer(t, Middleware(NewRedis(second), limits, classify, keyOf, discardLogger()))
+}
+
+func TestMiddlewareWithRedisSharesBudgetAcrossInstances(t *testing.T) {
+	t.Parallel()
+	a, b := twoInstances(t, map[Class]Limit{Writes: {Rate: 1, Burst: 2, Period: time.Minute}})
 
 	rec := a.do(http.MethodPost, "/v1/things", "partner-a")
 	require.Equal(t, http.StatusOK, rec.Code)
@@ -355,15 +362,10 @@ func TestMiddlewareWithRedisSharesBudgetAcrossInstances(t *testing.T) {
 // holds, and refuse the rest with 429 and Retry-After.
 func TestMiddlewareWithRedisLeasesSharesBudgetAcrossInstances(t *testing.T) {
 	t.Parallel()
-	first, second := newRedisClient(t), newRedisClient(t)
-	prefix := testPrefix(t, first)
-	keyOf := func(c echo.Context) string { return prefix + c.Request().Header.Get("X-Test-Key") }
-	limits := map[Class]Limit{Writes: {Rate: 100, Burst: 200, Period: time.Hour}}
-	require.Greater(t, leaseSize(limits[Writes]), 1)
-	servers := []*testServer{
-		newTestServer(t, Middleware(NewRedis(first), limits, classify, keyOf, discardLogger())),
-		newTestServer(t, Middleware(NewRedis(second), limits, classify, keyOf, discardLogger())),
-	}
+	limit := Limit{Rate: 100, Burst: 200, Period: time.Hour}
+	require.Greater(t, leaseSize(limit), 1)
+	a, b := twoInstances(t, map[Class]Limit{Writes: limit})
+	servers := []*testServer{a, b}
 	var allowed, refused int
 	for i := range 300 {
 		rec := servers[i%2].do(http.MethodPost, "/v1/things", "partner-a")
