@@ -1,25 +1,39 @@
 #!/usr/bin/env bash
-# bench.sh — the write and read paths against the machine's own limit, in one run.
+# bench.sh — the write and read paths against the machine's own limit, in the same
+# minutes.
 #
-#   1. pgbench on the same PostgreSQL server: a transaction of three INSERTs (what a
-#      create must at least do: transaction, history, event) and a select by
-#      primary key (what a GET must at least do), 16 clients each;
-#   2. partnerd on PostgreSQL (a throwaway database) and on SQLite (a temp file),
-#      one instance, rate limits lifted, driven by scripts/benchapi from this
-#      machine: create (16 clients, closed loop), create at half that rate (open
-#      loop: its p99), get by id, quote, list;
-#   3. a table with the ratios (partnerd ÷ pgbench), the server's CPU time per
-#      request, and the machine.
+#   1. partnerd on PostgreSQL (a throwaway database), one instance, rate limits set
+#      high but still taken (through Redis when BENCH_REDIS_URL is set, as in
+#      production), driven by scripts/benchapi from this machine;
+#   2. pgbench on the same PostgreSQL server, alternated with partnerd: each round
+#      runs pgbench's transaction of three INSERTs (what a create must at least do:
+#      transaction, history, event), then POST /transactions, then pgbench's select
+#      by primary key (what a GET must at least do), then GET /transactions/{id},
+#      POST /quotes and GET /transactions?limit=20, 16 clients each, with the load
+#      average before each run; then the create at half its flat-out rate (open
+#      loop: its p99);
+#   3. partnerd on SQLite (a temp file): create, create at half rate, get;
+#   4. a table: each figure (the median over the rounds) beside pgbench's in the
+#      same rounds, the ratio, the server's CPU time per request; and every run.
 #
-# Usage: scripts/bench.sh            (BENCH_DURATION=10s by default)
+# Usage: scripts/bench.sh            (BENCH_DURATION=10s, BENCH_ROUNDS=2 by default)
 #   BENCH_PGBENCH_SCALE  pgbench's -s for the select baseline (default 10; 1 for a smoke run)
+#   BENCH_REDIS_URL      rate limits through this Redis (default: in memory)
+#   BENCH_PROFILE=DIR    write a CPU profile (OP.cpu) and the allocations (OP.allocs,
+#                        a delta: go tool pprof -sample_index=alloc_space
+#                        -diff_base OP.allocs0 OP.allocs) of the server's last run of
+#                        each operation to DIR, with the binary (DIR/partnerd) and
+#                        the runs (DIR/runs.jsonl): scripts/benchlayers.sh DIR
+#                        makes them a table of layers
 # Needs: go, psql, pgbench, jq, curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ADMIN_URL=${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
 DURATION=${BENCH_DURATION:-10s}
+ROUNDS=${BENCH_ROUNDS:-2}
 PGB_SCALE=${BENCH_PGBENCH_SCALE:-10}
+PROFILE=${BENCH_PROFILE:-}
 SECS=${DURATION%s}
 for tool in go psql pgbench jq curl; do
 	command -v "$tool" >/dev/null || { echo "bench: $tool is required" >&2; exit 1; }
@@ -40,10 +54,12 @@ db_url() { # the admin URL with another database name
 	local u=$1 name=$2
 	echo "$u" | sed -E "s#/[^/?]*(\?|$)#/$name\1#"
 }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+load() { cut -d' ' -f1 /proc/loadavg; }
 
 echo "== machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(psql "$ADMIN_URL" -Atc 'show server_version') (max_connections $(psql "$ADMIN_URL" -Atc 'show max_connections'))"
 
-# --- 1. pgbench baselines -----------------------------------------------------------
+# --- pgbench's database ------------------------------------------------------------
 psql "$ADMIN_URL" -qc "CREATE DATABASE $PGB" >/dev/null
 PGB_URL=$(db_url "$ADMIN_URL" "$PGB")
 psql "$PGB_URL" -q >/dev/null <<'SQL'
@@ -58,76 +74,123 @@ INSERT INTO b_hist (tx, reason, at) VALUES (gen_random_uuid(), 'transaction:crea
 INSERT INTO b_event VALUES (gen_random_uuid(), gen_random_uuid(), repeat('x', 600), now());
 END;
 SQL
-pgbench_tps() { grep -Eo 'tps = [0-9.]+' | tail -1 | awk '{print $3}'; }
-INSERT_TPS=$(pgbench -n -c 16 -j 2 -T "$SECS" -f "$WORK/insert3.sql" "$PGB_URL" 2>&1 | pgbench_tps)
 pgbench -i -q -s "$PGB_SCALE" "$PGB_URL" >/dev/null 2>&1
-SELECT_TPS=$(pgbench -n -S -c 16 -j 2 -T "$SECS" "$PGB_URL" 2>&1 | pgbench_tps)
-echo "pgbench: 3 INSERTs in a transaction $INSERT_TPS tps; select by primary key $SELECT_TPS tps"
 
-# --- 2. partnerd ----------------------------------------------------------------------
-go build -o "$WORK/partnerd" ./cmd/partnerd
-go build -o "$WORK/benchapi" ./scripts/benchapi
-
-# measure NAME OP BENCHAPI-ARGS…: runs benchapi and adds the server's CPU time per
-# request (from /proc: user + system time of the partnerd process during the run).
-measure() {
-	local name=$1 op=$2
-	shift 2
-	local tck before after
-	tck=$(getconf CLK_TCK)
-	before=$(awk '{print $14 + $15}' "/proc/$SERVER_PID/stat")
-	"$WORK/benchapi" "$@" >"$WORK/$name.$op.raw.json"
-	after=$(awk '{print $14 + $15}' "/proc/$SERVER_PID/stat")
-	jq --argjson ticks "$((after - before))" --argjson tck "$tck" \
-		'. + {cpu_ms_per_req: (if .requests > 0 then ($ticks * 1000 / $tck / .requests * 1000 | round) / 1000 else 0 end)}' \
-		"$WORK/$name.$op.raw.json" >"$WORK/$name.$op.json"
+# pgbench_run NAME ARGS…: one pgbench run as a JSON line like benchapi's.
+pgbench_run() {
+	local name=$1 l tps
+	shift
+	l=$(load)
+	tps=$(pgbench -n -c 16 -j 2 -T "$SECS" "$@" "$PGB_URL" 2>&1 | grep -Eo 'tps = [0-9.]+' | tail -1 | awk '{print $3}')
+	jq -nc --arg op "$name" --argjson rps "${tps:-0}" --argjson load "$l" '{op: $op, rps: $rps, load: $load}' >>"$WORK/runs.jsonl"
 }
 
-run_partnerd() { # $1 = name, $2 = DATABASE_URL
-	local name=$1 url=$2 port key
-	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-	export DATABASE_URL=$url APP_ENV=staging LISTEN_ADDR=127.0.0.1:$port \
-		RATE_LIMIT_READS=1000000/1s RATE_LIMIT_WRITES=1000000/1s
+# --- partnerd ----------------------------------------------------------------------
+go build -o "$WORK/partnerd" ./cmd/partnerd
+go build -o "$WORK/benchapi" ./scripts/benchapi
+if [ -n "$PROFILE" ]; then mkdir -p "$PROFILE" && cp "$WORK/partnerd" "$PROFILE/partnerd"; fi
+
+# measure DB OP BENCHAPI-ARGS…: runs benchapi, adds the load average before the run
+# and the server's CPU time per request (user + system time of the partnerd process
+# during the run, from /proc), and with BENCH_PROFILE the server's profiles.
+measure() {
+	local db=$1 op=$2 tck before after l cpu=""
+	shift 2
+	tck=$(getconf CLK_TCK)
+	l=$(load)
+	if [ -n "$PROFILE" ]; then
+		curl -fs "http://$PPROF/debug/pprof/allocs" -o "$PROFILE/$db.$op.allocs0"
+		curl -fs "http://$PPROF/debug/pprof/profile?seconds=$((SECS > 3 ? SECS - 2 : 1))" -o "$PROFILE/$db.$op.cpu" &
+		cpu=$!
+	fi
+	before=$(awk '{print $14 + $15}' "/proc/$SERVER_PID/stat")
+	"$WORK/benchapi" "$@" >"$WORK/raw.json"
+	after=$(awk '{print $14 + $15}' "/proc/$SERVER_PID/stat")
+	if [ -n "$cpu" ]; then
+		wait "$cpu"
+		curl -fs "http://$PPROF/debug/pprof/allocs" -o "$PROFILE/$db.$op.allocs"
+	fi
+	jq -c --arg db "$db" --arg op "$op" --argjson ticks "$((after - before))" --argjson tck "$tck" --argjson load "$l" \
+		'. + {db: $db, op: $op, load: $load, cpu_ms_per_req: (if .requests > 0 then ($ticks * 1000 / $tck / .requests * 1000 | round) / 1000 else 0 end)}' \
+		"$WORK/raw.json" >>"$WORK/runs.jsonl"
+}
+
+start_partnerd() { # $1 = name, $2 = DATABASE_URL; sets SERVER_PID, BASE, KEY, PPROF
+	local name=$1 url=$2 port
+	port=$(free_port)
+	PPROF=127.0.0.1:$(free_port)
+	export DATABASE_URL=$url APP_ENV=staging LISTEN_ADDR=127.0.0.1:$port PPROF_ADDR=$PPROF \
+		RATE_LIMIT_READS=1000000/1s RATE_LIMIT_WRITES=1000000/1s REDIS_URL=${BENCH_REDIS_URL:-}
 	"$WORK/partnerd" migrate >/dev/null 2>&1
-	key=$("$WORK/partnerd" partners create --name bench --json 2>/dev/null | jq -r .api_key)
+	KEY=$("$WORK/partnerd" partners create --name bench --json 2>/dev/null | jq -r .api_key)
 	"$WORK/partnerd" serve >"$WORK/$name.log" 2>&1 &
 	SERVER_PID=$!
-	for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
-	local b="http://127.0.0.1:$port"
-	measure "$name" create -base "$b" -key "$key" -op create -clients 16 -duration "$DURATION"
-	local half
-	half=$(jq '.rps / 2 | floor' "$WORK/$name.create.json")
-	measure "$name" create_half -base "$b" -key "$key" -op create -clients 16 -rate "$half" -duration "$DURATION"
-	measure "$name" get -base "$b" -key "$key" -op get -clients 16 -duration "$DURATION"
-	measure "$name" quote -base "$b" -key "$key" -op quote -clients 16 -duration "$DURATION"
-	measure "$name" list -base "$b" -key "$key" -op list -clients 16 -duration "$DURATION"
+	BASE="http://127.0.0.1:$port"
+	for _ in $(seq 100); do curl -fs "$BASE/readyz" >/dev/null && break; sleep 0.1; done
+}
+stop_partnerd() {
 	kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
 	unset DATABASE_URL
 }
-psql "$ADMIN_URL" -qc "CREATE DATABASE $DB" >/dev/null
-run_partnerd postgres "$(db_url "$ADMIN_URL" "$DB")"
-run_partnerd sqlite "sqlite:$WORK/bench.db"
+api() { # DB OP [benchapi args…]
+	local db=$1 op=$2
+	shift 2
+	measure "$db" "$op" -base "$BASE" -key "$KEY" -op "${op%_half}" -clients 16 -duration "$DURATION" "$@"
+}
+half_rate() { # half the mean flat-out create rate of DB
+	jq -s --arg db "$1" '[.[] | select(.db == $db and .op == "create") | .rps] | add / length / 2 | floor' "$WORK/runs.jsonl"
+}
 
-# --- 3. the table ------------------------------------------------------------------
-row() { # name op label baseline
-	local f="$WORK/$1.$2.json"
-	local rps p50 p99 errs cpu
-	rps=$(jq '.rps | floor' "$f"); p50=$(jq .p50_ms "$f"); p99=$(jq .p99_ms "$f"); errs=$(jq .errors "$f"); cpu=$(jq .cpu_ms_per_req "$f")
-	local ratio="—"
-	[ -n "${4:-}" ] && ratio=$(awk -v a="$rps" -v b="$4" 'BEGIN {printf "%.0f %%", 100*a/b}')
+psql "$ADMIN_URL" -qc "CREATE DATABASE $DB" >/dev/null
+start_partnerd postgres "$(db_url "$ADMIN_URL" "$DB")"
+for round in $(seq "$ROUNDS"); do
+	echo "round $round of $ROUNDS (load average $(load))" >&2
+	pgbench_run pgbench_insert3 -f "$WORK/insert3.sql"
+	api postgres create
+	pgbench_run pgbench_select -S
+	api postgres get
+	api postgres quote
+	api postgres list
+done
+api postgres create_half -rate "$(half_rate postgres)"
+stop_partnerd
+
+start_partnerd sqlite "sqlite:$WORK/bench.db"
+api sqlite create
+api sqlite create_half -rate "$(half_rate sqlite)"
+api sqlite get
+stop_partnerd
+
+[ -n "$PROFILE" ] && cp "$WORK/runs.jsonl" "$PROFILE/runs.jsonl"
+
+# --- the table ------------------------------------------------------------------------
+# median FILTER FIELD: the median of FIELD over the runs that FILTER selects.
+median() { jq -s "[.[] | select($1) | .$2] | sort | if length == 0 then null elif length % 2 == 0 then (.[length / 2 - 1] + .[length / 2]) / 2 else .[length / 2 | floor] end | if . == null then . else (. * 100 | round) / 100 end" "$WORK/runs.jsonl"; }
+row() { # db op label [pgbench-op]
+	local sel=".db == \"$1\" and .op == \"$2\""
+	local rps p50 p99 errs cpu ratio="" base=""
+	rps=$(median "$sel" rps | awk '{printf "%d", $1}'); p50=$(median "$sel" p50_ms); p99=$(median "$sel" p99_ms)
+	errs=$(jq -s "[.[] | select($sel) | .errors] | add" "$WORK/runs.jsonl"); cpu=$(median "$sel" cpu_ms_per_req)
+	if [ -n "${4:-}" ]; then
+		base=$(median ".op == \"$4\"" rps | awk '{printf "%d", $1}')
+		ratio=$(awk -v a="$rps" -v b="$base" 'BEGIN {printf "**%.0f %%** of %s tps", 100*a/b, b}')
+	fi
 	printf '| %s | %s | %s/s | %s ms | %s ms | %s | %s ms | %s |\n' "$1" "$3" "$rps" "$p50" "$p99" "$errs" "$cpu" "$ratio"
 }
 echo
-echo "| database | work | throughput | p50 | p99 | errors | server CPU / request | of pgbench |"
-echo "|---|---|---|---|---|---|---|---|"
-for db in postgres sqlite; do
-	base_ins=$INSERT_TPS; base_sel=$SELECT_TPS
-	[ "$db" = sqlite ] && base_ins="" && base_sel=""
-	row $db create "POST /transactions, 16 clients" "$base_ins"
-	row $db create_half "POST /transactions at half that rate" ""
-	row $db get "GET /transactions/{id}, 16 clients" "$base_sel"
-	row $db quote "POST /quotes, 16 clients" ""
-	row $db list "GET /transactions?limit=20, 16 clients" ""
-done
+echo "Medians over $ROUNDS rounds, 16 clients, $DURATION per run; pgbench alternated with partnerd in the same minutes."
 echo
-echo "pgbench, same server and run: 3 INSERTs $INSERT_TPS tps, select by primary key $SELECT_TPS tps"
+echo "| database | work | throughput | p50 | p99 | errors | server CPU / request | of pgbench (same rounds) |"
+echo "|---|---|---|---|---|---|---|---|"
+row postgres create 'POST /transactions' pgbench_insert3
+row postgres create_half 'POST /transactions at half that rate (open loop)'
+row postgres get 'GET /transactions/{id}' pgbench_select
+row postgres quote 'POST /quotes'
+row postgres list 'GET /transactions?limit=20'
+row sqlite create 'POST /transactions'
+row sqlite create_half 'POST /transactions at half that rate (open loop)'
+row sqlite get 'GET /transactions/{id}'
+echo
+echo "Every run, in order (load average before it):"
+echo
+jq -r '"- \(.db // "pgbench") \(.op): \(.rps | floor)/s" + (if .p99_ms then ", p50 \(.p50_ms) ms, p99 \(.p99_ms) ms" else "" end) + ", load \(.load)"' "$WORK/runs.jsonl"

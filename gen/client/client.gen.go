@@ -1209,12 +1209,12 @@ type WebhookPayload struct {
 // its `payout.settled` events carries the same `payout_id`, `reference` and `amount`,
 // so a partner reconciles one bank credit with one set of events.
 type WebhookPayout struct {
-	// Amount The NGN amount of the bank transfer (2 decimal places); the transaction's own `amount` when it was paid on its own.
+	// Amount The NGN amount of the bank transfer (2 decimal places); the transaction's own `amount` when it was paid on its own or the payout was simulated or automatic.
 	//
 	// Example: 22500.75
 	Amount string `json:"amount"`
 
-	// PayoutId The batch payout's id; null when this transaction was paid on its own.
+	// PayoutId The payout's id (`GET /payouts/{id}`), also when this transaction was paid on its own (a payout of one); null for simulated and automatic payouts.
 	PayoutId *openapi_types.UUID `json:"payout_id"`
 
 	// Reference The bank transfer's reference as the operators recorded it; null for simulated and automatic payouts.
@@ -1597,8 +1597,9 @@ type ClientInterface interface {
 
 	// ExportPayouts Export payouts as CSV
 	//
-	// Every payout batch of the partner recorded in the period (`created_at` between `from`
-	// and `to`, both inclusive), one row per transaction it paid, so each row reconciles
+	// Every payout of the partner recorded in the period (`created_at` between `from` and
+	// `to`, both inclusive; a transaction paid on its own is a payout of one), one row per
+	// transaction it paid, so each row reconciles
 	// one transaction with the bank transfer that paid it; the rows of one payout repeat
 	// its `payout_id`, `reference`, `payout_amount` and `paid_at`.
 	// The file is RFC 4180 CSV in UTF-8 (a header row, CRLF line ends, fields quoted when
@@ -1636,21 +1637,21 @@ type ClientInterface interface {
 
 	// ListPayouts List the payouts that paid the partner
 	//
-	// The payout batches that paid this partner, newest first (`created_at`, `id`
-	// descending), keyset-paged by `cursor`. One payout is one bank transfer to the partner
-	// that settled one or more completed transactions; its `amount` is the exact sum of their
-	// `amount`. Each of those transactions' `payout.settled` events carries the same
-	// `payout_id`, `reference` and `amount`. A transaction paid on its own (not in a batch)
-	// is not a payout here; its payout shows on the transaction and its `payout.settled`
-	// event.
+	// The payouts that paid this partner, newest first (`created_at`, `id` descending),
+	// keyset-paged by `cursor`. One payout is one bank transfer to the partner that settled
+	// one or more completed transactions; its `amount` is the exact sum of their `amount`.
+	// A transaction paid on its own is a payout of one (`transaction_count` 1, its own
+	// `amount`). Each of those transactions' `payout.settled` events carries the same
+	// `payout_id`, `reference` and `amount`. Simulated and automatic payouts (staging) are
+	// no bank transfer and are not listed.
 	//
 	// Corresponds with GET /payouts (the `ListPayouts` operationId).
 	ListPayouts(ctx context.Context, params *ListPayoutsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetPayout Get a payout with its transactions
 	//
-	// One payout batch of this partner with the transactions it paid, in the order the
-	// operators recorded them. Another partner's payout, or an unknown id, is
+	// One payout of this partner with the transactions it paid (one, for a transaction paid
+	// on its own), in the order the operators recorded them. Another partner's payout, or an unknown id, is
 	// `404 not_found`.
 	//
 	// Corresponds with GET /payouts/{id} (the `GetPayout` operationId).
@@ -1951,8 +1952,9 @@ type ClientInterface interface {
 
 // ExportPayouts Export payouts as CSV
 //
-// Every payout batch of the partner recorded in the period (`created_at` between `from`
-// and `to`, both inclusive), one row per transaction it paid, so each row reconciles
+// Every payout of the partner recorded in the period (`created_at` between `from` and
+// `to`, both inclusive; a transaction paid on its own is a payout of one), one row per
+// transaction it paid, so each row reconciles
 // one transaction with the bank transfer that paid it; the rows of one payout repeat
 // its `payout_id`, `reference`, `payout_amount` and `paid_at`.
 // The file is RFC 4180 CSV in UTF-8 (a header row, CRLF line ends, fields quoted when
@@ -2010,13 +2012,13 @@ func (c *Client) ExportTransactions(ctx context.Context, params *ExportTransacti
 
 // ListPayouts List the payouts that paid the partner
 //
-// The payout batches that paid this partner, newest first (`created_at`, `id`
-// descending), keyset-paged by `cursor`. One payout is one bank transfer to the partner
-// that settled one or more completed transactions; its `amount` is the exact sum of their
-// `amount`. Each of those transactions' `payout.settled` events carries the same
-// `payout_id`, `reference` and `amount`. A transaction paid on its own (not in a batch)
-// is not a payout here; its payout shows on the transaction and its `payout.settled`
-// event.
+// The payouts that paid this partner, newest first (`created_at`, `id` descending),
+// keyset-paged by `cursor`. One payout is one bank transfer to the partner that settled
+// one or more completed transactions; its `amount` is the exact sum of their `amount`.
+// A transaction paid on its own is a payout of one (`transaction_count` 1, its own
+// `amount`). Each of those transactions' `payout.settled` events carries the same
+// `payout_id`, `reference` and `amount`. Simulated and automatic payouts (staging) are
+// no bank transfer and are not listed.
 //
 // Corresponds with GET /payouts (the `ListPayouts` operationId).
 func (c *Client) ListPayouts(ctx context.Context, params *ListPayoutsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2033,8 +2035,8 @@ func (c *Client) ListPayouts(ctx context.Context, params *ListPayoutsParams, req
 
 // GetPayout Get a payout with its transactions
 //
-// One payout batch of this partner with the transactions it paid, in the order the
-// operators recorded them. Another partner's payout, or an unknown id, is
+// One payout of this partner with the transactions it paid (one, for a transaction paid
+// on its own), in the order the operators recorded them. Another partner's payout, or an unknown id, is
 // `404 not_found`.
 //
 // Corresponds with GET /payouts/{id} (the `GetPayout` operationId).
@@ -3829,8 +3831,9 @@ type ClientWithResponsesInterface interface {
 
 	// ExportPayoutsWithResponse Export payouts as CSV
 	//
-	// Every payout batch of the partner recorded in the period (`created_at` between `from`
-	// and `to`, both inclusive), one row per transaction it paid, so each row reconciles
+	// Every payout of the partner recorded in the period (`created_at` between `from` and
+	// `to`, both inclusive; a transaction paid on its own is a payout of one), one row per
+	// transaction it paid, so each row reconciles
 	// one transaction with the bank transfer that paid it; the rows of one payout repeat
 	// its `payout_id`, `reference`, `payout_amount` and `paid_at`.
 	// The file is RFC 4180 CSV in UTF-8 (a header row, CRLF line ends, fields quoted when
@@ -3872,13 +3875,13 @@ type ClientWithResponsesInterface interface {
 
 	// ListPayoutsWithResponse List the payouts that paid the partner
 	//
-	// The payout batches that paid this partner, newest first (`created_at`, `id`
-	// descending), keyset-paged by `cursor`. One payout is one bank transfer to the partner
-	// that settled one or more completed transactions; its `amount` is the exact sum of their
-	// `amount`. Each of those transactions' `payout.settled` events carries the same
-	// `payout_id`, `reference` and `amount`. A transaction paid on its own (not in a batch)
-	// is not a payout here; its payout shows on the transaction and its `payout.settled`
-	// event.
+	// The payouts that paid this partner, newest first (`created_at`, `id` descending),
+	// keyset-paged by `cursor`. One payout is one bank transfer to the partner that settled
+	// one or more completed transactions; its `amount` is the exact sum of their `amount`.
+	// A transaction paid on its own is a payout of one (`transaction_count` 1, its own
+	// `amount`). Each of those transactions' `payout.settled` events carries the same
+	// `payout_id`, `reference` and `amount`. Simulated and automatic payouts (staging) are
+	// no bank transfer and are not listed.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3887,8 +3890,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetPayoutWithResponse Get a payout with its transactions
 	//
-	// One payout batch of this partner with the transactions it paid, in the order the
-	// operators recorded them. Another partner's payout, or an unknown id, is
+	// One payout of this partner with the transactions it paid (one, for a transaction paid
+	// on its own), in the order the operators recorded them. Another partner's payout, or an unknown id, is
 	// `404 not_found`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -7550,8 +7553,9 @@ func (r ReplayWebhookEventResponse) ContentType() string {
 
 // ExportPayoutsWithResponse Export payouts as CSV
 //
-// Every payout batch of the partner recorded in the period (`created_at` between `from`
-// and `to`, both inclusive), one row per transaction it paid, so each row reconciles
+// Every payout of the partner recorded in the period (`created_at` between `from` and
+// `to`, both inclusive; a transaction paid on its own is a payout of one), one row per
+// transaction it paid, so each row reconciles
 // one transaction with the bank transfer that paid it; the rows of one payout repeat
 // its `payout_id`, `reference`, `payout_amount` and `paid_at`.
 // The file is RFC 4180 CSV in UTF-8 (a header row, CRLF line ends, fields quoted when
@@ -7605,13 +7609,13 @@ func (c *ClientWithResponses) ExportTransactionsWithResponse(ctx context.Context
 
 // ListPayoutsWithResponse List the payouts that paid the partner
 //
-// The payout batches that paid this partner, newest first (`created_at`, `id`
-// descending), keyset-paged by `cursor`. One payout is one bank transfer to the partner
-// that settled one or more completed transactions; its `amount` is the exact sum of their
-// `amount`. Each of those transactions' `payout.settled` events carries the same
-// `payout_id`, `reference` and `amount`. A transaction paid on its own (not in a batch)
-// is not a payout here; its payout shows on the transaction and its `payout.settled`
-// event.
+// The payouts that paid this partner, newest first (`created_at`, `id` descending),
+// keyset-paged by `cursor`. One payout is one bank transfer to the partner that settled
+// one or more completed transactions; its `amount` is the exact sum of their `amount`.
+// A transaction paid on its own is a payout of one (`transaction_count` 1, its own
+// `amount`). Each of those transactions' `payout.settled` events carries the same
+// `payout_id`, `reference` and `amount`. Simulated and automatic payouts (staging) are
+// no bank transfer and are not listed.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7626,8 +7630,8 @@ func (c *ClientWithResponses) ListPayoutsWithResponse(ctx context.Context, param
 
 // GetPayoutWithResponse Get a payout with its transactions
 //
-// One payout batch of this partner with the transactions it paid, in the order the
-// operators recorded them. Another partner's payout, or an unknown id, is
+// One payout of this partner with the transactions it paid (one, for a transaction paid
+// on its own), in the order the operators recorded them. Another partner's payout, or an unknown id, is
 // `404 not_found`.
 //
 // Returns a wrapper object for the known response body format(s).

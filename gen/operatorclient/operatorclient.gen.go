@@ -1616,7 +1616,7 @@ type PayoutRecord struct {
 	// Example: 308450.00
 	PayoutFiatAmount *string `json:"payout_fiat_amount"`
 
-	// PayoutId The batch payout that settled it (`POST /payouts`), if any.
+	// PayoutId The payout that settled it (`POST /payouts`, or a payout of one by `POST /transactions/{id}/payout`); null for a simulated payout.
 	PayoutId *openapi_types.UUID `json:"payout_id"`
 
 	// Reference The bank transfer's reference; null for a simulated payout.
@@ -2833,9 +2833,10 @@ type ClientInterface interface {
 	// Corresponds with POST /partners/{id}/users (the `InvitePartnerUser` operationId).
 	InvitePartnerUser(ctx context.Context, id PartnerId, params *InvitePartnerUserParams, body InvitePartnerUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListPayouts List batch payouts
+	// ListPayouts List payouts
 	//
-	// Batch payouts, newest first, keyset-paged.
+	// Payouts, newest first, keyset-paged: the batches of `POST /payouts` and the payouts
+	// of one transaction of `POST /transactions/{id}/payout`.
 	//
 	// Corresponds with GET /payouts (the `ListPayouts` operationId).
 	ListPayouts(ctx context.Context, params *ListPayoutsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2976,7 +2977,7 @@ type ClientInterface interface {
 	//
 	// Any partner's transaction, as the back office sees it, with everything a support
 	// case needs: its deposits as seen on chain (with the sender's address, needed for a
-	// refund), the fill, the settlement, the payout (with its batch, if any) and the full
+	// refund), the fill, the settlement, the payout (with its payout's id) and the full
 	// status history with the operator and the reference of each action.
 	//
 	// Corresponds with GET /transactions/{id} (the `GetOperatorTransaction` operationId).
@@ -3065,7 +3066,10 @@ type ClientInterface interface {
 	// SettlePayoutWithBody Record the NGN payout to the partner
 	//
 	// A `completed` transaction's payout settled (once): history `payout:settled` and the
-	// `payout.settled` event; the status stays `completed`.
+	// `payout.settled` event; the status stays `completed`. The bank transfer is recorded
+	// as a payout of one (`GET /payouts`: this `reference`, the transaction's `amount`) in
+	// the same database transaction; the event's `payout_id` is its id, and the audit
+	// row's `batch_id` too.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3075,7 +3079,10 @@ type ClientInterface interface {
 	// SettlePayout Record the NGN payout to the partner
 	//
 	// A `completed` transaction's payout settled (once): history `payout:settled` and the
-	// `payout.settled` event; the status stays `completed`.
+	// `payout.settled` event; the status stays `completed`. The bank transfer is recorded
+	// as a payout of one (`GET /payouts`: this `reference`, the transaction's `amount`) in
+	// the same database transaction; the event's `payout_id` is its id, and the audit
+	// row's `batch_id` too.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3743,9 +3750,10 @@ func (c *Client) InvitePartnerUser(ctx context.Context, id PartnerId, params *In
 	return c.Client.Do(req)
 }
 
-// ListPayouts List batch payouts
+// ListPayouts List payouts
 //
-// Batch payouts, newest first, keyset-paged.
+// Payouts, newest first, keyset-paged: the batches of `POST /payouts` and the payouts
+// of one transaction of `POST /transactions/{id}/payout`.
 //
 // Corresponds with GET /payouts (the `ListPayouts` operationId).
 func (c *Client) ListPayouts(ctx context.Context, params *ListPayoutsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3986,7 +3994,7 @@ func (c *Client) ListStage(ctx context.Context, params *ListStageParams, reqEdit
 //
 // Any partner's transaction, as the back office sees it, with everything a support
 // case needs: its deposits as seen on chain (with the sender's address, needed for a
-// refund), the fill, the settlement, the payout (with its batch, if any) and the full
+// refund), the fill, the settlement, the payout (with its payout's id) and the full
 // status history with the operator and the reference of each action.
 //
 // Corresponds with GET /transactions/{id} (the `GetOperatorTransaction` operationId).
@@ -4145,7 +4153,10 @@ func (c *Client) FillOrder(ctx context.Context, id TransactionId, params *FillOr
 // SettlePayoutWithBody Record the NGN payout to the partner
 //
 // A `completed` transaction's payout settled (once): history `payout:settled` and the
-// `payout.settled` event; the status stays `completed`.
+// `payout.settled` event; the status stays `completed`. The bank transfer is recorded
+// as a payout of one (`GET /payouts`: this `reference`, the transaction's `amount`) in
+// the same database transaction; the event's `payout_id` is its id, and the audit
+// row's `batch_id` too.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4165,7 +4176,10 @@ func (c *Client) SettlePayoutWithBody(ctx context.Context, id TransactionId, par
 // SettlePayout Record the NGN payout to the partner
 //
 // A `completed` transaction's payout settled (once): history `payout:settled` and the
-// `payout.settled` event; the status stays `completed`.
+// `payout.settled` event; the status stays `completed`. The bank transfer is recorded
+// as a payout of one (`GET /payouts`: this `reference`, the transaction's `amount`) in
+// the same database transaction; the event's `payout_id` is its id, and the audit
+// row's `batch_id` too.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6793,9 +6807,10 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /partners/{id}/users (the `InvitePartnerUser` operationId).
 	InvitePartnerUserWithResponse(ctx context.Context, id PartnerId, params *InvitePartnerUserParams, body InvitePartnerUserJSONRequestBody, reqEditors ...RequestEditorFn) (*InvitePartnerUserResponse, error)
 
-	// ListPayoutsWithResponse List batch payouts
+	// ListPayoutsWithResponse List payouts
 	//
-	// Batch payouts, newest first, keyset-paged.
+	// Payouts, newest first, keyset-paged: the batches of `POST /payouts` and the payouts
+	// of one transaction of `POST /transactions/{id}/payout`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6948,7 +6963,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Any partner's transaction, as the back office sees it, with everything a support
 	// case needs: its deposits as seen on chain (with the sender's address, needed for a
-	// refund), the fill, the settlement, the payout (with its batch, if any) and the full
+	// refund), the fill, the settlement, the payout (with its payout's id) and the full
 	// status history with the operator and the reference of each action.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -7039,7 +7054,10 @@ type ClientWithResponsesInterface interface {
 	// SettlePayoutWithBodyWithResponse Record the NGN payout to the partner
 	//
 	// A `completed` transaction's payout settled (once): history `payout:settled` and the
-	// `payout.settled` event; the status stays `completed`.
+	// `payout.settled` event; the status stays `completed`. The bank transfer is recorded
+	// as a payout of one (`GET /payouts`: this `reference`, the transaction's `amount`) in
+	// the same database transaction; the event's `payout_id` is its id, and the audit
+	// row's `batch_id` too.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7049,7 +7067,10 @@ type ClientWithResponsesInterface interface {
 	// SettlePayoutWithResponse Record the NGN payout to the partner
 	//
 	// A `completed` transaction's payout settled (once): history `payout:settled` and the
-	// `payout.settled` event; the status stays `completed`.
+	// `payout.settled` event; the status stays `completed`. The bank transfer is recorded
+	// as a payout of one (`GET /payouts`: this `reference`, the transaction's `amount`) in
+	// the same database transaction; the event's `payout_id` is its id, and the audit
+	// row's `batch_id` too.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13952,9 +13973,10 @@ func (c *ClientWithResponses) InvitePartnerUserWithResponse(ctx context.Context,
 	return ParseInvitePartnerUserResponse(rsp)
 }
 
-// ListPayoutsWithResponse List batch payouts
+// ListPayoutsWithResponse List payouts
 //
-// Batch payouts, newest first, keyset-paged.
+// Payouts, newest first, keyset-paged: the batches of `POST /payouts` and the payouts
+// of one transaction of `POST /transactions/{id}/payout`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14167,7 +14189,7 @@ func (c *ClientWithResponses) ListStageWithResponse(ctx context.Context, params 
 //
 // Any partner's transaction, as the back office sees it, with everything a support
 // case needs: its deposits as seen on chain (with the sender's address, needed for a
-// refund), the fill, the settlement, the payout (with its batch, if any) and the full
+// refund), the fill, the settlement, the payout (with its payout's id) and the full
 // status history with the operator and the reference of each action.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -14300,7 +14322,10 @@ func (c *ClientWithResponses) FillOrderWithResponse(ctx context.Context, id Tran
 // SettlePayoutWithBodyWithResponse Record the NGN payout to the partner
 //
 // A `completed` transaction's payout settled (once): history `payout:settled` and the
-// `payout.settled` event; the status stays `completed`.
+// `payout.settled` event; the status stays `completed`. The bank transfer is recorded
+// as a payout of one (`GET /payouts`: this `reference`, the transaction's `amount`) in
+// the same database transaction; the event's `payout_id` is its id, and the audit
+// row's `batch_id` too.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14316,7 +14341,10 @@ func (c *ClientWithResponses) SettlePayoutWithBodyWithResponse(ctx context.Conte
 // SettlePayoutWithResponse Record the NGN payout to the partner
 //
 // A `completed` transaction's payout settled (once): history `payout:settled` and the
-// `payout.settled` event; the status stays `completed`.
+// `payout.settled` event; the status stays `completed`. The bank transfer is recorded
+// as a payout of one (`GET /payouts`: this `reference`, the transaction's `amount`) in
+// the same database transaction; the event's `payout_id` is its id, and the audit
+// row's `batch_id` too.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -443,8 +443,9 @@ func (l *Engine) SettlePayout(ctx context.Context, tx Tx, id uuid.UUID) (*Transa
 }
 
 // settlePayout is SettlePayout with extra facts in the history metadata and, when
-// the payout paid several transactions at once, its batch (the event carries the
-// batch's id, reference and total; else the transaction's own amount).
+// the operators recorded the bank transfer, its payout (the event carries the
+// payout's id, reference and total; a simulated or automatic payout has none, and
+// its event the transaction's own amount).
 func (l *Engine) settlePayout(ctx context.Context, tx Tx, id uuid.UUID, extra map[string]any, batch *PayoutBatch) (*Transaction, error) {
 	return l.change(ctx, tx, id, func(_ context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if err := Check(t, ActionPayout); err != nil {

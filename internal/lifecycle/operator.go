@@ -157,7 +157,8 @@ func (l *Engine) SettleOrder(ctx context.Context, tx Tx, id uuid.UUID, by actor.
 }
 
 // PayOut records a completed transaction's NGN payout for an operator (once);
-// batch is the batch payout it is part of, nil when it was paid on its own.
+// batch is the payout it is part of: a batch, or a payout of one when it was paid
+// on its own (package batches records both).
 // Errors: NotFound, InvalidStateTransition.
 func (l *Engine) PayOut(ctx context.Context, tx Tx, id uuid.UUID, by actor.Actor, reference string, batch *PayoutBatch) (*Transaction, error) {
 	return l.settlePayout(ctx, tx, id, meta(by, "reference", reference), batch)

@@ -69,8 +69,9 @@ type Payload struct {
 }
 
 // PayoutFacts is the NGN payout that settled a transaction, as its payout.settled
-// event tells the partner: the batch's id, reference and total when one bank
-// transfer paid several transactions, else the transaction's own amount.
+// event tells the partner: the payout's id, reference and total when the operators
+// recorded the bank transfer (for several transactions or for this one alone),
+// else (simulated, automatic) the transaction's own amount.
 type PayoutFacts struct {
 	PayoutID  *uuid.UUID `json:"payout_id"`
 	Reference *string    `json:"reference"`

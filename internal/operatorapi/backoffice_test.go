@@ -272,7 +272,8 @@ func TestCaseFileAndAudit(t *testing.T) {
 		require.Equal(t, "SETTLE-"+tx.MerchantReference, *d.Settlement.Reference)
 		require.NotNil(t, d.Payout)
 		require.Equal(t, "NIP-1", *d.Payout.Reference)
-		require.Nil(t, d.Payout.PayoutId, "a single payout is no batch")
+		require.NotNil(t, d.Payout.PayoutId, "a single payout is a payout of one")
+		require.Equal(t, "5000.00", *d.Payout.PayoutFiatAmount)
 		opID := *d.Payout.OperatorId
 		require.Equal(t, opID, *d.Settlement.OperatorId)
 		var reasons []string
@@ -381,16 +382,7 @@ func TestBatchPayout(t *testing.T) {
 
 			// The partner's payout.settled event carries the bank transfer: the batch's
 			// id, reference and total.
-			typ := client.WebhookEventTypePayoutSettled
-			evs, err := pa.ListWebhookEventsWithResponse(ctx, &client.ListWebhookEventsParams{TransactionId: &id, EventType: &typ})
-			require.NoError(t, err)
-			require.Equal(t, http.StatusOK, evs.StatusCode(), string(evs.Body))
-			require.Len(t, evs.JSON200.Data.Data, 1)
-			ev, err := pa.GetWebhookEventWithResponse(ctx, evs.JSON200.Data.Data[0].EventId)
-			require.NoError(t, err)
-			require.Equal(t, http.StatusOK, ev.StatusCode(), string(ev.Body))
-			payout := ev.JSON200.Data.Payload.Payout
-			require.NotNil(t, payout, "payout.settled carries its payout")
+			payout := payoutSettled(t, pa, id)
 			require.Equal(t, b.Id, *payout.PayoutId)
 			require.Equal(t, req.Reference, *payout.Reference)
 			require.Equal(t, "22500.75", payout.Amount)

@@ -51,6 +51,16 @@ func race(t *testing.T, what string, action func(i int) (status int, code string
 	return counts
 }
 
+// racers are the operators whose actions race: four, each with its own key.
+func racers(t *testing.T, env *apitest.Env) []*oc.ClientWithResponses {
+	t.Helper()
+	ops := make([]*oc.ClientWithResponses, 4)
+	for i := range ops {
+		ops[i] = env.OperatorClient(t, env.NewOperator(t))
+	}
+	return ops
+}
+
 // Concurrent operator fills, settles and simulator completions of one transaction,
 // each with its own Idempotency-Key (and operator): exactly one succeeds, every
 // other one is 409 invalid_state_transition, never a 500 from a key the loser's
@@ -61,10 +71,7 @@ func TestConcurrentActionsOneWins(t *testing.T) {
 		env := apitest.Start(t, db, map[string]string{"LIQUIDITY": "operator", "PAYOUT": "operator"})
 		ctx := context.Background()
 		pc := env.Client(t, env.NewPartner(t))
-		ops := make([]*oc.ClientWithResponses, 4)
-		for i := range ops {
-			ops[i] = env.OperatorClient(t, env.NewOperator(t))
-		}
+		ops := racers(t, env)
 		fill := func(id uuid.UUID) func(i int) (int, string, []byte) {
 			return func(i int) (int, string, []byte) {
 				res, err := ops[i%len(ops)].FillOrderWithResponse(ctx, id, &oc.FillOrderParams{IdempotencyKey: key()},

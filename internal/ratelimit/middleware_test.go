@@ -324,14 +324,21 @@ func TestMiddlewareFailsOpenWhenRedisIsDown(t *testing.T) {
 	require.Contains(t, logs.Lines()[0], "ratelimit: redis")
 }
 
-func TestMiddlewareWithRedisSharesBudgetAcrossInstances(t *testing.T) {
-	t.Parallel()
+// twoInstances returns two test servers limited under limits through Redis, each
+// with its own client, as two instances of the service are, sharing one budget
+// per key (the keys get a prefix of the test's own).
+func twoInstances(t *testing.T, limits map[Class]Limit) (a, b *testServer) {
+	t.Helper()
 	first, second := newRedisClient(t), newRedisClient(t)
 	prefix := testPrefix(t, first)
 	keyOf := func(c echo.Context) string { return prefix + c.Request().Header.Get("X-Test-Key") }
-	limits := map[Class]Limit{Writes: {Rate: 1, Burst: 2, Period: time.Minute}}
-	a := newTestServer(t, Middleware(NewRedis(first), limits, classify, keyOf, discardLogger()))
-	b := newTestServer(t, Middleware(NewRedis(second), limits, classify, keyOf, discardLogger()))
+	return newTestServer(t, Middleware(NewRedis(first), limits, classify, keyOf, discardLogger())),
+		newTestServer(t, Middleware(NewRedis(second), limits, classify, keyOf, discardLogger()))
+}
+
+func TestMiddlewareWithRedisSharesBudgetAcrossInstances(t *testing.T) {
+	t.Parallel()
+	a, b := twoInstances(t, map[Class]Limit{Writes: {Rate: 1, Burst: 2, Period: time.Minute}})
 
 	rec := a.do(http.MethodPost, "/v1/things", "partner-a")
 	require.Equal(t, http.StatusOK, rec.Code)
@@ -348,6 +355,34 @@ func TestMiddlewareWithRedisSharesBudgetAcrossInstances(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, retry, 1)
 	require.LessOrEqual(t, retry, 60)
+}
+
+// TestMiddlewareWithRedisLeasesSharesBudgetAcrossInstances: with a budget large
+// enough for leases, two instances still let through no more than the one bucket
+// holds, and refuse the rest with 429 and Retry-After.
+func TestMiddlewareWithRedisLeasesSharesBudgetAcrossInstances(t *testing.T) {
+	t.Parallel()
+	limit := Limit{Rate: 100, Burst: 200, Period: time.Hour}
+	require.Greater(t, leaseSize(limit), 1)
+	a, b := twoInstances(t, map[Class]Limit{Writes: limit})
+	servers := []*testServer{a, b}
+	var allowed, refused int
+	for i := range 300 {
+		rec := servers[i%2].do(http.MethodPost, "/v1/things", "partner-a")
+		switch rec.Code {
+		case http.StatusOK:
+			allowed++
+		case http.StatusTooManyRequests:
+			refused++
+			require.NotEmpty(t, rec.Header().Get("Retry-After"))
+		default:
+			t.Fatalf("request %d: status %d", i, rec.Code)
+		}
+	}
+	require.LessOrEqual(t, allowed, 200, "never more than the shared bucket")
+	require.GreaterOrEqual(t, allowed, 198, "GCRA in floating point may leave a fraction unspent")
+	require.Equal(t, 300, allowed+refused)
+	require.Equal(t, allowed, servers[0].Calls()+servers[1].Calls())
 }
 
 func TestMiddlewarePanicsOnInvalidLimit(t *testing.T) {

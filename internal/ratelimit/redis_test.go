@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"partnerd/internal/testsupport/testdb"
@@ -133,4 +136,109 @@ func closedPortClient(t *testing.T) *redis.Client {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
 	t.Cleanup(func() { _ = client.Close() })
 	return client
+}
+
+// countingHook counts the commands a client sends, to show how many requests a
+// lease answers without a round trip.
+type countingHook struct{ n atomic.Int64 }
+
+func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestRedisLeasesKeepOneSharedBudget: under a large budget each instance takes
+// tokens a lease at a time, yet two instances together allow no more than the
+// bucket holds, nearly all of it is used, and most requests cost no round trip.
+func TestRedisLeasesKeepOneSharedBudget(t *testing.T) {
+	t.Parallel()
+	first, second := newRedisClient(t), newRedisClient(t)
+	hook := &countingHook{}
+	first.AddHook(hook)
+	second.AddHook(hook)
+	key := testPrefix(t, first) + "partner-a"
+	limit := Limit{Rate: 100, Burst: 200, Period: time.Hour} // no refill during the test
+	require.Equal(t, 4, leaseSize(limit))
+	limiters := []*Redis{NewRedis(first), NewRedis(second)}
+
+	var allowed, denied atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, 400)
+	for i := range 400 {
+		wg.Go(func() {
+			res, err := limiters[i%2].Allow(context.Background(), key, Reads, limit)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if res.Allowed {
+				allowed.Add(1)
+				assert.LessOrEqual(t, res.Remaining, limit.Burst)
+			} else {
+				denied.Add(1)
+				assert.Positive(t, res.RetryAfter)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	// GCRA in floating point may leave the last fraction of a token unspent.
+	require.LessOrEqual(t, allowed.Load(), int32(limit.Burst), "never more than the shared bucket")
+	require.GreaterOrEqual(t, allowed.Load(), int32(limit.Burst-2))
+	require.Equal(t, int32(400), allowed.Load()+denied.Load())
+	// 200 tokens in leases of 4 is 50 calls, plus the refused refills (each
+	// remembered until its Retry-After) and the script's first load.
+	require.Less(t, hook.n.Load(), int64(70), "a lease answers most requests from memory")
+}
+
+// TestRedisLeaseLapses: tokens held in a lease are used only for the time the
+// bucket takes to earn them back; after that the instance asks Redis again.
+func TestRedisLeaseLapses(t *testing.T) {
+	t.Parallel()
+	client := newRedisClient(t)
+	hook := &countingHook{}
+	client.AddHook(hook)
+	key := testPrefix(t, client) + "partner-a"
+	limit := Limit{Rate: 100, Burst: 200, Period: time.Second} // a lease of 4, earned back in 40ms
+	clock := newFakeClock()
+	r := NewRedis(client)
+	r.now = clock.Now
+	ctx := context.Background()
+
+	res, err := r.Allow(ctx, key, Reads, limit)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	calls := hook.n.Load()
+	for range 3 {
+		res, err = r.Allow(ctx, key, Reads, limit)
+		require.NoError(t, err)
+		require.True(t, res.Allowed)
+	}
+	require.Equal(t, calls, hook.n.Load(), "the lease's three other tokens came from memory")
+
+	res, err = r.Allow(ctx, key, Reads, limit)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	require.Equal(t, calls+1, hook.n.Load(), "a spent lease is refilled from Redis")
+	require.Equal(t, minLeaseLife, leaseLife(limit, 4))
+	clock.Advance(minLeaseLife - time.Millisecond)
+	res, err = r.Allow(ctx, key, Reads, limit)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	require.Equal(t, calls+1, hook.n.Load(), "a lease lasts at least minLeaseLife")
+	clock.Advance(2 * time.Millisecond)
+	res, err = r.Allow(ctx, key, Reads, limit)
+	require.NoError(t, err)
+	require.True(t, res.Allowed)
+	require.Equal(t, calls+2, hook.n.Load(), "a lapsed lease is not used")
+	require.Equal(t, 2*time.Second, leaseLife(Limit{Rate: 1, Burst: 100, Period: time.Second}, 2), "a slow bucket's lease lasts until it is earned back")
 }

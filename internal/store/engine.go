@@ -28,6 +28,9 @@ type engine interface {
 	connect(ctx context.Context, s *Store, url, dsn string) error
 	// close releases what connect opened beyond s's pools.
 	close()
+	// queueWriter waits, in arrival order, for the turn of a unit of work to
+	// write where the database takes one writer at a time; release ends it.
+	queueWriter(ctx context.Context) (release func(), err error)
 	// maxConns is how many connections the pool opens at most (0: not pooled so).
 	maxConns() int
 	// jobDriver is River's driver over s (see Store.JobDriver).

@@ -77,6 +77,9 @@ func (p *postgresEngine) close() {
 	}
 }
 
+// queueWriter does not queue: PostgreSQL runs units of work side by side.
+func (*postgresEngine) queueWriter(context.Context) (func(), error) { return func() {}, nil }
+
 func (p *postgresEngine) maxConns() int { return int(p.listen.Config().MaxConns) }
 
 // jobDriver is River's database/sql driver over the pool GORM uses, with a pgx

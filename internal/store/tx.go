@@ -36,6 +36,11 @@ func (s *Store) Transact(ctx context.Context, fn func(ctx context.Context, tx *T
 	if s.in != nil {
 		return fn(ctx, s.in)
 	}
+	release, err := s.eng.queueWriter(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer release()
 	sqlTx, err := s.wsql.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -64,6 +69,7 @@ func (s *Store) Transact(ctx context.Context, fn func(ctx context.Context, tx *T
 	if err = sqlTx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	release() // the observers below may write on their own
 	for _, f := range tx.after {
 		f()
 	}

@@ -122,11 +122,21 @@ func (s *Service) Settle(ctx context.Context, run uow.Runner[*Acted, Tx], by act
 	})
 }
 
-// PayOut records the NGN payout of transaction id.
+// PayOut records the NGN payout of transaction id, paid on its own: one bank
+// transfer, so a payout of one (batches.PayOne) that the partner finds among its
+// payouts; the action's audit row names it.
 func (s *Service) PayOut(ctx context.Context, run uow.Runner[*Acted, Tx], by actor.Actor, id uuid.UUID, reference string) (*Acted, error) {
-	return s.act(ctx, run, by, audit.Payout, id, reference, func(ctx context.Context, tx lifecycle.Tx, by actor.Actor) (*lifecycle.Transaction, error) {
-		return s.lifecycle.PayOut(ctx, tx, id, by, reference, nil)
+	a, err := run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*Acted, error) {
+		t, b, err := s.batches.PayOne(ctx, tx, by, id, reference)
+		if err != nil {
+			return nil, err
+		}
+		return s.done(ctx, tx, by, audit.Payout, t, reference, &b.ID)
 	})
+	if err != nil {
+		s.refused(ctx, by, string(audit.Payout), reference, err, "transaction_id", id.String())
+	}
+	return a, err
 }
 
 // Fail fails transaction id for reason.
@@ -194,22 +204,28 @@ func (s *Service) act(ctx context.Context, run uow.Runner[*Acted, Tx], by actor.
 		if err != nil {
 			return nil, err
 		}
-		if s.audit != nil {
-			tid, ref := t.ID, reference
-			if err := s.audit.Record(ctx, tx, by, audit.Entry{Action: action, TransactionID: &tid, Reference: &ref}); err != nil {
-				return nil, err
-			}
-		}
-		tx.AfterCommit(func() {
-			s.log.InfoContext(ctx, "operator action", "operator_id", by.OperatorID().String(), "action", string(action), "transaction_id", t.ID.String(),
-				"partner_id", t.PartnerID.String(), "reference", reference, "status", string(t.Status))
-		})
-		return s.acted(ctx, tx, t)
+		return s.done(ctx, tx, by, action, t, reference, nil)
 	})
 	if err != nil {
 		s.refused(ctx, by, string(action), reference, err, "transaction_id", id.String())
 	}
 	return a, err
+}
+
+// done audits the action that left t (batch: the batch it recorded, if any), logs
+// it once the unit of work committed, and reads the action's answer in it.
+func (s *Service) done(ctx context.Context, tx Tx, by actor.Actor, action audit.Action, t *lifecycle.Transaction, reference string, batch *uuid.UUID) (*Acted, error) {
+	if s.audit != nil {
+		tid, ref := t.ID, reference
+		if err := s.audit.Record(ctx, tx, by, audit.Entry{Action: action, TransactionID: &tid, BatchID: batch, Reference: &ref}); err != nil {
+			return nil, err
+		}
+	}
+	tx.AfterCommit(func() {
+		s.log.InfoContext(ctx, "operator action", "operator_id", by.OperatorID().String(), "action", string(action), "transaction_id", t.ID.String(),
+			"partner_id", t.PartnerID.String(), "reference", reference, "status", string(t.Status))
+	})
+	return s.acted(ctx, tx, t)
 }
 
 // acted reads what an answer about t shows beside it, in the action's unit of work.

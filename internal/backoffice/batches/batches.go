@@ -1,14 +1,16 @@
 // Package batches records the back office's batches: one bank transfer paying a
-// partner for many transactions (a payout) and one liquidity order filling many (a
-// fill). A batch is all or none: every transaction is checked first, then each
-// takes the engine's own per-transaction action (the same history entry and event
-// as the single action) in the one unit of work that also stores the batch and its
-// audit rows.
+// partner for many transactions or for one (a payout) and one liquidity order
+// filling many (a fill). A batch is all or none: every transaction is checked
+// first, then each takes the engine's own per-transaction action (the same history
+// entry and event as the single action) in the one unit of work that also stores
+// the batch and its audit rows.
 package batches
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -66,9 +68,6 @@ type Tx interface {
 	// InsertBatch writes b and its items (a transaction already in a batch of the
 	// kind fails the unit of work).
 	InsertBatch(ctx context.Context, b *Batch) error
-	// Transaction returns transaction id of any partner as the unit of work sees
-	// it, or apperr NotFound.
-	Transaction(ctx context.Context, id uuid.UUID) (*lifecycle.Transaction, error)
 }
 
 // Store reads batches and transactions and opens units of work.
@@ -101,20 +100,30 @@ func conflict(msg, field, problem string) error {
 	return apperr.Field(apperr.InvalidStateTransition, msg, field, problem)
 }
 
-// load reads the batch's transactions in the unit of work, refusing unknown ones
-// and, through ok, those not in the right state.
+// load reads and locks the batch's transactions in the unit of work, refusing
+// unknown ones and, through ok, those not in the right state. Locking them before
+// the batch's items are written is the order every payout and fill of a transaction
+// takes (the engine's change locks first too), so concurrent ones wait for each
+// other and the losers see the winner's change (409), not the batch items' unique
+// key. They are locked in id order, whatever order the request lists them in, so
+// two batches sharing transactions wait for each other instead of deadlocking.
 func (s *Service) load(ctx context.Context, tx Tx, ids []uuid.UUID, ok func(i int, t *lifecycle.Transaction) error) ([]*lifecycle.Transaction, error) {
 	if len(ids) == 0 || len(ids) > 100 {
 		return nil, apperr.Field(apperr.InvalidRequest, "A batch holds 1 to 100 transactions.", "/transaction_ids", "1 to 100 items")
 	}
-	seen := map[uuid.UUID]bool{}
-	out := make([]*lifecycle.Transaction, len(ids))
+	at := make(map[uuid.UUID]int, len(ids))
 	for i, id := range ids {
-		if seen[id] {
+		if _, dup := at[id]; dup {
 			return nil, apperr.Field(apperr.InvalidRequest, "A transaction is listed twice.", fmt.Sprintf("/transaction_ids/%d", i), "duplicate")
 		}
-		seen[id] = true
-		t, err := tx.Transaction(ctx, id)
+		at[id] = i
+	}
+	locking := slices.Clone(ids)
+	slices.SortFunc(locking, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+	out := make([]*lifecycle.Transaction, len(ids))
+	for _, id := range locking {
+		i := at[id]
+		t, err := tx.TransactionForUpdate(ctx, id)
 		if err != nil {
 			if apperr.CodeOf(err) == apperr.NotFound {
 				return nil, apperr.Field(apperr.NotFound, fmt.Sprintf("No transaction %s.", id), fmt.Sprintf("/transaction_ids/%d", i), "unknown transaction")
@@ -173,6 +182,27 @@ func (s *Service) CreatePayout(ctx context.Context, tx Tx, by actor.Actor, partn
 		}
 	}
 	return b, nil
+}
+
+// PayOne records one bank transfer paying transaction id alone: a payout of one
+// (its amount, the operator's reference), so the partner finds it among its
+// payouts and its payout.settled event names it like any batch's. The transaction
+// is locked first (as load does) and the engine checks it, so one not awaiting
+// payout is refused as the single action refuses it; the batch is dated when the
+// payout settled and written in tx, the caller's unit of work, with the change.
+// Errors: NotFound, InvalidStateTransition.
+func (s *Service) PayOne(ctx context.Context, tx Tx, by actor.Actor, id uuid.UUID, reference string) (*lifecycle.Transaction, *Batch, error) {
+	t, err := tx.TransactionForUpdate(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := &Batch{ID: uuid.New(), Kind: Payout, PartnerID: &t.PartnerID, Reference: reference, FiatAmount: t.FiatAmount,
+		CryptoAmount: t.CryptoAmount, TransactionIDs: []uuid.UUID{id}, OperatorID: by.OperatorID()}
+	if t, err = s.engine.PayOut(ctx, tx, id, by, reference, &lifecycle.PayoutBatch{ID: b.ID, Amount: b.FiatAmount}); err != nil {
+		return nil, nil, err
+	}
+	b.CreatedAt = *t.PayoutSettledAt
+	return t, b, tx.InsertBatch(ctx, b)
 }
 
 func paidNote(t *lifecycle.Transaction) string {

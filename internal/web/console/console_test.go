@@ -200,7 +200,8 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 	pays, err := ops.ListPayoutsWithResponse(context.Background(), &oc.ListPayoutsParams{})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, pays.StatusCode(), string(pays.Body))
-	require.Empty(t, pays.JSON200.Data.Data, "nothing recorded")
+	require.Len(t, pays.JSON200.Data.Data, 1, "nothing recorded but the single payout, a payout of one")
+	require.Equal(t, "NIP-1", pays.JSON200.Data.Data[0].Reference)
 	require.NoError(t, chromedp.Run(ctx,
 		chromedp.Navigate(base+"/payouts/new?partner_id="+partnerID.String()),
 		chromedp.WaitVisible("#batch", chromedp.ByID),

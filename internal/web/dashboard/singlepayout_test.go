@@ -1,0 +1,60 @@
+package dashboard_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"partnerd/gen/client"
+	oc "partnerd/gen/operatorclient"
+	"partnerd/internal/partnerusers"
+	"partnerd/internal/testsupport/testdb"
+)
+
+// A transaction the operators paid out on its own is on the payouts page like a
+// batch, as a payout of one: its bank reference, one transaction, its exact total;
+// its page lists the transaction, and the day's payouts export has its row.
+func TestSinglePayoutOnThePayoutsPage(t *testing.T) {
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			s := signedInWith(t, db, partnerusers.Finance, operatorPayouts)
+			ctx, c := s.Browser, context.Background()
+			ops := s.Env.OperatorClient(t, s.Env.NewOperator(t))
+			tx := newTx(t, s.API, "SINGLE-1", "48250.25")
+			complete(t, s, ops, tx)
+			res, err := ops.SettlePayoutWithResponse(c, tx.Id, &oc.SettlePayoutParams{IdempotencyKey: uuid.NewString()},
+				oc.ReferenceRequest{Reference: "NIP-000013261128"})
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+			list, err := s.API.ListPayoutsWithResponse(c, &client.ListPayoutsParams{})
+			require.NoError(t, err)
+			require.Len(t, list.JSON200.Data.Data, 1, "the payout of one")
+			id := list.JSON200.Data.Data[0].Id
+
+			// The list: the payout with its reference, one transaction and its total.
+			require.Equal(t, http.StatusOK, open(t, ctx, s.Base+"/payouts"))
+			row := "#payout-" + id.String()
+			require.Contains(t, text(t, ctx, row), "NIP-000013261128")
+			require.Equal(t, "1", text(t, ctx, row+" td.num"), "one transaction")
+			require.Equal(t, "48250.25", text(t, ctx, row+" .total"))
+
+			// Its page lists the transaction it paid.
+			submit(t, ctx, row+" a", "#paid")
+			require.Contains(t, text(t, ctx, "#total"), "48250.25 NGN")
+			paid := text(t, ctx, "#paid")
+			require.Contains(t, paid, "SINGLE-1")
+			require.Contains(t, paid, "48250.25")
+
+			// The day's payouts export: its row, under its payout.
+			today := time.Now().UTC().Format("2006-01-02")
+			exp, body := download(t, ctx, s.Base+"/payouts/exports/payouts?from="+today+"&to="+today)
+			require.Equal(t, http.StatusOK, exp.StatusCode, body)
+			require.Equal(t, map[string]string{tx.Id.String(): "48250.25"}, csvRows(t, body, "transaction_id", "amount"))
+			require.Equal(t, map[string]string{tx.Id.String(): id.String()}, csvRows(t, body, "transaction_id", "payout_id"))
+		})
+	}
+}
