@@ -8,6 +8,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	oc "partnerd/gen/operatorclient"
+	"partnerd/internal/web/webkit"
 )
 
 // fillForm lists the confirmed transactions awaiting their fill (every partner),
@@ -15,14 +16,14 @@ import (
 func (c *Console) fillForm(w http.ResponseWriter, r *http.Request, ss *session) {
 	res, err := c.client(ss).ListStageWithResponse(r.Context(), &oc.ListStageParams{Stage: ptr(oc.StageAwaitingFill), Order: ptr(oc.Oldest), Limit: ptr(100)})
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	var total decimal.Decimal
 	for _, t := range res.JSON200.Data.Data {
 		total = total.Add(decimal.RequireFromString(t.CryptoAmount))
 	}
-	c.render(w, http.StatusOK, "fill", ss, map[string]any{"Title": "Batch fill", "Items": res.JSON200.Data.Data, "Total": total.String(),
+	c.site.Render(w, http.StatusOK, "fill", ss, map[string]any{"Title": "Batch fill", "Items": res.JSON200.Data.Data, "Total": total.String(),
 		"All": r.URL.Query().Get("all") == "1"})
 }
 
@@ -37,22 +38,22 @@ func (c *Console) fill(w http.ResponseWriter, r *http.Request, ss *session) {
 		}
 	}
 	if len(ids) == 0 {
-		c.render(w, http.StatusBadRequest, "message", ss, map[string]any{"Title": "Not done", "Message": "Tick at least one transaction to fill, then try again."})
+		c.site.Message(w, http.StatusBadRequest, ss, "Not done", "Tick at least one transaction to fill, then try again.")
 		return
 	}
 	if f.Get("confirmed") != "yes" {
-		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": fmt.Sprintf("fill %d transactions", len(ids)),
+		c.site.Render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": fmt.Sprintf("fill %d transactions", len(ids)),
 			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": BasePath + "/fills", "Back": BasePath + "/fills/new"})
 		return
 	}
 	res, err := c.client(ss).CreateFillWithResponse(r.Context(), &oc.CreateFillParams{IdempotencyKey: f.Get("idempotency_key")},
 		oc.BatchFillRequest{TransactionIds: ids, Rate: f.Get("rate"), Reference: f.Get("reference")})
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	b := res.JSON200.Data
-	c.render(w, http.StatusOK, "message", ss, map[string]any{"Title": "Fill recorded",
+	c.site.Render(w, http.StatusOK, "message", ss, map[string]any{"Title": "Fill recorded", "Done": true,
 		"Message": fmt.Sprintf("Fill %s recorded: %d transactions, USDT %s at %s, NGN %s, reference %s.", b.Id, len(b.TransactionIds), b.CryptoAmount, deref(b.Rate), b.FiatAmount, b.Reference)})
 }
 

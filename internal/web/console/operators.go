@@ -8,22 +8,23 @@ import (
 	"github.com/google/uuid"
 
 	oc "partnerd/gen/operatorclient"
+	"partnerd/internal/web/webkit"
 )
 
 // operators lists the operator accounts (GET /operators), each linking to its keys.
 func (c *Console) operators(w http.ResponseWriter, r *http.Request, ss *session) {
 	res, err := c.client(ss).ListOperatorsWithResponse(r.Context())
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
-	c.render(w, http.StatusOK, "operators", ss, map[string]any{"Title": "Operators", "Items": res.JSON200.Data, "Self": ss.Data.OperatorID})
+	c.site.Render(w, http.StatusOK, "operators", ss, map[string]any{"Title": "Operators", "Items": res.JSON200.Data, "Self": ss.Data.OperatorID})
 }
 
 func (c *Console) operatorPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		http.NotFound(w, r)
+		c.site.NotFound(w, ss)
 		return
 	}
 	c.showOperator(w, r, ss, id, nil, "")
@@ -46,11 +47,11 @@ func (c *Console) operatorName(r *http.Request, ss *session, id uuid.UUID) strin
 func (c *Console) showOperator(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, newKey *oc.NewApiKey, notice string) {
 	res, err := c.client(ss).ListOperatorKeysWithResponse(r.Context(), id)
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	name := c.operatorName(r, ss, id)
-	c.render(w, http.StatusOK, "operator", ss, map[string]any{"Title": "Operator " + name, "Name": name, "ID": id,
+	c.site.Render(w, http.StatusOK, "operator", ss, map[string]any{"Title": "Operator " + name, "Name": name, "ID": id,
 		"Self": id == ss.Data.OperatorID, "Keys": res.JSON200.Data, "NewKey": newKey, "Notice": notice})
 }
 
@@ -59,7 +60,7 @@ func (c *Console) showOperator(w http.ResponseWriter, r *http.Request, ss *sessi
 func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *session) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		http.NotFound(w, r)
+		c.site.NotFound(w, ss)
 		return
 	}
 	op := r.PathValue("op")
@@ -69,7 +70,7 @@ func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *
 	var kid uuid.UUID
 	if op != "add" {
 		if kid, err = uuid.Parse(r.PathValue("kid")); err != nil {
-			http.NotFound(w, r)
+			c.site.NotFound(w, ss)
 			return
 		}
 	}
@@ -82,7 +83,7 @@ func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *
 		name := c.operatorName(r, ss, id)
 		words := map[string]string{"add": "Add an API key", "roll": "Roll the API key", "revoke": "Revoke the API key"}[op]
 		if words == "" {
-			http.NotFound(w, r)
+			c.site.NotFound(w, ss)
 			return
 		}
 		subject := "Operator " + name + " (" + id.String() + ")"
@@ -92,7 +93,7 @@ func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *
 		if id == ss.Data.OperatorID && op == "revoke" {
 			subject += ". This is your own account: a revoked key you signed in with ends this session."
 		}
-		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": words, "Subject": subject,
+		c.site.Render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": words, "Subject": subject,
 			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": target,
 			"Back": BasePath + "/operators/" + id.String()})
 		return
@@ -103,7 +104,7 @@ func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *
 	case "add":
 		res, err := cl.CreateOperatorKeyWithResponse(r.Context(), id, &oc.CreateOperatorKeyParams{IdempotencyKey: key}, oc.EmptyRequest{})
 		if err != nil || res.JSON200 == nil {
-			c.fail(w, ss, statusOf(res, err), bodyOf(res))
+			c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return
 		}
 		c.showOperator(w, r, ss, id, &res.JSON200.Data, "Key added.")
@@ -114,18 +115,18 @@ func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *
 		}
 		res, err := cl.RollOperatorKeyWithResponse(r.Context(), id, kid, &oc.RollOperatorKeyParams{IdempotencyKey: key}, req)
 		if err != nil || res.JSON200 == nil {
-			c.fail(w, ss, statusOf(res, err), bodyOf(res))
+			c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return
 		}
 		c.showOperator(w, r, ss, id, &res.JSON200.Data, "Key rolled.")
 	case "revoke":
 		res, err := cl.RevokeOperatorKeyWithResponse(r.Context(), id, kid, &oc.RevokeOperatorKeyParams{IdempotencyKey: &key})
 		if err != nil || res.JSON200 == nil {
-			c.fail(w, ss, statusOf(res, err), bodyOf(res))
+			c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return
 		}
 		c.showOperator(w, r, ss, id, nil, "Key "+res.JSON200.Data.Prefix+"… revoked.")
 	default:
-		http.NotFound(w, r)
+		c.site.NotFound(w, ss)
 	}
 }

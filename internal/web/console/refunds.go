@@ -11,6 +11,7 @@ import (
 
 	oc "partnerd/gen/operatorclient"
 	"partnerd/internal/chain"
+	"partnerd/internal/web/webkit"
 )
 
 // refundKinds are the refund tasks' kinds, in the filter's order.
@@ -72,11 +73,11 @@ func (f refundFilter) query(key, value string) string {
 	return v.Encode()
 }
 
-func (c *Console) showRefundTasks(w http.ResponseWriter, r *http.Request, ss *session, status int, notice, problem string) {
+func (c *Console) showRefundTasks(w http.ResponseWriter, r *http.Request, ss *session, status int, notice string, problem any) {
 	f := refundFilterOf(r.URL.Query())
 	p, err := f.params()
 	if err != nil {
-		c.render(w, http.StatusBadRequest, "message", ss, map[string]any{"Title": "Not found", "Message": "No such partner."})
+		c.site.Message(w, http.StatusBadRequest, ss, "Not found", "No such partner.")
 		return
 	}
 	if s := r.URL.Query().Get("cursor"); s != "" {
@@ -85,7 +86,7 @@ func (c *Console) showRefundTasks(w http.ResponseWriter, r *http.Request, ss *se
 	cl := c.client(ss)
 	res, err := cl.ListRefundTasksWithResponse(r.Context(), p)
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	parts, names, ok := c.partnerDirectory(w, r, ss)
@@ -96,7 +97,7 @@ func (c *Console) showRefundTasks(w http.ResponseWriter, r *http.Request, ss *se
 	if nc := res.JSON200.Data.NextCursor; nc != nil {
 		next = BasePath + "/refund-tasks?" + f.query("cursor", *nc)
 	}
-	c.render(w, status, "refunds", ss, map[string]any{"Title": "Refund tasks", "Items": res.JSON200.Data.Data, "F": f,
+	c.site.Render(w, status, "refunds", ss, map[string]any{"Title": "Refund tasks", "Items": res.JSON200.Data.Data, "F": f,
 		"Kind": f.Kind, "Status": f.Status, "Kinds": refundKinds, "Partners": parts, "Names": names,
 		"Networks": networks, "Next": next, "Notice": notice, "Problem": problem,
 		"CSV": BasePath + "/refund-tasks.csv?" + f.query("", "")})
@@ -110,13 +111,13 @@ var networks = []string{chain.BEP20, chain.TRC20}
 func (c *Console) resolve(w http.ResponseWriter, r *http.Request, ss *session) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		http.NotFound(w, r)
+		c.site.NotFound(w, ss)
 		return
 	}
 	f := r.PostForm
 	act := f.Get("action")
 	if f.Get("confirmed") != "yes" {
-		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": "resolve refund task as " + act,
+		c.site.Render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": "resolve refund task as " + act,
 			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": fmt.Sprintf("%s/refund-tasks/%s/resolve", BasePath, id),
 			"Back": BasePath + "/refund-tasks"})
 		return
@@ -131,8 +132,8 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request, ss *session) {
 	res, err := c.client(ss).ResolveRefundTaskWithResponse(r.Context(), id, &oc.ResolveRefundTaskParams{IdempotencyKey: f.Get("idempotency_key")}, req)
 	r.URL.RawQuery = ""
 	if err != nil || res.JSON200 == nil {
-		status := statusOf(res, err)
-		c.showRefundTasks(w, r, ss, status, "", apiError(status, bodyOf(res)))
+		status := webkit.StatusOf(res, err)
+		c.showRefundTasks(w, r, ss, status, "", webkit.APIError(status, webkit.BodyOf(res)))
 		return
 	}
 	t := res.JSON200.Data
@@ -144,7 +145,7 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request, ss *session) {
 func (c *Console) partnerDirectory(w http.ResponseWriter, r *http.Request, ss *session) ([]oc.Partner, map[string]string, bool) {
 	res, err := c.client(ss).ListPartnersWithResponse(r.Context())
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return nil, nil, false
 	}
 	names := make(map[string]string, len(res.JSON200.Data))

@@ -99,6 +99,8 @@ func refundsAndFillFlow(t *testing.T, db testdb.Database) {
 	resolve("refunded", "")
 	require.NoError(t, chromedp.Run(ctx, chromedp.Text("#problem", &text, chromedp.ByID)))
 	require.Contains(t, text, "tx_hash")
+	require.NotContains(t, text, "HTTP 4", "the words first; the status folded beneath them")
+	require.NoError(t, chromedp.Run(ctx, chromedp.TextContent("#problem details code", &text, chromedp.ByQuery)))
 	require.Contains(t, text, "HTTP 4")
 	require.Equal(t, oc.UnmatchedDepositStatusOpen, statusOfTask(t, ops, dustHash))
 

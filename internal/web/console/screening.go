@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	oc "partnerd/gen/operatorclient"
+	"partnerd/internal/web/webkit"
 )
 
 // screeningQueue is the review queue (GET /screening/reviews: held and unknown by
@@ -19,7 +20,7 @@ func (c *Console) screeningQueue(w http.ResponseWriter, r *http.Request, ss *ses
 	c.showScreening(w, r, ss, http.StatusOK, "", "")
 }
 
-func (c *Console) showScreening(w http.ResponseWriter, r *http.Request, ss *session, status int, notice, problem string) {
+func (c *Console) showScreening(w http.ResponseWriter, r *http.Request, ss *session, status int, notice string, problem any) {
 	state := oc.ListScreeningReviewsParamsState(r.URL.Query().Get("state"))
 	if state != oc.All {
 		state = oc.Review
@@ -27,19 +28,19 @@ func (c *Console) showScreening(w http.ResponseWriter, r *http.Request, ss *sess
 	cl := c.client(ss)
 	reviews, err := cl.ListScreeningReviewsWithResponse(r.Context(), &oc.ListScreeningReviewsParams{State: &state})
 	if err != nil || reviews.JSON200 == nil {
-		c.fail(w, ss, statusOf(reviews, err), bodyOf(reviews))
+		c.site.Failed(w, ss, webkit.StatusOf(reviews, err), webkit.BodyOf(reviews))
 		return
 	}
 	lists, err := cl.ListScreeningListsWithResponse(r.Context())
 	if err != nil || lists.JSON200 == nil {
-		c.fail(w, ss, statusOf(lists, err), bodyOf(lists))
+		c.site.Failed(w, ss, webkit.StatusOf(lists, err), webkit.BodyOf(lists))
 		return
 	}
 	_, names, ok := c.partnerDirectory(w, r, ss)
 	if !ok {
 		return
 	}
-	c.render(w, status, "screening", ss, map[string]any{"Title": "Screening", "Items": reviews.JSON200.Data,
+	c.site.Render(w, status, "screening", ss, map[string]any{"Title": "Screening", "Items": reviews.JSON200.Data,
 		"State": string(state), "Lists": lists.JSON200.Data, "Names": names, "Notice": notice, "Problem": problem})
 }
 
@@ -49,7 +50,7 @@ func (c *Console) showScreening(w http.ResponseWriter, r *http.Request, ss *sess
 func (c *Console) review(w http.ResponseWriter, r *http.Request, ss *session) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		http.NotFound(w, r)
+		c.site.NotFound(w, ss)
 		return
 	}
 	f := r.PostForm
@@ -64,7 +65,7 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, ss *session) {
 		if decision == string(oc.Block) {
 			subject = "Block: the funds are never sold, swept or sent back; the transaction fails for good and is listed in the blocked-property report."
 		}
-		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": decision + " transaction " + id.String(),
+		c.site.Render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": decision + " transaction " + id.String(),
 			"Subject": subject, "Fields": confirmFields(f), "Key": uuid.NewString(),
 			"Target": fmt.Sprintf("%s/screening/%s/review", BasePath, id), "Back": BasePath + "/screening"})
 		return
@@ -72,8 +73,8 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, ss *session) {
 	res, err := c.client(ss).ReviewTransactionWithResponse(r.Context(), id, &oc.ReviewTransactionParams{IdempotencyKey: f.Get("idempotency_key")},
 		oc.ReviewRequest{Decision: oc.ReviewRequestDecision(decision), Note: strings.TrimSpace(f.Get("note"))})
 	if err != nil || res.JSON200 == nil {
-		status := statusOf(res, err)
-		c.showScreening(w, r, ss, status, "", apiError(status, bodyOf(res)))
+		status := webkit.StatusOf(res, err)
+		c.showScreening(w, r, ss, status, "", webkit.APIError(status, webkit.BodyOf(res)))
 		return
 	}
 	t := res.JSON200.Data
@@ -86,13 +87,13 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, ss *session) {
 func (c *Console) blockedReport(w http.ResponseWriter, r *http.Request, ss *session) {
 	res, err := c.client(ss).BlockedPropertyReport(r.Context())
 	if err != nil {
-		c.fail(w, ss, http.StatusBadGateway, nil)
+		c.site.Failed(w, ss, http.StatusBadGateway, nil)
 		return
 	}
 	defer func() { _ = res.Body.Close() }()
 	if res.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(res.Body)
-		c.fail(w, ss, res.StatusCode, body)
+		c.site.Failed(w, ss, res.StatusCode, body)
 		return
 	}
 	for _, h := range []string{"Content-Type", "Content-Disposition"} {

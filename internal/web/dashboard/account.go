@@ -25,8 +25,8 @@ func (d *Dashboard) invitePage(w http.ResponseWriter, r *http.Request) {
 	if d.invitationRefused(w, err) {
 		return
 	}
-	d.render(w, http.StatusOK, "invite", nil, map[string]any{"Title": "Set your password", "Email": u.Email,
-		"Min": partnerusers.MinPasswordLength, "FormCSRF": d.formToken.Issue(w, r)})
+	d.site.Render(w, http.StatusOK, "invite", nil, map[string]any{"Title": "Set your password", "Email": u.Email,
+		"Min": partnerusers.MinPasswordLength, "FormCSRF": d.site.FormToken.Issue(w, r)})
 }
 
 // invitationRefused renders an unknown (404), used or expired (410) invitation,
@@ -36,11 +36,11 @@ func (d *Dashboard) invitationRefused(w http.ResponseWriter, err error) bool {
 	case "":
 		return false
 	case apperr.NotFound:
-		d.message(w, http.StatusNotFound, nil, "Invitation not found", "This invitation link is not valid; ask whoever invited you for a new one.")
+		d.site.Message(w, http.StatusNotFound, nil, "Invitation not found", "This invitation link is not valid; ask whoever invited you for a new one.")
 	case apperr.InvalidStateTransition:
-		d.message(w, http.StatusGone, nil, "Invitation no longer valid", problemOf(err))
+		d.site.Message(w, http.StatusGone, nil, "Invitation no longer valid", problemOf(err))
 	default:
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 	}
 	return true
 }
@@ -57,25 +57,25 @@ func (d *Dashboard) accept(w http.ResponseWriter, r *http.Request) {
 	if d.formRefused(w, r, "invite", data) {
 		return
 	}
-	data["FormCSRF"] = d.formToken.Issue(w, r)
+	data["FormCSRF"] = d.site.FormToken.Issue(w, r)
 	password := r.PostFormValue("password")
 	if password != r.PostFormValue("confirm") {
 		data["Error"] = "The two passwords differ."
-		d.render(w, http.StatusBadRequest, "invite", nil, data)
+		d.site.Render(w, http.StatusBadRequest, "invite", nil, data)
 		return
 	}
 	u, err = d.d.Users.Accept(background(r.Context()), token, password)
 	if codeOf(err) == apperr.InvalidRequest {
 		data["Error"] = problemOf(err)
-		d.render(w, http.StatusBadRequest, "invite", nil, data)
+		d.site.Render(w, http.StatusBadRequest, "invite", nil, data)
 		return
 	}
 	if d.invitationRefused(w, err) {
 		return
 	}
 	d.d.Logger.Info("dashboard invitation accepted", "partner_id", u.PartnerID.String(), "user_id", u.ID.String())
-	d.render(w, http.StatusOK, "signin", nil, map[string]any{"Title": "Sign in", "Email": u.Email,
-		"Notice": "Your password is set. Sign in with it.", "FormCSRF": d.formToken.Issue(w, r)})
+	d.site.Render(w, http.StatusOK, "signin", nil, map[string]any{"Title": "Sign in", "Email": u.Email,
+		"Notice": "Your password is set. Sign in with it.", "FormCSRF": d.site.FormToken.Issue(w, r)})
 }
 
 // problemOf is an apperr's message with its fields' hints.
@@ -100,14 +100,14 @@ func (d *Dashboard) account(w http.ResponseWriter, r *http.Request, ss *session)
 func (d *Dashboard) showAccount(w http.ResponseWriter, r *http.Request, ss *session, status int, extra map[string]any) {
 	u, err := d.d.Users.Get(r.Context(), ss.Data.PartnerID, ss.Data.UserID)
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	data := map[string]any{"Title": "Your account", "Me": u, "Min": partnerusers.MinPasswordLength, "Required": d.d.Production}
 	if u.TOTPEnabled() {
 		left, err := d.d.Users.RecoveryCodesLeft(r.Context(), ss.Data.PartnerID, ss.Data.UserID)
 		if err != nil {
-			d.unavailable(w, err)
+			d.site.Unavailable(w, err)
 			return
 		}
 		data["CodesLeft"] = left
@@ -115,7 +115,7 @@ func (d *Dashboard) showAccount(w http.ResponseWriter, r *http.Request, ss *sess
 	for k, v := range extra {
 		data[k] = v
 	}
-	d.render(w, status, "account", ss, data)
+	d.site.Render(w, status, "account", ss, data)
 }
 
 // changePassword replaces the password and ends every session of the user; this
@@ -127,9 +127,9 @@ func (d *Dashboard) changePassword(w http.ResponseWriter, r *http.Request, ss *s
 		d.showAccount(w, r, ss, http.StatusBadRequest, map[string]any{"Error": "The two new passwords differ."})
 		return
 	}
-	res, wait, err := d.limiter.Reserve(r.Context(), d.addressKey(r), userKey(ss.Data.UserID))
+	res, wait, err := d.site.Limiter.Reserve(r.Context(), d.addressKey(r), userKey(ss.Data.UserID))
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	if res == nil {
@@ -154,19 +154,19 @@ func (d *Dashboard) changePassword(w http.ResponseWriter, r *http.Request, ss *s
 		d.showAccount(w, r, ss, http.StatusBadRequest, map[string]any{"Error": problemOf(err)})
 		return
 	default:
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
-	ended, err := d.sessions.EndAll(background(r.Context()), subject(u.ID))
+	ended, err := d.site.Sessions.EndAll(background(r.Context()), subject(u.ID))
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	v := ss.Data
 	v.Epoch = u.SessionEpoch
-	next, err := d.sessions.Create(background(r.Context()), w, subject(u.ID), v)
+	next, err := d.site.Sessions.Create(background(r.Context()), w, subject(u.ID), v)
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	d.d.Logger.Info("dashboard password changed", "partner_id", u.PartnerID.String(), "user_id", u.ID.String(), "sessions_ended", ended)
@@ -182,10 +182,10 @@ func (d *Dashboard) enrollPage(w http.ResponseWriter, r *http.Request, ss *sessi
 		return
 	}
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
-	d.render(w, http.StatusOK, "enroll", ss, map[string]any{"Title": "Second factor", "E": e, "Required": d.d.Production})
+	d.site.Render(w, http.StatusOK, "enroll", ss, map[string]any{"Title": "Second factor", "E": e, "Required": d.d.Production})
 }
 
 // confirmEnrollment turns the second factor on with a first code and shows the
@@ -197,11 +197,11 @@ func (d *Dashboard) confirmEnrollment(w http.ResponseWriter, r *http.Request, ss
 			http.Redirect(w, r, BasePath+"/enroll", http.StatusSeeOther)
 			return
 		}
-		d.render(w, status, "enroll", ss, map[string]any{"Title": "Second factor", "E": e, "Required": d.d.Production, "Error": problem})
+		d.site.Render(w, status, "enroll", ss, map[string]any{"Title": "Second factor", "E": e, "Required": d.d.Production, "Error": problem})
 	}
-	res, wait, err := d.limiter.Reserve(r.Context(), d.addressKey(r), userKey(ss.Data.UserID))
+	res, wait, err := d.site.Limiter.Reserve(r.Context(), d.addressKey(r), userKey(ss.Data.UserID))
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	if res == nil {
@@ -222,11 +222,11 @@ func (d *Dashboard) confirmEnrollment(w http.ResponseWriter, r *http.Request, ss
 		http.Redirect(w, r, BasePath+"/enroll", http.StatusSeeOther)
 		return
 	default:
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	d.d.Logger.Info("dashboard second factor on", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String())
-	d.render(w, http.StatusOK, "recovery", ss, map[string]any{"Title": "Recovery codes", "Codes": codes})
+	d.site.Render(w, http.StatusOK, "recovery", ss, map[string]any{"Title": "Recovery codes", "Codes": codes})
 }
 
 // codeOf is err's apperr code, "" for no error.

@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/internal/apikeys"
-	"partnerd/internal/kit/apperr"
 	"partnerd/internal/web/webkit"
 )
 
@@ -45,7 +44,7 @@ func (d *Dashboard) keys(w http.ResponseWriter, r *http.Request, ss *session) {
 func (d *Dashboard) showKeys(w http.ResponseWriter, r *http.Request, ss *session, status int, extra map[string]any) {
 	ks, err := d.d.Keys.PartnerKeys(r.Context(), ss.Data.PartnerID)
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	now := d.d.Now()
@@ -58,25 +57,13 @@ func (d *Dashboard) showKeys(w http.ResponseWriter, r *http.Request, ss *session
 	for k, v := range extra {
 		data[k] = v
 	}
-	d.render(w, status, "keys", ss, data)
+	d.site.Render(w, status, "keys", ss, data)
 }
 
-// keyRefused shows a refused key action on the keys page (nothing changed), or a
-// failure; it reports whether err was one.
+// keyRefused shows a refused key action on the keys page (refused); it
+// reports whether err was one.
 func (d *Dashboard) keyRefused(w http.ResponseWriter, r *http.Request, ss *session, err error) bool {
-	switch codeOf(err) {
-	case "":
-		return false
-	case apperr.NotFound:
-		d.notFound(w, ss)
-	case apperr.InvalidRequest:
-		d.showKeys(w, r, ss, http.StatusBadRequest, map[string]any{"Error": problemOf(err)})
-	case apperr.InvalidStateTransition:
-		d.showKeys(w, r, ss, http.StatusConflict, map[string]any{"Error": problemOf(err)})
-	default:
-		d.unavailable(w, err)
-	}
-	return true
+	return d.refused(w, ss, err, func(status int, extra map[string]any) { d.showKeys(w, r, ss, status, extra) })
 }
 
 // once reports whether the form's key is seen for the first time: a form sent
@@ -90,7 +77,7 @@ func (d *Dashboard) once(w http.ResponseWriter, r *http.Request, ss *session) bo
 	}
 	first, err := d.forms.First(r.Context(), ss.Data.PartnerID.String(), key)
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return false
 	}
 	if first {

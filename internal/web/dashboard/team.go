@@ -7,7 +7,6 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/internal/idempotency"
-	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partnerusers"
 )
 
@@ -29,14 +28,14 @@ func (d *Dashboard) team(w http.ResponseWriter, r *http.Request, ss *session) {
 func (d *Dashboard) showTeam(w http.ResponseWriter, r *http.Request, ss *session, status int, extra map[string]any) {
 	users, err := d.d.Users.List(r.Context(), ss.Data.PartnerID)
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	data := map[string]any{"Title": "Team", "Section": "team", "Users": users, "Roles": partnerusers.Roles, "Me": ss.Data.UserID}
 	for k, v := range extra {
 		data[k] = v
 	}
-	d.render(w, status, "team", ss, data)
+	d.site.Render(w, status, "team", ss, data)
 }
 
 // me is the signed-in user as the audit and the team's rules name them.
@@ -44,24 +43,10 @@ func me(ss *session) partnerusers.Inviter {
 	return partnerusers.Inviter{Kind: partnerusers.ByPartnerUser, ID: ss.Data.UserID}
 }
 
-// teamRefused shows a refused team change on the team page (nothing changed),
-// or a failure; it reports whether err was one.
+// teamRefused shows a refused team change on the team page (refused); it
+// reports whether err was one.
 func (d *Dashboard) teamRefused(w http.ResponseWriter, r *http.Request, ss *session, err error) bool {
-	switch codeOf(err) {
-	case "":
-		return false
-	case apperr.NotFound:
-		d.notFound(w, ss)
-	case apperr.InvalidRequest:
-		d.showTeam(w, r, ss, http.StatusBadRequest, map[string]any{"Error": problemOf(err)})
-	case apperr.InvalidStateTransition:
-		d.showTeam(w, r, ss, http.StatusConflict, map[string]any{"Error": problemOf(err)})
-	case apperr.Unauthorized:
-		d.forbidden(w, ss)
-	default:
-		d.unavailable(w, err)
-	}
-	return true
+	return d.refused(w, ss, err, func(status int, extra map[string]any) { d.showTeam(w, r, ss, status, extra) })
 }
 
 // invite invites an address to the team with a role and shows the link once.
@@ -111,9 +96,9 @@ func (d *Dashboard) disable(w http.ResponseWriter, r *http.Request, ss *session)
 	if d.teamRefused(w, r, ss, err) {
 		return
 	}
-	ended, err := d.sessions.EndAll(background(r.Context()), subject(u.ID))
+	ended, err := d.site.Sessions.EndAll(background(r.Context()), subject(u.ID))
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	d.d.Logger.Info("dashboard user disabled", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String(),

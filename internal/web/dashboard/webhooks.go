@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	pc "partnerd/gen/client"
+	"partnerd/internal/web/webkit"
 )
 
 // webhookRoutes mounts the webhook pages (the endpoint, events and their
@@ -58,7 +59,7 @@ func (d *Dashboard) showWebhooks(w http.ResponseWriter, r *http.Request, ss *ses
 		}
 	case err == nil && ep.StatusCode() == http.StatusNotFound:
 	default:
-		d.failed(w, ss, statusOf(ep, err), bodyOf(ep))
+		d.site.Failed(w, ss, webkit.StatusOf(ep, err), webkit.BodyOf(ep))
 		return
 	}
 	q := r.URL.Query()
@@ -74,13 +75,7 @@ func (d *Dashboard) showWebhooks(w http.ResponseWriter, r *http.Request, ss *ses
 	}
 	evs, err := cl.ListWebhookEventsWithResponse(ctx, p)
 	if err != nil || evs.JSON200 == nil {
-		status := statusOf(evs, err)
-		if status == http.StatusBadRequest {
-			data["Error"] = apiError(status, bodyOf(evs))
-			d.render(w, status, "webhooks", ss, data)
-			return
-		}
-		d.failed(w, ss, status, bodyOf(evs))
+		d.listRefused(w, ss, "webhooks", data, evs, err)
 		return
 	}
 	data["Events"] = evs.JSON200.Data.Data
@@ -94,7 +89,7 @@ func (d *Dashboard) showWebhooks(w http.ResponseWriter, r *http.Request, ss *ses
 	for k, v := range extra {
 		data[k] = v
 	}
-	d.render(w, status, "webhooks", ss, data)
+	d.site.Render(w, status, "webhooks", ss, data)
 }
 
 // saveEndpoint registers or updates the endpoint (PUT /webhooks/endpoint); the
@@ -104,7 +99,7 @@ func (d *Dashboard) saveEndpoint(w http.ResponseWriter, r *http.Request, ss *ses
 	body := pc.WebhookEndpointRequest{Url: strings.TrimSpace(r.PostFormValue("url")), Enabled: r.PostFormValue("enabled") != ""}
 	res, err := d.client(ss).PutWebhookEndpointWithResponse(background(r.Context()), &pc.PutWebhookEndpointParams{IdempotencyKey: &key}, body)
 	if err != nil || res.JSON200 == nil {
-		d.webhookRefused(w, r, ss, statusOf(res, err), bodyOf(res))
+		d.webhookRefused(w, r, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	d.d.Logger.Info("dashboard webhook endpoint saved", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String(),
@@ -122,9 +117,9 @@ func (d *Dashboard) saveEndpoint(w http.ResponseWriter, r *http.Request, ss *ses
 func (d *Dashboard) webhookRefused(w http.ResponseWriter, r *http.Request, ss *session, status int, body []byte) {
 	switch status {
 	case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity:
-		d.showWebhooks(w, r, ss, status, map[string]any{"Error": apiError(status, body)})
+		d.showWebhooks(w, r, ss, status, map[string]any{"Error": webkit.APIError(status, body)})
 	default:
-		d.failed(w, ss, status, body)
+		d.site.Failed(w, ss, status, body)
 	}
 }
 
@@ -134,11 +129,11 @@ func (d *Dashboard) rotateSecret(w http.ResponseWriter, r *http.Request, ss *ses
 	key := idempotencyKey(r)
 	res, err := d.client(ss).RotateWebhookSecretWithResponse(background(r.Context()), &pc.RotateWebhookSecretParams{IdempotencyKey: &key})
 	if err != nil || res.JSON200 == nil {
-		if statusOf(res, err) == http.StatusNotFound {
+		if webkit.StatusOf(res, err) == http.StatusNotFound {
 			d.showWebhooks(w, r, ss, http.StatusNotFound, map[string]any{"Error": "Register an endpoint first."})
 			return
 		}
-		d.webhookRefused(w, r, ss, statusOf(res, err), bodyOf(res))
+		d.webhookRefused(w, r, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	d.d.Logger.Info("dashboard webhook secret rotated", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String())
@@ -154,11 +149,11 @@ func (d *Dashboard) sendTest(w http.ResponseWriter, r *http.Request, ss *session
 	key := idempotencyKey(r)
 	res, err := d.client(ss).SendTestWebhookEventWithResponse(background(r.Context()), &pc.SendTestWebhookEventParams{IdempotencyKey: key})
 	if err != nil || res.JSON202 == nil {
-		if statusOf(res, err) == http.StatusNotFound {
+		if webkit.StatusOf(res, err) == http.StatusNotFound {
 			d.showWebhooks(w, r, ss, http.StatusNotFound, map[string]any{"Error": "Register an endpoint first."})
 			return
 		}
-		d.webhookRefused(w, r, ss, statusOf(res, err), bodyOf(res))
+		d.webhookRefused(w, r, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	http.Redirect(w, r, BasePath+"/webhooks/events/"+res.JSON202.Data.EventId.String()+"?sent=1", http.StatusSeeOther)
@@ -187,7 +182,7 @@ func (d *Dashboard) replaySelection(w http.ResponseWriter, r *http.Request, ss *
 	for _, s := range picked {
 		id, err := uuid.Parse(s)
 		if err != nil {
-			d.notFound(w, ss)
+			d.site.NotFound(w, ss)
 			return
 		}
 		k := key + "/" + id.String()
@@ -196,7 +191,7 @@ func (d *Dashboard) replaySelection(w http.ResponseWriter, r *http.Request, ss *
 		}
 		res, err := cl.ReplayWebhookEventWithResponse(background(r.Context()), id, &pc.ReplayWebhookEventParams{IdempotencyKey: &k})
 		if err != nil || res.JSON202 == nil {
-			d.webhookRefused(w, r, ss, statusOf(res, err), bodyOf(res))
+			d.webhookRefused(w, r, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return
 		}
 	}
@@ -211,12 +206,12 @@ func (d *Dashboard) replaySelection(w http.ResponseWriter, r *http.Request, ss *
 func (d *Dashboard) webhookEvent(w http.ResponseWriter, r *http.Request, ss *session) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		d.notFound(w, ss)
+		d.site.NotFound(w, ss)
 		return
 	}
 	res, err := d.client(ss).GetWebhookEventWithResponse(r.Context(), id)
 	if err != nil || res.JSON200 == nil {
-		d.failed(w, ss, statusOf(res, err), bodyOf(res))
+		d.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	ev := res.JSON200.Data
@@ -242,7 +237,7 @@ func (d *Dashboard) webhookEvent(w http.ResponseWriter, r *http.Request, ss *ses
 	case r.URL.Query().Get("replayed") != "":
 		data["Notice"] = "Queued for redelivery: the new attempt appears below (reload to follow it)."
 	}
-	d.render(w, http.StatusOK, "webhook_event", ss, data)
+	d.site.Render(w, http.StatusOK, "webhook_event", ss, data)
 }
 
 // attemptView is one delivery attempt as the event's page shows it.
@@ -259,13 +254,13 @@ type attemptView struct {
 func (d *Dashboard) replayEvent(w http.ResponseWriter, r *http.Request, ss *session) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		d.notFound(w, ss)
+		d.site.NotFound(w, ss)
 		return
 	}
 	key := idempotencyKey(r)
 	res, err := d.client(ss).ReplayWebhookEventWithResponse(background(r.Context()), id, &pc.ReplayWebhookEventParams{IdempotencyKey: &key})
 	if err != nil || res.JSON202 == nil {
-		d.failed(w, ss, statusOf(res, err), bodyOf(res))
+		d.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	d.d.Logger.Info("dashboard webhook event replayed", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String(),
