@@ -3,6 +3,7 @@ package console
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/google/uuid"
@@ -49,6 +50,9 @@ func (c *Console) showOperator(w http.ResponseWriter, r *http.Request, ss *sessi
 	if err != nil || res.JSON200 == nil {
 		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
+	}
+	if notice == "" {
+		notice = revokedNotice(r, res.JSON200.Data)
 	}
 	name := c.operatorName(r, ss, id)
 	c.site.Render(w, http.StatusOK, "operator", ss, map[string]any{"Title": "Operator " + name, "Name": name, "ID": id,
@@ -125,7 +129,7 @@ func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *
 			c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return
 		}
-		c.showOperator(w, r, ss, id, nil, "Key "+res.JSON200.Data.Prefix+"… revoked.")
+		http.Redirect(w, r, BasePath+"/operators/"+id.String()+"?"+url.Values{"revoked": {res.JSON200.Data.Prefix}}.Encode(), http.StatusSeeOther)
 	default:
 		c.site.NotFound(w, ss)
 	}

@@ -117,7 +117,7 @@ func (c *Console) transaction(w http.ResponseWriter, r *http.Request, ss *sessio
 		c.site.NotFound(w, ss)
 		return
 	}
-	c.showTransaction(w, r, ss, id, http.StatusOK, "", "")
+	c.showTransaction(w, r, ss, id, http.StatusOK, actionDone[r.URL.Query().Get("done")], "")
 }
 
 func (c *Console) showTransaction(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, status int, notice string, problem any) {
@@ -158,8 +158,9 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
 			words = act
 		}
 		c.site.Render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": words, "ID": id,
-			"Subject": fmt.Sprintf("%s · %s · %s USDT → %s NGN at %s · %s", t.MerchantReference, t.PartnerName, t.CryptoAmount, t.Amount, t.Rate, t.Status),
-			"Fields":  confirmFields(f), "Key": uuid.NewString(), "Target": fmt.Sprintf("%s/transactions/%s/action", BasePath, id),
+			"Subject": fmt.Sprintf("%s · %s · %s USDT → %s NGN at %s · %s", t.MerchantReference, t.PartnerName,
+				webkit.Amount(t.CryptoAmount), webkit.Amount(t.Amount), webkit.Amount(t.Rate), webkit.StateWords(t.Status)),
+			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": fmt.Sprintf("%s/transactions/%s/action", BasePath, id),
 			"Back": fmt.Sprintf("%s/transactions/%s", BasePath, id)})
 		return
 	}
@@ -193,7 +194,17 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
 		c.showTransaction(w, r, ss, id, status, "", webkit.APIError(status, body))
 		return
 	}
-	c.showTransaction(w, r, ss, id, http.StatusOK, "Done: "+act+".", "")
+	// Post/redirect/get: the answer is a page of its own, which a reload reads
+	// again instead of sending the action again.
+	http.Redirect(w, r, fmt.Sprintf("%s/transactions/%s?done=%s", BasePath, id, url.QueryEscape(act)), http.StatusSeeOther)
+}
+
+// actionDone says what a recorded action did, on the transaction's page the
+// action redirects to.
+var actionDone = map[string]string{
+	"fill": "Done: the sale (fill) is recorded.", "settle": "Done: the settlement is recorded.",
+	"payout": "Done: the payout to the partner is recorded.", "accept": "Done: the short payment is accepted.",
+	"fail": "Done: the transaction is failed.", "refund": "Done: the refund on chain is recorded.",
 }
 
 // field is one value carried through a confirmation page: Name is the form's,
@@ -248,8 +259,15 @@ func (c *Console) payoutForm(w http.ResponseWriter, r *http.Request, ss *session
 		total = total.Add(decimal.RequireFromString(t.Amount))
 	}
 	all := r.URL.Query().Get("all") == "1"
+	var notice string
+	if id, err := uuid.Parse(r.URL.Query().Get("recorded")); err == nil && pid != uuid.Nil {
+		recorded, err := c.client(ss).ListPayoutsWithResponse(r.Context(), &oc.ListPayoutsParams{PartnerId: &pid})
+		if err == nil && recorded.JSON200 != nil {
+			notice = batchNotice(recorded.JSON200.Data.Data, id)
+		}
+	}
 	c.site.Render(w, http.StatusOK, "payout", ss, map[string]any{"Title": "Batch payout", "Items": res.JSON200.Data.Data,
-		"Partner": pid, "Partners": parts.JSON200.Data, "Total": total.StringFixed(2), "All": all,
+		"Partner": pid, "Partners": parts.JSON200.Data, "Total": total.StringFixed(2), "All": all, "Notice": notice,
 		"SelectAll": BasePath + "/payouts/new?" + url.Values{"partner_id": {pid.String()}, "all": {"1"}}.Encode(),
 		"Clear":     BasePath + "/payouts/new?" + url.Values{"partner_id": {pid.String()}}.Encode()})
 }
@@ -281,14 +299,14 @@ func (c *Console) payout(w http.ResponseWriter, r *http.Request, ss *session) {
 		}
 		typed, err := decimal.NewFromString(strings.TrimSpace(f.Get("fiat_amount")))
 		if err != nil || !typed.Equal(sum) {
-			c.site.Render(w, http.StatusBadRequest, "message", ss, map[string]any{"Title": "Not done",
-				"Message": fmt.Sprintf("The typed total (%s NGN) is not the sum of the %d ticked transactions (%s NGN); nothing was recorded.",
-					f.Get("fiat_amount"), len(ids), sum.StringFixed(2))})
+			c.site.Message(w, http.StatusBadRequest, ss, "Not done",
+				fmt.Sprintf("The typed total (%s NGN) is not the sum of the %d ticked transactions (%s NGN); nothing was recorded.",
+					f.Get("fiat_amount"), len(ids), webkit.Amount(sum.StringFixed(2))))
 			return
 		}
 		f.Set("fiat_amount", sum.StringFixed(2))
 		c.site.Render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm",
-			"Action": fmt.Sprintf("pay out %d transactions, %s NGN in all", len(ids), sum.StringFixed(2)),
+			"Action": fmt.Sprintf("pay out %d transactions, %s NGN in all", len(ids), webkit.Amount(sum.StringFixed(2))),
 			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": BasePath + "/payouts",
 			"Back": BasePath + "/payouts/new?" + url.Values{"partner_id": {f.Get("partner_id")}}.Encode()})
 		return
@@ -299,9 +317,8 @@ func (c *Console) payout(w http.ResponseWriter, r *http.Request, ss *session) {
 		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
-	b := res.JSON200.Data
-	c.site.Render(w, http.StatusOK, "message", ss, map[string]any{"Title": "Payout recorded", "Done": true,
-		"Message": fmt.Sprintf("Payout %s recorded: %d transactions, NGN %s, reference %s.", b.Id, len(b.TransactionIds), b.FiatAmount, b.Reference)})
+	http.Redirect(w, r, BasePath+"/payouts/new?"+url.Values{"partner_id": {pid.String()}, "recorded": {res.JSON200.Data.Id.String()}}.Encode(),
+		http.StatusSeeOther)
 }
 
 func (c *Console) deposits(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -346,6 +363,19 @@ func (c *Console) partner(w http.ResponseWriter, r *http.Request, ss *session) {
 	c.showPartner(w, r, ss, id, nil, "")
 }
 
+// revokedNotice is the notice of a key just revoked (the page its form
+// redirects to names the key's prefix), when one of keys has that prefix and
+// is revoked; else none.
+func revokedNotice(r *http.Request, keys []oc.ApiKey) string {
+	prefix := r.URL.Query().Get("revoked")
+	for _, k := range keys {
+		if prefix != "" && k.Prefix == prefix && k.Status == oc.ApiKeyStatusRevoked {
+			return "Key " + prefix + "… revoked: it stops working now."
+		}
+	}
+	return ""
+}
+
 func (c *Console) showPartner(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, newKey *oc.NewApiKey, notice string,
 	extra ...map[string]any) {
 	res, err := c.client(ss).ListPartnerKeysWithResponse(r.Context(), id)
@@ -365,6 +395,9 @@ func (c *Console) showPartner(w http.ResponseWriter, r *http.Request, ss *sessio
 	if err != nil || users.JSON200 == nil {
 		c.site.Failed(w, ss, webkit.StatusOf(users, err), webkit.BodyOf(users))
 		return
+	}
+	if notice == "" {
+		notice = revokedNotice(r, res.JSON200.Data)
 	}
 	data := map[string]any{"Title": "Partner " + name, "Name": name, "ID": id,
 		"Keys": res.JSON200.Data, "NewKey": newKey, "Notice": notice, "Key": uuid.NewString(), "Users": users.JSON200.Data}
@@ -436,7 +469,7 @@ func (c *Console) keyAction(w http.ResponseWriter, r *http.Request, ss *session)
 			c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return
 		}
-		c.showPartner(w, r, ss, id, nil, "Key "+res.JSON200.Data.Prefix+"… revoked.")
+		http.Redirect(w, r, BasePath+"/partners/"+id.String()+"?"+url.Values{"revoked": {res.JSON200.Data.Prefix}}.Encode(), http.StatusSeeOther)
 	default:
 		c.site.NotFound(w, ss)
 	}

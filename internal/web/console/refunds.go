@@ -19,7 +19,18 @@ var refundKinds = []oc.RefundTaskKind{oc.Unmatched, oc.Excess, oc.Short, oc.Dust
 
 // refundTasks lists GET /refund-tasks, filtered by kind and status (open by default).
 func (c *Console) refundTasks(w http.ResponseWriter, r *http.Request, ss *session) {
-	c.showRefundTasks(w, r, ss, http.StatusOK, "", "")
+	c.showRefundTasks(w, r, ss, http.StatusOK, resolvedNotice(r.URL.Query()), "")
+}
+
+// resolvedNotice is the notice of a refund task just resolved (the list its
+// form redirects to names the task and how it ended), or none.
+func resolvedNotice(q url.Values) string {
+	id, err := uuid.Parse(q.Get("resolved"))
+	as := q.Get("as")
+	if err != nil || (as != string(oc.UnmatchedDepositStatusRefunded) && as != string(oc.UnmatchedDepositStatusCredited)) {
+		return ""
+	}
+	return fmt.Sprintf("Refund task %s resolved: %s.", webkit.Short(id.String()), webkit.StateWords(as))
 }
 
 // refundFilter is the refund tasks page's filter, from its query: kind, status
@@ -137,7 +148,7 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request, ss *session) {
 		return
 	}
 	t := res.JSON200.Data
-	c.showRefundTasks(w, r, ss, http.StatusOK, fmt.Sprintf("Refund task %s (%s, %s USDT) resolved: %s.", t.Id, t.Kind, t.Amount, t.Status), "")
+	http.Redirect(w, r, BasePath+"/refund-tasks?"+url.Values{"resolved": {t.Id.String()}, "as": {string(t.Status)}}.Encode(), http.StatusSeeOther)
 }
 
 // partnerDirectory lists the partners for a page that names them, with each

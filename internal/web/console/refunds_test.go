@@ -132,9 +132,9 @@ func refundsAndFillFlow(t *testing.T, db testdb.Database) {
 		chromedp.Click("#batch-submit", chromedp.ByID),
 		chromedp.WaitVisible("#confirm", chromedp.ByID),
 		chromedp.Click("#confirm", chromedp.ByID),
-		chromedp.Text("#message", &text, chromedp.ByID),
+		chromedp.Text("#notice", &text, chromedp.ByID),
 	))
-	require.Contains(t, text, "2 transactions")
+	require.Contains(t, text, "Fill recorded: 2 transactions")
 	require.Contains(t, text, "LP-BATCH-1")
 	list, err := ops.ListFillsWithResponse(bg, &oc.ListFillsParams{})
 	require.NoError(t, err)

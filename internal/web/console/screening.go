@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/google/uuid"
@@ -17,7 +18,7 @@ import (
 // deposit, its senders and every screening with its evidence, and the imported
 // lists (GET /screening/lists).
 func (c *Console) screeningQueue(w http.ResponseWriter, r *http.Request, ss *session) {
-	c.showScreening(w, r, ss, http.StatusOK, "", "")
+	c.showScreening(w, r, ss, http.StatusOK, c.decided(r, ss), "")
 }
 
 func (c *Console) showScreening(w http.ResponseWriter, r *http.Request, ss *session, status int, notice string, problem any) {
@@ -77,10 +78,25 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, ss *session) {
 		c.showScreening(w, r, ss, status, "", webkit.APIError(status, webkit.BodyOf(res)))
 		return
 	}
+	http.Redirect(w, r, BasePath+"/screening?"+url.Values{"decided": {id.String()}, "decision": {decision}}.Encode(), http.StatusSeeOther)
+}
+
+// decided is the notice of a review just recorded (the queue its form
+// redirects to names the transaction and the decision): the transaction as it
+// is now. None when the query names no transaction and decision.
+func (c *Console) decided(r *http.Request, ss *session) string {
+	q := r.URL.Query()
+	done := map[string]string{string(oc.Release): "released", string(oc.Block): "blocked"}[q.Get("decision")]
+	id, err := uuid.Parse(q.Get("decided"))
+	if err != nil || done == "" {
+		return ""
+	}
+	res, err := c.client(ss).GetOperatorTransactionWithResponse(r.Context(), id)
+	if err != nil || res.JSON200 == nil {
+		return ""
+	}
 	t := res.JSON200.Data
-	done := map[string]string{string(oc.Release): "released", string(oc.Block): "blocked"}[decision]
-	c.showScreening(w, r, ss, http.StatusOK, fmt.Sprintf("Transaction %s (%s) %s: it is now %s.", t.MerchantReference, t.Id, done,
-		strings.ReplaceAll(string(t.Status), "_", " ")), "")
+	return fmt.Sprintf("Transaction %s %s: it is now %s.", t.MerchantReference, done, webkit.StateWords(t.Status))
 }
 
 // blockedReport passes the operator API's blocked-property report (CSV) through.

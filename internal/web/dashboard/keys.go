@@ -49,11 +49,15 @@ func (d *Dashboard) showKeys(w http.ResponseWriter, r *http.Request, ss *session
 	}
 	now := d.d.Now()
 	views := make([]keyView, len(ks))
-	for i, k := range ks {
-		views[i] = keyView{Key: k, Status: k.Status(now), FormKey: formKey()}
-	}
 	data := map[string]any{"Title": "API keys", "Section": "keys", "Keys": views, "Overlaps": overlaps,
 		"DefaultOverlap": "24h", "FormKey": formKey()}
+	for i, k := range ks {
+		views[i] = keyView{Key: k, Status: k.Status(now), FormKey: formKey()}
+		// The notice of a key just revoked: the page its form redirects to names it.
+		if k.ID.String() == r.URL.Query().Get("revoked") && k.RevokedAt != nil {
+			data["Notice"] = "Key " + k.Prefix + "… is revoked: it stops working now."
+		}
+	}
 	for k, v := range extra {
 		data[k] = v
 	}
@@ -131,5 +135,5 @@ func (d *Dashboard) revokeKey(w http.ResponseWriter, r *http.Request, ss *sessio
 	if d.keyRefused(w, r, ss, err) {
 		return
 	}
-	d.showKeys(w, r, ss, http.StatusOK, map[string]any{"Notice": "Key " + k.Prefix + "… is revoked: it stops working now."})
+	http.Redirect(w, r, BasePath+"/keys?revoked="+k.ID.String(), http.StatusSeeOther)
 }

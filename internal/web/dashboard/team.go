@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/google/uuid"
@@ -31,7 +32,8 @@ func (d *Dashboard) showTeam(w http.ResponseWriter, r *http.Request, ss *session
 		d.site.Unavailable(w, err)
 		return
 	}
-	data := map[string]any{"Title": "Team", "Section": "team", "Users": users, "Roles": partnerusers.Roles, "Me": ss.Data.UserID}
+	data := map[string]any{"Title": "Team", "Section": "team", "Users": users, "Roles": partnerusers.Roles, "Me": ss.Data.UserID,
+		"Notice": teamNotice(r.URL.Query(), users)}
 	for k, v := range extra {
 		data[k] = v
 	}
@@ -87,7 +89,22 @@ func (d *Dashboard) changeRole(w http.ResponseWriter, r *http.Request, ss *sessi
 	if d.teamRefused(w, r, ss, err) {
 		return
 	}
-	d.showTeam(w, r, ss, http.StatusOK, map[string]any{"Notice": u.Email + " is now " + string(u.Role) + "."})
+	http.Redirect(w, r, BasePath+"/team?changed="+u.ID.String(), http.StatusSeeOther)
+}
+
+// teamNotice is the notice of a team change just made (the team page its form
+// redirects to names the user changed or disabled), read from users as they
+// are now; none when the query names none of them.
+func teamNotice(q url.Values, users []*partnerusers.User) string {
+	for _, u := range users {
+		switch u.ID.String() {
+		case q.Get("changed"):
+			return u.Email + " is now " + string(u.Role) + "."
+		case q.Get("disabled"):
+			return u.Email + " is disabled; their sessions have ended."
+		}
+	}
+	return ""
 }
 
 // disable stops a user signing in; their sessions end at once.
@@ -107,5 +124,5 @@ func (d *Dashboard) disable(w http.ResponseWriter, r *http.Request, ss *session)
 		http.Redirect(w, r, BasePath+"/signin", http.StatusSeeOther)
 		return
 	}
-	d.showTeam(w, r, ss, http.StatusOK, map[string]any{"Notice": u.Email + " is disabled; their sessions have ended."})
+	http.Redirect(w, r, BasePath+"/team?disabled="+u.ID.String(), http.StatusSeeOther)
 }

@@ -223,7 +223,10 @@ func (d *Dashboard) webhookEvent(w http.ResponseWriter, r *http.Request, ss *ses
 			attempts[i].Status, attempts[i].Answered, attempts[i].OK = *a.StatusCode, true, *a.StatusCode >= 200 && *a.StatusCode < 300
 		}
 		if a.Error != nil {
-			attempts[i].Error = *a.Error
+			attempts[i].Error, attempts[i].Words = *a.Error, "The delivery did not reach your endpoint."
+			if attempts[i].Answered {
+				attempts[i].Words = "Your endpoint did not answer with success."
+			}
 		}
 		if a.ResponseExcerpt != nil {
 			attempts[i].Excerpt, attempts[i].HasExcerpt = *a.ResponseExcerpt, true
@@ -247,7 +250,8 @@ type attemptView struct {
 	Status                   int
 	Answered, OK, HasExcerpt bool
 	LatencyMS                int
-	Error, Excerpt           string
+	// Error is the delivery's raw error, folded beneath Words, what it means.
+	Error, Words, Excerpt string
 }
 
 // replayEvent replays one event and comes back to its page.

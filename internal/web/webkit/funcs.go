@@ -66,12 +66,7 @@ func Funcs() template.FuncMap {
 			}
 			return p
 		},
-		"short": func(s string) string {
-			if len(s) > 14 {
-				return s[:8] + "…" + s[len(s)-4:]
-			}
-			return s
-		},
+		"short":   Short,
 		"words":   func(s any) string { return strings.ReplaceAll(text(s), "_", " ") },
 		"state":   StateWords,
 		"reason":  Reason,
@@ -79,6 +74,15 @@ func Funcs() template.FuncMap {
 		"amount":  Amount,
 		"problem": problemHTML,
 	}
+}
+
+// Short is a long id or hash shortened to its ends (the whole of it goes on
+// the element's title).
+func Short(s string) string {
+	if len(s) > 14 {
+		return s[:8] + "…" + s[len(s)-4:]
+	}
+	return s
 }
 
 // problemHTML is a refusal in a page: a Problem's words with its detail folded

@@ -42,6 +42,10 @@ var stateWords = map[string]string{
 	"lagging":       "lagging",
 	"no_logs":       "no logs served",
 	"action_needed": "needs a person",
+	// A network's finality rule (the console's chains).
+	"finality_tag":           "finalized block",
+	"finality_confirmations": "confirmations only",
+	"finality_unknown":       "unknown",
 	// Deposits on chain.
 	"confirmed": "confirmed",
 	"reorged":   "undone by a reorganisation",
