@@ -7,6 +7,7 @@ import (
 
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partnerusers"
+	"partnerd/internal/web/webkit"
 )
 
 func (d *Dashboard) accountRoutes(mux *http.ServeMux) {
@@ -127,14 +128,10 @@ func (d *Dashboard) changePassword(w http.ResponseWriter, r *http.Request, ss *s
 		d.showAccount(w, r, ss, http.StatusBadRequest, map[string]any{"Error": "The two new passwords differ."})
 		return
 	}
-	res, wait, err := d.site.Limiter.Reserve(r.Context(), d.addressKey(r), userKey(ss.Data.UserID))
-	if err != nil {
-		d.site.Unavailable(w, err)
-		return
-	}
+	res := d.reserveMine(w, r, ss, "Too many wrong passwords; wait a few minutes and try again.", func(status int, problem string) {
+		d.showAccount(w, r, ss, status, map[string]any{"Error": problem})
+	})
 	if res == nil {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())))
-		d.showAccount(w, r, ss, http.StatusTooManyRequests, map[string]any{"Error": "Too many wrong passwords; wait a few minutes and try again."})
 		return
 	}
 	u, err := d.d.Users.ChangePassword(background(r.Context()), ss.Data.PartnerID, ss.Data.UserID, r.PostFormValue("current"), password)
@@ -199,14 +196,8 @@ func (d *Dashboard) confirmEnrollment(w http.ResponseWriter, r *http.Request, ss
 		}
 		d.site.Render(w, status, "enroll", ss, map[string]any{"Title": "Second factor", "E": e, "Required": d.d.Production, "Error": problem})
 	}
-	res, wait, err := d.site.Limiter.Reserve(r.Context(), d.addressKey(r), userKey(ss.Data.UserID))
-	if err != nil {
-		d.site.Unavailable(w, err)
-		return
-	}
+	res := d.reserveMine(w, r, ss, "Too many wrong codes; wait a few minutes and try again.", again)
 	if res == nil {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())))
-		again(http.StatusTooManyRequests, "Too many wrong codes; wait a few minutes and try again.")
 		return
 	}
 	codes, err := d.d.Users.ConfirmTOTP(background(r.Context()), ss.Data.PartnerID, ss.Data.UserID, strings.TrimSpace(r.PostFormValue("code")))
@@ -227,6 +218,24 @@ func (d *Dashboard) confirmEnrollment(w http.ResponseWriter, r *http.Request, ss
 	}
 	d.d.Logger.Info("dashboard second factor on", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String())
 	d.site.Render(w, http.StatusOK, "recovery", ss, map[string]any{"Title": "Recovery codes", "Codes": codes})
+}
+
+// reserveMine takes one attempt of the signed-in user's (from their address,
+// and their own) before a password or code of theirs is checked; refused, it
+// answers 429 with Retry-After through refuse with problem (or the 503 page)
+// and returns nil. The caller releases the reservation when the check passes.
+func (d *Dashboard) reserveMine(w http.ResponseWriter, r *http.Request, ss *session, problem string,
+	refuse func(status int, problem string)) *webkit.Reservation {
+	res, wait, err := d.site.Limiter.Reserve(r.Context(), d.addressKey(r), userKey(ss.Data.UserID))
+	if err != nil {
+		d.site.Unavailable(w, err)
+		return nil
+	}
+	if res == nil {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())))
+		refuse(http.StatusTooManyRequests, problem)
+	}
+	return res
 }
 
 // codeOf is err's apperr code, "" for no error.

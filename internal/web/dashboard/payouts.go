@@ -83,7 +83,8 @@ func (d *Dashboard) periodPage(w http.ResponseWriter, r *http.Request, ss *sessi
 	data map[string]any, from, to *time.Time, ok bool) {
 	per := periodOf(r.URL.Query(), d.d.Now())
 	data = map[string]any{"Title": title, "Section": "payouts", "P": per,
-		"PayoutsLink": periodLink("/payouts", per, ""), "StatementsLink": periodLink("/payouts/statements", per, "")}
+		"PayoutsLink": periodLink("/payouts", per, ""), "StatementsLink": periodLink("/payouts/statements", per, ""),
+		"Action": r.URL.Path}
 	from, to, problem := per.bounds()
 	if problem != "" {
 		data["Error"] = problem

@@ -28,8 +28,9 @@ type SiteConfig[T any] struct {
 	// session is sent.
 	SignIn string
 	// Pages holds the site's templates: header.html (defines "header", the top
-	// bar's contents) and page_NAME.html (each defines "content"). A page of the
-	// kit's (message, notfound, forbidden) is used where the site has none.
+	// bar's contents), page_NAME.html (each defines "content") and part_*.html
+	// (pieces several pages share, each page may use any). A page of the kit's
+	// (message, notfound, forbidden) is used where the site has none.
 	Pages fs.FS
 	// Funcs are the site's own template functions, beside the kit's (Funcs).
 	Funcs template.FuncMap
@@ -93,6 +94,18 @@ func (s *Site[T]) parse() error {
 	if err != nil {
 		return err
 	}
+	shared := [][]byte{layout, header}
+	parts, err := fs.Glob(s.cfg.Pages, "part_*.html")
+	if err != nil {
+		return err
+	}
+	for _, n := range parts {
+		b, err := fs.ReadFile(s.cfg.Pages, n)
+		if err != nil {
+			return err
+		}
+		shared = append(shared, b)
+	}
 	bodies := map[string][]byte{}
 	for _, src := range []fs.FS{mustSub(kitPages, "web"), s.cfg.Pages} {
 		names, err := fs.Glob(src, "page_*.html")
@@ -108,7 +121,7 @@ func (s *Site[T]) parse() error {
 	s.pages = map[string]*template.Template{}
 	for n, body := range bodies {
 		t := template.New("layout").Funcs(funcs)
-		for _, part := range [][]byte{layout, header, body} {
+		for _, part := range append(shared[:len(shared):len(shared)], body) {
 			if _, err := t.Parse(string(part)); err != nil {
 				return fmt.Errorf("%s: %w", n, err)
 			}
