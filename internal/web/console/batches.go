@@ -49,8 +49,8 @@ func (c *Console) fill(w http.ResponseWriter, r *http.Request, ss *session) {
 		return
 	}
 	if f.Get("confirmed") != "yes" {
-		c.site.Render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": fmt.Sprintf("fill %d transactions", len(ids)),
-			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": BasePath + "/fills", "Back": BasePath + "/fills/new"})
+		c.confirm(w, ss, confirmation{Action: fmt.Sprintf("fill %d transactions", len(ids)), Form: f,
+			Target: BasePath + "/fills", Back: BasePath + "/fills/new"})
 		return
 	}
 	res, err := c.client(ss).CreateFillWithResponse(r.Context(), &oc.CreateFillParams{IdempotencyKey: f.Get("idempotency_key")},

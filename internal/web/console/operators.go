@@ -90,16 +90,15 @@ func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *
 			c.site.NotFound(w, ss)
 			return
 		}
-		subject := "Operator " + name + " (" + id.String() + ")"
+		subject := "Operator " + name
 		if op != "add" {
 			subject += ", key " + f.Get("prefix") + "…"
 		}
 		if id == ss.Data.OperatorID && op == "revoke" {
 			subject += ". This is your own account: a revoked key you signed in with ends this session."
 		}
-		c.site.Render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": words, "Subject": subject,
-			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": target,
-			"Back": BasePath + "/operators/" + id.String()})
+		c.confirm(w, ss, confirmation{Action: words, Subject: subject, Form: f, Target: target,
+			Back: BasePath + "/operators/" + id.String()})
 		return
 	}
 	cl := c.client(ss)

@@ -157,39 +157,33 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
 		if !ok {
 			words = act
 		}
-		c.site.Render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": words, "ID": id,
-			"Subject": fmt.Sprintf("%s · %s · %s USDT → %s NGN at %s · %s", t.MerchantReference, t.PartnerName,
+		c.confirm(w, ss, confirmation{Action: words,
+			Subject: fmt.Sprintf("%s · %s · %s USDT → %s NGN at %s · %s", t.MerchantReference, t.PartnerName,
 				webkit.Amount(t.CryptoAmount), webkit.Amount(t.Amount), webkit.Amount(t.Rate), webkit.StateWords(t.Status)),
-			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": fmt.Sprintf("%s/transactions/%s/action", BasePath, id),
-			"Back": fmt.Sprintf("%s/transactions/%s", BasePath, id)})
+			Form: f, Target: fmt.Sprintf("%s/transactions/%s/action", BasePath, id),
+			Back: fmt.Sprintf("%s/transactions/%s", BasePath, id)})
 		return
 	}
 	cl, ctx, ik := c.client(ss), r.Context(), f.Get("idempotency_key")
-	var status int
-	var body []byte
+	var res webkit.Answer
 	switch act {
 	case "fill":
-		res, err := cl.FillOrderWithResponse(ctx, id, &oc.FillOrderParams{IdempotencyKey: ik}, oc.FillRequest{Rate: f.Get("rate"), FiatAmount: f.Get("fiat_amount"), Reference: f.Get("reference")})
-		status, body = webkit.StatusOf(res, err), webkit.BodyOf(res)
+		res, err = cl.FillOrderWithResponse(ctx, id, &oc.FillOrderParams{IdempotencyKey: ik}, oc.FillRequest{Rate: f.Get("rate"), FiatAmount: f.Get("fiat_amount"), Reference: f.Get("reference")})
 	case "settle":
-		res, err := cl.SettleOrderWithResponse(ctx, id, &oc.SettleOrderParams{IdempotencyKey: ik}, oc.ReferenceRequest{Reference: f.Get("reference")})
-		status, body = webkit.StatusOf(res, err), webkit.BodyOf(res)
+		res, err = cl.SettleOrderWithResponse(ctx, id, &oc.SettleOrderParams{IdempotencyKey: ik}, oc.ReferenceRequest{Reference: f.Get("reference")})
 	case "payout":
-		res, err := cl.SettlePayoutWithResponse(ctx, id, &oc.SettlePayoutParams{IdempotencyKey: ik}, oc.ReferenceRequest{Reference: f.Get("reference")})
-		status, body = webkit.StatusOf(res, err), webkit.BodyOf(res)
+		res, err = cl.SettlePayoutWithResponse(ctx, id, &oc.SettlePayoutParams{IdempotencyKey: ik}, oc.ReferenceRequest{Reference: f.Get("reference")})
 	case "fail":
-		res, err := cl.FailTransactionWithResponse(ctx, id, &oc.FailTransactionParams{IdempotencyKey: ik}, oc.FailRequest{Reason: f.Get("reason")})
-		status, body = webkit.StatusOf(res, err), webkit.BodyOf(res)
+		res, err = cl.FailTransactionWithResponse(ctx, id, &oc.FailTransactionParams{IdempotencyKey: ik}, oc.FailRequest{Reason: f.Get("reason")})
 	case "accept":
-		res, err := cl.AcceptShortPaymentWithResponse(ctx, id, &oc.AcceptShortPaymentParams{IdempotencyKey: ik}, oc.AcceptRequest{Reason: f.Get("reason")})
-		status, body = webkit.StatusOf(res, err), webkit.BodyOf(res)
+		res, err = cl.AcceptShortPaymentWithResponse(ctx, id, &oc.AcceptShortPaymentParams{IdempotencyKey: ik}, oc.AcceptRequest{Reason: f.Get("reason")})
 	case "refund":
-		res, err := cl.RefundTransactionWithResponse(ctx, id, &oc.RefundTransactionParams{IdempotencyKey: ik}, oc.RefundRequest{TxHash: f.Get("tx_hash")})
-		status, body = webkit.StatusOf(res, err), webkit.BodyOf(res)
+		res, err = cl.RefundTransactionWithResponse(ctx, id, &oc.RefundTransactionParams{IdempotencyKey: ik}, oc.RefundRequest{TxHash: f.Get("tx_hash")})
 	default:
 		c.site.Message(w, http.StatusBadRequest, ss, "Not done", "Unknown action.")
 		return
 	}
+	status, body := webkit.StatusOf(res, err), webkit.BodyOf(res)
 	if status != http.StatusOK {
 		c.showTransaction(w, r, ss, id, status, "", webkit.APIError(status, body))
 		return
@@ -216,6 +210,21 @@ var fieldLabels = map[string]string{
 	"action": "Action", "rate": "Executed rate (NGN per USDT)", "fiat_amount": "NGN amount", "reference": "Reference",
 	"reason": "Reason", "tx_hash": "Chain tx hash", "note": "Note", "partner_id": "Partner", "transaction_ids": "Transaction",
 	"prefix": "Key", "overlap": "Old key works for", "decision": "Decision",
+}
+
+// confirmation is an action's confirmation page: what it does (Action), to
+// what (Subject), the form's fields carried through (Form), where the
+// confirmed form goes (Target) and where Cancel leads (Back).
+type confirmation struct {
+	Action, Subject, Target, Back string
+	Form                          url.Values
+}
+
+// confirm shows cf's confirmation page with a fresh Idempotency-Key: made here,
+// so a double submit of the confirmed form replays instead of acting twice.
+func (c *Console) confirm(w http.ResponseWriter, ss *session, cf confirmation) {
+	c.site.Render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": cf.Action, "Subject": cf.Subject,
+		"Fields": confirmFields(cf.Form), "Key": uuid.NewString(), "Target": cf.Target, "Back": cf.Back})
 }
 
 // confirmFields are the action's fields, carried through the confirmation page.
@@ -305,10 +314,8 @@ func (c *Console) payout(w http.ResponseWriter, r *http.Request, ss *session) {
 			return
 		}
 		f.Set("fiat_amount", sum.StringFixed(2))
-		c.site.Render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm",
-			"Action": fmt.Sprintf("pay out %d transactions, %s NGN in all", len(ids), webkit.Amount(sum.StringFixed(2))),
-			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": BasePath + "/payouts",
-			"Back": BasePath + "/payouts/new?" + url.Values{"partner_id": {f.Get("partner_id")}}.Encode()})
+		c.confirm(w, ss, confirmation{Action: fmt.Sprintf("pay out %d transactions, %s NGN in all", len(ids), webkit.Amount(sum.StringFixed(2))),
+			Form: f, Target: BasePath + "/payouts", Back: BasePath + "/payouts/new?" + url.Values{"partner_id": {f.Get("partner_id")}}.Encode()})
 		return
 	}
 	res, err := c.client(ss).CreatePayoutWithResponse(r.Context(), &oc.CreatePayoutParams{IdempotencyKey: f.Get("idempotency_key")},

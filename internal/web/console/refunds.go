@@ -128,9 +128,8 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request, ss *session) {
 	f := r.PostForm
 	act := f.Get("action")
 	if f.Get("confirmed") != "yes" {
-		c.site.Render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": "resolve refund task as " + act,
-			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": fmt.Sprintf("%s/refund-tasks/%s/resolve", BasePath, id),
-			"Back": BasePath + "/refund-tasks"})
+		c.confirm(w, ss, confirmation{Action: "resolve refund task as " + webkit.StateWords(act), Form: f,
+			Target: fmt.Sprintf("%s/refund-tasks/%s/resolve", BasePath, id), Back: BasePath + "/refund-tasks"})
 		return
 	}
 	req := oc.ResolveRequest{Action: oc.ResolveRequestAction(act)}

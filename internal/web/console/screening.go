@@ -66,9 +66,8 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, ss *session) {
 		if decision == string(oc.Block) {
 			subject = "Block: the funds are never sold, swept or sent back; the transaction fails for good and is listed in the blocked-property report."
 		}
-		c.site.Render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": decision + " transaction " + id.String(),
-			"Subject": subject, "Fields": confirmFields(f), "Key": uuid.NewString(),
-			"Target": fmt.Sprintf("%s/screening/%s/review", BasePath, id), "Back": BasePath + "/screening"})
+		c.confirm(w, ss, confirmation{Action: decision + " the held transaction", Subject: subject, Form: f,
+			Target: fmt.Sprintf("%s/screening/%s/review", BasePath, id), Back: BasePath + "/screening"})
 		return
 	}
 	res, err := c.client(ss).ReviewTransactionWithResponse(r.Context(), id, &oc.ReviewTransactionParams{IdempotencyKey: f.Get("idempotency_key")},
