@@ -80,7 +80,7 @@ func readsInWordsFlow(t *testing.T, db testdb.Database) {
 
 	// A phone: nothing of the main pages off-screen.
 	for _, p := range []string{"", "/transactions?stage=awaiting_fill", "/transactions/" + tx.Id.String(),
-		"/payouts/new?partner_id=" + env.PartnerID(t, partnerKey).String()} {
+		"/payouts/new?partner_id=" + env.PartnerID(t, partnerKey).String(), "/fills/new", "/refund-tasks", "/deposits"} {
 		webtest.RequireOnScreen(t, ctx, 390, base+p)
 	}
 	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(page), chromedp.WaitVisible("#history", chromedp.ByID)))
