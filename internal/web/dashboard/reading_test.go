@@ -97,6 +97,21 @@ func TestDashboardReadsInWords(t *testing.T) {
 			require.Contains(t, text(t, ctx, "#notice"), fin.Email+" is now developer.")
 			methods = webtest.Methods(t, ctx, chromedp.Reload(), chromedp.WaitVisible("#notice", chromedp.ByID))
 			require.Equal(t, []string{http.MethodGet}, methods, "a reload sends nothing again")
+
+			// A new key too: shown on the page the form redirects to, once; a
+			// reload reads the page again without the key and makes none.
+			require.Equal(t, http.StatusOK, open(t, ctx, s.Base+"/keys"))
+			methods = webtest.Methods(t, ctx, chromedp.Click("#create-key", chromedp.ByID), chromedp.WaitVisible("#secret", chromedp.ByID))
+			require.Equal(t, []string{http.MethodPost, http.MethodGet}, methods)
+			secret := text(t, ctx, "#secret")
+			var keys, secrets int
+			methods = webtest.Methods(t, ctx, chromedp.Reload(), chromedp.WaitVisible("#keys", chromedp.ByID),
+				chromedp.Evaluate(`document.querySelectorAll('#keys tbody tr').length`, &keys),
+				chromedp.Evaluate(`document.querySelectorAll('#secret').length`, &secrets))
+			require.Equal(t, []string{http.MethodGet}, methods, "a reload sends nothing again")
+			require.Zero(t, secrets, "the key is shown once")
+			require.Equal(t, 2, keys, "the partner's key and the one made, no third")
+			require.NotContains(t, text(t, ctx, "main"), secret)
 		})
 	}
 }

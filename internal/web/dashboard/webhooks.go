@@ -86,6 +86,7 @@ func (d *Dashboard) showWebhooks(w http.ResponseWriter, r *http.Request, ss *ses
 		}
 		data["Next"] = BasePath + "/webhooks?" + v.Encode()
 	}
+	d.opened(r, ss, data)
 	for k, v := range extra {
 		data[k] = v
 	}
@@ -105,7 +106,7 @@ func (d *Dashboard) saveEndpoint(w http.ResponseWriter, r *http.Request, ss *ses
 	d.d.Logger.Info("dashboard webhook endpoint saved", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String(),
 		"enabled", body.Enabled)
 	if s := res.JSON200.Data.SigningSecret; s != nil {
-		d.showWebhooks(w, r, ss, http.StatusOK, map[string]any{"Secret": *s,
+		d.showOnce(w, r, ss, "/webhooks", map[string]string{"Secret": *s,
 			"Notice": "The endpoint is registered. Its signing secret is shown below, only now."})
 		return
 	}
@@ -137,11 +138,11 @@ func (d *Dashboard) rotateSecret(w http.ResponseWriter, r *http.Request, ss *ses
 		return
 	}
 	d.d.Logger.Info("dashboard webhook secret rotated", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String())
-	extra := map[string]any{"Notice": "The signing secret is rotated. The new secret is shown below, only now."}
+	shown := map[string]string{"Notice": "The signing secret is rotated. The new secret is shown below, only now."}
 	if s := res.JSON200.Data.SigningSecret; s != nil {
-		extra["Secret"] = *s
+		shown["Secret"] = *s
 	}
-	d.showWebhooks(w, r, ss, http.StatusOK, extra)
+	d.showOnce(w, r, ss, "/webhooks", shown)
 }
 
 // sendTest emits a test event and opens its page, where its attempts appear.

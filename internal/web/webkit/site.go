@@ -59,6 +59,8 @@ type Site[T any] struct {
 	// FormToken guards the forms sent before there is a session (sign-in).
 	FormToken FormToken
 	pages     map[string]*template.Template
+	// forms records the values shown once (Seal, Open).
+	forms *Forms
 }
 
 // Handler is a page or form of a signed-in person.
@@ -76,7 +78,8 @@ func NewSite[T any](cfg SiteConfig[T]) (*Site[T], error) {
 		Sessions: NewSessions[T](SessionConfig{Cookie: cfg.Name + "_session", Path: cfg.Base, Secure: cfg.Secure,
 			Idle: cfg.Idle, Absolute: cfg.Absolute, Now: cfg.Now}, cfg.State),
 		Limiter:   NewLimiter(cfg.State, cfg.Now),
-		FormToken: FormToken{Cookie: cfg.Name + "_form", Path: cfg.Base, Secure: cfg.Secure}}
+		FormToken: FormToken{Cookie: cfg.Name + "_form", Path: cfg.Base, Secure: cfg.Secure},
+		forms:     NewForms(cfg.State, cfg.Now)}
 	return s, s.parse()
 }
 
