@@ -28,7 +28,7 @@ func (c *Console) operatorPage(w http.ResponseWriter, r *http.Request, ss *sessi
 		c.site.NotFound(w, ss)
 		return
 	}
-	c.showOperator(w, r, ss, id, nil, "")
+	c.showOperator(w, r, ss, id, "")
 }
 
 // operatorName is operator id's name ("" when unknown).
@@ -45,7 +45,7 @@ func (c *Console) operatorName(r *http.Request, ss *session, id uuid.UUID) strin
 
 // showOperator lists operator id's keys (GET /operators/{id}/keys), with a new
 // key's secret shown once.
-func (c *Console) showOperator(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, newKey *oc.NewApiKey, notice string) {
+func (c *Console) showOperator(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, notice string) {
 	res, err := c.client(ss).ListOperatorKeysWithResponse(r.Context(), id)
 	if err != nil || res.JSON200 == nil {
 		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
@@ -55,8 +55,10 @@ func (c *Console) showOperator(w http.ResponseWriter, r *http.Request, ss *sessi
 		notice = revokedNotice(r, res.JSON200.Data)
 	}
 	name := c.operatorName(r, ss, id)
-	c.site.Render(w, http.StatusOK, "operator", ss, map[string]any{"Title": "Operator " + name, "Name": name, "ID": id,
-		"Self": id == ss.Data.OperatorID, "Keys": res.JSON200.Data, "NewKey": newKey, "Notice": notice})
+	data := map[string]any{"Title": "Operator " + name, "Name": name, "ID": id,
+		"Self": id == ss.Data.OperatorID, "Keys": res.JSON200.Data, "Notice": notice}
+	c.site.Opened(r, ss, data)
+	c.site.Render(w, http.StatusOK, "operator", ss, data)
 }
 
 // operatorKeyAction adds, rolls or revokes an operator key, each after its
@@ -110,7 +112,7 @@ func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *
 			c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return
 		}
-		c.showOperator(w, r, ss, id, &res.JSON200.Data, "Key added.")
+		c.site.ShowOnce(w, r, ss, "/operators/"+id.String(), map[string]string{"NewKey": res.JSON200.Data.Key, "Notice": "Key added."})
 	case "roll":
 		req := oc.RollRequest{}
 		if overlap := strings.TrimSpace(f.Get("overlap")); overlap != "" {
@@ -121,7 +123,7 @@ func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *
 			c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return
 		}
-		c.showOperator(w, r, ss, id, &res.JSON200.Data, "Key rolled.")
+		c.site.ShowOnce(w, r, ss, "/operators/"+id.String(), map[string]string{"NewKey": res.JSON200.Data.Key, "Notice": "Key rolled."})
 	case "revoke":
 		res, err := cl.RevokeOperatorKeyWithResponse(r.Context(), id, kid, &oc.RevokeOperatorKeyParams{IdempotencyKey: &key})
 		if err != nil || res.JSON200 == nil {

@@ -339,16 +339,18 @@ func (c *Console) deposits(w http.ResponseWriter, r *http.Request, ss *session) 
 }
 
 func (c *Console) partners(w http.ResponseWriter, r *http.Request, ss *session) {
-	c.showPartners(w, r, ss, nil)
+	c.showPartners(w, r, ss)
 }
 
-func (c *Console) showPartners(w http.ResponseWriter, r *http.Request, ss *session, created *oc.PartnerCreated) {
+func (c *Console) showPartners(w http.ResponseWriter, r *http.Request, ss *session) {
 	res, err := c.client(ss).ListPartnersWithResponse(r.Context())
 	if err != nil || res.JSON200 == nil {
 		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
-	c.site.Render(w, http.StatusOK, "partners", ss, map[string]any{"Title": "Partners", "Items": res.JSON200.Data, "Created": created, "Key": uuid.NewString()})
+	data := map[string]any{"Title": "Partners", "Items": res.JSON200.Data, "Key": uuid.NewString()}
+	c.site.Opened(r, ss, data)
+	c.site.Render(w, http.StatusOK, "partners", ss, data)
 }
 
 func (c *Console) createPartner(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -358,7 +360,8 @@ func (c *Console) createPartner(w http.ResponseWriter, r *http.Request, ss *sess
 		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
-	c.showPartners(w, r, ss, &res.JSON200.Data)
+	created := res.JSON200.Data
+	c.site.ShowOnce(w, r, ss, "/partners", map[string]string{"CreatedName": created.Partner.Name, "CreatedKey": created.Key.Key})
 }
 
 func (c *Console) partner(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -367,7 +370,7 @@ func (c *Console) partner(w http.ResponseWriter, r *http.Request, ss *session) {
 		c.site.NotFound(w, ss)
 		return
 	}
-	c.showPartner(w, r, ss, id, nil, "")
+	c.showPartner(w, r, ss, id, "")
 }
 
 // revokedNotice is the notice of a key just revoked (the page its form
@@ -383,7 +386,7 @@ func revokedNotice(r *http.Request, keys []oc.ApiKey) string {
 	return ""
 }
 
-func (c *Console) showPartner(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, newKey *oc.NewApiKey, notice string,
+func (c *Console) showPartner(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, notice string,
 	extra ...map[string]any) {
 	res, err := c.client(ss).ListPartnerKeysWithResponse(r.Context(), id)
 	if err != nil || res.JSON200 == nil {
@@ -407,7 +410,8 @@ func (c *Console) showPartner(w http.ResponseWriter, r *http.Request, ss *sessio
 		notice = revokedNotice(r, res.JSON200.Data)
 	}
 	data := map[string]any{"Title": "Partner " + name, "Name": name, "ID": id,
-		"Keys": res.JSON200.Data, "NewKey": newKey, "Notice": notice, "Key": uuid.NewString(), "Users": users.JSON200.Data}
+		"Keys": res.JSON200.Data, "Notice": notice, "Key": uuid.NewString(), "Users": users.JSON200.Data}
+	c.site.Opened(r, ss, data)
 	status := http.StatusOK
 	for _, e := range extra {
 		for k, v := range e {
@@ -433,7 +437,7 @@ func (c *Console) inviteUser(w http.ResponseWriter, r *http.Request, ss *session
 	if err != nil || res.JSON201 == nil {
 		status := webkit.StatusOf(res, err)
 		if status == http.StatusBadRequest {
-			c.showPartner(w, r, ss, id, nil, "", map[string]any{"Status": status, "InviteError": webkit.APIError(status, webkit.BodyOf(res))})
+			c.showPartner(w, r, ss, id, "", map[string]any{"Status": status, "InviteError": webkit.APIError(status, webkit.BodyOf(res))})
 			return
 		}
 		c.site.Failed(w, ss, status, webkit.BodyOf(res))
@@ -444,8 +448,8 @@ func (c *Console) inviteUser(w http.ResponseWriter, r *http.Request, ss *session
 		scheme = "https"
 	}
 	inv := res.JSON201.Data
-	c.showPartner(w, r, ss, id, nil, "", map[string]any{"Invited": inv.User.Email, "InviteLink": scheme + "://" + r.Host + inv.Invitation.InviteUrl,
-		"InviteExpires": inv.Invitation.ExpiresAt})
+	c.site.ShowOnce(w, r, ss, "/partners/"+id.String(), map[string]string{"Invited": inv.User.Email, "InviteLink": scheme + "://" + r.Host + inv.Invitation.InviteUrl,
+		"InviteExpires": inv.Invitation.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC")})
 }
 
 // keyAction rolls or revokes a partner key.
@@ -469,7 +473,7 @@ func (c *Console) keyAction(w http.ResponseWriter, r *http.Request, ss *session)
 			c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return
 		}
-		c.showPartner(w, r, ss, id, &res.JSON200.Data, "Key rolled.")
+		c.site.ShowOnce(w, r, ss, "/partners/"+id.String(), map[string]string{"NewKey": res.JSON200.Data.Key, "Notice": "Key rolled."})
 	case "revoke":
 		res, err := cl.RevokePartnerKeyWithResponse(r.Context(), id, kid, nil)
 		if err != nil || res.JSON200 == nil {

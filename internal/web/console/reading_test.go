@@ -100,6 +100,20 @@ func readsInWordsFlow(t *testing.T, db testdb.Database) {
 	require.Equal(t, rows, historyRows(t, ctx), "nothing recorded twice")
 	require.NoError(t, chromedp.Run(ctx, chromedp.Text("#status", &status, chromedp.ByID)))
 	require.Equal(t, "sold, settling", status)
+
+	// A rolled key is shown on the page the form redirects to, once: a reload
+	// reads the page without it and rolls nothing.
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"/partners/"+env.PartnerID(t, partnerKey).String()),
+		chromedp.WaitVisible("button.roll", chromedp.ByQuery)))
+	methods = webtest.Methods(t, ctx, chromedp.Click("button.roll", chromedp.ByQuery), chromedp.WaitVisible("#secret", chromedp.ByID))
+	require.Equal(t, []string{http.MethodPost, http.MethodGet}, methods)
+	var secrets, keys int
+	methods = webtest.Methods(t, ctx, chromedp.Reload(), chromedp.WaitVisible("#keys", chromedp.ByID),
+		chromedp.Evaluate(`document.querySelectorAll('#secret').length`, &secrets),
+		chromedp.Evaluate(`document.querySelectorAll('#keys tbody tr').length`, &keys))
+	require.Equal(t, []string{http.MethodGet}, methods, "a reload sends nothing again")
+	require.Zero(t, secrets, "the new key is shown once")
+	require.Equal(t, 2, keys, "the old key and its successor, no third")
 }
 
 // historyRows is the current page's status history, row by row.

@@ -58,7 +58,7 @@ func (d *Dashboard) showKeys(w http.ResponseWriter, r *http.Request, ss *session
 			data["Notice"] = "Key " + k.Prefix + "… is revoked: it stops working now."
 		}
 	}
-	d.opened(r, ss, data)
+	d.site.Opened(r, ss, data)
 	for k, v := range extra {
 		data[k] = v
 	}
@@ -101,7 +101,7 @@ func (d *Dashboard) createKey(w http.ResponseWriter, r *http.Request, ss *sessio
 	if d.keyRefused(w, r, ss, err) {
 		return
 	}
-	d.showOnce(w, r, ss, "/keys", map[string]string{"Secret": k.Secret, "SecretPrefix": k.Key.Prefix,
+	d.site.ShowOnce(w, r, ss, "/keys", map[string]string{"Secret": k.Secret, "SecretPrefix": k.Key.Prefix,
 		"Notice": "Key " + k.Key.Prefix + "… created."})
 }
 
@@ -127,7 +127,7 @@ func (d *Dashboard) rollKey(w http.ResponseWriter, r *http.Request, ss *session)
 	if d.keyRefused(w, r, ss, err) {
 		return
 	}
-	d.showOnce(w, r, ss, "/keys", map[string]string{"Secret": k.Secret, "SecretPrefix": k.Key.Prefix,
+	d.site.ShowOnce(w, r, ss, "/keys", map[string]string{"Secret": k.Secret, "SecretPrefix": k.Key.Prefix,
 		"Notice": "Key rolled: the new key " + k.Key.Prefix + "… is shown below once; the old key works until its expiry."})
 }
 

@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"net/http"
-	"net/url"
 
 	"partnerd/internal/kit/apperr"
 
@@ -70,20 +69,6 @@ func (d *Dashboard) refused(w http.ResponseWriter, ss *session, err error, show 
 		d.site.Unavailable(w, err)
 	}
 	return true
-}
-
-// showOnce answers an action whose result is shown once (a new key, a
-// signing secret, an invitation link): post/redirect/get to page (under
-// BasePath), shown sealed for that one page of this session (webkit.Site.Seal).
-func (d *Dashboard) showOnce(w http.ResponseWriter, r *http.Request, ss *session, page string, shown map[string]string) {
-	http.Redirect(w, r, BasePath+page+"?"+url.Values{"shown": {d.site.Seal(ss, BasePath+page, shown)}}.Encode(), http.StatusSeeOther)
-}
-
-// opened adds what the request carries to be shown once (showOnce) to data.
-func (d *Dashboard) opened(r *http.Request, ss *session, data map[string]any) {
-	for k, v := range d.site.Open(r.Context(), r, ss) {
-		data[k] = v
-	}
 }
 
 // home opens the transactions, which every role reads.

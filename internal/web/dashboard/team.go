@@ -34,7 +34,7 @@ func (d *Dashboard) showTeam(w http.ResponseWriter, r *http.Request, ss *session
 	}
 	data := map[string]any{"Title": "Team", "Section": "team", "Users": users, "Roles": partnerusers.Roles, "Me": ss.Data.UserID,
 		"Notice": teamNotice(r.URL.Query(), users)}
-	d.opened(r, ss, data)
+	d.site.Opened(r, ss, data)
 	for k, v := range extra {
 		data[k] = v
 	}
@@ -61,7 +61,7 @@ func (d *Dashboard) invite(w http.ResponseWriter, r *http.Request, ss *session) 
 	}
 	d.d.Logger.Info("dashboard team invitation", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String(),
 		"invited_user_id", inv.User.ID.String())
-	d.showOnce(w, r, ss, "/team", map[string]string{"Invited": inv.User.Email, "Link": d.origin(r) + inv.Path(),
+	d.site.ShowOnce(w, r, ss, "/team", map[string]string{"Invited": inv.User.Email, "Link": d.origin(r) + inv.Path(),
 		"Expires": inv.Invitation.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC")})
 }
 

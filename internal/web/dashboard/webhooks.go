@@ -86,7 +86,7 @@ func (d *Dashboard) showWebhooks(w http.ResponseWriter, r *http.Request, ss *ses
 		}
 		data["Next"] = BasePath + "/webhooks?" + v.Encode()
 	}
-	d.opened(r, ss, data)
+	d.site.Opened(r, ss, data)
 	for k, v := range extra {
 		data[k] = v
 	}
@@ -106,7 +106,7 @@ func (d *Dashboard) saveEndpoint(w http.ResponseWriter, r *http.Request, ss *ses
 	d.d.Logger.Info("dashboard webhook endpoint saved", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String(),
 		"enabled", body.Enabled)
 	if s := res.JSON200.Data.SigningSecret; s != nil {
-		d.showOnce(w, r, ss, "/webhooks", map[string]string{"Secret": *s,
+		d.site.ShowOnce(w, r, ss, "/webhooks", map[string]string{"Secret": *s,
 			"Notice": "The endpoint is registered. Its signing secret is shown below, only now."})
 		return
 	}
@@ -142,7 +142,7 @@ func (d *Dashboard) rotateSecret(w http.ResponseWriter, r *http.Request, ss *ses
 	if s := res.JSON200.Data.SigningSecret; s != nil {
 		shown["Secret"] = *s
 	}
-	d.showOnce(w, r, ss, "/webhooks", shown)
+	d.site.ShowOnce(w, r, ss, "/webhooks", shown)
 }
 
 // sendTest emits a test event and opens its page, where its attempts appear.

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/url"
 )
 
 // What an action shows once (a new key, a signing secret, an invitation link)
@@ -52,6 +53,22 @@ func (s *Site[T]) Open(ctx context.Context, r *http.Request, ss *Session[T]) map
 		return nil
 	}
 	return shown
+}
+
+// ShowOnce answers an action whose result is shown once: post/redirect/get to
+// page (under the site's base path), carrying shown sealed for that one page
+// of this session.
+func (s *Site[T]) ShowOnce(w http.ResponseWriter, r *http.Request, ss *Session[T], page string, shown map[string]string) {
+	path := s.cfg.Base + page
+	http.Redirect(w, r, path+"?"+url.Values{"shown": {s.Seal(ss, path, shown)}}.Encode(), http.StatusSeeOther)
+}
+
+// Opened adds to data what r carries to be shown once (ShowOnce), the first
+// time it is asked for.
+func (s *Site[T]) Opened(r *http.Request, ss *Session[T], data map[string]any) {
+	for k, v := range s.Open(r.Context(), r, ss) {
+		data[k] = v
+	}
 }
 
 // sessionCipher is the AEAD of a session's sealed values, keyed by its cookie
