@@ -92,26 +92,15 @@ func TestDashboardReadsInWords(t *testing.T) {
 			row := "#user-" + fin.ID.String()
 			require.NoError(t, chromedp.Run(ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(s.Base+"/team"),
 				chromedp.SetValue(row+` select[name="role"]`, "developer", chromedp.ByQuery)))
-			methods := webtest.Methods(t, ctx, chromedp.Click(row+" .role-submit", chromedp.ByQuery), chromedp.WaitVisible("#notice", chromedp.ByID))
-			require.Equal(t, []string{http.MethodPost, http.MethodGet}, methods, "the change, then its page by a redirect")
+			webtest.RequirePostRedirectGet(t, ctx, chromedp.Click(row+" .role-submit", chromedp.ByQuery), chromedp.WaitVisible("#notice", chromedp.ByID))
 			require.Contains(t, text(t, ctx, "#notice"), fin.Email+" is now developer.")
-			methods = webtest.Methods(t, ctx, chromedp.Reload(), chromedp.WaitVisible("#notice", chromedp.ByID))
-			require.Equal(t, []string{http.MethodGet}, methods, "a reload sends nothing again")
+			webtest.RequireReloadReads(t, ctx, chromedp.WaitVisible("#notice", chromedp.ByID))
 
 			// A new key too: shown on the page the form redirects to, once; a
 			// reload reads the page again without the key and makes none.
 			require.Equal(t, http.StatusOK, open(t, ctx, s.Base+"/keys"))
-			methods = webtest.Methods(t, ctx, chromedp.Click("#create-key", chromedp.ByID), chromedp.WaitVisible("#secret", chromedp.ByID))
-			require.Equal(t, []string{http.MethodPost, http.MethodGet}, methods)
-			secret := text(t, ctx, "#secret")
-			var keys, secrets int
-			methods = webtest.Methods(t, ctx, chromedp.Reload(), chromedp.WaitVisible("#keys", chromedp.ByID),
-				chromedp.Evaluate(`document.querySelectorAll('#keys tbody tr').length`, &keys),
-				chromedp.Evaluate(`document.querySelectorAll('#secret').length`, &secrets))
-			require.Equal(t, []string{http.MethodGet}, methods, "a reload sends nothing again")
-			require.Zero(t, secrets, "the key is shown once")
-			require.Equal(t, 2, keys, "the partner's key and the one made, no third")
-			require.NotContains(t, text(t, ctx, "main"), secret)
+			secret := webtest.RequireShownOnce(t, ctx, "#create-key", "#keys tbody tr", 2)
+			require.NotContains(t, text(t, ctx, "main"), secret, "the partner's key and the one made, no third; the secret gone")
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -174,4 +175,38 @@ func Methods(t *testing.T, ctx context.Context, actions ...chromedp.Action) []st
 	mu.Lock()
 	defer mu.Unlock()
 	return append([]string(nil), methods...)
+}
+
+// RequirePostRedirectGet runs actions (a form's submission and the waits after
+// it) and requires the browser to have sent the form once and then read its
+// answer by a GET: post/redirect/get.
+func RequirePostRedirectGet(t *testing.T, ctx context.Context, actions ...chromedp.Action) {
+	t.Helper()
+	require.Equal(t, []string{http.MethodPost, http.MethodGet}, Methods(t, ctx, actions...), "the form, then its answer by a redirect")
+}
+
+// RequireReloadReads reloads the page, runs actions after it, and requires the
+// reload to have been one GET: an action's answer reloaded sends nothing again.
+func RequireReloadReads(t *testing.T, ctx context.Context, actions ...chromedp.Action) {
+	t.Helper()
+	require.Equal(t, []string{http.MethodGet}, Methods(t, ctx, append([]chromedp.Action{chromedp.Reload()}, actions...)...),
+		"a reload sends nothing again")
+}
+
+// RequireShownOnce clicks submit, a form whose answer shows a secret once
+// (#secret: a new key), and requires post/redirect/get; then a reload reads the
+// page again without the secret, and rows (a selector) number want: nothing
+// made twice. It returns the secret.
+func RequireShownOnce(t *testing.T, ctx context.Context, submit string, rows string, want int) string {
+	t.Helper()
+	var secret string
+	RequirePostRedirectGet(t, ctx, chromedp.Click(submit, chromedp.ByQuery), chromedp.WaitVisible("#secret", chromedp.ByID),
+		chromedp.Text("#secret", &secret, chromedp.ByID))
+	var secrets, n int
+	RequireReloadReads(t, ctx, chromedp.WaitReady("main", chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelectorAll('#secret').length`, &secrets),
+		chromedp.Evaluate(`document.querySelectorAll(`+strconv.Quote(rows)+`).length`, &n))
+	require.Zero(t, secrets, "the secret is shown once")
+	require.Equal(t, want, n, "nothing made twice")
+	return secret
 }
