@@ -126,13 +126,11 @@ func (d *Dashboard) transactions(w http.ResponseWriter, r *http.Request, ss *ses
 		data["Next"] = BasePath + "/transactions?" + v.Encode()
 	}
 	if f.Q != "" {
-		data["SearchKind"] = words(searchKind(f.Q))
+		data["SearchKind"] = webkit.Words(searchKind(f.Q))
 	}
 	data["Items"] = items
 	d.site.Render(w, http.StatusOK, "transactions", ss, data)
 }
-
-func words(s string) string { return strings.ReplaceAll(s, "_", " ") }
 
 func (d *Dashboard) transaction(w http.ResponseWriter, r *http.Request, ss *session) {
 	id, err := uuid.Parse(r.PathValue("id"))

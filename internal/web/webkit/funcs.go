@@ -3,7 +3,6 @@ package webkit
 import (
 	"fmt"
 	"html/template"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -67,7 +66,7 @@ func Funcs() template.FuncMap {
 			return p
 		},
 		"short":   Short,
-		"words":   func(s any) string { return strings.ReplaceAll(text(s), "_", " ") },
+		"words":   Words,
 		"state":   StateWords,
 		"reason":  Reason,
 		"change":  Change,

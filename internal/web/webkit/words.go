@@ -104,13 +104,17 @@ func text(v any) string {
 	return fmt.Sprint(rv.Interface())
 }
 
+// Words is an identifier with its underscores as spaces ("merchant
+// reference"), for a code no table names.
+func Words(code any) string { return strings.ReplaceAll(text(code), "_", " ") }
+
 // StateWords is a state's code in words (stateWords).
 func StateWords(code any) string {
 	s := text(code)
 	if w, ok := stateWords[s]; ok {
 		return w
 	}
-	return strings.ReplaceAll(s, "_", " ")
+	return Words(s)
 }
 
 // Reason is a status-history reason in words (reasonWords), or its own words
