@@ -23,9 +23,8 @@ func (c *Console) operators(w http.ResponseWriter, r *http.Request, ss *session)
 }
 
 func (c *Console) operatorPage(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		c.site.NotFound(w, ss)
+	id, ok := c.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	c.showOperator(w, r, ss, id, "")
@@ -64,9 +63,8 @@ func (c *Console) showOperator(w http.ResponseWriter, r *http.Request, ss *sessi
 // operatorKeyAction adds, rolls or revokes an operator key, each after its
 // confirmation page (the Idempotency-Key is made there, so a double submit replays).
 func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		c.site.NotFound(w, ss)
+	id, ok := c.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	op := r.PathValue("op")
@@ -75,6 +73,7 @@ func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *
 	}
 	var kid uuid.UUID
 	if op != "add" {
+		var err error
 		if kid, err = uuid.Parse(r.PathValue("kid")); err != nil {
 			c.site.NotFound(w, ss)
 			return

@@ -112,9 +112,8 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, ss *session) {
 var stages = []oc.Stage{oc.StageAwaitingFill, oc.StageAwaitingSettlement, oc.StageAwaitingPayout, oc.StageFailed, oc.StageConfirmingTooLong}
 
 func (c *Console) transaction(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		c.site.NotFound(w, ss)
+	id, ok := c.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	c.showTransaction(w, r, ss, id, http.StatusOK, actionDone[r.URL.Query().Get("done")], "")
@@ -138,9 +137,8 @@ func (c *Console) showTransaction(w http.ResponseWriter, r *http.Request, ss *se
 
 // action runs a transaction action after its confirmation page.
 func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		c.site.NotFound(w, ss)
+	id, ok := c.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	f := r.PostForm
@@ -166,6 +164,7 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
 	}
 	cl, ctx, ik := c.client(ss), r.Context(), f.Get("idempotency_key")
 	var res webkit.Answer
+	var err error
 	switch act {
 	case "fill":
 		res, err = cl.FillOrderWithResponse(ctx, id, &oc.FillOrderParams{IdempotencyKey: ik}, oc.FillRequest{Rate: f.Get("rate"), FiatAmount: f.Get("fiat_amount"), Reference: f.Get("reference")})
@@ -365,9 +364,8 @@ func (c *Console) createPartner(w http.ResponseWriter, r *http.Request, ss *sess
 }
 
 func (c *Console) partner(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		c.site.NotFound(w, ss)
+	id, ok := c.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	c.showPartner(w, r, ss, id, "")
@@ -427,9 +425,8 @@ func (c *Console) showPartner(w http.ResponseWriter, r *http.Request, ss *sessio
 // inviteUser invites a person to the partner's team (the first admin, usually)
 // through the operator API, and shows the invitation link once.
 func (c *Console) inviteUser(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		c.site.NotFound(w, ss)
+	id, ok := c.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	res, err := c.client(ss).InvitePartnerUserWithResponse(r.Context(), id, &oc.InvitePartnerUserParams{IdempotencyKey: r.PostFormValue("idempotency_key")},

@@ -120,9 +120,8 @@ var networks = []string{chain.BEP20, chain.TRC20}
 // resolve closes a refund task (POST /refund-tasks/{id}/resolve) after its
 // confirmation page, then shows the open tasks with the outcome.
 func (c *Console) resolve(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		c.site.NotFound(w, ss)
+	id, ok := c.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	f := r.PostForm

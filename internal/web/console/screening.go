@@ -49,9 +49,8 @@ func (c *Console) showScreening(w http.ResponseWriter, r *http.Request, ss *sess
 // /transactions/{id}/review: release or block, with a required note) after its
 // confirmation page, then shows the queue with the outcome.
 func (c *Console) review(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		c.site.NotFound(w, ss)
+	id, ok := c.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	f := r.PostForm

@@ -7,8 +7,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/google/uuid"
-
 	pc "partnerd/gen/client"
 	"partnerd/internal/httpapi"
 	"partnerd/internal/web/webkit"
@@ -130,9 +128,8 @@ func (d *Dashboard) payouts(w http.ResponseWriter, r *http.Request, ss *session)
 
 // payout shows one batch with the transactions it paid.
 func (d *Dashboard) payout(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		d.site.NotFound(w, ss)
+	id, ok := d.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	res, err := d.client(ss).GetPayoutWithResponse(r.Context(), id)

@@ -133,9 +133,8 @@ func (d *Dashboard) transactions(w http.ResponseWriter, r *http.Request, ss *ses
 }
 
 func (d *Dashboard) transaction(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		d.site.NotFound(w, ss)
+	id, ok := d.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	d.showTransaction(w, r, ss, id, http.StatusOK, nil)

@@ -205,9 +205,8 @@ func (d *Dashboard) replaySelection(w http.ResponseWriter, r *http.Request, ss *
 // the API's order) and every delivery attempt (time, status, latency, the start
 // of the receiver's answer).
 func (d *Dashboard) webhookEvent(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		d.site.NotFound(w, ss)
+	id, ok := d.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	res, err := d.client(ss).GetWebhookEventWithResponse(r.Context(), id)
@@ -257,9 +256,8 @@ type attemptView struct {
 
 // replayEvent replays one event and comes back to its page.
 func (d *Dashboard) replayEvent(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		d.site.NotFound(w, ss)
+	id, ok := d.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	key := idempotencyKey(r)

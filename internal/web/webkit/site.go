@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // kitPages are the layout and the pages every site shows alike (message,
@@ -216,6 +218,17 @@ func (s *Site[T]) Failed(w http.ResponseWriter, ss *Session[T], status int, body
 		status = http.StatusBadGateway
 	}
 	s.Message(w, status, ss, "Not done", APIError(status, body))
+}
+
+// PathID is the request path's {id} as a uuid; when it is not one, the answer
+// is the 404 page and ok is false.
+func (s *Site[T]) PathID(w http.ResponseWriter, r *http.Request, ss *Session[T]) (id uuid.UUID, ok bool) {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		s.NotFound(w, ss)
+		return uuid.Nil, false
+	}
+	return id, true
 }
 
 // Guard wraps h: a session is required (a page asked for without one → the
