@@ -94,7 +94,7 @@ func filtersFlow(t *testing.T, db testdb.Database) {
 		chromedp.WaitVisible("#confirm", chromedp.ByID),
 		chromedp.Text("h1", &heading, chromedp.ByQuery)))
 	require.Contains(t, heading, "fill 3 transactions")
-	require.NoError(t, chromedp.Run(ctx, chromedp.Click("#confirm", chromedp.ByID), chromedp.WaitVisible("#message", chromedp.ByID)))
+	require.NoError(t, chromedp.Run(ctx, chromedp.Click("#confirm", chromedp.ByID), chromedp.WaitVisible("#notice", chromedp.ByID)))
 
 	// The transactions list and the recorded fills as CSV: the list's rows, exact amounts.
 	require.Equal(t, 3, rowsAt(t, ctx, base+"/transactions?stage=awaiting_settlement"))

@@ -8,6 +8,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	oc "partnerd/gen/operatorclient"
+	"partnerd/internal/web/webkit"
 )
 
 // fillForm lists the confirmed transactions awaiting their fill (every partner),
@@ -15,15 +16,22 @@ import (
 func (c *Console) fillForm(w http.ResponseWriter, r *http.Request, ss *session) {
 	res, err := c.client(ss).ListStageWithResponse(r.Context(), &oc.ListStageParams{Stage: ptr(oc.StageAwaitingFill), Order: ptr(oc.Oldest), Limit: ptr(100)})
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	var total decimal.Decimal
 	for _, t := range res.JSON200.Data.Data {
 		total = total.Add(decimal.RequireFromString(t.CryptoAmount))
 	}
-	c.render(w, http.StatusOK, "fill", ss, map[string]any{"Title": "Batch fill", "Items": res.JSON200.Data.Data, "Total": total.String(),
-		"All": r.URL.Query().Get("all") == "1"})
+	var notice string
+	if id, err := uuid.Parse(r.URL.Query().Get("recorded")); err == nil {
+		recorded, err := c.client(ss).ListFillsWithResponse(r.Context(), &oc.ListFillsParams{})
+		if err == nil && recorded.JSON200 != nil {
+			notice = batchNotice(recorded.JSON200.Data.Data, id)
+		}
+	}
+	c.site.Render(w, http.StatusOK, "fill", ss, map[string]any{"Title": "Batch fill", "Items": res.JSON200.Data.Data, "Total": total.String(),
+		"All": r.URL.Query().Get("all") == "1", "Notice": notice})
 }
 
 // fill records one liquidity order for the ticked transactions (POST /fills),
@@ -37,28 +45,42 @@ func (c *Console) fill(w http.ResponseWriter, r *http.Request, ss *session) {
 		}
 	}
 	if len(ids) == 0 {
-		c.render(w, http.StatusBadRequest, "message", ss, map[string]any{"Title": "Not done", "Message": "Tick at least one transaction to fill, then try again."})
+		c.site.Message(w, http.StatusBadRequest, ss, "Not done", "Tick at least one transaction to fill, then try again.")
 		return
 	}
 	if f.Get("confirmed") != "yes" {
-		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": fmt.Sprintf("fill %d transactions", len(ids)),
-			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": BasePath + "/fills", "Back": BasePath + "/fills/new"})
+		c.confirm(w, ss, confirmation{Action: fmt.Sprintf("fill %d transactions", len(ids)), Form: f,
+			Target: BasePath + "/fills", Back: BasePath + "/fills/new"})
 		return
 	}
 	res, err := c.client(ss).CreateFillWithResponse(r.Context(), &oc.CreateFillParams{IdempotencyKey: f.Get("idempotency_key")},
 		oc.BatchFillRequest{TransactionIds: ids, Rate: f.Get("rate"), Reference: f.Get("reference")})
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
-	b := res.JSON200.Data
-	c.render(w, http.StatusOK, "message", ss, map[string]any{"Title": "Fill recorded",
-		"Message": fmt.Sprintf("Fill %s recorded: %d transactions, USDT %s at %s, NGN %s, reference %s.", b.Id, len(b.TransactionIds), b.CryptoAmount, deref(b.Rate), b.FiatAmount, b.Reference)})
+	http.Redirect(w, r, BasePath+"/fills/new?recorded="+res.JSON200.Data.Id.String(), http.StatusSeeOther)
 }
 
-func deref(p *string) string {
-	if p == nil {
-		return ""
+// batchNotice says what batch id (a fill or a payout, found among batches, the
+// newest the API lists) recorded, as the API stored it: the page a batch's form
+// redirects to shows it. None when id is not among them.
+func batchNotice(batches []oc.Batch, id uuid.UUID) string {
+	for _, b := range batches {
+		if b.Id != id {
+			continue
+		}
+		what := fmt.Sprintf("%d transactions, NGN %s, reference %s", len(b.TransactionIds), webkit.Amount(b.FiatAmount), b.Reference)
+		if b.Kind == oc.BatchKindFill {
+			rate := ""
+			if b.Rate != nil {
+				rate = " at " + webkit.Amount(*b.Rate)
+			}
+			what = fmt.Sprintf("%d transactions, USDT %s%s, NGN %s, reference %s", len(b.TransactionIds), webkit.Amount(b.CryptoAmount),
+				rate, webkit.Amount(b.FiatAmount), b.Reference)
+			return "Fill recorded: " + what + "."
+		}
+		return "Payout recorded: " + what + "."
 	}
-	return *p
+	return ""
 }

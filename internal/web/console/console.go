@@ -18,7 +18,7 @@ package console
 import (
 	"context"
 	"embed"
-	"html/template"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -63,12 +63,8 @@ type Deps struct {
 
 // Console serves the pages.
 type Console struct {
-	d        Deps
-	sessions *webkit.Sessions[signedIn]
-	limiter  *webkit.Limiter
-	// formToken is the sign-in form's CSRF token (before there is a session).
-	formToken webkit.FormToken
-	pages     map[string]*template.Template
+	d    Deps
+	site *webkit.Site[signedIn]
 }
 
 // Register mounts the console on e.
@@ -79,14 +75,15 @@ func Register(e *echo.Echo, d Deps) error {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	c := &Console{d: d,
-		sessions: webkit.NewSessions[signedIn](webkit.SessionConfig{Cookie: cookieName, Path: BasePath, Secure: d.Secure,
-			Idle: IdleTimeout, Absolute: AbsoluteTimeout, Now: d.Now}, d.State),
-		limiter:   webkit.NewLimiter(d.State, d.Now),
-		formToken: webkit.FormToken{Cookie: formCookieName, Path: BasePath, Secure: d.Secure}}
-	if err := c.parse(); err != nil {
+	c := &Console{d: d}
+	pages, _ := fs.Sub(web, "web")
+	site, err := webkit.NewSite(webkit.SiteConfig[signedIn]{Base: BasePath, Name: "console", SignIn: BasePath + "/login",
+		Pages: pages, Funcs: c.funcs(), Frame: frame, Idle: IdleTimeout, Absolute: AbsoluteTimeout, Secure: d.Secure,
+		State: d.State, Logger: d.Logger, Now: d.Now})
+	if err != nil {
 		return err
 	}
+	c.site = site
 	h := c.routes()
 	e.Any(BasePath, echo.WrapHandler(h))
 	e.Any(BasePath+"/*", echo.WrapHandler(h))
@@ -96,20 +93,18 @@ func Register(e *echo.Echo, d Deps) error {
 // client is the operator API as the session's operator.
 func (c *Console) client(ss *session) *oc.ClientWithResponses {
 	cl, _ := oc.NewClientWithResponses("http://in-process"+c.d.OperatorBase,
-		oc.WithHTTPClient(&http.Client{Transport: webkit.InProcess{Handler: c.d.API,
-			Prepare: func(r *http.Request) *http.Request {
-				return r.WithContext(operatorapi.WithKeyHash(r.Context(), ss.Data.KeyHash))
-			}}}))
+		oc.WithHTTPClient(webkit.Client(c.d.API, func(r *http.Request) *http.Request {
+			return r.WithContext(operatorapi.WithKeyHash(r.Context(), ss.Data.KeyHash))
+		})))
 	return cl
 }
 
 func (c *Console) routes() http.Handler {
 	mux := http.NewServeMux()
 	b := BasePath
-	mux.HandleFunc("GET "+b+"/static/console.css", webkit.Stylesheet)
 	mux.HandleFunc("GET "+b+"/login", c.loginPage)
 	mux.HandleFunc("POST "+b+"/login", c.login)
-	mux.HandleFunc("POST "+b+"/logout", c.auth(c.logout))
+	mux.HandleFunc("POST "+b+"/logout", c.auth(c.site.SignOut))
 	mux.HandleFunc("GET "+b, c.auth(c.overview))
 	mux.HandleFunc("GET "+b+"/{$}", c.auth(c.overview))
 	mux.HandleFunc("GET "+b+"/transactions", c.auth(c.list))
@@ -141,93 +136,57 @@ func (c *Console) routes() http.Handler {
 	mux.HandleFunc("GET "+b+"/operators/{id}", c.auth(c.operatorPage))
 	mux.HandleFunc("POST "+b+"/operators/{id}/keys/add", c.auth(c.operatorKeyAction))
 	mux.HandleFunc("POST "+b+"/operators/{id}/keys/{kid}/{op}", c.auth(c.operatorKeyAction))
-	return webkit.Headers(webkit.SameOrigin(mux), BasePath+"/static/")
+	return c.site.Handler(mux)
 }
-
-type handler func(w http.ResponseWriter, r *http.Request, ss *session)
 
 // auth requires a session (else the sign-in page) and, on POST, its CSRF token
 // (else 403, nothing done).
-func (c *Console) auth(h handler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ss := c.sessions.Get(r)
-		if ss == nil {
-			if r.Method != http.MethodGet {
-				http.Error(w, "Sign in first.", http.StatusUnauthorized)
-				return
-			}
-			http.Redirect(w, r, BasePath+"/login", http.StatusSeeOther)
-			return
-		}
-		if r.Method == http.MethodPost && !ss.ValidCSRF(r) {
-			c.render(w, http.StatusForbidden, "message", ss, map[string]any{"Title": "Refused",
-				"Message": "This form was not sent from a console page of your session (missing or wrong CSRF token). Nothing was changed; reload the page and try again."})
-			return
-		}
-		h(w, r, ss)
-	}
-}
+func (c *Console) auth(h webkit.Handler[signedIn]) http.HandlerFunc { return c.site.Guard(h) }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
-	if c.sessions.Get(r) != nil {
+	if c.site.Sessions.Get(r) != nil {
 		http.Redirect(w, r, BasePath, http.StatusSeeOther)
 		return
 	}
-	c.render(w, http.StatusOK, "login", nil, map[string]any{"FormCSRF": c.formToken.Issue(w, r)})
+	c.site.Render(w, http.StatusOK, "login", nil, map[string]any{"FormCSRF": c.site.FormToken.Issue(w, r)})
 }
 
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	addr := webkit.ClientAddr(r)
-	if !c.formToken.Valid(r) {
+	if !c.site.FormToken.Valid(r) {
 		c.d.Logger.Info("console sign-in without its form's token refused", "client", addr)
-		c.render(w, http.StatusForbidden, "login", nil, map[string]any{"FormCSRF": c.formToken.Issue(w, r),
+		c.site.Render(w, http.StatusForbidden, "login", nil, map[string]any{"FormCSRF": c.site.FormToken.Issue(w, r),
 			"Error": "This form was not sent from this console's sign-in page. Nothing was done; try again here."})
 		return
 	}
-	token := c.formToken.Issue(w, r)
-	res, wait, err := c.limiter.Reserve(r.Context(), webkit.Key{Name: "console:address:" + addr, Limit: signInLimit})
+	token := c.site.FormToken.Issue(w, r)
+	res, wait, err := c.site.Limiter.Reserve(r.Context(), webkit.Key{Name: "console:address:" + addr, Limit: signInLimit})
 	if err != nil {
-		c.unavailable(w, err)
+		c.site.Unavailable(w, err)
 		return
 	}
 	if res == nil {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())))
-		c.render(w, http.StatusTooManyRequests, "login", nil, map[string]any{"FormCSRF": token, "Error": "Too many failed sign-ins from your address; wait a few minutes and try again."})
+		c.site.Render(w, http.StatusTooManyRequests, "login", nil, map[string]any{"FormCSRF": token, "Error": "Too many failed sign-ins from your address; wait a few minutes and try again."})
 		return
 	}
 	key := r.PostFormValue("key")
 	o, err := c.d.Operators.Authenticate(r.Context(), key)
 	if apperr.CodeOf(err) == apperr.Unauthorized {
 		c.d.Logger.Info("console sign-in refused", "client", addr)
-		c.render(w, http.StatusUnauthorized, "login", nil, map[string]any{"FormCSRF": token, "Error": "That operator key is not recognised."})
+		c.site.Render(w, http.StatusUnauthorized, "login", nil, map[string]any{"FormCSRF": token, "Error": "That operator key is not recognised."})
 		return
 	}
 	res.Release(context.WithoutCancel(r.Context()))
 	if err != nil {
-		c.unavailable(w, err)
+		c.site.Unavailable(w, err)
 		return
 	}
-	if _, err := c.sessions.Create(r.Context(), w, "operator:"+o.ID.String(),
+	if _, err := c.site.Sessions.Create(r.Context(), w, "operator:"+o.ID.String(),
 		signedIn{OperatorID: o.ID, Name: o.Name, KeyHash: partners.HashKey(key)}); err != nil {
-		c.unavailable(w, err)
+		c.site.Unavailable(w, err)
 		return
 	}
 	c.d.Logger.Info("console sign-in", "operator_id", o.ID.String())
 	http.Redirect(w, r, BasePath, http.StatusSeeOther)
-}
-
-func (c *Console) logout(w http.ResponseWriter, r *http.Request, ss *session) {
-	if err := c.sessions.End(r.Context(), w, ss.ID); err != nil {
-		c.unavailable(w, err)
-		return
-	}
-	http.Redirect(w, r, BasePath+"/login", http.StatusSeeOther)
-}
-
-// unavailable answers a failure of the console itself (the database out of reach).
-func (c *Console) unavailable(w http.ResponseWriter, err error) {
-	c.d.Logger.Error("console", "error", err.Error())
-	w.Header().Set("Retry-After", "5")
-	c.render(w, http.StatusServiceUnavailable, "message", nil, map[string]any{"Title": "Unavailable",
-		"Message": "The console cannot do this now; try again in a moment."})
 }

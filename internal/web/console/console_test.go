@@ -98,7 +98,7 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 	))
 	require.Equal(t, "4", text)
 	require.NoError(t, chromedp.Run(ctx, chromedp.Text("tr.stage-awaiting_fill .fiat", &text, chromedp.ByQuery)))
-	require.Equal(t, "25000.75 NGN", text)
+	require.Equal(t, "25,000.75 NGN", text, "amounts grouped in thousands, exact")
 
 	// Search by reference (other case), address and hash.
 	for _, q := range []string{strings.ToLower(txs[1].MerchantReference), txs[1].DepositAddress, hashes[1]} {
@@ -153,7 +153,7 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 	require.Equal(t, "/console/transactions/"+tx.Id.String(), cancel)
 	require.NoError(t, chromedp.Run(ctx, chromedp.Click("#cancel", chromedp.ByID), chromedp.WaitVisible("#actions", chromedp.ByID),
 		chromedp.Text("#status", &text, chromedp.ByID)))
-	require.Equal(t, "deposit_confirming", text, "cancelled: nothing recorded")
+	require.Equal(t, "deposit confirming", text, "cancelled: nothing recorded")
 	step("#fill", map[string]string{"#fill-rate": "1549.10", "#fill-amount": "5000.00", "#fill-ref": "LP-1"})
 	require.Equal(t, []string{"settle-form", "fail-form"}, offered(), "filled: settle or fail")
 	step("#settle", map[string]string{"#settle-ref": "SETTLE-1"})
@@ -161,7 +161,8 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 	require.NoError(t, chromedp.Run(ctx, chromedp.Text("#status", &text, chromedp.ByID)))
 	require.Equal(t, "completed", text)
 	require.NoError(t, chromedp.Run(ctx, chromedp.Text("#history", &text, chromedp.ByID)))
-	require.Contains(t, text, "payout:settled")
+	require.Contains(t, text, "paid out", "reasons in words")
+	require.NotContains(t, text, "payout:settled")
 	require.Contains(t, text, "NIP-1")
 	require.Contains(t, text, "Test operator", "history names the operator, not an id")
 	webtest.Shot(t, ctx, "transaction.png")
@@ -196,7 +197,7 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 		chromedp.Click("#batch-submit", chromedp.ByID),
 		chromedp.Text("#message", &text, chromedp.ByID),
 	))
-	require.Contains(t, text, "not the sum of the 3 ticked transactions (20000.75 NGN)")
+	require.Contains(t, text, "not the sum of the 3 ticked transactions (20,000.75 NGN)")
 	pays, err := ops.ListPayoutsWithResponse(context.Background(), &oc.ListPayoutsParams{})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, pays.StatusCode(), string(pays.Body))
@@ -213,9 +214,9 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 		chromedp.Click("#batch-submit", chromedp.ByID),
 		chromedp.WaitVisible("#confirm", chromedp.ByID),
 		chromedp.Click("#confirm", chromedp.ByID),
-		chromedp.Text("#message", &text, chromedp.ByID),
+		chromedp.Text("#notice", &text, chromedp.ByID),
 	))
-	require.Contains(t, text, "3 transactions, NGN 20000.75")
+	require.Contains(t, text, "Payout recorded: 3 transactions, NGN 20,000.75, reference NIP-BATCH-1")
 
 	// Partners: roll the partner's key (the old one works through the overlap),
 	// then revoke the new one.

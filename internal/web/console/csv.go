@@ -11,6 +11,7 @@ import (
 
 	oc "partnerd/gen/operatorclient"
 	"partnerd/internal/kit/csvexport"
+	"partnerd/internal/web/webkit"
 )
 
 // Every console list downloads as CSV under the service's CSV rules
@@ -81,7 +82,7 @@ func (c *Console) exportPages(w http.ResponseWriter, ss *session, out **csvOut, 
 		next, status, body, ok := fetch(cur)
 		if !ok {
 			if *out == nil {
-				c.fail(w, ss, status, body)
+				c.site.Failed(w, ss, status, body)
 				return
 			}
 			c.d.Logger.Error("console CSV export cut short", "status", status)
@@ -116,7 +117,7 @@ func (c *Console) transactionsCSV(w http.ResponseWriter, r *http.Request, ss *se
 		p.Cursor = cur
 		res, err := c.client(ss).ListStageWithResponse(r.Context(), &p)
 		if err != nil || res.JSON200 == nil {
-			return nil, statusOf(res, err), bodyOf(res), false
+			return nil, webkit.StatusOf(res, err), webkit.BodyOf(res), false
 		}
 		if out == nil {
 			start()
@@ -134,7 +135,7 @@ func (c *Console) refundTasksCSV(w http.ResponseWriter, r *http.Request, ss *ses
 	f := refundFilterOf(r.URL.Query())
 	p, err := f.params()
 	if err != nil {
-		c.render(w, http.StatusBadRequest, "message", ss, map[string]any{"Title": "Not found", "Message": "No such partner."})
+		c.site.Message(w, http.StatusBadRequest, ss, "Not found", "No such partner.")
 		return
 	}
 	names := c.partnerNames(r, ss)
@@ -148,7 +149,7 @@ func (c *Console) refundTasksCSV(w http.ResponseWriter, r *http.Request, ss *ses
 		p.Cursor = cur
 		res, err := c.client(ss).ListRefundTasksWithResponse(r.Context(), p)
 		if err != nil || res.JSON200 == nil {
-			return nil, statusOf(res, err), bodyOf(res), false
+			return nil, webkit.StatusOf(res, err), webkit.BodyOf(res), false
 		}
 		if out == nil {
 			start()
@@ -186,7 +187,7 @@ func (c *Console) depositsCSV(w http.ResponseWriter, r *http.Request, ss *sessio
 		p.Cursor = cur
 		res, err := c.client(ss).ListUnmatchedDepositsWithResponse(r.Context(), &p)
 		if err != nil || res.JSON200 == nil {
-			return nil, statusOf(res, err), bodyOf(res), false
+			return nil, webkit.StatusOf(res, err), webkit.BodyOf(res), false
 		}
 		if out == nil {
 			start()
@@ -212,7 +213,7 @@ func (c *Console) auditCSV(w http.ResponseWriter, r *http.Request, ss *session) 
 		p.Cursor = cur
 		res, err := c.client(ss).ListAuditWithResponse(r.Context(), &p)
 		if err != nil || res.JSON200 == nil {
-			return nil, statusOf(res, err), bodyOf(res), false
+			return nil, webkit.StatusOf(res, err), webkit.BodyOf(res), false
 		}
 		if out == nil {
 			start()
@@ -227,7 +228,7 @@ func (c *Console) auditCSV(w http.ResponseWriter, r *http.Request, ss *session) 
 }
 
 // batchesCSV is the batch payouts or fills as CSV.
-func (c *Console) batchesCSV(kind oc.BatchKind) handler {
+func (c *Console) batchesCSV(kind oc.BatchKind) webkit.Handler[signedIn] {
 	return func(w http.ResponseWriter, r *http.Request, ss *session) {
 		names := c.partnerNames(r, ss)
 		var out *csvOut
@@ -245,13 +246,13 @@ func (c *Console) batchesCSV(kind oc.BatchKind) handler {
 				if err == nil && res.JSON200 != nil {
 					page = &res.JSON200.Data
 				}
-				status, body = statusOf(res, err), bodyOf(res)
+				status, body = webkit.StatusOf(res, err), webkit.BodyOf(res)
 			} else {
 				res, err := c.client(ss).ListFillsWithResponse(r.Context(), &oc.ListFillsParams{Limit: ptr(100), Cursor: cur})
 				if err == nil && res.JSON200 != nil {
 					page = &res.JSON200.Data
 				}
-				status, body = statusOf(res, err), bodyOf(res)
+				status, body = webkit.StatusOf(res, err), webkit.BodyOf(res)
 			}
 			if page == nil {
 				return nil, status, body, false

@@ -5,14 +5,13 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
 	oc "partnerd/gen/operatorclient"
 	"partnerd/internal/testsupport/apitest"
+	"partnerd/internal/web/webkit/webtest"
 )
 
 // completeThroughAPI fills and settles a confirmed transaction through the operator API.
@@ -35,25 +34,10 @@ func listStatus(t *testing.T, env *apitest.Env, key string) int {
 	return res.StatusCode()
 }
 
-// sessionOf returns the browser's console session cookie, checking its attributes.
+// sessionOf returns the browser's console_session cookie, checking its attributes.
 func sessionOf(t *testing.T, ctx context.Context) *http.Cookie {
 	t.Helper()
-	var cookies []*network.Cookie
-	require.NoError(t, chromedp.Run(ctx, chromedp.ActionFunc(func(ctx context.Context) error {
-		var err error
-		cookies, err = network.GetCookies().Do(ctx)
-		return err
-	})))
-	for _, c := range cookies {
-		if c.Name == "console_session" {
-			require.True(t, c.HTTPOnly)
-			require.Equal(t, network.CookieSameSiteStrict, c.SameSite)
-			require.Equal(t, "/console", c.Path)
-			return &http.Cookie{Name: c.Name, Value: c.Value}
-		}
-	}
-	t.Fatal("no console_session cookie")
-	return nil
+	return webtest.SessionCookie(t, ctx, "console_session", "/console")
 }
 
 func withCookie(t *testing.T, u string, c *http.Cookie) *http.Request {

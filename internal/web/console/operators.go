@@ -3,30 +3,31 @@ package console
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/google/uuid"
 
 	oc "partnerd/gen/operatorclient"
+	"partnerd/internal/web/webkit"
 )
 
 // operators lists the operator accounts (GET /operators), each linking to its keys.
 func (c *Console) operators(w http.ResponseWriter, r *http.Request, ss *session) {
 	res, err := c.client(ss).ListOperatorsWithResponse(r.Context())
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
-	c.render(w, http.StatusOK, "operators", ss, map[string]any{"Title": "Operators", "Items": res.JSON200.Data, "Self": ss.Data.OperatorID})
+	c.site.Render(w, http.StatusOK, "operators", ss, map[string]any{"Title": "Operators", "Items": res.JSON200.Data, "Self": ss.Data.OperatorID})
 }
 
 func (c *Console) operatorPage(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		http.NotFound(w, r)
+	id, ok := c.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
-	c.showOperator(w, r, ss, id, nil, "")
+	c.showOperator(w, r, ss, id, "")
 }
 
 // operatorName is operator id's name ("" when unknown).
@@ -43,23 +44,27 @@ func (c *Console) operatorName(r *http.Request, ss *session, id uuid.UUID) strin
 
 // showOperator lists operator id's keys (GET /operators/{id}/keys), with a new
 // key's secret shown once.
-func (c *Console) showOperator(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, newKey *oc.NewApiKey, notice string) {
+func (c *Console) showOperator(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, notice string) {
 	res, err := c.client(ss).ListOperatorKeysWithResponse(r.Context(), id)
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
+	if notice == "" {
+		notice = revokedNotice(r, res.JSON200.Data)
+	}
 	name := c.operatorName(r, ss, id)
-	c.render(w, http.StatusOK, "operator", ss, map[string]any{"Title": "Operator " + name, "Name": name, "ID": id,
-		"Self": id == ss.Data.OperatorID, "Keys": res.JSON200.Data, "NewKey": newKey, "Notice": notice})
+	data := map[string]any{"Title": "Operator " + name, "Name": name, "ID": id,
+		"Self": id == ss.Data.OperatorID, "Keys": res.JSON200.Data, "Notice": notice}
+	c.site.Opened(r, ss, data)
+	c.site.Render(w, http.StatusOK, "operator", ss, data)
 }
 
 // operatorKeyAction adds, rolls or revokes an operator key, each after its
 // confirmation page (the Idempotency-Key is made there, so a double submit replays).
 func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		http.NotFound(w, r)
+	id, ok := c.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	op := r.PathValue("op")
@@ -68,8 +73,9 @@ func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *
 	}
 	var kid uuid.UUID
 	if op != "add" {
+		var err error
 		if kid, err = uuid.Parse(r.PathValue("kid")); err != nil {
-			http.NotFound(w, r)
+			c.site.NotFound(w, ss)
 			return
 		}
 	}
@@ -82,19 +88,18 @@ func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *
 		name := c.operatorName(r, ss, id)
 		words := map[string]string{"add": "Add an API key", "roll": "Roll the API key", "revoke": "Revoke the API key"}[op]
 		if words == "" {
-			http.NotFound(w, r)
+			c.site.NotFound(w, ss)
 			return
 		}
-		subject := "Operator " + name + " (" + id.String() + ")"
+		subject := "Operator " + name
 		if op != "add" {
 			subject += ", key " + f.Get("prefix") + "…"
 		}
 		if id == ss.Data.OperatorID && op == "revoke" {
 			subject += ". This is your own account: a revoked key you signed in with ends this session."
 		}
-		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": words, "Subject": subject,
-			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": target,
-			"Back": BasePath + "/operators/" + id.String()})
+		c.confirm(w, ss, confirmation{Action: words, Subject: subject, Form: f, Target: target,
+			Back: BasePath + "/operators/" + id.String()})
 		return
 	}
 	cl := c.client(ss)
@@ -103,10 +108,10 @@ func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *
 	case "add":
 		res, err := cl.CreateOperatorKeyWithResponse(r.Context(), id, &oc.CreateOperatorKeyParams{IdempotencyKey: key}, oc.EmptyRequest{})
 		if err != nil || res.JSON200 == nil {
-			c.fail(w, ss, statusOf(res, err), bodyOf(res))
+			c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return
 		}
-		c.showOperator(w, r, ss, id, &res.JSON200.Data, "Key added.")
+		c.site.ShowOnce(w, r, ss, "/operators/"+id.String(), map[string]string{"NewKey": res.JSON200.Data.Key, "Notice": "Key added."})
 	case "roll":
 		req := oc.RollRequest{}
 		if overlap := strings.TrimSpace(f.Get("overlap")); overlap != "" {
@@ -114,18 +119,18 @@ func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *
 		}
 		res, err := cl.RollOperatorKeyWithResponse(r.Context(), id, kid, &oc.RollOperatorKeyParams{IdempotencyKey: key}, req)
 		if err != nil || res.JSON200 == nil {
-			c.fail(w, ss, statusOf(res, err), bodyOf(res))
+			c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return
 		}
-		c.showOperator(w, r, ss, id, &res.JSON200.Data, "Key rolled.")
+		c.site.ShowOnce(w, r, ss, "/operators/"+id.String(), map[string]string{"NewKey": res.JSON200.Data.Key, "Notice": "Key rolled."})
 	case "revoke":
 		res, err := cl.RevokeOperatorKeyWithResponse(r.Context(), id, kid, &oc.RevokeOperatorKeyParams{IdempotencyKey: &key})
 		if err != nil || res.JSON200 == nil {
-			c.fail(w, ss, statusOf(res, err), bodyOf(res))
+			c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return
 		}
-		c.showOperator(w, r, ss, id, nil, "Key "+res.JSON200.Data.Prefix+"… revoked.")
+		http.Redirect(w, r, BasePath+"/operators/"+id.String()+"?"+url.Values{"revoked": {res.JSON200.Data.Prefix}}.Encode(), http.StatusSeeOther)
 	default:
-		http.NotFound(w, r)
+		c.site.NotFound(w, ss)
 	}
 }

@@ -1,10 +1,8 @@
 package console
 
 import (
-	"encoding/json"
 	"fmt"
 	"html/template"
-	"io/fs"
 	"net/http"
 	"net/url"
 	"strings"
@@ -17,35 +15,22 @@ import (
 	"partnerd/internal/web/webkit"
 )
 
-func (c *Console) parse() error {
-	funcs := webkit.Funcs()
-	funcs["ago"] = func(t time.Time) string { return ago(c.d.Now().Sub(t)) }
-	funcs["age"] = func(t any) string { return age(c.d.Now(), t) }
-	funcs["stagename"] = funcs["words"]
-	layout, err := fs.ReadFile(web, "web/layout.html")
-	if err != nil {
-		return err
+// funcs are the console's own template functions: ago and age, against the
+// console's clock.
+func (c *Console) funcs() template.FuncMap {
+	return template.FuncMap{
+		"ago": func(t time.Time) string { return ago(c.d.Now().Sub(t)) },
+		"age": func(t any) string { return age(c.d.Now(), t) },
 	}
-	names, err := fs.Glob(web, "web/page_*.html")
-	if err != nil {
-		return err
+}
+
+// frame is what the header shows of a session: the operator and the sign-out
+// form's CSRF token.
+func frame(ss *session, data map[string]any) {
+	if ss != nil {
+		data["Operator"] = ss.Data.Name
+		data["CSRF"] = ss.CSRF
 	}
-	c.pages = map[string]*template.Template{}
-	for _, n := range names {
-		body, err := fs.ReadFile(web, n)
-		if err != nil {
-			return err
-		}
-		t, err := template.New("layout").Funcs(funcs).Parse(string(layout))
-		if err != nil {
-			return err
-		}
-		if _, err := t.Parse(string(body)); err != nil {
-			return fmt.Errorf("%s: %w", n, err)
-		}
-		c.pages[strings.TrimSuffix(strings.TrimPrefix(n, "web/page_"), ".html")] = t
-	}
-	return nil
 }
 
 func ago(d time.Duration) string {
@@ -82,44 +67,13 @@ func age(now time.Time, t any) string {
 	return ago(d)
 }
 
-// render writes page with data, the session's operator and CSRF token.
-func (c *Console) render(w http.ResponseWriter, status int, page string, ss *session, data map[string]any) {
-	if ss != nil {
-		data["Operator"] = ss.Data.Name
-		data["CSRF"] = ss.CSRF
-	}
-	data["Base"] = BasePath
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	if err := c.pages[page].ExecuteTemplate(w, "layout", data); err != nil {
-		c.d.Logger.Error("console render", "page", page, "error", err.Error())
-	}
-}
-
-// apiError turns an operator API failure into words.
-func apiError(status int, body []byte) string {
-	var e oc.Error
-	if json.Unmarshal(body, &e) == nil && e.Message != "" {
-		msg := e.Message
-		for _, d := range e.Error.Details {
-			msg += " (" + d.Field + ": " + d.Message + ")"
-		}
-		return fmt.Sprintf("%s — %s (HTTP %d)", msg, e.Error.Code, status)
-	}
-	return fmt.Sprintf("The operator API answered HTTP %d.", status)
-}
-
-func (c *Console) fail(w http.ResponseWriter, ss *session, status int, body []byte) {
-	c.render(w, status, "message", ss, map[string]any{"Title": "Not done", "Message": apiError(status, body)})
-}
-
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, ss *session) {
 	res, err := c.client(ss).GetOverviewWithResponse(r.Context())
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
-	c.render(w, http.StatusOK, "overview", ss, map[string]any{"Title": "Overview", "O": res.JSON200.Data})
+	c.site.Render(w, http.StatusOK, "overview", ss, map[string]any{"Title": "Overview", "O": res.JSON200.Data})
 }
 
 func (c *Console) list(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -137,7 +91,7 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, ss *session) {
 	}
 	res, err := c.client(ss).ListStageWithResponse(r.Context(), &p)
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	next := ""
@@ -151,25 +105,24 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, ss *session) {
 			csvq.Set(k, v)
 		}
 	}
-	c.render(w, http.StatusOK, "list", ss, map[string]any{"Title": "Transactions", "Stage": q.Get("stage"), "Q": q.Get("q"),
+	c.site.Render(w, http.StatusOK, "list", ss, map[string]any{"Title": "Transactions", "Stage": q.Get("stage"), "Q": q.Get("q"),
 		"Items": res.JSON200.Data.Data, "Next": next, "Stages": stages, "CSV": BasePath + "/transactions.csv?" + csvq.Encode()})
 }
 
 var stages = []oc.Stage{oc.StageAwaitingFill, oc.StageAwaitingSettlement, oc.StageAwaitingPayout, oc.StageFailed, oc.StageConfirmingTooLong}
 
 func (c *Console) transaction(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		c.render(w, http.StatusNotFound, "message", ss, map[string]any{"Title": "Not found", "Message": "No such transaction."})
+	id, ok := c.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
-	c.showTransaction(w, r, ss, id, http.StatusOK, "", "")
+	c.showTransaction(w, r, ss, id, http.StatusOK, actionDone[r.URL.Query().Get("done")], "")
 }
 
-func (c *Console) showTransaction(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, status int, notice, problem string) {
+func (c *Console) showTransaction(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, status int, notice string, problem any) {
 	res, err := c.client(ss).GetOperatorTransactionWithResponse(r.Context(), id)
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	// Only the actions the state machine allows now are offered (the API refuses
@@ -178,15 +131,14 @@ func (c *Console) showTransaction(w http.ResponseWriter, r *http.Request, ss *se
 	for _, a := range res.JSON200.Data.AllowedActions {
 		allowed[string(a)] = true
 	}
-	c.render(w, status, "transaction", ss, map[string]any{"Title": "Transaction", "T": res.JSON200.Data, "Allowed": allowed,
+	c.site.Render(w, status, "transaction", ss, map[string]any{"Title": "Transaction", "T": res.JSON200.Data, "Allowed": allowed,
 		"Notice": notice, "Problem": problem})
 }
 
 // action runs a transaction action after its confirmation page.
 func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		http.NotFound(w, r)
+	id, ok := c.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	f := r.PostForm
@@ -195,7 +147,7 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
 		// Say which transaction, whose, and how much, not only the form's values.
 		res, err := c.client(ss).GetOperatorTransactionWithResponse(r.Context(), id)
 		if err != nil || res.JSON200 == nil {
-			c.fail(w, ss, statusOf(res, err), bodyOf(res))
+			c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return
 		}
 		t := res.JSON200.Data
@@ -203,43 +155,49 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
 		if !ok {
 			words = act
 		}
-		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": words, "ID": id,
-			"Subject": fmt.Sprintf("%s · %s · %s USDT → %s NGN at %s · %s", t.MerchantReference, t.PartnerName, t.CryptoAmount, t.Amount, t.Rate, t.Status),
-			"Fields":  confirmFields(f), "Key": uuid.NewString(), "Target": fmt.Sprintf("%s/transactions/%s/action", BasePath, id),
-			"Back": fmt.Sprintf("%s/transactions/%s", BasePath, id)})
+		c.confirm(w, ss, confirmation{Action: words,
+			Subject: fmt.Sprintf("%s · %s · %s USDT → %s NGN at %s · %s", t.MerchantReference, t.PartnerName,
+				webkit.Amount(t.CryptoAmount), webkit.Amount(t.Amount), webkit.Amount(t.Rate), webkit.StateWords(t.Status)),
+			Form: f, Target: fmt.Sprintf("%s/transactions/%s/action", BasePath, id),
+			Back: fmt.Sprintf("%s/transactions/%s", BasePath, id)})
 		return
 	}
 	cl, ctx, ik := c.client(ss), r.Context(), f.Get("idempotency_key")
-	var status int
-	var body []byte
+	var res webkit.Answer
+	var err error
 	switch act {
 	case "fill":
-		res, err := cl.FillOrderWithResponse(ctx, id, &oc.FillOrderParams{IdempotencyKey: ik}, oc.FillRequest{Rate: f.Get("rate"), FiatAmount: f.Get("fiat_amount"), Reference: f.Get("reference")})
-		status, body = statusOf(res, err), bodyOf(res)
+		res, err = cl.FillOrderWithResponse(ctx, id, &oc.FillOrderParams{IdempotencyKey: ik}, oc.FillRequest{Rate: f.Get("rate"), FiatAmount: f.Get("fiat_amount"), Reference: f.Get("reference")})
 	case "settle":
-		res, err := cl.SettleOrderWithResponse(ctx, id, &oc.SettleOrderParams{IdempotencyKey: ik}, oc.ReferenceRequest{Reference: f.Get("reference")})
-		status, body = statusOf(res, err), bodyOf(res)
+		res, err = cl.SettleOrderWithResponse(ctx, id, &oc.SettleOrderParams{IdempotencyKey: ik}, oc.ReferenceRequest{Reference: f.Get("reference")})
 	case "payout":
-		res, err := cl.SettlePayoutWithResponse(ctx, id, &oc.SettlePayoutParams{IdempotencyKey: ik}, oc.ReferenceRequest{Reference: f.Get("reference")})
-		status, body = statusOf(res, err), bodyOf(res)
+		res, err = cl.SettlePayoutWithResponse(ctx, id, &oc.SettlePayoutParams{IdempotencyKey: ik}, oc.ReferenceRequest{Reference: f.Get("reference")})
 	case "fail":
-		res, err := cl.FailTransactionWithResponse(ctx, id, &oc.FailTransactionParams{IdempotencyKey: ik}, oc.FailRequest{Reason: f.Get("reason")})
-		status, body = statusOf(res, err), bodyOf(res)
+		res, err = cl.FailTransactionWithResponse(ctx, id, &oc.FailTransactionParams{IdempotencyKey: ik}, oc.FailRequest{Reason: f.Get("reason")})
 	case "accept":
-		res, err := cl.AcceptShortPaymentWithResponse(ctx, id, &oc.AcceptShortPaymentParams{IdempotencyKey: ik}, oc.AcceptRequest{Reason: f.Get("reason")})
-		status, body = statusOf(res, err), bodyOf(res)
+		res, err = cl.AcceptShortPaymentWithResponse(ctx, id, &oc.AcceptShortPaymentParams{IdempotencyKey: ik}, oc.AcceptRequest{Reason: f.Get("reason")})
 	case "refund":
-		res, err := cl.RefundTransactionWithResponse(ctx, id, &oc.RefundTransactionParams{IdempotencyKey: ik}, oc.RefundRequest{TxHash: f.Get("tx_hash")})
-		status, body = statusOf(res, err), bodyOf(res)
+		res, err = cl.RefundTransactionWithResponse(ctx, id, &oc.RefundTransactionParams{IdempotencyKey: ik}, oc.RefundRequest{TxHash: f.Get("tx_hash")})
 	default:
-		c.render(w, http.StatusBadRequest, "message", ss, map[string]any{"Title": "Not done", "Message": "Unknown action."})
+		c.site.Message(w, http.StatusBadRequest, ss, "Not done", "Unknown action.")
 		return
 	}
+	status, body := webkit.StatusOf(res, err), webkit.BodyOf(res)
 	if status != http.StatusOK {
-		c.showTransaction(w, r, ss, id, status, "", apiError(status, body))
+		c.showTransaction(w, r, ss, id, status, "", webkit.APIError(status, body))
 		return
 	}
-	c.showTransaction(w, r, ss, id, http.StatusOK, "Done: "+act+".", "")
+	// Post/redirect/get: the answer is a page of its own, which a reload reads
+	// again instead of sending the action again.
+	http.Redirect(w, r, fmt.Sprintf("%s/transactions/%s?done=%s", BasePath, id, url.QueryEscape(act)), http.StatusSeeOther)
+}
+
+// actionDone says what a recorded action did, on the transaction's page the
+// action redirects to.
+var actionDone = map[string]string{
+	"fill": "Done: the sale (fill) is recorded.", "settle": "Done: the settlement is recorded.",
+	"payout": "Done: the payout to the partner is recorded.", "accept": "Done: the short payment is accepted.",
+	"fail": "Done: the transaction is failed.", "refund": "Done: the refund on chain is recorded.",
 }
 
 // field is one value carried through a confirmation page: Name is the form's,
@@ -251,6 +209,21 @@ var fieldLabels = map[string]string{
 	"action": "Action", "rate": "Executed rate (NGN per USDT)", "fiat_amount": "NGN amount", "reference": "Reference",
 	"reason": "Reason", "tx_hash": "Chain tx hash", "note": "Note", "partner_id": "Partner", "transaction_ids": "Transaction",
 	"prefix": "Key", "overlap": "Old key works for", "decision": "Decision",
+}
+
+// confirmation is an action's confirmation page: what it does (Action), to
+// what (Subject), the form's fields carried through (Form), where the
+// confirmed form goes (Target) and where Cancel leads (Back).
+type confirmation struct {
+	Action, Subject, Target, Back string
+	Form                          url.Values
+}
+
+// confirm shows cf's confirmation page with a fresh Idempotency-Key: made here,
+// so a double submit of the confirmed form replays instead of acting twice.
+func (c *Console) confirm(w http.ResponseWriter, ss *session, cf confirmation) {
+	c.site.Render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": cf.Action, "Subject": cf.Subject,
+		"Fields": confirmFields(cf.Form), "Key": uuid.NewString(), "Target": cf.Target, "Back": cf.Back})
 }
 
 // confirmFields are the action's fields, carried through the confirmation page.
@@ -281,12 +254,12 @@ func (c *Console) payoutForm(w http.ResponseWriter, r *http.Request, ss *session
 	}
 	res, err := c.client(ss).ListStageWithResponse(r.Context(), &p)
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	parts, err := c.client(ss).ListPartnersWithResponse(r.Context())
 	if err != nil || parts.JSON200 == nil {
-		c.fail(w, ss, statusOf(parts, err), bodyOf(parts))
+		c.site.Failed(w, ss, webkit.StatusOf(parts, err), webkit.BodyOf(parts))
 		return
 	}
 	var total decimal.Decimal
@@ -294,8 +267,15 @@ func (c *Console) payoutForm(w http.ResponseWriter, r *http.Request, ss *session
 		total = total.Add(decimal.RequireFromString(t.Amount))
 	}
 	all := r.URL.Query().Get("all") == "1"
-	c.render(w, http.StatusOK, "payout", ss, map[string]any{"Title": "Batch payout", "Items": res.JSON200.Data.Data,
-		"Partner": pid, "Partners": parts.JSON200.Data, "Total": total.StringFixed(2), "All": all,
+	var notice string
+	if id, err := uuid.Parse(r.URL.Query().Get("recorded")); err == nil && pid != uuid.Nil {
+		recorded, err := c.client(ss).ListPayoutsWithResponse(r.Context(), &oc.ListPayoutsParams{PartnerId: &pid})
+		if err == nil && recorded.JSON200 != nil {
+			notice = batchNotice(recorded.JSON200.Data.Data, id)
+		}
+	}
+	c.site.Render(w, http.StatusOK, "payout", ss, map[string]any{"Title": "Batch payout", "Items": res.JSON200.Data.Data,
+		"Partner": pid, "Partners": parts.JSON200.Data, "Total": total.StringFixed(2), "All": all, "Notice": notice,
 		"SelectAll": BasePath + "/payouts/new?" + url.Values{"partner_id": {pid.String()}, "all": {"1"}}.Encode(),
 		"Clear":     BasePath + "/payouts/new?" + url.Values{"partner_id": {pid.String()}}.Encode()})
 }
@@ -304,7 +284,7 @@ func (c *Console) payout(w http.ResponseWriter, r *http.Request, ss *session) {
 	f := r.PostForm
 	pid, err := uuid.Parse(f.Get("partner_id"))
 	if err != nil {
-		c.render(w, http.StatusBadRequest, "message", ss, map[string]any{"Title": "Not done", "Message": "Choose a partner first."})
+		c.site.Message(w, http.StatusBadRequest, ss, "Not done", "Choose a partner first.")
 		return
 	}
 	var ids []uuid.UUID
@@ -320,83 +300,95 @@ func (c *Console) payout(w http.ResponseWriter, r *http.Request, ss *session) {
 		for _, id := range ids {
 			res, err := c.client(ss).GetOperatorTransactionWithResponse(r.Context(), id)
 			if err != nil || res.JSON200 == nil {
-				c.fail(w, ss, statusOf(res, err), bodyOf(res))
+				c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 				return
 			}
 			sum = sum.Add(decimal.RequireFromString(res.JSON200.Data.Amount))
 		}
 		typed, err := decimal.NewFromString(strings.TrimSpace(f.Get("fiat_amount")))
 		if err != nil || !typed.Equal(sum) {
-			c.render(w, http.StatusBadRequest, "message", ss, map[string]any{"Title": "Not done",
-				"Message": fmt.Sprintf("The typed total (%s NGN) is not the sum of the %d ticked transactions (%s NGN); nothing was recorded.",
-					f.Get("fiat_amount"), len(ids), sum.StringFixed(2))})
+			c.site.Message(w, http.StatusBadRequest, ss, "Not done",
+				fmt.Sprintf("The typed total (%s NGN) is not the sum of the %d ticked transactions (%s NGN); nothing was recorded.",
+					f.Get("fiat_amount"), len(ids), webkit.Amount(sum.StringFixed(2))))
 			return
 		}
 		f.Set("fiat_amount", sum.StringFixed(2))
-		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm",
-			"Action": fmt.Sprintf("pay out %d transactions, %s NGN in all", len(ids), sum.StringFixed(2)),
-			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": BasePath + "/payouts",
-			"Back": BasePath + "/payouts/new?" + url.Values{"partner_id": {f.Get("partner_id")}}.Encode()})
+		c.confirm(w, ss, confirmation{Action: fmt.Sprintf("pay out %d transactions, %s NGN in all", len(ids), webkit.Amount(sum.StringFixed(2))),
+			Form: f, Target: BasePath + "/payouts", Back: BasePath + "/payouts/new?" + url.Values{"partner_id": {f.Get("partner_id")}}.Encode()})
 		return
 	}
 	res, err := c.client(ss).CreatePayoutWithResponse(r.Context(), &oc.CreatePayoutParams{IdempotencyKey: f.Get("idempotency_key")},
 		oc.PayoutRequest{PartnerId: pid, TransactionIds: ids, Reference: f.Get("reference"), FiatAmount: f.Get("fiat_amount")})
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
-	b := res.JSON200.Data
-	c.render(w, http.StatusOK, "message", ss, map[string]any{"Title": "Payout recorded",
-		"Message": fmt.Sprintf("Payout %s recorded: %d transactions, NGN %s, reference %s.", b.Id, len(b.TransactionIds), b.FiatAmount, b.Reference)})
+	http.Redirect(w, r, BasePath+"/payouts/new?"+url.Values{"partner_id": {pid.String()}, "recorded": {res.JSON200.Data.Id.String()}}.Encode(),
+		http.StatusSeeOther)
 }
 
 func (c *Console) deposits(w http.ResponseWriter, r *http.Request, ss *session) {
 	res, err := c.client(ss).ListUnmatchedDepositsWithResponse(r.Context(), &oc.ListUnmatchedDepositsParams{Limit: ptr(100)})
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
-	c.render(w, http.StatusOK, "deposits", ss, map[string]any{"Title": "Unmatched deposits", "Items": res.JSON200.Data.Data,
+	c.site.Render(w, http.StatusOK, "deposits", ss, map[string]any{"Title": "Unmatched deposits", "Items": res.JSON200.Data.Data,
 		"CSV": BasePath + "/deposits.csv"})
 }
 
 func (c *Console) partners(w http.ResponseWriter, r *http.Request, ss *session) {
-	c.showPartners(w, r, ss, nil)
+	c.showPartners(w, r, ss)
 }
 
-func (c *Console) showPartners(w http.ResponseWriter, r *http.Request, ss *session, created *oc.PartnerCreated) {
+func (c *Console) showPartners(w http.ResponseWriter, r *http.Request, ss *session) {
 	res, err := c.client(ss).ListPartnersWithResponse(r.Context())
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
-	c.render(w, http.StatusOK, "partners", ss, map[string]any{"Title": "Partners", "Items": res.JSON200.Data, "Created": created, "Key": uuid.NewString()})
+	data := map[string]any{"Title": "Partners", "Items": res.JSON200.Data, "Key": uuid.NewString()}
+	c.site.Opened(r, ss, data)
+	c.site.Render(w, http.StatusOK, "partners", ss, data)
 }
 
 func (c *Console) createPartner(w http.ResponseWriter, r *http.Request, ss *session) {
 	res, err := c.client(ss).CreatePartnerWithResponse(r.Context(), &oc.CreatePartnerParams{IdempotencyKey: r.PostForm.Get("idempotency_key")},
 		oc.NameRequest{Name: r.PostForm.Get("name")})
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
-	c.showPartners(w, r, ss, &res.JSON200.Data)
+	created := res.JSON200.Data
+	c.site.ShowOnce(w, r, ss, "/partners", map[string]string{"CreatedName": created.Partner.Name, "CreatedKey": created.Key.Key})
 }
 
 func (c *Console) partner(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		http.NotFound(w, r)
+	id, ok := c.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
-	c.showPartner(w, r, ss, id, nil, "")
+	c.showPartner(w, r, ss, id, "")
 }
 
-func (c *Console) showPartner(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, newKey *oc.NewApiKey, notice string,
+// revokedNotice is the notice of a key just revoked (the page its form
+// redirects to names the key's prefix), when one of keys has that prefix and
+// is revoked; else none.
+func revokedNotice(r *http.Request, keys []oc.ApiKey) string {
+	prefix := r.URL.Query().Get("revoked")
+	for _, k := range keys {
+		if prefix != "" && k.Prefix == prefix && k.Status == oc.ApiKeyStatusRevoked {
+			return "Key " + prefix + "… revoked: it stops working now."
+		}
+	}
+	return ""
+}
+
+func (c *Console) showPartner(w http.ResponseWriter, r *http.Request, ss *session, id uuid.UUID, notice string,
 	extra ...map[string]any) {
 	res, err := c.client(ss).ListPartnerKeysWithResponse(r.Context(), id)
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	var name string
@@ -409,11 +401,15 @@ func (c *Console) showPartner(w http.ResponseWriter, r *http.Request, ss *sessio
 	}
 	users, err := c.client(ss).ListPartnerUsersWithResponse(r.Context(), id)
 	if err != nil || users.JSON200 == nil {
-		c.fail(w, ss, statusOf(users, err), bodyOf(users))
+		c.site.Failed(w, ss, webkit.StatusOf(users, err), webkit.BodyOf(users))
 		return
 	}
+	if notice == "" {
+		notice = revokedNotice(r, res.JSON200.Data)
+	}
 	data := map[string]any{"Title": "Partner " + name, "Name": name, "ID": id,
-		"Keys": res.JSON200.Data, "NewKey": newKey, "Notice": notice, "Key": uuid.NewString(), "Users": users.JSON200.Data}
+		"Keys": res.JSON200.Data, "Notice": notice, "Key": uuid.NewString(), "Users": users.JSON200.Data}
+	c.site.Opened(r, ss, data)
 	status := http.StatusOK
 	for _, e := range extra {
 		for k, v := range e {
@@ -423,26 +419,25 @@ func (c *Console) showPartner(w http.ResponseWriter, r *http.Request, ss *sessio
 			status = s
 		}
 	}
-	c.render(w, status, "partner", ss, data)
+	c.site.Render(w, status, "partner", ss, data)
 }
 
 // inviteUser invites a person to the partner's team (the first admin, usually)
 // through the operator API, and shows the invitation link once.
 func (c *Console) inviteUser(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		http.NotFound(w, r)
+	id, ok := c.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	res, err := c.client(ss).InvitePartnerUserWithResponse(r.Context(), id, &oc.InvitePartnerUserParams{IdempotencyKey: r.PostFormValue("idempotency_key")},
 		oc.InvitePartnerUserRequest{Email: strings.TrimSpace(r.PostFormValue("email")), Role: oc.PartnerUserRole(r.PostFormValue("role"))})
 	if err != nil || res.JSON201 == nil {
-		status := statusOf(res, err)
+		status := webkit.StatusOf(res, err)
 		if status == http.StatusBadRequest {
-			c.showPartner(w, r, ss, id, nil, "", map[string]any{"Status": status, "InviteError": apiError(status, bodyOf(res))})
+			c.showPartner(w, r, ss, id, "", map[string]any{"Status": status, "InviteError": webkit.APIError(status, webkit.BodyOf(res))})
 			return
 		}
-		c.fail(w, ss, status, bodyOf(res))
+		c.site.Failed(w, ss, status, webkit.BodyOf(res))
 		return
 	}
 	scheme := "http"
@@ -450,8 +445,8 @@ func (c *Console) inviteUser(w http.ResponseWriter, r *http.Request, ss *session
 		scheme = "https"
 	}
 	inv := res.JSON201.Data
-	c.showPartner(w, r, ss, id, nil, "", map[string]any{"Invited": inv.User.Email, "InviteLink": scheme + "://" + r.Host + inv.Invitation.InviteUrl,
-		"InviteExpires": inv.Invitation.ExpiresAt})
+	c.site.ShowOnce(w, r, ss, "/partners/"+id.String(), map[string]string{"Invited": inv.User.Email, "InviteLink": scheme + "://" + r.Host + inv.Invitation.InviteUrl,
+		"InviteExpires": inv.Invitation.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC")})
 }
 
 // keyAction rolls or revokes a partner key.
@@ -459,7 +454,7 @@ func (c *Console) keyAction(w http.ResponseWriter, r *http.Request, ss *session)
 	id, err1 := uuid.Parse(r.PathValue("id"))
 	kid, err2 := uuid.Parse(r.PathValue("kid"))
 	if err1 != nil || err2 != nil {
-		http.NotFound(w, r)
+		c.site.NotFound(w, ss)
 		return
 	}
 	cl := c.client(ss)
@@ -472,19 +467,19 @@ func (c *Console) keyAction(w http.ResponseWriter, r *http.Request, ss *session)
 		}
 		res, err := cl.RollPartnerKeyWithResponse(r.Context(), id, kid, &oc.RollPartnerKeyParams{IdempotencyKey: r.PostForm.Get("idempotency_key")}, req)
 		if err != nil || res.JSON200 == nil {
-			c.fail(w, ss, statusOf(res, err), bodyOf(res))
+			c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return
 		}
-		c.showPartner(w, r, ss, id, &res.JSON200.Data, "Key rolled.")
+		c.site.ShowOnce(w, r, ss, "/partners/"+id.String(), map[string]string{"NewKey": res.JSON200.Data.Key, "Notice": "Key rolled."})
 	case "revoke":
 		res, err := cl.RevokePartnerKeyWithResponse(r.Context(), id, kid, nil)
 		if err != nil || res.JSON200 == nil {
-			c.fail(w, ss, statusOf(res, err), bodyOf(res))
+			c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return
 		}
-		c.showPartner(w, r, ss, id, nil, "Key "+res.JSON200.Data.Prefix+"… revoked.")
+		http.Redirect(w, r, BasePath+"/partners/"+id.String()+"?"+url.Values{"revoked": {res.JSON200.Data.Prefix}}.Encode(), http.StatusSeeOther)
 	default:
-		http.NotFound(w, r)
+		c.site.NotFound(w, ss)
 	}
 }
 
@@ -495,38 +490,15 @@ func (c *Console) audit(w http.ResponseWriter, r *http.Request, ss *session) {
 	}
 	res, err := c.client(ss).ListAuditWithResponse(r.Context(), &p)
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	next := ""
 	if nc := res.JSON200.Data.NextCursor; nc != nil {
 		next = BasePath + "/audit?" + url.Values{"cursor": {*nc}}.Encode()
 	}
-	c.render(w, http.StatusOK, "audit", ss, map[string]any{"Title": "Audit log", "Items": res.JSON200.Data.Data, "Next": next,
+	c.site.Render(w, http.StatusOK, "audit", ss, map[string]any{"Title": "Audit log", "Items": res.JSON200.Data.Data, "Next": next,
 		"CSV": BasePath + "/audit.csv"})
-}
-
-type response interface {
-	StatusCode() int
-}
-
-func statusOf(res response, err error) int {
-	if err != nil || res == nil {
-		return http.StatusBadGateway
-	}
-	return res.StatusCode()
-}
-
-// bodyOf returns a generated response's raw body.
-func bodyOf(res any) []byte {
-	switch v := res.(type) {
-	case interface{ Bytes() []byte }:
-		return v.Bytes()
-	}
-	b, _ := json.Marshal(res)
-	var raw struct{ Body []byte }
-	_ = json.Unmarshal(b, &raw)
-	return raw.Body
 }
 
 func ptr[T any](v T) *T { return &v }

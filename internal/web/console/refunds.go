@@ -11,6 +11,7 @@ import (
 
 	oc "partnerd/gen/operatorclient"
 	"partnerd/internal/chain"
+	"partnerd/internal/web/webkit"
 )
 
 // refundKinds are the refund tasks' kinds, in the filter's order.
@@ -18,7 +19,18 @@ var refundKinds = []oc.RefundTaskKind{oc.Unmatched, oc.Excess, oc.Short, oc.Dust
 
 // refundTasks lists GET /refund-tasks, filtered by kind and status (open by default).
 func (c *Console) refundTasks(w http.ResponseWriter, r *http.Request, ss *session) {
-	c.showRefundTasks(w, r, ss, http.StatusOK, "", "")
+	c.showRefundTasks(w, r, ss, http.StatusOK, resolvedNotice(r.URL.Query()), "")
+}
+
+// resolvedNotice is the notice of a refund task just resolved (the list its
+// form redirects to names the task and how it ended), or none.
+func resolvedNotice(q url.Values) string {
+	id, err := uuid.Parse(q.Get("resolved"))
+	as := q.Get("as")
+	if err != nil || (as != string(oc.UnmatchedDepositStatusRefunded) && as != string(oc.UnmatchedDepositStatusCredited)) {
+		return ""
+	}
+	return fmt.Sprintf("Refund task %s resolved: %s.", webkit.Short(id.String()), webkit.StateWords(as))
 }
 
 // refundFilter is the refund tasks page's filter, from its query: kind, status
@@ -72,11 +84,11 @@ func (f refundFilter) query(key, value string) string {
 	return v.Encode()
 }
 
-func (c *Console) showRefundTasks(w http.ResponseWriter, r *http.Request, ss *session, status int, notice, problem string) {
+func (c *Console) showRefundTasks(w http.ResponseWriter, r *http.Request, ss *session, status int, notice string, problem any) {
 	f := refundFilterOf(r.URL.Query())
 	p, err := f.params()
 	if err != nil {
-		c.render(w, http.StatusBadRequest, "message", ss, map[string]any{"Title": "Not found", "Message": "No such partner."})
+		c.site.Message(w, http.StatusBadRequest, ss, "Not found", "No such partner.")
 		return
 	}
 	if s := r.URL.Query().Get("cursor"); s != "" {
@@ -85,7 +97,7 @@ func (c *Console) showRefundTasks(w http.ResponseWriter, r *http.Request, ss *se
 	cl := c.client(ss)
 	res, err := cl.ListRefundTasksWithResponse(r.Context(), p)
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	parts, names, ok := c.partnerDirectory(w, r, ss)
@@ -96,7 +108,7 @@ func (c *Console) showRefundTasks(w http.ResponseWriter, r *http.Request, ss *se
 	if nc := res.JSON200.Data.NextCursor; nc != nil {
 		next = BasePath + "/refund-tasks?" + f.query("cursor", *nc)
 	}
-	c.render(w, status, "refunds", ss, map[string]any{"Title": "Refund tasks", "Items": res.JSON200.Data.Data, "F": f,
+	c.site.Render(w, status, "refunds", ss, map[string]any{"Title": "Refund tasks", "Items": res.JSON200.Data.Data, "F": f,
 		"Kind": f.Kind, "Status": f.Status, "Kinds": refundKinds, "Partners": parts, "Names": names,
 		"Networks": networks, "Next": next, "Notice": notice, "Problem": problem,
 		"CSV": BasePath + "/refund-tasks.csv?" + f.query("", "")})
@@ -108,17 +120,15 @@ var networks = []string{chain.BEP20, chain.TRC20}
 // resolve closes a refund task (POST /refund-tasks/{id}/resolve) after its
 // confirmation page, then shows the open tasks with the outcome.
 func (c *Console) resolve(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		http.NotFound(w, r)
+	id, ok := c.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	f := r.PostForm
 	act := f.Get("action")
 	if f.Get("confirmed") != "yes" {
-		c.render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": "resolve refund task as " + act,
-			"Fields": confirmFields(f), "Key": uuid.NewString(), "Target": fmt.Sprintf("%s/refund-tasks/%s/resolve", BasePath, id),
-			"Back": BasePath + "/refund-tasks"})
+		c.confirm(w, ss, confirmation{Action: "resolve refund task as " + webkit.StateWords(act), Form: f,
+			Target: fmt.Sprintf("%s/refund-tasks/%s/resolve", BasePath, id), Back: BasePath + "/refund-tasks"})
 		return
 	}
 	req := oc.ResolveRequest{Action: oc.ResolveRequestAction(act)}
@@ -131,12 +141,12 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request, ss *session) {
 	res, err := c.client(ss).ResolveRefundTaskWithResponse(r.Context(), id, &oc.ResolveRefundTaskParams{IdempotencyKey: f.Get("idempotency_key")}, req)
 	r.URL.RawQuery = ""
 	if err != nil || res.JSON200 == nil {
-		status := statusOf(res, err)
-		c.showRefundTasks(w, r, ss, status, "", apiError(status, bodyOf(res)))
+		status := webkit.StatusOf(res, err)
+		c.showRefundTasks(w, r, ss, status, "", webkit.APIError(status, webkit.BodyOf(res)))
 		return
 	}
 	t := res.JSON200.Data
-	c.showRefundTasks(w, r, ss, http.StatusOK, fmt.Sprintf("Refund task %s (%s, %s USDT) resolved: %s.", t.Id, t.Kind, t.Amount, t.Status), "")
+	http.Redirect(w, r, BasePath+"/refund-tasks?"+url.Values{"resolved": {t.Id.String()}, "as": {string(t.Status)}}.Encode(), http.StatusSeeOther)
 }
 
 // partnerDirectory lists the partners for a page that names them, with each
@@ -144,7 +154,7 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request, ss *session) {
 func (c *Console) partnerDirectory(w http.ResponseWriter, r *http.Request, ss *session) ([]oc.Partner, map[string]string, bool) {
 	res, err := c.client(ss).ListPartnersWithResponse(r.Context())
 	if err != nil || res.JSON200 == nil {
-		c.fail(w, ss, statusOf(res, err), bodyOf(res))
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return nil, nil, false
 	}
 	names := make(map[string]string, len(res.JSON200.Data))

@@ -99,6 +99,8 @@ func refundsAndFillFlow(t *testing.T, db testdb.Database) {
 	resolve("refunded", "")
 	require.NoError(t, chromedp.Run(ctx, chromedp.Text("#problem", &text, chromedp.ByID)))
 	require.Contains(t, text, "tx_hash")
+	require.NotContains(t, text, "HTTP 4", "the words first; the status folded beneath them")
+	require.NoError(t, chromedp.Run(ctx, chromedp.TextContent("#problem details code", &text, chromedp.ByQuery)))
 	require.Contains(t, text, "HTTP 4")
 	require.Equal(t, oc.UnmatchedDepositStatusOpen, statusOfTask(t, ops, dustHash))
 
@@ -130,9 +132,9 @@ func refundsAndFillFlow(t *testing.T, db testdb.Database) {
 		chromedp.Click("#batch-submit", chromedp.ByID),
 		chromedp.WaitVisible("#confirm", chromedp.ByID),
 		chromedp.Click("#confirm", chromedp.ByID),
-		chromedp.Text("#message", &text, chromedp.ByID),
+		chromedp.Text("#notice", &text, chromedp.ByID),
 	))
-	require.Contains(t, text, "2 transactions")
+	require.Contains(t, text, "Fill recorded: 2 transactions")
 	require.Contains(t, text, "LP-BATCH-1")
 	list, err := ops.ListFillsWithResponse(bg, &oc.ListFillsParams{})
 	require.NoError(t, err)

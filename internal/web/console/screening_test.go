@@ -57,7 +57,7 @@ func screeningReviewFlow(t *testing.T, db testdb.Database) {
 		chromedp.Text("#review-"+blocked.Id.String(), &page, chromedp.ByQuery),
 	))
 	require.Equal(t, "2", strings.TrimSpace(held))
-	for _, want := range []string{sender, "Test SDN list", "published 2026-11-01", "hit", blocked.CryptoAmount, "held"} {
+	for _, want := range []string{sender, "Test SDN list", "published 2026-11-01", "named on a list", blocked.CryptoAmount, "held for review"} {
 		require.Contains(t, page, want)
 	}
 

@@ -13,8 +13,6 @@ import (
 const (
 	IdleTimeout     = 30 * time.Minute
 	AbsoluteTimeout = 12 * time.Hour
-	cookieName      = "console_session"
-	formCookieName  = "console_form"
 )
 
 // Sign-ins per client address: each attempt is reserved before the key is

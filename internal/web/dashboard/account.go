@@ -7,6 +7,7 @@ import (
 
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partnerusers"
+	"partnerd/internal/web/webkit"
 )
 
 func (d *Dashboard) accountRoutes(mux *http.ServeMux) {
@@ -25,8 +26,8 @@ func (d *Dashboard) invitePage(w http.ResponseWriter, r *http.Request) {
 	if d.invitationRefused(w, err) {
 		return
 	}
-	d.render(w, http.StatusOK, "invite", nil, map[string]any{"Title": "Set your password", "Email": u.Email,
-		"Min": partnerusers.MinPasswordLength, "FormCSRF": d.formToken.Issue(w, r)})
+	d.site.Render(w, http.StatusOK, "invite", nil, map[string]any{"Title": "Set your password", "Email": u.Email,
+		"Min": partnerusers.MinPasswordLength, "FormCSRF": d.site.FormToken.Issue(w, r)})
 }
 
 // invitationRefused renders an unknown (404), used or expired (410) invitation,
@@ -36,11 +37,11 @@ func (d *Dashboard) invitationRefused(w http.ResponseWriter, err error) bool {
 	case "":
 		return false
 	case apperr.NotFound:
-		d.message(w, http.StatusNotFound, nil, "Invitation not found", "This invitation link is not valid; ask whoever invited you for a new one.")
+		d.site.Message(w, http.StatusNotFound, nil, "Invitation not found", "This invitation link is not valid; ask whoever invited you for a new one.")
 	case apperr.InvalidStateTransition:
-		d.message(w, http.StatusGone, nil, "Invitation no longer valid", problemOf(err))
+		d.site.Message(w, http.StatusGone, nil, "Invitation no longer valid", problemOf(err))
 	default:
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 	}
 	return true
 }
@@ -57,25 +58,25 @@ func (d *Dashboard) accept(w http.ResponseWriter, r *http.Request) {
 	if d.formRefused(w, r, "invite", data) {
 		return
 	}
-	data["FormCSRF"] = d.formToken.Issue(w, r)
+	data["FormCSRF"] = d.site.FormToken.Issue(w, r)
 	password := r.PostFormValue("password")
 	if password != r.PostFormValue("confirm") {
 		data["Error"] = "The two passwords differ."
-		d.render(w, http.StatusBadRequest, "invite", nil, data)
+		d.site.Render(w, http.StatusBadRequest, "invite", nil, data)
 		return
 	}
 	u, err = d.d.Users.Accept(background(r.Context()), token, password)
 	if codeOf(err) == apperr.InvalidRequest {
 		data["Error"] = problemOf(err)
-		d.render(w, http.StatusBadRequest, "invite", nil, data)
+		d.site.Render(w, http.StatusBadRequest, "invite", nil, data)
 		return
 	}
 	if d.invitationRefused(w, err) {
 		return
 	}
 	d.d.Logger.Info("dashboard invitation accepted", "partner_id", u.PartnerID.String(), "user_id", u.ID.String())
-	d.render(w, http.StatusOK, "signin", nil, map[string]any{"Title": "Sign in", "Email": u.Email,
-		"Notice": "Your password is set. Sign in with it.", "FormCSRF": d.formToken.Issue(w, r)})
+	d.site.Render(w, http.StatusOK, "signin", nil, map[string]any{"Title": "Sign in", "Email": u.Email,
+		"Notice": "Your password is set. Sign in with it.", "FormCSRF": d.site.FormToken.Issue(w, r)})
 }
 
 // problemOf is an apperr's message with its fields' hints.
@@ -100,14 +101,14 @@ func (d *Dashboard) account(w http.ResponseWriter, r *http.Request, ss *session)
 func (d *Dashboard) showAccount(w http.ResponseWriter, r *http.Request, ss *session, status int, extra map[string]any) {
 	u, err := d.d.Users.Get(r.Context(), ss.Data.PartnerID, ss.Data.UserID)
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	data := map[string]any{"Title": "Your account", "Me": u, "Min": partnerusers.MinPasswordLength, "Required": d.d.Production}
 	if u.TOTPEnabled() {
 		left, err := d.d.Users.RecoveryCodesLeft(r.Context(), ss.Data.PartnerID, ss.Data.UserID)
 		if err != nil {
-			d.unavailable(w, err)
+			d.site.Unavailable(w, err)
 			return
 		}
 		data["CodesLeft"] = left
@@ -115,7 +116,7 @@ func (d *Dashboard) showAccount(w http.ResponseWriter, r *http.Request, ss *sess
 	for k, v := range extra {
 		data[k] = v
 	}
-	d.render(w, status, "account", ss, data)
+	d.site.Render(w, status, "account", ss, data)
 }
 
 // changePassword replaces the password and ends every session of the user; this
@@ -127,14 +128,10 @@ func (d *Dashboard) changePassword(w http.ResponseWriter, r *http.Request, ss *s
 		d.showAccount(w, r, ss, http.StatusBadRequest, map[string]any{"Error": "The two new passwords differ."})
 		return
 	}
-	res, wait, err := d.limiter.Reserve(r.Context(), d.addressKey(r), userKey(ss.Data.UserID))
-	if err != nil {
-		d.unavailable(w, err)
-		return
-	}
+	res := d.reserveMine(w, r, ss, "Too many wrong passwords; wait a few minutes and try again.", func(status int, problem string) {
+		d.showAccount(w, r, ss, status, map[string]any{"Error": problem})
+	})
 	if res == nil {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())))
-		d.showAccount(w, r, ss, http.StatusTooManyRequests, map[string]any{"Error": "Too many wrong passwords; wait a few minutes and try again."})
 		return
 	}
 	u, err := d.d.Users.ChangePassword(background(r.Context()), ss.Data.PartnerID, ss.Data.UserID, r.PostFormValue("current"), password)
@@ -154,19 +151,19 @@ func (d *Dashboard) changePassword(w http.ResponseWriter, r *http.Request, ss *s
 		d.showAccount(w, r, ss, http.StatusBadRequest, map[string]any{"Error": problemOf(err)})
 		return
 	default:
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
-	ended, err := d.sessions.EndAll(background(r.Context()), subject(u.ID))
+	ended, err := d.site.Sessions.EndAll(background(r.Context()), subject(u.ID))
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	v := ss.Data
 	v.Epoch = u.SessionEpoch
-	next, err := d.sessions.Create(background(r.Context()), w, subject(u.ID), v)
+	next, err := d.site.Sessions.Create(background(r.Context()), w, subject(u.ID), v)
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	d.d.Logger.Info("dashboard password changed", "partner_id", u.PartnerID.String(), "user_id", u.ID.String(), "sessions_ended", ended)
@@ -182,10 +179,10 @@ func (d *Dashboard) enrollPage(w http.ResponseWriter, r *http.Request, ss *sessi
 		return
 	}
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
-	d.render(w, http.StatusOK, "enroll", ss, map[string]any{"Title": "Second factor", "E": e, "Required": d.d.Production})
+	d.site.Render(w, http.StatusOK, "enroll", ss, map[string]any{"Title": "Second factor", "E": e, "Required": d.d.Production})
 }
 
 // confirmEnrollment turns the second factor on with a first code and shows the
@@ -197,16 +194,10 @@ func (d *Dashboard) confirmEnrollment(w http.ResponseWriter, r *http.Request, ss
 			http.Redirect(w, r, BasePath+"/enroll", http.StatusSeeOther)
 			return
 		}
-		d.render(w, status, "enroll", ss, map[string]any{"Title": "Second factor", "E": e, "Required": d.d.Production, "Error": problem})
+		d.site.Render(w, status, "enroll", ss, map[string]any{"Title": "Second factor", "E": e, "Required": d.d.Production, "Error": problem})
 	}
-	res, wait, err := d.limiter.Reserve(r.Context(), d.addressKey(r), userKey(ss.Data.UserID))
-	if err != nil {
-		d.unavailable(w, err)
-		return
-	}
+	res := d.reserveMine(w, r, ss, "Too many wrong codes; wait a few minutes and try again.", again)
 	if res == nil {
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())))
-		again(http.StatusTooManyRequests, "Too many wrong codes; wait a few minutes and try again.")
 		return
 	}
 	codes, err := d.d.Users.ConfirmTOTP(background(r.Context()), ss.Data.PartnerID, ss.Data.UserID, strings.TrimSpace(r.PostFormValue("code")))
@@ -222,11 +213,29 @@ func (d *Dashboard) confirmEnrollment(w http.ResponseWriter, r *http.Request, ss
 		http.Redirect(w, r, BasePath+"/enroll", http.StatusSeeOther)
 		return
 	default:
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	d.d.Logger.Info("dashboard second factor on", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String())
-	d.render(w, http.StatusOK, "recovery", ss, map[string]any{"Title": "Recovery codes", "Codes": codes})
+	d.site.Render(w, http.StatusOK, "recovery", ss, map[string]any{"Title": "Recovery codes", "Codes": codes})
+}
+
+// reserveMine takes one attempt of the signed-in user's (from their address,
+// and their own) before a password or code of theirs is checked; refused, it
+// answers 429 with Retry-After through refuse with problem (or the 503 page)
+// and returns nil. The caller releases the reservation when the check passes.
+func (d *Dashboard) reserveMine(w http.ResponseWriter, r *http.Request, ss *session, problem string,
+	refuse func(status int, problem string)) *webkit.Reservation {
+	res, wait, err := d.site.Limiter.Reserve(r.Context(), d.addressKey(r), userKey(ss.Data.UserID))
+	if err != nil {
+		d.site.Unavailable(w, err)
+		return nil
+	}
+	if res == nil {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())))
+		refuse(http.StatusTooManyRequests, problem)
+	}
+	return res
 }
 
 // codeOf is err's apperr code, "" for no error.

@@ -16,16 +16,16 @@ func (d *Dashboard) activity(w http.ResponseWriter, r *http.Request, ss *session
 	partner := ss.Data.PartnerID
 	page, err := d.d.Audit.List(r.Context(), audit.Filter{UsersOf: &partner}, 50, r.URL.Query().Get("cursor"))
 	if apperr.CodeOf(err) == apperr.InvalidCursor {
-		d.message(w, http.StatusBadRequest, ss, "Not shown", "This page's cursor is not valid; start from the newest actions.")
+		d.site.Message(w, http.StatusBadRequest, ss, "Not shown", "This page's cursor is not valid; start from the newest actions.")
 		return
 	}
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	users, err := d.d.Users.List(r.Context(), partner)
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	emails := map[uuid.UUID]string{}
@@ -47,5 +47,5 @@ func (d *Dashboard) activity(w http.ResponseWriter, r *http.Request, ss *session
 	if page.NextCursor != nil {
 		data["Next"] = BasePath + "/activity?" + url.Values{"cursor": {*page.NextCursor}}.Encode()
 	}
-	d.render(w, http.StatusOK, "activity", ss, data)
+	d.site.Render(w, http.StatusOK, "activity", ss, data)
 }

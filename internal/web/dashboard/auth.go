@@ -16,7 +16,7 @@ import (
 )
 
 // handler is a page or form handler of a signed-in user.
-type handler func(w http.ResponseWriter, r *http.Request, ss *session)
+type handler = webkit.Handler[visitor]
 
 // allow wraps h: a session is required (GET → the sign-in page; else 401), on
 // POST its CSRF token (else 403, nothing done), the user still active under the
@@ -31,27 +31,17 @@ func (d *Dashboard) allow(h handler, roles ...partnerusers.Role) http.HandlerFun
 // guard is allow; enrolling lets a user without a second factor through (the
 // enrolment pages themselves).
 func (d *Dashboard) guard(h handler, enrolling bool, roles ...partnerusers.Role) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ss := d.sessions.Get(r)
-		if ss == nil {
-			d.signInFirst(w, r)
-			return
-		}
-		if r.Method == http.MethodPost && !ss.ValidCSRF(r) {
-			d.message(w, http.StatusForbidden, ss, "Refused",
-				"This form was not sent from a dashboard page of your session (missing or wrong CSRF token). Nothing was changed; reload the page and try again.")
-			return
-		}
+	return d.site.Guard(func(w http.ResponseWriter, r *http.Request, ss *session) {
 		u, err := d.d.Users.Get(r.Context(), ss.Data.PartnerID, ss.Data.UserID)
 		if err != nil && apperr.CodeOf(err) != apperr.NotFound {
 			d.d.Logger.Error("dashboard: read the signed-in user", "error", err.Error())
-			d.message(w, http.StatusServiceUnavailable, nil, "Unavailable", "The dashboard cannot reach its database; try again in a moment.")
+			d.site.Message(w, http.StatusServiceUnavailable, nil, "Unavailable", "The dashboard cannot reach its database; try again in a moment.")
 			return
 		}
 		if err != nil || u.Status != partnerusers.Active || u.SessionEpoch != ss.Data.Epoch {
-			_ = d.sessions.End(r.Context(), w, ss.ID)
+			_ = d.site.Sessions.End(r.Context(), w, ss.ID)
 			d.d.Logger.Info("dashboard session ended", "user_id", ss.Data.UserID.String(), "reason", "user disabled or password changed")
-			d.signInFirst(w, r)
+			d.site.SignInFirst(w, r)
 			return
 		}
 		// A copy with the role and address as they are now (Seen, which other
@@ -60,49 +50,39 @@ func (d *Dashboard) guard(h handler, enrolling bool, roles ...partnerusers.Role)
 		cur.Data.Role, cur.Data.Email = u.Role, u.Email
 		if d.d.Production && !u.TOTPEnabled() && !enrolling {
 			if r.Method != http.MethodGet {
-				d.message(w, http.StatusForbidden, &cur, "Second factor first", "Set up your second factor before anything else. Nothing was changed.")
+				d.site.Message(w, http.StatusForbidden, &cur, "Second factor first", "Set up your second factor before anything else. Nothing was changed.")
 				return
 			}
 			http.Redirect(w, r, BasePath+"/enroll", http.StatusSeeOther)
 			return
 		}
 		if !permits(u.Role, roles) {
-			d.forbidden(w, &cur)
+			d.site.Forbidden(w, &cur)
 			return
 		}
 		h(w, r, &cur)
-	}
-}
-
-// signInFirst sends a request without a (live) session to the sign-in page, or
-// refuses a form.
-func (d *Dashboard) signInFirst(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		http.Error(w, "Sign in first.", http.StatusUnauthorized)
-		return
-	}
-	http.Redirect(w, r, BasePath+"/signin", http.StatusSeeOther)
+	})
 }
 
 func (d *Dashboard) signInPage(w http.ResponseWriter, r *http.Request) {
-	if d.sessions.Get(r) != nil {
+	if d.site.Sessions.Get(r) != nil {
 		http.Redirect(w, r, BasePath, http.StatusSeeOther)
 		return
 	}
-	d.render(w, http.StatusOK, "signin", nil, map[string]any{"Title": "Sign in", "FormCSRF": d.formToken.Issue(w, r)})
+	d.site.Render(w, http.StatusOK, "signin", nil, map[string]any{"Title": "Sign in", "FormCSRF": d.site.FormToken.Issue(w, r)})
 }
 
 // formRefused answers a sign-in form without the token of the sign-in page it
 // came from (another site's form: login CSRF), with page again and a fresh
 // token, and reports whether it did. Nothing is checked or counted.
 func (d *Dashboard) formRefused(w http.ResponseWriter, r *http.Request, page string, data map[string]any) bool {
-	if d.formToken.Valid(r) {
+	if d.site.FormToken.Valid(r) {
 		return false
 	}
 	d.d.Logger.Info("dashboard form without its token refused", "client", d.addr(r), "path", r.URL.Path)
-	data["FormCSRF"] = d.formToken.Issue(w, r)
+	data["FormCSRF"] = d.site.FormToken.Issue(w, r)
 	data["Error"] = "This form was not sent from this dashboard's page. Nothing was done; try again here."
-	d.render(w, http.StatusForbidden, page, nil, data)
+	d.site.Render(w, http.StatusForbidden, page, nil, data)
 	return true
 }
 
@@ -111,16 +91,16 @@ func (d *Dashboard) formRefused(w http.ResponseWriter, r *http.Request, page str
 // of reach) and returns nil. The caller releases the reservation when the check
 // succeeds: only failures count.
 func (d *Dashboard) reserve(w http.ResponseWriter, r *http.Request, page string, ss *session, data map[string]any, keys ...webkit.Key) *webkit.Reservation {
-	res, wait, err := d.limiter.Reserve(r.Context(), keys...)
+	res, wait, err := d.site.Limiter.Reserve(r.Context(), keys...)
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return nil
 	}
 	if res == nil {
 		d.d.Logger.Info("dashboard attempt refused by its limit", "client", d.addr(r))
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())))
 		data["Error"] = "Too many failed attempts; wait a few minutes and try again."
-		d.render(w, http.StatusTooManyRequests, page, ss, data)
+		d.site.Render(w, http.StatusTooManyRequests, page, ss, data)
 	}
 	return res
 }
@@ -129,7 +109,7 @@ func (d *Dashboard) reserve(w http.ResponseWriter, r *http.Request, page string,
 func (d *Dashboard) busy(w http.ResponseWriter, r *http.Request, page string, ss *session, data map[string]any) {
 	w.Header().Set("Retry-After", "1")
 	data["Error"] = "Too many sign-ins at once; try again in a moment."
-	d.render(w, http.StatusServiceUnavailable, page, ss, data)
+	d.site.Render(w, http.StatusServiceUnavailable, page, ss, data)
 }
 
 // addressKey limits the attempts from one client address.
@@ -160,7 +140,7 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 	if d.formRefused(w, r, "signin", data) {
 		return
 	}
-	data["FormCSRF"] = d.formToken.Issue(w, r)
+	data["FormCSRF"] = d.site.FormToken.Issue(w, r)
 	res := d.reserve(w, r, "signin", nil, data, d.addressKey(r), d.accountKey(r, email))
 	if res == nil {
 		return
@@ -169,7 +149,7 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 	if apperr.CodeOf(err) == apperr.Unauthorized {
 		d.d.Logger.Info("dashboard sign-in refused", "client", addr)
 		data["Error"] = "The email or password is wrong."
-		d.render(w, http.StatusUnauthorized, "signin", nil, data)
+		d.site.Render(w, http.StatusUnauthorized, "signin", nil, data)
 		return
 	}
 	res.Release(background(r.Context()))
@@ -178,7 +158,7 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	if len(users) > 1 {
@@ -188,7 +168,7 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 		}
 		p, err := d.pending.Create(r.Context(), w, "pending", pendingSignIn{Candidates: ids, Email: email})
 		if err != nil {
-			d.unavailable(w, err)
+			d.site.Unavailable(w, err)
 			return
 		}
 		d.choosePage(w, r.Context(), p.CSRF, users)
@@ -213,7 +193,7 @@ func (d *Dashboard) choosePage(w http.ResponseWriter, ctx context.Context, csrf 
 		}
 		choices = append(choices, choice{UserID: u.ID, Partner: name, Role: string(u.Role)})
 	}
-	d.render(w, http.StatusOK, "choose", nil, map[string]any{"Title": "Choose a partner", "Choices": choices, "PendingCSRF": csrf})
+	d.site.Render(w, http.StatusOK, "choose", nil, map[string]any{"Title": "Choose a partner", "Choices": choices, "PendingCSRF": csrf})
 }
 
 // choose takes the partner chosen after a right password.
@@ -238,7 +218,7 @@ func (d *Dashboard) choose(w http.ResponseWriter, r *http.Request) {
 func (d *Dashboard) passwordRight(w http.ResponseWriter, r *http.Request, u *partnerusers.User) {
 	if u.TOTPEnabled() {
 		if _, err := d.pending.Create(r.Context(), w, "pending", pendingSignIn{UserID: u.ID, PartnerID: u.PartnerID, Email: u.Email}); err != nil {
-			d.unavailable(w, err)
+			d.site.Unavailable(w, err)
 			return
 		}
 		http.Redirect(w, r, BasePath+"/signin/code", http.StatusSeeOther)
@@ -253,9 +233,9 @@ func (d *Dashboard) start(w http.ResponseWriter, r *http.Request, u *partneruser
 	if p, err := d.d.Partners.Get(r.Context(), u.PartnerID); err == nil {
 		name = p.Name
 	}
-	if _, err := d.sessions.Create(r.Context(), w, subject(u.ID),
+	if _, err := d.site.Sessions.Create(r.Context(), w, subject(u.ID),
 		visitor{UserID: u.ID, PartnerID: u.PartnerID, Email: u.Email, Role: u.Role, Epoch: u.SessionEpoch, PartnerName: name}); err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	d.d.Logger.Info("dashboard sign-in", "partner_id", u.PartnerID.String(), "user_id", u.ID.String())
@@ -268,7 +248,7 @@ func (d *Dashboard) codePage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, BasePath+"/signin", http.StatusSeeOther)
 		return
 	}
-	d.render(w, http.StatusOK, "code", nil, map[string]any{"Title": "Second factor", "PendingCSRF": p.CSRF})
+	d.site.Render(w, http.StatusOK, "code", nil, map[string]any{"Title": "Second factor", "PendingCSRF": p.CSRF})
 }
 
 // code checks the second factor: a code of the authenticator app, or one of the
@@ -288,7 +268,7 @@ func (d *Dashboard) code(w http.ResponseWriter, r *http.Request) {
 	u, err := d.d.Users.UserByID(r.Context(), p.Data.UserID)
 	if err != nil && apperr.CodeOf(err) != apperr.NotFound {
 		res.Release(background(r.Context()))
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	code := strings.TrimSpace(r.PostFormValue("code"))
@@ -302,29 +282,15 @@ func (d *Dashboard) code(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if c := apperr.CodeOf(err); c != apperr.Unauthorized && c != apperr.NotFound {
 			res.Release(background(r.Context()))
-			d.unavailable(w, err)
+			d.site.Unavailable(w, err)
 			return
 		}
 		d.d.Logger.Info("dashboard second factor refused", "client", addr, "user_id", p.Data.UserID.String())
 		data["Error"] = "The code is wrong or was already used."
-		d.render(w, http.StatusUnauthorized, "code", nil, data)
+		d.site.Render(w, http.StatusUnauthorized, "code", nil, data)
 		return
 	}
 	res.Release(background(r.Context()))
 	_ = d.pending.End(r.Context(), w, p.ID)
 	d.start(w, r, u)
-}
-
-func (d *Dashboard) signOut(w http.ResponseWriter, r *http.Request, ss *session) {
-	if err := d.sessions.End(r.Context(), w, ss.ID); err != nil {
-		d.unavailable(w, err)
-		return
-	}
-	http.Redirect(w, r, BasePath+"/signin", http.StatusSeeOther)
-}
-
-// unavailable answers a failure of the service itself (the database out of reach).
-func (d *Dashboard) unavailable(w http.ResponseWriter, err error) {
-	d.d.Logger.Error("dashboard", "error", err.Error())
-	d.message(w, http.StatusServiceUnavailable, nil, "Unavailable", "The dashboard cannot do this now; try again in a moment.")
 }

@@ -19,7 +19,9 @@ package dashboard
 import (
 	"context"
 	"embed"
+	"fmt"
 	"html/template"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"time"
@@ -71,17 +73,15 @@ type Deps struct {
 
 // Dashboard serves the pages.
 type Dashboard struct {
-	d        Deps
-	sessions *webkit.Sessions[visitor]
+	d Deps
+	// site is the kit's site: pages, sessions, the sign-in limiter and the
+	// token of the forms sent before a session (sign-in, an invitation's
+	// password).
+	site *webkit.Site[visitor]
 	// pending are sign-ins between the password and the second factor (or the
 	// choice of partner): a short-lived cookie of its own, never a session.
 	pending *webkit.Sessions[pendingSignIn]
-	limiter *webkit.Limiter
 	forms   *webkit.Forms
-	// formToken is the CSRF token of the forms sent before a session: sign-in
-	// and an invitation's password.
-	formToken webkit.FormToken
-	pages     map[string]*template.Template
 }
 
 // Register mounts the dashboard on e.
@@ -105,16 +105,17 @@ func New(d Deps) (*Dashboard, error) {
 		d.Logger = slog.Default()
 	}
 	dash := &Dashboard{d: d,
-		sessions: webkit.NewSessions[visitor](webkit.SessionConfig{Cookie: cookieName, Path: BasePath, Secure: d.Production,
-			Idle: IdleTimeout, Absolute: AbsoluteTimeout, Now: d.Now}, d.State),
 		pending: webkit.NewSessions[pendingSignIn](webkit.SessionConfig{Cookie: pendingCookieName, Path: BasePath, Secure: d.Production,
 			Idle: PendingTimeout, Absolute: PendingTimeout, Now: d.Now}, d.State),
-		limiter:   webkit.NewLimiter(d.State, d.Now),
-		forms:     webkit.NewForms(d.State, d.Now),
-		formToken: webkit.FormToken{Cookie: formCookieName, Path: BasePath, Secure: d.Production}}
-	if err := dash.parse(); err != nil {
+		forms: webkit.NewForms(d.State, d.Now)}
+	pages, _ := fs.Sub(web, "web")
+	site, err := webkit.NewSite(webkit.SiteConfig[visitor]{Base: BasePath, Name: "dashboard", SignIn: BasePath + "/signin",
+		Pages: pages, Funcs: template.FuncMap{"str": func(s any) string { return fmt.Sprint(s) }}, Frame: dash.frame,
+		Idle: IdleTimeout, Absolute: AbsoluteTimeout, Secure: d.Production, State: d.State, Logger: d.Logger, Now: d.Now})
+	if err != nil {
 		return nil, err
 	}
+	dash.site = site
 	return dash, nil
 }
 
@@ -125,8 +126,9 @@ func (d *Dashboard) Handler() http.Handler { return d.routes() }
 func (d *Dashboard) client(ss *session) *pc.ClientWithResponses {
 	p := httpapi.Principal{PartnerID: ss.Data.PartnerID, UserID: ss.Data.UserID}
 	cl, _ := pc.NewClientWithResponses("http://in-process"+d.d.PartnerBase,
-		pc.WithHTTPClient(&http.Client{Transport: webkit.InProcess{Handler: d.d.API,
-			Prepare: func(r *http.Request) *http.Request { return r.WithContext(httpapi.WithPrincipal(r.Context(), p)) }}}))
+		pc.WithHTTPClient(webkit.Client(d.d.API, func(r *http.Request) *http.Request {
+			return r.WithContext(httpapi.WithPrincipal(r.Context(), p))
+		})))
 	return cl
 }
 

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -109,26 +108,10 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 	return s
 }
 
-// sessionCookie returns the browser's dashboard session cookie, checking its
-// attributes.
+// sessionCookie returns the browser's dashboard_session cookie, checking its attributes.
 func sessionCookie(t *testing.T, ctx context.Context) *http.Cookie {
 	t.Helper()
-	var cookies []*network.Cookie
-	require.NoError(t, chromedp.Run(ctx, chromedp.ActionFunc(func(ctx context.Context) error {
-		var err error
-		cookies, err = network.GetCookies().Do(ctx)
-		return err
-	})))
-	for _, c := range cookies {
-		if c.Name == "dashboard_session" {
-			require.True(t, c.HTTPOnly)
-			require.Equal(t, network.CookieSameSiteStrict, c.SameSite)
-			require.Equal(t, "/dashboard", c.Path)
-			return &http.Cookie{Name: c.Name, Value: c.Value}
-		}
-	}
-	t.Fatal("no dashboard_session cookie")
-	return nil
+	return webtest.SessionCookie(t, ctx, "dashboard_session", "/dashboard")
 }
 
 // secretField finds the enrolment page's secret.

@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/internal/apikeys"
-	"partnerd/internal/kit/apperr"
 	"partnerd/internal/web/webkit"
 )
 
@@ -45,38 +44,31 @@ func (d *Dashboard) keys(w http.ResponseWriter, r *http.Request, ss *session) {
 func (d *Dashboard) showKeys(w http.ResponseWriter, r *http.Request, ss *session, status int, extra map[string]any) {
 	ks, err := d.d.Keys.PartnerKeys(r.Context(), ss.Data.PartnerID)
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	now := d.d.Now()
 	views := make([]keyView, len(ks))
-	for i, k := range ks {
-		views[i] = keyView{Key: k, Status: k.Status(now), FormKey: formKey()}
-	}
 	data := map[string]any{"Title": "API keys", "Section": "keys", "Keys": views, "Overlaps": overlaps,
 		"DefaultOverlap": "24h", "FormKey": formKey()}
+	for i, k := range ks {
+		views[i] = keyView{Key: k, Status: k.Status(now), FormKey: formKey()}
+		// The notice of a key just revoked: the page its form redirects to names it.
+		if k.ID.String() == r.URL.Query().Get("revoked") && k.RevokedAt != nil {
+			data["Notice"] = "Key " + k.Prefix + "… is revoked: it stops working now."
+		}
+	}
+	d.site.Opened(r, ss, data)
 	for k, v := range extra {
 		data[k] = v
 	}
-	d.render(w, status, "keys", ss, data)
+	d.site.Render(w, status, "keys", ss, data)
 }
 
-// keyRefused shows a refused key action on the keys page (nothing changed), or a
-// failure; it reports whether err was one.
+// keyRefused shows a refused key action on the keys page (refused); it
+// reports whether err was one.
 func (d *Dashboard) keyRefused(w http.ResponseWriter, r *http.Request, ss *session, err error) bool {
-	switch codeOf(err) {
-	case "":
-		return false
-	case apperr.NotFound:
-		d.notFound(w, ss)
-	case apperr.InvalidRequest:
-		d.showKeys(w, r, ss, http.StatusBadRequest, map[string]any{"Error": problemOf(err)})
-	case apperr.InvalidStateTransition:
-		d.showKeys(w, r, ss, http.StatusConflict, map[string]any{"Error": problemOf(err)})
-	default:
-		d.unavailable(w, err)
-	}
-	return true
+	return d.refused(w, ss, err, func(status int, extra map[string]any) { d.showKeys(w, r, ss, status, extra) })
 }
 
 // once reports whether the form's key is seen for the first time: a form sent
@@ -90,7 +82,7 @@ func (d *Dashboard) once(w http.ResponseWriter, r *http.Request, ss *session) bo
 	}
 	first, err := d.forms.First(r.Context(), ss.Data.PartnerID.String(), key)
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return false
 	}
 	if first {
@@ -109,7 +101,7 @@ func (d *Dashboard) createKey(w http.ResponseWriter, r *http.Request, ss *sessio
 	if d.keyRefused(w, r, ss, err) {
 		return
 	}
-	d.showKeys(w, r, ss, http.StatusOK, map[string]any{"Secret": k.Secret, "SecretPrefix": k.Key.Prefix,
+	d.site.ShowOnce(w, r, ss, "/keys", map[string]string{"Secret": k.Secret, "SecretPrefix": k.Key.Prefix,
 		"Notice": "Key " + k.Key.Prefix + "… created."})
 }
 
@@ -135,7 +127,7 @@ func (d *Dashboard) rollKey(w http.ResponseWriter, r *http.Request, ss *session)
 	if d.keyRefused(w, r, ss, err) {
 		return
 	}
-	d.showKeys(w, r, ss, http.StatusOK, map[string]any{"Secret": k.Secret, "SecretPrefix": k.Key.Prefix,
+	d.site.ShowOnce(w, r, ss, "/keys", map[string]string{"Secret": k.Secret, "SecretPrefix": k.Key.Prefix,
 		"Notice": "Key rolled: the new key " + k.Key.Prefix + "… is shown below once; the old key works until its expiry."})
 }
 
@@ -144,5 +136,5 @@ func (d *Dashboard) revokeKey(w http.ResponseWriter, r *http.Request, ss *sessio
 	if d.keyRefused(w, r, ss, err) {
 		return
 	}
-	d.showKeys(w, r, ss, http.StatusOK, map[string]any{"Notice": "Key " + k.Prefix + "… is revoked: it stops working now."})
+	http.Redirect(w, r, BasePath+"/keys?revoked="+k.ID.String(), http.StatusSeeOther)
 }

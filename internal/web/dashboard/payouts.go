@@ -7,10 +7,9 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/google/uuid"
-
 	pc "partnerd/gen/client"
 	"partnerd/internal/httpapi"
+	"partnerd/internal/web/webkit"
 )
 
 // payoutRoutes mounts the payouts, statements and exports pages: roles
@@ -74,15 +73,40 @@ func (p period) values() url.Values {
 	return v
 }
 
-// payouts lists the batches that paid the partner in the period, with the
-// period's CSV exports.
-func (d *Dashboard) payouts(w http.ResponseWriter, r *http.Request, ss *session) {
+// periodPage begins a page of a period (payouts, statements): its data (the
+// period as typed, and the links to the other page of the same period) and its
+// bounds; a period that is not one is the page with the problem (400) and ok
+// false.
+func (d *Dashboard) periodPage(w http.ResponseWriter, r *http.Request, ss *session, page, title string) (
+	data map[string]any, from, to *time.Time, ok bool) {
 	per := periodOf(r.URL.Query(), d.d.Now())
-	data := map[string]any{"Title": "Payouts", "Section": "payouts", "P": per, "Query": per.values().Encode()}
+	data = map[string]any{"Title": title, "Section": "payouts", "P": per,
+		"PayoutsLink": periodLink("/payouts", per, ""), "StatementsLink": periodLink("/payouts/statements", per, ""),
+		"Action": r.URL.Path}
 	from, to, problem := per.bounds()
 	if problem != "" {
 		data["Error"] = problem
-		d.render(w, http.StatusBadRequest, "payouts", ss, data)
+		d.site.Render(w, http.StatusBadRequest, page, ss, data)
+		return nil, nil, nil, false
+	}
+	return data, from, to, true
+}
+
+// periodLink is the address of the page at path (under BasePath) for per, at
+// cursor when there is one: a query built as a query, never pasted into one.
+func periodLink(path string, per period, cursor string) string {
+	v := per.values()
+	if cursor != "" {
+		v.Set("cursor", cursor)
+	}
+	return BasePath + path + "?" + v.Encode()
+}
+
+// payouts lists the batches that paid the partner in the period, with the
+// period's CSV exports.
+func (d *Dashboard) payouts(w http.ResponseWriter, r *http.Request, ss *session) {
+	data, from, to, ok := d.periodPage(w, r, ss, "payouts", "Payouts")
+	if !ok {
 		return
 	}
 	limit := 50
@@ -92,49 +116,36 @@ func (d *Dashboard) payouts(w http.ResponseWriter, r *http.Request, ss *session)
 	}
 	res, err := d.client(ss).ListPayoutsWithResponse(r.Context(), p)
 	if err != nil || res.JSON200 == nil {
-		status := statusOf(res, err)
-		if status == http.StatusBadRequest {
-			data["Error"] = apiError(status, bodyOf(res))
-			d.render(w, status, "payouts", ss, data)
-			return
-		}
-		d.failed(w, ss, status, bodyOf(res))
+		d.listRefused(w, ss, "payouts", data, res, err)
 		return
 	}
 	data["Payouts"] = res.JSON200.Data.Data
 	if next := res.JSON200.Data.NextCursor; next != nil {
-		v := per.values()
-		v.Set("cursor", *next)
-		data["Next"] = BasePath + "/payouts?" + v.Encode()
+		data["Next"] = periodLink("/payouts", data["P"].(period), *next)
 	}
-	d.render(w, http.StatusOK, "payouts", ss, data)
+	d.site.Render(w, http.StatusOK, "payouts", ss, data)
 }
 
 // payout shows one batch with the transactions it paid.
 func (d *Dashboard) payout(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		d.notFound(w, ss)
+	id, ok := d.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	res, err := d.client(ss).GetPayoutWithResponse(r.Context(), id)
 	if err != nil || res.JSON200 == nil {
-		d.failed(w, ss, statusOf(res, err), bodyOf(res))
+		d.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
-	d.render(w, http.StatusOK, "payout", ss, map[string]any{"Title": "Payout " + res.JSON200.Data.Reference, "Section": "payouts",
+	d.site.Render(w, http.StatusOK, "payout", ss, map[string]any{"Title": "Payout " + res.JSON200.Data.Reference, "Section": "payouts",
 		"B": res.JSON200.Data})
 }
 
 // statements is the revenue share of the period: its totals and the completed
 // transactions it comes from.
 func (d *Dashboard) statements(w http.ResponseWriter, r *http.Request, ss *session) {
-	per := periodOf(r.URL.Query(), d.d.Now())
-	data := map[string]any{"Title": "Statements", "Section": "payouts", "P": per, "Query": per.values().Encode()}
-	from, to, problem := per.bounds()
-	if problem != "" {
-		data["Error"] = problem
-		d.render(w, http.StatusBadRequest, "statements", ss, data)
+	data, from, to, ok := d.periodPage(w, r, ss, "statements", "Statements")
+	if !ok {
 		return
 	}
 	limit, summary := 100, true
@@ -144,23 +155,15 @@ func (d *Dashboard) statements(w http.ResponseWriter, r *http.Request, ss *sessi
 	}
 	res, err := d.client(ss).ListRevenueWithResponse(r.Context(), p)
 	if err != nil || res.JSON200 == nil {
-		status := statusOf(res, err)
-		if status == http.StatusBadRequest {
-			data["Error"] = apiError(status, bodyOf(res))
-			d.render(w, status, "statements", ss, data)
-			return
-		}
-		d.failed(w, ss, status, bodyOf(res))
+		d.listRefused(w, ss, "statements", data, res, err)
 		return
 	}
 	data["Rows"] = res.JSON200.Data.Data
 	data["Summary"] = res.JSON200.Data.Summary
 	if next := res.JSON200.Data.NextCursor; next != nil {
-		v := per.values()
-		v.Set("cursor", *next)
-		data["Next"] = BasePath + "/payouts/statements?" + v.Encode()
+		data["Next"] = periodLink("/payouts/statements", data["P"].(period), *next)
 	}
-	d.render(w, http.StatusOK, "statements", ss, data)
+	d.site.Render(w, http.StatusOK, "statements", ss, data)
 }
 
 // exportPaths are the partner API's exports by the page's name for them.
@@ -173,13 +176,13 @@ var exportPaths = map[string]string{"transactions": "/exports/transactions", "pa
 func (d *Dashboard) export(w http.ResponseWriter, r *http.Request, ss *session) {
 	path, ok := exportPaths[r.PathValue("kind")]
 	if !ok {
-		d.notFound(w, ss)
+		d.site.NotFound(w, ss)
 		return
 	}
 	per := period{From: r.URL.Query().Get("from"), To: r.URL.Query().Get("to")}
 	from, to, problem := per.bounds()
 	if problem != "" {
-		d.message(w, http.StatusBadRequest, ss, "No export", problem)
+		d.site.Message(w, http.StatusBadRequest, ss, "No export", problem)
 		return
 	}
 	q := url.Values{}
@@ -193,7 +196,7 @@ func (d *Dashboard) export(w http.ResponseWriter, r *http.Request, ss *session) 
 		httpapi.Principal{PartnerID: ss.Data.PartnerID, UserID: ss.Data.UserID}),
 		http.MethodGet, d.d.PartnerBase+path+"?"+q.Encode(), nil)
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	req.RemoteAddr, req.RequestURI = "127.0.0.1:0", req.URL.RequestURI()
@@ -203,7 +206,7 @@ func (d *Dashboard) export(w http.ResponseWriter, r *http.Request, ss *session) 
 		out.WriteHeader(http.StatusOK)
 	}
 	if out.status != http.StatusOK {
-		d.failed(w, ss, out.status, out.held.Bytes())
+		d.site.Failed(w, ss, out.status, out.held.Bytes())
 		return
 	}
 	d.d.Logger.Info("dashboard export", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String(),

@@ -18,6 +18,7 @@ import (
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/testsupport/testdb"
+	"partnerd/internal/web/webkit"
 	"partnerd/internal/web/webkit/webtest"
 )
 
@@ -135,18 +136,18 @@ func TestPayoutPages(t *testing.T) {
 			require.Equal(t, http.StatusOK, open(t, ctx, s.Base+"/payouts"))
 			row := "#payout-" + batch.Id.String()
 			require.Contains(t, text(t, ctx, row), "NIP-000013261126")
-			require.Equal(t, "225250.50", text(t, ctx, row+" .total"))
+			require.Equal(t, "225,250.50", text(t, ctx, row+" .total"), "grouped in thousands, exact")
 			require.NotContains(t, text(t, ctx, "#payouts"), "NIP-THEIRS")
 			webtest.Shot(t, ctx, "payouts.png")
 
 			// The batch's page lists the transactions it paid.
 			submit(t, ctx, row+" a", "#paid")
-			require.Contains(t, text(t, ctx, "#total"), "225250.50 NGN")
+			require.Contains(t, text(t, ctx, "#total"), "225,250.50 NGN")
 			paid := text(t, ctx, "#paid")
 			require.Contains(t, paid, "PAY-1")
-			require.Contains(t, paid, "150000.00")
+			require.Contains(t, paid, "150,000.00")
 			require.Contains(t, paid, "PAY-2")
-			require.Contains(t, paid, "75250.50")
+			require.Contains(t, paid, "75,250.50")
 			require.NotContains(t, paid, "PAY-3")
 
 			// The statement of the period: the completed transactions' shares.
@@ -154,7 +155,7 @@ func TestPayoutPages(t *testing.T) {
 			require.Equal(t, "2", text(t, ctx, "#count"))
 			rev, err := s.API.ListRevenueWithResponse(c, &client.ListRevenueParams{IncludeSummary: ptr(true)})
 			require.NoError(t, err)
-			require.Equal(t, rev.JSON200.Data.Summary.TotalPartnerShare+" NGN", text(t, ctx, "#total-share"))
+			require.Equal(t, webkit.Amount(rev.JSON200.Data.Summary.TotalPartnerShare)+" NGN", text(t, ctx, "#total-share"))
 
 			// Exports: exactly the period's transactions, exact amounts, never another partner's.
 			today := time.Now().UTC().Format("2006-01-02")

@@ -15,9 +15,7 @@ const (
 	IdleTimeout       = 30 * time.Minute
 	AbsoluteTimeout   = 12 * time.Hour
 	PendingTimeout    = 5 * time.Minute
-	cookieName        = "dashboard_session"
 	pendingCookieName = "dashboard_signin"
-	formCookieName    = "dashboard_form"
 )
 
 // Failed sign-ins (wrong passwords and wrong codes) are counted per client

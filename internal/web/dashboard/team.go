@@ -2,12 +2,12 @@ package dashboard
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/google/uuid"
 
 	"partnerd/internal/actor"
-	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/uow"
 )
@@ -30,38 +30,26 @@ func (d *Dashboard) team(w http.ResponseWriter, r *http.Request, ss *session) {
 func (d *Dashboard) showTeam(w http.ResponseWriter, r *http.Request, ss *session, status int, extra map[string]any) {
 	users, err := d.d.Users.List(r.Context(), ss.Data.PartnerID)
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
-	data := map[string]any{"Title": "Team", "Section": "team", "Users": users, "Roles": partnerusers.Roles, "Me": ss.Data.UserID}
+	data := map[string]any{"Title": "Team", "Section": "team", "Users": users, "Roles": partnerusers.Roles, "Me": ss.Data.UserID,
+		"Notice": teamNotice(r.URL.Query(), users)}
+	d.site.Opened(r, ss, data)
 	for k, v := range extra {
 		data[k] = v
 	}
-	d.render(w, status, "team", ss, data)
+	d.site.Render(w, status, "team", ss, data)
 }
 
 // me is the signed-in user as the use cases take who acts (the audit and the
 // team's rules name them).
 func me(ss *session) actor.Actor { return actor.OfPartnerUser(ss.Data.UserID, ss.Data.Email) }
 
-// teamRefused shows a refused team change on the team page (nothing changed),
-// or a failure; it reports whether err was one.
+// teamRefused shows a refused team change on the team page (refused); it
+// reports whether err was one.
 func (d *Dashboard) teamRefused(w http.ResponseWriter, r *http.Request, ss *session, err error) bool {
-	switch codeOf(err) {
-	case "":
-		return false
-	case apperr.NotFound:
-		d.notFound(w, ss)
-	case apperr.InvalidRequest:
-		d.showTeam(w, r, ss, http.StatusBadRequest, map[string]any{"Error": problemOf(err)})
-	case apperr.InvalidStateTransition:
-		d.showTeam(w, r, ss, http.StatusConflict, map[string]any{"Error": problemOf(err)})
-	case apperr.Unauthorized:
-		d.forbidden(w, ss)
-	default:
-		d.unavailable(w, err)
-	}
-	return true
+	return d.refused(w, ss, err, func(status int, extra map[string]any) { d.showTeam(w, r, ss, status, extra) })
 }
 
 // invite invites an address to the team with a role and shows the link once.
@@ -73,8 +61,8 @@ func (d *Dashboard) invite(w http.ResponseWriter, r *http.Request, ss *session) 
 	}
 	d.d.Logger.Info("dashboard team invitation", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String(),
 		"invited_user_id", inv.User.ID.String())
-	d.showTeam(w, r, ss, http.StatusOK, map[string]any{"Invited": inv.User.Email, "Link": d.origin(r) + inv.Path(),
-		"Expires": inv.Invitation.ExpiresAt})
+	d.site.ShowOnce(w, r, ss, "/team", map[string]string{"Invited": inv.User.Email, "Link": d.origin(r) + inv.Path(),
+		"Expires": inv.Invitation.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC")})
 }
 
 // origin is the scheme and host the browser reached the dashboard at, for a link
@@ -102,7 +90,22 @@ func (d *Dashboard) changeRole(w http.ResponseWriter, r *http.Request, ss *sessi
 	if d.teamRefused(w, r, ss, err) {
 		return
 	}
-	d.showTeam(w, r, ss, http.StatusOK, map[string]any{"Notice": u.Email + " is now " + string(u.Role) + "."})
+	http.Redirect(w, r, BasePath+"/team?changed="+u.ID.String(), http.StatusSeeOther)
+}
+
+// teamNotice is the notice of a team change just made (the team page its form
+// redirects to names the user changed or disabled), read from users as they
+// are now; none when the query names none of them.
+func teamNotice(q url.Values, users []*partnerusers.User) string {
+	for _, u := range users {
+		switch u.ID.String() {
+		case q.Get("changed"):
+			return u.Email + " is now " + string(u.Role) + "."
+		case q.Get("disabled"):
+			return u.Email + " is disabled; their sessions have ended."
+		}
+	}
+	return ""
 }
 
 // disable stops a user signing in; their sessions end at once.
@@ -111,9 +114,9 @@ func (d *Dashboard) disable(w http.ResponseWriter, r *http.Request, ss *session)
 	if d.teamRefused(w, r, ss, err) {
 		return
 	}
-	ended, err := d.sessions.EndAll(background(r.Context()), subject(u.ID))
+	ended, err := d.site.Sessions.EndAll(background(r.Context()), subject(u.ID))
 	if err != nil {
-		d.unavailable(w, err)
+		d.site.Unavailable(w, err)
 		return
 	}
 	d.d.Logger.Info("dashboard user disabled", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String(),
@@ -122,5 +125,5 @@ func (d *Dashboard) disable(w http.ResponseWriter, r *http.Request, ss *session)
 		http.Redirect(w, r, BasePath+"/signin", http.StatusSeeOther)
 		return
 	}
-	d.showTeam(w, r, ss, http.StatusOK, map[string]any{"Notice": u.Email + " is disabled; their sessions have ended."})
+	http.Redirect(w, r, BasePath+"/team?disabled="+u.ID.String(), http.StatusSeeOther)
 }

@@ -48,8 +48,10 @@ func TestTeamForms(t *testing.T) {
 
 			_, page, _ = other.get("/transactions")
 			require.Contains(t, page, `id="nav-webhooks"`, "a developer's navigation")
-			status, page, _ = admin.post("/team/"+dev.ID.String()+"/role", url.Values{"csrf": {csrf}, "role": {"finance"}})
-			require.Equal(t, http.StatusOK, status)
+			status, _, loc := admin.post("/team/"+dev.ID.String()+"/role", url.Values{"csrf": {csrf}, "role": {"finance"}})
+			require.Equal(t, http.StatusSeeOther, status, "post/redirect/get")
+			require.Equal(t, "/dashboard/team?changed="+dev.ID.String(), loc)
+			_, page, _ = admin.get("/team?changed=" + dev.ID.String())
 			require.Contains(t, page, dev.Email+" is now finance.")
 			_, page, _ = other.get("/transactions")
 			require.NotContains(t, page, `id="nav-webhooks"`, "the new role applies at once")

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	pc "partnerd/gen/client"
+	"partnerd/internal/web/webkit"
 )
 
 func (d *Dashboard) transactionRoutes(mux *http.ServeMux) {
@@ -107,7 +108,7 @@ func (d *Dashboard) transactions(w http.ResponseWriter, r *http.Request, ss *ses
 	p, problem := f.params()
 	if problem != "" {
 		data["Error"] = problem
-		d.render(w, http.StatusBadRequest, "transactions", ss, data)
+		d.site.Render(w, http.StatusBadRequest, "transactions", ss, data)
 		return
 	}
 	if c := r.URL.Query().Get("cursor"); c != "" {
@@ -115,13 +116,7 @@ func (d *Dashboard) transactions(w http.ResponseWriter, r *http.Request, ss *ses
 	}
 	res, err := d.client(ss).ListTransactionsWithResponse(r.Context(), p)
 	if err != nil || res.JSON200 == nil {
-		status := statusOf(res, err)
-		if status == http.StatusBadRequest {
-			data["Error"] = apiError(status, res.Body)
-			d.render(w, status, "transactions", ss, data)
-			return
-		}
-		d.failed(w, ss, status, bodyOf(res))
+		d.listRefused(w, ss, "transactions", data, res, err)
 		return
 	}
 	items, next := res.JSON200.Data.Data, res.JSON200.Data.NextCursor
@@ -131,18 +126,15 @@ func (d *Dashboard) transactions(w http.ResponseWriter, r *http.Request, ss *ses
 		data["Next"] = BasePath + "/transactions?" + v.Encode()
 	}
 	if f.Q != "" {
-		data["SearchKind"] = words(searchKind(f.Q))
+		data["SearchKind"] = webkit.Words(searchKind(f.Q))
 	}
 	data["Items"] = items
-	d.render(w, http.StatusOK, "transactions", ss, data)
+	d.site.Render(w, http.StatusOK, "transactions", ss, data)
 }
 
-func words(s string) string { return strings.ReplaceAll(s, "_", " ") }
-
 func (d *Dashboard) transaction(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		d.notFound(w, ss)
+	id, ok := d.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	d.showTransaction(w, r, ss, id, http.StatusOK, nil)
@@ -155,18 +147,18 @@ func (d *Dashboard) showTransaction(w http.ResponseWriter, r *http.Request, ss *
 	ctx, cl := r.Context(), d.client(ss)
 	tx, err := cl.GetTransactionWithResponse(ctx, id)
 	if err != nil || tx.JSON200 == nil {
-		d.failed(w, ss, statusOf(tx, err), bodyOf(tx))
+		d.site.Failed(w, ss, webkit.StatusOf(tx, err), webkit.BodyOf(tx))
 		return
 	}
 	hist, err := cl.GetTransactionStatusHistoryWithResponse(ctx, id)
 	if err != nil || hist.JSON200 == nil {
-		d.failed(w, ss, statusOf(hist, err), bodyOf(hist))
+		d.site.Failed(w, ss, webkit.StatusOf(hist, err), webkit.BodyOf(hist))
 		return
 	}
 	limit := 100
 	events, err := cl.ListWebhookEventsWithResponse(ctx, &pc.ListWebhookEventsParams{TransactionId: &id, Limit: &limit})
 	if err != nil || events.JSON200 == nil {
-		d.failed(w, ss, statusOf(events, err), bodyOf(events))
+		d.site.Failed(w, ss, webkit.StatusOf(events, err), webkit.BodyOf(events))
 		return
 	}
 	data := map[string]any{"Title": "Transaction " + tx.JSON200.Data.MerchantReference, "Section": "transactions",
@@ -179,7 +171,7 @@ func (d *Dashboard) showTransaction(w http.ResponseWriter, r *http.Request, ss *
 	for k, v := range extra {
 		data[k] = v
 	}
-	d.render(w, status, "transaction", ss, data)
+	d.site.Render(w, status, "transaction", ss, data)
 }
 
 // simulations are the sandbox simulator's events, offered on a transaction's page.
@@ -193,7 +185,7 @@ var simulations = []pc.SimulateRequestEvent{pc.SimulateRequestEventDepositDetect
 func (d *Dashboard) simulate(w http.ResponseWriter, r *http.Request, ss *session) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil || d.d.Production {
-		d.notFound(w, ss)
+		d.site.NotFound(w, ss)
 		return
 	}
 	body := pc.SimulateRequest{Event: pc.SimulateRequestEvent(r.PostFormValue("event")), TransactionId: id}
@@ -203,13 +195,13 @@ func (d *Dashboard) simulate(w http.ResponseWriter, r *http.Request, ss *session
 	key := idempotencyKey(r)
 	res, err := d.client(ss).SimulateSandboxEventWithResponse(background(r.Context()),
 		&pc.SimulateSandboxEventParams{IdempotencyKey: &key}, body)
-	status := statusOf(res, err)
+	status := webkit.StatusOf(res, err)
 	if status == http.StatusNotFound {
-		d.notFound(w, ss)
+		d.site.NotFound(w, ss)
 		return
 	}
 	if status != http.StatusOK {
-		d.showTransaction(w, r, ss, id, status, map[string]any{"SimError": apiError(status, bodyOf(res))})
+		d.showTransaction(w, r, ss, id, status, map[string]any{"SimError": webkit.APIError(status, webkit.BodyOf(res))})
 		return
 	}
 	d.d.Logger.Info("dashboard sandbox simulation", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String(),

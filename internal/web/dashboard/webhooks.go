@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	pc "partnerd/gen/client"
+	"partnerd/internal/web/webkit"
 )
 
 // webhookRoutes mounts the webhook pages (the endpoint, events and their
@@ -58,7 +59,7 @@ func (d *Dashboard) showWebhooks(w http.ResponseWriter, r *http.Request, ss *ses
 		}
 	case err == nil && ep.StatusCode() == http.StatusNotFound:
 	default:
-		d.failed(w, ss, statusOf(ep, err), bodyOf(ep))
+		d.site.Failed(w, ss, webkit.StatusOf(ep, err), webkit.BodyOf(ep))
 		return
 	}
 	q := r.URL.Query()
@@ -74,13 +75,7 @@ func (d *Dashboard) showWebhooks(w http.ResponseWriter, r *http.Request, ss *ses
 	}
 	evs, err := cl.ListWebhookEventsWithResponse(ctx, p)
 	if err != nil || evs.JSON200 == nil {
-		status := statusOf(evs, err)
-		if status == http.StatusBadRequest {
-			data["Error"] = apiError(status, bodyOf(evs))
-			d.render(w, status, "webhooks", ss, data)
-			return
-		}
-		d.failed(w, ss, status, bodyOf(evs))
+		d.listRefused(w, ss, "webhooks", data, evs, err)
 		return
 	}
 	data["Events"] = evs.JSON200.Data.Data
@@ -91,10 +86,11 @@ func (d *Dashboard) showWebhooks(w http.ResponseWriter, r *http.Request, ss *ses
 		}
 		data["Next"] = BasePath + "/webhooks?" + v.Encode()
 	}
+	d.site.Opened(r, ss, data)
 	for k, v := range extra {
 		data[k] = v
 	}
-	d.render(w, status, "webhooks", ss, data)
+	d.site.Render(w, status, "webhooks", ss, data)
 }
 
 // saveEndpoint registers or updates the endpoint (PUT /webhooks/endpoint); the
@@ -104,13 +100,13 @@ func (d *Dashboard) saveEndpoint(w http.ResponseWriter, r *http.Request, ss *ses
 	body := pc.WebhookEndpointRequest{Url: strings.TrimSpace(r.PostFormValue("url")), Enabled: r.PostFormValue("enabled") != ""}
 	res, err := d.client(ss).PutWebhookEndpointWithResponse(background(r.Context()), &pc.PutWebhookEndpointParams{IdempotencyKey: &key}, body)
 	if err != nil || res.JSON200 == nil {
-		d.webhookRefused(w, r, ss, statusOf(res, err), bodyOf(res))
+		d.webhookRefused(w, r, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	d.d.Logger.Info("dashboard webhook endpoint saved", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String(),
 		"enabled", body.Enabled)
 	if s := res.JSON200.Data.SigningSecret; s != nil {
-		d.showWebhooks(w, r, ss, http.StatusOK, map[string]any{"Secret": *s,
+		d.site.ShowOnce(w, r, ss, "/webhooks", map[string]string{"Secret": *s,
 			"Notice": "The endpoint is registered. Its signing secret is shown below, only now."})
 		return
 	}
@@ -122,9 +118,9 @@ func (d *Dashboard) saveEndpoint(w http.ResponseWriter, r *http.Request, ss *ses
 func (d *Dashboard) webhookRefused(w http.ResponseWriter, r *http.Request, ss *session, status int, body []byte) {
 	switch status {
 	case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity:
-		d.showWebhooks(w, r, ss, status, map[string]any{"Error": apiError(status, body)})
+		d.showWebhooks(w, r, ss, status, map[string]any{"Error": webkit.APIError(status, body)})
 	default:
-		d.failed(w, ss, status, body)
+		d.site.Failed(w, ss, status, body)
 	}
 }
 
@@ -134,19 +130,19 @@ func (d *Dashboard) rotateSecret(w http.ResponseWriter, r *http.Request, ss *ses
 	key := idempotencyKey(r)
 	res, err := d.client(ss).RotateWebhookSecretWithResponse(background(r.Context()), &pc.RotateWebhookSecretParams{IdempotencyKey: &key})
 	if err != nil || res.JSON200 == nil {
-		if statusOf(res, err) == http.StatusNotFound {
+		if webkit.StatusOf(res, err) == http.StatusNotFound {
 			d.showWebhooks(w, r, ss, http.StatusNotFound, map[string]any{"Error": "Register an endpoint first."})
 			return
 		}
-		d.webhookRefused(w, r, ss, statusOf(res, err), bodyOf(res))
+		d.webhookRefused(w, r, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	d.d.Logger.Info("dashboard webhook secret rotated", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String())
-	extra := map[string]any{"Notice": "The signing secret is rotated. The new secret is shown below, only now."}
+	shown := map[string]string{"Notice": "The signing secret is rotated. The new secret is shown below, only now."}
 	if s := res.JSON200.Data.SigningSecret; s != nil {
-		extra["Secret"] = *s
+		shown["Secret"] = *s
 	}
-	d.showWebhooks(w, r, ss, http.StatusOK, extra)
+	d.site.ShowOnce(w, r, ss, "/webhooks", shown)
 }
 
 // sendTest emits a test event and opens its page, where its attempts appear.
@@ -154,11 +150,11 @@ func (d *Dashboard) sendTest(w http.ResponseWriter, r *http.Request, ss *session
 	key := idempotencyKey(r)
 	res, err := d.client(ss).SendTestWebhookEventWithResponse(background(r.Context()), &pc.SendTestWebhookEventParams{IdempotencyKey: key})
 	if err != nil || res.JSON202 == nil {
-		if statusOf(res, err) == http.StatusNotFound {
+		if webkit.StatusOf(res, err) == http.StatusNotFound {
 			d.showWebhooks(w, r, ss, http.StatusNotFound, map[string]any{"Error": "Register an endpoint first."})
 			return
 		}
-		d.webhookRefused(w, r, ss, statusOf(res, err), bodyOf(res))
+		d.webhookRefused(w, r, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	http.Redirect(w, r, BasePath+"/webhooks/events/"+res.JSON202.Data.EventId.String()+"?sent=1", http.StatusSeeOther)
@@ -187,7 +183,7 @@ func (d *Dashboard) replaySelection(w http.ResponseWriter, r *http.Request, ss *
 	for _, s := range picked {
 		id, err := uuid.Parse(s)
 		if err != nil {
-			d.notFound(w, ss)
+			d.site.NotFound(w, ss)
 			return
 		}
 		k := key + "/" + id.String()
@@ -196,7 +192,7 @@ func (d *Dashboard) replaySelection(w http.ResponseWriter, r *http.Request, ss *
 		}
 		res, err := cl.ReplayWebhookEventWithResponse(background(r.Context()), id, &pc.ReplayWebhookEventParams{IdempotencyKey: &k})
 		if err != nil || res.JSON202 == nil {
-			d.webhookRefused(w, r, ss, statusOf(res, err), bodyOf(res))
+			d.webhookRefused(w, r, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return
 		}
 	}
@@ -209,14 +205,13 @@ func (d *Dashboard) replaySelection(w http.ResponseWriter, r *http.Request, ss *
 // the API's order) and every delivery attempt (time, status, latency, the start
 // of the receiver's answer).
 func (d *Dashboard) webhookEvent(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		d.notFound(w, ss)
+	id, ok := d.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	res, err := d.client(ss).GetWebhookEventWithResponse(r.Context(), id)
 	if err != nil || res.JSON200 == nil {
-		d.failed(w, ss, statusOf(res, err), bodyOf(res))
+		d.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	ev := res.JSON200.Data
@@ -228,7 +223,10 @@ func (d *Dashboard) webhookEvent(w http.ResponseWriter, r *http.Request, ss *ses
 			attempts[i].Status, attempts[i].Answered, attempts[i].OK = *a.StatusCode, true, *a.StatusCode >= 200 && *a.StatusCode < 300
 		}
 		if a.Error != nil {
-			attempts[i].Error = *a.Error
+			attempts[i].Error, attempts[i].Words = *a.Error, "The delivery did not reach your endpoint."
+			if attempts[i].Answered {
+				attempts[i].Words = "Your endpoint did not answer with success."
+			}
 		}
 		if a.ResponseExcerpt != nil {
 			attempts[i].Excerpt, attempts[i].HasExcerpt = *a.ResponseExcerpt, true
@@ -242,7 +240,7 @@ func (d *Dashboard) webhookEvent(w http.ResponseWriter, r *http.Request, ss *ses
 	case r.URL.Query().Get("replayed") != "":
 		data["Notice"] = "Queued for redelivery: the new attempt appears below (reload to follow it)."
 	}
-	d.render(w, http.StatusOK, "webhook_event", ss, data)
+	d.site.Render(w, http.StatusOK, "webhook_event", ss, data)
 }
 
 // attemptView is one delivery attempt as the event's page shows it.
@@ -252,20 +250,20 @@ type attemptView struct {
 	Status                   int
 	Answered, OK, HasExcerpt bool
 	LatencyMS                int
-	Error, Excerpt           string
+	// Error is the delivery's raw error, folded beneath Words, what it means.
+	Error, Words, Excerpt string
 }
 
 // replayEvent replays one event and comes back to its page.
 func (d *Dashboard) replayEvent(w http.ResponseWriter, r *http.Request, ss *session) {
-	id, err := uuid.Parse(r.PathValue("id"))
-	if err != nil {
-		d.notFound(w, ss)
+	id, ok := d.site.PathID(w, r, ss)
+	if !ok {
 		return
 	}
 	key := idempotencyKey(r)
 	res, err := d.client(ss).ReplayWebhookEventWithResponse(background(r.Context()), id, &pc.ReplayWebhookEventParams{IdempotencyKey: &key})
 	if err != nil || res.JSON202 == nil {
-		d.failed(w, ss, statusOf(res, err), bodyOf(res))
+		d.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
 	d.d.Logger.Info("dashboard webhook event replayed", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String(),

@@ -3,7 +3,6 @@ package webkit
 import (
 	"fmt"
 	"html/template"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,8 +14,11 @@ const timeLayout = "2006-01-02 15:04:05 UTC"
 // Funcs returns the template functions both sites' pages use, so a value reads
 // the same on the console and on the dashboard: utc (a time or a pointer to one,
 // "—" for none), deref (an optional value, empty or "—" for none), short (a long
-// id or hash shortened to its ends) and words (an identifier with its
-// underscores as spaces). A site adds its own to the map it gets.
+// id or hash shortened to its ends), words (an identifier with its
+// underscores as spaces), state, reason and change (a state, a history reason,
+// a history row's move in words: State, Reason, Change), amount (a decimal
+// amount grouped in thousands, exact: Amount) and problem (a refusal with its
+// detail folded). A site adds its own to the map it gets.
 func Funcs() template.FuncMap {
 	return template.FuncMap{
 		"utc": func(t any) string {
@@ -63,12 +65,41 @@ func Funcs() template.FuncMap {
 			}
 			return p
 		},
-		"short": func(s string) string {
-			if len(s) > 14 {
-				return s[:8] + "…" + s[len(s)-4:]
-			}
-			return s
-		},
-		"words": func(s any) string { return strings.ReplaceAll(fmt.Sprint(s), "_", " ") },
+		"short":   Short,
+		"words":   Words,
+		"state":   StateWords,
+		"reason":  Reason,
+		"change":  Change,
+		"amount":  Amount,
+		"problem": problemHTML,
 	}
+}
+
+// Short is a long id or hash shortened to its ends (the whole of it goes on
+// the element's title).
+func Short(s string) string {
+	if len(s) > 14 {
+		return s[:8] + "…" + s[len(s)-4:]
+	}
+	return s
+}
+
+// problemHTML is a refusal in a page: a Problem's words with its detail folded
+// in a <details> beneath them (open it to read the code, the status, a raw
+// error), or a plain message as it is; escaped either way.
+func problemHTML(p any) template.HTML {
+	switch v := p.(type) {
+	case Problem:
+		out := template.HTMLEscapeString(v.Words)
+		if v.Detail != "" {
+			out += `<details class="detail"><summary>Details</summary><code>` + template.HTMLEscapeString(v.Detail) + `</code></details>`
+		}
+		return template.HTML(out)
+	case *Problem:
+		if v == nil {
+			return ""
+		}
+		return problemHTML(*v)
+	}
+	return template.HTML(template.HTMLEscapeString(text(p)))
 }

@@ -4,8 +4,12 @@
 // stylesheet, sessions behind an HttpOnly, SameSite=Strict cookie with idle and
 // absolute expiry and a CSRF token per session, the sign-in limiter (attempts
 // reserved before the check) and the record of sent forms. All that state lives
-// in the database (State), so any instance serves any request. Each site is a thin set of pages over the same use cases; the
-// rules of a page's safety live here once.
+// in the database (State), so any instance serves any request. A Site is one
+// site built of the kit (layout, rendering, error pages, the guard, the failure
+// page of an in-process API call, values shown once after a redirect); each
+// site adds only its pages over the same use cases. What people read is
+// written here once too: states and reasons in words (words.go), amounts
+// grouped and exact (amounts.go).
 package webkit
 
 import (
