@@ -40,14 +40,14 @@ func TestSinglePayoutOnThePayoutsPage(t *testing.T) {
 			row := "#payout-" + id.String()
 			require.Contains(t, text(t, ctx, row), "NIP-000013261128")
 			require.Equal(t, "1", text(t, ctx, row+" td.num"), "one transaction")
-			require.Equal(t, "48250.25", text(t, ctx, row+" .total"))
+			require.Equal(t, "48,250.25", text(t, ctx, row+" .total"))
 
 			// Its page lists the transaction it paid.
 			submit(t, ctx, row+" a", "#paid")
-			require.Contains(t, text(t, ctx, "#total"), "48250.25 NGN")
+			require.Contains(t, text(t, ctx, "#total"), "48,250.25 NGN")
 			paid := text(t, ctx, "#paid")
 			require.Contains(t, paid, "SINGLE-1")
-			require.Contains(t, paid, "48250.25")
+			require.Contains(t, paid, "48,250.25")
 
 			// The day's payouts export: its row, under its payout.
 			today := time.Now().UTC().Format("2006-01-02")
