@@ -12,13 +12,13 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/actor"
 	"partnerd/internal/apikeys"
 	"partnerd/internal/app"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/config"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/partners"
-	"partnerd/internal/uow"
 )
 
 // partnerKeys runs `partners keys roll|revoke`: the operator API's key actions for

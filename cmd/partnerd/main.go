@@ -39,14 +39,14 @@ import (
 	"os/signal"
 	"syscall"
 
-	"partnerd/internal/actor"
 	"partnerd/internal/app"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/config"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/listener"
 	"partnerd/internal/store"
 	"partnerd/internal/tracing"
-	"partnerd/internal/uow"
 )
 
 func main() {

@@ -7,10 +7,10 @@ import (
 	"io"
 	"log/slog"
 
-	"partnerd/internal/actor"
 	"partnerd/internal/app"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/backoffice/actions"
-	"partnerd/internal/uow"
+	"partnerd/internal/kit/uow"
 )
 
 // createOperator creates a back-office operator and prints its key once; with

@@ -26,12 +26,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/actor"
+	"partnerd/internal/audit/actor"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/apitest"
 	"partnerd/internal/testsupport/testdb"
-	"partnerd/internal/uow"
 )
 
 // secretsKey is a fresh SECRETS_KEYS entry id:key (32 random bytes).

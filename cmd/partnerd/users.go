@@ -13,11 +13,11 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/actor"
 	"partnerd/internal/app"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/config"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/partnerusers"
-	"partnerd/internal/uow"
 )
 
 // partnerUsers runs `partners users invite`: the operator API's invitation for a

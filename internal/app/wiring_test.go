@@ -15,12 +15,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/actor"
 	"partnerd/internal/app"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/config"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/testsupport/testdb"
-	"partnerd/internal/uow"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

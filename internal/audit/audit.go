@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/actor"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/kit/cursor"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/tracing"
-	"partnerd/internal/uow"
 )
 
 // idempotent names the request of one operation that declares an Idempotency-Key,

@@ -20,7 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/internal/kit/apperr"
-	"partnerd/internal/uow"
+	"partnerd/internal/kit/uow"
 )
 
 // Retention is how long a key is remembered (the spec promises at least 24 hours).

@@ -10,8 +10,8 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/pricing/money"
-	"partnerd/internal/uow"
 )
 
 // DepositInput describes a simulated transfer: its id (required), chain hash, the

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/actor"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/kit/apperr"
 )
 

@@ -20,9 +20,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"partnerd/gen/operatorapi"
-	"partnerd/internal/actor"
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/backoffice"
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/backoffice/batches"

@@ -19,11 +19,11 @@ import (
 	"partnerd/internal/httpkit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/pricing/money"
-	"partnerd/internal/uow"
 )
 
 // Server implements the generated StrictServerInterface.

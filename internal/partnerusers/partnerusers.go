@@ -24,13 +24,13 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/actor"
 	"partnerd/internal/audit"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/textrule"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/partners"
-	"partnerd/internal/uow"
 )
 
 // Role is what a user may do on the dashboard; every role reads transactions.

@@ -18,15 +18,15 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/actor"
 	"partnerd/internal/audit"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/partners"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/testdb"
-	"partnerd/internal/uow"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

@@ -11,16 +11,16 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/actor"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/chain"
 	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
 	"partnerd/internal/sandbox"
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/testdb"
 	"partnerd/internal/transactions"
-	"partnerd/internal/uow"
 	"partnerd/internal/webhook"
 )
 

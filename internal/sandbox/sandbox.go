@@ -14,12 +14,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/actor"
 	"partnerd/internal/audit"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/chain"
 	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/uow"
 )
 
 // Simulator runs simulated events.

@@ -10,8 +10,8 @@ import (
 
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/store"
-	"partnerd/internal/uow"
 )
 
 // TestRunIsTheUseCasesUnitOfWork holds idempotency.Run, where every

@@ -15,9 +15,9 @@ import (
 
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/partners"
 	"partnerd/internal/store"
-	"partnerd/internal/uow"
 )
 
 func TestAddressIndexesAreNeverHandedOutTwice(t *testing.T) {

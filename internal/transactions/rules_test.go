@@ -16,6 +16,7 @@ import (
 	"partnerd/internal/backoffice"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
 	"partnerd/internal/pricing"
@@ -24,7 +25,6 @@ import (
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/testdb"
 	"partnerd/internal/transactions"
-	"partnerd/internal/uow"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

@@ -19,11 +19,11 @@ import (
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/textrule"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/pricing"
 	"partnerd/internal/pricing/money"
 	"partnerd/internal/pricing/quotes"
-	"partnerd/internal/uow"
 )
 
 // DepositWindow is how long a new transaction waits for its deposit (the seed's

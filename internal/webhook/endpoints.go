@@ -8,12 +8,12 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/actor"
 	"partnerd/internal/audit"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/safeurl"
-	"partnerd/internal/uow"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/webhook/sign"
 )
 

@@ -7,11 +7,11 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/actor"
 	"partnerd/internal/audit"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
-	"partnerd/internal/uow"
+	"partnerd/internal/kit/uow"
 )
 
 // Filter selects events.

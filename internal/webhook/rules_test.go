@@ -18,16 +18,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/api"
-	"partnerd/internal/actor"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
 	"partnerd/internal/kit/safeurl"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/testdb"
 	"partnerd/internal/transactions"
-	"partnerd/internal/uow"
 	"partnerd/internal/webhook"
 )
 

@@ -8,10 +8,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/actor"
 	"partnerd/internal/audit"
+	"partnerd/internal/audit/actor"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/lifecycle"
-	"partnerd/internal/uow"
 )
 
 // TestReference is the merchant reference of a test event's sample transaction.

@@ -18,18 +18,18 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/actor"
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
 	"partnerd/internal/pricing/money"
-	"partnerd/internal/uow"
 )
 
 // Tx is the unit of work of an action (store.Tx): the lifecycle's change, the

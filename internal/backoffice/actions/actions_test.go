@@ -11,12 +11,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/actor"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/testdb"
-	"partnerd/internal/uow"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

@@ -6,11 +6,11 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/actor"
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
+	"partnerd/internal/audit/actor"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/partners"
-	"partnerd/internal/uow"
 )
 
 // A partner's admin manages the partner's own API keys on the dashboard with the

@@ -16,8 +16,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/actor"
 	"partnerd/internal/audit"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
 	"partnerd/internal/lifecycle"

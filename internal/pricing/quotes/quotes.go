@@ -11,9 +11,9 @@ import (
 
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/pricing"
 	"partnerd/internal/pricing/money"
-	"partnerd/internal/uow"
 )
 
 // TTL is how long a quote stays usable.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/partners"
 	"partnerd/internal/pricing"
 	"partnerd/internal/pricing/quotes"
@@ -18,7 +19,6 @@ import (
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/testdb"
 	"partnerd/internal/transactions"
-	"partnerd/internal/uow"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

@@ -106,14 +106,14 @@ func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *
 	key := f.Get("idempotency_key")
 	switch op {
 	case "add":
-		res, err := cl.CreateOperatorKeyWithResponse(r.Context(), id, &oc.CreateOperatorKeyParams{IdempotencyKey: key}, oc.EmptyRequest{})
+		res, err := cl.CreateOperatorKeyWithResponse(r.Context(), id, &oc.CreateOperatorKeyParams{IdempotencyKey: key}, make(oc.EmptyRequest))
 		if err != nil || res.JSON200 == nil {
 			c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return
 		}
 		c.site.ShowOnce(w, r, ss, "/operators/"+id.String(), map[string]string{"NewKey": res.JSON200.Data.Key, "Notice": "Key added."})
 	case "roll":
-		req := oc.RollRequest{}
+		var req oc.RollRequest
 		if overlap := strings.TrimSpace(f.Get("overlap")); overlap != "" {
 			req.Overlap = &overlap
 		}

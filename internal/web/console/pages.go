@@ -461,7 +461,7 @@ func (c *Console) keyAction(w http.ResponseWriter, r *http.Request, ss *session)
 	switch r.PathValue("op") {
 	case "roll":
 		overlap := strings.TrimSpace(r.PostForm.Get("overlap"))
-		req := oc.RollRequest{}
+		var req oc.RollRequest
 		if overlap != "" {
 			req.Overlap = &overlap
 		}

@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
-	"partnerd/internal/actor"
+	"partnerd/internal/audit/actor"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/testsupport/apitest"
 	"partnerd/internal/testsupport/testdb"
-	"partnerd/internal/uow"
 	"partnerd/internal/web/webkit/webtest"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/actor"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/testsupport/apitest"
 	"partnerd/internal/testsupport/testdb"

@@ -12,12 +12,12 @@ import (
 	"github.com/pquerna/otp/totp"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/actor"
+	"partnerd/internal/audit/actor"
 	"partnerd/internal/httpapi"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/testsupport/apitest"
 	"partnerd/internal/testsupport/testdb"
-	"partnerd/internal/uow"
 	"partnerd/internal/web/dashboard"
 )
 

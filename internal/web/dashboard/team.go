@@ -7,9 +7,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"partnerd/internal/actor"
+	"partnerd/internal/audit/actor"
+	"partnerd/internal/kit/uow"
 	"partnerd/internal/partnerusers"
-	"partnerd/internal/uow"
 )
 
 func (d *Dashboard) teamRoutes(mux *http.ServeMux) {

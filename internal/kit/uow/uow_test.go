@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/uow"
+	"partnerd/internal/kit/uow"
 )
 
 // unit is a unit of work as a test sees it: what committed.
