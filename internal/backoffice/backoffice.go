@@ -14,7 +14,6 @@ import (
 	"github.com/shopspring/decimal"
 
 	"partnerd/internal/backoffice/batches"
-	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/chain"
 	"partnerd/internal/lifecycle"
 )
@@ -113,7 +112,7 @@ type Store interface {
 	// ChainProgress returns each network's cursor and stored reading (networks
 	// never scanned nor read are absent).
 	ChainProgress(ctx context.Context) (map[string]NetworkProgress, error)
-	// OpenRefundTasksByKind counts the open refund tasks of each kind (refunds.Kind
+	// OpenRefundTasksByKind counts the open refund tasks of each kind (lifecycle.TaskKind
 	// values; kinds with none are absent).
 	OpenRefundTasksByKind(ctx context.Context) (map[string]int, error)
 	// AuditParties returns, for each of the audit entries ids, the partner it
@@ -293,8 +292,8 @@ func (s *Service) Overview(ctx context.Context) (*Overview, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.RefundWork = RefundWork{Unmatched: kinds[string(refunds.Unmatched)], Excess: kinds[string(refunds.Excess)],
-		Short: kinds[string(refunds.Short)], Dust: kinds[string(refunds.Dust)]}
+	o.RefundWork = RefundWork{Unmatched: kinds[string(lifecycle.TaskUnmatched)], Excess: kinds[string(lifecycle.TaskExcess)],
+		Short: kinds[string(lifecycle.TaskShort)], Dust: kinds[string(lifecycle.TaskDust)]}
 	for _, st := range o.Stages {
 		if st.Stage == StageFailed {
 			o.RefundWork.Failed = st.Count

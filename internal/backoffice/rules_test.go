@@ -168,11 +168,11 @@ func TestOverviewAndCase(t *testing.T) {
 			require.NoError(t, err)
 			b.detected(t, "5", "7500", 1) // still confirming
 			for i, hash := range []string{"0x01", "0x02", "0x03"} {
-				task, err := b.tasks.Record(ctx, b.st, refunds.Deposit{Network: chain.BEP20, TxHash: hash, FromAddress: "0xf", ToAddress: "0xt",
+				task, err := b.tasks.Record(ctx, b.st, lifecycle.RefundTask{Network: chain.BEP20, TxHash: hash, FromAddress: "0xf", ToAddress: "0xt",
 					Amount: d("1"), RawAmount: "1000000000000000000", BlockNumber: 1})
 				require.NoError(t, err)
 				if i == 0 {
-					_, err = b.tasks.Resolve(ctx, b.st, task.ID, b.by.OperatorID(), refunds.Credited, nil, ptr("credited"))
+					_, err = b.tasks.Resolve(ctx, b.st, task.ID, b.by.OperatorID(), lifecycle.TaskCredited, nil, ptr("credited"))
 					require.NoError(t, err)
 				}
 			}

@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
 
-	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/chain"
 	"partnerd/internal/lifecycle"
 )
@@ -88,7 +87,7 @@ type ChainStore interface {
 type UnmatchedRecorder interface {
 	// Forget removes the still-open record of a transfer whose block was
 	// reorganised away (nothing arrived: nothing to refund).
-	Forget(ctx context.Context, tx refunds.Tx, network, txHash string, logIndex int) error
+	Forget(ctx context.Context, tx lifecycle.TaskTx, network, txHash string, logIndex int) error
 }
 
 // UnmatchedObserver hears of transfers stored as unmatched (for the log and metrics).

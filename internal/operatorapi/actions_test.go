@@ -12,7 +12,6 @@ import (
 
 	"partnerd/gen/client"
 	oc "partnerd/gen/operatorclient"
-	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/lifecycle"
 	"partnerd/internal/testsupport/apitest"
 	"partnerd/internal/testsupport/testdb"
@@ -321,8 +320,8 @@ func TestUnmatchedDeposits(t *testing.T) {
 		pc := env.Client(t, env.NewPartner(t))
 		done := create(t, pc, "UNM-"+uuid.NewString(), "2000.00")
 
-		rec := func(i int, txID *uuid.UUID) *refunds.Deposit {
-			d, err := env.App.Unmatched().Record(ctx, env.Store, refunds.Deposit{
+		rec := func(i int, txID *uuid.UUID) *lifecycle.RefundTask {
+			d, err := env.App.Unmatched().Record(ctx, env.Store, lifecycle.RefundTask{
 				Network: "bep20", TxHash: "0x" + strings.Repeat("0", 63) + string(rune('1'+i)), LogIndex: i, ToAddress: "0xabc",
 				Amount: decimal.RequireFromString("25.5"), RawAmount: "25500000000000000000", BlockNumber: 100 + int64(i), TransactionID: txID,
 			})

@@ -7,6 +7,7 @@ import (
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/httpkit"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/pricing/money"
 )
 
@@ -33,7 +34,7 @@ func (s *Server) ListRefundTasks(ctx context.Context, req operatorapi.ListRefund
 	f := refunds.Filter{Open: q.Status == nil || *q.Status == operatorapi.ListRefundTasksParamsStatusOpen,
 		PartnerID: q.PartnerId, Network: q.Network}
 	if q.Kind != nil {
-		k := refunds.Kind(*q.Kind)
+		k := lifecycle.TaskKind(*q.Kind)
 		f.Kind = &k
 	}
 	limit, after := httpkit.PageParams(q.Limit, q.Cursor)
@@ -56,7 +57,7 @@ func (s *Server) ResolveRefundTask(ctx context.Context, req operatorapi.ResolveR
 	if err != nil {
 		return nil, err
 	}
-	answer := func(d *refunds.Deposit) operatorapi.ResolveRefundTaskResponseObject {
+	answer := func(d *lifecycle.RefundTask) operatorapi.ResolveRefundTaskResponseObject {
 		msg := "Refund task resolved."
 		return operatorapi.ResolveRefundTask200JSONResponse{Body: operatorapi.RefundTaskResponse{
 			Success: true, Message: &msg, Data: taskOut(d),
@@ -64,14 +65,14 @@ func (s *Server) ResolveRefundTask(ctx context.Context, req operatorapi.ResolveR
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.ResolveRefundTaskResponseObject.VisitResolveRefundTaskResponse)
 	b := req.Body
-	d, err := s.actions.ResolveTask(ctx, key, actorOf(o), req.Id, actions.Resolution{Action: refunds.Status(b.Action), TxHash: b.TxHash, Note: b.Note})
+	d, err := s.actions.ResolveTask(ctx, key, actorOf(o), req.Id, actions.Resolution{Action: lifecycle.TaskStatus(b.Action), TxHash: b.TxHash, Note: b.Note})
 	if err != nil {
 		return nil, err
 	}
 	return answer(d), nil
 }
 
-func taskOut(d *refunds.Deposit) operatorapi.RefundTask {
+func taskOut(d *lifecycle.RefundTask) operatorapi.RefundTask {
 	return operatorapi.RefundTask{
 		Id: d.ID, Kind: operatorapi.RefundTaskKind(d.Kind), Network: d.Network, Amount: money.FormatTokens(d.Amount),
 		FromAddress: d.FromAddress, ToAddress: d.ToAddress, TxHash: d.TxHash, LogIndex: d.LogIndex,

@@ -180,9 +180,9 @@ func (s *Server) RefundTransaction(ctx context.Context, req operatorapi.RefundTr
 // ListUnmatchedDeposits pages through unmatched deposits (GET /deposits/unmatched).
 func (s *Server) ListUnmatchedDeposits(ctx context.Context, req operatorapi.ListUnmatchedDepositsRequestObject) (operatorapi.ListUnmatchedDepositsResponseObject, error) {
 	q := req.Params
-	status := refunds.Open
+	status := lifecycle.TaskOpen
 	if q.Status != nil {
-		status = refunds.Status(*q.Status)
+		status = lifecycle.TaskStatus(*q.Status)
 	}
 	limit, after := httpkit.PageParams(q.Limit, q.Cursor)
 	page, err := s.unmatched.List(ctx, status, limit, after)
@@ -204,7 +204,7 @@ func (s *Server) ResolveUnmatchedDeposit(ctx context.Context, req operatorapi.Re
 	if err != nil {
 		return nil, err
 	}
-	answer := func(d *refunds.Deposit) operatorapi.ResolveUnmatchedDepositResponseObject {
+	answer := func(d *lifecycle.RefundTask) operatorapi.ResolveUnmatchedDepositResponseObject {
 		msg := "Deposit resolved."
 		return operatorapi.ResolveUnmatchedDeposit200JSONResponse{Body: operatorapi.UnmatchedDepositResponse{
 			Success: true, Message: &msg, Data: depositOut(d),
@@ -212,7 +212,7 @@ func (s *Server) ResolveUnmatchedDeposit(ctx context.Context, req operatorapi.Re
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.ResolveUnmatchedDepositResponseObject.VisitResolveUnmatchedDepositResponse)
 	b := req.Body
-	d, err := s.actions.ResolveDeposit(ctx, key, actorOf(o), req.Id, actions.Resolution{Action: refunds.Status(b.Action), TxHash: b.TxHash, Note: b.Note})
+	d, err := s.actions.ResolveDeposit(ctx, key, actorOf(o), req.Id, actions.Resolution{Action: lifecycle.TaskStatus(b.Action), TxHash: b.TxHash, Note: b.Note})
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +288,7 @@ func transactionOut(t *lifecycle.Transaction) operatorapi.OperatorTransaction {
 	return out
 }
 
-func depositOut(d *refunds.Deposit) operatorapi.UnmatchedDeposit {
+func depositOut(d *lifecycle.RefundTask) operatorapi.UnmatchedDeposit {
 	return operatorapi.UnmatchedDeposit{
 		Id: d.ID, Network: d.Network, TxHash: d.TxHash, LogIndex: d.LogIndex, ToAddress: d.ToAddress,
 		Amount: money.FormatTokens(d.Amount), RawAmount: d.RawAmount, BlockNumber: d.BlockNumber,

@@ -228,12 +228,12 @@ type unmatchedRow struct {
 // TableName: unmatched deposits are one kind of refund task.
 func (unmatchedRow) TableName() string { return "refund_tasks" }
 
-func (r *unmatchedRow) domain() *refunds.Deposit {
-	return &refunds.Deposit{
-		ID: r.ID, Kind: refunds.Kind(r.Kind), Network: r.Network, TxHash: r.TxHash, LogIndex: r.LogIndex,
+func (r *unmatchedRow) domain() *lifecycle.RefundTask {
+	return &lifecycle.RefundTask{
+		ID: r.ID, Kind: lifecycle.TaskKind(r.Kind), Network: r.Network, TxHash: r.TxHash, LogIndex: r.LogIndex,
 		FromAddress: r.FromAddress, ToAddress: r.ToAddress,
 		Amount: r.Amount, RawAmount: r.RawAmount, BlockNumber: r.BlockNumber, TransactionID: r.TransactionID, PartnerID: r.PartnerID,
-		Status: refunds.Status(r.Status), ResolutionTxHash: r.ResolutionTxHash, ResolutionNote: r.ResolutionNote,
+		Status: lifecycle.TaskStatus(r.Status), ResolutionTxHash: r.ResolutionTxHash, ResolutionNote: r.ResolutionNote,
 		ResolvedBy: r.ResolvedBy, ResolvedAt: utcPtr(r.ResolvedAt), CreatedAt: r.CreatedAt.UTC(),
 	}
 }
@@ -244,7 +244,7 @@ func (r *unmatchedRow) domain() *refunds.Deposit {
 // one with the same identity exists (resolved by a payment that a reorganisation
 // since took back) it is re-opened with d's amount and sender instead, so the money
 // is never left without an open task.
-func (s *Store) InsertUnmatchedDeposit(ctx context.Context, d *refunds.Deposit) (*refunds.Deposit, error) {
+func (s *Store) InsertUnmatchedDeposit(ctx context.Context, d *lifecycle.RefundTask) (*lifecycle.RefundTask, error) {
 	row := unmatchedRow{
 		ID: d.ID, Kind: string(d.Kind), Network: d.Network, TxHash: d.TxHash, LogIndex: d.LogIndex,
 		FromAddress: d.FromAddress, ToAddress: d.ToAddress,
@@ -252,7 +252,7 @@ func (s *Store) InsertUnmatchedDeposit(ctx context.Context, d *refunds.Deposit) 
 		Status: string(d.Status), CreatedAt: d.CreatedAt,
 	}
 	onConflict := clause.OnConflict{DoNothing: true}
-	if d.Kind == refunds.Short {
+	if d.Kind == lifecycle.TaskShort {
 		onConflict = clause.OnConflict{
 			Columns: []clause.Column{{Name: "kind"}, {Name: "network"}, {Name: "tx_hash"}, {Name: "log_index"}},
 			DoUpdates: clause.Assignments(map[string]any{
@@ -273,7 +273,7 @@ func (s *Store) InsertUnmatchedDeposit(ctx context.Context, d *refunds.Deposit) 
 }
 
 // UnmatchedDeposit returns refund task id, or apperr NotFound.
-func (s *Store) UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*refunds.Deposit, error) {
+func (s *Store) UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*lifecycle.RefundTask, error) {
 	var row unmatchedRow
 	if err := s.read(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
 		return nil, notFound(err, "refund task")
@@ -282,15 +282,15 @@ func (s *Store) UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*refunds.De
 }
 
 // ListRefundTasks returns up to limit tasks matching f, newest first, after pos.
-func (s *Store) ListRefundTasks(ctx context.Context, f refunds.Filter, pos *cursor.Position, limit int) ([]*refunds.Deposit, error) {
+func (s *Store) ListRefundTasks(ctx context.Context, f refunds.Filter, pos *cursor.Position, limit int) ([]*lifecycle.RefundTask, error) {
 	db := s.read(ctx)
 	switch {
 	case f.Open:
-		db = db.Where("status = ?", string(refunds.Open))
+		db = db.Where("status = ?", string(lifecycle.TaskOpen))
 	case f.Resolved != "":
 		db = db.Where("status = ?", string(f.Resolved))
 	default:
-		db = db.Where("status <> ?", string(refunds.Open))
+		db = db.Where("status <> ?", string(lifecycle.TaskOpen))
 	}
 	if f.Kind != nil {
 		db = db.Where("kind = ?", string(*f.Kind))
@@ -305,7 +305,7 @@ func (s *Store) ListRefundTasks(ctx context.Context, f refunds.Filter, pos *curs
 	if err := db.Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, err
 	}
-	out := make([]*refunds.Deposit, len(rows))
+	out := make([]*lifecycle.RefundTask, len(rows))
 	for i := range rows {
 		out[i] = rows[i].domain()
 	}
@@ -314,8 +314,8 @@ func (s *Store) ListRefundTasks(ctx context.Context, f refunds.Filter, pos *curs
 
 // ResolveUnmatchedDeposit closes task id if still open (a conditional update,
 // correct under concurrency on both databases), reporting whether it did.
-func (s *Store) ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r refunds.Resolution) (bool, error) {
-	res := s.write(ctx).Model(&unmatchedRow{}).Where("id = ? AND status = ?", id, string(refunds.Open)).Updates(resolution(r))
+func (s *Store) ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r lifecycle.TaskResolution) (bool, error) {
+	res := s.write(ctx).Model(&unmatchedRow{}).Where("id = ? AND status = ?", id, string(lifecycle.TaskOpen)).Updates(resolution(r))
 	if res.Error != nil && !errors.Is(res.Error, gorm.ErrRecordNotFound) {
 		return false, res.Error
 	}
@@ -323,18 +323,18 @@ func (s *Store) ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r ref
 }
 
 // ResolveOpenRefundTasks closes transaction id's open tasks of kind with r.
-func (s *Store) ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind refunds.Kind, r refunds.Resolution) error {
+func (s *Store) ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind lifecycle.TaskKind, r lifecycle.TaskResolution) error {
 	return s.write(ctx).Model(&unmatchedRow{}).Where("transaction_id = ? AND kind = ? AND status = ?",
-		transactionID, string(kind), string(refunds.Open)).Updates(resolution(r)).Error
+		transactionID, string(kind), string(lifecycle.TaskOpen)).Updates(resolution(r)).Error
 }
 
 // DeleteOpenRefundTasks deletes transaction id's open tasks of kind.
-func (s *Store) DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind refunds.Kind) error {
+func (s *Store) DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind lifecycle.TaskKind) error {
 	return s.write(ctx).Where("transaction_id = ? AND kind = ? AND status = ?",
-		transactionID, string(kind), string(refunds.Open)).Delete(&unmatchedRow{}).Error
+		transactionID, string(kind), string(lifecycle.TaskOpen)).Delete(&unmatchedRow{}).Error
 }
 
-func resolution(r refunds.Resolution) map[string]any {
+func resolution(r lifecycle.TaskResolution) map[string]any {
 	var by *uuid.UUID
 	if r.OperatorID != uuid.Nil {
 		by = &r.OperatorID
@@ -388,14 +388,14 @@ func (tx *Tx) ScheduleStep(ctx context.Context, id uuid.UUID, step string, at ti
 // it is open (its block was reorganised away).
 func (s *Store) DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error {
 	return s.write(ctx).Where("kind IN ? AND network = ? AND tx_hash = ? AND log_index = ? AND status = ?",
-		[]string{string(refunds.Unmatched), string(refunds.Dust)}, network, txHash, logIndex, string(refunds.Open)).Delete(&unmatchedRow{}).Error
+		[]string{string(lifecycle.TaskUnmatched), string(lifecycle.TaskDust)}, network, txHash, logIndex, string(lifecycle.TaskOpen)).Delete(&unmatchedRow{}).Error
 }
 
 // Refund tasks recorded or closed in the unit of work of the change that found the
-// money (refunds.Tx), one line over the Store's statements bound to it.
+// money (lifecycle.TaskTx), one line over the Store's statements bound to it.
 
 // InsertUnmatchedDeposit is Store.InsertUnmatchedDeposit in the unit of work.
-func (tx *Tx) InsertUnmatchedDeposit(ctx context.Context, d *refunds.Deposit) (*refunds.Deposit, error) {
+func (tx *Tx) InsertUnmatchedDeposit(ctx context.Context, d *lifecycle.RefundTask) (*lifecycle.RefundTask, error) {
 	return tx.store().InsertUnmatchedDeposit(ctx, d)
 }
 
@@ -405,11 +405,11 @@ func (tx *Tx) DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash st
 }
 
 // DeleteOpenRefundTasks is Store.DeleteOpenRefundTasks in the unit of work.
-func (tx *Tx) DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind refunds.Kind) error {
+func (tx *Tx) DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind lifecycle.TaskKind) error {
 	return tx.store().DeleteOpenRefundTasks(ctx, transactionID, kind)
 }
 
 // ResolveOpenRefundTasks is Store.ResolveOpenRefundTasks in the unit of work.
-func (tx *Tx) ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind refunds.Kind, r refunds.Resolution) error {
+func (tx *Tx) ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind lifecycle.TaskKind, r lifecycle.TaskResolution) error {
 	return tx.store().ResolveOpenRefundTasks(ctx, transactionID, kind, r)
 }

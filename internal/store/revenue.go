@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"partnerd/internal/backoffice/revenue"
+	"partnerd/internal/lifecycle"
 
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
@@ -30,7 +31,7 @@ type revenueRow struct {
 func (revenueRow) TableName() string { return "revenue" }
 
 // InsertRevenue writes a ledger row.
-func (tx *Tx) InsertRevenue(ctx context.Context, r *revenue.Row) error {
+func (tx *Tx) InsertRevenue(ctx context.Context, r *lifecycle.RevenueRow) error {
 	row := revenueRow{
 		TransactionID: r.TransactionID, PartnerID: r.PartnerID, MerchantReference: r.MerchantReference,
 		MerchantID: r.MerchantID, TerminalID: r.TerminalID, Network: r.Network, CryptoCurrency: r.Token,
@@ -48,7 +49,7 @@ func (s *Store) revenueWindow(ctx context.Context, partnerID uuid.UUID, q revenu
 
 // ListRevenue returns up to q.Limit of partnerID's ledger rows in the window, by
 // (ts, transaction_id) descending after q.After.
-func (s *Store) ListRevenue(ctx context.Context, partnerID uuid.UUID, q revenue.Query) ([]revenue.Row, error) {
+func (s *Store) ListRevenue(ctx context.Context, partnerID uuid.UUID, q revenue.Query) ([]lifecycle.RevenueRow, error) {
 	db := s.revenueWindow(ctx, partnerID, q)
 	db, err := afterPosition(db, "ts", "transaction_id", q.After)
 	if err != nil {
@@ -58,9 +59,9 @@ func (s *Store) ListRevenue(ctx context.Context, partnerID uuid.UUID, q revenue.
 	if err := db.Order("ts DESC, transaction_id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {
 		return nil, err
 	}
-	out := make([]revenue.Row, len(rows))
+	out := make([]lifecycle.RevenueRow, len(rows))
 	for i, r := range rows {
-		out[i] = revenue.Row{
+		out[i] = lifecycle.RevenueRow{
 			TransactionID: r.TransactionID, PartnerID: r.PartnerID, MerchantReference: r.MerchantReference,
 			MerchantID: r.MerchantID, TerminalID: r.TerminalID, Network: r.Network, Token: r.CryptoCurrency,
 			CryptoAmount: r.CryptoAmount, FiatAmount: r.Amount, PlatformFee: r.PlatformFee, Share: r.Share, Shortfall: r.Shortfall, TS: r.TS.UTC(),

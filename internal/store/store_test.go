@@ -160,7 +160,7 @@ func TestSumsAreExact(t *testing.T) {
 				if err := utx.InsertTransaction(ctx, tx); err != nil {
 					return err
 				}
-				return utx.InsertRevenue(ctx, &revenue.Row{
+				return utx.InsertRevenue(ctx, &lifecycle.RevenueRow{
 					TransactionID: tx.ID, PartnerID: p.ID, MerchantReference: tx.MerchantReference, Network: "bep20", Token: "usdt",
 					Share: decimal.RequireFromString(a), TS: now,
 				})

@@ -80,12 +80,12 @@ func (tx *Tx) FillsOf(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*life
 }
 
 // UnmatchedDeposit is Store.UnmatchedDeposit in the unit of work.
-func (tx *Tx) UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*refunds.Deposit, error) {
+func (tx *Tx) UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*lifecycle.RefundTask, error) {
 	return tx.store().UnmatchedDeposit(ctx, id)
 }
 
 // ResolveUnmatchedDeposit is Store.ResolveUnmatchedDeposit in the unit of work.
-func (tx *Tx) ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r refunds.Resolution) (bool, error) {
+func (tx *Tx) ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r lifecycle.TaskResolution) (bool, error) {
 	return tx.store().ResolveUnmatchedDeposit(ctx, id, r)
 }
 

@@ -12,9 +12,9 @@ import (
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice/operators"
-	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/chain"
 	"partnerd/internal/kit/apperr"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/partners"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/store"
@@ -64,16 +64,16 @@ func TestTheAccountsUnitOfWorkWritesInItself(t *testing.T) {
 			_, err = tx.Transaction(ctx, uuid.New())
 			require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
 
-			task, err := tx.InsertUnmatchedDeposit(ctx, &refunds.Deposit{ID: uuid.New(), Kind: refunds.Unmatched, Network: chain.BEP20,
+			task, err := tx.InsertUnmatchedDeposit(ctx, &lifecycle.RefundTask{ID: uuid.New(), Kind: lifecycle.TaskUnmatched, Network: chain.BEP20,
 				TxHash: hash, FromAddress: "0xfrom", ToAddress: "0xto", Amount: decimal.RequireFromString("1"), RawAmount: "1000000",
-				BlockNumber: 7, Status: refunds.Open, CreatedAt: now})
+				BlockNumber: 7, Status: lifecycle.TaskOpen, CreatedAt: now})
 			require.NoError(t, err)
-			ok, err := tx.ResolveUnmatchedDeposit(ctx, task.ID, refunds.Resolution{Status: refunds.Credited, Note: ptr("kept"), OperatorID: o.ID, At: now})
+			ok, err := tx.ResolveUnmatchedDeposit(ctx, task.ID, lifecycle.TaskResolution{Status: lifecycle.TaskCredited, Note: ptr("kept"), OperatorID: o.ID, At: now})
 			require.NoError(t, err)
 			require.True(t, ok)
 			closed, err := tx.UnmatchedDeposit(ctx, task.ID)
 			require.NoError(t, err)
-			require.Equal(t, refunds.Credited, closed.Status)
+			require.Equal(t, lifecycle.TaskCredited, closed.Status)
 
 			require.NoError(t, tx.InsertPartnerUser(ctx, u))
 			u.Role = partnerusers.Developer

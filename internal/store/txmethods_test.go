@@ -10,10 +10,10 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/chain"
 	"partnerd/internal/deposits"
 	"partnerd/internal/kit/apperr"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/pricing/quotes"
 	"partnerd/internal/store"
 	"partnerd/internal/webhook"
@@ -65,14 +65,14 @@ func TestTheUnitOfWorkWritesInItself(t *testing.T) {
 			require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
 			require.NoError(t, tx.DeleteDeposit(ctx, uuid.New()))
 
-			task, err := tx.InsertUnmatchedDeposit(ctx, &refunds.Deposit{ID: uuid.New(), Kind: refunds.Unmatched, Network: chain.BEP20,
+			task, err := tx.InsertUnmatchedDeposit(ctx, &lifecycle.RefundTask{ID: uuid.New(), Kind: lifecycle.TaskUnmatched, Network: chain.BEP20,
 				TxHash: hash, FromAddress: "0xfrom", ToAddress: "0xto", Amount: decimal.RequireFromString("1"), RawAmount: "1000000",
-				BlockNumber: 7, Status: refunds.Open, CreatedAt: now})
+				BlockNumber: 7, Status: lifecycle.TaskOpen, CreatedAt: now})
 			require.NoError(t, err)
-			require.Equal(t, refunds.Open, task.Status)
+			require.Equal(t, lifecycle.TaskOpen, task.Status)
 			require.NoError(t, tx.DeleteOpenUnmatchedDeposit(ctx, chain.BEP20, hash, 0))
-			require.NoError(t, tx.DeleteOpenRefundTasks(ctx, uuid.New(), refunds.Short))
-			require.NoError(t, tx.ResolveOpenRefundTasks(ctx, uuid.New(), refunds.Short, refunds.Resolution{Status: refunds.Credited, At: now}))
+			require.NoError(t, tx.DeleteOpenRefundTasks(ctx, uuid.New(), lifecycle.TaskShort))
+			require.NoError(t, tx.ResolveOpenRefundTasks(ctx, uuid.New(), lifecycle.TaskShort, lifecycle.TaskResolution{Status: lifecycle.TaskCredited, At: now}))
 			return rollback
 		})
 		require.ErrorIs(t, err, rollback)

@@ -259,7 +259,7 @@ func (s *Service) refused(ctx context.Context, by actor.Actor, action, reference
 
 // Resolution is how an operator closes a refund task or an unmatched deposit.
 type Resolution struct {
-	Action refunds.Status
+	Action lifecycle.TaskStatus
 	// TxHash is the refund's chain transaction (required to refund a short payment).
 	TxHash *string
 	Note   *string
@@ -273,8 +273,8 @@ func (r Resolution) reference() string {
 }
 
 // ResolveDeposit closes open unmatched deposit id.
-func (s *Service) ResolveDeposit(ctx context.Context, run uow.Runner[*refunds.Deposit, Tx], by actor.Actor, id uuid.UUID, r Resolution) (*refunds.Deposit, error) {
-	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*refunds.Deposit, error) {
+func (s *Service) ResolveDeposit(ctx context.Context, run uow.Runner[*lifecycle.RefundTask, Tx], by actor.Actor, id uuid.UUID, r Resolution) (*lifecycle.RefundTask, error) {
+	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*lifecycle.RefundTask, error) {
 		if err := s.screenTask(ctx, tx, id, r); err != nil {
 			return nil, err
 		}
@@ -302,8 +302,8 @@ func (s *Service) ResolveDeposit(ctx context.Context, run uow.Runner[*refunds.De
 // expired transaction is refunded in the same unit of work, so the returned money
 // cannot be counted or accepted later); credited is refused (an expired short
 // payment is credited by accepting the transaction). Other kinds close on their own.
-func (s *Service) ResolveTask(ctx context.Context, run uow.Runner[*refunds.Deposit, Tx], by actor.Actor, id uuid.UUID, r Resolution) (*refunds.Deposit, error) {
-	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*refunds.Deposit, error) {
+func (s *Service) ResolveTask(ctx context.Context, run uow.Runner[*lifecycle.RefundTask, Tx], by actor.Actor, id uuid.UUID, r Resolution) (*lifecycle.RefundTask, error) {
+	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*lifecycle.RefundTask, error) {
 		d, err := s.resolveTask(ctx, tx, by, id, r)
 		if err != nil {
 			return nil, err
@@ -326,7 +326,7 @@ func (s *Service) ResolveTask(ctx context.Context, run uow.Runner[*refunds.Depos
 // screenTask screens the destination of a refund task resolved as refunded (its
 // sender), and refuses one whose transaction's funds are held or blocked.
 func (s *Service) screenTask(ctx context.Context, tx Tx, id uuid.UUID, r Resolution) error {
-	if r.Action != refunds.Refunded {
+	if r.Action != lifecycle.TaskRefunded {
 		return nil
 	}
 	d, err := tx.UnmatchedDeposit(ctx, id)
@@ -345,7 +345,7 @@ func (s *Service) screenTask(ctx context.Context, tx Tx, id uuid.UUID, r Resolut
 	return s.checkRefund(ctx, d.Network, d.FromAddress)
 }
 
-func (s *Service) resolveTask(ctx context.Context, tx Tx, by actor.Actor, id uuid.UUID, r Resolution) (*refunds.Deposit, error) {
+func (s *Service) resolveTask(ctx context.Context, tx Tx, by actor.Actor, id uuid.UUID, r Resolution) (*lifecycle.RefundTask, error) {
 	if err := s.screenTask(ctx, tx, id, r); err != nil {
 		return nil, err
 	}
@@ -353,11 +353,11 @@ func (s *Service) resolveTask(ctx context.Context, tx Tx, by actor.Actor, id uui
 	if err != nil {
 		return nil, err
 	}
-	if d.Kind != refunds.Short || d.TransactionID == nil || d.Status != refunds.Open {
+	if d.Kind != lifecycle.TaskShort || d.TransactionID == nil || d.Status != lifecycle.TaskOpen {
 		return s.unmatched.Resolve(ctx, tx, id, by.OperatorID(), r.Action, r.TxHash, r.Note)
 	}
 	switch {
-	case r.Action == refunds.Credited:
+	case r.Action == lifecycle.TaskCredited:
 		return nil, apperr.New(apperr.InvalidStateTransition,
 			"A short payment is not credited through its refund task; accept the transaction (POST /transactions/{id}/accept) or refund it.")
 	case r.TxHash == nil:

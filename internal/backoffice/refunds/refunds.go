@@ -20,32 +20,8 @@ import (
 	"partnerd/internal/lifecycle"
 )
 
-// The refund task's records are the lifecycle's, which finds the money (see
-// lifecycle.RefundTask); this package lists and resolves them.
-type (
-	// Status is where a task stands.
-	Status = lifecycle.TaskStatus
-	// Kind is what a task is for.
-	Kind = lifecycle.TaskKind
-	// Deposit is one refund task.
-	Deposit = lifecycle.RefundTask
-	// Resolution is how an operator closed a task.
-	Resolution = lifecycle.TaskResolution
-	// Tx is where a task is recorded or closed.
-	Tx = lifecycle.TaskTx
-)
-
-// The statuses and kinds, as the lifecycle names them.
-const (
-	Open     = lifecycle.TaskOpen
-	Refunded = lifecycle.TaskRefunded
-	Credited = lifecycle.TaskCredited
-
-	Unmatched = lifecycle.TaskUnmatched
-	Excess    = lifecycle.TaskExcess
-	Short     = lifecycle.TaskShort
-	Dust      = lifecycle.TaskDust
-)
+// The refund tasks are the lifecycle's records (lifecycle.RefundTask), written
+// where it finds the money; this package lists and resolves them.
 
 // Filter selects refund tasks: Open (or resolved), and optionally one kind, partner
 // and network.
@@ -53,8 +29,8 @@ type Filter struct {
 	Open bool
 	// Resolved narrows the resolved tasks to one resolution (the unmatched view's
 	// status filter); empty for both.
-	Resolved  Status
-	Kind      *Kind
+	Resolved  lifecycle.TaskStatus
+	Kind      *lifecycle.TaskKind
 	PartnerID *uuid.UUID
 	Network   *string
 }
@@ -63,27 +39,27 @@ type Filter struct {
 type Store interface {
 	// InsertUnmatchedDeposit inserts d unless a task with its (kind, network,
 	// tx_hash, log_index) exists, and returns the stored one.
-	InsertUnmatchedDeposit(ctx context.Context, d *Deposit) (*Deposit, error)
+	InsertUnmatchedDeposit(ctx context.Context, d *lifecycle.RefundTask) (*lifecycle.RefundTask, error)
 	// UnmatchedDeposit returns task id, or apperr NotFound.
-	UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*Deposit, error)
+	UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*lifecycle.RefundTask, error)
 	// ListRefundTasks returns up to limit tasks matching f, newest first
 	// (created_at, id descending), after pos when set.
-	ListRefundTasks(ctx context.Context, f Filter, after *cursor.Position, limit int) ([]*Deposit, error)
+	ListRefundTasks(ctx context.Context, f Filter, after *cursor.Position, limit int) ([]*lifecycle.RefundTask, error)
 	// DeleteOpenUnmatchedDeposit deletes the transfer's open unmatched or dust task.
 	DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error
 	// DeleteOpenRefundTasks deletes transaction id's open tasks of kind.
-	DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind) error
+	DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind lifecycle.TaskKind) error
 	// ResolveOpenRefundTasks closes transaction id's open tasks of kind with r.
-	ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind Kind, r Resolution) error
+	ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind lifecycle.TaskKind, r lifecycle.TaskResolution) error
 }
 
 // ResolveTx is the unit of work an operator closes a task in (store.Tx), with
 // the action's audit row: the task is read and closed as that unit sees it.
 type ResolveTx interface {
 	// UnmatchedDeposit returns task id, or apperr NotFound.
-	UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*Deposit, error)
+	UnmatchedDeposit(ctx context.Context, id uuid.UUID) (*lifecycle.RefundTask, error)
 	// ResolveUnmatchedDeposit closes task id if it is still open, reporting whether it did.
-	ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r Resolution) (bool, error)
+	ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r lifecycle.TaskResolution) (bool, error)
 }
 
 // Service records, lists and resolves unmatched deposits.
@@ -102,12 +78,12 @@ func NewService(store Store, codec *cursor.Codec, now func() time.Time) *Service
 
 // Record stores an unmatched transfer as open and returns it; recording the same
 // transfer again returns the first record unchanged (the watcher may rescan blocks).
-func (s *Service) Record(ctx context.Context, tx Tx, d Deposit) (*Deposit, error) {
+func (s *Service) Record(ctx context.Context, tx lifecycle.TaskTx, d lifecycle.RefundTask) (*lifecycle.RefundTask, error) {
 	d.ID = uuid.New()
 	if d.Kind == "" {
-		d.Kind = Unmatched
+		d.Kind = lifecycle.TaskUnmatched
 	}
-	d.Status = Open
+	d.Status = lifecycle.TaskOpen
 	d.CreatedAt = s.now()
 	d.ResolutionTxHash, d.ResolutionNote, d.ResolvedBy, d.ResolvedAt = nil, nil, nil, nil
 	return tx.InsertUnmatchedDeposit(ctx, &d)
@@ -115,13 +91,13 @@ func (s *Service) Record(ctx context.Context, tx Tx, d Deposit) (*Deposit, error
 
 // Forget removes the open record of a transfer whose block was reorganised away
 // (nothing arrived); a resolved one is kept, for its audit trail.
-func (s *Service) Forget(ctx context.Context, tx Tx, network, txHash string, logIndex int) error {
+func (s *Service) Forget(ctx context.Context, tx lifecycle.TaskTx, network, txHash string, logIndex int) error {
 	return tx.DeleteOpenUnmatchedDeposit(ctx, network, txHash, logIndex)
 }
 
 // DropOpen deletes transaction id's open task of kind: one superseded by a newer
 // record of the same money.
-func (s *Service) DropOpen(ctx context.Context, tx Tx, transactionID uuid.UUID, kind Kind) error {
+func (s *Service) DropOpen(ctx context.Context, tx lifecycle.TaskTx, transactionID uuid.UUID, kind lifecycle.TaskKind) error {
 	return tx.DeleteOpenRefundTasks(ctx, transactionID, kind)
 }
 
@@ -129,10 +105,10 @@ func (s *Service) DropOpen(ctx context.Context, tx Tx, transactionID uuid.UUID, 
 // Refunded in chain transaction txHash when it is given, else as Credited (the
 // money stayed with the transaction), with note, by operatorID when an operator
 // decided (nil: the system).
-func (s *Service) CloseOpen(ctx context.Context, tx Tx, transactionID uuid.UUID, kind Kind, operatorID *uuid.UUID, txHash, note string) error {
-	r := Resolution{Status: Credited, Note: &note, At: s.now()}
+func (s *Service) CloseOpen(ctx context.Context, tx lifecycle.TaskTx, transactionID uuid.UUID, kind lifecycle.TaskKind, operatorID *uuid.UUID, txHash, note string) error {
+	r := lifecycle.TaskResolution{Status: lifecycle.TaskCredited, Note: &note, At: s.now()}
 	if txHash != "" {
-		r.Status, r.TxHash = Refunded, &txHash
+		r.Status, r.TxHash = lifecycle.TaskRefunded, &txHash
 	}
 	if operatorID != nil {
 		r.OperatorID = *operatorID
@@ -141,14 +117,14 @@ func (s *Service) CloseOpen(ctx context.Context, tx Tx, transactionID uuid.UUID,
 }
 
 // Page is one page of unmatched deposits.
-type Page = cursor.Page[*Deposit]
+type Page = cursor.Page[*lifecycle.RefundTask]
 
 // List returns a page of the unmatched deposits in status, newest first (open, or
 // resolved as refunded or credited). Errors: InvalidCursor.
-func (s *Service) List(ctx context.Context, status Status, limit int, after string) (*Page, error) {
-	kind := Unmatched
+func (s *Service) List(ctx context.Context, status lifecycle.TaskStatus, limit int, after string) (*Page, error) {
+	kind := lifecycle.TaskUnmatched
 	return s.list(ctx, fmt.Sprintf(`{"list":"unmatched_deposits","status":%q}`, status),
-		Filter{Open: status == Open, Kind: &kind, Resolved: status}, limit, after)
+		Filter{Open: status == lifecycle.TaskOpen, Kind: &kind, Resolved: status}, limit, after)
 }
 
 // Tasks returns a page of the refund tasks f selects, newest first. Errors: InvalidCursor.
@@ -158,37 +134,39 @@ func (s *Service) Tasks(ctx context.Context, f Filter, limit int, after string) 
 }
 
 func (s *Service) list(ctx context.Context, scope string, f Filter, limit int, after string) (*Page, error) {
-	return cursor.Read(s.codec, scope, after, limit, func(pos *cursor.Position, n int) ([]*Deposit, error) {
+	return cursor.Read(s.codec, scope, after, limit, func(pos *cursor.Position, n int) ([]*lifecycle.RefundTask, error) {
 		return s.store.ListRefundTasks(ctx, f, pos, n)
-	}, func(d *Deposit) cursor.Position { return cursor.Position{Time: d.CreatedAt, ID: d.ID.String()} })
+	}, func(d *lifecycle.RefundTask) cursor.Position {
+		return cursor.Position{Time: d.CreatedAt, ID: d.ID.String()}
+	})
 }
 
 // Task returns refund task id. Errors: NotFound.
-func (s *Service) Task(ctx context.Context, id uuid.UUID) (*Deposit, error) {
+func (s *Service) Task(ctx context.Context, id uuid.UUID) (*lifecycle.RefundTask, error) {
 	return s.store.UnmatchedDeposit(ctx, id)
 }
 
 // Resolve closes an open task of any kind as refunded (txHash required: the refund's chain
 // transaction) or credited (note required). Errors: NotFound, InvalidRequest,
 // InvalidStateTransition when it is no longer open. The task is closed in tx.
-func (s *Service) Resolve(ctx context.Context, tx ResolveTx, id uuid.UUID, operatorID uuid.UUID, action Status, txHash, note *string) (*Deposit, error) {
+func (s *Service) Resolve(ctx context.Context, tx ResolveTx, id uuid.UUID, operatorID uuid.UUID, action lifecycle.TaskStatus, txHash, note *string) (*lifecycle.RefundTask, error) {
 	return s.resolve(ctx, tx, id, nil, operatorID, action, txHash, note)
 }
 
 // ResolveUnmatched is Resolve for unmatched deposits only: a task of another kind
 // is NotFound (the unmatched deposits' view).
-func (s *Service) ResolveUnmatched(ctx context.Context, tx ResolveTx, id uuid.UUID, operatorID uuid.UUID, action Status, txHash, note *string) (*Deposit, error) {
-	kind := Unmatched
+func (s *Service) ResolveUnmatched(ctx context.Context, tx ResolveTx, id uuid.UUID, operatorID uuid.UUID, action lifecycle.TaskStatus, txHash, note *string) (*lifecycle.RefundTask, error) {
+	kind := lifecycle.TaskUnmatched
 	return s.resolve(ctx, tx, id, &kind, operatorID, action, txHash, note)
 }
 
-func (s *Service) resolve(ctx context.Context, tx ResolveTx, id uuid.UUID, kind *Kind, operatorID uuid.UUID, action Status, txHash, note *string) (*Deposit, error) {
+func (s *Service) resolve(ctx context.Context, tx ResolveTx, id uuid.UUID, kind *lifecycle.TaskKind, operatorID uuid.UUID, action lifecycle.TaskStatus, txHash, note *string) (*lifecycle.RefundTask, error) {
 	switch action {
-	case Refunded:
+	case lifecycle.TaskRefunded:
 		if txHash == nil {
 			return nil, apperr.Field(apperr.InvalidRequest, "A refund needs the refund's chain transaction.", "/tx_hash", "is required when action is refunded")
 		}
-	case Credited:
+	case lifecycle.TaskCredited:
 		if note == nil {
 			return nil, apperr.Field(apperr.InvalidRequest, "A credit needs a note saying how it was credited.", "/note", "is required when action is credited")
 		}
@@ -202,10 +180,10 @@ func (s *Service) resolve(ctx context.Context, tx ResolveTx, id uuid.UUID, kind 
 	if kind != nil && d.Kind != *kind {
 		return nil, apperr.New(apperr.NotFound, "The unmatched deposit was not found.")
 	}
-	if d.Status != Open {
+	if d.Status != lifecycle.TaskOpen {
 		return nil, apperr.New(apperr.InvalidStateTransition, fmt.Sprintf("The deposit is already %s.", d.Status))
 	}
-	ok, err := tx.ResolveUnmatchedDeposit(ctx, id, Resolution{Status: action, TxHash: txHash, Note: note, OperatorID: operatorID, At: s.now()})
+	ok, err := tx.ResolveUnmatchedDeposit(ctx, id, lifecycle.TaskResolution{Status: action, TxHash: txHash, Note: note, OperatorID: operatorID, At: s.now()})
 	if err != nil {
 		return nil, err
 	}

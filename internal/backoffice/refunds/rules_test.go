@@ -15,6 +15,7 @@ import (
 	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/testdb"
 )
@@ -35,8 +36,8 @@ func (c *clock) Add(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-func transfer(hash string, logIndex int, amount string) refunds.Deposit {
-	return refunds.Deposit{Network: "bep20", TxHash: hash, LogIndex: logIndex, FromAddress: "0xfrom", ToAddress: "0xto",
+func transfer(hash string, logIndex int, amount string) lifecycle.RefundTask {
+	return lifecycle.RefundTask{Network: "bep20", TxHash: hash, LogIndex: logIndex, FromAddress: "0xfrom", ToAddress: "0xto",
 		Amount: decimal.RequireFromString(amount), RawAmount: decimal.RequireFromString(amount).Shift(18).String(), BlockNumber: 7}
 }
 
@@ -78,21 +79,21 @@ func TestRefundTasks(t *testing.T) {
 
 			first, err := svc.Record(ctx, st, transfer("0xaa", 0, "12.5"))
 			require.NoError(t, err)
-			require.Equal(t, refunds.Unmatched, first.Kind, "the default kind")
-			require.Equal(t, refunds.Open, first.Status)
+			require.Equal(t, lifecycle.TaskUnmatched, first.Kind, "the default kind")
+			require.Equal(t, lifecycle.TaskOpen, first.Status)
 			require.True(t, first.CreatedAt.Equal(c.Now()))
 			c.Add(time.Minute)
 			again := transfer("0xaa", 0, "99")
-			again.Status = refunds.Refunded // a caller's status is ignored
+			again.Status = lifecycle.TaskRefunded // a caller's status is ignored
 			dup, err := svc.Record(ctx, st, again)
 			require.NoError(t, err)
 			require.Equal(t, first.ID, dup.ID, "the same transfer is recorded once")
 			require.Equal(t, "12.5", dup.Amount.String(), "the first record is unchanged")
-			require.Equal(t, refunds.Open, dup.Status)
+			require.Equal(t, lifecycle.TaskOpen, dup.Status)
 
 			c.Add(time.Minute)
 			dustIn := transfer("0xaa", 0, "0.1")
-			dustIn.Kind = refunds.Dust
+			dustIn.Kind = lifecycle.TaskDust
 			dust, err := svc.Record(ctx, st, dustIn)
 			require.NoError(t, err)
 			require.NotEqual(t, first.ID, dust.ID, "another kind of the same transfer is another task")
@@ -105,35 +106,35 @@ func TestRefundTasks(t *testing.T) {
 
 			bad := []struct {
 				name   string
-				action refunds.Status
+				action lifecycle.TaskStatus
 				hash   *string
 				note   *string
 				field  string
 			}{
-				{"refund without its hash", refunds.Refunded, nil, ptr("n"), "/tx_hash"},
-				{"credit without a note", refunds.Credited, ptr("0x1"), nil, "/note"},
-				{"reopen", refunds.Open, ptr("0x1"), ptr("n"), "/action"},
+				{"refund without its hash", lifecycle.TaskRefunded, nil, ptr("n"), "/tx_hash"},
+				{"credit without a note", lifecycle.TaskCredited, ptr("0x1"), nil, "/note"},
+				{"reopen", lifecycle.TaskOpen, ptr("0x1"), ptr("n"), "/action"},
 				{"unknown action", "ignored", ptr("0x1"), ptr("n"), "/action"},
 			}
 			for _, b := range bad {
 				_, err := svc.Resolve(ctx, st, first.ID, op.ID, b.action, b.hash, b.note)
 				requireCode(t, err, apperr.InvalidRequest, b.field)
 			}
-			_, err = svc.Resolve(ctx, st, uuid.New(), op.ID, refunds.Credited, nil, ptr("n"))
+			_, err = svc.Resolve(ctx, st, uuid.New(), op.ID, lifecycle.TaskCredited, nil, ptr("n"))
 			requireCode(t, err, apperr.NotFound, "")
-			_, err = svc.ResolveUnmatched(ctx, st, dust.ID, op.ID, refunds.Credited, nil, ptr("n"))
+			_, err = svc.ResolveUnmatched(ctx, st, dust.ID, op.ID, lifecycle.TaskCredited, nil, ptr("n"))
 			requireCode(t, err, apperr.NotFound, "")
 
 			c.Add(time.Minute)
-			refunded, err := svc.ResolveUnmatched(ctx, st, first.ID, op.ID, refunds.Refunded, ptr("0xrefund"), nil)
+			refunded, err := svc.ResolveUnmatched(ctx, st, first.ID, op.ID, lifecycle.TaskRefunded, ptr("0xrefund"), nil)
 			require.NoError(t, err)
-			require.Equal(t, refunds.Refunded, refunded.Status)
+			require.Equal(t, lifecycle.TaskRefunded, refunded.Status)
 			require.Equal(t, "0xrefund", *refunded.ResolutionTxHash)
 			require.Equal(t, op.ID, *refunded.ResolvedBy)
 			require.True(t, refunded.ResolvedAt.Equal(c.Now()))
-			_, err = svc.Resolve(ctx, st, first.ID, op.ID, refunds.Credited, nil, ptr("again"))
+			_, err = svc.Resolve(ctx, st, first.ID, op.ID, lifecycle.TaskCredited, nil, ptr("again"))
 			requireCode(t, err, apperr.InvalidStateTransition, "")
-			credited, err := svc.Resolve(ctx, st, dust.ID, op.ID, refunds.Credited, nil, ptr("kept as credit"))
+			credited, err := svc.Resolve(ctx, st, dust.ID, op.ID, lifecycle.TaskCredited, nil, ptr("kept as credit"))
 			require.NoError(t, err, "Resolve closes a task of any kind")
 			require.Equal(t, "kept as credit", *credited.ResolutionNote)
 
@@ -144,7 +145,7 @@ func TestRefundTasks(t *testing.T) {
 			require.NoError(t, svc.Forget(ctx, st, "bep20", "0xaa", 0))
 			kept, err := svc.Task(ctx, first.ID)
 			require.NoError(t, err)
-			require.Equal(t, refunds.Refunded, kept.Status)
+			require.Equal(t, lifecycle.TaskRefunded, kept.Status)
 
 			ids := func(p *refunds.Page) []uuid.UUID {
 				var out []uuid.UUID
@@ -154,19 +155,19 @@ func TestRefundTasks(t *testing.T) {
 				return out
 			}
 			views := []struct {
-				status refunds.Status
+				status lifecycle.TaskStatus
 				want   []uuid.UUID
 			}{
-				{refunds.Open, []uuid.UUID{third.ID}},
-				{refunds.Refunded, []uuid.UUID{first.ID}},
-				{refunds.Credited, nil}, // the credited task is dust, not an unmatched deposit
+				{lifecycle.TaskOpen, []uuid.UUID{third.ID}},
+				{lifecycle.TaskRefunded, []uuid.UUID{first.ID}},
+				{lifecycle.TaskCredited, nil}, // the credited task is dust, not an unmatched deposit
 			}
 			for _, v := range views {
 				p, err := svc.List(ctx, v.status, 0, "")
 				require.NoError(t, err)
 				require.Equal(t, v.want, ids(p), v.status)
 			}
-			dk := refunds.Dust
+			dk := lifecycle.TaskDust
 			p, err := svc.Tasks(ctx, refunds.Filter{Kind: &dk}, 0, "")
 			require.NoError(t, err)
 			require.Equal(t, []uuid.UUID{dust.ID}, ids(p))
@@ -176,14 +177,14 @@ func TestRefundTasks(t *testing.T) {
 
 			fourth, err := svc.Record(ctx, st, transfer("0xcc", 0, "5"))
 			require.NoError(t, err)
-			page, err := svc.List(ctx, refunds.Open, 1, "")
+			page, err := svc.List(ctx, lifecycle.TaskOpen, 1, "")
 			require.NoError(t, err)
 			require.Equal(t, []uuid.UUID{fourth.ID}, ids(page))
 			require.True(t, page.HasMore)
-			next, err := svc.List(ctx, refunds.Open, 1, *page.NextCursor)
+			next, err := svc.List(ctx, lifecycle.TaskOpen, 1, *page.NextCursor)
 			require.NoError(t, err)
 			require.Equal(t, []uuid.UUID{third.ID}, ids(next))
-			_, err = svc.List(ctx, refunds.Refunded, 1, *page.NextCursor)
+			_, err = svc.List(ctx, lifecycle.TaskRefunded, 1, *page.NextCursor)
 			requireCode(t, err, apperr.InvalidCursor, "")
 			_, err = svc.Tasks(ctx, refunds.Filter{Open: true}, 1, *page.NextCursor)
 			requireCode(t, err, apperr.InvalidCursor, "")

@@ -34,13 +34,13 @@ type Query struct {
 
 // Store reads the ledger.
 type Store interface {
-	ListRevenue(ctx context.Context, partnerID uuid.UUID, q Query) ([]Row, error)
+	ListRevenue(ctx context.Context, partnerID uuid.UUID, q Query) ([]lifecycle.RevenueRow, error)
 	RevenueSummary(ctx context.Context, partnerID uuid.UUID, q Query) (int64, decimal.Decimal, error)
 }
 
 // Page is one page of the ledger, with the window's summary when asked.
 type Page struct {
-	Rows       []Row
+	Rows       []lifecycle.RevenueRow
 	HasMore    bool
 	Limit      int
 	NextCursor *string
@@ -53,9 +53,6 @@ type Summary struct {
 	TotalPartnerShare decimal.Decimal
 	Count             int64
 }
-
-// Row is one row of the ledger, as the lifecycle books it at settlement.
-type Row = lifecycle.RevenueRow
 
 // EpochStart is the effective start of a revenue window given no from.
 var EpochStart = time.Unix(0, 0).UTC()
@@ -83,11 +80,13 @@ func (l *Ledger) List(ctx context.Context, partnerID uuid.UUID, f Filter, limit 
 		q.To = f.To.UTC()
 	}
 	sc := scope(partnerID, f)
-	rows, err := cursor.Read(l.codec, sc, after, limit, func(pos *cursor.Position, n int) ([]Row, error) {
+	rows, err := cursor.Read(l.codec, sc, after, limit, func(pos *cursor.Position, n int) ([]lifecycle.RevenueRow, error) {
 		page := q
 		page.After, page.Limit = pos, n
 		return l.store.ListRevenue(ctx, partnerID, page)
-	}, func(r Row) cursor.Position { return cursor.Position{Time: r.TS, ID: r.TransactionID.String()} })
+	}, func(r lifecycle.RevenueRow) cursor.Position {
+		return cursor.Position{Time: r.TS, ID: r.TransactionID.String()}
+	})
 	if err != nil {
 		return nil, err
 	}

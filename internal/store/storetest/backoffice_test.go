@@ -15,7 +15,6 @@ import (
 	"partnerd/internal/backoffice"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
-	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/chain"
 	"partnerd/internal/deposits"
 	"partnerd/internal/kit/apperr"
@@ -573,7 +572,7 @@ func TestOpenRefundTasksByKind(t *testing.T) {
 			require.NoError(t, err)
 			ids = append(ids, d.ID)
 		}
-		for i, k := range []refunds.Kind{refunds.Excess, refunds.Dust, refunds.Dust} {
+		for i, k := range []lifecycle.TaskKind{lifecycle.TaskExcess, lifecycle.TaskDust, lifecycle.TaskDust} {
 			d := unmatchedDeposit(3+i, now)
 			d.Kind, d.TransactionID, d.PartnerID = k, &tr.ID, &p.ID
 			_, err = s.InsertUnmatchedDeposit(ctx, d)
@@ -707,7 +706,7 @@ func TestAuditParties(t *testing.T) {
 		p := partnerAt(t, s, "Audited partner", store.Now())
 		tr := newTransaction(t, s, p, txOpts{status: lifecycle.Completed})
 		task := unmatchedDeposit(0, store.Now())
-		task.Kind, task.TransactionID, task.PartnerID = refunds.Excess, &tr.ID, &p.ID
+		task.Kind, task.TransactionID, task.PartnerID = lifecycle.TaskExcess, &tr.ID, &p.ID
 		task, err = s.InsertUnmatchedDeposit(ctx, task)
 		require.NoError(t, err)
 		key := &apikeys.Key{ID: uuid.New(), Owner: apikeys.Partner, OwnerID: p.ID, Hash: "hash-" + uuid.NewString(), Prefix: "sk_sandbox_ab12",

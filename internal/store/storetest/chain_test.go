@@ -232,16 +232,16 @@ func TestRefundTasksOfATransaction(t *testing.T) {
 		op := newOperator(t, s)
 		p := newPartner(t, s)
 		tr := newTransaction(t, s, p, txOpts{})
-		task := func(kind refunds.Kind, i int) *refunds.Deposit {
+		task := func(kind lifecycle.TaskKind, i int) *lifecycle.RefundTask {
 			d := unmatchedDeposit(i, store.Now())
 			d.Kind, d.TransactionID, d.PartnerID, d.ToAddress, d.FromAddress = kind, &tr.ID, &p.ID, tr.DepositAddress, "0xsender"
 			got, err := s.InsertUnmatchedDeposit(ctx, d)
 			require.NoError(t, err)
 			return got
 		}
-		short, excess, dust := task(refunds.Short, 1), task(refunds.Excess, 2), task(refunds.Dust, 3)
+		short, excess, dust := task(lifecycle.TaskShort, 1), task(lifecycle.TaskExcess, 2), task(lifecycle.TaskDust, 3)
 
-		kind, network := refunds.Short, "bep20"
+		kind, network := lifecycle.TaskShort, "bep20"
 		list, err := s.ListRefundTasks(ctx, refunds.Filter{Open: true, Kind: &kind, PartnerID: &p.ID, Network: &network}, nil, 10)
 		require.NoError(t, err)
 		require.Len(t, list, 1)
@@ -252,17 +252,17 @@ func TestRefundTasksOfATransaction(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, list, "another partner's tasks are not listed")
 
-		require.NoError(t, s.ResolveOpenRefundTasks(ctx, tr.ID, refunds.Short, resolution(op.ID)))
+		require.NoError(t, s.ResolveOpenRefundTasks(ctx, tr.ID, lifecycle.TaskShort, resolution(op.ID)))
 		got, err := s.UnmatchedDeposit(ctx, short.ID)
 		require.NoError(t, err)
-		require.Equal(t, refunds.Refunded, got.Status)
+		require.Equal(t, lifecycle.TaskRefunded, got.Status)
 		require.Equal(t, op.ID, *got.ResolvedBy)
 		got, err = s.UnmatchedDeposit(ctx, excess.ID)
 		require.NoError(t, err)
-		require.Equal(t, refunds.Open, got.Status, "another kind stays open")
+		require.Equal(t, lifecycle.TaskOpen, got.Status, "another kind stays open")
 
-		require.NoError(t, s.DeleteOpenRefundTasks(ctx, tr.ID, refunds.Dust))
-		require.NoError(t, s.DeleteOpenRefundTasks(ctx, tr.ID, refunds.Short))
+		require.NoError(t, s.DeleteOpenRefundTasks(ctx, tr.ID, lifecycle.TaskDust))
+		require.NoError(t, s.DeleteOpenRefundTasks(ctx, tr.ID, lifecycle.TaskShort))
 		_, err = s.UnmatchedDeposit(ctx, dust.ID)
 		require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
 		_, err = s.UnmatchedDeposit(ctx, short.ID)
@@ -271,13 +271,13 @@ func TestRefundTasksOfATransaction(t *testing.T) {
 		// A short task recorded again under a resolved one's identity re-opens it
 		// with the new total.
 		again := unmatchedDeposit(1, store.Now())
-		again.Kind, again.TransactionID, again.PartnerID, again.ToAddress, again.FromAddress = refunds.Short, &tr.ID, &p.ID, tr.DepositAddress, "0xsender"
+		again.Kind, again.TransactionID, again.PartnerID, again.ToAddress, again.FromAddress = lifecycle.TaskShort, &tr.ID, &p.ID, tr.DepositAddress, "0xsender"
 		again.Amount = dec("7.5")
-		again.Status = refunds.Open
+		again.Status = lifecycle.TaskOpen
 		reopened, err := s.InsertUnmatchedDeposit(ctx, again)
 		require.NoError(t, err)
 		require.Equal(t, short.ID, reopened.ID, "the same task")
-		require.Equal(t, refunds.Open, reopened.Status)
+		require.Equal(t, lifecycle.TaskOpen, reopened.Status)
 		require.True(t, dec("7.5").Equal(reopened.Amount))
 		require.Nil(t, reopened.ResolvedBy)
 		require.Nil(t, reopened.ResolutionTxHash)

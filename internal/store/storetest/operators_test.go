@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/internal/backoffice/operators"
-	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/backoffice/revenue"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/lifecycle"
@@ -25,13 +24,13 @@ func newOperator(t *testing.T, s *store.Store) *operators.Operator {
 	return o
 }
 
-func unmatchedDeposit(i int, at time.Time) *refunds.Deposit {
-	return &refunds.Deposit{ID: uuid.New(), Kind: refunds.Unmatched, Network: "bep20", TxHash: fmt.Sprintf("0xu%d", i), LogIndex: i, ToAddress: "0xnobody",
-		Amount: dec("12.345678"), RawAmount: "12345678000000000000", BlockNumber: int64(100 + i), Status: refunds.Open, CreatedAt: at}
+func unmatchedDeposit(i int, at time.Time) *lifecycle.RefundTask {
+	return &lifecycle.RefundTask{ID: uuid.New(), Kind: lifecycle.TaskUnmatched, Network: "bep20", TxHash: fmt.Sprintf("0xu%d", i), LogIndex: i, ToAddress: "0xnobody",
+		Amount: dec("12.345678"), RawAmount: "12345678000000000000", BlockNumber: int64(100 + i), Status: lifecycle.TaskOpen, CreatedAt: at}
 }
 
-func resolution(op uuid.UUID) refunds.Resolution {
-	return refunds.Resolution{Status: refunds.Refunded, TxHash: ptr("0xrefund"), OperatorID: op, At: store.Now()}
+func resolution(op uuid.UUID) lifecycle.TaskResolution {
+	return lifecycle.TaskResolution{Status: lifecycle.TaskRefunded, TxHash: ptr("0xrefund"), OperatorID: op, At: store.Now()}
 }
 
 func TestOperatorsAndPartners(t *testing.T) {
@@ -68,7 +67,7 @@ func TestRevenueLedger(t *testing.T) {
 		for i, share := range shares {
 			tr := newTransaction(t, s, p, txOpts{status: lifecycle.Completed})
 			require.NoError(t, s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
-				return tx.InsertRevenue(ctx, &revenue.Row{TransactionID: tr.ID, PartnerID: p.ID, MerchantReference: tr.MerchantReference,
+				return tx.InsertRevenue(ctx, &lifecycle.RevenueRow{TransactionID: tr.ID, PartnerID: p.ID, MerchantReference: tr.MerchantReference,
 					Network: "bep20", Token: "usdt", CryptoAmount: tr.CryptoAmount, FiatAmount: tr.FiatAmount,
 					PlatformFee: dec("2313.38"), Share: dec(share), TS: base.Add(time.Duration(i) * time.Minute)})
 			}))

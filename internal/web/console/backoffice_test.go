@@ -11,7 +11,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
-	"partnerd/internal/backoffice/refunds"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/testsupport/apitest"
 	"partnerd/internal/testsupport/testdb"
 	"partnerd/internal/web/webkit/webtest"
@@ -41,7 +41,7 @@ func filtersFlow(t *testing.T, db testdb.Database) {
 	pay(t, env, ta, "0.25", 1)
 	pay(t, env, ta, "0.5", 2)
 	pay(t, env, tb, "0.75", 3)
-	_, err := env.App.Unmatched().Record(bg, env.Store, refunds.Deposit{Network: "trc20", TxHash: strings.Repeat("ab", 32), ToAddress: "TNobody",
+	_, err := env.App.Unmatched().Record(bg, env.Store, lifecycle.RefundTask{Network: "trc20", TxHash: strings.Repeat("ab", 32), ToAddress: "TNobody",
 		FromAddress: "TSomeone", Amount: decimal.RequireFromString("12"), RawAmount: "12000000", BlockNumber: 7})
 	require.NoError(t, err)
 
