@@ -14,8 +14,10 @@ CONTRACT_TOOLS := scripts/contract-tools
 GEN_CONFIGS := openapi/server.cfg.yaml:$(SPEC) openapi/client.cfg.yaml:$(SPEC) \
                openapi/operator.server.cfg.yaml:$(OP_SPEC) openapi/operator.client.cfg.yaml:$(OP_SPEC)
 # make test runs the suite as it is; make test-race runs the same suite under the
-# race detector (about 2.5 times as long on 2 cores). CI runs both.
-TEST_FLAGS  ?= -count=1 -timeout 20m
+# race detector (about 2.5 times as long on 2 cores). CI runs both. Three packages
+# run at once: the browser, chain and restart tests spend much of their time
+# waiting, and with two at once the cores idled through those waits.
+TEST_FLAGS  ?= -p 3 -count=1 -timeout 20m
 # The test binaries are linked without DWARF (debugger data; stack traces and
 # failures read the symbol table, which stays): linking some 55 binaries of about
 # 100 MB is a large share of the suite's CPU, and -w more than halves each link.
@@ -133,7 +135,7 @@ test: chromium prometheus ## Run every test against PostgreSQL and SQLite (start
 test-race: ## The same tests under the race detector (CI runs it beside make test)
 	@# Three packages at once: the end-to-end packages wait for blocks, jobs and
 	@# restarts, and with two at once the cores idled through those waits (internal/contract/docs/guide/performance.md).
-	@$(MAKE) --no-print-directory test TEST_FLAGS="-race -p 3 $(TEST_FLAGS)"
+	@$(MAKE) --no-print-directory test TEST_FLAGS="-race $(TEST_FLAGS)"
 
 .PHONY: lint
 lint: ## gofmt, go vet and the Redocly lint of both contracts
