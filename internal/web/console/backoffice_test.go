@@ -22,6 +22,7 @@ import (
 // page ticked), and the operator keys page (add, roll and revoke, each confirmed;
 // the new key works on the operator API until revoked).
 func TestConsoleFiltersSelectAllAndOperatorKeys(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) { filtersFlow(t, db) })
 	}

@@ -28,6 +28,7 @@ import (
 // lag, finality and providers with their age, and the chains table stays inside
 // its card (at the usual width, and scrolling inside it on a narrow screen).
 func TestConsoleChainsOnEveryInstance(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) { chainsFlow(t, db) })
 	}

@@ -50,6 +50,7 @@ func confirmed(t *testing.T, env *apitest.Env, id uuid.UUID, hash string) {
 // partner key rolled and revoked; pages without a session and forms without the
 // CSRF token are refused.
 func TestConsoleInChromium(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) { consoleFlow(t, db) })
 	}

@@ -22,6 +22,7 @@ import (
 // transaction is paid 10 + the rest through the simulator and shows two deposit
 // rows, as the partner API lists them.
 func TestConsoleLayoutHolds(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) { layoutFlow(t, db) })
 	}

@@ -33,6 +33,7 @@ import (
 // deposits page's length. The audit log names the operator and partner of each
 // action and the key acted on.
 func TestConsoleOverviewCountsAddUp(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) { overviewCountsFlow(t, db) })
 	}

@@ -25,6 +25,7 @@ import (
 // the batch payout is off-screen; and an action's answer is reached by a
 // redirect, so reloading it sends nothing again.
 func TestConsoleReadsInWords(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) { readsInWordsFlow(t, db) })
 	}

@@ -24,6 +24,7 @@ import (
 // confirmed transactions filled in one liquidity order; the results are read back
 // through the operator API.
 func TestConsoleRefundTasksAndBatchFill(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) { refundsAndFillFlow(t, db) })
 	}

@@ -25,6 +25,7 @@ import (
 // outcomes are read back through the operator API, the blocked one is in the
 // blocked-property report the console downloads, and the queue is then empty.
 func TestConsoleScreeningReview(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) { screeningReviewFlow(t, db) })
 	}

@@ -112,6 +112,7 @@ func csrfOf(t *testing.T, page string) string {
 const flowLimit = 4 * time.Minute
 
 func TestDashboardInChromium(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) { dashboardFlow(t, db) })
 	}

@@ -32,6 +32,7 @@ func statusWith(t *testing.T, s *site, key string) int {
 // actions are audited naming the user (actor partner_user); a form sent twice
 // acts once; a finance user gets the 403 page and changes nothing.
 func TestKeyPages(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			s := signedIn(t, db, partnerusers.Admin)

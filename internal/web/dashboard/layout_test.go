@@ -16,6 +16,7 @@ import (
 // never scrolls sideways (wide tables scroll inside their own box) on the
 // transactions, a paid transaction, the team, the activity and the account.
 func TestDashboardLayoutHolds(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			s := signedIn(t, db, partnerusers.Admin)

@@ -109,6 +109,7 @@ func csvRows(t *testing.T, body, idCol, amountCol string) map[string]string {
 // with their exact amounts; another partner's payout is 404 and its records
 // never appear.
 func TestPayoutPages(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			s := signedInWith(t, db, partnerusers.Finance, operatorPayouts)

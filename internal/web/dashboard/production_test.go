@@ -70,6 +70,7 @@ func productionDashboard(t *testing.T, env *apitest.Env) string {
 // page, and no form but the enrolment's is taken; once enrolled, the pages open;
 // the session cookie is Secure; the sandbox simulator is absent.
 func TestProductionRequiresSecondFactor(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			env := startSite(t, db, nil)
@@ -132,6 +133,7 @@ func TestProductionRequiresSecondFactor(t *testing.T) {
 // A person whose address is on two partners' teams with the same password
 // chooses which dashboard to open; a choice not offered is refused.
 func TestSeveralPartnersChoose(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			env := startSite(t, db, nil)

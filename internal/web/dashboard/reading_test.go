@@ -26,6 +26,7 @@ import (
 // payout or the statements is off-screen; and a team change's answer is
 // reached by a redirect, so reloading it sends nothing again.
 func TestDashboardReadsInWords(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			s := signedInWith(t, db, partnerusers.Admin, operatorPayouts)

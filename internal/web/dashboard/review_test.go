@@ -16,6 +16,7 @@ import (
 // dashboard, and nothing on the page names why (telling the customer would tip
 // them off); a transaction not held shows no such mark.
 func TestHeldTransactionShowsUnderReviewOnly(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			s := signedIn(t, db, partnerusers.Finance)

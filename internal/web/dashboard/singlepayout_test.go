@@ -19,6 +19,7 @@ import (
 // batch, as a payout of one: its bank reference, one transaction, its exact total;
 // its page lists the transaction, and the day's payouts export has its row.
 func TestSinglePayoutOnThePayoutsPage(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			s := signedInWith(t, db, partnerusers.Finance, operatorPayouts)

@@ -15,6 +15,7 @@ import (
 // signed-in finance user sees the navigation of their role, the transactions
 // page, the 403 page on the team, the 404 page on an unknown path, and signs out.
 func TestSkeleton(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

@@ -19,6 +19,7 @@ import (
 // and is in the activity; the last admin cannot demote themselves; a form
 // without the session's CSRF token changes nothing.
 func TestTeamForms(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			env := startSite(t, db, nil)

@@ -21,6 +21,7 @@ import (
 // UTC days; bad filters and cursors are a 400 page saying what is wrong, never a
 // 500.
 func TestTransactionFilters(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			env := startSite(t, db, nil)

@@ -100,6 +100,7 @@ func waitAttempts(t *testing.T, ctx context.Context, url string, n int) [][]stri
 // replayed, a test event, the secret rotated with its dual-signing window;
 // another partner's event is 404 and a finance user gets the 403 page.
 func TestWebhookPages(t *testing.T) {
+	t.Parallel()
 	for _, db := range testdb.Both(t) {
 		t.Run(db.Name, func(t *testing.T) {
 			s := signedInWith(t, db, partnerusers.Developer, fastWebhooks)
