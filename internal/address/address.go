@@ -12,11 +12,15 @@ package address
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha512"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/btcsuite/btcd/btcec/v2"
 	"github.com/btcsuite/btcd/btcutil/base58"
 	"github.com/btcsuite/btcd/btcutil/hdkeychain"
 	"golang.org/x/crypto/sha3"
@@ -35,6 +39,10 @@ const (
 	// tronDecodedLen is the decoded length of a Tron address:
 	// prefix (1) + account hash (20) + checksum (4).
 	tronDecodedLen = 1 + 20 + 4
+
+	// uncompressedLen is the length of an uncompressed secp256k1 public key:
+	// 0x04 || X (32) || Y (32).
+	uncompressedLen = 1 + 32 + 32
 )
 
 var (
@@ -91,11 +99,19 @@ func keyMaterial(xpub string) ([]byte, error) {
 //
 // It keeps only public key material, so a compromised server cannot spend
 // deposits. The external chain key (<account xpub>/0) is derived once up
-// front, so each Address call costs a single BIP-32 step. A Deriver is
-// immutable after construction and safe for concurrent use.
+// front, so each Address call costs a single BIP-32 step; and that key is kept
+// as a parsed curve point beside its compressed form, so the step is one
+// HMAC, one base-point multiplication and one point addition, with none of
+// the square roots that re-parsing the compressed parent and child keys
+// would cost on every call. A Deriver is immutable after construction and
+// safe for concurrent use.
 type Deriver struct {
 	network string
-	chain   *hdkeychain.ExtendedKey // <account xpub>/0
+	// The external chain key <account xpub>/0: its point (affine, Z = 1), the
+	// compressed serialization serP(K) that BIP-32 hashes, and its chain code.
+	chainKey  btcec.JacobianPoint
+	chainSer  [btcec.PubKeyBytesLenCompressed]byte
+	chainCode [32]byte
 }
 
 // NewDeriver parses an account-level extended public key for network ("bep20"
@@ -121,7 +137,15 @@ func NewDeriver(network, xpub string) (*Deriver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("address: derive %s external chain: %w", network, err)
 	}
-	return &Deriver{network: network, chain: chain}, nil
+	pub, err := chain.ECPubKey()
+	if err != nil {
+		return nil, fmt.Errorf("address: %s external chain public key: %w", network, err)
+	}
+	d := &Deriver{network: network}
+	pub.AsJacobian(&d.chainKey)
+	copy(d.chainSer[:], pub.SerializeCompressed())
+	copy(d.chainCode[:], chain.ChainCode())
+	return d, nil
 }
 
 // Network returns the network name ("bep20" or "trc20") the Deriver was built
@@ -143,19 +167,49 @@ func (d *Deriver) Address(index uint32) (string, error) {
 	if index >= hdkeychain.HardenedKeyStart {
 		return "", fmt.Errorf("%w: got %d", errHardenedIndex, index)
 	}
-	child, err := d.chain.Derive(index)
-	if err != nil {
+	var pub [uncompressedLen]byte
+	if err := d.childKey(index, &pub); err != nil {
 		return "", fmt.Errorf("address: derive %s index %d: %w", d.network, index, err)
 	}
-	pub, err := child.ECPubKey()
-	if err != nil {
-		return "", fmt.Errorf("address: %s index %d public key: %w", d.network, index, err)
-	}
-	acct := accountHash(pub.SerializeUncompressed())
+	acct := accountHash(pub[:])
 	if d.network == networkTRC20 {
 		return base58.CheckEncode(acct, tronPrefix), nil
 	}
 	return eip55(acct), nil
+}
+
+// childKey writes the uncompressed public key (0x04 || X || Y) of the
+// non-hardened child index of the external chain key to out, by BIP-32 CKDpub:
+// I = HMAC-SHA512(chain code, serP(K) || ser32(index)), child = parse256(I_L)·G + K.
+// It returns hdkeychain.ErrInvalidChild when I_L is not a valid scalar (zero
+// or not below the group order) or the child is the point at infinity, the
+// cases BIP-32 says to skip; hdkeychain's Derive gives the same keys, but
+// parses the parent's compressed key on every call and leaves the child
+// compressed, to be parsed again.
+func (d *Deriver) childKey(index uint32, out *[uncompressedLen]byte) error {
+	var data [btcec.PubKeyBytesLenCompressed + 4]byte
+	copy(data[:], d.chainSer[:])
+	binary.BigEndian.PutUint32(data[btcec.PubKeyBytesLenCompressed:], index)
+	mac := hmac.New(sha512.New, d.chainCode[:])
+	_, _ = mac.Write(data[:])
+	var sum [sha512.Size]byte
+	i := mac.Sum(sum[:0])
+
+	var il btcec.ModNScalar
+	if overflow := il.SetByteSlice(i[:32]); overflow || il.IsZero() {
+		return hdkeychain.ErrInvalidChild
+	}
+	var ilG, child btcec.JacobianPoint
+	btcec.ScalarBaseMultNonConst(&il, &ilG)
+	btcec.AddNonConst(&ilG, &d.chainKey, &child)
+	if (child.X.IsZero() && child.Y.IsZero()) || child.Z.IsZero() {
+		return hdkeychain.ErrInvalidChild
+	}
+	child.ToAffine()
+	out[0] = 0x04
+	child.X.PutBytesUnchecked(out[1:33])
+	child.Y.PutBytesUnchecked(out[33:])
+	return nil
 }
 
 // Valid reports whether addr is a well-formed address for network, so that
