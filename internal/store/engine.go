@@ -47,6 +47,10 @@ type engine interface {
 	nextAddressIndex(ctx context.Context, tx *Tx, network string) (int64, error)
 	// releaseAddressIndex hands back an index no transaction took.
 	releaseAddressIndex(ctx context.Context, tx *Tx, network string, index uint32) error
+	// batchesWrites reports whether a unit of work sends its writes behind
+	// together, as one statement (see later): where the database is across a
+	// network and runs data-modifying WITH clauses.
+	batchesWrites() bool
 	// locksRows reports whether TransactionForUpdate must lock the row it reads
 	// (where the database does not serialize units of work already).
 	locksRows() bool

@@ -123,19 +123,31 @@ func (kt keyTx) GetKey(ctx context.Context, k idempotency.Key) (*idempotency.Rec
 // SaveKey stores r (a done key) unless a live record holds the key: one upsert,
 // conditional on the existing record being expired or an abandoned claim. On
 // PostgreSQL, meeting another unit of work's uncommitted row of the key, it waits
-// for that unit to end.
+// for that unit to end. It goes with the writes waiting behind it (a create's
+// history row and event), as one statement.
 func (kt keyTx) SaveKey(ctx context.Context, r *idempotency.Record, now, staleBefore time.Time) (bool, error) {
 	t := kt.table
-	res := kt.db.WithContext(ctx).Exec(`INSERT INTO `+t.name+` (`+t.owner+`, operation, key, fingerprint, state,
+	var saved bool
+	err := kt.later(ctx, laterWrite{
+		query: `INSERT INTO ` + t.name + ` (` + t.owner + `, operation, key, fingerprint, state,
 		response_status, response_body, locked_at, created_at, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (`+t.owner+`, operation, key) DO UPDATE SET fingerprint = excluded.fingerprint, state = excluded.state,
+		ON CONFLICT (` + t.owner + `, operation, key) DO UPDATE SET fingerprint = excluded.fingerprint, state = excluded.state,
 			response_status = excluded.response_status, response_body = excluded.response_body,
 			locked_at = excluded.locked_at, created_at = excluded.created_at, expires_at = excluded.expires_at
-		WHERE `+t.name+`.expires_at <= ? OR (`+t.name+`.state = ? AND `+t.name+`.locked_at < ?)`,
-		r.PartnerID, r.Operation, r.Key.Key, r.Fingerprint, r.State, r.ResponseStatus, r.ResponseBody,
-		r.LockedAt, r.CreatedAt, r.ExpiresAt, now, idempotency.InProgress, staleBefore)
-	return res.RowsAffected == 1, res.Error
+		WHERE ` + t.name + `.expires_at <= ? OR (` + t.name + `.state = ? AND ` + t.name + `.locked_at < ?)
+		RETURNING true AS r`,
+		args: []any{r.PartnerID, r.Operation, r.Key.Key, r.Fingerprint, r.State, r.ResponseStatus, r.ResponseBody,
+			r.LockedAt, r.CreatedAt, r.ExpiresAt, now, idempotency.InProgress, staleBefore},
+		done: func(_ context.Context, rows int64, _ bool) error {
+			saved = rows == 1
+			return nil
+		},
+	})
+	if err == nil {
+		err = kt.flush(ctx)
+	}
+	return saved, err
 }
 
 func (t keyTable) purge(db *gorm.DB, before time.Time) (int64, error) {

@@ -256,6 +256,9 @@ func (p *postgresEngine) releaseAddressIndex(_ context.Context, _ *Tx, network s
 	return nil
 }
 
+// batchesWrites: a unit of work's writes behind go as one statement.
+func (*postgresEngine) batchesWrites() bool { return true }
+
 // locksRows: SELECT … FOR UPDATE (of the transaction's row only: the deposit is
 // on the nullable side of the join), so a concurrent change of the same
 // transaction waits and then reads the committed state.

@@ -205,6 +205,10 @@ func (*sqliteEngine) releaseAddressIndex(ctx context.Context, tx *Tx, network st
 		int64(index), network, int64(index)+1).Error
 }
 
+// batchesWrites: no, each write is sent when it is made (in process, and
+// SQLite's WITH clauses do not write).
+func (*sqliteEngine) batchesWrites() bool { return false }
+
 // locksRows: the one writer serialises the units of work already.
 func (*sqliteEngine) locksRows() bool { return false }
 

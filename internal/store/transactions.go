@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,7 +153,8 @@ type historyRow struct {
 
 func (historyRow) TableName() string { return "status_history" }
 
-// InsertHistory appends a status-history entry.
+// InsertHistory appends a status-history entry. It is written behind (later):
+// with the event and the key's answer that usually follow it, one round trip.
 func (tx *Tx) InsertHistory(ctx context.Context, h *lifecycle.HistoryEntry) error {
 	var from, meta *string
 	if h.From != lifecycle.None {
@@ -169,8 +169,8 @@ func (tx *Tx) InsertHistory(ctx context.Context, h *lifecycle.HistoryEntry) erro
 		m := string(b)
 		meta = &m
 	}
-	return tx.db.WithContext(ctx).Exec(`INSERT INTO status_history (transaction_id, from_status, to_status, reason, metadata, changed_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, h.TransactionID, from, string(h.To), h.Reason, meta, h.ChangedAt).Error
+	return tx.later(ctx, laterWrite{query: `INSERT INTO status_history (transaction_id, from_status, to_status, reason, metadata, changed_at)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING true AS r`, args: []any{h.TransactionID, from, string(h.To), h.Reason, meta, h.ChangedAt}})
 }
 
 // History returns a transaction's status history, oldest first.
@@ -211,21 +211,25 @@ func (eventRow) TableName() string { return "events" }
 // is enabled the event waits as pending with no job (a job could only find
 // nothing to do); enabling an endpoint queues every pending event, and the
 // periodic requeue sweep catches an event whose unit of work raced that. The
-// insert reports the endpoint's state itself (RETURNING), so an event costs one
-// round trip.
+// insert reports the endpoint's state itself (RETURNING) and is written behind
+// (later), so an event costs no round trip of its own; its job is enqueued once
+// it has been sent, still in this unit of work.
 func (tx *Tx) AppendEvent(ctx context.Context, e *lifecycle.Event) error {
-	var enabled sql.NullBool
-	err := tx.db.WithContext(ctx).Raw(`INSERT INTO events (id, partner_id, transaction_id, type, payload, created_at)
+	return tx.later(ctx, laterWrite{
+		query: `INSERT INTO events (id, partner_id, transaction_id, type, payload, created_at)
 		VALUES (?, ?, ?, ?, ?, ?)
-		RETURNING (SELECT w.enabled FROM webhook_endpoints w WHERE w.partner_id = events.partner_id)`,
-		e.ID, e.PartnerID, e.TransactionID, string(e.Type), string(e.Payload), e.CreatedAt).Row().Scan(&enabled)
-	if err != nil {
-		return fmt.Errorf("append event: %w", err)
-	}
-	if !enabled.Bool {
-		return nil
-	}
-	return tx.Enqueue(ctx, jobs.DeliverEventArgs{EventID: e.ID}, nil)
+		RETURNING (SELECT w.enabled FROM webhook_endpoints w WHERE w.partner_id = events.partner_id) AS r`,
+		args: []any{e.ID, e.PartnerID, e.TransactionID, string(e.Type), string(e.Payload), e.CreatedAt},
+		done: func(ctx context.Context, rows int64, enabled bool) error {
+			if rows != 1 {
+				return fmt.Errorf("append event %s: %d rows written", e.ID, rows)
+			}
+			if !enabled {
+				return nil
+			}
+			return tx.Enqueue(ctx, jobs.DeliverEventArgs{EventID: e.ID}, nil)
+		},
+	})
 }
 
 // TransactionByID returns partnerID's transaction id with its deposit, or apperr NotFound.

@@ -24,6 +24,12 @@ type Tx struct {
 	db    *gorm.DB
 	sqlTx *sql.Tx
 	after []func()
+	// direct is db without the write-behind (PostgreSQL's flush runs on it).
+	direct *gorm.DB
+	// behind holds the writes waiting to go together (see later); failed is the
+	// first error sending them, which the unit of work ends with.
+	behind []laterWrite
+	failed error
 }
 
 // Transact runs fn in a unit of work and commits it when fn returns nil; an error
@@ -48,11 +54,13 @@ func (s *Store) Transact(ctx context.Context, fn func(ctx context.Context, tx *T
 	tx := &Tx{s: s, sqlTx: sqlTx}
 	// A GORM session bound to this transaction: the same thing gorm.DB.Begin
 	// builds, but on a *sql.Tx we own, so River can insert on it too.
-	tx.db = s.wdb.Session(&gorm.Session{NewDB: true, Context: ctx})
+	var pool gorm.ConnPool = sqlTx
 	if prepared, ok := s.wdb.ConnPool.(*gorm.PreparedStmtDB); ok {
-		tx.db.Statement.ConnPool = &gorm.PreparedStmtTX{Tx: sqlTx, PreparedStmtDB: prepared}
-	} else {
-		tx.db.Statement.ConnPool = sqlTx
+		pool = &gorm.PreparedStmtTX{Tx: sqlTx, PreparedStmtDB: prepared}
+	}
+	tx.db, tx.direct = tx.session(ctx, pool), tx.session(ctx, pool)
+	if s.eng.batchesWrites() {
+		tx.db.Statement.ConnPool = flushFirst{tx, pool}
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -63,7 +71,14 @@ func (s *Store) Transact(ctx context.Context, fn func(ctx context.Context, tx *T
 			_ = sqlTx.Rollback()
 		}
 	}()
-	if err = fn(ctx, tx); err != nil {
+	if err = fn(ctx, tx); err == nil {
+		err = tx.flush(ctx)
+	}
+	if tx.failed != nil {
+		// A statement fn made after a failed flush failed too, for that reason.
+		err = tx.failed
+	}
+	if err != nil {
 		return err
 	}
 	if err = sqlTx.Commit(); err != nil {
@@ -74,6 +89,15 @@ func (s *Store) Transact(ctx context.Context, fn func(ctx context.Context, tx *T
 		f()
 	}
 	return nil
+}
+
+// session is a GORM session on the unit of work's connection pool: the same
+// thing gorm.DB.Begin builds, but on a *sql.Tx we own, so River can insert on it
+// too. (A session made with a context has a statement of its own.)
+func (tx *Tx) session(ctx context.Context, pool gorm.ConnPool) *gorm.DB {
+	db := tx.s.wdb.Session(&gorm.Session{NewDB: true, Context: ctx})
+	db.Statement.ConnPool = pool
+	return db
 }
 
 // store is the Store's statements bound to this unit of work: its pools are the
@@ -95,6 +119,9 @@ func (tx *Tx) AfterCommit(f func()) { tx.after = append(tx.after, f) }
 // Enqueue inserts a River job on this unit of work: it exists exactly when the
 // change that scheduled it commits.
 func (tx *Tx) Enqueue(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error {
+	if err := tx.flush(ctx); err != nil {
+		return err
+	}
 	if _, err := tx.s.jobs.InsertTx(ctx, tx.sqlTx, args, opts); err != nil {
 		return fmt.Errorf("enqueue %s: %w", args.Kind(), err)
 	}
