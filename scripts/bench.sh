@@ -11,10 +11,19 @@
 #      by primary key (what a GET must at least do), then GET /transactions/{id},
 #      POST /quotes and GET /transactions?limit=20, 16 clients each, with the load
 #      average before each run; then the create at half its flat-out rate (open
-#      loop: its p99);
-#   3. partnerd on SQLite (a temp file): create, create at half rate, get;
-#   4. a table: each figure (the median over the rounds) beside pgbench's in the
-#      same rounds, the ratio, the server's CPU time per request; and every run.
+#      loop: its p99), and pgbench's transaction at that same rate (PostgreSQL's own
+#      commit latency, from pgbench's per-transaction log);
+#   3. the floor: scripts/benchfloor beside partnerd on the same database, the least
+#      a Go HTTP server with pgx can do for a create (the same three rows in one
+#      transaction) and a GET (the same read), with nothing else (no authentication,
+#      validation, idempotency, rate limit, logging); driven by benchapi right after
+#      the pgbench run it compares with, in every round. Between pgbench and the
+#      floor is what Go, HTTP over loopback and the load generator cost on these
+#      cores; between the floor and partnerd is what partnerd's own work costs;
+#   4. partnerd on SQLite (a temp file): create, create at half rate, get;
+#   5. a table: each figure (the median over the rounds) beside pgbench's and the
+#      floor's in the same rounds, the ratios, the server's CPU time per request;
+#      and every run.
 #
 # Usage: scripts/bench.sh            (BENCH_DURATION=10s, BENCH_ROUNDS=2 by default)
 #   BENCH_PGBENCH_SCALE  pgbench's -s for the select baseline (default 10; 1 for a smoke run)
@@ -43,7 +52,9 @@ WORK=$(mktemp -d)
 DB="partnerd_bench_$(head -c4 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 PGB="${DB}_pgbench"
 SERVER_PID=""
+FLOOR_PID=""
 cleanup() {
+	[ -n "$FLOOR_PID" ] && kill "$FLOOR_PID" 2>/dev/null && wait "$FLOOR_PID" 2>/dev/null || true
 	[ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null || true
 	psql "$ADMIN_URL" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
 	psql "$ADMIN_URL" -qc "DROP DATABASE IF EXISTS $PGB WITH (FORCE)" >/dev/null 2>&1 || true
@@ -85,27 +96,49 @@ pgbench_run() {
 	jq -nc --arg op "$name" --argjson rps "${tps:-0}" --argjson load "$l" '{op: $op, rps: $rps, load: $load}' >>"$WORK/runs.jsonl"
 }
 
+# pgbench_rate NAME RATE ARGS…: one pgbench run at RATE transactions a second (open
+# loop, -R), with its latency percentiles from the per-transaction log (-l: the
+# third field is the latency in µs, counted from when the transaction was due, as
+# benchapi's open loop counts).
+pgbench_rate() {
+	local name=$1 rate=$2 l dir out tps failed
+	shift 2
+	l=$(load)
+	dir=$(mktemp -d -p "$WORK")
+	out=$(cd "$dir" && pgbench -n -c 16 -j 2 -R "$rate" -T "$SECS" -l "$@" "$PGB_URL" 2>&1)
+	tps=$(echo "$out" | grep -Eo 'tps = [0-9.]+' | tail -1 | awk '{print $3}')
+	failed=$(echo "$out" | grep -Eo 'number of failed transactions: [0-9]+' | awk '{print $5}')
+	cat "$dir"/pgbench_log.* | awk '$3 ~ /^[0-9]+$/ {print $3}' |
+		jq -sc --arg op "$name" --argjson rps "${tps:-0}" --argjson rate "$rate" --argjson errors "${failed:-0}" --argjson load "$l" '
+			sort as $lat | ($lat | length) as $n
+			| def pct(p): if $n == 0 then 0 else $lat[[$n - 1, (p * $n | floor)] | min] / 1000 end;
+			{op: $op, rate: $rate, requests: $n, errors: $errors, rps: $rps, p50_ms: pct(0.50), p90_ms: pct(0.90), p99_ms: pct(0.99), max_ms: pct(1), load: $load}' \
+		>>"$WORK/runs.jsonl"
+	rm -rf "$dir"
+}
+
 # --- partnerd ----------------------------------------------------------------------
 go build -o "$WORK/partnerd" ./cmd/partnerd
 go build -o "$WORK/benchapi" ./scripts/benchapi
+go build -o "$WORK/benchfloor" ./scripts/benchfloor
 if [ -n "$PROFILE" ]; then mkdir -p "$PROFILE" && cp "$WORK/partnerd" "$PROFILE/partnerd"; fi
 
-# measure DB OP BENCHAPI-ARGS…: runs benchapi, adds the load average before the run
-# and the server's CPU time per request (user + system time of the partnerd process
-# during the run, from /proc), and with BENCH_PROFILE the server's profiles.
+# measure DB OP PID BENCHAPI-ARGS…: runs benchapi, adds the load average before the
+# run and the server's CPU time per request (user + system time of process PID, the
+# server, during the run, from /proc), and with BENCH_PROFILE partnerd's profiles.
 measure() {
-	local db=$1 op=$2 tck before after l cpu=""
-	shift 2
+	local db=$1 op=$2 pid=$3 tck before after l cpu=""
+	shift 3
 	tck=$(getconf CLK_TCK)
 	l=$(load)
-	if [ -n "$PROFILE" ]; then
+	if [ -n "$PROFILE" ] && [ "$pid" = "$SERVER_PID" ]; then
 		curl -fs "http://$PPROF/debug/pprof/allocs" -o "$PROFILE/$db.$op.allocs0"
 		curl -fs "http://$PPROF/debug/pprof/profile?seconds=$((SECS > 3 ? SECS - 2 : 1))" -o "$PROFILE/$db.$op.cpu" &
 		cpu=$!
 	fi
-	before=$(awk '{print $14 + $15}' "/proc/$SERVER_PID/stat")
+	before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 	"$WORK/benchapi" "$@" >"$WORK/raw.json"
-	after=$(awk '{print $14 + $15}' "/proc/$SERVER_PID/stat")
+	after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 	if [ -n "$cpu" ]; then
 		wait "$cpu"
 		curl -fs "http://$PPROF/debug/pprof/allocs" -o "$PROFILE/$db.$op.allocs"
@@ -128,6 +161,20 @@ start_partnerd() { # $1 = name, $2 = DATABASE_URL; sets SERVER_PID, BASE, KEY, P
 	BASE="http://127.0.0.1:$port"
 	for _ in $(seq 100); do curl -fs "$BASE/readyz" >/dev/null && break; sleep 0.1; done
 }
+start_floor() { # scripts/benchfloor on partnerd's DATABASE_URL; sets FLOOR_PID, FLOOR_BASE
+	local port
+	port=$(free_port)
+	"$WORK/benchfloor" -addr "127.0.0.1:$port" >"$WORK/floor.log" 2>&1 &
+	FLOOR_PID=$!
+	FLOOR_BASE="http://127.0.0.1:$port"
+	for _ in $(seq 100); do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' "$FLOOR_BASE/api/v1/partner/transactions/00000000-0000-0000-0000-000000000000")" = 404 ] && break
+		sleep 0.1
+	done
+}
+stop_floor() {
+	kill "$FLOOR_PID"; wait "$FLOOR_PID" 2>/dev/null || true; FLOOR_PID=""
+}
 stop_partnerd() {
 	kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
 	unset DATABASE_URL
@@ -135,7 +182,10 @@ stop_partnerd() {
 api() { # DB OP [benchapi args…]
 	local db=$1 op=$2
 	shift 2
-	measure "$db" "$op" -base "$BASE" -key "$KEY" -op "${op%_half}" -clients 16 -duration "$DURATION" "$@"
+	measure "$db" "$op" "$SERVER_PID" -base "$BASE" -key "$KEY" -op "${op%_half}" -clients 16 -duration "$DURATION" "$@"
+}
+floor() { # OP: benchapi's OP against the floor, recorded as postgres floor_OP
+	measure postgres "floor_$1" "$FLOOR_PID" -base "$FLOOR_BASE" -key floor -op "$1" -clients 16 -duration "$DURATION"
 }
 half_rate() { # half the mean flat-out create rate of DB
 	jq -s --arg db "$1" '[.[] | select(.db == $db and .op == "create") | .rps] | add / length / 2 | floor' "$WORK/runs.jsonl"
@@ -143,16 +193,22 @@ half_rate() { # half the mean flat-out create rate of DB
 
 psql "$ADMIN_URL" -qc "CREATE DATABASE $DB" >/dev/null
 start_partnerd postgres "$(db_url "$ADMIN_URL" "$DB")"
+start_floor # after partnerd: its schema, its one partner, its address sequences
 for round in $(seq "$ROUNDS"); do
 	echo "round $round of $ROUNDS (load average $(load))" >&2
-	pgbench_run pgbench_insert3 -f "$WORK/insert3.sql"
 	api postgres create
-	pgbench_run pgbench_select -S
+	pgbench_run pgbench_insert3 -f "$WORK/insert3.sql"
+	floor create
 	api postgres get
+	pgbench_run pgbench_select -S
+	floor get
 	api postgres quote
 	api postgres list
 done
-api postgres create_half -rate "$(half_rate postgres)"
+rate=$(half_rate postgres)
+api postgres create_half -rate "$rate"
+pgbench_rate pgbench_insert3_half "$rate" -f "$WORK/insert3.sql"
+stop_floor
 stop_partnerd
 
 start_partnerd sqlite "sqlite:$WORK/bench.db"
@@ -166,25 +222,33 @@ stop_partnerd
 # --- the table ------------------------------------------------------------------------
 # median FILTER FIELD: the median of FIELD over the runs that FILTER selects.
 median() { jq -s "[.[] | select($1) | .$2] | sort | if length == 0 then null elif length % 2 == 0 then (.[length / 2 - 1] + .[length / 2]) / 2 else .[length / 2 | floor] end | if . == null then . else (. * 100 | round) / 100 end" "$WORK/runs.jsonl"; }
-row() { # db op label [pgbench-op]
-	local sel=".db == \"$1\" and .op == \"$2\""
-	local rps p50 p99 errs cpu ratio="" base=""
+row() { # db op label [pgbench-op] [floor-op]; pgbench's runs count as postgres
+	local sel="(.db // \"postgres\") == \"$1\" and .op == \"$2\""
+	local rps p50 p99 errs cpu ratio="" base="" of_floor=""
 	rps=$(median "$sel" rps | awk '{printf "%d", $1}'); p50=$(median "$sel" p50_ms); p99=$(median "$sel" p99_ms)
-	errs=$(jq -s "[.[] | select($sel) | .errors] | add" "$WORK/runs.jsonl"); cpu=$(median "$sel" cpu_ms_per_req)
+	errs=$(jq -s "[.[] | select($sel) | .errors] | add // 0" "$WORK/runs.jsonl"); cpu=$(median "$sel" cpu_ms_per_req)
 	if [ -n "${4:-}" ]; then
 		base=$(median ".op == \"$4\"" rps | awk '{printf "%d", $1}')
 		ratio=$(awk -v a="$rps" -v b="$base" 'BEGIN {printf "**%.0f %%** of %s tps", 100*a/b, b}')
 	fi
-	printf '| %s | %s | %s/s | %s ms | %s ms | %s | %s ms | %s |\n' "$1" "$3" "$rps" "$p50" "$p99" "$errs" "$cpu" "$ratio"
+	if [ -n "${5:-}" ]; then
+		base=$(median ".db == \"$1\" and .op == \"$5\"" rps | awk '{printf "%d", $1}')
+		of_floor=$(awk -v a="$rps" -v b="$base" 'BEGIN {printf "**%.0f %%** of %s/s", 100*a/b, b}')
+	fi
+	[ "$cpu" = null ] && cpu="" || cpu="$cpu ms"
+	printf '| %s | %s | %s/s | %s ms | %s ms | %s | %s | %s | %s |\n' "$1" "$3" "$rps" "$p50" "$p99" "$errs" "$cpu" "$ratio" "$of_floor"
 }
 echo
-echo "Medians over $ROUNDS rounds, 16 clients, $DURATION per run; pgbench alternated with partnerd in the same minutes."
+echo "Medians over $ROUNDS rounds, 16 clients, $DURATION per run; pgbench and the floor (scripts/benchfloor) alternated with partnerd in the same minutes."
 echo
-echo "| database | work | throughput | p50 | p99 | errors | server CPU / request | of pgbench (same rounds) |"
-echo "|---|---|---|---|---|---|---|---|"
-row postgres create 'POST /transactions' pgbench_insert3
+echo "| database | work | throughput | p50 | p99 | errors | server CPU / request | of pgbench (same rounds) | of the floor (same rounds) |"
+echo "|---|---|---|---|---|---|---|---|---|"
+row postgres create 'POST /transactions' pgbench_insert3 floor_create
+row postgres floor_create 'the floor: net/http + pgx, same rows, nothing else (POST /transactions)' pgbench_insert3
 row postgres create_half 'POST /transactions at half that rate (open loop)'
-row postgres get 'GET /transactions/{id}' pgbench_select
+row postgres pgbench_insert3_half "pgbench's 3-INSERT transaction at the same rate (open loop)"
+row postgres get 'GET /transactions/{id}' pgbench_select floor_get
+row postgres floor_get 'the floor: net/http + pgx, same rows, nothing else (GET /transactions/{id})' pgbench_select
 row postgres quote 'POST /quotes'
 row postgres list 'GET /transactions?limit=20'
 row sqlite create 'POST /transactions'
