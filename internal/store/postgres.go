@@ -5,20 +5,23 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/attribute"
-	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"hash/fnv"
 	"regexp"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	pgxdecimal "github.com/jackc/pgx-shopspring-decimal"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/shopspring/decimal"
+	pgxuuid "github.com/vgarvardt/pgx-google-uuid/v5"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 
@@ -56,6 +59,7 @@ func (p *postgresEngine) connect(ctx context.Context, s *Store, url, dsn string)
 	}
 	cfg.MaxConns = int32(maxConns)
 	cfg.MaxConnIdleTime = 5 * time.Minute
+	cfg.AfterConnect = registerTypes
 	p.listen, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("open postgres database: %w", err)
@@ -68,6 +72,17 @@ func (p *postgresEngine) connect(ctx context.Context, s *Store, url, dsn string)
 		return err
 	}
 	s.wdb = s.db
+	return nil
+}
+
+// registerTypes teaches a connection the service's own parameter types: pgx then
+// writes a decimal.Decimal as a binary numeric and a uuid.UUID as a binary uuid.
+// Without them each went through its driver.Valuer as a string that pgx could
+// not write in binary, and was reparsed after an error was formatted for it:
+// about a twelfth of a create's CPU, for its thirty or so parameters.
+func registerTypes(_ context.Context, c *pgx.Conn) error {
+	pgxdecimal.Register(c.TypeMap())
+	pgxuuid.Register(c.TypeMap())
 	return nil
 }
 
