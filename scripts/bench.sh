@@ -11,8 +11,9 @@
 #      by primary key (what a GET must at least do), then GET /transactions/{id},
 #      POST /quotes and GET /transactions?limit=20, 16 clients each, with the load
 #      average before each run; then the create at half its flat-out rate (open
-#      loop: its p99), and pgbench's transaction at that same rate (PostgreSQL's own
-#      commit latency, from pgbench's per-transaction log);
+#      loop: its p99), the floor's create (below) at that same rate, and pgbench's
+#      transaction at that same rate (PostgreSQL's own commit latency, from
+#      pgbench's per-transaction log);
 #   3. the floor: scripts/benchfloor beside partnerd on the same database, the least
 #      a Go HTTP server with pgx can do for a create (the same three rows in one
 #      transaction) and a GET (the same read), with nothing else (no authentication,
@@ -184,8 +185,10 @@ api() { # DB OP [benchapi args…]
 	shift 2
 	measure "$db" "$op" "$SERVER_PID" -base "$BASE" -key "$KEY" -op "${op%_half}" -clients 16 -duration "$DURATION" "$@"
 }
-floor() { # OP: benchapi's OP against the floor, recorded as postgres floor_OP
-	measure postgres "floor_$1" "$FLOOR_PID" -base "$FLOOR_BASE" -key floor -op "$1" -clients 16 -duration "$DURATION"
+floor() { # OP [benchapi args…]: benchapi's OP against the floor, recorded as postgres floor_OP
+	local op=$1
+	shift
+	measure postgres "floor_$op" "$FLOOR_PID" -base "$FLOOR_BASE" -key floor -op "${op%_half}" -clients 16 -duration "$DURATION" "$@"
 }
 half_rate() { # half the mean flat-out create rate of DB
 	jq -s --arg db "$1" '[.[] | select(.db == $db and .op == "create") | .rps] | add / length / 2 | floor' "$WORK/runs.jsonl"
@@ -207,6 +210,7 @@ for round in $(seq "$ROUNDS"); do
 done
 rate=$(half_rate postgres)
 api postgres create_half -rate "$rate"
+floor create_half -rate "$rate"
 pgbench_rate pgbench_insert3_half "$rate" -f "$WORK/insert3.sql"
 stop_floor
 stop_partnerd
@@ -246,6 +250,7 @@ echo "|---|---|---|---|---|---|---|---|---|"
 row postgres create 'POST /transactions' pgbench_insert3 floor_create
 row postgres floor_create 'the floor: net/http + pgx, same rows, nothing else (POST /transactions)' pgbench_insert3
 row postgres create_half 'POST /transactions at half that rate (open loop)'
+row postgres floor_create_half 'the floor at the same rate (open loop)'
 row postgres pgbench_insert3_half "pgbench's 3-INSERT transaction at the same rate (open loop)"
 row postgres get 'GET /transactions/{id}' pgbench_select floor_get
 row postgres floor_get 'the floor: net/http + pgx, same rows, nothing else (GET /transactions/{id})' pgbench_select
