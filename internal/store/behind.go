@@ -99,12 +99,6 @@ func (tx *Tx) send(ctx context.Context, ws []laterWrite) error {
 		}
 	} else {
 		for i, w := range ws {
-			if w.done == nil { // nothing to read back
-				if err := tx.direct.WithContext(ctx).Exec(w.query, w.args...).Error; err != nil {
-					return err
-				}
-				continue
-			}
 			sqlRows, err := tx.direct.WithContext(ctx).Raw(w.query, w.args...).Rows()
 			if err != nil {
 				return err

@@ -47,6 +47,11 @@ type engine interface {
 	nextAddressIndex(ctx context.Context, tx *Tx, network string) (int64, error)
 	// releaseAddressIndex hands back an index no transaction took.
 	releaseAddressIndex(ctx context.Context, tx *Tx, network string, index uint32) error
+	// unitPool is where a unit of work's statements go: tx, or tx with the
+	// writer's prepared statements; committed runs after a unit of work has
+	// committed, before it gives up its turn as the writer.
+	unitPool(tx *sql.Tx) gorm.ConnPool
+	committed(ctx context.Context)
 	// batchesWrites reports whether a unit of work sends its writes behind
 	// together, as one statement (see later): where the database is across a
 	// network and runs data-modifying WITH clauses.

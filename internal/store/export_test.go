@@ -12,3 +12,12 @@ func (s *Store) MigrateTo(ctx context.Context, version int64) error {
 	_, err = p.UpTo(ctx, version)
 	return err
 }
+
+// WriterStatements reports how many statements SQLite's writer keeps prepared
+// (0 on PostgreSQL).
+func (s *Store) WriterStatements() int {
+	if e, ok := s.eng.(*sqliteEngine); ok {
+		return e.stmts.prepared()
+	}
+	return 0
+}

@@ -271,6 +271,12 @@ func (p *postgresEngine) releaseAddressIndex(_ context.Context, _ *Tx, network s
 	return nil
 }
 
+// unitPool is the unit of work's transaction itself: pgx keeps each
+// connection's prepared statements.
+func (*postgresEngine) unitPool(tx *sql.Tx) gorm.ConnPool { return tx }
+
+func (*postgresEngine) committed(context.Context) {}
+
 // batchesWrites: a unit of work's writes behind go as one statement.
 func (*postgresEngine) batchesWrites() bool { return true }
 

@@ -40,6 +40,8 @@ type sqliteEngine struct {
 	// stopCheckpoints ends the checkpointer; checkpointsDone is closed when it has.
 	stopCheckpoints chan struct{}
 	checkpointsDone chan struct{}
+	// stmts are the writer's prepared statements.
+	stmts *writerStatements
 }
 
 // checkpointEvery is how often the checkpointer copies the write-ahead log into
@@ -102,6 +104,7 @@ func (e *sqliteEngine) connect(_ context.Context, s *Store, url, dsn string) err
 		return fmt.Errorf("sqlite: %w", err)
 	}
 	e.writer = make(chan struct{}, 1)
+	e.stmts = newWriterStatements(s.wsql)
 	e.stopCheckpoints, e.checkpointsDone = make(chan struct{}), make(chan struct{})
 	go e.checkpoint(s.sql)
 	return nil
@@ -204,6 +207,13 @@ func (*sqliteEngine) releaseAddressIndex(ctx context.Context, tx *Tx, network st
 	return tx.db.WithContext(ctx).Exec(`UPDATE address_counters SET next_index = ? WHERE network = ? AND next_index = ?`,
 		int64(index), network, int64(index)+1).Error
 }
+
+// unitPool runs a unit of work's statements through its transaction with the
+// writer's prepared statements; committed prepares the ones it ran unprepared,
+// while the unit of work still holds the writer.
+func (e *sqliteEngine) unitPool(tx *sql.Tx) gorm.ConnPool { return preparedTx{tx, e.stmts} }
+
+func (e *sqliteEngine) committed(ctx context.Context) { e.stmts.prepareWanted(ctx) }
 
 // batchesWrites: no, each write is sent when it is made (in process, and
 // SQLite's WITH clauses do not write).

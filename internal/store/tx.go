@@ -54,10 +54,7 @@ func (s *Store) Transact(ctx context.Context, fn func(ctx context.Context, tx *T
 	tx := &Tx{s: s, sqlTx: sqlTx}
 	// A GORM session bound to this transaction: the same thing gorm.DB.Begin
 	// builds, but on a *sql.Tx we own, so River can insert on it too.
-	var pool gorm.ConnPool = sqlTx
-	if prepared, ok := s.wdb.ConnPool.(*gorm.PreparedStmtDB); ok {
-		pool = &gorm.PreparedStmtTX{Tx: sqlTx, PreparedStmtDB: prepared}
-	}
+	pool := s.eng.unitPool(sqlTx)
 	tx.db, tx.direct = tx.session(ctx, pool), tx.session(ctx, pool)
 	if s.eng.batchesWrites() {
 		tx.db.Statement.ConnPool = flushFirst{tx, pool}
@@ -84,6 +81,7 @@ func (s *Store) Transact(ctx context.Context, fn func(ctx context.Context, tx *T
 	if err = sqlTx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	s.eng.committed(ctx)
 	release() // the observers below may write on their own
 	for _, f := range tx.after {
 		f()
