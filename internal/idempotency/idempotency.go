@@ -160,13 +160,20 @@ func Stored(status int) bool { return status < 500 && status != 400 }
 
 // Do runs the request fn under key k (fingerprint fp) in one unit of work:
 //
-//  1. look the key up: a key done with the same fingerprint returns its stored
-//     answer (Replayed) without running fn; another fingerprint is
-//     IdempotencyKeyReused;
-//  2. run fn, whose effects join the unit of work (Run hands it to the use case);
-//  3. store fn's answer under the key beside the effects and commit both at once
+//  1. run fn, whose effects join the unit of work (Run hands it to the use case);
+//  2. store fn's answer under the key beside the effects and commit both at once
 //     if it is a 2xx. Any other answer rolls the effects back, and a stored 4xx
-//     (see Stored) is then recorded on its own.
+//     (see Stored) is then recorded on its own;
+//  3. if the key was taken (a request with it is done), roll fn's effects back
+//     and answer with the key's stored answer (Replayed) when the fingerprint is
+//     the same, IdempotencyKeyReused when it is not.
+//
+// The key is not looked up before fn runs: a first request, by far the most
+// common, pays no statement for it (the key's write, which it makes anyway, is
+// the check), and a retry's effects, which are all in the unit of work, are
+// rolled back unseen. A retry's effects usually fail against the first
+// request's (the same merchant reference, a quote already used), and it is
+// answered as the first was then too.
 //
 // Two requests with one key at once: the key's row is written last, so the second
 // waits there for the first to commit, finds the key taken, rolls its own effects
@@ -184,12 +191,6 @@ func (s *Service) do(ctx context.Context, open func(ctx context.Context, body fu
 	k Key, fp string, fn func(ctx context.Context) (Response, error)) (Response, error) {
 	var out Response
 	err := open(ctx, func(ctx context.Context, tx Tx) error {
-		if replay, err := s.lookup(ctx, tx, k, fp); err != nil || replay != nil {
-			if replay != nil {
-				out = *replay
-			}
-			return err
-		}
 		var err error
 		if out, err = fn(ctx); err != nil {
 			return err
@@ -228,6 +229,14 @@ func (s *Service) do(ctx context.Context, open func(ctx context.Context, body fu
 			err = errInProgress()
 		}
 		return derefOr(replay, out), err
+	case err != nil && !errors.Is(err, uow.ErrNested):
+		// A retry whose unit of work failed (its effects met the first
+		// request's, say) still gets the first request's answer. (A unit of
+		// work refused as nested never ran, and looking the key up would open
+		// one inside the unit the caller holds.)
+		if replay, lerr := s.Lookup(ctx, k, fp); lerr == nil && replay != nil {
+			return *replay, nil
+		}
 	}
 	return out, err
 }
@@ -399,10 +408,10 @@ func ReplayOf(err error) (Response, bool) {
 }
 
 // Run runs a keyed request's use case in one unit of work, begun once with begin
-// (uow.Run): the key is looked up in it, fn runs in it and the answer req renders
-// of fn's outcome is stored in it, and all commit together. The key's rules hold
-// as Do states them: a stored answer is returned as *Replayed without running
-// fn, another request's key is refused. The unit of work is handed to the key
+// (uow.Run): fn runs in it and the answer req renders of fn's outcome is stored
+// under the key in it, and all commit together. The key's rules hold
+// as Do states them: a stored answer is returned as *Replayed, fn's effects
+// rolled back, another request's key is refused. The unit of work is handed to the key
 // store as the typed X it is (a Keeper), never looked at at run time. A Request
 // without a key is refused: a call without one uses uow.Run.
 func Run[T any, X Keeper](ctx context.Context, begin uow.Begin[X], req Request[T], fn func(ctx context.Context, tx X) (T, error)) (T, error) {

@@ -18,8 +18,8 @@ import (
 // state-changing use case begins its unit of work, to its rules on the real store:
 // without a key it is a plain unit of work (uow.Run; the idempotency layer
 // refuses a request without one), nesting one is an error; under a key the answer it renders is
-// stored with the effects, a retry gets it back as *Replayed without running the
-// use case, another request's key is refused, a stored 4xx replays and a 400 does
+// stored with the effects, a retry gets it back as *Replayed with its own effects
+// rolled back, another request's key is refused, a stored 4xx replays and a 400 does
 // not; a failure before the unit of work still replays the stored answer.
 func TestRunIsTheUseCasesUnitOfWork(t *testing.T) {
 	t.Parallel()
@@ -108,7 +108,7 @@ func TestRunIsTheUseCasesUnitOfWork(t *testing.T) {
 		stored, ok := idempotency.ReplayOf(err)
 		require.True(t, ok, "a retry gets the stored answer: %v", err)
 		require.Equal(t, idempotency.Response{Status: 201, Body: []byte(first), Replayed: true}, stored)
-		require.Equal(t, 1, runs, "a replay does not run the use case")
+		require.Equal(t, 2, runs, "a retry runs the use case, whose effects roll back (below)")
 		require.Equal(t, before+2, count())
 		_, err = idempotency.Run(ctx, begin, request("k1", "another request"), effect(nil))
 		require.Equal(t, apperr.IdempotencyKeyReused, apperr.CodeOf(err))

@@ -161,7 +161,7 @@ func TestIdempotencyKeys(t *testing.T) {
 		out, err = svc.Do(ctx, k, "fp1", answer(201, `{"a":2}`))
 		require.NoError(t, err)
 		require.Equal(t, idempotency.Response{Status: 201, Body: []byte(`{"a":1}`), Replayed: true}, out, "the stored answer")
-		require.Equal(t, 1, runs, "a replay does not execute")
+		require.Equal(t, 2, runs, "a retry runs (its effects roll back: below) and gets the stored answer")
 		_, err = svc.Do(ctx, k, "fp2", answer(201, `{}`))
 		require.Equal(t, apperr.IdempotencyKeyReused, apperr.CodeOf(err))
 
@@ -212,10 +212,12 @@ func TestIdempotencyKeys(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, effect(ctx, "e1", 404))
 		require.NoError(t, effect(ctx, "e2", 201))
+		_, replayed := idempotency.ReplayOf(effect(ctx, "e2", 201))
+		require.True(t, replayed, "a retry gets the stored answer")
 		after, err := s.CountPartners(ctx)
 		require.NoError(t, err)
-		require.Equal(t, int32(2), ref.Load())
-		require.Equal(t, before+1, after, "the 404's write rolled back, the 201's committed")
+		require.Equal(t, int32(3), ref.Load())
+		require.Equal(t, before+1, after, "the 404's write rolled back, the 201's committed, its retry's rolled back")
 
 		// AfterCommit hooks of a keyed use case run after a 2xx commits, never for
 		// an answer that rolled back.
