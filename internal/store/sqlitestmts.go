@@ -9,8 +9,8 @@ import (
 
 // writerStatements are the SQLite writer connection's prepared statements.
 // SQLite compiles every statement it is given, and on the one writer that is
-// time every queued unit of work waits for: about a sixth of a create's CPU,
-// all of it while holding the writer. So the statements units of work run are
+// time every queued unit of work waits for: a tenth to a sixth of a create's
+// CPU, all of it while holding the writer. So the statements units of work run are
 // prepared once on the writer's pool and each unit of work runs them through
 // its own transaction (sql.Tx.StmtContext finds them already prepared on its
 // connection, the pool's only one).
