@@ -52,8 +52,9 @@ func (s *Store) Transact(ctx context.Context, fn func(ctx context.Context, tx *T
 		return fmt.Errorf("begin: %w", err)
 	}
 	tx := &Tx{s: s, sqlTx: sqlTx}
-	// A GORM session bound to this transaction: the same thing gorm.DB.Begin
-	// builds, but on a *sql.Tx we own, so River can insert on it too.
+	// Two GORM sessions on this transaction: db, every statement of the unit
+	// of work (sending the writes behind first where the engine batches them),
+	// and direct, on which they are sent.
 	pool := s.eng.unitPool(sqlTx)
 	tx.db, tx.direct = tx.session(ctx, pool), tx.session(ctx, pool)
 	if s.eng.batchesWrites() {
