@@ -28,8 +28,8 @@ func TestAddressMatchesHDKeychain(t *testing.T) {
 	other, err := master.Neuter()
 	require.NoError(t, err)
 
-	indexes := make([]uint32, 0, 2001+300+1)
-	for i := range uint32(2001) {
+	indexes := make([]uint32, 0, 501+300+1)
+	for i := range uint32(501) {
 		indexes = append(indexes, i)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
