@@ -17,7 +17,9 @@ func (s *Store) MigrateTo(ctx context.Context, version int64) error {
 // (0 on PostgreSQL).
 func (s *Store) WriterStatements() int {
 	if e, ok := s.eng.(*sqliteEngine); ok {
-		return e.stmts.prepared()
+		e.stmts.mu.Lock()
+		defer e.stmts.mu.Unlock()
+		return len(e.stmts.ready)
 	}
 	return 0
 }

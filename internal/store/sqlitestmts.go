@@ -73,13 +73,6 @@ func (w *writerStatements) prepareWanted(ctx context.Context) {
 	}
 }
 
-// prepared reports how many statements are ready (for tests).
-func (w *writerStatements) prepared() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.ready)
-}
-
 // preparedTx is a SQLite unit of work's connection pool: its transaction,
 // running the writer's prepared statements where it has them.
 type preparedTx struct {
