@@ -29,9 +29,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	pgxdecimal "github.com/jackc/pgx-shopspring-decimal"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/shopspring/decimal"
+	pgxuuid "github.com/vgarvardt/pgx-google-uuid/v5"
 )
 
 // network is the one network the floor's transactions are on; their address
@@ -142,6 +144,12 @@ func main() {
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = 20 // partnerd's default pool (dburl.DefaultPoolSize)
+	}
+	// Amounts and ids go in binary, as partnerd sends them (store.registerTypes).
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		pgxdecimal.Register(c.TypeMap())
+		pgxuuid.Register(c.TypeMap())
+		return nil
 	}
 	db, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
