@@ -762,7 +762,7 @@ type ChainHash = string
 
 // ChainProvider One JSON-RPC provider of a network.
 type ChainProvider struct {
-	// Error Its last failure, for `failing`, `rate_limited`, `lagging`, `no_logs` and `action_needed` (there, what to fix); null otherwise.
+	// Error Its last failure, for `failing`, `rate_limited`, `lagging`, `behind`, `syncing`, `no_logs` and `action_needed` (there, what to fix); null otherwise.
 	Error *string `json:"error"`
 
 	// HeadBlock The provider's head block when last read; null before its first read.
@@ -784,7 +784,11 @@ type ChainProvider struct {
 	// State A provider's state. `active`: the provider the watcher reads now. `standby`: healthy,
 	// ready for a fail-over. `failing`: its last calls failed (errors, timeouts).
 	// `rate_limited`: it asked the watcher to wait. `lagging`: its head is behind the other
-	// providers' by more than a few blocks. `no_logs`: it does not serve `eth_getLogs`
+	// providers' by more than a few blocks. `behind`: its successful answers show it
+	// behind its own head (a head gone back further than a reorganisation goes, such as
+	// `0x0`; a load balancer's backend that lags): nothing is believed from it until it
+	// catches up, and it is asked again every poll. `syncing`: `behind`, and its
+	// `eth_syncing` says it is catching up. `no_logs`: it does not serve `eth_getLogs`
 	// (taken out of the rotation for it). `action_needed`: it refuses the watcher until a
 	// person acts (a bad or revoked key, an exhausted quota or plan, a retired endpoint,
 	// a method or history outside the plan): out of the rotation, tried again every ten
@@ -1646,7 +1650,11 @@ type PayoutRequest struct {
 // ProviderState A provider's state. `active`: the provider the watcher reads now. `standby`: healthy,
 // ready for a fail-over. `failing`: its last calls failed (errors, timeouts).
 // `rate_limited`: it asked the watcher to wait. `lagging`: its head is behind the other
-// providers' by more than a few blocks. `no_logs`: it does not serve `eth_getLogs`
+// providers' by more than a few blocks. `behind`: its successful answers show it
+// behind its own head (a head gone back further than a reorganisation goes, such as
+// `0x0`; a load balancer's backend that lags): nothing is believed from it until it
+// catches up, and it is asked again every poll. `syncing`: `behind`, and its
+// `eth_syncing` says it is catching up. `no_logs`: it does not serve `eth_getLogs`
 // (taken out of the rotation for it). `action_needed`: it refuses the watcher until a
 // person acts (a bad or revoked key, an exhausted quota or plan, a retired endpoint,
 // a method or history outside the plan): out of the rotation, tried again every ten

@@ -138,8 +138,9 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 	return w, nil
 }
 
-// degraded lists, per network whose watcher is off, or whose every provider waits
-// for its operator (a key, a quota or plan, an endpoint), why ("network: reason"),
+// degraded lists, per network whose watcher is off, whose every provider waits
+// for its operator (a key, a quota or plan, an endpoint), or whose every provider
+// is behind or syncing, why ("network: reason"),
 // sorted; nil when every network is watched.
 func (w *watchers) degraded() []string {
 	var out []string
@@ -150,6 +151,10 @@ func (w *watchers) degraded() []string {
 		if why := pool.Stranded(); len(why) > 0 {
 			out = append(out, n+": no provider serves the deposit watcher until its operator acts (fix the key, plan or URL in CHAIN_RPC_"+
 				strings.ToUpper(n)+"): "+strings.Join(why, "; "))
+		}
+		if why := pool.Behind(); len(why) > 0 {
+			out = append(out, n+": every provider is behind or syncing, so the deposit watcher waits (nothing is scanned until one catches up; add or switch to another provider in CHAIN_RPC_"+
+				strings.ToUpper(n)+" if it lasts): "+strings.Join(why, "; "))
 		}
 	}
 	sort.Strings(out)

@@ -208,6 +208,12 @@ const (
 	ProviderRateLimited = "rate_limited"
 	// ProviderLagging: its head is behind the others' by more than a few blocks.
 	ProviderLagging = "lagging"
+	// ProviderBehind: its successful answers show it behind its own head (a head
+	// gone back further than a reorganisation goes, a load balancer's backend
+	// behind): not believed until it catches up.
+	ProviderBehind = "behind"
+	// ProviderSyncing: as ProviderBehind, and eth_syncing says it is catching up.
+	ProviderSyncing = "syncing"
 	// ProviderNoLogs: it does not serve eth_getLogs (taken out of the rotation for it).
 	ProviderNoLogs = "no_logs"
 	// ProviderActionNeeded: it refuses the watcher until a person acts (a bad or

@@ -43,10 +43,10 @@ func (m *Metrics) newChain() *Chain {
 	c.finality = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "chain", Name: "finality_state",
 		Help: "1 for the network's finality state: tag (deposits wait for the node's finalized block), confirmations (count alone), unknown (the node serves the tag but has not answered it lately: nothing confirms)."}, []string{"network", "state"})
 	c.providers = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "chain", Name: "provider_state",
-		Help: "1 for each JSON-RPC provider's state, 0 for its other states: active (read now), standby (healthy, ready for a fail-over), failing, rate_limited, lagging (head behind the others), no_logs (does not serve eth_getLogs), action_needed (refuses the watcher until a person fixes its key, plan or URL)."}, []string{"network", "provider", "state"})
+		Help: "1 for each JSON-RPC provider's state, 0 for its other states: active (read now), standby (healthy, ready for a fail-over), failing, rate_limited, lagging (head behind the others), behind (its answers show it behind its own head: a head gone back, a backend behind its load balancer), syncing (behind, and eth_syncing says it is catching up), no_logs (does not serve eth_getLogs), action_needed (refuses the watcher until a person fixes its key, plan or URL)."}, []string{"network", "provider", "state"})
 	c.watcherOff = gauge("watcher_off", "1 when the network's deposit watcher is off (no CHAIN_RPC_<NETWORK>, no token contract, no provider on the configured chain): deposits there arrive only through the simulator; /readyz says degraded with the reason.")
 	c.rpcErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "chain",
-		Name: "rpc_errors_total", Help: "Failed JSON-RPC calls of the deposit watcher, by network and kind (range, results, rate_limit, refused, not_ready, operator, timeout, transport, http, decode, rpc, unsupported)."}, []string{"network", "kind"})
+		Name: "rpc_errors_total", Help: "Failed JSON-RPC calls of the deposit watcher, by network and kind (range, results, rate_limit, refused, not_ready, operator, subscriptions, timeout, transport, http, decode, rpc, unsupported; and successful answers that were wrong: behind (a head gone back), missing_block (no block at or below the provider's own head), missing_logs (no logs where a block's header or a later answer shows some))."}, []string{"network", "kind"})
 	c.unmatched = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "chain",
 		Name: "unmatched_deposits_total", Help: "Transfers to deposit addresses stored as unmatched deposits for operators, by network."}, []string{"network"})
 	m.reg.MustRegister(c.head, c.scanned, c.lag, c.finalizedBlock, c.finality, c.watcherOff, c.providers, c.rpcErrors, c.unmatched)
@@ -110,7 +110,7 @@ func (c *Chain) ChainFinality(network, state string) {
 
 // providerStates are the chain.Provider* states, each a series per provider.
 var providerStates = []string{chain.ProviderActive, chain.ProviderStandby, chain.ProviderFailing,
-	chain.ProviderRateLimited, chain.ProviderLagging, chain.ProviderNoLogs, chain.ProviderActionNeeded}
+	chain.ProviderRateLimited, chain.ProviderLagging, chain.ProviderBehind, chain.ProviderSyncing, chain.ProviderNoLogs, chain.ProviderActionNeeded}
 
 // ChainProviders records each provider's state: 1 on its current state's series,
 // 0 on the others (so an alert can match a state without knowing the rest).

@@ -179,7 +179,7 @@ func TestChainStatesInTheContract(t *testing.T) {
 	open, ok := provider.Extensions["x-extensible-enum"].([]any)
 	require.True(t, ok, "ProviderState lists its values in x-extensible-enum")
 	require.ElementsMatch(t, []string{chain.ProviderActive, chain.ProviderStandby, chain.ProviderFailing,
-		chain.ProviderRateLimited, chain.ProviderLagging, chain.ProviderNoLogs, chain.ProviderActionNeeded}, strs(open))
+		chain.ProviderRateLimited, chain.ProviderLagging, chain.ProviderBehind, chain.ProviderSyncing, chain.ProviderNoLogs, chain.ProviderActionNeeded}, strs(open))
 	require.ElementsMatch(t, []string{chain.FinalityTag, chain.FinalityConfirmations, chain.FinalityUnknown},
 		strs(spec.Components.Schemas["NetworkProgress"].Value.Properties["finality"].Value.Enum))
 }

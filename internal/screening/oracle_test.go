@@ -50,7 +50,14 @@ func startOracle(t *testing.T, listed ...common.Address) *oracleChain {
 // pool is a provider pool over urls, in order, as the service builds one.
 func pool(t *testing.T, urls ...string) *providers.Pool {
 	t.Helper()
-	d, err := rpc.For(chain.BEP20)
+	return poolOn(t, chain.BEP20, urls...)
+}
+
+// poolOn is a provider pool of network over urls, its clients speaking the
+// network's dialect.
+func poolOn(t *testing.T, network string, urls ...string) *providers.Pool {
+	t.Helper()
+	d, err := rpc.For(network)
 	require.NoError(t, err)
 	var ps []providers.Provider
 	for _, u := range urls {
@@ -59,7 +66,7 @@ func pool(t *testing.T, urls ...string) *providers.Pool {
 		t.Cleanup(c.Close)
 		ps = append(ps, providers.Provider{URL: u, Client: c})
 	}
-	return providers.New(providers.Options{Network: chain.BEP20}, ps)
+	return providers.New(providers.Options{Network: network}, ps)
 }
 
 var (
@@ -100,6 +107,76 @@ func TestOracleAnswers(t *testing.T) {
 
 	r := screening.Combined{o}.Screen(ctx, chain.BEP20, other.Hex(), time.Now())
 	require.Equal(t, screening.Clear, r.Verdict)
+}
+
+// TestOracleAtLatest: on Tron the node runs eth_call only at its head and refuses
+// a block number, so the oracle is asked at "latest" through the pool and through
+// one client alike; it still answers (a hit, a clear, a clear once removed from
+// the list), and the finding names the head read before the call as the least
+// block the answer is for.
+func TestOracleAtLatest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ch, err := devnet.StartDialect(0, devnet.JavaTron)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ch.Close() })
+	oc := screeningtest.Deploy(t, ch, sanctionsDir, listed)
+	source := "trc20 oracle " + chain.FormatAddress(chain.TRC20, oc.Address)
+	tronListed, tronOther := chain.FormatAddress(chain.TRC20, listed), chain.FormatAddress(chain.TRC20, other)
+	require.True(t, strings.HasPrefix(tronListed, "T"), "screened in Tron's own form")
+
+	// The node's own refusal of a pinned block: the call the oracle must not make.
+	head, err := ch.Backend.Client().BlockNumber(ctx)
+	require.NoError(t, err)
+	bsc, err := rpc.New(ch.URL, rpc.BSC, rpc.Options{Timeout: 2 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(bsc.Close)
+	// isSanctioned(listed), asked at the block just read, as a node of BNB Smart Chain is.
+	data := append([]byte{0xdf, 0x59, 0x2f, 0x7d}, common.LeftPadBytes(listed.Bytes(), 32)...)
+	_, err = bsc.Call(ctx, oc.Address, data, head)
+	var re *rpc.Error
+	require.ErrorAs(t, err, &re)
+	require.Equal(t, -32602, re.Code)
+	require.Equal(t, "QUANTITY not supported, just support TAG as latest", re.Message)
+	refused := ch.Proxy.Calls("eth_call")
+
+	client, err := rpc.New(ch.URL, rpc.JavaTron, rpc.Options{Timeout: 2 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(client.Close)
+	callers := []struct {
+		name   string
+		caller screening.OracleCaller
+	}{
+		{"pool", poolOn(t, chain.TRC20, ch.URL)},
+		{"client", client},
+	}
+	for _, c := range callers {
+		o := screening.NewOracle(chain.TRC20, oc.Address, c.caller)
+		head, err := ch.Backend.Client().BlockNumber(ctx)
+		require.NoError(t, err)
+		at := "latest, at or after block " + itoa(head)
+
+		f, err := o.Screen(ctx, chain.TRC20, tronListed)
+		require.NoError(t, err, c.name)
+		require.Equal(t, screening.Finding{
+			Screener: "oracle", Source: source, Version: at,
+			Hit: true, Category: "sanctions", Name: "sanctioned address",
+		}, f, c.name)
+		f, err = o.Screen(ctx, chain.TRC20, tronOther)
+		require.NoError(t, err, c.name)
+		require.Equal(t, screening.Finding{Screener: "oracle", Source: source, Version: at}, f, c.name)
+		require.Equal(t, screening.Clear, screening.Combined{o}.Screen(ctx, chain.TRC20, tronOther, time.Now()).Verdict, c.name)
+	}
+	require.Equal(t, refused+6, ch.Proxy.Calls("eth_call"), "every call answered, none refused")
+
+	// Removed from the list in a new block: clear at the new head.
+	oc.Exec(t, "removeFromSanctionsList", []common.Address{listed})
+	head, err = ch.Backend.Client().BlockNumber(ctx)
+	require.NoError(t, err)
+	f, err := screening.NewOracle(chain.TRC20, oc.Address, poolOn(t, chain.TRC20, ch.URL)).Screen(ctx, chain.TRC20, tronListed)
+	require.NoError(t, err)
+	require.False(t, f.Hit, "removed from the list")
+	require.Equal(t, "latest, at or after block "+itoa(head), f.Version)
 }
 
 // TestOracleCoversItsNetworkOnly: an oracle answers for its own network; asked

@@ -36,7 +36,8 @@ type Finding struct {
 	// contract, a service's host.
 	Source string `json:"source"`
 	// Version pins the answer: the list's published date and import, the oracle's
-	// block number, the service's answer time.
+	// block number (on a node that calls only at its head, the least block the
+	// answer is for), the service's answer time.
 	Version string `json:"version,omitempty"`
 	// Hit is whether this screener names the address.
 	Hit bool `json:"hit"`

@@ -285,6 +285,43 @@ func (c *Chain) ResetNonce() {
 	c.mu.Unlock()
 }
 
+// Replace reorganises the chain as a real one does: the blocks above parent are
+// replaced by one empty block at the height above it (another block at that
+// height, not a chain only shorter), and the transactions of the dropped blocks
+// are not mined again. The node returns them to its pool in the background when
+// the head moves back: Replace waits until they are there (the account's pending
+// nonce is back to what it was), clears the pool, and mines the new block. It
+// returns the new block's hash.
+func (c *Chain) Replace(ctx context.Context, parent common.Hash) (common.Hash, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl := c.Backend.Client()
+	want, err := cl.NonceAt(ctx, c.from, nil)
+	if err != nil {
+		return common.Hash{}, err
+	}
+	if err := c.Backend.Fork(parent); err != nil {
+		return common.Hash{}, err
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		n, err := cl.PendingNonceAt(ctx, c.from)
+		if err != nil {
+			return common.Hash{}, err
+		}
+		if n >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			return common.Hash{}, fmt.Errorf("the dropped transactions did not return to the pool (pending nonce %d, want %d)", n, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.Backend.Rollback()
+	c.nonce = 0
+	return c.Backend.Commit(), nil
+}
+
 // Mine mines a block every interval until ctx is done.
 func (c *Chain) Mine(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)

@@ -33,7 +33,8 @@ const (
 	// JavaTron answers as java-tron's /jsonrpc: its block field set with stateRoot
 	// "0x", BlockId hashes (8-byte number ‖ 24 bytes of the sha256 of the raw
 	// header) in blocks and logs, "finalized" = the solidified block ~19 behind,
-	// its caps (5,000 blocks, 10,000 results) and its error texts.
+	// its caps (5,000 blocks, 10,000 results), eth_call only at "latest" (a block
+	// number refused) and its error texts.
 	JavaTron Dialect = "java-tron"
 )
 
@@ -393,8 +394,133 @@ func (p *Proxy) answer(ctx context.Context, req rpcRequest, body []byte) (any, *
 		return p.block(ctx, req)
 	case "eth_getLogs":
 		return p.logs(ctx, req)
+	case "eth_call":
+		if p.dialect == JavaTron {
+			return p.tronCall(ctx, req)
+		}
 	}
 	return p.call(ctx, req.Method, params...)
+}
+
+// java-tron's eth_call refusals (TronJsonRpcImpl.getCall), with the codes of
+// jsonrpc4j's @JsonRpcError annotations on the method (TronJsonRpc.getCall):
+// -32602 for invalid params, -32600 for an invalid request, -32000 for an
+// internal error; jsonrpc4j sends the annotation's data, the string "{}", along.
+const (
+	tronQuantityNotSupported = "QUANTITY not supported, just support TAG as latest"
+	tronTagNotSupported      = "TAG [earliest | pending | finalized] not supported"
+)
+
+func tronRefusal(code int, message string) *rpcError {
+	return &rpcError{Code: code, Message: message, Data: "{}"}
+}
+
+// tronCall answers eth_call as java-tron does: it runs a call only on the state
+// of its head, so the block parameter may only say "latest". A block number is
+// refused, never answered from another block's state; the tags earliest, pending
+// and finalized are refused in words of their own. The object form
+// ({"blockNumber": …} or {"blockHash": …}) is checked for the block's existence
+// and then runs at latest all the same, whatever block it names.
+func (p *Proxy) tronCall(ctx context.Context, req rpcRequest) (any, *rpcError) {
+	if len(req.Params) != 2 {
+		// jsonrpc4j finds no method taking that many parameters.
+		return nil, &rpcError{Code: -32602, Message: "method parameters invalid"}
+	}
+	if e := p.tronCallBlock(ctx, req.Params[1]); e != nil {
+		return nil, e
+	}
+	return p.call(ctx, "eth_call", req.Params[0], "latest")
+}
+
+// tronCallBlock judges eth_call's block parameter as java-tron does (nil: run
+// the call at latest).
+func (p *Proxy) tronCallBlock(ctx context.Context, raw json.RawMessage) *rpcError {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) > 0 && raw[0] == '{':
+		return p.tronCallObject(ctx, raw)
+	case len(raw) == 0 || raw[0] != '"':
+		// Neither a string nor an object (a bare number, null).
+		return tronRefusal(-32600, "invalid json request")
+	}
+	var tag string
+	if err := json.Unmarshal(raw, &tag); err != nil {
+		return tronRefusal(-32600, "invalid json request")
+	}
+	switch {
+	case strings.EqualFold(tag, "latest"):
+		return nil
+	case strings.EqualFold(tag, "earliest"), strings.EqualFold(tag, "pending"), strings.EqualFold(tag, "finalized"):
+		return tronRefusal(-32602, tronTagNotSupported)
+	}
+	if _, ok := tronNumber(tag); !ok {
+		// "safe" and anything else that is no tag java-tron knows nor a number.
+		return tronRefusal(-32602, "invalid block number")
+	}
+	return tronRefusal(-32602, tronQuantityNotSupported)
+}
+
+// tronCallObject judges the object form of the block parameter: the block it
+// names must exist (the call still runs at latest).
+func (p *Proxy) tronCallObject(ctx context.Context, raw json.RawMessage) *rpcError {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return tronRefusal(-32600, "invalid json request")
+	}
+	field := func(name string) (string, *rpcError) {
+		var s string
+		if err := json.Unmarshal(obj[name], &s); err != nil {
+			return "", tronRefusal(-32602, "invalid json request") // not a string
+		}
+		return s, nil
+	}
+	if _, ok := obj["blockNumber"]; ok {
+		s, e := field("blockNumber")
+		if e != nil {
+			return e
+		}
+		n, ok := tronNumber(s)
+		if !ok {
+			return tronRefusal(-32602, "invalid block number")
+		}
+		if n.Sign() < 0 || !n.IsUint64() {
+			return tronRefusal(-32000, "header not found")
+		}
+		if _, err := p.chain.Backend.Client().HeaderByNumber(ctx, n); err != nil {
+			return tronRefusal(-32000, "header not found")
+		}
+		return nil
+	}
+	if _, ok := obj["blockHash"]; ok {
+		s, e := field("blockHash")
+		if e != nil {
+			return e
+		}
+		h, err := hexutil.Decode(s)
+		if !strings.HasPrefix(s, "0x") {
+			h, err = hexutil.Decode("0x" + s)
+		}
+		if err != nil || len(h) != common.HashLength {
+			return tronRefusal(-32602, "invalid hash value")
+		}
+		// Block hashes here are BlockIds: the number is their first 8 bytes.
+		id := common.BytesToHash(h)
+		hd, err := p.chain.Backend.Client().HeaderByNumber(ctx, new(big.Int).SetUint64(binary.BigEndian.Uint64(id[:8])))
+		if err != nil || p.idOf(hd) != id {
+			return tronRefusal(-32000, "header for hash not found")
+		}
+		return nil
+	}
+	return tronRefusal(-32600, "invalid json request")
+}
+
+// tronNumber reads a block number as java-tron does (ByteArray.hexToBigInteger):
+// hex after "0x", decimal otherwise.
+func tronNumber(s string) (*big.Int, bool) {
+	if rest, ok := strings.CutPrefix(s, "0x"); ok {
+		return new(big.Int).SetString(rest, 16)
+	}
+	return new(big.Int).SetString(s, 10)
 }
 
 func (p *Proxy) tagNumber(ctx context.Context, raw json.RawMessage) (uint64, bool, *rpcError) {

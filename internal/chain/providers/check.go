@@ -28,7 +28,8 @@ func (p *Pool) check(ctx context.Context, m *member) error {
 		p.mu.Unlock()
 		return nil // its head is not known yet: checked once it is
 	}
-	n, want, ok := p.referenceLocked(m.head - p.opts.CheckDepth)
+	head := m.head
+	n, want, ok := p.referenceLocked(head - p.opts.CheckDepth)
 	if !ok {
 		p.mu.Unlock()
 		return nil // every block read so far is above it: checked later
@@ -39,8 +40,15 @@ func (p *Pool) check(ctx context.Context, m *member) error {
 		p.failed(m, mBlock, err)
 		return err
 	}
+	if b == nil {
+		// No block at or below its own head: a backend behind (a load balancer's
+		// choice), not another branch. Asked again later.
+		p.countError(rpc.KindMissingBlock)
+		return &rpc.Error{Kind: rpc.KindMissingBlock, Method: mBlock,
+			Message: fmt.Sprintf("no block %d although its head is %d: a backend behind", n, head)}
+	}
 	p.mu.Lock()
-	if b != nil && b.Hash == want {
+	if b.Hash == want {
 		if m.disagree {
 			p.log.Info("chain provider agrees with the blocks read so far again", "provider", m.name, "block", n)
 		}
@@ -50,10 +58,7 @@ func (p *Pool) check(ctx context.Context, m *member) error {
 		p.report()
 		return nil
 	}
-	got := "no block"
-	if b != nil {
-		got = b.Hash.Hex()
-	}
+	got := b.Hash.Hex()
 	if !m.disagree {
 		p.log.Error("chain provider reports another block than the one read so far; not used until it agrees (another branch or another chain)",
 			"provider", m.name, "block", n, "hash", got, "expected", want.Hex())

@@ -1,14 +1,30 @@
 package providers
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"partnerd/internal/chain/rpc"
 )
 
 // setHead records a member's head and whether it lags. A member's lag is judged
 // when its own head is read (a head read earlier is not compared with a newer one).
+// A head below its last by more than ReorgDepth is not believed (see judgeHead):
+// the provider is marked behind and its head stays the last one believed.
 func (p *Pool) setHead(m *member, head uint64) {
 	p.mu.Lock()
+	if p.wrongHeadLocked(m, head) {
+		if !m.behindHead {
+			p.behindLocked(m, head, rpc.SyncStatus{}, nil)
+		}
+		p.updateLocked(time.Now())
+		p.mu.Unlock()
+		p.report()
+		return
+	}
+	p.caughtUpLocked(m, head)
 	m.head = head
 	p.best = max(p.best, head)
 	lag := head+p.opts.MaxLag < p.best
@@ -105,4 +121,97 @@ func (p *Pool) behind(m *member) bool {
 		}
 	}
 	return false
+}
+
+// Syncer is a client that answers eth_syncing (rpc.Client).
+type Syncer interface {
+	Syncing(ctx context.Context) (rpc.SyncStatus, error)
+}
+
+// wrongHeadLocked reports whether head, answered by m, cannot be its real head:
+// 0 after a head above 0, or below its last head by more than ReorgDepth. A
+// syncing node answers so, and a load balancer that sent the call to a backend
+// still syncing; a reorganisation never moves a head back that far.
+func (p *Pool) wrongHeadLocked(m *member, head uint64) bool {
+	return m.head > 0 && (head == 0 || head+p.opts.ReorgDepth < m.head)
+}
+
+// judgeHead checks the head m answered before it is believed: a head that
+// cannot be m's real one (wrongHeadLocked), or 0 while eth_syncing says the node
+// is catching up, fails with kind behind, and m is marked behind (syncing when
+// eth_syncing says so) until a believable head comes back.
+func (p *Pool) judgeHead(ctx context.Context, m *member, head uint64) error {
+	p.mu.Lock()
+	wrong := p.wrongHeadLocked(m, head)
+	last := m.head
+	p.mu.Unlock()
+	if !wrong && head > 0 {
+		return nil
+	}
+	var st rpc.SyncStatus
+	var serr error
+	if s, ok := m.c.Client.(Syncer); ok {
+		st, serr = s.Syncing(ctx)
+		if serr != nil && ctx.Err() == nil {
+			p.countError(rpc.KindOf(serr))
+		}
+	}
+	if !wrong && (serr != nil || st.Behind() <= p.opts.ReorgDepth) {
+		return nil // a chain at its genesis (a development chain), not a node behind
+	}
+	p.mu.Lock()
+	msg := p.behindLocked(m, head, st, serr)
+	p.updateLocked(time.Now())
+	p.mu.Unlock()
+	p.report()
+	return &rpc.Error{Kind: rpc.KindBehind, Method: mHead,
+		Message: fmt.Sprintf("head %d (the head it reported before: %d): %s", head, last, msg)}
+}
+
+// behindLocked marks m behind after a head that cannot be its real one, logging
+// the change once, and returns why.
+func (p *Pool) behindLocked(m *member, head uint64, st rpc.SyncStatus, serr error) string {
+	syncing := st.Behind() > p.opts.ReorgDepth
+	msg := "behind: its head went back (a node syncing, or a backend behind its load balancer)"
+	switch {
+	case syncing:
+		msg = fmt.Sprintf("syncing: eth_syncing says block %d of %d", st.Current, st.Highest)
+	case serr != nil && !errors.Is(serr, context.Canceled):
+		msg += "; eth_syncing: " + serr.Error()
+	}
+	m.lastErr = fmt.Sprintf("%s (answered head %d, last believed %d)", msg, head, m.head)
+	if !m.behindHead || m.syncing != syncing {
+		p.log.Warn("chain provider answers a head it cannot have; it is behind, not a reorganisation: its head is not believed until it catches up",
+			"provider", m.name, "head", head, "last_head", m.head, "reason", msg)
+	}
+	m.behindHead, m.syncing = true, syncing
+	return msg
+}
+
+// caughtUpLocked clears m's behind mark once it answers a believable head.
+func (p *Pool) caughtUpLocked(m *member, head uint64) {
+	if !m.behindHead {
+		return
+	}
+	m.behindHead, m.syncing = false, false
+	p.log.Info("chain provider answers its head again; caught up", "provider", m.name, "head", head)
+}
+
+// Behind reports, when every provider of the network that could serve the
+// watcher is behind or syncing (see judgeHead), why: one line per provider; nil
+// while any provider answers a believable head. /readyz says degraded then.
+func (p *Pool) Behind() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, m := range p.members {
+		if m.wrongChain {
+			continue
+		}
+		if !m.behindHead {
+			return nil
+		}
+		out = append(out, m.name+": "+m.lastErr)
+	}
+	return out
 }

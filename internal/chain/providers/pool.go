@@ -49,6 +49,17 @@
 //     an ERROR naming it and the reason and the state action_needed, and is tried
 //     again every OperatorRetry; with none left, Stranded says why (/readyz);
 //
+//   - a successful answer is checked against what the pool knows of the same
+//     provider: a head below the one it reported before by more than ReorgDepth
+//     (a syncing node's 0x0, a load balancer's lagging backend) is not a rewind
+//     of the chain but the provider behind (eth_syncing is asked, when it
+//     answers, to tell "syncing" from "behind"): the head is not believed, the
+//     call fails with kind behind (another provider answers; alone, the scanner
+//     asks again next poll), and the provider's state says so until a head at
+//     or near the last one comes back; a null block at or below a head it
+//     reported is a backend behind (kind missing_block), never a
+//     reorganisation, and never a reason to think it on another branch;
+//
 //   - an eth_getLogs range refusal is a hint, never passed on: a request above the
 //     provider's own head (read again) or every provider's is the provider behind
 //     (not_ready, another is asked); otherwise the range is asked again in pieces
@@ -164,6 +175,10 @@ type Options struct {
 	// CheckDepth is how far below a provider's head the cross-check compares a
 	// block's hash (the network's confirmations; default 1).
 	CheckDepth uint64
+	// ReorgDepth is how far a provider's head may go back before the pool calls
+	// it behind rather than reorganised (default twice CheckDepth, the depth the
+	// scanner rewinds to at most).
+	ReorgDepth uint64
 	// HeadEvery is the least time between two reads of a standby provider's head
 	// (default 3s, the poll interval).
 	HeadEvery time.Duration
@@ -264,6 +279,10 @@ type member struct {
 	retryAt     time.Time
 	lastErr     string
 	lagging     bool
+	// behindHead: its last head answered was below its head before by more than
+	// ReorgDepth (head keeps the last one believed); syncing: eth_syncing said so.
+	behindHead bool
+	syncing    bool
 	// agreed: it passed the cross-check; disagree: it failed it.
 	agreed   bool
 	disagree bool
@@ -321,6 +340,9 @@ func New(opts Options, providers []Provider) *Pool {
 	}
 	if opts.CheckDepth == 0 {
 		opts.CheckDepth = 1
+	}
+	if opts.ReorgDepth == 0 {
+		opts.ReorgDepth = 2 * opts.CheckDepth
 	}
 	if opts.HeadEvery <= 0 {
 		opts.HeadEvery = 3 * time.Second
@@ -421,7 +443,7 @@ func (p *Pool) order(method string, need uint64, now time.Time) ([]*member, int,
 			}
 		case m.failures > 0 || method == mLogs && now.Before(m.logsRetryAt):
 			failing = append(failing, m)
-		case m.lagging:
+		case m.lagging || m.behindHead:
 			behind = append(behind, m)
 		default:
 			healthy = append(healthy, m)
@@ -651,8 +673,9 @@ func (p *Pool) failed(m *member, method string, err error) bool {
 	case rpc.KindRange, rpc.KindResults, rpc.KindUnsupported, rpc.KindReverted:
 		// About the request, not the provider.
 		return false
-	case rpc.KindNotReady:
-		// Transient on this node (behind its head, starting): another may have it.
+	case rpc.KindNotReady, rpc.KindBehind, rpc.KindMissingBlock, rpc.KindMissingLogs:
+		// Transient on this node (behind its head, starting, a backend behind a
+		// load balancer): another may have it.
 		return true
 	case rpc.KindOperator:
 		// No wait ends it: out of the rotation, and the operator is told once.
@@ -757,6 +780,9 @@ func (p *Pool) BlockNumber(ctx context.Context) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
+		if err := p.judgeHead(ctx, m, h); err != nil {
+			return 0, err
+		}
 		p.setHead(m, h)
 		if err := p.check(ctx, m); err != nil {
 			return 0, err
@@ -782,12 +808,47 @@ func (p *Pool) BlockByNumber(ctx context.Context, number uint64) (*rpc.Block, er
 		return b, nil
 	}
 	b, err := do(ctx, p, mBlock, number, func(ctx context.Context, m *member) (*rpc.Block, error) {
-		return m.c.BlockByNumber(ctx, number)
+		b, err := m.c.BlockByNumber(ctx, number)
+		p.mu.Lock()
+		head, alone := m.head, p.usableLocked() <= 1
+		p.mu.Unlock()
+		for try := 1; err == nil && b == nil && number <= head && alone && try < sameAgain; try++ {
+			// Alone, the provider is asked again at once: a load balancer sends
+			// each call to one of its backends, and another may have the block.
+			p.countError(rpc.KindMissingBlock)
+			b, err = m.c.BlockByNumber(ctx, number)
+		}
+		if err != nil || b != nil {
+			return b, err
+		}
+		if number <= head {
+			// Its head was at or above the block: the backend that answered is
+			// behind, and "no block" says nothing of the chain.
+			return nil, &rpc.Error{Kind: rpc.KindMissingBlock, Method: mBlock,
+				Message: fmt.Sprintf("no block %d although its head is %d: a backend behind, not a reorganisation", number, head)}
+		}
+		return nil, nil
 	})
 	if err == nil {
 		p.remember(b)
 	}
 	return b, err
+}
+
+// sameAgain is how many times in a row a provider alone is asked for a block it
+// answered null for although its head is at or above it.
+const sameAgain = 3
+
+// usableLocked counts the providers that may answer a call: on the network's
+// chain, not waiting for their operator.
+func (p *Pool) usableLocked() int {
+	n := 0
+	for _, m := range p.members {
+		if !m.wrongChain && !m.operator {
+			n++
+		}
+	}
+	return n
 }
 
 // Finalized returns the first usable provider's finalized block.

@@ -15,7 +15,11 @@ import (
 func (p *Pool) Wake() <-chan struct{} { return p.wake }
 
 // Run keeps a subscription to new heads open on every provider that pushes,
-// reconnecting with a growing wait when it fails, until ctx is done. Background
+// reconnecting with a growing wait when it fails, until ctx is done. A
+// subscription refused for the number already open on the connection
+// (rpc.KindSubscriptions) is asked again on a new connection; refused
+// refusalsBeforeWarn times in a row, the provider is taken to refuse push (one
+// WARN) and asked again every MaxBackoff while the watcher polls. Background
 // head checks started while it runs stop with ctx too.
 func (p *Pool) Run(ctx context.Context) {
 	p.mu.Lock()
@@ -44,11 +48,25 @@ func (p *Pool) inUse() bool {
 	return time.Since(time.Unix(0, p.lastUse.Load())) < p.idleAfter()
 }
 
+// reconnecter is a client whose connection can be dropped, the next call or
+// subscription dialling a new one (rpc.Client over ws(s)://).
+type reconnecter interface {
+	Reconnect()
+}
+
+// refusalsBeforeWarn is how many subscriptions refused in a row for the number
+// open on the connection, each asked on a new connection, mean the provider
+// refuses push (a plan without it, a limit per key rather than per connection).
+const refusalsBeforeWarn = 3
+
 // subscribe keeps m's subscription open while the pool is in use: only the
 // instance whose scanner holds the network's lock subscribes (providers count
 // pushed heads against quotas too).
 func (p *Pool) subscribe(ctx context.Context, m *member) {
-	wait := time.Second
+	wait := min(time.Second, p.opts.MaxBackoff)
+	// refused counts the subscriptions refused in a row for the number open on
+	// the connection (rpc.KindSubscriptions).
+	refused := 0
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for ctx.Err() == nil {
@@ -93,13 +111,19 @@ func (p *Pool) subscribe(ctx context.Context, m *member) {
 		default:
 		}
 		if time.Since(start) > 2*wait {
-			wait = time.Second // it held for a while: a fresh failure
+			wait = min(time.Second, p.opts.MaxBackoff) // it held for a while: a fresh failure
 		}
 		msg := "subscription ended"
 		if err != nil {
 			msg = err.Error()
 		}
-		p.log.Warn("chain provider's new-heads subscription failed; polling meanwhile, reconnecting", "provider", m.name, "error", msg, "retry_in", wait.String())
+		if rpc.KindOf(err) == rpc.KindSubscriptions {
+			refused++
+			wait = p.refusedSubscription(m, refused, msg, wait)
+		} else {
+			refused = 0
+			p.log.Warn("chain provider's new-heads subscription failed; polling meanwhile, reconnecting", "provider", m.name, "error", msg, "retry_in", wait.String())
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -109,6 +133,34 @@ func (p *Pool) subscribe(ctx context.Context, m *member) {
 		}
 		wait = min(wait*2, p.opts.MaxBackoff)
 	}
+}
+
+// refusedSubscription handles the refused-th subscription in a row that m
+// refused for the number open on its connection, and returns the wait before
+// the next one. The connection may hold subscriptions the provider still counts
+// (ours, from before a drop it did not notice, or a load balancer's), and waiting
+// on it does not end them: it is dropped, and the next subscription dials a new
+// one (calls in flight on it fail, and the pool asks again). Refused on new
+// connections refusalsBeforeWarn times, the provider refuses push: one WARN,
+// then MaxBackoff between attempts, each logged at debug level.
+func (p *Pool) refusedSubscription(m *member, refused int, msg string, wait time.Duration) time.Duration {
+	rc, ok := m.push.(reconnecter)
+	if ok {
+		rc.Reconnect()
+	}
+	switch {
+	case refused < refusalsBeforeWarn:
+		p.log.Info("chain provider refused the new-heads subscription for the subscriptions open on its connection; subscribing again on a new connection",
+			"provider", m.name, "error", msg, "reconnected", ok, "retry_in", wait.String())
+		return wait
+	case refused == refusalsBeforeWarn:
+		p.log.Warn("chain provider refuses push: it refused the new-heads subscription on new connections; the watcher polls meanwhile and asks again now and then",
+			"provider", m.name, "refusals", refused, "error", msg, "retry_every", p.opts.MaxBackoff.String())
+	default:
+		p.log.Debug("chain provider refused the new-heads subscription again; the watcher polls",
+			"provider", m.name, "refusals", refused, "error", msg, "retry_in", p.opts.MaxBackoff.String())
+	}
+	return p.opts.MaxBackoff
 }
 
 // subscribeOnce checks m's chain id, then runs one subscription until it fails

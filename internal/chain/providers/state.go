@@ -38,6 +38,10 @@ func (p *Pool) updateLocked(now time.Time) {
 			s = chain.ProviderRateLimited
 		case m.failures > 0 || now.Before(m.logsRetryAt):
 			s = chain.ProviderFailing
+		case m.syncing:
+			s = chain.ProviderSyncing
+		case m.behindHead:
+			s = chain.ProviderBehind
 		case m.disagree || m.lagging:
 			s = chain.ProviderLagging
 		case m.noLogs:

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -64,6 +65,8 @@ func classify(d Dialect, method string, status int, header http.Header, body []b
 		switch {
 		case rules.match(KindOperator, text) || operatorStatus(status):
 			v.Kind = KindOperator
+		case rules.match(KindSubscriptions, text):
+			v.Kind = KindSubscriptions
 		case status == http.StatusTooManyRequests:
 			v.Kind = KindRateLimit
 		case rules.match(KindRateLimit, text) || sounds.MatchString(text):
@@ -99,11 +102,21 @@ func classify(d Dialect, method string, status int, header http.Header, body []b
 		e.Message = jsonText(env.Message)
 	}
 	if !isError {
-		unknown := len(env.Result) == 0 && len(env.JSONRPC) == 0 && len(env.ID) == 0
+		// An object with neither "jsonrpc" nor "id" is no JSON-RPC answer, even
+		// with a "result": an explorer API's {"status":"0","message":"NOTOK",
+		// "result":"Max calls per sec rate limit reached (5/sec)"} is a rate limit,
+		// and its {"status":"1","result":…} no answer of a node (decode, never ok).
+		unknown := len(env.JSONRPC) == 0 && len(env.ID) == 0
 		text := strings.ToLower(string(body))
+		if ok && unknown {
+			// Only what the body says counts, not its keys ("gasLimit").
+			text = strings.ToLower(valuesText(trimmed))
+		}
 		switch {
 		case (!ok || unknown) && (rules.match(KindOperator, text) || operatorStatus(status)):
 			return Verdict{Kind: KindOperator, Message: snippet(body)}, nil
+		case (!ok || unknown) && rules.match(KindSubscriptions, text):
+			return Verdict{Kind: KindSubscriptions, Message: snippet(body)}, nil
 		case (!ok || unknown) && status == http.StatusTooManyRequests:
 			return Verdict{Kind: KindRateLimit, Message: snippet(body), Wait: waitOf(header, text, nil)}, nil
 		case (!ok || unknown) && (rules.match(KindRateLimit, text) || sounds.MatchString(text)):
@@ -127,9 +140,10 @@ func classify(d Dialect, method string, status int, header http.Header, body []b
 	text := strings.ToLower(normalizeNumbers(e.Message + " " + data))
 	v.Kind = rules.kind(text, v.Code)
 	switch {
-	case status == http.StatusTooManyRequests && v.Kind != KindOperator:
+	case status == http.StatusTooManyRequests && v.Kind != KindOperator && v.Kind != KindSubscriptions:
 		// The status is the provider's own word; a cap is never sent as 429 (a
-		// monthly quota is: Alchemy's, which no wait ends).
+		// monthly quota is: Alchemy's, which no wait ends; nor is a refused
+		// subscription, which a new connection ends).
 		v.Kind = KindRateLimit
 	case v.Kind == "" && operatorStatus(status):
 		v.Kind = KindOperator
@@ -177,30 +191,67 @@ type ruleSet []rule
 // range. Infura's "query timeout exceeded" (-32005 too) is a query too heavy: a
 // range with no cap named, so the span shrinks instead of the same request waiting
 // and repeating. Codes decide only when no text did.
+//
+// A subscription refused for the number already open on the connection ("too
+// many subscriptions", Kaia's "Maximum 5 subscriptions are allowed for a
+// websocket connection") is told before any rate limit: "too many" would read it
+// as one, and no wait on the same connection ends it. A block the node does not
+// hold, named by its number, hash or tag ("block #123 not found", "block number
+// out of range", "block 50162452 is beyond the latest block") is a node behind;
+// a range of blocks is not a block, so "block range …" never reads as one. A
+// number of blocks in a text that refuses ("more than 2000 blocks", "exceeds
+// 5000 blocks", "Limit exceeded: … 10.000 blocks") is a range cap, whatever
+// words carry it. A server that says it is busy or that requests come too
+// quickly is a rate limit.
 var rules = ruleSet{
 	{kind: KindOperator, patterns: res(
 		`invalid (api[ _-]?)?key`, `(api[ _-]?)?key (is |was |has been )?(invalid|revoked|disabled|deactivated|suspended|expired|not (found|valid|recogni[sz]ed))`,
 		`(missing|no) (api[ _-]?)?key`, `(project|app|application|account|token) (id )?(is |has been )?(revoked|disabled|deactivated|suspended|banned|deleted|not found|invalid)`,
 		`invalid (project|app|application) id`, `unauthori[sz]ed`, `authentication (failed|required)`, `payment required`,
-		`monthly (quota|limit|capacity|usage|credits?|request)`, `(quota|credits?|plan|subscription) (is |has been |have been )?(exhausted|used up|depleted|expired|inactive|cancell?ed)`,
+		`monthly (quota|limit|capacity|usage|credits?|request)`, `(quota|credits?|plan|subscription) (is |was |has |has been |have been )?(exhausted|used up|depleted|expired|inactive|cancell?ed)`,
 		`exhausted (your|the|its) (quota|plan|credits?)`, `out of (credits|compute units)`, `upgrade (your|to a) (plan|tier|subscription) to (use|access|enable)`,
 		`(not|isn't) (available|supported|included|allowed|enabled) (on|in|for|with) (your|the|this) (current |free )?(plan|tier|subscription)`,
 		`requires? (a |an )?(paid|premium|archive|higher|pro|growth|enterprise) (plan|tier|node|subscription|access)`,
 		`archive (node|data|access|requests?) (is |are )?(required|not (available|enabled|supported))`,
 		`(endpoint|url|api|service) (has been |is |was )?(retired|deprecated|decommissioned|discontinued|sunset|removed|shut ?down)`,
 		`no longer (supported|available|served|active)`)},
+	{kind: KindSubscriptions, patterns: res(
+		`too many (active |open |concurrent |websocket |ws )?subscriptions`,
+		`subscriptions? (count |number )?(limit|cap|maximum|max)\b[^.]{0,40}\b(connection|socket|websocket|ws|client|session)\b`,
+		`\b(max(imum)?|limit|cap)\b[^.]{0,30}\bsubscriptions\b[^.]{0,40}\b(per|for|on|of) (a |an |this |the |each |one |your |every )?(single )?(connection|socket|websocket|ws|client|session)\b`,
+		`subscriptions (per|for each|on each|on this|on the) (connection|socket|websocket|ws|client|session)\b`,
+		`\b(max(imum)?|limit)( number)?( of)?( active| open| concurrent)? subscriptions (reached|exceeded|hit)`,
+		`(exceeded|reached|hit) (the )?(max(imum)?|limit|cap)( number)?( of)?( allowed)?( active| open| concurrent)? subscriptions`,
+		`subscriptions (limit|cap|maximum) (reached|exceeded|hit)`)},
 	{kind: KindRateLimit, patterns: res(
 		`\brate.?limit`, `usage limit`, `too many requests`, `frequency limit`, `suspended for`, `lack of computing resources`,
 		`request rate`, `allowed_rps`, `requests? per second`, `/second request limit`, `compute units`,
 		`capacity exceeded`, `exceeded .*capacity`, `daily request count`, `daily usage`, `quota`, `credits`,
-		`throttl`, `request limit reached`, `exceeded the max(imum)? (request|call)`),
+		`throttl`, `request limit reached`, `exceeded the max(imum)? (request|call)`,
+		`\b(server|node|service|backend|upstream|system|gateway|endpoint|provider|rpc)s? (is |are )?(currently |temporarily |too |very )?(busy|overloaded|over capacity)\b`,
+		`\bbusy\b[^.]{0,30}\b(try|retry|again|later)\b`, `server_busy`,
+		`too (quick(ly)?|fast|frequent(ly)?|often)\b`, `slow down`, `calls per (sec(ond)?|minute|min)\b`),
 		codes: []int{-32005, -32007, -32090, 429}},
 	{kind: KindNotReady, patterns: res(
 		`(finalized|safe|head|latest) (block|header) not (found|available)`, `header not found`,
 		`block not found`, `unknown block`, `not ready`, `still syncing`, `is syncing`,
 		`invalid block range params`, `beyond (the )?(current |latest |chain )?head`, `past (the )?(current |latest |chain )?head`,
 		`ahead of (the )?(current |latest |chain )?(head|block)`, `after (the )?(last|latest) (accepted |known )?block`,
-		`(block|header|range)[^.]{0,60}could not be found`, `(block|header) [^.]{0,40}not (yet )?(available|known|synced)`)},
+		`(block|header|range)[^.]{0,60}could not be found`, `(block|header) [^.]{0,40}not (yet )?(available|known|synced)`,
+		// A block named by its number, hash or tag that the node does not hold:
+		// "block #123 not found", "block 0x1b4 not found", "block with number 7
+		// does not exist", "header for hash not found", "requested block number
+		// 0x… is out of range", "block height 12 is in the future".
+		blockRef+`(is |was |has |does |did )?(not found|not exist|not yet (available|known|produced|mined|synced)|out of range|out of bounds|in the future|not in (the )?(chain|range)|missing|unavailable|too (high|new|far ahead))`,
+		blockRef+`(doesn't|does not|did not|didn't) exist`,
+		`(cannot|can't|could not|couldn't|unable to) (find|load|get|retrieve) (the )?(requested )?(block|header)(\s*[^a-z\s]|\s*$| (number|height|hash|with|for|at|of|in)\b)`,
+		`no (such )?(block|header) (found|for|with|at)\b`,
+		// Beyond the node's head, in any words: "block 50162452 is beyond the latest
+		// block 50162448 of this node", "height 61453 must be less than or equal to
+		// the current blockchain height 10245", "toBlock is greater than the latest block".
+		`(beyond|past|above|after|ahead of|greater than|higher than|later than|exceeds) (the )?(current|latest|last|highest|chain|node'?s?|local|best) (known |synced |accepted |chain |blockchain )?`+oneBlock,
+		`(less|lower) than or equal to (the )?(current|latest|last|highest) (blockchain |block |chain )?(height|head|block|number)\b`,
+		`\d+ blocks? behind\b`, `\b(node|backend|server|upstream|replica) (is )?(still )?(behind|lagging|catching up)\b`)},
 	{kind: KindResults, patterns: res(
 		`query returned more than`, `more than \d+ (results|logs)`, `max(imum)? results`, `too many (results|logs)`,
 		`results exceed`, `returned too many`, `response (byte )?size`, `response too large`, `response is too (large|big)`,
@@ -211,7 +262,13 @@ var rules = ruleSet{
 		`range limit`, `max(imum)? range`, `range \d+ exceeds`, `range [^.]{0,30}exceeds? (the )?(max|limit)`, `exceeds? max(imum)? block`, `blocks distance`,
 		`limited to an? \d+ (blocks? )?range`, `limited to \d+ blocks?`, `ranges? over \d+ blocks`, `block span`,
 		`too many blocks`, `requested blocks`, `at most \d+ blocks`, `range allowed`, `smaller than size`,
-		`max_?blocks?_?range`, `range_?limit`, `query timeout`),
+		`max_?blocks?_?range`, `range_?limit`, `query timeout`,
+		// A number of blocks a refusal names, in any words: "more than 2000
+		// blocks", "exceeds 5000 blocks", "limited to 10000-block queries",
+		// "a 5000 block limit", "Limit exceeded: … 10000 blocks".
+		blocksCount,
+		`\b\d+\s*-?\s*blocks?\s*(limit|cap|max(imum)?|window|span)\b`,
+		`\blimit(ed|s)?\b[^.]{0,60}\b\d+\s*-?\s*blocks?\b`),
 		codes: []int{-32614}},
 	{kind: KindRateLimit, patterns: res(`limit exceeded`, `limit reached`)},
 	{kind: KindRefused, patterns: res(
@@ -219,6 +276,26 @@ var rules = ruleSet{
 		`method not allowed`, `unsupported method`, `not whitelisted`, `not allowed on`),
 		codes: []int{-32601}},
 }
+
+// blockRef is a reference to one block in a node's answer: "block" or "header",
+// then perhaps "number", "height", "hash", "tag" or "with/for number …", then
+// perhaps the number, hash or tag itself. "block range" and "blocks" are no
+// reference to one block: "range" is none of these words.
+const blockRef = `\b(block|header)` +
+	`( (number|height|num|hash|tag|id))?` +
+	`( (with|for|of|at) (number|height|hash|tag|id))?` +
+	`(\s*[#:]?\s*(0x[0-9a-f]+|-?\d+|"[^"]{0,80}"|'[^']{0,80}'))?` +
+	`(\s*\([^)]{0,80}\))?\s*,?\s+`
+
+// oneBlock ends a mention of the node's head as one block: "block" followed by
+// its number, a stop or nothing ("the latest block 50162448", "the latest
+// block."), never by another noun ("the current block gas limit").
+const oneBlock = `(block( ?number)?|head|tip|height)(\s*[^a-z\s]|\s*$| (of|on|in|at|for|number)\b)`
+
+// blocksCount is a number of blocks after a word that makes it the most a
+// request may span ("more than 2000 blocks", "exceeds 5000 blocks", "up to 1000
+// blocks"); capPatterns reads the number as the cap.
+const blocksCount = `\b(?:more than|over|above|exceeds?|exceeded|exceeding|beyond|greater than|larger than|bigger than|up to|at most|no more than|maximum of|max of|max|maximum|limit of|limited to|limit is|limit)\s*:?\s*(\d+)\s*-?\s*blocks?\b`
 
 // sounds reads an answer no rule names: one that speaks of a rate, a limit or too
 // many of anything (Cloudflare's 1015 page says "rate limited" in its own words) is
@@ -295,6 +372,9 @@ var capPatterns = map[string][]*regexp.Regexp{
 		`blocks? distance:? (\d+)`,                            // Ankr: "maximum [from, to] blocks distance: 10000"
 		`block range (?:greater than|exceeds) (\d+)`,          // Swell, Somnia
 		`\(maximum (\d+)\)`,                                   // Moonbeam
+		blocksCount,                                           // Energy Web: "Query requested more than 10.000 blocks"
+		// A number of blocks before a word of limit: "a 3000 block limit".
+		`(\d+)\s*-?\s*blocks?\s*(?:limit|cap|max(?:imum)?|window|span)\b`,
 		// A text that names the refused size and the cap ("block range 2500 exceeds
 		// max 2000"): the number after a word of limit is the cap, tried before
 		// the number after "block range", which may be the refused size.
@@ -375,10 +455,19 @@ func capIn(kind, text string) uint64 {
 var (
 	thousands = regexp.MustCompile(`\b\d{1,3}(?:,\d{3})+\b`)
 	kilo      = regexp.MustCompile(`(^|[^0-9a-zA-Z.])(\d+)[kK]\b`)
+	// dotted is a count written with dots between its thousands ("2.000",
+	// "10.000") before the thing counted: a decimal ("1.5s", "0.25") is never
+	// followed by blocks, logs or results, nor has groups of exactly three digits.
+	dotted = regexp.MustCompile(`(?i)(^|[^0-9.])([1-9]\d{0,2}(?:\.\d{3})+)(\s*-?\s*(?:blocks?|logs|results)\b)`)
 )
 
-// normalizeNumbers writes "10,000" and "10K" as 10000, so one pattern reads them.
+// normalizeNumbers writes "10,000", "10.000 blocks" and "10K" as 10000, so one
+// pattern reads them.
 func normalizeNumbers(s string) string {
+	s = dotted.ReplaceAllStringFunc(s, func(m string) string {
+		g := dotted.FindStringSubmatch(m)
+		return g[1] + strings.ReplaceAll(g[2], ".", "") + g[3]
+	})
 	s = thousands.ReplaceAllStringFunc(s, func(m string) string { return strings.ReplaceAll(m, ",", "") })
 	return kilo.ReplaceAllStringFunc(s, func(m string) string {
 		g := kilo.FindStringSubmatch(m)
@@ -473,6 +562,43 @@ func retryAfter(v string) time.Duration {
 		return max(time.Until(t), 0)
 	}
 	return 0
+}
+
+// valuesText is the text of a JSON value's strings (an object's values, not its
+// keys), about 4,000 bytes of it at most: what a body says, not how it names its
+// fields.
+func valuesText(raw []byte) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	var walk func(any)
+	walk = func(v any) {
+		if b.Len() >= 4000 {
+			return
+		}
+		switch x := v.(type) {
+		case string:
+			b.WriteString(x)
+			b.WriteByte(' ')
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				walk(x[k])
+			}
+		}
+	}
+	walk(v)
+	return b.String()
 }
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }

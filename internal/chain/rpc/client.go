@@ -41,6 +41,9 @@ type Block struct {
 	Hash       common.Hash
 	ParentHash common.Hash
 	Time       time.Time
+	// Bloom is the block's logsBloom (256 bytes), nil when the node sends none
+	// or its dialect has none (java-tron): see MayHold.
+	Bloom []byte
 }
 
 // Log is one event log, as the node reports it.
@@ -274,14 +277,21 @@ func (c *Client) Finalized(ctx context.Context) (*Block, error) {
 
 // Call runs eth_call: data sent to contract to as a call (no transaction), at
 // block number block, and returns what the contract returned. A view function is
-// read at a pinned block so the answer names the state it came from. A revert is
+// read at a pinned block so the answer names the state it came from; a node that
+// runs eth_call only at "latest" (java-tron, Dialect.CallsAtLatest) is asked at
+// "latest", its answer the state at its head when it ran (block, read just
+// before, is the least that head can be). A revert is
 // an error of kind KindReverted (about the call, not the node); a contract that
 // returned nothing (an address without code) answers an empty result, for the
 // caller to judge.
 func (c *Client) Call(ctx context.Context, to common.Address, data []byte, block uint64) ([]byte, error) {
 	msg := map[string]string{"to": c.dialect.filterAddress(to), "data": "0x" + hex.EncodeToString(data)}
+	at := "0x" + strconv.FormatUint(block, 16)
+	if c.dialect.CallsAtLatest {
+		at = "latest"
+	}
 	var s string
-	if err := c.call(ctx, &s, "eth_call", msg, "0x"+strconv.FormatUint(block, 16)); err != nil {
+	if err := c.call(ctx, &s, "eth_call", msg, at); err != nil {
 		var e *Error
 		if errors.As(err, &e) && reverted(e) {
 			e.Kind = KindReverted
@@ -312,6 +322,7 @@ type rawBlock struct {
 	Hash       string `json:"hash"`
 	ParentHash string `json:"parentHash"`
 	Timestamp  string `json:"timestamp"`
+	LogsBloom  string `json:"logsBloom"`
 }
 
 func (c *Client) block(ctx context.Context, tag string) (*Block, error) {
@@ -326,7 +337,52 @@ func (c *Client) block(ctx context.Context, tag string) (*Block, error) {
 	if err != nil {
 		return nil, &Error{Kind: KindDecode, Method: "eth_getBlockByNumber", Message: fmt.Sprintf("block %s: %v", tag, err)}
 	}
+	if c.dialect.NoBlooms {
+		b.Bloom = nil
+	}
 	return b, nil
+}
+
+// SyncStatus is a node's answer to eth_syncing.
+type SyncStatus struct {
+	// Syncing: the node says it is catching up (geth and its forks answer false
+	// once synced; java-tron answers an object whenever it has peers, its highest
+	// block estimated from the head's age, so Behind is what counts).
+	Syncing bool
+	// Current and Highest are the node's head and the highest block it knows of.
+	Current, Highest uint64
+}
+
+// Behind returns how many blocks the node says it is behind (0 when synced).
+func (s SyncStatus) Behind() uint64 {
+	if !s.Syncing || s.Highest <= s.Current {
+		return 0
+	}
+	return s.Highest - s.Current
+}
+
+// Syncing returns eth_syncing: asked when a head looks wrong (0, or far below
+// the one the node reported before), to tell a node catching up from one gone back.
+func (c *Client) Syncing(ctx context.Context) (SyncStatus, error) {
+	var raw json.RawMessage
+	if err := c.call(ctx, &raw, "eth_syncing"); err != nil {
+		return SyncStatus{}, err
+	}
+	var synced bool
+	if len(raw) == 0 || json.Unmarshal(raw, &synced) == nil {
+		return SyncStatus{}, nil // false (or null): synced
+	}
+	var obj struct {
+		CurrentBlock string `json:"currentBlock"`
+		HighestBlock string `json:"highestBlock"`
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return SyncStatus{}, &Error{Kind: KindDecode, Method: "eth_syncing", Message: err.Error()}
+	}
+	st := SyncStatus{Syncing: true}
+	st.Current, _ = quantity64(obj.CurrentBlock)
+	st.Highest, _ = quantity64(obj.HighestBlock)
+	return st, nil
 }
 
 // decode reads the block's fields (a parent hash may be missing at genesis).
@@ -348,7 +404,11 @@ func (raw *rawBlock) decode() (*Block, error) {
 	if err != nil {
 		return bad(err)
 	}
-	return &Block{Number: n, Hash: h, ParentHash: p, Time: blockTime(ts)}, nil
+	b := &Block{Number: n, Hash: h, ParentHash: p, Time: blockTime(ts)}
+	if bloom, err := hexBytes(raw.LogsBloom); err == nil && len(bloom) == bloomBytes {
+		b.Bloom = bloom
+	}
+	return b, nil
 }
 
 // msTimestamps is where a block timestamp stops being seconds: as seconds it would

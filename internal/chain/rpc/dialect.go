@@ -21,6 +21,14 @@ type Dialect struct {
 	MainnetChainID *big.Int
 	// tron: addresses may come with Tron's 0x41 prefix (21 bytes).
 	tron bool
+	// NoBlooms: the node sends no logsBloom (java-tron writes 256 zero bytes,
+	// "no value", in BlockResult), so a block's header cannot say whether a log
+	// may be in it; the watcher then trusts an empty answer near the head only
+	// once it is asked again deep enough (package chain/scanner).
+	NoBlooms bool
+	// CallsAtLatest: eth_call runs only at "latest" (java-tron refuses a block
+	// number: "QUANTITY not supported, just support TAG as latest").
+	CallsAtLatest bool
 }
 
 // Dialects per network.
@@ -28,7 +36,8 @@ var (
 	// BSC is BNB Smart Chain (bsc, a geth fork) and its providers.
 	BSC = Dialect{Network: chain.BEP20, Node: "bsc", MainnetChainID: big.NewInt(56)}
 	// JavaTron is a java-tron full node's /jsonrpc (TronGrid serves the same).
-	JavaTron = Dialect{Network: chain.TRC20, Node: "java-tron", MainnetChainID: big.NewInt(0x2b6653dc), tron: true}
+	JavaTron = Dialect{Network: chain.TRC20, Node: "java-tron", MainnetChainID: big.NewInt(0x2b6653dc), tron: true,
+		NoBlooms: true, CallsAtLatest: true}
 )
 
 // For returns network's dialect.

@@ -21,6 +21,18 @@ const (
 	// KindNotReady: the node cannot answer yet ("finalized block not found" while
 	// it starts, "header not found" behind its head): transient, retried.
 	KindNotReady = "not_ready"
+	// KindBehind: a successful answer that is wrong because the node (or the
+	// backend a load balancer chose) is behind or syncing: a head below the head
+	// it reported before by more than the reorganisation depth, or 0, or an
+	// eth_syncing that says so. Transient: not a rewind of the chain.
+	KindBehind = "behind"
+	// KindMissingBlock: a null block at or below a head the same provider
+	// reported: a backend behind, never a reorganisation.
+	KindMissingBlock = "missing_block"
+	// KindMissingLogs: an eth_getLogs answer without logs that a block's header
+	// (its logsBloom) or a later answer contradicts: a backend that had not
+	// reached the blocks asked for.
+	KindMissingLogs = "missing_logs"
 	// KindUnsupported: the node does not answer the "finalized" block tag.
 	KindUnsupported = "unsupported"
 	// KindReverted: an eth_call's contract reverted: about the call (a wrong
@@ -81,6 +93,18 @@ func KindOf(err error) string {
 	return ""
 }
 
+// NotReady reports whether kind says the node cannot answer yet: it said so
+// (KindNotReady), or its successful answer showed it (KindBehind,
+// KindMissingBlock, KindMissingLogs). Another provider may answer, and the same
+// one is asked again after a poll interval, without a growing backoff.
+func NotReady(kind string) bool {
+	switch kind {
+	case KindNotReady, KindBehind, KindMissingBlock, KindMissingLogs:
+		return true
+	}
+	return false
+}
+
 // RetryAfterOf returns the wait an error asked for (0 when none).
 func RetryAfterOf(err error) time.Duration {
 	var e *Error
@@ -100,3 +124,8 @@ func LimitOf(err error) uint64 {
 	}
 	return 0
 }
+
+// KindSubscriptions: the provider refused a subscription for the number already
+// open on the connection ("too many subscriptions on this connection"). No wait
+// on the same connection ends it: the connection is dropped and dialled anew.
+const KindSubscriptions = "subscriptions"

@@ -16,7 +16,9 @@ func parseLogsAnswer(b []byte) (logs []rawLog, ok bool) {
 	if !p.byte('{') {
 		return nil, false
 	}
-	found := false
+	// envelope: "jsonrpc" or "id" was seen; a body with neither is no JSON-RPC
+	// answer, and the classifier reads it (see classify).
+	found, envelope := false, false
 	for first := true; ; first = false {
 		if p.peek() == '}' {
 			p.i++
@@ -43,6 +45,7 @@ func parseLogsAnswer(b []byte) (logs []rawLog, ok bool) {
 				return nil, false
 			}
 		case "jsonrpc", "id":
+			envelope = true
 			if !p.skip() {
 				return nil, false
 			}
@@ -51,7 +54,7 @@ func parseLogsAnswer(b []byte) (logs []rawLog, ok bool) {
 		}
 	}
 	p.ws()
-	return logs, found && p.i == len(p.b)
+	return logs, found && envelope && p.i == len(p.b)
 }
 
 // jparser reads the plain JSON of a logs answer, byte by byte.

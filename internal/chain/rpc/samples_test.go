@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
 
 	"partnerd/internal/chain"
@@ -105,12 +108,12 @@ func TestSamples(t *testing.T) {
 				require.NotEmpty(t, v.Message)
 			}
 
-			srv, seen := node(t, s.Status, s.Headers, s.Body)
-			url := srv.URL + "/v1/key-5f3a9c"
+			url, requests := s.serve(t)
 			cl, err := New(url, d, Options{})
 			require.NoError(t, err)
+			t.Cleanup(cl.Close)
 			err = s.call(cl)
-			require.Len(t, *seen, 1, "one answer, one request")
+			require.Equal(t, 1, requests(), "one answer, one request")
 			if s.Expect.Kind == "" {
 				require.NoError(t, err)
 				return
@@ -128,9 +131,66 @@ func TestSamples(t *testing.T) {
 		})
 		kinds[s.Expect.Kind]++
 	}
-	for _, k := range []string{"", KindRateLimit, KindRange, KindResults, KindRefused, KindNotReady, KindHTTP, KindDecode, KindRPC, KindOperator} {
+	for _, k := range []string{"", KindRateLimit, KindRange, KindResults, KindRefused, KindNotReady, KindHTTP, KindDecode, KindRPC, KindOperator, KindSubscriptions} {
 		require.NotZero(t, kinds[k], "no sample of kind %q", k)
 	}
+}
+
+// serve starts a server answering the sample's exact bytes: over HTTP, or over a
+// WebSocket for eth_subscribe (a subscription is asked over a ws(s) endpoint
+// only). It returns the endpoint (with a key in its path) and a count of the
+// requests the server read.
+func (s sample) serve(t *testing.T) (string, func() int) {
+	t.Helper()
+	if s.Method == "eth_subscribe" {
+		srv, seen := wsAnswering(t, s.Body)
+		return "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/key-5f3a9c", func() int { return int(seen.Load()) }
+	}
+	srv, seen := node(t, s.Status, s.Headers, s.Body)
+	return srv.URL + "/v1/key-5f3a9c", func() int { return len(*seen) }
+}
+
+// wsAnswering serves JSON-RPC over a WebSocket, answering every request with
+// body, its bytes as they are: the sample's "id" must be the request's (a new
+// client's first request has id 1).
+func wsAnswering(t *testing.T, body string) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var seen atomic.Int32
+	var want struct {
+		ID json.RawMessage `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &want))
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for {
+			_, msg, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			var req struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if json.Unmarshal(msg, &req) != nil {
+				t.Errorf("not a JSON-RPC request: %s", msg)
+				return
+			}
+			seen.Add(1)
+			if string(req.ID) != string(want.ID) {
+				t.Errorf("the sample answers id %s, the request is id %s", want.ID, req.ID)
+				return
+			}
+			if conn.WriteMessage(websocket.TextMessage, []byte(body)) != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &seen
 }
 
 // call asks the client what the sample answers.
@@ -138,6 +198,11 @@ func (s sample) call(cl *Client) error {
 	ctx := context.Background()
 	var err error
 	switch {
+	case s.Method == "eth_subscribe":
+		// An accepted subscription runs until ctx is done (then nil).
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		err = cl.SubscribeHeads(ctx, func(*Block) {})
 	case s.Method == "eth_getLogs":
 		_, err = cl.Logs(ctx, 1, 9000, []common.Address{{1}}, chain.TransferTopic)
 	case s.Method == "eth_blockNumber":

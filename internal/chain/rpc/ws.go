@@ -151,6 +151,9 @@ func (c *Client) SubscribeHeads(ctx context.Context, onHead func(head *Block)) e
 			if err != nil || b.Hash == (common.Hash{}) {
 				b = &Block{Number: n} // a wake-up call only
 			}
+			if c.dialect.NoBlooms {
+				b.Bloom = nil
+			}
 			onHead(b)
 		}
 	}

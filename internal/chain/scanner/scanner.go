@@ -43,6 +43,37 @@
 // the method is tried again at MaxBackoff, so a rate limit that ends, or a
 // provider that enables the method, still recovers.
 //
+// # Answers that succeed and are wrong
+//
+// Providers put several backends behind one URL, and one that lags or syncs
+// answers with success: an empty list of logs for blocks it has not reached, no
+// block for a block it has not reached, a head of 0. No such answer may cost a
+// deposit, so a successful answer is checked against what is already known:
+//
+//   - a head below the cursor by more than a reorganisation goes (twice the
+//     confirmations) is a node behind, an error of kind behind: nothing is
+//     scanned, rewound or dropped (the provider pool says so first, per
+//     provider, and asks eth_syncing);
+//   - "no block" for the cursor's block, a deposit's block or a block to record
+//     is a node behind (kind missing_block), asked again next poll: a
+//     reorganisation is believed only from a block actually returned whose hash
+//     differs from the one recorded, and a rewind goes back from the cursor,
+//     never from a head;
+//   - an eth_getLogs answer vouches for every block up to the highest one it has
+//     a log of (a node holds a block's logs whole, and every block below one it
+//     holds). Above that, the blocks VerifyDepth below the head are believed when
+//     the request ended there, else asked again alone; nearer the head, each
+//     block's logsBloom must rule the token's Transfer out, or the cursor waits
+//     below the block (kind missing_logs) until its logs show or it is
+//     VerifyDepth deep; headers without a bloom (java-tron) make those blocks
+//     believed for now and asked again alone once VerifyDepth deep, and the
+//     blocks below the cursor are asked again once after each start
+//     (recheckDeep), so a transfer left out is recorded late, never lost.
+//
+// Each such answer is counted in partnerd_chain_rpc_errors_total by its kind, and
+// not-ready answers are asked again every poll, without a growing backoff, so
+// the watcher reads on as soon as the provider catches up.
+//
 // # Finality
 //
 // The rule is "tag" (a deposit also waits for the node's finalized block),
@@ -80,6 +111,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
+	"slices"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -181,6 +213,12 @@ type Config struct {
 	Finality string
 	// LagWarning is the lag in blocks beyond which a warning is logged (default 300).
 	LagWarning uint64
+	// VerifyDepth is how far below the head an answer without logs is believed
+	// whatever asked for it (default twice Confirmations, at least 12): nearer
+	// the head, a backend behind its load balancer answers an empty list for
+	// blocks it has not reached, so the headers are asked, or the blocks again
+	// once this deep (see "Answers that succeed and are wrong").
+	VerifyDepth uint64
 	// Tracing gives each scan step (Poll) a span, "scan <network>", with the
 	// blocks it read and the transfers it found; the calls to the node and the
 	// statements it makes are its children, so a slow or failing step shows
@@ -238,7 +276,22 @@ type Scanner struct {
 	started   bool
 	// finalErr is the last failure to read the finalized block (nil once read).
 	finalErr error
+	// recheck are ranges recorded as without logs near the head on a node whose
+	// headers carry no bloom: asked again alone once VerifyDepth deep;
+	// rechecked is set once the blocks below the cursor at start are queued.
+	recheck   []span
+	rechecked bool
+	// held is the block whose header says it may hold a transfer its logs did
+	// not show (0: none): the cursor waits below it (said once per block).
+	held uint64
+	// behindSaid is when a node behind was last logged (zero: not behind), and
+	// behindKind the kind of answer that showed it.
+	behindSaid time.Time
+	behindKind string
 }
+
+// span is the blocks from..to.
+type span struct{ from, to uint64 }
 
 // New returns a scanner of cfg.Network.
 func New(cfg Config, client Client, sink Sink, locker Locker, m Metrics, log *slog.Logger) *Scanner {
@@ -253,6 +306,9 @@ func New(cfg Config, client Client, sink Sink, locker Locker, m Metrics, log *sl
 	}
 	if cfg.LagWarning == 0 {
 		cfg.LagWarning = 300
+	}
+	if cfg.VerifyDepth == 0 {
+		cfg.VerifyDepth = max(2*uint64(max(cfg.Confirmations, 0)), 12)
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 3 * time.Second
@@ -343,6 +399,10 @@ func (s *Scanner) Run(ctx context.Context) {
 			continue
 		}
 		backoff = s.cfg.PollInterval
+		if !s.behindSaid.IsZero() {
+			s.behindSaid, s.behindKind = time.Time{}, ""
+			s.log.Info("chain node answers again; scanning")
+		}
 		if !more {
 			s.idle(ctx)
 		}
@@ -379,6 +439,17 @@ func (s *Scanner) failed(err error, backoff *time.Duration) time.Duration {
 	case kind == rpc.KindRateLimit:
 		wait = max(wait, time.Second)
 		s.log.Warn("chain node rate-limits the watcher; backing off", "error", err.Error(), "retry_in", wait.String())
+	case rpc.NotReady(kind):
+		// The provider is behind (it said so, or its answer showed it): asked
+		// again next poll, without a growing wait, so it is read as soon as it
+		// catches up. Nothing is rewound or dropped meanwhile.
+		if time.Since(s.behindSaid) >= time.Minute || s.behindKind != kind {
+			// Said when it starts or changes, then once a minute while it lasts.
+			s.behindSaid, s.behindKind = time.Now(), kind
+			s.log.Warn("chain node is behind; nothing is believed from it until it catches up, asking again every poll", "error", err.Error())
+		}
+		s.metrics.ChainRPCError(s.cfg.Network, kind)
+		return s.cfg.PollInterval
 	case errors.As(err, &single):
 		s.log.Error("eth_getLogs fails on a single block, for a reason the node does not name; retrying with backoff",
 			"block", single.block, "error", err.Error(), "retry_in", wait.String())
@@ -473,6 +544,9 @@ func (s *Scanner) start(ctx context.Context) {
 	}
 	s.metrics.ChainFinality(s.cfg.Network, s.finality)
 	s.started = true
+	// Another instance may have scanned meanwhile: the blocks below the cursor
+	// are asked again once deep (recheckDeep), and nothing is held.
+	s.rechecked, s.recheck, s.held = false, nil, 0
 }
 
 // readFinalized asks the node for its finalized block and moves the finality rule
@@ -596,6 +670,12 @@ func (s *Scanner) poll(ctx context.Context) (more bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	if cur != nil && head+s.depth() < cur.Block {
+		// A head below the cursor by more than a reorganisation goes: the node
+		// is behind (syncing), not the chain rewound. Nothing moves back.
+		return false, &rpc.Error{Kind: rpc.KindBehind, Method: "eth_blockNumber",
+			Message: fmt.Sprintf("head %d is %d blocks below the blocks scanned (%d): the node is behind or syncing", head, cur.Block-head, cur.Block)}
+	}
 	if cur == nil {
 		if err := s.settle(ctx, head, nil, false); err != nil {
 			return false, err
@@ -641,11 +721,13 @@ func (s *Scanner) poll(ctx context.Context) (more bool, err error) {
 		}
 	}
 	if !known {
-		b, err := s.client.BlockByNumber(ctx, cur.Block)
+		// A block actually returned decides: "no block" at the cursor is a node
+		// behind (an error, asked again), never a reorganisation.
+		b, err := s.block(ctx, cur.Block)
 		if err != nil {
 			return false, err
 		}
-		intact = b != nil && b.Hash == cur.Hash
+		intact = b.Hash == cur.Hash
 	}
 	if err := s.settle(ctx, head, cur, intact); err != nil {
 		return false, err
@@ -653,17 +735,22 @@ func (s *Scanner) poll(ctx context.Context) (more bool, err error) {
 	if !intact {
 		// Reorganised at or below the cursor: rescan from an ancestor still
 		// canonical; transfers seen before are recognised by (tx hash, log index).
-		back, err := s.rewind(ctx, cur, head)
+		back, err := s.rewind(ctx, cur)
 		if err != nil {
 			return false, err
 		}
 		if err := s.sink.Record(ctx, s.cfg.Network, cur, back, nil); err != nil {
 			return false, err
 		}
+		s.recheck = slices.DeleteFunc(s.recheck, func(r span) bool { return r.to > back.Block })
+		s.held = 0
 		s.log.Warn("chain reorganised below the cursor; rescanning", "cursor", cur.Block, "from", back.Block+1)
 		return true, nil
 	}
 	s.metrics.ChainScanned(s.cfg.Network, cur.Block)
+	if err := s.recheckDeep(ctx, cur, head); err != nil {
+		return false, err
+	}
 	if cur.Block >= head {
 		return false, nil
 	}
@@ -680,21 +767,25 @@ func (s *Scanner) block(ctx context.Context, n uint64) (*rpc.Block, error) {
 		return nil, err
 	}
 	if b == nil {
-		return nil, fmt.Errorf("block %d: the node has no such block", n)
+		return nil, &rpc.Error{Kind: rpc.KindMissingBlock, Method: "eth_getBlockByNumber",
+			Message: fmt.Sprintf("block %d: the node has no such block yet", n)}
 	}
 	return b, nil
 }
 
+// depth is the deepest reorganisation the scanner follows: twice the network's
+// confirmations (at least 2).
+func (s *Scanner) depth() uint64 { return uint64(max(s.cfg.Confirmations, 1)) * 2 }
+
 // rewind finds the newest ancestor of the cursor at most one reorg depth back
 // whose hash the node still has on its canonical chain (the walk is bounded by the
 // network's confirmations, the deepest reorg the service tolerates).
-func (s *Scanner) rewind(ctx context.Context, cur *chain.Cursor, head uint64) (chain.Cursor, error) {
-	depth := uint64(max(s.cfg.Confirmations, 1)) * 2
-	to := min(cur.Block, head)
-	if to > depth {
-		to -= depth
-	} else {
-		to = 0
+func (s *Scanner) rewind(ctx context.Context, cur *chain.Cursor) (chain.Cursor, error) {
+	// From the cursor, never from the head: a head read from a node behind must
+	// not take the cursor further back than a reorganisation goes.
+	to := uint64(0)
+	if cur.Block > s.depth() {
+		to = cur.Block - s.depth()
 	}
 	b, err := s.block(ctx, to)
 	if err != nil {
@@ -845,17 +936,20 @@ func (s *Scanner) fit(n int, blocks uint64) {
 }
 
 // record turns the logs of blocks from..to into transfers and records them with
-// the new cursor.
+// the new cursor, once verify believes them (up to the block it says).
 func (s *Scanner) record(ctx context.Context, cur *chain.Cursor, logs []rpc.Log, from, to, head uint64) (bool, error) {
+	logs, to, end, queue, err := s.verify(ctx, logs, from, to, head)
+	if err != nil {
+		return false, err
+	}
+	if end == nil {
+		return false, nil // held: nothing believed beyond the cursor yet
+	}
 	// The batch's last block is read after its logs, and before the deposits' own
 	// blocks are compared with their logs: a reorganisation before this read makes
 	// that comparison fail (and the batch is retried), one after it leaves the
 	// cursor on the old branch too, which the next poll notices. So the recorded
 	// cursor never vouches for a deposit on another branch.
-	end, err := s.block(ctx, to)
-	if err != nil {
-		return false, err
-	}
 	transfers, err := s.transfers(ctx, logs, from, end)
 	if err != nil {
 		return false, err
@@ -868,8 +962,187 @@ func (s *Scanner) record(ctx context.Context, cur *chain.Cursor, logs []rpc.Log,
 	if err := s.sink.Record(ctx, s.cfg.Network, cur, chain.Cursor{Block: to, Hash: end.Hash}, transfers); err != nil {
 		return false, err
 	}
+	if queue != nil {
+		s.queue(*queue)
+	}
 	s.metrics.ChainScanned(s.cfg.Network, to)
 	return to < head, nil
+}
+
+// verify decides how much of an eth_getLogs answer for blocks from..to is
+// believed, and returns the logs, the last block believed with its header (nil:
+// none, the cursor waits), and a range to ask again once deep (see "Answers
+// that succeed and are wrong" in the package comment):
+//
+//   - every block up to the highest one the answer has a log of is believed: a
+//     node holds a block's logs whole, and every block below one it holds;
+//   - above it, blocks at least VerifyDepth below the head are believed when the
+//     request ended there; when it did not, they are asked again alone;
+//   - nearer the head, each block's header is read: a logsBloom that rules the
+//     token's Transfer out makes the block believed; one that says it may hold
+//     one holds the cursor below it (asked again next poll; believed once
+//     VerifyDepth deep, when a false positive of the bloom costs only a wait);
+//     headers without a bloom (java-tron's) make the blocks believed for now,
+//     and queued to be asked again once VerifyDepth deep.
+func (s *Scanner) verify(ctx context.Context, logs []rpc.Log, from, to, head uint64) ([]rpc.Log, uint64, *rpc.Block, *span, error) {
+	// next is the first block the answer does not vouch for.
+	next := from
+	for _, lg := range logs {
+		if lg.BlockNumber >= from && lg.BlockNumber <= to {
+			next = max(next, lg.BlockNumber+1)
+		}
+	}
+	deep := uint64(0)
+	if head > s.cfg.VerifyDepth {
+		deep = head - s.cfg.VerifyDepth
+	}
+	if next <= deep && to > deep {
+		// Deep blocks the answer had nothing for, asked by a request reaching
+		// nearer the head: asked again alone, by a request ending deep.
+		more, err := s.client.Logs(ctx, next, deep, s.contracts(), chain.TransferTopic)
+		if err != nil {
+			return nil, 0, nil, nil, err
+		}
+		if len(more) > 0 {
+			s.metrics.ChainRPCError(s.cfg.Network, rpc.KindMissingLogs)
+			s.log.Warn("eth_getLogs answered no logs for blocks its own later answer has logs in (a backend behind); the later answer is used",
+				"from", next, "to", deep, "logs", len(more))
+			logs = append(logs, more...)
+		}
+		next = deep + 1
+	}
+	end, err := s.block(ctx, to)
+	if err != nil {
+		return nil, 0, nil, nil, err
+	}
+	if next > to || to <= deep {
+		return logs, to, end, nil, nil
+	}
+	// Blocks next..to near the head, without logs in the answer: their headers.
+	if end.Bloom == nil {
+		// No bloom to ask (java-tron): believed for now, asked again once deep.
+		return logs, to, end, &span{from: next, to: to}, nil
+	}
+	tokens := make([][]byte, 0, len(s.cfg.Tokens))
+	for _, t := range s.cfg.Tokens {
+		tokens = append(tokens, t.Contract.Bytes())
+	}
+	var last *rpc.Block
+	for n := next; n <= to; n++ {
+		b := end
+		if n < to {
+			if b, err = s.block(ctx, n); err != nil {
+				return nil, 0, nil, nil, err
+			}
+		}
+		if mayHold(b, tokens) {
+			if s.held != n {
+				s.held = n
+				s.metrics.ChainRPCError(s.cfg.Network, rpc.KindMissingLogs)
+				s.log.Warn("a block's header says it may hold a token transfer its eth_getLogs answer lacks (a backend behind its load balancer); the scan waits below it and asks again",
+					"block", n, "head", head)
+			}
+			break
+		}
+		next, last = n+1, b
+	}
+	if next == from {
+		return logs, 0, nil, nil, nil // held at from: the cursor waits
+	}
+	if s.held != 0 && next > s.held {
+		s.held = 0
+	}
+	if last == nil || last.Number != next-1 {
+		// Only the blocks with logs are believed: the header of the last one.
+		if last, err = s.block(ctx, next-1); err != nil {
+			return nil, 0, nil, nil, err
+		}
+	}
+	kept := make([]rpc.Log, 0, len(logs))
+	for _, lg := range logs {
+		if lg.BlockNumber < next {
+			kept = append(kept, lg)
+		}
+	}
+	return kept, next - 1, last, nil, nil
+}
+
+// mayHold reports whether block b's bloom lets a Transfer log of one of the
+// tokens be in it.
+func mayHold(b *rpc.Block, tokens [][]byte) bool {
+	for _, t := range tokens {
+		if b.MayHold(t, chain.TransferTopic.Bytes()) {
+			return true
+		}
+	}
+	return false
+}
+
+// queue adds r to the ranges asked again once deep, merged with the last when
+// they touch.
+func (s *Scanner) queue(r span) {
+	if n := len(s.recheck); n > 0 && s.recheck[n-1].to+1 >= r.from {
+		s.recheck[n-1].to = max(s.recheck[n-1].to, r.to)
+		return
+	}
+	s.recheck = append(s.recheck, r)
+}
+
+// recheckDeep asks again, alone, the ranges queued by verify that are now
+// VerifyDepth below the head, and records the transfers a backend behind
+// left out (the cursor stays where it is). After the scanner takes the lock,
+// the VerifyDepth blocks below the cursor are queued too: a scanner that
+// stopped may have believed them on such an answer.
+func (s *Scanner) recheckDeep(ctx context.Context, cur *chain.Cursor, head uint64) error {
+	if !s.rechecked {
+		s.rechecked = true
+		from := uint64(1)
+		if cur.Block > s.cfg.VerifyDepth {
+			from = cur.Block - s.cfg.VerifyDepth + 1
+		}
+		if from <= cur.Block {
+			s.recheck = append([]span{{from, cur.Block}}, s.recheck...)
+		}
+	}
+	for len(s.recheck) > 0 {
+		// The part of the oldest range that is deep now (a quiet chain's ranges
+		// touch, and merge into one whose top follows the head).
+		r := s.recheck[0]
+		r.to = min(r.to, cur.Block)
+		if r.from+s.cfg.VerifyDepth > head || r.from > r.to {
+			return nil
+		}
+		r.to = min(r.to, head-s.cfg.VerifyDepth)
+		logs, err := s.client.Logs(ctx, r.from, r.to, s.contracts(), chain.TransferTopic)
+		if err != nil {
+			return err
+		}
+		if len(logs) > 0 {
+			end, err := s.block(ctx, r.to)
+			if err != nil {
+				return err
+			}
+			transfers, err := s.transfers(ctx, logs, r.from, end)
+			if err != nil {
+				return err
+			}
+			for i := range transfers {
+				transfers[i].Confirmations = int(head - transfers[i].Block + 1)
+			}
+			if len(transfers) > 0 {
+				s.metrics.ChainRPCError(s.cfg.Network, rpc.KindMissingLogs)
+				s.log.Warn("blocks answered without logs near the head hold transfers to deposit addresses when asked again (a backend behind); recorded now",
+					"from", r.from, "to", r.to, "transfers", len(transfers))
+				if err := s.sink.Record(ctx, s.cfg.Network, cur, *cur, transfers); err != nil {
+					return err
+				}
+			}
+		}
+		if s.recheck[0].from = r.to + 1; s.recheck[0].from > s.recheck[0].to {
+			s.recheck = s.recheck[1:]
+		}
+	}
+	return nil
 }
 
 // scan reads and records from..min(head, from+span−1) (a first start at genesis).
@@ -985,9 +1258,13 @@ func (s *Scanner) settle(ctx context.Context, head uint64, cur *chain.Cursor, in
 				if err != nil {
 					return err
 				}
-				if b != nil {
-					h = b.Hash
+				if b == nil {
+					// No block there (above every head the providers reported: a
+					// chain shortened for now): no proof either way, so the
+					// deposit keeps its state; a block returned decides.
+					continue
 				}
+				h = b.Hash
 				hashes[p.Block] = h
 			}
 			canonical = h == p.BlockHash

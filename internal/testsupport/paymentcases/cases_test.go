@@ -558,7 +558,8 @@ func TestReorgOfTheCompletingTransfer(t *testing.T) {
 			require.Equal(t, client.TransactionStatusDepositConfirming, d.Status)
 			rest := d.Deposits[1]
 
-			require.NoError(t, e.chain.Backend.Fork(parent.Hash()))
+			_, err = e.chain.Replace(ctx, parent.Hash())
+			require.NoError(t, err)
 			d = e.waitFor(tx.Id, client.TransactionStatusAwaitingDeposit)
 			require.Equal(t, "partial", *d.DepositStatus)
 			require.Equal(t, "1.000000", *d.DepositAmount)

@@ -33,7 +33,8 @@ func TestReorgOfAnExpiredShortPayment(t *testing.T) {
 			short := e.tasks(operatorclient.Short, two.Id)
 			require.Len(t, short, 1)
 			require.Equal(t, "3.000000", short[0].Amount)
-			require.NoError(t, e.chain.Backend.Fork(parent.Hash()))
+			_, err = e.chain.Replace(ctx, parent.Hash())
+			require.NoError(t, err)
 			// The reorganisation is read block by block, each in its own unit of
 			// work: wait for the state it ends in, then check all of it.
 			require.Eventually(t, func() bool {
@@ -55,7 +56,8 @@ func TestReorgOfAnExpiredShortPayment(t *testing.T) {
 			p.pay(one, "2")
 			e.event(one, client.SimulateRequestEventTransactionExpired)
 			require.Len(t, e.tasks(operatorclient.Short, one.Id), 1)
-			require.NoError(t, e.chain.Backend.Fork(parent.Hash()))
+			_, err = e.chain.Replace(ctx, parent.Hash())
+			require.NoError(t, err)
 			require.Eventually(t, func() bool { return e.get(one.Id).DepositAmount == nil }, 20*time.Second, 50*time.Millisecond)
 			require.Equal(t, client.TransactionStatusExpired, e.get(one.Id).Status)
 			require.Empty(t, e.tasks(operatorclient.Short, one.Id), "no short task without money")
@@ -87,7 +89,8 @@ func TestReorgOfALateCompletion(t *testing.T) {
 			require.Equal(t, client.TransactionStatusDepositConfirming, d.Status)
 			require.Empty(t, e.tasks(operatorclient.Short, tx.Id))
 
-			require.NoError(t, e.chain.Backend.Fork(parent.Hash()))
+			_, err = e.chain.Replace(ctx, parent.Hash())
+			require.NoError(t, err)
 			d = e.waitFor(tx.Id, client.TransactionStatusExpired)
 			require.Equal(t, "underpaid", *d.DepositStatus)
 			require.Equal(t, "2.000000", *d.DepositAmount)

@@ -40,6 +40,8 @@ var stateWords = map[string]string{
 	"failing":       "failing",
 	"rate_limited":  "rate limited",
 	"lagging":       "lagging",
+	"behind":        "behind its own head",
+	"syncing":       "syncing",
 	"no_logs":       "no logs served",
 	"action_needed": "needs a person",
 	// A network's finality rule (the console's chains).
