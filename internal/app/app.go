@@ -284,6 +284,7 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 		Events:       a.events,
 		Production:   cfg.Env == config.Production,
 		Proxies:      cfg.TrustedProxies,
+		ProxyHeader:  cfg.TrustedProxyHeader,
 		Metrics:      a.metrics,
 		Limiter:      limiter,
 		Limits:       map[ratelimit.Class]ratelimit.Limit{ratelimit.Reads: cfg.RateLimitReads, ratelimit.Writes: cfg.RateLimitWrites},

@@ -77,9 +77,12 @@ type Config struct {
 	// RedisURL, when set, makes rate limits shared by every instance through Redis.
 	RedisURL string
 	// TrustedProxies (TRUSTED_PROXIES, comma-separated CIDRs) are the proxies
-	// whose X-Forwarded-For and Forwarded headers name the client; empty, the
-	// client is the peer and the headers are ignored.
+	// whose forwarding header names the client; empty, the client is the peer
+	// and the headers are ignored.
 	TrustedProxies httpkit.Proxies
+	// TrustedProxyHeader (TRUSTED_PROXY_HEADER) is the one header they write:
+	// X-Forwarded-For (the default) or Forwarded; the other is never read.
+	TrustedProxyHeader string
 	// PprofAddr, when set, serves net/http/pprof there (keep it on loopback):
 	// profiles of a running instance, for finding what a load costs.
 	PprofAddr string
@@ -321,6 +324,11 @@ func (r *reader) operations(c *Config) {
 		bad("TRUSTED_PROXIES", err)
 	} else {
 		c.TrustedProxies = p
+	}
+	if h, err := httpkit.ParseProxyHeader(get("TRUSTED_PROXY_HEADER", "")); err != nil {
+		bad("TRUSTED_PROXY_HEADER", err)
+	} else {
+		c.TrustedProxyHeader = h
 	}
 	c.PprofAddr = get("PPROF_ADDR", "")
 	reads, writes := "1000/1s,burst=2000", "500/1s,burst=1000" // staging: relaxed

@@ -43,6 +43,9 @@ type Deps struct {
 	// Proxies are the trusted proxies (TRUSTED_PROXIES): the client address is
 	// read through them only (httpkit.Proxies.ClientIP), on the APIs and the sites.
 	Proxies httpkit.Proxies
+	// ProxyHeader is the one forwarding header they write (TRUSTED_PROXY_HEADER:
+	// httpkit.HeaderXForwardedFor, the default, or httpkit.HeaderForwarded).
+	ProxyHeader string
 	// Metrics records HTTP metrics and serves /metrics; nil for none.
 	Metrics *metrics.Metrics
 	// Limiter and Limits rate-limit partner requests per API key.
@@ -84,9 +87,13 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = httpkit.ErrorHandler(log, d.Unavailable)
-	// X-Forwarded-For and Forwarded are believed only through the trusted
-	// proxies (none by default: the peer is the client).
-	e.IPExtractor = d.Proxies.IPExtractor()
+	// The forwarding header is believed only through the trusted proxies (none
+	// by default: the peer is the client), and only the one they write.
+	header := d.ProxyHeader
+	if header == "" {
+		header = httpkit.HeaderXForwardedFor
+	}
+	e.IPExtractor = d.Proxies.IPExtractor(header)
 	e.Pre(httpkit.RouteOnEscapedPath, httpkit.HeadAsGet)
 
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true,

@@ -53,12 +53,39 @@ func (p Proxies) trusted(a netip.Addr) bool {
 	return false
 }
 
-// ClientIP is r's client address: the peer, unless the peer is a trusted proxy;
-// then the forwarding chain (Forwarded's for= when present, else
-// X-Forwarded-For) read right to left, skipping trusted proxies, to the first
+// The forwarding headers TRUSTED_PROXY_HEADER may name.
+const (
+	// HeaderXForwardedFor is what nginx ($proxy_add_x_forwarded_for) and Go's
+	// httputil.ReverseProxy append to: the default.
+	HeaderXForwardedFor = "X-Forwarded-For"
+	// HeaderForwarded (RFC 7239) is read only when named: a proxy that appends
+	// X-Forwarded-For passes a client's own Forwarded through untouched.
+	HeaderForwarded = "Forwarded"
+)
+
+// ParseProxyHeader reads TRUSTED_PROXY_HEADER: the one forwarding header the
+// trusted proxies write ("" is X-Forwarded-For).
+func ParseProxyHeader(s string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "x-forwarded-for":
+		return HeaderXForwardedFor, nil
+	case "forwarded":
+		return HeaderForwarded, nil
+	}
+	return "", fmt.Errorf("%q: want X-Forwarded-For or Forwarded", s)
+}
+
+// ClientIP is r's client address read from X-Forwarded-For (ClientIPFrom).
+func (p Proxies) ClientIP(r *http.Request) string { return p.ClientIPFrom(r, HeaderXForwardedFor) }
+
+// ClientIPFrom is r's client address: the peer, unless the peer is a trusted
+// proxy; then the chain of the one header the proxies write (header:
+// X-Forwarded-For or Forwarded's for=; the other is ignored, whatever a client
+// wrote in it) read right to left, skipping trusted proxies, to the first
 // address that is not one (an entry that is not an address stops the walk at
-// the last proxy reached: it was written by someone untrusted).
-func (p Proxies) ClientIP(r *http.Request) string {
+// the last proxy reached: it was written by someone untrusted). Entries left of
+// that address are the client's own words, never read.
+func (p Proxies) ClientIPFrom(r *http.Request, header string) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
@@ -67,7 +94,7 @@ func (p Proxies) ClientIP(r *http.Request) string {
 	if err != nil || len(p) == 0 || !p.trusted(peer) {
 		return host
 	}
-	chain := forwardedFor(r.Header)
+	chain := forwardedFor(r.Header, header)
 	cur := peer.Unmap()
 	for i := len(chain) - 1; i >= 0; i-- {
 		a, err := netip.ParseAddr(chain[i])
@@ -82,12 +109,12 @@ func (p Proxies) ClientIP(r *http.Request) string {
 	return cur.String()
 }
 
-// forwardedFor is the chain of client addresses the headers name, left (the
-// first client) to right (the last proxy's peer).
-func forwardedFor(h http.Header) []string {
+// forwardedFor is the chain of client addresses header names, left (the first
+// client) to right (the last proxy's peer).
+func forwardedFor(h http.Header, header string) []string {
 	var out []string
-	if fw := h.Values("Forwarded"); len(fw) > 0 {
-		for _, line := range fw {
+	if header == HeaderForwarded {
+		for _, line := range h.Values(HeaderForwarded) {
 			for _, elem := range strings.Split(line, ",") {
 				for _, pair := range strings.Split(elem, ";") {
 					k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
@@ -108,7 +135,7 @@ func forwardedFor(h http.Header) []string {
 		}
 		return out
 	}
-	for _, line := range h.Values("X-Forwarded-For") {
+	for _, line := range h.Values(HeaderXForwardedFor) {
 		for _, item := range strings.Split(line, ",") {
 			out = append(out, strings.TrimSpace(item))
 		}
@@ -116,8 +143,10 @@ func forwardedFor(h http.Header) []string {
 	return out
 }
 
-// IPExtractor is Echo's client address (c.RealIP) by ClientIP.
-func (p Proxies) IPExtractor() echo.IPExtractor { return p.ClientIP }
+// IPExtractor is Echo's client address (c.RealIP) by ClientIPFrom header.
+func (p Proxies) IPExtractor(header string) echo.IPExtractor {
+	return func(r *http.Request) string { return p.ClientIPFrom(r, header) }
+}
 
 type clientAddrKey struct{}
 
