@@ -17,7 +17,7 @@ GEN_CONFIGS := openapi/server.cfg.yaml:$(SPEC) openapi/client.cfg.yaml:$(SPEC) \
 # race detector (about 2.5 times as long on 2 cores). CI runs both. Three packages
 # run at once: the browser, chain and restart tests spend much of their time
 # waiting, and with two at once the cores idled through those waits.
-TEST_FLAGS  ?= -p 3 -count=1 -timeout 20m
+TEST_FLAGS  ?= -p 3 -count=1 -timeout 30m
 # The test binaries are linked without DWARF (debugger data; stack traces and
 # failures read the symbol table, which stays): linking some 55 binaries of about
 # 100 MB is a large share of the suite's CPU, and -w more than halves each link.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/big"
 	"net/http"
 	"sort"
@@ -334,24 +335,81 @@ func createMany(ctx context.Context, c *client.ClientWithResponses, n int, netwo
 	return txs, first
 }
 
+// metricsText reads the server's /metrics.
+func metricsText(s *server) (string, error) {
+	res, err := http.Get(strings.TrimSuffix(s.api, "/api/v1/partner") + "/metrics")
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	all, err := io.ReadAll(res.Body)
+	return string(all), err
+}
+
+// errCounts are partnerd_chain_rpc_errors_total's series: network → kind → count.
+type errCounts map[string]map[string]float64
+
+// rpcErrors reads partnerd_chain_rpc_errors_total from the server's /metrics
+// (nil when it cannot be read).
+func rpcErrors(s *server) errCounts {
+	text, err := metricsText(s)
+	if err != nil {
+		return nil
+	}
+	out := errCounts{}
+	for _, line := range strings.Split(text, "\n") {
+		rest, ok := strings.CutPrefix(line, "partnerd_chain_rpc_errors_total{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		var network, kind string
+		for _, l := range strings.Split(labels, ",") {
+			k, v, _ := strings.Cut(l, "=")
+			v = strings.Trim(v, `"`)
+			switch k {
+			case "network":
+				network = v
+			case "kind":
+				kind = v
+			}
+		}
+		var n float64
+		if _, err := fmt.Sscan(value, &n); err != nil {
+			continue
+		}
+		if out[network] == nil {
+			out[network] = map[string]float64{}
+		}
+		out[network][kind] = n
+	}
+	return out
+}
+
+// since returns the network's counts that grew since before ("kind +n, …"; "":
+// none).
+func (c errCounts) since(before errCounts, network string) string {
+	var parts []string
+	for kind, n := range c[network] {
+		if d := n - before[network][kind]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s +%.0f", kind, d))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
 // capErrors reads the RPC error counters from the server's /metrics.
 func capErrors(s *server) string {
-	res, err := http.Get(strings.TrimSuffix(s.api, "/api/v1/partner") + "/metrics")
+	all, err := metricsText(s)
 	if err != nil {
 		return err.Error()
 	}
-	defer res.Body.Close()
 	var b strings.Builder
-	buf := make([]byte, 1<<20)
-	var all []byte
-	for {
-		n, err := res.Body.Read(buf)
-		all = append(all, buf[:n]...)
-		if err != nil {
-			break
-		}
-	}
-	for _, line := range strings.Split(string(all), "\n") {
+	for _, line := range strings.Split(all, "\n") {
 		if strings.HasPrefix(line, "partnerd_chain_rpc_errors_total{") && !strings.HasSuffix(line, " 0") {
 			b.WriteString(strings.TrimPrefix(line, "partnerd_chain_rpc_errors_total") + "; ")
 		}

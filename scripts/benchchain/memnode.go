@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"math/bits"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
 	gethrpc "github.com/ethereum/go-ethereum/rpc"
 
 	"partnerd/internal/chain"
@@ -27,8 +29,9 @@ import (
 
 // memNode is a JSON-RPC node answering from memory: its blocks and their Transfer
 // logs are rendered once, when mined, in the node software's shape (bsc: geth's
-// fields; java-tron: its field set, BlockId hashes, stateRoot "0x" and 0x41
-// addresses in logs), so serving eth_getLogs is a copy of bytes and the watcher,
+// fields, a logsBloom of the block's logs; java-tron: its field set, BlockId
+// hashes, stateRoot "0x", a logsBloom of 256 zero bytes and 0x41 addresses in
+// logs), so serving eth_getLogs is a copy of bytes and the watcher,
 // not the node, is what a catch-up measures. The time spent inside its handlers is
 // counted (busy) so that it can be taken out of the watcher's figures. It serves
 // HTTP at URL and WebSocket at WSURL (the same methods, and eth_subscribe
@@ -57,6 +60,11 @@ type memChain struct {
 	finalDepth uint64
 	blockTime  time.Duration
 	genesis    time.Time
+	// others is how many Transfer logs of other contracts each bsc block also
+	// holds: they are in its logsBloom (as every log of a block is) but never in
+	// an answer to the watcher's filter, which names the token (0: none, so a
+	// block without the token's logs has an empty bloom).
+	others int
 
 	mu     sync.RWMutex
 	blocks []*memBlock // by number; block 0 is genesis
@@ -76,6 +84,10 @@ type memBlock struct {
 	ends  []int
 	tos   []common.Hash
 	froms []common.Hash
+	// bloom is the block's logsBloom: on bsc the M3:2048 bloom of every log's
+	// address and topics (the token's Transfer logs and the others'); java-tron
+	// writes 256 zero bytes ("no value").
+	bloom types.Bloom
 }
 
 // payment is a transfer the backlog must carry to a given address.
@@ -167,10 +179,11 @@ func (n *memNode) Calls(method string) int {
 	return total
 }
 
-// mine appends count blocks of density Transfer logs to random addresses each,
-// the payments spread over them (at most one a block), and returns how many
-// payments it made.
-func (n *memChain) mine(count, density int, pay []payment) int {
+// mine appends count blocks of density Transfer logs to random addresses each (a
+// fraction: that many on average, e.g. 0.05 is a block in 20 with one), the
+// payments spread over them (at most one a block), and returns how many payments
+// it made.
+func (n *memChain) mine(count int, density float64, pay []payment) int {
 	every := max(1, count/max(len(pay), 1))
 	k := 0
 	for b := 0; b < count; b++ {
@@ -189,7 +202,11 @@ func (n *memChain) mine(count, density int, pay []payment) int {
 		}
 		var txs []payment
 		if num > 0 {
-			for i := 0; i < density; i++ {
+			logs := int(density)
+			if frac := density - float64(logs); frac > 0 && n.rng.Float64() < frac {
+				logs++
+			}
+			for i := 0; i < logs; i++ {
 				var to common.Address
 				n.random(to[:])
 				txs = append(txs, payment{to: to, raw: big.NewInt(int64(1 + n.rng.IntN(1_000_000_000)))})
@@ -212,6 +229,9 @@ func (n *memChain) mine(count, density int, pay []payment) int {
 			blk.tos = append(blk.tos, to)
 			blk.froms = append(blk.froms, from)
 		}
+		if !n.tron {
+			n.bloom(blk, len(txs))
+		}
 		n.mu.Lock()
 		n.blocks = append(n.blocks, blk)
 		for sub := range n.heads {
@@ -223,6 +243,57 @@ func (n *memChain) mine(count, density int, pay []payment) int {
 		n.mu.Unlock()
 	}
 	return k
+}
+
+// bloom sets the block's logsBloom as geth does (types.Bloom.Add of each log's
+// address and each of its topics): its logs (count Transfer logs of the token)
+// and the others' Transfer logs (memChain.others, random contracts and parties).
+func (n *memChain) bloom(blk *memBlock, count int) {
+	var buf [6]byte
+	if count+n.others > 0 {
+		blk.bloom.AddWithBuffer(chain.TransferTopic[:], &buf)
+	}
+	if count > 0 {
+		blk.bloom.AddWithBuffer(n.contract[:], &buf)
+	}
+	for i := 0; i < count; i++ {
+		blk.bloom.AddWithBuffer(blk.froms[i][:], &buf)
+		blk.bloom.AddWithBuffer(blk.tos[i][:], &buf)
+	}
+	for i := 0; i < n.others; i++ {
+		var contract common.Address
+		var from, to common.Hash
+		n.random(contract[:])
+		n.random(from[12:])
+		n.random(to[12:])
+		blk.bloom.AddWithBuffer(contract[:], &buf)
+		blk.bloom.AddWithBuffer(from[:], &buf)
+		blk.bloom.AddWithBuffer(to[:], &buf)
+	}
+}
+
+// bloomStats returns, over blocks from..to, the mean share of bits set in the
+// logsBloom, how many blocks hold no log of the token, and how many of those
+// have a bloom that lets the token's Transfer be there (false positives: the
+// watcher waits below such a block until it is deep).
+func (n *memChain) bloomStats(from, to uint64) (fill float64, empty, maybe int) {
+	n.mu.RLock()
+	blocks := n.blocks[min(from, uint64(len(n.blocks))):min(to+1, uint64(len(n.blocks)))]
+	n.mu.RUnlock()
+	for _, b := range blocks {
+		set := 0
+		for _, x := range b.bloom {
+			set += bits.OnesCount8(x)
+		}
+		fill += float64(set) / (8 * types.BloomByteLength)
+		if len(b.ends) == 0 {
+			empty++
+			if b.bloom.Test(n.contract[:]) && b.bloom.Test(chain.TransferTopic[:]) {
+				maybe++
+			}
+		}
+	}
+	return fill / float64(max(len(blocks), 1)), empty, maybe
 }
 
 // renderLog appends the JSON of one Transfer log as the node software sends it.
@@ -291,7 +362,8 @@ func (n *memChain) renderLog(b []byte, blk *memBlock, index uint64, tx, from, to
 }
 
 // renderBlock renders a block without its transactions, as eth_getBlockByNumber
-// with false answers it.
+// with false answers it: bsc's logsBloom is the block's, java-tron's 256 zero
+// bytes.
 func (n *memChain) renderBlock(b *memBlock) []byte {
 	zero := func(k int) string { return "0x" + strings.Repeat("0", 2*k) }
 	if n.tron {
@@ -299,8 +371,11 @@ func (n *memChain) renderBlock(b *memBlock) []byte {
 			b.hash.Hex(), zero(256), strings.Repeat("0", 40), zero(32), zero(8), b.number, b.parentHash.Hex(), zero(32), zero(32), 1000+len(b.logs)/4, b.time, zero(32))
 	}
 	return fmt.Appendf(nil, `{"baseFeePerGas":"0x0","blobGasUsed":"0x0","difficulty":"0x2","excessBlobGas":"0x0","extraData":"0xd883010000846765746888676f312e32312e38856c696e7578","gasLimit":"0x84fe1c","gasUsed":"0x%x","hash":"%s","logsBloom":"%s","miner":"0x%s","mixHash":"%s","nonce":"%s","number":"0x%x","parentBeaconBlockRoot":"%s","parentHash":"%s","receiptsRoot":"%s","sha3Uncles":"0x1dcc4de8dec75d7aab85b567b6ccd41ad312451b948a7413f0a142fd40d49347","size":"0x%x","stateRoot":"%s","timestamp":"0x%x","totalDifficulty":"0x0","transactions":[],"transactionsRoot":"%s","uncles":[],"withdrawals":[],"withdrawalsRoot":"0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421"}`,
-		51_000*len(b.ends), b.hash.Hex(), zero(256), strings.Repeat("0", 40), zero(32), zero(8), b.number, zero(32), b.parentHash.Hex(), zero(32), 1000+len(b.logs)/4, zero(32), b.time, zero(32))
+		51_000*len(b.ends), b.hash.Hex(), prefixed(b.bloom[:]), strings.Repeat("0", 40), zero(32), zero(8), b.number, zero(32), b.parentHash.Hex(), zero(32), 1000+len(b.logs)/4, zero(32), b.time, zero(32))
 }
+
+// prefixed is b in hex with 0x.
+func prefixed(b []byte) string { return "0x" + hex.EncodeToString(b) }
 
 type memRequest struct {
 	ID     json.RawMessage   `json:"id"`
@@ -340,7 +415,8 @@ func (m *memEth) GetLogs(filter json.RawMessage) (json.RawMessage, error) {
 	return m.do("eth_getLogs", filter)
 }
 
-// NewHeads pushes each new block's header fields, as a node's newHeads does.
+// NewHeads pushes each new block's header fields, as a node's newHeads does
+// (geth's header carries the logsBloom).
 func (m *memEth) NewHeads(ctx context.Context) (*gethrpc.Subscription, error) {
 	notifier, ok := gethrpc.NotifierFromContext(ctx)
 	if !ok {
@@ -362,8 +438,8 @@ func (m *memEth) NewHeads(ctx context.Context) (*gethrpc.Subscription, error) {
 		for {
 			select {
 			case b := <-heads:
-				_ = notifier.Notify(sub.ID, json.RawMessage(fmt.Sprintf(`{"number":"0x%x","hash":"%s","parentHash":"%s","timestamp":"0x%x"}`,
-					b.number, b.hash.Hex(), b.parentHash.Hex(), b.time)))
+				_ = notifier.Notify(sub.ID, json.RawMessage(fmt.Sprintf(`{"number":"0x%x","hash":"%s","parentHash":"%s","timestamp":"0x%x","logsBloom":"%s"}`,
+					b.number, b.hash.Hex(), b.parentHash.Hex(), b.time, prefixed(b.bloom[:]))))
 			case <-sub.Err():
 				return
 			}

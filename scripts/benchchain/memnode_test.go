@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"math/big"
 	"testing"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
 
 	"partnerd/internal/chain"
 	"partnerd/internal/chain/rpc"
@@ -93,6 +96,10 @@ func TestMemNodeAnswersAsTheNodes(t *testing.T) {
 			if found != 1 {
 				t.Fatalf("the payment appears %d times", found)
 			}
+			// The logsBloom: on bsc the bloom of the block's logs (each Transfer's
+			// contract and topics in it, a block without logs ruling the token
+			// out); java-tron sends 256 zero bytes, which its dialect reads as none.
+			checkBloom(t, n, c, network, logs)
 			// The filter is honoured: a range, another contract, another topic.
 			if logs, err := c.Logs(ctx, 5, 6, []common.Address{n.contract}, chain.TransferTopic); err != nil || len(logs) != 8 || logs[0].BlockNumber != 5 || logs[7].BlockNumber != 6 {
 				t.Fatalf("blocks 5..6: %d logs, %v", len(logs), err)
@@ -142,16 +149,20 @@ func TestMemNodeAnswersAsTheNodes(t *testing.T) {
 			}
 			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			heads := make(chan uint64, 8)
-			go func() { _ = ws.SubscribeHeads(sctx, func(h *rpc.Block) { heads <- h.Number }) }()
+			heads := make(chan *rpc.Block, 8)
+			go func() { _ = ws.SubscribeHeads(sctx, func(h *rpc.Block) { heads <- h }) }()
 			for r.Calls("eth_subscribe") == 0 && sctx.Err() == nil {
 				time.Sleep(5 * time.Millisecond)
 			}
 			n.mine(1, 4, nil)
 			select {
 			case h := <-heads:
-				if h != 31 {
-					t.Fatalf("pushed head %d, want 31", h)
+				if h.Number != 31 || h.Hash != n.blocks[31].hash {
+					t.Fatalf("pushed head %d %s, want 31 %s", h.Number, h.Hash, n.blocks[31].hash)
+				}
+				// The pushed header carries the block's bloom, as geth's newHeads does.
+				if want := n.blocks[31].bloom.Bytes(); network == chain.BEP20 && !bytes.Equal(h.Bloom, want) || network == chain.TRC20 && h.Bloom != nil {
+					t.Fatalf("pushed head's bloom %x, want %x", h.Bloom, want)
 				}
 			case <-sctx.Done():
 				t.Fatal("no head pushed")
@@ -160,5 +171,94 @@ func TestMemNodeAnswersAsTheNodes(t *testing.T) {
 				t.Fatalf("calls counted per provider: replica %d, node %d", r.Calls("eth_getLogs"), n.Calls("eth_getLogs"))
 			}
 		})
+	}
+}
+
+// checkBloom checks the logsBloom of n's blocks against logs, the token's
+// Transfer logs of blocks 1..30: bsc's holds each log's contract and topics, as
+// geth's does, and a block without logs has one that rules the token out;
+// java-tron's is 256 zero bytes.
+func checkBloom(t *testing.T, n *memNode, c *rpc.Client, network string, logs []rpc.Log) {
+	t.Helper()
+	ctx := context.Background()
+	blooms := map[uint64]types.Bloom{}
+	bloom := func(num uint64) types.Bloom {
+		if b, ok := blooms[num]; ok {
+			return b
+		}
+		var raw struct {
+			LogsBloom string `json:"logsBloom"`
+		}
+		if err := json.Unmarshal(n.renderBlock(n.blocks[num]), &raw); err != nil {
+			t.Fatal(err)
+		}
+		var b types.Bloom
+		if err := b.UnmarshalText([]byte(raw.LogsBloom)); err != nil {
+			t.Fatalf("block %d's logsBloom %q: %v", num, raw.LogsBloom, err)
+		}
+		blooms[num] = b
+		return b
+	}
+	if network == chain.TRC20 {
+		for num := uint64(1); num <= 30; num++ {
+			if b := bloom(num); b != (types.Bloom{}) {
+				t.Fatalf("java-tron block %d's logsBloom is not 256 zero bytes: %x", num, b)
+			}
+		}
+		if b, err := c.BlockByNumber(ctx, 12); err != nil || b.Bloom != nil {
+			t.Fatalf("java-tron's dialect reads a bloom: %x, %v", b.Bloom, err)
+		}
+		return
+	}
+	for _, lg := range logs {
+		b := bloom(lg.BlockNumber)
+		if !b.Test(lg.Address[:]) {
+			t.Fatalf("block %d's bloom lacks its log's contract %s", lg.BlockNumber, lg.Address)
+		}
+		for _, topic := range lg.Topics {
+			if !b.Test(topic[:]) {
+				t.Fatalf("block %d's bloom lacks its log's topic %s", lg.BlockNumber, topic)
+			}
+		}
+	}
+	// Exactly geth's bloom of those logs (types.CreateBloom of a receipt holding them).
+	receipt := &types.Receipt{}
+	for _, lg := range logs {
+		if lg.BlockNumber == 12 {
+			receipt.Logs = append(receipt.Logs, &types.Log{Address: lg.Address, Topics: lg.Topics, Data: lg.Data})
+		}
+	}
+	if len(receipt.Logs) == 0 || types.CreateBloom(receipt) != bloom(12) {
+		t.Fatalf("block 12's bloom is not geth's bloom of its %d logs", len(receipt.Logs))
+	}
+	// What the watcher reads: the same bloom through its client, saying the token's
+	// Transfer may be there.
+	b, err := c.BlockByNumber(ctx, 12)
+	if err != nil || b == nil || !bytes.Equal(b.Bloom, bloom(12).Bytes()) || !b.MayHold(n.contract[:], chain.TransferTopic[:]) {
+		t.Fatalf("block 12 through the client: %+v, %v", b, err)
+	}
+	// A block without logs, on a chain of its own (the node's blocks stay as the
+	// test reads them): an empty bloom, ruling the token's Transfer out; with
+	// other contracts' Transfer logs, their bits and not the token's.
+	other, err := startMemNode(network, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	oc, err := rpc.New(other.URL, rpc.BSC, rpc.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Close()
+	other.mine(1, 0, nil)
+	other.others = 5
+	other.mine(1, 0, nil)
+	empty, err := oc.BlockByNumber(ctx, 1)
+	if err != nil || empty == nil || !bytes.Equal(empty.Bloom, make([]byte, 256)) || empty.MayHold(other.contract[:], chain.TransferTopic[:]) {
+		t.Fatalf("a block without logs: %+v, %v", empty, err)
+	}
+	busy, err := oc.BlockByNumber(ctx, 2)
+	if err != nil || busy == nil || !busy.MayHold(chain.TransferTopic[:]) || busy.MayHold(other.contract[:], chain.TransferTopic[:]) {
+		t.Fatalf("a block with other contracts' logs: %+v, %v", busy, err)
 	}
 }

@@ -24,6 +24,8 @@ type memoryParams struct {
 	deposits int           // deposits to issued addresses in each network's backlog
 	blocks   int           // backlog blocks per network
 	density  int           // transfers per block to addresses never issued
+	quiet    float64       // transfers a block of the quiet token's steady state (most blocks hold none)
+	others   int           // other contracts' Transfer logs in each bsc block's logsBloom (memChain.others)
 	steady   time.Duration // steady-state window (wall time)
 	poll     time.Duration // CHAIN_POLL_INTERVAL at mainnet cadence
 	scale    int           // mainnet time ÷ wall time in the steady state
@@ -61,14 +63,17 @@ func memory(ctx context.Context, dbURL string, p memoryParams) error {
 		}
 		defer node.Close()
 		n.node = node
-		node.mine(100, p.density, nil)
+		if n.name == chain.BEP20 {
+			node.others = p.others
+		}
+		node.mine(100, float64(p.density), nil)
 		up := strings.ToUpper(n.name)
 		vars["CHAIN_RPC_"+up], vars["CHAIN_ID_"+up] = node.URL, node.chainID.String()
 		contracts = append(contracts, fmt.Sprintf("usdt:%s=%s/%d", n.name, chain.FormatAddress(n.name, node.contract), n.decimals))
 	}
 	vars["TOKEN_CONTRACTS"] = strings.Join(contracts, ",")
-	fmt.Printf("memory nodes: bsc and java-tron shapes, %d transfers a block, caps 5,000 blocks and 10,000 results per eth_getLogs; CHAIN_POLL_INTERVAL=%s (%s at mainnet cadence ÷ %d)\n",
-		p.density, poll, p.poll, p.scale)
+	fmt.Printf("memory nodes: bsc and java-tron shapes, %d transfers a block (the quiet token: %g), caps 5,000 blocks and 10,000 results per eth_getLogs; bsc blocks' logsBloom also holds %d other contracts' Transfer logs; CHAIN_POLL_INTERVAL=%s (%s at mainnet cadence ÷ %d)\n",
+		p.density, p.quiet, p.others, poll, p.poll, p.scale)
 
 	// 1. Issued addresses: transactions on both networks.
 	srv, c, err := startWithPartner(ctx, vars)
@@ -120,7 +125,7 @@ func memory(ctx context.Context, dbURL string, p memoryParams) error {
 			pay = append(pay, payment{to: to, raw: raw})
 		}
 		t := time.Now()
-		made := n.node.mine(p.blocks, p.density, pay)
+		made := n.node.mine(p.blocks, float64(p.density), pay)
 		paid += made
 		fmt.Printf("%s backlog: %d blocks × %d transfers to addresses never issued, %d deposits, rendered in %s\n",
 			n.name, p.blocks, p.density, made, time.Since(t).Round(time.Millisecond))
@@ -131,8 +136,9 @@ func memory(ctx context.Context, dbURL string, p memoryParams) error {
 	}
 	busy0 := make([]time.Duration, len(nets))
 	logs0 := make([]int, len(nets))
+	headers0 := make([]int, len(nets))
 	for i, n := range nets {
-		busy0[i], logs0[i] = n.node.Busy(), n.node.Calls("eth_getLogs")
+		busy0[i], logs0[i], headers0[i] = n.node.Busy(), n.node.Calls("eth_getLogs"), n.node.Calls("eth_getBlockByNumber")
 	}
 	var cpu0 cpuTimes
 	cpu0.read()
@@ -147,6 +153,7 @@ func memory(ctx context.Context, dbURL string, p memoryParams) error {
 	var wg sync.WaitGroup
 	results := make([]string, len(nets))
 	errs := make([]error, len(nets))
+	sum := make([]memSummary, len(nets))
 	for i, n := range nets {
 		wg.Add(1)
 		go func() {
@@ -158,10 +165,12 @@ func memory(ctx context.Context, dbURL string, p memoryParams) error {
 			took := time.Since(t1)
 			busy := n.node.Busy() - busy0[i]
 			logs := n.node.Calls("eth_getLogs") - logs0[i]
+			headers := n.node.Calls("eth_getBlockByNumber") - headers0[i]
 			rate := float64(p.blocks) / (took - busy).Seconds()
-			results[i] = fmt.Sprintf("%s catch-up: %d blocks (%d logs) in %s, node %s (%.1f %%): %.0f blocks/s and %.0f logs/s without the node (%.0f blocks/s wall), %d eth_getLogs",
+			sum[i] = memSummary{rate: rate, logs: logs, headers: headers}
+			results[i] = fmt.Sprintf("%s catch-up: %d blocks (%d logs) in %s, node %s (%.1f %%): %.0f blocks/s and %.0f logs/s without the node (%.0f blocks/s wall), %d eth_getLogs, %d eth_getBlockByNumber",
 				n.name, p.blocks, p.blocks*p.density, took.Round(time.Millisecond), busy.Round(time.Millisecond), 100*busy.Seconds()/took.Seconds(),
-				rate, rate*float64(p.density), float64(p.blocks)/took.Seconds(), logs)
+				rate, rate*float64(p.density), float64(p.blocks)/took.Seconds(), logs, headers)
 		}()
 	}
 	wg.Wait()
@@ -194,27 +203,36 @@ func memory(ctx context.Context, dbURL string, p memoryParams) error {
 
 	// 3. Steady state at mainnet cadence ÷ scale: one provider a network; two (a
 	// replica of the same chain second in CHAIN_RPC_<NETWORK>); and push, BNB Smart
-	// Chain's provider over WebSocket (java-tron serves no WebSocket JSON-RPC).
+	// Chain's provider over WebSocket (java-tron serves no WebSocket JSON-RPC);
+	// then a quiet token (p.quiet transfers a block), polled and pushed: there
+	// most blocks hold no log of the token, and the watcher's cross-check of
+	// empty answers reads headers (bsc) or asks again once deep (java-tron).
 	for _, n := range nets {
 		if n.replica, err = n.node.replica(); err != nil {
 			return err
 		}
 		defer n.replica.Close()
 	}
+	one := func(n *memNet) (string, []*memNode) { return n.node.URL, []*memNode{n.node} }
+	push := func(n *memNet) (string, []*memNode) {
+		if n.name == chain.BEP20 {
+			return n.node.WSURL, []*memNode{n.node}
+		}
+		return n.node.URL, []*memNode{n.node}
+	}
+	busy := float64(p.density)
 	runs := []struct {
-		label string
-		rpc   func(n *memNet) (string, []*memNode)
+		label   string
+		density float64
+		rpc     func(n *memNet) (string, []*memNode)
 	}{
-		{"one provider (http)", func(n *memNet) (string, []*memNode) { return n.node.URL, []*memNode{n.node} }},
-		{"two providers (http, http)", func(n *memNet) (string, []*memNode) {
+		{"one provider (http)", busy, one},
+		{"two providers (http, http)", busy, func(n *memNet) (string, []*memNode) {
 			return n.node.URL + "," + n.replica.URL, []*memNode{n.node, n.replica}
 		}},
-		{"push (bep20 over ws, trc20 over http)", func(n *memNet) (string, []*memNode) {
-			if n.name == chain.BEP20 {
-				return n.node.WSURL, []*memNode{n.node}
-			}
-			return n.node.URL, []*memNode{n.node}
-		}},
+		{"push (bep20 over ws, trc20 over http)", busy, push},
+		{fmt.Sprintf("quiet token (%g transfers a block), one provider (http)", p.quiet), p.quiet, one},
+		{fmt.Sprintf("quiet token (%g transfers a block), push (bep20 over ws, trc20 over http)", p.quiet), p.quiet, push},
 	}
 	for i, run := range runs {
 		if i > 0 {
@@ -233,17 +251,72 @@ func memory(ctx context.Context, dbURL string, p memoryParams) error {
 		if err := settleMem(ctx, nets, st, p); err != nil {
 			return err
 		}
-		if err := memSteady(ctx, nets, st, p, run.label); err != nil {
+		errs0 := rpcErrors(srv)
+		rows, err := memSteady(ctx, nets, st, p, run.label, run.density)
+		if err != nil {
 			return err
 		}
+		errs1 := rpcErrors(srv)
+		for i, n := range nets {
+			rows[i].errors = errs1.since(errs0, n.name)
+			if rows[i].errors != "" {
+				fmt.Printf("%s steady state, %s: rpc_errors_total %s\n", n.name, run.label, rows[i].errors)
+			}
+			sum[i].steady = append(sum[i].steady, rows[i])
+		}
 	}
+	printSummary(nets, sum, p)
 	return nil
 }
 
-// settleMem mines until every network is scanned to its head and no deposit
-// waits for finality (a waiting deposit costs one more call a poll).
+// memSummary is what the memory scenario measured of one network.
+type memSummary struct {
+	rate          float64 // catch-up blocks/s without the node's time
+	logs, headers int     // the catch-up's eth_getLogs and eth_getBlockByNumber
+	steady        []steadyRow
+}
+
+// steadyRow is one steady-state window of one network, in calls a day at mainnet
+// cadence (CHAIN_POLL_INTERVAL at -poll, the network's block time).
+type steadyRow struct {
+	label         string
+	lag           [3]int // p50, p90, max
+	perDay        float64
+	perBlock      float64
+	methods       map[string]float64 // calls a day by method
+	errors        string             // rpc_errors_total counted in the window ("": none)
+	blocks, calls int
+}
+
+// printSummary writes the memory scenario's figures per network as a table: the
+// catch-up's blocks/s and calls, then each steady state's calls a day.
+func printSummary(nets []*memNet, sum []memSummary, p memoryParams) {
+	fmt.Printf("summary (calls a day at mainnet cadence, CHAIN_POLL_INTERVAL=%s; eth_getLogs, eth_getBlockByNumber, eth_blockNumber a day):\n", p.poll)
+	fmt.Println("| network | measure | blocks/s or lag p50/p90/max | calls a day | eth_getLogs | eth_getBlockByNumber | eth_blockNumber | calls a block |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	for i, n := range nets {
+		s := sum[i]
+		fmt.Printf("| %s | catch-up, %d blocks | %.0f blocks/s | – | %d | %d | – | – |\n", n.name, p.blocks, s.rate, s.logs, s.headers)
+		for _, r := range s.steady {
+			fmt.Printf("| %s | %s | %d / %d / %d | %.0f | %.0f | %.0f | %.0f | %.2f |\n", n.name, r.label, r.lag[0], r.lag[1], r.lag[2], r.perDay,
+				r.methods["eth_getLogs"], r.methods["eth_getBlockByNumber"], r.methods["eth_blockNumber"], r.perBlock)
+		}
+	}
+}
+
+// settleBlocks is how many blocks settleMem mines at once after a start: more
+// than the watcher's VerifyDepth (twice the confirmations: 30 on bep20, 38 on
+// trc20 by default), so that the blocks below the cursor it asks again once
+// after each start are deep, and asked, before the window that measures the
+// steady state.
+const settleBlocks = 40
+
+// settleMem mines settleBlocks blocks, then until every network is scanned to
+// its head and no deposit waits for finality (a waiting deposit costs one more
+// call a poll).
 func settleMem(ctx context.Context, nets []*memNet, st *store.Store, p memoryParams) error {
 	for _, n := range nets {
+		n.node.mine(settleBlocks, float64(p.density), nil)
 		for {
 			left, err := st.PendingChainTransfers(ctx, n.name)
 			if err != nil {
@@ -252,7 +325,7 @@ func settleMem(ctx context.Context, nets []*memNet, st *store.Store, p memoryPar
 			if len(left) == 0 {
 				break
 			}
-			n.node.mine(1, p.density, nil)
+			n.node.mine(1, float64(p.density), nil)
 			time.Sleep(n.blockTime / time.Duration(p.scale))
 		}
 		if err := waitMem(ctx, n, st, time.Minute, 10*time.Millisecond); err != nil {
@@ -262,17 +335,20 @@ func settleMem(ctx context.Context, nets []*memNet, st *store.Store, p memoryPar
 	return nil
 }
 
-// memSteady mines at each network's block time ÷ scale for p.steady, sampling
-// the lag (head − scanned) and counting each provider's calls.
-func memSteady(ctx context.Context, nets []*memNet, st *store.Store, p memoryParams, label string) error {
+// memSteady mines blocks of density transfers at each network's block time ÷
+// scale for p.steady, sampling the lag (head − scanned) and counting each
+// provider's calls; it returns each network's figures.
+func memSteady(ctx context.Context, nets []*memNet, st *store.Store, p memoryParams, label string, density float64) ([]steadyRow, error) {
 	sctx, cancel := context.WithTimeout(ctx, p.steady)
 	defer cancel()
-	methods := []string{"eth_blockNumber", "eth_getLogs", "eth_getBlockByNumber", "eth_chainId", "eth_subscribe"}
+	methods := []string{"eth_blockNumber", "eth_getLogs", "eth_getBlockByNumber", "eth_chainId", "eth_subscribe", "eth_syncing"}
 	lags := make([][]int, len(nets))
 	calls0 := make([][]map[string]int, len(nets))
 	mined := make([]int, len(nets))
+	heads0 := make([]uint64, len(nets))
 	var wg sync.WaitGroup
 	for i, n := range nets {
+		heads0[i] = n.node.Head()
 		for _, e := range n.endpoints {
 			c := map[string]int{"": e.Calls("")}
 			for _, m := range methods {
@@ -291,7 +367,7 @@ func memSteady(ctx context.Context, nets []*memNet, st *store.Store, p memoryPar
 				case <-sctx.Done():
 					return
 				case <-tick.C:
-					n.node.mine(1, p.density, nil)
+					n.node.mine(1, density, nil)
 					mined[i]++
 				}
 			}
@@ -310,10 +386,12 @@ func memSteady(ctx context.Context, nets []*memNet, st *store.Store, p memoryPar
 	}
 	wg.Wait()
 	simulated := p.steady * time.Duration(p.scale)
+	rows := make([]steadyRow, len(nets))
 	for i, n := range nets {
 		sort.Ints(lags[i])
 		total := 0
 		var each []string
+		byMethod := map[string]float64{}
 		for j, e := range n.endpoints {
 			calls := e.Calls("") - calls0[i][j][""]
 			total += calls
@@ -321,6 +399,7 @@ func memSteady(ctx context.Context, nets []*memNet, st *store.Store, p memoryPar
 			for _, m := range methods {
 				if d := e.Calls(m) - calls0[i][j][m]; d > 0 {
 					parts = append(parts, fmt.Sprintf("%s %d", m, d))
+					byMethod[m] += float64(d) / simulated.Seconds() * 86400
 				}
 			}
 			each = append(each, fmt.Sprintf("provider %d: %d (%s), %.0f a day", j+1, calls, strings.Join(parts, ", "), float64(calls)/simulated.Seconds()*86400))
@@ -329,11 +408,18 @@ func memSteady(ctx context.Context, nets []*memNet, st *store.Store, p memoryPar
 		// calls a block times the network's blocks a day is the cost a day at
 		// mainnet cadence.
 		perBlock := float64(total) / float64(max(mined[i], 1))
-		fmt.Printf("%s steady state, %s (%s blocks ÷ %d, %d transfers each, CHAIN_POLL_INTERVAL=%s ÷ %d, %s = %s at mainnet cadence): lag p50 %d, p90 %d, max %d blocks; %d blocks, %d calls, %.2f a block, %.0f a day at CHAIN_POLL_INTERVAL=%s (%.0f a day at a block every %s); %s\n",
-			n.name, label, n.blockTime, p.scale, p.density, p.poll, p.scale, p.steady, simulated, pct(lags[i], 0.5), pct(lags[i], 0.9), pct(lags[i], 1),
+		rows[i] = steadyRow{label: label, lag: [3]int{pct(lags[i], 0.5), pct(lags[i], 0.9), pct(lags[i], 1)},
+			perDay: float64(total) / simulated.Seconds() * 86400, perBlock: perBlock, methods: byMethod, blocks: mined[i], calls: total}
+		fmt.Printf("%s steady state, %s (%s blocks ÷ %d, %g transfers each, CHAIN_POLL_INTERVAL=%s ÷ %d, %s = %s at mainnet cadence): lag p50 %d, p90 %d, max %d blocks; %d blocks, %d calls, %.2f a block, %.0f a day at CHAIN_POLL_INTERVAL=%s (%.0f a day at a block every %s); %s\n",
+			n.name, label, n.blockTime, p.scale, density, p.poll, p.scale, p.steady, simulated, pct(lags[i], 0.5), pct(lags[i], 0.9), pct(lags[i], 1),
 			mined[i], total, perBlock, float64(total)/simulated.Seconds()*86400, p.poll, perBlock*86400/n.blockTime.Seconds(), n.blockTime, strings.Join(each, "; "))
+		if !n.node.tron {
+			fill, empty, maybe := n.node.bloomStats(heads0[i]+1, n.node.Head())
+			fmt.Printf("%s steady state, %s: logsBloom %.0f %% of bits set on average; %d blocks without the token's logs, %d of them with a bloom that lets its Transfer be there\n",
+				n.name, label, 100*fill, empty, maybe)
+		}
 	}
-	return nil
+	return rows, nil
 }
 
 // withApp names the connections of a PostgreSQL URL (application_name), so that

@@ -851,6 +851,11 @@ func (p *Pool) usableLocked() int {
 	return n
 }
 
+// CachedBlock returns block n when the headers pushed lately link it to the
+// newest pushed head (see pushedBlock), without a call; nil otherwise. The
+// scanner reads a block's logsBloom from it where it costs nothing.
+func (p *Pool) CachedBlock(n uint64) *rpc.Block { return p.pushedBlock(n) }
+
 // Finalized returns the first usable provider's finalized block.
 func (p *Pool) Finalized(ctx context.Context) (*rpc.Block, error) {
 	return do(ctx, p, mBlock, 0, func(ctx context.Context, m *member) (*rpc.Block, error) { return m.c.Finalized(ctx) })

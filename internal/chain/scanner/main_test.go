@@ -185,7 +185,7 @@ func (r *rig) scanned() {
 		cur, err := r.env.Store.ChainCursor(context.Background(), r.network)
 		require.NoError(r.t, err)
 		return cur != nil && cur.Block >= head
-	}, 20*time.Second, 20*time.Millisecond, "the scanner reaches block %d", head)
+	}, time.Minute, 20*time.Millisecond, "the scanner reaches block %d", head)
 }
 
 func (r *rig) transfers(unmatchedOnly bool) []deposits.ChainTransfer {

@@ -62,13 +62,13 @@
 //   - an eth_getLogs answer vouches for every block up to the highest one it has
 //     a log of (a node holds a block's logs whole, and every block below one it
 //     holds). Above that, the blocks VerifyDepth below the head are believed when
-//     the request ended there, else asked again alone; nearer the head, each
-//     block's logsBloom must rule the token's Transfer out, or the cursor waits
-//     below the block (kind missing_logs) until its logs show or it is
-//     VerifyDepth deep; headers without a bloom (java-tron) make those blocks
-//     believed for now and asked again alone once VerifyDepth deep, and the
-//     blocks below the cursor are asked again once after each start
-//     (recheckDeep), so a transfer left out is recorded late, never lost.
+//     the request ended there, else asked again alone; nearer the head, a block
+//     whose header is at hand (the range's last block, or a pushed header) and
+//     whose logsBloom rules the token's Transfer out is believed, and the others
+//     are asked again alone once VerifyDepth deep (recheckDeep; java-tron's
+//     headers carry no bloom), as are the blocks below the cursor once after
+//     each start, so a transfer a lagging backend left out is recorded late
+//     (kind missing_logs, a WARN), never lost.
 //
 // Each such answer is counted in partnerd_chain_rpc_errors_total by its kind, and
 // not-ready answers are asked again every poll, without a growing backoff, so
@@ -281,17 +281,17 @@ type Scanner struct {
 	// rechecked is set once the blocks below the cursor at start are queued.
 	recheck   []span
 	rechecked bool
-	// held is the block whose header says it may hold a transfer its logs did
-	// not show (0: none): the cursor waits below it (said once per block).
-	held uint64
 	// behindSaid is when a node behind was last logged (zero: not behind), and
 	// behindKind the kind of answer that showed it.
 	behindSaid time.Time
 	behindKind string
 }
 
-// span is the blocks from..to.
-type span struct{ from, to uint64 }
+// span is the blocks from..to; start: queued when the scanner took the lock.
+type span struct {
+	from, to uint64
+	start    bool
+}
 
 // New returns a scanner of cfg.Network.
 func New(cfg Config, client Client, sink Sink, locker Locker, m Metrics, log *slog.Logger) *Scanner {
@@ -545,8 +545,8 @@ func (s *Scanner) start(ctx context.Context) {
 	s.metrics.ChainFinality(s.cfg.Network, s.finality)
 	s.started = true
 	// Another instance may have scanned meanwhile: the blocks below the cursor
-	// are asked again once deep (recheckDeep), and nothing is held.
-	s.rechecked, s.recheck, s.held = false, nil, 0
+	// are asked again once deep (recheckDeep).
+	s.rechecked, s.recheck = false, nil
 }
 
 // readFinalized asks the node for its finalized block and moves the finality rule
@@ -743,7 +743,6 @@ func (s *Scanner) poll(ctx context.Context) (more bool, err error) {
 			return false, err
 		}
 		s.recheck = slices.DeleteFunc(s.recheck, func(r span) bool { return r.to > back.Block })
-		s.held = 0
 		s.log.Warn("chain reorganised below the cursor; rescanning", "cursor", cur.Block, "from", back.Block+1)
 		return true, nil
 	}
@@ -938,19 +937,16 @@ func (s *Scanner) fit(n int, blocks uint64) {
 // record turns the logs of blocks from..to into transfers and records them with
 // the new cursor, once verify believes them (up to the block it says).
 func (s *Scanner) record(ctx context.Context, cur *chain.Cursor, logs []rpc.Log, from, to, head uint64) (bool, error) {
-	logs, to, end, queue, err := s.verify(ctx, logs, from, to, head)
+	logs, end, queue, err := s.verify(ctx, logs, from, to, head)
 	if err != nil {
 		return false, err
-	}
-	if end == nil {
-		return false, nil // held: nothing believed beyond the cursor yet
 	}
 	// The batch's last block is read after its logs, and before the deposits' own
 	// blocks are compared with their logs: a reorganisation before this read makes
 	// that comparison fail (and the batch is retried), one after it leaves the
 	// cursor on the old branch too, which the next poll notices. So the recorded
 	// cursor never vouches for a deposit on another branch.
-	transfers, err := s.transfers(ctx, logs, from, end)
+	transfers, err := s.transfers(ctx, logs, from, to, end)
 	if err != nil {
 		return false, err
 	}
@@ -970,21 +966,25 @@ func (s *Scanner) record(ctx context.Context, cur *chain.Cursor, logs []rpc.Log,
 }
 
 // verify decides how much of an eth_getLogs answer for blocks from..to is
-// believed, and returns the logs, the last block believed with its header (nil:
-// none, the cursor waits), and a range to ask again once deep (see "Answers
-// that succeed and are wrong" in the package comment):
+// believed now, and returns the logs, the last block's header, and a range to
+// ask again once deep (see "Answers that succeed and are wrong" in the package
+// comment):
 //
 //   - every block up to the highest one the answer has a log of is believed: a
 //     node holds a block's logs whole, and every block below one it holds;
 //   - above it, blocks at least VerifyDepth below the head are believed when the
 //     request ended there; when it did not, they are asked again alone;
-//   - nearer the head, each block's header is read: a logsBloom that rules the
-//     token's Transfer out makes the block believed; one that says it may hold
-//     one holds the cursor below it (asked again next poll; believed once
-//     VerifyDepth deep, when a false positive of the bloom costs only a wait);
-//     headers without a bloom (java-tron's) make the blocks believed for now,
-//     and queued to be asked again once VerifyDepth deep.
-func (s *Scanner) verify(ctx context.Context, logs []rpc.Log, from, to, head uint64) ([]rpc.Log, uint64, *rpc.Block, *span, error) {
+//   - nearer the head, a block whose header is at hand (the range's last block,
+//     read for the cursor anyway, or a header the provider pushed) and whose
+//     logsBloom rules the token's Transfer out is believed; the others (a bloom
+//     that says it may hold one, a header not at hand or without a bloom, as
+//     java-tron's) are believed for now and returned to be asked again, alone,
+//     once VerifyDepth deep. Asking a header of every such block would cost a
+//     call a block on a quiet token, and holding the cursor below each bloom
+//     that says "maybe" (a full block's bloom says it of most things) would
+//     delay every deposit after it; asking again deep costs one call for many
+//     blocks and delays only what a lagging backend left out.
+func (s *Scanner) verify(ctx context.Context, logs []rpc.Log, from, to, head uint64) ([]rpc.Log, *rpc.Block, *span, error) {
 	// next is the first block the answer does not vouch for.
 	next := from
 	for _, lg := range logs {
@@ -1001,7 +1001,7 @@ func (s *Scanner) verify(ctx context.Context, logs []rpc.Log, from, to, head uin
 		// nearer the head: asked again alone, by a request ending deep.
 		more, err := s.client.Logs(ctx, next, deep, s.contracts(), chain.TransferTopic)
 		if err != nil {
-			return nil, 0, nil, nil, err
+			return nil, nil, nil, err
 		}
 		if len(more) > 0 {
 			s.metrics.ChainRPCError(s.cfg.Network, rpc.KindMissingLogs)
@@ -1013,58 +1013,41 @@ func (s *Scanner) verify(ctx context.Context, logs []rpc.Log, from, to, head uin
 	}
 	end, err := s.block(ctx, to)
 	if err != nil {
-		return nil, 0, nil, nil, err
+		return nil, nil, nil, err
 	}
 	if next > to || to <= deep {
-		return logs, to, end, nil, nil
+		return logs, end, nil, nil
 	}
-	// Blocks next..to near the head, without logs in the answer: their headers.
-	if end.Bloom == nil {
-		// No bloom to ask (java-tron): believed for now, asked again once deep.
-		return logs, to, end, &span{from: next, to: to}, nil
-	}
+	// Blocks next..to near the head, without logs in the answer: the ones whose
+	// header is at hand and rules the token out need nothing more.
 	tokens := make([][]byte, 0, len(s.cfg.Tokens))
 	for _, t := range s.cfg.Tokens {
 		tokens = append(tokens, t.Contract.Bytes())
 	}
-	var last *rpc.Block
+	cache, _ := s.client.(headers)
+	var again *span
 	for n := next; n <= to; n++ {
 		b := end
 		if n < to {
-			if b, err = s.block(ctx, n); err != nil {
-				return nil, 0, nil, nil, err
+			if b = nil; cache != nil {
+				b = cache.CachedBlock(n)
 			}
 		}
-		if mayHold(b, tokens) {
-			if s.held != n {
-				s.held = n
-				s.metrics.ChainRPCError(s.cfg.Network, rpc.KindMissingLogs)
-				s.log.Warn("a block's header says it may hold a token transfer its eth_getLogs answer lacks (a backend behind its load balancer); the scan waits below it and asks again",
-					"block", n, "head", head)
-			}
-			break
+		if b != nil && b.Bloom != nil && !mayHold(b, tokens) {
+			continue
 		}
-		next, last = n+1, b
-	}
-	if next == from {
-		return logs, 0, nil, nil, nil // held at from: the cursor waits
-	}
-	if s.held != 0 && next > s.held {
-		s.held = 0
-	}
-	if last == nil || last.Number != next-1 {
-		// Only the blocks with logs are believed: the header of the last one.
-		if last, err = s.block(ctx, next-1); err != nil {
-			return nil, 0, nil, nil, err
+		if again == nil {
+			again = &span{from: n}
 		}
+		again.to = n
 	}
-	kept := make([]rpc.Log, 0, len(logs))
-	for _, lg := range logs {
-		if lg.BlockNumber < next {
-			kept = append(kept, lg)
-		}
-	}
-	return kept, next - 1, last, nil, nil
+	return logs, end, again, nil
+}
+
+// headers is a client that keeps headers at hand (the provider pool keeps the
+// ones pushed to it): CachedBlock returns block n when it has it, without a call.
+type headers interface {
+	CachedBlock(n uint64) *rpc.Block
 }
 
 // mayHold reports whether block b's bloom lets a Transfer log of one of the
@@ -1081,61 +1064,62 @@ func mayHold(b *rpc.Block, tokens [][]byte) bool {
 // queue adds r to the ranges asked again once deep, merged with the last when
 // they touch.
 func (s *Scanner) queue(r span) {
-	if n := len(s.recheck); n > 0 && s.recheck[n-1].to+1 >= r.from {
+	if n := len(s.recheck); n > 0 && s.recheck[n-1].to+1 >= r.from && !s.recheck[n-1].start {
 		s.recheck[n-1].to = max(s.recheck[n-1].to, r.to)
 		return
 	}
 	s.recheck = append(s.recheck, r)
 }
 
-// recheckDeep asks again, alone, the ranges queued by verify that are now
-// VerifyDepth below the head, and records the transfers a backend behind
-// left out (the cursor stays where it is). After the scanner takes the lock,
-// the VerifyDepth blocks below the cursor are queued too: a scanner that
-// stopped may have believed them on such an answer.
+// recheckDeep asks again, alone, the ranges queued by verify once they are
+// VerifyDepth below the head (a range whose top follows the head, as on a quiet
+// chain, once VerifyDepth of its blocks are), and records the transfers a
+// backend behind left out (the cursor stays where it is): kind missing_logs and
+// a WARN then. After the scanner takes the lock, the blocks below the cursor
+// that a scanner before it may have believed so are queued too (twice
+// VerifyDepth: what it may have queued and not asked yet); finding transfers
+// recorded already there is no fault, and recording them again changes nothing.
 func (s *Scanner) recheckDeep(ctx context.Context, cur *chain.Cursor, head uint64) error {
 	if !s.rechecked {
 		s.rechecked = true
 		from := uint64(1)
-		if cur.Block > s.cfg.VerifyDepth {
-			from = cur.Block - s.cfg.VerifyDepth + 1
+		if cur.Block > 2*s.cfg.VerifyDepth {
+			from = cur.Block - 2*s.cfg.VerifyDepth + 1
 		}
 		if from <= cur.Block {
-			s.recheck = append([]span{{from, cur.Block}}, s.recheck...)
+			s.recheck = append([]span{{from: from, to: cur.Block, start: true}}, s.recheck...)
 		}
 	}
 	for len(s.recheck) > 0 {
-		// The part of the oldest range that is deep now (a quiet chain's ranges
-		// touch, and merge into one whose top follows the head).
 		r := s.recheck[0]
 		r.to = min(r.to, cur.Block)
-		if r.from+s.cfg.VerifyDepth > head || r.from > r.to {
+		if r.from > r.to || r.from+s.cfg.VerifyDepth > head {
 			return nil
 		}
-		r.to = min(r.to, head-s.cfg.VerifyDepth)
+		deepTo := min(r.to, head-s.cfg.VerifyDepth)
+		if deepTo < r.to && deepTo-r.from+1 < s.cfg.VerifyDepth {
+			return nil // wait for more of it to be deep: one call for many blocks
+		}
+		r.to = deepTo
 		logs, err := s.client.Logs(ctx, r.from, r.to, s.contracts(), chain.TransferTopic)
 		if err != nil {
 			return err
 		}
-		if len(logs) > 0 {
-			end, err := s.block(ctx, r.to)
-			if err != nil {
-				return err
-			}
-			transfers, err := s.transfers(ctx, logs, r.from, end)
-			if err != nil {
-				return err
-			}
+		transfers, err := s.transfers(ctx, logs, r.from, r.to, nil)
+		if err != nil {
+			return err
+		}
+		if len(transfers) > 0 {
 			for i := range transfers {
 				transfers[i].Confirmations = int(head - transfers[i].Block + 1)
 			}
-			if len(transfers) > 0 {
+			if !r.start {
 				s.metrics.ChainRPCError(s.cfg.Network, rpc.KindMissingLogs)
 				s.log.Warn("blocks answered without logs near the head hold transfers to deposit addresses when asked again (a backend behind); recorded now",
 					"from", r.from, "to", r.to, "transfers", len(transfers))
-				if err := s.sink.Record(ctx, s.cfg.Network, cur, *cur, transfers); err != nil {
-					return err
-				}
+			}
+			if err := s.sink.Record(ctx, s.cfg.Network, cur, *cur, transfers); err != nil {
+				return err
 			}
 		}
 		if s.recheck[0].from = r.to + 1; s.recheck[0].from > s.recheck[0].to {
@@ -1162,15 +1146,16 @@ func (s *Scanner) contracts() []common.Address {
 	return out
 }
 
-// transfers turns logs of blocks from..end into transfers to our deposit
+// transfers turns logs of blocks from..to into transfers to our deposit
 // addresses; logs of other contracts or blocks, malformed logs, amounts that round
-// to zero and transfers to other addresses are ignored.
-func (s *Scanner) transfers(ctx context.Context, logs []rpc.Log, from uint64, end *rpc.Block) ([]chain.Transfer, error) {
+// to zero and transfers to other addresses are ignored. Each transfer's block is
+// read (end, block to, when the caller has it) to check the log's hash.
+func (s *Scanner) transfers(ctx context.Context, logs []rpc.Log, from, to uint64, end *rpc.Block) ([]chain.Transfer, error) {
 	var cands []chain.Transfer
 	var addrs []string
 	for _, lg := range logs {
 		tok, ok := s.byAddr[lg.Address]
-		if !ok || lg.Removed || lg.BlockNumber < from || lg.BlockNumber > end.Number ||
+		if !ok || lg.Removed || lg.BlockNumber < from || lg.BlockNumber > to ||
 			len(lg.Topics) != 3 || lg.Topics[0] != chain.TransferTopic || len(lg.Data) != 32 {
 			continue
 		}
@@ -1198,7 +1183,10 @@ func (s *Scanner) transfers(ctx context.Context, logs []rpc.Log, from uint64, en
 		return nil, err
 	}
 	var out []chain.Transfer
-	blocks := map[uint64]*rpc.Block{end.Number: end}
+	blocks := map[uint64]*rpc.Block{}
+	if end != nil {
+		blocks[end.Number] = end
+	}
 	for _, t := range cands {
 		if !watched[t.ToAddress] {
 			continue
