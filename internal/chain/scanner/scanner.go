@@ -1062,9 +1062,10 @@ func mayHold(b *rpc.Block, tokens [][]byte) bool {
 }
 
 // queue adds r to the ranges asked again once deep, merged with the last when
-// they touch.
+// fewer than VerifyDepth blocks lie between them (asking a few blocks more costs
+// nothing; a call more for each range would).
 func (s *Scanner) queue(r span) {
-	if n := len(s.recheck); n > 0 && s.recheck[n-1].to+1 >= r.from && !s.recheck[n-1].start {
+	if n := len(s.recheck); n > 0 && s.recheck[n-1].to+s.cfg.VerifyDepth >= r.from && !s.recheck[n-1].start {
 		s.recheck[n-1].to = max(s.recheck[n-1].to, r.to)
 		return
 	}
