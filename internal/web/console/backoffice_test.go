@@ -147,7 +147,9 @@ func filtersFlow(t *testing.T, db testdb.Database) {
 		chromedp.Click("#cancel", chromedp.ByID), chromedp.WaitVisible("#keys", chromedp.ByID)))
 	require.Equal(t, http.StatusOK, overviewStatus(t, env, rolled), "cancelled: still working")
 	var notice string
-	require.NoError(t, chromedp.Run(ctx,
+	// The page loaded afresh: a click on the page the cancel was leaving could
+	// land on a node of the old document.
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"/operators/"+opID.String()),
 		chromedp.Click(`#keys tr.key-active:first-child button.revoke`, chromedp.ByQuery), chromedp.WaitVisible("#confirm", chromedp.ByID),
 		chromedp.Click("#confirm", chromedp.ByID), chromedp.Text("#notice", &notice, chromedp.ByID)))
 	require.Contains(t, notice, "revoked")
