@@ -120,8 +120,8 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 			continue
 		}
 		pool := providers.New(providers.Options{Network: network, ChainID: want, MaxLag: cfg.Chain.MaxLag[network],
-			CheckDepth: uint64(max(cfg.Confirmations[network], 1)), HeadEvery: cfg.Chain.PollInterval,
-			Observer: progress, Log: log.With("component", "chain"), Tracing: tp}, members)
+			CheckDepth: uint64(max(cfg.Confirmations[network], 1)), ReorgDepth: scanner.ReorgDepth(cfg.Confirmations[network]),
+			HeadEvery: cfg.Chain.PollInterval, Observer: progress, Log: log.With("component", "chain"), Tracing: tp}, members)
 		w.pools = append(w.pools, pool)
 		w.byNetwork[network] = pool
 		cm.Watch(network)

@@ -176,8 +176,8 @@ type Options struct {
 	// block's hash (the network's confirmations; default 1).
 	CheckDepth uint64
 	// ReorgDepth is how far a provider's head may go back before the pool calls
-	// it behind rather than reorganised (default twice CheckDepth, the depth the
-	// scanner rewinds to at most).
+	// it behind rather than reorganised: the scanner's (scanner.ReorgDepth);
+	// default twice CheckDepth.
 	ReorgDepth uint64
 	// HeadEvery is the least time between two reads of a standby provider's head
 	// (default 3s, the poll interval).
@@ -669,14 +669,15 @@ func (p *Pool) failed(m *member, method string, err error) bool {
 	if m.disagree || m.wrongChain {
 		return true // the cross-check's verdict, recorded already
 	}
+	if rpc.NotReady(kind) {
+		// Transient on this node (behind its head, starting, a backend behind a
+		// load balancer): another may have it.
+		return true
+	}
 	switch kind {
 	case rpc.KindRange, rpc.KindResults, rpc.KindUnsupported, rpc.KindReverted:
 		// About the request, not the provider.
 		return false
-	case rpc.KindNotReady, rpc.KindBehind, rpc.KindMissingBlock, rpc.KindMissingLogs:
-		// Transient on this node (behind its head, starting, a backend behind a
-		// load balancer): another may have it.
-		return true
 	case rpc.KindOperator:
 		// No wait ends it: out of the rotation, and the operator is told once.
 		m.operatorRetry, m.lastErr = now.Add(p.opts.OperatorRetry), "needs its operator: "+err.Error()

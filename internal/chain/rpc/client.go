@@ -333,14 +333,21 @@ func (c *Client) block(ctx context.Context, tag string) (*Block, error) {
 	if raw == nil {
 		return nil, nil
 	}
-	b, err := raw.decode()
+	b, err := c.decode(raw)
 	if err != nil {
 		return nil, &Error{Kind: KindDecode, Method: "eth_getBlockByNumber", Message: fmt.Sprintf("block %s: %v", tag, err)}
 	}
-	if c.dialect.NoBlooms {
+	return b, nil
+}
+
+// decode reads a block as the client's dialect sends it: without a bloom where
+// the dialect has none (java-tron's 256 zero bytes would rule every log out).
+func (c *Client) decode(raw *rawBlock) (*Block, error) {
+	b, err := raw.decode()
+	if err == nil && c.dialect.NoBlooms {
 		b.Bloom = nil
 	}
-	return b, nil
+	return b, err
 }
 
 // SyncStatus is a node's answer to eth_syncing.

@@ -147,12 +147,9 @@ func (c *Client) SubscribeHeads(ctx context.Context, onHead func(head *Block)) e
 			if err != nil {
 				return &Error{Kind: KindDecode, Method: method, Message: "newHeads number: " + err.Error()}
 			}
-			b, err := h.decode()
+			b, err := c.decode(&h)
 			if err != nil || b.Hash == (common.Hash{}) {
 				b = &Block{Number: n} // a wake-up call only
-			}
-			if c.dialect.NoBlooms {
-				b.Bloom = nil
 			}
 			onHead(b)
 		}

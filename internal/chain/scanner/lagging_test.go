@@ -153,23 +153,14 @@ func (l *lagging) fakedCalls(method string) int {
 }
 
 // mine commits a block every interval until the test ends, as a live chain
-// makes them.
+// makes them (devnet's Chain.Mine, stopped at the test's end).
 func mine(t *testing.T, ch *devnet.Chain, interval time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				ch.Backend.Commit()
-			}
-		}
+		ch.Mine(ctx, interval)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -189,22 +180,6 @@ func laggingRig(t *testing.T, db testdb.Database, network string) (*watched, *la
 	w := watch(t, db, ch, token, network, decimals)
 	w.start(map[string]string{"CHAIN_RPC_" + strings.ToUpper(network): lg.URL})
 	return w, lg
-}
-
-// waitLong polls the transaction until cond holds, for at most d.
-func (w *watched) waitLong(id uuid.UUID, d time.Duration, what string, cond func(client.TransactionDetail) bool) client.TransactionDetail {
-	w.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		got := w.get(id)
-		if cond(got) {
-			return got
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("waiting for %s: still %s, history %v", what, got.Status, w.reasons(id))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // onlyOnce asserts a transaction went through its deposit once: detected once,
@@ -250,8 +225,8 @@ func TestEmptyLogsNearHeadLoseNoDeposit(t *testing.T) {
 				require.Eventually(t, func() bool { return lg.fakedCalls("eth_getLogs") > 0 }, faultWindow, 10*time.Millisecond)
 				<-time.After(time.Until(window.Add(faultWindow)))
 				lg.emptyNear.Store(0)
-				w.waitLong(tx.Id, time.Minute, "detection", detected)
-				w.waitLong(tx.Id, time.Minute, "confirmation", status(client.TransactionStatusOrderFilled))
+				w.waitWithin(tx.Id, time.Minute, "detection", detected)
+				w.waitWithin(tx.Id, time.Minute, "confirmation", status(client.TransactionStatusOrderFilled))
 				onlyOnce(t, w, tx.Id)
 				require.Positive(t, w.metric(errSeries(network, "missing_logs")), "the wrong answer is counted")
 			})
@@ -276,12 +251,12 @@ func TestNullBlocksNearHeadDropNothing(t *testing.T) {
 			for i, tx := range txs {
 				w.send(w.token, tx.DepositAddress, tx.CryptoAmount)
 				// The next one once this one is seen, so each meets the fault.
-				w.waitLong(tx.Id, faultWindow, fmt.Sprintf("deposit %d detected", i), detected)
+				w.waitWithin(tx.Id, faultWindow, fmt.Sprintf("deposit %d detected", i), detected)
 			}
 			<-time.After(time.Until(window.Add(faultWindow)))
 			lg.nullNear.Store(0)
 			for _, tx := range txs {
-				w.waitLong(tx.Id, time.Minute, "confirmation", status(client.TransactionStatusOrderFilled))
+				w.waitWithin(tx.Id, time.Minute, "confirmation", status(client.TransactionStatusOrderFilled))
 				onlyOnce(t, w, tx.Id)
 			}
 			require.Positive(t, w.metric(errSeries(chain.BEP20, "missing_block")), "the wrong answers are counted")
@@ -341,7 +316,7 @@ func TestZeroHeadIsBehind(t *testing.T) {
 				tx := w.create("15500")
 				w.send(w.token, tx.DepositAddress, tx.CryptoAmount)
 				sent := time.Now()
-				w.waitLong(tx.Id, 15*time.Second, "detection", detected)
+				w.waitWithin(tx.Id, 15*time.Second, "detection", detected)
 				t.Logf("detected %s after the fault", time.Since(sent))
 				close(stop)
 				<-watching
@@ -384,7 +359,7 @@ func TestCapInWordsBacklog(t *testing.T) {
 			}
 			w.start(map[string]string{"CHAIN_RPC_BEP20": lg.URL, "CHAIN_START_BLOCK_BEP20": "1"})
 			for _, tx := range txs {
-				d := w.waitLong(tx.Id, time.Minute, "confirmation", status(client.TransactionStatusOrderFilled))
+				d := w.waitWithin(tx.Id, time.Minute, "confirmation", status(client.TransactionStatusOrderFilled))
 				require.Equal(t, tx.CryptoAmount, *d.DepositAmount)
 				onlyOnce(t, w, tx.Id)
 			}

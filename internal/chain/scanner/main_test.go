@@ -163,7 +163,13 @@ func (r *rig) reasons(id uuid.UUID) []string {
 // waitFor polls the transaction until cond holds (the scanner polls every 50 ms).
 func (r *rig) waitFor(id uuid.UUID, what string, cond func(d client.TransactionDetail) bool) client.TransactionDetail {
 	r.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	return r.waitWithin(id, 20*time.Second, what, cond)
+}
+
+// waitWithin is waitFor for at most d (a fault's window and the catch-up after it).
+func (r *rig) waitWithin(id uuid.UUID, d time.Duration, what string, cond func(d client.TransactionDetail) bool) client.TransactionDetail {
+	r.t.Helper()
+	deadline := time.Now().Add(d)
 	for {
 		d := r.get(id)
 		if cond(d) {

@@ -772,9 +772,14 @@ func (s *Scanner) block(ctx context.Context, n uint64) (*rpc.Block, error) {
 	return b, nil
 }
 
-// depth is the deepest reorganisation the scanner follows: twice the network's
-// confirmations (at least 2).
-func (s *Scanner) depth() uint64 { return uint64(max(s.cfg.Confirmations, 1)) * 2 }
+// ReorgDepth is the deepest reorganisation followed on a network requiring
+// confirmations: twice them (at least 2). The scanner rewinds no further, and
+// the provider pool (providers.Options.ReorgDepth) calls a head that went back
+// further a provider behind.
+func ReorgDepth(confirmations int) uint64 { return uint64(max(confirmations, 1)) * 2 }
+
+// depth is the network's ReorgDepth.
+func (s *Scanner) depth() uint64 { return ReorgDepth(s.cfg.Confirmations) }
 
 // rewind finds the newest ancestor of the cursor at most one reorg depth back
 // whose hash the node still has on its canonical chain (the walk is bounded by the
@@ -1033,7 +1038,7 @@ func (s *Scanner) verify(ctx context.Context, logs []rpc.Log, from, to, head uin
 				b = cache.CachedBlock(n)
 			}
 		}
-		if b != nil && b.Bloom != nil && !mayHold(b, tokens) {
+		if b != nil && !mayHold(b, tokens) { // a block without a bloom may hold anything
 			continue
 		}
 		if again == nil {
