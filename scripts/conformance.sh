@@ -3,13 +3,20 @@
 # a service started here, as CI runs it after the smoke runs.
 #
 #   1. creates an operator with the CLI on a fresh embedded SQLite database in a
-#      temporary directory (bin/partnerd is built by make),
+#      temporary directory (bin/partnerd is built by make), holding the roles the
+#      check needs to exercise every operation as permitted: admin, treasury and
+#      compliance (treasury is required; without admin or compliance the
+#      operations needing them are checked as the 403 they must answer),
 #   2. starts `bin/partnerd serve` on that database (staging, on a free 127.0.0.1
 #      port), which creates the demo partner and prints its sandbox key,
 #   3. runs `bin/partnerd conformance` with that key and the operator key (passed
 #      in PARTNERD_API_KEY and PARTNERD_OPERATOR_KEY, not on the command line;
 #      CONFORMANCE_FLAGS adds flags, e.g. --json),
 #   4. stops the service (SIGTERM) and removes the directory.
+#
+# The service runs with this environment: APPROVALS=payout,fill,… (staging's
+# default is none) makes it hold those actions for a second operator, which the
+# check then verifies as 202 proposals and withdraws.
 #
 # Exits with the check's status: non-zero on any violation.
 set -euo pipefail
@@ -43,7 +50,7 @@ free_port() {
 }
 
 export APP_ENV=staging DATABASE_URL="sqlite:$WORK/partnerd.db"
-op_key=$("$PARTNERD" operators create --name "Conformance check" --json 2>"$WORK/operator.log" | jq -r .api_key)
+op_key=$("$PARTNERD" operators create --name "Conformance check" --role admin,treasury,compliance --json 2>"$WORK/operator.log" | jq -r .api_key)
 [ -n "$op_key" ] && [ "$op_key" != null ] || { cat "$WORK/operator.log" >&2; exit 1; }
 
 port=$(free_port)

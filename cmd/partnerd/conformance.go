@@ -26,7 +26,7 @@ func checkConformance(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	base := fs.String("base-url", "", "the deployment's root, http(s)://HOST[:PORT] (required)")
 	key := fs.String("api-key", "", "a sandbox partner API key (required; or PARTNERD_API_KEY)")
-	opKey := fs.String("operator-key", "", "an operator key: also check the operator API (or PARTNERD_OPERATOR_KEY)")
+	opKey := fs.String("operator-key", "", "an operator key holding treasury (and admin, compliance to check everything): also check the operator API (or PARTNERD_OPERATOR_KEY)")
 	webhooks := fs.Bool("include-webhooks", false, "also PUT the webhook endpoint (put back exactly as found)")
 	rotate := fs.Bool("rotate-webhook-secret", false, "also rotate the webhook signing secret (cannot be undone; the new secret is printed on stderr)")
 	prefix := fs.String("prefix", "conformance-", "start of the merchant reference of every transaction the check creates")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,8 +31,9 @@ type guideBlock struct {
 
 // Marker kinds: skip (cannot run in a test: says why), devchain (run by
 // TestREADMEDevchainLoop), serve (starts the service: the test starts it with the
-// block's VAR=value settings instead), http-errors (shows a refusal: curl's HTTP
-// errors do not fail it).
+// block's VAR=value settings instead; one after blocks that ran restarts it with
+// its own settings, as the reader stops and starts it), http-errors (shows a
+// refusal: curl's HTTP errors do not fail it).
 var guideBlockRe = regexp.MustCompile("(?s)(?:<!-- guide-test: ([a-z-]+)[^\n]*-->\n)?```sh\n(.*?)```")
 
 // guideShellBlocks returns the shell blocks of the Markdown file at path, in order.
@@ -79,14 +81,25 @@ func TestGuidesRunAsWritten(t *testing.T) {
 func runGuide(t *testing.T, file string, blocks []guideBlock, partnerd string) {
 	var run []guideBlock
 	var settings []string
+	restarts := map[int][]string{} // a block's n → the settings the service restarts with before it
+	var restart []string
+	restarting := false
 	for _, b := range blocks {
 		switch b.kind {
 		case "skip", "devchain":
 			t.Logf("%s: shell block %d not run here (%s)", file, b.n, b.kind)
 		case "serve":
 			require.Contains(t, b.text, "bin/partnerd serve", "%s: block %d starts the service", file, b.n)
-			settings = append(settings, regexp.MustCompile(`\b[A-Z_]+=\S+`).FindAllString(b.text, -1)...)
+			s := regexp.MustCompile(`\b[A-Z_]+=\S+`).FindAllString(b.text, -1)
+			if len(run) == 0 {
+				settings = append(settings, s...)
+			} else {
+				restart, restarting = s, true
+			}
 		default:
+			if restarting {
+				restarts[b.n], restarting = restart, false
+			}
 			run = append(run, b)
 		}
 	}
@@ -107,14 +120,12 @@ func runGuide(t *testing.T, file string, blocks []guideBlock, partnerd string) {
 			env = append(env, kv)
 		}
 	}
-	serve := exec.Command(filepath.Join(work, "bin", "partnerd"), "serve")
-	serve.Dir = work
-	serve.Env = append(append(append([]string{}, env...), "WEBHOOK_ALLOW_PRIVATE_URLS=true"), settings...)
-	serve.Env = append(serve.Env, "LISTEN_ADDR="+listen)
 	var serveOut syncBuffer
-	serve.Stdout, serve.Stderr = &serveOut, &serveOut
-	require.NoError(t, serve.Start())
-	t.Cleanup(func() {
+	var serve *exec.Cmd
+	stop := func() {
+		if serve == nil || serve.Process == nil {
+			return
+		}
 		_ = serve.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { _ = serve.Wait(); close(done) }()
@@ -122,19 +133,45 @@ func runGuide(t *testing.T, file string, blocks []guideBlock, partnerd string) {
 		case <-done:
 		case <-time.After(10 * time.Second):
 			_ = serve.Process.Kill()
+			<-done
 		}
+	}
+	start := func(settings []string) error {
+		serve = exec.Command(filepath.Join(work, "bin", "partnerd"), "serve")
+		serve.Dir = work
+		serve.Env = append(append(append([]string{}, env...), "WEBHOOK_ALLOW_PRIVATE_URLS=true"), settings...)
+		serve.Env = append(serve.Env, "LISTEN_ADDR="+listen)
+		serve.Stdout, serve.Stderr = &serveOut, &serveOut
+		if err := serve.Start(); err != nil {
+			return err
+		}
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if res, err := http.Get("http://" + listen + "/healthz"); err == nil {
+				res.Body.Close()
+				if res.StatusCode == http.StatusOK {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("the service did not answer:\n%s", serveOut.String())
+	}
+	t.Cleanup(func() {
+		stop()
 		if t.Failed() {
 			t.Logf("the service's output:\n%s", serveOut.String())
 		}
 	})
-	require.Eventually(t, func() bool {
-		res, err := http.Get("http://" + listen + "/healthz")
-		if err != nil {
-			return false
+	require.NoError(t, start(settings))
+	// A serve block after blocks that ran: the session asks for the restart here,
+	// between its blocks (closed before the service stops, so none is under way).
+	restarter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("block"))
+		stop()
+		if err := start(restarts[n]); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
 		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	}, 30*time.Second, 50*time.Millisecond, "the service did not answer:\n%s", serveOut.String())
+	}))
+	t.Cleanup(restarter.Close)
 
 	// One bash session for the file's blocks. ERR names the block that failed.
 	_, hookPort, err := net.SplitHostPort(freePort(t))
@@ -147,6 +184,9 @@ func runGuide(t *testing.T, file string, blocks []guideBlock, partnerd string) {
 		text := strings.ReplaceAll(b.text, "localhost:8080", listen)
 		text = strings.ReplaceAll(text, ":9000", ":"+hookPort)
 		fmt.Fprintf(&script, "__block=%d\n", b.n)
+		if _, ok := restarts[b.n]; ok {
+			fmt.Fprintf(&script, "command curl -sS --fail-with-body -X POST '%s/?block=%d'\n", restarter.URL, b.n)
+		}
 		if b.kind == "http-errors" {
 			script.WriteString("unset -f curl\n")
 		} else {

@@ -14,7 +14,6 @@ import (
 
 	"partnerd/internal/apikeys"
 	"partnerd/internal/app"
-	"partnerd/internal/audit/actor"
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/config"
 	"partnerd/internal/kit/uow"
@@ -53,7 +52,7 @@ func partnerKeys(action string, args []string, log *slog.Logger, stdout, stderr 
 	}
 	defer a.Close()
 	if action == "revoke" {
-		k, err := a.Actions().RevokeKey(ctx, uow.Plain[*apikeys.Key, actions.Tx](), actor.CLI, apikeys.Partner, pid, kid)
+		k, err := a.Actions().RevokeKey(ctx, uow.Plain[*apikeys.Key, actions.Tx](), cli(), apikeys.Partner, pid, kid)
 		if err != nil {
 			return err
 		}
@@ -61,7 +60,7 @@ func partnerKeys(action string, args []string, log *slog.Logger, stdout, stderr 
 			k.ID, k.Prefix, k.RevokedAt.Format(time.RFC3339), partners.KeyCacheTTL)
 		return nil
 	}
-	k, err := a.Actions().RollKey(ctx, uow.Plain[*apikeys.Issued, actions.Tx](), actor.CLI, apikeys.Partner, pid, kid, *overlap)
+	k, err := a.Actions().RollKey(ctx, uow.Plain[*apikeys.Issued, actions.Tx](), cli(), apikeys.Partner, pid, kid, *overlap)
 	if err != nil {
 		return err
 	}

@@ -28,16 +28,22 @@ func TestCLIChangesAreAudited(t *testing.T) {
 				t.Helper()
 				var out, errOut bytes.Buffer
 				require.NoError(t, run(args, &out, &errOut), errOut.String())
-				var got map[string]string
+				got := map[string]string{}
 				if len(args) > 0 && args[len(args)-1] == "--json" {
-					require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+					var raw map[string]any
+					require.NoError(t, json.Unmarshal(out.Bytes(), &raw))
+					for k, v := range raw {
+						if s, ok := v.(string); ok { // the text fields (an operator's roles are a list)
+							got[k] = s
+						}
+					}
 				}
 				return got
 			}
 			partner := cli("partners", "create", "--name", "Acme Pay", "--json")
 			rolled := cli("partners", "keys", "roll", "--partner", partner["partner_id"], "--key", partner["key_id"], "--json")
 			cli("partners", "keys", "revoke", "--partner", partner["partner_id"], "--key", rolled["key_id"])
-			operator := cli("operators", "create", "--name", "Ada Ops", "--json")
+			operator := cli("operators", "create", "--name", "Ada Ops", "--role", "admin", "--json")
 
 			env := apitest.Start(t, db, nil)
 			ops := env.OperatorClient(t, operator["api_key"])

@@ -10,8 +10,9 @@
 //	                                          revoke a partner key
 //	partnerd partners users invite --partner ID --email E --role R [--base-url URL] [--json]
 //	                                          invite a person to a partner's dashboard; print the link once
-//	partnerd operators create --name NAME [--json]
+//	partnerd operators create --name NAME --role ROLES [--json]
 //	                                          create a back-office operator and print its key once
+//	partnerd operators roles ID --set ROLES   change an operator's roles
 //	partnerd listen --secret whsec_… [--addr :9000]
 //	                                          receive, verify and print webhooks locally
 //	partnerd deposits list [--unmatched] [--json]
@@ -40,7 +41,6 @@ import (
 	"syscall"
 
 	"partnerd/internal/app"
-	"partnerd/internal/audit/actor"
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/config"
 	"partnerd/internal/kit/uow"
@@ -66,8 +66,11 @@ const usage = `usage: partnerd [-v] COMMAND (-v: show a command's log lines, not
                                                 revoke a partner key
   partnerd partners users invite --partner ID --email E --role admin|developer|finance [--base-url URL] [--json]
                                                 invite a person to the partner's dashboard; the link is printed once (72 h)
-  partnerd operators create --name NAME [--json]
-                                                create an operator and print its API key once
+  partnerd operators create --name NAME --role ROLE[,ROLE…] [--json]
+                                                create an operator (roles: viewer, support, treasury, compliance, admin)
+                                                and print its API key once
+  partnerd operators roles OPERATOR_ID --set ROLE[,ROLE…]
+                                                replace an operator's roles
   partnerd listen --secret whsec_… [--addr :9000]
                                                 receive, verify and print webhooks locally
   partnerd deposits list [--unmatched] [--json] chain transfers to deposit addresses (unmatched ones for operators)
@@ -116,6 +119,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		return createPartner(args[1:], log, stdout, stderr)
 	case "operators":
+		if len(args) > 0 && args[0] == "roles" {
+			return setOperatorRoles(args[1:], log, stdout, stderr)
+		}
 		if len(args) == 0 || args[0] != "create" {
 			return errors.New(usage)
 		}
@@ -229,7 +235,7 @@ func migrate(stdout io.Writer) error {
 
 func createPartner(args []string, log *slog.Logger, stdout, stderr io.Writer) error {
 	return withNamedApp("partners create", "partner", args, log, stderr, func(ctx context.Context, a *app.App, name string, asJSON bool) error {
-		created, err := a.Actions().CreatePartner(ctx, uow.Plain[actions.NewPartner, actions.Tx](), actor.CLI, name)
+		created, err := a.Actions().CreatePartner(ctx, uow.Plain[actions.NewPartner, actions.Tx](), cli(), name)
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,9 @@ import (
 	"os"
 	"time"
 
+	"partnerd/internal/audit"
 	"partnerd/internal/config"
+	"partnerd/internal/kit/textrule"
 	"partnerd/internal/screening"
 	"partnerd/internal/store"
 )
@@ -30,6 +32,13 @@ func importScreeningList(args []string, stdout, stderr io.Writer) error {
 	}
 	if *source == "" || *published == "" || fs.NArg() != 1 {
 		return errors.New("usage: partnerd screening import --source NAME --published YYYY-MM-DD FILE")
+	}
+	// The source's name is shown to operators: the text rule of every request holds.
+	if p := textrule.Problem(*source); p != "" || len(*source) > 200 {
+		if p == "" {
+			p = "must be at most 200 bytes"
+		}
+		return fmt.Errorf("screening import: --source %s", p)
 	}
 	day, err := time.Parse(time.DateOnly, *published)
 	if err != nil {
@@ -60,6 +69,9 @@ func importScreeningList(args []string, stdout, stderr io.Writer) error {
 	l, queued, err := st.ImportScreeningList(ctx, *source, day, entries, store.Now())
 	if err != nil {
 		return err
+	}
+	if err := recordCLI(ctx, st, audit.ScreeningListImported, fmt.Sprintf("%s, published %s (%d addresses)", l.Source, *published, l.Size)); err != nil {
+		return fmt.Errorf("screening import: the list is imported, but its audit row was not written: %w", err)
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(map[string]any{"id": l.ID, "source": l.Source, "published": *published,

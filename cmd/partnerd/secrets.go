@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	"partnerd/internal/audit"
 )
 
 // rotateSecrets seals every stored secret again under the current key (the
@@ -19,6 +21,9 @@ func rotateSecrets(stdout io.Writer) error {
 	n, err := st.RotateSecrets(ctx)
 	if err != nil {
 		return fmt.Errorf("secrets rotate: %d rows sealed again before: %w", n, err)
+	}
+	if err := recordCLI(ctx, st, audit.SecretsRotated, fmt.Sprintf("%d rows sealed again", n)); err != nil {
+		return fmt.Errorf("secrets rotate: sealed again, but the audit row was not written: %w", err)
 	}
 	fmt.Fprintf(stdout, "secrets sealed again under the current key: %d rows\n", n)
 	return nil

@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 
 	"partnerd/internal/app"
-	"partnerd/internal/audit/actor"
 	"partnerd/internal/config"
 	"partnerd/internal/kit/uow"
 	"partnerd/internal/partnerusers"
@@ -56,7 +55,7 @@ func partnerUsers(action string, args []string, log *slog.Logger, stdout, stderr
 		return err
 	}
 	defer a.Close()
-	n, err := a.PartnerUsers().Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), pid, *email, r, actor.CLI)
+	n, err := a.PartnerUsers().Invite(ctx, uow.Plain[*partnerusers.NewInvitation, partnerusers.Tx](), pid, *email, r, cli())
 	if err != nil {
 		return err
 	}

@@ -48,6 +48,69 @@ func (e ApiKeyStatus) Valid() bool {
 	}
 }
 
+// Defines values for ApprovalAction.
+const (
+	ApprovalActionFill            ApprovalAction = "fill"
+	ApprovalActionOperator        ApprovalAction = "operator"
+	ApprovalActionPartnerKey      ApprovalAction = "partner_key"
+	ApprovalActionPayout          ApprovalAction = "payout"
+	ApprovalActionRefund          ApprovalAction = "refund"
+	ApprovalActionScreeningReview ApprovalAction = "screening_review"
+	ApprovalActionSettle          ApprovalAction = "settle"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalAction enum.
+func (e ApprovalAction) Valid() bool {
+	switch e {
+	case ApprovalActionFill:
+		return true
+	case ApprovalActionOperator:
+		return true
+	case ApprovalActionPartnerKey:
+		return true
+	case ApprovalActionPayout:
+		return true
+	case ApprovalActionRefund:
+		return true
+	case ApprovalActionScreeningReview:
+		return true
+	case ApprovalActionSettle:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalStatus.
+const (
+	ApprovalStatusApproved  ApprovalStatus = "approved"
+	ApprovalStatusApproving ApprovalStatus = "approving"
+	ApprovalStatusExpired   ApprovalStatus = "expired"
+	ApprovalStatusFailed    ApprovalStatus = "failed"
+	ApprovalStatusPending   ApprovalStatus = "pending"
+	ApprovalStatusRejected  ApprovalStatus = "rejected"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalStatus enum.
+func (e ApprovalStatus) Valid() bool {
+	switch e {
+	case ApprovalStatusApproved:
+		return true
+	case ApprovalStatusApproving:
+		return true
+	case ApprovalStatusExpired:
+		return true
+	case ApprovalStatusFailed:
+		return true
+	case ApprovalStatusPending:
+		return true
+	case ApprovalStatusRejected:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BatchKind.
 const (
 	BatchKindFill   BatchKind = "fill"
@@ -69,7 +132,9 @@ func (e BatchKind) Valid() bool {
 // Defines values for ErrorCode.
 const (
 	ErrorCodeAmountOutOfRange             ErrorCode = "amount_out_of_range"
+	ErrorCodeApprovalClosed               ErrorCode = "approval_closed"
 	ErrorCodeDuplicateMerchantReference   ErrorCode = "duplicate_merchant_reference"
+	ErrorCodeForbidden                    ErrorCode = "forbidden"
 	ErrorCodeIdempotencyKeyMissing        ErrorCode = "idempotency_key_missing"
 	ErrorCodeIdempotencyKeyReused         ErrorCode = "idempotency_key_reused"
 	ErrorCodeIdempotencyRequestInProgress ErrorCode = "idempotency_request_in_progress"
@@ -97,7 +162,11 @@ func (e ErrorCode) Valid() bool {
 	switch e {
 	case ErrorCodeAmountOutOfRange:
 		return true
+	case ErrorCodeApprovalClosed:
+		return true
 	case ErrorCodeDuplicateMerchantReference:
+		return true
+	case ErrorCodeForbidden:
 		return true
 	case ErrorCodeIdempotencyKeyMissing:
 		return true
@@ -174,6 +243,33 @@ func (e OperatorAction) Valid() bool {
 	}
 }
 
+// Defines values for OperatorRole.
+const (
+	OperatorRoleAdmin      OperatorRole = "admin"
+	OperatorRoleCompliance OperatorRole = "compliance"
+	OperatorRoleSupport    OperatorRole = "support"
+	OperatorRoleTreasury   OperatorRole = "treasury"
+	OperatorRoleViewer     OperatorRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the OperatorRole enum.
+func (e OperatorRole) Valid() bool {
+	switch e {
+	case OperatorRoleAdmin:
+		return true
+	case OperatorRoleCompliance:
+		return true
+	case OperatorRoleSupport:
+		return true
+	case OperatorRoleTreasury:
+		return true
+	case OperatorRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PartnerEnvironment.
 const (
 	Production PartnerEnvironment = "production"
@@ -194,19 +290,19 @@ func (e PartnerEnvironment) Valid() bool {
 
 // Defines values for PartnerUserRole.
 const (
-	Admin     PartnerUserRole = "admin"
-	Developer PartnerUserRole = "developer"
-	Finance   PartnerUserRole = "finance"
+	PartnerUserRoleAdmin     PartnerUserRole = "admin"
+	PartnerUserRoleDeveloper PartnerUserRole = "developer"
+	PartnerUserRoleFinance   PartnerUserRole = "finance"
 )
 
 // Valid indicates whether the value is a known member of the PartnerUserRole enum.
 func (e PartnerUserRole) Valid() bool {
 	switch e {
-	case Admin:
+	case PartnerUserRoleAdmin:
 		return true
-	case Developer:
+	case PartnerUserRoleDeveloper:
 		return true
-	case Finance:
+	case PartnerUserRoleFinance:
 		return true
 	default:
 		return false
@@ -535,6 +631,146 @@ type ApiKeyResponse struct {
 // ApiKeyStatus `active`, `expiring` (rolled, working until `expires_at`), `expired` or `revoked`.
 type ApiKeyStatus string
 
+// Approval One action proposed by an operator, waiting for or decided by a second.
+type Approval struct {
+	// Action The kind of action a proposal is, as named in `APPROVALS`: `payout` (batch and
+	// single), `fill` (single and batch), `settle`, `refund` (a transaction's refund, an
+	// unmatched deposit's or a refund task's resolution), `screening_review`, `operator`
+	// (an operator created, roles changed), `partner_key` (a partner created with its
+	// first key, a key issued or rolled).
+	//
+	//
+	// Example: payout
+	Action ApprovalAction `json:"action"`
+
+	// DecidedAt When it was approved, rejected or failed.
+	DecidedAt *time.Time `json:"decided_at"`
+
+	// DecidedBy Who approved or rejected it; null while pending or expired.
+	DecidedBy *OperatorRef `json:"decided_by"`
+
+	// ExpiresAt When it expires unless decided (`APPROVAL_TTL` after the proposal).
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// Failure Why the action was refused when approved (`failed`).
+	Failure *ErrorInfo `json:"failure"`
+
+	// Id The proposal's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Method The request's method.
+	//
+	// Example: POST
+	Method string `json:"method"`
+
+	// Note The note of a rejection.
+	Note *string `json:"note"`
+
+	// Operation The operation proposed (its `operationId`, such as `createPayout`).
+	//
+	// Example: createPayout
+	Operation string `json:"operation"`
+
+	// Parameters The request's body as sent (exactly what runs when approved).
+	Parameters map[string]interface{} `json:"parameters"`
+
+	// Path The request's path under this API's base, as sent.
+	//
+	// Example: /payouts
+	Path string `json:"path"`
+
+	// ProposedAt When it was proposed.
+	ProposedAt time.Time `json:"proposed_at"`
+
+	// ProposedBy An operator, named.
+	ProposedBy OperatorRef `json:"proposed_by"`
+
+	// RequiredRole What an operator may do (see "Roles").
+	//
+	// Example: treasury
+	RequiredRole OperatorRole `json:"required_role"`
+
+	// Result The action's answer body once approved (what the operation answers with `200`).
+	// An answer holding a secret (a new API key: the operations marked
+	// `x-secret-answer`) is shown once, in the answer to the approval, and never
+	// kept: reading the proposal later shows null.
+	Result *map[string]interface{} `json:"result"`
+
+	// Status `pending` (waiting for a second operator), `approving` (an approver's run of the
+	// action has not finished: the same approver approving again finishes it),
+	// `approved` (the action ran; `result` is its answer), `rejected` (closed with a
+	// note, by a second operator or withdrawn by the proposer), `failed` (the action was
+	// refused when approved; `failure` says why, nothing changed), `expired` (not decided
+	// before `expires_at`).
+	//
+	//
+	// Example: pending
+	Status ApprovalStatus `json:"status"`
+
+	// Summary The action and its parameters in words, for the person who approves it.
+	//
+	// Example: Record one bank transfer paying a partner for many transactions (/payouts): fiat amount 308450.00, partner id 3a1c9e2b-6d4f-4b8a-9c0e-1f2a3b4c5d6e, reference NIP-000013261123101500000001, transaction ids 2 item(s)
+	Summary string `json:"summary"`
+}
+
+// ApprovalAction The kind of action a proposal is, as named in `APPROVALS`: `payout` (batch and
+// single), `fill` (single and batch), `settle`, `refund` (a transaction's refund, an
+// unmatched deposit's or a refund task's resolution), `screening_review`, `operator`
+// (an operator created, roles changed), `partner_key` (a partner created with its
+// first key, a key issued or rolled).
+//
+// Example: payout
+type ApprovalAction string
+
+// ApprovalPage One page of proposals.
+type ApprovalPage struct {
+	// Data The proposals of this page, newest first.
+	Data []Approval `json:"data"`
+
+	// HasMore True when another page follows.
+	HasMore bool `json:"has_more"`
+
+	// Limit The page size applied.
+	Limit int `json:"limit"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// ApprovalPageResponse Envelope of a page of proposals.
+type ApprovalPageResponse struct {
+	// Data One page of proposals.
+	Data ApprovalPage `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// ApprovalResponse Envelope of a proposal.
+type ApprovalResponse struct {
+	// Data One action proposed by an operator, waiting for or decided by a second.
+	Data Approval `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// ApprovalStatus `pending` (waiting for a second operator), `approving` (an approver's run of the
+// action has not finished: the same approver approving again finishes it),
+// `approved` (the action ran; `result` is its answer), `rejected` (closed with a
+// note, by a second operator or withdrawn by the proposer), `failed` (the action was
+// refused when approved; `failure` says why, nothing changed), `expired` (not decided
+// before `expires_at`).
+//
+// Example: pending
+type ApprovalStatus string
+
 // AuditAction What the operator did: a transaction action (`fill`, `settle`, `payout`, `accept`,
 // `fail`, `refund`), a refund task's resolution (`resolve_refunded`,
 // `resolve_credited`), a batch (`batch_payout`, `batch_fill`), an account or key
@@ -545,7 +781,11 @@ type ApiKeyStatus string
 // the URL as reference; `webhook_secret_rotated`; `webhook_event_replayed` and
 // `webhook_test_sent`, the event as subject; `sandbox_simulated`, the transaction
 // and the simulated event's type as reference), or a decision on a transaction held by
-// screening (`screening_released`, `screening_blocked`, the note as reference). **The list grows** with the back office in minor versions (an open set,
+// screening (`screening_released`, `screening_blocked`, the note as reference), or four
+// eyes (`approval_proposed`, `approval_approved`, `approval_rejected`: the proposal's
+// id as subject, its action as reference), or `operator_roles_changed` (the operator as
+// subject, the new roles as reference), `screening_list_imported` (the list's source
+// and date as reference) or `secrets_rotated` (the command line's). **The list grows** with the back office in minor versions (an open set,
 // `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 // As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 //
@@ -555,8 +795,9 @@ type AuditAction = string
 // AuditActor Who made a change: `operator`, an operator through this API or the console
 // (`operator_id` and `operator_name` name them); `cli`, the `partnerd` command run
 // on a server (`partnerd partners create`, `partnerd partners keys roll|revoke`,
-// `partnerd partners users invite`, `partnerd operators create`), which acts as no
-// operator; `partner_user`, a partner's user on the partner dashboard (their team,
+// `partnerd partners users invite`, `partnerd operators create|roles`,
+// `partnerd screening import`, `partnerd secrets rotate`), which acts as no operator
+// (`cli_user` names the host's user); `partner_user`, a partner's user on the partner dashboard (their team,
 // API key, webhook and sandbox changes; `partner_user_id` and `operator_name` name them). An open set
 // (`x-extensible-enum`): show a value not listed here as it is.
 //
@@ -575,7 +816,11 @@ type AuditEntry struct {
 	// the URL as reference; `webhook_secret_rotated`; `webhook_event_replayed` and
 	// `webhook_test_sent`, the event as subject; `sandbox_simulated`, the transaction
 	// and the simulated event's type as reference), or a decision on a transaction held by
-	// screening (`screening_released`, `screening_blocked`, the note as reference). **The list grows** with the back office in minor versions (an open set,
+	// screening (`screening_released`, `screening_blocked`, the note as reference), or four
+	// eyes (`approval_proposed`, `approval_approved`, `approval_rejected`: the proposal's
+	// id as subject, its action as reference), or `operator_roles_changed` (the operator as
+	// subject, the new roles as reference), `screening_list_imported` (the list's source
+	// and date as reference) or `secrets_rotated` (the command line's). **The list grows** with the back office in minor versions (an open set,
 	// `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 	// As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 	//
@@ -586,8 +831,9 @@ type AuditEntry struct {
 	// Actor Who made a change: `operator`, an operator through this API or the console
 	// (`operator_id` and `operator_name` name them); `cli`, the `partnerd` command run
 	// on a server (`partnerd partners create`, `partnerd partners keys roll|revoke`,
-	// `partnerd partners users invite`, `partnerd operators create`), which acts as no
-	// operator; `partner_user`, a partner's user on the partner dashboard (their team,
+	// `partnerd partners users invite`, `partnerd operators create|roles`,
+	// `partnerd screening import`, `partnerd secrets rotate`), which acts as no operator
+	// (`cli_user` names the host's user); `partner_user`, a partner's user on the partner dashboard (their team,
 	// API key, webhook and sandbox changes; `partner_user_id` and `operator_name` name them). An open set
 	// (`x-extensible-enum`): show a value not listed here as it is.
 	//
@@ -597,6 +843,9 @@ type AuditEntry struct {
 
 	// BatchId The batch payout or fill the action belongs to.
 	BatchId *openapi_types.UUID `json:"batch_id"`
+
+	// CliUser The host's user who ran the `partnerd` command when `actor` is `cli`; null otherwise.
+	CliUser *string `json:"cli_user"`
 
 	// CreatedAt When it was done.
 	CreatedAt time.Time `json:"created_at"`
@@ -624,6 +873,13 @@ type AuditEntry struct {
 
 	// PartnerUserId The partner's user who acted when `actor` is `partner_user` (their partner is `partner_id`); null otherwise.
 	PartnerUserId *openapi_types.UUID `json:"partner_user_id"`
+
+	// ProposerId When the action was proposed by one operator and approved by another (four
+	// eyes): the proposer (`operator_id` is the approver). Null otherwise.
+	ProposerId *openapi_types.UUID `json:"proposer_id"`
+
+	// ProposerName The proposer's name; null with `proposer_id`.
+	ProposerName *string `json:"proposer_name"`
 
 	// Reference The reference, reason or chain hash given.
 	Reference *string `json:"reference"`
@@ -852,7 +1108,13 @@ type Error struct {
 	Success bool `json:"success"`
 }
 
-// ErrorCode A stable machine code; the partner API's error table applies.
+// ErrorCode A stable machine code; the partner API's error table applies, and two codes are the
+// operator API's own:
+//
+// | status | code | meaning |
+// |---|---|---|
+// | 403 | `forbidden` | the operator lacks the role the operation needs, or may not act on their own proposal or roles |
+// | 409 | `approval_closed` | the proposal is no longer pending (approved, rejected, failed, expired, or being approved) |
 //
 // Example: invalid_request
 type ErrorCode string
@@ -868,7 +1130,14 @@ type ErrorDetail struct {
 
 // ErrorInfo Machine-readable facts of the failure.
 type ErrorInfo struct {
-	// Code A stable machine code; the partner API's error table applies.
+	// Code A stable machine code; the partner API's error table applies, and two codes are the
+	// operator API's own:
+	//
+	// | status | code | meaning |
+	// |---|---|---|
+	// | 403 | `forbidden` | the operator lacks the role the operation needs, or may not act on their own proposal or roles |
+	// | 409 | `approval_closed` | the proposal is no longer pending (approved, rejected, failed, expired, or being approved) |
+	//
 	//
 	// Example: invalid_request
 	Code ErrorCode `json:"code"`
@@ -1075,12 +1344,24 @@ type Operator struct {
 
 	// Name Their name.
 	Name string `json:"name"`
+
+	// Roles An operator's roles, at least one, each once.
+	Roles OperatorRoles `json:"roles"`
 }
 
 // OperatorAction An operator's action on one transaction (`POST /transactions/{id}/<action>`; `payout` is `POST /transactions/{id}/payout`, `accept` is `POST /transactions/{id}/accept`).
 //
 // Example: fill
 type OperatorAction string
+
+// OperatorCreateRequest A new operator.
+type OperatorCreateRequest struct {
+	// Name The display name.
+	Name string `json:"name"`
+
+	// Roles An operator's roles, at least one, each once.
+	Roles *OperatorRoles `json:"roles,omitempty"`
+}
 
 // OperatorCreated A new operator and their first key.
 type OperatorCreated struct {
@@ -1145,6 +1426,35 @@ type OperatorListResponse struct {
 	// Success Always true on success.
 	Success bool `json:"success"`
 }
+
+// OperatorRef An operator, named.
+type OperatorRef struct {
+	// Id The operator's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Name Their name.
+	Name string `json:"name"`
+}
+
+// OperatorResponse Envelope of an operator.
+type OperatorResponse struct {
+	// Data An operator.
+	Data Operator `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// OperatorRole What an operator may do (see "Roles").
+//
+// Example: treasury
+type OperatorRole string
+
+// OperatorRoles An operator's roles, at least one, each once.
+type OperatorRoles = []OperatorRole
 
 // OperatorTransaction A transaction as the back office sees it.
 type OperatorTransaction struct {
@@ -1821,6 +2131,12 @@ type RefundWork struct {
 	Unmatched int `json:"unmatched"`
 }
 
+// RejectRequest Why a proposal is rejected or withdrawn.
+type RejectRequest struct {
+	// Note The reason, kept with the proposal and in the audit.
+	Note string `json:"note"`
+}
+
 // ResolveRequest How an unmatched deposit was resolved.
 type ResolveRequest struct {
 	// Action `refunded` needs `tx_hash`; `credited` needs `note`.
@@ -1851,6 +2167,12 @@ type ReviewRequest struct {
 
 // ReviewRequestDecision `release` (a false positive: proceed as if clear) or `block` (the funds are blocked for good).
 type ReviewRequestDecision string
+
+// RolesRequest An operator's new roles.
+type RolesRequest struct {
+	// Roles An operator's roles, at least one, each once.
+	Roles OperatorRoles `json:"roles"`
+}
 
 // RollRequest How long the rolled key keeps working.
 type RollRequest struct {
@@ -2115,6 +2437,9 @@ type UnmatchedDepositResponse struct {
 // Example: open
 type UnmatchedDepositStatus string
 
+// ApprovalId defines model for ApprovalId.
+type ApprovalId = openapi_types.UUID
+
 // Cursor defines model for Cursor.
 type Cursor = string
 
@@ -2139,6 +2464,12 @@ type PartnerId = openapi_types.UUID
 // TransactionId defines model for TransactionId.
 type TransactionId = openapi_types.UUID
 
+// ApprovalOK Envelope of a proposal.
+type ApprovalOK = ApprovalResponse
+
+// ApprovalPending Envelope of a proposal.
+type ApprovalPending = ApprovalResponse
+
 // BadRequest The body of every failure (the partner API's).
 type BadRequest = Error
 
@@ -2147,6 +2478,9 @@ type BatchOK = BatchResponse
 
 // Conflict The body of every failure (the partner API's).
 type Conflict = Error
+
+// Forbidden The body of every failure (the partner API's).
+type Forbidden = Error
 
 // InternalError The body of every failure (the partner API's).
 type InternalError = Error
@@ -2174,6 +2508,33 @@ type UnprocessableEntity = Error
 
 // UnsupportedMediaType The body of every failure (the partner API's).
 type UnsupportedMediaType = Error
+
+// ListApprovalsParams defines parameters for ListApprovals.
+type ListApprovalsParams struct {
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Status Only proposals in this status.
+	Status *ApprovalStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Action Only proposals of this action.
+	Action *ApprovalAction `form:"action,omitempty" json:"action,omitempty"`
+}
+
+// ApproveApprovalParams defines parameters for ApproveApproval.
+type ApproveApprovalParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RejectApprovalParams defines parameters for RejectApproval.
+type RejectApprovalParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
 
 // ListAuditParams defines parameters for ListAudit.
 type ListAuditParams struct {
@@ -2255,6 +2616,12 @@ type RevokeOperatorKeyParams struct {
 
 // RollOperatorKeyParams defines parameters for RollOperatorKey.
 type RollOperatorKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// SetOperatorRolesParams defines parameters for SetOperatorRoles.
+type SetOperatorRolesParams struct {
 	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
@@ -2425,6 +2792,12 @@ type SettleOrderParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// ApproveApprovalJSONRequestBody defines body for ApproveApproval for application/json ContentType.
+type ApproveApprovalJSONRequestBody = EmptyRequest
+
+// RejectApprovalJSONRequestBody defines body for RejectApproval for application/json ContentType.
+type RejectApprovalJSONRequestBody = RejectRequest
+
 // ResolveUnmatchedDepositJSONRequestBody defines body for ResolveUnmatchedDeposit for application/json ContentType.
 type ResolveUnmatchedDepositJSONRequestBody = ResolveRequest
 
@@ -2432,13 +2805,16 @@ type ResolveUnmatchedDepositJSONRequestBody = ResolveRequest
 type CreateFillJSONRequestBody = BatchFillRequest
 
 // CreateOperatorJSONRequestBody defines body for CreateOperator for application/json ContentType.
-type CreateOperatorJSONRequestBody = NameRequest
+type CreateOperatorJSONRequestBody = OperatorCreateRequest
 
 // CreateOperatorKeyJSONRequestBody defines body for CreateOperatorKey for application/json ContentType.
 type CreateOperatorKeyJSONRequestBody = EmptyRequest
 
 // RollOperatorKeyJSONRequestBody defines body for RollOperatorKey for application/json ContentType.
 type RollOperatorKeyJSONRequestBody = RollRequest
+
+// SetOperatorRolesJSONRequestBody defines body for SetOperatorRoles for application/json ContentType.
+type SetOperatorRolesJSONRequestBody = RolesRequest
 
 // CreatePartnerJSONRequestBody defines body for CreatePartner for application/json ContentType.
 type CreatePartnerJSONRequestBody = NameRequest
@@ -2481,6 +2857,18 @@ type SettleOrderJSONRequestBody = ReferenceRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// ListApprovals List proposals
+	// (GET /approvals)
+	ListApprovals(ctx echo.Context, params ListApprovalsParams) error
+	// GetApproval Get a proposal
+	// (GET /approvals/{id})
+	GetApproval(ctx echo.Context, id ApprovalId) error
+	// ApproveApproval Approve a proposal (the action runs now)
+	// (POST /approvals/{id}/approve)
+	ApproveApproval(ctx echo.Context, id ApprovalId, params ApproveApprovalParams) error
+	// RejectApproval Reject (or withdraw) a proposal
+	// (POST /approvals/{id}/reject)
+	RejectApproval(ctx echo.Context, id ApprovalId, params RejectApprovalParams) error
 	// ListAudit List operator actions
 	// (GET /audit)
 	ListAudit(ctx echo.Context, params ListAuditParams) error
@@ -2514,6 +2902,9 @@ type ServerInterface interface {
 	// RollOperatorKey Replace an API key
 	// (POST /operators/{id}/keys/{key_id}/roll)
 	RollOperatorKey(ctx echo.Context, id OperatorId, keyId KeyId, params RollOperatorKeyParams) error
+	// SetOperatorRoles Set an operator's roles
+	// (PUT /operators/{id}/roles)
+	SetOperatorRoles(ctx echo.Context, id OperatorId, params SetOperatorRolesParams) error
 	// GetOverview The back office at a glance
 	// (GET /overview)
 	GetOverview(ctx echo.Context) error
@@ -2594,6 +2985,137 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// ListApprovals converts echo context to params.
+func (w *ServerInterfaceWrapper) ListApprovals(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListApprovalsParams
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "action" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "action", ctx.QueryParams(), &params.Action, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter action: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListApprovals(ctx, params)
+	return err
+}
+
+// GetApproval converts echo context to params.
+func (w *ServerInterfaceWrapper) GetApproval(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ApprovalId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetApproval(ctx, id)
+	return err
+}
+
+// ApproveApproval converts echo context to params.
+func (w *ServerInterfaceWrapper) ApproveApproval(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ApprovalId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ApproveApprovalParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ApproveApproval(ctx, id, params)
+	return err
+}
+
+// RejectApproval converts echo context to params.
+func (w *ServerInterfaceWrapper) RejectApproval(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ApprovalId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RejectApprovalParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RejectApproval(ctx, id, params)
+	return err
 }
 
 // ListAudit converts echo context to params.
@@ -2963,6 +3485,44 @@ func (w *ServerInterfaceWrapper) RollOperatorKey(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RollOperatorKey(ctx, id, keyId, params)
+	return err
+}
+
+// SetOperatorRoles converts echo context to params.
+func (w *ServerInterfaceWrapper) SetOperatorRoles(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id OperatorId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SetOperatorRolesParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SetOperatorRoles(ctx, id, params)
 	return err
 }
 
@@ -3806,6 +4366,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 		Handler: si,
 	}
 
+	router.GET(options.BaseURL+"/approvals", wrapper.ListApprovals, options.OperationMiddlewares["listApprovals"]...)
+	router.GET(options.BaseURL+"/approvals/:id", wrapper.GetApproval, options.OperationMiddlewares["getApproval"]...)
+	router.POST(options.BaseURL+"/approvals/:id/approve", wrapper.ApproveApproval, options.OperationMiddlewares["approveApproval"]...)
+	router.POST(options.BaseURL+"/approvals/:id/reject", wrapper.RejectApproval, options.OperationMiddlewares["rejectApproval"]...)
 	router.GET(options.BaseURL+"/audit", wrapper.ListAudit, options.OperationMiddlewares["listAudit"]...)
 	router.POST(options.BaseURL+"/deposits/:id/resolve", wrapper.ResolveUnmatchedDeposit, options.OperationMiddlewares["resolveUnmatchedDeposit"]...)
 	router.GET(options.BaseURL+"/deposits/unmatched", wrapper.ListUnmatchedDeposits, options.OperationMiddlewares["listUnmatchedDeposits"]...)
@@ -3817,6 +4381,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/operators/:id/keys", wrapper.CreateOperatorKey, options.OperationMiddlewares["createOperatorKey"]...)
 	router.DELETE(options.BaseURL+"/operators/:id/keys/:key_id", wrapper.RevokeOperatorKey, options.OperationMiddlewares["revokeOperatorKey"]...)
 	router.POST(options.BaseURL+"/operators/:id/keys/:key_id/roll", wrapper.RollOperatorKey, options.OperationMiddlewares["rollOperatorKey"]...)
+	router.PUT(options.BaseURL+"/operators/:id/roles", wrapper.SetOperatorRoles, options.OperationMiddlewares["setOperatorRoles"]...)
 	router.GET(options.BaseURL+"/overview", wrapper.GetOverview, options.OperationMiddlewares["getOverview"]...)
 	router.GET(options.BaseURL+"/partners", wrapper.ListPartners, options.OperationMiddlewares["listPartners"]...)
 	router.POST(options.BaseURL+"/partners", wrapper.CreatePartner, options.OperationMiddlewares["createPartner"]...)
@@ -3845,6 +4410,24 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 }
 
+type ApprovalOKResponseHeaders struct {
+	IdempotentReplayed *string
+}
+type ApprovalOKJSONResponse struct {
+	Body ApprovalResponse
+
+	Headers ApprovalOKResponseHeaders
+}
+
+type ApprovalPendingResponseHeaders struct {
+	IdempotentReplayed *string
+}
+type ApprovalPendingJSONResponse struct {
+	Body ApprovalResponse
+
+	Headers ApprovalPendingResponseHeaders
+}
+
 type BadRequestJSONResponse Error
 
 type BatchOKResponseHeaders struct {
@@ -3857,6 +4440,8 @@ type BatchOKJSONResponse struct {
 }
 
 type ConflictJSONResponse Error
+
+type ForbiddenJSONResponse Error
 
 type InternalErrorJSONResponse Error
 
@@ -3896,6 +4481,601 @@ type UnauthorizedJSONResponse Error
 type UnprocessableEntityJSONResponse Error
 
 type UnsupportedMediaTypeJSONResponse Error
+
+type ListApprovalsRequestObject struct {
+	Params ListApprovalsParams
+}
+
+type ListApprovalsResponseObject interface {
+	VisitListApprovalsResponse(w http.ResponseWriter) error
+}
+
+type ListApprovals200JSONResponse ApprovalPageResponse
+
+func (response ListApprovals200JSONResponse) VisitListApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApprovals400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListApprovals400JSONResponse) VisitListApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApprovals401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListApprovals401JSONResponse) VisitListApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApprovals429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListApprovals429JSONResponse) VisitListApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApprovals500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListApprovals500JSONResponse) VisitListApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApprovals503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListApprovals503JSONResponse) VisitListApprovalsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApprovalRequestObject struct {
+	Id ApprovalId `json:"id"`
+}
+
+type GetApprovalResponseObject interface {
+	VisitGetApprovalResponse(w http.ResponseWriter) error
+}
+
+type GetApproval200JSONResponse struct{ ApprovalOKJSONResponse }
+
+func (response GetApproval200JSONResponse) VisitGetApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApproval400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetApproval400JSONResponse) VisitGetApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApproval401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetApproval401JSONResponse) VisitGetApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApproval404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetApproval404JSONResponse) VisitGetApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApproval429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetApproval429JSONResponse) VisitGetApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApproval500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetApproval500JSONResponse) VisitGetApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApproval503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetApproval503JSONResponse) VisitGetApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApproveApprovalRequestObject struct {
+	Id     ApprovalId `json:"id"`
+	Params ApproveApprovalParams
+	Body   *ApproveApprovalJSONRequestBody
+}
+
+type ApproveApprovalResponseObject interface {
+	VisitApproveApprovalResponse(w http.ResponseWriter) error
+}
+
+type ApproveApproval200JSONResponse struct{ ApprovalOKJSONResponse }
+
+func (response ApproveApproval200JSONResponse) VisitApproveApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApproveApproval400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ApproveApproval400JSONResponse) VisitApproveApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApproveApproval401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ApproveApproval401JSONResponse) VisitApproveApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApproveApproval403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ApproveApproval403JSONResponse) VisitApproveApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApproveApproval404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ApproveApproval404JSONResponse) VisitApproveApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApproveApproval409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ApproveApproval409JSONResponse) VisitApproveApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApproveApproval413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ApproveApproval413JSONResponse) VisitApproveApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApproveApproval415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ApproveApproval415JSONResponse) VisitApproveApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApproveApproval422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response ApproveApproval422JSONResponse) VisitApproveApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApproveApproval429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ApproveApproval429JSONResponse) VisitApproveApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApproveApproval500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ApproveApproval500JSONResponse) VisitApproveApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ApproveApproval503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ApproveApproval503JSONResponse) VisitApproveApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectApprovalRequestObject struct {
+	Id     ApprovalId `json:"id"`
+	Params RejectApprovalParams
+	Body   *RejectApprovalJSONRequestBody
+}
+
+type RejectApprovalResponseObject interface {
+	VisitRejectApprovalResponse(w http.ResponseWriter) error
+}
+
+type RejectApproval200JSONResponse struct{ ApprovalOKJSONResponse }
+
+func (response RejectApproval200JSONResponse) VisitRejectApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectApproval400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RejectApproval400JSONResponse) VisitRejectApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectApproval401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RejectApproval401JSONResponse) VisitRejectApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectApproval403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RejectApproval403JSONResponse) VisitRejectApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectApproval404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RejectApproval404JSONResponse) VisitRejectApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectApproval409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RejectApproval409JSONResponse) VisitRejectApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectApproval413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RejectApproval413JSONResponse) VisitRejectApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectApproval415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RejectApproval415JSONResponse) VisitRejectApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectApproval422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response RejectApproval422JSONResponse) VisitRejectApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectApproval429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RejectApproval429JSONResponse) VisitRejectApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectApproval500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RejectApproval500JSONResponse) VisitRejectApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RejectApproval503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RejectApproval503JSONResponse) VisitRejectApprovalResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type ListAuditRequestObject struct {
 	Params ListAuditParams
@@ -4127,6 +5307,23 @@ func (response ResolveUnmatchedDeposit200JSONResponse) VisitResolveUnmatchedDepo
 	return err
 }
 
+type ResolveUnmatchedDeposit202JSONResponse struct{ ApprovalPendingJSONResponse }
+
+func (response ResolveUnmatchedDeposit202JSONResponse) VisitResolveUnmatchedDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ResolveUnmatchedDeposit400JSONResponse struct{ BadRequestJSONResponse }
 
 func (response ResolveUnmatchedDeposit400JSONResponse) VisitResolveUnmatchedDepositResponse(w http.ResponseWriter) error {
@@ -4151,6 +5348,20 @@ func (response ResolveUnmatchedDeposit401JSONResponse) VisitResolveUnmatchedDepo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveUnmatchedDeposit403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ResolveUnmatchedDeposit403JSONResponse) VisitResolveUnmatchedDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4401,6 +5612,23 @@ func (response CreateFill200JSONResponse) VisitCreateFillResponse(w http.Respons
 	return err
 }
 
+type CreateFill202JSONResponse struct{ ApprovalPendingJSONResponse }
+
+func (response CreateFill202JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateFill400JSONResponse struct{ BadRequestJSONResponse }
 
 func (response CreateFill400JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
@@ -4425,6 +5653,20 @@ func (response CreateFill401JSONResponse) VisitCreateFillResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFill403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateFill403JSONResponse) VisitCreateFillResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4681,6 +5923,23 @@ func (response CreateOperator200JSONResponse) VisitCreateOperatorResponse(w http
 	return err
 }
 
+type CreateOperator202JSONResponse struct{ ApprovalPendingJSONResponse }
+
+func (response CreateOperator202JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateOperator400JSONResponse struct{ BadRequestJSONResponse }
 
 func (response CreateOperator400JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
@@ -4705,6 +5964,20 @@ func (response CreateOperator401JSONResponse) VisitCreateOperatorResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOperator403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateOperator403JSONResponse) VisitCreateOperatorResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4991,6 +6264,20 @@ func (response CreateOperatorKey401JSONResponse) VisitCreateOperatorKeyResponse(
 	return err
 }
 
+type CreateOperatorKey403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateOperatorKey403JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateOperatorKey404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response CreateOperatorKey404JSONResponse) VisitCreateOperatorKeyResponse(w http.ResponseWriter) error {
@@ -5165,6 +6452,20 @@ func (response RevokeOperatorKey401JSONResponse) VisitRevokeOperatorKeyResponse(
 	return err
 }
 
+type RevokeOperatorKey403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RevokeOperatorKey403JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RevokeOperatorKey404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response RevokeOperatorKey404JSONResponse) VisitRevokeOperatorKeyResponse(w http.ResponseWriter) error {
@@ -5320,6 +6621,20 @@ func (response RollOperatorKey401JSONResponse) VisitRollOperatorKeyResponse(w ht
 	return err
 }
 
+type RollOperatorKey403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RollOperatorKey403JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RollOperatorKey404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response RollOperatorKey404JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
@@ -5428,6 +6743,221 @@ func (response RollOperatorKey500JSONResponse) VisitRollOperatorKeyResponse(w ht
 type RollOperatorKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response RollOperatorKey503JSONResponse) VisitRollOperatorKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOperatorRolesRequestObject struct {
+	Id     OperatorId `json:"id"`
+	Params SetOperatorRolesParams
+	Body   *SetOperatorRolesJSONRequestBody
+}
+
+type SetOperatorRolesResponseObject interface {
+	VisitSetOperatorRolesResponse(w http.ResponseWriter) error
+}
+
+type SetOperatorRoles200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type SetOperatorRoles200JSONResponse struct {
+	Body    OperatorResponse
+	Headers SetOperatorRoles200ResponseHeaders
+}
+
+func (response SetOperatorRoles200JSONResponse) VisitSetOperatorRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOperatorRoles202JSONResponse struct{ ApprovalPendingJSONResponse }
+
+func (response SetOperatorRoles202JSONResponse) VisitSetOperatorRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOperatorRoles400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SetOperatorRoles400JSONResponse) VisitSetOperatorRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOperatorRoles401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SetOperatorRoles401JSONResponse) VisitSetOperatorRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOperatorRoles403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SetOperatorRoles403JSONResponse) VisitSetOperatorRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOperatorRoles404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SetOperatorRoles404JSONResponse) VisitSetOperatorRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOperatorRoles409JSONResponse struct{ ConflictJSONResponse }
+
+func (response SetOperatorRoles409JSONResponse) VisitSetOperatorRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOperatorRoles413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response SetOperatorRoles413JSONResponse) VisitSetOperatorRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOperatorRoles415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response SetOperatorRoles415JSONResponse) VisitSetOperatorRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOperatorRoles422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response SetOperatorRoles422JSONResponse) VisitSetOperatorRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOperatorRoles429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SetOperatorRoles429JSONResponse) VisitSetOperatorRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOperatorRoles500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SetOperatorRoles500JSONResponse) VisitSetOperatorRolesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetOperatorRoles503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SetOperatorRoles503JSONResponse) VisitSetOperatorRolesResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5669,6 +7199,23 @@ func (response CreatePartner200JSONResponse) VisitCreatePartnerResponse(w http.R
 	return err
 }
 
+type CreatePartner202JSONResponse struct{ ApprovalPendingJSONResponse }
+
+func (response CreatePartner202JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreatePartner400JSONResponse struct{ BadRequestJSONResponse }
 
 func (response CreatePartner400JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
@@ -5693,6 +7240,20 @@ func (response CreatePartner401JSONResponse) VisitCreatePartnerResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartner403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreatePartner403JSONResponse) VisitCreatePartnerResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5951,6 +7512,23 @@ func (response CreatePartnerKey200JSONResponse) VisitCreatePartnerKeyResponse(w 
 	return err
 }
 
+type CreatePartnerKey202JSONResponse struct{ ApprovalPendingJSONResponse }
+
+func (response CreatePartnerKey202JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreatePartnerKey400JSONResponse struct{ BadRequestJSONResponse }
 
 func (response CreatePartnerKey400JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
@@ -5975,6 +7553,20 @@ func (response CreatePartnerKey401JSONResponse) VisitCreatePartnerKeyResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePartnerKey403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreatePartnerKey403JSONResponse) VisitCreatePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6153,6 +7745,20 @@ func (response RevokePartnerKey401JSONResponse) VisitRevokePartnerKeyResponse(w 
 	return err
 }
 
+type RevokePartnerKey403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RevokePartnerKey403JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RevokePartnerKey404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response RevokePartnerKey404JSONResponse) VisitRevokePartnerKeyResponse(w http.ResponseWriter) error {
@@ -6280,6 +7886,23 @@ func (response RollPartnerKey200JSONResponse) VisitRollPartnerKeyResponse(w http
 	return err
 }
 
+type RollPartnerKey202JSONResponse struct{ ApprovalPendingJSONResponse }
+
+func (response RollPartnerKey202JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RollPartnerKey400JSONResponse struct{ BadRequestJSONResponse }
 
 func (response RollPartnerKey400JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
@@ -6304,6 +7927,20 @@ func (response RollPartnerKey401JSONResponse) VisitRollPartnerKeyResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RollPartnerKey403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RollPartnerKey403JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6604,6 +8241,20 @@ func (response InvitePartnerUser401JSONResponse) VisitInvitePartnerUserResponse(
 	return err
 }
 
+type InvitePartnerUser403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response InvitePartnerUser403JSONResponse) VisitInvitePartnerUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type InvitePartnerUser404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response InvitePartnerUser404JSONResponse) VisitInvitePartnerUserResponse(w http.ResponseWriter) error {
@@ -6850,6 +8501,23 @@ func (response CreatePayout200JSONResponse) VisitCreatePayoutResponse(w http.Res
 	return err
 }
 
+type CreatePayout202JSONResponse struct{ ApprovalPendingJSONResponse }
+
+func (response CreatePayout202JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreatePayout400JSONResponse struct{ BadRequestJSONResponse }
 
 func (response CreatePayout400JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
@@ -6874,6 +8542,20 @@ func (response CreatePayout401JSONResponse) VisitCreatePayoutResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayout403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreatePayout403JSONResponse) VisitCreatePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7132,6 +8814,23 @@ func (response ResolveRefundTask200JSONResponse) VisitResolveRefundTaskResponse(
 	return err
 }
 
+type ResolveRefundTask202JSONResponse struct{ ApprovalPendingJSONResponse }
+
+func (response ResolveRefundTask202JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ResolveRefundTask400JSONResponse struct{ BadRequestJSONResponse }
 
 func (response ResolveRefundTask400JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
@@ -7156,6 +8855,20 @@ func (response ResolveRefundTask401JSONResponse) VisitResolveRefundTaskResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveRefundTask403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ResolveRefundTask403JSONResponse) VisitResolveRefundTaskResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7845,6 +9558,20 @@ func (response AcceptShortPayment401JSONResponse) VisitAcceptShortPaymentRespons
 	return err
 }
 
+type AcceptShortPayment403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response AcceptShortPayment403JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AcceptShortPayment404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response AcceptShortPayment404JSONResponse) VisitAcceptShortPaymentResponse(w http.ResponseWriter) error {
@@ -8022,6 +9749,20 @@ func (response FailTransaction401JSONResponse) VisitFailTransactionResponse(w ht
 	return err
 }
 
+type FailTransaction403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response FailTransaction403JSONResponse) VisitFailTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FailTransaction404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response FailTransaction404JSONResponse) VisitFailTransactionResponse(w http.ResponseWriter) error {
@@ -8171,6 +9912,23 @@ func (response FillOrder200JSONResponse) VisitFillOrderResponse(w http.ResponseW
 	return err
 }
 
+type FillOrder202JSONResponse struct{ ApprovalPendingJSONResponse }
+
+func (response FillOrder202JSONResponse) VisitFillOrderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FillOrder400JSONResponse struct{ BadRequestJSONResponse }
 
 func (response FillOrder400JSONResponse) VisitFillOrderResponse(w http.ResponseWriter) error {
@@ -8195,6 +9953,20 @@ func (response FillOrder401JSONResponse) VisitFillOrderResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FillOrder403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response FillOrder403JSONResponse) VisitFillOrderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8348,6 +10120,23 @@ func (response SettlePayout200JSONResponse) VisitSettlePayoutResponse(w http.Res
 	return err
 }
 
+type SettlePayout202JSONResponse struct{ ApprovalPendingJSONResponse }
+
+func (response SettlePayout202JSONResponse) VisitSettlePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SettlePayout400JSONResponse struct{ BadRequestJSONResponse }
 
 func (response SettlePayout400JSONResponse) VisitSettlePayoutResponse(w http.ResponseWriter) error {
@@ -8372,6 +10161,20 @@ func (response SettlePayout401JSONResponse) VisitSettlePayoutResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SettlePayout403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SettlePayout403JSONResponse) VisitSettlePayoutResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8525,6 +10328,23 @@ func (response RefundTransaction200JSONResponse) VisitRefundTransactionResponse(
 	return err
 }
 
+type RefundTransaction202JSONResponse struct{ ApprovalPendingJSONResponse }
+
+func (response RefundTransaction202JSONResponse) VisitRefundTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RefundTransaction400JSONResponse struct{ BadRequestJSONResponse }
 
 func (response RefundTransaction400JSONResponse) VisitRefundTransactionResponse(w http.ResponseWriter) error {
@@ -8549,6 +10369,20 @@ func (response RefundTransaction401JSONResponse) VisitRefundTransactionResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundTransaction403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RefundTransaction403JSONResponse) VisitRefundTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8702,6 +10536,23 @@ func (response ReviewTransaction200JSONResponse) VisitReviewTransactionResponse(
 	return err
 }
 
+type ReviewTransaction202JSONResponse struct{ ApprovalPendingJSONResponse }
+
+func (response ReviewTransaction202JSONResponse) VisitReviewTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReviewTransaction400JSONResponse struct{ BadRequestJSONResponse }
 
 func (response ReviewTransaction400JSONResponse) VisitReviewTransactionResponse(w http.ResponseWriter) error {
@@ -8726,6 +10577,20 @@ func (response ReviewTransaction401JSONResponse) VisitReviewTransactionResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReviewTransaction403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ReviewTransaction403JSONResponse) VisitReviewTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8879,6 +10744,23 @@ func (response SettleOrder200JSONResponse) VisitSettleOrderResponse(w http.Respo
 	return err
 }
 
+type SettleOrder202JSONResponse struct{ ApprovalPendingJSONResponse }
+
+func (response SettleOrder202JSONResponse) VisitSettleOrderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SettleOrder400JSONResponse struct{ BadRequestJSONResponse }
 
 func (response SettleOrder400JSONResponse) VisitSettleOrderResponse(w http.ResponseWriter) error {
@@ -8903,6 +10785,20 @@ func (response SettleOrder401JSONResponse) VisitSettleOrderResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SettleOrder403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SettleOrder403JSONResponse) VisitSettleOrderResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9031,6 +10927,18 @@ func (response SettleOrder503JSONResponse) VisitSettleOrderResponse(w http.Respo
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// ListApprovals List proposals
+	// (GET /approvals)
+	ListApprovals(ctx context.Context, request ListApprovalsRequestObject) (ListApprovalsResponseObject, error)
+	// GetApproval Get a proposal
+	// (GET /approvals/{id})
+	GetApproval(ctx context.Context, request GetApprovalRequestObject) (GetApprovalResponseObject, error)
+	// ApproveApproval Approve a proposal (the action runs now)
+	// (POST /approvals/{id}/approve)
+	ApproveApproval(ctx context.Context, request ApproveApprovalRequestObject) (ApproveApprovalResponseObject, error)
+	// RejectApproval Reject (or withdraw) a proposal
+	// (POST /approvals/{id}/reject)
+	RejectApproval(ctx context.Context, request RejectApprovalRequestObject) (RejectApprovalResponseObject, error)
 	// ListAudit List operator actions
 	// (GET /audit)
 	ListAudit(ctx context.Context, request ListAuditRequestObject) (ListAuditResponseObject, error)
@@ -9064,6 +10972,9 @@ type StrictServerInterface interface {
 	// RollOperatorKey Replace an API key
 	// (POST /operators/{id}/keys/{key_id}/roll)
 	RollOperatorKey(ctx context.Context, request RollOperatorKeyRequestObject) (RollOperatorKeyResponseObject, error)
+	// SetOperatorRoles Set an operator's roles
+	// (PUT /operators/{id}/roles)
+	SetOperatorRoles(ctx context.Context, request SetOperatorRolesRequestObject) (SetOperatorRolesResponseObject, error)
 	// GetOverview The back office at a glance
 	// (GET /overview)
 	GetOverview(ctx context.Context, request GetOverviewRequestObject) (GetOverviewResponseObject, error)
@@ -9151,6 +11062,154 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// ListApprovals operation middleware
+func (sh *strictHandler) ListApprovals(ctx echo.Context, params ListApprovalsParams) error {
+	var request ListApprovalsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListApprovals(ctx.Request().Context(), request.(ListApprovalsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListApprovals")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListApprovalsResponseObject); ok {
+		return validResponse.VisitListApprovalsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetApproval operation middleware
+func (sh *strictHandler) GetApproval(ctx echo.Context, id ApprovalId) error {
+	var request GetApprovalRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetApproval(ctx.Request().Context(), request.(GetApprovalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetApproval")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetApprovalResponseObject); ok {
+		return validResponse.VisitGetApprovalResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ApproveApproval operation middleware
+func (sh *strictHandler) ApproveApproval(ctx echo.Context, id ApprovalId, params ApproveApprovalParams) error {
+	var request ApproveApprovalRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body ApproveApprovalJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ApproveApproval(ctx.Request().Context(), request.(ApproveApprovalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ApproveApproval")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ApproveApprovalResponseObject); ok {
+		return validResponse.VisitApproveApprovalResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RejectApproval operation middleware
+func (sh *strictHandler) RejectApproval(ctx echo.Context, id ApprovalId, params RejectApprovalParams) error {
+	var request RejectApprovalRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body RejectApprovalJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RejectApproval(ctx.Request().Context(), request.(RejectApprovalRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RejectApproval")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RejectApprovalResponseObject); ok {
+		return validResponse.VisitRejectApprovalResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // ListAudit operation middleware
@@ -9547,6 +11606,55 @@ func (sh *strictHandler) RollOperatorKey(ctx echo.Context, id OperatorId, keyId 
 		return err
 	} else if validResponse, ok := response.(RollOperatorKeyResponseObject); ok {
 		return validResponse.VisitRollOperatorKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// SetOperatorRoles operation middleware
+func (sh *strictHandler) SetOperatorRoles(ctx echo.Context, id OperatorId, params SetOperatorRolesParams) error {
+	var request SetOperatorRolesRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body SetOperatorRolesJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SetOperatorRoles(ctx.Request().Context(), request.(SetOperatorRolesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetOperatorRoles")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SetOperatorRolesResponseObject); ok {
+		return validResponse.VisitSetOperatorRolesResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -10494,387 +12602,463 @@ func (sh *strictHandler) SettleOrder(ctx echo.Context, id TransactionId, params 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rkhs3li76KgjOjihSnaRYN0nFCsdMtVRy11i3kcrj3dPUYYKZIImuJEAnwKJoWxH968T5vc+J2G8w",
-	"L7LfpJ/kBNYCkMhk8la62O2ujr3HqmQm7lj39a2fG4mczqRgQqtG7+fGhNGU5fDPq5RNZ1Izod+yWUaX",
-	"LDVPU6aSnM80l6LRa8Q6n7OYLCZMED3hiuRMzaRQjHBF9IQRpWXOUkKFWrCcaEmoIIzmGWc5ydmPc6Y0",
-	"WXA9wZfplPVF7DtOlu3v2DLukNciWxJKchgHSWiec6YI1z1CyYjnSrsOJlQRIYmaJxOCU+n0RSNqqGTC",
-	"ptSMn4n5tNH7S8MMvPE+aujljDV6DaVzLsaNjx+jxluq2Qs+5fqNzHiyXJ309YSR4TwdM+3mjPNI5Fxo",
-	"M9kx5UJp0ry6vH5OfHNkxFmWqlavL+J+oz/vdo+TJKNKwT9Zv3H+4zf41DZofzhf2MeKJVKk9mkcEfiY",
-	"xDmjqYqJzEm8yLlmKu6QNzlTTGgiBWG3LF/2hd8Ys9A51YxkZlAsd8M+J3QI38Bmck1SnhIhNWmahR/N",
-	"FUvJDVtGpiM9YX3hvh8yLsZkLugt5RkdZqyFa84+0OksM4vbb8AYYYaPut3zxTePuqVNqdkEXIKrtH75",
-	"7QodKMJT0qSZkiRmeS7zjv1lwNOYcGHOB+XZPGdkKNNl65z8OJeamenBNJdyThIpNE00matOadTd9CQ5",
-	"pI/Z2fBodMIe0SfJcXo6ekzPhofJUXrMGlHDdMZzczHMcQpnNOXiBRNjPWn0DmsPGdP58mKkWb46wXe4",
-	"z+a2LCjXZMhGMjdz1vmSi3GnUemIT82RLrrhQrMxyxsfTUczmtMp0/ZOP53nSub1axoL9kEPEngjJnIE",
-	"J2WWs1su54rM6JhFZC6SCRVjc1oUE6m/tWTEM9MH3mWuyyvJlv/evfqr5C//erF8xbsfXr7rLl8e/seH",
-	"l8/k4uW1XLx8LvnoPzrJUWbODTcD+nHO8mUjagg6NS3gqMoTpx/8CnePTqKtSx6Qle9YzbW+IHPBf5wz",
-	"c8rJjOUkk2Oe0Mzf7yYl339/9cyQNkrGUqYkmUiesNY57I0hSTmbG9qnO+Q7NtNkJHNCNckYVZocnZCJ",
-	"nOeVU3aaHg2P6Rlrd5PDUftk9Ji2z4ZPWPsxfZScpifseHR06BYFKVqxKhVCuflAFst1dHq672q9hkWi",
-	"2eqquV96uPUUaQTF04qnKCCRSMGRNZQId7Og//k8Y4pQZW5ojvTK7IhtxcyudQ6dybkhcCxCkuZ6mAuF",
-	"NI9oPoWbzlVfAGVr5uxW3hhqxRVRdMTMFcvZjFHdMy/iWJRt71beIMlDgt4q7WlfVDa1QvI+77befRu/",
-	"Y8t1NPTizZWZHdDQypkcPkoep09Y+2zUpe2T4WHSfpIesfbx6IS639zgZ1RPiqHfsOWApxsP4kjmU6ob",
-	"vcZ8Dm+ujhm45eqY39AxI4r/xCJyaDbusNstDfu0W087gE+VFjFlIzrPdKN31I3MiloC2u1Gm8lp1Hg9",
-	"YznVMl+3ptL+XrOoj9PDUTc5ou3j4Qlrn4xOafvJ8FHSPku77HB0RI+HJ0n9on7ygr6huRZs7aBn+HPN",
-	"mI/pYXLGjobtR+nJqH0yfELbZ0mXtd14T9NH7AuN+TqnQtHEDHPduHXxysrIu8PH7PHoNGkfJ4dmtR+d",
-	"tukxfdI+GR2PTodPkrP0sPtFRv7RfIyiFnDcP9LUyjLmLyNrMAH/pLNZxhNqRv/wr8pM6uegm/+Rs1Gj",
-	"1/iXh4V4/hB/VQ8vjaCDXa2VjAyFm9LMjJalPRJzcUszng7sz3FEYl6QmYG5t1OuFBdjlCTd+1Yc6DQ+",
-	"Ro0/Up1MXn/32eYB7b21i7VuPkPzEllQQ/0TmacMNrpWTWmHekpdx/arhzWaDfT+VIpRxpOvtFP25Ca2",
-	"U1XoQck8zw2/UppqFmwe/D2AY8/Nt3argn300q8YzHI5zplSuHdXQrNc0AxH9MXn905OmZ6gXsA+zFhi",
-	"9CIjibPU6CRynhPFU5wbDmwA4nvcIf8BAnrI0s3d/hg1Xkn9XM5F+uVH/8pqkCGBkTlJ2Uwqo3TGQurB",
-	"yIwFF9dxhQt49TPeENdwQAy33Rc73PDCnMNqhpOhCuUiIuTiy12nN3SZSZpeS/mC5mP2demfUffMDOUt",
-	"y8mjE/Id/2OPxDMc0kBLOcjMoHAD37H8lifs+0KH/TqDTammQ4rWkkCBJs1Y4YgGwdO41TP6ONwqs71e",
-	"E0NRmxplksSgWLZBs4yJtRhUtjh4ZdvWBmoqTOFaypdULC1HU19hlaQkUyqWbl8VGeVyikqFE7aMFNsj",
-	"cW6IIxol0rhD3n69Vfle0LmeyJz/xNKvc3DCqQOrR95tqJRlFkZbtYIdviSSbJ6ytNUj8TwYL16A78Us",
-	"lwlTyhy0S6G5Xn6diYDxYMXi53TJlI9GDFih3f7eqtgCKrefhprPZjLXLH3JUk6vQTj7NciOkJrE1b5i",
-	"WHs/xMHUjHFgJEgz/I9OzITjeJEkbKYD0ZGmKUdV+01utl9zI2COaKZYdUA/TJaEEjWRuSYzupyaBeSK",
-	"UGgSBahZ0MbPjZxRuxSrDVV5BxwUlirDxxcTqh2rYfyWmVM3T80FbJXF8ZcsN+RKEzrOGUuN+mbazaTR",
-	"/elUzoXR0ALl9tQqYxuV20JK/4ubQmHRlcO/skSbU3Ex4/UGH+F0YMMQraW6KZjhGN7qoBXLRq3VJUty",
-	"Rs0eUl23bGhBNSvDlZrjknvNIaWatTWfslX1wazZjOdMbWxXaTlTZCFzsGU0FdNkCPZxmWWtcyLmWQZm",
-	"CiEJE+v7Nu8hr0MlZ2UsfI3iFVoNtuhDUSOjSg/MFd04JfMWMVSJCW2ujNkJe0imXMw1Ow+pmXIHKPgC",
-	"ZGmaTNiBIhkfMTPJ1t3nPsvZiH/YNH+0XyUTmtNEs1xFMCiWZThCasZbvgXqZpDxWza4GD6tXSprc9p6",
-	"pux7d5+cUSTmahvBw3vzDt+t3jfYbLtIvsEovBaVrS8d7dJc19/ZF1xpL/CuLMmluGWZnDEiR7Dkq5fU",
-	"yFdrt1BFRLCFIdqwk+Zrrtl0x2Uxg7SjpnlO4e+pYaBjVktppLWTksl8SkU7ZzQFUU9IzTo77dk8MQy6",
-	"pvFsASbVfM4MTbbvdYoDNpQyY1SsbCGsTtHw+m3YbQvA9Lt+D3Zb0t/rEr7zN67iQDVc9ZbFEYnheoAB",
-	"pmkIOUsjT+LnQvPMvgEXKG65D1iKVgB7n2KgONbHiW27m2cWwV3CtLiBNU7QqHFhuDiqs3WkiGqgvl4K",
-	"TXnaI7SsYuJ/mvGIZ5mZnmJaZzDRGV3KOZigUCKJo76IR5TDazkbGb26hT4E82+iqbo5ANeyzOa2Vfjj",
-	"lg3wFZZCG+5hkjMQQrAVtCA1Y/jvoOgc/4bhmffMkMEVSlCs7ltXFzg8qdW28JwXBlPN6JQ0Y/vA0Lp8",
-	"wMUtdI5+CZqmOVOKUNUXOQNpNmHnpPxJLjM2sPqc/U6wheHnjAC9d9/1RfnDlIPEnsao45tnZuXRymKE",
-	"mjmcw5adhGOh5r0Dp0H2hfP1+Wkt2HAi5Y0yXykq0qH8YBrUoLKqyVDSPCXN2L42YCKdSS70YD4zbAg2",
-	"w7z7/dsX5eET/4liSc70IJcaPgh+YbdM6EFuLQkxoSLtC/+rZkoPFBPaLhO8Hcz0nMR2wAPFp/OMFjsR",
-	"nM6+oM556V7ClsyWLmflRXeLl7KEKzAFicpZn7AsJcNlX6gkZ0yAUBb7fw9yljGqYBzB02Emk5tiu6Wu",
-	"9NohDx4YTpVxpck4lwv14EFhIhzS5IbI0YgnjHBhZCSZk1uWmwEq0qSGWjJBFNPmYnxosw+aCcWHGWsb",
-	"6hBHoKFQkmRSsZTE8LDVM0rDAu8CzMy8ZAbAUgLOOGc46vTFhYLgi8zo183428tr8hBk/3/FT7/By3dL",
-	"szkLm+GKxCfdLqkapKsONLynK1JS1FiZi6F05hYbOgw0xrAg9zVSGCMoUZ4B0TP0Av5RJiDBI0c+GlEj",
-	"pBn+T9uZu4hW5GlEDUcPg0dGQy3/hbTd/WFpcNFaSEKqj0MyUf3NUYJG1Fh3LYOfytcv/KZ0+4If/MUz",
-	"y1y9YeBdqx730kN72hvvA+ZSF4jww0SSKU2Zp7g9ErtljYFKe6ajJ7mcjydoCzKKHAamkEQKJTPWF03/",
-	"JUSDmCtfPBF0ymJi/q/5aNo6J3GScXsbHZFNY5LI6dR8mc9FX8DNVyy/hTPvXnKEUxHcaeRx1d9AKTCb",
-	"/wtuOnCs1dfMZiqCB6DUkBu576UVkcWEJxNzV8FfLmRfuLcqHMYsXUDfgU9Ygu54QkDY9YTxHHhb1BdW",
-	"RY4cU4B1dEwB90hV+dn25e6Qi4JEma1aJVGeGq0SkSotKlEO1+eutCN4P8l45V4VB/ZS6LzGiPBaOJt7",
-	"6XQeqMgeRjw+GRdGMa3jwk0jA8o8rjEyUC+BbZSeA2HtoyF59mbt8o3MzSdI19ap+yhAIRE0MzD0D2Ub",
-	"ZBJDlkkxNjp5nUFgq1S+qyUllYLtbkdZNxlmtnF360VAQTZ7/MliIq3oBZFldlOB33kChlKa4BkEEplj",
-	"37X/a9f8H/e/uIVBJ2JJpJ6ghCdtYOPuE0D3dh29hVFH5j5RMmO5koJAvB4EWOpyVAPc4MoE+yIk0U4O",
-	"PVBe9sX3S/ToHKey4DYiERrrCzS3kSbQYhtHuGqasQ3xzfEM4RFNpEhYLlSvKgm6e1pSNSIMcAzPvXvP",
-	"tW0PLT6UC/PIStFBjKR/W45QIC7L5xL+zcXYmuxgmYQUhnU5tQXumppRoTyLKHNBp7Rg5KtwwZd730K3",
-	"qPXH5NqofAX/MC+5QRuJNC62JO7s05vlFtviUmDdNlyw0tFy/MstfvgCT2NnIPXn705Ey8vp6+JT7c8R",
-	"QcO02exkQrkwGzUhY37LxI42C9Brti1S5E9E5I3aMi+xmuLgNe2hidD2bc690WPxRqjWnRbEjXPd+WFI",
-	"OsqqphlicJJxeJG7RgeKoIFx5T6V6UtwEg2Hok4X3Gl9A1qwdo0rdg27iFJYbgLBoqVYgZEzO9xtLedi",
-	"aj5m6cCGHKwdmX/TBSf48d2h4zoLLwoTZT5YZSqr1zlyksvK+q6ZXCCClI585VyVaH+FZoV3siRU1Brl",
-	"jPjzptbQaAS6GR37owpKLcnkeB/zsr1KPv4Vo6fvZm4uhM8ak/OEqsFU5nVXLp9bTk0Fig0wq5HMMrmo",
-	"tW1GNlRyDZ2x0ZcEvJrofahGSEaNIIa8LoITDGEkdkHmI3uvzVfQg6PNqJqAU8g87ux9eK1h1i9P5MNA",
-	"wxFuPBo7Wr2FPSFunHewfvvD+Ls0gEOYX124fZ1ecXdHaxgeuJuKkOTLmZYD637eRvnVAdFS04xoeWMu",
-	"FXxFmo/ALjilmaq4vI+63Q7K73V9jzjVQc80y16PGr2/bD4ozznVF/jNx/d1UQivvn2FQx6xHJzZuLiq",
-	"ZZbX++jdrVM0Y6RpVt2MfYPOBBu1u850w0Vat992p5vxm9fvrslDO7a4hVoxSLruNxgUasROTfdGODC/",
-	"vd9XVzOKjjsiNkFl60R2VTRmlAdrHTjgYRp3ky+pXiNGsQ8smRseD0lcdvuCPu0wyofx8PTkrAMRz58q",
-	"2Q6puPFnDC0aQKr5j3Oecm2kzhR+8O10GlvFLrX99kWEI1OA9gsB2vPQrbtZZp11wg4c3IqMEQoVsCnl",
-	"u1ulIqszq8pOWyQToJbPeZbdLfTHSC+VvagJ97GHazeq89a8XU9vSmcxAvIDsrChkJ2Vw7SxE/9i/eHY",
-	"9G0pVWA1UmF1Q+w+FoNbuxHbRUSgjWyv2AP7yecQDpG33suFX0Eu9Odh12gIJ97cVSwsDuDvVyzcay0/",
-	"YRl/n0v4dEK5+BNVtdI1WptKbmqqJqTZ/QAWn0cnZMI+kJSPuYZYzsv/fInfqGj1x+tciop82/1wmpx2",
-	"T1h6cnyUDE8PD4+fDJNR94zSU/aEnhx20/SEHrKj7gkbPTkZjlh6OGSHj9LRkB4Oj466kAI+o1qz3Az4",
-	"/2p2P7T+9S/d9hltjy7az9///Ojk4/+o4+Mw6ze5vOVpXfa0Ic7//u71q/bbN0/JzL6Gp0gwvZD5zeo5",
-	"Yi4rptzUlVZIa2wOeQSECUJVuBhDtEoYcx6ROKPjsf1pyCZcoM9/KRL7UMhBJsfKescsUxKMpSxFu6Xp",
-	"BKJqtSQj/qHWWLn1ME4YTdHjuoZm21U5UACSQOBV5AkwXXP8bcc299wcA4x3NL+VDsLJyeFR9/TwKBBy",
-	"udCPTtYPNGQLa62FwRjhJjNYsolU+hxdqVzAqGZUT4wQCkmfhOaGadyyHFyHonxiJ1rPVO/hw6FK2uZ2",
-	"KcbSzlAM4dR3ZD6u1QHmddcLmOgIvXnuiGmwkc+VYe2CLWBpFWlSEi9MrxahQeG/1Xzo22vVM13Fa4Xw",
-	"HxBro1ghwoRmRtuLIT8s3l0Bhve30U93097By1UqZU1v2FLp5EX2VtkldPOpo2PP0BB4bbWK+juNarfT",
-	"PFwAsDd7oim4xoW6SbvfTZM/3KjJw2wHYj4dsjXACni94HhMZAZ+tRWTdUCtRyiy3+E2jXI5HdiVqB+K",
-	"YiItueaamGTvY+3GknltEgjCXNwIe5O20p1MjgdcpOzDBnUOtcZMjgm8ucNCbJ+3YkxstQ8h+TKv3uGC",
-	"VII2Z0yklqInUox4PkXynzOZj11Epjd0x5ZSlKd2bp/6Ew2eNCHta2irIE0fY9MqdQY9uGGUj6t/qVYJ",
-	"/jCY1AoMZoPqRYZOY5tQ7RoNT0DlNEYNryCXLkxBOtwm1hGIy+lML++mEL+SFncnmEbQcD3jh1srU8Cv",
-	"QCwJhyLTDN1QF2+uDlRrgzixNZ3oSozkZtm0KpGyD7OMCkh3qDWsbBNEYZGMSGdnVDo7dgW3SKaui2LY",
-	"jta/X7fET2VaOzmlYVJTmky4YCSRKTsnK0tMoHWC76KaqULTYCWW0CjP9bntkPEfJraDPypI3osaPrUX",
-	"pqcnMh2YR9Rox/BCOsekLjaY2qSmQWgjWperXRlUTaJ2I2oAONGAZma3l5A5gbGM5ZxVGHRdFlnNxDE7",
-	"zjddRH/j31OugEhVmpxRnvsrO5BzPZCjQU4F9O0iAud5VlmaUBqGpQhTu+3vKkxphWu/kuhqjlFBzlY3",
-	"d+XMwxF7xjTl2RpjTS6HGZsiiZWCIUmwDnKER1q9xfBO3aE12gWByEqWEy6sJIL0wsZ3YZvmT8wZBed3",
-	"7X1de/Mhyp4rssilGIe4SptpMY66aHftlQTSs9LrS7yJBb0ZQXSh9YUGNKPipLH3eyvBA0IAGZRmt2rI",
-	"1BuWt3F37KYp0pzSJRkywgwXaO1sGwtPRY2FrAAK2wgxVgCMWftz/D/blhO1r9LY7m9rnZE7YWs7+OH4",
-	"KYE3TBd2gT3U1PERJkcmVLFAF29hAFNCswzkqBgamNGcCR0fqL5w4G0W/Y1FhAG9n+eKLCY8w2gre+kM",
-	"M5G5VjgM1SEXAQIchED5tFYf4mckFHi9GnZ5MhydHY2OTx8/Hh6fpPQRPU7Y2dFZ2mVddvL4+FFZ27eK",
-	"/vufj4/qtPzKoYbjVRya0ubVHfDnlGd3T52tZrwibsXuWbOWZ4esOiI3bKbdEZpwpWW+JFOmqVFEy/Lb",
-	"C2++9xpezv6KEBreAfLlsmWfo3XjB6Ty9X485M2LiVTMhwW7aHNDs6yFpIam4g8YZl5z+y/hOXp3yHxG",
-	"MIMI1j+2TkwEwbOJ/dSBipiTNZ3peuPzjn68vXyC9ZaLK63Wk/p5ntV/4ZZuO3XfFP5imo+qK1y7w4Ub",
-	"uc4W+urbV04nhpBQqxUTHBJyIvaBJjpbkiP/6ywzJASMNFSTqVSaHD4hdhOcJbG5cKljGUvNc0i6XtG3",
-	"T0+Ojk473RUD4S9/OWyfvTek4/3P3ejw8cdWv9/BP4/qbYV3d6SV3FuKZqxOQCj58Hf13BfO3e1et7t5",
-	"0KqXvc5tudn5dQX5BxY37HvF8rtSUzk1PAPTGSI8HQoMnDVa07RWfoMLClHJodnCQjXOWB6QI6rB9GdO",
-	"muGblWNFU/pvNJmyjnsUldH0yhCSx3WucZltN5cFa2Zer24GztK2Vbf0r+iU3W21LzzpKS/seiNryhUg",
-	"6rrvwvXYl6VAL7UTQqv76gis2c+Z5SPCOuMOiYdsdtRFA4fOk6NuxbwBP1eECdr+CalAdPionhDYQbxx",
-	"utbKYP4kF2REbQYR2EEWYL1BTGEjDoPi4FwIxCyfeyN0LiAAJWQJsr7gQmkqEmZoIkVASrAgmKYmMksB",
-	"i1IrohIqBECOJjetc7QV+m+RSKJbgGsjlNHU4uCYb4VMmZMsPKBQ0xFhCb1bzBu4gFJkSzNAl96KWCt9",
-	"MWE010NGtTV5HHaJkxnBhAZO61ZElLQvFJMLcDOVOUoktilnA6rjItkS3c1mFZDFE0aTCWb3mLs9Zj1C",
-	"RelbIjNrWreSkx8jkBIyk1lmVlmz/JZmZMqoAABoPzTcPFRrnfvY7RQYpEmzMhml5WxmI/v7wm2xWnCM",
-	"s5WjEYQjC+mgS0sbYcPvq4xC0MxC6tQoGvPM27EVjpErP0hrzSPDZdkjo4Pz5zwzIMz3BdcdEms6jntF",
-	"swAk7N3qMmUAYGGG9RNzDiBDmVmWmf/aPDrTM8ivqtMXcelB3CPDJWJHE5qZ89yccSFMY0sSP/3TxdWr",
-	"wfOrVxcvrq7/PED86leX1z+8fvsd4ld/U24t6gvQneEww/FPJUMYHci3Q6GcjlvmbKFJOu75yeA7yr1E",
-	"hnNIiOgLSHKFbYKoL5JRzbIlMiKHpWUHoqrHA5PuOY4EL3zGle4LrmzabA+u/QJ3cCHnWWrUVHxmc3F9",
-	"kEcihVGbtFWbHAo5HTeiRmkpwBQDE2xEZsNLxhB8f7MhPmp8aI9luybkEE/hYJNjKXZvxegKtNmmwMS1",
-	"wrsaZn5UIun2QiHx52+97T4u3oEzGttQT5o6HDA8AJ9/SBvcp+uvDxBAQ8qBrjuK4n2q5jA14R8eFNqS",
-	"Z8S4aa1e8cLpCmd2tO6SOID9CQvWLDaXYdVZe3LWvZN7CZx767eq8P2t2yXStCBLZp+4QA4jR8gGzOut",
-	"UlJR0ODdd3SbL9xupiEMSu+zk5sc5KQp8yJX3xKUAxUIDKPW53OiZ3S8Ordi3uTv/8//sgKGe9LsehsP",
-	"QUM4MMoZVcoaGexGTcJNMV8wDjwc8Aq9Y9BP4/huQQCFgLhJsnZyJIAzoWGkzoJgzlJt/EdI2zfvsKIL",
-	"uKqWjb1987SOg8WRi0EAi0zrHA2UdbfXMOad7Zbl+JYay6Xby7VXMdhWmM9U3iIJj0vHIP5cVLPUav01",
-	"g3Hg4RvNs2xJLN4gw3RzdzMOlB34WlJo+qq5Ot2zOx29QtTcsJTrTgleEXMAzJ0H1A/gj8rnq+0mUpfT",
-	"P4teQJmdUHXXjakqaPb+VKI0HFWvbmPpnK1yxgr7RipUCBmNFXkjvLWlha/XGRcFat9uYcoeQ+rnivR9",
-	"w5YbAfDPcSfNjgi5iMx/zcSlNsIchBFhAYDt1jnT0+ps3tfo6WxhMRV86RsA5LDdIbophM6Ha7FrsKRt",
-	"/W7hksXK/y5DJh2i8pop4Y93SELCXHNUhwCcFz/4dLyClYoCWy3Ua809fK0bsi4ZwlqVt6QrlKGvN66q",
-	"UfFtfixYR0o+Fpf4E6Z8PPyZpx8fIue1uE3IeM89hhgkd6/7cgVnbOPb9p1SztG+sEIlXc1+vLI/bsme",
-	"WligGg+LucFFXjRaT7jT82uvtiVyO99sGdyDXRDIV85IgJpST/ZWJroP+Vp/E3ehYdUV/l1Tsj+hM3ED",
-	"PA2Cc5btfYuJhAJfvMYQb3X+jRF19p3d6RtEg6k1KIgQmoijtAJf0+ezgTBrNtJFym7dDudWXW8+xw9X",
-	"XI8Q55XoIk+wqMgA060NIdsPIQawrYoWQ9EPxICl0mxqduZOWYNbwF4AxaMC5hIF5j4lM5R4whDV+qEV",
-	"ZO4ipaSpc0bVPF+2dsswrPebI6JHD6ly7Afm/DuKQc2/cu+gevUMqWVrIHU/CaejhHI5pre70QMtdznp",
-	"4MHeIaAnuDhh034do/DCbkNqCEPV/D3ZRF52h+D1AGX75ML5jyIw9e+dAFfwp38GON6aeiB14kOl1EcV",
-	"LzK4SOti5T9jProNJZCLAvbdx1t8rNq+VybzNPzZR29vV+x9EPRmkd2lD4DI7j65uyFkJzUh3J07qQq7",
-	"4BaEmQ2+AM9dUxxsh1iWqK4i6gu5YHkbYtWwZ7WcDmVW7mOu0troTQcDszFxoSbPY31Duy5MUbVgt4XZ",
-	"uv9uBOtD7O0bCL67Jth+527WSRxFJ9zlcaEzi/p1ZB+4QpCAnXvbxNKKHiHuuRwm71xfB9Z/5C1e6wdV",
-	"gD7kmtOs8JGhgytMcZiLlOUzCtwOg8G8Pmb+aV1od3OZbSrG4KIXUkbTjO8DTQiK4Ta+ZuSa5+bFDbaB",
-	"1QJ4W40DNTHrW7DXNuM43MF2vzN6nxFWF0Lti9axM4IdSJiZOXJOxy4JwSuy5kUyZeQNXdZ3vpRzPUBL",
-	"wRYGADAJiIVi3y/dBz3ZkKK0M3DIJ2M7BCeAatZpBNLKYC+m7b7aMZdrp9IUgQDk6lPsYMx3dUb2VF5r",
-	"K19sCMT0Anptgkhhhq+y1VUskSJaD0P4qqyyUm8jWIBKtY0S1FqFoFfY1gofXY1PWHMOKlJX1PBA2dW7",
-	"saNsW6R07Haa68TjVX+AzVcZWOvfZgA3bfW1IkcJPi/idEIajO4DZ78HzbQvsAACadJCwAzETq65GIOd",
-	"A8LAaMZaRa0E8xGqttbFiJDRaPlsmgXIGICQCqkRhMjQlCXTrcDm2bQ5PzbOSxDPMPvCjsO8DvUXTIdu",
-	"bAXDRfx7YZF3TF9L5klXq6jZ0BdNZMDwQblb12yrQyCZrwA7dQlduEJ2Soj676YUEcfPI5JQkTC7JGSO",
-	"r7iugr0AgOkAL9eC/mOcWnzSPSPri2oaZmCBrV2QEEbt7KWRFoDMVb3UBWVtzpJFbccG6plDVZvwXFab",
-	"SdNZrKDiNXqliy0t2bXMUSlnpCpXhRuxvW3mqcxbfYFcEuI0wMfhFnvE8hU7DabsxW6WMQapNCk57GLU",
-	"Xl+cdcn3755dF7mvNGdELyTJ5ULhcTYnQ47IYbfbciGK1iOcyeRmj/2oJpfXgeWgCbU2HSFfVu2nn2Sn",
-	"KFlra4ZiPQxbg4zNW29hOzEB2tzFKdseiP7Ov+m+rloh3OEstRq4PtxiRSuEdCfXZ0lmFQRTelwBiRWv",
-	"TNzqbOQNu/oUanv9NOfCKp/6ZzE57YCbGuzjPtbA8LvPAY9VLxDcg2V9cbCsNafmLtf17gBa647uP8s9",
-	"vcNqf7aF/p0usrfKbIbmBGTVEKXfpSCsKPqk6cJ6i0pUDpF1dRU+U/4Z6hRfAFF3P1+oz8vY0cDz20qb",
-	"q3raikWtPTm3LL/lbLEOEbLwzkCm0Dij1uJWnz/rCrTVsQdbSMipe0xAXagiPxeBiKjP0sXKZ2pnplpJ",
-	"EK7hp9bEodYJ1KBajudGZQsg2XbqvJrHVdO7nDFhy3oNNFV1w3iLYEcQChzq4MGVxeQSNZ8aGmk13IH5",
-	"ID5QqAMp0jRdQVk/VztEFYgxN1ykZJbNVVmq4YL4hOZSfZOA/8MMVnDya+bxesYEqXYPHYfoQ81w+J3i",
-	"h1a99BG8vMPlmYv0B2vZ9dW+tioh7kX/paZjpjboX0YCtClu78xfhIn59EAVALc7HR749N18OqV1ylcV",
-	"5QbHFJzmuqO1frPKCxmtXt1wwTaRjN3YOEQq2C/uyMUdifpdsm5LFzfgGdwden5vDy4TtzyXwinsKy3b",
-	"hBLAOXTk0bnErHkGB5vOUdqqg0MfMTZYDyM+y6g2gyUjxiJCySgvipdYO4+3xQHzq6B/drqH69zF2+v5",
-	"fFIk60aMBTWh+cZp+zHAmx7YprwI1bkerXGNb4ibDbc42IvSCLdG19pDuyVS1BnejCRZ5CF9ljDRWXFr",
-	"dkh6XwdXsSFGtDzDfUJE197aXWhdZWF/zxQPoBzo2uhs7n8mGRc3kU1BkLXi5yZ/uHdvmmYgi1r5+tXN",
-	"x0dkAhhECNtiXis6bu0RJQ9AEoNaJJVr2/eBA4W1jhis13mgigqXEYkf+j8eYpsPf4bQkI9xry/cEmRL",
-	"IuQCreLw64HCsECuCIUaiAjRhZlArQ650jBlm7xRAUha7fI/jiaT4TTNrr49zF7zP3bpt9lPV/D/T2/T",
-	"p3+cXP3p37M//7AYp9+e5f/1w8l2+lOsTsn/t+F07B7e58rP7WPPK0rW3clo7snKP0NsXwAcUiukYGHG",
-	"sP44KNGKj1GrcP6hoowrAiFj6gDmF9WBVe4Us4YF+DyKqq1PvPu9ddWJd+zFve5jkDlu393DIjaAyxQV",
-	"2i3ulIUoKgjUVhyZnUUgW7huR/ln11AZBOKCGn5+GSGDbDezyl1QbXYN1Ag+LAI1tNSzgbVL1B4HsLSb",
-	"k93mgoBei4nvFsVkBIHipHn9+vpNC1Po0QGp1ELmUGM85+OJrrfP75TzCWv4RYJFSgBAQbBIaVE2BXaE",
-	"d2kLIbmydcTXMn6W2tKQPseofOrLpIKXRIkdtj2QPczCq50lSaCC1bWE76NwFLtNf+dCbpvmvodUGa78",
-	"751V7S4/VOuP7yVIwAefJkXgkfonkyTeWtpeAy27Ug9+Spcklc5t6OWIc2vPNPTK1oUuuXf7IqbplDs4",
-	"Hqga71Krla8ar85JnDI8DXnc848jksmxra1sLRvnEDMlqEiYabNUA8wWN4sccmlEcnbLxJyVYXVgQBDJ",
-	"Znu06egW7i7k5fjiysat8q3VdCVLQWPSFLJgPktmq2YHmhVXxGK1Y2SW5rcsJk0nu0FclyPrMWk6VJdz",
-	"L7wpBcZjJlKjZ5Tmakdha67esoBDrAAp2xdrZhvEk9RewCBmtengS20oWs9GgsWt2jDWzT6sfWr2BUXu",
-	"aOAuw1F07lb0GiITK460zXksI1T7FhNzH0rV8CLCDRtZlsXF4+6Tk9NuZ7cEAjug9QIf7AAMwK46ApWU",
-	"KypGDocaK2uOIJhquNyaKd36/Cu8ZzVB//rWkWwnvdtCsblfwzvKdut9gUHf4Z7WHrh6Co738a4VAEvL",
-	"ajRDut5c9lUqkZ6T6Vxpwn6c0yx0rOmVGqsxDiXu7FuAczdd5zdQj7CkDdQUJwxO1dZzUqrNU2c1CKoo",
-	"mXc6nvv0yjWEQjhBZPJCLjpQUkikw2XcIxNGMz1ZRog/ubRXc0R51pa3LO8UdbF6YIVG5YlmmXIYzU2o",
-	"A2CYPZ8yKJVqhIdSCS3zqVH4LAqVG5GW4KbtFAW2sA+oXsUVwVpbBcZkX3ismQND+KaIIUSFGTFbYAyp",
-	"6vgiXdialalG88wjWto8kL6wPQDa00Jgx02K/x0DeaUAbZQjxCV2BeVgqOAKpYCxZCoyvUwIVX0Rdz90",
-	"43NCSSZpSoYUXP5mp0xTDKZDNcnoWLV6HqwQJptxBnV8EXjSAxX2RWIrS85nkfUGgKkS1hMwbKwsN5NZ",
-	"1ikKk/WCamXWidAXMdOTgXuDKCOtYnPQiRnLfNYpKpr1HFJigNkITYyZfmFe6IumpjdMEMuTAO5eWgEJ",
-	"A+BbnWpNNGg1Z6O5suiO7kTY1LG+sHYxqFLQpGRIU4QJv5Vm0gCyA1DsEzpXhoP8OJeaQuWHjIoINklD",
-	"8LiLj4j6ghKs/AH1G6ywY84rt7n75tNWr24iEdE5ryy2ZqIvEODPSMFwCeyCBpXeOuTBAwcxCaL4OJeL",
-	"Bw8IFwgPKHMPKdmEfegLjFYQhotFJP7QZh80E4oPM9Y2wmGMgdTUglWSGB62jEgNAKo2r8G8YzoFtLec",
-	"9QWAfnvCYH7mwmgIVXu2FzdXc+kqIwGR3L1tKUrhEV8tHGIveSNq4LE0X+FBhAItcOCsvOuPSuP9x6jx",
-	"tpYMurK00lcR+/VwzTtHp5+Oav52m1Dlo4lCkcoHijrIHQieiEgR5m3Oe1l04GllDi/etF+/fXb5tv3k",
-	"yeHRcRVC+3QLZHQw9Lujsq+bnr2KSrNZXa2GT48H24iYjqEwd58VBovU5QWvTiYo4rUVSBDKg64r2LV+",
-	"ItdU1SD5vZSCLQ3BAvRm3IgcrkrKSN1Id07FLrW5IR27c7ohS323aI39wxq319VzPgRzAKewSAmdMuTQ",
-	"TSgaqiYy17E1dEBqjjuwKChVsmpa56SmMl9nH1+DpuoGfA12BEFEGMQu4Vj801LWeGuvQv/bQ8TMcfrO",
-	"vH23KoEY+0V1/eWYcsGnhst0PxO66EatwxD6on9wNsPrG8A0d1eWlczmyNTkugiWEL9nVzNk0PDGAoDr",
-	"iVCEbhaXh7d7r7c73Uh88ROynl1Xw+VOgcf49l33aTfX1/fuZtkMtND/tRfYBR59D1ZRWwWsqknuABhg",
-	"mgTYY6JlydxSMhwIPwos/OS/lwuh7rR6dyhBaSkY+2D0M1s82RHU0IowcrgBWsobfCw1zSAwEoxiG0nu",
-	"jsCINyiRFnncPji8UvEy2OZoTY3MyqZVXIUB0tPK/V2lFuVbUL5+WyPNKmR61dgdxhPTymqXq4OBThKm",
-	"4kbFzjX9KaZDaTTEUsZ7DLnPsK8FgginmdvFamoQdO6Sf+E700A6V7o8SDO+BYlfXr0aPLt88/rd1XVc",
-	"gU93wY7Wj7w00nAJCdJPH8QRW/4SuoSSkEqXbe3+lToB2C709jS6MLJ7rzQ6Fwr+qflzgSx4nzb3FdLm",
-	"yodjV79qcEw+IVuucjB/l57RYo53WNtPXdbf85L+UFvgqRApN6baRGSI6TIdcukRBghX1qAixnpC5Kgv",
-	"tDOPcU3AigRhQT0H0riaCQM03jTcFzbBHN9owxv/an755u9/+28jRJjPh0uSshGdZ4aNOESgavIOpIX0",
-	"hcvhqctc/1d455tylk/l5MyV3iudB5jadmXH8p19WraseXvbFlyrhtjXrBApFkhL17PMrbHJLPWEClQz",
-	"N/eKPHafCaEAsb3lgqXfLa9qWw/V6KWtEoRf4vp7BtLc3QxMf5ILRH6p6Por2lfFerMGYTJ2amBMBGOp",
-	"IrGVSuNzI9GxFMMi7G+GfsWhLFWAszXcy7UJLPU6MASvQJAogMcY2jKpuNyf2laNQOpRSZIpMyozcnuL",
-	"ZREYLw+7WwveRZ9ueKPJ2ri1twyTve5U+a+Esp6yhCuLs14WmAH6h+RsTZKY/a52wzNGlUUkggrycH74",
-	"LethJQ8GhR35iCQZozmUao1tLSCQ5M2OK4B5gacMc57HUqat8tGAfhpRA6tM7HMslqRJ57Dv5wRDn201",
-	"hRLoaKuz976vIKTYZbJDqd1Mede6o+aqGm3KupUA6eiGLckNY0VCxereGQ03ozNcF+BhjV7j6AThvMo+",
-	"4XSeo9PNeiJJfHQyiSMSn3WnWHaxazQ15+14fNSdVKyw2G6wiMdHZZ8GeC/+0HR+jD+0/rU5+WX6i/pl",
-	"qlqtP9TXe15ZQ58l+pxD6NQacHN4C8yFtgYWHYJjTrAQLLQS8041G1vEnxq8y6CPmt+xmn3tAcRqMTgg",
-	"I8ZkaVicq4kVvtU8c9KNcFWU6uuHT7heHx6NuS2uM0Gn1kO6ipAaKFkuo66mhA82VHP3jchljofMaZIx",
-	"PCF0xuP6/Ds5z5NNVBud0U0KktyBIvhBhPhipoODovYhAHFZ8NAIwr+hbPmBIhOpdGtTkeWV59Z5umZk",
-	"M26x3sKtsiOczYcZV8A1qUaOw6czmevIluO2owaKFQWtHCiIdNjBruRX3y8gbv77TdfiBa+VIQWzwzMk",
-	"2ZruzEzq2fttzV5hD86LrbRdDayQhm0beQhCJmC0rfrDhlbIrV4EN1prJt7NJeM3ZeWT2lPJf2L1JV+n",
-	"VCzdMgEqNt6kegNDcbh3MBP6jSyGagdSnrKP29y62SpUWus10d3S4EsnqK7AWKFIfrqC6Ht7C5RvExU3",
-	"uqGNVkQXWc2ZLezmqw7ACTOSxV7naIS8Re2/eI4r1ayflWLSjeVwiHsLKfmE61Xhas3FumV5yhOYpROc",
-	"QOyyVKMoIPp+G+Ep7NOuzdIyBlMJlmrLLtfDnJSR3zBjCYVCKE1rxBHXRF2O2goA+S4w4p8drXiH+EI0",
-	"b98NfNwGm9QzNhQc1oNkhDeocDLfNWmiemtryxAGcB8VmWHCsjTuAcsGlcNwfkNY0/OwfC8NhCUa1Oo9",
-	"J7ENl497ZMjMpEBsKCGD4wthtdyG6bVWZbBrsRW7HF8rLdKqDlhdhg2w6GVHMb65o/Nu61Erp7HdIXx5",
-	"R99Tsc2bsYtXsYn9ZSg2oDjGW0sAVijKZ2d+llB9Nfa3xkQaGs82UkVnafQPHqIeD+ZGzb6hWRY7oFY9",
-	"YdNWh7yyQaNIEXiuIFldZmlUoAWDTU5oDLzxmRtLo6r3BXAVEvCqOlsm3Loaer969UNENAwaUhsKv+H0",
-	"4h1shI4WrB8EhM16OmJxbv3K/lUOARCrVC18yXRrFyMiEp+6rtfQtjAct1RjnDQLRBfYf9WD0GmzD1IB",
-	"wED8EIKvf4pdtXcSp2ycU7DFYZo0SBNcWQfrTyyXuGl7mCphR0PC6ha49oBXEWXrax5R0JGCWMMijQiR",
-	"sn/lLKJiZF8izyWwzm1LcSkP5LOkudwl6u0uuS61x0PX+7sgTvMALVrkxzmbs3OimIX3Ug7siwvtr0TI",
-	"/al1JQ0sxLz/u4RZ7J96g68vEFKgmw+0lINM4ukOopsrPawsfAlMbF3dvbE59DC7GqG2PjTSa6UlzxPN",
-	"GVabrtdMt5cE4rmNokAhtPn9u2fXLSeLbgi4PDrdVBloW+ac7/XVt698ag9pHq3t7uzotNu12XJ1cVdj",
-	"thPIWz2aG+y7LWlQqbSwLdOmktOzFb04QhAtB6PjRZPtBVrohyt8+dAapt2fFUHF0Gf+45zZnw15KI/z",
-	"3V6CaaVmD4K4Z3zEkmWSsVbt5bMiXyD8lar0AF0f+Np8HlDM/Nuh+Id30kbyhOV73q/U+husr/VXDbir",
-	"ozrO8QWuYecNqwla+oRQ5vWX6eh0w1UC8+FAzKfDOissBL5D+XSE75RZulIYx5U93yyxfLkw6bWgJ7Uh",
-	"xjtFGH9KrPAXjhLO6WJjzrAUbQxmdLki+LLHsXSAUmpKs8wo6HNRLTh0hMHupf817uOG7+OGt2YhfIF4",
-	"YWtW8nVHFnYjguBPSLAyfQsJPkyWE01vmHL3/gvEC+9ST28X0EZv2FgTpxuG8gZVmRaFBFGi3zWRvV8x",
-	"mLd6grZHmq6Q6L3iTd03nyPkdIWJ3weefoXA07oTszNs0mpY0d2jUGuP7u8ycLI607sv9+dZ6X+OVV4L",
-	"5mMUgNganRyxjTBGIwh3k3kQ4BbqRObzUt3RUmhboMPge6v3WLFknnO9fGe2B3fRldX4ji0v5nqy2Zt4",
-	"w5akGaubgZwN/v63/45bHWIxjBBGmubMJtIDEePm+wmjKTArDAtp/M/2xZur9neXfy5GSC0U8EcAXx1J",
-	"NFwITa37EWEVrUnIKL7/ZjXI1MEjdhI5Lbpwv5Lii5WYm5WSCAX6aGphK5icZYw0ZW7L0quWA8XJEF/E",
-	"Sz9QZ8yQ3Fffvor6wsafamuSBEQpX5QTsHVK0WIYBzyhIs0YZuuPJVNkkUsxBrhXqKUN9daqtYss0oKF",
-	"XSHXZeWaNOOHdMYf3h4+tE/jyKNLuJiXFqT5zwUdjbCA83AJcmia81umIIOfzXoeZRXsZzizqasyz1Tk",
-	"IQywXrzC2noWgMsWfyCLCU8mEDRHUzrTLCdTectWQqA7fdEX//Iv5KkU5jszV/PkAXnwwBxR8yhBAL0H",
-	"Dwg6Jv1GW1mQbji0kYNShzTKviAkrhwYmTu4ddJumzNFXl28vIxbUFfBn9+4QzysO3Ri1pGQ+KR7SOaC",
-	"zvVE5vwnc6EnLGe4ydVxcagTeBg7vhxsXgdn7OhyRBywSY4hf4SnKsI8YAQ7AeSyMRewDg8ewGV0UANB",
-	"22aMYHjpOSJIhjLlDG9v/HMfKF6/0SN//9t/R6TvKJ95AkSX9B0Jty99jCNwIcxzd0wJiS8tAgUwAuIq",
-	"BvpTY4h6IlMLelAcI5R0cSxl7ARlF+QqZdOZ1Ewky2L/wb8TkyarngabzwtlFpWcMvBVtVy5WNM7jDZo",
-	"tP0dW8akeWgu6dHpqfnaXBOWq1Zk3lWJnBVV5v1uulB+33dUTLps71JsSs0RVj0EBsmX/iD6FTJnw7To",
-	"9jpnswzY14RZdFwbQwZ9FMPX7bfwJktxs2LTatOXDMIjVMRkbi5RyUWSzVOWts7LA3OjddKvP5CmxaMj",
-	"wovFHNyw5SBnhiEACo2drvUhublwZasaIfiMvUVnpYZsJwMuBjNblyU+DxFrEB/bejrik243jtzdykl8",
-	"+uFD3HE0JOW6ODouWCTn2gY3BkYMnvqNRdjeAgmiCR5LCnjJcKlQNzSqliEU9nzgyW476jhlmprr5RRd",
-	"V+4RaAOYl6DKtz3pWcbGNHNlYh88sC7FUqVYn10IhRLRKYt+VbJ7CdKgAqnp+K3pAKR6ZekIIJsEhGvt",
-	"4R7O0zHTsIXN+O3F9eXgxdXLq+vB28uLZ+9QLYm/vbw2exP8+sPbq+vLd4XWkjOlW8gVQXpw7VHNXphh",
-	"td/IjCdLaMU9i1vnkIILDeAwwmBLd6yOzkgJDMreoLfmYLYvRprl7pxcsw86AuKTQFFvBa5dYXN5IUCx",
-	"tEYri9Gz7NlivygmNMxjKNMlGXGWpUj9rFi9xKjACIHlzQ8/zi13p1OmIcxmhVC1EPNsCPsNG02+v37e",
-	"flJUXzVsXmYBGSPN7//Q7Xa7f//b/2v+cfg8Iua/j5/bB2fPWxHgSgK2jmkXrSmuKUWajoB8/4ej7tFl",
-	"BP999Aj/2/2j+e/zy+fPIUD/+z88f/78WURYptyZ7PozaS91bGbObTg6LIyhFbBMgDDNyL+/e/0K6/rj",
-	"frl7j0j/XJ8TahqvLFjBbs0N9zclZUkGri61eTSmWbMXpuViE9x9SAy1TZlhYim6YEj8p8uLZzH4xZ2D",
-	"H/A1zKmEU29+agoJU2vZMVsUKIrbXga3ikj8+s311etX7wpqHNlxn9ovB0Lqga2SGpOiNC+BBg+UfQ2L",
-	"Ql2Y99wBtwitQBvJlFHhELCRKBgSeSGIM7ECFJoT8qAGtVYo2BVwXsRRYXvpEjmdciPujjGcXCLUEwVq",
-	"FREloftu19Lo7nFMhDlrWba0A7IbbekrYGQTNHwb4SZhIM330Bpja+sLZhO3HVa9pkOqYLszqXTAfbBF",
-	"aBsG6iBiMQLchVTcCLkwHdiAeOZmlVGjhFn5hWcFnhtMpGOavQYQLKQCuMwW7QBHSBXpuwCIfsMyfCcP",
-	"QFcPHhiu++BBrZBi5AccC4RhY5tOUjC7gwOKCpNpylOXiT61+F6EJDQHODE51x0Yu1uAwVzQW8pB4Y7N",
-	"N0zVU0uQ1i9QpFeeYXq/nnnheiEJxpIYkb+SMeRusbfhAgKcK2RuvZyu1JxTHZKJVJBPifqWkRB7JH5x",
-	"9R/fXz27uv5zTJpGT3NUJdTQepbOwJaldsudRx/ZTvzm4s+vv7+O+6I5o0vXCOBNVhJ94DTGjjfGfnhB",
-	"mA1kS2HKJ0bcmIFgpilCFwJ0AApZsY/RCJpS2sj147AdKN9oLhJ4PhAXrKQeHijgcyha4PQstzGnw3AG",
-	"f2dWanEjbpySfdGM311eX7+4fHn56nrw8vWzy2/8SzGQ9+HS7BvLRiR+d/Xy+xcX15fPBsE3zy5fXPw5",
-	"DiqymIHXtUvnWkIaa1/8gpBGv4DmSX4xS/5LRb8kv5CSbkl+sarkcEl+6Ytf2u127f83jcerfuSY/OJU",
-	"gtQdPLQbmP7ADLbmu6Z/ipJeTGJ/cONW8FWveBw87ZSeao9N0rSCUFEenawf+9YxgMECC+ujY9uMIHR0",
-	"x/5Br3jQFFIwmEJxqXrlA6pLi3Ue3oNNSMCmj9hOqDoMqGrqYId/MTOxDn3A9QAYbsN+QF7XTLSKkbvY",
-	"LvMktCYELWyYy3BZXnDMQDKHcudp4QDcxErdIrK1jYas/liFuC4edcJHliR99mFbXGay6XJY9d4Mw6Vc",
-	"B0fbZ2E78o08xh5BzNO0p8u9GVB32HH8oVXdu6Kz0HKyPpzTvI+Eqbwq9Wetflblke40oDX92ZcBmgai",
-	"TmLSRDbmGF0LCA+kgP8SmoCDxS09DIcS/rDb6uAX69enGOUqRYGsXnOEkaJMjPpjMWwITYwgtolIlhF4",
-	"AtAkZ0KNisCtnLVnOU/saXDL4PooUabdpo2fxkBCQVR5GyTdm0dbEAedEpJxpSOyivGA+FAjOc8hfV/1",
-	"+uITkIwiQjMlHVqqEW+wR+f/fBjUVg1Bj8BwbBbkFvepJGFVEJEQe7e8KTaIori2d4dJguJmuVHKYOWd",
-	"+FQCBhNKM5oibCyaXcxaWulrDbpSX+wEr0TdwYzQ4mwTtW09XS0XNE8RCBiQQHgR4wFLECFwcnG9ml4c",
-	"r4SgoK2n5K7xF1xIzVpONsZ4U/PHWiCPv//tv2PiA+sxYtVVyUQLfFyKFoXl8ZvVF/Z4RICmjVe27iqi",
-	"/L5JXoj6Iq6JdDW3uEQ/ochEOfYVbrrnbK6QhlVngZG1+gI22PMB14JHwbGoKHFN7CwoPI7FoMpVvGVk",
-	"ypoJR2QNT/I3wsN290X89PWr51dvX169+nZw/fr14MXrV98OLp5fX76NCR1Lw99A/CbxcXcaRzaClk9B",
-	"sl66jOIDZe4B+FL6IpSPMFGX/P1v/x94VebJjT1HDm8alG8hU6utKS1nMzBpGq3d3SL4pNMXNoY5oYIM",
-	"mSMXYRqW27Bv8GHcOre0y1Xwjd2VAC3IXGtM6nCn9o8I9G3+WsX7n6s5qOmgThTV4oyKVRNYLFJLQX+c",
-	"85TrJUqjfYFqjPmgRyr1JaweBs/gtdhGC8IY7U0Fja4SE8tF3/CHQvEP6U6TgihMgINYzTL8fYyqZGHw",
-	"tnpHXzBhNHMzKGv0UJaHinHm4I47doXLc4BHdgoALQSLTC5K+poVD4X3zzW3FtIAQ1O5AEfPURg/AiQp",
-	"YISRYHFBa8T64g2O22ELETryQtvmyPA4gGkvBlvu1FXOgen7Gj/eUDBPuTb/tjmFBSB+4Uyxm2UXFxCj",
-	"dTKJVsFGEOTJs0RPB3FxDCOlggBiBxqtrNrg4iO9rmwmUXdg/IJCGwGFNhvofN1uvM7R5K2TIiUZo7fw",
-	"CLSWJnBeZ+d3+OxLC9+U8YTZ4AzryX6Ty1nOmaY5xGLnWaPXmGg9U72HD+t84A81y6cYxsd1VvKFO0c/",
-	"uXhz1QigChpHncPTTteVhKcz3ug1jjvdzjFiiE8gTADnb/41Znpteuj6rTREbzGREfi3YR+RNZcEH0eq",
-	"Zd4XdsOBX+Gr3vViwwJNk2H0VwQxCEy3Z3RsBEp7VcHFA4SuL6zX1To9pjRlhanNO4HB1DVFkmXxIJgR",
-	"L6EeoOGVGQdDxXOegb0rkdOh2Uxo6eLVs0DxGvA0Nto3SzReqsC15OmVklBWwR4ULL3D/BjMOTlQeD68",
-	"LfsqbfQaL7jScJcwq9Kap9dWVSleefgUY7Q+RlvfBM8KvFgN6wOnsiEVKzMqhxc/Tg9H3eSIto+HJ6x9",
-	"Mjql7SfDR0n7LO2yw9ERPR6eJC5UBMz3RRhHJQUIPMk7pDesGa2PmrAVe0tcYWhrWniXZ6U49/Axezw6",
-	"TdrHyaGZxKPTNj2mT9ono+PR6fBJcpYedtdMYjVE8xPnAYMvIs7r+rQAUGFfm4K04BBd4DfbVo9CMqcz",
-	"53EEHyFNWDflwASC4PLu0aP24WG7e3jd7fbg//3XmkGPcgjhqVmejQlkO4x2yEYo4+083OPu9dFx7/Ss",
-	"d3q2brha7j/Y9xBiCwF4QFSPul0X6mSL9EMEKAa3PPyrQiSZPTaxFFEJ4VTro3GB/QFjzOQYCiGd4HDq",
-	"evHDfvhH6usPwCeH2z/5PgiGgY+OzrZ/dC3lSyqWti9gaae7jO9KaJYLmkH8CX51vP2rd+jx+L5weGC8",
-	"nMu8A2JbZWoAvUvHhuQ2kBC/Nx/VaOpr+eYzF9SsGAMoNRtgviVxiDSpR3UqguXNwMoyJc2wjJLVviLi",
-	"U6Iw3xo13Fa0gY+u4zzVmEe1yoVqLqYP4uaubjpmhXnFCiIkW+sIW4AXsMudWJfksAPj25tFfsm7vTFw",
-	"ess1rwu6v7/r2+/66roFt92f+cqFt1ZWMCYBhISsQ896ijYvKogPCK701QttwU2fyKXIguWsgFI4LzAx",
-	"wZerN2ZJrViqnJfFxXEt6PLcImmiZjKRCyPoFgmNjp4UOUrbgsjqyIdFGV2JDd9CQDZn+RVM/Cw5Yiej",
-	"Q9p+PDxO2yfsdNR+Qh8N293kMD1ix6MTejp09MXoNwV54ZgW6mK/McR8L3ltC60IPPgQ8Pweu2NK/1Gm",
-	"yx3ohZ9lgZsahoNjYl7jLdPzXGCQosWmsJWjkrnScmqrYOLNDnKfGt0Pj+lh2k2Oh6fsaHRCH6VPkrNh",
-	"lx6yo9FxepKcDh/Rx+zJ6CztJofDI3rMTkan6aPk8fAJPWPd0WGKmD27ELUK1uzHcty9zTT+aiR1EzkN",
-	"q2VUMwJtfJrpriYIc90o7FfFedD+C+j/q1Hn7sn2j15J/VzOhf1gB3L+VIpRxjE14uRwB4r8hi4zSdNr",
-	"KV/QHFNxTg5Pd5mOms8Q5O4lSzm9NhcSmM7RLh8DpqyCKsaXQnO9/EdlWPYq1ebtrOdaYJFcK5m+KJtq",
-	"i1Rt60IIDbMb5cda6fE59P3F7RZfUigD6/g+khis1b3wtYvwBeYYXLDg/Fp/BBRhrJes4Fi5ipglb2PJ",
-	"dT7gqYpJE4z/gROtEHOcUwqstWYYEabF+VSbFoZeMeJD66HEbNxDj8KYBcGSlcAajJ4P48wj51u0keUu",
-	"KA1Xgae+XirGrOFFjCyQV1E1vC84hv1Vve3/53/b0ZFcgqRAJjQbmVkuMdLqJ5ZLIyvcyKE8L7o+UFAk",
-	"32OWxBZQmOdEzacdclG4Unqk4vPBOM9gHXHsRkrdEpXejFOmKc9UbPGGuY3Jc1Z1a2WvkyyfQtLOcwTT",
-	"2Y+2fE7RLIcKoY3D05OzDhgGA+Cm1eKWK4Wf/7KrvfEweTJ6Qh+l7ZP0aNQ+oY8ftYcnw7P2KT2hj5Kz",
-	"lLKjQ7gte1A0s3j7y2TbSJlOJq+/a9xLNveSzb6SDXh8a3zHaCOz4YwrHudarmGEHp/gt8WVVdDmKrLp",
-	"qjDz2rf5BcUN14npcJuy4id5L23sY9YNT02xp+ulDeQ2itByFiAyu1xpSMGFZCmsEQHxVUYUuWHLzg1k",
-	"GUqRLTGzgqoJcEdMoGit525uZL8qh7MGk4uUkhfylmU0Ybtr/q/o9NdS+93i4VKmu16kyr5CRnGxp63f",
-	"gyHgnvv99qgTntKAvqwhUCXGhkZoo4JvYXHmFFs/YMHtcnYrb2xWkyt6KUXgGS/r+q4IjmkE8tkhF2Qz",
-	"m/zODG1f4uU+vkq/rFZ/AVAUuzBZs8Kd37ZI+4/KkGkYVWKZ6L7M+cKcUziTQ6Z4igl/7ANXoJCaI13H",
-	"luPOFq5rOOennN2v4CPY7aBfTmd6GXDhL8l1X7EF3qttd8pt2e+Nud7ror8DbnyRAn6LpUf7seKHP9+w",
-	"5YCnH5FQZWwdgKY5/UrLogpbzyd5usA1LpSmAipUuYjVINgREs7ByMgFmhlpCTOHJDSZMAu7i9FQx12i",
-	"WCJFqs5LIA+Y6g5x85AD2eqQt0Y8gGh7veAJ8ynPaMBE0QGwS8aUiw6G+rKUZPyG+VhMC/FT4xY2338K",
-	"oS2TztcWS2wXorsfif6OLb+OHLKNXgZL/hsXRX4dAvWPaPAyO/rpdOZhLrNsfQjKlVJzsFzUcFwvC7Vs",
-	"ALtNSbJ1IqVgUCfSEShMZo9tbcg4iOU6OoFarV0VW5LGtSNmLYSsIlqSlM0yubRglQvTfKcv3kpM3af+",
-	"iMvc6yMFcNa+gScyy76eIGepxNeNCvElOqF+5u7BGLJk9f/NCoPn1ZOIZ0IFAAN2Be7Fxnux8TdC0aHg",
-	"2o4k3abmrTXdvGE5lvyIyKS2hgeUdLIeZJ4j7on5E7FLNM3UOaB52WTFqC9MOyOaB+gTLh9xAsFOND0P",
-	"kl9tZuqMiXPvqPbYkOCSDmAfRTqTHMvsjyg3FL1Dnsq50IiMJFylJCFRxKw1e3/L9Gu3LF/SNGz72GoT",
-	"tu/d+1a2HPwqwCqATY0zivV9/A1wW4sXwB2lLbZLj5y63Tv3xrX4Bc+O7WMXs6Gb4P3x2cUSOCs2zx0Y",
-	"v5+7OOZczurn88uFGLsHijBxy3MpAAaDKw8fBr81M36LdmLTeoEHFXnEJfebBXhq+XF6pBvqQCmtVL0h",
-	"7MUuzG/CL5hMGXnjKnj+xn2Cdt12dAnWn6h7j+C9MPlVPYIzf9lr6GLISO/iDvTc9Qt6A+1w7+QMtN/e",
-	"+wL/KXyBBbOtcQXuIA18Zk9gcXA/5dze+wHv/YD3Bp3flx9wKwf+B/ECArLKrFrXBX2AYDtyfX8Vh+An",
-	"0Nu7+wP3otT37sB7d+Cv4A7cndzcOwPXOAO/lix37wq8dwXeS473rsBNrsCN5HyuNvlErotqdWULDhRy",
-	"U3yMeIeuHobFYyRNp08TpekSSTcar1Wr7FnBejC6av1x9h6joyu1gKxUlCHbI0DLM+0lOQMULmjB4qDK",
-	"GybWAQvZdfheodn/N2kZCsa4i3kIdu/ePvTF7UNztber6ArOtSIxFJmMK+U9DhTRjE4t5EEuMxaTpl7O",
-	"eALYt+U34ab0BU2nXEB2Nhb25LYHV9cKU65LN9F6lVzRHKjHYivpBbcm4+LmQEFVn4jE2OxgnmcxacYP",
-	"fVsP8YeHP8Ml+xi3IvLgAbJNozf2hWGeDx5YF1dYI966umwJn1YPKlIicqyth5kraWemjBxI+8Lde/NC",
-	"zhzSngWSVwOqY9J8fEQmcp4ry7HNNEBcVLZq0itJzNqjl40J3SGwKQig6suNI96zI0M5UlLMd58xkZq3",
-	"oeUmVNGRGWud90XwvYMuMurmLUDKphxYSupqL8JOr6sJ1RfN+CGekVaHXGCjtmbiXPAf51gjraC7VDtT",
-	"ODdbqpjRlS2CRqGTW/g9KMZnvx2YUzywE62VXPHMBjToN26IDGRSV8qVpvTfaDJlDru2ETXMnsEvUy52",
-	"l1ZX1mIvJ+Lhl+AIOKStjkR3lM12+0ia4Lo3zdGGI31vBL0XZX9rvBcP+Qr33STPAjb4+sA2/H0TlFCv",
-	"gCZhUP24DjEeeTI86AsERS8Dho+2VsJZL5niFH5NuOViue0ky9h3x/QwOWNHw/aj9GTUPhk+oe2zpMva",
-	"Dmn5NH3E1mBrOvazJ0jxbwpiya/JfWzVLrFV7jjvDrD0zhaSK25ZUYV8K+CSNfcFGEl94UGSqjWwiqIr",
-	"22CS8EsAgmxhtQIAQapW0IKqDZGviG0kri10IHJdGDkX5trE2KzqCAoMJiNeYl0MV1vBiNJYYgaFv4hQ",
-	"kGPX16joQH0i5ZHWNlo2I4RDAg+MBUiy8PhVQCauyphMbkprKra4KvZYvisoWeTQQosQzBw7XIGKMt1B",
-	"QNx8au0SPO8LX+ep6ZYunbOK3uUKAU/PfSScmtDcytset9S8bcT8KmJUtdiQzLGqbIdcFLDJlbWJT7on",
-	"8abgOrMwv2psXbC8htJ3n5ycdjvdLo7Jke6dWUAISfXq6k272+12D4+PHh0eHh0fdg9Pu/i/w98SQBVu",
-	"wj061b0Q/JtDpyrX07E1Y7eURVoLUhUWl1srMG8pWrdZkA7r07lRq6gvfDk5IznXFJJTRVE4W2MNBPFS",
-	"BkpNJbgoLOsGpdxIuZJbUzFWKsvX6pBKfZV1Ujl+dQ1rtQsEPTSP/IgrKNhXeClplq3FnjdvNnYHN3aD",
-	"+s58VlOnwkJ/N4PYbgTodujCUO8UkZ3Nc4fbvQ82PhPzqTldpitMf4CWG+93rjVSWqvAKBrsd+fz6hMb",
-	"B2JjX2zu0rqe7c87b9Yr+/4/XF2A4pTtoyTlwTW715R20ZTCFQuINi5/HdG+ayGAoCMHOGvIzq7lAPoi",
-	"rAdAPkM5gL5YqQdASsBogWbj7ehm9OA6wL8zOe6QC3jcF/tXEDiHuI9SVXxFp6wvVurh+9r3WGc8V9q6",
-	"VKDy3IXnXDBAi5Vbrpg+NTzV6F9mcAhcGy49/stsWF+4+JOK1uvrBtoaY83i86K+WfAs0IBXCv5GttJg",
-	"fdXfFlQOoySjmnkeDiXOYlvwFmpDCkmM6ubqn9pD4esDmGNkVtgXhqkWkcdKv7Bkf50rbQu2dsKTA2XS",
-	"Kou7Dea3Z069W8NyNWGuPLOD8rfri8huL/nbsUIFSGPl2jg7lEm2xWmhyOHMaLh2jmBk8KIS8qbVGrH+",
-	"Lm6ogVFQ8F2qXwTk4b7uRVj34p+xgkVxdLZ5muBK3heuuFegf7uFK0LStlbCUknOmOBi/HCYyeRmQ1m1",
-	"yxWDNILlO/ZdyC+2pchZHEnOxlgTv0fePn9KTg6fdMnTd/8JFtvvr5+3nxBb4BuvAlZ1rdi646jw5uNf",
-	"ViUx/wSeaxi/L1dtQxTioga+0bKhbo/5F0huQN8YvMNuecpEwsy/7fAHVEOLYd3RyJZyap1b2zQaT8H+",
-	"DWaCKc0I0nCUAFiWoe5OiZoZKU1NGNN9sZDzzOzMDYNFoub/TucZNYx6lrMR/+BN1Qe1vO6POMg3uXms",
-	"l2+ZOfnb0/E1+6AfJuq2TBKrzGdNILzp4l652QWhATenPbO7Y9eONJ+++89WcBXfucu3chmhJPKWqwhl",
-	"r/kUSZ49LL4ysW/KvkHabSXnecLIq4uXl6Tdns2HGVcTlpJnF9eX5PnVi0tz3F0B51uGtXVdtXz8FhSA",
-	"Hghv+CQiRTsp1Swiiv+EThzbr+ZT1umLC+Ee+DAjEOuhlQNFGM0zznKcVPOGzTSB6CeqgJBhdY5C7sbp",
-	"GckakmCULWeRszb+4lADBJTZqXWnCanJkjm4+3WWML9FL2BHvqDsUe5pm/wBB+T+Mu5wGf0NcVFrmd3J",
-	"7bcwZ7ecLTbECJdAggJuCIBBUhS3sBz62yPxhGVpTJrUneQc3GypUajw1PZKLBVN0KoVkdj62sofJ1SA",
-	"IxJU856FAIKrgSe/L+J3T99eXr66evXt4O3l9ds/D65eXV++/c+LF/F5qacpXdre4ErZauExKJvf0CwD",
-	"PozBgXFfNIcM1EDTX6tDLg2tgA8MibC8OEJ6Ye9iUUG8IFGOyrgv+8Lx463X8q3doi2aXoxbWbYN94jZ",
-	"BRiRXVS035hZkqaLgNRSbrQPs1rzMPbXiBo0y+psw++/BiWxi7ONlvw4Z3NGmlSTqVSanHa7JWN0657M",
-	"7EBmcMNxLTcQl5KvalPuQcn94xmY831xAVdyzGLS9D+it8IGDthfITp5yrWGksRQ5QVMQKQZJwjOAnIu",
-	"iXkat1bK/5sX7WUpU7C+QLIADX6Dv9jLBSsAdj+lwd+Vzhnhmk3xS+zE3LnQewbJqyh9uCkaMt0h8Y8x",
-	"GXHQMErce7iEeGAjV6PWRzRPbpgmP86lZsp7uvrCurqQuFy8eraWpJgF20ZHfphwIw1pNjvAPGKiJYz0",
-	"vEbCgI2wi7+BgozZzl4VHGONQ+eCTFmeTKjQQShNk2PESsa0Zhgw3YoILUqyuSLXdNWS3RcQui5HxftY",
-	"DLtsnE3PywcVHKAYZe6QT6a44IVNDSt1QVn4breL9brqlubH0rJM6YcXTIz1pNE7Oj2NGlMu3N+HO3i8",
-	"YjzWdc5Bd3ot3IphVIXJGY95Ah6qeN0mwi0ojdZ2AI6zBVaEdZzBP8B+1zgOf5Xwx6oL8teMgVwz4BJV",
-	"/Aquy21jsEQU4vBynybJFWbfNiGrS/FbjDIv1hNO/+Fhu3t43e324P/915rhj3I5rV85o3C1TT93W77y",
-	"0G2ayR5jP+5eHx33Ts96p2frxq7l/iN//xVKFQWC+z5eXqAKhgTfS0Q71QDLiWI0TyZVJ5NCvuJ4n5OV",
-	"QnWqRlwCR9JamemiKCRapmQRocoGuRe4mYqBD8pqN8C6sRCmlyf6wvBLIhhLVS9UZ5RpTzHD2oXlm0Vc",
-	"LWo5B6rgraYBlqKVry/QJNuKrDs1yyL7mdYZm0IwbRAG3PSqVDUeF7+fZ1lfWKnPuTxXQnz964Vg4PSt",
-	"9TAh3zJdc1f2DtUMvv3S6aM1w30GEaxbPTllZzOGvd4nln5uivAt01Xh0S32niTAOqLXh4C8gERK4VIm",
-	"XTiek8pBonN+Arw9MYnn5uLOKE9jjEhPGU0zDsRfKZZahQejDznNEPe5RcBthHEaoI+gSzBh/JalPfL3",
-	"//t/FV3ZmshcjOPIXdfCY9HDWblqxuUrzFMXqE8hXdTIrD4q/CExwq3/s/nq21etvoDgQPNapXCxfbvy",
-	"lAsgM1OmaUo17azUOx6yRE6ZQhUN5u6niXGIQYx6ztqznCcoWlRI/4EiciFs7eS+aJb7If/nfwM8axz5",
-	"ssopxJVjJPuNHEog51bXkjdMuCQBcJyYTlsd8oNRvAJ9bGQ0ZlUEyhTVqVEZQHXIPlX1ISf2rY7/No7I",
-	"wmiDfaFZlqlSqL3DWnGr0jonLFNGDS56cbs8xeif0hr1RSk2Igxh4gpDKCDwfkkwrAjsUHeDbLmAY/fO",
-	"dPQGg0U+lcp/3dAFvBKNXuPpXGk5hZiccHfZB7uFI8bOCy2ZjnMGwTo2nGrBcnuSdo9VwKX73KHzjpFd",
-	"wILex9DfhwDsj6YHB9PIsmEQ2L5sdgRp5euYbB1bQ3NKnrJ84CrzAwc0LZUYWyn6zv0KgXm9muA9//mE",
-	"Z6xEsrkic+Hve4REFkfgvqqjec8pzz6jWPsrEbwXvnj3LJe3HAIn2F9Zoi3lQ6vUztTsOcjK97Tsnpb9",
-	"pmiZOZZlxWFvOsY3AfVhvpHNsEFdPMtsOXywUhTihKM6RsZH+tYLIo5COthc1S8KubGFRLFEJ0OFwJIv",
-	"S0DrlAEb6+DU+RXh/RrkHpbMAdaFaobqQJhSm7OqTeTARZ2TZmw6j33seRDfHll0KoDP6ItyhmlkfeBe",
-	"FwDFAOR5kkosegiyWC1N5ln22trR/4GocTmB9PD05OzQJpCaedtHHUjcDLNDX7xpoxvkyZPDo+M9iDTP",
-	"7on0PZH+jSZt6pDuKJrta9y1IAHrifUFCTLrK2YFazN1GTdNwPbpkbVgCB6HoB7V4NxZ+/UcsfxU2DfS",
-	"2HKCapC20xcUK+U4NAcpGGnG314GyCo99LXEnizEUY2xxFsQPMAVmCXqMA5wxDD4A4/VMOBp7PJyeOrR",
-	"FxAmqy9yuTDvAv4LvKqlrKPOiFFxx4T9X1lc3jEnf48UBdviPSG+J8S/XUJspD1LgMpi2r5EGa2PGywB",
-	"VtOG+JDC5m7t5T54BITeIu+v3hbgf+8LS4VXsi9XQlVQdC/y73wqZ32OGGT4/KMq/2FS1mly2j1h6cnx",
-	"UTI8PTw8fjJMRt0zSk/ZE3py2E3TE3rIjronbPTkZDhi6eGQHT5KR0N6ODw66j7q7kXx5iK9J3f35O63",
-	"S+6sjyQMWNuf0LkysWukzyJM+kBBkLQCJCRRcWyCK9EFhDZjH+cc27DvHqE2UIAsqOoLjPweLkkR0H0O",
-	"tNSFevdIGOoNqUNFtHcrcqTW3UnzI+uLJrWFQagixSAGOcsYVYYEPwwf25wVK4SaFggNcLlanb6I7acx",
-	"JC4hNZ5w7TKYaKYYgYXnt6y3klhsPaUQPsFHJMkYzUmT9sWqgWXEs0z56iyeU9C5llOqeUIyb/qkKZ1p",
-	"lrc6Nm8rxuQb66iEaPzVoRiGpWDYYylT0vQ6Au5ZzzM04EF9UWeujohgHJxvgk5dInVC5xBjaSHNPMAB",
-	"uuwiYtHEwBkJdhS08kRELdhMk2aRv0M9Gi77MAMnYMborU2cdpkMco4hjB6tIEJDD1rGM64084gBa3OS",
-	"UCtZyQMESF7nYMQokzt6GDEK/R+W5bp7DtnRcP4bUcPcD1CL4BY7ycR6IA9U4XWcSE0WNMuYdkjNShMm",
-	"dA4VNhwshNvQEhqDTQTch01jreV7Nn3Ppn9TbPqZA9CqMEpIvxkGmUA7Jk4gu0Z7zQa9pMYTGeIyeqqP",
-	"Bndn/nGRNrZYsFwElqKQDwSGKAuDyQVZiz+51qbyD2jzrhiy311eX7+4fHn56rrtQoP3MWnfm1PuCdc/",
-	"gH6haMYOVBCpu0G7MG2wZJ6bmZvL7E7id2x5MdeTRu8v780FtHVhatKM3mHt8kbUmOdZo9eYaD1TvYcP",
-	"bY3zjhMTHdS/IUYP6Yw/vD186FSUmpyPN75c+krLdMbv2uoFyWRCM1ujnShNg4T0Kb1hJJ+LuNRj7+FD",
-	"+GYile496T7prnbz3i9vtb9nNg77wOeUumxwl8RAxRL2y2PvytyK4+eOuPtcvciLZSraJCh3iqyGgjWt",
-	"LsZzLsrgjsDfNB1jUvxU3oLjdUr0JJfzsZX2NJutxqjLBWbh2F5Lh2y1Y7cqaA2zQJRESERZCllR0aT7",
-	"pqa5LUiYpOnBLgOsS4LwTbb4bxF5pCKSzpVuBV07FJLVnn1GahSY+xbQVxHLvmDDiZQ3oCRSMs6oSFjQ",
-	"+utbc7PZoqb5HyaSpDyFaN3gCyiiWZsmxYJDZNh7oXtikEAtDClpeu/PlC7JRGYAaRqugIMnrbmmrhx+",
-	"AvBieC557ks1FyjdWJ9qtSAVz4tCOEGXvnxAzTx9toDt1HUS9BsusH1dNT6+//j/BwAA//8=",
+	"7P3rcttItieKv0oGZyJEukGautkWFRV7q11ytXbZsrcsd03PZv2JJJAk0QIzWcikaFbZEf3x//mciThv",
+	"sF/kvEk/yYlcKzORAAESki91aXXMnrJAIO+57uu3fmlFYr4QnHElW4NfWjNGY5bBPy9iNl8Ixbi6YouU",
+	"rlmsn8ZMRlmyUIngrUErVNmShWQ1Y5yoWSJJxuRCcMlIIomaMSKVyFhMKJcrlhElCOWE0SxNWEYy9tOS",
+	"SUVWiZrhy3TOhjx0HUfr7vdsHfbIa56uCSUZjINENMsSJkmiBoSSSZJJZTuYUUm4IHIZzQhOpTfkraAl",
+	"oxmbUz1+xpfz1uC/WnrgrR+DllovWGvQkipL+LT18WPQuqKKvUzmiXoj0iRab076esbIeBlPmbJzxnlE",
+	"YsmVnuyUJlwq0r44v35BXHNkkrA0lp3BkIfD1nDZ7x9GUUqlhH+yYev0p2/wqWnQ/HC6Mo8liwSPzdMw",
+	"IPAxCTNGYxkSkZFwlSWKybBH3mRMMq6I4ITdsmw95G5j9EJnVDGS6kGxzA77lNAxfAObmSgSJzHhQpG2",
+	"XvjJUrKY3LB1oDtSMzbk9vsxS/iULDm9pUlKxynr4Jqz93S+SPXiDlswRpjhk37/dPXNk35hUyo2AZfg",
+	"Iq5efrNCe5IkMWnTVAoSsiwTWc/8MkrikCRcnw+apMuMkbGI151T8tNSKKanB9NciyWJBFc0UmQpe4VR",
+	"9+OjaJ8+ZSfjg8kRe0KfRYfx8eQpPRnvRwfxIWsFLd1ZkumLoY+TP6N5wl8yPlWz1mC/8pAxla3PJopl",
+	"mxN8i/usb8uKJoqM2URkes4qWyd82muVOkrm+kjn3SRcsSnLWh91Rwua0TlT5k6fLRaZuKVp3bouMrEQ",
+	"kqawsMXlOJ702UG0T7tPx4dx94idTLp0f3zQjQ7jI3Y8eUKfjp+1glaim1pQNWsFLU7nMJ5461JNRDan",
+	"qjVoLZfw5uZiPV9mUmTVIw45e69GEbwREjGB873I2G0ilpIs6JQFZMmjGeVTfcYl47GjNWSSpHplkAIl",
+	"qjhhtv6P/sXfRfLq72fry6T//tXb/vrV/n++f/WtWL26FqtXL0Qy+c9edJByO++flixb5xPHURW3i753",
+	"56J/cBTsPCgeMfyeVRCjM7LkyU9Lpu8mWbCMpGKaRDR1VKlNybt3F99qgkzJVIiYRDORRKxzCidKE9KM",
+	"LTXFVj3yPVsoMhEZoYqkjEpFDo7ITCyz0t04jg/Gh/SEdfvR/qR7NHlKuyfjZ6z7lD6JjuMjdjg52LeL",
+	"gnQ4X5USed9+jfLlOjg+vutqvYZFounmqtlfBrj1FCkbxTuGp8gj7Mh3kKEV2E0751rZMmWSUKnpSoZU",
+	"Vu+IaUXPrnMKnYmlJsssQEJse1hyiZSaqGQO9CmRQw70uJ2xW3GjaWwiiaQTpglDxhaMqoF+EcciTXu3",
+	"4gYJNbKhTmFPh7y0qSVC/Xm39f7b+D1b11GoszcXenZVBGr8JHoaP2Pdk0mfdo/G+1H3WXzAuoeTI2p/",
+	"qyZQN2w9+mQiBTx+c8xv6JQRmfzMArKvN26/3y8M+7hfTTuAuxYWMWYTukxVa3DQD/SKGrLf7wfbmUDQ",
+	"er1gGVUiq1tTYX6vWNSn8f6kHx3Q7uH4iHWPJse0+2z8JOqexH22Pzmgh+Oj6AtR/Tc0U5zVDnqBP1eM",
+	"+ZDuRyfsYNx9Eh9NukfjZ7R7EvVZ1473OH7CvtCYrzPKJY30MOvGrfJXNkbeHz9lTyfHUfcw2ter/eS4",
+	"Sw/ps+7R5HByPH4WncT7/S8y8o/6YxQQC3LC6+/1X1pCYhwON10s0iSievSP/y71pH7xuvmfGZu0Bq3/",
+	"8ThXKh7jr/KxbfLK9IO91osgmpYCGSRcrPQyVaomXV83qerefPW4QpuBAdhhvWE81mvxtadrTgJnLNYM",
+	"GmV8dyNJeyKWGWFrJgMSnr15c/X6r2cv34YdoPwrKonQqhGuGYuDIedCzTSvYKlkxIg9PeIvbEDCBU42",
+	"DPTyJpyEMVU0RG7wZZb5zzQ2Iv1nW+FzLe/XLatlrIkkc5rq48/iAQkTfkvTJB6Zn8OAhEnOt0aaEcwT",
+	"KfXagEJl3zfyZa8FU1HR7DNeDGhv1zEZ65dgwzMWiSxm8Ze7Es8Fn6RJ9JV2ylyAyHQqc3NAtMwyLQBJ",
+	"RRXzNg/+HgEdTfS35V10KiAfLTIxzZiUIaitITWXchSl+rqEWjh29IYLkgo+ZRkx16MD2/1CZOMkjhn/",
+	"Osvhbn5Koxsj1IkUBUr8LScX7TBmiiapDIlmA5peBmhlGPJQfxV2YN5zugZNPhYo16oZm0uWTkgbFwRa",
+	"TzIiVtyjEkg88Kch17/pJmVnQMKJXZOwRy4NwbG0Zsj1ql1wxTJOU5zrF1+5t2LOcBhLzt4vWKRYDJo/",
+	"i4ngRNNQmcR4iHBgIzAXhD3yn2AQ8IVxzZU/Bq1LoV6IJY+//OgvjcXKFw1ERmK2EDJRAxJyoUYTPRak",
+	"QFaeO4NXPyMpsg17YkxD/uVTplNYTX8yX4eVv6HrVND4WoiXNJuyr8toxiIGbU/csow8OSLfJ38ekHCB",
+	"QxopIUapHhRu4FuW3SYRe5fbzL7OYDWbH1O0znoGO9IOJY5o5D3VQoaVJvT2OhsKKsl0olhGQjBkdcGS",
+	"FRrpRZa22Htl19Z6ZjGYwrUQryhfG9FBfoVVEoLMKV/bfZVkkok5kk1Hmm/YekDCTHMhNILGYY9cfb1V",
+	"ecfpUs1ElvzM4q/MlYxNwwhJmkoZrgysFFUyfIlH6TJmsWYXS2+8eAHe8UUmIialPmjnXCVq/XUmAma/",
+	"DQ+DtQLFyWTCQOYw2z/YlA/BWOamIZeLhcgUi1+xOKHXoFb9GmRHs/ew3FcIa++GOJrrMY607qeH/9Eq",
+	"iKjxRRFbKE9Gp3GcoJHsTaa3XyVaNZzQVLLygH6YrbXqMhOZIgu6nusFTCSh0CRKqguvjV9aGaNmKTYb",
+	"KvMOOCha2tFcZkaVZTUsuWX61C1jfQE7RUX6Fcs0uVKETjPGYqIEtJuKFcsInYslV63AN0sdGzPKVrNU",
+	"rl//l51C7kES47+zSLVApUyqTbXcWq80QzSesTZnmmM4e6HSgllnc8mijFG9h1RVLRt6bPTKJFIuccmd",
+	"zh9TxboqmbNNxV+v2SLJmNzarlRiIclKZGCFbEumyBj8cSJNO6eEL9MUDIxcEMbr+9bvIa9D88TGWJIa",
+	"k4lv79thyQhaKZVqpK/o1inpt4imSowrfWX0TphDMk/4UrFTn5pJe4C8L0BpodGM7UmSJhOmJ9m5/9wX",
+	"GZsk77fNHy3P0YxmNFIskwEMiqUpjpDq8RZvgbwZpcktG52Nn1culbEW7zxT5r37T05rbEu522Si781b",
+	"fLd832CzzSK5BgP/WpS2vnC0C3Otv7MvE6mcwLuxJOf8lqViwYiYwJJvXlItX9VuoQwIZytNtGEn9deJ",
+	"YvOGy6IHaUZNs4zC33PNQKesktII4+Egs+Wc8m7GaAyiHheK9Rrt2TLSDLqi8XQFzpBsyTRNNu/18gM2",
+	"FiJllG9sIaxO3nD9NjTbAnDa1O9BsyX9oy7hW3fjSgEbmqvesjAgIVwPsHS1NSFnceBI/JKrJDVvwAUK",
+	"O/YDFqNlzNynECiOianAtu3N04tgL2Gc38CKoIvcClvhqeNOx7RWTmA+3MmkAXjJ9bA1DwK9OUpi85oR",
+	"vjePCbbZ1IqLmnYLRDFofCfNNJaVOCAZ+zvaI0RmTBL3J6S29zGIFzRNX09ag/9qptRfsUnr44+bsptw",
+	"Y9UjdKNNlOHsq1mSMmsT06+YLd1yBfLT2ES8MO+QJU+ZlG772s7ePbq+fhka1Up5luxOczHHRIE0XzWQ",
+	"vi/4RFSuGYqpBdsHRshAVIlbz3aIGx52Gi1W0jQqY6cQNGdqJnbGzuBbRZnhzeu311UtaqJX3Z7+Bekx",
+	"np1E8EbU0VkztzklC/e+nShJQvfDRRwGaDijkoQoCbyha7FUYUkd8H+rmlwxSKZa88FZbFtO0MW0ZA9e",
+	"e/aeRipdo84C/v3C2eh41D4/AeDU27Fr+h2y5DFchkRqnUJ3TiULbO/F2T9ewMRl5czN2u6kZ/bF5lfO",
+	"NY3EqjGJyjneKBNoGWv0rX4X/ZjgJb/rPuJl3pM2tgN2U/CIedcZ9rJoibfRF2BBCA/6/bDTG/Iz7iIS",
+	"RQp0EzhRxiAeh7OV1QQHxeYkmdPshsVDHr7v4gddbCjsQPjHTKw4jCogCUci5EIr4S/DsAJCeUxAtxzy",
+	"G7ZQA6LlFz0Sn4KSlGqiqpuVQO3RB7iTUjUV6HEwVqTXgst8TrOamEprLOaa+ehzbi+lnupKZLEMgMXD",
+	"BFgmwSDguJfcCOC6Ans0EZyRMeU3aFWYsIws6Bq3xKp4E3CS8LVveJCkbS9OZ0AmCVXGcEAO+8+Ojvu9",
+	"fj9wDSQxaRJ1oIUBMDBFjFxevOn2+/3+/uHBk/39g8P9/v5xH/+3H5SiBCQ5IFpXaMtOa5dhAhiCkW58",
+	"IuuYQmBDBzyql+9M+fZ5upZ/oYuUo6RreVJKQWAyXCTnxu62VguyBdmrWq1KeAy8xxyd/GAnEqghp3Mt",
+	"y3DfeY52ec0mSBv9qpTHQy4TPk2ZFnQnSZqGpI0P4DzCa/onyZRKQXzWHJ+jC9HbrD0UBXisL+CQL/lc",
+	"f8li68zZk1qCouYloqi8gU+kSJf6e+gjyhjjCZ+OMnabsJXuzQq74ZC3PdmXGP03QN+ctdHrVszRHN2w",
+	"degbZ80XNuZRDjkaFkwEHBp45dJIg6AY2IBeI+YvLB/V66QPCKwJbKaeFAQtFWfgDiJEQ3oj0xufX9hF",
+	"LYN2URqVuprWERZ0ClKIPQB30s7dRy70DwNH76mvG12mQmOfUTmai6xKktK6IEoIXKgZUKkpIxORpmJV",
+	"qRoGJkasJjrKhJ0RMAoj3y6HhgUtL3i2KnRNShStTHStJb76K+jBaAgCORHY1PTjBuJftV7rlidw8W/+",
+	"CLdRCX0ymtoN7nBWmmw0HMo/qC2hFMS0a2HNgn7aev6x17LWMmODskjbt2dshIRp2o4iD75MnU6RaU6y",
+	"5CYIfsgNU8ScGE3FeCJnLB7k8e/2Q+IaxKhh+66WqTrBkIdWBA4x5Nm0nFF+qhmhZuEhhJIpKz53gEOi",
+	"KSEkbYy3MW42CFJjgW+fyRmayOCtOKMrrt/IpVVs1CjUhXGsqBzySg38FD9YZiwkUm/tarYOnFfb45bO",
+	"ttWGQBmUWYbcpF4ULGElZmjiBoOWW0P3b2P2wlUwYg/8wxrFitzPtbTJ/pZxourkoB+KSonISJzEA0KL",
+	"ERj4nzbKNgVBxshC+liBwy7UG66H6kk5nWCLzELaIfxxy0b4CouhDfswyhj46LAVlLjaIfx3lHeOf8Pw",
+	"9Ht6yJCZRNDrPDQ5HAHKTyY4yZBzGwmsGJ2TthN9lpJlo4TfQucYcE/jOGPA1uDEoCx+SoqfaFlqZA6H",
+	"+U6rbBCHhbYe892QFz+ME3BoxyGGwOhneuUxCEnr5ksgBx0zCSuS6ff2rPA25DaJxU1rxcYzIW5AdJSU",
+	"x2Px3vLcmMrZWNAsJu3QvDZiPF6IhKvRcqEVdNgM/e67q5fF4RP3Caqao0wo+MD7hd0yrkaZCbQJUVR2",
+	"vyom1UgyrswywdveTE9JaAY8ksl8mdJ8J7zTOeTUZuXYl7AlvaXrRXHR7eLpOyohUoqXzvqMpTEZr4fc",
+	"iaGkXRCqU0YljMN7Ok5FdJNvt1BVvU7EMhtytmaStPNgQqsJhYEXYegopv/QUcRBQQvfk0OexN6yBUhJ",
+	"XfBUaRhOG4CTKt1RRaLoyIA+465B/xDLcpveOqSJVKNkjhEDpkX9bE8SKZZZxHCz9MEqtgIDw3Mk3UHC",
+	"7yMxn+uP0oSzPdnpkUePrk2zZJqJlXz0KI/6HNPohojJJImY1tvmCRcZuWWZRJ0clR9OJFMBWEnYe8W4",
+	"TMYp62qaHAJ51xQCWU4IDzsDsHEgWcEISqFgACwmkLBjQ9R6Q34mIa00VSwj7fC782vyGKIM/g0//Qbp",
+	"2C1Nl8xvJpEkPOr3STnGuJxkU6PlBK2NuWj+Utax3NdIrA1X8ZWvMi32HllK3ApaPvl1f5rOLE0zqqKn",
+	"vXmPbti69Bcqi/YP4+3JW/OpcfmxT3HLv1mi2gpadRTO+6lIyfxvCoTM+8HRML3MZWJVUmaRchQeGsLh",
+	"mL5HEPxnnkSwQQ78BS7c6EJHhZsJR6Jw11o/eoJClTr3w0yQOY2Z454Dz6wQ+B41omaZWE5nzr5scn5J",
+	"JLgUKRvydk6CEmQKHlHidM4wIhkijTunJIzSxFBWyzDj0JGFbMmHHKi4ZNktXDr7kmWC0pgtwtyw4f0G",
+	"8Q/69H3AUwfSx+Zr+jRJgiew0JAdue3lA2xCsZWcl+AWFBowW0FwKzR9WM2SaKZpDdBaLlwfeu2iNIGj",
+	"bcO29brMBNBY/bhTkkf05njSAEgVhv1bCcITAzCUW0tCwZAbK3NgRQjYKStC4CmQZeln94b2yFlOhfWE",
+	"NqmwI7ibdLJMbgvE0TMTNSKP3vtRmpRIR34lzrmqsjrnzuXC+d+TAdnkW5UyWzuk+raFnXt7mD3R/iMY",
+	"bkXW9BsBNhwk3XW+QxS3kc6DCJOkqe+8HLNU8KkkSlQ5Fneq0vYoV3fuHWow1WeU1xEBUNvMYgIr1STD",
+	"2pfUjGWrRDbT7ptGysWCs+berLr1ZfpkNXfMemRzey4mujZAd9hYGke1Uc3gSQop3vomGg9Cv1vx/9n/",
+	"hR20LPA1riyBpvEmNp8AJh5WMRkYNVjfqfXTAP4DAHaoYr4pEJXSBIfc50tWkdqTTnnD9wsk8jQ/JPZ0",
+	"a1qL4ZQESK7V3Ku8v9BQsj3T1L81keARy7gclFUZSzoKunKA9hj/Ktr3SlZ5fChW+pFRAz3MDfe2mKBG",
+	"V1QwBfw74VMXuMG0nMs1v7Z6N1x/uaBcOr5YZP1W60arEbdgHncmDHZRq4/J9Ywqj6Xpl+ygwY+ab0nY",
+	"u0tvhoHtyhh2BKnmghWOlmWpztcnC+PrVBGpuy+XMXFVDv4HhNcpBJz4wVCC+1ofj3OPNURK4SVv58pr",
+	"Z1Awq5GSNGege6xxsNMjl8UJ3vNE2CnWHYl8RJVHIl+hZmfCqaZ1ARXm54BgLLe+P9GMJmAxnZFpcst4",
+	"Q3My6Ni7zl3gRazZOHCRFQSK/C63zT0MMFxckxJG5+YAyM69zpgdZ/36AzUump/0ED3igMMLLGXa0weR",
+	"TZL3GySqSLK9ndRyCLWGjkbr65HX2jUu2TrNIuqLAQwakFEK6XUTa4q831o6x+7IOHZrR7bhAnbju0fH",
+	"Nb5+kH990aLMpzcpZJHklG+nJ9h5wQSljahZBU8iLdyN0gEs8N0Sv/Avb0Ggq3SsaGl4t2MYw/fjRJFU",
+	"TO/iHLbhIJ/DNZzrIg/O4a/hHLZHo6EDk5sTYsd5Dx+mO4x/SCcmYBVUgVBVqZn3T2LyMQ6aqWdRtl4o",
+	"MTKpXbtYhNwjSiiaEiVu9KXCuK72E3AqzGkqS/GjB/1+D3WnytjihCqv52bxxS8Sqs7wm80AYz3cy+8u",
+	"XcQaJIrZYDSM0jb5b/bWSZoy0tarLhG2YKs9oLm+epPwuGq/zU63wzev314TGygXdtBIAlqG/Q0GZSJy",
+	"KyOIfryrnqyVTHtETNTfzok0VfIWNPHW2ktug2ncS1bIaF3oNHvPoqUWBgCQ0Wyf16cZRvEw7h8fnfQA",
+	"B+hTReBCVCQauNDd89MyiROlxdMYowpsO73WTvlM7r59LnYV2s8lbcdDd+5mkXVWSUVwcEsyhi9UwKYU",
+	"726ZimzOrCxk7ZBMgFq+SNL0fmm1Wnop7UVFKq05XM2ozpV+u5reFM5iAOQHhGZNIXsbh2lrJ+7F6sOx",
+	"7dsCgNZmFuDmhph9zAdXuxG7RUSgjexOkYPmk88hHCJvfZALv4Jc6M5D08A2K97cVyzMD+AfVyy801p+",
+	"wjL+MZfw+Ywm/C9UVkrXaJYqxLhQOSPt/nswDT05IjP2nsTJNFGAk3D+11f4jQw2f7zOBC/Jt/33x9Fx",
+	"/4jFR4cH0fh4f//w2Tia9E8oPWbP6NF+P46P6D476B+xybOj8YTF+2O2/ySejOn++OCgD3DOC6oUy/SA",
+	"/3/t/vvOv/1Xv3tCu5Oz7osff3ly9PF/VvFxmPWbTNwmcZUPSRPn/3j7+rJ79eY5WZjX8BRxplYiu9k8",
+	"R8wiThWbulASaY2JB8RUEohzQyS8Ip5LQMKUTqfmpzGbJRwDhtY8Mg+5GKViKo2z1DAlzlhs4150J5gx",
+	"JMgked+5lzdrxmiMMQa1JlNYlT0JgOcEXkWeANPVx990bIIZ9THAkH/9W+EgHB3tH/SP9w88ITfh6slR",
+	"/UB9trDNrGvHCDcZcypmQqpT9N0n3GT8qJkWQgEKldCMYQITZj0VT+xMqYUcPH48llFX3y7JWNwb8zGc",
+	"+p7IKsMoF8uq6wVMFENt3RFT4J9YQggsZytYWknalIQr3atBW5f4b7kcu/Y61UxXJpVCuDPsu44ZV0xr",
+	"eyGA3IXNFWB4fxf9tDftLbxcplLG9IYtFU5eYG6VWUI7nyo69i0aAq+NVlF9p1HtdvlYJnfN2UfRZlzh",
+	"Ud+m3TfT5Pe3avIw2xFfzsd1Hm28XnA8ZiIFn+aGbduj1hMU2e9xmyaZmI/MSlQPRTIeF9yibYSedoG6",
+	"U8GcNgkEYclvuLlJO+lOKqajhMfs/RZ1DrXGVEwJvNlgIXbPWzLGd9qHkHzpV+9xQWrC7gMSRoJPkmyO",
+	"5D9jIptatANn6A4NpShO7dQ8dScaXFZcmNfQVkHaLqqsU+gMerDDKCUu25cqleD3o1mlwKA3qFpk6O1M",
+	"H7SN+iegdBqDllOQCxcmJx12E6sIxPl8odb3U4gvhamhUZk7fV7N+OHWQi7vxCCs24oQbd9fBVnUnS3i",
+	"REOwgG2yaVkiZe8XKeXUZszfWRCFRdIinZlR4eyYFdwhmdou8mFbWv9j3RI/F3Hl5KSCSc1pNEs4I5GI",
+	"2SnZWGICrRN8F9VMicnKaiXgIwmcHyImnOMRPxUrPhjyIf9AMCeVfIAPyAcyZxRi8z4M+Ydut+v+T797",
+	"1D8kH3zMUvKhmC6xG2m1gKJKI2WU1xJkqkmYZJKYfk90vxuYsx+KGdgA3lZCnnXArB58SGDAQwKLvwGD",
+	"wuIrDlRA9+zZWUuhyK2gVYN2DKDiPtQxOPc8lEFI3UUMUpdJPNKPaJqKFbwQLxF9jo3mBn1t5Bvc6tB7",
+	"S4OqAO9tBS2o2jKiqb46a4B4wlDoIrgmDLoK7q5i4gjj55rOYWrw73kigeKXmlzQJHP0bySWaiQmo4xy",
+	"6NsGFC+ztLQ0vmoBS+Fj0JrfpY+9CTR0A5ETeZ1BI/biiPFkFbOJNrd+g7zAbf4WEIRr7GKZGKdsjtxM",
+	"cIbU1wQtYOr4JsGEd6rog1bkCIRts4wk3Ah9SJpNZCW2qf9E6EsISOhVA5zUEFnIhkokWWWCT/3CLtvZ",
+	"Ho46b7eW+gGV3+j1FRK9nLRPIPTXuJ098lzyhxlSupO3AM0F/B/Ae64wu7Gsi7tjNk2StiZYY0aYZrid",
+	"xmZI/1RUGCPz+kpbcUryukzG1B/+r65h+t2LODT726nzJ0SstoMfDp8TeEN3YRbY1bo5PECMx4hK5pk9",
+	"TMBTRNMURNYQGljQjHEV7skhtzWvTNEsFiB+vlhm0uAfgZMNr6QmwCJTEoche+TMK5wFfMuhc7rgWk3j",
+	"4fVywPPReHJyMDk8fvp0fHgU0yf0MGInBydxn/XZ0dPDJ0XDirGp/PjL4UGVQaV0qOF45YemsHlVB/wF",
+	"TdL7I4CWgTtzrKtm4J9GPPKlooDcsIWyR2iWSCWyNZkzRbXOXxSVXzpPiVOmHZaV8zV9OdDPF2hI+gF5",
+	"QLXLFMWg1UxI5gLybSqLplnGGFVBU/EHzGGpuP3n8BwdaWS5IJjpaaCn0F+MtcMMiBa12Oj6ZM0XqtrO",
+	"39Bleif3a7WR6ELJelK/zNLqL+zS7abu2yKNdPNBeYUrdzj32FeZnS+/u7TmB4h8NgYIgkNCTmQxoQ7c",
+	"r4tUkxAM2lRkLqQi+8+I2QRrtM1xh1IW6+eAHbth2jg+Ojg47vU3bLEf/mu/e/KjJh0//tIP9p9+7AyH",
+	"PfzzoNose3+fZcGTKGnKqgSEQrhE0yCJ3I++28F5P2dl+bJXeYi3+xkvILfIFC56J1l2X2oq5ppnYKoS",
+	"akdQWYyqCgV1Xim/XTuQJN9CZGrFLVjmkSOqwMqqT5rmm6VjRWP67zSas559FBTLeRVr2B1WRSE0QPHy",
+	"1wyAvEqbgbM0bVUt/SWds/ut9pkjPcWFrbdnx4mEQqT2O3897spSoJfKCaGDY3MExsJqPSABYb1pj4Rj",
+	"tjjooy1JZdFBv2RJgp9LwgTt/oxUINh/Uk0IzCDeWE1sYzB/ESsyoSY7EExOKzCUYSlWLQ6D4mC9NVCI",
+	"yL7h+3EQIQ+yudmQJ1wqCtBrilCsiIepzZw5QDV9XGVEOYeah9FN5xTNsu5bJJLogUmUFspobOD89bdc",
+	"xMxKFq4uQtsSYQR+s+gU+gJCoSXBiYUhsFgWM0YzNWZUGevSfp9YmRGslRAf0AmIFOaFfHJe4T6pjxIJ",
+	"TT7riKowT4pHz75eBWTxhNFohnl1+m5P2YBQXviWiNR4MYzk5MYIpIQsRJrqVVYsu6UpWE/ACuGGhpuH",
+	"Sq/11NudAts/aZcmI5VYLEwCy5DbLZarBGOfxWQC9gouLGBdYSNMlkmZUXCamsoAFYrGMnUuA4ljTKQb",
+	"pDGckvG66PxS3vmzTjAQ5oc8UT0SKjoNB3mzUH/VRTCImAEOtx7Wz8z62jRlZinUKzM5srpnhPPrDXlY",
+	"eBAOyHiNJXcJTfV5bi8SzjFVI3z+l7OLy9GLi8uzlxfXfxth2d/L8+sfXl99j2V/vym2Fgw56M5wmOH4",
+	"x4Ih3Avk0qJQTqcdfbbQ+m+wB+ALeEfal8h4CXk/gM9itgkC7AAlMF0bTEELnoIDkeXjgdjBCY4EL3ya",
+	"SDXkiTQ5+QOCEIiwgyuxTGOtpuIzk+jv4mkiwbXapIqgK4pOW0GrsBRgqIEJtgK94QVjCL6/3ecRtN53",
+	"p6JbEd2Jp3C0zYcX2rdC9Lqa/G1g4kriXfWzWUpBi3fCAHbnr95NEubvwBkNTVQtjW05EzwAn39IWzzV",
+	"9dcHCKAm5UDXLUVx7mt9mNrwD1eV1pBnhOrvbF7x3L8NZ3ZSd0kseOaMeWsW6suw6Rc/Ounfy5MHftT6",
+	"rcrdrHW7RNqmVoTep4QjhxETZAP69U4hUcpr8P47uivswGymJgxS3WUnt8UikLZBf/IJyp70BIZJ5/PF",
+	"K6R0ujm3fN7kn////8sIGPZJu+9sPATN5MAoF1RKY2QwGzXzN0V/wRLg4VB2yflg3TQO7xdvkQuI2yRr",
+	"K0diBh4YRqosCPosVYba+LR9+w5LuoKratjY1ZvnVRwsDGy4B1hkOqdooKy6vZoxN7ZbFkOJKiyXdi9r",
+	"r6K3rTCfOaRQKkHCwjEIPxfVLLRafc1gHHj4JssUK31GDI5b2xNl9qQZeC0p1H1VXJ3+yb2OXi5qblnK",
+	"ulOCV0QfAItI3Ab+KF0OYTORupjlnPcCyuyMyvtuTFlBM/enFBBjqXp5GwvnbJMzltg3UqFcyGhtyBv+",
+	"rS0sfLXOuMqLDzWLCHelMH4pSd83bL21Avcp7qTeES5Wgf6vnrhQWphDnGrAEtxtnTM4sKXZ/Fihp7OV",
+	"QTOxPMJgamN3WKQNshT8tWgal2pav19kar7yf8joVAuyXjMl/PEe+V6Y1I7qENQYxA8+HZZjo6T5Tgt1",
+	"rbkn2eKGBHf/XRDqawob2axXeGNnXkmx/ufWPdlzMHJoWyl4aGyGlp+b8/iXJP74GPm2QedDtn2ao2Yn",
+	"ktR+uYEmufVt804hOeyuiGcFTc98vLFRdsmew8re21DIVltO+xcyGH6WU1ZrZiwuTKXj3p81MUapxJpP",
+	"Kimm4R2NCabwyEuTOW5Mz4OBquYmGxO9C1eo3/ImrKG8wn9oBvEX9NFuwdsyoVsFM+pqJkic2FzOEg9B",
+	"U8rWmFBbe7p5OaBMzEeyBokZgmtxlEaObruMTNAR9EbaWO+d22G91XerSHJuIhUjlWe65oXRYbqVQZB3",
+	"w5cCOMC8RV+iBulqLRWb6525V97rDqgowAAqQUEFnhVVipSZyiReLarKoeX0/yympK0yRuUyW3ea5chW",
+	"hyMgHtAA2VXoBmbdZpJVVBwBjXageRCrKbj4SZA0hajFKb1tRg+UaHLSITCgQZyUd3H8pt06Bv6F3QVK",
+	"4scHunuyjbw0L9DoMB3vks3pPgrAg3LnFM6cP/0rFGv0qzZtk0EDrMKyuRG/qvBeK4Zvn2pDHJHPIzL8",
+	"wc+NiQuoCOD0EenmdE1iQdqSMTJsgXg7bBU0htuErTD/AAN1IXMfWQC4ieaLNKFIZWg8T3hRZfBerVUb",
+	"rqwEvk3RAjE98J0ULEAjvTDQCXciIrag2Zy+v8DvjkFTMH/sl0hM0MLgDvOz3jlvAl5efZWIX4DPkhs4",
+	"3B6zq8vI+oyoJyaKSqzywt0u1Oxj2e23MZnn/s8uR2i3TdOl2my3VtgkNbBW2E/ubwNuZCHxd+deVpIm",
+	"6Dh+/hx7v8DAyfsm0pkOo2Wm2XuFJvBSrFjWhTBd7Fmu52ORFvtYyrgycN2CjW1Nj6vIJqxvqOnC5HXn",
+	"my1Mg4KuOIL6RK68cFh9Slfjbuo4bt5JYrOF0Y9P3Tqy94lEKJrGvW0TO/MeISGkmIxlvf57xnXujP31",
+	"g8qhhTKV0DQPD0Dfvp9IB7UzFzQplGTJ0fJN9MD9ogW21bu1gVsxo3Ga3AV8GKxau9iG1j1e6Be3mEWL",
+	"ZQUblpLdSObZga66HS3oHm7Lxvi8WqFccXlXTKjGGLWgBab6yFk7WEFR3dAHz6I5I2/ourrztViqEZo5",
+	"dzAAAONBxC3zfuE+qNmWRNjG8FSfjCDknQCqWK9QyfVOTNt+1TBjuFEtUk8AysuR7vRjQuyTvLOBqUq3",
+	"2BaD7pToysy53ANZZqubiFV5oDJGL5dZZUHiKCzARg1PD9CzRNBLbGuDj26GZtWcg5LU5SpKbt6NbXqE",
+	"t7V5NtvdaqP74vGmK9Qk8o2M62I7TKgyNpU8ExY+z0MUfRqMnlPrugTr0ZDb+qM0FzA9sTMvDQcRsBRL",
+	"lppyXvojND+Z6AqsYWGKnYImxCCXlAuFUHeapqyZ6ngOm7ZJhjQhrpw4hjnkZhy2Eht0aMeWM1ws0cQN",
+	"vpvua80c6erkZcWGvG2TWvO68qZb22ynRyBlPIczt2nDuEJmSliYyk4pIJafByTSqp9ZErLEV2xX3l5A",
+	"VQsPEd/UpcIQ3fCof0LqMlgRAcZU07DxkRiweCeFL68CUbYd2XjU7VgMqO2YGGV9qCphNYqmLdK2VuUh",
+	"R0CJzqknXxVsz/qoFHEPJIpttqCIwTcQWWfIkUuC9gvuXbvYE5Zt2FIxuzu0swwxPq9NyX4fA5aH/KRP",
+	"3r399jpHWIAc8ZUgmVhJPM6Agj4h+/1+x0Znm2CYVEQ3d9iPMoRJFSQbujkqM7GyddnH8Um2xIJHpWIo",
+	"xj26M79Cv4UVsRFmQ9/FOdudg/PWvWm/Llt87OEstOr5be1iBRuEtFHUR0Fm5QSzGW1hrg2Xcojwp7W8",
+	"oanfr7LXT7PmbfKpP7R5z5tuA3Rubx/vYrEvFGz/DCCM1QLBAyTjF4dkrDk197mu94dprDu6/yr39B6r",
+	"/dkW+g+6yM4qsx0AGvC7fa+Hzb7aUPRJ22Y05MVSLe735ip8ptRb1Cm+AG773eIVXEpaQwPPbytjuOwN",
+	"zxe18uTcsuw2Yas63OHcOwNJktOUGotbNXSArSFcxR5MfUSr7jEO9TZzaAKEu6MOoACL88rGTLWEjVDB",
+	"T42JQ9YJ1KBaTpdaZfOAPxt1Xk5hrehdLBg35VJHisqqYVwhpB5kQRTKs+dX1tRVX841jTQa7kh/EO5J",
+	"1IEkaeuusFa5qQ4mc1yym4THZJEuZVGqSbirel6sYObxf5jBRjWWinm8XjBOyt1Dxz7GXdsffi//oVMt",
+	"fXgvN7g8Sx7/YCy7rqjmTiXEvui+VHTK5Bb9S0uAJrv3rf6LML6c78kcRr3R4YFP3y7nc1qlfJWx1HBM",
+	"3mmuOlr1m1VcyGDz6voLto1kNGPjEE1kvrgnF7ck6g/Jug1d3ALlcv8CJ3f24DJ+m2SCW4V9o2WTSwdo",
+	"upY8WpeYMc/gYOMlSltVRTcmjI3qi1UsUqr0YMmEsYBQMsnyWlrGzuNsccD8ShjTvf5+nbt4d8W+T4oD",
+	"2govI2c02zptNwZ402F6FRehPNeDGtf4luB/f4u9vSiMcGdqgDm0O6K5reFNS5J5CuZnCeVe5LemAd5H",
+	"HVLPljju4gzvEsZde2ub0LrSwv6RKR6g2NDa1JLE/UzShN8EJvtKVIqf2/zhzr2pmwEACaRdkBL49IDM",
+	"AH4NEav0a3nHnTskCAGGzqgSROra9L1noceNIwbLkO/JvKx2QMLH7o/H2ObjXyA05GM4GHK7BOmacLFC",
+	"qzj8uicxdDeRhELhZUQnxCTITo9cKJiyyVsrYcNtdvmfB7PZeB6nF9/tp6+TP/fpd+nPF/B/x7fx8z/P",
+	"Lv7yH+nfflhN4+9Osv/9w9Fu+pOvTsH/t+V0NA/BtQVm72LPy4vS3sto7sjKv0L8rYeZVCmkYOllIH8e",
+	"9hyRyRS1CusfymvHI9w+pveYmvade2b1YYldh9WNB+0OAk+cSNBCG/ZiX3d5Aglu3/3DIrbgalk4LWoh",
+	"9ww6W06gdkJoNRaBTB3VhvJP01AZxCCEkrJuGSF5tplZ5T6AXk0DNbwP80ANJdRiZOwSlccBLO36ZHcT",
+	"TkCvRcwPA+A0gWQO0r5+ff2mg+gh6ICUciWyWM89S6YzVW2fb5TuDmv4RYJFCthnXrBIYVG2BXb4d2kH",
+	"IUEEu7ie8bPYVCp2eYDFU1+K8C+IEg223ZM99MLLxpIkUMHyWpoCtt4omk2/cZj/trnfQar0V/6Pzqqa",
+	"yw+0VLH9ToIEfPBpUgQeqX8xSWJbUka5gr7JzBC8KEecGnsmoOkj6l7BvTvkIaRhGCQyzYVcRXQZWGRc",
+	"eUrCmOFpyMKBexyQVExlQLzAk1OImeKUR0y3Wag0aUpoBha0OSAZu2V8yYqIYpgXErRcjwaJwyB9+rwc",
+	"X9zYuE2+tZlSaChoSNpc5MxnzdSgJD9ohmRqAWBklkpuWUjaVnaDuC5L1kPStoBWp054kxKMx4zHWs8o",
+	"VwUwQPTYrschNjDkzYsVs/XiSSovoBez2rbIzSYUbWAiwcJOZRjrdh/WXSrDeqVUqecuw1HcK6fVRCaW",
+	"HGnb81gmqPatZvo+FGquBiTRbGRdFBcP+8+Ojvu9ZgkEZkD1Ah/sAAzArDpiNBXr9gYWgh/rN08gmGq8",
+	"3gnz0Pn8K3zHmrXu9Z0j2U16d4ViJ24N7ynb1fsCvb79Pa08cNUUHO/jfevMFpZVa4a03lz2Vepdn5L5",
+	"UirCflrS1HesqY1K3iEOJezdtcxzM13nN1D1tqANVJTA9U7VznNSqABXZTXwavXpd3qO+wyKlep8JFVk",
+	"8lyselC4jsfjdTggM0ZTNVsHCL27NldzQpO0K25Z1surLw7ACo3KE01TaeHp21AgRTP7ZM6gILcWHgqF",
+	"GvWnWuEzAHx2REqAm7aXl3HEPqBGYiIJVnTM4XWH3MFs7WnCN0f4NMr1iNkKY0hlz5WCxNaMTDVZpg7M",
+	"1+SBDLnpAYDuVhw7blP87xTIKwVUtwzRfbErKDpGeSJRCpgKJgPdy4xQOeRh/30/PCWUpILGZEzB5a93",
+	"SjfFYDpUkZROZWfgcFphsmnCoFo8Yu46jNYhj0z94uUiMN4AMFXCegJ8l5HlFiJNe3n5y4FXE9M4EYY8",
+	"ZGo2sm8QqaVVbA460WNZLnp53cyBBYn14GqhiSlTL/ULQ95W9IZxYngSVmgyAhIGwHd65cqb0GrGJktp",
+	"gG3tiTCpY0Nu7GJQoKVNyZjGWCHhVuhJA74YVKGY0aXUHOSnpVAUit6klAewSQqCx218RDDklGBJJChd",
+	"Y4QdfV4Tg6+hP+0MqiYSEJUlpcVWjA85YptqKRgugVlQr55ojzx6ZNF1QRSfZmL16BFJOCKjisyh6bZh",
+	"H4YcoxW45mIBCd932XvFuEzGKetq4TDEQGpqcHpJCA87WqQG7GiT16Df0Z0C0GXGhhzqHTjCoH9OuNYQ",
+	"yvZsJ25u5tKVRgIiuX3bUJTcI75ZUclc8lbQwmOpv8KDCJWr4MAZedcdldaPH4PWVSUZtMXPhatV+euV",
+	"dOgdHH96QYerXUKViybyRSoXKGrxwiB4IiB5mDeUICuIDklcmsPLN93XV9+eX3WfPds/OCxXDzjeCX7l",
+	"hn7/ghR10zNXUSq2qCpT8+nxYFuLRWAozP1nhcEiVXnBm5PxSkXuxFCFItR1ZSHrJ3JNZQWI6SvB2VoT",
+	"LACux43I4KrEjFSNtHEqdqHNLenYveMtWerNojXuHta4u3qr9SHoAziHRYronCGHbkNpajkTmQqNoQNS",
+	"c+yBRUGplFXTOSUV9V97d/E1KCpvwNdgRuBFhEHsEo7FPS1kjXcaSdM3mjY3ChHTx+l7/fb9atFi7BdV",
+	"1ZdjnvBkrrlM/zMBK2/VOjShz/sHZzO8vgVHuLmyLEW6RKYm6iJYfIytpmZIr+GtZWbriVCAbhabh9e8",
+	"19tGNxJf/ISsZ9vVeN0o8Bjfvu8+NXN9vbM3y2Sg+f6vO4Fd4NF3YBWVBRDLmmQDwADdJCC+EyUK5paC",
+	"4YC7UWDNO/e9WHF5r9W7R6FjQ8HYe62fmRL9lqD6VoSJxQ1QQtzgY6FoCoGRYBTbSnIbwkrdoESa53G7",
+	"4PBSXWVvm4OaSsylTSu5Cj00to37u0ktiregeP12RpqVyPSmsduPJ6al1S4WRgSdxE/FDfKda7tTTMdC",
+	"a4iFjPcQcp9hX3MEkYSmdhfLqUHQuU3+he90A/FSquIg9fhWJHx1cTn69vzN67cX12GpcoQNdjR+5LWW",
+	"hgugVG76II6YIsvQJdTKlapoa3evVAnAZqF3p9H5kd13SqOzoeCfmj/nyYIPaXNfIW2ueDia+lW9Y/IJ",
+	"2XKlg/mH9Izmc7zH2n7qsv6Rl/SHytp2uUi5NdUmIGNMl+mRc4cwQBJpDCp8qmZETIZcWfNYoghYkSAs",
+	"aGCBVDczYYDG64aH3CSY4xtdeOPf9C/f/PMf/62FCP35eE1iNqHLVLMRiwhUTt6BtJAhtzk8VZnr/wbv",
+	"fFPM8imdnKVUd0rnAaa2W9kxfOcuLRvWvLttA65VQewrVojkC6SE7Vlkxtikl3pGOaqZ23tFHnuXCaEA",
+	"sbvlnKXfL69qVw/l6KWdEoRb4up7pv91/3rOYNJdCElTCI+ztZRNiaY4o6sK8029For4wKais4Oydl2A",
+	"F8EUhFjGqLF8SqlmGEj1soCQe791+YtYISBOyQSyoZSWjFo1wJuh1Y5DwhmLJQmNsB6eakGXxRgtYn7T",
+	"Uwp9ETPHrGvZlyvzeqo3BWJ6IHYWMHU0yZ2VIhGem1a1nO7AWqI525NWCDIQH95O7fcbVDT4ZHskjWrD",
+	"+a4Y5sDdq8RDAdA1ZlEiTe2Moh4BiEgkYzW5c+a7yg1PGZUGqEmPgMD5SW7ZAGs7MSj1m0xIlDKaQfHu",
+	"0FSHAwVH77gE9Bt4yjAVfCpE3CkeDeinFbSw7tBdjsWatOEKQjQ1RISb+joFLNZO7877vgEcY5Yp2HJb",
+	"Rcrk59hLKDipG6uw9H96eQ1somYC6f1pjdaSjbsQEKxu2JrcMJYnymzORtyyLKUL3FiQTVqD1sERwrQV",
+	"ff3xMkNnqvEwk/DgaBYGJDzpz7GScF9r4NaL9fSgPytZ17Fd7xQcHhR9VeCV+lPb+qf+1Pm39uzD/IP8",
+	"MJedzp/+Z6X9ZGMNXfbviwRC4moKS8BbYAY2ZR3pGByunPkgsKVcBqrY1CA5VeCYen1U/A6O2eobhAXQ",
+	"cEBaPE1jv94k3OSMyWVqpVZuCwN2Kk11s0TVh71jzpLtjNO58XxvIt96yrPNlKyoSocNVRAvLUrr4yEy",
+	"GqUMTwhdJGF1XqVYZtE2toNBBm0KEvqeJPhBgLhxuoO9vJwvAKwZUNgAwvqzW/TmzYRU1WtmUr42nhun",
+	"eM3IFonB8PO3yoxwsRyniQS2TxWyzGS+EJlCx4gbNZDcwGtlT0IESwN7oVt9t4C4+T9uuxYvk0rdgDMz",
+	"PM1TjElWz6RaPrmt2CvswUYnSGVWA4t+YttazoVQGBhtp/qwoXV5p3fIjtaY/5u52tymbHxSeSqTn1l1",
+	"FfM55Wu7TIB2jjep2nCUH+4G5l+3kflQzUCKU3bxuDs3W/rGiGoLQzN4g8IJqqqZmRsIPl3xd71dAeXb",
+	"RsW1zm+iUNH1WXFmc3/IpmN3xrRodKdzNEHeIu++eJYrVayfEcPiraUDiH0LKfksUZvSYc3FumVZnEQw",
+	"Syv5gdxoqEZeE/vHXYQn9zvYNgvL6E3FW6odu1wNX1NE9MNMNJRqodq6FkdsE1W5hxvA8k3g4T87CnWD",
+	"uFF0W9wPVN4EEVUzNhQc6sFP/BuUBw/cNxmmfGsrK+t6MC4lmWHG0jgcAMsGnUlzfigHc+pXpKeesES9",
+	"8vOnJDRpEOGAjJmeFIgNBcR3fMEvAN/SvVbqPGYtdmLS42uFRdpUYsvLsAXuvhgAgG82dMruPGrF9MR7",
+	"hKU39Cnm27wdk3oTc9pdhnwD8mO8s6ptiaJ8duZnCNVXY381pm/fKLqVKloLsnvwGA0RYEZW7BuapqEF",
+	"4FUzNu/0yKUJBkaKkGQSQAhEGgc5CjTYWrnCgCqXkbMmNGNDDlyFeLyqykYNt66C3m9efR/pDoPB5JZq",
+	"pDi9sIHt19KC+kFAOLSjIwa/2K3s38UYgM5yCsQgP6vTxDiMxKeq6xra5odZ25Bsg32cI/XA/ssBhMTr",
+	"fRASgCPCxxBU/3NoQPEAP3maUTAmYvo7SBOJNI7zn1kmcNPuYIKGHfUJq13gygNeRgqurjdHQUfyYkjz",
+	"9DBEQP+Vs8PykX2J/CW/XtSO1KXiQD5L+tJ9ohnvk8NUeTxUtR8T4m/30KJFflqyJTslkhnYNmmdAglX",
+	"7kr43J8aF+HIlA5wfxewqN1TZ7F2hV9y1PqREmKUCjzdXtR6qYeNhS+AxNXVPJ3qQw+zqxBqq0NenVZa",
+	"8CjSTC9GMabLL2O1s9RTkpnoGBRC2+/efnvdsbLolkDag+NtFZ92ZUS6Xi+/u3QpW6R9UNvdycFxv2+y",
+	"IKvi6aasEXhfNUof7LspVVGqoLErg6qUq7UTlbquBNzuwjuu7tu+sazfqfLbZsGThoJpqRYTgvOnyYRF",
+	"6yhlncrLZ0Q+T/grVF8Cuj5ydVEdUJz+t63O4N9JE6Hll2X6caPO6qi+zmo5kLKK6ljPHbj8rTuvIhjt",
+	"E0LU6y/TwfGWqwTmwxFfzsdVVlhIaNBvGFhWkcYbBY8Srp4c7ZRYvlz4ey2YTWXoeKPI8U+JAf/C0d8Z",
+	"XW3NBRe8i0GqNgcIX3b4pBYoTM5pmmoFfcnLhaQOMImh8L/WQzz4Qzz4zuySLxAHbsxKrp7MymyEF9QL",
+	"iXO6by7Ah8kyougNk/bef4E48CZ1EpuAcTrDRk38tR+i7VXbWuUSRIF+V0Rsf8Ug7fIJ2h1BvEGi7xRH",
+	"bL/5HKHEG0z8IaD4KwQUV52YxnBYm3FR948urjy6f8iA2PJM77/cn2el/zVWuRakSSsAoTE6WWIbYIyG",
+	"F68nMi9Cz9eJ9OeFerKF2DxPh8H3Nu+xZNEyS9T6rd4e3EUbfPQ9W58t1Wy7N/GGrUk7lDcjsRj98x//",
+	"HXZ6xGBTITw4zZgBSAAilujvZ4zGwKwwLKT1v7pnby6635//LR8hNRDPHwFUdyLQcMEVNe5HhMs0JiGt",
+	"+P670SBjC3vZi8Q878L+SvIvNmJuNkpd5KiysYEjYWKRMtIWGZFrqdlKx4IdpYgb46QfqB+nSe7ld5fB",
+	"kJu4YmVMkoAU5oqtAmZSIdwN47tnlMcpQxSGqWCSrDLBpwDjCzXSoY5euSaVQdAwcDrkuqhck3b4mC6S",
+	"x7f7j83TMHCoITbmpQPwDUtOJxOMwh2vQQ6Ns+SWSUBmYIuBQ88F+xnObM6Mt4nJwEFTYCyuxJqJBljN",
+	"FPUgq1kSzSDqj8Z0oVhG5uKWbYS294Z8yP/H/yDPBdff6bnqJ4/Io0f6iOpHEQIjPnpE0DHpNtrIgnTL",
+	"oQ0sRD6ECg85IWHpwIjMwuiTblefKXJ59uqcdLsAO3f1+uX527ADxTPcYQ57xGH3Q496UQkJj/r7ZMnp",
+	"Us1Elvysb/eMZQx3vDzIBIpB7oeWSXs72cPpWyIdEItek2H8H0liGWCyNyLaADzdNOGwKI8ewc20eBJe",
+	"23qMYIUZWIpIxiJOGF7l8JchkL9ha0D++Y//DsjQkkH9BCgwGVp6bl76GAbgT1hm9swSEp4bmBHgCnmE",
+	"tj1CmsJHIjbIFvmZQrEXx1IEyJBmQS5iNl8IxXi0zg8DOHtC0mblo2GStqGWphRzBo6rjq0JrHuH0XqN",
+	"dr9n65C09/WNPTg+1l/rO8My2Qn0uzISC4xhVr4eZ/M1XN+BF5ZeMH5JNqf6PMsBor9ka3cq3Qrps6Fb",
+	"tHudsUUKvGzGDASyCSiDPvLhq+4VvMli3KxQt9p2daHwCOUBmtvrkCY8SpcxizunxYHZ0VpR2B1I3eLB",
+	"AUnyxRzdsPUoY5o7ANSQma5xKNm5JNKUrkKEIXOLTgoNmU5GCR8tTPGd8NSHJUIQdOP2CI/6/TCwdysj",
+	"4fH792EPjr590SxgIjGHQDIKGFHh2/PnV+fXb0ffn//tbdgZGLR/uKzcIBBhGDPowgBGbbcO3Jo9S7bi",
+	"ROUH1ManZIky8ZSe3SSJ3fFBBOgcVKQNTlIK0NtwdVEd1dqdJkfmFOL96VqCPGeK6ktsdWtbORQoEFi0",
+	"oGC8uU9pyqY0tRWHHz0yXsxC0WGXqAo1N9EPjK5c0ryarVfMVnd8pTsARUIaagUgOR55rL1C42U8ZQoO",
+	"Sju8Ors+H728eHVxPbo6P/v2LWpC4Xfn1/oEeL/+cHVxff42V5T07nWQEYPAYtujir3Uw+q+EWkSraEV",
+	"+yzsnEI2NzSAw/DjO+3hPTghBVwxc0+v9PHvnk0Uy0KzCtfsvQqAxEVQH16CN5mbtHCIiSys0cZiDIxE",
+	"YGCEJOMK5jEW8ZpMEpbGSGONJL/GQMQAaxToH35aGoGCzpmCyJ4NcthB+Lwx7DdsNHl3/aL7LC/kqyUL",
+	"kXrEkrTf/anf7/f/+Y//W/9j/0VA9H+fvjAPTl50AoAoBZgm3S4acGxTkrQtmXr3p4P+wXkA/33yBP/b",
+	"/7P+74vzF7oZDEvSMwA+Du8/Q3GE4F8nkH3/7k8vXrz4NiAslfbk9t3JNQQm1OuTmDh5WD5Nt2AxAdKc",
+	"kf94+/pSL8KS4a5aGoSlJRJ1SqhuvLSsOevXdMDdp5hFKfjg5PbR6Gb1jumW862ytybSlD9mmqHG6Bsi",
+	"4V/Oz74NwWFvIw8A0EWfXbgb+qc2FzC1jhmzgR2jeDiKaGoBCV+/ub54ffk25wyBGfex+XLEhRqZsrwh",
+	"yWtBE2hwT5rXsArZmX7PXgMDCQx0mswZ5RZyHUmHJqRnnFjbL2DvWekTip4riRJnjh9HSoQ+EvN5ouXw",
+	"Kca5C8QWo0DTAiIFdN/vG37RPwwJ1ycyTddmQGajDRUGUHaCFnktaEUM1IwBmomA7ArOmUEKsMURFB1T",
+	"CdudCqk8TogtQtswUItJjKHpNtbjhouV7sBE6jM7q5Rq7dDIUkmaAwjCRIDxXQPqGtIKXGYDr4EjpJIM",
+	"bWTGsGWEDyubQFePHmkJ4NGjSoFJ80kcC8SHY5tWatG7gwMKcltunMQW+mBuAOUIiWgG+HViqXowdrsA",
+	"oyWntzQBS0Cov2GymqaCGnGGuoZ0bNU5HPUL1ytBMMhF6yKlXCx7i51xGSAHbeV84361tQ2tThPNhIQE",
+	"XlQEtbQ6IOHLi/98d/HtxfXfQtLWCqSlKr7qODB0Jk3dWPNQA2RO4Zuzv71+dx0OeXtB17YRADgtpVDB",
+	"aQwtBw3d8Lz4H8hDwxxjDAXSA8HUZsTKBKwKFPhCFzziNSWV1jGmfjtQL1RfJHDJIBBdQW/dk8ANUQDB",
+	"6RmepE+H5h/uzmwUf0egQimGXItm19cvz1+dX16PXr3+9vwb91IImW3jtd43lk5I+Pbi1buXZ9fn3468",
+	"b749f3n2t9ArAaQHXtUuXSoBedND/gExtD6ASkw+6CX/UFJ8yQdSUHrJB6Pjjtfkw5B/6Ha7lf+nGw83",
+	"Hdwh+WDVk9gePDRo6P7APlfzXds9RXkwJKE7uGHH+2qQP/ae9gpPlQPDaRtxKa/HT+rHvnMMYEkBjztB",
+	"j7sege+BD92DQf6gzQVnMIX8Ug2KB1QVFuvUvwfboKd1H6GZUHkYUEbX4lx/0DMxkQYAJAO475r9gFSv",
+	"GO/kI7dBZ/qJb+bwWtgyl/G6uOCYGqUPZeNp4QDsxArdIpS6CdMs/1jGVM8f9fxHhiR99mEbIHCy7XIY",
+	"U4Mehs3x9462S/u35Bt5jDmCmAFrTpd906PusOP4Q6e8d3lnvhWnPs5Uv4+Eqbgq1WetelbFkTYaUE1/",
+	"5mXAQoJwmJC0kY1ZRtcBwgOYAx9827S3uIWH/lD8H5qtDn5Rvz75KDcpCuRL6yOMFGWmlSQDmkRopAWx",
+	"bUSyCPnkoXRZ226QR5RlrLvIksicBrsMto8CZWo2bfw0BBIKosqVh/KgH+2AuLRKSJpIFZBNUBEEJJuI",
+	"ZQZ4EXIw5J8AnRUQmkph4Xm1eIM9WsfsY6+Yr4+yBRZtvSC3uE8FCasEwYVgz8VNMdEd+bW9Py4XVNPL",
+	"tFIGK2/FpwISHZeK0RhxitE4o9fSSF81cF5D3gjPi9qDGaAp3NiOTAFnJVY0ixF5GqBnkjz4BJYgQKTu",
+	"/Hq1nTheio1Bi1DBj+QuOBeKdaxsjIGw+o9a5Jh//uO/Q+Ii/jGU1pZlRddAWAhjheVxmzXk5ngEAN+O",
+	"V7bqKqL8vk1eCIY8rAjB1be4QD+hqkkxKBduuuNstnKLUWeBkXWGHDbY8QHbgoNdMjA8YUVQLyg8lsWg",
+	"ypW/pWXKigkHpIYnuRvhcOKHPHz++vLFxdWri8vvRtevX49evr78bnT24vr8KiR0KjR/A/GbhIf9eRiY",
+	"0N5kDpL12qY670l9D8DJM+S+fIQZxOSf//g/4O5ZRjfmHFmAc1C+uYiNtiaVWCzAvKq1dnuL4JPekJvg",
+	"6ohyMmaWXPj5YXbDvsGHYefU0C5bMjq0VwK0IH2tMdvEnto/I7K8/muzwMRSLkFNB3UiL0+oVayKiGce",
+	"Gwr60zKJE7VGaXTIUY3RHwxIqaCJ0cPgGbwWmjBGGKO5qaDRlYJ1Ez7U/CFX/H2606YgChPgIEaz9H+f",
+	"oiqZG9+N3jHkjGvNXA/KGD2k4aF8mlp87Z5Z4eIc4JGZAmBZwSKTs4K+ZsRD7hyH7Z2VW8DQVKz4MrAU",
+	"xo0ASQoYYQRYXNAaUV8txHI7bCFAk55vAZ1oHgdW+XywxU5tqSaYvisqBccK+a9I8Vj5Tm8Mg9U96yOk",
+	"LyVAcpB2CP917rpc6ILAgM6pic62dr4hR7AdwVmAyUouShM8YAgM6YEVuS/3JAnfd2374IUMe+QHNLcO",
+	"eVKyOpPwqH+oT+A4iWPGwwDtSfr0GKuVZ0ufJxKszODa1Cc0jJmiiT4S7RBMniGBiWpp0bj6QosbAjgK",
+	"dM6MtSFbpmDNYnwissj4X2BbhzwWRZw1spRMDjCS6+zNhTN4RIJLPZQ2cki0QyTKuJ2cpzbUFGw+x/tr",
+	"UBtw8irD2grmGswE4Cu4woIGfkb/LJfRrIee5VCTHZaFptwIjNkYcp3Hwtn8CkXIjPUT4qShJblcLEA4",
+	"0Rthm21bo4C1gulmNSeWG3Z8dyz3oCTJIy1bMyqX2ToEU4JEN+8ALS0+Yr5fkgx5lsx9sQGKxmh+BSFE",
+	"OvE4KMKL6bFVxOrBWICLJlAOzWXXCV4kqjOWgr3DzyrcmX8HrWPtNk12gYXk3vi8JCTcucAr5ouPMfzE",
+	"vYU1/YBBuDaMIGjEVzbJb/KYAUC66b5H/Ntvx4LtihUfcqyEP6PKK2mL+D9oJMot+x+cO/QDnhYsD6E1",
+	"PC2UszWQkbM3b65e//Xs5dsQL1OloQj0IE0zgb2CzrUhscFTe+Q+EKM8TZmyi+AlblS3AJtS3Yw+bq81",
+	"c0Sdf7sFxT+05lurx+N53d2SM1qU2ioaM/CvN9ZS0MCYUGquaGTQt6W8SFtV+nJ7ph28T01bMurvxtjc",
+	"c7f55UgzmW9jhRpWuY9GpSi35A3QtWQGB+/vGh3SkreaxrxB+rJ1ykb1rV0+Pezmy4dC44ciedKnw1Kg",
+	"kXsnv0el1O98JTeSn6sXstAIQKdUNZG6HzYaMChrBq1rfcWQb2y2YV6sH0aO6+qNoWAJ2HYU8q+9Zfa/",
+	"vtNB0OTGyfEfNiT7uilAiET+AXV/Vr79xkqRH8qCbdUXGMu1QST8b7bQBN3fCxSSPxRl5vq+XlgyWFAT",
+	"tpFFnBUyNX9a3pPaeWFonz8x7yvDUz842Wl0w9YVvX7P1hUd49bf2N+2DwGCpTZGUWqi6XjeycqVwNaW",
+	"snZRsLKo10jtkPJG3JjsxRBp2nBOj3+5YesR3A9h9nzrDLEYWKnxb89fnl+fb22+cpx6uZyA4922wqOa",
+	"PXvtbPBudsXv8mnk5vrNbovHxrXQ7Nx4jVQNo/rkWBeUE9FQlxqvSYjSi9ZiJUsnneKGNu6sfkvv1TVs",
+	"eLlzu+Pbuv/UnoGsLhaZuKU+8aKFR1Xiov2o4pstAiK+wwof4xoXvzZ/sjqepJXn3Y3ge9VtyFzivUIV",
+	"XbfybnO3M/drzWEHq8ALK6tDvICrWSYrlPg9W2pSpMs5BxsYB9xVIlkkeB5grDVfIRmisQw5BBknDpEA",
+	"tVmt9nu6gQkm8B34AwJWIwjsm58S444foBGpN+RvIWjKj8mEXAPB0zV59AgBkln86NHAVlNEVC7SpoU4",
+	"6wCUl2CI4UjwqGMimE00UXjQPwhdJESYb187t/patKWOSx0UWSzRhOMFykL0znuKAXAutMmUuzRDNiHz",
+	"aNWX6MQfcrdYo+vrl2FuFD04IjOxzKQHVsNSaaNsZI+claNbJJ2zId8MBLaBNM4IZzGmQfM7I48exckE",
+	"ojXVo0dFC5K13eVBEFofNFdBQsHM9vbr0hn4BfNgI7Mll2jooMpDsLeQihB6gbGb1GajC/Q/2AXNjUbQ",
+	"tulZnzzEUAp75AcXjgEtzagccoxpmDPKMWipXfS5uMz7wJZbFRmhKdZqXdAkNnF6tj8I+AmP+id5nFi+",
+	"UGLFMVY5KMJ6jxlG/jibvfkUzhYAgqNN34bkue2+dq2wzAzB7A5q+K4LLF2dGwOG3IY4WvtXUGFuO/Xh",
+	"zfMkVXP8SdvsZwzFaxH53C5TYB1V0LMBEzKva1pvg6ztgDpu4dxSjhDGB6wY6+ojCCdvTtcGeN0fLt7g",
+	"IefCRugof7H0Rxah3Vsvdx1WdI3LC+K7veJ4DvNFxXgqg39NuZ4s39xyCOUbCzXLzUD6ini4MKF/iBDQ",
+	"zQw0/9E+cR4v0DP0vw2iXV5mN4/eNxZ5Y0GHOpQqmgWbWN14PJzC7ZxdaAFPJcbU4Vro6ZjYEIdG78+3",
+	"yivgrOZGHcqBt5BoQaaVHW/JSgm7lzJ6C48gNKUN7lUb8m2rvq47PfLcfDunMcuvYG5tJVXG1jaN0E8T",
+	"oE0ssMa53PAHAw4088uYkhAl7iywYPenUg8fPJVp4keJ+nbbhMPPI/1HiEBTaRIxk8dokr60Gp0lTNEM",
+	"YEuytDVozZRayMHjx1XpYo8Vy+aY8Z6otJA2ZoUHcvbmouWh+rYOe/1eX38iFozTRWIeHWIV1Rkk1OXk",
+	"W/81ZRVZv28M43WCRNuZAzvFjOYADJtMdRcUIkwNN/3G8lJDuIcc4H+KNU3KIgdpLygyhSRDOrN2KGx5",
+	"iIWpEOIY8kXcGrRe+pIkgvgZzlxbnD1/5fFzTAn+GOx8E6Lq4cVyFnm6dkTKSEmJj3UImYYQZJ1nAXrg",
+	"gjM235mqaudnkRB2jsLmoefoH1WjMNUE7jqKM/zs48cfIS0fknbhQB30+zY9kpki+YtFagS1x3+XiD59",
+	"t84KidiQhVmfxO/mDzXxj3A0VZ24UT/+M3WlaOGT/d2fvPNS5uCjg5PdH10L8YrytekLrvZxk/FdcMUy",
+	"TlPIUsOvDnd/9RZjkd/lociYYmvBuuDS5MvVClqKTvV9aeU36cegVfLrtQYtVGegsZIoWEtQYIMcfzVV",
+	"PzeZbOSYZRwUGRCKgb2Ni/9drgze+drbDy/iVt0p3r7CtoHX33/Vo9Y/2v3RpVAvxJL/bs/md8wX+z7H",
+	"2bRqCiCniirQ+Kulgb9fFNmf9dRGFKPicz1mNROYa8SFImNW0AC1LFiUu1Elhfe1tJuLup7WhB74dmhj",
+	"qkfo2QYZ2m8rz7Qxrm0brgYKV65eEU+7SqTRrgYYxgbiGU3z1KXtuXEd5OVaC6dp6lWaQCE8F6BrFJ9E",
+	"QQpyveKxRVW4LoQP+FpW4Ow6WqLeUM60hoWfcacxegmiuUjttCyEJJ0yjP2Av6okjrOiMemTiM9uucNT",
+	"9AGI4EeEgGBS/VnE6wb81mEv/PKxKac/ny/U2hGrIuqEwdn7/ZDMBjTphb1c9yOy/QZE9rngkzRBTI6j",
+	"/QZjekPXqaDxtRAvaYYYMEf7x00WwER5sPgVixN6vV7gxwcHTT6GakxSarp8zlWi1r9XNmJuqW9BaKsS",
+	"teRi1fksDAatFfX85TlG7FJH8ApWDbFUejwcqbohZRgNO0DTyoaxBE2TBYNdkKcW5VaRNnVGEZp2euS1",
+	"mtl0zLJpaMjpdhJNqil0BYW8KhjKfz8E0tQGs5B+JrXdBUuDKQUTqim/Qf6KOMWNKWuxOuEDaX0grb9D",
+	"0oqHGPx+lrh0Pl1kX8aIQlepRe60iP7zH/9Hy+QBBL+BORSDNAtJIjasXWRDbuymQGvxVXfjDbajbrLe",
+	"4BXYsGYAzQBj45AbtBwDI3E3i2UIxsYQrY2d3pC/SFJwMEViPk64aens8lsvSW2UxCGRLGWRMmHAOViH",
+	"i+2WAlw4xt5qXQR2DGnC2Z6stazBrvxKVjXQODZnVMSIfRrvT/rRAe0ejo9Y92hyTLvPxk+i7kncZ/uT",
+	"A3o4Popq7F8lHHdHwHeg8taM1kFfGQtgIYJ+jGkBOVRNcRL98VP2dHIcdQ+jfT2JJ8ddekifdY8mh5Pj",
+	"8bPoJN7v10xiE2fzE+fxBQyH+hA5q+H21aNQkcOmPidYQY60Yd2krQjlIQT3D5509/e7/f3rfn8A/+9/",
+	"1wx6kgEOW8XybK0C0GC0JmD3DsM97F8fHA6OTwbHJ3XDVeLug/2iBlm9iXexxrqaxiQV0weLbBOLbImp",
+	"FQyzQIh3ctHNSNtalmrDdIlkEHdhAYR3AMOTNnVVO3MwZD3mYmqOdambJLYgd7xjPR1MFNzuU6phShuR",
+	"xpsMquLOOpBe30XDvPw0QMDsfCaXTR2IdQOeeGfu+SWv/VZg3B0UoApU+YEM7CYDm+vmEQJ35pvTAj9E",
+	"ereNghOHBVsaxsDPtm87DH9JVixjeRWt07yeOxh21VaA/I1cYItjYQNKVnR9aqrAY1jATKy0eJzXsrCk",
+	"Joen32XQrjZaVCYf7KIt2ws85Kz/JDpgR5N92n06Poy7R+x40n1Gn4y7/Wg/PmCHkyN6PLakZ0HVLKc8",
+	"CVYE8a0Ed5TyvqIFxdb895GAjVXliqllxhGS0pQlo0YXWUol5gyrQ+Gl92DvW/33T+l+3I8Ox8fsYHJE",
+	"n8TPopNxn+6zg8lhfBQdj5/Qp+zZ5CTuR/vjA3rIjibH8ZPo6fgZPWH9yX58FwONyTu4q4Xmi1DbbZTW",
+	"A57fKAZhcAJ1dxWQm3WjMF/l50G5L6D/g/5Bc1vUG+bKwz4YpB4MUl/YIAVHvxIcvpZ1WkO2o1WtKoZq",
+	"k2KQpUKyTK1E/bKYqZ+XEDIIEn7CzVa5t1LqhTyfL2+K+ZLCJIAj3EWChLV6EBqbCI1gYcIF8468gaPY",
+	"LiwGNRIhnDhj4izi0BRAlUZJLEPSBkQBD14lF89s6B+EHugRBljJwaHDdxCUjxEHAB1mVLFwgDAF4JEv",
+	"Vcu0gFSI8eynnwQWdca4b2ykMC5QEucB5oBmiHc0MLVnL7+7NNDeQ54gIGQZh+n//X/M6EgmQMIhM5pO",
+	"9CzXiMH3M8uElnFuxFic5l3vySEPvTJ7NkAyyYhcznvkLAfZGJASGggigHrriGN3YRP1qMbtHDMB8HRJ",
+	"YtAay6HnFRLxc5cveGey8zlFSr3YrUFr//jopAdmUK/WaOvlm+7rq2/Pr7rPnu0fHG7UHYJL0NC6uh89",
+	"mzyjT+LuUXww6R7Rp0+646PxSfeYHtEn0UlM2cF+68fGkiRcPb14n9vbBw2jq+9BInuQyH6jEhmgDlXg",
+	"F6GB0UBqbqAe1bEuT1gz9Wh3iWouM2OHTzFnGz4OVLUI5vJZW19QSLKdvITk+e36n5vkg4x0F/u6f8zy",
+	"Pb2XjIQ8UhJarLCBLDqTCgCEoESAnIkVx0hnLUDdsHUPcq/bkPIISOFUzoCnIyB4p54n20H/qnzZmKfO",
+	"YkpeiluWUiiODXk2emHddWzOMu20cJK/kg2mOIi46RUsbTtU9sm3vPNglbmLDPDA0n97FBTvg0fo6omo",
+	"x629lzeJK2S2wy+YhdfFiG1zxwtcPMcg2MHP9cUz3uectSPQQexlZoNsIr0CEb455tSgn+pGoKAOoLVv",
+	"lwm+10O7Kzm2H2/JQ/lM2VTJ92zdRKLQK9x7yGn5EtIH9WOZjFjwGSWRM1f/acxkEmNuCWDKQeYKNzh7",
+	"JRkk7O0QMbSY8CnH+iu4n+6X1PAlZYhLtsIrt+u62S37OqLCg9r/ICN82aSLGEpHGuLWnLblgoD7RXPc",
+	"7YKAAyNCWpiyusr/+oJJJRYSEMIBhcYWgbHBmgmXivKI7UkHduAF+EJBKjA1J9xkXhRAaEhEoxkA7CQT",
+	"hhGAh32T4y5PC6XiMPcCcLWhRkqnR660cII5HaskYgUkFyu4QJ1FSEhDlAgWkzS5YS7+2NQmrQhqKCE8",
+	"faLG+NoUQW5C1+/GBb5n668jBe0iyd6S9/5ottJfhwb+Hs2X+gz8CqQMYN3qY7QupFyCsalCbnASXcfA",
+	"q5iqCLpFVHfIDWMLSwOxnlYoblmW0oUHSRUeHM3CUxL2ZWioZqIsvexgBV+iBInZIhVrU8h/pZvvDfmV",
+	"wDxp6m6RyJzCldcRvmtkVhEh7wuLo4YQfd2wKbMNrUHr4Gh2h2glUXAv/WZF2tPySSzAo6GyjivwIPw+",
+	"CL+/W6axSGn0lbiGMbP/0losq/AscCgbBZwRUx6jkQzAZJsqkjIqIQCjUwSYx2KeQ27y2XJUNVtlooRy",
+	"MXBBuzAfyJytIuhvSyCYv3UDgx+MsOHeCFo5svcdfB0w8V/ZxdHYt2GTGJMMyDtWFHjwaDxQ+H8tCv+W",
+	"KR+MwRLUz+UIQTpv4OjrEfpYBmi6LCAzsaooHLWiifLqjUAVX/0nVuJVNJWnUMHelN4Khly3M6GZV0vV",
+	"VteaQWA5jU+9Um6mztqC8dMchtOgg1vQYFdolscLkXBA8J3QRCsHPfJcLLnCOt+cUAmovlygQaTS6f1d",
+	"jtv/RSMvTB87yaJ57yHoYsd9uZ7ZypCTSYIllymZpsApvTtjt3ZnRpM9ZTtcgOa1JhE9tqzBlzxWpo8m",
+	"3jc7wYeT1QjAMN88e5bcfn5iMI+tePX5YnmIt797kjB+m2SCQylYg2vmkNXbaXKLnljdeg6pHriq4/Y3",
+	"g6receN01Z5hHlDKH806WwJ8zZr9JmKJojkjb+i6uQXkks5/rUAhs24N44SqT9RDmNBDmNAfNExo4chK",
+	"NXH2ZGOvFs0944Q2q9M0DxNy4sIXjBLyChndmc6abx9ihP4lYoRyEaEiROjTxJvPHCGUn+lPOdIP8UG/",
+	"nfigB8Pbg1Dx+4or+qoixe8k4AiAC6264UKOMNwIDH+2768Se/QJXOL+oUd34i8PkUcPkUe/i8ij7dKf",
+	"50PYVQr0IcBoM8Doa0mzD+FFf8zwogfZ+UF2/v2FJX01+RkKWtfa5MBAzsQiZSWjHNTZkckU6xIK9GhQ",
+	"ORsLmsWkbU0kRCq6RoaDXhTZKXr/AoK1t0sGPWvCo2RBpVwBEAxK0d0JwHHr9vT0NJuBFlD8BtzDOnhS",
+	"v0j4b9XY542xicUPdu/B5PfFTX5L+TndmRdw5CUJ2ZwmaWjvT96dYnTuRQOGpK3WiySiabouvQmXaMjh",
+	"1mPxKyjym5geUF3Uly0T8+Il7RRKOEU0yxJmCkN6FypN+M2eJAuqZoGtkz9aZlCl+bFr6zH+8PgXuH8f",
+	"w05AHj1COUAr1UOupYFHj4wb1gGU7jl3LDHe2AGZoR/OrQnLpDAzk1qwpUNuSYJ+IWMW5dtUo5QjqkLS",
+	"fnpg6jejCKKnAfKvBMGkRy4F0WuPnmDGVY/ApmANVAufTKQCNCdDoTIbvAmVXEz5FWi5rQetd6pzOuTe",
+	"9xYAVevit1AVNk6Ac8W2fC3sNMrGfScbG3EyHPJ2+BjPSKdHzrBRhmaDJU9+WsL6eCSZKuv4SPSWStYj",
+	"VxbqLjdYGOhvKC9m2ckSKuDiRCtFcTyzHnn6jduWPSEbVhBYI/13Gs2ZrehqQDFyFa2p+L2xFndydO9/",
+	"CWaBQ9rp7LZHGUrk2hgx77q39dGGI/2Q9/ogY//+ZWy8Fhus/H62m7VYqi0FmvH3bfihgxx0kEEtYIM8",
+	"apoOvahNeDDkYgJqc6F+uPvMDy5FYR6/C+sFYJzCr1k2Jt8IM8kiGvch3Y9O2MG4+yQ+mnSPxs9o9yTq",
+	"s66tGHMcP2E1hQAsK7tjsZXfFK6qW5OHMMMmYYb2OH8WVNW3gG8vvQuod6Qhyqoxk3rAqEPukFGxtYEB",
+	"0A9J29We2oWNil8Caj0Yd4cckE/xcc81yG4ZVwFh72mk0jUIdjtIRODViMW5tjFMsTyCHHhVS7FLVEF0",
+	"qxOWaYldC68WTjkgFMRlLe8z5z7zF0/Lo5OldMjLWy3CAWKgghfMoKKaCmBlFNZEFoFY7ZRCyABiCgrR",
+	"moeQOGVWroNVglLBp1JrHDZLKg9UzrDDDXxY3R3Ehi7nxjKSZEMe2jfaduniJSupd1BoX83Y/NQFhcoZ",
+	"zYxY74os6Le1NlGGiQWlwWcHGZkkLI0hQcyWfymtTXjUPwq3xZnqhflVw0y95dVMoP/s6Ljf6/dxTJaq",
+	"N+YOPg7t5cWbbr/f7+8fHjzZ3z843O/vH/fxf/u/JVRa3IQHSNoHGf1fGJIWyrda7qIJNroUfcp5H2Ta",
+	"hSVwu7BpMY+qq6i8qRf0XwnO1pqoT5Nbm0aTkZhFScyI4NsVgNDVQQjdRGUw5CF7r3cz1MxE3LJsQZO4",
+	"MM2AhHImMhXqZZnrNQa+4+eXAYCv8bkOObyNbD6Ml1KFwOhWJHx1cTn69vzN67cX11DVhwFP1uxeT7vT",
+	"I6X6lnXaBH51DWvVpM4XNI/MMpHkJuFx7nqmaVpb4Eu/2WpeJsYO6nv9WUWdQFNEqe3lYGCpI1unJSRt",
+	"WyNHP7cVkO5SgIzx5VwfSN0VZjBBy/pgNqz1WFgrzzDs7Xfv8+pBWwdigqNMZmJdz+bnxpt1ad7/3RVf",
+	"y0/ZXZS7zLtmDxpeEw3PXzGPzuPyN6i05tPz+1Zb88Zgq2NoitS05tqQ+0XXyGeouTbkG0XXSAEUwNPI",
+	"nJtBjx48K/h3KqY9cgaPh/zuZdpOIc5HZeu8irKkczbkoacUdL9n6xCdJmucOKZWocepN+RDfuaYGgzQ",
+	"FPbwFmRPkrlmt1pv1IPDKhv+0uO/9IYNuY03Kmnrdni2/HM7/zwvPe098zR3W2DP+wB07YIFoOd+7UBR",
+	"Z0pSqphj71B9OqRRxBYqJBHlXhF/KE9tDoUrwqaPkV5hV5izUMBzTxJYM1yyvy+lIlDxX/b8kwMVrEuL",
+	"u6smyUCferuG2IeRNfTO2LbJeD3kOBu9G2V9tF1reTAr0OkZeQNku2Jt0vqPcYnDjpkrnBOogGrnCMYR",
+	"J0Uh23KH0904dxe3FBrMiXuTEoMeeXgoLugXF/xXLBOYH51djji4kg/VAR8U/4fqgCBLOCJaJ+bdpyqg",
+	"jDLGeMKnj8epiG621Nw+37DyY9kxK1vkwpVpKbBmXJKx6TLVPw3I1Yvn5Gj/WZ88f/tXMIO/u37RfYZs",
+	"iBK8pyQTK9IuORDCII/EwL+MKqX/CQKBlkqsNDIy4SX6R2NwDkiIlVv1v0CsBOLL4B12m8SMR0z/2wx/",
+	"RBW0aKdle9VyZefUGPzRIg1OBTBvzGlKkMGgeMLSFG0OlMiFFiHljDE15CuxTPVm3jBYJKr///kypVqK",
+	"WGRskrx39v+9Skb8Zxzkm0w/Vusrpi/LbiQQxd6rx5G8LdLrMmesyfDQXTwoZU1wY3BzuguzO2btSPv5",
+	"2792vNv71l6+3Wpafk/TRKpdGeL6HZLMkYCac2QuT0xcU+YN0u1KscwiRi7PXp2TbnexHKeJnLGYfHt2",
+	"fU5eXLw81zcBIqNMlBYHbR0ceeZbUFwGIHTik4Dk7cRUsYDI5Gd0mpl+VTJnvSE/4/ZB5kP/YSt7kjCa",
+	"pQnLcFLtG7ZQBILaqASyiCUQc30Bp6c1Akj8kqZmYMa6+IsFLOFQ5rTSfcmFImtmK33VGffc7r2EHfmC",
+	"MlOxp11yExyQh3va4J66G2KDEVOzk590QTOmn28JGC8Annk8FMDPBM8vaDEOfEDCGUvjkLSpPeQZeDxj",
+	"rSPigR4UGDEa3GUnIKFxexY/RoxMY20YGDgzuDV4KYY8fPv86vz88uLyu9HV+fXV30YXl9fnV389exme",
+	"Fnqa07XpDW5bYGgO6M/f0DQF7o1yczjk7TEDzVb31+mRc01G4ANNPQwHD5CUmGvqsks96mUJkP1yyC0X",
+	"33ljr8wW7VBeQ9zKoiV8QPQuwIjMoqJJSs+StG3MqxJiqzWcVRrDsb9W0KJpWmUJ//FrEBmzOLvIzE9L",
+	"tmQAwToXUpHjfr9geu88UKAGFAg3HNfyfnSn4OfblqNS8IM5tmf9hgmH2zplIWm7H9FtY8I7zK8Qqj5P",
+	"lGJxJ8CymGDwIu0wQjQpEJxJmMRhB9K5fV+fftHcoyJxG3KkGNDgN/iLuXewOGDllAocf/GSkUSxOX6J",
+	"nejr6LsRIc0bZRY7RU3ceyT8KSSTBFSWAs8fryE4XAvqqHkSlUQ3TJGflkIx6Vx+Q258fkh3zi6/raU2",
+	"esF2kZgfZomWoRRb7GHGPVECRnpaIZfARpjF30JcpqyxewnHWOHZOiNzlkUzypUX8NROMK4oZUoxjJ7v",
+	"BITm1bKRjepHG3b7IYc8BjHJ34fYoeIuJPFp8aCCJxhTDizo0RwXPLcgYhHlg/7Bk26/38dSylVL81Nh",
+	"Web0/UvGp2rWGhwcHwetecLt3/sNXH//H3vXstu4boZfhcgmNqDEdi4HGWUVdC6LTucMMAEO0HowoiU6",
+	"ZkcmXZGyx4uz7QN00wfqm/RJCv4/SVGWlNhpJmlQAbMZxxJpSvyv3/cxwde6rUvq3l6rtGR8WFVgx9c8",
+	"hVZd0vUQYRfUZmsHgA6iGdcsgHUa/gMct6OD+iL41d1e7EuCWDsmXLOKz9DDfWgO1ogCWrLwJGCukFs+",
+	"APaf4mukHFTrCW//ZHIyntyOxzH8+3PH9OeFXLavnEnTTsw4j1u++tQt5+iAuZ+Pb8/O48s38eWbrrlr",
+	"efjMvz6DGnkQ0x/S7garYExwHyztdQZyQRSjRbrYbakp9CvO97kwKsy0DoukoKPWGU7diG27kYsIVZbA",
+	"UCkHKwbNOJsTgVfX6NJcqDEVxpUSwVim4jAJUuZ+ihmvL6xLrYDRmBsdq8rtmhuwDCuKU4E14GFk+8p5",
+	"HtnLtM7ZEtDQAY574BOwXUA1Xl/m+VTYgND1fhsYbf/1KmZwWVq31s6H6kSF4IEdjLUNrv3ZDOSW6b4F",
+	"CPKDLa161x1xyz03+amNxQemd+NKt9hPZx1ss74bJvMRuLjCsW4dmtHF8hAHunYFbqyEJKXZ0yvKswTZ",
+	"BhmjWc7BZSjFMpsmId6T0xxF8YcEGl6IZYEsBtumKeNrlsXk33//RzVUKsWcF0su7pLI7eSqcRLjrzKz",
+	"be5unjkSBgXGsYl0PeJ/RExI7P87+PTh03AqAFtpvpYW25WWu9/e+ZQLsEBLpmlGNQW4Ru0LM5bKJVOY",
+	"2MFv9z8TYZwB/6BgJ6uCpxiQ7DiMYwVnwSQF1Qw4xLVxyL/+CSrUSUQKiSjHDDgDyFL4LmcSLL3N0OR3",
+	"JhwBBPo3ZtDhKfnNpGtBFjc3ebaqwET2SbDMil1jEmU/Ve2wHPutU39tEpGNySGnQrM8VzUahdMfcqsy",
+	"vCYsVyZ5rkZxT3mJCKnaGk1FDT8Swry4QpgJkCq2BKFXUNh6nIzRDbx2X8xAnxFQ8986gGc+Wwe2xFF8",
+	"9IdSabkE3FL4dNkP+wjnjF1XuTW9KxgAmizkbMMK+ybtj+fApXtqWoTzcTewoMiP6OEOPdzh52plwqts",
+	"AuMQWneQz67DG5peew5CB10+u81LYk2nyFjxDRuCCTpUc6ean6wBHt1fAQsZt+Al/eULnrOaB+CKlMKb",
+	"jwhtNs7AXdVmQt9Tnj9hAP1C9vMj/1vJM663JqZZc4CDsL+yVFtDiqWxvY3je4jKe9PYm8ZXbhrNi1xP",
+	"ap7WLPL7pDWRf2bpU1hEyHPcilh5qYIdZ8RMBoLmMg5gWaFZHTSznyqqHaKNrZndMF2x1tDa47ZUxaI+",
+	"XB2ikVrcQlTG0hJ0i6hmmKyEZO6C7RZzjh1vgAwSM3ji2QMBQyGyymygDzMVdW5zZFv+PlOBtAWyDZJJ",
+	"PF0dIsVWE8/z/FfbG3hFxr1OXZ5cXryZWOqy+d32o1OgDIe85I+fT7C1c3U1OTs/wObz/Flsfo8a7n3F",
+	"/zJdWIcWTtH8/tJ4gB4GZ/AYL2JZxJ1+5IYEchM79Rhbh3Z0rgHoasWkUyHEi3O0S31cu+aKLlFiU4Vj",
+	"o/mvc6kDTthUUDxJzUmcSMHIIPnwLlAiirG1lXiLlUQtVSZfevHiclDPaRP+wBnD5I+9gMk3niWO9MUz",
+	"L0mCEnVTUciN+S7oJcFXtZQdpxbr/LEqFi+cGOwpVHEA/8XesfcRvY/ofQSK8FhTV49V9/UXe4tHdJEW",
+	"7ynI2IIHYIWqTortgnggESQLFeO1vSTj/z4V1kU0eMcN2BKmPBXz1JOY29mRwG17rTWYkI54mV6OL1h2",
+	"cX6Wzi4nk/OrWTofv6H0kl3Ri8k4yy7ohJ2NL9j86mI2Z9lkxia/ZPMZnczOzsa/jA8yx6XIelvc2+Le",
+	"FnuudAiT3NcK7835a7PC7tj2jri9dnB8xlKuQFhN7LTZoXvtQM2DxGP1E0tdiAm1sBWyoWoqkL0w25KK",
+	"lHANht7RFWIS0hWANFcxFoaR8wPOYJg/sqkYUHvWE1WkmsS3guWMKuMfRuHHlq1lw3dzB0IDmb/h6VQk",
+	"9tIEKHvoKhZcO+4ezRUj8Kz4msUNvr9tzgOYh89JmjNakAGdimbVzGReyh+45d0YLbVcUs1TkvvyOM3o",
+	"SrNieGoZiwnSzmxvHBglzakYb6pg2ndSZmTgsyt8ZrH3tuAgp6KtpRERwTj0ewVdOn2DlJYABrYKiV6S",
+	"BLvEEbHihND/huIYlu4iojZspcmgoqdRr+HNfqyg75wzurZ6Bo6oI0vE2noRkQird9g9ybnSzAt5dLLx",
+	"MJ9rMGBBSNz1tBHz9MimNjIpXm084PY52BZ4/4+iI7M/IKGEXezCJtv0PlZVo3shNdnQPGfa6csrTZjQ",
+	"BRx05NRa3AOtiaRYCuwhMYRZ6D6G6GOI/9sY4q0T19txyUBWmwW8uW6aURBLhE7TUtKaUQWU0zgVKeuK",
+	"K7Akd09219JWD/VovXvCdo+r8DkUGkrDFnITFANDhxXUGq38LxekU3e3s2z2CjsuO22UL+9ubz+++9O7",
+	"T7cnDmx/SEOlr5j1Fra3sEGWpmjOjlUApd83R7MG8YEczQzL0rIwi2Usjdsmf2Tbm1IvjuK/fDXWwR4X",
+	"1sIq/KLpHZr6sjDDLrReqXg0UlRkM/nj1AXb7pgXYylHdMVH68nIzauF4vW5kFnpAtn6nemKP/auNySX",
+	"Kc0J/hyiNA1UK5b0OyNFKZLaiPFoBNcspNLx1fhq3Bzmq38iu+O9tdyKY88ud5IRjrNExRYesRdEl4VN",
+	"aq6d5/Gs3cgHtyq6L904rUhMldttLsZ7LuqituC7Nb1D5YylXAMmYUn0opDlnY2ZNVs1eSdyg6Q7O2rt",
+	"vWwO7FYFC55WgJcIiRJyoZ+sbumuabndAwrAZOBFfgONX4LadPYs/woAqCKSlUoPg6Gd8FFzZM9Nj4KK",
+	"7gbGqvgpGzZbSPkdUm1K7nITxAR3/3VtjAHbtNz+t4UkGc8AZh9cAadLt7IiWfASmdijyuARP9Oq2EwG",
+	"vvu4pFuykDmoP4cr4JScW7aphX/TFLQT8b3kBfEnDvqjE/DYwuY5hbyoDkELhvQHwbT8Ts8A2hnUWDc/",
+	"YjCJcLXttW33vbHrYXaTVFgsAvWZkHHkzjTAcgwegkgGc1kWhG2ZClfNBQ7q6Pevv/8nAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

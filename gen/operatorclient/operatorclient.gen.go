@@ -42,6 +42,69 @@ func (e ApiKeyStatus) Valid() bool {
 	}
 }
 
+// Defines values for ApprovalAction.
+const (
+	ApprovalActionFill            ApprovalAction = "fill"
+	ApprovalActionOperator        ApprovalAction = "operator"
+	ApprovalActionPartnerKey      ApprovalAction = "partner_key"
+	ApprovalActionPayout          ApprovalAction = "payout"
+	ApprovalActionRefund          ApprovalAction = "refund"
+	ApprovalActionScreeningReview ApprovalAction = "screening_review"
+	ApprovalActionSettle          ApprovalAction = "settle"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalAction enum.
+func (e ApprovalAction) Valid() bool {
+	switch e {
+	case ApprovalActionFill:
+		return true
+	case ApprovalActionOperator:
+		return true
+	case ApprovalActionPartnerKey:
+		return true
+	case ApprovalActionPayout:
+		return true
+	case ApprovalActionRefund:
+		return true
+	case ApprovalActionScreeningReview:
+		return true
+	case ApprovalActionSettle:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalStatus.
+const (
+	ApprovalStatusApproved  ApprovalStatus = "approved"
+	ApprovalStatusApproving ApprovalStatus = "approving"
+	ApprovalStatusExpired   ApprovalStatus = "expired"
+	ApprovalStatusFailed    ApprovalStatus = "failed"
+	ApprovalStatusPending   ApprovalStatus = "pending"
+	ApprovalStatusRejected  ApprovalStatus = "rejected"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalStatus enum.
+func (e ApprovalStatus) Valid() bool {
+	switch e {
+	case ApprovalStatusApproved:
+		return true
+	case ApprovalStatusApproving:
+		return true
+	case ApprovalStatusExpired:
+		return true
+	case ApprovalStatusFailed:
+		return true
+	case ApprovalStatusPending:
+		return true
+	case ApprovalStatusRejected:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BatchKind.
 const (
 	BatchKindFill   BatchKind = "fill"
@@ -63,7 +126,9 @@ func (e BatchKind) Valid() bool {
 // Defines values for ErrorCode.
 const (
 	ErrorCodeAmountOutOfRange             ErrorCode = "amount_out_of_range"
+	ErrorCodeApprovalClosed               ErrorCode = "approval_closed"
 	ErrorCodeDuplicateMerchantReference   ErrorCode = "duplicate_merchant_reference"
+	ErrorCodeForbidden                    ErrorCode = "forbidden"
 	ErrorCodeIdempotencyKeyMissing        ErrorCode = "idempotency_key_missing"
 	ErrorCodeIdempotencyKeyReused         ErrorCode = "idempotency_key_reused"
 	ErrorCodeIdempotencyRequestInProgress ErrorCode = "idempotency_request_in_progress"
@@ -91,7 +156,11 @@ func (e ErrorCode) Valid() bool {
 	switch e {
 	case ErrorCodeAmountOutOfRange:
 		return true
+	case ErrorCodeApprovalClosed:
+		return true
 	case ErrorCodeDuplicateMerchantReference:
+		return true
+	case ErrorCodeForbidden:
 		return true
 	case ErrorCodeIdempotencyKeyMissing:
 		return true
@@ -168,6 +237,33 @@ func (e OperatorAction) Valid() bool {
 	}
 }
 
+// Defines values for OperatorRole.
+const (
+	OperatorRoleAdmin      OperatorRole = "admin"
+	OperatorRoleCompliance OperatorRole = "compliance"
+	OperatorRoleSupport    OperatorRole = "support"
+	OperatorRoleTreasury   OperatorRole = "treasury"
+	OperatorRoleViewer     OperatorRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the OperatorRole enum.
+func (e OperatorRole) Valid() bool {
+	switch e {
+	case OperatorRoleAdmin:
+		return true
+	case OperatorRoleCompliance:
+		return true
+	case OperatorRoleSupport:
+		return true
+	case OperatorRoleTreasury:
+		return true
+	case OperatorRoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PartnerEnvironment.
 const (
 	Production PartnerEnvironment = "production"
@@ -188,19 +284,19 @@ func (e PartnerEnvironment) Valid() bool {
 
 // Defines values for PartnerUserRole.
 const (
-	Admin     PartnerUserRole = "admin"
-	Developer PartnerUserRole = "developer"
-	Finance   PartnerUserRole = "finance"
+	PartnerUserRoleAdmin     PartnerUserRole = "admin"
+	PartnerUserRoleDeveloper PartnerUserRole = "developer"
+	PartnerUserRoleFinance   PartnerUserRole = "finance"
 )
 
 // Valid indicates whether the value is a known member of the PartnerUserRole enum.
 func (e PartnerUserRole) Valid() bool {
 	switch e {
-	case Admin:
+	case PartnerUserRoleAdmin:
 		return true
-	case Developer:
+	case PartnerUserRoleDeveloper:
 		return true
-	case Finance:
+	case PartnerUserRoleFinance:
 		return true
 	default:
 		return false
@@ -529,6 +625,146 @@ type ApiKeyResponse struct {
 // ApiKeyStatus `active`, `expiring` (rolled, working until `expires_at`), `expired` or `revoked`.
 type ApiKeyStatus string
 
+// Approval One action proposed by an operator, waiting for or decided by a second.
+type Approval struct {
+	// Action The kind of action a proposal is, as named in `APPROVALS`: `payout` (batch and
+	// single), `fill` (single and batch), `settle`, `refund` (a transaction's refund, an
+	// unmatched deposit's or a refund task's resolution), `screening_review`, `operator`
+	// (an operator created, roles changed), `partner_key` (a partner created with its
+	// first key, a key issued or rolled).
+	//
+	//
+	// Example: payout
+	Action ApprovalAction `json:"action"`
+
+	// DecidedAt When it was approved, rejected or failed.
+	DecidedAt *time.Time `json:"decided_at"`
+
+	// DecidedBy Who approved or rejected it; null while pending or expired.
+	DecidedBy *OperatorRef `json:"decided_by"`
+
+	// ExpiresAt When it expires unless decided (`APPROVAL_TTL` after the proposal).
+	ExpiresAt time.Time `json:"expires_at"`
+
+	// Failure Why the action was refused when approved (`failed`).
+	Failure *ErrorInfo `json:"failure"`
+
+	// Id The proposal's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Method The request's method.
+	//
+	// Example: POST
+	Method string `json:"method"`
+
+	// Note The note of a rejection.
+	Note *string `json:"note"`
+
+	// Operation The operation proposed (its `operationId`, such as `createPayout`).
+	//
+	// Example: createPayout
+	Operation string `json:"operation"`
+
+	// Parameters The request's body as sent (exactly what runs when approved).
+	Parameters map[string]interface{} `json:"parameters"`
+
+	// Path The request's path under this API's base, as sent.
+	//
+	// Example: /payouts
+	Path string `json:"path"`
+
+	// ProposedAt When it was proposed.
+	ProposedAt time.Time `json:"proposed_at"`
+
+	// ProposedBy An operator, named.
+	ProposedBy OperatorRef `json:"proposed_by"`
+
+	// RequiredRole What an operator may do (see "Roles").
+	//
+	// Example: treasury
+	RequiredRole OperatorRole `json:"required_role"`
+
+	// Result The action's answer body once approved (what the operation answers with `200`).
+	// An answer holding a secret (a new API key: the operations marked
+	// `x-secret-answer`) is shown once, in the answer to the approval, and never
+	// kept: reading the proposal later shows null.
+	Result *map[string]interface{} `json:"result"`
+
+	// Status `pending` (waiting for a second operator), `approving` (an approver's run of the
+	// action has not finished: the same approver approving again finishes it),
+	// `approved` (the action ran; `result` is its answer), `rejected` (closed with a
+	// note, by a second operator or withdrawn by the proposer), `failed` (the action was
+	// refused when approved; `failure` says why, nothing changed), `expired` (not decided
+	// before `expires_at`).
+	//
+	//
+	// Example: pending
+	Status ApprovalStatus `json:"status"`
+
+	// Summary The action and its parameters in words, for the person who approves it.
+	//
+	// Example: Record one bank transfer paying a partner for many transactions (/payouts): fiat amount 308450.00, partner id 3a1c9e2b-6d4f-4b8a-9c0e-1f2a3b4c5d6e, reference NIP-000013261123101500000001, transaction ids 2 item(s)
+	Summary string `json:"summary"`
+}
+
+// ApprovalAction The kind of action a proposal is, as named in `APPROVALS`: `payout` (batch and
+// single), `fill` (single and batch), `settle`, `refund` (a transaction's refund, an
+// unmatched deposit's or a refund task's resolution), `screening_review`, `operator`
+// (an operator created, roles changed), `partner_key` (a partner created with its
+// first key, a key issued or rolled).
+//
+// Example: payout
+type ApprovalAction string
+
+// ApprovalPage One page of proposals.
+type ApprovalPage struct {
+	// Data The proposals of this page, newest first.
+	Data []Approval `json:"data"`
+
+	// HasMore True when another page follows.
+	HasMore bool `json:"has_more"`
+
+	// Limit The page size applied.
+	Limit int `json:"limit"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// ApprovalPageResponse Envelope of a page of proposals.
+type ApprovalPageResponse struct {
+	// Data One page of proposals.
+	Data ApprovalPage `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// ApprovalResponse Envelope of a proposal.
+type ApprovalResponse struct {
+	// Data One action proposed by an operator, waiting for or decided by a second.
+	Data Approval `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// ApprovalStatus `pending` (waiting for a second operator), `approving` (an approver's run of the
+// action has not finished: the same approver approving again finishes it),
+// `approved` (the action ran; `result` is its answer), `rejected` (closed with a
+// note, by a second operator or withdrawn by the proposer), `failed` (the action was
+// refused when approved; `failure` says why, nothing changed), `expired` (not decided
+// before `expires_at`).
+//
+// Example: pending
+type ApprovalStatus string
+
 // AuditAction What the operator did: a transaction action (`fill`, `settle`, `payout`, `accept`,
 // `fail`, `refund`), a refund task's resolution (`resolve_refunded`,
 // `resolve_credited`), a batch (`batch_payout`, `batch_fill`), an account or key
@@ -539,7 +775,11 @@ type ApiKeyStatus string
 // the URL as reference; `webhook_secret_rotated`; `webhook_event_replayed` and
 // `webhook_test_sent`, the event as subject; `sandbox_simulated`, the transaction
 // and the simulated event's type as reference), or a decision on a transaction held by
-// screening (`screening_released`, `screening_blocked`, the note as reference). **The list grows** with the back office in minor versions (an open set,
+// screening (`screening_released`, `screening_blocked`, the note as reference), or four
+// eyes (`approval_proposed`, `approval_approved`, `approval_rejected`: the proposal's
+// id as subject, its action as reference), or `operator_roles_changed` (the operator as
+// subject, the new roles as reference), `screening_list_imported` (the list's source
+// and date as reference) or `secrets_rotated` (the command line's). **The list grows** with the back office in minor versions (an open set,
 // `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 // As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 //
@@ -549,8 +789,9 @@ type AuditAction = string
 // AuditActor Who made a change: `operator`, an operator through this API or the console
 // (`operator_id` and `operator_name` name them); `cli`, the `partnerd` command run
 // on a server (`partnerd partners create`, `partnerd partners keys roll|revoke`,
-// `partnerd partners users invite`, `partnerd operators create`), which acts as no
-// operator; `partner_user`, a partner's user on the partner dashboard (their team,
+// `partnerd partners users invite`, `partnerd operators create|roles`,
+// `partnerd screening import`, `partnerd secrets rotate`), which acts as no operator
+// (`cli_user` names the host's user); `partner_user`, a partner's user on the partner dashboard (their team,
 // API key, webhook and sandbox changes; `partner_user_id` and `operator_name` name them). An open set
 // (`x-extensible-enum`): show a value not listed here as it is.
 //
@@ -569,7 +810,11 @@ type AuditEntry struct {
 	// the URL as reference; `webhook_secret_rotated`; `webhook_event_replayed` and
 	// `webhook_test_sent`, the event as subject; `sandbox_simulated`, the transaction
 	// and the simulated event's type as reference), or a decision on a transaction held by
-	// screening (`screening_released`, `screening_blocked`, the note as reference). **The list grows** with the back office in minor versions (an open set,
+	// screening (`screening_released`, `screening_blocked`, the note as reference), or four
+	// eyes (`approval_proposed`, `approval_approved`, `approval_rejected`: the proposal's
+	// id as subject, its action as reference), or `operator_roles_changed` (the operator as
+	// subject, the new roles as reference), `screening_list_imported` (the list's source
+	// and date as reference) or `secrets_rotated` (the command line's). **The list grows** with the back office in minor versions (an open set,
 	// `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 	// As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 	//
@@ -580,8 +825,9 @@ type AuditEntry struct {
 	// Actor Who made a change: `operator`, an operator through this API or the console
 	// (`operator_id` and `operator_name` name them); `cli`, the `partnerd` command run
 	// on a server (`partnerd partners create`, `partnerd partners keys roll|revoke`,
-	// `partnerd partners users invite`, `partnerd operators create`), which acts as no
-	// operator; `partner_user`, a partner's user on the partner dashboard (their team,
+	// `partnerd partners users invite`, `partnerd operators create|roles`,
+	// `partnerd screening import`, `partnerd secrets rotate`), which acts as no operator
+	// (`cli_user` names the host's user); `partner_user`, a partner's user on the partner dashboard (their team,
 	// API key, webhook and sandbox changes; `partner_user_id` and `operator_name` name them). An open set
 	// (`x-extensible-enum`): show a value not listed here as it is.
 	//
@@ -591,6 +837,9 @@ type AuditEntry struct {
 
 	// BatchId The batch payout or fill the action belongs to.
 	BatchId *openapi_types.UUID `json:"batch_id"`
+
+	// CliUser The host's user who ran the `partnerd` command when `actor` is `cli`; null otherwise.
+	CliUser *string `json:"cli_user"`
 
 	// CreatedAt When it was done.
 	CreatedAt time.Time `json:"created_at"`
@@ -618,6 +867,13 @@ type AuditEntry struct {
 
 	// PartnerUserId The partner's user who acted when `actor` is `partner_user` (their partner is `partner_id`); null otherwise.
 	PartnerUserId *openapi_types.UUID `json:"partner_user_id"`
+
+	// ProposerId When the action was proposed by one operator and approved by another (four
+	// eyes): the proposer (`operator_id` is the approver). Null otherwise.
+	ProposerId *openapi_types.UUID `json:"proposer_id"`
+
+	// ProposerName The proposer's name; null with `proposer_id`.
+	ProposerName *string `json:"proposer_name"`
 
 	// Reference The reference, reason or chain hash given.
 	Reference *string `json:"reference"`
@@ -846,7 +1102,13 @@ type Error struct {
 	Success bool `json:"success"`
 }
 
-// ErrorCode A stable machine code; the partner API's error table applies.
+// ErrorCode A stable machine code; the partner API's error table applies, and two codes are the
+// operator API's own:
+//
+// | status | code | meaning |
+// |---|---|---|
+// | 403 | `forbidden` | the operator lacks the role the operation needs, or may not act on their own proposal or roles |
+// | 409 | `approval_closed` | the proposal is no longer pending (approved, rejected, failed, expired, or being approved) |
 //
 // Example: invalid_request
 type ErrorCode string
@@ -862,7 +1124,14 @@ type ErrorDetail struct {
 
 // ErrorInfo Machine-readable facts of the failure.
 type ErrorInfo struct {
-	// Code A stable machine code; the partner API's error table applies.
+	// Code A stable machine code; the partner API's error table applies, and two codes are the
+	// operator API's own:
+	//
+	// | status | code | meaning |
+	// |---|---|---|
+	// | 403 | `forbidden` | the operator lacks the role the operation needs, or may not act on their own proposal or roles |
+	// | 409 | `approval_closed` | the proposal is no longer pending (approved, rejected, failed, expired, or being approved) |
+	//
 	//
 	// Example: invalid_request
 	Code ErrorCode `json:"code"`
@@ -1069,12 +1338,24 @@ type Operator struct {
 
 	// Name Their name.
 	Name string `json:"name"`
+
+	// Roles An operator's roles, at least one, each once.
+	Roles OperatorRoles `json:"roles"`
 }
 
 // OperatorAction An operator's action on one transaction (`POST /transactions/{id}/<action>`; `payout` is `POST /transactions/{id}/payout`, `accept` is `POST /transactions/{id}/accept`).
 //
 // Example: fill
 type OperatorAction string
+
+// OperatorCreateRequest A new operator.
+type OperatorCreateRequest struct {
+	// Name The display name.
+	Name string `json:"name"`
+
+	// Roles An operator's roles, at least one, each once.
+	Roles *OperatorRoles `json:"roles,omitempty"`
+}
 
 // OperatorCreated A new operator and their first key.
 type OperatorCreated struct {
@@ -1139,6 +1420,35 @@ type OperatorListResponse struct {
 	// Success Always true on success.
 	Success bool `json:"success"`
 }
+
+// OperatorRef An operator, named.
+type OperatorRef struct {
+	// Id The operator's id.
+	Id openapi_types.UUID `json:"id"`
+
+	// Name Their name.
+	Name string `json:"name"`
+}
+
+// OperatorResponse Envelope of an operator.
+type OperatorResponse struct {
+	// Data An operator.
+	Data Operator `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// OperatorRole What an operator may do (see "Roles").
+//
+// Example: treasury
+type OperatorRole string
+
+// OperatorRoles An operator's roles, at least one, each once.
+type OperatorRoles = []OperatorRole
 
 // OperatorTransaction A transaction as the back office sees it.
 type OperatorTransaction struct {
@@ -1815,6 +2125,12 @@ type RefundWork struct {
 	Unmatched int `json:"unmatched"`
 }
 
+// RejectRequest Why a proposal is rejected or withdrawn.
+type RejectRequest struct {
+	// Note The reason, kept with the proposal and in the audit.
+	Note string `json:"note"`
+}
+
 // ResolveRequest How an unmatched deposit was resolved.
 type ResolveRequest struct {
 	// Action `refunded` needs `tx_hash`; `credited` needs `note`.
@@ -1845,6 +2161,12 @@ type ReviewRequest struct {
 
 // ReviewRequestDecision `release` (a false positive: proceed as if clear) or `block` (the funds are blocked for good).
 type ReviewRequestDecision string
+
+// RolesRequest An operator's new roles.
+type RolesRequest struct {
+	// Roles An operator's roles, at least one, each once.
+	Roles OperatorRoles `json:"roles"`
+}
 
 // RollRequest How long the rolled key keeps working.
 type RollRequest struct {
@@ -2109,6 +2431,9 @@ type UnmatchedDepositResponse struct {
 // Example: open
 type UnmatchedDepositStatus string
 
+// ApprovalId defines model for ApprovalId.
+type ApprovalId = openapi_types.UUID
+
 // Cursor defines model for Cursor.
 type Cursor = string
 
@@ -2133,6 +2458,12 @@ type PartnerId = openapi_types.UUID
 // TransactionId defines model for TransactionId.
 type TransactionId = openapi_types.UUID
 
+// ApprovalOK Envelope of a proposal.
+type ApprovalOK = ApprovalResponse
+
+// ApprovalPending Envelope of a proposal.
+type ApprovalPending = ApprovalResponse
+
 // BadRequest The body of every failure (the partner API's).
 type BadRequest = Error
 
@@ -2141,6 +2472,9 @@ type BatchOK = BatchResponse
 
 // Conflict The body of every failure (the partner API's).
 type Conflict = Error
+
+// Forbidden The body of every failure (the partner API's).
+type Forbidden = Error
 
 // InternalError The body of every failure (the partner API's).
 type InternalError = Error
@@ -2168,6 +2502,33 @@ type UnprocessableEntity = Error
 
 // UnsupportedMediaType The body of every failure (the partner API's).
 type UnsupportedMediaType = Error
+
+// ListApprovalsParams defines parameters for ListApprovals.
+type ListApprovalsParams struct {
+	// Cursor The `next_cursor` of the previous page, unchanged; send the same filters with it.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Page size, 1 to 100.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Status Only proposals in this status.
+	Status *ApprovalStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Action Only proposals of this action.
+	Action *ApprovalAction `form:"action,omitempty" json:"action,omitempty"`
+}
+
+// ApproveApprovalParams defines parameters for ApproveApproval.
+type ApproveApprovalParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RejectApprovalParams defines parameters for RejectApproval.
+type RejectApprovalParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
 
 // ListAuditParams defines parameters for ListAudit.
 type ListAuditParams struct {
@@ -2249,6 +2610,12 @@ type RevokeOperatorKeyParams struct {
 
 // RollOperatorKeyParams defines parameters for RollOperatorKey.
 type RollOperatorKeyParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// SetOperatorRolesParams defines parameters for SetOperatorRoles.
+type SetOperatorRolesParams struct {
 	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
@@ -2419,6 +2786,12 @@ type SettleOrderParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// ApproveApprovalJSONRequestBody defines body for ApproveApproval for application/json ContentType.
+type ApproveApprovalJSONRequestBody = EmptyRequest
+
+// RejectApprovalJSONRequestBody defines body for RejectApproval for application/json ContentType.
+type RejectApprovalJSONRequestBody = RejectRequest
+
 // ResolveUnmatchedDepositJSONRequestBody defines body for ResolveUnmatchedDeposit for application/json ContentType.
 type ResolveUnmatchedDepositJSONRequestBody = ResolveRequest
 
@@ -2426,13 +2799,16 @@ type ResolveUnmatchedDepositJSONRequestBody = ResolveRequest
 type CreateFillJSONRequestBody = BatchFillRequest
 
 // CreateOperatorJSONRequestBody defines body for CreateOperator for application/json ContentType.
-type CreateOperatorJSONRequestBody = NameRequest
+type CreateOperatorJSONRequestBody = OperatorCreateRequest
 
 // CreateOperatorKeyJSONRequestBody defines body for CreateOperatorKey for application/json ContentType.
 type CreateOperatorKeyJSONRequestBody = EmptyRequest
 
 // RollOperatorKeyJSONRequestBody defines body for RollOperatorKey for application/json ContentType.
 type RollOperatorKeyJSONRequestBody = RollRequest
+
+// SetOperatorRolesJSONRequestBody defines body for SetOperatorRoles for application/json ContentType.
+type SetOperatorRolesJSONRequestBody = RolesRequest
 
 // CreatePartnerJSONRequestBody defines body for CreatePartner for application/json ContentType.
 type CreatePartnerJSONRequestBody = NameRequest
@@ -2546,6 +2922,73 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// ListApprovals List proposals
+	//
+	// Proposed actions (four eyes), newest first, keyset-paged. `status=pending` is the
+	// queue waiting for a second operator (past their expiry they are `expired`).
+	//
+	// Corresponds with GET /approvals (the `ListApprovals` operationId).
+	ListApprovals(ctx context.Context, params *ListApprovalsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetApproval Get a proposal
+	//
+	// One proposal, with its decision and, once approved, the action's answer.
+	//
+	// Corresponds with GET /approvals/{id} (the `GetApproval` operationId).
+	GetApproval(ctx context.Context, id ApprovalId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApproveApprovalWithBody Approve a proposal (the action runs now)
+	//
+	// Runs the proposed action as the calling operator, who must not be its proposer
+	// (`403 forbidden`) and must hold the role the action needs (`required_role`,
+	// `403 forbidden` naming it). The action runs against the state at this moment: its
+	// refusal (such as `409 invalid_state_transition`) is this call's answer and the
+	// proposal becomes `failed` with it. A proposal no longer pending is
+	// `409 approval_closed`. The answer is the proposal, `approved`, with the action's
+	// answer in `result`; the same operator approving again gets it again.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /approvals/{id}/approve (the `ApproveApproval` operationId).
+	ApproveApprovalWithBody(ctx context.Context, id ApprovalId, params *ApproveApprovalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApproveApproval Approve a proposal (the action runs now)
+	//
+	// Runs the proposed action as the calling operator, who must not be its proposer
+	// (`403 forbidden`) and must hold the role the action needs (`required_role`,
+	// `403 forbidden` naming it). The action runs against the state at this moment: its
+	// refusal (such as `409 invalid_state_transition`) is this call's answer and the
+	// proposal becomes `failed` with it. A proposal no longer pending is
+	// `409 approval_closed`. The answer is the proposal, `approved`, with the action's
+	// answer in `result`; the same operator approving again gets it again.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /approvals/{id}/approve (the `ApproveApproval` operationId).
+	ApproveApproval(ctx context.Context, id ApprovalId, params *ApproveApprovalParams, body ApproveApprovalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RejectApprovalWithBody Reject (or withdraw) a proposal
+	//
+	// Closes a pending proposal without running it, with a note: by an operator holding
+	// the action's role, or by its proposer (a withdrawal). Others are `403 forbidden`;
+	// a proposal no longer pending is `409 approval_closed`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /approvals/{id}/reject (the `RejectApproval` operationId).
+	RejectApprovalWithBody(ctx context.Context, id ApprovalId, params *RejectApprovalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RejectApproval Reject (or withdraw) a proposal
+	//
+	// Closes a pending proposal without running it, with a note: by an operator holding
+	// the action's role, or by its proposer (a withdrawal). Others are `403 forbidden`;
+	// a proposal no longer pending is `409 approval_closed`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /approvals/{id}/reject (the `RejectApproval` operationId).
+	RejectApproval(ctx context.Context, id ApprovalId, params *RejectApprovalParams, body RejectApprovalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAudit List operator actions
 	//
@@ -2705,6 +3148,26 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
 	RollOperatorKey(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, body RollOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetOperatorRolesWithBody Set an operator's roles
+	//
+	// Replaces the operator's roles with `roles` (at least one). An operator cannot
+	// change their own roles (`403 forbidden`): another admin does.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /operators/{id}/roles (the `SetOperatorRoles` operationId).
+	SetOperatorRolesWithBody(ctx context.Context, id OperatorId, params *SetOperatorRolesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetOperatorRoles Set an operator's roles
+	//
+	// Replaces the operator's roles with `roles` (at least one). An operator cannot
+	// change their own roles (`403 forbidden`): another admin does.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /operators/{id}/roles (the `SetOperatorRoles` operationId).
+	SetOperatorRoles(ctx context.Context, id OperatorId, params *SetOperatorRolesParams, body SetOperatorRolesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOverview The back office at a glance
 	//
@@ -3174,6 +3637,133 @@ type ClientInterface interface {
 	SettleOrder(ctx context.Context, id TransactionId, params *SettleOrderParams, body SettleOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
+// ListApprovals List proposals
+//
+// Proposed actions (four eyes), newest first, keyset-paged. `status=pending` is the
+// queue waiting for a second operator (past their expiry they are `expired`).
+//
+// Corresponds with GET /approvals (the `ListApprovals` operationId).
+func (c *Client) ListApprovals(ctx context.Context, params *ListApprovalsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListApprovalsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetApproval Get a proposal
+//
+// One proposal, with its decision and, once approved, the action's answer.
+//
+// Corresponds with GET /approvals/{id} (the `GetApproval` operationId).
+func (c *Client) GetApproval(ctx context.Context, id ApprovalId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetApprovalRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApproveApprovalWithBody Approve a proposal (the action runs now)
+//
+// Runs the proposed action as the calling operator, who must not be its proposer
+// (`403 forbidden`) and must hold the role the action needs (`required_role`,
+// `403 forbidden` naming it). The action runs against the state at this moment: its
+// refusal (such as `409 invalid_state_transition`) is this call's answer and the
+// proposal becomes `failed` with it. A proposal no longer pending is
+// `409 approval_closed`. The answer is the proposal, `approved`, with the action's
+// answer in `result`; the same operator approving again gets it again.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /approvals/{id}/approve (the `ApproveApproval` operationId).
+func (c *Client) ApproveApprovalWithBody(ctx context.Context, id ApprovalId, params *ApproveApprovalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApproveApprovalRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApproveApproval Approve a proposal (the action runs now)
+//
+// Runs the proposed action as the calling operator, who must not be its proposer
+// (`403 forbidden`) and must hold the role the action needs (`required_role`,
+// `403 forbidden` naming it). The action runs against the state at this moment: its
+// refusal (such as `409 invalid_state_transition`) is this call's answer and the
+// proposal becomes `failed` with it. A proposal no longer pending is
+// `409 approval_closed`. The answer is the proposal, `approved`, with the action's
+// answer in `result`; the same operator approving again gets it again.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /approvals/{id}/approve (the `ApproveApproval` operationId).
+func (c *Client) ApproveApproval(ctx context.Context, id ApprovalId, params *ApproveApprovalParams, body ApproveApprovalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApproveApprovalRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RejectApprovalWithBody Reject (or withdraw) a proposal
+//
+// Closes a pending proposal without running it, with a note: by an operator holding
+// the action's role, or by its proposer (a withdrawal). Others are `403 forbidden`;
+// a proposal no longer pending is `409 approval_closed`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /approvals/{id}/reject (the `RejectApproval` operationId).
+func (c *Client) RejectApprovalWithBody(ctx context.Context, id ApprovalId, params *RejectApprovalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRejectApprovalRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RejectApproval Reject (or withdraw) a proposal
+//
+// Closes a pending proposal without running it, with a note: by an operator holding
+// the action's role, or by its proposer (a withdrawal). Others are `403 forbidden`;
+// a proposal no longer pending is `409 approval_closed`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /approvals/{id}/reject (the `RejectApproval` operationId).
+func (c *Client) RejectApproval(ctx context.Context, id ApprovalId, params *RejectApprovalParams, body RejectApprovalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRejectApprovalRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListAudit List operator actions
 //
 // Every successful operator action — who, what, on which transaction, deposit or
@@ -3483,6 +4073,46 @@ func (c *Client) RollOperatorKeyWithBody(ctx context.Context, id OperatorId, key
 // Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
 func (c *Client) RollOperatorKey(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, body RollOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRollOperatorKeyRequest(c.Server, id, keyId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetOperatorRolesWithBody Set an operator's roles
+//
+// Replaces the operator's roles with `roles` (at least one). An operator cannot
+// change their own roles (`403 forbidden`): another admin does.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /operators/{id}/roles (the `SetOperatorRoles` operationId).
+func (c *Client) SetOperatorRolesWithBody(ctx context.Context, id OperatorId, params *SetOperatorRolesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetOperatorRolesRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetOperatorRoles Set an operator's roles
+//
+// Replaces the operator's roles with `roles` (at least one). An operator cannot
+// change their own roles (`403 forbidden`): another admin does.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /operators/{id}/roles (the `SetOperatorRoles` operationId).
+func (c *Client) SetOperatorRoles(ctx context.Context, id OperatorId, params *SetOperatorRolesParams, body SetOperatorRolesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetOperatorRolesRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4340,6 +4970,250 @@ func (c *Client) SettleOrder(ctx context.Context, id TransactionId, params *Sett
 	return c.Client.Do(req)
 }
 
+// NewListApprovalsRequest constructs an http.Request for the ListApprovals method
+func NewListApprovalsRequest(server string, params *ListApprovalsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/approvals")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Action != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "action", *params.Action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetApprovalRequest constructs an http.Request for the GetApproval method
+func NewGetApprovalRequest(server string, id ApprovalId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/approvals/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewApproveApprovalRequest calls the generic ApproveApproval builder with application/json body
+func NewApproveApprovalRequest(server string, id ApprovalId, params *ApproveApprovalParams, body ApproveApprovalJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewApproveApprovalRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewApproveApprovalRequestWithBody constructs an http.Request for the ApproveApproval method, with any body, and a specified content type
+func NewApproveApprovalRequestWithBody(server string, id ApprovalId, params *ApproveApprovalParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/approvals/%s/approve", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewRejectApprovalRequest calls the generic RejectApproval builder with application/json body
+func NewRejectApprovalRequest(server string, id ApprovalId, params *RejectApprovalParams, body RejectApprovalJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRejectApprovalRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewRejectApprovalRequestWithBody constructs an http.Request for the RejectApproval method, with any body, and a specified content type
+func NewRejectApprovalRequestWithBody(server string, id ApprovalId, params *RejectApprovalParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/approvals/%s/reject", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewListAuditRequest constructs an http.Request for the ListAudit method
 func NewListAuditRequest(server string, params *ListAuditParams) (*http.Request, error) {
 	var err error
@@ -4998,6 +5872,66 @@ func NewRollOperatorKeyRequestWithBody(server string, id OperatorId, keyId KeyId
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewSetOperatorRolesRequest calls the generic SetOperatorRoles builder with application/json body
+func NewSetOperatorRolesRequest(server string, id OperatorId, params *SetOperatorRolesParams, body SetOperatorRolesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetOperatorRolesRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewSetOperatorRolesRequestWithBody constructs an http.Request for the SetOperatorRoles method, with any body, and a specified content type
+func NewSetOperatorRolesRequestWithBody(server string, id OperatorId, params *SetOperatorRolesParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/operators/%s/roles", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -6499,6 +7433,77 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ListApprovalsWithResponse List proposals
+	//
+	// Proposed actions (four eyes), newest first, keyset-paged. `status=pending` is the
+	// queue waiting for a second operator (past their expiry they are `expired`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /approvals (the `ListApprovals` operationId).
+	ListApprovalsWithResponse(ctx context.Context, params *ListApprovalsParams, reqEditors ...RequestEditorFn) (*ListApprovalsResponse, error)
+
+	// GetApprovalWithResponse Get a proposal
+	//
+	// One proposal, with its decision and, once approved, the action's answer.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /approvals/{id} (the `GetApproval` operationId).
+	GetApprovalWithResponse(ctx context.Context, id ApprovalId, reqEditors ...RequestEditorFn) (*GetApprovalResponse, error)
+
+	// ApproveApprovalWithBodyWithResponse Approve a proposal (the action runs now)
+	//
+	// Runs the proposed action as the calling operator, who must not be its proposer
+	// (`403 forbidden`) and must hold the role the action needs (`required_role`,
+	// `403 forbidden` naming it). The action runs against the state at this moment: its
+	// refusal (such as `409 invalid_state_transition`) is this call's answer and the
+	// proposal becomes `failed` with it. A proposal no longer pending is
+	// `409 approval_closed`. The answer is the proposal, `approved`, with the action's
+	// answer in `result`; the same operator approving again gets it again.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /approvals/{id}/approve (the `ApproveApproval` operationId).
+	ApproveApprovalWithBodyWithResponse(ctx context.Context, id ApprovalId, params *ApproveApprovalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApproveApprovalResponse, error)
+
+	// ApproveApprovalWithResponse Approve a proposal (the action runs now)
+	//
+	// Runs the proposed action as the calling operator, who must not be its proposer
+	// (`403 forbidden`) and must hold the role the action needs (`required_role`,
+	// `403 forbidden` naming it). The action runs against the state at this moment: its
+	// refusal (such as `409 invalid_state_transition`) is this call's answer and the
+	// proposal becomes `failed` with it. A proposal no longer pending is
+	// `409 approval_closed`. The answer is the proposal, `approved`, with the action's
+	// answer in `result`; the same operator approving again gets it again.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /approvals/{id}/approve (the `ApproveApproval` operationId).
+	ApproveApprovalWithResponse(ctx context.Context, id ApprovalId, params *ApproveApprovalParams, body ApproveApprovalJSONRequestBody, reqEditors ...RequestEditorFn) (*ApproveApprovalResponse, error)
+
+	// RejectApprovalWithBodyWithResponse Reject (or withdraw) a proposal
+	//
+	// Closes a pending proposal without running it, with a note: by an operator holding
+	// the action's role, or by its proposer (a withdrawal). Others are `403 forbidden`;
+	// a proposal no longer pending is `409 approval_closed`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /approvals/{id}/reject (the `RejectApproval` operationId).
+	RejectApprovalWithBodyWithResponse(ctx context.Context, id ApprovalId, params *RejectApprovalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RejectApprovalResponse, error)
+
+	// RejectApprovalWithResponse Reject (or withdraw) a proposal
+	//
+	// Closes a pending proposal without running it, with a note: by an operator holding
+	// the action's role, or by its proposer (a withdrawal). Others are `403 forbidden`;
+	// a proposal no longer pending is `409 approval_closed`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /approvals/{id}/reject (the `RejectApproval` operationId).
+	RejectApprovalWithResponse(ctx context.Context, id ApprovalId, params *RejectApprovalParams, body RejectApprovalJSONRequestBody, reqEditors ...RequestEditorFn) (*RejectApprovalResponse, error)
+
 	// ListAuditWithResponse List operator actions
 	//
 	// Every successful operator action — who, what, on which transaction, deposit or
@@ -6669,6 +7674,26 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /operators/{id}/keys/{key_id}/roll (the `RollOperatorKey` operationId).
 	RollOperatorKeyWithResponse(ctx context.Context, id OperatorId, keyId KeyId, params *RollOperatorKeyParams, body RollOperatorKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RollOperatorKeyResponse, error)
+
+	// SetOperatorRolesWithBodyWithResponse Set an operator's roles
+	//
+	// Replaces the operator's roles with `roles` (at least one). An operator cannot
+	// change their own roles (`403 forbidden`): another admin does.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /operators/{id}/roles (the `SetOperatorRoles` operationId).
+	SetOperatorRolesWithBodyWithResponse(ctx context.Context, id OperatorId, params *SetOperatorRolesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetOperatorRolesResponse, error)
+
+	// SetOperatorRolesWithResponse Set an operator's roles
+	//
+	// Replaces the operator's roles with `roles` (at least one). An operator cannot
+	// change their own roles (`403 forbidden`): another admin does.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /operators/{id}/roles (the `SetOperatorRoles` operationId).
+	SetOperatorRolesWithResponse(ctx context.Context, id OperatorId, params *SetOperatorRolesParams, body SetOperatorRolesJSONRequestBody, reqEditors ...RequestEditorFn) (*SetOperatorRolesResponse, error)
 
 	// GetOverviewWithResponse The back office at a glance
 	//
@@ -7162,6 +8187,745 @@ type ClientWithResponsesInterface interface {
 	SettleOrderWithResponse(ctx context.Context, id TransactionId, params *SettleOrderParams, body SettleOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*SettleOrderResponse, error)
 }
 
+// ListApprovalsResponse200Headers the declared response headers of an HTTP 200 response for ListApprovals
+type ListApprovalsResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ListApprovalsResponse400Headers the declared response headers of an HTTP 400 response for ListApprovals
+type ListApprovalsResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ListApprovalsResponse401Headers the declared response headers of an HTTP 401 response for ListApprovals
+type ListApprovalsResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ListApprovalsResponse429Headers the declared response headers of an HTTP 429 response for ListApprovals
+type ListApprovalsResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+// ListApprovalsResponse500Headers the declared response headers of an HTTP 500 response for ListApprovals
+type ListApprovalsResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ListApprovalsResponse503Headers the declared response headers of an HTTP 503 response for ListApprovals
+type ListApprovalsResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+type ListApprovalsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApprovalPageResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListApprovalsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListApprovalsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListApprovalsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListApprovalsResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListApprovalsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListApprovalsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListApprovalsResponse) GetJSON200() *ApprovalPageResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListApprovalsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListApprovalsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListApprovalsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListApprovalsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListApprovalsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListApprovalsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListApprovalsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListApprovalsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListApprovalsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetApprovalResponse200Headers the declared response headers of an HTTP 200 response for GetApproval
+type GetApprovalResponse200Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
+// GetApprovalResponse400Headers the declared response headers of an HTTP 400 response for GetApproval
+type GetApprovalResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// GetApprovalResponse401Headers the declared response headers of an HTTP 401 response for GetApproval
+type GetApprovalResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// GetApprovalResponse404Headers the declared response headers of an HTTP 404 response for GetApproval
+type GetApprovalResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// GetApprovalResponse429Headers the declared response headers of an HTTP 429 response for GetApproval
+type GetApprovalResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+// GetApprovalResponse500Headers the declared response headers of an HTTP 500 response for GetApproval
+type GetApprovalResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// GetApprovalResponse503Headers the declared response headers of an HTTP 503 response for GetApproval
+type GetApprovalResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+type GetApprovalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApprovalOK
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetApprovalResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetApprovalResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetApprovalResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetApprovalResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetApprovalResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetApprovalResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetApprovalResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetApprovalResponse) GetJSON200() *ApprovalOK {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetApprovalResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetApprovalResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetApprovalResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetApprovalResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetApprovalResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetApprovalResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetApprovalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetApprovalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetApprovalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetApprovalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ApproveApprovalResponse200Headers the declared response headers of an HTTP 200 response for ApproveApproval
+type ApproveApprovalResponse200Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
+// ApproveApprovalResponse400Headers the declared response headers of an HTTP 400 response for ApproveApproval
+type ApproveApprovalResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ApproveApprovalResponse401Headers the declared response headers of an HTTP 401 response for ApproveApproval
+type ApproveApprovalResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ApproveApprovalResponse403Headers the declared response headers of an HTTP 403 response for ApproveApproval
+type ApproveApprovalResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ApproveApprovalResponse404Headers the declared response headers of an HTTP 404 response for ApproveApproval
+type ApproveApprovalResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ApproveApprovalResponse409Headers the declared response headers of an HTTP 409 response for ApproveApproval
+type ApproveApprovalResponse409Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ApproveApprovalResponse413Headers the declared response headers of an HTTP 413 response for ApproveApproval
+type ApproveApprovalResponse413Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ApproveApprovalResponse415Headers the declared response headers of an HTTP 415 response for ApproveApproval
+type ApproveApprovalResponse415Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ApproveApprovalResponse422Headers the declared response headers of an HTTP 422 response for ApproveApproval
+type ApproveApprovalResponse422Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ApproveApprovalResponse429Headers the declared response headers of an HTTP 429 response for ApproveApproval
+type ApproveApprovalResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+// ApproveApprovalResponse500Headers the declared response headers of an HTTP 500 response for ApproveApproval
+type ApproveApprovalResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ApproveApprovalResponse503Headers the declared response headers of an HTTP 503 response for ApproveApproval
+type ApproveApprovalResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+type ApproveApprovalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApprovalOK
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ApproveApprovalResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ApproveApprovalResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ApproveApprovalResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ApproveApprovalResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ApproveApprovalResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ApproveApprovalResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ApproveApprovalResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *ApproveApprovalResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ApproveApprovalResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ApproveApprovalResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ApproveApprovalResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ApproveApprovalResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ApproveApprovalResponse) GetJSON200() *ApprovalOK {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ApproveApprovalResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ApproveApprovalResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ApproveApprovalResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ApproveApprovalResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ApproveApprovalResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ApproveApprovalResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ApproveApprovalResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ApproveApprovalResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ApproveApprovalResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ApproveApprovalResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ApproveApprovalResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ApproveApprovalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ApproveApprovalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ApproveApprovalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ApproveApprovalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RejectApprovalResponse200Headers the declared response headers of an HTTP 200 response for RejectApproval
+type RejectApprovalResponse200Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
+// RejectApprovalResponse400Headers the declared response headers of an HTTP 400 response for RejectApproval
+type RejectApprovalResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RejectApprovalResponse401Headers the declared response headers of an HTTP 401 response for RejectApproval
+type RejectApprovalResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RejectApprovalResponse403Headers the declared response headers of an HTTP 403 response for RejectApproval
+type RejectApprovalResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RejectApprovalResponse404Headers the declared response headers of an HTTP 404 response for RejectApproval
+type RejectApprovalResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RejectApprovalResponse409Headers the declared response headers of an HTTP 409 response for RejectApproval
+type RejectApprovalResponse409Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RejectApprovalResponse413Headers the declared response headers of an HTTP 413 response for RejectApproval
+type RejectApprovalResponse413Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RejectApprovalResponse415Headers the declared response headers of an HTTP 415 response for RejectApproval
+type RejectApprovalResponse415Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RejectApprovalResponse422Headers the declared response headers of an HTTP 422 response for RejectApproval
+type RejectApprovalResponse422Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RejectApprovalResponse429Headers the declared response headers of an HTTP 429 response for RejectApproval
+type RejectApprovalResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+// RejectApprovalResponse500Headers the declared response headers of an HTTP 500 response for RejectApproval
+type RejectApprovalResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RejectApprovalResponse503Headers the declared response headers of an HTTP 503 response for RejectApproval
+type RejectApprovalResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+type RejectApprovalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApprovalOK
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RejectApprovalResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RejectApprovalResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RejectApprovalResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RejectApprovalResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RejectApprovalResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RejectApprovalResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RejectApprovalResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RejectApprovalResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RejectApprovalResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RejectApprovalResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RejectApprovalResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RejectApprovalResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RejectApprovalResponse) GetJSON200() *ApprovalOK {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RejectApprovalResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RejectApprovalResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RejectApprovalResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RejectApprovalResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RejectApprovalResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RejectApprovalResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RejectApprovalResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RejectApprovalResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RejectApprovalResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RejectApprovalResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RejectApprovalResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RejectApprovalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RejectApprovalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RejectApprovalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RejectApprovalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListAuditResponse200Headers the declared response headers of an HTTP 200 response for ListAudit
 type ListAuditResponse200Headers struct {
 	RateLimit       *string
@@ -7434,6 +9198,14 @@ type ResolveUnmatchedDepositResponse200Headers struct {
 	XRequestId         string
 }
 
+// ResolveUnmatchedDepositResponse202Headers the declared response headers of an HTTP 202 response for ResolveUnmatchedDeposit
+type ResolveUnmatchedDepositResponse202Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
 // ResolveUnmatchedDepositResponse400Headers the declared response headers of an HTTP 400 response for ResolveUnmatchedDeposit
 type ResolveUnmatchedDepositResponse400Headers struct {
 	RateLimit       *string
@@ -7443,6 +9215,13 @@ type ResolveUnmatchedDepositResponse400Headers struct {
 
 // ResolveUnmatchedDepositResponse401Headers the declared response headers of an HTTP 401 response for ResolveUnmatchedDeposit
 type ResolveUnmatchedDepositResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ResolveUnmatchedDepositResponse403Headers the declared response headers of an HTTP 403 response for ResolveUnmatchedDeposit
+type ResolveUnmatchedDepositResponse403Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	XRequestId      string
@@ -7511,10 +9290,14 @@ type ResolveUnmatchedDepositResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *UnmatchedDepositResponse
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *ApprovalPending
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -7533,10 +9316,14 @@ type ResolveUnmatchedDepositResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ResolveUnmatchedDepositResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *ResolveUnmatchedDepositResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *ResolveUnmatchedDepositResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ResolveUnmatchedDepositResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ResolveUnmatchedDepositResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *ResolveUnmatchedDepositResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -7560,6 +9347,11 @@ func (r ResolveUnmatchedDepositResponse) GetJSON200() *UnmatchedDepositResponse 
 	return r.JSON200
 }
 
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r ResolveUnmatchedDepositResponse) GetJSON202() *ApprovalPending {
+	return r.JSON202
+}
+
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r ResolveUnmatchedDepositResponse) GetJSON400() *BadRequest {
 	return r.JSON400
@@ -7568,6 +9360,11 @@ func (r ResolveUnmatchedDepositResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ResolveUnmatchedDepositResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResolveUnmatchedDepositResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -7779,6 +9576,14 @@ type CreateFillResponse200Headers struct {
 	XRequestId         string
 }
 
+// CreateFillResponse202Headers the declared response headers of an HTTP 202 response for CreateFill
+type CreateFillResponse202Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
 // CreateFillResponse400Headers the declared response headers of an HTTP 400 response for CreateFill
 type CreateFillResponse400Headers struct {
 	RateLimit       *string
@@ -7788,6 +9593,13 @@ type CreateFillResponse400Headers struct {
 
 // CreateFillResponse401Headers the declared response headers of an HTTP 401 response for CreateFill
 type CreateFillResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// CreateFillResponse403Headers the declared response headers of an HTTP 403 response for CreateFill
+type CreateFillResponse403Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	XRequestId      string
@@ -7856,10 +9668,14 @@ type CreateFillResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BatchOK
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *ApprovalPending
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -7878,10 +9694,14 @@ type CreateFillResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CreateFillResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreateFillResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *CreateFillResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateFillResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateFillResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *CreateFillResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -7905,6 +9725,11 @@ func (r CreateFillResponse) GetJSON200() *BatchOK {
 	return r.JSON200
 }
 
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreateFillResponse) GetJSON202() *ApprovalPending {
+	return r.JSON202
+}
+
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r CreateFillResponse) GetJSON400() *BadRequest {
 	return r.JSON400
@@ -7913,6 +9738,11 @@ func (r CreateFillResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreateFillResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateFillResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -8124,6 +9954,14 @@ type CreateOperatorResponse200Headers struct {
 	XRequestId         string
 }
 
+// CreateOperatorResponse202Headers the declared response headers of an HTTP 202 response for CreateOperator
+type CreateOperatorResponse202Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
 // CreateOperatorResponse400Headers the declared response headers of an HTTP 400 response for CreateOperator
 type CreateOperatorResponse400Headers struct {
 	RateLimit       *string
@@ -8133,6 +9971,13 @@ type CreateOperatorResponse400Headers struct {
 
 // CreateOperatorResponse401Headers the declared response headers of an HTTP 401 response for CreateOperator
 type CreateOperatorResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// CreateOperatorResponse403Headers the declared response headers of an HTTP 403 response for CreateOperator
+type CreateOperatorResponse403Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	XRequestId      string
@@ -8194,10 +10039,14 @@ type CreateOperatorResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *OperatorCreatedResponse
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *ApprovalPending
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -8214,10 +10063,14 @@ type CreateOperatorResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CreateOperatorResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreateOperatorResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *CreateOperatorResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateOperatorResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateOperatorResponse403Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreateOperatorResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -8239,6 +10092,11 @@ func (r CreateOperatorResponse) GetJSON200() *OperatorCreatedResponse {
 	return r.JSON200
 }
 
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreateOperatorResponse) GetJSON202() *ApprovalPending {
+	return r.JSON202
+}
+
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r CreateOperatorResponse) GetJSON400() *BadRequest {
 	return r.JSON400
@@ -8247,6 +10105,11 @@ func (r CreateOperatorResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreateOperatorResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateOperatorResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -8483,6 +10346,13 @@ type CreateOperatorKeyResponse401Headers struct {
 	XRequestId      string
 }
 
+// CreateOperatorKeyResponse403Headers the declared response headers of an HTTP 403 response for CreateOperatorKey
+type CreateOperatorKeyResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
 // CreateOperatorKeyResponse404Headers the declared response headers of an HTTP 404 response for CreateOperatorKey
 type CreateOperatorKeyResponse404Headers struct {
 	RateLimit       *string
@@ -8550,6 +10420,8 @@ type CreateOperatorKeyResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -8572,6 +10444,8 @@ type CreateOperatorKeyResponse struct {
 	Headers400 *CreateOperatorKeyResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateOperatorKeyResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreateOperatorKeyResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *CreateOperatorKeyResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -8603,6 +10477,11 @@ func (r CreateOperatorKeyResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreateOperatorKeyResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateOperatorKeyResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -8695,6 +10574,13 @@ type RevokeOperatorKeyResponse401Headers struct {
 	XRequestId      string
 }
 
+// RevokeOperatorKeyResponse403Headers the declared response headers of an HTTP 403 response for RevokeOperatorKey
+type RevokeOperatorKeyResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
 // RevokeOperatorKeyResponse404Headers the declared response headers of an HTTP 404 response for RevokeOperatorKey
 type RevokeOperatorKeyResponse404Headers struct {
 	RateLimit       *string
@@ -8748,6 +10634,8 @@ type RevokeOperatorKeyResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -8766,6 +10654,8 @@ type RevokeOperatorKeyResponse struct {
 	Headers400 *RevokeOperatorKeyResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RevokeOperatorKeyResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RevokeOperatorKeyResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RevokeOperatorKeyResponse404Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -8793,6 +10683,11 @@ func (r RevokeOperatorKeyResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r RevokeOperatorKeyResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RevokeOperatorKeyResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -8876,6 +10771,13 @@ type RollOperatorKeyResponse401Headers struct {
 	XRequestId      string
 }
 
+// RollOperatorKeyResponse403Headers the declared response headers of an HTTP 403 response for RollOperatorKey
+type RollOperatorKeyResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
 // RollOperatorKeyResponse404Headers the declared response headers of an HTTP 404 response for RollOperatorKey
 type RollOperatorKeyResponse404Headers struct {
 	RateLimit       *string
@@ -8943,6 +10845,8 @@ type RollOperatorKeyResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -8965,6 +10869,8 @@ type RollOperatorKeyResponse struct {
 	Headers400 *RollOperatorKeyResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RollOperatorKeyResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RollOperatorKeyResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RollOperatorKeyResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -8996,6 +10902,11 @@ func (r RollOperatorKeyResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r RollOperatorKeyResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RollOperatorKeyResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -9061,6 +10972,252 @@ func (r RollOperatorKeyResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RollOperatorKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetOperatorRolesResponse200Headers the declared response headers of an HTTP 200 response for SetOperatorRoles
+type SetOperatorRolesResponse200Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
+// SetOperatorRolesResponse202Headers the declared response headers of an HTTP 202 response for SetOperatorRoles
+type SetOperatorRolesResponse202Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
+// SetOperatorRolesResponse400Headers the declared response headers of an HTTP 400 response for SetOperatorRoles
+type SetOperatorRolesResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SetOperatorRolesResponse401Headers the declared response headers of an HTTP 401 response for SetOperatorRoles
+type SetOperatorRolesResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SetOperatorRolesResponse403Headers the declared response headers of an HTTP 403 response for SetOperatorRoles
+type SetOperatorRolesResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SetOperatorRolesResponse404Headers the declared response headers of an HTTP 404 response for SetOperatorRoles
+type SetOperatorRolesResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SetOperatorRolesResponse409Headers the declared response headers of an HTTP 409 response for SetOperatorRoles
+type SetOperatorRolesResponse409Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SetOperatorRolesResponse413Headers the declared response headers of an HTTP 413 response for SetOperatorRoles
+type SetOperatorRolesResponse413Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SetOperatorRolesResponse415Headers the declared response headers of an HTTP 415 response for SetOperatorRoles
+type SetOperatorRolesResponse415Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SetOperatorRolesResponse422Headers the declared response headers of an HTTP 422 response for SetOperatorRoles
+type SetOperatorRolesResponse422Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SetOperatorRolesResponse429Headers the declared response headers of an HTTP 429 response for SetOperatorRoles
+type SetOperatorRolesResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+// SetOperatorRolesResponse500Headers the declared response headers of an HTTP 500 response for SetOperatorRoles
+type SetOperatorRolesResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SetOperatorRolesResponse503Headers the declared response headers of an HTTP 503 response for SetOperatorRoles
+type SetOperatorRolesResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+type SetOperatorRolesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OperatorResponse
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *ApprovalPending
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SetOperatorRolesResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *SetOperatorRolesResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SetOperatorRolesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetOperatorRolesResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SetOperatorRolesResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SetOperatorRolesResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SetOperatorRolesResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SetOperatorRolesResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *SetOperatorRolesResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *SetOperatorRolesResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SetOperatorRolesResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SetOperatorRolesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetOperatorRolesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetOperatorRolesResponse) GetJSON200() *OperatorResponse {
+	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r SetOperatorRolesResponse) GetJSON202() *ApprovalPending {
+	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetOperatorRolesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SetOperatorRolesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetOperatorRolesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r SetOperatorRolesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r SetOperatorRolesResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r SetOperatorRolesResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SetOperatorRolesResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r SetOperatorRolesResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SetOperatorRolesResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetOperatorRolesResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SetOperatorRolesResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetOperatorRolesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetOperatorRolesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetOperatorRolesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetOperatorRolesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9339,6 +11496,14 @@ type CreatePartnerResponse200Headers struct {
 	XRequestId         string
 }
 
+// CreatePartnerResponse202Headers the declared response headers of an HTTP 202 response for CreatePartner
+type CreatePartnerResponse202Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
 // CreatePartnerResponse400Headers the declared response headers of an HTTP 400 response for CreatePartner
 type CreatePartnerResponse400Headers struct {
 	RateLimit       *string
@@ -9348,6 +11513,13 @@ type CreatePartnerResponse400Headers struct {
 
 // CreatePartnerResponse401Headers the declared response headers of an HTTP 401 response for CreatePartner
 type CreatePartnerResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// CreatePartnerResponse403Headers the declared response headers of an HTTP 403 response for CreatePartner
+type CreatePartnerResponse403Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	XRequestId      string
@@ -9409,10 +11581,14 @@ type CreatePartnerResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *PartnerCreatedResponse
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *ApprovalPending
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -9429,10 +11605,14 @@ type CreatePartnerResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CreatePartnerResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreatePartnerResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *CreatePartnerResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreatePartnerResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreatePartnerResponse403Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *CreatePartnerResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -9454,6 +11634,11 @@ func (r CreatePartnerResponse) GetJSON200() *PartnerCreatedResponse {
 	return r.JSON200
 }
 
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreatePartnerResponse) GetJSON202() *ApprovalPending {
+	return r.JSON202
+}
+
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r CreatePartnerResponse) GetJSON400() *BadRequest {
 	return r.JSON400
@@ -9462,6 +11647,11 @@ func (r CreatePartnerResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreatePartnerResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreatePartnerResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
@@ -9684,6 +11874,14 @@ type CreatePartnerKeyResponse200Headers struct {
 	XRequestId         string
 }
 
+// CreatePartnerKeyResponse202Headers the declared response headers of an HTTP 202 response for CreatePartnerKey
+type CreatePartnerKeyResponse202Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
 // CreatePartnerKeyResponse400Headers the declared response headers of an HTTP 400 response for CreatePartnerKey
 type CreatePartnerKeyResponse400Headers struct {
 	RateLimit       *string
@@ -9693,6 +11891,13 @@ type CreatePartnerKeyResponse400Headers struct {
 
 // CreatePartnerKeyResponse401Headers the declared response headers of an HTTP 401 response for CreatePartnerKey
 type CreatePartnerKeyResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// CreatePartnerKeyResponse403Headers the declared response headers of an HTTP 403 response for CreatePartnerKey
+type CreatePartnerKeyResponse403Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	XRequestId      string
@@ -9761,10 +11966,14 @@ type CreatePartnerKeyResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *NewApiKeyResponse
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *ApprovalPending
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -9783,10 +11992,14 @@ type CreatePartnerKeyResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CreatePartnerKeyResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreatePartnerKeyResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *CreatePartnerKeyResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreatePartnerKeyResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreatePartnerKeyResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *CreatePartnerKeyResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -9810,6 +12023,11 @@ func (r CreatePartnerKeyResponse) GetJSON200() *NewApiKeyResponse {
 	return r.JSON200
 }
 
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON202() *ApprovalPending {
+	return r.JSON202
+}
+
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r CreatePartnerKeyResponse) GetJSON400() *BadRequest {
 	return r.JSON400
@@ -9818,6 +12036,11 @@ func (r CreatePartnerKeyResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreatePartnerKeyResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreatePartnerKeyResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -9910,6 +12133,13 @@ type RevokePartnerKeyResponse401Headers struct {
 	XRequestId      string
 }
 
+// RevokePartnerKeyResponse403Headers the declared response headers of an HTTP 403 response for RevokePartnerKey
+type RevokePartnerKeyResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
 // RevokePartnerKeyResponse404Headers the declared response headers of an HTTP 404 response for RevokePartnerKey
 type RevokePartnerKeyResponse404Headers struct {
 	RateLimit       *string
@@ -9963,6 +12193,8 @@ type RevokePartnerKeyResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON413 the response for an HTTP 413 `application/json` response
@@ -9981,6 +12213,8 @@ type RevokePartnerKeyResponse struct {
 	Headers400 *RevokePartnerKeyResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RevokePartnerKeyResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RevokePartnerKeyResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RevokePartnerKeyResponse404Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
@@ -10008,6 +12242,11 @@ func (r RevokePartnerKeyResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r RevokePartnerKeyResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RevokePartnerKeyResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -10077,6 +12316,14 @@ type RollPartnerKeyResponse200Headers struct {
 	XRequestId         string
 }
 
+// RollPartnerKeyResponse202Headers the declared response headers of an HTTP 202 response for RollPartnerKey
+type RollPartnerKeyResponse202Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
 // RollPartnerKeyResponse400Headers the declared response headers of an HTTP 400 response for RollPartnerKey
 type RollPartnerKeyResponse400Headers struct {
 	RateLimit       *string
@@ -10086,6 +12333,13 @@ type RollPartnerKeyResponse400Headers struct {
 
 // RollPartnerKeyResponse401Headers the declared response headers of an HTTP 401 response for RollPartnerKey
 type RollPartnerKeyResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RollPartnerKeyResponse403Headers the declared response headers of an HTTP 403 response for RollPartnerKey
+type RollPartnerKeyResponse403Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	XRequestId      string
@@ -10154,10 +12408,14 @@ type RollPartnerKeyResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *NewApiKeyResponse
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *ApprovalPending
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -10176,10 +12434,14 @@ type RollPartnerKeyResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *RollPartnerKeyResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *RollPartnerKeyResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *RollPartnerKeyResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RollPartnerKeyResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RollPartnerKeyResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RollPartnerKeyResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -10203,6 +12465,11 @@ func (r RollPartnerKeyResponse) GetJSON200() *NewApiKeyResponse {
 	return r.JSON200
 }
 
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON202() *ApprovalPending {
+	return r.JSON202
+}
+
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r RollPartnerKeyResponse) GetJSON400() *BadRequest {
 	return r.JSON400
@@ -10211,6 +12478,11 @@ func (r RollPartnerKeyResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r RollPartnerKeyResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RollPartnerKeyResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -10452,6 +12724,13 @@ type InvitePartnerUserResponse401Headers struct {
 	XRequestId      string
 }
 
+// InvitePartnerUserResponse403Headers the declared response headers of an HTTP 403 response for InvitePartnerUser
+type InvitePartnerUserResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
 // InvitePartnerUserResponse404Headers the declared response headers of an HTTP 404 response for InvitePartnerUser
 type InvitePartnerUserResponse404Headers struct {
 	RateLimit       *string
@@ -10519,6 +12798,8 @@ type InvitePartnerUserResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -10541,6 +12822,8 @@ type InvitePartnerUserResponse struct {
 	Headers400 *InvitePartnerUserResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *InvitePartnerUserResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *InvitePartnerUserResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *InvitePartnerUserResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -10572,6 +12855,11 @@ func (r InvitePartnerUserResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r InvitePartnerUserResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r InvitePartnerUserResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -10783,6 +13071,14 @@ type CreatePayoutResponse200Headers struct {
 	XRequestId         string
 }
 
+// CreatePayoutResponse202Headers the declared response headers of an HTTP 202 response for CreatePayout
+type CreatePayoutResponse202Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
 // CreatePayoutResponse400Headers the declared response headers of an HTTP 400 response for CreatePayout
 type CreatePayoutResponse400Headers struct {
 	RateLimit       *string
@@ -10792,6 +13088,13 @@ type CreatePayoutResponse400Headers struct {
 
 // CreatePayoutResponse401Headers the declared response headers of an HTTP 401 response for CreatePayout
 type CreatePayoutResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// CreatePayoutResponse403Headers the declared response headers of an HTTP 403 response for CreatePayout
+type CreatePayoutResponse403Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	XRequestId      string
@@ -10860,10 +13163,14 @@ type CreatePayoutResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BatchOK
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *ApprovalPending
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -10882,10 +13189,14 @@ type CreatePayoutResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CreatePayoutResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreatePayoutResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *CreatePayoutResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreatePayoutResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *CreatePayoutResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *CreatePayoutResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -10909,6 +13220,11 @@ func (r CreatePayoutResponse) GetJSON200() *BatchOK {
 	return r.JSON200
 }
 
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreatePayoutResponse) GetJSON202() *ApprovalPending {
+	return r.JSON202
+}
+
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r CreatePayoutResponse) GetJSON400() *BadRequest {
 	return r.JSON400
@@ -10917,6 +13233,11 @@ func (r CreatePayoutResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r CreatePayoutResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreatePayoutResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -11128,6 +13449,14 @@ type ResolveRefundTaskResponse200Headers struct {
 	XRequestId         string
 }
 
+// ResolveRefundTaskResponse202Headers the declared response headers of an HTTP 202 response for ResolveRefundTask
+type ResolveRefundTaskResponse202Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
 // ResolveRefundTaskResponse400Headers the declared response headers of an HTTP 400 response for ResolveRefundTask
 type ResolveRefundTaskResponse400Headers struct {
 	RateLimit       *string
@@ -11137,6 +13466,13 @@ type ResolveRefundTaskResponse400Headers struct {
 
 // ResolveRefundTaskResponse401Headers the declared response headers of an HTTP 401 response for ResolveRefundTask
 type ResolveRefundTaskResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ResolveRefundTaskResponse403Headers the declared response headers of an HTTP 403 response for ResolveRefundTask
+type ResolveRefundTaskResponse403Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	XRequestId      string
@@ -11205,10 +13541,14 @@ type ResolveRefundTaskResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *RefundTaskResponse
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *ApprovalPending
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -11227,10 +13567,14 @@ type ResolveRefundTaskResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ResolveRefundTaskResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *ResolveRefundTaskResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *ResolveRefundTaskResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ResolveRefundTaskResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ResolveRefundTaskResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *ResolveRefundTaskResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -11254,6 +13598,11 @@ func (r ResolveRefundTaskResponse) GetJSON200() *RefundTaskResponse {
 	return r.JSON200
 }
 
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r ResolveRefundTaskResponse) GetJSON202() *ApprovalPending {
+	return r.JSON202
+}
+
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r ResolveRefundTaskResponse) GetJSON400() *BadRequest {
 	return r.JSON400
@@ -11262,6 +13611,11 @@ func (r ResolveRefundTaskResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ResolveRefundTaskResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ResolveRefundTaskResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -12022,6 +14376,13 @@ type AcceptShortPaymentResponse401Headers struct {
 	XRequestId      string
 }
 
+// AcceptShortPaymentResponse403Headers the declared response headers of an HTTP 403 response for AcceptShortPayment
+type AcceptShortPaymentResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
 // AcceptShortPaymentResponse404Headers the declared response headers of an HTTP 404 response for AcceptShortPayment
 type AcceptShortPaymentResponse404Headers struct {
 	RateLimit       *string
@@ -12089,6 +14450,8 @@ type AcceptShortPaymentResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -12111,6 +14474,8 @@ type AcceptShortPaymentResponse struct {
 	Headers400 *AcceptShortPaymentResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *AcceptShortPaymentResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *AcceptShortPaymentResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *AcceptShortPaymentResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -12142,6 +14507,11 @@ func (r AcceptShortPaymentResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r AcceptShortPaymentResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AcceptShortPaymentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -12235,6 +14605,13 @@ type FailTransactionResponse401Headers struct {
 	XRequestId      string
 }
 
+// FailTransactionResponse403Headers the declared response headers of an HTTP 403 response for FailTransaction
+type FailTransactionResponse403Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
 // FailTransactionResponse404Headers the declared response headers of an HTTP 404 response for FailTransaction
 type FailTransactionResponse404Headers struct {
 	RateLimit       *string
@@ -12302,6 +14679,8 @@ type FailTransactionResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -12324,6 +14703,8 @@ type FailTransactionResponse struct {
 	Headers400 *FailTransactionResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FailTransactionResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *FailTransactionResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *FailTransactionResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -12355,6 +14736,11 @@ func (r FailTransactionResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r FailTransactionResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r FailTransactionResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -12434,6 +14820,14 @@ type FillOrderResponse200Headers struct {
 	XRequestId         string
 }
 
+// FillOrderResponse202Headers the declared response headers of an HTTP 202 response for FillOrder
+type FillOrderResponse202Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
 // FillOrderResponse400Headers the declared response headers of an HTTP 400 response for FillOrder
 type FillOrderResponse400Headers struct {
 	RateLimit       *string
@@ -12443,6 +14837,13 @@ type FillOrderResponse400Headers struct {
 
 // FillOrderResponse401Headers the declared response headers of an HTTP 401 response for FillOrder
 type FillOrderResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// FillOrderResponse403Headers the declared response headers of an HTTP 403 response for FillOrder
+type FillOrderResponse403Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	XRequestId      string
@@ -12511,10 +14912,14 @@ type FillOrderResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *OperatorActionOK
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *ApprovalPending
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -12533,10 +14938,14 @@ type FillOrderResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FillOrderResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *FillOrderResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *FillOrderResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FillOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *FillOrderResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *FillOrderResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -12560,6 +14969,11 @@ func (r FillOrderResponse) GetJSON200() *OperatorActionOK {
 	return r.JSON200
 }
 
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r FillOrderResponse) GetJSON202() *ApprovalPending {
+	return r.JSON202
+}
+
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r FillOrderResponse) GetJSON400() *BadRequest {
 	return r.JSON400
@@ -12568,6 +14982,11 @@ func (r FillOrderResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r FillOrderResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r FillOrderResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -12647,6 +15066,14 @@ type SettlePayoutResponse200Headers struct {
 	XRequestId         string
 }
 
+// SettlePayoutResponse202Headers the declared response headers of an HTTP 202 response for SettlePayout
+type SettlePayoutResponse202Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
 // SettlePayoutResponse400Headers the declared response headers of an HTTP 400 response for SettlePayout
 type SettlePayoutResponse400Headers struct {
 	RateLimit       *string
@@ -12656,6 +15083,13 @@ type SettlePayoutResponse400Headers struct {
 
 // SettlePayoutResponse401Headers the declared response headers of an HTTP 401 response for SettlePayout
 type SettlePayoutResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SettlePayoutResponse403Headers the declared response headers of an HTTP 403 response for SettlePayout
+type SettlePayoutResponse403Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	XRequestId      string
@@ -12724,10 +15158,14 @@ type SettlePayoutResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *OperatorActionOK
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *ApprovalPending
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -12746,10 +15184,14 @@ type SettlePayoutResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *SettlePayoutResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *SettlePayoutResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *SettlePayoutResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *SettlePayoutResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SettlePayoutResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *SettlePayoutResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -12773,6 +15215,11 @@ func (r SettlePayoutResponse) GetJSON200() *OperatorActionOK {
 	return r.JSON200
 }
 
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r SettlePayoutResponse) GetJSON202() *ApprovalPending {
+	return r.JSON202
+}
+
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r SettlePayoutResponse) GetJSON400() *BadRequest {
 	return r.JSON400
@@ -12781,6 +15228,11 @@ func (r SettlePayoutResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SettlePayoutResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SettlePayoutResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -12860,6 +15312,14 @@ type RefundTransactionResponse200Headers struct {
 	XRequestId         string
 }
 
+// RefundTransactionResponse202Headers the declared response headers of an HTTP 202 response for RefundTransaction
+type RefundTransactionResponse202Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
 // RefundTransactionResponse400Headers the declared response headers of an HTTP 400 response for RefundTransaction
 type RefundTransactionResponse400Headers struct {
 	RateLimit       *string
@@ -12869,6 +15329,13 @@ type RefundTransactionResponse400Headers struct {
 
 // RefundTransactionResponse401Headers the declared response headers of an HTTP 401 response for RefundTransaction
 type RefundTransactionResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RefundTransactionResponse403Headers the declared response headers of an HTTP 403 response for RefundTransaction
+type RefundTransactionResponse403Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	XRequestId      string
@@ -12937,10 +15404,14 @@ type RefundTransactionResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *OperatorActionOK
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *ApprovalPending
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -12959,10 +15430,14 @@ type RefundTransactionResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *RefundTransactionResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *RefundTransactionResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *RefundTransactionResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RefundTransactionResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RefundTransactionResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RefundTransactionResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -12986,6 +15461,11 @@ func (r RefundTransactionResponse) GetJSON200() *OperatorActionOK {
 	return r.JSON200
 }
 
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RefundTransactionResponse) GetJSON202() *ApprovalPending {
+	return r.JSON202
+}
+
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r RefundTransactionResponse) GetJSON400() *BadRequest {
 	return r.JSON400
@@ -12994,6 +15474,11 @@ func (r RefundTransactionResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r RefundTransactionResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RefundTransactionResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -13073,6 +15558,14 @@ type ReviewTransactionResponse200Headers struct {
 	XRequestId         string
 }
 
+// ReviewTransactionResponse202Headers the declared response headers of an HTTP 202 response for ReviewTransaction
+type ReviewTransactionResponse202Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
 // ReviewTransactionResponse400Headers the declared response headers of an HTTP 400 response for ReviewTransaction
 type ReviewTransactionResponse400Headers struct {
 	RateLimit       *string
@@ -13082,6 +15575,13 @@ type ReviewTransactionResponse400Headers struct {
 
 // ReviewTransactionResponse401Headers the declared response headers of an HTTP 401 response for ReviewTransaction
 type ReviewTransactionResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// ReviewTransactionResponse403Headers the declared response headers of an HTTP 403 response for ReviewTransaction
+type ReviewTransactionResponse403Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	XRequestId      string
@@ -13150,10 +15650,14 @@ type ReviewTransactionResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *OperatorActionOK
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *ApprovalPending
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -13172,10 +15676,14 @@ type ReviewTransactionResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ReviewTransactionResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *ReviewTransactionResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *ReviewTransactionResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ReviewTransactionResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ReviewTransactionResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *ReviewTransactionResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -13199,6 +15707,11 @@ func (r ReviewTransactionResponse) GetJSON200() *OperatorActionOK {
 	return r.JSON200
 }
 
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r ReviewTransactionResponse) GetJSON202() *ApprovalPending {
+	return r.JSON202
+}
+
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r ReviewTransactionResponse) GetJSON400() *BadRequest {
 	return r.JSON400
@@ -13207,6 +15720,11 @@ func (r ReviewTransactionResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ReviewTransactionResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ReviewTransactionResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -13286,6 +15804,14 @@ type SettleOrderResponse200Headers struct {
 	XRequestId         string
 }
 
+// SettleOrderResponse202Headers the declared response headers of an HTTP 202 response for SettleOrder
+type SettleOrderResponse202Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
 // SettleOrderResponse400Headers the declared response headers of an HTTP 400 response for SettleOrder
 type SettleOrderResponse400Headers struct {
 	RateLimit       *string
@@ -13295,6 +15821,13 @@ type SettleOrderResponse400Headers struct {
 
 // SettleOrderResponse401Headers the declared response headers of an HTTP 401 response for SettleOrder
 type SettleOrderResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// SettleOrderResponse403Headers the declared response headers of an HTTP 403 response for SettleOrder
+type SettleOrderResponse403Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	XRequestId      string
@@ -13363,10 +15896,14 @@ type SettleOrderResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *OperatorActionOK
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *ApprovalPending
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
@@ -13385,10 +15922,14 @@ type SettleOrderResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *SettleOrderResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *SettleOrderResponse202Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *SettleOrderResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *SettleOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SettleOrderResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *SettleOrderResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -13412,6 +15953,11 @@ func (r SettleOrderResponse) GetJSON200() *OperatorActionOK {
 	return r.JSON200
 }
 
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r SettleOrderResponse) GetJSON202() *ApprovalPending {
+	return r.JSON202
+}
+
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r SettleOrderResponse) GetJSON400() *BadRequest {
 	return r.JSON400
@@ -13420,6 +15966,11 @@ func (r SettleOrderResponse) GetJSON400() *BadRequest {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SettleOrderResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SettleOrderResponse) GetJSON403() *Forbidden {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -13489,6 +16040,113 @@ func (r SettleOrderResponse) ContentType() string {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
 	return ""
+}
+
+// ListApprovalsWithResponse List proposals
+//
+// Proposed actions (four eyes), newest first, keyset-paged. `status=pending` is the
+// queue waiting for a second operator (past their expiry they are `expired`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /approvals (the `ListApprovals` operationId).
+func (c *ClientWithResponses) ListApprovalsWithResponse(ctx context.Context, params *ListApprovalsParams, reqEditors ...RequestEditorFn) (*ListApprovalsResponse, error) {
+	rsp, err := c.ListApprovals(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListApprovalsResponse(rsp)
+}
+
+// GetApprovalWithResponse Get a proposal
+//
+// One proposal, with its decision and, once approved, the action's answer.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /approvals/{id} (the `GetApproval` operationId).
+func (c *ClientWithResponses) GetApprovalWithResponse(ctx context.Context, id ApprovalId, reqEditors ...RequestEditorFn) (*GetApprovalResponse, error) {
+	rsp, err := c.GetApproval(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetApprovalResponse(rsp)
+}
+
+// ApproveApprovalWithBodyWithResponse Approve a proposal (the action runs now)
+//
+// Runs the proposed action as the calling operator, who must not be its proposer
+// (`403 forbidden`) and must hold the role the action needs (`required_role`,
+// `403 forbidden` naming it). The action runs against the state at this moment: its
+// refusal (such as `409 invalid_state_transition`) is this call's answer and the
+// proposal becomes `failed` with it. A proposal no longer pending is
+// `409 approval_closed`. The answer is the proposal, `approved`, with the action's
+// answer in `result`; the same operator approving again gets it again.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /approvals/{id}/approve (the `ApproveApproval` operationId).
+func (c *ClientWithResponses) ApproveApprovalWithBodyWithResponse(ctx context.Context, id ApprovalId, params *ApproveApprovalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApproveApprovalResponse, error) {
+	rsp, err := c.ApproveApprovalWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApproveApprovalResponse(rsp)
+}
+
+// ApproveApprovalWithResponse Approve a proposal (the action runs now)
+//
+// Runs the proposed action as the calling operator, who must not be its proposer
+// (`403 forbidden`) and must hold the role the action needs (`required_role`,
+// `403 forbidden` naming it). The action runs against the state at this moment: its
+// refusal (such as `409 invalid_state_transition`) is this call's answer and the
+// proposal becomes `failed` with it. A proposal no longer pending is
+// `409 approval_closed`. The answer is the proposal, `approved`, with the action's
+// answer in `result`; the same operator approving again gets it again.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /approvals/{id}/approve (the `ApproveApproval` operationId).
+func (c *ClientWithResponses) ApproveApprovalWithResponse(ctx context.Context, id ApprovalId, params *ApproveApprovalParams, body ApproveApprovalJSONRequestBody, reqEditors ...RequestEditorFn) (*ApproveApprovalResponse, error) {
+	rsp, err := c.ApproveApproval(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApproveApprovalResponse(rsp)
+}
+
+// RejectApprovalWithBodyWithResponse Reject (or withdraw) a proposal
+//
+// Closes a pending proposal without running it, with a note: by an operator holding
+// the action's role, or by its proposer (a withdrawal). Others are `403 forbidden`;
+// a proposal no longer pending is `409 approval_closed`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /approvals/{id}/reject (the `RejectApproval` operationId).
+func (c *ClientWithResponses) RejectApprovalWithBodyWithResponse(ctx context.Context, id ApprovalId, params *RejectApprovalParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RejectApprovalResponse, error) {
+	rsp, err := c.RejectApprovalWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRejectApprovalResponse(rsp)
+}
+
+// RejectApprovalWithResponse Reject (or withdraw) a proposal
+//
+// Closes a pending proposal without running it, with a note: by an operator holding
+// the action's role, or by its proposer (a withdrawal). Others are `403 forbidden`;
+// a proposal no longer pending is `409 approval_closed`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /approvals/{id}/reject (the `RejectApproval` operationId).
+func (c *ClientWithResponses) RejectApprovalWithResponse(ctx context.Context, id ApprovalId, params *RejectApprovalParams, body RejectApprovalJSONRequestBody, reqEditors ...RequestEditorFn) (*RejectApprovalResponse, error) {
+	rsp, err := c.RejectApproval(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRejectApprovalResponse(rsp)
 }
 
 // ListAuditWithResponse List operator actions
@@ -13756,6 +16414,38 @@ func (c *ClientWithResponses) RollOperatorKeyWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseRollOperatorKeyResponse(rsp)
+}
+
+// SetOperatorRolesWithBodyWithResponse Set an operator's roles
+//
+// Replaces the operator's roles with `roles` (at least one). An operator cannot
+// change their own roles (`403 forbidden`): another admin does.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /operators/{id}/roles (the `SetOperatorRoles` operationId).
+func (c *ClientWithResponses) SetOperatorRolesWithBodyWithResponse(ctx context.Context, id OperatorId, params *SetOperatorRolesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetOperatorRolesResponse, error) {
+	rsp, err := c.SetOperatorRolesWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetOperatorRolesResponse(rsp)
+}
+
+// SetOperatorRolesWithResponse Set an operator's roles
+//
+// Replaces the operator's roles with `roles` (at least one). An operator cannot
+// change their own roles (`403 forbidden`): another admin does.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /operators/{id}/roles (the `SetOperatorRoles` operationId).
+func (c *ClientWithResponses) SetOperatorRolesWithResponse(ctx context.Context, id OperatorId, params *SetOperatorRolesParams, body SetOperatorRolesJSONRequestBody, reqEditors ...RequestEditorFn) (*SetOperatorRolesResponse, error) {
+	rsp, err := c.SetOperatorRoles(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetOperatorRolesResponse(rsp)
 }
 
 // GetOverviewWithResponse The back office at a glance
@@ -14477,6 +17167,1318 @@ func (c *ClientWithResponses) SettleOrderWithResponse(ctx context.Context, id Tr
 	return ParseSettleOrderResponse(rsp)
 }
 
+// ParseListApprovalsResponse parses an HTTP response from a ListApprovalsWithResponse call
+func ParseListApprovalsResponse(rsp *http.Response) (*ListApprovalsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListApprovalsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApprovalPageResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListApprovalsResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListApprovalsResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListApprovalsResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListApprovalsResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListApprovalsResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListApprovalsResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetApprovalResponse parses an HTTP response from a GetApprovalWithResponse call
+func ParseGetApprovalResponse(rsp *http.Response) (*GetApprovalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetApprovalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApprovalOK
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetApprovalResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetApprovalResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetApprovalResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetApprovalResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetApprovalResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetApprovalResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetApprovalResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseApproveApprovalResponse parses an HTTP response from a ApproveApprovalWithResponse call
+func ParseApproveApprovalResponse(rsp *http.Response) (*ApproveApprovalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ApproveApprovalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApprovalOK
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ApproveApprovalResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ApproveApprovalResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ApproveApprovalResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ApproveApprovalResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers ApproveApprovalResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ApproveApprovalResponse409Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ApproveApprovalResponse413Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers ApproveApprovalResponse415Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers ApproveApprovalResponse422Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ApproveApprovalResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ApproveApprovalResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ApproveApprovalResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRejectApprovalResponse parses an HTTP response from a RejectApprovalWithResponse call
+func ParseRejectApprovalResponse(rsp *http.Response) (*RejectApprovalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RejectApprovalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApprovalOK
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RejectApprovalResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RejectApprovalResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RejectApprovalResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RejectApprovalResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RejectApprovalResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RejectApprovalResponse409Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RejectApprovalResponse413Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RejectApprovalResponse415Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers RejectApprovalResponse422Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers RejectApprovalResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RejectApprovalResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RejectApprovalResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListAuditResponse parses an HTTP response from a ListAuditWithResponse call
 func ParseListAuditResponse(rsp *http.Response) (*ListAuditResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -14942,6 +18944,13 @@ func ParseResolveUnmatchedDepositResponse(rsp *http.Response) (*ResolveUnmatched
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest ApprovalPending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14955,6 +18964,13 @@ func ParseResolveUnmatchedDepositResponse(rsp *http.Response) (*ResolveUnmatched
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -15046,6 +19062,37 @@ func ParseResolveUnmatchedDepositResponse(rsp *http.Response) (*ResolveUnmatched
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers ResolveUnmatchedDepositResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers ResolveUnmatchedDepositResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -15094,6 +19141,30 @@ func ParseResolveUnmatchedDepositResponse(rsp *http.Response) (*ResolveUnmatched
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ResolveUnmatchedDepositResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers ResolveUnmatchedDepositResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -15548,6 +19619,13 @@ func ParseCreateFillResponse(rsp *http.Response) (*CreateFillResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest ApprovalPending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15561,6 +19639,13 @@ func ParseCreateFillResponse(rsp *http.Response) (*CreateFillResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -15652,6 +19737,37 @@ func ParseCreateFillResponse(rsp *http.Response) (*CreateFillResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers CreateFillResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateFillResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -15700,6 +19816,30 @@ func ParseCreateFillResponse(rsp *http.Response) (*CreateFillResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateFillResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers CreateFillResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -16154,6 +20294,13 @@ func ParseCreateOperatorResponse(rsp *http.Response) (*CreateOperatorResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest ApprovalPending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16167,6 +20314,13 @@ func ParseCreateOperatorResponse(rsp *http.Response) (*CreateOperatorResponse, e
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -16251,6 +20405,37 @@ func ParseCreateOperatorResponse(rsp *http.Response) (*CreateOperatorResponse, e
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers CreateOperatorResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreateOperatorResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -16299,6 +20484,30 @@ func ParseCreateOperatorResponse(rsp *http.Response) (*CreateOperatorResponse, e
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateOperatorResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreateOperatorResponse409Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -16774,6 +20983,13 @@ func ParseCreateOperatorKeyResponse(rsp *http.Response) (*CreateOperatorKeyRespo
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16912,6 +21128,30 @@ func ParseCreateOperatorKeyResponse(rsp *http.Response) (*CreateOperatorKeyRespo
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreateOperatorKeyResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers CreateOperatorKeyResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -17158,6 +21398,13 @@ func ParseRevokeOperatorKeyResponse(rsp *http.Response) (*RevokeOperatorKeyRespo
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17275,6 +21522,30 @@ func ParseRevokeOperatorKeyResponse(rsp *http.Response) (*RevokeOperatorKeyRespo
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RevokeOperatorKeyResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers RevokeOperatorKeyResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -17473,6 +21744,13 @@ func ParseRollOperatorKeyResponse(rsp *http.Response) (*RollOperatorKeyResponse,
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17611,6 +21889,30 @@ func ParseRollOperatorKeyResponse(rsp *http.Response) (*RollOperatorKeyResponse,
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RollOperatorKeyResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers RollOperatorKeyResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -17788,6 +22090,459 @@ func ParseRollOperatorKeyResponse(rsp *http.Response) (*RollOperatorKeyResponse,
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers RollOperatorKeyResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetOperatorRolesResponse parses an HTTP response from a SetOperatorRolesWithResponse call
+func ParseSetOperatorRolesResponse(rsp *http.Response) (*SetOperatorRolesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetOperatorRolesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OperatorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest ApprovalPending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SetOperatorRolesResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers SetOperatorRolesResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers SetOperatorRolesResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SetOperatorRolesResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SetOperatorRolesResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SetOperatorRolesResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SetOperatorRolesResponse409Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers SetOperatorRolesResponse413Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers SetOperatorRolesResponse415Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers SetOperatorRolesResponse422Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers SetOperatorRolesResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers SetOperatorRolesResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SetOperatorRolesResponse503Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -18287,6 +23042,13 @@ func ParseCreatePartnerResponse(rsp *http.Response) (*CreatePartnerResponse, err
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest ApprovalPending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18300,6 +23062,13 @@ func ParseCreatePartnerResponse(rsp *http.Response) (*CreatePartnerResponse, err
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -18384,6 +23153,37 @@ func ParseCreatePartnerResponse(rsp *http.Response) (*CreatePartnerResponse, err
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers CreatePartnerResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreatePartnerResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -18432,6 +23232,30 @@ func ParseCreatePartnerResponse(rsp *http.Response) (*CreatePartnerResponse, err
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreatePartnerResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 409:
 		var headers CreatePartnerResponse409Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -18893,6 +23717,13 @@ func ParseCreatePartnerKeyResponse(rsp *http.Response) (*CreatePartnerKeyRespons
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest ApprovalPending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18906,6 +23737,13 @@ func ParseCreatePartnerKeyResponse(rsp *http.Response) (*CreatePartnerKeyRespons
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -18997,6 +23835,37 @@ func ParseCreatePartnerKeyResponse(rsp *http.Response) (*CreatePartnerKeyRespons
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers CreatePartnerKeyResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreatePartnerKeyResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -19045,6 +23914,30 @@ func ParseCreatePartnerKeyResponse(rsp *http.Response) (*CreatePartnerKeyRespons
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreatePartnerKeyResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers CreatePartnerKeyResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -19291,6 +24184,13 @@ func ParseRevokePartnerKeyResponse(rsp *http.Response) (*RevokePartnerKeyRespons
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19408,6 +24308,30 @@ func ParseRevokePartnerKeyResponse(rsp *http.Response) (*RevokePartnerKeyRespons
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RevokePartnerKeyResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers RevokePartnerKeyResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -19592,6 +24516,13 @@ func ParseRollPartnerKeyResponse(rsp *http.Response) (*RollPartnerKeyResponse, e
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest ApprovalPending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19605,6 +24536,13 @@ func ParseRollPartnerKeyResponse(rsp *http.Response) (*RollPartnerKeyResponse, e
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -19696,6 +24634,37 @@ func ParseRollPartnerKeyResponse(rsp *http.Response) (*RollPartnerKeyResponse, e
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers RollPartnerKeyResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers RollPartnerKeyResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -19744,6 +24713,30 @@ func ParseRollPartnerKeyResponse(rsp *http.Response) (*RollPartnerKeyResponse, e
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RollPartnerKeyResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers RollPartnerKeyResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -20243,6 +25236,13 @@ func ParseInvitePartnerUserResponse(rsp *http.Response) (*InvitePartnerUserRespo
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20381,6 +25381,30 @@ func ParseInvitePartnerUserResponse(rsp *http.Response) (*InvitePartnerUserRespo
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers InvitePartnerUserResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers InvitePartnerUserResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -20835,6 +25859,13 @@ func ParseCreatePayoutResponse(rsp *http.Response) (*CreatePayoutResponse, error
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest ApprovalPending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20848,6 +25879,13 @@ func ParseCreatePayoutResponse(rsp *http.Response) (*CreatePayoutResponse, error
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -20939,6 +25977,37 @@ func ParseCreatePayoutResponse(rsp *http.Response) (*CreatePayoutResponse, error
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers CreatePayoutResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers CreatePayoutResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -20987,6 +26056,30 @@ func ParseCreatePayoutResponse(rsp *http.Response) (*CreatePayoutResponse, error
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers CreatePayoutResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers CreatePayoutResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -21441,6 +26534,13 @@ func ParseResolveRefundTaskResponse(rsp *http.Response) (*ResolveRefundTaskRespo
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest ApprovalPending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21454,6 +26554,13 @@ func ParseResolveRefundTaskResponse(rsp *http.Response) (*ResolveRefundTaskRespo
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -21545,6 +26652,37 @@ func ParseResolveRefundTaskResponse(rsp *http.Response) (*ResolveRefundTaskRespo
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers ResolveRefundTaskResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers ResolveRefundTaskResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -21593,6 +26731,30 @@ func ParseResolveRefundTaskResponse(rsp *http.Response) (*ResolveRefundTaskRespo
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ResolveRefundTaskResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers ResolveRefundTaskResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -22959,6 +28121,13 @@ func ParseAcceptShortPaymentResponse(rsp *http.Response) (*AcceptShortPaymentRes
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23097,6 +28266,30 @@ func ParseAcceptShortPaymentResponse(rsp *http.Response) (*AcceptShortPaymentRes
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers AcceptShortPaymentResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers AcceptShortPaymentResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -23343,6 +28536,13 @@ func ParseFailTransactionResponse(rsp *http.Response) (*FailTransactionResponse,
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23481,6 +28681,30 @@ func ParseFailTransactionResponse(rsp *http.Response) (*FailTransactionResponse,
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers FailTransactionResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers FailTransactionResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -23713,6 +28937,13 @@ func ParseFillOrderResponse(rsp *http.Response) (*FillOrderResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest ApprovalPending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23726,6 +28957,13 @@ func ParseFillOrderResponse(rsp *http.Response) (*FillOrderResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -23817,6 +29055,37 @@ func ParseFillOrderResponse(rsp *http.Response) (*FillOrderResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers FillOrderResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers FillOrderResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -23865,6 +29134,30 @@ func ParseFillOrderResponse(rsp *http.Response) (*FillOrderResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers FillOrderResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers FillOrderResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -24097,6 +29390,13 @@ func ParseSettlePayoutResponse(rsp *http.Response) (*SettlePayoutResponse, error
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest ApprovalPending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24110,6 +29410,13 @@ func ParseSettlePayoutResponse(rsp *http.Response) (*SettlePayoutResponse, error
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -24201,6 +29508,37 @@ func ParseSettlePayoutResponse(rsp *http.Response) (*SettlePayoutResponse, error
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers SettlePayoutResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers SettlePayoutResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -24249,6 +29587,30 @@ func ParseSettlePayoutResponse(rsp *http.Response) (*SettlePayoutResponse, error
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SettlePayoutResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers SettlePayoutResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -24481,6 +29843,13 @@ func ParseRefundTransactionResponse(rsp *http.Response) (*RefundTransactionRespo
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest ApprovalPending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24494,6 +29863,13 @@ func ParseRefundTransactionResponse(rsp *http.Response) (*RefundTransactionRespo
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -24585,6 +29961,37 @@ func ParseRefundTransactionResponse(rsp *http.Response) (*RefundTransactionRespo
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers RefundTransactionResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers RefundTransactionResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -24633,6 +30040,30 @@ func ParseRefundTransactionResponse(rsp *http.Response) (*RefundTransactionRespo
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RefundTransactionResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers RefundTransactionResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -24865,6 +30296,13 @@ func ParseReviewTransactionResponse(rsp *http.Response) (*ReviewTransactionRespo
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest ApprovalPending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24878,6 +30316,13 @@ func ParseReviewTransactionResponse(rsp *http.Response) (*ReviewTransactionRespo
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -24969,6 +30414,37 @@ func ParseReviewTransactionResponse(rsp *http.Response) (*ReviewTransactionRespo
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers ReviewTransactionResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers ReviewTransactionResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -25017,6 +30493,30 @@ func ParseReviewTransactionResponse(rsp *http.Response) (*ReviewTransactionRespo
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ReviewTransactionResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers ReviewTransactionResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -25249,6 +30749,13 @@ func ParseSettleOrderResponse(rsp *http.Response) (*SettleOrderResponse, error) 
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest ApprovalPending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -25262,6 +30769,13 @@ func ParseSettleOrderResponse(rsp *http.Response) (*SettleOrderResponse, error) 
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -25353,6 +30867,37 @@ func ParseSettleOrderResponse(rsp *http.Response) (*SettleOrderResponse, error) 
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers SettleOrderResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 400:
 		var headers SettleOrderResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -25401,6 +30946,30 @@ func ParseSettleOrderResponse(rsp *http.Response) (*SettleOrderResponse, error) 
 			headers.XRequestId = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SettleOrderResponse403Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers SettleOrderResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

@@ -26,6 +26,7 @@ import (
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
 	"partnerd/internal/backoffice/actions"
+	"partnerd/internal/backoffice/approvals"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/backoffice/payouts"
@@ -83,6 +84,7 @@ type App struct {
 
 	// The operator API (operator.go).
 	operators    *operators.Service
+	approvals    *approvals.Service
 	unmatched    *refunds.Service
 	operatorKeys *idempotency.Service
 	// audit, batches and backoffice serve the back office (the operator API and the console).
@@ -393,6 +395,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		go a.feed.Run(feedCtx)
 	}
 	go a.purge(feedCtx)
+	a.warnLoneAdmins(ctx)
 	go a.partners.WatchKeys(feedCtx, partners.KeysWatchInterval)
 	if a.cfg.PprofAddr != "" {
 		go a.servePprof(feedCtx)

@@ -13,6 +13,7 @@ import (
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
 	"partnerd/internal/backoffice/actions"
+	"partnerd/internal/backoffice/approvals"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/backoffice/refunds"
@@ -72,7 +73,10 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 		deps.Screening = a.screening
 	}
 	a.actions = actions.New(deps)
+	a.approvals = approvals.NewService(st, codec, a.cfg.Approvals, a.cfg.ApprovalTTL, store.Now)
+	a.metrics.ObserveApprovals(a.approvals.Waiting)
 	if err := operatorapi.Register(e, operatorapi.Deps{
+		Approvals:    a.approvals,
 		Screening:    st,
 		Operators:    a.operators,
 		Stages:       stages,
@@ -117,6 +121,26 @@ func (a *App) inProcessHandler() http.Handler {
 // against the operator contract, as they check their clients' answers. Call it
 // before the first request.
 func (a *App) CheckInProcess(wrap func(http.Handler) http.Handler) { a.inProcessWrap = wrap }
+
+// Approvals returns four eyes' proposals (metrics and tests read them).
+func (a *App) Approvals() *approvals.Service { return a.approvals }
+
+// warnLoneAdmins logs a WARN while the team has not been given roles: more than
+// one operator, every one an admin (as the migration to roles left them), so
+// everyone can still do everything.
+func (a *App) warnLoneAdmins(ctx context.Context) {
+	ops, err := a.operators.List(ctx)
+	if err != nil || len(ops) < 2 {
+		return
+	}
+	for _, o := range ops {
+		if len(o.Roles) != 1 || o.Roles[0] != operators.Admin {
+			return
+		}
+	}
+	a.log.WarnContext(ctx, "every operator is an admin: give each the roles of their work (partnerd operators roles ID --set treasury,...)",
+		"operators", len(ops))
+}
 
 // Operators returns the operator service (for the operators command and tests).
 func (a *App) Operators() *operators.Service { return a.operators }

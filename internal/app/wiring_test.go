@@ -18,6 +18,7 @@ import (
 	"partnerd/internal/app"
 	"partnerd/internal/audit/actor"
 	"partnerd/internal/backoffice/actions"
+	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/config"
 	"partnerd/internal/kit/uow"
 	"partnerd/internal/testsupport/testdb"
@@ -57,7 +58,7 @@ func TestOpenServeClose(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "Demo partner", p.Name)
 			require.Equal(t, demo.ID, p.ID)
-			created, err := a.Actions().CreateOperator(ctx, uow.Plain[actions.NewOperator, actions.Tx](), actor.CLI, "Ada")
+			created, err := a.Actions().CreateOperator(ctx, uow.Plain[actions.NewOperator, actions.Tx](), actor.CLI, "Ada", operators.Roles)
 			op, opKey := created.Operator, created.Secret
 			require.NoError(t, err)
 			got, err := a.Operators().Authenticate(ctx, opKey)

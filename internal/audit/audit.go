@@ -60,6 +60,18 @@ const (
 	// transaction held by screening (the note as reference).
 	ScreeningReleased Action = "screening_released"
 	ScreeningBlocked  Action = "screening_blocked"
+	// ApprovalProposed, ApprovalApproved and ApprovalRejected are four eyes: a
+	// proposal (the subject) made, approved or rejected (its action the reference).
+	ApprovalProposed Action = "approval_proposed"
+	ApprovalApproved Action = "approval_approved"
+	ApprovalRejected Action = "approval_rejected"
+	// OperatorRolesChanged gives an operator (the subject) new roles (the reference).
+	OperatorRolesChanged Action = "operator_roles_changed"
+	// ScreeningListImported is a screening list imported with the partnerd command
+	// (the reference: the source and its publication date).
+	ScreeningListImported Action = "screening_list_imported"
+	// SecretsRotated re-seals the stored secrets under the newest sealing key.
+	SecretsRotated Action = "secrets_rotated"
 )
 
 // Actions lists every action the audit log records (the contract's AuditAction
@@ -67,7 +79,8 @@ const (
 var Actions = []Action{Fill, Settle, Payout, Accept, Fail, Refund, ResolveRefunded, ResolveCredited, BatchPayout, BatchFill,
 	PartnerCreated, OperatorCreated, KeyCreated, KeyRolled, KeyRevoked, PartnerUserInvited, PartnerUserRoleChanged, PartnerUserDisabled,
 	WebhookEndpointUpdated, WebhookSecretRotated, WebhookEventReplayed, WebhookTestSent, SandboxSimulated,
-	ScreeningReleased, ScreeningBlocked}
+	ScreeningReleased, ScreeningBlocked, ApprovalProposed, ApprovalApproved, ApprovalRejected, OperatorRolesChanged,
+	ScreeningListImported, SecretsRotated}
 
 // Known reports whether a is one of Actions.
 func Known(a Action) bool {
@@ -114,8 +127,15 @@ type Entry struct {
 	OperatorName string // filled by reads; empty when no operator acted (see Who)
 	// PartnerUserID is the partner's user who acted on the dashboard, nil for
 	// anyone else; PartnerUserEmail (filled by reads) is their address.
-	PartnerUserID      *uuid.UUID
-	PartnerUserEmail   string
+	PartnerUserID    *uuid.UUID
+	PartnerUserEmail string
+	// ProposerID is the operator who proposed the action when OperatorID approved
+	// it (four eyes); ProposerName (filled by reads) is their name.
+	ProposerID   *uuid.UUID
+	ProposerName string
+	// CLIUser is the host's user who ran the partnerd command (actor cli), "" when
+	// unknown or for anyone else.
+	CLIUser            string
 	Action             Action
 	TransactionID      *uuid.UUID
 	UnmatchedDepositID *uuid.UUID
@@ -264,5 +284,6 @@ func ByUser(ctx context.Context, w Writer, by actor.Actor, now time.Time, e Entr
 // an actor becomes an audit row's columns.
 func (e Entry) By(by actor.Actor) Entry {
 	e.OperatorID, e.PartnerUserID = by.OperatorID(), by.PartnerUserID()
+	e.ProposerID, e.CLIUser = by.ProposedBy, by.HostUser
 	return e
 }

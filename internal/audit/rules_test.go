@@ -29,10 +29,11 @@ func TestKnown(t *testing.T) {
 	for _, a := range []audit.Action{"fill", "settle", "payout", "fail", "refund", "accept", "resolve_refunded",
 		"resolve_credited", "batch_payout", "batch_fill", "partner_created", "operator_created", "key_created", "key_rolled", "key_revoked", "partner_user_invited",
 		"partner_user_role_changed", "partner_user_disabled", "webhook_endpoint_updated", "webhook_secret_rotated", "webhook_event_replayed",
-		"webhook_test_sent", "sandbox_simulated", "screening_released", "screening_blocked"} {
+		"webhook_test_sent", "sandbox_simulated", "screening_released", "screening_blocked",
+		"approval_proposed", "approval_approved", "approval_rejected", "operator_roles_changed", "screening_list_imported", "secrets_rotated"} {
 		require.True(t, audit.Known(a), a)
 	}
-	require.Len(t, audit.Actions, 25)
+	require.Len(t, audit.Actions, 31)
 	for _, a := range []audit.Action{"", "Fill", "delete", "cancel"} {
 		require.False(t, audit.Known(a), a)
 	}
@@ -67,7 +68,7 @@ func TestRecordAndList(t *testing.T) {
 			ops := operators.NewService(st, store.Now)
 			ada, _, err := func() (x *operators.Operator, key string, err error) {
 				err = st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
-					x, key, err = ops.Create(ctx, tx, "Ada")
+					x, key, err = ops.Create(ctx, tx, "Ada", operators.Roles)
 					return err
 				})
 				return x, key, err
@@ -75,7 +76,7 @@ func TestRecordAndList(t *testing.T) {
 			require.NoError(t, err)
 			bob, _, err := func() (x *operators.Operator, key string, err error) {
 				err = st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
-					x, key, err = ops.Create(ctx, tx, "Bob")
+					x, key, err = ops.Create(ctx, tx, "Bob", operators.Roles)
 					return err
 				})
 				return x, key, err

@@ -16,6 +16,7 @@ import (
 
 	"partnerd/internal/address"
 	"partnerd/internal/backoffice"
+	"partnerd/internal/backoffice/approvals"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/jobs"
 	"partnerd/internal/kit/dburl"
@@ -80,6 +81,12 @@ type Config struct {
 	// whose forwarding header names the client; empty, the client is the peer
 	// and the headers are ignored.
 	TrustedProxies httpkit.Proxies
+	// Approvals (APPROVALS) are the actions that need a second operator (four
+	// eyes): production's default is every one, staging's none, so the sandbox and
+	// the tests stay one step. ApprovalTTL (APPROVAL_TTL) is how long a proposal
+	// waits for one.
+	Approvals   approvals.Set
+	ApprovalTTL time.Duration
 	// TrustedProxyHeader (TRUSTED_PROXY_HEADER) is the one header they write:
 	// X-Forwarded-For (the default) or Forwarded; the other is never read.
 	TrustedProxyHeader string
@@ -330,6 +337,16 @@ func (r *reader) operations(c *Config) {
 	} else {
 		c.TrustedProxyHeader = h
 	}
+	defaultApprovals := ""
+	if c.Env == Production {
+		defaultApprovals = approvals.All()
+	}
+	if set, err := approvals.ParseSet(get("APPROVALS", defaultApprovals)); err != nil {
+		bad("APPROVALS", err)
+	} else {
+		c.Approvals = set
+	}
+	c.ApprovalTTL = duration(get("APPROVAL_TTL", "24h"), "APPROVAL_TTL", bad)
 	c.PprofAddr = get("PPROF_ADDR", "")
 	reads, writes := "1000/1s,burst=2000", "500/1s,burst=1000" // staging: relaxed
 	if c.Env == Production {

@@ -117,6 +117,7 @@ func TestHostileInputOperator(t *testing.T) {
 	require.Empty(t, diffs, "both databases answer every case identically")
 	// The text rule holds on the operator API as on the partner one.
 	for _, name := range []string{"fillOrder body reference=embedded NUL", "failTransaction body reason=C1 NEL",
+		"failTransaction body reason=line separator", "fillOrder body reference=paragraph separator",
 		"failTransaction body reason=replacement char", "failTransaction body reason=escape", "fillOrder body reference=invalid UTF-8 ff fe",
 		"failTransaction header idempotency key invalid UTF-8", "listStage query unknown parameter",
 		"fillOrder whole body trailing garbage", "getOperatorTransaction path embedded NUL"} {
@@ -261,6 +262,13 @@ func operatorOps(txID, partnerID, operatorID string) ([]hostileOp, map[string]st
 		{name: "rollOperatorKey", method: "POST", path: "/operators/" + operatorID + "/keys/" + unknownKey + "/roll", idempotent: true,
 			body: map[string]any{"overlap": "24h"}},
 		{name: "revokeOperatorKey", method: "DELETE", path: "/operators/" + operatorID + "/keys/" + unknownKey, idempotent: true},
+		{name: "setOperatorRoles", method: "PUT", path: "/operators/" + unknownAccount + "/roles", idempotent: true,
+			body: map[string]any{"roles": []string{"viewer"}}},
+		{name: "listApprovals", method: "GET", path: "/approvals", query: []string{"status", "action", "cursor", "limit"}},
+		{name: "getApproval", method: "GET", path: "/approvals/" + unknownAccount},
+		{name: "approveApproval", method: "POST", path: "/approvals/" + unknownAccount + "/approve", idempotent: true, body: map[string]any{}},
+		{name: "rejectApproval", method: "POST", path: "/approvals/" + unknownAccount + "/reject", idempotent: true,
+			body: map[string]any{"note": "n"}},
 	}
 	paths := map[string]string{
 		"getOperatorTransaction":  "/transactions/%s",
@@ -285,6 +293,10 @@ func operatorOps(txID, partnerID, operatorID string) ([]hostileOp, map[string]st
 		"createOperatorKey": "/operators/%s/keys",
 		"rollOperatorKey":   "/operators/" + operatorID + "/keys/%s/roll",
 		"revokeOperatorKey": "/operators/" + operatorID + "/keys/%s",
+		"setOperatorRoles":  "/operators/%s/roles",
+		"getApproval":       "/approvals/%s",
+		"approveApproval":   "/approvals/%s/approve",
+		"rejectApproval":    "/approvals/%s/reject",
 	}
 	return ops, paths
 }
@@ -526,6 +538,7 @@ func hostileCases(ops []hostileOp, paths map[string]string) []hostileCase {
 		"number": `123`, "negative": `-1`, "huge number": `1e400`, "long integer": `123456789012345678901234567890`,
 		"true": `true`, "null": `null`, "object": `{}`, "array": `[]`, "empty": `""`, "NUL": `"\u0000"`,
 		"embedded NUL": `"a\u0000b"`, "unit separator": `"a\u001fb"`, "escape": `"a\u001b[31mb"`, "DEL": `"a\u007fb"`, "C1 NEL": `"a\u0085b"`,
+		"line separator": `"a\u2028b"`, "paragraph separator": `"a\u2029b"`,
 		"lone surrogate": `"a\ud800b"`, "replacement char": `"a\ufffdb"`, "upper case": `"USDT"`, "newline": `"a\nb"`,
 		"long string": `"` + strings.Repeat("x", 5000) + `"`, "deep array": strings.Repeat("[", 500) + strings.Repeat("]", 500),
 		"decimal with 10 places": `"1.0000000001"`, "exponent string": `"1e5"`, "spaces": `"  "`,

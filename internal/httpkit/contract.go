@@ -103,6 +103,10 @@ func (o *operation) changesState() bool {
 	return o.method != http.MethodGet && o.method != http.MethodHead
 }
 
+// OperationID is operationID for the operator API's access rules, keyed like
+// its routes.
+func OperationID(id string) string { return operationID(id) }
+
 // operationID returns id as the spec writes it: the embedded spec of the
 // generated code capitalises operation ids ("FillOrder"), while the generated
 // registration and the stored idempotency keys use the spec's "fillOrder".

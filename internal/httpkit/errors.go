@@ -44,6 +44,8 @@ var statusByCode = map[apperr.Code]int{
 	apperr.Internal:                     http.StatusInternalServerError,
 	apperr.RatesUnavailable:             http.StatusServiceUnavailable,
 	apperr.ServiceUnavailable:           http.StatusServiceUnavailable,
+	apperr.Forbidden:                    http.StatusForbidden,
+	apperr.ApprovalClosed:               http.StatusConflict,
 }
 
 // unavailableRetryAfter is the Retry-After, in seconds, of a 503

@@ -10,6 +10,7 @@ import (
 	"partnerd/gen/operatorapi"
 	"partnerd/internal/apikeys"
 	"partnerd/internal/backoffice/actions"
+	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partners"
@@ -42,7 +43,7 @@ func (s *Server) CreatePartner(ctx context.Context, req operatorapi.CreatePartne
 			Data: operatorapi.PartnerCreated{Partner: partnerOut(p), Key: newKeyOut(k, n.Secret, s.now())}}}
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.CreatePartnerResponseObject.VisitCreatePartnerResponse)
-	n, err := s.actions.CreatePartner(ctx, key, actorOf(o), req.Body.Name)
+	n, err := s.actions.CreatePartner(ctx, key, actorOf(ctx, o), req.Body.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +58,7 @@ func (s *Server) ListOperators(ctx context.Context, _ operatorapi.ListOperatorsR
 	}
 	out := make([]operatorapi.Operator, len(os))
 	for i, o := range os {
-		out[i] = operatorapi.Operator{Id: o.ID, Name: o.Name, CreatedAt: o.CreatedAt}
+		out[i] = accountOut(o)
 	}
 	return operatorapi.ListOperators200JSONResponse{Success: true, Data: out}, nil
 }
@@ -73,10 +74,22 @@ func (s *Server) CreateOperator(ctx context.Context, req operatorapi.CreateOpera
 		k := &apikeys.Key{ID: o.KeyID, Prefix: o.KeyPrefix, CreatedAt: o.CreatedAt}
 		msg := "Operator created; their key is shown once."
 		return operatorapi.CreateOperator200JSONResponse{Body: operatorapi.OperatorCreatedResponse{Success: true, Message: &msg,
-			Data: operatorapi.OperatorCreated{Operator: operatorapi.Operator{Id: o.ID, Name: o.Name, CreatedAt: o.CreatedAt}, Key: newKeyOut(k, n.Secret, s.now())}}}
+			Data: operatorapi.OperatorCreated{Operator: accountOut(o), Key: newKeyOut(k, n.Secret, s.now())}}}
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.CreateOperatorResponseObject.VisitCreateOperatorResponse)
-	n, err := s.actions.CreateOperator(ctx, key, actorOf(by), req.Body.Name)
+	// Without roles, an operator may only read: more is given on purpose.
+	names := []string{string(operators.Viewer)}
+	if req.Body.Roles != nil {
+		names = names[:0]
+		for _, r := range *req.Body.Roles {
+			names = append(names, string(r))
+		}
+	}
+	roles, err := operators.CheckRoles(names)
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.actions.CreateOperator(ctx, key, actorOf(ctx, by), req.Body.Name, roles)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +201,7 @@ func issueKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id uui
 		return as(operatorapi.NewApiKeyResponse{Success: true, Message: &msg, Data: newKeyOut(k.Key, k.Secret, now)})
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, visit)
-	k, err := s.actions.IssueKey(ctx, key, actorOf(o), owner, id)
+	k, err := s.actions.IssueKey(ctx, key, actorOf(ctx, o), owner, id)
 	if err != nil {
 		return zero, err
 	}
@@ -216,7 +229,7 @@ func rollKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id, key
 		return as(operatorapi.NewApiKeyResponse{Success: true, Message: &msg, Data: newKeyOut(k.Key, k.Secret, now)})
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, visit)
-	k, err := s.actions.RollKey(ctx, key, actorOf(o), owner, id, keyID, overlap)
+	k, err := s.actions.RollKey(ctx, key, actorOf(ctx, o), owner, id, keyID, overlap)
 	if err != nil {
 		return zero, err
 	}
@@ -236,7 +249,7 @@ func revokeKey[R any](ctx context.Context, s *Server, owner apikeys.Owner, id, k
 		return as(operatorapi.ApiKeyResponse{Success: true, Message: &msg, Data: keyOut(k, now)})
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, visit)
-	k, err := s.actions.RevokeKey(ctx, key, actorOf(o), owner, id, keyID)
+	k, err := s.actions.RevokeKey(ctx, key, actorOf(ctx, o), owner, id, keyID)
 	if err != nil {
 		return zero, err
 	}

@@ -98,9 +98,16 @@ func (s *Server) ListAudit(ctx context.Context, req operatorapi.ListAuditRequest
 	items := make([]operatorapi.AuditEntry, len(page.Items))
 	for i, e := range page.Items {
 		p := parties[e.ID]
+		var proposer, cliUser *string
+		if e.ProposerID != nil {
+			proposer = &e.ProposerName
+		}
+		if e.CLIUser != "" {
+			cliUser = &e.CLIUser
+		}
 		items[i] = operatorapi.AuditEntry{Id: e.ID, Actor: operatorapi.AuditActor(e.Actor), OperatorId: e.OperatorID, OperatorName: e.Who(),
-			PartnerUserId: e.PartnerUserID,
-			Action:        operatorapi.AuditAction(e.Action), TransactionId: e.TransactionID, UnmatchedDepositId: e.UnmatchedDepositID,
+			PartnerUserId: e.PartnerUserID, ProposerId: e.ProposerID, ProposerName: proposer, CliUser: cliUser,
+			Action: operatorapi.AuditAction(e.Action), TransactionId: e.TransactionID, UnmatchedDepositId: e.UnmatchedDepositID,
 			BatchId: e.BatchID, SubjectId: e.SubjectID, SubjectName: p.SubjectName, PartnerId: p.PartnerID, PartnerName: p.PartnerName,
 			Reference: e.Reference, CreatedAt: e.CreatedAt}
 	}
@@ -126,7 +133,7 @@ func (s *Server) CreatePayout(ctx context.Context, req operatorapi.CreatePayoutR
 		}}}
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.CreatePayoutResponseObject.VisitCreatePayoutResponse)
-	b, err := s.actions.BatchPayout(ctx, key, actorOf(o), req.Body.PartnerId, req.Body.TransactionIds, req.Body.Reference, fiat)
+	b, err := s.actions.BatchPayout(ctx, key, actorOf(ctx, o), req.Body.PartnerId, req.Body.TransactionIds, req.Body.Reference, fiat)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +157,7 @@ func (s *Server) CreateFill(ctx context.Context, req operatorapi.CreateFillReque
 		}}}
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.CreateFillResponseObject.VisitCreateFillResponse)
-	b, err := s.actions.BatchFill(ctx, key, actorOf(o), req.Body.TransactionIds, rate, req.Body.Reference)
+	b, err := s.actions.BatchFill(ctx, key, actorOf(ctx, o), req.Body.TransactionIds, rate, req.Body.Reference)
 	if err != nil {
 		return nil, err
 	}

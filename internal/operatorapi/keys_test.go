@@ -124,7 +124,7 @@ func TestOperatorKeys(t *testing.T) {
 			require.NoError(t, err)
 			return res.StatusCode()
 		}
-		cr, err := admin.CreateOperatorWithResponse(ctx, &oc.CreateOperatorParams{IdempotencyKey: key()}, oc.NameRequest{Name: "Grace"})
+		cr, err := admin.CreateOperatorWithResponse(ctx, &oc.CreateOperatorParams{IdempotencyKey: key()}, oc.OperatorCreateRequest{Name: "Grace"})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, cr.StatusCode(), string(cr.Body))
 		o, first := cr.JSON200.Data.Operator, cr.JSON200.Data.Key

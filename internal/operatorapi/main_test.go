@@ -54,6 +54,9 @@ func productionSettings(t *testing.T) map[string]string {
 		// Production needs its chain nodes; deposits here come through the lifecycle.
 		"CHAIN_RPC_BEP20": "http://127.0.0.1:9",
 		"CHAIN_RPC_TRC20": "http://127.0.0.1:9",
+		// One pair of eyes: the four-eyes tests (approvals_test.go) take production's
+		// default, every action held for a second operator.
+		"APPROVALS": "none",
 	}
 }
 

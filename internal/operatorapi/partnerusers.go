@@ -34,7 +34,7 @@ func (s *Server) InvitePartnerUser(ctx context.Context, req operatorapi.InvitePa
 				Invitation: operatorapi.PartnerInvitation{InviteUrl: n.Path(), ExpiresAt: n.Invitation.ExpiresAt}}}}
 	}
 	key := httpkit.KeyedBy[partnerusers.Tx](ctx, s.idem, answer, operatorapi.InvitePartnerUserResponseObject.VisitInvitePartnerUserResponse)
-	n, err := s.partnerUsers.Invite(ctx, key, req.Id, req.Body.Email, partnerusers.Role(req.Body.Role), actorOf(o))
+	n, err := s.partnerUsers.Invite(ctx, key, req.Id, req.Body.Email, partnerusers.Role(req.Body.Role), actorOf(ctx, o))
 	if err != nil {
 		return nil, err
 	}

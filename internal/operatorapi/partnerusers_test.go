@@ -36,7 +36,7 @@ func TestInvitePartnerUser(t *testing.T) {
 		p := cr.JSON200.Data.Partner
 
 		k := key()
-		body := oc.InvitePartnerUserRequest{Email: "Ada@Acme.example", Role: oc.Admin}
+		body := oc.InvitePartnerUserRequest{Email: "Ada@Acme.example", Role: oc.PartnerUserRoleAdmin}
 		before := time.Now()
 		inv, err := ops.InvitePartnerUserWithResponse(ctx, p.Id, &oc.InvitePartnerUserParams{IdempotencyKey: k}, body)
 		require.NoError(t, err)
@@ -44,7 +44,7 @@ func TestInvitePartnerUser(t *testing.T) {
 		got := inv.JSON201.Data
 		require.Equal(t, "Ada@Acme.example", got.User.Email)
 		require.Equal(t, p.Id, got.User.PartnerId)
-		require.Equal(t, oc.Admin, got.User.Role)
+		require.Equal(t, oc.PartnerUserRoleAdmin, got.User.Role)
 		require.Equal(t, oc.PartnerUserStatusInvited, got.User.Status)
 		require.False(t, got.User.TotpEnabled)
 		require.Nil(t, got.User.DisabledAt)
@@ -101,7 +101,7 @@ func TestInvitePartnerUser(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, http.StatusNotFound, nl.StatusCode(), string(nl.Body))
 		bad, err := ops.InvitePartnerUserWithResponse(ctx, p.Id, &oc.InvitePartnerUserParams{IdempotencyKey: key()},
-			oc.InvitePartnerUserRequest{Email: "not an address", Role: oc.Finance})
+			oc.InvitePartnerUserRequest{Email: "not an address", Role: oc.PartnerUserRoleFinance})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusBadRequest, bad.StatusCode(), string(bad.Body))
 		require.Equal(t, "invalid_request", string(bad.JSON400.Error.Code))
@@ -119,7 +119,7 @@ func TestInvitePartnerUser(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, oc.PartnerUserStatusActive, list.JSON200.Data[0].Status)
 		dup, err := ops.InvitePartnerUserWithResponse(ctx, p.Id, &oc.InvitePartnerUserParams{IdempotencyKey: key()},
-			oc.InvitePartnerUserRequest{Email: "ada@acme.EXAMPLE", Role: oc.Finance})
+			oc.InvitePartnerUserRequest{Email: "ada@acme.EXAMPLE", Role: oc.PartnerUserRoleFinance})
 		require.NoError(t, err)
 		require.Equal(t, http.StatusBadRequest, dup.StatusCode(), string(dup.Body))
 		require.Contains(t, dup.JSON400.Message, "already a user")

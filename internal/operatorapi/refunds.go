@@ -21,7 +21,7 @@ func (s *Server) AcceptShortPayment(ctx context.Context, req operatorapi.AcceptS
 	key, answer := actionAnswerOf(ctx, s.idem, "Short payment accepted.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.AcceptShortPaymentResponseObject {
 		return operatorapi.AcceptShortPayment200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.AcceptShortPaymentResponseObject.VisitAcceptShortPaymentResponse)
-	t, err := s.actions.Accept(ctx, key, actorOf(o), req.Id, req.Body.Reason)
+	t, err := s.actions.Accept(ctx, key, actorOf(ctx, o), req.Id, req.Body.Reason)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (s *Server) ResolveRefundTask(ctx context.Context, req operatorapi.ResolveR
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.ResolveRefundTaskResponseObject.VisitResolveRefundTaskResponse)
 	b := req.Body
-	d, err := s.actions.ResolveTask(ctx, key, actorOf(o), req.Id, actions.Resolution{Action: lifecycle.TaskStatus(b.Action), TxHash: b.TxHash, Note: b.Note})
+	d, err := s.actions.ResolveTask(ctx, key, actorOf(ctx, o), req.Id, actions.Resolution{Action: lifecycle.TaskStatus(b.Action), TxHash: b.TxHash, Note: b.Note})
 	if err != nil {
 		return nil, err
 	}

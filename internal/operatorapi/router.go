@@ -22,9 +22,9 @@ import (
 	"partnerd/gen/operatorapi"
 	"partnerd/internal/apikeys"
 	"partnerd/internal/audit"
-	"partnerd/internal/audit/actor"
 	"partnerd/internal/backoffice"
 	"partnerd/internal/backoffice/actions"
+	"partnerd/internal/backoffice/approvals"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/backoffice/refunds"
@@ -63,6 +63,8 @@ type Deps struct {
 	Actions *actions.Service
 	// Screening reads the review queue, the lists and the blocked report.
 	Screening Screening
+	// Approvals holds the actions that need a second operator (four eyes).
+	Approvals *approvals.Service
 	// Idempotency works on the operators' own key table.
 	Idempotency *idempotency.Service
 	// Limiter and Limits rate-limit operator requests per operator key, with the
@@ -113,8 +115,25 @@ func Register(e *echo.Echo, d Deps) error {
 	if err != nil {
 		return err
 	}
+	// Each operation's role is checked right after authentication (before the
+	// request is), and an action four eyes holds is proposed once it is known good.
+	acc, err := accessOf(spec)
+	if err != nil {
+		return err
+	}
+	for id, list := range mw {
+		a, ok := acc[id]
+		if !ok {
+			return fmt.Errorf("operation %s: no access rule", id)
+		}
+		out := append(append(append([]echo.MiddlewareFunc{}, list[:len(common)]...), authorize(a)), list[len(common):]...)
+		if a.approval != "" {
+			out = append(out, propose(a, d.Approvals))
+		}
+		mw[id] = out
+	}
 	srv := &Server{actions: d.Actions, stages: d.Stages, fills: d.Fills, unmatched: d.Unmatched,
-		backoffice: d.Backoffice, audit: d.Audit, batches: d.Batches,
+		backoffice: d.Backoffice, audit: d.Audit, batches: d.Batches, approvals: d.Approvals, serve: e.ServeHTTP, access: acc,
 		partners: d.Partners, operators: d.Operators, keys: d.Keys, partnerUsers: d.PartnerUsers, screening: d.Screening, idem: d.Idempotency, now: time.Now}
 	operatorapi.RegisterHandlersWithOptions(e, operatorapi.NewStrictHandler(srv, nil), operatorapi.RegisterHandlersOptions{
 		BaseURL: BasePath, OperationMiddlewares: mw,
@@ -168,7 +187,9 @@ func authenticate(svc *operators.Service) echo.MiddlewareFunc {
 			key := c.Request().Header.Get("X-API-KEY")
 			var o *operators.Operator
 			var err error
-			if hash, ok := c.Request().Context().Value(keyHashKey{}).(string); ok {
+			if run := approvedRunFrom(c.Request().Context()); run != nil {
+				o = run.approver
+			} else if hash, ok := c.Request().Context().Value(keyHashKey{}).(string); ok {
 				o, err = svc.AuthenticateKeyHash(c.Request().Context(), hash)
 			} else if key == "" {
 				return operators.ErrUnauthorized
@@ -203,6 +224,3 @@ func operatorIDOf(ctx context.Context) (uuid.UUID, error) {
 	}
 	return o.ID, nil
 }
-
-// actorOf is the authenticated operator o as the use cases take who acts.
-func actorOf(o *operators.Operator) actor.Actor { return actor.OfOperator(o.ID, o.Name) }

@@ -44,7 +44,7 @@ func (s *Server) ReviewTransaction(ctx context.Context, req operatorapi.ReviewTr
 	key, answer := actionAnswerOf(ctx, s.idem, message, func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.ReviewTransactionResponseObject {
 		return operatorapi.ReviewTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.ReviewTransactionResponseObject.VisitReviewTransactionResponse)
-	t, err := s.actions.Review(ctx, key, actorOf(o), req.Id, decision, req.Body.Note)
+	t, err := s.actions.Review(ctx, key, actorOf(ctx, o), req.Id, decision, req.Body.Note)
 	if err != nil {
 		return nil, err
 	}

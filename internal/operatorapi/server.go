@@ -13,6 +13,7 @@ import (
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
 	"partnerd/internal/backoffice/actions"
+	"partnerd/internal/backoffice/approvals"
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/backoffice/refunds"
@@ -47,7 +48,13 @@ type Server struct {
 	// idem keeps the operators' idempotency keys: a keyed request's use case
 	// stores its answer among them (httpkit.KeyedBy).
 	idem *idempotency.Service
-	now  func() time.Time
+	// approvals are the proposals of four eyes; serve is this API's own router,
+	// through which an approved proposal's request runs as its approver.
+	approvals *approvals.Service
+	serve     func(http.ResponseWriter, *http.Request)
+	// access is each operation's access rule, read from the contract.
+	access map[string]access
+	now    func() time.Time
 }
 
 var _ operatorapi.StrictServerInterface = (*Server)(nil)
@@ -106,7 +113,7 @@ func (s *Server) FillOrder(ctx context.Context, req operatorapi.FillOrderRequest
 	key, answer := actionAnswerOf(ctx, s.idem, "Order filled.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.FillOrderResponseObject {
 		return operatorapi.FillOrder200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.FillOrderResponseObject.VisitFillOrderResponse)
-	t, err := s.actions.Fill(ctx, key, actorOf(o), req.Id, rate, fiat, req.Body.Reference)
+	t, err := s.actions.Fill(ctx, key, actorOf(ctx, o), req.Id, rate, fiat, req.Body.Reference)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +129,7 @@ func (s *Server) SettleOrder(ctx context.Context, req operatorapi.SettleOrderReq
 	key, answer := actionAnswerOf(ctx, s.idem, "Order settled; the transaction is completed.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.SettleOrderResponseObject {
 		return operatorapi.SettleOrder200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.SettleOrderResponseObject.VisitSettleOrderResponse)
-	t, err := s.actions.Settle(ctx, key, actorOf(o), req.Id, req.Body.Reference)
+	t, err := s.actions.Settle(ctx, key, actorOf(ctx, o), req.Id, req.Body.Reference)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +145,7 @@ func (s *Server) SettlePayout(ctx context.Context, req operatorapi.SettlePayoutR
 	key, answer := actionAnswerOf(ctx, s.idem, "Payout settled.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.SettlePayoutResponseObject {
 		return operatorapi.SettlePayout200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.SettlePayoutResponseObject.VisitSettlePayoutResponse)
-	t, err := s.actions.PayOut(ctx, key, actorOf(o), req.Id, req.Body.Reference)
+	t, err := s.actions.PayOut(ctx, key, actorOf(ctx, o), req.Id, req.Body.Reference)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +161,7 @@ func (s *Server) FailTransaction(ctx context.Context, req operatorapi.FailTransa
 	key, answer := actionAnswerOf(ctx, s.idem, "Transaction failed.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.FailTransactionResponseObject {
 		return operatorapi.FailTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.FailTransactionResponseObject.VisitFailTransactionResponse)
-	t, err := s.actions.Fail(ctx, key, actorOf(o), req.Id, req.Body.Reason)
+	t, err := s.actions.Fail(ctx, key, actorOf(ctx, o), req.Id, req.Body.Reason)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +177,7 @@ func (s *Server) RefundTransaction(ctx context.Context, req operatorapi.RefundTr
 	key, answer := actionAnswerOf(ctx, s.idem, "Deposit refunded.", func(ok operatorapi.OperatorActionOKJSONResponse) operatorapi.RefundTransactionResponseObject {
 		return operatorapi.RefundTransaction200JSONResponse{OperatorActionOKJSONResponse: ok}
 	}, operatorapi.RefundTransactionResponseObject.VisitRefundTransactionResponse)
-	t, err := s.actions.Refund(ctx, key, actorOf(o), req.Id, req.Body.TxHash)
+	t, err := s.actions.Refund(ctx, key, actorOf(ctx, o), req.Id, req.Body.TxHash)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +219,7 @@ func (s *Server) ResolveUnmatchedDeposit(ctx context.Context, req operatorapi.Re
 	}
 	key := httpkit.KeyedBy[actions.Tx](ctx, s.idem, answer, operatorapi.ResolveUnmatchedDepositResponseObject.VisitResolveUnmatchedDepositResponse)
 	b := req.Body
-	d, err := s.actions.ResolveDeposit(ctx, key, actorOf(o), req.Id, actions.Resolution{Action: lifecycle.TaskStatus(b.Action), TxHash: b.TxHash, Note: b.Note})
+	d, err := s.actions.ResolveDeposit(ctx, key, actorOf(ctx, o), req.Id, actions.Resolution{Action: lifecycle.TaskStatus(b.Action), TxHash: b.TxHash, Note: b.Note})
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,11 @@ func (s *Simulator) simulate(ctx context.Context, tx lifecycle.Tx, partnerID uui
 		return nil, apperr.New(apperr.NotFound, "The transaction was not found.")
 	}
 	l, id := s.lifecycle, e.TransactionID
+	if e.Type != lifecycle.EventDepositDetected && e.Type != lifecycle.EventDepositConfirmed && !t.Screening.Proceeds() {
+		// Money under review moves only by an operator's decision, in the sandbox as
+		// in production: the partner is told it is under review, never why.
+		return nil, apperr.New(apperr.InvalidStateTransition, "The transaction is under review: it cannot move until the review ends.")
+	}
 	switch e.Type {
 	case lifecycle.EventDepositDetected:
 		// One transfer, by the chain's payment rules (lifecycle.Engine.Receive): it may

@@ -142,6 +142,8 @@ type auditRow struct {
 	Actor              string
 	OperatorID         *uuid.UUID // NULL for a change no operator made (the command line's, a partner user's)
 	PartnerUserID      *uuid.UUID // the partner's user who acted (actor partner_user), else NULL
+	ProposerID         *uuid.UUID // the proposer of an action another operator approved, else NULL
+	CLIUser            *string    `gorm:"column:cli_user"`
 	Action             string
 	TransactionID      *uuid.UUID
 	UnmatchedDepositID *uuid.UUID
@@ -161,6 +163,9 @@ type auditListRow struct {
 	OperatorName       *string
 	PartnerUserID      *uuid.UUID
 	PartnerUserEmail   *string
+	ProposerID         *uuid.UUID
+	ProposerName       *string
+	CLIUser            *string `gorm:"column:cli_user"`
 	Action             string
 	TransactionID      *uuid.UUID
 	UnmatchedDepositID *uuid.UUID
@@ -183,8 +188,22 @@ func insertAudit(db *gorm.DB, e *audit.Entry) error {
 	if actor == audit.ByOperator {
 		operator = &e.OperatorID
 	}
+	// A column left NULL is not named, as in a row written before it existed.
+	var cliUser *string
+	var omit []string
+	if e.CLIUser != "" {
+		cliUser = &e.CLIUser
+	} else {
+		omit = append(omit, "cli_user")
+	}
+	if e.ProposerID == nil {
+		omit = append(omit, "proposer_id")
+	}
+	if len(omit) > 0 {
+		db = db.Omit(omit...)
+	}
 	return db.Create(&auditRow{ID: e.ID, Actor: string(actor), OperatorID: operator, PartnerUserID: e.PartnerUserID,
-		Action: string(e.Action), TransactionID: e.TransactionID,
+		ProposerID: e.ProposerID, CLIUser: cliUser, Action: string(e.Action), TransactionID: e.TransactionID,
 		UnmatchedDepositID: e.UnmatchedDepositID, BatchID: e.BatchID, SubjectID: e.SubjectID, Reference: e.Reference, CreatedAt: e.CreatedAt}).Error
 }
 
@@ -192,8 +211,9 @@ func insertAudit(db *gorm.DB, e *audit.Entry) error {
 // entry no operator made (the command line's) is listed too, without a name, and
 // a partner user's with their address.
 func (s *Store) ListAudit(ctx context.Context, f audit.Filter, pos *cursor.Position, limit int) ([]*audit.Entry, error) {
-	db := s.read(ctx).Table("operator_audit AS a").Select("a.*, o.name AS operator_name, pu.email AS partner_user_email").
+	db := s.read(ctx).Table("operator_audit AS a").Select("a.*, o.name AS operator_name, pu.email AS partner_user_email, po.name AS proposer_name").
 		Joins("LEFT JOIN operators o ON o.id = a.operator_id").
+		Joins("LEFT JOIN operators po ON po.id = a.proposer_id").
 		Joins("LEFT JOIN partner_users pu ON pu.id = a.partner_user_id")
 	db = whereEq(db, "a.operator_id", f.OperatorID)
 	db = whereEq(db, "pu.partner_id", f.UsersOf)
@@ -224,8 +244,16 @@ func (s *Store) ListAudit(ctx context.Context, f audit.Filter, pos *cursor.Posit
 		if r.PartnerUserEmail != nil {
 			email = *r.PartnerUserEmail
 		}
+		var proposer, cliUser string
+		if r.ProposerName != nil {
+			proposer = *r.ProposerName
+		}
+		if r.CLIUser != nil {
+			cliUser = *r.CLIUser
+		}
 		out[i] = &audit.Entry{ID: r.ID, Actor: audit.ActorKind(r.Actor), OperatorID: operator, OperatorName: name,
-			PartnerUserID: r.PartnerUserID, PartnerUserEmail: email, Action: audit.Action(r.Action),
+			PartnerUserID: r.PartnerUserID, PartnerUserEmail: email, ProposerID: r.ProposerID, ProposerName: proposer, CLIUser: cliUser,
+			Action:        audit.Action(r.Action),
 			TransactionID: r.TransactionID, UnmatchedDepositID: r.UnmatchedDepositID, BatchID: r.BatchID, SubjectID: r.SubjectID,
 			Reference: r.Reference, CreatedAt: r.CreatedAt.UTC()}
 	}

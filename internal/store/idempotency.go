@@ -100,9 +100,12 @@ type keyRow struct {
 	State          string
 	ResponseStatus *int
 	ResponseBody   []byte
-	LockedAt       time.Time
-	CreatedAt      time.Time
-	ExpiresAt      time.Time
+	// ResponseKey is the id of the key that sealed ResponseBody (nil: stored in the
+	// clear before answers were sealed).
+	ResponseKey *string
+	LockedAt    time.Time
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
 }
 
 // GetKey returns the key's record, or apperr NotFound.
@@ -112,7 +115,11 @@ func (kt keyTx) GetKey(ctx context.Context, k idempotency.Key) (*idempotency.Rec
 	if err := kt.db.WithContext(ctx).Table(kt.table.name).Where(q, args...).Take(&row).Error; err != nil {
 		return nil, notFound(err, "idempotency key")
 	}
-	rec := &idempotency.Record{Key: k, Fingerprint: row.Fingerprint, State: row.State, ResponseBody: row.ResponseBody,
+	body, err := kt.s.openAnswer(kt.table, k, row.ResponseKey, row.ResponseBody)
+	if err != nil {
+		return nil, err
+	}
+	rec := &idempotency.Record{Key: k, Fingerprint: row.Fingerprint, State: row.State, ResponseBody: body,
 		LockedAt: row.LockedAt.UTC(), CreatedAt: row.CreatedAt.UTC(), ExpiresAt: row.ExpiresAt.UTC()}
 	if row.ResponseStatus != nil {
 		rec.ResponseStatus = *row.ResponseStatus
@@ -128,16 +135,17 @@ func (kt keyTx) GetKey(ctx context.Context, k idempotency.Key) (*idempotency.Rec
 func (kt keyTx) SaveKey(ctx context.Context, r *idempotency.Record, now, staleBefore time.Time) (bool, error) {
 	t := kt.table
 	var saved bool
+	keyID, body := kt.s.sealAnswer(t, r.Key, r.ResponseBody)
 	err := kt.later(ctx, laterWrite{
 		query: `INSERT INTO ` + t.name + ` (` + t.owner + `, operation, key, fingerprint, state,
-		response_status, response_body, locked_at, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		response_status, response_body, response_key, locked_at, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (` + t.owner + `, operation, key) DO UPDATE SET fingerprint = excluded.fingerprint, state = excluded.state,
-			response_status = excluded.response_status, response_body = excluded.response_body,
+			response_status = excluded.response_status, response_body = excluded.response_body, response_key = excluded.response_key,
 			locked_at = excluded.locked_at, created_at = excluded.created_at, expires_at = excluded.expires_at
 		WHERE ` + t.name + `.expires_at <= ? OR (` + t.name + `.state = ? AND ` + t.name + `.locked_at < ?)
 		RETURNING true AS r`,
-		args: []any{r.PartnerID, r.Operation, r.Key.Key, r.Fingerprint, r.State, r.ResponseStatus, r.ResponseBody,
+		args: []any{r.PartnerID, r.Operation, r.Key.Key, r.Fingerprint, r.State, r.ResponseStatus, body, keyID,
 			r.LockedAt, r.CreatedAt, r.ExpiresAt, now, idempotency.InProgress, staleBefore},
 		done: func(_ context.Context, rows int64, _ bool) error {
 			saved = rows == 1

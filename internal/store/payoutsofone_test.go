@@ -128,3 +128,26 @@ func TestMigrationGivesSinglePayoutsTheirPayoutOfOne(t *testing.T) {
 		})
 	}
 }
+
+// Migration 00036 makes every operator who existed before roles an admin, as
+// each could do everything.
+func TestMigrationMakesEarlierOperatorsAdmins(t *testing.T) {
+	t.Parallel()
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s, err := store.Open(ctx, db.URL)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			require.NoError(t, s.MigrateTo(ctx, 35))
+			op := &operators.Operator{ID: uuid.New(), Name: "Ada", KeyHash: uuid.NewString(), KeyPrefix: "sk_op_", CreatedAt: store.Now()}
+			require.NoError(t, s.CreateOperator(ctx, op))
+			_, err = s.Migrate(ctx)
+			require.NoError(t, err)
+			got, err := s.OperatorByID(ctx, op.ID)
+			require.NoError(t, err)
+			require.Equal(t, []operators.Role{operators.Admin}, got.Roles)
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -236,15 +237,19 @@ func (b *indexBlocks) take(network string, fetch func() ([]int64, error)) (int64
 	return next, nil
 }
 
-// giveBack returns an index take handed out and nobody used; it is handed out
-// next.
+// giveBack returns an index take handed out and nobody used. The block stays in
+// ascending order, so the lowest free index is handed out first: indexes given
+// back by many failed creates at once fill the hole they left before any later
+// one is used.
 func (b *indexBlocks) giveBack(network string, index int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.left == nil {
 		b.left = map[string][]int64{}
 	}
-	b.left[network] = append([]int64{index}, b.left[network]...)
+	left := b.left[network]
+	at, _ := slices.BinarySearch(left, index)
+	b.left[network] = slices.Insert(left, at, index)
 }
 
 func addressSequence(network string) string { return "address_index_" + network }
@@ -261,12 +266,41 @@ func (p *postgresEngine) nextAddressIndex(ctx context.Context, tx *Tx, network s
 			addressSequence(network), addressBlock).Scan(&block).Error
 		return block, err
 	})
-	return next + 1, err // the sequence starts at 0
+	if err != nil {
+		return 0, err
+	}
+	// A unit of work that rolls back (a key reused, a race on one key, a refusal
+	// after the index was taken) hands the index back, unless it did already.
+	h := &heldIndex{network: network, index: next}
+	tx.heldIndexes = append(tx.heldIndexes, h)
+	tx.onRollback(func() { p.giveBackOnce(h) })
+	return next + 1, nil // the sequence starts at 0
+}
+
+// heldIndex is an address index a unit of work took from its instance's block.
+type heldIndex struct {
+	network string
+	index   int64
+	back    bool
+}
+
+// giveBackOnce puts h's index back at the front of its block, once.
+func (p *postgresEngine) giveBackOnce(h *heldIndex) {
+	if !h.back {
+		h.back = true
+		p.addresses.giveBack(h.network, h.index)
+	}
 }
 
 // releaseAddressIndex puts index back at the front of the instance's block, so
 // the next create of the network takes it.
-func (p *postgresEngine) releaseAddressIndex(_ context.Context, _ *Tx, network string, index uint32) error {
+func (p *postgresEngine) releaseAddressIndex(_ context.Context, tx *Tx, network string, index uint32) error {
+	for _, h := range tx.heldIndexes {
+		if h.network == network && h.index == int64(index) {
+			p.giveBackOnce(h)
+			return nil
+		}
+	}
 	p.addresses.giveBack(network, int64(index))
 	return nil
 }

@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
+	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/secrets"
 )
 
@@ -18,6 +20,34 @@ func (s *Store) UseSecrets(k *secrets.Keyring) { s.keys = k }
 // does not open.
 func totpContext(userID uuid.UUID) string       { return "partner_users.totp_secret:" + userID.String() }
 func webhookContext(partnerID uuid.UUID) string { return "webhook_endpoints:" + partnerID.String() }
+
+// answerContext binds a stored idempotent answer to its key's row.
+func answerContext(t keyTable, k idempotency.Key) string {
+	return t.name + ":" + k.PartnerID.String() + ":" + k.Operation + ":" + k.Key
+}
+
+// sealAnswer returns the key id and sealed bytes of a stored answer's body
+// (nil, nil for none): an answer may hold a secret, such as a new API key.
+func (s *Store) sealAnswer(t keyTable, k idempotency.Key, body []byte) (*string, []byte) {
+	if body == nil {
+		return nil, nil
+	}
+	id, sealed := s.keys.Seal(string(body), answerContext(t, k))
+	return &id, []byte(sealed)
+}
+
+// openAnswer returns a stored answer's body, sealed by keyID (nil: stored in the
+// clear before answers were sealed, returned as it is).
+func (s *Store) openAnswer(t keyTable, k idempotency.Key, keyID *string, stored []byte) ([]byte, error) {
+	if keyID == nil || stored == nil {
+		return stored, nil
+	}
+	plain, err := s.keys.Open(*keyID, string(stored), answerContext(t, k))
+	if err != nil {
+		return nil, fmt.Errorf("stored answer of %s: %w", k.Operation, err)
+	}
+	return []byte(plain), nil
+}
 
 // seal returns the key id and sealed text of plain (nil, nil for nil).
 func (s *Store) seal(plain *string, context string) (keyID, sealed *string) {
@@ -81,6 +111,53 @@ func (s *Store) RotateSecrets(ctx context.Context) (int, error) {
 		pid, psealed := s.seal(ep.PreviousSecret, webhookContext(e.PartnerID))
 		res := s.write(ctx).Model(&endpointRow{}).Where("partner_id = ? AND secret = ?", e.PartnerID, e.Secret).
 			Updates(map[string]any{"secret": *sealed, "secret_key": id, "previous_secret": psealed, "previous_secret_key": pid})
+		if res.Error != nil {
+			return n, res.Error
+		}
+		n += int(res.RowsAffected)
+	}
+	for _, t := range []keyTable{partnerKeyTable, operatorKeyTable} {
+		m, err := s.rotateAnswers(ctx, t, cur)
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// rotateAnswers seals again under key cur every stored answer of table t sealed
+// by another key or stored in the clear, each only if unchanged since read.
+func (s *Store) rotateAnswers(ctx context.Context, t keyTable, cur string) (int, error) {
+	var rows []struct {
+		Owner        uuid.UUID
+		Operation    string
+		Key          string
+		ResponseBody []byte
+		ResponseKey  *string
+		CreatedAt    time.Time
+	}
+	err := s.read(ctx).Table(t.name).Select(t.owner+" AS owner, operation, key, response_body, response_key, created_at").
+		Where("response_body IS NOT NULL AND (response_key IS NULL OR response_key <> ?)", cur).Scan(&rows).Error
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range rows {
+		k := idempotency.Key{PartnerID: r.Owner, Operation: r.Operation, Key: r.Key}
+		plain, err := s.openAnswer(t, k, r.ResponseKey, r.ResponseBody)
+		if err != nil {
+			return n, err
+		}
+		id, sealed := s.sealAnswer(t, k, plain)
+		q, args := t.where(k)
+		db := s.write(ctx).Table(t.name).Where(q, args...).Where("created_at = ?", r.CreatedAt)
+		if r.ResponseKey == nil {
+			db = db.Where("response_key IS NULL")
+		} else {
+			db = db.Where("response_key = ?", *r.ResponseKey)
+		}
+		res := db.Updates(map[string]any{"response_body": sealed, "response_key": *id})
 		if res.Error != nil {
 			return n, res.Error
 		}

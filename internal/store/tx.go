@@ -24,6 +24,11 @@ type Tx struct {
 	db    *gorm.DB
 	sqlTx *sql.Tx
 	after []func()
+	// undo runs when the unit of work is rolled back before its commit was sent
+	// (what it took from outside the database goes back: an address index).
+	undo []func()
+	// heldIndexes are the address indexes the unit took (PostgreSQL).
+	heldIndexes []*heldIndex
 	// direct is db without the write-behind (PostgreSQL's flush runs on it).
 	direct *gorm.DB
 	// behind holds the writes waiting to go together (see later); failed is the
@@ -60,13 +65,19 @@ func (s *Store) Transact(ctx context.Context, fn func(ctx context.Context, tx *T
 	if s.eng.batchesWrites() {
 		tx.db.Statement.ConnPool = flushFirst{tx, pool}
 	}
+	committing := false
 	defer func() {
 		if p := recover(); p != nil {
 			_ = sqlTx.Rollback()
+			tx.undone()
 			panic(p)
 		}
 		if err != nil {
 			_ = sqlTx.Rollback()
+			if !committing {
+				// A failed commit may still have landed: what the unit took stays taken.
+				tx.undone()
+			}
 		}
 	}()
 	if err = fn(ctx, tx); err == nil {
@@ -79,6 +90,7 @@ func (s *Store) Transact(ctx context.Context, fn func(ctx context.Context, tx *T
 	if err != nil {
 		return err
 	}
+	committing = true
 	if err = sqlTx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
@@ -109,6 +121,18 @@ func (tx *Tx) store() *Store {
 	c.sql, c.wsql = nil, nil
 	c.in = tx
 	return &c
+}
+
+// onRollback runs f if the unit of work is rolled back before its commit is
+// sent: it never committed, so what it took may be handed out again.
+func (tx *Tx) onRollback(f func()) { tx.undo = append(tx.undo, f) }
+
+// undone runs the rollback hooks, latest first.
+func (tx *Tx) undone() {
+	for i := len(tx.undo) - 1; i >= 0; i-- {
+		tx.undo[i]()
+	}
+	tx.undo = nil
 }
 
 // AfterCommit runs f once the unit of work has committed (never if it rolls

@@ -34,6 +34,11 @@ func (tx *Tx) InsertAudit(ctx context.Context, e *audit.Entry) error {
 	return tx.store().InsertAudit(ctx, e)
 }
 
+// SetOperatorRoles is Store.SetOperatorRoles in the unit of work.
+func (tx *Tx) SetOperatorRoles(ctx context.Context, id uuid.UUID, roles []operators.Role) error {
+	return tx.store().SetOperatorRoles(ctx, id, roles)
+}
+
 // InsertAPIKey is Store.InsertAPIKey in the unit of work.
 func (tx *Tx) InsertAPIKey(ctx context.Context, k *apikeys.Key) error {
 	return tx.store().InsertAPIKey(ctx, k)

@@ -36,6 +36,7 @@ var notInContext = []struct {
 var transportAuthentication = []string{
 	"operatorapi.authenticate", // the operator API's key → the operator
 	"operatorapi.operatorFrom", // its handlers read it
+	"operatorapi.replay",       // an approved proposal runs as its approver (four eyes)
 	"httpapi.WithPrincipal",    // the dashboard's in-process calls name their user
 	"httpapi.principalFrom",    // the partner API's authentication reads it
 }
@@ -204,5 +205,5 @@ func authenticate(ctx context.Context, o *operators.Operator) context.Context { 
 		"httpapi.put@x.go:1:1: a unit of work"}
 	places, stale = notAllowed(found)
 	require.Equal(t, []string{"httpapi.put@x.go:1:1: a unit of work"}, places)
-	require.Equal(t, []string{"operatorapi.operatorFrom", "httpapi.principalFrom"}, stale)
+	require.Equal(t, []string{"operatorapi.operatorFrom", "operatorapi.replay", "httpapi.principalFrom"}, stale)
 }

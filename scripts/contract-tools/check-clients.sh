@@ -19,6 +19,11 @@
 #   - operator `EmptyRequest`, `map[string]interface{}` in Go: the body of actions
 #     that take no fields, an object with `additionalProperties: false` (Go has no
 #     type for an object that must be empty; the server refuses any field).
+#   - operator `Approval`'s `parameters` and `result`, `map[string]interface{}` in
+#     Go: a proposal keeps the proposed request's body as sent and, once approved,
+#     the action's answer; their shapes are those of whichever operation was
+#     proposed (the contract declares both free-form objects, and `operation` names
+#     the schema that applies). Allowed in the Approval schema only.
 # CONTRACT_ROOT runs it on another tree (a copy with a planted defect).
 set -euo pipefail
 tools=$(cd "$(dirname "$0")" && pwd)
@@ -38,13 +43,18 @@ for api in partner operator; do
   # Code lines only (JSDoc comments hold prose), string literals removed (the
   # finality enum has the value "unknown") and a property's name too (the
   # overview's screening counts have a property named unknown); the metadata
-  # index is allowed only right under a `metadata: {` line.
+  # index is allowed only right under a `metadata: {` line, and the Approval
+  # schema's only right under its `parameters: {` and `result: {` lines (schema
+  # is the components.schemas entry the line is in).
   untyped=$(awk '
     /^[[:space:]]*(\/\*\*|\*)/ { next }
+    /^        [A-Za-z0-9_]+: \{$/ { schema = $1 }
+    /^    [A-Za-z0-9_]+: \{$/ { schema = "" }
     { line = $0; gsub(/"[^"]*"/, "\"\"", line) }
     { typ = line; gsub(/^[[:space:]]*(readonly[[:space:]]+)?[A-Za-z0-9_$]+\??:/, "", typ) }
     line ~ /\[name: string\]: unknown;/ { prev = line; next }
     line ~ /\[key: string\]: unknown;/ && prev ~ /(^|[[:space:]])metadata: \{$/ { prev = line; next }
+    line ~ /\[key: string\]: unknown;/ && schema == "Approval:" && prev ~ /^            (parameters|result): \{$/ { prev = line; next }
     typ ~ /(^|[^A-Za-z0-9_$])(any|unknown)([^A-Za-z0-9_$]|$)/ { printf "%d: %s\n", NR, $0 }
     { prev = line }' "$tmp/$api.ts")
   [ -z "$untyped" ] || { echo "$untyped" >&2; complain "openapi-typescript typed values of openapi/$api.yaml as any/unknown (lines of the generated $api.ts above): name their types in the contract"; }
@@ -57,10 +67,17 @@ if [ $fail -eq 0 ]; then
     || complain "tsc --strict refused the generated TypeScript types with clients-check.ts"
 fi
 
-# Go: interface{} in a type of gen/ (a field, an alias or a definition).
-untyped=$(grep -nE '^[[:space:]]*(type[[:space:]]+)?[A-Za-z_][A-Za-z0-9_]*[[:space:]]+(=[[:space:]]*)?(\[\]|\*|map\[string\])*interface\{\}' gen/*/*.gen.go \
-  | grep -vE ':[[:space:]]*Metadata[[:space:]]+\*?map\[string\]interface\{\}[[:space:]]+`json:"metadata"`$' \
-  | grep -vE ':type EmptyRequest = map\[string\]interface\{\}$' || true)
+# Go: interface{} in a type of gen/ (a field, an alias or a definition). Each line
+# is prefixed with the type it is in (awk), so the Approval's allowance is its own.
+untyped=$(awk '
+    FNR == 1 { typ = "" }
+    /^type [A-Za-z0-9_]+ struct \{$/ { typ = $2 }
+    /^}/ { typ = "" }
+    /^[[:space:]]*(type[[:space:]]+)?[A-Za-z_][A-Za-z0-9_]*[[:space:]]+(=[[:space:]]*)?(\[\]|\*|map\[string\])*interface\{\}/ {
+      printf "%s:%d:%s\t%s\n", FILENAME, FNR, typ, $0 }' gen/*/*.gen.go \
+  | grep -vE '[[:space:]]Metadata[[:space:]]+\*?map\[string\]interface\{\}[[:space:]]+`json:"metadata"`$' \
+  | grep -vE ':[[:space:]]*type EmptyRequest = map\[string\]interface\{\}$' \
+  | grep -vE ':Approval[[:space:]]+(Parameters[[:space:]]+map\[string\]interface\{\}[[:space:]]+`json:"parameters"`|Result[[:space:]]+\*map\[string\]interface\{\}[[:space:]]+`json:"result"`)$' || true)
 [ -z "$untyped" ] || { echo "$untyped" >&2; complain "gen/ has interface{} types above: name their types in the contract"; }
 
 [ $fail -eq 0 ] && echo "generated clients are typed and compile (openapi-typescript + tsc --strict, oapi-codegen)"

@@ -28,6 +28,12 @@ type Actor struct {
 	Kind Kind
 	ID   uuid.UUID
 	Name string
+	// ProposedBy is the operator who proposed the action when another approved it
+	// (four eyes; the actor is the approver), nil otherwise.
+	ProposedBy *uuid.UUID
+	// HostUser is the host's user who ran the partnerd command (CommandLine), ""
+	// for any other actor.
+	HostUser string
 }
 
 // OfOperator is operator id, named name.
@@ -43,8 +49,19 @@ func OfPartnerKey(partnerID uuid.UUID, name string) Actor {
 	return Actor{Kind: PartnerKey, ID: partnerID, Name: name}
 }
 
-// CLI is the partnerd command on a server.
+// CLI is the partnerd command on a server, or the service itself, when no
+// person is known.
 var CLI = Actor{Kind: System, Name: "partnerd"}
+
+// CommandLine is the partnerd command on a server run by the host's user user:
+// audited as the command line's, naming them.
+func CommandLine(user string) Actor { return Actor{Kind: System, Name: "partnerd", HostUser: user} }
+
+// Approved is a, the operator approving an action proposer proposed.
+func (a Actor) Approved(proposer uuid.UUID) Actor {
+	a.ProposedBy = &proposer
+	return a
+}
 
 // OperatorID is the operator who acted, or the nil UUID when no operator did
 // (the command line, a partner's user or server): what the records that name an

@@ -431,13 +431,38 @@ type NewOperator struct {
 }
 
 // CreateOperator creates an operator named name and their first key.
-func (s *Service) CreateOperator(ctx context.Context, run uow.Runner[NewOperator, Tx], by actor.Actor, name string) (NewOperator, error) {
+func (s *Service) CreateOperator(ctx context.Context, run uow.Runner[NewOperator, Tx], by actor.Actor, name string, roles []operators.Role) (NewOperator, error) {
 	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (NewOperator, error) {
-		o, key, err := s.operators.Create(ctx, tx, name)
+		o, key, err := s.operators.Create(ctx, tx, name, roles)
 		if err != nil {
 			return NewOperator{}, err
 		}
 		return NewOperator{Operator: o, Secret: key}, s.audited(ctx, tx, by, audit.OperatorCreated, o.ID, o.Name)
+	})
+}
+
+// SetRoles gives operator id roles, audited (the new roles as reference). An
+// operator cannot change their own roles (Forbidden): another admin does.
+// Errors: NotFound, InvalidRequest for no roles, Forbidden.
+func (s *Service) SetRoles(ctx context.Context, run uow.Runner[*operators.Operator, Tx], by actor.Actor, id uuid.UUID, roles []operators.Role) (*operators.Operator, error) {
+	if by.Kind == actor.Operator && by.ID == id {
+		return nil, apperr.New(apperr.Forbidden, "An operator cannot change their own roles: another admin does.")
+	}
+	if len(roles) == 0 {
+		return nil, apperr.Field(apperr.InvalidRequest, "At least one role is required.", "roles", "one or more of viewer, support, treasury, compliance, admin")
+	}
+	return run.Run(ctx, s.begin, func(ctx context.Context, tx Tx) (*operators.Operator, error) {
+		if _, err := tx.OperatorByID(ctx, id); err != nil {
+			return nil, err
+		}
+		if err := tx.SetOperatorRoles(ctx, id, roles); err != nil {
+			return nil, err
+		}
+		o, err := tx.OperatorByID(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return o, s.audited(ctx, tx, by, audit.OperatorRolesChanged, o.ID, operators.JoinRoles(roles))
 	})
 }
 
@@ -531,6 +556,19 @@ func (s *Service) forget(ctx context.Context, tx Tx, owner apikeys.Owner, id, ke
 // audited records an account or key action on subject by by (an operator, the
 // command line, or a partner's user on the dashboard), and logs it once the
 // change committed.
+// Recorded writes the audit row of a change made outside the actions (a
+// screening list imported, secrets rotated, with the partnerd command), with
+// reference, in a unit of work of its own once the change is done.
+func (s *Service) Recorded(ctx context.Context, by actor.Actor, a audit.Action, reference string) error {
+	_, err := uow.Plain[struct{}, Tx]().Run(ctx, s.begin, func(ctx context.Context, tx Tx) (struct{}, error) {
+		if s.audit == nil {
+			return struct{}{}, nil
+		}
+		return struct{}{}, s.audit.Record(ctx, tx, by, audit.Entry{Action: a, Reference: &reference})
+	})
+	return err
+}
+
 func (s *Service) audited(ctx context.Context, tx Tx, by actor.Actor, a audit.Action, subject uuid.UUID, reference string) error {
 	if s.audit != nil {
 		if err := s.audit.Record(ctx, tx, by, audit.Entry{Action: a, SubjectID: &subject, Reference: &reference}); err != nil {

@@ -27,6 +27,8 @@ const KeyPrefix = partners.OperatorKeyPrefix
 type Operator struct {
 	ID   uuid.UUID
 	Name string
+	// Roles are what the operator may do (at least one, in the order of Roles).
+	Roles []Role
 	// KeyHash is the hex SHA-256 of the API key.
 	KeyHash   string
 	CreatedAt time.Time
@@ -42,6 +44,8 @@ type Tx interface {
 	CreateOperator(ctx context.Context, o *Operator) error
 	// OperatorByID returns operator id, or apperr NotFound.
 	OperatorByID(ctx context.Context, id uuid.UUID) (*Operator, error)
+	// SetOperatorRoles replaces operator id's roles.
+	SetOperatorRoles(ctx context.Context, id uuid.UUID, roles []Role) error
 }
 
 // Store reads operators outside any unit of work.
@@ -71,19 +75,23 @@ type Service struct {
 // NewService returns a Service.
 func NewService(store Store, now func() time.Time) *Service { return &Service{store: store, now: now} }
 
-// Create makes an operator named name and returns it with its API key, which is not
-// stored and cannot be shown again. Errors: InvalidRequest for an empty name.
-func (s *Service) Create(ctx context.Context, tx Tx, name string) (*Operator, string, error) {
+// Create makes an operator named name holding roles and returns it with its API
+// key, which is not stored and cannot be shown again. Errors: InvalidRequest for an
+// empty name or no roles.
+func (s *Service) Create(ctx context.Context, tx Tx, name string, roles []Role) (*Operator, string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 200 {
 		return nil, "", apperr.Field(apperr.InvalidRequest, "An operator name is required.", "name", "1 to 200 characters")
+	}
+	if len(roles) == 0 {
+		return nil, "", apperr.Field(apperr.InvalidRequest, "At least one role is required.", "roles", "one or more of viewer, support, treasury, compliance, admin")
 	}
 	key, err := NewKey()
 	if err != nil {
 		return nil, "", err
 	}
 	id := uuid.New() // also the first key's id
-	o := &Operator{ID: id, Name: name, KeyHash: partners.HashKey(key), CreatedAt: s.now(), KeyID: id, KeyPrefix: apikeys.Prefix(key)}
+	o := &Operator{ID: id, Name: name, Roles: roles, KeyHash: partners.HashKey(key), CreatedAt: s.now(), KeyID: id, KeyPrefix: apikeys.Prefix(key)}
 	if err := tx.CreateOperator(ctx, o); err != nil {
 		return nil, "", fmt.Errorf("create operator: %w", err)
 	}

@@ -68,7 +68,7 @@ func TestOperatorsOnTheStore(t *testing.T) {
 			for _, name := range []string{"", "   ", strings.Repeat("x", 201)} {
 				_, _, err := func() (x *operators.Operator, key string, err error) {
 					err = st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
-						x, key, err = svc.Create(ctx, tx, name)
+						x, key, err = svc.Create(ctx, tx, name, operators.Roles)
 						return err
 					})
 					return x, key, err
@@ -81,7 +81,7 @@ func TestOperatorsOnTheStore(t *testing.T) {
 
 			ada, adaKey, err := func() (x *operators.Operator, key string, err error) {
 				err = st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
-					x, key, err = svc.Create(ctx, tx, "  Ada Ops \t")
+					x, key, err = svc.Create(ctx, tx, "  Ada Ops \t", operators.Roles)
 					return err
 				})
 				return x, key, err
@@ -94,7 +94,7 @@ func TestOperatorsOnTheStore(t *testing.T) {
 			long := strings.Repeat("y", 200)
 			bob, bobKey, err := func() (x *operators.Operator, key string, err error) {
 				err = st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
-					x, key, err = svc.Create(ctx, tx, long)
+					x, key, err = svc.Create(ctx, tx, long, operators.Roles)
 					return err
 				})
 				return x, key, err

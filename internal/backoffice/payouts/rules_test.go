@@ -45,7 +45,7 @@ func newBed(t *testing.T, url string) *bed {
 	require.NoError(t, st.EnsureAddressSequences(ctx, []string{"bep20"}))
 	op, _, err := func() (x *operators.Operator, key string, err error) {
 		err = st.Transact(ctx, func(ctx context.Context, tx *store.Tx) (err error) {
-			x, key, err = operators.NewService(st, store.Now).Create(ctx, tx, "Ada")
+			x, key, err = operators.NewService(st, store.Now).Create(ctx, tx, "Ada", operators.Roles)
 			return err
 		})
 		return x, key, err

@@ -9,7 +9,14 @@
 // (their merchant references start with a prefix unique to the run), drives them
 // with the sandbox simulator and the operator actions, and leaves the partner's
 // webhook endpoint alone unless asked. Partner and operator accounts and keys are
-// never changed (those operations are reported as skipped).
+// never changed (those operations are reported as skipped): an operator's roles
+// are checked with requests that change none (an unknown operator, 404; the
+// key's own operator, 403, as no operator may change their own roles), and the
+// proposals (four eyes) with an unknown one (404). Where the deployment's
+// APPROVALS holds an action for a second operator (202), the run withdraws its
+// own proposal, checking on the way that its proposer cannot approve it (403)
+// and that a closed proposal is approval_closed (409): nothing the run proposes
+// is left waiting, and nothing runs on one pair of eyes.
 package conformance
 
 import (
@@ -42,7 +49,13 @@ type Config struct {
 	// transactions through their lifecycle).
 	APIKey string
 	// OperatorKey, when set, also checks the operator API: every read, and the
-	// actions on the run's own transactions.
+	// actions on the run's own transactions. Its operator must hold the treasury
+	// role (the actions that walk the run's transactions; Run refuses a key
+	// without it), and should hold compliance and admin too: without one of them,
+	// the operations needing it (a screening decision; an operator's roles) are
+	// checked as the 403 forbidden they must then answer, not as permitted. A key
+	// made with `partnerd operators create --name NAME --role
+	// admin,treasury,compliance` checks everything.
 	OperatorKey string
 	// IncludeWebhooks puts the partner's webhook endpoint back as it found it
 	// (same URL and enabled flag), exercising PUT /webhooks/endpoint; without it
@@ -105,6 +118,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		w.self = w.findSelf(ctx)
+		if err := w.rolesSuffice(); err != nil {
+			return nil, err
+		}
 	} else {
 		o.skipAll("no --operator-key given: the operator API was not checked")
 	}
@@ -153,8 +170,12 @@ func apiKey(key string) func(context.Context, *http.Request) error {
 type recorder struct {
 	api   string
 	check *contractcheck.Checker
-	mu    sync.Mutex
-	ops   map[string]*Result
+	// role and approval are each operation's x-operator-role and x-approval
+	// (the operator contract's: the role it needs, and the action four eyes
+	// may hold for a second operator), "" where it has none.
+	role, approval map[string]string
+	mu             sync.Mutex
+	ops            map[string]*Result
 	// last is the last answer's body per operation, to quote in a problem.
 	last map[string][]byte
 	// strays are violations in answers to requests that matched no operation.
@@ -162,11 +183,14 @@ type recorder struct {
 }
 
 func newRecorder(api string, check *contractcheck.Checker, base string) *recorder {
-	r := &recorder{api: api, check: check, ops: map[string]*Result{}, last: map[string][]byte{}}
+	r := &recorder{api: api, check: check, ops: map[string]*Result{}, last: map[string][]byte{},
+		role: map[string]string{}, approval: map[string]string{}}
 	for path, item := range check.Spec().Paths.Map() {
-		for method := range item.Operations() {
+		for method, op := range item.Operations() {
 			id := check.OperationOf(method, path)
 			r.ops[id] = &Result{API: api, Operation: id, Method: method, Path: strings.TrimPrefix(path, base), Statuses: []int{}}
+			r.role[id], _ = op.Extensions["x-operator-role"].(string)
+			r.approval[id], _ = op.Extensions["x-approval"].(string)
 		}
 	}
 	return r
@@ -233,18 +257,41 @@ func (r *recorder) skipAll(reason string) {
 
 // lastError returns the error code and message of op's last answer, if it was one.
 func (r *recorder) lastError(op string) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var e struct {
-		Message string `json:"message"`
-		Error   struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(r.last[op], &e) != nil || e.Error.Code == "" {
+	e := r.lastErrorBody(op)
+	if e == nil {
 		return ""
 	}
 	return ": " + e.Error.Code + " (" + e.Message + ")"
+}
+
+// errorBody is the part of an Error body the walk reads.
+type errorBody struct {
+	Message string `json:"message"`
+	Error   struct {
+		Code    string        `json:"code"`
+		Details []errorDetail `json:"details"`
+	} `json:"error"`
+}
+
+type errorDetail struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// lastErrorBody returns op's last answer as an Error body, or nil when it was none.
+func (r *recorder) lastErrorBody(op string) *errorBody {
+	var e errorBody
+	if json.Unmarshal(r.lastBody(op), &e) != nil || e.Error.Code == "" {
+		return nil
+	}
+	return &e
+}
+
+// lastBody returns the body of op's last answer.
+func (r *recorder) lastBody(op string) []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last[op]
 }
 
 // failed reports whether any answer broke the contract or surprised the walk.

@@ -18,6 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
+	"partnerd/gen/operatorclient"
+	"partnerd/internal/backoffice/approvals"
+	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/contract/contractcheck"
 	"partnerd/internal/testsupport/apitest"
 	"partnerd/internal/testsupport/testdb"
@@ -73,6 +76,12 @@ func TestFreshServiceConforms(t *testing.T) {
 				require.Positive(t, r.Calls)
 			}
 			require.True(t, strings.HasPrefix(secret, "whsec_"), "the rotated secret is handed over")
+			// Roles and proposals are checked without changing any: an unknown
+			// operator and proposal (404), the key's own roles (403).
+			require.ElementsMatch(t, []int{404, 403}, rep.Result("operator", "setOperatorRoles").Statuses)
+			for _, op := range []string{"getApproval", "approveApproval", "rejectApproval"} {
+				require.Equal(t, []int{404}, rep.Result("operator", op).Statuses, op)
+			}
 
 			// The endpoint is as found.
 			got, err := c.GetWebhookEndpointWithResponse(ctx)
@@ -149,6 +158,102 @@ func TestOperatorAdaptersConform(t *testing.T) {
 		require.Equal(t, []int{409}, r.Statuses, op)
 		require.Contains(t, r.Notes[0], "checked refused (409)")
 	}
+}
+
+// On a deployment holding every action for a second operator (APPROVALS, as
+// production does), each action the run proposes is checked as the 202 proposal
+// it then is and withdrawn, four eyes' refusals are checked on the way (the
+// proposer approving their own, a closed proposal decided again), and the run
+// leaves nothing waiting and no operator's roles changed.
+func TestFourEyesConforms(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := apitest.Start(t, testdb.Database{Name: "sqlite", URL: testdb.SQLite(t)}, map[string]string{"APPROVALS": approvals.All()})
+	opID, opKey := env.NewOperatorWith(t, "Conformance check", operators.Roles...)
+	rep, err := Run(ctx, Config{BaseURL: env.Root, APIKey: env.NewPartner(t), OperatorKey: opKey})
+	require.NoError(t, err)
+	requireOK(t, rep)
+	requireCoversContracts(t, rep)
+	var text bytes.Buffer
+	require.NoError(t, rep.WriteText(&text))
+	t.Log("\n" + text.String())
+	held := map[string]string{ // operation → its action in APPROVALS
+		"fillOrder": "fill", "settleOrder": "settle", "settlePayout": "payout", "refundTransaction": "refund",
+		"reviewTransaction": "screening_review", "resolveRefundTask": "refund", "createFill": "fill", "createPayout": "payout",
+		"setOperatorRoles": "operator",
+	}
+	for op, action := range held {
+		r := rep.Result("operator", op)
+		require.Equal(t, Pass, r.Outcome, "%+v", r)
+		require.Equal(t, []int{202}, r.Statuses, op)
+		require.Contains(t, r.Notes, "held for a second operator (202): the deployment's APPROVALS names "+action+"; the run withdrew its proposal", op)
+	}
+	for _, op := range []string{"failTransaction", "acceptShortPayment"} {
+		require.Equal(t, []int{200}, rep.Result("operator", op).Statuses, "%s needs no second operator", op)
+	}
+	require.ElementsMatch(t, []int{404, 403, 409}, rep.Result("operator", "approveApproval").Statuses)
+	require.ElementsMatch(t, []int{404, 200, 409}, rep.Result("operator", "rejectApproval").Statuses)
+	require.ElementsMatch(t, []int{404, 200}, rep.Result("operator", "getApproval").Statuses)
+	require.Nil(t, rep.Result("partner", "getPayout").Violations)
+
+	// Every proposal of the run was withdrawn, and the operator is as made.
+	oc := env.OperatorClient(t, opKey)
+	pending := operatorclient.ApprovalStatus("pending")
+	list, err := oc.ListApprovalsWithResponse(ctx, &operatorclient.ListApprovalsParams{Status: &pending})
+	require.NoError(t, err)
+	require.Empty(t, list.JSON200.Data.Data, "no proposal is left waiting")
+	rejected := operatorclient.ApprovalStatus("rejected")
+	list, err = oc.ListApprovalsWithResponse(ctx, &operatorclient.ListApprovalsParams{Status: &rejected, Limit: ptr(100)})
+	require.NoError(t, err)
+	require.Len(t, list.JSON200.Data.Data, 10, "one proposal per held request")
+	for _, a := range list.JSON200.Data.Data {
+		require.Equal(t, opID, a.ProposedBy.Id)
+		require.Equal(t, opID, a.DecidedBy.Id, "withdrawn by its proposer")
+	}
+	ops, err := oc.ListOperatorsWithResponse(ctx)
+	require.NoError(t, err)
+	for _, o := range ops.JSON200.Data {
+		if o.Id == opID {
+			require.Len(t, o.Roles, len(operators.Roles))
+		}
+	}
+
+	// With production's adapters too (the back office fills), a held fill leaves
+	// the batch unfilled: its payout is skipped, saying why.
+	env = apitest.Start(t, testdb.Database{Name: "sqlite", URL: testdb.SQLite(t)},
+		map[string]string{"APPROVALS": approvals.All(), "LIQUIDITY": "operator", "PAYOUT": "operator"})
+	rep, err = Run(ctx, Config{BaseURL: env.Root, APIKey: env.NewPartner(t), OperatorKey: env.NewOperator(t)})
+	require.NoError(t, err)
+	requireOK(t, rep)
+	require.Equal(t, []int{202}, rep.Result("operator", "fillOrder").Statuses)
+	require.Equal(t, Skip, rep.Result("operator", "createPayout").Outcome)
+	require.Contains(t, rep.Result("operator", "createPayout").Reason, "held for a second operator")
+}
+
+// The operator key's operator must hold treasury (the walk's actions): without
+// it the check does not run, and says which roles it needs. Without compliance
+// or admin, the operations needing them are checked as the 403 they must answer.
+func TestOperatorKeyRoles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := apitest.Start(t, testdb.Database{Name: "sqlite", URL: testdb.SQLite(t)}, nil)
+	key := env.NewPartner(t)
+
+	_, viewer := env.NewOperatorWith(t, "Viewer", operators.Viewer, operators.Compliance)
+	_, err := Run(ctx, Config{BaseURL: env.Root, APIKey: key, OperatorKey: viewer})
+	require.ErrorContains(t, err, `"Viewer"'s, who holds viewer,compliance but not treasury`)
+	require.ErrorContains(t, err, "--role admin,treasury,compliance")
+
+	_, treasurer := env.NewOperatorWith(t, "Treasurer", operators.Treasury)
+	rep, err := Run(ctx, Config{BaseURL: env.Root, APIKey: key, OperatorKey: treasurer})
+	require.NoError(t, err)
+	requireOK(t, rep)
+	for op, role := range map[string]string{"setOperatorRoles": "admin", "reviewTransaction": "compliance"} {
+		r := rep.Result("operator", op)
+		require.Equal(t, []int{403}, r.Statuses, op)
+		require.Equal(t, []string{"checked refused (403): the operator key lacks the " + role + " role (a key holding it checks the operation as permitted)"}, r.Notes, op)
+	}
+	require.Equal(t, []int{200}, rep.Result("operator", "settleOrder").Statuses)
 }
 
 // The check fails a server that answers what its contract does not declare, and

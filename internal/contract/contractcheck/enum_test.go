@@ -64,7 +64,7 @@ func TestUndeclaredEnumValuesFail(t *testing.T) {
 		return `{"success":true,"data":{"has_more":false,"limit":20,"next_cursor":null,"data":[{` +
 			`"id":"6f1c0d1e-2a3b-4c5d-8e9f-0a1b2c3d4e5f","operator_id":"7a1c0d1e-2a3b-4c5d-8e9f-0a1b2c3d4e5f",` +
 			`"operator_name":"Ada","actor":"operator","action":"` + action + `","transaction_id":"0b7e7f5c-3c1e-4f65-a3a8-4f3f5b8c9d10",` +
-			`"unmatched_deposit_id":null,"batch_id":null,"subject_id":null,"subject_name":null,"partner_id":null,"partner_name":null,"partner_user_id":null,"reference":null,"created_at":"2026-11-25T10:00:00Z"}]}}`
+			`"unmatched_deposit_id":null,"batch_id":null,"subject_id":null,"subject_name":null,"partner_id":null,"partner_name":null,"partner_user_id":null,"proposer_id":null,"proposer_name":null,"cli_user":null,"reference":null,"created_at":"2026-11-25T10:00:00Z"}]}}`
 	}
 	auditURL := "http://h" + operatorapi.BasePath + "/audit"
 

@@ -37,6 +37,11 @@ const (
 	Internal                     Code = "internal_error"
 	RatesUnavailable             Code = "rates_unavailable"
 	ServiceUnavailable           Code = "service_unavailable"
+	// Forbidden and ApprovalClosed are the operator API's own: an operator without
+	// the role an operation needs (or acting on their own proposal or roles), and a
+	// proposal no longer pending.
+	Forbidden      Code = "forbidden"
+	ApprovalClosed Code = "approval_closed"
 )
 
 // Detail names one offending field (a JSON pointer such as "/fiat_amount", or a

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/api"
+	"partnerd/gen/operatorapi"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/kit/apperr"
 )
@@ -26,8 +27,13 @@ var codes = []apperr.Code{
 	apperr.RatesUnavailable, apperr.ServiceUnavailable,
 }
 
-// The codes are exactly the contract's ErrorCode enum: no code a partner cannot
-// program against, no enum value the service never sends.
+// operatorOnly are the operator API's own codes: its contract lists them beside the
+// partner API's, in a table of their own.
+var operatorOnly = []apperr.Code{apperr.Forbidden, apperr.ApprovalClosed}
+
+// The codes are exactly the contracts' ErrorCode enums: the partner API's, and the
+// operator API's, which adds its own: no code a client cannot program against, no
+// enum value the service never sends.
 func TestCodesAreTheContractsEnum(t *testing.T) {
 	t.Parallel()
 	spec, err := api.GetSpec()
@@ -42,6 +48,29 @@ func TestCodesAreTheContractsEnum(t *testing.T) {
 		require.True(t, api.ErrorCode(c).Valid(), c)
 	}
 	require.ElementsMatch(t, enum, ours)
+
+	ospec, err := operatorapi.GetSwagger()
+	require.NoError(t, err)
+	var oenum []string
+	for _, v := range ospec.Components.Schemas["ErrorCode"].Value.Enum {
+		oenum = append(oenum, v.(string))
+	}
+	for _, c := range operatorOnly {
+		ours = append(ours, string(c))
+	}
+	require.ElementsMatch(t, oenum, ours)
+
+	// The operator API's own codes have the status its table gives them.
+	row := regexp.MustCompile("(?m)^\\s*\\|\\s*(\\d{3})\\s*\\|\\s*`([a-z_]+)`\\s*\\|")
+	table := map[apperr.Code]int{}
+	for _, m := range row.FindAllStringSubmatch(ospec.Components.Schemas["ErrorCode"].Value.Description, -1) {
+		s, _ := strconv.Atoi(m[1])
+		table[apperr.Code(m[2])] = s
+	}
+	require.Len(t, table, len(operatorOnly))
+	for _, c := range operatorOnly {
+		require.Equal(t, table[c], httpkit.StatusOf(c), c)
+	}
 }
 
 // Every code has the HTTP status the contract's error table gives it (the table in

@@ -17,11 +17,13 @@ import (
 )
 
 // Refused reports whether r may not appear in text sent to the service: a
-// control character (U+0000–U+001F, U+007F–U+009F) or a format control, except
-// the zero-width non-joiner and joiner (U+200C, U+200D), which Persian, Indic
-// scripts and emoji sequences need and which reorder nothing.
+// control character (U+0000–U+001F, U+007F–U+009F), the line and paragraph
+// separators (U+2028, U+2029: they break a line where a reader sees one field, and
+// end a JavaScript string in some readers), or a format control, except the
+// zero-width non-joiner and joiner (U+200C, U+200D), which Persian, Indic scripts
+// and emoji sequences need and which reorder nothing.
 func Refused(r rune) bool {
-	if r < 0x20 || (r >= 0x7f && r <= 0x9f) {
+	if r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == 0x2028 || r == 0x2029 {
 		return true
 	}
 	return r >= 0xad && unicode.Is(unicode.Cf, r) && r != 0x200c && r != 0x200d

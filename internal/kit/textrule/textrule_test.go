@@ -21,6 +21,8 @@ func TestProblem(t *testing.T) {
 		"a\x00b":                  "must not contain control characters (found U+0000)",
 		"a\u0085b":                "must not contain control characters (found U+0085)",
 		"a\u00adb":                "must not contain control characters (found U+00AD)",
+		"line\u2028break":         "must not contain control characters (found U+2028)",
+		"para\u2029break":         "must not contain control characters (found U+2029)",
 		"\xff":                    "must be valid UTF-8",
 		"a\ufffd":                 "must not contain U+FFFD (a byte sequence that was not text)",
 		"Ünal – مرجع 12 👩\u200d💻": "",

@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/secrets"
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/testdb"
@@ -29,7 +31,8 @@ func newKey(t *testing.T) string {
 	return base64.StdEncoding.EncodeToString(b)
 }
 
-// TestSealedSecrets: TOTP and webhook signing secrets are stored sealed (the
+// TestSealedSecrets: TOTP and webhook signing secrets, and the answers kept for
+// retries, are stored sealed (the
 // plaintext never in the column, the key's id beside it) and read back whole;
 // RotateSecrets moves them to a new current key, after which the old key can
 // go; a second rotation rewrites nothing.
@@ -52,6 +55,15 @@ func TestSealedSecrets(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.NoError(t, s.RotateSecret(ctx, p.ID, signing+"2", now.Add(24*3600e9), now))
+		// An answer kept for retries, holding a new key.
+		answer := []byte(`{"data":{"key":"sk_live_thekeyshownonce"},"success":true}`)
+		ik := idempotency.Key{PartnerID: p.ID, Operation: "createPartnerKey", Key: "k-1"}
+		require.NoError(t, s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+			ok, err := tx.SaveKey(ctx, &idempotency.Record{Key: ik, Fingerprint: "fp", State: idempotency.Done, ResponseStatus: 200,
+				ResponseBody: answer, LockedAt: now, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, now, now.Add(-time.Minute))
+			require.True(t, ok)
+			return err
+		}))
 
 		raw := openStore(t, db.URL) // the database as a reader sees it: nothing opens
 		check := func(keyID string) {
@@ -75,6 +87,17 @@ func TestSealedSecrets(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, signing+"2", e.Secret)
 			require.Equal(t, signing, *e.PreviousSecret)
+			var body []byte
+			var bodyKey string
+			require.NoError(t, raw.SQL().QueryRowContext(ctx, "SELECT response_body, response_key FROM idempotency_keys WHERE key = 'k-1'").Scan(&body, &bodyKey))
+			require.NotContains(t, string(body), "sk_live_")
+			require.Equal(t, keyID, bodyKey)
+			require.NoError(t, s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+				got, err := tx.GetKey(ctx, ik)
+				require.NoError(t, err)
+				require.Equal(t, answer, got.ResponseBody, "opened whole")
+				return nil
+			}))
 		}
 		check("one")
 
@@ -83,7 +106,7 @@ func TestSealedSecrets(t *testing.T) {
 		s.UseSecrets(ring)
 		n, err := s.RotateSecrets(ctx)
 		require.NoError(t, err)
-		require.Equal(t, 2, n)
+		require.Equal(t, 3, n)
 		only, err := secrets.Parse("two:" + k2)
 		require.NoError(t, err)
 		s.UseSecrets(only)

@@ -6,9 +6,11 @@ import (
 	"partnerd/internal/store"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/operatorclient"
+	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/contract/contractcheck"
 	"partnerd/internal/operatorapi"
 )
@@ -20,16 +22,26 @@ func (e *Env) Stop() { e.stop() }
 // OperatorURL is the operator API's base address.
 func (e *Env) OperatorURL() string { return e.Root + operatorapi.BasePath }
 
-// NewOperator creates an operator and returns its API key.
+// NewOperator creates an operator holding every role and returns its API key:
+// the tests of what an operator does; NewOperatorWith holds an operator to roles.
 func (e *Env) NewOperator(t *testing.T) string {
 	t.Helper()
+	_, key := e.NewOperatorWith(t, "Test operator "+t.Name(), operators.Roles...)
+	return key
+}
+
+// NewOperatorWith creates an operator named name holding roles and returns its id
+// and API key.
+func (e *Env) NewOperatorWith(t *testing.T, name string, roles ...operators.Role) (uuid.UUID, string) {
+	t.Helper()
 	var key string
+	var o *operators.Operator
 	err := e.Store.Transact(context.Background(), func(ctx context.Context, tx *store.Tx) (err error) {
-		_, key, err = e.App.Operators().Create(ctx, tx, "Test operator "+t.Name())
+		o, key, err = e.App.Operators().Create(ctx, tx, name, roles)
 		return err
 	})
 	require.NoError(t, err)
-	return key
+	return o.ID, key
 }
 
 // OperatorClient returns a typed operator client that sends key as X-API-KEY (none

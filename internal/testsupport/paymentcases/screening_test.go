@@ -212,3 +212,30 @@ func TestNewListRescreensAndRefundsAreScreened(t *testing.T) {
 		})
 	}
 }
+
+// The sandbox simulator respects a screening hold: a held transaction is not
+// failed, completed, refunded or paid out by a simulated event (409, nothing
+// changes, the partner reads nothing of why); the operator's release moves it.
+func TestSimulatorRespectsAHold(t *testing.T) {
+	t.Parallel()
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			e := start(t, db, nil)
+			e.listSender("OFAC SDN")
+			tx := e.create("31000")
+			d := onChain{e}.pay(tx, tx.CryptoAmount)
+			require.True(t, *d.UnderReview)
+			before := e.story(tx.Id)
+			for _, ev := range []client.SimulateRequestEvent{client.SimulateRequestEventTransactionFailed, client.SimulateRequestEventTransactionCompleted,
+				client.SimulateRequestEventTransactionRefunded, client.SimulateRequestEventPayoutSettled} {
+				res := e.simulate(client.SimulateRequest{Event: ev, TransactionId: tx.Id})
+				require.Equal(t, http.StatusConflict, res.StatusCode(), "%s: %s", ev, res.Body)
+				require.Equal(t, client.ErrorCodeInvalidStateTransition, res.JSON409.Error.Code)
+			}
+			require.Equal(t, before, e.story(tx.Id), "nothing moved")
+			require.True(t, *e.get(tx.Id).UnderReview)
+			e.silent(tx.Id)
+		})
+	}
+}

@@ -95,7 +95,7 @@ func filtersFlow(t *testing.T, db testdb.Database) {
 		chromedp.WaitVisible("#confirm", chromedp.ByID),
 		chromedp.Text("h1", &heading, chromedp.ByQuery)))
 	require.Contains(t, heading, "fill 3 transactions")
-	require.NoError(t, chromedp.Run(ctx, chromedp.Click("#confirm", chromedp.ByID), chromedp.WaitVisible("#notice", chromedp.ByID)))
+	require.NoError(t, chromedp.Run(ctx, webtest.Follow("#confirm"), chromedp.WaitVisible("#notice", chromedp.ByID)))
 
 	// The transactions list and the recorded fills as CSV: the list's rows, exact amounts.
 	require.Equal(t, 3, rowsAt(t, ctx, base+"/transactions?stage=awaiting_settlement"))
@@ -128,7 +128,7 @@ func filtersFlow(t *testing.T, db testdb.Database) {
 		chromedp.Click("#add-key", chromedp.ByID), chromedp.WaitVisible("#confirm", chromedp.ByID),
 		chromedp.Text("h1", &heading, chromedp.ByQuery)))
 	require.Contains(t, heading, "Add an API key")
-	require.NoError(t, chromedp.Run(ctx, chromedp.Click("#confirm", chromedp.ByID), chromedp.Text("#secret", &secret, chromedp.ByID)))
+	require.NoError(t, chromedp.Run(ctx, webtest.Follow("#confirm"), chromedp.Text("#secret", &secret, chromedp.ByID)))
 	added := strings.TrimSpace(secret)
 	require.True(t, strings.HasPrefix(added, "sk_op_"))
 	webtest.Shot(t, ctx, "operator-keys.png")
@@ -136,7 +136,7 @@ func filtersFlow(t *testing.T, db testdb.Database) {
 
 	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"/operators/"+opID.String()),
 		chromedp.Click(`#keys tr.key-active:first-child button.roll`, chromedp.ByQuery), chromedp.WaitVisible("#confirm", chromedp.ByID),
-		chromedp.Click("#confirm", chromedp.ByID), chromedp.Text("#secret", &secret, chromedp.ByID)))
+		webtest.Follow("#confirm"), chromedp.Text("#secret", &secret, chromedp.ByID)))
 	rolled := strings.TrimSpace(secret)
 	require.NotEqual(t, added, rolled)
 	require.Equal(t, http.StatusOK, overviewStatus(t, env, rolled))
@@ -151,7 +151,7 @@ func filtersFlow(t *testing.T, db testdb.Database) {
 	// land on a node of the old document.
 	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"/operators/"+opID.String()),
 		chromedp.Click(`#keys tr.key-active:first-child button.revoke`, chromedp.ByQuery), chromedp.WaitVisible("#confirm", chromedp.ByID),
-		chromedp.Click("#confirm", chromedp.ByID), chromedp.Text("#notice", &notice, chromedp.ByID)))
+		webtest.Follow("#confirm"), chromedp.Text("#notice", &notice, chromedp.ByID)))
 	require.Contains(t, notice, "revoked")
 	require.Equal(t, http.StatusUnauthorized, overviewStatus(t, env, rolled))
 	require.Equal(t, http.StatusOK, overviewStatus(t, env, opKey), "the signed-in key is untouched")

@@ -2,6 +2,7 @@ package console
 
 import (
 	"fmt"
+	"html/template"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -23,7 +24,7 @@ func (c *Console) fillForm(w http.ResponseWriter, r *http.Request, ss *session) 
 	for _, t := range res.JSON200.Data.Data {
 		total = total.Add(decimal.RequireFromString(t.CryptoAmount))
 	}
-	var notice string
+	var notice template.HTML
 	if id, err := uuid.Parse(r.URL.Query().Get("recorded")); err == nil {
 		recorded, err := c.client(ss).ListFillsWithResponse(r.Context(), &oc.ListFillsParams{})
 		if err == nil && recorded.JSON200 != nil {
@@ -55,6 +56,9 @@ func (c *Console) fill(w http.ResponseWriter, r *http.Request, ss *session) {
 	}
 	res, err := c.client(ss).CreateFillWithResponse(r.Context(), &oc.CreateFillParams{IdempotencyKey: f.Get("idempotency_key")},
 		oc.BatchFillRequest{TransactionIds: ids, Rate: f.Get("rate"), Reference: f.Get("reference")})
+	if c.sentForApproval(w, r, res, err) {
+		return
+	}
 	if err != nil || res.JSON200 == nil {
 		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
@@ -65,18 +69,19 @@ func (c *Console) fill(w http.ResponseWriter, r *http.Request, ss *session) {
 // batchNotice says what batch id (a fill or a payout, found among batches, the
 // newest the API lists) recorded, as the API stored it: the page a batch's form
 // redirects to shows it. None when id is not among them.
-func batchNotice(batches []oc.Batch, id uuid.UUID) string {
+func batchNotice(batches []oc.Batch, id uuid.UUID) template.HTML {
 	for _, b := range batches {
 		if b.Id != id {
 			continue
 		}
-		what := fmt.Sprintf("%d transactions, NGN %s, reference %s", len(b.TransactionIds), webkit.Amount(b.FiatAmount), b.Reference)
+		// The reference is the operator's text: isolated (Sentence).
+		what := webkit.Sentence("%d transactions, NGN %s, reference %s", len(b.TransactionIds), webkit.Amount(b.FiatAmount), b.Reference)
 		if b.Kind == oc.BatchKindFill {
-			rate := ""
+			rate := template.HTML("")
 			if b.Rate != nil {
-				rate = " at " + webkit.Amount(*b.Rate)
+				rate = webkit.Sentence(" at %s", webkit.Amount(*b.Rate))
 			}
-			what = fmt.Sprintf("%d transactions, USDT %s%s, NGN %s, reference %s", len(b.TransactionIds), webkit.Amount(b.CryptoAmount),
+			what = webkit.Sentence("%d transactions, USDT %s%s, NGN %s, reference %s", len(b.TransactionIds), webkit.Amount(b.CryptoAmount),
 				rate, webkit.Amount(b.FiatAmount), b.Reference)
 			return "Fill recorded: " + what + "."
 		}

@@ -125,6 +125,8 @@ func (c *Console) routes() http.Handler {
 	mux.HandleFunc("GET "+b+"/partners/{id}", c.auth(c.partner))
 	mux.HandleFunc("POST "+b+"/partners/{id}/keys/{kid}/{op}", c.auth(c.keyAction))
 	mux.HandleFunc("POST "+b+"/partners/{id}/users", c.auth(c.inviteUser))
+	mux.HandleFunc("GET "+b+"/approvals", c.auth(c.approvals))
+	mux.HandleFunc("POST "+b+"/approvals/{id}/{op}", c.auth(c.decide))
 	mux.HandleFunc("GET "+b+"/audit", c.auth(c.audit))
 	mux.HandleFunc("GET "+b+"/transactions.csv", c.auth(c.transactionsCSV))
 	mux.HandleFunc("GET "+b+"/refund-tasks.csv", c.auth(c.refundTasksCSV))

@@ -121,7 +121,7 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 			acts = append(acts, chromedp.SendKeys(sel, v, chromedp.ByID))
 		}
 		acts = append(acts, chromedp.Click(button, chromedp.ByID), chromedp.WaitVisible("#confirm", chromedp.ByID),
-			chromedp.Click("#confirm", chromedp.ByID), chromedp.WaitVisible("#status", chromedp.ByID))
+			webtest.Follow("#confirm"), chromedp.WaitVisible("#status", chromedp.ByID))
 		require.NoError(t, chromedp.Run(ctx, acts...))
 	}
 	// offered lists the action forms the page shows: only the legal ones.
@@ -214,7 +214,7 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 		chromedp.SendKeys("#batch-amount", "20000.75", chromedp.ByID),
 		chromedp.Click("#batch-submit", chromedp.ByID),
 		chromedp.WaitVisible("#confirm", chromedp.ByID),
-		chromedp.Click("#confirm", chromedp.ByID),
+		webtest.Follow("#confirm"),
 		chromedp.Text("#notice", &text, chromedp.ByID),
 	))
 	require.Contains(t, text, "Payout recorded: 3 transactions, NGN 20,000.75, reference NIP-BATCH-1")

@@ -54,7 +54,7 @@ func (c *Console) showOperator(w http.ResponseWriter, r *http.Request, ss *sessi
 		notice = revokedNotice(r, res.JSON200.Data)
 	}
 	name := c.operatorName(r, ss, id)
-	data := map[string]any{"Title": "Operator " + name, "Name": name, "ID": id,
+	data := map[string]any{"Title": "Operator " + webkit.IsolateText(name), "Name": name, "ID": id,
 		"Self": id == ss.Data.OperatorID, "Keys": res.JSON200.Data, "Notice": notice}
 	c.site.Opened(r, ss, data)
 	c.site.Render(w, http.StatusOK, "operator", ss, data)
@@ -91,9 +91,9 @@ func (c *Console) operatorKeyAction(w http.ResponseWriter, r *http.Request, ss *
 			c.site.NotFound(w, ss)
 			return
 		}
-		subject := "Operator " + name
+		subject := webkit.Sentence("Operator %s", name)
 		if op != "add" {
-			subject += ", key " + f.Get("prefix") + "…"
+			subject += webkit.Sentence(", key %s…", f.Get("prefix"))
 		}
 		if id == ss.Data.OperatorID && op == "revoke" {
 			subject += ". This is your own account: a revoked key you signed in with ends this session."

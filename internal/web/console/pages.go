@@ -15,12 +15,29 @@ import (
 	"partnerd/internal/web/webkit"
 )
 
-// funcs are the console's own template functions: ago and age, against the
-// console's clock.
+// funcs are the console's own template functions: ago, age and until, against
+// the console's clock.
 func (c *Console) funcs() template.FuncMap {
 	return template.FuncMap{
-		"ago": func(t time.Time) string { return ago(c.d.Now().Sub(t)) },
-		"age": func(t any) string { return age(c.d.Now(), t) },
+		"ago":   func(t time.Time) string { return ago(c.d.Now().Sub(t)) },
+		"age":   func(t any) string { return age(c.d.Now(), t) },
+		"until": func(t time.Time) string { return until(t.Sub(c.d.Now())) },
+	}
+}
+
+// until is how long until an instant d ahead ("in 23h"), or "past" when it has come.
+func until(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "past"
+	case d < time.Minute:
+		return "in under a minute"
+	case d < time.Hour:
+		return fmt.Sprintf("in %dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("in %dh", int(d.Hours()))
+	default:
+		return fmt.Sprintf("in %dd", int(d.Hours()/24))
 	}
 }
 
@@ -155,8 +172,10 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
 		if !ok {
 			words = act
 		}
+		// The reference and the partner's name are the partner's text: each in
+		// its own isolate (Sentence), so neither moves the amounts beside it.
 		c.confirm(w, ss, confirmation{Action: words,
-			Subject: fmt.Sprintf("%s · %s · %s USDT → %s NGN at %s · %s", t.MerchantReference, t.PartnerName,
+			Subject: webkit.Sentence("%s · %s · %s USDT → %s NGN at %s · %s", t.MerchantReference, t.PartnerName,
 				webkit.Amount(t.CryptoAmount), webkit.Amount(t.Amount), webkit.Amount(t.Rate), webkit.StateWords(t.Status)),
 			Form: f, Target: fmt.Sprintf("%s/transactions/%s/action", BasePath, id),
 			Back: fmt.Sprintf("%s/transactions/%s", BasePath, id)})
@@ -180,6 +199,9 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
 		res, err = cl.RefundTransactionWithResponse(ctx, id, &oc.RefundTransactionParams{IdempotencyKey: ik}, oc.RefundRequest{TxHash: f.Get("tx_hash")})
 	default:
 		c.site.Message(w, http.StatusBadRequest, ss, "Not done", "Unknown action.")
+		return
+	}
+	if c.sentForApproval(w, r, res, err) {
 		return
 	}
 	status, body := webkit.StatusOf(res, err), webkit.BodyOf(res)
@@ -212,11 +234,13 @@ var fieldLabels = map[string]string{
 }
 
 // confirmation is an action's confirmation page: what it does (Action), to
-// what (Subject), the form's fields carried through (Form), where the
-// confirmed form goes (Target) and where Cancel leads (Back).
+// what (Subject: a Sentence, its names and references isolated), the form's
+// fields carried through (Form), where the confirmed form goes (Target) and
+// where Cancel leads (Back).
 type confirmation struct {
-	Action, Subject, Target, Back string
-	Form                          url.Values
+	Action, Target, Back string
+	Subject              template.HTML
+	Form                 url.Values
 }
 
 // confirm shows cf's confirmation page with a fresh Idempotency-Key: made here,
@@ -267,7 +291,7 @@ func (c *Console) payoutForm(w http.ResponseWriter, r *http.Request, ss *session
 		total = total.Add(decimal.RequireFromString(t.Amount))
 	}
 	all := r.URL.Query().Get("all") == "1"
-	var notice string
+	var notice template.HTML
 	if id, err := uuid.Parse(r.URL.Query().Get("recorded")); err == nil && pid != uuid.Nil {
 		recorded, err := c.client(ss).ListPayoutsWithResponse(r.Context(), &oc.ListPayoutsParams{PartnerId: &pid})
 		if err == nil && recorded.JSON200 != nil {
@@ -308,7 +332,7 @@ func (c *Console) payout(w http.ResponseWriter, r *http.Request, ss *session) {
 		typed, err := decimal.NewFromString(strings.TrimSpace(f.Get("fiat_amount")))
 		if err != nil || !typed.Equal(sum) {
 			c.site.Message(w, http.StatusBadRequest, ss, "Not done",
-				fmt.Sprintf("The typed total (%s NGN) is not the sum of the %d ticked transactions (%s NGN); nothing was recorded.",
+				webkit.Sentence("The typed total (%s NGN) is not the sum of the %d ticked transactions (%s NGN); nothing was recorded.",
 					f.Get("fiat_amount"), len(ids), webkit.Amount(sum.StringFixed(2))))
 			return
 		}
@@ -319,6 +343,9 @@ func (c *Console) payout(w http.ResponseWriter, r *http.Request, ss *session) {
 	}
 	res, err := c.client(ss).CreatePayoutWithResponse(r.Context(), &oc.CreatePayoutParams{IdempotencyKey: f.Get("idempotency_key")},
 		oc.PayoutRequest{PartnerId: pid, TransactionIds: ids, Reference: f.Get("reference"), FiatAmount: f.Get("fiat_amount")})
+	if c.sentForApproval(w, r, res, err) {
+		return
+	}
 	if err != nil || res.JSON200 == nil {
 		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
@@ -355,6 +382,9 @@ func (c *Console) showPartners(w http.ResponseWriter, r *http.Request, ss *sessi
 func (c *Console) createPartner(w http.ResponseWriter, r *http.Request, ss *session) {
 	res, err := c.client(ss).CreatePartnerWithResponse(r.Context(), &oc.CreatePartnerParams{IdempotencyKey: r.PostForm.Get("idempotency_key")},
 		oc.NameRequest{Name: r.PostForm.Get("name")})
+	if c.sentForApproval(w, r, res, err) {
+		return
+	}
 	if err != nil || res.JSON200 == nil {
 		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
@@ -407,7 +437,7 @@ func (c *Console) showPartner(w http.ResponseWriter, r *http.Request, ss *sessio
 	if notice == "" {
 		notice = revokedNotice(r, res.JSON200.Data)
 	}
-	data := map[string]any{"Title": "Partner " + name, "Name": name, "ID": id,
+	data := map[string]any{"Title": "Partner " + webkit.IsolateText(name), "Name": name, "ID": id,
 		"Keys": res.JSON200.Data, "Notice": notice, "Key": uuid.NewString(), "Users": users.JSON200.Data}
 	c.site.Opened(r, ss, data)
 	status := http.StatusOK
@@ -466,6 +496,9 @@ func (c *Console) keyAction(w http.ResponseWriter, r *http.Request, ss *session)
 			req.Overlap = &overlap
 		}
 		res, err := cl.RollPartnerKeyWithResponse(r.Context(), id, kid, &oc.RollPartnerKeyParams{IdempotencyKey: r.PostForm.Get("idempotency_key")}, req)
+		if c.sentForApproval(w, r, res, err) {
+			return
+		}
 		if err != nil || res.JSON200 == nil {
 			c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 			return

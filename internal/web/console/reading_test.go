@@ -92,7 +92,7 @@ func readsInWordsFlow(t *testing.T, db testdb.Database) {
 		chromedp.SendKeys("#fill-rate", "1549.10", chromedp.ByID), chromedp.SendKeys("#fill-amount", "250000.50", chromedp.ByID),
 		chromedp.SendKeys("#fill-ref", "LP-PRG", chromedp.ByID), chromedp.Click("#fill", chromedp.ByID),
 		chromedp.WaitVisible("#confirm", chromedp.ByID)))
-	webtest.RequirePostRedirectGet(t, ctx, chromedp.Click("#confirm", chromedp.ByID), chromedp.WaitVisible("#notice", chromedp.ByID))
+	webtest.RequirePostRedirectGet(t, ctx, webtest.Follow("#confirm"), chromedp.WaitVisible("#notice", chromedp.ByID))
 	rows := historyRows(t, ctx)
 	webtest.RequireReloadReads(t, ctx, chromedp.WaitVisible("#notice", chromedp.ByID))
 	require.Equal(t, rows, historyRows(t, ctx), "nothing recorded twice")

@@ -139,6 +139,9 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request, ss *session) {
 		req.Note = &s
 	}
 	res, err := c.client(ss).ResolveRefundTaskWithResponse(r.Context(), id, &oc.ResolveRefundTaskParams{IdempotencyKey: f.Get("idempotency_key")}, req)
+	if c.sentForApproval(w, r, res, err) {
+		return
+	}
 	r.URL.RawQuery = ""
 	if err != nil || res.JSON200 == nil {
 		status := webkit.StatusOf(res, err)

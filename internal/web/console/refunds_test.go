@@ -94,7 +94,7 @@ func refundsAndFillFlow(t *testing.T, db testdb.Database) {
 			acts = append(acts, chromedp.SendKeys(row+` input[name="tx_hash"]`, hash, chromedp.ByQuery))
 		}
 		acts = append(acts, chromedp.Click(row+` button`, chromedp.ByQuery), chromedp.WaitVisible("#confirm", chromedp.ByID),
-			chromedp.Click("#confirm", chromedp.ByID), chromedp.WaitVisible("#kinds", chromedp.ByID))
+			webtest.Follow("#confirm"), chromedp.WaitVisible("#kinds", chromedp.ByID))
 		require.NoError(t, chromedp.Run(ctx, acts...))
 	}
 	resolve("refunded", "")
@@ -130,9 +130,9 @@ func refundsAndFillFlow(t *testing.T, db testdb.Database) {
 	require.NoError(t, chromedp.Run(ctx,
 		chromedp.SendKeys("#batch-rate", "1549.10", chromedp.ByID),
 		chromedp.SendKeys("#batch-ref", "LP-BATCH-1", chromedp.ByID),
-		chromedp.Click("#batch-submit", chromedp.ByID),
+		webtest.Follow("#batch-submit"),
 		chromedp.WaitVisible("#confirm", chromedp.ByID),
-		chromedp.Click("#confirm", chromedp.ByID),
+		webtest.Follow("#confirm"),
 		chromedp.Text("#notice", &text, chromedp.ByID),
 	))
 	require.Contains(t, text, "Fill recorded: 2 transactions")

@@ -2,6 +2,7 @@ package console
 
 import (
 	"fmt"
+	"html/template"
 	"io"
 	"net/http"
 	"net/url"
@@ -21,7 +22,7 @@ func (c *Console) screeningQueue(w http.ResponseWriter, r *http.Request, ss *ses
 	c.showScreening(w, r, ss, http.StatusOK, c.decided(r, ss), "")
 }
 
-func (c *Console) showScreening(w http.ResponseWriter, r *http.Request, ss *session, status int, notice string, problem any) {
+func (c *Console) showScreening(w http.ResponseWriter, r *http.Request, ss *session, status int, notice template.HTML, problem any) {
 	state := oc.ListScreeningReviewsParamsState(r.URL.Query().Get("state"))
 	if state != oc.All {
 		state = oc.Review
@@ -57,11 +58,11 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, ss *session) {
 	decision := f.Get("decision")
 	r.URL.RawQuery = ""
 	if strings.TrimSpace(f.Get("note")) == "" {
-		c.showScreening(w, r, ss, http.StatusBadRequest, "", "Write a note: why you "+decision+" this transaction (it is audited). Nothing was changed.")
+		c.showScreening(w, r, ss, http.StatusBadRequest, "", webkit.Sentence("Write a note: why you %s this transaction (it is audited). Nothing was changed.", decision))
 		return
 	}
 	if f.Get("confirmed") != "yes" {
-		subject := "Release: the transaction proceeds as if its senders were clear (a false positive)."
+		subject := template.HTML("Release: the transaction proceeds as if its senders were clear (a false positive).")
 		if decision == string(oc.Block) {
 			subject = "Block: the funds are never sold, swept or sent back; the transaction fails for good and is listed in the blocked-property report."
 		}
@@ -71,6 +72,9 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, ss *session) {
 	}
 	res, err := c.client(ss).ReviewTransactionWithResponse(r.Context(), id, &oc.ReviewTransactionParams{IdempotencyKey: f.Get("idempotency_key")},
 		oc.ReviewRequest{Decision: oc.ReviewRequestDecision(decision), Note: strings.TrimSpace(f.Get("note"))})
+	if c.sentForApproval(w, r, res, err) {
+		return
+	}
 	if err != nil || res.JSON200 == nil {
 		status := webkit.StatusOf(res, err)
 		c.showScreening(w, r, ss, status, "", webkit.APIError(status, webkit.BodyOf(res)))
@@ -82,7 +86,7 @@ func (c *Console) review(w http.ResponseWriter, r *http.Request, ss *session) {
 // decided is the notice of a review just recorded (the queue its form
 // redirects to names the transaction and the decision): the transaction as it
 // is now. None when the query names no transaction and decision.
-func (c *Console) decided(r *http.Request, ss *session) string {
+func (c *Console) decided(r *http.Request, ss *session) template.HTML {
 	q := r.URL.Query()
 	done := map[string]string{string(oc.Release): "released", string(oc.Block): "blocked"}[q.Get("decision")]
 	id, err := uuid.Parse(q.Get("decided"))
@@ -94,7 +98,7 @@ func (c *Console) decided(r *http.Request, ss *session) string {
 		return ""
 	}
 	t := res.JSON200.Data
-	return fmt.Sprintf("Transaction %s %s: it is now %s.", t.MerchantReference, done, webkit.StateWords(t.Status))
+	return webkit.Sentence("Transaction %s %s: it is now %s.", t.MerchantReference, done, webkit.StateWords(t.Status))
 }
 
 // blockedReport passes the operator API's blocked-property report (CSV) through.

@@ -74,7 +74,7 @@ func screeningReviewFlow(t *testing.T, db testdb.Database) {
 			chromedp.Click(form+" button.decide", chromedp.ByQuery),
 			chromedp.WaitVisible("#confirm", chromedp.ByID),
 			chromedp.Text("#subject", &page, chromedp.ByID),
-			chromedp.Click("#confirm", chromedp.ByID),
+			webtest.Follow("#confirm"),
 			chromedp.Text("#notice", &notice, chromedp.ByID),
 		))
 		return notice

@@ -197,7 +197,7 @@ func dashboardFlow(t *testing.T, db testdb.Database) {
 	}
 	require.NoError(t, chromedp.Run(admin,
 		chromedp.SetValue("#code", wrong, chromedp.ByID),
-		chromedp.Click("#confirm", chromedp.ByID),
+		webtest.Follow("#confirm"),
 		chromedp.WaitVisible("#error", chromedp.ByID),
 		chromedp.Text("#secret", &again, chromedp.ByID),
 	))
@@ -205,7 +205,7 @@ func dashboardFlow(t *testing.T, db testdb.Database) {
 	var recovery []string
 	require.NoError(t, chromedp.Run(admin,
 		chromedp.SetValue("#code", code, chromedp.ByID),
-		chromedp.Click("#confirm", chromedp.ByID),
+		webtest.Follow("#confirm"),
 		chromedp.WaitVisible("#codes", chromedp.ByID),
 		chromedp.Evaluate(`Array.from(document.querySelectorAll('#codes code')).map(c => c.textContent)`, &recovery),
 	))

@@ -137,7 +137,7 @@ func (d *Dashboard) payout(w http.ResponseWriter, r *http.Request, ss *session) 
 		d.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
-	d.site.Render(w, http.StatusOK, "payout", ss, map[string]any{"Title": "Payout " + res.JSON200.Data.Reference, "Section": "payouts",
+	d.site.Render(w, http.StatusOK, "payout", ss, map[string]any{"Title": "Payout " + webkit.IsolateText(res.JSON200.Data.Reference), "Section": "payouts",
 		"B": res.JSON200.Data})
 }
 

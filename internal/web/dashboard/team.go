@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"partnerd/internal/audit/actor"
 	"partnerd/internal/kit/uow"
 	"partnerd/internal/partnerusers"
+	"partnerd/internal/web/webkit"
 )
 
 func (d *Dashboard) teamRoutes(mux *http.ServeMux) {
@@ -96,13 +98,13 @@ func (d *Dashboard) changeRole(w http.ResponseWriter, r *http.Request, ss *sessi
 // teamNotice is the notice of a team change just made (the team page its form
 // redirects to names the user changed or disabled), read from users as they
 // are now; none when the query names none of them.
-func teamNotice(q url.Values, users []*partnerusers.User) string {
+func teamNotice(q url.Values, users []*partnerusers.User) template.HTML {
 	for _, u := range users {
 		switch u.ID.String() {
 		case q.Get("changed"):
-			return u.Email + " is now " + string(u.Role) + "."
+			return webkit.Sentence("%s is now %s.", u.Email, string(u.Role))
 		case q.Get("disabled"):
-			return u.Email + " is disabled; their sessions have ended."
+			return webkit.Sentence("%s is disabled; their sessions have ended.", u.Email)
 		}
 	}
 	return ""

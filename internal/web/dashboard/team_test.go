@@ -53,7 +53,7 @@ func TestTeamForms(t *testing.T) {
 			require.Equal(t, http.StatusSeeOther, status, "post/redirect/get")
 			require.Equal(t, "/dashboard/team?changed="+dev.ID.String(), loc)
 			_, page, _ = admin.get("/team?changed=" + dev.ID.String())
-			require.Contains(t, page, dev.Email+" is now finance.")
+			require.Contains(t, page, "<bdi>"+dev.Email+"</bdi> is now <bdi>finance</bdi>.", "the address in its own isolate")
 			_, page, _ = other.get("/transactions")
 			require.NotContains(t, page, `id="nav-webhooks"`, "the new role applies at once")
 			require.Contains(t, page, `id="nav-payouts"`)

@@ -161,7 +161,7 @@ func (d *Dashboard) showTransaction(w http.ResponseWriter, r *http.Request, ss *
 		d.site.Failed(w, ss, webkit.StatusOf(events, err), webkit.BodyOf(events))
 		return
 	}
-	data := map[string]any{"Title": "Transaction " + tx.JSON200.Data.MerchantReference, "Section": "transactions",
+	data := map[string]any{"Title": "Transaction " + webkit.IsolateText(tx.JSON200.Data.MerchantReference), "Section": "transactions",
 		"T": tx.JSON200.Data, "History": hist.JSON200.Data.History, "Events": events.JSON200.Data.Data,
 		"EventsMore": events.JSON200.Data.HasMore}
 	if !d.d.Production && permits(ss.Data.Role, sandboxRoles) {

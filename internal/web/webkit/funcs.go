@@ -17,8 +17,11 @@ const timeLayout = "2006-01-02 15:04:05 UTC"
 // id or hash shortened to its ends), words (an identifier with its
 // underscores as spaces), state, reason and change (a state, a history reason,
 // a history row's move in words: State, Reason, Change), amount (a decimal
-// amount grouped in thousands, exact: Amount) and problem (a refusal with its
-// detail folded). A site adds its own to the map it gets.
+// amount grouped in thousands, exact: Amount), problem (a refusal with its
+// detail folded), isolate (text a person typed, in its own direction isolate:
+// Isolate), isolateText (the same where no element can go: IsolateText),
+// visible (text from outside with its controls made visible: Visible) and
+// foreign (both: Foreign). A site adds its own to the map it gets.
 func Funcs() template.FuncMap {
 	return template.FuncMap{
 		"utc": func(t any) string {
@@ -72,6 +75,13 @@ func Funcs() template.FuncMap {
 		"change":  Change,
 		"amount":  Amount,
 		"problem": problemHTML,
+		// Every text a person typed goes through isolate (isolateText in an
+		// attribute, an option or the title); every text from outside the service
+		// through foreign (isolate of visible).
+		"isolate":     Isolate,
+		"isolateText": IsolateText,
+		"visible":     Visible,
+		"foreign":     Foreign,
 	}
 }
 
@@ -86,13 +96,18 @@ func Short(s string) string {
 
 // problemHTML is a refusal in a page: a Problem's words with its detail folded
 // in a <details> beneath them (open it to read the code, the status, a raw
-// error), or a plain message as it is; escaped either way.
+// error), or a plain message as it is; escaped either way, with any control or
+// format character made visible (an API's words may quote what was sent, a raw
+// error what a receiver answered). A Sentence (safe HTML, its values isolated)
+// is shown as it is.
 func problemHTML(p any) template.HTML {
 	switch v := p.(type) {
+	case template.HTML:
+		return v
 	case Problem:
-		out := template.HTMLEscapeString(v.Words)
+		out := template.HTMLEscapeString(Visible(v.Words))
 		if v.Detail != "" {
-			out += `<details class="detail"><summary>Details</summary><code>` + template.HTMLEscapeString(v.Detail) + `</code></details>`
+			out += `<details class="detail"><summary>Details</summary><code>` + template.HTMLEscapeString(Visible(v.Detail)) + `</code></details>`
 		}
 		return template.HTML(out)
 	case *Problem:
@@ -101,5 +116,5 @@ func problemHTML(p any) template.HTML {
 		}
 		return problemHTML(*v)
 	}
-	return template.HTML(template.HTMLEscapeString(text(p)))
+	return template.HTML(template.HTMLEscapeString(Visible(p)))
 }

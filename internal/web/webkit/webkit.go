@@ -9,7 +9,8 @@
 // page of an in-process API call, values shown once after a redirect); each
 // site adds only its pages over the same use cases. What people read is
 // written here once too: states and reasons in words (words.go), amounts
-// grouped and exact (amounts.go).
+// grouped and exact (amounts.go), text people typed each in its own direction
+// isolate and text from outside with its controls made visible (isolate.go).
 package webkit
 
 import (

@@ -298,6 +298,7 @@ func exported(t *testing.T) map[string]bool {
 		return metrics.Operations{Stages: map[string]float64{"failed": 1}, RefundWork: map[string]float64{"dust": 1},
 			Screening: map[string]float64{"held": 1}}, nil
 	})
+	m.ObserveApprovals(func(context.Context) (int, time.Duration, error) { return 1, time.Hour, nil })
 	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "names.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })

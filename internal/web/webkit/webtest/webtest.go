@@ -210,3 +210,14 @@ func RequireShownOnce(t *testing.T, ctx context.Context, submit string, rows str
 	require.Equal(t, want, n, "nothing made twice")
 	return secret
 }
+
+// Follow clicks the element sel names and waits until the page the click leads
+// to (through any redirect) has loaded: an action queried right after a plain
+// click can land on a node of the document being left, which Chromium then
+// answers "No node with given id found".
+func Follow(sel string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		_, err := chromedp.RunResponse(ctx, chromedp.Click(sel, chromedp.ByQuery))
+		return err
+	})
+}
