@@ -269,17 +269,7 @@ func withNamedApp(command, what string, args []string, log *slog.Logger, stderr 
 	if *name == "" {
 		return errors.New(command + ": --name is required")
 	}
-	cfg, err := config.FromEnv()
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	a, err := app.Open(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	return fn(ctx, a, *name, *asJSON)
+	return withApp(log, func(ctx context.Context, a *app.App) error { return fn(ctx, a, *name, *asJSON) })
 }
 
 // listen runs a local webhook receiver that verifies signatures and timestamps,
