@@ -240,12 +240,15 @@ func (p *Pool) pushedHead() (uint64, *member) {
 // pushedBlock returns block n from the pushed headers when each header from the
 // newest pushed head down to n was pushed and names the one below it as its
 // parent: n is then on the branch of that head, as a call would have said (a
-// reorganisation breaks the links: a block not linked is read by a call).
+// reorganisation breaks the links: a block not linked is read by a call). A
+// newest pushed head below the best head known is stale (a call saw a newer
+// head, perhaps of another branch, whose headers are still on their way), so
+// then every block is read by a call.
 func (p *Pool) pushedBlock(n uint64) *rpc.Block {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	b := p.top
-	if b == nil || n > b.Number || b.Number-n >= keepPushed {
+	if b == nil || n > b.Number || b.Number-n >= keepPushed || b.Number < p.best {
 		return nil
 	}
 	for b.Number > n {
