@@ -100,7 +100,7 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	// The console calls the operator API in process, through the finished handler.
 	if err := console.Register(e, console.Deps{
 		Operators: a.operators, API: a.inProcessHandler, OperatorBase: operatorapi.BasePath, State: a.store,
-		Secure: a.cfg.Env == config.Production, Logger: a.log, Now: store.Now,
+		Secure: a.cfg.Env == config.Production, Secrets: a.cfg.Secrets, Logger: a.log, Now: store.Now,
 	}); err != nil {
 		return err
 	}

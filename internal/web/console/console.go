@@ -29,6 +29,7 @@ import (
 	oc "partnerd/gen/operatorclient"
 	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/kit/apperr"
+	"partnerd/internal/kit/secrets"
 	"partnerd/internal/operatorapi"
 	"partnerd/internal/partners"
 	"partnerd/internal/web/webkit"
@@ -57,8 +58,10 @@ type Deps struct {
 	State webkit.State
 	// Secure marks the session cookie Secure (production).
 	Secure bool
-	Logger *slog.Logger
-	Now    func() time.Time
+	// Secrets seal the device cookies (SECRETS_KEYS).
+	Secrets *secrets.Keyring
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Console serves the pages.
@@ -79,7 +82,7 @@ func Register(e *echo.Echo, d Deps) error {
 	pages, _ := fs.Sub(web, "web")
 	site, err := webkit.NewSite(webkit.SiteConfig[signedIn]{Base: BasePath, Name: "console", SignIn: BasePath + "/login",
 		Pages: pages, Funcs: c.funcs(), Frame: frame, Idle: IdleTimeout, Absolute: AbsoluteTimeout, Secure: d.Secure,
-		State: d.State, Logger: d.Logger, Now: d.Now})
+		Secrets: d.Secrets, State: d.State, Logger: d.Logger, Now: d.Now})
 	if err != nil {
 		return err
 	}
@@ -162,17 +165,25 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := c.site.FormToken.Issue(w, r)
-	res, wait, err := c.site.Limiter.Reserve(r.Context(), webkit.Key{Name: "console:address:" + addr, Limit: signInLimit})
+	key := r.PostFormValue("key")
+	keys, sources := c.attempt(r, key)
+	leave, err := c.site.Gate.Enter(r.Context(), sources...)
+	if err != nil {
+		w.Header().Set("Retry-After", "1")
+		c.site.Render(w, http.StatusServiceUnavailable, "login", nil, map[string]any{"FormCSRF": token, "Error": "Too many sign-ins at once; try again in a moment."})
+		return
+	}
+	defer leave()
+	res, wait, err := c.site.Limiter.Reserve(r.Context(), keys...)
 	if err != nil {
 		c.site.Unavailable(w, err)
 		return
 	}
 	if res == nil {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())))
-		c.site.Render(w, http.StatusTooManyRequests, "login", nil, map[string]any{"FormCSRF": token, "Error": "Too many failed sign-ins from your address; wait a few minutes and try again."})
+		c.site.Render(w, http.StatusTooManyRequests, "login", nil, map[string]any{"FormCSRF": token, "Error": "Too many failed sign-ins; wait a few minutes and try again."})
 		return
 	}
-	key := r.PostFormValue("key")
 	o, err := c.d.Operators.Authenticate(r.Context(), key)
 	if apperr.CodeOf(err) == apperr.Unauthorized {
 		c.d.Logger.Info("console sign-in refused", "client", addr)
@@ -189,6 +200,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.site.Unavailable(w, err)
 		return
 	}
+	c.site.Devices.Trust(w, deviceAccount(key))
 	c.d.Logger.Info("console sign-in", "operator_id", o.ID.String())
 	http.Redirect(w, r, BasePath, http.StatusSeeOther)
 }

@@ -2,11 +2,14 @@ package dashboard
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -117,14 +120,57 @@ func (d *Dashboard) addressKey(r *http.Request) webkit.Key {
 	return webkit.Key{Name: "dashboard:address:" + d.addr(r), Limit: addressLimit}
 }
 
-// accountKey limits the sign-ins of an address typed, per client address.
-func (d *Dashboard) accountKey(r *http.Request, email string) webkit.Key {
-	return webkit.Key{Name: "dashboard:account:" + d.addr(r) + ":" + partnerusers.EmailKey(email), Limit: accountLimit}
+// accountKey limits the sign-ins to the account of an address typed, from every
+// browser but the account's own devices.
+func accountKey(email string) webkit.Key {
+	return webkit.Key{Name: "dashboard:account:" + accountName(email), Limit: accountLimit}
 }
 
 // userKey limits a user's second-factor codes and current passwords.
 func userKey(id uuid.UUID) webkit.Key {
 	return webkit.Key{Name: "dashboard:user:" + id.String(), Limit: accountLimit}
+}
+
+// deviceAccount names an account in device cookies: the address typed.
+func deviceAccount(email string) string { return "email:" + accountName(email) }
+
+// accountName is the account an address typed names, as limits and cookies
+// record it: the address as accounts are looked up (partnerusers.EmailKey), or
+// its SHA-256 when it is not text an address could be (invalid UTF-8, too long).
+func accountName(email string) string {
+	k := partnerusers.EmailKey(email)
+	if !utf8.ValidString(k) || len(k) > 254 {
+		sum := sha256.Sum256([]byte(k))
+		return "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return k
+}
+
+// attempt is where a sign-in attempt to the account of email comes from: its
+// limiter keys and its sources at the gate. From a device of the account, its
+// own budget alone; else its address's and the account's (or, with user set,
+// the user's: the second factor).
+func (d *Dashboard) attempt(r *http.Request, email string, user uuid.UUID) ([]webkit.Key, []string) {
+	addr := "address:" + d.addr(r)
+	if dev := d.site.Devices.Of(r, deviceAccount(email)); dev != "" {
+		return []webkit.Key{{Name: "dashboard:device:" + dev, Limit: deviceLimit}}, []string{addr, "device:" + dev}
+	}
+	if user != uuid.Nil {
+		return []webkit.Key{d.addressKey(r), userKey(user)}, []string{addr, "user:" + user.String()}
+	}
+	return []webkit.Key{d.addressKey(r), accountKey(email)}, []string{addr, "account:" + accountName(email)}
+}
+
+// enter takes the attempt's place at the sign-in gate (webkit.Gate), or answers
+// page busy and returns nil.
+func (d *Dashboard) enter(w http.ResponseWriter, r *http.Request, page string, data map[string]any, sources []string) func() {
+	release, err := d.site.Gate.Enter(r.Context(), sources...)
+	if err != nil {
+		d.d.Logger.Info("dashboard attempt refused at the sign-in gate", "client", d.addr(r))
+		d.busy(w, r, page, nil, data)
+		return nil
+	}
+	return release
 }
 
 // addr is the request's client address (through the trusted proxies).
@@ -141,11 +187,18 @@ func (d *Dashboard) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data["FormCSRF"] = d.site.FormToken.Issue(w, r)
-	res := d.reserve(w, r, "signin", nil, data, d.addressKey(r), d.accountKey(r, email))
+	keys, sources := d.attempt(r, email, uuid.Nil)
+	leave := d.enter(w, r, "signin", data, sources)
+	if leave == nil {
+		return
+	}
+	res := d.reserve(w, r, "signin", nil, data, keys...)
 	if res == nil {
+		leave()
 		return
 	}
 	users, err := d.d.Users.Authenticate(r.Context(), email, r.PostFormValue("password"))
+	leave()
 	if apperr.CodeOf(err) == apperr.Unauthorized {
 		d.d.Logger.Info("dashboard sign-in refused", "client", addr)
 		data["Error"] = "The email or password is wrong."
@@ -238,6 +291,7 @@ func (d *Dashboard) start(w http.ResponseWriter, r *http.Request, u *partneruser
 		d.site.Unavailable(w, err)
 		return
 	}
+	d.site.Devices.Trust(w, deviceAccount(u.Email))
 	d.d.Logger.Info("dashboard sign-in", "partner_id", u.PartnerID.String(), "user_id", u.ID.String())
 	http.Redirect(w, r, BasePath, http.StatusSeeOther)
 }
@@ -261,7 +315,13 @@ func (d *Dashboard) code(w http.ResponseWriter, r *http.Request) {
 	}
 	addr := d.addr(r)
 	data := map[string]any{"Title": "Second factor", "PendingCSRF": p.CSRF}
-	res := d.reserve(w, r, "code", nil, data, d.addressKey(r), userKey(p.Data.UserID))
+	keys, sources := d.attempt(r, p.Data.Email, p.Data.UserID)
+	leave := d.enter(w, r, "code", data, sources)
+	if leave == nil {
+		return
+	}
+	defer leave()
+	res := d.reserve(w, r, "code", nil, data, keys...)
 	if res == nil {
 		return
 	}

@@ -33,6 +33,7 @@ import (
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice/actions"
 	"partnerd/internal/httpapi"
+	"partnerd/internal/kit/secrets"
 	"partnerd/internal/partners"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/web/webkit"
@@ -67,8 +68,10 @@ type Deps struct {
 	// Production requires the second factor, marks the cookie Secure and hides
 	// the sandbox simulator.
 	Production bool
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// Secrets seal the device cookies (SECRETS_KEYS).
+	Secrets *secrets.Keyring
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Dashboard serves the pages.
@@ -111,7 +114,7 @@ func New(d Deps) (*Dashboard, error) {
 	pages, _ := fs.Sub(web, "web")
 	site, err := webkit.NewSite(webkit.SiteConfig[visitor]{Base: BasePath, Name: "dashboard", SignIn: BasePath + "/signin",
 		Pages: pages, Funcs: template.FuncMap{"str": func(s any) string { return fmt.Sprint(s) }}, Frame: dash.frame,
-		Idle: IdleTimeout, Absolute: AbsoluteTimeout, Secure: d.Production, State: d.State, Logger: d.Logger, Now: d.Now})
+		Idle: IdleTimeout, Absolute: AbsoluteTimeout, Secure: d.Production, Secrets: d.Secrets, State: d.State, Logger: d.Logger, Now: d.Now})
 	if err != nil {
 		return nil, err
 	}

@@ -49,7 +49,9 @@ func guess(t *testing.T, c *http.Client, base, email, password string, headers m
 // nginx's $proxy_add_x_forwarded_for does), what a client writes itself is never
 // its address: a rotating Forwarded header (passed through untouched), or rotating
 // values it puts before the proxy's own in X-Forwarded-For, get no more guesses
-// than the account's limit from one address.
+// than the account's limit. The limit is the account's across addresses, so a
+// new browser elsewhere is refused too, while the owner's own browser (its
+// device cookie) signs in during the flood.
 func TestForgedForwardingHeaders(t *testing.T) {
 	t.Parallel()
 	for _, db := range testdb.Both(t) {
@@ -61,6 +63,10 @@ func TestForgedForwardingHeaders(t *testing.T) {
 				a, _, root := twoInstances(t, db, map[string]string{"TRUSTED_PROXIES": "127.0.0.1"})
 				base := root + "/dashboard"
 				u := newUser(t, a, a.PartnerID(t, a.NewPartner(t)), partnerusers.Admin)
+				// The owner signed in from its browser before.
+				owner := fromAddress(t, "127.0.0.3")
+				require.Equal(t, http.StatusSeeOther, guess(t, owner, base, u.Email, testPassword, nil))
+				signedOut(t, owner, base)
 				stranger := fromAddress(t, "127.0.0.2")
 				checked := 0
 				for i := range 12 {
@@ -77,8 +83,10 @@ func TestForgedForwardingHeaders(t *testing.T) {
 					}
 				}
 				require.Equal(t, 5, checked, "no more guesses checked than the limit, whatever the client wrote")
-				// The owner, from another address, is not locked out by the stranger.
-				owner := fromAddress(t, "127.0.0.3")
+				// A new browser at another address shares the account's budget:
+				// refused, even with the right password.
+				require.Equal(t, http.StatusTooManyRequests, guess(t, fromAddress(t, "127.0.0.4"), base, u.Email, testPassword, nil))
+				// The owner's own browser is not locked out by the stranger.
 				require.Equal(t, http.StatusSeeOther, guess(t, owner, base, u.Email, testPassword, nil))
 			})
 		}

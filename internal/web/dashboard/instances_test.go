@@ -51,6 +51,25 @@ func noRedirects(t *testing.T) *http.Client {
 	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
+// signedOut leaves c's browser as it is when its session has ended: the
+// session's cookie gone, the device cookie of its last sign-in kept.
+func signedOut(t *testing.T, c *http.Client, base string) {
+	t.Helper()
+	u, err := url.Parse(base + "/")
+	require.NoError(t, err)
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	var kept []*http.Cookie
+	for _, ck := range c.Jar.Cookies(u) {
+		if ck.Name == "dashboard_device" {
+			kept = append(kept, ck)
+		}
+	}
+	require.Len(t, kept, 1, "a sign-in leaves a device cookie")
+	jar.SetCookies(u, kept)
+	c.Jar = jar
+}
+
 // postSignIn sends the sign-in form as client from the address forwardedFor
 // (empty: no header) and returns the status.
 func postSignIn(t *testing.T, c *http.Client, base, email, password, forwardedFor string) int {
@@ -167,8 +186,10 @@ func TestTwoInstances(t *testing.T) {
 }
 
 // With TRUSTED_PROXIES naming the proxy, two clients behind it are limited
-// separately: one guessing an account does not lock out its owner elsewhere.
-// Without it, X-Forwarded-For is ignored and every client is the proxy.
+// separately: one exhausting its address's budget (guessing several accounts)
+// does not stop another address; and a browser that signed in to an account
+// before keeps its own budget while strangers exhaust the account's. Without
+// it, X-Forwarded-For is ignored and every client is the proxy.
 func TestTrustedProxies(t *testing.T) {
 	t.Parallel()
 	for _, db := range testdb.Both(t) {
@@ -189,15 +210,30 @@ func trustedProxies(t *testing.T, db testdb.Database, trusted bool) {
 	}
 	a, _, root := twoInstances(t, db, settings)
 	base := root + "/dashboard"
-	u := newUser(t, a, a.PartnerID(t, a.NewPartner(t)), partnerusers.Admin)
+	partnerID := a.PartnerID(t, a.NewPartner(t))
+	u := newUser(t, a, partnerID, partnerusers.Admin)
 	stranger, owner := noRedirects(t), noRedirects(t)
+	require.Equal(t, http.StatusSeeOther, postSignIn(t, owner, base, u.Email, testPassword, "198.51.100.4"))
+	signedOut(t, owner, base)
 	for range 5 {
 		require.Equal(t, http.StatusUnauthorized, postSignIn(t, stranger, base, u.Email, "guess", "203.0.113.9"))
 	}
 	require.Equal(t, http.StatusTooManyRequests, postSignIn(t, stranger, base, u.Email, "guess", "203.0.113.9"))
+	require.Equal(t, http.StatusSeeOther, postSignIn(t, owner, base, u.Email, testPassword, "198.51.100.4"),
+		"the owner's browser keeps its own budget")
+
+	// The stranger's address exhausts its budget (20) on other accounts: the
+	// account above took 5, fifteen others one each.
+	for range 15 {
+		other := newUser(t, a, partnerID, partnerusers.Developer)
+		require.Equal(t, http.StatusUnauthorized, postSignIn(t, stranger, base, other.Email, "guess", "203.0.113.9"))
+	}
+	v := newUser(t, a, partnerID, partnerusers.Finance)
+	require.Equal(t, http.StatusTooManyRequests, postSignIn(t, stranger, base, v.Email, testPassword, "203.0.113.9"),
+		"the address's budget is spent")
 	want := http.StatusSeeOther
 	if !trusted {
 		want = http.StatusTooManyRequests
 	}
-	require.Equal(t, want, postSignIn(t, owner, base, u.Email, testPassword, "198.51.100.4"))
+	require.Equal(t, want, postSignIn(t, noRedirects(t), base, v.Email, testPassword, "198.51.100.5"))
 }

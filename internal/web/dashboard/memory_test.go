@@ -29,7 +29,9 @@ const mib = 1 << 20
 // 60 parallel sign-ins from 60 addresses (behind a trusted proxy, so no
 // address limit refuses them) keep the heap in use within a stated bound, while
 // the same burst without slots would hold 60 × 19 MiB = 1,140 MiB of argon2
-// memory at once. The bound on the growth of HeapInuse over the burst is
+// memory at once. (They name one account, so the sign-in gate admits two of them
+// at a time and refuses the rest at once; the bound below is the hash slots',
+// which holds whatever admits them.) The bound on the growth of HeapInuse over the burst is
 //
 //	3 × HashSlots × 19 MiB   (the slots' live argon2 memory; as much again of
 //	                          finished hashes' garbage awaiting the collector;

@@ -49,7 +49,9 @@ const userCodeLimit = 5
 // 200 parallel wrong TOTP codes against one user, after its right password:
 // at most the limit's worth are checked (counted where the limiter grants them,
 // and in the attempts table, not by timing); every other one is refused before
-// any check, and afterwards even the right code is refused until the window ends.
+// any check (by the limit, or at the sign-in gate when too many come at once).
+// Wrong codes sent one by one afterwards reach the limit exactly, and then even
+// the right code is refused until the window ends.
 func TestParallelCodesNeverPassTheLimit(t *testing.T) {
 	t.Parallel()
 	for _, db := range testdb.Both(t) {
@@ -105,7 +107,7 @@ func TestParallelCodesNeverPassTheLimit(t *testing.T) {
 					switch status, _, _ := a.post("/signin/code", url.Values{"csrf": {csrf}, "code": {c}}); status {
 					case http.StatusUnauthorized:
 						checked.Add(1)
-					case http.StatusTooManyRequests:
+					case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 						refused.Add(1)
 					default:
 						assert.Fail(t, "unexpected status", "%d", status)
@@ -113,11 +115,22 @@ func TestParallelCodesNeverPassTheLimit(t *testing.T) {
 				}()
 			}
 			wg.Wait()
+			require.LessOrEqual(t, state.granted.Load(), int32(userCodeLimit), "codes that reached the check")
+			require.Equal(t, int32(200), checked.Load()+refused.Load())
+			// One by one, wrong codes are checked until the limit is reached.
+			for i := 0; ; i++ {
+				require.Less(t, i, userCodeLimit+1, "the limit stops sequential codes")
+				status, _, _ := a.post("/signin/code", url.Values{"csrf": {csrf}, "code": {wrong[i]}})
+				if status == http.StatusTooManyRequests {
+					break
+				}
+				require.Equal(t, http.StatusUnauthorized, status)
+				checked.Add(1)
+			}
 			// Exactly the limit: never more reach the check, and the limit is
 			// what stopped the others (not some other failure).
 			require.Equal(t, int32(userCodeLimit), state.granted.Load(), "codes that reached the check")
 			require.Equal(t, state.granted.Load(), checked.Load(), "every code granted was checked and refused")
-			require.Equal(t, int32(200), checked.Load()+refused.Load())
 			var counted int
 			require.NoError(t, env.Store.SQL().QueryRowContext(ctx, "SELECT attempts FROM web_attempts WHERE attempt_key = $1", userKey).Scan(&counted))
 			require.Equal(t, int(checked.Load()), counted, "the attempts table holds the checks")
@@ -127,6 +140,59 @@ func TestParallelCodesNeverPassTheLimit(t *testing.T) {
 			status, _, _ = a.post("/signin/code", url.Values{"csrf": {csrf}, "code": {right}})
 			require.Equal(t, http.StatusTooManyRequests, status, "the limit holds for the right code too")
 			require.Equal(t, int32(userCodeLimit), state.granted.Load())
+		})
+	}
+}
+
+// Someone who has a user's password and floods its second factor exhausts the
+// user's budget of codes for every browser but the user's own: the browser that
+// signed in before (its device cookie) passes its password and code all the
+// same.
+func TestCodeFloodLeavesTheOwnersBrowserIn(t *testing.T) {
+	t.Parallel()
+	for _, db := range testdb.Both(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			env := startSite(t, db, nil)
+			base := env.Root + dashboard.BasePath
+			partnerID := env.PartnerID(t, env.NewPartner(t))
+			u := newUser(t, env, partnerID, partnerusers.Admin)
+			enrolment, err := env.App.PartnerUsers().EnrollTOTP(ctx, partnerID, u.ID)
+			require.NoError(t, err)
+			code := func(step int) string {
+				c, err := totp.GenerateCode(enrolment.Secret, time.Now().Add(time.Duration(step)*30*time.Second))
+				require.NoError(t, err)
+				return c
+			}
+			_, err = env.App.PartnerUsers().ConfirmTOTP(ctx, partnerID, u.ID, code(-1))
+			require.NoError(t, err)
+			signInWith := func(a *agent, c string) int {
+				status, _, loc := a.signIn(u.Email, testPassword)
+				require.Equal(t, http.StatusSeeOther, status)
+				require.Equal(t, "/dashboard/signin/code", loc)
+				_, page, _ := a.get("/signin/code")
+				status, _, _ = a.post("/signin/code", url.Values{"csrf": {csrfOf(t, page)}, "code": {c}})
+				return status
+			}
+
+			own := newAgent(t, base)
+			require.Equal(t, http.StatusSeeOther, signInWith(own, code(0)))
+			signedOut(t, own.c, base)
+
+			thief := newAgent(t, base)
+			status, _, _ := thief.signIn(u.Email, testPassword)
+			require.Equal(t, http.StatusSeeOther, status)
+			_, page, _ := thief.get("/signin/code")
+			csrf := csrfOf(t, page)
+			for i := range userCodeLimit {
+				status, _, _ := thief.post("/signin/code", url.Values{"csrf": {csrf}, "code": {fmt.Sprintf("%06d", (i*7919+13)%1000000)}})
+				require.Equal(t, http.StatusUnauthorized, status)
+			}
+			status, _, _ = thief.post("/signin/code", url.Values{"csrf": {csrf}, "code": {code(1)}})
+			require.Equal(t, http.StatusTooManyRequests, status, "the user's budget is spent for strangers")
+
+			require.Equal(t, http.StatusSeeOther, signInWith(own, code(1)), "the owner's browser has its own budget")
 		})
 	}
 }

@@ -18,15 +18,19 @@ const (
 	pendingCookieName = "dashboard_signin"
 )
 
-// Failed sign-ins (wrong passwords and wrong codes) are counted per client
-// address and per account and address (the address typed and where from; then
-// the user, for the second factor and the account page), each attempt reserved
-// before its check (webkit.Limiter). An account is limited per address, with
-// back-off, so that a stranger guessing from elsewhere never locks its owner
-// out; the second factor, which only someone with the password reaches, per user.
+// Failed sign-ins (wrong passwords and wrong codes) are counted before their
+// check (webkit.Limiter), by where they come from. A browser that signed in to
+// the account before (its device cookie, webkit.Devices) has a budget of its
+// own (deviceLimit). Any other attempt counts against its client address
+// (addressLimit) and against the account, across every address, with growing
+// back-off (accountLimit): strangers share one budget per account whatever
+// addresses they use, and exhausting it never locks out the owner's browser.
+// The second factor, which only someone with the password reaches, and the
+// account page's current password count per user instead of per account.
 var (
 	addressLimit = webkit.Limit{Max: 20, Window: 15 * time.Minute}
 	accountLimit = webkit.Limit{Max: 5, Window: 15 * time.Minute, Backoff: true}
+	deviceLimit  = webkit.Limit{Max: 5, Window: 15 * time.Minute, Backoff: true}
 )
 
 // visitor is what a dashboard session holds: the user, their partner and the

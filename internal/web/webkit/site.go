@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"partnerd/internal/kit/secrets"
 )
 
 // kitPages are the layout and the pages every site shows alike (message,
@@ -43,9 +45,12 @@ type SiteConfig[T any] struct {
 	Idle, Absolute time.Duration
 	// Secure marks the cookies Secure (production).
 	Secure bool
-	State  State
-	Logger *slog.Logger
-	Now    func() time.Time
+	// Secrets seal the device cookies (nil: no browser is trusted, every
+	// sign-in shares its account's budget).
+	Secrets *secrets.Keyring
+	State   State
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Site is one server-rendered site (the console, the dashboard) built of the
@@ -58,6 +63,10 @@ type Site[T any] struct {
 	cfg      SiteConfig[T]
 	Sessions *Sessions[T]
 	Limiter  *Limiter
+	// Devices are the browsers that signed in before (their own budget of
+	// sign-ins), Gate admits the sign-in work fairly.
+	Devices Devices
+	Gate    *Gate
 	// FormToken guards the forms sent before there is a session (sign-in).
 	FormToken FormToken
 	pages     map[string]*template.Template
@@ -80,6 +89,8 @@ func NewSite[T any](cfg SiteConfig[T]) (*Site[T], error) {
 		Sessions: NewSessions[T](SessionConfig{Cookie: cfg.Name + "_session", Path: cfg.Base, Secure: cfg.Secure,
 			Idle: cfg.Idle, Absolute: cfg.Absolute, Now: cfg.Now}, cfg.State),
 		Limiter:   NewLimiter(cfg.State, cfg.Now),
+		Devices:   Devices{Cookie: cfg.Name + "_device", Path: cfg.Base, Secure: cfg.Secure, Keys: cfg.Secrets, Now: cfg.Now},
+		Gate:      NewGate(GateSlots, GateQueue, GatePerSource, GateWait),
 		FormToken: FormToken{Cookie: cfg.Name + "_form", Path: cfg.Base, Secure: cfg.Secure},
 		forms:     NewForms(cfg.State, cfg.Now)}
 	return s, s.parse()
