@@ -13,6 +13,7 @@ import (
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
+	"partnerd/internal/lifecycle"
 )
 
 var (
@@ -135,6 +136,35 @@ func (s *Store) batchesOf(ctx context.Context, rows []batchRow) ([]*batches.Batc
 		byID[it.BatchID].TransactionIDs = append(byID[it.BatchID].TransactionIDs, it.TransactionID)
 	}
 	return out, nil
+}
+
+// BatchTransactions returns the transactions of partnerID in each of the batches
+// ids, in each batch's order, keyed by batch: one statement for them all, a
+// payout's detail page or a page of the payouts export, however many
+// transactions the batches paid. The transactions carry no deposit (a payout
+// shows what was paid, not how it arrived); those of another partner are left
+// out.
+func (s *Store) BatchTransactions(ctx context.Context, partnerID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID][]*lifecycle.Transaction, error) {
+	out := make(map[uuid.UUID][]*lifecycle.Transaction, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.read(ctx).Raw("SELECT i.batch_id, "+qualified("t", transactionColumns)+
+		" FROM operator_batch_items i JOIN transactions t ON t.id = i.transaction_id"+
+		" WHERE i.batch_id IN ? AND t.partner_id = ? ORDER BY i.batch_id, i.position", ids, partnerID).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var batch uuid.UUID
+		var r transactionRow
+		if err := rows.Scan(append([]any{&batch}, r.fields()...)...); err != nil {
+			return nil, err
+		}
+		out[batch] = append(out[batch], r.domain())
+	}
+	return out, rows.Err()
 }
 
 type auditRow struct {

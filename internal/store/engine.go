@@ -67,6 +67,8 @@ type engine interface {
 	timeParam() string
 	// sumDecimal is the exact sum of column over the rows q selects.
 	sumDecimal(q *gorm.DB, column string) (decimal.Decimal, error)
+	// countSums counts the rows q selects and sums each of columns exactly.
+	countSums(q *gorm.DB, columns ...string) (int64, []decimal.Decimal, error)
 	// saveEventState and takeDelivery are SaveEventState and TakeDelivery outside a
 	// unit of work in one statement where the database can (done); otherwise the
 	// caller runs the step-by-step form.

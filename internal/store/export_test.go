@@ -1,6 +1,11 @@
 package store
 
-import "context"
+import (
+	"context"
+	"slices"
+
+	"gorm.io/gorm"
+)
 
 // MigrateTo applies the application's migrations up to version only, so a test
 // can fill a database as an older release left it before a migration runs.
@@ -22,4 +27,26 @@ func (s *Store) WriterStatements() int {
 		return len(e.stmts.ready)
 	}
 	return 0
+}
+
+// Statement is one statement the store ran, as sent: its SQL (with the
+// database's placeholders) and its values.
+type Statement struct {
+	SQL  string
+	Vars []any
+}
+
+// RecordReads calls fn with every read statement the store runs from now on
+// (GORM's query and row paths), once it has run without error, so a test can
+// examine the statements the store really issues.
+func (s *Store) RecordReads(fn func(Statement)) error {
+	record := func(db *gorm.DB) {
+		if db.Error == nil && db.Statement.SQL.Len() > 0 {
+			fn(Statement{SQL: db.Statement.SQL.String(), Vars: slices.Clone(db.Statement.Vars)})
+		}
+	}
+	if err := s.db.Callback().Query().After("gorm:query").Register("test:record_query", record); err != nil {
+		return err
+	}
+	return s.db.Callback().Row().After("gorm:row").Register("test:record_row", record)
 }

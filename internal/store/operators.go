@@ -175,6 +175,12 @@ func (s *Store) ListStage(ctx context.Context, q backoffice.StageQuery) ([]*life
 // Screening.Proceeds).
 var proceeding = []string{string(lifecycle.ScreeningNone), string(lifecycle.ScreeningClear), string(lifecycle.ScreeningReleased)}
 
+// awaitingPayout is the awaiting-payout stage's condition, written with its
+// values in the text as the partial index transactions_awaiting_payout_idx is
+// (a condition with parameters does not match a partial index's predicate in a
+// plan made for any value, nor on SQLite).
+var awaitingPayout = "status = '" + string(lifecycle.Completed) + "' AND payout_settled_at IS NULL"
+
 // stageWhere narrows a query on transactions to stage ("" leaves it whole): the
 // one definition of each stage, shared by the lists and the overview's totals.
 func stageWhere(db *gorm.DB, stage backoffice.Stage, stuckBefore time.Time) (*gorm.DB, error) {
@@ -188,7 +194,7 @@ func stageWhere(db *gorm.DB, stage backoffice.Stage, stuckBefore time.Time) (*go
 	case backoffice.AwaitingSettlement:
 		return db.Where("status = ?", string(lifecycle.OrderFilled)), nil
 	case backoffice.AwaitingPayout: // lifecycle.AwaitingPayout
-		return db.Where("status = ? AND payout_settled_at IS NULL", string(lifecycle.Completed)), nil
+		return db.Where(awaitingPayout), nil
 	case backoffice.StageFailed:
 		return db.Where("status = ?", string(lifecycle.Failed)), nil
 	case backoffice.ConfirmingTooLong:
@@ -201,40 +207,40 @@ func stageWhere(db *gorm.DB, stage backoffice.Stage, stuckBefore time.Time) (*go
 
 // search narrows a query on transactions to those a support ticket's text q
 // names: the merchant reference (folded to key), the deposit address, a deposit's
-// chain hash (either as recorded or as a chain transfer), or the id.
+// chain hash (either as recorded or as a chain transfer), or the id, each
+// compared case-insensitively as the address and hashes are. Each is an exact
+// lookup through its own index (the lower-case forms are the generated columns
+// address_key and hash_key, stored with the row), and their union names the
+// transactions: an OR of the conditions would leave the database no index to
+// serve it, and it would read every transaction, deposit and chain transfer.
 func search(db *gorm.DB, q, key string) *gorm.DB {
 	lower := strings.ToLower(q)
-	cond := "transactions.reference_key = ? OR transactions.deposit_address = ? OR lower(transactions.deposit_address) = ?" +
-		" OR EXISTS (SELECT 1 FROM deposits d WHERE d.transaction_id = transactions.id AND lower(d.chain_hash) = ?)" +
-		" OR EXISTS (SELECT 1 FROM chain_transfers c WHERE c.transaction_id = transactions.id AND lower(c.tx_hash) = ?)"
-	args := []any{key, q, lower, lower, lower}
+	ids := "SELECT id FROM transactions WHERE reference_key = ?" +
+		" UNION SELECT id FROM transactions WHERE address_key = ?" +
+		" UNION SELECT transaction_id FROM deposits WHERE hash_key = ?" +
+		" UNION SELECT transaction_id FROM chain_transfers WHERE hash_key = ?"
+	args := []any{key, lower, lower, lower}
 	if id, err := uuid.Parse(q); err == nil {
-		cond += " OR transactions.id = ?"
+		ids += " UNION SELECT id FROM transactions WHERE id = ?"
 		args = append(args, id)
 	}
-	return db.Where("("+cond+")", args...)
+	return db.Where("transactions.id IN ("+ids+")", args...)
 }
 
 // StageTotal counts stage's transactions and sums their token and NGN amounts
-// (exactly: the amounts are added as decimals here, the same on both databases).
+// exactly, in one statement over the stage's index where the database sums
+// decimals (engine.countSums).
 func (s *Store) StageTotal(ctx context.Context, stage backoffice.Stage, stuckBefore time.Time) (backoffice.StageTotal, error) {
 	out := backoffice.StageTotal{Stage: stage}
 	db, err := stageWhere(s.read(ctx).Model(&transactionRow{}), stage, stuckBefore)
 	if err != nil {
 		return out, err
 	}
-	var rows []struct {
-		CryptoAmount decimal.Decimal
-		FiatAmount   decimal.Decimal
-	}
-	if err := db.Select("crypto_amount, fiat_amount").Find(&rows).Error; err != nil {
+	n, sums, err := s.eng.countSums(db, "crypto_amount", "fiat_amount")
+	if err != nil {
 		return out, err
 	}
-	for _, r := range rows {
-		out.Count++
-		out.Crypto = out.Crypto.Add(r.CryptoAmount)
-		out.Fiat = out.Fiat.Add(r.FiatAmount)
-	}
+	out.Count, out.Crypto, out.Fiat = int(n), sums[0], sums[1]
 	return out, nil
 }
 

@@ -335,6 +335,25 @@ func (*postgresEngine) sumDecimal(q *gorm.DB, column string) (decimal.Decimal, e
 	return sum.Decimal, nil
 }
 
+// countSums counts and sums in the database, in one statement (no rows are
+// loaded).
+func (*postgresEngine) countSums(q *gorm.DB, columns ...string) (int64, []decimal.Decimal, error) {
+	sel := "COUNT(*)"
+	for _, c := range columns {
+		sel += fmt.Sprintf(", COALESCE(SUM(%s), 0)", c)
+	}
+	var n int64
+	sums := make([]decimal.Decimal, len(columns))
+	dest := []any{&n}
+	for i := range sums {
+		dest = append(dest, &sums[i])
+	}
+	if err := q.Select(sel).Row().Scan(dest...); err != nil {
+		return 0, nil, err
+	}
+	return n, sums, nil
+}
+
 // saveEventStateSQL is SaveEventState on PostgreSQL: the event's update and its
 // attempt in one statement (one round trip, its own transaction). A requeue mark
 // set meanwhile wins: the event stays pending, due at $7.

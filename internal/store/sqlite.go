@@ -264,6 +264,32 @@ func (*sqliteEngine) sumDecimal(q *gorm.DB, column string) (decimal.Decimal, err
 	return total, rows.Err()
 }
 
+// countSums streams the values and adds them in Go, as sumDecimal does.
+func (*sqliteEngine) countSums(q *gorm.DB, columns ...string) (int64, []decimal.Decimal, error) {
+	rows, err := q.Select(strings.Join(columns, ", ")).Rows()
+	if err != nil {
+		return 0, nil, err
+	}
+	defer rows.Close()
+	var n int64
+	sums := make([]decimal.Decimal, len(columns))
+	vals := make([]decimal.Decimal, len(columns))
+	dest := make([]any, len(columns))
+	for i := range vals {
+		dest[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return 0, nil, err
+		}
+		n++
+		for i, v := range vals {
+			sums[i] = sums[i].Add(v)
+		}
+	}
+	return n, sums, rows.Err()
+}
+
 // saveEventState: no single-statement form; the caller runs the steps.
 func (*sqliteEngine) saveEventState(context.Context, *Store, *webhook.Event, *webhook.Attempt, time.Time) (bool, bool, error) {
 	return false, false, nil

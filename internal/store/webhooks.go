@@ -406,6 +406,16 @@ func (s *Store) TakeRequeue(ctx context.Context, id uuid.UUID) (bool, error) {
 	return res.RowsAffected == 1, res.Error
 }
 
+// The sweep's conditions, written as the predicates of the partial indexes that
+// serve them (events_requeued_idx, events_unqueued_idx), values in the text: the
+// sweep then reads the few rows it looks for, not the whole events table (a
+// condition with parameters matches no partial index in a plan made for any
+// value, nor on SQLite).
+var (
+	requeuedEvents = "requeued"
+	unqueuedEvents = "e.publish_status = '" + webhook.Pending + "' AND e.attempts = 0 AND NOT e.requeued"
+)
+
 // StaleRequeues returns events that should have a delivery job and may have
 // none: those marked requeued since before olderThan (by their next_attempt_at,
 // which a requeue sets), and never-attempted pending events created before
@@ -413,7 +423,7 @@ func (s *Store) TakeRequeue(ctx context.Context, id uuid.UUID) (bool, error) {
 // endpoint was being enabled, in a unit of work the enabling could not see yet).
 func (s *Store) StaleRequeues(ctx context.Context, olderThan time.Time, limit int) ([]uuid.UUID, error) {
 	var ids []uuid.UUID
-	err := s.read(ctx).Model(&webhookEventRow{}).Where("requeued = ? AND next_attempt_at < ?", true, olderThan).
+	err := s.read(ctx).Model(&webhookEventRow{}).Where(requeuedEvents+" AND next_attempt_at < ?", olderThan).
 		Order("next_attempt_at").Limit(limit).Pluck("id", &ids).Error
 	if err != nil {
 		return nil, err
@@ -421,7 +431,7 @@ func (s *Store) StaleRequeues(ctx context.Context, olderThan time.Time, limit in
 	var unqueued []uuid.UUID
 	err = s.read(ctx).Table("events AS e").Select("e.id").
 		Joins("JOIN webhook_endpoints w ON w.partner_id = e.partner_id AND w.enabled = ?", true).
-		Where("e.publish_status = ? AND e.attempts = 0 AND e.requeued = ? AND e.created_at < ?", webhook.Pending, false, olderThan).
+		Where(unqueuedEvents+" AND e.created_at < ?", olderThan).
 		Order("e.created_at").Limit(limit).Pluck("e.id", &unqueued).Error
 	return append(ids, unqueued...), err
 }

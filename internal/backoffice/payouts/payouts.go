@@ -6,6 +6,7 @@ package payouts
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -25,8 +26,10 @@ type Store interface {
 	ListBatches(ctx context.Context, q batches.Query) ([]*batches.Batch, error)
 	// Batch returns batch id of any kind and partner, or apperr NotFound.
 	Batch(ctx context.Context, id uuid.UUID) (*batches.Batch, error)
-	// TransactionByID returns partnerID's transaction id, or apperr NotFound.
-	TransactionByID(ctx context.Context, partnerID, id uuid.UUID) (*lifecycle.Transaction, error)
+	// BatchTransactions returns partnerID's transactions in each of the batches
+	// ids, in each batch's order, keyed by batch, in one read whatever their
+	// number (a payout may pay thousands).
+	BatchTransactions(ctx context.Context, partnerID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID][]*lifecycle.Transaction, error)
 }
 
 // Service lists, reads and exports a partner's payouts.
@@ -76,15 +79,21 @@ func (s *Service) Get(ctx context.Context, partnerID, id uuid.UUID) (*Detail, er
 }
 
 func (s *Service) detail(ctx context.Context, partnerID uuid.UUID, b *batches.Batch) (*Detail, error) {
-	d := &Detail{Batch: b, Transactions: make([]*lifecycle.Transaction, len(b.TransactionIDs))}
-	for i, id := range b.TransactionIDs {
-		t, err := s.store.TransactionByID(ctx, partnerID, id)
-		if err != nil {
-			return nil, err
-		}
-		d.Transactions[i] = t
+	paid, err := s.store.BatchTransactions(ctx, partnerID, []uuid.UUID{b.ID})
+	if err != nil {
+		return nil, err
 	}
-	return d, nil
+	return detailOf(b, paid[b.ID])
+}
+
+// detailOf is payout b with its transactions ts as read; a transaction of the
+// batch missing from them (another partner's, or gone) is an error, never a
+// payout shown short.
+func detailOf(b *batches.Batch, ts []*lifecycle.Transaction) (*Detail, error) {
+	if len(ts) != len(b.TransactionIDs) {
+		return nil, fmt.Errorf("payout %s: %d of its %d transactions read", b.ID, len(ts), len(b.TransactionIDs))
+	}
+	return &Detail{Batch: b, Transactions: ts}, nil
 }
 
 // Columns are the payouts export's columns (documented in the contract's
@@ -97,7 +106,7 @@ const exportPage = 100
 
 // WriteCSV writes every payout of partnerID created within from and to (both
 // inclusive) to w as CSV, newest first, one row per transaction paid, reading
-// the payouts a page at a time.
+// the payouts a page at a time and each page's transactions in one read.
 func (s *Service) WriteCSV(ctx context.Context, w io.Writer, partnerID uuid.UUID, from, to time.Time) error {
 	out, err := csvexport.New(w, Columns...)
 	if err != nil {
@@ -109,8 +118,16 @@ func (s *Service) WriteCSV(ctx context.Context, w io.Writer, partnerID uuid.UUID
 		if err != nil {
 			return err
 		}
+		ids := make([]uuid.UUID, len(page))
+		for i, b := range page {
+			ids[i] = b.ID
+		}
+		paid, err := s.store.BatchTransactions(ctx, partnerID, ids)
+		if err != nil {
+			return err
+		}
 		for _, b := range page {
-			d, err := s.detail(ctx, partnerID, b)
+			d, err := detailOf(b, paid[b.ID])
 			if err != nil {
 				return err
 			}

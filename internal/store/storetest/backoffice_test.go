@@ -246,6 +246,30 @@ func TestBatches(t *testing.T) {
 		require.NoError(t, err)
 		require.Nil(t, got)
 
+		// BatchTransactions: the partner's transactions of each batch, in its order,
+		// in one read; another partner's batch and transactions are left out.
+		paid, err := s.BatchTransactions(ctx, pa.ID, []uuid.UUID{payouts[1].ID, payouts[0].ID, payouts[2].ID})
+		require.NoError(t, err)
+		require.Len(t, paid, 2, "partner B's payout left out")
+		txIDs := func(ts []*lifecycle.Transaction) []uuid.UUID {
+			out := make([]uuid.UUID, len(ts))
+			for i, tr := range ts {
+				out[i] = tr.ID
+			}
+			return out
+		}
+		require.Equal(t, []uuid.UUID{txs[2].ID, txs[3].ID, txs[1].ID}, txIDs(paid[payouts[1].ID]), "in the batch's order")
+		require.Equal(t, []uuid.UUID{txs[0].ID}, txIDs(paid[payouts[0].ID]))
+		first := paid[payouts[1].ID][0]
+		require.Equal(t, txs[2].MerchantReference, first.MerchantReference)
+		require.Equal(t, txs[2].Network, first.Network)
+		require.True(t, txs[2].CryptoAmount.Equal(first.CryptoAmount))
+		require.True(t, txs[2].FiatAmount.Equal(first.FiatAmount))
+		require.Equal(t, lifecycle.Completed, first.Status)
+		none, err := s.BatchTransactions(ctx, pa.ID, nil)
+		require.NoError(t, err)
+		require.Empty(t, none)
+
 		// ListBatches: per kind, newest first.
 		all, err := s.ListBatches(ctx, batches.Query{Kind: batches.Payout, Limit: 10})
 		require.NoError(t, err)

@@ -244,7 +244,9 @@ func introspectSQLite(ctx context.Context, db *sql.DB) (*Schema, error) {
 			n   int
 			col string
 		}
-		rows, err := db.QueryContext(ctx, `SELECT name, type, "notnull", pk FROM pragma_table_info(?)`, name)
+		// table_xinfo, not table_info: a generated column (hidden 2 or 3) is a
+		// column of the schema like any other.
+		rows, err := db.QueryContext(ctx, `SELECT name, type, "notnull", pk FROM pragma_table_xinfo(?) WHERE hidden IN (0, 2, 3)`, name)
 		if err != nil {
 			return nil, err
 		}
