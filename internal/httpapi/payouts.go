@@ -58,7 +58,7 @@ func (s *Server) GetPayout(ctx context.Context, req api.GetPayoutRequestObject) 
 
 func payoutOut(b *batches.Batch) api.Payout {
 	return api.Payout{Id: b.ID, Reference: b.Reference, Amount: money.FormatFiat(b.FiatAmount),
-		TransactionCount: len(b.TransactionIDs), CreatedAt: b.CreatedAt}
+		TransactionCount: b.Size(), CreatedAt: b.CreatedAt}
 }
 
 // ExportTransactions streams the partner's transactions of a period as CSV

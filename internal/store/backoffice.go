@@ -78,6 +78,9 @@ func (s *Store) ListBatches(ctx context.Context, q batches.Query) ([]*batches.Ba
 	if err := db.Order("created_at DESC, id DESC").Limit(q.Limit).Find(&rows).Error; err != nil {
 		return nil, err
 	}
+	if q.CountOnly {
+		return s.batchesCounted(ctx, rows)
+	}
 	return s.batchesOf(ctx, rows)
 }
 
@@ -112,17 +115,23 @@ func (s *Store) BatchOf(ctx context.Context, kind batches.Kind, id uuid.UUID) (*
 	return out[0], nil
 }
 
+// batchOf is a batch as its row holds it, without its transactions.
+func batchOf(r batchRow) *batches.Batch {
+	b := &batches.Batch{ID: r.ID, Kind: batches.Kind(r.Kind), PartnerID: r.PartnerID, Reference: r.Reference,
+		FiatAmount: r.FiatAmount, CryptoAmount: r.CryptoAmount, OperatorID: r.OperatorID, CreatedAt: r.CreatedAt.UTC()}
+	if r.Rate.Valid {
+		v := r.Rate.Decimal
+		b.Rate = &v
+	}
+	return b
+}
+
 func (s *Store) batchesOf(ctx context.Context, rows []batchRow) ([]*batches.Batch, error) {
 	out := make([]*batches.Batch, len(rows))
 	ids := make([]uuid.UUID, len(rows))
 	byID := map[uuid.UUID]*batches.Batch{}
 	for i, r := range rows {
-		b := &batches.Batch{ID: r.ID, Kind: batches.Kind(r.Kind), PartnerID: r.PartnerID, Reference: r.Reference,
-			FiatAmount: r.FiatAmount, CryptoAmount: r.CryptoAmount, OperatorID: r.OperatorID, CreatedAt: r.CreatedAt.UTC()}
-		if r.Rate.Valid {
-			v := r.Rate.Decimal
-			b.Rate = &v
-		}
+		b := batchOf(r)
 		out[i], ids[i], byID[r.ID] = b, r.ID, b
 	}
 	if len(ids) == 0 {
@@ -134,6 +143,35 @@ func (s *Store) batchesOf(ctx context.Context, rows []batchRow) ([]*batches.Batc
 	}
 	for _, it := range items {
 		byID[it.BatchID].TransactionIDs = append(byID[it.BatchID].TransactionIDs, it.TransactionID)
+	}
+	return out, nil
+}
+
+// batchesCounted is batchesOf with each batch's transactions counted, in one
+// grouped statement, rather than their ids read.
+func (s *Store) batchesCounted(ctx context.Context, rows []batchRow) ([]*batches.Batch, error) {
+	out := make([]*batches.Batch, len(rows))
+	ids := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		out[i], ids[i] = batchOf(r), r.ID
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var counts []struct {
+		BatchID uuid.UUID
+		N       int
+	}
+	if err := s.read(ctx).Model(&batchItemRow{}).Select("batch_id, COUNT(*) AS n").Where("batch_id IN ?", ids).
+		Group("batch_id").Scan(&counts).Error; err != nil {
+		return nil, err
+	}
+	byID := make(map[uuid.UUID]int, len(counts))
+	for _, c := range counts {
+		byID[c.BatchID] = c.N
+	}
+	for _, b := range out {
+		b.TransactionCount = byID[b.ID]
 	}
 	return out, nil
 }

@@ -45,8 +45,20 @@ type Batch struct {
 	FiatAmount     decimal.Decimal
 	CryptoAmount   decimal.Decimal
 	TransactionIDs []uuid.UUID
-	OperatorID     uuid.UUID
-	CreatedAt      time.Time
+	// TransactionCount is how many transactions the batch holds when a list
+	// counted them without reading their ids (Query.CountOnly); see Size.
+	TransactionCount int
+	OperatorID       uuid.UUID
+	CreatedAt        time.Time
+}
+
+// Size is how many transactions the batch holds, whether their ids were read or
+// only counted (Query.CountOnly).
+func (b *Batch) Size() int {
+	if b.TransactionIDs != nil {
+		return len(b.TransactionIDs)
+	}
+	return b.TransactionCount
 }
 
 // Query selects batches for one page: of Kind, of PartnerID when set, created
@@ -57,6 +69,10 @@ type Query struct {
 	From, To  *time.Time
 	After     *cursor.Position
 	Limit     int
+	// CountOnly leaves each batch's TransactionIDs unread and counts them
+	// (TransactionCount): a page of payouts that paid thousands each costs a
+	// count per batch, not every id.
+	CountOnly bool
 }
 
 // Tx is the unit of work a batch is written in.

@@ -61,7 +61,7 @@ func (s *Service) List(ctx context.Context, partnerID uuid.UUID, from, to *time.
 		To      *time.Time `json:"to"`
 	}{"payouts", partnerID, cursor.UTC(from), cursor.UTC(to)})
 	return cursor.Read(s.codec, scope, after, limit, func(pos *cursor.Position, n int) ([]*batches.Batch, error) {
-		return s.store.ListBatches(ctx, batches.Query{Kind: batches.Payout, PartnerID: &partnerID, From: from, To: to, After: pos, Limit: n})
+		return s.store.ListBatches(ctx, batches.Query{Kind: batches.Payout, PartnerID: &partnerID, From: from, To: to, After: pos, Limit: n, CountOnly: true})
 	}, (*batches.Batch).Position)
 }
 
@@ -90,8 +90,8 @@ func (s *Service) detail(ctx context.Context, partnerID uuid.UUID, b *batches.Ba
 // batch missing from them (another partner's, or gone) is an error, never a
 // payout shown short.
 func detailOf(b *batches.Batch, ts []*lifecycle.Transaction) (*Detail, error) {
-	if len(ts) != len(b.TransactionIDs) {
-		return nil, fmt.Errorf("payout %s: %d of its %d transactions read", b.ID, len(ts), len(b.TransactionIDs))
+	if len(ts) != b.Size() {
+		return nil, fmt.Errorf("payout %s: %d of its %d transactions read", b.ID, len(ts), b.Size())
 	}
 	return &Detail{Batch: b, Transactions: ts}, nil
 }
@@ -106,7 +106,7 @@ const exportPage = 100
 
 // WriteCSV writes every payout of partnerID created within from and to (both
 // inclusive) to w as CSV, newest first, one row per transaction paid, reading
-// the payouts a page at a time and each page's transactions in one read.
+// the payouts a page at a time and each payout's transactions in one read.
 func (s *Service) WriteCSV(ctx context.Context, w io.Writer, partnerID uuid.UUID, from, to time.Time) error {
 	out, err := csvexport.New(w, Columns...)
 	if err != nil {
@@ -114,19 +114,17 @@ func (s *Service) WriteCSV(ctx context.Context, w io.Writer, partnerID uuid.UUID
 	}
 	var pos *cursor.Position
 	for {
-		page, err := s.store.ListBatches(ctx, batches.Query{Kind: batches.Payout, PartnerID: &partnerID, From: &from, To: &to, After: pos, Limit: exportPage})
-		if err != nil {
-			return err
-		}
-		ids := make([]uuid.UUID, len(page))
-		for i, b := range page {
-			ids[i] = b.ID
-		}
-		paid, err := s.store.BatchTransactions(ctx, partnerID, ids)
+		page, err := s.store.ListBatches(ctx, batches.Query{Kind: batches.Payout, PartnerID: &partnerID, From: &from, To: &to, After: pos, Limit: exportPage, CountOnly: true})
 		if err != nil {
 			return err
 		}
 		for _, b := range page {
+			// One payout's transactions at a time: one statement each, and
+			// memory bounded by the largest payout, not by a page of them.
+			paid, err := s.store.BatchTransactions(ctx, partnerID, []uuid.UUID{b.ID})
+			if err != nil {
+				return err
+			}
 			d, err := detailOf(b, paid[b.ID])
 			if err != nil {
 				return err

@@ -276,6 +276,18 @@ func TestBatches(t *testing.T) {
 		require.Equal(t, []uuid.UUID{payouts[2].ID, payouts[1].ID, payouts[0].ID}, batchIDs(all))
 		require.Equal(t, []uuid.UUID{tb.ID}, all[0].TransactionIDs)
 		require.Equal(t, []uuid.UUID{txs[2].ID, txs[3].ID, txs[1].ID}, all[1].TransactionIDs)
+		// CountOnly: the same batches, their transactions counted, no ids read.
+		counted, err := s.ListBatches(ctx, batches.Query{Kind: batches.Payout, Limit: 10, CountOnly: true})
+		require.NoError(t, err)
+		require.Equal(t, batchIDs(all), batchIDs(counted))
+		for i, b := range counted {
+			require.Nil(t, b.TransactionIDs)
+			require.Equal(t, len(all[i].TransactionIDs), b.TransactionCount)
+			require.Equal(t, all[i].Size(), b.Size())
+			require.Equal(t, all[i].Reference, b.Reference)
+			require.True(t, all[i].FiatAmount.Equal(b.FiatAmount))
+		}
+		require.Equal(t, 3, counted[1].Size())
 		fills, err := s.ListBatches(ctx, batches.Query{Kind: batches.Fill, Limit: 10})
 		require.NoError(t, err)
 		require.Equal(t, []uuid.UUID{fill.ID}, batchIDs(fills))
