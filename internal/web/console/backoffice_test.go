@@ -89,7 +89,7 @@ func filtersFlow(t *testing.T, db testdb.Database) {
 	require.Equal(t, 3, ticked)
 	var heading string
 	require.NoError(t, chromedp.Run(ctx,
-		chromedp.SendKeys("#batch-rate", "1549.10", chromedp.ByID),
+		chromedp.SendKeys("#batch-rate", "1,549.10", chromedp.ByID),
 		chromedp.SendKeys("#batch-ref", "LP-ALL", chromedp.ByID),
 		chromedp.Click("#batch-submit", chromedp.ByID),
 		chromedp.WaitVisible("#confirm", chromedp.ByID),

@@ -115,6 +115,7 @@ func (c *Console) routes() http.Handler {
 	mux.HandleFunc("POST "+b+"/transactions/{id}/action", c.auth(c.action))
 	mux.HandleFunc("GET "+b+"/payouts/new", c.auth(c.payoutForm))
 	mux.HandleFunc("POST "+b+"/payouts", c.auth(c.payout))
+	mux.HandleFunc("GET "+b+"/payouts", c.auth(c.payouts))
 	mux.HandleFunc("GET "+b+"/fills/new", c.auth(c.fillForm))
 	mux.HandleFunc("POST "+b+"/fills", c.auth(c.fill))
 	mux.HandleFunc("GET "+b+"/deposits", c.auth(c.deposits))

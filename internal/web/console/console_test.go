@@ -179,8 +179,17 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 		completeThroughAPI(t, ops, x)
 	}
 	partnerID := env.PartnerID(t, partnerKey)
+	// The page starts from a partner: nothing listed until one is chosen.
 	require.NoError(t, chromedp.Run(ctx,
-		chromedp.Navigate(base+"/payouts/new?partner_id="+partnerID.String()),
+		chromedp.Navigate(base+"/payouts/new"),
+		chromedp.WaitVisible("#choose-first", chromedp.ByID),
+	))
+	var forms int
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`document.querySelectorAll('#batch').length`, &forms)))
+	require.Zero(t, forms, "no transaction listed before a partner is chosen")
+	require.NoError(t, chromedp.Run(ctx,
+		chromedp.SetValue("#partner", partnerID.String(), chromedp.ByID),
+		webtest.Follow("#choose"),
 		chromedp.WaitVisible("#batch", chromedp.ByID),
 	))
 	tick := func() {
@@ -190,34 +199,56 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 		}
 	}
 	// A typed total that is not the ticked rows' sum is refused before the
-	// confirmation, nothing recorded.
+	// confirmation, on the form itself with what was typed kept; nothing recorded.
 	tick()
 	require.NoError(t, chromedp.Run(ctx,
-		chromedp.SendKeys("#batch-ref", "NIP-BATCH-WRONG", chromedp.ByID),
-		chromedp.SendKeys("#batch-amount", "20000.00", chromedp.ByID),
-		chromedp.Click("#batch-submit", chromedp.ByID),
-		chromedp.Text("#message", &text, chromedp.ByID),
+		chromedp.SendKeys("#batch-ref", "NIP-BATCH-1", chromedp.ByID),
+		chromedp.SendKeys("#batch-amount", "20,000.00", chromedp.ByID),
+		webtest.Follow("#batch-submit"),
+		chromedp.Text("#error", &text, chromedp.ByID),
 	))
-	require.Contains(t, text, "not the sum of the 3 ticked transactions (20,000.75 NGN)")
+	require.Contains(t, text, "(20,000.00 NGN) is not the sum of the 3 ticked transactions (20,000.75 NGN)")
+	var kept int
+	var ref string
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`document.querySelectorAll('input.tick:checked').length`, &kept),
+		chromedp.Value("#batch-ref", &ref, chromedp.ByID)))
+	require.Equal(t, 3, kept, "the ticks are kept")
+	require.Equal(t, "NIP-BATCH-1", ref, "the reference is kept")
 	pays, err := ops.ListPayoutsWithResponse(context.Background(), &oc.ListPayoutsParams{})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, pays.StatusCode(), string(pays.Body))
 	require.Len(t, pays.JSON200.Data.Data, 1, "nothing recorded but the single payout, a payout of one")
 	require.Equal(t, "NIP-1", pays.JSON200.Data.Data[0].Reference)
+	// The total typed as the page shows it, with its currency: confirmed with
+	// the partner's name, the references and grouped amounts, and recorded.
 	require.NoError(t, chromedp.Run(ctx,
-		chromedp.Navigate(base+"/payouts/new?partner_id="+partnerID.String()),
-		chromedp.WaitVisible("#batch", chromedp.ByID),
-	))
-	tick()
-	require.NoError(t, chromedp.Run(ctx,
-		chromedp.SendKeys("#batch-ref", "NIP-BATCH-1", chromedp.ByID),
-		chromedp.SendKeys("#batch-amount", "20000.75", chromedp.ByID),
-		chromedp.Click("#batch-submit", chromedp.ByID),
+		chromedp.Clear("#batch-amount", chromedp.ByID),
+		chromedp.SendKeys("#batch-amount", "20,000.75 NGN", chromedp.ByID),
+		webtest.Follow("#batch-submit"),
 		chromedp.WaitVisible("#confirm", chromedp.ByID),
+		chromedp.Text("main", &text, chromedp.ByQuery),
+	))
+	require.Contains(t, text, "pay out 3 transactions, 20,000.75 NGN in all")
+	require.Contains(t, text, "Test partner")
+	require.Contains(t, text, txs[1].MerchantReference)
+	require.Contains(t, text, "20,000.75 NGN")
+	require.NotContains(t, text, txs[1].Id.String(), "transactions named by their references, not their ids")
+	require.NoError(t, chromedp.Run(ctx,
 		webtest.Follow("#confirm"),
 		chromedp.Text("#notice", &text, chromedp.ByID),
 	))
 	require.Contains(t, text, "Payout recorded: 3 transactions, NGN 20,000.75, reference NIP-BATCH-1")
+	// The recorded payouts, each with its partner, total and transactions.
+	require.NoError(t, chromedp.Run(ctx,
+		webtest.Follow("#recorded"),
+		chromedp.Text("#payouts", &text, chromedp.ByID),
+	))
+	require.Contains(t, text, "NIP-BATCH-1")
+	require.Contains(t, text, "Test partner")
+	require.Contains(t, text, "20,000.75")
+	var links int
+	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`document.querySelectorAll('#payouts tbody tr:first-child a.tx').length`, &links)))
+	require.Equal(t, 3, links, "the batch's three transactions, linked")
 
 	// Partners: roll the partner's key (the old one works through the overlap),
 	// then revoke the new one.

@@ -16,9 +16,9 @@ import (
 	"partnerd/internal/web/webkit/webtest"
 )
 
-// The layout holds at 1280 px and on a 390 px phone screen: the body never
-// scrolls sideways (wide tables scroll inside their own box) on the overview, a
-// list, a transaction, the refund tasks, the audit log and a batch page. The
+// The layout holds at 1280 px and on a 390 px phone screen: on every page the
+// body never scrolls sideways and no table is cut off (wide tables scroll inside
+// their own box). The
 // transaction is paid 10 + the rest through the simulator and shows two deposit
 // rows, as the partner API lists them.
 func TestConsoleLayoutHolds(t *testing.T) {
@@ -51,8 +51,10 @@ func layoutFlow(t *testing.T, db testdb.Database) {
 		chromedp.Evaluate(`document.querySelectorAll('#deposits tbody tr').length`, &rows)))
 	require.Equal(t, 2, rows, "a 10 and a rest: two transfers")
 
+	partnerID := env.PartnerID(t, env.NewPartner(t))
 	pages := []string{"", "/transactions?stage=awaiting_fill", "/transactions/" + tx.Id.String(), "/refund-tasks", "/audit",
-		"/fills/new", "/operators"}
+		"/fills/new", "/operators", "/payouts/new", "/payouts/new?partner_id=" + partnerID.String(), "/payouts", "/deposits",
+		"/screening", "/approvals", "/partners", "/partners/" + partnerID.String()}
 	for _, width := range []int64{1280, 390} {
 		require.NoError(t, chromedp.Run(ctx, chromedp.EmulateViewport(width, 844)))
 		for _, p := range pages {
@@ -61,6 +63,16 @@ func layoutFlow(t *testing.T, db testdb.Database) {
 				chromedp.Evaluate(`[document.documentElement.scrollWidth, document.documentElement.clientWidth]`, &widths)))
 			require.LessOrEqual(t, widths[0], widths[1], "%d px, %s: the page scrolls sideways", width, base+p)
 			require.Equal(t, int(width), widths[1], "the viewport is %d px", width)
+			// No table is cut off: each fits the screen or scrolls in a box of its own.
+			var clipped []string
+			require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`Array.from(document.querySelectorAll('table')).filter(t => {
+				if (t.getBoundingClientRect().right <= document.documentElement.clientWidth + 1) return false;
+				for (let e = t.parentElement; e; e = e.parentElement) {
+					if (['auto', 'scroll'].includes(getComputedStyle(e).overflowX)) return false;
+				}
+				return true;
+			}).map(t => t.id || t.className)`, &clipped)))
+			require.Empty(t, clipped, "%d px, %s: tables cut off", width, base+p)
 		}
 	}
 	require.NoError(t, chromedp.Run(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(base)))

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/shopspring/decimal"
 
 	oc "partnerd/gen/operatorclient"
 	"partnerd/internal/web/webkit"
@@ -168,6 +167,22 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
 			return
 		}
 		t := res.JSON200.Data
+		// Amounts are taken as the pages show them ("1,549.10", "154,225.00
+		// NGN") and checked here, on the first sending, not at the last step.
+		shown := map[string]template.HTML{}
+		for name, unit := range map[string]string{"rate": "NGN per USDT", "fiat_amount": "NGN"} {
+			if f.Get(name) == "" {
+				continue
+			}
+			v, err := webkit.ParseAmount(f.Get(name), "NGN", "NGN/USDT")
+			if err != nil {
+				c.showTransaction(w, r, ss, id, http.StatusBadRequest, "",
+					webkit.Sentence("%s: %s. Nothing was recorded.", fieldLabels[name], err.Error()))
+				return
+			}
+			f.Set(name, v)
+			shown[name] = webkit.Sentence("%s %s", webkit.Amount(v), unit)
+		}
 		words, ok := actionWords[act]
 		if !ok {
 			words = act
@@ -177,7 +192,7 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
 		c.confirm(w, ss, confirmation{Action: words,
 			Subject: webkit.Sentence("%s · %s · %s USDT → %s NGN at %s · %s", t.MerchantReference, t.PartnerName,
 				webkit.Amount(t.CryptoAmount), webkit.Amount(t.Amount), webkit.Amount(t.Rate), webkit.StateWords(t.Status)),
-			Form: f, Target: fmt.Sprintf("%s/transactions/%s/action", BasePath, id),
+			Form: f, Shown: shown, Target: fmt.Sprintf("%s/transactions/%s/action", BasePath, id),
 			Back: fmt.Sprintf("%s/transactions/%s", BasePath, id)})
 		return
 	}
@@ -224,7 +239,11 @@ var actionDone = map[string]string{
 
 // field is one value carried through a confirmation page: Name is the form's,
 // Label what the operator reads.
-type field struct{ Name, Label, Value string }
+type field struct {
+	Name, Label, Value string
+	// Shown is how the value reads (empty: the value as sent).
+	Shown template.HTML
+}
 
 // fieldLabels name the action forms' fields in words.
 var fieldLabels = map[string]string{
@@ -241,25 +260,31 @@ type confirmation struct {
 	Action, Target, Back string
 	Subject              template.HTML
 	Form                 url.Values
+	// Shown is how a field's value reads on the page, by name (or name=value,
+	// for fields sent several times): a partner's name for its id, a
+	// transaction's reference and amount for its id, an amount grouped. A field
+	// not in it is shown as sent.
+	Shown map[string]template.HTML
 }
 
 // confirm shows cf's confirmation page with a fresh Idempotency-Key: made here,
 // so a double submit of the confirmed form replays instead of acting twice.
 func (c *Console) confirm(w http.ResponseWriter, ss *session, cf confirmation) {
 	c.site.Render(w, http.StatusOK, "confirm", ss, map[string]any{"Title": "Confirm", "Action": cf.Action, "Subject": cf.Subject,
-		"Fields": confirmFields(cf.Form), "Key": uuid.NewString(), "Target": cf.Target, "Back": cf.Back})
+		"Fields": confirmFields(cf.Form, cf.Shown), "Key": uuid.NewString(), "Target": cf.Target, "Back": cf.Back})
 }
 
-// confirmFields are the action's fields, carried through the confirmation page.
-func confirmFields(f url.Values) []field {
+// confirmFields are the action's fields, carried through the confirmation page,
+// each shown as shown says (see confirmation.Shown).
+func confirmFields(f url.Values, shown map[string]template.HTML) []field {
 	var out []field
-	for _, n := range []string{"action", "decision", "rate", "fiat_amount", "reference", "reason", "tx_hash", "note", "partner_id", "prefix", "overlap"} {
+	for _, n := range []string{"action", "decision", "partner_id", "rate", "fiat_amount", "reference", "reason", "tx_hash", "note", "prefix", "overlap"} {
 		if v := f.Get(n); v != "" {
-			out = append(out, field{n, fieldLabels[n], v})
+			out = append(out, field{n, fieldLabels[n], v, shown[n]})
 		}
 	}
 	for _, v := range f["transaction_ids"] {
-		out = append(out, field{"transaction_ids", fieldLabels["transaction_ids"], v})
+		out = append(out, field{"transaction_ids", fieldLabels["transaction_ids"], v, shown["transaction_ids="+v]})
 	}
 	return out
 }
@@ -268,90 +293,6 @@ func confirmFields(f url.Values) []field {
 var actionWords = map[string]string{
 	"fill": "Record the executed sale (fill)", "settle": "Record the settlement", "payout": "Record the payout to the partner",
 	"accept": "Accept the short payment", "fail": "Fail the transaction", "refund": "Record the refund on chain",
-}
-
-func (c *Console) payoutForm(w http.ResponseWriter, r *http.Request, ss *session) {
-	p := oc.ListStageParams{Stage: ptr(oc.StageAwaitingPayout), Order: ptr(oc.Oldest), Limit: ptr(100)}
-	pid, _ := uuid.Parse(r.URL.Query().Get("partner_id"))
-	if pid != uuid.Nil {
-		p.PartnerId = &pid
-	}
-	res, err := c.client(ss).ListStageWithResponse(r.Context(), &p)
-	if err != nil || res.JSON200 == nil {
-		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
-		return
-	}
-	parts, err := c.client(ss).ListPartnersWithResponse(r.Context())
-	if err != nil || parts.JSON200 == nil {
-		c.site.Failed(w, ss, webkit.StatusOf(parts, err), webkit.BodyOf(parts))
-		return
-	}
-	var total decimal.Decimal
-	for _, t := range res.JSON200.Data.Data {
-		total = total.Add(decimal.RequireFromString(t.Amount))
-	}
-	all := r.URL.Query().Get("all") == "1"
-	var notice template.HTML
-	if id, err := uuid.Parse(r.URL.Query().Get("recorded")); err == nil && pid != uuid.Nil {
-		recorded, err := c.client(ss).ListPayoutsWithResponse(r.Context(), &oc.ListPayoutsParams{PartnerId: &pid})
-		if err == nil && recorded.JSON200 != nil {
-			notice = batchNotice(recorded.JSON200.Data.Data, id)
-		}
-	}
-	c.site.Render(w, http.StatusOK, "payout", ss, map[string]any{"Title": "Batch payout", "Items": res.JSON200.Data.Data,
-		"Partner": pid, "Partners": parts.JSON200.Data, "Total": total.StringFixed(2), "All": all, "Notice": notice,
-		"SelectAll": BasePath + "/payouts/new?" + url.Values{"partner_id": {pid.String()}, "all": {"1"}}.Encode(),
-		"Clear":     BasePath + "/payouts/new?" + url.Values{"partner_id": {pid.String()}}.Encode()})
-}
-
-func (c *Console) payout(w http.ResponseWriter, r *http.Request, ss *session) {
-	f := r.PostForm
-	pid, err := uuid.Parse(f.Get("partner_id"))
-	if err != nil {
-		c.site.Message(w, http.StatusBadRequest, ss, "Not done", "Choose a partner first.")
-		return
-	}
-	var ids []uuid.UUID
-	for _, v := range f["transaction_ids"] {
-		if id, err := uuid.Parse(v); err == nil {
-			ids = append(ids, id)
-		}
-	}
-	if f.Get("confirmed") != "yes" {
-		// The ticked rows' sum must be the typed total before anything is asked
-		// of the operator (the API refuses a mismatch too; this says it first, with both).
-		sum := decimal.Zero
-		for _, id := range ids {
-			res, err := c.client(ss).GetOperatorTransactionWithResponse(r.Context(), id)
-			if err != nil || res.JSON200 == nil {
-				c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
-				return
-			}
-			sum = sum.Add(decimal.RequireFromString(res.JSON200.Data.Amount))
-		}
-		typed, err := decimal.NewFromString(strings.TrimSpace(f.Get("fiat_amount")))
-		if err != nil || !typed.Equal(sum) {
-			c.site.Message(w, http.StatusBadRequest, ss, "Not done",
-				webkit.Sentence("The typed total (%s NGN) is not the sum of the %d ticked transactions (%s NGN); nothing was recorded.",
-					f.Get("fiat_amount"), len(ids), webkit.Amount(sum.StringFixed(2))))
-			return
-		}
-		f.Set("fiat_amount", sum.StringFixed(2))
-		c.confirm(w, ss, confirmation{Action: fmt.Sprintf("pay out %d transactions, %s NGN in all", len(ids), webkit.Amount(sum.StringFixed(2))),
-			Form: f, Target: BasePath + "/payouts", Back: BasePath + "/payouts/new?" + url.Values{"partner_id": {f.Get("partner_id")}}.Encode()})
-		return
-	}
-	res, err := c.client(ss).CreatePayoutWithResponse(r.Context(), &oc.CreatePayoutParams{IdempotencyKey: f.Get("idempotency_key")},
-		oc.PayoutRequest{PartnerId: pid, TransactionIds: ids, Reference: f.Get("reference"), FiatAmount: f.Get("fiat_amount")})
-	if c.sentForApproval(w, r, res, err) {
-		return
-	}
-	if err != nil || res.JSON200 == nil {
-		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
-		return
-	}
-	http.Redirect(w, r, BasePath+"/payouts/new?"+url.Values{"partner_id": {pid.String()}, "recorded": {res.JSON200.Data.Id.String()}}.Encode(),
-		http.StatusSeeOther)
 }
 
 func (c *Console) deposits(w http.ResponseWriter, r *http.Request, ss *session) {

@@ -1,6 +1,7 @@
 package webkit
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -41,4 +42,49 @@ func Amount(v any) string {
 		return sign + b.String() + "." + frac
 	}
 	return sign + b.String()
+}
+
+// ParseAmount reads an amount typed as the pages show amounts (Amount): its
+// whole part grouped in thousands by commas or not at all ("154,225.00",
+// "154225.00"), spaces around it, and one of currencies' codes before or after
+// it, in any case ("154,225.00 NGN"). It returns the amount as the APIs take it
+// ("154225.00": the digits as typed, ungrouped, never through a float), or an
+// error that says in words what is wrong (misplaced commas, a sign, letters), to
+// show beside the form.
+func ParseAmount(typed string, currencies ...string) (string, error) {
+	s := strings.TrimSpace(typed)
+	for _, c := range currencies {
+		if len(s) >= len(c) && strings.EqualFold(s[len(s)-len(c):], c) {
+			s = strings.TrimSpace(s[:len(s)-len(c)])
+		} else if len(s) >= len(c) && strings.EqualFold(s[:len(c)], c) {
+			s = strings.TrimSpace(s[len(c):])
+		}
+	}
+	if s == "" {
+		return "", fmt.Errorf("no amount was typed")
+	}
+	whole, frac, dot := strings.Cut(s, ".")
+	digits := func(p string) bool { return p != "" && strings.Trim(p, "0123456789") == "" }
+	if dot && !digits(frac) {
+		return "", fmt.Errorf("%q is not an amount: after the decimal point only digits", typed)
+	}
+	if strings.Contains(whole, ",") {
+		groups := strings.Split(whole, ",")
+		if len(groups[0]) > 3 || !digits(groups[0]) {
+			return "", fmt.Errorf("%q is not an amount: commas group the digits in threes (1,549.10)", typed)
+		}
+		for _, g := range groups[1:] {
+			if len(g) != 3 || !digits(g) {
+				return "", fmt.Errorf("%q is not an amount: commas group the digits in threes (1,549.10)", typed)
+			}
+		}
+		whole = strings.Join(groups, "")
+	}
+	if !digits(whole) {
+		return "", fmt.Errorf("%q is not an amount: digits, commas between thousands and a decimal point only", typed)
+	}
+	if dot {
+		return whole + "." + frac, nil
+	}
+	return whole, nil
 }
