@@ -196,7 +196,9 @@ func (c *Console) payout(w http.ResponseWriter, r *http.Request, ss *session) {
 	}
 	ids := ticked(f)
 	if f.Get("confirmed") != "yes" {
-		refuse := func(problem template.HTML) { c.showPayoutForm(w, r, ss, pid, http.StatusBadRequest, typedOf(f, problem)) }
+		refuse := func(problem template.HTML) {
+			c.showPayoutForm(w, r, ss, pid, http.StatusBadRequest, typedOf(f, problem))
+		}
 		if len(ids) == 0 {
 			refuse("Tick at least one transaction to pay.")
 			return
