@@ -170,10 +170,16 @@ func (d *Dashboard) changePassword(w http.ResponseWriter, r *http.Request, ss *s
 	d.showAccount(w, r, next, http.StatusOK, map[string]any{"Notice": "Your password is changed; every other session of yours has ended."})
 }
 
-// enrollPage starts setting up the second factor: a new secret, shown as text
-// and as its otpauth:// URL (no image, no external asset).
+// enrollPage sets up the second factor: the secret being set up (the same on
+// every reload until enrolment ends: an app may have scanned it already), else a
+// new one, shown as a QR code of its otpauth:// URL, drawn by the page itself
+// (no script, no external asset), as text grouped in fours to type by hand, and
+// as the URL.
 func (d *Dashboard) enrollPage(w http.ResponseWriter, r *http.Request, ss *session) {
-	e, err := d.d.Users.EnrollTOTP(background(r.Context()), ss.Data.PartnerID, ss.Data.UserID)
+	e, err := d.d.Users.PendingTOTP(r.Context(), ss.Data.PartnerID, ss.Data.UserID)
+	if codeOf(err) == apperr.InvalidStateTransition {
+		e, err = d.d.Users.EnrollTOTP(background(r.Context()), ss.Data.PartnerID, ss.Data.UserID)
+	}
 	if codeOf(err) == apperr.InvalidStateTransition {
 		http.Redirect(w, r, BasePath+"/account", http.StatusSeeOther)
 		return
@@ -182,7 +188,22 @@ func (d *Dashboard) enrollPage(w http.ResponseWriter, r *http.Request, ss *sessi
 		d.site.Unavailable(w, err)
 		return
 	}
-	d.site.Render(w, http.StatusOK, "enroll", ss, map[string]any{"Title": "Second factor", "E": e, "Required": d.d.Production})
+	d.renderEnroll(w, ss, http.StatusOK, e, "")
+}
+
+// renderEnroll shows the enrolment page of e with status (and problem, after a
+// wrong first code).
+func (d *Dashboard) renderEnroll(w http.ResponseWriter, ss *session, status int, e *partnerusers.Enrollment, problem string) {
+	qr, err := webkit.QRCode(e.URL, "QR code of the second factor's link, for an authenticator app")
+	if err != nil {
+		d.site.Unavailable(w, err)
+		return
+	}
+	data := map[string]any{"Title": "Second factor", "E": e, "QR": qr, "Secret": webkit.Grouped(e.Secret), "Required": d.d.Production}
+	if problem != "" {
+		data["Error"] = problem
+	}
+	d.site.Render(w, status, "enroll", ss, data)
 }
 
 // confirmEnrollment turns the second factor on with a first code and shows the
@@ -194,7 +215,7 @@ func (d *Dashboard) confirmEnrollment(w http.ResponseWriter, r *http.Request, ss
 			http.Redirect(w, r, BasePath+"/enroll", http.StatusSeeOther)
 			return
 		}
-		d.site.Render(w, status, "enroll", ss, map[string]any{"Title": "Second factor", "E": e, "Required": d.d.Production, "Error": problem})
+		d.renderEnroll(w, ss, status, e, problem)
 	}
 	res := d.reserveMine(w, r, ss, "Too many wrong codes; wait a few minutes and try again.", again)
 	if res == nil {

@@ -179,16 +179,27 @@ func dashboardFlow(t *testing.T, db testdb.Database) {
 	require.Contains(t, text(t, admin, "#notice"), "password is set")
 	require.Equal(t, http.StatusGone, open(t, admin, link), "an invitation works once")
 
-	// Signed in (staging: no second factor yet), the admin enrolls one: a wrong
-	// first code shows the same secret again; the right one shows ten recovery codes.
+	// Signed in (staging: no second factor yet), the admin enrolls one: the
+	// page's QR code reads as the otpauth:// link of the secret shown (grouped
+	// in fours), the same secret on a reload; a wrong first code shows the same
+	// secret again; the right one shows ten recovery codes.
 	signIn(t, admin, base, adminEmail, testPassword)
-	var secret, again string
+	var secret, again, reloaded string
+	var qr []byte
 	require.NoError(t, chromedp.Run(admin,
 		chromedp.Navigate(base+"/account"),
-		chromedp.Click("#enroll", chromedp.ByID),
+		webtest.Follow("#enroll"),
 		chromedp.Text("#secret", &secret, chromedp.ByID),
+		chromedp.Screenshot("#qr svg", &qr, chromedp.ByQuery),
 	))
-	require.Contains(t, text(t, admin, "#otpauth"), "otpauth://totp/")
+	otpauth := text(t, admin, "#otpauth")
+	require.Contains(t, otpauth, "otpauth://totp/")
+	require.Regexp(t, `^([A-Z2-7]{4} )+[A-Z2-7]{1,4}$`, secret, "grouped in fours")
+	require.Equal(t, otpauth, decodeQR(t, qr), "the QR code is the link")
+	require.Contains(t, otpauth, "secret="+strings.ReplaceAll(secret, " ", ""), "of the secret shown")
+	require.NoError(t, chromedp.Run(admin, chromedp.Reload(), chromedp.Text("#secret", &reloaded, chromedp.ByID)))
+	require.Equal(t, secret, reloaded, "the same secret until enrolment ends")
+	secret = strings.ReplaceAll(secret, " ", "")
 	code, err := totp.GenerateCode(secret, time.Now())
 	require.NoError(t, err)
 	wrong := "000000"
@@ -201,7 +212,7 @@ func dashboardFlow(t *testing.T, db testdb.Database) {
 		chromedp.WaitVisible("#error", chromedp.ByID),
 		chromedp.Text("#secret", &again, chromedp.ByID),
 	))
-	require.Equal(t, secret, again)
+	require.Equal(t, secret, strings.ReplaceAll(again, " ", ""))
 	var recovery []string
 	require.NoError(t, chromedp.Run(admin,
 		chromedp.SetValue("#code", code, chromedp.ByID),

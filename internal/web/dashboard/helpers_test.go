@@ -1,7 +1,9 @@
 package dashboard_test
 
 import (
+	"bytes"
 	"context"
+	"image/png"
 	"net/http"
 	"os"
 	"regexp"
@@ -9,6 +11,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
+	"github.com/makiuchi-d/gozxing"
+	"github.com/makiuchi-d/gozxing/qrcode"
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
@@ -115,7 +119,19 @@ func sessionCookie(t *testing.T, ctx context.Context) *http.Cookie {
 }
 
 // secretField finds the enrolment page's secret.
-var secretField = regexp.MustCompile(`id="secret">([A-Z2-7]+)<`)
+var secretField = regexp.MustCompile(`id="secret">([A-Z2-7 ]+)<`)
 
 // recoveryField finds the recovery codes on the page that shows them.
 var recoveryField = regexp.MustCompile(`<li><code>([a-z2-9]{5}-[a-z2-9]{5})</code></li>`)
+
+// decodeQR reads the QR code in the PNG image img.
+func decodeQR(t *testing.T, img []byte) string {
+	t.Helper()
+	im, err := png.Decode(bytes.NewReader(img))
+	require.NoError(t, err)
+	bmp, err := gozxing.NewBinaryBitmapFromImage(im)
+	require.NoError(t, err)
+	res, err := qrcode.NewQRCodeReader().Decode(bmp, nil)
+	require.NoError(t, err, "a QR code that reads")
+	return res.GetText()
+}
