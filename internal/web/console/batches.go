@@ -108,7 +108,7 @@ func (c *Console) fill(w http.ResponseWriter, r *http.Request, ss *session) {
 			crypto = crypto.Add(decimal.RequireFromString(t.CryptoAmount))
 			shown["transaction_ids="+id.String()] = webkit.Sentence("%s · %s · %s USDT", t.MerchantReference, t.PartnerName, webkit.Amount(t.CryptoAmount))
 		}
-		c.confirm(w, ss, confirmation{Action: fmt.Sprintf("fill %d transactions, %s USDT in all", len(ids), webkit.Amount(crypto.String())),
+		c.confirm(w, ss, confirmation{Action: fmt.Sprintf("fill %s, %s USDT in all", webkit.Count(len(ids), "transaction"), webkit.Amount(crypto.String())),
 			Form: f, Shown: shown, Target: BasePath + "/fills", Back: BasePath + "/fills/new"})
 		return
 	}
@@ -146,12 +146,11 @@ func (c *Console) payoutForm(w http.ResponseWriter, r *http.Request, ss *session
 // showPayoutForm renders the batch payout page for partner pid (uuid.Nil: none
 // chosen yet) with status, and typed when the form was refused.
 func (c *Console) showPayoutForm(w http.ResponseWriter, r *http.Request, ss *session, pid uuid.UUID, status int, typed *typedBatch) {
-	parts, err := c.client(ss).ListPartnersWithResponse(r.Context())
-	if err != nil || parts.JSON200 == nil {
-		c.site.Failed(w, ss, webkit.StatusOf(parts, err), webkit.BodyOf(parts))
+	parts, names, ok := c.partnerDirectory(w, r, ss)
+	if !ok {
 		return
 	}
-	data := map[string]any{"Title": "Batch payout", "Partner": pid, "Partners": parts.JSON200.Data, "Chosen": pid != uuid.Nil}
+	data := map[string]any{"Title": "Batch payout", "Partner": pid, "Partners": parts, "Names": names, "Chosen": pid != uuid.Nil}
 	if typed == nil {
 		typed = &typedBatch{}
 	}
@@ -229,14 +228,14 @@ func (c *Console) payout(w http.ResponseWriter, r *http.Request, ss *session) {
 			shown["transaction_ids="+id.String()] = webkit.Sentence("%s · %s NGN", t.MerchantReference, webkit.Amount(t.Amount))
 		}
 		if !decimal.RequireFromString(typed).Equal(sum) {
-			refuse(webkit.Sentence("The NGN transferred (%s NGN) is not the sum of the %d ticked transactions (%s NGN); nothing was recorded.",
-				webkit.Amount(typed), len(ids), webkit.Amount(sum.StringFixed(2))))
+			refuse(webkit.Sentence("The NGN transferred (%s NGN) is not the sum of the %s ticked (%s NGN); nothing was recorded.",
+				webkit.Amount(typed), webkit.Count(len(ids), "transaction"), webkit.Amount(sum.StringFixed(2))))
 			return
 		}
 		f.Set("fiat_amount", sum.StringFixed(2))
 		shown["partner_id"] = webkit.Sentence("%s", partner)
 		shown["fiat_amount"] = webkit.Sentence("%s NGN", webkit.Amount(sum.StringFixed(2)))
-		c.confirm(w, ss, confirmation{Action: fmt.Sprintf("pay out %d transactions, %s NGN in all", len(ids), webkit.Amount(sum.StringFixed(2))),
+		c.confirm(w, ss, confirmation{Action: fmt.Sprintf("pay out %s, %s NGN in all", webkit.Count(len(ids), "transaction"), webkit.Amount(sum.StringFixed(2))),
 			Subject: webkit.Sentence("To %s", partner), Form: f, Shown: shown, Target: BasePath + "/payouts",
 			Back: BasePath + "/payouts/new?" + url.Values{"partner_id": {pid.String()}}.Encode()})
 		return
@@ -307,13 +306,13 @@ func batchNotice(batches []oc.Batch, id uuid.UUID) template.HTML {
 			continue
 		}
 		// The reference is the operator's text: isolated (Sentence).
-		what := webkit.Sentence("%d transactions, NGN %s, reference %s", len(b.TransactionIds), webkit.Amount(b.FiatAmount), b.Reference)
+		what := webkit.Sentence("%s, NGN %s, reference %s", webkit.Count(len(b.TransactionIds), "transaction"), webkit.Amount(b.FiatAmount), b.Reference)
 		if b.Kind == oc.BatchKindFill {
 			rate := template.HTML("")
 			if b.Rate != nil {
 				rate = webkit.Sentence(" at %s", webkit.Amount(*b.Rate))
 			}
-			what = webkit.Sentence("%d transactions, USDT %s%s, NGN %s, reference %s", len(b.TransactionIds), webkit.Amount(b.CryptoAmount),
+			what = webkit.Sentence("%s, USDT %s%s, NGN %s, reference %s", webkit.Count(len(b.TransactionIds), "transaction"), webkit.Amount(b.CryptoAmount),
 				rate, webkit.Amount(b.FiatAmount), b.Reference)
 			return "Fill recorded: " + what + "."
 		}

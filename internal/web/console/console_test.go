@@ -207,7 +207,7 @@ func consoleFlow(t *testing.T, db testdb.Database) {
 		webtest.Follow("#batch-submit"),
 		chromedp.Text("#error", &text, chromedp.ByID),
 	))
-	require.Contains(t, text, "(20,000.00 NGN) is not the sum of the 3 ticked transactions (20,000.75 NGN)")
+	require.Contains(t, text, "(20,000.00 NGN) is not the sum of the 3 transactions ticked (20,000.75 NGN)")
 	var kept int
 	var ref string
 	require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`document.querySelectorAll('input.tick:checked').length`, &kept),

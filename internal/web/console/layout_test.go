@@ -61,7 +61,10 @@ func layoutFlow(t *testing.T, db testdb.Database) {
 			var widths []int
 			require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+p), chromedp.WaitReady("main", chromedp.ByQuery),
 				chromedp.Evaluate(`[document.documentElement.scrollWidth, document.documentElement.clientWidth]`, &widths)))
-			require.LessOrEqual(t, widths[0], widths[1], "%d px, %s: the page scrolls sideways", width, base+p)
+			var wide []string
+			require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`Array.from(document.querySelectorAll('body *')).filter(e =>
+				e.getBoundingClientRect().right > document.documentElement.clientWidth + 1).map(e => e.tagName + '#' + e.id + '.' + e.className)`, &wide)))
+			require.LessOrEqual(t, widths[0], widths[1], "%d px, %s: the page scrolls sideways (%v)", width, base+p, wide)
 			require.Equal(t, int(width), widths[1], "the viewport is %d px", width)
 			// No table is cut off: each fits the screen or scrolls in a box of its own.
 			var clipped []string

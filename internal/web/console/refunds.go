@@ -160,9 +160,13 @@ func (c *Console) partnerDirectory(w http.ResponseWriter, r *http.Request, ss *s
 		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return nil, nil, false
 	}
+	same := map[string]int{}
+	for _, p := range res.JSON200.Data {
+		same[p.Name]++
+	}
 	names := make(map[string]string, len(res.JSON200.Data))
 	for _, p := range res.JSON200.Data {
-		names[p.Id.String()] = p.Name
+		names[p.Id.String()] = webkit.PartnerLabel(p.Name, p.Id.String(), same)
 	}
 	return res.JSON200.Data, names, true
 }

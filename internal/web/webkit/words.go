@@ -142,3 +142,28 @@ func Change(from, to any) string {
 	}
 	return StateWords(f) + " → " + StateWords(t)
 }
+
+// Count writes n things in words as people write them: "1 transaction",
+// "3 transactions" (one is singular, every other count plural: plural is the
+// noun with an s unless given).
+func Count(n int, noun string, plural ...string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	p := noun + "s"
+	if len(plural) > 0 {
+		p = plural[0]
+	}
+	return fmt.Sprintf("%d %s", n, p)
+}
+
+// PartnerLabel is how a partner is named where several may share a name (a
+// selector of every partner): its name, and the start of its id after it when
+// another partner of others has the same name, so "Acme Pay · 3f2a9c1e" and
+// "Acme Pay · 77b0d4aa" can be told apart.
+func PartnerLabel(name, id string, others map[string]int) string {
+	if others[name] > 1 && len(id) >= 8 {
+		return name + " · " + id[:8]
+	}
+	return name
+}

@@ -52,3 +52,15 @@ func TestProblemFoldsItsDetail(t *testing.T) {
 	require.Equal(t, Problem{Words: "Quote expired. (quote_id: too old)", Detail: "quote_expired, HTTP 422"}, p)
 	require.Equal(t, "HTTP 502", APIError(502, nil).Detail)
 }
+
+// Counts read as people write them; partners sharing a name are told apart by
+// their ids, the others are named alone.
+func TestCountAndPartnerLabel(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "1 transaction", Count(1, "transaction"))
+	require.Equal(t, "0 transactions", Count(0, "transaction"))
+	require.Equal(t, "3 addresses", Count(3, "address", "addresses"))
+	same := map[string]int{"Acme Pay": 2, "Solo": 1}
+	require.Equal(t, "Acme Pay · 3f2a9c1e", PartnerLabel("Acme Pay", "3f2a9c1e-0000-4000-8000-000000000000", same))
+	require.Equal(t, "Solo", PartnerLabel("Solo", "77b0d4aa-0000-4000-8000-000000000000", same))
+}
