@@ -1,6 +1,9 @@
 // Package docs serves the API reference: an HTML page that renders the OpenAPI
 // contract with Redoc, the Redoc script itself, the contract as YAML, and the
-// downloads the page links to (the changelog, the Postman collections).
+// downloads the page links to (the Postman collections). Beside it, the
+// repository's Markdown (the guides, the changelog, the runbook) is served as
+// pages in the console's look and as written (pages.go), each linked from the
+// reference page and from the others.
 //
 // Everything is served from the binary. The Redoc bundle is embedded (see
 // assets/README.md and scripts/update-redoc.sh) rather than loaded from a CDN, so
@@ -16,6 +19,7 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"fmt"
+	"html"
 	"net/http"
 	"strconv"
 	"strings"
@@ -73,7 +77,9 @@ var redocScriptLicense []byte
 // pageTemplate is the whole page. The script URL is relative ("docs/…" from
 // "/docs" resolves to "/docs/…"), so the page keeps working when the service is
 // mounted under a path prefix by a reverse proxy; the spec URL is the fixed,
-// documented SpecPath. %s is the script's version tag.
+// documented SpecPath. %[1]s is the script's version tag, %[2]s the links to the
+// guides (guideLinks): the reference is where the root leads a newcomer, so it
+// lists every guide, the changelog and the runbook.
 const pageTemplate = `<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -84,18 +90,30 @@ const pageTemplate = `<!DOCTYPE html>
 </head>
 <body>
 <nav style="font: 14px/1.5 sans-serif; padding: 8px 16px; border-bottom: 1px solid #ddd;">
+<a href="docs/guide">Guides</a>: %[2]s &middot;
+<a href="docs/changelog">Changelog</a> &middot;
+<a href="docs/ops/">Operations</a> (<a href="docs/ops/runbook">runbook</a>)<br>
 Download: <a href="` + SpecPath + `">the OpenAPI contract</a> &middot;
-<a href="docs/changelog">changelog</a> &middot;
 Postman: <a href="docs/postman/partner.json">partner API collection</a>,
 <a href="docs/postman/operator.json">operator API collection</a>,
 <a href="docs/postman/sandbox-environment.json">sandbox environment</a>
 </nav>
 <noscript>The API reference needs JavaScript. The contract itself is at <a href="` + SpecPath + `">` + SpecPath + `</a>.</noscript>
 <redoc spec-url="` + SpecPath + `"></redoc>
-<script src="docs/` + scriptName + `?v=%s"></script>
+<script src="docs/` + scriptName + `?v=%[1]s"></script>
 </body>
 </html>
 `
+
+// guideLinks is the page's list of the guides, each linked by its title.
+func guideLinks() string {
+	var links []string
+	for _, name := range Guides() {
+		title, _ := GuideTitle(name)
+		links = append(links, `<a href="docs/guide/`+name+`">`+html.EscapeString(title)+`</a>`)
+	}
+	return strings.Join(links, ", ")
+}
 
 // Docs holds the page, the script and the spec, all prepared once in New so a
 // request only copies bytes.
@@ -125,7 +143,7 @@ func New(specYAML []byte) *Docs {
 	return &Docs{
 		spec:           bytes.Clone(specYAML),
 		specETag:       `"` + hex.EncodeToString(specSum[:16]) + `"`,
-		page:           fmt.Appendf(nil, pageTemplate, version),
+		page:           fmt.Appendf(nil, pageTemplate, version, guideLinks()),
 		script:         redocScript,
 		scriptETag:     `"` + version + `"`,
 		scriptGzipETag: `"` + version + `-gzip"`,

@@ -12,9 +12,9 @@ import (
 )
 
 // GuidePath is where the guides are served: the Markdown files of
-// internal/contract/docs/guide (the README links to them in the repository), each at
-// GuidePath/<name> (or <name>.md, so the guides' relative links resolve), and an
-// index at GuidePath.
+// internal/contract/docs/guide (the README links to them in the repository), each
+// as a page at GuidePath/<name> and as written at GuidePath/<name>.md, and an
+// index of them at GuidePath.
 const GuidePath = PagePath + "/guide"
 
 //go:embed guide/*.md
@@ -61,36 +61,57 @@ func Guide(name string) ([]byte, bool) {
 	return b, err == nil
 }
 
-// guideIndex is the Markdown index of the guides: each one's title and link.
+// GuideTitle returns the named guide's title (its first heading) and its summary
+// (the paragraph under the title, on one line), what the indexes show of it.
+func GuideTitle(name string) (title, summary string) {
+	md, ok := Guide(name)
+	if !ok {
+		return "", ""
+	}
+	first, rest, _ := strings.Cut(string(md), "\n")
+	title = strings.TrimSpace(strings.TrimPrefix(first, "# "))
+	var lines []string
+	for line := range strings.SplitSeq(strings.TrimLeft(rest, "\n"), "\n") {
+		if strings.TrimSpace(line) == "" {
+			break
+		}
+		lines = append(lines, strings.TrimSpace(line))
+	}
+	return title, strings.Join(lines, " ")
+}
+
+// guideIndex is the Markdown of the index page: every guide with its summary,
+// then the changelog, the runbook and the operations files. Its links are written
+// as from a file in guide/ of the repository, like the guides' own (the summaries
+// keep theirs).
 func guideIndex() []byte {
 	var b strings.Builder
 	b.WriteString("# partnerd guides\n\n")
+	b.WriteString("The guides, in a newcomer's order. Each is a Markdown file of the repository " +
+		"(`" + repoDir + "/guide/`), served here as a page; their shell blocks run as written.\n\n")
 	for _, name := range Guides() {
-		md, _ := Guide(name)
-		title, _, _ := strings.Cut(string(md), "\n")
-		fmt.Fprintf(&b, "- [%s](%s/%s)\n", strings.TrimSpace(strings.TrimPrefix(title, "# ")), GuidePath, name)
+		title, summary := GuideTitle(name)
+		fmt.Fprintf(&b, "- [%s](%s.md): %s\n", title, name, summary)
 	}
-	b.WriteString("\nThe API reference is at " + PagePath + ", the changelog at " + ChangelogPath + ".\n")
+	b.WriteString("\n## Beside the guides\n\n" +
+		"- [API changelog](../../../../openapi/CHANGELOG.md): what each released contract changed.\n" +
+		"- [Runbook](../ops/runbook.md): one section per alert: what it means, what to look at, what to do.\n" +
+		"- [Operations files](../ops/): the alert rules, the runbook and the Grafana dashboard, as this version ships them.\n" +
+		"- The API references (partner and operator) are linked at the top of every page.\n")
 	return []byte(b.String())
 }
 
-// RegisterGuides serves the guides under GuidePath for GET and HEAD, as Markdown,
-// without a key (they hold nothing secret).
+// RegisterGuides serves the guides under GuidePath for GET and HEAD, each as a
+// page and as written, and the index, without a key (they hold nothing secret).
+// "GuidePath/" is redirected to the index, relatively like the reference page.
 func RegisterGuides(e *echo.Echo) {
-	index := guideIndex()
-	serve := func(c echo.Context, body []byte) error {
-		h := c.Response().Header()
-		h.Set(echo.HeaderContentType, "text/markdown; charset=utf-8")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Cache-Control", "no-cache")
-		return serveBytes(c, body)
-	}
-	methods := []string{http.MethodGet, http.MethodHead}
-	e.Match(methods, GuidePath, func(c echo.Context) error { return serve(c, index) })
+	registerStatic(e)
+	servePage(e, document{source: repoDir + "/guide/index.md", path: GuidePath, md: guideIndex()}, "")
+	e.Match([]string{http.MethodGet, http.MethodHead}, GuidePath+"/", func(c echo.Context) error {
+		return c.Redirect(http.StatusMovedPermanently, "../guide")
+	})
 	for _, name := range Guides() {
-		body, _ := Guide(name)
-		page := func(c echo.Context) error { return serve(c, body) }
-		e.Match(methods, GuidePath+"/"+name, page)
-		e.Match(methods, GuidePath+"/"+name+".md", page)
+		md, _ := Guide(name)
+		servePage(e, document{source: repoDir + "/guide/" + name + ".md", path: GuidePath + "/" + name, md: md}, GuidePath+"/"+name+".md")
 	}
 }

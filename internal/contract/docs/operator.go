@@ -23,7 +23,7 @@ func RegisterOperator(e *echo.Echo, specYAML []byte) {
 	d := New(specYAML)
 	tmpl := strings.ReplaceAll(pageTemplate, SpecPath, OperatorSpecPath)
 	tmpl = strings.Replace(tmpl, "<title>partnerd API reference</title>", "<title>partnerd operator API reference</title>", 1)
-	d.page = fmt.Appendf(nil, tmpl, strings.Trim(d.scriptETag, `"`))
+	d.page = fmt.Appendf(nil, tmpl, strings.Trim(d.scriptETag, `"`), guideLinks())
 	methods := []string{http.MethodGet, http.MethodHead}
 	e.Match(methods, OperatorPagePath, d.servePage)
 	e.Match(methods, OperatorSpecPath, d.serveSpec)

@@ -92,14 +92,17 @@ func TestPostmanServed(t *testing.T) {
 	require.NotRegexp(t, `^sk_`, vals["partnerApiKey"], "a placeholder, not a key")
 }
 
-// TestPagesLinkDownloads: both reference pages link the contract, the changelog
-// and the Postman files, and each link resolves to a route that answers.
+// TestPagesLinkDownloads: both reference pages link every guide, the changelog,
+// the runbook, the contract and the Postman files, and each link resolves to a
+// route that answers.
 func TestPagesLinkDownloads(t *testing.T) {
 	t.Parallel()
 	e := echo.New()
 	docs.New(openapi.PartnerYAML).Register(e)
 	docs.RegisterChangelog(e, openapi.ChangelogMD)
 	docs.RegisterOperator(e, openapi.OperatorYAML)
+	docs.RegisterGuides(e)
+	docs.RegisterOps(e)
 	for page, spec := range map[string]string{docs.PagePath: docs.SpecPath, docs.OperatorPagePath: docs.OperatorSpecPath} {
 		rec := do(e, http.MethodGet, page, nil)
 		require.Equal(t, http.StatusOK, rec.Code)
@@ -110,7 +113,10 @@ func TestPagesLinkDownloads(t *testing.T) {
 			got = append(got, u.Path)
 			require.Equal(t, http.StatusOK, do(e, http.MethodGet, u.Path, nil).Code, "%s links %s", page, u.Path)
 		}
-		for _, want := range []string{spec, docs.ChangelogPath, docs.PostmanPartnerPath, docs.PostmanOperatorPath, docs.PostmanEnvironmentPath} {
+		for _, name := range docs.Guides() {
+			require.Contains(t, got, docs.GuidePath+"/"+name, "%s links the guide %s", page, name)
+		}
+		for _, want := range []string{spec, docs.GuidePath, docs.ChangelogPath, docs.RunbookPath, docs.PostmanPartnerPath, docs.PostmanOperatorPath, docs.PostmanEnvironmentPath} {
 			require.Contains(t, got, want, "%s links %s", page, want)
 		}
 	}
