@@ -289,7 +289,7 @@ func (l *Engine) Review(ctx context.Context, tx Tx, id uuid.UUID, by actor.Actor
 			t.Screening = ScreeningReleased
 			return l.fillIfDue(t, nil)
 		case Block:
-			s, err := move(t, BlockFunds, "failed", nil)
+			s, err := move(t, BlockFunds, "failed", meta(by))
 			if err != nil {
 				return nil, err
 			}

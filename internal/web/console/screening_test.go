@@ -96,6 +96,12 @@ func screeningReviewFlow(t *testing.T, db testdb.Database) {
 	audit, err := ops.ListAuditWithResponse(bg, &oc.ListAuditParams{TransactionId: &blocked.Id})
 	require.NoError(t, err)
 	require.Contains(t, string(audit.Body), "screening_blocked")
+	// The block's history row names the operator who decided, as the audit does.
+	var who []string
+	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"/transactions/"+blocked.Id.String()),
+		chromedp.Evaluate(`Array.from(document.querySelectorAll('td.operator')).map(td => td.textContent.trim())`, &who)))
+	require.NotEmpty(t, who)
+	require.NotEqual(t, "system", who[len(who)-1], "the block is the operator's, not the system's: %v", who)
 
 	var empty string
 	require.NoError(t, chromedp.Run(ctx, chromedp.Navigate(base+"/screening"), chromedp.Text("#empty", &empty, chromedp.ByID)))
