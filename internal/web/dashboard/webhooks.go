@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -79,6 +80,7 @@ func (d *Dashboard) showWebhooks(w http.ResponseWriter, r *http.Request, ss *ses
 		return
 	}
 	data["Events"] = evs.JSON200.Data.Data
+	data["References"] = d.references(ctx, cl, evs.JSON200.Data.Data)
 	if next := evs.JSON200.Data.NextCursor; next != nil {
 		v := url.Values{"cursor": {*next}}
 		if s := q.Get("status"); s != "" {
@@ -269,4 +271,24 @@ func (d *Dashboard) replayEvent(w http.ResponseWriter, r *http.Request, ss *sess
 	d.d.Logger.Info("dashboard webhook event replayed", "partner_id", ss.Data.PartnerID.String(), "user_id", ss.Data.UserID.String(),
 		"event_id", id.String())
 	http.Redirect(w, r, BasePath+"/webhooks/events/"+id.String()+"?replayed=1", http.StatusSeeOther)
+}
+
+// references are the merchant references of the transactions events are about
+// (each read once, a page holds at most 50 events), so the list names them as
+// the partner does; one that cannot be read is shown by its id.
+func (d *Dashboard) references(ctx context.Context, cl *pc.ClientWithResponses, events []pc.WebhookEvent) map[uuid.UUID]string {
+	out := map[uuid.UUID]string{}
+	for _, e := range events {
+		if e.Test {
+			continue
+		}
+		if _, done := out[e.AggregateId]; done {
+			continue
+		}
+		out[e.AggregateId] = ""
+		if res, err := cl.GetTransactionWithResponse(ctx, e.AggregateId); err == nil && res.JSON200 != nil {
+			out[e.AggregateId] = res.JSON200.Data.MerchantReference
+		}
+	}
+	return out
 }

@@ -148,8 +148,11 @@ func TestWebhookPages(t *testing.T) {
 			rows = waitAttempts(t, ctx, eventURL, 3)
 			require.Equal(t, "200", rows[2][0])
 
-			// A test event, then a selection of two events replayed.
+			// The list names the event's transaction by its merchant reference.
 			require.Equal(t, http.StatusOK, open(t, ctx, s.Base+"/webhooks"))
+			require.Equal(t, "HOOK-1", text(t, ctx, "#event-"+list.JSON200.Data.Data[0].EventId.String()+" td.transaction"))
+
+			// A test event, then a selection of two events replayed.
 			submit(t, ctx, "#send-test", "#attempts, #no-attempts")
 			require.Contains(t, text(t, ctx, "h1"), "test")
 			require.Contains(t, text(t, ctx, "#payload"), `"test": true`)
