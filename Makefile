@@ -40,9 +40,17 @@ devchain: build ## Run a development chain and the service watching it, on a fre
 	$(GO) build -o bin/devchain ./cmd/devchain
 	@scripts/devchain.sh $(NETWORK)
 
+# What partnerd version prints: the checkout's tag or commit (and -dirty with
+# uncommitted changes), also when Go does not stamp the build with it
+# (GOFLAGS=-buildvcs=false, a copy without .git).
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+
 .PHONY: build
 build: ## Build bin/partnerd
-	$(GO) build -o bin/partnerd ./cmd/partnerd
+	@# The first build compiles every dependency (minutes on a fresh machine): say so
+	@# rather than sit silent. Later builds take seconds.
+	@[ -x bin/partnerd ] || echo "building… (the first build of bin/partnerd compiles every dependency: a few minutes on a fresh machine; later builds take seconds)"
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/partnerd ./cmd/partnerd
 
 .PHONY: generate
 generate: ## Regenerate gen/ from openapi/partner.yaml and openapi/operator.yaml

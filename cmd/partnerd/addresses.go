@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -26,12 +25,11 @@ var accountPaths = map[string]string{"bep20": "m/44'/60'/0'", "trc20": "m/44'/19
 // account key and compared with the stored one; a mismatch (the key was changed
 // since) is reported and fails the command.
 func exportAddresses(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("addresses export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("addresses export", stderr)
 	network := fs.String("network", "", "the network, bep20 or trc20 (required)")
 	asJSON := fs.Bool("json", false, "print JSON lines, one address per line")
 	accountPath := fs.String("account-path", "", "the account key's derivation path (default: m/44'/60'/0' for bep20, m/44'/195'/0' for trc20)")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *network == "" {

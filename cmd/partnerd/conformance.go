@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,8 +21,7 @@ var errNonConformant = errors.New("conformance: the deployment does not conform 
 // its report, as text or (--json) one JSON document; it fails when any operation
 // failed.
 func checkConformance(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("conformance", stderr)
 	base := fs.String("base-url", "", "the deployment's root, http(s)://HOST[:PORT] (required)")
 	key := fs.String("api-key", "", "a sandbox partner API key (required; or PARTNERD_API_KEY)")
 	opKey := fs.String("operator-key", "", "an operator key holding treasury (and admin, compliance to check everything): also check the operator API (or PARTNERD_OPERATOR_KEY)")
@@ -32,7 +30,7 @@ func checkConformance(args []string, stdout, stderr io.Writer) error {
 	prefix := fs.String("prefix", "conformance-", "start of the merchant reference of every transaction the check creates")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	timeout := fs.Duration("timeout", 30*time.Second, "timeout of each request")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *key == "" {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -14,12 +13,11 @@ import (
 // --unmatched only those kept for operators (a second transfer, or one to the
 // address of a finished transaction), which no transaction absorbed.
 func listDeposits(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("deposits list", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("deposits list", stderr)
 	unmatched := fs.Bool("unmatched", false, "only unmatched deposits")
 	asJSON := fs.Bool("json", false, "print JSON lines, one deposit per line")
 	limit := fs.Int("limit", 1000, "at most this many")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	ctx := context.Background()

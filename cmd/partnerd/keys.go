@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,16 +23,12 @@ import (
 // a shell on the server, the same use cases; the audit log records them as the
 // command line's (actor cli: no operator acted).
 func partnerKeys(action string, args []string, log *slog.Logger, stdout, stderr io.Writer) error {
-	if action != "roll" && action != "revoke" {
-		return errors.New(usage)
-	}
-	fs := flag.NewFlagSet("partners keys "+action, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("partners keys "+action, stderr)
 	partner := fs.String("partner", "", "the partner's id (required)")
 	keyID := fs.String("key", "", "the key's id, from GET /partners/{id}/keys (required)")
 	overlap := fs.Duration("overlap", apikeys.DefaultOverlap, "how long the rolled key keeps working (roll)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	pid, err1 := uuid.Parse(*partner)

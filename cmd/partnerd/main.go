@@ -23,6 +23,12 @@
 //	                                          an address list deposit senders are screened against
 //	partnerd conformance --base-url URL --api-key KEY [--operator-key KEY] [--json]
 //	                                          check a running deployment against its contracts
+//	partnerd secrets rotate                   seal every stored secret again under the current key
+//	partnerd version                          the version and the commit it was built from
+//	partnerd help [COMMAND]                   the commands, or one command's usage and flags
+//
+// An unknown command, flag or argument is refused with the command's usage
+// (exit status 2).
 //
 // Settings come from the environment; see internal/contract/docs/guide/configuration.md.
 package main
@@ -31,7 +37,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -52,110 +57,54 @@ import (
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "partnerd:", err)
+		if errors.As(err, new(usageError)) {
+			os.Exit(2) // the command line was not understood; its usage is above
+		}
 		os.Exit(1)
 	}
 }
 
-const usage = `usage: partnerd [-v] COMMAND (-v: show a command's log lines, not only its result and errors)
-  partnerd [serve]                              run the API
-  partnerd migrate                              apply database migrations
-  partnerd partners create --name NAME [--json] create a partner and print its API key once
-  partnerd partners keys roll --partner ID --key KEY_ID [--overlap 24h] [--json]
-                                                replace a partner key; the old one works for the overlap
-  partnerd partners keys revoke --partner ID --key KEY_ID
-                                                revoke a partner key
-  partnerd partners users invite --partner ID --email E --role admin|developer|finance [--base-url URL] [--json]
-                                                invite a person to the partner's dashboard; the link is printed once (72 h)
-  partnerd operators create --name NAME --role ROLE[,ROLE…] [--json]
-                                                create an operator (roles: viewer, support, treasury, compliance, admin)
-                                                and print its API key once
-  partnerd operators roles OPERATOR_ID --set ROLE[,ROLE…]
-                                                replace an operator's roles
-  partnerd listen --secret whsec_… [--addr :9000]
-                                                receive, verify and print webhooks locally
-  partnerd deposits list [--unmatched] [--json] chain transfers to deposit addresses (unmatched ones for operators)
-  partnerd addresses export --network N [--json] [--account-path P]
-                                                every issued deposit address: index, derivation path, transaction, status, amount received
-  partnerd screening import --source NAME --published YYYY-MM-DD FILE [--json]
-                                                import an address list (one address per line) to screen deposit senders against;
-                                                waiting transactions are screened again
-  partnerd secrets rotate   (seal every TOTP and webhook signing secret again under SECRETS_KEYS' first key)
-  partnerd conformance --base-url URL --api-key KEY [--operator-key KEY] [--include-webhooks] [--rotate-webhook-secret] [--json]
-                                                exercise every operation of both contracts against a running deployment
-                                                and check every answer; fails on any violation`
-
+// run runs the command args name (serve when there is none), writing its
+// result on stdout and its log lines and messages on stderr. A command line it
+// does not understand is a usageError; -h or --help after a command prints its
+// usage and succeeds.
 func run(args []string, stdout, stderr io.Writer) error {
 	verbose := len(args) > 0 && args[0] == "-v"
 	if verbose {
 		args = args[1:]
 	}
-	cmd := "serve"
-	if len(args) > 0 {
-		cmd, args = args[0], args[1:]
+	switch {
+	case len(args) == 0:
+		args = []string{"serve"}
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "-help":
+		args = []string{"help"}
+	case args[0] == "--version" || args[0] == "-version":
+		args = []string{"version"}
+	}
+	c, rest, ok := find(args)
+	if !ok {
+		return unknown(args, stderr)
 	}
 	// A command other than serve prints its result alone: its start-up warnings
 	// (demo keys, watchers off) belong to the service, so they show with -v only;
 	// errors always do.
 	level := slog.LevelInfo
-	if cmd != "serve" && !verbose {
+	if c.name != "serve" && !verbose {
 		level = slog.LevelError
 	}
 	// Lines logged with a context carrying a span get its trace_id and span_id.
 	log := slog.New(tracing.LogHandler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})))
-	switch cmd {
-	case "serve":
-		return serve(log, stdout)
-	case "migrate":
-		return migrate(stdout)
-	case "partners":
-		if len(args) >= 2 && args[0] == "keys" {
-			return partnerKeys(args[1], args[2:], log, stdout, stderr)
-		}
-		if len(args) >= 2 && args[0] == "users" {
-			return partnerUsers(args[1], args[2:], log, stdout, stderr)
-		}
-		if len(args) == 0 || args[0] != "create" {
-			return errors.New(usage)
-		}
-		return createPartner(args[1:], log, stdout, stderr)
-	case "operators":
-		if len(args) > 0 && args[0] == "roles" {
-			return setOperatorRoles(args[1:], log, stdout, stderr)
-		}
-		if len(args) == 0 || args[0] != "create" {
-			return errors.New(usage)
-		}
-		return createOperator(args[1:], log, stdout, stderr)
-	case "listen":
-		return listen(args, stdout, stderr)
-	case "deposits":
-		if len(args) == 0 || args[0] != "list" {
-			return errors.New(usage)
-		}
-		return listDeposits(args[1:], stdout, stderr)
-	case "addresses":
-		if len(args) == 0 || args[0] != "export" {
-			return errors.New(usage)
-		}
-		return exportAddresses(args[1:], stdout, stderr)
-	case "screening":
-		if len(args) == 0 || args[0] != "import" {
-			return errors.New(usage)
-		}
-		return importScreeningList(args[1:], stdout, stderr)
-	case "conformance":
-		return checkConformance(args, stdout, stderr)
-	case "secrets":
-		if len(args) != 1 || args[0] != "rotate" {
-			return errors.New(usage)
-		}
-		return rotateSecrets(stdout)
-	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, usage)
-		return nil
-	default:
-		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	if c.settings {
+		// A setting misspelt is about this command too (a DATABASE_URL misspelt
+		// points it at another database), so every command that reads settings
+		// shows the warning, whatever its log level.
+		warnNearMisses(slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: min(level, slog.LevelWarn)})))
 	}
+	err := c.run(invocation{log: log, stdout: stdout, stderr: stderr}, rest)
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	return err
 }
 
 func serve(log *slog.Logger, stdout io.Writer) error {
@@ -163,7 +112,7 @@ func serve(log *slog.Logger, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopOnSignal(log)
 	defer stop()
 	// Bind first: a taken port must fail before anything is created, or the demo
 	// partner's key (shown once) would be printed by a start that then fails.
@@ -194,6 +143,50 @@ func serve(log *slog.Logger, stdout io.Writer) error {
 		base, base, base, base)
 	fmt.Fprintf(stdout, "partnerd (%s) listening on %s\n", cfg.Env, ln.Addr())
 	return a.Serve(ctx, ln)
+}
+
+// stopOnSignal returns a context that ends at the first SIGINT or SIGTERM,
+// which starts a graceful stop (the service logs what it waits for). A second
+// SIGINT (Ctrl-C again: whoever pressed it does not want to wait) exits at once
+// with status 130, leaving what was in flight as a crash would: the jobs taken
+// are rescued, and the transactions stay as committed. Only SIGINT counts
+// twice: a supervisor's SIGTERM after a Ctrl-C (make devchain's script stopping
+// its children) still lets the stop finish.
+func stopOnSignal(log *slog.Logger) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		interrupts := 0
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				if sig == os.Interrupt {
+					interrupts++
+				}
+				if interrupts == 2 {
+					log.Warn("interrupted again: exiting now, without waiting")
+					os.Exit(130)
+				}
+				if ctx.Err() == nil {
+					hint := ""
+					if sig == os.Interrupt {
+						hint = " (Ctrl-C again to exit at once)"
+					}
+					log.Info("received " + sig.String() + ": stopping" + hint)
+					cancel()
+				}
+			}
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
 }
 
 func displayAddr(addr net.Addr) string {
@@ -259,11 +252,10 @@ func createPartner(args []string, log *slog.Logger, stdout, stderr io.Writer) er
 // what), opens the service and runs fn with them.
 func withNamedApp(command, what string, args []string, log *slog.Logger, stderr io.Writer,
 	fn func(ctx context.Context, a *app.App, name string, asJSON bool) error) error {
-	fs := flag.NewFlagSet(command, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags(command, stderr)
 	name := fs.String("name", "", "the "+what+"'s name (required)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *name == "" {
@@ -275,11 +267,10 @@ func withNamedApp(command, what string, args []string, log *slog.Logger, stderr 
 // listen runs a local webhook receiver that verifies signatures and timestamps,
 // drops duplicates by webhook id and prints each event (like `stripe listen`).
 func listen(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("listen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("listen", stderr)
 	secret := fs.String("secret", "", "the endpoint's signing secret, whsec_… (required)")
 	addr := fs.String("addr", ":9000", "address to listen on")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *secret == "" {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/user"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -50,16 +50,16 @@ func recordCLI(ctx context.Context, st *store.Store, a audit.Action, reference s
 // and prints its key once; with --json exactly {"operator_id": "…", "name": "…",
 // "roles": […], "api_key": "…"}. The audit log records it as the command line's.
 func createOperator(args []string, log *slog.Logger, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("operators create", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("operators create", stderr)
 	name := fs.String("name", "", "the operator's name (required)")
 	role := fs.String("role", "", "their roles, comma-separated: viewer, support, treasury, compliance, admin (required)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *name == "" || *role == "" {
-		return errors.New("usage: partnerd operators create --name NAME --role ROLE[,ROLE…] [--json]")
+		fs.Usage()
+		return usageError{errors.New("operators create: --name and --role are required")}
 	}
 	roles, err := operators.ParseRoles(*role)
 	if err != nil {
@@ -88,22 +88,30 @@ func createOperator(args []string, log *slog.Logger, stdout, stderr io.Writer) e
 // setOperatorRoles replaces operator ID's roles with --set (comma-separated),
 // audited as the command line's.
 func setOperatorRoles(args []string, log *slog.Logger, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("operators roles", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("operators roles", stderr)
 	set := fs.String("set", "", "the new roles, comma-separated (required)")
-	const usage = "usage: partnerd operators roles OPERATOR_ID --set ROLE[,ROLE…]"
-	if len(args) == 0 {
-		return errors.New(usage)
+	// OPERATOR_ID comes first (flags may also precede it).
+	idArg := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		idArg, args = args[0], args[1:]
 	}
-	id, err := uuid.Parse(args[0])
-	if err != nil {
-		return fmt.Errorf("operators roles: %q is no operator id\n%s", args[0], usage)
+	positional := 0
+	if idArg == "" {
+		positional = 1
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parse(fs, args, positional); err != nil {
 		return err
 	}
-	if *set == "" {
-		return errors.New(usage)
+	if idArg == "" {
+		idArg = fs.Arg(0)
+	}
+	if idArg == "" || *set == "" {
+		fs.Usage()
+		return usageError{errors.New("operators roles: OPERATOR_ID and --set are required")}
+	}
+	id, err := uuid.Parse(idArg)
+	if err != nil {
+		return fmt.Errorf("operators roles: %q is no operator id", idArg)
 	}
 	roles, err := operators.ParseRoles(*set)
 	if err != nil {

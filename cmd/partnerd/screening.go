@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,16 +21,16 @@ import (
 // it from then on, the source's earlier list is no longer screened against, and
 // the senders of every transaction not yet filled are screened again.
 func importScreeningList(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("screening import", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("screening import", stderr)
 	source := fs.String("source", "", "the list's source, e.g. \"OFAC SDN\" (required)")
 	published := fs.String("published", "", "the date the source published this version, YYYY-MM-DD (required)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args, 1); err != nil {
 		return err
 	}
 	if *source == "" || *published == "" || fs.NArg() != 1 {
-		return errors.New("usage: partnerd screening import --source NAME --published YYYY-MM-DD FILE")
+		fs.Usage()
+		return usageError{errors.New("screening import: --source, --published and FILE are required")}
 	}
 	// The source's name is shown to operators: the text rule of every request holds.
 	if p := textrule.Problem(*source); p != "" || len(*source) > 200 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,20 +20,18 @@ import (
 
 // partnerUsers runs `partners users invite`: the operator API's invitation for a
 // shell on the server, the same use case; the audit log records it as the command
-// line's (actor cli: no operator acted). The link is printed once: only its
-// token's hash is stored.
-func partnerUsers(action string, args []string, log *slog.Logger, stdout, stderr io.Writer) error {
-	if action != "invite" {
-		return errors.New(usage)
-	}
-	fs := flag.NewFlagSet("partners users invite", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// line's (actor cli: no operator acted). The link is printed once, whole (it is
+// handed to someone who has no other way to find the service): PUBLIC_URL, or the
+// local listening address in staging, then the path. Only its token's hash is
+// stored.
+func partnerUsers(args []string, log *slog.Logger, stdout, stderr io.Writer) error {
+	fs := newFlags("partners users invite", stderr)
 	partner := fs.String("partner", "", "the partner's id (required)")
 	email := fs.String("email", "", "the person's address (required)")
 	role := fs.String("role", "", "admin, developer or finance (required)")
-	baseURL := fs.String("base-url", "", "the dashboard's public address, e.g. https://partnerd.example.com, to print the whole link")
+	baseURL := fs.String("base-url", "", "what the link starts with, e.g. https://partnerd.example.com (default: PUBLIC_URL, or http://localhost:PORT of LISTEN_ADDR)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	pid, err := uuid.Parse(*partner)
@@ -59,7 +56,11 @@ func partnerUsers(action string, args []string, log *slog.Logger, stdout, stderr
 	if err != nil {
 		return err
 	}
-	link := strings.TrimRight(*baseURL, "/") + n.Path()
+	base := strings.TrimRight(*baseURL, "/")
+	if base == "" {
+		base = cfg.LinkBase(nil)
+	}
+	link := base + n.Path()
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(struct {
 			UserID    string `json:"user_id"`
@@ -67,11 +68,14 @@ func partnerUsers(action string, args []string, log *slog.Logger, stdout, stderr
 			ExpiresAt string `json:"expires_at"`
 		}{n.User.ID.String(), link, n.Invitation.ExpiresAt.Format(time.RFC3339)})
 	}
-	where := ""
-	if *baseURL == "" {
-		where = " (a path on this server's dashboard; --base-url prints the whole link)"
+	// A person still invited gets a new link, and the earlier one (the API's,
+	// the dashboard's or this command's) stops working: say so, since that link
+	// may already have been handed on. A new user is made with the invitation.
+	replaced := ""
+	if !n.User.CreatedAt.Equal(n.Invitation.CreatedAt) {
+		replaced = fmt.Sprintf("\n%s was already invited: the earlier link no longer works; hand on this one.", n.User.Email)
 	}
-	fmt.Fprintf(stdout, "user_id:    %s\ninvite_url: %s\nexpires_at: %s\n\nThe link is shown only now%s. It works once, until it expires;\nthe person sets their password there.\n",
-		n.User.ID, link, n.Invitation.ExpiresAt.Format(time.RFC3339), where)
+	fmt.Fprintf(stdout, "user_id:    %s\ninvite_url: %s\nexpires_at: %s\n\nThe link is shown only now. It works once, until it expires;\nthe person sets their password there.%s\n",
+		n.User.ID, link, n.Invitation.ExpiresAt.Format(time.RFC3339), replaced)
 	return nil
 }

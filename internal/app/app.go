@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -95,6 +96,23 @@ type App struct {
 	actions    *actions.Service
 	// partnerUsers are the people of partners who sign in to the dashboard.
 	partnerUsers *partnerusers.Service
+
+	// linkBase is what the links handed to people start with (config.LinkBase of
+	// the listener Serve was given); unset until then.
+	linkBase atomic.Pointer[string]
+	// inFlight counts the requests being answered, for the shutdown to say what
+	// it waits for.
+	inFlight atomic.Int64
+}
+
+// LinkBase is what the links the service hands to people start with (an
+// invitation's): PUBLIC_URL, or else the address it listens on, once Serve has
+// bound it (before, LISTEN_ADDR's).
+func (a *App) LinkBase() string {
+	if b := a.linkBase.Load(); b != nil {
+		return *b
+	}
+	return a.cfg.LinkBase(nil)
 }
 
 // Open connects to the database, applies pending migrations and builds the services.
@@ -249,7 +267,7 @@ func (a *App) openJobs(policy safeurl.Policy) error {
 		return fmt.Errorf("job runner: %w", err)
 	}
 	a.events = webhook.NewLog(st, a.jobs, a.codec, store.Now)
-	a.metrics.QueueDepth(func() (float64, error) { return st.QueueDepth(context.Background()) })
+	a.metrics.QueueDepth(st.QueueDepth)
 	a.metrics.ObserveDatabase(st.SQL())
 	return nil
 }
@@ -381,8 +399,14 @@ func (a *App) EnsureDemoPartner(ctx context.Context) (*partners.Partner, string,
 // Serve accepts connections on ln until ctx is done, then stops accepting, lets
 // requests in flight finish (up to 20 s) and returns.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	base := a.cfg.LinkBase(ln.Addr())
+	a.linkBase.Store(&base)
 	srv := &http.Server{
-		Handler:           a.handler,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			a.inFlight.Add(1)
+			defer a.inFlight.Add(-1)
+			a.handler.ServeHTTP(w, r)
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -413,8 +437,11 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	a.log.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	// Say what the stop waits for: a request still running (a slow client, a
+	// long export) holds it up to ShutdownTimeout.
+	a.log.Info("shutting down: no new requests; waiting for the requests in flight, then the running jobs",
+		"requests_in_flight", a.inFlight.Load(), "at_most", ShutdownTimeout.String())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
 	shutdownErr := srv.Shutdown(shutdownCtx)
 	// Running jobs finish (or are released) after the last request is answered.
@@ -429,6 +456,10 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	return nil
 }
+
+// ShutdownTimeout bounds a graceful stop: how long Serve waits, once its context
+// ends, for the requests in flight and then the running jobs.
+const ShutdownTimeout = 20 * time.Second
 
 // purgeInterval is how often expired idempotency keys and webhook events are deleted.
 const purgeInterval = 10 * time.Minute

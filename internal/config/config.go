@@ -7,6 +7,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -51,6 +53,14 @@ type Config struct {
 	Env         Environment
 	DatabaseURL string
 	ListenAddr  string
+	// PublicURL (PUBLIC_URL) is the address people reach the service at,
+	// http(s)://HOST[:PORT][/PATH] without a trailing slash. The links the service
+	// hands to people, to be opened later and elsewhere (an invitation printed by
+	// the command line or shown on the dashboard), start with it, since neither the
+	// listening address nor a request's Host header is where the public reaches it
+	// behind a proxy. Production requires it; in staging, unset, it is empty and
+	// LinkBase falls back to the listening address.
+	PublicURL string
 
 	// RateSource is "static" or "http".
 	RateSource   string
@@ -219,6 +229,54 @@ func (r *reader) basics(c *Config) {
 	} else if d == dburl.SQLite && c.Env == Production {
 		bad("DATABASE_URL", errors.New("production refuses the embedded SQLite database (one instance, no backups); set a postgres:// URL"))
 	}
+	if _, _, err := net.SplitHostPort(c.ListenAddr); err != nil {
+		bad("LISTEN_ADDR", fmt.Errorf("%q: want HOST:PORT or :PORT, e.g. :8080", c.ListenAddr))
+	}
+	r.publicURL(c)
+}
+
+// publicURL reads PUBLIC_URL: required in production, and https there (the
+// dashboard's cookies are Secure, so a link on http could not be signed in from).
+func (r *reader) publicURL(c *Config) {
+	v := r.get("PUBLIC_URL", "")
+	if v == "" {
+		if c.Env == Production {
+			r.bad("PUBLIC_URL", errors.New("production needs the address people reach the service at, e.g. https://partnerd.example.com: the links it hands out (invitations) start with it"))
+		}
+		return
+	}
+	u, err := url.Parse(v)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		r.bad("PUBLIC_URL", fmt.Errorf("%q: want the address people reach the service at, http(s)://HOST[:PORT], e.g. https://partnerd.example.com", v))
+	case c.Env == Production && u.Scheme != "https":
+		r.bad("PUBLIC_URL", fmt.Errorf("%q: production is reached over https (its sessions' cookies are Secure)", v))
+	default:
+		c.PublicURL = strings.TrimRight(v, "/")
+	}
+}
+
+// LinkBase is what the links handed to people start with: PUBLIC_URL, or, when it
+// is unset (staging), http://HOST:PORT of the address the service listens on, so
+// that a link printed on a developer's machine opens there. listening is the
+// bound listener's address (its real port when LISTEN_ADDR's is 0); nil means
+// LISTEN_ADDR, for a command that does not serve. HOST is localhost when the
+// service listens on every interface.
+func (c *Config) LinkBase(listening net.Addr) string {
+	if c.PublicURL != "" {
+		return c.PublicURL
+	}
+	host, port, _ := net.SplitHostPort(c.ListenAddr)
+	if tcp, ok := listening.(*net.TCPAddr); ok {
+		host, port = tcp.IP.String(), strconv.Itoa(tcp.Port)
+		if tcp.IP == nil || tcp.IP.IsUnspecified() {
+			host = ""
+		}
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // rates reads where exchange rates come from.

@@ -46,7 +46,9 @@ func TestProductionRefusesDemoRates(t *testing.T) {
 	require.ErrorContains(t, err, "CHAIN_RPC_BEP20")
 	require.ErrorContains(t, err, "CHAIN_RPC_TRC20")
 	require.ErrorContains(t, err, "SCREENING", "production refuses to start without screening")
+	require.ErrorContains(t, err, "PUBLIC_URL", "production's links need its public address")
 	prod["SCREENING"] = "off"
+	prod["PUBLIC_URL"] = "https://partnerd.example.com"
 	prod["CHAIN_RPC_BEP20"] = "https://bsc.example/rpc"
 	prod["CHAIN_RPC_TRC20"] = "https://tron.example/jsonrpc"
 	// Demo values given explicitly are refused too, each naming its setting.
@@ -101,7 +103,7 @@ func TestProductionRefusesDemoKeysInDisguise(t *testing.T) {
 		return map[string]string{"APP_ENV": "production", "RATE_FEED_URL": "https://rates.example/ngn", "RATE_FEED_FIELDS": "usdt=data.usdt",
 			"CHAIN_RPC_BEP20": "https://bsc.example/rpc", "CHAIN_RPC_TRC20": "https://tron.example/jsonrpc",
 			"CURSOR_SECRET": "0123456789abcdef0123456789abcdef", "SECRETS_KEYS": "k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", "DATABASE_URL": "postgres://partnerd@db.internal/partnerd",
-			"XPUB_BEP20": bep20, "XPUB_TRC20": trc20, "SCREENING": "list"}
+			"XPUB_BEP20": bep20, "XPUB_TRC20": trc20, "SCREENING": "list", "PUBLIC_URL": "https://partnerd.example.com"}
 	}
 	for name, tc := range map[string]struct {
 		bep20, trc20 string

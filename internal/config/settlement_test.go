@@ -27,7 +27,7 @@ func TestSettlementSettings(t *testing.T) {
 		"APP_ENV": "production", "RATE_FEED_URL": "https://rates.example/ngn", "RATE_FEED_FIELDS": "usdt=data.usdt",
 		"XPUB_BEP20": otherXPub, "XPUB_TRC20": otherXPub, "CURSOR_SECRET": strings.Repeat("s", 32), "SECRETS_KEYS": "k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
 		"DATABASE_URL":    "postgres://u@db/partnerd",
-		"SETTLEMENT_MODE": "auto", "SCREENING": "list",
+		"SETTLEMENT_MODE": "auto", "SCREENING": "list", "PUBLIC_URL": "https://partnerd.example.com",
 		"CHAIN_RPC_BEP20": "https://bsc.example/rpc", "CHAIN_RPC_TRC20": "https://tron.example/jsonrpc",
 	}
 	c, err = Load(env(prod))

@@ -9,6 +9,7 @@
 package metrics
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"sync"
@@ -199,11 +200,12 @@ func (m *Metrics) DeliveryLag(d time.Duration) {
 }
 
 // QueueDepth sets how partnerd_job_queue_depth is read: f is called on every
-// scrape (so the value is never stale and nothing has to poll), and an error from
+// scrape (so the value is never stale and nothing has to poll) with a context
+// that ends after ScrapeTimeout (a database that hangs cannot hold the scrape,
+// and partnerd_database_up then reads 0 in the same answer), and an error from
 // it leaves the gauge out of that scrape rather than reporting a false number. A
-// later call replaces f; until the first, the gauge is absent. f should be quick
-// and bounded, since a scrape waits for it.
-func (m *Metrics) QueueDepth(f func() (float64, error)) {
+// later call replaces f; until the first, the gauge is absent.
+func (m *Metrics) QueueDepth(f func(ctx context.Context) (float64, error)) {
 	m.queueDepth.set(f)
 }
 
@@ -228,10 +230,10 @@ func routeLabel(c echo.Context) string {
 type funcGauge struct {
 	desc *prometheus.Desc
 	mu   sync.RWMutex
-	f    func() (float64, error)
+	f    func(ctx context.Context) (float64, error)
 }
 
-func (g *funcGauge) set(f func() (float64, error)) {
+func (g *funcGauge) set(f func(ctx context.Context) (float64, error)) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.f = f
@@ -248,7 +250,9 @@ func (g *funcGauge) Collect(ch chan<- prometheus.Metric) {
 	if f == nil {
 		return
 	}
-	v, err := f()
+	ctx, cancel := context.WithTimeout(context.Background(), ScrapeTimeout)
+	defer cancel()
+	v, err := f(ctx)
 	if err != nil || math.IsNaN(v) {
 		return
 	}

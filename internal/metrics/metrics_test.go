@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -165,8 +166,11 @@ func TestQueueDepth(t *testing.T) {
 	var depth atomic.Int64
 	var calls atomic.Int64
 	var fail atomic.Bool
-	m.QueueDepth(func() (float64, error) {
+	m.QueueDepth(func(ctx context.Context) (float64, error) {
 		calls.Add(1)
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > metrics.ScrapeTimeout {
+			return 0, errors.New("read without the scrape's deadline")
+		}
 		if fail.Load() {
 			return 0, errors.New("database down")
 		}
@@ -191,8 +195,17 @@ func TestQueueDepth(t *testing.T) {
 	require.False(t, ok)
 	require.Contains(t, fams, "partnerd_transitions_total")
 
+	// A read that hangs ends with the scrape's deadline: the gauge is left out,
+	// the scrape answers.
+	m.QueueDepth(func(ctx context.Context) (float64, error) {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	})
+	_, ok = scrape(t, m)[name]
+	require.False(t, ok)
+
 	// A new source replaces the old one.
-	m.QueueDepth(func() (float64, error) { return 42, nil })
+	m.QueueDepth(func(context.Context) (float64, error) { return 42, nil })
 	require.InDelta(t, 42, series(t, scrape(t, m), name, nil).GetGauge().GetValue(), 0)
 }
 

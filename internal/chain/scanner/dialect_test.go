@@ -288,7 +288,7 @@ func TestWrongChainID(t *testing.T) {
 	delete(settings, "CHAIN_ID_BEP20")
 	prod := map[string]string{"APP_ENV": "production", "RATE_SOURCE": "http", "RATE_FEED_URL": feed.URL, "RATE_FEED_FIELDS": "usdt=usdt",
 		"XPUB_BEP20": apitest.TestXPub, "XPUB_TRC20": apitest.TestXPub, "CURSOR_SECRET": strings.Repeat("s", 32), "SECRETS_KEYS": "k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
-		"CHAIN_RPC_TRC20": "http://127.0.0.1:9", "DATABASE_URL": testdb.PostgresSchema(t), "SCREENING": "list",
+		"CHAIN_RPC_TRC20": "http://127.0.0.1:9", "DATABASE_URL": testdb.PostgresSchema(t), "SCREENING": "list", "PUBLIC_URL": "https://partnerd.test",
 		"TOKEN_CONTRACTS": settings["TOKEN_CONTRACTS"] + ",usdt:trc20=TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t/6"}
 	for k, v := range settings {
 		if _, ok := prod[k]; !ok {

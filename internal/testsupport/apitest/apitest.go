@@ -69,8 +69,10 @@ func StartLogged(t *testing.T, db testdb.Database, settings map[string]string, w
 		// Test receivers listen on loopback; production refuses the setting.
 		vars["WEBHOOK_ALLOW_PRIVATE_URLS"] = "true"
 	} else {
-		// Production requires keys of its own for the sealed secrets.
+		// Production requires keys of its own for the sealed secrets, and the
+		// https address people reach it at (the links it hands out start with it).
 		vars["SECRETS_KEYS"] = "test:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+		vars["PUBLIC_URL"] = "https://partnerd.test"
 	}
 	for k, v := range settings {
 		vars[k] = v

@@ -68,6 +68,11 @@ type Deps struct {
 	// Production requires the second factor, marks the cookie Secure and hides
 	// the sandbox simulator.
 	Production bool
+	// LinkBase is what the links handed on start with (an invitation's), the
+	// service's public address (PUBLIC_URL): a request's Host is where the admin
+	// reached the dashboard, not necessarily where the invited person can. Nil, or
+	// an empty answer, uses the request's scheme and host.
+	LinkBase func() string
 	// Secrets seal the device cookies (SECRETS_KEYS).
 	Secrets *secrets.Keyring
 	Logger  *slog.Logger

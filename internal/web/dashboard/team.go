@@ -67,9 +67,15 @@ func (d *Dashboard) invite(w http.ResponseWriter, r *http.Request, ss *session) 
 		"Expires": inv.Invitation.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC")})
 }
 
-// origin is the scheme and host the browser reached the dashboard at, for a link
-// to hand on (HTTPS in production, behind its proxy).
+// origin is what a link to hand on starts with: the service's public address
+// (Deps.LinkBase), or else the scheme and host the browser reached the dashboard
+// at (HTTPS in production, behind its proxy).
 func (d *Dashboard) origin(r *http.Request) string {
+	if d.d.LinkBase != nil {
+		if base := d.d.LinkBase(); base != "" {
+			return base
+		}
+	}
 	scheme := "http"
 	if r.TLS != nil || d.d.Production {
 		scheme = "https"

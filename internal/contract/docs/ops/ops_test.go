@@ -292,7 +292,7 @@ func exported(t *testing.T) map[string]bool {
 	m.Transition("completed")
 	m.WebhookAttempt(metrics.OutcomeSuccess, time.Second)
 	m.DeliveryLag(time.Second)
-	m.QueueDepth(func() (float64, error) { return 1, nil })
+	m.QueueDepth(func(context.Context) (float64, error) { return 1, nil })
 	m.Screened("bep20", "clear")
 	m.ObserveOperations(func(context.Context) (metrics.Operations, error) {
 		return metrics.Operations{Stages: map[string]float64{"failed": 1}, RefundWork: map[string]float64{"dust": 1},
