@@ -23,6 +23,21 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for BalanceCurrency.
+const (
+	NGN BalanceCurrency = "NGN"
+)
+
+// Valid indicates whether the value is a known member of the BalanceCurrency enum.
+func (e BalanceCurrency) Valid() bool {
+	switch e {
+	case NGN:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorCode.
 const (
 	ErrorCodeAmountOutOfRange             ErrorCode = "amount_out_of_range"
@@ -225,6 +240,59 @@ func (e WebhookEventType) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// Balance The partner's NGN balance (`GET /balance`).
+type Balance struct {
+	// AsOf When the balance was read.
+	AsOf time.Time `json:"as_of"`
+
+	// Currency The currency of every amount.
+	Currency BalanceCurrency `json:"currency"`
+
+	// InPayout Transactions in a payout sent but not settled.
+	InPayout BalanceLine `json:"in_payout"`
+
+	// Owed Completed transactions whose payout has not settled.
+	Owed BalanceLine `json:"owed"`
+
+	// PaidOut Transactions paid by the payouts created within the period.
+	PaidOut BalanceLine `json:"paid_out"`
+
+	// PayoutCount How many payouts were created within the period.
+	PayoutCount int `json:"payout_count"`
+
+	// PeriodEnd The period's end, exclusive (the first instant of the next month, UTC).
+	PeriodEnd time.Time `json:"period_end"`
+
+	// PeriodStart The period's start, inclusive (the first instant of the month, UTC).
+	PeriodStart time.Time `json:"period_start"`
+}
+
+// BalanceCurrency The currency of every amount.
+type BalanceCurrency string
+
+// BalanceLine An NGN sum and how many transactions it is made of.
+type BalanceLine struct {
+	// Amount An NGN amount as a decimal string with exactly 2 decimal places.
+	//
+	// Example: 154225.00
+	Amount FiatAmount `json:"amount"`
+
+	// TransactionCount How many transactions the amount sums.
+	TransactionCount int `json:"transaction_count"`
+}
+
+// BalanceResponse Envelope of the balance.
+type BalanceResponse struct {
+	// Data The partner's NGN balance (`GET /balance`).
+	Data Balance `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
 }
 
 // CreateTransactionRequest Exactly one pricing mode: `quote_id` (quote mode) or `fiat_amount` (direct mode).
@@ -669,6 +737,11 @@ type SimulateRequest struct {
 	//
 	// Example: deposit.detected
 	Event SimulateRequestEvent `json:"event"`
+
+	// Sender `deposit.detected` only: the address that sent the simulated transfer, in the network's form (`0x` and 40 hex digits on bep20, a base58 `T…` address on trc20; another form is `400 invalid_request` on `/sender`). It is screened as a real sender is: a sender on a screening list puts the transaction under review (`under_review` true), as in production. Default: a new random address.
+	//
+	// Example: 0x8576acc5c05d6ce88f4e49bf65bdf0c62f91353c
+	Sender *string `json:"sender,omitempty"`
 
 	// TransactionId An existing transaction of the partner; the simulator never creates transactions.
 	TransactionId openapi_types.UUID `json:"transaction_id"`
@@ -1528,6 +1601,9 @@ type PutWebhookEndpointJSONRequestBody = WebhookEndpointRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetBalance What the partner is owed and was paid
+	// (GET /balance)
+	GetBalance(ctx echo.Context) error
 	// ExportPayouts Export payouts as CSV
 	// (GET /exports/payouts)
 	ExportPayouts(ctx echo.Context, params ExportPayoutsParams) error
@@ -1593,6 +1669,15 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// GetBalance converts echo context to params.
+func (w *ServerInterfaceWrapper) GetBalance(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetBalance(ctx)
+	return err
 }
 
 // ExportPayouts converts echo context to params.
@@ -2280,6 +2365,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 		Handler: si,
 	}
 
+	router.GET(options.BaseURL+"/balance", wrapper.GetBalance, options.OperationMiddlewares["getBalance"]...)
 	router.GET(options.BaseURL+"/exports/payouts", wrapper.ExportPayouts, options.OperationMiddlewares["exportPayouts"]...)
 	router.GET(options.BaseURL+"/exports/transactions", wrapper.ExportTransactions, options.OperationMiddlewares["exportTransactions"]...)
 	router.GET(options.BaseURL+"/payouts", wrapper.ListPayouts, options.OperationMiddlewares["listPayouts"]...)
@@ -2340,6 +2426,103 @@ type UnprocessableEntityJSONResponse Error
 type UnsupportedMediaTypeJSONResponse Error
 
 type WebhookEndpointOKJSONResponse WebhookEndpointResponse
+
+type GetBalanceRequestObject struct {
+}
+
+type GetBalanceResponseObject interface {
+	VisitGetBalanceResponse(w http.ResponseWriter) error
+}
+
+type GetBalance200JSONResponse BalanceResponse
+
+func (response GetBalance200JSONResponse) VisitGetBalanceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBalance400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetBalance400JSONResponse) VisitGetBalanceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBalance401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetBalance401JSONResponse) VisitGetBalanceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBalance429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetBalance429JSONResponse) VisitGetBalanceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBalance500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetBalance500JSONResponse) VisitGetBalanceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBalance503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetBalance503JSONResponse) VisitGetBalanceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type ExportPayoutsRequestObject struct {
 	Params ExportPayoutsParams
@@ -5016,6 +5199,9 @@ func (response ReplayWebhookEvent503JSONResponse) VisitReplayWebhookEventRespons
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// GetBalance What the partner is owed and was paid
+	// (GET /balance)
+	GetBalance(ctx context.Context, request GetBalanceRequestObject) (GetBalanceResponseObject, error)
 	// ExportPayouts Export payouts as CSV
 	// (GET /exports/payouts)
 	ExportPayouts(ctx context.Context, request ExportPayoutsRequestObject) (ExportPayoutsResponseObject, error)
@@ -5088,6 +5274,29 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// GetBalance operation middleware
+func (sh *strictHandler) GetBalance(ctx echo.Context) error {
+	var request GetBalanceRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetBalance(ctx.Request().Context(), request.(GetBalanceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetBalance")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetBalanceResponseObject); ok {
+		return validResponse.VisitGetBalanceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // ExportPayouts operation middleware
@@ -5687,415 +5896,431 @@ func (sh *strictHandler) ReplayWebhookEvent(ctx echo.Context, eventId EventId, p
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3Zkhs5liAMvwqMM20iVU6KZCyKYFjaP5FSKFOd2koKdXZVMX866A4GPeUEmA64GKyUzPrqs7meueg3",
-	"mFf4HqDfpJ7kM5wDwOELlwiFlFk5KpvpVDjdsRwcnH35tRWJxVJwxpVsjX5tzRmNWQb/fBqzxVIoxtVr",
-	"tkzpmsX6acxklCVLlQjeGrVCleUsJKs540TNE0kyJpeCS0YSSdScEalExmJCuVyxjChBKCeMZmnCMpKx",
-	"X3ImFVklao4v0wUb89BNHK27P7B12CMvebomlGSwDhLRLEuYJIkaEUpmSSaVnWBOJeGCyDyaE9xKb8xb",
-	"QUtGc7agev2M54vW6G8tvfDWT0FLrZesNWpJlSX8qvXxY9B6TRV7liwS9UqkSbSub/pyzsg0j6+YsnvG",
-	"fUQi50pv9oomXCrSfnpx+YS44cgsYWksO6MxD8etcd7vH0RRSqWEf7Jx6+yXb/CpGdD8cLYyjyWLBI/N",
-	"0zAg8DEJM0ZjGRKRkXCVJYrJsEdeZUwyrojghL1n2XrM3cFoQGdUMZLqRbHMLvuM0Cl8A4eZKBInMeFC",
-	"kbYG/CyXLCbv2DrQE6k5G3P7/ZQl/IrknL6nSUqnKesgzNk1XSxTDdxxC9YIOzzu989W3xz3S4fScAgI",
-	"gqdxM/gNhO5JksSkTVMpSMiyTGQ988skiUOScI0fNEnzjJGpiNedM/JLLhTT24NtrkVOIsEVjRTJZa+0",
-	"6n58GA3oQ3Y6Hc4O2TE9iQ7io9lDejodRMP4gLWClp4syfTF0Ojk72iR8GeMX6l5azRoRDKmsvX5TLGs",
-	"vsE3eM76tqxoosiUzUSm96yydcKveq3KRMlCo3QxTcIVu2JZ66OeaEkzumDK3OlHeSZF1gzTkLNrNYng",
-	"jZCIGWDKMmPvE5FLsqRXLCA5j+aUX2lskYzH7taSWZLqOfAuJ6oMSbb+1/7Tn0Xy/Ofz9Yukf/38TX/9",
-	"fPDn6+ePxer5pVg9fyKS2Z970TDVeJPoBf2Ss2zdClqcLvQIuKryxum1g3B/eBjsBPnFe8Y3ItSKTedC",
-	"vNO3hStAKr21UGORgYR9Y0nXqaBxp7zFh/Fg1qcnrHs0HUbdw+iQdU/pw4fdwWzIDuLD6Gh6TO3ellTN",
-	"i63BjJMk3opOM5EtqGqNWnkOb9Z35xHNH1gD0TonOU9+yZm+w2TJMpKKqySiqaNebUrevn36WBNuSq6E",
-	"iEk0F0nEOmeAeZrgZizXlF31yA9sqchMZIQqkjIqFRkekrnIs8odOoqH0wN6yrr9aDDrHs4e0u7p9IR1",
-	"H9Lj6Cg+ZAez4cCCBel1AZgKG9h+3QpkGB4d7caFMrReApBoWoea/WWEiE2RAlK8i4gZHgNIJJF0xhB3",
-	"SnwJXkImGox5ieGRLE+ZJFRqipQhfdZnZMbV++2cwfQi1wSdBUjCzZxZzuWYA5EnKlkAadPrYFz1yCcc",
-	"uuYYNzh1cu42aPds2LTP0FXXihIjApJDlVPcLb7cHj+AYdfR4RW9YkQmf2cBGWjyPOj3S/h+1G8mX8Aq",
-	"SwuK2YzmqWqNhv1Ar87Q8H4/2E7Rg9ZlRrmkkV7RJmKmildIEle42vQhezg7iroH0YB1D2fHR116QE+6",
-	"h7OD2dH0JDqNB/1mQvWJJOqj/hhlEGBF39LYMHn9l2bCjMM/6XKZJhHVq3/ws9Sb+rVY/68tYPP4SYyw",
-	"eU/TJJ4YlG4FrZgpmqSyNfrbry2QuVqj1oNZQtWELrSs0wpaCyYlvSrWR2LBJL+nyIKqaG4u2FWe0oyw",
-	"62XGpNTQ/fgTAgDli9aodTxDUeBwekSPTx+enDw8PaZH08PoIB6ywazf+uhP5Qku+sKZhQM7z6OISdka",
-	"zWgq2UcfrP89Y7PWqPXfHhRy+gP8VT64AFAAaDeKSHqmBU316ehbF1bAFQaaybmLM3nH1pNFImXCr1Ck",
-	"tO8buaCnt/RI8FmaRJ94cHGOr7PJgmVarFCTjM1YxnjENp1i45sFhGmqBc01AWF1ukbqvKSZ4iwj7YhK",
-	"1k24ZFwmKnnPOp96oOelm2aouoZ3bZXEroxdJ1LJz33mkTkgWehWUZ5lWrSRiio2IuE26ANSmHOH9yew",
-	"z0TPVEUYBz4+WWbiSl8VRBwQtCdm3xN9Iog8T7liGafpRYEOt7/6ONQEf/Bx5tMO1q6RoE7xGU7rjVgw",
-	"NUfFiV0vWaQVR62qsFgrbSLPiExiBhfW32TYI38GDcaXATQR+Ri0Xgj1ROQ8/jSgcqEmMxjm7uBZZUor",
-	"UNO1LJHzz0IAXxgbQMakyLOIgdTiU4MRCd1GES9foVx/KcQzml2xTwOiURImSohJCsPdLTDtyWulFkwt",
-	"QhCY53NTFjuheM8ycnxIfki+HZGwtl0E6RuWvU8i9rYwDXwaVDOqmJx4loY7hOprPTahWgDXxC2jWZKu",
-	"favG54BsMak3kaaeUtGUkXZY23HYsQYYElNFpxRNbe1QIqzL7/YI2BkInSmWkRD+6ILVISTGmoR2kKvk",
-	"PeN6h579z3t70wbN2w88awbs8lKI55SvjXwnP/3UJ2hsulOaJARZUL62qC3PjFaXUsU+C82vzTgiob+5",
-	"cI/jusMzKujxYwDpyx9udk4a/+A1FKpHrcHR4XB41Otr/UFLIIlWCBLBJagy5gmLJ1pL4HmaBq0oY1SZ",
-	"J61hf3jcHQy6w4PLQX/UH4z6/b/qkbL1UolJMUu/3+vD/4ofUbiJ1lr7kDHqAEshEzWhcZzBGbb616cn",
-	"RycXsyePhwfDbw/7BwcXhw/j036/f/D4cHDx6ODwIqIXMT099D9vnNX+ClgXs+XkYHZKB5H3i5aacj2r",
-	"2bVWgYpf1fVkTuUcFnUUHfUPWXx4MIymR4PBwck0mvVPKT1iJ/Rw0I/jQzpgw/4hm50cTmcsHkzZ4Die",
-	"TelgOhz2j73loKjcvOJpKqJ3rdHh4dFw0NdK5n7nU99gKq4mCY/ZdWvU19cvYsn7DQd4ZA7QqoyT6pxH",
-	"QetOIaGleXa9TDImmxZ0YDEKdrWnHuyEY/jo+cXrR9+fv7jsPvR/KnSRUevl68cXr7saxgOtOTO1Etm7",
-	"1qg1ZcuhHk/fd3NVesOj1h2A0KGaxa4Syimm/0VTXP+rl2+6g2EraOXLeOPFw0k/evRPq/p7k78aXXlt",
-	"tP5NogUSdBaXJETJ6VLOhQI54i2nuZqLLPk7+0ThNvdHujteck5AWSL/3j1/9bT7w8VfjPPJN+J9Lsns",
-	"/NVTay80intgTQsgKhjztVBzlhHG3yeZ4AvG1YiEPjRCA+llJvQStfxwwVWi1p8GcCRHE5GriZhNMsqv",
-	"2E0tNItcy52MTJlaMcaJvly9fp9QHpMjpHDw94vvXtyFhQZXADJurrQOBuCjaSpWLCawA9AmNKPRqhrc",
-	"7C9gxFmxNCVoxiHTXJGIcq1CTZkxtMZ6vaO6NQfMt7FW21EjRwrpPVgkEqxe+knOZb5cikzThiVNMv2s",
-	"4QiNtxE9IpM8SydamTIwspjkRnrO4oRegjnw0+5usbaFHnICJsY7VAEKHSdhkli8qy7zS6lY+nTD6uTh",
-	"qHxIBSAQ7D/imVzweCkSrm4r020SzPqno37fMCXGNZFwlmDrKZxIFmVMTXxOjNKETK54wq/MC61RazWX",
-	"LJo8n/3w59Ps5Lsf/vJLdrn6+e2rxydPn73661MxfEaf0TerLezKX06epa1Ra67UUo4ePDBqfs/srReJ",
-	"xQMNGGl/iW/P4Sow3sXfnGvRvN8DM74ZDJyyAGyPb3p2cRrHCbqgXmViyTKVMIt11bkurmmk0jURnJFl",
-	"lkQJvyILATYkvOhJHJI2+r/18w5cYo/qhqQdJxmLFP6s8XzpTfprXdreDqdH8Poj+/bHoOWT+Jrn4nEx",
-	"d49owL347oWlxm1KYhYlC5oSY7BHf5x+XSoydL8uUxox2QkAAizWb/jWTxr/nEsFdFyxsmNkcGQYiZbb",
-	"8tSYKwxuU6VYphf5/2/3P/xt0D396W/97ulPv/aDweHHTns87uHfg2D4sfP/++8190fQuu6aQbp1zrZ9",
-	"c4MjYvw/JE6uEiWB81W3HBDWu+qRcbGPcQvJmyfA1v1ZcBe6wObsmySJGVfJLEEtuIBQWfqteNSqIKu4",
-	"f5rF5Sbnlbmf96TmcIIbd6X55Mw6NJcsc4b9hBOtVadMQTgLlZWTLcvkN3IFeiL8dlx/YV77GLTsZatv",
-	"78/u7iGCJzHJmMozjt6K8NXLN5fkAXwvwzOij1qJd4zDgZuFIFtiv+Q0LTmf71U878NZf3YcDVn3ND6h",
-	"3UN6dNA9mR3OusPpkA5mp7N+PNDQqHrtdh6jZGnKsslyLjjb7C8n+BqB10BcShP+jl4x2ErGIsGjJE2A",
-	"D50RcF8TSn74yyNyVbuYfxoeHJ70B8ODw6PjhyflEzwY7rHkkg609QrYNzdeAadA3RD9P/qe07+1Gt1Y",
-	"Vepa4F4RpiamP7NIgQ8O3j7fQEvPLeIg+aRyA41hhmccV6hJhTT6poRNtPB+x1HB4491CuiW/MjjHuVF",
-	"PxMrlnX1/TWrl+vFVKQ98saKO/qWGM+5loNkrMLySo31x1vj32j377CoYTDof7wpZR6il5+kxdKQzEjN",
-	"PJEcG8oL+kA712+IlaFDHb3tx6iXA3+fNcV7veTGOzIrovGIEiuaxYT6WvE9SYySX+fNm7gquF58XLBB",
-	"K27G9nGNlWQi5zGLSSxWvFPFhbtABWOPaoys1D+RuUhjjaWJIu0+EBCZLPKUKmsnmLFMwtIcBUu4Oj5s",
-	"efET/Xr8RM3wVV3BUyVJ6RUiBZlRIAN7DWyk1Oq4P5qgyozRaM5ioO2WIpQnPCOalpCcq0RTeDTLu01q",
-	"ObirkgXbh1Yn2+JDZsBjkzgoIpEaoohw+trInhmwCYKpuCLws+bNak4VieZU/9Oz8Ow41u3ALlnNNsF6",
-	"RTWM8UWMyQLcuidxi4LjqjobAVzb9iY7XHUFj0oY5M5ZmCBpQ9dL2xw0bdOZRxvRtAZS/W6vtYv5YHSO",
-	"Gdk/yqDlrC94P6u3ZSMAygdSuQtN3Ms5/xvuv1Z/xcwgo4nerdM7Zx3YqW8/5TNRUvTrzHKeLyjvZozG",
-	"4IBj18uUcthbI/Y7tbE2Urqia0lAPdOn7a3eUVCju5lBp0KkjPLaIdkpimUHZssbwfkIzCT1zUkFm1rQ",
-	"aJ5wRiIRszN9s+Hew5gE34C7qv+jMhHnkd2+jZivB1ptCByC8DE/akhr52XDqx9ksGBqLmLfgtQKdgUH",
-	"bYpOqSyqITilZQV0PzIFeFndY7/R4tRsY3NDGxOb+9ta2CpDLmmSuUtXNZFuMK4ZF4LnD60FwTR5yRu8",
-	"w62ffLZeP9wa1gOSoUm/WYZZZmKasgVKliD3JyyNtaDkgtDr99iYf+to+69vXr4gYDABFU8JQE6gDm0Q",
-	"uELfYhyCNYMWM+k/jRGe0wVrvMcbKcKPmmUlkqwyYSVllLm2U1bcSzHuxqsKJKk263O8oQUdmtFISWvA",
-	"30gJI3PvdxJCIBAfPXtpTRdiWRfPzBylJO0FXWtBmC2Wag2cMlFsIfeaz+DKRwcFmmV0bfmoNdL+us3s",
-	"bZM7DGkK/71rbGPdp3FozrfTeLYqoxHbOMGPB48IvKGnMAB2MdEHQxThQdyfs2sj53dGZC3yjITw4ZJm",
-	"jKvwnhxzl0liUm5YQBgwgDyTZDVPUiS15g5q7iIyJXF+2SPnXtoNJNY4QzBLBb+CPBAu8PVqvPThdHY6",
-	"nB0cPXw4PTiM6TE9iNjp8DTusz47fHhwXNGF+t1T2p399OvBsEksr2Az4FWBLaVTa8LsJwlVG/VR7lvz",
-	"dqqjw+3qqBdnsIcKMmxWQV4Uhp2KHRJVLCelNaqfILuiBjoiIfiAQtL+9sW35M2CZoo8AskSrB2hyiL4",
-	"9TITVW3KuoU3KKzHt1RYj/dRWGHuRo31FV2LXDUT+Snl7wrdEWT7JU0wE8ga5DRsNP0XGVmITIsceruq",
-	"7OKV23RYmqYvZ+Ae3EZlPIz7+FOT6d3DOXPJS8tH1QeQjsh8od9JlCwt8p71f6F7xfeLNKod4Gpdsowq",
-	"kYH2ITKtSCtP6yJtyr0nbqIlQF0rXUqlLL6BWrKJyuGIJkkuxL/ACyB4w/zmhZ6ZP8RcqIqS3Rzcr2nD",
-	"VqNuCez3JPECo+UmmFWzyF48fdXt9/v9wcHweDAYHgz6A+v+HWzgAHZ3k6iZLH0vVhiR5UNCq44apXep",
-	"Z01qlS+jOmWqvpASIjXRUryBhbC1330w9/Zj8GvlYvnb25ky4gAQWLarzyPbgtqLveUCXKHn6qpLBxWw",
-	"lpZeB1Xt2p8brC8i35vPtgJk58SrQeeCv2epWDJNHagZvE66rON09+YLqWizQsqJsIb0imrKBZrHd9vp",
-	"d+io+jNNB8x7ngy1SSWFLRYDb0bbV42bAg2BXgEcDanbDMZNtEw68yXmo3K20pIS5NrdEAmb5NI5lRPN",
-	"sRqWoMEFIhrlGEoDe5kJrZY1Qi8wWV8bdmMSyTC6AKOD6vYfLyO3yXMhIW0wtCm7MxMYrL+CGYwp0VD7",
-	"lEp8vAf+NB+9A0/gMtr8FW7HiJvdMLfQ214zQMI/8CXzaehmj4IxDHpQRb725eQuEA41ZibKSFClcN59",
-	"pyy5u5onLTtKfJ+HP/Htgxf2dWCX1+G86u6rRnX15m5mX6pIdieC7iHFbea8mJ7eaImzC2/yX5bP2klE",
-	"jUidT9NEzt+YYNZfG+NE0wRswmD0Q2JRStsfkXDJeAypi+0VTZTWKzXquS/BRARR/p2AhOaxFnXblAyv",
-	"r0seAxMeA6GpIWmjOVrrXYulMplaHd88aqYGjdmMq0EOL5ZtbcWbNTSACIEmaxiEs2Duddmdl4BmHZgA",
-	"VP3CYNh3yR1a08ghmFPrroLXUKJCCEx4zATDlPe9nK/1282Xkl2zKEfzMhQdaYdTKhmMH5o8B7CNLDXx",
-	"7cBF/QJaIAZBtSlSaRNMIcrBUAFZzZNojqEJ+DWiBxhBmFms282um4sw2lODxPXp6czr++uCn5G++mjX",
-	"9kEBccZ60ByyGDOxqMSVQdCH8Snny87d0GM/wLCJXphIN2MYwZRgrKSC/u9kwUi7dFkAHQHiibiJW7AS",
-	"1nb3aLsT2qVTL8Pb+PDvOJQJhE+Ao5ZAi/hCEJERhPyqHL1wcw7kpt8WHOPfwaBCwTwlvMqLytHm3q0s",
-	"IVYTqwIa/ekhmmLWeGzli2MreWwKxdw76kMJZCHBjmDDaizIGRGLRGmMA1UCjnfjEssRQ0c3DKQclAMp",
-	"j+8+kHLYFEh5vDGQUu8Bgyg/b+Br5bLve1TDfY6qgmHNh/XHjHy9Kbmruj9uFI5niMJ+Ki7Qtdsptygg",
-	"/iH12te0SfTVF2PJ0J9gKNqne48w9e72vqPXWt/I2W5DV4YvkswYifa1dun378LUZRb6Wqy+mrt2YPxi",
-	"QbP1nvB8Y96+OzuZh1H7UhGLW7e3lPlo/MckKQX6b4gzQBCKGdCXRj/lFzWX9b6cCnfHRrHbppfcWd7I",
-	"FzK7LVOqtBYzmTF2RyhgPczkv/7Td6Pfk2TG0GxSRGTPaTrraqzVYqJjdBIOU85pxu4QLYt1wMgjEvqb",
-	"b1guvHaDBX9yYsbu1I89jKQbb/1Op7eSW2w4vv3dTbGvTeFWplj/LpaBeyszbQXXLX7BtrcQ2zcFJ62W",
-	"P1E0NZWDoKDqXKSMSJZi8atVwmOxIm2apsDSZEMC4iwTi+ZDZLMZi1TynhGpaOYMfXbQhEdpLpP37AZW",
-	"HSV2TcV4fDcTKZpOzDWa3PUtLoW3hDB66B0CrLu3Z7yEHo/niymDsgIgpJoQATvO9sD9arykPk4AdDMQ",
-	"mtbUhHlvTA7B7Ywy514OQprMWLSOUoYehf3TbEKbmBMzBfgcEsHT9QhJQS3/hjXkPZD2zQwVZ1jxC4pM",
-	"hIf9PqmWduz0yGObLLUyEa1SJWlK4pzVsnq2aUS/T/OMtc5AsgJkQ2zIlnAx8BrtM81Paodgju/etrQK",
-	"r4jqXZTt8QtYD092JqL6RYduv8FaPdhSdZ8bLgnuyAYiCXW0lXAr8F1l1btS1DDqucyR8uXvOQ5aeW78",
-	"a+WHRfy9/zRjMxBJMNjfi3Qre+caFndjseKcY6FPjeM+Jtmi6kjlzvwjEplJg0VTtKyFSt7MdI5HU1tp",
-	"I/UEn+v3iVQiaywcXpassd4QmeP7dQo53zTQhXPe5nDL+BULiEjjm1s1Siu+4CpbN1k3kr2rI+8U9KRz",
-	"S+9Z+cj4sRtjBM1ggYPUzkPBLTYamkrgbHATYLX+7d5GfInM6XLJ+E18jZp/T+QWl71ZnXO7ubnalIQ1",
-	"cIUdY8Gxlh3riiNMA8CnINS49yfmtnrF1UrlryBycTJLUiQSPhWJKI+Yee6oSEE5Cmqhl/TTLl1DM74r",
-	"0TUPGzAB8pyoq5nXKJ7gwGUwPvFzQAz0sFB8oqDdiZqzBWlrkBkahsUhHbkHLlpK1+uY/AS9oy1aVIGM",
-	"GaOyKczox/k6AJMcjZTIRrjhMCD+YkI4gpENKi4zn9JvzaLx5K7unncVypjrz+L26h3Xzuu5r8FuF+Xc",
-	"x2RXJtZ/SKPd1si2KgG3deJKhTSQhSLiwy3/o9rwTG0bqcRCS82mDuTdWPZqFTSbjsL8qHEgNCaGsHlR",
-	"WhZsXzx91T06wtwZzJkJyJRKdnSCzzBTpjmha1u4h03ZiRmN04Qz0j7ok0XCcyive9uwjjsUIH4/ZtKt",
-	"5XWAmtvGUXiL7shsescBZaaCE2lb9yDcCgxzuTXD+PwGya3i4Jex6Zm4mOrt3hn1UivruSlIc1sxT3Lp",
-	"iSbYDg2qX3sVL6j7vWiV8GVJt5MtZxrUpgJmo3s0qQhbWhzTpC5sLpMQQt1GPbo0m9X/AusFggEmtP5L",
-	"W++pLRkjT8xSiJZJM/LYElVXw+LMFh1Qc5atEqmvMo8J9QsSGDG8CmF4UfDIFv1wKniPoMpW7udDEnVW",
-	"jruVhC0Spfz4Opv7DTNAEJoWOpr9xjeqpSEZ42e78MU3QW64kTcr3OIf8het4LJXtGi1s8LvNWb0n0pY",
-	"aeR71bLgzWF3CqKJvY27IjTO7O6qPNmaN6RtLcgyPCMaxazClxTDeBGdWpyqmkY72y8GearIgq5JnMxm",
-	"LGsMHN1S9mvfwLDdtZ+2GTI9/gBpqzuv+s4bVK3Ivn1G2x1HS0kJTUOPyOO5uqNMJJFzgZ6mChQDEhZG",
-	"iNAnrQoUd9yNKbZkjf9Gld9AUiBTmbtxWRyekRB4wZK6sNsqLTDGDNu6zuwJN3JWpDZowdtaO0LXhI4q",
-	"E6sjt54Bsqc6PyplRuDERV0gNJj4pl63Fd8Y80kmmDoGbCymdOkuWtXqb+0u4J/QR89V7eqSdti/xtjd",
-	"40OvXISrDR3Un4Oes+u6XpQQ5J7EFUHjMFIQi5tcArnJAV4lRqbYil2RIZxla+0Z1gTZuPzHObQ/LA2r",
-	"sQpFAVPcws5USlbLwEJBUhAd9jYKV8vsNViEv6qQX1XIvVTI3eXl/OuhZS7rLdrJsG4nB95t4bkdhOdH",
-	"14fU6iBQgwcVl5nIiFWMSlDQogVnLMaSH0arUXNqpgY+EdZ0q7BTLbOwW2D/HSv4hpNNMvY+Yat9Fcd7",
-	"kmhOJ7HdM+Tr4gDYw7AoHeTpVxIaRKnCySKV1vTCqmcE+XvdORKe1U7P/EgWjHJYYwfbusJKGKyvoaYC",
-	"gY4RDKp1UklymdOUtEMfDqFRQKExOuRVah6vP2iHdWduGFgTOUFjvBZP9DAj93tZqHOiDG4JQWm5iLUL",
-	"d9D4YCGJvlapQbaar8uJSti1Q8/4xXRgv8D9XnoeRDcbl8Ytg8p+r9anSjaWB5qS7lAT7e+mWmVNyasL",
-	"kJ48tZelbF//0I5GOLdxF9Wtdn90l9GzRKqnii12BDLYuDUtZP4W3qE/jlnn8yfzVkXzr+L3ZvH7jmTt",
-	"37eI9X8Js9zMBvf31exOUdtekm9zilqprNYdpKo10fCvOWtfoERTBVv2lVZKKsCtU9CqqPpHF09uA907",
-	"EwH/8NDdVj6oHsXqlUEv4v73KoX+BcMPS7HJDfPWzsB0JzvHSkXNtN8VRDL1jBokYPxhF5e19ZAg6eYm",
-	"smmcZ6CNTRayuSwnWoe9KZQQ76Ai5SJJ08Rrh7y9UwRr7jTw43xdGt203m/r9YpcBSQSnDO8f/osJIsD",
-	"wgXvDq+vOwXR9hB5DxseXv0Ju45YttzAdoBpkuHRMZmuFZNFcWrQWLF2Ko4DtdDB3Ko0N2lTLeJkNAJT",
-	"da7G3PQ+Yxy8VXEmlksWn5lx0cNjjCRvL590TzBi4MXbZwE8l3OxgmT7t3968uTJ487ZmKPB3/maoBb7",
-	"iloHETznolgfzTKtZOO4ULoKgS3JgsZszI2l5D3LpAbzoHfY62OBaz8PoT883IfywM2fRI09EC7LAPz+",
-	"8vKVsZrtWPqWc92U01S6OOV1lbHeomYDYjRRuUrTwV2qQb3pYL2CzB46qP0cFFBEzYxdJVKx7Ca33bWK",
-	"bJgI+9KiDU3jnaue1iyxbWszWR89SRmhJBOa2sddkSuCn5k8KJlccUmmzLV5tX0CoYj7yvSRkUos5Vk5",
-	"Zvp2ZvxqB8xaFhl2xAzJnyAs8vhQX/+DIckoj8UCb26PvIGbKXi6tnzKWCex0w6eK3RO8k8MMY+IDMGR",
-	"CO7omI0Zujvty+HNbVQv08uzYfCM+Zjy6uWbyxKabBCN9WgFDtZOYStObdbC9rikt8tHbOoZCkXBE37V",
-	"oKHd7m6RC3xqsQV9EnECtQJjdERosn0liL41EMNgZioFiZSQxDdo3+AESXuu1BIadii1BP+2VPQKOlkv",
-	"82maRMUPSyePVSrp36Dxq2/tyZJKM7/+4cnN8GkvPNhH6FeNvWJvI/JXecUfUuy3m2zOQTwvu2csocQ/",
-	"UnHVIPFeXWXsiiq2TzVVb7CiSwe6n3iSkrdvnz62xTqZVEUy8U4zoxWRmqygZZn9Bp3p9uL0sJmb54DB",
-	"dxtBZoAfn5GcGy5ApmsowZowaZqBLlO6lntBBydTppX4PldAfwCtxz8GLc2LJgZ624EBXMuqBlr00QKr",
-	"4ZYl/54xcN1OGgDDzF7rAXORXY+W5XNWllw5g4C0aM7iPN1yfDvXtMQ6vHtmXZWr9oLxV6oNlrnqdSBt",
-	"0+/WXFT5wBK9Bwqy100B1nobHL9Gxw464rCzhDtB+bJXeLy7gjVo1FGofogGBrso1qYY+irdMr2nJDH9",
-	"yTCq26zwKxG7IyJm7SGTzSvHMICq4eSWCcwVG01TqNpXsvqHIqt4e/cE7yvz9ld6fGf0uDiCptu+H7Xe",
-	"13ZfouCfJsF7rOIPL8TvdlWWI65u4qw0OucduClLasdX/+QX8E9WceRW1/ATXJQ1HP3D38TfiNDdrEnz",
-	"Pw84L41g1SCMrzeC0roaS0WQkC1uKY10i8pKd19BacOSNzgqXxWiUR1A0AS43BHcQsqJ4ii3hDaVpPCB",
-	"WPml0yPfQ6dYORrz8N+7bzAGuGsWAK1k28oTqwNPrKZRJqRsEq1HJGauTfWYT9ckUZ2ANExwmSyYVHSx",
-	"DEk758m16zhh+ZERRKBfaOMS3yRXnKo8YyFph+8HwTjv9w8i4yP4/vn5o+6b78+HR8dttGAHZNzCV5IY",
-	"/st6+KeyKyk91QDGB+NWB/8RBmOuVoLIJY1YV7IlzcBOLO1CbGdb512xnhXxnmUpXcpOoAGF1mXMWobm",
-	"tm8U5THNYmK2JqE9syShOdduEodB8ZcqQAfdEexzt46wN+Y/7uixG2BCpZX0IZvBRnKXuvmS9o8Hj8il",
-	"fjLmjwRX7Fp1rO0Q+wVXmgWjy4VCdxGHQtgoWFpPKVX29THHaWNCyxMHWg9WfpOjiHIy1dJBzmO9Amg9",
-	"jD2AyVPQVrhQY67hwOIzklxxgTWBkhn0IjZpVrZr8GumKZMW+C1AMU8DEjSOXKITJIVyseqRc3QpUb7G",
-	"zkiJmiecDI4s7p6NOeVr/fAKPWOJvSSxSZc6IjLAoQOCuVQBGZK5fjYPyKBP5nCk8I+2Hn/Mf06UYtkZ",
-	"CV8zla2753ocaFowF1zkJpPlcHgKHx71D87I4aBvvRay5HnqoCf5Nj7P2xoRbhuPvUvLR+JUEJtEcPKO",
-	"rfdrzLp0vXz3UzxtZ8RGxfFVxiC1C9P6gG1CN5ObKZIjkig55qEGGJwuJRJ4RwAoW24aQ86jd1ysUhZf",
-	"AXpDUR8sg6Wl6IRf4UHXZefb2TOa4j6NklrSSjeWhiqDciMIBd/UcNcrHAqpadi5D8iIeROYxpiXwFTv",
-	"zbyga/0xkZpv0rQhYLPo2EzRxXc25phn7PULgYm9LFTMg8bMIywqq+Ysydw32PQaeTX2uRlzKIqxYbeW",
-	"EGNS04IRr1FxAJnJGGFrGIDNsR5zKUxSs95ApqlSlGgqICwkoozFiTGh6oeSKSNGaO2xgTzs2aClqZU0",
-	"aQ/r2fiqFnYmVh5wbXzBikpskyg4mHrBu5+Z88FetlR6pTxFRmiuxIKqJCo7QYfDo36/9/DTmls48O/T",
-	"VPq7i0vywPRmffBrEn8MO4FJF0R6mshaIkN1r23XnhLr8PtlAItdg+HbbtvvIFslgXsEYn2GXtU3W/Pe",
-	"Xa1vpmQXR9fYinoLuXoNMu2m0Cn9m9ms7T3xS85yFm8sk/zJfojfzNFwK8u7cmD6Agb3hE+WmbjKmJQT",
-	"mTTi8RumrKnJib2GbBm/EpUkyzmHrE3lrX/khT1hTOeYIxI40bRIBE6gxC/jMcivlFvwSJNf6eJNiFpp",
-	"sZyqMdd8Bonvb+KhxF1OnE1/uyzo7dp3BIy0jBwQkQVWC+K+HwHjVOCAAuCoRJMDrS0kC+ZAK5GJ2u8g",
-	"wVaPqHExy/KlQtSiJMqonAdEs/yMySh3KMc7WwC5R33g3Yb4bbb3JkjupDD7N7fxaM4nmZYMZfvD2Jb0",
-	"rCzKs0St3+idIkDOl8kPbH2eq/muyFCjpp+/eqqVCNIO5buJpDyeiuvJP/7j/4Sl8Cv9o8Z/90sl/irR",
-	"48/BuKLBRRd6pf/ePX/1tPvDxV+K3VJYXuvjRyBfM+isEAmuaAS3jy3AGY5kGAMV5f+w8Vp+KFcxif2V",
-	"+N+gL3fD3mHLthDrNGWRSHhXie4sAckaDAc9cu5ehyZ8Wjl5++bxZbnd7phbHQdauUkt9Ni63eXcDfue",
-	"L3wbEdlEJEtCx3zJsq7/WaXyikahb198S94saKbII6hV0zYVNCGf/jKDuUz9zADUfii/wEpqAlHzTORX",
-	"czt+UKoyFGBRAb02FNIXjKugWCfaGqwBTgZorfIkb1ceYEmvKmnMaWKrwXhtl0Cpy3pjPub/7b+RR4Jr",
-	"SqQhpJ/cJ/fva3zWj1Dp7d2/b7LxUQKDDdF3RncoMNyidsJJ6HAx7JE3iNVjTgiNIrY0qhap3YB3bC0D",
-	"D9WL14q7oN85IxQmMpwVnDp6dMbfJ5ngC8MLw8P+gOSc5mousuTvLA5NVQG0ngBjEUsNsJIFEzUvseK4",
-	"v3dsPYKlO+eR3W/GpMizyIYBw4SHmoZNwHoUBq4zXpq8A16Vc61TQ+4rAtoS3wLEhgCh8VVv4tcx0KZx",
-	"a0T+8R//JyBjS6P0EyCPZGxJrHnpY9jTK8YBZzRJ84y5AfWewossE1lIkGSPSGiGHGHBiDAgFEkzCc3I",
-	"oalryPXAIcPPkTTaOlemFcKCRvOEMxJGItafYTGGEJPsZeiQMTS2Oa1vGmiYuF2SxLIAiMsNcJbDf++a",
-	"F7tP4/DM9BtOjOC1FjkxFI7k0gx8mdEo4Vd60HNnQoTSGzTTsir58eBR1SIJWi/aMRVVLOyMfAOkBoOe",
-	"JuE5k56RMABpTIMHAY50CqtTwgvQrdeLfPfBYG42Ie3VDstqx49a1cOjLVS6DZU3gxdFjwyavjVOAsyp",
-	"YgRcgghzGs3dRYbaaCtBpnl8xZQEqwCNZUja311cdoxhOEs0IQaZSk+QManABJ3SaxZ7TA3NE3wmsgif",
-	"F/fcFvuAZbC4duR6XL3fpxeXT2z50lAv/Jn+oPtKpEm0Hjnbe5RSKa1d/eyXb/CpgbP54WxlHhuzqrG+",
-	"2wMoRt80bOaGXdBEi/NmXFUe1xT7meVpaqY4K6oRIly9TAI9NRCu4SkUSZoYiIR4x8rm2baZomNO8rng",
-	"bA0oDizTRp77jV9kYBQE8O9gRyHZI080J6beVy++e0HQMkw2dvcMStUIJJnT98y9fBzA+mW1ylMxmkU/",
-	"TSk1dmR5yuT9+6RtLEaBda+jSQvK43WAEA96xG9mb0ga1JRCenxP6g10gbfDEuG3UmO0fFlpi6YHHvZI",
-	"WOpjHZJvSlP913+S9oD843/+L9s3v2i3dv9+LFb8/v3ysO5WEGI+ISuRvZNYkUcqn+2MyIytWEYqZbH0",
-	"1wdaPJoVh1TpQg5vSvKN/cd//Wd1HxvWaVZWAsKhnqtURbM8GSzjG/zPf/2/2ybKlzjNcdM0RxWsA9us",
-	"UegtH9YEGrCq1nm5hnyujfaZmQycLJsaNJG2MWGD88QsWCYp4ypdI8iPe9Wue9+Q3f0CkSSaXl/fNPft",
-	"Mwts7t4H/rJdLfwMT0sWcGH0x6+fPCIHBwenmqy+vXxk32DXyhMssPWT5o+S8Zi0gT/ZYtA8JkbTW6Nj",
-	"MCBLqtBT9EvOsrVe9pJmdMGUFnUMF08y+7Zl66iU6Bc8aTFmUUoz/ZrMozmhQNHDpzFbLIViPFp3f2Dr",
-	"sENswyo4LsyOBDokcgXcNhNpkWwpSfvtn/r9fv8f//G/9T8GT0ykHFBRHqV5bH1TMqJL5qVpwuvf4qL1",
-	"vx8+MWOcPjnTY2hSsqRQ+EutGONIL/F6GRqNHhMDVD2OxtapxgAjXsInFGKMOoHbRcLfJzLRchIaD+y2",
-	"YNj2NImTDLNfaeqaSiG0EynAmmFBSN7+adgfXpg9DPvHxwH5O8tEd5XEao7rh1H1j/1vA/L2T08unjxB",
-	"6/jPIuEagvDbIzdG/zGgE6yaxd6yMVebM8sfNSZcZXQ5J8ZFLcxgwxM32PAUAWzHwHzWM0OtV0WeLdUj",
-	"FhEHegXRnEXviqJeMYuE5hI98tLmzPn5d5vuuR6X00ViMpoB13FN3v2XSmQs1vKer7WQacboO3jFOH2d",
-	"IlBXKzo9lJvgohS3BCUe/QPIX0IWtyOR5CrRN9sQLj0uGOigWJo1dIMgZuLUCj+N5pQ9T45dwcieXAoH",
-	"JTI32VyksYE2pOAmSrJ0phFwmsSStCkcx4u3z/RHqOTYy6a/6oAFjNh0bHsmriQ3Lu381dPRBmqbGH8E",
-	"M8pO4GQLqxX87aceHE7oxOGwkNy51JKvJ6NaNWEqYggNyQoOcXxIfki+Je3wcHBgQ/cnSogJtOwzBgBD",
-	"ZWABIGSgmvvgZyl4CN8ekZzLfKnnZfFkweKEgqEu7JzZWcWMhN9dXIYW8LgODAeIgYWEL19dPn354k1o",
-	"8POILJiai3iiNURzxUwAjD5nLegzQLRpJlaSZRLKAOI34HFTcxILvNOa+sAHW8f27AJqDs159TtYyPZc",
-	"vxT2SPj9xfnj0Bwx3idIS2QZCIq4x0Si8gN/Fb3INDANkhWkgsIt7tlT0sNaRATBd0CeJ98CToBDE3if",
-	"xSzk/5gnrneXWVxF8ffwYID6I1CMZUoT3oUcfMzI94kVqmDM2Tazitpo0OsVVXPAKVN7cyUAVpJEIk81",
-	"TVfRXCvDaaLAlyvZ1QLTQ7jZDvXvu7IMHhOAQVDWj2zx7xFBx51vlXrgHEYPsDaFRikay3otMn3P9eD1",
-	"HsuABebrwFob1uYuFzWqcM8e22207EBkDbhYJJFC4wywOGO50WSyyriBdw1ASjk68hh0J9hgYbHCgpu1",
-	"R5rsdU4bq/8GPk8PYGDIBXeg4KRsIwxI+OptU1hEGHiD14MmML6qi3ZbGKXyIvizH/xqTfofH6DxvLps",
-	"Y+J6YN2ToWEpLl617ZtSiVaoFeNeYsYaanCA5Yu8Y2ypx9ZqRMKvzrxr946trXzleEOWc2krnhsfSILC",
-	"tmHuZbYCRADMKMCdeuQHPae+ou/YUplaEiRlVAvjh2Qucq0+nkMA0roy3ju2duesHyALMcvCSL4i68Qr",
-	"rrFWmCOh/2HWWCCc6qJbgcVo+wpB3ofLLo1BwSVVY7lhqHZaaox22D8lLn5wUi8pFhKRIZ8fDtF+YxLT",
-	"Y80/MuuwA6wWPfKiJkpghkcpUi1OYowbI7YK8ohQkCTA6LMGzhmSNnBOLBIA4QYkPLq+DgPCReaGneWS",
-	"ppDC4+EI2KMwPMc6uWD9Ph9b0iQz0Rz6J9RmJiJXEzGbZPpbW3d/mSVRwq8CBwaD9JM8S0sspjOCJTWf",
-	"fiKdHAf6blDQ7khkGbaf1uq+AYmHSoWz20IQLJQMFDUoIWFRCPvVarYFqwV1CTdhrgIsgayAnnOxAnso",
-	"aaN1Iuf0PU3A1RQQSde2WK3dgbFsIvFm3MUTamkRiStynqKtNkiwprB7pzDnDElS0MzJO7aeZEyzvPCs",
-	"gJ8z+dkbYYyhtnlwgc/IrAGR/WGdJbHwU4cIUoOvYZmkQUFgmEsTyNCU7HXWNoCCqdlgvVfUv7MIdsNV",
-	"foS6NoivUMlYGoQ1LTJ90+u9og+pPj5bdRi0HGWvUSGPkEgsFuDyvsLKCiJD9UtpTQVd4CQ80hdI8/mj",
-	"/kGoL8yCpunaLMXI+8UtiY2kDdinOVsi+KgoseNVIbI1+amiU4rxlqkAsdueF46IaK0Xil0jnOU2olyv",
-	"9p1GvpWpDYFzwK5SCso+eH/gnJ03QW8EJMnLjFFlyDgCWAkHWX0m45bxLIxbxsVVupH37+uzvH+/zrlB",
-	"oUlm5XaksVmaYnFgbN4KDPHVG0faWyhz58yMzYXyhylKORORqx75sczAwEhmy2s7CgefWlJurJJIzbfJ",
-	"U7/WifvH0ETJUuM47BQ3BMSYvbl8h0AojiyHD3vhVRk1R005STjeKqpIzhOICdEcHHHXrAdP1tQEB7vX",
-	"lDGOs8RnZo0gimliCtG5NFukTKLtQPj1xTT9tFEhIANQG4NsrcVvVJZESktk0nlGrItIDwX6+Hua5gzx",
-	"yGrMuNpEYU+twlSCwPv1H//xfz6SK5pN6RULNyrmQZPmp2fXChat6dGGv3n2JMHQAmMMS5stfUb9T6BO",
-	"1yKRcslSRWZJqscFWziIPEnMNJDAXdo5Q13Lt3ZljCxZFmk0B1sEi50lG0q0tCkJH4CmS514bnTmQkLH",
-	"EF5Jwn8ZPgl9rSL8l9A8Pwo7TjO5Srhzvz5LrIappUCmuuDpraTSkdBL6QpRxKS/5GiVnEJAuxKWuiMI",
-	"pI2DTKTMTcsavX0JP0xp9M6LtypzeDOAvj44I6A3QJNKQlMoVaUJst05xoPCnXCTV47NLL1HQtD2YQ+g",
-	"Vwz6fWDvMfbVJ8M+0m+XGAe+qtBmuVk/Jgo7HlRGEC1otT/wgoL6hx7NHrgsEet9Eyequ0yOxnCNP1j9",
-	"90P5uw/IPz7AO91u1/1//Ehv9AMJayj6gSxoOhPZgsVw6wLjltWwK+7A+0SkJlpgKjQgNfom6JFGaY0s",
-	"RMwCMqWxtdwbE2Nl/oogoi8F9Ev6UGcPxPxouhO5vhbNO7KI90ET1wIlqvjg5TGXscGNOtCjlixsGkhm",
-	"KRqjcELfXheguFyNCiiFBICpxfizbQuCROv3VofK2HtGU7Nf+BxHxAYdnWKBh3qBhaOffHCe/UzkWm1J",
-	"4sC7+8IUg8JF1uII3LBHetgmQ46GKI4PlMmIpcY0lKiCHhphvxjyVA+5XduBOeuPaapZ8ZoUlhlI4EUF",
-	"vq11lpQpqHlIJetUZrQoAUx8AuwZynDp2VRzUdBiE7BttO+iCFYZe4fIa6bAmPYaRjtxesr0QUMTDSl9",
-	"nIZJUO8zMJiAqG7GxXADxOkyhMoRSHa8wYEer26LJB+ciI+Jdu9ZZu2X7tsjvAmNtkjACvgUbpnxSTRY",
-	"NO1ow2HT/TeKyHaobVSEymOXtWUfYPckCYvybiGQa81mPMD7QywSCba36hjo9QPahx1ycEUmgcqLz/Cu",
-	"FY5bV4QNJuoRH9jh9C8Wku79ykiNevMHw1QLH20igdKtjOEr0TfdREADGZiK9wxkxQW9hoflWTZp3HDq",
-	"Nhfz7etnzrTuyFxxj8BkV4wLiF0OK/hAlBBkoW+ztWNjcd5yqIEZ4sjSe8UyTtOJCQP6UDi9cs6ul6jY",
-	"t7kg9k1ZVDa18Tp+Ml8Sd4opDuwq5cRTzy2EPTe/hrD3BjAGJfENuOU0ZZVhjUrWNLCv33k/nxmtBcXe",
-	"MlRsiAe0WBq3dmjA4xZsEkLu/g1Lr0ovqwpi78KEz0TPFGYNnetHsgXlKolsyVYIES2yfTKWMqpvkq3o",
-	"mkiw1415OxRLxukyeWDfsdX4uu//vfeX3l97a7pIQ5tpmWF0osjWZ55GmAowbmnZLnwQi0g+cM9BWjXR",
-	"J/Rnkd2/T9rDXr/XB7uQc6FZZV8rwjmP0B5sFiILi+Jpn8SaK9M5o0b9j9EPEPsRU7ZqJFnoKf12r+Rb",
-	"57STBU5SEqUJQ3n8inGGCbWOYLjhLPTQ9K+yZEkER/vWQrxH2SVjnGo5zakiAVr7wbFYCGsic3VuqQmA",
-	"KwlzQLCnLBIL5nULS3hh9ALlmRJOs0yswIhvDboaJylmsCNczwBO9+9TrQ0Ylc0MZWyqjOeL+/dtmFDC",
-	"8aAGvQEelCmRqfWfAj4IM+PQkkTSGUvXGhp6kmL7JiLQ2bLtOq2vFV53Cyk9RReNEaUFL0UMoFJm1I1Y",
-	"RLmmbCx2gYvgYnIunGiO++n3Bp0R8QKR8YIZWwFGnQLCos/DGDzAwJNINw3Rp41qvUGJIrphmidpjCZF",
-	"iXK4MZu30VAtqNQcKSwF+ICSYi5gp0ceAWShjalGNJNBXIaRhPSFtc0m1rKfDde9LEX3mvLp+reX3BpN",
-	"bAjmlZYpCgeAn7bolKdIpPmCW3GY2t2D21oqtjwbc6R9ftcyv1s1Os1Epmy6N8oKnNCYLhXLAhKLEQmf",
-	"Pf3z26ePn17+xbg8IeRZzDBNwwQuaXL54rsXJrLw1flfXr69NK9jRmZS9SR1euRVES4MEZBgLAitCz20",
-	"y5AjIvIMVVoxmyURkrtMeXt1ocpuJBK6pLKQCA4qoFv9LElTaVM4bTZPWbINTVRUObYbw20w9Q7znUFz",
-	"tEODu8hmswnTLU0K0B7QRbqQLIUIdjJjK8eHinPSK3PGzDG3EZjGpwoGIcTXNxeXl88unl+8uJw8f/n4",
-	"4huaKxEaI7hRegPTDU5ajmODBHFoLS+CGgXuYgNsggQTzXhsCaj7AUnuB01Zr65YBrIH+VDtOfehUj/m",
-	"gxlrutbcs6RWl1XsD1ri4FoTMZY9kNVqXfk+EL/13cjkFlef97znvuNyQ1oBTN84GXoo9ertEB+spzY1",
-	"09r4v9JTt5dds5ccodtW4rVVLXyGszxN3a3+YEX0OCzaYpu8o7De9livyuWVdkC8WkvFFiNP/g8bips4",
-	"VQOFsXsSGyaviVwxtsSSBJp/TXGJiN0Qb+EpEHan+y3YAtK//dahDUuBjtJLul4gyjX1bSRtF/+XsS4k",
-	"qeCuzbsjHNA7vlFR0glx2U+51hywSN2uL2/zQdIi+RnkiJRRy68wpGJTf2zSTpm0L6Ys0zjTabwlAalD",
-	"07Xm9rbc8MyVwLHHjB2e24YGjTBJGYBuCdxGrA38802p9QcnnITPzi8vJq/O/wKk68enLx6//BHAWAXO",
-	"FMKePeAosTdYmpDA27y/0TvYfbFTOL99tqpBUtkv2jY2oIQ3S9MJexf8s51xM0xRQKl1+J5T9DY192bf",
-	"cERNOyvat/s7a3zaKz399M21LXV14+qzkyxNCXSpIdilRq/A71oTugej4oFjCp40NSqJKEaRA65cuAeN",
-	"R9OB7ox48lHRVqRBNHLCRLtQs2qBSaYDbtPuUcrYch4WdNW9e8KSZpi21JYHFlfPosq5S+9uApRt8OuE",
-	"rPaGQTomN5iEIBtZI/vaRKaVQGkGrZPxZjSt7tlman1wjXV9bLWPHEJpxcBDKpE5hLFvopQKf3WqYCpm",
-	"qC759te43FoZWlFjwjsT2RXliWQxoSu6Jm2v6qztLtnZKK9ZCMAwDeIRXtC7WdiSGqWttCxfornJalzj",
-	"ZI+6W1MqDtMBM/As50ABbKG3ykTew6aycA2HaGvGmpAO4ilZ+xxv6Q4ZRcXWwCn/3HbuwY4xc4tcle5m",
-	"tfzMB6fZ7byRlU8//SpqJTldN6FZIo2oDla/Hjl34ZOGyOnbZguSYasyOeYYgrPR1+FZ97yiSaDFm96q",
-	"YPgAjNHP33iZcl4WLNgZFH2nFfuEc6Ys8pioXBtoUoSNhpeGhYZjnoorV3YIbsUVFPSC5GoI86aR2p7n",
-	"rJdTTnSGXZyTKJdKLMCHZWXnBV2bJk6a8ZRKIM1ACTcVq4yR3NhVrPlRqmDMqcs8QqlluoZYhmuE5D1U",
-	"X+KMrmhKZowFaMLOozkoyBqbUIEFy8zI2ictRCShcUzyZRH66sQNA6SyBo8eByWwdhYpKIxJEQ+9QKBK",
-	"L/MGNGtrKu1oAUp41iMP0twq4bFYBeg66NhgDDEDOcgeewBxCmgxtOuRYVGzXqwwTRcrOZn22fqfqbia",
-	"JDxm1/oPW9GJhEAQ9T9K8lXYI2DSjjDFKpE2DuP+fRQqbTfv+/c9mcuMajIiHGzZAlJgawIkxDcVdQRx",
-	"4ETeUIdplEgwvr92BBtEEifmtq1BoiYBYzjkgikaU0V7dvuhL2dDsZvAews2MqNpGqJ5zfkf45xhuCGc",
-	"/90oLWi7g1C5Eq6WBNLa/txhdHrFJ1oLSPxoPyOd+6uFYlSQFezauoeAgCpZMDR6hZUm7qHHI/XfXmry",
-	"/fuQwqEH4+r+/Zo60CsltjqOphk6lQziqsAs+Z5lZp0mRKdISozFCu7ycSWX1ZiSH3no75Khvc1W7gfJ",
-	"EmmrL6AGg5JFe85oTP7xP/8XBMApK3D8iQxMbbJCFKmOaCCO/hAEzUJfQ8bLOlIJZyD0pbnnvjE9Qh0F",
-	"NA+C7RozotBimWS4PgArpIgDepryUEWrazizoGQGNlPJwvjiaU8QWGfXCOMyxk3sWoUpngGUkthuH9SX",
-	"ImrdVQd4n7CVPpdvC+lRi7jlcEuInhNpXMhY9yTRgpJ0EdR6HEzlApV3gk8wXA1iF8F9B3QdowP1z1go",
-	"yDklSm14MxExBmnMmNqYy5ymEF5LE4gnaTfJ3oGzfYZmTeaHzhmKGlDiVLr4btyE7R2Jop0NZLW7LyJB",
-	"6Jqs5tWgBBR69VzMlqB4knCaJmrtZcGAeQoc4vf0YDGzyUmUzODtv7PY4npFbLgH+59RcAHhwAFR66VG",
-	"oXRNhv/4j/99YPFtyuaJlzV6BkLGPUmkSJM4mSV2EqC7xRiDUzNA4GyEaNjsBMWZm1p4UDHLqa52YmSn",
-	"/h1CsMKKAxtDzvjGWwVUfEHTVFMl5F6JsuYKm+jQYLGAmElXxasAUMGm7DMfGW06SWUN7xhbSk2DIDHy",
-	"KQoveFpKLCVRLDWxTNA9Ao4rkWaTJokMHKTuGiOgTDzRyAOmKyxWeH2g+OiK0XfgUEixoq0VZRz22Cw+",
-	"y6IwznSHmXK6Jlx4ZXJLxmK4XmioQonTsT/SDt++eHzx2prKLl8+u3h9/uLRRai3YsI3TUeDypRAnkxa",
-	"bdjvHf2LjScrJcK7Nwa9fj88I2E/JDkHPlwI1h0rLyElAJ9VwsHQPtpEOGzAuBUVsKavLXGIADCkAvO/",
-	"ULYg7SYxA+V159H3K/4UfswX370o0tn9pEITrY/H9jiXypyY5TVFSIuNZbE40g6fP30xeXzx6uWbp5da",
-	"mAQoGQgimEzRFAcpTI2xFMtqlbYAZzmYBaBKlFjRLPYkI3M3Kgyl5DWRjEmIRjExeFxYYBp2XDgiXIVJ",
-	"vMOawJJE9Uj7HK+7Mdn5h6qxFUpWwO8OTiaGKNYQ7JiIa8B3qoy7wwOsn+DnDA8YHiVt6JURQs22TewA",
-	"FuPx1YmtZl3kswvBMTnHchCnevt3zIEi0OsCrppwqbRkc/8+ujru3687T+o4DuodCKZAHcS+Uqlzp/jS",
-	"tEhjRyYsWXQ/crayP3aCOlUx4RYF7lixtVTg1iU7GxdPs18X6sliUZB2eSLyX/9JKqUwrNRp2Pg7MRXQ",
-	"PtpIOD6JSSQxniVk6xaHU0atGcd3HBVRLJxdK5v/pDbIY4iGL9872ulTY4xHqwLNEiif1LDrCPRejNJo",
-	"cIf4cr9nZDe3rUZ6PLpj6RMK71AHy8dT1MKhfAXLalhboKzZ6TOtUJutygodM/FcfkgiMGf0uVh1vGvJ",
-	"EKrlmOPQ5I8JgAbMRZ41cYSMdcWS8XpKr9YHUWAoIZS70f/4f/7XBru6qRVqaaaH1lrunnlZE7j0Ymq9",
-	"ey6gzzsrBWNXFjeC8St01TufBrj7JPOlsWthbhyuIZFasJZgfzKnV2hXekwUUlB71Fgx9bqel61ciQnn",
-	"dubCe7IizGGvc5PO6uyMHadMGMsvSlOIHTUHFFJkXJXnU6soRSZJCbW9QpoqgIwSAQDUjOJZbSxLhsPr",
-	"NbEEpJv6kmoGb20jqEk5A6/YZG7SvziEAvO2QbnCwg2Mw8Rf1OzbZzb/pwBLymaqpAjaKjIIBCjIDMtz",
-	"YqktO4bfZ4wul4xmEuPU9MFkVkA1wUV4ECZt1JaLcCO5+nlvOYQJayJrAFq550pgKBKWc8Tz9AFcHBJU",
-	"NES4GNNsex+/TeCbwwM/tiMo7P9AKJ25HmTLyplUDICdQuSGZEOoWYISuLmRyjMceRfWhH66hlINtxQZ",
-	"OhrVia3T7glMJuXQ3iUxM4Zw4z8AfBUWpLaAvFU/Mc8Z04kqFTH0edWkE8y1gRScwgJXXGTLogPfxoYt",
-	"5PUl6AS+YoSCRMmMqBfOAmIuBkClpEV1gpJzuO3+jTWEQMKD4/IYQ2FvC0o+87Y50UaJzazUueaqnAB/",
-	"ILVQu07ge4XaPiu0Wd/GCN9xLRSNMRXT4riwQ1nXg20AYwIhaz3Ki4BcwSMWmPKjgUssTewWpzR6J2az",
-	"MyPIlJMPx7we82LtOqbZDyqmSbWMaK3hRo+4quIof2sRTWPZVU4zyhVj8Qiqxa2xgDEG7bvA0tRjIjZJ",
-	"xFjoMY1ImC4vMokZ+B9iMmMqmjcll0KpfcN+OYlFPlVWUsM+sbbCZrnLki212RvzH0vN9MrFFQ4wArrX",
-	"FGmBXhWJwYZLy1U8bjXm7R3OFTScrkTHRGpCsUirLvkGbMhXrZr0vYjzQs3xHRBnJLTX2oSTFsnO9kZC",
-	"jGPGmmlrBwOn3fUm7X1Ck8bckQ5TlztNImZqXZuqxa8yscwSpmi2bpkm+dXO9aV6xw8UyxbYyTNRaanu",
-	"8auiqnEraJkI4daoNegN+r2+/sTE3LdGrYNev3eATSHmUC76gSnjaVs36GdXTG1qe1u0Z/AV2qppYMmy",
-	"RMSgiNhGKaGrXBZqFcEoS6ESoUkfhPpoMnmPweS+SaLSJALaxJTbRKCwm4mVnrlc5zhRMADkNZtadiuv",
-	"R8gYWruWBBzLfMpdPcAygGq2MhXDxEqaBdjlYJurUpeTWvOSwP3iY3Goh9ZgMkX2Z2DBk1BH73Bw0ieP",
-	"3vwb1tJ70j0hbWoqGOlFBOTR62dPsMYW47EMrPADaS1xEcjrrNCRWCxoYNJeRIafQm5EJyBSZQwyCoqY",
-	"TA0ySNCppPeOue//AN9Gtbyn1ioNUkD+9vmrp1iBE8BcK58ojWR13AmwP1W1kCBUs6VTSN/FxALKCVss",
-	"lSkcCOIquzYCIJ4aHXMsdSnnjClTeCPLuV4bhZTUPKUQhZABT0arxTf6pP6k/09X/5//AfnRik7BDGfa",
-	"d9ErZuTdDirKbJZcW2YU3gvPinKQmvLBhlBoohkD7vcIgt1l4EqSYcDM/tgTFKgT6PtUYLL5tiGTMiCh",
-	"sYeGhVUiyjP96xqGKSvdhWsWqZlLingaa8IABOSVIR+atNgs9dbob/Umrqmt5Y+B6pmTMBL00pG2owQd",
-	"zWcxvXpw+rDf7Q+6/cFlvz+C//fXSseb/vC4Oyi/YevSQ/p+UTFeE6BW0EIGqCndfm0T9tiLiyLauhlg",
-	"P/rXcgu55v0c9C+HB6Oj09HR6ab9KHHz3fwUtGyCB9D8Yb9vS/Ez7Hykr9GDSL6HsvxuWQ4vA4dPQQkj",
-	"A4OOQRkVgzoeBgYJgwoGBiXsC/A/Y34UP4wG9LTfHU4HrHsYHR11T2l/1u2zk2g4O5w+pMeDYFsTneCg",
-	"f3J41O/1+4EF7vDgcnBkkCXoTx+yh7OjqHsQ6Qlmx0ddekBPuoezg9nR9CQ6jQf94OXrxxevuwMYD8JR",
-	"glzGKhj09bj6f8Hg6HA4POr1+19gyQ/pID6Ihqx7NDucdg/ZCe2eRsdxdzAd0oPZITuKjyNvycMAwmW2",
-	"LbmESVWkaWyqoDmTZlcafU1dPf3tI8Sk7uNEgnAEH1SvUEiVotF8ATXBjZYCrE9jtl8pE6UUZ5pAAaN8",
-	"YYqhzmAMPcQ3Y4OwcqLhNxgAddD/+6t5ANfr6PTo9K+9SL4ft1p+Ew7s9bEFHh+D1iFenKb+I+6CPfiW",
-	"xqbUXws+Gez+5K1XbQA+Gp7u/uhSiOeUr81cIC4e7bO+pyYtFpLZ8KuD3V+Z3qRvi+RUbEqSLxZarLWs",
-	"wba70vz20Zt/08SIXmnmYH6XrZ/0Z04S9dWbHeKoL7hVZFIjet5AJEVFq0kk9QRMLUN+ldG+ymhaRttX",
-	"2HJPkxiFNKa1S5qaj4zWuEMqIxuFMj2kcfDUYgHhM4fwAQnzZez95XkbAtBagZGb8Fa4Im1nqfBaUJoX",
-	"zsypFpH4nc0C4qV/q79KiX9sKXG37OfdicC7DwFehhuJhgFUqq9gflCgfVDgfFAgfFBD9jG/sQT4/OL1",
-	"o+/PX1x2HwavXr7pDoaBM73vkg7hX73hUdC/PpnSwWzQPz06Gkzjw4PhSf+gPxgeHx7RaHBwHMfx8WE8",
-	"pQ+HJRnQYm+zYFh+82Dzm39Aic+XH76Kfb+d2FdqM7xD9ttlfSz6zUrPFOdXgCrLPWVBL4DIc6jDwKC5",
-	"SycYc79uHZmuSehqvb0sLHqJ10XYd+HVunMZMoL2RJFhsJgjBiVYYNBLubOyFc0aGylrIe6GJtFyfOck",
-	"wqkGQRGN71J9TWC86wjgL/Xe3s2aC+lha7fmHnmzvSeuywbqoPOWiwrw4SsTcYpJB00yx7NEfjVJ/ZMJ",
-	"G0Ez4SkO78EjuKGtPd6ETlmtPeSXanGykhxTtBfF//6t6AzecpaZcj/4Ako+l21hb//WPgahUsfmnW2h",
-	"a7e8NRrqbdvCk60RFJ4MWqActkbDftDyyk+2RjxPU79/qWZ+H/2z29pUF67YK3rFXDvXBpkB6SnGubrW",
-	"11956FYeqgmY1/i9zPUc7/H4qaV2JX4K3uGNTNXjc3DtvXKKTVkF0jrToLRvYJIXqnxJc0DLZTqBNSyg",
-	"m3xDz3TMKTmvlaHEtZkalV6rysCmOvq9LZu4wHfMMIFdPKDezr5gZtC/oZkLdsr0cc/bDfRySdW8IJem",
-	"T/smAXRHG/G7I3P/DNSt9FSWibLTrmDZnqqof3NKWPGj1Ss1aGWs0aSuquqLUqh8+sxQN22NWqDiVZYJ",
-	"kNhHkQQ29uVWPiytHPwATSvfx6PQ+vjTJ3KMx1BrexvPKG6kq8LvH/uX5R/9w90fvRDqiSZE/6wM5zum",
-	"CiXCJe6qstWumdlgWxu9hqWQDXzmle2fXY4shwbalrq/+O6F9wMamnvkDeN+XXOsz1YNCQf9YpZQL9X3",
-	"0pXFdTFVmlsNhv2iNhmPSUQ5mTJbLrceC9I2xV8tF2gqtVUkgWJxTBMb4jcRHXPDBROuihazDfzqEVDa",
-	"P+s56xxrh8TrVcj9ga1fmvKHRgQGFPtWxOv92QKc53T9JKHwZoEo34sV1meFhH0A61E/6Pf7cIaCQ9Jc",
-	"K2iB6R/m20SxvDMDCqgpHFLAKqHSaDZdX2qsKC8GUIsM+n1cTb1qQMNCfLq6jaBW6TxQqf2oHByhIzvl",
-	"zv6GXFYY9uCWDNtvdmrYSG941AqaOYtrHQvPdzJ4T2m9HU8qzK31kYdm5CoWFKutM1p7HfVos/7sWDOq",
-	"0/iEdg/p0UH3ZHY46w6nQzqYnc768WDQujWbMge4nT8VhbcNBL8wV9qDyTwSfJYmEc4y2INPmPDQSyGe",
-	"0eyK4XdH+6zOVad+zuKEXmoRFVjhcJ+PTdVzzZcuuErU+p+VjSIJh5YhSMUty/wzMknkmCYLcoe5s2jr",
-	"jzmTmVhJ9ERjtG2DcTFATQstmu1QyaaosI5nCQU+uNkU+iO4ekPTvHZi9vkNpgGjInrFMLXZdcM3L4VB",
-	"0ajZNRiHnlRjLlmKNblNHk6bmejSK1NapIPpNhArbRRTSAJtNPS9NtDcy9AnVrbUKOS6/BHsfU1b+qcy",
-	"+5U3BcUlQAUuMKyGXF4+SQmVSktHPbppoRWELq3atHRxljOz4KkQKaP88xgqt5ysNc2g8NxOxYplXajC",
-	"INeLqUgrRgjDeZs2XWXT+zLDR/DdI/vZx31Wa3h3eW2WjTctzjL7fRf1wrz/8XMaee9QKwehpfAX39bU",
-	"4DdwL8l70LRdK/APB72BVvY9r7oWlME9fWtbRdBSsibCDZHC3djc7PHLX5ESbqSdSmwmQJDBMTFsclLf",
-	"f912NPh4a4HQ8JibmLp9tv3V3r2PvduHmCc6Wf6OslO1e+1mu8NjzE+iRVV6k+tla+FDFbdEQkTZ5lBC",
-	"zYYykV/NvQLjJr0Q/NoZo6lt2wOVT56bPCiQXkSuoFFEUT4Paul41fRgVGjTVGSfw7JIu2Lj7vTIuW2i",
-	"V3QktMX1K+2KblkOEGwnaN42perqqV8j4iwlnj/cFboxua3tQbXGq1fKy3bTwFJvkLVsynFR04k+ICyV",
-	"zGsAYYwoRSEgOadL1oHqKV7ZFFtV0rDxUb3KWb0Ug1e6rFSHAZPPOpCA+lSVOt9HWFwILTzYcaVWQrED",
-	"aUemgeKUYdc5U4IQlpossKzNXvWzsbxOPQENiwBsrB/XOcPTwsp5Njs/UVsKtm0oVFdKEm5XKhO4POEN",
-	"BTVgFXDqps8QtkQB1cAUNcCFYkGXUu0W/Wqcm6zjaqkuKFbAGXYgLdf5oKqaTu3lUkMHZsyPLSU8FyUK",
-	"OqYd4A2vEGkLv9SAbTXtzrj6ummaB2bu3cnSHbSKmt6xtFwfzzYAM5mYATamLWJNmmFkq1rP8jT18s2D",
-	"+sbCYb9v6nY0FPQYEclUvbgzCIWVNE13w4q04eJeG1sZtsgzRT/J4CggptonFNxa29aLHVOOrp5mjRn6",
-	"RWsQWSZTPDYNM4waYYvptMv59J0zk8EMKFvUoyvSw/2yERhnXVSlcsUUPKDjRfZSwG0pgYxBxPb9TfWj",
-	"RybMCJvel6s1l+3WfrloU5ZmlSV48UsGhfp0JiN8BBng0sewxiripka0V+7ZLgmbwGJJcfuSP1FtZktb",
-	"RuZi4jbrdKhcLgFqk4KyWykjUZ/A5a2PTInjMkZAj2+XEV+xqtgkcr++kaOrcwhTL9La79c8xiMXllM4",
-	"9c2EXvHi0iEKTZCbbB42hOoNSkKQMv+b+wvgn7CSUasqMHyCi3RP8dyC5EY29z2kXS9qHX2WL3/4fXse",
-	"vxqFf4fKjcXOBlWkzQXvesqA1hk6nu5j7rjRffZKjSobj0sBPCXjcC1A1rcLB1Wj8Jh7VmGaQsVWz2pr",
-	"y/4wV6HWlzBAnSlKl5n6vVSLG37XalfpEgLC2QoaXCFDNQ4W8sS05o3EYqqVHrB7nr94vMk2vD3t5MuY",
-	"8coxVNwW0FZzJouuVqQNKV9dyfSwUBjKt539rVXlg62gVWfMrZ/A6ZaKuDDFNFnbcNaSsS1RbCF30VkP",
-	"nG9wiI9Ba0Gvn+LHJ0FrkXDzx8CZTmmWUbi8Uq3BEDgT2WIvaJk4tCIyrQvKtDWdkSRmXCWzRIttgEkV",
-	"a2jJ4NYECN8+50NjQa+fMX6l5q3R8OgItmX/HuxrmN9nJ9ZKt3MnzoDXaHf3bH13vot5Y4EMKJ1mTqFo",
-	"LN2OqGTdhEsGGtJ7G9cORbEqOyqbOrceTmEh/dy7w8aLFUuG149eCXM8Z4QSUE3G3L6Glb+whli5G3VA",
-	"ZAI99yFyHnu6Ygls07oxXxhJrwBP//r05OiEzWbx8GA4PewfHLDDh/Fpv98/iA8HLDo4ZBFlMT093AC9",
-	"SkbUJtANhid3hd5Ffd5yCwOtgqE+7EF6TuV8zAtghv3rECGKddg3Q7NTLUpnyp+Oea29A9QX1sIRNm1Y",
-	"F8kVeg6os14B+lF01D9k8eHBMJoeDQYHJ9No1j+l9Iid0MNBP44P6YAN+4dsdnI4nbF4MGWD43g2pYPp",
-	"cNg/3uTeMNXmP+8hVPHXNpFGIAcEfEcGhKVt23DAu3XM7LFim6W92w/7e/C0bln6Vn/r7ytl8468YZtj",
-	"hgafK2boYOCHG+/puLprD5wRnUZNAtkGn1uRgLoJWGUfGvqtjQttUPGgtdj6X/tPfxbJ85/P1y+S/vXz",
-	"N/3188Gfr58/Fqvnl2L1/IlIZn/uRcOU3z4AyhP0buLz+u1idP9pczyaI2xLestPH4MNLi4MN5IVq66n",
-	"Y6wE1G/W2tpCxEyOyP37GLem/7x/vxzjiiYu6JmfZCwOSM4hONaUofBLp2IoL1QBhRsCBsD79+MkY1re",
-	"g8HHvF0KzA1IuYQ1Xn4tZ2EUI9SpLgzcWIVDZIQbE7lxafWdPd5YqsIzW6oYXErV+OCM2YoOpoI3Ork8",
-	"iEFH4kxJ7OXV3KGHklnG5LwmHNq+JHMhGXcsF8vb+dWcvXa3pvGJPjvofd1UNwLb/ie/5BjtZRNzUBoa",
-	"c08cOjPjUWA8cVfkyjAnzfHFu5qMmy9NCY+GcpJuAQ9+rS/qY4gt51W2LjKETPanZ0/s/sDW4eb4Zg+1",
-	"P9Fq+YnRzYirz0FX9oOKHxc4/IlxzLfKyZAsTVk2Wc4F16//aXhweNIfDA8Oj44fngAJgetYX/ef3b3e",
-	"a9l3zRhvGpy7gV3eIMy6hk9fJOT67oKDqhqaVfouZk8eDw+G32ql78IqfY8PBxePDg4vInphlL7fu6RU",
-	"i0m/seh0F+LLrijuajciJ9dzaMEJjaCKVneVmheOHqnua7ZM6VqjW/PSzFcFCVPuiy9bUeKrT+EPFWiu",
-	"Sux0g/xYdR7s4PMbfQvPhHhXlTbzpWl52mAQDBrMNz3yVjLsCQhO0fcsG/PykFagwbtow5JRviEiVz3y",
-	"CrsndRmPRMyM99xaIRMTVLWkak7alIQPsHvVvwyfhJ0NicIewL5dv/bsjXskDltfyz4G0U5gOz+Ztcc7",
-	"raLlXOFGo+jm3OGbGUl/+r/CSfpPm57p35HpugHfbkABtpYGuDTBUFKZIEMIVSiFRLgcUasQ2araCdbJ",
-	"xwqHvR137cYagPft07j1FWH/aRD2hqj5APuWbI7ufQS/N5g+mtrOQOUJnq79ntqI2R2vtTaYATBp+DaR",
-	"sy+E41RTEa+xU6fK1mNeUpZJTVcmGUiCfnNbyuUKOp9Uaz9VennYflDVANARcfGfNs3ZNYIZcyXEyG/B",
-	"XjQeM5WVoozFibOU2BuOgWuQF2573SGj9Yt6QOt45O4YWAe9sdqu2oeJbVwQKhv6mIUQ6xqOuRlIUfmO",
-	"eJGUBuqdntcQBhpRQC6ba1ZijxmliYyNuYurNANTSVYsTRvNFPDxHRKp4HZ2jTut6PFVW721tuouzhY1",
-	"daGViis9gHf2xZXTbPDLa7L+7F+V1q9K62+vtAJGfppcgNeya9pz7igQbnoumWaOxoFRjuxN46Ja9g5h",
-	"FUOevjczfx7J9eYk3kHib7+2cKPb3bKzTCwmlrhhPp5tpWn/xtZ75UK+I2MYg8y7yWZTnuZ225Zx1LSM",
-	"JotgsSiASpFPAJprkfaAoS6Tg9kpHUStj97qq51AK0tvCJ/Tp3ITJrR1rNuS/BKa7SL6BsMNEnyti/TZ",
-	"9Zh7sgLz7QRsZZrbPWA8XooEb/Yecbsr25XNfAZF93xXoGnIK5MrrmVfyaKMeY3R5VysOJmzjDVSNdP0",
-	"7cIu6jZqdGWMr0r0Z0E+KJtRQQYP5WzzRAwSyBvw6o1Nynr7+hmobLYNnumPmJgYa8b1CozKh1poxq4S",
-	"qRBzjDHWNPqsoJ1pxQgh4An2aQRV3Lw2wdfCM9NaFQNiJCiURkvUv5vGGnMhFVnkML8U6XvI7Vvm0zSJ",
-	"ii6fI7LMkvfWyb2c0uhdQNKEv+umIqIpqvxRKvJ4zF1/euuzN+Uf4k5gfOzmI72NnMsli5JZotVh11NU",
-	"A0hrjlKrz+3wcDi0hzLJs3TChZpA2i1kXCXchMYz/j7JBF9Am3eI9LQ9ZKHteqlLpd48u1YYMG+6tWMj",
-	"DZHmipFwrtQSkzChUWAI52nMAVjjDAC3MUgCSpjlWYr1pHHDkmWaWCzo2mQNg2aOlT2NUSCzEQ6gfptk",
-	"Yw2DHy++/f7lyx8m58+evfxx8ur10387v7yYvH397A3WhwmIZNAxOVzQd4xkOQ87PfKqyHWAsjHGci3t",
-	"rpoU8ld5A736HaQ74YWxNvfGJo6lHo7ICGzjxv2zmyqbv+skp9+Yjn9V1H5/jOc1EH599y2xvgEfahR7",
-	"HmRCUcW6SOm3mHVdRBtnK7KbzZhmtxl7n4hc2hfRUmm+HvMpw2SLuUsrAho3PIQO+ZK01UrA21TlGXPt",
-	"kNwT08oJ8/ktXZRjHlFO5CpR0dy1YlokUAUCYuEdYa9RtNcADAOzNwiSOyVpf3BZ7ivR+D0SDUDqEqEo",
-	"39+bkAvF5BYqcbFIFLh+mFS2IIowUQBIuVjsqFSpgAuKMSJXU3Ed2PUFY46NxKXtKc0VScUVodJKcu9B",
-	"hpPCF4ysY8UIdgwb0TMeo8cHO7P5Ceg1F5FreU7UemnETKrFVsliLT6ZGb1t5rbDvf6gUigADTSmkR10",
-	"vDZlNmCAEXhubFvwOZUkHLf0D+PWiGBFP/xOyysk1AJzSFbQEySEii2mUwlPUvL27dPHJDSVuvvdhv9j",
-	"/xcalUNINuabAl2tLNm9vHhzGZ5Z+lucA3ZMubrK2BU1wcqJ0UTccrB7H0i6+rcsZ+iBM4cl59BUjkbv",
-	"uFilLL6CGJQ25WsyvL7ueC496OWOLr0fbe/6Qg9PJIkTuK2xt0gIFAsq+AIleQLsjzbmeBZOy3ohSmPu",
-	"Uc7+DePxJZNOFr6DvP8mbjG8pafJO53WqLUPbrSCFlWKLZZKtkb97Ukl1mwIgMUpDqLT6SA+GnZPWH/W",
-	"PaTH0+70YXzYHc4GrB+d0pPpw9h9YSJdGu5LK2ilVKqJWQrMjmZQyLuoPwZVVM4LQ+IS49XBPaSplZHE",
-	"PZ9QcX9/yVluvKBOQLi1c8jHhJ3eoWINiWxaBuFYPvGrp+irLPHbl0zQzNQwPqd1GIK3U4aA6mU3tbPC",
-	"R+UuYsGWyrgX2AdLM2wXWnDQJzFdN8Q8PUvKVPs3K0Vgune5mqLrJatmgjbRx6bkRI+s3oZcIWLvuUxv",
-	"UeV03f28NI25leWCNDdpt7J1zYnLwTVUFblEed1YY2jDyirsZe/OGviZLcuwfZX/XHm3jYv+I2fcVkSp",
-	"/bC8EKUG++XneqLUw3gw69MT1j2aDqPuYXTIuqf04cPuYDZkB/FhdDQ9prcUpRpmH/y1tb9wZS6Sib6R",
-	"ti7zl2ty5lOtm+TCljnL12zYfbJhyzDbm9c/+NXi8vZuZ0ZXs9GYWJvEasTW8QJVOo0ZwPPPEIOrW92p",
-	"t1LJ4Ks7DQn5QgTEgmZSfKmpF/6x+Vu4/nGOEJxA3aDDoMUAnVwACoJhwq4jli31OL+OWzZMdWxusAvA",
-	"mESQDDns9zUMf590DbEMMzL3AO3W+M1yNAxO4GpOepN+vioNnxgM6j43s+Jy/Zie8pNyuJJ9aouqlB9r",
-	"LPzpM8eb2rCpu4gztVjtnZt16k0aT3rvNEp8fY/qEwYSe96WLffk4w0Y+F3w4/0ayZW4ytcQqc8TInU7",
-	"Ld3j3A8wC2Kz0R/2m2NZWFe3HVl61Y4VlOsTWLtXUY8XqxYYonxGuADHYCqukoimhZnM1R1sMtyfK7IQ",
-	"UoE70U0ONTTMAFnOoQ0zVmYwdYopt5KEjUe1s0GfuGUmrjRFDYw3Q4PE1K5msxmLTHANCCt2HMZjifkc",
-	"mDaCtn8pxrwdGiNkGKB9POETO8MEapKFBaTMcBjglilTOTjENUz09YvzFAtG2q7lJkcM9C9cr6/3ZkpC",
-	"xXozsN6fYlmWa+EACnKRKKNy7gqLIKLpsdEbE5tAIiywm+Xc1fKeUz7mWLvXTKeXIHJFlmkuCSULml0l",
-	"nLTDf3357eT1xZtHby8m508uL16HATksugB6ZaQDdNoknNApem6wXEfRGwd2FDgUMmdj8uAavbzwxh2a",
-	"6wsnb/ApUuXwt5EqD+5WNLNlk1tbLfIN2FthgwNryCiZ7C+q1voCtT/ZXo94sYtrNdnqvfsFVE5kAVlV",
-	"qEoiiU9HxjxLrubKGXk8utFuIgeSKciR/mqz/2qzv2nQEBDE/UQB/SWL8kzvV9PB82XyA1uf52quxXdN",
-	"tDA2sSnr/o2iV9CPwPSCATN9QGxHmNg2TQ+IfcH8JDKywNYInVY1YM+82rPheaXIPbpMHrwf2NC9Buu6",
-	"F9bY1hfULAl7w+Bq6lPSZXLL6Srxm8CZoAeamnvhlqUJRw8ewDdzIdXopH/Sr83ykzupxg6+zQ18rR0W",
-	"q1lB4FPFXG9Mq6YBYn0vj0ytKpVBDG9kcoR4TNIE88+nKYtEwrtKdGcJVZUqc26GUvR9fZ5L4NnY+QD8",
-	"/5khqX7aujecbTvUPNKU8ndendG27dMvZlh7TWNaVu6f32lu4n9PNvdy9LdmGy43QO/NvxF2ramPrBbg",
-	"AxjadWFM75JliYixd/8s4RRESUYX/lwXONqGfVdDAINKpAaG6GlC4A3pLn59TGjSVC2LDhysUhndi6X2",
-	"V2sLpH/86eP/FwAA//8=",
+	"7L3rkhs3liD8KgjuTohUJymSVSxVscKxK0slW2vdWiqtp9v0xwQzwWJaSYBOIMViW4qYX1/s790f8wbz",
+	"Ct8DzJv0k3yBcwAk8sJLlcput1cdM92qZCYuBwfnfvmlFYnlSnDGlWyNf2ktGI1ZBv98FrPlSijG1Ru2",
+	"SumGxfppzGSUJSuVCN4at0KV5Swk6wXjRC0SSTImV4JLRhJJ1IIRqUTGYkK5XLOMKEEoJ4xmacIykrGf",
+	"cyYVWSdqgS/TJZvw0E0cbbrfsU3YI694uiGUZLAOEtEsS5gkiRoTSuZJJpWdYEEl4YLIPFoQ3EpvwltB",
+	"S0YLtqR6/Yzny9b4h5ZeeOvHoKU2K9Yat6TKEn7V+vQpaL2hij1Plol6LdIk2tQ3fblgZJbHV0zZPeM+",
+	"IpFzpTd7RRMuFWk/u7h8StxwZJ6wNJad8YSHk9Yk7/ePoiilUsI/2aR1/vNX+NQMaH44X5vHkkWCx+Zp",
+	"GBD4mIQZo7EMichIuM4SxWTYI68zJhlXRHDCPrBsM+HuYDSgM6oYSfWiWGaXfU7oDL6Bw0wUiZOYcKFI",
+	"WwN+nksWk/dsE+iJ1IJNuP1+xhJ+RXJOP9AkpbOUdRDm7JouV6kG7qQFa4QdnvT75+uvTvqlQ2k4BATB",
+	"s7gZ/AZC9yRJYtKmqRQkZFkmsp75ZZrEIUm4xg+apHnGyEzEm845+TkXiuntwTY3IieR4IpGiuSyV1p1",
+	"Pz6OBvQhO5sN58fshJ5GR/Fo/pCezQbRMD5iraClJ0syfTE0Ovk7Wib8OeNXatEaDxqRjKls82iuWFbf",
+	"4Fs8Z31b1jRRZMbmItN7Vtkm4Ve9VmWiZKlRupgm4Ypdsaz1SU+0ohldMmXu9OM8kyJrhmnI2bWaRvBG",
+	"SMQcMGWVsQ+JyCVZ0SsWkJxHC8qvNLZIxmN3a8k8SfUceJcTVYYk2/yP/rOfRPLip0ebl0n/+sXb/ubF",
+	"4M/XL56I9YtLsX7xVCTzP/eiYarxJtEL+jln2aYVtDhd6hFwVeWN02sH4f7wONgL8osPjG9FqDWbLYR4",
+	"r28LV4BUemuhxiIDCfvGim5SQeNOeYsP48G8T09ZdzQbRt3j6Jh1z+jDh93BfMiO4uNoNDuhdm8rqhbF",
+	"1mDGaRLvRKe5yJZUtcatPIc367vziOZ3rIFoPSI5T37Omb7DZMUykoqrJKKpo15tSt69e/ZEE25KroSI",
+	"SbQQScQ654B5muBmLNeUXfXId2ylyFxkhCqSMioVGR6Thcizyh0axcPZET1j3X40mHeP5w9p92x2yroP",
+	"6Uk0io/Z0Xw4sGBBel0ApsIGdl+3AhmGo9F+XChD6xUAiaZ1qNlfxojYFCkgxbuImOExgEQSSecMcafE",
+	"l+AlZKLBhJcYHsnylElCpaZIGdJnfUZmXL3fzjlML3JN0FmAJNzMmeVcTjgQeaKSJZA2vQ7GVY98xqFr",
+	"jnGDUyeP3Abtng2b9hm66lpRYkxAcqhyirvFl9vjBzDsOjq8pleMyORvLCADTZ4H/X4J30f9ZvIFrLK0",
+	"oJjNaZ6q1njYD/TqDA3v94PdFD1oXWaUSxrpFW0jZqp4hSRxhavNHrKH81HUPYoGrHs8Pxl16RE97R7P",
+	"j+aj2Wl0Fg/6zYTqM0nUJ/0xyiDAir6msWHy+i/NhBmHf9LVKk0iqlf/4CepN/VLsf5fWsDm8ZMYYfOB",
+	"pkk8NSjdCloxUzRJZWv8wy8tkLla49aDeULVlC61rNMKWksmJb0q1kdiwSS/p8iSqmhhLthVntKMsOtV",
+	"xqTU0P30IwIA5YvWuHUyR1HgeDaiJ2cPT08fnp3Q0ew4OoqHbDDvtz75U3mCi75wZuHAzvMoYlK2xnOa",
+	"SvbJB+t/zdi8NW79lweFnP4Af5UPLgAUANqtIpKeaUlTfTr61oUVcIWBZnLu4kzfs810mUiZ8CsUKe37",
+	"Ri7o6S09FnyeJtFnHlyc4+tsumSZFivUNGNzljEesW2n2PhmAWGaakFzQ0BYnW2QOq9opjjLSDuiknUT",
+	"LhmXiUo+sM7nHuij0k0zVF3Du7ZKYlfGrhOp5K995pE5IFnoVlGeZVq0kYoqNibhLugDUphzh/ensM9E",
+	"z1RFGAc+Pl1l4kpfFUQcELSnZt9TfSKIPM+4Yhmn6UWBDre/+jjUFH/wcebzDtaukaBO8Suc1luxZGqB",
+	"ihO7XrFIK45aVWGxVtpEnhGZxAwurL/JsEf+DBqMLwNoIvIpaL0U6qnIefx5QOVCTecwzN3Bs8qU1qCm",
+	"a1ki578KAXxpbAAZkyLPIgZSi08NxiR0G0W8fI1y/aUQz2l2xT4PiEZJmCohpikMd7fAtCevlVowtQhB",
+	"YJ5fm7LYCcUHlpGTY/Jd8vWYhLXtIkjfsuxDErF3hWng86CaUcXk1LM03CFU3+ixCdUCuCZuGc2SdONb",
+	"NX4NyBaTehNp6ikVTRlph7Udhx1rgCExVXRG0dTWDiXCuvxuj4CdgdC5YhkJ4Y8uWB1CYqxJaAe5Sj4w",
+	"rnfo2f+8t7dt0Lz9wLNmwC4vhXhB+cbId/LzT32KxqY7pUlCkCXlG4va8txodSlV7Feh+bUZxyT0Nxce",
+	"cFx3eEYFPX4CIH313c3OSeMfvIZC9bg1GB0Ph6NeX+sPWgJJtEKQCC5BlTFPWDzVWgLP0zRoRRmjyjxp",
+	"DfvDk+5g0B0eXQ764/5g3O//VY+UbVZKTItZ+v1eH/5T/IjCTbTR2oeMUQdYCZmoKY3jDM6w1b8+Ox2d",
+	"XsyfPhkeDb8+7h8dXRw/jM/6/f7Rk+PBxeOj44uIXsT07Nj/vHFW+ytgXcxW06P5GR1E3i9aasr1rGbX",
+	"WgUqflXX0wWVC1jUKBr1j1l8fDSMZqPB4Oh0Fs37Z5SO2Ck9HvTj+JgO2LB/zOanx7M5iwczNjiJ5zM6",
+	"mA2H/RNvOSgqN694lorofWt8fDwaDvpayTzsfOobTMXVNOExu26N+/r6RSz5sOUAR+YArco4rc45Clp3",
+	"CgktzbPrVZIx2bSgI4tRsKsD9WAnHMNHLy7ePP720cvL7kP/p0IXGbdevXly8aarYTzQmjNTa5G9b41b",
+	"M7Ya6vH0fTdXpTccte4AhA7VLHaVUE4x/S+a4vpfv3rbHQxbQStfxVsvHk76yaN/WtU/mPzV6Mobo/Vv",
+	"Ey2QoLO4JCFKTldyIRTIEe84zdVCZMnf2GcKt7k/0t3xkkcElCXyr91Hr591v7v4i3E++Ua8X0sye/T6",
+	"mbUXGsU9sKYFEBWM+VqoBcsI4x+STPAl42pMQh8aoYH0KhN6iVp+uOAqUZvPAziSo6nI1VTMpxnlV+ym",
+	"FpplruVORmZMrRnjRF+uXr9PKI/JCCkc/P3ym5d3YaHBFYCMmyutgwH4aJqKNYsJ7AC0Cc1otKoGN/s3",
+	"MOKsWZoSNOOQWa5IRLlWoWbMGFpjvd5x3ZoD5ttYq+2okSOF9B4sEwlWL/0k5zJfrUSmacOKJpl+1nCE",
+	"xtuIHpFpnqVTrUwZGFlMciO9YHFCL8Ec+Hl3t1jbUg85BRPjHaoAhY6TMEks3lWX+VupWPp0w+rk4bh8",
+	"SAUgEOzf45lc8HglEq5uK9NtE8z6Z+N+3zAlxjWRcJZg6ymcShZlTE19TozShEyueMKvzAutcWu9kCya",
+	"vph/9+ez7PSb7/7yc3a5/und6yenz56//uszMXxOn9O36x3syl9OnqWtcWuh1EqOHzwwan7P7K0XieUD",
+	"DRhpf4lvz+EqMN7H35xr0bzfAzO+GQwt4SkF6aHJlm+We09q+kZm+Cpph99cXJIH5s8QnJGrTKxYphI0",
+	"r1M5FfP6kN9jpAZzI62pZlEU2JMz4Wtod1WyZHU7ftAqhO2m9dpfNd9BrxTSD/BCmNgLTal/bBg54dMV",
+	"3YgcMTVNX82BQ+w6CwO75wlnQPwrCyokConRADg+uMeAiupLJplSKUMbmiZgdzX7Y6FRT5UlG61wC8ns",
+	"QhbGEuavYUWTePprQUEPjqZxuwZJzG0HY3GC6LFiWSLscvRb0wj1iuqZfyvWqNTawdYsY7tG9Bxc/bqD",
+	"K2jhe1PGtzi38Pd7Ut+ngLDrKM1l8qHkdE24VJQrK/pwdq3IUnC1CMi7y8edw1HdrEUqmqk9q4F3tOS1",
+	"fz23WMon3/P2Q3EFDcL6V8fDn8rZVfZTAnVgCEZxLcXsJxYpDQUfu+pxBRwIk8yXIJAtLDqUUD4xbqiY",
+	"ETFvoFVLi1u7kPxpQtUjfPNT0PLG34uapbWoQsaT+VLuQ8gK5J18Wp9/B+gci6it8YJ/YKlYMYsbhizX",
+	"YWQ58wFkoCTVNJyXMEENZJEvKe9q6g92Ry4UTKy5NRprkbPXroVjm7XB0zXdSHDta9HYvNcr8HkmRMoo",
+	"r4EVdlcM3ATKx0BSPFrmeY9pHCe4p9ce0EA2qxLDi2saqXRDBGdklSVRwq/IUoCnBcXhJA5JG6PE9PMO",
+	"iLqebhKSdpxkLFL4c/2kajap3Yf2GF5/bN/+FLR8RagG4ifF3D2iKZC+fQaf25TELEqWNCXGrY1RK/p1",
+	"qcjQ/bpKacRkJwAIsFi/4fsIafxTLhVoO4gRRfjAYGTUrQY8WVGlWKYX+f+0+x9/GHTPfvyh3z378Zd+",
+	"MDj+1GlPJj38exAMP3X+23+tkbmgdd01g3Tr+t/uzQ1GxNxZEidXiZJAjqpbDgjrXfXIpNjHpIXXxTPz",
+	"1KM+QATrgjJo3yRJzLhK5gnaigsIlW1ElbiTvVeryai0WyyMKBfcBPWYT85t2M+KZc79rcUfviEpUxD0",
+	"SWXlZMuWqxsFzHiGrt24/tK89ilo2ctW396f3d1DBE9ikjGVZxx9+uHrV28vyQP4XobnRB+1Eu8ZhwM3",
+	"C0Hljf2c07QUonWvEp82nPfnJ9GQdc/iU9o9pqOj7un8eN4dzoZ0MD+b9+PBwGfRJrZlP4Vkacqy6Woh",
+	"mnimjSoj+BqB18CokCb8Pb1isJWMRYJHSZqAtnZOIMiLUPLdXx6Tq9rF/NPw6Pi0PxgeHY9OHp6WT/Bo",
+	"eMCSS5bCnVfAvrn1Cjgz4w3Rv8IUGoM9qtS1wL1mpqHffrSFlj6yiIPkk8otNIYZnnFSoSYV0ugb3LfR",
+	"wvsdRwVPPv3XJpmzwg9qi34u1izr6vtrVi83y5lIe+StNQroW2Liy8YkzGWswvJKjY/EW+MPtPs3WNQw",
+	"GPQ/3ZQyDzEWjqTF0pDMSM08kRwbygtWs3au3xBrQ4c6ettP0HoN/H3eFBX9ipsYgnkRs06UWNMsJtQX",
+	"8e5JYkzhuyTNhqg5HxdsaKebsX1SYyWZyHnMYhKLNe9UceEuUMF4bRrzD/RPZCHSWGNpoki7DwREJss8",
+	"pU7nnLNMlpWMhKuT471KWMXPUF3BM600+q8QKcicZr1DBza2nEbrRKJIxmi0YDHQdksRyhOeE01LSM5V",
+	"oik8Oq8bNam9hC/ZFUU5Bx6bxEERr9sQa4vT10b2nGVNEEzFFYGfCajIVJFoQfU/PT/InmPdDeySb2kb",
+	"rNEAhC+i0gq4dU/iFgXHVd1Aa97mrfqlZh/xMcidszCpRIaul7Y5aNqmcyI2omkNpPrd3l4VG2NYzcj+",
+	"UQaFDoj3s3pbtgKgfCCVu9DEvVyIXMP9F7FnYjM5LnV652zoe63Sz/hc7FYcq+oiu16llMPeGrF/n5YI",
+	"6pk+bW/1joIa3W2P2minKJYdmC1vBedjcCbUNycVbGpJo0XCGYlEzM71zYZ7D2MSfMOYsxKuMhHnkd2+",
+	"tW3Ww5G3hNeC0caPrW0FVfekH4q3ZGohYt/P0gr2hdBui+GsLKohhLNlBXQ/fhPtSbW4tq1+mWZPlBva",
+	"OKLc39YPVRlyRZPMXbqqI3GLC8o42r2ooVqoaFMsWUMMVetHn63XD7eG9YBk6PhulmFWmZilbImSJcj9",
+	"CUtjLSi5VK36PTZO0jra/o+3r14ScCuAiqcEWpE0dWiDwBX6ftUQrBm0mEn/aVzVnC5Z4z3eShG+1ywr",
+	"kWSdCSspo8y1m7LiXopxt15VIEm1WV/gDS3o0JxGSlr72VZKGJl7v5cQAoH45HkVa7oQy7p4ZuYoJWkv",
+	"6UYLwmy5UhvglIliS3nQfAZXPjko0CyjG8tHrSvzl13OYZsCaUhT+K9dYxvrPotDc76dxrNVGY3Y1gm+",
+	"P3pM4A09hQGwyxw6GqIID+L+gl0bOb8zJhuRZySED1c0Y1yF9+SEu3xLk5jKAsKAAeSZJOtFkiKpNXdQ",
+	"cxeRKYnzyx555CWnQvqpc5eyVPAryJbkAl+vZhUdz+Znw/nR6OHD2dFxTE/oUcTOhmdxn/XZ8cOjk4ou",
+	"1O+e0e78x1+Ohk1iedUUr9GlwJbSqTVhtmfF3mZLP1QdHe5WR71ovANUkGGzCvKyMOxU7JCoYjkprVH9",
+	"BNkVNdAxCSFSIiTtr19+Td4uaabIY5AswdoRqiyCXy8zUdWmbPDUFoX15JYK68khCivM3aixvnauyjqR",
+	"n1H+vtAdQbYHx5sqTHcAG03/RUaWItMiR5O7cJcOe5hz0Peb/NjkoPZwznkhvOWj6gNIB24eMUebm7fI",
+	"ezZKBIMQ/OiBrQ5ovSWqRAbah8i0Iq08rYu0KfeeuImsm9E4TG+glmyjcjiiSSUPjccMEn95w/zmhZ6Z",
+	"P8SM4YqS3ZwCp2nDTqNuCez3JPHSh+Q2mFVzrV8+e93t9/v9wdHwZDAYHg36AxskNdjCAW7nR0sQpfep",
+	"Z01qlS+j7nColRCpiZbiDSyErcPug7m3n4JfKhfL397exEoHgMCyXX0e2Q7UXh4sF+AKPVdXXTqogLW0",
+	"9Dqoatf+kY0/cPlhzWdbAfJhfkwbZXE7J2bpUP+Qnkzc4evGTYGGQK8AjobUbQfjNlomnfkSqzZwttaS",
+	"EgQj3BAJm+TSBZVTzbEalqDBBSIa5RhwCnuZC62WNUIvMLnRW3Zj0q0xBg9jaOv2H69uRZPnQkJyfWgL",
+	"W8xN+gxEhegZjCnRUPuUSnx8AP40H70DT+Dyvv0V7saIm90wt9DbXjNAwj/wJfNp6HaPgjEMelBFvvbb",
+	"yV0gHGrMTJSRoEpJL4dOWXJ3NU9adpT4Pg9/4tsHLxzqwC6vw3nV3VeN6urN3cy+VJHsL5dwgBS3nfNi",
+	"EZdGS5xdeJP/snzWTiJqROp8liZy8dakfPzSmE2RJmATBqMfEotScZsxCVeMx5Dg317TRGm9UqOe+xJM",
+	"RJAL1wlIaB5rUbdNyfD6uuQxMOExkMARkraJ+FSKLVfK5DN3fPOomRo0ZjOuBjm8WLa1FW/W0AAiBJqs",
+	"YRDOghVKyu68BDTrwKRp6BcGw75LgdSaRg4pD1p3FbyGEhVCYMJjppjMc+jlfKPfbr6U7JpFOZqXoTRX",
+	"O5xRyWD80GQDgm1kpYlvBy7qb6AFYhBUmyKVNsEUohwMFZD1IokWGJqAXyN6gBGEmcW63ey7uQijAzVI",
+	"XJ+ezrx+gxjmX4+++mjX9kEB2Th60Bxy/TOxrMSVQdCH8Snnq87d0GM/DL+JXphIN2MYwcIZWG8M/d/J",
+	"kpF26bIAOgLEE3ETt2AlrO3u0XYvtEunXoa38eHfcSgTCJ8ARy2BFvGFICIjCPlVOXrh5hzITb8rOMa/",
+	"g0GFgnlKeJUXlXOyvFtZQqwmVgU0+vNDNMW88djKF8fWu9oWinlw1IcSyEKCPcGG1ViQcyKWidIYB6oE",
+	"HO/WJZYjhkY3DKQclAMpT+4+kHLYFEh5sjWQUu8Bgyh/3cDXymU/9KiGhxxVBcOaD+uPGfl6U3JXdX/c",
+	"KBzPEIXDVFyga7dTblFA/EPqtW9ok+irL8aKoT/BULTP9x5hgvrtfUdvtL6Rs/2GrgxfJJkxEh1q7dLv",
+	"34Wpyyz0jVh/MXftwfjlkmabA+H51rx9d3YyD6MOpSIWt25vKfPR+I9JUgr03xJngCAUc6AvjX7K39Rc",
+	"1vvtVLg7NordNr3kzvJGfiOz2yqlSmsx0zljd4QC1sNM/vPffTf6PUnmDM0mRUT2gqbzrsZaLSY6Rifh",
+	"MOWCZuwO0bJYB4w8JqG/+Yblwms3WPBnJ2bsT/04wEi69dbvdXorucOG49vf3RS3zIo9zBTr38UycG9l",
+	"pq3gusUv2PYOYvu24KTVImGKpqa+HpQdX4iUEclSLBG5Tngs1qRN0xRYmmxIQJxnYtl8iGw+Z5FKPjBM",
+	"V3alzc2gLnn5BlYdJfZNxXh8NxMpmk7NNZre9S0uhbeEMHroHQKsu3dgvIQej+fLGYPiOyCkmhABO86N",
+	"Uo7hOAHQzUA4NBf5rckhuJ1R5pGXg5AmcxZtopShR+HwNJvQJubETAE+h0TwdDNGUlDLv2ENeQ+kfTND",
+	"xTnWxYRSTOFxv0+qBZA7PfLEJkutTUSrVEmakjhntayeXRrR79M8Y60zkKwA2RBbsiVcDLxG+yyJWf0Q",
+	"zPHd25VW4ZUav4vidn6bh+Hp3kRUvzTf7TdYq5peqoF3wyXBHdlCJKHbhBJuBb6rrHpXikp/PZc5Ur78",
+	"PcdBK8+Nf638sIi/959mbA4iiSseYSPdyt65hsU1JMHyuCmTbycVMAUbMWYSQn6b6YALuzI8W8uBIluS",
+	"dti/Rhvxcd8LS3aVugJCyYxKNjol4eXf/+0/Qjej1oizaNg/d9o8DLiNbuj3wwe4R01EniHliDLGOIvR",
+	"/pIxSPLlWApuTKj9A6IN8F19w9NEa+G5kjWZKIfXM/YhYWvSDuHPKf4ZgjbYCfRUCSerIh2lIGiUcLYm",
+	"GeWxWNqNVi/p6ejhCY2iUdQfxScROz2dH7Pjs9n8ZDSL5/3oZDg/GxyNjiqYf3K8F/H3iZWPOJZD1xDw",
+	"92xbzyCXO/cRQGQmDRpdEbIWKnsz1wlezdpKG7kn+Ny/TaQSWWN7lbJmhVUZyQLfr3PIxbaBLpzzPgcq",
+	"y69YQEQa39yqVVrxBVfZpsm6lRzcQ2KvoC9dWMKB9SFNHENjjKgZLHCQ2nsouMVGQ2MJnA1uIuxptNvb",
+	"jC+RBV2t9AW/gd8zE8up3BGyYVbn3K5urjYlYQ1cYcdY8Kxlz7piCdMA8DkINeEdU0NwvRK0pSKhELk6",
+	"nScpMgmfi0SUR8w8d1yk4BwFt9BL+nGfrqkFnyvRNQ8bMAHy3KirLNwonuLAZTA+9XOADPSwnU6CNbbU",
+	"gi1JW4PMkD4soe3YPXCMUrpmx+Sn6B3t0KILZMwYlU1hZt8vNkCjQxopkY1xw2FA/MWEcARjG1ReJtGl",
+	"35pVo+ld3T3vKpQx15/F7dU7rr3X81CD7T7KeYjJtkys/5BG252RjVUCbqvplgqpIAtFxIdb/ke14Zra",
+	"RlKJpdaaTLXsu7Hs1uqMNx2FJ2GGRlwNmxeldYH2xbPX3dEIc6cwZyqwIis8w0yp5oS+XeE+NmUrZjRO",
+	"E85I+6hPlgnPoQnBbcN67lCA+P2YyXeWVwJqbttr4i26I7P5HQcUmgpepG3dw3ArMMzp1gzj1zdI7xQH",
+	"fxubromLqt7uvVFPteLn24J0d5U8J5eeaIJNY6FHiFfxhLrfi4ZSvy3pdrLlXIPa1AlvdI8nFWFLi2Oa",
+	"1IXNZTJCqMuqR5dms/pfYL1CMMCE1n9t6321JWPkqVmK0ZqfWKLqapic26ITWr1fJ1JfZR4T6hekMGJ4",
+	"FcLwouCRLfriTDA9gipbueshSdR5Oe5aErZMlPLjK23uP8wAQYha6GiOG7hRLRXJGD/fhy++CXrLjbxZ",
+	"4R7/kH/TCj4HRQtX+0/9XmOG/6mElUa+V22e0hx2qSCa3Nu4K0Lk3C6uypeteUTa1nYow3OiUcwqfEkx",
+	"jBfRq8Wpqmm8s/tikGeKLOmGxMl8zrLGwOEdZd8ODQzcX/trlyHb4w+Qtrz3qu+9QdW+NbtntD0EtZSU",
+	"0DT0iDyeqzvKRBK5EOhprEAxIGFhhAh90qpAccfdmGJb1vljVPktJAUy1bkbl8XhOUGT6Yq6sOsqLTDG",
+	"DNvg1+wJN3JepLZowdtaO0LXqpcqE6sld54Bsqc6PyplxuDERV0oNJj4pn63Fd8Y81kmmDoGbC2mdeku",
+	"WtXrU9S1lniLuapdXc8uf3LcbJevPQc9Z991vSghyD2JK4L2qqQgFje5BHJbAESVGJliO3ZFhnCWrbXn",
+	"WBNm6/Kf5NAkujSsxioUBUxxEztTKVkxAwsFuA6Qix1kFK6WWWywCH9RIb+okAepkPvLC/rXQ8tc1uG3",
+	"l2HdTg6828KDewjP965bu9VBoAYTKi5zkRGrGJWgoEULzliMJV+MVqMW1EwNfCKs6VZhp1pmY7/A/jtW",
+	"8A0nM37MQxXHe5JoTicBxOhBNX5R087Clo7y9CsJbTRV4WSRSmt6YdUzgvy97hwJz2unZ34kS0Y5rLGD",
+	"ze9hJQzW11BTg0BfLQbVWqkkucxpWvPnogJKr6AoksYgmqT6g3ZYd+aHgTWREzTGa/FEDzN2v5eFOifK",
+	"4JYQlJaLWLtwB40PFpLoa5UaZOvFppyohr3N9Iy/mQ7stwE6SM+D6Hbj0rhlUOHv1fpUycbzQFPSHWqi",
+	"/d1UK60peXUB0pOnDrKUHeof2tMu8DbuorrV7o/uMnqeSPVMseWeQAYbY6OFzH+Ed+iPY9b59ZO5q6L5",
+	"F/F7u/h9R7L271vE+r+EWW5ng4f7avanKO4uybg9RbFUVu0OUhWbaPiXnMXfoERXBVsOlVZKKsCtUxCr",
+	"qPpHF09uA907EwH/8NDdVT6qHsXqlcEv8j4OKoX/G4YflmLTG+atnYHp4foIK1U1035XEMvUs2qQgPGH",
+	"fVzW1sOCpKubyKZxnoE2Nl3K5rKsaB32plBCvIfQ+GWSpomp2bO/Uwhr7jTx/WJTGh2PgLT1ekWuAhIJ",
+	"zhneP30WksUB4YJ3h9fXnYJoe4h8gA0Pr/6UXUcsW21hO9hXczg6IbONYrIoTg4aK9bOxXGgFj6YW5Xm",
+	"Jm2qRZyMRmCqztWEm953jIO3Ks7EasXiczMueniMkeTd5dPuKUYMvHz3PIDnciHWUGzh3Z+ePn36pHM+",
+	"4Wjwd74mqMW/ptZBBM+5KNZHs0wr2TgulC5DYGO/zAk3lpIPLJMazIPeca+PBc79PJT+8PgQygM3fxo1",
+	"9sC4LAPw28vL18ZqtmfpO851axtN/+KU11XGeouaDYjRROUqrZn3qQb11sz1CkIH6KD2c1BAETUzdpVI",
+	"xbKb3HbXULthIuzejzY0jXeuel6zxLarGXd99CRlhJJMaGofd7E/sv7M5MHJ5IpLMmOuGb7tEwlF/Nem",
+	"j5BUYiXPyzHTtzPjV/uE1/KHsG94SP4EYZEnx/r6Hw1tmgvc3B55CzdT8HRj+ZSxTmKnJdOgOFGk7Z8Y",
+	"Yh4RGYIjEdzRMRszdHfal8Ob26hepuN5w+AZ8zHl9au3lyU02SIa69EKHKydwk6c2q6FHXBJb5eP2tRZ",
+	"HYrCJ/yqQUO73d0iF/jUtbOGqxInUCsyRkeEJttXguhbAzEMZqZSkEgJSXyD9g1OkLQXSq2gYYtSK/Bv",
+	"S0WvEn4VkFU+S5Oo+KHIBat0UrhBe3zf2pMllWaO/ePTm+HTQXhwaJPk/WT7EJG/yiv+kGK/3WRzDuqj",
+	"snvGEkr8IxVXDRLv1VXGrqhih1TT9QYrurSg+4knKXn37tkTW6yVSVUkk+81M1oRqckKWpbZb9CZ8CBO",
+	"D5u5eQ4YfLcVZAb48TnJueECZLaBErwJk6YZ7CqlG3kQdHAyfHzYFdAfXOr3PwUtzYumBnq7gQFcy6oG",
+	"WvTRAqvhliX/njFw3U4aAMPMQesBc5Fdj5blc1aWXDnDFN0Fi/N0x/HtXdMK6zAfmHVVrtoMxl+ptljm",
+	"qteBtE2/Y3NR5QNL9B4oqF5gCvDW2yD5NVr20BGHnSXcCcqXvcLj3RWsQaOOQvVDNDDYR7G2xdBX6Zbp",
+	"PSaJ6U+HUd1mhV+I2B0RMWsPmW5fOYYBVA0nt0xgrthomkLVvpDVPxRZxdt7IHhfm7e/0OM7o8fFETTd",
+	"9sOo9aG2+xIF/zwJ3mMVf3ghfr+rshxxdRNnpdE578BNWVI7vvgnfwP/ZBVHbnUNP8NFWcPRP/xN/AcR",
+	"ups16f7nAeelEawahPHNVlBaV2OpCBayxR2lsW5RWevuK2htWfIWR+XrQjSqAwiaQJc7wltIOVEc5ZbQ",
+	"ppIUPhArv3R65FvoFCzHEx7+a/ctxgB3zQKglXBbeWJ14InVNMqElE2i9ZjEzLUpn/DZhiSqE5CGCS6T",
+	"JZOKLlchaec8uXYdRyw/MoII9IttXOLb5IpTlWcsJO3wwyCY5P3+UWR8BN++ePS4+/bbR8PRSRst2AGZ",
+	"tPCVJIb/ZT38U9mVlJ5qAOODSauD/wiDCVdrQeSKRqwr2YpmYCeWdiG2s7HzrljPivjAspSuZCfQgELr",
+	"MmYtQ3Pjt4rymGYxMVuT0J5bktCcazeJw6D4SxWgg+4Y9rlbR9ib8O/39FgOMKHSSvqQzWAjuUvdnEn7",
+	"+6PH5FI/mfDHgit2rTrWdoj9oivNotHlQqG7jEMhbBQtraeUKvv6hOO0MaHliQOtByu/yVVEOZlp6SDn",
+	"sV4BtJ7GHtCmIBsXasI1HFh8TpIrLrAmUDKHXtQmzcp2jX7DNGXSAr8FKOZpQILGyCU6QVIoF+seeYQu",
+	"Jco32BkrUYuEk8HI4u75hFO+0Q+v0DOW2EsSm3SpEZEBDh0QzKUKyJAs9LNFQAZ9soAjhX+09fgT/lOi",
+	"FMvOSfiGqWzTfaTHgaYVC8FFbjJZjodn8OGof3ROjgd967WQJc9TBz3Jt/F53taIcNt47H1aPhKngtgk",
+	"gpP3bHNYY96V6+V8mOJpO2M2Ko6vMwapXZjWB2wTutncTJEck0TJCQ81wOB0KZHAOwJA2XLTIPIoes/F",
+	"OmXxFaA3FPXBMlhaik74FR50XXa+nT2jKe7TKKklrXRraagyKLeCUPBtDZe9kpGQmoadG03VSHgTmMaE",
+	"l8BU7829pBv9MZGab9K0IWCz6NhN0cV3PuGYZ+z1i4GJvSxUzIPGzCMsKqwWLMncN9j0HHk19jmacCiK",
+	"sWW3lhBjUtOSEa9RdQCZyRhhaxiAzbGecClMUjOHOpKR4FGiqYCwkIgyFifGhKofSqaMGKG1xwbycGCD",
+	"nqZW4qQ9rGfjq1rYmVh7wLXxBWsqsU2m4GDqBe9+Zs4HexlT6RUKFRmhuRJLqpKo7AQdDkf9fu/h5zU3",
+	"ceA/pKn4NxeX5IHpzfvglyT+FHYCky6I9DSRtUSG6l7brj0p9mHwywAWuwbDt92230G4SgIPCMT6FXqV",
+	"32zNB3c1v5mSXRxdYyvyHeTqDci020Kn9G9ms7b3yM85y1m8tUz2Z/sh/mGOhltZ3pUD029gcE/4dJWJ",
+	"q4xJOZVJIx6/ZcqampzYa8iW8StRSbKcQ41eEyeI6x97YU8Y0znhiARONC0SgRMo8cx4DPIr5RY80uRX",
+	"ungTotZaLKdqwjWfQeL7D/FQ4i6nzqa/Wxb0du07AsZaRg6IyAKrBXHfj4BxKnBAAXBUosmB1haSJXOg",
+	"lchE7XeQYCug+rNiWZavFKIWJVFG5SIgmuVnTEa5Qzne2QHIA+oD7zfE77K9N0FyL4U5vLmRR3M+y7Rk",
+	"KNsfxrYE5cejPEvU5q3eKQLk0Sr5jm0e5WqxLzLUqOmPXj/TSgRph/L9VFIez8T1FKqG++FX+keN/+6X",
+	"SvxVosdfgHFFg4su9Ur/tfvo9bPudxd/KXZLYXmtT5+AfM2hs0YkuKIR3D62BGc4kmEMVJT/3cZr+aFc",
+	"xST2V+J/g77cLXuHLdtCrLOURSLhXSW68wQkazAc9Mgj9zo0YdTKybu3Ty7L7ZYn3Oo40MpPaqHH1u0u",
+	"527Y93zh24jIJiJZEjrhK5Z1/c8qlVc0Cn398mvydkkzRR5DrZq2qaAJ+fSXGcxl6mcGoPZD+QVWUhOI",
+	"WmQiv1rY8YNSlaEAiwrotaGQvmRcBcU60dZgDXAyQGuVJ3m78gArelVJY4Y68KA2em23QKnLehM+4f/l",
+	"v5DHgmtKpCGkn9wn9+9rfNaPUOnt3b9vsvFRAoMN0fdGdygw3KJ2wknocDHskbeI1RNOCI0itjKqFqnd",
+	"gPdsIwMP1YvXirug3zknFCYynBWcOnp0xj8kmeBLwwvD4/6A5JzmaiGy5G8sDk1VAbSeAGMRKw2wkgUT",
+	"NS+x5ri/92wzhqU755Hdb8akyLPIhgHDhMeahk3BehQGrjNimrwHXpVzrVND7isC2hLfAsSGAKHxVW/i",
+	"lwnQpklrTP7+b/8RkImlUfoJkEcysSTWvPQp7OkV44BzmqR5xtyAek/hRZaJLCRIssckNEOOsWBEGBCK",
+	"pJmEZuTQ1DXkeuCQ4edIGm2dK9MKY0mjRcIZCSMR68+wGEOISfYydMgYGtuc1jcNNEzcLkliWQDE5QY4",
+	"y+G/ds2L3WdxeG76TSdG8NqInBgKR3JpBr7MaJTwKz3oI2dChNIbNNOyKvn+6HHVIglaL9oxFVUs7Ix9",
+	"A6QGg54m4TmTnpEwAGlMgwcBjnQKq1PCC9Ct2Yt898FgbjYh7fUey2rHj1rVw6MtVLoNlTeDF0WPDJq+",
+	"NU4CzKliBFyCCHMaLdxFhtpoa0FmeXzFlASrAI1lSNrfXFx2jGE4SzQhBplKT5AxqcAEndJrFntMDc0T",
+	"fC6yCJ/77SXwqGEZLK4duR5X7/fZxeVTW7401At/rj/ovhZpEm3GzvYepVRKa1c///krfGrgbH44X5vH",
+	"xqxqrO/2AIrRtw2buWGXNNHivBlXlcc1xX7meZqaKc6LaoQIVy+TQE8NhGt4BkWSpgYiId6xsnm2babo",
+	"mJN8ITjbAIoDy7SR537jHxkYBQH8O9hRSvbIU82JqffVy29eErQMk63dXYNSNQJJFvQDcy+fBLB+Wa3y",
+	"VIxm0U9TSo0dWZ4yef8+aRuLUWDd62jSgvJ4HSDEgx4JXevx0JI0qCmF9Pie1BvoAm+HJcJvpcZ4+arS",
+	"Fk8PPOyRsNTHPCRflab6z38n7QH5+//630Su9E3oFO327t+PxZrfv18e1t0KQswnZC2y9xIr8kjls50x",
+	"mbM1y0ilLJb++kiLR/PikCpd6OFNSb6y//jPf6/uY8s6zcpKQDjWc5WqaJYng2V8hf/zn//fronyFU5z",
+	"0jTNqIJ1YJs1Cr3lw5pAA1bVOm/XkM+1UT83k4GTZWujnbYxYYPzxCxYJinjKt0gyE961a6LX5H9/SKR",
+	"JJpeb1819200C2zu3gj+sn0tHA1PS5ZwYfTHb54+JkdHR2earL67fGzfYNfKEyyw9Zfmj5LxmLSBP9li",
+	"0DwmRtPboGMwICuq0FP0c86yjV72imZ0yZQWdQwXTzL7tmXrqJToFzxpMWZRSjP9msyjBaFA0cNnMVuu",
+	"hGI82nS/Y5uwQ2zDMjguzI4EOiRyBdw2E2mRbClJ+92f+v1+/+//9n/0PwZPTaQcUFEepXlsfVMyoivm",
+	"pWnC61/jovW/Hz41Y5w9PddjaFKyolD4S60Z40gv8XoZGo0eEwNUPY7G1pnGACNewicUYow6gdtFwj8k",
+	"MtFyEhoP7LZg2PYsiZMMs19p6pqKIbQTKcCaYUFI3v1p2B9emD0M+ycnAfkby0R3ncRqgeuHUfWP/a8D",
+	"8u5PTy+ePkXr+E8i4RqC8NtjN0b/CaATrJrF3rIxV5szyx81JlxldLUgxkUtzGDDUzfY8AwBbMfAfNZz",
+	"Q63XRZ4t1SMWEQd6BdGCRe+Lol4xi4TmEj3yyubM+fl32+65HpfTZWIymgHXcU3e/ZdKZCzW8p6vtZBZ",
+	"xuh7eMU4fZ0iUFcrOj2Um+CiFLcEJR79A8hfQha3I5HkKtE32xAuPS4Y6KBYmjV0gyBm4tQKP43mlD1P",
+	"jl3DyJ5cCgclMjfZQqSxgTak4CZKsnSuEXCWxJK0KRzHy3fP9Ueo5NjLpr/qgAWM2HRseyauJDcu7dHr",
+	"Z+Mt1DYx/ghmlJ3AyRZWK/jhxx4cTujE4bCQ3LnUkq8no1o1YSZiCA3JCg5xcky+S74m7fB4cGRD96dK",
+	"iCm0bDQGAENlYAEgZKCa++AnKXgI345IzmW+0vOyeLpkcULBUBd2zu2sYk7Cby4uQwt4XAeGA8TAQsJX",
+	"ry+fvXr5NjT4OSJLphYinmoN0VwxEwCjz1kL+gwQbZaJtWSZhDKA+A143NSCxALvtKY+8MHOsT27gFpA",
+	"c2b9DhayfaRfCnsk/Pbi0ZPQHDHeJ0hLZBkIirjHRKLyA38Vvcg0MA2SFaSCwi3u2VPSw1pEBMF3QF4k",
+	"XwNOgEMTeJ/FLOT/mCeud5dZXEXx9/hogPojUIxVShPehRx8zMj3iRWqYMzZNrOK2mjQ6zVVC8ApU3tz",
+	"LQBWkkQiTzVNV9FCK8NposCXK9nVEtNDuNkO9e+7sgweE4BBUNaPbPHvMUHHnW+VeuAcRg+wNoVGKRrX",
+	"G/fBPdeD13tsAxaYrwNrbdiYu1zUqMI9e2y30bIDkTXgYpFECo0zwOKM5UaTySrjBt41ACllNPIYdCfY",
+	"YmGxwoKbtUea7HVOG6v/Bj5PD2BgyAV3oOCkbCMMSPj6XVNYRBh4g9eDJjC+qot2Wxil8iL4sx/8Yk36",
+	"nx6g8by6bGPiemDdk6FhKS5ete2bUolWqBXjXmLGBmpwgOWLvGdspcfWakTCr869a/eebax85XhDlnNp",
+	"K54bH0iCwrZh7mW2AkQAzCjAnXrkOz2nvqLv2UqZWhIkZVQL48dkIXKtPj6CAKRNZbz3bOPOWT9AFmKW",
+	"hZF8RdaJV1xjozBHQv/DrLFAONVFtwKL0fYVgrwPl10ag4JLqsZyw1DttNQY7bh/Rlz84LReUiwkIkM+",
+	"Pxyi/cYkpseaf2TWYQdYLXrkZU2UwAyPUqRanMQYN0ZsFeQxoSBJgNFnA5wzJG3gnFgkAMINSDi6vg4D",
+	"wkXmhp3nkqaQwuPhCNijMDzHOrlg/T4fW9EkM9Ec+ifUZqYiV1Mxn2b6W1t3f5UlUcKvAgcGg/TTPEtL",
+	"LKYzhiU1n34inRwH+m5Q0O5IZBm2H9fqvgGJh0qFs9tCECyUDBQ1KCFhUQj7FWu2BasFdQk3Ya4CLIGs",
+	"gZ5zsQZ7KGmjdSLn9ANNwNUUEEk3tlit3YGxbCLxZtzFE2ppEYkrcp6irTpIsKawe6cw5wxJUtDM6Xu2",
+	"mWZMs7zwvICfM/nZG2GMobZ5dIHPyKwBkf1hnSWx8FOHCFKDr2GZpEFBYJhLE8jQlOx11jaAgqnZYL1X",
+	"1L+zCHbDVb6HujaIr1DJWBqENS0yfdPrvaIPqT4+W3UYtBxlr1Ehj5BILJfg8r7CygoiQ/VLaU0FXeAk",
+	"HOkLpPn8qH8U6guzpGm6MUsx8n5xS2IjaQP2ac6WCD4uSux4VYhsTX6q6IxivGUqQOy254UjIlrrhWLX",
+	"CGe5jSjXq32vkW9takPgHLCrlIKyD94fOGfnTdAbAUnyMmNUGTKOAFbCQVafyaRlPAuTlnFxlW7k/fv6",
+	"LO/fr3NuUGiSebkdaWyWplgcGJu3AkN89caR9g7K3Dk3Y3Oh/GGKUs5E5KpHvi8zMDCS2fLajsLBp5aU",
+	"G6skUvNd8tQvdeL+KTRRstQ4DjvFDQEx5mAu3yEQiiPL4cNeeFVGzVFTThKOt4oqkvMEYkI0B0fcNevB",
+	"kzU1wcHuNWOM4yzxuVkjiGKamEJ0Ls2WKZNoOxB+fTFNP21UCMgA1MYgW2vxW5UlkdISmXSeEesi0kOB",
+	"Pv6BpjlDPLIaM642UdhTqzCVIPB++fu//ccnckWzGb1i4VbFPGjS/PTsWsGiNT3a8DfPniQYWmCMYWm7",
+	"pc+o/wnU6VomUq5Yqsg8SfW4YAsHkSeJmQYSuEs756hr+daujJEVyyKN5mCLYLGzZEOJljYl4QPQdKkT",
+	"z43OXEjoGMIrSfgvw6ehr1WE/xKa56Ow4zSTq4Q79+vzxGqYWgpkqgue3koqHQm9lK4QRUz6c45WyRkE",
+	"tCthqTuCQNo4yETK3LSs0duX8MOMRu+9eKsyhzcD6OuDMwJ6AzSpJDSFUlWaINudYzwotkG3k1eOzSy9",
+	"R0LQ9mEPoFcM+n1g7zG2ISfDPtJvlxgHvqrQZrlZPyYKOx5UxhAtaLU/8IKC+ocezR64LBHrfRMnqrtM",
+	"jidwjT9a/fdj+buPyD8+wjvdbtf9P36kN/qRhDUU/UiWNJ2LbMliuHWBcctq2BV34EMiUhMtMBMakBp9",
+	"E/RIo7RGliJmAZnR2FrujYmxMn9FENGXAvolfayzB2J+NN2JXF+L5h1ZxPuoiWuBElV88PKYy9jgRh3o",
+	"UUsWNg0ksxSNUTihb68LUFyuRgWUQgLA1GL82bYFQaL1e6tDZewDo6nZL3yOI2KDjk6xwGO9wMLRTz46",
+	"z34mcq22JHHg3X1hikHhImtxBG7YkR62yZCjIYrjA2UyYqkxDSWqoIdG2C+GPNND7tZ2YM76Y5pqVrwh",
+	"hWUGEnhRgW9rnSVlCmoeUsk6lRktSgATnwJ7hjJcejbVXBS02ARsG+27KIJVxt4j8popMKa9htFOnJ4x",
+	"fdDQRENKH6dhEtT7DAymIKqbcTHcAHG6DKFyBJIdb3Ckx6vbIslHJ+Jjot0Hlln7pft2hDeh0RYJWAGf",
+	"wi0zPokGi6YdbThsuv9GEdkNta2KUHnssrbsA+yeJGFR3i0Ecq3ZjAd4f4hlIsH2Vh0DvX5A+7BDDq7I",
+	"JFB58RnetcJx64qwwUQ94gM7nP7FQtK9XxmpUW/+aJhq4aNNJFC6tTF8JfqmmwhoIAMz8YGBrLik1/Cw",
+	"PMs2jRtO3eZivnvz3JnWHZkr7hGY7IpxAbHLYQUfiRKCLPVttnZsLM5bDjUwQ4wsvVcs4zSdmjCgj4XT",
+	"K+fseoWKfZsLYt+URWVTG6/jJ/MlcaeY4siuUk499dxC2HPzawh7bwBjUBLfgFtOU1YZ1qhkTQP7+p33",
+	"87nRWlDsLUPFhnhAi6VJa48GPGnBJiHk7n9i6VXpZVVB7F2Y8LnomcKsoXP9SLakXCWRLdkKIaJFtk/G",
+	"Ukb1TbIVXRMJ9roJb4dixThdJQ/sO7YaX/fDv/b+0vtrb0OXaWgzLTOMThTZ5tzTCFMBxi0t24UPYhHJ",
+	"B+45SKsm+oT+JLL790l72Ov3+mAXci40q+xrRTjnEdqDzUJkYVE865NYc2W6YNSo/zH6AWI/YspWjSRL",
+	"PaXf7pV87Zx2ssBJSqI0YSiPXzHOMKHWEQw3nIUemv5VlqyI4GjfWooPKLtkjFMtpzlVJEBrPzgWC2FN",
+	"ZK7OLTUBcCVhDgj2jEViybxuYQkvjF6gPFPCaZaJNRjxrUFX4yTFDHaE6znA6f59qrUBo7KZoYxNlfF8",
+	"ef++DRNKOB7UoDfAgzIlMrX+U8AHYWYcWpJIOmfpRkNDT1Js30QEOlu2Xaf1tcLrbiGlp+iiMaK04KWI",
+	"AVTKjLoRiyjXlI3FLnARXEzOhRMtcD/93qAzJl4gMl4wYyvAqFNAWPR5GIMHGHgS6aYh+rRRrTcoUUQ3",
+	"zPIkjdGkKFEON2bzNhqqBZWaI4WlAB9QUswF7PTIY4AstDHViGYyiMswkpC+sLHZxFr2s+G6l6XoXlM+",
+	"Xf/2ilujiQ3BvNIyReEA8NMWnfIUiTRfcisOU7t7cFtLxVbnE460z+9a5nerRqeZyJRN90ZZgRMa05Vi",
+	"WUBiMSbh82d/fvfsybPLvxiXJ4Q8izmmaZjAJU0uX37z0kQWvn70l1fvLs3rmJGZVD1JnR55XYQLQwQk",
+	"GAtC60IP7TLkmIg8Q5VWzOdJhOQuU95eXaiyG4mELqksJIKDCuhWP0/SVNoUTpvNU5ZsQxMVVY7txnAb",
+	"TL3DfGfQHO3Q4C6y2WzCdEuTArQHdJEuJUshgp3M2drxoeKc9MqcMXPCbQSm8amCQQjx9e3F5eXzixcX",
+	"Ly+nL149ufiK5kqExghulN7AdIOTluPYIEEcWsuLoEaBu9gAmyDBRDMeWwHqfkSS+1FT1qsrloHsQT5W",
+	"e859rNSP+WjGmm009yyp1WUV+6OWOLjWRIxlD2S1Wle+j8RvfTc2ucXV5z3vue+43JJWANM3ToYeSr16",
+	"O8RH66lNzbQ2/q/01O1l3+wlR+iulXhtVQuf4TxPU3erP1oRPQ6Lttgm7yistz3Wq3J5pR0QrzZSseXY",
+	"k//DhuImTtVAYeyexIbJGyLXjK2wJIHmXzNcImI3xFt4CoTd6WELtoD0b791aMNSoKP0im6WiHJNfRtJ",
+	"28X/ZawLSSq4a/PuGAf0jm9clHRCXPZTrjUHLFK368vbfpC0SH4GOSJl1PIrDKnY1h+btFMm7YspyzTO",
+	"dBpvSUDq0HStub0tNzxzJXDsMWOH57ahQWNMUgagWwK3FWsD/3xTav3BCSfh80eXF9PXj/4CpOv7Zy+f",
+	"vPoewFgFzgzCnj3gKHEwWJqQwNu8v9E72H2xUzi/Q7aqQVLZL9o2tqCEN0vTCXsX/Fc742aYooBS6/C9",
+	"oOhtau7NvuWImnZWtG/3d9b4tFd6+vmba1vq6sbVZydZmhLoUkOwS41egd+1JnQPxsUDxxQ8aWpcElGM",
+	"IgdcuXAPGo+mA9058eSjoq1Ig2jkhIl2oWbVApNMB9ym3aOUseM8LOiqe/eEJc0wbaktDyyunkWVc5fe",
+	"3QYo2+DXCVntLYN0TG4wCUE2skb2jYlMK4HSDFon481oWt2zzdT66Brr+thqHzmE0oqBh1Qicwhj30Qp",
+	"Ff7qVMFUzFBd8u2vcbm1MrSixoR3JrIryhPJYkLXdEPaXtVZ212ys1VesxCAYRrEI7ygd7OwFTVKW2lZ",
+	"vkRzk9W4xskedbemVBymA2bgec6BAthCb5WJvIdNZeEaDtHWjDUhHcRTsg453tIdMoqKrYFT/rnt3IMd",
+	"Y+YWuSrdzWr5mY9Os9t7Iyuffv5V1EpyumlCs0QaUR2sfj3yyIVPGiKnb5stSIatyuSEYwjOVl+HZ93z",
+	"iiaBFm96q4LhAzBGP3/rZcp5WbBgZ1D0vVbsE86ZsshjonJtoEkRNhpeGhYaTngqrlzZIbgVV1DQC5Kr",
+	"IcybRmp3nrNeTjnRGXbxiES5VGIJPiwrOy/pxjRx0oynVAJpDkq4qVhljOTGrmLNj1IFE05d5hFKLbMN",
+	"xDJcIyTvofoSZ3RNUzJnLEATdh4tQEHW2IQKLFhmxtY+aSEiCY1jkq+K0FcnbhgglTV49DgogbWzSEFh",
+	"TIp46AUCVXqZN6BZW1NpRwtQwrMeeZDm1gmPxTpA10HHBmOIOchB9tgDiFNAi6FdjwyLmvVijWm6WMnJ",
+	"tM/W/0zF1TThMbvWf9iKTiQEgqj/UZKvwh4Bk3aEKVaJtHEY9++jUGm7ed+/78lcZlSTEeFgy5aQAlsT",
+	"ICG+qagjiAMn8oY6TKNEgvH9tSPYIpI4MbdtDRI1CRjDIZdM0Zgq2rPbD305G4rdBN5bsJE5TdMQzWvO",
+	"/xjnDMMN4fzvRmlB2x2EypVwtSSQ1vbnDqPTKz7RWkDiR/sZ6dxfLRSjgqxg19Y9BARUyZKh0SusNHEP",
+	"PR6p//ZSk+/fhxQOPRhX9+/X1IFeKbHVcTTN0KlkEFcFZskPLDPrNCE6RVJiLNZwl08quazGlPzYQ3+X",
+	"DO1ttnI/SJZIW30BNRiULNoLRmPy9//1vyEATlmB409kYGqTFaJIdUQDcfSHIGiW+hoyXtaRSjgDoS/N",
+	"PfeN6RHqKKB5EGzXmBGFFsskw/UBWCFFHNDTlIcqWl3DmQUlM7CZShbGF097gsA6u0YYlzFuYtcqTPEc",
+	"oJTEdvugvhRR6646wIeErfW5fF1Ij1rELYdbQvScSONCxroniRaUpIug1uNgKheovFN8guFqELsI7jug",
+	"6xgdqH/GQkHOKVFqw5uJiDFIY8bUxlzmNIXwWppAPEm7SfYOnO0zNGsyP3TOUdSAEqfSxXfjJmzvSBTt",
+	"bCCr3X0RCUI3ZL2oBiWg0KvnYrYExdOE0zRRGy8LBsxT4BC/pweLmU1OomQOb/+NxRbXK2LDPdj/nIIL",
+	"CAcOiNqsNAqlGzL8+7/9nyOLbzO2SLys0XMQMu5JIkWaxMk8sZMA3S3GGJyZAQJnI0TDZicoztzUwoOK",
+	"WU51tRMjO/XvEIIVVhzYGHLGt94qoOJLmqaaKiH3SpQ1V9hEhwaLBcRMuipeBYAKNmWf+cho00kqa3jP",
+	"2EpqGgSJkc9QeMHTUmIliWKpiWWC7hFwXIk0mzRJZOAgddcYAWXiicYeMF1hscLrA8VH14y+B4dCihVt",
+	"rSjjsMdm8VkWhXGme8yUsw3hwiuTWzIWw/VCQxVKnI79kXb47uWTizfWVHb56vnFm0cvH1+EeismfNN0",
+	"NKhMCeTJpNWG/d7oX2w8WSkR3r0x6PX74TkJ+yHJOfDhQrDuWHkJKQH4rBIOhvbxNsJhA8atqIA1fW2J",
+	"QwSAIRWY/4WyBWk3iRkorzuPvl/xp/BjvvzmZZHO7icVmmh9PLYnuVTmxCyvKUJabCyLxZF2+OLZy+mT",
+	"i9ev3j671MIkQMlAEMFkiqY4SGFqjKVYVqu0BTjLwSwAVaLEmmaxJxmZu1FhKCWviWRMQjSKicHjwgLT",
+	"sOPCEeEqTOId1gSWJKpH2o/wuhuTnX+oGluhZAX87uBkYohiDcGOibgGfKfKuDs8wPoJfs7wgOFR0oZe",
+	"GSHUbNvEDmAxHl+d2GnWRT67FByTcywHcaq3f8ccKAK9LuCqCZdKSzb376Or4/79uvOkjuOg3oFgCtRB",
+	"HCqVOneKL02LNHZkwpJF9yNna/tjJ6hTFRNuUeCOFVtLBW5dsrNx8TT7daGeLBYFaZcnIv/576RSCsNK",
+	"nYaNvxczAe2jjYTjk5hEEuNZQrZucThl1JpxfMdREcXC2bWy+U9qizyGaPjqg6OdPjXGeLQq0CyB8kkN",
+	"u45A78UojQZ3iC/3e0Z2c9tqpMejO5Y+ofAOdbB8PEUtHMpXsKyGtQXKmp0+1wq12aqs0DETz+WHJAJz",
+	"Rp+LVce7lgyhWo45Dk3+mABowELkWRNHyFhXrBivp/RqfRAFhhJCuRv99//3f2+xq5taoZZmemit5e65",
+	"lzWBSy+m1rvnAvq8s1IwdmVxYxi/Qle982mAu08yXxm7FubG4RoSqQVrCfYnc3qFdqXHRCEFtUeNFTOv",
+	"63nZypWYcG5nLrwnK8Ic9jo36azOzthxyoSx/KI0hdhRc0AhRcZVeT61ilJkkpRQ2yukqQLIKBEAQM0o",
+	"ntXGsmQ4vF4TS0C6qS+pZvDWNoKalDPwim3mJv2LQygwbxuUKyzcwDhM/EXNvn1u838KsKRsrkqKoK0i",
+	"g0CAgsywPCeW2rJj+H3G6GrFaCYxTk0fTGYFVBNchAdh0kZtuQg3kquf945DmLAmsgaglXuuBIYiYTlH",
+	"PE8fwMUhQUVDhIsxzbYP8dsEvjk88GM7gsL+D4TSmetBtqycScUA2ClEbkg2hJolKIGbG6k8w5F3YU3o",
+	"p2so1XBLkaGjUZ3YOu2ewGRSDu1dEnNjCDf+A8BXYUFqC8hb9RPznDGdqFIRQ59XTTrBXBtIwSkscMVF",
+	"tiw68G1s2EJeX4JO4CtGKEiUzIh64Swg5mIAVEpaVCcoOYfb7t9YQwgkPDgujzEU9rag5DNvmxNtlNjM",
+	"Sp1rrsoJ8AdSC7XrBL5XqO2zQpv1bYzwHddC0RhTMS2OCzuUdT3YBjAmELLWo7wIyBU8YoEpPxq4xNLE",
+	"bnFGo/diPj83gkw5+XDC6zEv1q5jmv2gYppUy4jWGm70iKsqjvK3FtE0ll3lNKNcMRaPoVrcBgsYY9C+",
+	"CyxNPSZik0SMhR7TiITp8iKTmIH/ISZzpqJFU3IplNo37JeTWOQzZSU17BNrK2yWuyzZUpu9Cf++1Eyv",
+	"XFzhCCOge02RFuhVkRhsuLJcxeNWE97e41xBw+ladEykJhSLtOqSb8CGfNWqSd+LOC/UHN8BcU5Ce61N",
+	"OGmR7GxvJMQ4ZqyZtnYwcNpdb9I+JDRpwh3pMHW50yRipta1qVr8OhOrLGGKZpuWaZJf7Vxfqnf8QLFs",
+	"iZ08E5WW6h6/Lqoat4KWiRBujVuD3mDQ6+tPTMx9a9w66vV7R9gUYgHloh/MaEpN5fgrpvbVjNaysvkC",
+	"r1wuTYZ0wlHr5HQlF8IVmXdZDFSRkMqpmIfjCQ8xcySRzohsGFaD+unCUo0Z0Xh9a31HJrxwIBXVAphq",
+	"uDT/DQ/qK89tnEI+q4tDhCOEFgpmPgjxOydhwqf4A6x+jRkWziHNMQtZr3PDirW6qqHtv7FM2JIW2ATC",
+	"FPAwthW4S8YGXuoqYobSS9DEfWpXADTXDmViRH3eEOUZpEetWJYIA7WIpozHNNOKt1qYEn2B3jK8NIV6",
+	"HSFWrJPJBwhIt78xHodaE8JfOghqcGt4h1GoUzae2q6w1CbEQh1FAzA1UMVkUQcmMTQFbrU5jwi9eRPu",
+	"+15wAa60aL6UDb5Tec8Lc5b3ikUWHVsm3JYS5QK15YRfmTvsUgGexa1x6xumvjY3J2jZUHm4UcN+3xY1",
+	"Z9hDppoAB4XObd+PooQ93I7WuDXsD0+6g0F3eHY56I/7+v/+2gpaeJLRpjVuvfzmZQu7P7jeQrZjTavf",
+	"6/fL3foQZK1xX1OCNYtLrw9Gx8PhaOs3R9AGBvGt9N1R//R4tH2uYdE+xjwZBK0Chdwuh93+4LLv7dJH",
+	"QQ8Wpbf8cvsqy5n+G5jZvkYA5sRc6wGoQt/U9wVe6+mJjvE0m0Z1p/7gaxqbSl74yWD/J++8ZGL4aHi2",
+	"/6NLIV5QvjFzATcYHbK+ZybrDXJV8Kuj/V+Z1oPvitwz7DmQL5eaa40xv8w3bCaSaATDIosmDlvjB72S",
+	"rfEPLeyEJVs/6mEemPrRlhhsZUAYE1H0BfInrNqkLZULiw5doSuZGc4zsTRWulCJ0OStOzJ3XnFNVbsT",
+	"QX+ycn8itLJkYq1nLhfYTxQMAAU1TBHVtdecagI9xUvczmo9ZcIPJmm07ypTqlKspVmAXQ72Vyy116p1",
+	"zQrcL774hNyEAkW9xNhKkNLfPH1MjgenffL47f9EDvG0e0ra1JTO04sIyOM3z59icUfGYxlYrRvyKeMi",
+	"g8S5PyOxXNLA5FuKDD+FpLxOQKTKGKSyFckAGmSQGVqpK7GT+GNdaUKlRQooHPLo9TMs/QxgrtXtlUal",
+	"P9EcLVkyWa1gC2XU6QxYPGa0UU7YcqVMxVqwk7BrY3nAU6MTjjWW5YIxZSo+ZTnXa6NQCyFPKYS/ZaAM",
+	"orn8K31Sf9L/1dX/9d+hMIeiM/D/mL6R9IoZQ0sHLbRsnlxbLSi8F54XdYi1yA0bQm2dZgzUrseQZSUD",
+	"VwsTIzUPx56gQB0tOvg8IDEm8loKf0BC44gLC3O45WswTNnaW8QENbHgCyAglqhofmPLo7TGP9S7h6e2",
+	"iQxmSGVOtU0wPIS0HSXoaAUP63oMzh72u/0yA6q0WmtiUaYhCtSNKVqVaALU8pnVYf16DtiLC1/duRkQ",
+	"iPSv5d6lzfs56l8Oj8ajs/HobNt+lLj5bn7cKy7pa/Qgkh9KYlLR0Sxw+BSUMDIw6BiUUTGo42FgkDCo",
+	"YGBQwr4A/2fCR/HDaEDP+t3hbMC6x9Fo1D2j/Xm3z06j4fx49pCeDIJd3dsCJywFTrY7uhyMDLIE/dlD",
+	"9nA+irpHkZ5gfjLq0iN62j2eH81Hs9PoLB70g1dvnly86Q5gPIiDDHIZq2DQ1+Pq/wROlPsNlvyQDuKj",
+	"aMi6o/nxrHvMTmn3LDqJu4PZkB7Nj9koPom8JQ8DiNPcteQSJlWRplFM05xJsyuNvqagq/72MWJS90ki",
+	"QStPUOAufx9SpWi0WEIzCmMeA9anMdsv0YxSirOJo4BRvjDFUOcwhh7iq4lBWDnV8BsMgDro//zVPIDr",
+	"NTobnf21F8kPk1bL7/6ETaZ2wOOLZLpTMkXWUKjYUiOLJ4ni71VJ1NcV94ijvuBWkUmtEn64SIoWviaR",
+	"1BMwtQz5RUb7IqNpGe1QYcs9TWIU0li2TDhNzUfGXLlHKiNbhTI9pIksqAWhw2cO4QMS5qvY+8tzcweN",
+	"tjbSdiZyr/exeeHcnGqRAtbZLiBe+rf6i5T4x5YS98t+3p0IvPsQ4GW4kWgYQIuUCuYHBdoHBc4HBcIH",
+	"NWSf8BtLgC8u3jz+9tHLy+7D4PWrt93BMHC27H3SIfyrNxwF/evTGR3MB/2z0Wgwi4+Phqf9o/5geHI8",
+	"otHg6CSO45PjeEYfDksyoMXeZsGw/ObR9jf/gBKfLz98Efv+cWJfqb/9Htlvn/Xx0nNeFKY4v/RgWe4p",
+	"C3oBpDxBASCGvoRgwv2CqWS2IaErMvqqsOglXvt6P3ak1hbSkBG0J4oMo5Qb/WkSoy3LLf3rzhuvg78W",
+	"4m5oEi0nFhhvDRkERRqYqzFhMrJcK5qyq6aWpmnc01X3fSE9VE1WpSjKHnm7uxm7S0PtYNQQFxXgw1cm",
+	"1QGz3ZpkjueJ/GKS+icTNoJmwlMc3oPHcENbB7wJLRpbB8gvBzoF8X9/2OJ5K0iN7zf0uKyGkkbLQwxC",
+	"wIrM5WmNW7vMQ9ucfj8GLVvxuDWGisdBC5TD1njYD1pe3ePWmOdpemtPHl6x1/RqpzMP6SkmWJhr/sWp",
+	"t4eHagJG1Bau53jPVq+e+QrCkrYyVY/PwbX36vg2pbNJ60yDmvKByZqr8iXNAS2X6QTWsIDxWcrrYeZl",
+	"smAy46Na/WNcmymO7PVIDmyOvd9UeUt0AIJlHw8oxAtIXXUlBiDbVfBtXLBTpo8H3m6glyuqFgW5BP/s",
+	"dgHUkc88R0/ujdW0Q2Mf/gmoW+mpLBNlP4yipCrq35wSVvzoBXNoRa0VtOqqqr4ohcqnzwx109a4BSpe",
+	"ZZkAiUMUSWBjv93Kh6WVgx+gaeWHeBRan378TI7xBJo87AsAMbTJtn/xj/235R/94/0fvRTqqSZE/6wM",
+	"5xvmhdC5ihGqbLVrZjbYT02vYSVkA595nSURJAmXU5o4efnNS0vdX37z0vsBDc098pZxv6EGFgat5iKB",
+	"fjFPqFdj4tLVY3fBvJpbDYb9oigmj0lEOZkxW6e9HgvSNlXHLRdoqvFYVB/AqswmNsTvXj3hhgsmXBW9",
+	"zRv41WOgtH/Wc9Y51h6J1yvN/h3bvDJ1d40IDCj2tYg3h7MFOM/Z5mlC4c0CUb4VaywMDpViAKyjftDv",
+	"9+EMBYds7VbQAtM/zLeNYnlnBhRQUzikgFVCpdFstrnUWFFeDKAWGfT7uJp6uZqGhfh0dRdBrdJ5oFKH",
+	"UTk4Qkd29Hdl5v6pxrAHt2TYfpdtw0Z6w1EraOYsrmc5PN/L4P2wx1vxpMLcWh95aEauYkGx2jqjtddR",
+	"jzbvz080ozqLT2n3mI6Ouqfz43l3OBvSwfxs3o8Hg9uHKJoD3M2fio4PBoK/MVc6gMk8FnyeJhHOMjiA",
+	"T5i8hEshntPsiuF3o0NW59oivGBxQi+1iAqscHjIx6bdhuZLF1wlavPPykaRhEOvKqTilmX+GZkkckyT",
+	"fn9gtL9N1s/EWqInGtM8GoyLAWpaaNFsh0o2RYV1PEso8MHtptDvwdUbmq7pU7PPr7D+BCqiVwxraliL",
+	"YGheCgNYYg7NHD8Y7Q+aIU64ZCk2gzAJoG1mokuvTE2rDuZ5QpKOUUyh+kCjoe+NgeZBhj6xtjWuIcny",
+	"j2Dva9rSP5XZr7wpqGoEKnCBYTXk8hIZS6hUWjrq0U0LrSB0adWml5iznJkFz4RIGeW/jqFyx8la0wwK",
+	"z+1UrFnWhfI/crOcibRihDCct2nTVTZ9KDN8DN89tp99OmS1hneX12bZeNPiLLM/dFEvzfuffk0j7x1q",
+	"5SC0FP7i25oaVilV+lpN56ws78kFzfSThw8HvYFW9j2vuhaUwT19a1tF0FKyJsINTR7ITc3NHr/8BSnh",
+	"VtqpxHYCBKmDU8Mmp/X9121Hg0+3FggNj7mJqdtn21/s3YfYu32IeaKT5e8oO1Xbpm+3OzzBxFhatEMx",
+	"Sca2CQuUD00kRJRtDyXUbCgT+dXC62xh8trBr50xmtp+cVBy64VJwAXpReQKOhQVdVuhiJtXxhVGhf6A",
+	"RdkTWBZpV2zcnR55ZLu3Fq1wbVeXSp+8W9ahBdsJmrdNjdR6zvGYOEuJ5w93FdZMUYX2oFpc3Kshads4",
+	"YY1RKJdh6kBSiU3mA8JSybzOQ8aIUlSgkwu6Yh0o2+XV67LljA0bH9fLa9ZrAHk1M0sFgDDruQOVD54p",
+	"13fLlarUwnmeMtPqq1a7twNpR6Zz74xhZqqpfQtLTZZYT+2gxg1Y162e+YzVZ7YWLu2c42lhyVZbFiZR",
+	"OyqFbqmQWqpO0a6UxHEFKrZUcoJVwKmbBnfYiwtUA1NNBxeKlcRKRcP0q3Fuyl1Ua0RClRzOsPV1ucAU",
+	"VdU6Hl4RD2j9j4UZSpU2ito4HdOH9oZXiLSFX+MGoyO8spzV1023VjBz76/S0UGrqGlaTsuFWW3nSVMC",
+	"IMCO6EWsSTOMbDuFeZ6mXqGToL6xcNjvm4JRDZWkxkQyVe8qAEJhpT6Au2FFvYriXhtbGfZmNdWmyWAU",
+	"EFNmGio9bmzP346pg1qv74GlYYqeVLJMpnhsOjUZNcJWcWuXC7l0zk2mOKBsUQi1qEvi1yvCOOuiHKKr",
+	"4uMBHS+yV3vE1rDJGERs39/WuGBswozg4lTaBJTt1n6fAlMPbZ0lePFLBoX6dKYUyRhKj0gfwxrbV5jm",
+	"BF6fAbsk7D6OvSzsS/5EtZktbRmbi4nbrNOhcp0eKIoNym6lflF9AlcwZWxq65cxQsz1bm0plopVxVYv",
+	"8QvrObq6gDD1op7K/ZrHeOzCcgqnvpnQK39QOkShCXKTzcOGUL1FSQhqtfzD/QXwT1jJuFUVGD7DRXqg",
+	"eG5BciOb+wHSrhe1jj7LV9/9vj2PX4zCv0PlxmJngyrS5oJ3PWVA6wwdT/cxd9zoPgelRpWNx6UAnpJx",
+	"uBYg69uFg6pReMI9qzBNoVS4Z7W19eaYK43uSxigzhQ1M03heKrFjcK7GzFXYhkCwtkaOisiQzUOFvLU",
+	"9ISPxHKmlR6wez56+WSbbXh32slvY8Yrx1Bx27lBLZgs2imSNqR8dSXTw0JFQt929kOrygdbQavOmFs/",
+	"gtMtFXFhimmytuGsJWNbothS7qOzHjjf4hCfgtaSXj/Dj0+D1jLh5o+BM53SLKNweaXagCFwLrLlQdAy",
+	"cWhFZFoXlGlrOiNJzLhK5okW2wCTKtbQksGtCRC+fc6HxpJeP2f8Si1a4+FoBNuyfw8ONcwfshNrpdu7",
+	"E2fAa7S7e7a+O9/ForFABtTsNKfgDJikHVHJugmXDDSkDzauHaoxVnZUNnXuPJzCQvpr7w47/lYsGWut",
+	"IEmZo76Cx3NOKAHVZMLta1hyEotX8g1JmYLGClRCsTwNHuhEYZqJY+8F0zM4XxpJrwBP//rsdHTK5vN4",
+	"eDScHfePjtjxw/is3+8fxccDFh0ds4iymJ4db4FeJSNqG+gGw9O7Qu+iMHy5d45WwVAf9iC9oHIx4QUw",
+	"w/51iBDFBiDbodmpVkM1dbcnvNZXCArba+EIuwVtiuQKPQc0+KgAfRSN+scsPj4aRrPRYHB0Oovm/TNK",
+	"R+yUHg/6cXxMB2zYP2bz0+PZnMWDGRucxPMZHcyGw/7JNveGaXPy6x5CFX+NSm0wNiDgOzIgLG3bhgPe",
+	"rWPmgBXbLO39ftjfg6d1x9J3+lt/Xymbd+QN2x4zNPi1YoaOBn648YGOq7v2wBnRadwkkG3xuRUJqNuA",
+	"Vfahod/auNAGFQ9ai23+R//ZTyJ58dOjzcukf/3ibX/zYvDn6xdPxPrFpVi/eCqS+Z970TDltw+A8gS9",
+	"m/i8/nExuv+0OR7NEbYlveXHT8EWFxeGG8mKVdfTMdYCGgdobW0pYibH5P59jFvTf96/X45xRRNXzo2F",
+	"KyA5h+BYU4bCr9mNobxQfhpuCBgA79+Pk4xpeQ8Gn/B2KTA3IOXeCbYqpo1ihAYJhYEbq3CIjHBjIjcu",
+	"rb6zxxtLVXhua+SDS6kaH5wxW9HBtI5AJ5cHMWiFnymJTSSbW8NRMs+YXNSEQ9sQayEk447lYnk7v42A",
+	"12fddNzSZ5cI3musG6Ell5wnP+cY7eVq+4E0NOGeOHRuxqPAeOKuyJVhTprji/c1GTdfmRIeDXWM3QIe",
+	"/FJf1CfwAWVMZZsiQ8hkf3r2xO53bBNuj2/2UPszrZafGd2MuPoCdGU/qPhJgcOfGcd8q5wMydKUZdPV",
+	"QnD9+p+GR8en/cHw6Hh08vAUSAhcx/q6/+zu9UHLvmvGeNPg3C3s8gZh1jV8+k1Cru8uOKiqoVml72L+",
+	"9MnwaPi1VvourNL35Hhw8fjo+CKiF0bp+71LSrWY9BuLTnchvuyL4q62wXNyPYfez9CBsOixWql54eiR",
+	"6r5hq5RusK5v09LMVwUJU+6L37aixBefwh8q0FyV2OkW+bHqPNjD57f6Fp4L8b4qbeYr02u7wSAYNJhv",
+	"euSdZNiMFpyiH1g24eUhrUCDd9GGJaN8Q0SueuQ1tu3rMh6JmBnvubVCJtwWZFcL0qYkfIBtE/9l+DTc",
+	"VkbcA9jXmzeevfGAxGHraznEINoJbMtBs/Z4r1W0nCvcaBTdnjt8MyPpj/9XOEn/adMz/Tsy2zTg2w0o",
+	"wM7SAJcmGEoqE2QIoQqlkAiXI2oVIltVO8EGLVjhsLfnrt1YA/C+fRa3viDsPw3C3hA1H2DDrO3RvY/h",
+	"9wbTR1O/M6g8wdMNMW249IIRsyGmdoOtrMAMgEnDt4mcfSkcp5qJeIMtolW2mfCSskxqujLJQBL0u6pT",
+	"LtfQcqta+6nSRMo2IqwGgI6Ji/+0ac6uA9mEKyHGRad06XW8NJWVoozFibOU2BuOgWuQF26brCKj9Yt6",
+	"zHPI17dRwaYpY9tV+zCxjUtCZUMDzRBiXcMJNwMpKt8TL5LSQL3T8zqRQQckyGVzXbLsMaM0kbEJd3GV",
+	"ZmAqyZqlaaOZAj6+QyIV3M6ucacVPb5oq7fWVt3F2aGmLrVScaUH8M6+uHKaDf72mqw/+xel9YvS+o9X",
+	"WgEjP08uwGvZNX2h9xQIN83+TBfhejOqgIg0Lqpl7xFWMeTpWzPzryO53pzEO0j88EsLN7rbLTvPxHJq",
+	"iRvm49kezvZv7PlaLuQ7NoYxyLybbjflaW63axmjpmU0WQSLRQFUinwC0FyLtAcMdZkezc/oIGp98lZf",
+	"bUFdWXpD+Jw+lZswoZ1j3Zbkl9BsH9E3GG6Q4EtdpF9dj7knKzDfTcDWpqvqA8bjlUjwZh8Qt7u27UDN",
+	"Z1B0z3cFmk7wMrniWvaVLMqYKtoDy4VYc7JgGWukaqbb6IVd1G3U6MoYX5ToXwX5oGxGBRk8lLNdezFI",
+	"IG/Aq7c2Kevdm+fYE870XzWNeRMTY824XoFR+VALzdhVIhVijjHGml6XFbQzPYAhBDzBBsGgipvXpvha",
+	"eG56emNAjASF0miJ+nfTWGMhpCLLHOaXIsXOl6t8liZR0V56TFZZ8sE6uVczGr0PSJrw991URDQ1LTZT",
+	"kccTbjmJ89mb8g9xJzA+dvOR3kbO5YpFyTzR6rBrZo3tQee51OpzOzweDu2hTPMsnXKhppB2CxlXCTeh",
+	"8Yx/SDLBtYYeYKSnbV5OqKq0R9abZ9cKA+YTk8kLjTREmitGwoVSK0zChA61IZynMQdgjTMA3NYgCShh",
+	"lmcp1pPGDUuWaWKxpBuTNQyaOVb2NEaBzEY4gPptko01DL6/+PrbV6++mz56/vzV99PXb579z0eXF9N3",
+	"b56/xfowAbR9nW1IuKTvGclyHnZ65HWR6wBlY4zlWtpdNSnkr/MGevU7SHfCC2Nt7o3dg0vNg5ER2I7B",
+	"h2c3VTZ/10lO/2A6/kVR+/0xnjdA+PXdt8T6BnyoUex5kAlFFesipd9h1nURbZytyX42Y7qsZ+xDInJp",
+	"X0RLpfl6wmcMky0WLq0IaNzwmCxEnknSVmsBb1OVZ8y1Q3JPTCsnzOe3dFFOeEQ5ketERQvXimmZQBUI",
+	"iIV3hL1G0d4AMAzM3iJI7pSk/cFluS9E4/dINACpS4SifH9vQi4UkzuoxMUyUeD6YVLZgijCRAEg5WKx",
+	"o1KlAi4oxohczcR1YNcXTHjGFErCPDYDpuKKUNsaHx7B9fcEI+tYMYId45AfxHiMHh/szOYnoNdcRBM+",
+	"4Re4/M3KiJlUi62SxVp8MjN624RcQbBibVasUigADTSmkZ2kG2nLbMAAY/DcrBDJIWU9nLT0D5PWmGBF",
+	"P/xOyysk1AJzaJr/h1CxxXQq4UlK3r179oSEplJ3v9vwX/Y/oVE5hGQTvi3Q1cqS3cuLt5fhuaW/xTlg",
+	"x5Srq4xdUROsbLvuu+Vg9z6QdPVvWc7QA2cOSy6gqRyN3nOxTll8BTEobco3ZHh93fFcehPuXHrfQyoq",
+	"rMXq4YkkcQK3NfYWCYFiQQVfoCRPgP3RJhzPwmlZL0VpzAPK2b9lPL5k0snCd5D338Qthrf0NHmn0xq3",
+	"DsGNVtCiSrHlSsnWuL87qcSaDQGwOMVRdDYbxKNh95T1591jejLrzh7Gx93hfMD60Rk9nT2M3Rcm0qXh",
+	"vrSCVkqlmpqlwOxoBoW8i/pjUEXlojAkrjBeHdxDmloZSdzzCRX39+ec5cYL6gSEWzuHfEzY6x0q1pDI",
+	"pmUQjuUTv3iKvsgS//iSCZqZGsbntA5D8PbKEFC97KZ2Vvio3EUs2FEZ9wL7YGmG7UILjvokppuGmKfn",
+	"SZlq/8NKEZjuXa6m6GbFqpmgTfSxKTnRI6u3IVeI2Acu01tUOV33MC9NY25luSDNTdqt7Fxz4nJwDVVF",
+	"LlFeN9YY2rKyCns5uLMGfmbLMuxe5T9X3m3jov/IGbcVUeowLC9EqcFh+bmeKPUwHsz79JR1R7Nh1D2O",
+	"jln3jD582B3Mh+woPo5GsxN6S1GqYfbBX1uHC1f/P3tX09s2DkT/CuHLOoCydrI5BNmTN/Ae2kOBJO3J",
+	"gazItE3UpgyKalME+e8F54OiZMZVEiftwcc4EoeiyCE18+Y9WkiEvimZl/n9RM5Cr/WcWtjmznKohu1S",
+	"Ddscs857/eCB5/JutTP6VmM0JnKT8BcxJ16ApZPCAEF+RtBc3ZlOfdEnGdy1V0jIOzkQHpq0vtN5L/zj",
+	"6Xth+c8qHMEUeIPOkp6E6eQBKDgMqbzPpdm4dh4mPYapTmgFewBGmkMx5Olw6Mbwz/RrOMuwIrPD0O7E",
+	"bzbRMGjAc04GRt+OpeGVYFB/O1nF7oaYnuYvTbgS/8qkKs2f3Sy8fWO8KcOm9oEz5VkdvDdO6qXRN925",
+	"jBIv78A+QSPRcbXsWCePz9jA97EfdxOSa+wqB4jU20CkXvaVHuzcA6yCeDroD89bIS2s523HLb0dx0qa",
+	"/AQc96r5eJG1gJzyv0IXkBhcFQuVZ6s6TOZ5B2OB+5EV66K0kE70xoFDgxowlQYZZmRmIJ7iTPNJgvGo",
+	"bA104jamWDiPmlA2ww0JcVfL+VzmBK6Bwwq3I/WsxHoOLBvB2H9ZTHR/SkHIaYLxcaVTtpACJ9m0Hilq",
+	"DgFuxhJz8BT7kLrlN6tWSBjJquVUIwbfX9jf8LvX2BIY66lh93xWGlO5wwEQconcZOXSE4vgRHNtYzZm",
+	"RkAiJNg1lfZc3stMTzRy95I514WismKzqkqRiXVmFkqL/vTDp//Sq/H15edxOvr/Znw1TcRZrQIY0Egn",
+	"mLRRWmR3mLlBuo5aGweeKPFTiN4N1cFFs7xwxR7D9XWSN3nNqfL095wq/9nv0Yxpk3s7I/KR2dvaBk84",
+	"kNEI2Y/b0fp6ar86Xo/z4le7VixWH6wv8HKFScT3lldRpQj9yEQbtVhaH+QJ/EY/5g5KaaFG+hCzP8Ts",
+	"nwsaAofY7Sjg7pR5ZdzzOj842qiP8seoskt3fHdOC7GJsar7a5stQI+AtGAgTJ8IVoSZsWh6IvgC+ldh",
+	"xBqlEY56bcAeXfo3w/MayL1sowbfThi6F4muB7DGvlug1CXUhsHebJvMNuqF5lr4TdiZQAPNLgO4ZcPg",
+	"xWAA9yyL0l6cD8+HW1Zu/ZuKKvjGBXw5DotsVgB8aoXrKbRKAojbz3JJXFXWAIY3pxohPRMrhfXndyuZ",
+	"F0of2+J4rjLbYpnzFhro+207N7Bno/IB5P8NudSwbD1ojmWH4i3dZfprwDPaZ53+Yo7ca26mmaZ+/lFc",
+	"xP+vMq7lGD4aCy5HRu/6i5D3zvuUbQI+GEPuF2J6N9KoYoba/XOlMzhKymwd2hpja088dxsCmLSQGgjR",
+	"c44gaNIv/O02QaSpTYsOO1iLGT3AUoe9ZYL0x9vHnwEAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -18,6 +18,21 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for BalanceCurrency.
+const (
+	NGN BalanceCurrency = "NGN"
+)
+
+// Valid indicates whether the value is a known member of the BalanceCurrency enum.
+func (e BalanceCurrency) Valid() bool {
+	switch e {
+	case NGN:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorCode.
 const (
 	ErrorCodeAmountOutOfRange             ErrorCode = "amount_out_of_range"
@@ -220,6 +235,59 @@ func (e WebhookEventType) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// Balance The partner's NGN balance (`GET /balance`).
+type Balance struct {
+	// AsOf When the balance was read.
+	AsOf time.Time `json:"as_of"`
+
+	// Currency The currency of every amount.
+	Currency BalanceCurrency `json:"currency"`
+
+	// InPayout Transactions in a payout sent but not settled.
+	InPayout BalanceLine `json:"in_payout"`
+
+	// Owed Completed transactions whose payout has not settled.
+	Owed BalanceLine `json:"owed"`
+
+	// PaidOut Transactions paid by the payouts created within the period.
+	PaidOut BalanceLine `json:"paid_out"`
+
+	// PayoutCount How many payouts were created within the period.
+	PayoutCount int `json:"payout_count"`
+
+	// PeriodEnd The period's end, exclusive (the first instant of the next month, UTC).
+	PeriodEnd time.Time `json:"period_end"`
+
+	// PeriodStart The period's start, inclusive (the first instant of the month, UTC).
+	PeriodStart time.Time `json:"period_start"`
+}
+
+// BalanceCurrency The currency of every amount.
+type BalanceCurrency string
+
+// BalanceLine An NGN sum and how many transactions it is made of.
+type BalanceLine struct {
+	// Amount An NGN amount as a decimal string with exactly 2 decimal places.
+	//
+	// Example: 154225.00
+	Amount FiatAmount `json:"amount"`
+
+	// TransactionCount How many transactions the amount sums.
+	TransactionCount int `json:"transaction_count"`
+}
+
+// BalanceResponse Envelope of the balance.
+type BalanceResponse struct {
+	// Data The partner's NGN balance (`GET /balance`).
+	Data Balance `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
 }
 
 // CreateTransactionRequest Exactly one pricing mode: `quote_id` (quote mode) or `fiat_amount` (direct mode).
@@ -664,6 +732,11 @@ type SimulateRequest struct {
 	//
 	// Example: deposit.detected
 	Event SimulateRequestEvent `json:"event"`
+
+	// Sender `deposit.detected` only: the address that sent the simulated transfer, in the network's form (`0x` and 40 hex digits on bep20, a base58 `T…` address on trc20; another form is `400 invalid_request` on `/sender`). It is screened as a real sender is: a sender on a screening list puts the transaction under review (`under_review` true), as in production. Default: a new random address.
+	//
+	// Example: 0x8576acc5c05d6ce88f4e49bf65bdf0c62f91353c
+	Sender *string `json:"sender,omitempty"`
 
 	// TransactionId An existing transaction of the partner; the simulator never creates transactions.
 	TransactionId openapi_types.UUID `json:"transaction_id"`
@@ -1595,6 +1668,22 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// GetBalance What the partner is owed and was paid
+	//
+	// The partner's NGN balance with us, read in one snapshot of the database at `as_of`:
+	// `owed` is every completed transaction whose payout has not settled (the sum of their
+	// `amount`, the same set `GET /transactions?status=completed` lists without a
+	// `payout_settled_at`); `in_payout` is what a payout sent but not yet settled carries
+	// (zero while payouts are recorded once their bank transfer settled); `paid_out` is the
+	// payouts created within the current period (the calendar month in UTC,
+	// `period_start` inclusive to `period_end` exclusive), the exact sum of the `amount` of
+	// the payouts `GET /payouts` lists for those dates, with their count in `payout_count`.
+	// Amounts are exact decimal sums of the transactions' and payouts' `amount` (2 decimal
+	// places, no rounding).
+	//
+	// Corresponds with GET /balance (the `GetBalance` operationId).
+	GetBalance(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ExportPayouts Export payouts as CSV
 	//
 	// Every payout of the partner recorded in the period (`created_at` between `from` and
@@ -1948,6 +2037,32 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /webhooks/events/{event_id}/replay (the `ReplayWebhookEvent` operationId).
 	ReplayWebhookEvent(ctx context.Context, eventId EventId, params *ReplayWebhookEventParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// GetBalance What the partner is owed and was paid
+//
+// The partner's NGN balance with us, read in one snapshot of the database at `as_of`:
+// `owed` is every completed transaction whose payout has not settled (the sum of their
+// `amount`, the same set `GET /transactions?status=completed` lists without a
+// `payout_settled_at`); `in_payout` is what a payout sent but not yet settled carries
+// (zero while payouts are recorded once their bank transfer settled); `paid_out` is the
+// payouts created within the current period (the calendar month in UTC,
+// `period_start` inclusive to `period_end` exclusive), the exact sum of the `amount` of
+// the payouts `GET /payouts` lists for those dates, with their count in `payout_count`.
+// Amounts are exact decimal sums of the transactions' and payouts' `amount` (2 decimal
+// places, no rounding).
+//
+// Corresponds with GET /balance (the `GetBalance` operationId).
+func (c *Client) GetBalance(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetBalanceRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // ExportPayouts Export payouts as CSV
@@ -2542,6 +2657,33 @@ func (c *Client) ReplayWebhookEvent(ctx context.Context, eventId EventId, params
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetBalanceRequest constructs an http.Request for the GetBalance method
+func NewGetBalanceRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/balance")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewExportPayoutsRequest constructs an http.Request for the ExportPayouts method
@@ -3829,6 +3971,24 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// GetBalanceWithResponse What the partner is owed and was paid
+	//
+	// The partner's NGN balance with us, read in one snapshot of the database at `as_of`:
+	// `owed` is every completed transaction whose payout has not settled (the sum of their
+	// `amount`, the same set `GET /transactions?status=completed` lists without a
+	// `payout_settled_at`); `in_payout` is what a payout sent but not yet settled carries
+	// (zero while payouts are recorded once their bank transfer settled); `paid_out` is the
+	// payouts created within the current period (the calendar month in UTC,
+	// `period_start` inclusive to `period_end` exclusive), the exact sum of the `amount` of
+	// the payouts `GET /payouts` lists for those dates, with their count in `payout_count`.
+	// Amounts are exact decimal sums of the transactions' and payouts' `amount` (2 decimal
+	// places, no rounding).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /balance (the `GetBalance` operationId).
+	GetBalanceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetBalanceResponse, error)
+
 	// ExportPayoutsWithResponse Export payouts as CSV
 	//
 	// Every payout of the partner recorded in the period (`created_at` between `from` and
@@ -4214,6 +4374,138 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /webhooks/events/{event_id}/replay (the `ReplayWebhookEvent` operationId).
 	ReplayWebhookEventWithResponse(ctx context.Context, eventId EventId, params *ReplayWebhookEventParams, reqEditors ...RequestEditorFn) (*ReplayWebhookEventResponse, error)
+}
+
+// GetBalanceResponse200Headers the declared response headers of an HTTP 200 response for GetBalance
+type GetBalanceResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// GetBalanceResponse400Headers the declared response headers of an HTTP 400 response for GetBalance
+type GetBalanceResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// GetBalanceResponse401Headers the declared response headers of an HTTP 401 response for GetBalance
+type GetBalanceResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// GetBalanceResponse429Headers the declared response headers of an HTTP 429 response for GetBalance
+type GetBalanceResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+// GetBalanceResponse500Headers the declared response headers of an HTTP 500 response for GetBalance
+type GetBalanceResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// GetBalanceResponse503Headers the declared response headers of an HTTP 503 response for GetBalance
+type GetBalanceResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+type GetBalanceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BalanceResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetBalanceResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetBalanceResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetBalanceResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetBalanceResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetBalanceResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetBalanceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetBalanceResponse) GetJSON200() *BalanceResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetBalanceResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetBalanceResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetBalanceResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetBalanceResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetBalanceResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetBalanceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetBalanceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetBalanceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetBalanceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // ExportPayoutsResponse200Headers the declared response headers of an HTTP 200 response for ExportPayouts
@@ -7551,6 +7843,30 @@ func (r ReplayWebhookEventResponse) ContentType() string {
 	return ""
 }
 
+// GetBalanceWithResponse What the partner is owed and was paid
+//
+// The partner's NGN balance with us, read in one snapshot of the database at `as_of`:
+// `owed` is every completed transaction whose payout has not settled (the sum of their
+// `amount`, the same set `GET /transactions?status=completed` lists without a
+// `payout_settled_at`); `in_payout` is what a payout sent but not yet settled carries
+// (zero while payouts are recorded once their bank transfer settled); `paid_out` is the
+// payouts created within the current period (the calendar month in UTC,
+// `period_start` inclusive to `period_end` exclusive), the exact sum of the `amount` of
+// the payouts `GET /payouts` lists for those dates, with their count in `payout_count`.
+// Amounts are exact decimal sums of the transactions' and payouts' `amount` (2 decimal
+// places, no rounding).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /balance (the `GetBalance` operationId).
+func (c *ClientWithResponses) GetBalanceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetBalanceResponse, error) {
+	rsp, err := c.GetBalance(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetBalanceResponse(rsp)
+}
+
 // ExportPayoutsWithResponse Export payouts as CSV
 //
 // Every payout of the partner recorded in the period (`created_at` between `from` and
@@ -8079,6 +8395,228 @@ func (c *ClientWithResponses) ReplayWebhookEventWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseReplayWebhookEventResponse(rsp)
+}
+
+// ParseGetBalanceResponse parses an HTTP response from a GetBalanceWithResponse call
+func ParseGetBalanceResponse(rsp *http.Response) (*GetBalanceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetBalanceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BalanceResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetBalanceResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetBalanceResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetBalanceResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetBalanceResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetBalanceResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetBalanceResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseExportPayoutsResponse parses an HTTP response from a ExportPayoutsWithResponse call

@@ -424,6 +424,7 @@ func partnerOps(fx fixtures) ([]hostileOp, map[string]string) {
 		{name: "listRevenue", method: "GET", path: "/revenue", query: []string{"from", "to", "include_summary", "cursor", "limit", "crypto_currency", "network"}},
 		{name: "listPayouts", method: "GET", path: "/payouts", query: []string{"from", "to", "cursor", "limit"}},
 		{name: "getPayout", method: "GET", path: "/payouts/" + unknown},
+		{name: "getBalance", method: "GET", path: "/balance"},
 		{name: "exportTransactions", method: "GET", path: "/exports/transactions", query: []string{"from", "to"}},
 		{name: "exportPayouts", method: "GET", path: "/exports/payouts", query: []string{"from", "to"}},
 		{name: "getWebhookEndpoint", method: "GET", path: "/webhooks/endpoint"},

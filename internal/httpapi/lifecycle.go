@@ -80,6 +80,7 @@ func (s *Server) SimulateSandboxEvent(ctx context.Context, req api.SimulateSandb
 	b := req.Body
 	ev := sandbox.Event{
 		Type: lifecycle.EventType(b.Event), TransactionID: b.TransactionId, DepositID: b.DepositId, Hash: b.BlockchainHash,
+		Sender: b.Sender,
 	}
 	if b.Amount != nil {
 		amount, err := money.ParseTokens(*b.Amount)

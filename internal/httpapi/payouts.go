@@ -9,6 +9,7 @@ import (
 
 	"partnerd/gen/api"
 	"partnerd/internal/backoffice/batches"
+	"partnerd/internal/backoffice/payouts"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/kit/csvexport"
 	"partnerd/internal/pricing/money"
@@ -54,6 +55,24 @@ func (s *Server) GetPayout(ctx context.Context, req api.GetPayoutRequestObject) 
 		Id: out.Id, Reference: out.Reference, Amount: out.Amount, TransactionCount: out.TransactionCount,
 		CreatedAt: out.CreatedAt, Transactions: txs,
 	}}, nil
+}
+
+// GetBalance returns what the partner is owed and was paid (GET /balance).
+func (s *Server) GetBalance(ctx context.Context, _ api.GetBalanceRequestObject) (api.GetBalanceResponseObject, error) {
+	p, err := partnerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.payouts.Balance(ctx, p.ID, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	line := func(l payouts.Line) api.BalanceLine {
+		return api.BalanceLine{Amount: money.FormatFiat(l.Amount), TransactionCount: l.Transactions}
+	}
+	return api.GetBalance200JSONResponse{Success: true, Data: api.Balance{Currency: api.NGN,
+		Owed: line(b.Owed), InPayout: line(b.InPayout), PaidOut: line(b.PaidOut), PayoutCount: b.Payouts,
+		PeriodStart: b.PeriodStart, PeriodEnd: b.PeriodEnd, AsOf: b.AsOf}}, nil
 }
 
 func payoutOut(b *batches.Batch) api.Payout {

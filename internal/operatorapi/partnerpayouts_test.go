@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"partnerd/gen/client"
@@ -43,8 +44,38 @@ func TestPartnerPayouts(t *testing.T) {
 			require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
 			return res.JSON200.Data
 		}
+		// The balance before any payout: all three owed, to the kobo.
+		balance := func(c *client.ClientWithResponses) client.Balance {
+			t.Helper()
+			res, err := c.GetBalanceWithResponse(ctx)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, res.StatusCode(), string(res.Body))
+			return res.JSON200.Data
+		}
+		before := balance(pa)
+		require.Equal(t, client.BalanceLine{Amount: "13500.50", TransactionCount: 3}, before.Owed)
+		require.Equal(t, client.BalanceLine{Amount: "0.00", TransactionCount: 0}, before.InPayout)
+
 		older := pay("NIP-OLDER", "1000.00", alone.Id)
 		batch := pay("=NIP-000013261123101500000001", "12500.50", second.Id, first.Id)
+
+		// After: nothing owed; what was paid in the period is what GET /payouts lists
+		// for its dates.
+		after := balance(pa)
+		require.Equal(t, client.BalanceLine{Amount: "0.00", TransactionCount: 0}, after.Owed)
+		inPeriod, err := pa.ListPayoutsWithResponse(ctx, &client.ListPayoutsParams{From: &after.PeriodStart})
+		require.NoError(t, err)
+		paid, count := decimal.Zero, 0
+		for _, p := range inPeriod.JSON200.Data.Data {
+			if p.CreatedAt.Before(after.PeriodEnd) {
+				paid, count = paid.Add(decimal.RequireFromString(p.Amount)), count+p.TransactionCount
+			}
+		}
+		require.Equal(t, paid.StringFixed(2), after.PaidOut.Amount)
+		require.Equal(t, count, after.PaidOut.TransactionCount)
+		require.Equal(t, len(inPeriod.JSON200.Data.Data), after.PayoutCount)
+		require.Equal(t, after.PeriodStart.AddDate(0, 1, 0), after.PeriodEnd, "a calendar month")
+		require.Equal(t, client.BalanceLine{Amount: "0.00", TransactionCount: 0}, balance(pb).Owed, "another partner's balance is its own")
 
 		// The list: newest first, exact totals, paged.
 		list, err := pa.ListPayoutsWithResponse(ctx, &client.ListPayoutsParams{Limit: ptr(1)})

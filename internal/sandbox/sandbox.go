@@ -39,6 +39,9 @@ type Event struct {
 	Hash          *string
 	// Amount is the transfer's token amount; nil for what is still due.
 	Amount *decimal.Decimal
+	// Sender is the address that sent the transfer, in the network's form; nil
+	// for a new random one. It is screened as a real sender is.
+	Sender *string
 }
 
 // maxSimulatedAmount bounds a simulated transfer (12 integer digits, as the
@@ -85,6 +88,14 @@ func (s *Simulator) simulate(ctx context.Context, tx lifecycle.Tx, partnerID uui
 		// One transfer, by the chain's payment rules (lifecycle.Engine.Receive): it may
 		// be sent several times, each a new transfer unless its deposit id is given again.
 		in := lifecycle.DepositInput{Confirmations: 1, ID: deref(e.DepositID), Hash: deref(e.Hash), From: SimulatedAddress(t.Network)}
+		if e.Sender != nil {
+			a, err := chain.ParseAddress(t.Network, *e.Sender)
+			if err != nil {
+				return nil, apperr.Field(apperr.InvalidRequest, "The sender is not an address of the transaction's network.", "/sender",
+					"an address of "+t.Network+" ("+senderForm(t.Network)+")")
+			}
+			in.From = chain.FormatAddress(t.Network, a)
+		}
 		if e.Amount != nil {
 			if !e.Amount.Abs().LessThan(maxSimulatedAmount) {
 				return nil, apperr.Field(apperr.InvalidRequest, "The simulated amount is too large.", "/amount",
@@ -148,4 +159,12 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+// senderForm says in words what an address of network looks like.
+func senderForm(network string) string {
+	if network == chain.TRC20 {
+		return "a base58 T… address"
+	}
+	return "0x and 40 hex digits"
 }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -11,16 +13,18 @@ import (
 	"partnerd/internal/audit"
 	"partnerd/internal/backoffice"
 	"partnerd/internal/backoffice/batches"
+	"partnerd/internal/backoffice/payouts"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
 	"partnerd/internal/lifecycle"
 )
 
 var (
-	_ batches.Tx       = (*Tx)(nil)
-	_ batches.Store    = For(nil, func(tx *Tx) batches.Tx { return tx })
-	_ audit.Store      = (*Store)(nil)
-	_ backoffice.Store = (*Store)(nil)
+	_ batches.Tx           = (*Tx)(nil)
+	_ batches.Store        = For(nil, func(tx *Tx) batches.Tx { return tx })
+	_ audit.Store          = (*Store)(nil)
+	_ backoffice.Store     = (*Store)(nil)
+	_ payouts.BalanceStore = (*Store)(nil)
 )
 
 type batchRow struct {
@@ -429,4 +433,40 @@ func (s *Store) AuditParties(ctx context.Context, ids []uuid.UUID) (map[uuid.UUI
 		out[r.ID] = backoffice.AuditParty{PartnerID: r.PartnerID, PartnerName: r.PartnerName, SubjectName: r.SubjectName}
 	}
 	return out, nil
+}
+
+// PartnerBalance reads partnerID's balance (GET /balance) in one snapshot (a
+// read-only REPEATABLE READ transaction on PostgreSQL; SQLite's transactions
+// read one snapshot already): the completed transactions whose payout has not
+// settled (through the awaiting-payout index), and the payouts created within
+// [from, to) with their transactions. Sums are exact (engine.countSums).
+func (s *Store) PartnerBalance(ctx context.Context, partnerID uuid.UUID, from, to time.Time) (payouts.Balance, error) {
+	var out payouts.Balance
+	var opts *sql.TxOptions
+	if s.eng.locksRows() {
+		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+	}
+	err := s.db.WithContext(ctx).Transaction(func(db *gorm.DB) error {
+		n, sums, err := s.eng.countSums(db.Model(&transactionRow{}).Where("partner_id = ?", partnerID).Where(awaitingPayout), "fiat_amount")
+		if err != nil {
+			return fmt.Errorf("owed: %w", err)
+		}
+		out.Owed = payouts.Line{Amount: sums[0], Transactions: int(n)}
+		paid := db.Model(&batchRow{}).Where("kind = ? AND partner_id = ? AND created_at >= ? AND created_at < ?",
+			string(batches.Payout), partnerID, from.UTC(), to.UTC())
+		n, sums, err = s.eng.countSums(paid, "fiat_amount")
+		if err != nil {
+			return fmt.Errorf("paid out: %w", err)
+		}
+		out.Payouts = int(n)
+		var items int64
+		if err := db.Model(&batchItemRow{}).Where("batch_id IN (?)", db.Model(&batchRow{}).Select("id").
+			Where("kind = ? AND partner_id = ? AND created_at >= ? AND created_at < ?", string(batches.Payout), partnerID, from.UTC(), to.UTC())).
+			Count(&items).Error; err != nil {
+			return fmt.Errorf("paid out transactions: %w", err)
+		}
+		out.PaidOut = payouts.Line{Amount: sums[0], Transactions: int(items)}
+		return nil
+	}, opts)
+	return out, err
 }

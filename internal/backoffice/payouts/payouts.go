@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
 
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/kit/apperr"
@@ -30,6 +31,7 @@ type Store interface {
 	// ids, in each batch's order, keyed by batch, in one read whatever their
 	// number (a payout may pay thousands).
 	BatchTransactions(ctx context.Context, partnerID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID][]*lifecycle.Transaction, error)
+	BalanceStore
 }
 
 // Service lists, reads and exports a partner's payouts.
@@ -144,4 +146,53 @@ func (s *Service) WriteCSV(ctx context.Context, w io.Writer, partnerID uuid.UUID
 		last := page[len(page)-1]
 		pos = &cursor.Position{Time: last.CreatedAt, ID: last.ID.String()}
 	}
+}
+
+// Line is an NGN sum and how many transactions it is made of.
+type Line struct {
+	Amount       decimal.Decimal
+	Transactions int
+}
+
+// Balance is a partner's NGN balance with us (GET /balance), read in one
+// snapshot: Owed are its completed transactions whose payout has not settled,
+// InPayout those in a payout sent but not settled (none while payouts are
+// recorded once settled), PaidOut the transactions of the Payouts payouts
+// created within [PeriodStart, PeriodEnd).
+type Balance struct {
+	Owed, InPayout, PaidOut Line
+	Payouts                 int
+	PeriodStart, PeriodEnd  time.Time
+	AsOf                    time.Time
+}
+
+// BalanceStore reads a balance (store.Store).
+type BalanceStore interface {
+	// PartnerBalance reads partnerID's Owed, PaidOut and Payouts (payouts created
+	// within [from, to)) in one snapshot.
+	PartnerBalance(ctx context.Context, partnerID uuid.UUID, from, to time.Time) (Balance, error)
+}
+
+// Period is the balance's period at now: the calendar month in UTC, its first
+// instant inclusive to the next month's first instant exclusive.
+func Period(now time.Time) (time.Time, time.Time) {
+	now = now.UTC()
+	start := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	return start, start.AddDate(0, 1, 0)
+}
+
+// BalanceOf reads partnerID's balance at now from st.
+func BalanceOf(ctx context.Context, st BalanceStore, partnerID uuid.UUID, now time.Time) (Balance, error) {
+	from, to := Period(now)
+	b, err := st.PartnerBalance(ctx, partnerID, from, to)
+	if err != nil {
+		return Balance{}, err
+	}
+	b.PeriodStart, b.PeriodEnd, b.AsOf = from, to, now.UTC()
+	return b, nil
+}
+
+// Balance returns partnerID's balance at now (GET /balance; see Balance).
+func (s *Service) Balance(ctx context.Context, partnerID uuid.UUID, now time.Time) (Balance, error) {
+	return BalanceOf(ctx, s.store, partnerID, now)
 }

@@ -356,12 +356,14 @@ func (w *walk) revenue(ctx context.Context) {
 	w.expect(w.p, "listRevenue", res, err, 200)
 }
 
-// payouts lists the partner's payouts and exports its transactions and payouts
+// payouts lists the partner's payouts, reads its balance, and exports its transactions and payouts
 // since the run started, and reads the payout the run recorded (without one, an
 // unknown id, which must be the declared 404).
 func (w *walk) payouts(ctx context.Context) {
 	list, err := w.pc.ListPayoutsWithResponse(ctx, &client.ListPayoutsParams{From: &w.started, Limit: ptr(5)})
 	w.expect(w.p, "listPayouts", list, err, 200)
+	balance, err := w.pc.GetBalanceWithResponse(ctx)
+	w.expect(w.p, "getBalance", balance, err, 200)
 	if w.payoutID != nil {
 		one, err := w.pc.GetPayoutWithResponse(ctx, *w.payoutID)
 		w.expect(w.p, "getPayout", one, err, 200)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/google/uuid"
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/require"
 
 	"partnerd/internal/apikeys"
@@ -323,6 +324,27 @@ func TestBatches(t *testing.T) {
 		inside, err = s.ListBatches(ctx, batches.Query{Kind: batches.Payout, To: &from, Limit: 10})
 		require.NoError(t, err)
 		require.Equal(t, []uuid.UUID{payouts[0].ID}, batchIDs(inside))
+
+		// PartnerBalance: a window [from, to) holding partner A's second payout
+		// only (to exclusive); what A is owed is its awaiting-payout stage.
+		bal, err := s.PartnerBalance(ctx, pa.ID, after, payouts[1].CreatedAt.Add(time.Microsecond))
+		require.NoError(t, err)
+		require.Equal(t, 1, bal.Payouts)
+		require.True(t, payouts[1].FiatAmount.Equal(bal.PaidOut.Amount), "%s", bal.PaidOut.Amount)
+		require.Equal(t, len(payouts[1].TransactionIDs), bal.PaidOut.Transactions)
+		empty, err := s.PartnerBalance(ctx, pa.ID, after, payouts[1].CreatedAt)
+		require.NoError(t, err)
+		require.Zero(t, empty.Payouts, "the end is exclusive")
+		require.True(t, empty.PaidOut.Amount.IsZero())
+		due, err := s.ListStage(ctx, backoffice.StageQuery{StageFilter: backoffice.StageFilter{Stage: backoffice.AwaitingPayout, PartnerID: &pa.ID}, Limit: 100})
+		require.NoError(t, err)
+		owed := decimal.Zero
+		for _, tr := range due {
+			owed = owed.Add(tr.FiatAmount)
+		}
+		require.Equal(t, len(due), bal.Owed.Transactions)
+		require.True(t, owed.Equal(bal.Owed.Amount), "owed %s, stage sums %s", bal.Owed.Amount, owed)
+		require.True(t, bal.InPayout.Amount.IsZero())
 
 		// Batch, by id, of any kind.
 		one, err := s.Batch(ctx, payouts[1].ID)
