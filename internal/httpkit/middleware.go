@@ -158,7 +158,6 @@ func wrapValidation(me error) *echo.HTTPError {
 	return &echo.HTTPError{Code: http.StatusBadRequest, Message: "invalid request", Internal: me}
 }
 
-// AccessLog writes one structured line per request.
 // logIdentityKey holds, in the echo context, the attribute naming who made the
 // request, for the access log (see SetLogIdentity).
 const logIdentityKey = "partnerd.log_identity"
@@ -184,6 +183,10 @@ func clientGone(c echo.Context) bool {
 	return ok && errors.Is(ctx.Err(), context.Canceled)
 }
 
+// AccessLog writes one structured line per request, at the level its status
+// calls for (accessLogLevel), so a log filtered to WARN shows the refused
+// requests and one filtered to ERROR the server's faults, without the traffic
+// that went well.
 func AccessLog(log *slog.Logger) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -210,9 +213,24 @@ func AccessLog(log *slog.Logger) echo.MiddlewareFunc {
 			if who, ok := c.Get(logIdentityKey).([2]string); ok {
 				attrs = append(attrs, who[0], who[1])
 			}
-			log.InfoContext(c.Request().Context(), "request", attrs...)
+			log.Log(c.Request().Context(), accessLogLevel(c.Response().Status), "request", attrs...)
 			return nil
 		}
+	}
+}
+
+// accessLogLevel is the level of a request's access log line: ERROR for a 5xx
+// (the service failed), WARN for a 4xx (a refused request: a flood of 401s or
+// 429s is worth seeing, and a client that went away, 499, may have waited on
+// us), INFO otherwise.
+func accessLogLevel(status int) slog.Level {
+	switch {
+	case status >= 500:
+		return slog.LevelError
+	case status >= 400:
+		return slog.LevelWarn
+	default:
+		return slog.LevelInfo
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"partnerd/internal/apikeys"
 	"partnerd/internal/kit/apperr"
+	"partnerd/internal/tracing"
 )
 
 // Environment is where a partner's key is valid. It follows APP_ENV: staging serves
@@ -110,15 +111,26 @@ const KeysWatchInterval = 250 * time.Millisecond
 // every interval until ctx is done: the cache saves a round trip per request
 // without serving a revoked key for longer than one interval. A failed read
 // empties the cache too (a version it cannot see may have changed).
+//
+// The reads are not traced (tracing.Untraced): at four a second per instance
+// each would otherwise be a trace of its own, and a quiet service would export
+// a steady stream of traces that say nothing.
 func (s *Service) WatchKeys(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	s.watchKeys(ctx, t.C)
+}
+
+// watchKeys is WatchKeys reading the version at each tick (a test's ticks are
+// its own).
+func (s *Service) watchKeys(ctx context.Context, tick <-chan time.Time) {
+	ctx = tracing.Untraced(ctx)
 	last, err := s.store.KeysVersion(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick:
 		}
 		v, verr := s.store.KeysVersion(ctx)
 		if verr != nil || err != nil || v != last {

@@ -123,30 +123,87 @@ func Setup(ctx context.Context, getenv func(string) string) (*Provider, error) {
 		}
 	}
 	// No WithSampler: the SDK reads OTEL_TRACES_SAMPLER and its argument itself.
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return &Provider{TracerProvider: tp, enabled: true, shutdown: tp.Shutdown}, nil
+	return NewProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+}
+
+// NewProvider returns an exporting provider built from the SDK options given:
+// Setup's (the OTLP exporter), or a test's (an in-memory exporter), so a test
+// sees the same rules the service runs with, Untraced among them.
+func NewProvider(opts ...sdktrace.TracerProviderOption) *Provider {
+	tp := sdktrace.NewTracerProvider(opts...)
+	return &Provider{TracerProvider: quietProvider{tp}, enabled: true, shutdown: tp.Shutdown}
+}
+
+type untracedKey struct{}
+
+// Untraced marks ctx as the context of routine background work (the key cache's
+// poll several times a second) whose statements would otherwise each start a
+// trace of their own: hundreds of thousands of traces a day that say nothing.
+// Spans that would start a new trace under it are not recorded; work already in
+// a trace (a request's, a job's) is traced as before.
+func Untraced(ctx context.Context) context.Context {
+	return context.WithValue(ctx, untracedKey{}, true)
+}
+
+// quietProvider hands out tracers that honour Untraced.
+type quietProvider struct{ trace.TracerProvider }
+
+func (p quietProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return quietTracer{p.TracerProvider.Tracer(name, opts...)}
+}
+
+type quietTracer struct{ trace.Tracer }
+
+func (t quietTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if ctx.Value(untracedKey{}) != nil && !trace.SpanContextFromContext(ctx).IsValid() {
+		// The span ctx already holds: a no-op span when it holds none.
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	return t.Tracer.Start(ctx, name, opts...)
 }
 
 // LogHandler wraps h so that every record logged with a context carrying a span
 // (a request's, a job's) gets trace_id and span_id attributes: an operator finds
-// the trace from a log line and the log lines from a trace.
-func LogHandler(h slog.Handler) slog.Handler { return logHandler{h} }
+// the trace from a log line and the log lines from a trace. A record that names
+// its own trace_id (or a logger made With one) keeps it alone, so no line holds
+// the key twice.
+func LogHandler(h slog.Handler) slog.Handler { return logHandler{Handler: h} }
 
-type logHandler struct{ slog.Handler }
+type logHandler struct {
+	slog.Handler
+	// named is set when the logger's own attributes already hold trace_id.
+	named bool
+}
 
 func (l logHandler) Handle(ctx context.Context, r slog.Record) error {
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !l.named && !hasTraceID(r) {
 		r = r.Clone()
 		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 	}
 	return l.Handler.Handle(ctx, r)
 }
 
-func (l logHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return logHandler{l.Handler.WithAttrs(as)}
+// hasTraceID reports whether r names a trace_id itself.
+func hasTraceID(r slog.Record) bool {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		found = a.Key == "trace_id"
+		return !found
+	})
+	return found
 }
 
-func (l logHandler) WithGroup(name string) slog.Handler { return logHandler{l.Handler.WithGroup(name)} }
+func (l logHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	named := l.named
+	for _, a := range as {
+		named = named || a.Key == "trace_id"
+	}
+	return logHandler{Handler: l.Handler.WithAttrs(as), named: named}
+}
+
+func (l logHandler) WithGroup(name string) slog.Handler {
+	return logHandler{Handler: l.Handler.WithGroup(name), named: l.named}
+}
 
 // TraceID returns the trace id of ctx's span, or "" when it has none, for error
 // bodies and log lines written without a context-aware logger.
