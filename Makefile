@@ -152,6 +152,10 @@ lint: ## gofmt, go vet and the Redocly lint of both contracts
 	$(GO) vet ./...
 	$(REDOCLY) lint --config openapi/redocly.yaml $(SPEC) $(OP_SPEC)
 
+.PHONY: benchscale
+benchscale: ## Time every read, page and export on 10,000 and BENCH_SCALE_ROWS (2,000,000) transactions side by side; plans of those over 1.5×
+	@scripts/benchscale.sh
+
 # Smoke runs of the benchmarks: each script as its comment says, tiny sizes, a few
 # seconds each, in parallel (PostgreSQL at BENCH_DATABASE_URL, the default
 # 127.0.0.1:5432), so a script that no longer runs fails the build. The numbers

@@ -34,7 +34,9 @@
 #                        -diff_base OP.allocs0 OP.allocs) of the server's last run of
 #                        each operation to DIR, with the binary (DIR/partnerd) and
 #                        the runs (DIR/runs.jsonl): scripts/benchlayers.sh DIR
-#                        makes them a table of layers
+#                        makes them a table of layers; and each server's heap
+#                        when its load is over (postgres.heap, sqlite.heap:
+#                        go tool pprof -sample_index=inuse_space)
 # Needs: go, psql, pgbench, jq, curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -176,7 +178,19 @@ start_floor() { # scripts/benchfloor on partnerd's DATABASE_URL; sets FLOOR_PID,
 stop_floor() {
 	kill "$FLOOR_PID"; wait "$FLOOR_PID" 2>/dev/null || true; FLOOR_PID=""
 }
-stop_partnerd() {
+stop_partnerd() { # $1 = name: its resident size after the load (and with BENCH_PROFILE its heap) first
+	local mb go
+	mb() { awk -v k="$1:" '$1 == k {printf "%.1f", $2 / 1024}' "/proc/$SERVER_PID/status"; }
+	# Go's own account (runtime.MemStats, from the heap profile's text form): the
+	# live heap, what the heap holds free (not yet given back to the system), stacks.
+	go=$(curl -fs "http://$PPROF/debug/pprof/heap?debug=1" | awk '
+		/^# HeapInuse/ {inuse = $4} /^# HeapIdle/ {idle = $4} /^# HeapReleased/ {rel = $4} /^# Stack = / {stack = $4} /^# Sys/ {sys = $4}
+		END {printf "Go heap in use %.1f MB, free not returned %.1f MB, stacks %.1f MB, from the system %.1f MB", inuse / 1048576, (idle - rel) / 1048576, stack / 1048576, sys / 1048576}')
+	echo "$1 server after the load: resident $(mb VmRSS) MB (peak $(mb VmHWM) MB; anonymous $(mb RssAnon) MB, file $(mb RssFile) MB); $go" >>"$WORK/memory.txt"
+	if [ -n "$PROFILE" ]; then
+		curl -fs "http://$PPROF/debug/pprof/heap" -o "$PROFILE/$1.heap"
+		curl -fs "http://$PPROF/debug/pprof/heap?gc=1" -o "$PROFILE/$1.inuse.heap"
+	fi
 	kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
 	unset DATABASE_URL
 }
@@ -213,13 +227,13 @@ api postgres create_half -rate "$rate"
 floor create_half -rate "$rate"
 pgbench_rate pgbench_insert3_half "$rate" -f "$WORK/insert3.sql"
 stop_floor
-stop_partnerd
+stop_partnerd postgres
 
 start_partnerd sqlite "sqlite:$WORK/bench.db"
 api sqlite create
 api sqlite create_half -rate "$(half_rate sqlite)"
 api sqlite get
-stop_partnerd
+stop_partnerd sqlite
 
 [ -n "$PROFILE" ] && cp "$WORK/runs.jsonl" "$PROFILE/runs.jsonl"
 
@@ -259,6 +273,8 @@ row postgres list 'GET /transactions?limit=20'
 row sqlite create 'POST /transactions'
 row sqlite create_half 'POST /transactions at half that rate (open loop)'
 row sqlite get 'GET /transactions/{id}'
+echo
+cat "$WORK/memory.txt"
 echo
 echo "Every run, in order (load average before it):"
 echo

@@ -71,12 +71,14 @@ func (s *Store) ListRevenue(ctx context.Context, partnerID uuid.UUID, q revenue.
 }
 
 // RevenueSummary returns the row count and the exact sum of share over the whole
-// window: computed by PostgreSQL in SQL, and on SQLite summed in Go (sumDecimal).
+// window, in one pass over it: computed by PostgreSQL in SQL from the index alone
+// (revenue_partner_ts_idx holds share), and on SQLite summed in Go
+// (engine.countSums). Two passes, a count and then a sum through the rows, took
+// half a second for half a year of the largest partner's two million.
 func (s *Store) RevenueSummary(ctx context.Context, partnerID uuid.UUID, q revenue.Query) (int64, decimal.Decimal, error) {
-	var n int64
-	if err := s.revenueWindow(ctx, partnerID, q).Count(&n).Error; err != nil {
+	n, sums, err := s.eng.countSums(s.revenueWindow(ctx, partnerID, q), "share")
+	if err != nil {
 		return 0, decimal.Decimal{}, err
 	}
-	sum, err := s.sumDecimal(s.revenueWindow(ctx, partnerID, q), "share")
-	return n, sum, err
+	return n, sums[0], nil
 }
