@@ -65,6 +65,6 @@ func partnerKeys(action string, args []string, log *slog.Logger, stdout, stderr 
 			APIKey string `json:"api_key"`
 		}{k.Key.ID.String(), k.Secret})
 	}
-	fmt.Fprintf(stdout, "key_id:  %s\napi_key: %s\n\nThe API key is shown only now; the old key works for %s more.\n", k.Key.ID, k.Secret, *overlap)
+	fmt.Fprintf(stdout, "key_id:  %s\napi_key: %s\n\nThe API key is shown only now; the old key works for %s more.\n", k.Key.ID, k.Secret, durationWords(*overlap))
 	return nil
 }

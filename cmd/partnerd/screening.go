@@ -76,7 +76,7 @@ func importScreeningList(args []string, stdout, stderr io.Writer) error {
 		return json.NewEncoder(stdout).Encode(map[string]any{"id": l.ID, "source": l.Source, "published": *published,
 			"size": l.Size, "imported_at": l.ImportedAt, "rescreened_transactions": queued})
 	}
-	_, err = fmt.Fprintf(stdout, "imported %d addresses of %q (published %s); %d waiting transaction(s) are screened again\n",
-		l.Size, l.Source, *published, queued)
+	_, err = fmt.Fprintf(stdout, "imported %s of %q (published %s); %s screened again\n",
+		count(l.Size, "address", "addresses"), l.Source, *published, count(queued, "waiting transaction is", "waiting transactions are"))
 	return err
 }
