@@ -1813,6 +1813,14 @@ type PartnerInvitation struct {
 	// ExpiresAt When the link stops working (72 hours after the invitation).
 	ExpiresAt time.Time `json:"expires_at"`
 
+	// InviteLink The whole link to hand to the person: `invite_url` on the address people reach
+	// the service at (the `PUBLIC_URL` setting; by default the address the service
+	// listens on, `http://localhost:PORT`). Shown only now, like `invite_url`.
+	//
+	//
+	// Example: https://partnerd.example.com/dashboard/invite/Q2hhbmdlIG1lOiB0aGlzIGlzIG5vdCBhIHJlYWwgdG9rZW4
+	InviteLink string `json:"invite_link"`
+
 	// InviteUrl The link's path on this server's dashboard, `/dashboard/invite/{token}`:
 	// shown only now (the token's hash is all that is stored). It works once.
 	//
@@ -3274,8 +3282,8 @@ type ClientInterface interface {
 	//
 	// Invites `email` to the partner's team with `role` (typically the partner's first
 	// admin, who then invites the rest from the dashboard). The answer carries the
-	// invitation link's path, `invite_url` (`/dashboard/invite/{token}`), **shown this
-	// once** (only the token's hash is stored): hand it to the person, who sets a
+	// invitation link, whole (`invite_link`, on `PUBLIC_URL`) and as its path
+	// (`invite_url`, `/dashboard/invite/{token}`), **shown this once** (only the token's hash is stored): hand it to the person, who sets a
 	// password there before `expires_at` (72 hours); the link works once. No mail is
 	// sent. Inviting an address still invited replaces its pending link (and role);
 	// an address already active or disabled on the team is `400 invalid_request`
@@ -3291,8 +3299,8 @@ type ClientInterface interface {
 	//
 	// Invites `email` to the partner's team with `role` (typically the partner's first
 	// admin, who then invites the rest from the dashboard). The answer carries the
-	// invitation link's path, `invite_url` (`/dashboard/invite/{token}`), **shown this
-	// once** (only the token's hash is stored): hand it to the person, who sets a
+	// invitation link, whole (`invite_link`, on `PUBLIC_URL`) and as its path
+	// (`invite_url`, `/dashboard/invite/{token}`), **shown this once** (only the token's hash is stored): hand it to the person, who sets a
 	// password there before `expires_at` (72 hours); the link works once. No mail is
 	// sent. Inviting an address still invited replaces its pending link (and role);
 	// an address already active or disabled on the team is `400 invalid_request`
@@ -4338,8 +4346,8 @@ func (c *Client) ListPartnerUsers(ctx context.Context, id PartnerId, reqEditors 
 //
 // Invites `email` to the partner's team with `role` (typically the partner's first
 // admin, who then invites the rest from the dashboard). The answer carries the
-// invitation link's path, `invite_url` (`/dashboard/invite/{token}`), **shown this
-// once** (only the token's hash is stored): hand it to the person, who sets a
+// invitation link, whole (`invite_link`, on `PUBLIC_URL`) and as its path
+// (`invite_url`, `/dashboard/invite/{token}`), **shown this once** (only the token's hash is stored): hand it to the person, who sets a
 // password there before `expires_at` (72 hours); the link works once. No mail is
 // sent. Inviting an address still invited replaces its pending link (and role);
 // an address already active or disabled on the team is `400 invalid_request`
@@ -4365,8 +4373,8 @@ func (c *Client) InvitePartnerUserWithBody(ctx context.Context, id PartnerId, pa
 //
 // Invites `email` to the partner's team with `role` (typically the partner's first
 // admin, who then invites the rest from the dashboard). The answer carries the
-// invitation link's path, `invite_url` (`/dashboard/invite/{token}`), **shown this
-// once** (only the token's hash is stored): hand it to the person, who sets a
+// invitation link, whole (`invite_link`, on `PUBLIC_URL`) and as its path
+// (`invite_url`, `/dashboard/invite/{token}`), **shown this once** (only the token's hash is stored): hand it to the person, who sets a
 // password there before `expires_at` (72 hours); the link works once. No mail is
 // sent. Inviting an address still invited replaces its pending link (and role);
 // an address already active or disabled on the team is `400 invalid_request`
@@ -7810,8 +7818,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Invites `email` to the partner's team with `role` (typically the partner's first
 	// admin, who then invites the rest from the dashboard). The answer carries the
-	// invitation link's path, `invite_url` (`/dashboard/invite/{token}`), **shown this
-	// once** (only the token's hash is stored): hand it to the person, who sets a
+	// invitation link, whole (`invite_link`, on `PUBLIC_URL`) and as its path
+	// (`invite_url`, `/dashboard/invite/{token}`), **shown this once** (only the token's hash is stored): hand it to the person, who sets a
 	// password there before `expires_at` (72 hours); the link works once. No mail is
 	// sent. Inviting an address still invited replaces its pending link (and role);
 	// an address already active or disabled on the team is `400 invalid_request`
@@ -7827,8 +7835,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Invites `email` to the partner's team with `role` (typically the partner's first
 	// admin, who then invites the rest from the dashboard). The answer carries the
-	// invitation link's path, `invite_url` (`/dashboard/invite/{token}`), **shown this
-	// once** (only the token's hash is stored): hand it to the person, who sets a
+	// invitation link, whole (`invite_link`, on `PUBLIC_URL`) and as its path
+	// (`invite_url`, `/dashboard/invite/{token}`), **shown this once** (only the token's hash is stored): hand it to the person, who sets a
 	// password there before `expires_at` (72 hours); the link works once. No mail is
 	// sent. Inviting an address still invited replaces its pending link (and role);
 	// an address already active or disabled on the team is `400 invalid_request`
@@ -16629,8 +16637,8 @@ func (c *ClientWithResponses) ListPartnerUsersWithResponse(ctx context.Context, 
 //
 // Invites `email` to the partner's team with `role` (typically the partner's first
 // admin, who then invites the rest from the dashboard). The answer carries the
-// invitation link's path, `invite_url` (`/dashboard/invite/{token}`), **shown this
-// once** (only the token's hash is stored): hand it to the person, who sets a
+// invitation link, whole (`invite_link`, on `PUBLIC_URL`) and as its path
+// (`invite_url`, `/dashboard/invite/{token}`), **shown this once** (only the token's hash is stored): hand it to the person, who sets a
 // password there before `expires_at` (72 hours); the link works once. No mail is
 // sent. Inviting an address still invited replaces its pending link (and role);
 // an address already active or disabled on the team is `400 invalid_request`
@@ -16652,8 +16660,8 @@ func (c *ClientWithResponses) InvitePartnerUserWithBodyWithResponse(ctx context.
 //
 // Invites `email` to the partner's team with `role` (typically the partner's first
 // admin, who then invites the rest from the dashboard). The answer carries the
-// invitation link's path, `invite_url` (`/dashboard/invite/{token}`), **shown this
-// once** (only the token's hash is stored): hand it to the person, who sets a
+// invitation link, whole (`invite_link`, on `PUBLIC_URL`) and as its path
+// (`invite_url`, `/dashboard/invite/{token}`), **shown this once** (only the token's hash is stored): hand it to the person, who sets a
 // password there before `expires_at` (72 hours); the link works once. No mail is
 // sent. Inviting an address still invited replaces its pending link (and role);
 // an address already active or disabled on the team is `400 invalid_request`

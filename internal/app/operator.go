@@ -93,6 +93,7 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 		Limiter:      a.limiter,
 		Limits:       map[ratelimit.Class]ratelimit.Limit{ratelimit.Reads: a.cfg.RateLimitReads, ratelimit.Writes: a.cfg.RateLimitWrites},
 		Logger:       a.log,
+		LinkBase:     a.LinkBase,
 	}); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package operatorapi_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -53,6 +54,16 @@ func TestInvitePartnerUser(t *testing.T) {
 		token := strings.TrimPrefix(got.Invitation.InviteUrl, "/dashboard/invite/")
 		require.GreaterOrEqual(t, len(token), 43)
 		require.WithinDuration(t, before.Add(72*time.Hour), got.Invitation.ExpiresAt, time.Minute)
+		// The whole link, on the service's own address (PUBLIC_URL unset: where it
+		// listens), opens the page where the person sets a password.
+		require.Equal(t, env.Root+got.Invitation.InviteUrl, got.Invitation.InviteLink)
+		page, err := http.Get(got.Invitation.InviteLink)
+		require.NoError(t, err)
+		html, err := io.ReadAll(page.Body)
+		require.NoError(t, err)
+		_ = page.Body.Close()
+		require.Equal(t, http.StatusOK, page.StatusCode, string(html))
+		require.Contains(t, string(html), "password")
 
 		again, err := ops.InvitePartnerUserWithResponse(ctx, p.Id, &oc.InvitePartnerUserParams{IdempotencyKey: k}, body)
 		require.NoError(t, err)

@@ -72,6 +72,10 @@ type Deps struct {
 	Limiter ratelimit.Limiter
 	Limits  map[ratelimit.Class]ratelimit.Limit
 	Logger  *slog.Logger
+	// LinkBase is what the links handed to people start with (PUBLIC_URL, else
+	// the listening address: app.LinkBase); an invitation's invite_link is its
+	// path on it.
+	LinkBase func() string
 }
 
 // Fills reads executed sales.
@@ -134,7 +138,7 @@ func Register(e *echo.Echo, d Deps) error {
 	}
 	srv := &Server{actions: d.Actions, stages: d.Stages, fills: d.Fills, unmatched: d.Unmatched,
 		backoffice: d.Backoffice, audit: d.Audit, batches: d.Batches, approvals: d.Approvals, serve: e.ServeHTTP, access: acc,
-		partners: d.Partners, operators: d.Operators, keys: d.Keys, partnerUsers: d.PartnerUsers, screening: d.Screening, idem: d.Idempotency, now: time.Now}
+		partners: d.Partners, operators: d.Operators, keys: d.Keys, partnerUsers: d.PartnerUsers, screening: d.Screening, idem: d.Idempotency, now: time.Now, linkBase: d.LinkBase}
 	operatorapi.RegisterHandlersWithOptions(e, operatorapi.NewStrictHandler(srv, nil), operatorapi.RegisterHandlersOptions{
 		BaseURL: BasePath, OperationMiddlewares: mw,
 	})

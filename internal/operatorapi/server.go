@@ -44,7 +44,9 @@ type Server struct {
 	keys       *apikeys.Service
 	// partnerUsers are the partners' dashboard users and their invitations.
 	partnerUsers *partnerusers.Service
-	screening    Screening
+	// linkBase is Deps.LinkBase.
+	linkBase  func() string
+	screening Screening
 	// idem keeps the operators' idempotency keys: a keyed request's use case
 	// stores its answer among them (httpkit.KeyedBy).
 	idem *idempotency.Service

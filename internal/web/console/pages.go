@@ -411,12 +411,8 @@ func (c *Console) inviteUser(w http.ResponseWriter, r *http.Request, ss *session
 		c.site.Failed(w, ss, status, webkit.BodyOf(res))
 		return
 	}
-	scheme := "http"
-	if c.d.Secure || r.TLS != nil {
-		scheme = "https"
-	}
 	inv := res.JSON201.Data
-	c.site.ShowOnce(w, r, ss, "/partners/"+id.String(), map[string]string{"Invited": inv.User.Email, "InviteLink": scheme + "://" + r.Host + inv.Invitation.InviteUrl,
+	c.site.ShowOnce(w, r, ss, "/partners/"+id.String(), map[string]string{"Invited": inv.User.Email, "InviteLink": inv.Invitation.InviteLink,
 		"InviteExpires": inv.Invitation.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC")})
 }
 
