@@ -4,7 +4,8 @@
 # For each size N it:
 #   1. creates a throwaway database partnerd_bench_<random> (dropped on exit),
 #   2. builds bin/partnerd, migrates, and creates one partner via the CLI,
-#   3. seeds N transactions for that partner with one INSERT … SELECT, then ANALYZE,
+#   3. seeds N transactions for that partner and N for a neighbour, interleaved in
+#      time, with one INSERT … SELECT each, then ANALYZE,
 #   4. starts `partnerd serve` on a free 127.0.0.1 port,
 #   5. times GET /api/v1/partner/transactions?limit=100 with curl: the median of
 #      REPS requests of the first page, walks every page by next_cursor (timed,
@@ -135,6 +136,10 @@ bench_size() {
 	pid_json=$(DATABASE_URL=$url bin/partnerd partners create --name Bench --json 2>"$WORK/create.log")
 	PARTNER_ID=$(jq -r .partner_id <<<"$pid_json")
 	API_KEY=$(jq -r .api_key <<<"$pid_json")
+	# A neighbour with as many transactions, interleaved in time: a production
+	# database holds many partners, so the list must reach its partner's rows
+	# through the partner's index, not through the index of every partner's.
+	NEIGHBOUR_ID=$(DATABASE_URL=$url bin/partnerd partners create --name Neighbour --json 2>>"$WORK/create.log" | jq -r .partner_id)
 
 	# Seed: row i gets the timestamp slot i, except that every third row reuses the
 	# slot of the row before it, so a third of the rows share a created_at with a
@@ -142,8 +147,21 @@ bench_size() {
 	# plus a sub-second fraction, so the cursor must keep microseconds.
 	log "N=$n: seeding"
 	local t0=$SECONDS
-	psql "$url" -X -q -v ON_ERROR_STOP=1 -v partner="$PARTNER_ID" -v n="$n" <<'SQL'
+	psql "$url" -X -q -v ON_ERROR_STOP=1 -v partner="$PARTNER_ID" -v neighbour="$NEIGHBOUR_ID" -v n="$n" <<'SQL'
 SET synchronous_commit = off;
+INSERT INTO transactions (
+    id, partner_id, merchant_reference, reference_key, merchant_id, terminal_id, seller_phone,
+    crypto_currency, network, crypto_amount, fiat_amount, rate, quote_id,
+    deposit_address, address_index, status, created_at, updated_at, expires_at)
+SELECT gen_random_uuid(), :'neighbour'::uuid,
+       'Other-' || lpad(i::text, 8, '0'), 'other-' || lpad(i::text, 8, '0'), NULL, NULL, NULL,
+       'usdt', net, 100, 155000.00, 1550.00, NULL,
+       CASE net WHEN 'bep20' THEN '0x' || substr(md5('o' || i::text) || md5('o' || (-i)::text), 1, 40)
+                ELSE 'T' || substr(md5('o' || i::text) || md5('o' || (-i)::text), 1, 33) END,
+       :n + i, 'completed', at, at, at + interval '30 minutes'
+FROM generate_series(1, :n) AS i,
+     LATERAL (SELECT CASE WHEN i % 2 = 0 THEN 'bep20' ELSE 'trc20' END AS net) s,
+     LATERAL (SELECT timestamptz '2024-01-01 00:00:00.5+00' + i * interval '1 second' AS at) t;
 INSERT INTO transactions (
     id, partner_id, merchant_reference, reference_key, merchant_id, terminal_id, seller_phone,
     crypto_currency, network, crypto_amount, fiat_amount, rate, quote_id,
