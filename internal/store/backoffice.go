@@ -452,17 +452,17 @@ func (s *Store) PartnerBalance(ctx context.Context, partnerID uuid.UUID, from, t
 			return fmt.Errorf("owed: %w", err)
 		}
 		out.Owed = payouts.Line{Amount: sums[0], Transactions: int(n)}
-		paid := db.Model(&batchRow{}).Where("kind = ? AND partner_id = ? AND created_at >= ? AND created_at < ?",
-			string(batches.Payout), partnerID, from.UTC(), to.UTC())
-		n, sums, err = s.eng.countSums(paid, "fiat_amount")
+		paid := func() *gorm.DB {
+			return db.Model(&batchRow{}).Where("kind = ? AND partner_id = ? AND created_at >= ? AND created_at < ?",
+				string(batches.Payout), partnerID, from.UTC(), to.UTC())
+		}
+		n, sums, err = s.eng.countSums(paid(), "fiat_amount")
 		if err != nil {
 			return fmt.Errorf("paid out: %w", err)
 		}
 		out.Payouts = int(n)
 		var items int64
-		if err := db.Model(&batchItemRow{}).Where("batch_id IN (?)", db.Model(&batchRow{}).Select("id").
-			Where("kind = ? AND partner_id = ? AND created_at >= ? AND created_at < ?", string(batches.Payout), partnerID, from.UTC(), to.UTC())).
-			Count(&items).Error; err != nil {
+		if err := db.Model(&batchItemRow{}).Where("batch_id IN (?)", paid().Select("id")).Count(&items).Error; err != nil {
 			return fmt.Errorf("paid out transactions: %w", err)
 		}
 		out.PaidOut = payouts.Line{Amount: sums[0], Transactions: int(items)}

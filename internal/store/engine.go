@@ -65,8 +65,6 @@ type engine interface {
 	// timeParam is the placeholder of a time parameter whose type the statement
 	// does not give (a CASE branch): PostgreSQL types a bare one as text.
 	timeParam() string
-	// sumDecimal is the exact sum of column over the rows q selects.
-	sumDecimal(q *gorm.DB, column string) (decimal.Decimal, error)
 	// countSums counts the rows q selects and sums each of columns exactly.
 	countSums(q *gorm.DB, columns ...string) (int64, []decimal.Decimal, error)
 	// saveEventState and takeDelivery are SaveEventState and TakeDelivery outside a

@@ -326,15 +326,6 @@ func (*postgresEngine) timeParam() string { return "?::timestamptz" }
 // lockServing holds nothing: instances share the work through the database.
 func (*postgresEngine) lockServing(string) (func(), error) { return func() {}, nil }
 
-// sumDecimal sums the numeric column in the database (no rows are loaded).
-func (*postgresEngine) sumDecimal(q *gorm.DB, column string) (decimal.Decimal, error) {
-	var sum decimal.NullDecimal
-	if err := q.Select(fmt.Sprintf("COALESCE(SUM(%s), 0)", column)).Scan(&sum).Error; err != nil {
-		return decimal.Decimal{}, err
-	}
-	return sum.Decimal, nil
-}
-
 // countSums counts and sums in the database, in one statement (no rows are
 // loaded).
 func (*postgresEngine) countSums(q *gorm.DB, columns ...string) (int64, []decimal.Decimal, error) {

@@ -245,26 +245,8 @@ func (*sqliteEngine) lockServing(url string) (func(), error) {
 	return func() { _ = f.Close() }, nil
 }
 
-// sumDecimal streams the values and adds them in Go: SQLite keeps amounts as
-// decimal text, which its SUM would turn into a float.
-func (*sqliteEngine) sumDecimal(q *gorm.DB, column string) (decimal.Decimal, error) {
-	rows, err := q.Select(column).Rows()
-	if err != nil {
-		return decimal.Decimal{}, err
-	}
-	defer rows.Close()
-	total := decimal.Zero
-	for rows.Next() {
-		var v decimal.Decimal
-		if err := rows.Scan(&v); err != nil {
-			return decimal.Decimal{}, err
-		}
-		total = total.Add(v)
-	}
-	return total, rows.Err()
-}
-
-// countSums streams the values and adds them in Go, as sumDecimal does.
+// countSums streams the values and adds them in Go: SQLite keeps amounts as
+// text, and its SUM would add them as floats.
 func (*sqliteEngine) countSums(q *gorm.DB, columns ...string) (int64, []decimal.Decimal, error) {
 	rows, err := q.Select(strings.Join(columns, ", ")).Rows()
 	if err != nil {

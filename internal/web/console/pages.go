@@ -161,12 +161,10 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request, ss *session) {
 	act := f.Get("action")
 	if f.Get("confirmed") != "yes" {
 		// Say which transaction, whose, and how much, not only the form's values.
-		res, err := c.client(ss).GetOperatorTransactionWithResponse(r.Context(), id)
-		if err != nil || res.JSON200 == nil {
-			c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
+		t, ok := c.readTransaction(w, r, ss, id)
+		if !ok {
 			return
 		}
-		t := res.JSON200.Data
 		// Amounts are taken as the pages show them ("1,549.10", "154,225.00
 		// NGN") and checked here, on the first sending, not at the last step.
 		shown := map[string]template.HTML{}
