@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -116,6 +117,27 @@ func (e ErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for PartnerAction.
+const (
+	Accept PartnerAction = "accept"
+	Cancel PartnerAction = "cancel"
+	Refund PartnerAction = "refund"
+)
+
+// Valid indicates whether the value is a known member of the PartnerAction enum.
+func (e PartnerAction) Valid() bool {
+	switch e {
+	case Accept:
+		return true
+	case Cancel:
+		return true
+	case Refund:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PublishStatus.
 const (
 	PublishStatusDelivered PublishStatus = "delivered"
@@ -131,6 +153,33 @@ func (e PublishStatus) Valid() bool {
 	case PublishStatusFailed:
 		return true
 	case PublishStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RescanResultResult.
+const (
+	RescanResultResultAlreadyRecorded RescanResultResult = "already_recorded"
+	RescanResultResultCredited        RescanResultResult = "credited"
+	RescanResultResultNotFinal        RescanResultResult = "not_final"
+	RescanResultResultNotFound        RescanResultResult = "not_found"
+	RescanResultResultNotOurs         RescanResultResult = "not_ours"
+)
+
+// Valid indicates whether the value is a known member of the RescanResultResult enum.
+func (e RescanResultResult) Valid() bool {
+	switch e {
+	case RescanResultResultAlreadyRecorded:
+		return true
+	case RescanResultResultCredited:
+		return true
+	case RescanResultResultNotFinal:
+		return true
+	case RescanResultResultNotFound:
+		return true
+	case RescanResultResultNotOurs:
 		return true
 	default:
 		return false
@@ -327,6 +376,11 @@ type CreateTransactionRequest struct {
 	// Example: 2f0f6c2e-9d8a-4a53-8f4f-2b2a1f9f0d11
 	QuoteId *openapi_types.UUID `json:"quote_id,omitempty"`
 
+	// RefundAddress Where the customer's money goes back if the partner asks for a refund (see Partner decisions): an address of `network` (`0x` and 40 hex digits on `bep20`, a base58 `T…` address on `trc20`; another form is `400 invalid_request` on `/refund_address`). It is screened when a refund is asked for, not now.
+	//
+	// Example: 0x8576acc5c05d6ce88f4e49bf65bdf0c62f91353c
+	RefundAddress *string `json:"refund_address,omitempty"`
+
 	// SellerPhone Optional seller phone for linkage and reconciliation; never a KYC gate.
 	//
 	// Example: +2348012345678
@@ -440,6 +494,11 @@ type FiatAmount = string
 // Example: bep20
 type Network = string
 
+// PartnerAction An action the partner may take on a transaction: `cancel` (`POST /transactions/{id}/cancel`), `accept` (`POST /transactions/{id}/accept`) or `refund` (`POST /transactions/{id}/refund`).
+//
+// Example: accept
+type PartnerAction string
+
 // Payout One bank transfer that paid the partner for one or more completed transactions.
 type Payout struct {
 	// Amount The NGN amount of the bank transfer, the exact sum of its transactions' `amount`.
@@ -451,7 +510,7 @@ type Payout struct {
 	// Id The payout's id (`payout_id` on the transactions' `payout.settled` events).
 	Id openapi_types.UUID `json:"id"`
 
-	// Reference The bank transfer's reference as the operators recorded it.
+	// Reference The bank transfer's reference as the operators recorded it; for a simulated or automatic payout (staging) `SIM-` and the first 8 hex digits of its id.
 	//
 	// Example: NIP-000013261123101500000001
 	Reference string `json:"reference"`
@@ -471,7 +530,7 @@ type PayoutDetail struct {
 	// Id The payout's id (`payout_id` on the transactions' `payout.settled` events).
 	Id openapi_types.UUID `json:"id"`
 
-	// Reference The bank transfer's reference as the operators recorded it.
+	// Reference The bank transfer's reference as the operators recorded it; for a simulated or automatic payout (staging) `SIM-` and the first 8 hex digits of its id.
 	//
 	// Example: NIP-000013261123101500000001
 	Reference string `json:"reference"`
@@ -630,6 +689,59 @@ type QuoteResponse struct {
 //
 // Example: 1542.25
 type Rate = string
+
+// RefundRequest Where a short payment goes back.
+type RefundRequest struct {
+	// Address The refund's destination on the transaction's network; default the transaction's `refund_address`.
+	//
+	// Example: 0x8576acc5c05d6ce88f4e49bf65bdf0c62f91353c
+	Address *string `json:"address,omitempty"`
+}
+
+// RescanRequest A chain transaction to look at again.
+type RescanRequest struct {
+	// Network Deposit network. Supported by default for `usdt`: `bep20` (BNB Smart Chain) and `trc20` (Tron).
+	//
+	// Example: bep20
+	Network Network `json:"network"`
+
+	// TxHash The chain transaction's hash (`0x` and 64 hex digits on `bep20`, 64 hex digits on `trc20`).
+	//
+	// Example: 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060
+	TxHash string `json:"tx_hash"`
+}
+
+// RescanResponse Envelope of a rescan's result.
+type RescanResponse struct {
+	// Data What a rescan found.
+	Data RescanResult `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// RescanResult What a rescan found.
+type RescanResult struct {
+	// Network Deposit network. Supported by default for `usdt`: `bep20` (BNB Smart Chain) and `trc20` (Tron).
+	//
+	// Example: bep20
+	Network Network `json:"network"`
+
+	// Result See `POST /deposits/rescan`.
+	Result RescanResultResult `json:"result"`
+
+	// TransactionIds The partner's transactions whose deposit addresses the chain transaction paid (credited now or before); empty for the other results.
+	TransactionIds []openapi_types.UUID `json:"transaction_ids"`
+
+	// TxHash The chain transaction's hash, in the network's canonical form.
+	TxHash string `json:"tx_hash"`
+}
+
+// RescanResultResult See `POST /deposits/rescan`.
+type RescanResultResult string
 
 // RevenuePage One page of revenue rows.
 type RevenuePage struct {
@@ -802,6 +914,12 @@ type StatusHistoryResponse struct {
 
 // Transaction The transaction snapshot returned by create and cancel.
 type Transaction struct {
+	// ActionRequired True while the transaction waits on the partner's decision (see Partner decisions); `allowed_actions` says what it may be.
+	ActionRequired bool `json:"action_required"`
+
+	// AllowedActions What the partner may do with the transaction now, in this order; empty when nothing.
+	AllowedActions []PartnerAction `json:"allowed_actions"`
+
 	// Amount The NGN amount.
 	Amount FiatAmount `json:"amount"`
 
@@ -836,6 +954,9 @@ type Transaction struct {
 	// Rate The executed rate (NGN per token).
 	Rate Rate `json:"rate"`
 
+	// RefundAddress Where a refund goes (set on create or by `POST /transactions/{id}/refund`); null when none was given.
+	RefundAddress *string `json:"refund_address"`
+
 	// Status The transaction's state; see the lifecycle table in the introduction.
 	//
 	// Example: awaiting_deposit
@@ -847,6 +968,12 @@ type Transaction struct {
 
 // TransactionDetail The detailed transaction snapshot. The deposit fields are null until a deposit exists.
 type TransactionDetail struct {
+	// ActionRequired True while the transaction waits on the partner's decision (see Partner decisions); `allowed_actions` says what it may be. Every answer carries it; webhook events emitted before the field existed do not.
+	ActionRequired *bool `json:"action_required,omitempty"`
+
+	// AllowedActions What the partner may do with the transaction now, in this order; empty when nothing.
+	AllowedActions *[]PartnerAction `json:"allowed_actions,omitempty"`
+
 	// Amount The NGN amount.
 	Amount FiatAmount `json:"amount"`
 
@@ -913,6 +1040,12 @@ type TransactionDetail struct {
 	// ReceivedAt When the deposit was detected; null until a deposit exists.
 	ReceivedAt *time.Time `json:"received_at"`
 
+	// RefundAddress Where a refund goes (set on create or by `POST /transactions/{id}/refund`); null when none was given.
+	RefundAddress *string `json:"refund_address,omitempty"`
+
+	// RefundRequestedAt When the partner asked for a refund (`POST /transactions/{id}/refund`); null otherwise. Every answer carries it; webhook events emitted before the field existed do not.
+	RefundRequestedAt *time.Time `json:"refund_requested_at,omitempty"`
+
 	// RequiredConfirmations Confirmations required on this network; null until a deposit exists. Where the network also waits for finality the deposit may need more blocks than this (see `awaiting_finality`).
 	RequiredConfirmations *int `json:"required_confirmations"`
 
@@ -945,6 +1078,9 @@ type TransactionDetailResponse struct {
 
 // TransactionListItem A transaction in the list.
 type TransactionListItem struct {
+	// ActionRequired True while the transaction waits on the partner's decision (see Partner decisions).
+	ActionRequired bool `json:"action_required"`
+
 	// Amount The NGN amount.
 	Amount FiatAmount `json:"amount"`
 
@@ -1061,6 +1197,9 @@ type WebhookEndpoint struct {
 	// Enabled Whether events are delivered.
 	Enabled bool `json:"enabled"`
 
+	// EnabledEvents The event types the endpoint receives, in the order of `WebhookEventType`.
+	EnabledEvents []WebhookEventType `json:"enabled_events"`
+
 	// PreviousSecretExpiresAt While a rotated-out secret still signs beside the current one, when it stops; else null.
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
 
@@ -1080,6 +1219,11 @@ type WebhookEndpointRequest struct {
 	//
 	// Example: true
 	Enabled bool `json:"enabled"`
+
+	// EnabledEvents The event types the endpoint receives. Absent on an update: unchanged; absent on the first registration: every type. Only these types are recorded for delivery (and listed in `GET /webhooks/events`); events recorded before a change are delivered as they were recorded. A replay of a type not enabled is `409 invalid_state_transition`; the test event uses `transaction.created` when it is enabled, else the first enabled type in the order of `WebhookEventType`.
+	//
+	// Example: ["transaction.completed","payout.settled"]
+	EnabledEvents *[]WebhookEventType `json:"enabled_events,omitempty"`
 
 	// Url Where events are POSTed (http or https in staging, public https in production).
 	//
@@ -1292,10 +1436,10 @@ type WebhookPayout struct {
 	// Example: 22500.75
 	Amount string `json:"amount"`
 
-	// PayoutId The payout's id (`GET /payouts/{id}`), also when this transaction was paid on its own (a payout of one); null for simulated and automatic payouts.
+	// PayoutId The payout's id (`GET /payouts/{id}`), also when this transaction was paid on its own (a payout of one) and for simulated and automatic payouts (each a payout of one, listed in `GET /payouts` like any other); null only on events emitted before 1.12.0 for simulated and automatic payouts.
 	PayoutId *openapi_types.UUID `json:"payout_id"`
 
-	// Reference The bank transfer's reference as the operators recorded it; null for simulated and automatic payouts.
+	// Reference The bank transfer's reference as the operators recorded it; for simulated and automatic payouts `SIM-` and the first 8 hex digits of the payout's id. Null only on events emitted before 1.12.0 for simulated and automatic payouts.
 	//
 	// Example: NIP-000013261123101500000001
 	Reference *string `json:"reference"`
@@ -1398,6 +1542,16 @@ type UnsupportedMediaType = Error
 
 // WebhookEndpointOK Envelope of the webhook endpoint.
 type WebhookEndpointOK = WebhookEndpointResponse
+
+// RescanDepositParams defines parameters for RescanDeposit.
+type RescanDepositParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
 
 // ExportPayoutsParams defines parameters for ExportPayouts.
 type ExportPayoutsParams struct {
@@ -1521,8 +1675,20 @@ type CreateTransactionParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// AcceptTransactionParams defines parameters for AcceptTransaction.
+type AcceptTransactionParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // CancelTransactionParams defines parameters for CancelTransaction.
 type CancelTransactionParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RefundTransactionParams defines parameters for RefundTransaction.
+type RefundTransactionParams struct {
 	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
@@ -1587,6 +1753,9 @@ type ReplayWebhookEventParams struct {
 	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
 }
 
+// RescanDepositJSONRequestBody defines body for RescanDeposit for application/json ContentType.
+type RescanDepositJSONRequestBody = RescanRequest
+
 // CreateQuoteJSONRequestBody defines body for CreateQuote for application/json ContentType.
 type CreateQuoteJSONRequestBody = QuoteRequest
 
@@ -1596,6 +1765,9 @@ type SimulateSandboxEventJSONRequestBody = SimulateRequest
 // CreateTransactionJSONRequestBody defines body for CreateTransaction for application/json ContentType.
 type CreateTransactionJSONRequestBody = CreateTransactionRequest
 
+// RefundTransactionJSONRequestBody defines body for RefundTransaction for application/json ContentType.
+type RefundTransactionJSONRequestBody = RefundRequest
+
 // PutWebhookEndpointJSONRequestBody defines body for PutWebhookEndpoint for application/json ContentType.
 type PutWebhookEndpointJSONRequestBody = WebhookEndpointRequest
 
@@ -1604,6 +1776,9 @@ type ServerInterface interface {
 	// GetBalance What the partner is owed and was paid
 	// (GET /balance)
 	GetBalance(ctx echo.Context) error
+	// RescanDeposit Find a deposit the service missed
+	// (POST /deposits/rescan)
+	RescanDeposit(ctx echo.Context, params RescanDepositParams) error
 	// ExportPayouts Export payouts as CSV
 	// (GET /exports/payouts)
 	ExportPayouts(ctx echo.Context, params ExportPayoutsParams) error
@@ -1637,9 +1812,15 @@ type ServerInterface interface {
 	// GetTransaction Get a transaction
 	// (GET /transactions/{id})
 	GetTransaction(ctx echo.Context, id TransactionId) error
+	// AcceptTransaction Accept a short payment
+	// (POST /transactions/{id}/accept)
+	AcceptTransaction(ctx echo.Context, id TransactionId, params AcceptTransactionParams) error
 	// CancelTransaction Cancel a transaction
 	// (POST /transactions/{id}/cancel)
 	CancelTransaction(ctx echo.Context, id TransactionId, params CancelTransactionParams) error
+	// RefundTransaction Ask for a short payment's refund
+	// (POST /transactions/{id}/refund)
+	RefundTransaction(ctx echo.Context, id TransactionId, params RefundTransactionParams) error
 	// GetTransactionStatusHistory Get a transaction's status history
 	// (GET /transactions/{id}/status-history)
 	GetTransactionStatusHistory(ctx echo.Context, id TransactionId) error
@@ -1677,6 +1858,35 @@ func (w *ServerInterfaceWrapper) GetBalance(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetBalance(ctx)
+	return err
+}
+
+// RescanDeposit converts echo context to params.
+func (w *ServerInterfaceWrapper) RescanDeposit(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RescanDepositParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKeyOptional
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RescanDeposit(ctx, params)
 	return err
 }
 
@@ -2054,6 +2264,44 @@ func (w *ServerInterfaceWrapper) GetTransaction(ctx echo.Context) error {
 	return err
 }
 
+// AcceptTransaction converts echo context to params.
+func (w *ServerInterfaceWrapper) AcceptTransaction(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id TransactionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AcceptTransactionParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AcceptTransaction(ctx, id, params)
+	return err
+}
+
 // CancelTransaction converts echo context to params.
 func (w *ServerInterfaceWrapper) CancelTransaction(ctx echo.Context) error {
 	var err error
@@ -2089,6 +2337,44 @@ func (w *ServerInterfaceWrapper) CancelTransaction(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CancelTransaction(ctx, id, params)
+	return err
+}
+
+// RefundTransaction converts echo context to params.
+func (w *ServerInterfaceWrapper) RefundTransaction(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id TransactionId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RefundTransactionParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RefundTransaction(ctx, id, params)
 	return err
 }
 
@@ -2366,6 +2652,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	}
 
 	router.GET(options.BaseURL+"/balance", wrapper.GetBalance, options.OperationMiddlewares["getBalance"]...)
+	router.POST(options.BaseURL+"/deposits/rescan", wrapper.RescanDeposit, options.OperationMiddlewares["rescanDeposit"]...)
 	router.GET(options.BaseURL+"/exports/payouts", wrapper.ExportPayouts, options.OperationMiddlewares["exportPayouts"]...)
 	router.GET(options.BaseURL+"/exports/transactions", wrapper.ExportTransactions, options.OperationMiddlewares["exportTransactions"]...)
 	router.GET(options.BaseURL+"/payouts", wrapper.ListPayouts, options.OperationMiddlewares["listPayouts"]...)
@@ -2376,7 +2663,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/transactions", wrapper.ListTransactions, options.OperationMiddlewares["listTransactions"]...)
 	router.POST(options.BaseURL+"/transactions", wrapper.CreateTransaction, options.OperationMiddlewares["createTransaction"]...)
 	router.GET(options.BaseURL+"/transactions/:id", wrapper.GetTransaction, options.OperationMiddlewares["getTransaction"]...)
+	router.POST(options.BaseURL+"/transactions/:id/accept", wrapper.AcceptTransaction, options.OperationMiddlewares["acceptTransaction"]...)
 	router.POST(options.BaseURL+"/transactions/:id/cancel", wrapper.CancelTransaction, options.OperationMiddlewares["cancelTransaction"]...)
+	router.POST(options.BaseURL+"/transactions/:id/refund", wrapper.RefundTransaction, options.OperationMiddlewares["refundTransaction"]...)
 	router.GET(options.BaseURL+"/transactions/:id/status-history", wrapper.GetTransactionStatusHistory, options.OperationMiddlewares["getTransactionStatusHistory"]...)
 	router.GET(options.BaseURL+"/transactions/reference/:merchant_reference", wrapper.GetTransactionByReference, options.OperationMiddlewares["getTransactionByReference"]...)
 	router.GET(options.BaseURL+"/webhooks/endpoint", wrapper.GetWebhookEndpoint, options.OperationMiddlewares["getWebhookEndpoint"]...)
@@ -2510,6 +2799,175 @@ func (response GetBalance500JSONResponse) VisitGetBalanceResponse(w http.Respons
 type GetBalance503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response GetBalance503JSONResponse) VisitGetBalanceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RescanDepositRequestObject struct {
+	Params RescanDepositParams
+	Body   *RescanDepositJSONRequestBody
+}
+
+type RescanDepositResponseObject interface {
+	VisitRescanDepositResponse(w http.ResponseWriter) error
+}
+
+type RescanDeposit200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type RescanDeposit200JSONResponse struct {
+	Body    RescanResponse
+	Headers RescanDeposit200ResponseHeaders
+}
+
+func (response RescanDeposit200JSONResponse) VisitRescanDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RescanDeposit400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RescanDeposit400JSONResponse) VisitRescanDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RescanDeposit401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RescanDeposit401JSONResponse) VisitRescanDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RescanDeposit409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RescanDeposit409JSONResponse) VisitRescanDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RescanDeposit413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RescanDeposit413JSONResponse) VisitRescanDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RescanDeposit415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RescanDeposit415JSONResponse) VisitRescanDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RescanDeposit422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response RescanDeposit422JSONResponse) VisitRescanDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RescanDeposit429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RescanDeposit429JSONResponse) VisitRescanDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RescanDeposit500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RescanDeposit500JSONResponse) VisitRescanDepositResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RescanDeposit503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RescanDeposit503JSONResponse) VisitRescanDepositResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3895,6 +4353,181 @@ func (response GetTransaction503JSONResponse) VisitGetTransactionResponse(w http
 	return err
 }
 
+type AcceptTransactionRequestObject struct {
+	Id     TransactionId `json:"id"`
+	Params AcceptTransactionParams
+}
+
+type AcceptTransactionResponseObject interface {
+	VisitAcceptTransactionResponse(w http.ResponseWriter) error
+}
+
+type AcceptTransaction200JSONResponse struct {
+	TransactionDetailOKJSONResponse
+}
+
+func (response AcceptTransaction200JSONResponse) VisitAcceptTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptTransaction400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AcceptTransaction400JSONResponse) VisitAcceptTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptTransaction401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AcceptTransaction401JSONResponse) VisitAcceptTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptTransaction404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AcceptTransaction404JSONResponse) VisitAcceptTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptTransaction409JSONResponse struct{ ConflictJSONResponse }
+
+func (response AcceptTransaction409JSONResponse) VisitAcceptTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptTransaction413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response AcceptTransaction413JSONResponse) VisitAcceptTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptTransaction415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response AcceptTransaction415JSONResponse) VisitAcceptTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptTransaction422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response AcceptTransaction422JSONResponse) VisitAcceptTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptTransaction429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response AcceptTransaction429JSONResponse) VisitAcceptTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptTransaction500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response AcceptTransaction500JSONResponse) VisitAcceptTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptTransaction503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AcceptTransaction503JSONResponse) VisitAcceptTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CancelTransactionRequestObject struct {
 	Id     TransactionId `json:"id"`
 	Params CancelTransactionParams
@@ -4064,6 +4697,182 @@ func (response CancelTransaction500JSONResponse) VisitCancelTransactionResponse(
 type CancelTransaction503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response CancelTransaction503JSONResponse) VisitCancelTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundTransactionRequestObject struct {
+	Id     TransactionId `json:"id"`
+	Params RefundTransactionParams
+	Body   *RefundTransactionJSONRequestBody
+}
+
+type RefundTransactionResponseObject interface {
+	VisitRefundTransactionResponse(w http.ResponseWriter) error
+}
+
+type RefundTransaction200JSONResponse struct {
+	TransactionDetailOKJSONResponse
+}
+
+func (response RefundTransaction200JSONResponse) VisitRefundTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundTransaction400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RefundTransaction400JSONResponse) VisitRefundTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundTransaction401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RefundTransaction401JSONResponse) VisitRefundTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundTransaction404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RefundTransaction404JSONResponse) VisitRefundTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundTransaction409JSONResponse struct{ ConflictJSONResponse }
+
+func (response RefundTransaction409JSONResponse) VisitRefundTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundTransaction413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RefundTransaction413JSONResponse) VisitRefundTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundTransaction415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RefundTransaction415JSONResponse) VisitRefundTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundTransaction422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response RefundTransaction422JSONResponse) VisitRefundTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundTransaction429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RefundTransaction429JSONResponse) VisitRefundTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundTransaction500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RefundTransaction500JSONResponse) VisitRefundTransactionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RefundTransaction503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RefundTransaction503JSONResponse) VisitRefundTransactionResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5202,6 +6011,9 @@ type StrictServerInterface interface {
 	// GetBalance What the partner is owed and was paid
 	// (GET /balance)
 	GetBalance(ctx context.Context, request GetBalanceRequestObject) (GetBalanceResponseObject, error)
+	// RescanDeposit Find a deposit the service missed
+	// (POST /deposits/rescan)
+	RescanDeposit(ctx context.Context, request RescanDepositRequestObject) (RescanDepositResponseObject, error)
 	// ExportPayouts Export payouts as CSV
 	// (GET /exports/payouts)
 	ExportPayouts(ctx context.Context, request ExportPayoutsRequestObject) (ExportPayoutsResponseObject, error)
@@ -5235,9 +6047,15 @@ type StrictServerInterface interface {
 	// GetTransaction Get a transaction
 	// (GET /transactions/{id})
 	GetTransaction(ctx context.Context, request GetTransactionRequestObject) (GetTransactionResponseObject, error)
+	// AcceptTransaction Accept a short payment
+	// (POST /transactions/{id}/accept)
+	AcceptTransaction(ctx context.Context, request AcceptTransactionRequestObject) (AcceptTransactionResponseObject, error)
 	// CancelTransaction Cancel a transaction
 	// (POST /transactions/{id}/cancel)
 	CancelTransaction(ctx context.Context, request CancelTransactionRequestObject) (CancelTransactionResponseObject, error)
+	// RefundTransaction Ask for a short payment's refund
+	// (POST /transactions/{id}/refund)
+	RefundTransaction(ctx context.Context, request RefundTransactionRequestObject) (RefundTransactionResponseObject, error)
 	// GetTransactionStatusHistory Get a transaction's status history
 	// (GET /transactions/{id}/status-history)
 	GetTransactionStatusHistory(ctx context.Context, request GetTransactionStatusHistoryRequestObject) (GetTransactionStatusHistoryResponseObject, error)
@@ -5293,6 +6111,54 @@ func (sh *strictHandler) GetBalance(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetBalanceResponseObject); ok {
 		return validResponse.VisitGetBalanceResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RescanDeposit operation middleware
+func (sh *strictHandler) RescanDeposit(ctx echo.Context, params RescanDepositParams) error {
+	var request RescanDepositRequestObject
+
+	request.Params = params
+
+	var body RescanDepositJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RescanDeposit(ctx.Request().Context(), request.(RescanDepositRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RescanDeposit")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RescanDepositResponseObject); ok {
+		return validResponse.VisitRescanDepositResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -5643,6 +6509,32 @@ func (sh *strictHandler) GetTransaction(ctx echo.Context, id TransactionId) erro
 	return nil
 }
 
+// AcceptTransaction operation middleware
+func (sh *strictHandler) AcceptTransaction(ctx echo.Context, id TransactionId, params AcceptTransactionParams) error {
+	var request AcceptTransactionRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AcceptTransaction(ctx.Request().Context(), request.(AcceptTransactionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AcceptTransaction")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AcceptTransactionResponseObject); ok {
+		return validResponse.VisitAcceptTransactionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // CancelTransaction operation middleware
 func (sh *strictHandler) CancelTransaction(ctx echo.Context, id TransactionId, params CancelTransactionParams) error {
 	var request CancelTransactionRequestObject
@@ -5663,6 +6555,58 @@ func (sh *strictHandler) CancelTransaction(ctx echo.Context, id TransactionId, p
 		return err
 	} else if validResponse, ok := response.(CancelTransactionResponseObject); ok {
 		return validResponse.VisitCancelTransactionResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RefundTransaction operation middleware
+func (sh *strictHandler) RefundTransaction(ctx echo.Context, id TransactionId, params RefundTransactionParams) error {
+	var request RefundTransactionRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body RefundTransactionJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RefundTransaction(ctx.Request().Context(), request.(RefundTransactionRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RefundTransaction")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RefundTransactionResponseObject); ok {
+		return validResponse.VisitRefundTransactionResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -5896,431 +6840,485 @@ func (sh *strictHandler) ReplayWebhookEvent(ctx echo.Context, eventId EventId, p
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rkhs3liD8KgjuTohUJymSVSxVscKxK0slW2vdWiqtp9v0xwQzwWJaSYBOIMViW4qYX1/s790f8wbz",
-	"Ct8DzJv0k3yBcwAk8sJLlcput1cdM92qZCYuBwfnfvmlFYnlSnDGlWyNf2ktGI1ZBv98FrPlSijG1Ru2",
-	"SumGxfppzGSUJSuVCN4at0KV5Swk6wXjRC0SSTImV4JLRhJJ1IIRqUTGYkK5XLOMKEEoJ4xmacIykrGf",
-	"cyYVWSdqgS/TJZvw0E0cbbrfsU3YI694uiGUZLAOEtEsS5gkiRoTSuZJJpWdYEEl4YLIPFoQ3EpvwltB",
-	"S0YLtqR6/Yzny9b4h5ZeeOvHoKU2K9Yat6TKEn7V+vQpaL2hij1Plol6LdIk2tQ3fblgZJbHV0zZPeM+",
-	"IpFzpTd7RRMuFWk/u7h8StxwZJ6wNJad8YSHk9Yk7/ePoiilUsI/2aR1/vNX+NQMaH44X5vHkkWCx+Zp",
-	"GBD4mIQZo7EMichIuM4SxWTYI68zJhlXRHDCPrBsM+HuYDSgM6oYSfWiWGaXfU7oDL6Bw0wUiZOYcKFI",
-	"WwN+nksWk/dsE+iJ1IJNuP1+xhJ+RXJOP9AkpbOUdRDm7JouV6kG7qQFa4QdnvT75+uvTvqlQ2k4BATB",
-	"s7gZ/AZC9yRJYtKmqRQkZFkmsp75ZZrEIUm4xg+apHnGyEzEm845+TkXiuntwTY3IieR4IpGiuSyV1p1",
-	"Pz6OBvQhO5sN58fshJ5GR/Fo/pCezQbRMD5iraClJ0syfTE0Ovk7Wib8OeNXatEaDxqRjKls82iuWFbf",
-	"4Fs8Z31b1jRRZMbmItN7Vtkm4Ve9VmWiZKlRupgm4Ypdsaz1SU+0ohldMmXu9OM8kyJrhmnI2bWaRvBG",
-	"SMQcMGWVsQ+JyCVZ0SsWkJxHC8qvNLZIxmN3a8k8SfUceJcTVYYk2/yP/rOfRPLip0ebl0n/+sXb/ubF",
-	"4M/XL56I9YtLsX7xVCTzP/eiYarxJtEL+jln2aYVtDhd6hFwVeWN02sH4f7wONgL8osPjG9FqDWbLYR4",
-	"r28LV4BUemuhxiIDCfvGim5SQeNOeYsP48G8T09ZdzQbRt3j6Jh1z+jDh93BfMiO4uNoNDuhdm8rqhbF",
-	"1mDGaRLvRKe5yJZUtcatPIc367vziOZ3rIFoPSI5T37Omb7DZMUykoqrJKKpo15tSt69e/ZEE25KroSI",
-	"SbQQScQ654B5muBmLNeUXfXId2ylyFxkhCqSMioVGR6Thcizyh0axcPZET1j3X40mHeP5w9p92x2yroP",
-	"6Uk0io/Z0Xw4sGBBel0ApsIGdl+3AhmGo9F+XChD6xUAiaZ1qNlfxojYFCkgxbuImOExgEQSSecMcafE",
-	"l+AlZKLBhJcYHsnylElCpaZIGdJnfUZmXL3fzjlML3JN0FmAJNzMmeVcTjgQeaKSJZA2vQ7GVY98xqFr",
-	"jnGDUyeP3Abtng2b9hm66lpRYkxAcqhyirvFl9vjBzDsOjq8pleMyORvLCADTZ4H/X4J30f9ZvIFrLK0",
-	"oJjNaZ6q1njYD/TqDA3v94PdFD1oXWaUSxrpFW0jZqp4hSRxhavNHrKH81HUPYoGrHs8Pxl16RE97R7P",
-	"j+aj2Wl0Fg/6zYTqM0nUJ/0xyiDAir6msWHy+i/NhBmHf9LVKk0iqlf/4CepN/VLsf5fWsDm8ZMYYfOB",
-	"pkk8NSjdCloxUzRJZWv8wy8tkLla49aDeULVlC61rNMKWksmJb0q1kdiwSS/p8iSqmhhLthVntKMsOtV",
-	"xqTU0P30IwIA5YvWuHUyR1HgeDaiJ2cPT08fnp3Q0ew4OoqHbDDvtz75U3mCi75wZuHAzvMoYlK2xnOa",
-	"SvbJB+t/zdi8NW79lweFnP4Af5UPLgAUANqtIpKeaUlTfTr61oUVcIWBZnLu4kzfs810mUiZ8CsUKe37",
-	"Ri7o6S09FnyeJtFnHlyc4+tsumSZFivUNGNzljEesW2n2PhmAWGaakFzQ0BYnW2QOq9opjjLSDuiknUT",
-	"LhmXiUo+sM7nHuij0k0zVF3Du7ZKYlfGrhOp5K995pE5IFnoVlGeZVq0kYoqNibhLugDUphzh/ensM9E",
-	"z1RFGAc+Pl1l4kpfFUQcELSnZt9TfSKIPM+4Yhmn6UWBDre/+jjUFH/wcebzDtaukaBO8Suc1luxZGqB",
-	"ihO7XrFIK45aVWGxVtpEnhGZxAwurL/JsEf+DBqMLwNoIvIpaL0U6qnIefx5QOVCTecwzN3Bs8qU1qCm",
-	"a1ki578KAXxpbAAZkyLPIgZSi08NxiR0G0W8fI1y/aUQz2l2xT4PiEZJmCohpikMd7fAtCevlVowtQhB",
-	"YJ5fm7LYCcUHlpGTY/Jd8vWYhLXtIkjfsuxDErF3hWng86CaUcXk1LM03CFU3+ixCdUCuCZuGc2SdONb",
-	"NX4NyBaTehNp6ikVTRlph7Udhx1rgCExVXRG0dTWDiXCuvxuj4CdgdC5YhkJ4Y8uWB1CYqxJaAe5Sj4w",
-	"rnfo2f+8t7dt0Lz9wLNmwC4vhXhB+cbId/LzT32KxqY7pUlCkCXlG4va8txodSlV7Feh+bUZxyT0Nxce",
-	"cFx3eEYFPX4CIH313c3OSeMfvIZC9bg1GB0Ph6NeX+sPWgJJtEKQCC5BlTFPWDzVWgLP0zRoRRmjyjxp",
-	"DfvDk+5g0B0eXQ764/5g3O//VY+UbVZKTItZ+v1eH/5T/IjCTbTR2oeMUQdYCZmoKY3jDM6w1b8+Ox2d",
-	"XsyfPhkeDb8+7h8dXRw/jM/6/f7Rk+PBxeOj44uIXsT07Nj/vHFW+ytgXcxW06P5GR1E3i9aasr1rGbX",
-	"WgUqflXX0wWVC1jUKBr1j1l8fDSMZqPB4Oh0Fs37Z5SO2Ck9HvTj+JgO2LB/zOanx7M5iwczNjiJ5zM6",
-	"mA2H/RNvOSgqN694lorofWt8fDwaDvpayTzsfOobTMXVNOExu26N+/r6RSz5sOUAR+YArco4rc45Clp3",
-	"CgktzbPrVZIx2bSgI4tRsKsD9WAnHMNHLy7ePP720cvL7kP/p0IXGbdevXly8aarYTzQmjNTa5G9b41b",
-	"M7Ya6vH0fTdXpTccte4AhA7VLHaVUE4x/S+a4vpfv3rbHQxbQStfxVsvHk76yaN/WtU/mPzV6Mobo/Vv",
-	"Ey2QoLO4JCFKTldyIRTIEe84zdVCZMnf2GcKt7k/0t3xkkcElCXyr91Hr591v7v4i3E++Ua8X0sye/T6",
-	"mbUXGsU9sKYFEBWM+VqoBcsI4x+STPAl42pMQh8aoYH0KhN6iVp+uOAqUZvPAziSo6nI1VTMpxnlV+ym",
-	"FpplruVORmZMrRnjRF+uXr9PKI/JCCkc/P3ym5d3YaHBFYCMmyutgwH4aJqKNYsJ7AC0Cc1otKoGN/s3",
-	"MOKsWZoSNOOQWa5IRLlWoWbMGFpjvd5x3ZoD5ttYq+2okSOF9B4sEwlWL/0k5zJfrUSmacOKJpl+1nCE",
-	"xtuIHpFpnqVTrUwZGFlMciO9YHFCL8Ec+Hl3t1jbUg85BRPjHaoAhY6TMEks3lWX+VupWPp0w+rk4bh8",
-	"SAUgEOzf45lc8HglEq5uK9NtE8z6Z+N+3zAlxjWRcJZg6ymcShZlTE19TozShEyueMKvzAutcWu9kCya",
-	"vph/9+ez7PSb7/7yc3a5/und6yenz56//uszMXxOn9O36x3syl9OnqWtcWuh1EqOHzwwan7P7K0XieUD",
-	"DRhpf4lvz+EqMN7H35xr0bzfAzO+GQwt4SkF6aHJlm+We09q+kZm+Cpph99cXJIH5s8QnJGrTKxYphI0",
-	"r1M5FfP6kN9jpAZzI62pZlEU2JMz4Wtod1WyZHU7ftAqhO2m9dpfNd9BrxTSD/BCmNgLTal/bBg54dMV",
-	"3YgcMTVNX82BQ+w6CwO75wlnQPwrCyokConRADg+uMeAiupLJplSKUMbmiZgdzX7Y6FRT5UlG61wC8ns",
-	"QhbGEuavYUWTePprQUEPjqZxuwZJzG0HY3GC6LFiWSLscvRb0wj1iuqZfyvWqNTawdYsY7tG9Bxc/bqD",
-	"K2jhe1PGtzi38Pd7Ut+ngLDrKM1l8qHkdE24VJQrK/pwdq3IUnC1CMi7y8edw1HdrEUqmqk9q4F3tOS1",
-	"fz23WMon3/P2Q3EFDcL6V8fDn8rZVfZTAnVgCEZxLcXsJxYpDQUfu+pxBRwIk8yXIJAtLDqUUD4xbqiY",
-	"ETFvoFVLi1u7kPxpQtUjfPNT0PLG34uapbWoQsaT+VLuQ8gK5J18Wp9/B+gci6it8YJ/YKlYMYsbhizX",
-	"YWQ58wFkoCTVNJyXMEENZJEvKe9q6g92Ry4UTKy5NRprkbPXroVjm7XB0zXdSHDta9HYvNcr8HkmRMoo",
-	"r4EVdlcM3ATKx0BSPFrmeY9pHCe4p9ce0EA2qxLDi2saqXRDBGdklSVRwq/IUoCnBcXhJA5JG6PE9PMO",
-	"iLqebhKSdpxkLFL4c/2kajap3Yf2GF5/bN/+FLR8RagG4ifF3D2iKZC+fQaf25TELEqWNCXGrY1RK/p1",
-	"qcjQ/bpKacRkJwAIsFi/4fsIafxTLhVoO4gRRfjAYGTUrQY8WVGlWKYX+f+0+x9/GHTPfvyh3z378Zd+",
-	"MDj+1GlPJj38exAMP3X+23+tkbmgdd01g3Tr+t/uzQ1GxNxZEidXiZJAjqpbDgjrXfXIpNjHpIXXxTPz",
-	"1KM+QATrgjJo3yRJzLhK5gnaigsIlW1ElbiTvVeryai0WyyMKBfcBPWYT85t2M+KZc79rcUfviEpUxD0",
-	"SWXlZMuWqxsFzHiGrt24/tK89ilo2ctW396f3d1DBE9ikjGVZxx9+uHrV28vyQP4XobnRB+1Eu8ZhwM3",
-	"C0Hljf2c07QUonWvEp82nPfnJ9GQdc/iU9o9pqOj7un8eN4dzoZ0MD+b9+PBwGfRJrZlP4Vkacqy6Woh",
-	"mnimjSoj+BqB18CokCb8Pb1isJWMRYJHSZqAtnZOIMiLUPLdXx6Tq9rF/NPw6Pi0PxgeHY9OHp6WT/Bo",
-	"eMCSS5bCnVfAvrn1Cjgz4w3Rv8IUGoM9qtS1wL1mpqHffrSFlj6yiIPkk8otNIYZnnFSoSYV0ugb3LfR",
-	"wvsdRwVPPv3XJpmzwg9qi34u1izr6vtrVi83y5lIe+StNQroW2Liy8YkzGWswvJKjY/EW+MPtPs3WNQw",
-	"GPQ/3ZQyDzEWjqTF0pDMSM08kRwbygtWs3au3xBrQ4c6ettP0HoN/H3eFBX9ipsYgnkRs06UWNMsJtQX",
-	"8e5JYkzhuyTNhqg5HxdsaKebsX1SYyWZyHnMYhKLNe9UceEuUMF4bRrzD/RPZCHSWGNpoki7DwREJss8",
-	"pU7nnLNMlpWMhKuT471KWMXPUF3BM600+q8QKcicZr1DBza2nEbrRKJIxmi0YDHQdksRyhOeE01LSM5V",
-	"oik8Oq8bNam9hC/ZFUU5Bx6bxEERr9sQa4vT10b2nGVNEEzFFYGfCajIVJFoQfU/PT/InmPdDeySb2kb",
-	"rNEAhC+i0gq4dU/iFgXHVd1Aa97mrfqlZh/xMcidszCpRIaul7Y5aNqmcyI2omkNpPrd3l4VG2NYzcj+",
-	"UQaFDoj3s3pbtgKgfCCVu9DEvVyIXMP9F7FnYjM5LnV652zoe63Sz/hc7FYcq+oiu16llMPeGrF/n5YI",
-	"6pk+bW/1joIa3W2P2minKJYdmC1vBedjcCbUNycVbGpJo0XCGYlEzM71zYZ7D2MSfMOYsxKuMhHnkd2+",
-	"tW3Ww5G3hNeC0caPrW0FVfekH4q3ZGohYt/P0gr2hdBui+GsLKohhLNlBXQ/fhPtSbW4tq1+mWZPlBva",
-	"OKLc39YPVRlyRZPMXbqqI3GLC8o42r2ooVqoaFMsWUMMVetHn63XD7eG9YBk6PhulmFWmZilbImSJcj9",
-	"CUtjLSi5VK36PTZO0jra/o+3r14ScCuAiqcEWpE0dWiDwBX6ftUQrBm0mEn/aVzVnC5Z4z3eShG+1ywr",
-	"kWSdCSspo8y1m7LiXopxt15VIEm1WV/gDS3o0JxGSlr72VZKGJl7v5cQAoH45HkVa7oQy7p4ZuYoJWkv",
-	"6UYLwmy5UhvglIliS3nQfAZXPjko0CyjG8tHrSvzl13OYZsCaUhT+K9dYxvrPotDc76dxrNVGY3Y1gm+",
-	"P3pM4A09hQGwyxw6GqIID+L+gl0bOb8zJhuRZySED1c0Y1yF9+SEu3xLk5jKAsKAAeSZJOtFkiKpNXdQ",
-	"cxeRKYnzyx555CWnQvqpc5eyVPAryJbkAl+vZhUdz+Znw/nR6OHD2dFxTE/oUcTOhmdxn/XZ8cOjk4ou",
-	"1O+e0e78x1+Ohk1iedUUr9GlwJbSqTVhtmfF3mZLP1QdHe5WR71ovANUkGGzCvKyMOxU7JCoYjkprVH9",
-	"BNkVNdAxCSFSIiTtr19+Td4uaabIY5AswdoRqiyCXy8zUdWmbPDUFoX15JYK68khCivM3aixvnauyjqR",
-	"n1H+vtAdQbYHx5sqTHcAG03/RUaWItMiR5O7cJcOe5hz0Peb/NjkoPZwznkhvOWj6gNIB24eMUebm7fI",
-	"ezZKBIMQ/OiBrQ5ovSWqRAbah8i0Iq08rYu0KfeeuImsm9E4TG+glmyjcjiiSSUPjccMEn95w/zmhZ6Z",
-	"P8SM4YqS3ZwCp2nDTqNuCez3JPHSh+Q2mFVzrV8+e93t9/v9wdHwZDAYHg36AxskNdjCAW7nR0sQpfep",
-	"Z01qlS+j7nColRCpiZbiDSyErcPug7m3n4JfKhfL397exEoHgMCyXX0e2Q7UXh4sF+AKPVdXXTqogLW0",
-	"9Dqoatf+kY0/cPlhzWdbAfJhfkwbZXE7J2bpUP+Qnkzc4evGTYGGQK8AjobUbQfjNlomnfkSqzZwttaS",
-	"EgQj3BAJm+TSBZVTzbEalqDBBSIa5RhwCnuZC62WNUIvMLnRW3Zj0q0xBg9jaOv2H69uRZPnQkJyfWgL",
-	"W8xN+gxEhegZjCnRUPuUSnx8AP40H70DT+Dyvv0V7saIm90wt9DbXjNAwj/wJfNp6HaPgjEMelBFvvbb",
-	"yV0gHGrMTJSRoEpJL4dOWXJ3NU9adpT4Pg9/4tsHLxzqwC6vw3nV3VeN6urN3cy+VJHsL5dwgBS3nfNi",
-	"EZdGS5xdeJP/snzWTiJqROp8liZy8dakfPzSmE2RJmATBqMfEotScZsxCVeMx5Dg317TRGm9UqOe+xJM",
-	"RJAL1wlIaB5rUbdNyfD6uuQxMOExkMARkraJ+FSKLVfK5DN3fPOomRo0ZjOuBjm8WLa1FW/W0AAiBJqs",
-	"YRDOghVKyu68BDTrwKRp6BcGw75LgdSaRg4pD1p3FbyGEhVCYMJjppjMc+jlfKPfbr6U7JpFOZqXoTRX",
-	"O5xRyWD80GQDgm1kpYlvBy7qb6AFYhBUmyKVNsEUohwMFZD1IokWGJqAXyN6gBGEmcW63ey7uQijAzVI",
-	"XJ+ezrx+gxjmX4+++mjX9kEB2Th60Bxy/TOxrMSVQdCH8Snnq87d0GM/DL+JXphIN2MYwcIZWG8M/d/J",
-	"kpF26bIAOgLEE3ETt2AlrO3u0XYvtEunXoa38eHfcSgTCJ8ARy2BFvGFICIjCPlVOXrh5hzITb8rOMa/",
-	"g0GFgnlKeJUXlXOyvFtZQqwmVgU0+vNDNMW88djKF8fWu9oWinlw1IcSyEKCPcGG1ViQcyKWidIYB6oE",
-	"HO/WJZYjhkY3DKQclAMpT+4+kHLYFEh5sjWQUu8Bgyh/3cDXymU/9KiGhxxVBcOaD+uPGfl6U3JXdX/c",
-	"KBzPEIXDVFyga7dTblFA/EPqtW9ok+irL8aKoT/BULTP9x5hgvrtfUdvtL6Rs/2GrgxfJJkxEh1q7dLv",
-	"34Wpyyz0jVh/MXftwfjlkmabA+H51rx9d3YyD6MOpSIWt25vKfPR+I9JUgr03xJngCAUc6AvjX7K39Rc",
-	"1vvtVLg7NordNr3kzvJGfiOz2yqlSmsx0zljd4QC1sNM/vPffTf6PUnmDM0mRUT2gqbzrsZaLSY6Rifh",
-	"MOWCZuwO0bJYB4w8JqG/+Yblwms3WPBnJ2bsT/04wEi69dbvdXorucOG49vf3RS3zIo9zBTr38UycG9l",
-	"pq3gusUv2PYOYvu24KTVImGKpqa+HpQdX4iUEclSLBG5Tngs1qRN0xRYmmxIQJxnYtl8iGw+Z5FKPjBM",
-	"V3alzc2gLnn5BlYdJfZNxXh8NxMpmk7NNZre9S0uhbeEMHroHQKsu3dgvIQej+fLGYPiOyCkmhABO86N",
-	"Uo7hOAHQzUA4NBf5rckhuJ1R5pGXg5AmcxZtopShR+HwNJvQJubETAE+h0TwdDNGUlDLv2ENeQ+kfTND",
-	"xTnWxYRSTOFxv0+qBZA7PfLEJkutTUSrVEmakjhntayeXRrR79M8Y60zkKwA2RBbsiVcDLxG+yyJWf0Q",
-	"zPHd25VW4ZUav4vidn6bh+Hp3kRUvzTf7TdYq5peqoF3wyXBHdlCJKHbhBJuBb6rrHpXikp/PZc5Ur78",
-	"PcdBK8+Nf638sIi/959mbA4iiSseYSPdyt65hsU1JMHyuCmTbycVMAUbMWYSQn6b6YALuzI8W8uBIluS",
-	"dti/Rhvxcd8LS3aVugJCyYxKNjol4eXf/+0/Qjej1oizaNg/d9o8DLiNbuj3wwe4R01EniHliDLGOIvR",
-	"/pIxSPLlWApuTKj9A6IN8F19w9NEa+G5kjWZKIfXM/YhYWvSDuHPKf4ZgjbYCfRUCSerIh2lIGiUcLYm",
-	"GeWxWNqNVi/p6ejhCY2iUdQfxScROz2dH7Pjs9n8ZDSL5/3oZDg/GxyNjiqYf3K8F/H3iZWPOJZD1xDw",
-	"92xbzyCXO/cRQGQmDRpdEbIWKnsz1wlezdpKG7kn+Ny/TaQSWWN7lbJmhVUZyQLfr3PIxbaBLpzzPgcq",
-	"y69YQEQa39yqVVrxBVfZpsm6lRzcQ2KvoC9dWMKB9SFNHENjjKgZLHCQ2nsouMVGQ2MJnA1uIuxptNvb",
-	"jC+RBV2t9AW/gd8zE8up3BGyYVbn3K5urjYlYQ1cYcdY8Kxlz7piCdMA8DkINeEdU0NwvRK0pSKhELk6",
-	"nScpMgmfi0SUR8w8d1yk4BwFt9BL+nGfrqkFnyvRNQ8bMAHy3KirLNwonuLAZTA+9XOADPSwnU6CNbbU",
-	"gi1JW4PMkD4soe3YPXCMUrpmx+Sn6B3t0KILZMwYlU1hZt8vNkCjQxopkY1xw2FA/MWEcARjG1ReJtGl",
-	"35pVo+ld3T3vKpQx15/F7dU7rr3X81CD7T7KeYjJtkys/5BG252RjVUCbqvplgqpIAtFxIdb/ke14Zra",
-	"RlKJpdaaTLXsu7Hs1uqMNx2FJ2GGRlwNmxeldYH2xbPX3dEIc6cwZyqwIis8w0yp5oS+XeE+NmUrZjRO",
-	"E85I+6hPlgnPoQnBbcN67lCA+P2YyXeWVwJqbttr4i26I7P5HQcUmgpepG3dw3ArMMzp1gzj1zdI7xQH",
-	"fxubromLqt7uvVFPteLn24J0d5U8J5eeaIJNY6FHiFfxhLrfi4ZSvy3pdrLlXIPa1AlvdI8nFWFLi2Oa",
-	"1IXNZTJCqMuqR5dms/pfYL1CMMCE1n9t6321JWPkqVmK0ZqfWKLqapic26ITWr1fJ1JfZR4T6hekMGJ4",
-	"FcLwouCRLfriTDA9gipbueshSdR5Oe5aErZMlPLjK23uP8wAQYha6GiOG7hRLRXJGD/fhy++CXrLjbxZ",
-	"4R7/kH/TCj4HRQtX+0/9XmOG/6mElUa+V22e0hx2qSCa3Nu4K0Lk3C6uypeteUTa1nYow3OiUcwqfEkx",
-	"jBfRq8Wpqmm8s/tikGeKLOmGxMl8zrLGwOEdZd8ODQzcX/trlyHb4w+Qtrz3qu+9QdW+NbtntD0EtZSU",
-	"0DT0iDyeqzvKRBK5EOhprEAxIGFhhAh90qpAccfdmGJb1vljVPktJAUy1bkbl8XhOUGT6Yq6sOsqLTDG",
-	"DNvg1+wJN3JepLZowdtaO0LXqpcqE6sld54Bsqc6PyplxuDERV0oNJj4pn63Fd8Y81kmmDoGbC2mdeku",
-	"WtXrU9S1lniLuapdXc8uf3LcbJevPQc9Z991vSghyD2JK4L2qqQgFje5BHJbAESVGJliO3ZFhnCWrbXn",
-	"WBNm6/Kf5NAkujSsxioUBUxxEztTKVkxAwsFuA6Qix1kFK6WWWywCH9RIb+okAepkPvLC/rXQ8tc1uG3",
-	"l2HdTg6828KDewjP965bu9VBoAYTKi5zkRGrGJWgoEULzliMJV+MVqMW1EwNfCKs6VZhp1pmY7/A/jtW",
-	"8A0nM37MQxXHe5JoTicBxOhBNX5R087Clo7y9CsJbTRV4WSRSmt6YdUzgvy97hwJz2unZ34kS0Y5rLGD",
-	"ze9hJQzW11BTg0BfLQbVWqkkucxpWvPnogJKr6AoksYgmqT6g3ZYd+aHgTWREzTGa/FEDzN2v5eFOifK",
-	"4JYQlJaLWLtwB40PFpLoa5UaZOvFppyohr3N9Iy/mQ7stwE6SM+D6Hbj0rhlUOHv1fpUycbzQFPSHWqi",
-	"/d1UK60peXUB0pOnDrKUHeof2tMu8DbuorrV7o/uMnqeSPVMseWeQAYbY6OFzH+Ed+iPY9b59ZO5q6L5",
-	"F/F7u/h9R7L271vE+r+EWW5ng4f7avanKO4uybg9RbFUVu0OUhWbaPiXnMXfoERXBVsOlVZKKsCtUxCr",
-	"qPpHF09uA907EwH/8NDdVT6qHsXqlcEv8j4OKoX/G4YflmLTG+atnYHp4foIK1U1035XEMvUs2qQgPGH",
-	"fVzW1sOCpKubyKZxnoE2Nl3K5rKsaB32plBCvIfQ+GWSpomp2bO/Uwhr7jTx/WJTGh2PgLT1ekWuAhIJ",
-	"zhneP30WksUB4YJ3h9fXnYJoe4h8gA0Pr/6UXUcsW21hO9hXczg6IbONYrIoTg4aK9bOxXGgFj6YW5Xm",
-	"Jm2qRZyMRmCqztWEm953jIO3Ks7EasXiczMueniMkeTd5dPuKUYMvHz3PIDnciHWUGzh3Z+ePn36pHM+",
-	"4Wjwd74mqMW/ptZBBM+5KNZHs0wr2TgulC5DYGO/zAk3lpIPLJMazIPeca+PBc79PJT+8PgQygM3fxo1",
-	"9sC4LAPw28vL18ZqtmfpO851axtN/+KU11XGeouaDYjRROUqrZn3qQb11sz1CkIH6KD2c1BAETUzdpVI",
-	"xbKb3HbXULthIuzejzY0jXeuel6zxLarGXd99CRlhJJMaGofd7E/sv7M5MHJ5IpLMmOuGb7tEwlF/Nem",
-	"j5BUYiXPyzHTtzPjV/uE1/KHsG94SP4EYZEnx/r6Hw1tmgvc3B55CzdT8HRj+ZSxTmKnJdOgOFGk7Z8Y",
-	"Yh4RGYIjEdzRMRszdHfal8Ob26hepuN5w+AZ8zHl9au3lyU02SIa69EKHKydwk6c2q6FHXBJb5eP2tRZ",
-	"HYrCJ/yqQUO73d0iF/jUtbOGqxInUCsyRkeEJttXguhbAzEMZqZSkEgJSXyD9g1OkLQXSq2gYYtSK/Bv",
-	"S0WvEn4VkFU+S5Oo+KHIBat0UrhBe3zf2pMllWaO/ePTm+HTQXhwaJPk/WT7EJG/yiv+kGK/3WRzDuqj",
-	"snvGEkr8IxVXDRLv1VXGrqhih1TT9QYrurSg+4knKXn37tkTW6yVSVUkk+81M1oRqckKWpbZb9CZ8CBO",
-	"D5u5eQ4YfLcVZAb48TnJueECZLaBErwJk6YZ7CqlG3kQdHAyfHzYFdAfXOr3PwUtzYumBnq7gQFcy6oG",
-	"WvTRAqvhliX/njFw3U4aAMPMQesBc5Fdj5blc1aWXDnDFN0Fi/N0x/HtXdMK6zAfmHVVrtoMxl+ptljm",
-	"qteBtE2/Y3NR5QNL9B4oqF5gCvDW2yD5NVr20BGHnSXcCcqXvcLj3RWsQaOOQvVDNDDYR7G2xdBX6Zbp",
-	"PSaJ6U+HUd1mhV+I2B0RMWsPmW5fOYYBVA0nt0xgrthomkLVvpDVPxRZxdt7IHhfm7e/0OM7o8fFETTd",
-	"9sOo9aG2+xIF/zwJ3mMVf3ghfr+rshxxdRNnpdE578BNWVI7vvgnfwP/ZBVHbnUNP8NFWcPRP/xN/AcR",
-	"ups16f7nAeelEawahPHNVlBaV2OpCBayxR2lsW5RWevuK2htWfIWR+XrQjSqAwiaQJc7wltIOVEc5ZbQ",
-	"ppIUPhArv3R65FvoFCzHEx7+a/ctxgB3zQKglXBbeWJ14InVNMqElE2i9ZjEzLUpn/DZhiSqE5CGCS6T",
-	"JZOKLlchaec8uXYdRyw/MoII9IttXOLb5IpTlWcsJO3wwyCY5P3+UWR8BN++ePS4+/bbR8PRSRst2AGZ",
-	"tPCVJIb/ZT38U9mVlJ5qAOODSauD/wiDCVdrQeSKRqwr2YpmYCeWdiG2s7HzrljPivjAspSuZCfQgELr",
-	"MmYtQ3Pjt4rymGYxMVuT0J5bktCcazeJw6D4SxWgg+4Y9rlbR9ib8O/39FgOMKHSSvqQzWAjuUvdnEn7",
-	"+6PH5FI/mfDHgit2rTrWdoj9oivNotHlQqG7jEMhbBQtraeUKvv6hOO0MaHliQOtByu/yVVEOZlp6SDn",
-	"sV4BtJ7GHtCmIBsXasI1HFh8TpIrLrAmUDKHXtQmzcp2jX7DNGXSAr8FKOZpQILGyCU6QVIoF+seeYQu",
-	"Jco32BkrUYuEk8HI4u75hFO+0Q+v0DOW2EsSm3SpEZEBDh0QzKUKyJAs9LNFQAZ9soAjhX+09fgT/lOi",
-	"FMvOSfiGqWzTfaTHgaYVC8FFbjJZjodn8OGof3ROjgd967WQJc9TBz3Jt/F53taIcNt47H1aPhKngtgk",
-	"gpP3bHNYY96V6+V8mOJpO2M2Ko6vMwapXZjWB2wTutncTJEck0TJCQ81wOB0KZHAOwJA2XLTIPIoes/F",
-	"OmXxFaA3FPXBMlhaik74FR50XXa+nT2jKe7TKKklrXRraagyKLeCUPBtDZe9kpGQmoadG03VSHgTmMaE",
-	"l8BU7829pBv9MZGab9K0IWCz6NhN0cV3PuGYZ+z1i4GJvSxUzIPGzCMsKqwWLMncN9j0HHk19jmacCiK",
-	"sWW3lhBjUtOSEa9RdQCZyRhhaxiAzbGecClMUjOHOpKR4FGiqYCwkIgyFifGhKofSqaMGKG1xwbycGCD",
-	"nqZW4qQ9rGfjq1rYmVh7wLXxBWsqsU2m4GDqBe9+Zs4HexlT6RUKFRmhuRJLqpKo7AQdDkf9fu/h5zU3",
-	"ceA/pKn4NxeX5IHpzfvglyT+FHYCky6I9DSRtUSG6l7brj0p9mHwywAWuwbDt92230G4SgIPCMT6FXqV",
-	"32zNB3c1v5mSXRxdYyvyHeTqDci020Kn9G9ms7b3yM85y1m8tUz2Z/sh/mGOhltZ3pUD029gcE/4dJWJ",
-	"q4xJOZVJIx6/ZcqampzYa8iW8StRSbKcQ41eEyeI6x97YU8Y0znhiARONC0SgRMo8cx4DPIr5RY80uRX",
-	"ungTotZaLKdqwjWfQeL7D/FQ4i6nzqa/Wxb0du07AsZaRg6IyAKrBXHfj4BxKnBAAXBUosmB1haSJXOg",
-	"lchE7XeQYCug+rNiWZavFKIWJVFG5SIgmuVnTEa5Qzne2QHIA+oD7zfE77K9N0FyL4U5vLmRR3M+y7Rk",
-	"KNsfxrYE5cejPEvU5q3eKQLk0Sr5jm0e5WqxLzLUqOmPXj/TSgRph/L9VFIez8T1FKqG++FX+keN/+6X",
-	"SvxVosdfgHFFg4su9Ur/tfvo9bPudxd/KXZLYXmtT5+AfM2hs0YkuKIR3D62BGc4kmEMVJT/3cZr+aFc",
-	"xST2V+J/g77cLXuHLdtCrLOURSLhXSW68wQkazAc9Mgj9zo0YdTKybu3Ty7L7ZYn3Oo40MpPaqHH1u0u",
-	"527Y93zh24jIJiJZEjrhK5Z1/c8qlVc0Cn398mvydkkzRR5DrZq2qaAJ+fSXGcxl6mcGoPZD+QVWUhOI",
-	"WmQiv1rY8YNSlaEAiwrotaGQvmRcBcU60dZgDXAyQGuVJ3m78gArelVJY4Y68KA2em23QKnLehM+4f/l",
-	"v5DHgmtKpCGkn9wn9+9rfNaPUOnt3b9vsvFRAoMN0fdGdygw3KJ2wknocDHskbeI1RNOCI0itjKqFqnd",
-	"gPdsIwMP1YvXirug3zknFCYynBWcOnp0xj8kmeBLwwvD4/6A5JzmaiGy5G8sDk1VAbSeAGMRKw2wkgUT",
-	"NS+x5ri/92wzhqU755Hdb8akyLPIhgHDhMeahk3BehQGrjNimrwHXpVzrVND7isC2hLfAsSGAKHxVW/i",
-	"lwnQpklrTP7+b/8RkImlUfoJkEcysSTWvPQp7OkV44BzmqR5xtyAek/hRZaJLCRIssckNEOOsWBEGBCK",
-	"pJmEZuTQ1DXkeuCQ4edIGm2dK9MKY0mjRcIZCSMR68+wGEOISfYydMgYGtuc1jcNNEzcLkliWQDE5QY4",
-	"y+G/ds2L3WdxeG76TSdG8NqInBgKR3JpBr7MaJTwKz3oI2dChNIbNNOyKvn+6HHVIglaL9oxFVUs7Ix9",
-	"A6QGg54m4TmTnpEwAGlMgwcBjnQKq1PCC9Ct2Yt898FgbjYh7fUey2rHj1rVw6MtVLoNlTeDF0WPDJq+",
-	"NU4CzKliBFyCCHMaLdxFhtpoa0FmeXzFlASrAI1lSNrfXFx2jGE4SzQhBplKT5AxqcAEndJrFntMDc0T",
-	"fC6yCJ/77SXwqGEZLK4duR5X7/fZxeVTW7401At/rj/ovhZpEm3GzvYepVRKa1c///krfGrgbH44X5vH",
-	"xqxqrO/2AIrRtw2buWGXNNHivBlXlcc1xX7meZqaKc6LaoQIVy+TQE8NhGt4BkWSpgYiId6xsnm2babo",
-	"mJN8ITjbAIoDy7SR537jHxkYBQH8O9hRSvbIU82JqffVy29eErQMk63dXYNSNQJJFvQDcy+fBLB+Wa3y",
-	"VIxm0U9TSo0dWZ4yef8+aRuLUWDd62jSgvJ4HSDEgx4JXevx0JI0qCmF9Pie1BvoAm+HJcJvpcZ4+arS",
-	"Fk8PPOyRsNTHPCRflab6z38n7QH5+//630Su9E3oFO327t+PxZrfv18e1t0KQswnZC2y9xIr8kjls50x",
-	"mbM1y0ilLJb++kiLR/PikCpd6OFNSb6y//jPf6/uY8s6zcpKQDjWc5WqaJYng2V8hf/zn//fronyFU5z",
-	"0jTNqIJ1YJs1Cr3lw5pAA1bVOm/XkM+1UT83k4GTZWujnbYxYYPzxCxYJinjKt0gyE961a6LX5H9/SKR",
-	"JJpeb1819200C2zu3gj+sn0tHA1PS5ZwYfTHb54+JkdHR2earL67fGzfYNfKEyyw9Zfmj5LxmLSBP9li",
-	"0DwmRtPboGMwICuq0FP0c86yjV72imZ0yZQWdQwXTzL7tmXrqJToFzxpMWZRSjP9msyjBaFA0cNnMVuu",
-	"hGI82nS/Y5uwQ2zDMjguzI4EOiRyBdw2E2mRbClJ+92f+v1+/+//9n/0PwZPTaQcUFEepXlsfVMyoivm",
-	"pWnC61/jovW/Hz41Y5w9PddjaFKyolD4S60Z40gv8XoZGo0eEwNUPY7G1pnGACNewicUYow6gdtFwj8k",
-	"MtFyEhoP7LZg2PYsiZMMs19p6pqKIbQTKcCaYUFI3v1p2B9emD0M+ycnAfkby0R3ncRqgeuHUfWP/a8D",
-	"8u5PTy+ePkXr+E8i4RqC8NtjN0b/CaATrJrF3rIxV5szyx81JlxldLUgxkUtzGDDUzfY8AwBbMfAfNZz",
-	"Q63XRZ4t1SMWEQd6BdGCRe+Lol4xi4TmEj3yyubM+fl32+65HpfTZWIymgHXcU3e/ZdKZCzW8p6vtZBZ",
-	"xuh7eMU4fZ0iUFcrOj2Um+CiFLcEJR79A8hfQha3I5HkKtE32xAuPS4Y6KBYmjV0gyBm4tQKP43mlD1P",
-	"jl3DyJ5cCgclMjfZQqSxgTak4CZKsnSuEXCWxJK0KRzHy3fP9Ueo5NjLpr/qgAWM2HRseyauJDcu7dHr",
-	"Z+Mt1DYx/ghmlJ3AyRZWK/jhxx4cTujE4bCQ3LnUkq8no1o1YSZiCA3JCg5xcky+S74m7fB4cGRD96dK",
-	"iCm0bDQGAENlYAEgZKCa++AnKXgI345IzmW+0vOyeLpkcULBUBd2zu2sYk7Cby4uQwt4XAeGA8TAQsJX",
-	"ry+fvXr5NjT4OSJLphYinmoN0VwxEwCjz1kL+gwQbZaJtWSZhDKA+A143NSCxALvtKY+8MHOsT27gFpA",
-	"c2b9DhayfaRfCnsk/Pbi0ZPQHDHeJ0hLZBkIirjHRKLyA38Vvcg0MA2SFaSCwi3u2VPSw1pEBMF3QF4k",
-	"XwNOgEMTeJ/FLOT/mCeud5dZXEXx9/hogPojUIxVShPehRx8zMj3iRWqYMzZNrOK2mjQ6zVVC8ApU3tz",
-	"LQBWkkQiTzVNV9FCK8NposCXK9nVEtNDuNkO9e+7sgweE4BBUNaPbPHvMUHHnW+VeuAcRg+wNoVGKRrX",
-	"G/fBPdeD13tsAxaYrwNrbdiYu1zUqMI9e2y30bIDkTXgYpFECo0zwOKM5UaTySrjBt41ACllNPIYdCfY",
-	"YmGxwoKbtUea7HVOG6v/Bj5PD2BgyAV3oOCkbCMMSPj6XVNYRBh4g9eDJjC+qot2Wxil8iL4sx/8Yk36",
-	"nx6g8by6bGPiemDdk6FhKS5ete2bUolWqBXjXmLGBmpwgOWLvGdspcfWakTCr869a/eebax85XhDlnNp",
-	"K54bH0iCwrZh7mW2AkQAzCjAnXrkOz2nvqLv2UqZWhIkZVQL48dkIXKtPj6CAKRNZbz3bOPOWT9AFmKW",
-	"hZF8RdaJV1xjozBHQv/DrLFAONVFtwKL0fYVgrwPl10ag4JLqsZyw1DttNQY7bh/Rlz84LReUiwkIkM+",
-	"Pxyi/cYkpseaf2TWYQdYLXrkZU2UwAyPUqRanMQYN0ZsFeQxoSBJgNFnA5wzJG3gnFgkAMINSDi6vg4D",
-	"wkXmhp3nkqaQwuPhCNijMDzHOrlg/T4fW9EkM9Ec+ifUZqYiV1Mxn2b6W1t3f5UlUcKvAgcGg/TTPEtL",
-	"LKYzhiU1n34inRwH+m5Q0O5IZBm2H9fqvgGJh0qFs9tCECyUDBQ1KCFhUQj7FWu2BasFdQk3Ya4CLIGs",
-	"gZ5zsQZ7KGmjdSLn9ANNwNUUEEk3tlit3YGxbCLxZtzFE2ppEYkrcp6irTpIsKawe6cw5wxJUtDM6Xu2",
-	"mWZMs7zwvICfM/nZG2GMobZ5dIHPyKwBkf1hnSWx8FOHCFKDr2GZpEFBYJhLE8jQlOx11jaAgqnZYL1X",
-	"1L+zCHbDVb6HujaIr1DJWBqENS0yfdPrvaIPqT4+W3UYtBxlr1Ehj5BILJfg8r7CygoiQ/VLaU0FXeAk",
-	"HOkLpPn8qH8U6guzpGm6MUsx8n5xS2IjaQP2ac6WCD4uSux4VYhsTX6q6IxivGUqQOy254UjIlrrhWLX",
-	"CGe5jSjXq32vkW9takPgHLCrlIKyD94fOGfnTdAbAUnyMmNUGTKOAFbCQVafyaRlPAuTlnFxlW7k/fv6",
-	"LO/fr3NuUGiSebkdaWyWplgcGJu3AkN89caR9g7K3Dk3Y3Oh/GGKUs5E5KpHvi8zMDCS2fLajsLBp5aU",
-	"G6skUvNd8tQvdeL+KTRRstQ4DjvFDQEx5mAu3yEQiiPL4cNeeFVGzVFTThKOt4oqkvMEYkI0B0fcNevB",
-	"kzU1wcHuNWOM4yzxuVkjiGKamEJ0Ls2WKZNoOxB+fTFNP21UCMgA1MYgW2vxW5UlkdISmXSeEesi0kOB",
-	"Pv6BpjlDPLIaM642UdhTqzCVIPB++fu//ccnckWzGb1i4VbFPGjS/PTsWsGiNT3a8DfPniQYWmCMYWm7",
-	"pc+o/wnU6VomUq5Yqsg8SfW4YAsHkSeJmQYSuEs756hr+daujJEVyyKN5mCLYLGzZEOJljYl4QPQdKkT",
-	"z43OXEjoGMIrSfgvw6ehr1WE/xKa56Ow4zSTq4Q79+vzxGqYWgpkqgue3koqHQm9lK4QRUz6c45WyRkE",
-	"tCthqTuCQNo4yETK3LSs0duX8MOMRu+9eKsyhzcD6OuDMwJ6AzSpJDSFUlWaINudYzwotkG3k1eOzSy9",
-	"R0LQ9mEPoFcM+n1g7zG2ISfDPtJvlxgHvqrQZrlZPyYKOx5UxhAtaLU/8IKC+ocezR64LBHrfRMnqrtM",
-	"jidwjT9a/fdj+buPyD8+wjvdbtf9P36kN/qRhDUU/UiWNJ2LbMliuHWBcctq2BV34EMiUhMtMBMakBp9",
-	"E/RIo7RGliJmAZnR2FrujYmxMn9FENGXAvolfayzB2J+NN2JXF+L5h1ZxPuoiWuBElV88PKYy9jgRh3o",
-	"UUsWNg0ksxSNUTihb68LUFyuRgWUQgLA1GL82bYFQaL1e6tDZewDo6nZL3yOI2KDjk6xwGO9wMLRTz46",
-	"z34mcq22JHHg3X1hikHhImtxBG7YkR62yZCjIYrjA2UyYqkxDSWqoIdG2C+GPNND7tZ2YM76Y5pqVrwh",
-	"hWUGEnhRgW9rnSVlCmoeUsk6lRktSgATnwJ7hjJcejbVXBS02ARsG+27KIJVxt4j8popMKa9htFOnJ4x",
-	"fdDQRENKH6dhEtT7DAymIKqbcTHcAHG6DKFyBJIdb3Ckx6vbIslHJ+Jjot0Hlln7pft2hDeh0RYJWAGf",
-	"wi0zPokGi6YdbThsuv9GEdkNta2KUHnssrbsA+yeJGFR3i0Ecq3ZjAd4f4hlIsH2Vh0DvX5A+7BDDq7I",
-	"JFB58RnetcJx64qwwUQ94gM7nP7FQtK9XxmpUW/+aJhq4aNNJFC6tTF8JfqmmwhoIAMz8YGBrLik1/Cw",
-	"PMs2jRtO3eZivnvz3JnWHZkr7hGY7IpxAbHLYQUfiRKCLPVttnZsLM5bDjUwQ4wsvVcs4zSdmjCgj4XT",
-	"K+fseoWKfZsLYt+URWVTG6/jJ/MlcaeY4siuUk499dxC2HPzawh7bwBjUBLfgFtOU1YZ1qhkTQP7+p33",
-	"87nRWlDsLUPFhnhAi6VJa48GPGnBJiHk7n9i6VXpZVVB7F2Y8LnomcKsoXP9SLakXCWRLdkKIaJFtk/G",
-	"Ukb1TbIVXRMJ9roJb4dixThdJQ/sO7YaX/fDv/b+0vtrb0OXaWgzLTOMThTZ5tzTCFMBxi0t24UPYhHJ",
-	"B+45SKsm+oT+JLL790l72Ov3+mAXci40q+xrRTjnEdqDzUJkYVE865NYc2W6YNSo/zH6AWI/YspWjSRL",
-	"PaXf7pV87Zx2ssBJSqI0YSiPXzHOMKHWEQw3nIUemv5VlqyI4GjfWooPKLtkjFMtpzlVJEBrPzgWC2FN",
-	"ZK7OLTUBcCVhDgj2jEViybxuYQkvjF6gPFPCaZaJNRjxrUFX4yTFDHaE6znA6f59qrUBo7KZoYxNlfF8",
-	"ef++DRNKOB7UoDfAgzIlMrX+U8AHYWYcWpJIOmfpRkNDT1Js30QEOlu2Xaf1tcLrbiGlp+iiMaK04KWI",
-	"AVTKjLoRiyjXlI3FLnARXEzOhRMtcD/93qAzJl4gMl4wYyvAqFNAWPR5GIMHGHgS6aYh+rRRrTcoUUQ3",
-	"zPIkjdGkKFEON2bzNhqqBZWaI4WlAB9QUswF7PTIY4AstDHViGYyiMswkpC+sLHZxFr2s+G6l6XoXlM+",
-	"Xf/2ilujiQ3BvNIyReEA8NMWnfIUiTRfcisOU7t7cFtLxVbnE460z+9a5nerRqeZyJRN90ZZgRMa05Vi",
-	"WUBiMSbh82d/fvfsybPLvxiXJ4Q8izmmaZjAJU0uX37z0kQWvn70l1fvLs3rmJGZVD1JnR55XYQLQwQk",
-	"GAtC60IP7TLkmIg8Q5VWzOdJhOQuU95eXaiyG4mELqksJIKDCuhWP0/SVNoUTpvNU5ZsQxMVVY7txnAb",
-	"TL3DfGfQHO3Q4C6y2WzCdEuTArQHdJEuJUshgp3M2drxoeKc9MqcMXPCbQSm8amCQQjx9e3F5eXzixcX",
-	"Ly+nL149ufiK5kqExghulN7AdIOTluPYIEEcWsuLoEaBu9gAmyDBRDMeWwHqfkSS+1FT1qsrloHsQT5W",
-	"e859rNSP+WjGmm009yyp1WUV+6OWOLjWRIxlD2S1Wle+j8RvfTc2ucXV5z3vue+43JJWANM3ToYeSr16",
-	"O8RH66lNzbQ2/q/01O1l3+wlR+iulXhtVQuf4TxPU3erP1oRPQ6Lttgm7yistz3Wq3J5pR0QrzZSseXY",
-	"k//DhuImTtVAYeyexIbJGyLXjK2wJIHmXzNcImI3xFt4CoTd6WELtoD0b791aMNSoKP0im6WiHJNfRtJ",
-	"28X/ZawLSSq4a/PuGAf0jm9clHRCXPZTrjUHLFK368vbfpC0SH4GOSJl1PIrDKnY1h+btFMm7YspyzTO",
-	"dBpvSUDq0HStub0tNzxzJXDsMWOH57ahQWNMUgagWwK3FWsD/3xTav3BCSfh80eXF9PXj/4CpOv7Zy+f",
-	"vPoewFgFzgzCnj3gKHEwWJqQwNu8v9E72H2xUzi/Q7aqQVLZL9o2tqCEN0vTCXsX/Fc742aYooBS6/C9",
-	"oOhtau7NvuWImnZWtG/3d9b4tFd6+vmba1vq6sbVZydZmhLoUkOwS41egd+1JnQPxsUDxxQ8aWpcElGM",
-	"IgdcuXAPGo+mA9058eSjoq1Ig2jkhIl2oWbVApNMB9ym3aOUseM8LOiqe/eEJc0wbaktDyyunkWVc5fe",
-	"3QYo2+DXCVntLYN0TG4wCUE2skb2jYlMK4HSDFon481oWt2zzdT66Brr+thqHzmE0oqBh1Qicwhj30Qp",
-	"Ff7qVMFUzFBd8u2vcbm1MrSixoR3JrIryhPJYkLXdEPaXtVZ212ys1VesxCAYRrEI7ygd7OwFTVKW2lZ",
-	"vkRzk9W4xskedbemVBymA2bgec6BAthCb5WJvIdNZeEaDtHWjDUhHcRTsg453tIdMoqKrYFT/rnt3IMd",
-	"Y+YWuSrdzWr5mY9Os9t7Iyuffv5V1EpyumlCs0QaUR2sfj3yyIVPGiKnb5stSIatyuSEYwjOVl+HZ93z",
-	"iiaBFm96q4LhAzBGP3/rZcp5WbBgZ1D0vVbsE86ZsshjonJtoEkRNhpeGhYaTngqrlzZIbgVV1DQC5Kr",
-	"IcybRmp3nrNeTjnRGXbxiES5VGIJPiwrOy/pxjRx0oynVAJpDkq4qVhljOTGrmLNj1IFE05d5hFKLbMN",
-	"xDJcIyTvofoSZ3RNUzJnLEATdh4tQEHW2IQKLFhmxtY+aSEiCY1jkq+K0FcnbhgglTV49DgogbWzSEFh",
-	"TIp46AUCVXqZN6BZW1NpRwtQwrMeeZDm1gmPxTpA10HHBmOIOchB9tgDiFNAi6FdjwyLmvVijWm6WMnJ",
-	"tM/W/0zF1TThMbvWf9iKTiQEgqj/UZKvwh4Bk3aEKVaJtHEY9++jUGm7ed+/78lcZlSTEeFgy5aQAlsT",
-	"ICG+qagjiAMn8oY6TKNEgvH9tSPYIpI4MbdtDRI1CRjDIZdM0Zgq2rPbD305G4rdBN5bsJE5TdMQzWvO",
-	"/xjnDMMN4fzvRmlB2x2EypVwtSSQ1vbnDqPTKz7RWkDiR/sZ6dxfLRSjgqxg19Y9BARUyZKh0SusNHEP",
-	"PR6p//ZSk+/fhxQOPRhX9+/X1IFeKbHVcTTN0KlkEFcFZskPLDPrNCE6RVJiLNZwl08quazGlPzYQ3+X",
-	"DO1ttnI/SJZIW30BNRiULNoLRmPy9//1vyEATlmB409kYGqTFaJIdUQDcfSHIGiW+hoyXtaRSjgDoS/N",
-	"PfeN6RHqKKB5EGzXmBGFFsskw/UBWCFFHNDTlIcqWl3DmQUlM7CZShbGF097gsA6u0YYlzFuYtcqTPEc",
-	"oJTEdvugvhRR6646wIeErfW5fF1Ij1rELYdbQvScSONCxroniRaUpIug1uNgKheovFN8guFqELsI7jug",
-	"6xgdqH/GQkHOKVFqw5uJiDFIY8bUxlzmNIXwWppAPEm7SfYOnO0zNGsyP3TOUdSAEqfSxXfjJmzvSBTt",
-	"bCCr3X0RCUI3ZL2oBiWg0KvnYrYExdOE0zRRGy8LBsxT4BC/pweLmU1OomQOb/+NxRbXK2LDPdj/nIIL",
-	"CAcOiNqsNAqlGzL8+7/9nyOLbzO2SLys0XMQMu5JIkWaxMk8sZMA3S3GGJyZAQJnI0TDZicoztzUwoOK",
-	"WU51tRMjO/XvEIIVVhzYGHLGt94qoOJLmqaaKiH3SpQ1V9hEhwaLBcRMuipeBYAKNmWf+cho00kqa3jP",
-	"2EpqGgSJkc9QeMHTUmIliWKpiWWC7hFwXIk0mzRJZOAgddcYAWXiicYeMF1hscLrA8VH14y+B4dCihVt",
-	"rSjjsMdm8VkWhXGme8yUsw3hwiuTWzIWw/VCQxVKnI79kXb47uWTizfWVHb56vnFm0cvH1+EeismfNN0",
-	"NKhMCeTJpNWG/d7oX2w8WSkR3r0x6PX74TkJ+yHJOfDhQrDuWHkJKQH4rBIOhvbxNsJhA8atqIA1fW2J",
-	"QwSAIRWY/4WyBWk3iRkorzuPvl/xp/BjvvzmZZHO7icVmmh9PLYnuVTmxCyvKUJabCyLxZF2+OLZy+mT",
-	"i9ev3j671MIkQMlAEMFkiqY4SGFqjKVYVqu0BTjLwSwAVaLEmmaxJxmZu1FhKCWviWRMQjSKicHjwgLT",
-	"sOPCEeEqTOId1gSWJKpH2o/wuhuTnX+oGluhZAX87uBkYohiDcGOibgGfKfKuDs8wPoJfs7wgOFR0oZe",
-	"GSHUbNvEDmAxHl+d2GnWRT67FByTcywHcaq3f8ccKAK9LuCqCZdKSzb376Or4/79uvOkjuOg3oFgCtRB",
-	"HCqVOneKL02LNHZkwpJF9yNna/tjJ6hTFRNuUeCOFVtLBW5dsrNx8TT7daGeLBYFaZcnIv/576RSCsNK",
-	"nYaNvxczAe2jjYTjk5hEEuNZQrZucThl1JpxfMdREcXC2bWy+U9qizyGaPjqg6OdPjXGeLQq0CyB8kkN",
-	"u45A78UojQZ3iC/3e0Z2c9tqpMejO5Y+ofAOdbB8PEUtHMpXsKyGtQXKmp0+1wq12aqs0DETz+WHJAJz",
-	"Rp+LVce7lgyhWo45Dk3+mABowELkWRNHyFhXrBivp/RqfRAFhhJCuRv99//3f2+xq5taoZZmemit5e65",
-	"lzWBSy+m1rvnAvq8s1IwdmVxYxi/Qle982mAu08yXxm7FubG4RoSqQVrCfYnc3qFdqXHRCEFtUeNFTOv",
-	"63nZypWYcG5nLrwnK8Ic9jo36azOzthxyoSx/KI0hdhRc0AhRcZVeT61ilJkkpRQ2yukqQLIKBEAQM0o",
-	"ntXGsmQ4vF4TS0C6qS+pZvDWNoKalDPwim3mJv2LQygwbxuUKyzcwDhM/EXNvn1u838KsKRsrkqKoK0i",
-	"g0CAgsywPCeW2rJj+H3G6GrFaCYxTk0fTGYFVBNchAdh0kZtuQg3kquf945DmLAmsgaglXuuBIYiYTlH",
-	"PE8fwMUhQUVDhIsxzbYP8dsEvjk88GM7gsL+D4TSmetBtqycScUA2ClEbkg2hJolKIGbG6k8w5F3YU3o",
-	"p2so1XBLkaGjUZ3YOu2ewGRSDu1dEnNjCDf+A8BXYUFqC8hb9RPznDGdqFIRQ59XTTrBXBtIwSkscMVF",
-	"tiw68G1s2EJeX4JO4CtGKEiUzIh64Swg5mIAVEpaVCcoOYfb7t9YQwgkPDgujzEU9rag5DNvmxNtlNjM",
-	"Sp1rrsoJ8AdSC7XrBL5XqO2zQpv1bYzwHddC0RhTMS2OCzuUdT3YBjAmELLWo7wIyBU8YoEpPxq4xNLE",
-	"bnFGo/diPj83gkw5+XDC6zEv1q5jmv2gYppUy4jWGm70iKsqjvK3FtE0ll3lNKNcMRaPoVrcBgsYY9C+",
-	"CyxNPSZik0SMhR7TiITp8iKTmIH/ISZzpqJFU3IplNo37JeTWOQzZSU17BNrK2yWuyzZUpu9Cf++1Eyv",
-	"XFzhCCOge02RFuhVkRhsuLJcxeNWE97e41xBw+ladEykJhSLtOqSb8CGfNWqSd+LOC/UHN8BcU5Ce61N",
-	"OGmR7GxvJMQ4ZqyZtnYwcNpdb9I+JDRpwh3pMHW50yRipta1qVr8OhOrLGGKZpuWaZJf7Vxfqnf8QLFs",
-	"iZ08E5WW6h6/Lqoat4KWiRBujVuD3mDQ6+tPTMx9a9w66vV7R9gUYgHloh/MaEpN5fgrpvbVjNaysvkC",
-	"r1wuTYZ0wlHr5HQlF8IVmXdZDFSRkMqpmIfjCQ8xcySRzohsGFaD+unCUo0Z0Xh9a31HJrxwIBXVAphq",
-	"uDT/DQ/qK89tnEI+q4tDhCOEFgpmPgjxOydhwqf4A6x+jRkWziHNMQtZr3PDirW6qqHtv7FM2JIW2ATC",
-	"FPAwthW4S8YGXuoqYobSS9DEfWpXADTXDmViRH3eEOUZpEetWJYIA7WIpozHNNOKt1qYEn2B3jK8NIV6",
-	"HSFWrJPJBwhIt78xHodaE8JfOghqcGt4h1GoUzae2q6w1CbEQh1FAzA1UMVkUQcmMTQFbrU5jwi9eRPu",
-	"+15wAa60aL6UDb5Tec8Lc5b3ikUWHVsm3JYS5QK15YRfmTvsUgGexa1x6xumvjY3J2jZUHm4UcN+3xY1",
-	"Z9hDppoAB4XObd+PooQ93I7WuDXsD0+6g0F3eHY56I/7+v/+2gpaeJLRpjVuvfzmZQu7P7jeQrZjTavf",
-	"6/fL3foQZK1xX1OCNYtLrw9Gx8PhaOs3R9AGBvGt9N1R//R4tH2uYdE+xjwZBK0Chdwuh93+4LLv7dJH",
-	"QQ8Wpbf8cvsqy5n+G5jZvkYA5sRc6wGoQt/U9wVe6+mJjvE0m0Z1p/7gaxqbSl74yWD/J++8ZGL4aHi2",
-	"/6NLIV5QvjFzATcYHbK+ZybrDXJV8Kuj/V+Z1oPvitwz7DmQL5eaa40xv8w3bCaSaATDIosmDlvjB72S",
-	"rfEPLeyEJVs/6mEemPrRlhhsZUAYE1H0BfInrNqkLZULiw5doSuZGc4zsTRWulCJ0OStOzJ3XnFNVbsT",
-	"QX+ycn8itLJkYq1nLhfYTxQMAAU1TBHVtdecagI9xUvczmo9ZcIPJmm07ypTqlKspVmAXQ72Vyy116p1",
-	"zQrcL774hNyEAkW9xNhKkNLfPH1MjgenffL47f9EDvG0e0ra1JTO04sIyOM3z59icUfGYxlYrRvyKeMi",
-	"g8S5PyOxXNLA5FuKDD+FpLxOQKTKGKSyFckAGmSQGVqpK7GT+GNdaUKlRQooHPLo9TMs/QxgrtXtlUal",
-	"P9EcLVkyWa1gC2XU6QxYPGa0UU7YcqVMxVqwk7BrY3nAU6MTjjWW5YIxZSo+ZTnXa6NQCyFPKYS/ZaAM",
-	"orn8K31Sf9L/1dX/9d+hMIeiM/D/mL6R9IoZQ0sHLbRsnlxbLSi8F54XdYi1yA0bQm2dZgzUrseQZSUD",
-	"VwsTIzUPx56gQB0tOvg8IDEm8loKf0BC44gLC3O45WswTNnaW8QENbHgCyAglqhofmPLo7TGP9S7h6e2",
-	"iQxmSGVOtU0wPIS0HSXoaAUP63oMzh72u/0yA6q0WmtiUaYhCtSNKVqVaALU8pnVYf16DtiLC1/duRkQ",
-	"iPSv5d6lzfs56l8Oj8ajs/HobNt+lLj5bn7cKy7pa/Qgkh9KYlLR0Sxw+BSUMDIw6BiUUTGo42FgkDCo",
-	"YGBQwr4A/2fCR/HDaEDP+t3hbMC6x9Fo1D2j/Xm3z06j4fx49pCeDIJd3dsCJywFTrY7uhyMDLIE/dlD",
-	"9nA+irpHkZ5gfjLq0iN62j2eH81Hs9PoLB70g1dvnly86Q5gPIiDDHIZq2DQ1+Pq/wROlPsNlvyQDuKj",
-	"aMi6o/nxrHvMTmn3LDqJu4PZkB7Nj9koPom8JQ8DiNPcteQSJlWRplFM05xJsyuNvqagq/72MWJS90ki",
-	"QStPUOAufx9SpWi0WEIzCmMeA9anMdsv0YxSirOJo4BRvjDFUOcwhh7iq4lBWDnV8BsMgDro//zVPIDr",
-	"NTobnf21F8kPk1bL7/6ETaZ2wOOLZLpTMkXWUKjYUiOLJ4ni71VJ1NcV94ijvuBWkUmtEn64SIoWviaR",
-	"1BMwtQz5RUb7IqNpGe1QYcs9TWIU0li2TDhNzUfGXLlHKiNbhTI9pIksqAWhw2cO4QMS5qvY+8tzcweN",
-	"tjbSdiZyr/exeeHcnGqRAtbZLiBe+rf6i5T4x5YS98t+3p0IvPsQ4GW4kWgYQIuUCuYHBdoHBc4HBcIH",
-	"NWSf8BtLgC8u3jz+9tHLy+7D4PWrt93BMHC27H3SIfyrNxwF/evTGR3MB/2z0Wgwi4+Phqf9o/5geHI8",
-	"otHg6CSO45PjeEYfDksyoMXeZsGw/ObR9jf/gBKfLz98Efv+cWJfqb/9Htlvn/Xx0nNeFKY4v/RgWe4p",
-	"C3oBpDxBASCGvoRgwv2CqWS2IaErMvqqsOglXvt6P3ak1hbSkBG0J4oMo5Qb/WkSoy3LLf3rzhuvg78W",
-	"4m5oEi0nFhhvDRkERRqYqzFhMrJcK5qyq6aWpmnc01X3fSE9VE1WpSjKHnm7uxm7S0PtYNQQFxXgw1cm",
-	"1QGz3ZpkjueJ/GKS+icTNoJmwlMc3oPHcENbB7wJLRpbB8gvBzoF8X9/2OJ5K0iN7zf0uKyGkkbLQwxC",
-	"wIrM5WmNW7vMQ9ucfj8GLVvxuDWGisdBC5TD1njYD1pe3ePWmOdpemtPHl6x1/RqpzMP6SkmWJhr/sWp",
-	"t4eHagJG1Bau53jPVq+e+QrCkrYyVY/PwbX36vg2pbNJ60yDmvKByZqr8iXNAS2X6QTWsIDxWcrrYeZl",
-	"smAy46Na/WNcmymO7PVIDmyOvd9UeUt0AIJlHw8oxAtIXXUlBiDbVfBtXLBTpo8H3m6glyuqFgW5BP/s",
-	"dgHUkc88R0/ujdW0Q2Mf/gmoW+mpLBNlP4yipCrq35wSVvzoBXNoRa0VtOqqqr4ohcqnzwx109a4BSpe",
-	"ZZkAiUMUSWBjv93Kh6WVgx+gaeWHeBRan378TI7xBJo87AsAMbTJtn/xj/235R/94/0fvRTqqSZE/6wM",
-	"5xvmhdC5ihGqbLVrZjbYT02vYSVkA595nSURJAmXU5o4efnNS0vdX37z0vsBDc098pZxv6EGFgat5iKB",
-	"fjFPqFdj4tLVY3fBvJpbDYb9oigmj0lEOZkxW6e9HgvSNlXHLRdoqvFYVB/AqswmNsTvXj3hhgsmXBW9",
-	"zRv41WOgtH/Wc9Y51h6J1yvN/h3bvDJ1d40IDCj2tYg3h7MFOM/Z5mlC4c0CUb4VaywMDpViAKyjftDv",
-	"9+EMBYds7VbQAtM/zLeNYnlnBhRQUzikgFVCpdFstrnUWFFeDKAWGfT7uJp6uZqGhfh0dRdBrdJ5oFKH",
-	"UTk4Qkd29Hdl5v6pxrAHt2TYfpdtw0Z6w1EraOYsrmc5PN/L4P2wx1vxpMLcWh95aEauYkGx2jqjtddR",
-	"jzbvz080ozqLT2n3mI6Ouqfz43l3OBvSwfxs3o8Hg9uHKJoD3M2fio4PBoK/MVc6gMk8FnyeJhHOMjiA",
-	"T5i8hEshntPsiuF3o0NW59oivGBxQi+1iAqscHjIx6bdhuZLF1wlavPPykaRhEOvKqTilmX+GZkkckyT",
-	"fn9gtL9N1s/EWqInGtM8GoyLAWpaaNFsh0o2RYV1PEso8MHtptDvwdUbmq7pU7PPr7D+BCqiVwxraliL",
-	"YGheCgNYYg7NHD8Y7Q+aIU64ZCk2gzAJoG1mokuvTE2rDuZ5QpKOUUyh+kCjoe+NgeZBhj6xtjWuIcny",
-	"j2Dva9rSP5XZr7wpqGoEKnCBYTXk8hIZS6hUWjrq0U0LrSB0adWml5iznJkFz4RIGeW/jqFyx8la0wwK",
-	"z+1UrFnWhfI/crOcibRihDCct2nTVTZ9KDN8DN89tp99OmS1hneX12bZeNPiLLM/dFEvzfuffk0j7x1q",
-	"5SC0FP7i25oaVilV+lpN56ws78kFzfSThw8HvYFW9j2vuhaUwT19a1tF0FKyJsINTR7ITc3NHr/8BSnh",
-	"VtqpxHYCBKmDU8Mmp/X9121Hg0+3FggNj7mJqdtn21/s3YfYu32IeaKT5e8oO1Xbpm+3OzzBxFhatEMx",
-	"Sca2CQuUD00kRJRtDyXUbCgT+dXC62xh8trBr50xmtp+cVBy64VJwAXpReQKOhQVdVuhiJtXxhVGhf6A",
-	"RdkTWBZpV2zcnR55ZLu3Fq1wbVeXSp+8W9ahBdsJmrdNjdR6zvGYOEuJ5w93FdZMUYX2oFpc3Kshads4",
-	"YY1RKJdh6kBSiU3mA8JSybzOQ8aIUlSgkwu6Yh0o2+XV67LljA0bH9fLa9ZrAHk1M0sFgDDruQOVD54p",
-	"13fLlarUwnmeMtPqq1a7twNpR6Zz74xhZqqpfQtLTZZYT+2gxg1Y162e+YzVZ7YWLu2c42lhyVZbFiZR",
-	"OyqFbqmQWqpO0a6UxHEFKrZUcoJVwKmbBnfYiwtUA1NNBxeKlcRKRcP0q3Fuyl1Ua0RClRzOsPV1ucAU",
-	"VdU6Hl4RD2j9j4UZSpU2ito4HdOH9oZXiLSFX+MGoyO8spzV1023VjBz76/S0UGrqGlaTsuFWW3nSVMC",
-	"IMCO6EWsSTOMbDuFeZ6mXqGToL6xcNjvm4JRDZWkxkQyVe8qAEJhpT6Au2FFvYriXhtbGfZmNdWmyWAU",
-	"EFNmGio9bmzP346pg1qv74GlYYqeVLJMpnhsOjUZNcJWcWuXC7l0zk2mOKBsUQi1qEvi1yvCOOuiHKKr",
-	"4uMBHS+yV3vE1rDJGERs39/WuGBswozg4lTaBJTt1n6fAlMPbZ0lePFLBoX6dKYUyRhKj0gfwxrbV5jm",
-	"BF6fAbsk7D6OvSzsS/5EtZktbRmbi4nbrNOhcp0eKIoNym6lflF9AlcwZWxq65cxQsz1bm0plopVxVYv",
-	"8QvrObq6gDD1op7K/ZrHeOzCcgqnvpnQK39QOkShCXKTzcOGUL1FSQhqtfzD/QXwT1jJuFUVGD7DRXqg",
-	"eG5BciOb+wHSrhe1jj7LV9/9vj2PX4zCv0PlxmJngyrS5oJ3PWVA6wwdT/cxd9zoPgelRpWNx6UAnpJx",
-	"uBYg69uFg6pReMI9qzBNoVS4Z7W19eaYK43uSxigzhQ1M03heKrFjcK7GzFXYhkCwtkaOisiQzUOFvLU",
-	"9ISPxHKmlR6wez56+WSbbXh32slvY8Yrx1Bx27lBLZgs2imSNqR8dSXTw0JFQt929kOrygdbQavOmFs/",
-	"gtMtFXFhimmytuGsJWNbothS7qOzHjjf4hCfgtaSXj/Dj0+D1jLh5o+BM53SLKNweaXagCFwLrLlQdAy",
-	"cWhFZFoXlGlrOiNJzLhK5okW2wCTKtbQksGtCRC+fc6HxpJeP2f8Si1a4+FoBNuyfw8ONcwfshNrpdu7",
-	"E2fAa7S7e7a+O9/ForFABtTsNKfgDJikHVHJugmXDDSkDzauHaoxVnZUNnXuPJzCQvpr7w47/lYsGWut",
-	"IEmZo76Cx3NOKAHVZMLta1hyEotX8g1JmYLGClRCsTwNHuhEYZqJY+8F0zM4XxpJrwBP//rsdHTK5vN4",
-	"eDScHfePjtjxw/is3+8fxccDFh0ds4iymJ4db4FeJSNqG+gGw9O7Qu+iMHy5d45WwVAf9iC9oHIx4QUw",
-	"w/51iBDFBiDbodmpVkM1dbcnvNZXCArba+EIuwVtiuQKPQc0+KgAfRSN+scsPj4aRrPRYHB0Oovm/TNK",
-	"R+yUHg/6cXxMB2zYP2bz0+PZnMWDGRucxPMZHcyGw/7JNveGaXPy6x5CFX+NSm0wNiDgOzIgLG3bhgPe",
-	"rWPmgBXbLO39ftjfg6d1x9J3+lt/Xymbd+QN2x4zNPi1YoaOBn648YGOq7v2wBnRadwkkG3xuRUJqNuA",
-	"Vfahod/auNAGFQ9ai23+R//ZTyJ58dOjzcukf/3ibX/zYvDn6xdPxPrFpVi/eCqS+Z970TDltw+A8gS9",
-	"m/i8/nExuv+0OR7NEbYlveXHT8EWFxeGG8mKVdfTMdYCGgdobW0pYibH5P59jFvTf96/X45xRRNXzo2F",
-	"KyA5h+BYU4bCr9mNobxQfhpuCBgA79+Pk4xpeQ8Gn/B2KTA3IOXeCbYqpo1ihAYJhYEbq3CIjHBjIjcu",
-	"rb6zxxtLVXhua+SDS6kaH5wxW9HBtI5AJ5cHMWiFnymJTSSbW8NRMs+YXNSEQ9sQayEk447lYnk7v42A",
-	"12fddNzSZ5cI3musG6Ell5wnP+cY7eVq+4E0NOGeOHRuxqPAeOKuyJVhTprji/c1GTdfmRIeDXWM3QIe",
-	"/FJf1CfwAWVMZZsiQ8hkf3r2xO53bBNuj2/2UPszrZafGd2MuPoCdGU/qPhJgcOfGcd8q5wMydKUZdPV",
-	"QnD9+p+GR8en/cHw6Hh08vAUSAhcx/q6/+zu9UHLvmvGeNPg3C3s8gZh1jV8+k1Cru8uOKiqoVml72L+",
-	"9MnwaPi1VvourNL35Hhw8fjo+CKiF0bp+71LSrWY9BuLTnchvuyL4q62wXNyPYfez9CBsOixWql54eiR",
-	"6r5hq5RusK5v09LMVwUJU+6L37aixBefwh8q0FyV2OkW+bHqPNjD57f6Fp4L8b4qbeYr02u7wSAYNJhv",
-	"euSdZNiMFpyiH1g24eUhrUCDd9GGJaN8Q0SueuQ1tu3rMh6JmBnvubVCJtwWZFcL0qYkfIBtE/9l+DTc",
-	"VkbcA9jXmzeevfGAxGHraznEINoJbMtBs/Z4r1W0nCvcaBTdnjt8MyPpj/9XOEn/adMz/Tsy2zTg2w0o",
-	"wM7SAJcmGEoqE2QIoQqlkAiXI2oVIltVO8EGLVjhsLfnrt1YA/C+fRa3viDsPw3C3hA1H2DDrO3RvY/h",
-	"9wbTR1O/M6g8wdMNMW249IIRsyGmdoOtrMAMgEnDt4mcfSkcp5qJeIMtolW2mfCSskxqujLJQBL0u6pT",
-	"LtfQcqta+6nSRMo2IqwGgI6Ji/+0ac6uA9mEKyHGRad06XW8NJWVoozFibOU2BuOgWuQF26brCKj9Yt6",
-	"zHPI17dRwaYpY9tV+zCxjUtCZUMDzRBiXcMJNwMpKt8TL5LSQL3T8zqRQQckyGVzXbLsMaM0kbEJd3GV",
-	"ZmAqyZqlaaOZAj6+QyIV3M6ucacVPb5oq7fWVt3F2aGmLrVScaUH8M6+uHKaDf72mqw/+xel9YvS+o9X",
-	"WgEjP08uwGvZNX2h9xQIN83+TBfhejOqgIg0Lqpl7xFWMeTpWzPzryO53pzEO0j88EsLN7rbLTvPxHJq",
-	"iRvm49kezvZv7PlaLuQ7NoYxyLybbjflaW63axmjpmU0WQSLRQFUinwC0FyLtAcMdZkezc/oIGp98lZf",
-	"bUFdWXpD+Jw+lZswoZ1j3Zbkl9BsH9E3GG6Q4EtdpF9dj7knKzDfTcDWpqvqA8bjlUjwZh8Qt7u27UDN",
-	"Z1B0z3cFmk7wMrniWvaVLMqYKtoDy4VYc7JgGWukaqbb6IVd1G3U6MoYX5ToXwX5oGxGBRk8lLNdezFI",
-	"IG/Aq7c2Kevdm+fYE870XzWNeRMTY824XoFR+VALzdhVIhVijjHGml6XFbQzPYAhBDzBBsGgipvXpvha",
-	"eG56emNAjASF0miJ+nfTWGMhpCLLHOaXIsXOl6t8liZR0V56TFZZ8sE6uVczGr0PSJrw991URDQ1LTZT",
-	"kccTbjmJ89mb8g9xJzA+dvOR3kbO5YpFyTzR6rBrZo3tQee51OpzOzweDu2hTPMsnXKhppB2CxlXCTeh",
-	"8Yx/SDLBtYYeYKSnbV5OqKq0R9abZ9cKA+YTk8kLjTREmitGwoVSK0zChA61IZynMQdgjTMA3NYgCShh",
-	"lmcp1pPGDUuWaWKxpBuTNQyaOVb2NEaBzEY4gPptko01DL6/+PrbV6++mz56/vzV99PXb579z0eXF9N3",
-	"b56/xfowAbR9nW1IuKTvGclyHnZ65HWR6wBlY4zlWtpdNSnkr/MGevU7SHfCC2Nt7o3dg0vNg5ER2I7B",
-	"h2c3VTZ/10lO/2A6/kVR+/0xnjdA+PXdt8T6BnyoUex5kAlFFesipd9h1nURbZytyX42Y7qsZ+xDInJp",
-	"X0RLpfl6wmcMky0WLq0IaNzwmCxEnknSVmsBb1OVZ8y1Q3JPTCsnzOe3dFFOeEQ5ketERQvXimmZQBUI",
-	"iIV3hL1G0d4AMAzM3iJI7pSk/cFluS9E4/dINACpS4SifH9vQi4UkzuoxMUyUeD6YVLZgijCRAEg5WKx",
-	"o1KlAi4oxohczcR1YNcXTHjGFErCPDYDpuKKUNsaHx7B9fcEI+tYMYId45AfxHiMHh/szOYnoNdcRBM+",
-	"4Re4/M3KiJlUi62SxVp8MjN624RcQbBibVasUigADTSmkZ2kG2nLbMAAY/DcrBDJIWU9nLT0D5PWmGBF",
-	"P/xOyysk1AJzaJr/h1CxxXQq4UlK3r179oSEplJ3v9vwX/Y/oVE5hGQTvi3Q1cqS3cuLt5fhuaW/xTlg",
-	"x5Srq4xdUROsbLvuu+Vg9z6QdPVvWc7QA2cOSy6gqRyN3nOxTll8BTEobco3ZHh93fFcehPuXHrfQyoq",
-	"rMXq4YkkcQK3NfYWCYFiQQVfoCRPgP3RJhzPwmlZL0VpzAPK2b9lPL5k0snCd5D338Qthrf0NHmn0xq3",
-	"DsGNVtCiSrHlSsnWuL87qcSaDQGwOMVRdDYbxKNh95T1591jejLrzh7Gx93hfMD60Rk9nT2M3Rcm0qXh",
-	"vrSCVkqlmpqlwOxoBoW8i/pjUEXlojAkrjBeHdxDmloZSdzzCRX39+ec5cYL6gSEWzuHfEzY6x0q1pDI",
-	"pmUQjuUTv3iKvsgS//iSCZqZGsbntA5D8PbKEFC97KZ2Vvio3EUs2FEZ9wL7YGmG7UILjvokppuGmKfn",
-	"SZlq/8NKEZjuXa6m6GbFqpmgTfSxKTnRI6u3IVeI2Acu01tUOV33MC9NY25luSDNTdqt7Fxz4nJwDVVF",
-	"LlFeN9YY2rKyCns5uLMGfmbLMuxe5T9X3m3jov/IGbcVUeowLC9EqcFh+bmeKPUwHsz79JR1R7Nh1D2O",
-	"jln3jD582B3Mh+woPo5GsxN6S1GqYfbBX1uHC1f/P3tX09s2DkT/CuHLOoCydrI5BNmTN/Ae2kOBJO3J",
-	"gazItE3UpgyKalME+e8F54OiZMZVEiftwcc4EoeiyCE18+Y9WkiEvimZl/n9RM5Cr/WcWtjmznKohu1S",
-	"Ddscs857/eCB5/JutTP6VmM0JnKT8BcxJ16ApZPCAEF+RtBc3ZlOfdEnGdy1V0jIOzkQHpq0vtN5L/zj",
-	"6Xth+c8qHMEUeIPOkp6E6eQBKDgMqbzPpdm4dh4mPYapTmgFewBGmkMx5Olw6Mbwz/RrOMuwIrPD0O7E",
-	"bzbRMGjAc04GRt+OpeGVYFB/O1nF7oaYnuYvTbgS/8qkKs2f3Sy8fWO8KcOm9oEz5VkdvDdO6qXRN925",
-	"jBIv78A+QSPRcbXsWCePz9jA97EfdxOSa+wqB4jU20CkXvaVHuzcA6yCeDroD89bIS2s523HLb0dx0qa",
-	"/AQc96r5eJG1gJzyv0IXkBhcFQuVZ6s6TOZ5B2OB+5EV66K0kE70xoFDgxowlQYZZmRmIJ7iTPNJgvGo",
-	"bA104jamWDiPmlA2ww0JcVfL+VzmBK6Bwwq3I/WsxHoOLBvB2H9ZTHR/SkHIaYLxcaVTtpACJ9m0Hilq",
-	"DgFuxhJz8BT7kLrlN6tWSBjJquVUIwbfX9jf8LvX2BIY66lh93xWGlO5wwEQconcZOXSE4vgRHNtYzZm",
-	"RkAiJNg1lfZc3stMTzRy95I514WismKzqkqRiXVmFkqL/vTDp//Sq/H15edxOvr/Znw1TcRZrQIY0Egn",
-	"mLRRWmR3mLlBuo5aGweeKPFTiN4N1cFFs7xwxR7D9XWSN3nNqfL095wq/9nv0Yxpk3s7I/KR2dvaBk84",
-	"kNEI2Y/b0fp6ar86Xo/z4le7VixWH6wv8HKFScT3lldRpQj9yEQbtVhaH+QJ/EY/5g5KaaFG+hCzP8Ts",
-	"nwsaAofY7Sjg7pR5ZdzzOj842qiP8seoskt3fHdOC7GJsar7a5stQI+AtGAgTJ8IVoSZsWh6IvgC+ldh",
-	"xBqlEY56bcAeXfo3w/MayL1sowbfThi6F4muB7DGvlug1CXUhsHebJvMNuqF5lr4TdiZQAPNLgO4ZcPg",
-	"xWAA9yyL0l6cD8+HW1Zu/ZuKKvjGBXw5DotsVgB8aoXrKbRKAojbz3JJXFXWAIY3pxohPRMrhfXndyuZ",
-	"F0of2+J4rjLbYpnzFhro+207N7Bno/IB5P8NudSwbD1ojmWH4i3dZfprwDPaZ53+Yo7ca26mmaZ+/lFc",
-	"xP+vMq7lGD4aCy5HRu/6i5D3zvuUbQI+GEPuF2J6N9KoYoba/XOlMzhKymwd2hpja088dxsCmLSQGgjR",
-	"c44gaNIv/O02QaSpTYsOO1iLGT3AUoe9ZYL0x9vHnwEAAP//",
+	"7P3bkttGtiAMv0oGZyZEqkGKZB2kYoVjRtbBrbEtqa3SePfu8k8kgWQRLTCTRiZUYluK2Fd/zPXMxX6D",
+	"/QrfA+w36Sf5ItdamUiA4KFKZbfbnztmtlUEkIeVK9f58FMnUcuVkkIa3Zn81FkInooC/vkiFcuVMkKa",
+	"78Qq52uR2l9ToZMiW5lMyc6kE5uiFDG7XgjJzCLTrBB6paQWLNPMLATTRhUiZVzqa1EwoxiXTPAiz0TB",
+	"CvFjKbRh15lZ4Mt8KS5l7CdO1v2vxToesFcyXzPOClgHS3hRZEKzzEwYZ/Os0MZNsOCaScV0mSwYbmVw",
+	"KTtRRycLseR2/UKWy87kLx278M4PUcesV6Iz6WhTZPKq8+lT1PmOG/FNtszMa5VnyXpz0xcLwWZleiWM",
+	"2zPuI1GlNHazVzyT2rDui2cXz5kfjs0zkae6N7mU8WXnshwOj5Ik51rDP8Vl5/zHL/BXGpAenF/Tz1ok",
+	"Sqb0axwx+JjFheCpjpkqWHxdZEboeMBeF0ILaZiSTLwXxfpS+oOxgC64ESy3ixKFW/Y54zP4Bg4zMyzN",
+	"UiaVYV0L+HmpRcreiXVkJzILcSnd9zORyStWSv6eZzmf5aKHMBcf+HKVW+BedmCNsMPT4fD8+ovTYe1Q",
+	"Wg4BQfAibQc/QeieZlnKujzXisWiKFQxoCfTLI1ZJi1+8CwvC8FmKl33ztmPpTLCbg+2uVYlS5Q0PDGs",
+	"1IPaqofpcTLiD8XZbDw/Fqf8UXKUnswf8rPZKBmnR6ITdexkWWEvhkWncEfLTH4j5JVZdCajViQTplg/",
+	"nhtRbG7wDZ6zvS3XPDNsJuaqsHs2xTqTV4NOY6JsaVG6miaTRlyJovPJTrTiBV8KQ3f6SVloVbTDNJbi",
+	"g5km8EbM1BwwZVWI95kqNVvxKxGxUiYLLq8stmghU39r2TzL7Rx4lzNTh6RY/8/hi7+q7Nu/Pl6/zIYf",
+	"vn0zXH87+tOHb5+q628v1PW3z1U2/9MgGecWbzK7oB9LUaw7UUfypR0BV1XfOP/gITwcH0d7Qf7svZBb",
+	"EepazBZKvbO3RRpAKru12GIRQcK9seLrXPG0V9/iw3Q0H/JHon8yGyf94+RY9M/4w4f90XwsjtLj5GR2",
+	"yt3eVtwsqq3BjNMs3YlOc1UsuelMOmUJb27uLiCaX4sWovWYlTL7sRT2DrOVKFiurrKE5556dTl7+/bF",
+	"U0u4ObtSKmXJQmWJ6J0D5lmCW4jSUnYzYF+LlWFzVTBuWC64Nmx8zBaqLBp36CQdz474megPk9G8fzx/",
+	"yPtns0ei/5CfJifpsTiaj0cOLEivK8A02MDu61Yhw/jkZD8u1KH1CoDE802ouScTRGyOFJDjXUTMCBhA",
+	"ppnmc4G4U+NL8BIy0ehS1hgeK8pcaMa1pUgF0md7RjSu3W/vHKZXpSXoIkISTnMWpdSXEog8M9kSSJtd",
+	"h5BmwD7j0C3HuMGps8d+g27PxKZDhm76TpSYMJAcmpzibvHl9vgBDHsTHV7zK8F09jcRsZElz6PhsIbv",
+	"J8N28gWssragVMx5mZvOZDyM7OqIhg+H0W6KHnUuCi41T+yKthEzU73CsrTB1WYPxcP5SdI/Skaifzw/",
+	"PenzI/6ofzw/mp/MHiVn6WjYTqg+k0R9sh+jDAKs6EueEpO3f1kmLCT8k69WeZZwu/oHf9V2Uz9V6/+p",
+	"A2weP0kRNu95nqVTQulO1EmF4VmuO5O//NQBmasz6TyYZ9xM+dLKOp2osxRa86tqfSxVQst7hi25SRZ0",
+	"wa7KnBdMfFgVQmsL3U8/IABQvuhMOqdzFAWOZyf89Ozho0cPz075yew4OUrHYjQfdj6FUwWCi71wtHBg",
+	"52WSCK07kznPtfgUgvW/FmLemXT+y4NKTn+AT/WDZwAKAO1WEcnOtOS5PR176+IGuOLIMjl/cabvxHq6",
+	"zLTO5BWKlO59kgsGdktPlJznWfKZB5eW+LqYLkVhxQozLcRcFEImYtsptr5ZQZjnVtBcMxBWZ2ukzite",
+	"GCkK1k24Fv1MaiF1ZrL3ove5B/q4dtOIqlt4b6ySuZWJD5k2+uc+84QOSFe6VVIWhRVttOFGTFi8C/qA",
+	"FHTu8P4U9pnZmZoI48Enp6tCXdmrgogDgvaU9j21J4LI80IaUUieP6vQ4fZXH4ea4oMQZz7vYN0aGeoU",
+	"P8NpvVFLYRaoOIkPK5FYxdGqKiK1SpsqC6azVMCFDTcZD9ifQIMJZQBLRD5FnZfKPFelTD8PqFKZ6RyG",
+	"uTt4NpnSNajpVpYo5c9CAF+SDaAQWpVFIkBqCanBhMV+o4iXr1Guv1DqG15cic8DIikJU6PUNIfh7haY",
+	"7uStUgumFqUYzPNzUxY3oXovCnZ6zL7OvpyweGO7CNI3onifJeJtZRr4PKgW3Ag9DSwNdwjV7+zYjFsB",
+	"3BK3ghdZvg6tGj8HZKtJg4ks9dSG54J1440dxz1ngGEpN3zG0dTWjTXCuv7ugIGdgfG5EQWL4Y8+WB1i",
+	"RtYktINcZe+FtDsM7H/B29s2SG8/CKwZsMsLpb7lck3ynf78U5+iselOaZJSbMnl2qG2PietLudG/Cw0",
+	"f2PGCYvDzcUHHNcdnlFFj58CSF99fbNzsvgHr6FQPemMTo7H45PB0OoPVgLJrEKQKalBlaFfRDq1WoIs",
+	"8zzqJIXghn7pjIfj0/5o1B8fXYyGk+FoMhz+qx2pWK+MmlazDIeDIfyveojCTbK22odOUQdYKZ2ZKU/T",
+	"As6wM/xw9ujk0bP586fjo/GXx8Ojo2fHD9Oz4XB49PR49OzJ0fGzhD9L+dlx+HnrrO4pYF0qVtOj+Rkf",
+	"JcETKzWVdlbatVWBqqfmw3TB9QIWdZKcDI9Fenw0TmYno9HRo1kyH55xfiIe8ePRME2P+UiMh8di/uh4",
+	"NhfpaCZGp+l8xkez8Xh4GiwHReX2Fc9ylbzrTI6PT8ajoVUyDzufzQ3m6mqayVR86EyG9volInu/5QBP",
+	"6ACdyjhtznkSde4UElaaFx9WWSF024KOHEbBrg7Ug71wDB99++y7J398/PKi/zB8VOkik86r754++65v",
+	"YTyymrMw16p415l0ZmI1tuPZ+05XZTA+6dwBCD2qOeyqoZwR9l88x/W/fvWmPxp3ok65SrdePJz0U0D/",
+	"rKp/MPnboCvfkda/TbRAgi7SmoSoJV/phTIgR7yVvDQLVWR/E58p3JbhSHfHSx4zUJbYv/Qfv37R//rZ",
+	"n8n5FBrxfi7J7PHrF85eSIp75EwLICqQ+VqZhSiYkO+zQsmlkGbC4hAaMUF6VSi7RCs/PJMmM+vPAziS",
+	"o6kqzVTNpwWXV+KmFpplaeVOwWbCXAshmb1cg+GQcZmyE6Rw8PfLr17ehYUGVwAybmmsDgbg43murkXK",
+	"YAegTVhGY1U1uNm/gBHnWuQ5QzMOm5WGJVxaFWomyNCa2vVONq05YL5NrdqOGjlSyOCHZabB6mV/KaUu",
+	"VytVWNqw4llhf2s5QvI2okdkWhb51CpTBCOHSX6kb0Wa8QswB37e3a3WtrRDTsHEeIcqQKXjZEIzh3fN",
+	"Zf5SKpY93bg5eTypH1IFCAT793gmz2S6Upk0t5Xptglmw7PJcEhMSUhLJLwl2HkKp1okhTDTkBOjNKGz",
+	"K5nJK3qhM+lcL7RIpt/Ov/7TWfHoq6///GNxcf3Xt6+fPnrxzet/faHG3/Bv+JvrHewqXE5Z5J1JZ2HM",
+	"Sk8ePCA1f0B7GyRq+cACRrsn6e05XAPG+/ibdy3S+wMw49NgaAnPOUgPbbZ8Wu49bekbm+GrrBt/9eyC",
+	"PaA/Y3BGrgq1EoXJ0LzO9VTNN4f8HiM1hB/pmlsWxYE9eRO+hXbfZEuxacePOpWw3bZe99TyHfRKIf0A",
+	"LwTFXlhK/UPLyJmcrvhalYipef5qDhxi11kQ7L7JpADi31hQJVFojAbA8cE9BlTUXjItjMkF2tAsAbur",
+	"2Z8oi3qmLtlYhVtp4RayIEtYuIYVz9LpzwUFOziaxt0aNKPbDsbiDNFjJYpMueXYt6YJ6hXNM/+jukal",
+	"1g12LQqxa8TAwTXcdHBFHXxvKuQW5xY+v6ftfYqY+JDkpc7e15yumdSGS+NEHyk+GLZU0iwi9vbiSe9w",
+	"VKe1aMMLs2c18I6VvPav5xZL+RR63v5SXUFC2PDqBPjTOLvGfmqgjohgVNdSzf4qEmOhEGLXZlyBBMKk",
+	"yyUIZAuHDjWUz8gNlQqm5i20aulwaxeSP8+4eYxvfoo6wfh7UbO2FlPJeLpc6n0I2YC8l083598BOs8i",
+	"Ntb4TL4XuVoJhxtEljdh5DjzAWSgJtW0nJeioAa2KJdc9i31B7ujVAYmttwajbXI2TeuhWebG4Pn13yt",
+	"wbVvRWN6b1Dh80ypXHC5AVbYXTVwGyifAEkJaFngPeZpmuGeXgdAA9msSQyffeCJyddMScFWRZZk8oot",
+	"FXhaUBzO0ph1MUrM/t4DUTfQTWLWTbNCJAYfb57Uhk1q96E9gdefuLc/RZ1QEdoA8dNq7gGzFMjePsLn",
+	"LmepSLIlzxm5tTFqxb6uDRv7p6ucJ0L3IoCASO0boY+Qp38ttQFtBzGiCh8YnZC61YInK26MKOwi/3/d",
+	"4ce/jPpnP/xl2D/74adhNDr+1OteXg7w71E0/tT77/91g8xFnQ99GqS/qf/t3tzohNGdZWl2lRkN5Ki5",
+	"5YiJwdWAXVb7uOzgdQnMPJtRHyCC9UEZdG+yLBXSZPMMbcUVhOo2okbcyd6r1WZU2i0WJlwqSUE99Mm5",
+	"C/tZicK7v634I9csFwaCPrlunGzdcnWjgJnA0LUb11/Sa5+ijrtsm9v7k797iOBZygphykKiTz9+/erN",
+	"BXsA3+v4nNmjNuqdkHDgtBBU3sSPJc9rIVr3GvFp4/lwfpqMRf8sfcT7x/zkqP9ofjzvj2djPpqfzYfp",
+	"aBSyaIpt2XuMhZiXMq2szy1iOIV6JaU2agknuVRSrNmVEprNePKOZRSCSQfI9TuN0VcMh2ddLQQj7ARE",
+	"15bD9SaMS0ZTW74SE1Bi1o2HH2KA0/GQLcQHd1WUZDHYMeKIcTbjWpw8YvHF3//tP+JqIMliUyTjYXzO",
+	"uERzkoWL5ezx8XDImpEl8MWDOiTi3oC9wAC1pBDCHin4n/yWMm33KVI7dASSsVTXjQimD49OHp7yJDlJ",
+	"hifpaSIePZofi+Oz2fz0ZJbOh8npeH42Ojo5Sup4fLoRI7qf0Yk8F8V0tVBtoo8LDmT4GoPX4ITyTL7j",
+	"VwIgXYhEySTLM1C6zxnE6jHOvv7zE3a1QV//MD46fjQcjY+OT04fPqpv4Gh8wJJrBt+dlMy9uZWSeWvx",
+	"DalYg7e3xuw0mWRFQtp5v3378RaW+Njdf+SCXG9hFYJY/2mDKTQ4XOg32cbS7vc8Mzv99F/bVIcGW99Y",
+	"9DfqWhR9S4Zp9Xq9nKl8wN44244ldhQmOGFxqVMT11dKrq5gjX/h/b/BosbRaPjppgx2jCGNLK+WhtxC",
+	"WxkISQUxUDB+dkv7hromdtKz236KTggQ0+Ztwe2vJIWCzKvUA2bUNS9SxkNJ/Z5m5NHYpTC0BD+GuOAi",
+	"dP2M3dMNiaBQpUxFylJ1LXtNXLgLVCDnW2saiX3EFipPLZZmhnWHQEB0tixz7k0Hc1Houq6YSXN6vFeX",
+	"briLmit4YXX/8BWmFZvzYnDowGSSazUyZYYVgicLkQKLdhShPuE5s7SEldJkllFjDEKrQryX8GW7gmHn",
+	"wGCzNKrCrltCpnH6jZEDn2cbBHN1xeAxA0sHNyxZcPvPwJ2151h3A7vmItwGa7Tj4YtoewDcuqdxi0ri",
+	"qm5g/NjmdPxpw8wVYpA/Z0UZYUTXa9sctW3T+4Jb0XQDpPbdwV5LCYYi08jhUUaVKo/3s3lbtgKgfiCN",
+	"u9DGvXykY8v9V2lgKaVUpU16510he50LL+Rc7db/m1q/+LDKuYS9tWL/PmUftGx72sHqPQUlFXyP9u+m",
+	"qJYd0Za3gvMJ+IQ2N6cNbGrJk0UmBUtUKs7tzYZ7D2MyfIOskpk0hUrLxG3fmag3o8q3REmD7S0Mke5E",
+	"TS9zGFG5FGah0tBd1on2RUJvC8VtLKolErfj9KwwDBfNghvhiVvda+0ORT80+RP9386d2BhyxbPCX7qm",
+	"P3iLJ5HiJYLgr42I37aQwJZQuM4PIVvfPNwNrAckw/iFdhlmVahZLpYoWYLcn4k8tYKSz7jbvMfk695E",
+	"2//55tVLBt4h0NSNQmOgpQ5dELji0D0eg1GKVzPZPyniQPKlaL3HWynC95ZlZZpdF8pJyihz7aasuJdq",
+	"3K1XFUjSxqzf4g2t6NCcJ0Y7M+hWSpjQvd9LCIFAfAqcwxu6kCj6eGZ0lJp1l3xtBWGxXJk1cMrMiKU+",
+	"aD7ClU8eCrwo+NrxUeeR/mmXj99lshJpiv+lTybO/os0pvPttZ6tKXgitk7w/dETBm/YKQjAPgHsaIwi",
+	"PIj7lUmgN2FrVRZW5eeJWPFCSBPf05fSp81SfrGImAAGUBaaXS+yHEkt3UHLXVRhNM6vB+xxkGMMWcTe",
+	"6y1yJa8g6VUqfL2ZHHY8m5+N50cnDx/Ojo5TfsqPEnE2PkuHYiiOHx6dNnShYf+M9+c//HQ0bhPLmx4V",
+	"iy4VttROrQ2zA2fENpfIoeroeLc6GgRVHqCCjNtVkJeVfa5hTkYVy0tpreonyK6ogU6coYh1v3z5JXuz",
+	"5IVhT0CyBGsHmYhY96JQTW3KxcBtUVhPb6mwnh6isMLcrRor2UQeJwiRlsMkgTO0xVlCYfg7kHtqWuuE",
+	"xQmXichj1iVLZeh9evBTln56QG/0IhbzJBErs+tlegP9EGgl2/U6vdELhRmcz3JfGKvj7JN1rugfbmDP",
+	"a++U3+SDMy7fVeo1qD/gYg6hZdHHskhVsKUqrFTW5hjfpeYf5gYPPYQ/tIViBNfS+9uC5aN2CPcSHJpq",
+	"jtblYJH3XDwUhtuEcTJbQy3slrhRBShoqkgFQqeySXAZ/OIncg51Cg24gea2jRHgiFQ0ISbfMKS4y5b5",
+	"6YUBzR9jbnzDDtGe7AkItst9UQP7Pc2CRDm9DWaZOSfzd6VG2z9Lo6xqlriQiq42/CqTVz0Wv3nxbR/t",
+	"3ZUz/lHN8I0n3EySffnidX84HA5HR+PT0Wh8NBqOXKThaAv/vZ0zOsPbsk85blNqQw1hh1e6hqNtnAwv",
+	"dyXqHnbViCR8in5q3Nlwe3uzkz0AIif02KMudtya5cFSGa4w8BdvymYNsNaWvgmqDYry2GGcT7JsP9sG",
+	"kA8LBnChSreLBKgd6m8yHAB3+Lp1U6Cf8SuAI1HR7WDcRia1Nx5j6RMprq2cCkTkhkjYphUsuJ5aZtiy",
+	"BAsu9IqRmw32MldWKW6FXkQFBrbshmoWYCArBqJvWt+C4i9tfiMNFSpiVx1mTjloEFplZyBDLjGSnGv8",
+	"+QD8aT96D57IF08IV7gbI252w/xCb3vNAAl/w5cspKHb/TkkJQdQRb72y4l0IHdazMwMCWe1zLFDp6w5",
+	"G9snrbupQo9TOPHtI4AOjQKpr8OHpvivWo0FN4/VCKWKbH/NkQMExO2cFyshtdpB3cLbvMf1s/YSUStS",
+	"l7M804s3lDf1U2tKUp6BRR5MrkgsahWiJixeCZlClYzuNc+M1eot6vkvKU7DFGur5tHPVorucjb+8KHm",
+	"r6EYM8iCilmXwqaNEcuVoaIANX2OpgZ7BY1rQQ4v1nW66s0NNIAwmzZbJMSEkaRdc6ZmYNeIKNfJvjAa",
+	"D30esZWyS8gbYjMMr2ugRIMQUIzZFDPiDr2c39m32y+l+CCSEo37UN+uG8+4FjB+TCm1YJlaWeLbg4v6",
+	"CyiYGEnY5UilKSJJ1SMKI3a9yJIFBobg14geYIIStFi/m303F2F0oHKK67PT0es3SAT4+ehriHbdEBSQ",
+	"0mYHLaFgRqGWjeBMCLkhj3656t0NPQ5zWdroBYWLklkKq89g0T6MPsiWgnVrlwXQESCeqZs4ZRuxoXeP",
+	"tnuhXTv1OrwpguKO4wFB+AQ4Wgm0CtIFERlBKK/qVribcyA//a7QpPAORg0KFijhTV5UT2wMbmUNsdpY",
+	"FdDoz49zVvPWY6tfHFc0bls888ExN0YhC4n2ROw2I3HOmVpmxmIcqBJwvFuXWI/XOrlhNPKoHo18evfR",
+	"yOO2aOTTrdHIdg8YifzzRo83LvuhRzU+5KgaGNZ+WL/N8PGbkrum8+lGwZBEFA5TcYGu3U65RQHxN6nX",
+	"fsfbRF97MVYCXRVE0T7fd4dVHm7vufsOPDW34wEYZc6ZXqjCqsfrpZCmCjBvE8q3xKujn9quBMIytckw",
+	"YqjFc3DPh3yde//h5itxIy78HxTi/akNOYRO+C2zix63BKoZxXKrOHKDlcE3wX4LjXxbrByk4DaXcE9D",
+	"tFwQ/n96vC38f/MJenR7zRO6g8I1wck9Gu4vyhpe8kokc6D4YcdRHkYrC3gbvFG6zG9pefdTlrn5jRLP",
+	"cIft0UQOllWBv89F+GLLdG+EcBlBrgzSA5w7rnnAC5FSCJkLhXNeJQrQU2WhXaxeJnlei9v7YY/PL0v1",
+	"vjStlhRwWrDLsBHo+dwkIGDX7LotMKmureSFCmbvHKOVvEUePQYILl3zU+z12TZdFLciMt6TR2dcy1Cz",
+	"S9gfWbZ5t/35b4K9HUPfC1mK/c6hAl9kBTlWDvUQ2ffvwj1EC/1OXf/uItpD6JZLXqwPhOcbevvufEsB",
+	"Rh3OTRC3bu9dCtH4N8pJPPpvkTgRhGoOMnlr2NAv6mIa/HJmzzt2JN02r/nOEpZ/IVfVKufGcpnpXIg7",
+	"QgEX8MX+89/DqLZ7ms0FuhqqHLIFz+d9i7VW6vfKoYbD1AteiDtEy2odMPKExeHmW5YLr91gwZ+dSro/",
+	"WfUAx+LWW79fntE7/B6hgOWnuGU5lsPcl+FdrAP3Vq7NBq47/IJt7yC2bypO2qxOa3hOhZ2h381C5YJp",
+	"kWNt8utMpuqadXmeA0vTLZUv5oVath+imM9FYrL3Auvk+J46NKivmnMDT4hR+6YSMr2biQzPp3SNpnd9",
+	"i2vRpjGMHgeHAOseHBhjaMeT5XImoOojCKkkjLtxblTrBo4TAN0OhEOL4LyhcM3bmlSqcM88m4tkneQC",
+	"vfCHJwbHLpU4FQbwOWZK5usJkoKNjGHRkqnJujcz7p9jQfZia32E3oA9dend15SDo02W5ywtxUYe8i4r",
+	"4q/TpeE8GpBeCeriFnXSZ+1ZtC+yVGweAh3fvV2JoD+fcWo0frS3AkpYE/r2G9yIRK4VX77hkuCObCGS",
+	"0ObMKL+C0FjSvCtViemBz3WtX/6B56CN3ykmpf5jlTEY/ooGYZeeGASe1yNaWhbXUrZDpm21B3ZSAVfn",
+	"BFIYIEmpnQ60GDigDMqO2ipgW91ZWQVsrDeqq4J7bKmnAj6LQkBZEok1iCeMuz8gQg/ftTc8z6wWXhq9",
+	"IROV8Hoh3mfimnVj+HOKf8agDfYiO1Um2apKoK0IGmdSXLOCy1Qt3UZ/Lhv/jcXKxxL78FgIhHtWtYI7",
+	"5yECqIIKt6D7Xm9krtws3ACv5sZKW7knxKn9MdNGFa19/eqaFZYDZwt8f5NDLrYN9MwHvJVAZeWViJjK",
+	"05tbtWorfiZNsW6zbmUHNy/bK+hrH8p3YGFyiv1rzaugwSIPqb2HgltsNTTWwNkSWoHNNHdHaOFLbMFX",
+	"K3vBbxArVKjlVO8Ic6TV+VAlP1eXs3gDXHGPLHjOsufCl5iwAAg5CKeQyCkR3KD3Qa06PWR7TOdZjkwi",
+	"5CKYs5aHkY0uXCb1CWz2n3ZJP+zTNa3gc6X69GMLJkBmPvctLVrFUxy4DsbnYdYyQQ/7OGZY3NUsxJJ1",
+	"LciI9GHvFs/ugWPUCkz0KKPW7miHFl0hYyG4bgvN/n6xBhod88SoYoIbjiMWLiaGI5i4HK86ia49a1eN",
+	"pnd194KrUMfccBa/1+C49l7PQw22+yjnISbbOrH+TRptd2YDNAm4a+NQq+CHLBQRH255ix6HLLFa2hYP",
+	"iEs3rzcXI7Grbv1y9fG2Vc07ZzGVnZgSW4+ZtlBE3cwwLA7Q7lxpfLnFLdrMIE5Va+oYk+qapMxMY0ac",
+	"8/KBz8cKidQH+sAkpDDDuYUV/zYs5rVyio7C6ruxo2+0E2pD/LBSoi+52Looq3l1n7143T85wdx6F31B",
+	"CgL8FsRdbKp2OwKSXUp/KniaZ1Kw7tGQLTNZQq+x2wYe36G49utxSuysogq803XRR5p1R06KO055oEK9",
+	"rOsC2OBWYCD2YYVIfflNiA3rahHsGWINfNnV7QUHzoNYUKkk5hT4vnL7edlt5Yif30+xU0v4ZUz9FGLe",
+	"JEM1QrBx2NEGG91kVHs4/LYKSPv7NrGLQMyFOjvY6DCo98f986or7j+NGMBQX673OocaBbVEMc3EMjMm",
+	"TAhxpaJg05A1YTn673LFzeUKr2ZCxBb1qtqJIA7hrGZm0SNur/EXQ28QxCDEVfsvMGQjFsOEDrlczWnA",
+	"qOe0FDKgPXUc3xdgPHcV88xCFNeZtnxGpoyH1fQIV5oXBF5UMnEVK7019hfCxhsVgtRCyPN91z30Rm2h",
+	"wjerOhoe8i9afvSgZLtmD+Rfa8rdP5Uk3SqUNRt4tmctGUjGDDbuK6h6D6wvUewKtrKucyPo+JxZFAvC",
+	"Nt0wQUKclfWbXrLe7ovBXiCbSbP5XBSteXc7alYfmlezv3DxLp9WwN6hoNDeq773BjV7p+6e0fWxt3wv",
+	"43kcSgFwrv4oM00JEJtpcBGLK3tkHJJWA3Ix7oYqBTs/MFn1tpAUqCEl/bgijc8Zek9W3GctNmkB2TXJ",
+	"4cpoT7iR8yozvKoAJnAkoODcUNim3nkGyJ42+VEtsRwnroraou009Pr5rYR22c+yxm5iwM0CjzG3wfdW",
+	"0niLpdm4urvyH8hFt/E7KOH7ruuzGoK4bIsMvGMVsbjJJdDbYqGaxIgqhTZCyeuOGyfkbVv+01IbLJJV",
+	"DWuxCkUBqszoZqrV+ijAWAleRORiB8mNzRrxLZLj7/aN3+0bB9o39tVGD6+Hlbmc738vw7qdHPhPY3Ch",
+	"hfpc/90QDJrQYHOWoAvNoSv1Gs/Poq7c9rjussj9Hj5Rdf1xKiPU+0U908LU6bE1pLWSoBQixdqZpISa",
+	"Baepga3HG6pw3GsWFdyvX/2KbXAkeFAEyqF6/j3NLAZqADHGvlBEC3XAdGWKA/zSPKfmjeQQ1MYq5nHT",
+	"p43i2KZbOz7fOD16yJaCS1hjb8Aeu5UIWF+buQZacQvoDMI1K3XJ841IHLQXQF4pVBGyIpn9oBtvhmHF",
+	"kXNuMnSjWmnSDjPxz+syuJc8cUsISsf0nUevh6Y+B0mMkiGL2bpelgPbodsZfzGTRdg5+CC1HPKSyBl9",
+	"y3DwX6+BuFZ7JABNTdXb0MTupjPGhk6+Ke8H4u9BdulDPfu7LdW3cvRv2sh/687+bzJtXhix3BOC5qIj",
+	"rU7wqzDobzGs/+wu79+OOfDnr6HVVOl+V9u2q213pKP9umW9/49w7e38uMa2m1RzD6Xen/e+u+z+9rz3",
+	"WhGDO8h/b2MvvyfC/wK1khvYcqggVa9Kcdu89iaq/tYlp9tA986k0988dHfV8d1MjQi6wVXJhAd1hPsF",
+	"Y9rrbVk25904g+9RY36MJYPbab+vTEyFhVuEc3ywj++6wsSQyXsTaTUtC1AUp0vd3h8D/QzBFEapdxCx",
+	"sszyPKPiqfsbZor2hovfL9a10fEIWNeuV5UmYomSUuD9s2ehRRoxqWR//OFDryLaASIfYF7Eqz8VHxJR",
+	"rLawHWxMMj45ZbO1Ebrq0QXKNPZHwXGgJRwY7o3lJl1uhZ6CJ+D0KM2lpGggga2000KtViI9p3HRV0j2",
+	"m7cXz/uPMPbk5dtvIvhdL9Q1VL17+4fnz58/7Z1fyiA+yLeku+a6bnyu1seLwur/OC6YiRHYmi15Ki4l",
+	"GXHeiwJ0ttHgeDDEPl9hcuNwfHxwyOA0aW0FeVEH4B8vLl6TQW/P0nec67ZE6drFqa+rjvUONVsQo43K",
+	"0bV+JlNoDbhPWfB2M3q/rZTrAVqp+xxUUkTNQlxl2ojiJrddSAvBtHUikNTIvGfxzpcxb5fYaKgpfrEz",
+	"o3W9ojJafheEBLrRYkbNWezgaz+9WK9EfLDg2vyyTWpdFeJ9pko91SIphJnuUoC/B4sHZ4WyPCrtq9Iw",
+	"/IxSwnV2JTWbCVSrIBLGqhfUge+amgBro1b6vJ4+dDu/iJ3PMh1cREsq7fVCi2Qasz9AzPrpsQXo0dhl",
+	"fAK9GbA3QE+UzNcO+GTuxTbJiI3Q9jrEs4JKSxYIjkzJTQ/SnWmRHk9uo0JGnbLIt/n4Avx+/erNRQ25",
+	"twj0drTq5mwg/sax7ESy7erlAbTmdrUa7EVsUiHoX5bJqxZF83Ykgj3DXx36oLUwzaD3QIquHg6uVWav",
+	"EQT10Ey1qKka1tw1tfGdLpVVTRkCf8JKSRh2zrh/XvUmC/F/4uKO1isxYK/sHTILoQXNCqV8XGOsWucJ",
+	"aCeHIRkQgPLVswv2gE5FP8Bdxb1zB1w/iA86pTTGGtSpL9uaXYtgYnRjrXK+Jg1mvULhgmBIOexnbFsL",
+	"Y/IsGaENwbTUQrOa84rOOfZULtNufMqUrADo5oWFHEbvPT78ZWtFg816BLdmEstMvsBvRw2OEXVKmf1Y",
+	"CnpssfOG9IV1F8asoBewMSuIPqJWeBFblbM8S6oHVdJ+o7ArvDF58IDEigE9sfB4gBhET9KaTbXI6iLc",
+	"eHj86GbU7iCidIgibVqI0O3U6Kb89ZtUpUMsbfPt1Lyx7k7hH7m6atEir64KccWNOKRVUDBY1QAYaYLM",
+	"cvb27YunrhONJxEHGfOd2tHma6jrwZppxea82K9WHiY9w2ZunqwP320FGQE/Pa84CJutob9QJjAvAOmw",
+	"Pgg6OBn+fHMaZiWlKUFvNzBApnLqtlUnrBJIslzNnU9G49vJqmDsPGg9YIJ167H6cSk2oqiglspCpGW+",
+	"4/j2rmmFTaYOTI+vt6QCF4s2W6zdzevg468qFk/06oGBMlPUXWizw3ZYTG8PHfHYWcOdqH7ZGwKnv4Ib",
+	"0NhEoc1DJBjso1jbEtSadIva2mu24utccSy74Fb4OxG7IyLmZNDp9pVj1E/TGHnLSjMNu2dbIPHvZPU3",
+	"RVbx9h4I3tf09u/0+M7ocXUEbbf9MGp9qD+sRsE/T4IPWMVvXojf7/6vB1jeJACAdM47cP3X1I7fff6/",
+	"gM+/iSO3uoaf4fbfwNHf/E38BxG63YD95wXnBQlWLcL4eisonfu+xaK4o4bpLUqg3n2p0y1L3uL8f12J",
+	"RpsA+p9vXr1E362ak13ZQaqyG4PcErtEv8qv6OSX3oD9UfBUFHpyKeN/6b/BkP8+LaD/Io0xccKJ1VEg",
+	"VvOkUFq3idYTloq0XOVZwo24lLM1y0wvYi0TXGRLoQ1frmLWLWX2wbdTdfyIBJGeHb51iW+yK8lNWYiY",
+	"deP3o+iyHA6PEvJg/fHbx0/6b/74eHxy2kV3SsQuO/hKlsJ/xQD/NG4ltV8tgPGHy04P/xFHl9JcK6ZX",
+	"PBF9LVa8AKeFdgvR5L/wvj/n91PvRZHzle5FFlDo6sCaEmYhLuUbw2XKi5TR1jSTfCk0i+lc+1kaR9Vf",
+	"pgIdtP50v/t1xINL+b2Pu3bZHOLDShUGqp1icWeeLLykD8lLLnEjhldWvBDSxKz7/dETdmF/uZRPlDTi",
+	"g+k52yG8WMU4gJ+JHIIcWud6FJqwtSoL7aIPuHGvX0qcNmW8PnFk9WATdvBOuGQzgY2o7ArsiLgEVzlX",
+	"KnMpLRxEes6yK6mweGM2t++6JFj84lJ+JyxlsgK/AyimZUE+1olPQ4WUfamuB+wxOjy5XGPb78wsMslG",
+	"Jw53zy8ll2sovILOjMxdkpSSWU+YjnDoiGGma8TGbGF/W0RsNGQLOFL4R9eOfyn/mhkjinMWfydMse4/",
+	"tuNAR86FkqqkxLXj8Rl8eDI8OmfHo6FzodU9Wj2MzrhNHMFtjQi3Tb/Yp+UjcaqITaYkeyfWvYN0eyTU",
+	"hyue9uWtiuPrQoDzD5OugW1Cq96bKZITlhl9KWMLMDhdzjTwjghQtt4RmT1O3kl1nYv0CtAbqi+io8/V",
+	"/YGD3pSdb2fPaIuuJiW1ppVureFZB+VWECrJ4joTjb2W4mt7Q+IwvOTKe8ObwDQuZQ1MVk+acfmuqhqw",
+	"5Gv7MdOWb/K8JQg6SI9Ff/P5pcQqEEEzXJg4qBGAVSow0RC7P5iFyAr/DTAx4tXYxPlSQsmiLbt1hBhz",
+	"GJfCvThFRuDj2IkBuAoYl1IrKjkhoeB3omSSWSqgHCSw8xyaUO2PkK08d9pjC3k4sPswwa4O7e54s1bK",
+	"ZvtQdR0A1/mFr7nGXnlKgqkXYk8KOh84fPtGVdFdFYyXRi25yZK6E3Q8PhkOBw8/r3OrB/82vdM+htop",
+	"rItOevwJk6fjXkTZwUhPM72RLtTca5e7fWLDrJ4Pwqv2DGZvt2l6XbMu8vX659FGEAG9HrM8eyeApYH+",
+	"XcVGIhFrz9scDUbjwfCQ5bTR40PS2Xel1NSQDAIq6XUKbGAWf7lRRRAQkZnzg6AXv3nxbR+vVRWJ8KhW",
+	"SGQeYCEc+YC9vGuQVej78sXr/nA4HI6Oxqej0fhoNMR+1fanGxscKjQOgeyTWHaQ7u9Avt8WmglRIwhr",
+	"1zDvx1KUIt3a2+WzfTL/MKfLrbwQxoPpF3A+ZHK6KtRVIbSe6qz1Gr0RxpndvApAiE0+Nq5ZUUpoLEFx",
+	"yLj+SRCgiDHjlxKRwIvpVQ2EDPqSCJmCLM+lA4+m1PIqJMlcWxWFm0tpeS4yon+ItxZ3OfX+jd1ycbDr",
+	"0CkywfKMqoicRihDnwrG7MABRSBdMEsOrOaULYUHrUaBwn0HtQUUtCwxoijKlUHU4iwpsFervpSF0Enp",
+	"UU72dgDygKYW+50Su/wQbZDcS2EO78gZ0JzPMrMRZfvN2NmgZ05SFplZv7E7RYA8XmVfi/Xj0iz2RZ6T",
+	"yeLx6xdWoWLdWL+bai7TmfowhVY3YSiafWjx3z9pxKJldvwFGJosuPjSrvRf+o9fv+h//ezP1W45LK/z",
+	"6ROQrzm0g0uUNDyB2yeWEBiAZBhDKvX/cLFrYVhbNYl7ysJv0K+9Ze+wZdc9YJaLRGWyb1R/noGWAUaU",
+	"AXvsX18VWSKsovb2zdMLJwdn0krFl9Lpez+WyghtBUDXbKaeG9ZWcIfUBRd+yvilXImiH37WqBFmUejL",
+	"l1+yN0teGPYEqqp1qRA5lBK5KGAuKkMegQkEKs+ImsrEzKJQ5dXCjR/V6uFFWE/Frg0VlqWQJqrWiXYX",
+	"Z4zUEVruAi3EV0ZZ8atGBQdoXuSkLtcrFhTcYnApL+V/+S/siZKWElkI2V/us/v3LT7bn9AAMLh/nwqR",
+	"oAAIG+LvSI+qMNyhtpWFPS7GA/YGsfpSMsaTRKxI7WQbN+CdWOsoQPXqteou2HfOGYeJiLOCgG1HF/J9",
+	"Vii5JF4YHw9HrJS8NAtVZH8TaUwFVdCSBIxFrSzAatZc1ELVtcT9vRPrCSzdO9LcfguhVVkkLmAfJjxm",
+	"viN6HGHjwnztdAFWynfSaiGZ5e4W0I74ViAmAoSGaLuJny6BNl12Juzv//YfEbt0NMr+AuSRXToSSy99",
+	"igd2xTjgnGd5WQg/oN1T/KwoVBEzJNkTFtOQE6yVE0eMI2lmMY0cUwVeaQeOBX6OpNFVZKT+bUueLDIp",
+	"WJyo1H6GdWhirC+iKxUgJjul1b0JGhRQz7JUVwDxuUfeivovfXqx/yKNzxmQAtBtrfSwViUjCsdKTQNf",
+	"FDzJ5JUd9LE3p0LVIV5YWZV9f/SkaZ0FCwDadA03Iu5NQmOsBYOdJpOl0IHBNAJpzIIHAY50Cusowwt2",
+	"u2GOSggGutmMda/3WJl7YQSvHR7twtpvqL4ZvCh2ZLB6OEMtwJwbwcA9ijC3Sq67yFDF81qxWZleCaPB",
+	"QsJTHbPuV88uemQkLzJLiEGmshMUQhswx+f8A+rFxNTQVCPnqkjw97AnGh41LEOkG0dux7X7ffHs4rmr",
+	"kx7bhX9jP+i/VnmWrCfeD5HkXGvnYzj/8Qv8leBMD86v6WcyMZMnwh1ANfq2YQs/7JJnVpyncU19XKpz",
+	"Ni/znKY4r+rmIlyDnB87NRCu8RmU85sSRGK8Y3VTdZem6NFJfqukWAOKA8t0KSFht0odkYIAvi5sg6oH",
+	"7LnlxDz46uVXLxlayZmnYeONLpZh/RPNFvy98C+fRrB+3axHWI3m0M9SSosdRZkLff8+65L1LHKhBmje",
+	"g0KuPSDEowGLZ1yLqZ0hdiQNqh8iPb6n7Qb6wNthifCs1s25XDV6OduBxwMW8/SvJVT6w8G/qE31n//O",
+	"uiP29//9f5he2ZvQq3pE37+fqmt5/359WH8rGKNP2LUq3mksRqZrVeknbC6uRcEaBRzt10dWPJpXhwTN",
+	"mKHmI/hQ4E3NvnD/+M9/b+5jyzppZTUgHNu5avWe65PBMr7A//zn/7NronKF05y2TXPSwDqwU5NCH5bp",
+	"B6xy7VUrwDaRz71xek6TgcNpa3fILpnzwZFEC9ZZLqTJ1wjy00GzVfgXbH+TcySJ1KD4i/Zm47TA9pbj",
+	"YGPc13eceFq2hAtjP/7u+RN2dHR0Zsnq24sn7g3xwQSCBfartfxRC5myLvAn13VCpow0vTU6SSO24ga9",
+	"Zj+WoljbZa94wZfCWFGHuHhWuLcdW0elxL4QSIupSHJe2Nd0mSwYB4oev0jFcqWMkMm6/7VYxz3muuzC",
+	"cWH2NdAhVRrgtoXKq2Ruzbpv/zAcDod//7f/a/8xek5Rg0BFZZKXqfPT6YSvRJAGDq9/iYu2/374nMY4",
+	"e35ux7CkZMWh5qG5FkIivcTrRTQavUcEVDsO9rxg3lEJn0BvCt2L/C4y+T7TmZWT0HjgtgXDdmdZmhWY",
+	"Xc9z3wkXoZ1pBdYMB0L29g/j4fgZ7WE8PD2N2N9EofrXWWoWuH4Y1T4cfhmxt394/uz5c/QU/FVl0kIQ",
+	"nj3xYwyfAjpRR41g2VgLQgrHHy0mXBV8tWDkrlc02PiRH2x8hgB2Y2C+/DlR6+sqj5/bEavoC7uCZCGS",
+	"d5WRNxWJslxiwF657NYwU3bbPbfjSr7MqGIC4DquKbj/2qhCpFbeC7UWNisEfwevkAPcKwKbakVvgHIT",
+	"XJTqlqDEYx+A/KV0dTsyqkLrCJcdFwx0UCfS2dlBEKOYvcpnZTnlIJBjr2HkQC6Fg1KFn2yh8pSgDSn+",
+	"mdEin1sEnGWpZl0Ox/Hy7Tf2I1Ry3GWzX/XAAsZcuQd3Jr55BC7t8esXky3U1nVTEaTsRF62cFrBX34Y",
+	"wOHEXhyOK8ldaiv5BjKqUxNmKs0oy9PT/2P2dfYl68bHoyOXxjA1Sk2hzzgZAIjKwAJAyEA198FftZIx",
+	"fHvCSqnLlZ1XpNOlSDMOhrq4d+5mVXNw+MQO8LgODI1IgYXEr15fvHj18k1M+HnClsIsVDq1GiJdMQoG",
+	"sudsBX0BiDYr1LUWhYYKqPgN+J3MgqUK77SlPvDBzrEDu4BZ3NP0DpZcf2xfigcs/uOzx09jOmK8T5Av",
+	"LAoQFHGPmUblB/6qGuhaYBKSVaSCwy0euFOywzpEBMF3xL7NvgScAOcu5ugSZiH/xzoUdneFw1UUf4+P",
+	"Rqg/AsVY5TyTfajxgRU/QmKFKpjwts2ioTYSer3mZgE4RWWHrxXASrNElbml6SZZWGU4zwz4tbW4WmKq",
+	"jKTt8PC+G8fg0b8FgjKmBGObigk5CWtloL3D6AHWvrEoxdPNbtNwz+3gvrRe5aCzWEBfRw3PY1AVD/cc",
+	"sN1Wyw5EGYGLRTOtLM4AiyPLjSWTTcYNvGsEUsrJScCge9EWC4sTFvysg7ZS3pU2tq14dgUwMOSCN1JJ",
+	"VrcRRix+/bYtRCSOgsE3A0gw1qyPdlsYpfEi+CMf/ORM+p8eoPG8uWwycT1w7smYWIqP3e2GplRmFWoj",
+	"ZJCksoYaP2D5Yu+EWNmxrRqRyavz4Nq9E2snX3neUJRSuxx58oFkKGwTc6+zFSACYEbBGunsazunvaLv",
+	"xMpQrRqWC26F8WO2UKVVHx9DMNa6Md47sfbnbH9AFkLLwqjGWla/K96zNpgvYv9Ba6wQzvTRrSBStH3F",
+	"IO/DZddkUPDVDrAwPhR6rnXzPR6eMR9LOd0sYhgzVSCfH4/RfkMVI1LLPwrnsAOsVgP2ckOUcJXfg6i9",
+	"NEsxho65ev0TxkGSAKPPGjhnzLrAObGcB4ResPjkw4c4YlIVQUF5zXNIZwpwBOxRGKrknFyw/pCPrXhW",
+	"UGSLfYTazFSVZqrm08J+6zrErIosyeRV5MFASD8ti7zGYnoTWFL76Wfay3Gg70YV7U5UUUDQMATLEEgC",
+	"VKqc3Q6CYKEUoKhBsReHQhnQJMu2YLWgLuEm6CrAEtg10HOprsEeyrponSglf88zcDVFTPO1q9PtdkCW",
+	"TSTeQvrYSistInFFzgPGuIXKycpKLUh6lTlnzLKKZk7fifW0EJblxecV/LzJz90IMoZq2nGFz8issWhE",
+	"MKy3JFZ+6riqPiFSFtdJGtRCh7ksgYypWrm3tgEUqJiK817x8M4i2ImrQJM9wlco4q4JYamve2h6vVc1",
+	"z7fH5wqug5Zj3DWq5BGWqOUSXN5XWPJEFah+GaupoAucxSf2Alk+fzI8iu2FWfI8X9NSSN6vbklKkjZg",
+	"n+VsUE3El/AKqpy57jHc8BnH2NNcgdjtzgtHRLS2C8X+Rt5ym3BpV/vOIt81FW3BOWBXOQdlH7w/cM7e",
+	"m2A3ApLkRSG4ITKOADYqqEGi2WWHPAuXHXJx1W7k/fv2LO/f3+TcoNBk83oP/ZSWZkQakc3bgCG+eeNY",
+	"dwdl7p3T2FKZcJiqij1TpRmw7+sMDIxkrrOAp3DwqSPlZJVEar5Lnvppk7h/iilimJPjsFfdEBBjDuby",
+	"PQahOLoeSh2EmhWcjppLlkm8VdywUmYQE2I5OOIurQdPltohgN1rJoTEWdJzWiOIYpaYQqQyL5a50Gg7",
+	"UGH9Qks/XVQIyADcxWM7a/EbU2SJsRKZ9p4R5yKyQ4E+/p7npUA8chozrjYz2P2xMpUg8H76+7/9xyd2",
+	"xYsZvxLxVsU8atP87OxWweIbejTxt8CepARaYMiwtN3SR+p/BnUAl5nWK5EbNs9yOy7YwkHkyVJhgQTu",
+	"0t456lqhtasQbCWKxKI52CJE6i3ZUDupy1n8ADRd7sVz0pkrCR3DmTWL/9v4eRxqFfF/i+n3k7jnNZOr",
+	"THr36zeZ0zCtFChMHzy9jbRCFgfpbTGKmPzHEq2SMwjuN8pRdwSBdjGhmdYlNVez29fwYMaTd0G8VZ3D",
+	"0wD2+uCMgN4ATa4Zz6EUniXIbucYGwt3wk/eODZa+oDFoO3DHkCvGA2HwN5TMedlbth4iPTbJwmCryp2",
+	"GX/Oj4nCTgCVCURhOu0PvKCg/qFHcwAuS8T60MSJ6q7Qk0u4xh+d/vux/t1H5B8f4Z1+v+//P35kN/qR",
+	"xRso+pEteT5XxVKkcOsicsta2FV34H2mcooWmCkLSIu+GXqkUVpjS5WKiM146iz3ZGJszN8QROylgM5+",
+	"HzfZA6OH1EfPt/Rp35FDvI+WuFYo0cSHIKe7jg1+1JEdtWZhs0CipViMwglDe12E4nIzKqAWEgCmFvJn",
+	"u+4rmdXvnQ5ViPeC57Rf+BxHxN5EvWqBx3aBlaOfffSe/UKVVm3J0ii4+4qqtOEiN+II/LAndtg2Q46F",
+	"KI4PlInEUjINZaaihyTsV0Oe2SF3azsw5+bPPLeseM0qywwkM6MC37U6Sy4M1FTlWvQaM26tZcY+tkSq",
+	"I6v3m4Bto30XRbDG2HtEXpoC4/s3MNqL0zNhDxr6B2kd4jRMgnofwWAKojqNi+EGiNN1CNUjkNx4oyM7",
+	"3qYtkn30Ij4mHb4XhbNf+m9P8Ca02iIBK+BTuGXkk2ixaLrRxuO2+0+KyG6obVWE6mPXteUQYPc0i6u6",
+	"izGQa8tmAsCHQywzDba35hjo9QPah83BcEWUTBbEZwTXCsfdVIQJE+2ID9xw9omDpH+/MVKr3vyRmGrl",
+	"o800ULprMnxl9qZTBDSQgZl6L0BWXPIP8GN9lm0aN5y6y0t9+9033rTuyVx1j8BkV40LiF0PK/jIjFJs",
+	"aW+zs2Nj8e96qAENceLovRGF5PmUwoA+Vk6vUooPK1Tsu1Ix96auKie7eJ0wsTFLe9UUR26Vehqo5w7C",
+	"gZvfQjh4AxiD0fgG3HKei8awpJK1DRzqd8Hjc9JaUOytQ8WFeEBTncvOHg34sgObhJC7/4WlnXWQYQax",
+	"d3Em52pAhZ9j7/rRYsmlyRJXEhpCRKvMp0Lkgtub5CpGZxrsdZeyG6uVkHyVPXDvuMqE/ff/Mvjz4F8H",
+	"a77MY5d1WmB0oirW54FGmCswblnZLn6QqkQ/8L+DtErRJ/yvqrh/n3XHg+FgCHYh70Jzyr5VhEuZoD2Y",
+	"FqIri+LZkKWWK/OF4KT+p+gHSMOIKVfOlS3tlGFjcvald9rpCic5S/JMoDx+JaTA5GJPMPxwDnpo+jdF",
+	"tmJKon1rqd6j7FIIya2c5lWRCK394FishDVV+DranALgasIcEOyZSNRSBI0SM1kZvUB55kzyolDXYMR3",
+	"Bl2Lk1RFFOF6DnC6f59bbYBUNhqKbKpClsv7912YUCbxoEaDER4U1a61+k8FH4QZObQ003wu8rWFhp2k",
+	"2j5FBHpbtlun87XC634htV/RRUOiNJaA9eOiUkbqRqqS0lI2kfrARXAxeRdOssD9DAej3oQFgch4wchW",
+	"gFGngLDo8yCDBxh4Mu2nYfa0Ua0nlKiiG2ZllqdoUtQoh5PZvIuGasW15UhxLcAHlBS6gL0BewKQhYbb",
+	"FtEom7oOIw3pC2uXWW1lPxeue1GL7qX2DPbZK+mMJi4E88rKFJUDIEzh9MpTovJyKZ04zN3uwW2tjVid",
+	"X0qkfWHDxkwzX+IBnWaqMC71HWUFyXjKV0YUEUvVhMXfvPjT2xdPX1z8mVyeEPKs5pimQYFLlly+/Ool",
+	"RRa+fvznV28v6HXMTs2anqTegL2uwoUhAhKMBbFzocduGXrCVFmgSqvm8yxBcleYYK8+VNmPxGKfVBYz",
+	"JUEF9KufZ3muXTqry+apS7YxRUXVY7sx3AbzCDH3GzRHNzS4i1w2m6JGkVpF1PTWLMRSixwi2NlcXHs+",
+	"VJ2TXZk3Zl5KF4FJPlUwCCG+vnl2cfHNs2+fvbyYfvvq6bMveGlUTEZwUnojaoSpHcdxQYI4tJUXQY0C",
+	"dzEBmyHBRDOeWAHqfkSS+9FS1qsrUYDswT42221+bNTS+UhjzdaWe9bU6rqK/dFKHNJqIq5H8Me2hqQf",
+	"a4WTJ75w8sctBZU/1hyXW9IKYPrWydBDaVfvhvjoPLU5Tevi/2q/+r3sm73mCN21kqABeOUznJd57m/1",
+	"RyeipzHrxvUGl/Fmg367Kp9j2wPxaq2NWE4C+T9uKfTiVQ0Uxu5pbO2/ZvpaiBWWZ7D8a4ZLROyGeItA",
+	"gXA7PWzBTUA6ZzYsY2EV5hVfLxHd2trVsi5eZDYvhF5EVSRgIfqQroL7py8nOHxwkJOq0BVidZiIbnlh",
+	"ldB+6InjHLeEQ0gFbwGLn3v34fK2IzSvEuJBnsoFd3wbQ0twNxZxas3lYtbNhXYv5qKwd6fXSi0itglN",
+	"ezQZz+Nwyy2/+bJIDt0TzB4iWjzBxHUAuiP0W29vFJ5vzp1fPJMs/ubxxbPp68d/BhL+/YuXT199D2Bs",
+	"AmcG4d8BcIw6GCxtSBBsPtzoHey+2imc3yFbtSBp7BdtPFtQIpil7YQDQveznXE7TFFQI/dxtaMFR6+b",
+	"1xRqLYW3HFHbzrzQVttZ66+D2q+fv7mu4zJ+XHt2WuQ5NR/AbmB2BWF3sNj/MKl+8MwxkConNVGNFFqQ",
+	"Tio3KXl2PejOWSAnVu2bWkREL1R1K3VzI0CLmqC37R6lrR3n4UDX3HsgNFrBwZVfC8Dia5w0JZjau9sA",
+	"5Xq8e2Gzu2WQHuVIsxhkROdsWFOEXg2UNOgmGW9H0+aeXcbaR99bPcRW95NHKKsgBUilCo8w7k2U1uGv",
+	"XhNM1QzNJd/+Gte7689ylbzDxH+hiisuMy1Sxq/5mnWDSsSur29vq9zqIADDtIiJeEHvZmErTsprbVmh",
+	"ZHeT1fje+QF1dyZlHKYH5vB5KYECuOJ/jYmCH9tKBbYcoqsjTKEtLFA2dx7vOZnuagJRFGhYXpLU7yji",
+	"KzM7pDVcIuYMByECCJ3aTSW10FVfqj/uemdsj5wKqjQ1CtAsfPTR69F7733j08+/8JcSOvK0IHOmSTEC",
+	"G+uAPfbBqkRK7Z12pfCw8aS+lLu75IS21KBcF9hMNjqe29/fqKVwR6uZFFApz3dKr25mZtVZKbBMnlVG",
+	"J8yolK8jLAYEtJkakFlsuZTXbcyBdBfWra7AFqZQiR8RmOLfAA5ycylRT+oN2BsMbQvHB/93owkyReJE",
+	"VM0KPQhTH12LxRCvwWvfzLtKFSlgmTnftB9Vubgbg3ZdHDIGSF1KyE2F+oJewaUwO2oQZcW1VWmaGfwu",
+	"awAO+lJ2W1VJsIm0iGN4e1vkQpIIM4OH1XNVEsmah8Y3CilzrRHtRwXWMaMSXxYwK5XnDsXus316Wi1h",
+	"HnEGhDofWo/yKU2ZUogfalcYvAOqJ3o3umFzO5eARxlkFg1q4c8U+ghD2dN0ASCUNh3UcrJYAr5MMmn1",
+	"og0sJtOoamUwEALkzDkt6iDi+1IYnnLDB+jpAzQHf32OK7AKoU/rw0BquzM0ClYp1xws/IEZ0okDqRIE",
+	"Usv2o21CkfMvhHURCnXtzHjVKgY7j5cIu+UD2le0RnJhqeHE2StjqigRU95PJn3ULsQwYo8u1WpChCmm",
+	"foAu1JaTVfzaBbBpbSheiHBHJ4UQ0jKnrNDmvO5w0/W+aHVzjC/zZbmnwmxBWqzjnVv4rzfZI/NfcL1w",
+	"ZJzwAsLtwsWCP8UODQ50zSUVDaTlF1VRI0sSJxsYmWm2EDluoxDvM3GNkWhARaf4Swx0sAc4gxPCpkRB",
+	"dwMSpDIDV/lLSwbsZW3NdCDTqAdVyPGAbIrEuakw5r1WkyQzVQGMgsQdHcoDWDrKE2Lnye2d24NAA2ti",
+	"9KXE+NvrTAaJl8A/72nAp/095QbsFRitndB1zfWl9MJMtMFKgGdDUNUWZgI9cM89thKmQXWi+FKSe0FI",
+	"gPFLcV3rDggZXDu9V65mLRbBIvKO/j/y0ZxfyoZqBlE7UDK2Kv649pcbKb0TEJ4i8YDDANwFASEoXBAU",
+	"JZl5DFnyTEphHOlxZIfifqssnviCeFB8KXN15WvdAfG6glqzUOsGsu54YnaXnbHLqdedgV08ZkmpjVoC",
+	"EjgeY3ESe/Za5K9V55yDT4SKqVLMAuGS8wZrE11K7hPBURi299SKMyhq3UNrclrwa56zuRARRhSUyQJ4",
+	"s2XBeGnAUTZx7mIHEc14mrJyVWUieX5NQKpTQwwAMQrLurKKD3nyWMVlN8hEixzatdJDTR5zgbpYOsxe",
+	"sVRdRxjJ0XOxsSAIaH/stSKQ7se4aqekrrFqChYZNR+mli7af+bqaprJVHyIK5NyxGLQy+w/amaeeMAg",
+	"wiBB1phpR5Pv36/LDvfvB6YfGpUSVD1sxRIqkmwIThBuXpW4xoEzfUNTaqthBNMtN45gixDsrW2bAoV7",
+	"hNkpXpxw249Dcx/UHoyCt2Ajc56DfMqD7Iq0JFYK5383tlOUliBzoYarNbvYxv78YfQG1SdZ6itdIPEn",
+	"I2G4WiiaCUVaEBIQaGXP2WRLQUqAG89hYZNbV5Vi7t+HjFo7mDT3729YJQe1OiNesQamqAWEuYOX+L0o",
+	"aJ0UMV3ViEgtzzOKnTZKi5Bn/0mA/r42TbDZxv1gRaZdMSzUWNDA0V0InrK//+//A/kIxtk9/sBGVDa3",
+	"sog0RySIY3gKgmZpr6GQdVNtDWdAE3N8c1ofEU8BylqhLQFCCTBBHSXPrMD1AVhBjgP0pGqdCZdKZgnP",
+	"8cyimleeptKVDygw4oLg5dYI4wora0AqQUNrPgcoZanbPlhRqyRCX6zJilb2XL6sjFgocodcEJIZQLYP",
+	"4IyCj0tos+NgZn1daMugZlIpMJoK6Doma9jHWLfRC5whuYGYTgFVZbDSRKlLnkO2E88gvLfbZgKMvCs6",
+	"pjXRg945CrFQfV/7dDvchEV+qQxZmFxekdt9FZjL1+x60YwRRdubnUu4imDPM8nzzKyDpGSQWCA+8Z4d",
+	"LBUuV5yzObz9N5E6XG+IDfdg/3MOETk4cGSFLotC+ZqN//5v//fI4dtMLLKgiMc5CBn3NNMqz9JsnrlJ",
+	"gO5WY4zOaIDIu2zRz9yLqjOnMs1QwNSLaW5iZKfhHUKwwoojl9In5NZbBVR8yfPcUiXkXplxXhOXd9ri",
+	"OIEUFl9UtQJQxabcbyEyuuzexhreCbHSlgZBnYoXKLzgaRm10syInELLobEZHJeVqWGTlNMP8Wr+GiOg",
+	"vErLw/AbVIkq7Rfq4l8L/g7iO3JstuBEGY89rqiCY1GY9rPHWzpbM6mCDg41ZRGuFxqsUOL07I9147cv",
+	"nz77znnsLl598+y7xy+fPIvtViibhpptNaYE8kRVTuLh4OS/ufD+Wl0i/8ZoMBzG5ywexqyUwIcrwbrn",
+	"5CWkBBBClEmIe5hsIxwuf8+JCjV1ua7OYjo+yhas2yZmoLzuAyzDAoyV7vbyq5dVTEFY44GSJ/HYnpba",
+	"0Ik5XlNFGLvQYocj3fjbFy+nT5+9fvXmxYUVJgFKBEEEE9Ww85DCTGVHsZyppGazCp6WcNjXvEgDyYju",
+	"RoOh1CzmWggNwcGUEiGVtw2cbzNE4B22BNaq6az7GK87eQ7DQ7XYChXE4LmHE4V0pxaCPUqAI7MqRZ8E",
+	"gA3rLXj/B0araxcJT0IobZtCObE24sHmXdKkm4o21K6FmGIyW2PiE1muqQxhaKulOO/MbBgKFTgogsxx",
+	"mfqES0ccqjwUb/uGqHSwYWGjFWBs3mUQXv2GqciuJpPaWIHr/n1c1/37m6Elm1cPtE6Ql9HMdKiw7K2L",
+	"oZCv8tRTL0et/UMprt3DXrRJ7Cgot8UkG7aE8CVx+pWJdksHBgwc6tYnYv/576xRMM0JwyRdvFMzBdZc",
+	"ErxCypdpsgyT8c8hA9mpm2E1VayzFB+My5I3W8REvB2v3nuSHjIJzFpoAs3RzZACig8JqOMYy9sSLBKq",
+	"I0EIAhGBDYoYkENHNlGngGqpIZ6iccBZ+JpYW6Es7fQbe1GcG6hBXinqP0xcAZkBI1KclaDvqCNaC9D+",
+	"2BatEgFpWqiyaGNUheirlZCbhV+smopyTA2hPKH5+////2yJOqCK8o6UB2ht1YF5kFuLS6+mtruXiuVK",
+	"Xolayl5jcRMYv0Hug/NpgXtIyV+RuQ0rKOAaMm3lfQ1mMTq9SukDSzHITqjUWqyYravgjbrxLaOkP+/m",
+	"vKcbMuaSp8IXPfH+0Z7XccgvjkIeYsdGeA4yClxVEHHU0NXIo4hKaCXkVUBGQQUASqMExiQnKcDhDdo4",
+	"FdJNe0mt3OFMNqjgefe32mYFs088QoHzn1Cu8v8DP6Mo3Q3v/7nLEq/Akou5qemnrtYgAgHaocDyvLTs",
+	"itPi94Xgq5XghUZ7sD2YwsnNFIKOB0HFRVxRMT+Sr7L8VkIyWeUkat5zozBgHYt+43mGAK4OCdx4CBey",
+	"GHcPiWqJQjd+FEYAR1V0BBBK70xB12b9TBp2yV6lCUBJCnSfgWJAN9IE9qzgwlKC0CG+H2NQmwpqiQGz",
+	"ocIU7i6pOTnwyUME+KocSF3LJacVYzUcTDpv1E2z57UhNGFGNiRqV4bB6iI7Fh2Fpr/KI9+LQn0NBYma",
+	"ddMuXESMLgZApabc9aJa6FzX/xsrTYLgCccVMIbKDBjVZL4unWirIEkr9YFLTU6AD9hGQkYvCmNmuiEr",
+	"dF5G8g30fNNxsvFi8QSp3FDOI+JaJlK6TFVP2HUW8WlbSiYioiL1kS8/krktznjyTs3nLoqgXqLiUm5G",
+	"BDtzE7XHRH050xvCaqNF3YD53jOoFlgRzWLZVckLLo0Q6QRqCq+xzQWmdvr0ozxgIi6VmBwHmGyuqC+i",
+	"zlIBbpGUzYVJFm0lSKA5FbFfyVJVzoyT1CAN2Ndhr/cldQXZB5fy+1r76XoJriPMkxu0BT6gs0djSsrK",
+	"cZWAW13K7h6fD9pzr1WP8nnAb+a0uNCuDlVNmp6GIC+x0r5Cv8g5i921dl5BXxLH3UiIRylEO23tYXqd",
+	"v96se0jg9qX0pIO6t+RZIqgjCvW2eF2oVZEJw4t1J+qURd6ZdBbGrPTkwYO2rhgPjCiW2Ps+M3mtO8br",
+	"qvdFJ+qQj7Iz6WC7KvsJZWZ2Jp2jwXBwhG3UFtBU5MGM55z6C10Js6+ziJWV6Qu8cqWmOjqZRGVY8pVe",
+	"KN+KyOe6csNirqdqHk8uZYz5xZn2tm1iWC1asU9eIusmRattdOq7lJVfq6opJUzLpfnveFBfBOFuOVQ9",
+	"8dkqcITQaIvmg0SQcxZncooPYPXXmIfrA+kk1qqx61yLaq2+tnz3b6JQrvAZtSvDMm9k8oG7RKb5Wh8+",
+	"GsouwRL3qVsB0Fw3FGUShbzBhe6sRJEpglrCcyFTDrFmZkGFnCO7ZXhpClXdYqxrrLP3ECzingmZxlYT",
+	"wicUtgPeluAwKnXKZd353mzNxnXauFgWsIBwI3RVLTAjmgK3ms4jQSfjpQxdQrgAX4C+XOoWl66+FyTD",
+	"6XvVIqseh5fSFZyXCrXlTF7RHfYJoy/SzqTzlTBf0s2JOi5+AG7UeDh0rW8Edl1slkmAdjiuO1zV6Ahu",
+	"R2fSGQ/Hp/3RqD8+uxgNJ0P7//61E3XwJJN1Z9J5+dXLDvYI8904XY/HznAwHNb7WyPIOpOhpQTXIq29",
+	"Pjo5Ho9Ptn5zBI0TEd9q3x0NHx2fbJ9rXDVcpF9GUadCIb/LcX84uhgGuwxRMIBF7a2wKZMpSmH/Bma2",
+	"r10UnZhvUAW9itqaE8JrAzvRMZ5m26j+1B98yVOq94qfjPZ/8jYoOQMfjc/2f3Sh1Ldcrmku4AYnh6zv",
+	"BdVGgIxm/Opo/1fUrPttVaEAO1OVy6XlWhOsQhBaCDPNLIJhKW7K1rP4wa90Z/KXDvaO1Z0f7DAPHJe2",
+	"MyYcLsVKtXXn/SOXaV2o506Tr1n1uHEtOEWjD+w9H0BxKSs1AaWRxhZmIs+ElWrs+peZ1k03mwu1gUjW",
+	"mgkOVAMrNxVqCWYhXOSqUO+z1BWyR0qPAYWN8JNL6SNOdm0hUHSyii06DnKOgpSBHN+wnjc6JiEyBi2+",
+	"G3FIEwqEg5IPNaUk8trgpXRhKuWGoksWQqzXh9GEusxNHCR8W6BCHSMKzomxl61I40ko5AeaObotiTtK",
+	"dV33p06z1AcXb+qfACDIGD2HyVyJHTdePGlKj45puHOoH0AF+Gt08biqPFgvadfKlrQEqcxUlYWOJ63x",
+	"rml9+kpVqrqEzWvVkcAAuFnmyb1Nvojwi3s6WAp4BOPWSEeHFSDQVL6fulcz8PgFvk/tItohsg4jsulW",
+	"ZeYc3ARoKwI7S7AaqHA1sdt2lwZAu2GmjLAAi9NR3VJBn/RBT+BGHX5ALeH0uNb/VTIKcYtanmCkmwer",
+	"vUbFcnvZP/vJAzcphD74xZMfH1RDKmMpwep4KeOT4RFrqxEzYN8BzKjLDUpBFr2og4+as9HQO76tXGfl",
+	"PzjaKCxd8k6s7R10PZPw6wmWfsrMRkuDZhcge9GbbYAwIgIOdMMMS1VQGTx1FXANxFJmBjIeQEVuqfcE",
+	"1SQpUrnqiN8qdCFkiHCBFuPKJnYmf2lnZ9UrD4KZvxbrV1RGpPPpB+zOKLT5UqXrm8luhPydSQfwyTI7",
+	"xAQriX04SU6GxyI9Phons5PR6OjRLJkPzzg/EY/48WiYpsd8JMbDYzF/dDybi3Q0E6PTdD7jo9l4PDwF",
+	"3e0wyQYh44WQesdJkpHuRkrd3DGS+c6k44h5QyTMUuD+w9lD8XB+kvSPkpHoH89PT/r8iD/qH8+P5iez",
+	"R8lZOhpCL8y7BuCtREUH0O2Sopd+6EoA9Rp0IuqVCVBuKVm7bWL6qsJS47+AyX8xQXR4gCD6RMl5nmHv",
+	"1+PRAbIkWZ0ulPqGF1cCvzs5ZHW+NNq3Is246498PB4f8jGV3LOE9Zk0mVn/s4razzMZhLXVo95ASA3E",
+	"7KBqj5O1qaOfU7y3GnswLLpqOx9Kxs2wFGdRiMnqgC5LamIUWyGYPOKxUTFVEvUmhfNGdFqzd36mm+3v",
+	"e+jRLNQ18ryauIJiHnAbamt1zaqmpZfSi5TOsuQ8DHUjS6VDZC6LxUofuAC3nEKshBX+IarZd2OP0SxO",
+	"FS0j/yQ0VaLlhoP14gKzvMEi/t3zJ+x49GjInrz5X2iNed5/xLqcmpnYRUTsyXffPMd2O0KmOnIeLshs",
+	"SquaPj4CMlHLJY8o9UoV+CmUSetFTJtCQG5KVZ7FggyYf6PS705DC3b6g/QyRAoo5fz49Qtsxgdg3uik",
+	"psl9dtqLwLOqmz3FoLEln4E5DbM0uMSkD9w1+CTFB/Ly4anxS4ld7/RCCEMSSFFKTMSxElyZc0jELcDx",
+	"gtLNF/ak/mD/T9/+n/8BpZINn0E0C+Xr8StBTs0eRkOIefbBeRzie/F5mEJGG0LPGC8EiKRPoO6Vjnye",
+	"IeaMH449UYU6kb1PNeaK4SgbRVUjFhOrjqvQE2dDgmHqkRVVWkCb5PUMCIhT4DckrzoVgVRcr+gaACa5",
+	"kTKMEGddTwl6A/aUKi2Pzh4O+8O6sccyVC+FtJuDqEU1VPKumkdbAtQJuf1hHdQP2ItP1925GVBZ7FMi",
+	"oyRitu/naHgxPpqcnE1Ozrbtx6ib7+aHvUKfvUYPEv2+Jux1PF5GHp+iGkZGhI5RHRWjTTyMCAmjBgZG",
+	"NeyL8D+X8iR9mIz42bA/nlkhMTk56Z/x4bw/FI+S8fx49pCfjqKXL173h8PhcHQ0Ph2Nxkej4ehkiP8b",
+	"Rd4wGXk76tHF6ISQJTpECo1efff02Xf9EYwHUm5U6tREo6Ed1/4v8mbTX2DJD/koPUrGon8yP571j8Uj",
+	"3j9LTtP+aDbmR/NjcZKeJsGSxxEosLuWXMOkJtK0mkQtZ7LsqiHfPkFM6j/NNAgmGaoN9e9jbgxPFkto",
+	"D0yuaGB9FrPDpnkopfj4ExQw6hemGuocxrBDfHFJCKunFn6jEVAH+79/pR/gep2cnZz96yDR7y87naZ2",
+	"tBMev1uBd4qmyBoqd5a2yBKIo/i8KYmGZro94mgouDVkUufwOlwkRW96m0gaCJhWhvxdRvtdRrMy2qHC",
+	"lv81S1FIE8Uykzynjyg0YI9UxrYKZXZIiuLdyEOFzzzCRywuV2nwVxBSGrX6tVnXh6Ng7dOwLMw5nWqV",
+	"8dzbLiDWVM/fpcTftpS4X/YL7kQU3IcIL8ONRMMISo40MD+q0D6qcD6qED7aQPZLeWMJ8Ntn3z354+OX",
+	"F/2H0etXb/qjceTjRvZJh/CvwfgkGn54NOOj+Wh4dnIymqXHR+NHw6PhaHx6fMKT0dFpmqanx+mMPxzX",
+	"ZECHve2CYf3No+1v/gYlvlB++F3s+8eJfTV36x7Zb5/18SIIFKpMcaHzsi731AW9CKoeQEl2gXE70aUM",
+	"W1ix2ZrFvu3Tq8qiR6UWGrbAehtZrPSJZATtiarARMXW2DWNic1BDk9roFRWhFaXxzc0iTY8zhgZxUZR",
+	"VQnCV7ulogy+OXg9LGqjlFtQxiQMla2kh6bJqpaxNGBvXHYDtuEsjVpykyX+dF1BvB5G6EvVAD58RdnO",
+	"WPCiTeb4JtO/m6T+yYSNaK+b9gnc0M4Bb35jVaHOAfLLga5N/O9ftkS5VaQmjNELuKyFkkXLQwxCwIro",
+	"8nQmnV3moW0Bdj9EHdeDrjOBcklRB5TDzmQ8jDpBJ7rORJZ5fmtXKF6x1/xqZ+Ac0lPMsaZr/nsA3R4e",
+	"agkYM1u4nuc9WyPo6CtIAdjKVAM+14gdaq1o4WOmIC4jonzeJl+yHNBxmV7kDAuYC1E1W8cEPPIaYj2T",
+	"xxuhSrg2alfne9tlaeTqcB6zKjZoSyQugmUfD6jEC6he48uQQsEbJbdxwV6dPh54u4FerrhZVOQSYiG3",
+	"C6CefJYlRk3eWE07NM74n4C61X7VdaIchizXVEX7zCth1cMgcNoqap2os6mq2otSqXz2zDYDe2rqbmdy",
+	"WECLZWO/3MrHtZWDH6Bt5Yd4FDqffvhMjvEU2u7uC7Ym2uQacofH/svyj+Hx/o9eKvPcEqJ/VobzlQjS",
+	"VXzROFO32rUzGyzxuj1K+3WRJVAnqF4+QLKXX7101P3lVy+DB2hoHrA3QoYtjrFVUzPvH/SLecaDMnMX",
+	"YWVZTJyz3Go0HlZtimTqKgJT58zNWJBu7KvDAhdo67pTFSDDkGqKDcH8ENeXi7hgJo0v4NjGr54Apf2T",
+	"nfMfHsII5zlbP884vFkhyh/VNbZqhGKRANaTYTQcDuEMlYSCTZ2oA6Z/mG8bxQrODCigpXBIAZuEyqLZ",
+	"bH1hsaK+GEAtNhoOcTWbFStbFhLS1V0EtUnngUodRuXgCG8Ucjm6JcOmssvTghtBbGQwPulE7ZxlxrWo",
+	"Xt3L4MMUo1vxpMrcujnymEZuYkG12k1G666jHW0+nJ9aRnWWPuL9Y35y1H80P573x7MxH83P5sN0NLp9",
+	"jCcd4G7+VPXgJQj+wlzp92jMXx8bRRLOOCJHwDL/hEwSOSZV4DowszYoDK7RE40p1S3GxQg1LbRodmOj",
+	"26LCeoElFPjgdlPo9+DqjcFklIop7fMLLEGHiuiVwLJ6vhg/vRRHsMTSrhBSC6C4ykLl4lJqkWN7Xiq2",
+	"0hUUXXpFZW17WFMFEuJJMYUCZK2Gvu8ImgcZ+tS16zoIBU1+C/a+ti39U5n9mtHzQkL5sajCsA3kCoqG",
+	"1FCptnTUo9sW2kDo2qpTBI63nNGCZ0rlgsufx1C542SdaQaF526urkXRhwqger2cqbxhhCDO27bpJps+",
+	"lBk+ge+euM8+HbJa4t31tTk23rY4x+wPXdRLev/Tz2nkvUOtHISWyl98W1PDKufGXqvpXNTlPb3ghf3l",
+	"4cPRYGSV/cCrbgVlcE/f2lYRdYzeEOHGlHN9U3NzwC9/Qkq4lXYatZ0AQZmOKbHJ6eb+N21Ho0+fkfQD",
+	"POYmpu6Qbf9u7z7E3h1CLBCdHH9H2Yk6Ez9wZdK22x2eYhEaXjWopoI+ri02dBCg9gzbQwktGypUebUI",
+	"eg1Thg34tQvBc0YCLFTd/ZaK3YD0okoDiZdV6wao4xx0coBRC1WaoFAzLIt1Gzbu3oA9lr5hUbPPtv8Y",
+	"umLctldV1RPJtUnYrO8zqSdikz+8mY/cHTXbHAZl5F3jG2wzADm6lJvLNaZ8Ujeaqhc8GVGqItR6wVei",
+	"B5V7g5K9rjkMsfHJZoX9zXqbQdn8WrFNrDDUgypjLwwLk+YTLGy9M22+55Jcl3zNZgKrwFD7C1hqtsSS",
+	"yge1kMXSzptVhrDS49beBb1zPC3s2uBKMGZmR7OALU0SapXguo3yk74Y3JaqqbAKOHUo3onl37gE1YAq",
+	"V+JCMaG8VjfYvpqWVFquWSYeKlJKqETDN8s+NGrmBQXzVMFcEbRaVbuqDmVvfwObthWxrgrrSWJ0RFCZ",
+	"v/m6yLDnnEwPqYjXQ6toJq8AmPXeDK7qAJXbAuOqVFWsSTuMXGPXeZnnQVHBaHNj8Xg4pOKsLVVbJ0wL",
+	"o1tqAah5s5qCv2FVbbjqXpOtbInVYTEbn41OIp9/PzqzWipd8B61QtispYdlGDNdlbmskSmZUu98UiNc",
+	"IeduvWgitD2iYu7U0woISVUDMKwNinHWVUV0XzEzADpe5KDOn6sXWQhNjb7au4VNKMwILk6jYWndbh12",
+	"TKXaw5juTx18PZ/dnI7K/k2ghIIOMay1kS61SQ06nrolAV2irrrupXCijZkdbZn4NoV2m5t0qF4TE/ri",
+	"gLLbqBW6OYEvTjjxba9CjFBzu1tX9rBZVIIqBYa1tT1dXUCYelW78P6Gx3jiw3Iqpz5NGJQaqx0iNb/j",
+	"VXAXkDqI73L1M4OWP7XyWVEtdqARS5lyvZgpXqQsz94JxrHHn5dHnNvdvQ7CwD2f0ToIXONYxAS2vGGZ",
+	"cYFeb1Beg+qNv4rCDLCfzqTTFGs+w5F7oBLhQHLzYgx7ZPlq2ehZffX1r9s/+rvp+leogjnsbFGYulLJ",
+	"fkAirGbTCzQ0uuOkoR2UwFU3cdfCjGom7I0w3tB6HTVN15cysF3z/B013nO2ZVeBWvgeTqEcBEpXVUWf",
+	"OlxxKxRVPuhE+F4wELYuri09JrZPbiD2PMst+bLy9syqZmCdffzy6TYL9u7kmF/G2FiP9JJBoTEtqECt",
+	"VXQgMa2vhR0WapSHFr6/dJrcuhN1NsWHzg/gGsxVWhmM2myCOGvNJJgZsdT76GwAzjc4xKeos+QfXuDH",
+	"j6LOMpP0x8gbeHlRcLi82qzBXDlXxfIgaFG0XBU/1weV3xn4WJYKabJ5ZoVLwKSGzbZmFmwDRGhFDKGx",
+	"5B++EfLKLDqT8ckJbMv9PTrUfXDITpwtce9OvJmx1TsQWCTvfBeL1jIeUMWfTsGbWVk34Vr0M6kF6HHv",
+	"XfQ9lK1r7KhukN15OJUd9+feHWysaW+5tmqc1iVqVXg854wzUKB8dUPcpMBy9nLNcmGgAxzXUD5bQntm",
+	"jS3GMipJzbFBnC6XlOBXgWf44ezRySMxn6fjo/HseHh0JI4fpmfD4fAoPR6J5OhYJFyk/Ox4C/QaeVvb",
+	"QDcaP7or9A5q5dSK+2W6pXbkguvFpayACWXjAKLYqXA7NHvN/gjUIOhSbjRAhQ5cVjjCtqbrKgXEzgGd",
+	"CBtA/+zqV1tuKBXY+lkPoYm/pPgTxkYMPFwEwtq2XdDi3bqPDlixyyXf7y3+NfiDdyx9p1f415VYekc+",
+	"u+2RTaOfK7LpaBQGRR/oXrtrPyGJTpM2gWyLZ7BKk90GrLqnD73r5OgbNfx8HbH+f9m7+t22cWz/KoSB",
+	"i0l65cRxnDZN/kpb905n+jVJOgXuurBoiY41cUiPKMU1igL7NPtg+yQLnnNIUbLs2GnatF0vsLtNog+K",
+	"og7Px+/8fr+1Xvylkld/ncxeJ62Pr85as1d7f3x89UxNX52r6avnKhn+sRO1x/L2MC3P0VunMnd/SOIf",
+	"thOlHgdc4ZMLFhTiEBSlK7lnL8aYKpASM9HalYqFPmIPHiC6zvz44EEZiYuJuFxSHi5guQQIL5Fl+Co+",
+	"CDgGQRr4QiBN+eBBnKTC+Htw8Z7cKsGHA1ZWU7M8+RZrCWyoRRoeuUJUyiQl8qnwNs8He2xVs6DwVUUx",
+	"p8LyTpCYHJbivBnrSeC/AGdjkYa1Fd6bIwcmzv+R0kK6LRdJ+Hxhsf0W0cdqKw1s3l2i5E4tu4XxXHKZ",
+	"/J0jJs2xfYM31JOeO3RM1+Ow8cRNlWe0OZkdX13O+bj5hIhGapRN3AB2P80P6jNUqlKRpbOij4l6VKsU",
+	"s4tR2N7S/sKs5RdisHGtvoJY2Yc+PyvW8BeirW/VOaLFeCzS/mSkpDn8f9v7ncPWXnu/c/Dw0SGYEPgc",
+	"58f9h/uuVxr2XW+M60KIF2yXa4DB59bTNwGG3x2EqRqh2aCvO3z+rL3ffmKCvq4N+p519rpP9zvdiHcp",
+	"6PvePaU55PzartNduC83Yc2ret3Or5cx46gebf5raxo/AdfwpqbwM8Hhs9J2uoSPeI19fmFt4aVSl1Vv",
+	"M5+wwQw1hecSgkFN+maHvdNQ888UlG6vRdqT5Utahwa/RQueRv+GqTzbYW9RX7wpZKSIfL/IQibSSjRl",
+	"I7bFWbiLwgT/034eLhIW8ibsyezUyzeu0N5say2rJES3A6uNTmOPb8yKljuaa5Oiizuc10uSfvivKJL+",
+	"sE2k/jcymNWstzUswFICg3OCbOmMoJAAqCgBN1wnqw2ILPd3gpKNyMO4c8O3tnYE4J37Im5sFuwPs2DX",
+	"XJq7GKwvxiCfA+oQgMaINSwLQ5X06IGIE2A9WyFgeEXct33GzIQAPJG6J0O8Z0ga/BXIqlNlr8rwB4uT",
+	"GT3Jte1uxmbukCg44VJOwNq1VDvqDuN+Qu6FowLrdlDIblcVjPRCQX1sXqokROafzRFdYnnePVlZE79Q",
+	"w19Z7R6FCC/VQG3vsF8XivsXXUhOX95lpczYPMH/3dAT+A8Y/Kn8fHjEfCs7XQcGisfAP3fYiwwFUp3M",
+	"PUepsAJraAdMCY+xqPT+eUhCR6rgQQFtvkuKKbXi77DXyrk1AxXPgA/1ZB45QWJSFtJYVHiiBORrt8xf",
+	"C9wc5XXmIMuFQHEAAlHD3EQ3hGnl+lJAG3/ARmKMDf2puE7ENGAq7Ulzs7gQay+gswMeXTI1HJqVDJiO",
+	"FXG9PTmHjT/lKF9faDcNUPYNxJt4KhiIN5k3pivSTSeYkSLxJJehnBc9SiHe0h4EBcWY6jzCE1iad7hR",
+	"BbfLbW0Aa5vg8ttv3rj6GS/vouvu4CiCv3gHfwp/ryle1KTgYZcEyARJ65tRo28KvTszRrpx6K7eqr1g",
+	"3ijfiW2p2vWKMLx1UaqNJkfM9ZlYOhV6dBH3ZKbUUaFbWEjkOwZHqwuGtQ7royNAHvhnwAFwLoVPHgab",
+	"A8bnaO8lgPeda0I9FFdmn6zUFn7RLIQ1E/YkXSjj+pJ5HRs069s77NxD9qfJNfTMO+V7+5oxH5CKnnT9",
+	"G3b70mwqxuPaQgOc/D1a702++T7yze7DWZJovjKW+8JcwHv3xSdnAtlvn4v2775JO288g/tPO8OK/LLI",
+	"Hu33Yr/gRF+iPv2KwT2EIcsDe7wlBPaKhVbDAdRBSj2xtOVVdjQ820k/HFOY5WAJ2Q1CtfZE0mq2cNFc",
+	"Q5TjhKhLN3XYPSen22ktktPlbMC1ODhk4fm///mv0IMmQJgatVvhMbOCxSsI69rxQocbG4hIOa3n5TMD",
+	"3g76GzpLJLe6xqhxbUJI0iiWM+x79DIeR8bdxONKIr49WVLxZQtFfGt7WAGTWoyF96TmkhB87m7UbGXl",
+	"SVDWsK6/MNHVCLkntzC47uPPIfCrHFelftutFo4PZLlt1+eVSo0f9Ma8l2miBTWskwfqZ4OWtK2yLfsW",
+	"6ETSF9EiCyClBT1XtkAQMuwKYPOfC0iObAdsOlLg8/nupfnEjueTT5A2sesjdE2AZY70ojlwu8YbXprd",
+	"uF024Rh6wzU1EYpSmsLmMlDDx/r3N6JZ1sodnMLz3r/3ecsuPt87PDx49JBH0UHUOogfRuLwcNgRnceD",
+	"4cODQTxsRQ/bw8d7+wf70TqiyWZyPKDGpi9v48zcV5pDXxLXdsmh+MUGwes6NhhvNEeY575BYQ0Ppg3L",
+	"YivLrdHjuJAbu6GOht1YlGH/SkW19WNXNxP/+NTAB12OGB+m6qpvozYkNLIFAftzKjjcz+8oPiLMDlAX",
+	"9RejjIwhXTaMg7ph1IGVikHBrBSEDFBUL3gjsAunvz98zPfARrrR24qC3yLtDb2ms8+8lXWi66XXum0s",
+	"W1pmN0WztMJpEWyIpb96idVERqU5X27ApmIwUupS7woZT1SCX/YKLcV0HrOngWqBj1LexkBHJxfSuHVa",
+	"RKnICv9aj9RUspFIRa1Ve4+X79pB3cY/qFxjU9//KosPeEcri8FbcvQSqH8hr1lXZ5bV5t3pSwiPpiMB",
+	"QWosxsm1gJIwqGtKMwLKZaP7nYqLRGe4cggnRiFqZdmZy9ru9ARr6VBjoMP6eFh4DHiXlGGvjoZMOYVc",
+	"5u+kTDpSOsPAPRVaja8hYzDJB+MkslG30EdskibXFn8/MeFHwMaJvGyOVcTHWMuIxiqPe9LuJC5mJ/7M",
+	"eDsg+D+dBHgAqSciSoaJiIu7wQQZf0WL2ESjnXbbvpR+no77UmV9ivXCbfPk2LUv5HWSKmn8nQCbUM1F",
+	"L3giGc/oGHoLM/Pw4mNWqkijEqka55lg4SjLJshiZf6lQ3ifVOdAkniYuIX9G5B2yNMxCnLhA5tQV6RA",
+	"8MUt/fsVuWtU7Uht8wXUFYitzczB++6TX9+8+b1/8vLlm/f9t6cv/jw57/bfnb48Q4LdwETHwMd7xS8F",
+	"S3MZbu+wtwUNA/DuUsys7VPVxXpv8xp79R0wseAHY+GAeTpuHDXgKY52d8lK79DxO5G62sWNgP4Srx7O",
+	"VR7+rvlX7tmOb4K272/jOQXDb759a6zX2Idq3Z7dVGU8E0209Evq1a7ZToopu3mbwe1qkorrROXaHogl",
+	"WDq7JwcCeSBGjvEEbFy7w0YqTzXbyqYKjuZZngqnJ+1+Q1rYSIho7aLuyYhLpqdJFo2clvVVAjSakBJ1",
+	"hn0+ewWTQXN2hlNypybtJ/flNkbjezQasKhLhqL8/a5jLjKhl1iJ7lWSAaZF6MwyyipqUEDLJWJnpUoM",
+	"uOjGqDwbqI+BHV/Qk6nI0BOWMV1wrC4Y19aTuwYfTivfMbKIEXLsIJ2vzP8hlAWl7f0kfS0gsYvDn03I",
+	"zeTGbdUihuIC3tF7TKAxgizWbCIqTIuYoAl70hVBiKcULnAEkJQJLnLg/At7DfOHXuOIoSQCnmf8FRYa",
+	"hzlkUxBVDYHylqReZTJm7969eMZCkjprNWv+x/4npJBDadGTi3pwrS/ZPO+enYfH1v4W7wElZy8uUnHB",
+	"qY86oUjEDQdgtBl4uuZvaS6w9EAvS48AEsyjS6mmYxFfIDCYyxlrf/y47RW2etJhld4DSxaMxcbhiWZx",
+	"Al+rxy8I1RUdVNYLcBoHKDDfk/guXJT1WpWuuYIe4JmQ8bnQzhe+A0rCut2ifUsIjfd2GkeNVdZGI2jw",
+	"LBNXk0w3jlrL+S5s2hAmFm+xHz0e7MUH7eahaA2bHf5w0Bw8ijvN9nBPtKLH/HDwKHZnUBNOzffSCBpj",
+	"rrM+DQXujmlQoISY/zWEonpUJBIn2EoPuBdjrcgT98Auxff7dy5yqjU6B+HWqBd/JdwIeynGkOi6YTCJ",
+	"+hMbCMzGl7h/NkezmdLG56KOa7FayAH07+vmWeGksgx7sERaqItC4mbDdpjJ/RaL+aymHetlUrba98aS",
+	"SPLnTpRlNhFVkqo6+1jHm+SZ1duYK1zYKw7TG1SZSWy1Kk0t7VOZK3cdvdqlY04cvIKsKu4S5XEjSfOC",
+	"kVW2l5WlSfE0yxi5fJQ/FiVY7aB/ZjKwiiu12iovXKm91ajDPFfqUbw3bPFD0TwYtKNmJ+qI5mP+6FFz",
+	"b9gW+3EnOhg85Ld0pWruvvf/jdWdK/qQCFasrbDVt1OJ963WOjRd5Z1lQ9S1ClFXec5W3ut3P9m1vFwu",
+	"nmI1i0ND2lQbEdvCC8icUBrAq88wWqtLy6m3CsngrDuFhHwjA2Knpl+caawX/rD4XPj84xxnsA+Uxp2g",
+	"IWA5OQAKTkNffIxEOjHX+dRr2P6bHn3BDoDRj4Cnqd1qmTn8Pu0arjIki1phapc2ppTRMHgD10jr3fTr",
+	"EUh+YZeLO53uisP1MT3l35ThSva3lu+1/GuzCj985UYaC5u6iwYau6q992aLev3aN70ywxMevgIxJs3E",
+	"il/Lku/k8xob+F3sx6sp8Zd2lQ1E6utApG4XpXs79y7Cvxcn/eF5c8tHQcJ3uKVX81hBGWxu816FoBFC",
+	"0MkoHzOpoDA4VhdJxMdFmsxJItQyCWTsSukMyonu5kDvSRdIc6mRx8KEDiT0xKX1JCwe1d4NhPYnqbow",
+	"FjWgaoaZEhL/EsOhiAhcA86KvY6QsT7yuyEg969VT26FlIQMsdciTGTf3qEPdOlhMVN0OQS4pRlJL4U4",
+	"hr75/OJ8TI0PVAsg+hqIv3C8ftybZhok/+jC5vkykaa5cQ6AK5xFKdcjx3mKCw17MrI0AQ1C5O8YcW1m",
+	"04mhjbhE1gt3OzMElWdsMs414+yKpxeJZFvhb2+e9E+7Z0/fdfsnz8+7p2HAOi2mRaRkrH0drgCLNolk",
+	"fICVG2QSLcSF4YmKnhV6N0TRU9+jYI64w3R9UeQNvsSrbN+PV7l/t66ZZQNpLM3I16zeyja4ZxMZpZR9",
+	"t5qtL5b2F+frcV3ctGvV5eq97wusnEoD7K/zrEqimW9HejJNLkaZS/J4dmOrzhxokQF92yZnv8nZrwsa",
+	"AoO4mitgzhRRnprnNXbwZJL8LmYneTYy7rsxWohNrCMEPMv4BQg6kpgupOkDZiV1Y6scFzB7AP1JpewK",
+	"tSW3G1XAHh26Y+F5JeQenyS713sWuleTXfdgjVvmA6Uhobgujmb+lnyS3PJ2Ffwm7EwgIp+NPLhl6YZH",
+	"u7twzkjp7Oiwddiau8sH96bmn87sy9wSkiMfVSLZ6/97bfOwSLQNwKdKup5Sq0CcrGue5SnRaGcpYHgj",
+	"an6WMcgDmmcbjEWkEtnMVHOY8KxCgO/uUELfz9/nHPZs5IuC+n9KJtVn1PMuZ3Wb66804PLSk0DZsmKF",
+	"KHDIYKWlpV4jvY3WF4RUslIRyu1lix7tLV69bvbO/iSBRF3VBoA5tONCTO9EpImKA/hpmEgOrqTgV/69",
+	"uni1Bc9dhQAGFaQGQvSMIfAu6T78+WuCynVVsQ12sIpom4el9kdrtds+f/j8nwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -111,6 +111,27 @@ func (e ErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for PartnerAction.
+const (
+	Accept PartnerAction = "accept"
+	Cancel PartnerAction = "cancel"
+	Refund PartnerAction = "refund"
+)
+
+// Valid indicates whether the value is a known member of the PartnerAction enum.
+func (e PartnerAction) Valid() bool {
+	switch e {
+	case Accept:
+		return true
+	case Cancel:
+		return true
+	case Refund:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PublishStatus.
 const (
 	PublishStatusDelivered PublishStatus = "delivered"
@@ -126,6 +147,33 @@ func (e PublishStatus) Valid() bool {
 	case PublishStatusFailed:
 		return true
 	case PublishStatusPending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RescanResultResult.
+const (
+	RescanResultResultAlreadyRecorded RescanResultResult = "already_recorded"
+	RescanResultResultCredited        RescanResultResult = "credited"
+	RescanResultResultNotFinal        RescanResultResult = "not_final"
+	RescanResultResultNotFound        RescanResultResult = "not_found"
+	RescanResultResultNotOurs         RescanResultResult = "not_ours"
+)
+
+// Valid indicates whether the value is a known member of the RescanResultResult enum.
+func (e RescanResultResult) Valid() bool {
+	switch e {
+	case RescanResultResultAlreadyRecorded:
+		return true
+	case RescanResultResultCredited:
+		return true
+	case RescanResultResultNotFinal:
+		return true
+	case RescanResultResultNotFound:
+		return true
+	case RescanResultResultNotOurs:
 		return true
 	default:
 		return false
@@ -322,6 +370,11 @@ type CreateTransactionRequest struct {
 	// Example: 2f0f6c2e-9d8a-4a53-8f4f-2b2a1f9f0d11
 	QuoteId *openapi_types.UUID `json:"quote_id,omitempty"`
 
+	// RefundAddress Where the customer's money goes back if the partner asks for a refund (see Partner decisions): an address of `network` (`0x` and 40 hex digits on `bep20`, a base58 `T…` address on `trc20`; another form is `400 invalid_request` on `/refund_address`). It is screened when a refund is asked for, not now.
+	//
+	// Example: 0x8576acc5c05d6ce88f4e49bf65bdf0c62f91353c
+	RefundAddress *string `json:"refund_address,omitempty"`
+
 	// SellerPhone Optional seller phone for linkage and reconciliation; never a KYC gate.
 	//
 	// Example: +2348012345678
@@ -435,6 +488,11 @@ type FiatAmount = string
 // Example: bep20
 type Network = string
 
+// PartnerAction An action the partner may take on a transaction: `cancel` (`POST /transactions/{id}/cancel`), `accept` (`POST /transactions/{id}/accept`) or `refund` (`POST /transactions/{id}/refund`).
+//
+// Example: accept
+type PartnerAction string
+
 // Payout One bank transfer that paid the partner for one or more completed transactions.
 type Payout struct {
 	// Amount The NGN amount of the bank transfer, the exact sum of its transactions' `amount`.
@@ -446,7 +504,7 @@ type Payout struct {
 	// Id The payout's id (`payout_id` on the transactions' `payout.settled` events).
 	Id openapi_types.UUID `json:"id"`
 
-	// Reference The bank transfer's reference as the operators recorded it.
+	// Reference The bank transfer's reference as the operators recorded it; for a simulated or automatic payout (staging) `SIM-` and the first 8 hex digits of its id.
 	//
 	// Example: NIP-000013261123101500000001
 	Reference string `json:"reference"`
@@ -466,7 +524,7 @@ type PayoutDetail struct {
 	// Id The payout's id (`payout_id` on the transactions' `payout.settled` events).
 	Id openapi_types.UUID `json:"id"`
 
-	// Reference The bank transfer's reference as the operators recorded it.
+	// Reference The bank transfer's reference as the operators recorded it; for a simulated or automatic payout (staging) `SIM-` and the first 8 hex digits of its id.
 	//
 	// Example: NIP-000013261123101500000001
 	Reference string `json:"reference"`
@@ -625,6 +683,59 @@ type QuoteResponse struct {
 //
 // Example: 1542.25
 type Rate = string
+
+// RefundRequest Where a short payment goes back.
+type RefundRequest struct {
+	// Address The refund's destination on the transaction's network; default the transaction's `refund_address`.
+	//
+	// Example: 0x8576acc5c05d6ce88f4e49bf65bdf0c62f91353c
+	Address *string `json:"address,omitempty"`
+}
+
+// RescanRequest A chain transaction to look at again.
+type RescanRequest struct {
+	// Network Deposit network. Supported by default for `usdt`: `bep20` (BNB Smart Chain) and `trc20` (Tron).
+	//
+	// Example: bep20
+	Network Network `json:"network"`
+
+	// TxHash The chain transaction's hash (`0x` and 64 hex digits on `bep20`, 64 hex digits on `trc20`).
+	//
+	// Example: 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060
+	TxHash string `json:"tx_hash"`
+}
+
+// RescanResponse Envelope of a rescan's result.
+type RescanResponse struct {
+	// Data What a rescan found.
+	Data RescanResult `json:"data"`
+
+	// Message An optional human-readable note.
+	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// RescanResult What a rescan found.
+type RescanResult struct {
+	// Network Deposit network. Supported by default for `usdt`: `bep20` (BNB Smart Chain) and `trc20` (Tron).
+	//
+	// Example: bep20
+	Network Network `json:"network"`
+
+	// Result See `POST /deposits/rescan`.
+	Result RescanResultResult `json:"result"`
+
+	// TransactionIds The partner's transactions whose deposit addresses the chain transaction paid (credited now or before); empty for the other results.
+	TransactionIds []openapi_types.UUID `json:"transaction_ids"`
+
+	// TxHash The chain transaction's hash, in the network's canonical form.
+	TxHash string `json:"tx_hash"`
+}
+
+// RescanResultResult See `POST /deposits/rescan`.
+type RescanResultResult string
 
 // RevenuePage One page of revenue rows.
 type RevenuePage struct {
@@ -797,6 +908,12 @@ type StatusHistoryResponse struct {
 
 // Transaction The transaction snapshot returned by create and cancel.
 type Transaction struct {
+	// ActionRequired True while the transaction waits on the partner's decision (see Partner decisions); `allowed_actions` says what it may be.
+	ActionRequired bool `json:"action_required"`
+
+	// AllowedActions What the partner may do with the transaction now, in this order; empty when nothing.
+	AllowedActions []PartnerAction `json:"allowed_actions"`
+
 	// Amount The NGN amount.
 	Amount FiatAmount `json:"amount"`
 
@@ -831,6 +948,9 @@ type Transaction struct {
 	// Rate The executed rate (NGN per token).
 	Rate Rate `json:"rate"`
 
+	// RefundAddress Where a refund goes (set on create or by `POST /transactions/{id}/refund`); null when none was given.
+	RefundAddress *string `json:"refund_address"`
+
 	// Status The transaction's state; see the lifecycle table in the introduction.
 	//
 	// Example: awaiting_deposit
@@ -842,6 +962,12 @@ type Transaction struct {
 
 // TransactionDetail The detailed transaction snapshot. The deposit fields are null until a deposit exists.
 type TransactionDetail struct {
+	// ActionRequired True while the transaction waits on the partner's decision (see Partner decisions); `allowed_actions` says what it may be. Every answer carries it; webhook events emitted before the field existed do not.
+	ActionRequired *bool `json:"action_required,omitempty"`
+
+	// AllowedActions What the partner may do with the transaction now, in this order; empty when nothing.
+	AllowedActions *[]PartnerAction `json:"allowed_actions,omitempty"`
+
 	// Amount The NGN amount.
 	Amount FiatAmount `json:"amount"`
 
@@ -908,6 +1034,12 @@ type TransactionDetail struct {
 	// ReceivedAt When the deposit was detected; null until a deposit exists.
 	ReceivedAt *time.Time `json:"received_at"`
 
+	// RefundAddress Where a refund goes (set on create or by `POST /transactions/{id}/refund`); null when none was given.
+	RefundAddress *string `json:"refund_address,omitempty"`
+
+	// RefundRequestedAt When the partner asked for a refund (`POST /transactions/{id}/refund`); null otherwise. Every answer carries it; webhook events emitted before the field existed do not.
+	RefundRequestedAt *time.Time `json:"refund_requested_at,omitempty"`
+
 	// RequiredConfirmations Confirmations required on this network; null until a deposit exists. Where the network also waits for finality the deposit may need more blocks than this (see `awaiting_finality`).
 	RequiredConfirmations *int `json:"required_confirmations"`
 
@@ -940,6 +1072,9 @@ type TransactionDetailResponse struct {
 
 // TransactionListItem A transaction in the list.
 type TransactionListItem struct {
+	// ActionRequired True while the transaction waits on the partner's decision (see Partner decisions).
+	ActionRequired bool `json:"action_required"`
+
 	// Amount The NGN amount.
 	Amount FiatAmount `json:"amount"`
 
@@ -1056,6 +1191,9 @@ type WebhookEndpoint struct {
 	// Enabled Whether events are delivered.
 	Enabled bool `json:"enabled"`
 
+	// EnabledEvents The event types the endpoint receives, in the order of `WebhookEventType`.
+	EnabledEvents []WebhookEventType `json:"enabled_events"`
+
 	// PreviousSecretExpiresAt While a rotated-out secret still signs beside the current one, when it stops; else null.
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
 
@@ -1075,6 +1213,11 @@ type WebhookEndpointRequest struct {
 	//
 	// Example: true
 	Enabled bool `json:"enabled"`
+
+	// EnabledEvents The event types the endpoint receives. Absent on an update: unchanged; absent on the first registration: every type. Only these types are recorded for delivery (and listed in `GET /webhooks/events`); events recorded before a change are delivered as they were recorded. A replay of a type not enabled is `409 invalid_state_transition`; the test event uses `transaction.created` when it is enabled, else the first enabled type in the order of `WebhookEventType`.
+	//
+	// Example: ["transaction.completed","payout.settled"]
+	EnabledEvents *[]WebhookEventType `json:"enabled_events,omitempty"`
 
 	// Url Where events are POSTed (http or https in staging, public https in production).
 	//
@@ -1287,10 +1430,10 @@ type WebhookPayout struct {
 	// Example: 22500.75
 	Amount string `json:"amount"`
 
-	// PayoutId The payout's id (`GET /payouts/{id}`), also when this transaction was paid on its own (a payout of one); null for simulated and automatic payouts.
+	// PayoutId The payout's id (`GET /payouts/{id}`), also when this transaction was paid on its own (a payout of one) and for simulated and automatic payouts (each a payout of one, listed in `GET /payouts` like any other); null only on events emitted before 1.12.0 for simulated and automatic payouts.
 	PayoutId *openapi_types.UUID `json:"payout_id"`
 
-	// Reference The bank transfer's reference as the operators recorded it; null for simulated and automatic payouts.
+	// Reference The bank transfer's reference as the operators recorded it; for simulated and automatic payouts `SIM-` and the first 8 hex digits of the payout's id. Null only on events emitted before 1.12.0 for simulated and automatic payouts.
 	//
 	// Example: NIP-000013261123101500000001
 	Reference *string `json:"reference"`
@@ -1393,6 +1536,16 @@ type UnsupportedMediaType = Error
 
 // WebhookEndpointOK Envelope of the webhook endpoint.
 type WebhookEndpointOK = WebhookEndpointResponse
+
+// RescanDepositParams defines parameters for RescanDeposit.
+type RescanDepositParams struct {
+	// IdempotencyKey Optional: with a key, a retry of this request is safe (the first answer is replayed,
+	// with the same rules as where the key is required); without one, the request runs
+	// every time it is sent. A unique key per logical request (a UUID is a good choice);
+	// retries reuse it. Kept for at least 24 hours. A replayed answer carries
+	// `Idempotent-Replayed: true`.
+	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
+}
 
 // ExportPayoutsParams defines parameters for ExportPayouts.
 type ExportPayoutsParams struct {
@@ -1516,8 +1669,20 @@ type CreateTransactionParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// AcceptTransactionParams defines parameters for AcceptTransaction.
+type AcceptTransactionParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // CancelTransactionParams defines parameters for CancelTransaction.
 type CancelTransactionParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// RefundTransactionParams defines parameters for RefundTransaction.
+type RefundTransactionParams struct {
 	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
@@ -1582,6 +1747,9 @@ type ReplayWebhookEventParams struct {
 	IdempotencyKey *IdempotencyKeyOptional `json:"Idempotency-Key,omitempty"`
 }
 
+// RescanDepositJSONRequestBody defines body for RescanDeposit for application/json ContentType.
+type RescanDepositJSONRequestBody = RescanRequest
+
 // CreateQuoteJSONRequestBody defines body for CreateQuote for application/json ContentType.
 type CreateQuoteJSONRequestBody = QuoteRequest
 
@@ -1590,6 +1758,9 @@ type SimulateSandboxEventJSONRequestBody = SimulateRequest
 
 // CreateTransactionJSONRequestBody defines body for CreateTransaction for application/json ContentType.
 type CreateTransactionJSONRequestBody = CreateTransactionRequest
+
+// RefundTransactionJSONRequestBody defines body for RefundTransaction for application/json ContentType.
+type RefundTransactionJSONRequestBody = RefundRequest
 
 // PutWebhookEndpointJSONRequestBody defines body for PutWebhookEndpoint for application/json ContentType.
 type PutWebhookEndpointJSONRequestBody = WebhookEndpointRequest
@@ -1683,6 +1854,68 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /balance (the `GetBalance` operationId).
 	GetBalance(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RescanDepositWithBody Find a deposit the service missed
+	//
+	// Hands the service a chain transaction that paid one of the partner's deposit
+	// addresses and that the partner believes was missed. The service reads that
+	// transaction's receipt from its chain providers and records any transfer of the
+	// token to one of the partner's deposit addresses it has not recorded; each then
+	// follows the usual rules (see Deposits on chain: screening, confirmations, the late
+	// window, unmatched deposits). The answer's `result` says what was found:
+	//
+	// * `credited`: at least one transfer was recorded now (`transaction_ids` names the
+	//   transactions it paid);
+	// * `already_recorded`: every transfer of the token to the partner's addresses was
+	//   already known (`transaction_ids` names them);
+	// * `not_ours`: the transaction moved the token to no deposit address of this partner
+	//   (another partner's address is not this partner's);
+	// * `not_final`: the transaction is on chain but below the confirmations the network
+	//   requires before a rescan believes it; ask again later;
+	// * `not_found`: no provider knows the transaction, or it failed on chain.
+	//
+	// `tx_hash` is `0x` and 64 hex digits on `bep20`, 64 hex digits on `trc20` (another
+	// form is `400 invalid_request` on `/tx_hash`). A provider that cannot answer now is
+	// `503 service_unavailable`. Rescans have their own budget of 10 a minute per
+	// partner, beside the key's `writes` budget: over it the answer is `429 rate_limited`
+	// with `Retry-After`. A rescan changes nothing a normal scan would not, so it needs
+	// no `Idempotency-Key` (one given is honoured).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /deposits/rescan (the `RescanDeposit` operationId).
+	RescanDepositWithBody(ctx context.Context, params *RescanDepositParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RescanDeposit Find a deposit the service missed
+	//
+	// Hands the service a chain transaction that paid one of the partner's deposit
+	// addresses and that the partner believes was missed. The service reads that
+	// transaction's receipt from its chain providers and records any transfer of the
+	// token to one of the partner's deposit addresses it has not recorded; each then
+	// follows the usual rules (see Deposits on chain: screening, confirmations, the late
+	// window, unmatched deposits). The answer's `result` says what was found:
+	//
+	// * `credited`: at least one transfer was recorded now (`transaction_ids` names the
+	//   transactions it paid);
+	// * `already_recorded`: every transfer of the token to the partner's addresses was
+	//   already known (`transaction_ids` names them);
+	// * `not_ours`: the transaction moved the token to no deposit address of this partner
+	//   (another partner's address is not this partner's);
+	// * `not_final`: the transaction is on chain but below the confirmations the network
+	//   requires before a rescan believes it; ask again later;
+	// * `not_found`: no provider knows the transaction, or it failed on chain.
+	//
+	// `tx_hash` is `0x` and 64 hex digits on `bep20`, 64 hex digits on `trc20` (another
+	// form is `400 invalid_request` on `/tx_hash`). A provider that cannot answer now is
+	// `503 service_unavailable`. Rescans have their own budget of 10 a minute per
+	// partner, beside the key's `writes` budget: over it the answer is `429 rate_limited`
+	// with `Retry-After`. A rescan changes nothing a normal scan would not, so it needs
+	// no `Idempotency-Key` (one given is honoured).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /deposits/rescan (the `RescanDeposit` operationId).
+	RescanDeposit(ctx context.Context, params *RescanDepositParams, body RescanDepositJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExportPayouts Export payouts as CSV
 	//
@@ -1813,7 +2046,9 @@ type ClientInterface interface {
 	//   deadline.
 	// * `transaction.refunded`: refunds the deposit of a `failed` transaction, or of an
 	//   `expired` one that has a deposit.
-	// * `payout.settled`: records the payout of a `completed` transaction (once).
+	// * `payout.settled`: records the payout of a `completed` transaction (once), as a payout
+	//   of one: it is listed in `GET /payouts`, the payouts export and the dashboard like a
+	//   production payout, and the event's `payout.payout_id` names it.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1853,7 +2088,9 @@ type ClientInterface interface {
 	//   deadline.
 	// * `transaction.refunded`: refunds the deposit of a `failed` transaction, or of an
 	//   `expired` one that has a deposit.
-	// * `payout.settled`: records the payout of a `completed` transaction (once).
+	// * `payout.settled`: records the payout of a `completed` transaction (once), as a payout
+	//   of one: it is listed in `GET /payouts`, the payouts export and the dashboard like a
+	//   production payout, and the event's `payout.payout_id` names it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1919,6 +2156,27 @@ type ClientInterface interface {
 	// Corresponds with GET /transactions/{id} (the `GetTransaction` operationId).
 	GetTransaction(ctx context.Context, id TransactionId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// AcceptTransaction Accept a short payment
+	//
+	// Takes an expired transaction's short payment as it is (`allowed_actions` contains
+	// `accept`): the total received is priced at a fresh rate, the current adjusted rate
+	// as `POST /quotes` would price it (the quote is recorded and used at once), and the
+	// transaction moves to `deposit_confirming` with `crypto_amount` the total received,
+	// `rate` the fresh rate and `amount` re-priced (`crypto_amount × rate`, rounded down to
+	// the kobo). History `deposit:accepted` carries `metadata.quote_id`,
+	// `old_amount`/`new_amount`, `old_crypto_amount`/`new_crypto_amount` and
+	// `old_rate`/`new_rate`. It then proceeds as any confirmed deposit: the sale,
+	// `transaction.completed` and its revenue row at the new amount. No request body.
+	//
+	// A transaction that is not waiting on this decision (not `expired` with
+	// `deposit_status` `underpaid`, a refund already asked for, held for review, or
+	// decided by the service's back office first) is `409 invalid_state_transition` and
+	// changes nothing. Rates that cannot be read now are `503 rates_unavailable`. A retry
+	// with the same `Idempotency-Key` replays the first answer.
+	//
+	// Corresponds with POST /transactions/{id}/accept (the `AcceptTransaction` operationId).
+	AcceptTransaction(ctx context.Context, id TransactionId, params *AcceptTransactionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CancelTransaction Cancel a transaction
 	//
 	// Cancels a transaction in `awaiting_deposit` (the only cancellable state). Any other
@@ -1933,6 +2191,58 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /transactions/{id}/cancel (the `CancelTransaction` operationId).
 	CancelTransaction(ctx context.Context, id TransactionId, params *CancelTransactionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RefundTransactionWithBody Ask for a short payment's refund
+	//
+	// Asks for an expired transaction's short payment back (`allowed_actions` contains
+	// `refund`): to `address` when given, else to the transaction's `refund_address`; with
+	// neither it is `400 invalid_request` on `/address`. The address must be of the
+	// transaction's network (`0x` and 40 hex digits on `bep20`, a base58 `T…` address on
+	// `trc20`; another form is `400 invalid_request` on `/address`) and becomes the
+	// transaction's `refund_address`.
+	//
+	// The destination is screened before anything is recorded: a screener that cannot
+	// answer now is `503 service_unavailable` and changes nothing; a destination a
+	// sanctions screener names is never paid, and the transaction is held for review
+	// (`under_review` true; the answer is `200` and says nothing more). Otherwise the
+	// request is recorded for the service's operators (`refund_requested_at` set,
+	// `action_required` false, `allowed_actions` empty), who send the tokens back; the
+	// transaction then becomes `refunded` (`transaction.refunded`).
+	//
+	// A transaction not waiting on this decision is `409 invalid_state_transition` and
+	// changes nothing; so is one the back office decided first. A retry with the same
+	// `Idempotency-Key` replays the first answer.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /transactions/{id}/refund (the `RefundTransaction` operationId).
+	RefundTransactionWithBody(ctx context.Context, id TransactionId, params *RefundTransactionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RefundTransaction Ask for a short payment's refund
+	//
+	// Asks for an expired transaction's short payment back (`allowed_actions` contains
+	// `refund`): to `address` when given, else to the transaction's `refund_address`; with
+	// neither it is `400 invalid_request` on `/address`. The address must be of the
+	// transaction's network (`0x` and 40 hex digits on `bep20`, a base58 `T…` address on
+	// `trc20`; another form is `400 invalid_request` on `/address`) and becomes the
+	// transaction's `refund_address`.
+	//
+	// The destination is screened before anything is recorded: a screener that cannot
+	// answer now is `503 service_unavailable` and changes nothing; a destination a
+	// sanctions screener names is never paid, and the transaction is held for review
+	// (`under_review` true; the answer is `200` and says nothing more). Otherwise the
+	// request is recorded for the service's operators (`refund_requested_at` set,
+	// `action_required` false, `allowed_actions` empty), who send the tokens back; the
+	// transaction then becomes `refunded` (`transaction.refunded`).
+	//
+	// A transaction not waiting on this decision is `409 invalid_state_transition` and
+	// changes nothing; so is one the back office decided first. A retry with the same
+	// `Idempotency-Key` replays the first answer.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /transactions/{id}/refund (the `RefundTransaction` operationId).
+	RefundTransaction(ctx context.Context, id TransactionId, params *RefundTransactionParams, body RefundTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetTransactionStatusHistory Get a transaction's status history
 	//
@@ -2055,6 +2365,88 @@ type ClientInterface interface {
 // Corresponds with GET /balance (the `GetBalance` operationId).
 func (c *Client) GetBalance(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetBalanceRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RescanDepositWithBody Find a deposit the service missed
+//
+// Hands the service a chain transaction that paid one of the partner's deposit
+// addresses and that the partner believes was missed. The service reads that
+// transaction's receipt from its chain providers and records any transfer of the
+// token to one of the partner's deposit addresses it has not recorded; each then
+// follows the usual rules (see Deposits on chain: screening, confirmations, the late
+// window, unmatched deposits). The answer's `result` says what was found:
+//
+//   - `credited`: at least one transfer was recorded now (`transaction_ids` names the
+//     transactions it paid);
+//   - `already_recorded`: every transfer of the token to the partner's addresses was
+//     already known (`transaction_ids` names them);
+//   - `not_ours`: the transaction moved the token to no deposit address of this partner
+//     (another partner's address is not this partner's);
+//   - `not_final`: the transaction is on chain but below the confirmations the network
+//     requires before a rescan believes it; ask again later;
+//   - `not_found`: no provider knows the transaction, or it failed on chain.
+//
+// `tx_hash` is `0x` and 64 hex digits on `bep20`, 64 hex digits on `trc20` (another
+// form is `400 invalid_request` on `/tx_hash`). A provider that cannot answer now is
+// `503 service_unavailable`. Rescans have their own budget of 10 a minute per
+// partner, beside the key's `writes` budget: over it the answer is `429 rate_limited`
+// with `Retry-After`. A rescan changes nothing a normal scan would not, so it needs
+// no `Idempotency-Key` (one given is honoured).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /deposits/rescan (the `RescanDeposit` operationId).
+func (c *Client) RescanDepositWithBody(ctx context.Context, params *RescanDepositParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRescanDepositRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RescanDeposit Find a deposit the service missed
+//
+// Hands the service a chain transaction that paid one of the partner's deposit
+// addresses and that the partner believes was missed. The service reads that
+// transaction's receipt from its chain providers and records any transfer of the
+// token to one of the partner's deposit addresses it has not recorded; each then
+// follows the usual rules (see Deposits on chain: screening, confirmations, the late
+// window, unmatched deposits). The answer's `result` says what was found:
+//
+//   - `credited`: at least one transfer was recorded now (`transaction_ids` names the
+//     transactions it paid);
+//   - `already_recorded`: every transfer of the token to the partner's addresses was
+//     already known (`transaction_ids` names them);
+//   - `not_ours`: the transaction moved the token to no deposit address of this partner
+//     (another partner's address is not this partner's);
+//   - `not_final`: the transaction is on chain but below the confirmations the network
+//     requires before a rescan believes it; ask again later;
+//   - `not_found`: no provider knows the transaction, or it failed on chain.
+//
+// `tx_hash` is `0x` and 64 hex digits on `bep20`, 64 hex digits on `trc20` (another
+// form is `400 invalid_request` on `/tx_hash`). A provider that cannot answer now is
+// `503 service_unavailable`. Rescans have their own budget of 10 a minute per
+// partner, beside the key's `writes` budget: over it the answer is `429 rate_limited`
+// with `Retry-After`. A rescan changes nothing a normal scan would not, so it needs
+// no `Idempotency-Key` (one given is honoured).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /deposits/rescan (the `RescanDeposit` operationId).
+func (c *Client) RescanDeposit(ctx context.Context, params *RescanDepositParams, body RescanDepositJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRescanDepositRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2264,7 +2656,9 @@ func (c *Client) ListRevenue(ctx context.Context, params *ListRevenueParams, req
 //     deadline.
 //   - `transaction.refunded`: refunds the deposit of a `failed` transaction, or of an
 //     `expired` one that has a deposit.
-//   - `payout.settled`: records the payout of a `completed` transaction (once).
+//   - `payout.settled`: records the payout of a `completed` transaction (once), as a payout
+//     of one: it is listed in `GET /payouts`, the payouts export and the dashboard like a
+//     production payout, and the event's `payout.payout_id` names it.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2314,7 +2708,9 @@ func (c *Client) SimulateSandboxEventWithBody(ctx context.Context, params *Simul
 //     deadline.
 //   - `transaction.refunded`: refunds the deposit of a `failed` transaction, or of an
 //     `expired` one that has a deposit.
-//   - `payout.settled`: records the payout of a `completed` transaction (once).
+//   - `payout.settled`: records the payout of a `completed` transaction (once), as a payout
+//     of one: it is listed in `GET /payouts`, the payouts export and the dashboard like a
+//     production payout, and the event's `payout.payout_id` names it.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2440,6 +2836,37 @@ func (c *Client) GetTransaction(ctx context.Context, id TransactionId, reqEditor
 	return c.Client.Do(req)
 }
 
+// AcceptTransaction Accept a short payment
+//
+// Takes an expired transaction's short payment as it is (`allowed_actions` contains
+// `accept`): the total received is priced at a fresh rate, the current adjusted rate
+// as `POST /quotes` would price it (the quote is recorded and used at once), and the
+// transaction moves to `deposit_confirming` with `crypto_amount` the total received,
+// `rate` the fresh rate and `amount` re-priced (`crypto_amount × rate`, rounded down to
+// the kobo). History `deposit:accepted` carries `metadata.quote_id`,
+// `old_amount`/`new_amount`, `old_crypto_amount`/`new_crypto_amount` and
+// `old_rate`/`new_rate`. It then proceeds as any confirmed deposit: the sale,
+// `transaction.completed` and its revenue row at the new amount. No request body.
+//
+// A transaction that is not waiting on this decision (not `expired` with
+// `deposit_status` `underpaid`, a refund already asked for, held for review, or
+// decided by the service's back office first) is `409 invalid_state_transition` and
+// changes nothing. Rates that cannot be read now are `503 rates_unavailable`. A retry
+// with the same `Idempotency-Key` replays the first answer.
+//
+// Corresponds with POST /transactions/{id}/accept (the `AcceptTransaction` operationId).
+func (c *Client) AcceptTransaction(ctx context.Context, id TransactionId, params *AcceptTransactionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAcceptTransactionRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CancelTransaction Cancel a transaction
 //
 // Cancels a transaction in `awaiting_deposit` (the only cancellable state). Any other
@@ -2455,6 +2882,78 @@ func (c *Client) GetTransaction(ctx context.Context, id TransactionId, reqEditor
 // Corresponds with POST /transactions/{id}/cancel (the `CancelTransaction` operationId).
 func (c *Client) CancelTransaction(ctx context.Context, id TransactionId, params *CancelTransactionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelTransactionRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RefundTransactionWithBody Ask for a short payment's refund
+//
+// Asks for an expired transaction's short payment back (`allowed_actions` contains
+// `refund`): to `address` when given, else to the transaction's `refund_address`; with
+// neither it is `400 invalid_request` on `/address`. The address must be of the
+// transaction's network (`0x` and 40 hex digits on `bep20`, a base58 `T…` address on
+// `trc20`; another form is `400 invalid_request` on `/address`) and becomes the
+// transaction's `refund_address`.
+//
+// The destination is screened before anything is recorded: a screener that cannot
+// answer now is `503 service_unavailable` and changes nothing; a destination a
+// sanctions screener names is never paid, and the transaction is held for review
+// (`under_review` true; the answer is `200` and says nothing more). Otherwise the
+// request is recorded for the service's operators (`refund_requested_at` set,
+// `action_required` false, `allowed_actions` empty), who send the tokens back; the
+// transaction then becomes `refunded` (`transaction.refunded`).
+//
+// A transaction not waiting on this decision is `409 invalid_state_transition` and
+// changes nothing; so is one the back office decided first. A retry with the same
+// `Idempotency-Key` replays the first answer.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /transactions/{id}/refund (the `RefundTransaction` operationId).
+func (c *Client) RefundTransactionWithBody(ctx context.Context, id TransactionId, params *RefundTransactionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRefundTransactionRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RefundTransaction Ask for a short payment's refund
+//
+// Asks for an expired transaction's short payment back (`allowed_actions` contains
+// `refund`): to `address` when given, else to the transaction's `refund_address`; with
+// neither it is `400 invalid_request` on `/address`. The address must be of the
+// transaction's network (`0x` and 40 hex digits on `bep20`, a base58 `T…` address on
+// `trc20`; another form is `400 invalid_request` on `/address`) and becomes the
+// transaction's `refund_address`.
+//
+// The destination is screened before anything is recorded: a screener that cannot
+// answer now is `503 service_unavailable` and changes nothing; a destination a
+// sanctions screener names is never paid, and the transaction is held for review
+// (`under_review` true; the answer is `200` and says nothing more). Otherwise the
+// request is recorded for the service's operators (`refund_requested_at` set,
+// `action_required` false, `allowed_actions` empty), who send the tokens back; the
+// transaction then becomes `refunded` (`transaction.refunded`).
+//
+// A transaction not waiting on this decision is `409 invalid_state_transition` and
+// changes nothing; so is one the back office decided first. A retry with the same
+// `Idempotency-Key` replays the first answer.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /transactions/{id}/refund (the `RefundTransaction` operationId).
+func (c *Client) RefundTransaction(ctx context.Context, id TransactionId, params *RefundTransactionParams, body RefundTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRefundTransactionRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2681,6 +3180,61 @@ func NewGetBalanceRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRescanDepositRequest calls the generic RescanDeposit builder with application/json body
+func NewRescanDepositRequest(server string, params *RescanDepositParams, body RescanDepositJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRescanDepositRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewRescanDepositRequestWithBody constructs an http.Request for the RescanDeposit method, with any body, and a specified content type
+func NewRescanDepositRequestWithBody(server string, params *RescanDepositParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/deposits/rescan")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -3473,6 +4027,53 @@ func NewGetTransactionRequest(server string, id TransactionId) (*http.Request, e
 	return req, nil
 }
 
+// NewAcceptTransactionRequest constructs an http.Request for the AcceptTransaction method
+func NewAcceptTransactionRequest(server string, id TransactionId, params *AcceptTransactionParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/transactions/%s/accept", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewCancelTransactionRequest constructs an http.Request for the CancelTransaction method
 func NewCancelTransactionRequest(server string, id TransactionId, params *CancelTransactionParams) (*http.Request, error) {
 	var err error
@@ -3503,6 +4104,66 @@ func NewCancelTransactionRequest(server string, id TransactionId, params *Cancel
 	if err != nil {
 		return nil, err
 	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewRefundTransactionRequest calls the generic RefundTransaction builder with application/json body
+func NewRefundTransactionRequest(server string, id TransactionId, params *RefundTransactionParams, body RefundTransactionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRefundTransactionRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewRefundTransactionRequestWithBody constructs an http.Request for the RefundTransaction method, with any body, and a specified content type
+func NewRefundTransactionRequestWithBody(server string, id TransactionId, params *RefundTransactionParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/transactions/%s/refund", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	if params != nil {
 
@@ -3989,6 +4650,68 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /balance (the `GetBalance` operationId).
 	GetBalanceWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetBalanceResponse, error)
 
+	// RescanDepositWithBodyWithResponse Find a deposit the service missed
+	//
+	// Hands the service a chain transaction that paid one of the partner's deposit
+	// addresses and that the partner believes was missed. The service reads that
+	// transaction's receipt from its chain providers and records any transfer of the
+	// token to one of the partner's deposit addresses it has not recorded; each then
+	// follows the usual rules (see Deposits on chain: screening, confirmations, the late
+	// window, unmatched deposits). The answer's `result` says what was found:
+	//
+	// * `credited`: at least one transfer was recorded now (`transaction_ids` names the
+	//   transactions it paid);
+	// * `already_recorded`: every transfer of the token to the partner's addresses was
+	//   already known (`transaction_ids` names them);
+	// * `not_ours`: the transaction moved the token to no deposit address of this partner
+	//   (another partner's address is not this partner's);
+	// * `not_final`: the transaction is on chain but below the confirmations the network
+	//   requires before a rescan believes it; ask again later;
+	// * `not_found`: no provider knows the transaction, or it failed on chain.
+	//
+	// `tx_hash` is `0x` and 64 hex digits on `bep20`, 64 hex digits on `trc20` (another
+	// form is `400 invalid_request` on `/tx_hash`). A provider that cannot answer now is
+	// `503 service_unavailable`. Rescans have their own budget of 10 a minute per
+	// partner, beside the key's `writes` budget: over it the answer is `429 rate_limited`
+	// with `Retry-After`. A rescan changes nothing a normal scan would not, so it needs
+	// no `Idempotency-Key` (one given is honoured).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /deposits/rescan (the `RescanDeposit` operationId).
+	RescanDepositWithBodyWithResponse(ctx context.Context, params *RescanDepositParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RescanDepositResponse, error)
+
+	// RescanDepositWithResponse Find a deposit the service missed
+	//
+	// Hands the service a chain transaction that paid one of the partner's deposit
+	// addresses and that the partner believes was missed. The service reads that
+	// transaction's receipt from its chain providers and records any transfer of the
+	// token to one of the partner's deposit addresses it has not recorded; each then
+	// follows the usual rules (see Deposits on chain: screening, confirmations, the late
+	// window, unmatched deposits). The answer's `result` says what was found:
+	//
+	// * `credited`: at least one transfer was recorded now (`transaction_ids` names the
+	//   transactions it paid);
+	// * `already_recorded`: every transfer of the token to the partner's addresses was
+	//   already known (`transaction_ids` names them);
+	// * `not_ours`: the transaction moved the token to no deposit address of this partner
+	//   (another partner's address is not this partner's);
+	// * `not_final`: the transaction is on chain but below the confirmations the network
+	//   requires before a rescan believes it; ask again later;
+	// * `not_found`: no provider knows the transaction, or it failed on chain.
+	//
+	// `tx_hash` is `0x` and 64 hex digits on `bep20`, 64 hex digits on `trc20` (another
+	// form is `400 invalid_request` on `/tx_hash`). A provider that cannot answer now is
+	// `503 service_unavailable`. Rescans have their own budget of 10 a minute per
+	// partner, beside the key's `writes` budget: over it the answer is `429 rate_limited`
+	// with `Retry-After`. A rescan changes nothing a normal scan would not, so it needs
+	// no `Idempotency-Key` (one given is honoured).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /deposits/rescan (the `RescanDeposit` operationId).
+	RescanDepositWithResponse(ctx context.Context, params *RescanDepositParams, body RescanDepositJSONRequestBody, reqEditors ...RequestEditorFn) (*RescanDepositResponse, error)
+
 	// ExportPayoutsWithResponse Export payouts as CSV
 	//
 	// Every payout of the partner recorded in the period (`created_at` between `from` and
@@ -4128,7 +4851,9 @@ type ClientWithResponsesInterface interface {
 	//   deadline.
 	// * `transaction.refunded`: refunds the deposit of a `failed` transaction, or of an
 	//   `expired` one that has a deposit.
-	// * `payout.settled`: records the payout of a `completed` transaction (once).
+	// * `payout.settled`: records the payout of a `completed` transaction (once), as a payout
+	//   of one: it is listed in `GET /payouts`, the payouts export and the dashboard like a
+	//   production payout, and the event's `payout.payout_id` names it.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4168,7 +4893,9 @@ type ClientWithResponsesInterface interface {
 	//   deadline.
 	// * `transaction.refunded`: refunds the deposit of a `failed` transaction, or of an
 	//   `expired` one that has a deposit.
-	// * `payout.settled`: records the payout of a `completed` transaction (once).
+	// * `payout.settled`: records the payout of a `completed` transaction (once), as a payout
+	//   of one: it is listed in `GET /payouts`, the payouts export and the dashboard like a
+	//   production payout, and the event's `payout.payout_id` names it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4240,6 +4967,29 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /transactions/{id} (the `GetTransaction` operationId).
 	GetTransactionWithResponse(ctx context.Context, id TransactionId, reqEditors ...RequestEditorFn) (*GetTransactionResponse, error)
 
+	// AcceptTransactionWithResponse Accept a short payment
+	//
+	// Takes an expired transaction's short payment as it is (`allowed_actions` contains
+	// `accept`): the total received is priced at a fresh rate, the current adjusted rate
+	// as `POST /quotes` would price it (the quote is recorded and used at once), and the
+	// transaction moves to `deposit_confirming` with `crypto_amount` the total received,
+	// `rate` the fresh rate and `amount` re-priced (`crypto_amount × rate`, rounded down to
+	// the kobo). History `deposit:accepted` carries `metadata.quote_id`,
+	// `old_amount`/`new_amount`, `old_crypto_amount`/`new_crypto_amount` and
+	// `old_rate`/`new_rate`. It then proceeds as any confirmed deposit: the sale,
+	// `transaction.completed` and its revenue row at the new amount. No request body.
+	//
+	// A transaction that is not waiting on this decision (not `expired` with
+	// `deposit_status` `underpaid`, a refund already asked for, held for review, or
+	// decided by the service's back office first) is `409 invalid_state_transition` and
+	// changes nothing. Rates that cannot be read now are `503 rates_unavailable`. A retry
+	// with the same `Idempotency-Key` replays the first answer.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /transactions/{id}/accept (the `AcceptTransaction` operationId).
+	AcceptTransactionWithResponse(ctx context.Context, id TransactionId, params *AcceptTransactionParams, reqEditors ...RequestEditorFn) (*AcceptTransactionResponse, error)
+
 	// CancelTransactionWithResponse Cancel a transaction
 	//
 	// Cancels a transaction in `awaiting_deposit` (the only cancellable state). Any other
@@ -4256,6 +5006,58 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /transactions/{id}/cancel (the `CancelTransaction` operationId).
 	CancelTransactionWithResponse(ctx context.Context, id TransactionId, params *CancelTransactionParams, reqEditors ...RequestEditorFn) (*CancelTransactionResponse, error)
+
+	// RefundTransactionWithBodyWithResponse Ask for a short payment's refund
+	//
+	// Asks for an expired transaction's short payment back (`allowed_actions` contains
+	// `refund`): to `address` when given, else to the transaction's `refund_address`; with
+	// neither it is `400 invalid_request` on `/address`. The address must be of the
+	// transaction's network (`0x` and 40 hex digits on `bep20`, a base58 `T…` address on
+	// `trc20`; another form is `400 invalid_request` on `/address`) and becomes the
+	// transaction's `refund_address`.
+	//
+	// The destination is screened before anything is recorded: a screener that cannot
+	// answer now is `503 service_unavailable` and changes nothing; a destination a
+	// sanctions screener names is never paid, and the transaction is held for review
+	// (`under_review` true; the answer is `200` and says nothing more). Otherwise the
+	// request is recorded for the service's operators (`refund_requested_at` set,
+	// `action_required` false, `allowed_actions` empty), who send the tokens back; the
+	// transaction then becomes `refunded` (`transaction.refunded`).
+	//
+	// A transaction not waiting on this decision is `409 invalid_state_transition` and
+	// changes nothing; so is one the back office decided first. A retry with the same
+	// `Idempotency-Key` replays the first answer.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /transactions/{id}/refund (the `RefundTransaction` operationId).
+	RefundTransactionWithBodyWithResponse(ctx context.Context, id TransactionId, params *RefundTransactionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RefundTransactionResponse, error)
+
+	// RefundTransactionWithResponse Ask for a short payment's refund
+	//
+	// Asks for an expired transaction's short payment back (`allowed_actions` contains
+	// `refund`): to `address` when given, else to the transaction's `refund_address`; with
+	// neither it is `400 invalid_request` on `/address`. The address must be of the
+	// transaction's network (`0x` and 40 hex digits on `bep20`, a base58 `T…` address on
+	// `trc20`; another form is `400 invalid_request` on `/address`) and becomes the
+	// transaction's `refund_address`.
+	//
+	// The destination is screened before anything is recorded: a screener that cannot
+	// answer now is `503 service_unavailable` and changes nothing; a destination a
+	// sanctions screener names is never paid, and the transaction is held for review
+	// (`under_review` true; the answer is `200` and says nothing more). Otherwise the
+	// request is recorded for the service's operators (`refund_requested_at` set,
+	// `action_required` false, `allowed_actions` empty), who send the tokens back; the
+	// transaction then becomes `refunded` (`transaction.refunded`).
+	//
+	// A transaction not waiting on this decision is `409 invalid_state_transition` and
+	// changes nothing; so is one the back office decided first. A retry with the same
+	// `Idempotency-Key` replays the first answer.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /transactions/{id}/refund (the `RefundTransaction` operationId).
+	RefundTransactionWithResponse(ctx context.Context, id TransactionId, params *RefundTransactionParams, body RefundTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*RefundTransactionResponse, error)
 
 	// GetTransactionStatusHistoryWithResponse Get a transaction's status history
 	//
@@ -4502,6 +5304,203 @@ func (r GetBalanceResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetBalanceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RescanDepositResponse200Headers the declared response headers of an HTTP 200 response for RescanDeposit
+type RescanDepositResponse200Headers struct {
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	XRequestId         string
+}
+
+// RescanDepositResponse400Headers the declared response headers of an HTTP 400 response for RescanDeposit
+type RescanDepositResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RescanDepositResponse401Headers the declared response headers of an HTTP 401 response for RescanDeposit
+type RescanDepositResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RescanDepositResponse409Headers the declared response headers of an HTTP 409 response for RescanDeposit
+type RescanDepositResponse409Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RescanDepositResponse413Headers the declared response headers of an HTTP 413 response for RescanDeposit
+type RescanDepositResponse413Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RescanDepositResponse415Headers the declared response headers of an HTTP 415 response for RescanDeposit
+type RescanDepositResponse415Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RescanDepositResponse422Headers the declared response headers of an HTTP 422 response for RescanDeposit
+type RescanDepositResponse422Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RescanDepositResponse429Headers the declared response headers of an HTTP 429 response for RescanDeposit
+type RescanDepositResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+// RescanDepositResponse500Headers the declared response headers of an HTTP 500 response for RescanDeposit
+type RescanDepositResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RescanDepositResponse503Headers the declared response headers of an HTTP 503 response for RescanDeposit
+type RescanDepositResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+type RescanDepositResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RescanResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RescanDepositResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RescanDepositResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RescanDepositResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RescanDepositResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RescanDepositResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RescanDepositResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RescanDepositResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RescanDepositResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RescanDepositResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RescanDepositResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RescanDepositResponse) GetJSON200() *RescanResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RescanDepositResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RescanDepositResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RescanDepositResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RescanDepositResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RescanDepositResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RescanDepositResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RescanDepositResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RescanDepositResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RescanDepositResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RescanDepositResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RescanDepositResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RescanDepositResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RescanDepositResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6221,6 +7220,218 @@ func (r GetTransactionResponse) ContentType() string {
 	return ""
 }
 
+// AcceptTransactionResponse200Headers the declared response headers of an HTTP 200 response for AcceptTransaction
+type AcceptTransactionResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// AcceptTransactionResponse400Headers the declared response headers of an HTTP 400 response for AcceptTransaction
+type AcceptTransactionResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// AcceptTransactionResponse401Headers the declared response headers of an HTTP 401 response for AcceptTransaction
+type AcceptTransactionResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// AcceptTransactionResponse404Headers the declared response headers of an HTTP 404 response for AcceptTransaction
+type AcceptTransactionResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// AcceptTransactionResponse409Headers the declared response headers of an HTTP 409 response for AcceptTransaction
+type AcceptTransactionResponse409Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// AcceptTransactionResponse413Headers the declared response headers of an HTTP 413 response for AcceptTransaction
+type AcceptTransactionResponse413Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// AcceptTransactionResponse415Headers the declared response headers of an HTTP 415 response for AcceptTransaction
+type AcceptTransactionResponse415Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// AcceptTransactionResponse422Headers the declared response headers of an HTTP 422 response for AcceptTransaction
+type AcceptTransactionResponse422Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// AcceptTransactionResponse429Headers the declared response headers of an HTTP 429 response for AcceptTransaction
+type AcceptTransactionResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+// AcceptTransactionResponse500Headers the declared response headers of an HTTP 500 response for AcceptTransaction
+type AcceptTransactionResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// AcceptTransactionResponse503Headers the declared response headers of an HTTP 503 response for AcceptTransaction
+type AcceptTransactionResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+type AcceptTransactionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TransactionDetailOK
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *AcceptTransactionResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AcceptTransactionResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AcceptTransactionResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AcceptTransactionResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *AcceptTransactionResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *AcceptTransactionResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *AcceptTransactionResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *AcceptTransactionResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AcceptTransactionResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *AcceptTransactionResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AcceptTransactionResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AcceptTransactionResponse) GetJSON200() *TransactionDetailOK {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AcceptTransactionResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AcceptTransactionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AcceptTransactionResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r AcceptTransactionResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AcceptTransactionResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r AcceptTransactionResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r AcceptTransactionResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AcceptTransactionResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AcceptTransactionResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AcceptTransactionResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AcceptTransactionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AcceptTransactionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AcceptTransactionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AcceptTransactionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CancelTransactionResponse200Headers the declared response headers of an HTTP 200 response for CancelTransaction
 type CancelTransactionResponse200Headers struct {
 	IdempotentReplayed *string
@@ -6428,6 +7639,218 @@ func (r CancelTransactionResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CancelTransactionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RefundTransactionResponse200Headers the declared response headers of an HTTP 200 response for RefundTransaction
+type RefundTransactionResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RefundTransactionResponse400Headers the declared response headers of an HTTP 400 response for RefundTransaction
+type RefundTransactionResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RefundTransactionResponse401Headers the declared response headers of an HTTP 401 response for RefundTransaction
+type RefundTransactionResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RefundTransactionResponse404Headers the declared response headers of an HTTP 404 response for RefundTransaction
+type RefundTransactionResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RefundTransactionResponse409Headers the declared response headers of an HTTP 409 response for RefundTransaction
+type RefundTransactionResponse409Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RefundTransactionResponse413Headers the declared response headers of an HTTP 413 response for RefundTransaction
+type RefundTransactionResponse413Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RefundTransactionResponse415Headers the declared response headers of an HTTP 415 response for RefundTransaction
+type RefundTransactionResponse415Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RefundTransactionResponse422Headers the declared response headers of an HTTP 422 response for RefundTransaction
+type RefundTransactionResponse422Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RefundTransactionResponse429Headers the declared response headers of an HTTP 429 response for RefundTransaction
+type RefundTransactionResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+// RefundTransactionResponse500Headers the declared response headers of an HTTP 500 response for RefundTransaction
+type RefundTransactionResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	XRequestId      string
+}
+
+// RefundTransactionResponse503Headers the declared response headers of an HTTP 503 response for RefundTransaction
+type RefundTransactionResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+	XRequestId      string
+}
+
+type RefundTransactionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TransactionDetailOK
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *UnprocessableEntity
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RefundTransactionResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RefundTransactionResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RefundTransactionResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RefundTransactionResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RefundTransactionResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RefundTransactionResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RefundTransactionResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RefundTransactionResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RefundTransactionResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RefundTransactionResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RefundTransactionResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RefundTransactionResponse) GetJSON200() *TransactionDetailOK {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RefundTransactionResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RefundTransactionResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RefundTransactionResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RefundTransactionResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RefundTransactionResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RefundTransactionResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RefundTransactionResponse) GetJSON422() *UnprocessableEntity {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RefundTransactionResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RefundTransactionResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RefundTransactionResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RefundTransactionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RefundTransactionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RefundTransactionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RefundTransactionResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7867,6 +9290,80 @@ func (c *ClientWithResponses) GetBalanceWithResponse(ctx context.Context, reqEdi
 	return ParseGetBalanceResponse(rsp)
 }
 
+// RescanDepositWithBodyWithResponse Find a deposit the service missed
+//
+// Hands the service a chain transaction that paid one of the partner's deposit
+// addresses and that the partner believes was missed. The service reads that
+// transaction's receipt from its chain providers and records any transfer of the
+// token to one of the partner's deposit addresses it has not recorded; each then
+// follows the usual rules (see Deposits on chain: screening, confirmations, the late
+// window, unmatched deposits). The answer's `result` says what was found:
+//
+//   - `credited`: at least one transfer was recorded now (`transaction_ids` names the
+//     transactions it paid);
+//   - `already_recorded`: every transfer of the token to the partner's addresses was
+//     already known (`transaction_ids` names them);
+//   - `not_ours`: the transaction moved the token to no deposit address of this partner
+//     (another partner's address is not this partner's);
+//   - `not_final`: the transaction is on chain but below the confirmations the network
+//     requires before a rescan believes it; ask again later;
+//   - `not_found`: no provider knows the transaction, or it failed on chain.
+//
+// `tx_hash` is `0x` and 64 hex digits on `bep20`, 64 hex digits on `trc20` (another
+// form is `400 invalid_request` on `/tx_hash`). A provider that cannot answer now is
+// `503 service_unavailable`. Rescans have their own budget of 10 a minute per
+// partner, beside the key's `writes` budget: over it the answer is `429 rate_limited`
+// with `Retry-After`. A rescan changes nothing a normal scan would not, so it needs
+// no `Idempotency-Key` (one given is honoured).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /deposits/rescan (the `RescanDeposit` operationId).
+func (c *ClientWithResponses) RescanDepositWithBodyWithResponse(ctx context.Context, params *RescanDepositParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RescanDepositResponse, error) {
+	rsp, err := c.RescanDepositWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRescanDepositResponse(rsp)
+}
+
+// RescanDepositWithResponse Find a deposit the service missed
+//
+// Hands the service a chain transaction that paid one of the partner's deposit
+// addresses and that the partner believes was missed. The service reads that
+// transaction's receipt from its chain providers and records any transfer of the
+// token to one of the partner's deposit addresses it has not recorded; each then
+// follows the usual rules (see Deposits on chain: screening, confirmations, the late
+// window, unmatched deposits). The answer's `result` says what was found:
+//
+//   - `credited`: at least one transfer was recorded now (`transaction_ids` names the
+//     transactions it paid);
+//   - `already_recorded`: every transfer of the token to the partner's addresses was
+//     already known (`transaction_ids` names them);
+//   - `not_ours`: the transaction moved the token to no deposit address of this partner
+//     (another partner's address is not this partner's);
+//   - `not_final`: the transaction is on chain but below the confirmations the network
+//     requires before a rescan believes it; ask again later;
+//   - `not_found`: no provider knows the transaction, or it failed on chain.
+//
+// `tx_hash` is `0x` and 64 hex digits on `bep20`, 64 hex digits on `trc20` (another
+// form is `400 invalid_request` on `/tx_hash`). A provider that cannot answer now is
+// `503 service_unavailable`. Rescans have their own budget of 10 a minute per
+// partner, beside the key's `writes` budget: over it the answer is `429 rate_limited`
+// with `Retry-After`. A rescan changes nothing a normal scan would not, so it needs
+// no `Idempotency-Key` (one given is honoured).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /deposits/rescan (the `RescanDeposit` operationId).
+func (c *ClientWithResponses) RescanDepositWithResponse(ctx context.Context, params *RescanDepositParams, body RescanDepositJSONRequestBody, reqEditors ...RequestEditorFn) (*RescanDepositResponse, error) {
+	rsp, err := c.RescanDeposit(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRescanDepositResponse(rsp)
+}
+
 // ExportPayoutsWithResponse Export payouts as CSV
 //
 // Every payout of the partner recorded in the period (`created_at` between `from` and
@@ -8048,7 +9545,9 @@ func (c *ClientWithResponses) ListRevenueWithResponse(ctx context.Context, param
 //     deadline.
 //   - `transaction.refunded`: refunds the deposit of a `failed` transaction, or of an
 //     `expired` one that has a deposit.
-//   - `payout.settled`: records the payout of a `completed` transaction (once).
+//   - `payout.settled`: records the payout of a `completed` transaction (once), as a payout
+//     of one: it is listed in `GET /payouts`, the payouts export and the dashboard like a
+//     production payout, and the event's `payout.payout_id` names it.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8094,7 +9593,9 @@ func (c *ClientWithResponses) SimulateSandboxEventWithBodyWithResponse(ctx conte
 //     deadline.
 //   - `transaction.refunded`: refunds the deposit of a `failed` transaction, or of an
 //     `expired` one that has a deposit.
-//   - `payout.settled`: records the payout of a `completed` transaction (once).
+//   - `payout.settled`: records the payout of a `completed` transaction (once), as a payout
+//     of one: it is listed in `GET /payouts`, the payouts export and the dashboard like a
+//     production payout, and the event's `payout.payout_id` names it.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8202,6 +9703,35 @@ func (c *ClientWithResponses) GetTransactionWithResponse(ctx context.Context, id
 	return ParseGetTransactionResponse(rsp)
 }
 
+// AcceptTransactionWithResponse Accept a short payment
+//
+// Takes an expired transaction's short payment as it is (`allowed_actions` contains
+// `accept`): the total received is priced at a fresh rate, the current adjusted rate
+// as `POST /quotes` would price it (the quote is recorded and used at once), and the
+// transaction moves to `deposit_confirming` with `crypto_amount` the total received,
+// `rate` the fresh rate and `amount` re-priced (`crypto_amount × rate`, rounded down to
+// the kobo). History `deposit:accepted` carries `metadata.quote_id`,
+// `old_amount`/`new_amount`, `old_crypto_amount`/`new_crypto_amount` and
+// `old_rate`/`new_rate`. It then proceeds as any confirmed deposit: the sale,
+// `transaction.completed` and its revenue row at the new amount. No request body.
+//
+// A transaction that is not waiting on this decision (not `expired` with
+// `deposit_status` `underpaid`, a refund already asked for, held for review, or
+// decided by the service's back office first) is `409 invalid_state_transition` and
+// changes nothing. Rates that cannot be read now are `503 rates_unavailable`. A retry
+// with the same `Idempotency-Key` replays the first answer.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /transactions/{id}/accept (the `AcceptTransaction` operationId).
+func (c *ClientWithResponses) AcceptTransactionWithResponse(ctx context.Context, id TransactionId, params *AcceptTransactionParams, reqEditors ...RequestEditorFn) (*AcceptTransactionResponse, error) {
+	rsp, err := c.AcceptTransaction(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAcceptTransactionResponse(rsp)
+}
+
 // CancelTransactionWithResponse Cancel a transaction
 //
 // Cancels a transaction in `awaiting_deposit` (the only cancellable state). Any other
@@ -8223,6 +9753,70 @@ func (c *ClientWithResponses) CancelTransactionWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseCancelTransactionResponse(rsp)
+}
+
+// RefundTransactionWithBodyWithResponse Ask for a short payment's refund
+//
+// Asks for an expired transaction's short payment back (`allowed_actions` contains
+// `refund`): to `address` when given, else to the transaction's `refund_address`; with
+// neither it is `400 invalid_request` on `/address`. The address must be of the
+// transaction's network (`0x` and 40 hex digits on `bep20`, a base58 `T…` address on
+// `trc20`; another form is `400 invalid_request` on `/address`) and becomes the
+// transaction's `refund_address`.
+//
+// The destination is screened before anything is recorded: a screener that cannot
+// answer now is `503 service_unavailable` and changes nothing; a destination a
+// sanctions screener names is never paid, and the transaction is held for review
+// (`under_review` true; the answer is `200` and says nothing more). Otherwise the
+// request is recorded for the service's operators (`refund_requested_at` set,
+// `action_required` false, `allowed_actions` empty), who send the tokens back; the
+// transaction then becomes `refunded` (`transaction.refunded`).
+//
+// A transaction not waiting on this decision is `409 invalid_state_transition` and
+// changes nothing; so is one the back office decided first. A retry with the same
+// `Idempotency-Key` replays the first answer.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /transactions/{id}/refund (the `RefundTransaction` operationId).
+func (c *ClientWithResponses) RefundTransactionWithBodyWithResponse(ctx context.Context, id TransactionId, params *RefundTransactionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RefundTransactionResponse, error) {
+	rsp, err := c.RefundTransactionWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRefundTransactionResponse(rsp)
+}
+
+// RefundTransactionWithResponse Ask for a short payment's refund
+//
+// Asks for an expired transaction's short payment back (`allowed_actions` contains
+// `refund`): to `address` when given, else to the transaction's `refund_address`; with
+// neither it is `400 invalid_request` on `/address`. The address must be of the
+// transaction's network (`0x` and 40 hex digits on `bep20`, a base58 `T…` address on
+// `trc20`; another form is `400 invalid_request` on `/address`) and becomes the
+// transaction's `refund_address`.
+//
+// The destination is screened before anything is recorded: a screener that cannot
+// answer now is `503 service_unavailable` and changes nothing; a destination a
+// sanctions screener names is never paid, and the transaction is held for review
+// (`under_review` true; the answer is `200` and says nothing more). Otherwise the
+// request is recorded for the service's operators (`refund_requested_at` set,
+// `action_required` false, `allowed_actions` empty), who send the tokens back; the
+// transaction then becomes `refunded` (`transaction.refunded`).
+//
+// A transaction not waiting on this decision is `409 invalid_state_transition` and
+// changes nothing; so is one the back office decided first. A retry with the same
+// `Idempotency-Key` replays the first answer.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /transactions/{id}/refund (the `RefundTransaction` operationId).
+func (c *ClientWithResponses) RefundTransactionWithResponse(ctx context.Context, id TransactionId, params *RefundTransactionParams, body RefundTransactionJSONRequestBody, reqEditors ...RequestEditorFn) (*RefundTransactionResponse, error) {
+	rsp, err := c.RefundTransaction(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRefundTransactionResponse(rsp)
 }
 
 // GetTransactionStatusHistoryWithResponse Get a transaction's status history
@@ -8585,6 +10179,359 @@ func ParseGetBalanceResponse(rsp *http.Response) (*GetBalanceResponse, error) {
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetBalanceResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRescanDepositResponse parses an HTTP response from a RescanDepositWithResponse call
+func ParseRescanDepositResponse(rsp *http.Response) (*RescanDepositResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RescanDepositResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RescanResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RescanDepositResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RescanDepositResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RescanDepositResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers RescanDepositResponse409Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RescanDepositResponse413Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RescanDepositResponse415Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers RescanDepositResponse422Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers RescanDepositResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RescanDepositResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RescanDepositResponse503Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -11595,6 +13542,383 @@ func ParseGetTransactionResponse(rsp *http.Response) (*GetTransactionResponse, e
 	return response, nil
 }
 
+// ParseAcceptTransactionResponse parses an HTTP response from a AcceptTransactionWithResponse call
+func ParseAcceptTransactionResponse(rsp *http.Response) (*AcceptTransactionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AcceptTransactionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TransactionDetailOK
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers AcceptTransactionResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers AcceptTransactionResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers AcceptTransactionResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers AcceptTransactionResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers AcceptTransactionResponse409Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers AcceptTransactionResponse413Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers AcceptTransactionResponse415Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers AcceptTransactionResponse422Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers AcceptTransactionResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers AcceptTransactionResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers AcceptTransactionResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCancelTransactionResponse parses an HTTP response from a CancelTransactionWithResponse call
 func ParseCancelTransactionResponse(rsp *http.Response) (*CancelTransactionResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -11945,6 +14269,383 @@ func ParseCancelTransactionResponse(rsp *http.Response) (*CancelTransactionRespo
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers CancelTransactionResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRefundTransactionResponse parses an HTTP response from a RefundTransactionWithResponse call
+func ParseRefundTransactionResponse(rsp *http.Response) (*RefundTransactionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RefundTransactionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TransactionDetailOK
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableEntity
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RefundTransactionResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RefundTransactionResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RefundTransactionResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers RefundTransactionResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RefundTransactionResponse409Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RefundTransactionResponse413Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RefundTransactionResponse415Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers RefundTransactionResponse422Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers RefundTransactionResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RefundTransactionResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RefundTransactionResponse503Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
