@@ -2019,7 +2019,7 @@ type RefundTask struct {
 	// CreatedAt When it was recorded.
 	CreatedAt time.Time `json:"created_at"`
 
-	// FromAddress The address the money came from (for `short`, the sender of the last counted transfer); where a refund goes.
+	// FromAddress The address the money came from (for `short`, the sender of the last counted transfer); where a refund goes unless `refund_to` names another.
 	FromAddress string `json:"from_address"`
 
 	// Id The task's id (for `unmatched` tasks, the unmatched deposit's id).
@@ -2040,6 +2040,9 @@ type RefundTask struct {
 
 	// PartnerId That transaction's partner; null with it.
 	PartnerId *openapi_types.UUID `json:"partner_id"`
+
+	// RefundTo Where the partner asked the refund to go (`POST /transactions/{id}/refund` of the partner API, screened when asked and again when it is resolved as refunded); null: to `from_address`.
+	RefundTo *string `json:"refund_to,omitempty"`
 
 	// ResolutionNote The operator's note.
 	ResolutionNote *string `json:"resolution_note"`

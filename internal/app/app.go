@@ -70,7 +70,9 @@ type App struct {
 	transactions *transactions.Service
 	lifecycle    *lifecycle.Engine
 	// screening screens deposits' senders; nil when SCREENING=off.
-	screening   *screening.Service
+	screening *screening.Service
+	// decisions are the partner's accept and refund of a short payment.
+	decisions   *transactions.Decisions
 	idempotency *idempotency.Service
 	jobs        *jobs.Runner
 	events      *webhook.Log
@@ -246,6 +248,14 @@ func (a *App) openTransactions(ctx context.Context, pricer *pricing.Pricer) erro
 	if err := a.addOracles(); err != nil {
 		return err
 	}
+	// The partner's decisions on short payments: the pricer prices an accept
+	// afresh, and the screening service (when on) screens a refund's destination.
+	var screen transactions.DestinationScreen
+	if a.screening != nil {
+		screen = a.screening
+	}
+	a.decisions = transactions.NewDecisions(a.lifecycle, store.For(st, func(tx *store.Tx) transactions.DecisionTx { return tx }).WithTx,
+		store.For(st, func(tx *store.Tx) transactions.Tx { return tx }), pricer, screen, store.Now)
 	return nil
 }
 
@@ -296,6 +306,7 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 		Quotes:       a.quotes,
 		Transactions: a.transactions,
 		Lister:       transactions.NewLister(store.For(st, func(tx *store.Tx) transactions.Tx { return tx }), a.codec),
+		Decisions:    a.decisions,
 		Lifecycle:    a.lifecycle,
 		Ledger:       revenue.NewLedger(st, a.codec, store.Now),
 		Payouts:      payouts.New(st, a.codec),

@@ -31,7 +31,9 @@ type Deps struct {
 	Quotes       *quotes.Service
 	Transactions *transactions.Service
 	Lister       *transactions.Lister
-	Lifecycle    *lifecycle.Engine
+	// Decisions are the partner's accept and refund of a short payment.
+	Decisions *transactions.Decisions
+	Lifecycle *lifecycle.Engine
 	Ledger       *revenue.Ledger
 	Payouts      *payouts.Service
 	History      HistoryReader
@@ -133,7 +135,7 @@ func New(d Deps) (*echo.Echo, error) {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 	})
 
-	srv := &Server{partners: d.Partners, quotes: d.Quotes, transactions: d.Transactions, lister: d.Lister,
+	srv := &Server{partners: d.Partners, quotes: d.Quotes, transactions: d.Transactions, lister: d.Lister, decisions: d.Decisions,
 		lifecycle: d.Lifecycle, ledger: d.Ledger, payouts: d.Payouts, history: d.History, endpoints: d.Endpoints, events: d.Events, keys: d.Idempotency, log: log,
 		simulator: sandbox.New(d.Lifecycle)}
 	// The partner API's checks are route middleware of each operation, built from

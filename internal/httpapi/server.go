@@ -32,6 +32,7 @@ type Server struct {
 	quotes       *quotes.Service
 	transactions *transactions.Service
 	lister       *transactions.Lister
+	decisions    *transactions.Decisions
 	lifecycle    *lifecycle.Engine
 	ledger       *revenue.Ledger
 	payouts      *payouts.Service

@@ -30,6 +30,7 @@ func (s *Server) CreateTransaction(ctx context.Context, req api.CreateTransactio
 		MerchantID:        b.MerchantId,
 		TerminalID:        b.TerminalId,
 		SellerPhone:       b.SellerPhone,
+		RefundAddress:     b.RefundAddress,
 	})
 	if err != nil {
 		return nil, err
@@ -89,7 +90,7 @@ func (s *Server) ListTransactions(ctx context.Context, req api.ListTransactionsR
 			Id: t.ID, Status: api.TransactionStatus(t.Status), MerchantReference: t.MerchantReference,
 			MerchantId: t.MerchantID, TerminalId: t.TerminalID, Network: t.Network, CryptoCurrency: t.Token,
 			CryptoAmount: money.FormatTokens(t.CryptoAmount), Amount: money.FormatFiat(t.FiatAmount),
-			CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ExpiresAt: t.ExpiresAt,
+			CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, ExpiresAt: t.ExpiresAt, ActionRequired: lifecycle.ActionRequired(t),
 		}
 	}
 	return api.ListTransactions200JSONResponse{Success: true, Data: api.TransactionPage{
@@ -104,13 +105,23 @@ func transactionOut(t *lifecycle.Transaction) api.Transaction {
 		Id: s.ID, Status: api.TransactionStatus(s.Status), MerchantReference: s.MerchantReference,
 		MerchantId: s.MerchantID, TerminalId: s.TerminalID, Network: s.Network, CryptoCurrency: s.CryptoCurrency,
 		CryptoAmount: s.CryptoAmount, Amount: s.Amount, Rate: s.Rate, DepositAddress: s.DepositAddress, ExpiresAt: s.ExpiresAt,
+		RefundAddress: s.RefundAddress, ActionRequired: s.ActionRequired, AllowedActions: actionsOut(s.AllowedActions),
 	}
+}
+
+// actionsOut maps the partner's allowed actions (never null).
+func actionsOut(in []lifecycle.PartnerAction) []api.PartnerAction {
+	out := make([]api.PartnerAction, len(in))
+	for i, a := range in {
+		out[i] = api.PartnerAction(a)
+	}
+	return out
 }
 
 // detailOut maps a transaction to the detailed snapshot.
 func detailOut(t *lifecycle.Transaction) api.TransactionDetail {
 	s := t.Snapshot()
-	return api.TransactionDetail{
+	d := api.TransactionDetail{
 		Id: s.ID, Status: api.TransactionStatus(s.Status), MerchantReference: s.MerchantReference,
 		MerchantId: s.MerchantID, TerminalId: s.TerminalID, Network: s.Network, CryptoCurrency: s.CryptoCurrency,
 		CryptoAmount: s.CryptoAmount, Amount: s.Amount, Rate: s.Rate, DepositAddress: s.DepositAddress, ExpiresAt: s.ExpiresAt,
@@ -118,7 +129,11 @@ func detailOut(t *lifecycle.Transaction) api.TransactionDetail {
 		DepositId: s.DepositID, DepositStatus: s.DepositStatus, Confirmations: s.Confirmations,
 		RequiredConfirmations: s.RequiredConfirmations, AwaitingFinality: &s.AwaitingFinality, UnderReview: &s.UnderReview, ReceivedAt: s.ReceivedAt, ConfirmedAt: s.ConfirmedAt,
 		DepositAmount: s.DepositAmount, DepositTxHash: s.DepositTxHash, Deposits: transfersOut(s.Deposits),
+		RefundAddress: s.RefundAddress, ActionRequired: &s.ActionRequired, RefundRequestedAt: s.RefundRequestedAt,
 	}
+	allowed := actionsOut(s.AllowedActions)
+	d.AllowedActions = &allowed
+	return d
 }
 
 // transfersOut maps the counted transfers (never null: empty without a deposit).

@@ -46,9 +46,11 @@ var guards = map[OperatorAction]func(t *Transaction) error{
 		return allows(t, SettlePayout, "given a payout")
 	},
 	ActionAccept: func(t *Transaction) error {
-		if t.Status != Expired || t.Deposit == nil || t.Deposit.Status != DepositStatusUnderpaid {
-			return apperr.New(apperr.InvalidStateTransition,
-				fmt.Sprintf("Only an expired transaction with an underpaid deposit can be accepted; this one is %s.", t.Status))
+		if err := shortDecision(t, "accepted"); err != nil {
+			return err
+		}
+		if t.RefundRequestedAt != nil {
+			return errRefundRequested
 		}
 		return allows(t, Accept, "accepted")
 	},

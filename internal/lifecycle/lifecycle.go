@@ -62,6 +62,9 @@ const (
 	// BlockFunds is an operator's decision to block a held transaction's funds
 	// (screening.go): it fails, for good.
 	BlockFunds Trigger = "funds_blocked"
+	// RequestRefund records the partner's request for an expired transaction's
+	// short payment back (partner.go); the status stays, the operators send it.
+	RequestRefund Trigger = "refund_requested"
 )
 
 // EventType is a webhook event type.
@@ -105,9 +108,12 @@ var Table = []Transition{
 	{Expired, DetectPartial, Expired, "deposit:partial", EventDepositDetected},
 	{AwaitingDeposit, DetectDeposit, DepositConfirming, "deposit:detected", EventDepositDetected},
 	{Expired, DetectDeposit, DepositConfirming, "deposit:detected", EventDepositDetected},
-	// An operator accepts what an expired transaction received (no event: the next
-	// one carries the re-priced amount).
+	// The partner or an operator accepts what an expired transaction received (no
+	// event: the next one carries the re-priced amount).
 	{Expired, Accept, DepositConfirming, "deposit:accepted", ""},
+	// The partner asks for an expired transaction's short payment back; the
+	// operators' refund (Refund) follows.
+	{Expired, RequestRefund, Expired, "partner:refund_requested", ""},
 	// Confirmation and the sell order are two history entries with one event:
 	// deposit:confirmed keeps the status, order:filled moves it on.
 	{DepositConfirming, ConfirmDeposit, DepositConfirming, "deposit:confirmed", EventDepositConfirmed},

@@ -228,23 +228,32 @@ func (l *Engine) Accept(ctx context.Context, tx Tx, id uuid.UUID, by actor.Actor
 		if err := Check(t, ActionAccept); err != nil {
 			return nil, err
 		}
-		oldFiat, oldCrypto := t.FiatAmount, t.CryptoAmount
-		t.CryptoAmount = t.Deposit.Amount
-		t.FiatAmount = money.FiatFromTokens(t.CryptoAmount, t.Rate)
-		t.Deposit.Status = DepositStatusConfirming
-		s, err := move(t, Accept, "accepted", meta(by, "reason", reason,
-			"old_amount", money.FormatFiat(oldFiat), "new_amount", money.FormatFiat(t.FiatAmount),
-			"old_crypto_amount", money.FormatTokens(oldCrypto), "new_crypto_amount", money.FormatTokens(t.CryptoAmount)))
-		if err != nil {
+		op := by.OperatorID()
+		return l.accept(ctx, tx, t, now, meta(by, "reason", reason), &op, "accepted: "+reason)
+	})
+}
+
+// accept moves t, whose short payment was accepted (by its partner or an
+// operator, op; facts are the history's), to deposit_confirming: crypto_amount
+// the total received, amount re-priced at t.Rate (money.FiatFromTokens, the
+// rounding of create), the open short refund task closed with note, and the
+// deposit confirmed in the same change when every transfer already is.
+func (l *Engine) accept(ctx context.Context, tx Tx, t *Transaction, now time.Time, facts map[string]any, op *uuid.UUID, note string) ([]step, error) {
+	oldFiat, oldCrypto := t.FiatAmount, t.CryptoAmount
+	t.CryptoAmount = t.Deposit.Amount
+	t.FiatAmount = money.FiatFromTokens(t.CryptoAmount, t.Rate)
+	t.Deposit.Status = DepositStatusConfirming
+	s, err := move(t, Accept, "accepted", with(facts, map[string]any{
+		"old_amount": money.FormatFiat(oldFiat), "new_amount": money.FormatFiat(t.FiatAmount),
+		"old_crypto_amount": money.FormatTokens(oldCrypto), "new_crypto_amount": money.FormatTokens(t.CryptoAmount)}))
+	if err != nil {
+		return nil, err
+	}
+	if l.tasks != nil {
+		if err := l.tasks.CloseOpen(ctx, tx, t.ID, TaskShort, op, "", note); err != nil {
 			return nil, err
 		}
-		if l.tasks != nil {
-			op := by.OperatorID()
-			if err := l.tasks.CloseOpen(ctx, tx, t.ID, TaskShort, &op, "", "accepted: "+reason); err != nil {
-				return nil, err
-			}
-		}
-		more, err := l.confirmIfDue(ctx, tx, t, now)
-		return append([]step{s}, more...), err
-	})
+	}
+	more, err := l.confirmIfDue(ctx, tx, t, now)
+	return append([]step{s}, more...), err
 }

@@ -57,6 +57,9 @@ type RefundTasks interface {
 	Forget(ctx context.Context, tx TaskTx, network, txHash string, logIndex int) error
 	DropOpen(ctx context.Context, tx TaskTx, transactionID uuid.UUID, kind TaskKind) error
 	CloseOpen(ctx context.Context, tx TaskTx, transactionID uuid.UUID, kind TaskKind, operatorID *uuid.UUID, txHash, note string) error
+	// Direct names where transaction id's open tasks of kind are to be refunded
+	// (the partner's chosen address, instead of the sender).
+	Direct(ctx context.Context, tx TaskTx, transactionID uuid.UUID, kind TaskKind, address string) error
 }
 
 // Incoming is one transfer to a transaction's deposit address, as the chain (or the
@@ -98,6 +101,9 @@ func (l *Engine) open(t *Transaction, at time.Time) bool {
 		return true
 	case Expired:
 		if t.Deposit != nil && t.Deposit.Status != DepositStatusUnderpaid {
+			return false
+		}
+		if t.RefundRequestedAt != nil { // the partner asked for the money back: what follows goes back too
 			return false
 		}
 		return at.Before(t.ExpiresAt.Add(l.payments.LateWindow))
@@ -272,9 +278,13 @@ func (l *Engine) recordTask(ctx context.Context, tx Tx, t *Transaction, kind Tas
 		to = t.DepositAddress
 	}
 	id, partner := t.ID, t.PartnerID
+	var refundTo *string
+	if kind == TaskShort && t.RefundRequestedAt != nil {
+		refundTo = t.RefundAddress
+	}
 	_, err := l.tasks.Record(ctx, tx, RefundTask{
 		Kind: kind, Network: t.Network, TxHash: in.Hash, LogIndex: in.LogIndex, FromAddress: in.From, ToAddress: to,
-		Amount: amount, RawAmount: in.Raw, BlockNumber: in.Block, TransactionID: &id, PartnerID: &partner,
+		RefundTo: refundTo, Amount: amount, RawAmount: in.Raw, BlockNumber: in.Block, TransactionID: &id, PartnerID: &partner,
 	})
 	return err
 }

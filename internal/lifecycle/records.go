@@ -48,9 +48,12 @@ type RefundTask struct {
 	Network  string
 	TxHash   string
 	LogIndex int
-	// FromAddress is where the money came from (where a refund goes).
+	// FromAddress is where the money came from (where a refund goes unless
+	// RefundTo names another address).
 	FromAddress string
 	ToAddress   string
+	// RefundTo is where the partner asked the refund to go; nil: to FromAddress.
+	RefundTo *string
 	// Amount is the token amount; RawAmount the on-chain integer in the token's
 	// smallest unit, as the log carried it.
 	Amount      decimal.Decimal
@@ -86,6 +89,8 @@ type TaskTx interface {
 	DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash string, logIndex int) error
 	DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind TaskKind) error
 	ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind TaskKind, r TaskResolution) error
+	// DirectOpenRefundTasks sets where transaction id's open tasks of kind are refunded.
+	DirectOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind TaskKind, address string) error
 }
 
 // RevenueRow is a completed transaction's row in its partner's revenue ledger,

@@ -144,6 +144,13 @@ func ScreeningStateOf(t *Transaction, records []ScreeningRecord, failOpen bool) 
 	}
 	held, pending, unknown, anyReleased := false, false, false, false
 	from := Senders(t)
+	if t.RefundRequestedAt != nil && t.RefundAddress != nil {
+		// The destination the partner asked a refund to is screened with the
+		// senders: a hit on it holds the transaction as a sender's would.
+		if _, ok := latest[*t.RefundAddress]; ok {
+			from = append(from, *t.RefundAddress)
+		}
+	}
 	for _, a := range from {
 		r, ok := latest[a]
 		switch {

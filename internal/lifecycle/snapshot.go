@@ -43,6 +43,12 @@ type Snapshot struct {
 	Deposits []SnapshotTransfer `json:"deposits"`
 	// UnderReview: the funds wait on a review before the sale (never why).
 	UnderReview bool `json:"under_review"`
+	// RefundAddress, ActionRequired, AllowedActions and RefundRequestedAt are the
+	// partner's decisions (partner.go).
+	RefundAddress     *string         `json:"refund_address"`
+	ActionRequired    bool            `json:"action_required"`
+	AllowedActions    []PartnerAction `json:"allowed_actions"`
+	RefundRequestedAt *time.Time      `json:"refund_requested_at"`
 }
 
 // SnapshotTransfer is one counted transfer: the DepositTransfer schema.
@@ -103,6 +109,10 @@ func (t *Transaction) Snapshot() Snapshot {
 		UpdatedAt:         t.UpdatedAt,
 		Deposits:          []SnapshotTransfer{},
 		UnderReview:       t.Screening.UnderReview(),
+		RefundAddress:     t.RefundAddress,
+		ActionRequired:    ActionRequired(t),
+		AllowedActions:    AllowedPartnerActions(t),
+		RefundRequestedAt: t.RefundRequestedAt,
 	}
 	if d := t.Deposit; d != nil {
 		id, status, conf, req, recv := d.ID, d.Status, d.Confirmations, d.RequiredConfirmations, d.ReceivedAt

@@ -41,6 +41,11 @@ type Transaction struct {
 	// Screening is where the screening of its deposits' senders stands
 	// (screening.go): nothing proceeds unless it allows.
 	Screening Screening
+	// RefundAddress is where a refund goes when the partner asks for one (given on
+	// create or with the request: partner.go); nil when none was given.
+	RefundAddress *string
+	// RefundRequestedAt is when the partner asked for its short payment back.
+	RefundRequestedAt *time.Time
 	// Version increases with every change; updates are conditional on it, so of two
 	// racing changes exactly one wins.
 	Version int64
@@ -182,8 +187,9 @@ type Tx interface {
 	ScreeningTx
 	// TransactionForUpdate returns transaction id of any partner, with its deposit.
 	TransactionForUpdate(ctx context.Context, id uuid.UUID) (*Transaction, error)
-	// UpdateTransaction writes t's status, updated_at, payout_settled_at and amounts
-	// (an accepted short payment re-prices them) and bumps its version, if its
+	// UpdateTransaction writes t's status, updated_at, payout_settled_at, amounts
+	// and rate (an accepted short payment re-prices them), screening and refund
+	// request, and bumps its version, if its
 	// version is still t.Version; it reports whether it did.
 	UpdateTransaction(ctx context.Context, t *Transaction) (bool, error)
 	// SaveDeposit inserts or updates the deposit of transaction id with its transfers.

@@ -75,7 +75,7 @@ func (s *Server) ResolveRefundTask(ctx context.Context, req operatorapi.ResolveR
 func taskOut(d *lifecycle.RefundTask) operatorapi.RefundTask {
 	return operatorapi.RefundTask{
 		Id: d.ID, Kind: operatorapi.RefundTaskKind(d.Kind), Network: d.Network, Amount: money.FormatTokens(d.Amount),
-		FromAddress: d.FromAddress, ToAddress: d.ToAddress, TxHash: d.TxHash, LogIndex: d.LogIndex,
+		FromAddress: d.FromAddress, RefundTo: d.RefundTo, ToAddress: d.ToAddress, TxHash: d.TxHash, LogIndex: d.LogIndex,
 		TransactionId: d.TransactionID, PartnerId: d.PartnerID, Status: operatorapi.UnmatchedDepositStatus(d.Status),
 		ResolutionTxHash: d.ResolutionTxHash, ResolutionNote: d.ResolutionNote, ResolvedBy: d.ResolvedBy,
 		ResolvedAt: d.ResolvedAt, CreatedAt: d.CreatedAt,

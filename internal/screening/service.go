@@ -189,6 +189,24 @@ func stillOpen(t *lifecycle.Transaction) bool {
 	return false
 }
 
+// ScreenDestination screens the destination a partner named for a refund, outside
+// any unit of work (remote screeners answer over the network): the record to keep
+// with the transaction (a hit holds it for review), or nil when screening is off.
+// Errors: ServiceUnavailable when a screener could not answer (unless fail-open
+// lets an unknown answer proceed): nothing is recorded until it can.
+func (s *Service) ScreenDestination(ctx context.Context, network, address string) (*lifecycle.ScreeningRecord, error) {
+	if !s.On() {
+		return nil, nil
+	}
+	r := s.screeners.Screen(ctx, network, address, s.now())
+	s.observe(ctx, network, address, r)
+	if r.Verdict == Unknown && !s.failOpen {
+		return nil, apperr.New(apperr.ServiceUnavailable,
+			"The refund's destination could not be screened now; try again shortly.")
+	}
+	return record(network, address, r)
+}
+
 // CheckRefund screens the destinations of a refund on chain before an operator
 // records it: funds are never sent to an address a screener names. Errors:
 // InvalidStateTransition (a destination is named), ServiceUnavailable (a

@@ -50,3 +50,9 @@ func (s *Store) RecordReads(fn func(Statement)) error {
 	}
 	return s.db.Callback().Row().After("gorm:row").Register("test:record_row", record)
 }
+
+// Exec runs statement in the unit of work, so a test can write rows as an older
+// schema holds them (the store's own writes name today's columns).
+func (tx *Tx) Exec(ctx context.Context, statement string, args ...any) error {
+	return tx.db.WithContext(ctx).Exec(statement, args...).Error
+}

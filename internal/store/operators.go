@@ -258,6 +258,7 @@ type unmatchedRow struct {
 	LogIndex         int
 	FromAddress      string
 	ToAddress        string
+	RefundTo         *string
 	Amount           decimal.Decimal
 	RawAmount        string
 	BlockNumber      int64
@@ -277,7 +278,7 @@ func (unmatchedRow) TableName() string { return "refund_tasks" }
 func (r *unmatchedRow) domain() *lifecycle.RefundTask {
 	return &lifecycle.RefundTask{
 		ID: r.ID, Kind: lifecycle.TaskKind(r.Kind), Network: r.Network, TxHash: r.TxHash, LogIndex: r.LogIndex,
-		FromAddress: r.FromAddress, ToAddress: r.ToAddress,
+		FromAddress: r.FromAddress, ToAddress: r.ToAddress, RefundTo: r.RefundTo,
 		Amount: r.Amount, RawAmount: r.RawAmount, BlockNumber: r.BlockNumber, TransactionID: r.TransactionID, PartnerID: r.PartnerID,
 		Status: lifecycle.TaskStatus(r.Status), ResolutionTxHash: r.ResolutionTxHash, ResolutionNote: r.ResolutionNote,
 		ResolvedBy: r.ResolvedBy, ResolvedAt: utcPtr(r.ResolvedAt), CreatedAt: r.CreatedAt.UTC(),
@@ -293,7 +294,7 @@ func (r *unmatchedRow) domain() *lifecycle.RefundTask {
 func (s *Store) InsertUnmatchedDeposit(ctx context.Context, d *lifecycle.RefundTask) (*lifecycle.RefundTask, error) {
 	row := unmatchedRow{
 		ID: d.ID, Kind: string(d.Kind), Network: d.Network, TxHash: d.TxHash, LogIndex: d.LogIndex,
-		FromAddress: d.FromAddress, ToAddress: d.ToAddress,
+		FromAddress: d.FromAddress, ToAddress: d.ToAddress, RefundTo: d.RefundTo,
 		Amount: d.Amount, RawAmount: d.RawAmount, BlockNumber: d.BlockNumber, TransactionID: d.TransactionID, PartnerID: d.PartnerID,
 		Status: string(d.Status), CreatedAt: d.CreatedAt,
 	}
@@ -303,7 +304,7 @@ func (s *Store) InsertUnmatchedDeposit(ctx context.Context, d *lifecycle.RefundT
 			Columns: []clause.Column{{Name: "kind"}, {Name: "network"}, {Name: "tx_hash"}, {Name: "log_index"}},
 			DoUpdates: clause.Assignments(map[string]any{
 				"amount": d.Amount, "raw_amount": d.RawAmount, "from_address": d.FromAddress, "block_number": d.BlockNumber,
-				"transaction_id": d.TransactionID, "partner_id": d.PartnerID, "status": string(d.Status),
+				"transaction_id": d.TransactionID, "partner_id": d.PartnerID, "status": string(d.Status), "refund_to": d.RefundTo,
 				"resolution_tx_hash": nil, "resolution_note": nil, "resolved_by": nil, "resolved_at": nil,
 			}),
 		}
@@ -375,6 +376,12 @@ func (s *Store) ResolveUnmatchedDeposit(ctx context.Context, id uuid.UUID, r lif
 func (s *Store) ResolveOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind lifecycle.TaskKind, r lifecycle.TaskResolution) error {
 	return s.write(ctx).Model(&unmatchedRow{}).Where("transaction_id = ? AND kind = ? AND status = ?",
 		transactionID, string(kind), string(lifecycle.TaskOpen)).Updates(resolution(r)).Error
+}
+
+// DirectOpenRefundTasks sets where transaction id's open tasks of kind are refunded.
+func (s *Store) DirectOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind lifecycle.TaskKind, address string) error {
+	return s.write(ctx).Model(&unmatchedRow{}).Where("transaction_id = ? AND kind = ? AND status = ?",
+		transactionID, string(kind), string(lifecycle.TaskOpen)).Update("refund_to", address).Error
 }
 
 // DeleteOpenRefundTasks deletes transaction id's open tasks of kind.
@@ -456,6 +463,11 @@ func (tx *Tx) DeleteOpenUnmatchedDeposit(ctx context.Context, network, txHash st
 // DeleteOpenRefundTasks is Store.DeleteOpenRefundTasks in the unit of work.
 func (tx *Tx) DeleteOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind lifecycle.TaskKind) error {
 	return tx.store().DeleteOpenRefundTasks(ctx, transactionID, kind)
+}
+
+// DirectOpenRefundTasks is Store.DirectOpenRefundTasks in the unit of work.
+func (tx *Tx) DirectOpenRefundTasks(ctx context.Context, transactionID uuid.UUID, kind lifecycle.TaskKind, address string) error {
+	return tx.store().DirectOpenRefundTasks(ctx, transactionID, kind, address)
 }
 
 // ResolveOpenRefundTasks is Store.ResolveOpenRefundTasks in the unit of work.

@@ -42,6 +42,8 @@ type transactionRow struct {
 	PayoutSettledAt   *time.Time
 	Version           int64
 	Screening         string
+	RefundAddress     *string
+	RefundRequestedAt *time.Time
 }
 
 func (transactionRow) TableName() string { return "transactions" }
@@ -56,7 +58,8 @@ func (r *transactionRow) domain() *lifecycle.Transaction {
 		Status:    lifecycle.Status(r.Status),
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(),
 		PayoutSettledAt: utcPtr(r.PayoutSettledAt), Version: r.Version,
-		Screening: lifecycle.Screening(r.Screening),
+		Screening:     lifecycle.Screening(r.Screening),
+		RefundAddress: r.RefundAddress, RefundRequestedAt: utcPtr(r.RefundRequestedAt),
 	}
 }
 
@@ -78,12 +81,12 @@ func utcPtr(t *time.Time) *time.Time {
 func (tx *Tx) InsertTransaction(ctx context.Context, t *lifecycle.Transaction) error {
 	res := tx.db.WithContext(ctx).Exec(`INSERT INTO transactions (id, partner_id, merchant_reference, reference_key,
 		merchant_id, terminal_id, seller_phone, crypto_currency, network, crypto_amount, fiat_amount, rate, quote_id,
-		deposit_address, address_index, status, created_at, updated_at, expires_at, version)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
+		deposit_address, address_index, status, created_at, updated_at, expires_at, version, refund_address)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)
 		ON CONFLICT (partner_id, reference_key) DO NOTHING`,
 		t.ID, t.PartnerID, t.MerchantReference, t.ReferenceKey, t.MerchantID, t.TerminalID, t.SellerPhone,
 		t.Token, t.Network, t.CryptoAmount, t.FiatAmount, t.Rate, t.QuoteID,
-		t.DepositAddress, int64(t.AddressIndex), string(t.Status), t.CreatedAt, t.UpdatedAt, t.ExpiresAt)
+		t.DepositAddress, int64(t.AddressIndex), string(t.Status), t.CreatedAt, t.UpdatedAt, t.ExpiresAt, t.RefundAddress)
 	if res.Error != nil {
 		return res.Error
 	}
@@ -278,13 +281,15 @@ type transactionWithDeposit struct {
 // their CPU away.
 const transactionColumns = `id, partner_id, merchant_reference, reference_key, merchant_id, terminal_id,
 	seller_phone, crypto_currency, network, crypto_amount, fiat_amount, rate, quote_id, deposit_address,
-	address_index, status, created_at, updated_at, expires_at, payout_settled_at, version, screening`
+	address_index, status, created_at, updated_at, expires_at, payout_settled_at, version, screening,
+	refund_address, refund_requested_at`
 
 // fields are pointers to r's fields in the order of transactionColumns.
 func (r *transactionRow) fields() []any {
 	return []any{&r.ID, &r.PartnerID, &r.MerchantReference, &r.ReferenceKey, &r.MerchantID, &r.TerminalID,
 		&r.SellerPhone, &r.CryptoCurrency, &r.Network, &r.CryptoAmount, &r.FiatAmount, &r.Rate, &r.QuoteID, &r.DepositAddress,
-		&r.AddressIndex, &r.Status, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &r.PayoutSettledAt, &r.Version, &r.Screening}
+		&r.AddressIndex, &r.Status, &r.CreatedAt, &r.UpdatedAt, &r.ExpiresAt, &r.PayoutSettledAt, &r.Version, &r.Screening,
+		&r.RefundAddress, &r.RefundRequestedAt}
 }
 
 // transactionWithDepositColumns are the joined read's columns, in the order of
@@ -398,7 +403,8 @@ func deref[T any](p *T) T {
 func (tx *Tx) UpdateTransaction(ctx context.Context, t *lifecycle.Transaction) (bool, error) {
 	res := tx.db.WithContext(ctx).Model(&transactionRow{}).Where("id = ? AND version = ?", t.ID, t.Version).Updates(map[string]any{
 		"status": string(t.Status), "updated_at": t.UpdatedAt, "payout_settled_at": t.PayoutSettledAt, "version": t.Version + 1,
-		"crypto_amount": t.CryptoAmount, "fiat_amount": t.FiatAmount, "screening": string(t.Screening),
+		"crypto_amount": t.CryptoAmount, "fiat_amount": t.FiatAmount, "rate": t.Rate, "screening": string(t.Screening),
+		"refund_address": t.RefundAddress, "refund_requested_at": t.RefundRequestedAt,
 	})
 	return res.RowsAffected == 1, res.Error
 }
@@ -475,7 +481,8 @@ func (tx *Tx) SaveDeposit(ctx context.Context, id uuid.UUID, d *lifecycle.Deposi
 // ListTransactions returns up to q.Limit of partnerID's transactions matching q,
 // ordered by (created_at, id) descending, starting after q.After. The keyset
 // condition and order match the (partner_id, created_at DESC, id DESC) index, so a
-// deep page costs what the first one does.
+// deep page costs what the first one does. Each transaction's Deposit holds its
+// status only (nil without one); TransactionByID reads the whole deposit.
 func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q transactions.ListQuery) ([]*lifecycle.Transaction, error) {
 	db := s.read(ctx).Where("partner_id = ?", partnerID)
 	if len(q.Statuses) > 0 {
@@ -498,7 +505,12 @@ func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q tra
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.Table("transactions").Select(transactionColumns).Order("created_at DESC, id DESC").Limit(q.Limit).Rows()
+	// Each row's deposit status (a primary-key lookup per row of the page) is what
+	// the list tells of the deposit: whether the transaction waits on its partner's
+	// decision (lifecycle.ActionRequired).
+	rows, err := db.Table("transactions").Select(transactionColumns+
+		", (SELECT d.status FROM deposits d WHERE d.transaction_id = transactions.id)").
+		Order("created_at DESC, id DESC").Limit(q.Limit).Rows()
 	if err != nil {
 		return nil, err
 	}
@@ -506,10 +518,15 @@ func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q tra
 	out := make([]*lifecycle.Transaction, 0, q.Limit)
 	for rows.Next() {
 		var r transactionRow
-		if err := rows.Scan(r.fields()...); err != nil {
+		var depositStatus *string
+		if err := rows.Scan(append(r.fields(), &depositStatus)...); err != nil {
 			return nil, err
 		}
-		out = append(out, r.domain())
+		t := r.domain()
+		if depositStatus != nil {
+			t.Deposit = &lifecycle.Deposit{Status: *depositStatus}
+		}
+		out = append(out, t)
 	}
 	return out, rows.Err()
 }

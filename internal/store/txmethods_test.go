@@ -73,6 +73,7 @@ func TestTheUnitOfWorkWritesInItself(t *testing.T) {
 			require.NoError(t, tx.DeleteOpenUnmatchedDeposit(ctx, chain.BEP20, hash, 0))
 			require.NoError(t, tx.DeleteOpenRefundTasks(ctx, uuid.New(), lifecycle.TaskShort))
 			require.NoError(t, tx.ResolveOpenRefundTasks(ctx, uuid.New(), lifecycle.TaskShort, lifecycle.TaskResolution{Status: lifecycle.TaskCredited, At: now}))
+			require.NoError(t, tx.DirectOpenRefundTasks(ctx, uuid.New(), lifecycle.TaskShort, "0xto"))
 			return rollback
 		})
 		require.ErrorIs(t, err, rollback)

@@ -66,6 +66,8 @@ type Store interface {
 	// unknown or another partner's transaction.
 	TransactionByID(ctx context.Context, partnerID, id uuid.UUID) (*lifecycle.Transaction, error)
 	TransactionByReference(ctx context.Context, partnerID uuid.UUID, referenceKey string) (*lifecycle.Transaction, error)
+	// ListTransactions returns a page of partnerID's transactions, each Deposit
+	// holding its status only.
 	ListTransactions(ctx context.Context, partnerID uuid.UUID, q ListQuery) ([]*lifecycle.Transaction, error)
 	// DueForExpiry returns up to limit transactions awaiting deposit past their deadline.
 	DueForExpiry(ctx context.Context, now time.Time, limit int) ([]uuid.UUID, error)
@@ -88,6 +90,8 @@ type CreateRequest struct {
 	MerchantID        *string
 	TerminalID        *string
 	SellerPhone       *string
+	// RefundAddress is where a refund goes if the partner asks for one.
+	RefundAddress *string
 }
 
 // Service creates and reads transactions.
@@ -135,6 +139,10 @@ func (s *Service) Create(ctx context.Context, run uow.Runner[*lifecycle.Transact
 	} else if _, err := s.pricer.Pair(req.Token, req.Network); err != nil {
 		return nil, run.Before(ctx, err)
 	}
+	refundTo, err := refundAddress(req.Network, req.RefundAddress, "/refund_address")
+	if err != nil {
+		return nil, err
+	}
 
 	// The unit of work begins here, after the pricing (the rate source may be
 	// slow): the key's claim, the transaction, its history, event and stored answer
@@ -149,6 +157,7 @@ func (s *Service) Create(ctx context.Context, run uow.Runner[*lifecycle.Transact
 			MerchantID:        req.MerchantID,
 			TerminalID:        req.TerminalID,
 			SellerPhone:       req.SellerPhone,
+			RefundAddress:     refundTo,
 			Token:             req.Token,
 			Network:           req.Network,
 			Status:            lifecycle.AwaitingDeposit,

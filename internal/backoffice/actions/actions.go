@@ -156,7 +156,7 @@ func (s *Service) Refund(ctx context.Context, run uow.Runner[*Acted, Tx], by act
 		if err := lifecycle.Check(t, lifecycle.ActionRefund); err != nil {
 			return nil, err
 		}
-		if err := s.checkRefund(ctx, t.Network, lifecycle.Senders(t)...); err != nil {
+		if err := s.checkRefund(ctx, t.Network, lifecycle.RefundDestinations(t)...); err != nil {
 			return nil, err
 		}
 		return s.lifecycle.RefundBy(ctx, tx, id, by, txHash)
@@ -323,8 +323,8 @@ func (s *Service) ResolveTask(ctx context.Context, run uow.Runner[*lifecycle.Ref
 	})
 }
 
-// screenTask screens the destination of a refund task resolved as refunded (its
-// sender), and refuses one whose transaction's funds are held or blocked.
+// screenTask screens the destination of a refund task resolved as refunded (the
+// address its partner asked for, else its sender), and refuses one whose transaction's funds are held or blocked.
 func (s *Service) screenTask(ctx context.Context, tx Tx, id uuid.UUID, r Resolution) error {
 	if r.Action != lifecycle.TaskRefunded {
 		return nil
@@ -342,7 +342,11 @@ func (s *Service) screenTask(ctx context.Context, tx Tx, id uuid.UUID, r Resolut
 			return apperr.New(apperr.InvalidStateTransition, "The transaction's funds are held for review or blocked; nothing is sent back until the review ends.")
 		}
 	}
-	return s.checkRefund(ctx, d.Network, d.FromAddress)
+	to := d.FromAddress
+	if d.RefundTo != nil {
+		to = *d.RefundTo
+	}
+	return s.checkRefund(ctx, d.Network, to)
 }
 
 func (s *Service) resolveTask(ctx context.Context, tx Tx, by actor.Actor, id uuid.UUID, r Resolution) (*lifecycle.RefundTask, error) {

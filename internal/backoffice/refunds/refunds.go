@@ -116,6 +116,12 @@ func (s *Service) CloseOpen(ctx context.Context, tx lifecycle.TaskTx, transactio
 	return tx.ResolveOpenRefundTasks(ctx, transactionID, kind, r)
 }
 
+// Direct sets where transaction id's open tasks of kind are to be refunded: the
+// address its partner asked for (lifecycle.Engine.RequestRefund).
+func (s *Service) Direct(ctx context.Context, tx lifecycle.TaskTx, transactionID uuid.UUID, kind lifecycle.TaskKind, address string) error {
+	return tx.DirectOpenRefundTasks(ctx, transactionID, kind, address)
+}
+
 // Page is one page of unmatched deposits.
 type Page = cursor.Page[*lifecycle.RefundTask]
 

@@ -7,6 +7,7 @@ package apitest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -264,6 +265,21 @@ func (env *Env) EventTypes(t *testing.T, id uuid.UUID) []string {
 		out[i] = e.typ
 	}
 	return out
+}
+
+// Event returns the data of transaction id's first stored event of type typ (the
+// transaction as the event told it), checked against the contract.
+func (env *Env) Event(t *testing.T, id uuid.UUID, typ string) map[string]any {
+	t.Helper()
+	var payload []byte
+	require.NoError(t, env.Store.SQL().QueryRowContext(context.Background(),
+		"SELECT payload FROM events WHERE transaction_id = $1 AND type = $2 ORDER BY created_at LIMIT 1", id.String(), typ).Scan(&payload))
+	require.NoError(t, env.ValidateSchema("WebhookPayload", payload))
+	var body struct {
+		Data map[string]any `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(payload, &body))
+	return body.Data
 }
 
 // eventRank is an event type's place in the lifecycle.
