@@ -35,7 +35,15 @@ func (s *Server) PutWebhookEndpoint(ctx context.Context, req api.PutWebhookEndpo
 		return api.PutWebhookEndpoint200JSONResponse{WebhookEndpointOKJSONResponse: endpointOut(r.Endpoint, r.Secret)}
 	}
 	key := httpkit.KeyedBy[webhook.Tx](ctx, s.keys, answer, api.PutWebhookEndpointResponseObject.VisitPutWebhookEndpointResponse)
-	e, secret, err := s.endpoints.Put(ctx, key, actorOf(ctx, p), p.ID, req.Body.Url, req.Body.Enabled)
+	var events *[]string
+	if req.Body.EnabledEvents != nil {
+		evs := make([]string, len(*req.Body.EnabledEvents))
+		for i, t := range *req.Body.EnabledEvents {
+			evs[i] = string(t)
+		}
+		events = &evs
+	}
+	e, secret, err := s.endpoints.Put(ctx, key, actorOf(ctx, p), p.ID, req.Body.Url, req.Body.Enabled, events)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +68,12 @@ func (s *Server) RotateWebhookSecret(ctx context.Context, _ api.RotateWebhookSec
 }
 
 func endpointOut(e *webhook.Endpoint, secret string) api.WebhookEndpointOKJSONResponse {
-	out := api.WebhookEndpoint{Url: e.URL, Enabled: e.Enabled, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+	types := webhook.EventsOf(e)
+	events := make([]api.WebhookEventType, len(types))
+	for i, t := range types {
+		events[i] = api.WebhookEventType(t)
+	}
+	out := api.WebhookEndpoint{Url: e.URL, Enabled: e.Enabled, EnabledEvents: events, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
 	if secret != "" {
 		out.SigningSecret = &secret
 	}

@@ -38,7 +38,7 @@ func TestWritesBehind(t *testing.T) {
 			if _, err := tx.InsertEndpoint(ctx, &webhook.Endpoint{PartnerID: p.ID, URL: "https://example.com/h", Secret: "s", CreatedAt: now, UpdatedAt: now}); err != nil {
 				return err
 			}
-			_, err := tx.UpdateEndpoint(ctx, p.ID, "https://example.com/h", true, now)
+			_, err := tx.UpdateEndpoint(ctx, p.ID, "https://example.com/h", true, nil, now)
 			return err
 		}))
 		tr := &lifecycle.Transaction{ID: uuid.New(), PartnerID: p.ID, MerchantReference: "behind-1", ReferenceKey: "behind-1",

@@ -210,25 +210,29 @@ type eventRow struct {
 func (eventRow) TableName() string { return "events" }
 
 // AppendEvent writes an outbox event and, when the partner has an enabled
-// webhook endpoint, its delivery job, both in this unit of work. While no endpoint
-// is enabled the event waits as pending with no job (a job could only find
-// nothing to do); enabling an endpoint queues every pending event, and the
-// periodic requeue sweep catches an event whose unit of work raced that. The
-// insert reports the endpoint's state itself (RETURNING) and is written behind
-// (later), so an event costs no round trip of its own; its job is enqueued once
-// it has been sent, still in this unit of work.
+// webhook endpoint, its delivery job, both in this unit of work. An event of a
+// type the partner's endpoint does not receive (webhook.Receives) is not written
+// at all; with no endpoint every event is. While no endpoint is enabled the event
+// waits as pending with no job (a job could only find nothing to do); enabling an
+// endpoint queues every pending event, and the periodic requeue sweep catches an
+// event whose unit of work raced that. The insert checks the endpoint's types and
+// reports its state itself (RETURNING) and is written behind (later), so an event
+// costs no round trip of its own; its job is enqueued once it has been sent,
+// still in this unit of work.
 func (tx *Tx) AppendEvent(ctx context.Context, e *lifecycle.Event) error {
 	return tx.later(ctx, laterWrite{
 		query: `INSERT INTO events (id, partner_id, transaction_id, type, payload, created_at)
-		VALUES (?, ?, ?, ?, ?, ?)
+		SELECT ?, ?, ?, ?, ?, ?
+		WHERE NOT EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.partner_id = ? AND NOT (` + receivesEvent + `))
 		RETURNING (SELECT w.enabled FROM webhook_endpoints w WHERE w.partner_id = events.partner_id) AS r`,
-		args: []any{e.ID, e.PartnerID, e.TransactionID, string(e.Type), string(e.Payload), e.CreatedAt},
+		args: []any{e.ID, e.PartnerID, e.TransactionID, string(e.Type), string(e.Payload), e.CreatedAt,
+			e.PartnerID, receivesPattern(string(e.Type))},
 		done: func(ctx context.Context, rows int64, enabled bool) error {
-			if rows != 1 {
+			if rows > 1 {
 				return fmt.Errorf("append event %s: %d rows written", e.ID, rows)
 			}
-			if !enabled {
-				return nil
+			if rows == 0 || !enabled {
+				return nil // not a type the endpoint receives, or deliveries off
 			}
 			return tx.Enqueue(ctx, jobs.DeliverEventArgs{EventID: e.ID}, nil)
 		},

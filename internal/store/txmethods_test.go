@@ -43,7 +43,7 @@ func TestTheUnitOfWorkWritesInItself(t *testing.T) {
 			created, err := tx.InsertEndpoint(ctx, &webhook.Endpoint{PartnerID: p.ID, URL: "https://example.com/a", Secret: "s1", CreatedAt: now, UpdatedAt: now})
 			require.NoError(t, err)
 			require.True(t, created)
-			on, err := tx.UpdateEndpoint(ctx, p.ID, "https://example.com/b", true, now)
+			on, err := tx.UpdateEndpoint(ctx, p.ID, "https://example.com/b", true, nil, now)
 			require.NoError(t, err)
 			require.True(t, on, "this write turned deliveries on")
 			require.NoError(t, tx.RotateSecret(ctx, p.ID, "s2", now.Add(webhook.SecretOverlap), now))

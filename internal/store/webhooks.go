@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,9 +27,41 @@ type endpointRow struct {
 	PreviousSecret          *string
 	PreviousSecretKey       *string
 	PreviousSecretExpiresAt *time.Time
-	CreatedAt               time.Time
-	UpdatedAt               time.Time
+	// EnabledEvents is the event types it receives, comma-separated (eventList);
+	// NULL when it receives every type.
+	EnabledEvents *string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
+
+// eventList is how an endpoint's enabled event types are stored: their names
+// joined by commas, nil (NULL) for every type. The names have no comma, and the
+// recording's filter (receivesEvent) reads the list as stored.
+func eventList(types []string) *string {
+	if types == nil {
+		return nil
+	}
+	s := strings.Join(types, ",")
+	return &s
+}
+
+// eventTypes is the enabled event types of a stored list (nil: every type).
+func eventTypes(list *string) []string {
+	if list == nil {
+		return nil
+	}
+	return strings.Split(*list, ",")
+}
+
+// receivesEvent is the condition, on the partner's endpoint w, that it takes
+// events of a type: webhook.Receives in SQL, for recording, which has no round
+// trip to spare for reading the endpoint first. Its one parameter is
+// receivesPattern(type). storetest checks that the two agree.
+const receivesEvent = "w.enabled_events IS NULL OR ',' || w.enabled_events || ',' LIKE ?"
+
+// receivesPattern is receivesEvent's parameter for type t (event type names
+// have no LIKE wildcard: lowercase letters and dots).
+func receivesPattern(t string) string { return "%," + t + ",%" }
 
 // endpointDomain is the endpoint of row r, its secrets opened.
 func (s *Store) endpointDomain(r *endpointRow) (*webhook.Endpoint, error) {
@@ -43,7 +76,8 @@ func (s *Store) endpointDomain(r *endpointRow) (*webhook.Endpoint, error) {
 	}
 	return &webhook.Endpoint{
 		PartnerID: r.PartnerID, URL: r.URL, Enabled: r.Enabled, Secret: *secret, PreviousSecret: previous,
-		PreviousSecretExpiresAt: utcPtr(r.PreviousSecretExpiresAt), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		PreviousSecretExpiresAt: utcPtr(r.PreviousSecretExpiresAt), EnabledEvents: eventTypes(r.EnabledEvents),
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}, nil
 }
 
@@ -83,26 +117,29 @@ func (s *Store) insertEndpoint(db *gorm.DB, e *webhook.Endpoint) (bool, error) {
 	prevID, prev := s.seal(e.PreviousSecret, webhookContext(e.PartnerID))
 	res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&endpointRow{
 		PartnerID: e.PartnerID, URL: e.URL, Enabled: e.Enabled, Secret: *secret, SecretKey: keyID, PreviousSecret: prev, PreviousSecretKey: prevID,
-		PreviousSecretExpiresAt: e.PreviousSecretExpiresAt, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
+		PreviousSecretExpiresAt: e.PreviousSecretExpiresAt, EnabledEvents: eventList(e.EnabledEvents), CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt,
 	})
 	return res.RowsAffected == 1, res.Error
 }
 
-// UpdateEndpoint sets the partner's endpoint URL and enabled flag and reports
-// whether this write is the one that turned deliveries on (it was disabled):
+// UpdateEndpoint sets the partner's endpoint URL and enabled flag, and its
+// enabled event types unless events is nil, and reports whether this write is the one that turned deliveries on (it was disabled):
 // a conditional UPDATE, so of concurrent enablers exactly one sees the switch.
 // Errors: NotFound.
-func (s *Store) UpdateEndpoint(ctx context.Context, partnerID uuid.UUID, url string, enabled bool, at time.Time) (bool, error) {
-	return updateEndpoint(s.write(ctx), partnerID, url, enabled, at)
+func (s *Store) UpdateEndpoint(ctx context.Context, partnerID uuid.UUID, url string, enabled bool, events []string, at time.Time) (bool, error) {
+	return updateEndpoint(s.write(ctx), partnerID, url, enabled, events, at)
 }
 
 // UpdateEndpoint is Store.UpdateEndpoint in the unit of work.
-func (tx *Tx) UpdateEndpoint(ctx context.Context, partnerID uuid.UUID, url string, enabled bool, at time.Time) (bool, error) {
-	return updateEndpoint(tx.db.WithContext(ctx), partnerID, url, enabled, at)
+func (tx *Tx) UpdateEndpoint(ctx context.Context, partnerID uuid.UUID, url string, enabled bool, events []string, at time.Time) (bool, error) {
+	return updateEndpoint(tx.db.WithContext(ctx), partnerID, url, enabled, events, at)
 }
 
-func updateEndpoint(db *gorm.DB, partnerID uuid.UUID, url string, enabled bool, at time.Time) (bool, error) {
+func updateEndpoint(db *gorm.DB, partnerID uuid.UUID, url string, enabled bool, events []string, at time.Time) (bool, error) {
 	set := map[string]any{"url": url, "enabled": enabled, "updated_at": at}
+	if events != nil {
+		set["enabled_events"] = *eventList(events)
+	}
 	if enabled {
 		res := db.Model(&endpointRow{}).Where("partner_id = ? AND enabled = ?", partnerID, false).Updates(set)
 		if res.Error != nil || res.RowsAffected == 1 {

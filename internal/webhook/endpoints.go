@@ -28,9 +28,10 @@ type Tx interface {
 	EndpointOf(ctx context.Context, partnerID uuid.UUID) (*Endpoint, error)
 	// InsertEndpoint inserts e unless the partner has an endpoint; it reports whether it did.
 	InsertEndpoint(ctx context.Context, e *Endpoint) (bool, error)
-	// UpdateEndpoint sets the URL and enabled flag; it reports whether this write
-	// turned deliveries on. Errors: NotFound.
-	UpdateEndpoint(ctx context.Context, partnerID uuid.UUID, url string, enabled bool, at time.Time) (bool, error)
+	// UpdateEndpoint sets the URL and enabled flag, and the enabled event types
+	// unless events is nil; it reports whether this write turned deliveries on.
+	// Errors: NotFound.
+	UpdateEndpoint(ctx context.Context, partnerID uuid.UUID, url string, enabled bool, events []string, at time.Time) (bool, error)
 	// RotateSecret makes secret the signing secret and the current one the
 	// previous until oldUntil. Errors: NotFound.
 	RotateSecret(ctx context.Context, partnerID uuid.UUID, secret string, oldUntil, at time.Time) error
@@ -78,11 +79,22 @@ func (s *Endpoints) Get(ctx context.Context, partnerID uuid.UUID) (*Endpoint, er
 // first registration only, its new signing secret. Enabling releases the events
 // that waited while no endpoint was enabled. Each step is one conditional write, so
 // of two concurrent first registrations exactly one creates the secret and the
-// other updates the endpoint it created. Errors: InvalidRequest (not a URL), WebhookURLNotAllowed.
+// other updates the endpoint it created. events are the event types it receives
+// (ParseEvents): nil when the request has none, which leaves them unchanged, or on
+// a first registration makes it receive every type. Only the types it receives
+// are recorded from then on; events recorded before are delivered as they were.
+// Errors: InvalidRequest (not a URL, a bad list of events), WebhookURLNotAllowed.
 //
 // run is how its caller has it run: uow.Plain, or under its request's key
 // (idempotency.Keyed); by is who acts (a partner's user's change is audited).
-func (s *Endpoints) Put(ctx context.Context, run uow.Runner[Registered, Tx], by actor.Actor, partnerID uuid.UUID, url string, enabled bool) (*Endpoint, string, error) {
+func (s *Endpoints) Put(ctx context.Context, run uow.Runner[Registered, Tx], by actor.Actor, partnerID uuid.UUID, url string, enabled bool, events *[]string) (*Endpoint, string, error) {
+	var enabledEvents []string
+	if events != nil {
+		var err error
+		if enabledEvents, err = ParseEvents(*events); err != nil {
+			return nil, "", run.Before(ctx, err)
+		}
+	}
 	if err := s.policy.Check(ctx, url); err != nil {
 		if errors.Is(err, safeurl.ErrMalformed) {
 			return nil, "", run.Before(ctx,
@@ -97,7 +109,7 @@ func (s *Endpoints) Put(ctx context.Context, run uow.Runner[Registered, Tx], by 
 	// of work holds), and a release is safe to repeat.
 	var switchedOn bool
 	out, err := run.Run(ctx, s.store.WithTx, func(ctx context.Context, tx Tx) (Registered, error) {
-		e, secret, on, err := s.put(ctx, tx, partnerID, url, enabled)
+		e, secret, on, err := s.put(ctx, tx, partnerID, url, enabled, enabledEvents)
 		if err != nil {
 			return Registered{}, err
 		}
@@ -122,14 +134,16 @@ type Registered struct {
 	Secret   string
 }
 
-func (s *Endpoints) put(ctx context.Context, tx Tx, partnerID uuid.UUID, url string, enabled bool) (*Endpoint, string, bool, error) {
+// put registers the endpoint, or updates it; events nil leaves its event types
+// as they are (every type on a first registration).
+func (s *Endpoints) put(ctx context.Context, tx Tx, partnerID uuid.UUID, url string, enabled bool, events []string) (*Endpoint, string, bool, error) {
 	now := s.now()
 	secret, err := sign.NewSecret()
 	if err != nil {
 		return nil, "", false, err
 	}
 	created, err := tx.InsertEndpoint(ctx, &Endpoint{
-		PartnerID: partnerID, URL: url, Enabled: enabled, Secret: secret, CreatedAt: now, UpdatedAt: now,
+		PartnerID: partnerID, URL: url, Enabled: enabled, Secret: secret, EnabledEvents: events, CreatedAt: now, UpdatedAt: now,
 	})
 	if err != nil {
 		return nil, "", false, err
@@ -137,7 +151,7 @@ func (s *Endpoints) put(ctx context.Context, tx Tx, partnerID uuid.UUID, url str
 	switchedOn := created && enabled
 	if !created {
 		secret = ""
-		if switchedOn, err = tx.UpdateEndpoint(ctx, partnerID, url, enabled, now); err != nil {
+		if switchedOn, err = tx.UpdateEndpoint(ctx, partnerID, url, enabled, events, now); err != nil {
 			return nil, "", false, err
 		}
 	}

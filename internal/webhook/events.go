@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -93,7 +94,9 @@ type Replayed struct {
 // Replay queues the partner's event for delivery now, with the same id and
 // payload; it starts a fresh retry cycle. When an attempt of the event is running
 // (or was interrupted by a crash and awaits its rescue) the redelivery follows it,
-// and the answer says so. Errors: NotFound.
+// and the answer says so. An event of a type the partner's endpoint does not
+// receive now (Receives) is not replayed. Errors: NotFound, InvalidStateTransition
+// (a type not enabled).
 //
 // It runs in no unit of work of its own (uow.Runner.Apart): the delivery job
 // is queued through the job queue's own connection (on SQLite it would wait for
@@ -120,6 +123,9 @@ type Requeued struct {
 }
 
 func (l *Log) replay(ctx context.Context, partnerID, id uuid.UUID) (*Event, Replayed, error) {
+	if err := l.replayable(ctx, partnerID, id); err != nil {
+		return nil, Replayed{}, err
+	}
 	now := l.now()
 	ev, err := l.store.Requeue(ctx, &partnerID, id, now)
 	if err != nil {
@@ -136,6 +142,28 @@ func (l *Log) replay(ctx context.Context, partnerID, id uuid.UUID) (*Event, Repl
 		by = now
 	}
 	return ev, Replayed{ScheduledAt: by, InProgressSince: &since}, nil
+}
+
+// replayable refuses the replay of an event whose type the partner's endpoint
+// does not receive now (with no endpoint every type is). Errors: NotFound,
+// InvalidStateTransition.
+func (l *Log) replayable(ctx context.Context, partnerID, id uuid.UUID) error {
+	ev, err := l.store.EventByID(ctx, &partnerID, id)
+	if err != nil {
+		return notFoundEvent(err)
+	}
+	ep, err := l.store.EndpointOf(ctx, partnerID)
+	switch {
+	case apperr.CodeOf(err) == apperr.NotFound:
+		ep = nil
+	case err != nil:
+		return err
+	}
+	if !Receives(ep, ev.Type) {
+		return apperr.New(apperr.InvalidStateTransition, fmt.Sprintf(
+			"The event is a %s, which the webhook endpoint does not receive now: add it to enabled_events (PUT /webhooks/endpoint) to replay it.", ev.Type))
+	}
+	return nil
 }
 
 // Purge deletes events older than Retention.

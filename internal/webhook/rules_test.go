@@ -241,7 +241,7 @@ func TestDeliver(t *testing.T) {
 			t.Run("signed and delivered once", func(t *testing.T) {
 				rcv := newReceiver(t, answer{status: http.StatusNoContent})
 				partner, id := b.partnerWithEvent(t)
-				ep, secret, err := b.endpoints.Put(ctx, uow.Plain[webhook.Registered, webhook.Tx](), actor.OfPartnerKey(partner, ""), partner, rcv.srv.URL+"/hooks", true)
+				ep, secret, err := b.endpoints.Put(ctx, uow.Plain[webhook.Registered, webhook.Tx](), actor.OfPartnerKey(partner, ""), partner, rcv.srv.URL+"/hooks", true, nil)
 				require.NoError(t, err)
 				require.True(t, strings.HasPrefix(secret, "whsec_"))
 				require.Equal(t, secret, ep.Secret)
@@ -299,7 +299,7 @@ func TestDeliver(t *testing.T) {
 			t.Run("the schedule, then failed", func(t *testing.T) {
 				rcv := newReceiver(t, answer{status: http.StatusInternalServerError, retryAfter: "3600"})
 				partner, id := b.partnerWithEvent(t)
-				_, _, err := b.endpoints.Put(ctx, uow.Plain[webhook.Registered, webhook.Tx](), actor.OfPartnerKey(partner, ""), partner, rcv.srv.URL, true)
+				_, _, err := b.endpoints.Put(ctx, uow.Plain[webhook.Registered, webhook.Tx](), actor.OfPartnerKey(partner, ""), partner, rcv.srv.URL, true, nil)
 				require.NoError(t, err)
 				d := b.deliverer(10*time.Second, 100*time.Second)
 				for i, base := range []time.Duration{10 * time.Second, 100 * time.Second} {
@@ -333,7 +333,7 @@ func TestDeliver(t *testing.T) {
 					answer{status: http.StatusTooManyRequests, retryAfter: "200000"},
 					answer{status: http.StatusTooManyRequests, retryAfter: "soon"})
 				partner, id := b.partnerWithEvent(t)
-				_, _, err := b.endpoints.Put(ctx, uow.Plain[webhook.Registered, webhook.Tx](), actor.OfPartnerKey(partner, ""), partner, rcv.srv.URL, true)
+				_, _, err := b.endpoints.Put(ctx, uow.Plain[webhook.Registered, webhook.Tx](), actor.OfPartnerKey(partner, ""), partner, rcv.srv.URL, true, nil)
 				require.NoError(t, err)
 				d := b.deliverer(time.Second, time.Second, time.Second)
 				for _, want := range []time.Duration{120 * time.Second, 24 * time.Hour} {
@@ -350,7 +350,7 @@ func TestDeliver(t *testing.T) {
 			t.Run("410 turns the endpoint off", func(t *testing.T) {
 				rcv := newReceiver(t, answer{status: http.StatusGone})
 				partner, id := b.partnerWithEvent(t)
-				_, _, err := b.endpoints.Put(ctx, uow.Plain[webhook.Registered, webhook.Tx](), actor.OfPartnerKey(partner, ""), partner, rcv.srv.URL, true)
+				_, _, err := b.endpoints.Put(ctx, uow.Plain[webhook.Registered, webhook.Tx](), actor.OfPartnerKey(partner, ""), partner, rcv.srv.URL, true, nil)
 				require.NoError(t, err)
 				retry, _, err := b.deliverer().Deliver(ctx, id)
 				require.NoError(t, err)
@@ -396,7 +396,7 @@ func TestEndpointsAndLog(t *testing.T) {
 
 			strict := webhook.NewEndpoints(store.For(b.st, func(tx *store.Tx) webhook.Tx { return tx }), safeurl.Policy{RequireHTTPS: true}, b.queue, store.Now)
 			for _, u := range []string{"http://8.8.8.8/hook", "https://127.0.0.1/hook", "https://10.0.0.1/hook", "ftp://8.8.8.8/x"} {
-				_, _, err := strict.Put(ctx, uow.Plain[webhook.Registered, webhook.Tx](), actor.OfPartnerKey(partner, ""), partner, u, true)
+				_, _, err := strict.Put(ctx, uow.Plain[webhook.Registered, webhook.Tx](), actor.OfPartnerKey(partner, ""), partner, u, true, nil)
 				e, ok := apperr.As(err)
 				require.True(t, ok, u)
 				require.Equal(t, apperr.WebhookURLNotAllowed, e.Code, u)
@@ -408,18 +408,18 @@ func TestEndpointsAndLog(t *testing.T) {
 			require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
 
 			before := len(b.queue.queued())
-			ep, secret, err := b.endpoints.Put(ctx, uow.Plain[webhook.Registered, webhook.Tx](), actor.OfPartnerKey(partner, ""), partner, "http://127.0.0.1:9/a", false)
+			ep, secret, err := b.endpoints.Put(ctx, uow.Plain[webhook.Registered, webhook.Tx](), actor.OfPartnerKey(partner, ""), partner, "http://127.0.0.1:9/a", false, nil)
 			require.NoError(t, err)
 			require.NotEmpty(t, secret)
 			require.False(t, ep.Enabled)
 			require.Len(t, b.queue.queued(), before, "a disabled endpoint releases nothing")
-			ep, again, err := b.endpoints.Put(ctx, uow.Plain[webhook.Registered, webhook.Tx](), actor.OfPartnerKey(partner, ""), partner, "http://127.0.0.1:9/b", true)
+			ep, again, err := b.endpoints.Put(ctx, uow.Plain[webhook.Registered, webhook.Tx](), actor.OfPartnerKey(partner, ""), partner, "http://127.0.0.1:9/b", true, nil)
 			require.NoError(t, err)
 			require.Empty(t, again, "the secret is shown on first registration only")
 			require.Equal(t, secret, ep.Secret)
 			require.Equal(t, "http://127.0.0.1:9/b", ep.URL)
 			require.Equal(t, []uuid.UUID{id}, b.queue.queued()[before:], "enabling releases the pending event")
-			_, again, err = b.endpoints.Put(ctx, uow.Plain[webhook.Registered, webhook.Tx](), actor.OfPartnerKey(partner, ""), partner, "http://127.0.0.1:9/b", true)
+			_, again, err = b.endpoints.Put(ctx, uow.Plain[webhook.Registered, webhook.Tx](), actor.OfPartnerKey(partner, ""), partner, "http://127.0.0.1:9/b", true, nil)
 			require.NoError(t, err)
 			require.Empty(t, again)
 			require.Len(t, b.queue.queued(), before+1, "already enabled: nothing more is released")

@@ -20,7 +20,8 @@ const TestReference = "WEBHOOK-TEST"
 // TestType is a test event's type. The contract's event types are a closed set
 // (a new value would break receivers generated from it), so a test event takes
 // the most harmless real type, transaction.created, and says it is a test in its
-// payload ("test": true) and by its sample's nil id.
+// payload ("test": true) and by its sample's nil id. An endpoint that does not
+// receive transaction.created gets the first type it receives (TestTypeOf).
 const TestType = string(lifecycle.EventCreated)
 
 // testPayload is a test event's body: the shape of every event's, plus "test".
@@ -31,7 +32,8 @@ type testPayload struct {
 
 // SendTest emits a test event to the partner's endpoint through the outbox, so
 // that it is signed, delivered, retried and logged as every event is: a partner
-// checks a receiver end to end without a transaction. The event and its delivery
+// checks a receiver end to end without a transaction. Its type is one the
+// endpoint receives (TestTypeOf). The event and its delivery
 // job commit together (with the request's stored answer under an
 // Idempotency-Key, so a retried request sends one event). While the endpoint is
 // disabled the event waits, as every event does. Errors: NotFound (no endpoint).
@@ -39,13 +41,15 @@ type testPayload struct {
 // (idempotency.Keyed); by is who acts (a partner's user's change is audited).
 func (s *Endpoints) SendTest(ctx context.Context, run uow.Runner[*Event, Tx], by actor.Actor, partnerID uuid.UUID) (*Event, error) {
 	return run.Run(ctx, s.store.WithTx, func(ctx context.Context, tx Tx) (*Event, error) {
-		if _, err := tx.EndpointOf(ctx, partnerID); err != nil {
+		ep, err := tx.EndpointOf(ctx, partnerID)
+		if err != nil {
 			return nil, err
 		}
 		at := s.now().UTC()
-		ev := &Event{ID: uuid.New(), PartnerID: partnerID, Type: TestType, CreatedAt: at, PublishStatus: Pending}
+		typ := TestTypeOf(ep)
+		ev := &Event{ID: uuid.New(), PartnerID: partnerID, Type: typ, CreatedAt: at, PublishStatus: Pending}
 		body, err := json.Marshal(testPayload{
-			Payload: lifecycle.Payload{ID: ev.ID, Type: TestType, CreatedAt: at, Data: sampleTransaction(at).Snapshot()},
+			Payload: lifecycle.Payload{ID: ev.ID, Type: typ, CreatedAt: at, Data: sampleTransaction(at).Snapshot()},
 			Test:    true,
 		})
 		if err != nil {

@@ -79,8 +79,11 @@ type Endpoint struct {
 	Secret                  string
 	PreviousSecret          *string
 	PreviousSecretExpiresAt *time.Time
-	CreatedAt               time.Time
-	UpdatedAt               time.Time
+	// EnabledEvents are the event types it receives, in the order of
+	// EventTypes; nil when it receives every type (see Receives).
+	EnabledEvents []string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // Secrets returns the secrets that sign at now: the current one, and the previous
@@ -132,9 +135,10 @@ type Store interface {
 	// InsertEndpoint inserts e unless the partner has an endpoint; it reports
 	// whether it did.
 	InsertEndpoint(ctx context.Context, e *Endpoint) (bool, error)
-	// UpdateEndpoint sets the URL and enabled flag and reports whether this write
-	// turned deliveries on. Errors: NotFound.
-	UpdateEndpoint(ctx context.Context, partnerID uuid.UUID, url string, enabled bool, at time.Time) (bool, error)
+	// UpdateEndpoint sets the URL and enabled flag, and the enabled event types
+	// unless events is nil, and reports whether this write turned deliveries on.
+	// Errors: NotFound.
+	UpdateEndpoint(ctx context.Context, partnerID uuid.UUID, url string, enabled bool, events []string, at time.Time) (bool, error)
 	// DisableEndpoint turns deliveries off.
 	DisableEndpoint(ctx context.Context, partnerID uuid.UUID, at time.Time) error
 	// RotateSecret makes secret the signing secret and the current one the

@@ -139,7 +139,8 @@ func (w *walk) webhookEndpoint(ctx context.Context) {
 		put, err := w.pc.PutWebhookEndpointWithResponse(ctx, &client.PutWebhookEndpointParams{IdempotencyKey: idemKeyPtr()},
 			client.WebhookEndpointRequest{Url: found.Url, Enabled: found.Enabled})
 		if w.expect(w.p, "putWebhookEndpoint", put, err, 200) &&
-			(put.JSON200.Data.Url != found.Url || put.JSON200.Data.Enabled != found.Enabled) {
+			(put.JSON200.Data.Url != found.Url || put.JSON200.Data.Enabled != found.Enabled ||
+				!slices.Equal(put.JSON200.Data.EnabledEvents, found.EnabledEvents)) {
 			w.p.problem("putWebhookEndpoint", "the endpoint answered is not the one put back")
 		}
 	}

@@ -2,6 +2,7 @@ package storetest_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"partnerd/internal/kit/apperr"
+	"partnerd/internal/lifecycle"
 	"partnerd/internal/store"
 	"partnerd/internal/testsupport/testdb"
 	"partnerd/internal/webhook"
@@ -51,7 +53,7 @@ func TestWebhookEndpoints(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				on, err := s.UpdateEndpoint(ctx, p.ID, "https://example.com/b", true, store.Now())
+				on, err := s.UpdateEndpoint(ctx, p.ID, "https://example.com/b", true, nil, store.Now())
 				if err != nil {
 					t.Error(err)
 				}
@@ -62,7 +64,7 @@ func TestWebhookEndpoints(t *testing.T) {
 		}
 		wg.Wait()
 		require.EqualValues(t, 1, switched.Load())
-		_, err = s.UpdateEndpoint(ctx, uuid.New(), "https://example.com/c", true, now)
+		_, err = s.UpdateEndpoint(ctx, uuid.New(), "https://example.com/c", true, nil, now)
 		require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
 
 		until := store.Now().Add(time.Hour)
@@ -232,4 +234,68 @@ func deliveryJobs(t *testing.T, s *store.Store) int {
 	require.NoError(t, s.SQL().QueryRowContext(context.Background(),
 		"SELECT count(*) FROM river_job WHERE kind = 'deliver_webhook_event'").Scan(&n))
 	return n
+}
+
+// An endpoint's enabled event types are stored and read back (nil: every
+// type), an update without types keeps them, and AppendEvent records exactly the
+// events webhook.Receives says the endpoint takes (every event with no
+// endpoint).
+func TestEnabledEventsDecideWhatIsRecorded(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
+		ctx := context.Background()
+		now := store.Now()
+		some := []string{"transaction.completed", "payout.settled"}
+		for _, c := range []struct {
+			name     string
+			endpoint bool
+			events   []string // stored at registration (nil: every type)
+			update   []string // set by an update (nil: unchanged)
+		}{
+			{name: "no endpoint"},
+			{name: "every type", endpoint: true},
+			{name: "some types, kept by an update", endpoint: true, events: some},
+			{name: "one type, set by an update", endpoint: true, update: []string{"deposit.detected"}},
+		} {
+			p := newPartner(t, s)
+			var ep *webhook.Endpoint
+			if c.endpoint {
+				ok, err := s.InsertEndpoint(ctx, &webhook.Endpoint{PartnerID: p.ID, URL: "https://example.com/e", Secret: "whsec_e",
+					EnabledEvents: c.events, CreatedAt: now, UpdatedAt: now})
+				require.NoError(t, err)
+				require.True(t, ok)
+				_, err = s.UpdateEndpoint(ctx, p.ID, "https://example.com/e", true, c.update, now)
+				require.NoError(t, err, c.name)
+				ep, err = s.EndpointOf(ctx, p.ID)
+				require.NoError(t, err)
+				want := c.events
+				if c.update != nil {
+					want = c.update
+				}
+				require.Equal(t, want, ep.EnabledEvents, c.name)
+			}
+			tr := newTransaction(t, s, p, txOpts{})
+			before, err := s.ListEvents(ctx, p.ID, webhook.ListQuery{Limit: 100})
+			require.NoError(t, err)
+			var want []string
+			for _, typ := range webhook.EventTypes {
+				require.NoError(t, s.Transact(ctx, func(ctx context.Context, tx *store.Tx) error {
+					return tx.AppendEvent(ctx, &lifecycle.Event{ID: uuid.New(), PartnerID: p.ID, TransactionID: tr.ID,
+						Type: lifecycle.EventType(typ), Payload: []byte(`{}`), CreatedAt: store.Now()})
+				}))
+				if webhook.Receives(ep, typ) {
+					want = append(want, typ)
+				}
+			}
+			after, err := s.ListEvents(ctx, p.ID, webhook.ListQuery{Limit: 100})
+			require.NoError(t, err)
+			var got []string
+			for _, e := range after {
+				if !slices.ContainsFunc(before, func(b *webhook.Event) bool { return b.ID == e.ID }) {
+					got = append(got, e.Type)
+				}
+			}
+			require.ElementsMatch(t, want, got, c.name)
+		}
+	})
 }

@@ -13,6 +13,7 @@ import (
 
 	pc "partnerd/gen/client"
 	"partnerd/internal/web/webkit"
+	"partnerd/internal/webhook"
 )
 
 // webhookRoutes mounts the webhook pages (the endpoint, events and their
@@ -55,6 +56,7 @@ func (d *Dashboard) showWebhooks(w http.ResponseWriter, r *http.Request, ss *ses
 	switch {
 	case err == nil && ep.JSON200 != nil:
 		data["Endpoint"] = ep.JSON200.Data
+		data["EveryEvent"] = len(ep.JSON200.Data.EnabledEvents) == len(webhook.EventTypes)
 		if x := ep.JSON200.Data.PreviousSecretExpiresAt; x != nil && x.After(d.d.Now()) {
 			data["Window"] = *x
 		}

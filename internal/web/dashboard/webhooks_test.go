@@ -118,6 +118,8 @@ func TestWebhookPages(t *testing.T) {
 			submit(t, ctx, "#save-endpoint", "#secret")
 			require.True(t, strings.HasPrefix(text(t, ctx, "#secret"), "whsec_"), "the secret, shown once")
 			require.Equal(t, rcv.srv.URL, text(t, ctx, "#endpoint-url"))
+			require.Equal(t, "every event of your transactions: transaction.created, transaction.completed, deposit.detected, "+
+				"deposit.confirmed, transaction.failed, transaction.expired, transaction.refunded, payout.settled", text(t, ctx, "#endpoint-events"))
 			require.Equal(t, http.StatusOK, open(t, ctx, s.Base+"/webhooks"))
 			var secrets int
 			require.NoError(t, chromedp.Run(ctx, chromedp.Evaluate(`document.querySelectorAll('#secret').length`, &secrets)))
