@@ -32,14 +32,14 @@ type Deps struct {
 	Transactions *transactions.Service
 	Lister       *transactions.Lister
 	// Decisions are the partner's accept and refund of a short payment.
-	Decisions *transactions.Decisions
-	Lifecycle *lifecycle.Engine
-	Ledger       *revenue.Ledger
-	Payouts      *payouts.Service
-	History      HistoryReader
-	Endpoints    *webhook.Endpoints
-	Events       *webhook.Log
-	Idempotency  *idempotency.Service
+	Decisions   *transactions.Decisions
+	Lifecycle   *lifecycle.Engine
+	Ledger      *revenue.Ledger
+	Payouts     *payouts.Service
+	History     HistoryReader
+	Endpoints   *webhook.Endpoints
+	Events      *webhook.Log
+	Idempotency *idempotency.Service
 	// Production hides the sandbox simulator.
 	Production bool
 	// Proxies are the trusted proxies (TRUSTED_PROXIES): the client address is

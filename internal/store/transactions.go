@@ -512,7 +512,7 @@ func (s *Store) ListTransactions(ctx context.Context, partnerID uuid.UUID, q tra
 	// Each row's deposit status (a primary-key lookup per row of the page) is what
 	// the list tells of the deposit: whether the transaction waits on its partner's
 	// decision (lifecycle.ActionRequired).
-	rows, err := db.Table("transactions").Select(transactionColumns+
+	rows, err := db.Table("transactions").Select(transactionColumns +
 		", (SELECT d.status FROM deposits d WHERE d.transaction_id = transactions.id)").
 		Order("created_at DESC, id DESC").Limit(q.Limit).Rows()
 	if err != nil {
