@@ -96,6 +96,8 @@ func (w *walk) run(ctx context.Context) {
 	}
 	w.cancelPath(ctx)
 	w.failPath(ctx)
+	w.decisionPaths(ctx)
+	w.rescan(ctx)
 	if w.oc != nil {
 		w.shortPaths(ctx)
 		w.batchPaths(ctx)
@@ -320,6 +322,53 @@ func (w *walk) failPath(ctx context.Context) {
 	}
 	if w.simulate(ctx, tx.Id, "transaction.failed", "") != nil {
 		w.simulate(ctx, tx.Id, "transaction.refunded", "")
+	}
+}
+
+// decisionPaths expires two transactions paid short with the simulator: the
+// partner accepts one and asks for the other's refund to the address it gave on
+// create; deciding again is refused (409).
+func (w *walk) decisionPaths(ctx context.Context) {
+	short := func(name string, refundTo *string) *uuid.UUID {
+		tx := w.create(ctx, name, client.CreateTransactionRequest{CryptoCurrency: "usdt", Network: "bep20", FiatAmount: ptr("15000"), RefundAddress: refundTo})
+		if tx == nil || w.simulate(ctx, tx.Id, "deposit.detected", "5") == nil {
+			return nil
+		}
+		after := w.simulate(ctx, tx.Id, "transaction.expired", "")
+		if after == nil {
+			return nil
+		}
+		if after.ActionRequired == nil || !*after.ActionRequired {
+			w.p.problem("simulateSandboxEvent", "a transaction paid short and expired does not say action_required")
+			return nil
+		}
+		return &tx.Id
+	}
+	if tx := short("partner-accepted", nil); tx != nil {
+		res, err := w.pc.AcceptTransactionWithResponse(ctx, *tx, &client.AcceptTransactionParams{IdempotencyKey: idemKey()})
+		if w.expect(w.p, "acceptTransaction", res, err, 200) && res.JSON200.Data.Status != "deposit_confirming" {
+			w.p.problem("acceptTransaction", "the accepted transaction is "+string(res.JSON200.Data.Status))
+		}
+		res, err = w.pc.AcceptTransactionWithResponse(ctx, *tx, &client.AcceptTransactionParams{IdempotencyKey: idemKey()})
+		w.expect(w.p, "acceptTransaction", res, err, 409)
+	}
+	if tx := short("partner-refunded", ptr("0x8576acc5c05d6ce88f4e49bf65bdf0c62f91353c")); tx != nil {
+		res, err := w.pc.RefundTransactionWithResponse(ctx, *tx, &client.RefundTransactionParams{IdempotencyKey: idemKey()}, client.RefundRequest{})
+		if w.expect(w.p, "refundTransaction", res, err, 200) && res.JSON200.Data.RefundRequestedAt == nil {
+			w.p.problem("refundTransaction", "the refund request is not recorded (refund_requested_at null)")
+		}
+		res, err = w.pc.RefundTransactionWithResponse(ctx, *tx, &client.RefundTransactionParams{IdempotencyKey: idemKey()}, client.RefundRequest{})
+		w.expect(w.p, "refundTransaction", res, err, 409)
+	}
+}
+
+// rescan asks for a chain transaction nobody made: not found (200), or 503 where
+// the deployment reads no chain for the network.
+func (w *walk) rescan(ctx context.Context) {
+	res, err := w.pc.RescanDepositWithResponse(ctx, &client.RescanDepositParams{},
+		client.RescanRequest{Network: "bep20", TxHash: chainHash()})
+	if w.expect(w.p, "rescanDeposit", res, err, 200, 503) && res.StatusCode() == 200 && res.JSON200.Data.Result != "not_found" {
+		w.p.problem("rescanDeposit", "a made-up transaction hash is "+string(res.JSON200.Data.Result)+", not not_found")
 	}
 }
 
