@@ -437,33 +437,47 @@ func (l *Engine) refundIn(ctx context.Context, tx Tx, t *Transaction, extra map[
 	return []step{s}, nil
 }
 
-// SettlePayout records that a completed transaction's fiat payout settled (once).
+// SettlePayout records that a completed transaction's fiat payout settled (once),
+// simulated: a payout of one the service records (SystemPayout).
 func (l *Engine) SettlePayout(ctx context.Context, tx Tx, id uuid.UUID) (*Transaction, error) {
 	return l.settlePayout(ctx, tx, id, nil, nil)
 }
 
-// settlePayout is SettlePayout with extra facts in the history metadata and, when
-// the operators recorded the bank transfer, its payout (the event carries the
-// payout's id, reference and total; a simulated or automatic payout has none, and
-// its event the transaction's own amount).
+// settlePayout is SettlePayout with extra facts in the history metadata and the
+// payout it belongs to: batch, the bank transfer the operators recorded (a batch
+// or a payout of one), or, when nil (a simulated or automatic payout), a payout of
+// one the service records itself in the change's unit of work (SystemPayout; its
+// reference joins the history metadata). The event carries the payout's id,
+// reference and total.
 func (l *Engine) settlePayout(ctx context.Context, tx Tx, id uuid.UUID, extra map[string]any, batch *PayoutBatch) (*Transaction, error) {
-	return l.change(ctx, tx, id, func(_ context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
+	return l.change(ctx, tx, id, func(ctx context.Context, tx Tx, t *Transaction, now time.Time) ([]step, error) {
 		if err := Check(t, ActionPayout); err != nil {
 			return nil, err
 		}
-		s, err := move(t, SettlePayout, "given a payout", with(map[string]any{"payout_settled_at": now.Format(time.RFC3339Nano)}, extra))
+		payout, meta := batch, with(map[string]any{"payout_settled_at": now.Format(time.RFC3339Nano)}, extra)
+		var sys *SystemPayout
+		if payout == nil {
+			sys = &SystemPayout{ID: uuid.New(), PartnerID: t.PartnerID, TransactionID: t.ID,
+				FiatAmount: t.FiatAmount, CryptoAmount: t.CryptoAmount, CreatedAt: now}
+			sys.Reference = SystemPayoutReference(sys.ID)
+			meta["reference"] = sys.Reference
+			payout = &PayoutBatch{ID: sys.ID, Amount: sys.FiatAmount}
+		}
+		s, err := move(t, SettlePayout, "given a payout", meta)
 		if err != nil {
 			return nil, err
 		}
 		t.PayoutSettledAt = &now
-		facts := &PayoutFacts{Amount: money.FormatFiat(t.FiatAmount)}
-		if ref, ok := extra["reference"].(string); ok {
+		facts := &PayoutFacts{PayoutID: &payout.ID, Amount: money.FormatFiat(payout.Amount)}
+		if ref, ok := meta["reference"].(string); ok {
 			facts.Reference = &ref
 		}
-		if batch != nil {
-			facts.PayoutID, facts.Amount = &batch.ID, money.FormatFiat(batch.Amount)
-		}
 		s.payout = facts
+		if sys != nil {
+			if err := tx.InsertSystemPayout(ctx, sys); err != nil {
+				return nil, err
+			}
+		}
 		return []step{s}, nil
 	})
 }

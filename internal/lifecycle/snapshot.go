@@ -75,9 +75,9 @@ type Payload struct {
 }
 
 // PayoutFacts is the NGN payout that settled a transaction, as its payout.settled
-// event tells the partner: the payout's id, reference and total when the operators
-// recorded the bank transfer (for several transactions or for this one alone),
-// else (simulated, automatic) the transaction's own amount.
+// event tells the partner: the payout's id, reference and total, the bank transfer
+// the operators recorded (for several transactions or for this one alone) or the
+// payout of one a simulated or automatic payout is (the transaction's own amount).
 type PayoutFacts struct {
 	PayoutID  *uuid.UUID `json:"payout_id"`
 	Reference *string    `json:"reference"`
@@ -88,6 +88,26 @@ type PayoutFacts struct {
 type PayoutBatch struct {
 	ID     uuid.UUID
 	Amount decimal.Decimal
+}
+
+// SystemPayout is the payout of one a simulated or automatic payout records (no
+// operator's bank transfer: the service's own), so the partner finds it among its
+// payouts like a production one: the transaction's amounts, a reference of
+// SystemPayoutReference, dated when the payout settled.
+type SystemPayout struct {
+	ID            uuid.UUID
+	PartnerID     uuid.UUID
+	TransactionID uuid.UUID
+	Reference     string
+	FiatAmount    decimal.Decimal
+	CryptoAmount  decimal.Decimal
+	CreatedAt     time.Time
+}
+
+// SystemPayoutReference is the reference of system payout id: SIM- and the first
+// 8 hex digits of its id.
+func SystemPayoutReference(id uuid.UUID) string {
+	return "SIM-" + id.String()[:8]
 }
 
 // Snapshot returns t as partners see it, amounts formatted by the money rules.

@@ -199,6 +199,9 @@ type Tx interface {
 	PartnerRates(ctx context.Context, partnerID uuid.UUID) (fee, share decimal.Decimal, err error)
 	// InsertFill records an operator's executed sale.
 	InsertFill(ctx context.Context, f *Fill) error
+	// InsertSystemPayout records a simulated or automatic payout as a payout of one
+	// that no operator recorded (package batches lists it like any payout).
+	InsertSystemPayout(ctx context.Context, p *SystemPayout) error
 	// ScheduleStep inserts the job that runs Engine.RunStep(id, step) at at.
 	ScheduleStep(ctx context.Context, id uuid.UUID, step string, at time.Time) error
 	// A partner user's change made through a use case on the engine (the

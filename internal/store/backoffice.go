@@ -35,7 +35,7 @@ type batchRow struct {
 	Rate         decimal.NullDecimal
 	FiatAmount   decimal.Decimal
 	CryptoAmount decimal.Decimal
-	OperatorID   uuid.UUID
+	OperatorID   *uuid.UUID // NULL for a payout the service recorded (simulated, automatic)
 	CreatedAt    time.Time
 }
 
@@ -50,10 +50,15 @@ type batchItemRow struct {
 
 func (batchItemRow) TableName() string { return "operator_batch_items" }
 
-// InsertBatch writes b and its items.
+// InsertBatch writes b and its items; a batch of no operator (the nil UUID, a
+// payout the service recorded) is written without one.
 func (tx *Tx) InsertBatch(ctx context.Context, b *batches.Batch) error {
 	row := batchRow{ID: b.ID, Kind: string(b.Kind), PartnerID: b.PartnerID, Reference: b.Reference,
-		FiatAmount: b.FiatAmount, CryptoAmount: b.CryptoAmount, OperatorID: b.OperatorID, CreatedAt: b.CreatedAt}
+		FiatAmount: b.FiatAmount, CryptoAmount: b.CryptoAmount, CreatedAt: b.CreatedAt}
+	if b.OperatorID != uuid.Nil {
+		op := b.OperatorID
+		row.OperatorID = &op
+	}
 	if b.Rate != nil {
 		row.Rate = decimal.NewNullDecimal(*b.Rate)
 	}
@@ -66,6 +71,14 @@ func (tx *Tx) InsertBatch(ctx context.Context, b *batches.Batch) error {
 		items[i] = batchItemRow{BatchID: b.ID, Kind: string(b.Kind), TransactionID: id, Position: i}
 	}
 	return db.Create(&items).Error
+}
+
+// InsertSystemPayout records p, a simulated or automatic payout, as a payout of
+// one that no operator recorded.
+func (tx *Tx) InsertSystemPayout(ctx context.Context, p *lifecycle.SystemPayout) error {
+	partner := p.PartnerID
+	return tx.InsertBatch(ctx, &batches.Batch{ID: p.ID, Kind: batches.Payout, PartnerID: &partner, Reference: p.Reference,
+		FiatAmount: p.FiatAmount, CryptoAmount: p.CryptoAmount, TransactionIDs: []uuid.UUID{p.TransactionID}, CreatedAt: p.CreatedAt})
 }
 
 // ListBatches returns up to q.Limit batches of q.Kind (of q.PartnerID and within
@@ -119,10 +132,14 @@ func (s *Store) BatchOf(ctx context.Context, kind batches.Kind, id uuid.UUID) (*
 	return out[0], nil
 }
 
-// batchOf is a batch as its row holds it, without its transactions.
+// batchOf is a batch as its row holds it, without its transactions (the nil
+// UUID as the operator of a payout the service recorded).
 func batchOf(r batchRow) *batches.Batch {
 	b := &batches.Batch{ID: r.ID, Kind: batches.Kind(r.Kind), PartnerID: r.PartnerID, Reference: r.Reference,
-		FiatAmount: r.FiatAmount, CryptoAmount: r.CryptoAmount, OperatorID: r.OperatorID, CreatedAt: r.CreatedAt.UTC()}
+		FiatAmount: r.FiatAmount, CryptoAmount: r.CryptoAmount, CreatedAt: r.CreatedAt.UTC()}
+	if r.OperatorID != nil {
+		b.OperatorID = *r.OperatorID
+	}
 	if r.Rate.Valid {
 		v := r.Rate.Decimal
 		b.Rate = &v

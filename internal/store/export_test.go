@@ -18,6 +18,17 @@ func (s *Store) MigrateTo(ctx context.Context, version int64) error {
 	return err
 }
 
+// MigrateDownTo rolls the application's migrations back until version is the
+// last applied, so a test can check a migration's Down.
+func (s *Store) MigrateDownTo(ctx context.Context, version int64) error {
+	p, err := s.migrator()
+	if err != nil {
+		return err
+	}
+	_, err = p.DownTo(ctx, version)
+	return err
+}
+
 // WriterStatements reports how many statements SQLite's writer keeps prepared
 // (0 on PostgreSQL).
 func (s *Store) WriterStatements() int {

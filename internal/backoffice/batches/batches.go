@@ -48,9 +48,16 @@ type Batch struct {
 	// TransactionCount is how many transactions the batch holds when a list
 	// counted them without reading their ids (Query.CountOnly); see Size.
 	TransactionCount int
-	OperatorID       uuid.UUID
-	CreatedAt        time.Time
+	// OperatorID is the operator who recorded the batch; the nil UUID for a
+	// payout the service recorded (a simulated or automatic payout, a payout of
+	// one; System).
+	OperatorID uuid.UUID
+	CreatedAt  time.Time
 }
+
+// System reports whether the service recorded b (a simulated or automatic
+// payout), not an operator.
+func (b *Batch) System() bool { return b.OperatorID == uuid.Nil }
 
 // Size is how many transactions the batch holds, whether their ids were read or
 // only counted (Query.CountOnly).
