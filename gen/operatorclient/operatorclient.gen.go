@@ -1930,7 +1930,7 @@ type PartnerUserStatus string
 
 // PayoutRecord The NGN payout (history `payout:settled`); null until then.
 type PayoutRecord struct {
-	// OperatorId Who recorded it; null for a simulated payout.
+	// OperatorId Who recorded it; null for a simulated or automatic payout (no operator).
 	OperatorId *openapi_types.UUID `json:"operator_id"`
 
 	// PayoutFiatAmount The NGN amount of that whole bank transfer, if any.
@@ -1938,10 +1938,10 @@ type PayoutRecord struct {
 	// Example: 308450.00
 	PayoutFiatAmount *string `json:"payout_fiat_amount"`
 
-	// PayoutId The payout that settled it (`POST /payouts`, or a payout of one by `POST /transactions/{id}/payout`); null for a simulated payout.
+	// PayoutId The payout that settled it (`POST /payouts`, or a payout of one by `POST /transactions/{id}/payout`, or the payout of one a simulated or automatic payout is since partner API 1.12.0); null for a simulated payout recorded before.
 	PayoutId *openapi_types.UUID `json:"payout_id"`
 
-	// Reference The bank transfer's reference; null for a simulated payout.
+	// Reference The bank transfer's reference (`SIM-…` for a simulated or automatic payout of partner API 1.12.0 on); null for a simulated payout recorded before.
 	Reference *string `json:"reference"`
 
 	// SettledAt When it settled.
