@@ -35,6 +35,7 @@ import (
 	"partnerd/internal/backoffice/revenue"
 	"partnerd/internal/config"
 	"partnerd/internal/contract/docs"
+	"partnerd/internal/deposits"
 	"partnerd/internal/httpapi"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/idempotency"
@@ -320,6 +321,7 @@ func (a *App) openPartnerAPI(policy safeurl.Policy) (*echo.Echo, error) {
 		Limiter:      limiter,
 		Limits:       map[ratelimit.Class]ratelimit.Limit{ratelimit.Reads: cfg.RateLimitReads, ratelimit.Writes: cfg.RateLimitWrites},
 		Idempotency:  a.idempotency,
+		Rescans:      a.rescans(),
 		Logger:       a.log,
 		Tracing:      a.tracing,
 		Unavailable:  store.Unavailable,
@@ -577,4 +579,12 @@ func (a *App) servePprof(ctx context.Context) {
 // read or add a row do not take it.
 func LockServing(databaseURL string) (release func(), err error) {
 	return store.LockServing(databaseURL)
+}
+
+// rescans is the rescans of the chains watched here (nil before the watchers open).
+func (a *App) rescans() *deposits.Rescanner {
+	if a.watchers == nil {
+		return nil
+	}
+	return a.watchers.rescans
 }

@@ -33,6 +33,9 @@ type watchers struct {
 	// byNetwork is each watched network's pool (the sanctions oracle is asked
 	// through it).
 	byNetwork map[string]*providers.Pool
+	// rescans reads a transaction again for a partner (POST /deposits/rescan)
+	// through the network's scanner, and records through the watcher's sink.
+	rescans *deposits.Rescanner
 }
 
 // pool returns network's provider pool, nil when it is not watched.
@@ -63,10 +66,13 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 		log.Warn("deposit watcher is off for this network: CHAIN_RPC_"+strings.ToUpper(n)+" is unset; deposits arrive only through the sandbox simulator", "network", n)
 		off(n, "CHAIN_RPC_"+strings.ToUpper(n)+" is unset: deposits arrive only through the sandbox simulator")
 	}
+	readers := map[string]deposits.TransactionReader{}
 	if len(cfg.Chain.Providers) == 0 {
+		w.rescans = deposits.NewRescanner(nil, readers, w.off)
 		return w, nil
 	}
 	sink := deposits.New(l, store.For(st, func(tx *store.Tx) deposits.Tx { return tx }), u, unmatchedLog{m: cm, log: log})
+	w.rescans = deposits.NewRescanner(sink, readers, w.off)
 	for network, configured := range cfg.Chain.Providers {
 		var toks []chain.Token
 		for _, t := range cfg.Chain.Tokens {
@@ -131,7 +137,9 @@ func openWatchers(ctx context.Context, cfg *config.Config, st *store.Store, l *l
 		if b, ok := cfg.Chain.StartBlocks[network]; ok {
 			sc.StartBlock = &b
 		}
-		w.scanners = append(w.scanners, scanner.New(sc, pool, sink, locker{st}, progress, log.With("component", "chain")))
+		scan := scanner.New(sc, pool, sink, locker{st}, progress, log.With("component", "chain"))
+		w.scanners = append(w.scanners, scan)
+		readers[network] = scan
 		log.Info("deposit watcher on", "network", network, "node", dialect.Node, "providers", strings.Join(names, ","), "tokens", len(toks),
 			"confirmations", sc.Confirmations, "chain_id", want.String(), "rpc_timeout", cfg.Chain.Timeout.String())
 	}

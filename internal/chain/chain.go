@@ -233,3 +233,19 @@ const (
 	// nothing confirms until it does.
 	FinalityUnknown = "unknown"
 )
+
+// Sighting is one chain transaction read again by its hash (a rescan): whether a
+// provider knows it, whether its block is deep enough to believe, and its
+// transfers of the network's tokens to deposit addresses, as the scanner would
+// have handed them to the deposits service.
+type Sighting struct {
+	// Found: a provider knows the transaction, and it succeeded.
+	Found bool
+	// Final: its block has the network's confirmations and is still the block
+	// at its height (Transfers is read only then).
+	Final bool
+	// Block and Confirmations are its block and head − Block + 1 (0 above the head).
+	Block         uint64
+	Confirmations int
+	Transfers     []Transfer
+}

@@ -78,6 +78,9 @@ type ChainStore interface {
 	PendingChainTransfers(ctx context.Context, network string) ([]ChainTransfer, error)
 	// WatchedAddresses returns which of addrs are deposit addresses of network.
 	WatchedAddresses(ctx context.Context, network string, addrs []string) (map[string]bool, error)
+	// PartnerDepositAddresses returns which of addrs are deposit addresses of
+	// network of partner partnerID's transactions.
+	PartnerDepositAddresses(ctx context.Context, partnerID uuid.UUID, network string, addrs []string) (map[string]bool, error)
 }
 
 // UnmatchedRecorder is the operators' refund list (refunds.Service) as the
@@ -130,11 +133,11 @@ func (d *Deposits) Record(ctx context.Context, network string, prev *chain.Curso
 	err := d.st.WithTx(ctx, func(ctx context.Context, tx Tx) error {
 		found = found[:0]
 		for _, tr := range transfers {
-			row, err := d.record(ctx, tx, tr)
+			row, fresh, err := d.record(ctx, tx, tr)
 			if err != nil {
 				return err
 			}
-			if row != nil && row.State == TransferUnmatched {
+			if fresh && row.State == TransferUnmatched {
 				found = append(found, row)
 			}
 		}
@@ -155,18 +158,20 @@ func (d *Deposits) Record(ctx context.Context, network string, prev *chain.Curso
 	return err
 }
 
-func (d *Deposits) record(ctx context.Context, tx Tx, tr chain.Transfer) (*ChainTransfer, error) {
+// record applies one transfer (see Record) and returns its row, and whether it
+// was recorded now (fresh) or seen before (the row as it was: a no-op).
+func (d *Deposits) record(ctx context.Context, tx Tx, tr chain.Transfer) (*ChainTransfer, bool, error) {
 	hash := chain.FormatHash(tr.Network, tr.TxHash)
 	old, err := tx.ChainTransfer(ctx, tr.Network, hash, tr.LogIndex)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if old != nil && old.State != TransferReorged {
-		return nil, nil // seen before: a no-op
+		return old, false, nil // seen before: a no-op
 	}
 	id, err := tx.TransactionIDByAddress(ctx, tr.Network, tr.ToAddress)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	row := &ChainTransfer{
 		Network: tr.Network, TxHash: hash, LogIndex: tr.LogIndex, Token: tr.Token,
@@ -186,7 +191,7 @@ func (d *Deposits) record(ctx context.Context, tx Tx, tr chain.Transfer) (*Chain
 		Confirmations: max(tr.Confirmations, 1), ReceivedAt: row.BlockTime,
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	switch o {
 	case lifecycle.Counted, lifecycle.Known:
@@ -194,7 +199,7 @@ func (d *Deposits) record(ctx context.Context, tx Tx, tr chain.Transfer) (*Chain
 	default: // dust and transfers the transaction does not take: kept for the operators
 		row.State, row.Note = TransferUnmatched, note
 	}
-	return row, tx.SaveChainTransfer(ctx, row)
+	return row, true, tx.SaveChainTransfer(ctx, row)
 }
 
 // Pending returns network's detected deposits that have not confirmed yet.

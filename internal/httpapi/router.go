@@ -13,6 +13,7 @@ import (
 	"partnerd/gen/api"
 	"partnerd/internal/backoffice/payouts"
 	"partnerd/internal/backoffice/revenue"
+	"partnerd/internal/deposits"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
@@ -40,6 +41,9 @@ type Deps struct {
 	Endpoints   *webhook.Endpoints
 	Events      *webhook.Log
 	Idempotency *idempotency.Service
+	// Rescans reads chain transactions again for partners (POST
+	// /deposits/rescan); nil: no chain is read here (503).
+	Rescans *deposits.Rescanner
 	// Production hides the sandbox simulator.
 	Production bool
 	// Proxies are the trusted proxies (TRUSTED_PROXIES): the client address is
@@ -136,7 +140,7 @@ func New(d Deps) (*echo.Echo, error) {
 	})
 
 	srv := &Server{partners: d.Partners, quotes: d.Quotes, transactions: d.Transactions, lister: d.Lister, decisions: d.Decisions,
-		lifecycle: d.Lifecycle, ledger: d.Ledger, payouts: d.Payouts, history: d.History, endpoints: d.Endpoints, events: d.Events, keys: d.Idempotency, log: log,
+		lifecycle: d.Lifecycle, ledger: d.Ledger, payouts: d.Payouts, history: d.History, endpoints: d.Endpoints, events: d.Events, keys: d.Idempotency, log: log, rescans: d.Rescans,
 		simulator: sandbox.New(d.Lifecycle)}
 	// The partner API's checks are route middleware of each operation, built from
 	// the contract the same way as the operator API's (httpkit.OperationMiddlewares):
@@ -160,6 +164,10 @@ func New(d Deps) (*echo.Echo, error) {
 	opMW, err := httpkit.OperationMiddlewares(spec, common, partnerIDOf)
 	if err != nil {
 		return nil, err
+	}
+	if d.Limiter != nil {
+		// The rescan budget per partner, after the key's own budget.
+		opMW["rescanDeposit"] = append(opMW["rescanDeposit"], rescanLimit(d.Limiter, log))
 	}
 	// In production the simulator route must look absent: its 404 comes before any
 	// key or body check.

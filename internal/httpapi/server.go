@@ -15,6 +15,7 @@ import (
 	"partnerd/gen/api"
 	"partnerd/internal/backoffice/payouts"
 	"partnerd/internal/backoffice/revenue"
+	"partnerd/internal/deposits"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/lifecycle"
@@ -40,6 +41,7 @@ type Server struct {
 	endpoints    *webhook.Endpoints
 	events       *webhook.Log
 	simulator    *sandbox.Simulator
+	rescans      *deposits.Rescanner
 	// keys keeps the partners' idempotency keys: a keyed request's use case
 	// stores its answer among them (httpkit.KeyedBy).
 	keys *idempotency.Service

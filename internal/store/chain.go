@@ -171,6 +171,19 @@ const watchedChunk = 5000
 // catch-up asks it about every transfer's recipient (80 a block on USDT), so each
 // address is asked once and a batch's addresses in one statement.
 func (s *Store) WatchedAddresses(ctx context.Context, network string, addrs []string) (map[string]bool, error) {
+	return s.depositAddresses(ctx, nil, network, addrs)
+}
+
+// PartnerDepositAddresses returns which of addrs are deposit addresses on network
+// of partner partnerID's transactions (a rescan credits only the asking
+// partner's), in statements of watchedChunk addresses.
+func (s *Store) PartnerDepositAddresses(ctx context.Context, partnerID uuid.UUID, network string, addrs []string) (map[string]bool, error) {
+	return s.depositAddresses(ctx, &partnerID, network, addrs)
+}
+
+// depositAddresses returns which of addrs are deposit addresses on network (of
+// partner's transactions only, when partner is set).
+func (s *Store) depositAddresses(ctx context.Context, partner *uuid.UUID, network string, addrs []string) (map[string]bool, error) {
 	out := map[string]bool{}
 	seen := make(map[string]struct{}, len(addrs))
 	uniq := make([]string, 0, len(addrs))
@@ -183,8 +196,11 @@ func (s *Store) WatchedAddresses(ctx context.Context, network string, addrs []st
 	for len(uniq) > 0 {
 		n := min(len(uniq), watchedChunk)
 		var found []string
-		if err := s.read(ctx).Model(&transactionRow{}).Where("network = ? AND deposit_address IN ?", network, uniq[:n]).
-			Distinct().Pluck("deposit_address", &found).Error; err != nil {
+		q := s.read(ctx).Model(&transactionRow{}).Where("network = ? AND deposit_address IN ?", network, uniq[:n])
+		if partner != nil {
+			q = q.Where("partner_id = ?", *partner)
+		}
+		if err := q.Distinct().Pluck("deposit_address", &found).Error; err != nil {
 			return nil, err
 		}
 		for _, a := range found {

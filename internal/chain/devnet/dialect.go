@@ -73,6 +73,7 @@ type Proxy struct {
 	withHeader     int
 	withoutHeader  int
 	ids            map[common.Hash]common.Hash
+	hidden         map[common.Hash]bool
 }
 
 func newProxy(c *Chain, port int, d Dialect) (*Proxy, error) {
@@ -94,6 +95,18 @@ func newProxy(c *Chain, port int, d Dialect) (*Proxy, error) {
 func (p *Proxy) Close() error {
 	close(p.closed)
 	return p.srv.Close()
+}
+
+// HideLogs leaves the logs of transaction txHash out of every eth_getLogs
+// answer, as a provider that lost them would (its receipt still has them): the
+// watcher never sees its transfers.
+func (p *Proxy) HideLogs(txHash common.Hash) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hidden == nil {
+		p.hidden = map[common.Hash]bool{}
+	}
+	p.hidden[txHash] = true
 }
 
 // SetCaps sets the eth_getLogs caps: blocks per request and results (0: none).
@@ -693,6 +706,17 @@ func (p *Proxy) logs(ctx context.Context, req rpcRequest) (any, *rpcError) {
 	if err := json.Unmarshal(raw, &logs); err != nil {
 		return nil, &rpcError{Code: -32603, Message: err.Error()}
 	}
+	p.mu.Lock()
+	if len(p.hidden) > 0 {
+		kept := logs[:0]
+		for _, lg := range logs {
+			if h, _ := lg["transactionHash"].(string); !p.hidden[common.HexToHash(h)] {
+				kept = append(kept, lg)
+			}
+		}
+		logs = kept
+	}
+	p.mu.Unlock()
 	if resultCap > 0 && len(logs) > resultCap {
 		return nil, &rpcError{Code: -32005, Message: fmt.Sprintf("query returned more than %d results", resultCap), Data: map[string]any{}}
 	}

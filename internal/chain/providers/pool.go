@@ -136,6 +136,13 @@ type Caller interface {
 	Call(ctx context.Context, to common.Address, data []byte, block uint64) ([]byte, error)
 }
 
+// Receipts is a client that reads transaction receipts (rpc.Client). Like
+// Caller it is not part of Client: only a rescan asks for a receipt.
+type Receipts interface {
+	// Receipt returns nil when the node does not know the transaction.
+	Receipt(ctx context.Context, txHash common.Hash) (*rpc.Receipt, error)
+}
+
 // Pusher is a client that can push new heads (rpc.Client over ws(s)://).
 type Pusher interface {
 	// Push reports whether the client's transport pushes (WebSocket).
@@ -394,6 +401,7 @@ const (
 	mBlock   = "eth_getBlockByNumber"
 	mLogs    = "eth_getLogs"
 	mCall    = "eth_call"
+	mReceipt = "eth_getTransactionReceipt"
 )
 
 // errDisagree is a provider failing the cross-check.
@@ -1031,3 +1039,27 @@ func (p *Pool) Call(ctx context.Context, to common.Address, data []byte, block u
 		return m.c.Call(ctx, to, data, block)
 	})
 }
+
+// Receipt returns txHash's receipt from the first provider that knows the
+// transaction. A provider answering that it does not know it may be a backend
+// behind, so the next one is asked; nil when every provider that answered said
+// so, and the last failure when none answered.
+func (p *Pool) Receipt(ctx context.Context, txHash common.Hash) (*rpc.Receipt, error) {
+	unknown := false
+	r, err := do(ctx, p, mReceipt, 0, func(ctx context.Context, m *member) (*rpc.Receipt, error) {
+		r, err := m.c.Receipt(ctx, txHash)
+		if err == nil && r == nil {
+			unknown = true
+			return nil, errNoReceipt
+		}
+		return r, err
+	})
+	if err != nil && unknown {
+		return nil, nil
+	}
+	return r, err
+}
+
+// errNoReceipt is a provider that does not know a transaction: not its fault
+// (another may be further ahead), so the pool asks the next one.
+var errNoReceipt = &rpc.Error{Kind: rpc.KindNotReady, Method: mReceipt, Message: "the provider does not know the transaction"}

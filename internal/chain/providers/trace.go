@@ -143,3 +143,16 @@ func (t *tracedClient) Call(ctx context.Context, to common.Address, data []byte,
 func noCall() error {
 	return &rpc.Error{Kind: rpc.KindUnsupported, Method: mCall, Message: "the provider's client does not run eth_call"}
 }
+
+// Receipt reads a transaction's receipt on the provider's client when it reads
+// receipts (Receipts).
+func (t *tracedClient) Receipt(ctx context.Context, txHash common.Hash) (*rpc.Receipt, error) {
+	c, ok := t.Client.(Receipts)
+	if !ok {
+		return nil, &rpc.Error{Kind: rpc.KindUnsupported, Method: mReceipt, Message: "the provider's client does not read receipts"}
+	}
+	ctx, span := t.start(ctx, mReceipt, attribute.String("chain.tx_hash", txHash.Hex()))
+	r, err := c.Receipt(ctx, txHash)
+	end(span, err)
+	return r, err
+}

@@ -3,6 +3,7 @@ package storetest_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,5 +38,25 @@ func TestWatchedAddressesOfALargeBatch(t *testing.T) {
 		watched, err = s.WatchedAddresses(ctx, "trc20", addrs)
 		require.NoError(t, err)
 		require.Equal(t, map[string]bool{addrs[3]: true}, watched)
+	})
+}
+
+// A rescan credits the asking partner's deposit addresses only: another
+// partner's, or one on another network, is not among them.
+func TestPartnerDepositAddresses(t *testing.T) {
+	t.Parallel()
+	eachDatabase(t, func(t *testing.T, _ testdb.Database, s *store.Store) {
+		ctx := context.Background()
+		p, q := newPartner(t, s), newPartner(t, s)
+		mine, theirs, tron := "0x"+strings.Repeat("a", 40), "0x"+strings.Repeat("b", 40), "0x"+strings.Repeat("c", 40)
+		newTransaction(t, s, p, txOpts{network: "bep20", address: mine})
+		newTransaction(t, s, q, txOpts{network: "bep20", address: theirs})
+		newTransaction(t, s, p, txOpts{network: "trc20", address: tron})
+		got, err := s.PartnerDepositAddresses(ctx, p.ID, "bep20", []string{mine, theirs, tron, mine})
+		require.NoError(t, err)
+		require.Equal(t, map[string]bool{mine: true}, got)
+		got, err = s.PartnerDepositAddresses(ctx, q.ID, "bep20", []string{mine, theirs})
+		require.NoError(t, err)
+		require.Equal(t, map[string]bool{theirs: true}, got)
 	})
 }
