@@ -59,12 +59,9 @@ func TestRescanFindsAMissedDeposit(t *testing.T) {
 		t.Run(db.Name, func(t *testing.T) {
 			t.Parallel()
 			e := start(t, db, nil)
-			// The transactions' own answers are read unchecked: this branch's
-			// transaction bodies predate the 1.12.0 decisions fields
-			// (allowed_actions). Every rescan answer is checked (checked).
 			key := e.api.NewPartner(t)
 			checked := e.api.Client(t, key)
-			e.c, e.partner = unchecked(t, e.api.BaseURL, key), e.api.PartnerID(t, key)
+			e.c, e.partner = checked, e.api.PartnerID(t, key)
 			tx := e.create("31000")
 			h := e.payHidden(tx, tx.CryptoAmount)
 			require.Equal(t, client.TransactionStatusAwaitingDeposit, e.get(tx.Id).Status, "the watcher missed the transfer")
@@ -103,7 +100,8 @@ func TestRescanFindsAMissedDeposit(t *testing.T) {
 			// Another partner's deposit address is not ours, and nothing is
 			// recorded for that partner either.
 			otherKey := e.api.NewPartner(t)
-			other, otherChecked := unchecked(t, e.api.BaseURL, otherKey), e.api.Client(t, otherKey)
+			other := e.api.Client(t, otherKey)
+			otherChecked := other
 			res, err := other.CreateTransactionWithResponse(context.Background(), &client.CreateTransactionParams{IdempotencyKey: uuid.NewString()},
 				client.CreateTransactionRequest{MerchantReference: "PAY-" + uuid.NewString(), CryptoCurrency: "usdt", Network: network, FiatAmount: ptr("31000")})
 			require.NoError(t, err)
@@ -149,16 +147,4 @@ func TestRescanFindsAMissedDeposit(t *testing.T) {
 			require.Equal(t, http.StatusOK, e.rescan(otherChecked, network, h.Hex()).StatusCode())
 		})
 	}
-}
-
-// unchecked is a partner client whose answers are not checked against the
-// contract (see TestRescanFindsAMissedDeposit).
-func unchecked(t *testing.T, base, key string) *client.ClientWithResponses {
-	t.Helper()
-	c, err := client.NewClientWithResponses(base, client.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
-		req.Header.Set("X-API-KEY", key)
-		return nil
-	}))
-	require.NoError(t, err)
-	return c
 }
