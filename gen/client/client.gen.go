@@ -965,7 +965,7 @@ type TransactionDetail struct {
 	// ActionRequired True while the transaction waits on the partner's decision (see Partner decisions); `allowed_actions` says what it may be. Every answer carries it; webhook events emitted before the field existed do not.
 	ActionRequired *bool `json:"action_required,omitempty"`
 
-	// AllowedActions What the partner may do with the transaction now, in this order; empty when nothing.
+	// AllowedActions What the partner may do with the transaction now, in this order; empty when nothing. Every answer carries it; webhook events emitted before the field existed do not.
 	AllowedActions *[]PartnerAction `json:"allowed_actions,omitempty"`
 
 	// Amount The NGN amount.
@@ -1034,10 +1034,10 @@ type TransactionDetail struct {
 	// ReceivedAt When the deposit was detected; null until a deposit exists.
 	ReceivedAt *time.Time `json:"received_at"`
 
-	// RefundAddress Where a refund goes (set on create or by `POST /transactions/{id}/refund`); null when none was given.
+	// RefundAddress Where a refund goes (set on create or by `POST /transactions/{id}/refund`); absent when none was given.
 	RefundAddress *string `json:"refund_address,omitempty"`
 
-	// RefundRequestedAt When the partner asked for a refund (`POST /transactions/{id}/refund`); null otherwise. Every answer carries it; webhook events emitted before the field existed do not.
+	// RefundRequestedAt When the partner asked for a refund (`POST /transactions/{id}/refund`); absent until then.
 	RefundRequestedAt *time.Time `json:"refund_requested_at,omitempty"`
 
 	// RequiredConfirmations Confirmations required on this network; null until a deposit exists. Where the network also waits for finality the deposit may need more blocks than this (see `awaiting_finality`).

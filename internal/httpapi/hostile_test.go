@@ -347,7 +347,7 @@ func sendAll(t *testing.T, hc *http.Client, base, key string, cases []hostileCas
 				if testing.Verbose() {
 					t.Logf("%s → %d %s", hc0.name, o.Status, o.Code)
 				}
-				if o.Status >= 500 {
+				if o.Status >= 500 && !noChainHere(hc0.name, o) {
 					t.Errorf("%s: %d %s", hc0.name, o.Status, o.Code)
 				}
 				mu.Lock()
@@ -371,6 +371,13 @@ func sendAll(t *testing.T, hc *http.Client, base, key string, cases []hostileCas
 }
 
 // hostileOp is a valid request of one operation; bodies are maps so fields can be mutated.
+// noChainHere reports whether outcome o of case name is the documented answer of a
+// well-formed rescan on a server that reads no chain (503 service_unavailable): the
+// battery's server watches none.
+func noChainHere(name string, o outcome) bool {
+	return strings.HasPrefix(name, "rescanDeposit ") && o.Status == http.StatusServiceUnavailable && o.Code == "service_unavailable"
+}
+
 type hostileOp struct {
 	name, method, path string
 	body               map[string]any

@@ -113,7 +113,7 @@ var Table = []Transition{
 	{Expired, Accept, DepositConfirming, "deposit:accepted", ""},
 	// The partner asks for an expired transaction's short payment back; the
 	// operators' refund (Refund) follows.
-	{Expired, RequestRefund, Expired, "partner:refund_requested", ""},
+	{Expired, RequestRefund, Expired, "refund:requested", ""},
 	// Confirmation and the sell order are two history entries with one event:
 	// deposit:confirmed keeps the status, order:filled moves it on.
 	{DepositConfirming, ConfirmDeposit, DepositConfirming, "deposit:confirmed", EventDepositConfirmed},

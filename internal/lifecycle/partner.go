@@ -129,7 +129,7 @@ func (l *Engine) AcceptForPartner(ctx context.Context, tx Tx, partnerID, id uuid
 }
 
 // RequestRefund records partnerID's request for transaction id's short payment
-// back to address (history partner:refund_requested, the transaction's
+// back to address (history refund:requested, the transaction's
 // refund_address and refund_requested_at, and the destination on its open short
 // refund task, for the operators who send it). screened is the destination's
 // screening, made before the unit of work (nil when screening is off): a hit holds

@@ -45,10 +45,12 @@ type Snapshot struct {
 	UnderReview bool `json:"under_review"`
 	// RefundAddress, ActionRequired, AllowedActions and RefundRequestedAt are the
 	// partner's decisions (partner.go).
-	RefundAddress     *string         `json:"refund_address"`
+	// RefundAddress and RefundRequestedAt are left out when unset, as the API's
+	// answers leave them (optional fields of TransactionDetail).
+	RefundAddress     *string         `json:"refund_address,omitempty"`
 	ActionRequired    bool            `json:"action_required"`
 	AllowedActions    []PartnerAction `json:"allowed_actions"`
-	RefundRequestedAt *time.Time      `json:"refund_requested_at"`
+	RefundRequestedAt *time.Time      `json:"refund_requested_at,omitempty"`
 }
 
 // SnapshotTransfer is one counted transfer: the DepositTransfer schema.

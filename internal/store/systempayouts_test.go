@@ -34,7 +34,7 @@ func TestMigrationLetsPayoutsHaveNoOperator(t *testing.T) {
 			s, err := store.Open(ctx, db.URL)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = s.Close() })
-			require.NoError(t, s.MigrateTo(ctx, 39))
+			require.NoError(t, s.MigrateTo(ctx, 41))
 
 			p := newPartner(t, s)
 			op := &operators.Operator{ID: uuid.New(), Name: "Ada", KeyHash: uuid.NewString(), KeyPrefix: "sk_op_", CreatedAt: store.Now()}
@@ -128,7 +128,7 @@ func TestMigrationLetsPayoutsHaveNoOperator(t *testing.T) {
 
 			// Down: the service's payout goes, the operators' stay, and a batch needs its
 			// operator again.
-			require.NoError(t, s.MigrateDownTo(ctx, 39))
+			require.NoError(t, s.MigrateDownTo(ctx, 41))
 			none, err := s.BatchOf(ctx, batches.Payout, c.ID)
 			require.NoError(t, err)
 			require.Nil(t, none)

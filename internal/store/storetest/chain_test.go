@@ -252,8 +252,19 @@ func TestRefundTasksOfATransaction(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, list, "another partner's tasks are not listed")
 
-		require.NoError(t, s.ResolveOpenRefundTasks(ctx, tr.ID, lifecycle.TaskShort, resolution(op.ID)))
+		// The partner's chosen destination is set on the open tasks of one kind only.
+		require.NoError(t, s.DirectOpenRefundTasks(ctx, tr.ID, lifecycle.TaskShort, "0xchosen"))
 		got, err := s.UnmatchedDeposit(ctx, short.ID)
+		require.NoError(t, err)
+		require.NotNil(t, got.RefundTo)
+		require.Equal(t, "0xchosen", *got.RefundTo)
+		require.Equal(t, "0xsender", got.FromAddress, "the sender is kept")
+		got, err = s.UnmatchedDeposit(ctx, excess.ID)
+		require.NoError(t, err)
+		require.Nil(t, got.RefundTo, "another kind keeps its sender")
+
+		require.NoError(t, s.ResolveOpenRefundTasks(ctx, tr.ID, lifecycle.TaskShort, resolution(op.ID)))
+		got, err = s.UnmatchedDeposit(ctx, short.ID)
 		require.NoError(t, err)
 		require.Equal(t, lifecycle.TaskRefunded, got.Status)
 		require.Equal(t, op.ID, *got.ResolvedBy)

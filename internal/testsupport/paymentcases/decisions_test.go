@@ -159,7 +159,7 @@ func TestPartnerRefundsToItsRefundAddress(t *testing.T) {
 		require.False(t, *got.ActionRequired)
 		require.Empty(t, *got.AllowedActions)
 		require.False(t, *got.UnderReview)
-		require.Equal(t, *tx.RefundAddress, e.meta(tx.Id, "partner:refund_requested")["refund_address"])
+		require.Equal(t, *tx.RefundAddress, e.meta(tx.Id, "refund:requested")["refund_address"])
 
 		short := e.tasks(operatorclient.Short, tx.Id)
 		require.Len(t, short, 1)
