@@ -785,7 +785,7 @@ type ApprovalStatus string
 // eyes (`approval_proposed`, `approval_approved`, `approval_rejected`: the proposal's
 // id as subject, its action as reference), or `operator_roles_changed` (the operator as
 // subject, the new roles as reference), `screening_list_imported` (the list's source
-// and date as reference) or `secrets_rotated` (the command line's). **The list grows** with the back office in minor versions (an open set,
+// and date as reference), `secrets_rotated` (the command line's) or `webhook_backlog_resent` (the partner as subject, the number of events queued as reference). **The list grows** with the back office in minor versions (an open set,
 // `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 // As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 //
@@ -820,7 +820,7 @@ type AuditEntry struct {
 	// eyes (`approval_proposed`, `approval_approved`, `approval_rejected`: the proposal's
 	// id as subject, its action as reference), or `operator_roles_changed` (the operator as
 	// subject, the new roles as reference), `screening_list_imported` (the list's source
-	// and date as reference) or `secrets_rotated` (the command line's). **The list grows** with the back office in minor versions (an open set,
+	// and date as reference), `secrets_rotated` (the command line's) or `webhook_backlog_resent` (the partner as subject, the number of events queued as reference). **The list grows** with the back office in minor versions (an open set,
 	// `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 	// As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 	//
@@ -1169,6 +1169,15 @@ type FailRequest struct {
 type FailingWebhook struct {
 	// FailingEvents Events given up on (`failed`) or retrying after a failed attempt.
 	FailingEvents int `json:"failing_events"`
+
+	// FailingSince When the endpoint's current run of failed attempts began (the first failure after its last success); null when no attempt failed since events began failing (events given up on before its last success).
+	FailingSince *time.Time `json:"failing_since"`
+
+	// LastError Why the last failed attempt got no answer (a refused connection, a timeout), in a few words; null when it answered.
+	LastError *string `json:"last_error"`
+
+	// LastStatus The HTTP status the endpoint answered the last failed attempt with; null when it gave no answer (see `last_error`).
+	LastStatus *int `json:"last_status"`
 
 	// PartnerId The partner.
 	PartnerId openapi_types.UUID `json:"partner_id"`
@@ -2448,6 +2457,24 @@ type UnmatchedDepositResponse struct {
 // Example: open
 type UnmatchedDepositStatus string
 
+// WebhookResend What a resend queued.
+type WebhookResend struct {
+	// PartnerId The partner.
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// Queued How many events are now due.
+	Queued int `json:"queued"`
+}
+
+// WebhookResendResponse Envelope of a resend.
+type WebhookResendResponse struct {
+	// Data What a resend queued.
+	Data WebhookResend `json:"data"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
 // ApprovalId defines model for ApprovalId.
 type ApprovalId = openapi_types.UUID
 
@@ -2666,6 +2693,12 @@ type RollPartnerKeyParams struct {
 
 // InvitePartnerUserParams defines parameters for InvitePartnerUser.
 type InvitePartnerUserParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// ResendWebhookBacklogParams defines parameters for ResendWebhookBacklog.
+type ResendWebhookBacklogParams struct {
 	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
@@ -2943,6 +2976,9 @@ type ServerInterface interface {
 	// InvitePartnerUser Invite a partner's user
 	// (POST /partners/{id}/users)
 	InvitePartnerUser(ctx echo.Context, id PartnerId, params InvitePartnerUserParams) error
+	// ResendWebhookBacklog Send a partner's waiting webhook events now
+	// (POST /partners/{id}/webhook-endpoint/resend)
+	ResendWebhookBacklog(ctx echo.Context, id PartnerId, params ResendWebhookBacklogParams) error
 	// ListPayouts List payouts
 	// (GET /payouts)
 	ListPayouts(ctx echo.Context, params ListPayoutsParams) error
@@ -3784,6 +3820,44 @@ func (w *ServerInterfaceWrapper) InvitePartnerUser(ctx echo.Context) error {
 	return err
 }
 
+// ResendWebhookBacklog converts echo context to params.
+func (w *ServerInterfaceWrapper) ResendWebhookBacklog(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id PartnerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ResendWebhookBacklogParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ResendWebhookBacklog(ctx, id, params)
+	return err
+}
+
 // ListPayouts converts echo context to params.
 func (w *ServerInterfaceWrapper) ListPayouts(ctx echo.Context) error {
 	var err error
@@ -4402,6 +4476,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/partners/:id/keys/:key_id/roll", wrapper.RollPartnerKey, options.OperationMiddlewares["rollPartnerKey"]...)
 	router.GET(options.BaseURL+"/partners/:id/users", wrapper.ListPartnerUsers, options.OperationMiddlewares["listPartnerUsers"]...)
 	router.POST(options.BaseURL+"/partners/:id/users", wrapper.InvitePartnerUser, options.OperationMiddlewares["invitePartnerUser"]...)
+	router.POST(options.BaseURL+"/partners/:id/webhook-endpoint/resend", wrapper.ResendWebhookBacklog, options.OperationMiddlewares["resendWebhookBacklog"]...)
 	router.GET(options.BaseURL+"/payouts", wrapper.ListPayouts, options.OperationMiddlewares["listPayouts"]...)
 	router.POST(options.BaseURL+"/payouts", wrapper.CreatePayout, options.OperationMiddlewares["createPayout"]...)
 	router.GET(options.BaseURL+"/refund-tasks", wrapper.ListRefundTasks, options.OperationMiddlewares["listRefundTasks"]...)
@@ -8388,6 +8463,203 @@ func (response InvitePartnerUser503JSONResponse) VisitInvitePartnerUserResponse(
 	return err
 }
 
+type ResendWebhookBacklogRequestObject struct {
+	Id     PartnerId `json:"id"`
+	Params ResendWebhookBacklogParams
+}
+
+type ResendWebhookBacklogResponseObject interface {
+	VisitResendWebhookBacklogResponse(w http.ResponseWriter) error
+}
+
+type ResendWebhookBacklog202ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type ResendWebhookBacklog202JSONResponse struct {
+	Body    WebhookResendResponse
+	Headers ResendWebhookBacklog202ResponseHeaders
+}
+
+func (response ResendWebhookBacklog202JSONResponse) VisitResendWebhookBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResendWebhookBacklog400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ResendWebhookBacklog400JSONResponse) VisitResendWebhookBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResendWebhookBacklog401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ResendWebhookBacklog401JSONResponse) VisitResendWebhookBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResendWebhookBacklog403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ResendWebhookBacklog403JSONResponse) VisitResendWebhookBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResendWebhookBacklog404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ResendWebhookBacklog404JSONResponse) VisitResendWebhookBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResendWebhookBacklog409JSONResponse struct{ ConflictJSONResponse }
+
+func (response ResendWebhookBacklog409JSONResponse) VisitResendWebhookBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResendWebhookBacklog413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ResendWebhookBacklog413JSONResponse) VisitResendWebhookBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResendWebhookBacklog415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ResendWebhookBacklog415JSONResponse) VisitResendWebhookBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResendWebhookBacklog422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response ResendWebhookBacklog422JSONResponse) VisitResendWebhookBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResendWebhookBacklog429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ResendWebhookBacklog429JSONResponse) VisitResendWebhookBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResendWebhookBacklog500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ResendWebhookBacklog500JSONResponse) VisitResendWebhookBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResendWebhookBacklog503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ResendWebhookBacklog503JSONResponse) VisitResendWebhookBacklogResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListPayoutsRequestObject struct {
 	Params ListPayoutsParams
 }
@@ -11013,6 +11285,9 @@ type StrictServerInterface interface {
 	// InvitePartnerUser Invite a partner's user
 	// (POST /partners/{id}/users)
 	InvitePartnerUser(ctx context.Context, request InvitePartnerUserRequestObject) (InvitePartnerUserResponseObject, error)
+	// ResendWebhookBacklog Send a partner's waiting webhook events now
+	// (POST /partners/{id}/webhook-endpoint/resend)
+	ResendWebhookBacklog(ctx context.Context, request ResendWebhookBacklogRequestObject) (ResendWebhookBacklogResponseObject, error)
 	// ListPayouts List payouts
 	// (GET /payouts)
 	ListPayouts(ctx context.Context, request ListPayoutsRequestObject) (ListPayoutsResponseObject, error)
@@ -11997,6 +12272,32 @@ func (sh *strictHandler) InvitePartnerUser(ctx echo.Context, id PartnerId, param
 	return nil
 }
 
+// ResendWebhookBacklog operation middleware
+func (sh *strictHandler) ResendWebhookBacklog(ctx echo.Context, id PartnerId, params ResendWebhookBacklogParams) error {
+	var request ResendWebhookBacklogRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ResendWebhookBacklog(ctx.Request().Context(), request.(ResendWebhookBacklogRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ResendWebhookBacklog")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ResendWebhookBacklogResponseObject); ok {
+		return validResponse.VisitResendWebhookBacklogResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListPayouts operation middleware
 func (sh *strictHandler) ListPayouts(ctx echo.Context, params ListPayoutsParams) error {
 	var request ListPayoutsRequestObject
@@ -12613,468 +12914,480 @@ func (sh *strictHandler) SettleOrder(ctx echo.Context, id TransactionId, params 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3pcuM4ti+KvwpC50RYyqaU8pSDHB17u7Oc1d6Vg7fT2XX6bNVfhEjIYpsCVARopbqyIvrj//O9J+K+",
-	"wX6R+yb9JDewFgCCFCnRzqGGdsfZp9IUiRlrXr/1UycSi6XgjCvZGf3UmTMaswz+eR6zxVIoxtUlW6Z0",
-	"zWL9NGYyypKlSgTvjDqhynIWktWccaLmiSQZk0vBJSOJJGrOiFQiYzGhXK5YRpQglBNGszRhGcnYjzmT",
-	"iqwSNceX6YKNeeg6jtb979g6HJC3PF0TSjIYB4loliVMkkSNCCWzJJPKdjCnknBBZB7NCU5lMOadoCOj",
-	"OVtQPX7G80Vn9F8dPfDOD0FHrZesM+pIlSX8uvPzz0Hnkir2Klkk6kKkSbTenPTVnJFpHl8zZeeM84hE",
-	"zpWe7DVNuFSke3529ZK45sgsYWkse6MxD8edcT4cHkZRSqWEf7Jx5+THP+JT06D54WRlHksWCR6bp2FA",
-	"4GMSZozGMiQiI+EqSxST4YBcZEwyrojghN2ybD3mbmP0QmdUMZLqQbHMDvuE0Cl8A5uZKBInMeFCka5e",
-	"+FkuWUxu2DrQHak5G3P7/ZQl/JrknN7SJKXTlPVwzdkHulimenHHHRgjzPDJcHiy+uOTYWlTajYBl+A8",
-	"rl9+s0J7kiQx6dJUChKyLBPZwPwySeKQJFyfD5qkecbIVMTr3gn5MReK6enBNNciJ5HgikaK5HJQGvUw",
-	"Por26VP2fHowO2JP6LPoMD6ePaXPp/vRQXzIOkFHd5Zk+mLo4+TPaJHwV4xfq3lntF97yJjK1qczxbLN",
-	"Cb7Dfda3ZUUTRaZsJjI9Z5WtE3496FQ6Shb6SBfdJFyxa5Z1ftYdLWlGF0yZO326XGbilqZN67rMxFJI",
-	"msLClpfjeDZkB9E+7T+dHsb9I/Z81qf704N+dBgfsePZE/p0+qwTdBLd1JKqeSfocLqA8cRbl2omsgVV",
-	"nVEnz+HNzcV6kWdSZPUjDjn7oCYRvBESMYPzvczYbSJySZb0mgUk59Gc8mt9xiXjsaM1ZJakemWQAiWq",
-	"PGG2/o/h+d9E8vpvp+s3yfDD63fD9ev9//zw+huxen0lVq9fimT2n4PoIOV23j/mLFsXE8dRlbeLfnDn",
-	"YnhwFOw8KB4x/I7VEKNTkvPkx5zpu0mWLCOpuE4imjqq1KXk/fvzbzRBpuRaiJhEc5FErHcCJ0oT0ozl",
-	"mmKrAfmOLRWZiYxQRVJGpSIHR2Qu8qxyN47jg+khfc76w2h/1j+aPaX959NnrP+UPomO4yN2ODvYt4uC",
-	"dLhYlQp5336NiuU6OD6+62q9hUWi6eaq2V9GuPUUKRvFO4anyCPsyHeQoZXYTbfgWlmeMkmo1HQlQyqr",
-	"d8S0omfXO4HORK7JMguQENseci6RUhOVLIA+JXLMgR53M3YrbjSNTSSRdMY0YcjYklE10i/iWKRp71bc",
-	"IKFGNtQr7emYVza1Qqg/77befxu/Y+smCnV6ca5nV0egpk+ip/Ez1n8+G9L+0XQ/6j+LD1j/cHZE7W/1",
-	"BOqGrSefTKSAx2+O+YJeMyKTv7OA7OuN2x8OS8M+HtbTDuCupUWM2YzmqeqMDoaBXlFD9ofDYDsTCDpv",
-	"lyyjSmRNayrM7zWL+jTenw2jA9o/nB6x/tHsmPafTZ9E/efxkO3PDujh9Cj6QlT/gmaKs8ZBL/HnmjEf",
-	"0v3oOTuY9p/ER7P+0fQZ7T+Phqxvx3scP2FfaMxXGeWSRnqYTeNWxSsbIx9On7Kns+Oofxjt69V+ctyn",
-	"h/RZ/2h2ODuePouex/vDLzLyn/XHKCCW5IS33+m/tITEOBxuulymSUT16B//TepJ/eR18z8zNuuMOv/j",
-	"caFUPMZf5WPb5KXpB3ttFkE0LQUySLhY6WWqVU36vm5S17356nGNNgMDsMO6YDzWa/G1p2tOAmcs1gwa",
-	"ZXx3I0l3JvKMsDWTAQlPLy4u3/7l9NW7sAeUf0UlEVo1wjVjcTDmXKi55hUslYwYsWdA/IUNSLjEyYaB",
-	"Xt6EkzCmiobIDb7MMv+Jxkak/2wrfKbl/aZltYw1kWRBU338WTwiYcJvaZrEE/NzGJAwKfjWRDOCRSKl",
-	"XhtQqOz7Rr4cdGAqKpp/xosB7e06JlP9Emx4xiKRxSz+clfiheCzNIm+0k6ZCxCZTmVhDojyLNMCkFRU",
-	"MW/z4O8J0NFEf1vdRacC8skyE9cZkzIEtTWk5lJOolRfl1ALx47ecEFSwa9ZRsz16MF2vxTZNIljxr/O",
-	"cribn9Loxgh1IkWBEn8ryEU3jJmiSSpDotmAppcBWhnGPNRfhT2Y94KuQZOPBcq1as4WkqUz0sUFgdaT",
-	"jIgV96gEEg/8acz1b7pJ2RuRcGbXJByQN4bgWFoz5nrVzrliGacpzvWLr9w7sWA4jJyzD0sWKRaD5s9i",
-	"IjjRNFQmMR4iHNgEzAXhgPwnGAR8YVxz5Z+DzhuhXoqcx19+9G+MxcoXDURGYrYUMlEjEnKhJjM9FqRA",
-	"Vp47hVc/IymyDXtiTEv+5VOmE1hNfzJfh5Vf0HUqaHwlxCuaXbOvy2imIgZtT9yyjDw5It8lfxqRcIlD",
-	"mighJqkeFG7gO5bdJhF7X9jMvs5gNZufUrTOegY70g0ljmjiPdVChpUm9PY6GwoqyXSmWEZCMGT1wZIV",
-	"GulFVrbYe2XX1npmMZjClRCvKV8b0UF+hVUSgiwoX9t9lWSWiQWSTUeab9h6RMJMcyE0gsbhgFx+vVV5",
-	"z2mu5iJL/s7ir8yVjE3DCEmaShmuDKwUVTJ8iUdpHrNYs4vcGy9egPd8mYmISakP2hlXiVp/nYmA2W/D",
-	"w2CtQHEymzGQOcz2jzblQzCWuWnIfLkUmWLxaxYn9ArUql+C7Gj2Hlb7CmHt3RAnCz3Gidb99PB/tgoi",
-	"anxRxJbKk9FpHCdoJLvI9ParRKuGM5pKVh3Q9/O1Vl3mIlNkSdcLvYCJJBSaREl16bXxUydj1CzFZkNV",
-	"3gEHRUs7msvMqbKshiW3TJ+6PNYXsFdWpF+zTJMrReh1xlhMlIB2U7FiGaELkXPVCXyz1LExo2w1SxX6",
-	"9X/ZKRQeJDH9G4tUB1TKpN5Uy631SjNE4xnrcqY5hrMXKi2Y9TaXLMoY1XtIVd2yocdGr0wiZY5L7nT+",
-	"mCrWV8mCbSr+es2WScbk1nalEktJViIDK2RXMkWm4I8Tado7ITxPUzAwckEYb+5bv4e8Ds0TG2NJGkwm",
-	"vr1vhyUj6KRUqom+olunpN8imioxrvSV0TthDski4bliJz41k/YAeV+A0kKjOduTJE1mTE+yd/+5LzM2",
-	"Sz5smz9anqM5zWikWCYDGBRLUxwh1eMt3wJ5M0mTWzY5nb6oXSpjLd55psx795+c1thyudtkou/NO3y3",
-	"et9gs80iuQYD/1pUtr50tEtzbb6zrxKpnMC7sSRn/JalYsmImMGSb15SLV81bqEMCGcrTbRhJ/XXiWKL",
-	"lsuiB2lGTbOMwt8LzUCvWS2lEcbDQeb5gvJ+xmgMoh4Xig1a7VkeaQZd03i6AmdIljNNk817g+KATYVI",
-	"GeUbWwirUzTcvA3ttgCcNs170G5Jf69L+M7duErAhuaqtywMSAjXAyxdXU3IWRw4Ep9zlaTmDbhAYc9+",
-	"wGK0jJn7FALFMTEV2La9eXoR7CWMixtYE3RRWGFrPHXc6ZjWygnMhzuZNAAvuR625kGgN0dJbF4zwvfm",
-	"McE221pxUdPugCgGje+kmcayEgckY39De4TIjEni/oTU9j4F8YKm6dtZZ/Rf7ZT6Szbr/PzDpuwm3Fj1",
-	"CN1oE2U4+2qepMzaxPQrZku3XIHiNLYRL8w7JOcpk9JtX9fZuydXV69Co1opz5Lday/mmCiQ9qsG0vc5",
-	"n4naNUMxtWT7wAgZiCpx69kNccPDXqvFStpGZewUghZMzcXO2Bl8qywzXLx9d1XXoiZ69e3pX5Ae49lJ",
-	"BG9FHZ01c5tTsnTvu4mSJHQ/nMdhgIYzKkmIksAFXYtchRV1wP+tbnLlIJl6zQdnsW05QRfTkj147dkH",
-	"Gql0jToL+PdLZ6PnUfviBIBTb8eu6XdIzmO4DInUOoXunEoW2N7Ls3+8hInL2pmbtd1Jz+yL7a+caxqJ",
-	"VWsSVXC8SSbQMtbqW/0u+jHBS37XfcTLvCdtbAfspuAR864z7GXZEm+jL8CCEB4Mh2FvMOan3EUkihTo",
-	"JnCijEE8DmcrqwmOys1JsqDZDYvHPPzQxw/62FDYg/CPuVhxGFVAEo5EyIVWwl+GYQWE8piAbjnmN2yp",
-	"RkTLL3okPgUlKdVEVTcrgdqjD3AnpWor0ONgrEivBZfFgmYNMZXWWMw189Hn3F5KPdWVyGIZAIuHCbBM",
-	"gkHAcS+5EcB1CfZoIjgjU8pv0KowYxlZ0jVuiVXxZuAk4Wvf8CBJ116c3ojMEqqM4YAcDp8dHQ8Hw2Hg",
-	"Gkhi0ibqQAsDYGCKGHlzftEfDofD/cODJ/v7B4f7w/3jIf5vP6hECUhyQLSu0JW9zi7DBDAEI934RNYx",
-	"hcCGDnhUr9iZ6u3zdC3/QpcpR0XX8qSUksBkuEjBjd1trRdkS7JXvVqV8Bh4jzk6xcFOJFBDThdaluG+",
-	"8xzt8ppNkC76VSmPx1wm/DplWtCdJWkaki4+gPMIr+mfJFMqBfFZc3yOLkRvs/ZQFOCxvoBjnvOF/pLF",
-	"1pmzJ7UERc1LRFF5A59Ikeb6e+gjyhjjCb+eZOw2YSvdmxV2wzHverIvMfpvgL45a6PXrZijOblh69A3",
-	"zpovbMyjHHM0LJgIODTwytxIg6AY2IBeI+YvLR/V66QPCKwJbKaeFAQtlWfgDiJEQ3oj0xtfXNhlI4N2",
-	"URq1uprWEZb0GqQQewDupJ27j1zoHwaO3lNfN7pMjcY+p3KyEFmdJKV1QZQQuFBzoFLXjMxEmopVrWoY",
-	"mBixhugoE3ZGwCiMfLsaGhZ0vODZutA1KVG0MtG1lvjqr6AHoyEI5ERgU9OPW4h/9XqtW57Axb/5I9xG",
-	"JfTJaGs3uMNZabPRcCh/p7aEShDTroU1C/pp6/n7XstGy4wNyiJd356xERKmaTuKPPgydTpFpjlJzk0Q",
-	"/Jgbpog5MZqK8UTOWTwq4t/th8Q1iFHD9l0tU/WCMQ+tCBxiyLNpOaP8RDNCzcJDCCVTVnzuAYdEU0JI",
-	"uhhvY9xsEKTGAt8+UzA0kcFbcUZXXL9RSKvYqFGoS+NYUTnmtRr4CX6QZywkUm/tar4OnFfb45bOttWF",
-	"QBmUWcbcpF6ULGEVZmjiBoOOW0P3b2P2wlUwYg/8wxrFytzPtbTJ/vI4UU1y0PdlpURkJE7iEaHlCAz8",
-	"Txdlm5IgY2QhfazAYRfqDddD9aScXrBFZiHdEP64ZRN8hcXQhn0YZQx8dNgKSlzdEP47KTrHv2F4+j09",
-	"ZMhMIuh1HpscjgDlJxOcZMi5jQRWjC5I14k+uWTZJOG30DkG3NM4zhiwNTgxKIufkPInWpaamMNhvtMq",
-	"G8Rhoa3HfDfm5Q/jBBzacYghMPqZXnkMQtK6eQ7koGcmYUUy/d6eFd7G3CaxuGmt2HQuxA2IjpLyeCo+",
-	"WJ4bUzmfCprFpBua1yaMx0uRcDXJl1pBh83Q776/fFUePnGfoKo5yYSCD7xf2C3japKZQJsQRWX3q2JS",
-	"TSTjyiwTvO3N9ISEZsATmSzylBY74Z3OMac2K8e+hC3pLV0vy4tuF0/fUQmRUrxy1ucsjcl0PeZODCXd",
-	"klCdMiphHN7TaSqim2K7harrdSbybMzZmknSLYIJrSYUBl6EoaOY/kNHEUclLXxPjnkSe8sWICV1wVOV",
-	"YThtAE6qdEcViaIjA/qMuwb9QyyrbXrrkCZSTZIFRgyYFvWzPUmkyLOI4Wbpg1VuBQaG50i6g4TfR2Kx",
-	"0B+lCWd7sjcgjx5dmWbJdSZW8tGjIupzSqMbImazJGJab1skXGTklmUSdXJUfjiRTAVgJWEfFOMymaas",
-	"r2lyCORdUwhkOSE87I3AxoFkBSMohYIBsJhAwo4NURuM+amEtNJUsYx0w2/PrshjiDL4N/z0j0jHbmma",
-	"M7+ZRJLwaDgk1RjjapJNg5YTdDbmovlLVcdyXyOxNlzFV76qtNh7ZClxJ+j45Nf9aTqzNM2oip725j26",
-	"YevKX6gs2j+Mt6dozafG1cc+xa3+ZolqJ+g0UTjvpzIl878pETLvB0fD9DJXiVVFmUXKUXpoCIdj+h5B",
-	"8J95EsEGOfAXuHSjSx2VbiYcidJd6/zgCQp16tz3c0EWNGaOe448s0Lge9SImmciv547+7LJ+SWR4FKk",
-	"bMy7BQlKkCl4RInTBcOIZIg07p2QMEoTQ1ktw4xDRxaynI85UHHJslu4dPYlywSlMVuEhWHD+w3iH/Tp",
-	"+4inDqSPzdf0aZIET2CpITty28tH2IRyKwUvwS0oNWC2guBWaPqwmifRXNMaoLVcuD702kVpAkfbhm3r",
-	"dZkLoLH6ca8ij+jN8aQBkCoM+7cShCcGYCi3loSCMTdW5sCKELBTVoTAUyCr0s/uDR2Q04IK6wltUmFH",
-	"cDfpZJXcloijZyZqRR6996M0qZCO4kqccVVndS6cy6XzvycDssm3amW2bkj1bQt79/Ywe6L9z2C4FVnb",
-	"bwTYcJB0N/kOUdxGOg8iTJKmvvNyylLBryVRos6xuFOVtke5vnPvUIOpPqO8iQiA2mYWE1ipJhnWvqTm",
-	"LFslsp123zZSLhactfdmNa0v0yervWPWI5vbczHRtQG6w8bSOKqNagZPUkjx1jfReBCG/Zr/z/4v7KFl",
-	"ga9xZQk0jTex/QQw8bCOycCowfpOrZ8G8B8AsEOV802BqFQmOOY+X7KK1J50yhu+XyKRJ8Uhsadb01oM",
-	"pyRAcq3mXuf9hYaS7Zmm/q2JBI9YxuWoqspY0lHSlQO0x/hX0b5XscrjQ7HSj4wa6GFuuLfFDDW6soIp",
-	"4N8Jv3aBG0zLuVzza6t3w/WXS8ql44tl1m+1brQacQvmcWfCYBe1/phczanyWJp+yQ4a/KjFloSDu/Rm",
-	"GNiujGFHkBouWOloWZbqfH2yNL5eHZG6+3IZE1ft4L9HeJ1SwIkfDCW4r/XxuPBYQ6QUXvJuobz2RiWz",
-	"GqlIcwa6xxoHewPypjzBe54IO8WmI1GMqPZIFCvU7kw41bQpoML8HBCM5db3J5rTBCymc3Kd3DLe0pwM",
-	"Ovaucxd4EWs2DlxkJYGiuMtdcw8DDBfXpITRhTkAsnevM2bH2bz+QI3L5ic9RI844PACS5n29EFks+TD",
-	"Bokqk2xvJ7UcQq2ho9X6euS1cY0rtk6ziPpiAIMGZJRSet3MmiLvt5bOsTsxjt3GkW24gN347tFxg68f",
-	"5F9ftKjy6U0KWSY51dvpCXZeMEFlIxpWwZNIS3ejcgBLfLfCL/zLWxLoah0rWhre7RjG8P04USQV13dx",
-	"DttwkM/hGi50kQfn8NdwDtuj0dKByc0JseO8hw/THcbfpRMTsArqQKjq1Mz7JzH5GAft1LMoWy+VmJjU",
-	"rl0sQu4RJRRNiRI3+lJhXFf3CTgVFjSVlfjRg+FwgLpTbWxxQpXXc7v44pcJVaf4zWaAsR7um2/fuIg1",
-	"SBSzwWgYpW3y3+ytkzRlpKtXXSJswVZ7QHt99Sbhcd1+m53uhhdv310RGygX9tBIAlqG/Q0GZSJyayOI",
-	"frirnqyVTHtETNTfzom0VfKWNPHW2ktug2ncS1bIaFPoNPvAolwLAwDIaLbP69MMo3wY94+Png8AB+hT",
-	"ReBSVCQauNDd82OexInS4mmMUQW2nUFnp3wmd98+F7sK7ReStuOhO3ezzDrrpCI4uBUZwxcqYFPKd7dK",
-	"RTZnVhWydkgmQC1fJml6v7RaLb1U9qImldYcrnZU51K/XU9vSmcxAPIDQrOmkIONw7S1E/di/eHY9m0J",
-	"QGszC3BzQ8w+FoNr3IjdIiLQRnanyEHzyecQDpG3PsiFX0EudOehbWCbFW/uKxYWB/D3KxbeaS0/YRl/",
-	"n0v4Yk4T/mcqa6VrNEuVYlyonJPu8AOYhp4ckTn7QOLkOlGAk3D2l9f4jQw2f7zKBK/It8MPx9Hx8IjF",
-	"R4cH0fR4f//w2TSaDZ9Tesye0aP9YRwf0X12MDxis2dH0xmL96ds/0k8m9L96cHBEOCcl1QplukB//+6",
-	"ww+9f/uvYf857c9O+y9/+OnJ0c//s46Pw6wvMnGbxHU+JE2c/+Pd2zf9y4sXZGlew1PEmVqJ7GbzHDGL",
-	"OFVu6lxJpDUmHhBTSSDODZHwynguAQlTen1tfpqyecIxYGjNI/OQi0kqrqVxlhqmxBmLbdyL7gQzhgSZ",
-	"JR969/JmzRmNMcag0WQKq7InAfCcwKvIE2C6+vibjk0woz4GGPKvfysdhKOj/YPh8f6BJ+QmXD05ah6o",
-	"zxa2mXXtGOEmY07FXEh1gr77hJuMHzXXQihAoRKaMUxgwqyn8omdK7WUo8ePpzLq69slGYsHUz6FUz8Q",
-	"WW0Y5TKvu17ARDHU1h0xBf6JHEJgOVvB0krSpSRc6V4N2rrEf8t86trr1TNdmdQK4c6w7zpmXDGt7YUA",
-	"che2V4Dh/V300960d/BylUoZ0xu2VDp5gblVZgntfOro2DdoCLwyWkX9nUa12+Vjmdw1Zx9Fm3GNR32b",
-	"dt9Ok9/fqsnDbCc8X0ybPNp4veB4zEUKPs0N27ZHrWcost/jNs0ysZiYlagfimQ8LrlFuwg97QJ1rwVz",
-	"2iQQhJzfcHOTdtKdVFxPEh6zD1vUOdQaU3FN4M0WC7F73pIxvtM+hORLv3qPC9IQdh+QMBJ8lmQLJP8Z",
-	"E9m1RTtwhu7QUIry1E7MU3eiwWXFhXkNbRWk66LKeqXOoAc7jErisn2pVgn+MJnXCgx6g+pFhsHO9EHb",
-	"qH8CKqcx6DgFuXRhCtJhN7GOQJwtlmp9P4X4jTA1NGpzp8/qGT/cWsjlnRmEdVsRouv7qyCLurdFnGgJ",
-	"FrBNNq1KpOzDMqWc2oz5OwuisEhapDMzKp0ds4I7JFPbRTFsS+t/aFriFyKunZxUMKkFjeYJZyQSMTsh",
-	"G0tMoHWC76KaKTFZWa0EfCSB80PEhHM84qdixUdjPuYfCeakko/wAflIFoxCbN7HMf/Y7/fd/+l3j4aH",
-	"5KOPWUo+ltMldiOtllBUaaSM8lqBTDUJk0wS0+9z3e8G5uzHcgY2gLdVkGcdMKsHHxIY8JDA4m/AoLD4",
-	"igMV0D17dtZKKHIn6DSgHQOouA91DM49D2UQUncRg9RlEk/0I5qmYgUvxDmiz7HJwqCvTXyDWxN6b2VQ",
-	"NeC9naADVVsmNNVXZw0QTxgKXQbXhEHXwd3VTBxh/FzTBUwN/r1IJFD8SpNLmmSO/k1EriZiNskoh75t",
-	"QHGepZWl8VULWAofg9b8Ln3sTaChG4icyOsMGrEXR4wnq5xNtLn1G+QFbvM3gCDcYBfLxDRlC+RmgjOk",
-	"viZoAVPHNwkmvFNHH7QiRyBsm2Uk4UboQ9JsIiuxTf0nQl9CQMKgHuCkgchCNlQiySoT/Nov7LKd7eGo",
-	"i3YbqR9Q+Y1eXyPRK0j7DEJ/jdvZI88Vf5ghpTt5C9BcwP8BvOcasxvL+rg7ZtMk6WqCNWWEaYbba22G",
-	"9E9FjTGyqK+0FaekqMtkTP3h/+obpt8/j0Ozv70mf0LEGjv4/vAFgTd0F2aBXa2bwwPEeIyoZJ7ZwwQ8",
-	"RTRNQWQNoYElzRhX4Z4cc1vzyhTNYgHi54s8kwb/CJxseCU1ARaZkjgMOSCnXuEs4FsOndMF12oaD69X",
-	"A56PprPnB7PD46dPp4dHMX1CDyP2/OB5PGRDdvT08EnZsGJsKj/8dHhQZ1CpHGo4XsWhKW1e3QF/SZP0",
-	"/gigVeDOAuuqHfinEY98qSggN2yp7BGaJ1KJbE0WTFGt85dF5VfOU+KUaYdl5XxNXw708yUakr5HHlDv",
-	"MkUxaDUXkrmAfJvKommWMUbV0FT8AXNYam7/GTxHRxrJlwQzPQ30FPqLsXaYAdGiFhtdn6zFUtXb+Vu6",
-	"TO/kfq03Ep0r2Uzq8yyt/8Iu3W7qvi3SSDcfVFe4docLj32d2fnNt2+s+QEin40BguCQkBNZTKgD9+sy",
-	"1SQEgzYVWQipyP4zYjbBGm0L3KGUxfo5YMdumDaOjw4OjgfDDVvsx//a7z//QZOOH34aBvtPf+6NxwP8",
-	"86DeLHt/n2XJkyhpyuoEhFK4RNsgicKPvtvBeT9nZfWy13mIt/sZzyG3yBQuei9Zdl9qKhaaZ2CqEmpH",
-	"UFmMqhoFdVErv105kCTfQmRqxS1Z5pEjqsDKqk+a5puVY0Vj+u80WrCBfRSUy3mVa9gd1kUhtEDx8tcM",
-	"gLwqm4GzNG3VLf0bumD3W+1TR3rKC9tsz44TCYVI7Xf+etyVpUAvtRNCB8fmCIyF1XpAAsIG1wMSTtny",
-	"YIi2JJVFB8OKJQl+rggTtP93pALB/pN6QmAGcWE1sY3B/FmsyIya7EAwOa3AUIalWLU4DIqD9dZAISL7",
-	"hu/HQYQ8yOZmY55wqShArylCsSIepjZz5gDV9HGVEeUcah5GN70TNMu6b5FIogcmUVooo7GB89ffchEz",
-	"K1m4ughdS4QR+M2iU+gLCIWWBCcWhsBiWcwZzdSUUWWsS/tDYmVGsFZCfEAvIFKYF4rJeYX7pD5KJDT5",
-	"rBOqwiIpHj37ehWQxRNGoznm1em7fc1GhPLSt0SkxothJCc3RiAlZCnSVK+yYtktTcF6AlYINzTcPFR6",
-	"rafe7hTY/km3MhmpxHJpEljG3G6xXCUY+yxmM7BXcGEB60obYbJMqoyC09RUBqhRNPLUuQwkjjGRbpDG",
-	"cEqm67LzS3nnzzrBQJgf80QNSKjodTgqmoX6qy6CQcQMcLj1sP7OrK9NU2aWQr0ykyOre0Y4v8GYh6UH",
-	"4YhM11hyl9BUn+fuMuEcUzXCF38+PX8zeXn+5vTV+dVfJ1j2983Z1fdvL7/Dsr9/LLcWjDnoznCY4fjH",
-	"giHcC+TSolBOr3v6bKH132APwBfwjrQvkWkOeT+Az2K2CQLsACUwXRtMQQueggOR1eOB2MEJjgQvfJpI",
-	"NeaJNDn5I4IQiLCDK5GnsVZT8ZlJ9HfxNJHgWm1SZdAVRa87Qae0FGCogQl2Ar3hJWMIvr/d5xF0PvSv",
-	"Rb8muhNP4WSbDy+0b4XodTX528DElcS76mezVIIW74QB7M5fs5skLN6BMxqaqFoa23ImeAA+/5C2eKqb",
-	"rw8QQE3Kga5biuLc1/owdeEfriqtIc8I1d/bvOKFfxvO7KzpkljwzDnz1izUl2HTL370fHgvTx74UZu3",
-	"qnCzNu0S6ZpaEXqfEo4cRsyQDejXe6VEKa/B++/orrADs5maMEh1l53cFotAugb9yScoe9ITGGa9zxev",
-	"kNLrzbkV8yb//P//X0bAsE+6Q2fjIWgmB0a5pFIaI4PZqLm/KfoLlgAPh7JLzgfrpnF4v3iLQkDcJllb",
-	"ORIz8MAwUmdB0GepNtTGp+3bd1jSFVxVw8YuL17UcbAwsOEeYJHpnaCBsu72asbc2m5ZDiWqsVzavWy8",
-	"it62wnwWkEKpBAlLxyD8XFSz1Gr9NYNx4OGb5SlW+owYHLeuJ8rsSTPwRlKo+6q5OsPn9zp6hai5ZSmb",
-	"TgleEX0ALCJxF/ijdDmE7UTqcpZz0Qsos3Mq77sxVQXN3J9KQIyl6tVtLJ2zTc5YYd9IhQoho7Mhb/i3",
-	"trTw9Trjqig+1C4i3JXC+Kkifd+w9dYK3Ce4k3pHuFgF+r964kJpYQ5xqgFLcLd1zuDAVmbzQ42ezlYG",
-	"zcTyCIOpjd1hkTbIUvDXom1cqmn9fpGpxcr/LqNTLch6w5Twx3vke2FSO6pDUGMQP/h0WI6NkuY7LdSN",
-	"5p5kixsS3P13QahvKGxks17hjZ15JeX6n1v3ZM/ByKFtpeShsRlafm7O45+S+OfHyLcNOh+y7ZMCNTuR",
-	"pPHLDTTJrW+bd0rJYXdFPCtpeubjjY2yS/YCVvbehkK22nLav5DB8LOcskYzY3lhah33/qyJMUol1nxS",
-	"SzEN72hNMIVHXtrMcWN6HgxUPTfZmOhduELzlrdhDdUV/l0ziD+jj3YL3pYJ3SqZUVdzQeLE5nJWeAia",
-	"UrbGhNra0+3LAWViMZENSMwQXIujNHJ012Vkgo6gN9LGeu/cDuutvltFkjMTqRipItO1KIwO060Ngrwb",
-	"vhTAARYt+hI1SFdrqdhC78y98l53QEUBBlAFCirwrKhSpMxUJvFqUdUOraD/pzElXZUxKvNs3WuXI1sf",
-	"joB4QCNkV6EbmHWbSVZTcQQ02pHmQayh4OInQdKUohav6W07eqBEm5MOgQEt4qS8i+M37dYx8C/sLlAS",
-	"Pz7Q3ZNt5KV9gUaH6XiXbE73UQAelDuncBb86V+hWKNftWmbDBpgFZbNjfhFhfdGMXz7VFviiHwekeF3",
-	"fm5MXEBNAKePSLegaxIL0pWMkXEHxNtxp6Qx3CZshfkHGKgLmfvIAsBNtFimCUUqQ+NFwssqg/dqo9pw",
-	"aSXwbYoWiOmB76RgARrphYFOuBMRsQXNFvTDOX53DJqC+WO/QmKCDgZ3mJ/1znkT8PLq60T8EnyW3MDh",
-	"9phdU0bWZ0Q9MVFUYlUU7nahZj9X3X4bk3nh/+xyhHbbNF2qzXZrhU1SA2uF/eT+NuBWFhJ/d+5lJWmD",
-	"juPnz7EPSwycvG8inekwyjPN3ms0gVdixbI+hOliz3K9mIq03Ecu49rAdQs2tjU9riabsLmhtgtT1J1v",
-	"tzAtCrriCJoTuYrCYc0pXa27aeK4RSeJzRZGPz5168g+JBKhaFr3tk3sLHqEhJByMpb1+u8Z17kz9jcP",
-	"qoAWylRC0yI8AH37fiId1M5c0qRUkqVAyzfRA/eLFthW79YGbsWMxmlyF/BhsGrtYhta93ipX9xiFi2X",
-	"FWxZSnYjmWcHuup2tKB7uC1b4/NqhXLF5V0xoVpj1IIWmOojZ+1gJUV1Qx88jRaMXNB1fedrkasJmjl3",
-	"MAAA40HELfN+6T6o+ZZE2NbwVJ+MIOSdAKrYoFTJ9U5M237VMmO4VS1STwAqypHu9GNC7JO8s4GpTrfY",
-	"FoPulOjazLnCA1llq5uIVUWgMkYvV1llSeIoLcBGDU8P0LNC0Ctsa4OPboZmNZyDitTlKkpu3o1teoS3",
-	"tUU2291qo/vi8aYr1CTyTYzrYjtMqDI2lSITFj4vQhR9GoyeU+u6BOvRmNv6o7QQMD2xsygNBxGwFEuW",
-	"mnJe+iM0P5noCqxhYYqdgibEIJeUC4VQd5qmrJnqeQ6brkmGNCGunDiGOeZmHLYSG3Rox1YwXCzRxA2+",
-	"m+5rzRzp6hVlxca8a5Nai7ryplvbbG9AIGW8gDO3acO4QmZKWJjKTikglp8HJNKqn1kSkuMrtitvL6Cq",
-	"hYeIb+pSYYhueDR8TpoyWBEBxlTTsPGRGLB4J4WvqAJRtR3ZeNTtWAyo7ZgYZX2oamE1yqYt0rVW5TFH",
-	"QIneiSdflWzP+qiUcQ8kim22oIjBNxBZb8yRS4L2C+5du9gzlm3YUjG7O7SzDDE+r0vJ/hADlsf8+ZC8",
-	"f/fNVYGwADniK0EysZJ4nAEFfUb2h8Oejc42wTCpiG7usB9VCJM6SDZ0c9RmYmXrqo/jk2yJJY9KzVCM",
-	"e3RnfoV+CytiI8yGvosLtjsH5517035dtfjYw1lq1fPb2sUKNghpq6iPkszKCWYz2sJcGy7lEOFPG3lD",
-	"W79fba+fZs3b5FO/a/OeN90W6NzePt7FYl8q2P4ZQBjrBYIHSMYvDsnYcGruc13vD9PYdHT/Ve7pPVb7",
-	"sy3073SRnVVmOwA04Hf7Xg+bfbWh6JOuzWgoiqVa3O/NVfhMqbeoU3wB3Pa7xSu4lLSWBp5fV8Zw1Rte",
-	"LGrtybll2W3CVk24w4V3BpIkr1NqLG710AG2hnAdezD1Ea26xzjU2yygCRDujjqAAizOK1sz1Qo2Qg0/",
-	"NSYO2SRQg2p5nWuVzQP+bNV5NYW1pnexZNyUS50oKuuGcYmQepAFUSrPXlxZU1c9X2gaaTTcif4g3JOo",
-	"A0nS1V1hrXJTHUwWuGQ3CY/JMs1lWapJuKt6Xq5g5vF/mMFGNZaaebxdMk6q3UPHPsZd1x/+oPihVy99",
-	"eC+3uDw5j783ll1XVHOnEmJfdF8qes3kFv1LS4Amu/ed/oswni/2ZAGj3urwwKfv8sWC1ilfVSw1HJN3",
-	"muuOVvNmlRcy2Ly6/oJtIxnt2DhEE5kv7snFLYn6XbJuQxe3QLncv8DJnT24jN8mmeBWYd9o2eTSAZqu",
-	"JY/WJWbMMzjYOEdpq67oxoyxSXOximVKlR4smTEWEEpmWVFLy9h5nC0OmF8FY3ow3G9yF++u2PdJcUBb",
-	"4WXknGZbp+3GAG86TK/yIlTnetDgGt8S/O9vsbcXpRHuTA0wh3ZHNLc1vGlJskjB/Cyh3Mvi1rTA+2hC",
-	"6tkSx12e4V3CuBtvbRtaV1nY3zPFAxQb2phakrifSZrwm8BkX4la8XObP9y5N3UzACCBtAtSAp8ekDnA",
-	"ryFilX6t6Lh3hwQhwNCZ6C7q7/dqLlIzBCXIHPy6JugI4HNGJDRt5FkaWhuJRdRZMrFMGck0AcSarBYk",
-	"jio0jocX7//06vzF5P3lqxBcIFCgdbomMZvRPFWl5rwG0ITOABUlIOFcqeXo8eNURDSdC6lGF28vr8Le",
-	"gLwzq5+u0ZuUJjesNOQq4pyFTrc1mC2wzyASi8eukPhjbOHxfx7M59NFnJ5/u5++Tf40pN+mfz+H/zu+",
-	"jV/8aX7+5/9I//r96jr+9nn2v78/2rIFtTheV2b79yz6u/GFYSX4PVlUNg9IuDm6nyA65+dwNOaytA64",
-	"9vDrnsTo6UQSCrWvESAS81B7A3Ku4NSZ1MHKYn2BBamygGJ1yqe15JDdcl3bx0Tbir93MbAWVYLv5cVw",
-	"dP5fISDaA7GqlRqxFjbwIw8MkMjkGtU867Arivlj/QPMt8Jc1zqM6lZBhFjz2IGn40m7gwQaJxLMAi17",
-	"sa+7xI0Et+/+cSpbgM4s+aQWA9HA5RUcYyemWWuZ1BS2bSmQto1dQlBIqPHrlhGymdvZue6DsNY2csb7",
-	"sIicUUItJ8ZQVHscwPWhT3Y/4QQMDQjCYhC1ZpBdQ7pXb68uegjngh5hKVcii/Xcs+R6ruodJq3wB2AN",
-	"v0j0TgmMzoveKS3Ktkgb/y7tICQIKRg3S2IsNqWjXWJm+dRXUi5Ksl2LbfeEQb3wsrVoD1SwupamorA3",
-	"inbTb513sW3udxDz/ZX/vbOq9vIDrZTQv5MgAR98mhSBR+pfTJLYliVT2Q+bKiN4WY44MQZmKG+AMIgl",
-	"f/uYh5AXY6DhNBdyJeplYKGK5QkJY4anIQtH7nFAUnEtA+JFAp1AEBunPGK6zVLpT1PTNLAo2gHJ2C3j",
-	"OStDvGGiTtBxPRpoFAO96vNyfHFj4zb51maOp6GgIelyUTCfNVOjivygGZIpzoChciq5ZSHpWtkNAu0s",
-	"WQ9J1yKMnTjhTUqw5jMea62jWqbBVAbAdj0OsQHqb16sma0X4FN7Ab0g4q6F0jaxgSMTmhf2auOKtzsV",
-	"71Kq16ttSz3/pf4zV2JBVRK5MXLhXCv3q9FvokgrTs/tOUcz1A/RKFCqjxuQRHOYdVmSPBw+OzoeDtol",
-	"e5gBNcuCMHEYgNkQxNMq11gObLkErLU9g8C36boFJIcJ+yh/uWsftKoMiJ9etB7ZH+wfDIa9hu00X7p9",
-	"xyz6+9VOvlsFY/c66Ybvzl/3//mP/w5bnbZCO/bmRwS/+xR3M5RdEf+J2/57SqzNLmevb/841t6Ver6E",
-	"VOa+5YxL+6X1Xdpslf0qZdVPyCKXirAfc5r6/lu1UTA+xKGEg7tWE2+nwf0KiiuXdJyaSsveqdp5TkqF",
-	"ButsIV5JSP3OwPHUUbkgog/Yi6ILF6sB1Efk8XQdjsic0VTN1wEiPK/NVZ3RJO2LW5YNiiKfI3B2oEpI",
-	"01TaKghdqMOjRZhkwaDuuxaJSvVA9adajTU4j3ZESkA0wKCoFop9QCnORBIsHFqgOI+5Q3Pb0zR7gSh9",
-	"lOsRsxWGKsuBqziKrRlJcZanDjPapBuNuekB8BRXHDvuUvzvNXAGCuCBGYJIY1dQ247yRKJscy2YDHQv",
-	"c0LlmIfDD8PwhFCSChqTKYXIEr1TuikG06GKpPRa9kYODhgmmybslsUW2tlBAY95ZMpk58vAOJ3AHAvr",
-	"CShxRkJdijQdFFVWR17pVeOrGvOQqfnEvkGklsGxOehEjyVfDoryrCOLReyhIkMT10y90i+MeVfRG8aJ",
-	"4QNYCMyIfZhn0RtUC7xCqxmb5dLgJ9sTYTIUx9xY+6AOUJeSKY2xEMet0JMGGDsodjKnudQc5cdcKAq1",
-	"lVLKA9gkBTkKNgwnGHNKsPIWVEgyIpw+r4mBcdGf9kZ1EwmIypLKYivGxxwhdLVsD5fALKhXtnZAHj2y",
-	"IM6gYFxnYvXoEUk4AvCKzIE2d2EfxhyDYrjmYgEJP/TZB8W4TKYp62uRN8R4fWrgoEkID3taUQCIcpM+",
-	"o98BF0hM5ixjYw5lNRxh0D8nXOs9VZu9E6I3UzYrIwFFw75tKEoReLFZuMtc8k7QwWOpv8KDCAXS4MAZ",
-	"Kd4dlc4PPwedy1oyaGvsC1cS9ZerHDI4OP70uiGXu6Q1F7RWktVsPLKFpYMYnYAU2QRQ6a4kOiRxZQ6v",
-	"LvpvL785u+w/e7Z/cFgtUnG8E2PNDf3+dU+apmeuolRsWVcN6dPDDrfWJMGIq/vPCmOS6tLPNyfjVSTd",
-	"CdULtc6bqo82T+SKyhpH7mvB2VoTLKiPgBuRwVWJGakbaeuM/1KbW7L+B8dbwBDaBQXdPXp2d5Fg37G8",
-	"gEWK6IIhh+5CBXQ5F5lWDpUrKWwPLApKleSt3gmpKTNMcp7qbmzcoBIhRNxImwUxuIuLRVF5Ay4WM0Qv",
-	"MhFi6HCw7mkJvaDXSty+0cS7VaiiPm/f6bfvVxMZYxCpqr89i4QnC82Ghp8J4HurWqI5QdE/eNzh9S14",
-	"1ndQ03Hbm4LT/HS/Qoy2gaiCXIstaKQmW9SeS09RDwhGRLLY5NygRMmtoGPr+iX6dkmRaukUbhomhxrt",
-	"fgQg3/5lCgftZi1FmiOvF03xYz7CXVubs9fw1iLPzbQ5QJ+anWj7Xm9bESp88RMwB2xX03WrsH+zdfc8",
-	"ne38nO8tPTH5n76z805QM3jhHVRMbfnRqoLdAq5DNwn1FogSJatUyZ7C3Siw4qT7Xqy4vNfq3aPMuKHb",
-	"7INWWzE92vEZ37gys6gdSogbfCwUTSEsGcyVWzlRS1C3GxTUCxQFl5pRqWrubXPQUAe9smkVv7CHhbhx",
-	"fzepRfkWlK/fzjjPCnPa9Gz40fy0strlsqSgqvmJ8EGxc113iulUaMW5hDcRAvIA7GuB35PQ1O5iNTEP",
-	"Orep9/CdbiDOpSoPUo9vRcLX528m35xdvH13fhVW6rbYUGNrz9ZKQgkSzk0fpDRT4hy6hErVUpUdK+6V",
-	"Or3ALPTuJFY/r+JOSaw2EeNTs1c9EfkhafUrJK2WD0dbJ7p3TD4hV7VyMH+XbvBijvdY209d1t/zkn5f",
-	"W1myECm3JroFZIrJagNy5vA9tIiNdiZ+reZEzDAaGqyGiSJgXIMYsJGFMd7MQwMarxsecwPvgG/04Y1/",
-	"07/88Z//+G8tROjPixjqXuDwuKqpc5CUNeY2g64ON+Lf4J0/lnPsKicnl+pOyXTA1HareIbv3KVlw5p3",
-	"t22g7WqIfc0KkWKBlLA9i8zY4PRSzylH5Xp7r8hj7zIhFCB2t1yw9PtlNe7qoRqqtlOCcEtcf8/0v+5f",
-	"TR0s3UshaYrKq6lkbgqkxRld1Vi1mrVQROc29dQdkLzrApwrJrMhj1Fj+ZRC6TCQ+mUBIfd+6/JnsUI4",
-	"qorhZ0Mprdj6GmBvQ6sdh4QzFksSGmE9PNGCLosxNMj8pqcU+iJmgRjZsS/XZtXVbwoEcEGgNARhaJI7",
-	"r8SWvDCtajnd2TyiBduTVggyADveTu0PW9QT+WQzLY0aYzcvGWag3qvASglOOWZRIk3lmrIeAXhkJGMN",
-	"mavmu9oNTxmVBiZNj4DA+Ulu2Qgrq6F5KJmRKGU0g9L5oanNCAqO3nEJ2FPwlCEQw7UQca98NKCfTtDB",
-	"ql93ORZr0oUrCKHzEP5vqluVkJB7gzvv+wZsk1mmYMttFSmTn2MvodyrbqzGAfLpxW2wiYYJpPenNVpL",
-	"Nl5UwI+7YWtyw1iRprY5G3HLspQucWNBNumMOgdHCJJYDoGI8wx9zMbxTsKDo3kYkPD5cIF1vIdaA7fO",
-	"vacHw3nF6YDteqfg8KDswgNn3R+61m33h96/decfFx/lx4Xs9f7wP2vtJxtr6HLvXyYQ/9hQ1gXtsFBw",
-	"Couq0in4oTnzIZgriStUsWuDo1aDIuz1UfM7+KvrbxCWH8QBafE0jf1qr100Pcs8tVIrt2U5e7Wmunmi",
-	"mnMcMF3NdoZODy+lr155tnnKNTUhsaEa4qVFaX08REajlOEJocskrM9qFnkWbWM7aCnvUpDQ9yTBDwJE",
-	"bdQd7BXFtAHe0EAyB5DDARmKe5LMhVT1a2ay/Taem1iBhpEtE4Og6W+VGeEyn6aJBLZPFbLMZLEUmUJ3",
-	"kBs1kNzAa2VPQmBPC3uhW323gLj5P2y7Fq+SWt2AMzM8zVOMSVbPpF4+ua3Zq3fWtQG+DGnySU3JXWxb",
-	"y7kQIQSj7dUfNrQu7/SJ2dEa8387D6TblI1Pak9l8veaeWpSu6B8bZcJag3gTao3HBWHu4X5121kMVQz",
-	"kPKUXfD1zs2WvjGi3sLQDlykdILqKtYWBoJPV/xdb5dA+bZRca3zm+hg9AjXnNnCH7Lp754zLRrd6RzN",
-	"kLfIuy+e5Uo162fEsHhr4Q5i30JKPk/UpnTYcLFuWRYnEczSSn4gNxqqUVSk/2EX4Sn8DrbN0jJ6U/GW",
-	"ascu14NHlfE0Me0QpdoVTRSYm2wTdYmmG2Ud2hRn+OwY8C3CadFtcb+SDia2qp6xoeDQDD3k36AipuK+",
-	"mU/VW1tb19oDUarIDHOWxuEIWDboTJrzQzGmExKaw4k/O2EJS/gi4zwhocl5CUdkyvSkQGwo1VvAF7zD",
-	"HnR0r7U6j1mLnRUh8LXSIm0qsdVl2FJsohz2gG+2dMruPGrlXNR7ROu39CkW27wdEX4T8d1dhmIDimO8",
-	"s6Z0haJ8duZnCNVXY38Npm/fKLqVKloLsnvwGA0RYEZW7I80TUMLf63mbNEbkDcmRhopQpJJSKoRaRwU",
-	"GOxga+UK48xc+tWa0IyNOXAV4vGqOhs13Loaer959X2cSYyRk1ujb/T0wha2X0sLmgcBUeKOjhj0cLey",
-	"fxNTgBksKBCDZLxeG+MwEp+6rhtomx99biPVDfJ4gZMF+y9HkCmg90FIwAwJH0Ouwd9DA0kJ6OXXGQVj",
-	"ImIdgDSRSOM4/zvLBG7aHUzQsKM+YbULXHvAqzjd9dUeKehIXmhtkQuI9Qd+4VTAYmRfIl/Mr9Zm32w1",
-	"kM+S1XWfIM/7pHbVHg9V78eEsOQ9tGiRH3OWsxMimQFNlNYpkHDlroTP/alxEU5M4Q73dwkJ3j11FmtX",
-	"dqmoGTFRQkxSgafbC+av9LCx8CWIxqaKw9f60MPsaoTa+khgp5WWPIo004tRjunyi8jtLLSWZCY6BoXQ",
-	"7vt331z1rCy6Jb744HhbvbVdOa6u1zffvnGZbKR70Njd84Pj4dDktdbF012zVtCZ9RiZsO+mUEylfs2u",
-	"xLJKCttOTPimAoy7y165qov7xrJ+p7qLm+WGWgqmlUpoWBojTWYsWkcp69VePiPyecJfqfYZ0PWJq0rs",
-	"YBr1v21tFP9OmggtvyjaDxtVjifNVY6rgZR1VMd67sDlb915NcFonxC533yZDo63XCUwH054vpjWWWEh",
-	"z0O/YUCRRRpvlBtLuHpytFNi+XJZAY3IRbUB863i5T8l8v0Lx7xndLU1u1/wPgap2tQofNmhA1uMOLmg",
-	"aaoV9JxXy7gdYG5H6X+dh3jwh3jwnUk3XyAO3JiVXDUnm+LgBfVCPqHumwvwYbKMKHrDpL33XyAOvE2V",
-	"0jZQuM6w0RB/7Ydoe7XuVoUEUaLfNRHbXzFIu3qCdkcQb5DoO8UR228+RyjxBhN/CCj+CgHFdSemNfbZ",
-	"ZlzU/aOLa4/u7zIgtjrT+y/351npf41VbkTk0gpAaIxOltgGGKPhxeuJzIvQ83Ui/XmpmnMpNs/TYfC9",
-	"zXssWZRniVq/09uDu2iDj75j69Nczbd7E2/YmnRDeTMRy8k///HfYW9ADBAZgvPTjBncCCBiif5+zmgM",
-	"zArDQjr/q396cd7/7uyvxQipAVj/GfCUZwINF1xR435EbFRjEtKK77/XwTsXXdhfSfHFRszNRqGZAiQp",
-	"NigtiH7dFRmRa6nZSs/CV6WpyfA00g9Ub9Qk9823b4IxN3HFypgkARbOlToGFKxSuBvGd88pj1OG4BSQ",
-	"dbzKBL8GBGfJMOxmzKsV4QywiEEZIldl5Zp0w8d0mTy+3bd42GHgwFRszEsPUC1yTmczjMKdrkEOjbPk",
-	"lkkArGDLkYNKBvsZzmzBjLeJycAhdmAsrsSKpQZFz5TUIat5Es0h6o/GdKlYRhbilm2Etg/GfMz/x/8g",
-	"LwTX3+m56iePyKNH+ojqRxGiYD56RNAx6TbayIJ0y6ENbIEKCBUec0LCyoERmS1iQfp9fabIm9PXZ6Tf",
-	"B4zBy7evzt6FPShd4w5zOCCucgb0qBeVkPBouE9yTnM1F1nyd3275yxjuOPVQSZQinXfwbB7OznA6Vsi",
-	"HRAL6pNh/B9JYhlgDjwC/QAW4XXCYVEePYKbaWE2vLb1GMEKM7IUkUxFnDC8yuFPYyB/486I/PMf/x2Q",
-	"sSWD+glQYDK29Ny89HMYgD8hz+yZJSQ8M+grwBWKCG17hDSFj0RsAD+KM4ViL46ljBsizYKcx2yxFIrx",
-	"aF0cBnD2hKTLqkfDpKpDJVspFgwcVz1bkVv3DqP1Gu1/x9Yh6e7rG3twfKy/1neGZbIX6HdlJJbMYeq7",
-	"3bT5Gq7vwAtLLxm/JFtQfZ7lCEFxsrU7lW6F9NnQLdq9ztgyBV42Zwbv2gSUQR/F8FX/Et5kMW5WqFvt",
-	"uqpseISKAM3tVYATHqU5ZpWXBmZHa0VhdyB1iwcHJCkWc3LD1pOMae4ACExmusahZOeSSFM4DoGXzC16",
-	"XmrIdDJJ+GRpSl+FJz5aE+LfG7dHeDQchoG9WxkJjz98CAdw9O2LZgETiTkEklGAzgrfnb24PLt6N/nu",
-	"7K/vwt7I1NqAy2pT7zGMGXRhQB63WwduzYElW3GiigNq41OyRJl4Ss9uksTu+CDctwf7B05SCjjrcHVR",
-	"HdXanSZH5hTi/elbgrxgiupLbHVrW7cXKBBYtNKEM3uf0pRd09TW+370yHgxSyW/XaIqVLxFPzC6ckn7",
-	"WtJeKWnd8aXuABQJaagVYAd55LHxCk3z+JopOCjd8PL06mzy6vz1+dXk8uz0m3eoCYXfnl3pE+D9+v3l",
-	"+dXZu0JR0rvXQ0YMAottjyr2Sg+rfyHSJFpDK/ZZ2DuBbG5oAIfhx3faw3vwnJTg1sw9vdTHv386UywL",
-	"zSpcsQ8qABIXaf0mk+BN5iYtHGIiS2u0sRgjIxEYdCXJuIJ5TEW8JrOEpTHSWCPJrzEQMcDyFPqHH3Mj",
-	"UNAFUxDZs0EOe4gqOIX9ho0m769e9p8VZbS1ZCFSj1iS7vs/DIfD4T//8X/rf+y/DIj+79OX5sHzl70A",
-	"8GgBvUq3iwYc25QkXUum3v/hYHhwFsB/nzzB/w7/pP/78uylbgbDkvQMgI/D+89QHCH413PIvn//h5cv",
-	"X34TEJZKe3KH7uQaAgM4L4mJk4fl03QLFhPw6xn5j3dv3+hFyBnuqqVBWNglUSeE6sYry1qwfk0H3H2K",
-	"WZSCD05uH41uVu+YbrnYKntrIk35Y6YZaoy+IRL++ez0mxAc9jbyAHBu9NmFu6F/6nIBU+uZMRs0NoqH",
-	"owwyF5Dw7cXV+ds37wrOEJhxH5svJ1yoiSmKHZKiEjuBBvekeQ1rAJ7q9+w1MPjPQKfJglFu8fWRdGhC",
-	"esqJtf0CJKGVPsUKH4DEWcDqkQqhj8RikWg5/Brj3AVCrlGgaQGRArofDg2/GB6GhOsTmaZrMyCz0YYK",
-	"AwI/QYu8FrQiBmrGCM1EQHYF58wgBdhKGIpOqYTtToVUHifEFqFtGKgFoDbVd0ysxw0XK92BidRndlYp",
-	"1dqhkaWStMBVhIkA47sCMDqkFbjMBl4DR0glGdvIjHHHCB9WNoGuHj3SEsCjR7UCk+aTOBaID8c2rdSi",
-	"dwcHFBS23DiJLfTBwuDsERLRDGD9RK4GMHa7AJOc01uagCUg1N8wWU9TQY04RV1DOrbqHI76hauVIBjk",
-	"onWRSi6WvcXOuAxIjOh+1Ace3K+2sqjVaaK5kJDAi4qgllZHJHx1/p/vz785v/prSLpagbRUxVcdR4bO",
-	"pKkbaxFqgMwpvDj969v3V+GYd5d0bRsB3NdKChWcxtBy0NANz4v/gTw0zDHGUCA9EExtRghRwKpAgS90",
-	"wSNeU1JpHePabweq9eqLBC4ZxOcr6a17ErghCiA4PcOT9OnQ/MPdGQO4buNWtCKu35FizLVodnX16uz1",
-	"2Zuryeu335z90b0UQmbbdK33jaUzEr47f/3+1enV2TcT75tvzl6d/jX0CnDpgde1S3MlIG96zD8itNhH",
-	"UInJR73kHyuKL/lISkov+Wh03OmafBzzj/1+v/b/dOPhpoM7JB+tehLbg4cGDazKxWLS8F3XPUV5MCSh",
-	"O7hhz/tqVDz2ng5KT5UDw+kaccmtdo80j33nGMCSAh53gh53PQLfAx+6B6PiQZcLzmAKxaUalQ+oKi3W",
-	"iX8PtoGJ6z5CM6HqMKCItUUu/6hnYiINAEgGQP41+wGpXjHeK0Zug870E9/M4bWwZS7TdXnBMTVKH8rW",
-	"08IB2ImVukXcfBOmWf2xCqBfPBr4jwxJ+uzDNtDuZNvlMKYGPQyb4+8dbZf2b8k38hhzBDED1pwu+6ZH",
-	"3WHH8Ydede+KznwrTnOcqX4fCVN5VerPWv2syiNtNaCG/szLgIUE4TAh6SIbs4yuB4QHMAc++rZpb3FL",
-	"D/2h+D+0Wx2Dgde4PsUoNykK5EvrI4wUZa6VJAOaRGikBbFtRLIM+eShdFnbblBElGWsv8ySyJwGuwy2",
-	"jxJlajdt/DQEEgqiyqWH8qAf7UD+tEpImkgVkE1QEQQkm4k8A7wIORrzT4DOCghNpbCoxVq8wR6tY/ax",
-	"V0rbR9kCi7ZekFvcp5KEVYHgQgzs8qaY6I7i2t4flwsKKWZaKYOVt+JTCYmOS8VojPDNaJzRa2mkrwY4",
-	"rzFvhedF7cEM0BRubEemfLoSK5rFCMgN0DM+rqNeggABzIvr1XXieCU2Bi1CJT+Su+BcKNazsjEGwuo/",
-	"GpFjoMqEi/jHUFpbFBldA2EpjBWWx23WmJvjEQCqPV7ZuquI8vs2eSEY87AmBFff4hL9hBI25aBcuOmO",
-	"s9kyPUadBUbWG3PYYMcHbAsOdsnA8IQ1Qb2g8FgWgypX8ZaWKWsmHJAGnuRuhIPPH/Pwxds3L88vX5+/",
-	"+XZy9fbt5NXbN99OTl9enV2GhF4Lzd+w3Gp4OFyEgQntTRCidm1Tnfekvgfg5BlzXz7CDGLyz3/8H3D3",
-	"5NGNOUcW9x2Uby5io61JJZZLMK9qrd3eIvhkMOYmuDqinEyZJRd+fpjdsD/iw7B3YmiXLdge2iuB9WoV",
-	"TTHbxJ7aPyHgvv5rs+5GLnNQ00GdKGpRahWrJuKZx4aC/pgncaLWKI2OOaox+oMRqZSoMXoYPIPXQhPG",
-	"CGM0NxU0ukqwbsLHmj8Uir9Pd7oURGECHMRolv7v16hKFsZ3o3eMOeNaM9eDMkYPU2k34dephR0fmBUu",
-	"zwEemSkAlhUsMjkt6WtGPOTOcdjdJbD1wNBUrsQzshTGjQBJChhhBFhc0BrRXETFcjtsIUCTnm8BnWke",
-	"B1b5YrDlTm1dLpi+qyAGxwr5r0jxWPlObwyD1T3rI6QvJUBykG4I/3XuukLogsCA3omJzrZ2vjFHsB3B",
-	"WYDJSi5KEzxgCAzpgRW5L/ckCT/0bfvghQwH5Hs0t455UrE6k/BoeKhP4DSJY8bDAO1J+vQYq5VnS18k",
-	"EqzM4NrUJzSMmaKJPhLdEEyeIYGJamnRuPpCixsCOAp0wYy1IctTsGYxPhNZZPwvsK1jHosyzhrJJZMj",
-	"jOQ6vTh3Bo9IcKmH0kUOiXaIRBm3k/PUhpqCLRZ4fw1qA05eZVhywlyDuQB8BVdF0sDP6J9lHs0H6FkO",
-	"NdlhWWiqsMCYjSHXeSycza9Ucc5YPyFOGlqS+XIJwoneCNts1xoFrBVMN6s5sdyw47tjuQeVWh5p2ZpR",
-	"mWfrEEwJEt28I7S0+IUE/PpzyLNk4YsNUDRG8ysIIdKJx0EZXkyPrSZWD8YCXDSB2ncuu07wMlGdsxTs",
-	"HX5W4c78O2gdC/VpsgsspPDGF/U/4c4FXuVmfIzhJ+4tLOAIDMK1YQRBI75CSStzk6cMcONN9wPi3347",
-	"FmxXrPiYQ19aqvXqFyP+DxqJCsv+R+cO/YinBatmaA1PC+VsDWTk9OLi8u1fTl+9Q1j5Xq2hCPQgTTOB",
-	"vYLOtSGxwVN75D4SozxdM2UXwUvcqG8BNqW+GX3c3mrmiDr/dguKf2jNt1aPx/O6uyVntKi0VTZm4F8X",
-	"1lLQwphQaa5sZNC3pbpIW1X6anumHbxPbVuyEPDVsbnnbvOrkWay2MYaNax2H41KUW3JG6BryQwO3t81",
-	"OqQl7zSNuUD6snXKRvVtXD497PbLh0LjxzJ50qfDUqCJe6e4R5XU72IlN5Kf6xey1AhAp9Q1kbofNhow",
-	"KGsGrWt9yZBvbLZhXmweRoHr6o2hZAnYdhSKr71l9r++00HQ5MbJ8R83JPumKUCIRPEBdX/Wvn1hpciP",
-	"VcG27guM5dogEv43W2iC7u8lCskfyzJzc18vLRksqQnbyCLOCpmaPy3vSeO8MLTPn5j3leGpH53sNLlh",
-	"65pev2Prmo5x62/sb9uHAMFSG6OoNNF2PO9l7Upga7lsXBQsI+s10jikohE3JnsxRJq2nNPjn27YegL3",
-	"Q5g93zpDrJFWafybs1dnV2dbm68dp14uJ+B4t630qGHP3jobvJtd+btiGoW5frPb8rFxLbQ7N14jdcOo",
-	"PznWBeVENNSlpmsSovSitVjJ0lmvvKGtO2ve0nt1DRte7dzu+LbuP7VnIKvLZSZuqU+8aOlRnbhoP6r5",
-	"ZouAiO+w0se4xuWvzZ+siSdp5Xl3I/hefRuykHgvUUXXrbzf3O3M/dpw2MEq8NLK6hAv4Eq5yRolfs9W",
-	"4BRpvuBgA+OAu0okiwQvAoy15iskQzSWMYcg48QhEqA2q9V+TzcwwQS+A39EwGoEgX2LE2Lc8SM0Ig3G",
-	"/B0ETfkxmZBrIHi6Jo8eIUAyix89Gtkik4jKRbq0FGcdgPISjDEcCR71TASziSYKD4YHoYuECIvt6xZW",
-	"X4u21HOpgyKLJZpwvEBZiN75QDEAzoU2mSqgZsgmZB6t+hKd+GPuFmtydfUqLIyiB0dkLvJMemA1LJU2",
-	"ykYOyGk1ukXSBRvzzUBgG0jjjHAWYxo0v1Py6FGczCBaUz16VLYgWdtdEQSh9UFzFSTUEe1uvy69kV9H",
-	"EDYyy7lEQwdVHoK9hVSE0AuM3aQ2G12g/8EuaGE0grZNz3tQ7EzmqQoH5HsXjgEtzakcc4xpWDDKMWip",
-	"W/a5uMz7wFahFRmhKZawXdIkNnF6tj8I+AmPhs+LOLFiocSKY6xyUIb1njKM/HE2e/MpnC0ABEebvg3J",
-	"c9t95VphmRmC2R3U8F0XWIy8MAaMuQ1xtPavoMbcduLDmxdJqub4k67Zzxhq+iLyuV2mwDqqoGcDJmRe",
-	"17TeBlm70vFu4dxSThDGB6wY6/ojCCdvQdcGeN0fLt7gMefCRugof7H0Rxah3Vsvdx1WdI3LC+K7veJ4",
-	"DotFxXgqg39NuZ4s39xyCOWbCjUvzED6ini4MKF/iBDQzQy0+NE+cR4v0DP0vw2iXVF9uIjeNxZ5Y0GH",
-	"8pwqmgebWN14PJzC7ZxdaAFPJcbU4Vro6ZjYEIdG78+3zivgrOZGHSqAt5BoQaaVHW/FSgm7lzJ6C48g",
-	"NKUL7lUb8m2L4a57A/LCfLugMSuuYGFtJXXG1i6N0E8ToE0ssMa5wvAHAw4088uYkhAl7iywYPenUg8f",
-	"PJVp4keJ+nbbhMPPE/1HiEBTaRIxk8dokr60Gp0lTNEMYEuytDPqzJVaytHjx3XpYo8VyxaY8Z6otJQ2",
-	"ZoUHcnpx3vFQfTuHg4PBUH8ilozTZQKPhoNDLC47h4S6gnzrv65ZTdbvhWG8TpDoOnNgr5zRHIBhk6n+",
-	"kkKEqeGmf7S81BDuMQf4n3JNk6rIQbpLikwhyZDOrB0KWxFiYSqEOIZ8HndGnVe+JIkgfoYzN9asL155",
-	"/AJTgn8Odr4JUfXwYjWLPF07ImWkpMTHOoRMQwiyLrIAPXDBOVvsTFW187NICDtHYfPQC/SPulGYagJ3",
-	"HcUpfvbzzz9AWj4k7cKBOhgObXokQ1QQyBpHQe3x3ySiT9+ts1IiNmRhNifxu/kP9D04wtHUdeJG/fhP",
-	"1FXohU/2d3/y3kuZg48Onu/+6EqI15SvTV9wtY/bjO+cK5ZxmkKWGn51uPurdxiL/L4IRcYUWwvWBZem",
-	"WK5O0FH0Wt+XTnGTfgg6Fb9eZ9RBdQYaq4iCjQQFNsjxV1PrdJPJRo5ZxkGZAaEYONi4+N8WyuCdr739",
-	"8DzuNJ3i7StsG3j73Vc9asOj3R+9EeqlyPlv9mx+y3yx73OcTaumAHKqqAONv8wN/P2yzP6spzaiGBVf",
-	"6DGrucBcIy4UmbKSBqhlwbLcjSopvK+l3ULU9bQm9MB3QxtTPUHPNsjQfltFpo1xbdtwNVC4CvWKeNpV",
-	"Io12NcIwNhDPaFqkLm3PjeshL9daOE1Tr9IECuGFAN2g+CQKUpCbFY8tqsJVKXzA17ICZ9fREvWGcqY1",
-	"LPyMO43RSxAtRGqnZSEk6TXD2A/4q07iOC0bkz6J+OyWOzxFH4AIfkAICCbVn0S8bsFvHfbCTz+35fRn",
-	"i6VaO2JVRp0wOHu/HZLZgia9tJfrfkR22ILIvhB8liaIyXG032JMF3SdChpfCfGKZogBc7R/3GYBTJQH",
-	"i1+zOKFX6yV+fHDQ5mOoxiSlpstnXCVq/VtlI+aW+haErqpQSy5Wvc/CYNBa0cxfXmDELnUEr2TVELnS",
-	"4+FI1Q0pw2jYEZpWNowlaJosGeyCIrWosIp0qTOK0LQ3IG/V3KZjVk1DY063k2hST6FrKORlyVD+2yGQ",
-	"pjaYhfQzqe0uWBpMKZhQTfkN8lfEKW5NWcvVCR9I6wNp/Q2SVjzE4PezxKX36SJ7HiMKXa0WudMi+s9/",
-	"/B8tkwcQ/AbmUAzSLCWJ2LB2kY25sZsCrcVX3Y032I66yWaDV2DDmgE0A4yNY27QcgyMxN0sliEYG0O0",
-	"NvYGY/4yScHBFInFNOGmpdM333hJapMkDolkKYuUCQMuwDpcbLcU4MIx9lbrIrBjSBPO9mSjZQ125Rey",
-	"qoHGsTmjMkbs03h/NowOaP9wesT6R7Nj2n82fRL1n8dDtj87oIfTo6jB/lXBcXcEfAcqb8NoHfSVsQCW",
-	"IuinmBZQQNWUJzGcPmVPZ8dR/zDa15N4ctynh/RZ/2h2ODuePouex/vDhkls4mx+4jy+gOFQHyJnNdy+",
-	"ehQqctjU5wQryJEurJu0FaE8hODhwZP+/n5/uH81HI7g//3vhkHPMsBhq1merVUAWozWBOzeYbiHw6uD",
-	"w9Hx89Hx86bhKnH3wX5Rg6zexLtYY11NY5KK6weLbBuLbIWplQyzQIh3ctHNSNtGlmrDdIlkEHdhAYR3",
-	"AMOTLnVVOwswZD3mcmqOdambJLagcLxjPR1MFNzuU2pgShuRxpsMqubOOpBe30XDvPw0QMDsfSaXTROI",
-	"dQueeGfu+SWv/VZg3B0UoA5U+YEM7CYDm+vmEQJ35tvTAj9EereNghOHBVsZxsjPtu86DH9JVixjRRWt",
-	"k6KeOxh21VaA/I1cYItjYQNKVnR9YqrAY1jAXKy0eFzUsrCkpoCn32XQrjda1CYf7KIt2ws8FKz/eXTA",
-	"jmb7tP90ehj3j9jxrP+MPpn2h9F+fMAOZ0f0eGpJz5KqeUF5EqwI4lsJ7ijlfUULiq357yMBG6vKJVN5",
-	"xhGS0pQlo0YXyaUSC4bVofDSe7D3neGHp3Q/HkaH02N2MDuiT+Jn0fPpkO6zg9lhfBQdT5/Qp+zZ7Hk8",
-	"jPanB/SQHc2O4yfR0+kz+pwNZ/vxXQw0Ju/grhaaL0Jtt1FaD3h+oxiEwQnU3dVAbjaNwnxVnAflvoD+",
-	"D4YH7W1RF8yVh30wSD0YpL6wQQqOfi04fCPrtIZsR6s6dQzVJsUgS4VkmUaJ+lU5U78oIWQQJPyEm61y",
-	"b63UC3k+X94U8yWFSQBHuIsECWv1IDS2ERrBwoQL5h15A0exXVgMGiRCOHHGxFnGoSmBKk2SWIakC4gC",
-	"HrxKIZ7Z0D8IPdAjDLCSg0OH7yEoHyMOADrMqGLhCGEKwCNfqZZpAakQ49lPPwks6oxx39hIYVygJC4C",
-	"zAHNEO9oYGrPvvn2jYH2HvMEASGrOEz/7/9jRkcyARIOmdN0pme5Rgy+v7NMaBnnRkzFSdH1nhzz0Cuz",
-	"ZwMkk4zIfDEgpwXIxohU0EAQAdRbRxy7C5toRjXuFpgJgKdLEoPWWA09r5GIX7h8wTuTnc8pUurF7ow6",
-	"+8dHzwdgBvVqjXZeXfTfXn5zdtl/9mz/4HCj7hBcgpbW1f3o2ewZfRL3j+KDWf+IPn3Snx5Nn/eP6RF9",
-	"Ej2PKTvY7/zQWpKEq6cX73N7+6BhdPU9SGQPEtmvVCID1KEa/CI0MBpIzQ3UoybW5Qlrph7tLlHNZWbs",
-	"8CkWbMPHgaoXwVw+a+cLCkm2k1eQPL9d/3OTfJCR7mJf949Zsaf3kpGQR0pCyxU2kEVnUgGAEJQIkHOx",
-	"4hjprAWoG7YeQO51F1IeASmcyjnwdAQE7zXzZDvoX5QvG/PUaUzJK3HLUgrFsSHPRi+su47tWaadFk7y",
-	"F7LBlAcRt72ClW2Hyj7FlvcerDJ3kQEeWPqvj4LiffAIXTMR9bi19/ImcYXMdvgFs/D6GLFt7niJixcY",
-	"BDv4ub54xvtcsHYEOoi9zGyQTaRXIMI3x5wY9FPdCBTUAbT27TLBd3podyXH9uMteSifKZsq+Y6t20gU",
-	"eoUHDzktX0L6oH4skxELPqMkcurqP02ZTGLMLQFMOchc4QZnryKDhIMdIoYWEz7lWH8F99P9khq+pAzx",
-	"hq3wyu26bnbLvo6o8KD2P8gIXzbpIobSkYa4tadthSDgftEcd7sg4MCIkBamrKnyv75gUomlBIRwQKGx",
-	"RWBssGbCpaI8YnvSgR14Ab5QkApMzQk3mRclEBoS0WgOADvJjGEE4OHQ5LjLk1KpOMy9AFxtqJHSG5BL",
-	"LZxgTscqiVgJycUKLlBnERLSECWCxSRNbpiLPza1SWuCGioIT5+oMb41RZDb0PW7cYHv2PrrSEG7SLK3",
-	"5IPfm630l6GBv0XzpT4DvwApA1i35hitcylzMDbVyA1OousZeBVTFUG3iOoOuWFsaWkg1tMKxS3LUrr0",
-	"IKnCg6N5eELCoQwN1UyUpZc9rOBLlCAxW6ZibQr5r3TzgzG/FJgnTd0tEplTuIo6wneNzCoj5H1hcdQQ",
-	"oq8bNmW2oTPqHBzN7xCtJErupV+tSHtSPYkleDRU1nEFHoTfB+H3N8s0limNvhLXMGb2nzrLvA7PAoey",
-	"UcAZMeUxGskATHapIimjEgIwemWAeSzmOeYmn61AVbNVJiooFyMXtAvzgczZOoL+rgKC+Ws3MPjBCBvu",
-	"jaBTIHvfwdcBE/+FXRytfRs2iTHJgLxjRYEHj8YDhf/XovDvmPLBGCxB/VyOEKTzBo6+GaGPZYCmywIy",
-	"F6uawlErmiiv3ghU8dV/YiVeRVN5AhXsTemtYMx1OzOaebVUbXWtOQSW0/jEK+Vm6qwtGT8pYDgNOrgF",
-	"DXaFZnm8FAkHBN8ZTbRyMCAvRM4V1vnmhEpA9eUCDSK1Tu9vC9z+Lxp5YfrYSRbNew9BFzvuy9XcVoac",
-	"zRIsuUzJdQqc0rszdmt3ZjTZU7bDBWheaxPRY8safMljZfpo432zE3w4Wa0ADIvNs2fJ7ecnBvPYilef",
-	"L5aHePu7Jwnjt0kmOJSCNbhmDlm9mya36InVrReQ6oGrOm5/M6jqPTdOV+0Z5gGl/NGssyXA16zZryKW",
-	"KFowckHX7S0gb+jilwoUMuvWMk6o/kQ9hAk9hAn9TsOElo6s1BNnTzb2atHcM05oszpN+zAhJy58wSgh",
-	"r5DRnems+fYhRuhfIkaoEBFqQoQ+Tbz5zBFCxZn+lCP9EB/064kPejC8PQgVv624oq8qUvxGAo4AuNCq",
-	"Gy7kCMONwPBn+/4qsUefwCXuH3p0J/7yEHn0EHn0m4g82i79eT6EXaVAHwKMNgOMvpY0+xBe9PsML3qQ",
-	"nR9k599eWNJXk5+hoHWjTQ4M5EwsU1YxykGdHZlcY11CgR4NKudTQbOYdK2JhEhF18hw0Isie2XvX0Cw",
-	"9nbFoGdNeJQsqZQrAIJBKbo/Azhu3Z6enmYz0AKK34B72ARP6hcJ/7Ua+7wxtrH4we49mPy+uMkvl5/T",
-	"nXkOR16SkC1okob2/hTdKUYXXjRgSLpqvUwimqbryptwicYcbj0Wv4Iiv4npAdVFfdkysShf0l6phFNE",
-	"syxhpjCkd6HShN9AuykjXVMnf6IfhoDlH168/9Or8xeT95evjPRJEZxpSdV8zN0XeZaGAQkfu94f4w+P",
-	"f4Ib+3PYC8ijRyg5ILo8j9ijR8Zv6xBN95z/lhj37YjM0XHnFpFlUpilkFoSpmNuaYh+IWMWFtyUr5QT",
-	"qkLSfXpgCj6jzKKnCAIzDmVA3giiNwtdx4yrAYFdxKKpFm+ZSAXwT4akZTbaE1bE1GuBlrt60Hpreydj",
-	"7n1vEVO18n4LZWTjBFhdbOvdwtFAYXrohGkjf4Z6xR/joeoNyCk2ytDOkPPkxxzWx6PhVFlPSaLPgGQD",
-	"cmmx8QoLh8EKh3pklv/kUDIXJ1oru+Mh9+jZr9wY7UnlsILAS+m/02jBbAlYg6JR6HRt5fWNtbiTZ3z/",
-	"S3AXHNJO77g9ylBT1waVefShq482HOmHRNkHofy3L5Tjtdjg/fcz9qxFrrZUdMbftwGOjgqUQgbFgw1U",
-	"qWk69MI84cGYixno2aWC4+4zPxoVpX/8LmyWmHEKv2SdmWIjzCTL8N2HdD96zg6m/Sfx0ax/NH1G+8+j",
-	"IevbEjPH8RPWUDnAsrI7Vmf5VQGxujV5iEtsE5doj/NngWF9B4D40ruAekdawrIau6qHpDrmDkoVWxsZ",
-	"xP2QdF2xql1gqvglwNyDPD7mAJWKjweuQXbLuAoI+0Ajla5BsNtBIgKvqCzOtYtxjdURFEitWorNUWfR",
-	"rc5YpiV2Lbxa/OWAUBCXx1wTLetv8xdPy6OzXDqo5q0m5ABBU8FtZmBUTcmwKmxrIsvIrXZKIaQMMQWV",
-	"a81DyLQyK9fDskKp4NdSaxw2raqIbM6www1AWd0dBJPmC2NKSbIxD+0bXbt0cc4q+iBU5ldztjhxUaRy",
-	"TjMj1ruqDPptrU1UcWVBafDZQUZmCUtjyCiz9WIqaxMeDY/CbYGpemF+0bhUb3k1Exg+OzoeDoZDHJOl",
-	"6q25gw9c++b8oj8cDof7hwdP9vcPDveH+8dD/N/+rwnGFjfhAcP2QUb/F8awhXqvlrtogo0+SJ9y3gfK",
-	"dmkJ3C4wW0y86isqb5oF/deCs7Um6tfJrc27yUjMoiRmRPDtCkDoCieEbqIyGPOQfdC7GWpmIm5ZtqRJ",
-	"XJpmQEI5F5kK9bIs9BoD3/ET0gDx1zhpxxzeRjYfxrlUITC6FQlfn7+ZfHN28fbd+RWUAWLAkzW719Pu",
-	"DUilIGaTNoFfXcFatSkMBs0js0wkuUl4XPiqaZo2VgTTb3ba15Wxg/pOf1ZTWNBUXep6SRtYG8kWdglJ",
-	"1xbV0c9tyaS7VCxjPF/oA6m7wpQnaFkfzJbFIUtr5VmSvf0efF49aOtAjBnXpDI29Wx+br1Zb8z7v7lq",
-	"bcUpu4tyl3nX7EHDa6Ph+Svm0Xlc/hal2Xx6ft/ybN4YbDkNTZHaFmkbc79KG/kMRdrGfKNKGymhCHga",
-	"mXMz6NGDZwX/TsX1gJzC4zG/e123EwgMUtm6KLss6YKNeegpBf3v2DpEp8kaJ465WOiiGoz5mJ86pgYD",
-	"NJVAvAXZk2Sh2a3WG/XgsCyHv/T4L71hY24DlCrauh2erRfdLT4valV7zzzN3Vbk8z4AXbtkARi4X3tQ",
-	"BZqSlCrm2DuUqw5pFLGlCklEuVf1H+pZm0PhqrbpY6RX2FXyLFX83JME1gyX7G+5VCSCMzvwTw6UvK4s",
-	"7q4iJiN96u0aYh9G1tA7Y9sm0/WY42z0blT10W6j5cGsQG9g5A2Q7crFTJs/xiUOe2aucE6gZKqdIxhH",
-	"nBSFbMsdTnfj3F3cUpmwIO5tahJ65OGhGqFfjfBfsa5gcXR2OeLgSj6UE3xQ/B/KCYIs4Yhok5h3nzKC",
-	"MsoY4wm/fjxNRXSzpUj32YaVH+uUWdmiEK5MS4E145KMXeep/mlELl++IEf7z4bkxbu/gBn8/dXL/jNk",
-	"Q5TgPSWZWJFuxYEQBkUkBv5lVCn9TxAItFRipZGJCS/RPxqDc0BCLPWq/wViJRBfBu+w2yRmPGL632b4",
-	"E6qgRTst26uWK3snxuCPFmlwKoB5Y0FTggwGxROWpmhzoEQutQgp54ypMV+JPNWbecNgkaj+/xd5SrUU",
-	"sczYLPng7P97tYz4TzjIi0w/VutLpi/LbugQxT6ox5G8LdPrKmdsSAnRXTwoZW2AZnBz+kuzO2btSPfF",
-	"u7/0vNv7zl6+3WpacU/TRKpdKeX6HZIskICac2QuT0xcU+YN0u9LkWcRI29OX5+Rfn+ZT9NEzllMvjm9",
-	"OiMvz1+d6ZsAkVEmSouDtg6OPPMtKC4jEDrxSUCKdmKqWEBk8nd0mpl+VbJggzE/5fZB5mMFYit7kjCa",
-	"pQnLcFLdG7ZUBILaqASyiDUTC30Bp6c1AsgUk6bIYMb6+ItFOOFQF7XWfcmFImtmS4M1Gffc7r2CHfmC",
-	"MlO5p11yExyQh3va4p66G2KDEVOzk590QTOmn2+JMC8hpHk8FNDSBC8uaDlwfETCOUvjkHSpPeQZeDxj",
-	"rSPigR6VGDEa3GUvIKFxe5Y/RlBNY20YGfwzuDV4KcY8fPfi8uzszfmbbyeXZ1eXf52cv7k6u/zL6avw",
-	"pNTTgq5Nb3DbAkNzQH/+I00hFNaEg4Zj3p0y0Gx1f70BOdNkBD7Q1MNw8ABJibmmLh3Vo16WANkvx9xy",
-	"8Z039tJs0Q7lNcStLFvCR0TvAozILCqapPQsSdfGvCohtlrDWa0xHPvrBB2apnWW8B++BpExi7OLzPyY",
-	"s5wBZutCSEWOh8OS6b33QIFaUCDccFzL+9Gdkp9vW1JLyQ/m2J71GyYcbus1C8n/x97V7bbNm+FbIXIS",
-	"G1ASO00+pAp2EKw/B+v6FWiAApuLipZex1xl0hWpuD74TncBO9kF7U52JQPfl6QoW0rtrF+7YAZyElsS",
-	"aUp6f5/n4SB8SW0bB+9w3wo9kWohjIFimNA+mljwYoMsJ/kpDJxZJopsiPzvuNdnD3TvUdu4TSRZDLzg",
-	"H+gb997h4mCVUxts/BU1MGFgQWfSIPZ1jNuIyAunmMX/RGvcT1n2JWMzgSlLy+dP1wgOt4E6ZZ7MiPwz",
-	"GPalVgZ0aPlNpOv5kd25efui19rYBfuWifkwFzaGMrA8Joo+Mwpnet0Rl+CNcIv/gHG5g53bSzTHjs7W",
-	"DVtAlc+5NBHgaSAIV1SCMUDo+WHCeLO9NrlR+9FW3X4ikcegZs3xiB1q3wVRXLcfVOwEE+XAqyQtaMGb",
-	"CiLtunw+Ov/lZDQa0d7LXUvzpbUsC/71Dcg7Mz9Kzy8vk6OFkP7/8Q6tv4we664uqX96nTST9WFNgZ0e",
-	"8xxbdVnfTcS3oDVbNwB2EO24dgGc0wgf0Lg9HdSfgl/d7MX+TBBrz4RbVvEH9HC/NQdnRBEtWQXWsNBE",
-	"Rh8gXVCLe6IcNOuJT/94fDIa345GKf79pWf6s0otulfOpmkndpzHLV976o5ztMfcn41uz5+ll8/Ty+d9",
-	"czdq/5l//AHy5VFMv0+7G62CNcGHYGmnTZMrpoFX+XyzpabJr3jf58OoONPaL5LCjlpvOHUj191GLmFc",
-	"OwJDIzWsAZtxLidCr27IpflQYyKtK2USoNBpnARpez0N1utL51IbYDTlRse6cbv2AlBQRXEiqQY8TFxf",
-	"uSwTd5oxJSwQDR3huAchAdsEVNP5dVlOpAsIfe93C6MdDm9iBp+l9YvzvG62YIhu2N5Y2+jc35uy3DHd",
-	"FwhB/mZLq911J9zygcz8vY3FazCbcaVf7O9nHVyzvh8m8wa5uNKzbj2a0cfyGAf6dgW9WBnLavtOL7ko",
-	"MmIbFMCLUqDL0BoKlyYR3lPwklT0hwwbXoRlwSyG2qY5iHsoUvbvv/+jGSpXciaqhZB3WeLf5KZxktKv",
-	"srPdfrtF4UkYHBnHNtINiP8zZkPi8O/g7eu3w4lEbKU9LK/WS6M2j974VEi0QAswvOCGI1yjdcAUcrUA",
-	"TYkd/vbwMwnGGfEPKjhZViKngGTDYRxr3Dwmq7gB5BC3xmH/+ifKVmcJqxShHAvkDBBL4bOaKrT0LkNT",
-	"n0F6Agj2b+ygw1P2waZrURY3s3m2bsBE7k5A4dSxKYlyn+puWI476jScmyVsZXPIiTRQlrpFo/CCRX5V",
-	"htcMSm2T52YUf5cXhJBqrdFEtvAjMcxLaIKZIKlizQh6hYWtx+ke3eBj994O9I4ANf+tA/jBm/HgK3GU",
-	"Hv2x1kYtELcU31346m7hDOC6ya35XQUIaHKQsxVU7knaHc9BS/e9aRHex93gghI/4gB3OMAdfl9xTXyU",
-	"bWAcQ+v28tlteMO2156h0EGfz+7yklTTqQqoPlFDMCOHaq/U8pMtwKP/FrGQaQdeMpw+FyW0PIDQrJbB",
-	"fCRks2kG/qwuE/qKi/I7BtA/yX6+EV9qUQiztjHNvUA4CPwNcuMMKZXGdjaOrzAqP5jGg2l84qbRPsjt",
-	"pOb7mkXxkBYn8c8cfYqKCGVJryJVXppgxxsxm4GQuUwjWFZsVgfb2U8T1Q7JxrbMbpyuOGvo7HFXquJQ",
-	"H74OsZVa3GJUBnmNukXcACUrMZm7gs1izrHnDbBBZgfPAnsgYigkTsoN9WEmss1tTlzLP2QqmLZgtsEK",
-	"RduxY6TYaeJFWf7qegNPyLi3qcvjy4vnY0ddtr/bfXSKlOGYl/zm3Qm1dq6uxufP9rD5ovwhNv+AGj74",
-	"iv9lurCJLZzm5cOl8Qg9jM7gMV7EsYh7/cgNi+QmNuoxrg7t6VwD1NVKWa9CSBDn6Jb6uPbNFVOTJqeO",
-	"xybz3+ZSR5ywieS09ZqXOFES2CB7/TJSIkqptZUFi5UlHVWmUHoJ4nJYz+kS/qAZ4+SPg4DJJ1FknvQl",
-	"iiBJQhJ1E1mplT0W9ZLwUKNUzzbHpnysisVPTgx2FKrYg//irnjwEQcfcfARJMLjTF07Vt3VX+wsHtFH",
-	"WnygIOMKHogVajoprgsSgESYLDSM1+6STPh+Ip2L2OIdb8GWKOVpmKeBxNzNjkRu21OtwcR0xMv8cnQB",
-	"xcWz83x6OR4/u5rms9Fzzi/hil+MR0VxwcdwPrqA2dXFdAbFeArjX4rZlI+n5+ejX0Z7meNaFgdbfLDF",
-	"B1scuNIxTHJXK7wz56/LCvt93nvi9tZO8wXkQqOwmtxos2P32oOaB1nA6meOupAy7mArbMX1RBJ7Ybpm",
-	"DSnhGg29pyukLKYrIGmuYSwME+8HvMGwX8JEDrjbHIpr1kziUwUlcG39w1n8sWNrufDdXoHxSOZveDqR",
-	"mTs1Q8oeuYq5MJ67x0sNDO+VuId0i+/vmvMI5hEzlpfAKzbgE7ldNbOZlw47dAU3xmujFtyInJWhPM4L",
-	"vjRQDU8dYzEj2pnrjSOjZHsq1ptqnPadUgUbhOyK7lkavC06yInsamkkTILAfq/kC69vkPMawcBOITFI",
-	"klCXOGFOnBD731gco9JdwvQKloYNGnoaDxre8HWJfecS+L3TM/BEHVUT1jaIiCRUvaPuSSm0gSDk0cvG",
-	"o3xuiwGLQuK+p02Yp0c2tYlJ8WTjAf+eo23B5/8oObLvByaU+Bb7sMk1vY910+ieK8NWvCzBeH15bRhI",
-	"U+HOSF6txd/QlkiKo8DuE0PYhT7EEIcY4v82hnjhxfU2XDKS1aYRb66fZhTFErHTdJS07agCy2mCyxz6",
-	"4goqyT2Q3XW01WM92uCeqN3jK3wehUbSsJVaRcXA2GFFtUYn/ysk69Xd7S2bPcGOy0Yb5f3L29s3L//8",
-	"8u3tiQfb79NQOVTMDhb2YGGjLE3zEo51BKXfNUdzBvEbOZodFvK6sotlLY1/Tf4E65vazI/Sv3601sHt",
-	"L9bBKnxv+B2Z+rqyw86NWer07ExzWUzV11MfbPttXqylPONLcXY/PvPz6qB4vatUUftAtn1lvhSPveoN",
-	"K1XOS0Y/h2nDI9WKBf8MrKpl1hoxPTvDc+ZKm/RqdDXaHuZjuCOb471w3IrjwC73khGes8TlGm9xEERX",
-	"lUtqrr3nCazdJAS3Onko3ThtSEyN291ejFdCtkVt0XcbfkfKGQt1j5iEBTPzStV3LmY2sNzmnagVke7c",
-	"qK3ncntgvypU8HQCvEwqkpCL/WRzSX9Ox+W+oQDMBkHkN9L4ZaRN5zb/bwCAOmFFrc0wGtoLH22PHLjp",
-	"SVTRXeFYDT9lBdO5Up8x1ebsrrRBTHT1X++tMYBVx+U/zBUrRIEw++gM3I66kxUJ0UNkY48mgyf8TKdi",
-	"MxuE7uOCr9lclaj+HK+AV3LueE0d/JvnqJ1Iz6WoWNiiMGydQPscbm9sKKpm17RoyLARTMfvDAygjUGt",
-	"dQsjRpOIV9ud23XdG7ce9m1SmopFqD4TM478ngZUjqFdE9lgpuqKwRp0vGo+cNBHv3387T8BAAD//w==",
+	"7P3rcttItieKv0oGZyJEukGaoiTboqJjb7XLrtYuX7Rledf0NOtPJIGkiBaYyUImRbPLFdEf/5/PmYjz",
+	"BvtFzpv0k5zItTITCRAgQflSl1bH7CkLBPKe675+66dWJOYLwRlXsjX8qTVjNGYZ/PMiZvOFUIyrK7ZI",
+	"6ZrF+mnMZJQlC5UI3hq2QpUtWUhWM8aJmiWSZEwuBJeMJJKoGSNSiYzFhHK5YhlRglBOGM3ShGUkYz8u",
+	"mVRklagZvkznbMRD13G07n7H1mGPvOXpmlCSwThIRLMsYZIkakgomSaZVLaDGZWECyKX0YzgVHoj3gpa",
+	"MpqxOdXjZ3w5bw3/2tIDb/0QtNR6wVrDllRZwm9aP/8ctK6oYq+SeaIuRZpE681JX88YmSzjG6bsnHEe",
+	"kVhypSd7QxMuFWlfvLh+SVxzZJqwNJad4YiHo9Zo2e8fRVFKpYR/slHr7Mc/4lPToPnhbGUeSxYJHpun",
+	"YUDgYxJmjMYyJCIj4SpLFJNhj1xmTDKuiOCE3bFsPeJuY/RCZ1QxkupBscwO+4zQCXwDm5koEicx4UKR",
+	"tl746VKymNyydaA7UjM24vb7CUv4DVlyekeTlE5S1sE1Zx/ofJHqxR21YIwwwyf9/tnqj0/6hU2p2ARc",
+	"gou4evnNCh1IksSkTVMpSMiyTGQ988s4iUOScH0+aJIuM0YmIl53zsiPS6GYnh5Mcy2WJBJc0UiRpewV",
+	"Rt2Pj6ND+pSdTgbTY/aEPouO4pPpU3o6OYwG8RFrBS3dWZLpi6GPkz+jecJfMX6jZq3hYeUhYypbn08V",
+	"yzYn+A73Wd+WFU0UmbCpyPScVbZO+E2vVeoomesjnXeTcMVuWNb6WXe0oBmdM2Xu9PlikYk7mtat6yIT",
+	"CyFpCgtbXI6TaZ8NokPafTo5irvH7HTapYeTQTc6io/ZyfQJfTp51gpaiW5qQdWsFbQ4ncN44q1LNRXZ",
+	"nKrWsLVcwpubi/V8mUmRVY845OyDGkfwRkjEFM73ImN3iVhKsqA3LCBLHs0ov9FnXDIeO1pDpkmqVwYp",
+	"UKKKE2br/+hf/E0kr/92vn6T9D+8ftdfvz78zw+vvxGr19di9fqlSKb/2YsGKbfz/nHJsnU+cRxVcbvo",
+	"B3cu+oPjYOdB8Yjhd6yCGJ2TJU9+XDJ9N8mCZSQVN0lEU0eV2pS8f3/xjSbIlNwIEZNoJpKIdc7gRGlC",
+	"mrGlptiqR75jC0WmIiNUkZRRqcjgmMzEMivdjZN4MDmip6zbjw6n3ePpU9o9nTxj3af0SXQSH7Oj6eDQ",
+	"LgrS4XxVSuR9+zXKl2twcrLvar2FRaLp5qrZX4a49RQpG8U7hqfII+zId5ChFdhNO+da2TJlklCp6UqG",
+	"VFbviGlFz65zBp2JpSbLLEBCbHtYcomUmqhkDvQpkSMO9LidsTtxq2lsIomkU6YJQ8YWjKqhfhHHIk17",
+	"d+IWCTWyoU5hT0e8tKklQv15t/X+2/gdW9dRqPPLCz27KgI1eRI9jZ+x7um0T7vHk8Oo+ywesO7R9Jja",
+	"36oJ1C1bjz+ZSAGP3xzzJb1hRCZ/ZwE51Bt32O8Xhn3Sr6YdwF0LixizKV2mqjUc9AO9oobs9/vBdiYQ",
+	"tN4uWEaVyOrWVJjfKxb1aXw47UcD2j2aHLPu8fSEdp9NnkTd07jPDqcDejQ5jr4Q1b+kmeKsdtAL/Lli",
+	"zEf0MDplg0n3SXw87R5PntHuadRnXTvek/gJ+0Jjvs4olzTSw6wbt8pf2Rh5f/KUPZ2eRN2j6FCv9pOT",
+	"Lj2iz7rH06PpyeRZdBof9r/IyH/WH6OAWJAT3n6n/9ISEuNwuOlikSYR1aN//DepJ/WT183/zNi0NWz9",
+	"j8e5UvEYf5WPbZNXph/stV4E0bQUyCDhYqWXqVI16fq6SVX35qvHFdoMDMAO65LxWK/F156uOQmcsVgz",
+	"aJTx3Y0k7alYZoStmQxIeH55efX2v85fvQs7QPlXVBKhVSNcMxYHI86FmmlewVLJiBF7esRf2ICEC5xs",
+	"GOjlTTgJY6poiNzgyyzzn2hsRPrPtsIvtLxft6yWsSaSzGmqjz+LhyRM+B1Nk3hsfg4DEiY53xprRjBP",
+	"pNRrAwqVfd/Il70WTEVFs894MaC9Xcdkol+CDc9YJLKYxV/uSjwXfJom0VfaKXMBItOpzM0B0TLLtAAk",
+	"FVXM2zz4ewx0NNHflnfRqYB8vMjETcakDEFtDam5lOMo1dcl1MKxozdckFTwG5YRcz06sN0vRTZJ4pjx",
+	"r7Mc7uanNLo1Qp1IUaDE33Jy0Q5jpmiSypBoNqDpZYBWhhEP9VdhB+Y9p2vQ5GOBcq2asblk6ZS0cUGg",
+	"9SQjYsU9KoHEA38acf2bblJ2hiSc2jUJe+SNITiW1oy4XrULrljGaYpz/eIr907MGQ5jydmHBYsUi0Hz",
+	"ZzERnGgaKpMYDxEObAzmgrBH/hMMAr4wrrnyz0HrjVAvxZLHX370b4zFyhcNREZithAyUUMScqHGUz0W",
+	"pEBWnjuHVz8jKbINe2JMQ/7lU6YzWE1/Ml+HlV/SdSpofC3EK5rdsK/LaCYiBm1P3LGMPDkm3yV/GpJw",
+	"gUMaKyHGqR4UbuA7lt0lEXuf28y+zmA1m59QtM56BjvSDiWOaOw91UKGlSb09jobCirJdKpYRkIwZHXB",
+	"khUa6UWWtth7ZdfWemYxmMK1EK8pXxvRQX6FVRKCzClf232VZJqJOZJNR5pv2XpIwkxzITSCxmGPXH29",
+	"VXnP6VLNRJb8ncVfmSsZm4YRkjSVMlwZWCmqZPgSj9JlzGLNLpbeePECvOeLTERMSn3QXnCVqPXXmQiY",
+	"/TY8DNYKFCfTKQOZw2z/cFM+BGOZm4ZcLhYiUyx+zeKEXoNa9UuQHc3ew3JfIay9G+J4rsc41rqfHv7P",
+	"VkFEjS+K2EJ5MjqN4wSNZJeZ3n6VaNVwSlPJygP6frbWqstMZIos6HquFzCRhEKTKKkuvDZ+amWMmqXY",
+	"bKjMO+CgaGlHc5kZVZbVsOSO6VO3jPUF7BQV6dcs0+RKEXqTMRYTJaDdVKxYRuhcLLlqBb5Z6sSYUbaa",
+	"pXL9+q92CrkHSUz+xiLVApUyqTbVcmu90gzReMbanGmO4eyFSgtmnc0lizJG9R5SVbVs6LHRK5NIucQl",
+	"dzp/TBXrqmTONhV/vWaLJGNya7tSiYUkK5GBFbItmSIT8MeJNO2cEb5MUzAwckEYr+9bv4e8Ds0TG2NJ",
+	"akwmvr1vhyUjaKVUqrG+olunpN8imioxrvSV0TthDsk84UvFznxqJu0B8r4ApYVGM3YgSZpMmZ5k5/5z",
+	"X2RsmnzYNn+0PEczmtFIsUwGMCiWpjhCqsdbvAXydpwmd2x8PnleuVTGWrzzTJn37j85rbEt5W6Tib43",
+	"7/Dd8n2DzTaL5BoM/GtR2vrC0S7Mtf7OvkqkcgLvxpK84HcsFQtGxBSWfPOSavmqdgtlQDhbaaINO6m/",
+	"ThSbN1wWPUgzapplFP6eawZ6wyopjTAeDjJbzinvZozGIOpxoViv0Z4tI82gKxpPV+AMyZZM02TzXi8/",
+	"YBMhUkb5xhbC6uQN129Dsy0Ap039HjRb0t/rEr5zN64UsKG56h0LAxLC9QBLV1sTchYHjsQvuUpS8wZc",
+	"oLBjP2AxWsbMfQqB4piYCmzb3jy9CPYSxvkNrAi6yK2wFZ467nRMa+UE5sOdTBqAl1wPW/Mg0JujJDav",
+	"GeF785hgm02tuKhpt0AUg8Z30kxjWYkDkrG/oT1CZMYkcX9CanufgHhB0/TttDX8azOl/opNWz//sCm7",
+	"CTdWPUI32kQZzr6aJSmzNjH9itnSLVcgP41NxAvzDlnylEnptq/t7N3j6+tXoVGtlGfJ7jQXc0wUSPNV",
+	"A+n7gk9F5ZqhmFqwfWCEDESVuPVsh7jhYafRYiVNozJ2CkFzpmZiZ+wMvlWUGS7fvruualETver29C9I",
+	"j/HsJII3oo7OmrnNKVm49+1ESRK6Hy7iMEDDGZUkREngkq7FUoUldcD/rWpyxSCZas0HZ7FtOUEX05I9",
+	"eO3ZBxqpdI06C/j3C2ej41H7/ASAU2/Hrul3yJLHcBkSqXUK3TmVLLC9F2f/eAETl5UzN2u7k57ZF5tf",
+	"Odc0EqvGJCrneONMoGWs0bf6XfRjgpd8333Ey3wgbWwH7KbgEfOuM+xl0RJvoy/AghAO+v2w0xvxc+4i",
+	"EkUKdBM4UcYgHoezldUEh8XmJJnT7JbFIx5+6OIHXWwo7ED4x0ysOIwqIAlHIuRCK+Evw7ACQnlMQLcc",
+	"8Vu2UEOi5Rc9Ep+CkpRqoqqblUDt0Qe4k1I1FehxMFak14LLfE6zmphKayzmmvnoc24vpZ7qSmSxDIDF",
+	"wwRYJsEg4LiX3AjgugJ7NBGckQnlt2hVmLKMLOgat8SqeFNwkvC1b3iQpG0vTmdIpglVxnBAjvrPjk/6",
+	"vX4/cA0kMWkSdaCFATAwRYy8ubjs9vv9/uHR4Mnh4eDosH940sf/HQalKAFJBkTrCm3Zae0yTABDMNKN",
+	"T2QdUwhs6IBH9fKdKd8+T9fyL3SRcpR0LU9KKQhMhovk3Njd1mpBtiB7VatVCY+B95ijkx/sRAI15HSu",
+	"ZRnuO8/RLq/ZBGmjX5XyeMRlwm9SpgXdaZKmIWnjAziP8Jr+STKlUhCfNcfn6EL0NusARQEe6ws44ks+",
+	"11+y2DpzDqSWoKh5iSgqb+ETKdKl/h76iDLGeMJvxhm7S9hK92aF3XDE257sS4z+G6BvztrodSvmaI5v",
+	"2Tr0jbPmCxvzKEccDQsmAg4NvHJppEFQDGxArxHzF5aP6nXSBwTWBDZTTwqCloozcAcRoiG9kemNzy/s",
+	"opZBuyiNSl1N6wgLegNSiD0Ae2nn7iMX+oeBo/fU140uU6Gxz6gcz0VWJUlpXRAlBC7UDKjUDSNTkaZi",
+	"VakaBiZGrCY6yoSdETAKI98uh4YFLS94tip0TUoUrUx0rSW++ivowWgIAjkR2NT04wbiX7Ve65YncPFv",
+	"/gi3UQl9MpraDfY4K002Gg7l79SWUApi2rWwZkE/bT1/32tZa5mxQVmk7dszNkLCNG1HkQdfpk6nyDQn",
+	"WXITBD/ihiliToymYjyRMxYP8/h3+yFxDWLUsH1Xy1SdYMRDKwKHGPJsWs4oP9OMULPwEELJlBWfO8Ah",
+	"0ZQQkjbG2xg3GwSpscC3z+QMTWTwVpzRFddv5NIqNmoU6sI4VlSOeKUGfoYfLDMWEqm3djVbB86r7XFL",
+	"Z9tqQ6AMyiwjblIvCpawEjM0cYNBy62h+7cxe+EqGLEH/mGNYkXu51raZH/LOFF1ctD3RaVEZCRO4iGh",
+	"xQgM/E8bZZuCIGNkIX2swGEX6g3XQ/WknE6wRWYh7RD+uGNjfIXF0IZ9GGUMfHTYCkpc7RD+O847x79h",
+	"ePo9PWTITCLodR6ZHI4A5ScTnGTIuY0EVozOSduJPkvJsnHC76BzDLincZwxYGtwYlAWPyPFT7QsNTaH",
+	"w3ynVTaIw0Jbj/luxIsfxgk4tOMQQ2D0M73yGISkdfMlkIOOmYQVyfR7B1Z4G3GbxOKmtWKTmRC3IDpK",
+	"yuOJ+GB5bkzlbCJoFpN2aF4bMx4vRMLVeLnQCjpshn73/dWr4vCJ+wRVzXEmFHzg/cLuGFfjzATahCgq",
+	"u18Vk2osGVdmmeBtb6ZnJDQDHstkvkxpvhPe6RxxarNy7EvYkt7S9aK46Hbx9B2VECnFS2d9xtKYTNYj",
+	"7sRQ0i4I1SmjEsbhPZ2kIrrNt1uoql6nYpmNOFszSdp5MKHVhMLAizB0FNN/6CjisKCFH8gRT2Jv2QKk",
+	"pC54qjQMpw3ASZXuqCJRdGRAn3HXoH+IZblNbx3SRKpxMseIAdOifnYgiRTLLGK4WfpgbbYCp0i6Y4Rf",
+	"R2I+15+kCWcHsoOJiub8TGh0mwq9J3CI8AN7Lfz1gOEv5xOW6TsPh0OSH5dM6ymFYfTIo0fXZszkJhMr",
+	"+ehRHlKq+yNiOk0ippXCecJFRu5YJlHhR82KE8lUACYY9kExLpNJyrqa4IfAOzT5QX4WwsPOEAwoSLMw",
+	"PFMoGACLCWQD2fi33oifS8hZTRXLSDv89sU1eQwhDP+Gn/4RieQdTZfMbyaRJDzu90k5gLmcwVOjQgWt",
+	"jblo5lVW4NzXyAkMy/I1uzKh9x5ZMt8KWj5td3+azizBNHqopxp6j27ZuvQXaqL2D+NKylvzSX35sU/O",
+	"y79Zit0KWnXk0/upSCb9bwpU0vvBEUi9zGVKWNKUkSwVHhqq5CQKj9r4zzxxY4PW+AtcIBeFjgrXHo5E",
+	"4Sp7Mype2dYPnnhSpUR+PxNkTmPmePbQM2YEvh+PqFkmljczZ9U2mcYkElyKlI14Oyd8CbIijxRyOmcY",
+	"Bw3xzZ0zEkZpYui5ZdNx6MhRtuQjDrxDsuwObqN9yVIgaYwlYW5O8X6DqAt9LD/icQSZZ/M1fcwkwaNZ",
+	"aMiO3PbyEXan2ErOwXBvCg2YPSK4R5pwrGZJNNNECCg8F64PvXZRmsCZt8Hiel1mAii7ftwpSUF6czwZ",
+	"BGQZI3RYAu0JHxhAruWvYMSNbTuwggvslBVc8BTIssy1e0N75Dwnz3pCm+TZUeJNAlqmwwWq6RmnGtFN",
+	"7/0oTUo0Jb8SL7iqsnXnLu3C+T+QAdnkl5WSYjuk+raFnXv7tT2F4mcwF4us6TcCLEdI0+s8lijkIwMA",
+	"wSlJU99lOmGp4DeSKFHlztypwNujXN25d6jBQZBRXkcEQFk0iwk8VpMMa9VSM5atEtnMptA0Pi8WnDX3",
+	"odWtL9Mnq7k72COb2zNA0aECGsvG0jiqjcoNT1JILNc30fgt+t2K/8/+L+ygPYOvcWUJNI03sfkEMN2x",
+	"isnAqMHmT613CFAnACZEFbNcgaiUJjjiPl+y6tuBdCojvl8gkWf5IbGnW9NaDOIkQHKtvaDK5wwNJdvz",
+	"W/1bEwkesYzLYVmBsqSjoKEHaAXyr6J9r+QLwIdixVG6NrGoFunDvS2mqEcW1VoB/074jQsXYVoA5ppf",
+	"W20frr9cUC4dXyyyfqvro62KWwiRvQmDXdTqY3I9o8pjafolO2jw3uZbEvb26c0wsF15yo4g1VywwtGy",
+	"LNV5GGVhfJ0qIrX/chnDWuXgv0dQn0KYix+CJbiva/I495NDfBZe8nauMneGBWMeKUlzBjDImiQ7PfKm",
+	"OMF7ngg7xbojkY+o8kjkK9TsTDhNtC6Mw/wcEIwg1/cnmtEE7LQzcpPcMd7QiA2q8a5zF3hxcjb6XGQF",
+	"gSK/y21zDwMMUtekhNG5OQCyc68zZsdZv/5AjYtGLz1Ejzjg8AJLmQ70QWTT5MMGiSqSbG8ntRxCrTmh",
+	"0fp65LV2jUsWVrOI+mIAgwY8lkJS39QaQO+3ls6dPDbu5NqRbTie3fju0XFNhAHIv75oUebTmxSySHLK",
+	"t9MT7LwQhtJG1KyCJ5EW7kbpABb4bolf+Je3INBVunO0NLzbHY1JA3GiSCpu9nFJ2yCUz+GQznWRB5f0",
+	"13BJ26PR0G3KzQmx47yH59Qdxt+l6xQQEqqgr6rUzPunTvnICs3UsyhbL5QYm4SyXSxCHhAlFE2JErf6",
+	"UmE0WfsJuDLmNJWlqNVBv99D3akyojmhyuu5WVTzy4Sqc/xmM6xZD/fNt29cnBykp9kQOIwNN1l39tZJ",
+	"mjLS1qsuESxhqz2gub56m/C4ar/NTrfDy7fvrokNzws7aCQBLcP+BoMyccCVcUs/7KsnayXTHhETa7hz",
+	"Ik2VvAVNvLX2UupgGveSFTJaF7DNPrBoqYUBgIE02+f1aYZRPIyHJ8enPUAf+lQRuBCLiQYudDL9uEzi",
+	"RGnxNMZYBttOr7VTPpO7b5+LmIX2c0nb8dCdu1lknVVSERzckozhCxWwKcW7W6YimzMrC1k7JBOgli+T",
+	"NL1fMq+WXkp7UZHAaw5XM6pzpd+upjeFsxgA+QGhWVPI3sZh2tqJe7H6cGz7tgDbtZl7uLkhZh/zwdVu",
+	"xG4REWgj2yte0XzyOYRD5K0PcuFXkAvdeWgaTmfFm/uKhfkB/P2KhXut5Scs4+9zCZ/PaML/TGWldI1m",
+	"qUJkDZUz0u5/ANPQk2MyYx9InNwkCtAZXvzXa/xGBps/XmeCl+Tb/oeT6KR/zOLjo0E0OTk8PHo2iab9",
+	"U0pP2DN6fNiP42N6yAb9YzZ9djyZsvhwwg6fxNMJPZwMBn0AkV5QpVimB/z/a/c/dP7tr/3uKe1Oz7sv",
+	"f/jpyfHP/7OKj8OsLzNxl8RVPiRNnP/j3ds33avL52RhXsNTxJlaiex28xwxi3NVbOpCSaQ1JgoRE1gg",
+	"ug7x94ooMgEJU3pzY36asFnCMUxpzSPzkItxKm6kcZYapsQZi228je4E85QEmSYfOvfyZs0YjTH4oNZk",
+	"CqtyIAFmncCryBNguvr4m45NCKU+BphooH8rHITj48NB/+Rw4Am5CVdPjusH6rOFbWZdO0a4yZjJMRNS",
+	"naHvPuEmz0jNtBAKAKyEZgzTpjDXqnhiZ0ot5PDx44mMuvp2Scbi3oRP4NT3RFYZvLlYVl0vYKIY4OuO",
+	"mAL/xBICbzlbwdJK0qYkXOleDca7xH/L5cS116lmujKpFMKdYd91zLhiWtsLAVovbK4Aw/u76Ke9ae/g",
+	"5TKVMqY3bKlw8gJzq8wS2vlU0bFv0BB4bbSK6juNarfLAjMZc84+ijbjCo/6Nu2+mSZ/uFWTh9mOMbqt",
+	"Rt6D6wXHYyZS8Glu2LY9aj1Fkf0et2maifnYrET1UCTjccEt2kbAaxcefCOY0yaBICz5LTc3aSfdScXN",
+	"OOEx+7BFnUOtMRU3BN5ssBC75y0Z4zvtQ0i+9Kv3uCA1wf4BCSPBp0k2R/KfMZHdWIwFZ+gODaUoTu3M",
+	"PHUnGlxWXJjX0FZB2i7crFPoDHqwwyilS9uXKpXgD+NZpcCgN6haZOjtTFq0jfonoHQag5ZTkAsXJicd",
+	"dhOrCMSL+UKt76cQvxGmckdlxvaLasYPtxYyiKcG193WoSiEuELudmeLONEQomCbbFqWSNmHRUo5tXn6",
+	"ewuisEhapDMzKpwds4I7JFPbRT5sS+t/qFvi5yKunJxUMKk5jWYJZyQSMTsjG0tMoHWC76KaKTFFWq0E",
+	"fCSB80PEhHM84qdixYcjPuIfCWbCko/wAflI5oxCbN7HEf/Y7Xbd/+l3j/tH5KOPlEo+FpM0duO7FrBb",
+	"aaSM8loCajVpmkwS0++p7ncD6fZjMe8bIONKeLcODtYDLQkMZElgUT9gUFjyxUEZ6J49O2spRrkVtGow",
+	"lgHK3AdYBueeh20ICcOIfOryl8f6EU1TsYIX4iVi3rHx3GC+jX2DWx1mcGlQFZDBraAFtWLGNNVXZw3A",
+	"UhgjXYT0hEFXgexVTBzBA13TOTgO/j1PJFD8UpMLmmSO/o3FUo3FdJxRDn3buNxllpaWxlctYCl85Fvz",
+	"u/QRP4GGbuCAIq8zGMhegDGerGIO0+bWb5AXuM3fAG5xjV0sE5OUzZGbCc6Q+pqgBUxY3ySY8E4VfdCK",
+	"HIF4bpaRhBuhD0mziazENvWfCLgJAQm9aliVGiILOViJJKtM8Bu/nMx2toejztutpX5A5Td6fY1ELyft",
+	"Uwj9NW5njzyX/GGGlO7kLUBzAXUIUKYrzG4s6+LumE2TpK0J1oQRphlup7EZ0j8VFcbIvKrTVnSUvBqU",
+	"MfWH/6trmH73Ig7N/nbq/AkRq+3g+6PnBN7QXZgFdhV2jgaILBlRyTyzhwl4imiagsgaQgMLmjGuwgM5",
+	"4rbSlinVxQJE7RfLTBrUJXCy4ZXUBFhkSuIwZI+ce+W6gG85TFAXXKtpPLxeDng+nkxPB9Ojk6dPJ0fH",
+	"MX1CjyJ2OjiN+6zPjp8ePSkaVoxN5YefjgZVBpXSoYbjlR+awuZVHfCXNEnvjztahgvNEbaaQY4a8ciX",
+	"igJyyxbKHqFZIpXI1mTOFNU6f1FUfuU8JU6Zdghaztf05aBGX6Ih6XvkAdUuUxSDVjMhmQvItzkummYZ",
+	"Y1QFTcUfMLml4va/wCwscKSR5YJgfqkBvEJ/MVYsM9Bd1CKy65M1X6hqO7/tdZfxwk7hQLpCASb5udiL",
+	"JBN2QznK3ajCWVEch5VYG52RSjvFQFbbjm0WxmUz0LBpM2TSZpsr4pm/Cp3cHwMOUC5r7I32RjibY74O",
+	"5EYomI4pXZVX9YsE58zmI0D9KbFUncCUz2MrxN7xV8VVndqKAlcasqxJfNfk9c/X15dWvPY313VTOyvN",
+	"a0tDu6F3zJ+pZIyE+aptBWPzDmJD3/1ecQDV1soLJetljmWWVn9h12i3mLEt5E03H5SvenHHCkeufEEr",
+	"qVIeZVLlKnnz7RtrMoNofWM0Izh6lJ4setrA/bpINdvDQGNF5kIqcviMmP2yjoYcoStlsX4OKMsb5riT",
+	"48HgpNff8B98/Oth9/QHze5++KkfHD79uTMa9fDPQbUr4f5+9oL3W9KUVQm1hRCfpoE9eezHbqf8/Rzs",
+	"ZQZVFdWw3Td+AflwpsTXe8my+0oAYq7lHEyvQ40eavBRVWFUmVfqHNcOTsy3apqqiguWeSyUKvAM6JOm",
+	"Zb3SsaIx/XcazVnPPgqKhe+K1R6PqiJnGuDd+WsGkHelzcBZmraqlv4NnbP7rfa5o1LFha33wcSJhJK9",
+	"9jt/PfYVg6CXygmhU25zBMYrYL12AWG9mx4JJ2wx6KP9U2XRoF+yfsLPJQGYdv+OVCA4fFJNCMwgLq31",
+	"YGMwfxYrMqUmoxXMpCsw7mLRYq3CgbJrPYxQssu+4fseEUsScA/YiCdcKgoghcrwbgMCwJmDHtTHVUaU",
+	"c6gOGt12ztCV4L5FIolew0RpRYLGpvCF/paLmFlp2FUQaVsijBCJFsdFX0AoSSY4sYAdFvVlxmimJowq",
+	"YxE97BOr54CFHWJaOgGRwryQT84rcSn1USKhSc4eUxXm8BEYjaJXAYUwwmg0w1xQfbdv2JBQXviWiNR4",
+	"3oy078YIpIQsRJrqVVYsu6MpWPzAcuaGhpuHhhobXWJ3CkXFdmkyUonFwiRdjbjdYrlKMF5fTKdgY8sF",
+	"mMJGmMyoMqPgNDU1NCqU42Xq3FwSx5hIN0hj7CeTddFhq7zzZx23oICOeKJ6JFT0JhzmzUKlYhd1I2IG",
+	"iPV6WH9n1j+sKTNLobKfyevWPSPwZW/Ew8KDcEgmayxOTWiqz3N7kXCO6UXh8z+fX7wZv7x4c/7q4vov",
+	"YyyQ/ebF9fdvr77DAtl/LLYWjDjYe+Aww/GPBUNgJMj/RkWS3nT02UKPlUHpgC/gHWlfIpMl5KoBklEu",
+	"o0JdAcXStUHftDBDOBBZPh6Isp3gSPDCp4lUI55IAzAxJAgWCju4Ess0JhNmnhnUChcDFgmuVX1VhCdS",
+	"9KYVtApLAcZFmGAr0BteMODh+9sF+qD1oXsjuhURyXgKt6puoX0rRHHegBEAE1cS76qfgVUKtN1LU3Ln",
+	"r961F+bvwBkNTSQ4jW3hHzwAn39IW6Ir6q8PEEBNyoGuW4riQi70YWrDP1z9ZkOesahFZ/OK5zEZcGan",
+	"dZfEwszOmLdmob4Mm7Ecx6f9e3mfwfdfv1V5aEDdLpG2qaqi9ynhyGHEFNmAfr1TSO7zGrz/ju4KlTGb",
+	"qQmDVPvs5Lb4GdI2OGk+QTmQnsAw7Xy+GJuU3mzOLZ83+ef///8yAoZ90u47uyRB1w4wygWV0ujyZqNm",
+	"/qboL1gCPBwKlLm4ATeNo/vFCOUC4jbJ2sqRmDUKxrwqq5c+S5XhYT5t377Dkq7gqho2dnX5vIqDhYEN",
+	"UQIrYucMjepVt1cz5sa29mL4W4W13e5l7VX0thXmM4e0XyVIWDgG4eeimoVWq68ZjAMP33SZYk3ciMFx",
+	"a3uiDFoLpchqSaHuq+Lq9E/vdfRyUXPLUtadErwi+gBY7O428Efp8l6bidQlg6brBZTZGZX33Ziygmbu",
+	"TymIy1L18jYWztkmZyyxb6RCuZDR2pA3/FtbWPhqnXGVl+lqlsXgisb8VJK+b9l6a636M9xJvSNcrAL9",
+	"Xz1xobQwh4jugLq525BnEJNLs/mhQk9nK4PAY3mEQZ/H7rCcIWTW+GvRNJbatH6/aOp85X+XEdW2HEHN",
+	"lPDHe+QoIhADqkNQjRM/+HQomY3i/zuN2bXmnmSL6xxCVPap5VBTAsxmasMbO3OhipVyt+7JgQNcRNtK",
+	"watoswr9fLLHPyXxz4+RbxscS2TbZzm+fCJJ7ZcbuKtb3zbvFBIa94XvK2h65uONjbJL9hxW9t6GQrba",
+	"ctq/kMHws5yyWjNjcWEqg038WRNjlEqs+aSSYhre0ZhgCo+8NJnjxvQ86LJqbrIx0X24Qv2WN2EN5RX+",
+	"XTOIP2NcwRaMOOMPLZhRVzNB4sTmH5d4CJpStsYx2yrtzQtnZWK+1XVrRmnk6LbLIgYdQW+kzU/YuR02",
+	"wmK/2j0vTHRtpPLsbCf14HQrA3f3w0QDCMu8RV+iBulqLRWb6525V672DngzwK0qwZcFnhVVipSZGj5e",
+	"1bbKoeX0/zympK0yRuUyW3ea5XVXh9AghtUQ2VXoBmbdZpJV1OYBjXaoeRCrKU36STBKhUjbG3rXjB4o",
+	"0eSkQ9RIg9g+7+L4Tbt1DPwLuwtIx49pdfdkG3lpXsrU4ZDuk4HsPgrAg7J32nHOn/4Vypr69c22yaAB",
+	"1iva3IhfVHivFcO3T7Uh9s3nERl+5+fGxAVUBB37KIpzuiaxwICnUQvE21GroDHcJWyFOTMYXA5oE8gC",
+	"wE00X6QJRSpD43nCiyqD92qt2nBlJfBtihaI6YHvpGABGumFgfvYi4jY0n9z+uECvzsBTcH8cVgiMUEL",
+	"gzvMz3rnvAl4WBBVIn4B8k1ugMp7zK4ui/AzIvWYKCqxykvcu6i0n8tuv43JPPd/dnltu22aLj1su7XC",
+	"JlaCtcJ+cn8bcCMLib8797KSNEF08nM+2YcFBvveN/nTdIghrFGFJvBKrFjWhdBy7Fmu5xORFvtYyrgy",
+	"2cIC5G1N6azIgK1vqOnCOKyohgvToPQxjqA++TAvsVefhti4mzqOm3eS2Ax39ONTt47sQyIRPqlxb9vE",
+	"zrxHSGIqJhBar/+BcZ07Y3/9oHI4rEwlNM3DA9C37yd/QpXZBU0KxYvy0g8meuB+0QLbKkPbwK2Y0ThN",
+	"9gHMBqvWLrahdY+X+sUtZtFiAc6GRZc3EtB2IAJvR7i6h9uyMaa0VihXXO6LY9YYVxm0wFQfOWsHKyiq",
+	"G/rgeTRn5JKuqztfi6Uao5lzBwMAAClEiTPvF+6Dmm1J3m4MqfbJqFfeCaCK9Qo1j/di2varhlnujar2",
+	"egJQXrh3px8TYp/k3gamKt1iW7i6U6Irsz1zD2SZrW6irOWByhi9XGaVBYmjsAAb1W49ENoSQS+xrQ0+",
+	"uhmaVXMOSlKXq726eTe26RHe1uYZmM1Oc5V4vOkKNcmnY+O62A5tq4xNJc/ehs/zEEWfBqPn1LouwXo0",
+	"4rZSL80FTE/szIsoQgQsTZlXwVd/hOYnE12BdVdMWWDQhBjkP3OhEJ5R05Q1Ux3PYdM2CbwmxJUTxzBH",
+	"3IzD1iyEDu3YcoaLxcy4wSTUfa2ZI12dvADfiLdtIrbISLFb22ynRwDmIIfgt6nuuEJmSljCzU4pIJaf",
+	"ByTSqp9ZErLEV2xX3l5AJRavioOp4IYhuuFx/5TUZV0japGpAGPjIzFgcS+FL69cUrYd2XjU7fghqO2Y",
+	"GGV9qCqhYIqmLdK2VuURRxCUzpknXxVsz/qoFLE6JIpttgiOweQQWWfEkUuC9gvuXbvYU5Zt2FIRkSC0",
+	"swwxPq9NyWEfA5ZH/LRP3r/75jpHBQFcg5UgmVhJPM6A3D8lh/1+x0Znm2CYVES3e+xHGXanCkYQ3RyV",
+	"2YPZuuzj+CRbYsGjUjEU4x7dmV+h38La8QgNo+/inO3OwXnn3rRfly0+9nAWWvX8tnaxgg1C2ijqoyCz",
+	"coIZuLbK3IZLOUTI3lre0NTvV9nrp1nzNvnU79q85023AaK8t4/7WOz97z4HcGi1QPAAI/rFYURrTs19",
+	"ruv9oUXrju6/yj29x2p/toX+nS6ys8psBy0HzHnf62GzrzYUfdK2GQ15WWGLVb+5Cp8p9RZ1ii9Qa2C/",
+	"eAWXktbQwPPryhgue8PzRa08OXcsu0vYqg4rO/fOQJLkTUqNxa0a7sJW265iD6amp1X3GIfisTlcAUI0",
+	"UgeqYXAiGjPVEp5HBT81Jg5ZJ1CDanmz1CqbB1bbqPNyCmtF72LBuKn9O1ZUVg3jCmEgIQvC18G9K4t5",
+	"dXI51zTSaLhj/UF4IFEHkqStu8Kq/qaincyx9G4THpNFupRFqSbhxOGPFKruefwfZrBRQahiHm8XjJNy",
+	"99Cxj8vY9offy3/oVEsf3ssNLs+Sx98by64rBLtTCbEvui8VvWFyi/6lJUCT3ftO/0UYX84PZA793+jw",
+	"wKfvlvM5rVK+yvh/OCbvNFcdrfrNKi5ksHl1/QXbRjKasXGIJjJf3JOLWxL1u2Tdhi5ugR+6f1GevT24",
+	"jN8lmeBWYd9o2eTSAQK0JY/WJWbMMzjYeInSVlWhmClj4/oCK4uUKj1YMmUsIJRMs7z+m7HzOFscML8S",
+	"Lnqvf1jnLt5dZfKT4oC2ItHIGc22TtuNAd50OHTFRSjPdVDjGt8S/O9vsbcXhRHuTA0wh3ZHNLc1vGlJ",
+	"Mk/B/Cyh3Iv81jTA+6gD9dkSx12c4T5h3LW3tgmtKy3s75niAYoNrU0tSdzPJE34bWCyr0Sl+LnNH+7c",
+	"m7oZAJBA2gUpgU8HZAaQgQhnpl/LO+7skSAEGDpj3UX1/V7NRGqGoASZgV/XBB0BfM6QhKaNZZaG1kZi",
+	"EXUWTCxSRjJNALGOsAU2pAqN4+Hl+z+9ung+fn/1KgQXCBQVnqxJzKZ0mapCc14DaEJngIoSkHCm1GL4",
+	"+HEqIprOhFTDy7dX12GnR96Z1U/X6E1Kk1tWGHIZJdHC/du64RbYpxeJ+WNX/P4xtvD4Pwez2WQepxff",
+	"HqZvkz/16bfp3y/g/07u4ud/ml38+T/Sv3y/uom/Pc3+9/fHW7agEvLr2mz/ga1YYHxhgEyhia4bUEDC",
+	"zdH9BNE5P4fDEZeFdcC1h18PJEZPJ5JQqNeOoKaYh9rpkQsFp86kDpYW6wssSJkF5KtTPK0Fh+yW69o8",
+	"JtpWqd7HwJpXtr6XF8PR+X+FgGgPxKpSasT67cCPPABLIpMbVPOsw84eOdLGmh2Yb4W5rlW46o2CCLFO",
+	"twP8x5O2hwQaJxLMAg17sa+7xI0Et+/+cSpbgM4s+aQWpdLA5eUcYyemWWOZ1BRjbiiQNo1dQiBTqEvt",
+	"lhGymZvZue6DsNY0csb7MI+cUUItxsZQVHkcwPWhT3Y34QQMDQjCYhC1ppBdQ9rXb68vOwjngh5hKVci",
+	"i/Xcs+RmpqodJo3wB2ANv0j0TgGMzoveKSzKtkgb/y7tICQIKRjXS2IsNuXOXWJm8dSXUi4Ksl2DbfeE",
+	"Qb3wsrFoD1SwvJamCrY3imbTb5x3sW3ue4j5/sr/3llVc/mBesqw3sm9BAn44NOkCDxS/2KSxLYsmdJ+",
+	"2FQZwYtyxJkxMENJDoRBLPjbRzyEvBgDDae5UGBhPmRg4bXlGQljhqchC4fucUBScSMD4kUCnUEQG6c8",
+	"YrrNQrlaU4c3sMjvAcnYHeNLVoR4w0SdoOV6NNAoBnrV5+X44sbGbfKtzRxPQ0FD0uYiZz5rpoYl+UEz",
+	"JFNQBEPlVHLHQtK2shsE2lmyHpK2RRg7c8KblGDNZzzWWke5tIipZoHtehxioxCFebFitl6AT+UF9IKI",
+	"2xb+3cQGDk1oXtipjCve7lTcp7y0V4+Zev5L/edSiTlVSeTGyIVzrXTulX9sokhLTs/tOUdT1A/RKFCo",
+	"6RyQRHOYdVGSPOo/Oz7p95ole5gB1cuCMHEYgNkQxNMq1gUPbIkPrA8/hcC3yboBJIcJ+yh+uWsftKoM",
+	"iJ9etB457B0Oev1OzXaaL92+Yxb9/ep971d1271O2uG7i9fdf/7jv8NGpy3Xjr35EcH3n+JuhrIr4j9x",
+	"239PibXe5ez17R/HyrtSzZeQyty3BHdhv7S+S+utsqV7+xkTDO0AMq2ezpdSEfbjkqa+/7aUdicPSIhD",
+	"CXv7VsBvpsH9CgqCF3Sciurg3qnaeU4KxTGrbCFeGVP9Ts/x1GGxiKcP2IuiCxerHtT05PFkHQ7JjNFU",
+	"zdYBIjyvzVWd0iTtijuW9fLCtMO8YEVE01TaqgttKAKgRRisEiE1fy7WsB1CdQh5a3Ae7YiUgGiAXl7h",
+	"FvuA8rGJJFjsNkdxHnGH5nagafYcUfqorUkBocqy56rkYmtGUpwuU4cZbdKNRtz0AHiKK44dtyn+9wY4",
+	"AwXwwAxBpLErqMdIeSJRtrkRTAa6lxmhcsTD/od+eEYoSQWNyYRCZIneKd0Ug+lQRVJ6IztDBwcMk00T",
+	"dsdiC+3soIBHPDKl3ZeLwDidwBwL6wkocUZCXYg07eWVgYdeuWDjqxrxkKnZ2L5BpJbBsTnoRI9luejl",
+	"JYWHFovYQ0WGJm6YeqVfGPG2oreME8MHsHidEfswz6LTKxclhlax1IgsnAiToTjixtoHtavalExojMVj",
+	"7oSeNMDYQYGeGV1KzVF+XApFoR5YSqFkScYU5CjYMJxgxCnBanFQ1cuIcPq8JgbGRX/aGVZNJCAqS0qL",
+	"rRgfcYTQ1bI9lhHBBfVKLffIo0cWxBkUjJtMrB49wjoq84SLzIE2t2EfRhyDYrjmYgEJP3TZB8W4TCYp",
+	"62qRN8R4fWrgoEkIDztaUQCIcpM+o98BF0hMZixjIw5lNRxh0D8nXOs9ZZu9E6I3UzZLIwFFw75tKEoe",
+	"eLFZbM5c8lbQwmOpv8KDCEX94MAZKd4dldYPPwetq0oyCBI5yxCXDdOMf7HKIb3ByafXDbnaJa25oLWC",
+	"rGbjkS0sHcToBCTPJoDqjAXRIYlLc3h12X179c2Lq+6zZ4eDo3KRipOdGGtu6Peve1I3PXMVpWKLqgpe",
+	"nx52uLUmCUZc3X9WGJNUlX6+ORmviu5OqF6oz19XMbd+ItdUVjhyXwvO1ppgQX0E3IgMrkrMSNVIG2f8",
+	"F9rckvXfO9kChtAsKGj/6Nndha19x/IcFimic4Ycug1V++VMZFo5VK4Mtj2wKCiVkrc6Z6SiNDZZ8lR3",
+	"Y+MGlQgh4kbaLIjePi4WReUtuFjMEL3IRIihw8G6pwX0gk4jcftWE+9GoYr6vH2n375fHW+MQaSq+vbM",
+	"E57MNRvqfyaA761qieYEef/gcYfXt+BZ76Gm47bXBaf56X65GG0DUQW5EVvQSE22qD2XnqIeEIyIZLHJ",
+	"uUGJkltBxxZPS/TtkiLV0incNEwONdr9EEC+/csU9prNWop0ibxe1MWP+Qh3TW3OXsNbC5PX0+YAfWp2",
+	"os17vWtEqPDFT8AcsF1N1o3C/s3W3fN0NvNzvrf0xOR/+s7OvaBm8MI7qJjKkrllBbsBXIduEuotECUK",
+	"VqmCPYW7UWCVVPe9WHF5r9W7R2l8Q7fZB622Ynq04zO+cWVqUTuUELf4WCiaQlgymCu3cqKGoG63KKjn",
+	"KAouNaNUid/b5qCmdn9p00p+YQ8LceP+blKL4i0oXr+dcZ4l5rTp2fCj+WlptYuldEFV8xPhg3zn2u4U",
+	"04nQinMBbyIE5AHY1xy/J6Gp3cVyYh50blPv4TvdQLyUqjhIPb4VCV9fvBl/8+Ly7buL67BUt8WGGlt7",
+	"tlYSCpBwbvogpZmy/NAlVFeXquhYca9U6QVmoXcnsfp5FXslsdpEjE/NXvVE5Iek1a+QtFo8HE2d6N4x",
+	"+YRc1dLB/F26wfM53mNtP3VZf89L+n1lZclcpNya6BaQCSar9cgLh++hRWy0M/EbNSNiitHQYDVMFAHj",
+	"GsSADS2M8WYeGtB43fCIG3gHfKMLb/yb/uWP//zHf2shQn+ex1B3AofHVU6dg6SsEbcZdFW4Ef8G7/yx",
+	"mGNXOjlLqfZKpgOmtlvFM3xnn5YNa97dtoG2qyD2FStE8gVSwvYsMmOD00s9oxyV6+29Io/dZ0IoQOxu",
+	"OWfp98tq3NVDOVRtpwThlrj6nul/3bf+7xot3QshaYrKq6m+bwqkxRldVVi16rVQROcOyC0z1cWtlw27",
+	"AOeKyWxYxqixfEpxfxhI9bKAkHu/dfmzWCEcVcnws6GUlmx9NbC3odWOQ8IZiyUJjbAenmlBl8UYGmR+",
+	"01MKfREzR4xs2Zcrs+qqNwUCuCBQGoIwNMmdlWJLnptWtZzubB7RnB1IKwQZgB1vpw77DeqJfLKZlka1",
+	"sZtXDDNQ71VgpQCnHLMokaZyTVGPADwykrGazFXzXeWGp4xKA5OmR0Dg/CR3bIiV1dA8lExJlDKadaCa",
+	"sqnNCAqO3nEJ2FPwlCEQw40Qcad4NKCfVtDCql/7HIs1acMVhNB5CP831a0KSMid3t77vgHbZJYp2HJb",
+	"Rcrk59hLKPeqG6twgHx6cRtsomYC6f1pjdaSjRcV8ONu2ZrcMpanqW3ORtyxLKUL3FiQTVrD1uAYQRKL",
+	"IRDxMkMfs3G8k3BwPAsDEp7251jHu681cOvcezroz0pOB2zXOwVHg6ILD5x1f2hbt90fOv/Wnn2cf5Qf",
+	"57LT+cP/rLSfbKyhy71/mUD8Y01ZF7TDQsEpLKpKJ+CH5syHYC4lrlDFbgyOWgWKsNdHxe/gr66+QVh+",
+	"EAekxdM09qu9ttH0LJeplVq5LcvZqTTVzRJVn+OA6Wq2M3R6eCl91cqzzVOuqAmJDVUQLy1K6+MhMhql",
+	"DE8IXSRhdVazWGbRNraDlvI2BQn9QBL8IEDURt3BQV5MG+ANDSRzADkckKF4IMlMSFW9Zibbb+O5iRWo",
+	"GdkiMQia/laZES6WkzSRwPapQpaZzBciU+gOcqMGkht4rRxICOxpYC90q+8WEDf/h23X4lVSqRtwZoan",
+	"eYoxyeqZVMsndxV79c66NsCXIU0+qSm5i21rORcihGC0nerDhtblnT4xO1pj/m/mgXSbsvFJ5alM/l4x",
+	"T01q55Sv7TJBrQG8SdWGo/xwNzD/uo3Mh2oGUpyyC77eudnSN0ZUWxiagYsUTlBVxdrcQPDpir/r7Qoo",
+	"3zYqrnV+Ex2MHuGKM5v7Qzb93TOmRaO9ztEUeYvcf/EsV6pYPyOGxVsLdxD7FlLyWaI2pcOai3XHsjiJ",
+	"YJZW8gO50VCNvCL9D7sIT+53sG0WltGbirdUO3a5GjyqiKeJaYco1a5oosDcZJuoSjTdKOvQpDjDZ8eA",
+	"bxBOi26L+5V0MLFV1YwNBYd66CH/BuUxFffNfCrf2sq61h6IUklmmLE0DofAskFn0pwfijGdkdAcTvzZ",
+	"CUtYwhcZ5xkJTc5LOCQTpicFYkOh3gK+4B32oKV7rdR5zFrsrAiBrxUWaVOJLS/DlmITxbAHfLOhU3bn",
+	"USvmot4jWr+hTzHf5u2I8JuI7+4y5BuQH+OdNaVLFOWzMz9DqL4a+6sxfftG0a1U0VqQ3YPHaIgAM7Ji",
+	"f6RpGlr4azVj806PvDEx0kgRkkxCUo1I4yDHYAdbK1cYZ+bSr9aEZmzEgasQj1dV2ajh1lXQ+82r7+NM",
+	"Yoyc3Bp9o6cXNrD9WlpQPwiIEnd0xKCHu5X9m5gAzGBOgRgk43WaGIeR+FR1XUPb/OhzG6lukMdznCzY",
+	"fzmETAG9D0ICZkj4GHIN/h4aSEpAL7/JKBgTEesApIlEGsf531kmcNP2MEHDjvqE1S5w5QEv43RXV3uk",
+	"oCN5obV5LiDWH/iFUwHzkX2JfDG/Wpt9s9FAPktW132CPO+T2lV5PFS1HxPCkg/QokV+XLIlOyOSGdBE",
+	"aZ0CCVfuSvjcnxoX4dgU7nB/F5Dg3VNnsXZll/KaEWMlxDgVeLq9YP5SDxsLX4BorKs4fKMPPcyuQqit",
+	"jgR2WmnBo0gzvRjFmC6/iNzOQmtJZqJjUAhtv3/3zXXHyqJb4osHJ9vqre3KcXW9vvn2jctkI+1BbXen",
+	"g5N+3+S1VsXT3bBG0JnVGJmw76ZQTKl+za7EslIK205M+LoCjLvLXrmqi4fGsr5X3cXNckMNBdNSJTQs",
+	"jZEmUxato5R1Ki+fEfk84a9Q+wzo+thVJXYwjfrftjaKfydNhJZfFO2HjSrH4/oqx+VAyiqqYz134PK3",
+	"7ryKYLRPiNyvv0yDky1XCcyHY76cT6qssJDnod8woMgijTfKjSVcPTneKbF8uayAWuSiyoD5RvHynxL5",
+	"/oVj3jO62prdL3gXg1RtahS+7NCBLUacnNM01Qr6kpfLuA0wt6Pwv9ZDPPhDPPjOpJsvEAduzEqumpNN",
+	"cfCCeiGfUPfNBfgwWUYUvWXS3vsvEAfepEppEyhcZ9ioib/2Q7S9WnerXIIo0O+KiO2vGKRdPkG7I4g3",
+	"SPReccT2m88RSrzBxB8Cir9CQHHViWmMfbYZF3X/6OLKo/u7DIgtz/T+y/15VvpfY5VrEbm0AhAao5Ml",
+	"tgHGaHjxeiLzIvR8nUh/XqjmXIjN83QYfG9jcUyNkismGY9rYdcy+BkNChUBhw3RYRpJ3tjHFvME1mIB",
+	"wwQXKxKjiWMPK2PB3WC6q9rCwtI0j8fXb9/vZhT34pc5uWDZi5ZZotbv9LBw9DYc7Tu2Pl+q2Xb/8i1b",
+	"k3Yob8diMf7nP/477PSIgabDcg165xBJBNYp0d/PGI1BfMFAodb/6p5fXnS/e/GXfErUQO7/DAjbU4Gm",
+	"LK6ocUgjWq4xEiaCy3+vAvzOu7C/kvyLjSisjdJDOWxWbHB7EA+9LTIi11ILGh0LaJamJufXyMNQz1Mz",
+	"4TffvglG3ESaK2OkBqBAV/wacNEKAZAY8T+jPE4ZwpVAHvoqE/wGML0lw0CsES/XCDRQM+YSkuuiuYW0",
+	"w8d0kTy+O7QI6WHg4HVsFFQHcE6WnE6nGJc9WYNmEmfJHZMAYcIWQweeDRZVnNmcGf8jk4HDcMHobIk1",
+	"bA2uor3Yq1kSzSAOlMZ0oVhG5uKObSQ79EZ8xP/H/yDPBdff6bnqJ4/Io0f6iOpHEeKiPnpE0FXtNtpo",
+	"B3TLoQ1syRIIHh9xQsLSgRGZLWtCul19psib89cvSLcLqJNXb1+9eBd2oJiRO8xhj7haKtCjXlRCwuP+",
+	"IVlyulQzkSV/1/R+xjKGO14eZALFeQ8dML+3kz2cviVIAbEwTxlGhJIklgGiIiD0E6BT3iQcFuXRI7iZ",
+	"FnjFa1uPEexyQ0tpyETECcOrHP40ArIyag3JP//x3wEZWfKinwBPJiPL4c1LP4cBeJiWmT2zhIQvDB4P",
+	"UMM8Zt8eIc3zIxEbCJj8TKEihGMpIslIsyAXMZsvhGI8WueHAdx/IWmz8tEw4AVQ21iKOQNXZsfWaNe9",
+	"w2i9RrvfsXVI2of6xg5OTvTX+s6wTHYC/a6MxIK5KgtuN20Gj+s78BIVCuZQyeZUn2c5RJikbO1OpVsh",
+	"fTZ0i3avM7ZIgUfMmEFANyGG0Ec+fNW9gjdZjJsV6lbbrk4fHqE8ZHd7XeiER+kScQYKA7OjtcqRO5C6",
+	"xcGAJPlijm/ZepwxzR0Ak8tM17gY7VwSaUoJIhSXuUWnhYZMJ+OEjxemGFp45uN3YUUE4wgLj/v9MLB3",
+	"KyPhyYcPYQ+Ovn3RLGAiMatEMgpgauG7F8+vXly/G3/34i/vws7QVF+By2rBGDCwHawjgEVvtw4c3T1L",
+	"tuJE5QfURixliTIRtp4lLYnd8UEAeA8IEtzmFJD34eqigULr+5ocmVOI96drCfKcKaovsbW22ErOQIHA",
+	"xpkmnNn7lKbshqa2AvyjR8avXSgC71KXoQYyRgagc580ry7uFRfXHV/pDkC1lIZaAZqURx5rr9BkGd8w",
+	"BQelHV6dX78Yv7p4fXE9vnpx/s071I3Db19c6xPg/fr91cX1i3e56qx3r4OMGAQW2x5V7JUeVvdSpEm0",
+	"hlbss7BzBvn90AAOw4/4tYd3cEoKAHzmnl7p4989nyqWhWYVrtkHFQCJi7TGm0mIL+AGKACiZAtrtLEY",
+	"QyMRGLwtybiCeUxEvCbThKUx0lgjwa4xNDXAgiUU9QAUKOicKYj12iCHHcSZnMB+w0aT99cvu8/ywupa",
+	"shCpRyxJ+/0f+v1+/5//+L/1Pw5fBkT/9+lL8+D0ZScAhGLAM9PtojJhm5KkbcnU+z8M+oMXAfz3yRP8",
+	"b/9P+r8vX7zUzWCgmp4B8HF4/xmKIwT/OgU8hvd/ePny5TcBYam0J7fvTq4hMID8k5jMCVg+TbdgMaGi",
+	"ASP/8e7tG70IS4a7amkQlvpJ1BmhuvHSsuasX9MBd59iFqXglZXbR6Ob1TumW863yt6aSFP+mGmGGqO3",
+	"kIR/fnH+TQghHDYWBZCP9NmFu6F/anMBU+uYMRt8PoqHowg7GJDw7eX1xds373LOEJhxn5gvx1yosSmT",
+	"HpK8Nj+BBg+keQ2rQp7r9+w1MKop0GkyZ5TbigtIOjQhPefEegMApNJKn2KFD0DizIEWSYnQR2I+T7Qc",
+	"foOZDwJB+CjQtIBIAd33+4Zf9I9CwvWJTNO1GZDZaEOFoSYDQR+NFrQiBmrGEA2HQHYF58xgR9jaKIpO",
+	"qITtToVUHifEFqFtGKiFJDf1mEz0z61Wklcud4PZWaWUxwY6SKokzZE2YSLA+K4BnhBpBS6zAVzBEVJJ",
+	"RjZWZ9QywoeVTaCrR4+0BPDoUaXApPkkjgUyBrBNK7Xo3cEBBbl1P05iC4YxN8iLhEQ0A6BHsVQ9GLtd",
+	"gPGS0zuagG0o1N8wWU1TQY04R11DOrbqXND6heuVIBj2pHWRUnaevcXO3QDYnOiQ1gceHPK21qzVaaKZ",
+	"kJDSjYqgllaHJHx18Z/vL765uP5LSNpagbRUxVcdh4bOpKkbax58gswpvDz/y9v31+GItxd0bRsBJOBS",
+	"Uh2cxtBy0NANz4sIg8xEzDrH4DA9EEx2R1BZQC9BgS904UReU1JpHePGbwfqN+uLBE46RGws6K0HErgh",
+	"CiA4PcOT9OnQ/MPdGQPBbyOZtCKu35FixLVodn396sXrF2+ux6/ffvPij+6lEHIdJ2u9byydkvDdxev3",
+	"r86vX3wz9r755sWr87+EXkk2PfCqdulSCcikH/GPCDb3EVRi8lEv+ceS4ks+koLSSz4aHXeyJh9H/GO3",
+	"2638P914uBnyEJKPVj2J7cFDgwbWaWMxqfmu7Z6iPBiS0B3csON9Ncwfe097hafKwSO1jbjkVrtD6se+",
+	"cwxgSYEYDIIxGHoEfkxG6B4M8wdtLjiDKeSXalg8oKqwWGf+PdgGL6/7CM2EysOAsuYWy/6jnomJPQFo",
+	"ISj7oNkPSPWK8U4+chuGqJ/4Zg6vhS1zmayLC47JcvpQNp4WDsBOrNAtVlIwgbvlH8slFfJHPf+RIUmf",
+	"fdgG7J9suxzG1KCHYVEfvKPtgCAs+UYeY44g5kSb02Xf9Kg77Dj+0CnvXd6Zb8WpjzzW7yNhKq5K9Vmr",
+	"nlVxpI0GVNOfeRnQsSBAKiRtZGOW0XWA8AAKxUffW+EtbuGhPxT/h2arY1ARa9cnH+UmRYEMen2EkaLM",
+	"tJJkYLQIjbQgto1IFkHAPNw2a9sN8hjDjHUXWRKZ02CXwfZRoEzNpo2fhkBCQVS58nA/9KMdWLBWCUkT",
+	"qQKyCTODEHVTscwAQUQOR/wTwNQCQlMpLI61Fm+wR+uqf+wVV/dx18CirRfkDvepIGGVQNkQFb24KSbe",
+	"J7+290dqg9KamVbKYOWt+FTAJuRSMRojoDcaZ/RaGumrBuBtxBshvFF7MAM0hRvbkSmor8SKZjFCtAMY",
+	"kY/0qZcgQEj7/Hq1nTheipZCi1DBs+guOBeKdaxsjKHR+o9aLCGoO+JyQDC42pbJRtdAWAhshuVxmzXi",
+	"5ngEUOcAr2zVVUT5fZu8EIx4WBGUrW9xgX5CUaNimDbcdMfZbOEmo84CI+uMOGyw4wO2BQfEZYCZwoow",
+	"b1B4LItBlSt/S8uUFRMOSA1PcjfCFVQY8fD52zcvL65eX7z5dnz99u341ds3347PX16/uAoJvRGav2EB",
+	"3vCoPw8DE+ydIGjx2ia/H0h9D8DJM+K+fIQ55eSf//g/4O5ZRrfmHNlKAKB8cxEbbU0qsViAeVVr7fYW",
+	"wSe9ETfh9hHlZMIsufAzBu2G/REfhp0zQ7tsCf/QXgmsYKxoivlH9tT+CUsw6L82K7Es5RLUdFAn8uqk",
+	"WsWqiIHnsaGgPy6TOFFrlEZHHNUY/cGQlIoWGT0MnsFroQlshTGamwoaXSl8O+EjzR9yxd+nO20KojAB",
+	"DmI0S//3G1Qlc+O70TtGnHGtmetBGaOHqb2c8JvUAtH3zAoX5wCPzBQA3QwWmZwX9DUjHnLnOGzvEtg6",
+	"YGgq1mYaWgrjRoAkBYwwAiwuaI2oL6tjuR22EKBJz7eATjWPA6t8Pthip7ZSG0zf1ZSDY4X8V6R4rHyn",
+	"NwZG6571EdKXEkBaSDuE/zp3XS50gcO9c2bi9a2db8QRfklwFmD6movbBQ8YQoV68FXuywNJwg9d2z54",
+	"IcMe+R7NrSOelKzOJDzuH+kTOEnimPEwQHuSPj3GauXZ0ueJBCszuDb1CQ1jpmiij0Q7BJNnSGCiWlo0",
+	"rr7QIskAsgadM2NtyJYpWLMYn4osMv4X2NYRj0UReY8sJZNDjO07v7xwBo9IcKmH0kYOiXaIRBm3k/PU",
+	"hpqCzed4fw2OB05eZViExFyDmQDEDVdX1AAS6Z/lMpr10LMcarLDstDU5YExG0Ou81g4m1+hBqGxfkLk",
+	"PLQkl4sFCCd6I2yzbWsUsFYw3azmxHLDju+O5QHU7nmkZWtG5TJbh2BKkOjmHaKlxS8t4VckRJ4lc19s",
+	"gKIxml9BCJFOPA6KgHN6bBXRmzAW4KIJVEN0+ZaCF4nqjKVg7/DzTHdmZELrWLpRk11gIbk3Pq8IC3cu",
+	"8Gp542MMP3FvYUlPYBCuDSMIGvEVipyZmzxhUEnAdN8j/u23Y8F2xYqPOPSlpVqvojUiQqGRKLfsf3Tu",
+	"0I94WrCOitbwtFDO1kBGzi8vr97+1/mrd1hooFNpKAI9SNNMYK+gc21IbPDUHrmPxChPN0zZRfBSeapb",
+	"gE2pbkYft7eaOaLOv92C4h9a863V4/G87m7JGS1KbRWNGfjXpbUUNDAmlJorGhn0bSkv0laVvtyeaQfv",
+	"U9OWbFGA8tjcc7f55dhDmW9jhRpWuY9GpSi35A3QtWQGB+/vGh3Skneaxlwifdk6ZaP61i6fHnbz5UOh",
+	"8WORPOnTYSnQ2L2T36MSGEC+khvp8NULWWgEwHSqmkjdDxsNGNw9g9+2vmLINzbbMC/WDyNH+vXGULAE",
+	"bDsK+dfeMvtf73UQNLlxcvzHDcm+bgoQIpF/QN2flW9fWinyY1mwrfoCY7k2iIT/zRaaoPt7iULyx6LM",
+	"XN/XS0sGC2rCNrKIs0Km5k/Le1I7Lwzt8yfmfWV46kcnO41v2bqi1+/YuqJj3Ppb+9v2IUCw1MYoSk00",
+	"Hc97WbkS2NpS1i4KFhb2GqkdUt6IG5O9GCJNG87p8U+3bD2G+yHMnm+dIVbNKzX+zYtXL65fbG2+cpx6",
+	"uZyA4922wqOaPXvrbPBudsXv8mnk5vrNbovHxrXQ7Nx4jVQNo/rkWBeUE9FQl5qsSYjSi9ZiJUunneKG",
+	"Nu6sfkvv1TVseLlzu+Pbuv/UnoGsLhaZuKM+8aKFR1Xiov2o4pstAiK+wwof4xoXvzZ/sjqepJXn3Y3g",
+	"e9VtyFzivUIVXbfyfnO3M/drzWEHq8BLK6tDvIAr7icrlPgDW5NVpMs5BxsYByReIlkkeB5grDVfIRni",
+	"84w4BBknDqMCtVmt9nu6gQkm8B34QwJWIwjsm58R444fohGpN+LvIGjKj8mE7BPB0zV59Aghs1n86NHQ",
+	"lh1FnDbSpoU46wCUl2CE4UjwqGMimE00UTjoD0IXCRHm29fOrb4Wf6vjkklFFks04XiBshC984FiAJwL",
+	"bTJ1Yc2QTcg8WvUlOvFH3C3W+Pr6VZgbRQfHZCaWmfTgi1gqbZSN7JHzcnSLpHM24puBwDaQxhnhLOo4",
+	"aH7n5NGjOJlCtKZ69KhoQbK2uzwIQuuD5ipIqCzb3n5dOkO/siRsZLbkEg0dVHk1DSzIJoReYOwmtfgE",
+	"Av0PdkFzoxG0bXo+gPJ3cpmqsEe+d+EY0NKMyhHHmIY5oxyDltpFn4vDYghsXWKREZpiUeMFTWITp2f7",
+	"g4Cf8Lh/mseJ5QslVhxjlYMi0PuEYeSPs9mbT+FsAUQ82vRtSJ7b7mvXCsvMEMzuoIbvusDy9LkxYMRt",
+	"iKO1fwUV5rYzH/A+T1s2x5+0zX7GUOUZsfDtMgXWUQU9G3gp87qm9TbI2g6o4xbOLeUYgZ3AirGuPoJw",
+	"8uZ0baD4/eHiDR5xLmyEjvIXS39kMfu99XLXYUXXuLwgvtsrjucwX1SMpzKI6JTryfLNLYdQvolQs9wM",
+	"pK+IhxQU+ocIIf7MQPMf7RPn8QI9Q//bYBzm9ajz6H1jkTcWdCjYqqJZsInejsfDKdzO2YUW8FRiTB2u",
+	"hZ6OiQ1x9Qn8+VZ5BZzV3KhDORQbEi3ItLLjLVkpYfdSRu/gEYSmtMG9akO+bXnkdadHnptv5zRm+RXM",
+	"ra2kytjaphH6aQK0iQXWOJcb/mDAgWZ+GVMSosSdBRbs/lTq4YOnMk38KFHfbptw+Hms/wgReixNImZy",
+	"9kzSl1ajs4QpmgGQTZa2hq2ZUgs5fPy4Kl3ssWLZHDEQEpUW0sas8EDOLy9aHs5z66h31OvrT8SCcbpI",
+	"4FG/d4TlhmeQUJeTb/3XDavIA780jNcJEm1nDuwUc9wDMGwy1V1QiDA13PSPlpcawj3ikOxYrHJTFjlI",
+	"e0GRKSQZ0pm1w+XLQyxMzRjHkC/i1rD1ypckEdbRcObW8K/VmY/5K4+fY5L4z8HONyGqHl4s4wqka0ek",
+	"jJSU+OiXkGkIQdZ5FqAHNzlj850pmnZ+Fhtj5ygsMkGOB1M1ClNfYt9RnONnP//8AwA1QIIqHKhBv2/T",
+	"IxnixACOAApqj/8mEY98v84KqfmQhVkP6+Dm39P34BhHU9WJG/XjP1FXsxk+Odz9yXsvZQ4+Gpzu/uha",
+	"iNeUr01fcLVPmozvgiuWcZpClhp+dbT7q3cYi/w+D0XGFFsL3waXJl+uVtBS9Ebfl1Z+k34IWiW/XmvY",
+	"QnUGGiuJgrUEBTbI8VdT/XaTyUaOWcZBkQGhGNjbuPjf5srg3tfefngRt+pO8fYVtg28/e6rHrX+8e6P",
+	"3gj1Uiz5b/Zsfst8se9znE2rpgBogKgqI3C1NAURFkX2Zz21EcWo+FyPWc0E5hpxociEFTRALQsW5W5U",
+	"SeF9Le3moq6nNaEHvh3amOoxerZBhvbbyjNtjGvbhquBwpWrV8TTrhJptKshhrGBeEbTPHVpe25cB3m5",
+	"1sJpmnq1R1AIzwXoGsUnUZCCXK94bFEVrgvhA76WFTi7jpaoN5QzrWHhZ9xpjF6CaC5SOy0LQWpvGMZ+",
+	"wF9VEsd50Zj0ScRnt9zhKfoARPADQiswqf4k4nUDfuvQOH76uSmnfzFfqLUjVkU0B4O8+NshmQ1o0kt7",
+	"ue5HZPsNiOxzwadpghAfx4cNxnRJ16mg8bUQr2iGqEDHhydNFsBEebD4NYsTer1e4MeDQZOPoT6XlJou",
+	"v+AqUevfKhsxt9S3ILRViVpysep8FgaD1op6/vIcI3apI3gFq4ZYKj0ejlTdkDKMhh2iaWXDWIKmyYLB",
+	"LshTi3KrSJs6owhNOz3yVs1sOmbZNDTidDuJJtUUuoJCXhUM5b8dAmmqxVmQR5Pa7oKlwZSCCdWU3yJ/",
+	"ReTqxpS1WK/ygbQ+kNbfIGnFQwx+P0tcOp8usi9jxCWs1CJ3WkT/+Y//o2XyAILfwByKQZqFJBEb1i6y",
+	"ETd2U6C1+Kq78QbtUzdZb/AKbFgzgGaAsXHEDVqOgZHYz2IZgrExRGtjpzfiL5MUHEyRmE8Sblo6f/ON",
+	"l6Q2TuKQSJaySJkw4Bysw8V2SwEuHGNvtS4CO4Y04exA1lrWYFd+IasaaBybMyqiBj+ND6f9aEC7R5Nj",
+	"1j2entDus8mTqHsa99nhdECPJsdRjf2rhOzvCPgOtLia0TroK2MBLETQTzAtIIeqKU6iP3nKnk5Pou5R",
+	"dKgn8eSkS4/os+7x9Gh6MnkWncaH/ZpJbCKvfuI8voDhUB8iZzXcvnoUarTY1OcEawqSNqybtDXCPMzo",
+	"/uBJ9/Cw2z+87veH8P/+d82gpxngsFUsz9a6EA1GawJ29xjuUf96cDQ8OR2enNYNV4n9B/tFDbJ6E/ex",
+	"xroq1yQVNw8W2SYW2RJTKxhmgRDv5KKbkba1LNWG6RLJIO7CQkrvKBVA2tTVcc3hsfWYi6k51qVuktiC",
+	"3PGOFZYwUXC7T6mGKW1EGm8yqIo762CbfRcN8/LTABO185lcNnWw5g144t7c80te+61QyTsoQBXM9gMZ",
+	"2E0GNtfNIwTuzDenBX6I9G4bBScOHbg0jKGfbd92VR0kWbGM5XXVzvIK/2DYVVtLJmzkAlscCxtQsqLr",
+	"MxJqzTzEsICZWGnxOK9uYklNXrBgl0G72mhRmXywi7ZsL/mRs/7TaMCOp4e0+3RyFHeP2cm0+4w+mXT7",
+	"0WE8YEfTY3oysaRnQdUspzwJ1ojxrQR7Snlf0YJiRMOhjw1trCpXTC0zjpCUplAdNbrIUioxZ1gvDC+9",
+	"Vwih1f/wlB7G/ehocsIG02P6JH4WnU769JANpkfxcXQyeUKfsmfT07gfHU4G9IgdT0/iJ9HTyTN6yvrT",
+	"w3gfA43JO9jXQvNFqO02SuuVItgoD2JwAnV3FZCbdaMwX+XnQbkvoP9Bf9DcFnXJXMHgB4PUg0HqCxuk",
+	"4OhXlguoZZ3WkO1oVauKodqkGGSpkCxTK1G/Kmbq50WlDIKEn3CzVe6tlHohz+fLm2K+pDAJ4Aj7SJCw",
+	"Vg9CYxOhESxMuGDekTdwFNuFxaBGIoQTZ0ycRRyaAqjSOIllSNqAKODBq+TimQ39g9ADPcIAa3s4dPgO",
+	"gvIx4gCgw4wqFg4RpgA88qX6qRaQCjGe/fSTwKLOGPeNjRTGBUriPMAc0AzxjgamGvGbb98YaO8RTxAQ",
+	"sozD9P/+P2Z0JBMg4ZAZTad6lmvE4Ps7y4SWcW7FRJzlXR/IEQ+9wos2QDLJiFzOe+Q8B9kYkhIaCCKA",
+	"euuIY3dhE/Woxu0cMwHwdEli0BrLoecVEvFzly+4N9n5nCKlXuzWsHV4cnzaAzOoV3229eqy+/bqmxdX",
+	"3WfPDgdHG5Wo4BI0tK4eRs+mz+iTuHscD6bdY/r0SXdyPDntntBj+iQ6jSkbHLZ+aCxJwtXTi/e5vX3Q",
+	"MLr6HiSyB4nsVyqRAepQBX4RGhgNpOYG6lEd6/KENVOheJeo5jIzdvgUc7bh40BVi2Aun7X1BYUk28kr",
+	"SJ7frv+5ST7ISPvY1/1jlu/pvWQk5JGS0GKFDWTRmVQAIAQlAuRMrDhGOmsB6pate5B73YaUR0AKp3IG",
+	"PB0BwTv1PNkO+hfly8Y8dR5T8krcsZRCuXTIs9EL665jc5Zpp4WT/IVsMMVBxE2vYGnbobJPvuWdB6vM",
+	"PjLAA0v/9VFQvA8eoasnoh639l7eJK6Q2Q6/YBZeFyO2zR0vcPEcg2AHP9cXz3ifc9aOQAexl5kNson0",
+	"CkT45pgzg36qG4GCOoDWvl0m+E4PbV9ybD/ekofymbKpku/YuolEoVe495DT8iWkD+rHMhmx4DNKIueu",
+	"/tOEySTG3BLAlIPMFW5w9koySNjbIWJoMeFTjvVXcD/dL6nhS8oQb9gKr9yu62a37OuICg9q/4OM8GWT",
+	"LmIoHWmIW3PalgsC7hfNcbcLAg6MCGlhyhSrLgSsL5hUYiEBIRxQaGwRGBusmXCpKI/YgXRgB16ALxSk",
+	"AlNzwk3mRQGEhkQ0mgHATjJlGAF41Dc57vKsUCrOlhBW+E3c6ZErLZxgTscqiVgBycUKLlBnERLSECWC",
+	"xSRNbpmLPza1SSuCGkoIT5+oMb41ZbGb0PX9uMB3bP11pKBdJNlb8t7vzVb6y9DA36L5Up+BX4CUAaxb",
+	"fYzWhZRLMDZVyA1OousYeBVTFUG3iOoOuWVsYWkg1tMKxR3LUrrwIKnCwfEsPCNhX4aGaibK0ssOVvAl",
+	"SpCYLVKBhXT0YATU6bwSmCdN3S0SmVO48jrC+0ZmFRHyvrA4agjR1w2bMtvQGrYGx7M9opVEwb30qxVp",
+	"z8onsQCPhso6rsCD8Psg/P5mmcYipdFX4hrGzP5Ta7GswrPAoWwUcEZMeYxGMgCTbapIyqiEAIxOEWAe",
+	"i3mOuMlny1HVbJWJEsrF0AXtwnwgc7aKoL8rgWD+2g0MfjDChnsjaOXI3nv4OmDiv7CLo7FvwyYxJhmQ",
+	"d6wo8ODReKDw/1oU/h1TPhiDJaifyxGCdN7A0dcj9LEM0HRZQGZiVVE4akUT5dUbgSq++k+sxKtoKs+g",
+	"gr0pvRWMuG5nSjOvlqqtrjWDwHIan3ml3EydtQXjZzkMp0EHt6DBrtAsjxci4YDgO6WJVg565LlYcoV1",
+	"vjmhElB9uUCDSKXT+9sct/+LRl6YPnaSRfPeQ9DFjvtyPbOVIafTBEsuU3KTAqf07ozd2p0ZTfaU7XAB",
+	"mteaRPTYsgZf8liZPpp43+wEH05WIwDDfPPsWXL7+YnBPLbi1eeL5SHe/h5IwvhdkgkOpWANrplDVm+n",
+	"yR16YnXrOaR64KqO298MqnrHjdNVe4Z5QCl/NOtsCfA1a/ariCWK5oxc0nVzC8gbOv+lAoXMujWME6o+",
+	"UQ9hQg9hQr/TMKGFIyvVxNmTjb1aNPeME9qsTtM8TMiJC18wSsgrZLQ3nTXfPsQI/UvECOUiQkWI0KeJ",
+	"N585Qig/059ypB/ig3498UEPhrcHoeK3FVf0VUWK30jAEQAXWnXDhRxhuBEY/mzfXyX26BO4xP1Dj/bi",
+	"Lw+RRw+RR7+JyKPt0p/nQ9hVCvQhwGgzwOhrSbMP4UW/z/CiB9n5QXb+7YUlfTX5GQpa19rkwEDOxCJl",
+	"JaMc1NmRyQ3WJRTo0aByNhE0i0nbmkiIVHSNDAe9KLJT9P4FBGtvlwx61oRHyYJKuQIgGJSiu1OA49bt",
+	"6elpNgMtoPgNuId18KR+kfBfq7HPG2MTix/s3oPJ74ub/Jbyc7ozL+DISxKyOU3S0N6fvDvF6NyLBgxJ",
+	"W60XSUTTdF16Ey7RiMOtx+JXUOQ3MT2guqgvWybmxUvaKZRwimiWJcwUhvQuVJrwW2g3ZaRt6uSP9cMQ",
+	"sPzDy/d/enXxfPz+6pWRPimCMy2omo24+2KZpWFAwseu98f4w+Of4Mb+HHYC8ugRSg6ILs8j9uiR8ds6",
+	"RNMD578lxn07JDN03LlFZJkUZimkloTpiFsaol/ImIUFN+Ur5ZiqkLSfDkzBZ5RZ9BRBYMah9MgbQfRm",
+	"oeuYcdUjsItYNNXiLROpAP7JkLTMRnvCiph6LdByWw9ab23nbMS97y1iqlbe76CMbJwAq4ttvVs4GihM",
+	"950wbeTPUK/4YzxUnR45x0YZ2hmWPPlxCevj0XCqrKck0WdAsh65sth4uYXDYIVDPTLLf5ZQMhcnWim7",
+	"4yH36Nmv3BjtSeWwgsBL6b/TaM5sCViDopHrdE3l9Y212MszfvgluAsOaad33B5lqKlrg8o8+tDWRxuO",
+	"9EOi7INQ/tsXyvFabPD+Tzf2mMDLrg281INiPK63+LxjPJYlbj+h0a0mxFyshsbMy+4YV4bvhK7Ec7tY",
+	"1TljKluPOGrdpro+VYrNF0pCDcl4yaylpyifw51f0IgBZ8cuY5Ym+h8jnsgAjNaMxlo/8DvVdEEPtyum",
+	"UyIVW5zhUCW5Se4YJ8uF5mhtW48SynybktSxKfhoZZYks2PBIffIS4HGA6yd6YWFzagWiT6w2JbTjJge",
+	"apCXAsFwriTS/wWD2uDDB1OdjaVT0saSQ1CHXbodMOs+4tYaVpCdLPg5hvyaWQL0Ok4HhAcv4BawIY8J",
+	"F2o81dQAqv87Pu9H5u7CkIRJ2g5posiSqyQt6GmM62YlViW1bgLNyM2BHJu5jeE8qjoEdsbj7/GDP+H7",
+	"vwA3LzDFwX4sPaYKuKMVXxI9r2fxYNqPDln3ZPKUdo+jo7h7yp5Nu4d0MDmKjuMT9mTaClq4i63h4QBI",
+	"BZS6cry6GeM1a4cLuYvn2lueSHOA4ELZW6cv/wODfWCwv9lUDa0kejzNMg2XmYDkjItVY6ZrVtay3bVY",
+	"qnqT1iX+vg3ne5iDAzOo2W8Qwk3ToZddAQ9GXEzBvO0jA+ef+UkgKAzgd2G9oQqn8EuWd8s3yEyyWDXj",
+	"iB5Gp2ww6T6Jj6fd48kz2j2N+qxrK7udxE9YTcEejwTvUy7jV4V/7tbkIR2gSTqAPc6fBf38HdShkd4F",
+	"1DvSEA3dCHAegPmIOwRzbG1oCt1oKdrWiNyFYY5fQnUZMIONOCCU4+OeaxBoW0DYBxqpdA1i2A4SEXi1",
+	"3HGubUwnKI8gB0gnNFJLNBXqVqcsy1gMUr4texAQClaqEddEy4a5+IvXI1dsupSuQsJWOTRArHKIVjHo",
+	"5aZSZxktPZFFwHQ7pRAydZmCgvHmISQ4m5XrYDW/VPAbSZRw2cx5QlGGHW7guOvuQOhfzo0HI8lGPLRv",
+	"tO3SaQWoaIYFoUvN2PzMJW/IGc2MNc0VQ9Jvd85GvAznDrY6nx1oJYalMSRy2zJtpbXRakG4LR9EL8wv",
+	"mg7iLa9mAv1nxyf9Xr+PY8oF64bcwceLf3Nx2e33+/3Do8GTw8PB0WH/8KSP/zv8NaHH4yY8QMc/SO7/",
+	"wtDxUGbdchdNsDH0x6ec90GQX1gCtwtDHvOdu4rK23pB/7XgbK2J+k1yZ9NdtRodJTEjgm9XAEJXryh0",
+	"E5XBiIfsg97NUDMTcceyBU3iwjQDEsqZyFSol2UOqozmO34eOADtm9ioEYe3kc2H8VKqEBjdioSvL96M",
+	"v3lx+fbdxTVU32PAkzW719Pu9EipDnWdNoFfXcNaNanHCc0js0wkuU14nIeI0TStLcSp32w1L+dmB/Wd",
+	"/qyinq8pdtj2ciWxJKGtpxaStq1lp5/bSoX7FAplfDnXB1J3hZnG0LI+mA1rMhfWynPgevvd+7x60NaB",
+	"GO+pQRCo69n83Hiz3pj3f3NFUvNTto9yl3nX7EHDa6Lh+Svm0Xlc/gYVUX16ft+qqN4YbBUrTZGa1kYd",
+	"cb84KvkMtVFHfKM4KimA93gamfPu69FDQAP+nYqbHjmHxyO+fznVM+v7cUBBRNI5G/HQUwq637F1iLEK",
+	"a5y49fzIFct6Iz7i546pwQBNAS5vQQ4kmWt2q/VGPTishuUvPf5Lb9iI27jgkrZuh2dKX5F2/nngipZ5",
+	"zzzN3RbC9T5Ax5hvAei5XzsBkYJQklLFHHsfcb2pNIrYQoUkopxwQbTKyTISgWKNh8IVS9XHSK+wK6Bd",
+	"KLR9IAmsGS7Z35ZSkQjObM8/OYITWl7cXbXDhvrU2zXEPoysoXfGtk0m6xHH2ejdKOuj7VrLg1mBTs/I",
+	"GyDbFWuI13+MSxx2zFzhnEClcjtHMI44KQrZljuc7sa5u7ilIHBO3JuUAvbIw0MRYL8I8L9iOd/86Ozy",
+	"xcGVfKji+6D4P1TxBVnCEdE6Me8+1XtllDHGE37zeJKK6Bav0BaMCJ8VYXlQK1vkwpVpKbBmXJKxm2Wq",
+	"fxqSq5fPyfHhsz55/u6/wAz+/vpl9xmyof+PvevbbRvH3q9C5CY2ICd2mgxSBXPh39QtBr9MpkiDGeyu",
+	"i4i26JhbiXJFKqkXmNt9gL3ZB9o32SdZ8JxDirLl2Ml02i3WQC8aWxJlSjx/v+8jZ7hOWVk8sM5KAyGJ",
+	"agAk/kWplP0vBAQ2KnHRyC2hOu2XVHCOWII7rNv/QVgJxlfAMeJepkJNhf0/3f4tN3BF97PcqDau7F5Q",
+	"wR8r0tBUgPJGzjOGDgbDE5FlWHPgTC9sCKnnQpixeiiqzD7MD4JgQtZZVRm3UcSiFIijwfr/Yasj/j+8",
+	"ybel/dgsrwV0YbfabSM+meOpvm/a61XPuIGJaYfYJ2W76Lvhw+kt6OnQ3LHOD+9+6Qar951bfNvTtHqd",
+	"ZlKbbUou9hgmczSg9B7R4kmZvxQdwXo9XVTlVLCr4U8j1ustqkkm9Vyk7NXwZsRe/3g5sisBAMkEjlaQ",
+	"rUMjj86FxCWGoBM/iVh9nZQbETEt/4ZNMxrXyFwcjdVQuQ/KUKIXr3KomeBlJkWJP6rzQSwMAyw512AW",
+	"caviOl/An2czAoCyadrbtxQ9/MYJiynYjry1fakKw5bC7ci5qbjnn94lPJE/MGZqjrQtboIXZL9Od1in",
+	"foU4DkBGT/J3LdBS2M8fIXY1hEkDHwowwkLVC7SJB41ZMhdZmrAOdy95CR3P1OaI+ELHDUeMBXfdjVhC",
+	"bc/myahlTdWGmGRHEQAqEGWavPvhejS6+vHqze316Ob6T7c/Xt2Mrn8ZXiYXjZFyvqTRYLVFZHMgf/6e",
+	"Z8BAcQjZsepMBGS2drzuERtZMwInWOtBHjxCU0LL1KtABNbLGSB35lg5L751xV7TI9qSvCb4KJuV8JjZ",
+	"pwB3RJOKJSn7K1nHUU1MUTxaDRetxXAc7yA64FnWVgl//yWMDE3ONjMD+EiQSs8LbdhZv98ovXf3FmgH",
+	"C4QPHOfyeXan0ed7jEva6IN5t+f6hlLBar0TCev4L7FtQ/AO+lbqsSpyaYxIuxFuXw0FL9ZJpqj6CIEz",
+	"S2SadEF2Jez12QNpHTWN21ihxYALfo/f0LqDyYEqpzbQ+EsrwaQROZ6Jg9jlGLYRQY4FYxb3E61xP2LJ",
+	"x4TNJKQsDZ8/WQInywbqmHkyI6cfhGEfq8II7Vt+Y0U9P7Q7w6tXG62NnbBtJuZXwLxrIxaHqIzDTAF3",
+	"etESl8CDoMl/xLjciZ3bS3iPLZ2tIctFOZ1zZQLAU0cirigTxggkrXUjxn2BmNyo/Witbj9WQB8sZvXx",
+	"gB1qPgWZXjRfVOgEI9PPiRPmOOF1BfHn61ej695J/+S7Xr/fH5y82DA1HxvTkvNPl0LdmflBfHJ2Fh3k",
+	"Urm/Bzu0/hJ8rdu6pO7tJUVE68PqAju+5lNo1SWbHiKsgsbd0gDQQbTj2gkgp+E/wHE3dFC/Cn51tRf7",
+	"NUGsG264YRW/QA932z2QEQW0ZOnFOqRGDZgOsPS1vEemXz2f8PYPBr3+4Kbfj+Hfnzfc/qws8vaZs2la",
+	"z47zvOlr3rqn/ex87y/6Nycv4rOX8dnLTfduiqff+fsvsGtIENM/pd0NVsGa4H2wtEuvuyiZFryczldb",
+	"ahr9ivN9LowKM62nRVLQUdsYTg3Vst3IRYzXrDWn8A9kN+vtwPSDVzfo0lyoMVbWlTIlRKrjMAnS9npa",
+	"WK+vyKXWwGjMjQ517XbtBYiyxMcKa8DdiPrKWRbRacZkIgc0dIDj7vgEbBVQjedXWTZWFBC63u8aRtsf",
+	"XscMLkvbrIn3pt75KHhgT8baBuf+0UohLbf7CiDIW1taza474pb3GiKf21i8EWY1rnST/fmsAzXrN8Nk",
+	"LkECQzmxC4dmdLE8xIGuXYELK2FJZdf0gssUKaYsFTzNJLgMrUVKaRLiPSXPcPOaLoOGF2JZIIvBtikw",
+	"cNOY/fvv/6iHmhZqJstcqrskciu5bpzE+Kvs3a6vbpk6EgYHoQ8b6XrE/zGzIbH/s3P15qo7VoCttIdN",
+	"y+XCFKtHr3wqFVigXBiecsMBrtE4YCKmRS40Jnbw2/3PRBhnwD8oRW9RyikGJCsO41DDnm1JyY0A6Y7G",
+	"OOxf/4TdIpKIlQWiHFPgDCBL4UMxKaKakw3NJ0cAgf6NHbR7xH616VqQxc1snq1rMBE9CZHSphSYRNGn",
+	"uh2WQ0cd+XOTiAFveqyMyLIGa93rBLpZ6V4wkWmbPNejuKecI0KqMUdj1cCPhDAvqRFmAqSKJUPoFRS2",
+	"nic3OITX7p0d6C0Can6vA/jCe+DBkjiID36otClywC2FT1d8okc4E+Kizq35XSkA0ESQswdR0pu0O54D",
+	"p+5z0yKcjxvChCI/Yg932MMd/lhNa3iVbWAcQuue5LOb8IZ1rz0DfaFNPrvNS2JNp0xFeYsNwQQdKsln",
+	"1H6yAXh03wIWMm7BS/rT5zITDQ8gNauUNx8R2my8A3dWmwl9zWX2GQPor2Q/L+XHSqbSLG1Mcy8BDiL+",
+	"KqaGDCmWxnY2jq8hKt+bxr1p/MZNo32Rm0nN5zWL8jEJbOSfEX0KiwhZhksRKy91sOOM2APIAVlzGQew",
+	"rNCsdtaznzqq7aKNbZjdMF0ha0j2uC1VIdSHq0OspRY3EJWJaQVygdwITFZCMjepFgXFnEPHG2CdxA6e",
+	"ePZAwFCISEEVZNnGqsltjqjl7zMVSFsg22BpAdATjBRbTbzMsp+pN/ANGfcmdXlwdvpyQNRl+7vpoyOg",
+	"DIe85Mu3PWztnJ8PTl48webL7IvY/D1qeO8r/pvpwia0cJpnj5fGA/QwOIPneBFiEW/0I0MWyE2s1GOo",
+	"Du3oXB0Qe4vZRoUQL87RLvVx4ZorpkIpbB2Ojea/yaUOOGFjxXHHUydxUijBOsmbUaBEFGNrK/EWK4la",
+	"qky+9OI1XaGe0yb8gXcMN3/oBUxuZZo40pdMvSQJKsOOVVk82GNBLwkONUXR5jhQuOWZKhZfOTHYUaji",
+	"CfwXuuLeR+x9xN5HoAgPmbpmrLqrv9hZPGITafGRggwVPAArVHdSqAvigUSQLNSM1/aSjP+ehDsv2Brv",
+	"eA22hClPzTz1JOZ2diRw277VGkxIRzybnvVPRXr64mQ6ORsMXpxPprP+S87PxDk/HfTT9JQPxEn/VMzO",
+	"TyczkQ4mYvBdOpvwweTkpP9d/0nmuFLp3hbvbfHeFnuudAiT3NUK78z5a7PCgDvfHLfXUP9DDUB/DcJq",
+	"aqXNDt1rB2ruJB6rnxB1IWacYCvsgeuxQvbCZMlqUsIFGHpHV4hZSFcA0lzNWOhGzg84g2G/FGPV4YHY",
+	"sr+J21JkgmvrH47Dj4mtReG7vQLjgcxf92isEjo1Acoeuoq5NI67xzMtGDwreS/iNb4/NecBzCNnbJoJ",
+	"XrIOH6v1qpnNvLTfGNO7MV6ZIudGTlnmy+M85Qsjyu4RMRYTpJ1RbxwYJeu3Yr2phtu+K4qUdXx2hc8s",
+	"9t4WHORYtbU0IqaEhH6v4rnTN5jyCsDApJDoJUmwSxwxEieE/jcUx7B0FzH9IBaGdWp6GvdbZ4hPC+g7",
+	"Z4Lfk56BI+oUFWJtvYhIhNU77J5kUhvhhTw2svEwn1tjwML+Ha6njZinZza1kUnxzcYDbp2DbYH3/yA6",
+	"sOuDtIQxZ4anT03vQ103uueFYQ88y4Rx27pow4QyJWxI6NRa3ANtiKQQBfYpMYSd6H0MsY8h/mdjiFdO",
+	"XG/FJQNZbRLw5jbTjIJYInSaRElbjyqgnCa5mopNcQWW5B7J7lra6qEerXdP2O5xFT6HQkNp2LJ4CIqB",
+	"ocMKao0k/ysV26i7u7Fs9g12XFbaKO9GNzeXo59GVzc9B7Z/SkNlXzHbW9i9hQ2yNM0zcagDKP2uORoZ",
+	"xC05mh1WTKvSTpa1NG6Z/L9YDiszP4j/8t5aB9rWs4VV+M7wOzT1VWmHnRuz0PHxseYqnRSfjlyw7XZX",
+	"s5bymC/k8f3g2N1XC8XrbVmklQtkm1fmC/ncqw5ZVkx5xvDnMG14oFqR8w+ClZVKGiPGx8dwzrzQJj7v",
+	"n/fXh3nvn8jqeK+IW3Ho2eVOMsJxlrhawiP2guhFSUnNhfM8nrUb+eBWR4+lG0c1ial2u+uT8Vqqpqgt",
+	"+G7D71A5Iy/uAZOQMzMvi+qOYmYjFuu8k+IBSXc0auO9XB/YzQoWPEmAl6kCJeRCP1lf0p3TcrktCsCs",
+	"40V+A41fhtp0QkdNAKCOWFpp0w2GdsJH6yN7bnoUVHQfYKyan0I7nkCqzdldZoOY4Oo/31tjIB5aLv/r",
+	"vGCpTAFmH5wB2zu1siJF8BLZ2KPO4BE/06rYzDq++5jzJZsXGag/hzPglJxblinBv/kUtBPxvZQl8zsD",
+	"+60TcHvh9f2EZVlvVhoM6beCafmdngG0Mqi1bn7E4CbC2aZz2647pPmwq6nQWCwC9ZmQcdTccQ03K2ad",
+	"WVGVTCyFDmfNBQ764Lf3v/0nAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
