@@ -248,7 +248,7 @@ SQL
 SELECT created_at AS mid_at, id AS mid_id FROM transactions
 WHERE partner_id = :'partner' ORDER BY created_at DESC, id DESC OFFSET :off LIMIT 1 \gset
 PREPARE list_page(uuid, timestamptz, uuid) AS
-  SELECT * FROM transactions
+  SELECT *, (SELECT d.status FROM deposits d WHERE d.transaction_id = transactions.id) FROM transactions
   WHERE partner_id = $1 AND (created_at, id) < ($2, $3)
   ORDER BY created_at DESC, id DESC LIMIT :lim;
 \o /dev/null
