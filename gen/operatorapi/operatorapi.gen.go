@@ -634,7 +634,7 @@ type ApiKeyStatus string
 // Approval One action proposed by an operator, waiting for or decided by a second.
 type Approval struct {
 	// Action The kind of action a proposal is, as named in `APPROVALS`: `payout` (batch and
-	// single), `fill` (single and batch), `settle`, `refund` (a transaction's refund, an
+	// single, and a partner's settlement account, where payouts go), `fill` (single and batch), `settle`, `refund` (a transaction's refund, an
 	// unmatched deposit's or a refund task's resolution), `screening_review`, `operator`
 	// (an operator created, roles changed), `partner_key` (a partner created with its
 	// first key, a key issued or rolled).
@@ -714,7 +714,7 @@ type Approval struct {
 }
 
 // ApprovalAction The kind of action a proposal is, as named in `APPROVALS`: `payout` (batch and
-// single), `fill` (single and batch), `settle`, `refund` (a transaction's refund, an
+// single, and a partner's settlement account, where payouts go), `fill` (single and batch), `settle`, `refund` (a transaction's refund, an
 // unmatched deposit's or a refund task's resolution), `screening_review`, `operator`
 // (an operator created, roles changed), `partner_key` (a partner created with its
 // first key, a key issued or rolled).
@@ -785,7 +785,7 @@ type ApprovalStatus string
 // eyes (`approval_proposed`, `approval_approved`, `approval_rejected`: the proposal's
 // id as subject, its action as reference), or `operator_roles_changed` (the operator as
 // subject, the new roles as reference), `screening_list_imported` (the list's source
-// and date as reference), `secrets_rotated` (the command line's) or `webhook_backlog_resent` (the partner as subject, the number of events queued as reference). **The list grows** with the back office in minor versions (an open set,
+// and date as reference), `secrets_rotated` (the command line's) `webhook_backlog_resent` (the partner as subject, the number of events queued as reference) or `settlement_account_set` (the partner as subject, the bank code and the account number's last four digits as reference). **The list grows** with the back office in minor versions (an open set,
 // `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 // As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 //
@@ -820,7 +820,7 @@ type AuditEntry struct {
 	// eyes (`approval_proposed`, `approval_approved`, `approval_rejected`: the proposal's
 	// id as subject, its action as reference), or `operator_roles_changed` (the operator as
 	// subject, the new roles as reference), `screening_list_imported` (the list's source
-	// and date as reference), `secrets_rotated` (the command line's) or `webhook_backlog_resent` (the partner as subject, the number of events queued as reference). **The list grows** with the back office in minor versions (an open set,
+	// and date as reference), `secrets_rotated` (the command line's) `webhook_backlog_resent` (the partner as subject, the number of events queued as reference) or `settlement_account_set` (the partner as subject, the bank code and the account number's last four digits as reference). **The list grows** with the back office in minor versions (an open set,
 	// `x-extensible-enum`, not a closed `enum`): show an action not listed here as it is.
 	// As a filter (`GET /audit?action=`), a value not listed is `400 invalid_request`.
 	//
@@ -919,6 +919,27 @@ type AuditPageResponse struct {
 
 	// Message An optional human-readable note.
 	Message *string `json:"message,omitempty"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
+// Bank A bank of the transfer provider's list.
+type Bank struct {
+	// Code The bank's code (the CBN code the provider uses).
+	//
+	// Example: 058
+	Code string `json:"code"`
+
+	// Name The bank's name.
+	//
+	// Example: Guaranty Trust Bank
+	Name string `json:"name"`
+}
+
+// BankListResponse Envelope of the banks.
+type BankListResponse struct {
+	Data []Bank `json:"data"`
 
 	// Success Always true on success.
 	Success bool `json:"success"`
@@ -2311,6 +2332,64 @@ type ScreeningWork struct {
 	Unknown int `json:"unknown"`
 }
 
+// SettlementAccount Where a partner's payouts go.
+type SettlementAccount struct {
+	// AccountName The account holder's name as the bank gave it (name enquiry).
+	AccountName string `json:"account_name"`
+
+	// AccountNumber The ten-digit NUBAN account number.
+	AccountNumber string `json:"account_number"`
+
+	// BankCode The bank's code.
+	BankCode string `json:"bank_code"`
+
+	// BankName The bank's name.
+	BankName string `json:"bank_name"`
+
+	// NameMatches Whether `account_name` is the partner's name; false when it was confirmed despite the difference.
+	NameMatches bool `json:"name_matches"`
+
+	// PartnerId The partner.
+	PartnerId openapi_types.UUID `json:"partner_id"`
+
+	// PartnerName The partner's name, to compare with `account_name`.
+	PartnerName string `json:"partner_name"`
+
+	// SetBy The operator who set it.
+	SetBy openapi_types.UUID `json:"set_by"`
+
+	// UpdatedAt When it was last set.
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// VerifiedAt When the name enquiry answered.
+	VerifiedAt time.Time `json:"verified_at"`
+}
+
+// SettlementAccountRequest A partner's settlement account.
+type SettlementAccountRequest struct {
+	// AccountNumber The ten-digit NUBAN account number.
+	//
+	// Example: 0123456789
+	AccountNumber string `json:"account_number"`
+
+	// BankCode The bank's code from `GET /banks`.
+	//
+	// Example: 058
+	BankCode string `json:"bank_code"`
+
+	// ConfirmName Set after a `400` on `/confirm_name`, once the account is known to be right although its holder's name differs from the partner's.
+	ConfirmName *bool `json:"confirm_name,omitempty"`
+}
+
+// SettlementAccountResponse Envelope of a settlement account.
+type SettlementAccountResponse struct {
+	// Data Where a partner's payouts go.
+	Data SettlementAccount `json:"data"`
+
+	// Success Always true on success.
+	Success bool `json:"success"`
+}
+
 // SettlementRecord The sale's settlement (history `order:settled`); null until then.
 type SettlementRecord struct {
 	// OperatorId Who recorded it; null for a simulated settlement.
@@ -2691,6 +2770,12 @@ type RollPartnerKeyParams struct {
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
 
+// PutSettlementAccountParams defines parameters for PutSettlementAccount.
+type PutSettlementAccountParams struct {
+	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
 // InvitePartnerUserParams defines parameters for InvitePartnerUser.
 type InvitePartnerUserParams struct {
 	// IdempotencyKey A unique key per logical request (a UUID is a good choice); retries reuse it. Kept for at least 24 hours.
@@ -2869,6 +2954,9 @@ type CreatePartnerKeyJSONRequestBody = EmptyRequest
 // RollPartnerKeyJSONRequestBody defines body for RollPartnerKey for application/json ContentType.
 type RollPartnerKeyJSONRequestBody = RollRequest
 
+// PutSettlementAccountJSONRequestBody defines body for PutSettlementAccount for application/json ContentType.
+type PutSettlementAccountJSONRequestBody = SettlementAccountRequest
+
 // InvitePartnerUserJSONRequestBody defines body for InvitePartnerUser for application/json ContentType.
 type InvitePartnerUserJSONRequestBody = InvitePartnerUserRequest
 
@@ -2916,6 +3004,9 @@ type ServerInterface interface {
 	// ListAudit List operator actions
 	// (GET /audit)
 	ListAudit(ctx echo.Context, params ListAuditParams) error
+	// ListBanks The banks a settlement account may be at
+	// (GET /banks)
+	ListBanks(ctx echo.Context) error
 	// ListUnmatchedDeposits List unmatched deposits
 	// (GET /deposits/unmatched)
 	ListUnmatchedDeposits(ctx echo.Context, params ListUnmatchedDepositsParams) error
@@ -2970,6 +3061,12 @@ type ServerInterface interface {
 	// RollPartnerKey Replace an API key
 	// (POST /partners/{id}/keys/{key_id}/roll)
 	RollPartnerKey(ctx echo.Context, id PartnerId, keyId KeyId, params RollPartnerKeyParams) error
+	// GetSettlementAccount A partner's settlement account
+	// (GET /partners/{id}/settlement-account)
+	GetSettlementAccount(ctx echo.Context, id PartnerId) error
+	// PutSettlementAccount Set a partner's settlement account
+	// (PUT /partners/{id}/settlement-account)
+	PutSettlementAccount(ctx echo.Context, id PartnerId, params PutSettlementAccountParams) error
 	// ListPartnerUsers List a partner's users
 	// (GET /partners/{id}/users)
 	ListPartnerUsers(ctx echo.Context, id PartnerId) error
@@ -3222,6 +3319,15 @@ func (w *ServerInterfaceWrapper) ListAudit(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListAudit(ctx, params)
+	return err
+}
+
+// ListBanks converts echo context to params.
+func (w *ServerInterfaceWrapper) ListBanks(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListBanks(ctx)
 	return err
 }
 
@@ -3763,6 +3869,60 @@ func (w *ServerInterfaceWrapper) RollPartnerKey(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RollPartnerKey(ctx, id, keyId, params)
+	return err
+}
+
+// GetSettlementAccount converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSettlementAccount(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id PartnerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSettlementAccount(ctx, id)
+	return err
+}
+
+// PutSettlementAccount converts echo context to params.
+func (w *ServerInterfaceWrapper) PutSettlementAccount(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id PartnerId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PutSettlementAccountParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PutSettlementAccount(ctx, id, params)
 	return err
 }
 
@@ -4456,6 +4616,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/approvals/:id/approve", wrapper.ApproveApproval, options.OperationMiddlewares["approveApproval"]...)
 	router.POST(options.BaseURL+"/approvals/:id/reject", wrapper.RejectApproval, options.OperationMiddlewares["rejectApproval"]...)
 	router.GET(options.BaseURL+"/audit", wrapper.ListAudit, options.OperationMiddlewares["listAudit"]...)
+	router.GET(options.BaseURL+"/banks", wrapper.ListBanks, options.OperationMiddlewares["listBanks"]...)
 	router.POST(options.BaseURL+"/deposits/:id/resolve", wrapper.ResolveUnmatchedDeposit, options.OperationMiddlewares["resolveUnmatchedDeposit"]...)
 	router.GET(options.BaseURL+"/deposits/unmatched", wrapper.ListUnmatchedDeposits, options.OperationMiddlewares["listUnmatchedDeposits"]...)
 	router.GET(options.BaseURL+"/fills", wrapper.ListFills, options.OperationMiddlewares["listFills"]...)
@@ -4474,6 +4635,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/partners/:id/keys", wrapper.CreatePartnerKey, options.OperationMiddlewares["createPartnerKey"]...)
 	router.DELETE(options.BaseURL+"/partners/:id/keys/:key_id", wrapper.RevokePartnerKey, options.OperationMiddlewares["revokePartnerKey"]...)
 	router.POST(options.BaseURL+"/partners/:id/keys/:key_id/roll", wrapper.RollPartnerKey, options.OperationMiddlewares["rollPartnerKey"]...)
+	router.GET(options.BaseURL+"/partners/:id/settlement-account", wrapper.GetSettlementAccount, options.OperationMiddlewares["getSettlementAccount"]...)
+	router.PUT(options.BaseURL+"/partners/:id/settlement-account", wrapper.PutSettlementAccount, options.OperationMiddlewares["putSettlementAccount"]...)
 	router.GET(options.BaseURL+"/partners/:id/users", wrapper.ListPartnerUsers, options.OperationMiddlewares["listPartnerUsers"]...)
 	router.POST(options.BaseURL+"/partners/:id/users", wrapper.InvitePartnerUser, options.OperationMiddlewares["invitePartnerUser"]...)
 	router.POST(options.BaseURL+"/partners/:id/webhook-endpoint/resend", wrapper.ResendWebhookBacklog, options.OperationMiddlewares["resendWebhookBacklog"]...)
@@ -5247,6 +5410,117 @@ func (response ListAudit500JSONResponse) VisitListAuditResponse(w http.ResponseW
 type ListAudit503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response ListAudit503JSONResponse) VisitListAuditResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBanksRequestObject struct {
+}
+
+type ListBanksResponseObject interface {
+	VisitListBanksResponse(w http.ResponseWriter) error
+}
+
+type ListBanks200JSONResponse BankListResponse
+
+func (response ListBanks200JSONResponse) VisitListBanksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBanks400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListBanks400JSONResponse) VisitListBanksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBanks401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListBanks401JSONResponse) VisitListBanksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBanks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListBanks403JSONResponse) VisitListBanksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBanks429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListBanks429JSONResponse) VisitListBanksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBanks500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListBanks500JSONResponse) VisitListBanksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBanks503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListBanks503JSONResponse) VisitListBanksResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -8139,6 +8413,347 @@ func (response RollPartnerKey500JSONResponse) VisitRollPartnerKeyResponse(w http
 type RollPartnerKey503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response RollPartnerKey503JSONResponse) VisitRollPartnerKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSettlementAccountRequestObject struct {
+	Id PartnerId `json:"id"`
+}
+
+type GetSettlementAccountResponseObject interface {
+	VisitGetSettlementAccountResponse(w http.ResponseWriter) error
+}
+
+type GetSettlementAccount200JSONResponse SettlementAccountResponse
+
+func (response GetSettlementAccount200JSONResponse) VisitGetSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSettlementAccount400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetSettlementAccount400JSONResponse) VisitGetSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSettlementAccount401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetSettlementAccount401JSONResponse) VisitGetSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSettlementAccount403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetSettlementAccount403JSONResponse) VisitGetSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSettlementAccount404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetSettlementAccount404JSONResponse) VisitGetSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSettlementAccount429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetSettlementAccount429JSONResponse) VisitGetSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSettlementAccount500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetSettlementAccount500JSONResponse) VisitGetSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSettlementAccount503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetSettlementAccount503JSONResponse) VisitGetSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutSettlementAccountRequestObject struct {
+	Id     PartnerId `json:"id"`
+	Params PutSettlementAccountParams
+	Body   *PutSettlementAccountJSONRequestBody
+}
+
+type PutSettlementAccountResponseObject interface {
+	VisitPutSettlementAccountResponse(w http.ResponseWriter) error
+}
+
+type PutSettlementAccount200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type PutSettlementAccount200JSONResponse struct {
+	Body    SettlementAccountResponse
+	Headers PutSettlementAccount200ResponseHeaders
+}
+
+func (response PutSettlementAccount200JSONResponse) VisitPutSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutSettlementAccount202JSONResponse struct{ ApprovalPendingJSONResponse }
+
+func (response PutSettlementAccount202JSONResponse) VisitPutSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutSettlementAccount400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response PutSettlementAccount400JSONResponse) VisitPutSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutSettlementAccount401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response PutSettlementAccount401JSONResponse) VisitPutSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutSettlementAccount403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response PutSettlementAccount403JSONResponse) VisitPutSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutSettlementAccount404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response PutSettlementAccount404JSONResponse) VisitPutSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutSettlementAccount409JSONResponse struct{ ConflictJSONResponse }
+
+func (response PutSettlementAccount409JSONResponse) VisitPutSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutSettlementAccount413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response PutSettlementAccount413JSONResponse) VisitPutSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutSettlementAccount415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response PutSettlementAccount415JSONResponse) VisitPutSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutSettlementAccount422JSONResponse struct {
+	UnprocessableEntityJSONResponse
+}
+
+func (response PutSettlementAccount422JSONResponse) VisitPutSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutSettlementAccount429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response PutSettlementAccount429JSONResponse) VisitPutSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutSettlementAccount500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response PutSettlementAccount500JSONResponse) VisitPutSettlementAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutSettlementAccount503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response PutSettlementAccount503JSONResponse) VisitPutSettlementAccountResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -11225,6 +11840,9 @@ type StrictServerInterface interface {
 	// ListAudit List operator actions
 	// (GET /audit)
 	ListAudit(ctx context.Context, request ListAuditRequestObject) (ListAuditResponseObject, error)
+	// ListBanks The banks a settlement account may be at
+	// (GET /banks)
+	ListBanks(ctx context.Context, request ListBanksRequestObject) (ListBanksResponseObject, error)
 	// ListUnmatchedDeposits List unmatched deposits
 	// (GET /deposits/unmatched)
 	ListUnmatchedDeposits(ctx context.Context, request ListUnmatchedDepositsRequestObject) (ListUnmatchedDepositsResponseObject, error)
@@ -11279,6 +11897,12 @@ type StrictServerInterface interface {
 	// RollPartnerKey Replace an API key
 	// (POST /partners/{id}/keys/{key_id}/roll)
 	RollPartnerKey(ctx context.Context, request RollPartnerKeyRequestObject) (RollPartnerKeyResponseObject, error)
+	// GetSettlementAccount A partner's settlement account
+	// (GET /partners/{id}/settlement-account)
+	GetSettlementAccount(ctx context.Context, request GetSettlementAccountRequestObject) (GetSettlementAccountResponseObject, error)
+	// PutSettlementAccount Set a partner's settlement account
+	// (PUT /partners/{id}/settlement-account)
+	PutSettlementAccount(ctx context.Context, request PutSettlementAccountRequestObject) (PutSettlementAccountResponseObject, error)
 	// ListPartnerUsers List a partner's users
 	// (GET /partners/{id}/users)
 	ListPartnerUsers(ctx context.Context, request ListPartnerUsersRequestObject) (ListPartnerUsersResponseObject, error)
@@ -11517,6 +12141,29 @@ func (sh *strictHandler) ListAudit(ctx echo.Context, params ListAuditParams) err
 		return err
 	} else if validResponse, ok := response.(ListAuditResponseObject); ok {
 		return validResponse.VisitListAuditResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListBanks operation middleware
+func (sh *strictHandler) ListBanks(ctx echo.Context) error {
+	var request ListBanksRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListBanks(ctx.Request().Context(), request.(ListBanksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListBanks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListBanksResponseObject); ok {
+		return validResponse.VisitListBanksResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -12192,6 +12839,80 @@ func (sh *strictHandler) RollPartnerKey(ctx echo.Context, id PartnerId, keyId Ke
 		return err
 	} else if validResponse, ok := response.(RollPartnerKeyResponseObject); ok {
 		return validResponse.VisitRollPartnerKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSettlementAccount operation middleware
+func (sh *strictHandler) GetSettlementAccount(ctx echo.Context, id PartnerId) error {
+	var request GetSettlementAccountRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSettlementAccount(ctx.Request().Context(), request.(GetSettlementAccountRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSettlementAccount")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSettlementAccountResponseObject); ok {
+		return validResponse.VisitGetSettlementAccountResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// PutSettlementAccount operation middleware
+func (sh *strictHandler) PutSettlementAccount(ctx echo.Context, id PartnerId, params PutSettlementAccountParams) error {
+	var request PutSettlementAccountRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	var body PutSettlementAccountJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.PutSettlementAccount(ctx.Request().Context(), request.(PutSettlementAccountRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PutSettlementAccount")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(PutSettlementAccountResponseObject); ok {
+		return validResponse.VisitPutSettlementAccountResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -12914,480 +13635,506 @@ func (sh *strictHandler) SettleOrder(ctx echo.Context, id TransactionId, params 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3rcttItieKv0oGZyJEukGaoiTboqJjb7XLrtYuX7Rledf0NOtPJIGkiBaYyUImRbPLFdEf/5/PmYjz",
-	"BvtFzpv0k5zItTITCRAgQflSl1bH7CkLBPKe675+66dWJOYLwRlXsjX8qTVjNGYZ/PMiZvOFUIyrK7ZI",
-	"6ZrF+mnMZJQlC5UI3hq2QpUtWUhWM8aJmiWSZEwuBJeMJJKoGSNSiYzFhHK5YhlRglBOGM3ShGUkYz8u",
-	"mVRklagZvkznbMRD13G07n7H1mGPvOXpmlCSwThIRLMsYZIkakgomSaZVLaDGZWECyKX0YzgVHoj3gpa",
-	"MpqxOdXjZ3w5bw3/2tIDb/0QtNR6wVrDllRZwm9aP/8ctK6oYq+SeaIuRZpE681JX88YmSzjG6bsnHEe",
-	"kVhypSd7QxMuFWlfvLh+SVxzZJqwNJad4YiHo9Zo2e8fRVFKpYR/slHr7Mc/4lPToPnhbGUeSxYJHpun",
-	"YUDgYxJmjMYyJCIj4SpLFJNhj1xmTDKuiOCE3bFsPeJuY/RCZ1QxkupBscwO+4zQCXwDm5koEicx4UKR",
-	"tl746VKymNyydaA7UjM24vb7CUv4DVlyekeTlE5S1sE1Zx/ofJHqxR21YIwwwyf9/tnqj0/6hU2p2ARc",
-	"gou4evnNCh1IksSkTVMpSMiyTGQ988s4iUOScH0+aJIuM0YmIl53zsiPS6GYnh5Mcy2WJBJc0UiRpewV",
-	"Rt2Pj6ND+pSdTgbTY/aEPouO4pPpU3o6OYwG8RFrBS3dWZLpi6GPkz+jecJfMX6jZq3hYeUhYypbn08V",
-	"yzYn+A73Wd+WFU0UmbCpyPScVbZO+E2vVeoomesjnXeTcMVuWNb6WXe0oBmdM2Xu9PlikYk7mtat6yIT",
-	"CyFpCgtbXI6TaZ8NokPafTo5irvH7HTapYeTQTc6io/ZyfQJfTp51gpaiW5qQdWsFbQ4ncN44q1LNRXZ",
-	"nKrWsLVcwpubi/V8mUmRVY845OyDGkfwRkjEFM73ImN3iVhKsqA3LCBLHs0ov9FnXDIeO1pDpkmqVwYp",
-	"UKKKE2br/+hf/E0kr/92vn6T9D+8ftdfvz78zw+vvxGr19di9fqlSKb/2YsGKbfz/nHJsnU+cRxVcbvo",
-	"B3cu+oPjYOdB8Yjhd6yCGJ2TJU9+XDJ9N8mCZSQVN0lEU0eV2pS8f3/xjSbIlNwIEZNoJpKIdc7gRGlC",
-	"mrGlptiqR75jC0WmIiNUkZRRqcjgmMzEMivdjZN4MDmip6zbjw6n3ePpU9o9nTxj3af0SXQSH7Oj6eDQ",
-	"LgrS4XxVSuR9+zXKl2twcrLvar2FRaLp5qrZX4a49RQpG8U7hqfII+zId5ChFdhNO+da2TJlklCp6UqG",
-	"VFbviGlFz65zBp2JpSbLLEBCbHtYcomUmqhkDvQpkSMO9LidsTtxq2lsIomkU6YJQ8YWjKqhfhHHIk17",
-	"d+IWCTWyoU5hT0e8tKklQv15t/X+2/gdW9dRqPPLCz27KgI1eRI9jZ+x7um0T7vHk8Oo+ywesO7R9Jja",
-	"36oJ1C1bjz+ZSAGP3xzzJb1hRCZ/ZwE51Bt32O8Xhn3Sr6YdwF0LixizKV2mqjUc9AO9oobs9/vBdiYQ",
-	"tN4uWEaVyOrWVJjfKxb1aXw47UcD2j2aHLPu8fSEdp9NnkTd07jPDqcDejQ5jr4Q1b+kmeKsdtAL/Lli",
-	"zEf0MDplg0n3SXw87R5PntHuadRnXTvek/gJ+0Jjvs4olzTSw6wbt8pf2Rh5f/KUPZ2eRN2j6FCv9pOT",
-	"Lj2iz7rH06PpyeRZdBof9r/IyH/WH6OAWJAT3n6n/9ISEuNwuOlikSYR1aN//DepJ/WT183/zNi0NWz9",
-	"j8e5UvEYf5WPbZNXph/stV4E0bQUyCDhYqWXqVI16fq6SVX35qvHFdoMDMAO65LxWK/F156uOQmcsVgz",
-	"aJTx3Y0k7alYZoStmQxIeH55efX2v85fvQs7QPlXVBKhVSNcMxYHI86FmmlewVLJiBF7esRf2ICEC5xs",
-	"GOjlTTgJY6poiNzgyyzzn2hsRPrPtsIvtLxft6yWsSaSzGmqjz+LhyRM+B1Nk3hsfg4DEiY53xprRjBP",
-	"pNRrAwqVfd/Il70WTEVFs894MaC9Xcdkol+CDc9YJLKYxV/uSjwXfJom0VfaKXMBItOpzM0B0TLLtAAk",
-	"FVXM2zz4ewx0NNHflnfRqYB8vMjETcakDEFtDam5lOMo1dcl1MKxozdckFTwG5YRcz06sN0vRTZJ4pjx",
-	"r7Mc7uanNLo1Qp1IUaDE33Jy0Q5jpmiSypBoNqDpZYBWhhEP9VdhB+Y9p2vQ5GOBcq2asblk6ZS0cUGg",
-	"9SQjYsU9KoHEA38acf2bblJ2hiSc2jUJe+SNITiW1oy4XrULrljGaYpz/eIr907MGQ5jydmHBYsUi0Hz",
-	"ZzERnGgaKpMYDxEObAzmgrBH/hMMAr4wrrnyz0HrjVAvxZLHX370b4zFyhcNREZithAyUUMScqHGUz0W",
-	"pEBWnjuHVz8jKbINe2JMQ/7lU6YzWE1/Ml+HlV/SdSpofC3EK5rdsK/LaCYiBm1P3LGMPDkm3yV/GpJw",
-	"gUMaKyHGqR4UbuA7lt0lEXuf28y+zmA1m59QtM56BjvSDiWOaOw91UKGlSb09jobCirJdKpYRkIwZHXB",
-	"khUa6UWWtth7ZdfWemYxmMK1EK8pXxvRQX6FVRKCzClf232VZJqJOZJNR5pv2XpIwkxzITSCxmGPXH29",
-	"VXnP6VLNRJb8ncVfmSsZm4YRkjSVMlwZWCmqZPgSj9JlzGLNLpbeePECvOeLTERMSn3QXnCVqPXXmQiY",
-	"/TY8DNYKFCfTKQOZw2z/cFM+BGOZm4ZcLhYiUyx+zeKEXoNa9UuQHc3ew3JfIay9G+J4rsc41rqfHv7P",
-	"VkFEjS+K2EJ5MjqN4wSNZJeZ3n6VaNVwSlPJygP6frbWqstMZIos6HquFzCRhEKTKKkuvDZ+amWMmqXY",
-	"bKjMO+CgaGlHc5kZVZbVsOSO6VO3jPUF7BQV6dcs0+RKEXqTMRYTJaDdVKxYRuhcLLlqBb5Z6sSYUbaa",
-	"pXL9+q92CrkHSUz+xiLVApUyqTbVcmu90gzReMbanGmO4eyFSgtmnc0lizJG9R5SVbVs6LHRK5NIucQl",
-	"dzp/TBXrqmTONhV/vWaLJGNya7tSiYUkK5GBFbItmSIT8MeJNO2cEb5MUzAwckEYr+9bv4e8Ds0TG2NJ",
-	"akwmvr1vhyUjaKVUqrG+olunpN8imioxrvSV0TthDsk84UvFznxqJu0B8r4ApYVGM3YgSZpMmZ5k5/5z",
-	"X2RsmnzYNn+0PEczmtFIsUwGMCiWpjhCqsdbvAXydpwmd2x8PnleuVTGWrzzTJn37j85rbEt5W6Tib43",
-	"7/Dd8n2DzTaL5BoM/GtR2vrC0S7Mtf7OvkqkcgLvxpK84HcsFQtGxBSWfPOSavmqdgtlQDhbaaINO6m/",
-	"ThSbN1wWPUgzapplFP6eawZ6wyopjTAeDjJbzinvZozGIOpxoViv0Z4tI82gKxpPV+AMyZZM02TzXi8/",
-	"YBMhUkb5xhbC6uQN129Dsy0Ap039HjRb0t/rEr5zN64UsKG56h0LAxLC9QBLV1sTchYHjsQvuUpS8wZc",
-	"oLBjP2AxWsbMfQqB4piYCmzb3jy9CPYSxvkNrAi6yK2wFZ467nRMa+UE5sOdTBqAl1wPW/Mg0JujJDav",
-	"GeF785hgm02tuKhpt0AUg8Z30kxjWYkDkrG/oT1CZMYkcX9CanufgHhB0/TttDX8azOl/opNWz//sCm7",
-	"CTdWPUI32kQZzr6aJSmzNjH9itnSLVcgP41NxAvzDlnylEnptq/t7N3j6+tXoVGtlGfJ7jQXc0wUSPNV",
-	"A+n7gk9F5ZqhmFqwfWCEDESVuPVsh7jhYafRYiVNozJ2CkFzpmZiZ+wMvlWUGS7fvruualETver29C9I",
-	"j/HsJII3oo7OmrnNKVm49+1ESRK6Hy7iMEDDGZUkREngkq7FUoUldcD/rWpyxSCZas0HZ7FtOUEX05I9",
-	"eO3ZBxqpdI06C/j3C2ej41H7/ASAU2/Hrul3yJLHcBkSqXUK3TmVLLC9F2f/eAETl5UzN2u7k57ZF5tf",
-	"Odc0EqvGJCrneONMoGWs0bf6XfRjgpd8333Ey3wgbWwH7KbgEfOuM+xl0RJvoy/AghAO+v2w0xvxc+4i",
-	"EkUKdBM4UcYgHoezldUEh8XmJJnT7JbFIx5+6OIHXWwo7ED4x0ysOIwqIAlHIuRCK+Evw7ACQnlMQLcc",
-	"8Vu2UEOi5Rc9Ep+CkpRqoqqblUDt0Qe4k1I1FehxMFak14LLfE6zmphKayzmmvnoc24vpZ7qSmSxDIDF",
-	"wwRYJsEg4LiX3AjgugJ7NBGckQnlt2hVmLKMLOgat8SqeFNwkvC1b3iQpG0vTmdIpglVxnBAjvrPjk/6",
-	"vX4/cA0kMWkSdaCFATAwRYy8ubjs9vv9/uHR4Mnh4eDosH940sf/HQalKAFJBkTrCm3Zae0yTABDMNKN",
-	"T2QdUwhs6IBH9fKdKd8+T9fyL3SRcpR0LU9KKQhMhovk3Njd1mpBtiB7VatVCY+B95ijkx/sRAI15HSu",
-	"ZRnuO8/RLq/ZBGmjX5XyeMRlwm9SpgXdaZKmIWnjAziP8Jr+STKlUhCfNcfn6EL0NusARQEe6ws44ks+",
-	"11+y2DpzDqSWoKh5iSgqb+ETKdKl/h76iDLGeMJvxhm7S9hK92aF3XDE257sS4z+G6BvztrodSvmaI5v",
-	"2Tr0jbPmCxvzKEccDQsmAg4NvHJppEFQDGxArxHzF5aP6nXSBwTWBDZTTwqCloozcAcRoiG9kemNzy/s",
-	"opZBuyiNSl1N6wgLegNSiD0Ae2nn7iMX+oeBo/fU140uU6Gxz6gcz0VWJUlpXRAlBC7UDKjUDSNTkaZi",
-	"VakaBiZGrCY6yoSdETAKI98uh4YFLS94tip0TUoUrUx0rSW++ivowWgIAjkR2NT04wbiX7Ve65YncPFv",
-	"/gi3UQl9MpraDfY4K002Gg7l79SWUApi2rWwZkE/bT1/32tZa5mxQVmk7dszNkLCNG1HkQdfpk6nyDQn",
-	"WXITBD/ihiliToymYjyRMxYP8/h3+yFxDWLUsH1Xy1SdYMRDKwKHGPJsWs4oP9OMULPwEELJlBWfO8Ah",
-	"0ZQQkjbG2xg3GwSpscC3z+QMTWTwVpzRFddv5NIqNmoU6sI4VlSOeKUGfoYfLDMWEqm3djVbB86r7XFL",
-	"Z9tqQ6AMyiwjblIvCpawEjM0cYNBy62h+7cxe+EqGLEH/mGNYkXu51raZH/LOFF1ctD3RaVEZCRO4iGh",
-	"xQgM/E8bZZuCIGNkIX2swGEX6g3XQ/WknE6wRWYh7RD+uGNjfIXF0IZ9GGUMfHTYCkpc7RD+O847x79h",
-	"ePo9PWTITCLodR6ZHI4A5ScTnGTIuY0EVozOSduJPkvJsnHC76BzDLincZwxYGtwYlAWPyPFT7QsNTaH",
-	"w3ynVTaIw0Jbj/luxIsfxgk4tOMQQ2D0M73yGISkdfMlkIOOmYQVyfR7B1Z4G3GbxOKmtWKTmRC3IDpK",
-	"yuOJ+GB5bkzlbCJoFpN2aF4bMx4vRMLVeLnQCjpshn73/dWr4vCJ+wRVzXEmFHzg/cLuGFfjzATahCgq",
-	"u18Vk2osGVdmmeBtb6ZnJDQDHstkvkxpvhPe6RxxarNy7EvYkt7S9aK46Hbx9B2VECnFS2d9xtKYTNYj",
-	"7sRQ0i4I1SmjEsbhPZ2kIrrNt1uoql6nYpmNOFszSdp5MKHVhMLAizB0FNN/6CjisKCFH8gRT2Jv2QKk",
-	"pC54qjQMpw3ASZXuqCJRdGRAn3HXoH+IZblNbx3SRKpxMseIAdOifnYgiRTLLGK4WfpgbbYCp0i6Y4Rf",
-	"R2I+15+kCWcHsoOJiub8TGh0mwq9J3CI8AN7Lfz1gOEv5xOW6TsPh0OSH5dM6ymFYfTIo0fXZszkJhMr",
-	"+ehRHlKq+yNiOk0ippXCecJFRu5YJlHhR82KE8lUACYY9kExLpNJyrqa4IfAOzT5QX4WwsPOEAwoSLMw",
-	"PFMoGACLCWQD2fi33oifS8hZTRXLSDv89sU1eQwhDP+Gn/4RieQdTZfMbyaRJDzu90k5gLmcwVOjQgWt",
-	"jblo5lVW4NzXyAkMy/I1uzKh9x5ZMt8KWj5td3+azizBNHqopxp6j27ZuvQXaqL2D+NKylvzSX35sU/O",
-	"y79Zit0KWnXk0/upSCb9bwpU0vvBEUi9zGVKWNKUkSwVHhqq5CQKj9r4zzxxY4PW+AtcIBeFjgrXHo5E",
-	"4Sp7Mype2dYPnnhSpUR+PxNkTmPmePbQM2YEvh+PqFkmljczZ9U2mcYkElyKlI14Oyd8CbIijxRyOmcY",
-	"Bw3xzZ0zEkZpYui5ZdNx6MhRtuQjDrxDsuwObqN9yVIgaYwlYW5O8X6DqAt9LD/icQSZZ/M1fcwkwaNZ",
-	"aMiO3PbyEXan2ErOwXBvCg2YPSK4R5pwrGZJNNNECCg8F64PvXZRmsCZt8Hiel1mAii7ftwpSUF6czwZ",
-	"BGQZI3RYAu0JHxhAruWvYMSNbTuwggvslBVc8BTIssy1e0N75Dwnz3pCm+TZUeJNAlqmwwWq6RmnGtFN",
-	"7/0oTUo0Jb8SL7iqsnXnLu3C+T+QAdnkl5WSYjuk+raFnXv7tT2F4mcwF4us6TcCLEdI0+s8lijkIwMA",
-	"wSlJU99lOmGp4DeSKFHlztypwNujXN25d6jBQZBRXkcEQFk0iwk8VpMMa9VSM5atEtnMptA0Pi8WnDX3",
-	"odWtL9Mnq7k72COb2zNA0aECGsvG0jiqjcoNT1JILNc30fgt+t2K/8/+L+ygPYOvcWUJNI03sfkEMN2x",
-	"isnAqMHmT613CFAnACZEFbNcgaiUJjjiPl+y6tuBdCojvl8gkWf5IbGnW9NaDOIkQHKtvaDK5wwNJdvz",
-	"W/1bEwkesYzLYVmBsqSjoKEHaAXyr6J9r+QLwIdixVG6NrGoFunDvS2mqEcW1VoB/074jQsXYVoA5ppf",
-	"W20frr9cUC4dXyyyfqvro62KWwiRvQmDXdTqY3I9o8pjafolO2jw3uZbEvb26c0wsF15yo4g1VywwtGy",
-	"LNV5GGVhfJ0qIrX/chnDWuXgv0dQn0KYix+CJbiva/I495NDfBZe8nauMneGBWMeKUlzBjDImiQ7PfKm",
-	"OMF7ngg7xbojkY+o8kjkK9TsTDhNtC6Mw/wcEIwg1/cnmtEE7LQzcpPcMd7QiA2q8a5zF3hxcjb6XGQF",
-	"gSK/y21zDwMMUtekhNG5OQCyc68zZsdZv/5AjYtGLz1Ejzjg8AJLmQ70QWTT5MMGiSqSbG8ntRxCrTmh",
-	"0fp65LV2jUsWVrOI+mIAgwY8lkJS39QaQO+3ls6dPDbu5NqRbTie3fju0XFNhAHIv75oUebTmxSySHLK",
-	"t9MT7LwQhtJG1KyCJ5EW7kbpABb4bolf+Je3INBVunO0NLzbHY1JA3GiSCpu9nFJ2yCUz+GQznWRB5f0",
-	"13BJ26PR0G3KzQmx47yH59Qdxt+l6xQQEqqgr6rUzPunTvnICs3UsyhbL5QYm4SyXSxCHhAlFE2JErf6",
-	"UmE0WfsJuDLmNJWlqNVBv99D3akyojmhyuu5WVTzy4Sqc/xmM6xZD/fNt29cnBykp9kQOIwNN1l39tZJ",
-	"mjLS1qsuESxhqz2gub56m/C4ar/NTrfDy7fvrokNzws7aCQBLcP+BoMyccCVcUs/7KsnayXTHhETa7hz",
-	"Ik2VvAVNvLX2UupgGveSFTJaF7DNPrBoqYUBgIE02+f1aYZRPIyHJ8enPUAf+lQRuBCLiQYudDL9uEzi",
-	"RGnxNMZYBttOr7VTPpO7b5+LmIX2c0nb8dCdu1lknVVSERzckozhCxWwKcW7W6YimzMrC1k7JBOgli+T",
-	"NL1fMq+WXkp7UZHAaw5XM6pzpd+upjeFsxgA+QGhWVPI3sZh2tqJe7H6cGz7tgDbtZl7uLkhZh/zwdVu",
-	"xG4REWgj2yte0XzyOYRD5K0PcuFXkAvdeWgaTmfFm/uKhfkB/P2KhXut5Scs4+9zCZ/PaML/TGWldI1m",
-	"qUJkDZUz0u5/ANPQk2MyYx9InNwkCtAZXvzXa/xGBps/XmeCl+Tb/oeT6KR/zOLjo0E0OTk8PHo2iab9",
-	"U0pP2DN6fNiP42N6yAb9YzZ9djyZsvhwwg6fxNMJPZwMBn0AkV5QpVimB/z/a/c/dP7tr/3uKe1Oz7sv",
-	"f/jpyfHP/7OKj8OsLzNxl8RVPiRNnP/j3ds33avL52RhXsNTxJlaiex28xwxi3NVbOpCSaQ1JgoRE1gg",
-	"ug7x94ooMgEJU3pzY36asFnCMUxpzSPzkItxKm6kcZYapsQZi228je4E85QEmSYfOvfyZs0YjTH4oNZk",
-	"CqtyIAFmncCryBNguvr4m45NCKU+BphooH8rHITj48NB/+Rw4Am5CVdPjusH6rOFbWZdO0a4yZjJMRNS",
-	"naHvPuEmz0jNtBAKAKyEZgzTpjDXqnhiZ0ot5PDx44mMuvp2Scbi3oRP4NT3RFYZvLlYVl0vYKIY4OuO",
-	"mAL/xBICbzlbwdJK0qYkXOleDca7xH/L5cS116lmujKpFMKdYd91zLhiWtsLAVovbK4Aw/u76Ke9ae/g",
-	"5TKVMqY3bKlw8gJzq8wS2vlU0bFv0BB4bbSK6juNarfLAjMZc84+ijbjCo/6Nu2+mSZ/uFWTh9mOMbqt",
-	"Rt6D6wXHYyZS8Glu2LY9aj1Fkf0et2maifnYrET1UCTjccEt2kbAaxcefCOY0yaBICz5LTc3aSfdScXN",
-	"OOEx+7BFnUOtMRU3BN5ssBC75y0Z4zvtQ0i+9Kv3uCA1wf4BCSPBp0k2R/KfMZHdWIwFZ+gODaUoTu3M",
-	"PHUnGlxWXJjX0FZB2i7crFPoDHqwwyilS9uXKpXgD+NZpcCgN6haZOjtTFq0jfonoHQag5ZTkAsXJicd",
-	"dhOrCMSL+UKt76cQvxGmckdlxvaLasYPtxYyiKcG193WoSiEuELudmeLONEQomCbbFqWSNmHRUo5tXn6",
-	"ewuisEhapDMzKpwds4I7JFPbRT5sS+t/qFvi5yKunJxUMKk5jWYJZyQSMTsjG0tMoHWC76KaKTFFWq0E",
-	"fCSB80PEhHM84qdixYcjPuIfCWbCko/wAflI5oxCbN7HEf/Y7Xbd/+l3j/tH5KOPlEo+FpM0duO7FrBb",
-	"aaSM8loCajVpmkwS0++p7ncD6fZjMe8bIONKeLcODtYDLQkMZElgUT9gUFjyxUEZ6J49O2spRrkVtGow",
-	"lgHK3AdYBueeh20ICcOIfOryl8f6EU1TsYIX4iVi3rHx3GC+jX2DWx1mcGlQFZDBraAFtWLGNNVXZw3A",
-	"UhgjXYT0hEFXgexVTBzBA13TOTgO/j1PJFD8UpMLmmSO/o3FUo3FdJxRDn3buNxllpaWxlctYCl85Fvz",
-	"u/QRP4GGbuCAIq8zGMhegDGerGIO0+bWb5AXuM3fAG5xjV0sE5OUzZGbCc6Q+pqgBUxY3ySY8E4VfdCK",
-	"HIF4bpaRhBuhD0mziazENvWfCLgJAQm9aliVGiILOViJJKtM8Bu/nMx2toejztutpX5A5Td6fY1ELyft",
-	"Uwj9NW5njzyX/GGGlO7kLUBzAXUIUKYrzG4s6+LumE2TpK0J1oQRphlup7EZ0j8VFcbIvKrTVnSUvBqU",
-	"MfWH/6trmH73Ig7N/nbq/AkRq+3g+6PnBN7QXZgFdhV2jgaILBlRyTyzhwl4imiagsgaQgMLmjGuwgM5",
-	"4rbSlinVxQJE7RfLTBrUJXCy4ZXUBFhkSuIwZI+ce+W6gG85TFAXXKtpPLxeDng+nkxPB9Ojk6dPJ0fH",
-	"MX1CjyJ2OjiN+6zPjp8ePSkaVoxN5YefjgZVBpXSoYbjlR+awuZVHfCXNEnvjztahgvNEbaaQY4a8ciX",
-	"igJyyxbKHqFZIpXI1mTOFNU6f1FUfuU8JU6Zdghaztf05aBGX6Ih6XvkAdUuUxSDVjMhmQvItzkummYZ",
-	"Y1QFTcUfMLml4va/wCwscKSR5YJgfqkBvEJ/MVYsM9Bd1CKy65M1X6hqO7/tdZfxwk7hQLpCASb5udiL",
-	"JBN2QznK3ajCWVEch5VYG52RSjvFQFbbjm0WxmUz0LBpM2TSZpsr4pm/Cp3cHwMOUC5r7I32RjibY74O",
-	"5EYomI4pXZVX9YsE58zmI0D9KbFUncCUz2MrxN7xV8VVndqKAlcasqxJfNfk9c/X15dWvPY313VTOyvN",
-	"a0tDu6F3zJ+pZIyE+aptBWPzDmJD3/1ecQDV1soLJetljmWWVn9h12i3mLEt5E03H5SvenHHCkeufEEr",
-	"qVIeZVLlKnnz7RtrMoNofWM0Izh6lJ4setrA/bpINdvDQGNF5kIqcviMmP2yjoYcoStlsX4OKMsb5riT",
-	"48HgpNff8B98/Oth9/QHze5++KkfHD79uTMa9fDPQbUr4f5+9oL3W9KUVQm1hRCfpoE9eezHbqf8/Rzs",
-	"ZQZVFdWw3Td+AflwpsTXe8my+0oAYq7lHEyvQ40eavBRVWFUmVfqHNcOTsy3apqqiguWeSyUKvAM6JOm",
-	"Zb3SsaIx/XcazVnPPgqKhe+K1R6PqiJnGuDd+WsGkHelzcBZmraqlv4NnbP7rfa5o1LFha33wcSJhJK9",
-	"9jt/PfYVg6CXygmhU25zBMYrYL12AWG9mx4JJ2wx6KP9U2XRoF+yfsLPJQGYdv+OVCA4fFJNCMwgLq31",
-	"YGMwfxYrMqUmoxXMpCsw7mLRYq3CgbJrPYxQssu+4fseEUsScA/YiCdcKgoghcrwbgMCwJmDHtTHVUaU",
-	"c6gOGt12ztCV4L5FIolew0RpRYLGpvCF/paLmFlp2FUQaVsijBCJFsdFX0AoSSY4sYAdFvVlxmimJowq",
-	"YxE97BOr54CFHWJaOgGRwryQT84rcSn1USKhSc4eUxXm8BEYjaJXAYUwwmg0w1xQfbdv2JBQXviWiNR4",
-	"3oy078YIpIQsRJrqVVYsu6MpWPzAcuaGhpuHhhobXWJ3CkXFdmkyUonFwiRdjbjdYrlKMF5fTKdgY8sF",
-	"mMJGmMyoMqPgNDU1NCqU42Xq3FwSx5hIN0hj7CeTddFhq7zzZx23oICOeKJ6JFT0JhzmzUKlYhd1I2IG",
-	"iPV6WH9n1j+sKTNLobKfyevWPSPwZW/Ew8KDcEgmayxOTWiqz3N7kXCO6UXh8z+fX7wZv7x4c/7q4vov",
-	"YyyQ/ebF9fdvr77DAtl/LLYWjDjYe+Aww/GPBUNgJMj/RkWS3nT02UKPlUHpgC/gHWlfIpMl5KoBklEu",
-	"o0JdAcXStUHftDBDOBBZPh6Isp3gSPDCp4lUI55IAzAxJAgWCju4Ess0JhNmnhnUChcDFgmuVX1VhCdS",
-	"9KYVtApLAcZFmGAr0BteMODh+9sF+qD1oXsjuhURyXgKt6puoX0rRHHegBEAE1cS76qfgVUKtN1LU3Ln",
-	"r961F+bvwBkNTSQ4jW3hHzwAn39IW6Ir6q8PEEBNyoGuW4riQi70YWrDP1z9ZkOesahFZ/OK5zEZcGan",
-	"dZfEwszOmLdmob4Mm7Ecx6f9e3mfwfdfv1V5aEDdLpG2qaqi9ynhyGHEFNmAfr1TSO7zGrz/ju4KlTGb",
-	"qQmDVPvs5Lb4GdI2OGk+QTmQnsAw7Xy+GJuU3mzOLZ83+ef///8yAoZ90u47uyRB1w4wygWV0ujyZqNm",
-	"/qboL1gCPBwKlLm4ATeNo/vFCOUC4jbJ2sqRmDUKxrwqq5c+S5XhYT5t377Dkq7gqho2dnX5vIqDhYEN",
-	"UQIrYucMjepVt1cz5sa29mL4W4W13e5l7VX0thXmM4e0XyVIWDgG4eeimoVWq68ZjAMP33SZYk3ciMFx",
-	"a3uiDFoLpchqSaHuq+Lq9E/vdfRyUXPLUtadErwi+gBY7O428Efp8l6bidQlg6brBZTZGZX33Ziygmbu",
-	"TymIy1L18jYWztkmZyyxb6RCuZDR2pA3/FtbWPhqnXGVl+lqlsXgisb8VJK+b9l6a636M9xJvSNcrAL9",
-	"Xz1xobQwh4jugLq525BnEJNLs/mhQk9nK4PAY3mEQZ/H7rCcIWTW+GvRNJbatH6/aOp85X+XEdW2HEHN",
-	"lPDHe+QoIhADqkNQjRM/+HQomY3i/zuN2bXmnmSL6xxCVPap5VBTAsxmasMbO3OhipVyt+7JgQNcRNtK",
-	"watoswr9fLLHPyXxz4+RbxscS2TbZzm+fCJJ7ZcbuKtb3zbvFBIa94XvK2h65uONjbJL9hxW9t6GQrba",
-	"ctq/kMHws5yyWjNjcWEqg038WRNjlEqs+aSSYhre0ZhgCo+8NJnjxvQ86LJqbrIx0X24Qv2WN2EN5RX+",
-	"XTOIP2NcwRaMOOMPLZhRVzNB4sTmH5d4CJpStsYx2yrtzQtnZWK+1XVrRmnk6LbLIgYdQW+kzU/YuR02",
-	"wmK/2j0vTHRtpPLsbCf14HQrA3f3w0QDCMu8RV+iBulqLRWb6525V672DngzwK0qwZcFnhVVipSZGj5e",
-	"1bbKoeX0/zympK0yRuUyW3ea5XVXh9AghtUQ2VXoBmbdZpJV1OYBjXaoeRCrKU36STBKhUjbG3rXjB4o",
-	"0eSkQ9RIg9g+7+L4Tbt1DPwLuwtIx49pdfdkG3lpXsrU4ZDuk4HsPgrAg7J32nHOn/4Vypr69c22yaAB",
-	"1iva3IhfVHivFcO3T7Uh9s3nERl+5+fGxAVUBB37KIpzuiaxwICnUQvE21GroDHcJWyFOTMYXA5oE8gC",
-	"wE00X6QJRSpD43nCiyqD92qt2nBlJfBtihaI6YHvpGABGumFgfvYi4jY0n9z+uECvzsBTcH8cVgiMUEL",
-	"gzvMz3rnvAl4WBBVIn4B8k1ugMp7zK4ui/AzIvWYKCqxykvcu6i0n8tuv43JPPd/dnltu22aLj1su7XC",
-	"JlaCtcJ+cn8bcCMLib8797KSNEF08nM+2YcFBvveN/nTdIghrFGFJvBKrFjWhdBy7Fmu5xORFvtYyrgy",
-	"2cIC5G1N6azIgK1vqOnCOKyohgvToPQxjqA++TAvsVefhti4mzqOm3eS2Ax39ONTt47sQyIRPqlxb9vE",
-	"zrxHSGIqJhBar/+BcZ07Y3/9oHI4rEwlNM3DA9C37yd/QpXZBU0KxYvy0g8meuB+0QLbKkPbwK2Y0ThN",
-	"9gHMBqvWLrahdY+X+sUtZtFiAc6GRZc3EtB2IAJvR7i6h9uyMaa0VihXXO6LY9YYVxm0wFQfOWsHKyiq",
-	"G/rgeTRn5JKuqztfi6Uao5lzBwMAAClEiTPvF+6Dmm1J3m4MqfbJqFfeCaCK9Qo1j/di2varhlnujar2",
-	"egJQXrh3px8TYp/k3gamKt1iW7i6U6Irsz1zD2SZrW6irOWByhi9XGaVBYmjsAAb1W49ENoSQS+xrQ0+",
-	"uhmaVXMOSlKXq726eTe26RHe1uYZmM1Oc5V4vOkKNcmnY+O62A5tq4xNJc/ehs/zEEWfBqPn1LouwXo0",
-	"4rZSL80FTE/szIsoQgQsTZlXwVd/hOYnE12BdVdMWWDQhBjkP3OhEJ5R05Q1Ux3PYdM2CbwmxJUTxzBH",
-	"3IzD1iyEDu3YcoaLxcy4wSTUfa2ZI12dvADfiLdtIrbISLFb22ynRwDmIIfgt6nuuEJmSljCzU4pIJaf",
-	"ByTSqp9ZErLEV2xX3l5AJRavioOp4IYhuuFx/5TUZV0japGpAGPjIzFgcS+FL69cUrYd2XjU7fghqO2Y",
-	"GGV9qCqhYIqmLdK2VuURRxCUzpknXxVsz/qoFLE6JIpttgiOweQQWWfEkUuC9gvuXbvYU5Zt2FIRkSC0",
-	"swwxPq9NyWEfA5ZH/LRP3r/75jpHBQFcg5UgmVhJPM6A3D8lh/1+x0Znm2CYVES3e+xHGXanCkYQ3RyV",
-	"2YPZuuzj+CRbYsGjUjEU4x7dmV+h38La8QgNo+/inO3OwXnn3rRfly0+9nAWWvX8tnaxgg1C2ijqoyCz",
-	"coIZuLbK3IZLOUTI3lre0NTvV9nrp1nzNvnU79q85023AaK8t4/7WOz97z4HcGi1QPAAI/rFYURrTs19",
-	"ruv9oUXrju6/yj29x2p/toX+nS6ys8psBy0HzHnf62GzrzYUfdK2GQ15WWGLVb+5Cp8p9RZ1ii9Qa2C/",
-	"eAWXktbQwPPryhgue8PzRa08OXcsu0vYqg4rO/fOQJLkTUqNxa0a7sJW265iD6amp1X3GIfisTlcAUI0",
-	"UgeqYXAiGjPVEp5HBT81Jg5ZJ1CDanmz1CqbB1bbqPNyCmtF72LBuKn9O1ZUVg3jCmEgIQvC18G9K4t5",
-	"dXI51zTSaLhj/UF4IFEHkqStu8Kq/qaincyx9G4THpNFupRFqSbhxOGPFKruefwfZrBRQahiHm8XjJNy",
-	"99Cxj8vY9offy3/oVEsf3ssNLs+Sx98by64rBLtTCbEvui8VvWFyi/6lJUCT3ftO/0UYX84PZA793+jw",
-	"wKfvlvM5rVK+yvh/OCbvNFcdrfrNKi5ksHl1/QXbRjKasXGIJjJf3JOLWxL1u2Tdhi5ugR+6f1GevT24",
-	"jN8lmeBWYd9o2eTSAQK0JY/WJWbMMzjYeInSVlWhmClj4/oCK4uUKj1YMmUsIJRMs7z+m7HzOFscML8S",
-	"Lnqvf1jnLt5dZfKT4oC2ItHIGc22TtuNAd50OHTFRSjPdVDjGt8S/O9vsbcXhRHuTA0wh3ZHNLc1vGlJ",
-	"Mk/B/Cyh3Iv81jTA+6gD9dkSx12c4T5h3LW3tgmtKy3s75niAYoNrU0tSdzPJE34bWCyr0Sl+LnNH+7c",
-	"m7oZAJBA2gUpgU8HZAaQgQhnpl/LO+7skSAEGDpj3UX1/V7NRGqGoASZgV/XBB0BfM6QhKaNZZaG1kZi",
-	"EXUWTCxSRjJNALGOsAU2pAqN4+Hl+z+9ung+fn/1KgQXCBQVnqxJzKZ0mapCc14DaEJngIoSkHCm1GL4",
-	"+HEqIprOhFTDy7dX12GnR96Z1U/X6E1Kk1tWGHIZJdHC/du64RbYpxeJ+WNX/P4xtvD4Pwez2WQepxff",
-	"HqZvkz/16bfp3y/g/07u4ud/ml38+T/Sv3y/uom/Pc3+9/fHW7agEvLr2mz/ga1YYHxhgEyhia4bUEDC",
-	"zdH9BNE5P4fDEZeFdcC1h18PJEZPJ5JQqNeOoKaYh9rpkQsFp86kDpYW6wssSJkF5KtTPK0Fh+yW69o8",
-	"JtpWqd7HwJpXtr6XF8PR+X+FgGgPxKpSasT67cCPPABLIpMbVPOsw84eOdLGmh2Yb4W5rlW46o2CCLFO",
-	"twP8x5O2hwQaJxLMAg17sa+7xI0Et+/+cSpbgM4s+aQWpdLA5eUcYyemWWOZ1BRjbiiQNo1dQiBTqEvt",
-	"lhGymZvZue6DsNY0csb7MI+cUUItxsZQVHkcwPWhT3Y34QQMDQjCYhC1ppBdQ9rXb68vOwjngh5hKVci",
-	"i/Xcs+RmpqodJo3wB2ANv0j0TgGMzoveKSzKtkgb/y7tICQIKRjXS2IsNuXOXWJm8dSXUi4Ksl2DbfeE",
-	"Qb3wsrFoD1SwvJamCrY3imbTb5x3sW3ue4j5/sr/3llVc/mBesqw3sm9BAn44NOkCDxS/2KSxLYsmdJ+",
-	"2FQZwYtyxJkxMENJDoRBLPjbRzyEvBgDDae5UGBhPmRg4bXlGQljhqchC4fucUBScSMD4kUCnUEQG6c8",
-	"YrrNQrlaU4c3sMjvAcnYHeNLVoR4w0SdoOV6NNAoBnrV5+X44sbGbfKtzRxPQ0FD0uYiZz5rpoYl+UEz",
-	"JFNQBEPlVHLHQtK2shsE2lmyHpK2RRg7c8KblGDNZzzWWke5tIipZoHtehxioxCFebFitl6AT+UF9IKI",
-	"2xb+3cQGDk1oXtipjCve7lTcp7y0V4+Zev5L/edSiTlVSeTGyIVzrXTulX9sokhLTs/tOUdT1A/RKFCo",
-	"6RyQRHOYdVGSPOo/Oz7p95ole5gB1cuCMHEYgNkQxNMq1gUPbIkPrA8/hcC3yboBJIcJ+yh+uWsftKoM",
-	"iJ9etB457B0Oev1OzXaaL92+Yxb9/ep971d1271O2uG7i9fdf/7jv8NGpy3Xjr35EcH3n+JuhrIr4j9x",
-	"239PibXe5ez17R/HyrtSzZeQyty3BHdhv7S+S+utsqV7+xkTDO0AMq2ezpdSEfbjkqa+/7aUdicPSIhD",
-	"CXv7VsBvpsH9CgqCF3Sciurg3qnaeU4KxTGrbCFeGVP9Ts/x1GGxiKcP2IuiCxerHtT05PFkHQ7JjNFU",
-	"zdYBIjyvzVWd0iTtijuW9fLCtMO8YEVE01TaqgttKAKgRRisEiE1fy7WsB1CdQh5a3Ae7YiUgGiAXl7h",
-	"FvuA8rGJJFjsNkdxHnGH5nagafYcUfqorUkBocqy56rkYmtGUpwuU4cZbdKNRtz0AHiKK44dtyn+9wY4",
-	"AwXwwAxBpLErqMdIeSJRtrkRTAa6lxmhcsTD/od+eEYoSQWNyYRCZIneKd0Ug+lQRVJ6IztDBwcMk00T",
-	"dsdiC+3soIBHPDKl3ZeLwDidwBwL6wkocUZCXYg07eWVgYdeuWDjqxrxkKnZ2L5BpJbBsTnoRI9luejl",
-	"JYWHFovYQ0WGJm6YeqVfGPG2oreME8MHsHidEfswz6LTKxclhlax1IgsnAiToTjixtoHtavalExojMVj",
-	"7oSeNMDYQYGeGV1KzVF+XApFoR5YSqFkScYU5CjYMJxgxCnBanFQ1cuIcPq8JgbGRX/aGVZNJCAqS0qL",
-	"rRgfcYTQ1bI9lhHBBfVKLffIo0cWxBkUjJtMrB49wjoq84SLzIE2t2EfRhyDYrjmYgEJP3TZB8W4TCYp",
-	"62qRN8R4fWrgoEkIDztaUQCIcpM+o98BF0hMZixjIw5lNRxh0D8nXOs9ZZu9E6I3UzZLIwFFw75tKEoe",
-	"eLFZbM5c8lbQwmOpv8KDCEX94MAZKd4dldYPPwetq0oyCBI5yxCXDdOMf7HKIb3ByafXDbnaJa25oLWC",
-	"rGbjkS0sHcToBCTPJoDqjAXRIYlLc3h12X179c2Lq+6zZ4eDo3KRipOdGGtu6Peve1I3PXMVpWKLqgpe",
-	"nx52uLUmCUZc3X9WGJNUlX6+ORmviu5OqF6oz19XMbd+ItdUVjhyXwvO1ppgQX0E3IgMrkrMSNVIG2f8",
-	"F9rckvXfO9kChtAsKGj/6Nndha19x/IcFimic4Ycug1V++VMZFo5VK4Mtj2wKCiVkrc6Z6SiNDZZ8lR3",
-	"Y+MGlQgh4kbaLIjePi4WReUtuFjMEL3IRIihw8G6pwX0gk4jcftWE+9GoYr6vH2n375fHW+MQaSq+vbM",
-	"E57MNRvqfyaA761qieYEef/gcYfXt+BZ76Gm47bXBaf56X65GG0DUQW5EVvQSE22qD2XnqIeEIyIZLHJ",
-	"uUGJkltBxxZPS/TtkiLV0incNEwONdr9EEC+/csU9prNWop0ibxe1MWP+Qh3TW3OXsNbC5PX0+YAfWp2",
-	"os17vWtEqPDFT8AcsF1N1o3C/s3W3fN0NvNzvrf0xOR/+s7OvaBm8MI7qJjKkrllBbsBXIduEuotECUK",
-	"VqmCPYW7UWCVVPe9WHF5r9W7R2l8Q7fZB622Ynq04zO+cWVqUTuUELf4WCiaQlgymCu3cqKGoG63KKjn",
-	"KAouNaNUid/b5qCmdn9p00p+YQ8LceP+blKL4i0oXr+dcZ4l5rTp2fCj+WlptYuldEFV8xPhg3zn2u4U",
-	"04nQinMBbyIE5AHY1xy/J6Gp3cVyYh50blPv4TvdQLyUqjhIPb4VCV9fvBl/8+Ly7buL67BUt8WGGlt7",
-	"tlYSCpBwbvogpZmy/NAlVFeXquhYca9U6QVmoXcnsfp5FXslsdpEjE/NXvVE5Iek1a+QtFo8HE2d6N4x",
-	"+YRc1dLB/F26wfM53mNtP3VZf89L+n1lZclcpNya6BaQCSar9cgLh++hRWy0M/EbNSNiitHQYDVMFAHj",
-	"GsSADS2M8WYeGtB43fCIG3gHfKMLb/yb/uWP//zHf2shQn+ex1B3AofHVU6dg6SsEbcZdFW4Ef8G7/yx",
-	"mGNXOjlLqfZKpgOmtlvFM3xnn5YNa97dtoG2qyD2FStE8gVSwvYsMmOD00s9oxyV6+29Io/dZ0IoQOxu",
-	"OWfp98tq3NVDOVRtpwThlrj6nul/3bf+7xot3QshaYrKq6m+bwqkxRldVVi16rVQROcOyC0z1cWtlw27",
-	"AOeKyWxYxqixfEpxfxhI9bKAkHu/dfmzWCEcVcnws6GUlmx9NbC3odWOQ8IZiyUJjbAenmlBl8UYGmR+",
-	"01MKfREzR4xs2Zcrs+qqNwUCuCBQGoIwNMmdlWJLnptWtZzubB7RnB1IKwQZgB1vpw77DeqJfLKZlka1",
-	"sZtXDDNQ71VgpQCnHLMokaZyTVGPADwykrGazFXzXeWGp4xKA5OmR0Dg/CR3bIiV1dA8lExJlDKadaCa",
-	"sqnNCAqO3nEJ2FPwlCEQw40Qcad4NKCfVtDCql/7HIs1acMVhNB5CP831a0KSMid3t77vgHbZJYp2HJb",
-	"Rcrk59hLKPeqG6twgHx6cRtsomYC6f1pjdaSjRcV8ONu2ZrcMpanqW3ORtyxLKUL3FiQTVrD1uAYQRKL",
-	"IRDxMkMfs3G8k3BwPAsDEp7251jHu681cOvcezroz0pOB2zXOwVHg6ILD5x1f2hbt90fOv/Wnn2cf5Qf",
-	"57LT+cP/rLSfbKyhy71/mUD8Y01ZF7TDQsEpLKpKJ+CH5syHYC4lrlDFbgyOWgWKsNdHxe/gr66+QVh+",
-	"EAekxdM09qu9ttH0LJeplVq5LcvZqTTVzRJVn+OA6Wq2M3R6eCl91cqzzVOuqAmJDVUQLy1K6+MhMhql",
-	"DE8IXSRhdVazWGbRNraDlvI2BQn9QBL8IEDURt3BQV5MG+ANDSRzADkckKF4IMlMSFW9Zibbb+O5iRWo",
-	"GdkiMQia/laZES6WkzSRwPapQpaZzBciU+gOcqMGkht4rRxICOxpYC90q+8WEDf/h23X4lVSqRtwZoan",
-	"eYoxyeqZVMsndxV79c66NsCXIU0+qSm5i21rORcihGC0nerDhtblnT4xO1pj/m/mgXSbsvFJ5alM/l4x",
-	"T01q55Sv7TJBrQG8SdWGo/xwNzD/uo3Mh2oGUpyyC77eudnSN0ZUWxiagYsUTlBVxdrcQPDpir/r7Qoo",
-	"3zYqrnV+Ex2MHuGKM5v7Qzb93TOmRaO9ztEUeYvcf/EsV6pYPyOGxVsLdxD7FlLyWaI2pcOai3XHsjiJ",
-	"YJZW8gO50VCNvCL9D7sIT+53sG0WltGbirdUO3a5GjyqiKeJaYco1a5oosDcZJuoSjTdKOvQpDjDZ8eA",
-	"bxBOi26L+5V0MLFV1YwNBYd66CH/BuUxFffNfCrf2sq61h6IUklmmLE0DofAskFn0pwfijGdkdAcTvzZ",
-	"CUtYwhcZ5xkJTc5LOCQTpicFYkOh3gK+4B32oKV7rdR5zFrsrAiBrxUWaVOJLS/DlmITxbAHfLOhU3bn",
-	"USvmot4jWr+hTzHf5u2I8JuI7+4y5BuQH+OdNaVLFOWzMz9DqL4a+6sxfftG0a1U0VqQ3YPHaIgAM7Ji",
-	"f6RpGlr4azVj806PvDEx0kgRkkxCUo1I4yDHYAdbK1cYZ+bSr9aEZmzEgasQj1dV2ajh1lXQ+82r7+NM",
-	"Yoyc3Bp9o6cXNrD9WlpQPwiIEnd0xKCHu5X9m5gAzGBOgRgk43WaGIeR+FR1XUPb/OhzG6lukMdznCzY",
-	"fzmETAG9D0ICZkj4GHIN/h4aSEpAL7/JKBgTEesApIlEGsf531kmcNP2MEHDjvqE1S5w5QEv43RXV3uk",
-	"oCN5obV5LiDWH/iFUwHzkX2JfDG/Wpt9s9FAPktW132CPO+T2lV5PFS1HxPCkg/QokV+XLIlOyOSGdBE",
-	"aZ0CCVfuSvjcnxoX4dgU7nB/F5Dg3VNnsXZll/KaEWMlxDgVeLq9YP5SDxsLX4BorKs4fKMPPcyuQqit",
-	"jgR2WmnBo0gzvRjFmC6/iNzOQmtJZqJjUAhtv3/3zXXHyqJb4osHJ9vqre3KcXW9vvn2jctkI+1BbXen",
-	"g5N+3+S1VsXT3bBG0JnVGJmw76ZQTKl+za7EslIK205M+LoCjLvLXrmqi4fGsr5X3cXNckMNBdNSJTQs",
-	"jZEmUxato5R1Ki+fEfk84a9Q+wzo+thVJXYwjfrftjaKfydNhJZfFO2HjSrH4/oqx+VAyiqqYz134PK3",
-	"7ryKYLRPiNyvv0yDky1XCcyHY76cT6qssJDnod8woMgijTfKjSVcPTneKbF8uayAWuSiyoD5RvHynxL5",
-	"/oVj3jO62prdL3gXg1RtahS+7NCBLUacnNM01Qr6kpfLuA0wt6Pwv9ZDPPhDPPjOpJsvEAduzEqumpNN",
-	"cfCCeiGfUPfNBfgwWUYUvWXS3vsvEAfepEppEyhcZ9ioib/2Q7S9WnerXIIo0O+KiO2vGKRdPkG7I4g3",
-	"SPReccT2m88RSrzBxB8Cir9CQHHViWmMfbYZF3X/6OLKo/u7DIgtz/T+y/15VvpfY5VrEbm0AhAao5Ml",
-	"tgHGaHjxeiLzIvR8nUh/XqjmXIjN83QYfG9jcUyNkismGY9rYdcy+BkNChUBhw3RYRpJ3tjHFvME1mIB",
-	"wwQXKxKjiWMPK2PB3WC6q9rCwtI0j8fXb9/vZhT34pc5uWDZi5ZZotbv9LBw9DYc7Tu2Pl+q2Xb/8i1b",
-	"k3Yob8diMf7nP/477PSIgabDcg165xBJBNYp0d/PGI1BfMFAodb/6p5fXnS/e/GXfErUQO7/DAjbU4Gm",
-	"LK6ocUgjWq4xEiaCy3+vAvzOu7C/kvyLjSisjdJDOWxWbHB7EA+9LTIi11ILGh0LaJamJufXyMNQz1Mz",
-	"4TffvglG3ESaK2OkBqBAV/wacNEKAZAY8T+jPE4ZwpVAHvoqE/wGML0lw0CsES/XCDRQM+YSkuuiuYW0",
-	"w8d0kTy+O7QI6WHg4HVsFFQHcE6WnE6nGJc9WYNmEmfJHZMAYcIWQweeDRZVnNmcGf8jk4HDcMHobIk1",
-	"bA2uor3Yq1kSzSAOlMZ0oVhG5uKObSQ79EZ8xP/H/yDPBdff6bnqJ4/Io0f6iOpHEeKiPnpE0FXtNtpo",
-	"B3TLoQ1syRIIHh9xQsLSgRGZLWtCul19psib89cvSLcLqJNXb1+9eBd2oJiRO8xhj7haKtCjXlRCwuP+",
-	"IVlyulQzkSV/1/R+xjKGO14eZALFeQ8dML+3kz2cviVIAbEwTxlGhJIklgGiIiD0E6BT3iQcFuXRI7iZ",
-	"FnjFa1uPEexyQ0tpyETECcOrHP40ArIyag3JP//x3wEZWfKinwBPJiPL4c1LP4cBeJiWmT2zhIQvDB4P",
-	"UMM8Zt8eIc3zIxEbCJj8TKEihGMpIslIsyAXMZsvhGI8WueHAdx/IWmz8tEw4AVQ21iKOQNXZsfWaNe9",
-	"w2i9RrvfsXVI2of6xg5OTvTX+s6wTHYC/a6MxIK5KgtuN20Gj+s78BIVCuZQyeZUn2c5RJikbO1OpVsh",
-	"fTZ0i3avM7ZIgUfMmEFANyGG0Ec+fNW9gjdZjJsV6lbbrk4fHqE8ZHd7XeiER+kScQYKA7OjtcqRO5C6",
-	"xcGAJPlijm/ZepwxzR0Ak8tM17gY7VwSaUoJIhSXuUWnhYZMJ+OEjxemGFp45uN3YUUE4wgLj/v9MLB3",
-	"KyPhyYcPYQ+Ovn3RLGAiMatEMgpgauG7F8+vXly/G3/34i/vws7QVF+By2rBGDCwHawjgEVvtw4c3T1L",
-	"tuJE5QfURixliTIRtp4lLYnd8UEAeA8IEtzmFJD34eqigULr+5ocmVOI96drCfKcKaovsbW22ErOQIHA",
-	"xpkmnNn7lKbshqa2AvyjR8avXSgC71KXoQYyRgagc580ry7uFRfXHV/pDkC1lIZaAZqURx5rr9BkGd8w",
-	"BQelHV6dX78Yv7p4fXE9vnpx/s071I3Db19c6xPg/fr91cX1i3e56qx3r4OMGAQW2x5V7JUeVvdSpEm0",
-	"hlbss7BzBvn90AAOw4/4tYd3cEoKAHzmnl7p4989nyqWhWYVrtkHFQCJi7TGm0mIL+AGKACiZAtrtLEY",
-	"QyMRGLwtybiCeUxEvCbThKUx0lgjwa4xNDXAgiUU9QAUKOicKYj12iCHHcSZnMB+w0aT99cvu8/ywupa",
-	"shCpRyxJ+/0f+v1+/5//+L/1Pw5fBkT/9+lL8+D0ZScAhGLAM9PtojJhm5KkbcnU+z8M+oMXAfz3yRP8",
-	"b/9P+r8vX7zUzWCgmp4B8HF4/xmKIwT/OgU8hvd/ePny5TcBYam0J7fvTq4hMID8k5jMCVg+TbdgMaGi",
-	"ASP/8e7tG70IS4a7amkQlvpJ1BmhuvHSsuasX9MBd59iFqXglZXbR6Ob1TumW863yt6aSFP+mGmGGqO3",
-	"kIR/fnH+TQghHDYWBZCP9NmFu6F/anMBU+uYMRt8PoqHowg7GJDw7eX1xds373LOEJhxn5gvx1yosSmT",
-	"HpK8Nj+BBg+keQ2rQp7r9+w1MKop0GkyZ5TbigtIOjQhPefEegMApNJKn2KFD0DizIEWSYnQR2I+T7Qc",
-	"foOZDwJB+CjQtIBIAd33+4Zf9I9CwvWJTNO1GZDZaEOFoSYDQR+NFrQiBmrGEA2HQHYF58xgR9jaKIpO",
-	"qITtToVUHifEFqFtGKiFJDf1mEz0z61Wklcud4PZWaWUxwY6SKokzZE2YSLA+K4BnhBpBS6zAVzBEVJJ",
-	"RjZWZ9QywoeVTaCrR4+0BPDoUaXApPkkjgUyBrBNK7Xo3cEBBbl1P05iC4YxN8iLhEQ0A6BHsVQ9GLtd",
-	"gPGS0zuagG0o1N8wWU1TQY04R11DOrbqXND6heuVIBj2pHWRUnaevcXO3QDYnOiQ1gceHPK21qzVaaKZ",
-	"kJDSjYqgllaHJHx18Z/vL765uP5LSNpagbRUxVcdh4bOpKkbax58gswpvDz/y9v31+GItxd0bRsBJOBS",
-	"Uh2cxtBy0NANz4sIg8xEzDrH4DA9EEx2R1BZQC9BgS904UReU1JpHePGbwfqN+uLBE46RGws6K0HErgh",
-	"CiA4PcOT9OnQ/MPdGQPBbyOZtCKu35FixLVodn396sXrF2+ux6/ffvPij+6lEHIdJ2u9byydkvDdxev3",
-	"r86vX3wz9r755sWr87+EXkk2PfCqdulSCcikH/GPCDb3EVRi8lEv+ceS4ks+koLSSz4aHXeyJh9H/GO3",
-	"2638P914uBnyEJKPVj2J7cFDgwbWaWMxqfmu7Z6iPBiS0B3csON9Ncwfe097hafKwSO1jbjkVrtD6se+",
-	"cwxgSYEYDIIxGHoEfkxG6B4M8wdtLjiDKeSXalg8oKqwWGf+PdgGL6/7CM2EysOAsuYWy/6jnomJPQFo",
-	"ISj7oNkPSPWK8U4+chuGqJ/4Zg6vhS1zmayLC47JcvpQNp4WDsBOrNAtVlIwgbvlH8slFfJHPf+RIUmf",
-	"fdgG7J9suxzG1KCHYVEfvKPtgCAs+UYeY44g5kSb02Xf9Kg77Dj+0CnvXd6Zb8WpjzzW7yNhKq5K9Vmr",
-	"nlVxpI0GVNOfeRnQsSBAKiRtZGOW0XWA8AAKxUffW+EtbuGhPxT/h2arY1ARa9cnH+UmRYEMen2EkaLM",
-	"tJJkYLQIjbQgto1IFkHAPNw2a9sN8hjDjHUXWRKZ02CXwfZRoEzNpo2fhkBCQVS58nA/9KMdWLBWCUkT",
-	"qQKyCTODEHVTscwAQUQOR/wTwNQCQlMpLI61Fm+wR+uqf+wVV/dx18CirRfkDvepIGGVQNkQFb24KSbe",
-	"J7+290dqg9KamVbKYOWt+FTAJuRSMRojoDcaZ/RaGumrBuBtxBshvFF7MAM0hRvbkSmor8SKZjFCtAMY",
-	"kY/0qZcgQEj7/Hq1nTheipZCi1DBs+guOBeKdaxsjKHR+o9aLCGoO+JyQDC42pbJRtdAWAhshuVxmzXi",
-	"5ngEUOcAr2zVVUT5fZu8EIx4WBGUrW9xgX5CUaNimDbcdMfZbOEmo84CI+uMOGyw4wO2BQfEZYCZwoow",
-	"b1B4LItBlSt/S8uUFRMOSA1PcjfCFVQY8fD52zcvL65eX7z5dnz99u341ds3347PX16/uAoJvRGav2EB",
-	"3vCoPw8DE+ydIGjx2ia/H0h9D8DJM+K+fIQ55eSf//g/4O5ZRrfmHNlKAKB8cxEbbU0qsViAeVVr7fYW",
-	"wSe9ETfh9hHlZMIsufAzBu2G/REfhp0zQ7tsCf/QXgmsYKxoivlH9tT+CUsw6L82K7Es5RLUdFAn8uqk",
-	"WsWqiIHnsaGgPy6TOFFrlEZHHNUY/cGQlIoWGT0MnsFroQlshTGamwoaXSl8O+EjzR9yxd+nO20KojAB",
-	"DmI0S//3G1Qlc+O70TtGnHGtmetBGaOHqb2c8JvUAtH3zAoX5wCPzBQA3QwWmZwX9DUjHnLnOGzvEtg6",
-	"YGgq1mYaWgrjRoAkBYwwAiwuaI2oL6tjuR22EKBJz7eATjWPA6t8Pthip7ZSG0zf1ZSDY4X8V6R4rHyn",
-	"NwZG6571EdKXEkBaSDuE/zp3XS50gcO9c2bi9a2db8QRfklwFmD6movbBQ8YQoV68FXuywNJwg9d2z54",
-	"IcMe+R7NrSOelKzOJDzuH+kTOEnimPEwQHuSPj3GauXZ0ueJBCszuDb1CQ1jpmiij0Q7BJNnSGCiWlo0",
-	"rr7QIskAsgadM2NtyJYpWLMYn4osMv4X2NYRj0UReY8sJZNDjO07v7xwBo9IcKmH0kYOiXaIRBm3k/PU",
-	"hpqCzed4fw2OB05eZViExFyDmQDEDVdX1AAS6Z/lMpr10LMcarLDstDU5YExG0Ou81g4m1+hBqGxfkLk",
-	"PLQkl4sFCCd6I2yzbWsUsFYw3azmxHLDju+O5QHU7nmkZWtG5TJbh2BKkOjmHaKlxS8t4VckRJ4lc19s",
-	"gKIxml9BCJFOPA6KgHN6bBXRmzAW4KIJVEN0+ZaCF4nqjKVg7/DzTHdmZELrWLpRk11gIbk3Pq8IC3cu",
-	"8Gp542MMP3FvYUlPYBCuDSMIGvEVipyZmzxhUEnAdN8j/u23Y8F2xYqPOPSlpVqvojUiQqGRKLfsf3Tu",
-	"0I94WrCOitbwtFDO1kBGzi8vr97+1/mrd1hooFNpKAI9SNNMYK+gc21IbPDUHrmPxChPN0zZRfBSeapb",
-	"gE2pbkYft7eaOaLOv92C4h9a863V4/G87m7JGS1KbRWNGfjXpbUUNDAmlJorGhn0bSkv0laVvtyeaQfv",
-	"U9OWbFGA8tjcc7f55dhDmW9jhRpWuY9GpSi35A3QtWQGB+/vGh3Skneaxlwifdk6ZaP61i6fHnbz5UOh",
-	"8WORPOnTYSnQ2L2T36MSGEC+khvp8NULWWgEwHSqmkjdDxsNGNw9g9+2vmLINzbbMC/WDyNH+vXGULAE",
-	"bDsK+dfeMvtf73UQNLlxcvzHDcm+bgoQIpF/QN2flW9fWinyY1mwrfoCY7k2iIT/zRaaoPt7iULyx6LM",
-	"XN/XS0sGC2rCNrKIs0Km5k/Le1I7Lwzt8yfmfWV46kcnO41v2bqi1+/YuqJj3Ppb+9v2IUCw1MYoSk00",
-	"Hc97WbkS2NpS1i4KFhb2GqkdUt6IG5O9GCJNG87p8U+3bD2G+yHMnm+dIVbNKzX+zYtXL65fbG2+cpx6",
-	"uZyA4922wqOaPXvrbPBudsXv8mnk5vrNbovHxrXQ7Nx4jVQNo/rkWBeUE9FQl5qsSYjSi9ZiJUunneKG",
-	"Nu6sfkvv1TVseLlzu+Pbuv/UnoGsLhaZuKM+8aKFR1Xiov2o4pstAiK+wwof4xoXvzZ/sjqepJXn3Y3g",
-	"e9VtyFzivUIVXbfyfnO3M/drzWEHq8BLK6tDvIAr7icrlPgDW5NVpMs5BxsYByReIlkkeB5grDVfIRni",
-	"84w4BBknDqMCtVmt9nu6gQkm8B34QwJWIwjsm58R444fohGpN+LvIGjKj8mE7BPB0zV59Aghs1n86NHQ",
-	"lh1FnDbSpoU46wCUl2CE4UjwqGMimE00UTjoD0IXCRHm29fOrb4Wf6vjkklFFks04XiBshC984FiAJwL",
-	"bTJ1Yc2QTcg8WvUlOvFH3C3W+Pr6VZgbRQfHZCaWmfTgi1gqbZSN7JHzcnSLpHM24puBwDaQxhnhLOo4",
-	"aH7n5NGjOJlCtKZ69KhoQbK2uzwIQuuD5ipIqCzb3n5dOkO/siRsZLbkEg0dVHk1DSzIJoReYOwmtfgE",
-	"Av0PdkFzoxG0bXo+gPJ3cpmqsEe+d+EY0NKMyhHHmIY5oxyDltpFn4vDYghsXWKREZpiUeMFTWITp2f7",
-	"g4Cf8Lh/mseJ5QslVhxjlYMi0PuEYeSPs9mbT+FsAUQ82vRtSJ7b7mvXCsvMEMzuoIbvusDy9LkxYMRt",
-	"iKO1fwUV5rYzH/A+T1s2x5+0zX7GUOUZsfDtMgXWUQU9G3gp87qm9TbI2g6o4xbOLeUYgZ3AirGuPoJw",
-	"8uZ0baD4/eHiDR5xLmyEjvIXS39kMfu99XLXYUXXuLwgvtsrjucwX1SMpzKI6JTryfLNLYdQvolQs9wM",
-	"pK+IhxQU+ocIIf7MQPMf7RPn8QI9Q//bYBzm9ajz6H1jkTcWdCjYqqJZsInejsfDKdzO2YUW8FRiTB2u",
-	"hZ6OiQ1x9Qn8+VZ5BZzV3KhDORQbEi3ItLLjLVkpYfdSRu/gEYSmtMG9akO+bXnkdadHnptv5zRm+RXM",
-	"ra2kytjaphH6aQK0iQXWOJcb/mDAgWZ+GVMSosSdBRbs/lTq4YOnMk38KFHfbptw+Hms/wgReixNImZy",
-	"9kzSl1ajs4QpmgGQTZa2hq2ZUgs5fPy4Kl3ssWLZHDEQEpUW0sas8EDOLy9aHs5z66h31OvrT8SCcbpI",
-	"4FG/d4TlhmeQUJeTb/3XDavIA780jNcJEm1nDuwUc9wDMGwy1V1QiDA13PSPlpcawj3ikOxYrHJTFjlI",
-	"e0GRKSQZ0pm1w+XLQyxMzRjHkC/i1rD1ypckEdbRcObW8K/VmY/5K4+fY5L4z8HONyGqHl4s4wqka0ek",
-	"jJSU+OiXkGkIQdZ5FqAHNzlj850pmnZ+Fhtj5ygsMkGOB1M1ClNfYt9RnONnP//8AwA1QIIqHKhBv2/T",
-	"IxnixACOAApqj/8mEY98v84KqfmQhVkP6+Dm39P34BhHU9WJG/XjP1FXsxk+Odz9yXsvZQ4+Gpzu/uha",
-	"iNeUr01fcLVPmozvgiuWcZpClhp+dbT7q3cYi/w+D0XGFFsL3waXJl+uVtBS9Ebfl1Z+k34IWiW/XmvY",
-	"QnUGGiuJgrUEBTbI8VdT/XaTyUaOWcZBkQGhGNjbuPjf5srg3tfefngRt+pO8fYVtg28/e6rHrX+8e6P",
-	"3gj1Uiz5b/Zsfst8se9znE2rpgBogKgqI3C1NAURFkX2Zz21EcWo+FyPWc0E5hpxociEFTRALQsW5W5U",
-	"SeF9Le3moq6nNaEHvh3amOoxerZBhvbbyjNtjGvbhquBwpWrV8TTrhJptKshhrGBeEbTPHVpe25cB3m5",
-	"1sJpmnq1R1AIzwXoGsUnUZCCXK94bFEVrgvhA76WFTi7jpaoN5QzrWHhZ9xpjF6CaC5SOy0LQWpvGMZ+",
-	"wF9VEsd50Zj0ScRnt9zhKfoARPADQiswqf4k4nUDfuvQOH76uSmnfzFfqLUjVkU0B4O8+NshmQ1o0kt7",
-	"ue5HZPsNiOxzwadpghAfx4cNxnRJ16mg8bUQr2iGqEDHhydNFsBEebD4NYsTer1e4MeDQZOPoT6XlJou",
-	"v+AqUevfKhsxt9S3ILRViVpysep8FgaD1op6/vIcI3apI3gFq4ZYKj0ejlTdkDKMhh2iaWXDWIKmyYLB",
-	"LshTi3KrSJs6owhNOz3yVs1sOmbZNDTidDuJJtUUuoJCXhUM5b8dAmmqxVmQR5Pa7oKlwZSCCdWU3yJ/",
-	"ReTqxpS1WK/ygbQ+kNbfIGnFQwx+P0tcOp8usi9jxCWs1CJ3WkT/+Y//o2XyAILfwByKQZqFJBEb1i6y",
-	"ETd2U6C1+Kq78QbtUzdZb/AKbFgzgGaAsXHEDVqOgZHYz2IZgrExRGtjpzfiL5MUHEyRmE8Sblo6f/ON",
-	"l6Q2TuKQSJaySJkw4Bysw8V2SwEuHGNvtS4CO4Y04exA1lrWYFd+IasaaBybMyqiBj+ND6f9aEC7R5Nj",
-	"1j2entDus8mTqHsa99nhdECPJsdRjf2rhOzvCPgOtLia0TroK2MBLETQTzAtIIeqKU6iP3nKnk5Pou5R",
-	"dKgn8eSkS4/os+7x9Gh6MnkWncaH/ZpJbCKvfuI8voDhUB8iZzXcvnoUarTY1OcEawqSNqybtDXCPMzo",
-	"/uBJ9/Cw2z+87veH8P/+d82gpxngsFUsz9a6EA1GawJ29xjuUf96cDQ8OR2enNYNV4n9B/tFDbJ6E/ex",
-	"xroq1yQVNw8W2SYW2RJTKxhmgRDv5KKbkba1LNWG6RLJIO7CQkrvKBVA2tTVcc3hsfWYi6k51qVuktiC",
-	"3PGOFZYwUXC7T6mGKW1EGm8yqIo762CbfRcN8/LTABO185lcNnWw5g144t7c80te+61QyTsoQBXM9gMZ",
-	"2E0GNtfNIwTuzDenBX6I9G4bBScOHbg0jKGfbd92VR0kWbGM5XXVzvIK/2DYVVtLJmzkAlscCxtQsqLr",
-	"MxJqzTzEsICZWGnxOK9uYklNXrBgl0G72mhRmXywi7ZsL/mRs/7TaMCOp4e0+3RyFHeP2cm0+4w+mXT7",
-	"0WE8YEfTY3oysaRnQdUspzwJ1ojxrQR7Snlf0YJiRMOhjw1trCpXTC0zjpCUplAdNbrIUioxZ1gvDC+9",
-	"Vwih1f/wlB7G/ehocsIG02P6JH4WnU769JANpkfxcXQyeUKfsmfT07gfHU4G9IgdT0/iJ9HTyTN6yvrT",
-	"w3gfA43JO9jXQvNFqO02SuuVItgoD2JwAnV3FZCbdaMwX+XnQbkvoP9Bf9DcFnXJXMHgB4PUg0HqCxuk",
-	"4OhXlguoZZ3WkO1oVauKodqkGGSpkCxTK1G/Kmbq50WlDIKEn3CzVe6tlHohz+fLm2K+pDAJ4Aj7SJCw",
-	"Vg9CYxOhESxMuGDekTdwFNuFxaBGIoQTZ0ycRRyaAqjSOIllSNqAKODBq+TimQ39g9ADPcIAa3s4dPgO",
-	"gvIx4gCgw4wqFg4RpgA88qX6qRaQCjGe/fSTwKLOGPeNjRTGBUriPMAc0AzxjgamGvGbb98YaO8RTxAQ",
-	"sozD9P/+P2Z0JBMg4ZAZTad6lmvE4Ps7y4SWcW7FRJzlXR/IEQ+9wos2QDLJiFzOe+Q8B9kYkhIaCCKA",
-	"euuIY3dhE/Woxu0cMwHwdEli0BrLoecVEvFzly+4N9n5nCKlXuzWsHV4cnzaAzOoV3229eqy+/bqmxdX",
-	"3WfPDgdHG5Wo4BI0tK4eRs+mz+iTuHscD6bdY/r0SXdyPDntntBj+iQ6jSkbHLZ+aCxJwtXTi/e5vX3Q",
-	"MLr6HiSyB4nsVyqRAepQBX4RGhgNpOYG6lEd6/KENVOheJeo5jIzdvgUc7bh40BVi2Aun7X1BYUk28kr",
-	"SJ7frv+5ST7ISPvY1/1jlu/pvWQk5JGS0GKFDWTRmVQAIAQlAuRMrDhGOmsB6pate5B73YaUR0AKp3IG",
-	"PB0BwTv1PNkO+hfly8Y8dR5T8krcsZRCuXTIs9EL665jc5Zpp4WT/IVsMMVBxE2vYGnbobJPvuWdB6vM",
-	"PjLAA0v/9VFQvA8eoasnoh639l7eJK6Q2Q6/YBZeFyO2zR0vcPEcg2AHP9cXz3ifc9aOQAexl5kNson0",
-	"CkT45pgzg36qG4GCOoDWvl0m+E4PbV9ybD/ekofymbKpku/YuolEoVe495DT8iWkD+rHMhmx4DNKIueu",
-	"/tOEySTG3BLAlIPMFW5w9koySNjbIWJoMeFTjvVXcD/dL6nhS8oQb9gKr9yu62a37OuICg9q/4OM8GWT",
-	"LmIoHWmIW3PalgsC7hfNcbcLAg6MCGlhyhSrLgSsL5hUYiEBIRxQaGwRGBusmXCpKI/YgXRgB16ALxSk",
-	"AlNzwk3mRQGEhkQ0mgHATjJlGAF41Dc57vKsUCrOlhBW+E3c6ZErLZxgTscqiVgBycUKLlBnERLSECWC",
-	"xSRNbpmLPza1SSuCGkoIT5+oMb41ZbGb0PX9uMB3bP11pKBdJNlb8t7vzVb6y9DA36L5Up+BX4CUAaxb",
-	"fYzWhZRLMDZVyA1OousYeBVTFUG3iOoOuWVsYWkg1tMKxR3LUrrwIKnCwfEsPCNhX4aGaibK0ssOVvAl",
-	"SpCYLVKBhXT0YATU6bwSmCdN3S0SmVO48jrC+0ZmFRHyvrA4agjR1w2bMtvQGrYGx7M9opVEwb30qxVp",
-	"z8onsQCPhso6rsCD8Psg/P5mmcYipdFX4hrGzP5Ta7GswrPAoWwUcEZMeYxGMgCTbapIyqiEAIxOEWAe",
-	"i3mOuMlny1HVbJWJEsrF0AXtwnwgc7aKoL8rgWD+2g0MfjDChnsjaOXI3nv4OmDiv7CLo7FvwyYxJhmQ",
-	"d6wo8ODReKDw/1oU/h1TPhiDJaifyxGCdN7A0dcj9LEM0HRZQGZiVVE4akUT5dUbgSq++k+sxKtoKs+g",
-	"gr0pvRWMuG5nSjOvlqqtrjWDwHIan3ml3EydtQXjZzkMp0EHt6DBrtAsjxci4YDgO6WJVg565LlYcoV1",
-	"vjmhElB9uUCDSKXT+9sct/+LRl6YPnaSRfPeQ9DFjvtyPbOVIafTBEsuU3KTAqf07ozd2p0ZTfaU7XAB",
-	"mteaRPTYsgZf8liZPpp43+wEH05WIwDDfPPsWXL7+YnBPLbi1eeL5SHe/h5IwvhdkgkOpWANrplDVm+n",
-	"yR16YnXrOaR64KqO298MqnrHjdNVe4Z5QCl/NOtsCfA1a/ariCWK5oxc0nVzC8gbOv+lAoXMujWME6o+",
-	"UQ9hQg9hQr/TMKGFIyvVxNmTjb1aNPeME9qsTtM8TMiJC18wSsgrZLQ3nTXfPsQI/UvECOUiQkWI0KeJ",
-	"N585Qig/059ypB/ig3498UEPhrcHoeK3FVf0VUWK30jAEQAXWnXDhRxhuBEY/mzfXyX26BO4xP1Dj/bi",
-	"Lw+RRw+RR7+JyKPt0p/nQ9hVCvQhwGgzwOhrSbMP4UW/z/CiB9n5QXb+7YUlfTX5GQpa19rkwEDOxCJl",
-	"JaMc1NmRyQ3WJRTo0aByNhE0i0nbmkiIVHSNDAe9KLJT9P4FBGtvlwx61oRHyYJKuQIgGJSiu1OA49bt",
-	"6elpNgMtoPgNuId18KR+kfBfq7HPG2MTix/s3oPJ74ub/Jbyc7ozL+DISxKyOU3S0N6fvDvF6NyLBgxJ",
-	"W60XSUTTdF16Ey7RiMOtx+JXUOQ3MT2guqgvWybmxUvaKZRwimiWJcwUhvQuVJrwW2g3ZaRt6uSP9cMQ",
-	"sPzDy/d/enXxfPz+6pWRPimCMy2omo24+2KZpWFAwseu98f4w+Of4Mb+HHYC8ugRSg6ILs8j9uiR8ds6",
-	"RNMD578lxn07JDN03LlFZJkUZimkloTpiFsaol/ImIUFN+Ur5ZiqkLSfDkzBZ5RZ9BRBYMah9MgbQfRm",
-	"oeuYcdUjsItYNNXiLROpAP7JkLTMRnvCiph6LdByWw9ab23nbMS97y1iqlbe76CMbJwAq4ttvVs4GihM",
-	"950wbeTPUK/4YzxUnR45x0YZ2hmWPPlxCevj0XCqrKck0WdAsh65sth4uYXDYIVDPTLLf5ZQMhcnWim7",
-	"4yH36Nmv3BjtSeWwgsBL6b/TaM5sCViDopHrdE3l9Y212MszfvgluAsOaad33B5lqKlrg8o8+tDWRxuO",
-	"9EOi7INQ/tsXyvFabPD+Tzf2mMDLrg281INiPK63+LxjPJYlbj+h0a0mxFyshsbMy+4YV4bvhK7Ec7tY",
-	"1TljKluPOGrdpro+VYrNF0pCDcl4yaylpyifw51f0IgBZ8cuY5Ym+h8jnsgAjNaMxlo/8DvVdEEPtyum",
-	"UyIVW5zhUCW5Se4YJ8uF5mhtW48SynybktSxKfhoZZYks2PBIffIS4HGA6yd6YWFzagWiT6w2JbTjJge",
-	"apCXAsFwriTS/wWD2uDDB1OdjaVT0saSQ1CHXbodMOs+4tYaVpCdLPg5hvyaWQL0Ok4HhAcv4BawIY8J",
-	"F2o81dQAqv87Pu9H5u7CkIRJ2g5posiSqyQt6GmM62YlViW1bgLNyM2BHJu5jeE8qjoEdsbj7/GDP+H7",
-	"vwA3LzDFwX4sPaYKuKMVXxI9r2fxYNqPDln3ZPKUdo+jo7h7yp5Nu4d0MDmKjuMT9mTaClq4i63h4QBI",
-	"BZS6cry6GeM1a4cLuYvn2lueSHOA4ELZW6cv/wODfWCwv9lUDa0kejzNMg2XmYDkjItVY6ZrVtay3bVY",
-	"qnqT1iX+vg3ne5iDAzOo2W8Qwk3ToZddAQ9GXEzBvO0jA+ef+UkgKAzgd2G9oQqn8EuWd8s3yEyyWDXj",
-	"iB5Gp2ww6T6Jj6fd48kz2j2N+qxrK7udxE9YTcEejwTvUy7jV4V/7tbkIR2gSTqAPc6fBf38HdShkd4F",
-	"1DvSEA3dCHAegPmIOwRzbG1oCt1oKdrWiNyFYY5fQnUZMIONOCCU4+OeaxBoW0DYBxqpdA1i2A4SEXi1",
-	"3HGubUwnKI8gB0gnNFJLNBXqVqcsy1gMUr4texAQClaqEddEy4a5+IvXI1dsupSuQsJWOTRArHKIVjHo",
-	"5aZSZxktPZFFwHQ7pRAydZmCgvHmISQ4m5XrYDW/VPAbSZRw2cx5QlGGHW7guOvuQOhfzo0HI8lGPLRv",
-	"tO3SaQWoaIYFoUvN2PzMJW/IGc2MNc0VQ9Jvd85GvAznDrY6nx1oJYalMSRy2zJtpbXRakG4LR9EL8wv",
-	"mg7iLa9mAv1nxyf9Xr+PY8oF64bcwceLf3Nx2e33+/3Do8GTw8PB0WH/8KSP/zv8NaHH4yY8QMc/SO7/",
-	"wtDxUGbdchdNsDH0x6ec90GQX1gCtwtDHvOdu4rK23pB/7XgbK2J+k1yZ9NdtRodJTEjgm9XAEJXryh0",
-	"E5XBiIfsg97NUDMTcceyBU3iwjQDEsqZyFSol2UOqozmO34eOADtm9ioEYe3kc2H8VKqEBjdioSvL96M",
-	"v3lx+fbdxTVU32PAkzW719Pu9EipDnWdNoFfXcNaNanHCc0js0wkuU14nIeI0TStLcSp32w1L+dmB/Wd",
-	"/qyinq8pdtj2ciWxJKGtpxaStq1lp5/bSoX7FAplfDnXB1J3hZnG0LI+mA1rMhfWynPgevvd+7x60NaB",
-	"GO+pQRCo69n83Hiz3pj3f3NFUvNTto9yl3nX7EHDa6Lh+Svm0Xlc/gYVUX16ft+qqN4YbBUrTZGa1kYd",
-	"cb84KvkMtVFHfKM4KimA93gamfPu69FDQAP+nYqbHjmHxyO+fznVM+v7cUBBRNI5G/HQUwq637F1iLEK",
-	"a5y49fzIFct6Iz7i546pwQBNAS5vQQ4kmWt2q/VGPTishuUvPf5Lb9iI27jgkrZuh2dKX5F2/nngipZ5",
-	"zzzN3RbC9T5Ax5hvAei5XzsBkYJQklLFHHsfcb2pNIrYQoUkopxwQbTKyTISgWKNh8IVS9XHSK+wK6Bd",
-	"KLR9IAmsGS7Z35ZSkQjObM8/OYITWl7cXbXDhvrU2zXEPoysoXfGtk0m6xHH2ejdKOuj7VrLg1mBTs/I",
-	"GyDbFWuI13+MSxx2zFzhnEClcjtHMI44KQrZljuc7sa5u7ilIHBO3JuUAvbIw0MRYL8I8L9iOd/86Ozy",
-	"xcGVfKji+6D4P1TxBVnCEdE6Me8+1XtllDHGE37zeJKK6Bav0BaMCJ8VYXlQK1vkwpVpKbBmXJKxm2Wq",
-	"fxqSq5fPyfHhsz55/u6/wAz+/vpl9xmyof+PvevbbRvH3q9C5CY2ICd2mgxSBXPh39QtBr9MpkiDGeyu",
-	"i4i26JhbiXJFKqkXmNt9gL3ZB9o32SdZ8JxDirLl2Ml02i3WQC8aWxJlSjx/v+8jZ7hOWVk8sM5KAyGJ",
-	"agAk/kWplP0vBAQ2KnHRyC2hOu2XVHCOWII7rNv/QVgJxlfAMeJepkJNhf0/3f4tN3BF97PcqDau7F5Q",
-	"wR8r0tBUgPJGzjOGDgbDE5FlWHPgTC9sCKnnQpixeiiqzD7MD4JgQtZZVRm3UcSiFIijwfr/Yasj/j+8",
-	"ybel/dgsrwV0YbfabSM+meOpvm/a61XPuIGJaYfYJ2W76Lvhw+kt6OnQ3LHOD+9+6Qar951bfNvTtHqd",
-	"ZlKbbUou9hgmczSg9B7R4kmZvxQdwXo9XVTlVLCr4U8j1ustqkkm9Vyk7NXwZsRe/3g5sisBAMkEjlaQ",
-	"rUMjj86FxCWGoBM/iVh9nZQbETEt/4ZNMxrXyFwcjdVQuQ/KUKIXr3KomeBlJkWJP6rzQSwMAyw512AW",
-	"caviOl/An2czAoCyadrbtxQ9/MYJiynYjry1fakKw5bC7ci5qbjnn94lPJE/MGZqjrQtboIXZL9Od1in",
-	"foU4DkBGT/J3LdBS2M8fIXY1hEkDHwowwkLVC7SJB41ZMhdZmrAOdy95CR3P1OaI+ELHDUeMBXfdjVhC",
-	"bc/myahlTdWGmGRHEQAqEGWavPvhejS6+vHqze316Ob6T7c/Xt2Mrn8ZXiYXjZFyvqTRYLVFZHMgf/6e",
-	"Z8BAcQjZsepMBGS2drzuERtZMwInWOtBHjxCU0LL1KtABNbLGSB35lg5L751xV7TI9qSvCb4KJuV8JjZ",
-	"pwB3RJOKJSn7K1nHUU1MUTxaDRetxXAc7yA64FnWVgl//yWMDE3ONjMD+EiQSs8LbdhZv98ovXf3FmgH",
-	"C4QPHOfyeXan0ed7jEva6IN5t+f6hlLBar0TCev4L7FtQ/AO+lbqsSpyaYxIuxFuXw0FL9ZJpqj6CIEz",
-	"S2SadEF2Jez12QNpHTWN21ihxYALfo/f0LqDyYEqpzbQ+EsrwaQROZ6Jg9jlGLYRQY4FYxb3E61xP2LJ",
-	"x4TNJKQsDZ8/WQInywbqmHkyI6cfhGEfq8II7Vt+Y0U9P7Q7w6tXG62NnbBtJuZXwLxrIxaHqIzDTAF3",
-	"etESl8CDoMl/xLjciZ3bS3iPLZ2tIctFOZ1zZQLAU0cirigTxggkrXUjxn2BmNyo/Witbj9WQB8sZvXx",
-	"gB1qPgWZXjRfVOgEI9PPiRPmOOF1BfHn61ej695J/+S7Xr/fH5y82DA1HxvTkvNPl0LdmflBfHJ2Fh3k",
-	"Urm/Bzu0/hJ8rdu6pO7tJUVE68PqAju+5lNo1SWbHiKsgsbd0gDQQbTj2gkgp+E/wHE3dFC/Cn51tRf7",
-	"NUGsG264YRW/QA932z2QEQW0ZOnFOqRGDZgOsPS1vEemXz2f8PYPBr3+4Kbfj+Hfnzfc/qws8vaZs2la",
-	"z47zvOlr3rqn/ex87y/6Nycv4rOX8dnLTfduiqff+fsvsGtIENM/pd0NVsGa4H2wtEuvuyiZFryczldb",
-	"ahr9ivN9LowKM62nRVLQUdsYTg3Vst3IRYzXrDWn8A9kN+vtwPSDVzfo0lyoMVbWlTIlRKrjMAnS9npa",
-	"WK+vyKXWwGjMjQ517XbtBYiyxMcKa8DdiPrKWRbRacZkIgc0dIDj7vgEbBVQjedXWTZWFBC63u8aRtsf",
-	"XscMLkvbrIn3pt75KHhgT8baBuf+0UohLbf7CiDIW1taza474pb3GiKf21i8EWY1rnST/fmsAzXrN8Nk",
-	"LkECQzmxC4dmdLE8xIGuXYELK2FJZdf0gssUKaYsFTzNJLgMrUVKaRLiPSXPcPOaLoOGF2JZIIvBtikw",
-	"cNOY/fvv/6iHmhZqJstcqrskciu5bpzE+Kvs3a6vbpk6EgYHoQ8b6XrE/zGzIbH/s3P15qo7VoCttIdN",
-	"y+XCFKtHr3wqFVigXBiecsMBrtE4YCKmRS40Jnbw2/3PRBhnwD8oRW9RyikGJCsO41DDnm1JyY0A6Y7G",
-	"OOxf/4TdIpKIlQWiHFPgDCBL4UMxKaKakw3NJ0cAgf6NHbR7xH616VqQxc1snq1rMBE9CZHSphSYRNGn",
-	"uh2WQ0cd+XOTiAFveqyMyLIGa93rBLpZ6V4wkWmbPNejuKecI0KqMUdj1cCPhDAvqRFmAqSKJUPoFRS2",
-	"nic3OITX7p0d6C0Can6vA/jCe+DBkjiID36otClywC2FT1d8okc4E+Kizq35XSkA0ESQswdR0pu0O54D",
-	"p+5z0yKcjxvChCI/Yg932MMd/lhNa3iVbWAcQuue5LOb8IZ1rz0DfaFNPrvNS2JNp0xFeYsNwQQdKsln",
-	"1H6yAXh03wIWMm7BS/rT5zITDQ8gNauUNx8R2my8A3dWmwl9zWX2GQPor2Q/L+XHSqbSLG1Mcy8BDiL+",
-	"KqaGDCmWxnY2jq8hKt+bxr1p/MZNo32Rm0nN5zWL8jEJbOSfEX0KiwhZhksRKy91sOOM2APIAVlzGQew",
-	"rNCsdtaznzqq7aKNbZjdMF0ha0j2uC1VIdSHq0OspRY3EJWJaQVygdwITFZCMjepFgXFnEPHG2CdxA6e",
-	"ePZAwFCISEEVZNnGqsltjqjl7zMVSFsg22BpAdATjBRbTbzMsp+pN/ANGfcmdXlwdvpyQNRl+7vpoyOg",
-	"DIe85Mu3PWztnJ8PTl48webL7IvY/D1qeO8r/pvpwia0cJpnj5fGA/QwOIPneBFiEW/0I0MWyE2s1GOo",
-	"Du3oXB0Qe4vZRoUQL87RLvVx4ZorpkIpbB2Ojea/yaUOOGFjxXHHUydxUijBOsmbUaBEFGNrK/EWK4la",
-	"qky+9OI1XaGe0yb8gXcMN3/oBUxuZZo40pdMvSQJKsOOVVk82GNBLwkONUXR5jhQuOWZKhZfOTHYUaji",
-	"CfwXuuLeR+x9xN5HoAgPmbpmrLqrv9hZPGITafGRggwVPAArVHdSqAvigUSQLNSM1/aSjP+ehDsv2Brv",
-	"eA22hClPzTz1JOZ2diRw277VGkxIRzybnvVPRXr64mQ6ORsMXpxPprP+S87PxDk/HfTT9JQPxEn/VMzO",
-	"TyczkQ4mYvBdOpvwweTkpP9d/0nmuFLp3hbvbfHeFnuudAiT3NUK78z5a7PCgDvfHLfXUP9DDUB/DcJq",
-	"aqXNDt1rB2ruJB6rnxB1IWacYCvsgeuxQvbCZMlqUsIFGHpHV4hZSFcA0lzNWOhGzg84g2G/FGPV4YHY",
-	"sr+J21JkgmvrH47Dj4mtReG7vQLjgcxf92isEjo1Acoeuoq5NI67xzMtGDwreS/iNb4/NecBzCNnbJoJ",
-	"XrIOH6v1qpnNvLTfGNO7MV6ZIudGTlnmy+M85Qsjyu4RMRYTpJ1RbxwYJeu3Yr2phtu+K4qUdXx2hc8s",
-	"9t4WHORYtbU0IqaEhH6v4rnTN5jyCsDApJDoJUmwSxwxEieE/jcUx7B0FzH9IBaGdWp6GvdbZ4hPC+g7",
-	"Z4Lfk56BI+oUFWJtvYhIhNU77J5kUhvhhTw2svEwn1tjwML+Ha6njZinZza1kUnxzcYDbp2DbYH3/yA6",
-	"sOuDtIQxZ4anT03vQ103uueFYQ88y4Rx27pow4QyJWxI6NRa3ANtiKQQBfYpMYSd6H0MsY8h/mdjiFdO",
-	"XG/FJQNZbRLw5jbTjIJYInSaRElbjyqgnCa5mopNcQWW5B7J7lra6qEerXdP2O5xFT6HQkNp2LJ4CIqB",
-	"ocMKao0k/ysV26i7u7Fs9g12XFbaKO9GNzeXo59GVzc9B7Z/SkNlXzHbW9i9hQ2yNM0zcagDKP2uORoZ",
-	"xC05mh1WTKvSTpa1NG6Z/L9YDiszP4j/8t5aB9rWs4VV+M7wOzT1VWmHnRuz0PHxseYqnRSfjlyw7XZX",
-	"s5bymC/k8f3g2N1XC8XrbVmklQtkm1fmC/ncqw5ZVkx5xvDnMG14oFqR8w+ClZVKGiPGx8dwzrzQJj7v",
-	"n/fXh3nvn8jqeK+IW3Ho2eVOMsJxlrhawiP2guhFSUnNhfM8nrUb+eBWR4+lG0c1ial2u+uT8Vqqpqgt",
-	"+G7D71A5Iy/uAZOQMzMvi+qOYmYjFuu8k+IBSXc0auO9XB/YzQoWPEmAl6kCJeRCP1lf0p3TcrktCsCs",
-	"40V+A41fhtp0QkdNAKCOWFpp0w2GdsJH6yN7bnoUVHQfYKyan0I7nkCqzdldZoOY4Oo/31tjIB5aLv/r",
-	"vGCpTAFmH5wB2zu1siJF8BLZ2KPO4BE/06rYzDq++5jzJZsXGag/hzPglJxblinBv/kUtBPxvZQl8zsD",
-	"+60TcHvh9f2EZVlvVhoM6beCafmdngG0Mqi1bn7E4CbC2aZz2647pPmwq6nQWCwC9ZmQcdTccQ03K2ad",
-	"WVGVTCyFDmfNBQ764Lf3v/0nAAD//w==",
+	"7P3rkts4tieKvwpCMxGW3JSsvPmijI69s1x2de6y07nT6V3T06q/CJGQxE4KUBFgyupyRfTH/+dzJuK8",
+	"wX6R8yb9JCewFgCCFCkx05fqqvaO6SknReKOdV+/9XMnEsuV4Iwr2Rn93FkwGrMM/nkes+VKKMbVFVul",
+	"dMNi/TRmMsqSlUoE74w6ocpyFpL1gnGiFokkGZMrwSUjiSRqwYhUImMxoVyuWUaUIJQTRrM0YRnJ2E85",
+	"k4qsE7XAl+mSjXnoOo42/e/ZJhyQNzzdEEoyGAeJaJYlTJJEjQglsySTynawoJJwQWQeLQhOZTDmnaAj",
+	"owVbUj1+xvNlZ/SXjh5458egozYr1hl1pMoSPu/88kvQuaKKvUqWiboUaRJttid9vWBkmsdzpuyccR6R",
+	"yLnSk53ThEtFuucvrl8S1xyZJSyNZW805uG4M86Hw6MoSqmU8E827pz+9Ed8aho0P5yuzWPJIsFj8zQM",
+	"CHxMwozRWIZEZCRcZ4liMhyQy4xJxhURnLBblm3G3G2MXuiMKkZSPSiW2WGfEjqFb2AzE0XiJCZcKNLV",
+	"Cz/LJYvJDdsEuiO1YGNuv5+yhM9JzuktTVI6TVkP15y9p8tVqhd33IExwgwfD4en6z8+HpY2pWYTcAnO",
+	"4/rlNyv0QJIkJl2aSkFClmUiG5hfJkkckoTr80GTNM8YmYp40zslP+VCMT09mOZG5CQSXNFIkVwOSqMe",
+	"xsfRAX3Cnk0PZ8fsMX0aHcUnsyf02fQgOoyPWCfo6M6STF8MfZz8GS0T/orxuVp0Rge1h4ypbHM2Uyzb",
+	"nuBb3Gd9W9Y0UWTKZiLTc1bZJuHzQafSUbLUR7roJuGKzVnW+UV3tKIZXTJl7vTZapWJW5o2resqEysh",
+	"aQoLW16Ok9mQHUYHtP9kehT3j9mzWZ8eTA/70VF8zE5mj+mT6dNO0El0UyuqFp2gw+kSxhPvXKqZyJZU",
+	"dUadPIc3txfreZ5JkdWPOOTsvZpE8EZIxAzO9ypjt4nIJVnROQtIzqMF5XN9xiXjsaM1ZJakemWQAiWq",
+	"PGG2+Y/h+V9F8vqvZ5uLZPj+9dvh5vXBf75//a1Yv74W69cvRTL7z0F0mHI7759ylm2KieOoyttF37tz",
+	"MTw8DvYeFI8Yfs9qiNEZyXnyU8703SQrlpFUzJOIpo4qdSl59+78W02QKZkLEZNoIZKI9U7hRGlCmrFc",
+	"U2w1IN+zlSIzkRGqSMqoVOTwmCxEnlXuxkl8OD2iz1h/GB3M+sezJ7T/bPqU9Z/Qx9FJfMyOZocHdlGQ",
+	"DherUiHvu69RsVyHJyd3Xa03sEg03V41+8sIt54iZaN4x/AUeYQd+Q4ytBK76RZcK8tTJgmVmq5kSGX1",
+	"jphW9Ox6p9CZyDVZZgESYttDziVSaqKSJdCnRI450ONuxm7FjaaxiSSSzpgmDBlbMapG+kUcizTt3Yob",
+	"JNTIhnqlPR3zyqZWCPWn3db7b+P3bNNEoc4uz/Xs6gjU9HH0JH7K+s9mQ9o/nh5E/afxIesfzY6p/a2e",
+	"QN2wzeSjiRTw+O0xX9I5IzL5GwvIgd64g+GwNOyTYT3tAO5aWsSYzWieqs7ocBjoFTVkfzgMdjOBoPNm",
+	"xTKqRNa0psL8XrOoT+KD2TA6pP2j6THrH89OaP/p9HHUfxYP2cHskB5Nj6PPRPUvaaY4axz0Cn+uGfMR",
+	"PYiescNp/3F8POsfT5/S/rNoyPp2vCfxY/aZxnydUS5ppIfZNG5VvLI18uH0CXsyO4n6R9GBXu3HJ316",
+	"RJ/2j2dHs5Pp0+hZfDD8LCP/RX+MAmJJTnjzvf5LS0iMw+Gmq1WaRFSP/tFfpZ7Uz143/zNjs86o8z8e",
+	"FUrFI/xVPrJNXpl+sNdmEUTTUiCDhIu1XqZa1aTv6yZ13ZuvHtVoMzAAO6xLxmO9Fl96uuYkcMZizaBR",
+	"xnc3knRnIs8I2zAZkPDs8vLqzX+dvXob9oDyr6kkQqtGuGYsDsacC7XQvIKlkhEj9gyIv7ABCVc42TDQ",
+	"y5twEsZU0RC5wedZ5m9obET6T7bCL7S837SslrEmkixpqo8/i0ckTPgtTZN4Yn4OAxImBd+aaEawTKTU",
+	"awMKlX3fyJeDDkxFRYtPeDGgvX3HZKpfgg3PWCSymMWf70o8F3yWJtEX2ilzASLTqSzMAVGeZVoAkooq",
+	"5m0e/D0BOprob6u76FRAPlllYp4xKUNQW0NqLuUkSvV1CbVw7OgNFyQVfM4yYq5HD7b7pcimSRwz/mWW",
+	"w938lEY3RqgTKQqU+FtBLrphzBRNUhkSzQY0vQzQyjDmof4q7MG8l3QDmnwsUK5VC7aULJ2RLi4ItJ5k",
+	"RKy5RyWQeOBPY65/003K3oiEM7sm4YBcGIJjac2Y61U754plnKY418++cm/FkuEwcs7er1ikWAyaP4uJ",
+	"4ETTUJnEeIhwYBMwF4QD8p9gEPCFcc2Vfwk6F0K9FDmPP//oL4zFyhcNREZithIyUSMScqEmMz0WpEBW",
+	"njuDVz8hKbINe2JMS/7lU6ZTWE1/Ml+GlV/STSpofC3EK5rN2ZdlNFMRg7YnbllGHh+T75NvRiRc4ZAm",
+	"SohJqgeFG/iWZbdJxN4VNrMvM1jN5qcUrbOewY50Q4kjmnhPtZBhpQm9vc6GgkoynSmWkRAMWX2wZIVG",
+	"epGVLfZe2be1nlkMpnAtxGvKN0Z0kF9glYQgS8o3dl8lmWViiWTTkeYbthmRMNNcCI2gcTggV19uVd5x",
+	"mquFyJK/sfgLcyVj0zBCkqZShisDK0WVDF/iUZrHLNbsIvfGixfgHV9lImJS6oP2gqtEbb7MRMDst+Vh",
+	"sFagOJnNGMgcZvtH2/IhGMvcNGS+WolMsfg1ixN6DWrVr0F2NHsPq32FsPZuiJOlHuNE6356+L9YBRE1",
+	"vihiK+XJ6DSOEzSSXWZ6+1WiVcMZTSWrDuiHxUarLguRKbKim6VewEQSCk2ipLry2vi5kzFqlmK7oSrv",
+	"gIOipR3NZRZUWVbDklumT10e6wvYKyvSr1mmyZUidJ4xFhMloN1UrFlG6FLkXHUC3yx1YswoO81ShX79",
+	"FzuFwoMkpn9lkeqASpnUm2q5tV5phmg8Y13ONMdw9kKlBbPe9pJFGaN6D6mqWzb02OiVSaTMccmdzh9T",
+	"xfoqWbJtxV+v2SrJmNzZrlRiJclaZGCF7EqmyBT8cSJNe6eE52kKBkYuCOPNfev3kNeheWJrLEmDycS3",
+	"9+2xZASdlEo10Vd055T0W0RTJcaVvjJ6J8whWSY8V+zUp2bSHiDvC1BaaLRgDyRJkxnTk+zdf+6rjM2S",
+	"97vmj5bnaEEzGimWyQAGxdIUR0j1eMu3QN5M0uSWTc6mz2uXyliL954p8979J6c1tlzuN5noe/MW363e",
+	"N9hss0iuwcC/FpWtLx3t0lyb7+yrRCon8G4tyQt+y1KxYkTMYMm3L6mWrxq3UAaEs7Um2rCT+utEsWXL",
+	"ZdGDNKOmWUbh76VmoHNWS2mE8XCQRb6kvJ8xGoOox4Vig1Z7lkeaQdc0nq7BGZLlTNNk896gOGBTIVJG",
+	"+dYWwuoUDTdvQ7stAKdN8x60W9Lf6xK+dTeuErChueotCwMSwvUAS1dXE3IWB47E51wlqXkDLlDYsx+w",
+	"GC1j5j6FQHFMTAW2bW+eXgR7CePiBtYEXRRW2BpPHXc6prVyAvPhTiYNwEuuh615EOjNURKb14zwvX1M",
+	"sM22VlzUtDsgikHje2mmsazEAcnYX9EeITJjkrg/IbW9T0G8oGn6ZtYZ/aWdUn/FZp1fftyW3YQbqx6h",
+	"G22iDGdfL5KUWZuYfsVs6Y4rUJzGNuKFeYfkPGVSuu3rOnv35Pr6VWhUK+VZsnvtxRwTBdJ+1UD6Pucz",
+	"UbtmKKaWbB8YIQNRJW49uyFueNhrtVhJ26iMvULQkqmF2Bs7g2+VZYbLN2+v61rURK++Pf0L0mM8O4ng",
+	"raijs2buckqW7n03UZKE7ofzOAzQcEYlCVESuKQbkauwog74v9VNrhwkU6/54Cx2LSfoYlqyB689e08j",
+	"lW5QZwH/fuls9DxqX5wAcOrt2TX9Dsl5DJchkVqn0J1TyQLbe3n2j1YwcVk7c7O2e+mZfbH9lXNNI7Fq",
+	"TaIKjjfJBFrGWn2r30U/JnjJ77qPeJkfSBvbAbspeMS86wx7WbbE2+gLsCCEh8Nh2BuM+Rl3EYkiBboJ",
+	"nChjEI/D2dpqgqNyc5IsaXbD4jEP3/fxgz42FPYg/GMh1hxGFZCEIxFyoZXwl2FYAaE8JqBbjvkNW6kR",
+	"0fKLHolPQUlKNVHVzUqg9ugD3Eup2gr0OBgr0mvBZbmkWUNMpTUWc8189Dm3l1JPdS2yWAbA4mECLJNg",
+	"EHDcS24FcF2BPZoIzsiU8hu0KsxYRlZ0g1tiVbwZOEn4xjc8SNK1F6c3IrOEKmM4IEfDp8cnw8FwGLgG",
+	"kpi0iTrQwgAYmCJGLs4v+8PhcHhwdPj44ODw6GB4cDLE/zsIKlECkhwSrSt0Za+zzzABDMFINz6RdUwh",
+	"sKEDHtUrdqZ6+zxdy7/QZcpR0bU8KaUkMBkuUnBjd1vrBdmS7FWvViU8Bt5jjk5xsBMJ1JDTpZZluO88",
+	"R7u8ZhOki35VyuMxlwmfpwwvDvXCSyRTKmVg1KIRBMsGJsjLHA8yF1o8niVpGpIuNgOtQOP6J2xCC91a",
+	"TuDoePS2+AEKEDzWvY95zpf6SxZbF9ADqeUual4iisob+ESKNNffQx9RxhhP+HySsduErXVvVkQOx7zr",
+	"SczEaM0BevSsZV+3YqY9uWGb0Dfpmi9spKQcczRHmLg5NAvL3MiQoE7YMGCjHKws99XrpI8VrAkcAT0p",
+	"CHUqz8AdX4ih9Eamj0txzVeNbN3FdtRqeFqzWNE5yC722NxJp3cfuYBBDDe9p5ZvNKAaPX9B5WQpsjr5",
+	"S2uQKFdwoRZA2+aMzESainWtQhmYyLKGmCoTrEbAlIzcvhpQFnS8kNu6gDcpUSAzMbmWZOuvoAejVwjk",
+	"X2CJ049bCI312rBbnsBFzfkj3EVb9Mloa224w1lps9FwKH+nFohK6NO+hTUL+nHr+ftey0Z7jg3lIl3f",
+	"CrIVSKZpOwpK+DJ1mohmcVnOTej8mBtWipk0morxRC5YPCqi5u2HxDWIscb2XS2J9YIxD63gHGKgtGk5",
+	"o/xUM0LN+EMIQFNW6O4Bh0QDREi6GKVjnHMQ2sYC36pTMDSRwVtxRtdcv1HIuNioUcNL41hTOea1evsp",
+	"fpBnLCRSb+16sQmcL9zjls4i1oXwGpR0xtwkbJTsZxVmaKINg45bQ/dvYyzDVTDCEvzDmtLK3M+1tM3+",
+	"8jhRTdLTD2VVRmQkTuIRoeW4DfxPF2WbkiBjJCh9rMDNF+oN10P1pJxesENmId0Q/rhlE3yFxdCGfRhl",
+	"DDx72ArKad0Q/jspOse/YXj6PW5FNIK+6rHJ/AhQfjIhTYacWwFPMbokXSf65JJlk4TfQucYpk/jOGPA",
+	"1uDEoAR/SsqfaFlqYg6H+U4rehC9hRYi892Ylz+ME3CDxyEGzuhneuUxdElr9DmQg56ZhBXJ9HsPrPA2",
+	"5jb1xU1rzaYLIW5AdJSUx1Px3vLcmMrFVNAsJt3QvDZhPF6JhKtJvtJqPWyGfvfd1avy8In7BBXUSSYU",
+	"fOD9wm4ZV5PMhOeEKGC7XxWTaiIZV2aZ4G1vpqckNAOeyGSZp7TYCe90jjm1uTz2JWxJb+lmVV50u3j6",
+	"jkqIr+KVs75gaUymmzF3YijploTqlFEJ4/CeTlMR3RTbLVRdrzORZ2PONkySbhGCaPWnMPDiEh3F9B86",
+	"ijgq6e4P5JgnsbdsAVJSF3JVGYbTBuCkSndUkSg6MqDPuGvQP8Sy2qa3Dmki1SRZYpyBaVE/0+qTyLOI",
+	"4Wbpg7XdCpwi6Y4Rfh2J5VJ/kiacPZC94mhNaXSTCr0hcILwbXsn/MWAsefLKcv0hYeTIclPOdNKSmkM",
+	"sDiFljcxJGQi2b7mwawQiRjVPeQtSH6w4wcSxVsI4o6TOeyP3/WAPHx4bdaKzDOxlg8fFgGweqpEzGZJ",
+	"xLQKu0y4yMgtyySaJ1Cj41pBDcBgxN4rxmUyTVlfM5oQeJYme8hHQ3jYG4G5B2klBpMKBQNgMQG11kbr",
+	"Dcb8TEKGbapYRrrhdy+uySMIuPg3/PSPSJxvaZozv5lEkvB4OCTVcOtqvlGD6hZ0tuaimWZVcXRfIwcy",
+	"rNLXKKsMxntk2Usn6Pg8xf1pOrOE2ui/nkrqPbphm8pfqAHbP4zjq2jNZzHVxz4bqf5mOUUn6DSRbe+n",
+	"Mnn2vylRZ+8HR5j1MlcpcEVDR3JYemiooZNkPCrnP/PEnC0a5y9wiUyVOiqRGzgSJRLizahMLdzpqd7z",
+	"zo+evFSn1f6wEGRJ9UU3DHfkWVcC3x1J1CIT+XzhjPMmYZpEgkuRsjHvFpQ4Qd7o0WZOlwzDuSFMu3dK",
+	"wihNDIOxckMcOvqY5XzMgZlJlt3CNbUvWbIljfUmLOw73m8QPKLP6wc8pyCEbb+mz58keGZLDdmR214+",
+	"wLaVWylYKm5aqQGzeQQ3T1OU9SKJFpo6AbXkwvWh1y5KE7gMNuZdr8tCAKvRj3sVsUxvjicUgXBlpCBL",
+	"1T1pCOPgtUAYjLkx0QdWkoKdspIUngJZFQL3b+iAnBV0W09om247Er1NWasEukROPWtZK4LqvR+lSYXY",
+	"FFfiBVd1JvvCM186/w9kQLYZeK3o2g2pvm1h797ueU/D+QWs3iJr+40AUxYS+ybHK2odyBlAkkvS1Pf8",
+	"Tlkq+FwSJeq8snstCvYo13fuHWrwc2SUNxEB0F7NYgLz1STDmtnUgmXrRLYzcrQNM4wFZ+1dgU3ry/TJ",
+	"au/V9sjm7kRW9AuBCrW1NI5qo7bFkxTy4/VNNO6XYb/m/7P/F/bQwMI3uLIEmsab2H4CmLVZx2Rg1OC6",
+	"oNbJBeAZgHaiysm6QFQqExxzny9ZffKBdDosvl8ikafFIbGnW9NajEUlQHKtAaPOdQ4NJbvTdP1bEwke",
+	"sYzLUVWjs6SjZDII0CzlX0X7XsU5gQ/FmqPEb0JqLWCJe1vMULEt69kC/p3wuYt6YVoy5ppfW/MDXH+5",
+	"olw6vlhm/Vb6R+MZt0godyYMdlHrj8n1giqPpemX7KDBCV1sSTi4S2+Gge1Lt3YEqeGClY6WZanOUSpL",
+	"4+vVEam7L5ex9NUO/gfEJipF6/iRZIL7yi+PC3c/hJnhJe8WOnxvVLIukoo0Z3CPrI20NyAX5Qne80TY",
+	"KTYdiWJEtUeiWKF2Z8KpqE3RKObngGAgvL4/0YImYDhekHlyy3hLqzro0/vOXeCF+9kgepGVBIriLned",
+	"nxZi7TUpYXRpDoDs3euM2XE2rz9Q47IVTg/RIw44vMBSpgf6ILJZ8n6LRJVJtreTWg6h1gbRan098tq4",
+	"xhWTr1lEfTGAQQOsTCk3cWYtsvdbS+ffnhj/duPItjzhbnz36LghUALkX1+0qPLpbQpZJjnV2+kJdl4k",
+	"RmUjGlbBk0hLd6NyAEt8t8Iv/MtbEuhq/UtaGt7vH8fchzhRJBXzu/jIbSzNp/CQF7rIVx/5l/CR26PR",
+	"0o/LzQmx47yHK9cdxt+lL/cbym/qALzAimwuWRGjlonbJEYTcoK3pJIQJmLWpLXymwcS7dJgvn7+zQX+",
+	"ZQQXaFgzGVmJkx2ePK2N/W3keaYr/UK5pe9ymlGuNuQ6y6UiMPV9RxVmZHprWr/2GTrWPr8jTKMV2YGh",
+	"1xCcX+kIqWhRf4a2LRX3TyL0MUbaafhRtlkpMTGplfukDPmAKKFoSpS40XQZ4yq7j8E9t6Rp9VweDocD",
+	"VL9rY/sTqrye28X3v0yoOsNvtgP89XAvvrtwtxESNW0wKGZJmPxTS7glTRnp6lWXCBuy06TU3uRxk/C4",
+	"br/NTnfDyzdvr4kNVA17aGcDRdX+BoMyEfG1sXg/3tXU8sNCuCNiom73TqStnWBFE2+tveRSmMa9xM2M",
+	"NqUusPcsyrU8CYCoZvu8Ps0wyofx4OT42QBwuD5WiypFJaONFB2nP+VJnCit4SAHcO0MOntFfLn/9rnY",
+	"cWi/UNYcPdy7m2ViWCdYw8GtiKm+XAqbUr67VSqyPbOqnL5HuAVq+TJJ0/ultWsBuLIXNans5nC1ozpX",
+	"+u16elM6iwGQH9C7NIUcbB2mnZ24F+sPx65vSwB221m42xti9rEYXONG7NcygDayO8Xgmk8+hX6BvPWr",
+	"avEFVAt3HtqGiFrx5r6aRXEAf6eahQ8h12YtP2IZf59L+HxBE/4nKmula7RslqLFqFyQ7vA9WBcfH5MF",
+	"e28DfAQnL/7rNX4jg+0frzPBq3rX+5PoZHjM4uOjw2h6cnBw9HQazYbPKD1hT+nxwTCOj+kBOxwes9nT",
+	"4+mMxQdTdvA4nk3pwfTwcAhw6iuqFMv0gP9/3eH73r/9Zdh/Rvuzs/7LH39+fPzL/6zj4zDrS6MR1hPn",
+	"/3j75qJ/dfm8UBzhFHGm1iK72T5HzCK+lZs6VzYWCiNrMZULIkYRibKMpxSQMKXzuflpyhYJx9C7DY/M",
+	"Qy4mqZhL4283TIkzFtsYMt0JZuwJMkve9+7lEF0wGmNgS6PV3erp+lUCryJPgOnq4286NmHB+hhg8oz+",
+	"rXQQjo8PDocnB4eekJtw9fi4eaA+W9jlGbBjhJuM4WoLIdUphn8k3GTcqYUWQgGKmNCMYQIhZh2WT+xC",
+	"qZUcPXo0lVFf3y7JWDyY8imc+oHIagOSV3nd9QImikHr7ogpcHHlEEzO2RqWVpIuJeFa92qqHUj8t8yn",
+	"rr1ePdOVSa0Q7nxDrmPGFdPaXgggk2F7BRje30c/7U17Cy9XqZSx3mJLpZMXmFtlltDOp46OfYu25Guj",
+	"VdTfaVS7na3J5I46Ezu6HWqCMnZp9+00+YOdmjzMdoKxkw3yHlwvOB4LkYJbfMs94lHrGYrs97hNs0ws",
+	"J2Yl6ociGY9LnvUuZgW6kPe5YE6bBIKQ8xtubtJeupOK+SThMXu/Q51DrTEVcwJvtliI/fOWjPG99iEk",
+	"X/rVe1yQhgSWgISR4LMkWyL5z5jI5hZtxPlKQkMpylM7NU/diQavJxfmNbRVkK4LZeyVOoMe7DAqwAH2",
+	"pVol+P1kUSsw6A2qFxkGe42gtlH/BFROY9BxCnLpwhSkw25iHYF4sVypzf0U4gthatjUYhe8qGf8cGsh",
+	"l35mKhzYiiyl0GpAMejtECdagnXskk2rEil7v0oppxax4s6CKCySFunMjEpnx6zgHsnUdlEM29L6H5uW",
+	"+Hmt4f+MSAWTWtJokXAGBv9TsrXEBFon+C6qmRJzntVawEcSOD8E3TjfNX4q1nw05mP+gWBOOPmAboUP",
+	"ZMkohHd+GPMP/X7f/U+/ezw8Ih98zGDyoZx4tB/puIRiTCNllNcKZLFJPWaSmH6f6X63MJ8/lBEQADyx",
+	"gvzsgJE9+J7AgPcEFv8GBoXFjxyoh+7Zs7NW4t87QacBbRxA/X2ocfAPeyifkDqPGMAuk3+iH9E0FWt4",
+	"Ic4R/ZFNlgb9cOIb3JrQsyuDqgHP7gQdqJo0oam+OhuAWMP4+zK4LQy6Dm6yZuIIo+maLmCi8O9lIoHi",
+	"V5pc0SRz9G8icjURs0lGOfRtY77zLK0sja9awFL4GNDmd+lj3wIN3ULERV5n0MC94HU8WeW8vO2t3yIv",
+	"cJu/BQTvBrtYJqYpWyI3E5wh9TVxLwjdsE0w4Z06+qAVOQK5AiwjCTdCH5JmE5yLbeo/EXrWOfZqAIYa",
+	"iCzkFSaSrDPB535hpd1sD0ddtNtI/YDKb/X6GoleQdpnED1u3IAeea73oe7lLUBzAX8L8NZrzG4s6+Pu",
+	"mE2TpKsJ1pQRphlur7UZ0j8VNcbIor7ZTpygoi6aMfWH/6tvmH7/PA7N/vaa/AkRa+zgh6PnBN7QXZgF",
+	"drWmjg4RYzWiknlmDxMzF9E0BZE1hAZWNGNchQ/kmNuac6ZoHQuwfoXIM2nwx8DJhldSE2CRKYnDkANy",
+	"5hWuA77l0HFdfLam8fB6NWb+eDp7djg7OnnyZHp0HNPH9Chizw6fxUM2ZMdPjh6XDSvGpvLjz0eHdQaV",
+	"eoe2PTSlzas74C9pkt4fgbcKnFtgzbUD3zXikS8VBeSGrZQ9QotEKpFtyJIpqnX+sqj8ynlKnDLtsOSc",
+	"r+nzge6+REPSD8gD6l2mKAatF0Iyl9Nh86c0zTLGqBqaij9g4lTN7X+ByYXgSCP5imDOtIF+Q38x1u4z",
+	"IHbU1ibQJ2u5UvV2ftvrPuOFncID6UpmmIT+ci+STNmccpS7UYWzojgOK7E2OiOV9sqx0LYd2yyMyyZW",
+	"YtNmyKTLtlfEM3+VOrk/GiLgvTbYG+2NcDbHYh3IXCiYjiniVtS3jATnzKa0QCU2kateYApJsjWiUPmr",
+	"4uqv7cRDrAxZNoA5aPL6p+vrSyte+5vrummclea1laHN6S3zZyoZI2GxajthCb2D2NJ3f6c4gHpr5bmS",
+	"zTJHnqX1X9g12i9m7Iqa1M0H1ate3rHSkate0FqqVESZ1LlKLr67sCYzSPgwRjOCo0fpyeIIHrpfV6lm",
+	"exirrshSSEUOnhKzX9bRUGDVpSzWzwFvfMscd3J8eHgyGG75Dz785aD/7EfN7n78eRgcPPmlNx4P8M/D",
+	"elfC/f3sJe+3pCmrE2pLIT5tA3uK2I/9Tvn7OdirDKouqmG3b/wcUipNsbt3kmX3lQDEUss5mKFpUMwk",
+	"+D9qjCrLWp3j2gHr+VZNU190xTKPhVIFngF90rSsVzlWNKb/TqMlG9hHQbkEZLnu6VFd5EwL5Ed/zQD8",
+	"sbIZOEvTVt3SX9Alu99qnzkqVV7YZh9MnEgoXm2/89fjrmJQY4TkBTrltkdgvALWaxcQNpgPSDhlq8Mh",
+	"2j9VFh0OK9ZP+LkiANP+35AKBAeP6wmBGcSltR5sDeZPYk1m1CRFg5l0DcZdLN+tVThQdq2HEYrX2Td8",
+	"3yOiqgKWBxvzhEtFAa5TGd5tgC04cyCc+rjKiHIOdXKjm94puhLct0gk0WuYKK1I0NiUgNHfchEzKw27",
+	"WjpdS4QRLNRiE+kLCMX5BCcWhMYiGS0YzdSUUWUsogdDYvUcsLBDTEsvIFKYF4rJecVepT5KJDSJ/xOq",
+	"wgISBaNR9CqgEEYYjRaYTqzv9pyNCOWlb4lIjefNSPtujAYQUaSpXmXFsluagsUPLGduaLh5aKix0SV2",
+	"p1BU7FYmI5VYrUze3pjbLZbrBFM+xGwGNrZCgClthEmuqzIKTlNTTaZGOc5T5+aSOMZEukEaYz+ZbsoO",
+	"W+WdP+u4BQV0zBM1IKGi83BUNAs1u13UjYgZ1G7Qw/obs/5hTZlZCjUuDTSA7hkhYAdjHpYehCMy3WCZ",
+	"dkJTfZ67q4RzzFALn//p7Pxi8vL84uzV+fWfJ1gq/uLF9Q9vrr7HUvF/LLcWjDnYezhGhFNFYsEQ7Asg",
+	"BFCRpPOePlvosTLIM/AFvCPtS2SaQ7ojoHMVMipU2FAs3RgcWgudhQOR1eOBePMJjgQvfJpINeaJNOAl",
+	"I4KwubCDa5GnMZky88wgorgYsEhwreqrMuSWovNO0CktBRgXYYKdQG94yYCH7+8W6IPO+/5c9GsikvEU",
+	"7lTdQvtWiOK8AboAJq4k3lU/ia8SaHsnTcmdv2bXXli8A2c0NJHgNLYlsPAAfPoh7YiuaL4+QAA1KQe6",
+	"bimKC7nQh6kL/3CVzA15xvIuve0rXsRkwJmdNV0SC7i8YN6ahfoybMdyHD8b3sv7DL7/5q0qQgOadol0",
+	"TX0hvU8JRw4jZsgG9Ou9Un6o1+D9d3RfqIzZTE0YpLrLTu6KnyFdg/3nE5QH0hMYZr1PF2OT0vn23Ip5",
+	"k3/8//8vI2DYJ92hs0sSdO0Ao1xRKY0ubzZq4W+K/oIlwMOhVJ+LG3DTOLpfjFAhIO6SrK0ciYnHYMyr",
+	"s3rps1QbHubT9t07LOkarqphY1eXz+s4WBjYECWwIvZO0ahed3s1Y25tay+Hv9Ul+Zi9bLyK3rbCfJaQ",
+	"Oa4ECUvHIPxUVLPUav01g3Hg4ZvlKVaHjhgct64nyqC1UIqskRTqvmquzvDZvY5eIWruWMqmU4JXRB8A",
+	"i2LfBf4oXep0O5G6YtB0vYAyu6DyvhtTVdDM/akEcVmqXt3G0jnb5owV9o1UqBAyOlvyhn9rSwtfrzOu",
+	"i4J17bIYXPmknyvS9w1rELxNyv4p7qTeES7Wgf6vnrhQWpjD2gaAJLvfkGdQwCuz+bFGT2drA+JkeYSp",
+	"w4DdYWFPyKzx16JtLLVp/X7R1MXK/y4jqm1hjoYp4Y/3yFH0YRahLi1+8PFoRB6yTsvsvEZzT7LDdQ4h",
+	"KnepatJQDM8m+8Mbe3OhyjWjd+7JAwciiraVklfRZhX6+WSPfk7iXx4h3zbYrMi2T4tKC4kkjV9uYQnv",
+	"fNu8U0povCs0ZEnTMx9vbZRdsuewsvc2FLL1jtP+mQyGn+SUNZoZywtTG2ziz9qCoybWfFJLMQ3vaE0w",
+	"hUde2sxxa3oe+l09N9ma6F24QvOWt2EN1RX+XTOIP2FcwQ6YQeMPLZlR1wtB4sTmH1d4CJpSdsYxm3fu",
+	"UEIuE8udrlszSiNHd10WMegIeiNtfsLe7bARFnerYvXCRNdGqsjOdlIPTrc2cPdusHqAglq06EvUIF1t",
+	"pGJLvTP3ytXeg5AH0GcVBLzAs6JKkTJTzcqrX1g7tIL+n8WUdFXGqMyzTa9dXnd9CA3CoI2QXYVuYNZt",
+	"JllNlSrQaEeaB7GGIr0fhcRVirSd09t29ECJNicdokZaxPZ5F8dv2q1j4F/YfVhMfkyruye7yEt7yBAH",
+	"ZXuXDGT3UQAelDunHRf86V+hwK9f6W+XDBpg5a7tjfhVhfdGMXz3VFvCJ30akeF3fm5MXEBN0LEPxLmk",
+	"GxILDHgad0C8HXdKGsNtwtaYM4PB5YA2gSwA3ETLVZpQpDI0Xia8rDJ4rzaqDVdWAt+laIGYHvhOChag",
+	"kV4YuI87ERFbBHNJ35/jdyegKZg/DiokJuhgcIf5We+cNwEPC6JOxC+hBsqtggUes2vKIvyESD0mikqs",
+	"0fqq/Ki0X6puv63JPPd/dnlt+22aLj1st7XCJlaCtcJ+cn8bcCsLib8797KStEF08nM+2fsVBvveN/nT",
+	"dIghrFGNJvBKrFnWh9By7FlullORlvvIZVybbGExFnemdNZkwDY31HZhHFZUy4VpUQQcR9CcfFiUjWxO",
+	"Q2zdTRPHLTpJbIY7+vGpW0f2PpEIn9S6t11iZ9EjJDGVEwit1/+BcZ07Y3/zoAo4rEwlNC3CA9C37yd/",
+	"Qr3lFU1KBbmKsiImeuB+0QK7aqTbwK2Y0ThN7oK5DlatfWxD6x4v9Ys7zKLlUrQty49vJaDtAZXejXB1",
+	"D7dla1hyrVCuubwrjllraG7QAlN95FyRIF9R3dIHz6IlI5d0U9/5RuRQsESl+xgAAEghSpx5v3Qf1GJH",
+	"8nZrSLWPRr3yTgBVbFCq/n0npm2/apnl3qp+tScAFSWs9/oxIfZJ3tnAVKdb7ApXd0p0bbZn4YGsstVt",
+	"lLUiUBmjl6ussiRxlBZgq+6zh2NcIegVtrXFR7dDsxrOQUXqcvWEt+/GLj3C29oiA7Pdaa4Tj7ddoSb5",
+	"dGJcF7vRkZWxqRTZ2/B5EaLo02D0nFrXJViPxtxWn6aFgOmJnUVhUIiApSnzqlLrj9D8ZKIrsHSPKZAN",
+	"mhCD/GcuFMIzapqyYarnOWy6JoHXhLhy4hjmmJtx2Dqc0KEdW8FwsUAfN5iEuq8Nc6SrVxSVHPOuTcQW",
+	"GSl3a5vtDQjAHBRVHGyqO66QmRKWJbRTCojl5wGJtOpnloTk+IrtytsLKObjFQIxVQkxRDc8Hj4jTVnX",
+	"iFpkigjZ+EgMWLyTwlcUv6najmw86m78ENR2TIyyPlS1UDBl0xbpWqvymCMISu/Uk69Ktmd9VMpYHRLF",
+	"NltHyWByiKw35sglQfsF965d7BnLtmypiEgQ2lmGGJ/XpeRgiAHLY/5sSN69/fa6QAUBXIO1IJlYSzzO",
+	"UPxhRg6Gw56NzjbBMKmIbu6wH1XYnToYQXRz1GYPZpuqj+OjbIklj0rNUIx7dG9+hX7rCrYToWFs6bR9",
+	"X751b9qvqxYfezhLrXp+W7tYwRYhbRX1UZJZOcEMXFvBcMulHCJkbyNvaOv3q+3146x523zqd23e86bb",
+	"oiiBt493sdj7330K4NB6geArjOhnhxFtODX3ua73hxZtOrr/Kvf0Hqv9yRb6d7rIziqzG7QcMOd9r4fN",
+	"vtpS9EnXZjQUpbItVv32Knyi1FvUKT5DrYG7xSu4lLSWBp5/rozhqje8WNTak3PLstuErZuwsgvvDCRJ",
+	"zlNqLG71cBe2gnwdezBlYa26xzgUJi7gChCikTpQDYMT0ZqpVvA8avipMXHIJoEaVMt5rlU2D6y2VefV",
+	"FNaa3sWKcVNXeqKorBvGFcJAQhaEr4N7Vxbz6mS+1DTSaLgT/UEIBVxyriTp6q7G3CuKKAssvZuEx2SV",
+	"5rIs1SScOPyRUuFGj//DDLaKUNXM482KcVLtHjr2cRm7/vAHxQ+9eunDe7nF5cl5/IOx7LpawnuVEPui",
+	"+1LROZM79C8tAZrs3rf6L8J4vnwgC+j/VocHPn2bL5e0Tvmq4v/hmLzTXHe0mjervJDB9tX1F2wXyWhf",
+	"VEeYL+7JxS2J+l2ybkMXd8AP3b8oz509uIzfJpngVmHfatnk0gECtCWP1iVmzDM42DhHaauuUMyMsUlz",
+	"gZVVSpUeLJkxFhBKZllRQtDYeZwtDphfBRd9MDxochfvL1T6UXFAO5Fo5IJmO6ftxgBvOhy68iJU53rY",
+	"4BrfEfzvb7G3F6UR7k0NMId2TzS3NbxpSbJIwfwkodyr4ta0wPtoAvXZEcddnuFdwrgbb20bWldZ2N8z",
+	"xQMUG9qYWpK4n0ma8JvAZF+JWvFzlz/cuTd1MwAggbQLUgKfHJIFQAYinJl+rei4d4cEIcDQmegu6u/3",
+	"eiFSMwQlyAL8uiboCOBzRiQ0beRZGlobiUXUWTGxShnJNAHEUtQW2JAqNI6Hl+++eXX+fPLu6lUILhCo",
+	"Sz3dkJjNaJ6qUnNeA2hCZ4CKEpBwodRq9OhRKiKaLoRUo8s3V9dhb0DemtVPN+hNSpMbVhpyFSXRwv3b",
+	"0vMW2GcQieWjmMrFVNAsfoQtPPrPw8ViuozT8+8O0jfJN0P6Xfq3c/jfyW38/JvF+Z/+I/3zD+t5/N2z",
+	"7H//cLxjC2ohv67N9j+wFQuMLwyQKTTRdQMKSLg9up8hOueXcDTmsrQOuPbw6wOJ0dOJJBRK/iOoKeah",
+	"9gbkXMGpM6mDlcX6DAtSZQHF6pRPa8khu+O6to+JtoXO72JgLYqj38uL4ej8v0JAtAdiVSs1Aj1BfuQB",
+	"WBKZzFHNsw47e+RIF2t2YL4V5rrW4aq3CiLEUu8O8B9P2h0k0DiRYBZo2Yt93SVuJLh9949T2QF0Zskn",
+	"tSiVBi6v4Bh7Mc1ay6SmnndLgbRt7BICmUJpc7eMkM3czs51H4S1tpEz3odF5IwSajUxhqLa4wCuD32y",
+	"+wknYGhAEBaDqDWD7BrSvX5zfdlDOBf0CEu5Flms554l84Wqd5i0wh+ANfws0TslMDoveqe0KLsibfy7",
+	"tIeQIKRg3CyJsdhUzHeJmeVTX0m5KMl2LbbdEwb1wsvWoj1QwepamkLq3ijaTb913sWuud9BzPdX/vfO",
+	"qtrLD9RThvVO3kmQgA8+TorAI/UvJknsypKp7IdNlRG8LEecGgMzlORAGMSSv33MQ8iLMdBwmgsFFuZD",
+	"BhZeW56SMGZ4GrJw5B4HJBVzGRAvEugUgtg45RHTbZbK1Zo6vIFFfg9Ixm4Zz1kZ4g0TdYKO69FAoxjo",
+	"VZ+X44tbG7fNt7ZzPA0FDUmXi4L5bJgaVeQHzZBMQREMlVPJLQtJ18puEGhnyXpIuhZh7NQJb1KCNZ/x",
+	"WGsd1dIippoFtutxiK1CFObFmtl6AT61F9ALIu5a+HcTGzgyoXlhrzaueLdT8S7lpb16zNTzX+o/cyWW",
+	"VCWRGyMXzrXSu1f+sYkirTg9d+cczVA/RKNAqaZzQBLNYTZlSfJo+PT4ZDhol+xhBtQsC8LEYQBmQxBP",
+	"q1wXPLAlPrA+/AwC36abFpAcJuyj/OW+fdCqMiB+etF65GBwcDgY9hq203zp9h2z6O9X7/tuVbfd66Qb",
+	"vj1/3f/H3/87bHXaCu3Ymx8R/O5T3M9Q9kX8J2777ymxNrucvb7941h7V+r5ElKZ+5bgLu2X1ndps1W2",
+	"cm8/YYKhHUCm1dNlLhVhP+U09f23lbQ7+YCEOJRwcNcK+O00uH+CguAlHaemOrh3qvaek1JxzDpbiFfG",
+	"VL8zcDx1VC7i6QP2oujCxXoANT15PN2EI7JgNFWLTYAIzxtzVWc0SfvilmWDojDtqChYEdE0lbbqQheK",
+	"AGgRBqtESM2fyzVsR1AdQt4YnEc7IiUgGmBQVLjFPqB8bCIJFrstUJzH3KG5PdA0e4kofdTWpIBQZTlw",
+	"VXKxNSMpzvLUYUabdKMxNz0AnuKaY8ddiv+dA2egAB6YIYg0dgX1GClPJMo2c8FkoHtZECrHPBy+H4an",
+	"hJJU0JhMKUSW6J3STTGYDlUkpXPZGzk4YJhsmrBbFltoZwcFPOaRKe2erwLjdAJzLKwnoMQZCXUl0nRQ",
+	"VAYeeeWCja9qzEOmFhP7BpFaBsfmoBM9lnw1KEoKjywWsYeKDE3MmXqlXxjzrqI3jBPDB7B4nRH7MM+i",
+	"N6gWJYZWsdSILJ0Ik6E45sbaB7WrupRMaYzFY26FnjTA2EGBngXNpeYoP+VCUagHllIoWZIxBTkKNgwn",
+	"GHNKsFocVPUyIpw+r4mBcdGf9kZ1EwmIypLKYivGxxwhdLVsj2VEcEG9UssD8vChBXEGBWOeifXDh1hH",
+	"ZZlwkTnQ5i7sw5hjUAzXXCwg4fs+e68Yl8k0ZX0t8oYYr08NHDQJ4WFPKwoAUW7SZ/Q74AKJyYJlbMyh",
+	"rIYjDPrnhGu9p2qzd0L0dspmZSSgaNi3DUUpAi+2i82ZS94JOngs9Vd4EKGoHxw4I8W7o9L58Zegc1VL",
+	"BkEiZxnismGa8a9WOWRwePLxdUOu9klrLmitJKvZeGQLSwcxOgEpsgmgOmNJdEjiyhxeXfbfXH374qr/",
+	"9OnB4VG1SMXJXow1N/T71z1pmp65ilKxVV0Fr48PO9xZkwQjru4/K4xJqks/356MV0V3L1Qv1Odvqpjb",
+	"PJFrKmscua8FZxtNsKA+Am5EBlclZqRupK0z/ktt7sj6H5zsAENoFxR09+jZ/YWtfcfyEhYpokuGHLoL",
+	"VfvlQmRaOVSuDLY9sCgoVZK3eqekpjQ2yXmqu7Fxg0qEEHEjbRbE4C4uFkXlDbhYzBC9yESIocPBuqcl",
+	"9IJeK3H7RhPvVqGK+rx9r9++Xx1vjEGkqv72LBOeLDUbGn4igO+daonmBEX/4HGH13fgWd9BTcdtbwpO",
+	"89P9CjHaBqIKMhc70EhNtqg9l56iHhCMiGSxyblBiZJbQccWT0v07ZIi1dIp3DRMDjXa/QhAvv3LFA7a",
+	"zVqKNEdeL5rix3yEu7Y2Z6/hnYXJm2lzgD41O9H2vd62IlT44kdgDtiupptWYf9m6+55Otv5Od9ZemLy",
+	"P31n552gZvDCO6iY2pK5VQW7BVyHbhLqLRAlSlapkj2Fu1FglVT3vVhzea/Vu0dpfEO32XuttmJ6tOMz",
+	"vnFlZlE7lBA3+FgomkJYMpgrd3KilqBuNyioFygKLjWjUonf2+agoXZ/ZdMqfmEPC3Hr/m5Ti/ItKF+/",
+	"vXGeFea07dnwo/lpZbXLpXRBVfMT4YNi57ruFNOp0IpzCW8iBOQB2NcCvyehqd3FamIedG5T7+E73UCc",
+	"S1UepB7fmoSvzy8m3764fPP2/Dqs1G2xocbWnq2VhBIknJs+SGmmLD90CdXVpSo7VtwrdXqBWej9Sax+",
+	"XsWdklhtIsbHZq96IvLXpNUvkLRaPhxtnejeMfmIXNXKwfxdusGLOd5jbT92WX/PS/pDbWXJQqTcmegW",
+	"kCkmqw3IC4fvoUVstDPxuVoQMcNoaLAaJoqAcQ1iwEYWxng7Dw1ovG54zA28A77Rhzf+Tf/yx3/8/b+1",
+	"EKE/L2Koe4HD46qmzkFS1pjbDLo63Ih/g3f+WM6xq5ycXKo7JdMBU9uv4hm+c5eWDWve37aBtqsh9jUr",
+	"RIoFUsL2LDJjg9NLvaAclevdvSKPvcuEUIDY33LB0u+X1bivh2qo2l4Jwi1x/T3T/7pv/d8NWrpXQtIU",
+	"lVdTfd8USIszuq6xajVroYjOHZAbZqqLWy8bdgHOFZPZkMeosXxMcX8YSP2ygJB7v3X5k1gjHFXF8LOl",
+	"lFZsfQ2wt6HVjkPCGYslCY2wHp5qQZfFGBpkftNTCn0Rs0CM7NiXa7Pq6jcFArggUBqCMDTJXVRiS56b",
+	"VrWc7mwe0ZI9kFYIMgA73k4dDFvUE/loMy2NGmM3rxhmoN6rwEoJTjlmUSJN5ZqyHgF4ZCRjDZmr5rva",
+	"DU8ZlQYmTY+AwPlJbtkIK6uheSiZkShlNOtBNWVTmxEUHL3jErCn4ClDIIa5EHGvfDSgn07QwapfdzkW",
+	"G9KFKwih8xD+b6pblZCQe4M77/sWbJNZpmDHbRUpk59iL6Hcq26sxgHy8cVtsImGCaT3pzVaSzZeVMCP",
+	"u2EbcsNYkaa2PRtxy7KUrnBjQTbpjDqHxwiSWA6BiPMMfczG8U7Cw+NFGJDw2XCJdbyHWgO3zr0nh8NF",
+	"xemA7Xqn4Oiw7MIDZ90futZt94fev3UXH5Yf5Iel7PX+8D9r7Sdba+hy718mEP/YUNYF7bBQcAqLqtIp",
+	"+KE58yGYK4krVLG5wVGrQRH2+qj5HfzV9TcIyw/igLR4msZ+tdcump5lnlqplduynL1aU90iUc05Dpiu",
+	"ZjtDp4eX0levPNs85ZqakNhQDfHSorQ+HiKjUcrwhNBVEtZnNYs8i3axHbSUdylI6A8kwQ8CRG3UHTwo",
+	"imkDvKGBZA4ghwMyFB9IshBS1a+Zyfbbem5iBRpGtkoMgqa/VWaEq3yaJhLYPlXIMpPlSmQK3UFu1EBy",
+	"A6+VBxICe1rYC93quwXEzf9x17V4ldTqBpyZ4WmeYkyyeib18sltzV69ta4N8GVIk09qSu5i21rOhQgh",
+	"GG2v/rChdXmvT8yO1pj/23kg3aZsfVJ7KpO/1cxTk9ol5Ru7TFBrAG9SveGoONwtzL9uI4uhmoGUp+yC",
+	"r/dutvSNEfUWhnbgIqUTVFextjAQfLzi73q7Asq3i4prnd9EB6NHuObMFv6QbX/3gmnR6E7naIa8Rd59",
+	"8SxXqlk/I4bFOwt3EPsWUvJForalw4aLdcuyOIlgllbyA7nRUI2iIv2P+whP4XewbZaW0ZuKt1R7drke",
+	"PKqMp4lphyjVrmmiwNxkm6hLNN0q69CmOMMnx4BvEU6Lbov7lXQwsVX1jA0Fh2boIf8GFTEV9818qt7a",
+	"2rrWHohSRWZYsDQOR8CyQWfSnB+KMZ2S0BxO/NkJS1jCFxnnKQlNzks4IlOmJwViQ6neAr7gHfago3ut",
+	"1XnMWuytCIGvlRZpW4mtLsOOYhPlsAd8s6VTdu9RK+ei3iNav6VPsdjm3Yjw24jv7jIUG1Ac4701pSsU",
+	"5ZMzP0Oovhj7azB9+0bRnVTRWpDdg0doiAAzsmJ/pGkaWvhrtWDL3oBcmBhppAhJJiGpRqRxUGCwg62V",
+	"K4wzc+lXG0IzNubAVYjHq+ps1HDrauj99tX3cSYxRk7ujL7R0wtb2H4tLWgeBESJOzpi0MPdyv5VTAFm",
+	"sKBADJLxem2Mw0h86rpuoG1+9LmNVDfI4wVOFuy/HEGmgN4HIQEzJHwEuQZ/Cw0kJaCXzzMKxkTEOgBp",
+	"IpHGcf43lgnctDuYoGFHfcJqF7j2gLto2TMsqN0UiuVnjZqcMjIXdWoJNDNpLmtsK3cvNGuzNVKK+mH8",
+	"BopUQg4b/MK4ntumnq+67vLltE7/BTrOeB8im8nFu2/OLtwA8JvaZvUwJpGIdySQATxjzJo/b14B83kj",
+	"uJj+YYLWatlsQgj9pQ6tJ61ceubUiKRrH0XOKw8hV4kJh4iT2Xb9HU9qbZm79Ekq6LCtAjpKQPAGzRi6",
+	"Icpzr7dlMNUuTkwy1RYZtk3lF73EEFYgmWofk3vLsmSW7AOn8O+Do3X3TPfbVVmmOP7+Wd66bUH5tlcO",
+	"bnlSbkP2iw5VknTfuuseBl+RE2BGvINwfRQl8dD8Dg6Pjk8eP3n6rJwhgakQB8OaXIig875v3uy7GIIO",
+	"pBpOmUmy5zZJAwIX6oZxN/qFQd0onOjH6CP2pnHytOIzeLzXU2QoTMP9fsuUgWejJDweDgEdLXzkfxQG",
+	"BbiLnVwiCTA0TQumDHFeCE3VQuTzBabPlRgKEjSJ8ytRxhYhEf4FqByMlke2XeBJm4PZJv5km43/WpEi",
+	"W4U/6stHUzC6etMvwAWwoNGvjC1QjOxzJKD75V/tm60G8knSxO+TNXKfXPHa46HqA6Mgz+kBusjITznL",
+	"2SmRzKAwSxtlkHDlZGzfnEBNzNHEVAJzf5dKy7inzgXu6jgWRagmSohJKlBc9rIDKz1sLXwJ87neSqrf",
+	"eCBxdjVWsnrp25m5SyFKWhBKeDlI3K9Ku7dya5KZcFu0anXfvf32umeNWzsSlg5PdhVw3Qea4Xq9+O7C",
+	"pcaT7mFjd88OT4ZDA5RRF6A/Z62wuOtBt2HfTeW5SkG8fZnqlZz4vUVmmio676+j6co4HxhX/Z0KOW/X",
+	"L2xp6aqUVsVaW2kyY9EmSlmv9vIZG5JnTSoVUwW6PsHyBbbANsMMWVdszb+TJuTbr7JaupKV9raWrpqZ",
+	"UUd1bCgQxBDa+KCa6PaPSAVsvkyHJzuuEvgjdwqj8IapsiDSeKt+acLV4+O9JpDPl2bYCIVYm4HXSv/6",
+	"mFS6z5xEl9H1TrggwfuY9WJzrfFlV27Ags7KJU1TJhXJebUu7CEmi5b+r/M1wexrgtneLN7PkFhm/FSu",
+	"PKS1MHlZQgBQoPvmAoKiWEYUvWHS3vvPkFjWpux5G2x95ylpSOjyc7684rnrQoIo0e+aFLAvmPVVPUH7",
+	"U5K2SPSdEpPsN58iN2mLiX/NUPoCGUp1J6Y1mOp2oPX905Vqj+7vMsOmOtP7L/enWel/jVVuhPjUCkBo",
+	"jE6W2AYY9OklAIjMC/n3dSL9ua+4lIP9PR0G39taHFP07IpJxuNGHNcMfkaDQk0Gw6d02WAfO8wTWNwN",
+	"DBNcrEmMJo47uC1L/gjTXd0WlpamfYKffvt+N6O8F7/OyQXLXpRnidq81cPC0dv49u/Z5ixXi90Bazds",
+	"Q7qhvJmI1eQff//vsDcgBusW6z/pnUNoMlinRH+/YDQG8QUt+Z3/1T+7PO9//+LPxZSoqeHzC5TsmAk0",
+	"ZXFFTYQbwu8bI2EiuPz3ugoiRRf2V1J8sRXWvVXLsMDhjA0QIBZY6YqMyI3UgkbPIqSmqQERMfIwFAjX",
+	"TPjiu4tgzE3qmjJGakAehr8uvruAkItyRgWmEC4oj1OG+GcAbLPOBJ9DkRDJMLJ7zKtFhw12nbmE5Lps",
+	"biHd8BFdJY9uD2zJlTBweH02rLoHwGk5p7MZJnpNN6CZxFlyyyRgorHVyFXjAIsqzmzJTEATk4EDhcN0",
+	"L4lF8Q1Qs73Y60USLSCxhMZ0pVhGluKWbWVPDsZ8zP/H/yDPBdff6bnqJw/Jw4f6iOpHEQKtP3xIMPbN",
+	"bbTRDuiOQxvYGmjgBh5zQsLKgRGZrZNG+n1wBF2cvX5B+n2Asb568+rF27AH1RHdYQ4HxDkLoUe9qISE",
+	"x8MDknOaq4XIkr9per9gGcMdrw4ygWr/B67Sj7eTA5y+JUgBsbiRGfo1SRLLAGGWEEsS4K7nCYdFefgQ",
+	"bqZFcvPa1mMEu9zIUhoyFXHC8CqHP4+BrIw7I/KPv/93QMaWvOgnwJPJ2HJ489IvYQAhK3lmzywh4QsD",
+	"8AfUsEgCtEdI8/xIxAZTrjhTqAjhWMrQdNIsyHnMliuhGI82xWGAeKKQdFn1aBg0JD5nkkixZBAb1SOG",
+	"iureYbReo/3v2SYk3QN9Yw9PTvTX+s6wTPYC/a6MxIq5sk1uN21KsOs78DIfS+ZQyZZUn2c5QtzFbONO",
+	"pVshfTZ0i3avM7ZKgUcsmCmpYnIWMKzBDV/1r+BNFuNmhbrVriv8i0eoyAE6Hj4jCb+laRJPwHw7gTsJ",
+	"vvKQJDxKcwQuKg3MjtYqR+5A6hYPD0lSLObkhm0mGdPcAUA+zXRNzJKdSyJNbWLE9jS36FmpIdPJJOGT",
+	"lamuGp76gKBYYsk4wsBBHNi7lZHw5P37cABH375oFjCRmKYqGQV01vDti+dXL67fTr5/8ee3YW9kyrnB",
+	"ZbXoTpgpB9YRKG5jtw4i5waWbMWJKg6oDYHOEmVSdjxLWhK744MVZTxkaYjDo1DKB64uGii0vq/JkTmF",
+	"eH/6liAvmaL6EltrC14AQ4HAxpkmnNn7lKZsTlMzQvnwoQmUA2v+kkaLhLMCC4VqFRhDDTFakOw7RZDP",
+	"AwOwu2U6vtIdgGopDbUCeEqPPDZeoWkez5mCg9INr86uX0xenb8+v55cvTj79i3qxuF3L671CfB+/eHq",
+	"/PrF20J11rvXQ0YMAottjyr2Sg+rfynSJNpAK/ZZ2DsFwCCMOoNh+ClE9vAePiMlRF9zT6/08e+fzRTL",
+	"QrMK1+y9CoDERVrjzSQELHKDPARpN6U12lqMkZEIDICnZFzBPKYi3pBZwtIYaayRYDeY6xJgBTSKegAK",
+	"FHTJFASPb5HDHjHRJLpl2Gjy7vpl/ylMS0s3IFmI1COWpPvuD8PhcPiPv//f+h8HLwOi//vkpXnw7GUv",
+	"gJIHAJCq20VlwjYlSdeSqXd/OBwevgjgv48f43+H3+j/vnzxUjeDke96BsDH4f2nKI4Q/OsZADy9+8PL",
+	"ly+/DQhLpT25Q3dyDYEBKMHEpGLC8mm6BYsJJZIY+Y+3by70IuQmqMzSIAxOSdQpobrxyrIWrF/TAXef",
+	"Yhal4JWVu0ejm9U7plsutsremkhT/phphhqjt5CEf3px9i2E97ngVoBS1GcX7ob+qcsFTK1nxmwAfyke",
+	"jjKOcUDCN5fX528u3hacITDjPjFfTrhQEyAR7swbeUA3+ECa17DM9Jl+z14Do5oCnSZLRrkt4YSkQxPS",
+	"M06sNwDCdqz0Kdb4ACTOArmZVAh9JJbLRMvhc4yDFIjqS4GmBUQK6B7iijS/GB6FhOsTmaYbMyCz0YYK",
+	"Q5Engj4aLWhFDNSMERoOgewKzpkBo7LF1hSdUgnbnQqpPE6ILULbMFBb48QUeDThxDdaSV67ZFBmZ5VS",
+	"HhssQqmStIDuhokA47sGvGOkFbjMBsENR0glGdvg33HHCB9WNoGuHj7UEsDDh7UCk+aTOBZIQcQ2rdSi",
+	"dwcHFBTW/TiJLbrW0kA5ExLRDJCjRa4GMHa7AJOc01uagG0o1N8wWU9TQY04Q11DOrbqXND6heu1IBhH",
+	"rXWRSrq/vcXO3QBg3zb21TjkbfF6q9NECyEBIwYVQS2tjkj46vw/351/e37955B0tQJpqYqvOo4MnUlT",
+	"N9Yi+ASZU3h59uc3767DMe+u6MY2AqUFKln6cBpDy0FDNzwvxBygDhDGBqPN9UAQPQdR6gEODQW+0IUT",
+	"eU1JpXWMud+OHr3UFwmcdAgBXdJbH0jghiiA4PQMT9KnQ/MPd2dMTR8byaQVcf2OFGOuRbPr61cvXr+4",
+	"uJ68fvPtiz+6l0IAT5hu9L6xdEbCt+ev3706u37x7cT75tsXr87+HHo1XvXA69qluRIAzTPmHzAQ8AOo",
+	"xOSDXvIPFcWXfCAlpZd8MDrudEM+jPmHfr9f+z/deLgd8hCSD1Y9ie3BQ4MGFn5lMWn4ruueojwYktAd",
+	"3LDnfTUqHntPB6WnyuEtdo245Fa7R5rHvncMYEmBGAyCMRh6BH5MRugejIoHXS44gykUl2pUPqCqtFin",
+	"/j3YVa9G9xGaCVWHIWnKXHGcD3omJvYEsAqhjpRmPyDVK8Z7xchtGKJ+4ps5vBZ2zGW6KS84Zt/rQ9l6",
+	"WjgAO7FSt1iayWQCVX+s1mgqHg38R4YkffJhm+pBZNflMKYGPQwLI+UdbYcsZck38hhzBBFkxZwu+6ZH",
+	"3WHH8Ydede+KznwrTnMqk34fCVN5VerPWv2syiNtNaCG/szLALcJAVIh6SIbs4yuB4QHYK0++N4Kb3FL",
+	"D/2h+D+0Wx0Ds9y4PsUotykKQPLoI4wUZaGVJIPLSWikBbFdRLKMKuoBwVrbblDEGGasv8qSyJwGuwy2",
+	"jxJlajdt/DQEEgqiypUHJKYf7QGXt0pImkgVkG3cOsS8nYk8A0gyORrzj0BnDQhNpbCFMbR4gz1aV/2j",
+	"oukSkCtYtPWC3OI+lSSsCsorllkpb4qJ9ymu7f2hX6FWd6aVMlh5Kz6VwI65VIzGWCEEjTN6LY301YAY",
+	"O+atIGOpPZgBmsKN7ShCK6cSa5rFWPMF0A196HC9BAHWyCmuV9eJ45VoKbQIlTyL7oJzoVjPysYYGq3/",
+	"aAQnhEJmLqkUg6vFDEVfdA2EpcBmWB63WWNujkcAhZPwytZdRZTfd8kLwZiHNUHZ+haX6CdUSSyHacNN",
+	"d5zNVoI06iwwst6YwwY7PmBbcMieBukxrAnzBoXHshhUuYq3tExZM+GANPAkdyNchaYxD5+/uXh5fvX6",
+	"/OK7yfWbN5NXby6+m5y9vH5xFRI6F5q/YUX/8Gi4DAMT7J1gFYSNRdN5IPU9ACfPmPvyEYLUkH/8/f+A",
+	"uyePbsw5sqWFQPnmIjbamlRitQLzqtba7S2CTwZjbsLtI8rJlFly4UMQ2A37Iz4Me6eGdmkKARm/9kqA",
+	"FqSvNSY021P7DWaH6b+2S7vlMgc1HdSJoty5VrFqYuB5bCjoT3kSJ2qD0uiYoxqjPxiRShVEo4fBM3gt",
+	"NIGtMEZzU0Gjq4RvJ3ys+UOh+Pt0p0tBFCbAQYxm6f8+R1WyML4bvWPMGVcZOgiM0UMaHsrnqa1sMzAr",
+	"XJ4DPDJTALhUWGRyVtLXjHjIneOwu09g64GhqVzscWQpjBsBkhQwwgiwuKA1orlOn+V22EKAJj3fAjrT",
+	"PA6s8sVgy53a0q8wfVekFo4V8l+R4rHynd4YGK171kdIX0pAfSPdEP7r3HWF0AUO996pide3dr4xRzxH",
+	"wVmA+fAubhc8YIg97uFhui8fSBK+79v2wQsZDsgPaG4d86RidSbh8fBIn8BpEseMhwHak/TpMVYrz5a+",
+	"TCRYmcG1qU9oGDNFE30kuiGYPEMCE9XSonH1hRaajplEOWNtyPIUrFmMz0QWGf8LbOuYx6IM5UtyyeQI",
+	"Y/vOLs+dwSMSXOqhdJFDoh0iUcbt5Dy1oaZgyyXeXwMMhpNXGVY1M9dgIQDCyxUqNwiH+meZR4sBepZD",
+	"TXZYFppCfzBmY8h1Hgtn8ysVNTbWT4ich5ZkvlqBcKI3wjbbtUYBawXTzWpOLLfs+O5YPoBigA+1bM2o",
+	"zLNNCKYEiW7eEVpa/FpVfolj5Fmy8MUGKBqj+RWEEOnE46CMYKvHVhO9CWMBLppAeWUH4CB4maguWAr2",
+	"Dh+4Yi/EA7SOtaA12QUWUnjjixLzcOcCF44QmMcYfuLewhrhwCBcG0YQNOIrVE01N3nKoDSR6X5A/Ntv",
+	"x4LtijUfc+hLS7XM+H7ssIyRqLDsf3Du0A94WrAwm9bwtFDONkBGzi4vr97819mrt1i5qFdrKAI9SNNM",
+	"YK+gc21JbPDUHrkPxChPc6bsInipPPUtwKbUN6OP2xvNHFHn321B8Q+t+dbq8Xhe97fkjBaVtsrGDPzr",
+	"0loKWhgTKs2VjQz6tlQXaadKX23PtIP3qW1LtspQdWzuudv8auyhLLaxRg2r3UejUlRb8gboWjKDg/f3",
+	"jQ5pyVtNYy6RvuycslF9G5dPD7v98qHQ+KFMnvTpsBRo4t4p7lEFXahYyS18nfqFLDUC6Hx1TaTuh60G",
+	"DJCvQSHYXDHkG9ttmBebh1GUDvDGULIE7DoKxdfeMvtf3+kgaHLj5PgPW5J90xQgRKL4gLo/a9++tFLk",
+	"h6pgW/cFxnJtEQn/mx00Qff3EoXkD2WZubmvl5YMltSEXWQRZ4VMzZ+W96RxXhja50/M+8rw1A9Odprc",
+	"sE1Nr9+zTU3HuPU39rfdQ4Bgqa1RVJpoO553snYlsLVcNi5Kwm8TNyLdSOOQikbcmOzFEGnack6Pfr5h",
+	"mwncD2H2fOcMsQxvpfFvX7x6cf1iZ/O149TL9Q0Abrh1mro/6wSBLYyHpgUupMo+9d7canOVN7R5+a5t",
+	"m/5y+fcO461N5PQ3NLpJxbxxK4x83bclix/h18gFrEReWjcnGHpUqvSo4ay/cb4LN5Tyd8V8CjfHdrfl",
+	"6+ZaaHffvEbqhlF/46zrzom2qINONyREqU9r/5Kls175IrTurPkq3KtruCjVzu1N2dX9x/YM7Gi1ysQt",
+	"9Yk+LT2qu132o5pvdgjW+A4rfYxrXP7a/MmaePlfWaT2N4Lv1bchC03hCk0b9iJXljtzvzYcdrCmvLQ6",
+	"DsRZuCrLssb48cAWxxdpvuRgO+RQEoFIFgleBGaPiAKIRABKHHMIzk4ctgdaAR5I4utUJgjDD3wYEbC2",
+	"QUDk8pSYMIYRGt8GY/4Wgs38WFbI2hE83ZCHD7F2CYsfPhzZ+u8ImEu6tBSfHoDSF4wxjAse9Uzkt4nC",
+	"Cg+Hh6GLIAmL7esW1nILhNpzSbgiiyWavrwAY4h6ek8xcNCFhJkC/WbIJtUAvSESgx/G3C3W5Pr6VVgY",
+	"kw+PyULkmfRwJFkqbXSSHJCzalSQpEs25tsB1DYAyRkvbfkX0JjPyMOHFjpOPXxYtrxZm2cRPKL1aHMV",
+	"JJT47+6+Lr2RX+IbNjLLuUQDEVVecSmLdg4hKxjzSi2ug0C/jV3QwtgGbZueH0AdYpmnKhwQh7iGLS2o",
+	"HHOMBVkyyjHYq1v2VTkMi8D4ncHyngLiI9hhTXyj7Q8CpcLj4bMivq5YKLHmGOMdlCvuTBlGTDlfh/kU",
+	"zhbU6kFfiA1ldNt97VphmRmC2R20jLguIL7Ss/WNuQ0NtXbDoMZMeepXHirSvc3xJ12zn3Ew5rYokV2m",
+	"wDr4oGeD82le17TeBqfbAfXcwrmlnCDCJlh/NvVHEE7ekm5MTSR/uHiDx5wLG9mk/MXSH9niSd56ueuw",
+	"phtcXlB77BXHc1gsKsahmdI0lOvJ8u0thxDIqVCLwnymr4iHsBT6hwixls1Aix/tE+cpBP1M/9uATWMe",
+	"yCxPvawH48kwngeonK+iRbBdRgePhzNUOCcheg5SibGIuBZ6OiamxhWK8udb501x3gajRhaYuEi0IEPN",
+	"jrdi3YXdSxm9hUcQ0tMFt7QNlccgtPVi0xuQ5+bbJY1ZcQULKzWpM1J3jfQrA7QlBtaoWRhMYcCBZn4Z",
+	"UxKi653lGvwlVOrhg4c3TfzoWt/enXD4eaL/CBEDNk0iZnIdTbLcZSZWWcIUzQAAKEs7o85CqZUcPXpU",
+	"l2b3SLFsidgRiUpL6XZWeCBnl+cdr+BG52hwNBjqT8SKcbpK4NFwcISohgtIRCzIt/5rzmry5y8N43WC",
+	"RNeZUXtlbIAADMJM9VcUInMNN/2j5aWGcI85JImWyw1WRQ7SXVFkCkmGdGbjAJKL0BRTvM8x5PO4M+q8",
+	"8iVJhMg0nLkz+kt9xmjxyqPnmFz/S7D3TchGgBereAzpxhEpIyUlPgw5ZGhCcHqRPenhfi/Ycm9qq52f",
+	"xRTZOwqL6FDg6NSNwhT6uusozvCzX375EQAuILEXDtThcGjTShni6wD+Agpqj/4qsTDM3TorQRpA9moz",
+	"HIab/0Dfg2McTV0nbtSPvqGxhS2FTw72f/LOSzWEjw6f7f/oWojXlG9MX3C1T9qM75wrlnGaQnYffnW0",
+	"/6u3GMP9rgjhxtRkC3sHl6ZYrk7QUXSu70unuEk/Bp2KP7Qz6qA6A41VRMFGggIb5PgrENE6Jhs5ZhkH",
+	"ZQaEYuBg6+J/VyiDd7729sPzuNN0inevsG3gzfdf9KgNj/d/dCHUS5Hz3+zZ/I75Yt+nOJtWTQGwBVFX",
+	"z+kqN5WpVmX2Zz3cEcVsgkKPWS8E5mhxAai/vgaoZcGy3I0qKbyvpd1C1PW0Joxc6IY2Fn2CEQEgQ/tt",
+	"FRlKJiTAhvmBwlWoV8TTrhJptKsRhv+BeEbTIuVrd05hD3m51sJpmnpF4FAILwToBsUnUZC63ax47FAV",
+	"rkthF76WFTi7jpaot5QzrWHhZ9xpjF5ibSFSOy0LqwXMGcbMwF91EsdZ2Zj0UcRnv9zhKfoA4PAjQlIw",
+	"qb4R8aYFv3UoJj//0pbTv1iu1MYRqzIKhkGs/O2QzBY06aW9XPcjssMWRPa54LM0QWiU44MWY7qkm1TQ",
+	"+FqIVzRDNKXjg5M2C2Bs8Sx+zeKEXm9W+PHhYZuPoVCqlJouv+AqUZvfKhsxt9S3IHRVhVpyse59EgaD",
+	"1opm/vIcI52pI3glq4bIlR4PR6puSBlGEY/QtLJlLEHTZMlgFxQpWYVVpEudUYSmvQF5oxY2jbVqGhpz",
+	"uptEk3oKXUMhr0qG8t8OgTRley04poEEcEHmYEopyp8Am0TE79aUtVw4/Ctp/Upaf4OkFQ8x+P0scel9",
+	"vMiex4jnWKtF7rWI/uPv/0fL5AEEDYI5FINbS8k1Nh1AZGNu7KZAa/FVd+MNSqpustngFdhwcAAbAWPj",
+	"mBuUIQO/cTeLZQjGxhCtjb3BmL9MUnAwRWI5Tbhp6eziWy+5b5LEIZEsZZEy4dMFyImLiZcCXDjG3mpd",
+	"BHYMacLZA9loWYNd+ZWsaqBxbM+ojLb8JD6YDaND2j+aHrP+8eyE9p9OH0f9Z/GQHcwO6dH0OGqwf1Uq",
+	"IjgCvgdlr2G0DjLMWABLmQdTTKcoIH4q1VumT9iT2UnUP4oO9CQen/TpEX3aP54dzU6mT6Nn8cGwYRLb",
+	"iLUfOY/PYDjUh8hZDXevHoVieTZlPMHizqQL6yZtsVYPa3t4+Lh/cNAfHlwPhyP4f/+7YdCzDPDrapZn",
+	"Zz2NFqM1gc53GO7R8PrwaHTybHTyrGm4Stx9sJ/VIKs38S7WWOV8bamYf7XItrHIVphayTALhHgvF4XQ",
+	"tEYuquXai2TOsoRykGGl3SiXDQS2ECzPBEIu5Cx1L+lGKhrdPJBeCFwYjPnFdxe9QGsd+tRiEEAYiZiF",
+	"tUWTTNlvcsVo7BV8Ml1ithGAg83Qe7kQeeaScErvPpAGc/Dy7M9vr8+efz9BGLHJ9y/+HPZAFULvv+Z8",
+	"pdKQQTPMSRMThPC/zr3ulqdbIIbpX/QncVGxy9z273KaUa425DrLpSK6R9BkHIap0Q3a3VX9+SuIWW6+",
+	"qra+2Bd2ltxdZ/gNXma3tvW3YEk3ZMoIYMLb+23jkvdf8e0khMb7bjMYiGQQWmXR9vdUUSFdiBzAMm6u",
+	"coC+kuWsRRs1Y/J7gyK2BqvZYg71brdxw5XbSsLYlkFr2LJDtPe9sMxL3QW46N4n8so2VXxoIfbeWUD+",
+	"nJx9J4r8HiZfV4HgK6ffz+m3182jBe7Mt6cFfvbIfjMkJw44vTKMkQ9E0nUFbyRZs4wVNaxPSWiKYITg",
+	"u1E7q8lswSRYiB8bM7amm1MScqFYiJE/C7HWGnBR+MmSmqKWyz6fVb1dsjYvax9t2V0NqZDun0WH7Hh2",
+	"QPtPpkdx/5idzPpP6eNpfxgdxIfsaHZMT6aW9KyoWhSUJ8HyWb4h8I6K3Bc0khrtb+TD5hvD6RVTecYR",
+	"rdcUBafG3JBLJZYMSynipfdqxHSG75/Qg3gYHU1P2OHsmD6On0bPpkN6wA5nR/FxdDJ9TJ+wp7Nn8TA6",
+	"mB7SI3Y8O4kfR0+mT+kzNpwdxHexwZqUrLsaYT8Ltd0no9kbUK2cZCBUdXc1aMRNozBfFedBuS+g/8Ph",
+	"YXtz86UpWP7V5vzV5vz5bc5w9GsrqTSyTuurcrSqU8dQbb4gslTII2yUqF+VQUyKensGXMfPRdwp99ZK",
+	"vZAC+fmtrZ9TmATcmLtIkLBWX4XGNkIjGJFxwbwjb5B6dguLQYNECCfOeDHKEF0lvLlJEsuQdAFsxUOe",
+	"KsQzG90L0UV6hAGWPXKFM3qIV8qIw8YPM6pYOEIEFwi6qZSWtlh9CH/vZ5gFFpDLeGhtMgAuUBIXOSQA",
+	"9Ip3NMCEJoBjRNizMU8QK7cKUff//j9mdCQTIOGQBU1nepYbNFv9jWVCyzg3YipOi64fyDEPvZq0NgY6",
+	"yYjMlwNyVuAPjUgFKAnBkb11xLG7yKhmwPduAScD9jWSGCDbanZJjUT83KVS35nsfEqRUi92Z9Q5ODl+",
+	"NgBPh1eYu/Pqsv/m6tsXV/2nTw8Oj7aK9MElaOlAOYiezp7Sx3H/OD6c9Y/pk8f96fH0Wf+EHtPH0bOY",
+	"ssODzo93sLOpaKEX71M79KFh9OZ/lci+SmT/pBIZALLVQLuhgdGgDW8BwjWxLk9YM8Xb94lqLvlqT9hA",
+	"wTZ8iLx6EcylrHc+o5BkO2ljo3eT/Coj3cWF5h+zYk/vJSMhj5SElosPIYvOpAJsNaieIhdizTGZQQtQ",
+	"N2wzAFiKLmQ1QxEFKhfA07FWQq+ZJ9tB/6p82ZinzmJKXolbltIIatyKlMHCuuvYnmXaaeEkfyUbTHkQ",
+	"cdsrWNl2cEAWW977apW5iwzwlaX/81FQvA8eoWsmoh639l7eJq4AXgG/YKJtH73w5o6XuHgBM7KHn+uL",
+	"Z+IWCtaOWCaxB74Ason0auf45phTAwytG4FaY1DIYrdM8L0e2l3Jsf14R6rZJ0qYTL5nmzYShV7hwde0",
+	"tc8hfVA/XNGIBZ9QEjlzpfGmTCYxpo8B3CYkp3EDQVqRQcLBHhFDiwkfc6y/gPvpfnlLn1OGuGBrvHL7",
+	"rpvdsi8jKnxV+7/KCJ83ryqGqrqGuLWnbYUg4H7RHHe3IODwxpAWpkyx+qhGfcGkEisJxRMAaMrWx7Lx",
+	"2AmXivKIPZAOz8SL4YdafWBqTrhJrirhTJGIRgvA0EpmDIN8j4YGxkKelqpo2urqCr+JewNypYUTTNta",
+	"JxErgTVZwQVK0ELOKQLBsJikyQ1zKQambHNNUEMFxO0jNcY3sK40bUPX78YFvmebLyMF7SPJ3pIPfm+2",
+	"0l+HBv4WzZf6DPwKpAyQG5tjtM6lzMHYVCM3OImuZxCUTMEY3SKqO+SGsZWlgVhqMBS3LEvpykOdCw+P",
+	"F+EpCYcyNFQzUZZe9rC4OVGCxGyVCqwxpgcjoITxlUAoBOpukcicwlWUWL9rZFYZBPMzi6OGEH3ZsCmz",
+	"DZ1R5/B4cYdoJVFyL/3TirSn1ZNYQkBEZR1X4Kvw+1X4/c0yjVVKoy/ENYyZ/efOKq+DrMGhbNW2x3Ib",
+	"GI1kMGS7VJGUUQkBGL1y7Q3MjRlzk7JaACfaAjwVIJuRC9qF+UByfB1Bf1vBuf1nNzD4wQhb7o2gUxQ9",
+	"uIOvAyb+K7s4Wvs2bJ5ykgF5x2IrXz0aXyn8vxaFf8uUj7diCeqncoQgnTeVOppBOFkGgNksIAuxrqmp",
+	"t6aJ8koxQYFz/ScWKVc0ladkxTJblTAYc93OjGZemWlbeHABgeU0PvWqXJoSlCvGTwukXZOhZnHBXQ1u",
+	"Uw5AC/4zmmjlYECei5wrFiOQApUA3M0FGkRqnd7fFSVNPmvkheljL1k0730NumiV6hjdEDGbJViNnpJ5",
+	"CpzSuzN2a/dmNNlTtscFaF5rE9HjMis/47EyfbTxvtkJfj1ZrTBKi827W6bs/mAeWwzw08XyEG9/H0jC",
+	"+G2SCQ6pvwa60BVP6KbJLXpidetF1YSASMrjqXjvfjOFE3punK4QPsxDQYoQmHV2BPiaNfuniCWKloxc",
+	"0k17C8gFXf5agUJm3VrGCdWfqK9hQl/DhH6nYUIrR1bqibMnG3tluu4ZJ7RduKt9mJATFz5jlJBX4+3O",
+	"dNZ8+zVG6F8iRqgQEWpChD5OvPnEEULFmf6YI/01PuifJz7oq+Htq1Dx24or+qIixW8k4AiwSa264UKO",
+	"MNwIDH+27y8Se/QRXOL+oUd34i9fI4++Rh79JiKPdkt/ng9hX5XkrwFG2wFGX0qa/Rpe9PsML/oqO3+V",
+	"nX97YUlfTH7erj2/E4gY4IUtJKoqeU6wSL0kc0GU8Eo7QSlqV39jTm8ZIAVDgWL4jfGf8iTb9HzrR9Gs",
+	"fmVALjT1kEwZPnJMuFCTmT7gYYNjeqv6/j+rfW9roPso7TY47e9OKv0tqsLemd3eofvYCusCCN9a4a7t",
+	"RRyRUL86QXxvwEEqwMBliBWtATKU8X6czBNFLt59c3ZBQtP4hOfLKctsUTfTYyLJLcuSWYJ1pP17PObo",
+	"QqvHH7d4pxiUWJoBTMnV7bnhYm2BlIZObDSSVqj19fBRZYinfouIG7UQaezIiB41xE1uUxjS1btOM4MJ",
+	"J3Kl5WgtpERgAVjlPFI56vh6xeBtvhlzmc9myXsmiSvK90rFIWCnAnAbi7EQ345ZGGSuiR5HOOY5T5m0",
+	"mj7W2Qd41dB/b0Q0PQ8DsqC3iBaFhfYBxEWVNmrMs2S+ULh/DorVrge6wWFOKLjVEeEBOcPd0acIl9BU",
+	"nAak+d3TK47fLlT4AOqwWPh30hb9vRYyi1xAVUY65tWKxWi/cXX931rwrRDvTEi6+EZxhU5JeDg89AtJ",
+	"24o5vcLsore9uPMTeywlU7Xc6TL/tNzpSyPJ+peuM+oMDw6Pjk8eP3n6rBN03G4bsPzWOk0NG/xVogfu",
+	"zI49kiiZ+qrIfFVk/hWjb+8n/ZQUG01yO3eyoOVyV9AhRPcwsUpZJaIA6gDLZA6ImUpgOBaVi6mgWUy6",
+	"1r9LpKIbtJZhCJjslUMXA83xgAGUohFs/IFeEynXgGKJjKg/g3JhwJcyBmWIoAWUKwC0vam2glm3dxLj",
+	"6v4pNRlvjG3CFWD3vsYrfPZ4hVx+yljMczjykoRsSZM0tPen6E4xuvRSmULSVZtVEtE03VTehEs05nC9",
+	"sTi3WjBuLpWVgPVls0WH3CXtlUpMRzTLEvxAC6buQqUJv4F2U0a6ITY70Q9DqDUYXr775tX588m7q1fG",
+	"dE4RWXZF1WLM3Rd5loYBCR+53h/hD49+hhv7S9gLyMOHKD1j9TsesYcPTdCpK8fwwAWfGqG7NyILjDp0",
+	"i8gyKcxSSK3p0TG3NES/kDFbtiw0ltQJ1ULrk0OouiSNwVVPEaz9OJQBuRBEbxbGvTKuBgR2EQz2rlgM",
+	"kQqwaw1Jy2yqGqyIqScLLXf1oPXW9k61+ui+t+UeaKSSW6aJW5wAe4vRu8rwaDRpC3rFH+Gh0qI1NsrQ",
+	"SZrz5Kcc1sej4VTZMK8E1bQBubLA3oV71tQyAxndGs/0jZiYidZK6HjIPXr22xHPYQWBadJ/p9GSDexv",
+	"CAFYsNO2gvnWWtxJMD/4HNwFh7Q3tNceZb3dLiPGow9dfbThSH9F+fkqiP/2BXG8Flu8/+M91SZrrG+z",
+	"xvSgGI+b3dVvGY9lhdtPaXSjCTEX65GJUWG3WklAvhMaHhOSrsVTh4KCJGMq24w5ugxnNIEaREqx5UpJ",
+	"MK3FObNu6rJ8Dnd+RSO00GCXMUsT/Y8xT2QAETeMxlo/8DvVdEEPty9mMyIVW53iUCWZJ7eMk3ylOVo3",
+	"xNFo4SFjY/5TznLd1Zwm3MksSWbHgkMe/H/sXd9y2zaXfxWMbyzNUDIlS44tz3fhL3E6maZuxvG2s7vM",
+	"mBB5ZPELBaoEZFu709t9gL3ZB9o32SfZwTkACEqUJftLk2aqTi8ciiTAA+D8/53D3hYU+ZwVZCI5iTbl",
+	"WiV6hJQK8peQgJ5qULUqBesDYxIwG6D/+Gi6x0M+YS1qicxzSY18rKcY6R4JG8qv6U62cxPhFc1XYt8o",
+	"+hxUHjy0IPpj/fDLOeOVnPdhhdsK4ONH2gF5pthCqCyv2Wkg9GuxNn7d2WY25K35tlvcj2pT+ygQ6a/0",
+	"wN/p/m8gzWtCsf+SJpT/6WJ/mf6u07Q/CZMedIbjV7wzSI7TzhmcTjo93h8fJ4N0CCeTg+CAVvFg1Ov/",
+	"/tLGlIZ2RMjt3SnplGfSbCA8UPbU6cO/F7B7Afvderq0kejJNCs0HKya2JkoHnYWuoayVuxi3GEzxpx+",
+	"f6pJ0ajqbALYKdi0NzKvjj1oOF6IRDHB3By/rUn1mI9gJ2XAhEo2O6roE75l+/m1WGi95d8x7yVn0B93",
+	"TtLBpDMYn/LOWRJCx3aeH6YnsKHbqMeCn9Pr70/VvMnRZI9l3gXLbLfzF2ndRNEl6R1AvSI7tnIyCpzX",
+	"fSkSrv0SvW1kunRqLdom4GxrwERPYmvMNrXzxvZKdLnrXoi8LWDwyBOVL1EN28IiAjtEJMy3tggLvTqD",
+	"qrsT44lakKvQNDcvIUUt3/ZsCxhHL1UkNNOyOfo+8brsGiYL6dq7PamHBhQ1xlR7E0cOTAGMlVZPlDxQ",
+	"dXuynxRjmSFQkMaBvYghckM5bKQ6hrwQd5KpwpViqqohlDTgWhMqPRwq/YuZiWBkZSRie0fLkk4bQHU3",
+	"LCpdagqzc4c8l1NeGm+a6+Sq726fR2K1F5VrLm/FgTZiIE+xCpXtMb1CG20WxE+B2U1459th2T3yaiEQ",
+	"ng6GYTcMaU6VYr2jdPCbXV29+9AJwzDsHfdPer3+cS/sDUP6r/dnan1Fi7Dve7XX3P/Cfa8wkclKF82w",
+	"Cbfgc86XtL96In5db4BFxZo6isvPmxX9nwoBS83U77J7W6tHm9FJlgIrxNMGQOyarcbuQ2UQiRge9WrG",
+	"WpgU91DOeZbWPjNgsZwWpYo1WWZoymi54xexwgQzA+yIBN5NYj5OF1LFKOgeWPzTu6vbN5cffv747gZb",
+	"hwPKZC3u9We3u+xtlmsGz5JiNs4QQtJoTdBTN0irLQ2/Sf3Xd5KwzCT7nIm0wrfwPEfvfpNer+882L0X",
+	"tZ3Uj/qx39dNEdOpveUVeqF+6jb/LmYt24hbX7dt1jfOT+stC1mbIYjFTG9IPRSVScI3643Z0Gp8K628",
+	"AK633t0vawc9ORETPTXlzzaNbH7eebGuzP27NFz/UzXlrXbZc4y70jtmewtvFwvPp5jH54n8cnvxM5+f",
+	"mxqwdBQ3h0de5wVGtgUzjMKbg23BqznSSDMM4hKGmWAmgXHQSxAKRYPW4E1Xftu81rzxUJq6gd6ZJkZk",
+	"OQ5yZ2MOGMPkgS/1G0WhIHbxARM1cJm0nkXmovt69pjQYHKDi7suu8DLkbDJAS4BeWuE4NzGfiooieQz",
+	"iETsGQWdH2EZU67Ckj7cRn7kA5TdSETiwgk1nKDpHuwR5FCymRa32m7Uk6NWvj7p6S+9YJGwoMYVa91O",
+	"zyQhs1b1eOA6LnvXPMvd/DryHqDAmO8B6Lpf2wGTBeMs5wqceMfs6ZgnCcxVzBIumCiYNjmhZFWGfQlq",
+	"UQo9edxGmsIJFwnkuRbmdZIgzYhk/1hIxRLcs11/5xSC8VXibmt8jFn/loY0htE19MrYd7PxMhL0NXo1",
+	"Vu3R1kbPg6FAu2v0DdTtap/2xMNE4rhtvhX3iT6f7hvROeK0KBJbbnO6E+fO4oZwlN7/FXPfptbcVPU9",
+	"9YDopqm7M8+SPgwmPd55NT5OOwMYTjqn/GTcCZNe2ofjyYAPx1aYzrmaVrIUZXTdAnymNP+qeeeGIvYk",
+	"6BkRpQ9GB+HjK95Lw+R4PIT+ZMBP0tPkbBzyHvQnx+kgGY5P+Cs4nZylYdIb9/kxDCbD9CR5NT7lZxBO",
+	"eukz4Ld2Db9Jgnq1dbbF4vBIPmClWGK6++T0veH/lzP8ceujLuGY6CY1zzPn6e4dzHmZlAAiE3dH47xI",
+	"PtMReqLAnS+KCKNmdYtKuTJvCqwbl5Vwt8j1TyN2/fY1G/ROQ/b64y/oBv+Xm7edUxJDnNE5ZWXxwFor",
+	"AYQ4qBIg6V/GlNJ/okKgtRKrjdyarE79o3E4ByyWIFIo9V+oViLzBbwH7rMURAL6bzP9W67wjfaz7Kha",
+	"r2yfG4c/eaQxqIDujRnPGQkYUk8gz8nnwJmcaxVSTgFUJB6KRa4X8zOYNCEtrBY511rEvATKoyH//2Gj",
+	"IP47TfJDqS+r5TVgFHYr31bwqI4SeV/n16uScUMZGT3E3ijbpTg1LU5nblbH0I61Xn/8pe2d3o/28G03",
+	"06pzmmdSbStDSbjGGTFQs4/M4UmZe5W5g3U6sliUCbCri58uWaczX4zzTE4hZW8ubi7Z23fvL/VJIFwm",
+	"JUcLtNYxkGeeRcNlhEonXQlY9Z6UKwiYzP6DgmZmXJXNoBuJC2EvlH5/EXrLoWTAyzyDkj6q9RnmimEu",
+	"OZfIFhNEqFT2An2etggwlU0qSo4voUO/2KrImhXI5vClKBRbgmKTTJsWm5x7bvXe44r8kaC+2kjb9Cbc",
+	"IPtzusM5dSfEYgBys5L/1AEtQV9/AthV66rgyVBMIyxEdUDr+aAjFk8hT2PW4naTlxjxTAkrrDf0qCaI",
+	"yeEu2wGLTdiz/nANpjwyPRMoARQoyzT++Pr68vLq3dUPt9eXN9f/evvu6uby+peL94RWdyPN+NKMhqfN",
+	"1M+I0X7+G88RgWIzZCPRGgNatnq8dpddajaCD2juYSR4QKzEHFNXws7jXpYB2ScjYaX41hN7bZZoi/Ea",
+	"01LWPeEjplcBZ2SISi4p/ZWsZaEmqiie9IZDozOcxjsIDnieN3nCP30NJmOIs43NYH4k9nmaFVKxYRjW",
+	"XO/tPQfagQPRghMtX8Z3anG+p7CktTiYE3s2bpgJPK13ELOW+5HCNia9w/yayUgUs0wpSNsBK8oUSiqi",
+	"0YoTKlmPijOLszRuY81IP9anbzTnqM7cIkEcA1/4N/rFnDskDno5pcLAX7oAlimY0ZM0iD6OfhgRa0nW",
+	"SmUgc++y+LeYTTI0WWoyf7xETJZW1MnyZCpLPoNivy0KBdKF/CJhYn7Edy6u3mzkNppg21jMr5jzLhXM",
+	"D6msJ1MFzvS8QS/BhTDEf4K53MHO4SWaY0Nk64LNoEymXCgv4amVUV6RV1ukHTDuHMRGjOpLa377SCB8",
+	"sJhU92PuUH0VsvS8vlExEkxIP1tZfUYErzyIP1+/ubzu9MP+SScMw17/eANpfquRZcYf34O4U9ODUX84",
+	"DA5mmbD/7u0Q+otpWzdFSe3uNeXctQyrHOy0zRMM1cWbFhFPQW22ZgCMIOpxNQGM0HAXaNwNEdRvkr+6",
+	"Gov9lkmsGyZc44pfIYa7bQ6GiWK2ZOkqDWaSCli2EKUvs3tC+lX0xN3f63XC3k0YjvD/f9sw/UlZzJop",
+	"p820jh7nZeSrT93Bfnae+3F40z8eDc9Gw7NNc1fF82f+6Su0PPR0+ueEu5EraBa8V5Z2iXUXJZPAy2S6",
+	"GlKTJFes7LNqlG9pPU+TwojaRnXqQiybmVzAeIVas+3JEOympR2yfpTqVPDJqRqR0KKUCYBUjnwjSOr3",
+	"SdBSXxiRWiVGk210KCuxq19gIEs8EuQDbgcmrpzngXnM1jcJ/DzuljPAVhOq6flFnkfCKIQ29ruWo+1u",
+	"r3QGa6VtLuj9Q9W21VuwZ+faes/+0ZVCGqb7BlOQt4a06lF3ylve1xD50sziByzp00jsL8cdTLB+c5rM",
+	"eyyBIWyxC5vNaHV51ANtuIIOVszihT7Tc56lBDFlKfA0z1BkSAmpMZMo3zPjOXXebDMMeFEuC1oxFDZF",
+	"BG46Yv/3X/9dDWXq8GXiLg7sSa4CJyP6Kj3b9dOdpRaEwbHQh9Z0Xcb/EdMqsftn6+qHqzbVZ8TbknI5",
+	"V8Xq3StXM4EcaAaKp1xxTNeo3TCGpJiBJMMOv919JqVxeviDEjrzMktIIVkRGIcSG07HJVeApTtq47D/",
+	"/R9sdRcHrCwoyzFFzAChFD4X4yKoMNkYfLIAEIzf6EHbXfarNtc8K26i7WxZJROZlYDUdNQjI8pclc1p",
+	"Oeaurns2DhjipiOhIM9rqHVX5NxSpX3OIJdUodCOYld5RhlSNRpFopY/4qd5ZZLSTBBUsWSUeoWOrZfV",
+	"Sr/AbfdRD/SBEmr+WQHwlRt445E4GB28XkhVzDBvyV9deDRLOAE4r2xrflcCJjSZlLMHKM1O2j2fg0j3",
+	"pWERVsZdIEEJH7FPd9inO/yxVYhxK2vF2E+te5bMrqc3rEvtCdYX2iSzm6Qk+XTKFMpbCgjGJFBN+YxK",
+	"TtYSHu2vmAs5asiXdI9j0VhfAmSSLYRjHwHxbJqBfaqJhb7lWf4FFehvxD/fZ78tsjRTS1dhl5XwD0iU",
+	"YaTkGtuZOb5FrXzPGves8TtnjXoj142aL8sWs6f69xD+TFb1uSXkOR1F8rxUyo5lYg9YDkizy5GXluWz",
+	"1da69VNptW3isTW265srhhsaftxkqpisD+uHWDMtblArg2SB5QK5AjJWfDB3CavOnEOLG2CtWA8eO/SA",
+	"h1AITAVVLMsWiTq2OTAhf2epoNmC1gZLC0w9IU2xkcVnef6ziQ18R8y9Dl3uDQdnPQNd1t9tLnURMuzj",
+	"kt9/6FBo5/S01z9+Bs/P8q/C8/dZw3tZ8WeGCyufw0meP+0a97KHURi8RIoYFPFGOXLBvHITK/4Y44e2",
+	"cK4WFnsbsY0VQlxxjuZSH+c2uKIWVApb+mMT+69jqT1MWCQwubAqcVIIYC1qA2IrEY0otBU7jhUHDV4m",
+	"53pxNV3Rn9NU+INmjJM/dAVMbrM0tqCvLHUlSagybCTK4kHfi/WS8FZVFE2Cgwq3vLCKxTc2DHYsVPEM",
+	"/It5415G7GXEXkZQER7D6uq66q7yYufiEZtAi084ZIzDA3OFqkiKiYK4RCI0FirEa7NLxv1uCneeszXc",
+	"8VraEpk8FfLUgZib0ZGIbftefTA+HHGYDMMBpIPjfjIe9nrHp+NkEp5xPoRTPuiFaTrgPeiHA5icDsYT",
+	"SHtj6J2kkzHvjfv98CR8FjteiHTPi/e8eM+LHVbaT5PclQvvjPlr4sKYd75Zb69S/Q8lJvpLLKwmVsLs",
+	"GL22Sc2t2OXqxwa6MGLcpK2wBy4jQeiF8ZJVoIRzZPQWrjBiPlwBQXMVYqEdWDlgGYb+ESLR4n5nMzuJ",
+	"2xJy4FLLhyP/skFrGfVdv4Fxr8xfuxuJ2DwaI2SPRMU0Uxa7x3MJDNcqu4fRGt7fBOcxmSebsCQHXrIW",
+	"j8S610xbXtJ19XdijC9UMeMqS1ju3OM85XMFZbtrEIsxwc5MbBwRJetT0dJU4rTviiJlLWdd0ZqNnLRF",
+	"ARmJppBGwARkGO8VfGbrGyR8gcnApkKiK0lCUeLANbnLqGp2aXyDAZMPMFesVcHTuGudAY9zjDvnwO9N",
+	"PQML1CkWlGvriogE5L2j6EmeSQWukMdGNB7Zc2sIWOzfYWPalPP0wqA2ISm+W33AnnPkLbj/D4IDfT5M",
+	"LWGymXH1TdD7UFaB7mmh2APPc1DnVa9FEKrEbuq2Wotd0FqRFAOBfY4OoQm91yH2OsRfVod4Y4vrrYhk",
+	"BKuNPdzcZpiRp0v4QtNA0ta1CnSnZVwksEmvIJfcE9ZdQ1jdr0frxBOFe6yHz2ahUWnYsnjwnIG+wPJ8",
+	"jab8bybYxrq7G91m32HEZSWM8vHy5ub95U+XVzcdm2z/nIDK3mO257B7DutZaZLnUGsVuquNZhjiFhtN",
+	"DwvJotTE0pzGHpMfYXmxUNOD0b9/0tzBtPVsQBV+VPyOWP2i1MNOlZrL0dGR5CIdF49dq2zb7mqaUx7x",
+	"eXZ03zuy82qAeH0oi3RhFdn6m/k8e+lbL1heJDxn9DlMKu5VrZjxz8DKhYhrI46OjvCZaSHV6DQ8DdeH",
+	"+eRWZHW8NwZbcejQ5bZkhMUscbHEJXYF0YvSGDXnVvI41G7glFsZPGVudCsQUyV214nxNhP1orYouxW/",
+	"o8oZs+IecxJmTE3LYnFndGYF83XcSfFAoDszam1frg9sqUIOT1OAl4mCSsj5crJ6pX2m4XVbKgCzlivy",
+	"69X4ZVSbDmRQTwCUAUsXUrW9oW3ho/WRHTY98Dy6DzhWhU8xHU/Q1ObsLtdKjPf2n+81M4CHhtf/Oi1Y",
+	"mqWYZu89ge2dGlGR4G0irXtUFjzlzzRWbGYtF32c8SWbFjlWf/YpYCs5NxxTk/5t2hfTvsxK5joDu9YJ",
+	"1F54vZ9wVlbNSr0hXSuYhu90CKCVQTV3cyN6k/CpbZ5teu+FoQe1rSdnEVaf8RFH9Y5rpmt+a1IsSgZL",
+	"kD7VrOIgD37/9Pv/BwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
