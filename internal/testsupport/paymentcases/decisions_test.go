@@ -161,6 +161,9 @@ func TestPartnerRefundsToItsRefundAddress(t *testing.T) {
 		require.False(t, *got.UnderReview)
 		require.Equal(t, *tx.RefundAddress, e.meta(tx.Id, "refund:requested")["refund_address"])
 
+		late := e.simulate(client.SimulateRequest{Event: client.SimulateRequestEventDepositDetected, TransactionId: tx.Id, Amount: ptr("3")})
+		require.Equal(t, http.StatusConflict, late.StatusCode(), "after a refund request the transaction takes no late transfer: %s", late.Body)
+
 		short := e.tasks(operatorclient.Short, tx.Id)
 		require.Len(t, short, 1)
 		require.NotNil(t, short[0].RefundTo, "the operators see where it goes")
