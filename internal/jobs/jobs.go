@@ -33,6 +33,8 @@ import (
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/rivertype"
 	"go.opentelemetry.io/otel/trace"
+
+	"partnerd/internal/jobs/quietlog"
 )
 
 // Defaults for Options.
@@ -131,6 +133,7 @@ type Options struct {
 type Runner struct {
 	client      *river.Client[*sql.Tx]
 	log         *slog.Logger
+	quiet       *quietlog.Handler
 	rescueAfter time.Duration
 }
 
@@ -179,7 +182,8 @@ func NewRunner(driver riverdriver.Driver[*sql.Tx], exp Expirer, opts Options) (*
 			return nil, err
 		}
 	}
-	r := &Runner{log: logger, rescueAfter: rescue}
+	quiet := quietLog(logger.Handler())
+	r := &Runner{log: slog.New(quiet.WithAttrs([]slog.Attr{slog.String("component", "jobs")})), quiet: quiet, rescueAfter: rescue}
 	requeueEvery := opts.RequeueInterval
 	if requeueEvery <= 0 {
 		requeueEvery = time.Minute
@@ -204,14 +208,14 @@ func NewRunner(driver riverdriver.Driver[*sql.Tx], exp Expirer, opts Options) (*
 			func() (river.JobArgs, *river.InsertOpts) { return SweepRequeuesArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "sweep_webhook_requeues"}))
 	}
-	var middleware []rivertype.Middleware
+	middleware := []rivertype.Middleware{&recovered{quiet: quiet}}
 	if opts.Tracing != nil {
-		middleware = TraceMiddleware(opts.Tracing)
+		middleware = append(middleware, TraceMiddleware(opts.Tracing)...)
 	}
 	client, err := river.NewClient(driver, &river.Config{
 		ID:                clientID(),
 		Middleware:        middleware,
-		Logger:            slog.New(quietInfo{logger.Handler()}),
+		Logger:            slog.New(quietInfo{quiet.WithAttrs([]slog.Attr{slog.String("component", "river")})}),
 		Workers:           workers,
 		Queues:            queues,
 		FetchPollInterval: poll,
@@ -319,6 +323,49 @@ func (w *sweepWorker) Timeout(*river.Job[SweepExpiredArgs]) time.Duration {
 
 func (w *sweepWorker) Work(ctx context.Context, _ *river.Job[SweepExpiredArgs]) error {
 	_, err := w.exp.ExpireDue(ctx, time.Now(), SweepLimit)
+	return err
+}
+
+// Lines of the job queue's outages (quietLog).
+const (
+	downLine = "job queue cannot reach the database"
+	upLine   = "job queue reaches the database again"
+)
+
+// quietLog is the one place where the job queue's repeated warnings and errors
+// are collapsed (package quietlog): River's own (component river) and the
+// Runner's (component jobs) go through it. River's services log every failed
+// retry (its producer each FetchPollInterval, its elector, notifier and
+// maintenance services on their own schedules), and almost all of what they log
+// at WARN or ERROR is a statement that failed because the database is away: a
+// six-minute outage wrote over 3,000 lines. Now the first is logged as
+// downLine (with River's message as cause and its error), a different message
+// once, repeats only counted; the outage ends with one upLine (suppressed,
+// down_for) when a job succeeds again (the recovered middleware), which
+// needs the database to have fetched it, or, as a backstop when no job runs,
+// at the first line logged after recoveryQuiet without a warning.
+func quietLog(h slog.Handler) *quietlog.Handler {
+	return quietlog.New(h, quietlog.Options{Down: downLine, Up: upLine, Quiet: recoveryQuiet})
+}
+
+// recoveryQuiet is how long without a warning from the job queue ends an
+// outage when no job has said so: longer than River's longest retry backoff,
+// so a long outage is not told twice.
+const recoveryQuiet = 5 * time.Minute
+
+// recovered tells the job queue's log that the database is reached again when a
+// job succeeds: River fetched it from the database, and its work (whose
+// statements use the same database) went through.
+type recovered struct {
+	river.WorkerMiddlewareDefaults
+	quiet *quietlog.Handler
+}
+
+func (m *recovered) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
+	err := doInner(ctx)
+	if err == nil {
+		m.quiet.Recovered(context.Background()) // the line is no part of the job's trace
+	}
 	return err
 }
 

@@ -374,8 +374,10 @@ func (*postgresEngine) saveEventState(ctx context.Context, s *Store, e *webhook.
 		at, status, dur, msg, excerpt = &a.AttemptedAt, a.StatusCode, a.DurationMS, a.Error, a.ResponseExcerpt
 	}
 	var requeued bool
+	ctx, end := s.rawSpan(ctx, "UPDATE events", saveEventStateSQL)
 	err := s.wsql.QueryRowContext(ctx, saveEventStateSQL, e.ID, e.PublishStatus, e.Attempts, e.CycleAttempts,
 		e.LastAttemptAt, e.NextAttemptAt, requeueAt, at, status, dur, msg, a != nil, excerpt).Scan(&requeued)
+	end(err)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, true, apperr.New(apperr.NotFound, "The webhook event was not found.")
 	}
@@ -405,9 +407,11 @@ func (*postgresEngine) takeDelivery(ctx context.Context, s *Store, id uuid.UUID)
 	var requeued, hasEndpoint bool
 	var ep endpointRow
 	var wCreated, wUpdated *time.Time
+	ctx, end := s.rawSpan(ctx, "SELECT events", takeDeliverySQL)
 	err := s.wsql.QueryRowContext(ctx, takeDeliverySQL, id).Scan(&r.ID, &r.PartnerID, &r.TransactionID, &r.Type, &r.Payload,
 		&r.CreatedAt, &r.PublishStatus, &r.Attempts, &r.CycleAttempts, &r.LastAttemptAt, &r.NextAttemptAt, &requeued,
 		&hasEndpoint, &ep.URL, &ep.Enabled, &ep.Secret, &ep.SecretKey, &ep.PreviousSecret, &ep.PreviousSecretKey, &ep.PreviousSecretExpiresAt, &wCreated, &wUpdated)
+	end(err)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, false, true, apperr.New(apperr.NotFound, "The webhook event was not found.")
 	}

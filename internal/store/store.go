@@ -69,6 +69,9 @@ type Store struct {
 	in *Tx
 	// keys seal the stored secrets (UseSecrets; the development key until then).
 	keys *secrets.Keyring
+	// raw gives spans to the statements run on database/sql outside GORM (Trace;
+	// nil while traces are not exported).
+	raw *statementTracer
 }
 
 // Now is the clock every stored time comes from: UTC, truncated to microseconds,

@@ -37,8 +37,31 @@ func (s *Store) Trace(tp trace.TracerProvider) error {
 			return err
 		}
 	}
+	s.raw = &st
 	// A job a unit of work enqueues carries its trace (jobs.TraceMiddleware).
 	return s.newJobClient(jobs.TraceMiddleware(tp))
+}
+
+// rawSpan starts the span of a statement run on database/sql directly, outside
+// GORM's callbacks (the webhook delivery's one-statement forms on PostgreSQL),
+// named like the others ("UPDATE events") under ctx's span (the delivery job's);
+// end ends it with the statement's error. Nothing is recorded while traces are
+// not exported.
+func (s *Store) rawSpan(ctx context.Context, name, query string) (_ context.Context, end func(error)) {
+	if s.raw == nil {
+		return ctx, func(error) {}
+	}
+	ctx, span := s.raw.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+	op, table, _ := strings.Cut(name, " ")
+	span.SetAttributes(s.raw.system, semconv.DBQueryText(strings.TrimSpace(query)), semconv.DBOperationName(op),
+		semconv.DBCollectionName(table), semconv.DBQuerySummary(name))
+	return ctx, func(err error) {
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
 }
 
 type statementTracer struct {

@@ -154,6 +154,36 @@ func TestOneTraceFromRequestToWebhookDelivery(t *testing.T) {
 			}
 			require.Contains(t, webhookSpans, parts[2], "the receiver's traceparent names the delivery's span")
 
+			// The delivery job's statements run under its work span (the job's
+			// context reaches the store).
+			byID := map[string]*tracepb.Span{}
+			for _, sps := range inTrace {
+				for _, sp := range sps {
+					byID[hex.EncodeToString(sp.GetSpanId())] = sp
+				}
+			}
+			underWork := func(sp *tracepb.Span) bool {
+				for p := byID[hex.EncodeToString(sp.GetParentSpanId())]; p != nil; p = byID[hex.EncodeToString(p.GetParentSpanId())] {
+					if p.GetName() == "river.work/deliver_webhook_event" {
+						return true
+					}
+				}
+				return false
+			}
+			var jobSQL []string
+			for name, sps := range inTrace {
+				op, _, _ := strings.Cut(name, " ")
+				if op != "SELECT" && op != "UPDATE" && op != "INSERT" && op != "DELETE" && op != "WITH" {
+					continue
+				}
+				for _, sp := range sps {
+					if underWork(sp) {
+						jobSQL = append(jobSQL, name)
+					}
+				}
+			}
+			require.NotEmpty(t, jobSQL, "statements under the delivery's work span; spans in the trace: %v", names)
+
 			// Log lines of the requests and of the delivery carry the trace id.
 			require.Contains(t, logs.String(), "trace_id="+callerTrace)
 			for _, line := range strings.Split(logs.String(), "\n") {
