@@ -277,6 +277,7 @@ func (a *App) openJobs(policy safeurl.Policy) error {
 	if err != nil {
 		return fmt.Errorf("job runner: %w", err)
 	}
+	deliverer.Recovers(a.jobs)
 	a.events = webhook.NewLog(st, a.jobs, a.codec, store.Now)
 	a.metrics.QueueDepth(st.QueueDepth)
 	a.metrics.ObserveDatabase(st.SQL())

@@ -68,7 +68,7 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	a.partnerUsers = partnerusers.New(partnerusers.Deps{Store: store.For(st, func(tx *store.Tx) partnerusers.Tx { return tx }), Partners: a.partners,
 		Audit: a.audit, Now: store.Now, Logger: a.log})
 	deps := actions.Deps{Begin: store.For(st, func(tx *store.Tx) actions.Tx { return tx }).WithTx, Lifecycle: a.lifecycle, Audit: a.audit, Unmatched: a.unmatched, Batches: a.batches,
-		Partners: a.partners, Operators: a.operators, Keys: a.keys, Fills: st, Logger: a.log}
+		Partners: a.partners, Operators: a.operators, Keys: a.keys, Fills: st, Webhooks: a.events, Logger: a.log}
 	if a.screening != nil {
 		deps.Screening = a.screening
 	}

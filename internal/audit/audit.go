@@ -72,6 +72,9 @@ const (
 	ScreeningListImported Action = "screening_list_imported"
 	// SecretsRotated re-seals the stored secrets under the newest sealing key.
 	SecretsRotated Action = "secrets_rotated"
+	// WebhookBacklogResent sends a partner's waiting webhook events now (the
+	// partner as subject, the number of events queued as reference).
+	WebhookBacklogResent Action = "webhook_backlog_resent"
 )
 
 // Actions lists every action the audit log records (the contract's AuditAction
@@ -80,7 +83,7 @@ var Actions = []Action{Fill, Settle, Payout, Accept, Fail, Refund, ResolveRefund
 	PartnerCreated, OperatorCreated, KeyCreated, KeyRolled, KeyRevoked, PartnerUserInvited, PartnerUserRoleChanged, PartnerUserDisabled,
 	WebhookEndpointUpdated, WebhookSecretRotated, WebhookEventReplayed, WebhookTestSent, SandboxSimulated,
 	ScreeningReleased, ScreeningBlocked, ApprovalProposed, ApprovalApproved, ApprovalRejected, OperatorRolesChanged,
-	ScreeningListImported, SecretsRotated}
+	ScreeningListImported, SecretsRotated, WebhookBacklogResent}
 
 // Known reports whether a is one of Actions.
 func Known(a Action) bool {

@@ -80,6 +80,15 @@ type FailingWebhook struct {
 	PartnerName   string
 	URL           string
 	FailingEvents int
+	// LastStatus is the HTTP status of the last failed attempt; nil when the
+	// receiver gave no answer (LastError says why).
+	LastStatus *int
+	// LastError is why the last failed attempt got no answer, in a few words;
+	// nil when it answered.
+	LastError *string
+	// FailingSince is the first failed attempt after the endpoint's last
+	// success; nil when none failed since (events given up on before it).
+	FailingSince *time.Time
 }
 
 // AuditParty names who an audit entry concerns, for operators to read names, not

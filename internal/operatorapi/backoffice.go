@@ -38,7 +38,8 @@ func (s *Server) GetOverview(ctx context.Context, _ operatorapi.GetOverviewReque
 	}
 	for _, f := range o.FailingWebhooks {
 		out.FailingWebhooks = append(out.FailingWebhooks, operatorapi.FailingWebhook{PartnerId: f.PartnerID,
-			PartnerName: f.PartnerName, Url: f.URL, FailingEvents: f.FailingEvents})
+			PartnerName: f.PartnerName, Url: f.URL, FailingEvents: f.FailingEvents,
+			LastStatus: f.LastStatus, LastError: f.LastError, FailingSince: f.FailingSince})
 	}
 	return operatorapi.GetOverview200JSONResponse{Success: true, Data: out}, nil
 }

@@ -107,6 +107,9 @@ var call = map[string]func(ctx context.Context, c oc.ClientInterface, id uuid.UU
 	"invitePartnerUser": func(ctx context.Context, c oc.ClientInterface, id uuid.UUID, k *string) (*http.Response, error) {
 		return c.InvitePartnerUser(ctx, id, &oc.InvitePartnerUserParams{IdempotencyKey: *k}, oc.InvitePartnerUserRequest{Email: "a@example.com", Role: oc.PartnerUserRoleFinance})
 	},
+	"resendWebhookBacklog": func(ctx context.Context, c oc.ClientInterface, id uuid.UUID, k *string) (*http.Response, error) {
+		return c.ResendWebhookBacklog(ctx, id, &oc.ResendWebhookBacklogParams{IdempotencyKey: *k})
+	},
 	"rollPartnerKey": func(ctx context.Context, c oc.ClientInterface, id uuid.UUID, k *string) (*http.Response, error) {
 		return c.RollPartnerKey(ctx, id, id, &oc.RollPartnerKeyParams{IdempotencyKey: *k}, oc.RollRequest{})
 	},

@@ -17,6 +17,7 @@ import (
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/kit/cursor"
 	"partnerd/internal/lifecycle"
+	"partnerd/internal/webhook"
 )
 
 var (
@@ -404,8 +405,61 @@ func (s *Store) FailingWebhooks(ctx context.Context) ([]backoffice.FailingWebhoo
 	out := make([]backoffice.FailingWebhook, len(rows))
 	for i, r := range rows {
 		out[i] = backoffice.FailingWebhook{PartnerID: r.PartnerID, PartnerName: r.PartnerName, URL: r.URL, FailingEvents: r.FailingEvents}
+		if err := s.howItFails(ctx, &out[i]); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
+}
+
+// failedAttempts are the failed attempts of a partner's failing events (the
+// events_failing_idx predicate, as text so the partial index serves it): the
+// attempts the overview reads, bounded by the partner's backlog, never its whole
+// history. Its one parameter is the partner.
+const failedAttempts = `FROM webhook_attempts a JOIN events e ON e.id = a.event_id
+WHERE e.partner_id = ? AND (e.publish_status = 'failed' OR (e.publish_status = 'pending' AND e.attempts > 0))
+AND a.error IS NOT NULL`
+
+// howItFails fills in f's last failed attempt and since when its endpoint fails:
+// the first failed attempt after its last success (the latest attempt of a
+// delivered event, through events_delivered_idx).
+func (s *Store) howItFails(ctx context.Context, f *backoffice.FailingWebhook) error {
+	db := s.read(ctx)
+	var last []struct {
+		StatusCode *int
+		Error      *string
+	}
+	if err := db.Raw("SELECT a.status_code, a.error "+failedAttempts+" ORDER BY a.attempted_at DESC, a.id DESC LIMIT 1", f.PartnerID).
+		Scan(&last).Error; err != nil {
+		return err
+	}
+	if len(last) == 1 {
+		f.LastStatus = last[0].StatusCode
+		if f.LastStatus == nil && last[0].Error != nil {
+			brief := webhook.Brief(*last[0].Error)
+			f.LastError = &brief
+		}
+	}
+	var success []time.Time
+	if err := db.Model(&webhookEventRow{}).Where("partner_id = ? AND publish_status = 'delivered' AND last_attempt_at IS NOT NULL", f.PartnerID).
+		Order("last_attempt_at DESC").Limit(1).Pluck("last_attempt_at", &success).Error; err != nil {
+		return err
+	}
+	q := "SELECT a.attempted_at " + failedAttempts
+	args := []any{f.PartnerID}
+	if len(success) == 1 {
+		q += " AND a.attempted_at > ?"
+		args = append(args, success[0])
+	}
+	var since []struct{ AttemptedAt time.Time }
+	if err := db.Raw(q+" ORDER BY a.attempted_at, a.id LIMIT 1", args...).Scan(&since).Error; err != nil {
+		return err
+	}
+	if len(since) == 1 {
+		t := since[0].AttemptedAt.UTC()
+		f.FailingSince = &t
+	}
+	return nil
 }
 
 // AuditParties returns, for each of the audit entries ids, the partner it

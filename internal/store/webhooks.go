@@ -327,19 +327,44 @@ func (tx *Tx) TakeDelivery(ctx context.Context, id uuid.UUID) (*webhook.Event, *
 // RequeuePending marks every pending event of the partner requeued, due at, in
 // one statement, and returns their ids (oldest first).
 func (s *Store) RequeuePending(ctx context.Context, partnerID uuid.UUID, at time.Time) ([]uuid.UUID, error) {
-	var rows []struct {
-		ID        uuid.UUID
-		CreatedAt time.Time
-	}
+	var rows []idAt
 	err := s.write(ctx).Raw(`UPDATE events SET requeued = ?, next_attempt_at = ?
 WHERE partner_id = ? AND publish_status = ? RETURNING id, created_at`, true, at, partnerID, webhook.Pending).Scan(&rows).Error
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(rows, func(a, b struct {
-		ID        uuid.UUID
-		CreatedAt time.Time
-	}) int {
+	return oldestFirst(rows), nil
+}
+
+// RequeueWaiting marks the oldest limit of the partner's events waiting for a
+// retry (pending, their next attempt after at, not marked already) requeued,
+// due at, in one statement, and returns their ids (oldest first). An event
+// whose attempt is running now (its next attempt was due) is left alone, and of
+// two callers at once each event is marked by one only (the outer conditions
+// are checked again on the row as it is when written).
+func (s *Store) RequeueWaiting(ctx context.Context, partnerID uuid.UUID, at time.Time, limit int) ([]uuid.UUID, error) {
+	var rows []idAt
+	err := s.write(ctx).Raw(`UPDATE events SET requeued = ?, next_attempt_at = ?
+WHERE id IN (SELECT id FROM events WHERE partner_id = ? AND publish_status = ? AND next_attempt_at > ? AND NOT requeued
+             ORDER BY created_at, id LIMIT ?)
+  AND publish_status = ? AND next_attempt_at > ? AND NOT requeued
+RETURNING id, created_at`,
+		true, at, partnerID, webhook.Pending, at, limit, webhook.Pending, at).Scan(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	return oldestFirst(rows), nil
+}
+
+// idAt is an event's id and creation time.
+type idAt struct {
+	ID        uuid.UUID
+	CreatedAt time.Time
+}
+
+// oldestFirst is the ids of rows by creation, oldest first.
+func oldestFirst(rows []idAt) []uuid.UUID {
+	slices.SortFunc(rows, func(a, b idAt) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
 		}
@@ -349,7 +374,7 @@ WHERE partner_id = ? AND publish_status = ? RETURNING id, created_at`, true, at,
 	for i, r := range rows {
 		ids[i] = r.ID
 	}
-	return ids, nil
+	return ids
 }
 
 // ListEvents returns a page of the partner's events by (created_at, id) descending.

@@ -39,6 +39,7 @@ type AttemptObserver interface {
 type Deliverer struct {
 	observer AttemptObserver
 	store    Store
+	queue    Queue
 	policy   safeurl.Policy
 	client   *http.Client
 	schedule []time.Duration
@@ -63,6 +64,12 @@ func NewDeliverer(store Store, policy safeurl.Policy, schedule []time.Duration, 
 	return &Deliverer{store: store, policy: policy, client: client, schedule: schedule, now: now, log: log, observer: observer}
 }
 
+// Recovers has a success send the partner's backlog at once: when an attempt
+// gets a 2xx, the partner's other events waiting for a retry are due now,
+// queued on q oldest first (see recover). Call it once, before the first
+// delivery; without it events wait for their back-off.
+func (d *Deliverer) Recovers(q Queue) { d.queue = q }
+
 // Trace makes each delivery attempt an outbound client span ("webhook POST", a
 // child of the delivery job's span) and sends its W3C traceparent to the
 // receiver, so a partner who traces finds the delivery in the trace of the
@@ -86,7 +93,8 @@ const (
 // that arrived during this attempt); otherwise the event is delivered, failed, or
 // waiting for an enabled endpoint. An error is a fault of ours (database), retried
 // by the job. It costs two statements besides the POST: TakeDelivery before and
-// SaveEventState after.
+// SaveEventState after; a success costs a third, which brings the partner's
+// oldest event waiting for a retry forward (recover).
 func (d *Deliverer) Deliver(ctx context.Context, id uuid.UUID) (bool, time.Duration, error) {
 	ev, ep, requeued, err := d.store.TakeDelivery(ctx, id)
 	if apperr.CodeOf(err) == apperr.NotFound {
@@ -176,6 +184,9 @@ func (d *Deliverer) attempt(ctx context.Context, ev *Event, ep *Endpoint) (outco
 	if err != nil {
 		return outcome{}, err
 	}
+	if ev.PublishStatus == Delivered && !again {
+		d.recover(ctx, ev.PartnerID)
+	}
 	if d.observer != nil {
 		var lag *time.Duration
 		if ev.PublishStatus == Delivered {
@@ -188,6 +199,32 @@ func (d *Deliverer) attempt(ctx context.Context, ev *Event, ep *Endpoint) (outco
 		"status_code", status, "duration_ms", a.DurationMS, "publish_status", ev.PublishStatus, "retry_in_ms", wait.Milliseconds())
 	return outcome{retry: retry, wait: wait, requeued: again}, nil
 }
+
+// recover sends the partner's backlog on, right after a success was recorded:
+// the endpoint answers again, so the events waiting for a retry need not wait
+// for their back-off (up to hours). The oldest of them is due now (marked
+// requeued and queued); its success brings the next one, and so on, so the
+// backlog arrives oldest first, one event after another, at the pace the
+// receiver answers (and stops again, back on its back-off, at the first
+// failure). A failure here costs no event: one marked but not queued is queued
+// by the requeue sweep, one not marked keeps its retry. An event whose attempt
+// is running is left alone, so none is sent twice.
+func (d *Deliverer) recover(ctx context.Context, partnerID uuid.UUID) {
+	if d.queue == nil {
+		return
+	}
+	ids, err := d.store.RequeueWaiting(ctx, partnerID, d.now(), recoverStep)
+	if err == nil && len(ids) > 0 {
+		err = d.queue.RedeliverMany(ctx, ids)
+	}
+	if err != nil {
+		d.log.WarnContext(ctx, "webhook recovery", "partner_id", partnerID.String(), "error", err.Error())
+	}
+}
+
+// recoverStep is how many waiting events a success makes due: one, so a
+// recovered endpoint gets its backlog in order.
+const recoverStep = 1
 
 // send POSTs the event's stored payload, signed with every active secret. It
 // returns the response status (0 when none arrived), any Retry-After and the

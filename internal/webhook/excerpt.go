@@ -36,3 +36,38 @@ func Excerpt(head []byte) string {
 	s := strings.ToValidUTF8(string(head), "\uFFFD")
 	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }
+
+// Brief says in a few words why an attempt got no answer, from the error it
+// recorded (a transport error's text names the URL and the dialed address,
+// which an operator's overview does not need): a refused connection, a
+// timeout, an address the policy refuses, an unknown host, a TLS failure; any
+// other error is its last clause, cut to briefMax bytes.
+func Brief(msg string) string {
+	for _, k := range []struct{ in, say string }{
+		{"endpoint refused", "address not allowed"},
+		{"connection refused", "connection refused"},
+		{"no answer within", "timed out"},
+		{"deadline exceeded", "timed out"},
+		{"timeout", "timed out"},
+		{"no such host", "host not found"},
+		{"connection reset", "connection reset"},
+		{"tls:", "TLS handshake failed"},
+		{"x509:", "TLS certificate refused"},
+		{"EOF", "connection closed without an answer"},
+	} {
+		if strings.Contains(msg, k.in) {
+			return k.say
+		}
+	}
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		msg = msg[i+2:]
+	}
+	for len(msg) > briefMax {
+		_, size := utf8.DecodeLastRuneInString(msg)
+		msg = msg[:len(msg)-size]
+	}
+	return msg
+}
+
+// briefMax is the longest Brief.
+const briefMax = 80

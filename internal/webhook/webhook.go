@@ -159,6 +159,10 @@ type Store interface {
 	// RequeuePending marks every pending event of the partner requeued, due at,
 	// and returns their ids, oldest first.
 	RequeuePending(ctx context.Context, partnerID uuid.UUID, at time.Time) ([]uuid.UUID, error)
+	// RequeueWaiting marks the oldest limit of the partner's events waiting for
+	// a retry (pending, next attempt after at, not marked) requeued, due at, and
+	// returns their ids, oldest first.
+	RequeueWaiting(ctx context.Context, partnerID uuid.UUID, at time.Time, limit int) ([]uuid.UUID, error)
 	// Requeue marks the event requeued and pending with next_attempt_at at; a
 	// non-nil partnerID scopes it (apperr NotFound otherwise). It returns the event.
 	Requeue(ctx context.Context, partnerID *uuid.UUID, id uuid.UUID, at time.Time) (*Event, error)

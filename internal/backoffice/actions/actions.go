@@ -57,7 +57,13 @@ type Service struct {
 	keys      *apikeys.Service
 	fills     Fills
 	screening RefundScreen
+	webhooks  Backlog
 	log       *slog.Logger
+}
+
+// Backlog sends a partner's waiting webhook events now (webhook.Log.Resend).
+type Backlog interface {
+	Resend(ctx context.Context, by actor.Actor, partnerID uuid.UUID) (int, error)
 }
 
 // RefundScreen screens a refund's destinations before money goes back on chain
@@ -95,7 +101,9 @@ type Deps struct {
 	Fills     Fills
 	// Screening checks refunds' destinations; nil when screening is off.
 	Screening RefundScreen
-	Logger    *slog.Logger
+	// Webhooks resends partners' webhook backlogs.
+	Webhooks Backlog
+	Logger   *slog.Logger
 }
 
 // New returns the actions service.
@@ -105,7 +113,8 @@ func New(d Deps) *Service {
 		log = slog.Default()
 	}
 	return &Service{begin: d.Begin, lifecycle: d.Lifecycle, audit: d.Audit, unmatched: d.Unmatched, batches: d.Batches,
-		partners: d.Partners, operators: d.Operators, keys: d.Keys, fills: d.Fills, screening: d.Screening, log: log}
+		partners: d.Partners, operators: d.Operators, keys: d.Keys, fills: d.Fills, screening: d.Screening,
+		webhooks: d.Webhooks, log: log}
 }
 
 // Fill records operator's executed sale of transaction id.

@@ -71,6 +71,7 @@ var (
 			"rollOperatorKey":         accountsReason,
 			"revokeOperatorKey":       accountsReason,
 			"invitePartnerUser":       accountsReason,
+			"resendWebhookBacklog":    "sends the partner's waiting webhook events to its receiver at once, which is an operator's call to make, not a check's",
 			"resolveUnmatchedDeposit": "needs an unmatched transfer seen on a real chain (the simulator cannot make one), and the check touches no deposit it did not make",
 		},
 	}

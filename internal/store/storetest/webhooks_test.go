@@ -122,6 +122,19 @@ func TestEventDelivery(t *testing.T) {
 		require.Len(t, attempts, 1)
 		require.Equal(t, 500, *attempts[0].StatusCode)
 
+		// A success to the endpoint makes the waiting event due now, once.
+		none, err := s.RequeueWaiting(ctx, p.ID, now.Add(2*time.Minute), 1)
+		require.NoError(t, err)
+		require.Empty(t, none, "its retry is due before: an attempt may be running")
+		due, err := s.RequeueWaiting(ctx, p.ID, now, 1)
+		require.NoError(t, err)
+		require.Equal(t, []uuid.UUID{ev.ID}, due)
+		none, err = s.RequeueWaiting(ctx, p.ID, now.Add(-time.Hour), 1)
+		require.NoError(t, err)
+		require.Empty(t, none, "marked already")
+		_, err = s.TakeRequeue(ctx, ev.ID)
+		require.NoError(t, err)
+
 		// Enabling the endpoint requeues the pending events; a requeue during an
 		// attempt wins over the attempt's outcome.
 		_, err = s.InsertEndpoint(ctx, &webhook.Endpoint{PartnerID: p.ID, URL: "https://example.com/", Enabled: true, Secret: "whsec", CreatedAt: now, UpdatedAt: now})

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,7 +90,37 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, ss *session) 
 		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
 		return
 	}
-	c.site.Render(w, http.StatusOK, "overview", ss, map[string]any{"Title": "Overview", "O": res.JSON200.Data})
+	// Each resend form its own idempotency key: a form sent twice is one resend.
+	keys := map[string]string{}
+	for _, f := range res.JSON200.Data.FailingWebhooks {
+		keys[f.PartnerId.String()] = uuid.NewString()
+	}
+	data := map[string]any{"Title": "Overview", "O": res.JSON200.Data, "Keys": keys}
+	if n, err := strconv.Atoi(r.URL.Query().Get("resent")); err == nil && n >= 0 {
+		events := "events"
+		if n == 1 {
+			events = "event"
+		}
+		data["Notice"] = webkit.Sentence("%d webhook %s queued for delivery now.", n, events)
+	}
+	c.site.Render(w, http.StatusOK, "overview", ss, data)
+}
+
+// resendBacklog sends a failing partner's waiting webhook events now (the
+// overview's "Resend backlog"), then shows the overview with how many were
+// queued.
+func (c *Console) resendBacklog(w http.ResponseWriter, r *http.Request, ss *session) {
+	id, ok := c.site.PathID(w, r, ss)
+	if !ok {
+		return
+	}
+	res, err := c.client(ss).ResendWebhookBacklogWithResponse(r.Context(), id,
+		&oc.ResendWebhookBacklogParams{IdempotencyKey: r.PostForm.Get("idempotency_key")})
+	if err != nil || res.JSON202 == nil {
+		c.site.Failed(w, ss, webkit.StatusOf(res, err), webkit.BodyOf(res))
+		return
+	}
+	http.Redirect(w, r, BasePath+"?"+url.Values{"resent": {strconv.Itoa(res.JSON202.Data.Queued)}}.Encode(), http.StatusSeeOther)
 }
 
 func (c *Console) list(w http.ResponseWriter, r *http.Request, ss *session) {
