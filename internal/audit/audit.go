@@ -72,6 +72,9 @@ const (
 	ScreeningListImported Action = "screening_list_imported"
 	// SecretsRotated re-seals the stored secrets under the newest sealing key.
 	SecretsRotated Action = "secrets_rotated"
+	// SettlementAccountSet sets a partner's (the subject's) settlement account
+	// (the reference: the bank code and the account number's last four digits).
+	SettlementAccountSet Action = "settlement_account_set"
 )
 
 // Actions lists every action the audit log records (the contract's AuditAction
@@ -80,7 +83,7 @@ var Actions = []Action{Fill, Settle, Payout, Accept, Fail, Refund, ResolveRefund
 	PartnerCreated, OperatorCreated, KeyCreated, KeyRolled, KeyRevoked, PartnerUserInvited, PartnerUserRoleChanged, PartnerUserDisabled,
 	WebhookEndpointUpdated, WebhookSecretRotated, WebhookEventReplayed, WebhookTestSent, SandboxSimulated,
 	ScreeningReleased, ScreeningBlocked, ApprovalProposed, ApprovalApproved, ApprovalRejected, OperatorRolesChanged,
-	ScreeningListImported, SecretsRotated}
+	ScreeningListImported, SecretsRotated, SettlementAccountSet}
 
 // Known reports whether a is one of Actions.
 func Known(a Action) bool {
