@@ -71,6 +71,7 @@ var (
 			"rollOperatorKey":         accountsReason,
 			"revokeOperatorKey":       accountsReason,
 			"invitePartnerUser":       accountsReason,
+			"putSettlementAccount":    "changes where a partner's payouts go",
 			"resolveUnmatchedDeposit": "needs an unmatched transfer seen on a real chain (the simulator cannot make one), and the check touches no deposit it did not make",
 		},
 	}
