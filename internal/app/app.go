@@ -33,6 +33,7 @@ import (
 	"partnerd/internal/backoffice/payouts"
 	"partnerd/internal/backoffice/refunds"
 	"partnerd/internal/backoffice/revenue"
+	"partnerd/internal/backoffice/settlement"
 	"partnerd/internal/config"
 	"partnerd/internal/contract/docs"
 	"partnerd/internal/deposits"
@@ -87,8 +88,10 @@ type App struct {
 	limiter       ratelimit.Limiter
 
 	// The operator API (operator.go).
-	operators    *operators.Service
-	approvals    *approvals.Service
+	operators *operators.Service
+	approvals *approvals.Service
+	// settlement keeps partners' settlement accounts (and the provider's banks).
+	settlement   *settlement.Service
 	unmatched    *refunds.Service
 	operatorKeys *idempotency.Service
 	// audit, batches and backoffice serve the back office (the operator API and the console).

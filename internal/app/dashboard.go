@@ -16,7 +16,7 @@ func (a *App) openDashboard(e *echo.Echo, networks []string) error {
 	return dashboard.Register(e, dashboard.Deps{
 		Users: a.partnerUsers, Partners: a.partners, Audit: a.audit, Keys: a.actions, API: a.inProcessHandler,
 		PartnerBase: httpapi.BasePath, Networks: networks, Production: a.cfg.Env == config.Production, Secrets: a.cfg.Secrets, State: a.store,
-		Logger: a.log, Now: store.Now, LinkBase: a.LinkBase,
+		Logger: a.log, Now: store.Now, LinkBase: a.LinkBase, Settlement: a.settlement,
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/backoffice/refunds"
+	"partnerd/internal/backoffice/settlement"
 	"partnerd/internal/config"
 	"partnerd/internal/contract/docs"
 	"partnerd/internal/idempotency"
@@ -24,6 +25,7 @@ import (
 	"partnerd/internal/metrics"
 	"partnerd/internal/operatorapi"
 	"partnerd/internal/partnerusers"
+	"partnerd/internal/payout/paystack"
 	"partnerd/internal/ratelimit"
 	"partnerd/internal/store"
 	"partnerd/internal/web/console"
@@ -75,8 +77,10 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 	a.actions = actions.New(deps)
 	a.approvals = approvals.NewService(st, codec, a.cfg.Approvals, a.cfg.ApprovalTTL, store.Now)
 	a.metrics.ObserveApprovals(a.approvals.Waiting)
+	a.settlement = a.openSettlement()
 	if err := operatorapi.Register(e, operatorapi.Deps{
 		Approvals:    a.approvals,
+		Settlement:   a.settlement,
 		Screening:    st,
 		Operators:    a.operators,
 		Stages:       stages,
@@ -106,6 +110,20 @@ func (a *App) openOperatorAPI(e *echo.Echo) error {
 		return err
 	}
 	return a.openDashboard(e, networks)
+}
+
+// openSettlement builds the settlement accounts' service: with PAYSTACK_SECRET_KEY,
+// Paystack lists the banks and resolves accounts; without it, listing banks and
+// setting an account answer 503 while stored accounts are still read.
+func (a *App) openSettlement() *settlement.Service {
+	d := settlement.Deps{Store: a.store, Begin: store.For(a.store, func(tx *store.Tx) settlement.Tx { return tx }).WithTx,
+		Audit: a.audit, Now: store.Now, Logger: a.log}
+	if p := a.cfg.Paystack; p.On() {
+		d.Provider = paystack.New(p.BaseURL, p.SecretKey, p.Timeout)
+	} else {
+		a.log.Info("PAYSTACK_SECRET_KEY is not set: banks cannot be listed nor settlement accounts set (503)")
+	}
+	return settlement.New(d)
 }
 
 // inProcessHandler is the handler the console calls in process: the finished

@@ -75,6 +75,9 @@ const (
 	// WebhookBacklogResent sends a partner's waiting webhook events now (the
 	// partner as subject, the number of events queued as reference).
 	WebhookBacklogResent Action = "webhook_backlog_resent"
+	// SettlementAccountSet sets a partner's (the subject's) settlement account
+	// (the reference: the bank code and the account number's last four digits).
+	SettlementAccountSet Action = "settlement_account_set"
 )
 
 // Actions lists every action the audit log records (the contract's AuditAction
@@ -83,7 +86,7 @@ var Actions = []Action{Fill, Settle, Payout, Accept, Fail, Refund, ResolveRefund
 	PartnerCreated, OperatorCreated, KeyCreated, KeyRolled, KeyRevoked, PartnerUserInvited, PartnerUserRoleChanged, PartnerUserDisabled,
 	WebhookEndpointUpdated, WebhookSecretRotated, WebhookEventReplayed, WebhookTestSent, SandboxSimulated,
 	ScreeningReleased, ScreeningBlocked, ApprovalProposed, ApprovalApproved, ApprovalRejected, OperatorRolesChanged,
-	ScreeningListImported, SecretsRotated, WebhookBacklogResent}
+	ScreeningListImported, SecretsRotated, WebhookBacklogResent, SettlementAccountSet}
 
 // Known reports whether a is one of Actions.
 func Known(a Action) bool {

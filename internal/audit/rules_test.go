@@ -31,10 +31,10 @@ func TestKnown(t *testing.T) {
 		"partner_user_role_changed", "partner_user_disabled", "webhook_endpoint_updated", "webhook_secret_rotated", "webhook_event_replayed",
 		"webhook_test_sent", "sandbox_simulated", "screening_released", "screening_blocked",
 		"approval_proposed", "approval_approved", "approval_rejected", "operator_roles_changed", "screening_list_imported", "secrets_rotated",
-		"webhook_backlog_resent"} {
+		"webhook_backlog_resent", "settlement_account_set"} {
 		require.True(t, audit.Known(a), a)
 	}
-	require.Len(t, audit.Actions, 32)
+	require.Len(t, audit.Actions, 33)
 	for _, a := range []audit.Action{"", "Fill", "delete", "cancel"} {
 		require.False(t, audit.Known(a), a)
 	}

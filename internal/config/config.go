@@ -45,6 +45,8 @@ const (
 type Config struct {
 	// Screening is the screening of deposits' senders (screening.go).
 	Screening Screening
+	// Paystack is the provider of the banks and name enquiry (paystack.go).
+	Paystack Paystack
 
 	// Tracing holds the OTEL_* settings given (tracing.Settings; unset ones
 	// absent), read by tracing.Setup when the service opens.
@@ -184,6 +186,7 @@ func Load(getenv func(string) string) (*Config, error) {
 	r.secretKeys(c)
 	r.webhooks(c)
 	r.screening(c)
+	r.paystack(c)
 	c.Tracing = map[string]string{}
 	for _, k := range tracing.Settings {
 		if v := getenv(k); v != "" {

@@ -110,6 +110,15 @@ var call = map[string]func(ctx context.Context, c oc.ClientInterface, id uuid.UU
 	"resendWebhookBacklog": func(ctx context.Context, c oc.ClientInterface, id uuid.UUID, k *string) (*http.Response, error) {
 		return c.ResendWebhookBacklog(ctx, id, &oc.ResendWebhookBacklogParams{IdempotencyKey: *k})
 	},
+	"listBanks": func(ctx context.Context, c oc.ClientInterface, _ uuid.UUID, _ *string) (*http.Response, error) {
+		return c.ListBanks(ctx)
+	},
+	"getSettlementAccount": func(ctx context.Context, c oc.ClientInterface, id uuid.UUID, _ *string) (*http.Response, error) {
+		return c.GetSettlementAccount(ctx, id)
+	},
+	"putSettlementAccount": func(ctx context.Context, c oc.ClientInterface, id uuid.UUID, k *string) (*http.Response, error) {
+		return c.PutSettlementAccount(ctx, id, &oc.PutSettlementAccountParams{IdempotencyKey: *k}, oc.SettlementAccountRequest{BankCode: "058", AccountNumber: "0123456789"})
+	},
 	"rollPartnerKey": func(ctx context.Context, c oc.ClientInterface, id uuid.UUID, k *string) (*http.Response, error) {
 		return c.RollPartnerKey(ctx, id, id, &oc.RollPartnerKeyParams{IdempotencyKey: *k}, oc.RollRequest{})
 	},

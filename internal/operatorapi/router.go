@@ -28,6 +28,7 @@ import (
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/backoffice/refunds"
+	"partnerd/internal/backoffice/settlement"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
@@ -65,6 +66,8 @@ type Deps struct {
 	Screening Screening
 	// Approvals holds the actions that need a second operator (four eyes).
 	Approvals *approvals.Service
+	// Settlement lists the provider's banks and keeps partners' settlement accounts.
+	Settlement *settlement.Service
 	// Idempotency works on the operators' own key table.
 	Idempotency *idempotency.Service
 	// Limiter and Limits rate-limit operator requests per operator key, with the
@@ -138,7 +141,7 @@ func Register(e *echo.Echo, d Deps) error {
 	}
 	srv := &Server{actions: d.Actions, stages: d.Stages, fills: d.Fills, unmatched: d.Unmatched,
 		backoffice: d.Backoffice, audit: d.Audit, batches: d.Batches, approvals: d.Approvals, serve: e.ServeHTTP, access: acc,
-		partners: d.Partners, operators: d.Operators, keys: d.Keys, partnerUsers: d.PartnerUsers, screening: d.Screening, idem: d.Idempotency, now: time.Now, linkBase: d.LinkBase}
+		partners: d.Partners, operators: d.Operators, keys: d.Keys, partnerUsers: d.PartnerUsers, screening: d.Screening, idem: d.Idempotency, settlement: d.Settlement, now: time.Now, linkBase: d.LinkBase}
 	operatorapi.RegisterHandlersWithOptions(e, operatorapi.NewStrictHandler(srv, nil), operatorapi.RegisterHandlersOptions{
 		BaseURL: BasePath, OperationMiddlewares: mw,
 	})

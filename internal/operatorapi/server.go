@@ -17,6 +17,7 @@ import (
 	"partnerd/internal/backoffice/batches"
 	"partnerd/internal/backoffice/operators"
 	"partnerd/internal/backoffice/refunds"
+	"partnerd/internal/backoffice/settlement"
 	"partnerd/internal/httpkit"
 	"partnerd/internal/idempotency"
 	"partnerd/internal/kit/apperr"
@@ -53,7 +54,9 @@ type Server struct {
 	// approvals are the proposals of four eyes; serve is this API's own router,
 	// through which an approved proposal's request runs as its approver.
 	approvals *approvals.Service
-	serve     func(http.ResponseWriter, *http.Request)
+	// settlement lists banks and keeps partners' settlement accounts.
+	settlement *settlement.Service
+	serve      func(http.ResponseWriter, *http.Request)
 	// access is each operation's access rule, read from the contract.
 	access map[string]access
 	now    func() time.Time

@@ -39,6 +39,9 @@ func (w *walk) operatorReads(ctx context.Context) {
 	w.expect(w.o, "listScreeningLists", lists, err, 200)
 	blocked, err := w.oc.BlockedPropertyReportWithResponse(ctx)
 	w.expect(w.o, "blockedPropertyReport", blocked, err, 200)
+	// A deployment without the transfer provider's key answers 503.
+	banks, err := w.oc.ListBanksWithResponse(ctx)
+	w.expect(w.o, "listBanks", banks, err, 200, 503)
 	// GET /operators and GET /operators/{id}/keys were read to find the key's
 	// operator (findSelf).
 }
@@ -69,6 +72,9 @@ func (w *walk) operatorReadsOf(ctx context.Context, tx uuid.UUID) {
 		w.expect(w.o, "listPartnerUsers", users, err, 200)
 		payouts, err := w.oc.ListPayoutsWithResponse(ctx, &operatorclient.ListPayoutsParams{PartnerId: &d.PartnerId})
 		w.expect(w.o, "listPayouts", payouts, err, 200)
+		// The partner may have no settlement account (404).
+		account, err := w.oc.GetSettlementAccountWithResponse(ctx, d.PartnerId)
+		w.expect(w.o, "getSettlementAccount", account, err, 200, 404)
 	}
 }
 

@@ -72,6 +72,7 @@ var (
 			"revokeOperatorKey":       accountsReason,
 			"invitePartnerUser":       accountsReason,
 			"resendWebhookBacklog":    "sends the partner's waiting webhook events to its receiver at once, which is an operator's call to make, not a check's",
+			"putSettlementAccount":    "changes where a partner's payouts go",
 			"resolveUnmatchedDeposit": "needs an unmatched transfer seen on a real chain (the simulator cannot make one), and the check touches no deposit it did not make",
 		},
 	}

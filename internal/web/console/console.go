@@ -130,6 +130,7 @@ func (c *Console) routes() http.Handler {
 	mux.HandleFunc("POST "+b+"/partners/{id}/keys/{kid}/{op}", c.auth(c.keyAction))
 	mux.HandleFunc("POST "+b+"/partners/{id}/users", c.auth(c.inviteUser))
 	mux.HandleFunc("POST "+b+"/partners/{id}/webhook-endpoint/resend", c.auth(c.resendBacklog))
+	mux.HandleFunc("POST "+b+"/partners/{id}/settlement-account", c.auth(c.setSettlementAccount))
 	mux.HandleFunc("GET "+b+"/approvals", c.auth(c.approvals))
 	mux.HandleFunc("POST "+b+"/approvals/{id}/{op}", c.auth(c.decide))
 	mux.HandleFunc("GET "+b+"/audit", c.auth(c.audit))

@@ -409,6 +409,9 @@ func (c *Console) showPartner(w http.ResponseWriter, r *http.Request, ss *sessio
 	}
 	data := map[string]any{"Title": "Partner " + webkit.IsolateText(name), "Name": name, "ID": id,
 		"Keys": res.JSON200.Data, "Notice": notice, "Key": uuid.NewString(), "Users": users.JSON200.Data}
+	for k, v := range c.settlementData(r, ss, id) {
+		data[k] = v
+	}
 	c.site.Opened(r, ss, data)
 	status := http.StatusOK
 	for _, e := range extra {

@@ -1,10 +1,14 @@
 package dashboard
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
+
+	"partnerd/internal/backoffice/settlement"
 	"partnerd/internal/kit/apperr"
 	"partnerd/internal/partnerusers"
 	"partnerd/internal/web/webkit"
@@ -112,6 +116,16 @@ func (d *Dashboard) showAccount(w http.ResponseWriter, r *http.Request, ss *sess
 			return
 		}
 		data["CodesLeft"] = left
+	}
+	if d.d.Settlement != nil {
+		a, err := d.d.Settlement.Get(r.Context(), ss.Data.PartnerID)
+		switch {
+		case err == nil:
+			data["Settlement"] = settlementView{BankName: a.BankName, AccountNumber: maskAccount(a.AccountNumber), AccountName: a.AccountName}
+		case codeOf(err) != apperr.NotFound:
+			d.site.Unavailable(w, err)
+			return
+		}
 	}
 	for k, v := range extra {
 		data[k] = v
@@ -265,4 +279,24 @@ func codeOf(err error) apperr.Code {
 		return ""
 	}
 	return apperr.CodeOf(err)
+}
+
+// Settlement reads a partner's settlement account (settlement.Service).
+type Settlement interface {
+	// Get returns partner's account, or apperr NotFound.
+	Get(ctx context.Context, partner uuid.UUID) (*settlement.Account, error)
+}
+
+// settlementView is the settlement account as the partner sees it: read-only,
+// the account number masked but for its last four digits.
+type settlementView struct {
+	BankName, AccountNumber, AccountName string
+}
+
+// maskAccount hides all but the last four digits of an account number.
+func maskAccount(n string) string {
+	if len(n) <= 4 {
+		return n
+	}
+	return strings.Repeat("•", len(n)-4) + n[len(n)-4:]
 }

@@ -73,6 +73,9 @@ type Deps struct {
 	// reached the dashboard, not necessarily where the invited person can. Nil, or
 	// an empty answer, uses the request's scheme and host.
 	LinkBase func() string
+	// Settlement reads the partner's settlement account (shown, masked, on the
+	// account page); nil shows none.
+	Settlement Settlement
 	// Secrets seal the device cookies (SECRETS_KEYS).
 	Secrets *secrets.Keyring
 	Logger  *slog.Logger
