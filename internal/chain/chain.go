@@ -92,6 +92,15 @@ func ParseAddress(network, s string) (common.Address, error) {
 	return common.HexToAddress(h), nil
 }
 
+// AddressForm says in words what an address of network looks like, for the
+// errors that refuse one given in another form.
+func AddressForm(network string) string {
+	if network == TRC20 {
+		return "a base58 T… address"
+	}
+	return "0x and 40 hex digits"
+}
+
 // FormatAddress renders a 20-byte address in network's own form: EIP-55 hex on EVM
 // networks, base58check on Tron. Deposit addresses are stored in this form.
 func FormatAddress(network string, a common.Address) string {

@@ -92,7 +92,7 @@ func (s *Simulator) simulate(ctx context.Context, tx lifecycle.Tx, partnerID uui
 			a, err := chain.ParseAddress(t.Network, *e.Sender)
 			if err != nil {
 				return nil, apperr.Field(apperr.InvalidRequest, "The sender is not an address of the transaction's network.", "/sender",
-					"an address of "+t.Network+" ("+senderForm(t.Network)+")")
+					"an address of "+t.Network+" ("+chain.AddressForm(t.Network)+")")
 			}
 			in.From = chain.FormatAddress(t.Network, a)
 		}
@@ -159,12 +159,4 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
-}
-
-// senderForm says in words what an address of network looks like.
-func senderForm(network string) string {
-	if network == chain.TRC20 {
-		return "a base58 T… address"
-	}
-	return "0x and 40 hex digits"
 }

@@ -124,12 +124,8 @@ func refundAddress(network string, addr *string, field string) (*string, error) 
 	}
 	a, err := chain.ParseAddress(network, *addr)
 	if err != nil {
-		form := "0x and 40 hex digits"
-		if network == chain.TRC20 {
-			form = "a base58 T… address"
-		}
 		return nil, apperr.Field(apperr.InvalidRequest, "The refund address is not an address of the transaction's network.", field,
-			"an address of "+network+" ("+form+")")
+			"an address of "+network+" ("+chain.AddressForm(network)+")")
 	}
 	out := chain.FormatAddress(network, a)
 	return &out, nil

@@ -239,7 +239,7 @@ func TestPartnerAndOperatorDecideAtOnce(t *testing.T) {
 		wg.Wait()
 		require.ElementsMatch(t, []int{http.StatusOK, http.StatusConflict}, []int{partner, operator})
 		accepted := 0
-		for _, h := range apitest_history(t, e, tx.Id) {
+		for _, h := range e.story(tx.Id).Reasons {
 			if h == "deposit:accepted" {
 				accepted++
 			}
@@ -249,9 +249,4 @@ func TestPartnerAndOperatorDecideAtOnce(t *testing.T) {
 		p.confirm(tx, client.TransactionStatusOrderFilled)
 		return tx.Id
 	})
-}
-
-func apitest_history(t *testing.T, e *env, id uuid.UUID) []string {
-	t.Helper()
-	return e.story(id).Reasons
 }
